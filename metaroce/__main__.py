@@ -1,0 +1,3 @@
+from metaroce.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the ``metaroce`` command, one module each."""

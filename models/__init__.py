@@ -1,0 +1,1 @@
+"""metaroce.models"""

@@ -1,0 +1,168 @@
+"""Wire-format constants: the single table of opcodes, header sizes and reason codes.
+
+Everything here is normative and cited from ``docs/spec/wire.md``. The codec, the
+endpoints, the cycle models and the HDL all read these tables; nothing re-derives them.
+"""
+from enum import IntEnum
+
+#: MR-WIRE-001: version of the project's own MetaRoCE wire format, carried in the
+#: high nibble of the first byte of every MetaRoCE extension header.
+MR_VERSION = 1
+
+ETH_HLEN = 14           # MR-WIRE-010
+VLAN_TPID = 0x8100      # MR-WIRE-011
+VLAN_HLEN = 4
+ETHERTYPE_IPV4 = 0x0800  # MR-WIRE-020
+ETHERTYPE_IPV6 = 0x86DD  # MR-WIRE-030
+IPV4_HLEN = 20
+IPV6_HLEN = 40
+IPPROTO_UDP = 17
+UDP_HLEN = 8
+ROCE_PORT = 4791        # MR-WIRE-040
+BTH_LEN = 12            # MR-WIRE-050
+ICRC_LEN = 4            # MR-WIRE-090
+
+# Extension header lengths (bytes).
+RETH_LEN = 16           # MR-WIRE-060
+AETH_LEN = 4            # MR-WIRE-061
+IMM_LEN = 4             # MR-WIRE-062
+ATOMICACK_LEN = 8       # MR-WIRE-063
+CNP_PAD_LEN = 16        # MR-WIRE-064
+MRDH_LEN = 16           # MR-WIRE-071
+MRSH_LEN = 4            # MR-WIRE-072
+MRAH_LEN = 48           # MR-WIRE-073
+MRNH_LEN = 8            # MR-WIRE-074
+
+SACK_BITS = 256         # MR-WIRE-073
+PSN_BITS = 24
+PSN_MOD = 1 << PSN_BITS
+
+
+class Op(IntEnum):
+    """BTH opcodes the project sends or accepts (MR-WIRE-051, MR-WIRE-070)."""
+    RC_SEND_FIRST = 0x00
+    RC_SEND_MIDDLE = 0x01
+    RC_SEND_LAST = 0x02
+    RC_SEND_LAST_IMM = 0x03
+    RC_SEND_ONLY = 0x04
+    RC_SEND_ONLY_IMM = 0x05
+    RC_WRITE_FIRST = 0x06
+    RC_WRITE_MIDDLE = 0x07
+    RC_WRITE_LAST = 0x08
+    RC_WRITE_LAST_IMM = 0x09
+    RC_WRITE_ONLY = 0x0A
+    RC_WRITE_ONLY_IMM = 0x0B
+    RC_READ_REQUEST = 0x0C
+    RC_READ_RESP_FIRST = 0x0D
+    RC_READ_RESP_MIDDLE = 0x0E
+    RC_READ_RESP_LAST = 0x0F
+    RC_READ_RESP_ONLY = 0x10
+    RC_ACK = 0x11
+    RC_ATOMIC_ACK = 0x12
+    CNP = 0x81
+    MR_WRITE = 0xC0
+    MR_WRITE_IMM = 0xC1
+    MR_SEND = 0xC2
+    MR_SEND_IMM = 0xC3
+    MR_ACK = 0xC4
+    MR_NAK = 0xC5
+
+
+#: MR-WIRE-052: the extension headers that follow the BTH, in order, for each opcode.
+#: The opcode alone fixes the header set, so a parser knows every offset from byte 0 of the BTH.
+HEADERS = {
+    Op.RC_SEND_FIRST: (),
+    Op.RC_SEND_MIDDLE: (),
+    Op.RC_SEND_LAST: (),
+    Op.RC_SEND_LAST_IMM: ("imm",),
+    Op.RC_SEND_ONLY: (),
+    Op.RC_SEND_ONLY_IMM: ("imm",),
+    Op.RC_WRITE_FIRST: ("reth",),
+    Op.RC_WRITE_MIDDLE: (),
+    Op.RC_WRITE_LAST: (),
+    Op.RC_WRITE_LAST_IMM: ("imm",),
+    Op.RC_WRITE_ONLY: ("reth",),
+    Op.RC_WRITE_ONLY_IMM: ("reth", "imm"),
+    Op.RC_READ_REQUEST: ("reth",),
+    Op.RC_READ_RESP_FIRST: ("aeth",),
+    Op.RC_READ_RESP_MIDDLE: (),
+    Op.RC_READ_RESP_LAST: ("aeth",),
+    Op.RC_READ_RESP_ONLY: ("aeth",),
+    Op.RC_ACK: ("aeth",),
+    Op.RC_ATOMIC_ACK: ("aeth", "atomicack"),
+    Op.CNP: ("cnp",),
+    Op.MR_WRITE: ("mrdh", "reth"),
+    Op.MR_WRITE_IMM: ("mrdh", "reth", "imm"),
+    Op.MR_SEND: ("mrdh", "mrsh"),
+    Op.MR_SEND_IMM: ("mrdh", "mrsh", "imm"),
+    Op.MR_ACK: ("mrah",),
+    Op.MR_NAK: ("mrnh",),
+}
+
+HEADER_LEN = {
+    "reth": RETH_LEN, "aeth": AETH_LEN, "imm": IMM_LEN, "atomicack": ATOMICACK_LEN,
+    "cnp": CNP_PAD_LEN, "mrdh": MRDH_LEN, "mrsh": MRSH_LEN, "mrah": MRAH_LEN, "mrnh": MRNH_LEN,
+}
+
+#: Opcodes that carry payload after their headers (MR-WIRE-081). Others must carry none.
+PAYLOAD_OPS = frozenset({
+    Op.RC_SEND_FIRST, Op.RC_SEND_MIDDLE, Op.RC_SEND_LAST, Op.RC_SEND_LAST_IMM,
+    Op.RC_SEND_ONLY, Op.RC_SEND_ONLY_IMM, Op.RC_WRITE_FIRST, Op.RC_WRITE_MIDDLE,
+    Op.RC_WRITE_LAST, Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM,
+    Op.RC_READ_RESP_FIRST, Op.RC_READ_RESP_MIDDLE, Op.RC_READ_RESP_LAST,
+    Op.RC_READ_RESP_ONLY, Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM,
+})
+
+MR_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_ACK, Op.MR_NAK})
+
+
+def ext_len(opcode):
+    """Bytes of extension headers after the BTH for ``opcode`` (MR-WIRE-052)."""
+    return sum(HEADER_LEN[h] for h in HEADERS[Op(opcode)])
+
+
+class MrdhFlag(IntEnum):
+    """MRDH flag bits (MR-WIRE-071)."""
+    LAST = 0x1      # the packet ends its message (offset + length == msg_len)
+    RETX = 0x2      # the packet is a retransmission (informational)
+    FIRST = 0x4     # offset == 0
+
+
+class MrahFlag(IntEnum):
+    """MRAH flag bits (MR-WIRE-073)."""
+    ECE = 0x1       # at least one packet since the previous ACK on this path was CE-marked
+    NAK_PRESENT = 0x2  # reserved for a future NAK summary; sent as 0
+
+
+class NakReason(IntEnum):
+    """MRNH reason codes (MR-WIRE-074)."""
+    PSN_WINDOW = 0x01       # PSN outside the receiver's 256-entry window
+    INVALID_REQUEST = 0x02  # unknown opcode or malformed request
+    ACCESS = 0x03           # R_Key unknown or without the needed right
+    BOUNDS = 0x04           # write outside the registered region / receive buffer
+    RNR = 0x05              # no receive posted for this stream and receive sequence (yet)
+    NO_CONNECTION = 0x06    # BTH DestQP names no open connection
+    LENGTH = 0x07           # message length disagrees with an earlier packet of the message
+    STREAM = 0x08           # stream id out of range for the connection
+
+
+class Reason(IntEnum):
+    """Why a frame is not accepted (MR-WIRE-100). Numeric codes are the RX parser's drop codes."""
+    NONE = 0
+    TRUNCATED = 1
+    BAD_IP = 2
+    LENGTH = 3
+    BAD_OPCODE = 4
+    BAD_VERSION = 5
+    ICRC = 6
+    MAC_ERROR = 7
+    NOT_ROCE = 8        # not a drop: the frame goes to the bypass stream
+
+    @property
+    def label(self):
+        return self.name.lower()
+
+
+#: MR-WIRE-041: UDP source ports used as path entropy: 0xC000-0xFFFF (the IANA dynamic range).
+ENTROPY_BASE = 0xC000
+ENTROPY_MASK = 0x3FFF
