@@ -323,6 +323,14 @@ def encode(frame, *, icrc_override=None):
     return l2 + l3
 
 
+def wire_len(frame):
+    """Bytes ``encode(frame)`` produces (Ethernet header to ICRC, no FCS), without encoding."""
+    n = wire.ETH_HLEN + (wire.VLAN_HLEN if frame.eth.vlan is not None else 0)
+    n += wire.IPV4_HLEN if frame.ip.version == 4 else wire.IPV6_HLEN
+    plen = len(frame.payload)
+    return n + wire.UDP_HLEN + wire.BTH_LEN + wire.ext_len(frame.bth.opcode) + plen + (-plen) % 4 + wire.ICRC_LEN
+
+
 # ---------------------------------------------------------------------------------------------
 # Decode
 
@@ -557,4 +565,4 @@ def summary(frame_no, obj):
 
 __all__ = ["DecodeError", "Eth", "IP", "UDP", "BTH", "RETH", "AETH", "AtomicAck", "MRDH", "MRSH",
            "MRAH", "MRNH", "Frame", "make", "encode", "decode", "decode_json", "to_json", "summary",
-           "encode_bth", "decode_bth", "encode_ext", "decode_ext", "ipv4_checksum_ok"]
+           "wire_len", "encode_bth", "decode_bth", "encode_ext", "decode_ext", "ipv4_checksum_ok"]
