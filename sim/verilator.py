@@ -75,6 +75,7 @@ __all__ = [
     "ensure_verilator_env",
     "generate_verilog",
     "default_build_root",
+    "fst_support_problem",
     "build",
     "run",
     "results_summary",
@@ -88,8 +89,11 @@ STAMP_NAME = ".metaroce-build.json"
 #: lint-clean enough to simulate, but Verilator's default of fatal warnings is too strict
 #: for generated code.
 DEFAULT_BUILD_ARGS: tuple[str, ...] = ("-Wno-fatal",)
-#: Extra Verilator arguments for ``waves=True`` (the cocotb runner adds ``--trace``).
-WAVES_BUILD_ARGS: tuple[str, ...] = ("--trace-fst", "--trace-structs")
+#: Extra Verilator arguments per wave format (the cocotb runner itself adds ``--trace``).
+WAVES_BUILD_ARGS: Mapping[str, tuple[str, ...]] = {
+    "fst": ("--trace-fst", "--trace-structs"),
+    "vcd": ("--trace-structs",),
+}
 #: Bump when the layout or the meaning of the cache key changes.
 _CACHE_SCHEMA = 1
 
@@ -389,7 +393,7 @@ class Build:
         parameters: the parameters the build was made with.
         hdl_parameters: the subset passed to Verilator as ``-G`` (Verilog sources only).
         sources: the Verilog files compiled.
-        waves: built with FST tracing.
+        waves: wave format built in: ``"fst"``, ``"vcd"`` or ``None``.
         cached: ``True`` if an existing build was reused (Verilator was not called).
         seconds: wall time of this :func:`build` call.
         verilator: the toolchain used.
@@ -402,7 +406,7 @@ class Build:
     parameters: Mapping[str, Any]
     hdl_parameters: Mapping[str, Any]
     sources: tuple[Path, ...]
-    waves: bool
+    waves: str | None
     cached: bool
     seconds: float
     verilator: VerilatorInfo
@@ -410,6 +414,11 @@ class Build:
     @property
     def executable(self) -> Path:
         return self.build_dir / self.toplevel
+
+    @property
+    def waves_file(self) -> str | None:
+        """Name of the trace file a ``run(..., waves=True)`` writes into its run dir."""
+        return f"dump.{self.waves}" if self.waves else None
 
     def run(self, test_module: str | Sequence[str], **kwargs: Any) -> Path:
         """Shorthand for :func:`run(self, test_module, ...) <run>`."""
@@ -492,6 +501,75 @@ def _file_lock(path: Path) -> Iterator[None]:
             excl.unlink()
 
 
+_fst_support: dict[str, str | None] = {}
+
+
+def fst_support_problem() -> str | None:
+    """``None`` if this machine can build FST tracing, else why not.
+
+    Verilator >= 5.04x's FST writer includes ``<lz4.h>`` and links ``-llz4 -lz`` (Debian:
+    ``apt-get install liblz4-dev zlib1g-dev``).  Checked once per process by compiling a
+    tiny program with ``$CXX`` (default ``c++``) under the current ``CPATH``/``LIBRARY_PATH``.
+    """
+    cxx = os.environ.get("CXX", "c++")
+    if cxx in _fst_support:
+        return _fst_support[cxx]
+    import tempfile
+    program = ("#include <lz4.h>\n#include <zlib.h>\n"
+               "int main() { return LZ4_versionNumber() > 0 && zlibVersion() ? 0 : 1; }\n")
+    problem: str | None = None
+    with tempfile.TemporaryDirectory(prefix="metaroce-fst-") as tmp:
+        src = Path(tmp) / "t.cpp"
+        src.write_text(program)
+        try:
+            proc = subprocess.run([*cxx.split(), str(src), "-o", str(Path(tmp) / "t"),
+                                   "-llz4", "-lz"], capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                err = (proc.stderr.strip().splitlines() or ["?"])[0]
+                problem = (f"FST tracing needs the lz4 and zlib development files "
+                           f"(Debian/Ubuntu: `apt-get install liblz4-dev zlib1g-dev`): {err}")
+        except (OSError, subprocess.SubprocessError) as e:
+            problem = f"cannot run the C++ compiler {cxx!r}: {e}"
+    _fst_support[cxx] = problem
+    return problem
+
+
+_TRUE = ("1", "yes", "y", "on", "true", "enable")
+_FALSE = ("0", "no", "n", "off", "false", "disable")
+
+
+def _env_waves(waves: bool | str) -> bool | str:
+    """cocotb convention: a non-empty ``WAVES`` environment variable overrides ``waves``
+    (the cocotb runner reads it too, so both must agree)."""
+    value = os.environ.get("WAVES", "").strip().lower()
+    if not value:
+        return waves
+    if value in _TRUE:
+        return waves if isinstance(waves, str) else True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"unexpected value WAVES={value!r}")
+
+
+def _wave_format(waves: bool | str) -> str | None:
+    """``False`` -> None; ``"fst"``/``"vcd"`` as given; ``True`` -> FST if it can be built
+    here, else VCD (with a warning)."""
+    if not waves:
+        return None
+    if isinstance(waves, str):
+        fmt = waves.lower()
+        if fmt not in WAVES_BUILD_ARGS:
+            raise ValueError(f"waves must be a bool, 'fst' or 'vcd', not {waves!r}")
+        if fmt == "fst" and (problem := fst_support_problem()):
+            raise BuildError(problem)
+        return fmt
+    if problem := fst_support_problem():
+        import warnings
+        warnings.warn(f"{problem}; writing VCD (dump.vcd) instead", stacklevel=3)
+        return "vcd"
+    return "fst"
+
+
 def _get_runner():
     """A fresh cocotb Verilator runner (seam for tests)."""
     try:
@@ -528,7 +606,7 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 def build(design_name: str, source: Any, toplevel: str | None = None,
           parameters: Mapping[str, Any] | None = None, build_root: str | os.PathLike | None = None,
-          *, waves: bool = False, build_args: Sequence[str] = (),
+          *, waves: bool | str = False, build_args: Sequence[str] = (),
           includes: Sequence[str | os.PathLike] = (), defines: Mapping[str, Any] | None = None,
           timescale: tuple[str, str] | None = ("1ns", "1ps"), ports: Any = None,
           verbose: bool = False) -> Build:
@@ -548,8 +626,11 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
             For Amaranth sources this is also the name given to the generated module.
         parameters: see ``source``.  Part of the cache key.
         build_root: cache root; default :func:`default_build_root`.
-        waves: build with FST tracing (``--trace-fst``); ``run(..., waves=True)`` then
-            writes ``dump.fst`` into the run directory.  A separate cache entry.
+        waves: build with tracing, a separate cache entry.  ``True``: FST
+            (``--trace-fst``) if :func:`fst_support_problem` finds lz4/zlib headers, else
+            VCD with a warning; ``"fst"`` / ``"vcd"`` force a format.  ``run(...,
+            waves=True)`` then writes ``dump.fst`` / ``dump.vcd`` into the run directory.
+            A non-empty ``WAVES`` environment variable overrides it (cocotb convention).
         build_args: extra Verilator arguments (after :data:`DEFAULT_BUILD_ARGS`).
         includes, defines, timescale: passed to the cocotb runner; part of the key.
         ports: ``ports=`` for :func:`generate_verilog` (non-``Component`` designs).
@@ -593,7 +674,8 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
                 raise TypeError(f"unsupported Verilog source {item!r}")
         hdl_parameters = parameters
 
-    waves_args = list(WAVES_BUILD_ARGS) if waves else []
+    wave_format = _wave_format(_env_waves(waves))
+    waves_args = list(WAVES_BUILD_ARGS[wave_format]) if wave_format else []
     all_args = [*DEFAULT_BUILD_ARGS, *waves_args, *build_args]
     inc = [str(Path(i).expanduser().resolve()) for i in includes]
     key_material = {
@@ -606,7 +688,7 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
         "verilator": [info.version_text, str(info.executable)],
         "cocotb": _cocotb_version(),
         "build_args": all_args,
-        "waves": waves,
+        "waves": wave_format,
         "includes": inc,
         "defines": _canon(defines or {}),
         "timescale": list(timescale) if timescale else None,
@@ -620,7 +702,7 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
         srcs = tuple(build_dir / n for n, _ in generated) + tuple(files)
         return Build(design_name=name, toplevel=top, build_dir=build_dir, key=key,
                      parameters=parameters, hdl_parameters=hdl_parameters, sources=srcs,
-                     waves=waves, cached=cached, seconds=time.monotonic() - t0,
+                     waves=wave_format, cached=cached, seconds=time.monotonic() - t0,
                      verilator=info)
 
     if _read_stamp(build_dir, top) is not None:
@@ -646,7 +728,7 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
                 defines=dict(defines or {}),
                 build_dir=build_dir,
                 timescale=timescale,
-                waves=waves,
+                waves=bool(wave_format),
                 log_file=log_file,
             )
         except (RuntimeError, SystemExit) as e:
@@ -719,7 +801,9 @@ def run(build: Build, test_module: str | Sequence[str], testcase: str | Sequence
         testcase: run only these test(s) (name or list of names); default all.
         extra_env: environment for the simulation (read by tests via ``os.environ``);
             these take precedence over this process's environment.
-        waves: write ``dump.fst`` into the run directory (needs ``build(waves=True)``).
+        waves: write the trace (``build.waves_file``: ``dump.fst`` or ``dump.vcd``) into
+            the run directory; needs a build made with ``build(..., waves=...)``.  A
+            non-empty ``WAVES`` environment variable overrides it (cocotb convention).
         seed: ``COCOTB_RANDOM_SEED``.
         run_dir: where to run (results, waves, logs); default
             ``<build_dir>/runs/<module>-<testcase>[-<pytest test>][-<seed>]``, emptied
@@ -737,8 +821,10 @@ def run(build: Build, test_module: str | Sequence[str], testcase: str | Sequence
         SimulationError: (``check=True``) the simulator crashed or no test ran.
     """
     ensure_verilator_env()
+    waves = bool(_env_waves(waves))
     if waves and not build.waves:
-        raise ValueError("run(waves=True) needs a build made with build(..., waves=True)")
+        raise ValueError("run(waves=True) (or WAVES=1 in the environment) needs a build made "
+                         "with build(..., waves=True)")
     modules = [test_module] if isinstance(test_module, str) else list(test_module)
     cases = None if testcase is None else ([testcase] if isinstance(testcase, str) else list(testcase))
     if run_dir is None:
