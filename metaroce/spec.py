@@ -1,0 +1,30 @@
+"""Spec requirement IDs: where each is defined (docs/spec) and which tests cite it."""
+import pathlib
+import re
+
+ID_RE = re.compile(r"\bMR-[A-Z]+-\d{3}\b")
+# A definition is an ID in bold (``**MR-WIRE-071**``) at the start of a list item or paragraph.
+DEF_RE = re.compile(r"\*\*(MR-[A-Z]+-\d{3})\b")
+
+
+def repo_root():
+    here = pathlib.Path(__file__).resolve().parent.parent
+    return here if (here / "docs" / "spec").is_dir() else None
+
+
+def defined_ids(spec_dir):
+    """{id: file name} for every requirement defined in ``spec_dir``."""
+    out = {}
+    for md in sorted(pathlib.Path(spec_dir).glob("*.md")):
+        for m in DEF_RE.finditer(md.read_text()):
+            out.setdefault(m.group(1), md.name)
+    return out
+
+
+def cited_ids(test_dir):
+    """{id: set of test file names} for every ID mentioned in ``test_dir``."""
+    out = {}
+    for py in sorted(pathlib.Path(test_dir).rglob("*.py")):
+        for m in ID_RE.finditer(py.read_text()):
+            out.setdefault(m.group(0), set()).add(py.name)
+    return out
