@@ -265,6 +265,36 @@ def encode_bth(b):
         b.dest_qp & 0xFF, b.ack_req << 7, (b.psn >> 16) & 0xFF, (b.psn >> 8) & 0xFF, b.psn & 0xFF)
 
 
+#: Field widths in bits; encode refuses values that do not fit rather than corrupting a
+#: neighbouring field on the wire.
+_WIDTHS = {
+    Eth: {"vlan": 12, "pcp": 3, "dei": 1},
+    IP: {"dscp": 6, "ecn": 2, "ttl": 8, "ident": 16, "flow_label": 20, "proto": 8},
+    UDP: {"sport": 16, "dport": 16, "checksum": 16},
+    BTH: {"opcode": 8, "se": 1, "mig": 1, "pad": 2, "tver": 4, "pkey": 16, "fecn": 1, "becn": 1,
+          "dest_qp": 24, "ack_req": 1, "psn": 24},
+    RETH: {"va": 64, "rkey": 32, "dma_len": 32},
+    AETH: {"syndrome": 8, "msn": 24},
+    AtomicAck: {"orig": 64},
+    MRDH: {"version": 4, "flags": 4, "path": 8, "stream": 16, "msg": 32, "offset": 32, "msg_len": 32},
+    MRSH: {"recv_seq": 32},
+    MRAH: {"version": 4, "flags": 4, "path": 8, "ce_count": 16, "cum_psn": 32, "rate_mbps": 32,
+           "trigger_psn": 32, "sack": wire.SACK_BITS},
+    MRNH: {"version": 4, "flags": 4, "path": 8, "reason": 8, "psn": 32},
+}
+
+
+def _check_widths(h, name):
+    if isinstance(h, int):  # ImmDt is a bare 32-bit value
+        if not 0 <= h < 1 << 32:
+            raise ValueError(f"{name} = {h!r} does not fit in 32 bits")
+        return
+    for k, bits in _WIDTHS.get(type(h), {}).items():
+        v = getattr(h, k)
+        if v is not None and not 0 <= v < 1 << bits:
+            raise ValueError(f"{name}.{k} = {v!r} does not fit in {bits} bits")
+
+
 def encode(frame, *, icrc_override=None):
     """Bytes of ``frame`` (Ethernet header to ICRC, no FCS). Pad and lengths are derived.
 
@@ -275,6 +305,9 @@ def encode(frame, *, icrc_override=None):
     op = Op(frame.bth.opcode)
     pad = (-len(frame.payload)) % 4
     frame.bth = replace(frame.bth, pad=pad)
+    for n in ("eth", "ip", "udp", "bth") + wire.HEADERS[op]:
+        if n != "cnp":
+            _check_widths(getattr(frame, n), n)
     ext = b"".join(encode_ext(n, _ext_value(frame, n)) for n in wire.HEADERS[op])
     l4_payload = encode_bth(frame.bth) + ext + frame.payload + bytes(pad)
     udp_len = wire.UDP_HLEN + len(l4_payload) + wire.ICRC_LEN

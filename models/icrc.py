@@ -32,6 +32,8 @@ def mask_variant_fields(l3):
         ip_len = IPV6_HLEN
     else:
         raise ValueError(f"IP version {version} is neither 4 nor 6")
+    if len(b) < ip_len + UDP_HLEN + BTH_LEN:
+        raise ValueError("too short to hold IP, UDP and BTH headers")
     b[ip_len + 6:ip_len + 8] = b"\xff\xff"
     b[ip_len + UDP_HLEN + 4] = 0xFF
     return bytes(b)
