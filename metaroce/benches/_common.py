@@ -1,0 +1,102 @@
+"""Helpers shared by the benchmarks: parallel runs with a progress bar, settings, plots."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+
+
+class UI:
+    """What a benchmark's ``run(args, ui)`` gets: ``ui.map`` and the worker count."""
+
+    def __init__(self, jobs=1):
+        self.jobs = jobs
+
+    def map(self, fn, jobs, label="runs"):
+        """``[fn(j) for j in jobs]`` over ``self.jobs`` processes, with a progress bar on
+        stderr (shown only on a terminal). Results keep the order of ``jobs``."""
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        jobs = list(jobs)
+        out = [None] * len(jobs)
+        err = Console(stderr=True)
+        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=True, disable=not err.is_terminal) as bar:
+            task = bar.add_task(label, total=len(jobs))
+            if self.jobs <= 1 or len(jobs) <= 1:
+                for i, j in enumerate(jobs):
+                    out[i] = fn(j)
+                    bar.advance(task)
+                return out
+            ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
+            with ctx.Pool(min(self.jobs, len(jobs))) as pool:
+                for i, r in pool.imap_unordered(_Indexed(fn), list(enumerate(jobs))):
+                    out[i] = r
+                    bar.advance(task)
+        return out
+
+
+class _Indexed:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, ij):
+        i, j = ij
+        return i, self.fn(j)
+
+
+def parse_list(text, conv=float):
+    """``"0,0.1,1"`` -> ``[0.0, 0.1, 1.0]``; raises ValueError with a clear message."""
+    try:
+        return [conv(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"bad list {text!r}: expected comma-separated numbers") from None
+
+
+def parse_size(text):
+    from metaroce.commands.transfer import parse_size as ps
+    return ps(text)
+
+
+def jain(xs):
+    """Jain's fairness index of the values ``xs`` (1.0 = perfectly fair)."""
+    xs = list(xs)
+    s = sum(xs)
+    q = sum(x * x for x in xs)
+    return (s * s) / (len(xs) * q) if q > 0 else 0.0
+
+
+def payload_rate(link_bps, mtu, ext=16 + 16):
+    """Line rate available to payload: MTU over MTU plus every per-frame byte (headers from
+    Ethernet to ICRC, FCS, preamble, inter-frame gap)."""
+    from metaroce.sim.fabric import FRAME_OVERHEAD
+    hdr = 14 + 20 + 8 + 12 + ext + 4
+    return link_bps * mtu / (mtu + hdr + FRAME_OVERHEAD)
+
+
+def plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as p
+    return p
+
+
+#: Extra MetaRoCE keyword arguments for every benchmark (printed with the results). Empty: the
+#: endpoint's defaults. (Earlier endpoint versions needed ``ack_every=2`` at 64 paths; see
+#: docs/benchmarks.md.)
+METAROCE_TUNING = {}
+
+
+def endpoint_cfg(protocol, link_bps, rtt, planes=1, mtu=4096):
+    """The configuration every benchmark passes to an endpoint of ``protocol``."""
+    cfg = {"mtu": mtu, "line_rate_bps": link_bps * planes, "base_rtt": rtt}
+    if protocol == "metaroce":
+        cfg.update(METAROCE_TUNING)
+    return cfg
+
+
+def baseline_params(link_bps, rtt, planes=1):
+    """The RoCEv2 baseline's parameters as the endpoint reports them."""
+    from metaroce.sim.harness import make_endpoint
+    ep = make_endpoint("rocev2", "10.0.0.1", **endpoint_cfg("rocev2", link_bps, rtt, planes))
+    return dict(ep.params())

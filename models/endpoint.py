@@ -1,0 +1,1009 @@
+"""MetaRoCE endpoint: the reference behavioural model of one host's transport.
+
+Implements ``/work/notes/endpoint_contract.md`` on top of the pure functions of
+:mod:`metaroce.models.protocol` (docs/spec/transport.md). One :class:`Endpoint` holds any
+number of :class:`Connection` objects; each connection has many paths (own UDP source port,
+own PSN sequence, own window and RTT estimate) and many ordered streams.
+
+Sender: packets are sprayed over the paths round-robin (MR-CONN-004); each path numbers its
+packets in order (MR-SEQ-001); a retransmission takes a new PSN on whichever path has room
+(MR-REL-003). Receiver: every packet is placed directly where it belongs (MR-PLC-001), the
+path's PSN enters a 256-bit SACK window (MR-SEQ-005) and an ACK per path carries cumulative
+PSN, SACK, ECN echo and the receiver's fair-share rate hint (MR-SEQ-009, MR-CC-005).
+Completions are exactly once and in message order per stream (MR-EXO-001..005).
+"""
+from __future__ import annotations
+
+import heapq
+from collections import Counter, deque
+from dataclasses import dataclass
+from enum import IntEnum
+
+from . import protocol as P
+from .codec import BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, Eth, Frame, wire_len
+from .wire import MrahFlag, MrdhFlag, NakReason, Op
+
+ACCESS_LOCAL_WRITE = P.ACCESS_LOCAL_WRITE
+ACCESS_REMOTE_WRITE = P.ACCESS_REMOTE_WRITE
+ACCESS_REMOTE_READ = P.ACCESS_REMOTE_READ
+ACCESS_ALL = P.ACCESS_ALL
+
+
+class Status(IntEnum):
+    """Completion status (verbs ``ibv_wc_status`` subset). ``SUCCESS`` is 0."""
+    SUCCESS = 0
+    LOC_PROT_ERR = 4
+    REM_INV_REQ_ERR = 9
+    REM_ACCESS_ERR = 10
+    REM_OP_ERR = 11
+    RETRY_EXC_ERR = 12
+
+
+class WcOpcode(IntEnum):
+    """Completion opcode (verbs ``ibv_wc_opcode`` subset)."""
+    SEND = 0
+    RDMA_WRITE = 1
+    RECV = 128
+    RECV_RDMA_WITH_IMM = 129
+
+
+@dataclass
+class Completion:
+    """One completion queue entry. ``conn`` is the connection's local id."""
+    wr_id: int
+    status: Status
+    opcode: WcOpcode
+    byte_len: int
+    conn: int
+    stream: int
+    imm: int | None = None
+
+
+#: MR-ERR-003: the completion status a fatal NAK reason maps to.
+NAK_STATUS = {
+    NakReason.ACCESS: Status.REM_ACCESS_ERR,
+    NakReason.BOUNDS: Status.REM_ACCESS_ERR,
+    NakReason.INVALID_REQUEST: Status.REM_INV_REQ_ERR,
+    NakReason.LENGTH: Status.REM_INV_REQ_ERR,
+    NakReason.STREAM: Status.REM_INV_REQ_ERR,
+    NakReason.NO_CONNECTION: Status.REM_OP_ERR,
+}
+
+_ACTIVE, _RETIRED, _PROBING = 0, 1, 2
+_IDLE, _BLOCKED, _PACED = 0, 1, 2
+_DATA_OPS = (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM)
+
+
+class _SMsg:
+    """A message being sent: chunked at MTU boundaries; chunk ``i`` is bytes ``[i*mtu, ...)``."""
+    __slots__ = ("stream", "msg", "op", "wr_id", "mv", "length", "va", "rkey", "recv_seq", "imm",
+                 "nchunks", "next_chunk", "acked", "nacked", "done", "status")
+
+    def __init__(self, stream, msg, op, wr_id, mv, length, va, rkey, recv_seq, imm, mtu):
+        self.stream, self.msg, self.op, self.wr_id = stream, msg, op, wr_id
+        self.mv, self.length, self.va, self.rkey = mv, length, va, rkey
+        self.recv_seq, self.imm = recv_seq, imm
+        self.nchunks = max(1, -(-length // mtu))
+        self.next_chunk = 0
+        self.acked = bytearray(self.nchunks)
+        self.nacked = 0
+        self.done = False
+        self.status = Status.SUCCESS
+
+
+class _Rec:
+    """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001)."""
+    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe")
+
+    def __init__(self, msg, idx, t, nbytes):
+        self.msg, self.idx, self.t, self.nbytes = msg, idx, t, nbytes
+        self.lost = False           # resolved, or declared lost: no longer in flight
+        self.probe = False
+
+
+class _Path:
+    __slots__ = ("conn", "idx", "entropy", "gen", "next_psn", "floor", "out", "live", "inflight",
+                 "cwnd", "srtt", "rttvar", "backoff", "deadline", "tstack", "consec_to", "state",
+                 "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
+                 "retired_before", "order",
+                 "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last")
+
+    def __init__(self, conn, idx, entropy, cwnd, probe_interval):
+        self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
+        self.next_psn = conn.ep.initial_psn
+        self.floor = conn.ep.initial_psn
+        self.out = {}               # psn -> _Rec
+        self.live = 0               # records not marked lost
+        self.inflight = 0           # bytes of live records
+        self.cwnd = cwnd
+        self.srtt = None
+        self.rttvar = 0.0
+        self.backoff = 1
+        self.deadline = None        # tail-loss timer (MR-REL-006)
+        self.tstack = []            # deadlines queued in the endpoint heap, decreasing
+        self.order = deque()        # records in sending order; head: the oldest live one
+        self.consec_to = 0
+        self.state = _ACTIVE
+        self.last_ece = -1.0
+        self.last_ack = -1.0
+        self.next_dec = 0.0
+        self.since_req = 0
+        self.probe_token = 0
+        self.probe_interval = probe_interval
+        self.retired_before = False
+        self.rx_cum = conn.ep.initial_psn     # receiver: next PSN expected in order
+        self.rx_sack = 0
+        self.rx_high = conn.ep.initial_psn    # receiver: one past the highest PSN seen
+        self.rx_ce = 0
+        self.rx_pending = 0
+        self.rx_ack_token = 0       # delayed-ACK timer generation (MR-SEQ-009)
+        self.rx_last = None         # (psn, sport) of the newest unacknowledged arrival
+
+
+class _RxMsg:
+    __slots__ = ("msg_len", "op", "got", "placed", "done", "imm", "recv_seq")
+
+    def __init__(self, msg_len, op):
+        self.msg_len, self.op = msg_len, op
+        self.got = set()            # chunk offsets placed (MR-EXO-002)
+        self.placed = 0
+        self.done = False
+        self.imm = None
+        self.recv_seq = None
+
+
+class _RxStream:
+    __slots__ = ("next_deliver", "msgs", "recvs", "recv_next")
+
+    def __init__(self):
+        self.next_deliver = 0
+        self.msgs = {}
+        self.recvs = {}             # recv_seq -> (lkey, loffset, length, wr_id)
+        self.recv_next = 0
+
+
+class Connection:
+    """One MetaRoCE connection: many paths below, many ordered streams above (MR-CONN-001).
+
+    Created by :meth:`Endpoint.connect`. The post methods queue work; packets leave through
+    :meth:`Endpoint.next_packet`.
+    """
+
+    def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams):
+        if not 1 <= paths <= 256:
+            raise ValueError(f"paths must be 1..256, got {paths}")
+        if not 1 <= streams <= 65536:
+            raise ValueError(f"streams must be 1..65536, got {streams}")
+        self.ep = ep
+        self.local_id, self.peer_addr, self.peer_id = local_id, peer_addr, peer_id
+        self.n_streams = streams
+        cw = max(ep.mtu, ep.bdp * ep.init_window_bdp / paths)
+        self.paths = [_Path(self, i, P.entropy_for(local_id * 4099 + i * 131 + ep.seed * 7919), cw,
+                            ep.probe_interval) for i in range(paths)]
+        self.rr = 0
+        self.sendq = deque()        # messages with chunks not yet sent once
+        self.retx = deque()         # (msg, chunk) to resend (MR-REL-003)
+        self.ssq = [deque() for _ in range(streams)]   # per stream, posting order (MR-EXO-004)
+        self.msg_next = [0] * streams
+        self.send_seq = [0] * streams
+        self.rx = [_RxStream() for _ in range(streams)]
+        self.inflight = 0
+        self.unsent = 0             # chunks posted and not yet sent once
+        self.window = ep.bdp * ep.max_window_bdp      # per-connection window (MR-CC-001)
+        self.rate_bps = ep.line_rate_bps
+        self.last_ece = -1.0
+        self.pace_until = 0.0
+        self.in_ready = False
+
+    # -- verbs ---------------------------------------------------------------------------------
+
+    def _local(self, lkey, loffset, length):
+        mr = self.ep._mrs.get(lkey)
+        if mr is None:
+            raise ValueError(f"unknown lkey {lkey}")
+        if loffset < 0 or length < 0 or loffset + length > len(mr[0]):
+            raise ValueError("local buffer out of the registered region")
+        return mr
+
+    def _stream(self, stream):
+        if not 0 <= stream < self.n_streams:
+            raise ValueError(f"stream {stream} out of range 0..{self.n_streams - 1}")
+
+    def _post(self, stream, op, lkey, loffset, length, wr_id, va=0, rkey=0, imm=None, send=False):
+        self._stream(stream)
+        buf, _ = self._local(lkey, loffset, length)
+        if length >= 1 << 32:
+            raise ValueError("message longer than 2^32 - 1 bytes")
+        rs = None
+        if send:
+            rs = self.send_seq[stream]
+            self.send_seq[stream] = (rs + 1) & 0xFFFFFFFF
+        m = _SMsg(stream, self.msg_next[stream], op, wr_id,
+                  memoryview(buf)[loffset:loffset + length], length, va, rkey, rs, imm, self.ep.mtu)
+        self.msg_next[stream] = (self.msg_next[stream] + 1) & 0xFFFFFFFF
+        self.sendq.append(m)
+        self.unsent += m.nchunks
+        self.ssq[stream].append(m)
+        self.ep._make_ready(self)
+        return m
+
+    def post_write(self, stream, lkey, loffset, length, remote_va, rkey, wr_id, imm=None):
+        """RDMA write of ``length`` bytes to the peer's region ``rkey`` at byte ``remote_va``.
+
+        Regions are zero-based (MR-PLC-002): ``remote_va`` is an offset into the peer's
+        region. With ``imm`` the peer gets a ``RECV_RDMA_WITH_IMM`` completion (no receive
+        consumed). The sender's completion means every byte was placed (MR-EXO-003).
+        """
+        op = Op.MR_WRITE if imm is None else Op.MR_WRITE_IMM
+        self._post(stream, op, lkey, loffset, length, wr_id, remote_va, rkey, imm)
+
+    def post_send(self, stream, lkey, loffset, length, wr_id, imm=None):
+        """Send ``length`` bytes into the peer's next receive posted on ``stream`` (MR-PLC-004)."""
+        op = Op.MR_SEND if imm is None else Op.MR_SEND_IMM
+        self._post(stream, op, lkey, loffset, length, wr_id, imm=imm, send=True)
+
+    def post_recv(self, stream, lkey, loffset, length, wr_id):
+        """Post a receive buffer; the ``k``-th receive on a stream matches its ``k``-th send."""
+        self._stream(stream)
+        self._local(lkey, loffset, length)
+        st = self.rx[stream]
+        st.recvs[st.recv_next] = (lkey, loffset, length, wr_id)
+        st.recv_next = (st.recv_next + 1) & 0xFFFFFFFF
+
+    # -- sender internals ------------------------------------------------------------------------
+
+    def _next_work(self):
+        retx = self.retx
+        while retx:
+            m, i = retx[0]
+            if m.done or m.acked[i]:
+                retx.popleft()
+                continue
+            return m, i, True
+        q = self.sendq
+        while q:
+            m = q[0]
+            if m.done:
+                q.popleft()
+                self.unsent -= m.nchunks - m.next_chunk
+                continue
+            return m, m.next_chunk, False
+        return None
+
+    def _pick_path(self, nbytes):
+        paths = self.paths
+        n = len(paths)
+        rr = self.rr
+        for k in range(n):
+            p = paths[(rr + k) % n]
+            st = p.state
+            if st == _ACTIVE:
+                if (p.inflight == 0 or p.inflight + nbytes <= p.cwnd) and \
+                        P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
+                    self.rr = (rr + k + 1) % n
+                    return p
+            elif st == _PROBING:
+                # MR-PATH-005: one probe packet at a time on a path being tested.
+                if p.live == 0 and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
+                    self.rr = (rr + k + 1) % n
+                    return p
+        return None
+
+    def _next_frame(self, now):
+        if self.pace_until > now:
+            return _PACED
+        w = self._next_work()
+        if w is None:
+            return _IDLE
+        m, i, is_retx = w
+        ep = self.ep
+        off = i * ep.mtu
+        nbytes = min(ep.mtu, m.length - off)
+        if self.inflight and self.inflight + nbytes > self.window:
+            return _BLOCKED
+        p = self._pick_path(nbytes)
+        if p is None:
+            return _BLOCKED
+        if is_retx:
+            self.retx.popleft()
+            ep.stats["retransmitted"] += 1
+        else:
+            m.next_chunk += 1
+            self.unsent -= 1
+            if m.next_chunk >= m.nchunks:
+                self.sendq.popleft()
+        psn = p.next_psn
+        p.next_psn = (psn + 1) & P.PSN_MASK
+        rec = _Rec(m, i, now, nbytes)
+        p.out[psn] = rec
+        p.order.append(rec)
+        p.live += 1
+        p.inflight += nbytes
+        self.inflight += nbytes
+        p.since_req += 1
+        # MR-SEQ-009: ask for an ACK every ack_every packets of a path, when the path's window
+        # is full, and on every packet of a burst's tail (no later packet would trigger it).
+        ack_req = (p.since_req >= ep.ack_every or p.inflight + ep.mtu > p.cwnd
+                   or self.unsent + len(self.retx) <= len(self.paths) * ep.ack_every)
+        if ack_req:
+            p.since_req = 0
+        f = self._frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
+        if p.deadline is None:
+            ep._arm(p, now + self._rto(p))
+        if self.rate_bps < ep.line_rate_bps:
+            self.pace_until = max(self.pace_until, now) + P.pacing_gap(wire_len(f), self.rate_bps)
+        st = ep.stats
+        st["packets_sent"] += 1
+        st["data_packets_sent"] += 1
+        return f
+
+    def _frame(self, m, i, off, nbytes, p, psn, is_retx, ack_req):
+        ep = self.ep
+        flags = 0
+        if off + nbytes >= m.length:
+            flags |= MrdhFlag.LAST
+        if off == 0:
+            flags |= MrdhFlag.FIRST
+        if is_retx:
+            flags |= MrdhFlag.RETX
+        op = m.op
+        write = op == Op.MR_WRITE or op == Op.MR_WRITE_IMM
+        return Frame(
+            eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=p.entropy),
+            bth=BTH(opcode=op, dest_qp=self.peer_id, ack_req=1 if ack_req else 0, psn=psn),
+            mrdh=MRDH(1, flags, p.idx, m.stream, m.msg, off, m.length),
+            reth=RETH(m.va, m.rkey, m.length) if write else None,
+            mrsh=None if write else MRSH(m.recv_seq),
+            imm=m.imm, payload=bytes(m.mv[off:off + nbytes]))
+
+    def _rearm(self, p):
+        """MR-REL-006: the timer runs from the send time of the path's oldest live packet."""
+        q = p.order
+        while q and q[0].lost:
+            q.popleft()
+        if q:
+            self.ep._arm(p, q[0].t + self._rto(p))
+        else:
+            q.clear()
+            self.ep._disarm(p)
+
+    def _rto(self, p):
+        ep = self.ep
+        return P.rto_value(p.srtt, p.rttvar, min_rtts=ep.rto_min_rtts, rto_min=ep.rto_min,
+                           rto_max=ep.rto_max, initial=ep.rto_initial) * p.backoff
+
+    def _chunk_acked(self, m, i):
+        if m.acked[i]:
+            self.ep.stats["spurious_retransmits"] += 1   # MR-EXO-002: never double-counted
+            return
+        m.acked[i] = 1
+        m.nacked += 1
+        if m.nacked == m.nchunks and not m.done:
+            m.done = True
+            self._deliver_send(m.stream)
+
+    def _fail(self, m, status):
+        if not m.done:
+            m.done = True
+            m.status = status
+            self._deliver_send(m.stream)
+
+    def _deliver_send(self, stream):
+        """MR-EXO-004: sender completions on a stream in posting order."""
+        q = self.ssq[stream]
+        ep = self.ep
+        while q and q[0].done:
+            m = q.popleft()
+            write = m.op == Op.MR_WRITE or m.op == Op.MR_WRITE_IMM
+            ep._cq.append(Completion(m.wr_id, m.status, WcOpcode.RDMA_WRITE if write else WcOpcode.SEND,
+                                     m.length, self.local_id, m.stream, None))
+            ep.stats["completions"] += 1
+            m.mv = None
+
+    def _mark_lost(self, p, rec):
+        if not rec.lost:
+            rec.lost = True
+            p.live -= 1
+            p.inflight -= rec.nbytes
+            self.inflight -= rec.nbytes
+            m = rec.msg
+            if not m.done and not m.acked[rec.idx]:
+                self.retx.append((m, rec.idx))
+
+    # -- sender: ACK and NAK ---------------------------------------------------------------------
+
+    def _on_ack(self, a, now):
+        ep = self.ep
+        st = ep.stats
+        if a.path >= len(self.paths):
+            ep._drop("bad_ack")
+            return
+        p = self.paths[a.path]
+        floor = p.floor
+        n, acked = P.sack_resolve(floor, p.next_psn, a.cum_psn, a.sack)
+        if n < 0:
+            ep._drop("bad_ack")
+            return
+        st["acks_received"] += 1
+        out = p.out
+        rec = out.get(a.trigger_psn)
+        if rec is not None and not rec.probe:
+            p.srtt, p.rttvar = P.rtt_update(p.srtt, p.rttvar, now - rec.t)   # MR-REL-005
+            p.backoff = 1
+        pkts = nbytes = 0
+        for j in range(n):
+            rec = out.pop((floor + j) & P.PSN_MASK, None)
+            if rec is None:
+                continue
+            if (acked >> j) & 1:
+                if not rec.lost:
+                    rec.lost = True      # leave the live count below
+                    p.live -= 1
+                    p.inflight -= rec.nbytes
+                    self.inflight -= rec.nbytes
+                pkts += 1
+                nbytes += rec.nbytes
+                self._chunk_acked(rec.msg, rec.idx)
+            elif not rec.lost:
+                st["gap_losses"] += 1      # MR-REL-002: a SACK gap proves the loss
+                self._mark_lost(p, rec)
+        p.floor = (floor + n) & P.PSN_MASK
+        # MR-CC-002/003: AIMD on the echoed CE fraction, at most one decrease per RTT.
+        ce = a.ce_count if a.flags & MrahFlag.ECE else 0
+        if ce:
+            p.last_ece = self.last_ece = now
+        # MR-CC-006: obey the receiver's fair-share hint. While a hint paces the connection, its
+        # windows need not fall below the hinted rate's BDP (MR-CC-007): pacing already keeps
+        # the rate, and a window collapsed by the ECN of a transient queue would idle the link.
+        self.rate_bps = min(ep.line_rate_bps, a.rate_mbps * 1e6) if a.rate_mbps else ep.line_rate_bps
+        wmin = ep.mtu
+        if a.rate_mbps:
+            wmin = max(wmin, P.hinted_window(self.rate_bps, ep.base_rtt, len(self.paths)))
+            if p.cwnd < wmin:
+                p.cwnd = wmin
+        if pkts or ce:
+            p.cwnd, dec = P.aimd(p.cwnd, nbytes, min(1.0, ce / max(1, pkts)), now >= p.next_dec,
+                                 mtu=ep.mtu, cwnd_min=wmin, cwnd_max=ep.cwnd_max, beta=ep.beta)
+            if dec:
+                p.next_dec = now + (p.srtt or ep.base_rtt)
+        if pkts:
+            p.consec_to = 0
+            p.last_ack = now
+            if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
+                p.state = _ACTIVE
+                p.cwnd = max(ep.mtu, ep.bdp * ep.init_window_bdp / len(self.paths))
+                p.probe_interval = ep.probe_interval
+                st["paths_restored" if p.retired_before else "paths_cleared"] += 1
+                p.retired_before = False
+        if n > 0:
+            self._rearm(p)
+        ep._make_ready(self)
+
+    def _on_nak(self, h, now):
+        ep = self.ep
+        if h.path >= len(self.paths):
+            ep._drop("bad_nak")
+            return
+        ep.stats["naks_received"] += 1
+        ep.stats[f"nak_{NakReason(h.reason).name.lower()}" if h.reason in NakReason._value2member_map_
+                 else "nak_unknown"] += 1
+        p = self.paths[h.path]
+        rec = p.out.get(h.psn)
+        if rec is None:
+            return
+        if h.reason in P.FATAL_NAKS:
+            # MR-ERR-003: the work request fails; its packets are not resent.
+            self._fail(rec.msg, NAK_STATUS.get(NakReason(h.reason), Status.REM_OP_ERR))
+        else:
+            # MR-ERR-004: RNR / PSN window: the packet was not taken; resend it.
+            self._mark_lost(p, rec)
+        ep._make_ready(self)
+
+    # -- sender: timers --------------------------------------------------------------------------
+
+    def _on_timeout(self, p, now):
+        """MR-REL-006, MR-PATH-001..004: the path's tail-loss timer expired.
+
+        Every live packet of the path is declared lost and queued for resend on any path.
+        Loss with recent ECN echoes is congestion: halve the window. Without ECN the path
+        gets a new entropy; if other paths are healthy it is a suspected failure: it carries
+        one probe packet at a time and its window goes to the healthy paths; after
+        ``retire_after`` timeouts in a row it is retired and probed every ``probe_interval``.
+        """
+        ep = self.ep
+        st = ep.stats
+        st["timeouts"] += 1
+        for rec in p.out.values():
+            self._mark_lost(p, rec)
+        p.consec_to += 1
+        p.backoff = min(p.backoff * 2, 64)
+        healthy = self._healthy(p, now)
+        # ECN on this path or on the connection (a shared last hop, incast) means congestion.
+        ecn = now - max(p.last_ece, self.last_ece) < 4 * (p.srtt or ep.base_rtt)
+        action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
+        if action == P.PATH_KEEP or action == P.PATH_REROUTE:
+            # Congestion, or no path healthy (incast loses whole windows before any ACK):
+            # halve the window; without ECN also try another route.
+            p.cwnd = max(ep.mtu, p.cwnd / 2)
+            if action == P.PATH_REROUTE:
+                self._reroute(p)
+        elif action == P.PATH_RETIRE:
+            if p.state == _ACTIVE:
+                self._give_window(p, healthy)
+            self._retire(p, now)
+        else:
+            self._reroute(p)
+            if p.state == _ACTIVE:
+                st["paths_suspected"] += 1
+                self._give_window(p, healthy)
+                p.state = _PROBING
+        if p.state != _RETIRED and not P.send_window_open(p.floor, p.next_psn):
+            self._probe_same_psn(p, now)
+        ep._make_ready(self)
+
+    def _healthy(self, p, now):
+        """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
+        ep = self.ep
+        return [q for q in self.paths if q.state == _ACTIVE and q is not p
+                and now - q.last_ack < 4 * (q.srtt or ep.base_rtt)]
+
+    def _give_window(self, p, healthy):
+        """Keep the connection's total window when a path stops carrying data (MR-PATH-004):
+        its window is shared out to the healthy paths."""
+        ep = self.ep
+        share = p.cwnd / len(healthy)
+        for q in healthy:
+            q.cwnd = min(ep.cwnd_max, q.cwnd + share)
+
+    def _retire(self, p, now):
+        """MR-PATH-003: stop using the path; probe it after ``probe_interval`` (doubling)."""
+        ep = self.ep
+        if p.state == _PROBING and p.retired_before:
+            p.probe_interval = min(p.probe_interval * 2, ep.probe_interval * 64)
+        else:
+            ep.stats["paths_retired"] += 1
+        p.state = _RETIRED
+        p.retired_before = True
+        ep._schedule_probe(p, now + p.probe_interval)
+
+    def _reroute(self, p):
+        """MR-PATH-002: a new UDP source port moves the path to another ECMP route."""
+        p.gen += 1
+        p.entropy = P.entropy_for(self.local_id * 4099 + p.idx * 131 + p.gen * 65537 + self.ep.seed * 7919)
+        p.backoff = min(p.backoff, 4)       # a new route deserves a fresh, short timer
+        self.ep.stats["path_reroutes"] += 1
+
+    def _on_probe_timer(self, p, now):
+        if p.state != _RETIRED:
+            return
+        p.state = _PROBING
+        self._reroute(p)
+        if not P.send_window_open(p.floor, p.next_psn):
+            self._probe_same_psn(p, now)
+        self.ep._make_ready(self)
+
+    def _probe_same_psn(self, p, now):
+        """MR-REL-008: with the path's PSN window exhausted, re-send its newest PSN as is."""
+        psn = (p.next_psn - 1) & P.PSN_MASK
+        rec = p.out.get(psn)
+        if rec is None:
+            return
+        rec.probe = True
+        m = rec.msg
+        off = rec.idx * self.ep.mtu
+        if m.mv is None:
+            return
+        f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
+        self.ep._ctrl.append(f)
+        self.ep.stats["probes_sent"] += 1
+        self.ep.stats["data_packets_sent"] += 1
+        self.ep._arm(p, now + self._rto(p))
+
+    # -- receiver --------------------------------------------------------------------------------
+
+    def _on_data(self, f, now):
+        ep = self.ep
+        st = ep.stats
+        h = f.mrdh
+        if h.path >= len(self.paths):
+            ep._nak(self, f, h.path & 0xFF, NakReason.INVALID_REQUEST)
+            return
+        p = self.paths[h.path]
+        psn = f.bth.psn
+        cls = P.rx_classify(p.rx_cum, p.rx_sack, psn)
+        if cls == P.RX_OUT:
+            ep._nak(self, f, h.path, NakReason.PSN_WINDOW)        # MR-SEC-003
+            return
+        if cls == P.RX_DUP:
+            st["duplicates"] += 1
+            ep._send_ack(self, p, psn, f.udp.sport)
+            return
+        reason = self._place(f)
+        if reason is not None:
+            ep._nak(self, f, h.path, reason)
+            return
+        gap = psn != p.rx_high
+        if P.psn_dist(p.rx_high, psn) >= 0:
+            p.rx_high = (psn + 1) & P.PSN_MASK
+        p.rx_cum, p.rx_sack, ab = P.rx_accept(p.rx_cum, p.rx_sack, psn)
+        if ab:
+            st["abandoned_psns"] += ab
+        st["rx_data_packets"] += 1
+        if f.ip.ecn == 3:
+            p.rx_ce += 1
+            st["ce_received"] += 1
+        p.rx_pending += 1
+        # MR-SEQ-009: ACK policy.
+        if f.bth.ack_req or gap or p.rx_pending >= ep.ack_every or p.rx_ce == 1:
+            ep._send_ack(self, p, psn, f.udp.sport)
+        else:
+            p.rx_last = (psn, f.udp.sport)
+            if p.rx_pending == 1:
+                ep._push(now + ep.ack_delay, 3, p, p.rx_ack_token)
+
+    def _place(self, f):
+        """Check and place one data packet (MR-PLC-001..006, MR-SEC-002..005, MR-EXO-001..005).
+
+        Returns ``None`` when the packet is placed (or is a duplicate of a placed chunk),
+        else the :class:`NakReason`; a rejected packet changes no state and no memory.
+        """
+        ep = self.ep
+        h = f.mrdh
+        r = P.check_stream(h.stream, self.n_streams)
+        if r is not None:
+            return r
+        n = len(f.payload)
+        r = P.check_chunk(h.offset, n, h.msg_len, ep.mtu)
+        if r is not None:
+            return r
+        s = self.rx[h.stream]
+        if P.seq_lt32(h.msg, s.next_deliver):
+            ep.stats["duplicate_chunks"] += 1       # MR-EXO-005: message already delivered
+            return None
+        if ((h.msg - s.next_deliver) & 0xFFFFFFFF) >= ep.max_rx_msgs:
+            return NakReason.INVALID_REQUEST
+        op = f.bth.opcode
+        m = s.msgs.get(h.msg)
+        if m is not None:
+            if m.msg_len != h.msg_len or m.op != op:
+                return NakReason.LENGTH
+            if h.offset in m.got:
+                ep.stats["duplicate_chunks"] += 1   # MR-EXO-002
+                return None
+        if op == Op.MR_WRITE or op == Op.MR_WRITE_IMM:
+            reth = f.reth
+            if reth.dma_len != h.msg_len:
+                return NakReason.LENGTH
+            mr = ep._mrs.get(reth.rkey)
+            va = reth.va + h.offset
+            # MR-SEC-005: the whole message must fit, so a bad write places no byte at all.
+            r = P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
+                               P.ACCESS_REMOTE_WRITE, reth.va, h.msg_len)
+            if r is not None:
+                return r
+            buf = mr[0]
+        else:
+            rs = f.mrsh.recv_seq
+            if m is not None and m.recv_seq != rs:
+                return NakReason.LENGTH
+            rv = s.recvs.get(rs)
+            if rv is None:
+                return NakReason.RNR                # MR-PLC-005
+            lkey, loff, rlen, _ = rv
+            if h.msg_len > rlen:
+                return NakReason.BOUNDS
+            mr = ep._mrs.get(lkey)
+            if mr is None or not mr[1] & P.ACCESS_LOCAL_WRITE:
+                return NakReason.ACCESS
+            va = loff + h.offset
+            buf = mr[0]
+        if m is None:
+            m = s.msgs[h.msg] = _RxMsg(h.msg_len, op)
+            if op == Op.MR_SEND or op == Op.MR_SEND_IMM:
+                m.recv_seq = f.mrsh.recv_seq
+        if n:
+            buf[va:va + n] = f.payload
+        if f.imm is not None:
+            m.imm = f.imm
+        m.got.add(h.offset)
+        m.placed += n
+        ep.stats["bytes_placed"] += n
+        if m.placed == m.msg_len and not m.done:
+            # MR-EXO-001: all bytes placed; MR-EXO-003: a zero-length message has one packet.
+            m.done = True
+            self._deliver_rx(h.stream)
+        return None
+
+    def _deliver_rx(self, stream):
+        """MR-EXO-004: receiver completions on a stream in message order."""
+        s = self.rx[stream]
+        ep = self.ep
+        while True:
+            m = s.msgs.get(s.next_deliver)
+            if m is None or not m.done:
+                return
+            del s.msgs[s.next_deliver]
+            s.next_deliver = (s.next_deliver + 1) & 0xFFFFFFFF
+            if m.op == Op.MR_SEND or m.op == Op.MR_SEND_IMM:
+                _, _, _, wr_id = s.recvs.pop(m.recv_seq)
+                ep._cq.append(Completion(wr_id, Status.SUCCESS, WcOpcode.RECV, m.msg_len,
+                                         self.local_id, stream, m.imm))
+                ep.stats["completions"] += 1
+            elif m.op == Op.MR_WRITE_IMM:
+                ep._cq.append(Completion(None, Status.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM,
+                                         m.msg_len, self.local_id, stream, m.imm))
+                ep.stats["completions"] += 1
+
+
+class Endpoint:
+    """A MetaRoCE host transport (the contract in ``notes/endpoint_contract.md``).
+
+    ``Endpoint(addr, *, mtu=4096, line_rate_bps=400e9, **config)``. Keyword arguments:
+
+    - ``mtu``: payload bytes per data packet (both ends of a connection must agree).
+    - ``line_rate_bps``: the NIC's line rate; sets the BDP and the fair-share hint.
+    - ``base_rtt`` (10e-6): expected base round trip, for the initial window and timer.
+    - ``ack_every`` (4): the receiver ACKs a path at least every this many packets; the
+      sender also asks for an ACK (BTH AckReq) on the last packet of a burst (MR-SEQ-009).
+    - ``ack_delay`` (base_rtt / 4): a pending ACK goes out at the latest this long after the
+      first unacknowledged arrival on its path (delayed ACK, MR-SEQ-009).
+    - ``init_window_bdp`` (1.0): initial connection window in BDPs, split over the paths.
+    - ``max_window_bdp`` (4.0): cap of the connection window and of each path's cwnd.
+    - ``beta`` (0.5): AIMD multiplicative decrease at a CE fraction of 1 (MR-CC-003).
+    - ``rto_min_rtts`` (2.0), ``rto_min`` (2e-6), ``rto_max`` (1e-3), ``rto_initial``
+      (4 x base_rtt): the per-path tail-loss timer (MR-REL-006).
+    - ``retire_after`` (3): consecutive timeouts before a path is retired (MR-PATH-003).
+    - ``probe_interval`` (8 x base_rtt): wait before probing a retired path (MR-PATH-005).
+    - ``share_interval`` (base_rtt): shortest interval over which the receiver counts active
+      senders for its fair-share hint; it stretches to two MTU packet times per sender (MR-CC-005).
+    - ``max_rx_msgs`` (65536): messages a stream may have open ahead of delivery (MR-SEC-006).
+    - ``seed`` (0): varies the initial path entropies.
+    - ``initial_psn`` (0): first PSN of every path, both directions (both ends must agree,
+      as RC QPs exchange their starting PSNs); exercises the 2^24 wrap (MR-SEQ-001).
+
+    ``stats`` (a ``Counter``; counters only increase). Sender: ``packets_sent`` (all frames),
+    ``data_packets_sent``, ``retransmitted``, ``gap_losses`` (MR-REL-002), ``timeouts``,
+    ``spurious_retransmits`` (a chunk acknowledged twice, MR-REL-004), ``acks_received``,
+    ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
+    ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
+    ``completions``. Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
+    before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
+    of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``ce_received``, ``acks_sent``,
+    ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010).
+    """
+
+    def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
+                 ack_every=4, ack_delay=None, init_window_bdp=1.0, max_window_bdp=4.0, beta=0.5,
+                 rto_min_rtts=2.0, rto_min=2e-6, rto_max=1e-3, rto_initial=None, retire_after=3,
+                 probe_interval=None, share_interval=None, max_rx_msgs=65536, seed=0,
+                 initial_psn=0):
+        if mtu <= 0 or mtu % 4:
+            raise ValueError("mtu must be a positive multiple of 4")
+        if line_rate_bps <= 0 or base_rtt <= 0:
+            raise ValueError("line_rate_bps and base_rtt must be positive")
+        if ack_every < 1:
+            raise ValueError("ack_every must be >= 1")
+        self.addr = addr
+        self.mtu = mtu
+        self.line_rate_bps = float(line_rate_bps)
+        self.base_rtt = base_rtt
+        self.ack_every = ack_every
+        self.ack_delay = ack_delay if ack_delay is not None else base_rtt / 4
+        self.bdp = self.line_rate_bps / 8 * base_rtt
+        self.init_window_bdp = init_window_bdp
+        self.max_window_bdp = max_window_bdp
+        self.cwnd_max = max(2 * mtu, self.bdp * max_window_bdp)
+        self.beta = beta
+        self.rto_min_rtts, self.rto_min, self.rto_max = rto_min_rtts, rto_min, rto_max
+        self.rto_initial = rto_initial if rto_initial is not None else 4 * base_rtt
+        self.retire_after = retire_after
+        self.probe_interval = probe_interval if probe_interval is not None else 8 * base_rtt
+        self.share_interval = share_interval if share_interval is not None else base_rtt
+        self.max_rx_msgs = max_rx_msgs
+        self.seed = seed
+        self.initial_psn = initial_psn & P.PSN_MASK
+        self._mrs = {}
+        self._next_key = 0x100
+        self._conns = {}
+        self._cq = deque()
+        self._ctrl = deque()
+        self._ready = deque()
+        self._timers = []
+        self._tseq = 0
+        self._share_epoch = 0.0
+        self._share_seen = set()
+        self._share_prev = 0
+        self._share_pkts = self._share_ce = 0
+        self._share_ce_frac = 0.0
+        self._pkt_time = mtu * 8 / self.line_rate_bps
+        self.stats = Counter()
+
+    # -- verbs -----------------------------------------------------------------------------------
+
+    def reg_mr(self, buf, access=ACCESS_ALL):
+        """Register ``buf`` (a bytearray) and return its key (rkey == lkey) (MR-PLC-002)."""
+        if not isinstance(buf, bytearray):
+            raise TypeError("reg_mr needs a bytearray")
+        key = self._next_key
+        self._next_key += 1
+        self._mrs[key] = (buf, access)
+        return key
+
+    def dereg_mr(self, key):
+        """Remove a registration; later accesses with the key are NAKed ACCESS (MR-SEC-004)."""
+        self._mrs.pop(key, None)
+
+    def connect(self, local_id, peer_addr, peer_id, *, paths=8, streams=1):
+        """Open a connection (MR-CONN-001..003); the peer calls it with the ids mirrored."""
+        if not 0 <= local_id < 1 << 24 or not 0 <= peer_id < 1 << 24:
+            raise ValueError("connection ids are 24-bit (BTH DestQP)")
+        if local_id in self._conns:
+            raise ValueError(f"connection id {local_id} already in use")
+        c = Connection(self, local_id, peer_addr, peer_id, paths, streams)
+        self._conns[local_id] = c
+        return c
+
+    def poll_cq(self, max_entries=None):
+        """Take up to ``max_entries`` completions (all when ``None``)."""
+        cq = self._cq
+        n = len(cq) if max_entries is None else min(max_entries, len(cq))
+        return [cq.popleft() for _ in range(n)]
+
+    # -- transport-facing ------------------------------------------------------------------------
+
+    def next_packet(self, now):
+        """The next frame to put on the wire now, or ``None`` (control frames first)."""
+        self._run_timers(now)
+        if self._ctrl:
+            self.stats["packets_sent"] += 1
+            return self._ctrl.popleft()
+        ready = self._ready
+        for _ in range(len(ready)):
+            c = ready.popleft()
+            r = c._next_frame(now)
+            if r.__class__ is Frame:
+                ready.append(c)
+                return r
+            c.in_ready = False
+            if r == _PACED:
+                self._push(c.pace_until, 1, c, 0)
+        return None
+
+    def next_wakeup(self, now):
+        """Earliest time something may change without input (timer or pacing), or ``None``."""
+        if self._ctrl or self._ready:
+            return now
+        t = self._timers
+        while t:
+            d, _, kind, obj, tok = t[0]
+            if kind == 0 and obj.deadline is None:
+                heapq.heappop(t)
+                obj.tstack.pop()
+                continue
+            if (kind == 2 and tok != obj.probe_token) or (kind == 3 and tok != obj.rx_ack_token):
+                heapq.heappop(t)
+                continue
+            return max(d, now)
+        return None
+
+    def receive(self, frame, now):
+        """A frame arrived from the wire (data, ACK or NAK) (MR-ERR-001..002)."""
+        self._run_timers(now)
+        op = frame.bth.opcode
+        c = self._conns.get(frame.bth.dest_qp)
+        if c is None:
+            self._drop("no_connection")          # MR-SEC-001: no NAK to an unknown sender
+            return
+        if frame.ip.src != c.peer_addr:
+            self._drop("bad_peer")               # MR-SEC-001
+            return
+        if op in _DATA_OPS and frame.mrdh is not None:
+            self._share_note(c, now, frame.ip.ecn == 3)
+            c._on_data(frame, now)
+        elif op == Op.MR_ACK and frame.mrah is not None:
+            c._on_ack(frame.mrah, now)
+        elif op == Op.MR_NAK and frame.mrnh is not None:
+            c._on_nak(frame.mrnh, now)
+        else:
+            self._drop("unexpected_opcode")
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _drop(self, reason):
+        self.stats["drops"] += 1
+        self.stats["drop_" + reason] += 1
+
+    def _make_ready(self, c):
+        if not c.in_ready:
+            c.in_ready = True
+            self._ready.append(c)
+
+    def _push(self, deadline, kind, obj, tok):
+        self._tseq += 1
+        heapq.heappush(self._timers, (deadline, self._tseq, kind, obj, tok))
+
+    def _arm(self, p, deadline):
+        p.deadline = deadline
+        if not p.tstack or deadline < p.tstack[-1]:
+            p.tstack.append(deadline)
+            self._push(deadline, 0, p, 0)
+
+    def _disarm(self, p):
+        p.deadline = None
+
+    def _schedule_probe(self, p, when):
+        p.probe_token += 1
+        self._push(when, 2, p, p.probe_token)
+
+    def _run_timers(self, now):
+        t = self._timers
+        while t and t[0][0] <= now:
+            d, _, kind, obj, tok = heapq.heappop(t)
+            if kind == 0:
+                obj.tstack.pop()
+                dl = obj.deadline
+                if dl is None:
+                    continue
+                if dl > now:
+                    if not obj.tstack or dl < obj.tstack[-1]:
+                        obj.tstack.append(dl)
+                        self._push(dl, 0, obj, 0)
+                    continue
+                obj.deadline = None
+                obj.conn._on_timeout(obj, now)
+            elif kind == 1:
+                self._make_ready(obj)
+            elif kind == 2:
+                if tok == obj.probe_token:
+                    obj.conn._on_probe_timer(obj, now)
+            elif tok == obj.rx_ack_token and obj.rx_pending:
+                self._send_ack(obj.conn, obj, *obj.rx_last)      # MR-SEQ-009: delayed ACK
+
+    def _share_note(self, c, now, ce):
+        """MR-CC-005: count the senders active in the current interval.
+
+        The interval is at least two packet times per sender counted last time, so that
+        senders paced at their share (one packet per n packet times) are all seen.
+        """
+        iv = max(self.share_interval, 2 * self._share_prev * self._pkt_time)
+        if now - self._share_epoch >= iv:
+            stale = now - self._share_epoch >= 2 * iv
+            self._share_prev = 0 if stale else len(self._share_seen)
+            self._share_ce_frac = 0.0 if stale or not self._share_pkts else self._share_ce / self._share_pkts
+            self._share_seen = set()
+            self._share_pkts = self._share_ce = 0
+            self._share_epoch = now
+        self._share_seen.add(c.local_id)
+        self._share_pkts += 1
+        if ce:
+            self._share_ce += 1
+
+    def _rate_hint(self):
+        return P.fair_share_mbps(self.line_rate_bps, max(self._share_prev, len(self._share_seen)),
+                                 self._share_ce_frac)
+
+    def _send_ack(self, c, p, trigger_psn, sport):
+        """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path."""
+        ce = p.rx_ce
+        a = MRAH(1, MrahFlag.ECE if ce else 0, p.idx, min(ce, 0xFFFF), p.rx_cum, self._rate_hint(),
+                 trigger_psn, p.rx_sack)
+        p.rx_ce = 0
+        p.rx_pending = 0
+        p.rx_ack_token += 1
+        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
+                                udp=UDP(sport=sport),
+                                bth=BTH(opcode=Op.MR_ACK, dest_qp=c.peer_id, psn=0), mrah=a))
+        self.stats["acks_sent"] += 1
+
+    def _nak(self, c, f, path, reason):
+        """MR-ERR-001: NAK a bad request with its reason; the packet is dropped and counted."""
+        self._drop(NakReason(reason).name.lower())
+        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
+                                udp=UDP(sport=f.udp.sport),
+                                bth=BTH(opcode=Op.MR_NAK, dest_qp=c.peer_id, psn=0),
+                                mrnh=MRNH(1, 0, path, int(reason), f.bth.psn)))
+        self.stats["naks_sent"] += 1
+
+
+__all__ = ["Endpoint", "Connection", "Completion", "Status", "WcOpcode", "ACCESS_ALL",
+           "ACCESS_LOCAL_WRITE", "ACCESS_REMOTE_WRITE", "ACCESS_REMOTE_READ"]

@@ -1,0 +1,309 @@
+"""MetaRoCE protocol logic as small pure functions (docs/spec/transport.md).
+
+This module is the single source of truth for transport semantics: the endpoints
+(models/endpoint.py, models/rocev2.py), the cycle models and the HDL retransmit unit and
+context table are all checked against these functions. Every function is pure: it takes
+plain integers/floats and returns new values, never touching global state.
+
+Conventions: PSNs are 24-bit integers. A SACK bitmap is a Python int whose bit ``i`` stands
+for PSN ``cum + 1 + i`` where ``cum`` is the next PSN expected in order (MR-WIRE-073).
+"""
+from __future__ import annotations
+
+from . import wire
+from .wire import NakReason
+
+PSN_MOD = wire.PSN_MOD              # 2^24
+PSN_MASK = PSN_MOD - 1
+PSN_HALF = PSN_MOD >> 1             # 2^23: the half space deciding ahead/behind (MR-SEQ-002)
+SACK_BITS = wire.SACK_BITS          # 256 (MR-SEQ-004)
+SACK_MASK = (1 << SACK_BITS) - 1
+#: MR-SEQ-006: a sender keeps fewer than this many unresolved PSNs on one path.
+SEND_WINDOW = SACK_BITS
+#: MR-SEQ-007: a receiver accepts PSNs up to this distance ahead of its next expected PSN.
+RX_WINDOW = 2 * SACK_BITS
+
+# Memory access rights (MR-PLC-006, MR-SEC-004).
+ACCESS_LOCAL_WRITE = 0x1
+ACCESS_REMOTE_WRITE = 0x2
+ACCESS_REMOTE_READ = 0x4
+ACCESS_ALL = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ
+
+
+# ---------------------------------------------------------------------------------------------
+# PSN arithmetic (MR-SEQ-001..003)
+
+def psn_add(a, n):
+    """``a + n`` mod 2^24 (MR-SEQ-001)."""
+    return (a + n) & PSN_MASK
+
+
+def psn_dist(a, b):
+    """Signed distance from ``a`` to ``b`` in [-2^23, 2^23) (MR-SEQ-002).
+
+    Positive when ``b`` is ahead of ``a``. A distance of exactly 2^23 counts as behind, so
+    that of two PSNs exactly half the space apart each is behind the other's view
+    consistently: ``psn_dist(a, b) == -2^23`` for both orders.
+    """
+    d = (b - a) & PSN_MASK
+    return d - PSN_MOD if d >= PSN_HALF else d
+
+
+def psn_lt(a, b):
+    """True when ``a`` is strictly behind ``b`` (MR-SEQ-002)."""
+    return psn_dist(a, b) > 0
+
+
+def psn_le(a, b):
+    """True when ``a`` is behind ``b`` or equal (MR-SEQ-002)."""
+    return a == b or psn_dist(a, b) > 0
+
+
+def _trailing_ones(x):
+    return (~x & (x + 1)).bit_length() - 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Receiver per-path sequence state (MR-SEQ-004..008)
+
+RX_NEW = 0          # first arrival of this PSN: process the packet
+RX_DUP = 1          # already seen (or behind the window): drop the payload, ACK at once
+RX_OUT = 2          # too far ahead: outside the window, NAK PSN_WINDOW (MR-SEC-003)
+
+
+def rx_classify(cum, sack, psn):
+    """Classify an arriving data PSN against a path's receive state (MR-SEQ-005, MR-SEC-003).
+
+    ``cum`` is the next PSN expected in order, ``sack`` the bitmap above it. Returns
+    :data:`RX_NEW`, :data:`RX_DUP` (behind ``cum`` or already SACKed) or :data:`RX_OUT`
+    (more than :data:`RX_WINDOW` ahead of ``cum``).
+    """
+    d = psn_dist(cum, psn)
+    if d < 0:
+        return RX_DUP
+    if d > RX_WINDOW:
+        return RX_OUT
+    if d >= 1 and d <= SACK_BITS and (sack >> (d - 1)) & 1:
+        return RX_DUP
+    return RX_NEW
+
+
+def rx_accept(cum, sack, psn):
+    """Record the arrival of a new ``psn`` (classified :data:`RX_NEW`) (MR-SEQ-005..008).
+
+    Returns ``(cum, sack, abandoned)``. ``cum`` advances over every PSN received in order.
+    When ``psn`` lies beyond the 256-bit bitmap (``cum + 256 < psn <= cum + 512``) the
+    window slides (MR-SEQ-008): the oldest holes are abandoned (counted in ``abandoned``) so
+    that ``psn`` fits; the sender has already resolved them as lost (MR-SEQ-006).
+    """
+    d = psn_dist(cum, psn)
+    b = (sack << 1) | (1 << d)          # bit 0 stands for cum itself
+    abandoned = 0
+    if d > SACK_BITS:
+        s = d - SACK_BITS
+        low = (1 << s) - 1
+        abandoned = s - bin(b & low).count("1")
+        b |= low
+    t = _trailing_ones(b)
+    return (cum + t) & PSN_MASK, (b >> t) >> 1, abandoned
+
+
+# ---------------------------------------------------------------------------------------------
+# Sender ACK processing (MR-REL-001..004)
+
+def sack_resolve(floor, next_psn, cum, sack):
+    """Resolve a path's outstanding PSNs against one ACK (MR-REL-001, MR-REL-002).
+
+    ``floor`` is the oldest PSN the sender has not yet resolved on the path and ``next_psn``
+    the next PSN it will send. Returns ``(n, acked)``: the ``n`` PSNs ``floor .. floor+n-1``
+    are resolved by this ACK; bit ``j`` of ``acked`` is set when PSN ``floor + j`` arrived
+    (below ``cum`` or SACKed), and clear when it is proven lost: a later PSN on the same
+    path arrived and each path is delivered in order, so a gap is loss, not reordering.
+    Returns ``(0, 0)`` for a stale ACK and ``(-1, 0)`` for an ACK that covers PSNs never
+    sent (a bad ACK, dropped by the caller, MR-ERR-010).
+    """
+    sack &= SACK_MASK
+    dc = psn_dist(floor, cum)                   # PSNs floor .. cum-1 arrived in order
+    # The highest covered PSN is cum - 1, or cum + bit_length(sack) with SACK bits set.
+    n = dc + sack.bit_length() + 1 if sack else dc
+    if n <= 0:
+        return 0, 0
+    if n > psn_dist(floor, next_psn):
+        return -1, 0
+    acked = (1 << dc) - 1 if dc > 0 else 0
+    sh = dc + 1
+    acked |= (sack << sh) if sh >= 0 else (sack >> -sh)
+    return n, acked & ((1 << n) - 1)
+
+
+def send_window_open(floor, next_psn):
+    """True when the path may take one more PSN (MR-SEQ-006): fewer than 256 unresolved."""
+    return psn_dist(floor, next_psn) < SEND_WINDOW
+
+
+# ---------------------------------------------------------------------------------------------
+# RTT and retransmission timer (MR-REL-005..007)
+
+def rtt_update(srtt, rttvar, sample):
+    """One RTT sample into a path's smoothed RTT and variation (RFC 6298 gains) (MR-REL-005).
+
+    ``srtt`` is ``None`` before the first sample. Returns ``(srtt, rttvar)`` in seconds.
+    """
+    if srtt is None:
+        return sample, sample / 2
+    err = sample - srtt
+    rttvar = 0.75 * rttvar + 0.25 * abs(err)
+    return srtt + 0.125 * err, rttvar
+
+
+def rto_value(srtt, rttvar, *, min_rtts=2.0, rto_min=2e-6, rto_max=1e-3, initial=40e-6):
+    """A path's tail-loss timeout in seconds (MR-REL-006).
+
+    ``max(min_rtts * srtt, srtt + 4 * rttvar, rto_min)`` clamped to ``rto_max``: measured in
+    round trips of microseconds, never RoCE's milliseconds. ``initial`` before any sample.
+    """
+    if srtt is None:
+        return initial
+    return min(rto_max, max(min_rtts * srtt, srtt + 4 * rttvar, rto_min))
+
+
+# ---------------------------------------------------------------------------------------------
+# Congestion control (MR-CC-001..006)
+
+def aimd(cwnd, acked_bytes, ce_frac, may_decrease, *, mtu, cwnd_min, cwnd_max, beta=0.5):
+    """ECN AIMD update of one window in bytes (MR-CC-002, MR-CC-003).
+
+    Without CE marks the window grows by one MTU per window of acknowledged bytes (additive
+    increase). With CE marks (``ce_frac`` = fraction of the acknowledged packets that were
+    CE-marked) and ``may_decrease`` (at most one decrease per RTT) it shrinks by
+    ``beta * ce_frac`` of itself, DCTCP-style proportional decrease. Returns
+    ``(cwnd, decreased)``. Loss alone never shrinks the window: the fabric is lossy by
+    assumption and loss is not a congestion signal (MR-CC-004).
+    """
+    if ce_frac > 0:
+        if not may_decrease:
+            return cwnd, False
+        return max(cwnd_min, cwnd * (1.0 - beta * min(1.0, ce_frac))), True
+    if acked_bytes > 0:
+        cwnd = min(cwnd_max, cwnd + mtu * acked_bytes / cwnd)
+    return cwnd, False
+
+
+#: MR-CC-006: bytes a frame occupies on the wire beyond ``codec.wire_len``: FCS (4),
+#: preamble and start delimiter (8), minimum inter-frame gap (12).
+WIRE_OVERHEAD = 24
+#: MR-CC-005: share of its line rate a receiver hands out, leaving headroom to drain queues.
+SHARE_TARGET = 0.95
+
+
+def fair_share_mbps(line_rate_bps, n_active, ce_frac=0.0, target=SHARE_TARGET):
+    """The receiver's fair-share rate hint for each active sender, in Mb/s (MR-CC-005).
+
+    ``target`` times the receiver's inbound line rate, less half the fraction ``ce_frac`` of
+    CE-marked arrivals in the last interval (a standing queue in front of the receiver is
+    drained instead of kept), split evenly over the ``n_active`` senders; at least 1 Mb/s.
+    With at most one sender and no CE marks the hint is 0, "no limit": a lone sender is
+    bounded by its own windows.
+    """
+    if n_active <= 1 and not ce_frac:
+        return 0
+    rate = line_rate_bps * target * (1.0 - 0.5 * min(1.0, ce_frac))
+    return max(1, int(rate / max(1, n_active) / 1e6))
+
+
+def hinted_window(rate_bps, base_rtt, n_paths):
+    """MR-CC-007: the per-path window floor while a rate hint applies: the hinted rate's
+    bandwidth-delay product over the base RTT, split over the connection's paths."""
+    return rate_bps / 8.0 * base_rtt / n_paths
+
+
+def pacing_gap(nbytes, rate_bps):
+    """Seconds a sender paced at ``rate_bps`` waits after a frame of ``wire_len`` ``nbytes``
+    (MR-CC-006); the gap counts the frame's :data:`WIRE_OVERHEAD` too."""
+    return (nbytes + WIRE_OVERHEAD) * 8.0 / rate_bps
+
+
+# ---------------------------------------------------------------------------------------------
+# Path management (MR-PATH-001..006)
+
+PATH_KEEP = 0       # congestion (ECN seen): keep the route, halve the window
+PATH_REROUTE = 1    # no ECN, no healthy sibling: new entropy and halve the window (no information)
+PATH_SUSPECT = 2    # no ECN, healthy siblings: new entropy, one probe packet at a time
+PATH_RETIRE = 3     # repeated path-specific failure: stop using the path, probe it later
+
+
+def path_on_timeout(consecutive_timeouts, ecn_recent, others_healthy=True, *, retire_after=3):
+    """What a tail-loss timeout means for its path (MR-PATH-001..003).
+
+    ``consecutive_timeouts`` counts this timeout; ``others_healthy`` is true when another
+    path of the connection was acknowledged recently. ECN marks mean congestion
+    (:data:`PATH_KEEP`). Without ECN the route may have failed, so the path always gets a
+    new entropy; when other paths are healthy the failure is specific to this path
+    (:data:`PATH_SUSPECT`, then :data:`PATH_RETIRE` after ``retire_after`` timeouts in a row).
+    When no path is healthy nothing path-specific can be concluded (:data:`PATH_REROUTE`).
+    """
+    if ecn_recent:
+        return PATH_KEEP
+    if not others_healthy:
+        return PATH_REROUTE
+    if consecutive_timeouts >= retire_after:
+        return PATH_RETIRE
+    return PATH_SUSPECT
+
+
+def entropy_for(seed):
+    """A UDP source port in the entropy range 0xC000-0xFFFF for ``seed`` (MR-PATH-002, MR-WIRE-041)."""
+    x = (seed * 0x9E3779B1 + 0x7F4A7C15) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & 0xFFFFFFFF
+    x ^= x >> 12
+    return wire.ENTROPY_BASE | (x & wire.ENTROPY_MASK)
+
+
+# ---------------------------------------------------------------------------------------------
+# Placement and memory protection (MR-PLC-001..006, MR-SEC-001..006)
+
+def check_chunk(offset, length, msg_len, mtu):
+    """Validate a data packet's place in its message (MR-PLC-003, MR-EXO-002).
+
+    Every packet but the last of a message carries exactly ``mtu`` bytes at an offset that
+    is a multiple of ``mtu``, so a chunk is named by its offset and duplicates can never be
+    counted twice. Returns ``None`` or :class:`NakReason.INVALID_REQUEST`.
+    """
+    if offset % mtu or offset + length > msg_len:
+        return NakReason.INVALID_REQUEST
+    if length != mtu and offset + length != msg_len:
+        return NakReason.INVALID_REQUEST
+    if length == 0 and msg_len != 0:
+        return NakReason.INVALID_REQUEST
+    return None
+
+
+def check_access(region_len, region_access, needed, va, length):
+    """Key/bounds check for remote access to a memory region (MR-SEC-004, MR-SEC-005).
+
+    ``region_len`` is ``None`` when the key is unknown. Regions are zero-based: ``va`` is a
+    byte offset into the region. Returns ``None`` or :class:`NakReason.ACCESS` (unknown key
+    or missing right) / :class:`NakReason.BOUNDS` (range outside the region).
+    """
+    if region_len is None or (region_access & needed) != needed:
+        return NakReason.ACCESS
+    if va < 0 or length < 0 or va + length > region_len:
+        return NakReason.BOUNDS
+    return None
+
+
+def check_stream(stream, n_streams):
+    """MR-SEC-002: a stream id outside the connection's streams is :class:`NakReason.STREAM`."""
+    return None if 0 <= stream < n_streams else NakReason.STREAM
+
+
+def seq_lt32(a, b):
+    """``a`` strictly before ``b`` in 32-bit message/receive sequence space (MR-EXO-004)."""
+    d = (b - a) & 0xFFFFFFFF
+    return 0 < d < 0x80000000
+
+
+#: MR-ERR-003: NAK reasons after which the sender fails the work request instead of retrying.
+FATAL_NAKS = frozenset({NakReason.INVALID_REQUEST, NakReason.ACCESS, NakReason.BOUNDS,
+                        NakReason.LENGTH, NakReason.STREAM, NakReason.NO_CONNECTION})

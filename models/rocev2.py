@@ -1,0 +1,568 @@
+"""RoCEv2 RC go-back-N baseline with the same interface as :class:`metaroce.models.endpoint.Endpoint`.
+
+An honest IBTA Reliable Connection model (docs/spec/transport.md, MR-GBN-001..012): one path per
+QP (fixed UDP source port), one PSN sequence per QP, RC opcodes (WRITE FIRST/MIDDLE/LAST/ONLY
+with RETH on FIRST/ONLY, SEND ..., ACK with AETH). The responder accepts only the expected PSN;
+on the first gap it sends one PSN sequence-error NAK (AETH syndrome 0x60) and silently drops
+out-of-order packets until the expected PSN arrives; the requester rewinds to the NAK's PSN.
+ACKs are coalesced (the requester sets AckReq on a message's last packet and every
+``ack_req_every`` packets; the responder acknowledges those). The local ACK timeout is
+4.096 us x 2^t; after ``retry_cnt`` retries without progress the work request fails with
+``RETRY_EXC_ERR``. The window is at least one BDP and the NIC paces at line rate. No DCQCN,
+and no penalty the IBTA specification does not impose.
+
+A connection with ``streams = k`` is ``k`` RC QPs with QPNs ``local_id .. local_id + k - 1``
+(RC has one ordered stream per QP); ``paths`` is ignored (RC has one path per QP).
+"""
+from __future__ import annotations
+
+import heapq
+from collections import Counter, deque
+
+from . import protocol as P
+from .codec import AETH, BTH, IP, RETH, UDP, Eth, Frame
+from .endpoint import ACCESS_ALL, Completion, Status, WcOpcode
+from .wire import Op
+
+#: MR-GBN-003: AETH syndromes (IBTA 9.7.5.1).
+AETH_ACK = 0x00
+AETH_RNR = 0x20
+AETH_NAK_SEQ = 0x60
+AETH_NAK_INV = 0x61
+AETH_NAK_ACCESS = 0x62
+AETH_NAK_OP = 0x63
+
+_FIRST, _MIDDLE, _LAST, _ONLY = 0, 1, 2, 3
+_WRITE_OPS = {(_FIRST, False): Op.RC_WRITE_FIRST, (_MIDDLE, False): Op.RC_WRITE_MIDDLE,
+              (_LAST, False): Op.RC_WRITE_LAST, (_LAST, True): Op.RC_WRITE_LAST_IMM,
+              (_ONLY, False): Op.RC_WRITE_ONLY, (_ONLY, True): Op.RC_WRITE_ONLY_IMM}
+_SEND_OPS = {(_FIRST, False): Op.RC_SEND_FIRST, (_MIDDLE, False): Op.RC_SEND_MIDDLE,
+             (_LAST, False): Op.RC_SEND_LAST, (_LAST, True): Op.RC_SEND_LAST_IMM,
+             (_ONLY, False): Op.RC_SEND_ONLY, (_ONLY, True): Op.RC_SEND_ONLY_IMM}
+_WRITE_SET = frozenset(_WRITE_OPS.values())
+_SEND_SET = frozenset(_SEND_OPS.values())
+_FIRSTS = frozenset({Op.RC_WRITE_FIRST, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM, Op.RC_SEND_FIRST,
+                     Op.RC_SEND_ONLY, Op.RC_SEND_ONLY_IMM})
+_LASTS = frozenset({Op.RC_WRITE_LAST, Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM,
+                    Op.RC_SEND_LAST, Op.RC_SEND_LAST_IMM, Op.RC_SEND_ONLY, Op.RC_SEND_ONLY_IMM})
+_IMMS = frozenset({Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY_IMM, Op.RC_SEND_LAST_IMM, Op.RC_SEND_ONLY_IMM})
+
+
+class _Wr:
+    __slots__ = ("write", "wr_id", "mv", "length", "va", "rkey", "imm", "npkts", "start", "done",
+                 "status", "stream")
+
+    def __init__(self, write, wr_id, mv, length, va, rkey, imm, mtu, stream):
+        self.write, self.wr_id, self.mv, self.length = write, wr_id, mv, length
+        self.va, self.rkey, self.imm, self.stream = va, rkey, imm, stream
+        self.npkts = max(1, -(-length // mtu))
+        self.start = None           # PSN of the first packet, fixed when first sent
+        self.done = False
+        self.status = Status.SUCCESS
+
+
+class _Qp:
+    """One RC queue pair: requester and responder halves."""
+
+    def __init__(self, ep, conn, qpn, peer_addr, peer_qpn, stream):
+        self.ep, self.conn, self.qpn = ep, conn, qpn
+        self.peer_addr, self.peer_qpn, self.stream = peer_addr, peer_qpn, stream
+        self.entropy = P.entropy_for(qpn * 2654435761 + ep.seed)     # MR-GBN-001: fixed
+        # requester
+        self.sq = deque()           # posted, not completed
+        self.una = 0                # oldest unacknowledged PSN
+        self.psn = 0                # next PSN to transmit (rewinds on NAK/timeout)
+        self.max_psn = 0            # one past the highest PSN ever sent
+        self.cur = 0                # index in sq of the message holding self.psn
+        self.cur_pkt = 0
+        self.deadline = None
+        self.tq = False
+        self.retries = ep.retry_cnt
+        self.since_req = 0
+        self.rnr_until = 0.0
+        self.error = False
+        self.in_ready = False
+        # responder
+        self.epsn = 0
+        self.msn = 0
+        self.nak_sent = False
+        self.rx_write = None        # (buf, va, length, offset) of the write in progress
+        self.rx_send = None         # [wr_id, buf, base, length, offset] of the send in progress
+        self.rq = deque()
+
+    # -- requester -----------------------------------------------------------------------------
+
+    def _locate(self, psn):
+        """Point the send cursor at ``psn`` (MR-GBN-005: go back N)."""
+        for k, w in enumerate(self.sq):
+            if w.start is None:
+                break
+            off = P.psn_dist(w.start, psn)
+            if 0 <= off < w.npkts:
+                self.cur, self.cur_pkt, self.psn = k, off, psn
+                return
+        self.cur, self.cur_pkt, self.psn = len(self.sq), 0, psn
+        for k, w in enumerate(self.sq):
+            if w.start is None:
+                self.cur = k
+                break
+
+    def next_frame(self, now):
+        ep = self.ep
+        if self.error or now < self.rnr_until:
+            return None
+        if self.cur >= len(self.sq):
+            return None
+        if P.psn_dist(self.una, self.psn) >= ep.window_pkts:
+            return None
+        w = self.sq[self.cur]
+        i = self.cur_pkt
+        if w.start is None:
+            w.start = self.psn
+        off = i * ep.mtu
+        n = min(ep.mtu, w.length - off)
+        pos = _ONLY if w.npkts == 1 else _FIRST if i == 0 else _LAST if i == w.npkts - 1 else _MIDDLE
+        imm = w.imm is not None and pos in (_LAST, _ONLY)
+        op = (_WRITE_OPS if w.write else _SEND_OPS)[(pos, imm)]
+        self.since_req += 1
+        ack_req = pos in (_LAST, _ONLY) or self.since_req >= ep.ack_req_every
+        if ack_req:
+            self.since_req = 0
+        psn = self.psn
+        retx = P.psn_dist(psn, self.max_psn) > 0
+        f = Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=self.entropy),
+                  bth=BTH(opcode=op, dest_qp=self.peer_qpn, ack_req=1 if ack_req else 0, psn=psn),
+                  reth=RETH(w.va, w.rkey, w.length) if w.write and pos in (_FIRST, _ONLY) else None,
+                  imm=w.imm if imm else None, payload=bytes(w.mv[off:off + n]))
+        self.psn = (psn + 1) & P.PSN_MASK
+        if not retx:
+            self.max_psn = self.psn
+        else:
+            ep.stats["retransmitted"] += 1
+        self.cur_pkt += 1
+        if self.cur_pkt >= w.npkts:
+            self.cur += 1
+            self.cur_pkt = 0
+        if self.deadline is None:
+            ep._arm(self, now + ep.ack_timeout)
+        ep.stats["packets_sent"] += 1
+        ep.stats["data_packets_sent"] += 1
+        return f
+
+    def _acked_through(self, psn):
+        """Everything up to ``psn`` inclusive is acknowledged: complete WRs (MR-GBN-007)."""
+        nxt = (psn + 1) & P.PSN_MASK
+        if P.psn_dist(self.una, nxt) <= 0:
+            return False
+        if P.psn_dist(nxt, self.max_psn) < 0:
+            self.ep._drop("bad_ack")
+            return False
+        self.una = nxt
+        ep = self.ep
+        while self.sq:
+            w = self.sq[0]
+            if w.start is None or P.psn_dist(nxt, (w.start + w.npkts) & P.PSN_MASK) > 0:
+                break
+            self.sq.popleft()
+            self.cur -= 1
+            ep._complete(self, w)
+        if self.cur < 0:
+            self.cur, self.cur_pkt = 0, 0
+        if P.psn_dist(self.psn, self.una) > 0:
+            self._locate(self.una)
+        self.retries = ep.retry_cnt
+        return True
+
+    def on_ack(self, f, now):
+        ep = self.ep
+        syn = f.aeth.syndrome
+        psn = f.bth.psn
+        ep.stats["acks_received"] += 1
+        if syn >> 5 == 0:
+            progress = self._acked_through(psn)
+        elif syn == AETH_NAK_SEQ:
+            # MR-GBN-005: PSN is the responder's expected PSN; all before it arrived.
+            ep.stats["naks_received"] += 1
+            ep.stats["nak_psn_sequence"] += 1
+            progress = self._acked_through((psn - 1) & P.PSN_MASK)
+            if P.psn_dist(self.una, self.max_psn) > 0 and not self._retry(now):
+                return
+            self._locate(self.una)
+            progress = True
+        elif syn >> 5 == 1:
+            ep.stats["naks_received"] += 1
+            ep.stats["nak_rnr"] += 1
+            progress = self._acked_through((psn - 1) & P.PSN_MASK)
+            self._locate(self.una)
+            self.rnr_until = now + ep.rnr_delay
+            ep._push(self.rnr_until, 1, self)
+        else:
+            ep.stats["naks_received"] += 1
+            ep.stats["nak_fatal"] += 1
+            self._acked_through((psn - 1) & P.PSN_MASK)
+            status = Status.REM_ACCESS_ERR if syn == AETH_NAK_ACCESS else \
+                Status.REM_INV_REQ_ERR if syn == AETH_NAK_INV else Status.REM_OP_ERR
+            self._fail_all(status)
+            return
+        if progress:
+            if P.psn_dist(self.una, self.max_psn) > 0:
+                ep._arm(self, now + ep.ack_timeout)
+            else:
+                self.deadline = None
+        ep._make_ready(self)
+
+    def _retry(self, now):
+        self.retries -= 1
+        if self.retries < 0:
+            self._fail_all(Status.RETRY_EXC_ERR)   # MR-GBN-008
+            return False
+        return True
+
+    def _fail_all(self, status):
+        """MR-GBN-009: the QP enters the error state; outstanding WRs complete in error."""
+        self.error = True
+        self.deadline = None
+        first = True
+        while self.sq:
+            w = self.sq.popleft()
+            w.status = status if first else Status.REM_OP_ERR
+            first = False
+            self.ep._complete(self, w)
+        self.cur = self.cur_pkt = 0
+
+    def on_timeout(self, now):
+        """MR-GBN-006: local ACK timeout: go back to the oldest unacknowledged PSN."""
+        ep = self.ep
+        ep.stats["timeouts"] += 1
+        if P.psn_dist(self.una, self.max_psn) <= 0:
+            return
+        if not self._retry(now):
+            return
+        self._locate(self.una)
+        ep._arm(self, now + ep.ack_timeout)
+        ep._make_ready(self)
+
+    # -- responder -----------------------------------------------------------------------------
+
+    def on_data(self, f, now):
+        ep = self.ep
+        st = ep.stats
+        psn = f.bth.psn
+        d = P.psn_dist(self.epsn, psn)
+        if d < 0:
+            st["duplicates"] += 1              # MR-GBN-004: duplicate: re-acknowledge
+            if f.bth.ack_req:
+                ep._send_aeth(self, AETH_ACK, (self.epsn - 1) & P.PSN_MASK, f)
+            return
+        if d > 0:
+            ep._drop("out_of_sequence")        # MR-GBN-004: one NAK, then silent drops
+            if not self.nak_sent:
+                self.nak_sent = True
+                ep._send_aeth(self, AETH_NAK_SEQ, self.epsn, f)
+            return
+        syn = self._place(f)
+        if syn is not None:
+            if syn == AETH_RNR:
+                ep._drop("rnr")
+                ep._send_aeth(self, AETH_RNR | 1, self.epsn, f)
+            else:
+                ep._drop("access" if syn == AETH_NAK_ACCESS else "invalid_request")
+                ep._send_aeth(self, syn, self.epsn, f)
+            return
+        self.epsn = (self.epsn + 1) & P.PSN_MASK
+        self.nak_sent = False
+        st["rx_data_packets"] += 1
+        if f.ip.ecn == 3:
+            st["ce_received"] += 1
+        if f.bth.ack_req:
+            ep._send_aeth(self, AETH_ACK, psn, f)
+
+    def _place(self, f):
+        ep = self.ep
+        op = f.bth.opcode
+        n = len(f.payload)
+        if op in _WRITE_SET:
+            if op in _FIRSTS:
+                if self.rx_write is not None or self.rx_send is not None:
+                    return AETH_NAK_INV
+                r = f.reth
+                mr = ep._mrs.get(r.rkey)
+                chk = P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
+                                     P.ACCESS_REMOTE_WRITE, r.va, r.dma_len)
+                if chk is not None:
+                    return AETH_NAK_ACCESS
+                ctx = [mr[0], r.va, r.dma_len, 0]
+            else:
+                ctx = self.rx_write
+                if ctx is None:
+                    return AETH_NAK_INV
+            buf, va, length, off = ctx
+            last = op in _LASTS
+            if off + n > length or (not last and n != ep.mtu) or (last and off + n != length):
+                return AETH_NAK_INV
+            buf[va + off:va + off + n] = f.payload
+            ctx[3] = off + n
+            st = ep.stats
+            st["bytes_placed"] += n
+            self.rx_write = None if last else ctx
+            if last:
+                self.msn = (self.msn + 1) & 0xFFFFFF
+                if op in _IMMS:
+                    ep._cq.append(Completion(None, Status.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, length,
+                                             self.conn.local_id, self.stream, f.imm))
+                    st["completions"] += 1
+            return None
+        if op in _SEND_SET:
+            if op in _FIRSTS:
+                if self.rx_write is not None or self.rx_send is not None:
+                    return AETH_NAK_INV
+                if not self.rq:
+                    return AETH_RNR
+                wr_id, lkey, loff, rlen = self.rq[0]
+                mr = ep._mrs.get(lkey)
+                if mr is None:
+                    return AETH_NAK_ACCESS
+                ctx = [wr_id, mr[0], loff, rlen, 0]
+            else:
+                ctx = self.rx_send
+                if ctx is None:
+                    return AETH_NAK_INV
+            wr_id, buf, base, rlen, off = ctx
+            last = op in _LASTS
+            if off + n > rlen or (not last and n != ep.mtu):
+                return AETH_NAK_INV
+            if op in _FIRSTS:
+                self.rq.popleft()
+            buf[base + off:base + off + n] = f.payload
+            ctx[4] = off + n
+            ep.stats["bytes_placed"] += n
+            self.rx_send = None if last else ctx
+            if last:
+                self.msn = (self.msn + 1) & 0xFFFFFF
+                ep._cq.append(Completion(wr_id, Status.SUCCESS, WcOpcode.RECV, off + n,
+                                         self.conn.local_id, self.stream, f.imm if op in _IMMS else None))
+                ep.stats["completions"] += 1
+            return None
+        return AETH_NAK_INV
+
+
+class RoceConnection:
+    """A group of RC QPs, one per stream, behind the MetaRoCE connection interface."""
+
+    def __init__(self, ep, local_id, peer_addr, peer_id, streams):
+        self.ep, self.local_id, self.peer_addr, self.peer_id = ep, local_id, peer_addr, peer_id
+        self.qps = [_Qp(ep, self, local_id + s, peer_addr, peer_id + s, s) for s in range(streams)]
+
+    def _qp(self, stream):
+        if not 0 <= stream < len(self.qps):
+            raise ValueError(f"stream {stream} out of range 0..{len(self.qps) - 1}")
+        return self.qps[stream]
+
+    def _local(self, lkey, loffset, length):
+        mr = self.ep._mrs.get(lkey)
+        if mr is None:
+            raise ValueError(f"unknown lkey {lkey}")
+        if loffset < 0 or length < 0 or loffset + length > len(mr[0]):
+            raise ValueError("local buffer out of the registered region")
+        return mr[0]
+
+    def post_write(self, stream, lkey, loffset, length, remote_va, rkey, wr_id, imm=None):
+        qp = self._qp(stream)
+        buf = self._local(lkey, loffset, length)
+        qp.sq.append(_Wr(True, wr_id, memoryview(buf)[loffset:loffset + length], length, remote_va,
+                         rkey, imm, self.ep.mtu, stream))
+        self.ep._make_ready(qp)
+
+    def post_send(self, stream, lkey, loffset, length, wr_id, imm=None):
+        qp = self._qp(stream)
+        buf = self._local(lkey, loffset, length)
+        qp.sq.append(_Wr(False, wr_id, memoryview(buf)[loffset:loffset + length], length, 0, 0, imm,
+                         self.ep.mtu, stream))
+        self.ep._make_ready(qp)
+
+    def post_recv(self, stream, lkey, loffset, length, wr_id):
+        qp = self._qp(stream)
+        self._local(lkey, loffset, length)
+        qp.rq.append((wr_id, lkey, loffset, length))
+
+
+class RoceEndpoint:
+    """RoCEv2 RC go-back-N endpoint (MR-GBN-001..012), same interface as ``Endpoint``.
+
+    ``RoceEndpoint(addr, *, mtu=4096, line_rate_bps=400e9, **config)``. Keyword arguments:
+
+    - ``base_rtt`` (10e-6): for the window size only.
+    - ``window_bdp`` (2.0): outstanding PSN window in BDPs (at least 1, MR-GBN-010).
+    - ``timeout_exp`` (8): local ACK timeout 4.096 us x 2^timeout_exp (IBTA; 8 gives 1.05 ms,
+      well below the 14-20 that deployments commonly configure) (MR-GBN-006).
+    - ``retry_cnt`` (7): retries without progress before ``RETRY_EXC_ERR`` (MR-GBN-008).
+    - ``ack_req_every`` (16): AckReq on every this many packets and on each message's last.
+    - ``rnr_delay`` (10e-6): wait after an RNR NAK.
+    - ``seed`` (0): varies the QPs' fixed entropy.
+    """
+
+    def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
+                 window_bdp=2.0, timeout_exp=8, retry_cnt=7, ack_req_every=16, rnr_delay=10e-6, seed=0):
+        if mtu not in (256, 512, 1024, 2048, 4096):
+            raise ValueError("RoCEv2 path MTU is 256, 512, 1024, 2048 or 4096")
+        if not 0 <= timeout_exp <= 31:
+            raise ValueError("timeout_exp is 0..31 (IBTA 5-bit field)")
+        if not 0 <= retry_cnt <= 7:
+            raise ValueError("retry_cnt is 0..7 (IBTA 3-bit field)")
+        self.addr = addr
+        self.mtu = mtu
+        self.line_rate_bps = float(line_rate_bps)
+        self.base_rtt = base_rtt
+        bdp_pkts = self.line_rate_bps / 8 * base_rtt / mtu
+        self.window_pkts = min(P.PSN_HALF - 1, max(int(-(-bdp_pkts * window_bdp // 1)), int(bdp_pkts) + 1, 2))
+        self.timeout_exp = timeout_exp
+        self.ack_timeout = 4.096e-6 * (1 << timeout_exp)
+        self.retry_cnt = retry_cnt
+        self.ack_req_every = ack_req_every
+        self.rnr_delay = rnr_delay
+        self.seed = seed
+        self._mrs = {}
+        self._next_key = 0x100
+        self._qps = {}
+        self._cq = deque()
+        self._ctrl = deque()
+        self._ready = deque()
+        self._timers = []
+        self._tseq = 0
+        self.stats = Counter()
+
+    def params(self):
+        """The baseline's parameters, printed with benchmark results (MR-GBN-012)."""
+        return {"protocol": "rocev2-rc-gbn", "mtu": self.mtu, "window_pkts": self.window_pkts,
+                "ack_timeout_us": self.ack_timeout * 1e6, "timeout_exp": self.timeout_exp,
+                "retry_cnt": self.retry_cnt, "ack_req_every": self.ack_req_every, "dcqcn": False}
+
+    def reg_mr(self, buf, access=ACCESS_ALL):
+        if not isinstance(buf, bytearray):
+            raise TypeError("reg_mr needs a bytearray")
+        key = self._next_key
+        self._next_key += 1
+        self._mrs[key] = (buf, access)
+        return key
+
+    def dereg_mr(self, key):
+        self._mrs.pop(key, None)
+
+    def connect(self, local_id, peer_addr, peer_id, *, paths=1, streams=1):
+        for s in range(streams):
+            if local_id + s in self._qps:
+                raise ValueError(f"QPN {local_id + s} already in use")
+        if local_id + streams > 1 << 24 or peer_id + streams > 1 << 24:
+            raise ValueError("QPNs are 24-bit")
+        c = RoceConnection(self, local_id, peer_addr, peer_id, streams)
+        for qp in c.qps:
+            self._qps[qp.qpn] = qp
+        return c
+
+    def poll_cq(self, max_entries=None):
+        cq = self._cq
+        n = len(cq) if max_entries is None else min(max_entries, len(cq))
+        return [cq.popleft() for _ in range(n)]
+
+    def next_packet(self, now):
+        self._run_timers(now)
+        if self._ctrl:
+            self.stats["packets_sent"] += 1
+            return self._ctrl.popleft()
+        ready = self._ready
+        for _ in range(len(ready)):
+            qp = ready.popleft()
+            f = qp.next_frame(now)
+            if f is not None:
+                ready.append(qp)
+                return f
+            qp.in_ready = False
+        return None
+
+    def next_wakeup(self, now):
+        if self._ctrl or self._ready:
+            return now
+        t = self._timers
+        while t:
+            d, _, kind, qp = t[0]
+            if kind == 0 and qp.deadline is None:
+                heapq.heappop(t)
+                qp.tq = False
+                continue
+            return max(d, now)
+        return None
+
+    def receive(self, frame, now):
+        self._run_timers(now)
+        qp = self._qps.get(frame.bth.dest_qp)
+        if qp is None:
+            self._drop("no_connection")
+            return
+        if frame.ip.src != qp.peer_addr:
+            self._drop("bad_peer")
+            return
+        op = frame.bth.opcode
+        if op == Op.RC_ACK and frame.aeth is not None:
+            qp.on_ack(frame, now)
+        elif op in _WRITE_SET or op in _SEND_SET:
+            qp.on_data(frame, now)
+        else:
+            self._drop("unexpected_opcode")
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _drop(self, reason):
+        self.stats["drops"] += 1
+        self.stats["drop_" + reason] += 1
+
+    def _make_ready(self, qp):
+        if not qp.in_ready:
+            qp.in_ready = True
+            self._ready.append(qp)
+
+    def _push(self, t, kind, qp):
+        self._tseq += 1
+        heapq.heappush(self._timers, (t, self._tseq, kind, qp))
+
+    def _arm(self, qp, deadline):
+        qp.deadline = deadline
+        if not qp.tq:
+            qp.tq = True
+            self._push(deadline, 0, qp)
+
+    def _run_timers(self, now):
+        t = self._timers
+        while t and t[0][0] <= now:
+            _, _, kind, qp = heapq.heappop(t)
+            if kind == 1:
+                self._make_ready(qp)
+                continue
+            qp.tq = False
+            dl = qp.deadline
+            if dl is None:
+                continue
+            if dl > now:
+                qp.tq = True
+                self._push(dl, 0, qp)
+                continue
+            qp.deadline = None
+            qp.on_timeout(now)
+
+    def _complete(self, qp, w):
+        self._cq.append(Completion(w.wr_id, w.status, WcOpcode.RDMA_WRITE if w.write else WcOpcode.SEND,
+                                   w.length, qp.conn.local_id, qp.stream, None))
+        self.stats["completions"] += 1
+
+    def _send_aeth(self, qp, syndrome, psn, f):
+        """MR-GBN-003: ACK/NAK with AETH (syndrome, MSN); BTH PSN is the PSN acknowledged/expected."""
+        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
+                                udp=UDP(sport=f.udp.sport),
+                                bth=BTH(opcode=Op.RC_ACK, dest_qp=qp.peer_qpn, psn=psn),
+                                aeth=AETH(syndrome, qp.msn)))
+        if syndrome >> 5:
+            self.stats["naks_sent"] += 1
+        else:
+            self.stats["acks_sent"] += 1
+
+
+__all__ = ["RoceEndpoint", "RoceConnection"]

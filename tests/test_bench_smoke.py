@@ -1,0 +1,84 @@
+"""Every benchmark runs in a tiny configuration and its rows carry the documented fields.
+
+Targets are measured by the benchmarks themselves (docs/benchmarks.md), not here; these tests
+check that each benchmark runs, that its JSON has the documented shape, and that every run
+delivered every byte exactly once (``delivered_ok``; MR-FAB-051).
+"""
+import json
+
+from metaroce.cli import main
+
+LOSS_FIELDS = {"protocol", "link_gbps", "rtt_us", "loss", "goodput_gbps", "goodput_vs_lossless",
+               "retransmitted", "spurious_retransmits", "delivered_ok"}
+
+
+def _bench(capsys, *args):
+    rc = main(["bench", *args, "--json", "--no-plot", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    obj = json.loads(out)
+    assert obj["bench"] == args[0] and obj["rows"]
+    return obj
+
+
+def test_bench_loss_smoke(capsys):
+    obj = _bench(capsys, "loss", "--bytes", "512Ki", "--losses", "0,0.05", "--settings", "400g")
+    rows = obj["rows"]
+    assert len(rows) == 4 and {r["protocol"] for r in rows} == {"metaroce", "rocev2"}
+    for r in rows:
+        assert LOSS_FIELDS <= set(r)
+        assert r["delivered_ok"] is True and r["goodput_gbps"] > 0
+        if r["loss"] == 0:
+            assert r["goodput_vs_lossless"] == 1.0 and r["retransmitted"] == 0
+        else:
+            assert r["retransmitted"] > 0
+    assert obj["params"]["rocev2_baseline"]["400g"]["window_pkts"] >= 1
+
+
+def test_bench_spray_smoke(capsys):
+    obj = _bench(capsys, "spray", "--bytes", "256Ki", "--paths", "8,64", "--senders", "2", "--spines", "4")
+    assert [r["paths"] for r in obj["rows"]] == [8, 64, 1]
+    for r in obj["rows"]:
+        assert {"protocol", "paths", "packets_sent", "spurious_retransmits", "spurious_per_packet",
+                "delivered_ok"} <= set(r)
+        assert r["delivered_ok"] is True and r["packets_sent"] >= 128
+
+
+def test_bench_incast_smoke(capsys):
+    obj = _bench(capsys, "incast", "--senders", "4", "--total", "2Mi", "--min-bytes", "256Ki")
+    assert len(obj["rows"]) == 2
+    for r in obj["rows"]:
+        assert {"protocol", "senders", "converge_rtts", "jain", "peak_queue_kb", "drops",
+                "drops_after_converged", "goodput_gbps", "delivered_ok"} <= set(r)
+        assert r["delivered_ok"] is True and 0 < r["jain"] <= 1.0 and r["senders"] == 4
+
+
+def test_bench_failover_smoke(capsys):
+    obj = _bench(capsys, "failover", "--bytes", "6Mi", "--fail-at", "8", "--protocols", "metaroce")
+    rows = {r["scenario"]: r for r in obj["rows"]}
+    assert set(rows) == {"path", "plane"}
+    for r in rows.values():
+        assert {"recover_rtts", "during_gbps", "before_gbps", "goodput_gbps", "delivered_ok"} <= set(r)
+        assert r["delivered_ok"] is True and r["before_gbps"] > 0
+
+
+def test_bench_scale_smoke(capsys, tmp_path):
+    rc = main(["bench", "scale", "--conns", "40", "--pairs", "2", "--planes", "1,2",
+               "--bytes-per-conn", "16Ki", "--json", "--jobs", "1", "--plot", str(tmp_path / "s.png")])
+    obj = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [r["planes"] for r in obj["rows"]] == [1, 2]
+    for r in obj["rows"]:
+        assert {"planes", "connections", "goodput_gbps", "scaling", "sim_pkts_per_s", "delivered_ok"} <= set(r)
+        assert r["delivered_ok"] is True and r["connections"] == 40 and r["sim_pkts_per_s"] > 0
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_table_and_errors(capsys):
+    rc = main(["bench", "loss", "--bytes", "256Ki", "--losses", "0", "--settings", "100g",
+               "--protocols", "metaroce", "--no-plot", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "goodput_gbps" in out and "metaroce" in out
+    assert main(["bench", "loss", "--losses", "2"]) == 2
+    assert "--losses" in capsys.readouterr().err
+    assert main(["bench"]) == 2
+    assert "loss" in capsys.readouterr().err

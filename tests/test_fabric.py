@@ -1,0 +1,529 @@
+"""Fabric simulator: event loop, timing, ECMP, ECN, drop-tail, faults, planes, pcap (MR-FAB-*).
+
+The unit tests drive the fabric with a tiny traffic source of their own (``ToySender`` /
+``ToyReceiver``: a selective-repeat write over the endpoint contract's transport side), so they
+check the fabric without depending on the protocol's endpoints; ``test_endpoint_*`` at the end run
+the real MetaRoCE and RoCEv2 endpoints over every fault kind. Every run that moves data checks that
+the receiver's memory equals the source and that every completion arrives exactly once.
+"""
+import dataclasses
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from metaroce.models import codec, pcap, wire
+from metaroce.models.codec import MRAH, MRDH, RETH, make, wire_len
+from metaroce.sim.fabric import FRAME_OVERHEAD, Link, OutPort, Sim, ecmp_hash, plane_of
+from metaroce.sim.faults import Faults, GilbertElliott
+from metaroce.sim.topology import Fabric
+
+
+# ---------------------------------------------------------------------------------------------
+# A toy transport: fixed window, selective repeat, per-packet ACK, fixed retransmission timer.
+
+class ToySender:
+    def __init__(self, addr, peer, data, *, mtu=1024, window=16, rto=50e-6, paths=1, base=0):
+        self.addr, self.peer, self.data, self.mtu, self.base = addr, peer, data, mtu, base
+        self.n = (len(data) + mtu - 1) // mtu
+        self.window, self.rto, self.paths = window, rto, paths
+        self.next = 0
+        self.sent_at = {}       # psn -> time last sent, for unacked packets
+        self.acked = set()
+        self.retx = []
+        self.done = False
+        self.cq = []
+        self.stats = {"sent": 0, "retransmitted": 0}
+
+    def _frame(self, i):
+        off = i * self.mtu
+        payload = self.data[off:off + self.mtu]
+        path = i % self.paths
+        f = make(wire.Op.MR_WRITE, payload,
+                 mrdh=MRDH(path=path, offset=off, msg_len=len(self.data)),
+                 reth=RETH(va=self.base + off, rkey=1, dma_len=len(payload)))
+        f.ip = codec.IP(src=self.addr, dst=self.peer)
+        f.udp = codec.UDP(sport=wire.ENTROPY_BASE + path)
+        f.bth.psn = i
+        return f
+
+    def next_packet(self, now):
+        for psn, t in self.sent_at.items():
+            if now - t >= self.rto:
+                self.sent_at[psn] = now
+                self.stats["retransmitted"] += 1
+                self.stats["sent"] += 1
+                return self._frame(psn)
+        if self.next < self.n and len(self.sent_at) < self.window:
+            i = self.next
+            self.next += 1
+            self.sent_at[i] = now
+            self.stats["sent"] += 1
+            return self._frame(i)
+        return None
+
+    def next_wakeup(self, now):
+        return min(self.sent_at.values()) + self.rto if self.sent_at else None
+
+    def receive(self, frame, now):
+        psn = frame.mrah.cum_psn
+        self.sent_at.pop(psn, None)
+        self.acked.add(psn)
+        if len(self.acked) == self.n and not self.done:
+            self.done = True
+            self.cq.append(("write", len(self.data)))
+
+    def poll_cq(self, max_entries=None):
+        out, self.cq = self.cq, []
+        return out
+
+
+class ToyReceiver:
+    def __init__(self, addr, size, mtu=1024, senders=1):
+        self.addr = addr
+        self.mem = bytearray(size * senders)
+        self.mtu = mtu
+        self.got = set()
+        self.acks = []
+        self.cq = []
+        self.n = senders * ((size + mtu - 1) // mtu)
+        self.ce = 0
+
+    def next_packet(self, now):
+        return self.acks.pop(0) if self.acks else None
+
+    def next_wakeup(self, now):
+        return None
+
+    def receive(self, frame, now):
+        if frame.ip.ecn == 3:
+            self.ce += 1
+        psn = frame.bth.psn
+        if (frame.ip.src, psn) not in self.got:
+            self.got.add((frame.ip.src, psn))
+            off = frame.reth.va
+            self.mem[off:off + len(frame.payload)] = frame.payload
+            if len(self.got) == self.n:
+                self.cq.append(("recv", len(self.mem)))
+        a = make(wire.Op.MR_ACK, mrah=MRAH(path=frame.mrdh.path, cum_psn=psn))
+        a.ip = codec.IP(src=self.addr, dst=frame.ip.src, ecn=0)
+        a.udp = codec.UDP(sport=frame.udp.sport)
+        self.acks.append(a)
+
+    def poll_cq(self, max_entries=None):
+        out, self.cq = self.cq, []
+        return out
+
+
+def toy_transfer(fab, size=64 * 1024, mtu=1024, until=0.05, **kw):
+    data = random.Random(size).randbytes(size)
+    s, r = fab.hosts[0], fab.hosts[-1]
+    s.ep = ToySender(s.addr, r.addr, data, mtu=mtu, **kw)
+    r.ep = ToyReceiver(r.addr, size, mtu)
+    s.kick()
+    fab.sim.run(until=until)
+    return data, s, r
+
+
+def check_integrity(data, s, r):
+    assert bytes(r.ep.mem) == data
+    assert [c for _, c in s.completions] == [("write", len(data))]
+    assert [c for _, c in r.completions] == [("recv", len(data))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Event loop and timing
+
+def test_event_loop_order_until_and_stop():
+    """MR-FAB-000: events run in time order, same-time events in scheduling order."""
+    sim = Sim()
+    log = []
+    for t, tag in [(3e-6, "c"), (1e-6, "a"), (1e-6, "b"), (5e-6, "e")]:
+        sim.at(t, log.append, tag)
+    sim.at(4e-6, lambda _: sim.stop())
+    sim.run()
+    assert log == ["a", "b", "c"] and sim.now == 4e-6
+    sim.run(until=4.5e-6)
+    assert log == ["a", "b", "c"] and sim.now == 4.5e-6
+    sim.run()
+    assert log == ["a", "b", "c", "e"]
+
+
+def test_serialisation_and_propagation_timing():
+    """MR-FAB-001/002: a frame takes (wire_len + 24) * 8 / rate per hop plus the link delay."""
+    fab = Fabric(2, rate_bps=100e9, rtt=8e-6)
+    f = make(wire.Op.MR_WRITE, bytes(4096))
+    f.ip = codec.IP(src=fab.hosts[0].addr, dst=fab.hosts[1].addr)
+    arrivals = []
+
+    class Once:
+        sent = False
+
+        def next_packet(self, now):
+            if self.sent:
+                return None
+            self.sent = True
+            return f
+
+        def next_wakeup(self, now):
+            return None
+
+        def receive(self, frame, now):
+            arrivals.append((now, frame))
+
+        def poll_cq(self, max_entries=None):
+            return []
+
+    fab.hosts[0].ep, fab.hosts[1].ep = Once(), Once()
+    fab.hosts[1].ep.sent = True
+    fab.hosts[0].kick()
+    fab.sim.run()
+    ser = (wire_len(f) + FRAME_OVERHEAD) * 8 / 100e9
+    assert len(arrivals) == 1
+    assert arrivals[0][0] == pytest.approx(2 * (ser + 2e-6), rel=1e-12)
+    assert wire_len(f) == 14 + 20 + 8 + 12 + 16 + 16 + 4096 + 4
+
+
+def test_toy_transfer_lossless_line_rate():
+    """A window-limited transfer through one switch delivers every byte once, near line rate."""
+    fab = Fabric(2, rate_bps=100e9, rtt=8e-6)
+    data, s, r = toy_transfer(fab, size=256 * 1024, mtu=4096, window=64)
+    check_integrity(data, s, r)
+    t_done = s.completions[0][0]
+    ideal = 64 * (4096 + 90 + FRAME_OVERHEAD) * 8 / 100e9
+    assert ideal < t_done < ideal + 2 * 8e-6 + 1e-6
+    assert s.ep.stats["retransmitted"] == 0
+
+
+def test_multiplane_host_uses_every_port():
+    """MR-FAB-020: a host with one NIC port per plane sends on all of them at once: four planes
+    carry a window-unlimited write about four times as fast as one."""
+    times = {}
+    for planes in (1, 4):
+        fab = Fabric(2, planes=planes, rate_bps=100e9, rtt=8e-6)
+        data, s, r = toy_transfer(fab, size=512 * 1024, mtu=4096, window=128, paths=8)
+        check_integrity(data, s, r)
+        times[planes] = s.completions[0][0]
+        assert all(fab.links[f"h0>p{p}.leaf0"].stats["frames"] == 128 // planes for p in range(planes))
+    ideal = 128 * (4096 + 90 + FRAME_OVERHEAD) * 8 / 100e9
+    assert times[1] == pytest.approx(ideal + 8e-6, rel=0.05)
+    assert times[4] == pytest.approx(ideal / 4 + 8e-6, rel=0.05)
+
+
+# ---------------------------------------------------------------------------------------------
+# Switch: ECMP, ECN, drop tail
+
+def test_ecmp_hash_is_stable_and_spreads():
+    """MR-FAB-012: the 5-tuple hash is a pure function; a flow keeps its route; entropies spread."""
+    f = make(wire.Op.MR_WRITE)
+    f.ip = codec.IP(src="10.0.0.1", dst="10.0.0.2")
+    f.udp = codec.UDP(sport=50000)
+    h = ecmp_hash(f, 7)
+    assert h == ecmp_hash(dataclasses.replace(f), 7)
+    # The value is fixed across processes and Python hash seeds.
+    out = subprocess.run([sys.executable, "-c",
+                          "from metaroce.models import codec, wire; from metaroce.sim.fabric import ecmp_hash;"
+                          "f = codec.make(wire.Op.MR_WRITE); f.ip = codec.IP(src='10.0.0.1', dst='10.0.0.2');"
+                          "f.udp = codec.UDP(sport=50000); print(ecmp_hash(f, 7))"],
+                         capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "123"})
+    assert int(out.stdout) == h
+    assert ecmp_hash(f, 8) != h
+    f.udp.sport += 1
+    assert ecmp_hash(f, 7) != h
+    # In a leaf-spine plane, 32 entropies use all 4 spines, and one entropy only ever one spine.
+    fab = Fabric(2, leaves=2, spines=4, rate_bps=100e9, rtt=8e-6)
+    data, s, r = toy_transfer(fab, size=128 * 1024, paths=32)
+    check_integrity(data, s, r)
+    used = [fab.ports[f"p0.leaf0>p0.spine{k}"].stats["enqueued"] for k in range(4)]
+    assert all(u > 0 for u in used) and sum(used) == s.ep.stats["sent"]
+    fab = Fabric(2, leaves=2, spines=4, rate_bps=100e9, rtt=8e-6)
+    data, s, r = toy_transfer(fab, size=64 * 1024, paths=1)
+    used = [fab.ports[f"p0.leaf0>p0.spine{k}"].stats["enqueued"] for k in range(4)]
+    assert sorted(used)[:3] == [0, 0, 0]
+    check_integrity(data, s, r)
+
+
+class _Sink:
+    def __init__(self):
+        self.got = []
+
+    def receive(self, frame, port):
+        self.got.append(frame)
+
+
+def _burst_into_port(n, size_payload, buffer_bytes, thr, ecn=2):
+    sim = Sim()
+    sink = _Sink()
+    port = OutPort(sim, Link(sim, "x", 100e9, 1e-6, sink), buffer_bytes, thr)
+    frames = []
+    for i in range(n):
+        f = make(wire.Op.MR_WRITE, bytes(size_payload))
+        f.ip.ecn = ecn
+        f.bth.psn = i
+        f._wl = wire_len(f)
+        frames.append(f)
+        port.enqueue(f)
+    sim.run()
+    return port, frames, sink.got
+
+
+def test_ecn_marks_above_threshold_only_ect():
+    """MR-FAB-011: an ECT frame finding more than the threshold queued is marked CE; the
+    sender's frame object is not changed; non-ECT frames are never marked."""
+    size = wire_len(make(wire.Op.MR_WRITE, bytes(1000)))
+    port, frames, got = _burst_into_port(10, 1000, None, 2 * size)
+    # Frame k finds k frames queued (the first is still serialising): marked when k*size > 2*size.
+    assert [f.ip.ecn for f in got] == [2, 2, 2] + [3] * 7
+    assert port.stats["marked"] == 7
+    assert all(f.ip.ecn == 2 for f in frames)
+    assert [f.bth.psn for f in got] == list(range(10))
+    port, frames, got = _burst_into_port(10, 1000, None, 2 * size, ecn=0)
+    assert [f.ip.ecn for f in got] == [0] * 10 and port.stats["marked"] == 0
+
+
+def test_drop_tail_at_finite_buffer():
+    """MR-FAB-010: a frame that does not fit the buffer is dropped; earlier frames pass."""
+    size = wire_len(make(wire.Op.MR_WRITE, bytes(1000)))
+    port, frames, got = _burst_into_port(8, 1000, 5 * size, None)
+    assert [f.bth.psn for f in got] == [0, 1, 2, 3, 4]
+    assert port.stats["drops"] == 3 and port.stats["peak_bytes"] == 5 * size
+
+
+def test_incast_queue_builds_and_drops():
+    """Eight senders into one receiver port: the receiver's port queues, marks and drops."""
+    fab = Fabric(9, rate_bps=100e9, rtt=8e-6, buffer_bytes=64 * 1024, ecn_threshold=16 * 1024)
+    size = 32 * 1024
+    datas = []
+    for i in range(8):
+        d = random.Random(i).randbytes(size)
+        datas.append(d)
+        fab.hosts[i].ep = ToySender(fab.hosts[i].addr, fab.hosts[8].addr, d, window=16, rto=100e-6,
+                                    base=i * size)
+        fab.hosts[i].kick()
+    r = fab.hosts[8]
+    r.ep = ToyReceiver(r.addr, size, senders=8)
+    fab.sim.run(until=0.05)
+    assert bytes(r.ep.mem) == b"".join(datas)
+    assert [c for _, c in r.completions] == [("recv", 8 * size)]
+    port = fab.ports["p0.leaf0>h8"]
+    assert port.stats["drops"] > 0 and port.stats["marked"] > 0
+    assert port.stats["peak_bytes"] <= 64 * 1024
+    assert all(h.ep.done for h in fab.hosts[:8])
+    assert all(len(h.completions) == 1 for h in fab.hosts[:8])
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults (MR-FAB-030..036)
+
+def _lossy(faults, links=("h0>p0.leaf0",), **kw):
+    fab = Fabric(2, rate_bps=100e9, rtt=8e-6)
+    fab.set_faults(faults, list(links))
+    data, s, r = toy_transfer(fab, **kw)
+    return fab, data, s, r
+
+
+def test_random_loss_rate_and_recovery():
+    """MR-FAB-030: independent loss at the configured rate on data frames only; data intact."""
+    fab, data, s, r = _lossy(Faults(loss=0.1, seed=1), size=512 * 1024)
+    check_integrity(data, s, r)
+    st = fab.links["h0>p0.leaf0"].stats
+    assert 0.05 < st["lost"] / st["frames"] < 0.15
+    fab2, *_ = _lossy(Faults(loss=1.0, seed=1), links=("h1>p0.leaf0",), size=8 * 1024)
+    assert fab2.links["h1>p0.leaf0"].stats["lost"] == 0       # ACKs pass: data_only
+
+
+def test_faults_are_reproducible():
+    """MR-FAB-030: the same seed gives the same drops; another seed other drops."""
+    a = _lossy(Faults(loss=0.1, seed=5), size=128 * 1024)[0].links["h0>p0.leaf0"].stats
+    b = _lossy(Faults(loss=0.1, seed=5), size=128 * 1024)[0].links["h0>p0.leaf0"].stats
+    c = _lossy(Faults(loss=0.1, seed=6), size=128 * 1024)[0].links["h0>p0.leaf0"].stats
+    assert a == b and a != c
+
+
+def test_gilbert_elliott_bursts():
+    """MR-FAB-031: losses come in bursts (runs of consecutive lost frames)."""
+    ge = GilbertElliott(p_gb=0.02, p_bg=0.25)
+    assert ge.mean_loss() == pytest.approx(0.02 / 0.27)
+    f = Faults(burst=ge, seed=3)
+    rng = f.rng_for("x")
+    lost = [f.lose(rng, wire.Op.MR_WRITE) for _ in range(20000)]
+    rate = sum(lost) / len(lost)
+    runs = sum(1 for i in range(1, len(lost)) if lost[i] and not lost[i - 1])
+    assert 0.05 < rate < 0.10
+    assert sum(lost) / runs > 3            # mean burst about 1 / p_bg = 4
+    fab, data, s, r = _lossy(Faults(burst=ge, seed=3), size=256 * 1024)
+    check_integrity(data, s, r)
+    assert fab.links["h0>p0.leaf0"].stats["lost"] > 0
+
+
+def test_reordering_delivers_out_of_order():
+    """MR-FAB-032: held-back frames arrive after later ones; nothing is lost."""
+    fab = Fabric(2, rate_bps=100e9, rtt=8e-6)
+    fab.set_faults(Faults(reorder=0.2, reorder_delay=5e-6, seed=2), ["h0>p0.leaf0"])
+    order = []
+    data = random.Random(0).randbytes(64 * 1024)
+    s, r = fab.hosts
+    s.ep = ToySender(s.addr, r.addr, data, window=32, rto=200e-6)
+    r.ep = ToyReceiver(r.addr, len(data))
+    orig = r.ep.receive
+    r.ep.receive = lambda f, now: (order.append(f.bth.psn), orig(f, now))
+    s.kick()
+    fab.sim.run(until=0.05)
+    check_integrity(data, s, r)
+    assert order != sorted(order) and sorted(set(order)) == list(range(64))
+    assert fab.links["h0>p0.leaf0"].stats["delayed"] > 0 and s.ep.stats["retransmitted"] == 0
+
+
+def test_duplication_completes_once():
+    """MR-FAB-033: duplicated frames arrive twice; the transfer still completes exactly once."""
+    fab, data, s, r = _lossy(Faults(duplicate=0.3, seed=4), size=64 * 1024)
+    check_integrity(data, s, r)
+    st = fab.links["h0>p0.leaf0"].stats
+    assert st["duplicated"] > 5 and st["delivered"] == st["frames"] + st["duplicated"]
+    assert fab.hosts[1].stats["rx"] == st["delivered"]
+
+
+def test_corruption_is_caught_by_the_decoder():
+    """MR-FAB-034: a flipped bit reaches the host as bytes; decode drops it with a reason
+    (ICRC, IP checksum, ...) and counts it; the transfer recovers by retransmission."""
+    fab, data, s, r = _lossy(Faults(corrupt=0.2, seed=9), links=("p0.leaf0>h1",), size=128 * 1024)
+    check_integrity(data, s, r)
+    hs = fab.hosts[1].stats
+    st = fab.links["p0.leaf0>h1"].stats
+    assert st["corrupted"] > 10
+    assert hs["decode_drops"] + hs["corrupt_undetected"] == st["corrupted"]
+    assert hs["decode_drops"] >= 0.8 * st["corrupted"]
+    assert "icrc" in hs["decode_reasons"]
+    assert s.ep.stats["retransmitted"] >= hs["decode_drops"]
+    # Corruption before a switch fails the (not bit-modelled) FCS there: dropped at the switch.
+    fab, data, s, r = _lossy(Faults(corrupt=0.2, seed=9), size=64 * 1024)
+    check_integrity(data, s, r)
+    assert fab.switches["p0.leaf0"].stats["fcs_drops"] == fab.links["h0>p0.leaf0"].stats["corrupted"] > 0
+
+
+def test_link_down_and_up():
+    """MR-FAB-035: frames sent while a link is down are lost; it carries again once up."""
+    fab = Fabric(2, rate_bps=100e9, rtt=8e-6)
+    fab.link_down("p0.leaf0>h1", at=2e-6, until=30e-6)
+    data, s, r = toy_transfer(fab, size=128 * 1024, rto=20e-6)
+    check_integrity(data, s, r)
+    assert fab.links["p0.leaf0>h1"].stats["down_drops"] > 0
+    assert s.completions[0][0] > 30e-6
+
+
+def test_plane_down_and_up():
+    """MR-FAB-035/020: path i of connection q goes on plane (i + q) % P; a plane that is down
+    drops everything on it, other planes carry on; after it is back the transfer completes."""
+    fab = Fabric(2, planes=4, rate_bps=100e9, rtt=8e-6)
+    fab.plane_down(1, at=0.0, until=40e-6)
+    data, s, r = toy_transfer(fab, size=128 * 1024, paths=8, window=32, rto=20e-6)
+    check_integrity(data, s, r)
+    for p in range(4):
+        up = fab.links[f"h0>p{p}.leaf0"].stats
+        assert up["frames"] > 0
+        assert (up["down_drops"] > 0) == (p == 1)
+    assert s.completions[0][0] > 40e-6
+    f = make(wire.Op.MR_WRITE, mrdh=MRDH(path=6))
+    assert plane_of(f, 4) == 2
+    f.bth.dest_qp = 3
+    assert plane_of(f, 4) == 1 and plane_of(f, 1) == 0
+    f.plane = 3
+    assert plane_of(f, 4) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# pcap capture
+
+def test_pcap_capture_decodes(tmp_path):
+    """MR-FAB-040: a captured link's pcap decodes with the codec and with `metaroce decode`;
+    CE marks and corrupted frames appear as delivered."""
+    fab = Fabric(2, rate_bps=100e9, rtt=8e-6, ecn_threshold=0)
+    fab.set_faults(Faults(corrupt=0.1, seed=1), ["p0.leaf0>h1"])
+    fab.capture("p0.leaf0>h1", tmp_path / "down.pcap")
+    fab.capture("p0.leaf0>h0", tmp_path / "acks.pcap")
+    data, s, r = toy_transfer(fab, size=32 * 1024)
+    fab.close()
+    check_integrity(data, s, r)
+    recs = pcap.read(tmp_path / "down.pcap")
+    assert len(recs) == fab.links["p0.leaf0>h1"].stats["delivered"]
+    ok = bad = ce = 0
+    for rec in recs:
+        try:
+            f = codec.decode(rec.data)
+            ok += 1
+            ce += f.ip.ecn == 3
+            assert f.bth.opcode == wire.Op.MR_WRITE
+        except codec.DecodeError:
+            bad += 1
+    assert bad == fab.hosts[1].stats["decode_drops"] and ok > 0 and ce > 0
+    assert all(b.ts >= a.ts for a, b in zip(recs, recs[1:]))
+    out = subprocess.run([sys.executable, "-m", "metaroce", "decode", "--json", str(tmp_path / "acks.pcap")],
+                         capture_output=True, text=True, check=True)
+    objs = [json.loads(x) for x in out.stdout.splitlines()]
+    assert objs and all(o["ok"] and o["bth"]["opcode"] == wire.Op.MR_ACK for o in objs)
+
+
+# ---------------------------------------------------------------------------------------------
+# The real endpoints on the fabric under every fault kind (MR-FAB-050/051)
+
+from metaroce.sim.harness import Flow, run_writes  # noqa: E402
+
+FAULTS = {
+    "none": lambda fab: None,
+    "loss": lambda fab: fab.set_faults(Faults(loss=0.05, seed=1), ["h0>p0.leaf0"]),
+    "burst": lambda fab: fab.set_faults(Faults(burst=GilbertElliott(0.01, 0.3), seed=2), ["h0>p0.leaf0"]),
+    "reorder": lambda fab: fab.set_faults(Faults(reorder=0.1, reorder_delay=4e-6, seed=3), ["h0>p0.leaf0"]),
+    "duplicate": lambda fab: fab.set_faults(Faults(duplicate=0.1, seed=4), ["h0>p0.leaf0", "p0.leaf0>h1"]),
+    "corrupt": lambda fab: fab.set_faults(Faults(corrupt=0.05, seed=5), ["p0.leaf0>h1", "p0.leaf0>h0"]),
+    "ack_loss": lambda fab: fab.set_faults(Faults(loss=0.05, data_only=False, seed=6), ["h1>p0.leaf0"]),
+    "link_down_up": lambda fab: fab.link_down("p0.leaf0>h1", at=20e-6, until=60e-6),
+}
+
+
+@pytest.mark.parametrize("kind", ["metaroce", "rocev2"])
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_endpoint_write_under_fault(kind, fault):
+    """MR-FAB-051 with the endpoints: one 1 MiB write under each fault kind lands intact and
+    completes exactly once; a fault that loses frames makes the sender retransmit."""
+    fab = Fabric(2, rate_bps=100e9, rtt=8e-6)
+    FAULTS[fault](fab)
+    res = run_writes(fab, [Flow(0, 1, 1 << 20, paths=4)], kind, until=0.5)
+    assert res.all_done and res.delivered_ok, (kind, fault, res.stats)
+    if fault in ("loss", "burst", "corrupt", "link_down_up"):
+        assert res.stats["retransmitted"] > 0
+    if fault == "corrupt":
+        assert fab.hosts[1].stats["decode_drops"] > 0
+
+
+@pytest.mark.parametrize("kind", ["metaroce", "rocev2"])
+def test_endpoint_plane_down_and_up(kind):
+    """MR-FAB-035: a plane fails mid-transfer and comes back; every byte lands exactly once."""
+    fab = Fabric(2, planes=4, rate_bps=100e9, rtt=8e-6)
+    fab.plane_down(1, at=10e-6, until=80e-6)
+    res = run_writes(fab, [Flow(0, 1, 2 << 20, paths=8)], kind, until=0.5)
+    assert res.all_done and res.delivered_ok, res.stats
+    assert fab.links["h0>p1.leaf0"].stats["down_drops"] + fab.links["p1.leaf0>h1"].stats["down_drops"] > 0
+
+
+def test_endpoints_many_flows_leaf_spine():
+    """Four concurrent writes sprayed over a leaf-spine with unequal spine delays: intact."""
+    fab = Fabric(8, leaves=2, spines=4, rate_bps=100e9, rtt=8e-6, spine_skew=1e-6)
+    flows = [Flow(2 * i, 2 * i + 1, 512 * 1024, paths=16) for i in range(4)]
+    res = run_writes(fab, flows, "metaroce", until=0.5)
+    assert res.all_done and res.delivered_ok
+    assert sum(fab.ports[f"p0.leaf0>p0.spine{k}"].stats["enqueued"] > 0 for k in range(4)) == 4
+
+
+@pytest.mark.parametrize("kind", ["metaroce", "rocev2"])
+def test_missing_bytes_never_complete(kind):
+    """MR-FAB-051 (issue item 7): when the receiver's link dies for good mid-transfer, the
+    receiver's memory is incomplete and the write never completes successfully."""
+    fab = Fabric(2, rate_bps=100e9, rtt=8e-6)
+    fab.link_down("p0.leaf0>h1", at=20e-6)
+    res = run_writes(fab, [Flow(0, 1, 1 << 20, paths=4)], kind, until=0.01)
+    fr = res.flows[0]
+    assert not fr.data_ok
+    assert fr.completions == 0 or not fr.ok_status
+    assert not res.delivered_ok and res.unexpected_completions == 0

@@ -1,0 +1,318 @@
+"""Pure protocol functions (models/protocol.py) against small reference models.
+
+Each test cites the transport requirements it checks (docs/spec/transport.md).
+"""
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from metaroce.models import protocol as P
+from metaroce.models.wire import NakReason
+
+M = P.PSN_MOD
+EDGES = [0, 1, P.PSN_HALF - 1, P.PSN_HALF, P.PSN_HALF + 1, M - 2, M - 1]
+psns = st.one_of(st.sampled_from(EDGES), st.integers(0, M - 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# PSN arithmetic
+
+@given(psns, st.integers(-P.PSN_HALF, P.PSN_HALF - 1))
+def test_psn_add_dist_roundtrip(a, n):
+    """MR-SEQ-001, MR-SEQ-002: dist(a, a+n) == n for every n in the half space, across the wrap."""
+    b = P.psn_add(a, n)
+    assert 0 <= b < M
+    assert P.psn_dist(a, b) == n
+
+
+@given(psns, psns)
+def test_psn_order_antisymmetric(a, b):
+    """MR-SEQ-002: exactly one of a<b, b<a, a==b, except at distance 2^23 (both behind)."""
+    d = P.psn_dist(a, b)
+    assert -P.PSN_HALF <= d < P.PSN_HALF
+    if a == b:
+        assert not P.psn_lt(a, b) and P.psn_le(a, b)
+    elif (b - a) % M == P.PSN_HALF:
+        assert not P.psn_lt(a, b) and not P.psn_lt(b, a)
+        assert P.psn_dist(a, b) == P.psn_dist(b, a) == -P.PSN_HALF
+    else:
+        assert P.psn_lt(a, b) != P.psn_lt(b, a)
+        assert P.psn_dist(b, a) == -d
+
+
+def test_psn_edges():
+    """MR-SEQ-001, MR-SEQ-002: the wrap points 0, 2^23-1, 2^23, 2^24-1."""
+    assert P.psn_add(M - 1, 1) == 0
+    assert P.psn_dist(M - 1, 0) == 1
+    assert P.psn_dist(0, M - 1) == -1
+    assert P.psn_lt(M - 1, 0)
+    assert P.psn_lt(0, P.PSN_HALF - 1)
+    assert P.psn_dist(0, P.PSN_HALF) == -P.PSN_HALF      # exactly half: behind
+    assert not P.psn_lt(0, P.PSN_HALF)
+    assert P.psn_lt(P.PSN_HALF, M - 1)
+    assert P.psn_dist(P.PSN_HALF - 1, P.PSN_HALF) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Receiver window: rx_classify / rx_accept against a set model
+
+class RxModel:
+    """Reference receiver: the set of PSNs received, plus the abandoned ones (MR-SEQ-008)."""
+
+    def __init__(self, base):
+        self.cum = base        # absolute (unwrapped) next expected
+        self.done = set()      # absolute PSNs received or abandoned
+
+    def accept(self, a):
+        if a > self.cum + P.SACK_BITS:
+            for x in range(self.cum, a - P.SACK_BITS):
+                self.done.add(x)
+        self.done.add(a)
+        while self.cum in self.done:
+            self.cum += 1
+
+    def sack(self):
+        return sum(1 << i for i in range(P.SACK_BITS) if self.cum + 1 + i in self.done)
+
+
+@settings(max_examples=150, deadline=None)
+@given(psns, st.lists(st.integers(0, 700), min_size=1, max_size=120))
+def test_rx_accept_matches_set_model(base, offsets):
+    """MR-SEQ-004, MR-SEQ-005, MR-SEQ-006, MR-SEQ-007, MR-SEQ-008: cum/SACK after arrivals equal a
+    set model; slide abandons only old holes."""
+    cum, sack = base, 0
+    model = RxModel(0)
+    for off in offsets:
+        a = model.cum + off - 100          # some behind, most ahead, some too far
+        psn = (base + a) % M
+        cls = P.rx_classify(cum, sack, psn)
+        if a < model.cum or a in model.done:
+            assert cls == P.RX_DUP
+            continue
+        if a - model.cum > P.RX_WINDOW:
+            assert cls == P.RX_OUT
+            continue
+        assert cls == P.RX_NEW
+        cum, sack, _ = P.rx_accept(cum, sack, psn)
+        model.accept(a)
+        assert cum == (base + model.cum) % M
+        assert sack == model.sack()
+        assert sack < 1 << P.SACK_BITS
+
+
+def test_rx_slide_counts_abandoned():
+    """MR-SEQ-008: a PSN 300 ahead slides the window by 44 and abandons those 44 holes."""
+    cum, sack, ab = P.rx_accept(10, 0, 10 + 300)
+    assert ab == 44 and cum == 10 + 44
+    assert sack == 1 << 255
+    assert P.rx_classify(cum, sack, 10 + 300) == P.RX_DUP
+    assert P.rx_classify(10, 0, 10 + P.RX_WINDOW + 1) == P.RX_OUT
+    assert P.rx_classify(10, 0, 10 + P.RX_WINDOW) == P.RX_NEW
+
+
+def test_rx_window_across_wrap():
+    """MR-SEQ-005, MR-SEC-003: window checks across 2^24 - 1 -> 0."""
+    cum = M - 2
+    assert P.rx_classify(cum, 0, M - 3) == P.RX_DUP
+    cum, sack, _ = P.rx_accept(cum, 0, 1)          # hole at M-2, M-1, 0
+    assert cum == M - 2 and sack == 0b100
+    cum, sack, _ = P.rx_accept(cum, sack, M - 2)
+    assert cum == M - 1 and sack == 0b10
+    cum, sack, _ = P.rx_accept(cum, sack, M - 1)
+    cum, sack, _ = P.rx_accept(cum, sack, 0)
+    assert cum == 2 and sack == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Sender: sack_resolve
+
+@settings(max_examples=200, deadline=None)
+@given(psns, st.integers(1, 255), st.data())
+def test_sack_resolve_matches_model(floor, outstanding, data):
+    """MR-REL-001, MR-REL-002: acked = arrived; lost = every unacked PSN below the highest arrival."""
+    arrived = data.draw(st.lists(st.booleans(), min_size=outstanding, max_size=outstanding))
+    # Receiver view: PSNs before `floor` were all resolved; its cum may be anywhere <= floor.
+    lag = data.draw(st.integers(0, 5))
+    model = RxModel(-lag)
+    for x in range(-lag, 0):
+        model.accept(x)
+    for j, got in enumerate(arrived):
+        if got:
+            model.accept(j)
+    cum = (floor + model.cum) % M
+    sack = model.sack()
+    next_psn = (floor + outstanding) % M
+    n, acked = P.sack_resolve(floor, next_psn, cum, sack)
+    hi = max((j for j, g in enumerate(arrived) if g), default=-1)
+    assert n == hi + 1
+    for j in range(n):
+        assert bool(acked >> j & 1) == arrived[j]
+    assert acked >> n == 0
+
+
+def test_sack_resolve_stale_and_bad():
+    """MR-REL-001, MR-ERR-010: a stale ACK resolves nothing; an ACK of unsent PSNs is bad."""
+    assert P.sack_resolve(100, 110, 90, 0) == (0, 0)
+    assert P.sack_resolve(100, 110, 100, 0) == (0, 0)
+    assert P.sack_resolve(100, 110, 111, 0)[0] == -1
+    assert P.sack_resolve(100, 110, 105, 1 << 5)[0] == -1    # SACKs PSN 111
+    n, acked = P.sack_resolve(100, 110, 105, 1 << 4)         # SACKs 110? no: 105+1+4 = 110
+    assert n == -1
+    n, acked = P.sack_resolve(100, 110, 105, 1 << 3)         # SACKs 109; 105..108 lost
+    assert n == 10 and acked == 0b1000011111
+
+
+def test_sack_resolve_across_wrap():
+    """MR-SEQ-001, MR-REL-002: resolution across the 2^24 wrap."""
+    floor = M - 3
+    n, acked = P.sack_resolve(floor, 5, M - 1, 0b101)        # arrived M-3, M-2, 0, 2
+    assert n == 6
+    assert acked == 0b101011
+
+
+def test_send_window():
+    """MR-SEQ-006: at most 256 unresolved PSNs per path."""
+    assert P.send_window_open(M - 10, (M - 10 + 255) % M)
+    assert not P.send_window_open(M - 10, (M - 10 + 256) % M)
+
+
+# ---------------------------------------------------------------------------------------------
+# RTT, RTO, congestion control, fair share
+
+@given(st.lists(st.floats(1e-7, 1e-3), min_size=1, max_size=50))
+def test_rtt_and_rto_bounds(samples):
+    """MR-REL-005, MR-REL-006: srtt stays within the samples' range; RTO >= 2 srtt, clamped."""
+    srtt, var = None, 0.0
+    for s in samples:
+        srtt, var = P.rtt_update(srtt, var, s)
+        assert min(samples) * 0.999 <= srtt <= max(samples) * 1.001
+        assert var >= 0
+        r = P.rto_value(srtt, var, min_rtts=2.0, rto_min=2e-6, rto_max=1e-3)
+        assert r <= 1e-3
+        assert r >= min(1e-3, 2 * srtt, max(2e-6, srtt))
+    assert P.rto_value(None, 0.0, initial=40e-6) == 40e-6
+
+
+@given(st.floats(4096, 1e7), st.integers(0, 10**6), st.floats(0, 1), st.booleans())
+def test_aimd_properties(cwnd, acked, ce, may):
+    """MR-CC-002, MR-CC-003, MR-CC-004: bounded; grows without CE; shrinks only with CE and once per
+    RTT."""
+    new, dec = P.aimd(cwnd, acked, ce, may, mtu=4096, cwnd_min=4096, cwnd_max=1e7)
+    assert 4096 <= new <= 1e7
+    if ce == 0:
+        assert not dec and new >= cwnd
+        if acked:
+            assert new <= cwnd + 4096 * acked / cwnd + 1e-6
+    elif may:
+        assert dec and new <= cwnd
+        assert new >= max(4096, cwnd * 0.5) - 1e-6
+    else:
+        assert not dec and new == cwnd
+
+
+def test_aimd_loss_alone_does_not_shrink():
+    """MR-CC-004: no CE marks, nothing acked (loss): the window does not change."""
+    assert P.aimd(50000.0, 0, 0.0, True, mtu=4096, cwnd_min=4096, cwnd_max=1e6) == (50000.0, False)
+
+
+@pytest.mark.parametrize("n", [2, 8, 128, 4000])
+def test_fair_share(n):
+    """MR-CC-005: 95% of the line rate split evenly over the active senders, in Mb/s."""
+    r = P.fair_share_mbps(400e9, n)
+    assert r == max(1, int(400e3 * 0.95 / n))
+    assert r * n <= 0.95 * 400e3
+
+
+def test_fair_share_single_sender_unlimited():
+    """MR-CC-005: with one active sender (or none) the hint is 0, no limit."""
+    assert P.fair_share_mbps(400e9, 1) == 0
+    assert P.fair_share_mbps(400e9, 0) == 0
+    assert P.fair_share_mbps(100e9, 10**9) == 1
+
+
+@given(st.integers(1, 5000), st.floats(0, 1))
+def test_fair_share_drains_marked_queue(n, f):
+    """MR-CC-005: CE-marked arrivals lower the hint by up to half; never above the share."""
+    r = P.fair_share_mbps(400e9, n, f)
+    if n == 1 and f == 0:
+        assert r == 0
+    else:
+        assert 1 <= r <= max(1, 400e3 * 0.95 / n)
+        assert r >= min(int(400e3 * 0.95 * 0.5 / n), 400e3) or r == 1
+
+
+def test_hinted_window():
+    """MR-CC-007: the hinted rate's BDP over the base RTT, split over the paths."""
+    assert P.hinted_window(100e9, 10e-6, 4) == pytest.approx(100e9 / 8 * 10e-6 / 4)
+
+
+def test_pacing_gap():
+    """MR-CC-006: a paced sender waits (wire_len + 24) * 8 / rate between frames."""
+    assert P.pacing_gap(4096, 100e9) == pytest.approx((4096 + 24) * 8 / 100e9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Path management
+
+def test_path_on_timeout():
+    """MR-PATH-001, MR-PATH-002, MR-PATH-003: ECN -> congestion; no ECN -> new entropy; with healthy
+    siblings the
+    path is suspected, then retired after retire_after timeouts in a row."""
+    assert P.path_on_timeout(1, True, True) == P.PATH_KEEP
+    assert P.path_on_timeout(4, True, True) == P.PATH_KEEP
+    assert P.path_on_timeout(1, False, True) == P.PATH_SUSPECT
+    assert P.path_on_timeout(2, False, True, retire_after=3) == P.PATH_SUSPECT
+    assert P.path_on_timeout(3, False, True, retire_after=3) == P.PATH_RETIRE
+    assert P.path_on_timeout(1, False, False) == P.PATH_REROUTE
+    assert P.path_on_timeout(5, False, False, retire_after=3) == P.PATH_REROUTE
+
+
+@given(st.integers(0, 2**40))
+def test_entropy_range(seed):
+    """MR-PATH-002, MR-WIRE-041: entropies are UDP source ports 0xC000-0xFFFF."""
+    e = P.entropy_for(seed)
+    assert 0xC000 <= e <= 0xFFFF
+
+
+def test_entropy_spreads():
+    """MR-PATH-002: consecutive seeds give distinct ports (a reroute really moves)."""
+    assert len({P.entropy_for(i) for i in range(256)}) > 240
+
+
+# ---------------------------------------------------------------------------------------------
+# Placement checks
+
+def test_check_chunk():
+    """MR-PLC-003, MR-EXO-002: chunks are MTU-aligned and MTU-sized except the last."""
+    assert P.check_chunk(0, 4096, 10000, 4096) is None
+    assert P.check_chunk(8192, 1808, 10000, 4096) is None
+    assert P.check_chunk(0, 0, 0, 4096) is None
+    assert P.check_chunk(100, 4096, 10000, 4096) == NakReason.INVALID_REQUEST
+    assert P.check_chunk(4096, 1000, 10000, 4096) == NakReason.INVALID_REQUEST
+    assert P.check_chunk(8192, 4096, 10000, 4096) == NakReason.INVALID_REQUEST
+    assert P.check_chunk(0, 0, 10, 4096) == NakReason.INVALID_REQUEST
+
+
+@given(st.integers(0, 10000), st.integers(0, 10000), st.integers(0, 10000))
+def test_check_access_bounds(region, va, length):
+    """MR-SEC-004, MR-SEC-005: inside the region passes; one byte outside is BOUNDS."""
+    r = P.check_access(region, P.ACCESS_ALL, P.ACCESS_REMOTE_WRITE, va, length)
+    assert (r is None) == (va + length <= region)
+    if r is not None:
+        assert r == NakReason.BOUNDS
+
+
+def test_check_access_key_and_rights():
+    """MR-SEC-004: unknown key or a region without remote write is ACCESS."""
+    assert P.check_access(None, 0, P.ACCESS_REMOTE_WRITE, 0, 1) == NakReason.ACCESS
+    assert P.check_access(100, P.ACCESS_LOCAL_WRITE, P.ACCESS_REMOTE_WRITE, 0, 1) == NakReason.ACCESS
+    assert P.check_access(100, P.ACCESS_ALL, P.ACCESS_REMOTE_WRITE, 0, 100) is None
+
+
+def test_check_stream_and_seq():
+    """MR-SEC-002, MR-EXO-004: stream range; 32-bit message order across the wrap."""
+    assert P.check_stream(0, 1) is None
+    assert P.check_stream(1, 1) == NakReason.STREAM
+    assert P.check_stream(-1, 4) == NakReason.STREAM
+    assert P.seq_lt32(0xFFFFFFFF, 0)
+    assert not P.seq_lt32(0, 0xFFFFFFFF)
+    assert not P.seq_lt32(5, 5)
