@@ -105,8 +105,9 @@ class _Path:
     __slots__ = ("conn", "idx", "entropy", "gen", "next_psn", "floor", "out", "live", "inflight",
                  "cwnd", "srtt", "rttvar", "backoff", "deadline", "tstack", "consec_to", "state",
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
-                 "retired_before", "order",
-                 "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last")
+                 "retired_before", "order", "collapsed",
+                 "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
+                 "rx_prev_ce")
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
@@ -122,6 +123,7 @@ class _Path:
         self.deadline = None        # tail-loss timer (MR-REL-006)
         self.tstack = []            # deadlines queued in the endpoint heap, decreasing
         self.order = deque()        # records in sending order; head: the oldest live one
+        self.collapsed = False      # cwnd reset by a timeout that carried no information
         self.consec_to = 0
         self.state = _ACTIVE
         self.last_ece = -1.0
@@ -138,6 +140,7 @@ class _Path:
         self.rx_pending = 0
         self.rx_ack_token = 0       # delayed-ACK timer generation (MR-SEQ-009)
         self.rx_last = None         # (psn, sport) of the newest unacknowledged arrival
+        self.rx_prev_ce = False     # the previous accepted packet was CE-marked
 
 
 class _RxMsg:
@@ -322,9 +325,10 @@ class Connection:
         self.inflight += nbytes
         p.since_req += 1
         # MR-SEQ-009: ask for an ACK every ack_every packets of a path, when the path's window
-        # is full, and on every packet of a burst's tail (no later packet would trigger it).
+        # is full, and on a path's last packet of a burst (fewer chunks left than paths, so
+        # the round robin will not come back to this path).
         ack_req = (p.since_req >= ep.ack_every or p.inflight + ep.mtu > p.cwnd
-                   or self.unsent + len(self.retx) <= len(self.paths) * ep.ack_every)
+                   or self.unsent + len(self.retx) < len(self.paths))
         if ack_req:
             p.since_req = 0
         f = self._frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
@@ -459,8 +463,13 @@ class Connection:
         wmin = ep.mtu
         if a.rate_mbps:
             wmin = max(wmin, P.hinted_window(self.rate_bps, ep.base_rtt, len(self.paths)))
-            if p.cwnd < wmin:
-                p.cwnd = wmin
+        elif p.collapsed and pkts and not ce:
+            # The receiver is not shared and the path delivers again: back to the initial window.
+            wmin = max(wmin, ep.bdp * ep.init_window_bdp / len(self.paths))
+        if pkts:
+            p.collapsed = False
+        if p.cwnd < wmin:
+            p.cwnd = wmin
         if pkts or ce:
             p.cwnd, dec = P.aimd(p.cwnd, nbytes, min(1.0, ce / max(1, pkts)), now >= p.next_dec,
                                  mtu=ep.mtu, cwnd_min=wmin, cwnd_max=ep.cwnd_max, beta=ep.beta)
@@ -509,6 +518,7 @@ class Connection:
         gets a new entropy; if other paths are healthy it is a suspected failure: it carries
         one probe packet at a time and its window goes to the healthy paths; after
         ``retire_after`` timeouts in a row it is retired and probed every ``probe_interval``.
+        If no path is healthy, nothing is known: the window restarts from one packet.
         """
         ep = self.ep
         st = ep.stats
@@ -521,12 +531,15 @@ class Connection:
         # ECN on this path or on the connection (a shared last hop, incast) means congestion.
         ecn = now - max(p.last_ece, self.last_ece) < 4 * (p.srtt or ep.base_rtt)
         action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
-        if action == P.PATH_KEEP or action == P.PATH_REROUTE:
-            # Congestion, or no path healthy (incast loses whole windows before any ACK):
-            # halve the window; without ECN also try another route.
+        if action == P.PATH_KEEP:
             p.cwnd = max(ep.mtu, p.cwnd / 2)
-            if action == P.PATH_REROUTE:
-                self._reroute(p)
+        elif action == P.PATH_REROUTE:
+            # No path is healthy (incast that lost whole windows before any ACK, a dead
+            # receiver): nothing is known, so restart from one packet, like TCP after an RTO,
+            # and try another route. The first hint or ACK restores the window (MR-CC-007).
+            p.cwnd = ep.mtu
+            p.collapsed = True
+            self._reroute(p)
         elif action == P.PATH_RETIRE:
             if p.state == _ACTIVE:
                 self._give_window(p, healthy)
@@ -629,12 +642,15 @@ class Connection:
         if ab:
             st["abandoned_psns"] += ab
         st["rx_data_packets"] += 1
-        if f.ip.ecn == 3:
+        ce = f.ip.ecn == 3
+        onset = ce and not p.rx_prev_ce         # congestion starts: tell the sender at once
+        p.rx_prev_ce = ce
+        if ce:
             p.rx_ce += 1
             st["ce_received"] += 1
         p.rx_pending += 1
         # MR-SEQ-009: ACK policy.
-        if f.bth.ack_req or gap or p.rx_pending >= ep.ack_every or p.rx_ce == 1:
+        if f.bth.ack_req or gap or p.rx_pending >= ep.ack_every or onset:
             ep._send_ack(self, p, psn, f.udp.sport)
         else:
             p.rx_last = (psn, f.udp.sport)
@@ -750,7 +766,7 @@ class Endpoint:
     - ``init_window_bdp`` (1.0): initial connection window in BDPs, split over the paths.
     - ``max_window_bdp`` (4.0): cap of the connection window and of each path's cwnd.
     - ``beta`` (0.5): AIMD multiplicative decrease at a CE fraction of 1 (MR-CC-003).
-    - ``rto_min_rtts`` (2.0), ``rto_min`` (2e-6), ``rto_max`` (1e-3), ``rto_initial``
+    - ``rto_min_rtts`` (1.5), ``rto_min`` (2e-6), ``rto_max`` (1e-3), ``rto_initial``
       (4 x base_rtt): the per-path tail-loss timer (MR-REL-006).
     - ``retire_after`` (3): consecutive timeouts before a path is retired (MR-PATH-003).
     - ``probe_interval`` (8 x base_rtt): wait before probing a retired path (MR-PATH-005).
@@ -774,7 +790,7 @@ class Endpoint:
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
                  ack_every=4, ack_delay=None, init_window_bdp=1.0, max_window_bdp=4.0, beta=0.5,
-                 rto_min_rtts=2.0, rto_min=2e-6, rto_max=1e-3, rto_initial=None, retire_after=3,
+                 rto_min_rtts=1.5, rto_min=2e-6, rto_max=1e-3, rto_initial=None, retire_after=3,
                  probe_interval=None, share_interval=None, max_rx_msgs=65536, seed=0,
                  initial_psn=0):
         if mtu <= 0 or mtu % 4:

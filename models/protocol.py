@@ -156,11 +156,13 @@ def rtt_update(srtt, rttvar, sample):
     return srtt + 0.125 * err, rttvar
 
 
-def rto_value(srtt, rttvar, *, min_rtts=2.0, rto_min=2e-6, rto_max=1e-3, initial=40e-6):
+def rto_value(srtt, rttvar, *, min_rtts=1.5, rto_min=2e-6, rto_max=1e-3, initial=40e-6):
     """A path's tail-loss timeout in seconds (MR-REL-006).
 
     ``max(min_rtts * srtt, srtt + 4 * rttvar, rto_min)`` clamped to ``rto_max``: measured in
     round trips of microseconds, never RoCE's milliseconds. ``initial`` before any sample.
+    The timer runs from the oldest live packet's send time, so 1.5 RTTs already allow half an
+    RTT of lateness on top of the smoothed RTT, which itself includes queueing.
     """
     if srtt is None:
         return initial
@@ -199,15 +201,18 @@ SHARE_TARGET = 0.95
 def fair_share_mbps(line_rate_bps, n_active, ce_frac=0.0, target=SHARE_TARGET):
     """The receiver's fair-share rate hint for each active sender, in Mb/s (MR-CC-005).
 
-    ``target`` times the receiver's inbound line rate, less half the fraction ``ce_frac`` of
-    CE-marked arrivals in the last interval (a standing queue in front of the receiver is
-    drained instead of kept), split evenly over the ``n_active`` senders; at least 1 Mb/s.
+    ``target`` times the receiver's inbound line rate, split evenly over the ``n_active``
+    senders; at least 1 Mb/s. When more than half of the arrivals in the last interval were
+    CE-marked (``ce_frac``), a standing queue sits in front of the receiver: the rate is cut
+    by the excess, ``ce_frac - 0.5``, down to half, so that the queue drains instead of
+    staying. Below half, marks come from the burstiness of many paced senders, not from a
+    standing queue, and cutting the rate would only idle the link.
     With at most one sender and no CE marks the hint is 0, "no limit": a lone sender is
     bounded by its own windows.
     """
     if n_active <= 1 and not ce_frac:
         return 0
-    rate = line_rate_bps * target * (1.0 - 0.5 * min(1.0, ce_frac))
+    rate = line_rate_bps * target * (1.0 - max(0.0, min(1.0, ce_frac) - 0.5))
     return max(1, int(rate / max(1, n_active) / 1e6))
 
 
