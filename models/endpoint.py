@@ -93,19 +93,20 @@ class _SMsg:
 
 class _Rec:
     """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001)."""
-    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe")
+    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req")
 
     def __init__(self, msg, idx, t, nbytes):
         self.msg, self.idx, self.t, self.nbytes = msg, idx, t, nbytes
         self.lost = False           # resolved, or declared lost: no longer in flight
         self.probe = False
+        self.req = False            # sent with BTH AckReq: the receiver ACKs it at once
 
 
 class _Path:
     __slots__ = ("conn", "idx", "entropy", "gen", "next_psn", "floor", "out", "live", "inflight",
                  "cwnd", "srtt", "rttvar", "backoff", "deadline", "tstack", "consec_to", "state",
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
-                 "retired_before", "order", "collapsed",
+                 "retired_before", "order", "collapsed", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
                  "rx_prev_ce")
 
@@ -124,6 +125,10 @@ class _Path:
         self.tstack = []            # deadlines queued in the endpoint heap, decreasing
         self.order = deque()        # records in sending order; head: the oldest live one
         self.collapsed = False      # cwnd reset by a timeout that carried no information
+        self.min_rtt = None         # lowest RTT sample of the path (MR-REL-009)
+        self.xwit = -1.0            # send time of the newest packet acked on another path
+        self.xslack = 0.0           # min RTT + queueing + reorder allowance (MR-REL-009)
+        self.xrun = 0               # packets declared lost by MR-REL-009 since the last ACK
         self.consec_to = 0
         self.state = _ACTIVE
         self.last_ece = -1.0
@@ -183,7 +188,9 @@ class Connection:
         cw = max(ep.mtu, ep.bdp * ep.init_window_bdp / paths)
         self.paths = [_Path(self, i, P.entropy_for(local_id * 4099 + i * 131 + ep.seed * 7919), cw,
                             ep.probe_interval) for i in range(paths)]
-        self.rr = 0
+        # MR-CONN-004: each connection starts its rotation at its own path, so that an endpoint
+        # serving connections round-robin spreads their first packets over paths and planes.
+        self.rr = local_id % paths
         self.sendq = deque()        # messages with chunks not yet sent once
         self.retx = deque()         # (msg, chunk) to resend (MR-REL-003)
         self.ssq = [deque() for _ in range(streams)]   # per stream, posting order (MR-EXO-004)
@@ -193,10 +200,23 @@ class Connection:
         self.inflight = 0
         self.unsent = 0             # chunks posted and not yet sent once
         self.window = ep.bdp * ep.max_window_bdp      # per-connection window (MR-CC-001)
+        # MR-CC-008: until the receiver has answered, a new connection sends a small first window
+        # and grows it by slow start while the receiver reports no other sender.
+        self.ss = ep.first_window > 0
+        self.ramp = ep.first_window * ep.mtu
+        if self.ss:
+            self.window = min(self.window, self.ramp)
         self.rate_bps = ep.line_rate_bps
         self.last_ece = -1.0
         self.pace_until = 0.0
+        self.last_tx = -1.0         # send time and wire length of the last data frame (MR-CC-006)
+        self.last_wl = 0
         self.in_ready = False
+        # receiver: the last ACK sent on this connection (MR-CC-009 hint updates)
+        self.rx_hint = None
+        self.rx_hint_path = None
+        self.rx_hint_psn = 0
+        self.rx_hint_sport = 0
 
     # -- verbs ---------------------------------------------------------------------------------
 
@@ -325,17 +345,22 @@ class Connection:
         self.inflight += nbytes
         p.since_req += 1
         # MR-SEQ-009: ask for an ACK every ack_every packets of a path, when the path's window
-        # is full, and on a path's last packet of a burst (fewer chunks left than paths, so
-        # the round robin will not come back to this path).
+        # is full, during the first window and slow start (MR-CC-008: the hint comes back
+        # soonest), on a probing path, and on a path's last packet of a burst (fewer chunks left
+        # than paths, so the round robin will not come back to this path).
         ack_req = (p.since_req >= ep.ack_every or p.inflight + ep.mtu > p.cwnd
+                   or self.ss or p.state == _PROBING
                    or self.unsent + len(self.retx) < len(self.paths))
         if ack_req:
             p.since_req = 0
+            rec.req = True
         f = self._frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
         if p.deadline is None:
             ep._arm(p, now + self._rto(p))
+        self.last_tx = now
+        self.last_wl = wl = wire_len(f)
         if self.rate_bps < ep.line_rate_bps:
-            self.pace_until = max(self.pace_until, now) + P.pacing_gap(wire_len(f), self.rate_bps)
+            self.pace_until = max(self.pace_until, now) + P.pacing_gap(wl, self.rate_bps)
         st = ep.stats
         st["packets_sent"] += 1
         st["data_packets_sent"] += 1
@@ -361,12 +386,17 @@ class Connection:
             imm=m.imm, payload=bytes(m.mv[off:off + nbytes]))
 
     def _rearm(self, p):
-        """MR-REL-006: the timer runs from the send time of the path's oldest live packet."""
+        """MR-REL-006: the timer runs from the send time of the path's oldest live packet;
+        MR-REL-009: earlier when a later packet was acknowledged on another path."""
         q = p.order
         while q and q[0].lost:
             q.popleft()
         if q:
-            self.ep._arm(p, q[0].t + self._rto(p))
+            dl = q[0].t + self._rto(p)
+            t = self._xdue(p)
+            if t is not None and t < p.xwit:
+                dl = min(dl, t + p.xslack)
+            self.ep._arm(p, dl)
         else:
             q.clear()
             self.ep._disarm(p)
@@ -431,9 +461,14 @@ class Connection:
         st["acks_received"] += 1
         out = p.out
         rec = out.get(a.trigger_psn)
+        wit = None
         if rec is not None and not rec.probe:
-            p.srtt, p.rttvar = P.rtt_update(p.srtt, p.rttvar, now - rec.t)   # MR-REL-005
+            sample = now - rec.t
+            p.srtt, p.rttvar = P.rtt_update(p.srtt, p.rttvar, sample)   # MR-REL-005
             p.backoff = 1
+            if p.min_rtt is None or sample < p.min_rtt:
+                p.min_rtt = sample
+            wit = (rec.t, sample - p.min_rtt)
         pkts = nbytes = 0
         for j in range(n):
             rec = out.pop((floor + j) & P.PSN_MASK, None)
@@ -459,10 +494,41 @@ class Connection:
         # MR-CC-006: obey the receiver's fair-share hint. While a hint paces the connection, its
         # windows need not fall below the hinted rate's BDP (MR-CC-007): pacing already keeps
         # the rate, and a window collapsed by the ECN of a transient queue would idle the link.
+        old_rate = self.rate_bps
         self.rate_bps = min(ep.line_rate_bps, a.rate_mbps * 1e6) if a.rate_mbps else ep.line_rate_bps
+        if self.rate_bps < old_rate and self.last_tx >= 0:
+            # MR-CC-006: a lower rate applies from the last frame sent, not from the next one.
+            self.pace_until = max(self.pace_until,
+                                  self.last_tx + P.pacing_gap(self.last_wl, self.rate_bps))
+        # MR-CC-007: while hinted, the connection keeps at most 1.5 hinted BDPs in flight, so
+        # a queue above half a base RTT slows every sender down (stale or too large hints
+        # cannot fill the buffer); otherwise the connection window of MR-CC-001.
+        target = (P.hinted_conn_window(self.rate_bps, ep.base_rtt, ep.mtu) if a.rate_mbps
+                  else ep.bdp * ep.max_window_bdp)
+        if self.ss:
+            # MR-CC-008: the first hint or CE mark ends the first window; while the receiver
+            # reports no other sender (hint 0) the window grows by SLOW_START_GAIN x the acked
+            # bytes (x4 per RTT) up to the initial window, so a sender that was merely the first
+            # of an incast to be seen does not answer "no limit" with a whole BDP at line rate.
+            if a.rate_mbps or ce:
+                self.ss = False
+            elif pkts:
+                self.ramp += P.SLOW_START_GAIN * nbytes
+                if self.ramp >= ep.bdp * ep.init_window_bdp:
+                    self.ss = False
+        self.window = min(self.ramp, target) if self.ss else target
         wmin = ep.mtu
+        wmax = ep.cwnd_max
         if a.rate_mbps:
             wmin = max(wmin, P.hinted_window(self.rate_bps, ep.base_rtt, len(self.paths)))
+            # MR-CC-007: while hinted, windows stay within twice the hinted BDP, so a sender
+            # that started with a larger window (or a stale, larger hint) does not keep it.
+            cap = wmax = P.hinted_window_cap(self.rate_bps, ep.base_rtt, len(self.paths), ep.mtu)
+            for q in (self.paths if self.rate_bps != old_rate else (p,)):
+                if q.cwnd > cap:
+                    q.cwnd = cap
+                elif q.cwnd < wmin:
+                    q.cwnd = wmin
         elif p.collapsed and pkts and not ce:
             # The receiver is not shared and the path delivers again: back to the initial window.
             wmin = max(wmin, ep.bdp * ep.init_window_bdp / len(self.paths))
@@ -472,11 +538,12 @@ class Connection:
             p.cwnd = wmin
         if pkts or ce:
             p.cwnd, dec = P.aimd(p.cwnd, nbytes, min(1.0, ce / max(1, pkts)), now >= p.next_dec,
-                                 mtu=ep.mtu, cwnd_min=wmin, cwnd_max=ep.cwnd_max, beta=ep.beta)
+                                 mtu=ep.mtu, cwnd_min=wmin, cwnd_max=wmax, beta=ep.beta)
             if dec:
                 p.next_dec = now + (p.srtt or ep.base_rtt)
         if pkts:
             p.consec_to = 0
+            p.xrun = 0
             p.last_ack = now
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
@@ -486,7 +553,79 @@ class Connection:
                 p.retired_before = False
         if n > 0:
             self._rearm(p)
+        if wit is not None and len(self.paths) > 1:
+            self._xpath(p, wit[0], wit[1], now)
         ep._make_ready(self)
+
+    def _xpath(self, p, t_wit, qdelay, now):
+        """MR-REL-009: a packet sent at ``t_wit`` on path ``p`` was just acknowledged. Every other
+        path's oldest live packet sent before it is due by its own path's lowest RTT plus the
+        queueing delay seen now (or the path's own smoothed queueing, whichever is larger) plus a
+        reorder allowance; arm the path's timer for that time (or declare it lost now)."""
+        ep = self.ep
+        for q in self.paths:
+            if q is p or not q.live or q.min_rtt is None or q.state == _RETIRED:
+                continue
+            t_due = self._xdue(q)
+            if t_due is None or t_due >= t_wit:
+                continue
+            # The allowance covers reordering and RTT variation; the receiver's ACK grouping is
+            # covered by timing from the group's AckReq packet (_xdue).
+            slack = P.xpath_deadline(0.0, q.min_rtt, max(qdelay, q.srtt - q.min_rtt),
+                                     ep.reorder_allow + 2 * q.rttvar)
+            if t_wit > q.xwit:
+                q.xwit = t_wit
+            q.xslack = slack
+            dl = t_due + slack
+            if dl <= now:
+                self._on_overdue(q, now)
+            elif q.deadline is None or dl < q.deadline:
+                ep._arm(q, dl)
+
+    def _xdue(self, p):
+        """MR-REL-009: the send time of the first AckReq packet at or after the path's oldest
+        live packet: the receiver acknowledges the oldest packet at the latest with it (an
+        earlier packet may wait for its ACK group). ``None`` when there is none."""
+        q = p.order
+        while q and q[0].lost:
+            q.popleft()
+        for rec in q:
+            if rec.req and not rec.lost:
+                return rec.t
+        return None
+
+    def _on_overdue(self, p, now):
+        """MR-REL-009: declare lost the path's live packets whose ACK group (up to its AckReq
+        packet) was sent before the witness and is overdue by the cross-path bound; a path found
+        silent is judged as at a timeout."""
+        st = self.ep.stats
+        k = 0
+        grp = []
+        for rec in p.order:
+            if rec.lost:
+                continue
+            grp.append(rec)
+            if not rec.req:
+                continue
+            if rec.t >= p.xwit or rec.t + p.xslack > now:
+                break
+            for r in grp:
+                self._mark_lost(p, r)
+            k += len(grp)
+            grp = []
+        if k:
+            st["xpath_losses"] += k
+            p.xrun += k
+            if p.state == _PROBING or (p.xrun >= 2 and p.state == _ACTIVE):
+                # Two packets overdue in a row (or a probe) and nothing acknowledged on the path
+                # meanwhile: the path is silent (one random loss is not): everything in flight
+                # on it is lost, as at a timeout, and the path is judged (MR-PATH-001).
+                p.xrun = 0
+                for rec in p.out.values():
+                    self._mark_lost(p, rec)
+                self._verdict(p, now)
+        self._rearm(p)
+        self.ep._make_ready(self)
 
     def _on_nak(self, h, now):
         ep = self.ep
@@ -520,11 +659,21 @@ class Connection:
         ``retire_after`` timeouts in a row it is retired and probed every ``probe_interval``.
         If no path is healthy, nothing is known: the window restarts from one packet.
         """
-        ep = self.ep
-        st = ep.stats
-        st["timeouts"] += 1
+        q = p.order
+        while q and q[0].lost:
+            q.popleft()
+        if q and q[0].t + self._rto(p) > now:
+            self._on_overdue(p, now)        # MR-REL-009: the cross-path bound, not the RTO
+            return
+        self.ep.stats["timeouts"] += 1
         for rec in p.out.values():
             self._mark_lost(p, rec)
+        self._verdict(p, now)
+
+    def _verdict(self, p, now):
+        """MR-PATH-001..004: what a timeout (or a silent path, MR-REL-009) means for the path."""
+        ep = self.ep
+        st = ep.stats
         p.consec_to += 1
         p.backoff = min(p.backoff * 2, 64)
         healthy = self._healthy(p, now)
@@ -764,6 +913,11 @@ class Endpoint:
     - ``ack_delay`` (base_rtt / 4): a pending ACK goes out at the latest this long after the
       first unacknowledged arrival on its path (delayed ACK, MR-SEQ-009).
     - ``init_window_bdp`` (1.0): initial connection window in BDPs, split over the paths.
+    - ``first_window`` (2): packets a new connection may have in flight before its first ACK
+      (MR-CC-008); it then grows by slow start up to ``init_window_bdp`` while the receiver
+      reports no other sender, or opens at once when a rate hint paces it. 0: no first window.
+    - ``reorder_allow`` (base_rtt / 4): reordering allowance of the cross-path loss bound
+      (MR-REL-009), on top of the path's lowest RTT, queueing delay and 2 x rttvar.
     - ``max_window_bdp`` (4.0): cap of the connection window and of each path's cwnd.
     - ``beta`` (0.5): AIMD multiplicative decrease at a CE fraction of 1 (MR-CC-003).
     - ``rto_min_rtts`` (1.5), ``rto_min`` (2e-6), ``rto_max`` (1e-3), ``rto_initial``
@@ -779,12 +933,14 @@ class Endpoint:
 
     ``stats`` (a ``Counter``; counters only increase). Sender: ``packets_sent`` (all frames),
     ``data_packets_sent``, ``retransmitted``, ``gap_losses`` (MR-REL-002), ``timeouts``,
-    ``spurious_retransmits`` (a chunk acknowledged twice, MR-REL-004), ``acks_received``,
+    ``spurious_retransmits`` (a chunk acknowledged twice, MR-REL-004), ``xpath_losses``
+    (MR-REL-009), ``acks_received``,
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
     ``completions``. Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
     of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``ce_received``, ``acks_sent``,
+    ``hint_updates`` (MR-CC-009),
     ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010).
     """
 
@@ -792,7 +948,7 @@ class Endpoint:
                  ack_every=4, ack_delay=None, init_window_bdp=1.0, max_window_bdp=4.0, beta=0.5,
                  rto_min_rtts=1.5, rto_min=2e-6, rto_max=1e-3, rto_initial=None, retire_after=3,
                  probe_interval=None, share_interval=None, max_rx_msgs=65536, seed=0,
-                 initial_psn=0):
+                 initial_psn=0, first_window=2, reorder_allow=None):
         if mtu <= 0 or mtu % 4:
             raise ValueError("mtu must be a positive multiple of 4")
         if line_rate_bps <= 0 or base_rtt <= 0:
@@ -807,6 +963,10 @@ class Endpoint:
         self.ack_delay = ack_delay if ack_delay is not None else base_rtt / 4
         self.bdp = self.line_rate_bps / 8 * base_rtt
         self.init_window_bdp = init_window_bdp
+        if first_window < 0:
+            raise ValueError("first_window must be >= 0")
+        self.first_window = first_window
+        self.reorder_allow = reorder_allow if reorder_allow is not None else base_rtt / 4
         self.max_window_bdp = max_window_bdp
         self.cwnd_max = max(2 * mtu, self.bdp * max_window_bdp)
         self.beta = beta
@@ -829,6 +989,8 @@ class Endpoint:
         self._share_epoch = 0.0
         self._share_seen = set()
         self._share_prev = 0
+        self._share_prev_set = set()
+        self._bcast_n = 0
         self._share_pkts = self._share_ce = 0
         self._share_ce_frac = 0.0
         self._pkt_time = mtu * 8 / self.line_rate_bps
@@ -985,14 +1147,38 @@ class Endpoint:
         if now - self._share_epoch >= iv:
             stale = now - self._share_epoch >= 2 * iv
             self._share_prev = 0 if stale else len(self._share_seen)
+            self._share_prev_set = set() if stale else self._share_seen
+            self._bcast_n = self._share_prev
             self._share_ce_frac = 0.0 if stale or not self._share_pkts else self._share_ce / self._share_pkts
             self._share_seen = set()
             self._share_pkts = self._share_ce = 0
             self._share_epoch = now
-        self._share_seen.add(c.local_id)
+        new = c.local_id not in self._share_seen
+        if new:
+            self._share_seen.add(c.local_id)
         self._share_pkts += 1
         if ce:
             self._share_ce += 1
+        if new:
+            n = max(self._share_prev, len(self._share_seen))
+            if n >= 2 and 2 * n >= 3 * self._bcast_n:
+                self._bcast_n = n
+                self._hint_update(c)
+
+    def _hint_update(self, newcomer):
+        """MR-CC-009: the count of active senders grew by half since the last update: every other
+        active sender whose last hint exceeds the new share by more than a quarter (or was 0, no
+        limit) gets an ACK at once, on the path of its last ACK, carrying the new share."""
+        hint = self._rate_hint()
+        conns = self._conns
+        for lid in self._share_seen | self._share_prev_set:
+            c = conns.get(lid)
+            if c is None or c is newcomer or c.rx_hint is None:
+                continue
+            h = c.rx_hint
+            if h == 0 or 4 * h > 5 * hint:
+                self._send_ack(c, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport)
+                self.stats["hint_updates"] += 1
 
     def _rate_hint(self):
         return P.fair_share_mbps(self.line_rate_bps, max(self._share_prev, len(self._share_seen)),
@@ -1001,7 +1187,9 @@ class Endpoint:
     def _send_ack(self, c, p, trigger_psn, sport):
         """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path."""
         ce = p.rx_ce
-        a = MRAH(1, MrahFlag.ECE if ce else 0, p.idx, min(ce, 0xFFFF), p.rx_cum, self._rate_hint(),
+        hint = self._rate_hint()
+        c.rx_hint, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport = hint, p, trigger_psn, sport
+        a = MRAH(1, MrahFlag.ECE if ce else 0, p.idx, min(ce, 0xFFFF), p.rx_cum, hint,
                  trigger_psn, p.rx_sack)
         p.rx_ce = 0
         p.rx_pending = 0

@@ -194,25 +194,27 @@ def aimd(cwnd, acked_bytes, ce_frac, may_decrease, *, mtu, cwnd_min, cwnd_max, b
 #: MR-CC-006: bytes a frame occupies on the wire beyond ``codec.wire_len``: FCS (4),
 #: preamble and start delimiter (8), minimum inter-frame gap (12).
 WIRE_OVERHEAD = 24
-#: MR-CC-005: share of its line rate a receiver hands out, leaving headroom to drain queues.
-SHARE_TARGET = 0.95
+#: MR-CC-005: the largest cut the receiver's drain term applies to the fair share (all arrivals
+#: CE-marked). Kept below the 10 % fairness tolerance, so a draining sender stays near its share.
+DRAIN_GAIN = 0.08
 
 
-def fair_share_mbps(line_rate_bps, n_active, ce_frac=0.0, target=SHARE_TARGET):
+def fair_share_mbps(line_rate_bps, n_active, ce_frac=0.0, drain=DRAIN_GAIN):
     """The receiver's fair-share rate hint for each active sender, in Mb/s (MR-CC-005).
 
-    ``target`` times the receiver's inbound line rate, split evenly over the ``n_active``
-    senders; at least 1 Mb/s. When more than half of the arrivals in the last interval were
-    CE-marked (``ce_frac``), a standing queue sits in front of the receiver: the rate is cut
-    by the excess, ``ce_frac - 0.5``, down to half, so that the queue drains instead of
-    staying. Below half, marks come from the burstiness of many paced senders, not from a
-    standing queue, and cutting the rate would only idle the link.
-    With at most one sender and no CE marks the hint is 0, "no limit": a lone sender is
-    bounded by its own windows.
+    The receiver's inbound line rate split evenly over the ``n_active`` senders (the pacing of
+    MR-CC-006 counts every wire byte, so the hints add up to exactly the line rate), less a
+    drain term ``drain x ce_frac`` (``ce_frac``: fraction of the arrivals CE-marked in the last
+    interval). A queue standing above the ECN threshold marks nearly every packet and is drained
+    at ``drain`` x the line rate; once it falls below the threshold the marks stop and the hint
+    returns to the full share by itself: the hint targets a small standing queue (about the
+    marking threshold) and never ratchets down. At least 1 Mb/s.
+    With at most one sender the hint is 0, "no limit": a lone sender is bounded by its own
+    windows (and its own ECN AIMD); the hint's job is sharing the receiver.
     """
-    if n_active <= 1 and not ce_frac:
+    if n_active <= 1:
         return 0
-    rate = line_rate_bps * target * (1.0 - max(0.0, min(1.0, ce_frac) - 0.5))
+    rate = line_rate_bps * (1.0 - drain * max(0.0, min(1.0, ce_frac)))
     return max(1, int(rate / max(1, n_active) / 1e6))
 
 
@@ -220,6 +222,35 @@ def hinted_window(rate_bps, base_rtt, n_paths):
     """MR-CC-007: the per-path window floor while a rate hint applies: the hinted rate's
     bandwidth-delay product over the base RTT, split over the connection's paths."""
     return rate_bps / 8.0 * base_rtt / n_paths
+
+
+def hinted_window_cap(rate_bps, base_rtt, n_paths, mtu):
+    """MR-CC-007: the per-path window cap while a rate hint applies: twice the hinted window
+    (room for a queueing delay of one base RTT), at least one MTU."""
+    return max(mtu, 2.0 * hinted_window(rate_bps, base_rtt, n_paths))
+
+
+#: MR-CC-008: a new connection's window grows by this many times the acknowledged bytes while
+#: the receiver reports no other sender (x4 per RTT), until it reaches the initial window.
+SLOW_START_GAIN = 3
+
+#: MR-CC-007: bytes in flight a hinted connection may keep, in hinted BDPs over the base RTT.
+HINT_WINDOW_SLACK = 1.5
+
+
+def hinted_conn_window(rate_bps, base_rtt, mtu):
+    """MR-CC-007: the connection window while a rate hint applies: :data:`HINT_WINDOW_SLACK`
+    hinted BDPs, at least two MTUs (so that a share below one packet per RTT is still met). With every sender at its share, a queue longer than half a
+    base RTT makes the windows, not the pacing, set the rate, so the queue drains."""
+    return max(2 * mtu, HINT_WINDOW_SLACK * rate_bps / 8.0 * base_rtt)
+
+
+def xpath_deadline(t_sent, min_rtt, queue_delay, allowance):
+    """MR-REL-009: the time by which a packet sent at ``t_sent`` on a path whose lowest RTT is
+    ``min_rtt`` should have been acknowledged, given the queueing delay ``queue_delay`` seen now
+    and a reordering ``allowance``. Once a packet sent later (on any path) is acknowledged and
+    this time has passed, the packet is lost."""
+    return t_sent + min_rtt + max(0.0, queue_delay) + allowance
 
 
 def pacing_gap(nbytes, rate_bps):

@@ -117,12 +117,10 @@ def plane_of(frame, planes):
     """The plane a host sends ``frame`` on (MR-FAB-020).
 
     A ``frame.plane`` attribute set by the endpoint wins. Otherwise a MetaRoCE frame goes on
-    plane ``(path + dest_qp) % planes`` (path from MRDH, MRAH or MRNH) and a RoCEv2 frame on
-    ``dest_qp % planes`` (one QP, one path, one plane). The connection id offsets the mapping so
-    that the path-0 packets of many connections do not all queue on plane 0 of a NIC whose
-    endpoint serves its connections round-robin (each path still stays on one plane). A path's
-    data and its ACKs share a plane when both ends use the same connection id, which is how the
-    simulator's harness opens connections.
+    plane ``path % planes`` (path from MRDH, MRAH or MRNH) and a RoCEv2 frame on
+    ``dest_qp % planes`` (one QP, one path, one plane). A path's data and its ACKs share a plane.
+    The endpoint spreads many connections over the planes itself: each connection starts its
+    path rotation at its own id (MR-CONN-004).
     """
     if planes == 1:
         return 0
@@ -131,7 +129,7 @@ def plane_of(frame, planes):
         return p % planes
     h = frame.mrdh or frame.mrah or frame.mrnh
     if h is not None:
-        return (h.path + frame.bth.dest_qp) % planes
+        return h.path % planes
     return frame.bth.dest_qp % planes
 
 

@@ -5,6 +5,7 @@ exactly once and in message order per stream, and a message with a missing byte 
 completes. Tests cite the transport requirements they check (docs/spec/transport.md).
 """
 import collections
+import copy
 import random
 
 import pytest
@@ -111,8 +112,9 @@ def test_lossless_write_one_completion():
 
 
 def test_initial_window_and_chunking():
-    """MR-CC-001, MR-CONN-005: about one BDP split over the paths, MTU chunks, last one short."""
-    a, b, ca, cb = pair(paths=4)
+    """MR-CC-001, MR-CONN-005: about one BDP split over the paths, MTU chunks, last one short
+    (without the first window of MR-CC-008, first_window=0)."""
+    a, b, ca, cb = pair(paths=4, first_window=0)
     bdp = 100e9 / 8 * 4e-6
     assert all(p.cwnd == pytest.approx(bdp / 4) for p in ca.paths)
     n = 200 * MTU + 100
@@ -125,6 +127,64 @@ def test_initial_window_and_chunking():
     assert sum(per_path.values()) * MTU >= bdp - 4 * MTU
     assert [f.mrdh.offset for f in sent] == [i * MTU for i in range(len(sent))]
     assert all(len(f.payload) == MTU and f.reth.dma_len == n for f in sent)
+
+
+def test_first_window_then_slow_start():
+    """MR-CC-008, MR-SEQ-009, MR-CONN-004: a new connection sends first_window packets (each
+    asking for an ACK), starting its path rotation at local_id % paths; while the receiver
+    reports no other sender its window grows by SLOW_START_GAIN x the acknowledged bytes until
+    the initial window is reached."""
+    a, b, ca, cb = pair(paths=4)
+    bdp = 100e9 / 8 * 4e-6
+    n = 400 * MTU
+    src = bytearray(random.Random(9).randbytes(n))
+    dst = bytearray(n)
+    ca.post_write(0, a.reg_mr(src), 0, n, 0, b.reg_mr(dst), wr_id=1)
+    first = []
+    while (f := a.next_packet(0.0)) is not None:
+        first.append(f)
+    assert len(first) == 2 and all(f.bth.ack_req for f in first)
+    assert [f.mrdh.path for f in first] == [10 % 4, 11 % 4]
+    assert ca.window == 2 * MTU and ca.ss
+    for f in first:
+        b.receive(f, 2e-6)
+    acks = []
+    while (f := b.next_packet(2e-6)) is not None:
+        acks.append(f)
+    assert all(f.mrah.rate_mbps == 0 for f in acks)        # lone sender: no limit
+    for f in acks:
+        a.receive(f, 4e-6)
+    assert ca.window == (2 + 2 * P.SLOW_START_GAIN) * MTU    # grown by the acked bytes
+    lb = Loopback(a, b)
+    lb.run()
+    assert dst == src and not ca.ss and ca.window >= bdp
+
+
+def test_first_window_opens_on_hint():
+    """MR-CC-008, MR-CC-005, MR-CC-007: the first ACK of a NEW sender to a receiver that already
+    has another sender carries the fair share for both; it ends the first window and the
+    sender paces at the share with windows between the hinted BDP and twice it."""
+    a, b = Endpoint(A, mtu=MTU, line_rate_bps=100e9), Endpoint(B, mtu=MTU, line_rate_bps=100e9)
+    src = bytearray(4000 * MTU)
+    ka, kb = a.reg_mr(src), b.reg_mr(bytearray(len(src)))
+    conns = [a.connect(10 + i, B, 20 + i, paths=4) for i in range(2)]
+    for i in range(2):
+        b.connect(20 + i, A, 10 + i, paths=4)
+    conns[0].post_write(0, ka, 0, len(src), 0, kb, wr_id=0)
+    lb = Loopback(a, b)
+    lb.run(until=100e-6)                     # the first connection runs alone
+    assert conns[0].rate_bps == 100e9 and not conns[0].ss and not lb.completions[0]
+    conns[1].post_write(0, ka, 0, len(src), 0, kb, wr_id=1)
+    c = conns[1]
+    assert c.ss and c.window == 2 * MTU
+    lb.kick()
+    t = lb.now
+    lb.run(until=t + 2 * lb.delay + 2e-6)    # one round trip of the new connection
+    assert not c.ss and c.rate_bps == pytest.approx(50e9)      # its very first ACK's hint
+    lo = P.hinted_window(50e9, a.base_rtt, 4)
+    assert all(lo - 1e-6 <= p.cwnd <= 2 * lo + 1e-6 for p in c.paths)
+    lb.run()
+    assert len(lb.completions[0]) == 2
 
 
 def test_spraying_uses_every_path():
@@ -280,8 +340,9 @@ def test_missing_byte_never_completes():
 
 def test_sends_land_out_of_order():
     """MR-PLC-004, MR-EXO-004: send 1 lands in receive 1 while send 0 is missing; completions
-    wait for send 0, then come in order."""
-    a, b, ca, cb = pair(paths=2)
+    wait for send 0, then come in order (first_window=0: send 1 must be sent while send 0's
+    packets are still lost)."""
+    a, b, ca, cb = pair(paths=2, first_window=0)
     src = bytearray(random.Random(3).randbytes(4 * MTU))
     rbuf = bytearray(4 * MTU)
     ka, kr = a.reg_mr(src), b.reg_mr(rbuf)
@@ -531,7 +592,7 @@ def test_ecn_shrinks_window():
 
 
 def test_fair_share_hint_obeyed():
-    """MR-CC-005, MR-CC-006, MR-CC-007: two connections into one receiver each get half of 95%
+    """MR-CC-005, MR-CC-006, MR-CC-007: two connections into one receiver each get half
     of its rate, and keep at least that rate's BDP as window."""
     a, b = Endpoint(A, mtu=MTU, line_rate_bps=100e9), Endpoint(B, mtu=MTU, line_rate_bps=100e9)
     src = bytearray(200 * MTU)
@@ -545,10 +606,40 @@ def test_fair_share_hint_obeyed():
         conns.append(c)
     lb = Loopback(a, b)
     lb.run(until=15e-6)
-    assert all(c.rate_bps == pytest.approx(47.5e9) for c in conns)
+    assert all(c.rate_bps == pytest.approx(50e9) for c in conns)
     # MR-CC-007: while hinted, no path window falls below the hinted rate's BDP share.
-    floor = P.hinted_window(47.5e9, a.base_rtt, 2)
+    floor = P.hinted_window(50e9, a.base_rtt, 2)
     assert all(p.cwnd >= floor for c in conns for p in c.paths)
+    lb.run()
+    assert len(lb.completions[0]) == 2
+
+
+def test_fair_share_hint_drains_then_recovers():
+    """MR-CC-005, MR-CC-006: while every arrival is CE-marked (a queue standing above the ECN
+    threshold) the hint drops by DRAIN_GAIN; once the marks stop, the full share comes back."""
+    a, b = Endpoint(A, mtu=MTU, line_rate_bps=100e9), Endpoint(B, mtu=MTU, line_rate_bps=100e9)
+    src = bytearray(3000 * MTU)
+    ka, kb = a.reg_mr(src), b.reg_mr(bytearray(len(src)))
+    conns = []
+    for i in range(2):
+        c = a.connect(10 + i, B, 20 + i, paths=2)
+        b.connect(20 + i, A, 10 + i, paths=2)
+        c.post_write(0, ka, 0, len(src), 0, kb, wr_id=i)
+        conns.append(c)
+
+    def mark(f, now):           # CE-mark every data packet between 40 and 100 us
+        if f.mrdh is not None and 40e-6 <= now < 100e-6:
+            f.ip = copy.copy(f.ip)
+            f.ip.ecn = 3
+        return False
+    lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=mark), faults_ba=LoopFaults())
+    lb.run(until=30e-6)
+    assert all(c.rate_bps == pytest.approx(50e9) for c in conns)
+    lb.run(until=95e-6)
+    drained = 100e9 * (1 - P.DRAIN_GAIN) / 2
+    assert all(c.rate_bps == pytest.approx(drained, rel=1e-3) for c in conns)
+    lb.run(until=160e-6)
+    assert all(c.rate_bps == pytest.approx(50e9) for c in conns)
     lb.run()
     assert len(lb.completions[0]) == 2
 
@@ -615,7 +706,8 @@ def test_tail_loss_timer_in_rtts():
 def test_ack_loss_only_window_probe():
     """MR-REL-008: with every ACK of a single path lost for a while the PSN window fills; a
     same-PSN probe recovers once ACKs flow again."""
-    a, b, ca, cb = pair(paths=1, ack_every=1, init_window_bdp=8, max_window_bdp=8, rto_initial=50e-6)
+    a, b, ca, cb = pair(paths=1, ack_every=1, init_window_bdp=8, max_window_bdp=8, rto_initial=50e-6,
+                        first_window=0)
     n = 400 * MTU
     src = bytearray(random.Random(5).randbytes(n))
     dst = bytearray(n)

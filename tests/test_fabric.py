@@ -414,7 +414,7 @@ def test_link_down_and_up():
 
 
 def test_plane_down_and_up():
-    """MR-FAB-035/020: path i of connection q goes on plane (i + q) % P; a plane that is down
+    """MR-FAB-035/020: path i goes on plane i % P; a plane that is down
     drops everything on it, other planes carry on; after it is back the transfer completes."""
     fab = Fabric(2, planes=4, rate_bps=100e9, rtt=8e-6)
     fab.plane_down(1, at=0.0, until=40e-6)
@@ -428,7 +428,7 @@ def test_plane_down_and_up():
     f = make(wire.Op.MR_WRITE, mrdh=MRDH(path=6))
     assert plane_of(f, 4) == 2
     f.bth.dest_qp = 3
-    assert plane_of(f, 4) == 1 and plane_of(f, 1) == 0
+    assert plane_of(f, 4) == 2 and plane_of(f, 1) == 0
     f.plane = 3
     assert plane_of(f, 4) == 3
 
@@ -527,3 +527,71 @@ def test_missing_bytes_never_complete(kind):
     assert not fr.data_ok
     assert fr.completions == 0 or not fr.ok_status
     assert not res.delivered_ok and res.unexpected_completions == 0
+
+
+def test_endpoint_reordering_across_paths_no_cross_path_loss():
+    """MR-REL-009, MR-SEQ-003: spraying over 64 paths through 8 spines whose round trips differ by
+    up to 28 us (2.8 base RTTs, as in `bench spray`) reorders packets across paths; the
+    cross-path loss bound uses each path's own lowest RTT, so nothing is declared lost and
+    nothing is resent."""
+    fab = Fabric(4, leaves=2, spines=8, rate_bps=400e9, rtt=10e-6, spine_skew=1e-6, seed=2)
+    res = run_writes(fab, [Flow(0, 1, 4 << 20, paths=64), Flow(2, 3, 4 << 20, paths=64)],
+                     "metaroce", until=0.5)
+    assert res.delivered_ok and res.all_done
+    st = res.stats
+    assert st.get("xpath_losses", 0) == 0 and st.get("spurious_retransmits", 0) == 0
+    assert st.get("retransmitted", 0) == 0 and st.get("timeouts", 0) == 0
+
+
+def test_endpoint_silent_path_suspected_before_its_timer():
+    """MR-REL-009, MR-PATH-001, MR-PATH-002, MR-PATH-004: a spine uplink dies mid-transfer; packets
+    sent later on other paths are acknowledged, so the paths hashed onto the dead spine are
+    declared lost by the cross-path bound and suspected within 1.5 RTTs of the failure, before
+    any tail-loss timer could fire (1.5 RTTs from the oldest lost packet); every byte arrives
+    once, with no spurious resend."""
+    rtt, t_fail = 10e-6, 100e-6
+    fab = Fabric(2, leaves=2, spines=4, rate_bps=400e9, rtt=rtt, seed=1)
+    fab.link_down("p0.leaf0>p0.spine1", at=t_fail)
+    seen = {}
+
+    def look(_=None):
+        st = fab.hosts[0].ep.stats
+        seen.update(suspected=st["paths_suspected"], timeouts=st["timeouts"], xpath=st["xpath_losses"])
+    fab.sim.at(t_fail + 1.5 * rtt, look)
+    res = run_writes(fab, [Flow(0, 1, 16 << 20, paths=8)], "metaroce", until=0.5)
+    assert res.delivered_ok and res.all_done
+    assert fab.links["p0.leaf0>p0.spine1"].stats["down_drops"] > 0
+    assert seen["suspected"] > 0 and seen["xpath"] > 0 and seen["timeouts"] == 0
+    assert res.stats.get("spurious_retransmits", 0) == 0
+
+
+def test_endpoint_incast_hint_from_first_ack():
+    """MR-CC-005, MR-CC-008, MR-CC-009, MR-CC-007: 16 senders start together into one receiver: the
+    first windows (2 packets each) fit the switch buffer, every sender is paced at the fair
+    share (hint updates as the receiver counts newcomers), so there are no drops, no
+    retransmissions, and all finish within a few percent of each other."""
+    n = 16
+    fab = Fabric(n + 1, rate_bps=100e9, rtt=8e-6, seed=1)
+    res = run_writes(fab, [Flow(i, n, 256 << 10, paths=8) for i in range(n)], "metaroce", until=0.5)
+    assert res.delivered_ok and res.all_done
+    assert fab.switch_drops() == 0 and res.stats.get("retransmitted", 0) == 0
+    assert res.stats["hint_updates"] > 0
+    fcts = [r.t_done for r in res.flows]
+    assert max(fcts) < 1.05 * min(fcts)
+    ideal = n * (256 << 10) * 8 / 100e9
+    assert max(fcts) < 1.25 * ideal + 3 * 8e-6
+
+
+def test_endpoint_connections_start_on_different_planes():
+    """MR-CONN-004, MR-FAB-020: path i goes on plane i % P, and each connection starts its path
+    rotation at local_id % paths, so the first packets of 4 connections leave on 4 planes."""
+    fab = Fabric(2, planes=4, rate_bps=100e9, rtt=8e-6)
+    first = {}
+
+    def tap(f, now):
+        if f.mrdh is not None and f.bth.dest_qp not in first:
+            first[f.bth.dest_qp] = plane_of(f, 4)
+    fab.hosts[0].tx_hook = tap
+    res = run_writes(fab, [Flow(0, 1, 64 << 10, paths=8) for _ in range(4)], "metaroce", until=0.5)
+    assert res.delivered_ok and res.all_done
+    assert sorted(first.values()) == [0, 1, 2, 3]

@@ -25,6 +25,12 @@ def test_psn_add_dist_roundtrip(a, n):
 
 
 @given(psns, psns)
+def test_psn_after_matches_wire_definition(a, b):
+    """MR-WIRE-055, MR-SEQ-002: "a is after b" exactly when 0 < (a - b) mod 2^24 < 2^23."""
+    assert P.psn_lt(b, a) == (0 < (a - b) % M < 2 ** 23)
+
+
+@given(psns, psns)
 def test_psn_order_antisymmetric(a, b):
     """MR-SEQ-002: exactly one of a<b, b<a, a==b, except at distance 2^23 (both behind)."""
     d = P.psn_dist(a, b)
@@ -216,32 +222,62 @@ def test_aimd_loss_alone_does_not_shrink():
 
 @pytest.mark.parametrize("n", [2, 8, 128, 4000])
 def test_fair_share(n):
-    """MR-CC-005: 95% of the line rate split evenly over the active senders, in Mb/s."""
+    """MR-CC-005: without CE marks the whole line rate split evenly over the active senders, in
+    Mb/s (pacing counts every wire byte, so the hints add up to the line rate, none left idle)."""
     r = P.fair_share_mbps(400e9, n)
-    assert r == max(1, int(400e3 * 0.95 / n))
-    assert r * n <= 0.95 * 400e3
+    assert r == max(1, int(400e3 / n))
+    assert r * n <= 400e3 and r * n > 400e3 - n
 
 
 def test_fair_share_single_sender_unlimited():
-    """MR-CC-005: with one active sender (or none) the hint is 0, no limit."""
+    """MR-CC-005: with one active sender (or none) the hint is 0, no limit, marks or not."""
     assert P.fair_share_mbps(400e9, 1) == 0
+    assert P.fair_share_mbps(400e9, 1, 1.0) == 0
     assert P.fair_share_mbps(400e9, 0) == 0
     assert P.fair_share_mbps(100e9, 10**9) == 1
 
 
 @given(st.integers(1, 5000), st.floats(0, 1))
 def test_fair_share_drains_marked_queue(n, f):
-    """MR-CC-005: more than half the arrivals CE-marked lowers the hint, by up to half; never
-    above the share; below half marked, no cut."""
+    """MR-CC-005: the drain term cuts the share by DRAIN_GAIN x the CE fraction: never more than
+    DRAIN_GAIN (below the 10 % fairness tolerance), never above the share."""
     r = P.fair_share_mbps(400e9, n, f)
-    if n == 1 and f == 0:
-        assert r == 0
+    if n == 1:
+        assert r == 0           # a lone sender is never limited by the hint
         return
-    share = 400e3 * 0.95 / n
+    share = 400e3 / n
     assert 1 <= r <= max(1, share)
-    assert r >= int(share * 0.5) or r == 1
-    expect = share if f <= 0.5 else share * (1.5 - f)
-    assert abs(r - max(1, expect)) <= 1
+    assert r >= int(share * (1 - P.DRAIN_GAIN)) or r == 1
+    assert abs(r - max(1, share * (1 - P.DRAIN_GAIN * f))) <= 1
+
+
+def test_fair_share_recovers_when_marks_stop():
+    """MR-CC-005: the hint is a function of the last interval only: once a standing queue has
+    drained below the ECN threshold (no marks), the full share comes back; it never ratchets."""
+    hints = [P.fair_share_mbps(400e9, 128, f) for f in (0.0, 1.0, 1.0, 1.0, 0.3, 0.0)]
+    assert hints[0] == 3125 and hints[-1] == 3125
+    assert hints[1] == hints[2] == hints[3] == int(400e3 * (1 - P.DRAIN_GAIN) / 128)
+    assert hints[3] < hints[4] < hints[5]
+
+
+def test_hinted_window_cap():
+    """MR-CC-007: while hinted, a path window is capped at twice the hinted BDP share, at least
+    one MTU."""
+    assert P.hinted_window_cap(100e9, 10e-6, 4, 4096) == pytest.approx(2 * 100e9 / 8 * 10e-6 / 4)
+    assert P.hinted_window_cap(1e9, 10e-6, 8, 4096) == 4096
+
+
+def test_hinted_conn_window():
+    """MR-CC-007: the connection window while hinted is 1.5 hinted BDPs, at least two MTUs."""
+    assert P.hinted_conn_window(100e9, 10e-6, 4096) == pytest.approx(1.5 * 100e9 / 8 * 10e-6)
+    assert P.hinted_conn_window(1e9, 10e-6, 4096) == 2 * 4096
+
+
+def test_xpath_deadline():
+    """MR-REL-009: due by min RTT + queueing now + allowance after its send time; a negative
+    queueing estimate counts as none."""
+    assert P.xpath_deadline(1e-6, 10e-6, 3e-6, 2.5e-6) == pytest.approx(16.5e-6)
+    assert P.xpath_deadline(1e-6, 10e-6, -3e-6, 2.5e-6) == pytest.approx(13.5e-6)
 
 
 def test_hinted_window():

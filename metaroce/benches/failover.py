@@ -4,8 +4,8 @@ Scenario ``path``: one plane, 2 leaves x 4 spines, 400 Gb/s, 10 us base RTT; one
 host on leaf 0 to a host on leaf 1. At ``--fail-at`` RTTs the leaf-0 uplink that carries the
 sender's path 0 (MetaRoCE) or its only path (RoCEv2) goes down for good: every path hashed onto
 that spine fails. Scenario ``plane``: 4 planes (one switch each), the host has one 400 Gb/s port
-per plane; plane 1 goes down for good. It carries MetaRoCE paths 0 and 4 of connection 1
-(plane = (path + connection id) % 4) and the RoCEv2 QP 1 (plane 1 % 4).
+per plane; plane 1 goes down for good. It carries MetaRoCE paths 1 and 5 of the
+connection (plane = path % 4) and the RoCEv2 QP 1 (plane 1 % 4).
 The receiver's arrival rate is measured per RTT. ``before_gbps`` is the rate over the 5 RTTs
 before the failure; the expected rate afterwards is ``before`` (path) or ``before x 3/4``
 (plane). ``recover_rtts``: from the failure to the end of the first 1-RTT window from which the

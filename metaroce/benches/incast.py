@@ -2,15 +2,16 @@
 
 N + 1 hosts on one switch, 400 Gb/s, 10 us base RTT, switch buffer 2 BDP per port, ECN marking
 above BDP/5. Every sender posts one write of ``max(--total / N, --min-bytes)`` bytes at ``i x --stagger``.
-The receiver's arrival rate from each sender is measured in sliding windows of ``window`` (at
-least 2 RTTs and long enough for 20 packets per sender at the fair share, so that one packet
-more or less is within the 10 % tolerance), stepped by one RTT, from the last sender's start to
-one RTT before the first sender's completion (when its last data arrived).
-Rows: ``protocol``, ``senders``, ``converge_rtts`` (from the last sender's start to the start of
-the first window after which every window has every sender within 10 % of the fair share
-``payload capacity / N``; ``null`` if never), ``window_rtts``, ``jain`` (Jain's index of the
-senders' bytes from convergence, or the last start when never converged, to the first
-completion), ``peak_queue_kb`` (receiver port), ``drops`` (receiver port),
+Convergence is measured from the receiver's arrivals (every copy that arrives, per sender, in
+quarter-RTT bins) between the last sender's start and one RTT before the first completion: a
+sender is within its fair share ``payload capacity / N`` over a window of L RTTs when its
+arrivals differ from the share by at most 10 % plus one packet (the resolution of counting
+packets: at 128 senders the share is about one packet per RTT); windows of 1, 2, 4, ..., 64 RTTs
+start at every quarter RTT (see :func:`analyse`).
+Rows: ``protocol``, ``senders``, ``converge_rtts`` (from the last sender's start to the time
+from which every window of every sender is within its share; ``null`` if never), ``jain``
+(Jain's index of the senders' bytes from convergence to the measurement end), ``min_share`` /
+``max_share`` (lowest / highest sender rate over that span relative to the share), ``peak_queue_kb`` (receiver port), ``drops`` (receiver port),
 ``drops_after_converged``, ``goodput_gbps`` (aggregate), ``retransmitted``, ``delivered_ok``.
 """
 from __future__ import annotations
@@ -38,35 +39,50 @@ def endpoint_cfg(protocol):
     return _cfg(protocol, RATE, RTT, mtu=MTU)
 
 
+#: Window lengths (RTTs) over which every sender's arrivals must match its fair share.
+WINDOWS_RTTS = (1, 2, 4, 8, 16, 32, 64)
+
+
 def analyse(meter, n, t_last_start, t_first_done, fair_bps, bin_w):
-    """Convergence time, window and Jain index from a :class:`~metaroce.sim.harness.Meter`."""
-    pkt_time = (MTU + 90 + 24) * 8 / RATE
-    window = max(2 * RTT, 20 * n * pkt_time)
-    nb = max(1, round(window / bin_w))
-    step = max(1, round(RTT / bin_w))
-    b0 = int(t_last_start / bin_w)
-    # The first sender's last data arrived about one RTT before its completion.
-    b_end = int((t_first_done - RTT) / bin_w)
-    starts = list(range(b0, b_end - nb + 1, step))
-    good = []
-    for b in starts:
-        ok = True
-        for f in range(n):
-            d = meter.bins[f]
-            r = sum(d.get(x, 0) for x in range(b, b + nb)) * 8 / (nb * bin_w)
-            if abs(r - fair_bps) > 0.1 * fair_bps:
-                ok = False
-                break
-        good.append(ok)
-    t_conv = None
-    for k in range(len(starts)):
-        if all(good[k:]):
-            t_conv = starts[k] * bin_w
+    """Convergence time and Jain index from a :class:`~metaroce.sim.harness.Meter` (arrivals).
+
+    A sender is within its fair share over a window of length ``L`` when the payload bytes that
+    arrived from it in the window differ from ``fair_bps x L`` by at most 10 % of that plus one
+    packet (one packet is the resolution of counting arrivals: at 128 senders the share is
+    about one packet per RTT). Windows of every length in :data:`WINDOWS_RTTS` that fit before
+    the measurement end start at every quarter RTT. Converged at ``t`` when every window of every
+    sender starting at ``t`` or later passes. Returns ``(t_conv, jain, lo, hi)``: ``lo``/``hi``
+    the lowest/highest sender rate over the converged span relative to the fair share.
+    """
+    import numpy as np
+    b0 = int(round(t_last_start / bin_w))
+    b_end = int((t_first_done - RTT) / bin_w)      # the first sender's last data arrived ~1 RTT before
+    nbin = max(0, b_end - b0)
+    if nbin <= 0:
+        return None, 0.0, None, None
+    a = np.zeros((n, nbin))
+    for f in range(n):
+        for b, v in meter.bins[f].items():
+            if b0 <= b < b_end:
+                a[f, b - b0] = v
+    cum = np.concatenate([np.zeros((n, 1)), np.cumsum(a, axis=1)], axis=1)
+    per_bin = fair_bps / 8 * bin_w
+    bad = np.zeros(nbin, dtype=bool)          # some window starting at this bin fails
+    for L in WINDOWS_RTTS:
+        nb = int(round(L * RTT / bin_w))
+        if nb > nbin:
             break
-    t_from = t_conv if t_conv is not None else t_last_start
-    f0, f1 = int(t_from / bin_w), b_end
-    per = [sum(v for b, v in meter.bins[f].items() if f0 <= b < f1) for f in range(n)]
-    return t_conv, window, jain(per) if sum(per) else 0.0
+        got = cum[:, nb:] - cum[:, :-nb]       # windows starting at bins 0 .. nbin - nb
+        want = per_bin * nb
+        fail = (np.abs(got - want) > 0.1 * want + MTU).any(axis=0)
+        bad[:nbin - nb + 1] |= fail
+    idx = np.nonzero(bad)[0]
+    k = 0 if idx.size == 0 else int(idx[-1]) + 1
+    if k > nbin - int(round(RTT / bin_w)):        # not even one 1-RTT window left to check
+        return None, jain(cum[:, -1]), None, None
+    per = cum[:, -1] - cum[:, k]
+    share = per / (per_bin * (nbin - k))
+    return (b0 + k) * bin_w, jain(per), float(share.min()), float(share.max())
 
 
 def one_run(job):
@@ -86,24 +102,26 @@ def one_run(job):
     done = [r.t_done for r in res.flows if r.t_done is not None]
     t_first = min(done) if done else res.sim_time
     fair = payload_rate(RATE, MTU) / n
-    t_conv, window, j = analyse(res.meter, n, t_last, t_first, fair, bin_w)
+    t_conv, j, lo, hi = analyse(res.meter, n, t_last, t_first, fair, bin_w)
     t_all = max(done) if len(done) == n else None
     return {"protocol": job["protocol"], "senders": n,
             "converge_rtts": None if t_conv is None else (t_conv - t_last) / RTT,
-            "window_rtts": window / RTT, "jain": j,
+            "jain": j, "min_share": lo, "max_share": hi,
             "peak_queue_kb": port.stats["peak_bytes"] / 1024, "drops": port.stats["drops"],
             "drops_after_converged": None if t_conv is None else sum(1 for t in port.drop_times if t >= t_conv),
             "bytes_per_sender": size,
             "goodput_gbps": size * n * 8 / t_all / 1e9 if t_all else 0.0,
             "retransmitted": int(res.stats.get("retransmitted", 0)),
             "delivered_ok": bool(res.delivered_ok and res.all_done), "wall_s": round(res.wall, 2),
-            "_series": _series(res.meter, n, bin_w, fair, window)}
+            "_series": _series(res.meter, n, bin_w, fair)}
 
 
-def _series(meter, n, bin_w, fair, window):
-    """Min/max sender rate relative to the fair share over the measurement window, per RTT."""
+def _series(meter, n, bin_w, fair):
+    """Min/max sender rate relative to the fair share over windows of 1 RTT, or as many RTTs as
+    hold 10 packets per sender at the fair share (for the plot only), per RTT."""
     step = max(1, round(RTT / bin_w))
-    nb = max(1, round(window / bin_w))
+    pkt_time = (MTU + 90 + 24) * 8 / RATE
+    nb = max(step, round(max(RTT, 10 * n * pkt_time) / bin_w))
     last = max((max(d) for d in meter.bins if d), default=0)
     out = []
     for b in range(0, last - nb + 2, step):
@@ -150,8 +168,8 @@ def run(args, ui):
             ax.set_ylim(0, 3)
             ax.set_xlabel("time (RTTs)")
             ax.set_ylabel("sender rate / fair share")
-            w = next((r["window_rtts"] for r in rows if r["senders"] == n), 0)
-            ax.set_title(f"incast {n} -> 1 (window {w:.3g} RTTs, starting at t)")
+            w = max(1.0, 10 * n * (MTU + 114) * 8 / RATE / RTT)
+            ax.set_title(f"incast {n} -> 1 (rate over {w:.3g} RTTs from t)")
             ax.legend()
         fig.tight_layout()
         fig.savefig(path, dpi=120)
@@ -161,6 +179,9 @@ def run(args, ui):
                          "ecn_threshold_bytes": int(RATE * RTT / 8 / 5)},
               "endpoint_config": {p: endpoint_cfg(p) for p in protos},
               **({"rocev2_baseline": baseline_params(RATE, RTT)} if "rocev2" in protos else {}),
+              "convergence": "every sender's arrivals within 10 % of its fair share plus one packet, "
+                             f"over every window of {', '.join(map(str, WINDOWS_RTTS))} RTTs that "
+                             "starts at or after the convergence time (quarter-RTT steps)",
               "targets": "converge <= 2 RTTs, jain >= 0.95, no drops after convergence"}
     return {"rows": rows, "title": f"bench incast: N -> 1 through one switch, {total} B in total",
             "params": params, "plot": plot}

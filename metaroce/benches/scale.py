@@ -34,8 +34,8 @@ def one_run(job):
 
     P, n = job["planes"], job["pairs"]
     fab = Fabric(2 * n, planes=P, leaves=2, spines=n, rate_bps=RATE, rtt=RTT, seed=job["seed"])
-    # Connection ids are consecutive per sender (the harness numbers flows 1, 2, ...), so that the
-    # plane mapping (path + connection id) % P rotates from one connection to the next.
+    # Connection ids are consecutive per sender (the harness numbers flows 1, 2, ...); each
+    # connection starts its path rotation at its id (MR-CONN-004), so planes (path % P) rotate too.
     per = -(-job["conns"] // n)
     flows = [Flow(2 * (c // per), 2 * (c // per) + 1, job["bytes"], paths=8) for c in range(job["conns"])]
     res = run_writes(fab, flows, job["protocol"], cfg=endpoint_cfg(job["protocol"], RATE, RTT, P),
