@@ -3,6 +3,8 @@ import pathlib
 import re
 
 ID_RE = re.compile(r"\bMR-[A-Z]+-\d{3}\b")
+# A citation may name several IDs of one prefix: ``MR-HW-020/021`` or a range ``MR-HW-030..033``.
+CITE_RE = re.compile(r"\bMR-([A-Z]+)-(\d{3})((?:/\d{3})*)(?:\.\.(\d{3}))?")
 # A definition is an ID in bold (``**MR-WIRE-071**``) at the start of a list item or paragraph.
 DEF_RE = re.compile(r"\*\*(MR-[A-Z]+-\d{3})\b")
 
@@ -21,10 +23,22 @@ def defined_ids(spec_dir):
     return out
 
 
+def expand_citations(text):
+    """Every ID a text cites, with ``/`` lists and ``..`` ranges expanded."""
+    ids = set()
+    for m in CITE_RE.finditer(text):
+        prefix, first, more, last = m.groups()
+        nums = [int(first)] + [int(x) for x in more.split("/") if x]
+        if last:
+            nums += range(int(first), int(last) + 1)
+        ids |= {f"MR-{prefix}-{n:03d}" for n in nums}
+    return ids
+
+
 def cited_ids(test_dir):
-    """{id: set of test file names} for every ID mentioned in ``test_dir``."""
+    """{id: set of test file names} for every ID cited in ``test_dir``."""
     out = {}
     for py in sorted(pathlib.Path(test_dir).rglob("*.py")):
-        for m in ID_RE.finditer(py.read_text()):
-            out.setdefault(m.group(0), set()).add(py.name)
+        for i in expand_citations(py.read_text()):
+            out.setdefault(i, set()).add(py.name)
     return out

@@ -2,7 +2,9 @@
 cycle by cycle, at 64 and 512 bits (issue 4).
 
 Requirements checked: MR-HW-002 (ports, by name), MR-HW-010/011/012 (meta records and
-their fields), MR-HW-020/021 (verdict order, Ethernet padding), MR-HW-030..033 (payload
+their fields), MR-HW-020/021 (verdict order, Ethernet padding), MR-HW-022 (stale header-buffer
+bytes never decide: short and truncated frames follow longer ones and every verdict must equal
+the codec's), MR-HW-030..033 (payload
 stream, oversize, bypass intact, order), MR-HW-040..043 (ICRC, through the icrc cases),
 MR-HW-050/052 (fixed latency, line rate), MR-HW-051/053 (backpressure loses nothing, no
 hang), MR-HW-060 (counters), MR-HW-070 (the model matches every output every cycle);

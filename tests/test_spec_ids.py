@@ -33,3 +33,8 @@ def test_wire_chapter_fully_cited():
     cited = spec.cited_ids(ROOT / "tests")
     missing = sorted(i for i in defined if i.startswith("MR-WIRE") and i not in cited)
     assert not missing, f"MR-WIRE requirements no test cites: {missing}"
+
+
+def test_citation_shorthand_expands():
+    assert spec.expand_citations("MR-HW-020/021 and MR-HW-030..032, MR-WIRE-001") == {
+        "MR-HW-020", "MR-HW-021", "MR-HW-030", "MR-HW-031", "MR-HW-032", "MR-WIRE-001"}
