@@ -93,13 +93,14 @@ class _SMsg:
 
 class _Rec:
     """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001)."""
-    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req")
+    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free")
 
     def __init__(self, msg, idx, t, nbytes):
         self.msg, self.idx, self.t, self.nbytes = msg, idx, t, nbytes
         self.lost = False           # resolved, or declared lost: no longer in flight
         self.probe = False
         self.req = False            # sent with BTH AckReq: the receiver ACKs it at once
+        self.free = False           # first-window packet outside the hinted window (MR-CC-007)
 
 
 class _Path:
@@ -439,7 +440,8 @@ class Connection:
             rec.lost = True
             p.live -= 1
             p.inflight -= rec.nbytes
-            self.inflight -= rec.nbytes
+            if not rec.free:
+                self.inflight -= rec.nbytes
             m = rec.msg
             if not m.done and not m.acked[rec.idx]:
                 self.retx.append((m, rec.idx))
@@ -479,7 +481,8 @@ class Connection:
                     rec.lost = True      # leave the live count below
                     p.live -= 1
                     p.inflight -= rec.nbytes
-                    self.inflight -= rec.nbytes
+                    if not rec.free:
+                        self.inflight -= rec.nbytes
                 pkts += 1
                 nbytes += rec.nbytes
                 self._chunk_acked(rec.msg, rec.idx)
@@ -496,10 +499,12 @@ class Connection:
         # the rate, and a window collapsed by the ECN of a transient queue would idle the link.
         old_rate = self.rate_bps
         self.rate_bps = min(ep.line_rate_bps, a.rate_mbps * 1e6) if a.rate_mbps else ep.line_rate_bps
-        if self.rate_bps < old_rate and self.last_tx >= 0:
-            # MR-CC-006: a lower rate applies from the last frame sent, not from the next one.
-            self.pace_until = max(self.pace_until,
-                                  self.last_tx + P.pacing_gap(self.last_wl, self.rate_bps))
+        if self.rate_bps != old_rate and self.last_tx >= 0:
+            # MR-CC-006: a new rate applies from the last frame sent, not from the next one: a
+            # lower one delays the next frame, a higher one (MR-CC-010) lets it go sooner.
+            gap = self.last_tx + P.pacing_gap(self.last_wl, self.rate_bps)
+            self.pace_until = max(self.pace_until, gap) if self.rate_bps < old_rate else \
+                min(self.pace_until, gap)
         # MR-CC-007: while hinted, the connection keeps at most 1.5 hinted BDPs in flight, so
         # a queue above half a base RTT slows every sender down (stale or too large hints
         # cannot fill the buffer); otherwise the connection window of MR-CC-001.
@@ -512,6 +517,14 @@ class Connection:
             # of an incast to be seen does not answer "no limit" with a whole BDP at line rate.
             if a.rate_mbps or ce:
                 self.ss = False
+                if a.rate_mbps:
+                    # MR-CC-007: the hinted connection window bounds what is sent under the
+                    # hint; the first window, sent before it, does not count against it.
+                    for q in self.paths:
+                        for r in q.out.values():
+                            if not r.lost and not r.free:
+                                r.free = True
+                                self.inflight -= r.nbytes
             elif pkts:
                 self.ramp += P.SLOW_START_GAIN * nbytes
                 if self.ramp >= ep.bdp * ep.init_window_bdp:
@@ -524,6 +537,12 @@ class Connection:
             # MR-CC-007: while hinted, windows stay within twice the hinted BDP, so a sender
             # that started with a larger window (or a stale, larger hint) does not keep it.
             cap = wmax = P.hinted_window_cap(self.rate_bps, ep.base_rtt, len(self.paths), ep.mtu)
+            if old_rate < self.rate_bps < ep.line_rate_bps and old_rate < ep.line_rate_bps:
+                # MR-CC-010: a higher hint scales the windows with it, so a connection that was
+                # held to a guessed, too low share keeps its place within the hinted band.
+                up = self.rate_bps / old_rate
+                for q in self.paths:
+                    q.cwnd *= up
             for q in (self.paths if self.rate_bps != old_rate else (p,)):
                 if q.cwnd > cap:
                     q.cwnd = cap
@@ -915,7 +934,8 @@ class Endpoint:
     - ``init_window_bdp`` (1.0): initial connection window in BDPs, split over the paths.
     - ``first_window`` (2): packets a new connection may have in flight before its first ACK
       (MR-CC-008); it then grows by slow start up to ``init_window_bdp`` while the receiver
-      reports no other sender, or opens at once when a rate hint paces it. 0: no first window.
+      reports no other sender, or opens at once when a rate hint paces it (the first window then
+      no longer counts against the hinted connection window). 0: no first window.
     - ``reorder_allow`` (base_rtt / 4): reordering allowance of the cross-path loss bound
       (MR-REL-009), on top of the path's lowest RTT, queueing delay and 2 x rttvar.
     - ``max_window_bdp`` (4.0): cap of the connection window and of each path's cwnd.
@@ -940,7 +960,7 @@ class Endpoint:
     ``completions``. Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
     of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``ce_received``, ``acks_sent``,
-    ``hint_updates`` (MR-CC-009),
+    ``hint_updates`` (MR-CC-009: pushed ACKs, down and up),
     ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010).
     """
 
@@ -991,6 +1011,10 @@ class Endpoint:
         self._share_prev = 0
         self._share_prev_set = set()
         self._bcast_n = 0
+        self._fresh = deque()       # MR-CC-010: arrival times of new senders' first packets
+        self._hosts = set()         # peer addresses active in the current / previous interval
+        self._hosts_prev = set()
+        self._n_est = 0
         self._share_pkts = self._share_ce = 0
         self._share_ce_frac = 0.0
         self._pkt_time = mtu * 8 / self.line_rate_bps
@@ -1134,6 +1158,8 @@ class Endpoint:
             elif kind == 2:
                 if tok == obj.probe_token:
                     obj.conn._on_probe_timer(obj, now)
+            elif kind == 4:
+                self._hint_check(None, now)      # MR-CC-010: a new sender left the window
             elif tok == obj.rx_ack_token and obj.rx_pending:
                 self._send_ack(obj.conn, obj, *obj.rx_last)      # MR-SEQ-009: delayed ACK
 
@@ -1151,24 +1177,62 @@ class Endpoint:
             self._bcast_n = self._share_prev
             self._share_ce_frac = 0.0 if stale or not self._share_pkts else self._share_ce / self._share_pkts
             self._share_seen = set()
+            self._hosts_prev = set() if stale else self._hosts
+            self._hosts = set()
             self._share_pkts = self._share_ce = 0
             self._share_epoch = now
-        new = c.local_id not in self._share_seen
+        lid = c.local_id
+        new = lid not in self._share_seen
         if new:
-            self._share_seen.add(c.local_id)
+            self._share_seen.add(lid)
         self._share_pkts += 1
         if ce:
             self._share_ce += 1
-        if new:
-            n = max(self._share_prev, len(self._share_seen))
-            if n >= 2 and 2 * n >= 3 * self._bcast_n:
-                self._bcast_n = n
-                self._hint_update(c)
+        # MR-CC-010: count the senders still to come at the rate new ones arrive. Only a new
+        # host counts: connections of one host share its NIC, so they cannot outrun what the
+        # receiver already sees of that host.
+        host = c.peer_addr
+        fresh_host = host not in self._hosts and host not in self._hosts_prev
+        self._hosts.add(host)
+        if new and fresh_host and lid not in self._share_prev_set:
+            fr = self._fresh
+            fr.append(now)
+            if len(fr) >= 2:        # a prediction is made: recompute when each arrival leaves it
+                w = P.NEW_SENDER_WINDOW * self._pkt_time * (1 + 1e-9)
+                if len(fr) == 2:
+                    self._push(fr[0] + w, 4, None, 0)
+                self._push(now + w, 4, None, 0)
+        self._hint_check(c, now)
 
-    def _hint_update(self, newcomer):
+    def _hint_check(self, c, now):
+        """MR-CC-009/010: recompute the predicted sender count; push hint updates when it grew
+        by half (lower shares) or fell to two thirds (higher shares)."""
+        n = self._n_estimate(now)
+        b = self._bcast_n
+        if c is not None and n >= 2 and 2 * n >= 3 * b:
+            self._bcast_n = n
+            self._hint_update(c)
+        elif b >= 2 and 3 * n <= 2 * b:
+            self._bcast_n = n
+            self._hint_update(c, up=True)
+
+    def _n_estimate(self, now):
+        fr = self._fresh
+        w = P.NEW_SENDER_WINDOW * self._pkt_time
+        while fr and fr[0] <= now - w:
+            fr.popleft()
+        n = P.predicted_senders(max(self._share_prev, len(self._share_seen)), len(fr),
+                                P.NEW_SENDER_WINDOW,
+                                P.NEW_SENDER_HORIZON * self.base_rtt / self._pkt_time)
+        self._n_est = n
+        return n
+
+    def _hint_update(self, newcomer, up=False):
         """MR-CC-009: the count of active senders grew by half since the last update: every other
         active sender whose last hint exceeds the new share by more than a quarter (or was 0, no
-        limit) gets an ACK at once, on the path of its last ACK, carrying the new share."""
+        limit) gets an ACK at once, on the path of its last ACK, carrying the new share.
+        MR-CC-010: when the predicted count fell to two thirds (``up``), every sender whose last
+        hint is below three quarters of the new share (or the new hint is 0) gets it at once."""
         hint = self._rate_hint()
         conns = self._conns
         for lid in self._share_seen | self._share_prev_set:
@@ -1176,13 +1240,12 @@ class Endpoint:
             if c is None or c is newcomer or c.rx_hint is None:
                 continue
             h = c.rx_hint
-            if h == 0 or 4 * h > 5 * hint:
+            if (h != 0 and (hint == 0 or 4 * h < 3 * hint)) if up else (h == 0 or 4 * h > 5 * hint):
                 self._send_ack(c, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport)
                 self.stats["hint_updates"] += 1
 
     def _rate_hint(self):
-        return P.fair_share_mbps(self.line_rate_bps, max(self._share_prev, len(self._share_seen)),
-                                 self._share_ce_frac)
+        return P.fair_share_mbps(self.line_rate_bps, self._n_est, self._share_ce_frac)
 
     def _send_ack(self, c, p, trigger_psn, sport):
         """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path."""

@@ -218,6 +218,27 @@ def fair_share_mbps(line_rate_bps, n_active, ce_frac=0.0, drain=DRAIN_GAIN):
     return max(1, int(rate / max(1, n_active) / 1e6))
 
 
+#: MR-CC-010: packet times over which the receiver measures the arrival rate of new senders.
+NEW_SENDER_WINDOW = 16
+#: MR-CC-010: base RTTs over which the receiver counts senders still to come at that rate.
+NEW_SENDER_HORIZON = 0.75
+
+
+def predicted_senders(n_active, new_recent, window_pkts, horizon_pkts):
+    """MR-CC-010: the sender count a fair-share hint is computed for.
+
+    ``n_active`` senders are active (MR-CC-005); ``new_recent`` first packets of senders not
+    active before arrived in the last ``window_pkts`` packet times. While new senders keep
+    arriving at that rate (an incast whose first packets are still draining from the switch
+    queue) the count keeps growing, by ``new_recent / window_pkts`` per packet time over the
+    ``horizon_pkts`` (:data:`NEW_SENDER_HORIZON` base RTTs); they are counted now. Fewer than two new senders predict nothing, so a lone sender is never limited by a
+    guess.
+    """
+    if new_recent < 2 or window_pkts <= 0:
+        return n_active
+    return n_active + int(new_recent * horizon_pkts / window_pkts)
+
+
 def hinted_window(rate_bps, base_rtt, n_paths):
     """MR-CC-007: the per-path window floor while a rate hint applies: the hinted rate's
     bandwidth-delay product over the base RTT, split over the connection's paths."""

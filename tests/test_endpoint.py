@@ -187,6 +187,122 @@ def test_first_window_opens_on_hint():
     assert len(lb.completions[0]) == 2
 
 
+def test_hint_counts_senders_still_arriving():
+    """MR-CC-010, MR-CC-009, MR-CC-006, MR-CC-007: first packets of 8 new sender hosts arrive one
+    packet time apart: each ACK's hint is the share of the predicted count (the senders seen
+    plus those still arriving at that rate over half a base RTT), below the share of the
+    senders seen so far. Once no new sender has arrived for NEW_SENDER_WINDOW packet times the
+    receiver pushes the share of the 8 to every sender at once, and the senders take it at
+    once: paced from their last frame at the higher rate, windows inside the hinted band."""
+    rate, n = 400e9, 8
+    b = Endpoint(B, mtu=MTU, line_rate_bps=rate)
+    kb = b.reg_mr(bytearray(256 * MTU))
+    hosts, conns = {}, []
+    for i in range(n):
+        addr = f"10.0.1.{i + 1}"
+        a = hosts[addr] = Endpoint(addr, mtu=MTU, line_rate_bps=rate)
+        src = bytearray(256 * MTU)
+        c = a.connect(10 + i, B, 20 + i, paths=4)
+        b.connect(20 + i, addr, 10 + i, paths=4)
+        c.post_write(0, a.reg_mr(src), 0, len(src), 0, kb, wr_id=i)
+        conns.append(c)
+    first = [a.next_packet(0.0) for a in hosts.values()]    # each sender's first packet
+    tau = MTU * 8 / rate
+    horizon = P.NEW_SENDER_HORIZON * b.base_rtt / tau
+    last = {}
+
+    def drain(t):
+        while (f := b.next_packet(t)) is not None:
+            last[f.bth.dest_qp] = f.mrah.rate_mbps
+            hosts[f.ip.dst].receive(f, t + 1e-6)
+    for k, f in enumerate(first, 1):
+        t = 1e-6 + (k - 1) * tau
+        b.receive(f, t)
+        drain(t)
+        want = P.fair_share_mbps(rate, P.predicted_senders(k, k, P.NEW_SENDER_WINDOW, horizon))
+        assert last[f.bth.dest_qp - 10] == want         # the ACK goes to connection 10 + i
+        if k >= 2:
+            assert want < P.fair_share_mbps(rate, k)
+    assert all(h < P.fair_share_mbps(rate, n) for h in last.values())
+    t_end = 1e-6 + (n - 1) * tau + P.NEW_SENDER_WINDOW * tau * 1.01
+    t = 1e-6 + (n - 1) * tau
+    while t < t_end:                            # the receiver's timers, no more arrivals
+        t += tau / 4
+        drain(t)
+    share = P.fair_share_mbps(rate, n)
+    assert last == {10 + i: share for i in range(n)}
+    assert b.stats["hint_updates"] >= n
+    for c in conns:
+        assert c.rate_bps == share * 1e6 and not c.ss
+        assert c.pace_until <= c.last_tx + P.pacing_gap(c.last_wl, c.rate_bps) + 1e-12
+        lo = P.hinted_window(c.rate_bps, c.ep.base_rtt, 4)
+        assert all(lo - 1e-6 <= p.cwnd <= 2 * lo + 1e-6 for p in c.paths)
+
+
+def test_hint_ignores_new_connections_of_an_active_host():
+    """MR-CC-010: new connections from one host share its NIC, so they predict no more senders:
+    the hints are the plain shares of the connections seen (MR-CC-005)."""
+    rate, n = 400e9, 8
+    a, b = Endpoint(A, mtu=MTU, line_rate_bps=rate), Endpoint(B, mtu=MTU, line_rate_bps=rate)
+    src = bytearray(64 * MTU)
+    ka, kb = a.reg_mr(src), b.reg_mr(bytearray(len(src)))
+    for i in range(n):
+        a.connect(10 + i, B, 20 + i, paths=4).post_write(0, ka, 0, len(src), 0, kb, wr_id=i)
+        b.connect(20 + i, A, 10 + i, paths=4)
+    first = []
+    while (f := a.next_packet(0.0)) is not None:
+        first.append(f)
+    first = [f for f in first if f.mrdh.offset == 0]
+    tau = MTU * 8 / rate
+    for k, f in enumerate(first, 1):
+        b.receive(f, 1e-6 + (k - 1) * tau)
+        hints = [g.mrah.rate_mbps for g in iter(lambda: b.next_packet(1e-6 + (k - 1) * tau), None)
+                 if g.bth.dest_qp == f.bth.dest_qp - 10]
+        assert hints[-1] == P.fair_share_mbps(rate, k)
+
+
+def test_first_window_outside_hinted_window():
+    """MR-CC-007, MR-CC-008: once the first hint arrives, the packets of the first window (sent
+    before it) no longer count against the hinted connection window: a sender whose second
+    first-window packet was lost (its path has no RTT sample, so it waits for the initial timer)
+    still keeps its whole hinted window (2 packets at a share below one packet per RTT) of new
+    packets in flight."""
+    rate, mtu = 400e9, 4096
+    a = Endpoint(A, mtu=mtu, line_rate_bps=rate)
+    b = Endpoint(B, mtu=mtu, line_rate_bps=rate)
+    other = Endpoint("10.0.0.3", mtu=mtu, line_rate_bps=rate)
+    kb = b.reg_mr(bytearray(64 * mtu))
+    src = bytearray(64 * mtu)
+    ko = other.reg_mr(src)
+    for cid in range(100, 227):                 # 127 connections of another host
+        other.connect(cid, B, cid + 1000, paths=4).post_write(0, ko, 0, mtu, 0, kb, wr_id=cid)
+        b.connect(cid + 1000, other.addr, cid, paths=4)
+    ca = a.connect(10, B, 20, paths=4)
+    b.connect(20, A, 10, paths=4)
+    ca.post_write(0, a.reg_mr(src), 0, len(src), 0, kb, wr_id=1)
+    for f in iter(lambda: other.next_packet(0.0), None):
+        b.receive(f, 1e-6)
+    while b.next_packet(1e-6) is not None:
+        pass
+    f1 = a.next_packet(0.0)
+    assert a.next_packet(0.0) is not None      # the second packet of the first window
+    assert a.next_packet(0.0) is None and ca.inflight == 2 * mtu      # first window full
+    b.receive(f1, 5e-6)                         # the second packet is lost
+    for g in iter(lambda: b.next_packet(5e-6), None):
+        if g.bth.dest_qp == 10:
+            a.receive(g, 6e-6)
+    assert not ca.ss and ca.rate_bps == P.fair_share_mbps(rate, 128) * 1e6
+    assert ca.window == 2 * mtu                 # MR-CC-007: at least two MTUs
+    assert ca.inflight == 0                     # the lost one is in flight, outside the window
+    sent, t = 0, 6e-6
+    while t < 6e-6 + 3 * a.base_rtt:            # pacing, no ACK
+        while a.next_packet(t) is not None:
+            sent += 1
+        t += 1e-7
+    assert sent == 2 and ca.inflight == 2 * mtu
+    assert a.stats["timeouts"] == 0             # the lost one still waits for its initial timer
+
+
 def test_spraying_uses_every_path():
     """MR-CONN-004, MR-SEQ-001: packets spread over all paths, each path numbered from 0."""
     a, b, ca, cb = pair(paths=8)

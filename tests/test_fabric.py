@@ -315,7 +315,7 @@ def test_incast_queue_builds_and_drops():
 
 
 # ---------------------------------------------------------------------------------------------
-# Faults (MR-FAB-030..036)
+# Faults (MR-FAB-030..035)
 
 def _lossy(faults, links=("h0>p0.leaf0",), **kw):
     fab = Fabric(2, rate_bps=100e9, rtt=8e-6)
@@ -566,9 +566,9 @@ def test_endpoint_silent_path_suspected_before_its_timer():
 
 
 def test_endpoint_incast_hint_from_first_ack():
-    """MR-CC-005, MR-CC-008, MR-CC-009, MR-CC-007: 16 senders start together into one receiver: the
-    first windows (2 packets each) fit the switch buffer, every sender is paced at the fair
-    share (hint updates as the receiver counts newcomers), so there are no drops, no
+    """MR-CC-005, MR-CC-008, MR-CC-009, MR-CC-010, MR-CC-007: 16 senders start together into one
+    receiver: the first windows (2 packets each) fit the switch buffer, every sender is paced at
+    the fair share (hint updates as the receiver counts newcomers), so there are no drops, no
     retransmissions, and all finish within a few percent of each other."""
     n = 16
     fab = Fabric(n + 1, rate_bps=100e9, rtt=8e-6, seed=1)
@@ -580,6 +580,28 @@ def test_endpoint_incast_hint_from_first_ack():
     assert max(fcts) < 1.05 * min(fcts)
     ideal = n * (256 << 10) * 8 / 100e9
     assert max(fcts) < 1.25 * ideal + 3 * 8e-6
+
+
+def test_endpoint_incast_128_first_rtt_only():
+    """MR-CC-010, MR-CC-009, MR-CC-007, MR-CC-008: 128 sender hosts start together into one
+    receiver at 400 Gb/s and 10 us (buffer 2 BDP): the receiver counts the senders still
+    arriving, so the first senders seen get about their final share and the queue never
+    overflows after the first windows (whose 256 packets overfill the buffer by 18 at most); the
+    first-window packets lost there do not hold their connection's hinted window, so every
+    sender finishes within a few percent of the others, with no spurious resend."""
+    n = 128
+    fab = Fabric(n + 1, rate_bps=400e9, rtt=10e-6, seed=1)
+    port = fab.ports[f"p0.leaf0>h{n}"]
+    port.drop_times = []
+    res = run_writes(fab, [Flow(i, n, 96 << 10, paths=8) for i in range(n)], "metaroce",
+                     cfg={"mtu": 4096, "line_rate_bps": 400e9, "base_rtt": 10e-6}, until=0.5)
+    assert res.delivered_ok and res.all_done
+    assert port.stats["drops"] <= 18 and all(t < 10e-6 for t in port.drop_times)
+    assert res.stats.get("retransmitted", 0) == port.stats["drops"]
+    assert res.stats.get("spurious_retransmits", 0) == 0
+    assert res.stats["hint_updates"] > 0
+    fcts = [r.t_done for r in res.flows]
+    assert max(fcts) < 1.1 * min(fcts)
 
 
 def test_endpoint_connections_start_on_different_planes():

@@ -237,6 +237,18 @@ def test_fair_share_single_sender_unlimited():
     assert P.fair_share_mbps(100e9, 10**9) == 1
 
 
+def test_predicted_senders():
+    """MR-CC-010: while new senders arrive, the count is raised by their arrival rate (new
+    senders per packet time) over the horizon; fewer than two new senders predict nothing."""
+    assert P.predicted_senders(1, 1, 16, 61) == 1           # a lone sender: no guess
+    assert P.predicted_senders(5, 0, 16, 61) == 5
+    assert P.predicted_senders(2, 2, 16, 61) == 2 + int(2 * 61 / 16)
+    assert P.predicted_senders(100, 16, 16, 61) == 161      # every arrival new: one per packet time
+    # More new senders per packet time never predicts fewer senders.
+    assert all(P.predicted_senders(10, k, 16, 61) <= P.predicted_senders(10, k + 1, 16, 61)
+               for k in range(16))
+
+
 @given(st.integers(1, 5000), st.floats(0, 1))
 def test_fair_share_drains_marked_queue(n, f):
     """MR-CC-005: the drain term cuts the share by DRAIN_GAIN x the CE fraction: never more than
