@@ -919,7 +919,51 @@ class Connection:
                 ep.stats["completions"] += 1
 
 
-class Endpoint:
+class VerbsHost:
+    """What every endpoint kind shares (the contract in ``notes/endpoint_contract.md``): memory
+    registration, the completion queue, the ready list the NIC serves, drop counters.
+    ``Endpoint`` and ``rocev2.RoceEndpoint`` both build on it, so the verbs surface is one code."""
+
+    def _init_host(self):
+        self._mrs = {}
+        self._next_key = 0x100
+        self._cq = deque()
+        self._ctrl = deque()
+        self._ready = deque()
+        self._timers = []
+        self._tseq = 0
+        self.stats = Counter()
+
+    def reg_mr(self, buf, access=ACCESS_ALL):
+        """Register ``buf`` (a bytearray) and return its key (rkey == lkey) (MR-PLC-002)."""
+        if not isinstance(buf, bytearray):
+            raise TypeError("reg_mr needs a bytearray")
+        key = self._next_key
+        self._next_key += 1
+        self._mrs[key] = (buf, access)
+        return key
+
+    def dereg_mr(self, key):
+        """Remove a registration; later accesses with the key are NAKed ACCESS (MR-SEC-004)."""
+        self._mrs.pop(key, None)
+
+    def poll_cq(self, max_entries=None):
+        """Take up to ``max_entries`` completions (all when ``None``)."""
+        cq = self._cq
+        n = len(cq) if max_entries is None else min(max_entries, len(cq))
+        return [cq.popleft() for _ in range(n)]
+
+    def _drop(self, reason):
+        self.stats["drops"] += 1
+        self.stats["drop_" + reason] += 1
+
+    def _make_ready(self, c):
+        if not c.in_ready:
+            c.in_ready = True
+            self._ready.append(c)
+
+
+class Endpoint(VerbsHost):
     """A MetaRoCE host transport (the contract in ``notes/endpoint_contract.md``).
 
     ``Endpoint(addr, *, mtu=4096, line_rate_bps=400e9, **config)``. Keyword arguments:
@@ -998,14 +1042,8 @@ class Endpoint:
         self.max_rx_msgs = max_rx_msgs
         self.seed = seed
         self.initial_psn = initial_psn & P.PSN_MASK
-        self._mrs = {}
-        self._next_key = 0x100
+        self._init_host()
         self._conns = {}
-        self._cq = deque()
-        self._ctrl = deque()
-        self._ready = deque()
-        self._timers = []
-        self._tseq = 0
         self._share_epoch = 0.0
         self._share_seen = set()
         self._share_prev = 0
@@ -1018,22 +1056,8 @@ class Endpoint:
         self._share_pkts = self._share_ce = 0
         self._share_ce_frac = 0.0
         self._pkt_time = mtu * 8 / self.line_rate_bps
-        self.stats = Counter()
 
     # -- verbs -----------------------------------------------------------------------------------
-
-    def reg_mr(self, buf, access=ACCESS_ALL):
-        """Register ``buf`` (a bytearray) and return its key (rkey == lkey) (MR-PLC-002)."""
-        if not isinstance(buf, bytearray):
-            raise TypeError("reg_mr needs a bytearray")
-        key = self._next_key
-        self._next_key += 1
-        self._mrs[key] = (buf, access)
-        return key
-
-    def dereg_mr(self, key):
-        """Remove a registration; later accesses with the key are NAKed ACCESS (MR-SEC-004)."""
-        self._mrs.pop(key, None)
 
     def connect(self, local_id, peer_addr, peer_id, *, paths=8, streams=1):
         """Open a connection (MR-CONN-001..003); the peer calls it with the ids mirrored."""
@@ -1044,12 +1068,6 @@ class Endpoint:
         c = Connection(self, local_id, peer_addr, peer_id, paths, streams)
         self._conns[local_id] = c
         return c
-
-    def poll_cq(self, max_entries=None):
-        """Take up to ``max_entries`` completions (all when ``None``)."""
-        cq = self._cq
-        n = len(cq) if max_entries is None else min(max_entries, len(cq))
-        return [cq.popleft() for _ in range(n)]
 
     # -- transport-facing ------------------------------------------------------------------------
 
@@ -1110,15 +1128,6 @@ class Endpoint:
             self._drop("unexpected_opcode")
 
     # -- internals -------------------------------------------------------------------------------
-
-    def _drop(self, reason):
-        self.stats["drops"] += 1
-        self.stats["drop_" + reason] += 1
-
-    def _make_ready(self, c):
-        if not c.in_ready:
-            c.in_ready = True
-            self._ready.append(c)
 
     def _push(self, deadline, kind, obj, tok):
         self._tseq += 1

@@ -17,11 +17,11 @@ A connection with ``streams = k`` is ``k`` RC QPs with QPNs ``local_id .. local_
 from __future__ import annotations
 
 import heapq
-from collections import Counter, deque
+from collections import deque
 
 from . import protocol as P
 from .codec import AETH, BTH, IP, RETH, UDP, Eth, Frame
-from .endpoint import ACCESS_ALL, Completion, Status, WcOpcode
+from .endpoint import Completion, Status, VerbsHost, WcOpcode
 from .wire import Op
 
 #: MR-GBN-003: AETH syndromes (IBTA 9.7.5.1).
@@ -386,7 +386,7 @@ class RoceConnection:
         qp.rq.append((wr_id, lkey, loffset, length))
 
 
-class RoceEndpoint:
+class RoceEndpoint(VerbsHost):
     """RoCEv2 RC go-back-N endpoint (MR-GBN-001..012), same interface as ``Endpoint``.
 
     ``RoceEndpoint(addr, *, mtu=4096, line_rate_bps=400e9, **config)``. Keyword arguments:
@@ -421,32 +421,14 @@ class RoceEndpoint:
         self.ack_req_every = ack_req_every
         self.rnr_delay = rnr_delay
         self.seed = seed
-        self._mrs = {}
-        self._next_key = 0x100
+        self._init_host()
         self._qps = {}
-        self._cq = deque()
-        self._ctrl = deque()
-        self._ready = deque()
-        self._timers = []
-        self._tseq = 0
-        self.stats = Counter()
 
     def params(self):
         """The baseline's parameters, printed with benchmark results (MR-GBN-012)."""
         return {"protocol": "rocev2-rc-gbn", "mtu": self.mtu, "window_pkts": self.window_pkts,
                 "ack_timeout_us": self.ack_timeout * 1e6, "timeout_exp": self.timeout_exp,
                 "retry_cnt": self.retry_cnt, "ack_req_every": self.ack_req_every, "dcqcn": False}
-
-    def reg_mr(self, buf, access=ACCESS_ALL):
-        if not isinstance(buf, bytearray):
-            raise TypeError("reg_mr needs a bytearray")
-        key = self._next_key
-        self._next_key += 1
-        self._mrs[key] = (buf, access)
-        return key
-
-    def dereg_mr(self, key):
-        self._mrs.pop(key, None)
 
     def connect(self, local_id, peer_addr, peer_id, *, paths=1, streams=1):
         for s in range(streams):
@@ -458,11 +440,6 @@ class RoceEndpoint:
         for qp in c.qps:
             self._qps[qp.qpn] = qp
         return c
-
-    def poll_cq(self, max_entries=None):
-        cq = self._cq
-        n = len(cq) if max_entries is None else min(max_entries, len(cq))
-        return [cq.popleft() for _ in range(n)]
 
     def next_packet(self, now):
         self._run_timers(now)
@@ -510,15 +487,6 @@ class RoceEndpoint:
             self._drop("unexpected_opcode")
 
     # -- internals -------------------------------------------------------------------------------
-
-    def _drop(self, reason):
-        self.stats["drops"] += 1
-        self.stats["drop_" + reason] += 1
-
-    def _make_ready(self, qp):
-        if not qp.in_ready:
-            qp.in_ready = True
-            self._ready.append(qp)
 
     def _push(self, t, kind, qp):
         self._tseq += 1
