@@ -1,6 +1,6 @@
 """MetaRoCE endpoint: the reference behavioural model of one host's transport.
 
-Implements ``/work/notes/endpoint_contract.md`` on top of the pure functions of
+Implements ``docs/endpoint-api.md`` on top of the pure functions of
 :mod:`metaroce.models.protocol` (docs/spec/transport.md). One :class:`Endpoint` holds any
 number of :class:`Connection` objects; each connection has many paths (own UDP source port,
 own PSN sequence, own window and RTT estimate) and many ordered streams.
@@ -920,7 +920,7 @@ class Connection:
 
 
 class VerbsHost:
-    """What every endpoint kind shares (the contract in ``notes/endpoint_contract.md``): memory
+    """What every endpoint kind shares (the contract in ``docs/endpoint-api.md``): memory
     registration, the completion queue, the ready list the NIC serves, drop counters.
     ``Endpoint`` and ``rocev2.RoceEndpoint`` both build on it, so the verbs surface is one code."""
 
@@ -964,7 +964,7 @@ class VerbsHost:
 
 
 class Endpoint(VerbsHost):
-    """A MetaRoCE host transport (the contract in ``notes/endpoint_contract.md``).
+    """A MetaRoCE host transport (the contract in ``docs/endpoint-api.md``).
 
     ``Endpoint(addr, *, mtu=4096, line_rate_bps=400e9, **config)``. Keyword arguments:
 
