@@ -11,16 +11,23 @@ CRC-32 (polynomial 0x04C11DB7) with initial value 0 and no output XOR, fed whole
 * the frame is good iff the register equals ``RESIDUE[n]``, ``n`` being the number of such
   zeroed tail bytes in the last fed beat.
 
+At 256 and 512 bits the checker feeds per-lane constants instead (:func:`lane_fill`,
+MR-HW-044), which leave the same register; the tail bytes then carry the fill, and
+``residue_table(B, tail_fill(B))`` gives the matching table.
+
 :func:`residue_table` derives the table from :mod:`metaroce.models.icrc` (the one software
 definition of the ICRC) at elaboration time.
 """
+from functools import lru_cache
+
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, signed
 from amaranth.lib import crc
 
 from ..models import icrc as icrc_model
 
 __all__ = ["ALGORITHM", "raw_crc", "residue_table", "processor", "IcrcProcessor", "matrices",
-           "IcrcChecker", "ones_positions", "seed_injection"]
+           "IcrcChecker", "ones_positions", "forced_positions", "lane_fill",
+           "tail_fill"]
 
 #: Reflected CRC-32, init 0, no output XOR: the register the RTL keeps (MR-HW-040).
 ALGORITHM = crc.Algorithm(crc_width=32, polynomial=0x04C11DB7, initial_crc=0,
@@ -44,18 +51,21 @@ def _good_l3(ipv6):
     return hdr + udp + l4
 
 
-def residue_table(nbytes):
+def residue_table(nbytes, fill=None):
     """``RESIDUE[n]`` for n in ``range(nbytes)`` (MR-HW-042).
 
     ``RESIDUE[0]`` is the register after a good frame fed as described in the module
-    docstring; ``RESIDUE[n]`` is that value advanced by n zero bytes. Computed from
-    :func:`metaroce.models.icrc.icrc_bytes` on two reference packets, which must agree.
+    docstring; ``RESIDUE[n]`` is that value advanced by the n tail bytes: zeros, or with
+    ``fill`` (one constant per lane, :func:`lane_fill`) lanes ``nbytes - n ..`` of it.
+    Computed from :func:`metaroce.models.icrc.icrc_bytes` on two reference packets, which
+    must agree.
     """
+    fill = bytes(nbytes) if fill is None else bytes(fill)
     table = None
     for ipv6 in (False, True):
         l3 = _good_l3(ipv6)
         fed = b"\xff" * 4 + icrc_model.mask_variant_fields(l3) + icrc_model.icrc_bytes(l3)
-        t = [raw_crc(fed + bytes(n)) for n in range(nbytes)]
+        t = [raw_crc(fed + fill[nbytes - n:]) for n in range(nbytes)]
         if table is not None and t != table:
             raise AssertionError("ICRC residue depends on the packet: the masking is wrong")
         table = t
@@ -164,19 +174,94 @@ def _solve(cols, target):
     return x
 
 
-def seed_injection(vlan, ipv6, length=128):
-    """The 4 bytes (little-endian int) that, fed at frame positions 0..3 instead of zeros, add
-    to the register exactly what the ones of :func:`ones_positions` add (MR-HW-044).
+CLASSES = [(vl, v6) for vl in (0, 1) for v6 in (0, 1)]
 
-    The CRC register is linear in the fed bytes, and both contributions are the operator
-    "advance by N bytes" applied to a constant, so one injection serves every frame length.
-    """
-    ones = bytearray(length)
+
+def forced_positions(vlan, ipv6):
+    """{frame position: byte the standard feed (MR-HW-040) has there in every good frame} for
+    the bytes it does not take from the frame: zeros before ``l3 - 4``, the seed, the variant
+    fields; the IPv6 byte at l3 is 0x6F (version 6, checked before the ICRC counts, and the
+    traffic-class nibble fed as ones)."""
+    l3 = 14 + 4 * vlan
+    out = {p: 0 for p in range(l3 - 4)}
     for p, mask in ones_positions(vlan, ipv6):
-        ones[p] |= mask
-    target = raw_crc(ones)
-    cols = [raw_crc((1 << i).to_bytes(4, "little") + bytes(length - 4)) for i in range(32)]
-    return _solve(cols, target)
+        out[p] = 0x60 | mask if mask == 0x0F else mask
+    return out
+
+
+def _contrib(p, v, length=128):
+    # Register contribution of byte value v at frame position p, at a reference length: every
+    # contribution is "advance by the bytes after it" of a constant, so an identity between
+    # sums of them at one length holds at every length.
+    return raw_crc(bytes(p) + bytes([v]) + bytes(length - p - 1))
+
+
+@lru_cache(maxsize=None)
+def lane_fill(nbytes):
+    """Per-lane byte constants ``F`` for beats of ``nbytes`` >= 32 (MR-HW-044), as bytes.
+
+    The checker loads lane L of its register with ``F[L]`` (flip-flop set/reset pins, no logic
+    per bit) wherever :func:`forced_positions` of the frame's class has a byte, and in the tail
+    (at or after ``l4_end``). ``F`` solves, over GF(2), "for every class the forced lanes add to
+    the register exactly what the standard feed's bytes there add"; the tail fill is absorbed
+    by :func:`residue_table`. Checked here on reference frames of every class."""
+    B = nbytes
+    lanes = sorted({p % B for c in CLASSES for p in forced_positions(*c)})
+    # Columns: unknown bit (lane, i) -> its 128-bit effect (32 bits per class).
+    cols, target = [], 0
+    for ci, c in enumerate(CLASSES):
+        for p, s in forced_positions(*c).items():
+            target ^= _contrib(p, s) << (32 * ci)
+    for lane in lanes:
+        for i in range(8):
+            v = 0
+            for ci, c in enumerate(CLASSES):
+                for p in forced_positions(*c):
+                    if p % B == lane:
+                        v ^= _contrib(p, 1 << i) << (32 * ci)
+            cols.append(v)
+    # Gaussian elimination: basis keyed by leading bit, tracking the combination of unknowns.
+    basis = {}
+    for j, v in enumerate(cols):
+        comb = 1 << j
+        for bit in reversed(range(128)):
+            if not v >> bit & 1:
+                continue
+            if bit in basis:
+                bv, bc = basis[bit]
+                v, comb = v ^ bv, comb ^ bc
+            else:
+                basis[bit] = (v, comb)
+                break
+    x, t = 0, target
+    for bit in reversed(range(128)):
+        if t >> bit & 1:
+            if bit not in basis:
+                raise ValueError(f"no lane fill for {B}-byte beats")
+            bv, bc = basis[bit]
+            t, x = t ^ bv, x ^ bc
+    fill = bytearray(B)
+    for j in range(len(cols)):
+        if x >> j & 1:
+            lane, i = lanes[j // 8], j % 8
+            fill[lane] |= 1 << i
+    fill = bytes(fill)
+    # Reference frames: the hardware feed (forced lanes get F, the rest the frame) leaves the
+    # same register as the standard feed, for every class and several lengths.
+    for vl, v6 in CLASSES:
+        l3 = _good_l3(v6)
+        full = l3 + icrc_model.icrc_bytes(l3)
+        eth = bytes(range(12)) + (bytes([0x81, 0, 0x20, 0x05]) if vl else b"")
+        frame = eth + (b"\x86\xdd" if v6 else b"\x08\x00") + full
+        hdr = len(eth) + 2
+        std = bytes(hdr - 4) + b"\xff" * 4 + icrc_model.mask_variant_fields(full[:-4]) + full[-4:]
+        forced = forced_positions(vl, v6)
+        hw = bytes(fill[p % B] if p in forced else frame[p] for p in range(len(frame)))
+        for n in range(0, 3 * B, 7):
+            if raw_crc(hw + bytes(n)) != raw_crc(std + bytes(n)):
+                raise AssertionError("lane fill does not reproduce the ICRC feed")
+    return fill
+
 
 
 class IcrcChecker(Elaboratable):
@@ -192,10 +277,12 @@ class IcrcChecker(Elaboratable):
     ``impl="lib"`` uses ``amaranth.lib.crc.Processor``; ``impl="xor"`` the same function as
     flat XOR reductions (:class:`IcrcProcessor`), which the Python simulator runs much faster.
 
-    At 32 bytes per beat and more the class is known in beat 0, so the ones are not fed in
-    place: those bytes are fed as zeros (flip-flop resets, no logic per bit) and the four
-    always-zero bytes 0..3 of beat 0 carry :func:`seed_injection` instead (MR-HW-044).
-    Narrower beats OR the ones in place.
+    At 32 bytes per beat and more (256/512 bits) the class and the IP length are known in beat
+    0, so no byte is masked in place: each lane of ``cin`` is loaded with the constant
+    :func:`lane_fill` (flip-flop set/reset pins, no logic per bit) at the positions
+    :func:`forced_positions` names for the frame's class and in the tail; the register ends
+    where MR-HW-040's feed leaves it, the tail fill being in :func:`tail_fill` (MR-HW-044).
+    Narrower beats zero and OR the ones in place.
     """
 
     def __init__(self, width, impl="lib", kbits=16):
@@ -215,13 +302,14 @@ class IcrcChecker(Elaboratable):
         self.crc = Signal(32)
 
     def elaborate(self, platform):
+        if self.width >= 256:
+            return self._elaborate_forced()
         m = Module()
         W, B = self.width, self.width // 8
         LB = B.bit_length() - 1
         k = self.k
         proc = processor(W) if self.impl == "lib" else IcrcProcessor(W)
         m.submodules.proc = proc
-        inject = B >= 32
         l4e = self.l4_end[:16]
         tail_lane, tail_beat = l4e[:LB], l4e[LB:]
         feed = ~self.known | ((k * B) < self.l4_end)
@@ -255,7 +343,6 @@ class IcrcChecker(Elaboratable):
                 cond = (self.vlan == vl) & (self.ipv6 == v6)
                 for p, mask in ones_positions(vl, v6):
                     ones.setdefault(p, []).append((cond, mask))
-        inj = {(vl, v6): seed_injection(vl, v6) for vl in (0, 1) for v6 in (0, 1)}
 
         cin = Signal(W, reset_less=True)
         cin_valid = Signal()
@@ -268,7 +355,7 @@ class IcrcChecker(Elaboratable):
             zero = Const(0, 1)
             for beat in range((18 + B - 1) // B):
                 p = beat * B + lane
-                if p < 10 and not (inject and p < 4):
+                if p < 10:
                     zero = zero | at(beat)
                 elif 10 <= p < 14:
                     zero = zero | (at(beat) & self.vlan)
@@ -276,31 +363,100 @@ class IcrcChecker(Elaboratable):
             hits = [(p, cond, mask) for p, conds in ones.items() if p % B == lane
                     for cond, mask in conds]
             dst = cin.word_select(lane, 8)
-            if inject:
-                # Ones become zeros, per nibble (the IPv6 version/TC byte masks only its low one).
-                for nib in (0, 1):
-                    z = zero
-                    for p, cond, mask in hits:
-                        if mask >> (4 * nib) & 0xF:
-                            z = z | (at(p // B) & cond)
-                    val = byte[4 * nib:4 * nib + 4]
-                    if lane < 4:
-                        sel = {key: (v >> (8 * lane + 4 * nib)) & 0xF for key, v in inj.items()}
-                        cls = Mux(self.vlan, Mux(self.ipv6, sel[1, 1], sel[1, 0]),
-                                  Mux(self.ipv6, sel[0, 1], sel[0, 0]))
-                        val = Mux(k == 0, cls, val)
-                    zn = Signal(name=f"zero_l{lane}_n{nib}")
-                    m.d.comb += zn.eq(z)
-                    with m.If(zn):
-                        m.d.sync += dst[4 * nib:4 * nib + 4].eq(0)
-                    with m.Elif(self.en):
-                        m.d.sync += dst[4 * nib:4 * nib + 4].eq(val)
-            else:
-                o = Const(0, 8)
-                for p, cond, mask in hits:
-                    o = o | Mux(at(p // B) & cond, mask, 0)
-                with m.If(self.en):
-                    m.d.sync += dst.eq(Mux(zero, 0, byte | o))
+            o = Const(0, 8)
+            for p, cond, mask in hits:
+                o = o | Mux(at(p // B) & cond, mask, 0)
+            with m.If(self.en):
+                m.d.sync += dst.eq(Mux(zero, 0, byte | o))
         m.d.comb += [proc.data.eq(cin), proc.valid.eq(self.en & cin_valid),
                      proc.start.eq(self.en & cin_start), self.crc.eq(proc.crc)]
         return m
+
+    def _elaborate_forced(self):
+        # MR-HW-044: 256/512 bits. The class is known in beat 0 and the IP length too (so
+        # ``known`` is always 1 here), so each lane of ``cin`` needs one load-constant
+        # condition: forced position of the frame's class, or tail.
+        m = Module()
+        W, B = self.width, self.width // 8
+        LB = B.bit_length() - 1
+        k = self.k
+        proc = processor(W) if self.impl == "lib" else IcrcProcessor(W)
+        m.submodules.proc = proc
+        fill = lane_fill(B)
+        l4e = self.l4_end[:16]
+        # Good frames end within the frame store, so the tail beat fits in ``k``.
+        tail_lane, tail_beat = l4e[:LB], l4e[LB:LB + len(k)]
+        is_tail = Signal()
+        m.d.comb += is_tail.eq(k == tail_beat)
+        # feed == (k * B < l4_end) for every frame whose ICRC counts (l4_end > 0 and fixed by
+        # beat 0): beats before the tail beat, the tail beat unless it starts at l4_end, none
+        # after it (``past``: the tail beat of this frame went by).
+        past = Signal()
+        feed = ((k == 0) | ~past) & ~(is_tail & (tail_lane == 0))
+        with m.If(self.en & self.valid):
+            m.d.sync += past.eq(is_tail | (past & (k != 0)))
+        at_beat = {}
+
+        def at(beat):
+            # Every load-constant term carries en: a stalled cycle never touches the held beat.
+            if beat not in at_beat:
+                at_beat[beat] = Signal(name=f"at_beat{beat}")
+                m.d.comb += at_beat[beat].eq(self.en & (k == beat))
+            return at_beat[beat]
+
+        tail_now = Signal()
+        m.d.comb += tail_now.eq(self.en & is_tail)
+        t_lo = tail_lane[:3]
+        # The high part of the tail lane, or 8 (past every lane) when this is not the tail beat:
+        # each lane's condition then reads 4 bits, one lo_ge bit and its forcing net.
+        t_hi = Signal(4, name="tail_hi")
+        m.d.comb += t_hi.eq(Mux(tail_now, tail_lane[3:], 8))
+        lo_ge = [Signal(name=f"tail_lo_ge{lo}") for lo in range(8)]
+        for lo in range(8):
+            m.d.comb += lo_ge[lo].eq(lo >= t_lo)
+
+        forced = {c: forced_positions(*c) for c in CLASSES}
+        cls = {c: (self.vlan == c[0]) & (self.ipv6 == c[1]) for c in CLASSES}
+        cin = Signal(W, reset_less=True)
+        cin_valid = Signal()
+        cin_start = Signal()
+        with m.If(self.en):
+            m.d.sync += [cin_valid.eq(self.valid & feed), cin_start.eq(self.valid & at(0))]
+        nbeats = (max(p for f in forced.values() for p in f) + B) // B
+        patterns = {}                   # which classes force the lane, per beat -> shared net
+        for lane in range(B):
+            hi, lo = divmod(lane, 8)
+            # Tail: lane >= tail_lane, i.e. hi > t_hi, or hi == t_hi and lo >= t_lo.
+            load = (t_hi < hi) | ((t_hi == hi) & lo_ge[lo])
+            pat = tuple(tuple(c for c in CLASSES if beat * B + lane in forced[c])
+                        for beat in range(nbeats))
+            if any(pat):
+                if pat not in patterns:
+                    hdr = Const(0, 1)
+                    for beat, members in enumerate(pat):
+                        if len(members) == len(CLASSES):
+                            hdr = hdr | at(beat)
+                        elif members:
+                            cond = cls[members[0]]
+                            for c in members[1:]:
+                                cond = cond | cls[c]
+                            hdr = hdr | (at(beat) & cond)
+                    patterns[pat] = Signal(name=f"force{len(patterns)}")
+                    m.d.comb += patterns[pat].eq(hdr)
+                load = load | patterns[pat]
+            ld = Signal(name=f"load_l{lane}")
+            m.d.comb += ld.eq(load)
+            dst = cin.word_select(lane, 8)
+            with m.If(ld):
+                m.d.sync += dst.eq(fill[lane])
+            with m.Elif(self.en):
+                m.d.sync += dst.eq(self.data.word_select(lane, 8))
+        m.d.comb += [proc.data.eq(cin), proc.valid.eq(self.en & cin_valid),
+                     proc.start.eq(self.en & cin_start), self.crc.eq(proc.crc)]
+        return m
+
+
+def tail_fill(nbytes):
+    """What the checker loads into the tail lanes of a beat of ``nbytes``: zeros below 32
+    bytes, :func:`lane_fill` from 32 on (argument ``fill`` of :func:`residue_table`)."""
+    return lane_fill(nbytes) if nbytes >= 32 else bytes(nbytes)

@@ -432,7 +432,7 @@ class Parser(wiring.Component):
             pre = Mux(cond, reason, pre)
 
         # MR-HW-042: expected register value, indexed by the zeroed tail bytes in the last fed beat.
-        rom = Array(Const(x, 32) for x in icrc_hw.residue_table(B))
+        rom = Array(Const(x, 32) for x in icrc_hw.residue_table(B, icrc_hw.tail_fill(B)))
         n_tail = Signal(LB if LB else 1)
         m.d.comb += n_tail.eq(-l4e_u[:LB] if LB else 0)
 
