@@ -313,15 +313,7 @@ class IcrcChecker(Elaboratable):
         l4e = self.l4_end[:16]
         tail_lane, tail_beat = l4e[:LB], l4e[LB:]
         feed = ~self.known | ((k * B) < self.l4_end)
-        at_beat = {}
-
-        def at(beat):
-            # "this cycle loads beat ``beat``": every zero term carries en, so a stalled cycle
-            # never resets the held beat.
-            if beat not in at_beat:
-                at_beat[beat] = Signal(name=f"at_beat{beat}")
-                m.d.comb += at_beat[beat].eq(self.en & (k == beat))
-            return at_beat[beat]
+        at = self._beat_strobes(m)
 
         # Lanes at or after l4_end in its beat: lane >= tail_lane, split as lane = 8 * hi + lo
         # so each lane needs one 3-input term (MR-HW-040).
@@ -372,6 +364,18 @@ class IcrcChecker(Elaboratable):
                      proc.start.eq(self.en & cin_start), self.crc.eq(proc.crc)]
         return m
 
+    def _beat_strobes(self, m):
+        """``at(beat)``: a signal "this cycle loads beat ``beat``", made once per beat. Every
+        zero/constant term carries ``en``, so a stalled cycle never touches the held beat."""
+        strobes = {}
+
+        def at(beat):
+            if beat not in strobes:
+                strobes[beat] = Signal(name=f"at_beat{beat}")
+                m.d.comb += strobes[beat].eq(self.en & (self.k == beat))
+            return strobes[beat]
+        return at
+
     def _elaborate_forced(self):
         # MR-HW-044: 256/512 bits. The class is known in beat 0 and the IP length too (so
         # ``known`` is always 1 here), so each lane of ``cin`` needs one load-constant
@@ -395,14 +399,7 @@ class IcrcChecker(Elaboratable):
         feed = ((k == 0) | ~past) & ~(is_tail & (tail_lane == 0))
         with m.If(self.en & self.valid):
             m.d.sync += past.eq(is_tail | (past & (k != 0)))
-        at_beat = {}
-
-        def at(beat):
-            # Every load-constant term carries en: a stalled cycle never touches the held beat.
-            if beat not in at_beat:
-                at_beat[beat] = Signal(name=f"at_beat{beat}")
-                m.d.comb += at_beat[beat].eq(self.en & (k == beat))
-            return at_beat[beat]
+        at = self._beat_strobes(m)
 
         tail_now = Signal()
         m.d.comb += tail_now.eq(self.en & is_tail)
