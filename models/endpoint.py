@@ -953,6 +953,23 @@ class VerbsHost:
         n = len(cq) if max_entries is None else min(max_entries, len(cq))
         return [cq.popleft() for _ in range(n)]
 
+    def next_packet(self, now):
+        """The next frame to put on the wire now, or ``None``: control frames first, then the
+        ready connections round robin (``_serve`` gives a connection's next frame or ``None``)."""
+        self._run_timers(now)
+        if self._ctrl:
+            self.stats["packets_sent"] += 1
+            return self._ctrl.popleft()
+        ready = self._ready
+        for _ in range(len(ready)):
+            c = ready.popleft()
+            f = self._serve(c, now)
+            if f is not None:
+                ready.append(c)
+                return f
+            c.in_ready = False
+        return None
+
     def _drop(self, reason):
         self.stats["drops"] += 1
         self.stats["drop_" + reason] += 1
@@ -1071,22 +1088,12 @@ class Endpoint(VerbsHost):
 
     # -- transport-facing ------------------------------------------------------------------------
 
-    def next_packet(self, now):
-        """The next frame to put on the wire now, or ``None`` (control frames first)."""
-        self._run_timers(now)
-        if self._ctrl:
-            self.stats["packets_sent"] += 1
-            return self._ctrl.popleft()
-        ready = self._ready
-        for _ in range(len(ready)):
-            c = ready.popleft()
-            r = c._next_frame(now)
-            if r.__class__ is Frame:
-                ready.append(c)
-                return r
-            c.in_ready = False
-            if r == _PACED:
-                self._push(c.pace_until, 1, c, 0)
+    def _serve(self, c, now):
+        r = c._next_frame(now)
+        if r.__class__ is Frame:
+            return r
+        if r == _PACED:
+            self._push(c.pace_until, 1, c, 0)
         return None
 
     def next_wakeup(self, now):

@@ -441,20 +441,8 @@ class RoceEndpoint(VerbsHost):
             self._qps[qp.qpn] = qp
         return c
 
-    def next_packet(self, now):
-        self._run_timers(now)
-        if self._ctrl:
-            self.stats["packets_sent"] += 1
-            return self._ctrl.popleft()
-        ready = self._ready
-        for _ in range(len(ready)):
-            qp = ready.popleft()
-            f = qp.next_frame(now)
-            if f is not None:
-                ready.append(qp)
-                return f
-            qp.in_ready = False
-        return None
+    def _serve(self, qp, now):
+        return qp.next_frame(now)
 
     def next_wakeup(self, now):
         if self._ctrl or self._ready:
