@@ -148,12 +148,13 @@ def ones_positions(vlan, ipv6):
     return out
 
 
-def _solve(cols, target):
-    """x with XOR of cols[i] for set bits i == target (cols: 32 independent 32-bit ints)."""
-    rows = [(c, 1 << i) for i, c in enumerate(cols)]
-    basis = {}
-    for v, comb in rows:
-        for bit in reversed(range(32)):
+def _solve(cols, target, nbits=32):
+    """x such that the XOR of ``cols[j]`` for the set bits j of x is ``target`` (GF(2)
+    elimination on ``nbits``-bit columns); ValueError when there is none."""
+    basis = {}                  # leading bit -> (vector, combination of columns)
+    for j, v in enumerate(cols):
+        comb = 1 << j
+        for bit in reversed(range(nbits)):
             if not v >> bit & 1:
                 continue
             if bit in basis:
@@ -162,15 +163,13 @@ def _solve(cols, target):
             else:
                 basis[bit] = (v, comb)
                 break
-    x = 0
-    for bit in reversed(range(32)):
-        if target >> bit & 1:
+    x, t = 0, target
+    for bit in reversed(range(nbits)):
+        if t >> bit & 1:
             if bit not in basis:
-                raise ValueError("singular")
+                raise ValueError("no solution")
             bv, bc = basis[bit]
-            target ^= bv
-            x ^= bc
-    assert target == 0
+            t, x = t ^ bv, x ^ bc
     return x
 
 
@@ -220,26 +219,10 @@ def lane_fill(nbytes):
                     if p % B == lane:
                         v ^= _contrib(p, 1 << i) << (32 * ci)
             cols.append(v)
-    # Gaussian elimination: basis keyed by leading bit, tracking the combination of unknowns.
-    basis = {}
-    for j, v in enumerate(cols):
-        comb = 1 << j
-        for bit in reversed(range(128)):
-            if not v >> bit & 1:
-                continue
-            if bit in basis:
-                bv, bc = basis[bit]
-                v, comb = v ^ bv, comb ^ bc
-            else:
-                basis[bit] = (v, comb)
-                break
-    x, t = 0, target
-    for bit in reversed(range(128)):
-        if t >> bit & 1:
-            if bit not in basis:
-                raise ValueError(f"no lane fill for {B}-byte beats")
-            bv, bc = basis[bit]
-            t, x = t ^ bv, x ^ bc
+    try:
+        x = _solve(cols, target, 32 * len(CLASSES))
+    except ValueError:
+        raise ValueError(f"no lane fill for {B}-byte beats") from None
     fill = bytearray(B)
     for j in range(len(cols)):
         if x >> j & 1:
