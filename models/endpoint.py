@@ -221,21 +221,13 @@ class Connection:
 
     # -- verbs ---------------------------------------------------------------------------------
 
-    def _local(self, lkey, loffset, length):
-        mr = self.ep._mrs.get(lkey)
-        if mr is None:
-            raise ValueError(f"unknown lkey {lkey}")
-        if loffset < 0 or length < 0 or loffset + length > len(mr[0]):
-            raise ValueError("local buffer out of the registered region")
-        return mr
-
     def _stream(self, stream):
         if not 0 <= stream < self.n_streams:
             raise ValueError(f"stream {stream} out of range 0..{self.n_streams - 1}")
 
     def _post(self, stream, op, lkey, loffset, length, wr_id, va=0, rkey=0, imm=None, send=False):
         self._stream(stream)
-        buf, _ = self._local(lkey, loffset, length)
+        buf, _ = self.ep._local_mr(lkey, loffset, length)
         if length >= 1 << 32:
             raise ValueError("message longer than 2^32 - 1 bytes")
         rs = None
@@ -269,7 +261,7 @@ class Connection:
     def post_recv(self, stream, lkey, loffset, length, wr_id):
         """Post a receive buffer; the ``k``-th receive on a stream matches its ``k``-th send."""
         self._stream(stream)
-        self._local(lkey, loffset, length)
+        self.ep._local_mr(lkey, loffset, length)
         st = self.rx[stream]
         st.recvs[st.recv_next] = (lkey, loffset, length, wr_id)
         st.recv_next = (st.recv_next + 1) & 0xFFFFFFFF
@@ -946,6 +938,16 @@ class VerbsHost:
     def dereg_mr(self, key):
         """Remove a registration; later accesses with the key are NAKed ACCESS (MR-SEC-004)."""
         self._mrs.pop(key, None)
+
+    def _local_mr(self, lkey, loffset, length):
+        """The registration ``(buf, access)`` of a local buffer a work request names; a bad
+        key or range is the caller's error (ValueError), checked when the request is posted."""
+        mr = self._mrs.get(lkey)
+        if mr is None:
+            raise ValueError(f"unknown lkey {lkey}")
+        if loffset < 0 or length < 0 or loffset + length > len(mr[0]):
+            raise ValueError("local buffer out of the registered region")
+        return mr
 
     def poll_cq(self, max_entries=None):
         """Take up to ``max_entries`` completions (all when ``None``)."""

@@ -358,31 +358,23 @@ class RoceConnection:
             raise ValueError(f"stream {stream} out of range 0..{len(self.qps) - 1}")
         return self.qps[stream]
 
-    def _local(self, lkey, loffset, length):
-        mr = self.ep._mrs.get(lkey)
-        if mr is None:
-            raise ValueError(f"unknown lkey {lkey}")
-        if loffset < 0 or length < 0 or loffset + length > len(mr[0]):
-            raise ValueError("local buffer out of the registered region")
-        return mr[0]
-
     def post_write(self, stream, lkey, loffset, length, remote_va, rkey, wr_id, imm=None):
         qp = self._qp(stream)
-        buf = self._local(lkey, loffset, length)
+        buf, _ = self.ep._local_mr(lkey, loffset, length)
         qp.sq.append(_Wr(True, wr_id, memoryview(buf)[loffset:loffset + length], length, remote_va,
                          rkey, imm, self.ep.mtu, stream))
         self.ep._make_ready(qp)
 
     def post_send(self, stream, lkey, loffset, length, wr_id, imm=None):
         qp = self._qp(stream)
-        buf = self._local(lkey, loffset, length)
+        buf, _ = self.ep._local_mr(lkey, loffset, length)
         qp.sq.append(_Wr(False, wr_id, memoryview(buf)[loffset:loffset + length], length, 0, 0, imm,
                          self.ep.mtu, stream))
         self.ep._make_ready(qp)
 
     def post_recv(self, stream, lkey, loffset, length, wr_id):
         qp = self._qp(stream)
-        self._local(lkey, loffset, length)
+        self.ep._local_mr(lkey, loffset, length)
         qp.rq.append((wr_id, lkey, loffset, length))
 
 
