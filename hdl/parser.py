@@ -49,51 +49,12 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import wire
+from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, EXT_NAMES, HB,
+                             META_LAYOUT, params)
 from ..models.wire import Op, Reason
 from . import icrc as icrc_hw
 
-__all__ = ["Parser", "META_LAYOUT", "axis_signature", "meta_signature", "HB", "EXT_NAMES",
-           "ACT_DISCARD", "ACT_BYPASS", "ACT_PAYLOAD", "params"]
-
-#: Header buffer: bytes of the frame kept for parsing (headers end at byte 126 at most).
-HB = 128
-EXT_NAMES = ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh")
-
-ACT_DISCARD, ACT_BYPASS, ACT_PAYLOAD = 0, 1, 2
-
-
-def _s(fields):
-    return data.StructLayout(fields)
-
-
-#: MR-HW-010: the metadata record. First field in the least significant bits.
-META_LAYOUT = _s({
-    "drop": 1,
-    "reason": 4,                # models.wire.Reason code
-    "ipv6": 1,
-    "vlan_present": 1,
-    "has": _s({h: 1 for h in EXT_NAMES}),
-    "frame_len": 16,            # bytes of the frame (no FCS)
-    "payload_offset": 16,       # frame byte offset of the first payload byte
-    "payload_len": 16,          # payload bytes (without pad and ICRC)
-    "eth": _s({"dst": 48, "src": 48, "pcp": 3, "dei": 1, "vlan": 12}),
-    "ip": _s({"dscp": 6, "ecn": 2, "ttl": 8, "ident": 16, "flow_label": 20,
-              "src": 128, "dst": 128}),
-    "udp": _s({"sport": 16}),
-    "bth": _s({"opcode": 8, "se": 1, "mig": 1, "pad": 2, "tver": 4, "pkey": 16, "fecn": 1,
-               "becn": 1, "dest_qp": 24, "ack_req": 1, "psn": 24}),
-    "reth": _s({"va": 64, "rkey": 32, "dma_len": 32}),
-    "aeth": _s({"syndrome": 8, "msn": 24}),
-    "imm": 32,
-    "atomicack": _s({"orig": 64}),
-    "mrdh": _s({"version": 4, "flags": 4, "path": 8, "stream": 16, "msg": 32, "offset": 32,
-                "msg_len": 32}),
-    "mrsh": _s({"recv_seq": 32}),
-    "mrah": _s({"version": 4, "flags": 4, "path": 8, "ce_count": 16, "cum_psn": 32,
-                "rate_mbps": 32, "trigger_psn": 32, "sack": 256}),
-    "mrnh": _s({"version": 4, "flags": 4, "path": 8, "reason": 8, "psn": 32}),
-})
-
+__all__ = ["Parser", "axis_signature", "meta_signature"]
 
 def axis_signature(width, *, user=False):
     """AXI4-Stream source signature (flip it for a sink)."""
@@ -106,21 +67,6 @@ def axis_signature(width, *, user=False):
 
 def meta_signature():
     return wiring.Signature({"data": Out(META_LAYOUT), "valid": Out(1), "ready": In(1)})
-
-
-def params(width, max_frame=9216):
-    """Derived sizes shared by the RTL and the model (MR-HW-031)."""
-    if width not in (64, 128, 256, 512):
-        raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
-    if not isinstance(max_frame, int) or not HB <= max_frame <= 16000:
-        raise ValueError(f"max_frame must be an int in [{HB}, 16000], not {max_frame!r}")
-    nb = width // 8
-    max_beats = ceil(max_frame / nb)
-    depth = 1
-    while depth < max_beats + 16:
-        depth *= 2
-    return {"bytes": nb, "max_beats": max_beats, "depth": depth,
-            "abits": depth.bit_length() - 1, "kbits": max_beats.bit_length()}
 
 
 def _ext_offsets():
@@ -298,7 +244,7 @@ class Parser(wiring.Component):
         go1 = Signal()
         m.d.comb += go1.eq(adv & d1_valid)
         wp_mem = memory.Memory(shape=unsigned(W + NBB), depth=D, init=[])
-        rec_layout = _s({"action": 2, "nbeats": KB + 1, "pstart": 16, "pend_incl": 16})
+        rec_layout = data.StructLayout({"action": 2, "nbeats": KB + 1, "pstart": 16, "pend_incl": 16})
         rec_mem = memory.Memory(shape=rec_layout, depth=D, init=[])
         m.submodules.frame_store = wp_mem
         m.submodules.frame_rec = rec_mem

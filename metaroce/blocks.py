@@ -25,7 +25,7 @@ class Block:
     #: Submodules whose synthesis share is reported separately: {name: regex on the
     #: last component of the Amaranth hierarchy name}.
     shares: dict[str, str] = field(default_factory=dict)
-    #: LUT budgets at the widest width (BRIEF section 4): {"logic_luts"|"<share>_luts": n}.
+    #: LUT budgets at the widest width (docs/spec/hw-parser.md, resource budgets): {"logic_luts"|"<share>_luts": n}.
     budget: dict[str, int] = field(default_factory=dict)
 
     def component_factory(self):

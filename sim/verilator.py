@@ -4,11 +4,11 @@ once per (design, parameters) into a cache, and run cocotb test modules against 
 Typical use from a pytest test::
 
     from metaroce.sim import verilator as vl
-    from metaroce.hdl.rx_parser import RxParser
+    from metaroce.hdl.parser import Parser
 
-    def test_rx_parser():
-        b = vl.build("rx_parser", RxParser, parameters={"data_width": 512})
-        vl.run(b, "metaroce.tb.rx_parser")   # raises if any cocotb test failed
+    def test_parser():
+        b = vl.build("parser_w512", Parser, toplevel="parser", parameters={"width": 512})
+        vl.run(b, "metaroce.tb.parser")      # raises if any cocotb test failed
 
 API summary
 -----------

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metaroce.hdl.parser import META_LAYOUT, Parser, params
+from metaroce.hdl.parser import Parser
+from metaroce.models.parser import META_LAYOUT, params
 from metaroce.models import codec, wire
 from metaroce.models import parser_cases as pc
 from metaroce.models.parser import ParserModel, beats_of, pack_meta, unpack_meta, verdict

