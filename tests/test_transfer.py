@@ -17,7 +17,7 @@ import pytest
 from metaroce.commands.transfer import endpoint_config, parse_size, transfer
 from metaroce.models import codec, wire
 from metaroce.models.codec import MRDH, RETH, make
-from metaroce.sim.udp import (LOOPBACK, PeerUnreachable, UdpHost, check_write, make_endpoint, rebuild,
+from metaroce.sim.udp import (LOOPBACK, PeerUnreachable, TransportError, UdpHost, check_write, make_endpoint, rebuild,
                               wire_payload, wire_payload_reference)
 
 
@@ -180,6 +180,26 @@ def test_invalid_post_refused_at_post_time(va, rkey, length, msg):
             h.post_write(conn, 0, lkey, 0, length, va, rkey, wr_id=1)
         h.step(max_wait=0)
         assert h.stats["tx"] == 0 and ep.next_packet(0.0) is None
+    finally:
+        h.close()
+        peer.close()
+
+
+def test_unencodable_frame_is_a_transport_error():
+    """MR-UDP-008: a write posted straight to the endpoint with an R_Key of 33 bits is refused by
+    the endpoint or, if the endpoint takes it, ends the transport with TransportError naming the
+    opcode; never a struct.error."""
+    ep, conn, lkey = _sender()
+    peer = _peer()
+    h = UdpHost(ep, peer_port=peer.getsockname()[1])
+    try:
+        try:
+            conn.post_write(0, lkey, 0, 4096, 0, 1 << 32, wr_id=1)
+        except ValueError:
+            return                                   # the endpoint refuses it itself
+        with pytest.raises(TransportError, match="cannot encode a MR_WRITE frame"):
+            for _ in range(10_000):
+                h.step(max_wait=0)
     finally:
         h.close()
         peer.close()
