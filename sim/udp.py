@@ -268,7 +268,7 @@ class UdpHost:
         ep = self.ep
         st = self.stats
         n = 0
-        recv = (sock or self.main).recvfrom
+        recv = (self.main if sock is None else sock).recvfrom
         while n < self.batch:
             try:
                 data, addr = recv(65536)
