@@ -126,6 +126,17 @@ def ecmp_hash(frame, seed=0):
     return v
 
 
+def fmix32(h):
+    """MurmurHash3's 32-bit finaliser. CRC-32 is linear, so two switches' CRCs of one 5-tuple
+    differ by a constant and ``crc % n`` picks correlated ports at successive ECMP stages
+    (polarisation); a non-linear mix decorrelates them (MR-FAB-016)."""
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
 def plane_of(frame, planes):
     """The plane a host sends ``frame`` on (MR-FAB-020).
 
@@ -428,8 +439,9 @@ class Switch:
     upstream transmitter (MR-FAB-015).
     """
 
-    def __init__(self, sim, name, seed=0, pfc=None):
+    def __init__(self, sim, name, seed=0, pfc=None, mix=False):
         self.sim = sim
+        self.mix = mix          # fmix32 the hash (multi-stage ECMP, MR-FAB-016)
         self.name = name
         self.seed = zlib.crc32(f"{seed}:{name}".encode())
         self.ports = []
@@ -486,6 +498,8 @@ class Switch:
         ingress = in_port if self.pfc is not None and isinstance(in_port, Link) else None
         if len(hops) == 1:
             hops[0].enqueue(frame, ingress)
+        elif self.mix:
+            hops[fmix32(ecmp_hash(frame, self.seed)) % len(hops)].enqueue(frame, ingress)
         else:
             hops[ecmp_hash(frame, self.seed) % len(hops)].enqueue(frame, ingress)
 

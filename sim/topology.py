@@ -88,8 +88,8 @@ class Fabric:
                 self._build_plane(p, leaves, spines, seed)
         self.compute_routes()
 
-    def _switch(self, name, seed):
-        sw = Switch(self.sim, name, seed, pfc=self.pfc)
+    def _switch(self, name, seed, mix=False):
+        sw = Switch(self.sim, name, seed, pfc=self.pfc, mix=mix)
         sw.buffer = None if self.shared_buffer is None else SharedBuffer(self.shared_buffer, self.alpha)
         self.switches[name] = sw
         self.switch_links[name] = []
@@ -142,9 +142,9 @@ class Fabric:
         (k/2)^2 cores; host i on edge switch i // (k/2) (pod-major); aggregation switch j of
         every pod links to cores j*k/2 .. j*k/2 + k/2 - 1."""
         half = k // 2
-        edges = [[self._switch(f"p{p}.pod{a}.edge{j}", seed) for j in range(half)] for a in range(k)]
-        aggs = [[self._switch(f"p{p}.pod{a}.agg{j}", seed) for j in range(half)] for a in range(k)]
-        cores = [self._switch(f"p{p}.core{c}", seed) for c in range(half * half)]
+        edges = [[self._switch(f"p{p}.pod{a}.edge{j}", seed, True) for j in range(half)] for a in range(k)]
+        aggs = [[self._switch(f"p{p}.pod{a}.agg{j}", seed, True) for j in range(half)] for a in range(k)]
+        cores = [self._switch(f"p{p}.core{c}", seed, True) for c in range(half * half)]
         for i, h in enumerate(self.hosts):
             self._attach(h, edges[i // (half * half)][(i // half) % half], p)
         for a in range(k):
