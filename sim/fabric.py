@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import heapq
 import ipaddress
+import itertools
 import random
 import struct
 import zlib
@@ -34,6 +35,8 @@ from collections import deque
 from metaroce.models import codec
 from metaroce.models.codec import DecodeError, wire_len
 
+
+heappush = heapq.heappush
 
 #: FCS 4 + preamble/SFD 8 + inter-frame gap 12 bytes per frame on the wire (MR-FAB-001).
 FRAME_OVERHEAD = 24
@@ -49,15 +52,14 @@ class Sim:
     def __init__(self):
         self.now = 0.0
         self._q = []
-        self._seq = 0
+        self._seq = itertools.count(1)
         self.events = 0
         self.stopped = False
 
     def at(self, t, fn, arg=None):
         if t < self.now:
             t = self.now
-        self._seq += 1
-        heapq.heappush(self._q, (t, self._seq, fn, arg))
+        heapq.heappush(self._q, (t, next(self._seq), fn, arg))
 
     def after(self, dt, fn, arg=None):
         self.at(self.now + dt, fn, arg)
@@ -77,20 +79,43 @@ class Sim:
         n = 0
         limit = max_events if max_events is not None else -1
         self.stopped = False
-        while q and not self.stopped and n != limit:
-            ev = q[0]
+        while q and limit:
+            ev = pop(q)
             if ev[0] > until:
+                heapq.heappush(q, ev)       # same (time, seq) key: order unchanged
                 self.now = until
                 break
-            pop(q)
             self.now = ev[0]
             ev[2](ev[3])
             n += 1
+            if self.stopped or n == limit:
+                break
         else:
-            if not q and until != float("inf") and self.now < until:
+            if until != float("inf") and self.now < until:
                 self.now = until
         self.events += n
         return n
+
+
+_HDR_LEN = {}
+
+
+def frame_len(frame):
+    """``codec.wire_len(frame)`` with the header part memoised per (opcode, VLAN tag, IP
+    version): the codec recomputes the extension headers' length on every call, and the host
+    asks for it on every frame (tested equal to ``codec.wire_len``)."""
+    ip = frame.ip
+    key = (frame.bth.opcode, frame.eth.vlan is None, ip.version)
+    n = _HDR_LEN.get(key)
+    if n is None:
+        saved = frame.payload
+        frame.payload = b""
+        try:
+            n = _HDR_LEN[key] = wire_len(frame)
+        finally:
+            frame.payload = saved
+    plen = len(frame.payload)
+    return n + plen + (-plen) % 4
 
 
 _IP_INT = {}
@@ -206,10 +231,11 @@ class Link:
         if not self.up:
             st["down_drops"] += 1
             return
-        t = self.sim.now + ser + self.delay
+        sim = self.sim
+        t = sim.now + ser + self.delay
         fl = self.faults
         if fl is None:
-            self.sim.at(t, self._arrive, frame)
+            heappush(sim._q, (t, next(sim._seq), self._arrive, frame))
             return
         rng = self._rng
         if fl.lose(rng, frame.bth.opcode):
@@ -402,9 +428,11 @@ class OutPort:
             self.busy = False
             return
         self.busy = True
-        ser = self.link.ser_time(frame._wl)
-        self.link.carry(frame, ser)
-        self.sim.at(self.sim.now + ser, self._done)
+        link = self.link
+        ser = (frame._wl + FRAME_OVERHEAD) * 8.0 / link.rate
+        link.carry(frame, ser)
+        sim = self.sim
+        heappush(sim._q, (sim.now + ser, next(sim._seq), self._done, None))
 
     def _done(self, _):
         frame = self.q.popleft()
@@ -524,9 +552,11 @@ class NicPort:
 
     def start(self, frame):
         self.busy = True
-        ser = self.link.ser_time(frame._wl)
-        self.link.carry(frame, ser)
-        self.host.sim.at(self.host.sim.now + ser, self._done)
+        link = self.link
+        ser = (frame._wl + FRAME_OVERHEAD) * 8.0 / link.rate
+        link.carry(frame, ser)
+        sim = self.host.sim
+        heappush(sim._q, (sim.now + ser, next(sim._seq), self._done, None))
 
     def blocked(self, frame):
         return self.busy or (self.paused and frame.eth.pcp in self.paused)
@@ -607,7 +637,7 @@ class Host:
             if f is None:
                 self._arm(now)
                 return
-            f._wl = wire_len(f)
+            f._wl = frame_len(f)
             self.stats["tx"] += 1
             if self.tx_hook is not None:
                 self.tx_hook(f, now)

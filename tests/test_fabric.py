@@ -873,3 +873,19 @@ def test_switch_failure_with_reconvergence():
     fab = _reconverge_run(50e-6, "p0.spine2", switch=True)
     assert fab.links["p0.leaf0>p0.spine2"].stats["down_drops"] > 0
     assert max(t for t, _ in fab.ports["p0.leaf0>p0.spine2"].qlog) <= 70e-6 + 1e-12
+
+
+@pytest.mark.parametrize("vlan", [None, 5])
+@pytest.mark.parametrize("version", [4, 6])
+def test_frame_len_equals_codec_wire_len(vlan, version):
+    """MR-FAB-001: the host's memoised frame length is the codec's wire length for every opcode,
+    payload length (padding included), VLAN tag and IP version."""
+    from metaroce.sim.fabric import frame_len
+    for op in wire.Op:
+        for n in ((0, 1, 3, 1000, 4096) if op in wire.PAYLOAD_OPS else (0,)):
+            f = make(op, bytes(n))
+            f.eth.vlan = vlan
+            if version == 6:
+                f.ip = codec.IP(version=6, src="fd00::1", dst="fd00::2")
+            assert frame_len(f) == wire_len(f), (op, n)
+            assert f.payload == bytes(n)
