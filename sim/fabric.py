@@ -206,7 +206,8 @@ class Link:
         self.dst = dst
         self.dst_port = dst_port
         self.plane = plane
-        self.up = True
+        self._up = True
+        self._hist = []         # (time, up) of every state change, for frames sent ahead
         self.pcap = None
         self.src_tx = None      # the OutPort or NicPort that sends on this link (PFC pauses it)
         self.stats = {"frames": 0, "bytes": 0, "delivered": 0, "lost": 0, "down_drops": 0,
@@ -220,22 +221,46 @@ class Link:
         self.faults = copy.copy(faults) if (faults is not None and faults.active()) else None
         self._rng = faults.rng_for(self.name) if self.faults else None
 
+    @property
+    def up(self):
+        return self._up
+
+    @up.setter
+    def up(self, state):
+        state = bool(state)
+        if state != self._up:
+            self._up = state
+            self._hist.append((self.sim.now, state))
+
+    def _up_at(self, t):
+        for when, state in reversed(self._hist):
+            if when <= t:
+                return state
+        return True
+
     def ser_time(self, size):
         return (size + FRAME_OVERHEAD) * 8.0 / self.rate
 
-    def carry(self, frame, ser):
-        """Called when ``frame`` starts serialising; schedules its arrival (or its loss)."""
+    def carry(self, frame, ser, start=None):
+        """Called when ``frame`` starts serialising, or earlier with its future ``start`` time
+        (a FIFO port computes its departures ahead); schedules its arrival (or its loss). A
+        frame whose start finds the link down is dropped; so is one arriving while it is down."""
         st = self.stats
         st["frames"] += 1
         st["bytes"] += frame._wl
-        if not self.up:
-            st["down_drops"] += 1
-            return
         sim = self.sim
-        t = sim.now + ser + self.delay
+        if start is None or start <= sim.now:
+            if not self._up:
+                st["down_drops"] += 1
+                return
+            t = sim.now + ser + self.delay
+            cb, arg = self._arrive, frame
+        else:
+            t = start + ser + self.delay
+            cb, arg = self._arrive_late, (frame, start)
         fl = self.faults
         if fl is None:
-            heappush(sim._q, (t, next(sim._seq), self._arrive, frame))
+            heappush(sim._q, (t, next(sim._seq), cb, arg))
             return
         rng = self._rng
         if fl.lose(rng, frame.bth.opcode):
@@ -250,14 +275,21 @@ class Link:
         d = fl.extra_delay(rng)
         if d:
             st["delayed"] += 1
-        self.sim.at(t + d, self._arrive, frame)
+        self.sim.at(t + d, cb, frame if cb == self._arrive else (frame, start))
         if fl.duplicate and rng.random() < fl.duplicate:
             st["duplicated"] += 1
             dup = frame if isinstance(frame, bytes) else _copy_frame(frame)
-            self.sim.at(t + d + ser, self._arrive, dup)
+            self.sim.at(t + d + ser, cb, dup if cb == self._arrive else (dup, start))
+
+    def _arrive_late(self, arg):
+        frame, start = arg
+        if self._hist and not self._up_at(start):
+            self.stats["down_drops"] += 1
+            return
+        self._arrive(frame)
 
     def _arrive(self, frame):
-        if not self.up:
+        if not self._up:
             self.stats["down_drops"] += 1
             return
         self.stats["delivered"] += 1
@@ -355,6 +387,8 @@ class OutPort:
         self.red = red
         self._red_rng = random.Random(f"red:{seed}:{link.name}") if red is not None else None
         self.switch = None          # set by Switch.add_port; PFC accounting lives there
+        self.deps = deque()         # FIFO mode: (end of serialisation, size) of queued frames
+        self.free_at = 0.0          # FIFO mode: when the link has sent everything queued
         self.q = deque()
         self.q_in = deque()         # PFC: (ingress key, size) of each queued frame, or None
         self.qbytes = 0
@@ -363,6 +397,7 @@ class OutPort:
         self.stats = {"enqueued": 0, "drops": 0, "marked": 0, "peak_bytes": 0}
         self.drop_times = None      # set to a list to record the time of every drop
         self.qlog = None            # set to a list to record (time, queued bytes) at each enqueue
+        self._fifo = shared is None
 
     def _drop(self):
         self.stats["drops"] += 1
@@ -370,6 +405,8 @@ class OutPort:
             self.drop_times.append(self.sim.now)
 
     def enqueue(self, frame, ingress=None):
+        if self._fifo:
+            return self._enqueue_fifo(frame)
         size = frame._wl
         st = self.stats
         sw = self.switch
@@ -421,6 +458,49 @@ class OutPort:
             self.qlog.append((self.sim.now, self.qbytes))
         if not self.busy:
             self._start()
+
+    def _enqueue_fifo(self, frame):
+        """Without PFC or a shared buffer nothing can hold a queued frame back, so a frame's
+        departure is known when it is queued: FIFO after the frames ahead of it. Its arrival is
+        scheduled at once and no per-frame "done" event is needed; departed frames leave the
+        queue count lazily, at the next arrival (same occupancy as MR-FAB-010/011 define)."""
+        now = self.sim.now
+        deps = self.deps
+        qbytes = self.qbytes
+        while deps and deps[0][0] < now:
+            qbytes -= deps.popleft()[1]     # a frame ending just now still counts (as MR-FAB-010)
+        size = frame._wl
+        st = self.stats
+        if self.buffer is not None and qbytes + size > self.buffer:
+            self.qbytes = qbytes
+            self._drop()
+            return
+        if frame.ip.ecn in (1, 2):
+            red = self.red
+            if red is not None:
+                p = red.prob(qbytes)
+                mark = p >= 1.0 or (p > 0.0 and self._red_rng.random() < p)
+            else:
+                thr = self.ecn_threshold
+                mark = thr is not None and qbytes > thr
+            if mark:
+                frame = _copy_frame(frame)
+                frame.ip.ecn = 3
+                st["marked"] += 1
+        st["enqueued"] += 1
+        qbytes += size
+        self.qbytes = qbytes
+        if qbytes > st["peak_bytes"]:
+            st["peak_bytes"] = qbytes
+        if self.qlog is not None:
+            self.qlog.append((now, qbytes))
+        link = self.link
+        ser = (size + FRAME_OVERHEAD) * 8.0 / link.rate
+        start = self.free_at if self.free_at > now else now
+        end = start + ser
+        self.free_at = end
+        deps.append((end, size))
+        link.carry(frame, ser, start)
 
     def _start(self):
         frame = self.q[0]
@@ -483,6 +563,8 @@ class Switch:
     def add_port(self, port):
         self.ports.append(port)
         port.switch = self
+        if self.pfc is not None:
+            port._fifo = False      # PFC can hold frames back: event-driven port
         return port
 
     def add_route(self, dst_ip, ports):

@@ -663,20 +663,24 @@ def test_red_marking_probability():
     assert red.prob(10_000) == 0 and red.prob(50_000) == 1 and red.prob(30_000) == pytest.approx(0.1)
     sim = Sim()
     port = OutPort(sim, Link(sim, "x", 100e9, 1e-6, _Sink()), red=red, seed=4)
-    port.busy = True                    # hold the queue still: nothing is serialised
+
+    def hold(q):                        # the queue holds q bytes at every arrival
+        port.deps.clear()
+        port.free_at = 0.0
+        port.qbytes = q
+
     for q, expect in ((5_000, 0.0), (30_000, 0.1), (60_000, 1.0)):
         marked0 = port.stats["marked"]
         n = 20_000
         for _ in range(n):
-            port.q.clear()
-            port.qbytes = q
+            hold(q)
             port.enqueue(_frame_of(100))
         frac = (port.stats["marked"] - marked0) / n
         assert frac == pytest.approx(expect, abs=0.01)
-    port.q.clear()
-    port.qbytes = 60_000
+    marked0 = port.stats["marked"]
+    hold(60_000)
     port.enqueue(_frame_of(100, ecn=0))
-    assert port.q[-1].ip.ecn == 0
+    assert port.stats["marked"] == marked0 and port.stats["enqueued"] == 60_001
 
 
 class _Blast:
@@ -889,3 +893,27 @@ def test_frame_len_equals_codec_wire_len(vlan, version):
                 f.ip = codec.IP(version=6, src="fd00::1", dst="fd00::2")
             assert frame_len(f) == wire_len(f), (op, n)
             assert f.payload == bytes(n)
+
+
+@pytest.mark.parametrize("shared", [None, 1 << 20])
+def test_queued_frames_starting_while_link_down_are_dropped(shared):
+    """MR-FAB-035/010: a frame that starts serialising while its link is down is dropped, one
+    arriving while it is down too; the same in the FIFO port (departures computed when queued)
+    and the event-driven port (shared buffer)."""
+    sim = Sim()
+    sink = _Sink()
+    link = Link(sim, "x", 100e9, 1e-6, sink)
+    port = OutPort(sim, link, shared=None if shared is None else SharedBuffer(shared, 8.0))
+    assert port._fifo == (shared is None)
+    frames = [_frame_of(1000, psn=i) for i in range(10)]
+    ser = link.ser_time(frames[0]._wl)
+    for f in frames:
+        port.enqueue(f)
+
+    def set_up(state):
+        link.up = state
+    sim.at(2.5 * ser, set_up, False)
+    sim.at(4.5 * ser, set_up, True)
+    sim.run()
+    assert [f.bth.psn for f in sink.got] == [0, 1, 2, 5, 6, 7, 8, 9]
+    assert link.stats["down_drops"] == 2
