@@ -245,3 +245,13 @@ def test_shipped_scenario_full(name):
 def test_cli_runs_shipped_scenario_by_name(capsys):
     assert main(["sim", "--list"]) == 0
     assert "pfc_lossless_rocev2" in capsys.readouterr().out.split()
+
+
+def test_pfc_scenario_drops_without_pfc():
+    """MR-SCN-007/MR-FAB-015: the shipped PFC scenario needs PFC: without it the same incast
+    overflows the shared buffer and RoCEv2 retransmits."""
+    sc = _small(_shipped("pfc_lossless_rocev2"), 256 * 1024)
+    sc["pfc"]["enabled"] = False
+    res = run_scenario(sc)
+    assert res["delivered_ok"] and res["switch_drops"] > 0 and res["pauses"] == 0
+    assert sum(f["retransmits"] for f in res["flows"]) > 0
