@@ -255,3 +255,14 @@ def test_pfc_scenario_drops_without_pfc():
     res = run_scenario(sc)
     assert res["delivered_ok"] and res["switch_drops"] > 0 and res["pauses"] == 0
     assert sum(f["retransmits"] for f in res["flows"]) > 0
+
+
+def test_run_ends_at_last_completion_or_time_limit():
+    """MR-SCN-004: the run stops at the last expected completion, or at until_us."""
+    sc = tomllib.loads(BASE)
+    sc["flows"][0]["start_us"] = 5
+    res = run_scenario(sc)
+    assert res["sim_time_s"] == pytest.approx(5e-6 + res["flows"][0]["fct_s"], abs=1e-12)
+    sc["until_us"] = 7
+    res = run_scenario(sc)
+    assert res["sim_time_s"] == pytest.approx(7e-6) and res["flows"][0]["status"] == "incomplete"
