@@ -69,6 +69,8 @@ def _table(res):
     from rich.table import Table
 
     con = Console()
+    if not con.is_terminal:
+        con = Console(width=140)
     t = Table(title=f"{res['scenario']} ({res['protocol']['name']}, seed {res['seed']})")
     for c in ("flow", "src>dst", "bytes", "FCT us", "Gb/s", "retx", "spurious", "timeouts", "status", "ok"):
         t.add_column(c)
