@@ -296,7 +296,7 @@ class Link:
         if self.pcap is not None:
             data = frame if isinstance(frame, bytes) else codec.encode(_copy_frame(frame))
             self.pcap.write(data, self.sim.now)
-        if isinstance(frame, bytes):
+        if frame.__class__ is bytes:
             self.dst.receive_bytes(frame, self.dst_port)
         else:
             self.dst.receive(frame, self.dst_port)
@@ -397,7 +397,14 @@ class OutPort:
         self.stats = {"enqueued": 0, "drops": 0, "marked": 0, "peak_bytes": 0}
         self.drop_times = None      # set to a list to record the time of every drop
         self.qlog = None            # set to a list to record (time, queued bytes) at each enqueue
-        self._fifo = shared is None
+        self._fifo = None
+        self.set_fifo(shared is None)
+
+    def set_fifo(self, fifo):
+        """FIFO mode (departures computed when queued) or event-driven mode (PFC, shared
+        buffer). ``enqueue`` is bound to the mode's method: the hot path makes no extra call."""
+        self._fifo = fifo
+        self.enqueue = self._enqueue_fifo if fifo else self._enqueue_events
 
     def _drop(self):
         self.stats["drops"] += 1
@@ -405,8 +412,10 @@ class OutPort:
             self.drop_times.append(self.sim.now)
 
     def enqueue(self, frame, ingress=None):
-        if self._fifo:
-            return self._enqueue_fifo(frame)
+        """Queue ``frame`` (arrived over link ``ingress``) for this port's link."""
+        return self._enqueue_fifo(frame) if self._fifo else self._enqueue_events(frame, ingress)
+
+    def _enqueue_events(self, frame, ingress=None):
         size = frame._wl
         st = self.stats
         sw = self.switch
@@ -459,7 +468,7 @@ class OutPort:
         if not self.busy:
             self._start()
 
-    def _enqueue_fifo(self, frame):
+    def _enqueue_fifo(self, frame, ingress=None):
         """Without PFC or a shared buffer nothing can hold a queued frame back, so a frame's
         departure is known when it is queued: FIFO after the frames ahead of it. Its arrival is
         scheduled at once and no per-frame "done" event is needed; departed frames leave the
@@ -500,7 +509,21 @@ class OutPort:
         end = start + ser
         self.free_at = end
         deps.append((end, size))
-        link.carry(frame, ser, start)
+        if link.faults is not None:
+            link.carry(frame, ser, start)
+            return
+        # Link.carry without faults, inlined (the hot path of every hop).
+        lst = link.stats
+        lst["frames"] += 1
+        lst["bytes"] += size
+        sim = self.sim
+        if start == now:
+            if not link._up:
+                lst["down_drops"] += 1
+                return
+            heappush(sim._q, (end + link.delay, next(sim._seq), link._arrive, frame))
+        else:
+            heappush(sim._q, (end + link.delay, next(sim._seq), link._arrive_late, (frame, start)))
 
     def _start(self):
         frame = self.q[0]
@@ -564,7 +587,7 @@ class Switch:
         self.ports.append(port)
         port.switch = self
         if self.pfc is not None:
-            port._fifo = False      # PFC can hold frames back: event-driven port
+            port.set_fifo(False)    # PFC can hold frames back: event-driven port
         return port
 
     def add_route(self, dst_ip, ports):
@@ -605,13 +628,19 @@ class Switch:
         if not hops:
             self.stats["no_route"] += 1
             return
-        ingress = in_port if self.pfc is not None and isinstance(in_port, Link) else None
         if len(hops) == 1:
-            hops[0].enqueue(frame, ingress)
-        elif self.mix:
-            hops[fmix32(ecmp_hash(frame, self.seed)) % len(hops)].enqueue(frame, ingress)
+            port = hops[0]
         else:
-            hops[ecmp_hash(frame, self.seed) % len(hops)].enqueue(frame, ingress)
+            ip = frame.ip
+            u = frame.udp
+            h = _ECMP_CACHE.get((ip.src, ip.dst, u.sport, u.dport, ip.proto, self.seed))
+            if h is None:
+                h = ecmp_hash(frame, self.seed)
+            port = hops[(fmix32(h) if self.mix else h) % len(hops)]
+        if self.pfc is None:
+            port.enqueue(frame)
+        else:
+            port.enqueue(frame, in_port if isinstance(in_port, Link) else None)
 
     def receive_bytes(self, data, in_port):
         # A corrupted frame fails the FCS check at the switch (the FCS is not modelled bit by
@@ -714,16 +743,22 @@ class Host:
         nics = self.nics
         planes = len(nics)
         cap = planes
+        hdr = _HDR_LEN
         while self._free > 0 and self._queued < cap:
             f = ep.next_packet(now)
             if f is None:
                 self._arm(now)
                 return
-            f._wl = frame_len(f)
+            n = hdr.get((f.bth.opcode, f.eth.vlan is None, f.ip.version))
+            if n is None:
+                f._wl = frame_len(f)
+            else:                       # frame_len inlined
+                plen = len(f.payload)
+                f._wl = n + plen + (-plen) % 4
             self.stats["tx"] += 1
             if self.tx_hook is not None:
                 self.tx_hook(f, now)
-            nic = nics[plane_of(f, planes)]
+            nic = nics[0] if planes == 1 else nics[plane_of(f, planes)]
             if nic.busy or (nic.paused and nic.blocked(f)):
                 nic.q.append(f)
                 self._queued += 1
