@@ -115,6 +115,7 @@ SCHEMA = {
     "failures": [{
         "link": ("str", None, None),
         "switch": ("str", None, None),
+        "plane": ("int", None, _rng(0, 63)),
         "at_us": ("float", None, _rng(0)),
         "until_us": ("float", None, _rng(0)),
         "both_directions": ("bool", True, None),
@@ -274,8 +275,10 @@ def check_scenario(data, source="<scenario>"):
         if ge is not None and ge["p_gb"] is None:
             ck.fail(f"faults[{i}].burst.p_gb", "missing required key")
     for i, fl in enumerate(sc["failures"]):
-        if (fl["link"] is None) == (fl["switch"] is None):
-            ck.fail(f"failures[{i}]", "give exactly one of link or switch")
+        if sum(fl[k] is not None for k in ("link", "switch", "plane")) != 1:
+            ck.fail(f"failures[{i}]", "give exactly one of link, switch or plane")
+        if fl["plane"] is not None and fl["plane"] >= topo["planes"]:
+            ck.fail(f"failures[{i}].plane", f"unknown plane {fl['plane']} (planes are 0 .. {topo['planes'] - 1})")
         if fl["until_us"] is not None and fl["until_us"] <= fl["at_us"]:
             ck.fail(f"failures[{i}].until_us", f"{fl['until_us']} is not after at_us ({fl['at_us']})")
     proto = sc["protocol"]
@@ -375,6 +378,9 @@ def build_fabric(sc, seed):
     for i, fl in enumerate(sc["failures"]):
         at = fl["at_us"] * 1e-6
         until = None if fl["until_us"] is None else fl["until_us"] * 1e-6
+        if fl["plane"] is not None:
+            fab.plane_down(fl["plane"], at, until)
+            continue
         if fl["switch"] is not None:
             if fl["switch"] not in fab.switches:
                 ck.fail(f"failures[{i}].switch", f"unknown switch {fl['switch']!r} (switches look like "
@@ -409,9 +415,14 @@ def _status_name(code):
         return f"status_{int(code)}"
 
 
-def run_scenario(scenario, seed=None):
+def run_scenario(scenario, seed=None, setup=None):
     """Run a scenario (a path, or a dict as TOML would give it) and return its result dict
-    (MR-SCN-003..006). ``seed`` overrides the file's ``seed``."""
+    (MR-SCN-003..006). ``seed`` overrides the file's ``seed``.
+
+    ``setup(fabric, info)``, when given, is called just before the run with the built
+    :class:`Fabric` (endpoints on its hosts, flows posted) and ``info = {"flows": [...],
+    "flow_of": {(src addr, BTH DestQP): flow index}}``, so that a benchmark can attach its own
+    taps (``rx_hook``, a port's ``drop_times`` or ``qlog``, ``Meter``...)."""
     if isinstance(scenario, (str, pathlib.Path)):
         sc = load_scenario(scenario)
     elif "_source" in scenario:
@@ -537,6 +548,8 @@ def run_scenario(scenario, seed=None):
     for h in {st["src_host"] for st in state}:
         h.tx_hook = tx_tap
 
+    if setup is not None:
+        setup(fab, {"flows": flows, "flow_of": dict(qp_to_flow)})
     until = sc["until_us"] * 1e-6
     t0 = time.perf_counter()
     c0 = time.process_time()

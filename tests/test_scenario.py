@@ -57,6 +57,10 @@ BAD = [
     ("[[flows]]\nsrc=\"h0\"\ndst=\"h1\"\nsize=1\n[[failures]]\nlink=\"h0>p0.leaf0\"\nat_us=5\nuntil_us=2\n",
      "failures[0].until_us: 2.0 is not after at_us"),
     ("seed = 1\nseed = 2\n", "not valid TOML"),
+    ("[[flows]]\nsrc=\"h0\"\ndst=\"h1\"\nsize=1\n[[failures]]\nplane=1\nat_us=5\n",
+     "failures[0].plane: unknown plane 1 (planes are 0 .. 0)"),
+    ("[[flows]]\nsrc=\"h0\"\ndst=\"h1\"\nsize=1\n[[failures]]\nplane=0\nswitch=\"p0.leaf0\"\nat_us=5\n",
+     "failures[0]: give exactly one of link, switch or plane"),
 ]
 
 
@@ -266,3 +270,33 @@ def test_run_ends_at_last_completion_or_time_limit():
     sc["until_us"] = 7
     res = run_scenario(sc)
     assert res["sim_time_s"] == pytest.approx(7e-6) and res["flows"][0]["status"] == "incomplete"
+
+
+def test_setup_hook_sees_the_fabric_before_the_run():
+    """MR-SCN-003: the library's setup hook gets the fabric and the flow map; its taps see the
+    run (how a benchmark adds its own measurements)."""
+    seen = []
+
+    def setup(fab, info):
+        assert fab.sim.now == 0 and [f["name"] for f in info["flows"]] == ["f0"]
+        key = (fab.hosts[0].addr, 1)
+        assert info["flow_of"] == {key: 0}
+        fab.hosts[1].rx_hook = lambda frame, now: seen.append(info["flow_of"].get(
+            (frame.ip.src, frame.bth.dest_qp))) if frame.payload else None
+
+    res = run_scenario(tomllib.loads(BASE), setup=setup)
+    assert res["delivered_ok"] and seen.count(0) == res["flows"][0]["data_frames"] == 16
+
+
+def test_plane_failure_moves_traffic_to_the_other_planes():
+    """MR-SCN-002/MR-FAB-035: a failed plane carries nothing after the failure; MetaRoCE
+    finishes on the others."""
+    sc = tomllib.loads(BASE)
+    sc["topology"]["planes"] = 2
+    sc["flows"][0]["size"] = "1Mi"
+    sc["failures"] = [{"plane": 1, "at_us": 10}]
+    res = run_scenario(sc)
+    assert res["delivered_ok"]
+    links = {ln["name"]: ln for ln in res["links"]}
+    assert links["h0>p1.leaf0"]["down_drops"] > 0
+    assert links["h0>p0.leaf0"]["frames"] > links["h0>p1.leaf0"]["frames"]
