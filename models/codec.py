@@ -258,7 +258,8 @@ _bth_pack = _H["bth"].packer(from_attrs=True)
 _bth_unpack = _H["bth"].unpacker(make=BTH)
 _EXT_PACK = {n: _H[n].packer(from_attrs=True) for n in _HEADER_TYPES}
 _EXT_PACK["imm"] = _H["imm"].packer()
-_EXT_PACK["cnp"] = lambda _none, _zeros=_H["cnp"].packer(())(): _zeros
+_CNP_ZEROS = _H["cnp"].packer(())()    # MR-WIRE-064: all reserved, sent as zeros
+_EXT_PACK["cnp"] = lambda _none: _CNP_ZEROS
 _EXT_UNPACK = {n: _H[n].unpacker(make=cls) for n, cls in _HEADER_TYPES.items()}
 _EXT_UNPACK["imm"] = _H["imm"].unpacker()
 _VERSION_OF = {n: _H[n].unpacker(("version",)) for n in ("mrdh", "mrah", "mrnh")}
@@ -273,8 +274,8 @@ def _ipv4_checksum(hdr):
 
 def ipv4_checksum_ok(hdr):
     """True when a 20-byte IPv4 header's checksum is right (MR-WIRE-023)."""
-    ck = hdr[_IPV4_CK:_IPV4_CK + 2]
-    return _ipv4_checksum(hdr[:_IPV4_CK] + b"\0\0" + hdr[_IPV4_CK + 2:wire.IPV4_HLEN]) == int.from_bytes(ck, "big")
+    zeroed = hdr[:_IPV4_CK] + b"\0\0" + hdr[_IPV4_CK + 2:wire.IPV4_HLEN]
+    return _ipv4_checksum(zeroed) == int.from_bytes(hdr[_IPV4_CK:_IPV4_CK + 2], "big")
 
 
 def _udp6_checksum(src, dst, udp):
@@ -314,9 +315,8 @@ def encode_bth(b):
 #: fit rather than corrupting a neighbouring field on the wire. ``IP`` holds IPv4 and IPv6 fields.
 _WIDTHS = {
     Eth: {k: _H["vlan"].width(k) for k in ("vlan", "pcp", "dei")},
-    IP: {"dscp": _H["ipv4"].width("dscp"), "ecn": _H["ipv4"].width("ecn"), "ttl": _H["ipv4"].width("ttl"),
-         "ident": _H["ipv4"].width("ident"), "flow_label": _H["ipv6"].width("flow_label"),
-         "proto": _H["ipv4"].width("proto")},
+    IP: {**{k: _H["ipv4"].width(k) for k in ("dscp", "ecn", "ttl", "ident")},
+         "flow_label": _H["ipv6"].width("flow_label"), "proto": _H["ipv4"].width("proto")},
     UDP: {k: _H["udp"].width(k) for k in ("sport", "dport", "checksum")},
     **{cls: _H[name].layout() for name, cls in RECORDS.items()},
 }
@@ -398,11 +398,9 @@ def encode(frame, *, icrc_override=None):
         l3 = b"".join((l3[:ck_at], ck.to_bytes(2, "big"), l3[ck_at + 2:]))
     eth = frame.eth
     if eth.vlan is None:
-        l2 = _eth_pack(_mac(eth.dst), _mac(eth.src), ethertype)
-    else:
-        l2 = _eth_pack(_mac(eth.dst), _mac(eth.src), wire.VLAN_TPID) + _vlan_pack(eth.pcp, eth.dei, eth.vlan,
-                                                                                ethertype)
-    return l2 + l3
+        return _eth_pack(_mac(eth.dst), _mac(eth.src), ethertype) + l3
+    tag = _vlan_pack(eth.pcp, eth.dei, eth.vlan, ethertype)
+    return _eth_pack(_mac(eth.dst), _mac(eth.src), wire.VLAN_TPID) + tag + l3
 
 
 def wire_len(frame):

@@ -53,7 +53,8 @@ class Header:
         pos = 0
         for f in self.fields:
             if f.offset != pos or f.width <= 0:
-                raise ValueError(f"{self.name}.{f.name}: offset {f.offset}, expected {pos} (fields must tile)")
+                raise ValueError(f"{self.name}.{f.name}: offset {f.offset}, expected {pos} "
+                                 "(fields must tile)")
             pos += f.width
         if pos % 8:
             raise ValueError(f"{self.name}: {pos} bits is not whole bytes")
@@ -173,7 +174,10 @@ class Header:
                     v = f"({v} & {(1 << f.width) - 1:#x})"
                 value[f.name] = v
         vals = [value[name] for name in fields]
-        ret = f"_make({', '.join(vals)})" if make else (vals[0] if len(vals) == 1 else f"({', '.join(vals)},)")
+        if make:
+            ret = f"_make({', '.join(vals)})"
+        else:
+            ret = vals[0] if len(vals) == 1 else f"({', '.join(vals)},)"
         src = (f"def unpack(buf, offset=0):\n    ({', '.join(outs)},) = _s.unpack_from(buf, offset)\n"
                f"    return {ret}\n")
         return _compile(src, "unpack", struct.Struct(fmt), make, f"{self.name}.unpack")

@@ -446,8 +446,8 @@ def test_lua_dissector_matches_table():
 
 @pytest.mark.parametrize("old, new, why", [
     ("st:add(f.mrdh_stream, tvb(off + 2, 2))", "st:add(f.mrdh_stream, tvb(off + 3, 2))", "mrdh.stream"),
-    ('"metaroce.mrnh.version", "Version", base.DEC, nil, 0xF0', '"metaroce.mrnh.version", "Version", base.DEC, nil, 0x70',
-     "mrnh.version"),
+    ('"metaroce.mrnh.version", "Version", base.DEC, nil, 0xF0',
+     '"metaroce.mrnh.version", "Version", base.DEC, nil, 0x70', "mrnh.version"),
     ('mrah_ece = ProtoField.bool("metaroce.mrah.flags.ece", "ECE", 8, nil, 0x01)',
      'mrah_ece = ProtoField.bool("metaroce.mrah.flags.ece", "ECE", 8, nil, 0x02)', "flags.ece"),
     ("mrah = 48", "mrah = 44", "hlen.mrah"),
