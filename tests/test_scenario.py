@@ -211,7 +211,14 @@ def _check_link_failure_reconverge(res):
     assert "p0.leaf1>p0.spine1" in downs or "p0.spine1>p0.leaf1" in downs
 
 
+def _check_switch_failure_rocev2(res):
+    assert res["route_updates"] == 1
+    assert sum(f["timeouts"] for f in res["flows"]) >= 1       # a QP was on the dead spine
+    assert sum(ln["down_drops"] for ln in res["links"]) > 0
+
+
 CHECKS = {
+    "switch_failure_rocev2": _check_switch_failure_rocev2,
     "single_switch_loss": _check_single_switch_loss,
     "leaf_spine_spine_loss": _check_leaf_spine_spine_loss,
     "fat_tree_incast": _check_fat_tree_incast,
@@ -219,7 +226,7 @@ CHECKS = {
     "link_failure_reconverge": _check_link_failure_reconverge,
 }
 
-SMALL = {"single_switch_loss": "1Mi", "leaf_spine_spine_loss": "1Mi", "fat_tree_incast": "128Ki",
+SMALL = {"switch_failure_rocev2": "512Ki", "single_switch_loss": "1Mi", "leaf_spine_spine_loss": "1Mi", "fat_tree_incast": "128Ki",
          "pfc_lossless_rocev2": "256Ki", "link_failure_reconverge": "2Mi"}
 
 
@@ -300,3 +307,14 @@ def test_plane_failure_moves_traffic_to_the_other_planes():
     links = {ln["name"]: ln for ln in res["links"]}
     assert links["h0>p1.leaf0"]["down_drops"] > 0
     assert links["h0>p0.leaf0"]["frames"] > links["h0>p1.leaf0"]["frames"]
+
+
+def test_rocev2_without_reconvergence_fails_on_the_dead_spine():
+    """MR-SCN-007/MR-FAB-017: without reconvergence the QP hashed onto the dead spine never gets
+    through: its write ends with a retry error (the scenario completes only because switches
+    reconverge)."""
+    sc = _small(_shipped("switch_failure_rocev2"), 512 * 1024)
+    sc["routing"]["reconverge_us"] = None
+    res = run_scenario(sc)
+    bad = [f for f in res["flows"] if f["status"] != "success"]
+    assert len(bad) == 1 and bad[0]["status"] == "error:retry_exc_err" and not res["delivered_ok"]
