@@ -63,6 +63,10 @@ def _trailing_ones(x):
     return (~x & (x + 1)).bit_length() - 1
 
 
+#: The number of consecutive set bits from bit 0 (a bitmap's cumulative edge, MR-ENG-012).
+trailing_ones = _trailing_ones
+
+
 # ---------------------------------------------------------------------------------------------
 # Receiver per-path sequence state (MR-SEQ-004..008)
 

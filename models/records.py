@@ -29,7 +29,7 @@ TX_MSGS = 8
 RX_MSGS = 8
 #: Chunks of one message that may be outstanding beyond its lowest unacknowledged chunk
 #: (MR-ENG-012): the width of the per-message chunk bitmaps.
-CHUNK_WINDOW = 256
+CHUNK_WINDOW = 512
 #: Outstanding-packet records shared by all paths of all connections (MR-ENG-013).
 RTX_POOL = 16384
 #: PSNs a path may have unresolved (MR-SEQ-006); the model's ring size per path.

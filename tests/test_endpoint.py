@@ -630,15 +630,40 @@ def test_delayed_ack():
 
 
 def test_check_order():
-    """MR-SEC-007: the first failing check decides the reason (window, then stream, then key)."""
+    """MR-SEC-007: the first failing check decides the reason: stream, chunk, key, and only then
+    the PSN window (the packet's own checks come before any sequence state)."""
     b, cb, mem, key, ro = _victim()
     b.receive(_data(Op.MR_WRITE, rkey=key + 50, stream=9, psn=P.RX_WINDOW + 5), 0.0)
-    b.receive(_data(Op.MR_WRITE, rkey=key + 50, stream=9), 0.0)
-    b.receive(_data(Op.MR_WRITE, rkey=key + 50, offset=7, msg_len=100), 0.0)
-    b.receive(_data(Op.MR_WRITE, rkey=key + 50), 0.0)
-    assert [f.mrnh.reason for f in _naks(b)] == [NakReason.PSN_WINDOW, NakReason.STREAM,
-                                                 NakReason.INVALID_REQUEST, NakReason.ACCESS]
+    b.receive(_data(Op.MR_WRITE, rkey=key + 50, offset=7, msg_len=100, psn=P.RX_WINDOW + 5), 0.0)
+    b.receive(_data(Op.MR_WRITE, rkey=key + 50, psn=P.RX_WINDOW + 5), 0.0)
+    b.receive(_data(Op.MR_WRITE, rkey=key, psn=P.RX_WINDOW + 5), 0.0)
+    assert [f.mrnh.reason for f in _naks(b)] == [NakReason.STREAM, NakReason.INVALID_REQUEST,
+                                                 NakReason.ACCESS, NakReason.PSN_WINDOW]
     assert bytes(mem) == bytes(4096)
+
+
+def test_forged_duplicate_checked_before_shortcut():
+    """MR-SEC-007, MR-SEC-008: a copy of an already placed chunk with a forged R_Key, bounds or
+    P_Key is refused as a bad packet, not ACKed as a duplicate; the genuine copy is."""
+    b, cb, mem, key, ro = _victim()
+    b.receive(_data(Op.MR_WRITE, rkey=key, psn=0, payload=b"\x55" * 64), 0.0)
+    assert [g.bth.opcode for g in _naks(b)] == []       # placed, ACK pending (delayed)
+    p0 = cb.paths[0]
+    state = (p0.rx_cum, p0.rx_sack)
+    snap = bytes(mem)
+    b.receive(_data(Op.MR_WRITE, rkey=key + 7, psn=0, payload=b"\x66" * 64), 0.0)
+    b.receive(_data(Op.MR_WRITE, rkey=key, psn=0, va=4096 - 32, payload=b"\x66" * 64), 0.0)
+    forged = _data(Op.MR_WRITE, rkey=key, psn=0, payload=b"\x66" * 64)
+    forged.bth.pkey = 0x1234
+    b.receive(forged, 0.0)
+    out = _naks(b)
+    assert [f.mrnh.reason for f in out if f.bth.opcode == Op.MR_NAK] == [NakReason.ACCESS, NakReason.BOUNDS]
+    assert b.stats["drop_bad_pkey"] == 1 and b.stats["duplicates"] == 0
+    assert bytes(mem) == snap and (p0.rx_cum, p0.rx_sack) == state
+    # the genuine duplicate is acknowledged at once and not placed again
+    b.receive(_data(Op.MR_WRITE, rkey=key, psn=0, payload=b"\x55" * 64), 0.0)
+    assert [g.bth.opcode for g in _naks(b)] == [Op.MR_ACK]
+    assert b.stats["duplicates"] == 1
 
 
 def test_delivered_message_duplicate_not_replaced():
