@@ -389,7 +389,10 @@ def test_integrity_under_fault(kind, seed):
     w.check(lb)
     st = lb.stats
     if kind == "loss":
-        assert st["lost"] > 0 and a.stats["gap_losses"] > 0
+        # Each loss is found by the gap rule, the cross-path bound or the timer (which one
+        # depends on the trace; the stream scheduler of MR-ENG-030 changed the traces).
+        assert st["lost"] > 0
+        assert a.stats["gap_losses"] + a.stats["xpath_losses"] + a.stats["timeouts"] > 0
         assert a.stats["retransmitted"] >= st["lost"]
     if kind == "duplicate":
         assert st["duplicated"] > 0 and b.stats["duplicates"] + a.stats["drop_bad_ack"] + \
