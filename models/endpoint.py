@@ -76,8 +76,6 @@ _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
 _DATA_OPS = (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM)
 RING_MASK = P.SEND_WINDOW - 1
-#: MR-ENG-012: chunks of a message outstanding beyond its lowest unacknowledged chunk.
-CHUNK_WINDOW = R.CHUNK_WINDOW
 
 
 class _SMsg:
@@ -108,7 +106,7 @@ class _SMsg:
 
 class _Rec:
     """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001)."""
-    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free")
+    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free", "dup")
 
     def __init__(self, msg, idx, t, nbytes):
         self.msg, self.idx, self.t, self.nbytes = msg, idx, t, nbytes
@@ -116,13 +114,14 @@ class _Rec:
         self.probe = False
         self.req = False            # sent with BTH AckReq: the receiver ACKs it at once
         self.free = False           # first-window packet outside the hinted window (MR-CC-007)
+        self.dup = False            # a copy was queued elsewhere (MR-ENG-012)
 
 
 class _Path:
     __slots__ = ("conn", "idx", "entropy", "gen", "next_psn", "floor", "ring", "live", "inflight",
                  "cwnd", "srtt", "rttvar", "backoff", "deadline", "tstack", "consec_to", "state",
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
-                 "retired_before", "head", "collapsed", "min_rtt", "xwit", "xslack", "xrun",
+                 "retired_before", "head", "collapsed", "tail_probed", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
                  "rx_prev_ce")
 
@@ -140,6 +139,7 @@ class _Path:
         self.deadline = None        # tail-loss timer (MR-REL-006)
         self.tstack = []            # deadlines queued in the endpoint heap, decreasing
         self.head = self.floor      # no live record below this PSN (MR-REL-006)
+        self.tail_probed = False    # MR-REL-010: the timer's last expiry sent a tail probe
         self.collapsed = False      # cwnd reset by a timeout that carried no information
         self.min_rtt = None         # lowest RTT sample of the path (MR-REL-009)
         self.xwit = -1.0            # send time of the newest packet acked on another path
@@ -363,16 +363,31 @@ class Connection:
                 # MR-ENG-013/030: no slot; a stream that holds one leaves the last one to a
                 # stream that holds none.
                 continue
-            if m.next_chunk >= m.ack_base + CHUNK_WINDOW:
-                continue            # MR-ENG-012: the message's chunk window is full
+            if m.next_chunk >= m.ack_base + self.ep.chunk_window:
+                self._unstall(m)    # MR-ENG-012: the message's chunk window is full
+                continue
             return m, m.next_chunk, False, k - 1
         return None
+
+    def _unstall(self, m):
+        """MR-ENG-012, MR-PATH-005: a message stalled by its chunk window whose lowest
+        unacknowledged chunk travels only as the probe of a probing path (which may wait for
+        backed-off timers) gets a copy of that chunk queued for resend on a working path."""
+        for q in self.paths:
+            if q.state != _PROBING or not q.live:
+                continue
+            for rec in q.records(q.head):
+                if not rec.lost and not rec.dup and rec.msg is m and rec.idx == m.ack_base:
+                    rec.dup = True
+                    self.retx.append((m, rec.idx))
+                    self.ep.stats["probe_copies"] += 1
+                    return
 
     def _slot_wanted(self, s):
         """Another stream with unsent work holds no message slot (MR-ENG-030)."""
         return any(t != s and not self.s_slots[t] for t in self.s_active)
 
-    def _pick_path(self, nbytes):
+    def _pick_path(self, nbytes, retx=False):
         paths = self.paths
         n = len(paths)
         rr = self.rr
@@ -384,8 +399,9 @@ class Connection:
                         P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
                     self.rr = (rr + k + 1) % n
                     return p
-            elif st == _PROBING:
-                # MR-PATH-005: one probe packet at a time on a path being tested.
+            elif st == _PROBING and not retx:
+                # MR-PATH-005: one probe packet at a time on a path being tested; never a
+                # resend (MR-REL-003), which would risk a chunk twice on a failed route.
                 if p.live == 0 and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
                     self.rr = (rr + k + 1) % n
                     return p
@@ -408,7 +424,7 @@ class Connection:
             ep.stats["rtx_pool_full"] += 1
             ep._pool_waiters[self.local_id] = self
             return _BLOCKED
-        p = self._pick_path(nbytes)
+        p = self._pick_path(nbytes, is_retx)
         if p is None:
             return _BLOCKED
         if is_retx:
@@ -669,6 +685,7 @@ class Connection:
             if dec:
                 p.next_dec = now + (p.srtt or ep.base_rtt)
         if pkts:
+            p.tail_probed = False
             if self.last_progress is not None:
                 self.last_progress = now    # MR-ENG-040
             p.consec_to = 0
@@ -712,48 +729,50 @@ class Connection:
                 ep._arm(q, dl)
 
     def _xdue(self, p):
-        """MR-REL-009: the send time of the first AckReq packet at or after the path's oldest
-        live packet: the receiver acknowledges the oldest packet at the latest with it (an
-        earlier packet may wait for its ACK group). ``None`` when there is none."""
-        head = p.oldest_live()
-        if head is None:
+        """MR-REL-009: the send time of the AckReq packet that closes the **second** ACK group at
+        or after the path's oldest live packet (the first, for a probing path's one packet). The
+        receiver acknowledges the oldest packet at the latest with the first group's ACK; if that
+        ACK is lost, the next group's ACK repairs it (cumulative PSN and SACK), so only when that
+        one is overdue too is the silence evidence of loss. ``None`` when there is none."""
+        if p.oldest_live() is None:
             return None
+        need = 1 if p.state == _PROBING else 2
         for rec in p.records(p.head):
             if rec.req and not rec.lost:
-                return rec.t
+                need -= 1
+                if not need:
+                    return rec.t
         return None
 
     def _on_overdue(self, p, now):
-        """MR-REL-009: declare lost the path's live packets whose ACK group (up to its AckReq
-        packet) was sent before the witness and is overdue by the cross-path bound; a path found
-        silent is judged as at a timeout."""
-        st = self.ep.stats
-        k = 0
-        grp = []
+        """MR-REL-009: when the ACK groups of the path's oldest live packets are overdue by the
+        cross-path bound, and so is the group after them (whose ACK would have repaired a lost
+        ACK), the path is silent: every live packet is lost, as at a timeout, and the path is
+        judged (MR-PATH-001). A single overdue group (one lost ACK) costs nothing."""
+        need = 1 if p.state == _PROBING else 2
+        k = n = 0
+        grp = 0
         p.oldest_live()
-        for rec in list(p.records(p.head)):
+        for rec in p.records(p.head):
             if rec.lost:
                 continue
-            grp.append(rec)
+            grp += 1
             if not rec.req:
                 continue
             if rec.t >= p.xwit or rec.t + p.xslack > now:
                 break
-            for r in grp:
-                self._mark_lost(p, r)
-            k += len(grp)
-            grp = []
-        if k:
-            st["xpath_losses"] += k
-            p.xrun += k
-            if p.state == _PROBING or (p.xrun >= 2 and p.state == _ACTIVE):
-                # Two packets overdue in a row (or a probe) and nothing acknowledged on the path
-                # meanwhile: the path is silent (one random loss is not): everything in flight
-                # on it is lost, as at a timeout, and the path is judged (MR-PATH-001).
-                p.xrun = 0
-                for rec in p.records(p.head):
-                    self._mark_lost(p, rec)
-                self._verdict(p, now)
+            n += 1
+            if n >= need:
+                break
+            k += grp
+            grp = 0
+        if n >= need:
+            k += grp if need == 1 else 0
+            self.ep.stats["xpath_losses"] += max(k, 1)
+            p.xrun += 1
+            for rec in list(p.records(p.head)):
+                self._mark_lost(p, rec)
+            self._verdict(p, now)
         self._rearm(p)
         self.ep._make_ready(self)
 
@@ -829,6 +848,15 @@ class Connection:
         if head is not None and head.t + self._rto(p) > now:
             self._on_overdue(p, now)        # MR-REL-009: the cross-path bound, not the RTO
             return
+        if (head is not None and not p.tail_probed and p.state == _ACTIVE
+                and self._healthy(p, now) and self._probe_same_psn(p, now)):
+            # MR-REL-010: the path was working and another one still is: the silence may be one
+            # lost ACK. Ask again (the newest PSN, as is) before declaring anything lost; a dead
+            # path is still caught by the cross-path bound (MR-REL-009) meanwhile.
+            p.tail_probed = True
+            self.ep.stats["tail_probes"] += 1
+            return
+        p.tail_probed = False
         self.ep.stats["timeouts"] += 1
         for rec in p.records(p.head):
             self._mark_lost(p, rec)
@@ -913,17 +941,18 @@ class Connection:
         psn = (p.next_psn - 1) & P.PSN_MASK
         rec = p.rec(psn)
         if rec is None:
-            return
-        rec.probe = True
+            return False
         m = rec.msg
         off = rec.idx * self.ep.mtu
         if m.mv is None:
-            return
+            return False
+        rec.probe = True
         f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
         self.ep._ctrl.append(f)
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
         self.ep._arm(p, now + self._rto(p))
+        return True
 
     # -- receiver --------------------------------------------------------------------------------
 
@@ -1032,7 +1061,7 @@ class Connection:
             if len(self.rx_open) >= ep.max_rx_msgs:
                 return NakReason.INVALID_REQUEST    # MR-ENG-015: no receive message slot
             base = 0
-        if idx >= base + CHUNK_WINDOW:
+        if idx >= base + ep.chunk_window:
             return NakReason.INVALID_REQUEST        # MR-ENG-012: beyond the chunk window
         if op == Op.MR_WRITE or op == Op.MR_WRITE_IMM:
             reth = f.reth
@@ -1142,6 +1171,8 @@ def _check_config(cfg):
     integer("max_streams", 1, 65536)
     integer("retry_cnt", 1)
     integer("rnr_retry", 0)
+    if cfg["chunk_window"] is not None:
+        integer("chunk_window", 1, 1 << 20)
 
 
 class VerbsHost:
@@ -1266,7 +1297,7 @@ class Endpoint(VerbsHost):
                  probe_interval=None, share_interval=None, max_rx_msgs=8, seed=0,
                  initial_psn=0, first_window=2, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
-                 retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None):
+                 retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None):
         _check_config(locals())
         self.addr = addr
         self.mtu = mtu
@@ -1290,6 +1321,10 @@ class Endpoint(VerbsHost):
         self.share_interval = share_interval if share_interval is not None else base_rtt
         self.max_rx_msgs = max_rx_msgs
         self.max_tx_msgs = max_tx_msgs
+        # MR-ENG-012: by default the connection window's cap in chunks, as a power of two
+        # (512 at 400 Gb/s x 10 us: the engine instance's CHUNK_WINDOW).
+        self.chunk_window = chunk_window if chunk_window is not None else max(
+            64, 1 << (int(-(-self.cwnd_max // mtu)) - 1).bit_length())
         self.max_outstanding = max_outstanding
         self.sq_depth = sq_depth
         self.max_paths, self.max_streams = max_paths, max_streams

@@ -104,6 +104,7 @@ PATH_TX = data.StructLayout({
     "xslack": DUR_BITS,
     "xrun": 4,
     "collapsed": 1,
+    "tail_probed": 1,           # MR-REL-010
     "retired_before": 1,
     "probe_log2": 3,
     "ring_head": POOL_PTR_BITS,     # RTL: oldest record of the path in the shared pool
@@ -177,6 +178,7 @@ RTX = data.StructLayout({
     "probe": 1,
     "req": 1,
     "free": 1,
+    "dup": 1,                   # a copy of the chunk was queued on another path (MR-ENG-012)
     "next": POOL_PTR_BITS,      # RTL: next record of the same path (FIFO in PSN order)
 })
 

@@ -117,7 +117,7 @@ def test_hostile_chunk_beyond_window_nak():
     from metaroce.models.codec import BTH, IP, MRDH, RETH, UDP, Eth, Frame
     from metaroce.models.wire import MrdhFlag, NakReason, Op
     a, b, ca, cb, ka, kb, src, dst = _pair(mem=64 << 20)
-    off = R.CHUNK_WINDOW * 1024
+    off = b.chunk_window * 1024
     f = Frame(eth=Eth(), ip=IP(src=A, dst=B, ecn=2), udp=UDP(sport=0xC001),
               bth=BTH(opcode=Op.MR_WRITE, dest_qp=20, psn=0),
               mrdh=MRDH(1, 0, 0, 0, 0, off, 32 << 20), reth=RETH(0, kb, 32 << 20), payload=b"x" * 1024)

@@ -393,7 +393,8 @@ def test_integrity_under_fault(kind, seed):
         # depends on the trace; the stream scheduler of MR-ENG-030 changed the traces).
         assert st["lost"] > 0
         assert a.stats["gap_losses"] + a.stats["xpath_losses"] + a.stats["timeouts"] > 0
-        assert a.stats["retransmitted"] >= st["lost"]
+        # a lost packet comes back as a resend, or as the tail probe that re-sends it (MR-REL-010)
+        assert a.stats["retransmitted"] + a.stats["probes_sent"] >= st["lost"]
     if kind == "duplicate":
         assert st["duplicated"] > 0 and b.stats["duplicates"] + a.stats["drop_bad_ack"] + \
             a.stats["acks_received"] > 0

@@ -56,3 +56,13 @@ def test_fits_rejects_values_outside_fields():
         R.fits(R.RTX, nbytes=1 << 13)
     with pytest.raises(ValueError):
         R.fits(R.RTX, no_such_field=1)
+
+
+def test_model_limits_match_the_instance_at_400g():
+    """MR-ENG-010..013: the reference endpoint's default limits at 400 Gb/s x 10 us are the engine
+    instance's: chunk window, message slots, record pool."""
+    from metaroce.models.endpoint import Endpoint
+    ep = Endpoint(line_rate_bps=400e9, base_rtt=10e-6, mtu=4096)
+    assert ep.chunk_window == R.CHUNK_WINDOW
+    assert ep.max_tx_msgs == R.TX_MSGS and ep.max_rx_msgs == R.RX_MSGS
+    assert ep.max_outstanding == R.RTX_POOL
