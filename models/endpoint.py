@@ -132,9 +132,9 @@ class _Path:
         self.ring = [None] * P.SEND_WINDOW    # MR-ENG-027: records by PSN mod 256
         self.live = 0               # records not marked lost
         self.inflight = 0           # bytes of live records
-        self.cwnd = cwnd
-        self.srtt = None
-        self.rttvar = 0.0
+        self.cwnd = int(cwnd)       # MR-ENG-053: integer bytes
+        self.srtt = None            # MR-ENG-052: RTT estimator in integer ns
+        self.rttvar = 0
         self.backoff = 1
         self.deadline = None        # tail-loss timer (MR-REL-006)
         self.tstack = []            # deadlines queued in the endpoint heap, decreasing
@@ -473,7 +473,7 @@ class Connection:
         self.last_tx = now
         self.last_wl = wl = wire_len(f)
         if self.rate_bps < ep.line_rate_bps:
-            self.pace_until = max(self.pace_until, now) + P.pacing_gap(wl, self.rate_bps)
+            self.pace_until = max(self.pace_until, now) + self._gap(wl)
         st = ep.stats
         st["packets_sent"] += 1
         st["data_packets_sent"] += 1
@@ -514,8 +514,16 @@ class Connection:
 
     def _rto(self, p):
         ep = self.ep
-        return P.rto_value(p.srtt, p.rttvar, min_rtts=ep.rto_min_rtts, rto_min=ep.rto_min,
-                           rto_max=ep.rto_max, initial=ep.rto_initial) * p.backoff
+        return P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
+                              rto_max=ep._rto_max_ns, initial=ep._rto_initial_ns) * p.backoff / P.NS_PER_S
+
+    def _gap(self, wire_bytes):
+        """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s."""
+        return P.pacing_gap_ns(wire_bytes, max(1, int(self.rate_bps // 1e6))) / P.NS_PER_S
+
+    def _srtt_s(self, p):
+        """The path's smoothed RTT in seconds, the base RTT before any sample."""
+        return self.ep.base_rtt if p.srtt is None else p.srtt / P.NS_PER_S
 
     def _chunk_acked(self, m, i):
         if m.is_acked(i):
@@ -586,12 +594,12 @@ class Connection:
         rec = p.rec(a.trigger_psn)
         wit = None
         if rec is not None and not rec.probe:
-            sample = now - rec.t
-            p.srtt, p.rttvar = P.rtt_update(p.srtt, p.rttvar, sample)   # MR-REL-005
+            sample = P.to_ns(now - rec.t)
+            p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
             if p.min_rtt is None or sample < p.min_rtt:
                 p.min_rtt = sample
-            wit = (rec.t, sample - p.min_rtt)
+            wit = (rec.t, (sample - p.min_rtt) / P.NS_PER_S)
         pkts = nbytes = 0
         for j in range(n):
             ix = (floor + j) & RING_MASK
@@ -626,7 +634,7 @@ class Connection:
         if self.rate_bps != old_rate and self.last_tx >= 0:
             # MR-CC-006: a new rate applies from the last frame sent, not from the next one: a
             # lower one delays the next frame, a higher one (MR-CC-010) lets it go sooner.
-            gap = self.last_tx + P.pacing_gap(self.last_wl, self.rate_bps)
+            gap = self.last_tx + self._gap(self.last_wl)
             self.pace_until = max(self.pace_until, gap) if self.rate_bps < old_rate else \
                 min(self.pace_until, gap)
         # MR-CC-007: while hinted, the connection keeps at most 1.5 hinted BDPs in flight, so
@@ -666,24 +674,25 @@ class Connection:
                 # held to a guessed, too low share keeps its place within the hinted band.
                 up = self.rate_bps / old_rate
                 for q in self.paths:
-                    q.cwnd *= up
+                    q.cwnd = int(q.cwnd * up)
             for q in (self.paths if self.rate_bps != old_rate else (p,)):
                 if q.cwnd > cap:
-                    q.cwnd = cap
+                    q.cwnd = int(cap)
                 elif q.cwnd < wmin:
-                    q.cwnd = wmin
+                    q.cwnd = int(wmin)
         elif p.collapsed and pkts and not ce:
             # The receiver is not shared and the path delivers again: back to the initial window.
             wmin = max(wmin, ep.bdp * ep.init_window_bdp / len(self.paths))
         if pkts:
             p.collapsed = False
         if p.cwnd < wmin:
-            p.cwnd = wmin
+            p.cwnd = int(wmin)
         if pkts or ce:
-            p.cwnd, dec = P.aimd(p.cwnd, nbytes, min(1.0, ce / max(1, pkts)), now >= p.next_dec,
-                                 mtu=ep.mtu, cwnd_min=wmin, cwnd_max=wmax, beta=ep.beta)
+            p.cwnd, dec = P.aimd_fx(p.cwnd, nbytes, P.ce_fraction_q(ce, pkts), now >= p.next_dec,
+                                    mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
+                                    beta_q=ep._beta_q)          # MR-ENG-053
             if dec:
-                p.next_dec = now + (p.srtt or ep.base_rtt)
+                p.next_dec = now + self._srtt_s(p)
         if pkts:
             p.tail_probed = False
             if self.last_progress is not None:
@@ -693,7 +702,7 @@ class Connection:
             p.last_ack = now
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
-                p.cwnd = max(ep.mtu, ep.bdp * ep.init_window_bdp / len(self.paths))
+                p.cwnd = int(max(ep.mtu, ep.bdp * ep.init_window_bdp / len(self.paths)))
                 p.probe_interval = ep.probe_interval
                 st["paths_restored" if p.retired_before else "paths_cleared"] += 1
                 p.retired_before = False
@@ -717,8 +726,9 @@ class Connection:
                 continue
             # The allowance covers reordering and RTT variation; the receiver's ACK grouping is
             # covered by timing from the group's AckReq packet (_xdue).
-            slack = P.xpath_deadline(0.0, q.min_rtt, max(qdelay, q.srtt - q.min_rtt),
-                                     ep.reorder_allow + 2 * q.rttvar)
+            ns = P.NS_PER_S
+            slack = P.xpath_deadline(0.0, q.min_rtt / ns, max(qdelay, (q.srtt - q.min_rtt) / ns),
+                                     ep.reorder_allow + 2 * q.rttvar / ns)
             if t_wit > q.xwit:
                 q.xwit = t_wit
             q.xslack = slack
@@ -870,10 +880,10 @@ class Connection:
         p.backoff = min(p.backoff * 2, 64)
         healthy = self._healthy(p, now)
         # ECN on this path or on the connection (a shared last hop, incast) means congestion.
-        ecn = now - max(p.last_ece, self.last_ece) < 4 * (p.srtt or ep.base_rtt)
+        ecn = now - max(p.last_ece, self.last_ece) < 4 * self._srtt_s(p)
         action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
         if action == P.PATH_KEEP:
-            p.cwnd = max(ep.mtu, p.cwnd / 2)
+            p.cwnd = max(ep.mtu, p.cwnd // 2)
         elif action == P.PATH_REROUTE:
             # No path is healthy (incast that lost whole windows before any ACK, a dead
             # receiver): nothing is known, so restart from one packet, like TCP after an RTO,
@@ -899,7 +909,7 @@ class Connection:
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
         ep = self.ep
         return [q for q in self.paths if q.state == _ACTIVE and q is not p
-                and now - q.last_ack < 4 * (q.srtt or ep.base_rtt)]
+                and now - q.last_ack < 4 * self._srtt_s(q)]
 
     def _give_window(self, p, healthy):
         """Keep the connection's total window when a path stops carrying data (MR-PATH-004):
@@ -907,7 +917,7 @@ class Connection:
         ep = self.ep
         share = p.cwnd / len(healthy)
         for q in healthy:
-            q.cwnd = min(ep.cwnd_max, q.cwnd + share)
+            q.cwnd = int(min(ep.cwnd_max, q.cwnd + share))
 
     def _retire(self, p, now):
         """MR-PATH-003: stop using the path; probe it after ``probe_interval`` (doubling)."""
@@ -1316,6 +1326,11 @@ class Endpoint(VerbsHost):
         self.beta = beta
         self.rto_min_rtts, self.rto_min, self.rto_max = rto_min_rtts, rto_min, rto_max
         self.rto_initial = rto_initial if rto_initial is not None else 4 * base_rtt
+        # MR-ENG-051..053: the per-packet arithmetic in integer ns and Q16 fixed point
+        self._min_rtts_q = int(round(rto_min_rtts * P.Q_ONE))
+        self._rto_min_ns, self._rto_max_ns = P.to_ns(rto_min), P.to_ns(rto_max)
+        self._rto_initial_ns = P.to_ns(self.rto_initial)
+        self._beta_q = int(round(beta * P.Q_ONE))
         self.retire_after = retire_after
         self.probe_interval = probe_interval if probe_interval is not None else 8 * base_rtt
         self.share_interval = share_interval if share_interval is not None else base_rtt
