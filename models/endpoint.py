@@ -1283,7 +1283,18 @@ class Endpoint(VerbsHost):
     - ``probe_interval`` (8 x base_rtt): wait before probing a retired path (MR-PATH-005).
     - ``share_interval`` (base_rtt): shortest interval over which the receiver counts active
       senders for its fair-share hint; it stretches to two MTU packet times per sender (MR-CC-005).
-    - ``max_rx_msgs`` (65536): messages a stream may have open ahead of delivery (MR-SEC-006).
+    - ``max_rx_msgs`` (8): messages a connection may have open at the receiver, and how far
+      ahead of a stream's next delivery a message may be (MR-SEC-006, MR-ENG-015).
+    - ``max_tx_msgs`` (8): messages a connection may have started and not completed (MR-ENG-013).
+    - ``chunk_window`` (the connection window's cap in chunks, a power of two, 512 at
+      400 Gb/s x 10 us): chunks of a message beyond its lowest unacknowledged one (MR-ENG-012).
+    - ``max_outstanding`` (16,384): outstanding-packet records of the endpoint (MR-ENG-013).
+    - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
+      (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
+    - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
+      every posted work request of the connection completes RETRY_EXC_ERR (MR-ENG-040).
+    - ``rnr_retry`` (7), ``rnr_delay`` (8 x base_rtt): RNR resends and their delay (MR-ENG-041).
+    Every argument is checked; a bad value is a ValueError naming it (MR-ENG-042).
     - ``seed`` (0): varies the initial path entropies.
     - ``initial_psn`` (0): first PSN of every path, both directions (both ends must agree,
       as RC QPs exchange their starting PSNs); exercises the 2^24 wrap (MR-SEQ-001).
@@ -1294,11 +1305,13 @@ class Endpoint(VerbsHost):
     (MR-REL-009), ``acks_received``,
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
-    ``completions``. Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
+    ``completions``, ``tail_probes`` (MR-REL-010), ``retry_exceeded``, ``rnr_retry_exceeded``
+    (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013), ``probe_copies`` (MR-ENG-012). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
     of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``ce_received``, ``acks_sent``,
     ``hint_updates`` (MR-CC-009: pushed ACKs, down and up),
-    ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010).
+    ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010,
+    ``drop_bad_pkey`` MR-SEC-008).
     """
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
