@@ -152,7 +152,8 @@ def test_rx_message_slots_bounded():
 
 
 def test_tx_slots_limit_started_messages():
-    """MR-ENG-013: at most max_tx_msgs messages are started; the rest wait and all complete in order."""
+    """MR-ENG-013, MR-ENG-008: at most max_tx_msgs messages are started; the rest wait and all
+    complete, in posting order."""
     a, b, ca, cb, ka, kb, src, dst = _pair(max_tx_msgs=2, streams=1)
     seen = []
     orig = a.next_packet
@@ -275,8 +276,8 @@ def test_constructor_arguments_checked(kw, needle):
 
 
 def test_connect_and_queue_limits():
-    """MR-ENG-011, MR-ENG-014: connect beyond the engine's paths/streams and posts beyond the
-    queue depth are refused with ValueError, creating no state."""
+    """MR-ENG-011, MR-ENG-014, MR-ENG-007: connect beyond the engine's paths/streams and posts
+    beyond the queue depth are refused with ValueError, creating no state."""
     a = Endpoint(A, max_paths=8, max_streams=4, sq_depth=2)
     k = a.reg_mr(bytearray(64))
     with pytest.raises(ValueError, match="paths"):
@@ -292,3 +293,27 @@ def test_connect_and_queue_limits():
     c.post_recv(1, k, 0, 8, wr_id=5)
     with pytest.raises(ValueError, match="receive queue"):
         c.post_recv(1, k, 0, 8, wr_id=6)
+
+
+def test_outstanding_record_pool_bounds_sending():
+    """MR-ENG-013: with the record pool full the sender waits (counted) until an ACK frees a
+    record, on any connection; the pool never overflows and every write completes."""
+    a, b, ca, cb, ka, kb, src, dst = _pair(max_outstanding=6)
+    cb2 = b.connect(21, A, 11, paths=4)
+    ca2 = a.connect(11, B, 21, paths=4)
+    ca.post_write(0, ka, 0, 200 << 10, 0, kb, wr_id=1)
+    ca2.post_write(0, ka, 200 << 10, 200 << 10, 200 << 10, kb, wr_id=2)
+    high = []
+    orig = a.next_packet
+
+    def watch(now):
+        f = orig(now)
+        high.append(a._rtx_used)
+        return f
+    a.next_packet = watch
+    lb = Loopback(a, b, delay=1.5e-6, faults=LoopFaults(loss=0.02), seed=4)
+    lb.run(until=0.05)
+    assert sorted(c.wr_id for c in lb.completions[0]) == [1, 2]
+    assert max(high) == 6 and a.stats["rtx_pool_full"] > 0 and a._rtx_used == 0
+    assert dst[:400 << 10] == src[:400 << 10]
+    assert cb2.rx_open == {}
