@@ -106,7 +106,7 @@ class _SMsg:
 
 class _Rec:
     """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001)."""
-    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free", "dup")
+    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free")
 
     def __init__(self, msg, idx, t, nbytes):
         self.msg, self.idx, self.t, self.nbytes = msg, idx, t, nbytes
@@ -114,7 +114,6 @@ class _Rec:
         self.probe = False
         self.req = False            # sent with BTH AckReq: the receiver ACKs it at once
         self.free = False           # first-window packet outside the hinted window (MR-CC-007)
-        self.dup = False            # a copy was queued elsewhere (MR-ENG-012)
 
 
 class _Path:
@@ -364,24 +363,9 @@ class Connection:
                 # stream that holds none.
                 continue
             if m.next_chunk >= m.ack_base + self.ep.chunk_window:
-                self._unstall(m)    # MR-ENG-012: the message's chunk window is full
-                continue
+                continue            # MR-ENG-012: the message's chunk window is full
             return m, m.next_chunk, False, k - 1
         return None
-
-    def _unstall(self, m):
-        """MR-ENG-012, MR-PATH-005: a message stalled by its chunk window whose lowest
-        unacknowledged chunk travels only as the probe of a probing path (which may wait for
-        backed-off timers) gets a copy of that chunk queued for resend on a working path."""
-        for q in self.paths:
-            if q.state != _PROBING or not q.live:
-                continue
-            for rec in q.records(q.head):
-                if not rec.lost and not rec.dup and rec.msg is m and rec.idx == m.ack_base:
-                    rec.dup = True
-                    self.retx.append((m, rec.idx))
-                    self.ep.stats["probe_copies"] += 1
-                    return
 
     def _slot_wanted(self, s):
         """Another stream with unsent work holds no message slot (MR-ENG-030)."""
@@ -1306,7 +1290,7 @@ class Endpoint(VerbsHost):
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
     ``completions``, ``tail_probes`` (MR-REL-010), ``retry_exceeded``, ``rnr_retry_exceeded``
-    (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013), ``probe_copies`` (MR-ENG-012). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
+    (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
     of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``ce_received``, ``acks_sent``,
     ``hint_updates`` (MR-CC-009: pushed ACKs, down and up),

@@ -178,7 +178,6 @@ RTX = data.StructLayout({
     "probe": 1,
     "req": 1,
     "free": 1,
-    "dup": 1,                   # a copy of the chunk was queued on another path (MR-ENG-012)
     "next": POOL_PTR_BITS,      # RTL: next record of the same path (FIFO in PSN order)
 })
 
