@@ -7,7 +7,7 @@ import pytest
 from metaroce.cli import main
 from metaroce.models import codec, pcap
 from metaroce.models.wire import Op, Reason
-from metaroce.tb import parser_cases as pc
+from metaroce.models import parser_cases as pc
 
 
 def test_verilog_writes_the_module(tmp_path, capsys):
