@@ -1203,11 +1203,12 @@ def check_streams(cases, res, *, max_frame=9216, width=None):
     assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems[:30])
 
 
-def coverage_point(case: Case, outcome, beats: int | None = None) -> dict:
+def coverage_point(case: Case, outcome, beats: int | None = None, width: int | None = None) -> dict:
     """The functional-coverage coordinates of one frame's outcome: ``reason`` (what the
     parser did: a reason label, ``bypass`` or ``missing``), ``opcode`` (BTH opcode when the
     frame reaches it), ``headers`` (base header stack, e.g. ``v6-vlan``), ``mac_beat``
-    (``first``/``middle``/``last`` for a MAC error), ``beats``."""
+    (``first``/``middle``/``last`` for a MAC error), ``beats``, ``empty_last`` (the driver
+    ended the frame with a tkeep = 0 beat)."""
     verdict_, reason, _, _, _ = outcome
     data = case.data
     if verdict_ == "bypassed":
@@ -1230,6 +1231,7 @@ def coverage_point(case: Case, outcome, beats: int | None = None) -> dict:
     if case.mac_error_beat is not None and beats:
         b = min(case.mac_error_beat, beats - 1)
         mac_beat = "last" if b == beats - 1 else ("first" if b == 0 else "middle")
-    return {"reason": label, "opcode": opcode,
+    empty_last = bool(width and beats and beats > max(1, -(-len(data) // (width // 8))))
+    return {"reason": label, "opcode": opcode, "empty_last": empty_last,
             "headers": f"v{ip}{'-vlan' if vlan else ''}" if ip else ("vlan" if vlan else "l2"),
             "mac_beat": mac_beat, "beats": beats, "group": case.group}

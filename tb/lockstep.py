@@ -120,21 +120,22 @@ def _watched_reader(handle) -> Callable[[], int]:
     return get
 
 
-def _writer(handle) -> Callable[[int], None]:
-    """Fast integer write (a deposit, as ``handle.value = v`` under Verilator, without the
-    LogicArray conversion)."""
+def _writer(handle, immediate: bool = False) -> Callable[[int], None]:
+    """Fast integer write without the LogicArray conversion: a deposit (as ``handle.value =
+    v``), or with ``immediate`` a write without delay (seen by the next evaluation)."""
     raw = getattr(handle, "_handle", None)
     width = len(handle)
     if raw is None:
         def write(v: int) -> None:
             handle.value = v
         return write
+    action = 3 if immediate else 0             # GPI: NO_DELAY / DEPOSIT
     if width <= 32:
         put = raw.set_signal_val_int
-        return lambda v: put(0, v)
+        return lambda v: put(action, v)
     put_bin = raw.set_signal_val_binstr
     fmt = f"0{width}b"
-    return lambda v: put_bin(0, format(v, fmt))
+    return lambda v: put_bin(action, format(v, fmt))
 
 
 def read_int(handle) -> int:
@@ -449,45 +450,56 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
     """The fast lockstep loop: one coroutine drives the inputs, reads the outputs and
     compares, cycle by cycle, until ``driver.finished`` (or ``max_cycles``).
 
-    Per cycle, right after the rising edge, the inputs ``driver.inputs()`` returns are
-    written (only those that changed, straight through the simulator handle); in
-    ``ReadOnly`` every output is read once, the core steps the model and compares every
-    output (:meth:`Core.compare`), then ``driver.observe(inputs, outputs)`` and
-    ``driver.settle(busy())``.  Two triggers per cycle and no other coroutine: about 10x
-    fewer scheduler round trips than one coroutine per port (see docs/hw/verification.md).
+    Per cycle, at the falling clock edge (mid-cycle: the design only samples on the rising
+    edge), the inputs ``driver.inputs()`` returns are written (only those that changed,
+    straight through the simulator handle, without delay, so the simulator evaluates the
+    clock's fall and the new inputs once); in ``ReadOnly`` of that time step every output is
+    read once, the core steps the model and compares every output (:meth:`Core.compare`),
+    then ``driver.observe(inputs, outputs)`` and ``driver.settle(busy())``.  Two triggers
+    and two evaluations of the design per cycle, no other coroutine (see
+    docs/hw/verification.md for what each costs).
     ``watch``: wide outputs that seldom change (a record register): read again only after
     the simulator reported a change of value (:func:`_watched_reader`), so each is still
     compared every cycle with its exact value.  Call after ``await h.start(monitor=False)``;
     returns the cycles driven.
     """
     watch = set(watch)
-    from cocotb.triggers import ReadOnly, RisingEdge
+    from cocotb.triggers import ReadOnly, Timer
     dut, core = h.dut, h.core
-    writers = {n: _writer(h._handle(n)) for n in h.inputs}
+    writers = {n: _writer(h._handle(n), immediate=True) for n in h.inputs}
     watched = h.__dict__.setdefault("_watched", {})     # one watcher per signal and harness
     for n in watch:
         if n not in watched:
             watched[n] = _watched_reader(h._handle(n))
     readers = [(n, watched[n] if n in watched else _reader(h._handle(n))) for n in h.outputs]
     busy = busy or (lambda: False)
-    edge, ro = RisingEdge(h.clock), ReadOnly()
-    prev: dict[str, int] = {}
+    # called right after a rising edge: the first write is half a period later, then one
+    # every period, at the falling edges
+    ro = ReadOnly()
+    half, period = Timer(h.period / 2, unit="ns"), Timer(h.period, unit="ns")
+    prev = h.__dict__.setdefault("_driven", {})       # what the inputs hold now
     compare, inputs, observe, settle = core.compare, driver.inputs, driver.observe, driver.settle
     n = 0
     del dut
-    while not driver.finished and (max_cycles is None or n < max_cycles):
-        ins = inputs()
-        for name, v in ins.items():
-            if prev.get(name) != v:
-                writers[name](v)
-        prev = ins
-        await ro
-        outs = {name: r() for name, r in readers}
-        compare(ins, outs)
-        observe(ins, outs)
-        settle(busy())
-        n += 1
-        await edge
+    await half
+    try:
+        while not driver.finished and (max_cycles is None or n < max_cycles):
+            ins = inputs()
+            for name, v in ins.items():
+                if prev.get(name) != v:
+                    writers[name](v)
+                    prev[name] = v
+            await ro
+            outs = {name: r() for name, r in readers}
+            compare(ins, outs)
+            observe(ins, outs)
+            settle(busy())
+            n += 1
+            if not driver.finished:
+                await period
+    finally:
+        # back in step with the rising edge, as the caller expects (also after a mismatch)
+        await half
     return n
 
 

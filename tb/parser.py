@@ -42,7 +42,7 @@ from metaroce.models import codec, wire
 from metaroce.models import parser_cases as pc
 from metaroce.models.wire import Reason
 
-from .lockstep import Lockstep, drive, model_port_lists
+from .lockstep import Lockstep, Mismatch, drive, model_port_lists
 from .streams import ReadyRandomiser, axis_sink, axis_source
 
 SHAPES = pc.SHAPES
@@ -77,6 +77,7 @@ class Run:
         self.sim_cycles = 0
         self.wall = 0.0
         self._batches = 0
+        self._counts = [0] * pc.N_COUNTERS
 
     async def start(self):
         for name in self.h.inputs:
@@ -85,10 +86,12 @@ class Run:
         await self.h.start(monitor=False)
         return self
 
-    async def send(self, cases, *, p_idle=0.0, p_bp=0.0, read_counters=True, **kw) -> dict:
+    async def send(self, cases, *, p_idle=0.0, p_bp=0.0, **kw) -> dict:
+        """Drive ``cases``; the result's ``counters`` are this batch's counts (read through
+        the registers at its end, minus the counts before it)."""
         self._batches += 1
         drv = pc.Driver(self.width, cases, seed=self.seed * 1000 + self._batches, p_idle=p_idle,
-                        p_bp=p_bp, read_counters=read_counters, **kw)
+                        p_bp=p_bp, read_counters=True, **kw)
         t0, p0 = time.perf_counter(), time.process_time()
         c0 = self.h.cycle
         await drive(self.h, drv, busy=self.model.busy, watch=WATCH)
@@ -97,6 +100,10 @@ class Run:
         # CPU seconds of the simulator process (Verilator and Python share it): the speed
         # on an unloaded machine, where wall time depends on what else runs
         res["cpu_s"] = time.process_time() - p0
+        total = res["counters"]
+        wrap = 1 << len(self.dut.reg_data)
+        res["counters"] = [(c - b) % wrap for c, b in zip(total, self._counts)]
+        self._counts = total
         res["sim_cycles"] = self.h.cycle - c0
         self.wall += res["wall_s"]
         self.sim_cycles += res["sim_cycles"]
@@ -228,7 +235,7 @@ async def line_rate_rows(dut, sizes, frames_per_size, *, check=True, stop_on_mis
         mm0 = run.mismatches
         n = frames_per_size(size)
         cases = [pc.Case(f"rate-{size}-{i}", line_rate_frame(size)) for i in range(n)]
-        res = await run.send(cases, poll_regs=False, read_counters=False)
+        res = await run.send(cases, poll_regs=False)
         acc = res["accept_log"]
         span = (acc[-1][0] - acc[0][0] + 1) if acc else 0
         lat = _latencies(cases, res, run.max_frame)
@@ -239,7 +246,8 @@ async def line_rate_rows(dut, sizes, frames_per_size, *, check=True, stop_on_mis
                      "first_beat_to_meta_cycles": (res["meta_new_cycles"][0] - acc[0][0])
                      if res["meta_new_cycles"] else None,
                      "sim_cycles": res["sim_cycles"], "wall_s": res["wall_s"],
-                     "sim_cycles_per_s": res["sim_cycles"] / max(res["wall_s"], 1e-9),
+                     "lockstep_cycles_per_s": res["sim_cycles"] / max(res["wall_s"], 1e-9),
+                     "lockstep_cycles_per_cpu_s": res["sim_cycles"] / max(res["cpu_s"], 1e-9),
                      "mismatches": run.mismatches - mm0,
                      "problems": pc.check(cases, res, max_frame=run.max_frame, width=run.width)[0]
                      if check else []})
@@ -254,7 +262,7 @@ async def parser_line_rate(dut):
     nb = len(dut.s_axis__tdata) // 8
     step = 1 if nb <= 16 else 3
     sizes = sorted(set(range(60, 62 + nb + 2, step)) | {61, 62 + nb - 1, 62 + nb, 1500, 9000})
-    rows, _ = await line_rate_rows(dut, sizes, lambda s: 4 if s < 2000 else 2)
+    rows, run = await line_rate_rows(dut, sizes, lambda s: 4 if s < 2000 else 2)
     bad = [(r["packet_bytes"], round(r["beats_per_cycle"], 4)) for r in rows if r["beats_per_cycle"] != 1.0]
     problems = [p for r in rows for p in r["problems"]]
     assert all(r["mismatches"] == 0 for r in rows)
@@ -266,6 +274,26 @@ async def parser_line_rate(dut):
     assert len({v for pair in lat.values() for v in pair}) == 1, lat
     assert 1 <= next(iter(lat.values()))[0] <= 8, lat
     dut._log.info("last beat -> meta latency: %d cycles", next(iter(lat.values()))[0])
+    # MR-HW-070: the fast loop compares every output in every cycle and names the cycle:
+    # a model answer wrong in one output at one cycle is caught there
+    core = run.h.core
+    for k, signal in enumerate(("m_payload__tkeep", "s_axis__tready", "m_meta__data", "reg_data")):
+        real, target = core._step, core.cycle + 23 + 7 * k
+
+        def wrong(ins, real=real, target=target, signal=signal):
+            out = real(ins)
+            return {**out, signal: out[signal] ^ 1} if core.cycle == target else out
+        core._step = wrong
+        try:
+            await run.send([pc.Case("probe", line_rate_frame(300))], poll_regs=False)
+        except Mismatch as e:
+            assert (e.cycle, e.signal) == (target, signal), (e.cycle, e.signal, target, signal)
+            assert f"cycle {target}" in str(e) and "accepted input beat" in str(e), str(e)
+        else:
+            raise AssertionError(f"a wrong {signal} at cycle {target} went unnoticed")
+        finally:
+            core._step = real
+            core.error = None
 
 
 @cocotb.test(skip=not os.environ.get("METAROCE_BENCH_OUT"))
@@ -284,7 +312,9 @@ async def parser_bench(dut):
     idle, bp = SHAPES["both"]
     res = await run.send(cases, p_idle=idle, p_bp=bp, **KEEP_EDGES)
     mixed = {"frames": len(cases), "sim_cycles": res["sim_cycles"], "wall_s": res["wall_s"],
+             "beats": res["accepted_beats"],
              "lockstep_cycles_per_s": res["sim_cycles"] / max(res["wall_s"], 1e-9),
+             "lockstep_cycles_per_cpu_s": res["sim_cycles"] / max(res["cpu_s"], 1e-9),
              "mismatches": run.mismatches - sum(r["mismatches"] for r in rows),
              "problems": pc.check(cases, res, max_frame=run.max_frame, width=run.width)[0][:5]}
     with open(os.environ["METAROCE_BENCH_OUT"], "w") as fh:
@@ -349,7 +379,7 @@ async def parser_coverage(dut):
         problems, _ = pc.check(cases, res, max_frame=run.max_frame, width=run.width)
         outcomes, _ = pc.match_outputs(cases, res, max_frame=run.max_frame, width=run.width)
         out["problems"] += problems[:10]
-        out["shapes"][shape] = [pc.coverage_point(c, o, b) for c, o, b in
+        out["shapes"][shape] = [pc.coverage_point(c, o, b, run.width) for c, o, b in
                                 zip(cases, outcomes, res["case_beats"])]
     out["mismatches"] = run.mismatches
     out["mismatch_reports"] = run.h.reports[:3]

@@ -47,14 +47,14 @@ N_MUTATED = 1000
 @pytest.mark.parametrize("width", [64, 512])
 def test_parser_rtl_lockstep_and_line_rate(width):
     waves = bool(os.environ.get("METAROCE_WAVES"))
-    b = blocks.build(blocks.get("parser"), width, waves=waves)
+    b = tb_build.build(blocks.get("parser"), width, waves=waves)
     seed = os.environ.get("PARSER_SEED", str(width))
     shape = os.environ.get("PARSER_SHAPE", "both")
     env = {"PARSER_RANDOM": os.environ.get("PARSER_RANDOM", str(N_RANDOM)),
            "PARSER_MUTATED": os.environ.get("PARSER_MUTATED", str(N_MUTATED)),
            "PARSER_SEED": seed,
            "PARSER_MAX_PAYLOAD": os.environ.get("PARSER_MAX_PAYLOAD", "300")}
-    # Two simulator runs: the RTL's frame store keeps its contents across a reset (as the
+    # Three simulator runs: the RTL's frame store keeps its contents across a reset (as the
     # model documents), so each cocotb test starts from a fresh simulation.
     for test in (f"parser_lockstep/shape={shape}$", "parser_axis_boundary$", "parser_line_rate$"):
         results = vl.run(b, "metaroce.tb.parser", seed=int(seed), waves=waves,
