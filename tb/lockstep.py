@@ -53,6 +53,9 @@ from typing import Protocol
 
 from .streams import SEP
 
+#: Cycles kept (as sampled) for the input-beat history of a mismatch message.
+RECENT_CYCLES = 512
+
 __all__ = ["CycleModel", "Mismatch", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
            "model_port_lists"]
 
@@ -174,8 +177,9 @@ class Core:
         self._beat_fields = {
             p: [(m, f"{p}{SEP}{m}") for m in ("tdata", "tkeep", "tlast", "tuser")
                 if f"{p}{SEP}{m}" in self._width] for p in self.beat_ports}
-        self.history: collections.deque = collections.deque(maxlen=max(1, history))
-        self._waiting: dict = {}
+        self._history_len = max(1, history)
+        # the last cycles as sampled; the beat history is derived from them on a mismatch
+        self._recent: collections.deque = collections.deque(maxlen=RECENT_CYCLES)
         self.stop_on_mismatch = stop_on_mismatch
         self.max_reported = max_reported
         self.on_cycle = on_cycle
@@ -199,8 +203,7 @@ class Core:
         them; steps the model, compares, returns the model's outputs.  Raises
         :class:`Mismatch` (``stop_on_mismatch``) or counts it."""
         cycle = self.cycle
-        if self.beat_ports:
-            self._record_beats(cycle, ins, outs)
+        self._recent.append((cycle, ins, outs))
         expected = self._step(ins)
         if expected != outs:
             self._check(cycle, expected, ins, outs)
@@ -230,31 +233,42 @@ class Core:
         if bad:
             self._mismatch(cycle, bad, ins, outs)
 
-    def _record_beats(self, cycle, ins, outs):
+    @property
+    def history(self) -> list:
+        """The last accepted input beats ``(cycle, port, 1, fields)`` among the last
+        :data:`RECENT_CYCLES` cycles, oldest first."""
+        return self._beats()[0]
+
+    def _beats(self):
         # Accepted beats go into the history once each; a beat still waiting for tready is
         # shown separately (backpressure would otherwise fill the history with one beat).
-        for p in self.beat_ports:
-            if ins.get(f"{p}{SEP}tvalid"):
-                ready = outs.get(f"{p}{SEP}tready", ins.get(f"{p}{SEP}tready", 1))
-                beat = (cycle, p, ready, {m: ins[n] for m, n in self._beat_fields[p]})
-                if ready:
-                    self.history.append(beat)
-                    self._waiting.pop(p, None)
+        accepted: collections.deque = collections.deque(maxlen=self._history_len)
+        waiting: dict = {}
+        for cycle, ins, outs in self._recent:
+            for p in self.beat_ports:
+                if ins.get(f"{p}{SEP}tvalid"):
+                    ready = outs.get(f"{p}{SEP}tready", ins.get(f"{p}{SEP}tready", 1))
+                    beat = (cycle, p, ready, {m: ins[n] for m, n in self._beat_fields[p]})
+                    if ready:
+                        accepted.append(beat)
+                        waiting.pop(p, None)
+                    else:
+                        waiting[p] = beat
                 else:
-                    self._waiting[p] = beat
-            else:
-                self._waiting.pop(p, None)
+                    waiting.pop(p, None)
+        return list(accepted), waiting
 
     def _fmt(self, name, v):
         w = self._width.get(name, 1)
         return str(v) if w == 1 else f"{v:#0{(w + 3) // 4 + 2}x}"
 
     def history_text(self) -> str:
-        if not self.history and not self._waiting:
-            return "\n  (no input beats yet)"
-        lines = [f"\n  last {len(self.history)} accepted input beat(s), then any waiting "
+        accepted, waiting = self._beats()
+        if not accepted and not waiting:
+            return "\n  (no input beats in the last cycles)"
+        lines = [f"\n  last {len(accepted)} accepted input beat(s), then any waiting "
                  "(cycle port acc/WAIT fields):"]
-        for cycle, p, ready, fields in [*self.history, *self._waiting.values()]:
+        for cycle, p, ready, fields in [*accepted, *waiting.values()]:
             f = " ".join(f"{k}={self._fmt(f'{p}{SEP}{k}', v)}" for k, v in fields.items())
             lines.append(f"    {cycle:>8} {p} {'acc' if ready else 'WAIT'} {f}")
         return "\n".join(lines)
