@@ -443,6 +443,10 @@ def valid_edge_cases() -> list[Case]:
                         group="valid"))
     out.append(Case("jumbo-9000", enc(frame(Op.MR_WRITE, _payload(9000 - 14 - 20 - 8 - 12 - 32 - 4, 3))),
                     group="valid"))
+    # payloads of 2,048-4,095 bytes (bit 11 of the lengths)
+    out.append(Case("MR_WRITE-len3000", enc(frame(Op.MR_WRITE, _payload(3000, 11))), group="valid"))
+    out.append(Case("RC_SEND_ONLY-v6-len2500", enc(frame(Op.RC_SEND_ONLY, _payload(2500, 12), ipv6=True)),
+                    group="valid"))
     # sizes that fill their last beat at every width (the driver may then end the frame
     # with an extra tkeep = 0 beat), Ethernet padding after the IP packet
     for size in (64, 128, 192, 256, 320, 512, 1024, 2048):
@@ -534,6 +538,25 @@ def drop_edge_cases() -> list[Case]:
     d = bytearray(base6)
     d[-10] ^= 0xFF
     out.append(Case("icrc-flip-v6", bytes(d), group="drop"))
+    # the checks after the IP header, over each base header stack (IPv4/IPv6, VLAN or not)
+    for ipv6 in (False, True):
+        for vlan in (None, 5):
+            tag = f"v{6 if ipv6 else 4}{'-vlan' if vlan else ''}"
+            good = enc(frame(Op.MR_WRITE, _payload(24, 3), ipv6=ipv6, vlan=vlan))
+            bth = _bth_offset(good)
+            for name, pos, value in (("bad_opcode", bth, 0x13), ("bad_version-tver", bth + 1, 0x01),
+                                     ("bad_version-mrdh", bth + 12, 0x20)):
+                d = bytearray(good)
+                d[pos] = value if name == "bad_opcode" else (d[pos] & 0x0F if pos == bth + 12 else d[pos] & 0xF0) | value
+                _fix_icrc(d)
+                out.append(Case(f"{name}-{tag}", bytes(d), expect=Reason[name.split("-")[0].upper()],
+                                group="drop"))
+            d = bytearray(good)
+            d[bth - 4:bth - 2] = struct.pack("!H", struct.unpack("!H", good[bth - 4:bth - 2])[0] - 4)
+            out.append(Case(f"length-udp-{tag}", bytes(d), expect=Reason.LENGTH, group="drop"))
+            d = bytearray(good)
+            d[-6] ^= 0x40
+            out.append(Case(f"icrc-{tag}", bytes(d), expect=Reason.ICRC, group="drop"))
     icrc_zero = enc(replace(frame(Op.RC_ACK), icrc=0))
     out.append(Case("icrc-zero", icrc_zero, group="drop"))
     # MAC error on otherwise good frames, on a bad one and on a non-RoCE one; on the last

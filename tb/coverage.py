@@ -52,33 +52,106 @@ def read_coverage_dat(path) -> list[Point]:
 
 
 #: (regex on the toggle point's signal name, reason): bits that cannot toggle in a
-#: testbench run.  Counters: 2^k frames per high bit; lengths and offsets: max_frame (9216)
-#: < 2^14 bytes; pointers and beat counts: bounded by the frame store's depth.
+#: testbench run by construction.
+_F = r"(^|\.|__02e|s[23]_)"   # start of a name or of a struct member (``a.b`` is ``a__02eb``)
 TOGGLE_EXCLUSIONS = (
-    (r"(^|\.)cnt\w*\[(1[6-9]|[2-9]\d)\]|(^|\.)reg_data\[(1[6-9]|[2-9]\d)\]",
-     "counter bits 16 and up: 65,536 frames of one reason per toggle"),
-    (r"(frame_len|payload_len|payload_offset|pstart|pend)\w*\[(1[4-5])\]",
-     "length/offset bits 14-15: max_frame is 9216 bytes < 2^14"),
+    (_F + r"(frame_len|payload_len|payload_offset|pstart|pend(_incl)?|L)$",
+     "length/offset bits 14-15: max_frame is 9216 bytes < 2^14", lambda bit: bit is not None and bit >= 14),
+    (_F + r"(payload_offset|pstart)$",
+     "payload offsets are even and at most 126 (bit 0, bits 7 and up)",
+     lambda bit: bit is not None and (bit == 0 or bit >= 7)),
+    (_F + r"(hlen|l3|l4)$",
+     "header offsets and lengths: 14/18 + multiples of 4, at most 126 (bits 0-1, 6-7 of hlen, "
+     "5 of l4)", lambda bit: bit is not None and (bit <= 1 or (bit >= 5))),
+    (_F + r"bth(__02etver)?$", "BTH TVer (bth bits 12-15) is 0 in every record with fields: "
+     "another value drops the frame", lambda bit: bit is not None and (bit <= 3 or 12 <= bit <= 15)),
+    (_F + r"bth(__02eopcode)?$", "no opcode of the wire format has bit 5 set (bth bit 5)",
+     lambda bit: bit == 5),
+    (_F + r"(mrdh|mrah|mrnh)(__02eversion)?$", "MetaRoCE header version (bits 0-3) is 1 in every "
+     "record with fields: another value drops the frame", lambda bit: bit is not None and 1 <= bit <= 3),
+    (r"(^|__02e)(s3_)?snap__02e(drop|reason)$",
+     "constant in the RTL: the snapshot's drop/reason bits are never written (dead flip-flops)",
+     lambda bit: True),
+    (_F + r"reason$", "reason 8 (not_roce) never has a meta record (bit 3 of the meta's reason)",
+     lambda bit: bit == 3),
+    (r"^(l4_end(__02464)?|csum|s[23]_res)$",
+     "sum/offset bits above the largest value a frame gives (l4_end 17-18, csum 19, res 20)",
+     lambda bit: bit is not None and bit >= 17),
 )
+#: Counter signals (name -> counter index, or None for one showing any counter).
+_COUNTER = re.compile(r"^cnt(\d+)$|^(reg_data|inc)$")
+#: Amaranth/Yosys temporaries (``$123``, escaped ``__024123``): unnamed expressions.
+_TEMP = re.compile(r"^__024(\d+|auto)")
 
 
-def _bit_of(text: str):
-    m = re.search(r"\[(\d+)\]", text)
-    return int(m.group(1)) if m else None
+def _split(text: str):
+    """``name[bit]:0->1`` -> (name, bit, direction)."""
+    m = re.match(r"^(.*?)(?:\[(\d+)\])?(?::(0->1|1->0))?$", text)
+    return m.group(1), (int(m.group(2)) if m.group(2) else None), m.group(3)
 
 
-def summarise(points: list[Point], exclusions=TOGGLE_EXCLUSIONS, max_list: int = 40) -> dict:
+def _counter_reachable(bit, direction, count) -> bool:
+    # a counter's bit k rises after 2^k events and falls after 2^(k+1)
+    if bit is None:
+        return True
+    need = 1 << (bit + (1 if direction == "1->0" else 0))
+    return count >= need
+
+
+def record_exclusions(width: int, max_frame: int = 9216):
+    """Exclusions for the frame-store record (``rec``, ``rec_cur``, the memory ports: one flat
+    word, see ``ParserModel._record``) and its ``nbeats`` fields: the bits of excluded fields,
+    and beat counts above ``max_frame``'s beats."""
+    from metaroce.models.parser import params
+    p = params(width, max_frame)
+    kb = p["kbits"] + 1
+    top = p["max_beats"].bit_length()
+
+    def field_bit(bit):
+        if bit is None or bit < 2:
+            return False
+        if bit < 2 + kb:
+            return bit - 2 >= top
+        off = bit - (2 + kb)
+        if off < 16:                       # pstart
+            return off == 0 or off >= 7
+        return (off - 16) >= 14            # pend_incl
+    return (
+        (r"^(rec|rec_cur|rrp___05Fdata|rwp___05Fdata)$",
+         "frame-store record word: the bits of the excluded nbeats/pstart/pend_incl bits", field_bit),
+        (_F + r"nbeats$", f"beat counts above max_frame's {p['max_beats']} beats",
+         lambda bit: bit is not None and bit >= top),
+    )
+
+
+def summarise(points: list[Point], counts: list[int] | None = None, exclusions=TOGGLE_EXCLUSIONS,
+              max_list: int = 40) -> dict:
     """Line and toggle coverage: covered / total / percent, the uncovered points (first
-    ``max_list``), and for toggles the excluded points per reason."""
+    ``max_list``), and for toggles the excluded points per reason.
+
+    ``counts``: events per counter in the run (the parser's per-reason counts); a counter
+    bit is excluded when the run had too few events to move it (bit k rises after 2^k
+    events, falls after 2^(k+1)), whatever the counters' width.  ``toggle`` counts every
+    point not excluded; ``toggle_named`` and ``toggle_temporaries`` split it into the
+    design's named signals and Amaranth/Yosys temporaries (``$N``: unnamed expressions,
+    which the name-based exclusions cannot reach); ``toggle_all_points`` excludes nothing.
+    """
     lines = [p for p in points if p.page in ("v_line", "v_branch")]
     toggles = [p for p in points if p.page == "v_toggle"]
-    rx = [(re.compile(r), why) for r, why in exclusions]
     excluded: dict[str, int] = defaultdict(int)
-    kept = []
+    kept, temps = [], []
     for p in toggles:
-        why = next((w for r, w in rx if r.search(p.text)), None)
+        name, bit, direction = _split(p.text)
+        why = next((w for r, w, f in exclusions if re.search(r, name) and f(bit)), None)
+        m = _COUNTER.match(name)
+        if why is None and m and counts:
+            n = counts[int(m.group(1))] if m.group(1) and int(m.group(1)) < len(counts) else max(counts)
+            if not _counter_reachable(bit, direction, n):
+                why = "counter bits the run's event count cannot reach (bit k needs 2^k events)"
         if why is not None:
             excluded[why] += 1
+        elif _TEMP.match(name):
+            temps.append(p)
         else:
             kept.append(p)
 
@@ -90,9 +163,12 @@ def summarise(points: list[Point], exclusions=TOGGLE_EXCLUSIONS, max_list: int =
                 "uncovered": sorted({name(p) for p in un})[:max_list],
                 "uncovered_count": len(un)}
     line = part(lines, lambda p: f"{p.file.rsplit('/', 1)[-1]}:{p.line} {p.page[2:]}")
-    toggle = part(kept, lambda p: p.text)
+    toggle = part(kept + temps, lambda p: p.text)
     toggle["excluded"] = dict(excluded)
-    return {"line": line, "toggle": toggle}
+    everything = part(toggles, lambda p: p.text)
+    return {"line": line, "toggle": toggle, "toggle_named": part(kept, lambda p: p.text),
+            "toggle_temporaries": part(temps, lambda p: p.text),
+            "toggle_all_points": {k: everything[k] for k in ("covered", "total", "percent")}}
 
 
 # ---------------------------------------------------------------------------------------

@@ -371,7 +371,8 @@ async def parser_coverage(dut):
     n = int(os.environ.get("PARSER_RANDOM", "100"))
     seed = _seed()
     run = await Run(dut, seed=seed, stop_on_mismatch=False).start()
-    out = {"width": run.width, "shapes": {}, "mismatches": 0, "problems": []}
+    out = {"width": run.width, "shapes": {}, "mismatches": 0, "problems": [],
+           "counts": [0] * pc.N_COUNTERS}
     for k, shape in enumerate(("none", "idle", "bp", "both")):
         cases = pc.suite(n, n, seed=seed + k)
         idle, bp = SHAPES[shape]
@@ -379,6 +380,7 @@ async def parser_coverage(dut):
         problems, _ = pc.check(cases, res, max_frame=run.max_frame, width=run.width)
         outcomes, _ = pc.match_outputs(cases, res, max_frame=run.max_frame, width=run.width)
         out["problems"] += problems[:10]
+        out["counts"] = [a + b for a, b in zip(out["counts"], res["counters"])]
         out["shapes"][shape] = [pc.coverage_point(c, o, b, run.width) for c, o, b in
                                 zip(cases, outcomes, res["case_beats"])]
     out["mismatches"] = run.mismatches

@@ -112,7 +112,7 @@ def test_coverage_command_end_to_end(tmp_path, capsys):
     rc, out = _coverage(capsys, 64, 5, tmp_path)
     assert rc == 0 and out["mismatches"] == 0 and out["problems"] == 0
     assert out["block"] == "parser" and out["width"] == 64 and out["frames"] > 4 * 300
-    for kind in ("line", "toggle"):
+    for kind in ("line", "toggle", "toggle_named", "toggle_temporaries"):
         part = out[kind]
         assert part["total"] > 100 and 0 < part["covered"] <= part["total"]
         assert part["uncovered_count"] == part["total"] - part["covered"]

@@ -75,7 +75,8 @@ def run(args):
         raise CliError("--frames must be 0 or more")
     res, dat, tmp = simulate(blk, args.width, args.frames, args.seed)
     try:
-        summary = cov.summarise(cov.read_coverage_dat(dat))
+        summary = cov.summarise(cov.read_coverage_dat(dat), res.get("counts"),
+                                cov.TOGGLE_EXCLUSIONS + cov.record_exclusions(args.width))
         func = cov.functional(args.width, res["shapes"])
         if args.keep:
             keep = Path(args.keep)
@@ -88,7 +89,9 @@ def run(args):
     out = {"block": blk.name, "width": args.width,
            "frames": sum(len(v) for v in res["shapes"].values()), "cycles": res["cycles"],
            "mismatches": res["mismatches"], "problems": len(res["problems"]),
-           "line": summary["line"], "toggle": summary["toggle"], "functional": func,
+           "line": summary["line"], "toggle": summary["toggle"],
+           "toggle_named": summary["toggle_named"], "toggle_temporaries": summary["toggle_temporaries"],
+           "toggle_all_points": summary["toggle_all_points"], "functional": func,
            "targets": {"every_reason_every_shape": func["every_reason_every_shape"],
                        f"toggle_{TOGGLE_TARGET:g}": toggle_pct >= TOGGLE_TARGET},
            "coverage_dat": str(Path(args.keep) / f"coverage_{blk.name}_w{args.width}.dat")
@@ -102,10 +105,14 @@ def run(args):
         print(f"line   {line['covered']}/{line['total']} ({line['percent']}%)")
         print(f"toggle {tog['covered']}/{tog['total']} ({tog['percent']}%) of the bits that can "
               f"toggle; excluded: " + "; ".join(f"{n} ({why})" for why, n in tog["excluded"].items()))
+        tn, tt, ta = summary["toggle_named"], summary["toggle_temporaries"], summary["toggle_all_points"]
+        print(f"       named signals {tn['covered']}/{tn['total']} ({tn['percent']}%), temporaries "
+              f"($N) {tt['covered']}/{tt['total']} ({tt['percent']}%); every point, nothing "
+              f"excluded: {ta['covered']}/{ta['total']} ({ta['percent']}%)")
         print(f"functional {func['bins_hit']}/{func['bins_total']} bins ({func['percent']}%)")
         for m in func["missing"][:20]:
             print(f"  missing {m}")
-        for u in tog["uncovered"][:20]:
+        for u in tn["uncovered"][:20]:
             print(f"  toggle never seen: {u}")
     for line in res.get("mismatch_reports", [])[:3] + res["problems"][:10]:
         print(line, file=sys.stderr)
