@@ -373,7 +373,8 @@ async def parser_coverage(dut):
     run = await Run(dut, seed=seed, stop_on_mismatch=False).start()
     out = {"width": run.width, "shapes": {}, "mismatches": 0, "problems": [],
            "counts": [0] * pc.N_COUNTERS}
-    for k, shape in enumerate(("none", "idle", "bp", "both")):
+    shapes = os.environ.get("METAROCE_COVERAGE_SHAPES", "none,idle,bp,both").split(",")
+    for k, shape in enumerate(shapes):
         cases = pc.suite(n, n, seed=seed + k)
         idle, bp = SHAPES[shape]
         res = await run.send(cases, p_idle=idle, p_bp=bp, **KEEP_EDGES)

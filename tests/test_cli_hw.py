@@ -32,6 +32,7 @@ def test_verilog_writes_the_module(tmp_path, capsys):
     (["coverage", "nosuch"], "unknown block"),
     (["coverage", "parser", "--width", "48"], "not 48"),
     (["coverage", "parser", "--frames", "-1"], "--frames"),
+    (["coverage", "parser", "--shapes", "fast"], "--shapes"),
 ])
 def test_user_errors_are_one_line(argv, words, capsys):
     assert main(argv) != 0
@@ -97,9 +98,9 @@ def test_replay_json_lockstep(tmp_path, capsys):
     assert summary["bypassed"] == expected.count(Reason.NOT_ROCE)
 
 
-def _coverage(capsys, width, frames, tmp_path):
+def _coverage(capsys, width, frames, tmp_path, shapes="none,idle,bp,both"):
     rc = main(["coverage", "parser", "--width", str(width), "--frames", str(frames), "--json",
-               "--keep", str(tmp_path)])
+               "--keep", str(tmp_path), "--shapes", shapes])
     out = json.loads(capsys.readouterr().out)
     return rc, out
 
@@ -107,11 +108,14 @@ def _coverage(capsys, width, frames, tmp_path):
 def test_coverage_command_end_to_end(tmp_path, capsys):
     """`metaroce coverage parser` on a small run: RTL and model agree on every cycle, every
     frame's outcome is right, Verilator's line and toggle points were counted, and every
-    outcome (each drop reason, accepted, bypass) was hit in every traffic shape (MR-HW-020,
+    outcome (each drop reason, accepted, bypass) was hit in the traffic shape run (MR-HW-020,
     MR-HW-070)."""
-    rc, out = _coverage(capsys, 64, 5, tmp_path)
+    rc, out = _coverage(capsys, 64, 5, tmp_path, shapes="both")
     assert rc == 0 and out["mismatches"] == 0 and out["problems"] == 0
-    assert out["block"] == "parser" and out["width"] == 64 and out["frames"] > 4 * 300
+    assert out["block"] == "parser" and out["width"] == 64 and out["frames"] > 300
+    assert set(out["functional"]["bins"]["reason x shape"]) == {
+        f"{r}/both" for r in ("none", "truncated", "bad_ip", "length", "bad_opcode", "bad_version",
+                              "icrc", "mac_error", "bypass")}
     for kind in ("line", "toggle", "toggle_named", "toggle_temporaries"):
         part = out[kind]
         assert part["total"] > 100 and 0 < part["covered"] <= part["total"]

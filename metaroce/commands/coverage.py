@@ -31,11 +31,13 @@ def add_arguments(p):
                    help="random and as many mutated frames per traffic shape, on top of the "
                         "fixed cases (default 100)")
     p.add_argument("--seed", type=int, default=1, help="seed of the frames and traffic")
+    p.add_argument("--shapes", default="none,idle,bp,both",
+                   help="traffic shapes, comma-separated (default none,idle,bp,both)")
     p.add_argument("--keep", metavar="DIR", help="copy coverage.dat and the results here")
     p.add_argument("--json", action="store_true", help="one JSON object")
 
 
-def simulate(blk, width, frames, seed):
+def simulate(blk, width, frames, seed, shapes):
     """Build (cached), run the coverage test; returns (results dict, coverage.dat path in a
     temporary directory that the caller removes)."""
     from .. import blocks
@@ -52,6 +54,7 @@ def simulate(blk, width, frames, seed):
     tmp = Path(tempfile.mkdtemp(dir=blocks.scratch_dir(), prefix=f"coverage-{blk.name}-"))
     out = tmp / "result.json"
     env = {"METAROCE_COVERAGE_OUT": str(out), "PARSER_RANDOM": str(frames),
+           "METAROCE_COVERAGE_SHAPES": ",".join(shapes),
            "COCOTB_TEST_FILTER": f"{blk.name}_coverage$"}
     log = tmp / "sim.log"
     try:
@@ -73,7 +76,11 @@ def run(args):
         raise CliError(f"block {blk.name!r} has no coverage test yet (only the parser)")
     if args.frames < 0:
         raise CliError("--frames must be 0 or more")
-    res, dat, tmp = simulate(blk, args.width, args.frames, args.seed)
+    from metaroce.models.parser_cases import SHAPES
+    shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
+    if not shapes or any(x not in SHAPES for x in shapes):
+        raise CliError(f"--shapes: choose from {', '.join(SHAPES)}")
+    res, dat, tmp = simulate(blk, args.width, args.frames, args.seed, shapes)
     try:
         summary = cov.summarise(cov.read_coverage_dat(dat), res.get("counts"),
                                 cov.TOGGLE_EXCLUSIONS + cov.record_exclusions(args.width))
