@@ -996,10 +996,14 @@ class Driver:
         self.cycle += 1
 
     def settle(self, busy):
-        """After :meth:`observe`: ``busy`` is whether the model still holds a frame."""
+        """After :meth:`observe`: ``busy`` is whether the model still holds a frame (a bool,
+        or a callable asked only once every beat is sent)."""
         if self._phase:
             return
-        self._quiet = 0 if (not self.sent_all or busy) else self._quiet + 1
+        if not self.sent_all or (busy() if callable(busy) else busy):
+            self._quiet = 0
+        else:
+            self._quiet += 1
         if self._quiet > self.quiet_cycles:
             self.res["cycles"] = self.cycle
             if self.read_counters:
@@ -1027,7 +1031,7 @@ def run_model(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, che
         inp = drv.inputs()
         out = step(inp)
         drv.observe(inp, out)
-        drv.settle(busy())
+        drv.settle(busy)
     res = dict(drv.res, log=list(model.log))
     if check:
         check_streams(cases, res, max_frame=max_frame, width=width)

@@ -507,7 +507,7 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
             outs = {name: r() for name, r in readers}
             compare(ins, outs)
             observe(ins, outs)
-            settle(busy())
+            settle(busy)
             n += 1
             if not driver.finished:
                 await period
@@ -536,7 +536,7 @@ def drive_amaranth(sim, core: Core, driver, signals: Mapping[str, object], *,
             outs = {n: ctx.get(signals[n]) for n in outs_names}
             core.compare(ins, outs)
             driver.observe(ins, outs)
-            driver.settle(busy())
+            driver.settle(busy)
             await ctx.tick()
 
     sim.add_testbench(bench)

@@ -278,14 +278,14 @@ async def parser_line_rate(dut):
     # a model answer wrong in one output at one cycle is caught there
     core = run.h.core
     for k, signal in enumerate(("m_payload__tkeep", "s_axis__tready", "m_meta__data", "reg_data")):
-        real, target = core._step, core.cycle + 23 + 7 * k
+        real, target = core._step, core.cycle + 3 + 5 * k
 
         def wrong(ins, real=real, target=target, signal=signal):
             out = real(ins)
             return {**out, signal: out[signal] ^ 1} if core.cycle == target else out
         core._step = wrong
         try:
-            await run.send([pc.Case("probe", line_rate_frame(300))], poll_regs=False)
+            await run.send([pc.Case("probe", line_rate_frame(300))] * 4, poll_regs=False)
         except Mismatch as e:
             assert (e.cycle, e.signal) == (target, signal), (e.cycle, e.signal, target, signal)
             assert f"cycle {target}" in str(e) and "accepted input beat" in str(e), str(e)
