@@ -456,6 +456,11 @@ def valid_edge_cases() -> list[Case]:
             if len(d) <= size:
                 out.append(Case(f"aligned-{size}-v{6 if ipv6 else 4}", d + bytes(size - len(d)),
                                 group="valid"))
+                if not ipv6 and size >= 128:        # and dropped (a wrong ICRC byte)
+                    bad = bytearray(d + bytes(size - len(d)))
+                    bad[len(d) - 1] ^= 0x08
+                    out.append(Case(f"aligned-{size}-v4-icrc", bytes(bad), expect=Reason.ICRC,
+                                    group="drop"))
     return out
 
 
