@@ -32,6 +32,12 @@ Use from a block's cocotb test (see ``tb/parser.py``, ``tb/standin.py``)::
     await src.send(frame_bytes)
     await h.wait_until(lambda: sink.count() == 1, timeout_cycles=10_000)
 
+The comparison itself is :class:`Core` (no simulator in it): the cocotb monitor above, the
+fast driven loop :func:`drive` (one coroutine that also drives the inputs from a traffic
+driver, for long runs) and :func:`drive_amaranth` (the Amaranth simulator's
+``add_testbench``) all step the model and compare through it, so a mismatch reads the same
+wherever it is found.
+
 Waveforms: build with ``metaroce.sim.verilator.build(..., waves="fst")`` (Verilator
 ``--trace-fst``; ``waves=True`` falls back to VCD where liblz4-dev is missing) and run with
 ``waves=True`` (or ``WAVES=1``); the trace lands in the run directory and mismatch
@@ -45,12 +51,13 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
-import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
-
 from .streams import SEP
 
-__all__ = ["CycleModel", "Mismatch", "Lockstep", "read_int", "model_port_lists"]
+#: Cycles kept (as sampled) for the input-beat history of a mismatch message.
+RECENT_CYCLES = 512
+
+__all__ = ["CycleModel", "Mismatch", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
+           "model_port_lists"]
 
 
 class CycleModel(Protocol):
@@ -78,19 +85,212 @@ def _reader(handle) -> Callable[[], int]:
         return lambda: int(handle.value)
     if width <= 32:
         mask = (1 << width) - 1
-        return lambda: raw.get_signal_val_long() & mask
+        get = raw.get_signal_val_long
+        return lambda: get() & mask
+    get = raw.get_signal_val_binstr
 
     def read() -> int:
         try:
-            return int(raw.get_signal_val_binstr(), 2)
+            return int(get(), 2)
         except ValueError:  # X/Z (four-state simulators): let cocotb raise a clear error
             return int(handle.value)
     return read
 
 
+def _watched_reader(handle) -> Callable[[], int]:
+    """A reader that reads ``handle`` only after it changed: a cocotb task waits on its
+    value-change trigger and marks it stale (Verilator compares the value after every
+    evaluation, in C++).  Reading a 1,438-bit meta record as a binary string costs about
+    7 us; the record changes once per frame."""
+    import cocotb
+    from cocotb.triggers import ValueChange
+    read = _reader(handle)
+    cell = [True, 0]              # stale, value
+
+    async def watcher():
+        change = ValueChange(handle)
+        while True:
+            await change
+            cell[0] = True
+
+    cocotb.start_soon(watcher())
+
+    def get() -> int:
+        if cell[0]:
+            cell[0] = False
+            cell[1] = read()
+        return cell[1]
+    return get
+
+
+def _writer(handle, immediate: bool = False) -> Callable[[int], None]:
+    """Fast integer write without the LogicArray conversion: a deposit (as ``handle.value =
+    v``), or with ``immediate`` a write without delay (seen by the next evaluation)."""
+    raw = getattr(handle, "_handle", None)
+    width = len(handle)
+    if raw is None:
+        def write(v: int) -> None:
+            handle.value = v
+        return write
+    action = 3 if immediate else 0             # GPI: NO_DELAY / DEPOSIT
+    if width <= 32:
+        put = raw.set_signal_val_int
+        return lambda v: put(action, v)
+    put_bin = raw.set_signal_val_binstr
+    fmt = f"0{width}b"
+    return lambda v: put_bin(action, format(v, fmt))
+
+
 def read_int(handle) -> int:
     """Integer value of ``handle`` (see :func:`_reader`)."""
     return _reader(handle)()
+
+
+class Core:
+    """The comparison, without a simulator: step ``model`` with a cycle's inputs and compare
+    every output it returns with the design's outputs of the same cycle.
+
+    Args:
+        model: a :class:`CycleModel`.
+        inputs, outputs: port names (see :class:`Lockstep`).
+        widths: ``{port: bits}`` (for the messages).
+        history, stop_on_mismatch, beat_ports, transfers, on_cycle, max_reported: as in
+            :class:`Lockstep`.
+        where: ``where(cycle) -> str``, extra text for a mismatch (simulation time,
+            waveform file).
+    """
+
+    def __init__(self, model: CycleModel, inputs: Sequence[str], outputs: Sequence[str],
+                 widths: Mapping[str, int], *, history: int = 8, stop_on_mismatch: bool = True,
+                 beat_ports: Iterable[str] | None = None, transfers: Iterable[str] = (),
+                 on_cycle: Callable | None = None, max_reported: int = 10,
+                 where: Callable[[int], str] | None = None):
+        self.model = model
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        if set(self.inputs) & set(self.outputs):
+            raise ValueError(f"ports both input and output: {set(self.inputs) & set(self.outputs)}")
+        self._width = dict(widths)
+        if beat_ports is None:
+            beat_ports = [n[:-len(SEP + "tvalid")] for n in self.inputs if n.endswith(SEP + "tvalid")]
+        self.beat_ports = list(beat_ports)
+        self._beat_fields = {
+            p: [(m, f"{p}{SEP}{m}") for m in ("tdata", "tkeep", "tlast", "tuser")
+                if f"{p}{SEP}{m}" in self._width] for p in self.beat_ports}
+        self._history_len = max(1, history)
+        # the last cycles as sampled; the beat history is derived from them on a mismatch
+        self._recent: collections.deque = collections.deque(maxlen=RECENT_CYCLES)
+        self.stop_on_mismatch = stop_on_mismatch
+        self.max_reported = max_reported
+        self.on_cycle = on_cycle
+        self.where = where
+        self.transfers: dict[str, list[tuple[int, dict[str, int]]]] = {p: [] for p in transfers}
+        self._transfer_members = {
+            p: [n for n in (*self.inputs, *self.outputs) if n.startswith(p + SEP)] for p in transfers}
+        for p in self.transfers:
+            for m in ("valid", "ready"):
+                if f"{p}{SEP}{m}" not in self._width:
+                    raise ValueError(f"transfer port {p!r} needs sampled {p}{SEP}{m}")
+        self.cycle = 0
+        self.mismatches = 0
+        self.mismatch_cycles = 0
+        self.reports: list[str] = []
+        self.error: Mismatch | None = None
+        self._step = model.step
+
+    def compare(self, ins: Mapping[str, int], outs: Mapping[str, int]) -> Mapping[str, int]:
+        """One cycle: ``ins`` (every input) and ``outs`` (every output) as the design had
+        them; steps the model, compares, returns the model's outputs.  Raises
+        :class:`Mismatch` (``stop_on_mismatch``) or counts it."""
+        cycle = self.cycle
+        self._recent.append((cycle, ins, outs))
+        expected = self._step(ins)
+        if expected != outs:
+            self._check(cycle, expected, ins, outs)
+        for p, log in self.transfers.items():
+            if outs.get(f"{p}{SEP}valid", ins.get(f"{p}{SEP}valid")) and \
+                    ins.get(f"{p}{SEP}ready", outs.get(f"{p}{SEP}ready")):
+                members = self._transfer_members[p]
+                log.append((cycle, {n[len(p) + len(SEP):]: (outs[n] if n in outs else ins[n])
+                                    for n in members}))
+        if self.on_cycle is not None:
+            self.on_cycle(cycle, ins, outs)
+        self.cycle = cycle + 1
+        return expected
+
+    def _check(self, cycle, expected, ins, outs):
+        bad = []
+        for name, actual in outs.items():
+            try:
+                exp = expected[name]
+            except KeyError:
+                raise KeyError(f"the model returned no value for output {name!r}") from None
+            if exp != actual:
+                bad.append((name, int(exp), actual))
+        extra = sorted(set(expected) - set(outs))
+        if extra:
+            raise KeyError(f"the model returned outputs the harness does not sample: {extra}")
+        if bad:
+            self._mismatch(cycle, bad, ins, outs)
+
+    @property
+    def history(self) -> list:
+        """The last accepted input beats ``(cycle, port, 1, fields)`` among the last
+        :data:`RECENT_CYCLES` cycles, oldest first."""
+        return self._beats()[0]
+
+    def _beats(self):
+        # Accepted beats go into the history once each; a beat still waiting for tready is
+        # shown separately (backpressure would otherwise fill the history with one beat).
+        accepted: collections.deque = collections.deque(maxlen=self._history_len)
+        waiting: dict = {}
+        for cycle, ins, outs in self._recent:
+            for p in self.beat_ports:
+                if ins.get(f"{p}{SEP}tvalid"):
+                    ready = outs.get(f"{p}{SEP}tready", ins.get(f"{p}{SEP}tready", 1))
+                    beat = (cycle, p, ready, {m: ins[n] for m, n in self._beat_fields[p]})
+                    if ready:
+                        accepted.append(beat)
+                        waiting.pop(p, None)
+                    else:
+                        waiting[p] = beat
+                else:
+                    waiting.pop(p, None)
+        return list(accepted), waiting
+
+    def _fmt(self, name, v):
+        w = self._width.get(name, 1)
+        return str(v) if w == 1 else f"{v:#0{(w + 3) // 4 + 2}x}"
+
+    def history_text(self) -> str:
+        accepted, waiting = self._beats()
+        if not accepted and not waiting:
+            return "\n  (no input beats in the last cycles)"
+        lines = [f"\n  last {len(accepted)} accepted input beat(s), then any waiting "
+                 "(cycle port acc/WAIT fields):"]
+        for cycle, p, ready, fields in [*accepted, *waiting.values()]:
+            f = " ".join(f"{k}={self._fmt(f'{p}{SEP}{k}', v)}" for k, v in fields.items())
+            lines.append(f"    {cycle:>8} {p} {'acc' if ready else 'WAIT'} {f}")
+        return "\n".join(lines)
+
+    def _mismatch(self, cycle, bad, ins, outs):
+        self.mismatches += len(bad)
+        self.mismatch_cycles += 1
+        head = "; ".join(f"{n}: expected {self._fmt(n, e)}, actual {self._fmt(n, a)}" for n, e, a in bad)
+        where = f"cycle {cycle}" + (self.where(cycle) if self.where else "")
+        msg = f"RTL/model mismatch at {where}: {head}{self.history_text()}"
+        if len(self.reports) < self.max_reported:
+            self.reports.append(msg)
+        if self.error is None:
+            name, exp, act = bad[0]
+            self.error = Mismatch(msg, cycle, name, exp, act)
+            try:
+                import cocotb
+                cocotb.log.error(msg)
+            except Exception:       # not under a simulator
+                pass
+        if self.stop_on_mismatch:
+            raise self.error
 
 
 class Lockstep:
@@ -122,38 +322,30 @@ class Lockstep:
         self.model = model
         self.inputs = list(inputs)
         self.outputs = list(outputs)
-        if set(self.inputs) & set(self.outputs):
-            raise ValueError(f"ports both input and output: {set(self.inputs) & set(self.outputs)}")
         self.clock = getattr(dut, clock)
         self.reset_name = reset
         self.reset = getattr(dut, reset) if reset else None
         self._in = [(n, _reader(self._handle(n))) for n in self.inputs]
         self._out = [(n, _reader(self._handle(n))) for n in self.outputs]
-        self._width = {n: len(self._handle(n)) for n in (*self.inputs, *self.outputs)}
-        if beat_ports is None:
-            beat_ports = [n[:-len(SEP + "tvalid")] for n in self.inputs if n.endswith(SEP + "tvalid")]
-        self.beat_ports = list(beat_ports)
-        self.history: collections.deque = collections.deque(maxlen=max(1, history))
-        self._waiting: dict = {}
-        self.stop_on_mismatch = stop_on_mismatch
-        self.max_reported = max_reported
-        self.on_cycle = on_cycle
-        self.transfers: dict[str, list[tuple[int, dict[str, int]]]] = {p: [] for p in transfers}
-        self._transfer_members = {
-            p: [n for n in (*self.inputs, *self.outputs) if n.startswith(p + SEP)] for p in transfers}
-        for p in self.transfers:
-            for m in ("valid", "ready"):
-                if f"{p}{SEP}{m}" not in self._width:
-                    raise ValueError(f"transfer port {p!r} needs sampled {p}{SEP}{m}")
-        self.cycle = 0
-        self.mismatches = 0
-        self.mismatch_cycles = 0
-        self.reports: list[str] = []
-        self.error: Mismatch | None = None
+        self.core = Core(model, self.inputs, self.outputs,
+                         {n: len(self._handle(n)) for n in (*self.inputs, *self.outputs)},
+                         history=history, stop_on_mismatch=stop_on_mismatch, beat_ports=beat_ports,
+                         transfers=transfers, on_cycle=on_cycle, max_reported=max_reported,
+                         where=self._where)
         self.start_time: int | None = None
         self.period: int | None = None
         self._task = None
         self._running = False
+
+    # the core's state, under the names the tests read
+    cycle = property(lambda self: self.core.cycle)
+    mismatches = property(lambda self: self.core.mismatches)
+    mismatch_cycles = property(lambda self: self.core.mismatch_cycles)
+    reports = property(lambda self: self.core.reports)
+    error = property(lambda self: self.core.error)
+    transfers = property(lambda self: self.core.transfers)
+    history = property(lambda self: self.core.history)
+    stop_on_mismatch = property(lambda self: self.core.stop_on_mismatch)
 
     @property
     def waves_hint(self) -> str:
@@ -163,6 +355,13 @@ class Lockstep:
                 return os.path.abspath(name)
         return ""
 
+    def _where(self, cycle) -> str:
+        t = None if self.start_time is None else self.start_time + cycle * (self.period or 0)
+        text = f" (sim time {t} ns)" if t is not None else ""
+        if self.waves_hint:
+            text += f" [waveform: {self.waves_hint}, cycle {cycle} starts at {t} ns]"
+        return text
+
     def _handle(self, name):
         h = getattr(self.dut, name, None)
         if h is None:
@@ -171,13 +370,16 @@ class Lockstep:
 
     # -- running ------------------------------------------------------------------------
 
-    async def start(self, *, period_ns: int = 10, reset_cycles: int = 4, start_clock: bool = True) -> None:
+    async def start(self, *, period_ns: int = 10, reset_cycles: int = 4, start_clock: bool = True,
+                    monitor: bool = True) -> None:
         """Start the clock, hold reset for ``reset_cycles`` and start comparing.
 
         Drivers created before this call with ``reset=dut.rst`` stay idle during reset.
-        Returns in the first compared cycle, right after reset is released.
+        Returns in the first compared cycle, right after reset is released.  With
+        ``monitor=False`` nothing is compared here: :func:`drive` does it.
         """
         from cocotb.clock import Clock
+        from cocotb.triggers import RisingEdge
         from cocotb.utils import get_sim_time
         if start_clock:
             Clock(self.clock, period_ns, unit="ns").start()
@@ -185,22 +387,26 @@ class Lockstep:
         sees_reset = self.reset_name in self.inputs
         if self.reset is not None:
             self.reset.value = 1
-            if sees_reset:
+            if sees_reset and monitor:
                 self._launch(get_sim_time("ns"), wait_edge=True)
             for _ in range(reset_cycles):
                 await RisingEdge(self.clock)
             self.reset.value = 0
         else:
             await RisingEdge(self.clock)
-        if not sees_reset:
+        if not sees_reset and monitor:
             self._launch(get_sim_time("ns"), wait_edge=False)
+        if not monitor:
+            self.start_time = get_sim_time("ns") + self.period
 
     def _launch(self, now, wait_edge):
+        import cocotb
         self.start_time = now + (self.period if wait_edge else 0)
         self._running = True
         self._task = cocotb.start_soon(self._monitor(wait_edge))
 
     async def _monitor(self, wait_edge: bool) -> None:
+        from cocotb.triggers import ReadOnly, RisingEdge
         edge = RisingEdge(self.clock)
         ro = ReadOnly()
         if wait_edge:
@@ -222,6 +428,7 @@ class Lockstep:
     async def wait_until(self, condition: Callable[[], bool], timeout_cycles: int,
                          what: str = "condition") -> None:
         """Wait, cycle by cycle, until ``condition()``; raise on a mismatch or the timeout."""
+        from cocotb.triggers import RisingEdge
         edge = RisingEdge(self.clock)
         for _ in range(timeout_cycles):
             if self.error is not None and self.stop_on_mismatch:
@@ -232,95 +439,107 @@ class Lockstep:
         if self.stop_on_mismatch:
             self.check()
         raise TimeoutError(f"{what} not reached within {timeout_cycles} cycles "
-                           f"(cycle {self.cycle}){self._history_text()}")
+                           f"(cycle {self.cycle}){self.core.history_text()}")
 
     async def cycles(self, n: int) -> None:
         """Let ``n`` cycles pass (raising a mismatch as soon as it happens)."""
+        from cocotb.triggers import RisingEdge
         edge = RisingEdge(self.clock)
         for _ in range(n):
             await edge
             if self.error is not None and self.stop_on_mismatch:
                 raise self.error
 
-    # -- one cycle ------------------------------------------------------------------------
-
     def _compare_cycle(self) -> None:
         ins = {n: r() for n, r in self._in}
         outs = {n: r() for n, r in self._out}
-        cycle = self.cycle
-        self._record_beats(cycle, ins, outs)
-        expected = self.model.step(ins)
-        bad = []
-        for name, actual in outs.items():
-            try:
-                exp = expected[name]
-            except KeyError:
-                raise KeyError(f"the model returned no value for output {name!r}") from None
-            if exp != actual:
-                bad.append((name, int(exp), actual))
-        if len(expected) != len(outs):
-            extra = sorted(set(expected) - set(outs))
-            if extra:
-                raise KeyError(f"the model returned outputs the harness does not sample: {extra}")
-        if bad:
-            self._mismatch(cycle, bad, ins, outs)
-        for p, log in self.transfers.items():
-            if outs.get(f"{p}{SEP}valid", ins.get(f"{p}{SEP}valid")) and \
-                    ins.get(f"{p}{SEP}ready", outs.get(f"{p}{SEP}ready")):
-                members = self._transfer_members[p]
-                log.append((cycle, {n[len(p) + len(SEP):]: (outs[n] if n in outs else ins[n])
-                                    for n in members}))
-        if self.on_cycle is not None:
-            self.on_cycle(cycle, ins, outs)
-        self.cycle = cycle + 1
+        try:
+            self.core.compare(ins, outs)
+        except Mismatch:
+            self._running = False   # the waiting test raises self.error
 
-    def _record_beats(self, cycle, ins, outs):
-        # Accepted beats go into the history once each; a beat still waiting for tready is
-        # shown separately (backpressure would otherwise fill the history with one beat).
-        for p in self.beat_ports:
-            if ins.get(f"{p}{SEP}tvalid"):
-                ready = outs.get(f"{p}{SEP}tready", ins.get(f"{p}{SEP}tready", 1))
-                beat = (cycle, p, ready, {m: ins[f"{p}{SEP}{m}"] for m in ("tdata", "tkeep", "tlast", "tuser")
-                                          if f"{p}{SEP}{m}" in ins})
-                if ready:
-                    self.history.append(beat)
-                    self._waiting.pop(p, None)
-                else:
-                    self._waiting[p] = beat
-            else:
-                self._waiting.pop(p, None)
 
-    def _fmt(self, name, v):
-        w = self._width.get(name, 1)
-        return str(v) if w == 1 else f"{v:#0{(w + 3) // 4 + 2}x}"
+async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
+                max_cycles: int | None = None, watch: Iterable[str] = ()) -> int:
+    """The fast lockstep loop: one coroutine drives the inputs, reads the outputs and
+    compares, cycle by cycle, until ``driver.finished`` (or ``max_cycles``).
 
-    def _history_text(self) -> str:
-        if not self.history and not self._waiting:
-            return "\n  (no input beats yet)"
-        lines = [f"\n  last {len(self.history)} accepted input beat(s), then any waiting "
-                 "(cycle port acc/WAIT fields):"]
-        for cycle, p, ready, fields in [*self.history, *self._waiting.values()]:
-            f = " ".join(f"{k}={self._fmt(f'{p}{SEP}{k}', v)}" for k, v in fields.items())
-            lines.append(f"    {cycle:>8} {p} {'acc' if ready else 'WAIT'} {f}")
-        return "\n".join(lines)
+    Per cycle, at the falling clock edge (mid-cycle: the design only samples on the rising
+    edge), the inputs ``driver.inputs()`` returns are written (only those that changed,
+    straight through the simulator handle, without delay, so the simulator evaluates the
+    clock's fall and the new inputs once); in ``ReadOnly`` of that time step every output is
+    read once, the core steps the model and compares every output (:meth:`Core.compare`),
+    then ``driver.observe(inputs, outputs)`` and ``driver.settle(busy())``.  Two triggers
+    and two evaluations of the design per cycle, no other coroutine (see
+    docs/hw/verification.md for what each costs).
+    ``watch``: wide outputs that seldom change (a record register): read again only after
+    the simulator reported a change of value (:func:`_watched_reader`), so each is still
+    compared every cycle with its exact value.  Call after ``await h.start(monitor=False)``;
+    returns the cycles driven.
+    """
+    watch = set(watch)
+    from cocotb.triggers import ReadOnly, Timer
+    dut, core = h.dut, h.core
+    writers = {n: _writer(h._handle(n), immediate=True) for n in h.inputs}
+    watched = h.__dict__.setdefault("_watched", {})     # one watcher per signal and harness
+    for n in watch:
+        if n not in watched:
+            watched[n] = _watched_reader(h._handle(n))
+    readers = [(n, watched[n] if n in watched else _reader(h._handle(n))) for n in h.outputs]
+    busy = busy or (lambda: False)
+    # called right after a rising edge: the first write is half a period later, then one
+    # every period, at the falling edges
+    ro = ReadOnly()
+    half, period = Timer(h.period / 2, unit="ns"), Timer(h.period, unit="ns")
+    prev = h.__dict__.setdefault("_driven", {})       # what the inputs hold now
+    compare, inputs, observe, settle = core.compare, driver.inputs, driver.observe, driver.settle
+    n = 0
+    del dut
+    await half
+    try:
+        while not driver.finished and (max_cycles is None or n < max_cycles):
+            ins = inputs()
+            for name, v in ins.items():
+                if prev.get(name) != v:
+                    writers[name](v)
+                    prev[name] = v
+            await ro
+            outs = {name: r() for name, r in readers}
+            compare(ins, outs)
+            observe(ins, outs)
+            settle(busy)
+            n += 1
+            if not driver.finished:
+                await period
+    finally:
+        # back in step with the rising edge, as the caller expects (also after a mismatch)
+        await half
+    return n
 
-    def _mismatch(self, cycle, bad, ins, outs):
-        self.mismatches += len(bad)
-        self.mismatch_cycles += 1
-        t = None if self.start_time is None else self.start_time + cycle * (self.period or 0)
-        head = "; ".join(f"{n}: expected {self._fmt(n, e)}, actual {self._fmt(n, a)}" for n, e, a in bad)
-        where = f"cycle {cycle}" + (f" (sim time {t} ns)" if t is not None else "")
-        msg = f"RTL/model mismatch at {where}: {head}{self._history_text()}"
-        if self.waves_hint:
-            msg += f"\n  waveform: {self.waves_hint} (cycle {cycle} starts at {t} ns)"
-        if len(self.reports) < self.max_reported:
-            self.reports.append(msg)
-        if self.error is None:
-            name, exp, act = bad[0]
-            self.error = Mismatch(msg, cycle, name, exp, act)
-            cocotb.log.error(msg)
-        if self.stop_on_mismatch:
-            self._running = False
+
+def drive_amaranth(sim, core: Core, driver, signals: Mapping[str, object], *,
+                   busy: Callable[[], bool] | None = None, extra_inputs: Callable | None = None) -> None:
+    """The same loop in the Amaranth simulator: add an async testbench to ``sim`` that, per
+    cycle, sets ``driver.inputs()`` (plus ``extra_inputs()``, e.g. a random reset) on
+    ``signals`` (``{port name: Amaranth value}``), reads every output, compares through
+    ``core`` and ticks, until ``driver.finished``."""
+    busy = busy or (lambda: False)
+    outs_names = core.outputs
+
+    async def bench(ctx):
+        while not driver.finished:
+            ins = driver.inputs()
+            if extra_inputs is not None:
+                ins.update(extra_inputs())
+            for n, v in ins.items():
+                ctx.set(signals[n], v)
+            outs = {n: ctx.get(signals[n]) for n in outs_names}
+            core.compare(ins, outs)
+            driver.observe(ins, outs)
+            driver.settle(busy)
+            await ctx.tick()
+
+    sim.add_testbench(bench)
 
 
 def model_port_lists(model, dut=None, exclude: Sequence[str] = ("clk",)) -> tuple[list[str], list[str]]:

@@ -1,8 +1,9 @@
 """RX parser RTL vs its cycle-accurate model in the Amaranth simulator (docs/spec/hw-parser.md).
 
-Every output port is compared on every cycle (MR-HW-070), with random idle cycles on the
-input and random backpressure on the three outputs; then the collected streams are checked
-against the codec: meta per frame (MR-HW-010..012, MR-HW-020), payload bytes (MR-HW-030),
+Every output port is compared on every cycle (MR-HW-070) by the lockstep core shared with the
+Verilator testbench (tb/lockstep.py), with the one traffic driver of models/parser_cases.py
+(random idle cycles on the input, random backpressure on the three outputs, counter reads);
+then the collected streams are checked against the codec by the one checker: meta per frame (MR-HW-010..012, MR-HW-020), payload bytes (MR-HW-030),
 bypass frames intact (MR-HW-032), counters (MR-HW-060).
 """
 import random
@@ -20,6 +21,7 @@ from metaroce.models import icrc as icrc_model
 from metaroce.models import parser_cases as pc
 from metaroce.models.parser import ParserModel, verdict
 from metaroce.models.wire import Op, Reason
+from metaroce.tb.lockstep import Core, Mismatch, drive_amaranth, model_port_lists
 from test_parser_model import LINE_SIZES, _frame_of_size, scapy_cases
 
 # lib.crc chains its XORs one by one; the Python simulator recurses through the chain.
@@ -39,16 +41,14 @@ def _ports(dut):
     return sig
 
 
-class Mismatch(AssertionError):
-    pass
-
-
 def run_lockstep(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, vcd=None,
                  check=True, on_cycle=None, p_rst=0.0, crc_impl="xor", **kw):
     """Drive RTL and model with the same inputs; compare all outputs every cycle (MR-HW-070).
 
-    Returns the driver's results plus ``cycles``. Raises :class:`Mismatch` naming the cycle,
-    the signal, expected and actual values and the last input beats.
+    The parser's one stack: cases and traffic driver from models/parser_cases.py, the
+    lockstep core of tb/lockstep.py (:func:`drive_amaranth`).  Returns the driver's results.
+    Raises :class:`Mismatch` naming the cycle, the signal, expected and actual values and
+    the last input beats.
     """
     dut = Parser(width, max_frame=max_frame, crc_impl=crc_impl)
     top = Module()
@@ -60,41 +60,18 @@ def run_lockstep(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, 
     sig["rst"] = cd.rst
     rst_rng = random.Random(seed + 1)
     drv = pc.Driver(width, cases, seed=seed, p_idle=p_idle, p_bp=p_bp, **kw)
-    outs = ParserModel.port_names()["outputs"]
-    res = {}
-
-    async def bench(ctx):
-        quiet = 0
-        limit = 200 + 20 * len(drv.beats) * (1 + int(10 * p_bp))
-        while quiet <= 3:
-            inp = drv.inputs()
-            inp["rst"] = int(p_rst > 0 and rst_rng.random() < p_rst)
-            for n, v in inp.items():
-                ctx.set(sig[n], v)
-            exp = model.step(inp)
-            got = {n: ctx.get(sig[n]) for n in outs}
-            for n in outs:
-                if got[n] != exp[n]:
-                    raise Mismatch(f"cycle {drv.cycle}: {n}: expected {exp[n]:#x}, got {got[n]:#x}; "
-                                   f"last input beats: {drv.last_beats()}")
-            if on_cycle is not None:
-                on_cycle(drv.cycle, inp, got)
-            drv.observe(inp, got)
-            await ctx.tick()
-            quiet = 0 if (not drv.sent_all or model.busy()) else quiet + 1
-            if drv.cycle > limit:
-                raise Mismatch(f"no progress after {drv.cycle} cycles "
-                               f"({drv.i}/{len(drv.beats)} beats accepted)")
-        res.update(drv.res, cycles=drv.cycle, counters=list(model.cnt), log=list(model.log))
-
+    ins, outs = model_port_lists(model)
+    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, on_cycle=on_cycle)
+    extra = (lambda: {"rst": int(rst_rng.random() < p_rst)}) if p_rst > 0 else None
     sim = Simulator(top)
     sim.add_clock(1e-8)
-    sim.add_testbench(bench)
+    drive_amaranth(sim, core, drv, sig, busy=model.busy, extra_inputs=extra)
     if vcd:
         with sim.write_vcd(vcd):
             sim.run()
     else:
         sim.run()
+    res = dict(drv.res, log=list(model.log))
     if check:
         pc.check_streams(cases, res, max_frame=max_frame, width=width)
     return res

@@ -12,15 +12,19 @@ and on the hardware path MR-WIRE-100/101 (one outcome per frame, first failing c
 decides), MR-WIRE-103 (non-RoCE frames passed on byte for byte, truncated ones never) and
 MR-WIRE-104 (a MAC error drops any frame, RoCE or not).
 
-One cached Verilator build per width (metaroce.blocks.build) and two simulator runs per
+One cached Verilator build per width (metaroce.tb.build) and three simulator runs per
 width, one per cocotb test of tb/parser.py:
 
-* ``parser_lockstep/shape=both``: the shared case list (tb/parser_cases.py: every opcode,
-  IPv4/IPv6, VLAN, PSN edges, pad 0-3, every drop reason, non-RoCE bypass, scapy-built
-  frames, 1,000 seeded random and 1,000 mutated frames) with random idle cycles on the
-  input and random backpressure on m_meta, m_payload and m_bypass; every output compared
+* ``parser_lockstep/shape=both``: the parser's one case list (models/parser_cases.suite:
+  every opcode, IPv4/IPv6, VLAN, PSN edges, pad 0-3, every drop reason, MAC errors on any
+  beat, non-RoCE bypass, scapy-built frames, 1,000 seeded random and 1,000 mutated frames
+  with random addresses) with random idle cycles on the input, random backpressure on
+  m_meta, m_payload and m_bypass and tkeep edge cases (MR-HW-003); every output compared
   every cycle (zero mismatches), then fields / payload / bypass bytes against the codec and
   scapy, and the per-reason counters;
+* ``parser_axis_boundary``: the basic and scapy cases through cocotbext-axi's AXI4-Stream
+  source and sinks (a bus model written apart from this project), every output compared
+  every cycle;
 * ``parser_line_rate``: without backpressure, one beat accepted every cycle for back-to-back
   frames of every length modulo the beat width, 1,500 and 9,000 bytes.
 
@@ -34,6 +38,7 @@ import pytest
 
 from metaroce import blocks
 from metaroce.sim import verilator as vl
+from metaroce.tb import build as tb_build
 
 N_RANDOM = 1000
 N_MUTATED = 1000
@@ -42,16 +47,16 @@ N_MUTATED = 1000
 @pytest.mark.parametrize("width", [64, 512])
 def test_parser_rtl_lockstep_and_line_rate(width):
     waves = bool(os.environ.get("METAROCE_WAVES"))
-    b = blocks.build(blocks.get("parser"), width, waves=waves)
+    b = tb_build.build(blocks.get("parser"), width, waves=waves)
     seed = os.environ.get("PARSER_SEED", str(width))
     shape = os.environ.get("PARSER_SHAPE", "both")
     env = {"PARSER_RANDOM": os.environ.get("PARSER_RANDOM", str(N_RANDOM)),
            "PARSER_MUTATED": os.environ.get("PARSER_MUTATED", str(N_MUTATED)),
            "PARSER_SEED": seed,
            "PARSER_MAX_PAYLOAD": os.environ.get("PARSER_MAX_PAYLOAD", "300")}
-    # Two simulator runs: the RTL's frame store keeps its contents across a reset (as the
+    # Three simulator runs: the RTL's frame store keeps its contents across a reset (as the
     # model documents), so each cocotb test starts from a fresh simulation.
-    for test in (f"parser_lockstep/shape={shape}$", "parser_line_rate$"):
+    for test in (f"parser_lockstep/shape={shape}$", "parser_axis_boundary$", "parser_line_rate$"):
         results = vl.run(b, "metaroce.tb.parser", seed=int(seed), waves=waves,
                          extra_env={**env, "COCOTB_TEST_FILTER": test})
         n_tests, failures, skipped = vl.results_summary(results)

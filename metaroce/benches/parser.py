@@ -6,11 +6,15 @@ first to the last accepted beat; 1.0 is line rate), ``latency_cycles`` (worst ca
 the cycle a frame's last beat is accepted to the cycle its meta record is valid on
 ``m_meta``; the parser is store-and-forward, since the ICRC verdict needs the whole frame),
 ``first_beat_to_meta_cycles`` (first frame: first beat accepted to meta valid),
-``sim_cycles_per_s`` (lockstep simulation speed: RTL under Verilator + model + drivers, per
-wall second), ``mismatches`` (RTL/model, must be 0) and ``problems`` (frames whose outcome
+``lockstep_cycles_per_s`` (lockstep simulation speed: RTL under Verilator, the model stepped
+and every output compared every cycle, the traffic driver; per wall second) and
+``lockstep_cycles_per_cpu_s`` (per CPU second of the simulator process: the speed on an
+unloaded machine), ``mismatches`` (RTL/model, must be 0) and ``problems`` (frames whose outcome
 or fields are wrong, must be 0).  Frame sizes are exact (the smallest RoCE frame, an IPv4
 RC ACK, is 62 bytes; a few bytes of Ethernet padding make up sizes the 4-byte pad rule
 cannot reach).  Each width is one simulator run (and one cached build) in its own process.
+Per width a last row (``packet_bytes`` = ``"mixed"``) runs the parser's case suite with idle
+cycles, backpressure and tkeep edge cases (``--mixed`` random and as many mutated frames).
 """
 from __future__ import annotations
 
@@ -34,27 +38,31 @@ def add_arguments(p):
                         + ",".join(map(str, SIZES)) + ")")
     p.add_argument("--bytes-per-size", type=int, default=40000,
                    help="send at least this many bytes (and 4 frames) per size (default 40000)")
+    p.add_argument("--mixed", type=int, default=100,
+                   help="random and mutated frames in the mixed-traffic row (default 100)")
 
 
-def run_parser_bench(widths, sizes, bytes_per_size=40000):
+def run_parser_bench(widths, sizes, bytes_per_size=40000, mixed=100):
     """Rows for every (width, size); ``widths`` run one after the other in this process."""
     rows = []
     for w in widths:
-        rows += one_width((w, tuple(sizes), bytes_per_size))
+        rows += one_width((w, tuple(sizes), bytes_per_size, mixed))
     return rows
 
 
 def one_width(job):
     """All sizes at one width: one simulator run; returns the rows."""
-    width, sizes, min_bytes = job
+    width, sizes, min_bytes, mixed = job
     from metaroce import blocks
     from metaroce.sim import verilator as vl
-    b = blocks.build(blocks.get("parser"), width)
+    from metaroce.tb import build as tb_build
+    b = tb_build.build(blocks.get("parser"), width)
     root = blocks.scratch_dir()
     with tempfile.TemporaryDirectory(dir=root, prefix=f"bench-w{width}-") as tmp:
         out = os.path.join(tmp, "rows.json")
         env = {"METAROCE_BENCH_OUT": out, "METAROCE_BENCH_SIZES": ",".join(map(str, sizes)),
-               "METAROCE_BENCH_BYTES": str(min_bytes), "COCOTB_TEST_FILTER": "parser_bench$"}
+               "METAROCE_BENCH_BYTES": str(min_bytes), "METAROCE_BENCH_MIXED": str(mixed),
+               "COCOTB_TEST_FILTER": "parser_bench$"}
         vl.run(b, "metaroce.tb.parser", extra_env=env, seed=1, run_dir=os.path.join(tmp, "run"),
                log_file=os.path.join(tmp, "sim.log"))
         with open(out) as fh:
@@ -65,9 +73,17 @@ def one_width(job):
                      "beats_per_cycle": round(r["beats_per_cycle"], 4),
                      "latency_cycles": r["latency_cycles"],
                      "first_beat_to_meta_cycles": r["first_beat_to_meta_cycles"],
-                     "sim_cycles_per_s": round(r["sim_cycles_per_s"]),
+                     "lockstep_cycles_per_s": round(r["lockstep_cycles_per_s"]),
+                     "lockstep_cycles_per_cpu_s": round(r["lockstep_cycles_per_cpu_s"]),
                      "frames": r["frames"], "beats": r["beats"], "cycles": r["cycles"],
                      "mismatches": r["mismatches"], "problems": len(r["problems"])})
+    m = res["mixed"]
+    rows.append({"width": width, "packet_bytes": "mixed", "beats_per_cycle": None,
+                 "latency_cycles": None, "first_beat_to_meta_cycles": None,
+                 "lockstep_cycles_per_s": round(m["lockstep_cycles_per_s"]),
+                 "lockstep_cycles_per_cpu_s": round(m["lockstep_cycles_per_cpu_s"]),
+                 "frames": m["frames"], "beats": m["beats"], "cycles": m["sim_cycles"],
+                 "mismatches": m["mismatches"], "problems": len(m["problems"])})
     return rows
 
 
@@ -86,15 +102,18 @@ def run(args, ui):
             raise CliError(f"frame size {s} outside 60..9216 bytes")
     if args.bytes_per_size < 1:
         raise CliError("--bytes-per-size must be positive")
-    per_width = ui.map(one_width, [(w, tuple(sizes), args.bytes_per_size) for w in widths],
+    if args.mixed < 0:
+        raise CliError("--mixed must be 0 or more")
+    per_width = ui.map(one_width, [(w, tuple(sizes), args.bytes_per_size, args.mixed) for w in widths],
                        label="parser widths")
     rows = [r for rs in per_width for r in rs]
+    sized = [r for r in rows if r["packet_bytes"] != "mixed"]
 
     def plot(path):
         p = plt()
         fig, ax = p.subplots(1, 2, figsize=(11, 4))
         for w in widths:
-            rs = [r for r in rows if r["width"] == w]
+            rs = [r for r in sized if r["width"] == w]
             xs = [r["packet_bytes"] for r in rs]
             ax[0].plot(xs, [r["beats_per_cycle"] for r in rs], marker="o", label=f"{w} bit")
             lat = [(r["packet_bytes"], r["latency_cycles"]) for r in rs if r["latency_cycles"] is not None]
@@ -111,15 +130,19 @@ def run(args, ui):
         fig.savefig(path, dpi=110)
         p.close(fig)
 
-    line_rate = all(r["beats_per_cycle"] == 1.0 for r in rows)
+    line_rate = all(r["beats_per_cycle"] == 1.0 for r in sized)
     return {
         "rows": rows,
         "title": "RX parser under Verilator (lockstep with the model), no backpressure",
         "columns": ["width", "packet_bytes", "beats_per_cycle", "latency_cycles",
-                    "first_beat_to_meta_cycles", "sim_cycles_per_s", "frames", "mismatches",
-                    "problems"],
+                    "first_beat_to_meta_cycles", "lockstep_cycles_per_s",
+                    "lockstep_cycles_per_cpu_s", "frames", "mismatches", "problems"],
         "summary": {"line_rate_everywhere": line_rate,
-                    "max_latency_cycles": {w: max((r["latency_cycles"] for r in rows if r["width"] == w
+                    "lockstep_cycles_per_s": {w: min(r["lockstep_cycles_per_s"] for r in rows
+                                                     if r["width"] == w) for w in widths},
+                    "lockstep_cycles_per_cpu_s": {w: min(r["lockstep_cycles_per_cpu_s"] for r in rows
+                                                         if r["width"] == w) for w in widths},
+                    "max_latency_cycles": {w: max((r["latency_cycles"] for r in sized if r["width"] == w
                                                    and r["latency_cycles"] is not None), default=None)
                                            for w in widths},
                     "mismatches": sum(r["mismatches"] for r in rows),

@@ -57,7 +57,8 @@ def simulate(blk, width, pcap_path, *, waves=None, idle=0.0, backpressure=0.0, s
         print(f"metaroce replay: Verilator build of {blk.name} at {width} bits (cached after the "
               "first, which takes about a minute), then the simulation", file=sys.stderr)
     try:
-        b = blocks.build(blk, width, waves=fmt or False)
+        from metaroce.tb import build as tb_build
+        b = tb_build.build(blk, width, waves=fmt or False)
     except vl.ToolchainError as e:
         raise CliError(str(e).splitlines()[0]) from None
     with tempfile.TemporaryDirectory(dir=blocks.scratch_dir(), prefix=f"replay-{blk.name}-") as tmp:

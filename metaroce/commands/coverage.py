@@ -1,0 +1,126 @@
+"""``metaroce coverage BLOCK``: run a block's testbench on a coverage build under Verilator
+and report line, toggle and functional coverage (issue 7, item 6).
+
+The build is ``--coverage-line --coverage-toggle`` (its own cache entry, see
+:mod:`metaroce.tb.build`); the run is the testbench's ``<block>_coverage`` cocotb test (for
+the parser: the case suite in the traffic shapes none / idle / bp / both, every output
+compared every cycle with the model); Verilator writes ``coverage.dat``, which
+:mod:`metaroce.tb.coverage` summarises, with the toggle exclusions listed and the
+functional bins (opcode x header set x drop reason x backpressure pattern at this width).
+
+With ``--json``: one object ``{"block", "width", "frames", "cycles", "mismatches",
+"problems", "line", "toggle", "functional", "targets", "coverage_dat"}``.  Exit status 1
+when RTL and model disagreed or a frame's outcome was wrong.
+"""
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HELP = "line, toggle and functional coverage of a block's testbench under Verilator"
+
+#: Toggle target over the bits that can toggle (issue 7).
+TOGGLE_TARGET = 98.0
+
+
+def add_arguments(p):
+    p.add_argument("block", help="block name, e.g. parser")
+    p.add_argument("--width", type=int, default=64, help="datapath width in bits (default 64)")
+    p.add_argument("--frames", type=int, default=100,
+                   help="random and as many mutated frames per traffic shape, on top of the "
+                        "fixed cases (default 100)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the frames and traffic")
+    p.add_argument("--shapes", default="none,idle,bp,both",
+                   help="traffic shapes, comma-separated (default none,idle,bp,both)")
+    p.add_argument("--keep", metavar="DIR", help="copy coverage.dat and the results here")
+    p.add_argument("--json", action="store_true", help="one JSON object")
+
+
+def simulate(blk, width, frames, seed, shapes):
+    """Build (cached), run the coverage test; returns (results dict, coverage.dat path in a
+    temporary directory that the caller removes)."""
+    from .. import blocks
+    from ..cli import CliError
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    if sys.stderr.isatty():
+        print(f"metaroce coverage: coverage build of {blk.name} at {width} bits (cached after "
+              "the first, which takes minutes), then the simulation", file=sys.stderr)
+    try:
+        b = tb_build.build(blk, width, coverage=True)
+    except vl.ToolchainError as e:
+        raise CliError(str(e).splitlines()[0]) from None
+    tmp = Path(tempfile.mkdtemp(dir=blocks.scratch_dir(), prefix=f"coverage-{blk.name}-"))
+    out = tmp / "result.json"
+    env = {"METAROCE_COVERAGE_OUT": str(out), "PARSER_RANDOM": str(frames),
+           "METAROCE_COVERAGE_SHAPES": ",".join(shapes),
+           "COCOTB_TEST_FILTER": f"{blk.name}_coverage$"}
+    log = tmp / "sim.log"
+    try:
+        vl.run(b, blk.tb, extra_env=env, seed=seed, run_dir=tmp / "run", log_file=log)
+    except (vl.SimulationError, AssertionError) as e:
+        raise CliError(f"the simulation failed: {str(e).splitlines()[0]} (log: {log})") from None
+    dat = tmp / "run" / "coverage.dat"
+    if not out.is_file() or not dat.is_file():
+        raise CliError(f"the simulation wrote no results or no coverage.dat (log: {log})")
+    return json.loads(out.read_text()), dat, tmp
+
+
+def run(args):
+    from ..cli import CliError
+    from .verilog import block_and_width
+    from metaroce.tb import coverage as cov
+    blk = block_and_width(args)
+    if blk.name != "parser":
+        raise CliError(f"block {blk.name!r} has no coverage test yet (only the parser)")
+    if args.frames < 0:
+        raise CliError("--frames must be 0 or more")
+    from metaroce.models.parser_cases import SHAPES
+    shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
+    if not shapes or any(x not in SHAPES for x in shapes):
+        raise CliError(f"--shapes: choose from {', '.join(SHAPES)}")
+    res, dat, tmp = simulate(blk, args.width, args.frames, args.seed, shapes)
+    try:
+        summary = cov.summarise(cov.read_coverage_dat(dat), res.get("counts"),
+                                cov.TOGGLE_EXCLUSIONS + cov.record_exclusions(args.width))
+        func = cov.functional(args.width, res["shapes"])
+        if args.keep:
+            keep = Path(args.keep)
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(dat, keep / f"coverage_{blk.name}_w{args.width}.dat")
+            (keep / f"coverage_{blk.name}_w{args.width}.json").write_text(json.dumps(res))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    toggle_pct = summary["toggle"]["percent"] or 0.0
+    out = {"block": blk.name, "width": args.width,
+           "frames": sum(len(v) for v in res["shapes"].values()), "cycles": res["cycles"],
+           "mismatches": res["mismatches"], "problems": len(res["problems"]),
+           "line": summary["line"], "toggle": summary["toggle"],
+           "toggle_named": summary["toggle_named"], "toggle_temporaries": summary["toggle_temporaries"],
+           "toggle_all_points": summary["toggle_all_points"], "functional": func,
+           "targets": {"every_reason_every_shape": func["every_reason_every_shape"],
+                       f"toggle_{TOGGLE_TARGET:g}": toggle_pct >= TOGGLE_TARGET},
+           "coverage_dat": str(Path(args.keep) / f"coverage_{blk.name}_w{args.width}.dat")
+           if args.keep else None}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        line, tog = summary["line"], summary["toggle"]
+        print(f"{blk.name} at {args.width} bits: {out['frames']} frames, {out['cycles']} cycles, "
+              f"{out['mismatches']} RTL/model mismatches, {out['problems']} problems")
+        print(f"line   {line['covered']}/{line['total']} ({line['percent']}%)")
+        print(f"toggle {tog['covered']}/{tog['total']} ({tog['percent']}%) of the bits that can "
+              f"toggle; excluded: " + "; ".join(f"{n} ({why})" for why, n in tog["excluded"].items()))
+        tn, tt, ta = summary["toggle_named"], summary["toggle_temporaries"], summary["toggle_all_points"]
+        print(f"       named signals {tn['covered']}/{tn['total']} ({tn['percent']}%), temporaries "
+              f"($N) {tt['covered']}/{tt['total']} ({tt['percent']}%); every point, nothing "
+              f"excluded: {ta['covered']}/{ta['total']} ({ta['percent']}%)")
+        print(f"functional {func['bins_hit']}/{func['bins_total']} bins ({func['percent']}%)")
+        for m in func["missing"][:20]:
+            print(f"  missing {m}")
+        for u in tn["uncovered"][:20]:
+            print(f"  toggle never seen: {u}")
+    for line in res.get("mismatch_reports", [])[:3] + res["problems"][:10]:
+        print(line, file=sys.stderr)
+    return 1 if res["mismatches"] or res["problems"] else 0
