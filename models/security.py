@@ -275,12 +275,16 @@ class AuthenticatedHost:
 
     def next_packet(self, now):
         f = self.ep.next_packet(now)
-        if f is None:
-            return None
-        ch = self._by_peer.get(f.bth.dest_qp)
+        return None if f is None else self.seal(f)
+
+    def seal(self, frame):
+        """The MR_SEC frame for ``frame``, or None when no channel leads to its DestQP:
+        nothing leaves unsealed toward an authenticated peer (counted as ``unsealed``)."""
+        ch = self._by_peer.get(frame.bth.dest_qp)
         if ch is None:
-            return None         # nothing leaves unsealed toward an authenticated peer
-        return ch.seal(f)
+            self.drops["unsealed"] += 1
+            return None
+        return ch.seal(frame)
 
     def receive(self, frame, now):
         """Open ``frame`` and hand the protected frame to the endpoint; drop it otherwise."""
