@@ -261,3 +261,123 @@ def test_unauthenticated_limits(kind):
     assert att.sent > 0
     assert len(dst) == N and canary == b"\xA5" * 8192
     assert all(lb.placed_at_success), "success reported for bytes that were not placed"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loopback UDP: a hostile local process against a running `metaroce transfer`
+
+UDP_CAP = 1500          # hostile datagrams per test, at most
+UDP_BYTES = 2 << 20
+
+
+class _Capture:
+    """Stands in for the sender's pcap writer: the attacker sniffs every datagram (MR-SEC-101 3)."""
+
+    def __init__(self):
+        self.frames = []
+
+    def write(self, frame_bytes, t):
+        if len(self.frames) < 4000:
+            self.frames.append(bytes(frame_bytes))
+
+
+class UdpAttacker:
+    def __init__(self, kind, seed=2):
+        from metaroce.sim.udp import LOOPBACK
+        self.kind = kind
+        self.rng = random.Random(seed)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((LOOPBACK, 0))
+        self.sock.setblocking(False)
+        self.port = self.sock.getsockname()[1]
+        self.sent = 0
+        self.cap = None
+        self.wrong = SecureChannel(os.urandom(32), 0, 8)
+        self.wrong._tx_seq = [1 << 40] * 8          # fresh sequence numbers: the tag decides
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, frame, to):
+        from metaroce.sim.udp import LOOPBACK, wire_payload
+        data = frame if isinstance(frame, bytes) else wire_payload(frame, self.port)
+        try:
+            self.sock.sendto(data, (LOOPBACK, to))
+            self.sent += 1
+        except OSError:
+            pass
+
+    def __call__(self, host):
+        if self.cap is None:
+            self.cap = host.pcap = _Capture()
+        if self.sent >= UDP_CAP or len(self.cap.frames) < 4:
+            return
+        r = self.rng
+        seen = []
+        for b in r.sample(self.cap.frames[-64:], min(4, len(self.cap.frames))):
+            try:
+                seen.append(codec.decode(b))
+            except codec.DecodeError:
+                pass            # the sniffer also sees our own random datagrams
+        for f in seen:
+            if f.bth.opcode in wire.CONN_OPS:
+                continue
+            inner = Attacker.inner(None, f) if f.bth.opcode == Op.MR_SEC else f
+            if self.kind == "forged_control":
+                if inner.mrdh is not None:      # the sender's data frame: answer as the receiver
+                    self.send(make(Op.MR_ACK, mrah=MRAH(path=inner.mrdh.path, cum_psn=inner.bth.psn + 1),
+                                   bth=codec.BTH(dest_qp=inner.bth.dest_qp)), host.port)
+                    self.send(make(Op.MR_NAK, mrnh=MRNH(path=inner.mrdh.path, reason=NakReason.ACCESS,
+                                                        psn=inner.bth.psn)), host.port)
+                elif inner.mrah is not None:
+                    self.send(make(Op.MR_ACK, mrah=replace(inner.mrah, rate_mbps=1, flags=MrahFlag.ECE),
+                                   bth=replace(inner.bth, opcode=Op.MR_ACK)), host.port)
+            elif self.kind == "in_window" and inner.mrdh is not None:
+                g = copy.deepcopy(inner)
+                g.bth = replace(g.bth, psn=(g.bth.psn + 1) & 0xFFFFFF)
+                g.payload = r.randbytes(len(g.payload))
+                self.send(g, host.peer_port)
+                g.reth = replace(g.reth, va=UDP_BYTES + 4096)      # and out of bounds
+                self.send(g, host.peer_port)
+            elif self.kind == "replay":
+                f.icrc = None       # recomputed for the attacker's own port
+                self.send(f, host.peer_port if inner.mrdh is not None else host.port)
+            elif self.kind == "wrong_keys":
+                self.send(self.wrong.seal(copy.deepcopy(inner)), host.peer_port if inner.mrdh else host.port)
+            elif self.kind == "flood":
+                for _ in range(8):
+                    self.send(r.randbytes(r.randrange(1, 300)), r.choice((host.port, host.peer_port)))
+                g = copy.deepcopy(f)
+                g.payload = r.randbytes(len(g.payload))          # a sealed frame with random bytes
+                if g.mrsec is not None:
+                    g.mrsec = replace(g.mrsec, seq=g.mrsec.seq + r.randrange(1, 512))
+                g.icrc = None
+                self.send(g, r.choice((host.port, host.peer_port)))
+
+
+@pytest.mark.parametrize("kind, where, reason", [
+    ("forged_control", "sender", "unauthenticated"),
+    ("in_window", "receiver", "unauthenticated"),
+    ("replay", "receiver", "replay"),
+    ("wrong_keys", "receiver", "bad_tag"),
+    ("flood", "receiver", "bad_tag"),
+])
+def test_udp_transfer_under_attack(kind, where, reason):
+    """MR-SEC-101, MR-SEC-102, MR-SEC-140, MR-UDP-001: a local process on 127.0.0.1 sniffs a
+    running authenticated `metaroce transfer` and sends it forged ACKs, NAKs, rate hints and ECE,
+    in-window and out-of-bounds writes, replays, frames under wrong keys and random datagrams
+    (bounded): the transfer completes with the right bytes, and the forgeries are counted drops."""
+    from metaroce.commands.transfer import transfer
+    att = UdpAttacker(kind)
+    try:
+        r = transfer(UDP_BYTES, paths=4, seed=5, timeout=120, attack=att)
+    finally:
+        att.close()
+    assert att.sent > 20, att.sent
+    assert r["ok"] and r["sha256_match"] and r["status"] == "SUCCESS" and not r["timed_out"]
+    drops = r[where]["auth_drops"]
+    assert drops.get(reason, 0) > 0, (r["sender"]["auth_drops"], r["receiver"]["auth_drops"])
+    ep = r["sender"]["endpoint"]
+    assert ep.get("naks_received", 0) == 0 and ep.get("drop_bad_ack", 0) == 0
+    if kind == "flood":
+        assert r["receiver"]["decode_drops"] > 0 and r["sender"]["decode_drops"] > 0
