@@ -112,7 +112,7 @@ class _RxEpoch:
 
 
 class SecureChannel:
-    """One connection's security association (MR-SEC-110..141).
+    """One connection's security association (MR-SEC-110/111/112, MR-SEC-120/121, MR-SEC-130/131, MR-SEC-140/141).
 
     ``master``: the 32-byte secret from the handshake (MR-CONN-103); ``direction``: this side's
     sending direction (0 for the client, 1 for the server); ``paths``: the connection's path

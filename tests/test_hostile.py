@@ -1,4 +1,4 @@
-"""Hostile traffic at a running transfer (docs/spec/security.md MR-SEC-101..152; issue 10 item 3).
+"""Hostile traffic at a running transfer (docs/spec/security.md chapter 5; issue 10 item 3).
 
 Two harnesses, both bounded in count and time:
 

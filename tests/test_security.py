@@ -1,4 +1,4 @@
-"""Per-packet authentication (models/security.py, docs/spec/security.md MR-SEC-100..152)."""
+"""Per-packet authentication (models/security.py, docs/spec/security.md chapter 5)."""
 import copy
 import os
 import random

@@ -11,7 +11,7 @@ failure is one line on stderr and a non-zero exit (MR-UDP-009).
 The two processes connect with the handshake on the wire (MR-CONN-100..107): random QPNs and
 initial PSNs, X25519 key agreement under a pre-shared key that the sender gives the receiver over
 its stdin pipe. With ``--auth on`` (the default) every frame is sealed with AES-GCM and checked
-before the endpoint sees it (MR-SEC-110..141); ``--auth off`` is the unauthenticated,
+before the endpoint sees it (MR-SEC-110/111/112, MR-SEC-120/121, MR-SEC-130/131, MR-SEC-140/141); ``--auth off`` is the unauthenticated,
 RoCEv2-compatible mode and says so on stderr (MR-SEC-100).
 """
 import hashlib
