@@ -58,6 +58,9 @@ def _headers(op, rng):
         elif name == "mrnh":
             h["mrnh"] = MRNH(wire.MR_VERSION, rng.getrandbits(4), rng.getrandbits(8),
                              rng.getrandbits(8), rng.getrandbits(32))
+        elif name in codec.RECORDS:     # headers the parser does not extract (MRSEC, MRCH)
+            h[name] = codec.RECORDS[name](**{f: wire.MR_VERSION if f == "version" else rng.getrandbits(w)
+                                             for f, w in wire.HEADER_TABLE[name].layout().items()})
     return h
 
 

@@ -87,6 +87,9 @@ def _headers_for(op, rng=None, extreme=False):
             h["mrah"] = MRAH(wire.MR_VERSION, r(4), r(8), r(16), r(32), r(32), r(32), r(256))
         elif name == "mrnh":
             h["mrnh"] = MRNH(wire.MR_VERSION, r(4), r(8), r(8), r(32))
+        elif name in codec.RECORDS:     # headers the parser does not extract (MRSEC, MRCH)
+            h[name] = codec.RECORDS[name](**{f: wire.MR_VERSION if f == "version" else r(w)
+                                             for f, w in wire.HEADER_TABLE[name].layout().items()})
     return h
 
 
@@ -379,6 +382,10 @@ def scapy_cases() -> list[Case]:
                 ext_vals["mrnh"] = vals
             elif name == "cnp":
                 ext += bytes(16)
+            elif name in codec.RECORDS:     # not extracted by the parser (MRSEC, MRCH)
+                ext += codec.encode_ext(name, codec.RECORDS[name](
+                    **{f: wire.MR_VERSION if f == "version" else rng.getrandbits(w)
+                       for f, w in wire.HEADER_TABLE[name].layout().items()}))
         l2 = Ether(src="0a:00:00:00:00:0a", dst="0b:00:00:00:00:0b")
         if vlan is not None:
             l2 = l2 / Dot1Q(vlan=vlan, prio=rng.randrange(8))

@@ -263,7 +263,7 @@ def test_transfer_cli_json(tmp_path):
     frames = [json.loads(x) for x in d.stdout.splitlines()]
     assert all(x["ok"] and x["icrc_ok"] for x in frames)
     ops = {x["bth"]["opcode"] for x in frames}
-    # MR-CONN-100, MR-SEC-110: the handshake, then only authenticated frames (writes and ACKs inside)
+    # MR-CONN-100, MR-SEC-110, MR-SEC-160: the handshake, then only authenticated frames
     assert ops == {wire.Op.MR_CONN_REQ, wire.Op.MR_CONN_ACC, wire.Op.MR_SEC}
     inner = {x["mrsec"]["next_op"] for x in frames if "mrsec" in x}
     assert inner == {wire.Op.MR_WRITE, wire.Op.MR_ACK}
@@ -289,7 +289,7 @@ def test_transfer_cli_auth_off_is_flagged(tmp_path):
 
 
 def test_transfer_encrypted():
-    """MR-SEC-112: an encrypted transfer lands intact."""
+    """MR-SEC-112, MR-SEC-160: an encrypted transfer lands intact."""
     r = transfer(1 << 20, paths=4, seed=3, timeout=60, encrypt=True)
     assert r["ok"] and r["sha256_match"] and r["encrypt"] and r["auth"] == "on"
     assert r["sender"]["auth_drops"] == {} and r["receiver"]["auth_drops"] == {}
