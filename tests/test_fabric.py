@@ -543,12 +543,12 @@ def test_endpoint_reordering_across_paths_no_cross_path_loss():
     assert st.get("retransmitted", 0) == 0 and st.get("timeouts", 0) == 0
 
 
-def test_endpoint_silent_path_suspected_before_its_timer():
-    """MR-REL-009, MR-PATH-001, MR-PATH-002, MR-PATH-004: a spine uplink dies mid-transfer; packets
-    sent later on other paths are acknowledged, so the paths hashed onto the dead spine are
-    declared lost by the cross-path bound and suspected within 1.5 RTTs of the failure, before
-    any tail-loss timer could fire (1.5 RTTs from the oldest lost packet); every byte arrives
-    once, with no spurious resend."""
+def test_endpoint_silent_path_suspected_within_1_5_rtts():
+    """MR-REL-009, MR-REL-010, MR-PATH-001, MR-PATH-002, MR-PATH-004: a spine uplink dies
+    mid-transfer; the paths hashed onto the dead spine are declared lost and suspected within
+    1.5 RTTs of the failure, by the cross-path bound or by their timers (the bound now waits for
+    a second silent ACK group, so that one lost ACK costs nothing; on these paths that group
+    comes due just after the 1.5-RTT timer); every byte arrives once, with no spurious resend."""
     rtt, t_fail = 10e-6, 100e-6
     fab = Fabric(2, leaves=2, spines=4, rate_bps=400e9, rtt=rtt, seed=1)
     fab.link_down("p0.leaf0>p0.spine1", at=t_fail)
@@ -561,7 +561,7 @@ def test_endpoint_silent_path_suspected_before_its_timer():
     res = run_writes(fab, [Flow(0, 1, 16 << 20, paths=8)], "metaroce", until=0.5)
     assert res.delivered_ok and res.all_done
     assert fab.links["p0.leaf0>p0.spine1"].stats["down_drops"] > 0
-    assert seen["suspected"] > 0 and seen["xpath"] > 0 and seen["timeouts"] == 0
+    assert seen["suspected"] > 0 and seen["xpath"] + seen["timeouts"] > 0
     assert res.stats.get("spurious_retransmits", 0) == 0
 
 
@@ -597,7 +597,8 @@ def test_endpoint_incast_128_first_rtt_only():
                      cfg={"mtu": 4096, "line_rate_bps": 400e9, "base_rtt": 10e-6}, until=0.5)
     assert res.delivered_ok and res.all_done
     assert port.stats["drops"] <= 18 and all(t < 10e-6 for t in port.drop_times)
-    assert res.stats.get("retransmitted", 0) == port.stats["drops"]
+    # each drop comes back once: as a resend, or as the tail probe that re-sends it (MR-REL-010)
+    assert res.stats.get("retransmitted", 0) + res.stats.get("probes_sent", 0) == port.stats["drops"]
     assert res.stats.get("spurious_retransmits", 0) == 0
     assert res.stats["hint_updates"] > 0
     fcts = [r.t_done for r in res.flows]

@@ -232,14 +232,19 @@ def test_transfer_two_processes_with_loss():
     r = transfer(4 << 20, loss=0.05, paths=8, seed=3, timeout=120)
     assert r["ok"] and r["sha256_match"] and not r["timed_out"]
     assert r["completions"] == 1 and r["receiver"]["completions"] == 0
-    assert r["sender"]["loss_drops"] > 0 and r["retransmitted"] >= r["sender"]["loss_drops"]
+    # a lost packet comes back as a resend or as a tail probe of its PSN (MR-REL-010)
+    resent = r["retransmitted"] + r["sender"]["endpoint"].get("probes_sent", 0)
+    assert r["sender"]["loss_drops"] > 0 and resent >= r["sender"]["loss_drops"]
     assert r["packets"] >= (4 << 20) // 4096
 
 
 def test_transfer_times_out_cleanly():
-    """A transfer that cannot finish in time reports failure instead of hanging."""
+    """MR-ENG-040: a transfer that cannot finish reports failure instead of hanging: the write
+    completes RETRY_EXC_ERR once the connection makes no progress for wr_timeout (7 x rto_max,
+    0.35 s in the UDP configuration), or the CLI's --timeout backstop ends it first."""
     r = transfer(1 << 20, loss=0.97, paths=2, seed=1, timeout=1.5)
-    assert r["timed_out"] and not r["ok"] and r["completions"] == 0
+    assert not r["ok"]
+    assert r["timed_out"] or (r["completions"] == 1 and r["sender"]["endpoint"]["retry_exceeded"] == 1)
 
 
 def _cli(*args, timeout=120):
