@@ -238,12 +238,10 @@ _OFF_XFAIL = {
     "forged_ack": "Connection._on_ack takes an ACK for a PSN that was sent but has not arrived "
                   "(sack_resolve only refuses PSNs never sent, MR-ERR-010): the write completes "
                   "SUCCESS before its bytes are placed; only authentication stops it (MR-SEC-103)",
-    "in_window": "Connection._on_data places a forged packet with a PSN ahead in the window and a "
-                 "valid R_Key/VA, then drops the real packet of that PSN as a duplicate (RX_DUP) "
-                 "and ACKs it: wrong bytes, SUCCESS at the sender",
-    "replay_session": "an older session's frames carry the same fixed QPNs, PSNs from 0 and "
-                      "sequential R_Keys, so they are in-window for the new session and placed "
-                      "(Endpoint.connect/reg_mr: no random QPN, initial PSN or R_Key)",
+    "replay_session": "an older session's frames carry the same QPNs, PSNs from the endpoint-wide "
+                      "initial_psn and R_Keys from VerbsHost._next_key (sequential from 0x100), so "
+                      "they are in-window for the new session and placed; needs per-connection "
+                      "random QPN/initial PSN (MR-CONN-107) and random R_Keys (MR-SEC-152)",
 }
 
 

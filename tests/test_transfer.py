@@ -398,7 +398,10 @@ def test_receiver_out_of_memory():
 def test_transfer_cli_timeout_is_an_error():
     """MR-UDP-009: a transfer that times out still prints its result, then one stderr line, and
     exits 1."""
-    p = _cli("--bytes", "1Mi", "--loss", "0.999", "--paths", "2", "--timeout", "1", "--json")
+    # A work-request timeout far beyond --timeout, so that --timeout is what ends the run (the
+    # endpoint would otherwise complete the write with RETRY_EXC_ERR first, MR-ERR).
+    p = _cli("--bytes", "1Mi", "--loss", "0.999", "--paths", "2", "--timeout", "1", "--json",
+             "--endpoint-config", '{"retry_cnt": 1000, "wr_timeout": 100}')
     assert p.returncode == 1
     obj = json.loads(p.stdout)
     assert obj["timed_out"] and not obj["ok"]
