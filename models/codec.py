@@ -145,6 +145,32 @@ class MRNH:
 
 
 @dataclass
+class MRSEC:
+    """MetaRoCE security header of an authenticated frame (MR-WIRE-076, MR-SEC-110)."""
+    version: int = wire.MR_VERSION
+    flags: int = 0
+    next_op: int = 0
+    path: int = 0
+    epoch: int = 0
+    seq: int = 0
+
+
+@dataclass
+class MRCH:
+    """MetaRoCE connection handshake header (MR-WIRE-078, MR-CONN-101)."""
+    version: int = wire.MR_VERSION
+    flags: int = 0
+    reason: int = 0
+    paths: int = 1
+    attempt: int = 0
+    src_qpn: int = 0
+    dst_qpn: int = 0
+    init_psn: int = 0
+    mtu: int = 4096
+    nonce: int = 0
+
+
+@dataclass
 class Frame:
     """One frame. ``payload`` excludes pad and ICRC; ``bth.pad`` is derived on encode."""
     eth: Eth = field(default_factory=Eth)
@@ -159,6 +185,8 @@ class Frame:
     mrsh: MRSH | None = None
     mrah: MRAH | None = None
     mrnh: MRNH | None = None
+    mrsec: MRSEC | None = None
+    mrch: MRCH | None = None
     payload: bytes = b""
     icrc: int | None = None     # as read (little-endian int); None on encode means "compute"
     icrc_ok: bool | None = None
@@ -169,7 +197,7 @@ class Frame:
 
 
 _HEADER_TYPES = {"reth": RETH, "aeth": AETH, "atomicack": AtomicAck, "mrdh": MRDH,
-                 "mrsh": MRSH, "mrah": MRAH, "mrnh": MRNH}
+                 "mrsh": MRSH, "mrah": MRAH, "mrnh": MRNH, "mrsec": MRSEC, "mrch": MRCH}
 #: The dataclass of each header whose fields are exactly the header table's (MR-WIRE-003).
 RECORDS = {"bth": BTH, **_HEADER_TYPES}
 for _name, _cls in RECORDS.items():
@@ -262,7 +290,7 @@ _CNP_ZEROS = _H["cnp"].packer(())()    # MR-WIRE-064: all reserved, sent as zero
 _EXT_PACK["cnp"] = lambda _none: _CNP_ZEROS
 _EXT_UNPACK = {n: _H[n].unpacker(make=cls) for n, cls in _HEADER_TYPES.items()}
 _EXT_UNPACK["imm"] = _H["imm"].unpacker()
-_VERSION_OF = {n: _H[n].unpacker(("version",)) for n in ("mrdh", "mrah", "mrnh")}
+_VERSION_OF = {n: _H[n].unpacker(("version",)) for n in ("mrdh", "mrah", "mrnh", "mrsec", "mrch")}
 
 
 def _ipv4_checksum(hdr):
@@ -574,7 +602,7 @@ def to_json(frame_no, frame, error=None):
         out["bth"] = b
     else:
         out["bth"] = None
-    for name in ("reth", "aeth", "atomicack", "mrdh", "mrsh", "mrah", "mrnh"):
+    for name in ("reth", "aeth", "atomicack", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrch"):
         h = getattr(f, name)
         if h is not None:
             out[name] = _obj(h)
@@ -611,11 +639,13 @@ def summary(frame_no, obj):
         except ValueError:
             name = f"op={b['opcode']:#04x}"
         parts.append(f"{name} qp={b['dest_qp']} psn={b['psn']}")
-    for name in ("mrdh", "mrsh", "mrah", "mrnh", "reth", "aeth"):
+    for name in ("mrsec", "mrch", "mrdh", "mrsh", "mrah", "mrnh", "reth", "aeth"):
         if name in obj:
             h = dict(obj[name])
             if name == "mrah":
                 h["sack"] = f"{h['sack']:#x}"
+            if name == "mrch":
+                h["nonce"] = f"{h['nonce']:#x}"
             parts.append(name.upper() + "(" + " ".join(f"{k}={v}" for k, v in h.items()) + ")")
     if obj.get("payload_len") is not None:
         parts.append(f"len={obj['payload_len']}")
@@ -624,5 +654,5 @@ def summary(frame_no, obj):
 
 
 __all__ = ["DecodeError", "Eth", "IP", "UDP", "BTH", "RETH", "AETH", "AtomicAck", "MRDH", "MRSH",
-           "MRAH", "MRNH", "Frame", "make", "encode", "decode", "decode_json", "to_json", "summary",
+           "MRAH", "MRNH", "MRSEC", "MRCH", "Frame", "make", "encode", "decode", "decode_json", "to_json", "summary",
            "wire_len", "encode_bth", "decode_bth", "encode_ext", "decode_ext", "ipv4_checksum_ok"]

@@ -342,4 +342,37 @@ TABLE = {h.name: h for h in (
            ("reason", 16, 8),
            ("reserved", 24, 8),
            ("psn", 32, 32)),
+    # MR-SEC-110: the security header of an authenticated frame (opcode MR_SEC), right after
+    # the BTH; the frame's own opcode moves to next_op and its headers follow.
+    header("mrsec", "MR-WIRE-001 MR-WIRE-076",
+           ("version", 0, 4),
+           ("flags", 4, 4),                 # SecFlag: bit 0 ENCRYPTED
+           ("next_op", 8, 8),               # the protected frame's opcode
+           ("path", 16, 8),                 # nonce input (MR-SEC-120)
+           ("epoch", 24, 8),                # key epoch (MR-SEC-130)
+           ("reserved", 32, 32),            # sent as 0 (a future SPI)
+           ("seq", 64, 64)),                # per-path security sequence number (MR-SEC-120)
+    # MR-SEC-111: the integrity tag that ends an MR_SEC frame's payload, before pad and ICRC.
+    header("mrtag", "MR-WIRE-077",
+           ("tag", 0, 128)),
+    # MR-CONN-101: the connection handshake header (MR_CONN_REQ / _ACC / _REJ).
+    header("mrch", "MR-WIRE-001 MR-WIRE-078",
+           ("version", 0, 4),
+           ("flags", 4, 4),                 # ConnFlag: bit 0 AUTH, bit 1 ENCRYPT
+           ("reason", 8, 8),                # RejectReason (reject only; 0 otherwise)
+           ("paths", 16, 8),
+           ("attempt", 24, 8),              # retry number of the request it answers
+           ("reserved1", 32, 8),
+           ("src_qpn", 40, 24),             # the sender's QPN for this connection
+           ("reserved2", 64, 8),
+           ("dst_qpn", 72, 24),             # the peer's QPN (0 in a request)
+           ("reserved3", 96, 8),
+           ("init_psn", 104, 24),           # the sender's initial PSN
+           ("mtu", 128, 16),
+           ("reserved4", 144, 16),
+           ("nonce", 160, 128)),            # bytes 20-35: random, fresh per request/accept
+    # MR-CONN-102: the key-exchange block, the payload of a handshake request or accept.
+    header("mrkx", "MR-WIRE-079",
+           ("pubkey", 0, 256),              # X25519 public key (RFC 7748)
+           ("confirm", 256, 128)),          # HMAC-SHA256/128 over the transcript (MR-CONN-104)
 )}

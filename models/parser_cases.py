@@ -115,6 +115,9 @@ def _headers(op, rng):
         elif name == "mrnh":
             h["mrnh"] = MRNH(wire.MR_VERSION, rng.getrandbits(4), rng.getrandbits(8),
                              rng.getrandbits(8), rng.getrandbits(32))
+        elif name in codec.RECORDS:     # headers the parser does not extract (MRSEC, MRCH)
+            h[name] = codec.RECORDS[name](**{f: wire.MR_VERSION if f == "version" else rng.getrandbits(w)
+                                             for f, w in wire.HEADER_TABLE[name].layout().items()})
     return h
 
 
@@ -352,6 +355,9 @@ def _headers_for(op, rng=None, extreme=False):
             h["mrah"] = MRAH(wire.MR_VERSION, r(4), r(8), r(16), r(32), r(32), r(32), r(256))
         elif name == "mrnh":
             h["mrnh"] = MRNH(wire.MR_VERSION, r(4), r(8), r(8), r(32))
+        elif name in codec.RECORDS:     # headers the parser does not extract (MRSEC, MRCH)
+            h[name] = codec.RECORDS[name](**{f: wire.MR_VERSION if f == "version" else r(w)
+                                             for f, w in wire.HEADER_TABLE[name].layout().items()})
     return h
 
 
@@ -699,6 +705,10 @@ def scapy_cases() -> list[Case]:
                 ext_vals["mrnh"] = vals
             elif name == "cnp":
                 ext += bytes(16)
+            elif name in codec.RECORDS:     # not extracted by the parser (MRSEC, MRCH)
+                ext += codec.encode_ext(name, codec.RECORDS[name](
+                    **{f: wire.MR_VERSION if f == "version" else rng.getrandbits(w)
+                       for f, w in wire.HEADER_TABLE[name].layout().items()}))
         l2 = Ether(src="0a:00:00:00:00:0a", dst="0b:00:00:00:00:0b")
         if vlan is not None:
             l2 = l2 / Dot1Q(vlan=vlan, prio=rng.randrange(8))
@@ -1208,7 +1218,8 @@ def check(cases, res, *, max_frame=9216, width=None):
         f = codec.decode(case.data)
         problems += [f"{where}: codec: {x}" for x in _diff(expected_meta(f, case.data), d)]
         present = {h for h in EXT_NAMES if h in d}
-        want_h = {h for h in wire.HEADERS[f.bth.opcode] if h != "cnp"}
+        # The parser extracts EXT_NAMES; MRSEC and MRCH frames pass as payload (security.md).
+        want_h = {h for h in wire.HEADERS[f.bth.opcode] if h in EXT_NAMES}
         if present != want_h:
             problems.append(f"{where}: headers present {sorted(present)}, expected {sorted(want_h)}")
         if case.oracle is not None:

@@ -120,8 +120,27 @@ class MRNH(_ByOpcode):
                           kinds={"reason": lambda n, d, w: ByteEnumField(n, d, _NAK_REASONS)})
 
 
+class MRSEC(_ByOpcode):
+    """MetaRoCE security header of an authenticated frame, 16 bytes (MR-WIRE-076).
+    The protected headers, the payload and the 16-byte tag (MR-WIRE-077) follow as Raw."""
+    name = "MRSEC"
+    fields_desc = _fields("mrsec", hex={"reserved", "next_op"})
+
+
+_REJECT_REASONS = {r.value: r.name for r in wire.RejectReason}
+
+
+class MRCH(_ByOpcode):
+    """MetaRoCE connection handshake header, 36 bytes (MR-WIRE-078); the key-exchange block
+    (MR-WIRE-079) follows as Raw."""
+    name = "MRCH"
+    fields_desc = _fields("mrch", hex={"reserved1", "reserved2", "reserved3", "reserved4", "nonce"},
+                          kinds={"reason": lambda n, d, w: ByteEnumField(n, d, _REJECT_REASONS)})
+
+
 _LAYER_OF = {"reth": RETH, "aeth": AETH, "imm": ImmDt, "atomicack": AtomicAckETH,
-             "cnp": CNPPadding, "mrdh": MRDH, "mrsh": MRSH, "mrah": MRAH, "mrnh": MRNH}
+             "cnp": CNPPadding, "mrdh": MRDH, "mrsh": MRSH, "mrah": MRAH, "mrnh": MRNH,
+             "mrsec": MRSEC, "mrch": MRCH}
 _NAME_OF = {v: k for k, v in _LAYER_OF.items()}
 
 
@@ -146,5 +165,5 @@ def _bind():
 
 _bind()
 
-__all__ = ["RETH", "ImmDt", "AtomicAckETH", "MRDH", "MRSH", "MRAH", "MRNH", "pad_payload",
+__all__ = ["RETH", "ImmDt", "AtomicAckETH", "MRDH", "MRSH", "MRAH", "MRNH", "MRSEC", "MRCH", "pad_payload",
            "BTH", "AETH", "CNPPadding"]

@@ -40,6 +40,10 @@ MRDH_LEN = _T["mrdh"].length            # MR-WIRE-071
 MRSH_LEN = _T["mrsh"].length            # MR-WIRE-072
 MRAH_LEN = _T["mrah"].length            # MR-WIRE-073
 MRNH_LEN = _T["mrnh"].length            # MR-WIRE-074
+MRSEC_LEN = _T["mrsec"].length          # MR-WIRE-076
+TAG_LEN = _T["mrtag"].length            # MR-WIRE-077
+MRCH_LEN = _T["mrch"].length            # MR-WIRE-078
+MRKX_LEN = _T["mrkx"].length            # MR-WIRE-079
 
 SACK_BITS = _T["mrah"].width("sack")  # MR-WIRE-073
 PSN_BITS = _T["bth"].width("psn")  # MR-WIRE-055
@@ -74,6 +78,10 @@ class Op(IntEnum):
     MR_SEND_IMM = 0xC3
     MR_ACK = 0xC4
     MR_NAK = 0xC5
+    MR_SEC = 0xC6           # an authenticated frame (MR-WIRE-076, MR-SEC-110)
+    MR_CONN_REQ = 0xC8      # connection handshake (MR-WIRE-078, MR-CONN-101)
+    MR_CONN_ACC = 0xC9
+    MR_CONN_REJ = 0xCA
 
 
 #: MR-WIRE-052: the extension headers that follow the BTH, in order, for each opcode.
@@ -105,11 +113,15 @@ HEADERS = {
     Op.MR_SEND_IMM: ("mrdh", "mrsh", "imm"),
     Op.MR_ACK: ("mrah",),
     Op.MR_NAK: ("mrnh",),
+    Op.MR_SEC: ("mrsec",),
+    Op.MR_CONN_REQ: ("mrch",),
+    Op.MR_CONN_ACC: ("mrch",),
+    Op.MR_CONN_REJ: ("mrch",),
 }
 
 #: Bytes of each extension header (models/headers.py, MR-WIRE-003).
 HEADER_LEN = {h: _T[h].length for h in
-              ("reth", "aeth", "imm", "atomicack", "cnp", "mrdh", "mrsh", "mrah", "mrnh")}
+              ("reth", "aeth", "imm", "atomicack", "cnp", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrch")}
 
 #: Opcodes that carry payload after their headers (MR-WIRE-081). Others must carry none.
 PAYLOAD_OPS = frozenset({
@@ -118,9 +130,15 @@ PAYLOAD_OPS = frozenset({
     Op.RC_WRITE_LAST, Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM,
     Op.RC_READ_RESP_FIRST, Op.RC_READ_RESP_MIDDLE, Op.RC_READ_RESP_LAST,
     Op.RC_READ_RESP_ONLY, Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM,
+    # MR_SEC: the protected frame's headers and payload, then the tag (MR-WIRE-076/077);
+    # handshake request/accept: the key-exchange block (MR-WIRE-079).
+    Op.MR_SEC, Op.MR_CONN_REQ, Op.MR_CONN_ACC,
 })
 
-MR_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_ACK, Op.MR_NAK})
+MR_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_ACK, Op.MR_NAK,
+                    Op.MR_SEC, Op.MR_CONN_REQ, Op.MR_CONN_ACC, Op.MR_CONN_REJ})
+#: MR-CONN-101: the handshake opcodes.
+CONN_OPS = frozenset({Op.MR_CONN_REQ, Op.MR_CONN_ACC, Op.MR_CONN_REJ})
 
 
 def ext_len(opcode):
@@ -151,6 +169,27 @@ class NakReason(IntEnum):
     NO_CONNECTION = 0x06    # BTH DestQP names no open connection
     LENGTH = 0x07           # message length disagrees with an earlier packet of the message
     STREAM = 0x08           # stream id out of range for the connection
+
+
+class SecFlag(IntEnum):
+    """MRSEC flag bits (MR-WIRE-076)."""
+    ENCRYPTED = 0x1     # the protected payload is encrypted; else it is authenticated only
+
+
+class ConnFlag(IntEnum):
+    """MRCH flag bits (MR-WIRE-078)."""
+    AUTH = 0x1          # every later frame of the connection is an MR_SEC frame (MR-SEC-100)
+    ENCRYPT = 0x2       # ... with its payload encrypted (MR-SEC-112)
+
+
+class RejectReason(IntEnum):
+    """MRCH reason codes of a handshake reject (MR-CONN-106)."""
+    BAD_VERSION = 0x01      # a version this side does not speak
+    BAD_PARAMS = 0x02       # paths or MTU outside what this side supports
+    NO_RESOURCES = 0x03     # no free connection record
+    AUTH_MISMATCH = 0x04    # authentication required by one side, refused by the other
+    BAD_CONFIRM = 0x05      # the transcript MAC does not verify (wrong pre-shared key, forgery)
+    REPLAY = 0x06           # a request nonce seen before
 
 
 class Reason(IntEnum):

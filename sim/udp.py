@@ -19,14 +19,21 @@ The same endpoint objects that run on the simulated fabric run here over real so
   :class:`PeerUnreachable`; a write the wire cannot carry is refused when posted (MR-UDP-007/008).
 * ECN is not carried over loopback: rebuilt frames carry ECT(0).
 * ``loss`` drops data frames at the sender before they reach the socket (seeded).
+* Security (docs/spec/security.md): the two sides connect with the handshake (MR-CONN-100..107)
+  on the wire; with authentication on (the default) a :class:`~metaroce.models.security.AuthenticatedHost`
+  seals every frame the endpoint sends and opens every frame that arrives, before the endpoint
+  sees it (MR-SEC-140/141). Dropped frames are counted by reason in ``stats["auth_drops"]``.
 
 Run as a module, it is the receiving side of ``metaroce transfer``::
 
     python -m metaroce.sim.udp --role recv --bytes N [--paths P] [--mtu M]
 
-It prints one JSON line ``{"port", "rkey", "va"}``, then reads the sender's ``{"port": p}`` from
-stdin, serves until it reads ``done`` (or stdin closes, or ``--timeout``), and prints one JSON line
-with the SHA-256 of its memory, its completions and its counters.
+It prints one JSON line ``{"port", "rkey", "va"}``, then reads the sender's
+``{"port": p, "auth": bool, "encrypt": bool, "psk": hex or null}`` from stdin (the pre-shared key
+of the handshake travels over the pipe, out of reach of other local processes), answers the
+sender's handshake request on the wire, serves until it reads ``done`` (or stdin closes, or
+``--timeout``), and prints one JSON line with the SHA-256 of its memory, its completions and its
+counters.
 """
 from __future__ import annotations
 
@@ -46,6 +53,8 @@ import sys
 import time
 
 from metaroce.models import codec, wire
+from metaroce.models import handshake as hs
+from metaroce.models.security import AuthenticatedHost
 from metaroce.models.codec import DecodeError
 from metaroce.models.codec import _ipv4_checksum  # the codec's own IPv4 checksum
 from metaroce.models.icrc import icrc_bytes
@@ -189,8 +198,14 @@ class UdpHost:
         self.t0 = time.monotonic()
         self.completions = []
         self.pcap = None        # a pcap Writer: every datagram sent and received, as rebuilt frames
+        #: MR-SEC-140: an AuthenticatedHost-like guard (``seal``, ``open``, ``drops``), or None
+        #: for an unauthenticated connection.
+        self.guard = None
+        #: MR-CONN-100: called with each handshake frame (and ``now``); None drops them.
+        self.on_handshake = None
         self.stats = {"tx": 0, "tx_bytes": 0, "rx": 0, "loss_drops": 0, "send_drops": 0,
-                      "decode_drops": 0, "decode_reasons": {}, "sockets_opened": 1, "sockets_open_max": 1}
+                      "decode_drops": 0, "decode_reasons": {}, "sockets_opened": 1, "sockets_open_max": 1,
+                      "auth_drops": {}, "handshake_rx": 0, "handshake_tx": 0}
 
     def now(self):
         return time.monotonic() - self.t0
@@ -246,6 +261,10 @@ class UdpHost:
             if self.loss and f.bth.opcode in DATA_OPS and self.rng.random() < self.loss:
                 st["loss_drops"] += 1
                 continue
+            if self.guard is not None:
+                f = self.guard.seal(f)      # MR-SEC-110
+                if f is None:
+                    continue
             s, sport = self._sock_for(f.udp.sport)
             try:
                 data = wire_payload(f, sport)
@@ -289,9 +308,34 @@ class UdpHost:
                 r = e.reason.label
                 st["decode_reasons"][r] = st["decode_reasons"].get(r, 0) + 1
                 continue
+            if f.bth.opcode in wire.CONN_OPS:
+                st["handshake_rx"] += 1
+                if self.on_handshake is not None:
+                    self.on_handshake(f, self.now())
+                continue
+            if self.guard is not None:
+                f = self.guard.open(f)      # MR-SEC-140: checked before any state changes
+                if f is None:
+                    st["auth_drops"] = dict(self.guard.drops)
+                    continue
             st["rx"] += 1
             ep.receive(f, self.now())
         return n
+
+    def send_frame(self, f):
+        """Send one frame outside the endpoint (a handshake frame, MR-CONN-100)."""
+        s, sport = self._sock_for(f.udp.sport)
+        data = wire_payload(f, sport)
+        try:
+            s.send(data)
+        except (BlockingIOError, InterruptedError):
+            self.stats["send_drops"] += 1      # the handshake's retries repair it
+            return
+        except ConnectionRefusedError as e:
+            raise self._unreachable(e) from None
+        if self.pcap is not None:
+            self.pcap.write(rebuild(data, sport), self.now())
+        self.stats["handshake_tx"] += 1
 
     def _poll(self):
         for c in self.ep.poll_cq():
@@ -395,7 +439,6 @@ def _serve(a):
     ep = make_endpoint(kind, **cfg)
     mem = bytearray(a.bytes)
     key = ep.reg_mr(mem)
-    ep.connect(2, LOOPBACK, 1, paths=a.paths)
     host = UdpHost(ep, max_sockets=sockets_for(a.paths))
     try:
         print(json.dumps({"port": host.port, "rkey": key, "va": 0}), flush=True)
@@ -403,7 +446,27 @@ def _serve(a):
         line = stdin.readline()
         if not line:
             return 1
-        host.peer_port = int(json.loads(line)["port"])
+        peer = json.loads(line)
+        host.peer_port = int(peer["port"])
+        auth = bool(peer.get("auth", True))
+        psk = bytes.fromhex(peer["psk"]) if peer.get("psk") else None
+        server = hs.Server(hs.Config(paths=a.paths, mtu=ep.mtu, auth=auth, encrypt=bool(peer.get("encrypt")),
+                                     psk=psk, max_conns=1))
+        if auth:
+            host.guard = AuthenticatedHost(ep)
+
+        def on_handshake(f, now):
+            # MR-CONN-100: answer on the wire; a new session opens the endpoint's connection.
+            answer = server.receive(f, now)
+            for sess in server.new_sessions:
+                ep.connect(sess.local_qpn, LOOPBACK, sess.peer_qpn, paths=sess.paths)
+                if auth:
+                    host.guard.add(sess.local_qpn, sess.peer_qpn, sess.channel())
+            server.new_sessions.clear()
+            if answer is not None:
+                host.send_frame(answer)
+
+        host.on_handshake = on_handshake
         deadline = time.monotonic() + a.timeout
         fd = stdin.fileno()
         while time.monotonic() < deadline:
@@ -412,11 +475,15 @@ def _serve(a):
                 if not msg or b"done" in msg:
                     break
         ep_stats = getattr(ep, "stats", {})
+        if host.guard is not None:
+            host.stats["auth_drops"] = dict(host.guard.drops)
         out = {"sha256": hashlib.sha256(mem).hexdigest(),
                "completions": [{"wr_id": c.wr_id, "status": str(c.status), "byte_len": c.byte_len}
                                for c in host.completions],
                "transport": host.stats,
                "endpoint": {k: v for k, v in ep_stats.items() if isinstance(v, (int, float))},
+               "handshake_rejects": dict(server.rejects),
+               "cpu_seconds": round(time.process_time(), 3),
                "max_rss_kib": max_rss_kib()}
         print(json.dumps(out), flush=True)
     finally:

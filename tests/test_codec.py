@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from metaroce.models import codec, wire
-from metaroce.models.codec import (AETH, BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, AtomicAck,
+from metaroce.models.codec import (AETH, BTH, IP, MRAH, MRCH, MRDH, MRNH, MRSEC, MRSH, RETH, UDP, AtomicAck,
                                    DecodeError, Eth, decode, decode_json, encode, make)
 from metaroce.models.icrc import icrc_bytes
 from metaroce.models.wire import Op, Reason
@@ -31,6 +31,9 @@ SAMPLE = {
     "mrah": MRAH(flags=wire.MrahFlag.ECE, path=255, ce_count=3, cum_psn=0xFFFFFF, rate_mbps=100000,
                  trigger_psn=0xFFFFFE, sack=(1 << 255) | (1 << 128) | 1),
     "mrnh": MRNH(path=9, reason=wire.NakReason.RNR, psn=0x800000),
+    "mrsec": MRSEC(flags=wire.SecFlag.ENCRYPTED, next_op=0xC0, path=5, epoch=3, seq=(1 << 63) + 5),
+    "mrch": MRCH(flags=wire.ConnFlag.AUTH, reason=wire.RejectReason.REPLAY, paths=8, attempt=2,
+                 src_qpn=0xABCDEF, dst_qpn=0x123456, init_psn=0xFEDCBA, mtu=4096, nonce=(1 << 127) | 3),
 }
 
 
@@ -283,6 +286,9 @@ HEADER_ST = {
     "mrsh": st.builds(MRSH, u(32)),
     "mrah": st.builds(MRAH, st.just(wire.MR_VERSION), u(4), u(8), u(16), u(32), u(32), u(32), u(256)),
     "mrnh": st.builds(MRNH, st.just(wire.MR_VERSION), u(4), u(8), u(8), u(32)),
+    "mrsec": st.builds(MRSEC, st.just(wire.MR_VERSION), u(4), u(8), u(8), u(8), u(64)),
+    "mrch": st.builds(MRCH, st.just(wire.MR_VERSION), u(4), u(8), u(8), u(8), u(24), u(24), u(24), u(16),
+                      u(128)),
 }
 
 
@@ -340,7 +346,7 @@ def test_property_every_header_round_trips(data):
 # Hypothesis: bad bytes never escape as anything but DecodeError (MR-WIRE-105)
 
 JSON_KEYS = {"frame", "ok", "error", "eth", "ip", "udp", "bth", "payload_len", "icrc_ok"}
-OPTIONAL_KEYS = {"reth", "aeth", "atomicack", "imm", "mrdh", "mrsh", "mrah", "mrnh"}
+OPTIONAL_KEYS = {"reth", "aeth", "atomicack", "imm", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrch"}
 
 
 def check_total(data):
@@ -522,7 +528,7 @@ def test_bad_ip_checksum():
     assert reason_of(bytes(bad)) == Reason.BAD_IP
 
 
-@pytest.mark.parametrize("opcode", [0x13, 0x14, 0x15, 0x20, 0x24, 0x64, 0x80, 0x82, 0xBF, 0xC6, 0xFF])
+@pytest.mark.parametrize("opcode", [0x13, 0x14, 0x15, 0x20, 0x24, 0x64, 0x80, 0x82, 0xBF, 0xC7, 0xFF])
 def test_bad_opcode(opcode):
     """MR-WIRE-051: opcodes outside the accepted set are `bad_opcode`, with the BTH reported."""
     good = encode(sample_frame(Op.RC_SEND_ONLY))

@@ -42,7 +42,8 @@ def test_table_covers_every_header():
     """MR-WIRE-003, MR-WIRE-052: one entry per header of the frame, each citing its spec IDs;
     every extension header of wire.HEADERS is there, and wire's lengths are the table's."""
     assert set(TABLE) == {"eth", "vlan", "ipv4", "ipv6", "udp", "bth", "reth", "aeth", "imm",
-                          "atomicack", "cnp", "mrdh", "mrsh", "mrah", "mrnh"}
+                          "atomicack", "cnp", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrtag",
+                          "mrch", "mrkx"}
     assert {h for names in wire.HEADERS.values() for h in names} <= set(TABLE)
     ids = set(re.findall(r"\*\*(MR-WIRE-\d{3})", (ROOT / "docs/spec/wire.md").read_text()))
     for h in TABLE.values():
@@ -51,7 +52,7 @@ def test_table_covers_every_header():
     assert (wire.ETH_HLEN, wire.VLAN_HLEN, wire.IPV4_HLEN, wire.IPV6_HLEN, wire.UDP_HLEN, wire.BTH_LEN) == \
         tuple(TABLE[n].length for n in ("eth", "vlan", "ipv4", "ipv6", "udp", "bth"))
     # The MetaRoCE headers carry the version in the high nibble of byte 0 (MR-WIRE-001).
-    for n in ("mrdh", "mrah", "mrnh"):
+    for n in ("mrdh", "mrah", "mrnh", "mrsec", "mrch"):
         assert TABLE[n].fields[0] == TABLE["mrdh"].fields[0]
         assert (TABLE[n].field("version").offset, TABLE[n].width("version")) == (0, 4)
 
@@ -262,11 +263,11 @@ def check_scapy_layer(layer, name, rename=None, skip=()):
 
 def test_project_scapy_layers_match_table():
     """MR-WIRE-003, MR-WIRE-060, MR-WIRE-062, MR-WIRE-063, MR-WIRE-071, MR-WIRE-072, MR-WIRE-073,
-    MR-WIRE-074: the project's scapy layers have the table's fields, field for field, with their
+    MR-WIRE-074, MR-WIRE-076, MR-WIRE-078: the project's scapy layers have the table's fields, field for field, with their
     offsets and widths."""
     layers = {"reth": scapy_layers.RETH, "imm": scapy_layers.ImmDt, "atomicack": scapy_layers.AtomicAckETH,
               "mrdh": scapy_layers.MRDH, "mrsh": scapy_layers.MRSH, "mrah": scapy_layers.MRAH,
-              "mrnh": scapy_layers.MRNH}
+              "mrnh": scapy_layers.MRNH, "mrsec": scapy_layers.MRSEC, "mrch": scapy_layers.MRCH}
     for name, layer in layers.items():
         assert check_scapy_layer(layer, name) == []
         assert [f.name for f in layer.fields_desc] == [f.name for f in TABLE[name].fields]

@@ -15,20 +15,23 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
 from metaroce.models import codec, wire
-from metaroce.models.codec import BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, AETH, AtomicAck, Eth, UDP
+from metaroce.models.codec import BTH, IP, MRAH, MRCH, MRDH, MRNH, MRSEC, MRSH, RETH, AETH, AtomicAck, Eth, UDP
 from metaroce.models.scapy_layers import AETH as SAETH
 from metaroce.models.scapy_layers import BTH as SBTH
 from metaroce.models.scapy_layers import CNPPadding
 from metaroce.models.scapy_layers import MRAH as LMRAH
 from metaroce.models.scapy_layers import MRDH as LMRDH
 from metaroce.models.scapy_layers import MRNH as LMRNH
+from metaroce.models.scapy_layers import MRCH as LMRCH
+from metaroce.models.scapy_layers import MRSEC as LMRSEC
 from metaroce.models.scapy_layers import MRSH as LMRSH
 from metaroce.models.scapy_layers import RETH as LRETH
 from metaroce.models.scapy_layers import AtomicAckETH, ImmDt, pad_payload
 from metaroce.models.wire import Op
 
 LAYER = {"reth": LRETH, "aeth": SAETH, "imm": ImmDt, "atomicack": AtomicAckETH, "cnp": CNPPadding,
-         "mrdh": LMRDH, "mrsh": LMRSH, "mrah": LMRAH, "mrnh": LMRNH}
+         "mrdh": LMRDH, "mrsh": LMRSH, "mrah": LMRAH, "mrnh": LMRNH,
+         "mrsec": LMRSEC, "mrch": LMRCH}
 
 SAMPLE = {
     "reth": RETH(0xFEDCBA9876543210, 0x01234567, 0x89ABCDEF),
@@ -39,6 +42,8 @@ SAMPLE = {
     "mrsh": MRSH(0x80000001),
     "mrah": MRAH(1, 1, 17, 65535, 0x00FFFFFF, 400000, 0x00000001, (1 << 256) - 1 - (1 << 7)),
     "mrnh": MRNH(1, 0, 31, int(wire.NakReason.BOUNDS), 0x00C0FFEE),
+    "mrsec": MRSEC(1, 1, 0xC2, 3, 200, 0x0102030405060708),
+    "mrch": MRCH(1, 3, 0, 8, 1, 0x00ABCD, 0x000123, 0xFFFFFF, 1500, (1 << 128) - 2),
 }
 
 
@@ -142,12 +147,16 @@ def u(bits):
        mrsh=st.builds(MRSH, u(32)), imm=u(32),
        mrah=st.builds(MRAH, st.just(1), u(4), u(8), u(16), u(32), u(32), u(32), u(256)),
        mrnh=st.builds(MRNH, st.just(1), u(4), u(8), u(8), u(32)),
+       mrsec=st.builds(MRSEC, st.just(1), u(4), u(8), u(8), u(8), u(64)),
+       mrch=st.builds(MRCH, st.just(1), u(4), u(8), u(8), u(8), u(24), u(24), u(24), u(16), u(128)),
        op=st.sampled_from(sorted(wire.MR_OPS)), payload=st.binary(max_size=24), psn=u(24),
        version=st.sampled_from([4, 6]))
-def test_property_layers_and_codec_agree(mrdh, reth, mrsh, imm, mrah, mrnh, op, payload, psn, version):
+def test_property_layers_and_codec_agree(mrdh, reth, mrsh, imm, mrah, mrnh, mrsec, mrch, op, payload, psn,
+                                        version):
     """MR-WIRE-071, MR-WIRE-072, MR-WIRE-073, MR-WIRE-074: random MetaRoCE header values agree between the
     layers and the codec, in both directions."""
-    hdrs = {"mrdh": mrdh, "reth": reth, "mrsh": mrsh, "imm": imm, "mrah": mrah, "mrnh": mrnh}
+    hdrs = {"mrdh": mrdh, "reth": reth, "mrsh": mrsh, "imm": imm, "mrah": mrah, "mrnh": mrnh,
+            "mrsec": mrsec, "mrch": mrch}
     data = bytes(craft(op, version, payload=payload, psn=psn, headers=hdrs))
     f = codec.decode(data)
     assert f.icrc_ok

@@ -268,9 +268,36 @@ def test_transfer_cli_json(tmp_path):
     frames = [json.loads(x) for x in d.stdout.splitlines()]
     assert all(x["ok"] and x["icrc_ok"] for x in frames)
     ops = {x["bth"]["opcode"] for x in frames}
-    assert ops == {wire.Op.MR_WRITE, wire.Op.MR_ACK}
+    # MR-CONN-100, MR-SEC-110, MR-SEC-160: the handshake, then only authenticated frames
+    assert ops == {wire.Op.MR_CONN_REQ, wire.Op.MR_CONN_ACC, wire.Op.MR_SEC}
+    inner = {x["mrsec"]["next_op"] for x in frames if "mrsec" in x}
+    assert inner == {wire.Op.MR_WRITE, wire.Op.MR_ACK}
     # one source port per path (more when a path changed its entropy after a timeout)
-    assert len({x["udp"]["sport"] for x in frames if x["bth"]["opcode"] == wire.Op.MR_WRITE}) >= 4
+    writes = [x for x in frames if x.get("mrsec", {}).get("next_op") == wire.Op.MR_WRITE]
+    assert len({x["udp"]["sport"] for x in writes}) >= 4
+    assert obj["auth"] == "on" and obj["handshake_attempts"] >= 1 and all(0 < q < 1 << 24 for q in obj["qpns"])
+
+
+def test_transfer_cli_auth_off_is_flagged(tmp_path):
+    """MR-SEC-100, MR-SEC-113: `--auth off` sends plain frames and says so on stderr; the handshake
+    still runs on the wire (MR-CONN-100)."""
+    cap = tmp_path / "t.pcap"
+    p = _cli("--bytes", "256Ki", "--paths", "2", "--json", "--auth", "off", "--pcap", str(cap))
+    assert p.returncode == 0, p.stderr
+    assert "unauthenticated" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    obj = json.loads(p.stdout)
+    assert obj["ok"] and obj["auth"] == "off"
+    d = subprocess.run([sys.executable, "-m", "metaroce", "decode", "--json", str(cap)],
+                       capture_output=True, text=True, check=True)
+    ops = {json.loads(x)["bth"]["opcode"] for x in d.stdout.splitlines()}
+    assert ops == {wire.Op.MR_CONN_REQ, wire.Op.MR_CONN_ACC, wire.Op.MR_WRITE, wire.Op.MR_ACK}
+
+
+def test_transfer_encrypted():
+    """MR-SEC-112, MR-SEC-160: an encrypted transfer lands intact."""
+    r = transfer(1 << 20, paths=4, seed=3, timeout=60, encrypt=True)
+    assert r["ok"] and r["sha256_match"] and r["encrypt"] and r["auth"] == "on"
+    assert r["sender"]["auth_drops"] == {} and r["receiver"]["auth_drops"] == {}
 
 
 @pytest.mark.parametrize("args, msg", [
@@ -288,6 +315,7 @@ def test_transfer_cli_json(tmp_path):
     (["--timeout", "0"], "--timeout"),
     (["--timeout", "-5"], "--timeout"),
     (["--seed", "-1"], "--seed"),
+    (["--auth", "off", "--encrypt"], "--encrypt needs --auth on"),
     (["--endpoint-config", "[1]"], "JSON object"),
     (["--endpoint-config", "{"], "not valid JSON"),
     (["--endpoint-config", '{"bogus": 1}'], "bogus"),
@@ -370,7 +398,10 @@ def test_receiver_out_of_memory():
 def test_transfer_cli_timeout_is_an_error():
     """MR-UDP-009: a transfer that times out still prints its result, then one stderr line, and
     exits 1."""
-    p = _cli("--bytes", "1Mi", "--loss", "0.999", "--paths", "2", "--timeout", "1", "--json")
+    # A work-request timeout far beyond --timeout, so that --timeout is what ends the run (the
+    # endpoint would otherwise complete the write with RETRY_EXC_ERR first, MR-ERR).
+    p = _cli("--bytes", "1Mi", "--loss", "0.999", "--paths", "2", "--timeout", "1", "--json",
+             "--endpoint-config", '{"retry_cnt": 1000, "wr_timeout": 100}')
     assert p.returncode == 1
     obj = json.loads(p.stdout)
     assert obj["timed_out"] and not obj["ok"]

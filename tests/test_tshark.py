@@ -126,7 +126,11 @@ def mr_frames():
                 "imm": 0x12340000 + i,
                 "mrah": MRAH(flags=i % 2, path=i, ce_count=i * 7, cum_psn=PSN_EDGES[i % 4], rate_mbps=25000 * i,
                              trigger_psn=PSN_EDGES[(i + 1) % 4], sack=((1 << 256) - 1) >> i | 1 << i),
-                "mrnh": MRNH(path=i, reason=1 + i % 8, psn=PSN_EDGES[i % 4])}
+                "mrnh": MRNH(path=i, reason=1 + i % 8, psn=PSN_EDGES[i % 4]),
+                "mrsec": codec.MRSEC(flags=i % 2, next_op=0xC0 + i % 6, path=i, epoch=i * 3, seq=(1 << 63) + i),
+                "mrch": codec.MRCH(flags=i % 4, reason=i % 7, paths=i + 1, attempt=i, src_qpn=0xABC000 + i,
+                                   dst_qpn=0x123000 + i, init_psn=PSN_EDGES[i % 4], mtu=4096 - i,
+                                   nonce=(1 << 127) + i)}
         ip = IP(4, "10.0.0.1", "10.0.0.2") if version == 4 else IP(6, "fd00::1", "fd00::2")
         payload = bytes(range(3 + i)) if op in wire.PAYLOAD_OPS else b""
         out.append(codec.make(op, payload, ip=ip, eth=Eth(vlan=7 if i % 3 == 0 else None),
@@ -141,6 +145,8 @@ MR_FIELDS = {
     "mrsh": ["recv_seq"],
     "mrah": ["version", "flags", "path", "ce_count", "cum_psn", "rate_mbps", "trigger_psn", "sack"],
     "mrnh": ["version", "flags", "path", "reason", "psn"],
+    "mrsec": ["version", "flags", "next_op", "path", "epoch", "seq"],
+    "mrch": ["version", "flags", "reason", "paths", "attempt", "src_qpn", "dst_qpn", "init_psn", "mtu", "nonce"],
 }
 
 
@@ -151,7 +157,8 @@ def test_lua_dissector_ships_in_package():
 
 @needs_tshark
 def test_lua_dissector_metaroce_fields(tmp_path):
-    """MR-WIRE-070, MR-WIRE-071, MR-WIRE-072, MR-WIRE-073, MR-WIRE-074, MR-WIRE-080: with metaroce.lua, tshark
+    """MR-WIRE-070, MR-WIRE-071, MR-WIRE-072, MR-WIRE-073, MR-WIRE-074, MR-WIRE-076, MR-WIRE-078, MR-WIRE-080:
+    with metaroce.lua, tshark
     shows the codec's MetaRoCE headers field for field; RoCEv2 frames get no MetaRoCE tree."""
     frames = mr_frames()
     rc = codec.make(Op.RC_SEND_ONLY, b"plain")
@@ -175,6 +182,8 @@ def test_lua_dissector_metaroce_fields(tmp_path):
                 want = getattr(getattr(f, h), k)
                 if k == "sack":
                     assert bytes.fromhex(got.replace(":", "")) == want.to_bytes(32, "big")
+                elif k == "nonce":
+                    assert bytes.fromhex(got.replace(":", "")) == want.to_bytes(16, "big")
                 else:
                     assert num(got) == want, (h, k)
         for h in set(MR_FIELDS) - set(wire.HEADERS[Op(f.bth.opcode)]):
@@ -182,7 +191,8 @@ def test_lua_dissector_metaroce_fields(tmp_path):
         if f.bth.opcode in wire.PAYLOAD_OPS:
             assert num(row["metaroce.payload_len"]) == len(f.payload)
             assert bytes.fromhex(row["metaroce.payload"].replace(":", "")) == f.payload
-            assert num(row["metaroce.mrdh.flags.last"]) == f.mrdh.flags & 1
+            if f.mrdh is not None:
+                assert num(row["metaroce.mrdh.flags.last"]) == f.mrdh.flags & 1
         if f.mrah is not None:
             assert num(row["metaroce.mrah.sack_count"]) == bin(f.mrah.sack).count("1")
             assert num(row["metaroce.mrah.flags.ece"]) == f.mrah.flags & 1

@@ -7,12 +7,19 @@ frames are dropped at the sender with probability ``--loss``. When the write com
 asks the receiver for the SHA-256 of its memory and compares. The run is bounded by ``--timeout``
 and the subprocess is always reaped. Each process holds one copy of the data (MR-UDP-010); every
 failure is one line on stderr and a non-zero exit (MR-UDP-009).
+
+The two processes connect with the handshake on the wire (MR-CONN-100..107): random QPNs and
+initial PSNs, X25519 key agreement under a pre-shared key that the sender gives the receiver over
+its stdin pipe. With ``--auth on`` (the default) every frame is sealed with AES-GCM and checked
+before the endpoint sees it (MR-SEC-110/111/112, MR-SEC-120/121, MR-SEC-130/131, MR-SEC-140/141); ``--auth off`` is the unauthenticated,
+RoCEv2-compatible mode and says so on stderr (MR-SEC-100).
 """
 import hashlib
 import json
 import math
 import os
 import random
+import secrets
 import signal
 import subprocess
 import sys
@@ -39,6 +46,10 @@ def add_arguments(p):
                    help="write the sender's datagrams (sent and received) as Ethernet frames to a pcap")
     p.add_argument("--endpoint-config", metavar="JSON", default=None,
                    help="extra endpoint keyword arguments as a JSON object (both ends)")
+    p.add_argument("--auth", choices=["on", "off"], default="on",
+                   help="per-packet authentication with AES-GCM (default on); off is the "
+                        "unauthenticated RoCEv2-compatible mode")
+    p.add_argument("--encrypt", action="store_true", help="also encrypt payloads (needs --auth on)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -171,13 +182,39 @@ def _check_hello(hello):
     return hello
 
 
+def handshake(host, rx, cfg, deadline):
+    """MR-CONN-100..105: connect as the client over ``host``; returns the Session. Raises
+    :class:`metaroce.models.handshake.HandshakeError` (rejected, or no answer after the retries)
+    and ``TimeoutError`` at ``deadline``."""
+    from metaroce.models import handshake as hs
+
+    client = hs.Client(cfg)
+    host.on_handshake = client.receive
+    host.send_frame(client.start(host.now()))
+    while client.session is None:
+        if host.step(max_wait=0.01, extra_fds=(rx.fd,)):
+            rx.on_readable("during the handshake")
+        again = client.poll(host.now())
+        if again is not None:
+            host.send_frame(again)
+        if time.monotonic() > deadline:
+            raise TimeoutError("the handshake got no answer before --timeout")
+    host.on_handshake = None        # late duplicates of the accept are dropped
+    return client.session, client
+
+
 def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, progress=None, extra_cfg=None,
-             pcap_path=None, protocol="metaroce"):
+             pcap_path=None, protocol="metaroce", auth=True, encrypt=False, attack=None):
     """Run one transfer; returns the result dict (``ok``, ``bytes``, ``sha256_match``, ...).
 
-    Raises ``ValueError`` for a bad configuration, ``MemoryError`` when the buffer cannot be
-    allocated, :class:`ReceiverDied`, ``TimeoutError`` (the receiver does not answer) and
+    ``auth``/``encrypt``: the connection's mode (MR-SEC-100). ``attack``: optional callable
+    ``attack(host)`` called once per event-loop round of the sender (tests drive hostile traffic
+    with it). Raises ``ValueError`` for a bad configuration, ``MemoryError`` when the buffer
+    cannot be allocated, :class:`ReceiverDied`, ``TimeoutError`` (the receiver does not answer),
+    :class:`metaroce.models.handshake.HandshakeError` and
     :class:`metaroce.sim.udp.TransportError` (the peer is unreachable)."""
+    from metaroce.models import handshake as hs
+    from metaroce.models.security import AuthenticatedHost
     from metaroce.sim.udp import LOOPBACK, TransportError, UdpHost, make_endpoint, max_rss_kib, sockets_for
 
     cfg = dict(endpoint_config(mtu, protocol), **(extra_cfg or {}))
@@ -199,13 +236,21 @@ def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, prog
     try:
         hello = _check_hello(rx.read_json(deadline, "before the transfer"))
         lkey = ep.reg_mr(data)
-        conn = ep.connect(1, LOOPBACK, 2, paths=paths)
         host = UdpHost(ep, peer_port=hello["port"], loss=loss, seed=seed, max_sockets=sockets_for(paths))
         if pcap_fh is not None:
             from metaroce.models.pcap import Writer
             host.pcap = Writer(pcap_fh)
-        rx.send(json.dumps({"port": host.port}), "before the transfer")
+        # The pre-shared key goes over the pipe, which no other local process can read (MR-CONN-104).
+        psk = secrets.token_bytes(32) if auth else None
+        rx.send(json.dumps({"port": host.port, "auth": auth, "encrypt": encrypt,
+                            "psk": psk.hex() if psk else None}), "before the transfer")
+        session, client = handshake(host, rx, hs.Config(paths=paths, mtu=mtu, auth=auth, encrypt=encrypt, psk=psk),
+                                    deadline)
+        conn = ep.connect(session.local_qpn, LOOPBACK, session.peer_qpn, paths=session.paths)
+        if auth:
+            host.guard = AuthenticatedHost(ep, {session.local_qpn: (session.peer_qpn, session.channel())})
         t0 = time.monotonic()
+        cpu0 = time.process_time()
         try:
             host.post_write(conn, 0, lkey, 0, nbytes, hello["va"], hello["rkey"], wr_id=1)
         except ValueError as e:
@@ -217,6 +262,8 @@ def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, prog
                     rx.on_readable("during the transfer")
                 if progress is not None:
                     progress(ep)
+                if attack is not None:
+                    attack(host)
                 if time.monotonic() > deadline:
                     timed_out = True
                     break
@@ -226,6 +273,7 @@ def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, prog
                 raise rx.died("during the transfer") from None
             raise
         seconds = time.monotonic() - t0
+        cpu = time.process_time() - cpu0
         rx.send("done", "after the transfer")
         report = rx.read_json(time.monotonic() + 30, "after the transfer")
         comps = host.completions
@@ -245,15 +293,23 @@ def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, prog
             "mtu": mtu,
             "goodput_mbps": round(nbytes * 8 / seconds / 1e6, 1) if seconds > 0 else None,
             "timed_out": timed_out,
+            "auth": "on" if auth else "off",
+            "encrypt": bool(encrypt),
+            "qpns": [session.local_qpn, session.peer_qpn],
+            "handshake_attempts": client.attempt + 1,
+            "sender_cpu_seconds": round(cpu, 3),
+            "receiver_cpu_seconds": report.get("cpu_seconds"),
             "completions": len(comps),
             "status": _status_name(comps[0].status) if comps else None,
             "sender": {"loss_drops": host.stats["loss_drops"], "send_drops": host.stats["send_drops"],
                        "frames_received": host.stats["rx"], "decode_drops": host.stats["decode_drops"],
+                       "auth_drops": dict(host.guard.drops) if host.guard is not None else {},
                        "sockets_open_max": host.stats["sockets_open_max"],
                        "max_rss_mib": round(max_rss_kib() / 1024, 1),
                        "endpoint": {k: v for k, v in st.items() if isinstance(v, (int, float))}},
             "receiver": {"completions": len(report["completions"]), "rx": report["transport"]["rx"],
                          "decode_drops": report["transport"]["decode_drops"],
+                         "auth_drops": report["transport"].get("auth_drops", {}),
                          "sockets_open_max": report["transport"].get("sockets_open_max"),
                          "max_rss_mib": round(report.get("max_rss_kib", 0) / 1024, 1)},
         }
@@ -306,6 +362,8 @@ def _check_args(args):
         raise CliError(f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], not {args.timeout}")
     if args.seed < 0:
         raise CliError(f"--seed must be 0 or more, not {args.seed}")
+    if args.encrypt and args.auth == "off":
+        raise CliError("--encrypt needs --auth on")
     return nbytes
 
 
@@ -324,9 +382,14 @@ def failure(res):
 
 def run(args):
     from ..cli import CliError
+    from metaroce.models.handshake import HandshakeError
     from metaroce.sim.udp import TransportError
 
     nbytes = _check_args(args)
+    if args.auth == "off":
+        # MR-SEC-100: the unauthenticated mode is flagged wherever it is chosen.
+        print("metaroce transfer: warning: --auth off: unauthenticated (RoCEv2-compatible) mode; "
+              "any local process can forge frames", file=sys.stderr)
     extra = None
     if args.endpoint_config:
         try:
@@ -353,13 +416,13 @@ def run(args):
         try:
             res = transfer(nbytes, loss=args.loss, paths=args.paths, seed=args.seed, mtu=args.mtu,
                            timeout=args.timeout, progress=progress, extra_cfg=extra, pcap_path=args.pcap,
-                           protocol=args.protocol)
+                           protocol=args.protocol, auth=args.auth == "on", encrypt=args.encrypt)
         except MemoryError:
             raise CliError(f"out of memory: --bytes {args.bytes} needs {format_size(nbytes)} for the buffer "
                            f"in each of the two processes, plus about 60 MiB each") from None
         except ValueError as e:
             raise CliError(str(e).replace("endpoint configuration: ", "--endpoint-config: ", 1)) from None
-        except (TimeoutError, RuntimeError, TransportError, OSError) as e:
+        except (TimeoutError, RuntimeError, TransportError, OSError, HandshakeError) as e:
             raise CliError(str(e) or type(e).__name__) from None
         except Exception as e:          # a bug: still one line (MR-UDP-009), with where it happened
             tb = e.__traceback__
@@ -372,11 +435,11 @@ def run(args):
     else:
         from rich.table import Table
         t = Table(title="metaroce transfer (loopback UDP, two processes)")
-        for k in ("ok", "bytes", "sha256_match", "seconds", "goodput_mbps", "packets", "retransmitted",
-                  "loss", "paths"):
+        cols = ("ok", "bytes", "sha256_match", "seconds", "goodput_mbps", "packets", "retransmitted",
+                "loss", "paths", "auth")
+        for k in cols:
             t.add_column(k)
-        t.add_row(*(str(res[k]) for k in ("ok", "bytes", "sha256_match", "seconds", "goodput_mbps",
-                                          "packets", "retransmitted", "loss", "paths")))
+        t.add_row(*(str(res[k]) for k in cols))
         Console().print(t)
     why = failure(res)
     if why is not None:

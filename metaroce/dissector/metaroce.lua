@@ -1,9 +1,11 @@
 -- Wireshark dissector for the MetaRoCE native headers (docs/spec/wire.md, MR-WIRE-070..081).
 --
 -- Wireshark's InfiniBand dissector decodes the RoCEv2 frame up to the BTH (UDP port 4791) but
--- shows the manufacturer-specific opcodes 0xC0-0xC5 as "Unknown", with their headers as vendor
+-- shows the manufacturer-specific opcodes 0xC0-0xCA as "Unknown", with their headers as vendor
 -- data. This post-dissector runs after it, reads the BTH opcode it found and decodes what
--- follows the BTH: MRDH, RETH, MRSH, ImmDt, MRAH (256-bit SACK) or MRNH.
+-- follows the BTH: MRDH, RETH, MRSH, ImmDt, MRAH (256-bit SACK), MRNH, the security header
+-- MRSEC of an authenticated frame (its protected bytes and tag are shown as payload) or the
+-- handshake header MRCH (its key-exchange block is the payload).
 --
 --   tshark -X lua_script:metaroce.lua -r capture.pcap -Y metaroce \
 --          -T fields -e infiniband.bth.psn -e metaroce.mrdh.path -e metaroce.mrah.cum_psn
@@ -19,7 +21,8 @@ local BTH_LEN, ICRC_LEN = 12, 4
 
 local opnames = {
   [0xC0] = "MR_WRITE", [0xC1] = "MR_WRITE_IMM", [0xC2] = "MR_SEND",
-  [0xC3] = "MR_SEND_IMM", [0xC4] = "MR_ACK", [0xC5] = "MR_NAK",
+  [0xC3] = "MR_SEND_IMM", [0xC4] = "MR_ACK", [0xC5] = "MR_NAK", [0xC6] = "MR_SEC",
+  [0xC8] = "MR_CONN_REQ", [0xC9] = "MR_CONN_ACC", [0xCA] = "MR_CONN_REJ",
 }
 -- Headers after the BTH for each opcode, in order (models/wire.HEADERS, MR-WIRE-052).
 local headers = {
@@ -29,13 +32,22 @@ local headers = {
   [0xC3] = { "mrdh", "mrsh", "imm" },
   [0xC4] = { "mrah" },
   [0xC5] = { "mrnh" },
+  [0xC6] = { "mrsec" },
+  [0xC8] = { "mrch" },
+  [0xC9] = { "mrch" },
+  [0xCA] = { "mrch" },
 }
-local hlen = { mrdh = 16, reth = 16, mrsh = 4, imm = 4, mrah = 48, mrnh = 8 }
-local carries_payload = { [0xC0] = true, [0xC1] = true, [0xC2] = true, [0xC3] = true }
+local hlen = { mrdh = 16, reth = 16, mrsh = 4, imm = 4, mrah = 48, mrnh = 8, mrsec = 16, mrch = 36 }
+local carries_payload = { [0xC0] = true, [0xC1] = true, [0xC2] = true, [0xC3] = true, [0xC6] = true,
+                          [0xC8] = true, [0xC9] = true }
 local nak_reasons = {
   [0x01] = "PSN outside window", [0x02] = "invalid request", [0x03] = "remote access",
   [0x04] = "bounds", [0x05] = "RNR (no receive posted)", [0x06] = "no such connection",
   [0x07] = "length inconsistent", [0x08] = "stream out of range",
+}
+local reject_reasons = {
+  [0x01] = "bad version", [0x02] = "bad parameters", [0x03] = "no resources",
+  [0x04] = "authentication mismatch", [0x05] = "bad confirm", [0x06] = "replayed request",
 }
 
 local f = {
@@ -76,6 +88,25 @@ local f = {
   mrnh_reason = ProtoField.uint8("metaroce.mrnh.reason", "Reason", base.HEX, nak_reasons),
   mrnh_reserved = ProtoField.uint8("metaroce.mrnh.reserved", "Reserved", base.HEX),
   mrnh_psn = ProtoField.uint32("metaroce.mrnh.psn", "PSN", base.DEC),
+  mrsec = ProtoField.none("metaroce.mrsec", "MRSEC (security header)"),
+  mrsec_version = ProtoField.uint8("metaroce.mrsec.version", "Version", base.DEC, nil, 0xF0),
+  mrsec_flags = ProtoField.uint8("metaroce.mrsec.flags", "Flags", base.HEX, nil, 0x0F),
+  mrsec_next_op = ProtoField.uint8("metaroce.mrsec.next_op", "Protected opcode", base.HEX, opnames),
+  mrsec_path = ProtoField.uint8("metaroce.mrsec.path", "Path", base.DEC),
+  mrsec_epoch = ProtoField.uint8("metaroce.mrsec.epoch", "Key epoch", base.DEC),
+  mrsec_reserved = ProtoField.uint32("metaroce.mrsec.reserved", "Reserved", base.HEX),
+  mrsec_seq = ProtoField.uint64("metaroce.mrsec.seq", "Security sequence number", base.DEC),
+  mrch = ProtoField.none("metaroce.mrch", "MRCH (handshake header)"),
+  mrch_version = ProtoField.uint8("metaroce.mrch.version", "Version", base.DEC, nil, 0xF0),
+  mrch_flags = ProtoField.uint8("metaroce.mrch.flags", "Flags", base.HEX, nil, 0x0F),
+  mrch_reason = ProtoField.uint8("metaroce.mrch.reason", "Reject reason", base.HEX, reject_reasons),
+  mrch_paths = ProtoField.uint8("metaroce.mrch.paths", "Paths", base.DEC),
+  mrch_attempt = ProtoField.uint8("metaroce.mrch.attempt", "Attempt", base.DEC),
+  mrch_src_qpn = ProtoField.uint24("metaroce.mrch.src_qpn", "Source QPN", base.DEC),
+  mrch_dst_qpn = ProtoField.uint24("metaroce.mrch.dst_qpn", "Destination QPN", base.DEC),
+  mrch_init_psn = ProtoField.uint24("metaroce.mrch.init_psn", "Initial PSN", base.DEC),
+  mrch_mtu = ProtoField.uint16("metaroce.mrch.mtu", "MTU", base.DEC),
+  mrch_nonce = ProtoField.bytes("metaroce.mrch.nonce", "Nonce"),
   payload = ProtoField.bytes("metaroce.payload", "Payload"),
   payload_len = ProtoField.uint32("metaroce.payload_len", "Payload length", base.DEC),
 }
@@ -168,6 +199,36 @@ local function add_mrnh(t, tvb, off)
                        nak_reasons[r] or string.format("0x%02x", r), tvb(off + 4, 4):uint())
 end
 
+local function add_mrsec(t, tvb, off)
+  local st = t:add(f.mrsec, tvb(off, 16))
+  st:add(f.mrsec_version, tvb(off, 1))
+  st:add(f.mrsec_flags, tvb(off, 1))
+  st:add(f.mrsec_next_op, tvb(off + 1, 1))
+  st:add(f.mrsec_path, tvb(off + 2, 1))
+  st:add(f.mrsec_epoch, tvb(off + 3, 1))
+  st:add(f.mrsec_reserved, tvb(off + 4, 4))
+  st:add(f.mrsec_seq, tvb(off + 8, 8))
+  local inner = opnames[tvb(off + 1, 1):uint()] or string.format("0x%02x", tvb(off + 1, 1):uint())
+  return string.format("[%s] path=%d epoch=%d seq=%s", inner, tvb(off + 2, 1):uint(),
+                       tvb(off + 3, 1):uint(), tostring(tvb(off + 8, 8):uint64()))
+end
+
+local function add_mrch(t, tvb, off)
+  local st = t:add(f.mrch, tvb(off, 36))
+  st:add(f.mrch_version, tvb(off, 1))
+  st:add(f.mrch_flags, tvb(off, 1))
+  st:add(f.mrch_reason, tvb(off + 1, 1))
+  st:add(f.mrch_paths, tvb(off + 2, 1))
+  st:add(f.mrch_attempt, tvb(off + 3, 1))
+  st:add(f.mrch_src_qpn, tvb(off + 5, 3))
+  st:add(f.mrch_dst_qpn, tvb(off + 9, 3))
+  st:add(f.mrch_init_psn, tvb(off + 13, 3))
+  st:add(f.mrch_mtu, tvb(off + 16, 2))
+  st:add(f.mrch_nonce, tvb(off + 20, 16))
+  return string.format("src_qpn=%d dst_qpn=%d paths=%d mtu=%d", tvb(off + 5, 3):uint(),
+                       tvb(off + 9, 3):uint(), tvb(off + 2, 1):uint(), tvb(off + 16, 2):uint())
+end
+
 function mr.dissector(tvb, pinfo, tree)
   local op_fi = last(opcode_field())
   if op_fi == nil then return end
@@ -204,6 +265,8 @@ function mr.dissector(tvb, pinfo, tree)
     elseif name == "imm" then t:add(f.imm, tvb(off, 4))
     elseif name == "mrah" then s = add_mrah(t, tvb, off)
     elseif name == "mrnh" then s = add_mrnh(t, tvb, off)
+    elseif name == "mrsec" then s = add_mrsec(t, tvb, off)
+    elseif name == "mrch" then s = add_mrch(t, tvb, off)
     end
     if s then info[#info + 1] = s end
     off = off + hlen[name]

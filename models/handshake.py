@@ -1,0 +1,301 @@
+"""The connection handshake: request, accept, reject (docs/spec/security.md, MR-CONN-100..107).
+
+:class:`Client` and :class:`Server` are transport-free state machines: they take and return
+:class:`~metaroce.models.codec.Frame` objects (opcodes MR_CONN_REQ/ACC/REJ, header MRCH, payload
+MRKX) and leave sockets and clocks to their caller. Time is the caller's ``now`` (seconds); the
+client's retries are a count (``max_attempts``) of per-attempt timeouts.
+
+On success both sides hold a :class:`Session`: QPNs, initial PSNs, path count, MTU, mode and the
+master secret, from which :meth:`Session.channel` makes the connection's
+:class:`~metaroce.models.security.SecureChannel`.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, replace
+
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+from . import codec, wire
+from .headers import TABLE
+from .security import SecureChannel
+from .wire import ConnFlag, Op, RejectReason
+
+__all__ = ["Config", "Session", "Client", "Server", "random_qpn", "random_psn", "HandshakeError"]
+
+NONCE_CACHE = 4096          # MR-CONN-105: request nonces a server remembers
+MIN_MTU = 256
+_kx_pack = TABLE["mrkx"].packer(raw=("pubkey", "confirm"))
+_kx_unpack = TABLE["mrkx"].unpacker(raw=("pubkey", "confirm"))
+_ZERO_CONFIRM = bytes(16)
+
+
+class HandshakeError(Exception):
+    """The handshake failed: rejected (``reason`` a RejectReason) or timed out (``reason`` None)."""
+
+    def __init__(self, message, reason=None):
+        super().__init__(message)
+        self.reason = reason
+
+
+def random_qpn(taken=()):
+    """MR-CONN-107: a random non-zero 24-bit QPN not in ``taken``."""
+    while True:
+        q = secrets.randbits(24)
+        if q and q not in taken:
+            return q
+
+
+def random_psn():
+    """MR-CONN-107: a random 24-bit initial PSN."""
+    return secrets.randbits(24)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One side's handshake settings. ``psk``: optional pre-shared key (MR-CONN-104)."""
+    paths: int = 8
+    mtu: int = 4096
+    auth: bool = True
+    encrypt: bool = False
+    psk: bytes | None = None
+    max_attempts: int = 5
+    timeout: float = 0.2
+    max_conns: int = 4096
+
+    def __post_init__(self):
+        if not 1 <= self.paths <= 255:
+            raise ValueError(f"paths must be 1..255, not {self.paths}")
+        if not MIN_MTU <= self.mtu < 1 << 16:
+            raise ValueError(f"mtu must be {MIN_MTU}..65535, not {self.mtu}")
+        if self.encrypt and not self.auth:
+            raise ValueError("encryption needs authentication")
+        if not 1 <= self.max_attempts <= 255:
+            raise ValueError(f"max_attempts must be 1..255, not {self.max_attempts}")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0, not {self.timeout}")
+        if self.psk is not None and len(self.psk) < 16:
+            raise ValueError("a pre-shared key has at least 16 bytes")
+
+    @property
+    def flags(self):
+        return (ConnFlag.AUTH if self.auth else 0) | (ConnFlag.ENCRYPT if self.encrypt else 0)
+
+
+@dataclass(frozen=True)
+class Session:
+    """An established connection as one side sees it."""
+    local_qpn: int
+    peer_qpn: int
+    local_psn: int
+    peer_psn: int
+    paths: int
+    mtu: int
+    auth: bool
+    encrypt: bool
+    master: bytes
+    direction: int      # 0 client, 1 server (MR-SEC-120)
+
+    def channel(self):
+        """The connection's SecureChannel, or None for an unauthenticated connection."""
+        if not self.auth:
+            return None
+        return SecureChannel(self.master, self.direction, self.paths, encrypt=self.encrypt)
+
+
+def _canon(h):
+    # MR-CONN-103: the transcript leaves out the retry number, so every attempt has one transcript.
+    return codec.encode_ext("mrch", replace(h, attempt=0))
+
+
+def _keypair():
+    priv = X25519PrivateKey.generate()
+    pub = priv.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return priv, pub
+
+
+def _keys(priv, peer_pub, psk, transcript):
+    """MR-CONN-103: (master, confirm key)."""
+    shared = priv.exchange(X25519PublicKey.from_public_bytes(peer_pub))
+    prk = hmac.new(psk or bytes(32), shared, hashlib.sha256).digest()     # HKDF-Extract (RFC 5869)
+    master = HKDFExpand(hashes.SHA256(), 32, b"metaroce v1 master" + transcript).derive(prk)
+    confirm_key = HKDFExpand(hashes.SHA256(), 32, b"metaroce v1 confirm" + transcript).derive(prk)
+    return master, confirm_key
+
+
+def _mac(key, data):
+    return hmac.new(key, data, hashlib.sha256).digest()[:16]
+
+
+def _frame(op, mrch, payload=b"", dest_qp=0):
+    return codec.make(op, payload=payload, mrch=mrch, bth=codec.BTH(opcode=op, dest_qp=dest_qp, psn=0))
+
+
+class Client:
+    """The requesting side (MR-CONN-100..105).
+
+    ``start(now)`` gives the request frame; ``poll(now)`` gives a resend when the attempt timed
+    out (or raises :class:`HandshakeError` after ``max_attempts``); ``receive(frame, now)`` takes
+    an accept or reject. ``session`` is set once established. ``ignored`` counts answers
+    dropped for a bad confirm or a mismatch (MR-CONN-104/106).
+    """
+
+    def __init__(self, cfg, *, qpn=None, init_psn=None):
+        self.cfg = cfg
+        self.qpn = random_qpn() if qpn is None else qpn
+        self.psn = random_psn() if init_psn is None else init_psn
+        self._priv, self._pub = _keypair()
+        self.nonce = secrets.randbits(128)
+        self.attempt = 0
+        self.deadline = None
+        self.state = "idle"
+        self.session = None
+        self.reject = None
+        self.ignored = collections.Counter()
+        self._req = codec.MRCH(flags=cfg.flags, paths=cfg.paths, src_qpn=self.qpn, dst_qpn=0,
+                               init_psn=self.psn, mtu=cfg.mtu, nonce=self.nonce)
+        canon = _canon(self._req)
+        confirm = _mac(cfg.psk, canon + self._pub) if cfg.psk else _ZERO_CONFIRM
+        self._req_kx = _kx_pack(self._pub, confirm)
+
+    def _request(self, now):
+        self.deadline = now + self.cfg.timeout
+        return _frame(Op.MR_CONN_REQ, replace(self._req, attempt=self.attempt), self._req_kx)
+
+    def start(self, now):
+        if self.state != "idle":
+            raise RuntimeError("the handshake has already started")
+        self.state = "requesting"
+        return self._request(now)
+
+    def poll(self, now):
+        """A resend of the request when the attempt has timed out, else None (MR-CONN-105)."""
+        if self.state != "requesting" or now < self.deadline:
+            return None
+        self.attempt += 1
+        if self.attempt >= self.cfg.max_attempts:
+            self.state = "failed"
+            raise HandshakeError(f"handshake timed out after {self.attempt} attempts")
+        return self._request(now)
+
+    def receive(self, f, now):
+        """Take an answer. Returns the Session once established; raises HandshakeError on a
+        valid reject; ignores (counts) anything else."""
+        h = f.mrch
+        if self.state != "requesting" or h is None or h.dst_qpn != self.qpn:
+            self.ignored["unexpected"] += 1
+            return self.session
+        if f.bth.opcode == Op.MR_CONN_REJ:
+            if h.nonce != self.nonce:
+                self.ignored["reject_mismatch"] += 1
+                return None
+            self.state = "rejected"
+            try:
+                self.reject = RejectReason(h.reason)
+                why = self.reject.name.lower()
+            except ValueError:
+                self.reject = h.reason
+                why = f"reason {h.reason:#04x}"
+            raise HandshakeError(f"connection rejected: {why}", self.reject)
+        if f.bth.opcode != Op.MR_CONN_ACC or len(f.payload) != wire.MRKX_LEN:
+            self.ignored["malformed"] += 1
+            return None
+        if h.flags != self.cfg.flags or not 1 <= h.paths <= self.cfg.paths or \
+                not MIN_MTU <= h.mtu <= self.cfg.mtu or h.src_qpn == 0:
+            self.ignored["bad_params"] += 1
+            return None
+        pub, confirm = _kx_unpack(f.payload)
+        transcript = hashlib.sha256(_canon(self._req) + self._pub + _canon(h) + pub).digest()
+        try:
+            master, confirm_key = _keys(self._priv, pub, self.cfg.psk, transcript)
+        except ValueError:      # a low-order point: X25519 gives all zeros
+            self.ignored["bad_confirm"] += 1
+            return None
+        if not hmac.compare_digest(_mac(confirm_key, transcript), confirm):
+            self.ignored["bad_confirm"] += 1
+            return None
+        self.state = "established"
+        self.session = Session(self.qpn, h.src_qpn, self.psn, h.init_psn, h.paths, h.mtu, self.cfg.auth,
+                               self.cfg.encrypt, master, 0)
+        return self.session
+
+
+class _Entry:
+    __slots__ = ("session", "accept", "open")
+
+    def __init__(self, session, accept):
+        self.session = session
+        self.accept = accept
+        self.open = True
+
+
+class Server:
+    """The accepting side (MR-CONN-100..107). ``receive(frame, now)`` returns the answer to
+    send (accept or reject) or None; ``sessions`` maps the server's QPN to its Session, and
+    ``new_sessions`` lists sessions established since the caller last cleared it."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self._nonces = collections.OrderedDict()     # request nonce -> _Entry, bounded
+        self.sessions = {}
+        self.new_sessions = []
+        self.rejects = collections.Counter()
+
+    def close(self, qpn):
+        """End a connection: its request nonce stays remembered, so a replay is rejected."""
+        s = self.sessions.pop(qpn, None)
+        for e in self._nonces.values():
+            if e.session is s:
+                e.open = False
+
+    def _reject(self, h, reason):
+        self.rejects[reason.name.lower()] += 1
+        r = codec.MRCH(flags=self.cfg.flags, reason=reason, paths=0, attempt=h.attempt, src_qpn=0,
+                       dst_qpn=h.src_qpn, init_psn=0, mtu=0, nonce=h.nonce)
+        return _frame(Op.MR_CONN_REJ, r, dest_qp=h.src_qpn)
+
+    def receive(self, f, now):
+        h = f.mrch
+        if f.bth.opcode != Op.MR_CONN_REQ or h is None:
+            return None
+        seen = self._nonces.get(h.nonce)
+        if seen is not None:
+            if not seen.open:
+                return self._reject(h, RejectReason.REPLAY)
+            acc = seen.accept
+            return replace(acc, mrch=replace(acc.mrch, attempt=h.attempt))     # a retransmission
+        if len(f.payload) != wire.MRKX_LEN:
+            return self._reject(h, RejectReason.BAD_PARAMS)
+        pub, confirm = _kx_unpack(f.payload)
+        cfg = self.cfg
+        if cfg.psk is not None and not hmac.compare_digest(_mac(cfg.psk, _canon(h) + pub), confirm):
+            return self._reject(h, RejectReason.BAD_CONFIRM)
+        if h.flags != cfg.flags:
+            return self._reject(h, RejectReason.AUTH_MISMATCH)
+        if h.paths == 0 or h.mtu < MIN_MTU or h.src_qpn == 0:
+            return self._reject(h, RejectReason.BAD_PARAMS)
+        if len(self.sessions) >= cfg.max_conns:
+            return self._reject(h, RejectReason.NO_RESOURCES)
+        priv, my_pub = _keypair()
+        acc = codec.MRCH(flags=cfg.flags, paths=min(h.paths, cfg.paths), attempt=h.attempt,
+                         src_qpn=random_qpn(self.sessions), dst_qpn=h.src_qpn, init_psn=random_psn(),
+                         mtu=min(h.mtu, cfg.mtu), nonce=secrets.randbits(128))
+        transcript = hashlib.sha256(_canon(h) + pub + _canon(acc) + my_pub).digest()
+        try:
+            master, confirm_key = _keys(priv, pub, cfg.psk, transcript)
+        except ValueError:
+            return self._reject(h, RejectReason.BAD_PARAMS)
+        frame = _frame(Op.MR_CONN_ACC, acc, _kx_pack(my_pub, _mac(confirm_key, transcript)), dest_qp=h.src_qpn)
+        s = Session(acc.src_qpn, h.src_qpn, acc.init_psn, h.init_psn, acc.paths, acc.mtu, cfg.auth, cfg.encrypt,
+                    master, 1)
+        self.sessions[s.local_qpn] = s
+        self.new_sessions.append(s)
+        self._nonces[h.nonce] = _Entry(s, frame)
+        while len(self._nonces) > NONCE_CACHE:
+            self._nonces.popitem(last=False)
+        return frame
