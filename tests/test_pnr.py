@@ -64,6 +64,10 @@ def test_fmax_is_the_last_line_per_clock():
     two = SMOKE_LOG + "Info: Max frequency for clock 'pll$clk': 99.10 MHz (FAIL at 250.00 MHz)\n"
     assert pnr.parse_fmax(two) == {"clk": 465.98, "pll$clk": 99.10}
     assert pnr.parse_fmax("Info: Program finished normally.\n") == {}
+    # A failed target is reported as a warning (from the parser's own run at 64 bits).
+    failed = ("Info: Max frequency for clock 'clk': 37.36 MHz (FAIL at 250.00 MHz)\n"
+              "Warning: Max frequency for clock 'clk': 49.46 MHz (FAIL at 250.00 MHz)\n")
+    assert pnr.parse_fmax(failed) == {"clk": 49.46}
 
 
 def test_utilisation():
