@@ -44,6 +44,8 @@ __all__ = ["SynthError", "Counts", "SynthReport", "count_cells", "parse_stat_jso
 
 #: Bump when the script or the report format changes (part of the cache key).
 _SCHEMA = 2
+#: Same for the LUT-levels run (its own, so a change there keeps the resource cache).
+_LEVELS_SCHEMA = 2
 
 
 class SynthError(RuntimeError):
@@ -375,7 +377,9 @@ class LevelsReport:
     reg_to_out: int
     in_to_out: int
     ltp_length: int = -1               # Yosys ltp -noff, all paths, memories deleted
-    path: list[str] = field(default_factory=list)   # nets along the deepest reg-to-reg path
+    #: The deepest reg-to-reg path: the start register's net, the LUT output nets, then
+    #: "-> " and the register (its Q net) or memory it feeds.
+    path: list[str] = field(default_factory=list)
     luts: int = 0
     other_cells: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -412,8 +416,8 @@ def analyse_levels(netlist: Mapping, top: str) -> LevelsReport:
         (in_bits if port["direction"] == "input" else out_bits).update(
             b for b in port["bits"] if isinstance(b, int))
     nodes: list[tuple[str, list, list]] = []   # (name, input bits, output bits)
-    reg_sources: set[int] = set()
-    reg_sinks: set[int] = set()
+    # Bits that end a path, with what they feed: ("ff", first Q bit) or ("mem", memory name).
+    reg_sinks: dict[int, tuple[str, object]] = {}
     luts, other = 0, {}
     for name, cell in mod.get("cells", {}).items():
         ctype, conns = cell["type"], cell["connections"]
@@ -422,8 +426,9 @@ def analyse_levels(netlist: Mapping, top: str) -> LevelsReport:
         outs = [b for p, bits in conns.items() if dirs.get(p) == "output" for b in bits]
         if ctype.startswith(_FF_PREFIXES):
             clocks = {b for p in ("C", "CLK") for b in conns.get(p, [])}
-            reg_sinks.update(b for b in ins if b not in clocks)
-            reg_sources.update(outs)
+            q = next((b for b in outs if isinstance(b, int)), None)
+            reg_sinks.update((b, ("ff", q)) for b in ins
+                             if isinstance(b, int) and b not in clocks)
         elif ctype in ("$mem_v2", "$mem"):
             par = cell["parameters"]
             nports = int(_param_bits(par["RD_PORTS"])[::-1], 2)
@@ -433,15 +438,13 @@ def analyse_levels(netlist: Mapping, top: str) -> LevelsReport:
             async_addr = set()
             for i in range(nports):
                 data = conns["RD_DATA"][i * width:(i + 1) * width]
-                if clocked[i] == "1":
-                    reg_sources.update(data)
-                else:
+                if clocked[i] != "1":
                     addr = conns["RD_ADDR"][i * abits:(i + 1) * abits]
                     async_addr.update(b for b in addr if isinstance(b, int))
                     nodes.append((f"{name}.rd{i}", addr, data))
-            reg_sinks.update(b for p, bits in conns.items() if dirs.get(p) == "input"
-                             and p not in ("RD_CLK", "WR_CLK") for b in bits
-                             if b not in async_addr)
+            reg_sinks.update((b, ("mem", name)) for p, bits in conns.items()
+                             if dirs.get(p) == "input" and p not in ("RD_CLK", "WR_CLK")
+                             for b in bits if isinstance(b, int) and b not in async_addr)
         elif outs:
             if ctype == "$lut":
                 luts += 1
@@ -455,7 +458,8 @@ def analyse_levels(netlist: Mapping, top: str) -> LevelsReport:
                 driver[b] = i
     # depth[i][kind]: LUT levels from the deepest start of kind ("reg"/"in") through node i.
     depth: list[dict[str, int] | None] = [None] * len(nodes)
-    parent: list[dict[str, int | None]] = [{} for _ in nodes]
+    # parent[i][kind]: (node before i on that deepest path or None, the input bit it drives)
+    parent: list[dict[str, tuple[int | None, int]]] = [{} for _ in nodes]
 
     def source_depth(b) -> dict[str, tuple[int, int | None]]:
         if not isinstance(b, int):
@@ -491,26 +495,32 @@ def analyse_levels(netlist: Mapping, top: str) -> LevelsReport:
                 for kind, (d, j) in source_depth(b).items():
                     if d + 1 > best.get(kind, 0):
                         best[kind] = d + 1
-                        parent[i][kind] = j
+                        parent[i][kind] = (j, b)
             depth[i] = best
             state[i] = 2
     result = {"reg_to_reg": 0, "in_to_reg": 0, "reg_to_out": 0, "in_to_out": 0}
-    deepest_end = None
+    deepest = None                          # (last node, sink bit) of the deepest reg-to-reg path
     for sinks, end in ((reg_sinks, "reg"), (out_bits, "out")):
-        for b in sinks:
+        for b in sorted(sinks):
             for kind, (d, j) in source_depth(b).items():
                 key = f"{kind}_to_{end}"
                 if d > result[key]:
                     result[key] = d
                     if key == "reg_to_reg":
-                        deepest_end = j
-    names = _bit_names(mod)
-    path, i = [], deepest_end
-    while i is not None:
-        outs = [b for b in nodes[i][2] if isinstance(b, int)]
-        path.append(names.get(outs[0], nodes[i][0]) if outs else nodes[i][0])
-        i = parent[i].get("reg")
-    return LevelsReport(top=top, **result, path=path[::-1], luts=luts,
+                        deepest = (j, b)
+    path: list[str] = []
+    if deepest is not None:
+        names = _bit_names(mod)
+        kind, what = reg_sinks[deepest[1]]
+        path.append(f"-> {names.get(what, '?')}" if kind == "ff" else f"-> memory {what}")
+        i, b = deepest
+        while i is not None:
+            outs = [o for o in nodes[i][2] if isinstance(o, int)]
+            path.append(names.get(outs[0], nodes[i][0]) if outs else nodes[i][0])
+            i, b = parent[i]["reg"]
+        path.append(names.get(b, "?") if isinstance(b, int) else "?")
+        path.reverse()
+    return LevelsReport(top=top, **result, path=path, luts=luts,
                         other_cells=dict(sorted(other.items())))
 
 
@@ -536,7 +546,7 @@ def lut_levels(verilog: str, top: str, *, work_root: str | os.PathLike | None = 
                          "silently at its first ABC call (METAROCE_SYNTH_DIR)")
     script = levels_script(top)
     cmd = yosys_command()
-    key = hashlib.sha256(json.dumps([_SCHEMA, "levels", verilog, script,
+    key = hashlib.sha256(json.dumps([_LEVELS_SCHEMA, "levels", verilog, script,
                                      _package_version()]).encode()).hexdigest()[:20]
     work = root / f"levels-{re.sub(r'[^A-Za-z0-9_.-]', '_', top)}-{key}"
     report_file = work / "levels-report.json"

@@ -135,7 +135,8 @@ def test_analyse_levels_by_endpoints():
     rep = synth.analyse_levels(_netlist(), "top")
     # r -> b -> c -> s is 2; r -> async read -> g -> h -> s.E is 3 (the read is a level)
     assert rep.reg_to_reg == rep.lut_levels == 3
-    assert len(rep.path) == 3 and rep.path[0] == "mem.rd1"
+    # unnamed nets go by their cell's name; s's Q net has no name at all
+    assert rep.path == ["r", "mem.rd1", "g", "h", "-> ?"]
     assert rep.in_to_reg == 1            # x[0] -> a -> r
     assert rep.reg_to_out == 1           # r -> d -> y[0]
     assert rep.in_to_out == 1            # x[1] -> e -> y[1]
@@ -187,7 +188,9 @@ def test_lut_levels_of_an_xor_tree(inputs):
     assert _log6(inputs) <= rep.lut_levels <= 2 * _log6(inputs)
     if inputs == 6:
         assert rep.lut_levels == 1
-    assert len(rep.path) == rep.lut_levels
+    # start register, one net per level, the register it feeds
+    assert len(rep.path) == rep.lut_levels + 2
+    assert rep.path[0].startswith("r[") and rep.path[-1] in ("-> z", "-> o")   # o = z
     assert (rep.in_to_reg, rep.reg_to_out, rep.in_to_out) == (0, 0, 1)
     assert rep.ltp_length == rep.lut_levels
 
@@ -207,7 +210,7 @@ def test_synth_command_reports_lut_levels(monkeypatch, capsys):
     monkeypatch.setitem(blocks.BLOCKS, "smoke", blocks.Block(
         name="smoke", component="metaroce.tb.smoke:SmokeAccumulator",
         model="metaroce.tb.smoke:SmokeAccumulator", tb="metaroce.tb.smoke", help="", widths=(8,)))
-    assert main(["synth", "smoke", "--width", "8", "--json", "--no-cache"]) == 0
+    assert main(["synth", "smoke", "--width", "8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["lut_levels"] == out["lut_levels_paths"]["reg_to_reg"] >= 2
     assert out["lut_levels_paths"]["ltp_all_paths"] >= out["lut_levels"]
