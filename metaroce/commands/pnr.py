@@ -36,7 +36,7 @@ def report(blk, width, *, freq=250.0, seed=1, out=None):
             "clocks": rep.clocks, "critical_path": rep.critical_path,
             "flow": (f"synth_ecp5 -top {blk.name} -noiopad; nextpnr-ecp5 --85k --speed 8 "
                      f"--package CABGA381 --out-of-context --freq {freq:g} --seed {seed}"),
-            "seconds": rep.seconds, "out": rep.work_dir or None}
+            "tools": rep.tools, "seconds": rep.seconds, "out": rep.work_dir or None}
 
 
 def run(args):
