@@ -45,7 +45,7 @@ __all__ = ["SynthError", "Counts", "SynthReport", "count_cells", "parse_stat_jso
 #: Bump when the script or the report format changes (part of the cache key).
 _SCHEMA = 2
 #: Same for the LUT-levels run (its own, so a change there keeps the resource cache).
-_LEVELS_SCHEMA = 2
+_LEVELS_SCHEMA = 3
 
 
 class SynthError(RuntimeError):
