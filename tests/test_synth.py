@@ -60,10 +60,10 @@ def test_synthesize_small_block(tmp_path_factory):
     assert rep.modules["standin"].luts == rep.luts
 
 
-def _parser_report(width):
+def _parser_report(width, with_levels=False):
     from metaroce import blocks
     from metaroce.commands.synth import report
-    return report(blocks.get("parser"), width)
+    return report(blocks.get("parser"), width, with_levels=with_levels)
 
 
 @pytest.mark.slow
@@ -83,6 +83,20 @@ def test_parser_synth_64():
     assert out["block"] == "parser" and out["width"] == 64
     assert out["luts"] > out["icrc_luts"] > 0
     assert out["ffs"] > 0 and out["brams"] >= 0
+    assert "lut_levels" not in out          # not asked for (the generic run takes minutes)
+
+
+@pytest.mark.slow
+def test_parser_lut_levels_512():
+    """MR-FLOW-010 on the parser: its deepest path runs between two of its registers, and
+    Yosys' ltp finds no longer path of any kind (it may find a shorter one only when an
+    asynchronous memory read, which ltp does not see, lies on the longest)."""
+    out = _parser_report(512, with_levels=True)
+    paths = out["lut_levels_paths"]
+    assert out["lut_levels"] == paths["reg_to_reg"] > 0
+    assert 0 < paths["ltp_all_paths"] <= max(paths["reg_to_reg"], paths["in_to_reg"],
+                                         paths["reg_to_out"], paths["in_to_out"])
+    assert len(out["lut_levels_path"]) == out["lut_levels"] + 2
 
 
 # --------------------------------------------------------------------------------------

@@ -14,8 +14,9 @@ def add_arguments(p):
     p.add_argument("--no-cache", action="store_true", help="synthesize even if a cached result exists")
 
 
-def report(blk, width, *, use_cache=True):
-    """Synthesize ``blk`` at ``width``; return the ``--json`` object."""
+def report(blk, width, *, use_cache=True, with_levels=True):
+    """Synthesize ``blk`` at ``width``; return the ``--json`` object (without the LUT-levels
+    run and its fields if ``with_levels`` is false)."""
     from ..cli import CliError
     from .verilog import make_verilog
     from metaroce.sim import synth
@@ -43,21 +44,23 @@ def report(blk, width, *, use_cache=True):
         out["within_budget"] = None
     out["modules"] = {m: {"luts": c.luts, "ffs": c.ffs, "brams": c.brams}
                       for m, c in sorted(rep.modules.items())}
-    try:
-        levels = synth.lut_levels(text, blk.name, use_cache=use_cache)
-    except synth.SynthError as e:
-        raise CliError(str(e)) from None
-    out["lut_levels"] = levels.lut_levels
-    out["lut_levels_paths"] = {"reg_to_reg": levels.reg_to_reg, "in_to_reg": levels.in_to_reg,
-                               "reg_to_out": levels.reg_to_out, "in_to_out": levels.in_to_out,
-                               "ltp_all_paths": levels.ltp_length}
-    out["lut_levels_path"] = levels.path
-    out["lut_levels_flow"] = "; ".join(synth.levels_script(blk.name).splitlines()[1:])
+    levels = None
+    if with_levels:
+        try:
+            levels = synth.lut_levels(text, blk.name, use_cache=use_cache)
+        except synth.SynthError as e:
+            raise CliError(str(e)) from None
+        out["lut_levels"] = levels.lut_levels
+        out["lut_levels_paths"] = {"reg_to_reg": levels.reg_to_reg, "in_to_reg": levels.in_to_reg,
+                                   "reg_to_out": levels.reg_to_out, "in_to_out": levels.in_to_out,
+                                   "ltp_all_paths": levels.ltp_length}
+        out["lut_levels_path"] = levels.path
+        out["lut_levels_flow"] = "; ".join(synth.levels_script(blk.name).splitlines()[1:])
     out["flow"] = ("synth_xilinx -family xcup -noiopad -run :map_luts; "
                    "abc -luts 2:2,3,6:5,10,20; clean; synth_xilinx -run finalize:")
     out["yosys"] = rep.yosys
-    out["seconds"] = round(rep.seconds + levels.seconds, 2)
-    out["cached"] = rep.cached and levels.cached
+    out["seconds"] = round(rep.seconds + (levels.seconds if levels else 0.0), 2)
+    out["cached"] = rep.cached and (levels.cached if levels else True)
     return out
 
 
