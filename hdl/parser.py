@@ -90,28 +90,16 @@ def _be(byts):
 
 
 def _ext_fields(name, b):
-    """Field values of extension header ``name`` from its bytes ``b`` (as codec.decode_ext)."""
-    if name == "reth":
-        return {"va": _be(b[0:8]), "rkey": _be(b[8:12]), "dma_len": _be(b[12:16])}
-    if name == "aeth":
-        return {"syndrome": b[0], "msn": _be(b[1:4])}
-    if name == "imm":
-        return _be(b[0:4])
-    if name == "atomicack":
-        return {"orig": _be(b[0:8])}
-    if name == "mrdh":
-        return {"version": b[0][4:8], "flags": b[0][0:4], "path": b[1], "stream": _be(b[2:4]),
-                "msg": _be(b[4:8]), "offset": _be(b[8:12]), "msg_len": _be(b[12:16])}
-    if name == "mrsh":
-        return {"recv_seq": _be(b[0:4])}
-    if name == "mrah":
-        return {"version": b[0][4:8], "flags": b[0][0:4], "path": b[1], "ce_count": _be(b[2:4]),
-                "cum_psn": _be(b[4:8]), "rate_mbps": _be(b[8:12]), "trigger_psn": _be(b[12:16]),
-                "sack": _be(b[16:48])}
-    if name == "mrnh":
-        return {"version": b[0][4:8], "flags": b[0][0:4], "path": b[1], "reason": b[2],
-                "psn": _be(b[4:8])}
-    raise ValueError(name)
+    """{field: Value} of header ``name`` from its bytes ``b`` (network order), for every field of
+    the header table that carries a value (MR-WIRE-003): a slice of the big-endian value of the
+    bytes that hold the field. Works for any header of the table, as codec.decode_ext does."""
+    out = {}
+    for fld in wire.HEADER_TABLE[name].fields:
+        if not fld.reserved:
+            first, end = fld.offset // 8, -(-(fld.offset + fld.width) // 8)
+            lsb = 8 * end - fld.offset - fld.width
+            out[fld.name] = _be(b[first:end])[lsb:lsb + fld.width]
+    return out
 
 
 def _first_zero(bits, n):

@@ -4,14 +4,21 @@
 ``decode(data)`` parses them back and raises :class:`DecodeError` with a
 :class:`~metaroce.models.wire.Reason` for anything malformed. ``decode`` never raises
 anything else, whatever the bytes (MR-WIRE-100).
+
+Every header is packed and unpacked by functions compiled at import from the header table
+(:mod:`metaroce.models.headers`, MR-WIRE-003), which also gives the field widths that
+``encode`` checks; the dataclasses below name the same fields in the same order.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import ipaddress
 import struct
 from dataclasses import asdict, dataclass, field, replace
 
 from . import wire
+from .headers import TABLE as _H
 from .icrc import icrc_bytes
 from .wire import Op, Reason
 
@@ -163,6 +170,11 @@ class Frame:
 
 _HEADER_TYPES = {"reth": RETH, "aeth": AETH, "atomicack": AtomicAck, "mrdh": MRDH,
                  "mrsh": MRSH, "mrah": MRAH, "mrnh": MRNH}
+#: The dataclass of each header whose fields are exactly the header table's (MR-WIRE-003).
+RECORDS = {"bth": BTH, **_HEADER_TYPES}
+for _name, _cls in RECORDS.items():
+    if tuple(f.name for f in dataclasses.fields(_cls)) != _H[_name].names:
+        raise ImportError(f"codec.{_cls.__name__} fields differ from the header table's {_name}")
 
 
 def make(opcode, payload=b"", **headers):
@@ -189,6 +201,8 @@ def make(opcode, payload=b"", **headers):
 # ---------------------------------------------------------------------------------------------
 # Encode
 
+# Address conversions, cached: a fabric reuses a few addresses for millions of frames.
+@functools.lru_cache(maxsize=1024)
 def _mac(s):
     b = bytes(int(x, 16) for x in s.split(":"))
     if len(b) != 6:
@@ -196,8 +210,59 @@ def _mac(s):
     return b
 
 
+@functools.lru_cache(maxsize=1024)
 def _mac_str(b):
     return ":".join(f"{x:02x}" for x in b)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ip4_packed(s):
+    return ipaddress.IPv4Address(s).packed
+
+
+@functools.lru_cache(maxsize=1024)
+def _ip6_packed(s):
+    return ipaddress.IPv6Address(s).packed
+
+
+@functools.lru_cache(maxsize=1024)
+def _ip4_str(b):
+    return str(ipaddress.IPv4Address(b))
+
+
+@functools.lru_cache(maxsize=1024)
+def _ip6_str(b):
+    return str(ipaddress.IPv6Address(b))
+
+
+# Packers and unpackers compiled from the header table (MR-WIRE-003). Addresses travel as bytes.
+_eth_pack = _H["eth"].packer(raw=("dst", "src"))
+_eth_unpack = _H["eth"].unpacker(raw=("dst", "src"))
+_vlan_pack = _H["vlan"].packer()
+_vlan_unpack = _H["vlan"].unpacker()
+# MR-WIRE-020: IHL 5, DF set, never a fragment; the checksum is filled in afterwards.
+_ipv4_pack = _H["ipv4"].packer(("dscp", "ecn", "total_len", "ident", "ttl", "proto", "src", "dst"),
+                               const={"version": 4, "ihl": 5, "df": 1, "mf": 0, "frag_offset": 0,
+                                      "checksum": 0}, raw=("src", "dst"))
+_ipv4_unpack = _H["ipv4"].unpacker(("dscp", "ecn", "total_len", "ident", "mf", "frag_offset", "ttl",
+                                    "proto", "src", "dst"), raw=("src", "dst"))
+_IPV4_CK = _H["ipv4"].field("checksum").offset // 8
+_ipv6_pack = _H["ipv6"].packer(("dscp", "ecn", "flow_label", "payload_len", "next_header", "hop_limit",
+                                "src", "dst"), const={"version": 6}, raw=("src", "dst"))
+_ipv6_unpack = _H["ipv6"].unpacker(raw=("src", "dst"))
+_udp_pack = _H["udp"].packer()
+_udp_ports = _H["udp"].unpacker(("sport", "dport"))
+_udp_len_ck = _H["udp"].unpacker(("length", "checksum"))
+_UDP_CK = _H["udp"].field("checksum").offset // 8
+_bth_pack = _H["bth"].packer(from_attrs=True)
+_bth_unpack = _H["bth"].unpacker(make=BTH)
+_EXT_PACK = {n: _H[n].packer(from_attrs=True) for n in _HEADER_TYPES}
+_EXT_PACK["imm"] = _H["imm"].packer()
+_CNP_ZEROS = _H["cnp"].packer(())()    # MR-WIRE-064: all reserved, sent as zeros
+_EXT_PACK["cnp"] = lambda _none: _CNP_ZEROS
+_EXT_UNPACK = {n: _H[n].unpacker(make=cls) for n, cls in _HEADER_TYPES.items()}
+_EXT_UNPACK["imm"] = _H["imm"].unpacker()
+_VERSION_OF = {n: _H[n].unpacker(("version",)) for n in ("mrdh", "mrah", "mrnh")}
 
 
 def _ipv4_checksum(hdr):
@@ -209,7 +274,8 @@ def _ipv4_checksum(hdr):
 
 def ipv4_checksum_ok(hdr):
     """True when a 20-byte IPv4 header's checksum is right (MR-WIRE-023)."""
-    return _ipv4_checksum(hdr[:10] + b"\0\0" + hdr[12:20]) == struct.unpack("!H", hdr[10:12])[0]
+    zeroed = hdr[:_IPV4_CK] + b"\0\0" + hdr[_IPV4_CK + 2:wire.IPV4_HLEN]
+    return _ipv4_checksum(zeroed) == int.from_bytes(hdr[_IPV4_CK:_IPV4_CK + 2], "big")
 
 
 def _udp6_checksum(src, dst, udp):
@@ -223,28 +289,12 @@ def _udp6_checksum(src, dst, udp):
 
 
 def encode_ext(name, h):
-    """Bytes of one extension header (MR-WIRE-060..074)."""
-    if name == "reth":
-        return struct.pack("!QII", h.va, h.rkey, h.dma_len)
-    if name == "aeth":
-        return struct.pack("!I", (h.syndrome << 24) | h.msn)
-    if name == "imm":
-        return struct.pack("!I", h)
-    if name == "atomicack":
-        return struct.pack("!Q", h.orig)
-    if name == "cnp":
-        return bytes(wire.CNP_PAD_LEN)
-    if name == "mrdh":
-        return struct.pack("!BBHIII", (h.version << 4) | h.flags, h.path, h.stream,
-                           h.msg, h.offset, h.msg_len)
-    if name == "mrsh":
-        return struct.pack("!I", h.recv_seq)
-    if name == "mrah":
-        return struct.pack("!BBHIII", (h.version << 4) | h.flags, h.path, h.ce_count,
-                           h.cum_psn, h.rate_mbps, h.trigger_psn) + h.sack.to_bytes(32, "big")
-    if name == "mrnh":
-        return struct.pack("!BBBxI", (h.version << 4) | h.flags, h.path, h.reason, h.psn)
-    raise ValueError(name)
+    """Bytes of one extension header (MR-WIRE-060..074), as the header table lays it out
+    (MR-WIRE-003). ``h`` is the header's dataclass, an int for ``imm``, None for ``cnp``."""
+    pack = _EXT_PACK.get(name)
+    if pack is None:
+        raise ValueError(name)
+    return pack(h)
 
 
 def _ext_value(frame, name):
@@ -258,41 +308,49 @@ def _ext_value(frame, name):
 
 def encode_bth(b):
     """The 12 BTH bytes (MR-WIRE-050)."""
-    return struct.pack(
-        "!BBHBBBBBBBB",
-        b.opcode, (b.se << 7) | (b.mig << 6) | (b.pad << 4) | b.tver, b.pkey,
-        (b.fecn << 7) | (b.becn << 6), (b.dest_qp >> 16) & 0xFF, (b.dest_qp >> 8) & 0xFF,
-        b.dest_qp & 0xFF, b.ack_req << 7, (b.psn >> 16) & 0xFF, (b.psn >> 8) & 0xFF, b.psn & 0xFF)
+    return _bth_pack(b)
 
 
-#: Field widths in bits; encode refuses values that do not fit rather than corrupting a
-#: neighbouring field on the wire.
+#: Field widths in bits, from the header table (MR-WIRE-003); encode refuses values that do not
+#: fit rather than corrupting a neighbouring field on the wire. ``IP`` holds IPv4 and IPv6 fields.
 _WIDTHS = {
-    Eth: {"vlan": 12, "pcp": 3, "dei": 1},
-    IP: {"dscp": 6, "ecn": 2, "ttl": 8, "ident": 16, "flow_label": 20, "proto": 8},
-    UDP: {"sport": 16, "dport": 16, "checksum": 16},
-    BTH: {"opcode": 8, "se": 1, "mig": 1, "pad": 2, "tver": 4, "pkey": 16, "fecn": 1, "becn": 1,
-          "dest_qp": 24, "ack_req": 1, "psn": 24},
-    RETH: {"va": 64, "rkey": 32, "dma_len": 32},
-    AETH: {"syndrome": 8, "msn": 24},
-    AtomicAck: {"orig": 64},
-    MRDH: {"version": 4, "flags": 4, "path": 8, "stream": 16, "msg": 32, "offset": 32, "msg_len": 32},
-    MRSH: {"recv_seq": 32},
-    MRAH: {"version": 4, "flags": 4, "path": 8, "ce_count": 16, "cum_psn": 32, "rate_mbps": 32,
-           "trigger_psn": 32, "sack": wire.SACK_BITS},
-    MRNH: {"version": 4, "flags": 4, "path": 8, "reason": 8, "psn": 32},
+    Eth: {k: _H["vlan"].width(k) for k in ("vlan", "pcp", "dei")},
+    IP: {**{k: _H["ipv4"].width(k) for k in ("dscp", "ecn", "ttl", "ident")},
+         "flow_label": _H["ipv6"].width("flow_label"), "proto": _H["ipv4"].width("proto")},
+    UDP: {k: _H["udp"].width(k) for k in ("sport", "dport", "checksum")},
+    **{cls: _H[name].layout() for name, cls in RECORDS.items()},
 }
+_IMM_LIMIT = 1 << _H["imm"].width("imm")
+
+
+def _width_error(h, name):
+    for k, bits in _WIDTHS[type(h)].items():
+        v = getattr(h, k)
+        if v is not None and not 0 <= v < 1 << bits:
+            raise ValueError(f"{name}.{k} = {v!r} does not fit in {bits} bits")
+
+
+def _compile_check(cls, widths):
+    # One generated test per dataclass: the common case (everything fits) costs one call.
+    nullable = {f.name for f in dataclasses.fields(cls) if "None" in str(f.type)}
+    conds = [f"(h.{k} is None or 0 <= h.{k} < {1 << w})" if k in nullable else f"0 <= h.{k} < {1 << w}"
+             for k, w in widths.items()]
+    ns = {"_fail": _width_error}
+    exec(f"def check(h, name):\n    if not ({' and '.join(conds)}):\n        _fail(h, name)\n", ns)
+    return ns["check"]
+
+
+_CHECK = {cls: _compile_check(cls, w) for cls, w in _WIDTHS.items()}
 
 
 def _check_widths(h, name):
     if isinstance(h, int):  # ImmDt is a bare 32-bit value
-        if not 0 <= h < 1 << 32:
-            raise ValueError(f"{name} = {h!r} does not fit in 32 bits")
+        if not 0 <= h < _IMM_LIMIT:
+            raise ValueError(f"{name} = {h!r} does not fit in {_IMM_LIMIT.bit_length() - 1} bits")
         return
-    for k, bits in _WIDTHS.get(type(h), {}).items():
-        v = getattr(h, k)
-        if v is not None and not 0 <= v < 1 << bits:
-            raise ValueError(f"{name}.{k} = {v!r} does not fit in {bits} bits")
+    check = _CHECK.get(type(h))
+    if check is not None:
+        check(h, name)
 
 
 def encode(frame, *, icrc_override=None):
@@ -305,38 +363,28 @@ def encode(frame, *, icrc_override=None):
     op = Op(frame.bth.opcode)
     pad = (-len(frame.payload)) % 4
     frame.bth = replace(frame.bth, pad=pad)
-    for n in ("eth", "ip", "udp", "bth") + wire.HEADERS[op]:
+    names = wire.HEADERS[op]
+    for n in ("eth", "ip", "udp", "bth") + names:
         if n != "cnp":
             _check_widths(getattr(frame, n), n)
-    ext = b"".join(encode_ext(n, _ext_value(frame, n)) for n in wire.HEADERS[op])
-    l4_payload = encode_bth(frame.bth) + ext + frame.payload + bytes(pad)
+    ext = b"".join([_EXT_PACK[n](_ext_value(frame, n)) for n in names])
+    l4_payload = b"".join((_bth_pack(frame.bth), ext, frame.payload, bytes(pad)))
     udp_len = wire.UDP_HLEN + len(l4_payload) + wire.ICRC_LEN
     ip = frame.ip
     if ip.version == 4:
-        hdr = bytearray(struct.pack(
-            "!BBHHHBBH4s4s", 0x45, (ip.dscp << 2) | ip.ecn, wire.IPV4_HLEN + udp_len, ip.ident,
-            0x4000, ip.ttl, ip.proto, 0, ipaddress.IPv4Address(ip.src).packed,
-            ipaddress.IPv4Address(ip.dst).packed))
-        hdr[10:12] = struct.pack("!H", _ipv4_checksum(bytes(hdr)))
+        hdr = bytearray(_ipv4_pack(ip.dscp, ip.ecn, wire.IPV4_HLEN + udp_len, ip.ident, ip.ttl, ip.proto,
+                                   _ip4_packed(ip.src), _ip4_packed(ip.dst)))
+        hdr[_IPV4_CK:_IPV4_CK + 2] = _ipv4_checksum(hdr).to_bytes(2, "big")
         ethertype = wire.ETHERTYPE_IPV4
         udp_ck = frame.udp.checksum
     elif ip.version == 6:
-        tc = (ip.dscp << 2) | ip.ecn
-        src = ipaddress.IPv6Address(ip.src).packed
-        dst = ipaddress.IPv6Address(ip.dst).packed
-        hdr = bytearray(struct.pack("!IHBB16s16s", (6 << 28) | (tc << 20) | ip.flow_label,
-                                    udp_len, ip.proto, ip.ttl, src, dst))
+        src, dst = _ip6_packed(ip.src), _ip6_packed(ip.dst)
+        hdr = _ipv6_pack(ip.dscp, ip.ecn, ip.flow_label, udp_len, ip.proto, ip.ttl, src, dst)
         ethertype = wire.ETHERTYPE_IPV6
-        udp_ck = None
+        udp_ck = 0      # MR-WIRE-042: the real checksum (over the ICRC too) is computed last
     else:
         raise ValueError(f"IP version {ip.version}")
-    udp_hdr = struct.pack("!HHHH", frame.udp.sport, frame.udp.dport, udp_len, 0)
-    if udp_ck is None:
-        # MR-WIRE-042: IPv6 carries a real UDP checksum (over the ICRC too), computed last.
-        udp_ck_final = None
-    else:
-        udp_hdr = udp_hdr[:6] + struct.pack("!H", udp_ck)
-    l3 = bytes(hdr) + udp_hdr + l4_payload
+    l3 = b"".join((hdr, _udp_pack(frame.udp.sport, frame.udp.dport, udp_len, udp_ck), l4_payload))
     if icrc_override is not None:
         crc = int(icrc_override).to_bytes(4, "little")
     elif frame.icrc is not None:
@@ -344,16 +392,15 @@ def encode(frame, *, icrc_override=None):
     else:
         crc = icrc_bytes(l3)
     l3 += crc
-    if udp_ck is None:
-        udp = l3[wire.IPV6_HLEN:]
-        udp_ck_final = _udp6_checksum(bytes(hdr[8:24]), bytes(hdr[24:40]), udp)
-        l3 = l3[:wire.IPV6_HLEN + 6] + struct.pack("!H", udp_ck_final) + l3[wire.IPV6_HLEN + 8:]
+    if ip.version == 6:
+        ck_at = wire.IPV6_HLEN + _UDP_CK
+        ck = _udp6_checksum(src, dst, l3[wire.IPV6_HLEN:])
+        l3 = b"".join((l3[:ck_at], ck.to_bytes(2, "big"), l3[ck_at + 2:]))
     eth = frame.eth
-    l2 = _mac(eth.dst) + _mac(eth.src)
-    if eth.vlan is not None:
-        l2 += struct.pack("!HH", wire.VLAN_TPID, (eth.pcp << 13) | (eth.dei << 12) | eth.vlan)
-    l2 += struct.pack("!H", ethertype)
-    return l2 + l3
+    if eth.vlan is None:
+        return _eth_pack(_mac(eth.dst), _mac(eth.src), ethertype) + l3
+    tag = _vlan_pack(eth.pcp, eth.dei, eth.vlan, ethertype)
+    return _eth_pack(_mac(eth.dst), _mac(eth.src), wire.VLAN_TPID) + tag + l3
 
 
 def wire_len(frame):
@@ -373,36 +420,21 @@ def _need(data, n, frame, what):
 
 
 def decode_ext(name, b):
-    """Parse one extension header from bytes ``b`` of the right length (MR-WIRE-060..074)."""
-    if name == "reth":
-        va, rkey, dma_len = struct.unpack("!QII", b)
-        return RETH(va, rkey, dma_len)
-    if name == "aeth":
-        (w,) = struct.unpack("!I", b)
-        return AETH(w >> 24, w & 0xFFFFFF)
-    if name == "imm":
-        return struct.unpack("!I", b)[0]
-    if name == "atomicack":
-        return AtomicAck(struct.unpack("!Q", b)[0])
-    if name == "mrdh":
-        vf, path, stream, msg, offset, msg_len = struct.unpack("!BBHIII", b)
-        return MRDH(vf >> 4, vf & 0xF, path, stream, msg, offset, msg_len)
-    if name == "mrsh":
-        return MRSH(struct.unpack("!I", b)[0])
-    if name == "mrah":
-        vf, path, ce, cum, rate, trig = struct.unpack("!BBHIII", b[:16])
-        return MRAH(vf >> 4, vf & 0xF, path, ce, cum, rate, trig, int.from_bytes(b[16:48], "big"))
-    if name == "mrnh":
-        vf, path, reason, psn = struct.unpack("!BBBxI", b)
-        return MRNH(vf >> 4, vf & 0xF, path, reason, psn)
-    raise ValueError(name)
+    """Parse one extension header from bytes ``b`` of the right length (MR-WIRE-060..074),
+    as the header table lays it out (MR-WIRE-003)."""
+    unpack = _EXT_UNPACK.get(name)
+    if unpack is None:
+        raise ValueError(name)
+    if len(b) != wire.HEADER_LEN[name]:
+        raise ValueError(f"{name} is {wire.HEADER_LEN[name]} bytes, not {len(b)}")
+    return unpack(b)
 
 
 def decode_bth(b):
     """Parse the 12 BTH bytes (MR-WIRE-050)."""
-    op, f1, pkey, f4, q2, q1, q0, a, p2, p1, p0 = struct.unpack("!BBHBBBBBBBB", b)
-    return BTH(op, f1 >> 7, (f1 >> 6) & 1, (f1 >> 4) & 3, f1 & 0xF, pkey, f4 >> 7,
-               (f4 >> 6) & 1, (q2 << 16) | (q1 << 8) | q0, a >> 7, (p2 << 16) | (p1 << 8) | p0)
+    if len(b) != wire.BTH_LEN:
+        raise ValueError(f"the BTH is {wire.BTH_LEN} bytes, not {len(b)}")
+    return _bth_unpack(b)
 
 
 def decode(data, *, verify_icrc=True):
@@ -425,14 +457,12 @@ def decode(data, *, verify_icrc=True):
 def _decode(data, verify_icrc):
     f = Frame(ip=None, udp=None, bth=None)
     _need(data, wire.ETH_HLEN, f, "Ethernet header")
-    eth = Eth(_mac_str(data[0:6]), _mac_str(data[6:12]))
-    f.eth = eth
-    (etype,) = struct.unpack("!H", data[12:14])
+    dst, src, etype = _eth_unpack(data)
+    f.eth = eth = Eth(_mac_str(dst), _mac_str(src))
     off = wire.ETH_HLEN
     if etype == wire.VLAN_TPID:
         _need(data, off + wire.VLAN_HLEN, f, "802.1Q tag")
-        tci, etype = struct.unpack("!HH", data[off:off + 4])
-        eth.pcp, eth.dei, eth.vlan = tci >> 13, (tci >> 12) & 1, tci & 0xFFF
+        eth.pcp, eth.dei, eth.vlan, etype = _vlan_unpack(data, off)
         off += wire.VLAN_HLEN
     eth.ethertype = etype
     if etype == wire.ETHERTYPE_IPV4:
@@ -441,11 +471,9 @@ def _decode(data, verify_icrc):
         if vihl != 0x45:
             raise DecodeError(Reason.NOT_ROCE, f"IPv4 version/IHL byte {vihl:#04x}", f)
         _need(data, off + wire.IPV4_HLEN, f, "IPv4 header")
-        hdr = data[off:off + wire.IPV4_HLEN]
-        _, tos, tot_len, ident, frag, ttl, proto, _ck = struct.unpack("!BBHHHBBH", hdr[:12])
-        f.ip = IP(4, str(ipaddress.IPv4Address(hdr[12:16])), str(ipaddress.IPv4Address(hdr[16:20])),
-                  tos >> 2, tos & 3, ttl, ident, 0, proto)
-        if frag & 0x3FFF:
+        dscp, ecn, tot_len, ident, mf, frag_offset, ttl, proto, src, dst = _ipv4_unpack(data, off)
+        f.ip = IP(4, _ip4_str(src), _ip4_str(dst), dscp, ecn, ttl, ident, 0, proto)
+        if mf or frag_offset:
             raise DecodeError(Reason.NOT_ROCE, "IPv4 fragment", f)
         if proto != wire.IPPROTO_UDP:
             raise DecodeError(Reason.NOT_ROCE, f"IP protocol {proto}", f)
@@ -454,13 +482,10 @@ def _decode(data, verify_icrc):
         off += wire.IPV4_HLEN
     elif etype == wire.ETHERTYPE_IPV6:
         _need(data, off + wire.IPV6_HLEN, f, "IPv6 header")
-        hdr = data[off:off + wire.IPV6_HLEN]
-        w0, plen, nxt, hlim = struct.unpack("!IHBB", hdr[:8])
-        if w0 >> 28 != 6:
-            raise DecodeError(Reason.NOT_ROCE, f"IP version {w0 >> 28} in an IPv6 ethertype", f)
-        tc = (w0 >> 20) & 0xFF
-        f.ip = IP(6, str(ipaddress.IPv6Address(hdr[8:24])), str(ipaddress.IPv6Address(hdr[24:40])),
-                  tc >> 2, tc & 3, hlim, 0, w0 & 0xFFFFF, nxt)
+        version, dscp, ecn, flow_label, plen, nxt, hlim, src, dst = _ipv6_unpack(data, off)
+        if version != 6:
+            raise DecodeError(Reason.NOT_ROCE, f"IP version {version} in an IPv6 ethertype", f)
+        f.ip = IP(6, _ip6_str(src), _ip6_str(dst), dscp, ecn, hlim, 0, flow_label, nxt)
         if nxt != wire.IPPROTO_UDP:
             raise DecodeError(Reason.NOT_ROCE, f"IPv6 next header {nxt}", f)
         ip_payload_len = plen
@@ -469,12 +494,12 @@ def _decode(data, verify_icrc):
     else:
         raise DecodeError(Reason.NOT_ROCE, f"ethertype {etype:#06x}", f)
     _need(data, off + 4, f, "UDP ports")
-    sport, dport = struct.unpack("!HH", data[off:off + 4])
+    sport, dport = _udp_ports(data, off)
     f.udp = UDP(sport, dport, 0)
     if dport != wire.ROCE_PORT:
         raise DecodeError(Reason.NOT_ROCE, f"UDP destination port {dport}", f)
     _need(data, off + wire.UDP_HLEN, f, "UDP header")
-    udp_len, f.udp.checksum = struct.unpack("!HH", data[off + 4:off + 8])
+    udp_len, f.udp.checksum = _udp_len_ck(data, off)
     if f.ip.version == 4 and not ipv4_checksum_ok(data[l3_start:l3_start + wire.IPV4_HLEN]):
         raise DecodeError(Reason.BAD_IP, "IPv4 header checksum", f)
     l4_end = off + ip_payload_len
@@ -486,7 +511,7 @@ def _decode(data, verify_icrc):
     off += wire.UDP_HLEN
     if l4_end - off < wire.BTH_LEN + wire.ICRC_LEN:
         raise DecodeError(Reason.LENGTH, f"UDP payload {l4_end - off} bytes cannot hold BTH and ICRC", f)
-    f.bth = bth = decode_bth(data[off:off + wire.BTH_LEN])
+    f.bth = bth = _bth_unpack(data, off)
     try:
         op = Op(bth.opcode)
     except ValueError:
@@ -499,14 +524,16 @@ def _decode(data, verify_icrc):
     hlen = wire.ext_len(op)
     if op in wire.MR_OPS:
         # The MetaRoCE header's version nibble is checked before its length (MR-WIRE-075).
-        if off < l4_end - wire.ICRC_LEN and data[off] >> 4 != wire.MR_VERSION:
-            raise DecodeError(Reason.BAD_VERSION, f"MetaRoCE header version {data[off] >> 4}", f)
+        if off < l4_end - wire.ICRC_LEN:
+            version = _VERSION_OF[names[0]](data, off)
+            if version != wire.MR_VERSION:
+                raise DecodeError(Reason.BAD_VERSION, f"MetaRoCE header version {version}", f)
     if l4_end - wire.ICRC_LEN - off < hlen:
         raise DecodeError(Reason.LENGTH, f"opcode {op.name} needs {hlen} header bytes", f)
     for name in names:
         n = wire.HEADER_LEN[name]
         if name != "cnp":
-            setattr(f, name, decode_ext(name, data[off:off + n]))
+            setattr(f, name, _EXT_UNPACK[name](data, off))
         off += n
     body = data[off:l4_end - wire.ICRC_LEN]
     if bth.pad > len(body):

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from . import protocol as P
+from . import records as R
+from .records import RTX_POOL
 from .codec import BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, Eth, Frame, wire_len
 from .wire import MrahFlag, MrdhFlag, NakReason, Op
 
@@ -37,6 +39,7 @@ class Status(IntEnum):
     REM_ACCESS_ERR = 10
     REM_OP_ERR = 11
     RETRY_EXC_ERR = 12
+    RNR_RETRY_EXC_ERR = 13
 
 
 class WcOpcode(IntEnum):
@@ -72,12 +75,14 @@ NAK_STATUS = {
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
 _DATA_OPS = (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM)
+RING_MASK = P.SEND_WINDOW - 1
 
 
 class _SMsg:
     """A message being sent: chunked at MTU boundaries; chunk ``i`` is bytes ``[i*mtu, ...)``."""
     __slots__ = ("stream", "msg", "op", "wr_id", "mv", "length", "va", "rkey", "recv_seq", "imm",
-                 "nchunks", "next_chunk", "acked", "nacked", "done", "status")
+                 "nchunks", "next_chunk", "ack_base", "ack_bits", "nacked", "done", "status", "slot",
+                 "rnr")
 
     def __init__(self, stream, msg, op, wr_id, mv, length, va, rkey, recv_seq, imm, mtu):
         self.stream, self.msg, self.op, self.wr_id = stream, msg, op, wr_id
@@ -85,10 +90,18 @@ class _SMsg:
         self.recv_seq, self.imm = recv_seq, imm
         self.nchunks = max(1, -(-length // mtu))
         self.next_chunk = 0
-        self.acked = bytearray(self.nchunks)
+        # MR-ENG-012, MR-ENG-025: chunks below ack_base are acknowledged; bit i of ack_bits is
+        # chunk ack_base + i (CHUNK_WINDOW bits); no chunk at or beyond the window is sent.
+        self.ack_base = 0
+        self.ack_bits = 0
         self.nacked = 0
         self.done = False
         self.status = Status.SUCCESS
+        self.slot = None            # tx_msg slot while started and not completed (MR-ENG-013)
+        self.rnr = 0                # RNR NAKs of its lowest unacknowledged chunk (MR-ENG-041)
+
+    def is_acked(self, i):
+        return i < self.ack_base or (self.ack_bits >> (i - self.ack_base)) & 1
 
 
 class _Rec:
@@ -104,10 +117,10 @@ class _Rec:
 
 
 class _Path:
-    __slots__ = ("conn", "idx", "entropy", "gen", "next_psn", "floor", "out", "live", "inflight",
+    __slots__ = ("conn", "idx", "entropy", "gen", "next_psn", "floor", "ring", "live", "inflight",
                  "cwnd", "srtt", "rttvar", "backoff", "deadline", "tstack", "consec_to", "state",
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
-                 "retired_before", "order", "collapsed", "min_rtt", "xwit", "xslack", "xrun",
+                 "retired_before", "head", "collapsed", "tail_probed", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
                  "rx_prev_ce")
 
@@ -115,16 +128,17 @@ class _Path:
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
         self.next_psn = conn.ep.initial_psn
         self.floor = conn.ep.initial_psn
-        self.out = {}               # psn -> _Rec
+        self.ring = [None] * P.SEND_WINDOW    # MR-ENG-027: records by PSN mod 256
         self.live = 0               # records not marked lost
         self.inflight = 0           # bytes of live records
-        self.cwnd = cwnd
-        self.srtt = None
-        self.rttvar = 0.0
+        self.cwnd = int(cwnd)       # MR-ENG-053: integer bytes
+        self.srtt = None            # MR-ENG-052: RTT estimator in integer ns
+        self.rttvar = 0
         self.backoff = 1
         self.deadline = None        # tail-loss timer (MR-REL-006)
         self.tstack = []            # deadlines queued in the endpoint heap, decreasing
-        self.order = deque()        # records in sending order; head: the oldest live one
+        self.head = self.floor      # no live record below this PSN (MR-REL-006)
+        self.tail_probed = False    # MR-REL-010: the timer's last expiry sent a tail probe
         self.collapsed = False      # cwnd reset by a timeout that carried no information
         self.min_rtt = None         # lowest RTT sample of the path (MR-REL-009)
         self.xwit = -1.0            # send time of the newest packet acked on another path
@@ -148,13 +162,50 @@ class _Path:
         self.rx_last = None         # (psn, sport) of the newest unacknowledged arrival
         self.rx_prev_ce = False     # the previous accepted packet was CE-marked
 
+    def rec(self, psn):
+        """The record of an unresolved ``psn``, or ``None`` (MR-ENG-027)."""
+        if 0 <= P.psn_dist(self.floor, psn) < P.psn_dist(self.floor, self.next_psn):
+            return self.ring[psn & RING_MASK]
+        return None
+
+    def records(self, start=None):
+        """Unresolved records from ``start`` (default the floor) in PSN order."""
+        ring = self.ring
+        psn = self.floor if start is None or P.psn_dist(self.floor, start) < 0 else start
+        for _ in range(P.psn_dist(psn, self.next_psn)):
+            r = ring[psn & RING_MASK]
+            if r is not None:
+                yield r
+            psn = (psn + 1) & P.PSN_MASK
+
+    def oldest_live(self):
+        """The oldest live record (sent, unresolved, not lost), advancing ``head`` past the
+        others; ``None`` when there is none."""
+        ring = self.ring
+        if P.psn_dist(self.floor, self.head) < 0:
+            self.head = self.floor
+        h = self.head
+        nxt = self.next_psn
+        while h != nxt:
+            r = ring[h & RING_MASK]
+            if r is not None and not r.lost:
+                self.head = h
+                return r
+            h = (h + 1) & P.PSN_MASK
+        self.head = h
+        return None
+
 
 class _RxMsg:
-    __slots__ = ("msg_len", "op", "got", "placed", "done", "imm", "recv_seq")
+    __slots__ = ("msg_len", "op", "chunk_base", "chunk_bits", "placed", "done", "imm", "recv_seq",
+                 "stream", "msg")
 
-    def __init__(self, msg_len, op):
-        self.msg_len, self.op = msg_len, op
-        self.got = set()            # chunk offsets placed (MR-EXO-002)
+    def __init__(self, msg_len, op, stream, msg):
+        self.msg_len, self.op, self.stream, self.msg = msg_len, op, stream, msg
+        # MR-EXO-002, MR-ENG-026: chunks below chunk_base are placed; bit i of chunk_bits is
+        # chunk chunk_base + i (CHUNK_WINDOW bits).
+        self.chunk_base = 0
+        self.chunk_bits = 0
         self.placed = 0
         self.done = False
         self.imm = None
@@ -162,12 +213,11 @@ class _RxMsg:
 
 
 class _RxStream:
-    __slots__ = ("next_deliver", "msgs", "recvs", "recv_next")
+    __slots__ = ("next_deliver", "recvs", "recv_next")
 
     def __init__(self):
         self.next_deliver = 0
-        self.msgs = {}
-        self.recvs = {}             # recv_seq -> (lkey, loffset, length, wr_id)
+        self.recvs = {}             # recv_seq -> (lkey, loffset, length, wr_id); <= sq_depth
         self.recv_next = 0
 
 
@@ -178,13 +228,15 @@ class Connection:
     :meth:`Endpoint.next_packet`.
     """
 
-    def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams):
-        if not 1 <= paths <= 256:
-            raise ValueError(f"paths must be 1..256, got {paths}")
-        if not 1 <= streams <= 65536:
-            raise ValueError(f"streams must be 1..65536, got {streams}")
+    def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams, pkey=0xFFFF):
+        # MR-ENG-011: the engine's limits, checked by the slow path before any state exists.
+        if not 1 <= paths <= ep.max_paths:
+            raise ValueError(f"paths must be 1..{ep.max_paths}, got {paths}")
+        if not 1 <= streams <= ep.max_streams:
+            raise ValueError(f"streams must be 1..{ep.max_streams}, got {streams}")
         self.ep = ep
         self.local_id, self.peer_addr, self.peer_id = local_id, peer_addr, peer_id
+        self.pkey = pkey
         self.n_streams = streams
         cw = max(ep.mtu, ep.bdp * ep.init_window_bdp / paths)
         self.paths = [_Path(self, i, P.entropy_for(local_id * 4099 + i * 131 + ep.seed * 7919), cw,
@@ -192,9 +244,13 @@ class Connection:
         # MR-CONN-004: each connection starts its rotation at its own path, so that an endpoint
         # serving connections round-robin spreads their first packets over paths and planes.
         self.rr = local_id % paths
-        self.sendq = deque()        # messages with chunks not yet sent once
-        self.retx = deque()         # (msg, chunk) to resend (MR-REL-003)
-        self.ssq = [deque() for _ in range(streams)]   # per stream, posting order (MR-EXO-004)
+        self.retx = deque()         # (msg, chunk) to resend (MR-REL-003); one per lost record
+        self.ssq = [deque() for _ in range(streams)]   # per stream, posted, not completed (MR-EXO-004)
+        self.stx = [deque() for _ in range(streams)]   # per stream, chunks not yet sent once
+        self.s_active = deque()     # MR-ENG-030: streams with unsent chunks, round-robin order
+        self.s_slots = [0] * streams                   # tx_msg slots each stream holds
+        self.free_slots = list(range(ep.max_tx_msgs - 1, -1, -1))   # MR-ENG-013
+        self.rx_open = {}           # (stream, msg) -> _RxMsg; at most max_rx_msgs (MR-ENG-015)
         self.msg_next = [0] * streams
         self.send_seq = [0] * streams
         self.rx = [_RxStream() for _ in range(streams)]
@@ -213,6 +269,8 @@ class Connection:
         self.last_tx = -1.0         # send time and wire length of the last data frame (MR-CC-006)
         self.last_wl = 0
         self.in_ready = False
+        self.last_progress = None   # MR-ENG-040: last ACK progress while work is outstanding
+        self.prog_armed = False
         # receiver: the last ACK sent on this connection (MR-CC-009 hint updates)
         self.rx_hint = None
         self.rx_hint_path = None
@@ -230,6 +288,9 @@ class Connection:
         buf, _ = self.ep._local_mr(lkey, loffset, length)
         if length >= 1 << 32:
             raise ValueError("message longer than 2^32 - 1 bytes")
+        if len(self.ssq[stream]) >= self.ep.sq_depth:
+            # MR-ENG-014: the send queue is a bounded ring (verbs ENOMEM).
+            raise ValueError(f"send queue of stream {stream} full ({self.ep.sq_depth} work requests)")
         rs = None
         if send:
             rs = self.send_seq[stream]
@@ -237,9 +298,11 @@ class Connection:
         m = _SMsg(stream, self.msg_next[stream], op, wr_id,
                   memoryview(buf)[loffset:loffset + length], length, va, rkey, rs, imm, self.ep.mtu)
         self.msg_next[stream] = (self.msg_next[stream] + 1) & 0xFFFFFFFF
-        self.sendq.append(m)
         self.unsent += m.nchunks
         self.ssq[stream].append(m)
+        if not self.stx[stream]:
+            self.s_active.append(stream)
+        self.stx[stream].append(m)
         self.ep._make_ready(self)
         return m
 
@@ -263,30 +326,52 @@ class Connection:
         self._stream(stream)
         self.ep._local_mr(lkey, loffset, length)
         st = self.rx[stream]
+        if len(st.recvs) >= self.ep.sq_depth:
+            raise ValueError(f"receive queue of stream {stream} full ({self.ep.sq_depth} receives)")  # MR-ENG-014
         st.recvs[st.recv_next] = (lkey, loffset, length, wr_id)
         st.recv_next = (st.recv_next + 1) & 0xFFFFFFFF
 
     # -- sender internals ------------------------------------------------------------------------
 
     def _next_work(self):
+        """MR-REL-003: resends first; then MR-ENG-030: the streams with unsent chunks in round
+        robin, one packet per turn. Returns ``(msg, chunk, is_retx, k)``, ``k`` the position
+        of the stream in ``s_active``, or ``None``."""
         retx = self.retx
         while retx:
             m, i = retx[0]
-            if m.done or m.acked[i]:
+            if m.done or m.is_acked(i):
                 retx.popleft()
                 continue
-            return m, i, True
-        q = self.sendq
-        while q:
+            return m, i, True, -1
+        act = self.s_active
+        k = 0
+        while k < len(act):
+            s = act[k]
+            q = self.stx[s]
             m = q[0]
-            if m.done:
+            if m.done:              # failed while being sent (MR-ERR-003)
                 q.popleft()
                 self.unsent -= m.nchunks - m.next_chunk
+                if not q:
+                    del act[k]
                 continue
-            return m, m.next_chunk, False
+            k += 1
+            if m.slot is None and (not self.free_slots or (
+                    self.s_slots[s] and len(self.free_slots) < 2 and self._slot_wanted(s))):
+                # MR-ENG-013/030: no slot; a stream that holds one leaves the last one to a
+                # stream that holds none.
+                continue
+            if m.next_chunk >= m.ack_base + self.ep.chunk_window:
+                continue            # MR-ENG-012: the message's chunk window is full
+            return m, m.next_chunk, False, k - 1
         return None
 
-    def _pick_path(self, nbytes):
+    def _slot_wanted(self, s):
+        """Another stream with unsent work holds no message slot (MR-ENG-030)."""
+        return any(t != s and not self.s_slots[t] for t in self.s_active)
+
+    def _pick_path(self, nbytes, retx=False):
         paths = self.paths
         n = len(paths)
         rr = self.rr
@@ -298,8 +383,9 @@ class Connection:
                         P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
                     self.rr = (rr + k + 1) % n
                     return p
-            elif st == _PROBING:
-                # MR-PATH-005: one probe packet at a time on a path being tested.
+            elif st == _PROBING and not retx:
+                # MR-PATH-005: one probe packet at a time on a path being tested; never a
+                # resend (MR-REL-003), which would risk a chunk twice on a failed route.
                 if p.live == 0 and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
                     self.rr = (rr + k + 1) % n
                     return p
@@ -311,28 +397,46 @@ class Connection:
         w = self._next_work()
         if w is None:
             return _IDLE
-        m, i, is_retx = w
+        m, i, is_retx, k = w
         ep = self.ep
         off = i * ep.mtu
         nbytes = min(ep.mtu, m.length - off)
         if self.inflight and self.inflight + nbytes > self.window:
             return _BLOCKED
-        p = self._pick_path(nbytes)
+        if ep._rtx_used >= ep.max_outstanding:
+            # MR-ENG-013: no outstanding-packet record free; an ACK on any connection frees one.
+            ep.stats["rtx_pool_full"] += 1
+            ep._pool_waiters[self.local_id] = self
+            return _BLOCKED
+        p = self._pick_path(nbytes, is_retx)
         if p is None:
             return _BLOCKED
         if is_retx:
             self.retx.popleft()
             ep.stats["retransmitted"] += 1
         else:
+            if m.slot is None:
+                m.slot = self.free_slots.pop()
+                self.s_slots[m.stream] += 1
             m.next_chunk += 1
             self.unsent -= 1
+            act = self.s_active
+            s = act[k]
+            del act[k]
             if m.next_chunk >= m.nchunks:
-                self.sendq.popleft()
+                self.stx[s].popleft()
+            if self.stx[s]:
+                act.append(s)       # MR-ENG-030: to the back of the round robin
+        if self.last_progress is None:
+            self.last_progress = now        # MR-ENG-040: work outstanding from now
+            if not self.prog_armed:
+                self.prog_armed = True
+                ep._push(now + ep.wr_timeout, 5, self, 0)
         psn = p.next_psn
         p.next_psn = (psn + 1) & P.PSN_MASK
         rec = _Rec(m, i, now, nbytes)
-        p.out[psn] = rec
-        p.order.append(rec)
+        p.ring[psn & RING_MASK] = rec
+        ep._rtx_used += 1
         p.live += 1
         p.inflight += nbytes
         self.inflight += nbytes
@@ -353,7 +457,7 @@ class Connection:
         self.last_tx = now
         self.last_wl = wl = wire_len(f)
         if self.rate_bps < ep.line_rate_bps:
-            self.pace_until = max(self.pace_until, now) + P.pacing_gap(wl, self.rate_bps)
+            self.pace_until = max(self.pace_until, now) + self._gap(wl)
         st = ep.stats
         st["packets_sent"] += 1
         st["data_packets_sent"] += 1
@@ -372,7 +476,8 @@ class Connection:
         write = op == Op.MR_WRITE or op == Op.MR_WRITE_IMM
         return Frame(
             eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=p.entropy),
-            bth=BTH(opcode=op, dest_qp=self.peer_id, ack_req=1 if ack_req else 0, psn=psn),
+            bth=BTH(opcode=op, pkey=self.pkey, dest_qp=self.peer_id, ack_req=1 if ack_req else 0,
+                    psn=psn),
             mrdh=MRDH(1, flags, p.idx, m.stream, m.msg, off, m.length),
             reth=RETH(m.va, m.rkey, m.length) if write else None,
             mrsh=None if write else MRSH(m.recv_seq),
@@ -381,29 +486,37 @@ class Connection:
     def _rearm(self, p):
         """MR-REL-006: the timer runs from the send time of the path's oldest live packet;
         MR-REL-009: earlier when a later packet was acknowledged on another path."""
-        q = p.order
-        while q and q[0].lost:
-            q.popleft()
-        if q:
-            dl = q[0].t + self._rto(p)
+        head = p.oldest_live()
+        if head is not None:
+            dl = head.t + self._rto(p)
             t = self._xdue(p)
             if t is not None and t < p.xwit:
                 dl = min(dl, t + p.xslack)
             self.ep._arm(p, dl)
         else:
-            q.clear()
             self.ep._disarm(p)
 
     def _rto(self, p):
         ep = self.ep
-        return P.rto_value(p.srtt, p.rttvar, min_rtts=ep.rto_min_rtts, rto_min=ep.rto_min,
-                           rto_max=ep.rto_max, initial=ep.rto_initial) * p.backoff
+        return P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
+                              rto_max=ep._rto_max_ns, initial=ep._rto_initial_ns) * p.backoff / P.NS_PER_S
+
+    def _gap(self, wire_bytes):
+        """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s."""
+        return P.pacing_gap_ns(wire_bytes, max(1, int(self.rate_bps // 1e6))) / P.NS_PER_S
+
+    def _srtt_s(self, p):
+        """The path's smoothed RTT in seconds, the base RTT before any sample."""
+        return self.ep.base_rtt if p.srtt is None else p.srtt / P.NS_PER_S
 
     def _chunk_acked(self, m, i):
-        if m.acked[i]:
+        if m.is_acked(i):
             self.ep.stats["spurious_retransmits"] += 1   # MR-EXO-002: never double-counted
             return
-        m.acked[i] = 1
+        b = m.ack_bits | (1 << (i - m.ack_base))
+        t = P.trailing_ones(b)
+        m.ack_base += t
+        m.ack_bits = b >> t
         m.nacked += 1
         if m.nacked == m.nchunks and not m.done:
             m.done = True
@@ -426,8 +539,16 @@ class Connection:
                                      m.length, self.local_id, m.stream, None))
             ep.stats["completions"] += 1
             m.mv = None
+            if not any(self.ssq):
+                self.last_progress = None   # MR-ENG-040: nothing outstanding
+            if m.slot is not None:      # MR-ENG-013: the slot is free once completed
+                self.free_slots.append(m.slot)
+                self.s_slots[m.stream] -= 1
+                m.slot = None
+                if self.s_active:
+                    ep._make_ready(self)
 
-    def _mark_lost(self, p, rec):
+    def _mark_lost(self, p, rec, requeue=True):
         if not rec.lost:
             rec.lost = True
             p.live -= 1
@@ -435,7 +556,7 @@ class Connection:
             if not rec.free:
                 self.inflight -= rec.nbytes
             m = rec.msg
-            if not m.done and not m.acked[rec.idx]:
+            if requeue and not m.done and not m.is_acked(rec.idx):
                 self.retx.append((m, rec.idx))
 
     # -- sender: ACK and NAK ---------------------------------------------------------------------
@@ -453,21 +574,24 @@ class Connection:
             ep._drop("bad_ack")
             return
         st["acks_received"] += 1
-        out = p.out
-        rec = out.get(a.trigger_psn)
+        ring = p.ring
+        rec = p.rec(a.trigger_psn)
         wit = None
         if rec is not None and not rec.probe:
-            sample = now - rec.t
-            p.srtt, p.rttvar = P.rtt_update(p.srtt, p.rttvar, sample)   # MR-REL-005
+            sample = P.to_ns(now - rec.t)
+            p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
             if p.min_rtt is None or sample < p.min_rtt:
                 p.min_rtt = sample
-            wit = (rec.t, sample - p.min_rtt)
+            wit = (rec.t, (sample - p.min_rtt) / P.NS_PER_S)
         pkts = nbytes = 0
         for j in range(n):
-            rec = out.pop((floor + j) & P.PSN_MASK, None)
+            ix = (floor + j) & RING_MASK
+            rec = ring[ix]
             if rec is None:
                 continue
+            ring[ix] = None
+            ep._rtx_free()
             if (acked >> j) & 1:
                 if not rec.lost:
                     rec.lost = True      # leave the live count below
@@ -494,7 +618,7 @@ class Connection:
         if self.rate_bps != old_rate and self.last_tx >= 0:
             # MR-CC-006: a new rate applies from the last frame sent, not from the next one: a
             # lower one delays the next frame, a higher one (MR-CC-010) lets it go sooner.
-            gap = self.last_tx + P.pacing_gap(self.last_wl, self.rate_bps)
+            gap = self.last_tx + self._gap(self.last_wl)
             self.pace_until = max(self.pace_until, gap) if self.rate_bps < old_rate else \
                 min(self.pace_until, gap)
         # MR-CC-007: while hinted, the connection keeps at most 1.5 hinted BDPs in flight, so
@@ -513,7 +637,7 @@ class Connection:
                     # MR-CC-007: the hinted connection window bounds what is sent under the
                     # hint; the first window, sent before it, does not count against it.
                     for q in self.paths:
-                        for r in q.out.values():
+                        for r in q.records():
                             if not r.lost and not r.free:
                                 r.free = True
                                 self.inflight -= r.nbytes
@@ -534,31 +658,35 @@ class Connection:
                 # held to a guessed, too low share keeps its place within the hinted band.
                 up = self.rate_bps / old_rate
                 for q in self.paths:
-                    q.cwnd *= up
+                    q.cwnd = int(q.cwnd * up)
             for q in (self.paths if self.rate_bps != old_rate else (p,)):
                 if q.cwnd > cap:
-                    q.cwnd = cap
+                    q.cwnd = int(cap)
                 elif q.cwnd < wmin:
-                    q.cwnd = wmin
+                    q.cwnd = int(wmin)
         elif p.collapsed and pkts and not ce:
             # The receiver is not shared and the path delivers again: back to the initial window.
             wmin = max(wmin, ep.bdp * ep.init_window_bdp / len(self.paths))
         if pkts:
             p.collapsed = False
         if p.cwnd < wmin:
-            p.cwnd = wmin
+            p.cwnd = int(wmin)
         if pkts or ce:
-            p.cwnd, dec = P.aimd(p.cwnd, nbytes, min(1.0, ce / max(1, pkts)), now >= p.next_dec,
-                                 mtu=ep.mtu, cwnd_min=wmin, cwnd_max=wmax, beta=ep.beta)
+            p.cwnd, dec = P.aimd_fx(p.cwnd, nbytes, P.ce_fraction_q(ce, pkts), now >= p.next_dec,
+                                    mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
+                                    beta_q=ep._beta_q)          # MR-ENG-053
             if dec:
-                p.next_dec = now + (p.srtt or ep.base_rtt)
+                p.next_dec = now + self._srtt_s(p)
         if pkts:
+            p.tail_probed = False
+            if self.last_progress is not None:
+                self.last_progress = now    # MR-ENG-040
             p.consec_to = 0
             p.xrun = 0
             p.last_ack = now
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
-                p.cwnd = max(ep.mtu, ep.bdp * ep.init_window_bdp / len(self.paths))
+                p.cwnd = int(max(ep.mtu, ep.bdp * ep.init_window_bdp / len(self.paths)))
                 p.probe_interval = ep.probe_interval
                 st["paths_restored" if p.retired_before else "paths_cleared"] += 1
                 p.retired_before = False
@@ -582,8 +710,9 @@ class Connection:
                 continue
             # The allowance covers reordering and RTT variation; the receiver's ACK grouping is
             # covered by timing from the group's AckReq packet (_xdue).
-            slack = P.xpath_deadline(0.0, q.min_rtt, max(qdelay, q.srtt - q.min_rtt),
-                                     ep.reorder_allow + 2 * q.rttvar)
+            ns = P.NS_PER_S
+            slack = P.xpath_deadline(0.0, q.min_rtt / ns, max(qdelay, (q.srtt - q.min_rtt) / ns),
+                                     ep.reorder_allow + 2 * q.rttvar / ns)
             if t_wit > q.xwit:
                 q.xwit = t_wit
             q.xslack = slack
@@ -594,47 +723,50 @@ class Connection:
                 ep._arm(q, dl)
 
     def _xdue(self, p):
-        """MR-REL-009: the send time of the first AckReq packet at or after the path's oldest
-        live packet: the receiver acknowledges the oldest packet at the latest with it (an
-        earlier packet may wait for its ACK group). ``None`` when there is none."""
-        q = p.order
-        while q and q[0].lost:
-            q.popleft()
-        for rec in q:
+        """MR-REL-009: the send time of the AckReq packet that closes the **second** ACK group at
+        or after the path's oldest live packet (the first, for a probing path's one packet). The
+        receiver acknowledges the oldest packet at the latest with the first group's ACK; if that
+        ACK is lost, the next group's ACK repairs it (cumulative PSN and SACK), so only when that
+        one is overdue too is the silence evidence of loss. ``None`` when there is none."""
+        if p.oldest_live() is None:
+            return None
+        need = 1 if p.state == _PROBING else 2
+        for rec in p.records(p.head):
             if rec.req and not rec.lost:
-                return rec.t
+                need -= 1
+                if not need:
+                    return rec.t
         return None
 
     def _on_overdue(self, p, now):
-        """MR-REL-009: declare lost the path's live packets whose ACK group (up to its AckReq
-        packet) was sent before the witness and is overdue by the cross-path bound; a path found
-        silent is judged as at a timeout."""
-        st = self.ep.stats
-        k = 0
-        grp = []
-        for rec in p.order:
+        """MR-REL-009: when the ACK groups of the path's oldest live packets are overdue by the
+        cross-path bound, and so is the group after them (whose ACK would have repaired a lost
+        ACK), the path is silent: every live packet is lost, as at a timeout, and the path is
+        judged (MR-PATH-001). A single overdue group (one lost ACK) costs nothing."""
+        need = 1 if p.state == _PROBING else 2
+        k = n = 0
+        grp = 0
+        p.oldest_live()
+        for rec in p.records(p.head):
             if rec.lost:
                 continue
-            grp.append(rec)
+            grp += 1
             if not rec.req:
                 continue
             if rec.t >= p.xwit or rec.t + p.xslack > now:
                 break
-            for r in grp:
-                self._mark_lost(p, r)
-            k += len(grp)
-            grp = []
-        if k:
-            st["xpath_losses"] += k
-            p.xrun += k
-            if p.state == _PROBING or (p.xrun >= 2 and p.state == _ACTIVE):
-                # Two packets overdue in a row (or a probe) and nothing acknowledged on the path
-                # meanwhile: the path is silent (one random loss is not): everything in flight
-                # on it is lost, as at a timeout, and the path is judged (MR-PATH-001).
-                p.xrun = 0
-                for rec in p.out.values():
-                    self._mark_lost(p, rec)
-                self._verdict(p, now)
+            n += 1
+            if n >= need:
+                break
+            k += grp
+            grp = 0
+        if n >= need:
+            k += grp if need == 1 else 0
+            self.ep.stats["xpath_losses"] += max(k, 1)
+            p.xrun += 1
+            for rec in list(p.records(p.head)):
+                self._mark_lost(p, rec)
+            self._verdict(p, now)
         self._rearm(p)
         self.ep._make_ready(self)
 
@@ -647,16 +779,52 @@ class Connection:
         ep.stats[f"nak_{NakReason(h.reason).name.lower()}" if h.reason in NakReason._value2member_map_
                  else "nak_unknown"] += 1
         p = self.paths[h.path]
-        rec = p.out.get(h.psn)
+        rec = p.rec(h.psn)
         if rec is None:
             return
         if h.reason in P.FATAL_NAKS:
             # MR-ERR-003: the work request fails; its packets are not resent.
             self._fail(rec.msg, NAK_STATUS.get(NakReason(h.reason), Status.REM_OP_ERR))
+        elif h.reason == NakReason.RNR:
+            # MR-ENG-041: no receive posted: resend after rnr_delay; after rnr_retry RNR NAKs of
+            # the message's lowest chunk the work request fails.
+            m = rec.msg
+            if rec.idx == m.ack_base and not rec.lost:
+                m.rnr += 1
+            if m.rnr > ep.rnr_retry:
+                self._fail(m, Status.RNR_RETRY_EXC_ERR)
+                ep.stats["rnr_retry_exceeded"] += 1
+            elif not rec.lost:
+                self._mark_lost(p, rec, requeue=False)
+                ep._push(now + ep.rnr_delay, 6, self, (m, rec.idx))
         else:
-            # MR-ERR-004: RNR / PSN window: the packet was not taken; resend it.
+            # MR-ERR-004: PSN window: the packet was not taken; resend it.
             self._mark_lost(p, rec)
         ep._make_ready(self)
+
+    def _on_progress_timer(self, now):
+        """MR-ENG-040: no ACK has acknowledged anything for ``wr_timeout`` while work was
+        outstanding: every posted work request of the connection completes RETRY_EXC_ERR."""
+        self.prog_armed = False
+        if self.last_progress is None:
+            return
+        ep = self.ep
+        dl = self.last_progress + ep.wr_timeout
+        if dl > now:
+            self.prog_armed = True
+            ep._push(dl, 5, self, 0)
+            return
+        ep.stats["retry_exceeded"] += 1
+        for q in self.ssq:
+            for m in list(q):
+                self._fail(m, Status.RETRY_EXC_ERR)
+        self.last_progress = None
+
+    def _rnr_resend(self, m, idx):
+        """MR-ENG-041: the RNR delay of a chunk is over: queue it for resend."""
+        if not m.done and not m.is_acked(idx):
+            self.retx.append((m, idx))
+            self.ep._make_ready(self)
 
     # -- sender: timers --------------------------------------------------------------------------
 
@@ -670,14 +838,21 @@ class Connection:
         ``retire_after`` timeouts in a row it is retired and probed every ``probe_interval``.
         If no path is healthy, nothing is known: the window restarts from one packet.
         """
-        q = p.order
-        while q and q[0].lost:
-            q.popleft()
-        if q and q[0].t + self._rto(p) > now:
+        head = p.oldest_live()
+        if head is not None and head.t + self._rto(p) > now:
             self._on_overdue(p, now)        # MR-REL-009: the cross-path bound, not the RTO
             return
+        if (head is not None and not p.tail_probed and p.state == _ACTIVE
+                and self._healthy(p, now) and self._probe_same_psn(p, now)):
+            # MR-REL-010: the path was working and another one still is: the silence may be one
+            # lost ACK. Ask again (the newest PSN, as is) before declaring anything lost; a dead
+            # path is still caught by the cross-path bound (MR-REL-009) meanwhile.
+            p.tail_probed = True
+            self.ep.stats["tail_probes"] += 1
+            return
+        p.tail_probed = False
         self.ep.stats["timeouts"] += 1
-        for rec in p.out.values():
+        for rec in p.records(p.head):
             self._mark_lost(p, rec)
         self._verdict(p, now)
 
@@ -689,10 +864,10 @@ class Connection:
         p.backoff = min(p.backoff * 2, 64)
         healthy = self._healthy(p, now)
         # ECN on this path or on the connection (a shared last hop, incast) means congestion.
-        ecn = now - max(p.last_ece, self.last_ece) < 4 * (p.srtt or ep.base_rtt)
+        ecn = now - max(p.last_ece, self.last_ece) < 4 * self._srtt_s(p)
         action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
         if action == P.PATH_KEEP:
-            p.cwnd = max(ep.mtu, p.cwnd / 2)
+            p.cwnd = max(ep.mtu, p.cwnd // 2)
         elif action == P.PATH_REROUTE:
             # No path is healthy (incast that lost whole windows before any ACK, a dead
             # receiver): nothing is known, so restart from one packet, like TCP after an RTO,
@@ -718,7 +893,7 @@ class Connection:
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
         ep = self.ep
         return [q for q in self.paths if q.state == _ACTIVE and q is not p
-                and now - q.last_ack < 4 * (q.srtt or ep.base_rtt)]
+                and now - q.last_ack < 4 * self._srtt_s(q)]
 
     def _give_window(self, p, healthy):
         """Keep the connection's total window when a path stops carrying data (MR-PATH-004):
@@ -726,7 +901,7 @@ class Connection:
         ep = self.ep
         share = p.cwnd / len(healthy)
         for q in healthy:
-            q.cwnd = min(ep.cwnd_max, q.cwnd + share)
+            q.cwnd = int(min(ep.cwnd_max, q.cwnd + share))
 
     def _retire(self, p, now):
         """MR-PATH-003: stop using the path; probe it after ``probe_interval`` (doubling)."""
@@ -758,19 +933,20 @@ class Connection:
     def _probe_same_psn(self, p, now):
         """MR-REL-008: with the path's PSN window exhausted, re-send its newest PSN as is."""
         psn = (p.next_psn - 1) & P.PSN_MASK
-        rec = p.out.get(psn)
+        rec = p.rec(psn)
         if rec is None:
-            return
-        rec.probe = True
+            return False
         m = rec.msg
         off = rec.idx * self.ep.mtu
         if m.mv is None:
-            return
+            return False
+        rec.probe = True
         f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
         self.ep._ctrl.append(f)
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
         self.ep._arm(p, now + self._rto(p))
+        return True
 
     # -- receiver --------------------------------------------------------------------------------
 
@@ -782,6 +958,12 @@ class Connection:
             ep._nak(self, f, h.path & 0xFF, NakReason.INVALID_REQUEST)
             return
         p = self.paths[h.path]
+        # MR-SEC-007: everything the packet alone decides (stream, chunk, key, bounds) is checked
+        # before any sequence shortcut, so a forged duplicate is refused like any bad packet.
+        reason = self._validate(f)
+        if reason is not None:
+            ep._nak(self, f, h.path, reason)
+            return
         psn = f.bth.psn
         cls = P.rx_classify(p.rx_cum, p.rx_sack, psn)
         if cls == P.RX_OUT:
@@ -817,52 +999,70 @@ class Connection:
             if p.rx_pending == 1:
                 ep._push(now + ep.ack_delay, 3, p, p.rx_ack_token)
 
+    def _validate(self, f):
+        """MR-SEC-007: the checks that depend only on the packet and the registrations:
+        stream (MR-SEC-002), chunk (MR-PLC-003), and for writes the RETH length (LENGTH), key and
+        bounds (MR-SEC-004, MR-SEC-005). ``None`` or the :class:`NakReason`."""
+        ep = self.ep
+        h = f.mrdh
+        r = P.check_stream(h.stream, self.n_streams)
+        if r is not None:
+            return r
+        r = P.check_chunk(h.offset, len(f.payload), h.msg_len, ep.mtu)
+        if r is not None:
+            return r
+        op = f.bth.opcode
+        if op == Op.MR_WRITE or op == Op.MR_WRITE_IMM:
+            reth = f.reth
+            if reth.dma_len != h.msg_len:
+                return NakReason.LENGTH
+            mr = ep._mrs.get(reth.rkey)
+            # MR-SEC-005: the whole message must fit, so a bad write places no byte at all.
+            return P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
+                                  P.ACCESS_REMOTE_WRITE, reth.va, h.msg_len)
+        return None
+
     def _place(self, f):
-        """Check and place one data packet (MR-PLC-001..006, MR-SEC-002..005, MR-EXO-001..005).
+        """Place one validated data packet with a new PSN (MR-PLC-001..006, MR-SEC-006,
+        MR-EXO-001..005, MR-ENG-012, MR-ENG-015).
 
         Returns ``None`` when the packet is placed (or is a duplicate of a placed chunk),
         else the :class:`NakReason`; a rejected packet changes no state and no memory.
         """
         ep = self.ep
         h = f.mrdh
-        r = P.check_stream(h.stream, self.n_streams)
-        if r is not None:
-            return r
         n = len(f.payload)
-        r = P.check_chunk(h.offset, n, h.msg_len, ep.mtu)
-        if r is not None:
-            return r
         s = self.rx[h.stream]
         if P.seq_lt32(h.msg, s.next_deliver):
             ep.stats["duplicate_chunks"] += 1       # MR-EXO-005: message already delivered
             return None
         if ((h.msg - s.next_deliver) & 0xFFFFFFFF) >= ep.max_rx_msgs:
-            return NakReason.INVALID_REQUEST
+            return NakReason.INVALID_REQUEST        # MR-SEC-006
         op = f.bth.opcode
-        m = s.msgs.get(h.msg)
+        key = (h.stream, h.msg)
+        m = self.rx_open.get(key)
+        idx = h.offset // ep.mtu
         if m is not None:
             if m.msg_len != h.msg_len or m.op != op:
                 return NakReason.LENGTH
-            if h.offset in m.got:
+            if (op == Op.MR_SEND or op == Op.MR_SEND_IMM) and m.recv_seq != f.mrsh.recv_seq:
+                return NakReason.LENGTH
+            if idx < m.chunk_base or (m.chunk_bits >> (idx - m.chunk_base)) & 1:
                 ep.stats["duplicate_chunks"] += 1   # MR-EXO-002
                 return None
+            base = m.chunk_base
+        else:
+            if len(self.rx_open) >= ep.max_rx_msgs:
+                return NakReason.INVALID_REQUEST    # MR-ENG-015: no receive message slot
+            base = 0
+        if idx >= base + ep.chunk_window:
+            return NakReason.INVALID_REQUEST        # MR-ENG-012: beyond the chunk window
         if op == Op.MR_WRITE or op == Op.MR_WRITE_IMM:
             reth = f.reth
-            if reth.dma_len != h.msg_len:
-                return NakReason.LENGTH
-            mr = ep._mrs.get(reth.rkey)
             va = reth.va + h.offset
-            # MR-SEC-005: the whole message must fit, so a bad write places no byte at all.
-            r = P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
-                               P.ACCESS_REMOTE_WRITE, reth.va, h.msg_len)
-            if r is not None:
-                return r
-            buf = mr[0]
+            buf = ep._mrs[reth.rkey][0]
         else:
-            rs = f.mrsh.recv_seq
-            if m is not None and m.recv_seq != rs:
-                return NakReason.LENGTH
-            rv = s.recvs.get(rs)
+            rv = s.recvs.get(f.mrsh.recv_seq)
             if rv is None:
                 return NakReason.RNR                # MR-PLC-005
             lkey, loff, rlen, _ = rv
@@ -874,14 +1074,17 @@ class Connection:
             va = loff + h.offset
             buf = mr[0]
         if m is None:
-            m = s.msgs[h.msg] = _RxMsg(h.msg_len, op)
+            m = self.rx_open[key] = _RxMsg(h.msg_len, op, h.stream, h.msg)
             if op == Op.MR_SEND or op == Op.MR_SEND_IMM:
                 m.recv_seq = f.mrsh.recv_seq
         if n:
             buf[va:va + n] = f.payload
         if f.imm is not None:
             m.imm = f.imm
-        m.got.add(h.offset)
+        b = m.chunk_bits | (1 << (idx - m.chunk_base))
+        t = P.trailing_ones(b)
+        m.chunk_base += t
+        m.chunk_bits = b >> t
         m.placed += n
         ep.stats["bytes_placed"] += n
         if m.placed == m.msg_len and not m.done:
@@ -891,14 +1094,16 @@ class Connection:
         return None
 
     def _deliver_rx(self, stream):
-        """MR-EXO-004: receiver completions on a stream in message order."""
+        """MR-EXO-004: receiver completions on a stream in message order; MR-ENG-015: the
+        message's slot is released."""
         s = self.rx[stream]
         ep = self.ep
         while True:
-            m = s.msgs.get(s.next_deliver)
+            key = (stream, s.next_deliver)
+            m = self.rx_open.get(key)
             if m is None or not m.done:
                 return
-            del s.msgs[s.next_deliver]
+            del self.rx_open[key]
             s.next_deliver = (s.next_deliver + 1) & 0xFFFFFFFF
             if m.op == Op.MR_SEND or m.op == Op.MR_SEND_IMM:
                 _, _, _, wr_id = s.recvs.pop(m.recv_seq)
@@ -909,6 +1114,59 @@ class Connection:
                 ep._cq.append(Completion(None, Status.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM,
                                          m.msg_len, self.local_id, stream, m.imm))
                 ep.stats["completions"] += 1
+
+
+def _check_config(cfg):
+    """Endpoint constructor arguments: ValueError naming the argument and its valid range."""
+    def need(ok, msg):
+        if not ok:
+            raise ValueError(msg)
+
+    def num(name):
+        v = cfg[name]
+        need(isinstance(v, (int, float)) and not isinstance(v, bool) and v == v,
+             f"{name} must be a number, got {v!r}")
+        return v
+
+    def opt_pos(name):
+        if cfg[name] is not None:
+            need(num(name) > 0, f"{name} must be > 0, got {cfg[name]}")
+
+    def integer(name, lo, hi=None):
+        v = cfg[name]
+        need(isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi),
+             f"{name} must be an integer in {lo}..{'' if hi is None else hi}, got {v!r}")
+
+    integer("mtu", 4, 9216)
+    need(cfg["mtu"] % 4 == 0, "mtu must be a positive multiple of 4")
+    need(1e6 <= num("line_rate_bps") <= 1.6e13,
+         f"line_rate_bps must be 1e6..1.6e13 (1 Mb/s to 16 Tb/s), got {cfg['line_rate_bps']}")
+    need(0 < num("base_rtt") <= 1.0, f"base_rtt must be in (0, 1] seconds, got {cfg['base_rtt']}")
+    integer("ack_every", 1, 255)
+    for name in ("ack_delay", "rto_initial", "probe_interval", "share_interval", "reorder_allow",
+                 "wr_timeout", "rnr_delay"):
+        opt_pos(name)
+    need(num("init_window_bdp") > 0, f"init_window_bdp must be > 0, got {cfg['init_window_bdp']}")
+    need(num("max_window_bdp") > 0, f"max_window_bdp must be > 0, got {cfg['max_window_bdp']}")
+    need(0 < num("beta") < 1, f"beta must be in (0, 1), got {cfg['beta']}")
+    need(num("rto_min_rtts") >= 1, f"rto_min_rtts must be >= 1, got {cfg['rto_min_rtts']}")
+    need(num("rto_min") > 0, f"rto_min must be > 0, got {cfg['rto_min']}")
+    need(num("rto_max") > 0, f"rto_max must be > 0, got {cfg['rto_max']}")
+    need(cfg["rto_min"] <= cfg["rto_max"], "rto_min must be <= rto_max")
+    integer("retire_after", 1)
+    integer("first_window", 0)
+    integer("seed", 0)
+    integer("initial_psn", 0, P.PSN_MASK)
+    integer("max_rx_msgs", 1)
+    integer("max_tx_msgs", 1)
+    integer("max_outstanding", 1)
+    integer("sq_depth", 1)
+    integer("max_paths", 1, 256)
+    integer("max_streams", 1, 65536)
+    integer("retry_cnt", 1)
+    integer("rnr_retry", 0)
+    if cfg["chunk_window"] is not None:
+        integer("chunk_window", 1, 1 << 20)
 
 
 class VerbsHost:
@@ -1009,7 +1267,18 @@ class Endpoint(VerbsHost):
     - ``probe_interval`` (8 x base_rtt): wait before probing a retired path (MR-PATH-005).
     - ``share_interval`` (base_rtt): shortest interval over which the receiver counts active
       senders for its fair-share hint; it stretches to two MTU packet times per sender (MR-CC-005).
-    - ``max_rx_msgs`` (65536): messages a stream may have open ahead of delivery (MR-SEC-006).
+    - ``max_rx_msgs`` (8): messages a connection may have open at the receiver, and how far
+      ahead of a stream's next delivery a message may be (MR-SEC-006, MR-ENG-015).
+    - ``max_tx_msgs`` (8): messages a connection may have started and not completed (MR-ENG-013).
+    - ``chunk_window`` (the connection window's cap in chunks, a power of two, 512 at
+      400 Gb/s x 10 us): chunks of a message beyond its lowest unacknowledged one (MR-ENG-012).
+    - ``max_outstanding`` (16,384): outstanding-packet records of the endpoint (MR-ENG-013).
+    - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
+      (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
+    - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
+      every posted work request of the connection completes RETRY_EXC_ERR (MR-ENG-040).
+    - ``rnr_retry`` (7), ``rnr_delay`` (8 x base_rtt): RNR resends and their delay (MR-ENG-041).
+    Every argument is checked; a bad value is a ValueError naming it (MR-ENG-042).
     - ``seed`` (0): varies the initial path entropies.
     - ``initial_psn`` (0): first PSN of every path, both directions (both ends must agree,
       as RC QPs exchange their starting PSNs); exercises the 2^24 wrap (MR-SEQ-001).
@@ -1020,24 +1289,23 @@ class Endpoint(VerbsHost):
     (MR-REL-009), ``acks_received``,
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
-    ``completions``. Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
+    ``completions``, ``tail_probes`` (MR-REL-010), ``retry_exceeded``, ``rnr_retry_exceeded``
+    (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
     of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``ce_received``, ``acks_sent``,
     ``hint_updates`` (MR-CC-009: pushed ACKs, down and up),
-    ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010).
+    ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010,
+    ``drop_bad_pkey`` MR-SEC-008).
     """
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
                  ack_every=4, ack_delay=None, init_window_bdp=1.0, max_window_bdp=4.0, beta=0.5,
                  rto_min_rtts=1.5, rto_min=2e-6, rto_max=1e-3, rto_initial=None, retire_after=3,
-                 probe_interval=None, share_interval=None, max_rx_msgs=65536, seed=0,
-                 initial_psn=0, first_window=2, reorder_allow=None):
-        if mtu <= 0 or mtu % 4:
-            raise ValueError("mtu must be a positive multiple of 4")
-        if line_rate_bps <= 0 or base_rtt <= 0:
-            raise ValueError("line_rate_bps and base_rtt must be positive")
-        if ack_every < 1:
-            raise ValueError("ack_every must be >= 1")
+                 probe_interval=None, share_interval=None, max_rx_msgs=8, seed=0,
+                 initial_psn=0, first_window=2, reorder_allow=None, max_tx_msgs=8,
+                 max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
+                 retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None):
+        _check_config(locals())
         self.addr = addr
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
@@ -1055,10 +1323,31 @@ class Endpoint(VerbsHost):
         self.beta = beta
         self.rto_min_rtts, self.rto_min, self.rto_max = rto_min_rtts, rto_min, rto_max
         self.rto_initial = rto_initial if rto_initial is not None else 4 * base_rtt
+        # MR-ENG-051..053: the per-packet arithmetic in integer ns and Q16 fixed point
+        self._min_rtts_q = int(round(rto_min_rtts * P.Q_ONE))
+        self._rto_min_ns, self._rto_max_ns = P.to_ns(rto_min), P.to_ns(rto_max)
+        self._rto_initial_ns = P.to_ns(self.rto_initial)
+        self._beta_q = int(round(beta * P.Q_ONE))
         self.retire_after = retire_after
         self.probe_interval = probe_interval if probe_interval is not None else 8 * base_rtt
         self.share_interval = share_interval if share_interval is not None else base_rtt
         self.max_rx_msgs = max_rx_msgs
+        self.max_tx_msgs = max_tx_msgs
+        # MR-ENG-012: by default the connection window's cap in chunks, as a power of two
+        # (512 at 400 Gb/s x 10 us: the engine instance's CHUNK_WINDOW).
+        self.chunk_window = chunk_window if chunk_window is not None else max(
+            64, 1 << (int(-(-self.cwnd_max // mtu)) - 1).bit_length())
+        self.max_outstanding = max_outstanding
+        self.sq_depth = sq_depth
+        self.max_paths, self.max_streams = max_paths, max_streams
+        self.retry_cnt = retry_cnt
+        # MR-ENG-040: a work request completes at the latest this long after the connection's
+        # last progress: retry_cnt timers at their ceiling.
+        self.wr_timeout = wr_timeout if wr_timeout is not None else retry_cnt * rto_max
+        self.rnr_retry = rnr_retry
+        self.rnr_delay = rnr_delay if rnr_delay is not None else 8 * base_rtt
+        self._rtx_used = 0          # MR-ENG-013: outstanding-packet records in use
+        self._pool_waiters = {}     # connections waiting for a free record
         self.seed = seed
         self.initial_psn = initial_psn & P.PSN_MASK
         self._init_host()
@@ -1078,13 +1367,16 @@ class Endpoint(VerbsHost):
 
     # -- verbs -----------------------------------------------------------------------------------
 
-    def connect(self, local_id, peer_addr, peer_id, *, paths=8, streams=1):
-        """Open a connection (MR-CONN-001..003); the peer calls it with the ids mirrored."""
+    def connect(self, local_id, peer_addr, peer_id, *, paths=8, streams=1, pkey=0xFFFF):
+        """Open a connection (MR-CONN-001..003); the peer calls it with the ids mirrored.
+        ``pkey``: the BTH P_Key of every packet both ways (MR-SEC-008)."""
         if not 0 <= local_id < 1 << 24 or not 0 <= peer_id < 1 << 24:
             raise ValueError("connection ids are 24-bit (BTH DestQP)")
+        if not 0 <= pkey <= 0xFFFF:
+            raise ValueError("pkey is 16-bit")
         if local_id in self._conns:
             raise ValueError(f"connection id {local_id} already in use")
-        c = Connection(self, local_id, peer_addr, peer_id, paths, streams)
+        c = Connection(self, local_id, peer_addr, peer_id, paths, streams, pkey)
         self._conns[local_id] = c
         return c
 
@@ -1112,6 +1404,10 @@ class Endpoint(VerbsHost):
             if (kind == 2 and tok != obj.probe_token) or (kind == 3 and tok != obj.rx_ack_token):
                 heapq.heappop(t)
                 continue
+            if kind == 5 and obj.last_progress is None:
+                heapq.heappop(t)
+                obj.prog_armed = False
+                continue
             return max(d, now)
         return None
 
@@ -1126,6 +1422,9 @@ class Endpoint(VerbsHost):
         if frame.ip.src != c.peer_addr:
             self._drop("bad_peer")               # MR-SEC-001
             return
+        if frame.bth.pkey != c.pkey:
+            self._drop("bad_pkey")               # MR-SEC-008: no NAK, as an RC QP does
+            return
         if op in _DATA_OPS and frame.mrdh is not None:
             self._share_note(c, now, frame.ip.ecn == 3)
             c._on_data(frame, now)
@@ -1137,6 +1436,14 @@ class Endpoint(VerbsHost):
             self._drop("unexpected_opcode")
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _rtx_free(self):
+        """MR-ENG-013: an outstanding-packet record is free again; wake its waiters."""
+        self._rtx_used -= 1
+        if self._pool_waiters:
+            for c in self._pool_waiters.values():
+                self._make_ready(c)
+            self._pool_waiters.clear()
 
     def _push(self, deadline, kind, obj, tok):
         self._tseq += 1
@@ -1178,6 +1485,10 @@ class Endpoint(VerbsHost):
                     obj.conn._on_probe_timer(obj, now)
             elif kind == 4:
                 self._hint_check(None, now)      # MR-CC-010: a new sender left the window
+            elif kind == 5:
+                obj._on_progress_timer(now)
+            elif kind == 6:
+                obj._rnr_resend(*tok)
             elif tok == obj.rx_ack_token and obj.rx_pending:
                 self._send_ack(obj.conn, obj, *obj.rx_last)      # MR-SEQ-009: delayed ACK
 
@@ -1277,7 +1588,7 @@ class Endpoint(VerbsHost):
         p.rx_ack_token += 1
         self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
                                 udp=UDP(sport=sport),
-                                bth=BTH(opcode=Op.MR_ACK, dest_qp=c.peer_id, psn=0), mrah=a))
+                                bth=BTH(opcode=Op.MR_ACK, pkey=c.pkey, dest_qp=c.peer_id, psn=0), mrah=a))
         self.stats["acks_sent"] += 1
 
     def _nak(self, c, f, path, reason):
@@ -1285,7 +1596,7 @@ class Endpoint(VerbsHost):
         self._drop(NakReason(reason).name.lower())
         self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
                                 udp=UDP(sport=f.udp.sport),
-                                bth=BTH(opcode=Op.MR_NAK, dest_qp=c.peer_id, psn=0),
+                                bth=BTH(opcode=Op.MR_NAK, pkey=c.pkey, dest_qp=c.peer_id, psn=0),
                                 mrnh=MRNH(1, 0, path, int(reason), f.bth.psn)))
         self.stats["naks_sent"] += 1
 

@@ -20,6 +20,7 @@ from math import ceil
 from amaranth.lib import data
 
 from . import codec, wire
+from .headers import TABLE as _H
 from .wire import Reason
 
 
@@ -42,7 +43,18 @@ def _s(fields):
     return data.StructLayout(fields)
 
 
-#: MR-HW-010: the metadata record. First field in the least significant bits.
+def _hdr(name):
+    """A header's sub-layout: its fields in wire order, widths from the header table (MR-WIRE-003)."""
+    return _s(_H[name].layout())
+
+
+def _w(name, fld):
+    return _H[name].width(fld)
+
+
+#: MR-HW-010: the metadata record. First field in the least significant bits. Header fields
+#: and widths come from the header table (MR-WIRE-003); ``eth`` and ``ip`` merge the fields
+#: of Ethernet/802.1Q and of IPv4/IPv6 (addresses in 128 bits).
 META_LAYOUT = _s({
     "drop": 1,
     "reason": 4,                # models.wire.Reason code
@@ -52,22 +64,21 @@ META_LAYOUT = _s({
     "frame_len": 16,            # bytes of the frame (no FCS)
     "payload_offset": 16,       # frame byte offset of the first payload byte
     "payload_len": 16,          # payload bytes (without pad and ICRC)
-    "eth": _s({"dst": 48, "src": 48, "pcp": 3, "dei": 1, "vlan": 12}),
-    "ip": _s({"dscp": 6, "ecn": 2, "ttl": 8, "ident": 16, "flow_label": 20,
-              "src": 128, "dst": 128}),
-    "udp": _s({"sport": 16}),
-    "bth": _s({"opcode": 8, "se": 1, "mig": 1, "pad": 2, "tver": 4, "pkey": 16, "fecn": 1,
-               "becn": 1, "dest_qp": 24, "ack_req": 1, "psn": 24}),
-    "reth": _s({"va": 64, "rkey": 32, "dma_len": 32}),
-    "aeth": _s({"syndrome": 8, "msn": 24}),
-    "imm": 32,
-    "atomicack": _s({"orig": 64}),
-    "mrdh": _s({"version": 4, "flags": 4, "path": 8, "stream": 16, "msg": 32, "offset": 32,
-                "msg_len": 32}),
-    "mrsh": _s({"recv_seq": 32}),
-    "mrah": _s({"version": 4, "flags": 4, "path": 8, "ce_count": 16, "cum_psn": 32,
-                "rate_mbps": 32, "trigger_psn": 32, "sack": 256}),
-    "mrnh": _s({"version": 4, "flags": 4, "path": 8, "reason": 8, "psn": 32}),
+    "eth": _s({"dst": _w("eth", "dst"), "src": _w("eth", "src"), "pcp": _w("vlan", "pcp"),
+               "dei": _w("vlan", "dei"), "vlan": _w("vlan", "vlan")}),
+    "ip": _s({"dscp": _w("ipv4", "dscp"), "ecn": _w("ipv4", "ecn"), "ttl": _w("ipv4", "ttl"),
+              "ident": _w("ipv4", "ident"), "flow_label": _w("ipv6", "flow_label"),
+              "src": _w("ipv6", "src"), "dst": _w("ipv6", "dst")}),
+    "udp": _s({"sport": _w("udp", "sport")}),
+    "bth": _hdr("bth"),
+    "reth": _hdr("reth"),
+    "aeth": _hdr("aeth"),
+    "imm": _w("imm", "imm"),    # a bare value, as in the codec
+    "atomicack": _hdr("atomicack"),
+    "mrdh": _hdr("mrdh"),
+    "mrsh": _hdr("mrsh"),
+    "mrah": _hdr("mrah"),
+    "mrnh": _hdr("mrnh"),
 })
 
 

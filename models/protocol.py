@@ -63,6 +63,10 @@ def _trailing_ones(x):
     return (~x & (x + 1)).bit_length() - 1
 
 
+#: The number of consecutive set bits from bit 0 (a bitmap's cumulative edge, MR-ENG-012).
+trailing_ones = _trailing_ones
+
+
 # ---------------------------------------------------------------------------------------------
 # Receiver per-path sequence state (MR-SEQ-004..008)
 
@@ -167,6 +171,87 @@ def rto_value(srtt, rttvar, *, min_rtts=1.5, rto_min=2e-6, rto_max=1e-3, initial
     if srtt is None:
         return initial
     return min(rto_max, max(min_rtts * srtt, srtt + 4 * rttvar, rto_min))
+
+
+# ---------------------------------------------------------------------------------------------
+# Integer time and fixed-point arithmetic for the engine (MR-ENG-050..053)
+
+NS_PER_S = 1_000_000_000
+#: MR-ENG-050: absolute times in the engine are 32-bit nanosecond counters (records.TIME_BITS).
+TIME_BITS = 32
+TIME_MASK = (1 << TIME_BITS) - 1
+#: MR-ENG-051: Q-format scale of the fixed-point fractions (beta, CE fraction, RTO multiplier).
+Q = 16
+Q_ONE = 1 << Q
+
+
+def to_ns(seconds):
+    """Seconds (the transport's float time) to integer nanoseconds, rounded (MR-ENG-050)."""
+    return int(round(seconds * NS_PER_S))
+
+
+def time_dist(a, b):
+    """Signed distance in ns from time counter ``a`` to ``b``, in a 2^31 half space (MR-ENG-050)."""
+    d = (b - a) & TIME_MASK
+    return d - (1 << TIME_BITS) if d >= 1 << (TIME_BITS - 1) else d
+
+
+def time_lt(a, b):
+    """``a`` is strictly earlier than ``b`` on the wrapping 32-bit ns counter (MR-ENG-050)."""
+    return time_dist(a, b) > 0
+
+
+def rtt_update_ns(srtt, rttvar, sample):
+    """MR-REL-005 in integers (MR-ENG-052): RFC 6298 gains 1/8 and 1/4 as shifts on nanoseconds.
+
+    ``srtt`` is ``None`` before the first sample. Shifts of negative values round toward minus
+    infinity (an arithmetic shift in the RTL), so the estimator never drifts upward by rounding.
+    """
+    sample = int(sample)
+    if srtt is None:
+        return sample, sample >> 1
+    err = sample - srtt
+    rttvar = rttvar - (rttvar >> 2) + (abs(err) >> 2)
+    return srtt + (err >> 3), rttvar
+
+
+def rto_value_ns(srtt, rttvar, *, min_rtts_q=3 * Q_ONE // 2, rto_min=2_000, rto_max=1_000_000,
+                 initial=40_000):
+    """MR-REL-006 in integers (MR-ENG-052): ``max(min_rtts x srtt, srtt + 4 rttvar, rto_min)``
+    clamped to ``rto_max``, all in ns; ``min_rtts_q`` is the multiplier in Q16 (1.5 = 98304)."""
+    if srtt is None:
+        return initial
+    return min(rto_max, max((min_rtts_q * srtt) >> Q, srtt + 4 * rttvar, rto_min))
+
+
+def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, beta_q=Q_ONE // 2):
+    """MR-CC-002/003 in fixed point (MR-ENG-053): integer byte windows, Q16 fractions.
+
+    ``ce_q`` is the CE-marked fraction of the acknowledged packets in Q16 (``Q_ONE`` = all);
+    ``beta_q`` the decrease factor in Q16. Decrease: ``cwnd - cwnd x beta x ce``; increase:
+    ``mtu x acked / cwnd`` (integer division; the RTL computes it off the packet path with a
+    divider or a reciprocal table). Returns ``(cwnd, decreased)``; loss alone changes nothing.
+    """
+    cwnd = int(cwnd)
+    if ce_q > 0:
+        if not may_decrease:
+            return cwnd, False
+        cut = (cwnd * ((beta_q * min(Q_ONE, ce_q)) >> Q)) >> Q
+        return max(int(cwnd_min), cwnd - cut), True
+    if acked_bytes > 0:
+        cwnd = min(int(cwnd_max), cwnd + (mtu * int(acked_bytes)) // max(1, cwnd))
+    return cwnd, False
+
+
+def ce_fraction_q(ce_count, packets):
+    """The CE-marked fraction ``ce_count / packets`` in Q16, at most ``Q_ONE`` (MR-ENG-053)."""
+    return min(Q_ONE, (ce_count << Q) // max(1, packets))
+
+
+def pacing_gap_ns(nbytes, rate_mbps):
+    """MR-CC-006 in integers (MR-ENG-053): ns a sender paced at ``rate_mbps`` waits after a frame
+    of ``nbytes`` (plus :data:`WIRE_OVERHEAD`), rounded up."""
+    return -(-(nbytes + WIRE_OVERHEAD) * 8 * 1000 // rate_mbps)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -78,6 +78,7 @@ class _Qp:
         self.deadline = None
         self.tq = False
         self.retries = ep.retry_cnt
+        self.rnr_left = ep.rnr_retry
         self.since_req = 0
         self.rnr_until = 0.0
         self.error = False
@@ -171,6 +172,7 @@ class _Qp:
         if P.psn_dist(self.psn, self.una) > 0:
             self._locate(self.una)
         self.retries = ep.retry_cnt
+        self.rnr_left = ep.rnr_retry
         return True
 
     def on_ack(self, f, now):
@@ -193,6 +195,11 @@ class _Qp:
             ep.stats["naks_received"] += 1
             ep.stats["nak_rnr"] += 1
             progress = self._acked_through((psn - 1) & P.PSN_MASK)
+            if ep.rnr_retry < 7:            # MR-GBN-013: 7 means retry for ever (IBTA)
+                self.rnr_left -= 1
+                if self.rnr_left < 0:
+                    self._fail_all(Status.RNR_RETRY_EXC_ERR)
+                    return
             self._locate(self.una)
             self.rnr_until = now + ep.rnr_delay
             ep._push(self.rnr_until, 1, self)
@@ -390,17 +397,22 @@ class RoceEndpoint(VerbsHost):
     - ``retry_cnt`` (7): retries without progress before ``RETRY_EXC_ERR`` (MR-GBN-008).
     - ``ack_req_every`` (16): AckReq on every this many packets and on each message's last.
     - ``rnr_delay`` (10e-6): wait after an RNR NAK.
+    - ``rnr_retry`` (7): RNR NAKs without progress before RNR_RETRY_EXC_ERR; 7 means for ever,
+      as in the IBTA (MR-GBN-013).
     - ``seed`` (0): varies the QPs' fixed entropy.
     """
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
-                 window_bdp=2.0, timeout_exp=8, retry_cnt=7, ack_req_every=16, rnr_delay=10e-6, seed=0):
+                 window_bdp=2.0, timeout_exp=8, retry_cnt=7, ack_req_every=16, rnr_delay=10e-6,
+                 rnr_retry=7, seed=0):
         if mtu not in (256, 512, 1024, 2048, 4096):
             raise ValueError("RoCEv2 path MTU is 256, 512, 1024, 2048 or 4096")
         if not 0 <= timeout_exp <= 31:
             raise ValueError("timeout_exp is 0..31 (IBTA 5-bit field)")
         if not 0 <= retry_cnt <= 7:
             raise ValueError("retry_cnt is 0..7 (IBTA 3-bit field)")
+        if not 0 <= rnr_retry <= 7:
+            raise ValueError("rnr_retry is 0..7 (IBTA 3-bit field, 7 = for ever)")
         self.addr = addr
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
@@ -412,6 +424,7 @@ class RoceEndpoint(VerbsHost):
         self.retry_cnt = retry_cnt
         self.ack_req_every = ack_req_every
         self.rnr_delay = rnr_delay
+        self.rnr_retry = rnr_retry
         self.seed = seed
         self._init_host()
         self._qps = {}

@@ -13,15 +13,37 @@ builds a frame whose ICRC scapy's BTH computes, and ``Ether(raw_bytes)`` dissect
 does not derive PadCnt: set ``BTH(padcount=n)`` and append n zero bytes to the payload
 (see :func:`pad_payload`).
 
-Field names are those of :mod:`metaroce.models.codec` and of ``metaroce decode --json``.
+Field names, offsets and widths come from the header table (:mod:`metaroce.models.headers`,
+MR-WIRE-003); the names are those of :mod:`metaroce.models.codec` and of ``metaroce decode --json``.
 """
 from scapy.contrib.roce import AETH, BTH, CNPPadding
-from scapy.fields import (BitField, ByteEnumField, ByteField, FlagsField, IntField,
-                          ShortField, XByteField, XIntField, XLongField)
+from scapy.fields import (BitField, ByteEnumField, ByteField, FlagsField, IntField, LongField,
+                          ShortField, XBitField, XByteField, XIntField, XLongField, XShortField)
 from scapy.packet import Packet, Raw, bind_layers
 
 from . import wire
 from .wire import Op
+
+_PLAIN = {8: ByteField, 16: ShortField, 32: IntField, 64: LongField}
+_HEX = {8: XByteField, 16: XShortField, 32: XIntField, 64: XLongField}
+
+
+def _fields(name, *, hex=(), kinds=None):
+    """scapy ``fields_desc`` of header ``name``: one field per field of the header table,
+    reserved ones included, with its name and width (MR-WIRE-003). ``hex`` names fields shown
+    in hex; ``kinds`` gives a maker ``(name, default, width) -> field`` for flags and enums.
+    The MetaRoCE version field defaults to this wire format's version (MR-WIRE-001)."""
+    out = []
+    for f in wire.HEADER_TABLE[name].fields:
+        default = wire.MR_VERSION if f.name == "version" else 0
+        make = (kinds or {}).get(f.name)
+        if make is not None:
+            out.append(make(f.name, default, f.width))
+        elif f.byte_aligned and f.width in _PLAIN:
+            out.append((_HEX if f.name in hex else _PLAIN)[f.width](f.name, default))
+        else:
+            out.append((XBitField if f.name in hex else BitField)(f.name, default, f.width))
+    return out
 
 
 class _ByOpcode(Packet):
@@ -49,13 +71,13 @@ class _ByOpcode(Packet):
 class RETH(_ByOpcode):
     """RDMA extended transport header, 16 bytes (MR-WIRE-060)."""
     name = "RETH"
-    fields_desc = [XLongField("va", 0), XIntField("rkey", 0), IntField("dma_len", 0)]
+    fields_desc = _fields("reth", hex={"va", "rkey"})
 
 
 class ImmDt(_ByOpcode):
     """Immediate data, 4 bytes (MR-WIRE-062)."""
     name = "ImmDt"
-    fields_desc = [XIntField("imm", 0)]
+    fields_desc = _fields("imm", hex={"imm"})
 
 
 class AtomicAckETH(_ByOpcode):
@@ -64,7 +86,7 @@ class AtomicAckETH(_ByOpcode):
     Build it after scapy's AETH; on dissection scapy's AETH leaves it as Raw.
     """
     name = "AtomicAckETH"
-    fields_desc = [XLongField("orig", 0)]
+    fields_desc = _fields("atomicack", hex={"orig"})
 
 
 _MRDH_FLAGS = ["LAST", "RETX", "FIRST", "RSVD3"]
@@ -75,50 +97,27 @@ _NAK_REASONS = {r.value: r.name for r in wire.NakReason}
 class MRDH(_ByOpcode):
     """MetaRoCE data header, 16 bytes (MR-WIRE-071)."""
     name = "MRDH"
-    fields_desc = [
-        BitField("version", wire.MR_VERSION, 4),
-        FlagsField("flags", 0, 4, _MRDH_FLAGS),
-        ByteField("path", 0),
-        ShortField("stream", 0),
-        IntField("msg", 0),
-        IntField("offset", 0),
-        IntField("msg_len", 0),
-    ]
+    fields_desc = _fields("mrdh", kinds={"flags": lambda n, d, w: FlagsField(n, d, w, _MRDH_FLAGS)})
 
 
 class MRSH(_ByOpcode):
     """MetaRoCE send header: the receive match, 4 bytes (MR-WIRE-072)."""
     name = "MRSH"
-    fields_desc = [IntField("recv_seq", 0)]
+    fields_desc = _fields("mrsh")
 
 
 class MRAH(_ByOpcode):
     """MetaRoCE ACK header with the 256-bit SACK bitvector, 48 bytes (MR-WIRE-073)."""
     name = "MRAH"
-    fields_desc = [
-        BitField("version", wire.MR_VERSION, 4),
-        FlagsField("flags", 0, 4, _MRAH_FLAGS),
-        ByteField("path", 0),
-        ShortField("ce_count", 0),
-        IntField("cum_psn", 0),
-        IntField("rate_mbps", 0),
-        IntField("trigger_psn", 0),
-        # bit i set: PSN (cum_psn + 1 + i) mod 2^24 has arrived; big-endian on the wire.
-        BitField("sack", 0, wire.SACK_BITS),
-    ]
+    # sack: bit i set means PSN (cum_psn + 1 + i) mod 2^24 has arrived; big-endian on the wire.
+    fields_desc = _fields("mrah", kinds={"flags": lambda n, d, w: FlagsField(n, d, w, _MRAH_FLAGS)})
 
 
 class MRNH(_ByOpcode):
     """MetaRoCE NAK header, 8 bytes (MR-WIRE-074)."""
     name = "MRNH"
-    fields_desc = [
-        BitField("version", wire.MR_VERSION, 4),
-        BitField("flags", 0, 4),
-        ByteField("path", 0),
-        ByteEnumField("reason", 0, _NAK_REASONS),
-        XByteField("reserved", 0),
-        IntField("psn", 0),
-    ]
+    fields_desc = _fields("mrnh", hex={"reserved"},
+                          kinds={"reason": lambda n, d, w: ByteEnumField(n, d, _NAK_REASONS)})
 
 
 _LAYER_OF = {"reth": RETH, "aeth": AETH, "imm": ImmDt, "atomicack": AtomicAckETH,

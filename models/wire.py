@@ -1,40 +1,48 @@
-"""Wire-format constants: the single table of opcodes, header sizes and reason codes.
+"""Wire-format constants: the single table of opcodes, header sets and reason codes.
 
-Everything here is normative and cited from ``docs/spec/wire.md``. The codec, the
-endpoints, the cycle models and the HDL all read these tables; nothing re-derives them.
+Everything here is normative and cited from ``docs/spec/wire.md``. Header fields and lengths
+are declared in the header table (:mod:`metaroce.models.headers`, MR-WIRE-003); the sizes here
+are read from it. The codec, the endpoints, the cycle models and the HDL all read these
+tables; nothing re-derives them.
 """
 from enum import IntEnum
+
+from .headers import TABLE as HEADER_TABLE
+
+_T = HEADER_TABLE     # MR-WIRE-003: every header's fields, declared once
 
 #: MR-WIRE-001: version of the project's own MetaRoCE wire format, carried in the
 #: high nibble of the first byte of every MetaRoCE extension header.
 MR_VERSION = 1
 
-ETH_HLEN = 14           # MR-WIRE-010
+# Header lengths (bytes) come from the header table, the single declaration of every
+# header's fields (models/headers.py, MR-WIRE-003).
+ETH_HLEN = _T["eth"].length             # MR-WIRE-010
 VLAN_TPID = 0x8100      # MR-WIRE-011
-VLAN_HLEN = 4
+VLAN_HLEN = _T["vlan"].length
 ETHERTYPE_IPV4 = 0x0800  # MR-WIRE-020
 ETHERTYPE_IPV6 = 0x86DD  # MR-WIRE-030
-IPV4_HLEN = 20
-IPV6_HLEN = 40
+IPV4_HLEN = _T["ipv4"].length
+IPV6_HLEN = _T["ipv6"].length
 IPPROTO_UDP = 17
-UDP_HLEN = 8
+UDP_HLEN = _T["udp"].length
 ROCE_PORT = 4791        # MR-WIRE-040
-BTH_LEN = 12            # MR-WIRE-050
+BTH_LEN = _T["bth"].length              # MR-WIRE-050
 ICRC_LEN = 4            # MR-WIRE-090
 
 # Extension header lengths (bytes).
-RETH_LEN = 16           # MR-WIRE-060
-AETH_LEN = 4            # MR-WIRE-061
-IMM_LEN = 4             # MR-WIRE-062
-ATOMICACK_LEN = 8       # MR-WIRE-063
-CNP_PAD_LEN = 16        # MR-WIRE-064
-MRDH_LEN = 16           # MR-WIRE-071
-MRSH_LEN = 4            # MR-WIRE-072
-MRAH_LEN = 48           # MR-WIRE-073
-MRNH_LEN = 8            # MR-WIRE-074
+RETH_LEN = _T["reth"].length            # MR-WIRE-060
+AETH_LEN = _T["aeth"].length            # MR-WIRE-061
+IMM_LEN = _T["imm"].length              # MR-WIRE-062
+ATOMICACK_LEN = _T["atomicack"].length  # MR-WIRE-063
+CNP_PAD_LEN = _T["cnp"].length          # MR-WIRE-064
+MRDH_LEN = _T["mrdh"].length            # MR-WIRE-071
+MRSH_LEN = _T["mrsh"].length            # MR-WIRE-072
+MRAH_LEN = _T["mrah"].length            # MR-WIRE-073
+MRNH_LEN = _T["mrnh"].length            # MR-WIRE-074
 
-SACK_BITS = 256         # MR-WIRE-073
-PSN_BITS = 24
+SACK_BITS = _T["mrah"].width("sack")  # MR-WIRE-073
+PSN_BITS = _T["bth"].width("psn")  # MR-WIRE-055
 PSN_MOD = 1 << PSN_BITS
 
 
@@ -99,10 +107,9 @@ HEADERS = {
     Op.MR_NAK: ("mrnh",),
 }
 
-HEADER_LEN = {
-    "reth": RETH_LEN, "aeth": AETH_LEN, "imm": IMM_LEN, "atomicack": ATOMICACK_LEN,
-    "cnp": CNP_PAD_LEN, "mrdh": MRDH_LEN, "mrsh": MRSH_LEN, "mrah": MRAH_LEN, "mrnh": MRNH_LEN,
-}
+#: Bytes of each extension header (models/headers.py, MR-WIRE-003).
+HEADER_LEN = {h: _T[h].length for h in
+              ("reth", "aeth", "imm", "atomicack", "cnp", "mrdh", "mrsh", "mrah", "mrnh")}
 
 #: Opcodes that carry payload after their headers (MR-WIRE-081). Others must carry none.
 PAYLOAD_OPS = frozenset({

@@ -26,6 +26,8 @@ from __future__ import annotations
 import copy
 import heapq
 import ipaddress
+import itertools
+import random
 import struct
 import zlib
 from collections import deque
@@ -33,6 +35,8 @@ from collections import deque
 from metaroce.models import codec
 from metaroce.models.codec import DecodeError, wire_len
 
+
+heappush = heapq.heappush
 
 #: FCS 4 + preamble/SFD 8 + inter-frame gap 12 bytes per frame on the wire (MR-FAB-001).
 FRAME_OVERHEAD = 24
@@ -48,15 +52,14 @@ class Sim:
     def __init__(self):
         self.now = 0.0
         self._q = []
-        self._seq = 0
+        self._seq = itertools.count(1)
         self.events = 0
         self.stopped = False
 
     def at(self, t, fn, arg=None):
         if t < self.now:
             t = self.now
-        self._seq += 1
-        heapq.heappush(self._q, (t, self._seq, fn, arg))
+        heapq.heappush(self._q, (t, next(self._seq), fn, arg))
 
     def after(self, dt, fn, arg=None):
         self.at(self.now + dt, fn, arg)
@@ -76,20 +79,43 @@ class Sim:
         n = 0
         limit = max_events if max_events is not None else -1
         self.stopped = False
-        while q and not self.stopped and n != limit:
-            ev = q[0]
+        while q and limit:
+            ev = pop(q)
             if ev[0] > until:
+                heapq.heappush(q, ev)       # same (time, seq) key: order unchanged
                 self.now = until
                 break
-            pop(q)
             self.now = ev[0]
             ev[2](ev[3])
             n += 1
+            if self.stopped or n == limit:
+                break
         else:
-            if not q and until != float("inf") and self.now < until:
+            if until != float("inf") and self.now < until:
                 self.now = until
         self.events += n
         return n
+
+
+_HDR_LEN = {}
+
+
+def frame_len(frame):
+    """``codec.wire_len(frame)`` with the header part memoised per (opcode, VLAN tag, IP
+    version): the codec recomputes the extension headers' length on every call, and the host
+    asks for it on every frame (tested equal to ``codec.wire_len``)."""
+    ip = frame.ip
+    key = (frame.bth.opcode, frame.eth.vlan is None, ip.version)
+    n = _HDR_LEN.get(key)
+    if n is None:
+        saved = frame.payload
+        frame.payload = b""
+        try:
+            n = _HDR_LEN[key] = wire_len(frame)
+        finally:
+            frame.payload = saved
+    plen = len(frame.payload)
+    return n + plen + (-plen) % 4
 
 
 _IP_INT = {}
@@ -103,14 +129,37 @@ def ip_int(addr):
     return v
 
 
+_ECMP_CACHE = {}
+
+
 def ecmp_hash(frame, seed=0):
-    """CRC-32 of the UDP 5-tuple and a switch seed (MR-FAB-012). Stable across runs and hosts."""
+    """CRC-32 of the UDP 5-tuple and a switch seed (MR-FAB-012). Stable across runs and hosts.
+
+    Memoised on the tuple (a run sees few distinct 5-tuples and the hash runs on every hop)."""
     ip = frame.ip
     u = frame.udp
+    ck = (ip.src, ip.dst, u.sport, u.dport, ip.proto, seed)
+    v = _ECMP_CACHE.get(ck)
+    if v is not None:
+        return v
+    if len(_ECMP_CACHE) > 1 << 20:
+        _ECMP_CACHE.clear()
     key = struct.pack("!QQQQHHBI", ip_int(ip.src) >> 64, ip_int(ip.src) & 0xFFFFFFFFFFFFFFFF,
                       ip_int(ip.dst) >> 64, ip_int(ip.dst) & 0xFFFFFFFFFFFFFFFF,
                       u.sport, u.dport, ip.proto, seed & 0xFFFFFFFF)
-    return zlib.crc32(key)
+    v = _ECMP_CACHE[ck] = zlib.crc32(key)
+    return v
+
+
+def fmix32(h):
+    """MurmurHash3's 32-bit finaliser. CRC-32 is linear, so two switches' CRCs of one 5-tuple
+    differ by a constant and ``crc % n`` picks correlated ports at successive ECMP stages
+    (polarisation); a non-linear mix decorrelates them (MR-FAB-016)."""
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    return h ^ (h >> 16)
 
 
 def plane_of(frame, planes):
@@ -157,10 +206,12 @@ class Link:
         self.dst = dst
         self.dst_port = dst_port
         self.plane = plane
-        self.up = True
+        self._up = True
+        self._hist = []         # (time, up) of every state change, for frames sent ahead
         self.pcap = None
+        self.src_tx = None      # the OutPort or NicPort that sends on this link (PFC pauses it)
         self.stats = {"frames": 0, "bytes": 0, "delivered": 0, "lost": 0, "down_drops": 0,
-                      "duplicated": 0, "delayed": 0, "corrupted": 0}
+                      "duplicated": 0, "delayed": 0, "corrupted": 0, "pauses": 0}
         self.faults = None
         self._rng = None
         self.set_faults(faults)
@@ -170,21 +221,46 @@ class Link:
         self.faults = copy.copy(faults) if (faults is not None and faults.active()) else None
         self._rng = faults.rng_for(self.name) if self.faults else None
 
+    @property
+    def up(self):
+        return self._up
+
+    @up.setter
+    def up(self, state):
+        state = bool(state)
+        if state != self._up:
+            self._up = state
+            self._hist.append((self.sim.now, state))
+
+    def _up_at(self, t):
+        for when, state in reversed(self._hist):
+            if when <= t:
+                return state
+        return True
+
     def ser_time(self, size):
         return (size + FRAME_OVERHEAD) * 8.0 / self.rate
 
-    def carry(self, frame, ser):
-        """Called when ``frame`` starts serialising; schedules its arrival (or its loss)."""
+    def carry(self, frame, ser, start=None):
+        """Called when ``frame`` starts serialising, or earlier with its future ``start`` time
+        (a FIFO port computes its departures ahead); schedules its arrival (or its loss). A
+        frame whose start finds the link down is dropped; so is one arriving while it is down."""
         st = self.stats
         st["frames"] += 1
         st["bytes"] += frame._wl
-        if not self.up:
-            st["down_drops"] += 1
-            return
-        t = self.sim.now + ser + self.delay
+        sim = self.sim
+        if start is None or start <= sim.now:
+            if not self._up:
+                st["down_drops"] += 1
+                return
+            t = sim.now + ser + self.delay
+            cb, arg = self._arrive, frame
+        else:
+            t = start + ser + self.delay
+            cb, arg = self._arrive_late, (frame, start)
         fl = self.faults
         if fl is None:
-            self.sim.at(t, self._arrive, frame)
+            heappush(sim._q, (t, next(sim._seq), cb, arg))
             return
         rng = self._rng
         if fl.lose(rng, frame.bth.opcode):
@@ -199,57 +275,192 @@ class Link:
         d = fl.extra_delay(rng)
         if d:
             st["delayed"] += 1
-        self.sim.at(t + d, self._arrive, frame)
+        self.sim.at(t + d, cb, frame if cb == self._arrive else (frame, start))
         if fl.duplicate and rng.random() < fl.duplicate:
             st["duplicated"] += 1
             dup = frame if isinstance(frame, bytes) else _copy_frame(frame)
-            self.sim.at(t + d + ser, self._arrive, dup)
+            self.sim.at(t + d + ser, cb, dup if cb == self._arrive else (dup, start))
+
+    def _arrive_late(self, arg):
+        frame, start = arg
+        if self._hist and not self._up_at(start):
+            self.stats["down_drops"] += 1
+            return
+        self._arrive(frame)
 
     def _arrive(self, frame):
-        if not self.up:
+        if not self._up:
             self.stats["down_drops"] += 1
             return
         self.stats["delivered"] += 1
         if self.pcap is not None:
             data = frame if isinstance(frame, bytes) else codec.encode(_copy_frame(frame))
             self.pcap.write(data, self.sim.now)
-        if isinstance(frame, bytes):
+        if frame.__class__ is bytes:
             self.dst.receive_bytes(frame, self.dst_port)
         else:
             self.dst.receive(frame, self.dst_port)
 
 
-class OutPort:
-    """A switch output port: FIFO with drop-tail buffer and ECN marking (MR-FAB-010, -011)."""
+class SharedBuffer:
+    """A switch's shared packet buffer with dynamic thresholds (MR-FAB-013).
 
-    def __init__(self, sim, link, buffer_bytes=None, ecn_threshold=None):
+    ``total`` bytes are shared by every output port of the switch; a port may queue a frame only
+    while its queue stays within ``alpha * (total - used)`` (Choudhury-Hahne), and the whole
+    buffer never holds more than ``total`` bytes of lossy traffic.
+    """
+
+    def __init__(self, total, alpha):
+        if total <= 0 or alpha <= 0:
+            raise ValueError("shared buffer needs total > 0 and alpha > 0")
+        self.total = int(total)
+        self.alpha = float(alpha)
+        self.used = 0
+        self.peak = 0
+
+    def limit(self):
+        """The current per-port queue limit, alpha x free buffer."""
+        return self.alpha * max(0, self.total - self.used)
+
+
+class Red:
+    """RED-like ECN marking (MR-FAB-014): probability 0 at or below ``kmin`` queued bytes,
+    ``pmax * (q - kmin) / (kmax - kmin)`` between, 1 at or above ``kmax``."""
+
+    def __init__(self, kmin, kmax, pmax):
+        if not 0 <= kmin < kmax or not 0 < pmax <= 1:
+            raise ValueError("RED needs 0 <= kmin < kmax and 0 < pmax <= 1")
+        self.kmin, self.kmax, self.pmax = kmin, kmax, pmax
+
+    def prob(self, q):
+        if q <= self.kmin:
+            return 0.0
+        if q >= self.kmax:
+            return 1.0
+        return self.pmax * (q - self.kmin) / (self.kmax - self.kmin)
+
+
+class Pfc:
+    """Priority flow control settings of a switch (MR-FAB-015).
+
+    Every ingress port and priority counts the bytes it brought in that are still queued in the
+    switch. Above ``xoff`` the switch pauses that priority at the upstream transmitter (after the
+    link's delay); at or below ``xon`` it resumes it. Frames of a lossless priority are admitted up
+    to ``xoff + headroom`` per ingress port and priority, ignoring the egress limits; the default
+    headroom covers what is in flight when the pause takes effect. ``priorities`` is the set of
+    lossless 802.1p priorities (None: every priority).
+    """
+
+    def __init__(self, xoff, xon, headroom=None, priorities=None):
+        if not 0 <= xon <= xoff:
+            raise ValueError("PFC needs 0 <= xon <= xoff")
+        if headroom is not None and headroom < 0:
+            raise ValueError("PFC headroom must be >= 0")
+        self.xoff, self.xon, self.headroom = int(xoff), int(xon), headroom
+        self.priorities = None if priorities is None else frozenset(priorities)
+
+    def lossless(self, prio):
+        return self.priorities is None or prio in self.priorities
+
+
+def pfc_headroom(rate_bps, delay, mtu_bytes=4096 + 200):
+    """Bytes that can still arrive after the pause threshold is crossed: a round trip of the link
+    at line rate plus the frame being sent at each end and one that crossed xoff."""
+    return int(2 * delay * rate_bps / 8) + 3 * (mtu_bytes + FRAME_OVERHEAD)
+
+
+class OutPort:
+    """A switch output port: FIFO with drop-tail buffer and ECN marking (MR-FAB-010, -011).
+
+    Optional: a :class:`SharedBuffer` (MR-FAB-013), :class:`Red` marking (MR-FAB-014) and PFC
+    (MR-FAB-015, set up by :class:`Switch`).
+    """
+
+    def __init__(self, sim, link, buffer_bytes=None, ecn_threshold=None, *, shared=None, red=None,
+                 seed=0):
         self.sim = sim
         self.link = link
+        link.src_tx = self
         self.buffer = buffer_bytes
         self.ecn_threshold = ecn_threshold
+        self.shared = shared
+        self.red = red
+        self._red_rng = random.Random(f"red:{seed}:{link.name}") if red is not None else None
+        self.switch = None          # set by Switch.add_port; PFC accounting lives there
+        self.deps = deque()         # FIFO mode: (end of serialisation, size) of queued frames
+        self.free_at = 0.0          # FIFO mode: when the link has sent everything queued
         self.q = deque()
+        self.q_in = deque()         # PFC: (ingress key, size) of each queued frame, or None
         self.qbytes = 0
         self.busy = False
+        self.paused = set()         # priorities paused by the downstream switch (PFC)
         self.stats = {"enqueued": 0, "drops": 0, "marked": 0, "peak_bytes": 0}
         self.drop_times = None      # set to a list to record the time of every drop
         self.qlog = None            # set to a list to record (time, queued bytes) at each enqueue
+        self._fifo = None
+        self.set_fifo(shared is None)
 
-    def enqueue(self, frame):
+    def set_fifo(self, fifo):
+        """FIFO mode (departures computed when queued) or event-driven mode (PFC, shared
+        buffer). ``enqueue`` is bound to the mode's method: the hot path makes no extra call."""
+        self._fifo = fifo
+        self.enqueue = self._enqueue_fifo if fifo else self._enqueue_events
+
+    def _drop(self):
+        self.stats["drops"] += 1
+        if self.drop_times is not None:
+            self.drop_times.append(self.sim.now)
+
+    def enqueue(self, frame, ingress=None):
+        """Queue ``frame`` (arrived over link ``ingress``) for this port's link."""
+        return self._enqueue_fifo(frame) if self._fifo else self._enqueue_events(frame, ingress)
+
+    def _enqueue_events(self, frame, ingress=None):
         size = frame._wl
         st = self.stats
-        if self.buffer is not None and self.qbytes + size > self.buffer:
-            st["drops"] += 1
-            if self.drop_times is not None:
-                self.drop_times.append(self.sim.now)
-            return
-        thr = self.ecn_threshold
-        if thr is not None and self.qbytes > thr and frame.ip.ecn in (1, 2):
-            frame = _copy_frame(frame)
-            frame.ip.ecn = 3
-            st["marked"] += 1
+        sw = self.switch
+        pfc = sw.pfc if sw is not None else None
+        key = None
+        if pfc is not None and ingress is not None and pfc.lossless(frame.eth.pcp):
+            # Lossless: admitted by the ingress counter alone (MR-FAB-015).
+            key = (ingress, frame.eth.pcp)
+            if sw.ing.get(key, 0) + size > pfc.xoff + sw.headroom_of(ingress):
+                st["headroom_drops"] = st.get("headroom_drops", 0) + 1
+                self._drop()
+                return
+        else:
+            if self.buffer is not None and self.qbytes + size > self.buffer:
+                self._drop()
+                return
+            sb = self.shared
+            if sb is not None and (sb.used + size > sb.total
+                                   or self.qbytes + size > sb.alpha * (sb.total - sb.used)):
+                self._drop()
+                return
+        if frame.ip.ecn in (1, 2):
+            thr = self.ecn_threshold
+            red = self.red
+            if red is not None:
+                p = red.prob(self.qbytes)
+                mark = p >= 1.0 or (p > 0.0 and self._red_rng.random() < p)
+            else:
+                mark = thr is not None and self.qbytes > thr
+            if mark:
+                frame = _copy_frame(frame)
+                frame.ip.ecn = 3
+                st["marked"] += 1
         st["enqueued"] += 1
         self.q.append(frame)
         self.qbytes += size
+        if self.shared is not None:
+            sb = self.shared
+            sb.used += size
+            if sb.used > sb.peak:
+                sb.peak = sb.used
+        if sw is not None and sw.pfc is not None:
+            self.q_in.append(key)
+            if key is not None:
+                sw.charge(key, size)
         if self.qbytes > st["peak_bytes"]:
             st["peak_bytes"] = self.qbytes
         if self.qlog is not None:
@@ -257,39 +468,159 @@ class OutPort:
         if not self.busy:
             self._start()
 
+    def _enqueue_fifo(self, frame, ingress=None):
+        """Without PFC or a shared buffer nothing can hold a queued frame back, so a frame's
+        departure is known when it is queued: FIFO after the frames ahead of it. Its arrival is
+        scheduled at once and no per-frame "done" event is needed; departed frames leave the
+        queue count lazily, at the next arrival (same occupancy as MR-FAB-010/011 define)."""
+        now = self.sim.now
+        deps = self.deps
+        qbytes = self.qbytes
+        while deps and deps[0][0] < now:
+            qbytes -= deps.popleft()[1]     # a frame ending just now still counts (as MR-FAB-010)
+        size = frame._wl
+        st = self.stats
+        if self.buffer is not None and qbytes + size > self.buffer:
+            self.qbytes = qbytes
+            self._drop()
+            return
+        if frame.ip.ecn in (1, 2):
+            red = self.red
+            if red is not None:
+                p = red.prob(qbytes)
+                mark = p >= 1.0 or (p > 0.0 and self._red_rng.random() < p)
+            else:
+                thr = self.ecn_threshold
+                mark = thr is not None and qbytes > thr
+            if mark:
+                frame = _copy_frame(frame)
+                frame.ip.ecn = 3
+                st["marked"] += 1
+        st["enqueued"] += 1
+        qbytes += size
+        self.qbytes = qbytes
+        if qbytes > st["peak_bytes"]:
+            st["peak_bytes"] = qbytes
+        if self.qlog is not None:
+            self.qlog.append((now, qbytes))
+        link = self.link
+        ser = (size + FRAME_OVERHEAD) * 8.0 / link.rate
+        start = self.free_at if self.free_at > now else now
+        end = start + ser
+        self.free_at = end
+        deps.append((end, size))
+        if link.faults is not None:
+            link.carry(frame, ser, start)
+            return
+        # Link.carry without faults, inlined (the hot path of every hop).
+        lst = link.stats
+        lst["frames"] += 1
+        lst["bytes"] += size
+        sim = self.sim
+        if start == now:
+            if not link._up:
+                lst["down_drops"] += 1
+                return
+            heappush(sim._q, (end + link.delay, next(sim._seq), link._arrive, frame))
+        else:
+            heappush(sim._q, (end + link.delay, next(sim._seq), link._arrive_late, (frame, start)))
+
     def _start(self):
-        self.busy = True
         frame = self.q[0]
-        ser = self.link.ser_time(frame._wl)
-        self.link.carry(frame, ser)
-        self.sim.at(self.sim.now + ser, self._done)
+        if self.paused and frame.eth.pcp in self.paused:
+            self.busy = False
+            return
+        self.busy = True
+        link = self.link
+        ser = (frame._wl + FRAME_OVERHEAD) * 8.0 / link.rate
+        link.carry(frame, ser)
+        sim = self.sim
+        heappush(sim._q, (sim.now + ser, next(sim._seq), self._done, None))
 
     def _done(self, _):
         frame = self.q.popleft()
-        self.qbytes -= frame._wl
+        size = frame._wl
+        self.qbytes -= size
+        if self.shared is not None:
+            self.shared.used -= size
+        if self.q_in:
+            key = self.q_in.popleft()
+            if key is not None:
+                self.switch.discharge(key, size)
         if self.q:
             self._start()
         else:
             self.busy = False
 
+    def pause(self, prio):
+        """PFC XOFF for ``prio`` from the downstream switch: no new frame of it starts."""
+        self.paused.add(prio)
+        self.link.stats["pauses"] += 1
+
+    def resume(self, prio):
+        self.paused.discard(prio)
+        if not self.busy and self.q:
+            self._start()
+
 
 class Switch:
-    """Output-queued switch: route by destination IP, ECMP by 5-tuple hash (MR-FAB-012)."""
+    """Output-queued switch: route by destination IP, ECMP by 5-tuple hash (MR-FAB-012).
 
-    def __init__(self, sim, name, seed=0):
+    With ``pfc`` (a :class:`Pfc`) it counts bytes per ingress link and priority and pauses the
+    upstream transmitter (MR-FAB-015).
+    """
+
+    def __init__(self, sim, name, seed=0, pfc=None, mix=False):
         self.sim = sim
+        self.mix = mix          # fmix32 the hash (multi-stage ECMP, MR-FAB-016)
         self.name = name
         self.seed = zlib.crc32(f"{seed}:{name}".encode())
         self.ports = []
         self.routes = {}        # dst IP -> tuple of OutPort (equal cost)
-        self.stats = {"rx": 0, "no_route": 0, "fcs_drops": 0}
+        self.stats = {"rx": 0, "no_route": 0, "fcs_drops": 0, "pauses_sent": 0}
+        self.pfc = pfc
+        self.ing = {}           # PFC: (ingress link, priority) -> bytes queued in this switch
+        self.xoff_sent = set()
+        self.peak_ingress = 0
 
     def add_port(self, port):
         self.ports.append(port)
+        port.switch = self
+        if self.pfc is not None:
+            port.set_fifo(False)    # PFC can hold frames back: event-driven port
         return port
 
     def add_route(self, dst_ip, ports):
         self.routes[dst_ip] = tuple(ports)
+
+    def headroom_of(self, link):
+        hr = self.pfc.headroom
+        return pfc_headroom(link.rate, link.delay) if hr is None else hr
+
+    def charge(self, key, size):
+        v = self.ing.get(key, 0) + size
+        self.ing[key] = v
+        if v > self.peak_ingress:
+            self.peak_ingress = v
+        if v > self.pfc.xoff and key not in self.xoff_sent:
+            self.xoff_sent.add(key)
+            self._signal(key, True)
+
+    def discharge(self, key, size):
+        v = self.ing[key] - size
+        self.ing[key] = v
+        if v <= self.pfc.xon and key in self.xoff_sent:
+            self.xoff_sent.discard(key)
+            self._signal(key, False)
+
+    def _signal(self, key, xoff):
+        link, prio = key
+        tx = getattr(link, "src_tx", None)
+        if tx is None:
+            return
+        self.stats["pauses_sent"] += xoff
+        # The pause frame travels back over the cable's other direction: same delay.
+        self.sim.at(self.sim.now + link.delay, tx.pause if xoff else tx.resume, prio)
 
     def receive(self, frame, in_port):
         self.stats["rx"] += 1
@@ -298,9 +629,18 @@ class Switch:
             self.stats["no_route"] += 1
             return
         if len(hops) == 1:
-            hops[0].enqueue(frame)
+            port = hops[0]
         else:
-            hops[ecmp_hash(frame, self.seed) % len(hops)].enqueue(frame)
+            ip = frame.ip
+            u = frame.udp
+            h = _ECMP_CACHE.get((ip.src, ip.dst, u.sport, u.dport, ip.proto, self.seed))
+            if h is None:
+                h = ecmp_hash(frame, self.seed)
+            port = hops[(fmix32(h) if self.mix else h) % len(hops)]
+        if self.pfc is None:
+            port.enqueue(frame)
+        else:
+            port.enqueue(frame, in_port if isinstance(in_port, Link) else None)
 
     def receive_bytes(self, data, in_port):
         # A corrupted frame fails the FCS check at the switch (the FCS is not modelled bit by
@@ -309,30 +649,51 @@ class Switch:
 
 
 class NicPort:
-    """One NIC port (one plane) of a host: a small FIFO in front of the link."""
+    """One NIC port (one plane) of a host: a small FIFO in front of the link. PFC pauses from
+    the first switch stop it between frames (MR-FAB-015)."""
 
     def __init__(self, host, index, link):
         self.host = host
         self.index = index
         self.link = link
+        link.src_tx = self
         self.q = deque()
         self.busy = False
+        self.paused = set()
 
     def start(self, frame):
         self.busy = True
-        ser = self.link.ser_time(frame._wl)
-        self.link.carry(frame, ser)
-        self.host.sim.at(self.host.sim.now + ser, self._done)
+        link = self.link
+        ser = (frame._wl + FRAME_OVERHEAD) * 8.0 / link.rate
+        link.carry(frame, ser)
+        sim = self.host.sim
+        heappush(sim._q, (sim.now + ser, next(sim._seq), self._done, None))
+
+    def blocked(self, frame):
+        return self.busy or (self.paused and frame.eth.pcp in self.paused)
 
     def _done(self, _):
         h = self.host
-        if self.q:
+        if self.q and not (self.paused and self.q[0].eth.pcp in self.paused):
             h._queued -= 1
             self.start(self.q.popleft())
         else:
             self.busy = False
             h._free += 1
         h.pump()
+
+    def pause(self, prio):
+        self.paused.add(prio)
+        self.link.stats["pauses"] += 1
+
+    def resume(self, prio):
+        self.paused.discard(prio)
+        if not self.busy and self.q and self.q[0].eth.pcp not in self.paused:
+            h = self.host
+            h._queued -= 1
+            h._free -= 1
+            self.start(self.q.popleft())
+        self.host.pump()
 
 
 class Host:
@@ -382,17 +743,23 @@ class Host:
         nics = self.nics
         planes = len(nics)
         cap = planes
+        hdr = _HDR_LEN
         while self._free > 0 and self._queued < cap:
             f = ep.next_packet(now)
             if f is None:
                 self._arm(now)
                 return
-            f._wl = wire_len(f)
+            n = hdr.get((f.bth.opcode, f.eth.vlan is None, f.ip.version))
+            if n is None:
+                f._wl = frame_len(f)
+            else:                       # frame_len inlined
+                plen = len(f.payload)
+                f._wl = n + plen + (-plen) % 4
             self.stats["tx"] += 1
             if self.tx_hook is not None:
                 self.tx_hook(f, now)
-            nic = nics[plane_of(f, planes)]
-            if nic.busy:
+            nic = nics[0] if planes == 1 else nics[plane_of(f, planes)]
+            if nic.busy or (nic.paused and nic.blocked(f)):
                 nic.q.append(f)
                 self._queued += 1
             else:

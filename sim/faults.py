@@ -39,7 +39,9 @@ class Faults:
 
     ``loss``: independent loss probability. ``burst``: a :class:`GilbertElliott` channel (applied
     after ``loss``). ``data_only``: loss and bursts hit only data frames (ACKs/NAKs pass), which is
-    how the ``loss`` benchmark defines loss. ``reorder``: probability that a frame is held back by
+    how the ``loss`` benchmark defines loss. ``direction`` (``data``, ``ack`` or ``both``), when
+    given, overrides ``data_only``: ``ack`` hits every frame without payload opcode (ACK, NAK,
+    CNP), ``both`` every frame (MR-FAB-036). ``reorder``: probability that a frame is held back by
     an extra delay drawn uniformly from ``[0, reorder_delay]`` seconds, so later frames overtake
     it. ``jitter``: every frame gets an extra uniform ``[0, jitter]`` delay. ``duplicate``:
     probability of delivering a second copy. ``corrupt``: probability of flipping one random bit
@@ -55,6 +57,7 @@ class Faults:
     duplicate: float = 0.0
     corrupt: float = 0.0
     seed: int = 0
+    direction: str | None = None
     _bad_state: bool = field(default=False, repr=False)
 
     def __post_init__(self):
@@ -64,6 +67,20 @@ class Faults:
                 raise ValueError(f"fault probability {name}={v} is not in [0, 1]")
         if self.reorder_delay < 0 or self.jitter < 0:
             raise ValueError("reorder_delay and jitter must be >= 0")
+        if self.direction is None:
+            self.direction = "data" if self.data_only else "both"
+        elif self.direction not in ("data", "ack", "both"):
+            raise ValueError(f"fault direction {self.direction!r} is not data, ack or both")
+        else:
+            self.data_only = self.direction == "data"
+        if self.burst is not None:
+            ge = self.burst
+            for name in ("p_gb", "p_bg", "loss_good", "loss_bad"):
+                v = getattr(ge, name)
+                if not 0.0 <= v <= 1.0:
+                    raise ValueError(f"Gilbert-Elliott {name}={v} is not in [0, 1]")
+            if ge.p_gb + ge.p_bg == 0:
+                raise ValueError("Gilbert-Elliott needs p_gb + p_bg > 0")
 
     def rng_for(self, link_name):
         """The link's own generator: depends only on the seed and the link's name."""
@@ -75,7 +92,8 @@ class Faults:
 
     def lose(self, rng, opcode):
         """True when the frame is lost (independent loss, then the burst channel)."""
-        if self.data_only and opcode not in DATA_OPS:
+        d = self.direction
+        if d != "both" and (opcode in DATA_OPS) != (d == "data"):
             return False
         if self.loss and rng.random() < self.loss:
             return True

@@ -56,6 +56,7 @@ class RunResult:
     stats: dict = field(default_factory=dict)     # summed endpoint counters
     unexpected_completions: int = 0
     meter: "Meter | None" = None
+    cpu: float = 0.0        # process CPU seconds of the run (robust on a shared machine)
 
     @property
     def delivered_ok(self):
@@ -170,6 +171,7 @@ def run_writes(fab, flows, kind="metaroce", *, cfg=None, seed=1, until=1.0, mete
             h.rx_hook = hook
 
     t0 = time.perf_counter()
+    c0 = time.process_time()
     ev0 = sim.events
     if max_wall is None:
         sim.run(until=until)
@@ -179,6 +181,7 @@ def run_writes(fab, flows, kind="metaroce", *, cfg=None, seed=1, until=1.0, mete
             if sim.stopped or not sim.pending():
                 break
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     t_end = sim.now
     events = sim.events - ev0
     packets = sum(h.stats["tx"] for h in fab.hosts)
@@ -192,4 +195,4 @@ def run_writes(fab, flows, kind="metaroce", *, cfg=None, seed=1, until=1.0, mete
     results = [FlowResult(fl, done_t[i], ncomp[i], status_ok[i], bytes(dsts[i]) == bytes(srcs[i]))
                for i, fl in enumerate(flows)]
     return RunResult(kind, results, wall, t_end, events, packets, stats,
-                     unexpected[0], meter)
+                     unexpected[0], meter, cpu)

@@ -8,6 +8,7 @@ import json
 import struct
 import subprocess
 import sys
+import tracemalloc
 
 import pytest
 from scapy.contrib.roce import AETH as SAETH
@@ -48,7 +49,7 @@ def case(version, vlan, opcode, ext=b"", headers=None, payload=b"", psn=0, sport
     ip = p[IP] if version == 4 else p[IPv6]
     tos = ip.tos if version == 4 else ip.tc
     want = {
-        "ok": True, "error": None,
+        "ok": True, "error": None, "detail": None,
         "eth": {"src": MAC1, "dst": MAC2, "vlan": vlan},
         "ip": {"version": version, "src": ip.src, "dst": ip.dst, "dscp": tos >> 2, "ecn": tos & 3},
         "udp": {"sport": sport, "dport": 4791},
@@ -86,20 +87,24 @@ def good_cases():
 
 
 def bad_cases():
-    """(frame bytes, expected error label, fields that must be reported)."""
+    """(frame bytes, expected error label, fields that must be reported); ``detail`` is the
+    decoder's text, written here from the spec's checks."""
     good, _ = case(4, None, 0xC0, struct.pack("!BBHIII", 0x10, 0, 0, 0, 0, 0) + bytes(16), payload=b"abcd")
     corrupt = bytearray(good)
     corrupt[-6] ^= 0xFF
     eth = Ether(src=MAC1, dst=MAC2)
     return [
-        (bytes(eth / ARP()), "not_roce", {"ip": None, "udp": None, "bth": None}),
-        (bytes(eth / IP(src="1.2.3.4") / TCP() / Raw(bytes(30))), "not_roce", {"udp": None}),
+        (bytes(eth / ARP()), "not_roce", {"ip": None, "udp": None, "bth": None, "detail": "ethertype 0x0806"}),
+        (bytes(eth / IP(src="1.2.3.4") / TCP() / Raw(bytes(30))), "not_roce",
+         {"udp": None, "detail": "IP protocol 6"}),
         (bytes(eth / IP() / UDP(sport=4791, dport=53) / Raw(bytes(30))), "not_roce",
-         {"udp": {"sport": 4791, "dport": 53}, "bth": None}),
+         {"udp": {"sport": 4791, "dport": 53}, "bth": None, "detail": "UDP destination port 53"}),
         (good[:50], "truncated", {"bth": None, "payload_len": None}),
-        (bytes(corrupt), "icrc", {"payload_len": 4}),
-        (bytes(eth / IP() / UDP(dport=4791) / SBTH(opcode=0x13, psn=77) / Raw(bytes(28))), "bad_opcode", {}),
-        (bytes(eth / IPv6() / UDP(dport=4791) / SBTH(opcode=0x11, version=3) / SAETH()), "bad_version", {}),
+        (bytes(corrupt), "icrc", {"payload_len": 4, "detail": "ICRC mismatch"}),
+        (bytes(eth / IP() / UDP(dport=4791) / SBTH(opcode=0x13, psn=77) / Raw(bytes(28))), "bad_opcode",
+         {"detail": "opcode 0x13"}),
+        (bytes(eth / IPv6() / UDP(dport=4791) / SBTH(opcode=0x11, version=3) / SAETH()), "bad_version",
+         {"detail": "BTH TVer 3"}),
     ]
 
 
@@ -138,13 +143,14 @@ def test_json_field_for_field(tmp_path, capsys):
 
 
 def test_json_errors_with_partial_fields(tmp_path, capsys):
-    """MR-WIRE-100, MR-WIRE-101, MR-WIRE-102, MR-WIRE-110: malformed frames give `ok` false, the reason, and
-    the fields reached."""
+    """MR-WIRE-100, MR-WIRE-101, MR-WIRE-102, MR-WIRE-110, MR-WIRE-123: malformed frames give `ok` false,
+    the reason, its detail, and the fields reached."""
     cases = bad_cases()
     objs = run_json(capsys, write_capture(tmp_path / "bad.pcap", [d for d, _, _ in cases]))
     assert len(objs) == len(cases)
     for obj, (data, label, fields) in zip(objs, cases):
         assert obj["ok"] is False and obj["error"] == label and obj["icrc_ok"] is False
+        assert list(obj)[:4] == ["frame", "ok", "error", "detail"] and obj["detail"]
         assert obj["eth"] == {"src": MAC1, "dst": MAC2, "vlan": None}
         for k, v in fields.items():
             assert obj[k] == v, (label, k)
@@ -214,3 +220,108 @@ def test_subprocess_not_a_pcap(tmp_path):
     assert r.returncode != 0 and r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert "not a pcap" in r.stderr
+
+
+def qinq_frame():
+    """An 802.1ad outer tag (ethertype 0x88A8) around an 802.1Q tag: not a frame MetaRoCE takes."""
+    return bytes(Ether(src=MAC1, dst=MAC2, type=0x88A8) / Dot1Q(vlan=5) / Dot1Q(vlan=7) / IP() /
+                 UDP(dport=4791) / Raw(bytes(40)))
+
+
+def test_text_output_names_the_error_detail(tmp_path, capsys):
+    """MR-WIRE-123: a QinQ frame's text line says why it is not RoCE, as its JSON object does."""
+    path = write_capture(tmp_path / "qinq.pcap", [qinq_frame(), good_cases()[0][0]])
+    assert main(["decode", path]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("ERROR not_roce (ethertype 0x88a8)")
+    assert lines[1].endswith(" OK")
+    (obj, ok) = run_json(capsys, path)
+    assert (obj["error"], obj["detail"]) == ("not_roce", "ethertype 0x88a8") and ok["detail"] is None
+
+
+def _decode_cli(*args):
+    return subprocess.run([sys.executable, "-m", "metaroce", "decode", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_truncated_capture_prints_good_frames_then_error(tmp_path, as_json):
+    """MR-WIRE-122: every good frame before a truncated record is printed, then one stderr line
+    with the damage, exit status 2."""
+    frames = [d for d, _ in good_cases()]
+    path = tmp_path / "cut.pcap"
+    write_capture(path, frames)
+    blob = path.read_bytes()
+    path.write_bytes(blob[:-7])                              # the last record loses 7 bytes
+    r = _decode_cli(str(path), *(["--json"] if as_json else []))
+    assert r.returncode == 2
+    lines = r.stdout.splitlines()
+    assert len(lines) == len(frames) - 1
+    if as_json:
+        assert [json.loads(x)["frame"] for x in lines] == list(range(1, len(frames)))
+        assert all(json.loads(x)["ok"] for x in lines)
+    else:
+        assert all(x.endswith(" OK") for x in lines)
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "truncated record at byte" in err[0] and "Traceback" not in r.stderr
+
+
+def test_dev_zero_one_line_error():
+    """MR-WIRE-121: decoding /dev/zero ends at once with one line, not by exhausting memory."""
+    r = _decode_cli("/dev/zero")
+    assert r.returncode == 2 and r.stdout == ""
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "bad magic" in err[0]
+
+
+class EndlessRecords:
+    """A capture file object that serves ``count`` copies of one record; counts bytes served."""
+
+    def __init__(self, frame, count):
+        self.head = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+        self.rec = struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame
+        self.left = count
+        self.buf = self.head
+        self.served = 0
+        self.name = "synthetic"
+
+    def read(self, n):
+        while len(self.buf) < n and self.left:
+            self.buf += self.rec
+            self.left -= 1
+        out, self.buf = self.buf[:n], self.buf[n:]
+        self.served += len(out)
+        return out
+
+
+class CountingSink:
+    def __init__(self):
+        self.lines = 0
+
+    def write(self, text):
+        self.lines += text.count("\n")
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_decode_memory_bounded(as_json):
+    """MR-WIRE-121/122: decoding 4 MiB of 4 KiB MetaRoCE writes keeps the traced peak below
+    1 MiB: frames are read, decoded and printed one at a time."""
+    from metaroce.commands.decode import decode_stream, frame_json
+    from metaroce.models import pcap as mpcap
+    frame, _ = case(4, None, 0xC0, struct.pack("!BBHIII", 0x10, 1, 0, 0, 0, 4096) + struct.pack("!QII", 0, 1, 4096),
+                    payload=bytes(range(256)) * 16)
+    assert frame_json(1, frame)["ok"]
+    count = (4 << 20) // len(frame)
+    src = EndlessRecords(frame, count)
+    sink = CountingSink()
+    tracemalloc.start()
+    try:
+        n = decode_stream(mpcap.iter_records(src), sink, as_json)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n == count and sink.lines == count and src.served == 24 + count * (16 + len(frame))
+    assert peak < 1 << 20, peak

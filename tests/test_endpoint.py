@@ -234,9 +234,10 @@ def test_hint_counts_senders_still_arriving():
     assert b.stats["hint_updates"] >= n
     for c in conns:
         assert c.rate_bps == share * 1e6 and not c.ss
-        assert c.pace_until <= c.last_tx + P.pacing_gap(c.last_wl, c.rate_bps) + 1e-12
+        # the gap is counted in whole ns (MR-ENG-053): at most 1 ns above the exact gap
+        assert c.pace_until <= c.last_tx + P.pacing_gap(c.last_wl, c.rate_bps) + 1e-9 + 1e-12
         lo = P.hinted_window(c.rate_bps, c.ep.base_rtt, 4)
-        assert all(lo - 1e-6 <= p.cwnd <= 2 * lo + 1e-6 for p in c.paths)
+        assert all(int(lo) <= p.cwnd <= 2 * lo + 1e-6 for p in c.paths)
 
 
 def test_hint_ignores_new_connections_of_an_active_host():
@@ -389,8 +390,12 @@ def test_integrity_under_fault(kind, seed):
     w.check(lb)
     st = lb.stats
     if kind == "loss":
-        assert st["lost"] > 0 and a.stats["gap_losses"] > 0
-        assert a.stats["retransmitted"] >= st["lost"]
+        # Each loss is found by the gap rule, the cross-path bound or the timer (which one
+        # depends on the trace; the stream scheduler of MR-ENG-030 changed the traces).
+        assert st["lost"] > 0
+        assert a.stats["gap_losses"] + a.stats["xpath_losses"] + a.stats["timeouts"] > 0
+        # a lost packet comes back as a resend, or as the tail probe that re-sends it (MR-REL-010)
+        assert a.stats["retransmitted"] + a.stats["probes_sent"] >= st["lost"]
     if kind == "duplicate":
         assert st["duplicated"] > 0 and b.stats["duplicates"] + a.stats["drop_bad_ack"] + \
             a.stats["acks_received"] > 0
@@ -630,15 +635,40 @@ def test_delayed_ack():
 
 
 def test_check_order():
-    """MR-SEC-007: the first failing check decides the reason (window, then stream, then key)."""
+    """MR-SEC-007: the first failing check decides the reason: stream, chunk, key, and only then
+    the PSN window (the packet's own checks come before any sequence state)."""
     b, cb, mem, key, ro = _victim()
     b.receive(_data(Op.MR_WRITE, rkey=key + 50, stream=9, psn=P.RX_WINDOW + 5), 0.0)
-    b.receive(_data(Op.MR_WRITE, rkey=key + 50, stream=9), 0.0)
-    b.receive(_data(Op.MR_WRITE, rkey=key + 50, offset=7, msg_len=100), 0.0)
-    b.receive(_data(Op.MR_WRITE, rkey=key + 50), 0.0)
-    assert [f.mrnh.reason for f in _naks(b)] == [NakReason.PSN_WINDOW, NakReason.STREAM,
-                                                 NakReason.INVALID_REQUEST, NakReason.ACCESS]
+    b.receive(_data(Op.MR_WRITE, rkey=key + 50, offset=7, msg_len=100, psn=P.RX_WINDOW + 5), 0.0)
+    b.receive(_data(Op.MR_WRITE, rkey=key + 50, psn=P.RX_WINDOW + 5), 0.0)
+    b.receive(_data(Op.MR_WRITE, rkey=key, psn=P.RX_WINDOW + 5), 0.0)
+    assert [f.mrnh.reason for f in _naks(b)] == [NakReason.STREAM, NakReason.INVALID_REQUEST,
+                                                 NakReason.ACCESS, NakReason.PSN_WINDOW]
     assert bytes(mem) == bytes(4096)
+
+
+def test_forged_duplicate_checked_before_shortcut():
+    """MR-SEC-007, MR-SEC-008: a copy of an already placed chunk with a forged R_Key, bounds or
+    P_Key is refused as a bad packet, not ACKed as a duplicate; the genuine copy is."""
+    b, cb, mem, key, ro = _victim()
+    b.receive(_data(Op.MR_WRITE, rkey=key, psn=0, payload=b"\x55" * 64), 0.0)
+    assert [g.bth.opcode for g in _naks(b)] == []       # placed, ACK pending (delayed)
+    p0 = cb.paths[0]
+    state = (p0.rx_cum, p0.rx_sack)
+    snap = bytes(mem)
+    b.receive(_data(Op.MR_WRITE, rkey=key + 7, psn=0, payload=b"\x66" * 64), 0.0)
+    b.receive(_data(Op.MR_WRITE, rkey=key, psn=0, va=4096 - 32, payload=b"\x66" * 64), 0.0)
+    forged = _data(Op.MR_WRITE, rkey=key, psn=0, payload=b"\x66" * 64)
+    forged.bth.pkey = 0x1234
+    b.receive(forged, 0.0)
+    out = _naks(b)
+    assert [f.mrnh.reason for f in out if f.bth.opcode == Op.MR_NAK] == [NakReason.ACCESS, NakReason.BOUNDS]
+    assert b.stats["drop_bad_pkey"] == 1 and b.stats["duplicates"] == 0
+    assert bytes(mem) == snap and (p0.rx_cum, p0.rx_sack) == state
+    # the genuine duplicate is acknowledged at once and not placed again
+    b.receive(_data(Op.MR_WRITE, rkey=key, psn=0, payload=b"\x55" * 64), 0.0)
+    assert [g.bth.opcode for g in _naks(b)] == [Op.MR_ACK]
+    assert b.stats["duplicates"] == 1
 
 
 def test_delivered_message_duplicate_not_replaced():

@@ -1,5 +1,7 @@
 """pcap reader and writer (MR-WIRE-120), checked against hand-crafted headers and scapy."""
+import io
 import struct
+import tracemalloc
 
 import pytest
 from scapy.layers.l2 import Ether
@@ -114,3 +116,122 @@ def test_not_a_pcap(tmp_path):
         pcap.read(path)
     with pytest.raises(PcapError):
         pcap.read(tmp_path / "missing.pcap")
+
+
+class SyntheticCapture(io.RawIOBase):
+    """A capture produced as it is read: a header, then ``count`` copies of ``record`` (forever
+    when ``count`` is None), then ``tail``. Counts the bytes handed out, so a test can see how far
+    a reader got without a file on disk."""
+
+    def __init__(self, header, record=b"", count=None, tail=b""):
+        self.header, self.record, self.count, self.tail = header, record, count, tail
+        self.consumed = 0
+        self._pending = memoryview(header)
+        self._emitted = 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        n = 0
+        while n < len(buf):
+            if not self._pending:
+                if self.count is None or self._emitted < self.count:
+                    self._pending = memoryview(self.record)
+                    self._emitted += 1
+                elif self.tail is not None:
+                    self._pending, self.tail = memoryview(self.tail), None
+                else:
+                    break
+                if not self._pending:
+                    continue
+            k = min(len(buf) - n, len(self._pending))
+            buf[n:n + k] = self._pending[:k]
+            self._pending = self._pending[k:]
+            n += k
+        self.consumed += n
+        return n
+
+
+def record_bytes(data, sec=1, frac=0):
+    return struct.pack("<IIII", sec, frac, len(data), len(data)) + data
+
+
+def test_reader_consumes_incrementally():
+    """MR-WIRE-121: each record is yielded after reading only its own bytes, from an endless
+    capture, so the reader never needs the whole file."""
+    rec = record_bytes(FRAMES[3])
+    src = SyntheticCapture(craft(), rec)                    # endless
+    it = pcap.iter_records(src)
+    for k in range(1, 6):
+        r = next(it)
+        assert r.data == FRAMES[3]
+        assert src.consumed == 24 + k * len(rec)
+
+
+def test_reader_memory_bounded_on_a_large_capture():
+    """MR-WIRE-121: 64 MiB of records stream through with a small, size-independent peak."""
+    payload = bytes(range(256)) * 16                         # 4 KiB
+    count = (64 << 20) // len(payload)
+    src = SyntheticCapture(craft(), record_bytes(payload), count)
+    tracemalloc.start()
+    try:
+        n = 0
+        for r in pcap.iter_records(io.BufferedReader(src, 1 << 16)):
+            n += 1
+            assert len(r.data) == len(payload)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n == count
+    assert peak < 1 << 20, peak
+
+
+def test_dev_zero_ends_with_an_error():
+    """MR-WIRE-121: an endless file of zeros is refused at its header (bad magic)."""
+    with pytest.raises(PcapError, match="bad magic 00000000"):
+        list(pcap.iter_records("/dev/zero"))
+
+
+def test_impossible_record_length_refused_before_reading():
+    """MR-WIRE-121: a record longer than 262,144 bytes is refused without reading it, even when
+    the file goes on forever; records within the limit but above the snaplen are read."""
+    big = struct.pack("<IIII", 0, 0, pcap.MAX_RECORD + 1, pcap.MAX_RECORD + 1)
+    src = SyntheticCapture(craft() + record_bytes(FRAMES[0]) + big, b"\0" * 4096)   # zeros forever
+    it = pcap.iter_records(src)
+    assert next(it).data == FRAMES[0]
+    with pytest.raises(PcapError, match=r"claims 262145 bytes.*corrupt"):
+        next(it)
+    assert src.consumed < 24 + 16 + len(FRAMES[0]) + 16 + 4096
+    header = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 64, 1)                 # snaplen 64
+    frame = bytes(pcap.MAX_RECORD)
+    assert [r.data for r in pcap.iter_records(io.BytesIO(header + record_bytes(frame)))] == [frame]
+
+
+def test_truncated_record_after_good_ones():
+    """MR-WIRE-121: the good records come first, then the error names the damage and offset."""
+    blob = craft(records=[(1, 0, FRAMES[0]), (2, 0, FRAMES[1]), (3, 0, FRAMES[2])])
+    got = []
+    with pytest.raises(PcapError, match=r"truncated record at byte \d+ \(10 of 62 bytes\)"):
+        for r in pcap.iter_records(io.BytesIO(blob[:-(len(FRAMES[2]) - 10)])):
+            got.append(r.data)
+    assert got == FRAMES[:2]
+
+
+def test_short_reads_are_joined():
+    """MR-WIRE-121: a source that returns a few bytes per read (a pipe) still parses."""
+    class Trickle(io.RawIOBase):
+        def __init__(self, blob):
+            self.blob = blob
+
+        def readable(self):
+            return True
+
+        def readinto(self, buf):
+            k = min(3, len(buf), len(self.blob))
+            buf[:k] = self.blob[:k]
+            self.blob = self.blob[k:]
+            return k
+
+    blob = craft(records=[(1, 0, f) for f in FRAMES])
+    assert [r.data for r in pcap.iter_records(Trickle(blob))] == FRAMES

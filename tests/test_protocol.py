@@ -2,6 +2,8 @@
 
 Each test cites the transport requirements it checks (docs/spec/transport.md).
 """
+import random
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -368,3 +370,52 @@ def test_check_stream_and_seq():
     assert P.seq_lt32(0xFFFFFFFF, 0)
     assert not P.seq_lt32(0, 0xFFFFFFFF)
     assert not P.seq_lt32(5, 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Integer time and fixed-point arithmetic (MR-ENG-050..053)
+
+def test_time_counter_half_space():
+    """MR-ENG-050: 32-bit ns counters compare across the wrap."""
+    assert P.to_ns(1.5e-6) == 1500
+    assert P.time_lt(P.TIME_MASK - 5, 10) and not P.time_lt(10, P.TIME_MASK - 5)
+    assert P.time_dist(P.TIME_MASK, 0) == 1 and P.time_dist(0, P.TIME_MASK) == -1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rtt_and_rto_in_ns_track_the_float_rule(seed):
+    """MR-ENG-052, MR-REL-005, MR-REL-006: the integer estimator stays within a few ns of the
+    float one over a random sample sequence, and so does the RTO."""
+    rng = random.Random(seed)
+    fs = fv = None
+    ins, inv = None, 0
+    for _ in range(500):
+        s = rng.uniform(8e-6, 40e-6)
+        fs, fv = P.rtt_update(fs, 0.0 if fv is None else fv, s)
+        ins, inv = P.rtt_update_ns(ins, inv, P.to_ns(s))
+        assert abs(ins - fs * 1e9) <= 8 and abs(inv - fv * 1e9) <= 8
+        f_rto = P.rto_value(fs, fv, rto_min=2e-6, rto_max=1e-3)
+        i_rto = P.rto_value_ns(ins, inv, rto_min=2000, rto_max=1_000_000)
+        assert abs(i_rto - f_rto * 1e9) <= 40
+    assert P.rto_value_ns(None, 0, initial=40_000) == 40_000
+    assert P.rto_value_ns(10**7, 0, rto_max=1_000_000) == 1_000_000
+
+
+@pytest.mark.parametrize("cwnd,acked,ce,pkts", [(100_000, 4096, 0, 1), (100_000, 16384, 2, 4),
+                                                  (5000, 4096, 4, 4), (2_000_000, 40960, 1, 10)])
+def test_aimd_fixed_point_tracks_the_float_rule(cwnd, acked, ce, pkts):
+    """MR-ENG-053, MR-CC-002, MR-CC-003: the Q16 AIMD is within 2 bytes plus the Q16 rounding
+    of the fractions (2^-14 of the window) of the float AIMD."""
+    f, fdec = P.aimd(float(cwnd), acked, ce / pkts, True, mtu=4096, cwnd_min=4096, cwnd_max=4e6)
+    i, idec = P.aimd_fx(cwnd, acked, P.ce_fraction_q(ce, pkts), True, mtu=4096, cwnd_min=4096,
+                        cwnd_max=4_000_000)
+    assert isinstance(i, int) and idec == fdec and abs(i - f) <= 2 + cwnd * 2 ** -14
+    assert P.aimd_fx(cwnd, 0, 0, True, mtu=4096, cwnd_min=4096, cwnd_max=4_000_000) == (cwnd, False)
+
+
+def test_pacing_gap_ns_rounds_up():
+    """MR-ENG-053, MR-CC-006: the integer gap is the float gap rounded up to a whole ns."""
+    for n, mbps in ((4186, 400_000), (64, 3125), (9000, 1)):
+        g = P.pacing_gap_ns(n, mbps)
+        exact = P.pacing_gap(n, mbps * 1e6) * 1e9
+        assert exact <= g < exact + 1

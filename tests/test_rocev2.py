@@ -214,6 +214,29 @@ def test_rnr_retry():
     assert [c.wr_id for c in lb.completions[1]] == [2]
 
 
+def test_rnr_retry_exceeded():
+    """MR-GBN-013, MR-GBN-009: with rnr_retry < 7 a send whose receive never comes completes
+    RNR_RETRY_EXC_ERR after that many RNR NAKs, and the QP flushes its other work requests;
+    with 7 it keeps retrying (IBTA)."""
+    a, b, ca, cb = pair(rnr_retry=3, rnr_delay=5e-6)
+    src = bytearray(b"q" * 2000)
+    k = a.reg_mr(src)
+    ca.post_send(0, k, 0, 2000, wr_id=1)
+    ca.post_send(0, k, 0, 2000, wr_id=2)
+    lb = Loopback(a, b)
+    lb.run(until=1e-3)
+    assert [(c.wr_id, c.status) for c in lb.completions[0]] == [
+        (1, Status.RNR_RETRY_EXC_ERR), (2, Status.REM_OP_ERR)]
+    assert a.stats["nak_rnr"] == 4
+    a, b, ca, cb = pair(rnr_delay=5e-6)
+    ca.post_send(0, a.reg_mr(src), 0, 2000, wr_id=1)
+    lb = Loopback(a, b)
+    lb.run(until=1e-3)
+    assert lb.completions[0] == [] and a.stats["nak_rnr"] > 20
+    with pytest.raises(ValueError):
+        RoceEndpoint(A, rnr_retry=8)
+
+
 def test_frames_encode_and_decode():
     """MR-GBN-002, MR-GBN-003: the baseline's RC frames (writes, sends, ACK, NAK) survive
     codec.encode/decode with their ICRC."""

@@ -7,7 +7,9 @@ Rows: ``protocol``, ``link_gbps``, ``rtt_us``, ``loss`` (fraction of data frames
 ``goodput_gbps`` (bytes x 8 / time from post to the sender's completion), ``goodput_vs_lossless``
 (against the same protocol and setting at loss 0), ``retransmitted``, ``spurious_retransmits``,
 ``delivered_ok`` (receiver memory equals the source and every completion exactly once), and
-``timeouts``, ``packets``, ``wall_s``.
+``timeouts``, ``packets``, ``wall_s``, ``loss_on``, ``spurious_per_packet``, ``paths_suspected``,
+``lost_acks`` (with ``--loss-on acks``: every frame on the receiver's link is lost, which carries
+only ACKs and NAKs; MR-REL-010).
 """
 from __future__ import annotations
 
@@ -28,6 +30,9 @@ def add_arguments(p):
     p.add_argument("--settings", default="400g,100g", help="400g (400 Gb/s, 10 us), 100g (100 Gb/s, 8 us)")
     p.add_argument("--protocols", default="metaroce,rocev2")
     p.add_argument("--paths", type=int, default=8, help="MetaRoCE paths per connection")
+    p.add_argument("--loss-on", choices=("data", "acks"), default="data",
+                   help="data: data frames on the sender's link (default); acks: every frame on the "
+                        "receiver's link, which carries only ACKs and NAKs")
     p.add_argument("--seed", type=int, default=1)
 
 
@@ -43,7 +48,10 @@ def one_run(job):
 
     proto, link, rtt, loss = job["protocol"], job["link_gbps"], job["rtt_us"], job["loss"]
     fab = Fabric(2, rate_bps=link * 1e9, rtt=rtt * 1e-6, seed=job["seed"])
-    if loss:
+    on_acks = job.get("loss_on") == "acks"
+    if loss and on_acks:
+        fab.set_faults(Faults(loss=loss, data_only=False, seed=job["seed"]), ["h1>p0.leaf0"])
+    elif loss:
         fab.set_faults(Faults(loss=loss, seed=job["seed"]), ["h0>p0.leaf0"])
     res = run_writes(fab, [Flow(0, 1, job["nbytes"], paths=job["paths"])], proto,
                      cfg=endpoint_cfg(proto, link, rtt), seed=job["seed"], until=job.get("until", 5.0),
@@ -56,6 +64,10 @@ def one_run(job):
             "spurious_retransmits": int(st.get("spurious_retransmits", 0)),
             "delivered_ok": bool(res.delivered_ok and res.all_done),
             "timeouts": int(st.get("timeouts", 0)), "packets": res.packets,
+            "loss_on": "acks" if on_acks else "data",
+            "spurious_per_packet": int(st.get("spurious_retransmits", 0)) / max(1, int(st.get("data_packets_sent", 0))),
+            "paths_suspected": int(st.get("paths_suspected", 0)),
+            "lost_acks": int(st.get("acks_sent", 0) - st.get("acks_received", 0)) if on_acks else 0,
             "wall_s": round(res.wall, 3), "sim_pkts_per_s": round(res.pkts_per_wall_s)}
 
 
@@ -82,7 +94,7 @@ def run(args, ui):
     if 0.0 not in losses:
         losses = [0.0] + losses
     jobs = [{"protocol": p, "link_gbps": SETTINGS[s][0], "rtt_us": SETTINGS[s][1], "loss": x,
-             "nbytes": nbytes, "paths": args.paths, "seed": args.seed}
+             "nbytes": nbytes, "paths": args.paths, "seed": args.seed, "loss_on": args.loss_on}
             for s in settings for x in losses for p in protos]
     # Longest runs first (RoCEv2 at high loss) so two workers finish together.
     order = sorted(range(len(jobs)), key=lambda i: -(jobs[i]["loss"] * (10 if jobs[i]["protocol"] == "rocev2" else 1)))
@@ -102,7 +114,8 @@ def run(args, ui):
             if "metaroce" in g and "rocev2" in g and g["rocev2"] > 0:
                 summary[f"{s}_loss{x:g}_metaroce_over_rocev2"] = g["metaroce"] / g["rocev2"]
     params = {"workload": {"bytes": nbytes, "mtu": 4096, "topology": "2 hosts, 1 switch",
-                           "loss_on": "data frames on the sender's link", "metaroce_paths": args.paths}}
+                           "loss_on": "data frames on the sender's link" if args.loss_on == "data" else
+                           "every frame on the receiver's link (ACKs and NAKs)", "metaroce_paths": args.paths}}
     if "rocev2" in protos:
         params["rocev2_baseline"] = {s: baseline_params(*SETTINGS[s]) for s in settings}
     if "metaroce" in protos:
@@ -121,7 +134,7 @@ def run(args, ui):
             ticks = [x * 100 for x in losses]
             ax.set_xticks(ticks)
             ax.set_xticklabels([f"{t:g}" for t in ticks])
-            ax.set_xlabel("data loss (%)")
+            ax.set_xlabel(f"{args.loss_on} loss (%)")
             ax.set_ylabel("goodput (Gb/s)")
             ax.set_title(f"{link:g} Gb/s, {rtt:g} us base RTT")
             ax.grid(True, alpha=0.3)
@@ -132,5 +145,6 @@ def run(args, ui):
 
     return {"rows": rows, "title": f"bench loss: one {nbytes} B write, 2 hosts through one switch",
             "columns": ["protocol", "link_gbps", "rtt_us", "loss", "goodput_gbps", "goodput_vs_lossless",
-                        "retransmitted", "spurious_retransmits", "timeouts", "delivered_ok", "wall_s"],
+                        "retransmitted", "spurious_retransmits", "timeouts", "delivered_ok", "wall_s"]
+            + (["lost_acks", "spurious_per_packet", "paths_suspected"] if args.loss_on == "acks" else []),
             "params": params, "summary": summary, "plot": plot}

@@ -5,7 +5,9 @@ Runs the same topology (``--hosts`` hosts on one leaf-spine plane, 2 leaves x 4 
 with no protocol, so only the event loop, links and switches run; (``metaroce``) and
 (``rocev2``) one write of the same size per sender with the endpoints.
 Rows: ``mode``, ``packets`` (frames put on the wire by hosts), ``events``, ``wall_s``,
-``pkts_per_s`` (simulated packets per wall-clock second), ``events_per_s``, ``hops_per_packet`` (links crossed per packet, 4 when nothing is dropped), ``drops``.
+``pkts_per_s`` (simulated packets per wall-clock second), ``events_per_s``, ``cpu_s`` and
+``pkts_per_cpu_s`` (per CPU second of the process: on a shared machine wall time also counts
+the time other jobs held the core), ``hops_per_packet`` (links crossed per packet, 4 when nothing is dropped), ``drops``.
 """
 from __future__ import annotations
 
@@ -63,17 +65,20 @@ def one_run(job):
             fab.hosts[i + 1].ep = _Blaster([], 0)
             fab.hosts[i].kick()
         t0 = time.perf_counter()
+        c0 = time.process_time()
         fab.sim.run()
         wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
         packets = sum(h.stats["tx"] for h in fab.hosts)
         events = fab.sim.events
     else:
         flows = [Flow(i, i + 1, job["packets"] * 4096, paths=8) for i in range(0, n - 1, 2)]
         res = run_writes(fab, flows, job["mode"], cfg=endpoint_cfg(job["mode"], 400e9, 10e-6), until=1.0)
-        wall, packets, events = res.wall, res.packets, res.events
+        wall, packets, events, cpu = res.wall, res.packets, res.events, res.cpu
     hops = sum(ln.stats["frames"] for ln in fab.links.values()) / max(packets, 1)
     return {"mode": job["mode"], "packets": packets, "events": events, "wall_s": round(wall, 3),
             "pkts_per_s": round(packets / wall), "events_per_s": round(events / wall),
+            "cpu_s": round(cpu, 3), "pkts_per_cpu_s": round(packets / cpu) if cpu > 0 else 0,
             "hops_per_packet": hops, "drops": fab.switch_drops()}
 
 

@@ -30,7 +30,7 @@ import os
 import pkgutil
 import sys
 
-HELP = "run a benchmark (loss, spray, incast, failover, scale, ...): table, JSON, plot"
+HELP = "run a benchmark (loss, spray, incast, failover, scale, streams, ...): table, JSON, plot"
 
 
 def _benches():

@@ -5,17 +5,24 @@ each run a MetaRoCE endpoint over :class:`metaroce.sim.udp.UdpHost`. The sender 
 seeded random buffer and posts one RDMA write of it to the receiver's registered memory; data
 frames are dropped at the sender with probability ``--loss``. When the write completes, the sender
 asks the receiver for the SHA-256 of its memory and compares. The run is bounded by ``--timeout``
-and the subprocess is always reaped.
+and the subprocess is always reaped. Each process holds one copy of the data (MR-UDP-010); every
+failure is one line on stderr and a non-zero exit (MR-UDP-009).
 """
 import hashlib
 import json
+import math
 import os
-import select
+import random
+import signal
 import subprocess
 import sys
 import time
 
 HELP = "move a buffer between two processes over loopback UDP with injected loss"
+
+MAX_BYTES = (1 << 32) - 1       # a message's length is 32 bits on the wire (MRDH msg_len)
+MAX_TIMEOUT = 1e6               # seconds; select() and deadlines need a finite number
+_CHUNK = 1 << 18
 
 
 def add_arguments(p):
@@ -47,6 +54,13 @@ def parse_size(text):
     return int(num) * _SUFFIX[suf]
 
 
+def format_size(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
 def endpoint_config(mtu, protocol="metaroce"):
     """Endpoint configuration for a software host on loopback. A Python endpoint handles some
     thousands of packets per second, so round trips are milliseconds (mostly the receiver's
@@ -58,72 +72,165 @@ def endpoint_config(mtu, protocol="metaroce"):
     return {"mtu": mtu, "line_rate_bps": 1e9, "base_rtt": 200e-6, "rto_max": 0.05}
 
 
-def _read_line(proc, deadline):
-    buf = b""
-    fd = proc.stdout.fileno()
-    while not buf.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("receiver did not answer in time")
-        r, _, _ = select.select([fd], [], [], left)
-        if r:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                lines = proc.stderr.read().decode(errors="replace").strip().splitlines()
-                raise RuntimeError("receiver exited: " + (lines[-1] if lines else f"status {proc.wait()}"))
-            buf += chunk
-    return json.loads(buf.decode().strip().splitlines()[-1])
+def make_data(nbytes, seed):
+    """The seeded buffer, filled 256 KiB at a time into one bytearray: no second copy (MR-UDP-010).
+    Raises ``MemoryError`` when it cannot be allocated."""
+    data = bytearray(nbytes)
+    view = memoryview(data)
+    rng = random.Random(seed)
+    for off in range(0, nbytes, _CHUNK):
+        n = min(_CHUNK, nbytes - off)
+        view[off:off + n] = rng.randbytes(n)
+    view.release()
+    return data
+
+
+class ReceiverDied(RuntimeError):
+    """The receiver subprocess ended before the transfer did (MR-UDP-009)."""
+
+
+class _Receiver:
+    """The receiver subprocess. Its end is an event: its stdout reaches end of file, which the
+    sender's event loop watches, so a dead receiver is noticed at once, not at ``--timeout``."""
+
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.fd = self.proc.stdout.fileno()
+        self.buf = b""
+
+    def died(self, when):
+        """The :class:`ReceiverDied` to raise: exit status or signal, and its last stderr line."""
+        try:
+            code = self.proc.wait(timeout=30)       # a backstop: its output has already ended
+        except subprocess.TimeoutExpired:
+            return ReceiverDied(f"receiver stopped answering {when}")
+        lines = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
+        if code < 0:
+            try:
+                how = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+        else:
+            how = f"exit status {code}"
+        return ReceiverDied(f"receiver exited {when} ({how})" + (f": {lines[-1]}" if lines else ""))
+
+    def on_readable(self, when):
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            raise self.died(when)
+        self.buf += chunk
+
+    def read_json(self, deadline, when):
+        import select
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"receiver did not answer {when}")
+            r, _, _ = select.select([self.fd], [], [], left)
+            if r:
+                self.on_readable(when)
+        line, self.buf = self.buf.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise ReceiverDied(f"receiver sent something that is not JSON {when}") from None
+
+    def send(self, text, when):
+        try:
+            self.proc.stdin.write(text.encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            raise self.died(when) from None
+
+    def close(self):
+        p = self.proc
+        if p.poll() is None:
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for fh in (p.stdin, p.stdout, p.stderr):
+            try:
+                fh.close()
+            except OSError:
+                pass
+
+
+def _check_hello(hello):
+    """The receiver's first line: its port, and the key and address of its buffer."""
+    if not isinstance(hello, dict) or not all(isinstance(hello.get(k), int) for k in ("port", "rkey", "va")):
+        raise ReceiverDied(f"receiver sent a malformed hello: {hello!r}")
+    if not 0 < hello["port"] < 1 << 16:
+        raise ReceiverDied(f"receiver sent port {hello['port']}")
+    return hello
 
 
 def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, progress=None, extra_cfg=None,
              pcap_path=None, protocol="metaroce"):
-    """Run one transfer; returns the result dict (``ok``, ``bytes``, ``sha256_match``, ...)."""
-    import numpy as np
+    """Run one transfer; returns the result dict (``ok``, ``bytes``, ``sha256_match``, ...).
 
-    from metaroce.sim.udp import LOOPBACK, UdpHost, make_endpoint
+    Raises ``ValueError`` for a bad configuration, ``MemoryError`` when the buffer cannot be
+    allocated, :class:`ReceiverDied`, ``TimeoutError`` (the receiver does not answer) and
+    :class:`metaroce.sim.udp.TransportError` (the peer is unreachable)."""
+    from metaroce.sim.udp import LOOPBACK, TransportError, UdpHost, make_endpoint, max_rss_kib, sockets_for
 
     cfg = dict(endpoint_config(mtu, protocol), **(extra_cfg or {}))
-    probe = dict(cfg)
-    make_endpoint(probe.pop("kind", "metaroce"), **probe)     # a bad key fails here, not in the child
+    local_cfg = dict(cfg)
+    try:
+        ep = make_endpoint(local_cfg.pop("kind", "metaroce"), **local_cfg)   # bad settings fail here
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"endpoint configuration: {e}") from None
+    data = make_data(nbytes, seed)          # before the receiver starts: no memory, no child
     t_start = time.monotonic()
     deadline = t_start + timeout
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "metaroce.sim.udp", "--role", "recv", "--bytes", str(nbytes),
-         "--paths", str(paths), "--config", json.dumps(cfg), "--timeout", str(timeout)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    host = None
-    pcap_fh = None
     try:
-        hello = _read_line(proc, deadline)
-        data = bytearray(np.random.default_rng(seed).bytes(nbytes))
-        local_cfg = dict(cfg)
-        ep = make_endpoint(local_cfg.pop("kind", "metaroce"), **local_cfg)
+        pcap_fh = open(pcap_path, "wb") if pcap_path else None
+    except OSError as e:
+        raise OSError(f"cannot write {pcap_path}: {e.strerror}") from None
+    rx = _Receiver([sys.executable, "-m", "metaroce.sim.udp", "--role", "recv", "--bytes", str(nbytes),
+                    "--paths", str(paths), "--config", json.dumps(cfg), "--timeout", str(timeout)])
+    host = None
+    try:
+        hello = _check_hello(rx.read_json(deadline, "before the transfer"))
         lkey = ep.reg_mr(data)
         conn = ep.connect(1, LOOPBACK, 2, paths=paths)
-        host = UdpHost(ep, peer_port=hello["port"], loss=loss, seed=seed)
-        if pcap_path:
+        host = UdpHost(ep, peer_port=hello["port"], loss=loss, seed=seed, max_sockets=sockets_for(paths))
+        if pcap_fh is not None:
             from metaroce.models.pcap import Writer
-            pcap_fh = open(pcap_path, "wb")
             host.pcap = Writer(pcap_fh)
-        proc.stdin.write((json.dumps({"port": host.port}) + "\n").encode())
-        proc.stdin.flush()
+        rx.send(json.dumps({"port": host.port}), "before the transfer")
         t0 = time.monotonic()
-        conn.post_write(0, lkey, 0, nbytes, hello["va"], hello["rkey"], wr_id=1)
+        try:
+            host.post_write(conn, 0, lkey, 0, nbytes, hello["va"], hello["rkey"], wr_id=1)
+        except ValueError as e:
+            raise ReceiverDied(f"receiver's buffer cannot be written: {e}") from None
         timed_out = False
-        while not host.completions:
-            host.step()
-            if progress is not None:
-                progress(ep)
-            if time.monotonic() > deadline:
-                timed_out = True
-                break
+        try:
+            while not host.completions:
+                if host.step(extra_fds=(rx.fd,)):
+                    rx.on_readable("during the transfer")
+                if progress is not None:
+                    progress(ep)
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    break
+        except TransportError as e:
+            # A closed peer port mostly means the receiver died: say so when it did.
+            if rx.proc.poll() is not None or _exits_soon(rx.proc):
+                raise rx.died("during the transfer") from None
+            raise
         seconds = time.monotonic() - t0
-        proc.stdin.write(b"done\n")
-        proc.stdin.flush()
-        report = _read_line(proc, time.monotonic() + 30)
+        rx.send("done", "after the transfer")
+        report = rx.read_json(time.monotonic() + 30, "after the transfer")
         comps = host.completions
         ok_status = len(comps) == 1 and comps[0].wr_id == 1 and _status_ok(comps[0].status)
-        match = report["sha256"] == hashlib.sha256(data).hexdigest()
+        match = report.get("sha256") == hashlib.sha256(data).hexdigest()
         st = getattr(ep, "stats", {})
         return {
             "ok": bool(match and ok_status and not timed_out),
@@ -139,29 +246,37 @@ def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, prog
             "goodput_mbps": round(nbytes * 8 / seconds / 1e6, 1) if seconds > 0 else None,
             "timed_out": timed_out,
             "completions": len(comps),
+            "status": _status_name(comps[0].status) if comps else None,
             "sender": {"loss_drops": host.stats["loss_drops"], "send_drops": host.stats["send_drops"],
                        "frames_received": host.stats["rx"], "decode_drops": host.stats["decode_drops"],
+                       "sockets_open_max": host.stats["sockets_open_max"],
+                       "max_rss_mib": round(max_rss_kib() / 1024, 1),
                        "endpoint": {k: v for k, v in st.items() if isinstance(v, (int, float))}},
             "receiver": {"completions": len(report["completions"]), "rx": report["transport"]["rx"],
-                         "decode_drops": report["transport"]["decode_drops"]},
+                         "decode_drops": report["transport"]["decode_drops"],
+                         "sockets_open_max": report["transport"].get("sockets_open_max"),
+                         "max_rss_mib": round(report.get("max_rss_kib", 0) / 1024, 1)},
         }
     finally:
         if pcap_fh is not None:
             pcap_fh.close()
         if host is not None:
             host.close()
-        if proc.poll() is None:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for fh in (proc.stdout, proc.stderr):
-            fh.close()
+        rx.close()
+
+
+def _exits_soon(proc):
+    """Whether the process ends within a short backstop (a killed receiver closes its sockets
+    while it exits, so the sender may see the closed port a moment before the exit status)."""
+    try:
+        proc.wait(timeout=5)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _status_name(status):
+    return getattr(status, "name", str(status))
 
 
 def _status_ok(status):
@@ -169,16 +284,17 @@ def _status_ok(status):
     return v in (0, "ok", "OK", "success", "SUCCESS") or str(status).lower().endswith(("ok", "success"))
 
 
-def run(args):
+def _check_args(args):
+    """Every argument checked before anything starts (MR-UDP-009); returns the byte count."""
     from ..cli import CliError
 
     try:
         nbytes = parse_size(args.bytes)
     except ValueError as e:
         raise CliError(str(e)) from None
-    if nbytes <= 0 or nbytes > 1 << 32:
-        raise CliError(f"--bytes must be between 1 and 4Gi, not {nbytes}")
-    if not 0.0 <= args.loss < 1.0:
+    if not 1 <= nbytes <= MAX_BYTES:
+        raise CliError(f"--bytes must be between 1 and 4Gi - 1 (a message length is 32 bits), not {nbytes}")
+    if not 0.0 <= args.loss < 1.0:             # also refuses NaN
         raise CliError(f"--loss must be in [0, 1), not {args.loss}")
     if not 1 <= args.paths <= 256:
         raise CliError(f"--paths must be 1..256, not {args.paths}")
@@ -186,8 +302,31 @@ def run(args):
         raise CliError(f"--mtu must be 256..8192, not {args.mtu}")
     if args.protocol == "rocev2" and args.mtu not in (256, 512, 1024, 2048, 4096):
         raise CliError("--protocol rocev2 needs --mtu 256, 512, 1024, 2048 or 4096")
-    if args.timeout <= 0:
-        raise CliError("--timeout must be positive")
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT):
+        raise CliError(f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}], not {args.timeout}")
+    if args.seed < 0:
+        raise CliError(f"--seed must be 0 or more, not {args.seed}")
+    return nbytes
+
+
+def failure(res):
+    """The one-line reason a finished transfer failed, or None when it succeeded."""
+    if res["ok"]:
+        return None
+    if res["timed_out"]:
+        return f"timed out after {res['seconds']} s without the write's completion"
+    if res["completions"] != 1:
+        return f"{res['completions']} completions for one write"
+    if res["status"] is not None and not _status_ok(res["status"]):
+        return f"the write completed with status {res['status']}"
+    return "the receiver's memory does not match the data sent (SHA-256)"
+
+
+def run(args):
+    from ..cli import CliError
+    from metaroce.sim.udp import TransportError
+
+    nbytes = _check_args(args)
     extra = None
     if args.endpoint_config:
         try:
@@ -215,12 +354,21 @@ def run(args):
             res = transfer(nbytes, loss=args.loss, paths=args.paths, seed=args.seed, mtu=args.mtu,
                            timeout=args.timeout, progress=progress, extra_cfg=extra, pcap_path=args.pcap,
                            protocol=args.protocol)
-        except (TimeoutError, RuntimeError) as e:
-            raise CliError(str(e)) from None
-        except TypeError as e:
-            raise CliError(f"--endpoint-config: {e}") from None
+        except MemoryError:
+            raise CliError(f"out of memory: --bytes {args.bytes} needs {format_size(nbytes)} for the buffer "
+                           f"in each of the two processes, plus about 60 MiB each") from None
+        except ValueError as e:
+            raise CliError(str(e).replace("endpoint configuration: ", "--endpoint-config: ", 1)) from None
+        except (TimeoutError, RuntimeError, TransportError, OSError) as e:
+            raise CliError(str(e) or type(e).__name__) from None
+        except Exception as e:          # a bug: still one line (MR-UDP-009), with where it happened
+            tb = e.__traceback__
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            where = f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+            raise CliError(f"internal error: {type(e).__name__}: {e} ({where})") from None
     if args.json:
-        print(json.dumps(res))
+        print(json.dumps(res), flush=True)
     else:
         from rich.table import Table
         t = Table(title="metaroce transfer (loopback UDP, two processes)")
@@ -230,4 +378,8 @@ def run(args):
         t.add_row(*(str(res[k]) for k in ("ok", "bytes", "sha256_match", "seconds", "goodput_mbps",
                                           "packets", "retransmitted", "loss", "paths")))
         Console().print(t)
-    return 0 if res["ok"] else 1
+    why = failure(res)
+    if why is not None:
+        print(f"metaroce transfer: error: {why}", file=sys.stderr)
+        return 1
+    return 0

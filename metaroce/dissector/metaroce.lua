@@ -9,7 +9,8 @@
 --          -T fields -e infiniband.bth.psn -e metaroce.mrdh.path -e metaroce.mrah.cum_psn
 --
 -- Or copy it to the personal Lua plugins folder (Help > About > Folders). Field names follow
--- `metaroce decode --json`.
+-- `metaroce decode --json`. Offsets, widths and masks are those of the header table
+-- (models/headers.py, MR-WIRE-003); tests/test_headers.py checks this file against it.
 
 local mr = Proto("metaroce", "MetaRoCE")
 
