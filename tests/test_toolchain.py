@@ -7,7 +7,6 @@ three small Verilator builds (~8 s each).
 
 import os
 import stat
-import time
 from pathlib import Path
 
 import pytest
@@ -131,12 +130,9 @@ def test_build_cache_hit_and_parameter_miss(smoke8, monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(vl, "_get_runner", no_verilator)
-        t0 = time.monotonic()
-        again = smoke_build(8)
-        elapsed = time.monotonic() - t0
+        again = smoke_build(8)      # Verilator must not run: no_verilator would raise
     assert again.cached
     assert again.build_dir == smoke8.build_dir and again.key == smoke8.key
-    assert elapsed < 5
 
     wide = smoke_build(12)
     assert wide.build_dir != smoke8.build_dir
