@@ -74,6 +74,11 @@ class Op(IntEnum):
     MR_SEND_IMM = 0xC3
     MR_ACK = 0xC4
     MR_NAK = 0xC5
+    # MR-WIRE-076: RDMA READ and atomics (verbs block; 0xCA and up are not used here)
+    MR_READ = 0xC6
+    MR_READ_RESP = 0xC7
+    MR_CMP_SWAP = 0xC8
+    MR_FETCH_ADD = 0xC9
 
 
 #: MR-WIRE-052: the extension headers that follow the BTH, in order, for each opcode.
@@ -105,6 +110,13 @@ HEADERS = {
     Op.MR_SEND_IMM: ("mrdh", "mrsh", "imm"),
     Op.MR_ACK: ("mrah",),
     Op.MR_NAK: ("mrnh",),
+    # MR-WIRE-076: READ request (RETH: remote VA, R_Key, read length; MRDH msg_len 0), READ
+    # response (MRDH: the request's stream and msg, offset into the requester's buffer), atomics
+    # (RETH: VA, R_Key, DMA length 8; the 64-bit operands are the payload).
+    Op.MR_READ: ("mrdh", "reth"),
+    Op.MR_READ_RESP: ("mrdh",),
+    Op.MR_CMP_SWAP: ("mrdh", "reth"),
+    Op.MR_FETCH_ADD: ("mrdh", "reth"),
 }
 
 #: Bytes of each extension header (models/headers.py, MR-WIRE-003).
@@ -118,9 +130,11 @@ PAYLOAD_OPS = frozenset({
     Op.RC_WRITE_LAST, Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM,
     Op.RC_READ_RESP_FIRST, Op.RC_READ_RESP_MIDDLE, Op.RC_READ_RESP_LAST,
     Op.RC_READ_RESP_ONLY, Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM,
+    Op.MR_READ_RESP, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD,
 })
 
-MR_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_ACK, Op.MR_NAK})
+MR_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_ACK, Op.MR_NAK,
+                    Op.MR_READ, Op.MR_READ_RESP, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD})
 
 
 def ext_len(opcode):
@@ -133,6 +147,7 @@ class MrdhFlag(IntEnum):
     LAST = 0x1      # the packet ends its message (offset + length == msg_len)
     RETX = 0x2      # the packet is a retransmission (informational)
     FIRST = 0x4     # offset == 0
+    ERROR = 0x8     # MR-VERB-004: a READ response that ends its READ in error (no payload)
 
 
 class MrahFlag(IntEnum):

@@ -41,6 +41,8 @@ def _occupancy(c):
         "pool": ep._rtx_used <= ep.max_outstanding,
         "sq": all(len(q) <= ep.sq_depth for q in c.ssq),
         "recvs": all(len(s.recvs) <= ep.sq_depth for s in c.rx),
+        "rsp": len(c.rsp) <= c.rsp_used <= ep.max_rd_atomic,            # MR-VERB-005
+        "rd_out": len(c.rd_out) <= ep.max_tx_msgs,
     }
 
 
@@ -81,6 +83,18 @@ def _traffic(kind, seed):
         for i in range(3):
             ca.post_write(i % 2, ka, 0, 1 << 20, 0, kb, wr_id=i)
         faults = LoopFaults(loss=0.05, reorder=0.02, duplicate=0.02)
+    elif kind == "verbs":   # READs both ways, atomics, under loss, duplication, ACK loss
+        atom = bytearray(64)
+        kt = b.reg_mr(atom)
+        for i in range(60):
+            off = (i * 8192) % (1 << 19)
+            if i % 3 == 0:
+                ca.post_read(i % 2, ka, off, 8192, off, kb, wr_id=i)
+            elif i % 3 == 1:
+                cb.post_read(i % 2, kb, off, 5000, off, ka, wr_id=i)
+            else:
+                ca.post_atomic(i % 2, "fetch_add", ka, off, 8 * (i % 8), kt, wr_id=i, add=i)
+        faults = LoopFaults(loss=0.03, duplicate=0.05, ctrl_loss=0.05, reorder=0.05)
     else:   # many messages, hostile duplicates and corruption, lost ACKs
         for i in range(200):
             ca.post_write(i % 2, ka, (i * 4096) % (1 << 19), 4096, (i * 4096) % (1 << 19), kb, wr_id=i)
@@ -94,6 +108,10 @@ def _traffic(kind, seed):
         assert all(_occupancy(c).values() for c in (ca, cb)), _occupancy(cb)
     b.receive = watch
     lb.run(until=0.5)
+    if kind == "verbs":
+        assert len(lb.completions[0]) + len(lb.completions[1]) == 60
+        assert all(c.status == Status.SUCCESS for c in lb.completions[0] + lb.completions[1]), \
+            [(c.wr_id, c.status.name, c.opcode.name) for c in lb.completions[0] + lb.completions[1] if c.status]
     for c in (ca, cb):
         shapes.append(_shape(c))
         _pack_state(c, lb.now)
@@ -111,6 +129,15 @@ def test_state_bounded_under_any_traffic(seed):
     for _, lb, a in results:
         assert a.stats["completions"] == len(lb.completions[0]) >= 1
         assert all(c.status == Status.SUCCESS for c in lb.completions[0])
+
+
+def test_state_bounded_with_reads_and_atomics():
+    """MR-ENG-029, MR-ENG-031, MR-VERB-005, MR-VERB-006: READs in both directions and atomics under loss,
+    duplication and ACK loss keep the same slot counts as one small write, the responder
+    resources and started requests stay under their bounds at every arrival, and all complete."""
+    small = _traffic("small", 3)
+    verbs = _traffic("verbs", 3)
+    assert small[0] == verbs[0]
 
 
 def test_hostile_chunk_beyond_window_nak():
