@@ -46,19 +46,26 @@ _FIRSTS = frozenset({Op.RC_WRITE_FIRST, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM, 
 _LASTS = frozenset({Op.RC_WRITE_LAST, Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM,
                     Op.RC_SEND_LAST, Op.RC_SEND_LAST_IMM, Op.RC_SEND_ONLY, Op.RC_SEND_ONLY_IMM})
 _IMMS = frozenset({Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY_IMM, Op.RC_SEND_LAST_IMM, Op.RC_SEND_ONLY_IMM})
+_READ_RESP_OPS = {_FIRST: Op.RC_READ_RESP_FIRST, _MIDDLE: Op.RC_READ_RESP_MIDDLE,
+                  _LAST: Op.RC_READ_RESP_LAST, _ONLY: Op.RC_READ_RESP_ONLY}
+_READ_RESP_SET = frozenset(_READ_RESP_OPS.values())
 
 
 class _Wr:
     __slots__ = ("write", "wr_id", "mv", "length", "va", "rkey", "imm", "npkts", "start", "done",
-                 "status", "stream")
+                 "status", "stream", "read", "got", "rewound")
 
-    def __init__(self, write, wr_id, mv, length, va, rkey, imm, mtu, stream):
+    def __init__(self, write, wr_id, mv, length, va, rkey, imm, mtu, stream, read=False):
         self.write, self.wr_id, self.mv, self.length = write, wr_id, mv, length
         self.va, self.rkey, self.imm, self.stream = va, rkey, imm, stream
+        # MR-GBN-020: a READ spans one PSN per response packet; mv is its local destination
         self.npkts = max(1, -(-length // mtu))
         self.start = None           # PSN of the first packet, fixed when first sent
         self.done = False
         self.status = Status.SUCCESS
+        self.read = read
+        self.got = 0                # READ: response packets placed, in order
+        self.rewound = -1           # READ: the response index a re-issue was made for
 
 
 class _Qp:
@@ -90,6 +97,7 @@ class _Qp:
         self.rx_write = None        # (buf, va, length, offset) of the write in progress
         self.rx_send = None         # [wr_id, buf, base, length, offset] of the send in progress
         self.rq = deque()
+        self.rsp = deque()          # READ responses: [data, first PSN, packets to send, next, packets] (MR-GBN-021)
 
     # -- requester -----------------------------------------------------------------------------
 
@@ -110,6 +118,8 @@ class _Qp:
 
     def next_frame(self, now):
         ep = self.ep
+        if self.rsp:
+            return self._next_resp()
         if self.error or now < self.rnr_until:
             return None
         if self.cur >= len(self.sq):
@@ -120,6 +130,8 @@ class _Qp:
         i = self.cur_pkt
         if w.start is None:
             w.start = self.psn
+        if w.read:
+            return self._read_request(w, i, now)
         off = i * ep.mtu
         n = min(ep.mtu, w.length - off)
         pos = _ONLY if w.npkts == 1 else _FIRST if i == 0 else _LAST if i == w.npkts - 1 else _MIDDLE
@@ -150,23 +162,63 @@ class _Qp:
         ep.stats["data_packets_sent"] += 1
         return f
 
+    def _read_request(self, w, i, now):
+        """MR-GBN-020: one READ REQUEST covers the READ's remaining response PSNs; a re-issue
+        from response ``i`` asks for the rest only (VA and length moved on)."""
+        ep = self.ep
+        psn = self.psn
+        off = i * ep.mtu
+        retx = P.psn_dist(psn, self.max_psn) > 0
+        f = Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=self.entropy),
+                  bth=BTH(opcode=Op.RC_READ_REQUEST, dest_qp=self.peer_qpn, ack_req=1, psn=psn),
+                  reth=RETH(w.va + off, w.rkey, w.length - off))
+        self.psn = (psn + w.npkts - i) & P.PSN_MASK
+        if P.psn_dist(self.max_psn, self.psn) > 0:
+            self.max_psn = self.psn
+        if retx:
+            ep.stats["retransmitted"] += 1
+        self.cur += 1
+        self.cur_pkt = 0
+        self.since_req = 0
+        if self.deadline is None:
+            ep._arm(self, now + ep.ack_timeout)
+        ep.stats["packets_sent"] += 1
+        ep.stats["data_packets_sent"] += 1
+        return f
+
     def _acked_through(self, psn):
-        """Everything up to ``psn`` inclusive is acknowledged: complete WRs (MR-GBN-007)."""
+        """Everything up to ``psn`` inclusive is acknowledged: complete WRs (MR-GBN-007).
+        MR-GBN-022: an ACK never covers READ responses that have not arrived; the READ is
+        re-issued from its first missing response instead."""
         nxt = (psn + 1) & P.PSN_MASK
         if P.psn_dist(self.una, nxt) <= 0:
             return False
         if P.psn_dist(nxt, self.max_psn) < 0:
             self.ep._drop("bad_ack")
             return False
-        self.una = nxt
         ep = self.ep
+        missing = None
         while self.sq:
             w = self.sq[0]
-            if w.start is None or P.psn_dist(nxt, (w.start + w.npkts) & P.PSN_MASK) > 0:
+            if w.start is None:
+                break
+            if w.read and w.got < w.npkts:
+                gap = (w.start + w.got) & P.PSN_MASK
+                if P.psn_dist(gap, nxt) > 0:
+                    nxt = missing = gap
+                break
+            if P.psn_dist(nxt, (w.start + w.npkts) & P.PSN_MASK) > 0:
                 break
             self.sq.popleft()
             self.cur -= 1
             ep._complete(self, w)
+        if P.psn_dist(self.una, nxt) <= 0 and missing is None:
+            return False
+        if P.psn_dist(self.una, nxt) > 0:
+            self.una = nxt
+        if missing is not None:
+            self.sq[0].rewound = self.sq[0].got
+            self._locate(missing)
         if self.cur < 0:
             self.cur, self.cur_pkt = 0, 0
         if P.psn_dist(self.psn, self.una) > 0:
@@ -174,6 +226,59 @@ class _Qp:
         self.retries = ep.retry_cnt
         self.rnr_left = ep.rnr_retry
         return True
+
+    def on_read_resp(self, f, now):
+        """MR-GBN-021, MR-GBN-022: READ responses are accepted in PSN order only; each implies
+        the ACK of every PSN before it. The first response out of order makes the requester
+        re-issue the READ from its first missing response (go-back-N); later ones are dropped."""
+        ep = self.ep
+        psn = f.bth.psn
+        if P.psn_dist(self.una, psn) < 0 or P.psn_dist(psn, self.max_psn) <= 0:
+            ep._drop("duplicate_read_response")
+            return
+        w = None
+        for x in self.sq:
+            if x.start is None:
+                break
+            if 0 <= P.psn_dist(x.start, psn) < x.npkts:
+                w = x
+                break
+        if w is None or not w.read:
+            ep._drop("unexpected_read_response")
+            return
+        k = P.psn_dist(w.start, psn)
+        if k != w.got:
+            if k > w.got:
+                ep._drop("out_of_sequence")
+                if w.rewound != w.got:
+                    w.rewound = w.got
+                    gap = (w.start + w.got) & P.PSN_MASK
+                    self._acked_through((gap - 1) & P.PSN_MASK)
+                    ep.stats["read_reissued"] += 1
+                    if not self._retry(now):
+                        return
+                    self._locate(gap)
+                    ep._make_ready(self)
+            else:
+                ep._drop("duplicate_read_response")
+            return
+        mtu = ep.mtu
+        n = len(f.payload)
+        last = k == w.npkts - 1
+        ends = f.bth.opcode == Op.RC_READ_RESP_LAST or f.bth.opcode == Op.RC_READ_RESP_ONLY
+        if n != (w.length - k * mtu if last else mtu) or ends != last:
+            ep._drop("bad_read_response")
+            return
+        w.mv[k * mtu:k * mtu + n] = f.payload
+        w.got += 1
+        ep.stats["bytes_placed"] += n
+        ep.stats["rx_data_packets"] += 1
+        self._acked_through(psn)
+        if P.psn_dist(self.una, self.max_psn) > 0:
+            ep._arm(self, now + ep.ack_timeout)
+        else:
+            self.deadline = None
+        ep._make_ready(self)
 
     def on_ack(self, f, now):
         ep = self.ep
@@ -256,6 +361,9 @@ class _Qp:
         st = ep.stats
         psn = f.bth.psn
         d = P.psn_dist(self.epsn, psn)
+        if f.bth.opcode == Op.RC_READ_REQUEST and d <= 0:
+            self._on_read_request(f, d < 0)
+            return
         if d < 0:
             st["duplicates"] += 1              # MR-GBN-004: duplicate: re-acknowledge
             if f.bth.ack_req:
@@ -283,6 +391,60 @@ class _Qp:
             st["ce_received"] += 1
         if f.bth.ack_req:
             ep._send_aeth(self, AETH_ACK, psn, f)
+
+    def _on_read_request(self, f, dup):
+        """MR-GBN-021: the responder checks key and bounds (NAK remote access error), reads the
+        memory and queues the responses, PSNs from the request's; the expected PSN moves past
+        them. A duplicate request (the requester re-issued it) is executed again from its own
+        PSN, VA and length, and replaces any queued responses from that PSN on."""
+        ep = self.ep
+        r = f.reth
+        mr = ep._mrs.get(r.rkey)
+        psn = f.bth.psn
+        chk = P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
+                             P.ACCESS_REMOTE_READ, r.va, r.dma_len)
+        if chk is not None:
+            ep._drop("access")
+            if not dup:
+                ep._send_aeth(self, AETH_NAK_ACCESS, self.epsn, f)
+            return
+        n = max(1, -(-r.dma_len // ep.mtu))
+        if dup:
+            ep.stats["duplicates"] += 1
+            for e in list(self.rsp):            # responses from psn on are replaced
+                k = P.psn_dist(e[1], psn)
+                if k <= 0:
+                    self.rsp.remove(e)
+                elif k < e[2]:
+                    e[2] = k
+        else:
+            self.epsn = (psn + n) & P.PSN_MASK
+            self.msn = (self.msn + 1) & 0xFFFFFF
+            self.nak_sent = False
+            ep.stats["rx_data_packets"] += 1
+        self.rsp.append([bytes(mr[0][r.va:r.va + r.dma_len]), psn, n, 0, n])
+        ep._make_ready(self)
+
+    def _next_resp(self):
+        """MR-GBN-021: the next READ response packet (FIRST/MIDDLE/LAST with AETH on FIRST and
+        LAST, or ONLY), ahead of the QP's own requests."""
+        ep = self.ep
+        e = self.rsp[0]
+        data, start, n, i, full = e
+        mtu = ep.mtu
+        # positions within the whole response; a truncated one (replaced) ends without its LAST
+        pos = _ONLY if full == 1 else _FIRST if i == 0 else _LAST if i == full - 1 else _MIDDLE
+        f = Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=self.entropy),
+                  bth=BTH(opcode=_READ_RESP_OPS[pos], dest_qp=self.peer_qpn, psn=(start + i) & P.PSN_MASK),
+                  aeth=AETH(AETH_ACK, self.msn) if pos != _MIDDLE else None,
+                  payload=data[i * mtu:(i + 1) * mtu])
+        e[3] = i + 1
+        if e[3] >= n:
+            self.rsp.popleft()
+        ep.stats["packets_sent"] += 1
+        ep.stats["data_packets_sent"] += 1
+        ep.stats["read_responses_sent"] += 1
+        return f
 
     def _place(self, f):
         ep = self.ep
@@ -377,6 +539,16 @@ class RoceConnection:
         buf, _ = self.ep._local_mr(lkey, loffset, length)
         qp.sq.append(_Wr(False, wr_id, memoryview(buf)[loffset:loffset + length], length, 0, 0, imm,
                          self.ep.mtu, stream))
+        self.ep._make_ready(qp)
+
+    def post_read(self, stream, lkey, loffset, length, remote_va, rkey, wr_id):
+        """RDMA READ (MR-GBN-020): ``length`` bytes at ``remote_va`` of region ``rkey``."""
+        qp = self._qp(stream)
+        buf, access = self.ep._local_mr(lkey, loffset, length)
+        if not access & P.ACCESS_LOCAL_WRITE:
+            raise ValueError("READ destination needs ACCESS_LOCAL_WRITE")
+        qp.sq.append(_Wr(False, wr_id, memoryview(buf)[loffset:loffset + length], length, remote_va,
+                         rkey, None, self.ep.mtu, stream, read=True))
         self.ep._make_ready(qp)
 
     def post_recv(self, stream, lkey, loffset, length, wr_id):
@@ -474,7 +646,9 @@ class RoceEndpoint(VerbsHost):
         op = frame.bth.opcode
         if op == Op.RC_ACK and frame.aeth is not None:
             qp.on_ack(frame, now)
-        elif op in _WRITE_SET or op in _SEND_SET:
+        elif op in _READ_RESP_SET:
+            qp.on_read_resp(frame, now)
+        elif op in _WRITE_SET or op in _SEND_SET or op == Op.RC_READ_REQUEST:
             qp.on_data(frame, now)
         else:
             self._drop("unexpected_opcode")
@@ -510,8 +684,8 @@ class RoceEndpoint(VerbsHost):
             qp.on_timeout(now)
 
     def _complete(self, qp, w):
-        self._cq.append(Completion(w.wr_id, w.status, WcOpcode.RDMA_WRITE if w.write else WcOpcode.SEND,
-                                   w.length, qp.conn.local_id, qp.stream, None))
+        op = WcOpcode.RDMA_READ if w.read else WcOpcode.RDMA_WRITE if w.write else WcOpcode.SEND
+        self._cq.append(Completion(w.wr_id, w.status, op, w.length, qp.conn.local_id, qp.stream, None))
         self.stats["completions"] += 1
 
     def _send_aeth(self, qp, syndrome, psn, f):

@@ -340,3 +340,57 @@ def test_reads_both_ways_do_not_deadlock():
     assert max(peak) == 3
     with pytest.raises(ValueError):
         pair(max_tx_msgs=1)[2].post_read(0, 0x100, 0, 8, 0, 0x100, wr_id=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The RoCEv2 baseline (models/rocev2.py)
+
+def roce_pair(streams=1, **kw):
+    from metaroce.models.rocev2 import RoceEndpoint
+    kw.setdefault("mtu", MTU)
+    kw.setdefault("line_rate_bps", 100e9)
+    kw.setdefault("base_rtt", 4e-6)
+    a, b = RoceEndpoint(A, **kw), RoceEndpoint(B, **kw)
+    return a, b, a.connect(10, B, 20, streams=streams), b.connect(20, A, 10, streams=streams)
+
+
+@pytest.mark.parametrize("loss", [0.0, 0.02])
+def test_roce_read_go_back_n(loss):
+    """MR-GBN-020, MR-GBN-021, MR-GBN-022: RoCEv2 READs (READ REQUEST 0x0C, responses 0x0D-0x10 in
+    PSN order) mixed with writes, with loss: a missing response makes the requester re-issue the
+    READ from it; every byte lands once, completions in posting order."""
+    a, b, ca, cb = roce_pair(timeout_exp=4)
+    remote, rkey = _mem(b, 200_000, seed=40)
+    local, lkey = _mem(a, 200_000, seed=41)
+    src = bytes(local)
+    want = []
+    for i in range(10):
+        off = i * 15_000
+        if i % 3 == 2:
+            ca.post_write(0, lkey, 150_000 + (i % 5) * 1000, 1000, 190_000, rkey, wr_id=i)
+        else:
+            n = [0, 1, MTU, 9_999, 14_000][i % 5]
+            ca.post_read(0, lkey, off, n, off, rkey, wr_id=i)
+            want.append((off, n))
+    lb = _run(a, b, until=0.2, faults=LoopFaults(loss=loss))
+    txc, _ = lb.completions
+    assert [c.wr_id for c in txc] == list(range(10))
+    assert all(c.status == Status.SUCCESS for c in txc)
+    assert [c.opcode for c in txc if c.wr_id % 3 != 2] == [WcOpcode.RDMA_READ] * len(want)
+    for off, n in want:
+        assert local[off:off + n] == remote[off:off + n]
+    assert b.stats["read_responses_sent"] >= sum(max(1, -(-n // MTU)) for _, n in want)
+    if loss:
+        assert lb.stats["lost"] > 0 and a.stats["read_reissued"] + a.stats["timeouts"] > 0
+
+
+def test_roce_read_access_error():
+    """MR-GBN-021, MR-GBN-009: a READ with a bad key is NAKed remote access error (0x62): it
+    completes REM_ACCESS_ERR and the QP enters the error state."""
+    a, b, ca, cb = roce_pair()
+    remote, rkey = _mem(b, 1000, seed=42, access=ACCESS_REMOTE_WRITE)
+    local, lkey = _mem(a, 1000, seed=43)
+    ca.post_read(0, lkey, 0, 100, 0, rkey, wr_id=1)
+    lb = _run(a, b)
+    txc, _ = lb.completions
+    assert [(c.wr_id, c.status) for c in txc] == [(1, Status.REM_ACCESS_ERR)]
