@@ -97,7 +97,8 @@ class _Qp:
         self.rx_write = None        # (buf, va, length, offset) of the write in progress
         self.rx_send = None         # [wr_id, buf, base, length, offset] of the send in progress
         self.rq = deque()
-        self.rsp = deque()          # READ responses: [data, first PSN, packets to send, next, packets] (MR-GBN-021)
+        # READ responses: [data, first PSN, packets to send, next, packets, re-issued] (MR-GBN-021)
+        self.rsp = deque()
 
     # -- requester -----------------------------------------------------------------------------
 
@@ -422,7 +423,7 @@ class _Qp:
             self.msn = (self.msn + 1) & 0xFFFFFF
             self.nak_sent = False
             ep.stats["rx_data_packets"] += 1
-        self.rsp.append([bytes(mr[0][r.va:r.va + r.dma_len]), psn, n, 0, n])
+        self.rsp.append([bytes(mr[0][r.va:r.va + r.dma_len]), psn, n, 0, n, dup])
         ep._make_ready(self)
 
     def _next_resp(self):
@@ -430,7 +431,7 @@ class _Qp:
         LAST, or ONLY), ahead of the QP's own requests."""
         ep = self.ep
         e = self.rsp[0]
-        data, start, n, i, full = e
+        data, start, n, i, full, again = e
         mtu = ep.mtu
         # positions within the whole response; a truncated one (replaced) ends without its LAST
         pos = _ONLY if full == 1 else _FIRST if i == 0 else _LAST if i == full - 1 else _MIDDLE
@@ -444,6 +445,8 @@ class _Qp:
         ep.stats["packets_sent"] += 1
         ep.stats["data_packets_sent"] += 1
         ep.stats["read_responses_sent"] += 1
+        if again:
+            ep.stats["retransmitted"] += 1     # a response sent again for a re-issued READ
         return f
 
     def _place(self, f):
