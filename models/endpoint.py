@@ -78,6 +78,8 @@ NAK_STATUS = {
 }
 
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
+NS = P.NS_PER_S
+_NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
 _DATA_OPS = (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ_RESP, Op.MR_READ,
              Op.MR_CMP_SWAP, Op.MR_FETCH_ADD)
@@ -163,14 +165,14 @@ class _Path:
         self.tail_probed = False    # MR-REL-010: the timer's last expiry sent a tail probe
         self.collapsed = False      # cwnd reset by a timeout that carried no information
         self.min_rtt = None         # lowest RTT sample of the path (MR-REL-009)
-        self.xwit = -1.0            # send time of the newest packet acked on another path
-        self.xslack = 0.0           # min RTT + queueing + reorder allowance (MR-REL-009)
+        self.xwit = _NEVER          # send time (ns) of the newest packet acked on another path
+        self.xslack = 0             # ns: min RTT + queueing + reorder allowance (MR-REL-009)
         self.xrun = 0               # packets declared lost by MR-REL-009 since the last ACK
         self.consec_to = 0
         self.state = _ACTIVE
-        self.last_ece = -1.0
-        self.last_ack = -1.0
-        self.next_dec = 0.0
+        self.last_ece = _NEVER      # MR-ENG-050: every time below is integer ns
+        self.last_ack = _NEVER
+        self.next_dec = 0
         self.since_req = 0
         self.probe_token = 0
         self.probe_interval = probe_interval
@@ -263,7 +265,7 @@ class Connection:
         self.n_streams = streams
         cw = max(ep.mtu, ep.bdp * ep.init_window_bdp / paths)
         self.paths = [_Path(self, i, P.entropy_for(local_id * 4099 + i * 131 + ep.seed * 7919), cw,
-                            ep.probe_interval) for i in range(paths)]
+                            ep._probe_interval_ns) for i in range(paths)]
         # MR-CONN-004: each connection starts its rotation at its own path, so that an endpoint
         # serving connections round-robin spreads their first packets over paths and planes.
         self.rr = local_id % paths
@@ -293,9 +295,9 @@ class Connection:
         if self.ss:
             self.window = min(self.window, self.ramp)
         self.rate_bps = ep.line_rate_bps
-        self.last_ece = -1.0
-        self.pace_until = 0.0
-        self.last_tx = -1.0         # send time and wire length of the last data frame (MR-CC-006)
+        self.last_ece = _NEVER      # MR-ENG-050: times in integer ns
+        self.pace_until = 0
+        self.last_tx = _NEVER       # send time and wire length of the last data frame (MR-CC-006)
         self.last_wl = 0
         self.in_ready = False
         self.last_progress = None   # MR-ENG-040: last ACK progress while work is outstanding
@@ -516,7 +518,7 @@ class Connection:
             self.last_progress = now        # MR-ENG-040: work outstanding from now
             if not self.prog_armed:
                 self.prog_armed = True
-                ep._push(now + ep.wr_timeout, 5, self, 0)
+                ep._push(now + ep._wr_timeout_ns, 5, self, 0)
         psn = p.next_psn
         p.next_psn = (psn + 1) & P.PSN_MASK
         rec = _Rec(m, i, now, nbytes)
@@ -584,17 +586,18 @@ class Connection:
             self.ep._disarm(p)
 
     def _rto(self, p):
+        """MR-REL-006, MR-ENG-052: the path's timer in integer ns."""
         ep = self.ep
         return P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
-                              rto_max=ep._rto_max_ns, initial=ep._rto_initial_ns) * p.backoff / P.NS_PER_S
+                              rto_max=ep._rto_max_ns, initial=ep._rto_initial_ns) * p.backoff
 
     def _gap(self, wire_bytes):
         """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s."""
-        return P.pacing_gap_ns(wire_bytes, max(1, int(self.rate_bps // 1e6))) / P.NS_PER_S
+        return P.pacing_gap_ns(wire_bytes, max(1, int(self.rate_bps // 1e6)))
 
-    def _srtt_s(self, p):
-        """The path's smoothed RTT in seconds, the base RTT before any sample."""
-        return self.ep.base_rtt if p.srtt is None else p.srtt / P.NS_PER_S
+    def _srtt_ns(self, p):
+        """The path's smoothed RTT in ns, the base RTT before any sample."""
+        return self.ep._base_rtt_ns if p.srtt is None else p.srtt
 
     def _chunk_acked(self, m, i):
         if m.rd:
@@ -696,12 +699,12 @@ class Connection:
         rec = p.rec(a.trigger_psn)
         wit = None
         if rec is not None and not rec.probe:
-            sample = P.to_ns(now - rec.t)
+            sample = now - rec.t
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
             if p.min_rtt is None or sample < p.min_rtt:
                 p.min_rtt = sample
-            wit = (rec.t, (sample - p.min_rtt) / P.NS_PER_S)
+            wit = (rec.t, sample - p.min_rtt)
         pkts = nbytes = 0
         for j in range(n):
             ix = (floor + j) & RING_MASK
@@ -794,7 +797,7 @@ class Connection:
                                     mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
                                     beta_q=ep._beta_q)          # MR-ENG-053
             if dec:
-                p.next_dec = now + self._srtt_s(p)
+                p.next_dec = now + self._srtt_ns(p)
         if pkts:
             p.tail_probed = False
             if self.last_progress is not None:
@@ -805,7 +808,7 @@ class Connection:
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
                 p.cwnd = int(max(ep.mtu, ep.bdp * ep.init_window_bdp / len(self.paths)))
-                p.probe_interval = ep.probe_interval
+                p.probe_interval = ep._probe_interval_ns
                 st["paths_restored" if p.retired_before else "paths_cleared"] += 1
                 p.retired_before = False
         if n > 0:
@@ -828,9 +831,8 @@ class Connection:
                 continue
             # The allowance covers reordering and RTT variation; the receiver's ACK grouping is
             # covered by timing from the group's AckReq packet (_xdue).
-            ns = P.NS_PER_S
-            slack = P.xpath_deadline(0.0, q.min_rtt / ns, max(qdelay, (q.srtt - q.min_rtt) / ns),
-                                     ep.reorder_allow + 2 * q.rttvar / ns)
+            slack = P.xpath_deadline(0, q.min_rtt, max(qdelay, q.srtt - q.min_rtt),
+                                     ep._reorder_allow_ns + 2 * q.rttvar)
             if t_wit > q.xwit:
                 q.xwit = t_wit
             q.xslack = slack
@@ -914,7 +916,7 @@ class Connection:
                 ep.stats["rnr_retry_exceeded"] += 1
             elif not rec.lost:
                 self._mark_lost(p, rec, requeue=False)
-                ep._push(now + ep.rnr_delay, 6, self, (m, rec.idx))
+                ep._push(now + ep._rnr_delay_ns, 6, self, (m, rec.idx))
         else:
             # MR-ERR-004: PSN window: the packet was not taken; resend it.
             self._mark_lost(p, rec)
@@ -927,7 +929,7 @@ class Connection:
         if self.last_progress is None:
             return
         ep = self.ep
-        dl = self.last_progress + ep.wr_timeout
+        dl = self.last_progress + ep._wr_timeout_ns
         if dl > now:
             self.prog_armed = True
             ep._push(dl, 5, self, 0)
@@ -984,7 +986,7 @@ class Connection:
         p.backoff = min(p.backoff * 2, 64)
         healthy = self._healthy(p, now)
         # ECN on this path or on the connection (a shared last hop, incast) means congestion.
-        ecn = now - max(p.last_ece, self.last_ece) < 4 * self._srtt_s(p)
+        ecn = now - max(p.last_ece, self.last_ece) < 4 * self._srtt_ns(p)
         action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
         if action == P.PATH_KEEP:
             p.cwnd = max(ep.mtu, p.cwnd // 2)
@@ -1013,7 +1015,7 @@ class Connection:
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
         ep = self.ep
         return [q for q in self.paths if q.state == _ACTIVE and q is not p
-                and now - q.last_ack < 4 * self._srtt_s(q)]
+                and now - q.last_ack < 4 * self._srtt_ns(q)]
 
     def _give_window(self, p, healthy):
         """Keep the connection's total window when a path stops carrying data (MR-PATH-004):
@@ -1027,7 +1029,7 @@ class Connection:
         """MR-PATH-003: stop using the path; probe it after ``probe_interval`` (doubling)."""
         ep = self.ep
         if p.state == _PROBING and p.retired_before:
-            p.probe_interval = min(p.probe_interval * 2, ep.probe_interval * 64)
+            p.probe_interval = min(p.probe_interval * 2, ep._probe_interval_ns * 64)
         else:
             ep.stats["paths_retired"] += 1
         p.state = _RETIRED
@@ -1125,7 +1127,7 @@ class Connection:
         else:
             p.rx_last = (psn, f.udp.sport)
             if p.rx_pending == 1:
-                ep._push(now + ep.ack_delay, 3, p, p.rx_ack_token)
+                ep._push(now + ep._ack_delay_ns, 3, p, p.rx_ack_token)
 
     def _validate(self, f):
         """MR-SEC-007: the checks that depend only on the packet and the registrations:
@@ -1573,6 +1575,9 @@ class Endpoint(VerbsHost):
         self._min_rtts_q = int(round(rto_min_rtts * P.Q_ONE))
         self._rto_min_ns, self._rto_max_ns = P.to_ns(rto_min), P.to_ns(rto_max)
         self._rto_initial_ns = P.to_ns(self.rto_initial)
+        self._base_rtt_ns = P.to_ns(base_rtt)
+        self._ack_delay_ns = P.to_ns(self.ack_delay)
+        self._reorder_allow_ns = P.to_ns(self.reorder_allow)
         self._beta_q = int(round(beta * P.Q_ONE))
         self.retire_after = retire_after
         self.probe_interval = probe_interval if probe_interval is not None else 8 * base_rtt
@@ -1592,6 +1597,11 @@ class Endpoint(VerbsHost):
         self.wr_timeout = wr_timeout if wr_timeout is not None else retry_cnt * rto_max
         self.rnr_retry = rnr_retry
         self.rnr_delay = rnr_delay if rnr_delay is not None else 8 * base_rtt
+        # MR-ENG-050: the timers run on integer ns; `now` is converted once per call
+        self._probe_interval_ns = P.to_ns(self.probe_interval)
+        self._share_interval_ns = P.to_ns(self.share_interval)
+        self._wr_timeout_ns = P.to_ns(self.wr_timeout)
+        self._rnr_delay_ns = P.to_ns(self.rnr_delay)
         self.max_rd_atomic = max_rd_atomic      # MR-VERB-005: responder resources per connection
         self._rtx_used = 0          # MR-ENG-013: outstanding-packet records in use
         self._pool_waiters = {}     # connections waiting for a free record
@@ -1599,7 +1609,7 @@ class Endpoint(VerbsHost):
         self.initial_psn = initial_psn & P.PSN_MASK
         self._init_host()
         self._conns = {}
-        self._share_epoch = 0.0
+        self._share_epoch = 0
         self._share_seen = set()
         self._share_prev = 0
         self._share_prev_set = set()
@@ -1610,7 +1620,11 @@ class Endpoint(VerbsHost):
         self._n_est = 0
         self._share_pkts = self._share_ce = 0
         self._share_ce_frac = 0.0
-        self._pkt_time = mtu * 8 / self.line_rate_bps
+        # MR-CC-005/010 in integer ns: k packet times are k * _pkt_bits_ns // _rate ns
+        self._pkt_bits_ns = mtu * 8 * NS
+        self._rate = int(self.line_rate_bps)
+        self._fresh_ns = -(-P.NEW_SENDER_WINDOW * self._pkt_bits_ns // self._rate)
+        self._horizon_pkts = P.NEW_SENDER_HORIZON * base_rtt * self.line_rate_bps / (mtu * 8)
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -1637,10 +1651,19 @@ class Endpoint(VerbsHost):
             self._push(c.pace_until, 1, c, 0)
         return None
 
+    def next_packet(self, now):
+        """The next frame to put on the wire at ``now`` (seconds), or ``None``."""
+        return VerbsHost.next_packet(self, int(now * NS + 0.5))     # MR-ENG-050: ns inside
+
     def next_wakeup(self, now):
-        """Earliest time something may change without input (timer or pacing), or ``None``."""
+        """Earliest time (seconds) something may change without input (timer or pacing), or
+        ``None``."""
         if self._ctrl or self._ready:
             return now
+        d = self._next_wakeup_ns(int(now * NS + 0.5))
+        return None if d is None else (d / NS if d > now * NS else now)
+
+    def _next_wakeup_ns(self, now):
         t = self._timers
         while t:
             d, _, kind, obj, tok = t[0]
@@ -1655,11 +1678,13 @@ class Endpoint(VerbsHost):
                 heapq.heappop(t)
                 obj.prog_armed = False
                 continue
-            return max(d, now)
+            return d
         return None
 
     def receive(self, frame, now):
-        """A frame arrived from the wire (data, ACK or NAK) (MR-ERR-001..002)."""
+        """A frame arrived from the wire (data, ACK or NAK) at ``now`` (seconds)
+        (MR-ERR-001..002)."""
+        now = int(now * NS + 0.5)       # MR-ENG-050: converted once, integer ns inside
         self._run_timers(now)
         op = frame.bth.opcode
         c = self._conns.get(frame.bth.dest_qp)
@@ -1745,7 +1770,7 @@ class Endpoint(VerbsHost):
         The interval is at least two packet times per sender counted last time, so that
         senders paced at their share (one packet per n packet times) are all seen.
         """
-        iv = max(self.share_interval, 2 * self._share_prev * self._pkt_time)
+        iv = max(self._share_interval_ns, 2 * self._share_prev * self._pkt_bits_ns // self._rate)
         if now - self._share_epoch >= iv:
             stale = now - self._share_epoch >= 2 * iv
             self._share_prev = 0 if stale else len(self._share_seen)
@@ -1774,7 +1799,7 @@ class Endpoint(VerbsHost):
             fr = self._fresh
             fr.append(now)
             if len(fr) >= 2:        # a prediction is made: recompute when each arrival leaves it
-                w = P.NEW_SENDER_WINDOW * self._pkt_time * (1 + 1e-9)
+                w = self._fresh_ns
                 if len(fr) == 2:
                     self._push(fr[0] + w, 4, None, 0)
                 self._push(now + w, 4, None, 0)
@@ -1794,12 +1819,12 @@ class Endpoint(VerbsHost):
 
     def _n_estimate(self, now):
         fr = self._fresh
-        w = P.NEW_SENDER_WINDOW * self._pkt_time
+        w = self._fresh_ns
         while fr and fr[0] <= now - w:
             fr.popleft()
         n = P.predicted_senders(max(self._share_prev, len(self._share_seen)), len(fr),
                                 P.NEW_SENDER_WINDOW,
-                                P.NEW_SENDER_HORIZON * self.base_rtt / self._pkt_time)
+                                self._horizon_pkts)
         self._n_est = n
         return n
 

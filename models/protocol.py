@@ -357,7 +357,7 @@ def xpath_deadline(t_sent, min_rtt, queue_delay, allowance):
     ``min_rtt`` should have been acknowledged, given the queueing delay ``queue_delay`` seen now
     and a reordering ``allowance``. Once a packet sent later (on any path) is acknowledged and
     this time has passed, the packet is lost."""
-    return t_sent + min_rtt + max(0.0, queue_delay) + allowance
+    return t_sent + min_rtt + max(0, queue_delay) + allowance
 
 
 def pacing_gap(nbytes, rate_bps):

@@ -48,7 +48,7 @@ def _occupancy(c):
 
 def _pack_state(c, now):
     """MR-ENG-029: the connection's state fits the engine's records (times in ns)."""
-    t = lambda x: int(round(max(0.0, x) * NS)) & ((1 << R.TIME_BITS) - 1)
+    t = lambda x: max(0, x) & ((1 << R.TIME_BITS) - 1)   # the endpoint's times are ns (MR-ENG-050)
     d = lambda x: x or 0            # the RTT estimator is already integer ns (MR-ENG-052)
     for p in c.paths:
         R.fits(R.PATH_TX, entropy=p.entropy, gen=p.gen & 0xFF, state=p.state, next_psn=p.next_psn,
@@ -56,6 +56,9 @@ def _pack_state(c, now):
                rttvar=d(p.rttvar), min_rtt=d(p.min_rtt), backoff_log2=p.backoff.bit_length() - 1,
                consec_to=min(p.consec_to, 15), last_ack=t(p.last_ack), since_req=p.since_req)
         assert all(isinstance(v, int) for v in (p.cwnd, p.rttvar, p.srtt or 0, p.min_rtt or 0))
+        assert all(isinstance(v, int) for v in (p.last_ack, p.last_ece, p.next_dec, p.xwit, p.xslack,
+                                                p.deadline or 0, p.probe_interval))
+        assert all(isinstance(r.t, int) for r in p.records())
         R.fits(R.PATH_RX, cum=p.rx_cum, sack=p.rx_sack, high=p.rx_high, ce=min(p.rx_ce, 0xFFFF),
                pending=p.rx_pending, prev_ce=int(p.rx_prev_ce))
         for rec in p.records():
