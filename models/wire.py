@@ -36,6 +36,7 @@ AETH_LEN = _T["aeth"].length            # MR-WIRE-061
 IMM_LEN = _T["imm"].length              # MR-WIRE-062
 ATOMICACK_LEN = _T["atomicack"].length  # MR-WIRE-063
 CNP_PAD_LEN = _T["cnp"].length          # MR-WIRE-064
+ATOMICETH_LEN = _T["atomiceth"].length  # MR-WIRE-065
 MRDH_LEN = _T["mrdh"].length            # MR-WIRE-071
 MRSH_LEN = _T["mrsh"].length            # MR-WIRE-072
 MRAH_LEN = _T["mrah"].length            # MR-WIRE-073
@@ -67,6 +68,8 @@ class Op(IntEnum):
     RC_READ_RESP_ONLY = 0x10
     RC_ACK = 0x11
     RC_ATOMIC_ACK = 0x12
+    RC_CMP_SWAP = 0x13      # MR-WIRE-065 (IBTA COMPARE_SWAP)
+    RC_FETCH_ADD = 0x14     # MR-WIRE-065 (IBTA FETCH_ADD)
     CNP = 0x81
     MR_WRITE = 0xC0
     MR_WRITE_IMM = 0xC1
@@ -103,6 +106,8 @@ HEADERS = {
     Op.RC_READ_RESP_ONLY: ("aeth",),
     Op.RC_ACK: ("aeth",),
     Op.RC_ATOMIC_ACK: ("aeth", "atomicack"),
+    Op.RC_CMP_SWAP: ("atomiceth",),
+    Op.RC_FETCH_ADD: ("atomiceth",),
     Op.CNP: ("cnp",),
     Op.MR_WRITE: ("mrdh", "reth"),
     Op.MR_WRITE_IMM: ("mrdh", "reth", "imm"),
@@ -121,7 +126,7 @@ HEADERS = {
 
 #: Bytes of each extension header (models/headers.py, MR-WIRE-003).
 HEADER_LEN = {h: _T[h].length for h in
-              ("reth", "aeth", "imm", "atomicack", "cnp", "mrdh", "mrsh", "mrah", "mrnh")}
+              ("reth", "aeth", "imm", "atomicack", "atomiceth", "cnp", "mrdh", "mrsh", "mrah", "mrnh")}
 
 #: Opcodes that carry payload after their headers (MR-WIRE-081). Others must carry none.
 PAYLOAD_OPS = frozenset({

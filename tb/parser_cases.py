@@ -227,7 +227,7 @@ def drop_cases() -> list[Case]:
     _fix_icrc(d2)
     out.append(Case("length-pad-exceeds-payload", bytes(d2), group="drop"))
     # bad opcode
-    for bad_op in (0x13, 0x20, 0x64, 0x80, 0x82, 0xBF, 0xDF, 0xFF):
+    for bad_op in (0x15, 0x20, 0x64, 0x80, 0x82, 0xBF, 0xDF, 0xFF):
         d = bytearray(base4)
         d[14 + 20 + 8] = bad_op
         _fix_icrc(d)

@@ -394,3 +394,64 @@ def test_roce_read_access_error():
     lb = _run(a, b)
     txc, _ = lb.completions
     assert [(c.wr_id, c.status) for c in txc] == [(1, Status.REM_ACCESS_ERR)]
+
+
+@pytest.mark.parametrize("both", [False, True])
+def test_roce_atomics_and_saved_result(both):
+    """MR-GBN-023, MR-GBN-024, MR-WIRE-065: IBTA FETCH_ADD and COMPARE_SWAP with AtomicETH,
+    answered by ATOMIC ACKNOWLEDGE. The first ATOMIC ACK is lost: the requester resends the
+    request (same PSN, go-back-N), after its local ACK timeout when the FETCH_ADD is alone, at
+    once when the next atomic's ACK shows the gap; the responder does not execute it again but
+    sends its saved result, so memory moves once and the original value is right."""
+    a, b, ca, cb = roce_pair(timeout_exp=4)
+    remote = bytearray(32)
+    remote[0:8] = (41).to_bytes(8, "little")
+    remote[8:16] = (5).to_bytes(8, "little")
+    rkey = b.reg_mr(remote)
+    local = bytearray(16)
+    lkey = a.reg_mr(local)
+    lost = []
+
+    def drop(f, now):
+        if f.bth.opcode == Op.RC_ATOMIC_ACK and not lost:
+            lost.append(now)
+            return True
+        return False
+    ca.post_atomic(0, "fetch_add", lkey, 0, 0, rkey, wr_id=1, add=1)
+    if both:
+        ca.post_atomic(0, "cmp_swap", lkey, 8, 8, rkey, wr_id=2, compare=5, swap=77)
+    lb = _run(a, b, until=0.05, faults=LoopFaults(drop_if=drop))
+    txc, _ = lb.completions
+    assert [(c.wr_id, c.status, c.opcode, c.byte_len) for c in txc] == [
+        (1, Status.SUCCESS, WcOpcode.FETCH_ADD, 8), (2, Status.SUCCESS, WcOpcode.COMP_SWAP, 8)][:1 + both]
+    assert lost and a.stats["retransmitted"] >= 1
+    assert (a.stats["timeouts"] >= 1) != both
+    assert b.stats["atomic_results_resent"] >= 1 and b.stats["atomics_executed"] == 1 + both
+    assert _u64(remote, 0) == 42 and _u64(local, 0) == 41
+    if both:
+        assert _u64(remote, 8) == 77 and _u64(local, 8) == 5
+
+
+def test_roce_duplicate_atomic_beyond_saved_results_is_nak():
+    """MR-GBN-024: a duplicate atomic older than the responder's saved results is NAKed invalid
+    request, never executed again."""
+    from metaroce.models.codec import BTH, IP, UDP, AtomicETH, Eth, Frame
+    a, b, ca, cb = roce_pair(max_rd_atomic=2)
+    remote = bytearray(8)
+    rkey = b.reg_mr(remote)
+
+    def atomic(psn):
+        return Frame(eth=Eth(), ip=IP(src=A, dst=B, ecn=2), udp=UDP(sport=0xC001),
+                     bth=BTH(opcode=Op.RC_FETCH_ADD, dest_qp=20, psn=psn, ack_req=1),
+                     atomiceth=AtomicETH(0, rkey, 1, 0))
+    for psn in range(3):
+        b.receive(atomic(psn), 0.0)
+    acks = [b.next_packet(0.0) for _ in range(3)]
+    assert [x.atomicack.orig for x in acks] == [0, 1, 2] and _u64(remote, 0) == 3
+    b.receive(atomic(2), 1e-6)                  # saved: the result again, not executed
+    again = b.next_packet(1e-6)
+    assert again.bth.opcode == Op.RC_ATOMIC_ACK and again.atomicack.orig == 2
+    b.receive(atomic(0), 2e-6)                  # beyond the 2 saved results: NAK invalid
+    nak = b.next_packet(2e-6)
+    assert nak.bth.opcode == Op.RC_ACK and nak.aeth.syndrome == 0x61
+    assert _u64(remote, 0) == 3 and b.stats["atomics_executed"] == 3
