@@ -17,7 +17,7 @@ s_axis__tvalid        in
 s_axis__tready        out
 s_axis__tlast         in
 s_axis__tuser         in    MAC error (any beat of the frame)
-m_meta__data [1663]   out   :data:`META_LAYOUT` (MR-HW-010), one record per non-bypassed frame
+m_meta__data [1438]   out   :data:`META_LAYOUT` (MR-HW-010), one record per non-bypassed frame
 m_meta__valid         out
 m_meta__ready         in
 m_payload__tdata [W]  out   payload of accepted frames, byte lanes as in the input frame

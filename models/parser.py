@@ -34,7 +34,7 @@ __all__ = ["ParserModel", "pack_meta", "unpack_meta", "frame_meta", "verdict", "
 
 #: Header buffer: bytes of the frame kept for parsing (headers end at byte 126 at most).
 HB = 128
-EXT_NAMES = ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh", "atomiceth")
+EXT_NAMES = ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh")
 
 ACT_DISCARD, ACT_BYPASS, ACT_PAYLOAD = 0, 1, 2
 
@@ -79,7 +79,6 @@ META_LAYOUT = _s({
     "mrsh": _hdr("mrsh"),
     "mrah": _hdr("mrah"),
     "mrnh": _hdr("mrnh"),
-    "atomiceth": _hdr("atomiceth"),     # RC COMPARE_SWAP / FETCH_ADD (MR-WIRE-065)
 })
 
 
@@ -183,7 +182,7 @@ def frame_meta(f, frame_len):
         "bth": {k: int(v) for k, v in vars(f.bth).items()},
         "imm": f.imm,
     }
-    for h in ("reth", "aeth", "atomicack", "mrdh", "mrsh", "mrah", "mrnh", "atomiceth"):
+    for h in ("reth", "aeth", "atomicack", "mrdh", "mrsh", "mrah", "mrnh"):
         hv = getattr(f, h)
         if hv is not None:
             vals[h] = dict(vars(hv))

@@ -45,7 +45,7 @@ from .streams import ReadyRandomiser, axis_sink, axis_source
 # Traffic shapes: random idle cycles on the input, random backpressure ("bp") on the outputs.
 SHAPES = {"none": (0.0, 0.0), "idle": (0.3, 0.0), "bp": (0.0, 0.5), "both": (0.25, 0.4)}
 N_COUNTERS = 9  # one per Reason code (MR-HW-060)
-EXT_NAMES = ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh", "atomiceth")
+EXT_NAMES = ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh")
 
 
 def _model(width):
@@ -278,7 +278,7 @@ def expected_meta(f: codec.Frame, data: bytes) -> dict:
         "udp": {"sport": f.udp.sport},
         "bth": {k: int(v) for k, v in vars(f.bth).items()},
     }
-    for name in ("reth", "aeth", "atomicack", "mrdh", "mrsh", "mrah", "mrnh", "atomiceth"):
+    for name in ("reth", "aeth", "atomicack", "mrdh", "mrsh", "mrah", "mrnh"):
         h = getattr(f, name)
         if h is not None:
             exp[name] = dict(vars(h))

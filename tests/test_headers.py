@@ -157,12 +157,10 @@ def _s(fields):
     return data.StructLayout(fields)
 
 
-#: META_LAYOUT as written by hand before the header table (the layout the RTL was verified with),
-#: plus the IBTA AtomicETH (MR-WIRE-065) appended: its presence bit last in ``has``, its fields last.
+#: META_LAYOUT as written by hand before the header table (the layout the RTL was verified with).
 META_LAYOUT_BEFORE = _s({
     "drop": 1, "reason": 4, "ipv6": 1, "vlan_present": 1,
-    "has": _s({h: 1 for h in ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh",
-                              "atomiceth")}),
+    "has": _s({h: 1 for h in ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh")}),
     "frame_len": 16, "payload_offset": 16, "payload_len": 16,
     "eth": _s({"dst": 48, "src": 48, "pcp": 3, "dei": 1, "vlan": 12}),
     "ip": _s({"dscp": 6, "ecn": 2, "ttl": 8, "ident": 16, "flow_label": 20, "src": 128, "dst": 128}),
@@ -178,7 +176,6 @@ META_LAYOUT_BEFORE = _s({
     "mrah": _s({"version": 4, "flags": 4, "path": 8, "ce_count": 16, "cum_psn": 32, "rate_mbps": 32,
                 "trigger_psn": 32, "sack": 256}),
     "mrnh": _s({"version": 4, "flags": 4, "path": 8, "reason": 8, "psn": 32}),
-    "atomiceth": _s({"va": 64, "rkey": 32, "swap": 64, "compare": 64}),
 })
 
 
@@ -186,8 +183,8 @@ def test_meta_layout_generated_from_table():
     """MR-WIRE-003, MR-HW-010: the metadata record generated from the header table has exactly
     the bit layout it had when written by hand, and each header's sub-layout is the table's."""
     assert META_LAYOUT == META_LAYOUT_BEFORE
-    assert META_LAYOUT.size == 1438 + 1 + 224
-    for name in ("bth", "reth", "aeth", "atomicack", "mrdh", "mrsh", "mrah", "mrnh", "atomiceth"):
+    assert META_LAYOUT.size == 1438
+    for name in ("bth", "reth", "aeth", "atomicack", "mrdh", "mrsh", "mrah", "mrnh"):
         sub = META_LAYOUT.members[name]
         assert [(n, f.width) for n, f in sub] == list(TABLE[name].layout().items()), name
 

@@ -26,7 +26,7 @@ def test_port_names_and_meta_width():
     names = ParserModel.port_names()
     assert "s_axis__tdata" in names["inputs"] and "m_meta__data" in names["outputs"]
     assert set(names["inputs"]) & set(names["outputs"]) == set()
-    assert META_LAYOUT.size == 1663
+    assert META_LAYOUT.size == 1438
     out = ParserModel(64).step({})
     assert set(out) == set(names["outputs"])
 
