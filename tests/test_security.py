@@ -52,7 +52,7 @@ def same(a, b):
 
 @pytest.mark.parametrize("encrypt", [False, True])
 def test_seal_open_every_opcode(encrypt):
-    """MR-SEC-110, MR-SEC-111, MR-SEC-112, MR-WIRE-076, MR-WIRE-077: every frame kind survives
+    """MR-SEC-110, MR-SEC-111, MR-SEC-112, MR-WIRE-077, MR-WIRE-082: every frame kind survives
     sealing, the wire and opening unchanged; the MR_SEC frame carries the original opcode."""
     tx, rx = pair(encrypt=encrypt)
     for f in frames():
@@ -212,7 +212,7 @@ def test_malformed_sec_frames():
     for change in (dict(payload=g.payload[:wire.MRAH_LEN + 3]),
                    dict(mrsec=replace(g.mrsec, next_op=Op.MR_SEC)),
                    dict(mrsec=replace(g.mrsec, next_op=Op.MR_CONN_REQ)),
-                   dict(mrsec=replace(g.mrsec, next_op=0x13)),
+                   dict(mrsec=replace(g.mrsec, next_op=0x15)),
                    dict(mrsec=replace(g.mrsec, flags=wire.SecFlag.ENCRYPTED))):
         with pytest.raises(Drop) as e:
             rx.open(replace(g, **change))
