@@ -104,6 +104,15 @@ class AtomicAck:
 
 
 @dataclass
+class AtomicETH:
+    """IBTA atomic extended transport header (MR-WIRE-065)."""
+    va: int = 0
+    rkey: int = 0
+    swap: int = 0
+    compare: int = 0
+
+
+@dataclass
 class MRDH:
     """MetaRoCE data header (MR-WIRE-071)."""
     version: int = wire.MR_VERSION
@@ -146,7 +155,7 @@ class MRNH:
 
 @dataclass
 class MRSEC:
-    """MetaRoCE security header of an authenticated frame (MR-WIRE-076, MR-SEC-110)."""
+    """MetaRoCE security header of an authenticated frame (MR-WIRE-082, MR-SEC-110)."""
     version: int = wire.MR_VERSION
     flags: int = 0
     next_op: int = 0
@@ -181,6 +190,7 @@ class Frame:
     aeth: AETH | None = None
     imm: int | None = None
     atomicack: AtomicAck | None = None
+    atomiceth: AtomicETH | None = None
     mrdh: MRDH | None = None
     mrsh: MRSH | None = None
     mrah: MRAH | None = None
@@ -196,7 +206,7 @@ class Frame:
         return wire.HEADERS[Op(self.bth.opcode)]
 
 
-_HEADER_TYPES = {"reth": RETH, "aeth": AETH, "atomicack": AtomicAck, "mrdh": MRDH,
+_HEADER_TYPES = {"reth": RETH, "aeth": AETH, "atomicack": AtomicAck, "atomiceth": AtomicETH, "mrdh": MRDH,
                  "mrsh": MRSH, "mrah": MRAH, "mrnh": MRNH, "mrsec": MRSEC, "mrch": MRCH}
 #: The dataclass of each header whose fields are exactly the header table's (MR-WIRE-003).
 RECORDS = {"bth": BTH, **_HEADER_TYPES}
@@ -602,7 +612,7 @@ def to_json(frame_no, frame, error=None):
         out["bth"] = b
     else:
         out["bth"] = None
-    for name in ("reth", "aeth", "atomicack", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrch"):
+    for name in ("reth", "aeth", "atomicack", "atomiceth", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrch"):
         h = getattr(f, name)
         if h is not None:
             out[name] = _obj(h)
@@ -653,6 +663,6 @@ def summary(frame_no, obj):
     return " ".join(parts)
 
 
-__all__ = ["DecodeError", "Eth", "IP", "UDP", "BTH", "RETH", "AETH", "AtomicAck", "MRDH", "MRSH",
+__all__ = ["DecodeError", "Eth", "IP", "UDP", "BTH", "RETH", "AETH", "AtomicAck", "AtomicETH", "MRDH", "MRSH",
            "MRAH", "MRNH", "MRSEC", "MRCH", "Frame", "make", "encode", "decode", "decode_json", "to_json", "summary",
            "wire_len", "encode_bth", "decode_bth", "encode_ext", "decode_ext", "ipv4_checksum_ok"]

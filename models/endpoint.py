@@ -15,6 +15,7 @@ Completions are exactly once and in message order per stream (MR-EXO-001..005).
 from __future__ import annotations
 
 import heapq
+import struct
 from collections import Counter, deque
 from dataclasses import dataclass
 from enum import IntEnum
@@ -28,6 +29,7 @@ from .wire import MrahFlag, MrdhFlag, NakReason, Op
 ACCESS_LOCAL_WRITE = P.ACCESS_LOCAL_WRITE
 ACCESS_REMOTE_WRITE = P.ACCESS_REMOTE_WRITE
 ACCESS_REMOTE_READ = P.ACCESS_REMOTE_READ
+ACCESS_REMOTE_ATOMIC = P.ACCESS_REMOTE_ATOMIC
 ACCESS_ALL = P.ACCESS_ALL
 
 
@@ -46,6 +48,9 @@ class WcOpcode(IntEnum):
     """Completion opcode (verbs ``ibv_wc_opcode`` subset)."""
     SEND = 0
     RDMA_WRITE = 1
+    RDMA_READ = 2
+    COMP_SWAP = 3
+    FETCH_ADD = 4
     RECV = 128
     RECV_RDMA_WITH_IMM = 129
 
@@ -73,8 +78,17 @@ NAK_STATUS = {
 }
 
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
+NS = P.NS_PER_S
+_NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
-_DATA_OPS = (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM)
+_DATA_OPS = (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ_RESP, Op.MR_READ,
+             Op.MR_CMP_SWAP, Op.MR_FETCH_ADD)
+#: MR-VERB-001: requests answered by a response message (READ, atomics).
+_REQ_OPS = frozenset({Op.MR_READ, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD})
+_RETH_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_READ, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD})
+_WC_OP = {Op.MR_WRITE: WcOpcode.RDMA_WRITE, Op.MR_WRITE_IMM: WcOpcode.RDMA_WRITE,
+          Op.MR_SEND: WcOpcode.SEND, Op.MR_SEND_IMM: WcOpcode.SEND, Op.MR_READ: WcOpcode.RDMA_READ,
+          Op.MR_CMP_SWAP: WcOpcode.COMP_SWAP, Op.MR_FETCH_ADD: WcOpcode.FETCH_ADD}
 RING_MASK = P.SEND_WINDOW - 1
 
 
@@ -82,7 +96,7 @@ class _SMsg:
     """A message being sent: chunked at MTU boundaries; chunk ``i`` is bytes ``[i*mtu, ...)``."""
     __slots__ = ("stream", "msg", "op", "wr_id", "mv", "length", "va", "rkey", "recv_seq", "imm",
                  "nchunks", "next_chunk", "ack_base", "ack_bits", "nacked", "done", "status", "slot",
-                 "rnr")
+                 "rnr", "q", "rd", "rd_len", "dst", "req_acked", "err")
 
     def __init__(self, stream, msg, op, wr_id, mv, length, va, rkey, recv_seq, imm, mtu):
         self.stream, self.msg, self.op, self.wr_id = stream, msg, op, wr_id
@@ -99,8 +113,18 @@ class _SMsg:
         self.status = Status.SUCCESS
         self.slot = None            # tx_msg slot while started and not completed (MR-ENG-013)
         self.rnr = 0                # RNR NAKs of its lowest unacknowledged chunk (MR-ENG-041)
+        self.q = stream             # scheduler queue: the stream, or the response queue (MR-VERB-003)
+        # MR-VERB-001: a READ or atomic request is one chunk, acknowledged by req_acked; its
+        # ack_base/ack_bits/nacked count the response chunks placed in dst (rd_len bytes).
+        self.rd = op in _REQ_OPS
+        self.rd_len = length
+        self.dst = None
+        self.req_acked = False
+        self.err = False            # a response that ends its READ in error (MR-VERB-004)
 
     def is_acked(self, i):
+        if self.rd:
+            return self.req_acked
         return i < self.ack_base or (self.ack_bits >> (i - self.ack_base)) & 1
 
 
@@ -141,14 +165,14 @@ class _Path:
         self.tail_probed = False    # MR-REL-010: the timer's last expiry sent a tail probe
         self.collapsed = False      # cwnd reset by a timeout that carried no information
         self.min_rtt = None         # lowest RTT sample of the path (MR-REL-009)
-        self.xwit = -1.0            # send time of the newest packet acked on another path
-        self.xslack = 0.0           # min RTT + queueing + reorder allowance (MR-REL-009)
+        self.xwit = _NEVER          # send time (ns) of the newest packet acked on another path
+        self.xslack = 0             # ns: min RTT + queueing + reorder allowance (MR-REL-009)
         self.xrun = 0               # packets declared lost by MR-REL-009 since the last ACK
         self.consec_to = 0
         self.state = _ACTIVE
-        self.last_ece = -1.0
-        self.last_ack = -1.0
-        self.next_dec = 0.0
+        self.last_ece = _NEVER      # MR-ENG-050: every time below is integer ns
+        self.last_ack = _NEVER
+        self.next_dec = 0
         self.since_req = 0
         self.probe_token = 0
         self.probe_interval = probe_interval
@@ -198,7 +222,7 @@ class _Path:
 
 class _RxMsg:
     __slots__ = ("msg_len", "op", "chunk_base", "chunk_bits", "placed", "done", "imm", "recv_seq",
-                 "stream", "msg")
+                 "stream", "msg", "req")
 
     def __init__(self, msg_len, op, stream, msg):
         self.msg_len, self.op, self.stream, self.msg = msg_len, op, stream, msg
@@ -210,6 +234,7 @@ class _RxMsg:
         self.done = False
         self.imm = None
         self.recv_seq = None
+        self.req = None             # READ/atomic: (va, rkey, dma_len, operands) (MR-VERB-002)
 
 
 class _RxStream:
@@ -240,15 +265,21 @@ class Connection:
         self.n_streams = streams
         cw = max(ep.mtu, ep.bdp * ep.init_window_bdp / paths)
         self.paths = [_Path(self, i, P.entropy_for(local_id * 4099 + i * 131 + ep.seed * 7919), cw,
-                            ep.probe_interval) for i in range(paths)]
+                            ep._probe_interval_ns) for i in range(paths)]
         # MR-CONN-004: each connection starts its rotation at its own path, so that an endpoint
         # serving connections round-robin spreads their first packets over paths and planes.
         self.rr = local_id % paths
         self.retx = deque()         # (msg, chunk) to resend (MR-REL-003); one per lost record
         self.ssq = [deque() for _ in range(streams)]   # per stream, posted, not completed (MR-EXO-004)
-        self.stx = [deque() for _ in range(streams)]   # per stream, chunks not yet sent once
+        # per stream, chunks not yet sent once; queue ``streams`` holds READ/atomic responses
+        # (MR-VERB-003), served as one more stream of the round robin
+        self.stx = [deque() for _ in range(streams + 1)]
         self.s_active = deque()     # MR-ENG-030: streams with unsent chunks, round-robin order
-        self.s_slots = [0] * streams                   # tx_msg slots each stream holds
+        self.s_slots = [0] * (streams + 1)             # tx_msg slots each queue holds
+        self.rd_out = {}            # requester: (stream, msg) -> started READ/atomic (MR-VERB-002)
+        self.rsp = {}               # responder: (stream, msg) -> response message (MR-VERB-005)
+        self.rsp_used = 0           # responder resources taken (accepted requests), MR-VERB-005
+        self.rd_slots = 0           # message slots held by READ/atomic requests (MR-VERB-006)
         self.free_slots = list(range(ep.max_tx_msgs - 1, -1, -1))   # MR-ENG-013
         self.rx_open = {}           # (stream, msg) -> _RxMsg; at most max_rx_msgs (MR-ENG-015)
         self.msg_next = [0] * streams
@@ -264,9 +295,9 @@ class Connection:
         if self.ss:
             self.window = min(self.window, self.ramp)
         self.rate_bps = ep.line_rate_bps
-        self.last_ece = -1.0
-        self.pace_until = 0.0
-        self.last_tx = -1.0         # send time and wire length of the last data frame (MR-CC-006)
+        self.last_ece = _NEVER      # MR-ENG-050: times in integer ns
+        self.pace_until = 0
+        self.last_tx = _NEVER       # send time and wire length of the last data frame (MR-CC-006)
         self.last_wl = 0
         self.in_ready = False
         self.last_progress = None   # MR-ENG-040: last ACK progress while work is outstanding
@@ -321,6 +352,57 @@ class Connection:
         op = Op.MR_SEND if imm is None else Op.MR_SEND_IMM
         self._post(stream, op, lkey, loffset, length, wr_id, imm=imm, send=True)
 
+    def post_read(self, stream, lkey, loffset, length, remote_va, rkey, wr_id):
+        """RDMA READ of ``length`` bytes at byte ``remote_va`` of the peer's region ``rkey``
+        into the local buffer (MR-VERB-001..004). Completes ``RDMA_READ`` when every byte is
+        placed, or with ``REM_ACCESS_ERR`` / ``REM_INV_REQ_ERR`` when the peer refuses it."""
+        self._stream(stream)
+        self._rd_check()
+        buf, access = self.ep._local_mr(lkey, loffset, length)
+        if not access & P.ACCESS_LOCAL_WRITE:
+            raise ValueError("READ destination needs ACCESS_LOCAL_WRITE")
+        if length >= 1 << 32:
+            raise ValueError("message longer than 2^32 - 1 bytes")
+        m = self._post(stream, Op.MR_READ, lkey, loffset, 0, wr_id, remote_va, rkey)
+        m.rd_len = length
+        m.dst = memoryview(buf)[loffset:loffset + length]
+        return m
+
+    def post_atomic(self, stream, kind, lkey, loffset, remote_va, rkey, wr_id, *, add=0,
+                    compare=0, swap=0):
+        """64-bit atomic on the peer's region ``rkey`` at ``remote_va`` (8-byte aligned):
+        ``kind`` is ``"fetch_add"`` (adds ``add``) or ``"cmp_swap"`` (writes ``swap`` when the
+        value equals ``compare``). The original value lands in the 8 local bytes at ``loffset``
+        (little-endian, as in host memory). Executed exactly once (MR-VERB-010..013)."""
+        if kind not in ("fetch_add", "cmp_swap"):
+            raise ValueError(f"atomic kind must be 'fetch_add' or 'cmp_swap', got {kind!r}")
+        for name, v in (("add", add), ("compare", compare), ("swap", swap)):
+            if not 0 <= v <= P.U64_MASK:
+                raise ValueError(f"{name} must be a 64-bit unsigned value")
+        if self.ep.mtu < 16:
+            raise ValueError("atomics need an mtu of at least 16 bytes")
+        self._stream(stream)
+        self._rd_check()
+        buf, access = self.ep._local_mr(lkey, loffset, 8)
+        if not access & P.ACCESS_LOCAL_WRITE:
+            raise ValueError("atomic result buffer needs ACCESS_LOCAL_WRITE")
+        cas = kind == "cmp_swap"
+        # MR-WIRE-076: the operands are the payload, network order (swap or add, then compare)
+        operands = struct.pack("!QQ", swap, compare) if cas else struct.pack("!Q", add)
+        m = self._post(stream, Op.MR_CMP_SWAP if cas else Op.MR_FETCH_ADD, lkey, loffset, 0, wr_id,
+                       remote_va, rkey)
+        self.unsent -= m.nchunks
+        m.mv, m.length = memoryview(operands), len(operands)
+        m.nchunks = 1
+        self.unsent += 1
+        m.rd_len = 8
+        m.dst = memoryview(buf)[loffset:loffset + 8]
+        return m
+
+    def _rd_check(self):
+        if self.ep.max_tx_msgs < 2:
+            raise ValueError("READ and atomics need max_tx_msgs >= 2 (MR-VERB-006)")
+
     def post_recv(self, stream, lkey, loffset, length, wr_id):
         """Post a receive buffer; the ``k``-th receive on a stream matches its ``k``-th send."""
         self._stream(stream)
@@ -364,6 +446,8 @@ class Connection:
                 continue
             if m.next_chunk >= m.ack_base + self.ep.chunk_window:
                 continue            # MR-ENG-012: the message's chunk window is full
+            if m.rd and m.slot is None and self.rd_slots >= self.ep.max_tx_msgs - 1:
+                continue            # MR-VERB-006: one slot stays for work that needs no peer slot
             return m, m.next_chunk, False, k - 1
         return None
 
@@ -417,7 +501,10 @@ class Connection:
         else:
             if m.slot is None:
                 m.slot = self.free_slots.pop()
-                self.s_slots[m.stream] += 1
+                self.s_slots[m.q] += 1
+                if m.rd:
+                    self.rd_out[(m.stream, m.msg)] = m      # MR-VERB-002
+                    self.rd_slots += 1
             m.next_chunk += 1
             self.unsent -= 1
             act = self.s_active
@@ -431,7 +518,7 @@ class Connection:
             self.last_progress = now        # MR-ENG-040: work outstanding from now
             if not self.prog_armed:
                 self.prog_armed = True
-                ep._push(now + ep.wr_timeout, 5, self, 0)
+                ep._push(now + ep._wr_timeout_ns, 5, self, 0)
         psn = p.next_psn
         p.next_psn = (psn + 1) & P.PSN_MASK
         rec = _Rec(m, i, now, nbytes)
@@ -473,14 +560,16 @@ class Connection:
         if is_retx:
             flags |= MrdhFlag.RETX
         op = m.op
-        write = op == Op.MR_WRITE or op == Op.MR_WRITE_IMM
+        reth = op in _RETH_OPS
+        if m.err:
+            flags |= MrdhFlag.ERROR
         return Frame(
             eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=p.entropy),
             bth=BTH(opcode=op, pkey=self.pkey, dest_qp=self.peer_id, ack_req=1 if ack_req else 0,
                     psn=psn),
             mrdh=MRDH(1, flags, p.idx, m.stream, m.msg, off, m.length),
-            reth=RETH(m.va, m.rkey, m.length) if write else None,
-            mrsh=None if write else MRSH(m.recv_seq),
+            reth=RETH(m.va, m.rkey, m.rd_len) if reth else None,
+            mrsh=MRSH(m.recv_seq) if m.recv_seq is not None else None,
             imm=m.imm, payload=bytes(m.mv[off:off + nbytes]))
 
     def _rearm(self, p):
@@ -497,19 +586,26 @@ class Connection:
             self.ep._disarm(p)
 
     def _rto(self, p):
+        """MR-REL-006, MR-ENG-052: the path's timer in integer ns."""
         ep = self.ep
         return P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
-                              rto_max=ep._rto_max_ns, initial=ep._rto_initial_ns) * p.backoff / P.NS_PER_S
+                              rto_max=ep._rto_max_ns, initial=ep._rto_initial_ns) * p.backoff
 
     def _gap(self, wire_bytes):
         """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s."""
-        return P.pacing_gap_ns(wire_bytes, max(1, int(self.rate_bps // 1e6))) / P.NS_PER_S
+        return P.pacing_gap_ns(wire_bytes, max(1, int(self.rate_bps // 1e6)))
 
-    def _srtt_s(self, p):
-        """The path's smoothed RTT in seconds, the base RTT before any sample."""
-        return self.ep.base_rtt if p.srtt is None else p.srtt / P.NS_PER_S
+    def _srtt_ns(self, p):
+        """The path's smoothed RTT in ns, the base RTT before any sample."""
+        return self.ep._base_rtt_ns if p.srtt is None else p.srtt
 
     def _chunk_acked(self, m, i):
+        if m.rd:
+            # MR-VERB-001: the request arrived; the READ/atomic completes with its response
+            if m.req_acked:
+                self.ep.stats["spurious_retransmits"] += 1
+            m.req_acked = True
+            return
         if m.is_acked(i):
             self.ep.stats["spurious_retransmits"] += 1   # MR-EXO-002: never double-counted
             return
@@ -520,13 +616,34 @@ class Connection:
         m.nacked += 1
         if m.nacked == m.nchunks and not m.done:
             m.done = True
-            self._deliver_send(m.stream)
+            if m.q != m.stream:
+                self._rsp_done(m)
+            else:
+                self._deliver_send(m.stream)
 
     def _fail(self, m, status):
         if not m.done:
             m.done = True
             m.status = status
-            self._deliver_send(m.stream)
+            if m.q != m.stream:
+                self._rsp_done(m)
+            else:
+                self._deliver_send(m.stream)
+
+    def _rsp_done(self, r):
+        """MR-VERB-005: a response is acknowledged in full (or failed): its responder resource
+        and message slot are free again."""
+        del self.rsp[(r.stream, r.msg)]
+        self.rsp_used -= 1
+        r.mv = None
+        if not self.rsp and not any(self.ssq):
+            self.last_progress = None
+        if r.slot is not None:
+            self.free_slots.append(r.slot)
+            self.s_slots[r.q] -= 1
+            r.slot = None
+        if self.s_active:
+            self.ep._make_ready(self)
 
     def _deliver_send(self, stream):
         """MR-EXO-004: sender completions on a stream in posting order."""
@@ -534,16 +651,20 @@ class Connection:
         ep = self.ep
         while q and q[0].done:
             m = q.popleft()
-            write = m.op == Op.MR_WRITE or m.op == Op.MR_WRITE_IMM
-            ep._cq.append(Completion(m.wr_id, m.status, WcOpcode.RDMA_WRITE if write else WcOpcode.SEND,
-                                     m.length, self.local_id, m.stream, None))
+            ep._cq.append(Completion(m.wr_id, m.status, _WC_OP[m.op], m.rd_len, self.local_id,
+                                     m.stream, None))
             ep.stats["completions"] += 1
             m.mv = None
-            if not any(self.ssq):
+            if m.rd:
+                self.rd_out.pop((m.stream, m.msg), None)
+                m.dst = None
+                if m.slot is not None:
+                    self.rd_slots -= 1
+            if not any(self.ssq) and not self.rsp:
                 self.last_progress = None   # MR-ENG-040: nothing outstanding
             if m.slot is not None:      # MR-ENG-013: the slot is free once completed
                 self.free_slots.append(m.slot)
-                self.s_slots[m.stream] -= 1
+                self.s_slots[m.q] -= 1
                 m.slot = None
                 if self.s_active:
                     ep._make_ready(self)
@@ -578,12 +699,12 @@ class Connection:
         rec = p.rec(a.trigger_psn)
         wit = None
         if rec is not None and not rec.probe:
-            sample = P.to_ns(now - rec.t)
+            sample = now - rec.t
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
             if p.min_rtt is None or sample < p.min_rtt:
                 p.min_rtt = sample
-            wit = (rec.t, (sample - p.min_rtt) / P.NS_PER_S)
+            wit = (rec.t, sample - p.min_rtt)
         pkts = nbytes = 0
         for j in range(n):
             ix = (floor + j) & RING_MASK
@@ -676,7 +797,7 @@ class Connection:
                                     mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
                                     beta_q=ep._beta_q)          # MR-ENG-053
             if dec:
-                p.next_dec = now + self._srtt_s(p)
+                p.next_dec = now + self._srtt_ns(p)
         if pkts:
             p.tail_probed = False
             if self.last_progress is not None:
@@ -687,7 +808,7 @@ class Connection:
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
                 p.cwnd = int(max(ep.mtu, ep.bdp * ep.init_window_bdp / len(self.paths)))
-                p.probe_interval = ep.probe_interval
+                p.probe_interval = ep._probe_interval_ns
                 st["paths_restored" if p.retired_before else "paths_cleared"] += 1
                 p.retired_before = False
         if n > 0:
@@ -710,9 +831,8 @@ class Connection:
                 continue
             # The allowance covers reordering and RTT variation; the receiver's ACK grouping is
             # covered by timing from the group's AckReq packet (_xdue).
-            ns = P.NS_PER_S
-            slack = P.xpath_deadline(0.0, q.min_rtt / ns, max(qdelay, (q.srtt - q.min_rtt) / ns),
-                                     ep.reorder_allow + 2 * q.rttvar / ns)
+            slack = P.xpath_deadline(0, q.min_rtt, max(qdelay, q.srtt - q.min_rtt),
+                                     ep._reorder_allow_ns + 2 * q.rttvar)
             if t_wit > q.xwit:
                 q.xwit = t_wit
             q.xslack = slack
@@ -796,7 +916,7 @@ class Connection:
                 ep.stats["rnr_retry_exceeded"] += 1
             elif not rec.lost:
                 self._mark_lost(p, rec, requeue=False)
-                ep._push(now + ep.rnr_delay, 6, self, (m, rec.idx))
+                ep._push(now + ep._rnr_delay_ns, 6, self, (m, rec.idx))
         else:
             # MR-ERR-004: PSN window: the packet was not taken; resend it.
             self._mark_lost(p, rec)
@@ -809,7 +929,7 @@ class Connection:
         if self.last_progress is None:
             return
         ep = self.ep
-        dl = self.last_progress + ep.wr_timeout
+        dl = self.last_progress + ep._wr_timeout_ns
         if dl > now:
             self.prog_armed = True
             ep._push(dl, 5, self, 0)
@@ -818,6 +938,8 @@ class Connection:
         for q in self.ssq:
             for m in list(q):
                 self._fail(m, Status.RETRY_EXC_ERR)
+        for r in list(self.rsp.values()):
+            self._fail(r, Status.RETRY_EXC_ERR)       # MR-VERB-005: the responses are dropped
         self.last_progress = None
 
     def _rnr_resend(self, m, idx):
@@ -864,7 +986,7 @@ class Connection:
         p.backoff = min(p.backoff * 2, 64)
         healthy = self._healthy(p, now)
         # ECN on this path or on the connection (a shared last hop, incast) means congestion.
-        ecn = now - max(p.last_ece, self.last_ece) < 4 * self._srtt_s(p)
+        ecn = now - max(p.last_ece, self.last_ece) < 4 * self._srtt_ns(p)
         action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
         if action == P.PATH_KEEP:
             p.cwnd = max(ep.mtu, p.cwnd // 2)
@@ -893,7 +1015,7 @@ class Connection:
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
         ep = self.ep
         return [q for q in self.paths if q.state == _ACTIVE and q is not p
-                and now - q.last_ack < 4 * self._srtt_s(q)]
+                and now - q.last_ack < 4 * self._srtt_ns(q)]
 
     def _give_window(self, p, healthy):
         """Keep the connection's total window when a path stops carrying data (MR-PATH-004):
@@ -907,7 +1029,7 @@ class Connection:
         """MR-PATH-003: stop using the path; probe it after ``probe_interval`` (doubling)."""
         ep = self.ep
         if p.state == _PROBING and p.retired_before:
-            p.probe_interval = min(p.probe_interval * 2, ep.probe_interval * 64)
+            p.probe_interval = min(p.probe_interval * 2, ep._probe_interval_ns * 64)
         else:
             ep.stats["paths_retired"] += 1
         p.state = _RETIRED
@@ -962,8 +1084,14 @@ class Connection:
         # before any sequence shortcut, so a forged duplicate is refused like any bad packet.
         reason = self._validate(f)
         if reason is not None:
-            ep._nak(self, f, h.path, reason)
-            return
+            if (reason == NakReason.ACCESS or reason == NakReason.BOUNDS) and f.bth.opcode in _REQ_OPS:
+                # MR-VERB-002: a refused READ/atomic is answered in its stream's order by an ERROR
+                # response (reliable, and later requests of the stream still execute); nothing
+                # is read or written (the check is repeated at execution, MR-VERB-004).
+                ep.stats["requests_refused"] += 1
+            else:
+                ep._nak(self, f, h.path, reason)
+                return
         psn = f.bth.psn
         cls = P.rx_classify(p.rx_cum, p.rx_sack, psn)
         if cls == P.RX_OUT:
@@ -977,6 +1105,8 @@ class Connection:
         if reason is not None:
             ep._nak(self, f, h.path, reason)
             return
+        if f.bth.opcode == Op.MR_READ_RESP and self.last_progress is not None:
+            self.last_progress = now        # MR-ENG-040: response data is progress of a READ
         gap = psn != p.rx_high
         if P.psn_dist(p.rx_high, psn) >= 0:
             p.rx_high = (psn + 1) & P.PSN_MASK
@@ -997,7 +1127,7 @@ class Connection:
         else:
             p.rx_last = (psn, f.udp.sport)
             if p.rx_pending == 1:
-                ep._push(now + ep.ack_delay, 3, p, p.rx_ack_token)
+                ep._push(now + ep._ack_delay_ns, 3, p, p.rx_ack_token)
 
     def _validate(self, f):
         """MR-SEC-007: the checks that depend only on the packet and the registrations:
@@ -1020,6 +1150,38 @@ class Connection:
             # MR-SEC-005: the whole message must fit, so a bad write places no byte at all.
             return P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
                                   P.ACCESS_REMOTE_WRITE, reth.va, h.msg_len)
+        if op == Op.MR_READ_RESP:
+            return self._validate_resp(h)
+        if op in _REQ_OPS:
+            return self._validate_req(op, h, f.reth)
+        return None
+
+    def _validate_req(self, op, h, reth):
+        """MR-VERB-002, MR-VERB-011: a READ request carries no payload (msg_len 0) and its
+        whole range must be readable; an atomic carries its operands (msg_len 16 or 8), names 8
+        aligned bytes with ACCESS_REMOTE_ATOMIC. Checked before any shortcut (MR-SEC-007)."""
+        if op == Op.MR_READ:
+            if h.msg_len != 0:
+                return NakReason.LENGTH
+            need, length = P.ACCESS_REMOTE_READ, reth.dma_len
+        else:
+            if reth.dma_len != 8 or h.msg_len != (16 if op == Op.MR_CMP_SWAP else 8):
+                return NakReason.LENGTH
+            if reth.va % 8:
+                return NakReason.INVALID_REQUEST
+            need, length = P.ACCESS_REMOTE_ATOMIC, 8
+        mr = self.ep._mrs.get(reth.rkey)
+        return P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
+                              need, reth.va, length)
+
+    def _validate_resp(self, h):
+        """MR-VERB-003: a response names a READ/atomic this side started; its length is the
+        request's (0 with ERROR). One for a request already completed is a duplicate."""
+        m = self.rd_out.get((h.stream, h.msg))
+        if m is None:
+            return None if P.seq_lt32(h.msg, self.msg_next[h.stream]) else NakReason.INVALID_REQUEST
+        if h.msg_len != (0 if h.flags & MrdhFlag.ERROR else m.rd_len):
+            return NakReason.LENGTH
         return None
 
     def _place(self, f):
@@ -1031,6 +1193,8 @@ class Connection:
         """
         ep = self.ep
         h = f.mrdh
+        if f.bth.opcode == Op.MR_READ_RESP:
+            return self._place_resp(f, h)
         n = len(f.payload)
         s = self.rx[h.stream]
         if P.seq_lt32(h.msg, s.next_deliver):
@@ -1061,6 +1225,12 @@ class Connection:
             reth = f.reth
             va = reth.va + h.offset
             buf = ep._mrs[reth.rkey][0]
+        elif op in _REQ_OPS:
+            # MR-VERB-005: a new request takes a responder resource; none free: RNR (resent)
+            if self.rsp_used >= ep.max_rd_atomic:
+                ep.stats["rsp_full"] += 1
+                return NakReason.RNR
+            va, buf = 0, None
         else:
             rv = s.recvs.get(f.mrsh.recv_seq)
             if rv is None:
@@ -1077,7 +1247,11 @@ class Connection:
             m = self.rx_open[key] = _RxMsg(h.msg_len, op, h.stream, h.msg)
             if op == Op.MR_SEND or op == Op.MR_SEND_IMM:
                 m.recv_seq = f.mrsh.recv_seq
-        if n:
+            elif buf is None:
+                r = f.reth
+                m.req = (r.va, r.rkey, r.dma_len, bytes(f.payload))
+                self.rsp_used += 1
+        if n and buf is not None:
             buf[va:va + n] = f.payload
         if f.imm is not None:
             m.imm = f.imm
@@ -1114,6 +1288,76 @@ class Connection:
                 ep._cq.append(Completion(None, Status.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM,
                                          m.msg_len, self.local_id, stream, m.imm))
                 ep.stats["completions"] += 1
+            elif m.req is not None:
+                self._execute(m)
+
+    def _execute(self, m):
+        """MR-VERB-002, MR-VERB-010: run a READ or atomic request, once, when its stream's
+        delivery reaches it (so it sees every earlier message of the stream), and queue its
+        response. Key and bounds are checked again: a region deregistered meanwhile gives an
+        ERROR response (MR-VERB-004)."""
+        ep = self.ep
+        va, rkey, length, operands = m.req
+        m.req = None
+        read = m.op == Op.MR_READ
+        mr = ep._mrs.get(rkey)
+        err = P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
+                             P.ACCESS_REMOTE_READ if read else P.ACCESS_REMOTE_ATOMIC, va,
+                             length if read else 8)
+        if err is not None:
+            payload = b""
+        elif read:
+            payload = bytes(mr[0][va:va + length])      # the DMA read
+        else:
+            buf = mr[0]
+            orig = int.from_bytes(buf[va:va + 8], "little")
+            cas = m.op == Op.MR_CMP_SWAP
+            operand = int.from_bytes(operands[:8], "big")
+            compare = int.from_bytes(operands[8:16], "big") if cas else 0
+            buf[va:va + 8] = P.atomic_apply(cas, orig, operand, compare).to_bytes(8, "little")
+            payload = orig.to_bytes(8, "little")
+            ep.stats["atomics_executed"] += 1
+        r = _SMsg(m.stream, m.msg, Op.MR_READ_RESP, None, memoryview(payload), len(payload), 0, 0,
+                  None, None, ep.mtu)
+        r.q = q = self.n_streams
+        r.err = err is not None
+        self.rsp[(m.stream, m.msg)] = r
+        self.unsent += r.nchunks
+        if not self.stx[q]:
+            self.s_active.append(q)
+        self.stx[q].append(r)
+        ep._make_ready(self)
+
+    def _place_resp(self, f, h):
+        """MR-VERB-003: place a READ/atomic response chunk at the requester's destination, each
+        byte once (MR-EXO-002); the READ completes when every chunk is placed, in stream
+        order (MR-EXO-004)."""
+        ep = self.ep
+        m = self.rd_out.get((h.stream, h.msg))
+        if m is None or m.done:
+            ep.stats["duplicate_chunks"] += 1
+            return None
+        idx = h.offset // ep.mtu
+        if idx < m.ack_base or (m.ack_bits >> (idx - m.ack_base)) & 1:
+            ep.stats["duplicate_chunks"] += 1
+            return None
+        if idx >= m.ack_base + ep.chunk_window:
+            return NakReason.INVALID_REQUEST        # MR-ENG-012
+        n = len(f.payload)
+        if n:
+            m.dst[h.offset:h.offset + n] = f.payload
+        b = m.ack_bits | (1 << (idx - m.ack_base))
+        t = P.trailing_ones(b)
+        m.ack_base += t
+        m.ack_bits = b >> t
+        m.nacked += 1
+        ep.stats["bytes_placed"] += n
+        if h.flags & MrdhFlag.ERROR:
+            self._fail(m, Status.REM_ACCESS_ERR)
+        elif m.nacked == max(1, -(-m.rd_len // ep.mtu)):
+            m.done = True
+            self._deliver_send(m.stream)
+        return None
 
 
 def _check_config(cfg):
@@ -1165,6 +1409,7 @@ def _check_config(cfg):
     integer("max_streams", 1, 65536)
     integer("retry_cnt", 1)
     integer("rnr_retry", 0)
+    integer("max_rd_atomic", 1)
     if cfg["chunk_window"] is not None:
         integer("chunk_window", 1, 1 << 20)
 
@@ -1278,6 +1523,8 @@ class Endpoint(VerbsHost):
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
       every posted work request of the connection completes RETRY_EXC_ERR (MR-ENG-040).
     - ``rnr_retry`` (7), ``rnr_delay`` (8 x base_rtt): RNR resends and their delay (MR-ENG-041).
+    - ``max_rd_atomic`` (8): READ/atomic requests a connection accepts and has not finished
+      answering (responder resources, MR-VERB-005); beyond them a request is NAKed RNR.
     Every argument is checked; a bad value is a ValueError naming it (MR-ENG-042).
     - ``seed`` (0): varies the initial path entropies.
     - ``initial_psn`` (0): first PSN of every path, both directions (both ends must agree,
@@ -1304,7 +1551,8 @@ class Endpoint(VerbsHost):
                  probe_interval=None, share_interval=None, max_rx_msgs=8, seed=0,
                  initial_psn=0, first_window=2, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
-                 retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None):
+                 retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
+                 max_rd_atomic=R.RD_ATOMIC):
         _check_config(locals())
         self.addr = addr
         self.mtu = mtu
@@ -1327,6 +1575,9 @@ class Endpoint(VerbsHost):
         self._min_rtts_q = int(round(rto_min_rtts * P.Q_ONE))
         self._rto_min_ns, self._rto_max_ns = P.to_ns(rto_min), P.to_ns(rto_max)
         self._rto_initial_ns = P.to_ns(self.rto_initial)
+        self._base_rtt_ns = P.to_ns(base_rtt)
+        self._ack_delay_ns = P.to_ns(self.ack_delay)
+        self._reorder_allow_ns = P.to_ns(self.reorder_allow)
         self._beta_q = int(round(beta * P.Q_ONE))
         self.retire_after = retire_after
         self.probe_interval = probe_interval if probe_interval is not None else 8 * base_rtt
@@ -1346,13 +1597,19 @@ class Endpoint(VerbsHost):
         self.wr_timeout = wr_timeout if wr_timeout is not None else retry_cnt * rto_max
         self.rnr_retry = rnr_retry
         self.rnr_delay = rnr_delay if rnr_delay is not None else 8 * base_rtt
+        # MR-ENG-050: the timers run on integer ns; `now` is converted once per call
+        self._probe_interval_ns = P.to_ns(self.probe_interval)
+        self._share_interval_ns = P.to_ns(self.share_interval)
+        self._wr_timeout_ns = P.to_ns(self.wr_timeout)
+        self._rnr_delay_ns = P.to_ns(self.rnr_delay)
+        self.max_rd_atomic = max_rd_atomic      # MR-VERB-005: responder resources per connection
         self._rtx_used = 0          # MR-ENG-013: outstanding-packet records in use
         self._pool_waiters = {}     # connections waiting for a free record
         self.seed = seed
         self.initial_psn = initial_psn & P.PSN_MASK
         self._init_host()
         self._conns = {}
-        self._share_epoch = 0.0
+        self._share_epoch = 0
         self._share_seen = set()
         self._share_prev = 0
         self._share_prev_set = set()
@@ -1363,7 +1620,11 @@ class Endpoint(VerbsHost):
         self._n_est = 0
         self._share_pkts = self._share_ce = 0
         self._share_ce_frac = 0.0
-        self._pkt_time = mtu * 8 / self.line_rate_bps
+        # MR-CC-005/010 in integer ns: k packet times are k * _pkt_bits_ns // _rate ns
+        self._pkt_bits_ns = mtu * 8 * NS
+        self._rate = int(self.line_rate_bps)
+        self._fresh_ns = -(-P.NEW_SENDER_WINDOW * self._pkt_bits_ns // self._rate)
+        self._horizon_pkts = P.NEW_SENDER_HORIZON * base_rtt * self.line_rate_bps / (mtu * 8)
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -1390,10 +1651,19 @@ class Endpoint(VerbsHost):
             self._push(c.pace_until, 1, c, 0)
         return None
 
+    def next_packet(self, now):
+        """The next frame to put on the wire at ``now`` (seconds), or ``None``."""
+        return VerbsHost.next_packet(self, int(now * NS + 0.5))     # MR-ENG-050: ns inside
+
     def next_wakeup(self, now):
-        """Earliest time something may change without input (timer or pacing), or ``None``."""
+        """Earliest time (seconds) something may change without input (timer or pacing), or
+        ``None``."""
         if self._ctrl or self._ready:
             return now
+        d = self._next_wakeup_ns(int(now * NS + 0.5))
+        return None if d is None else (d / NS if d > now * NS else now)
+
+    def _next_wakeup_ns(self, now):
         t = self._timers
         while t:
             d, _, kind, obj, tok = t[0]
@@ -1408,11 +1678,13 @@ class Endpoint(VerbsHost):
                 heapq.heappop(t)
                 obj.prog_armed = False
                 continue
-            return max(d, now)
+            return d
         return None
 
     def receive(self, frame, now):
-        """A frame arrived from the wire (data, ACK or NAK) (MR-ERR-001..002)."""
+        """A frame arrived from the wire (data, ACK or NAK) at ``now`` (seconds)
+        (MR-ERR-001..002)."""
+        now = int(now * NS + 0.5)       # MR-ENG-050: converted once, integer ns inside
         self._run_timers(now)
         op = frame.bth.opcode
         c = self._conns.get(frame.bth.dest_qp)
@@ -1498,7 +1770,7 @@ class Endpoint(VerbsHost):
         The interval is at least two packet times per sender counted last time, so that
         senders paced at their share (one packet per n packet times) are all seen.
         """
-        iv = max(self.share_interval, 2 * self._share_prev * self._pkt_time)
+        iv = max(self._share_interval_ns, 2 * self._share_prev * self._pkt_bits_ns // self._rate)
         if now - self._share_epoch >= iv:
             stale = now - self._share_epoch >= 2 * iv
             self._share_prev = 0 if stale else len(self._share_seen)
@@ -1527,7 +1799,7 @@ class Endpoint(VerbsHost):
             fr = self._fresh
             fr.append(now)
             if len(fr) >= 2:        # a prediction is made: recompute when each arrival leaves it
-                w = P.NEW_SENDER_WINDOW * self._pkt_time * (1 + 1e-9)
+                w = self._fresh_ns
                 if len(fr) == 2:
                     self._push(fr[0] + w, 4, None, 0)
                 self._push(now + w, 4, None, 0)
@@ -1547,12 +1819,12 @@ class Endpoint(VerbsHost):
 
     def _n_estimate(self, now):
         fr = self._fresh
-        w = P.NEW_SENDER_WINDOW * self._pkt_time
+        w = self._fresh_ns
         while fr and fr[0] <= now - w:
             fr.popleft()
         n = P.predicted_senders(max(self._share_prev, len(self._share_seen)), len(fr),
                                 P.NEW_SENDER_WINDOW,
-                                P.NEW_SENDER_HORIZON * self.base_rtt / self._pkt_time)
+                                self._horizon_pkts)
         self._n_est = n
         return n
 
@@ -1602,4 +1874,4 @@ class Endpoint(VerbsHost):
 
 
 __all__ = ["Endpoint", "Connection", "Completion", "Status", "WcOpcode", "ACCESS_ALL",
-           "ACCESS_LOCAL_WRITE", "ACCESS_REMOTE_WRITE", "ACCESS_REMOTE_READ"]
+           "ACCESS_LOCAL_WRITE", "ACCESS_REMOTE_WRITE", "ACCESS_REMOTE_READ", "ACCESS_REMOTE_ATOMIC"]

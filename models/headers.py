@@ -310,6 +310,12 @@ TABLE = {h.name: h for h in (
     header("aeth", "MR-WIRE-061",
            ("syndrome", 0, 8),
            ("msn", 8, 24)),
+    # IBTA AtomicETH, in RC COMPARE_SWAP / FETCH_ADD (RoCEv2 baseline atomics)
+    header("atomiceth", "MR-WIRE-065",
+           ("va", 0, 64),
+           ("rkey", 64, 32),
+           ("swap", 96, 64),                # swap value (COMPARE_SWAP) or value to add (FETCH_ADD)
+           ("compare", 160, 64)),
     header("imm", "MR-WIRE-062",
            ("imm", 0, 32)),
     header("atomicack", "MR-WIRE-063",
@@ -344,7 +350,7 @@ TABLE = {h.name: h for h in (
            ("psn", 32, 32)),
     # MR-SEC-110: the security header of an authenticated frame (opcode MR_SEC), right after
     # the BTH; the frame's own opcode moves to next_op and its headers follow.
-    header("mrsec", "MR-WIRE-001 MR-WIRE-076",
+    header("mrsec", "MR-WIRE-001 MR-WIRE-082",
            ("version", 0, 4),
            ("flags", 4, 4),                 # SecFlag: bit 0 ENCRYPTED
            ("next_op", 8, 8),               # the protected frame's opcode

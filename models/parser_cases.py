@@ -228,7 +228,7 @@ def drop_cases(seed=2):
         b[l4 + 4:l4 + 6] = struct.pack("!H", ipl - 4)  # UDP length disagrees with IP length
         out.append(Case(f"udp-len{name}", bytes(b), expect=Reason.LENGTH))
         b = bytearray(good)
-        b[l4 + 8] = 0x13                        # unknown opcode
+        b[l4 + 8] = 0x15                        # unknown opcode
         out.append(Case(f"bad-opcode{name}", bytes(b), expect=Reason.BAD_OPCODE))
         b = bytearray(good)
         b[l4 + 8 + 1] |= 0x01                   # BTH TVer
@@ -520,7 +520,7 @@ def drop_edge_cases() -> list[Case]:
     _fix_icrc(d2)
     out.append(Case("length-pad-exceeds-payload", bytes(d2), group="drop"))
     # bad opcode
-    for bad_op in (0x13, 0x20, 0x64, 0x80, 0x82, 0xBF, 0xC6, 0xFF):
+    for bad_op in (0x15, 0x20, 0x64, 0x80, 0x82, 0xBF, 0xDF, 0xFF):
         d = bytearray(base4)
         d[14 + 20 + 8] = bad_op
         _fix_icrc(d)
@@ -555,7 +555,7 @@ def drop_edge_cases() -> list[Case]:
             tag = f"v{6 if ipv6 else 4}{'-vlan' if vlan else ''}"
             good = enc(frame(Op.MR_WRITE, _payload(24, 3), ipv6=ipv6, vlan=vlan))
             bth = _bth_offset(good)
-            for name, pos, value in (("bad_opcode", bth, 0x13), ("bad_version-tver", bth + 1, 0x01),
+            for name, pos, value in (("bad_opcode", bth, 0x15), ("bad_version-tver", bth + 1, 0x01),
                                      ("bad_version-mrdh", bth + 12, 0x20)):
                 d = bytearray(good)
                 d[pos] = value if name == "bad_opcode" else (d[pos] & 0x0F if pos == bth + 12 else d[pos] & 0xF0) | value

@@ -27,7 +27,8 @@ RX_WINDOW = 2 * SACK_BITS
 ACCESS_LOCAL_WRITE = 0x1
 ACCESS_REMOTE_WRITE = 0x2
 ACCESS_REMOTE_READ = 0x4
-ACCESS_ALL = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ
+ACCESS_REMOTE_ATOMIC = 0x8     # MR-VERB-011
+ACCESS_ALL = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +357,7 @@ def xpath_deadline(t_sent, min_rtt, queue_delay, allowance):
     ``min_rtt`` should have been acknowledged, given the queueing delay ``queue_delay`` seen now
     and a reordering ``allowance``. Once a packet sent later (on any path) is acknowledged and
     this time has passed, the packet is lost."""
-    return t_sent + min_rtt + max(0.0, queue_delay) + allowance
+    return t_sent + min_rtt + max(0, queue_delay) + allowance
 
 
 def pacing_gap(nbytes, rate_bps):
@@ -449,3 +450,19 @@ def seq_lt32(a, b):
 #: MR-ERR-003: NAK reasons after which the sender fails the work request instead of retrying.
 FATAL_NAKS = frozenset({NakReason.INVALID_REQUEST, NakReason.ACCESS, NakReason.BOUNDS,
                         NakReason.LENGTH, NakReason.STREAM, NakReason.NO_CONNECTION})
+
+
+# ---------------------------------------------------------------------------------------------
+# Atomics (MR-VERB-010..013)
+
+U64_MASK = (1 << 64) - 1
+
+
+def atomic_apply(op_is_cas, orig, operand, compare):
+    """MR-VERB-010: the new value of a 64-bit atomic on ``orig``: fetch-and-add adds ``operand``
+    modulo 2^64; compare-and-swap writes ``operand`` (the swap value) when ``orig == compare``.
+    The requester always gets ``orig``."""
+    if op_is_cas:
+        return operand if orig == compare else orig
+    return (orig + operand) & U64_MASK
+

@@ -30,6 +30,9 @@ RX_MSGS = 8
 #: Chunks of one message that may be outstanding beyond its lowest unacknowledged chunk
 #: (MR-ENG-012): the width of the per-message chunk bitmaps.
 CHUNK_WINDOW = 512
+#: READ/atomic requests a connection has accepted and not finished answering (responder
+#: resources, MR-VERB-005): the rows of the ``rsp`` table per connection.
+RD_ATOMIC = 8
 #: Outstanding-packet records shared by all paths of all connections (MR-ENG-013).
 RTX_POOL = 16384
 #: PSNs a path may have unresolved (MR-SEQ-006); the model's ring size per path.
@@ -135,11 +138,13 @@ STREAM = data.StructLayout({
     "recv_next": SEQ_BITS,
 })
 
-#: MR-ENG-025: per message being sent (TX_MSGS per connection).
+#: MR-ENG-025: per message being sent (TX_MSGS per connection). For a READ or atomic request
+#: (one chunk, acknowledged by ``req_acked``) ``ack_base``/``ack_bits`` count the response chunks
+#: placed; for a response, ``sq_index`` is its ``rsp`` row (MR-VERB-001, MR-VERB-003).
 TX_MSG = data.StructLayout({
     "valid": 1,
     "stream": STREAM_BITS,
-    "op": 2,
+    "op": 3,                    # write, write+imm, send, send+imm, read, cmp_swap, fetch_add, response
     "msg": SEQ_BITS,
     "recv_seq": SEQ_BITS,
     "sq_index": 16,             # the WQE in host memory (buffer address, keys, wr_id)
@@ -150,13 +155,14 @@ TX_MSG = data.StructLayout({
     "ack_bits": CHUNK_WINDOW,    # chunk ack_base + i acknowledged
     "done": 1,
     "status": 4,
+    "req_acked": 1,
 })
 
 #: MR-ENG-026: per message being received (RX_MSGS per connection).
 RX_MSG = data.StructLayout({
     "valid": 1,
     "stream": STREAM_BITS,
-    "op": 2,
+    "op": 3,
     "msg": SEQ_BITS,
     "msg_len": 32,
     "recv_seq": SEQ_BITS,
@@ -166,6 +172,25 @@ RX_MSG = data.StructLayout({
     "done": 1,
     "has_imm": 1,
     "imm": 32,
+})
+
+#: MR-ENG-031: per responder resource (RD_ATOMIC per connection): a READ or atomic request
+#: accepted, keyed by (stream, msg), until its response is acknowledged (MR-VERB-005). After an
+#: atomic executes, ``operand`` holds the original value (the response's payload).
+RSP = data.StructLayout({
+    "valid": 1,
+    "op": 2,                    # read, cmp_swap, fetch_add
+    "stream": STREAM_BITS,
+    "msg": SEQ_BITS,
+    "va": 64,
+    "rkey": 32,
+    "length": 32,
+    "operand": 64,              # swap or add value; the original value once executed
+    "compare": 64,
+    "executed": 1,
+    "error": 1,                 # MR-VERB-004: answered with an ERROR response
+    "tx_slot": TX_SLOT_BITS,    # the response's tx_msg once started
+    "started": 1,
 })
 
 #: MR-ENG-027: per outstanding packet (one PSN sent and not resolved).
@@ -220,6 +245,7 @@ TABLES = (
     Table("tx_msg", TX_MSG, "message (send)", CONNS * TX_MSGS, "URAM"),
     Table("rx_msg", RX_MSG, "message (receive)", CONNS * RX_MSGS, "URAM"),
     Table("rtx", RTX, "outstanding packet (shared pool)", RTX_POOL, "URAM"),
+    Table("rsp", RSP, "responder resource (READ/atomic)", CONNS * RD_ATOMIC, "BRAM"),
 )
 
 

@@ -20,7 +20,7 @@ import heapq
 from collections import deque
 
 from . import protocol as P
-from .codec import AETH, BTH, IP, RETH, UDP, Eth, Frame
+from .codec import AETH, BTH, IP, RETH, UDP, AtomicAck, AtomicETH, Eth, Frame
 from .endpoint import Completion, Status, VerbsHost, WcOpcode
 from .wire import Op
 
@@ -46,19 +46,29 @@ _FIRSTS = frozenset({Op.RC_WRITE_FIRST, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM, 
 _LASTS = frozenset({Op.RC_WRITE_LAST, Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM,
                     Op.RC_SEND_LAST, Op.RC_SEND_LAST_IMM, Op.RC_SEND_ONLY, Op.RC_SEND_ONLY_IMM})
 _IMMS = frozenset({Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY_IMM, Op.RC_SEND_LAST_IMM, Op.RC_SEND_ONLY_IMM})
+_READ_RESP_OPS = {_FIRST: Op.RC_READ_RESP_FIRST, _MIDDLE: Op.RC_READ_RESP_MIDDLE,
+                  _LAST: Op.RC_READ_RESP_LAST, _ONLY: Op.RC_READ_RESP_ONLY}
+_READ_RESP_SET = frozenset(_READ_RESP_OPS.values())
+_ATOMIC_OPS = frozenset({Op.RC_CMP_SWAP, Op.RC_FETCH_ADD})
 
 
 class _Wr:
     __slots__ = ("write", "wr_id", "mv", "length", "va", "rkey", "imm", "npkts", "start", "done",
-                 "status", "stream")
+                 "status", "stream", "read", "got", "rewound", "atomic", "swap", "compare")
 
-    def __init__(self, write, wr_id, mv, length, va, rkey, imm, mtu, stream):
+    def __init__(self, write, wr_id, mv, length, va, rkey, imm, mtu, stream, read=False):
         self.write, self.wr_id, self.mv, self.length = write, wr_id, mv, length
         self.va, self.rkey, self.imm, self.stream = va, rkey, imm, stream
+        # MR-GBN-020: a READ spans one PSN per response packet; mv is its local destination
         self.npkts = max(1, -(-length // mtu))
         self.start = None           # PSN of the first packet, fixed when first sent
         self.done = False
         self.status = Status.SUCCESS
+        self.read = read
+        self.atomic = None          # MR-GBN-023: RC_CMP_SWAP or RC_FETCH_ADD; mv is the 8-byte result
+        self.swap = self.compare = 0
+        self.got = 0                # READ/atomic: response packets placed, in order
+        self.rewound = -1           # READ: the response index a re-issue was made for
 
 
 class _Qp:
@@ -90,6 +100,10 @@ class _Qp:
         self.rx_write = None        # (buf, va, length, offset) of the write in progress
         self.rx_send = None         # [wr_id, buf, base, length, offset] of the send in progress
         self.rq = deque()
+        # READ responses: [data, first PSN, packets to send, next, packets, re-issued] (MR-GBN-021)
+        self.rsp = deque()
+        # MR-GBN-024: (PSN, original value) of the last max_rd_atomic atomics executed
+        self.atomic_saved = deque(maxlen=ep.max_rd_atomic)
 
     # -- requester -----------------------------------------------------------------------------
 
@@ -110,6 +124,8 @@ class _Qp:
 
     def next_frame(self, now):
         ep = self.ep
+        if self.rsp:
+            return self._next_resp()
         if self.error or now < self.rnr_until:
             return None
         if self.cur >= len(self.sq):
@@ -120,6 +136,10 @@ class _Qp:
         i = self.cur_pkt
         if w.start is None:
             w.start = self.psn
+        if w.read:
+            return self._read_request(w, i, now)
+        if w.atomic is not None:
+            return self._atomic_request(w, now)
         off = i * ep.mtu
         n = min(ep.mtu, w.length - off)
         pos = _ONLY if w.npkts == 1 else _FIRST if i == 0 else _LAST if i == w.npkts - 1 else _MIDDLE
@@ -150,23 +170,114 @@ class _Qp:
         ep.stats["data_packets_sent"] += 1
         return f
 
+    def _read_request(self, w, i, now):
+        """MR-GBN-020: one READ REQUEST covers the READ's remaining response PSNs; a re-issue
+        from response ``i`` asks for the rest only (VA and length moved on)."""
+        ep = self.ep
+        psn = self.psn
+        off = i * ep.mtu
+        retx = P.psn_dist(psn, self.max_psn) > 0
+        f = Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=self.entropy),
+                  bth=BTH(opcode=Op.RC_READ_REQUEST, dest_qp=self.peer_qpn, ack_req=1, psn=psn),
+                  reth=RETH(w.va + off, w.rkey, w.length - off))
+        self.psn = (psn + w.npkts - i) & P.PSN_MASK
+        if P.psn_dist(self.max_psn, self.psn) > 0:
+            self.max_psn = self.psn
+        if retx:
+            ep.stats["retransmitted"] += 1
+        self.cur += 1
+        self.cur_pkt = 0
+        self.since_req = 0
+        if self.deadline is None:
+            ep._arm(self, now + ep.ack_timeout)
+        ep.stats["packets_sent"] += 1
+        ep.stats["data_packets_sent"] += 1
+        return f
+
+    def _atomic_request(self, w, now):
+        """MR-GBN-023: COMPARE_SWAP / FETCH_ADD with AtomicETH, one PSN, AckReq set."""
+        ep = self.ep
+        psn = self.psn
+        retx = P.psn_dist(psn, self.max_psn) > 0
+        f = Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=self.entropy),
+                  bth=BTH(opcode=w.atomic, dest_qp=self.peer_qpn, ack_req=1, psn=psn),
+                  atomiceth=AtomicETH(w.va, w.rkey, w.swap, w.compare))
+        self.psn = (psn + 1) & P.PSN_MASK
+        if retx:
+            ep.stats["retransmitted"] += 1
+        else:
+            self.max_psn = self.psn
+        self.cur += 1
+        self.cur_pkt = 0
+        self.since_req = 0
+        if self.deadline is None:
+            ep._arm(self, now + ep.ack_timeout)
+        ep.stats["packets_sent"] += 1
+        ep.stats["data_packets_sent"] += 1
+        return f
+
+    def on_atomic_ack(self, f, now):
+        """MR-GBN-023: the ATOMIC ACKNOWLEDGE of the atomic at its PSN carries the original
+        value; it implies the ACK of every PSN before it. Any other is a duplicate."""
+        ep = self.ep
+        psn = f.bth.psn
+        if f.atomicack is None or P.psn_dist(self.una, psn) < 0 or P.psn_dist(psn, self.max_psn) <= 0:
+            ep._drop("duplicate_atomic_ack")
+            return
+        w = None
+        for x in self.sq:
+            if x.start is None:
+                break
+            if x.start == psn:
+                w = x
+                break
+        if w is None or w.atomic is None:
+            ep._drop("unexpected_atomic_ack")
+            return
+        if not w.got:               # a repeated result (resent from the saved one) places nothing
+            w.mv[0:8] = f.atomicack.orig.to_bytes(8, "little")
+            w.got = 1
+        ep.stats["acks_received"] += 1
+        self._acked_through(psn)
+        if P.psn_dist(self.una, self.max_psn) > 0:
+            ep._arm(self, now + ep.ack_timeout)
+        else:
+            self.deadline = None
+        ep._make_ready(self)
+
     def _acked_through(self, psn):
-        """Everything up to ``psn`` inclusive is acknowledged: complete WRs (MR-GBN-007)."""
+        """Everything up to ``psn`` inclusive is acknowledged: complete WRs (MR-GBN-007).
+        MR-GBN-022: an ACK never covers READ responses that have not arrived; the READ is
+        re-issued from its first missing response instead."""
         nxt = (psn + 1) & P.PSN_MASK
         if P.psn_dist(self.una, nxt) <= 0:
             return False
         if P.psn_dist(nxt, self.max_psn) < 0:
             self.ep._drop("bad_ack")
             return False
-        self.una = nxt
         ep = self.ep
+        missing = None
         while self.sq:
             w = self.sq[0]
-            if w.start is None or P.psn_dist(nxt, (w.start + w.npkts) & P.PSN_MASK) > 0:
+            if w.start is None:
+                break
+            if (w.read or w.atomic is not None) and w.got < w.npkts:
+                gap = (w.start + w.got) & P.PSN_MASK
+                if P.psn_dist(gap, nxt) > 0:
+                    nxt = missing = gap
+                break
+            if P.psn_dist(nxt, (w.start + w.npkts) & P.PSN_MASK) > 0:
                 break
             self.sq.popleft()
             self.cur -= 1
             ep._complete(self, w)
+        if P.psn_dist(self.una, nxt) <= 0 and missing is None:
+            return False
+        if P.psn_dist(self.una, nxt) > 0:
+            self.una = nxt
+        if missing is not None:
+            self.sq[0].rewound = self.sq[0].got
+            self._locate(missing)
         if self.cur < 0:
             self.cur, self.cur_pkt = 0, 0
         if P.psn_dist(self.psn, self.una) > 0:
@@ -174,6 +285,59 @@ class _Qp:
         self.retries = ep.retry_cnt
         self.rnr_left = ep.rnr_retry
         return True
+
+    def on_read_resp(self, f, now):
+        """MR-GBN-021, MR-GBN-022: READ responses are accepted in PSN order only; each implies
+        the ACK of every PSN before it. The first response out of order makes the requester
+        re-issue the READ from its first missing response (go-back-N); later ones are dropped."""
+        ep = self.ep
+        psn = f.bth.psn
+        if P.psn_dist(self.una, psn) < 0 or P.psn_dist(psn, self.max_psn) <= 0:
+            ep._drop("duplicate_read_response")
+            return
+        w = None
+        for x in self.sq:
+            if x.start is None:
+                break
+            if 0 <= P.psn_dist(x.start, psn) < x.npkts:
+                w = x
+                break
+        if w is None or not w.read:
+            ep._drop("unexpected_read_response")
+            return
+        k = P.psn_dist(w.start, psn)
+        if k != w.got:
+            if k > w.got:
+                ep._drop("out_of_sequence")
+                if w.rewound != w.got:
+                    w.rewound = w.got
+                    gap = (w.start + w.got) & P.PSN_MASK
+                    self._acked_through((gap - 1) & P.PSN_MASK)
+                    ep.stats["read_reissued"] += 1
+                    if not self._retry(now):
+                        return
+                    self._locate(gap)
+                    ep._make_ready(self)
+            else:
+                ep._drop("duplicate_read_response")
+            return
+        mtu = ep.mtu
+        n = len(f.payload)
+        last = k == w.npkts - 1
+        ends = f.bth.opcode == Op.RC_READ_RESP_LAST or f.bth.opcode == Op.RC_READ_RESP_ONLY
+        if n != (w.length - k * mtu if last else mtu) or ends != last:
+            ep._drop("bad_read_response")
+            return
+        w.mv[k * mtu:k * mtu + n] = f.payload
+        w.got += 1
+        ep.stats["bytes_placed"] += n
+        ep.stats["rx_data_packets"] += 1
+        self._acked_through(psn)
+        if P.psn_dist(self.una, self.max_psn) > 0:
+            ep._arm(self, now + ep.ack_timeout)
+        else:
+            self.deadline = None
+        ep._make_ready(self)
 
     def on_ack(self, f, now):
         ep = self.ep
@@ -256,6 +420,12 @@ class _Qp:
         st = ep.stats
         psn = f.bth.psn
         d = P.psn_dist(self.epsn, psn)
+        if f.bth.opcode == Op.RC_READ_REQUEST and d <= 0:
+            self._on_read_request(f, d < 0)
+            return
+        if f.bth.opcode in _ATOMIC_OPS and d <= 0:
+            self._on_atomic(f, d < 0)
+            return
         if d < 0:
             st["duplicates"] += 1              # MR-GBN-004: duplicate: re-acknowledge
             if f.bth.ack_req:
@@ -283,6 +453,106 @@ class _Qp:
             st["ce_received"] += 1
         if f.bth.ack_req:
             ep._send_aeth(self, AETH_ACK, psn, f)
+
+    def _on_read_request(self, f, dup):
+        """MR-GBN-021: the responder checks key and bounds (NAK remote access error), reads the
+        memory and queues the responses, PSNs from the request's; the expected PSN moves past
+        them. A duplicate request (the requester re-issued it) is executed again from its own
+        PSN, VA and length, and replaces any queued responses from that PSN on."""
+        ep = self.ep
+        r = f.reth
+        mr = ep._mrs.get(r.rkey)
+        psn = f.bth.psn
+        chk = P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
+                             P.ACCESS_REMOTE_READ, r.va, r.dma_len)
+        if chk is not None:
+            ep._drop("access")
+            if not dup:
+                ep._send_aeth(self, AETH_NAK_ACCESS, self.epsn, f)
+            return
+        n = max(1, -(-r.dma_len // ep.mtu))
+        if dup:
+            ep.stats["duplicates"] += 1
+            for e in list(self.rsp):            # responses from psn on are replaced
+                k = P.psn_dist(e[1], psn)
+                if k <= 0:
+                    self.rsp.remove(e)
+                elif k < e[2]:
+                    e[2] = k
+        else:
+            self.epsn = (psn + n) & P.PSN_MASK
+            self.msn = (self.msn + 1) & 0xFFFFFF
+            self.nak_sent = False
+            ep.stats["rx_data_packets"] += 1
+        self.rsp.append([bytes(mr[0][r.va:r.va + r.dma_len]), psn, n, 0, n, dup])
+        ep._make_ready(self)
+
+    def _on_atomic(self, f, dup):
+        """MR-GBN-023, MR-GBN-024: an atomic at the expected PSN is checked (8-byte aligned VA,
+        else NAK invalid request; key with ACCESS_REMOTE_ATOMIC and bounds, else NAK remote
+        access error), executed, and answered by an ATOMIC ACKNOWLEDGE; its result is saved. A
+        duplicate atomic is never executed again: its saved result is sent again; if the result
+        is no longer saved (older than the last ``max_rd_atomic`` atomics of the QP) it is NAKed
+        invalid request."""
+        ep = self.ep
+        psn = f.bth.psn
+        if dup:
+            ep.stats["duplicates"] += 1
+            for p, orig in self.atomic_saved:
+                if p == psn:
+                    ep.stats["atomic_results_resent"] += 1
+                    ep._send_atomic_ack(self, psn, orig, f)
+                    return
+            ep._drop("atomic_result_gone")
+            ep._send_aeth(self, AETH_NAK_INV, psn, f)
+            return
+        a = f.atomiceth
+        mr = ep._mrs.get(a.rkey)
+        if a.va % 8:
+            syn = AETH_NAK_INV
+        elif P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
+                            P.ACCESS_REMOTE_ATOMIC, a.va, 8) is not None:
+            syn = AETH_NAK_ACCESS
+        else:
+            syn = None
+        if syn is not None:
+            ep._drop("access" if syn == AETH_NAK_ACCESS else "invalid_request")
+            ep._send_aeth(self, syn, self.epsn, f)
+            return
+        buf = mr[0]
+        orig = int.from_bytes(buf[a.va:a.va + 8], "little")
+        new = P.atomic_apply(f.bth.opcode == Op.RC_CMP_SWAP, orig, a.swap, a.compare)
+        buf[a.va:a.va + 8] = new.to_bytes(8, "little")
+        ep.stats["atomics_executed"] += 1
+        self.atomic_saved.append((psn, orig))
+        self.epsn = (psn + 1) & P.PSN_MASK
+        self.msn = (self.msn + 1) & 0xFFFFFF
+        self.nak_sent = False
+        ep.stats["rx_data_packets"] += 1
+        ep._send_atomic_ack(self, psn, orig, f)
+
+    def _next_resp(self):
+        """MR-GBN-021: the next READ response packet (FIRST/MIDDLE/LAST with AETH on FIRST and
+        LAST, or ONLY), ahead of the QP's own requests."""
+        ep = self.ep
+        e = self.rsp[0]
+        data, start, n, i, full, again = e
+        mtu = ep.mtu
+        # positions within the whole response; a truncated one (replaced) ends without its LAST
+        pos = _ONLY if full == 1 else _FIRST if i == 0 else _LAST if i == full - 1 else _MIDDLE
+        f = Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=self.entropy),
+                  bth=BTH(opcode=_READ_RESP_OPS[pos], dest_qp=self.peer_qpn, psn=(start + i) & P.PSN_MASK),
+                  aeth=AETH(AETH_ACK, self.msn) if pos != _MIDDLE else None,
+                  payload=data[i * mtu:(i + 1) * mtu])
+        e[3] = i + 1
+        if e[3] >= n:
+            self.rsp.popleft()
+        ep.stats["packets_sent"] += 1
+        ep.stats["data_packets_sent"] += 1
+        ep.stats["read_responses_sent"] += 1
+        if again:
+            ep.stats["retransmitted"] += 1     # a response sent again for a re-issued READ
+        return f
 
     def _place(self, f):
         ep = self.ep
@@ -379,6 +649,36 @@ class RoceConnection:
                          self.ep.mtu, stream))
         self.ep._make_ready(qp)
 
+    def post_read(self, stream, lkey, loffset, length, remote_va, rkey, wr_id):
+        """RDMA READ (MR-GBN-020): ``length`` bytes at ``remote_va`` of region ``rkey``."""
+        qp = self._qp(stream)
+        buf, access = self.ep._local_mr(lkey, loffset, length)
+        if not access & P.ACCESS_LOCAL_WRITE:
+            raise ValueError("READ destination needs ACCESS_LOCAL_WRITE")
+        qp.sq.append(_Wr(False, wr_id, memoryview(buf)[loffset:loffset + length], length, remote_va,
+                         rkey, None, self.ep.mtu, stream, read=True))
+        self.ep._make_ready(qp)
+
+    def post_atomic(self, stream, kind, lkey, loffset, remote_va, rkey, wr_id, *, add=0, compare=0,
+                    swap=0):
+        """IBTA COMPARE_SWAP / FETCH_ADD (MR-GBN-023); the same arguments as MetaRoCE's."""
+        if kind not in ("fetch_add", "cmp_swap"):
+            raise ValueError(f"atomic kind must be 'fetch_add' or 'cmp_swap', got {kind!r}")
+        for name, v in (("add", add), ("compare", compare), ("swap", swap)):
+            if not 0 <= v <= P.U64_MASK:
+                raise ValueError(f"{name} must be a 64-bit unsigned value")
+        qp = self._qp(stream)
+        buf, access = self.ep._local_mr(lkey, loffset, 8)
+        if not access & P.ACCESS_LOCAL_WRITE:
+            raise ValueError("atomic result buffer needs ACCESS_LOCAL_WRITE")
+        w = _Wr(False, wr_id, memoryview(buf)[loffset:loffset + 8], 8, remote_va, rkey, None,
+                self.ep.mtu, stream)
+        cas = kind == "cmp_swap"
+        w.atomic = Op.RC_CMP_SWAP if cas else Op.RC_FETCH_ADD
+        w.swap, w.compare = (swap, compare) if cas else (add, 0)
+        qp.sq.append(w)
+        self.ep._make_ready(qp)
+
     def post_recv(self, stream, lkey, loffset, length, wr_id):
         qp = self._qp(stream)
         self.ep._local_mr(lkey, loffset, length)
@@ -400,17 +700,21 @@ class RoceEndpoint(VerbsHost):
     - ``rnr_retry`` (7): RNR NAKs without progress before RNR_RETRY_EXC_ERR; 7 means for ever,
       as in the IBTA (MR-GBN-013).
     - ``seed`` (0): varies the QPs' fixed entropy.
+    - ``max_rd_atomic`` (16): atomic results a responder QP keeps for duplicate requests
+      (MR-GBN-024).
     """
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
                  window_bdp=2.0, timeout_exp=8, retry_cnt=7, ack_req_every=16, rnr_delay=10e-6,
-                 rnr_retry=7, seed=0):
+                 rnr_retry=7, seed=0, max_rd_atomic=16):
         if mtu not in (256, 512, 1024, 2048, 4096):
             raise ValueError("RoCEv2 path MTU is 256, 512, 1024, 2048 or 4096")
         if not 0 <= timeout_exp <= 31:
             raise ValueError("timeout_exp is 0..31 (IBTA 5-bit field)")
         if not 0 <= retry_cnt <= 7:
             raise ValueError("retry_cnt is 0..7 (IBTA 3-bit field)")
+        if not isinstance(max_rd_atomic, int) or not 1 <= max_rd_atomic <= 255:
+            raise ValueError("max_rd_atomic is 1..255")
         if not 0 <= rnr_retry <= 7:
             raise ValueError("rnr_retry is 0..7 (IBTA 3-bit field, 7 = for ever)")
         self.addr = addr
@@ -425,6 +729,7 @@ class RoceEndpoint(VerbsHost):
         self.ack_req_every = ack_req_every
         self.rnr_delay = rnr_delay
         self.rnr_retry = rnr_retry
+        self.max_rd_atomic = max_rd_atomic
         self.seed = seed
         self._init_host()
         self._qps = {}
@@ -474,7 +779,11 @@ class RoceEndpoint(VerbsHost):
         op = frame.bth.opcode
         if op == Op.RC_ACK and frame.aeth is not None:
             qp.on_ack(frame, now)
-        elif op in _WRITE_SET or op in _SEND_SET:
+        elif op in _READ_RESP_SET:
+            qp.on_read_resp(frame, now)
+        elif op == Op.RC_ATOMIC_ACK and frame.aeth is not None:
+            qp.on_atomic_ack(frame, now)
+        elif op in _WRITE_SET or op in _SEND_SET or op == Op.RC_READ_REQUEST or op in _ATOMIC_OPS:
             qp.on_data(frame, now)
         else:
             self._drop("unexpected_opcode")
@@ -510,9 +819,19 @@ class RoceEndpoint(VerbsHost):
             qp.on_timeout(now)
 
     def _complete(self, qp, w):
-        self._cq.append(Completion(w.wr_id, w.status, WcOpcode.RDMA_WRITE if w.write else WcOpcode.SEND,
-                                   w.length, qp.conn.local_id, qp.stream, None))
+        op = WcOpcode.RDMA_READ if w.read else WcOpcode.RDMA_WRITE if w.write else WcOpcode.SEND
+        if w.atomic is not None:
+            op = WcOpcode.COMP_SWAP if w.atomic == Op.RC_CMP_SWAP else WcOpcode.FETCH_ADD
+        self._cq.append(Completion(w.wr_id, w.status, op, w.length, qp.conn.local_id, qp.stream, None))
         self.stats["completions"] += 1
+
+    def _send_atomic_ack(self, qp, psn, orig, f):
+        """MR-GBN-023: ATOMIC ACKNOWLEDGE (0x12): AETH and AtomicAckETH with the original value."""
+        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
+                                udp=UDP(sport=f.udp.sport),
+                                bth=BTH(opcode=Op.RC_ATOMIC_ACK, dest_qp=qp.peer_qpn, psn=psn),
+                                aeth=AETH(AETH_ACK, qp.msn), atomicack=AtomicAck(orig)))
+        self.stats["acks_sent"] += 1
 
     def _send_aeth(self, qp, syndrome, psn, f):
         """MR-GBN-003: ACK/NAK with AETH (syndrome, MSN); BTH PSN is the PSN acknowledged/expected."""

@@ -89,7 +89,13 @@ class AtomicAckETH(_ByOpcode):
     fields_desc = _fields("atomicack", hex={"orig"})
 
 
-_MRDH_FLAGS = ["LAST", "RETX", "FIRST", "RSVD3"]
+class AtomicETH(_ByOpcode):
+    """IBTA atomic extended transport header, 28 bytes (MR-WIRE-065)."""
+    name = "AtomicETH"
+    fields_desc = _fields("atomiceth", hex={"va", "rkey", "swap", "compare"})
+
+
+_MRDH_FLAGS = ["LAST", "RETX", "FIRST", "ERROR"]
 _MRAH_FLAGS = ["ECE", "NAK_PRESENT", "RSVD2", "RSVD3"]
 _NAK_REASONS = {r.value: r.name for r in wire.NakReason}
 
@@ -121,7 +127,7 @@ class MRNH(_ByOpcode):
 
 
 class MRSEC(_ByOpcode):
-    """MetaRoCE security header of an authenticated frame, 16 bytes (MR-WIRE-076).
+    """MetaRoCE security header of an authenticated frame, 16 bytes (MR-WIRE-082).
     The protected headers, the payload and the 16-byte tag (MR-WIRE-077) follow as Raw."""
     name = "MRSEC"
     fields_desc = _fields("mrsec", hex={"reserved", "next_op"})
@@ -138,7 +144,7 @@ class MRCH(_ByOpcode):
                           kinds={"reason": lambda n, d, w: ByteEnumField(n, d, _REJECT_REASONS)})
 
 
-_LAYER_OF = {"reth": RETH, "aeth": AETH, "imm": ImmDt, "atomicack": AtomicAckETH,
+_LAYER_OF = {"reth": RETH, "aeth": AETH, "imm": ImmDt, "atomicack": AtomicAckETH, "atomiceth": AtomicETH,
              "cnp": CNPPadding, "mrdh": MRDH, "mrsh": MRSH, "mrah": MRAH, "mrnh": MRNH,
              "mrsec": MRSEC, "mrch": MRCH}
 _NAME_OF = {v: k for k, v in _LAYER_OF.items()}
@@ -165,5 +171,6 @@ def _bind():
 
 _bind()
 
-__all__ = ["RETH", "ImmDt", "AtomicAckETH", "MRDH", "MRSH", "MRAH", "MRNH", "MRSEC", "MRCH", "pad_payload",
+__all__ = ["RETH", "ImmDt", "AtomicAckETH", "AtomicETH", "MRDH", "MRSH", "MRAH", "MRNH", "MRSEC", "MRCH",
+           "pad_payload",
            "BTH", "AETH", "CNPPadding"]

@@ -36,11 +36,12 @@ AETH_LEN = _T["aeth"].length            # MR-WIRE-061
 IMM_LEN = _T["imm"].length              # MR-WIRE-062
 ATOMICACK_LEN = _T["atomicack"].length  # MR-WIRE-063
 CNP_PAD_LEN = _T["cnp"].length          # MR-WIRE-064
+ATOMICETH_LEN = _T["atomiceth"].length  # MR-WIRE-065
 MRDH_LEN = _T["mrdh"].length            # MR-WIRE-071
 MRSH_LEN = _T["mrsh"].length            # MR-WIRE-072
 MRAH_LEN = _T["mrah"].length            # MR-WIRE-073
 MRNH_LEN = _T["mrnh"].length            # MR-WIRE-074
-MRSEC_LEN = _T["mrsec"].length          # MR-WIRE-076
+MRSEC_LEN = _T["mrsec"].length          # MR-WIRE-082
 TAG_LEN = _T["mrtag"].length            # MR-WIRE-077
 MRCH_LEN = _T["mrch"].length            # MR-WIRE-078
 MRKX_LEN = _T["mrkx"].length            # MR-WIRE-079
@@ -71,6 +72,8 @@ class Op(IntEnum):
     RC_READ_RESP_ONLY = 0x10
     RC_ACK = 0x11
     RC_ATOMIC_ACK = 0x12
+    RC_CMP_SWAP = 0x13      # MR-WIRE-065 (IBTA COMPARE_SWAP)
+    RC_FETCH_ADD = 0x14     # MR-WIRE-065 (IBTA FETCH_ADD)
     CNP = 0x81
     MR_WRITE = 0xC0
     MR_WRITE_IMM = 0xC1
@@ -78,10 +81,15 @@ class Op(IntEnum):
     MR_SEND_IMM = 0xC3
     MR_ACK = 0xC4
     MR_NAK = 0xC5
-    MR_SEC = 0xC6           # an authenticated frame (MR-WIRE-076, MR-SEC-110)
-    MR_CONN_REQ = 0xC8      # connection handshake (MR-WIRE-078, MR-CONN-101)
-    MR_CONN_ACC = 0xC9
-    MR_CONN_REJ = 0xCA
+    # MR-WIRE-076: RDMA READ and atomics
+    MR_READ = 0xC6
+    MR_READ_RESP = 0xC7
+    MR_CMP_SWAP = 0xC8
+    MR_FETCH_ADD = 0xC9
+    MR_SEC = 0xCA           # an authenticated frame (MR-WIRE-082, MR-SEC-110)
+    MR_CONN_REQ = 0xCB      # connection handshake (MR-WIRE-078, MR-CONN-101)
+    MR_CONN_ACC = 0xCC
+    MR_CONN_REJ = 0xCD
 
 
 #: MR-WIRE-052: the extension headers that follow the BTH, in order, for each opcode.
@@ -106,6 +114,8 @@ HEADERS = {
     Op.RC_READ_RESP_ONLY: ("aeth",),
     Op.RC_ACK: ("aeth",),
     Op.RC_ATOMIC_ACK: ("aeth", "atomicack"),
+    Op.RC_CMP_SWAP: ("atomiceth",),
+    Op.RC_FETCH_ADD: ("atomiceth",),
     Op.CNP: ("cnp",),
     Op.MR_WRITE: ("mrdh", "reth"),
     Op.MR_WRITE_IMM: ("mrdh", "reth", "imm"),
@@ -113,6 +123,13 @@ HEADERS = {
     Op.MR_SEND_IMM: ("mrdh", "mrsh", "imm"),
     Op.MR_ACK: ("mrah",),
     Op.MR_NAK: ("mrnh",),
+    # MR-WIRE-076: READ request (RETH: remote VA, R_Key, read length; MRDH msg_len 0), READ
+    # response (MRDH: the request's stream and msg, offset into the requester's buffer), atomics
+    # (RETH: VA, R_Key, DMA length 8; the 64-bit operands are the payload).
+    Op.MR_READ: ("mrdh", "reth"),
+    Op.MR_READ_RESP: ("mrdh",),
+    Op.MR_CMP_SWAP: ("mrdh", "reth"),
+    Op.MR_FETCH_ADD: ("mrdh", "reth"),
     Op.MR_SEC: ("mrsec",),
     Op.MR_CONN_REQ: ("mrch",),
     Op.MR_CONN_ACC: ("mrch",),
@@ -121,7 +138,8 @@ HEADERS = {
 
 #: Bytes of each extension header (models/headers.py, MR-WIRE-003).
 HEADER_LEN = {h: _T[h].length for h in
-              ("reth", "aeth", "imm", "atomicack", "cnp", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrch")}
+              ("reth", "aeth", "imm", "atomicack", "atomiceth", "cnp", "mrdh", "mrsh", "mrah", "mrnh",
+               "mrsec", "mrch")}
 
 #: Opcodes that carry payload after their headers (MR-WIRE-081). Others must carry none.
 PAYLOAD_OPS = frozenset({
@@ -130,12 +148,14 @@ PAYLOAD_OPS = frozenset({
     Op.RC_WRITE_LAST, Op.RC_WRITE_LAST_IMM, Op.RC_WRITE_ONLY, Op.RC_WRITE_ONLY_IMM,
     Op.RC_READ_RESP_FIRST, Op.RC_READ_RESP_MIDDLE, Op.RC_READ_RESP_LAST,
     Op.RC_READ_RESP_ONLY, Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM,
-    # MR_SEC: the protected frame's headers and payload, then the tag (MR-WIRE-076/077);
+    Op.MR_READ_RESP, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD,
+    # MR_SEC: the protected frame's headers and payload, then the tag (MR-WIRE-082/077);
     # handshake request/accept: the key-exchange block (MR-WIRE-079).
     Op.MR_SEC, Op.MR_CONN_REQ, Op.MR_CONN_ACC,
 })
 
 MR_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_ACK, Op.MR_NAK,
+                    Op.MR_READ, Op.MR_READ_RESP, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD,
                     Op.MR_SEC, Op.MR_CONN_REQ, Op.MR_CONN_ACC, Op.MR_CONN_REJ})
 #: MR-CONN-101: the handshake opcodes.
 CONN_OPS = frozenset({Op.MR_CONN_REQ, Op.MR_CONN_ACC, Op.MR_CONN_REJ})
@@ -151,6 +171,7 @@ class MrdhFlag(IntEnum):
     LAST = 0x1      # the packet ends its message (offset + length == msg_len)
     RETX = 0x2      # the packet is a retransmission (informational)
     FIRST = 0x4     # offset == 0
+    ERROR = 0x8     # MR-VERB-004: a READ response that ends its READ in error (no payload)
 
 
 class MrahFlag(IntEnum):
@@ -172,7 +193,7 @@ class NakReason(IntEnum):
 
 
 class SecFlag(IntEnum):
-    """MRSEC flag bits (MR-WIRE-076)."""
+    """MRSEC flag bits (MR-WIRE-082)."""
     ENCRYPTED = 0x1     # the protected payload is encrypted; else it is authenticated only
 
 

@@ -73,6 +73,17 @@ def test_bench_scale_smoke(capsys, tmp_path):
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_bench_verbs_smoke(capsys):
+    """MR-VERB-003, MR-GBN-022: READ and WRITE rows for both protocols, delivered, under loss."""
+    obj = _bench(capsys, "verbs", "--bytes", "512Ki", "--losses", "0,0.02")
+    rows = obj["rows"]
+    assert {(r["protocol"], r["op"], r["loss"]) for r in rows} == {
+        (p, op, x) for p in ("metaroce", "rocev2") for op in ("read", "write") for x in (0, 0.02)}
+    assert all(r["delivered_ok"] and r["goodput_gbps"] > 0 for r in rows)
+    assert all(r["read_vs_write"] > 0 for r in rows if r["op"] == "read")
+    assert "read_loss0.02_metaroce_over_rocev2" in obj["summary"]
+
+
 def test_bench_table_and_errors(capsys):
     rc = main(["bench", "loss", "--bytes", "256Ki", "--losses", "0", "--settings", "100g",
                "--protocols", "metaroce", "--no-plot", "--jobs", "1"])

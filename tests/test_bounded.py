@@ -41,12 +41,14 @@ def _occupancy(c):
         "pool": ep._rtx_used <= ep.max_outstanding,
         "sq": all(len(q) <= ep.sq_depth for q in c.ssq),
         "recvs": all(len(s.recvs) <= ep.sq_depth for s in c.rx),
+        "rsp": len(c.rsp) <= c.rsp_used <= ep.max_rd_atomic,            # MR-VERB-005
+        "rd_out": len(c.rd_out) <= ep.max_tx_msgs,
     }
 
 
 def _pack_state(c, now):
     """MR-ENG-029: the connection's state fits the engine's records (times in ns)."""
-    t = lambda x: int(round(max(0.0, x) * NS)) & ((1 << R.TIME_BITS) - 1)
+    t = lambda x: max(0, x) & ((1 << R.TIME_BITS) - 1)   # the endpoint's times are ns (MR-ENG-050)
     d = lambda x: x or 0            # the RTT estimator is already integer ns (MR-ENG-052)
     for p in c.paths:
         R.fits(R.PATH_TX, entropy=p.entropy, gen=p.gen & 0xFF, state=p.state, next_psn=p.next_psn,
@@ -54,6 +56,9 @@ def _pack_state(c, now):
                rttvar=d(p.rttvar), min_rtt=d(p.min_rtt), backoff_log2=p.backoff.bit_length() - 1,
                consec_to=min(p.consec_to, 15), last_ack=t(p.last_ack), since_req=p.since_req)
         assert all(isinstance(v, int) for v in (p.cwnd, p.rttvar, p.srtt or 0, p.min_rtt or 0))
+        assert all(isinstance(v, int) for v in (p.last_ack, p.last_ece, p.next_dec, p.xwit, p.xslack,
+                                                p.deadline or 0, p.probe_interval))
+        assert all(isinstance(r.t, int) for r in p.records())
         R.fits(R.PATH_RX, cum=p.rx_cum, sack=p.rx_sack, high=p.rx_high, ce=min(p.rx_ce, 0xFFFF),
                pending=p.rx_pending, prev_ce=int(p.rx_prev_ce))
         for rec in p.records():
@@ -81,6 +86,18 @@ def _traffic(kind, seed):
         for i in range(3):
             ca.post_write(i % 2, ka, 0, 1 << 20, 0, kb, wr_id=i)
         faults = LoopFaults(loss=0.05, reorder=0.02, duplicate=0.02)
+    elif kind == "verbs":   # READs both ways, atomics, under loss, duplication, ACK loss
+        atom = bytearray(64)
+        kt = b.reg_mr(atom)
+        for i in range(60):
+            off = (i * 8192) % (1 << 19)
+            if i % 3 == 0:
+                ca.post_read(i % 2, ka, off, 8192, off, kb, wr_id=i)
+            elif i % 3 == 1:
+                cb.post_read(i % 2, kb, off, 5000, off, ka, wr_id=i)
+            else:
+                ca.post_atomic(i % 2, "fetch_add", ka, off, 8 * (i % 8), kt, wr_id=i, add=i)
+        faults = LoopFaults(loss=0.03, duplicate=0.05, ctrl_loss=0.05, reorder=0.05)
     else:   # many messages, hostile duplicates and corruption, lost ACKs
         for i in range(200):
             ca.post_write(i % 2, ka, (i * 4096) % (1 << 19), 4096, (i * 4096) % (1 << 19), kb, wr_id=i)
@@ -94,6 +111,10 @@ def _traffic(kind, seed):
         assert all(_occupancy(c).values() for c in (ca, cb)), _occupancy(cb)
     b.receive = watch
     lb.run(until=0.5)
+    if kind == "verbs":
+        assert len(lb.completions[0]) + len(lb.completions[1]) == 60
+        assert all(c.status == Status.SUCCESS for c in lb.completions[0] + lb.completions[1]), \
+            [(c.wr_id, c.status.name, c.opcode.name) for c in lb.completions[0] + lb.completions[1] if c.status]
     for c in (ca, cb):
         shapes.append(_shape(c))
         _pack_state(c, lb.now)
@@ -111,6 +132,15 @@ def test_state_bounded_under_any_traffic(seed):
     for _, lb, a in results:
         assert a.stats["completions"] == len(lb.completions[0]) >= 1
         assert all(c.status == Status.SUCCESS for c in lb.completions[0])
+
+
+def test_state_bounded_with_reads_and_atomics():
+    """MR-ENG-029, MR-ENG-031, MR-VERB-005, MR-VERB-006: READs in both directions and atomics under loss,
+    duplication and ACK loss keep the same slot counts as one small write, the responder
+    resources and started requests stay under their bounds at every arrival, and all complete."""
+    small = _traffic("small", 3)
+    verbs = _traffic("verbs", 3)
+    assert small[0] == verbs[0]
 
 
 def test_hostile_chunk_beyond_window_nak():

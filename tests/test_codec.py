@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from metaroce.models import codec, wire
 from metaroce.models.codec import (AETH, BTH, IP, MRAH, MRCH, MRDH, MRNH, MRSEC, MRSH, RETH, UDP, AtomicAck,
-                                   DecodeError, Eth, decode, decode_json, encode, make)
+                                   AtomicETH, DecodeError, Eth, decode, decode_json, encode, make)
 from metaroce.models.icrc import icrc_bytes
 from metaroce.models.wire import Op, Reason
 
@@ -25,6 +25,8 @@ SAMPLE = {
     "aeth": AETH(syndrome=0x60, msn=0xABCDEF),
     "imm": 0xDEADBEEF,
     "atomicack": AtomicAck(orig=0xFEDCBA9876543210),
+    "atomiceth": AtomicETH(va=0x1122334455667788, rkey=0x99AABBCC, swap=0xFEDCBA9876543210,
+                           compare=0x0F1E2D3C4B5A6978),
     "mrdh": MRDH(flags=wire.MrdhFlag.FIRST | wire.MrdhFlag.LAST, path=7, stream=513, msg=70000,
                  offset=8192, msg_len=12288),
     "mrsh": MRSH(recv_seq=0x01020304),
@@ -282,6 +284,7 @@ HEADER_ST = {
     "aeth": st.builds(AETH, u(8), u(24)),
     "imm": u(32),
     "atomicack": st.builds(AtomicAck, u(64)),
+    "atomiceth": st.builds(AtomicETH, u(64), u(32), u(64), u(64)),
     "mrdh": st.builds(MRDH, st.just(wire.MR_VERSION), u(4), u(8), u(16), u(32), u(32), u(32)),
     "mrsh": st.builds(MRSH, u(32)),
     "mrah": st.builds(MRAH, st.just(wire.MR_VERSION), u(4), u(8), u(16), u(32), u(32), u(32), u(256)),
@@ -346,7 +349,7 @@ def test_property_every_header_round_trips(data):
 # Hypothesis: bad bytes never escape as anything but DecodeError (MR-WIRE-105)
 
 JSON_KEYS = {"frame", "ok", "error", "eth", "ip", "udp", "bth", "payload_len", "icrc_ok"}
-OPTIONAL_KEYS = {"reth", "aeth", "atomicack", "imm", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrch"}
+OPTIONAL_KEYS = {"reth", "aeth", "atomicack", "atomiceth", "imm", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrch"}
 
 
 def check_total(data):
@@ -528,7 +531,7 @@ def test_bad_ip_checksum():
     assert reason_of(bytes(bad)) == Reason.BAD_IP
 
 
-@pytest.mark.parametrize("opcode", [0x13, 0x14, 0x15, 0x20, 0x24, 0x64, 0x80, 0x82, 0xBF, 0xC7, 0xFF])
+@pytest.mark.parametrize("opcode", [0x15, 0x16, 0x20, 0x24, 0x64, 0x80, 0x82, 0xBF, 0xCE, 0xDF, 0xFF])
 def test_bad_opcode(opcode):
     """MR-WIRE-051: opcodes outside the accepted set are `bad_opcode`, with the BTH reported."""
     good = encode(sample_frame(Op.RC_SEND_ONLY))

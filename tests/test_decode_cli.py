@@ -101,8 +101,8 @@ def bad_cases():
          {"udp": {"sport": 4791, "dport": 53}, "bth": None, "detail": "UDP destination port 53"}),
         (good[:50], "truncated", {"bth": None, "payload_len": None}),
         (bytes(corrupt), "icrc", {"payload_len": 4, "detail": "ICRC mismatch"}),
-        (bytes(eth / IP() / UDP(dport=4791) / SBTH(opcode=0x13, psn=77) / Raw(bytes(28))), "bad_opcode",
-         {"detail": "opcode 0x13"}),
+        (bytes(eth / IP() / UDP(dport=4791) / SBTH(opcode=0x15, psn=77) / Raw(bytes(28))), "bad_opcode",
+         {"detail": "opcode 0x15"}),
         (bytes(eth / IPv6() / UDP(dport=4791) / SBTH(opcode=0x11, version=3) / SAETH()), "bad_version",
          {"detail": "BTH TVer 3"}),
     ]
@@ -155,7 +155,7 @@ def test_json_errors_with_partial_fields(tmp_path, capsys):
         for k, v in fields.items():
             assert obj[k] == v, (label, k)
     assert objs[1]["ip"]["src"] == "1.2.3.4"
-    assert objs[5]["bth"]["opcode"] == 0x13 and objs[5]["bth"]["psn"] == 77 and objs[5]["payload_len"] is None
+    assert objs[5]["bth"]["opcode"] == 0x15 and objs[5]["bth"]["psn"] == 77 and objs[5]["payload_len"] is None
     assert objs[6]["bth"]["tver"] == 3 and objs[6]["ip"]["version"] == 6
     assert objs[4]["bth"]["opcode"] == 0xC0 and objs[4]["mrdh"]["version"] == 1
 

@@ -42,8 +42,8 @@ def test_table_covers_every_header():
     """MR-WIRE-003, MR-WIRE-052: one entry per header of the frame, each citing its spec IDs;
     every extension header of wire.HEADERS is there, and wire's lengths are the table's."""
     assert set(TABLE) == {"eth", "vlan", "ipv4", "ipv6", "udp", "bth", "reth", "aeth", "imm",
-                          "atomicack", "cnp", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrtag",
-                          "mrch", "mrkx"}
+                          "atomicack", "atomiceth", "cnp", "mrdh", "mrsh", "mrah", "mrnh", "mrsec",
+                          "mrtag", "mrch", "mrkx"}
     assert {h for names in wire.HEADERS.values() for h in names} <= set(TABLE)
     ids = set(re.findall(r"\*\*(MR-WIRE-\d{3})", (ROOT / "docs/spec/wire.md").read_text()))
     for h in TABLE.values():
@@ -263,9 +263,10 @@ def check_scapy_layer(layer, name, rename=None, skip=()):
 
 def test_project_scapy_layers_match_table():
     """MR-WIRE-003, MR-WIRE-060, MR-WIRE-062, MR-WIRE-063, MR-WIRE-071, MR-WIRE-072, MR-WIRE-073,
-    MR-WIRE-074, MR-WIRE-076, MR-WIRE-078: the project's scapy layers have the table's fields, field for field, with their
+    MR-WIRE-065, MR-WIRE-074, MR-WIRE-078, MR-WIRE-082: the project's scapy layers have the table's fields, field for field, with their
     offsets and widths."""
     layers = {"reth": scapy_layers.RETH, "imm": scapy_layers.ImmDt, "atomicack": scapy_layers.AtomicAckETH,
+              "atomiceth": scapy_layers.AtomicETH,
               "mrdh": scapy_layers.MRDH, "mrsh": scapy_layers.MRSH, "mrah": scapy_layers.MRAH,
               "mrnh": scapy_layers.MRNH, "mrsec": scapy_layers.MRSEC, "mrch": scapy_layers.MRCH}
     for name, layer in layers.items():
@@ -508,6 +509,7 @@ def test_spec_tables_match_table():
     text = (ROOT / "docs/spec/wire.md").read_text()
     stated = {"bth": r"\(BTH\), (\d+) bytes", "reth": r"RETH, (\d+) bytes", "aeth": r"AETH, (\d+) bytes",
               "imm": r"ImmDt, (\d+) bytes", "atomicack": r"AtomicAckETH, (\d+) bytes",
+              "atomiceth": r"AtomicETH, (\d+) bytes",
               "cnp": r"carries (\d+) reserved bytes", "mrdh": r"MRDH — [^*]*, (\d+) bytes",
               "mrsh": r"MRSH — [^*]*, (\d+) bytes", "mrah": r"MRAH — [^*]*, (\d+) bytes",
               "mrnh": r"MRNH — [^*]*, (\d+) bytes", "ipv4": r"IPv4 header is exactly (\d+) bytes",

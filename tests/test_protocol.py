@@ -419,3 +419,12 @@ def test_pacing_gap_ns_rounds_up():
         g = P.pacing_gap_ns(n, mbps)
         exact = P.pacing_gap(n, mbps * 1e6) * 1e9
         assert exact <= g < exact + 1
+
+
+def test_atomic_apply():
+    """MR-VERB-010: fetch-and-add wraps modulo 2^64; compare-and-swap writes only on equality."""
+    assert P.atomic_apply(False, 2**64 - 1, 2, 0) == 1
+    assert P.atomic_apply(False, 5, 0, 99) == 5
+    assert P.atomic_apply(True, 7, 9, 7) == 9
+    assert P.atomic_apply(True, 7, 9, 8) == 7
+    assert P.ACCESS_ALL & P.ACCESS_REMOTE_ATOMIC        # MR-VERB-011

@@ -66,3 +66,18 @@ def test_model_limits_match_the_instance_at_400g():
     assert ep.chunk_window == R.CHUNK_WINDOW
     assert ep.max_tx_msgs == R.TX_MSGS and ep.max_rx_msgs == R.RX_MSGS
     assert ep.max_outstanding == R.RTX_POOL
+
+
+def test_responder_resource_record():
+    """MR-ENG-031, MR-VERB-005: one ``rsp`` row per responder resource, RD_ATOMIC per connection,
+    wide enough for a READ's range and an atomic's operands; the model's default bound is it."""
+    from metaroce.models.endpoint import Endpoint
+    t = R.table("rsp")
+    assert t.count == R.CONNS * R.RD_ATOMIC
+    f = dict(R.RSP)
+    assert f["va"].width == 64 and f["operand"].width == f["compare"].width == 64
+    assert f["length"].width == 32 and 1 << f["tx_slot"].width >= R.TX_MSGS
+    assert Endpoint().max_rd_atomic == R.RD_ATOMIC
+    # a READ/atomic tx_msg: op needs 3 bits (8 kinds) and the request's own ack bit
+    assert dict(R.TX_MSG)["op"].width == 3 and dict(R.TX_MSG)["req_acked"].width == 1
+

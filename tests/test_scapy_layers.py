@@ -16,6 +16,7 @@ from scapy.packet import Raw
 
 from metaroce.models import codec, wire
 from metaroce.models.codec import BTH, IP, MRAH, MRCH, MRDH, MRNH, MRSEC, MRSH, RETH, AETH, AtomicAck, Eth, UDP
+from metaroce.models.codec import AtomicETH as CAtomicETH
 from metaroce.models.scapy_layers import AETH as SAETH
 from metaroce.models.scapy_layers import BTH as SBTH
 from metaroce.models.scapy_layers import CNPPadding
@@ -26,11 +27,11 @@ from metaroce.models.scapy_layers import MRCH as LMRCH
 from metaroce.models.scapy_layers import MRSEC as LMRSEC
 from metaroce.models.scapy_layers import MRSH as LMRSH
 from metaroce.models.scapy_layers import RETH as LRETH
-from metaroce.models.scapy_layers import AtomicAckETH, ImmDt, pad_payload
+from metaroce.models.scapy_layers import AtomicAckETH, AtomicETH, ImmDt, pad_payload
 from metaroce.models.wire import Op
 
-LAYER = {"reth": LRETH, "aeth": SAETH, "imm": ImmDt, "atomicack": AtomicAckETH, "cnp": CNPPadding,
-         "mrdh": LMRDH, "mrsh": LMRSH, "mrah": LMRAH, "mrnh": LMRNH,
+LAYER = {"reth": LRETH, "aeth": SAETH, "imm": ImmDt, "atomicack": AtomicAckETH, "atomiceth": AtomicETH,
+         "cnp": CNPPadding, "mrdh": LMRDH, "mrsh": LMRSH, "mrah": LMRAH, "mrnh": LMRNH,
          "mrsec": LMRSEC, "mrch": LMRCH}
 
 SAMPLE = {
@@ -38,6 +39,7 @@ SAMPLE = {
     "aeth": AETH(0x61, 0xFFFFFF),
     "imm": 0x0BADF00D,
     "atomicack": AtomicAck(0x1122334455667788),
+    "atomiceth": CAtomicETH(0x8877665544332211, 0xA5A5A5A5, 0x0102030405060708, 0xF0E0D0C0B0A09080),
     "mrdh": MRDH(1, 0b0111, 254, 4242, 0xFFFFFFFF, 0x10000, 0x20000),
     "mrsh": MRSH(0x80000001),
     "mrah": MRAH(1, 1, 17, 65535, 0x00FFFFFF, 400000, 0x00000001, (1 << 256) - 1 - (1 << 7)),
@@ -70,7 +72,7 @@ def craft(op, version=4, vlan=None, payload=b"", psn=0x654321, headers=SAMPLE):
 @pytest.mark.parametrize("version,vlan", [(4, None), (6, 300)])
 def test_crafted_with_layers_decode(op, version, vlan):
     """MR-WIRE-052, MR-WIRE-060, MR-WIRE-061, MR-WIRE-062, MR-WIRE-063, MR-WIRE-064, MR-WIRE-070, MR-WIRE-071,
-    MR-WIRE-072, MR-WIRE-073, MR-WIRE-074, MR-WIRE-093: layer-crafted frames of every opcode decode field
+    MR-WIRE-072, MR-WIRE-073, MR-WIRE-074, MR-WIRE-065, MR-WIRE-093: layer-crafted frames of every opcode decode field
     for field with the ICRC computed by scapy's BTH."""
     payload = b"metaroce!"
     data = bytes(craft(op, version, vlan, payload))

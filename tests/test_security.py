@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from metaroce.models import codec, wire
-from metaroce.models.codec import MRAH, MRDH, MRNH, RETH, decode, encode, make
-from metaroce.models.endpoint import Endpoint
+from metaroce.models.codec import MRAH, MRDH, MRNH, RETH, AtomicETH, decode, encode, make
+from metaroce.models.endpoint import Endpoint, Status
 from metaroce.models.loopback import Loopback
 from metaroce.models.security import (REPLAY_WINDOW, AuthenticatedHost, Drop, ReplayWindow, RKeyGenerator,
                                       SecureChannel, nonce)
@@ -32,6 +32,13 @@ def frames():
         make(Op.MR_SEND_IMM, payload=b"hello", imm=0xDEADBEEF),
         make(Op.RC_WRITE_ONLY, payload=b"x" * 100, reth=RETH(1, 2, 100)),
         make(Op.RC_ACK),
+        # READ and atomics (MR-WIRE-076, MR-WIRE-065)
+        make(Op.MR_READ, mrdh=MRDH(path=2, stream=1, msg=4), reth=RETH(0x2000, 0xBEEF, 9000)),
+        make(Op.MR_READ_RESP, payload=bytes(range(50)), mrdh=MRDH(flags=4, path=1, stream=1, msg=4, msg_len=9000)),
+        make(Op.MR_CMP_SWAP, payload=bytes(range(16)), mrdh=MRDH(flags=5, path=0, msg=5, msg_len=16),
+             reth=RETH(0x40, 0xBEEF, 8)),
+        make(Op.MR_FETCH_ADD, payload=bytes(8), mrdh=MRDH(flags=5, path=3, msg=6, msg_len=8), reth=RETH(0x48, 0xBEEF, 8)),
+        make(Op.RC_FETCH_ADD, atomiceth=AtomicETH(0x48, 0xBEEF, 7, 0)),
     ]
     for i, f in enumerate(out):
         f.bth = replace(f.bth, dest_qp=0x123456, psn=1000 + i, ack_req=1)
@@ -44,7 +51,7 @@ def on_wire(f):
 
 
 def same(a, b):
-    names = ("reth", "aeth", "imm", "mrdh", "mrsh", "mrah", "mrnh")
+    names = ("reth", "aeth", "imm", "atomiceth", "mrdh", "mrsh", "mrah", "mrnh")
     bth_a, bth_b = replace(a.bth, pad=0), replace(b.bth, pad=0)
     return bth_a == bth_b and bytes(a.payload) == bytes(b.payload) and \
         all(getattr(a, n) == getattr(b, n) for n in names)
@@ -52,7 +59,7 @@ def same(a, b):
 
 @pytest.mark.parametrize("encrypt", [False, True])
 def test_seal_open_every_opcode(encrypt):
-    """MR-SEC-110, MR-SEC-111, MR-SEC-112, MR-WIRE-076, MR-WIRE-077: every frame kind survives
+    """MR-SEC-110, MR-SEC-111, MR-SEC-112, MR-WIRE-077, MR-WIRE-082: every frame kind survives
     sealing, the wire and opening unchanged; the MR_SEC frame carries the original opcode."""
     tx, rx = pair(encrypt=encrypt)
     for f in frames():
@@ -212,7 +219,7 @@ def test_malformed_sec_frames():
     for change in (dict(payload=g.payload[:wire.MRAH_LEN + 3]),
                    dict(mrsec=replace(g.mrsec, next_op=Op.MR_SEC)),
                    dict(mrsec=replace(g.mrsec, next_op=Op.MR_CONN_REQ)),
-                   dict(mrsec=replace(g.mrsec, next_op=0x13)),
+                   dict(mrsec=replace(g.mrsec, next_op=0x15)),
                    dict(mrsec=replace(g.mrsec, flags=wire.SecFlag.ENCRYPTED))):
         with pytest.raises(Drop) as e:
             rx.open(replace(g, **change))
@@ -236,6 +243,34 @@ def run_pair(auth, n=256 << 10, encrypt=False, inject=None):
         inject(lb)
     lb.run(until=0.05)
     return src, dst, lb, a, b
+
+
+@pytest.mark.parametrize("encrypt", [False, True])
+def test_authenticated_read_and_atomic(encrypt):
+    """MR-SEC-100, MR-SEC-110, MR-VERB-001, MR-VERB-010: a READ and a FETCH_ADD between two
+    authenticated hosts complete with the right bytes; requests and responses are MR_SEC frames."""
+    a, b = Endpoint("10.0.0.1", mtu=1024, line_rate_bps=100e9, base_rtt=4e-6), \
+        Endpoint("10.0.0.2", mtu=1024, line_rate_bps=100e9, base_rtt=4e-6)
+    ca = a.connect(10, "10.0.0.2", 20, paths=4)
+    b.connect(20, "10.0.0.1", 10, paths=4)
+    remote = bytearray(random.Random(2).randbytes(50_000))
+    remote[64:72] = (100).to_bytes(8, "little")
+    local = bytearray(60_000)
+    rkey, lkey = b.reg_mr(remote), a.reg_mr(local)
+    ca.post_read(0, lkey, 1000, 40_000, 5000, rkey, wr_id=7)
+    ca.post_atomic(0, "fetch_add", lkey, 0, 64, rkey, wr_id=8, add=5)
+    m = os.urandom(32)
+    host_a = AuthenticatedHost(a, {10: (20, SecureChannel(m, 0, 4, encrypt=encrypt))})
+    host_b = AuthenticatedHost(b, {20: (10, SecureChannel(m, 1, 4, encrypt=encrypt))})
+    lb = Loopback(host_a, host_b)
+    seen = []
+    for fl in lb.faults:
+        fl.drop_if = lambda f, now: seen.append(int(f.bth.opcode)) and False
+    lb.run(until=0.02)
+    assert [(c.wr_id, c.status) for c in lb.completions[0]] == [(7, Status.SUCCESS), (8, Status.SUCCESS)]
+    assert local[1000:41_000] == remote[5000:45_000]
+    assert int.from_bytes(local[0:8], "little") == 100 and int.from_bytes(remote[64:72], "little") == 105
+    assert set(seen) == {Op.MR_SEC} and not host_a.drops and not host_b.drops
 
 
 @pytest.mark.parametrize("encrypt", [False, True])

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from metaroce.models import codec, pcap, wire
-from metaroce.models.codec import AETH, BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, AtomicAck, Eth
+from metaroce.models.codec import AETH, BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, AtomicAck, AtomicETH, Eth
 from metaroce.models.wire import Op
 
 TSHARK = shutil.which("tshark")
@@ -60,7 +60,8 @@ def rc_frames():
         for version, vlan in [(4, None), (6, None), (4, 10), (6, 4000)]:
             psn = PSN_EDGES[i % 4]
             hdrs = {"reth": RETH(0x0001020304050607 + i, 0xA0B0C0D0 + i, 1000 + i), "aeth": AETH(0x60 + i % 4, 500 + i),
-                    "imm": 0xF00D0000 + i, "atomicack": AtomicAck(i)}
+                    "imm": 0xF00D0000 + i, "atomicack": AtomicAck(i),
+                    "atomiceth": AtomicETH(0x1000 + 8 * i, 0xB0C0D0E0 + i, 5 + i, 7 + i)}
             ip = IP(4, "10.0.0.1", f"10.0.1.{i % 250}") if version == 4 else IP(6, "fd00::1", f"fd00::{i + 2:x}")
             payload = bytes(range(i % 7)) if op in wire.PAYLOAD_OPS else b""
             f = codec.make(op, payload, eth=Eth(vlan=vlan), ip=ip, udp=UDP(sport=0xC000 + i),
@@ -120,7 +121,7 @@ def mr_frames():
     out = []
     for i, op in enumerate(sorted(wire.MR_OPS) * 2):
         version = 4 if i < 6 else 6
-        mrdh = MRDH(flags=(i % 8), path=(i * 40) % 256, stream=1000 + i, msg=0xFFFFFFF0 + i, offset=4096 * i,
+        mrdh = MRDH(flags=(i % 8), path=(i * 40) % 256, stream=1000 + i, msg=(0xFFFFFFF0 + i) & 0xFFFFFFFF, offset=4096 * i,
                     msg_len=65536 + i)
         hdrs = {"mrdh": mrdh, "reth": RETH(0xAABBCCDD00000000 + i, 0x1000 + i, 64 + i), "mrsh": MRSH(i * 3),
                 "imm": 0x12340000 + i,
@@ -157,7 +158,7 @@ def test_lua_dissector_ships_in_package():
 
 @needs_tshark
 def test_lua_dissector_metaroce_fields(tmp_path):
-    """MR-WIRE-070, MR-WIRE-071, MR-WIRE-072, MR-WIRE-073, MR-WIRE-074, MR-WIRE-076, MR-WIRE-078, MR-WIRE-080:
+    """MR-WIRE-070, MR-WIRE-071, MR-WIRE-072, MR-WIRE-073, MR-WIRE-074, MR-WIRE-076, MR-WIRE-078, MR-WIRE-080, MR-WIRE-082:
     with metaroce.lua, tshark
     shows the codec's MetaRoCE headers field for field; RoCEv2 frames get no MetaRoCE tree."""
     frames = mr_frames()

@@ -1,7 +1,7 @@
 -- Wireshark dissector for the MetaRoCE native headers (docs/spec/wire.md, MR-WIRE-070..081).
 --
 -- Wireshark's InfiniBand dissector decodes the RoCEv2 frame up to the BTH (UDP port 4791) but
--- shows the manufacturer-specific opcodes 0xC0-0xCA as "Unknown", with their headers as vendor
+-- shows the manufacturer-specific opcodes 0xC0-0xCD as "Unknown", with their headers as vendor
 -- data. This post-dissector runs after it, reads the BTH opcode it found and decodes what
 -- follows the BTH: MRDH, RETH, MRSH, ImmDt, MRAH (256-bit SACK), MRNH, the security header
 -- MRSEC of an authenticated frame (its protected bytes and tag are shown as payload) or the
@@ -21,8 +21,11 @@ local BTH_LEN, ICRC_LEN = 12, 4
 
 local opnames = {
   [0xC0] = "MR_WRITE", [0xC1] = "MR_WRITE_IMM", [0xC2] = "MR_SEND",
-  [0xC3] = "MR_SEND_IMM", [0xC4] = "MR_ACK", [0xC5] = "MR_NAK", [0xC6] = "MR_SEC",
-  [0xC8] = "MR_CONN_REQ", [0xC9] = "MR_CONN_ACC", [0xCA] = "MR_CONN_REJ",
+  [0xC3] = "MR_SEND_IMM", [0xC4] = "MR_ACK", [0xC5] = "MR_NAK",
+  -- READ and atomics (MR-WIRE-076)
+  [0xC6] = "MR_READ", [0xC7] = "MR_READ_RESP", [0xC8] = "MR_CMP_SWAP", [0xC9] = "MR_FETCH_ADD",
+  -- authenticated frame and handshake (MR-WIRE-082, MR-WIRE-078)
+  [0xCA] = "MR_SEC", [0xCB] = "MR_CONN_REQ", [0xCC] = "MR_CONN_ACC", [0xCD] = "MR_CONN_REJ",
 }
 -- Headers after the BTH for each opcode, in order (models/wire.HEADERS, MR-WIRE-052).
 local headers = {
@@ -32,14 +35,19 @@ local headers = {
   [0xC3] = { "mrdh", "mrsh", "imm" },
   [0xC4] = { "mrah" },
   [0xC5] = { "mrnh" },
-  [0xC6] = { "mrsec" },
-  [0xC8] = { "mrch" },
-  [0xC9] = { "mrch" },
-  [0xCA] = { "mrch" },
+  -- READ and atomics (MR-WIRE-076)
+  [0xC6] = { "mrdh", "reth" },
+  [0xC7] = { "mrdh" },
+  [0xC8] = { "mrdh", "reth" },
+  [0xC9] = { "mrdh", "reth" },
+  [0xCA] = { "mrsec" },
+  [0xCB] = { "mrch" },
+  [0xCC] = { "mrch" },
+  [0xCD] = { "mrch" },
 }
 local hlen = { mrdh = 16, reth = 16, mrsh = 4, imm = 4, mrah = 48, mrnh = 8, mrsec = 16, mrch = 36 }
-local carries_payload = { [0xC0] = true, [0xC1] = true, [0xC2] = true, [0xC3] = true, [0xC6] = true,
-                          [0xC8] = true, [0xC9] = true }
+local carries_payload = { [0xC0] = true, [0xC1] = true, [0xC2] = true, [0xC3] = true,
+  [0xC7] = true, [0xC8] = true, [0xC9] = true, [0xCA] = true, [0xCB] = true, [0xCC] = true }
 local nak_reasons = {
   [0x01] = "PSN outside window", [0x02] = "invalid request", [0x03] = "remote access",
   [0x04] = "bounds", [0x05] = "RNR (no receive posted)", [0x06] = "no such connection",
@@ -58,6 +66,7 @@ local f = {
   mrdh_last = ProtoField.bool("metaroce.mrdh.flags.last", "LAST", 8, nil, 0x01),
   mrdh_retx = ProtoField.bool("metaroce.mrdh.flags.retx", "RETX", 8, nil, 0x02),
   mrdh_first = ProtoField.bool("metaroce.mrdh.flags.first", "FIRST", 8, nil, 0x04),
+  mrdh_error = ProtoField.bool("metaroce.mrdh.flags.error", "ERROR", 8, nil, 0x08),
   mrdh_path = ProtoField.uint8("metaroce.mrdh.path", "Path", base.DEC),
   mrdh_stream = ProtoField.uint16("metaroce.mrdh.stream", "Stream", base.DEC),
   mrdh_msg = ProtoField.uint32("metaroce.mrdh.msg", "Message", base.DEC),
@@ -147,6 +156,7 @@ local function add_mrdh(t, tvb, off)
   ft:add(f.mrdh_last, tvb(off, 1))
   ft:add(f.mrdh_retx, tvb(off, 1))
   ft:add(f.mrdh_first, tvb(off, 1))
+  ft:add(f.mrdh_error, tvb(off, 1))
   st:add(f.mrdh_path, tvb(off + 1, 1))
   st:add(f.mrdh_stream, tvb(off + 2, 2))
   st:add(f.mrdh_msg, tvb(off + 4, 4))
