@@ -700,13 +700,14 @@ class RoceEndpoint(VerbsHost):
     - ``rnr_retry`` (7): RNR NAKs without progress before RNR_RETRY_EXC_ERR; 7 means for ever,
       as in the IBTA (MR-GBN-013).
     - ``seed`` (0): varies the QPs' fixed entropy.
+    - ``rng`` (None): a ``random.Random`` for the R_Keys (MR-SEC-152); None: ``secrets``.
     - ``max_rd_atomic`` (16): atomic results a responder QP keeps for duplicate requests
       (MR-GBN-024).
     """
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
                  window_bdp=2.0, timeout_exp=8, retry_cnt=7, ack_req_every=16, rnr_delay=10e-6,
-                 rnr_retry=7, seed=0, max_rd_atomic=16):
+                 rnr_retry=7, seed=0, max_rd_atomic=16, rng=None):
         if mtu not in (256, 512, 1024, 2048, 4096):
             raise ValueError("RoCEv2 path MTU is 256, 512, 1024, 2048 or 4096")
         if not 0 <= timeout_exp <= 31:
@@ -731,7 +732,7 @@ class RoceEndpoint(VerbsHost):
         self.rnr_retry = rnr_retry
         self.max_rd_atomic = max_rd_atomic
         self.seed = seed
-        self._init_host()
+        self._init_host(rng)      # MR-SEC-152: R_Keys from rng (None: secrets)
         self._qps = {}
 
     def params(self):
