@@ -1548,12 +1548,13 @@ class Endpoint(VerbsHost):
     - ``rng`` (None): a ``random.Random`` the R_Keys are drawn from, for reproducible
       simulations; None draws them from ``secrets`` (MR-SEC-152).
     - ``initial_psn`` (0): first PSN of every path, both directions (both ends must agree,
-      as RC QPs exchange their starting PSNs); exercises the 2^24 wrap (MR-SEQ-001).
+      as RC QPs exchange their starting PSNs); exercises the 2^24 wrap (MR-SEQ-001). A
+      connection's own ``init_psn``/``peer_init_psn`` override it (MR-CONN-107).
 
     ``stats`` (a ``Counter``; counters only increase). Sender: ``packets_sent`` (all frames),
     ``data_packets_sent``, ``retransmitted``, ``gap_losses`` (MR-REL-002), ``timeouts``,
     ``spurious_retransmits`` (a chunk acknowledged twice, MR-REL-004), ``xpath_losses``
-    (MR-REL-009), ``acks_received``,
+    (MR-REL-009), ``acks_received``, ``acks_stale`` (MR-SEC-151: resolved nothing, ignored),
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
     ``completions``, ``tail_probes`` (MR-REL-010), ``retry_exceeded``, ``rnr_retry_exceeded``
