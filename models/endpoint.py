@@ -907,7 +907,8 @@ class Connection:
 
     def _on_nak(self, h, now):
         ep = self.ep
-        if h.path >= len(self.paths):
+        # MR-SEC-151: a NAK for a path that does not exist or a PSN not yet sent is dropped.
+        if h.path >= len(self.paths) or P.psn_dist(self.paths[h.path].next_psn, h.psn) >= 0:
             ep._drop("bad_nak")
             return
         ep.stats["naks_received"] += 1

@@ -74,15 +74,16 @@ class _Wr:
 class _Qp:
     """One RC queue pair: requester and responder halves."""
 
-    def __init__(self, ep, conn, qpn, peer_addr, peer_qpn, stream):
+    def __init__(self, ep, conn, qpn, peer_addr, peer_qpn, stream, init_psn=0, peer_init_psn=0):
         self.ep, self.conn, self.qpn = ep, conn, qpn
         self.peer_addr, self.peer_qpn, self.stream = peer_addr, peer_qpn, stream
         self.entropy = P.entropy_for(qpn * 2654435761 + ep.seed)     # MR-GBN-001: fixed
         # requester
         self.sq = deque()           # posted, not completed
-        self.una = 0                # oldest unacknowledged PSN
-        self.psn = 0                # next PSN to transmit (rewinds on NAK/timeout)
-        self.max_psn = 0            # one past the highest PSN ever sent
+        # IBTA sq_psn / rq_psn, given when the QP is connected (MR-CONN-107)
+        self.una = init_psn         # oldest unacknowledged PSN
+        self.psn = init_psn         # next PSN to transmit (rewinds on NAK/timeout)
+        self.max_psn = init_psn     # one past the highest PSN ever sent
         self.cur = 0                # index in sq of the message holding self.psn
         self.cur_pkt = 0
         self.deadline = None
@@ -94,7 +95,7 @@ class _Qp:
         self.error = False
         self.in_ready = False
         # responder
-        self.epsn = 0
+        self.epsn = peer_init_psn
         self.msn = 0
         self.nak_sent = False
         self.rx_write = None        # (buf, va, length, offset) of the write in progress
@@ -626,9 +627,10 @@ class _Qp:
 class RoceConnection:
     """A group of RC QPs, one per stream, behind the MetaRoCE connection interface."""
 
-    def __init__(self, ep, local_id, peer_addr, peer_id, streams):
+    def __init__(self, ep, local_id, peer_addr, peer_id, streams, init_psn=0, peer_init_psn=0):
         self.ep, self.local_id, self.peer_addr, self.peer_id = ep, local_id, peer_addr, peer_id
-        self.qps = [_Qp(ep, self, local_id + s, peer_addr, peer_id + s, s) for s in range(streams)]
+        self.qps = [_Qp(ep, self, local_id + s, peer_addr, peer_id + s, s, init_psn, peer_init_psn)
+                    for s in range(streams)]
 
     def _qp(self, stream):
         if not 0 <= stream < len(self.qps):
@@ -741,13 +743,18 @@ class RoceEndpoint(VerbsHost):
                 "ack_timeout_us": self.ack_timeout * 1e6, "timeout_exp": self.timeout_exp,
                 "retry_cnt": self.retry_cnt, "ack_req_every": self.ack_req_every, "dcqcn": False}
 
-    def connect(self, local_id, peer_addr, peer_id, *, paths=1, streams=1):
+    def connect(self, local_id, peer_addr, peer_id, *, paths=1, streams=1, init_psn=None, peer_init_psn=None):
+        """Connect ``streams`` RC QPs. ``init_psn``/``peer_init_psn``: the QPs' sq_psn and rq_psn
+        (MR-CONN-107; ``None``: 0)."""
+        for name, psn in (("init_psn", init_psn), ("peer_init_psn", peer_init_psn)):
+            if psn is not None and (not isinstance(psn, int) or not 0 <= psn <= P.PSN_MASK):
+                raise ValueError(f"{name} is 24-bit, got {psn!r}")
         for s in range(streams):
             if local_id + s in self._qps:
                 raise ValueError(f"QPN {local_id + s} already in use")
         if local_id + streams > 1 << 24 or peer_id + streams > 1 << 24:
             raise ValueError("QPNs are 24-bit")
-        c = RoceConnection(self, local_id, peer_addr, peer_id, streams)
+        c = RoceConnection(self, local_id, peer_addr, peer_id, streams, init_psn or 0, peer_init_psn or 0)
         for qp in c.qps:
             self._qps[qp.qpn] = qp
         return c

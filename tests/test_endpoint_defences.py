@@ -167,3 +167,43 @@ def test_ce_count_capped_and_hint_clamped():
         runs.append(_state(ca))
         assert ca.rate_bps == 100e9
     assert runs[0] == runs[1]           # 65535 CE marks count as the one packet acknowledged
+
+
+def test_rocev2_qps_start_at_their_initial_psns():
+    """MR-CONN-107: the RoCEv2 baseline's QPs take the same initial PSNs (IBTA sq_psn/rq_psn), so
+    `metaroce transfer --protocol rocev2` runs on the handshake's; the write wraps through 2^24."""
+    from metaroce.models.rocev2 import RoceEndpoint
+    kw = dict(mtu=MTU, line_rate_bps=100e9, base_rtt=4e-6)
+    a, b = RoceEndpoint(A, rng=random.Random(1), **kw), RoceEndpoint(B, rng=random.Random(2), **kw)
+    ca = a.connect(10, B, 20, init_psn=0xFFFFF0, peer_init_psn=77)
+    b.connect(20, A, 10, init_psn=77, peer_init_psn=0xFFFFF0)
+    src, dst, lb = write(a, b, ca)
+    assert dst == src and [c.status for c in lb.completions[0]] == [Status.SUCCESS]
+    qp = ca.qps[0]
+    assert qp.una == qp.max_psn == (0xFFFFF0 + len(src) // MTU) & P.PSN_MASK
+    with pytest.raises(ValueError):
+        a.connect(30, B, 40, init_psn=1 << 24)
+
+
+def test_nak_for_unsent_psn_is_dropped():
+    """MR-SEC-151: a NAK for a PSN the path has not yet sent, or for a path that does not exist,
+    is dropped and counted and fails nothing; the same NAK for a sent PSN is taken."""
+    from metaroce.models.codec import MRNH
+    from metaroce.models.wire import NakReason
+
+    def nak(path, psn):
+        f = make(Op.MR_NAK, ip=IP(src=B, dst=A), mrnh=MRNH(path=path, reason=NakReason.ACCESS, psn=psn))
+        f.bth = replace(f.bth, dest_qp=10)
+        return f
+
+    a, b, ca, cb = pair(0xFFFFFE, 3, paths=2, first_window=0)
+    p0 = sorted((f.bth.psn for f in _sent(a, ca, 8 * MTU) if f.mrdh.path == 0), key=lambda x: (x - 0xFFFFFE) % (1 << 24))
+    nxt = ca.paths[0].next_psn
+    a.receive(nak(0, nxt), 1e-6)
+    a.receive(nak(0, (nxt + 1000) & P.PSN_MASK), 1e-6)
+    a.receive(nak(7, p0[0]), 1e-6)
+    assert a.stats["drop_bad_nak"] == 3 and a.stats["naks_received"] == 0
+    assert a.poll_cq() == []
+    a.receive(nak(0, p0[-1]), 1e-6)
+    assert a.stats["naks_received"] == 1
+    assert [c.status for c in a.poll_cq()] == [Status.REM_ACCESS_ERR]
