@@ -23,6 +23,7 @@ from enum import IntEnum
 from . import protocol as P
 from . import records as R
 from .records import RTX_POOL
+from .security import RKeyGenerator
 from .codec import BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, Eth, Frame, wire_len
 from .wire import MrahFlag, MrdhFlag, NakReason, Op
 
@@ -150,8 +151,8 @@ class _Path:
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
-        self.next_psn = conn.ep.initial_psn
-        self.floor = conn.ep.initial_psn
+        self.next_psn = conn.init_psn           # MR-CONN-107: the local initial PSN
+        self.floor = conn.init_psn
         self.ring = [None] * P.SEND_WINDOW    # MR-ENG-027: records by PSN mod 256
         self.live = 0               # records not marked lost
         self.inflight = 0           # bytes of live records
@@ -177,9 +178,9 @@ class _Path:
         self.probe_token = 0
         self.probe_interval = probe_interval
         self.retired_before = False
-        self.rx_cum = conn.ep.initial_psn     # receiver: next PSN expected in order
+        self.rx_cum = conn.peer_init_psn      # receiver: next PSN expected in order (MR-CONN-107)
         self.rx_sack = 0
-        self.rx_high = conn.ep.initial_psn    # receiver: one past the highest PSN seen
+        self.rx_high = conn.peer_init_psn     # receiver: one past the highest PSN seen
         self.rx_ce = 0
         self.rx_pending = 0
         self.rx_ack_token = 0       # delayed-ACK timer generation (MR-SEQ-009)
@@ -253,7 +254,8 @@ class Connection:
     :meth:`Endpoint.next_packet`.
     """
 
-    def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams, pkey=0xFFFF):
+    def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams, pkey=0xFFFF,
+                 init_psn=None, peer_init_psn=None):
         # MR-ENG-011: the engine's limits, checked by the slow path before any state exists.
         if not 1 <= paths <= ep.max_paths:
             raise ValueError(f"paths must be 1..{ep.max_paths}, got {paths}")
@@ -262,6 +264,9 @@ class Connection:
         self.ep = ep
         self.local_id, self.peer_addr, self.peer_id = local_id, peer_addr, peer_id
         self.pkey = pkey
+        # MR-CONN-107: the paths send from the local initial PSN and expect the peer's.
+        self.init_psn = ep.initial_psn if init_psn is None else init_psn
+        self.peer_init_psn = ep.initial_psn if peer_init_psn is None else peer_init_psn
         self.n_streams = streams
         cw = max(ep.mtu, ep.bdp * ep.init_window_bdp / paths)
         self.paths = [_Path(self, i, P.entropy_for(local_id * 4099 + i * 131 + ep.seed * 7919), cw,
@@ -692,11 +697,20 @@ class Connection:
         floor = p.floor
         n, acked = P.sack_resolve(floor, p.next_psn, a.cum_psn, a.sack)
         if n < 0:
-            ep._drop("bad_ack")
+            ep._drop("bad_ack")         # MR-SEC-151: covers a PSN not yet sent
             return
         st["acks_received"] += 1
+        if n == 0:
+            # MR-SEC-151: an ACK that resolves nothing carries no new ECE or RTT sample. Only a
+            # repeat of the newest ACK (highest covered PSN = floor - 1) may bring a new rate
+            # hint: that is how the receiver pushes hint updates (MR-CC-009). An older one is
+            # stale or replayed and changes no state.
+            dc = P.psn_dist(floor, a.cum_psn)
+            if (dc + (a.sack & P.SACK_MASK).bit_length() + 1 if a.sack else dc) != 0:
+                st["acks_stale"] += 1
+                return
         ring = p.ring
-        rec = p.rec(a.trigger_psn)
+        rec = p.rec(a.trigger_psn) if n else None
         wit = None
         if rec is not None and not rec.probe:
             sample = now - rec.t
@@ -728,14 +742,15 @@ class Connection:
                 self._mark_lost(p, rec)
         p.floor = (floor + n) & P.PSN_MASK
         # MR-CC-002/003: AIMD on the echoed CE fraction, at most one decrease per RTT.
-        ce = a.ce_count if a.flags & MrahFlag.ECE else 0
+        # MR-SEC-151: at most one CE mark per packet this ACK newly acknowledges.
+        ce = min(a.ce_count, pkts) if a.flags & MrahFlag.ECE else 0
         if ce:
             p.last_ece = self.last_ece = now
         # MR-CC-006: obey the receiver's fair-share hint. While a hint paces the connection, its
         # windows need not fall below the hinted rate's BDP (MR-CC-007): pacing already keeps
         # the rate, and a window collapsed by the ECN of a transient queue would idle the link.
         old_rate = self.rate_bps
-        self.rate_bps = min(ep.line_rate_bps, a.rate_mbps * 1e6) if a.rate_mbps else ep.line_rate_bps
+        self.rate_bps = P.clamp_hint_bps(a.rate_mbps, ep.line_rate_bps)     # MR-SEC-151
         if self.rate_bps != old_rate and self.last_tx >= 0:
             # MR-CC-006: a new rate applies from the last frame sent, not from the next one: a
             # lower one delays the next frame, a higher one (MR-CC-010) lets it go sooner.
@@ -892,7 +907,8 @@ class Connection:
 
     def _on_nak(self, h, now):
         ep = self.ep
-        if h.path >= len(self.paths):
+        # MR-SEC-151: a NAK for a path that does not exist or a PSN not yet sent is dropped.
+        if h.path >= len(self.paths) or P.psn_dist(self.paths[h.path].next_psn, h.psn) >= 0:
             ep._drop("bad_nak")
             return
         ep.stats["naks_received"] += 1
@@ -1419,9 +1435,11 @@ class VerbsHost:
     registration, the completion queue, the ready list the NIC serves, drop counters.
     ``Endpoint`` and ``rocev2.RoceEndpoint`` both build on it, so the verbs surface is one code."""
 
-    def _init_host(self):
+    def _init_host(self, rng=None):
         self._mrs = {}
-        self._next_key = 0x100
+        # MR-SEC-152: 32 random bits per registration; ``rng`` (a random.Random) makes them
+        # reproducible for simulations, None draws them from ``secrets``.
+        self._rkeys = RKeyGenerator(rng)
         self._cq = deque()
         self._ctrl = deque()
         self._ready = deque()
@@ -1433,14 +1451,15 @@ class VerbsHost:
         """Register ``buf`` (a bytearray) and return its key (rkey == lkey) (MR-PLC-002)."""
         if not isinstance(buf, bytearray):
             raise TypeError("reg_mr needs a bytearray")
-        key = self._next_key
-        self._next_key += 1
+        key = self._rkeys.new()         # MR-SEC-152
         self._mrs[key] = (buf, access)
         return key
 
     def dereg_mr(self, key):
-        """Remove a registration; later accesses with the key are NAKed ACCESS (MR-SEC-004)."""
-        self._mrs.pop(key, None)
+        """Remove a registration; later accesses with the key are NAKed ACCESS (MR-SEC-004).
+        The key may be issued again only after this (MR-SEC-152)."""
+        if self._mrs.pop(key, None) is not None:
+            self._rkeys.free(key)
 
     def _local_mr(self, lkey, loffset, length):
         """The registration ``(buf, access)`` of a local buffer a work request names; a bad
@@ -1527,13 +1546,16 @@ class Endpoint(VerbsHost):
       answering (responder resources, MR-VERB-005); beyond them a request is NAKed RNR.
     Every argument is checked; a bad value is a ValueError naming it (MR-ENG-042).
     - ``seed`` (0): varies the initial path entropies.
+    - ``rng`` (None): a ``random.Random`` the R_Keys are drawn from, for reproducible
+      simulations; None draws them from ``secrets`` (MR-SEC-152).
     - ``initial_psn`` (0): first PSN of every path, both directions (both ends must agree,
-      as RC QPs exchange their starting PSNs); exercises the 2^24 wrap (MR-SEQ-001).
+      as RC QPs exchange their starting PSNs); exercises the 2^24 wrap (MR-SEQ-001). A
+      connection's own ``init_psn``/``peer_init_psn`` override it (MR-CONN-107).
 
     ``stats`` (a ``Counter``; counters only increase). Sender: ``packets_sent`` (all frames),
     ``data_packets_sent``, ``retransmitted``, ``gap_losses`` (MR-REL-002), ``timeouts``,
     ``spurious_retransmits`` (a chunk acknowledged twice, MR-REL-004), ``xpath_losses``
-    (MR-REL-009), ``acks_received``,
+    (MR-REL-009), ``acks_received``, ``acks_stale`` (MR-SEC-151: resolved nothing, ignored),
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
     ``completions``, ``tail_probes`` (MR-REL-010), ``retry_exceeded``, ``rnr_retry_exceeded``
@@ -1552,7 +1574,7 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=2, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC):
+                 max_rd_atomic=R.RD_ATOMIC, rng=None):
         _check_config(locals())
         self.addr = addr
         self.mtu = mtu
@@ -1607,7 +1629,7 @@ class Endpoint(VerbsHost):
         self._pool_waiters = {}     # connections waiting for a free record
         self.seed = seed
         self.initial_psn = initial_psn & P.PSN_MASK
-        self._init_host()
+        self._init_host(rng)
         self._conns = {}
         self._share_epoch = 0
         self._share_seen = set()
@@ -1628,16 +1650,22 @@ class Endpoint(VerbsHost):
 
     # -- verbs -----------------------------------------------------------------------------------
 
-    def connect(self, local_id, peer_addr, peer_id, *, paths=8, streams=1, pkey=0xFFFF):
+    def connect(self, local_id, peer_addr, peer_id, *, paths=8, streams=1, pkey=0xFFFF,
+                init_psn=None, peer_init_psn=None):
         """Open a connection (MR-CONN-001..003); the peer calls it with the ids mirrored.
-        ``pkey``: the BTH P_Key of every packet both ways (MR-SEC-008)."""
+        ``pkey``: the BTH P_Key of every packet both ways (MR-SEC-008). ``init_psn`` and
+        ``peer_init_psn``: the first PSN every path sends and the first it expects from the
+        peer (the handshake's, MR-CONN-107); ``None`` takes the endpoint's ``initial_psn``."""
         if not 0 <= local_id < 1 << 24 or not 0 <= peer_id < 1 << 24:
             raise ValueError("connection ids are 24-bit (BTH DestQP)")
         if not 0 <= pkey <= 0xFFFF:
             raise ValueError("pkey is 16-bit")
+        for name, psn in (("init_psn", init_psn), ("peer_init_psn", peer_init_psn)):
+            if psn is not None and (not isinstance(psn, int) or not 0 <= psn <= P.PSN_MASK):
+                raise ValueError(f"{name} is 24-bit, got {psn!r}")
         if local_id in self._conns:
             raise ValueError(f"connection id {local_id} already in use")
-        c = Connection(self, local_id, peer_addr, peer_id, paths, streams, pkey)
+        c = Connection(self, local_id, peer_addr, peer_id, paths, streams, pkey, init_psn, peer_init_psn)
         self._conns[local_id] = c
         return c
 

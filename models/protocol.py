@@ -285,6 +285,18 @@ WIRE_OVERHEAD = 24
 DRAIN_GAIN = 0.08
 
 
+#: MR-SEC-151: the least non-zero rate hint, in Mb/s (the floor of :func:`fair_share_mbps`).
+MIN_RATE_MBPS = 1
+
+
+def clamp_hint_bps(rate_mbps, line_rate_bps):
+    """MR-SEC-151, MR-CC-006: the rate (b/s) a sender obeys for a hint of ``rate_mbps``: 0 is "no
+    limit" (the line rate); any other hint is clamped to [MIN_RATE_MBPS, line rate]."""
+    if not rate_mbps:
+        return line_rate_bps
+    return min(line_rate_bps, max(MIN_RATE_MBPS, rate_mbps) * 1e6)
+
+
 def fair_share_mbps(line_rate_bps, n_active, ce_frac=0.0, drain=DRAIN_GAIN):
     """The receiver's fair-share rate hint for each active sender, in Mb/s (MR-CC-005).
 
@@ -301,7 +313,7 @@ def fair_share_mbps(line_rate_bps, n_active, ce_frac=0.0, drain=DRAIN_GAIN):
     if n_active <= 1:
         return 0
     rate = line_rate_bps * (1.0 - drain * max(0.0, min(1.0, ce_frac)))
-    return max(1, int(rate / max(1, n_active) / 1e6))
+    return max(MIN_RATE_MBPS, int(rate / max(1, n_active) / 1e6))
 
 
 #: MR-CC-010: packet times over which the receiver measures the arrival rate of new senders.

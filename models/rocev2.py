@@ -74,15 +74,16 @@ class _Wr:
 class _Qp:
     """One RC queue pair: requester and responder halves."""
 
-    def __init__(self, ep, conn, qpn, peer_addr, peer_qpn, stream):
+    def __init__(self, ep, conn, qpn, peer_addr, peer_qpn, stream, init_psn=0, peer_init_psn=0):
         self.ep, self.conn, self.qpn = ep, conn, qpn
         self.peer_addr, self.peer_qpn, self.stream = peer_addr, peer_qpn, stream
         self.entropy = P.entropy_for(qpn * 2654435761 + ep.seed)     # MR-GBN-001: fixed
         # requester
         self.sq = deque()           # posted, not completed
-        self.una = 0                # oldest unacknowledged PSN
-        self.psn = 0                # next PSN to transmit (rewinds on NAK/timeout)
-        self.max_psn = 0            # one past the highest PSN ever sent
+        # IBTA sq_psn / rq_psn, given when the QP is connected (MR-CONN-107)
+        self.una = init_psn         # oldest unacknowledged PSN
+        self.psn = init_psn         # next PSN to transmit (rewinds on NAK/timeout)
+        self.max_psn = init_psn     # one past the highest PSN ever sent
         self.cur = 0                # index in sq of the message holding self.psn
         self.cur_pkt = 0
         self.deadline = None
@@ -94,7 +95,7 @@ class _Qp:
         self.error = False
         self.in_ready = False
         # responder
-        self.epsn = 0
+        self.epsn = peer_init_psn
         self.msn = 0
         self.nak_sent = False
         self.rx_write = None        # (buf, va, length, offset) of the write in progress
@@ -626,9 +627,10 @@ class _Qp:
 class RoceConnection:
     """A group of RC QPs, one per stream, behind the MetaRoCE connection interface."""
 
-    def __init__(self, ep, local_id, peer_addr, peer_id, streams):
+    def __init__(self, ep, local_id, peer_addr, peer_id, streams, init_psn=0, peer_init_psn=0):
         self.ep, self.local_id, self.peer_addr, self.peer_id = ep, local_id, peer_addr, peer_id
-        self.qps = [_Qp(ep, self, local_id + s, peer_addr, peer_id + s, s) for s in range(streams)]
+        self.qps = [_Qp(ep, self, local_id + s, peer_addr, peer_id + s, s, init_psn, peer_init_psn)
+                    for s in range(streams)]
 
     def _qp(self, stream):
         if not 0 <= stream < len(self.qps):
@@ -700,13 +702,14 @@ class RoceEndpoint(VerbsHost):
     - ``rnr_retry`` (7): RNR NAKs without progress before RNR_RETRY_EXC_ERR; 7 means for ever,
       as in the IBTA (MR-GBN-013).
     - ``seed`` (0): varies the QPs' fixed entropy.
+    - ``rng`` (None): a ``random.Random`` for the R_Keys (MR-SEC-152); None: ``secrets``.
     - ``max_rd_atomic`` (16): atomic results a responder QP keeps for duplicate requests
       (MR-GBN-024).
     """
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
                  window_bdp=2.0, timeout_exp=8, retry_cnt=7, ack_req_every=16, rnr_delay=10e-6,
-                 rnr_retry=7, seed=0, max_rd_atomic=16):
+                 rnr_retry=7, seed=0, max_rd_atomic=16, rng=None):
         if mtu not in (256, 512, 1024, 2048, 4096):
             raise ValueError("RoCEv2 path MTU is 256, 512, 1024, 2048 or 4096")
         if not 0 <= timeout_exp <= 31:
@@ -731,7 +734,7 @@ class RoceEndpoint(VerbsHost):
         self.rnr_retry = rnr_retry
         self.max_rd_atomic = max_rd_atomic
         self.seed = seed
-        self._init_host()
+        self._init_host(rng)      # MR-SEC-152: R_Keys from rng (None: secrets)
         self._qps = {}
 
     def params(self):
@@ -740,13 +743,18 @@ class RoceEndpoint(VerbsHost):
                 "ack_timeout_us": self.ack_timeout * 1e6, "timeout_exp": self.timeout_exp,
                 "retry_cnt": self.retry_cnt, "ack_req_every": self.ack_req_every, "dcqcn": False}
 
-    def connect(self, local_id, peer_addr, peer_id, *, paths=1, streams=1):
+    def connect(self, local_id, peer_addr, peer_id, *, paths=1, streams=1, init_psn=None, peer_init_psn=None):
+        """Connect ``streams`` RC QPs. ``init_psn``/``peer_init_psn``: the QPs' sq_psn and rq_psn
+        (MR-CONN-107; ``None``: 0)."""
+        for name, psn in (("init_psn", init_psn), ("peer_init_psn", peer_init_psn)):
+            if psn is not None and (not isinstance(psn, int) or not 0 <= psn <= P.PSN_MASK):
+                raise ValueError(f"{name} is 24-bit, got {psn!r}")
         for s in range(streams):
             if local_id + s in self._qps:
                 raise ValueError(f"QPN {local_id + s} already in use")
         if local_id + streams > 1 << 24 or peer_id + streams > 1 << 24:
             raise ValueError("QPNs are 24-bit")
-        c = RoceConnection(self, local_id, peer_addr, peer_id, streams)
+        c = RoceConnection(self, local_id, peer_addr, peer_id, streams, init_psn or 0, peer_init_psn or 0)
         for qp in c.qps:
             self._qps[qp.qpn] = qp
         return c

@@ -8,6 +8,7 @@ write completed exactly once with success, with no other completion anywhere (MR
 """
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -90,6 +91,9 @@ class Meter:
 
 
 def make_endpoint(kind, addr, **cfg):
+    # MR-SEC-152: a simulation draws its R_Keys from a generator seeded by the run, so every
+    # run of a benchmark or scenario is reproducible.
+    cfg.setdefault("rng", random.Random(f"{kind}/{addr}/{cfg.get('seed', 0)}"))
     if kind == "metaroce":
         from metaroce.models.endpoint import Endpoint
         return Endpoint(addr, **cfg)

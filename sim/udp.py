@@ -459,7 +459,9 @@ def _serve(a):
             # MR-CONN-100: answer on the wire; a new session opens the endpoint's connection.
             answer = server.receive(f, now)
             for sess in server.new_sessions:
-                ep.connect(sess.local_qpn, LOOPBACK, sess.peer_qpn, paths=sess.paths)
+                # MR-CONN-107: the handshake's random QPNs and initial PSNs
+                ep.connect(sess.local_qpn, LOOPBACK, sess.peer_qpn, paths=sess.paths,
+                           init_psn=sess.local_psn, peer_init_psn=sess.peer_psn)
                 if auth:
                     host.guard.add(sess.local_qpn, sess.peer_qpn, sess.channel())
             server.new_sessions.clear()

@@ -150,9 +150,13 @@ class Attacker:
 def session(auth, attacker=None, seed=1):
     """One write of N bytes from a to b; returns (src, dst, canary, lb, hosts)."""
     kw = dict(mtu=MTU, line_rate_bps=100e9, base_rtt=4e-6)
-    a, b = Endpoint(A, **kw), Endpoint(B, **kw)
-    ca = a.connect(QA, B, QB, paths=PATHS)
-    b.connect(QB, A, QA, paths=PATHS)
+    # MR-CONN-107, MR-SEC-152: every session has its own random initial PSNs (as the handshake
+    # draws them) and R_Keys; drawn from the seed so that the run is reproducible.
+    rng = random.Random(seed)
+    a, b = Endpoint(A, rng=rng, **kw), Endpoint(B, rng=rng, **kw)
+    psn_a, psn_b = rng.getrandbits(24), rng.getrandbits(24)
+    ca = a.connect(QA, B, QB, paths=PATHS, init_psn=psn_a, peer_init_psn=psn_b)
+    b.connect(QB, A, QA, paths=PATHS, init_psn=psn_b, peer_init_psn=psn_a)
     src = bytearray(random.Random(seed).randbytes(N))
     dst = bytearray(N)
     canary = bytearray(b"\xA5" * 8192)          # a registered region nobody writes to
@@ -233,15 +237,12 @@ def test_authenticated_transfer_survives(kind):
 
 # With authentication off (the RoCEv2-compatible mode), what the current endpoint cannot stop.
 # Each is an on-path attack that no receive-side check can tell from real traffic; the endpoint
-# changes that make it blind-attack hard are MR-CONN-107 and MR-SEC-152 (see the report).
+# changes that make it blind-attack hard are MR-CONN-107 and MR-SEC-152. Replaying an older
+# session is stopped by them: its PSNs and R_Keys are not the new session's.
 _OFF_XFAIL = {
     "forged_ack": "Connection._on_ack takes an ACK for a PSN that was sent but has not arrived "
                   "(sack_resolve only refuses PSNs never sent, MR-ERR-010): the write completes "
                   "SUCCESS before its bytes are placed; only authentication stops it (MR-SEC-103)",
-    "replay_session": "an older session's frames carry the same QPNs, PSNs from the endpoint-wide "
-                      "initial_psn and R_Keys from VerbsHost._next_key (sequential from 0x100), so "
-                      "they are in-window for the new session and placed; needs per-connection "
-                      "random QPN/initial PSN (MR-CONN-107) and random R_Keys (MR-SEC-152)",
 }
 
 

@@ -338,8 +338,9 @@ def test_reads_both_ways_do_not_deadlock():
     assert all(c.status == Status.SUCCESS for c in txa + txb)
     assert ma[100_000:200_000] == sb[:100_000] and mb[100_000:200_000] == sa[:100_000]
     assert max(peak) == 3
-    with pytest.raises(ValueError):
-        pair(max_tx_msgs=1)[2].post_read(0, 0x100, 0, 8, 0, 0x100, wr_id=1)
+    a1, b1, ca1, _ = pair(max_tx_msgs=1)
+    with pytest.raises(ValueError, match="max_tx_msgs"):
+        ca1.post_read(0, _mem(a1, 8)[1], 0, 8, 0, _mem(b1, 8)[1], wr_id=1)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -246,7 +246,9 @@ def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, prog
                             "psk": psk.hex() if psk else None}), "before the transfer")
         session, client = handshake(host, rx, hs.Config(paths=paths, mtu=mtu, auth=auth, encrypt=encrypt, psk=psk),
                                     deadline)
-        conn = ep.connect(session.local_qpn, LOOPBACK, session.peer_qpn, paths=session.paths)
+        # MR-CONN-107: the handshake's random QPNs and initial PSNs
+        conn = ep.connect(session.local_qpn, LOOPBACK, session.peer_qpn, paths=session.paths,
+                          init_psn=session.local_psn, peer_init_psn=session.peer_psn)
         if auth:
             host.guard = AuthenticatedHost(ep, {session.local_qpn: (session.peer_qpn, session.channel())})
         t0 = time.monotonic()
