@@ -171,6 +171,19 @@ class _Qp:
         ep.stats["data_packets_sent"] += 1
         return f
 
+    def _request_sent(self, f, now):
+        """Bookkeeping after a one-packet request (READ REQUEST, atomic): the work request is
+        fully sent, the next one starts with a fresh AckReq count, and the ACK timer runs."""
+        ep = self.ep
+        self.cur += 1
+        self.cur_pkt = 0
+        self.since_req = 0
+        if self.deadline is None:
+            ep._arm(self, now + ep.ack_timeout)
+        ep.stats["packets_sent"] += 1
+        ep.stats["data_packets_sent"] += 1
+        return f
+
     def _read_request(self, w, i, now):
         """MR-GBN-020: one READ REQUEST covers the READ's remaining response PSNs; a re-issue
         from response ``i`` asks for the rest only (VA and length moved on)."""
@@ -186,14 +199,7 @@ class _Qp:
             self.max_psn = self.psn
         if retx:
             ep.stats["retransmitted"] += 1
-        self.cur += 1
-        self.cur_pkt = 0
-        self.since_req = 0
-        if self.deadline is None:
-            ep._arm(self, now + ep.ack_timeout)
-        ep.stats["packets_sent"] += 1
-        ep.stats["data_packets_sent"] += 1
-        return f
+        return self._request_sent(f, now)
 
     def _atomic_request(self, w, now):
         """MR-GBN-023: COMPARE_SWAP / FETCH_ADD with AtomicETH, one PSN, AckReq set."""
@@ -208,14 +214,7 @@ class _Qp:
             ep.stats["retransmitted"] += 1
         else:
             self.max_psn = self.psn
-        self.cur += 1
-        self.cur_pkt = 0
-        self.since_req = 0
-        if self.deadline is None:
-            ep._arm(self, now + ep.ack_timeout)
-        ep.stats["packets_sent"] += 1
-        ep.stats["data_packets_sent"] += 1
-        return f
+        return self._request_sent(f, now)
 
     def on_atomic_ack(self, f, now):
         """MR-GBN-023: the ATOMIC ACKNOWLEDGE of the atomic at its PSN carries the original
