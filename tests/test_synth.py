@@ -83,3 +83,132 @@ def test_parser_synth_64():
     assert out["block"] == "parser" and out["width"] == 64
     assert out["luts"] > out["icrc_luts"] > 0
     assert out["ffs"] > 0 and out["brams"] >= 0
+
+
+# --------------------------------------------------------------------------------------
+# LUT levels between flip-flops (MR-FLOW-010)
+
+def _cell(ctype, **ports):
+    """A Yosys JSON cell: ``ports`` maps port name to (direction, bits)."""
+    return {"type": ctype, "parameters": {},
+            "port_directions": {p: d for p, (d, _) in ports.items()},
+            "connections": {p: b for p, (_, b) in ports.items()}}
+
+
+def _netlist():
+    """in[2] -> lut a -> ff r (bit 4); r -> lut b -> lut c -> ff s (bit 7); r -> lut d -> out
+    (bit 9); in[3] -> lut e -> out (bit 10); sync memory read data (bit 11) -> lut f -> memory
+    write data; async memory port: r -> address, data (bit 13) -> lut g -> lut h -> ff s
+    enable (bit 15)."""
+    lut = "$lut"
+    cells = {
+        "a": _cell(lut, A=("input", [2]), Y=("output", [3])),
+        "r": _cell("$_DFF_P_", C=("input", [1]), D=("input", [3]), Q=("output", [4])),
+        "b": _cell(lut, A=("input", [4, "0"]), Y=("output", [5])),
+        "c": _cell(lut, A=("input", [5, 4]), Y=("output", [6])),
+        "s": _cell("$_DFFE_PP_", C=("input", [1]), D=("input", [6]), E=("input", [15]),
+                   Q=("output", [7])),
+        "d": _cell(lut, A=("input", [4]), Y=("output", [9])),
+        "e": _cell(lut, A=("input", [8]), Y=("output", [10])),
+        "f": _cell(lut, A=("input", [11]), Y=("output", [12])),
+        "g": _cell(lut, A=("input", [13]), Y=("output", [14])),
+        "h": _cell(lut, A=("input", [14, 7]), Y=("output", [15])),
+        "mem": {"type": "$mem_v2",
+                "parameters": {"RD_PORTS": "10", "ABITS": "1", "WIDTH": "1",
+                               "RD_CLK_ENABLE": "01"},    # port 0 clocked, port 1 not
+                "port_directions": {"RD_ADDR": "input", "RD_DATA": "output",
+                                    "RD_CLK": "input", "WR_DATA": "input", "WR_CLK": "input"},
+                "connections": {"RD_ADDR": ["0", 4], "RD_DATA": [11, 13], "RD_CLK": [1, "x"],
+                                "WR_DATA": [12], "WR_CLK": [1]}},
+    }
+    return {"modules": {"top": {
+        "ports": {"clk": {"direction": "input", "bits": [1]},
+                  "x": {"direction": "input", "bits": [2, 8]},
+                  "y": {"direction": "output", "bits": [9, 10]}},
+        "cells": cells,
+        "netnames": {"r": {"bits": [4], "hide_name": 0}, "$abc$n6": {"bits": [6], "hide_name": 1},
+                     "mid": {"bits": [5], "hide_name": 0}}}}}
+
+
+def test_analyse_levels_by_endpoints():
+    """Levels count LUTs; flip-flop and memory boundaries start and end paths."""
+    rep = synth.analyse_levels(_netlist(), "top")
+    # r -> b -> c -> s is 2; r -> async read -> g -> h -> s.E is 3 (the read is a level)
+    assert rep.reg_to_reg == rep.lut_levels == 3
+    assert len(rep.path) == 3 and rep.path[0] == "mem.rd1"
+    assert rep.in_to_reg == 1            # x[0] -> a -> r
+    assert rep.reg_to_out == 1           # r -> d -> y[0]
+    assert rep.in_to_out == 1            # x[1] -> e -> y[1]
+    assert rep.luts == 8 and rep.other_cells == {}
+
+
+def test_analyse_levels_loop_and_missing_module():
+    net = _netlist()
+    cells = net["modules"]["top"]["cells"]
+    cells["b"]["connections"]["A"] = [4, 6]     # b <- c <- b
+    with pytest.raises(synth.SynthError, match="combinational loop"):
+        synth.analyse_levels(net, "top")
+    with pytest.raises(synth.SynthError, match="no module"):
+        synth.analyse_levels(net, "nosuch")
+
+
+def test_parse_ltp():
+    text = ("9. Executing LTP pass (find longest path).\n\n"
+            "Longest topological path in chain (length=2):\n    0: \\x [5]\n")
+    assert synth.parse_ltp(text) == 2
+    with pytest.raises(synth.SynthError):
+        synth.parse_ltp("nothing")
+
+
+XOR_TREE = """
+module xt(input clk, input [{n}:0] x, input [{m}:0] p, output y, output o);
+  reg [{n}:0] r;
+  reg z;
+  always @(posedge clk) begin r <= x; z <= ^r; end
+  assign y = ^p;            // input -> output
+  assign o = z;
+endmodule
+"""
+
+
+def _log6(n):
+    levels, reach = 0, 1
+    while reach < n:
+        levels, reach = levels + 1, reach * 6
+    return levels
+
+
+@pytest.mark.parametrize("inputs", [6, 36, 216])
+def test_lut_levels_of_an_xor_tree(inputs):
+    """MR-FLOW-010 end to end: an n-input XOR between two registers takes at least
+    ceil(log6 n) LUT levels (exactly 1 for 6 inputs); the count matches the path found and
+    Yosys' ltp (whose longest path here is that one)."""
+    rep = synth.lut_levels(XOR_TREE.format(n=inputs - 1, m=5), "xt", use_cache=False)
+    assert _log6(inputs) <= rep.lut_levels <= 2 * _log6(inputs)
+    if inputs == 6:
+        assert rep.lut_levels == 1
+    assert len(rep.path) == rep.lut_levels
+    assert (rep.in_to_reg, rep.reg_to_out, rep.in_to_out) == (0, 0, 1)
+    assert rep.ltp_length == rep.lut_levels
+
+
+def test_lut_levels_exclude_port_paths():
+    """MR-FLOW-010: a deep input-to-output path is reported apart, not as lut_levels."""
+    rep = synth.lut_levels(XOR_TREE.format(n=5, m=215), "xt", use_cache=False)
+    assert rep.lut_levels == 1
+    assert rep.in_to_out >= 3 and rep.ltp_length == rep.in_to_out
+
+
+def test_synth_command_reports_lut_levels(monkeypatch, capsys):
+    """`metaroce synth` carries lut_levels (the toolchain smoke design as a block: its
+    8-bit adders are carry chains, several LUT levels deep)."""
+    from metaroce import blocks
+    from metaroce.cli import main
+    monkeypatch.setitem(blocks.BLOCKS, "smoke", blocks.Block(
+        name="smoke", component="metaroce.tb.smoke:SmokeAccumulator",
+        model="metaroce.tb.smoke:SmokeAccumulator", tb="metaroce.tb.smoke", help="", widths=(8,)))
+    assert main(["synth", "smoke", "--width", "8", "--json", "--no-cache"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["lut_levels"] == out["lut_levels_paths"]["reg_to_reg"] >= 2
+    assert out["lut_levels_paths"]["ltp_all_paths"] >= out["lut_levels"]
+    assert "abc -lut 6" in out["lut_levels_flow"]

