@@ -49,7 +49,7 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import wire
-from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS, EXT_NAMES, HB,
+from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS, EXT_NAMES, HB, N_COUNTERS,
                              META_LAYOUT, params)
 from ..models.wire import Op, Reason
 from . import icrc as icrc_hw
@@ -157,15 +157,18 @@ _OP_POS = {(0, 0): 42, (1, 0): 46, (0, 1): 62, (1, 1): 66}
 class Parser(wiring.Component):
     """RX parser (MR-HW-001..063). See the module docstring for ports and pipeline."""
 
-    def __init__(self, width=512, *, max_frame=9216, crc_impl="lib"):
+    def __init__(self, width=512, *, max_frame=9216, crc_impl="lib", drop_on_full=False):
         try:
             p = params(width, max_frame)
             if crc_impl not in ("lib", "xor"):
                 raise ValueError(f"crc_impl must be 'lib' or 'xor', not {crc_impl!r}")
+            if not isinstance(drop_on_full, bool):
+                raise ValueError(f"drop_on_full must be a bool, not {drop_on_full!r}")
         except ValueError:
             self._MustUse__silence = True   # a rejected design is not an unused one
             raise
         self.crc_impl = crc_impl
+        self.drop_on_full = drop_on_full
         self.width = width
         self.max_frame = max_frame
         self.p = p
@@ -192,10 +195,30 @@ class Parser(wiring.Component):
         # tready is a register: the frame store and the meta queue are reserved ahead, so the
         # pipeline behind S0 never stalls.
         tready = Signal(init=1)
-        m.d.comb += s.tready.eq(tready)
         accept = Signal()
-        m.d.comb += accept.eq(s.tvalid & tready)
+        if self.drop_on_full:
+            # MR-HW-080: the MAC is never back-pressured.
+            m.d.comb += [s.tready.eq(1), accept.eq(s.tvalid)]
+        else:
+            m.d.comb += [s.tready.eq(tready), accept.eq(s.tvalid & tready)]
         k = Signal(kbits)                   # beat index in the frame, saturates at max_beats
+        space = Signal(abits + 1)            # beats accepted for the store and not yet read
+        slots = Signal(mq_bits + 1)          # frames whose last beat was accepted, not yet out
+        need = k < max_beats                 # beats past max_beats are not stored (MR-HW-031)
+        fits = Signal()
+        ovf = Signal()                       # the frame being received overflowed
+        fr_cnt = Signal(kbits + 1)           # its beats reserved in the store
+        if self.drop_on_full:
+            # MR-HW-081: a beat that finds the store full, or a last beat that finds the meta
+            # queue full, drops its whole frame: the frame's stored beats are given back.
+            m.d.comb += fits.eq(~ovf & (~need | (space < depth)) & (~s.tlast | (slots < mq_depth)))
+            with m.If(accept):
+                m.d.sync += [ovf.eq(~fits & ~s.tlast),
+                             fr_cnt.eq(Mux(s.tlast, 0, fr_cnt + (need & fits)))]
+        else:
+            m.d.comb += fits.eq(1)
+        store_in = accept & need & fits
+        rewind_in = accept & ~fits & ~ovf
         nb_in = Signal(range(nbytes + 1))
         m.d.comb += nb_in.eq(Mux(s.tlast, _first_zero(s.tkeep, nbytes), nbytes))
         keep_in = Signal(nbytes)
@@ -270,10 +293,14 @@ class Parser(wiring.Component):
         d1_last = Signal(reset_less=True)
         d1_k = Signal(kbits, reset_less=True)
         d1_user = Signal(reset_less=True)
+        d1_store = Signal(reset_less=True)
+        d1_rewind = Signal(reset_less=True)
+        d1_drop = Signal(reset_less=True)
         m.d.sync += d1_valid.eq(accept)
         with m.If(accept):
             m.d.sync += [d1_data.eq(s.tdata), d1_keep.eq(keep_in), d1_nb.eq(nb_in),
-                         d1_last.eq(s.tlast), d1_k.eq(k), d1_user.eq(s.tuser)]
+                         d1_last.eq(s.tlast), d1_k.eq(k), d1_user.eq(s.tuser),
+                         d1_store.eq(need & fits), d1_rewind.eq(~fits & ~ovf), d1_drop.eq(~fits)]
 
         # ------------------------------------------------------------ S1: store, ICRC, snapshot
         vlan, is4, is6 = Signal(), Signal(), Signal()
@@ -303,9 +330,17 @@ class Parser(wiring.Component):
         drp = store_mem.read_port(domain="sync")
         wr_ptr = Signal(abits)
         store = Signal()
-        m.d.comb += store.eq(d1_valid & (d1_k < max_beats))
+        m.d.comb += store.eq(d1_valid & d1_store)
         m.d.comb += [dwp.addr.eq(wr_ptr), dwp.data.eq(Cat(d1_data, d1_keep)), dwp.en.eq(store)]
-        m.d.sync += wr_ptr.eq(wr_ptr + store)
+        if self.drop_on_full:
+            # MR-HW-081: an overflowing frame's beats are taken back (write pointer rewound).
+            fstart_reg = Signal(abits, reset_less=True)
+            fstart = Mux(d1_k == 0, wr_ptr, fstart_reg)
+            with m.If(d1_valid & (d1_k == 0)):
+                m.d.sync += fstart_reg.eq(wr_ptr)
+            m.d.sync += wr_ptr.eq(Mux(d1_valid & d1_rewind, fstart, wr_ptr + store))
+        else:
+            m.d.sync += wr_ptr.eq(wr_ptr + store)
         err_acc = Signal()
         mac_err = Signal()
         m.d.comb += mac_err.eq(err_acc | d1_user)
@@ -324,7 +359,7 @@ class Parser(wiring.Component):
         m.d.comb += n_tail.eq(-l4_end[:lane_bits] if lane_bits else 0)
 
         load1 = Signal()
-        m.d.comb += load1.eq(d1_valid & d1_last)
+        m.d.comb += load1.eq(d1_valid & d1_last & ~d1_drop)
         frame_len = Signal(16)
         m.d.comb += frame_len.eq(d1_k * nbytes + d1_nb)
 
@@ -505,11 +540,15 @@ class Parser(wiring.Component):
 
         # ------------------------------------------------------------ S7: verdict out
         # MR-HW-060: 64-bit counters, one per Reason code.
-        cnt = [Signal(COUNTER_BITS, name=f"cnt{i}") for i in range(9)]
+        cnt = [Signal(COUNTER_BITS, name=f"cnt{i}") for i in range(N_COUNTERS)]
         for i in range(9):
             with m.If(go7 & (v7["reason"] == i)):
                 m.d.sync += cnt[i].eq(cnt[i] + 1)
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < 9, Array(cnt)[self.reg_addr], 0))
+        if self.drop_on_full:
+            # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
+            with m.If(d1_valid & d1_last & d1_drop):
+                m.d.sync += cnt[9].eq(cnt[9] + 1)
+        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
 
         # Verdicts for the meta queue, slot by slot.
         vq_layout = data.StructLayout({"reason": 4, "drop_fields": 1, "zero": len(EXT_NAMES),
@@ -630,11 +669,9 @@ class Parser(wiring.Component):
         # ------------------------------------------------------------ reservations (MR-HW-051)
         # tready for the next cycle: room for one more beat in the store and one more frame in
         # the meta queue after this cycle's changes.
-        space = Signal(abits + 1)            # beats accepted for the store and not yet read
-        space_in = accept & (k < max_beats)
-        m.d.sync += space.eq(space + space_in - issue)
-        slots = Signal(mq_bits + 1)          # frames whose last beat was accepted, not yet out
-        slot_in = accept & s.tlast
+        space_in = store_in
+        m.d.sync += space.eq(space + space_in - issue - Mux(rewind_in, fr_cnt, 0))
+        slot_in = accept & s.tlast & fits
         slot_out = skip | take
         m.d.sync += slots.eq(slots + slot_in - slot_out)
         space_ok = Mux(space_in & ~issue, space < depth - 1, Mux(~space_in & issue, 1, space < depth))

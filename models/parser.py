@@ -25,7 +25,7 @@ from .wire import Reason
 
 __all__ = ["ParserModel", "pack_meta", "unpack_meta", "frame_meta", "verdict", "beats_of",
            "META_LAYOUT", "EXT_NAMES", "HB", "ACT_DISCARD", "ACT_BYPASS", "ACT_PAYLOAD", "params",
-           "COUNTER_BITS", "META_DEPTH"]
+           "COUNTER_BITS", "META_DEPTH", "N_COUNTERS"]
 
 
 # ------------------------------------------------------------------ RTL/model contract
@@ -38,8 +38,9 @@ EXT_NAMES = ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh")
 
 ACT_DISCARD, ACT_BYPASS, ACT_PAYLOAD = 0, 1, 2
 
-#: MR-HW-060: counter width.
+#: MR-HW-060: counter width and count (one per Reason code, then overflow drops, MR-HW-082).
 COUNTER_BITS = 64
+N_COUNTERS = 10
 #: MR-HW-013: meta queue slots (frames between the last beat and the meta output).
 META_DEPTH = 16
 #: MR-HW-050: cycles from a frame's last beat in S1 to its verdict stage S7.
@@ -227,9 +228,10 @@ def beats_of(frame_bytes, width, *, tuser_beat=None):
 class ParserModel:
     """Register-level mirror of :class:`metaroce.hdl.parser.Parser` (MR-HW-050..063)."""
 
-    def __init__(self, width=512, *, max_frame=9216, rdport_reset=False):
+    def __init__(self, width=512, *, max_frame=9216, rdport_reset=False, drop_on_full=False):
         p = params(width, max_frame)
         self.width = width
+        self.drop_on_full = drop_on_full
         self.rdport_reset = rdport_reset
         self.B = p["bytes"]
         self.LB = self.B.bit_length() - 1
@@ -266,7 +268,8 @@ class ParserModel:
 
     def _power_on(self):
         # Data registers without reset in the RTL start at 0 and keep their value on rst.
-        self.d1 = (0, 0, 0, 0, 0, 0, 0)         # valid, data, keep, nb, last, k, user
+        self.d1 = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  # valid, data, keep, nb, last, k, user, store, rewind, drop
+        self.fstart_reg = 0
         self.meta_out = 0
         self.cur = (0, 0, 0, 0)
         self.s_kind = self.s_keep = self.s_last = 0
@@ -281,9 +284,12 @@ class ParserModel:
         self.d1 = (0,) + tuple(self.d1[1:])
         self.wr_ptr = self.rd_ptr = 0
         self.err_acc = 0
+        self.ovf = 0
+        self.fr_cnt = 0
         # S2..S7: one entry per cycle, None or (reason, meta, record); index 0 is S2.
         self.vpipe = [None] * VERDICT_STAGES
-        self.cnt = [0] * 9
+        self.cnt = [0] * 9                   # per Reason code (MR-HW-060)
+        self.cnt_overflow = 0                # MR-HW-082
         self.reg_data = 0
         self.vq = collections.deque()           # verdicts waiting for the meta output
         self.meta_valid = 0
@@ -385,7 +391,7 @@ class ParserModel:
 
         # ---- counters register read (old counter values), then S7: verdict out
         addr = g("reg_addr", 0)
-        self.reg_data = self.cnt[addr] if addr < 9 else 0
+        self.reg_data = self.cnt[addr] if addr < 9 else self.cnt_overflow if addr == 9 else 0
         vpipe = self.vpipe
         v7 = vpipe[-1]
         if v7 is not None:
@@ -395,25 +401,35 @@ class ParserModel:
             self.rec_q.append(record)
 
         # ---- S1: store, snapshot; the verdict enters S2
-        d1_valid, d1_data, d1_keep, d1_nb, d1_last, d1_k, d1_user = self.d1
+        d1_valid, d1_data, d1_keep, d1_nb, d1_last, d1_k, d1_user, d1_store, d1_rewind, d1_drop = self.d1
         new_v2 = None
         if d1_valid:
             if d1_k == 0:
                 self.buf = bytearray()
-            if d1_k < self.MAXB:
+                fstart = self.fstart_reg = self.wr_ptr
+            else:
+                fstart = self.fstart_reg
+            if d1_store:
                 self.data_mem[self.wr_ptr] = (d1_data, d1_keep)
                 self.buf += d1_data.to_bytes(B, "little")[:d1_nb]
                 self.wr_ptr = (self.wr_ptr + 1) % self.D
+            elif d1_rewind:
+                self.wr_ptr = fstart
             mac_err = self.err_acc or d1_user
             self.err_acc = 0 if d1_last else mac_err
             if d1_last:
-                new_v2 = self._verdict(bytes(self.buf), mac_err, d1_k >= self.MAXB,
-                                       min(d1_k, self.MAXB - 1))
+                if d1_drop:
+                    self.cnt_overflow = (self.cnt_overflow + 1) & self.cnt_mask
+                    self.log.append(("overflow", None))
+                else:
+                    new_v2 = self._verdict(bytes(self.buf), mac_err, d1_k >= self.MAXB,
+                                           min(d1_k, self.MAXB - 1))
         vpipe.pop()
         vpipe.insert(0, new_v2)
 
         # ---- S0: accept
         k = self.k
+        store_in = slot_in = rel = 0
         if accept:
             tlast = g("s_axis__tlast", 0)
             nb = B
@@ -422,15 +438,31 @@ class ParserModel:
                 nb = 0
                 while nb < B and keep >> nb & 1:
                     nb += 1
-            self.d1 = (1, g("s_axis__tdata", 0), (1 << nb) - 1, nb, tlast, k, g("s_axis__tuser", 0))
+            need = k < self.MAXB
+            fits = True
+            if self.drop_on_full:
+                # MR-HW-081: drop the whole frame when a beat or its meta slot does not fit.
+                fits = (not self.ovf and (not need or self.space < self.D)
+                        and (not tlast or self.slots < self.MQ))
+                rewind = not fits and not self.ovf
+                if rewind:
+                    rel = self.fr_cnt
+                self.ovf = int(not fits and not tlast)
+                self.fr_cnt = 0 if tlast else self.fr_cnt + int(need and fits)
+            else:
+                rewind = False
+            store_in = int(need and fits)
+            slot_in = int(bool(tlast) and fits)
+            self.d1 = (1, g("s_axis__tdata", 0), (1 << nb) - 1, nb, tlast, k, g("s_axis__tuser", 0),
+                       store_in, int(rewind), int(not fits))
             self.k = 0 if tlast else min(k + 1, self.MAXB)
         elif d1_valid:
             self.d1 = (0,) + self.d1[1:]
 
         # ---- reservations: tready for the next cycle (MR-HW-051)
-        self.space += (1 if accept and k < self.MAXB else 0) - (1 if issue else 0)
-        self.slots += (1 if accept and tlast_of(inputs) else 0) - (1 if slot_out else 0)
-        self.tready = int(self.space < self.D and self.slots < self.MQ)
+        self.space += store_in - (1 if issue else 0) - rel
+        self.slots += slot_in - (1 if slot_out else 0)
+        self.tready = int(self.drop_on_full or (self.space < self.D and self.slots < self.MQ))
 
         if g("rst", 0):
             # Synchronous reset: registers with a reset take their reset value; data
@@ -463,6 +495,3 @@ class ParserModel:
                     or self.meta_valid or self.rec_q or self.a_valid or self.cur_valid
                     or self.s_valid or self.o_pvalid or self.o_bvalid)
 
-
-def tlast_of(inputs):
-    return inputs.get("s_axis__tlast", 0)

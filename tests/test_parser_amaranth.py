@@ -20,7 +20,7 @@ from metaroce.models import icrc as icrc_model
 from metaroce.models import parser_cases as pc
 from metaroce.models.parser import ParserModel, verdict
 from metaroce.models.wire import Op, Reason
-from test_parser_model import LINE_SIZES, _frame_of_size, scapy_cases
+from test_parser_model import LINE_SIZES, _frame_of_size, check_frames_kept, scapy_cases
 
 # lib.crc chains its XORs one by one; the Python simulator recurses through the chain.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
@@ -44,18 +44,18 @@ class Mismatch(AssertionError):
 
 
 def run_lockstep(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, vcd=None,
-                 check=True, on_cycle=None, p_rst=0.0, crc_impl="xor", **kw):
+                 check=True, on_cycle=None, p_rst=0.0, crc_impl="xor", drop_on_full=False, **kw):
     """Drive RTL and model with the same inputs; compare all outputs every cycle (MR-HW-070).
 
     Returns the driver's results plus ``cycles``. Raises :class:`Mismatch` naming the cycle,
     the signal, expected and actual values and the last input beats.
     """
-    dut = Parser(width, max_frame=max_frame, crc_impl=crc_impl)
+    dut = Parser(width, max_frame=max_frame, crc_impl=crc_impl, drop_on_full=drop_on_full)
     top = Module()
     top.domains.sync = cd = ClockDomain()
     top.submodules.dut = dut
     # The Amaranth simulator resets memory read-port data on rst (the Verilog does not).
-    model = ParserModel(width, max_frame=max_frame, rdport_reset=True)
+    model = ParserModel(width, max_frame=max_frame, rdport_reset=True, drop_on_full=drop_on_full)
     sig = _ports(dut)
     sig["rst"] = cd.rst
     rst_rng = random.Random(seed + 1)
@@ -85,7 +85,8 @@ def run_lockstep(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, 
             if drv.cycle > limit:
                 raise Mismatch(f"no progress after {drv.cycle} cycles "
                                f"({drv.i}/{len(drv.beats)} beats accepted)")
-        res.update(drv.res, cycles=drv.cycle, counters=list(model.cnt), log=list(model.log))
+        res.update(drv.res, cycles=drv.cycle, counters=list(model.cnt), log=list(model.log),
+                   overflow=model.cnt_overflow)
 
     sim = Simulator(top)
     sim.add_clock(1e-8)
@@ -300,3 +301,19 @@ def test_lockstep_garbled_tkeep(width):
     by the RTL and the model: ignored on non-last beats, its run of ones from lane 0 on the last."""
     cases = pc.valid_cases()[::3] + pc.bypass_cases()[:5]
     run_lockstep(width, cases, p_garble_keep=0.3, seed=width + 3, check=False)
+
+
+@pytest.mark.parametrize("width", [64, 512])
+def test_drop_on_full_rtl(width):
+    """MR-HW-080..082: with a MAC that is never back-pressured and outputs stalled most of the
+    time, frames that do not fit are dropped whole and counted; RTL and model agree every
+    cycle, and every frame that is kept comes out intact (check_frames_kept)."""
+    rng = random.Random(width)
+    cases = [pc.Case(f"f{i}", pc.random_valid(rng, Op.MR_WRITE, plen=rng.randrange(0, 200)))
+             for i in range(40)] + pc.bypass_cases()[:6] + pc.drop_cases()[:6]
+    rng.shuffle(cases)
+    res = run_lockstep(width, cases, max_frame=512, p_idle=0.05, p_bp=0.85, seed=width + 11,
+                       drop_on_full=True, check=False)
+    assert res["overflow"] > 0
+    check_frames_kept(cases, res, width=width, max_frame=512)
+
