@@ -224,21 +224,29 @@ class Parser(wiring.Component):
         keep_in = Signal(nbytes)
         m.d.comb += keep_in.eq(Cat(*[lane < nb_in for lane in range(nbytes)]))
 
+        # at_beat[j] == (k == j) for the header beats, kept one-hot in flip-flops.
+        n_hdr = HB // nbytes
+        at_beat = Signal(n_hdr, init=1)
+        with m.If(accept):
+            m.d.sync += k.eq(Mux(s.tlast, 0, Mux(k == max_beats, max_beats, k + 1)))
+            m.d.sync += at_beat.eq(Mux(s.tlast, 1, at_beat << 1))
+
+        # Header buffer and captures load a presented beat whether or not it is taken: a beat
+        # not taken is presented again at the same index before anything reads them, and the
+        # load enables then carry no tready (MR-HW-051).
         hb = Signal(HB * 8, reset_less=True)
         hbb = [hb.word_select(j, 8) for j in range(HB)]
-        with m.If(accept):
-            for j in range(HB):
-                beat, lane = divmod(j, nbytes)
-                with m.If(k == beat):
-                    m.d.sync += hbb[j].eq(s.tdata.word_select(lane, 8))
-            m.d.sync += k.eq(Mux(s.tlast, 0, Mux(k == max_beats, max_beats, k + 1)))
+        for j in range(HB):
+            beat, lane = divmod(j, nbytes)
+            with m.If(s.tvalid & at_beat[beat]):
+                m.d.sync += hbb[j].eq(s.tdata.word_select(lane, 8))
 
         def at_input(pos, n):
             """Big-endian value of input bytes pos..pos+n-1 (one beat) and its load strobe."""
             beat, lane = divmod(pos, nbytes)
             assert (pos + n - 1) // nbytes == beat
             val = _be([s.tdata.word_select(lane + i, 8) for i in range(n)])
-            return val, accept & (k == beat)
+            return val, s.tvalid & at_beat[beat]
 
         # Values captured as their bytes arrive (MR-HW-050), so S1 only selects by class.
         # Stale when the frame is shorter: then a length check decides first (MR-HW-022).
@@ -297,7 +305,7 @@ class Parser(wiring.Component):
         d1_rewind = Signal(reset_less=True)
         d1_drop = Signal(reset_less=True)
         m.d.sync += d1_valid.eq(accept)
-        with m.If(accept):
+        with m.If(s.tvalid):
             m.d.sync += [d1_data.eq(s.tdata), d1_keep.eq(keep_in), d1_nb.eq(nb_in),
                          d1_last.eq(s.tlast), d1_k.eq(k), d1_user.eq(s.tuser),
                          d1_store.eq(need & fits), d1_rewind.eq(~fits & ~ovf), d1_drop.eq(~fits)]
