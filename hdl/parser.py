@@ -250,15 +250,22 @@ class Parser(wiring.Component):
 
         # Values captured as their bytes arrive (MR-HW-050), so S1 only selects by class.
         # Stale when the frame is shorter: then a length check decides first (MR-HW-022).
-        f_vlan, f_e0_4, f_e0_6, f_e1_4, f_e1_6 = (
-            Signal(name=n, reset_less=True) for n in ("f_vlan", "f_e0_4", "f_e0_6", "f_e1_4", "f_e1_6"))
-        e0, ld = at_input(12, 2)
-        with m.If(ld):
-            m.d.sync += [f_vlan.eq(e0 == wire.VLAN_TPID), f_e0_4.eq(e0 == wire.ETHERTYPE_IPV4),
-                         f_e0_6.eq(e0 == wire.ETHERTYPE_IPV6)]
-        e1, ld = at_input(16, 2)
-        with m.If(ld):
-            m.d.sync += [f_e1_4.eq(e1 == wire.ETHERTYPE_IPV4), f_e1_6.eq(e1 == wire.ETHERTYPE_IPV6)]
+        # Frame class: the EtherType at byte 12, or at byte 16 behind a VLAN tag; a tagged frame
+        # too short for byte 16 is truncated before the class is read (MR-WIRE-101 order).
+        vlan, is4, is6 = (Signal(name=n, reset_less=True) for n in ("vlan", "is4", "is6"))
+        e0, ld0 = at_input(12, 2)
+        e1, ld1 = at_input(16, 2)
+        tagged = e0 == wire.VLAN_TPID
+        if 12 // nbytes == 16 // nbytes:
+            with m.If(ld0):
+                m.d.sync += [vlan.eq(tagged), is4.eq(Mux(tagged, e1, e0) == wire.ETHERTYPE_IPV4),
+                             is6.eq(Mux(tagged, e1, e0) == wire.ETHERTYPE_IPV6)]
+        else:
+            with m.If(ld0):
+                m.d.sync += [vlan.eq(tagged), is4.eq(e0 == wire.ETHERTYPE_IPV4),
+                             is6.eq(e0 == wire.ETHERTYPE_IPV6)]
+            with m.If(ld1 & vlan):
+                m.d.sync += [is4.eq(e1 == wire.ETHERTYPE_IPV4), is6.eq(e1 == wire.ETHERTYPE_IPV6)]
         # IP payload length and end of the IP packet for each class.
         ipl_c, l4e_c = {}, {}
         for cls, pos in {(0, 0): 16, (1, 0): 20, (0, 1): 18, (1, 1): 22}.items():
@@ -311,9 +318,6 @@ class Parser(wiring.Component):
                          d1_store.eq(need & fits), d1_rewind.eq(~fits & ~ovf), d1_drop.eq(~fits)]
 
         # ------------------------------------------------------------ S1: store, ICRC, snapshot
-        vlan, is4, is6 = Signal(), Signal(), Signal()
-        m.d.comb += [vlan.eq(f_vlan), is4.eq(Mux(f_vlan, f_e1_4, f_e0_4)),
-                     is6.eq(Mux(f_vlan, f_e1_6, f_e0_6))]
 
         def sel(c):
             return _sel4(vlan, is6, c[(0, 0)], c[(1, 0)], c[(0, 1)], c[(1, 1)])
@@ -360,11 +364,7 @@ class Parser(wiring.Component):
         m.submodules.icrc = chk = icrc_hw.IcrcChecker(width, impl=self.crc_impl, kbits=kbits)
         known = Signal()                    # IP length field already received
         m.d.comb += known.eq(Mux(vlan, d1_k >= ceil(24 / nbytes) - 1, d1_k >= ceil(20 / nbytes) - 1))
-        m.d.comb += [chk.en.eq(1), chk.valid.eq(d1_valid), chk.data.eq(d1_data), chk.k.eq(d1_k),
-                     chk.vlan.eq(vlan), chk.ipv6.eq(is6), chk.known.eq(known), chk.l4_end.eq(l4_end)]
         rom = Array(Const(x, 32) for x in icrc_hw.residue_table(nbytes, icrc_hw.tail_fill(nbytes)))
-        n_tail = Signal(lane_bits if lane_bits else 1)
-        m.d.comb += n_tail.eq(-l4_end[:lane_bits] if lane_bits else 0)
 
         load1 = Signal()
         m.d.comb += load1.eq(d1_valid & d1_last & ~d1_drop)
@@ -455,9 +455,19 @@ class Parser(wiring.Component):
             "op_valid": op.valid, "op_payload": op.payload, "op_mr": op.mr,
             "c_body": op.c_body, "pstart": op.pstart,
             "has": Cat(*[has[h] for h in EXT_NAMES]),
-            "res": rom[n_tail],
+            "known": known, "k": d1_k, "data": d1_data,
             "words": Cat(*[by_l3(lambda o, i=i: be(o + 2 * i, 2)) for i in range(10)]),
         })
+        # The ICRC checker takes each beat in S2, from registered class and IP length
+        # (MR-HW-041): it masks the beat into its register in S2, the processor takes it in S3,
+        # and the compare has its own stage, S4 (MR-HW-042).
+        d2_valid = Signal()
+        m.d.sync += d2_valid.eq(d1_valid)
+        m.d.comb += [chk.en.eq(1), chk.valid.eq(d2_valid), chk.data.eq(v2["data"]),
+                     chk.k.eq(v2["k"]), chk.vlan.eq(v2["vlan"]), chk.ipv6.eq(v2["is6"]),
+                     chk.known.eq(v2["known"]), chk.l4_end.eq(v2["l4_end"])]
+        n_tail = Signal(lane_bits)
+        m.d.comb += n_tail.eq(-v2["l4_end"][:lane_bits])
         words = [v2["words"][16 * i:16 * i + 16] for i in range(10)]
         length = v2["len"]
         v2_l3 = Mux(v2["vlan"], 18, 14)
@@ -496,7 +506,7 @@ class Parser(wiring.Component):
                 ~v2["op_payload"] & (v2_ipl != v2["c_body"])),
             "is4": v2["is4"], "w5_ones": words[5] == 0xFFFF,
             "p": Cat(*[(words[2 * i] + words[2 * i + 1])[:17] for i in range(5)]),
-            "res": v2["res"], "has": v2["has"], "nbeats_m1": v2["nbeats_m1"],
+            "res": rom[n_tail], "has": v2["has"], "nbeats_m1": v2["nbeats_m1"],
             "pstart": v2["pstart"], "pend": pend,
         })
         hi_codes = [Reason.MAC_ERROR, LEN, T, T, NR, T, NR, T, NR, NR, T, NR, NR, T, NR, T]
@@ -509,14 +519,15 @@ class Parser(wiring.Component):
         m.d.comb += payload_len.eq(v3["pend"] - v3["pstart"])
         v4 = stage("v4", {
             "hi_any": hi_any, "hi_code": hi_code, "lo_any": lo_any, "lo_code": lo_code,
-            "crc_bad": chk.crc != v3["res"], "is4": v3["is4"], "w5_ones": v3["w5_ones"],
+            "res": v3["res"], "is4": v3["is4"], "w5_ones": v3["w5_ones"],
             "q0": p[0] + p[1], "q1": p[2] + p[3], "q2": p[4],
             "has": v3["has"], "nbeats_m1": v3["nbeats_m1"], "pstart": v3["pstart"],
             "pend_incl": (v3["pend"] - 1)[:16], "plen": payload_len,
         })
         v5 = stage("v5", {
-            **{n: v4[n] for n in ("hi_any", "hi_code", "lo_any", "lo_code", "crc_bad", "is4",
+            **{n: v4[n] for n in ("hi_any", "hi_code", "lo_any", "lo_code", "is4",
                                   "w5_ones", "has", "nbeats_m1", "pstart", "pend_incl", "plen")},
+            "crc_bad": chk.crc != v4["res"],
             "sum": (v4["q0"] + v4["q1"] + v4["q2"])[:20],
         })
         # IPv4 header checksum exactly as codec.ipv4_checksum_ok (MR-WIRE-023): with T the
