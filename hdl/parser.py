@@ -1,11 +1,13 @@
 """RX parser: Ethernet / 802.1Q / IPv4 / IPv6 / UDP 4791 / BTH / RoCEv2 and MetaRoCE
 extension headers, ICRC at line rate, drop with a reason (docs/spec/hw-parser.md, MR-HW-*).
 
-``Parser(width=512, *, max_frame=9216, crc_impl="lib")``; ``width`` in {64, 128, 256, 512}
-(MR-HW-001). ``crc_impl="xor"`` swaps lib.crc's processor for an equal one that the Amaranth
-simulator runs faster (tests only).
+``Parser(width=512, *, max_frame=9216, crc_impl="lib", drop_on_full=False)``; ``width`` in
+{64, 128, 256, 512} (MR-HW-001). ``crc_impl="xor"`` swaps lib.crc's processor for an equal one
+that the Amaranth simulator runs faster (tests only). ``drop_on_full=True`` never back-pressures
+the MAC and drops whole frames that do not fit (MR-HW-080..082).
 
-Verilog ports (``amaranth.back.verilog.convert(Parser(w))``, MR-HW-002):
+Verilog ports (``amaranth.back.verilog.convert(Parser(w))``, MR-HW-002); every output is a
+flip-flop (MR-HW-055):
 
 ===================== ===== ===============================================================
 port                  dir   meaning
@@ -14,7 +16,7 @@ clk, rst              in    clock, synchronous reset (active high)
 s_axis__tdata [W]     in    frame bytes, byte 0 of the frame in tdata[7:0]
 s_axis__tkeep [W/8]   in    packed: all ones except on the last beat (run of ones from lane 0)
 s_axis__tvalid        in
-s_axis__tready        out
+s_axis__tready        out   registered (MR-HW-051); 1 with drop_on_full
 s_axis__tlast         in
 s_axis__tuser         in    MAC error (any beat of the frame)
 m_meta__data [1438]   out   :data:`META_LAYOUT` (MR-HW-010), one record per non-bypassed frame
@@ -26,21 +28,23 @@ m_payload__tvalid     out
 m_payload__tready     in
 m_payload__tlast      out
 m_bypass__t*          out/in non-RoCE frames, intact (same tdata, tkeep, beats)
-reg_addr [4]          in    counter index = models.wire.Reason code (0 accepted, 8 bypassed)
-reg_data [32]         out   counter value, one cycle after reg_addr
+reg_addr [4]          in    counter index = models.wire.Reason code (0 accepted, 8 bypassed,
+                            9 overflow drops)
+reg_data [64]         out   counter value, one cycle after reg_addr
 ===================== ===== ===============================================================
 
 Golden model: :class:`metaroce.models.parser.ParserModel(width)` with ``step(inputs) ->
 outputs`` (all ports above by name except clk; ``m_meta__data`` as a flat int), called once
 per clock; ``ParserModel.meta_to_dict(int)``; ``ParserModel.port_names()``.
 
-Pipeline (MR-HW-050): S0 accepts a beat into the header buffer ``hb`` (first 128 bytes of the
-frame) and the register ``d1``; S1 writes ``d1`` into the frame store, masks it into the ICRC
-register and, on the last beat, snapshots the parsed fields and the pre-ICRC verdict; S2 feeds
-the CRC; S3 adds the ICRC verdict, loads the meta register (valid 4 cycles after the frame's
-last beat), counts, and commits the frame to the reader, which sends it to ``m_bypass``, to
-``m_payload`` (accepted frames, payload bytes only) or drops it. Store and forward: nothing of
-a frame leaves before its verdict (MR-HW-030).
+Pipeline (MR-HW-050), no stall after S0: S0 takes a beat into the header buffer ``hb``, the
+register ``d1`` and the class/length/opcode captures; S1 writes ``d1`` into the frame store and,
+on the last beat, the fields into the meta queue (MR-HW-013) and the checks into the verdict
+pipeline; S2 masks the beat into the ICRC register; S2..S6 compute and order the checks (the
+IPv4 checksum over S2..S5, the ICRC compare in S4); S7 writes the verdict queue and the
+reader's record queue and counts. ``s_axis.tready`` is a register computed from reservations of
+the store and of the meta queue (MR-HW-051). Store and forward: nothing of a frame leaves before
+its verdict (MR-HW-030).
 """
 from math import ceil
 
@@ -582,31 +586,39 @@ class Parser(wiring.Component):
         m.d.sync += vq_wr.eq(vq_wr + go7)
 
         # ------------------------------------------------------------ meta output (MR-HW-013)
-        mq_rd = Signal(mq_bits)
-        m.d.comb += [mq_rp.addr.eq(mq_rd), vq_rp.addr.eq(mq_rd)]
-        vq_out = vq_rp.data
-        avail = Signal()
-        m.d.comb += avail.eq(mq_rd != vq_wr)
+        # The head verdict is held in registers (hd), so that the output register's load and
+        # zero conditions come from flip-flops; the meta queue is read at the head's slot.
+        mq_rd = Signal(mq_bits)              # slot of the head
+        vq_rd = Signal(mq_bits)              # next verdict after the head
+        m.d.comb += [mq_rp.addr.eq(mq_rd), vq_rp.addr.eq(vq_rd)]
+        hd_valid = Signal()
+        hd = Signal(vq_layout, reset_less=True)
+        hd_bypass = Signal(reset_less=True)
         skip = Signal()
         take = Signal()
         meta_valid = Signal()
         meta_out = Signal(META_LAYOUT, reset_less=True)
-        m.d.comb += [skip.eq(avail & (vq_out.reason == NR)),
-                     take.eq(avail & (vq_out.reason != NR) & (~meta_valid | mo.ready))]
-        m.d.sync += mq_rd.eq(mq_rd + (skip | take))
+        m.d.comb += [skip.eq(hd_valid & hd_bypass),
+                     take.eq(hd_valid & ~hd_bypass & (~meta_valid | mo.ready))]
+        pop = skip | take
+        load_hd = (vq_rd != vq_wr) & (~hd_valid | pop)
+        m.d.sync += [mq_rd.eq(mq_rd + pop), vq_rd.eq(vq_rd + load_hd),
+                     hd_valid.eq(load_hd | (hd_valid & ~pop))]
+        with m.If(load_hd):
+            m.d.sync += [hd.eq(vq_rp.data), hd_bypass.eq(vq_rp.data.reason == NR)]
         m.d.sync += meta_valid.eq(take | (meta_valid & ~mo.ready))
         m.d.comb += [mo.valid.eq(meta_valid), mo.data.eq(meta_out)]
         q = Signal(META_LAYOUT)
         m.d.comb += q.eq(mq_rp.data)
         with m.If(take):
-            m.d.sync += [meta_out.drop.eq(vq_out.reason != Reason.NONE),
-                         meta_out.reason.eq(vq_out.reason), meta_out.payload_len.eq(vq_out.plen)]
-        # Zeroing as reset-over-enable: one shared condition per group, from the verdict queue.
+            m.d.sync += [meta_out.drop.eq(hd.reason != Reason.NONE),
+                         meta_out.reason.eq(hd.reason), meta_out.payload_len.eq(hd.plen)]
+        # Zeroing as reset-over-enable: one shared condition per group, from the head.
         for key in values:
             if key in EXT_NAMES:
-                zero = take & vq_out.zero[EXT_NAMES.index(key)]
+                zero = take & hd.zero[EXT_NAMES.index(key)]
             else:
-                zero = take & vq_out.drop_fields
+                zero = take & hd.drop_fields
             with m.If(zero):
                 m.d.sync += getattr(meta_out, key).eq(0)
             with m.Elif(take):
@@ -691,7 +703,7 @@ class Parser(wiring.Component):
         space_in = store_in
         m.d.sync += space.eq(space + space_in - issue - Mux(rewind_in, fr_cnt, 0))
         slot_in = accept & s.tlast & fits
-        slot_out = skip | take
+        slot_out = pop
         m.d.sync += slots.eq(slots + slot_in - slot_out)
         space_ok = Mux(space_in & ~issue, space < depth - 1, Mux(~space_in & issue, 1, space < depth))
         slot_ok = Mux(slot_in & ~slot_out, slots < mq_depth - 1,

@@ -292,6 +292,7 @@ class ParserModel:
         self.cnt_overflow = 0                # MR-HW-082
         self.reg_data = 0
         self.vq = collections.deque()           # verdicts waiting for the meta output
+        self.hd = None                          # the head verdict (reason, meta)
         self.meta_valid = 0
         self.rec_q = collections.deque()        # records pushed, not yet read
         self.a_valid = self.cur_valid = 0
@@ -371,23 +372,22 @@ class ParserModel:
         elif take_rec:
             self.a_valid = 0
 
-        # ---- meta output (MR-HW-013): bypass verdicts are skipped
+        # ---- meta output (MR-HW-013): the head verdict in registers; bypass verdicts skipped
+        hd = self.hd
+        meta_valid = self.meta_valid
         slot_out = False
-        if self.vq:
-            reason, meta = self.vq[0]
-            if reason == Reason.NOT_ROCE:
-                self.vq.popleft()
+        if hd is not None:
+            if hd[0] == Reason.NOT_ROCE:
                 slot_out = True
-                self.meta_valid = int(self.meta_valid and not meta_ready)
-            elif not self.meta_valid or meta_ready:
-                self.vq.popleft()
+            elif not meta_valid or meta_ready:
                 slot_out = True
-                self.meta_out = meta
-                self.meta_valid = 1
-            else:
-                self.meta_valid = int(self.meta_valid and not meta_ready)
-        else:
-            self.meta_valid = int(self.meta_valid and not meta_ready)
+                self.meta_out = hd[1]
+                meta_valid = 2                  # taken: valid next cycle
+        if self.vq and (hd is None or slot_out):
+            self.hd = self.vq.popleft()
+        elif slot_out:
+            self.hd = None
+        self.meta_valid = 1 if meta_valid == 2 else int(meta_valid and not meta_ready)
 
         # ---- counters register read (old counter values), then S7: verdict out
         addr = g("reg_addr", 0)
@@ -492,6 +492,7 @@ class ParserModel:
     def busy(self):
         """True while a frame is anywhere in the pipeline, the store or the outputs."""
         return bool(self.d1[0] or any(v is not None for v in self.vpipe) or self.vq
+                    or self.hd is not None
                     or self.meta_valid or self.rec_q or self.a_valid or self.cur_valid
                     or self.s_valid or self.o_pvalid or self.o_bvalid)
 

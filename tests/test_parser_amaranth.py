@@ -233,7 +233,7 @@ def test_line_rate_rtl(width):
 
 @pytest.mark.parametrize("width", [64, 512])
 def test_latency_rtl(width):
-    """MR-HW-050: m_meta valid 9 cycles after the frame's last beat is accepted."""
+    """MR-HW-050: m_meta valid 10 cycles after the frame's last beat is accepted."""
     seen = {}
 
     def watch(cyc, inp, out):
@@ -242,7 +242,7 @@ def test_latency_rtl(width):
         if out["m_meta__valid"]:
             seen.setdefault("meta", cyc)
     run_lockstep(width, [pc.valid_cases()[5]], p_idle=0, p_bp=0, on_cycle=watch)
-    assert seen["meta"] - seen["last"] == 9
+    assert seen["meta"] - seen["last"] == 10
 
 
 @pytest.mark.parametrize("width", [64, 512])

@@ -289,7 +289,7 @@ def test_line_rate_model(width):
 
 
 def test_latency_model():
-    """MR-HW-050: meta valid 9 cycles after the last beat; first bypass beat at +12."""
+    """MR-HW-050: meta valid 10 cycles after the last beat; first bypass beat at +12."""
     for width in WIDTHS:
         frame = pc.valid_cases()[0].data
         arp = pc.bypass_cases()[0].data
@@ -308,7 +308,7 @@ def test_latency_model():
                     assert out["s_axis__tready"]
                     last_cycle = cyc
                 if out[f"m_{kind}__{'valid' if kind == 'meta' else 'tvalid'}"]:
-                    assert cyc - last_cycle == (9 if kind == "meta" else 12), (width, kind)
+                    assert cyc - last_cycle == (10 if kind == "meta" else 12), (width, kind)
                     break
             else:
                 raise AssertionError("no output")
