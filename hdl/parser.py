@@ -662,8 +662,9 @@ class Parser(wiring.Component):
         m.d.comb += s_move.eq(s_valid & (o_free | (s_kind == ACT_DISCARD)))
         issue = Signal()
         m.d.comb += issue.eq(cur_valid & (~s_valid | s_move))
-        is_last = Signal()
-        m.d.comb += is_last.eq(ri == cur.last)
+        # is_last == (ri == cur.last), kept in a register with a down-counter of the beats left.
+        is_last = Signal(reset_less=True)
+        left = Signal(kbits, reset_less=True)
         take_rec = Signal()
         m.d.comb += take_rec.eq(a_valid & (~cur_valid | (issue & is_last)))
         rec_rd = Signal()
@@ -673,9 +674,12 @@ class Parser(wiring.Component):
         m.d.sync += [rq_rd.eq(rq_rd + rec_rd), rd_ptr.eq(rd_ptr + issue)]
         m.d.sync += a_valid.eq(rec_rd | (a_valid & ~take_rec))
         with m.If(take_rec):
-            m.d.sync += [cur.eq(rrp.data), cur_valid.eq(1)]
-        with m.Elif(issue & is_last):
-            m.d.sync += cur_valid.eq(0)
+            m.d.sync += [cur.eq(rrp.data), cur_valid.eq(1),
+                         left.eq(rrp.data.last), is_last.eq(rrp.data.last == 0)]
+        with m.Elif(issue):
+            m.d.sync += [left.eq(left - 1), is_last.eq(left == 1)]
+            with m.If(is_last):
+                m.d.sync += cur_valid.eq(0)
 
         ps_beat, ps_lane = cur.pstart[lane_bits:], cur.pstart[:lane_bits]
         pe_beat, pe_lane = cur.pend_incl[lane_bits:], cur.pend_incl[:lane_bits]
