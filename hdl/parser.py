@@ -557,7 +557,8 @@ class Parser(wiring.Component):
             "zero": Cat(*[drop_fields | ~v6["has"][i] for i in range(len(EXT_NAMES))]),
             "plen": Mux(drop_fields, 0, v6["plen"]),
             "rec": Cat(action.as_unsigned()[:2], v6["nbeats_m1"],
-                       Mux(pay, Cat(v6["pstart"], Const(0, 8), v6["pend_incl"]), 0)),
+                       Mux(pay, Cat(v6["pstart"], Const(0, 8), v6["pend_incl"]), 0),
+                       v6["nbeats_m1"] == 0),
         })
         go7 = valid[6]
 
@@ -625,7 +626,8 @@ class Parser(wiring.Component):
                 m.d.sync += getattr(meta_out, key).eq(getattr(q, key))
 
         # ------------------------------------------------------------ reader (MR-HW-030)
-        rec_layout = data.StructLayout({"action": 2, "last": kbits, "pstart": 16, "pend_incl": 16})
+        rec_layout = data.StructLayout({"action": 2, "last": kbits, "pstart": 16, "pend_incl": 16,
+                                         "single": 1})      # single: last == 0 (no logic after the BRAM)
         assert len(v7["rec"]) == rec_layout.size
         rec_mem = memory.Memory(shape=rec_layout, depth=depth, init=[])
         m.submodules.frame_rec = rec_mem
@@ -675,7 +677,7 @@ class Parser(wiring.Component):
         m.d.sync += a_valid.eq(rec_rd | (a_valid & ~take_rec))
         with m.If(take_rec):
             m.d.sync += [cur.eq(rrp.data), cur_valid.eq(1),
-                         left.eq(rrp.data.last), is_last.eq(rrp.data.last == 0)]
+                         left.eq(rrp.data.last), is_last.eq(rrp.data.single)]
         with m.Elif(issue):
             m.d.sync += [left.eq(left - 1), is_last.eq(left == 1)]
             with m.If(is_last):
