@@ -460,6 +460,7 @@ class Parser(wiring.Component):
             "c_body": op.c_body, "pstart": op.pstart,
             "has": Cat(*[has[h] for h in EXT_NAMES]),
             "known": known, "k": d1_k, "data": d1_data,
+            **dict(zip(("tail", "before_end"), icrc_hw.IcrcChecker.beat_facts(width, d1_k, l4_end))),
             "words": Cat(*[by_l3(lambda o, i=i: be(o + 2 * i, 2)) for i in range(10)]),
         })
         # The ICRC checker takes each beat in S2, from registered class and IP length
@@ -469,7 +470,8 @@ class Parser(wiring.Component):
         m.d.sync += d2_valid.eq(d1_valid)
         m.d.comb += [chk.en.eq(1), chk.valid.eq(d2_valid), chk.data.eq(v2["data"]),
                      chk.k.eq(v2["k"]), chk.vlan.eq(v2["vlan"]), chk.ipv6.eq(v2["is6"]),
-                     chk.known.eq(v2["known"]), chk.l4_end.eq(v2["l4_end"])]
+                     chk.known.eq(v2["known"]), chk.l4_end.eq(v2["l4_end"]),
+                     chk.tail.eq(v2["tail"]), chk.before_end.eq(v2["before_end"])]
         n_tail = Signal(lane_bits)
         m.d.comb += n_tail.eq(-v2["l4_end"][:lane_bits])
         words = [v2["words"][16 * i:16 * i + 16] for i in range(10)]
