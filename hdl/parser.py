@@ -416,14 +416,18 @@ class Parser(wiring.Component):
         values.update({h: fields[h] for h in EXT_NAMES})
         snap = Signal(META_LAYOUT)
         m.d.comb += _assign(snap, values)
-        # The meta queue (MR-HW-013): one slot per frame, written here, read at the output.
+        # The meta queue (MR-HW-013): one slot per frame, written in S2 from a register (the
+        # field selection and the memory write each get a cycle), read at the output.
+        snap_r = Signal(META_LAYOUT, reset_less=True)
+        snap_load = Signal()
+        m.d.sync += [snap_r.eq(snap), snap_load.eq(load1)]
         mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[])
         m.submodules.meta_queue = mq_mem
         mq_wp = mq_mem.write_port()
         mq_rp = mq_mem.read_port(domain="comb")
         mq_wr = Signal(mq_bits)
-        m.d.comb += [mq_wp.addr.eq(mq_wr), mq_wp.data.eq(snap.as_value()), mq_wp.en.eq(load1)]
-        m.d.sync += mq_wr.eq(mq_wr + load1)
+        m.d.comb += [mq_wp.addr.eq(mq_wr), mq_wp.data.eq(snap_r.as_value()), mq_wp.en.eq(snap_load)]
+        m.d.sync += mq_wr.eq(mq_wr + snap_load)
 
         # ------------------------------------------------------------ verdict pipeline S2..S7
         # MR-HW-050: every stage is a plain register stage (no stall); each frame's checks are
