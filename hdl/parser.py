@@ -270,6 +270,15 @@ class Parser(wiring.Component):
                              is6.eq(e0 == wire.ETHERTYPE_IPV6)]
             with m.If(ld1 & vlan):
                 m.d.sync += [is4.eq(e1 == wire.ETHERTYPE_IPV4), is6.eq(e1 == wire.ETHERTYPE_IPV6)]
+        # Inverted copies of vlan and is6 for the extension-header selection: half the fanout
+        # each (an inverted copy is not merged back by synthesis).
+        n_vlan, n_is6 = Signal(reset_less=True), Signal(reset_less=True)
+        m.d.sync += [n_vlan.eq(~Mux(ld0, tagged, vlan))]
+        if 12 // nbytes == 16 // nbytes:
+            m.d.sync += n_is6.eq(~Mux(ld0, Mux(tagged, e1, e0) == wire.ETHERTYPE_IPV6, is6))
+        else:
+            m.d.sync += n_is6.eq(~Mux(ld0, e0 == wire.ETHERTYPE_IPV6,
+                                      Mux(ld1 & vlan, e1 == wire.ETHERTYPE_IPV6, is6)))
         # IP payload length and end of the IP packet for each class.
         ipl_c, l4e_c = {}, {}
         for cls, pos in {(0, 0): 16, (1, 0): 20, (0, 1): 18, (1, 1): 22}.items():
@@ -323,6 +332,9 @@ class Parser(wiring.Component):
 
         # ------------------------------------------------------------ S1: store, ICRC, snapshot
 
+        def sel_x(c):
+            return _sel4(~n_vlan, ~n_is6, c[(0, 0)], c[(1, 0)], c[(0, 1)], c[(1, 1)])
+
         def sel(c):
             return _sel4(vlan, is6, c[(0, 0)], c[(1, 0)], c[(0, 1)], c[(1, 1)])
 
@@ -338,7 +350,7 @@ class Parser(wiring.Component):
         ipl = Signal(signed(18))
         l4_end = Signal(signed(19))
         op = Signal(op_layout)
-        m.d.comb += [ipl.eq(sel(ipl_c)), l4_end.eq(sel(l4e_c)), op.eq(sel(op_c))]
+        m.d.comb += [ipl.eq(sel(ipl_c)), l4_end.eq(sel(l4e_c)), op.eq(sel_x(op_c))]
 
         store_mem = memory.Memory(shape=unsigned(width + nbytes), depth=depth, init=[])
         m.submodules.frame_store = store_mem
@@ -378,7 +390,8 @@ class Parser(wiring.Component):
         # Fields of the snapshot, selected by class; absent headers and drops are zeroed at
         # the output (MR-HW-011/012).
         bth = [by_l4(lambda o, i=i: hbb[o + 8 + i]) for i in range(wire.BTH_LEN)]
-        ext = [by_l4(lambda o, i=i: hbb[o + 20 + i]) for i in range(wire.MRAH_LEN)]
+        ext = [_sel4(~n_vlan, ~n_is6, hbb[34 + 20 + i], hbb[38 + 20 + i], hbb[54 + 20 + i],
+                     hbb[58 + 20 + i]) for i in range(wire.MRAH_LEN)]
         hits = {pair: op.hits[i] for i, pair in enumerate(pairs)}
         has = {}
         fields = {}
