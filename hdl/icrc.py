@@ -282,7 +282,22 @@ class IcrcChecker(Elaboratable):
         self.ipv6 = Signal()
         self.known = Signal()
         self.l4_end = Signal(signed(19))
+        # Precomputed by the caller one stage earlier (:meth:`beat_facts`), for timing.
+        self.tail = Signal()            # this beat holds l4_end
+        self.before_end = Signal()      # k * B < l4_end
         self.crc = Signal(32)
+
+    @staticmethod
+    def beat_facts(width, k, l4_end):
+        """``(tail, before_end)`` of a beat with index ``k`` in a frame whose IP packet ends
+        at ``l4_end``: the values the checker's ``tail`` and ``before_end`` take."""
+        lane_bits = (width // 8).bit_length() - 1
+        l4e = l4_end[:16]
+        if width >= 256:
+            tail = k == l4e[lane_bits:lane_bits + len(k)]
+        else:
+            tail = k == l4e[lane_bits:]
+        return tail, (k * (width // 8)) < l4_end
 
     def elaborate(self, platform):
         if self.width >= 256:
@@ -294,14 +309,14 @@ class IcrcChecker(Elaboratable):
         proc = processor(W) if self.impl == "lib" else IcrcProcessor(W)
         m.submodules.proc = proc
         l4e = self.l4_end[:16]
-        tail_lane, tail_beat = l4e[:LB], l4e[LB:]
-        feed = ~self.known | ((k * B) < self.l4_end)
+        tail_lane = l4e[:LB]
+        feed = ~self.known | self.before_end
         at = self._beat_strobes(m)
 
         # Lanes at or after l4_end in its beat: lane >= tail_lane, split as lane = 8 * hi + lo
         # so each lane needs one 3-input term (MR-HW-040).
         tail_now = Signal()
-        m.d.comb += tail_now.eq(self.en & self.known & (k == tail_beat))
+        m.d.comb += tail_now.eq(self.en & self.known & self.tail)
         t_lo, t_hi = tail_lane[:3], tail_lane[3:]
         n_hi = max(1, B // 8)
         hi_gt = [Signal(name=f"tail_hi_gt{h}") for h in range(n_hi)]
@@ -372,9 +387,9 @@ class IcrcChecker(Elaboratable):
         fill = lane_fill(B)
         l4e = self.l4_end[:16]
         # Good frames end within the frame store, so the tail beat fits in ``k``.
-        tail_lane, tail_beat = l4e[:LB], l4e[LB:LB + len(k)]
+        tail_lane = l4e[:LB]
         is_tail = Signal()
-        m.d.comb += is_tail.eq(k == tail_beat)
+        m.d.comb += is_tail.eq(self.tail)
         # feed == (k * B < l4_end) for every frame whose ICRC counts (l4_end > 0 and fixed by
         # beat 0): beats before the tail beat, the tail beat unless it starts at l4_end, none
         # after it (``past``: the tail beat of this frame went by).

@@ -1,11 +1,13 @@
 """RX parser: Ethernet / 802.1Q / IPv4 / IPv6 / UDP 4791 / BTH / RoCEv2 and MetaRoCE
 extension headers, ICRC at line rate, drop with a reason (docs/spec/hw-parser.md, MR-HW-*).
 
-``Parser(width=512, *, max_frame=9216, crc_impl="lib")``; ``width`` in {64, 128, 256, 512}
-(MR-HW-001). ``crc_impl="xor"`` swaps lib.crc's processor for an equal one that the Amaranth
-simulator runs faster (tests only).
+``Parser(width=512, *, max_frame=9216, crc_impl="lib", drop_on_full=False)``; ``width`` in
+{64, 128, 256, 512} (MR-HW-001). ``crc_impl="xor"`` swaps lib.crc's processor for an equal one
+that the Amaranth simulator runs faster (tests only). ``drop_on_full=True`` never back-pressures
+the MAC and drops whole frames that do not fit (MR-HW-080..082).
 
-Verilog ports (``amaranth.back.verilog.convert(Parser(w))``, MR-HW-002):
+Verilog ports (``amaranth.back.verilog.convert(Parser(w))``, MR-HW-002); every output is a
+flip-flop (MR-HW-055):
 
 ===================== ===== ===============================================================
 port                  dir   meaning
@@ -14,7 +16,7 @@ clk, rst              in    clock, synchronous reset (active high)
 s_axis__tdata [W]     in    frame bytes, byte 0 of the frame in tdata[7:0]
 s_axis__tkeep [W/8]   in    packed: all ones except on the last beat (run of ones from lane 0)
 s_axis__tvalid        in
-s_axis__tready        out
+s_axis__tready        out   registered (MR-HW-051); 1 with drop_on_full
 s_axis__tlast         in
 s_axis__tuser         in    MAC error (any beat of the frame)
 m_meta__data [1438]   out   :data:`META_LAYOUT` (MR-HW-010), one record per non-bypassed frame
@@ -26,30 +28,32 @@ m_payload__tvalid     out
 m_payload__tready     in
 m_payload__tlast      out
 m_bypass__t*          out/in non-RoCE frames, intact (same tdata, tkeep, beats)
-reg_addr [4]          in    counter index = models.wire.Reason code (0 accepted, 8 bypassed)
-reg_data [32]         out   counter value, one cycle after reg_addr
+reg_addr [4]          in    counter index = models.wire.Reason code (0 accepted, 8 bypassed,
+                            9 overflow drops)
+reg_data [64]         out   counter value, one cycle after reg_addr
 ===================== ===== ===============================================================
 
 Golden model: :class:`metaroce.models.parser.ParserModel(width)` with ``step(inputs) ->
 outputs`` (all ports above by name except clk; ``m_meta__data`` as a flat int), called once
 per clock; ``ParserModel.meta_to_dict(int)``; ``ParserModel.port_names()``.
 
-Pipeline (MR-HW-050): S0 accepts a beat into the header buffer ``hb`` (first 128 bytes of the
-frame) and the register ``d1``; S1 writes ``d1`` into the frame store, masks it into the ICRC
-register and, on the last beat, snapshots the parsed fields and the pre-ICRC verdict; S2 feeds
-the CRC; S3 adds the ICRC verdict, loads the meta register (valid 4 cycles after the frame's
-last beat), counts, and commits the frame to the reader, which sends it to ``m_bypass``, to
-``m_payload`` (accepted frames, payload bytes only) or drops it. Store and forward: nothing of
-a frame leaves before its verdict (MR-HW-030).
+Pipeline (MR-HW-050), no stall after S0: S0 takes a beat into the header buffer ``hb``, the
+register ``d1`` and the class/length/opcode captures; S1 writes ``d1`` into the frame store and,
+on the last beat, the fields into the meta queue (MR-HW-013) and the checks into the verdict
+pipeline; S2 masks the beat into the ICRC register; S2..S6 compute and order the checks (the
+IPv4 checksum over S2..S5, the ICRC compare in S4); S7 writes the verdict queue and the
+reader's record queue and counts. ``s_axis.tready`` is a register computed from reservations of
+the store and of the meta queue (MR-HW-051). Store and forward: nothing of a frame leaves before
+its verdict (MR-HW-030).
 """
 from math import ceil
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import wire
-from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, EXT_NAMES, HB,
+from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS, EXT_NAMES, HB, N_COUNTERS,
                              META_LAYOUT, params)
 from ..models.wire import Op, Reason
 from . import icrc as icrc_hw
@@ -122,18 +126,41 @@ def _assign(view, values):
     return stmts
 
 
-class Parser(wiring.Component):
-    """RX parser (MR-HW-001..060). See the module docstring for ports and pipeline."""
+def _sel4(vlan, is6, c4u, c4v, c6u, c6v):
+    """Per-class choice, as ``by_l4``: IPv6 whenever ``is6``, else the IPv4 variant."""
+    return Mux(is6, Mux(vlan, c6v, c6u), Mux(vlan, c4v, c4u))
 
-    def __init__(self, width=512, *, max_frame=9216, crc_impl="lib"):
+
+def _first_set(m, name, conds):
+    """(any, code) of the first true condition of ``[(cond, code)]`` (a priority encoder)."""
+    any_ = Signal(name=f"{name}_any")
+    code = Signal(4, name=f"{name}_code")
+    val = Const(0, 4)
+    for cond, c in reversed(conds):
+        val = Mux(cond, c, val)
+    m.d.comb += [any_.eq(Cat(*[c for c, _ in conds]).any()), code.eq(val)]
+    return any_, code
+
+
+#: BTH opcode byte positions (l4 + 8) for the four classes (untagged/tagged x IPv4/IPv6).
+_OP_POS = {(0, 0): 42, (1, 0): 46, (0, 1): 62, (1, 1): 66}
+
+
+class Parser(wiring.Component):
+    """RX parser (MR-HW-001..063). See the module docstring for ports and pipeline."""
+
+    def __init__(self, width=512, *, max_frame=9216, crc_impl="lib", drop_on_full=False):
         try:
             p = params(width, max_frame)
             if crc_impl not in ("lib", "xor"):
                 raise ValueError(f"crc_impl must be 'lib' or 'xor', not {crc_impl!r}")
+            if not isinstance(drop_on_full, bool):
+                raise ValueError(f"drop_on_full must be a bool, not {drop_on_full!r}")
         except ValueError:
             self._MustUse__silence = True   # a rejected design is not an unused one
             raise
         self.crc_impl = crc_impl
+        self.drop_on_full = drop_on_full
         self.width = width
         self.max_frame = max_frame
         self.p = p
@@ -143,246 +170,238 @@ class Parser(wiring.Component):
             "m_payload": Out(axis_signature(width)),
             "m_bypass": Out(axis_signature(width)),
             "reg_addr": In(4),
-            "reg_data": Out(32),
+            "reg_data": Out(COUNTER_BITS),
         })
 
     def elaborate(self, platform):
         m = Module()
-        W, B = self.width, self.p["bytes"]
-        LB = B.bit_length() - 1             # log2(bytes per beat)
-        MAXB, D, AB, KB = self.p["max_beats"], self.p["depth"], self.p["abits"], self.p["kbits"]
-        NBB = (B).bit_length()              # bits of a byte count 0..B
+        width, nbytes = self.width, self.p["bytes"]
+        lane_bits = nbytes.bit_length() - 1
+        max_beats, depth = self.p["max_beats"], self.p["depth"]
+        abits, kbits = self.p["abits"], self.p["kbits"]
+        mq_depth = self.p["meta_depth"]
+        mq_bits = mq_depth.bit_length() - 1
         s, mo = self.s_axis, self.m_meta
 
-        # ---------------------------------------------------------------- flow control
-        wr_ptr = Signal(AB + 1)
-        rd_ptr = Signal(AB + 1)
-        commit_ptr = Signal(AB + 1)
-        used = Signal(AB + 1)
-        m.d.comb += used.eq(wr_ptr - rd_ptr)
-        s2_valid = Signal()
-        s3_valid = Signal()
-        meta_valid = Signal()
-        # MR-HW-051: the only stall is a full meta register with a frame waiting behind it.
-        adv = Signal()
-        m.d.comb += adv.eq(~(meta_valid & ~mo.ready & s3_valid))
-        m.d.comb += s.tready.eq(adv & (used <= D - 2))
+        # ------------------------------------------------------------ S0: accept (MR-HW-051)
+        # tready is a register: the frame store and the meta queue are reserved ahead, so the
+        # pipeline behind S0 never stalls.
+        tready = Signal(init=1)
         accept = Signal()
-        m.d.comb += accept.eq(s.tvalid & s.tready)
+        if self.drop_on_full:
+            # MR-HW-080: the MAC is never back-pressured.
+            m.d.comb += [s.tready.eq(1), accept.eq(s.tvalid)]
+        else:
+            m.d.comb += [s.tready.eq(tready), accept.eq(s.tvalid & tready)]
+        k = Signal(kbits)                   # beat index in the frame, saturates at max_beats
+        space = Signal(abits + 1)            # beats accepted for the store and not yet read
+        slots = Signal(mq_bits + 1)          # frames whose last beat was accepted, not yet out
+        need = k < max_beats                 # beats past max_beats are not stored (MR-HW-031)
+        fits = Signal()
+        ovf = Signal()                       # the frame being received overflowed
+        fr_cnt = Signal(kbits + 1)           # its beats reserved in the store
+        if self.drop_on_full:
+            # MR-HW-081: a beat that finds the store full, or a last beat that finds the meta
+            # queue full, drops its whole frame: the frame's stored beats are given back.
+            m.d.comb += fits.eq(~ovf & (~need | (space < depth)) & (~s.tlast | (slots < mq_depth)))
+            with m.If(accept):
+                m.d.sync += [ovf.eq(~fits & ~s.tlast),
+                             fr_cnt.eq(Mux(s.tlast, 0, fr_cnt + (need & fits)))]
+        else:
+            m.d.comb += fits.eq(1)
+        store_in = accept & need & fits
+        rewind_in = accept & ~fits & ~ovf
+        nb_in = Signal(range(nbytes + 1))
+        m.d.comb += nb_in.eq(Mux(s.tlast, _first_zero(s.tkeep, nbytes), nbytes))
+        keep_in = Signal(nbytes)
+        m.d.comb += keep_in.eq(Cat(*[lane < nb_in for lane in range(nbytes)]))
 
-        # ---------------------------------------------------------------- S0: accept
-        k = Signal(KB)                      # beat index in the frame, saturates at MAXB
-        nb_in = Signal(range(B + 1))        # bytes in this beat: run of ones of tkeep from lane 0
-        m.d.comb += nb_in.eq(Mux(s.tlast, _first_zero(s.tkeep, B), B))
+        # at_beat[j] == (k == j) for the header beats, kept one-hot in flip-flops.
+        n_hdr = HB // nbytes
+        at_beat = Signal(n_hdr, init=1)
+        with m.If(accept):
+            m.d.sync += k.eq(Mux(s.tlast, 0, Mux(k == max_beats, max_beats, k + 1)))
+            m.d.sync += at_beat.eq(Mux(s.tlast, 1, at_beat << 1))
 
-        # Header buffer: byte j holds frame byte j once received. Bytes at or after the frame
-        # length are stale (tkeep-masked lanes, earlier frames) but never decide anything: every
-        # check that reads a field comes after the length check that covers it (MR-HW-022).
+        # Header buffer and captures load a presented beat whether or not it is taken: a beat
+        # not taken is presented again at the same index before anything reads them, and the
+        # load enables then carry no tready (MR-HW-051).
         hb = Signal(HB * 8, reset_less=True)
         hbb = [hb.word_select(j, 8) for j in range(HB)]
-        with m.If(accept):
-            for j in range(HB):
-                beat, lane = divmod(j, B)
-                with m.If(k == beat):
-                    m.d.sync += hbb[j].eq(s.tdata.word_select(lane, 8))
-            m.d.sync += k.eq(Mux(s.tlast, 0, Mux(k == MAXB, MAXB, k + 1)))
+        for j in range(HB):
+            beat, lane = divmod(j, nbytes)
+            with m.If(s.tvalid & at_beat[beat]):
+                m.d.sync += hbb[j].eq(s.tdata.word_select(lane, 8))
+
+        def at_input(pos, n):
+            """Big-endian value of input bytes pos..pos+n-1 (one beat) and its load strobe."""
+            beat, lane = divmod(pos, nbytes)
+            assert (pos + n - 1) // nbytes == beat
+            val = _be([s.tdata.word_select(lane + i, 8) for i in range(n)])
+            return val, s.tvalid & at_beat[beat]
+
+        # Values captured as their bytes arrive (MR-HW-050), so S1 only selects by class.
+        # Stale when the frame is shorter: then a length check decides first (MR-HW-022).
+        # Frame class: the EtherType at byte 12, or at byte 16 behind a VLAN tag; a tagged frame
+        # too short for byte 16 is truncated before the class is read (MR-WIRE-101 order).
+        vlan, is4, is6 = (Signal(name=n, reset_less=True) for n in ("vlan", "is4", "is6"))
+        e0, ld0 = at_input(12, 2)
+        e1, ld1 = at_input(16, 2)
+        tagged = e0 == wire.VLAN_TPID
+        if 12 // nbytes == 16 // nbytes:
+            with m.If(ld0):
+                m.d.sync += [vlan.eq(tagged), is4.eq(Mux(tagged, e1, e0) == wire.ETHERTYPE_IPV4),
+                             is6.eq(Mux(tagged, e1, e0) == wire.ETHERTYPE_IPV6)]
+        else:
+            with m.If(ld0):
+                m.d.sync += [vlan.eq(tagged), is4.eq(e0 == wire.ETHERTYPE_IPV4),
+                             is6.eq(e0 == wire.ETHERTYPE_IPV6)]
+            with m.If(ld1 & vlan):
+                m.d.sync += [is4.eq(e1 == wire.ETHERTYPE_IPV4), is6.eq(e1 == wire.ETHERTYPE_IPV6)]
+        # Inverted copies of vlan and is6 for the extension-header selection: half the fanout
+        # each (an inverted copy is not merged back by synthesis).
+        n_vlan, n_is6 = Signal(reset_less=True), Signal(reset_less=True)
+        m.d.sync += [n_vlan.eq(~Mux(ld0, tagged, vlan))]
+        if 12 // nbytes == 16 // nbytes:
+            m.d.sync += n_is6.eq(~Mux(ld0, Mux(tagged, e1, e0) == wire.ETHERTYPE_IPV6, is6))
+        else:
+            m.d.sync += n_is6.eq(~Mux(ld0, e0 == wire.ETHERTYPE_IPV6,
+                                      Mux(ld1 & vlan, e1 == wire.ETHERTYPE_IPV6, is6)))
+        # IP payload length and end of the IP packet for each class.
+        ipl_c, l4e_c = {}, {}
+        for cls, pos in {(0, 0): 16, (1, 0): 20, (0, 1): 18, (1, 1): 22}.items():
+            vl, v6 = cls
+            l4 = 14 + 4 * vl + (wire.IPV6_HLEN if v6 else wire.IPV4_HLEN)
+            ipl_c[cls] = Signal(signed(18), name=f"ipl_{vl}{v6}", reset_less=True)
+            l4e_c[cls] = Signal(signed(19), name=f"l4e_{vl}{v6}", reset_less=True)
+            val, ld = at_input(pos, 2)
+            with m.If(ld):
+                ipl = val if v6 else val - wire.IPV4_HLEN
+                m.d.sync += [ipl_c[cls].eq(ipl), l4e_c[cls].eq(ipl + l4)]
+        # Opcode facts at each class's BTH position.
+        pairs = [(h, off) for h in EXT_NAMES for off in EXT_OFFSETS[h]]
+        op_layout = data.StructLayout({
+            "valid": 1, "payload": 1, "mr": 1, "hits": len(pairs),
+            "c_body": 8,                    # UDP + BTH + ICRC + extension headers: ipl - c_body = body
+            "pstart": 8})                   # first payload byte
+        op_c = {}
+        for cls, pos in _OP_POS.items():
+            op_c[cls] = Signal(op_layout, name=f"op_{cls[0]}{cls[1]}", reset_less=True)
+            opcode, ld = at_input(pos, 1)
+            with m.If(ld):
+                with m.Switch(opcode):
+                    for op in Op:
+                        with m.Case(int(op)):
+                            hits = [int(op) in EXT_OFFSETS[h][off] for h, off in pairs]
+                            hl = wire.ext_len(op)
+                            m.d.sync += op_c[cls].eq(Cat(
+                                1, int(op in wire.PAYLOAD_OPS), int(op in wire.MR_OPS),
+                                Const(sum(b << i for i, b in enumerate(hits)), len(pairs)),
+                                Const(wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN + hl, 8),
+                                Const(pos + wire.BTH_LEN + hl, 8)))
+                    with m.Default():
+                        m.d.sync += op_c[cls].eq(0)
 
         d1_valid = Signal()
-        d1_data = Signal(W, reset_less=True)
-        d1_nb = Signal(range(B + 1), reset_less=True)
+        d1_data = Signal(width, reset_less=True)
+        d1_keep = Signal(nbytes, reset_less=True)
+        d1_nb = Signal(range(nbytes + 1), reset_less=True)
         d1_last = Signal(reset_less=True)
-        d1_k = Signal(KB, reset_less=True)
+        d1_k = Signal(kbits, reset_less=True)
         d1_user = Signal(reset_less=True)
-        with m.If(adv):
-            m.d.sync += d1_valid.eq(accept)
-            with m.If(accept):
-                m.d.sync += [d1_data.eq(s.tdata), d1_nb.eq(nb_in), d1_last.eq(s.tlast),
-                             d1_k.eq(k), d1_user.eq(s.tuser)]
+        d1_store = Signal(reset_less=True)
+        d1_rewind = Signal(reset_less=True)
+        d1_drop = Signal(reset_less=True)
+        m.d.sync += d1_valid.eq(accept)
+        with m.If(s.tvalid):
+            m.d.sync += [d1_data.eq(s.tdata), d1_keep.eq(keep_in), d1_nb.eq(nb_in),
+                         d1_last.eq(s.tlast), d1_k.eq(k), d1_user.eq(s.tuser),
+                         d1_store.eq(need & fits), d1_rewind.eq(~fits & ~ovf), d1_drop.eq(~fits)]
 
-        # ---------------------------------------------------------------- header decode (comb, from hb)
+        # ------------------------------------------------------------ S1: store, ICRC, snapshot
+
+        def sel_x(c):
+            return _sel4(~n_vlan, ~n_is6, c[(0, 0)], c[(1, 0)], c[(0, 1)], c[(1, 1)])
+
+        def sel(c):
+            return _sel4(vlan, is6, c[(0, 0)], c[(1, 0)], c[(0, 1)], c[(1, 1)])
+
         def be(off, n):
             return _be(hbb[off:off + n])
-
-        etype0 = be(12, 2)
-        vlan = Signal()
-        m.d.comb += vlan.eq(etype0 == wire.VLAN_TPID)
-        etype = Mux(vlan, be(16, 2), etype0)
-        is4, is6 = Signal(), Signal()
-        m.d.comb += [is4.eq(etype == wire.ETHERTYPE_IPV4), is6.eq(etype == wire.ETHERTYPE_IPV6)]
 
         def by_l3(fn):
             return Mux(vlan, fn(18), fn(14))
 
         def by_l4(fn):
-            # l3 in {14, 18}; l4 = l3 + 20 (IPv4) or l3 + 40 (IPv6; chosen whenever not IPv4).
-            return Mux(is6, Mux(vlan, fn(58), fn(54)), Mux(vlan, fn(38), fn(34)))
+            return _sel4(vlan, is6, fn(34), fn(38), fn(54), fn(58))
 
-        l3 = Signal(5)
-        l4 = Signal(6)
-        m.d.comb += [l3.eq(Mux(vlan, 18, 14)), l4.eq(l3 + Mux(is6, 40, 20))]
-        tot_len = Signal(16)
-        plen = Signal(16)
-        m.d.comb += [tot_len.eq(by_l3(lambda o: be(o + 2, 2))), plen.eq(by_l3(lambda o: be(o + 4, 2)))]
-        ipl = Signal(signed(18))            # IP payload length (may be negative: tot_len < 20)
-        m.d.comb += ipl.eq(Mux(is6, plen, tot_len - wire.IPV4_HLEN))
+        ipl = Signal(signed(18))
         l4_end = Signal(signed(19))
-        m.d.comb += l4_end.eq(l4 + ipl)
+        op = Signal(op_layout)
+        m.d.comb += [ipl.eq(sel(ipl_c)), l4_end.eq(sel(l4e_c)), op.eq(sel_x(op_c))]
 
-        # ---------------------------------------------------------------- S1: store, ICRC, snapshot
-        go1 = Signal()
-        m.d.comb += go1.eq(adv & d1_valid)
-        wp_mem = memory.Memory(shape=unsigned(W + NBB), depth=D, init=[])
-        rec_layout = data.StructLayout({"action": 2, "nbeats": KB + 1, "pstart": 16, "pend_incl": 16})
-        rec_mem = memory.Memory(shape=rec_layout, depth=D, init=[])
-        m.submodules.frame_store = wp_mem
-        m.submodules.frame_rec = rec_mem
-        dwp = wp_mem.write_port()
-        drp = wp_mem.read_port(domain="sync")
-        rwp = rec_mem.write_port()
-        rrp = rec_mem.read_port(domain="sync")
-
+        store_mem = memory.Memory(shape=unsigned(width + nbytes), depth=depth, init=[])
+        m.submodules.frame_store = store_mem
+        dwp = store_mem.write_port()
+        drp = store_mem.read_port(domain="sync")
+        wr_ptr = Signal(abits)
         store = Signal()
-        m.d.comb += store.eq(go1 & (d1_k < MAXB))
-        m.d.comb += [dwp.addr.eq(wr_ptr[:AB]), dwp.data.eq(Cat(d1_data, d1_nb)), dwp.en.eq(store)]
-        m.d.sync += wr_ptr.eq(wr_ptr + store)
-        fstart_reg = Signal(AB + 1, reset_less=True)
-        fstart = Signal(AB + 1)
-        m.d.comb += fstart.eq(Mux(d1_k == 0, wr_ptr, fstart_reg))
-        with m.If(go1 & (d1_k == 0)):
-            m.d.sync += fstart_reg.eq(wr_ptr)
+        m.d.comb += store.eq(d1_valid & d1_store)
+        m.d.comb += [dwp.addr.eq(wr_ptr), dwp.data.eq(Cat(d1_data, d1_keep)), dwp.en.eq(store)]
+        if self.drop_on_full:
+            # MR-HW-081: an overflowing frame's beats are taken back (write pointer rewound).
+            fstart_reg = Signal(abits, reset_less=True)
+            fstart = Mux(d1_k == 0, wr_ptr, fstart_reg)
+            with m.If(d1_valid & (d1_k == 0)):
+                m.d.sync += fstart_reg.eq(wr_ptr)
+            m.d.sync += wr_ptr.eq(Mux(d1_valid & d1_rewind, fstart, wr_ptr + store))
+        else:
+            m.d.sync += wr_ptr.eq(wr_ptr + store)
         err_acc = Signal()
         mac_err = Signal()
         m.d.comb += mac_err.eq(err_acc | d1_user)
-        with m.If(go1):
+        with m.If(d1_valid):
             m.d.sync += err_acc.eq(Mux(d1_last, 0, mac_err))
 
-        # ICRC (MR-HW-040..044): S1 masks d1 into the checker's register, S2 feeds it.
-        m.submodules.icrc = chk = icrc_hw.IcrcChecker(W, impl=self.crc_impl, kbits=KB)
-        known = Signal()                    # IP length field already in hb
-        m.d.comb += known.eq((d1_k + 1) * B >= l3 + 6)
-        l4e_u = Signal(16)
-        m.d.comb += l4e_u.eq(l4_end[:16])
-        m.d.comb += [chk.en.eq(adv), chk.valid.eq(d1_valid), chk.data.eq(d1_data), chk.k.eq(d1_k),
-                     chk.vlan.eq(vlan), chk.ipv6.eq(is6), chk.known.eq(known), chk.l4_end.eq(l4_end)]
+        # ICRC (MR-HW-040..044): S1 masks d1 into the checker's register, S2 feeds it, S3
+        # compares.
+        m.submodules.icrc = chk = icrc_hw.IcrcChecker(width, impl=self.crc_impl, kbits=kbits)
+        known = Signal()                    # IP length field already received
+        m.d.comb += known.eq(Mux(vlan, d1_k >= ceil(24 / nbytes) - 1, d1_k >= ceil(20 / nbytes) - 1))
+        rom = Array(Const(x, 32) for x in icrc_hw.residue_table(nbytes, icrc_hw.tail_fill(nbytes)))
 
-        # Snapshot of fields and the pre-ICRC verdict (MR-HW-020).
-        L = Signal(16)
-        m.d.comb += L.eq(d1_k * B + d1_nb)
-        # Data registers carry no reset (their valid bits do), so the FFs' reset pins can
-        # zero fields for free (MR-HW-012).
-        snap = Signal(META_LAYOUT, reset_less=True)
-        s2_pre = Signal(4, reset_less=True)
-        s2_res = Signal(32, reset_less=True)
-        s2_fstart = Signal(AB + 1, reset_less=True)
-        s2_fend = Signal(AB + 1, reset_less=True)
-        s2_nbeats = Signal(KB + 1, reset_less=True)
-        s2_pstart = Signal(16, reset_less=True)
-        s2_pend_incl = Signal(16, reset_less=True)
+        load1 = Signal()
+        m.d.comb += load1.eq(d1_valid & d1_last & ~d1_drop)
+        frame_len = Signal(16)
+        m.d.comb += frame_len.eq(d1_k * nbytes + d1_nb)
 
+        # Fields of the snapshot, selected by class; absent headers and drops are zeroed at
+        # the output (MR-HW-011/012).
         bth = [by_l4(lambda o, i=i: hbb[o + 8 + i]) for i in range(wire.BTH_LEN)]
-        ext = [by_l4(lambda o, i=i: hbb[o + 20 + i]) for i in range(wire.MRAH_LEN)]
-        opcode = Signal(8)
-        m.d.comb += opcode.eq(bth[0])
-        pad = Signal(2)
-        tver = Signal(4)
-        m.d.comb += [pad.eq(bth[1][4:6]), tver.eq(bth[1][0:4])]
-
-        valid_op, payload_op, is_mr = Signal(), Signal(), Signal()
-        hlen = Signal(8)
-        with m.Switch(opcode):
-            for op in Op:
-                with m.Case(int(op)):
-                    m.d.comb += [valid_op.eq(1), hlen.eq(wire.ext_len(op)),
-                                 payload_op.eq(op in wire.PAYLOAD_OPS), is_mr.eq(op in wire.MR_OPS)]
-
+        ext = [_sel4(~n_vlan, ~n_is6, hbb[34 + 20 + i], hbb[38 + 20 + i], hbb[54 + 20 + i],
+                     hbb[58 + 20 + i]) for i in range(wire.MRAH_LEN)]
+        hits = {pair: op.hits[i] for i, pair in enumerate(pairs)}
         has = {}
         fields = {}
         for h in EXT_NAMES:
-            present = Const(0, 1)
             val = None
-            for off, ops in EXT_OFFSETS[h].items():
-                hit = Signal(name=f"{h}_at{off}")
-                m.d.comb += hit.eq(Cat(*[opcode == o for o in ops]).any())
-                present = present | hit
+            for off in EXT_OFFSETS[h]:
                 f = _ext_fields(h, ext[off:off + wire.HEADER_LEN[h]])
                 flat = Cat(*f.values()) if isinstance(f, dict) else f
-                val = flat if val is None else Mux(hit, flat, val)
-            has[h] = Signal(name=f"has_{h}")
-            m.d.comb += has[h].eq(present)
+                val = flat if val is None else Mux(hits[(h, off)], flat, val)
+            has[h] = Cat(*[hits[(h, off)] for off in EXT_OFFSETS[h]]).any()
             fields[h] = val
-
-        udp_len = by_l4(lambda o: be(o + 4, 2))
-        dport = by_l4(lambda o: be(o + 2, 2))
-        # IPv4 header checksum exactly as codec.ipv4_checksum_ok (MR-WIRE-023).
-        words = [by_l3(lambda o, i=i: be(o + 2 * i, 2)) for i in range(10)]
-        csum = Signal(20)
-        m.d.comb += csum.eq(sum(words[i] for i in range(10) if i != 5))
-        f1 = Signal(17)
-        m.d.comb += f1.eq(csum[:16] + csum[16:])
-        f2 = Signal(16)
-        m.d.comb += f2.eq(f1[:16] + f1[16])
-        ck_ok = Signal()
-        m.d.comb += ck_ok.eq((~f2)[:16] == words[5])
-
-        # First failing check in wire order decides (codec.decode, MR-WIRE-100; MR-HW-020).
-        vihl = by_l3(lambda o: hbb[o])
-        frag = by_l3(lambda o: be(o + 6, 2))
-        proto = by_l3(lambda o: hbb[o + 9])
-        nxt = by_l3(lambda o: hbb[o + 6])
-        body = Signal(signed(19))
-        m.d.comb += body.eq(ipl - (wire.BTH_LEN + wire.UDP_HLEN + wire.ICRC_LEN) - hlen)
-        T, NR, LEN = Reason.TRUNCATED, Reason.NOT_ROCE, Reason.LENGTH
-        chain = [
-            (mac_err, Reason.MAC_ERROR),
-            (d1_k >= MAXB, LEN),                            # oversize (MR-HW-031)
-            (L < wire.ETH_HLEN, T),
-            (vlan & (L < wire.ETH_HLEN + wire.VLAN_HLEN), T),
-            (~is4 & ~is6, NR),
-            (is4 & (L < l3 + 1), T),
-            (is4 & (vihl != 0x45), NR),
-            (is4 & (L < l3 + wire.IPV4_HLEN), T),
-            (is4 & (frag[:14] != 0), NR),
-            (is4 & (proto != wire.IPPROTO_UDP), NR),
-            (is6 & (L < l3 + wire.IPV6_HLEN), T),
-            (is6 & (vihl[4:8] != 6), NR),
-            (is6 & (nxt != wire.IPPROTO_UDP), NR),
-            (L < l4 + 4, T),
-            (dport != wire.ROCE_PORT, NR),
-            (L < l4 + wire.UDP_HLEN, T),
-            (is4 & ~ck_ok, Reason.BAD_IP),
-            (L < l4_end, T),
-            (udp_len != ipl, LEN),
-            (ipl < wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN, LEN),
-            (~valid_op, Reason.BAD_OPCODE),
-            (tver != 0, Reason.BAD_VERSION),
-            (is_mr & (ipl > wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN)
-             & (ext[0][4:8] != wire.MR_VERSION), Reason.BAD_VERSION),
-            (body < 0, LEN),
-            (body < pad, LEN),
-            (~payload_op & (body != 0), LEN),
-        ]
-        pre = Const(Reason.NONE, 4)
-        for cond, reason in reversed(chain):
-            pre = Mux(cond, reason, pre)
-
-        # MR-HW-042: expected register value, indexed by the zeroed tail bytes in the last fed beat.
-        rom = Array(Const(x, 32) for x in icrc_hw.residue_table(B, icrc_hw.tail_fill(B)))
-        n_tail = Signal(LB if LB else 1)
-        m.d.comb += n_tail.eq(-l4e_u[:LB] if LB else 0)
-
-        pstart = Signal(16)
-        m.d.comb += pstart.eq(l4 + wire.UDP_HLEN + wire.BTH_LEN + hlen)
-        pend = Signal(16)
-        m.d.comb += pend.eq(l4e_u - wire.ICRC_LEN - pad)
         tc6 = by_l3(lambda o: be(o, 4))
         tos = Mux(is6, tc6[20:28], by_l3(lambda o: hbb[o + 1]))
         tci = be(14, 2)
         ipsrc = Mux(is6, by_l3(lambda o: be(o + 8, 16)), by_l3(lambda o: be(o + 12, 4)))
         ipdst = Mux(is6, by_l3(lambda o: be(o + 24, 16)), by_l3(lambda o: be(o + 16, 4)))
+        pad = Signal(2)
+        m.d.comb += pad.eq(bth[1][4:6])
         values = {
             "ipv6": is6, "vlan_present": vlan,
             "has": dict(has),
-            "frame_len": L, "payload_offset": pstart, "payload_len": pend - pstart,
+            "frame_len": frame_len, "payload_offset": op.pstart,
             "eth": {"dst": be(0, 6), "src": be(6, 6), "pcp": Mux(vlan, tci[13:16], 0),
                     "dei": vlan & tci[12], "vlan": Mux(vlan, tci[0:12], 0)},
             "ip": {"dscp": tos[2:8], "ecn": tos[0:2],
@@ -390,122 +409,317 @@ class Parser(wiring.Component):
                    "ident": Mux(is6, 0, by_l3(lambda o: be(o + 4, 2))),
                    "flow_label": Mux(is6, tc6[0:20], 0), "src": ipsrc, "dst": ipdst},
             "udp": {"sport": by_l4(lambda o: be(o, 2))},
-            "bth": {"opcode": opcode, "se": bth[1][7], "mig": bth[1][6], "pad": pad, "tver": tver,
-                    "pkey": _be(bth[2:4]), "fecn": bth[4][7], "becn": bth[4][6],
-                    "dest_qp": _be(bth[5:8]), "ack_req": bth[8][7], "psn": _be(bth[9:12])},
+            "bth": {"opcode": bth[0], "se": bth[1][7], "mig": bth[1][6], "pad": pad,
+                    "tver": bth[1][0:4], "pkey": _be(bth[2:4]), "fecn": bth[4][7],
+                    "becn": bth[4][6], "dest_qp": _be(bth[5:8]), "ack_req": bth[8][7],
+                    "psn": _be(bth[9:12])},
         }
         values.update({h: fields[h] for h in EXT_NAMES})
-        with m.If(adv):
-            m.d.sync += s2_valid.eq(d1_valid & d1_last)
-        # MR-HW-011/012: fields of absent headers, and every field of a frame dropped before
-        # its ICRC check, are zeroed here. Written as reset-over-enable so that each group's
-        # zero condition is one shared flip-flop reset net, not a gate per bit.
-        load1 = go1 & d1_last
-        drop_fields = Signal()
-        m.d.comb += drop_fields.eq(pre != Reason.NONE)
-        for key, val in values.items():
-            zero = Signal(name=f"zero_{key}")
-            cond = drop_fields | ~has[key] if key in has else drop_fields
-            m.d.comb += zero.eq(load1 & cond)
-            view = getattr(snap, key)
-            with m.If(zero):
-                m.d.sync += view.eq(0)
-            with m.Elif(load1):
-                m.d.sync += _assign(snap, {key: val})
-        with m.If(load1):
-            m.d.sync += [
-                s2_pre.eq(pre), s2_res.eq(rom[n_tail]),
-                s2_fstart.eq(fstart), s2_fend.eq(wr_ptr + store),
-                s2_nbeats.eq(Mux(d1_k < MAXB, d1_k + 1, MAXB)),
-                s2_pstart.eq(pstart), s2_pend_incl.eq(pend - 1),
-            ]
+        snap = Signal(META_LAYOUT)
+        m.d.comb += _assign(snap, values)
+        # The meta queue (MR-HW-013): one slot per frame, written in S2 from a register (the
+        # field selection and the memory write each get a cycle), read at the output.
+        snap_r = Signal(META_LAYOUT, reset_less=True)
+        snap_load = Signal()
+        m.d.sync += [snap_r.eq(snap), snap_load.eq(load1)]
+        mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[])
+        m.submodules.meta_queue = mq_mem
+        mq_wp = mq_mem.write_port()
+        mq_rp = mq_mem.read_port(domain="comb")
+        mq_wr = Signal(mq_bits)
+        m.d.comb += [mq_wp.addr.eq(mq_wr), mq_wp.data.eq(snap_r.as_value()), mq_wp.en.eq(snap_load)]
+        m.d.sync += mq_wr.eq(mq_wr + snap_load)
 
-        # S2: the ICRC register takes the frame's last beat; the snapshot moves on to S3.
-        s3_snap = Signal(META_LAYOUT, reset_less=True)
-        s3 = {}
-        for sig in (s2_pre, s2_res, s2_fstart, s2_fend, s2_nbeats, s2_pstart, s2_pend_incl):
-            s3[sig.name] = Signal.like(sig, name="s3_" + sig.name[3:], reset_less=True)
-        s3_pre, s3_res, s3_fstart, s3_fend, s3_nbeats, s3_pstart, s3_pend_incl = s3.values()
-        with m.If(adv):
-            m.d.sync += s3_valid.eq(s2_valid)
-            with m.If(s2_valid):
-                m.d.sync += s3_snap.eq(snap)
-                m.d.sync += [s3[sig.name].eq(sig) for sig in
-                             (s2_pre, s2_res, s2_fstart, s2_fend, s2_nbeats, s2_pstart, s2_pend_incl)]
+        # ------------------------------------------------------------ verdict pipeline S2..S7
+        # MR-HW-050: every stage is a plain register stage (no stall); each frame's checks are
+        # computed as booleans, combined in order in S4..S6 (MR-HW-020).
+        def stage(name, sigs):
+            """Registers ``sigs`` ({name: value}) into the next stage; returns {name: reg}."""
+            out = {}
+            for n, v in sigs.items():
+                v = Value.cast(v)
+                r = Signal(v.shape(), name=f"{name}_{n}", reset_less=True)
+                m.d.sync += r.eq(v)
+                out[n] = r
+            return out
 
-        # ---------------------------------------------------------------- S3: verdict, meta, counters
-        reason = Signal(4)
-        m.d.comb += reason.eq(Mux(s3_pre != Reason.NONE, s3_pre,
-                                  Mux(chk.crc != s3_res, Reason.ICRC, Reason.NONE)))
-        go3 = Signal()
-        m.d.comb += go3.eq(adv & s3_valid)
-        accepted = reason == Reason.NONE
-        bypass = reason == Reason.NOT_ROCE
+        valid = [load1]
+        for i in range(6):
+            v = Signal(name=f"v{i + 2}_valid")
+            m.d.sync += v.eq(valid[-1])
+            valid.append(v)
+        l3 = Mux(vlan, 18, 14)
+        v2 = stage("v2", {
+            "vlan": vlan, "is4": is4, "is6": is6, "len": frame_len, "mac": mac_err,
+            "over": d1_k >= max_beats, "ipl": ipl, "l4_end": l4_end, "pad": pad,
+            "nbeats_m1": Mux(d1_k < max_beats, d1_k, max_beats - 1),
+            "vihl": by_l3(lambda o: hbb[o]),
+            "frag_bad": by_l3(lambda o: be(o + 6, 2))[:14] != 0,
+            "proto_bad": by_l3(lambda o: hbb[o + 9]) != wire.IPPROTO_UDP,
+            "nxt_bad": by_l3(lambda o: hbb[o + 6]) != wire.IPPROTO_UDP,
+            "dport_bad": by_l4(lambda o: be(o + 2, 2)) != wire.ROCE_PORT,
+            "udp_len": by_l4(lambda o: be(o + 4, 2)),
+            "tver_bad": bth[1][0:4] != 0,
+            "mrver_bad": ext[0][4:8] != wire.MR_VERSION,
+            "op_valid": op.valid, "op_payload": op.payload, "op_mr": op.mr,
+            "c_body": op.c_body, "pstart": op.pstart,
+            "has": Cat(*[has[h] for h in EXT_NAMES]),
+            "known": known, "k": d1_k, "data": d1_data,
+            **dict(zip(("tail", "before_end"), icrc_hw.IcrcChecker.beat_facts(width, d1_k, l4_end))),
+            "words": Cat(*[by_l3(lambda o, i=i: be(o + 2 * i, 2)) for i in range(10)]),
+        })
+        # The ICRC checker takes each beat in S2, from registered class and IP length
+        # (MR-HW-041): it masks the beat into its register in S2, the processor takes it in S3,
+        # and the compare has its own stage, S4 (MR-HW-042).
+        d2_valid = Signal()
+        m.d.sync += d2_valid.eq(d1_valid)
+        m.d.comb += [chk.en.eq(1), chk.valid.eq(d2_valid), chk.data.eq(v2["data"]),
+                     chk.k.eq(v2["k"]), chk.vlan.eq(v2["vlan"]), chk.ipv6.eq(v2["is6"]),
+                     chk.known.eq(v2["known"]), chk.l4_end.eq(v2["l4_end"]),
+                     chk.tail.eq(v2["tail"]), chk.before_end.eq(v2["before_end"])]
+        n_tail = Signal(lane_bits)
+        m.d.comb += n_tail.eq(-v2["l4_end"][:lane_bits])
+        words = [v2["words"][16 * i:16 * i + 16] for i in range(10)]
+        length = v2["len"]
+        v2_l3 = Mux(v2["vlan"], 18, 14)
+        v2_l4 = _sel4(v2["vlan"], v2["is6"], 34, 38, 54, 58)
+        T, NR, LEN = Reason.TRUNCATED, Reason.NOT_ROCE, Reason.LENGTH
+        v2_ipl = v2["ipl"]
+        pend = Signal(signed(19))
+        m.d.comb += pend.eq(v2["l4_end"] - wire.ICRC_LEN - v2["pad"])
+        v3 = stage("v3", {
+            # Checks before the IPv4 checksum (MR-WIRE-101 order), then after it.
+            "hi": Cat(
+                v2["mac"], v2["over"],
+                length < wire.ETH_HLEN,
+                v2["vlan"] & (length < wire.ETH_HLEN + wire.VLAN_HLEN),
+                ~v2["is4"] & ~v2["is6"],
+                v2["is4"] & (length < v2_l3 + 1),
+                v2["is4"] & (v2["vihl"] != 0x45),
+                v2["is4"] & (length < v2_l3 + wire.IPV4_HLEN),
+                v2["is4"] & v2["frag_bad"],
+                v2["is4"] & v2["proto_bad"],
+                v2["is6"] & (length < v2_l3 + wire.IPV6_HLEN),
+                v2["is6"] & (v2["vihl"][4:8] != 6),
+                v2["is6"] & v2["nxt_bad"],
+                length < v2_l4 + 4,
+                v2["dport_bad"],
+                length < v2_l4 + wire.UDP_HLEN),
+            "lo": Cat(
+                length < v2["l4_end"],
+                v2["udp_len"] != v2_ipl,
+                v2_ipl < wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN,
+                ~v2["op_valid"],
+                v2["tver_bad"],
+                v2["op_mr"] & (v2_ipl > wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN) & v2["mrver_bad"],
+                v2_ipl < v2["c_body"],
+                v2_ipl < v2["c_body"] + v2["pad"],
+                ~v2["op_payload"] & (v2_ipl != v2["c_body"])),
+            "is4": v2["is4"], "w5_ones": words[5] == 0xFFFF,
+            "p": Cat(*[(words[2 * i] + words[2 * i + 1])[:17] for i in range(5)]),
+            "res": rom[n_tail], "has": v2["has"], "nbeats_m1": v2["nbeats_m1"],
+            "pstart": v2["pstart"], "pend": pend,
+        })
+        hi_codes = [Reason.MAC_ERROR, LEN, T, T, NR, T, NR, T, NR, NR, T, NR, NR, T, NR, T]
+        lo_codes = [T, LEN, LEN, Reason.BAD_OPCODE, Reason.BAD_VERSION, Reason.BAD_VERSION,
+                    LEN, LEN, LEN]
+        hi_any, hi_code = _first_set(m, "hi", [(v3["hi"][i], c) for i, c in enumerate(hi_codes)])
+        lo_any, lo_code = _first_set(m, "lo", [(v3["lo"][i], c) for i, c in enumerate(lo_codes)])
+        p = [v3["p"][17 * i:17 * i + 17] for i in range(5)]
+        payload_len = Signal(16)
+        m.d.comb += payload_len.eq(v3["pend"] - v3["pstart"])
+        v4 = stage("v4", {
+            "hi_any": hi_any, "hi_code": hi_code, "lo_any": lo_any, "lo_code": lo_code,
+            "res": v3["res"], "is4": v3["is4"], "w5_ones": v3["w5_ones"],
+            "q0": p[0] + p[1], "q1": p[2] + p[3], "q2": p[4],
+            "has": v3["has"], "nbeats_m1": v3["nbeats_m1"], "pstart": v3["pstart"],
+            "pend_incl": (v3["pend"] - 1)[:16], "plen": payload_len,
+        })
+        v5 = stage("v5", {
+            **{n: v4[n] for n in ("hi_any", "hi_code", "lo_any", "lo_code", "is4",
+                                  "w5_ones", "has", "nbeats_m1", "pstart", "pend_incl", "plen")},
+            "crc_bad": chk.crc != v4["res"],
+            "sum": (v4["q0"] + v4["q1"] + v4["q2"])[:20],
+        })
+        # IPv4 header checksum exactly as codec.ipv4_checksum_ok (MR-WIRE-023): with T the
+        # sum of all ten words, the folded sum of the other nine is ~checksum iff T is 0xFFFF,
+        # or the checksum is not 0xFFFF and T is 2..9 times 0xFFFF.
+        multiples = Cat(*[v5["sum"] == n * 0xFFFF for n in range(2, 10)]).any()
+        ck_ok = (v5["sum"] == 0xFFFF) | (~v5["w5_ones"] & multiples)
+        v6 = stage("v6", {
+            **{n: v5[n] for n in ("hi_any", "hi_code", "lo_any", "lo_code", "crc_bad",
+                                  "has", "nbeats_m1", "pstart", "pend_incl", "plen")},
+            "ip_bad": v5["is4"] & ~ck_ok, "plen_nz": v5["plen"] != 0,
+        })
+        reason = Mux(v6["hi_any"], v6["hi_code"],
+                     Mux(v6["ip_bad"], Reason.BAD_IP,
+                         Mux(v6["lo_any"], v6["lo_code"],
+                             Mux(v6["crc_bad"], Reason.ICRC, Reason.NONE))))
+        drop_fields = v6["hi_any"] | v6["ip_bad"] | v6["lo_any"]
+        action = Mux(v6["hi_any"] & (v6["hi_code"] == NR), ACT_BYPASS,
+                     Mux(~drop_fields & ~v6["crc_bad"] & v6["plen_nz"], ACT_PAYLOAD, ACT_DISCARD))
+        pay = action == ACT_PAYLOAD
+        v7 = stage("v7", {
+            "reason": reason, "drop_fields": drop_fields,
+            "zero": Cat(*[drop_fields | ~v6["has"][i] for i in range(len(EXT_NAMES))]),
+            "plen": Mux(drop_fields, 0, v6["plen"]),
+            "rec": Cat(action.as_unsigned()[:2], v6["nbeats_m1"],
+                       Mux(pay, Cat(v6["pstart"], Const(0, 8), v6["pend_incl"]), 0),
+                       v6["nbeats_m1"] == 0),
+        })
+        go7 = valid[6]
+
+        # ------------------------------------------------------------ S7: verdict out
+        # MR-HW-060: 64-bit counters, one per Reason code.
+        cnt = [Signal(COUNTER_BITS, name=f"cnt{i}") for i in range(N_COUNTERS)]
+        for i in range(9):
+            with m.If(go7 & (v7["reason"] == i)):
+                m.d.sync += cnt[i].eq(cnt[i] + 1)
+        if self.drop_on_full:
+            # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
+            with m.If(d1_valid & d1_last & d1_drop):
+                m.d.sync += cnt[9].eq(cnt[9] + 1)
+        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
+
+        # Verdicts for the meta queue, slot by slot.
+        vq_layout = data.StructLayout({"reason": 4, "drop_fields": 1, "zero": len(EXT_NAMES),
+                                       "plen": 16})
+        vq_mem = memory.Memory(shape=vq_layout, depth=mq_depth, init=[])
+        m.submodules.verdict_queue = vq_mem
+        vq_wp = vq_mem.write_port()
+        vq_rp = vq_mem.read_port(domain="comb")
+        vq_wr = Signal(mq_bits)
+        m.d.comb += [vq_wp.addr.eq(vq_wr), vq_wp.en.eq(go7),
+                     vq_wp.data.eq(Cat(v7["reason"], v7["drop_fields"], v7["zero"], v7["plen"]))]
+        m.d.sync += vq_wr.eq(vq_wr + go7)
+
+        # ------------------------------------------------------------ meta output (MR-HW-013)
+        # The head verdict is held in registers (hd), so that the output register's load and
+        # zero conditions come from flip-flops; the meta queue is read at the head's slot.
+        mq_rd = Signal(mq_bits)              # slot of the head
+        vq_rd = Signal(mq_bits)              # next verdict after the head
+        m.d.comb += [mq_rp.addr.eq(mq_rd), vq_rp.addr.eq(vq_rd)]
+        hd_valid = Signal()
+        hd = Signal(vq_layout, reset_less=True)
+        hd_bypass = Signal(reset_less=True)
+        skip = Signal()
+        take = Signal()
+        meta_valid = Signal()
         meta_out = Signal(META_LAYOUT, reset_less=True)
-        with m.If(go3 & ~bypass):
-            m.d.sync += [meta_valid.eq(1), meta_out.eq(s3_snap),
-                         meta_out.drop.eq(~accepted), meta_out.reason.eq(reason)]
-        with m.Elif(mo.ready):
-            m.d.sync += meta_valid.eq(0)
+        m.d.comb += [skip.eq(hd_valid & hd_bypass),
+                     take.eq(hd_valid & ~hd_bypass & (~meta_valid | mo.ready))]
+        pop = skip | take
+        load_hd = (vq_rd != vq_wr) & (~hd_valid | pop)
+        m.d.sync += [mq_rd.eq(mq_rd + pop), vq_rd.eq(vq_rd + load_hd),
+                     hd_valid.eq(load_hd | (hd_valid & ~pop))]
+        with m.If(load_hd):
+            m.d.sync += [hd.eq(vq_rp.data), hd_bypass.eq(vq_rp.data.reason == NR)]
+        m.d.sync += meta_valid.eq(take | (meta_valid & ~mo.ready))
         m.d.comb += [mo.valid.eq(meta_valid), mo.data.eq(meta_out)]
+        q = Signal(META_LAYOUT)
+        m.d.comb += q.eq(mq_rp.data)
+        with m.If(take):
+            m.d.sync += [meta_out.drop.eq(hd.reason != Reason.NONE),
+                         meta_out.reason.eq(hd.reason), meta_out.payload_len.eq(hd.plen)]
+        # Zeroing as reset-over-enable: one shared condition per group, from the head.
+        for key in values:
+            if key in EXT_NAMES:
+                zero = take & hd.zero[EXT_NAMES.index(key)]
+            else:
+                zero = take & hd.drop_fields
+            with m.If(zero):
+                m.d.sync += getattr(meta_out, key).eq(0)
+            with m.Elif(take):
+                m.d.sync += getattr(meta_out, key).eq(getattr(q, key))
 
-        action = Mux(bypass, ACT_BYPASS,
-                     Mux(accepted & (s3_snap.payload_len != 0), ACT_PAYLOAD, ACT_DISCARD))
-        m.d.comb += [rwp.addr.eq(s3_fstart[:AB]), rwp.en.eq(go3),
-                     rwp.data.eq(Cat(action, s3_nbeats,
-                                     Mux(action == ACT_PAYLOAD, Cat(s3_pstart, s3_pend_incl), 0)))]
-        with m.If(go3):
-            m.d.sync += commit_ptr.eq(s3_fend)
+        # ------------------------------------------------------------ reader (MR-HW-030)
+        rec_layout = data.StructLayout({"action": 2, "last": kbits, "pstart": 16, "pend_incl": 16,
+                                         "single": 1})      # single: last == 0 (no logic after the BRAM)
+        assert len(v7["rec"]) == rec_layout.size
+        rec_mem = memory.Memory(shape=rec_layout, depth=depth, init=[])
+        m.submodules.frame_rec = rec_mem
+        rwp = rec_mem.write_port()
+        rrp = rec_mem.read_port(domain="sync")
+        rq_wr = Signal(abits + 1)
+        rq_rd = Signal(abits + 1)
+        m.d.comb += [rwp.addr.eq(rq_wr[:abits]), rwp.en.eq(go7), rwp.data.eq(v7["rec"])]
+        m.d.sync += rq_wr.eq(rq_wr + go7)
 
-        # MR-HW-060: counters, one per Reason code, read through reg_addr/reg_data.
-        cnt = Array(Signal(32, name=f"cnt{i}") for i in range(9))
-        inc = Signal(32)
-        m.d.comb += inc.eq(cnt[reason] + 1)
-        with m.If(go3):
-            for i in range(9):
-                with m.If(reason == i):
-                    m.d.sync += cnt[i].eq(inc)
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < 9, cnt[self.reg_addr], 0))
-
-        # ---------------------------------------------------------------- reader (MR-HW-030)
-        r_valid = Signal()
-        ri = Signal(KB)
-        rec_cur = Signal(rec_layout, reset_less=True)
-        rec = Signal(rec_layout)
-        m.d.comb += rec.eq(Mux(ri == 0, rrp.data, rec_cur))
-        rnb = drp.data[W:]
-        rdata = drp.data[:W]
-        is_last = Signal()
-        m.d.comb += is_last.eq(ri == (rec.nbeats - 1)[:KB])
-        ps_beat, ps_lane = rec.pstart[LB:], rec.pstart[:LB]
-        pe_beat, pe_lane = rec.pend_incl[LB:], rec.pend_incl[:LB]
-        in_range = Signal()
-        m.d.comb += in_range.eq((ri >= ps_beat) & (ri <= pe_beat))
-        keep_p = Cat(*[((ri != ps_beat) | (lane >= ps_lane)) & ((ri != pe_beat) | (lane <= pe_lane))
-                       for lane in range(B)])
-        keep_b = Cat(*[lane < rnb for lane in range(B)])
         mp, mb = self.m_payload, self.m_bypass
-        is_byp = rec.action == ACT_BYPASS
-        is_pay = (rec.action == ACT_PAYLOAD) & in_range
-        m.d.comb += [
-            mb.tdata.eq(rdata), mb.tkeep.eq(keep_b), mb.tlast.eq(is_last),
-            mb.tvalid.eq(r_valid & is_byp),
-            mp.tdata.eq(rdata), mp.tkeep.eq(keep_p), mp.tlast.eq(ri == pe_beat),
-            mp.tvalid.eq(r_valid & is_pay),
-        ]
-        consume = Signal()
-        m.d.comb += consume.eq(r_valid & Mux(is_byp, mb.tready, Mux(is_pay, mp.tready, 1)))
+        o_pvalid, o_bvalid = Signal(), Signal()
+        o_data = Signal(width, reset_less=True)
+        o_keep_p = Signal(nbytes, reset_less=True)
+        o_keep_b = Signal(nbytes, reset_less=True)
+        o_last = Signal(reset_less=True)
+        m.d.comb += [mp.tdata.eq(o_data), mp.tkeep.eq(o_keep_p), mp.tlast.eq(o_last),
+                     mp.tvalid.eq(o_pvalid),
+                     mb.tdata.eq(o_data), mb.tkeep.eq(o_keep_b), mb.tlast.eq(o_last),
+                     mb.tvalid.eq(o_bvalid)]
+        s_valid = Signal()
+        s_kind = Signal(2, reset_less=True)         # ACT_* of the beat (discard: not sent)
+        s_keep = Signal(nbytes, reset_less=True)
+        s_last = Signal(reset_less=True)
+        a_valid = Signal()                           # rrp.data holds the next record
+        cur_valid = Signal()
+        cur = Signal(rec_layout, reset_less=True)
+        ri = Signal(kbits)
+        rd_ptr = Signal(abits)
+
+        o_free = Signal()
+        m.d.comb += o_free.eq(~(o_pvalid | o_bvalid) | (o_pvalid & mp.tready) | (o_bvalid & mb.tready))
+        s_move = Signal()
+        m.d.comb += s_move.eq(s_valid & (o_free | (s_kind == ACT_DISCARD)))
         issue = Signal()
-        m.d.comb += issue.eq((rd_ptr != commit_ptr) & (~r_valid | consume))
-        m.d.comb += [drp.addr.eq(rd_ptr[:AB]), drp.en.eq(issue),
-                     rrp.addr.eq(rd_ptr[:AB]), rrp.en.eq(issue)]
-        m.d.sync += rd_ptr.eq(rd_ptr + issue)
+        m.d.comb += issue.eq(cur_valid & (~s_valid | s_move))
+        # is_last == (ri == cur.last), kept in a register with a down-counter of the beats left.
+        is_last = Signal(reset_less=True)
+        left = Signal(kbits, reset_less=True)
+        take_rec = Signal()
+        m.d.comb += take_rec.eq(a_valid & (~cur_valid | (issue & is_last)))
+        rec_rd = Signal()
+        m.d.comb += rec_rd.eq((rq_rd != rq_wr) & (~a_valid | take_rec))
+        m.d.comb += [rrp.addr.eq(rq_rd[:abits]), rrp.en.eq(rec_rd),
+                     drp.addr.eq(rd_ptr), drp.en.eq(issue)]
+        m.d.sync += [rq_rd.eq(rq_rd + rec_rd), rd_ptr.eq(rd_ptr + issue)]
+        m.d.sync += a_valid.eq(rec_rd | (a_valid & ~take_rec))
+        with m.If(take_rec):
+            m.d.sync += [cur.eq(rrp.data), cur_valid.eq(1),
+                         left.eq(rrp.data.last), is_last.eq(rrp.data.single)]
+        with m.Elif(issue):
+            m.d.sync += [left.eq(left - 1), is_last.eq(left == 1)]
+            with m.If(is_last):
+                m.d.sync += cur_valid.eq(0)
+
+        ps_beat, ps_lane = cur.pstart[lane_bits:], cur.pstart[:lane_bits]
+        pe_beat, pe_lane = cur.pend_incl[lane_bits:], cur.pend_incl[:lane_bits]
+        in_range = (ri >= ps_beat) & (ri <= pe_beat)
+        keep_p = Cat(*[((ri != ps_beat) | (lane >= ps_lane)) & ((ri != pe_beat) | (lane <= pe_lane))
+                       for lane in range(nbytes)])
+        kind = Mux(cur.action == ACT_BYPASS, ACT_BYPASS,
+                   Mux((cur.action == ACT_PAYLOAD) & in_range, ACT_PAYLOAD, ACT_DISCARD))
         with m.If(issue):
-            m.d.sync += r_valid.eq(1)
-        with m.Elif(consume):
-            m.d.sync += r_valid.eq(0)
-        with m.If(consume):
-            m.d.sync += ri.eq(Mux(is_last, 0, ri + 1))
-            with m.If(ri == 0):
-                m.d.sync += rec_cur.eq(rrp.data)
+            m.d.sync += [ri.eq(Mux(is_last, 0, ri + 1)), s_valid.eq(1), s_kind.eq(kind),
+                         s_keep.eq(keep_p),
+                         s_last.eq(Mux(cur.action == ACT_BYPASS, is_last, ri == pe_beat))]
+        with m.Elif(s_move):
+            m.d.sync += s_valid.eq(0)
+        with m.If(s_move & (s_kind != ACT_DISCARD)):
+            m.d.sync += [o_data.eq(drp.data[:width]), o_keep_b.eq(drp.data[width:]),
+                         o_keep_p.eq(s_keep), o_last.eq(s_last),
+                         o_pvalid.eq(s_kind == ACT_PAYLOAD), o_bvalid.eq(s_kind == ACT_BYPASS)]
+        with m.Elif(o_free):
+            m.d.sync += [o_pvalid.eq(0), o_bvalid.eq(0)]
+
+        # ------------------------------------------------------------ reservations (MR-HW-051)
+        # tready for the next cycle: room for one more beat in the store and one more frame in
+        # the meta queue after this cycle's changes.
+        space_in = store_in
+        m.d.sync += space.eq(space + space_in - issue - Mux(rewind_in, fr_cnt, 0))
+        slot_in = accept & s.tlast & fits
+        slot_out = pop
+        m.d.sync += slots.eq(slots + slot_in - slot_out)
+        space_ok = Mux(space_in & ~issue, space < depth - 1, Mux(~space_in & issue, 1, space < depth))
+        slot_ok = Mux(slot_in & ~slot_out, slots < mq_depth - 1,
+                      Mux(~slot_in & slot_out, 1, slots < mq_depth))
+        m.d.sync += tready.eq(space_ok & slot_ok)
         return m

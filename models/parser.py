@@ -25,7 +25,8 @@ from .wire import Reason
 
 
 __all__ = ["ParserModel", "pack_meta", "unpack_meta", "frame_meta", "verdict", "beats_of",
-           "META_LAYOUT", "EXT_NAMES", "HB", "ACT_DISCARD", "ACT_BYPASS", "ACT_PAYLOAD", "params"]
+           "META_LAYOUT", "EXT_NAMES", "HB", "ACT_DISCARD", "ACT_BYPASS", "ACT_PAYLOAD", "params",
+           "COUNTER_BITS", "META_DEPTH", "N_COUNTERS"]
 
 
 # ------------------------------------------------------------------ RTL/model contract
@@ -37,6 +38,14 @@ HB = 128
 EXT_NAMES = ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh")
 
 ACT_DISCARD, ACT_BYPASS, ACT_PAYLOAD = 0, 1, 2
+
+#: MR-HW-060: counter width and count (one per Reason code, then overflow drops, MR-HW-082).
+COUNTER_BITS = 64
+N_COUNTERS = 10
+#: MR-HW-013: meta queue slots (frames between the last beat and the meta output).
+META_DEPTH = 16
+#: MR-HW-050: cycles from a frame's last beat in S1 to its verdict stage S7.
+VERDICT_STAGES = 6
 
 
 def _s(fields):
@@ -94,7 +103,8 @@ def params(width, max_frame=9216):
     while depth < max_beats + 16:
         depth *= 2
     return {"bytes": nb, "max_beats": max_beats, "depth": depth,
-            "abits": depth.bit_length() - 1, "kbits": max_beats.bit_length()}
+            "abits": depth.bit_length() - 1, "kbits": max_beats.bit_length(),
+            "meta_depth": META_DEPTH}
 
 
 INPUTS = ("rst", "s_axis__tdata", "s_axis__tkeep", "s_axis__tvalid", "s_axis__tlast",
@@ -227,22 +237,24 @@ def beats_of(frame_bytes, width, *, tuser_beat=None):
 
 
 class ParserModel:
-    """Register-level mirror of :class:`metaroce.hdl.parser.Parser` (MR-HW-050..060)."""
+    """Register-level mirror of :class:`metaroce.hdl.parser.Parser` (MR-HW-050..063)."""
 
-    def __init__(self, width=512, *, max_frame=9216, rdport_reset=False):
+    def __init__(self, width=512, *, max_frame=9216, rdport_reset=False, drop_on_full=False):
         p = params(width, max_frame)
         self.width = width
+        self.drop_on_full = drop_on_full
         self.rdport_reset = rdport_reset
         self.B = p["bytes"]
         self.LB = self.B.bit_length() - 1
         self.MAXB = p["max_beats"]
         self.D = p["depth"]
         self.KB = p["kbits"]
-        self.ptr_mod = 2 * self.D
-        self.data_mem = [0] * self.D
-        self.rec_mem = [0] * self.D
-        self.drp = 0
-        self.rrp = 0
+        self.MQ = p["meta_depth"]
+        self.full_keep = (1 << self.B) - 1
+        self.cnt_mask = (1 << COUNTER_BITS) - 1
+        self.data_mem = [(0, 0)] * self.D
+        self.drp = (0, 0)                       # frame store read port: (tdata, tkeep)
+        self.rrp = (0, 0, 0, 0)                 # record read port: (action, last, pstart, pend_incl)
         self._power_on()
         self.reset()
         # The last verdicts, for tests and tools: (reason, meta dict) in verdict order.
@@ -267,189 +279,231 @@ class ParserModel:
 
     def _power_on(self):
         # Data registers without reset in the RTL start at 0 and keep their value on rst.
-        self.d1 = (0, 0, 0, 0, 0, 0)            # valid, data, nb, last, k, user
+        self.d1 = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  # valid, data, keep, nb, last, k, user, store, rewind, drop
         self.fstart_reg = 0
         self.meta_out = 0
-        self.rec_cur = 0
+        self.cur = (0, 0, 0, 0)
+        self.s_kind = self.s_keep = self.s_last = 0
+        self.o_data = self.o_keep_p = self.o_keep_b = self.o_last = 0
         self.buf = bytearray()
 
     def reset(self):
         """Registers with a reset to their reset values (MR-HW-054); data registers and
         memories keep their contents, as in the RTL."""
+        self.tready = 1
         self.k = 0
         self.d1 = (0,) + tuple(self.d1[1:])
-        self.wr_ptr = self.rd_ptr = self.commit_ptr = 0
+        self.wr_ptr = self.rd_ptr = 0
         self.err_acc = 0
-        self.s2 = None                          # (reason, meta, record, fstart, fend) or None
-        self.s3 = None
-        self.meta_valid = 0
-        self.cnt = [0] * 9
+        self.ovf = 0
+        self.fr_cnt = 0
+        # S2..S7: one entry per cycle, None or (reason, meta, record); index 0 is S2.
+        self.vpipe = [None] * VERDICT_STAGES
+        self.cnt = [0] * 9                   # per Reason code (MR-HW-060)
+        self.cnt_overflow = 0                # MR-HW-082
         self.reg_data = 0
-        self.r_valid = 0
+        self.vq = collections.deque()           # verdicts waiting for the meta output
+        self.hd = None                          # the head verdict (reason, meta)
+        self.meta_valid = 0
+        self.rec_q = collections.deque()        # records pushed, not yet read
+        self.a_valid = self.cur_valid = 0
         self.ri = 0
-
-    # ------------------------------------------------------------------ record fields
-    def _rec_fields(self, rec):
-        kb = self.KB + 1
-        action = rec & 3
-        nbeats = (rec >> 2) & ((1 << kb) - 1)
-        pstart = (rec >> (2 + kb)) & 0xFFFF
-        pend = (rec >> (18 + kb)) & 0xFFFF
-        return action, nbeats, pstart, pend
-
-    def _record(self, action, nbeats, pstart=0, pend_incl=0):
-        kb = self.KB + 1
-        if action != ACT_PAYLOAD:
-            pstart = pend_incl = 0
-        return action | (nbeats << 2) | (pstart << (2 + kb)) | (pend_incl << (18 + kb))
+        self.s_valid = 0
+        self.o_pvalid = self.o_bvalid = 0
+        self.space = 0
+        self.slots = 0
 
     # ------------------------------------------------------------------ one clock cycle
     def step(self, inputs):
         g = inputs.get
-        B, W, D = self.B, self.width, self.D
-        tvalid = int(g("s_axis__tvalid", 0))
-        meta_ready = int(g("m_meta__ready", 0))
-        pay_ready = int(g("m_payload__tready", 0))
-        byp_ready = int(g("m_bypass__tready", 0))
-
-        # ---- combinational outputs
-        used = (self.wr_ptr - self.rd_ptr) % self.ptr_mod
-        s3_valid = self.s3 is not None
-        adv = not (self.meta_valid and not meta_ready and s3_valid)
-        tready = int(adv and used <= D - 2)
-        accept = tvalid and tready
-
-        rec = self.rrp if self.ri == 0 else self.rec_cur
-        action, nbeats, pstart, pend_incl = self._rec_fields(rec)
-        mask_kb = (1 << self.KB) - 1
-        is_last = self.ri == ((nbeats - 1) & mask_kb)
-        ps_beat, ps_lane = pstart >> self.LB, pstart & (B - 1)
-        pe_beat, pe_lane = pend_incl >> self.LB, pend_incl & (B - 1)
-        in_range = ps_beat <= self.ri <= pe_beat
-        full = (1 << B) - 1
-        keep_p = full
-        if self.ri == ps_beat:
-            keep_p &= full ^ ((1 << ps_lane) - 1)
-        if self.ri == pe_beat:
-            keep_p &= (1 << (pe_lane + 1)) - 1
-        rdata = self.drp & ((1 << W) - 1)
-        rnb = self.drp >> W
-        keep_b = (1 << min(rnb, B)) - 1
-        is_byp = action == ACT_BYPASS
-        is_pay = action == ACT_PAYLOAD and in_range
+        B = self.B
+        meta_ready = g("m_meta__ready", 0)
+        pay_ready = g("m_payload__tready", 0)
+        byp_ready = g("m_bypass__tready", 0)
+        tready = self.tready
+        accept = tready and g("s_axis__tvalid", 0)
+        o_pvalid, o_bvalid = self.o_pvalid, self.o_bvalid
         out = {
             "s_axis__tready": tready,
             "m_meta__data": self.meta_out, "m_meta__valid": self.meta_valid,
-            "m_payload__tdata": rdata, "m_payload__tkeep": keep_p,
-            "m_payload__tvalid": int(self.r_valid and is_pay), "m_payload__tlast": int(self.ri == pe_beat),
-            "m_bypass__tdata": rdata, "m_bypass__tkeep": keep_b,
-            "m_bypass__tvalid": int(self.r_valid and is_byp), "m_bypass__tlast": int(is_last),
+            "m_payload__tdata": self.o_data, "m_payload__tkeep": self.o_keep_p,
+            "m_payload__tvalid": o_pvalid, "m_payload__tlast": self.o_last,
+            "m_bypass__tdata": self.o_data, "m_bypass__tkeep": self.o_keep_b,
+            "m_bypass__tvalid": o_bvalid, "m_bypass__tlast": self.o_last,
             "reg_data": self.reg_data,
         }
 
-        # ---- reader (reads before this cycle's writes: non-transparent ports)
-        if is_byp:
-            consume = self.r_valid and byp_ready
-        elif is_pay:
-            consume = self.r_valid and pay_ready
-        else:
-            consume = self.r_valid
-        issue = self.rd_ptr != self.commit_ptr and (not self.r_valid or consume)
-        old_rrp = self.rrp
+        # ---- reader: record -> issue (store read) -> s -> output registers (MR-HW-030)
+        o_free = (not (o_pvalid or o_bvalid)) or (o_pvalid and pay_ready) or (o_bvalid and byp_ready)
+        s_valid = self.s_valid
+        s_move = s_valid and (o_free or self.s_kind == ACT_DISCARD)
+        cur_valid = self.cur_valid
+        issue = cur_valid and (not s_valid or s_move)
+        action, last, pstart, pend_incl = self.cur
+        ri = self.ri
+        is_last = ri == last
+        take_rec = self.a_valid and (not cur_valid or (issue and is_last))
+        rec_rd = bool(self.rec_q) and (not self.a_valid or take_rec)
+        if s_move and self.s_kind != ACT_DISCARD:
+            self.o_data, self.o_keep_b = self.drp
+            self.o_keep_p, self.o_last = self.s_keep, self.s_last
+            self.o_pvalid = int(self.s_kind == ACT_PAYLOAD)
+            self.o_bvalid = int(self.s_kind == ACT_BYPASS)
+        elif o_free:
+            self.o_pvalid = self.o_bvalid = 0
         if issue:
-            self.drp = self.data_mem[self.rd_ptr % D]
-            self.rrp = self.rec_mem[self.rd_ptr % D]
-            self.rd_ptr = (self.rd_ptr + 1) % self.ptr_mod
-            self.r_valid = 1
-        elif consume:
-            self.r_valid = 0
-        if consume:
-            if self.ri == 0:
-                self.rec_cur = old_rrp
-            self.ri = 0 if is_last else (self.ri + 1) & mask_kb
+            lb = self.LB
+            ps_beat, pe_beat = pstart >> lb, pend_incl >> lb
+            if action == ACT_BYPASS:
+                self.s_kind, self.s_last = ACT_BYPASS, int(is_last)
+            else:
+                pay = action == ACT_PAYLOAD and ps_beat <= ri <= pe_beat
+                self.s_kind = ACT_PAYLOAD if pay else ACT_DISCARD
+                self.s_last = int(ri == pe_beat)
+            keep = self.full_keep
+            if ri == ps_beat:
+                keep &= keep ^ ((1 << (pstart & (B - 1))) - 1)
+            if ri == pe_beat:
+                keep &= (1 << ((pend_incl & (B - 1)) + 1)) - 1
+            self.s_keep = keep
+            self.s_valid = 1
+            self.ri = 0 if is_last else ri + 1
+            self.drp = self.data_mem[self.rd_ptr]
+            self.rd_ptr = (self.rd_ptr + 1) % self.D
+        elif s_move:
+            self.s_valid = 0
+        if take_rec:
+            self.cur = self.rrp
+            self.cur_valid = 1
+        elif issue and is_last:
+            self.cur_valid = 0
+        if rec_rd:
+            self.rrp = self.rec_q.popleft()
+            self.a_valid = 1
+        elif take_rec:
+            self.a_valid = 0
 
-        # ---- counters register read (old counter values)
-        addr = int(g("reg_addr", 0))
-        self.reg_data = self.cnt[addr] if addr < 9 else 0
+        # ---- meta output (MR-HW-013): the head verdict in registers; bypass verdicts skipped
+        hd = self.hd
+        meta_valid = self.meta_valid
+        slot_out = False
+        if hd is not None:
+            if hd[0] == Reason.NOT_ROCE:
+                slot_out = True
+            elif not meta_valid or meta_ready:
+                slot_out = True
+                self.meta_out = hd[1]
+                meta_valid = 2                  # taken: valid next cycle
+        if self.vq and (hd is None or slot_out):
+            self.hd = self.vq.popleft()
+        elif slot_out:
+            self.hd = None
+        self.meta_valid = 1 if meta_valid == 2 else int(meta_valid and not meta_ready)
 
-        # ---- S3: verdict out, meta, record, counters
-        s3 = self.s3
-        if adv and s3 is not None:
-            reason, meta, record, fstart, fend = s3
-            if reason != Reason.NOT_ROCE:
-                self.meta_valid = 1
-                self.meta_out = meta
-            elif meta_ready:
-                self.meta_valid = 0
-            self.rec_mem[fstart % D] = record
-            self.commit_ptr = fend
-            self.cnt[reason] = (self.cnt[reason] + 1) & 0xFFFFFFFF
-        elif meta_ready:
-            self.meta_valid = 0
+        # ---- counters register read (old counter values), then S7: verdict out
+        addr = g("reg_addr", 0)
+        self.reg_data = self.cnt[addr] if addr < 9 else self.cnt_overflow if addr == 9 else 0
+        vpipe = self.vpipe
+        v7 = vpipe[-1]
+        if v7 is not None:
+            reason, meta, record = v7
+            self.cnt[reason] = (self.cnt[reason] + 1) & self.cnt_mask
+            self.vq.append((reason, meta))
+            self.rec_q.append(record)
 
-        # ---- S2: the ICRC takes the last beat; the snapshot moves to S3
-        if adv:
-            self.s3 = self.s2
-
-        # ---- S1: store, snapshot
-        d1_valid, d1_data, d1_nb, d1_last, d1_k, d1_user = self.d1
-        if adv:
-            new_s2 = None
-            if d1_valid:
-                store = d1_k < self.MAXB
-                fstart = self.wr_ptr if d1_k == 0 else self.fstart_reg
-                if d1_k == 0:
-                    self.fstart_reg = self.wr_ptr
-                    self.buf = bytearray()
-                if store:
-                    self.data_mem[self.wr_ptr % D] = d1_data | (d1_nb << W)
-                    self.buf += d1_data.to_bytes(B, "little")[:d1_nb]
-                mac_err = self.err_acc or d1_user
-                self.err_acc = 0 if d1_last else mac_err
-                fend = (self.wr_ptr + store) % self.ptr_mod
-                self.wr_ptr = fend
-                if d1_last:
-                    new_s2 = self._verdict(bytes(self.buf), mac_err, d1_k >= self.MAXB,
-                                           min(d1_k + 1, self.MAXB), fstart, fend)
-            self.s2 = new_s2
+        # ---- S1: store, snapshot; the verdict enters S2
+        d1_valid, d1_data, d1_keep, d1_nb, d1_last, d1_k, d1_user, d1_store, d1_rewind, d1_drop = self.d1
+        new_v2 = None
+        if d1_valid:
+            if d1_k == 0:
+                self.buf = bytearray()
+                fstart = self.fstart_reg = self.wr_ptr
+            else:
+                fstart = self.fstart_reg
+            if d1_store:
+                self.data_mem[self.wr_ptr] = (d1_data, d1_keep)
+                self.buf += d1_data.to_bytes(B, "little")[:d1_nb]
+                self.wr_ptr = (self.wr_ptr + 1) % self.D
+            elif d1_rewind:
+                self.wr_ptr = fstart
+            mac_err = self.err_acc or d1_user
+            self.err_acc = 0 if d1_last else mac_err
+            if d1_last:
+                if d1_drop:
+                    self.cnt_overflow = (self.cnt_overflow + 1) & self.cnt_mask
+                    self.log.append(("overflow", None))
+                else:
+                    new_v2 = self._verdict(bytes(self.buf), mac_err, d1_k >= self.MAXB,
+                                           min(d1_k, self.MAXB - 1))
+        vpipe.pop()
+        vpipe.insert(0, new_v2)
 
         # ---- S0: accept
-        if adv:
-            if accept:
-                tlast = int(g("s_axis__tlast", 0))
-                keep = int(g("s_axis__tkeep", 0))
-                nb = B
-                if tlast:
-                    nb = 0
-                    while nb < B and keep >> nb & 1:
-                        nb += 1
-                self.d1 = (1, int(g("s_axis__tdata", 0)), nb, tlast, self.k, int(g("s_axis__tuser", 0)))
-                self.k = 0 if tlast else min(self.k + 1, self.MAXB)
+        k = self.k
+        store_in = slot_in = rel = 0
+        if accept:
+            tlast = g("s_axis__tlast", 0)
+            nb = B
+            if tlast:
+                keep = g("s_axis__tkeep", 0)
+                nb = 0
+                while nb < B and keep >> nb & 1:
+                    nb += 1
+            need = k < self.MAXB
+            fits = True
+            if self.drop_on_full:
+                # MR-HW-081: drop the whole frame when a beat or its meta slot does not fit.
+                fits = (not self.ovf and (not need or self.space < self.D)
+                        and (not tlast or self.slots < self.MQ))
+                rewind = not fits and not self.ovf
+                if rewind:
+                    rel = self.fr_cnt
+                self.ovf = int(not fits and not tlast)
+                self.fr_cnt = 0 if tlast else self.fr_cnt + int(need and fits)
             else:
-                self.d1 = (0,) + self.d1[1:]
-        if int(g("rst", 0)):
+                rewind = False
+            store_in = int(need and fits)
+            slot_in = int(bool(tlast) and fits)
+            self.d1 = (1, g("s_axis__tdata", 0), (1 << nb) - 1, nb, tlast, k, g("s_axis__tuser", 0),
+                       store_in, int(rewind), int(not fits))
+            self.k = 0 if tlast else min(k + 1, self.MAXB)
+        elif d1_valid:
+            self.d1 = (0,) + self.d1[1:]
+
+        # ---- reservations: tready for the next cycle (MR-HW-051)
+        self.space += store_in - (1 if issue else 0) - rel
+        self.slots += slot_in - (1 if slot_out else 0)
+        self.tready = int(self.drop_on_full or (self.space < self.D and self.slots < self.MQ))
+
+        if g("rst", 0):
             # Synchronous reset: registers with a reset take their reset value; data
             # registers and memories took this cycle's update like any other cycle.
             self.reset()
-            if self.rdport_reset and not issue:
+            if self.rdport_reset:
                 # The Amaranth simulator resets a memory read port's data register when the
                 # port is not enabled; the generated Verilog (and Verilator) does not.
-                self.drp = self.rrp = 0
+                if not issue:
+                    self.drp = (0, 0)
+                if not rec_rd:
+                    self.rrp = (0, 0, 0, 0)
         return out
 
-    def _verdict(self, frame, mac_err, oversize, nbeats, fstart, fend):
+    def _verdict(self, frame, mac_err, oversize, last):
         reason, meta, vals = verdict(frame, bool(mac_err), oversize)
         if reason == Reason.NOT_ROCE:
-            record = self._record(ACT_BYPASS, nbeats)
+            record = (ACT_BYPASS, last, 0, 0)
         elif reason == Reason.NONE and vals["payload_len"]:
             ps = vals["payload_offset"]
-            record = self._record(ACT_PAYLOAD, nbeats, ps, ps + vals["payload_len"] - 1)
+            record = (ACT_PAYLOAD, last, ps, ps + vals["payload_len"] - 1)
         else:
-            record = self._record(ACT_DISCARD, nbeats)
+            record = (ACT_DISCARD, last, 0, 0)
         self.log.append((reason, vals))
-        return reason, meta, record, fstart, fend
+        return reason, meta, record
 
     def busy(self):
-        """True while a frame is anywhere in the pipeline, the store or the meta register."""
-        return bool(self.d1[0] or self.s2 is not None or self.s3 is not None or self.meta_valid or self.r_valid
-                    or self.rd_ptr != self.commit_ptr or self.wr_ptr != self.commit_ptr)
+        """True while a frame is anywhere in the pipeline, the store or the outputs."""
+        return bool(self.d1[0] or any(v is not None for v in self.vpipe) or self.vq
+                    or self.hd is not None
+                    or self.meta_valid or self.rec_q or self.a_valid or self.cur_valid
+                    or self.s_valid or self.o_pvalid or self.o_bvalid)
+

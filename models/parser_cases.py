@@ -28,13 +28,16 @@ from dataclasses import dataclass, field, replace
 
 from . import codec, wire
 from .codec import AETH, BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, AtomicAck, Eth
+from .parser import N_COUNTERS
 from .wire import Op, Reason
 
 MIN_FRAME = 60                  # Ethernet minimum without FCS (MR-WIRE-012)
 PSN_EDGES = (0, (1 << 23) - 1, 1 << 23, (1 << 24) - 1)
 #: ``mac_error_beat`` meaning "the frame's last beat" (indices are clipped to the last beat).
 MAC_ERROR_LAST = 1 << 30
-N_COUNTERS = 9                  # one per Reason code (MR-HW-060)
+#: The counters behind reg_addr/reg_data (N_COUNTERS, from the model): one per Reason code
+#: (MR-HW-060), then the drop-on-full overflow counter (MR-HW-082).
+OVERFLOW_COUNTER = max(Reason) + 1
 EXT_NAMES = ("reth", "aeth", "imm", "atomicack", "mrdh", "mrsh", "mrah", "mrnh")
 
 
@@ -1035,22 +1038,36 @@ class Driver:
                          for h in self.history[-4:])
 
 
-def run_model(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, check=True, **kw):
+def run_model(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, check=True,
+              drop_on_full=False, on_cycle=None, **kw):
     """Run ``cases`` through :class:`ParserModel` alone with the :class:`Driver`; return its
-    results (plus ``log``, the model's verdicts); ``check``: :func:`check_streams`."""
+    results (plus ``log``, the model's verdicts, and ``overflow``, its drop-on-full count);
+    ``check``: :func:`check_streams`; ``on_cycle(cycle, inputs, outputs)`` every cycle."""
     from .parser import ParserModel
-    model = ParserModel(width, max_frame=max_frame)
+    model = ParserModel(width, max_frame=max_frame, drop_on_full=drop_on_full)
     drv = Driver(width, cases, seed=seed, p_idle=p_idle, p_bp=p_bp, **kw)
     step, busy = model.step, model.busy
     while not drv.finished:
         inp = drv.inputs()
         out = step(inp)
+        if on_cycle is not None:
+            on_cycle(drv.cycle, inp, out)
         drv.observe(inp, out)
         drv.settle(busy)
-    res = dict(drv.res, log=list(model.log))
+    res = dict(drv.res, log=list(model.log), overflow=model.cnt_overflow)
     if check:
         check_streams(cases, res, max_frame=max_frame, width=width)
     return res
+
+
+def meta_latency(width, max_frame=9216):
+    """Cycles from a frame's accepted last beat to its meta record in the model, without
+    backpressure (MR-HW-050): what RTL tests compare a measured latency with, so that no
+    testbench carries a number of its own (tests/test_parser_model.py checks the model's)."""
+    res = run_model(width, valid_cases()[:1], p_idle=0, p_bp=0, max_frame=max_frame,
+                    check=False, poll_regs=False)
+    last = next(c for c, is_last in res["accept_log"] if is_last)
+    return res["meta_new_cycles"][0] - last
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1176,7 +1193,7 @@ def _diff(exp, got, path=""):
 
 def check(cases, res, *, max_frame=9216, width=None):
     """Every frame's fate and fields against the codec and scapy, and the counters
-    (MR-HW-010..012, MR-HW-020, MR-HW-030..033, MR-HW-060, MR-WIRE-103, MR-WIRE-104).
+    (MR-HW-010..012, MR-HW-020, MR-HW-030..033, MR-HW-060, MR-HW-082, MR-WIRE-103, MR-WIRE-104).
 
     Per frame: the reason the case was built for equals the codec's verdict; a bypassed
     frame leaves byte for byte; every other frame has a meta record equal, bit for bit, to
@@ -1190,6 +1207,8 @@ def check(cases, res, *, max_frame=9216, width=None):
     outcomes, extra = match_outputs(cases, res, max_frame=max_frame, width=width, expected=expected)
     problems = []
     tally = [0] * N_COUNTERS
+    # frames dropped whole on a full store (drop_on_full) are not among ``cases``
+    tally[OVERFLOW_COUNTER] = res.get("overflow", 0)
     beats = res.get("case_beats") or [None] * len(cases)
     for case, n_beats, exp, (got, reason, meta, payload, byp) in zip(cases, beats, expected, outcomes):
         tally[int(exp)] += 1
@@ -1234,7 +1253,7 @@ def check(cases, res, *, max_frame=9216, width=None):
                         f"{extra[2]} payload frames")
     counters = res.get("counters")
     if counters is not None and list(counters) != tally:
-        names = [Reason(i).label for i in range(N_COUNTERS)]
+        names = [Reason(i).label for i in range(OVERFLOW_COUNTER)] + ["overflow"]
         problems.append("counters " + ", ".join(f"{n}={g} (expected {e})"
                                                 for n, g, e in zip(names, counters, tally) if g != e))
     return problems, tally

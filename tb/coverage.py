@@ -98,6 +98,82 @@ def _counter_reachable(bit, direction, count) -> bool:
     return count >= need
 
 
+_VL_MODULE = re.compile(r"^module\s+\\?([\w$.]+)\s*\(", re.M)
+_VL_ASSIGN = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|[A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?<?=\s*(.*?)\s*;\s*$",
+                        re.M)
+_VL_LITERAL = re.compile(r"^\d+'[hbdo][0-9a-fA-F_]+$")
+_VL_TERM = re.compile(r"^(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
+
+
+def _vl_name(name: str) -> str:
+    """A Verilog name as Verilator's coverage shows it (``\\$12`` is ``__02412``)."""
+    return "__024" + name[2:] if name.startswith("\\$") else name
+
+
+def _value_terms(rhs: str):
+    """The values an assignment's right-hand side can take, when it is a signal (sliced, or
+    plus one), a constant, or a choice ``c ? a : b`` of those; None for anything else."""
+    if "?" in rhs:
+        _, _, arms = rhs.partition("?")
+        a, sep, b = arms.partition(":")
+        if not sep or "?" in arms:
+            return None
+        terms = [a.strip(), b.strip()]
+    else:
+        terms = [rhs.strip()]
+    out = []
+    for t in terms:
+        if _VL_LITERAL.match(t):
+            continue
+        m = _VL_TERM.match(t)
+        if not m:
+            return None
+        out.append(_vl_name(m.group(1)))
+    return out
+
+
+def counter_temporaries(verilog: str, top: str) -> dict[str, set[int]]:
+    """Temporaries of module ``top`` (Verilator names, ``__024N``) whose value is always a
+    counter's (``cntN``) value, that value plus one, or a constant: the counters' next-state,
+    increment and read-out multiplexers.  ``{temporary: counter indices}``."""
+    mods = {m.group(1): m.start() for m in _VL_MODULE.finditer(verilog)}
+    if top not in mods:
+        return {}
+    start = mods[top]
+    text = verilog[start:verilog.find("endmodule", start)]
+    sources: dict[str, list] = defaultdict(list)
+    for lhs, rhs in _VL_ASSIGN.findall(text):
+        sources[_vl_name(lhs)].append(_value_terms(rhs))
+    derived = {n: {int(m.group(1))} for n in sources | {f"cnt{i}": 0 for i in range(64)}
+               if (m := re.match(r"^cnt(\d+)$", n))}
+    changed = True
+    while changed:
+        changed = False
+        for name, assigns in sources.items():
+            if name in derived or not _TEMP.match(name) or any(a is None for a in assigns):
+                continue
+            terms = [t for a in assigns for t in a]
+            if terms and all(t in derived for t in terms):
+                derived[name] = set().union(*(derived[t] for t in terms))
+                changed = True
+    return {n: v for n, v in derived.items() if _TEMP.match(n)}
+
+
+def counter_temporaries_of(points: list[Point], top: str) -> dict[tuple[str, str], set[int]]:
+    """:func:`counter_temporaries` of the top module, read from the Verilog the toggle points
+    name, keyed ``(hierarchy, name)`` for :func:`summarise` (temporaries are numbered per
+    module, so only the top module's are meant)."""
+    out = {}
+    for path in sorted({p.file for p in points if p.page == "v_toggle" and p.hier == top}):
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        out.update({(top, n): v for n, v in counter_temporaries(text, top).items()})
+    return out
+
+
 def record_exclusions(width: int, max_frame: int = 9216):
     """Exclusions for the frame-store record (``rec``, ``rec_cur``, the memory ports: one flat
     word, see ``ParserModel._record``) and its ``nbeats`` fields: the bits of excluded fields,
@@ -125,13 +201,16 @@ def record_exclusions(width: int, max_frame: int = 9216):
 
 
 def summarise(points: list[Point], counts: list[int] | None = None, exclusions=TOGGLE_EXCLUSIONS,
-              max_list: int = 40) -> dict:
+              max_list: int = 40, counter_temps: dict[str, set[int]] | None = None) -> dict:
     """Line and toggle coverage: covered / total / percent, the uncovered points (first
     ``max_list``), and for toggles the excluded points per reason.
 
     ``counts``: events per counter in the run (the parser's per-reason counts); a counter
     bit is excluded when the run had too few events to move it (bit k rises after 2^k
-    events, falls after 2^(k+1)), whatever the counters' width.  ``toggle`` counts every
+    events, falls after 2^(k+1)), whatever the counters' width; so are the bits of the
+    temporaries ``counter_temps`` names (:func:`counter_temporaries_of`: ``{(hierarchy,
+    name): counter indices}``, a counter's value or that value plus one; with 64-bit
+    counters these are most of the points that cannot toggle).  ``toggle`` counts every
     point not excluded; ``toggle_named`` and ``toggle_temporaries`` split it into the
     design's named signals and Amaranth/Yosys temporaries (``$N``: unnamed expressions,
     which the name-based exclusions cannot reach); ``toggle_all_points`` excludes nothing.
@@ -148,6 +227,14 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
             n = counts[int(m.group(1))] if m.group(1) and int(m.group(1)) < len(counts) else max(counts)
             if not _counter_reachable(bit, direction, n):
                 why = "counter bits the run's event count cannot reach (bit k needs 2^k events)"
+        elif why is None and counts and counter_temps and (p.hier, name) in counter_temps:
+            # a counter's value or that value plus one (one event more than the counter's), or
+            # a constant 0 (reset, a read of no counter): a bit that rose can fall at any time
+            n = max(counts[i] if i < len(counts) else max(counts)
+                    for i in counter_temps[p.hier, name]) + 1
+            if not _counter_reachable(bit, "0->1", n):
+                why = ("counter temporaries (next state, increment, read-out of cntN) the run's "
+                       "event count cannot reach")
         if why is not None:
             excluded[why] += 1
         elif _TEMP.match(name):

@@ -136,3 +136,40 @@ def test_coverage_targets(tmp_path, capsys, width):
     rc, out = _coverage(capsys, width, 300, tmp_path)
     assert rc == 0 and out["targets"]["every_reason_every_shape"]
     assert out["targets"]["toggle_98"], out["toggle"]["uncovered"]
+
+
+def test_counter_temporaries_excluded_by_event_count():
+    """Coverage exclusions (docs/hw/verification.md): the top module's temporaries that only
+    carry a counter's value, that value plus one or a constant (next state, increment,
+    read-out multiplexer) are found in the Verilog and their bits excluded by that counter's
+    event count; a temporary that mixes in another signal, and the same name in a submodule,
+    are not."""
+    from metaroce.tb import coverage as cov
+    verilog = """module sub(a);
+  assign \\$5  = a + 1'h1;
+endmodule
+module top(clk, reg_addr);
+  assign \\$5  = cnt0 + 1'h1;
+  assign \\$6  = cnt1 + 1'h1;
+  assign \\$7  = \\$8  ? \\$9  : 64'h0000000000000000;
+  always @* begin
+    \\$9  = 64'h0000000000000000;
+          \\$9  = cnt0;
+          \\$9  = cnt1;
+    \\$10  = cnt0;
+      \\$10  = \\$5 [63:0];
+  end
+  assign \\$11  = cnt0 + other;
+endmodule
+"""
+    temps = cov.counter_temporaries(verilog, "top")
+    assert temps == {"__0245": {0}, "__0246": {1}, "__0247": {0, 1}, "__0249": {0, 1},
+                     "__02410": {0}}
+    points = [cov.Point("v_toggle", "t.v", 1, f"{name}[{bit}]:0->1", hier, 0)
+              for hier, name in (("top", "__0245"), ("top", "__02411"), ("top.s", "__0245"))
+              for bit in range(8)]
+    keyed = {("top", n): v for n, v in temps.items()}
+    summary = cov.summarise(points, counts=[6, 100], exclusions=(), counter_temps=keyed)
+    # cnt0 + 1 reaches 7 after 6 events: bits 0-2 can rise, 3-7 cannot
+    assert summary["toggle"]["total"] == 3 + 8 + 8
+    assert sum(summary["toggle"]["excluded"].values()) == 5

@@ -82,8 +82,10 @@ def run(args):
         raise CliError(f"--shapes: choose from {', '.join(SHAPES)}")
     res, dat, tmp = simulate(blk, args.width, args.frames, args.seed, shapes)
     try:
-        summary = cov.summarise(cov.read_coverage_dat(dat), res.get("counts"),
-                                cov.TOGGLE_EXCLUSIONS + cov.record_exclusions(args.width))
+        points = cov.read_coverage_dat(dat)
+        summary = cov.summarise(points, res.get("counts"),
+                                cov.TOGGLE_EXCLUSIONS + cov.record_exclusions(args.width),
+                                counter_temps=cov.counter_temporaries_of(points, blk.name))
         func = cov.functional(args.width, res["shapes"])
         if args.keep:
             keep = Path(args.keep)
