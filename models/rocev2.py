@@ -239,10 +239,7 @@ class _Qp:
             w.got = 1
         ep.stats["acks_received"] += 1
         self._acked_through(psn)
-        if P.psn_dist(self.una, self.max_psn) > 0:
-            ep._arm(self, now + ep.ack_timeout)
-        else:
-            self.deadline = None
+        self._rearm(now)
         ep._make_ready(self)
 
     def _acked_through(self, psn):
@@ -333,10 +330,7 @@ class _Qp:
         ep.stats["bytes_placed"] += n
         ep.stats["rx_data_packets"] += 1
         self._acked_through(psn)
-        if P.psn_dist(self.una, self.max_psn) > 0:
-            ep._arm(self, now + ep.ack_timeout)
-        else:
-            self.deadline = None
+        self._rearm(now)
         ep._make_ready(self)
 
     def on_ack(self, f, now):
@@ -376,11 +370,15 @@ class _Qp:
             self._fail_all(status)
             return
         if progress:
-            if P.psn_dist(self.una, self.max_psn) > 0:
-                ep._arm(self, now + ep.ack_timeout)
-            else:
-                self.deadline = None
+            self._rearm(now)
         ep._make_ready(self)
+
+    def _rearm(self, now):
+        """After progress: the ACK timer restarts while PSNs are outstanding, else stops."""
+        if P.psn_dist(self.una, self.max_psn) > 0:
+            self.ep._arm(self, now + self.ep.ack_timeout)
+        else:
+            self.deadline = None
 
     def _retry(self, now):
         self.retries -= 1
