@@ -54,6 +54,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import wire
 from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS, EXT_NAMES, HB, N_COUNTERS,
+                             N_REASON_COUNTERS, OVERFLOW_COUNTER,
                              META_LAYOUT, params)
 from ..models.wire import Op, Reason
 from . import icrc as icrc_hw
@@ -572,13 +573,13 @@ class Parser(wiring.Component):
         # ------------------------------------------------------------ S7: verdict out
         # MR-HW-060: 64-bit counters, one per Reason code.
         cnt = [Signal(COUNTER_BITS, name=f"cnt{i}") for i in range(N_COUNTERS)]
-        for i in range(9):
+        for i in range(N_REASON_COUNTERS):
             with m.If(go7 & (v7["reason"] == i)):
                 m.d.sync += cnt[i].eq(cnt[i] + 1)
         if self.drop_on_full:
             # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
             with m.If(d1_valid & d1_last & d1_drop):
-                m.d.sync += cnt[9].eq(cnt[9] + 1)
+                m.d.sync += cnt[OVERFLOW_COUNTER].eq(cnt[OVERFLOW_COUNTER] + 1)
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
 
         # Verdicts for the meta queue, slot by slot.

@@ -26,7 +26,7 @@ from .wire import Reason
 
 __all__ = ["ParserModel", "pack_meta", "unpack_meta", "frame_meta", "verdict", "beats_of",
            "META_LAYOUT", "EXT_NAMES", "HB", "ACT_DISCARD", "ACT_BYPASS", "ACT_PAYLOAD", "params",
-           "COUNTER_BITS", "META_DEPTH", "N_COUNTERS"]
+           "COUNTER_BITS", "META_DEPTH", "N_COUNTERS", "N_REASON_COUNTERS", "OVERFLOW_COUNTER"]
 
 
 # ------------------------------------------------------------------ RTL/model contract
@@ -41,7 +41,9 @@ ACT_DISCARD, ACT_BYPASS, ACT_PAYLOAD = 0, 1, 2
 
 #: MR-HW-060: counter width and count (one per Reason code, then overflow drops, MR-HW-082).
 COUNTER_BITS = 64
-N_COUNTERS = 10
+N_REASON_COUNTERS = len(Reason)          # reg_addr 0..8: one per Reason code
+OVERFLOW_COUNTER = N_REASON_COUNTERS     # reg_addr 9: frames dropped on overflow
+N_COUNTERS = OVERFLOW_COUNTER + 1
 #: MR-HW-013: meta queue slots (frames between the last beat and the meta output).
 META_DEPTH = 16
 #: MR-HW-050: cycles from a frame's last beat in S1 to its verdict stage S7.
@@ -299,7 +301,7 @@ class ParserModel:
         self.fr_cnt = 0
         # S2..S7: one entry per cycle, None or (reason, meta, record); index 0 is S2.
         self.vpipe = [None] * VERDICT_STAGES
-        self.cnt = [0] * 9                   # per Reason code (MR-HW-060)
+        self.cnt = [0] * N_REASON_COUNTERS   # per Reason code (MR-HW-060)
         self.cnt_overflow = 0                # MR-HW-082
         self.reg_data = 0
         self.vq = collections.deque()           # verdicts waiting for the meta output
@@ -402,7 +404,8 @@ class ParserModel:
 
         # ---- counters register read (old counter values), then S7: verdict out
         addr = g("reg_addr", 0)
-        self.reg_data = self.cnt[addr] if addr < 9 else self.cnt_overflow if addr == 9 else 0
+        self.reg_data = (self.cnt[addr] if addr < N_REASON_COUNTERS else
+                         self.cnt_overflow if addr == OVERFLOW_COUNTER else 0)
         vpipe = self.vpipe
         v7 = vpipe[-1]
         if v7 is not None:
