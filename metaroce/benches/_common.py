@@ -100,3 +100,24 @@ def baseline_params(link_bps, rtt, planes=1):
     from metaroce.sim.harness import make_endpoint
     ep = make_endpoint("rocev2", "10.0.0.1", **endpoint_cfg("rocev2", link_bps, rtt, planes))
     return dict(ep.params())
+
+
+def two_hosts(protocol, *, link_bps, rtt, seed, paths, streams, loss=0.0):
+    """Two hosts through one switch with one connection between them (host 0 -> host 1):
+    ``(fabric, sender host, receiver host, sender's connection)``. MetaRoCE gets ``paths``
+    paths, RoCEv2 one; ``loss`` hits data frames on both hosts' links."""
+    from metaroce.sim.faults import Faults
+    from metaroce.sim.harness import make_endpoint
+    from metaroce.sim.topology import Fabric
+
+    fab = Fabric(2, rate_bps=link_bps, rtt=rtt, seed=seed)
+    if loss:
+        fab.set_faults(Faults(loss=loss, seed=seed), ["h0>p0.leaf0", "h1>p0.leaf0"])
+    cfg = endpoint_cfg(protocol, link_bps, rtt)
+    s, d = fab.hosts
+    for h in (s, d):
+        h.ep = make_endpoint(protocol, h.addr, **cfg)
+    n_paths = paths if protocol == "metaroce" else 1
+    conn = s.ep.connect(1, d.addr, 1, paths=n_paths, streams=streams)
+    d.ep.connect(1, s.addr, 1, paths=n_paths, streams=streams)
+    return fab, s, d, conn

@@ -15,7 +15,7 @@ Target: ``small_fct_us`` <= 3 base RTTs + the small write's serialization, and t
 """
 from __future__ import annotations
 
-from ._common import baseline_params, endpoint_cfg, parse_size, payload_rate
+from ._common import baseline_params, endpoint_cfg, parse_size, payload_rate, two_hosts
 
 HELP = "a 4 KiB write on stream 1 posted right after a 64 MiB write on stream 0: its completion time"
 
@@ -37,24 +37,15 @@ def one_run(job):
 
     import numpy as np
 
-    from metaroce.sim.harness import make_endpoint
-    from metaroce.sim.topology import Fabric
-
     proto = job["protocol"]
-    fab = Fabric(2, rate_bps=LINK, rtt=RTT, seed=job["seed"])
-    cfg = endpoint_cfg(proto, LINK, RTT)
-    s, d = fab.hosts
-    for h in (s, d):
-        h.ep = make_endpoint(proto, h.addr, **cfg)
+    fab, s, d, c = two_hosts(proto, link_bps=LINK, rtt=RTT, seed=job["seed"], paths=job["paths"],
+                             streams=2)
     rng = np.random.default_rng(job["seed"])
     sizes = (job["big"], job["small"])
     srcs = [bytearray(rng.bytes(n)) for n in sizes]
     dsts = [bytearray(n) for n in sizes]
     lkeys = [s.ep.reg_mr(b) for b in srcs]
     rkeys = [d.ep.reg_mr(b) for b in dsts]
-    paths = job["paths"] if proto == "metaroce" else 1
-    c = s.ep.connect(1, d.addr, 1, paths=paths, streams=2)
-    d.ep.connect(1, s.addr, 1, paths=paths, streams=2)
     done = {}
     unexpected = [0]
 

@@ -11,7 +11,7 @@ and loss), ``retransmitted`` (packets resent by either end, READ re-issues inclu
 """
 from __future__ import annotations
 
-from ._common import baseline_params, endpoint_cfg, parse_list, parse_size
+from ._common import baseline_params, endpoint_cfg, parse_list, parse_size, two_hosts
 
 HELP = "READ vs WRITE goodput under loss, MetaRoCE vs RoCEv2 (400 Gb/s, 10 us)"
 
@@ -31,18 +31,9 @@ def one_run(job):
 
     import numpy as np
 
-    from metaroce.sim.faults import Faults
-    from metaroce.sim.harness import make_endpoint
-    from metaroce.sim.topology import Fabric
-
     proto, op, loss, n = job["protocol"], job["op"], job["loss"], job["bytes"]
-    fab = Fabric(2, rate_bps=LINK, rtt=RTT, seed=job["seed"])
-    if loss:
-        fab.set_faults(Faults(loss=loss, seed=job["seed"]), ["h0>p0.leaf0", "h1>p0.leaf0"])
-    cfg = endpoint_cfg(proto, LINK, RTT)
-    s, d = fab.hosts
-    for h in (s, d):
-        h.ep = make_endpoint(proto, h.addr, **cfg)
+    fab, s, d, c = two_hosts(proto, link_bps=LINK, rtt=RTT, seed=job["seed"], paths=job["paths"],
+                             streams=1, loss=loss)
     rng = np.random.default_rng(job["seed"])
     src = bytearray(rng.bytes(n))
     dst = bytearray(n)
@@ -50,9 +41,6 @@ def one_run(job):
         lkey, rkey = s.ep.reg_mr(dst), d.ep.reg_mr(src)
     else:
         lkey, rkey = s.ep.reg_mr(src), d.ep.reg_mr(dst)
-    paths = job["paths"] if proto == "metaroce" else 1
-    c = s.ep.connect(1, d.addr, 1, paths=paths, streams=1)
-    d.ep.connect(1, s.addr, 1, paths=paths, streams=1)
     done = {}
     unexpected = [0]
 
