@@ -6,6 +6,7 @@ stderr and a non-zero exit, never a traceback.
 """
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -33,7 +34,18 @@ def build_parser():
     return parser
 
 
+def _innermost(exc):
+    """``FILE:LINE`` of the frame that raised: enough to file a bug report from (MR-CLI-002)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return "?"
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+
+
 def main(argv=None):
+    """Run one subcommand; every failure is one stderr line and a non-zero exit (MR-CLI-001..003)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
@@ -49,6 +61,15 @@ def main(argv=None):
         return 130
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        print(f"metaroce {args.command}: error: out of memory", file=sys.stderr)
+        return 2
     except (OSError, ValueError) as e:
         print(f"metaroce {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:          # a bug: one line naming where, not a traceback
+        if os.environ.get("METAROCE_DEBUG") == "1":
+            raise
+        print(f"metaroce {args.command}: internal error: {type(e).__name__}: {e} ({_innermost(e)})",
+              file=sys.stderr)
+        return 3
