@@ -43,6 +43,7 @@ class Status(IntEnum):
     REM_OP_ERR = 11
     RETRY_EXC_ERR = 12
     RNR_RETRY_EXC_ERR = 13
+    REM_ABORT_ERR = 16      # MR-ERR-021/022: the peer's sender abandoned the message
 
 
 class WcOpcode(IntEnum):
@@ -76,6 +77,7 @@ NAK_STATUS = {
     NakReason.LENGTH: Status.REM_INV_REQ_ERR,
     NakReason.STREAM: Status.REM_INV_REQ_ERR,
     NakReason.NO_CONNECTION: Status.REM_OP_ERR,
+    NakReason.ABORTED: Status.REM_ABORT_ERR,
 }
 
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
@@ -91,13 +93,16 @@ _WC_OP = {Op.MR_WRITE: WcOpcode.RDMA_WRITE, Op.MR_WRITE_IMM: WcOpcode.RDMA_WRITE
           Op.MR_SEND: WcOpcode.SEND, Op.MR_SEND_IMM: WcOpcode.SEND, Op.MR_READ: WcOpcode.RDMA_READ,
           Op.MR_CMP_SWAP: WcOpcode.COMP_SWAP, Op.MR_FETCH_ADD: WcOpcode.FETCH_ADD}
 RING_MASK = P.SEND_WINDOW - 1
+#: MR-ERR-020: the chunk index of a message's abort packet (the ``rtx`` record's abort bit).
+ABORT = -1
+_NO_ABORT, _ABORT_PENDING, _ABORT_DONE = 0, 1, 2
 
 
 class _SMsg:
     """A message being sent: chunked at MTU boundaries; chunk ``i`` is bytes ``[i*mtu, ...)``."""
     __slots__ = ("stream", "msg", "op", "wr_id", "mv", "length", "va", "rkey", "recv_seq", "imm",
                  "nchunks", "next_chunk", "ack_base", "ack_bits", "nacked", "done", "status", "slot",
-                 "rnr", "q", "rd", "rd_len", "dst", "req_acked", "err")
+                 "rnr", "q", "rd", "rd_len", "dst", "req_acked", "err", "abort", "delivered")
 
     def __init__(self, stream, msg, op, wr_id, mv, length, va, rkey, recv_seq, imm, mtu):
         self.stream, self.msg, self.op, self.wr_id = stream, msg, op, wr_id
@@ -122,8 +127,12 @@ class _SMsg:
         self.dst = None
         self.req_acked = False
         self.err = False            # a response that ends its READ in error (MR-VERB-004)
+        self.abort = _NO_ABORT      # MR-ERR-020: failed after it started: its abort packet's state
+        self.delivered = False      # its completion is in the CQ
 
     def is_acked(self, i):
+        if i == ABORT:
+            return self.abort != _ABORT_PENDING
         if self.rd:
             return self.req_acked
         return i < self.ack_base or (self.ack_bits >> (i - self.ack_base)) & 1
@@ -223,7 +232,7 @@ class _Path:
 
 class _RxMsg:
     __slots__ = ("msg_len", "op", "chunk_base", "chunk_bits", "placed", "done", "imm", "recv_seq",
-                 "stream", "msg", "req")
+                 "stream", "msg", "req", "aborted")
 
     def __init__(self, msg_len, op, stream, msg):
         self.msg_len, self.op, self.stream, self.msg = msg_len, op, stream, msg
@@ -236,15 +245,20 @@ class _RxMsg:
         self.imm = None
         self.recv_seq = None
         self.req = None             # READ/atomic: (va, rkey, dma_len, operands) (MR-VERB-002)
+        self.aborted = False        # MR-ERR-021: ended by its sender's abort packet
 
 
 class _RxStream:
-    __slots__ = ("next_deliver", "recvs", "recv_next")
+    __slots__ = ("next_deliver", "recvs", "recv_next", "aborted", "flush_to")
 
     def __init__(self):
         self.next_deliver = 0
         self.recvs = {}             # recv_seq -> (lkey, loffset, length, wr_id); <= sq_depth
         self.recv_next = 0
+        # MR-ERR-022: bit i set: message next_deliver - 1 - i was delivered aborted (max_rx_msgs
+        # bits); receives with a sequence below flush_to belong to aborted sends.
+        self.aborted = 0
+        self.flush_to = 0
 
 
 class Connection:
@@ -415,7 +429,12 @@ class Connection:
         st = self.rx[stream]
         if len(st.recvs) >= self.ep.sq_depth:
             raise ValueError(f"receive queue of stream {stream} full ({self.ep.sq_depth} receives)")  # MR-ENG-014
-        st.recvs[st.recv_next] = (lkey, loffset, length, wr_id)
+        if P.seq_lt32(st.recv_next, st.flush_to):
+            # MR-ERR-022: its send was aborted before this receive was posted
+            self._rx_complete(Completion(wr_id, Status.REM_ABORT_ERR, WcOpcode.RECV, 0, self.local_id,
+                                         stream, None))
+        else:
+            st.recvs[st.recv_next] = (lkey, loffset, length, wr_id)
         st.recv_next = (st.recv_next + 1) & 0xFFFFFFFF
 
     # -- sender internals ------------------------------------------------------------------------
@@ -427,7 +446,7 @@ class Connection:
         retx = self.retx
         while retx:
             m, i = retx[0]
-            if m.done or m.is_acked(i):
+            if m.is_acked(i) or (m.done and i != ABORT):
                 retx.popleft()
                 continue
             return m, i, True, -1
@@ -488,8 +507,8 @@ class Connection:
             return _IDLE
         m, i, is_retx, k = w
         ep = self.ep
-        off = i * ep.mtu
-        nbytes = min(ep.mtu, m.length - off)
+        off = i * ep.mtu if i != ABORT else 0
+        nbytes = min(ep.mtu, m.length - off) if i != ABORT else 0      # MR-WIRE-083: no payload
         if self.inflight and self.inflight + nbytes > self.window:
             return _BLOCKED
         if ep._rtx_used >= ep.max_outstanding:
@@ -502,7 +521,7 @@ class Connection:
             return _BLOCKED
         if is_retx:
             self.retx.popleft()
-            ep.stats["retransmitted"] += 1
+            ep.stats["aborts_sent" if i == ABORT else "retransmitted"] += 1
         else:
             if m.slot is None:
                 m.slot = self.free_slots.pop()
@@ -537,7 +556,7 @@ class Connection:
         # is full, during the first window and slow start (MR-CC-008: the hint comes back
         # soonest), on a probing path, and on a path's last packet of a burst (fewer chunks left
         # than paths, so the round robin will not come back to this path).
-        ack_req = (p.since_req >= ep.ack_every or p.inflight + ep.mtu > p.cwnd
+        ack_req = (i == ABORT or p.since_req >= ep.ack_every or p.inflight + ep.mtu > p.cwnd
                    or self.ss or p.state == _PROBING
                    or self.unsent + len(self.retx) < len(self.paths))
         if ack_req:
@@ -557,6 +576,16 @@ class Connection:
 
     def _frame(self, m, i, off, nbytes, p, psn, is_retx, ack_req):
         ep = self.ep
+        if i == ABORT:
+            # MR-WIRE-083: the message's headers, flag ERROR, offset 0, no payload
+            return Frame(
+                eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=p.entropy),
+                bth=BTH(opcode=m.op, pkey=self.pkey, dest_qp=self.peer_id, ack_req=1, psn=psn),
+                mrdh=MRDH(1, MrdhFlag.ERROR | MrdhFlag.FIRST | MrdhFlag.LAST, p.idx, m.stream, m.msg,
+                          0, m.length),
+                reth=RETH(m.va, m.rkey, m.rd_len) if m.op in _RETH_OPS else None,
+                mrsh=MRSH(m.recv_seq) if m.recv_seq is not None else None,
+                imm=m.imm, payload=b"")
         flags = 0
         if off + nbytes >= m.length:
             flags |= MrdhFlag.LAST
@@ -605,6 +634,9 @@ class Connection:
         return self.ep._base_rtt_ns if p.srtt is None else p.srtt
 
     def _chunk_acked(self, m, i):
+        if i == ABORT:
+            self._abort_done(m)
+            return
         if m.rd:
             # MR-VERB-001: the request arrived; the READ/atomic completes with its response
             if m.req_acked:
@@ -633,7 +665,35 @@ class Connection:
             if m.q != m.stream:
                 self._rsp_done(m)
             else:
+                if m.next_chunk:
+                    # MR-ERR-020: the peer may hold part of it: tell it the message is abandoned;
+                    # the message keeps its slot until the abort is acknowledged.
+                    m.abort = _ABORT_PENDING
+                    self.retx.append((m, ABORT))
+                    self.ep._make_ready(self)
                 self._deliver_send(m.stream)
+
+    def _abort_done(self, m):
+        """MR-ERR-020: the abort packet of ``m`` is acknowledged (or refused): its slot is free."""
+        if m.abort != _ABORT_PENDING:
+            return
+        m.abort = _ABORT_DONE
+        self.ep.stats["aborts_acked"] += 1
+        if m.delivered:
+            self._free_slot(m)
+
+    def _free_slot(self, m):
+        """MR-ENG-013: the message's slot is free (its completion is delivered and it has no
+        abort pending)."""
+        if m.slot is None:
+            return
+        if m.rd:
+            self.rd_slots -= 1
+        self.free_slots.append(m.slot)
+        self.s_slots[m.q] -= 1
+        m.slot = None
+        if self.s_active:
+            self.ep._make_ready(self)
 
     def _rsp_done(self, r):
         """MR-VERB-005: a response is acknowledged in full (or failed): its responder resource
@@ -656,6 +716,7 @@ class Connection:
         ep = self.ep
         while q and q[0].done:
             m = q.popleft()
+            m.delivered = True
             ep._cq.append(Completion(m.wr_id, m.status, _WC_OP[m.op], m.rd_len, self.local_id,
                                      m.stream, None))
             ep.stats["completions"] += 1
@@ -663,16 +724,10 @@ class Connection:
             if m.rd:
                 self.rd_out.pop((m.stream, m.msg), None)
                 m.dst = None
-                if m.slot is not None:
-                    self.rd_slots -= 1
             if not any(self.ssq) and not self.rsp:
                 self.last_progress = None   # MR-ENG-040: nothing outstanding
-            if m.slot is not None:      # MR-ENG-013: the slot is free once completed
-                self.free_slots.append(m.slot)
-                self.s_slots[m.q] -= 1
-                m.slot = None
-                if self.s_active:
-                    ep._make_ready(self)
+            if m.abort != _ABORT_PENDING:
+                self._free_slot(m)      # MR-ENG-013: the slot is free once completed
 
     def _mark_lost(self, p, rec, requeue=True):
         if not rec.lost:
@@ -682,7 +737,7 @@ class Connection:
             if not rec.free:
                 self.inflight -= rec.nbytes
             m = rec.msg
-            if requeue and not m.done and not m.is_acked(rec.idx):
+            if requeue and not m.is_acked(rec.idx) and (not m.done or rec.idx == ABORT):
                 self.retx.append((m, rec.idx))
 
     # -- sender: ACK and NAK ---------------------------------------------------------------------
@@ -918,7 +973,15 @@ class Connection:
         rec = p.rec(h.psn)
         if rec is None:
             return
-        if h.reason in P.FATAL_NAKS:
+        if rec.idx == ABORT:
+            # MR-ERR-020: a refused abort is given up (a correct receiver refuses none); any
+            # other NAK is a loss, and the abort is resent.
+            if h.reason in P.FATAL_NAKS:
+                ep.stats["aborts_refused"] += 1
+                self._abort_done(rec.msg)
+            else:
+                self._mark_lost(p, rec)
+        elif h.reason in P.FATAL_NAKS:
             # MR-ERR-003: the work request fails; its packets are not resent.
             self._fail(rec.msg, NAK_STATUS.get(NakReason(h.reason), Status.REM_OP_ERR))
         elif h.reason == NakReason.RNR:
@@ -950,8 +1013,18 @@ class Connection:
             self.prog_armed = True
             ep._push(dl, 5, self, 0)
             return
-        ep.stats["retry_exceeded"] += 1
-        for q in self.ssq:
+        if any(self.ssq) or self.rsp:
+            ep.stats["retry_exceeded"] += 1
+        for s, q in enumerate(self.ssq):
+            # MR-ERR-023: a stream's messages start in order, so those never sent are its last
+            # ones: they give their message and receive sequence numbers back (the peer never
+            # saw them) and need no abort.
+            unsent = [m for m in q if not m.next_chunk]
+            if unsent:
+                self.msg_next[s] = unsent[0].msg
+                seqs = [m.recv_seq for m in unsent if m.recv_seq is not None]
+                if seqs:
+                    self.send_seq[s] = seqs[0]
             for m in list(q):
                 self._fail(m, Status.RETRY_EXC_ERR)
         for r in list(self.rsp.values()):
@@ -1075,8 +1148,8 @@ class Connection:
         if rec is None:
             return False
         m = rec.msg
-        off = rec.idx * self.ep.mtu
-        if m.mv is None:
+        off = rec.idx * self.ep.mtu if rec.idx != ABORT else 0
+        if m.mv is None and rec.idx != ABORT:
             return False
         rec.probe = True
         f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
@@ -1098,7 +1171,15 @@ class Connection:
         p = self.paths[h.path]
         # MR-SEC-007: everything the packet alone decides (stream, chunk, key, bounds) is checked
         # before any sequence shortcut, so a forged duplicate is refused like any bad packet.
-        reason = self._validate(f)
+        op = f.bth.opcode
+        abort = h.flags & MrdhFlag.ERROR and op != Op.MR_READ_RESP     # MR-WIRE-083
+        if abort:
+            # MR-ERR-021: an abort places nothing, so only the stream is checked (its write may
+            # have failed on the very key it names); it carries no payload.
+            reason = P.check_stream(h.stream, self.n_streams) or (
+                NakReason.INVALID_REQUEST if f.payload else None)
+        else:
+            reason = self._validate(f)
         if reason is not None:
             if (reason == NakReason.ACCESS or reason == NakReason.BOUNDS) and f.bth.opcode in _REQ_OPS:
                 # MR-VERB-002: a refused READ/atomic is answered in its stream's order by an ERROR
@@ -1117,7 +1198,7 @@ class Connection:
             st["duplicates"] += 1
             ep._send_ack(self, p, psn, f.udp.sport)
             return
-        reason = self._place(f)
+        reason = self._abort_rx(f) if abort else self._place(f)
         if reason is not None:
             ep._nak(self, f, h.path, reason)
             return
@@ -1214,6 +1295,8 @@ class Connection:
         n = len(f.payload)
         s = self.rx[h.stream]
         if P.seq_lt32(h.msg, s.next_deliver):
+            if self._was_aborted(s, h.msg):
+                return NakReason.ABORTED            # MR-ERR-022: never acknowledged as placed
             ep.stats["duplicate_chunks"] += 1       # MR-EXO-005: message already delivered
             return None
         if ((h.msg - s.next_deliver) & 0xFFFFFFFF) >= ep.max_rx_msgs:
@@ -1223,6 +1306,8 @@ class Connection:
         m = self.rx_open.get(key)
         idx = h.offset // ep.mtu
         if m is not None:
+            if m.aborted:
+                return NakReason.ABORTED            # MR-ERR-022
             if m.msg_len != h.msg_len or m.op != op:
                 return NakReason.LENGTH
             if (op == Op.MR_SEND or op == Op.MR_SEND_IMM) and m.recv_seq != f.mrsh.recv_seq:
@@ -1283,6 +1368,48 @@ class Connection:
             self._deliver_rx(h.stream)
         return None
 
+    def _abort_rx(self, f):
+        """MR-ERR-021: an abort packet ends its message: not yet delivered and not complete (or
+        a READ/atomic request not yet executed), it is marked aborted (taking a receive message slot if it had none) and delivered in stream
+        order with an error; one for a message already delivered or complete is only
+        acknowledged. ``None`` or the :class:`NakReason` (MR-SEC-006, MR-ENG-015)."""
+        ep = self.ep
+        h = f.mrdh
+        s = self.rx[h.stream]
+        if P.seq_lt32(h.msg, s.next_deliver):
+            ep.stats["aborts_duplicate"] += 1
+            return None
+        if ((h.msg - s.next_deliver) & 0xFFFFFFFF) >= ep.max_rx_msgs:
+            return NakReason.INVALID_REQUEST        # MR-SEC-006
+        key = (h.stream, h.msg)
+        m = self.rx_open.get(key)
+        if m is None:
+            if len(self.rx_open) >= ep.max_rx_msgs:
+                return NakReason.INVALID_REQUEST    # MR-ENG-015
+            m = self.rx_open[key] = _RxMsg(h.msg_len, f.bth.opcode, h.stream, h.msg)
+            if f.mrsh is not None:
+                m.recv_seq = f.mrsh.recv_seq
+        elif m.done and m.req is None:
+            ep.stats["aborts_ignored"] += 1         # every byte is placed: it completes
+            return None
+        if m.req is not None:
+            m.req = None                            # MR-VERB-005: never executed
+            self.rsp_used -= 1
+        m.aborted = m.done = True
+        ep.stats["aborts_received"] += 1
+        self._deliver_rx(h.stream)
+        return None
+
+    def _was_aborted(self, s, msg):
+        """MR-ERR-022: message ``msg`` (before the stream's delivery point) was delivered aborted,
+        as far as the stream's ``max_rx_msgs``-bit memory reaches."""
+        back = (s.next_deliver - 1 - msg) & 0xFFFFFFFF
+        return back < self.ep.max_rx_msgs and (s.aborted >> back) & 1
+
+    def _rx_complete(self, cqe):
+        self.ep._cq.append(cqe)
+        self.ep.stats["completions"] += 1
+
     def _deliver_rx(self, stream):
         """MR-EXO-004: receiver completions on a stream in message order; MR-ENG-015: the
         message's slot is released."""
@@ -1295,6 +1422,21 @@ class Connection:
                 return
             del self.rx_open[key]
             s.next_deliver = (s.next_deliver + 1) & 0xFFFFFFFF
+            s.aborted = ((s.aborted << 1) | m.aborted) & ((1 << ep.max_rx_msgs) - 1)
+            if m.aborted:
+                # MR-ERR-022: a send's receive (posted or not yet) and a write's immediate
+                # complete REM_ABORT_ERR; a READ or atomic is not executed.
+                if m.op == Op.MR_SEND or m.op == Op.MR_SEND_IMM:
+                    rv = s.recvs.pop(m.recv_seq, None)
+                    if rv is not None:
+                        self._rx_complete(Completion(rv[3], Status.REM_ABORT_ERR, WcOpcode.RECV, 0,
+                                                     self.local_id, stream, None))
+                    elif not P.seq_lt32(m.recv_seq, s.flush_to):
+                        s.flush_to = (m.recv_seq + 1) & 0xFFFFFFFF
+                elif m.op == Op.MR_WRITE_IMM:
+                    self._rx_complete(Completion(None, Status.REM_ABORT_ERR, WcOpcode.RECV_RDMA_WITH_IMM,
+                                                 0, self.local_id, stream, None))
+                continue
             if m.op == Op.MR_SEND or m.op == Op.MR_SEND_IMM:
                 _, _, _, wr_id = s.recvs.pop(m.recv_seq)
                 ep._cq.append(Completion(wr_id, Status.SUCCESS, WcOpcode.RECV, m.msg_len,

@@ -136,6 +136,8 @@ STREAM = data.StructLayout({
     "rq_head": 16,              # host receive-queue ring
     "rq_tail": 16,
     "recv_next": SEQ_BITS,
+    "rx_aborted": RX_MSGS,      # MR-ERR-022: the last RX_MSGS delivered messages, aborted or not
+    "flush_to": SEQ_BITS,       # MR-ERR-022: receives below belong to aborted sends
 })
 
 #: MR-ENG-025: per message being sent (TX_MSGS per connection). For a READ or atomic request
@@ -154,8 +156,9 @@ TX_MSG = data.StructLayout({
     "ack_base": CHUNK_BITS + 1,  # chunks below are acknowledged
     "ack_bits": CHUNK_WINDOW,    # chunk ack_base + i acknowledged
     "done": 1,
-    "status": 4,
+    "status": 5,
     "req_acked": 1,
+    "abort": 2,                 # MR-ERR-020: none, pending (slot held), acknowledged
 })
 
 #: MR-ENG-026: per message being received (RX_MSGS per connection).
@@ -172,6 +175,7 @@ RX_MSG = data.StructLayout({
     "done": 1,
     "has_imm": 1,
     "imm": 32,
+    "aborted": 1,               # MR-ERR-021
 })
 
 #: MR-ENG-031: per responder resource (RD_ATOMIC per connection): a READ or atomic request
@@ -203,6 +207,7 @@ RTX = data.StructLayout({
     "probe": 1,
     "req": 1,
     "free": 1,
+    "abort": 1,                 # MR-ERR-020: the message's abort packet, not a chunk
     "next": POOL_PTR_BITS,      # RTL: next record of the same path (FIFO in PSN order)
 })
 

@@ -62,16 +62,20 @@ def _pack_state(c, now):
         R.fits(R.PATH_RX, cum=p.rx_cum, sack=p.rx_sack, high=p.rx_high, ce=min(p.rx_ce, 0xFFFF),
                pending=p.rx_pending, prev_ce=int(p.rx_prev_ce))
         for rec in p.records():
-            R.fits(R.RTX, tx_slot=rec.msg.slot or 0, chunk=rec.idx, t_sent=t(rec.t), nbytes=rec.nbytes,
-                   lost=int(rec.lost), probe=int(rec.probe), req=int(rec.req), free=int(rec.free))
+            R.fits(R.RTX, tx_slot=rec.msg.slot or 0, chunk=max(rec.idx, 0), t_sent=t(rec.t), nbytes=rec.nbytes,
+                   lost=int(rec.lost), probe=int(rec.probe), req=int(rec.req), free=int(rec.free),
+                   abort=int(rec.idx < 0))
     for m in c.rx_open.values():
         R.fits(R.RX_MSG, stream=m.stream, msg=m.msg, msg_len=m.msg_len, placed=m.placed,
-               chunk_base=m.chunk_base, chunk_bits=m.chunk_bits, done=int(m.done))
+               chunk_base=m.chunk_base, chunk_bits=m.chunk_bits, done=int(m.done), aborted=int(m.aborted))
+    for s in c.rx:
+        R.fits(R.STREAM, rx_next_deliver=s.next_deliver, recv_next=s.recv_next,
+               rx_aborted=s.aborted, flush_to=s.flush_to)
     for q in c.ssq:
         for m in q:
             R.fits(R.TX_MSG, stream=m.stream, msg=m.msg, length=m.length, nchunks=m.nchunks,
                    next_chunk=m.next_chunk, ack_base=m.ack_base, ack_bits=m.ack_bits,
-                   done=int(m.done), status=int(m.status))
+                   done=int(m.done), status=int(m.status), abort=m.abort)
     R.fits(R.CONN_TX, inflight=c.inflight, window=int(c.window), ramp=int(c.ramp),
            rate_mbps=int(c.rate_bps / 1e6) if c.rate_bps < c.ep.line_rate_bps else 0,
            retx_count=len(c.retx))
@@ -265,14 +269,17 @@ def test_rnr_retry_exceeded_and_delay():
     assert [(c.wr_id, c.status) for c in lb.completions[0]] == [(5, Status.RNR_RETRY_EXC_ERR)]
     assert 3 * 20e-6 <= lb.last_completion <= 4 * (20e-6 + 10e-6)
     assert a.stats["nak_rnr"] <= 4 * 3          # 3 chunks, at most 4 rounds: no NAK storm
-    # The failed send keeps its receive sequence (0): the next send is the stream's second and
-    # lands in the second receive posted.
+    # MR-ERR-020..022: the failed send keeps its receive sequence (0) and its abort reached the
+    # receiver: the receive posted for it completes REM_ABORT_ERR at once, and the next send,
+    # the stream's second, lands in the second receive posted and completes on both sides.
+    assert a.stats["aborts_acked"] == 1 and b.stats["aborts_received"] == 1
     cb.post_recv(0, kb, 0, 4096, wr_id=9)
     cb.post_recv(0, kb, 4096, 4096, wr_id=10)
     ca.post_send(0, ka, 0, 3000, wr_id=6)
     lb.run(until=0.02)
     assert lb.completions[0][-1].wr_id == 6 and lb.completions[0][-1].status == Status.SUCCESS
-    assert [c.wr_id for c in lb.completions[1]] == []   # receive 9 waits for send 0 (failed)
+    assert [(c.wr_id, c.status) for c in lb.completions[1]] == [(9, Status.REM_ABORT_ERR),
+                                                                (10, Status.SUCCESS)]
     assert dst[4096:4096 + 3000] == src[:3000] and dst[:3000] == bytes(3000)
 
 
