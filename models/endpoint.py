@@ -1701,9 +1701,11 @@ class Endpoint(VerbsHost):
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
     ``completions``, ``tail_probes`` (MR-REL-010), ``retry_exceeded``, ``rnr_retry_exceeded``
-    (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
+    (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013), ``aborts_sent``, ``aborts_acked``,
+    ``aborts_refused`` (MR-ERR-020). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
-    of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``ce_received``, ``acks_sent``,
+    of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``aborts_received``, ``aborts_ignored``,
+    ``aborts_duplicate`` (MR-ERR-021), ``ce_received``, ``acks_sent``,
     ``hint_updates`` (MR-CC-009: pushed ACKs, down and up),
     ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010,
     ``drop_bad_pkey`` MR-SEC-008).
