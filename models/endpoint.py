@@ -23,7 +23,7 @@ from enum import IntEnum
 from . import protocol as P
 from . import records as R
 from .records import RTX_POOL
-from .security import RKeyGenerator
+from .security import PROOF_ACK, PROOF_NAK, RKeyGenerator, join_proof, receipt_proof, split_proof
 from .codec import BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, Eth, Frame, wire_len
 from .wire import MrahFlag, MrdhFlag, NakReason, Op
 
@@ -269,7 +269,7 @@ class Connection:
     """
 
     def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams, pkey=0xFFFF,
-                 init_psn=None, peer_init_psn=None):
+                 init_psn=None, peer_init_psn=None, receipt_key=None):
         # MR-ENG-011: the engine's limits, checked by the slow path before any state exists.
         if not 1 <= paths <= ep.max_paths:
             raise ValueError(f"paths must be 1..{ep.max_paths}, got {paths}")
@@ -278,6 +278,7 @@ class Connection:
         self.ep = ep
         self.local_id, self.peer_addr, self.peer_id = local_id, peer_addr, peer_id
         self.pkey = pkey
+        self.receipt_key = receipt_key      # MR-SEC-153: None: no proof of receipt
         # MR-CONN-107: the paths send from the local initial PSN and expect the peer's.
         self.init_psn = ep.initial_psn if init_psn is None else init_psn
         self.peer_init_psn = ep.initial_psn if peer_init_psn is None else peer_init_psn
@@ -742,7 +743,7 @@ class Connection:
 
     # -- sender: ACK and NAK ---------------------------------------------------------------------
 
-    def _on_ack(self, a, now):
+    def _on_ack(self, a, now, bth_psn=0):
         ep = self.ep
         st = ep.stats
         if a.path >= len(self.paths):
@@ -754,6 +755,15 @@ class Connection:
         if n < 0:
             ep._drop("bad_ack")         # MR-SEC-151: covers a PSN not yet sent
             return
+        proof, trigger = join_proof(bth_psn, a.trigger_psn)
+        if n and self.receipt_key is not None:
+            # MR-SEC-154: an ACK that acknowledges anything names one of the PSNs it newly
+            # acknowledges as its trigger and proves, with the receipt key, that it arrived.
+            d = P.psn_dist(floor, trigger)
+            if not (0 <= d < n and (acked >> d) & 1) or proof != receipt_proof(
+                    self.receipt_key, PROOF_ACK, self.local_id, a.path, trigger):
+                ep._drop("bad_proof")
+                return
         st["acks_received"] += 1
         if n == 0:
             # MR-SEC-151: an ACK that resolves nothing carries no new ECE or RTT sample. Only a
@@ -765,7 +775,7 @@ class Connection:
                 st["acks_stale"] += 1
                 return
         ring = p.ring
-        rec = p.rec(a.trigger_psn) if n else None
+        rec = p.rec(trigger) if n else None
         wit = None
         if rec is not None and not rec.probe:
             sample = now - rec.t
@@ -960,17 +970,22 @@ class Connection:
         self._rearm(p)
         self.ep._make_ready(self)
 
-    def _on_nak(self, h, now):
+    def _on_nak(self, h, now, bth_psn=0):
         ep = self.ep
+        proof, psn = join_proof(bth_psn, h.psn)
         # MR-SEC-151: a NAK for a path that does not exist or a PSN not yet sent is dropped.
-        if h.path >= len(self.paths) or P.psn_dist(self.paths[h.path].next_psn, h.psn) >= 0:
+        if h.path >= len(self.paths) or P.psn_dist(self.paths[h.path].next_psn, psn) >= 0:
             ep._drop("bad_nak")
+            return
+        if self.receipt_key is not None and proof != receipt_proof(
+                self.receipt_key, PROOF_NAK, self.local_id, h.path, psn):
+            ep._drop("bad_proof")       # MR-SEC-154
             return
         ep.stats["naks_received"] += 1
         ep.stats[f"nak_{NakReason(h.reason).name.lower()}" if h.reason in NakReason._value2member_map_
                  else "nak_unknown"] += 1
         p = self.paths[h.path]
-        rec = p.rec(h.psn)
+        rec = p.rec(psn)
         if rec is None:
             return
         if rec.idx == ABORT:
@@ -1708,7 +1723,8 @@ class Endpoint(VerbsHost):
     ``aborts_duplicate`` (MR-ERR-021), ``ce_received``, ``acks_sent``,
     ``hint_updates`` (MR-CC-009: pushed ACKs, down and up),
     ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010,
-    ``drop_bad_pkey`` MR-SEC-008).
+    ``drop_bad_pkey`` MR-SEC-008, ``drop_bad_proof`` MR-SEC-154: an ACK or NAK without a valid proof
+    of receipt on a connection with a ``receipt_key``).
     """
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
@@ -1795,11 +1811,14 @@ class Endpoint(VerbsHost):
     # -- verbs -----------------------------------------------------------------------------------
 
     def connect(self, local_id, peer_addr, peer_id, *, paths=8, streams=1, pkey=0xFFFF,
-                init_psn=None, peer_init_psn=None):
+                init_psn=None, peer_init_psn=None, receipt_key=None):
         """Open a connection (MR-CONN-001..003); the peer calls it with the ids mirrored.
         ``pkey``: the BTH P_Key of every packet both ways (MR-SEC-008). ``init_psn`` and
         ``peer_init_psn``: the first PSN every path sends and the first it expects from the
-        peer (the handshake's, MR-CONN-107); ``None`` takes the endpoint's ``initial_psn``."""
+        peer (the handshake's, MR-CONN-107); ``None`` takes the endpoint's ``initial_psn``.
+        ``receipt_key``: 16 bytes shared with the peer (the handshake's, MR-SEC-153): every ACK and
+        NAK carries a proof of receipt and only ACKs and NAKs with a valid one are taken; None
+        (the default, and on authenticated connections) disables it."""
         if not 0 <= local_id < 1 << 24 or not 0 <= peer_id < 1 << 24:
             raise ValueError("connection ids are 24-bit (BTH DestQP)")
         if not 0 <= pkey <= 0xFFFF:
@@ -1809,7 +1828,10 @@ class Endpoint(VerbsHost):
                 raise ValueError(f"{name} is 24-bit, got {psn!r}")
         if local_id in self._conns:
             raise ValueError(f"connection id {local_id} already in use")
-        c = Connection(self, local_id, peer_addr, peer_id, paths, streams, pkey, init_psn, peer_init_psn)
+        if receipt_key is not None and (not isinstance(receipt_key, bytes) or len(receipt_key) != 16):
+            raise ValueError("receipt_key must be 16 bytes")
+        c = Connection(self, local_id, peer_addr, peer_id, paths, streams, pkey, init_psn, peer_init_psn,
+                       receipt_key)
         self._conns[local_id] = c
         return c
 
@@ -1873,9 +1895,9 @@ class Endpoint(VerbsHost):
             self._share_note(c, now, frame.ip.ecn == 3)
             c._on_data(frame, now)
         elif op == Op.MR_ACK and frame.mrah is not None:
-            c._on_ack(frame.mrah, now)
+            c._on_ack(frame.mrah, now, frame.bth.psn)
         elif op == Op.MR_NAK and frame.mrnh is not None:
-            c._on_nak(frame.mrnh, now)
+            c._on_nak(frame.mrnh, now, frame.bth.psn)
         else:
             self._drop("unexpected_opcode")
 
@@ -2014,7 +2036,10 @@ class Endpoint(VerbsHost):
                 continue
             h = c.rx_hint
             if (h != 0 and (hint == 0 or 4 * h < 3 * hint)) if up else (h == 0 or 4 * h > 5 * hint):
-                self._send_ack(c, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport)
+                p = c.rx_hint_path
+                # MR-SEC-154: an ACK that acknowledges new packets names the newest of them
+                trig = p.rx_last if p.rx_pending and p.rx_last else (c.rx_hint_psn, c.rx_hint_sport)
+                self._send_ack(c, p, *trig)
                 self.stats["hint_updates"] += 1
 
     def _rate_hint(self):
@@ -2025,23 +2050,30 @@ class Endpoint(VerbsHost):
         ce = p.rx_ce
         hint = self._rate_hint()
         c.rx_hint, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport = hint, p, trigger_psn, sport
+        bth_psn, trig = 0, trigger_psn
+        if c.receipt_key is not None:       # MR-SEC-153
+            bth_psn, trig = split_proof(receipt_proof(c.receipt_key, PROOF_ACK, c.peer_id, p.idx,
+                                                      trigger_psn), trigger_psn)
         a = MRAH(1, MrahFlag.ECE if ce else 0, p.idx, min(ce, 0xFFFF), p.rx_cum, hint,
-                 trigger_psn, p.rx_sack)
+                 trig, p.rx_sack)
         p.rx_ce = 0
         p.rx_pending = 0
         p.rx_ack_token += 1
         self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
                                 udp=UDP(sport=sport),
-                                bth=BTH(opcode=Op.MR_ACK, pkey=c.pkey, dest_qp=c.peer_id, psn=0), mrah=a))
+                                bth=BTH(opcode=Op.MR_ACK, pkey=c.pkey, dest_qp=c.peer_id, psn=bth_psn), mrah=a))
         self.stats["acks_sent"] += 1
 
     def _nak(self, c, f, path, reason):
         """MR-ERR-001: NAK a bad request with its reason; the packet is dropped and counted."""
         self._drop(NakReason(reason).name.lower())
+        bth_psn, psn = 0, f.bth.psn
+        if c.receipt_key is not None:       # MR-SEC-153
+            bth_psn, psn = split_proof(receipt_proof(c.receipt_key, PROOF_NAK, c.peer_id, path, psn), psn)
         self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
                                 udp=UDP(sport=f.udp.sport),
-                                bth=BTH(opcode=Op.MR_NAK, pkey=c.pkey, dest_qp=c.peer_id, psn=0),
-                                mrnh=MRNH(1, 0, path, int(reason), f.bth.psn)))
+                                bth=BTH(opcode=Op.MR_NAK, pkey=c.pkey, dest_qp=c.peer_id, psn=bth_psn),
+                                mrnh=MRNH(1, 0, path, int(reason), psn)))
         self.stats["naks_sent"] += 1
 
 

@@ -113,6 +113,14 @@ class Session:
             return None
         return SecureChannel(self.master, self.direction, self.paths, encrypt=self.encrypt)
 
+    def receipt_key(self):
+        """MR-SEC-153: the receipt key of an unauthenticated connection (None when authenticated:
+        its tags cover ACKs and NAKs)."""
+        if self.auth:
+            return None
+        from .security import receipt_key
+        return receipt_key(self.master)
+
 
 def _canon(h):
     # MR-CONN-103: the transcript leaves out the retry number, so every attempt has one transcript.
@@ -376,7 +384,8 @@ class HandshakeHost:
 
     def _open(self, s, peer_addr, streams, now, role):
         conn = self.ep.connect(s.local_qpn, peer_addr, s.peer_qpn, paths=s.paths, streams=streams,
-                               init_psn=s.local_psn, peer_init_psn=s.peer_psn)
+                               init_psn=s.local_psn, peer_init_psn=s.peer_psn,
+                               receipt_key=s.receipt_key())
         if self.guard is not None:
             self.guard.add(s.local_qpn, s.peer_qpn, s.channel())
         self.connected.append((now, role, s, conn))

@@ -197,6 +197,13 @@ RSP = data.StructLayout({
     "started": 1,
 })
 
+#: MR-ENG-032, MR-SEC-153: per connection, the receipt key of an unauthenticated connection
+#: (written by the slow path from the handshake), read once per ACK or NAK sent or received.
+CONN_KEY = data.StructLayout({
+    "valid": 1,                 # 0: no proof of receipt (authenticated, or configured without)
+    "receipt_key": 128,
+})
+
 #: MR-ENG-027: per outstanding packet (one PSN sent and not resolved).
 RTX = data.StructLayout({
     "tx_slot": TX_SLOT_BITS,
@@ -251,6 +258,7 @@ TABLES = (
     Table("rx_msg", RX_MSG, "message (receive)", CONNS * RX_MSGS, "URAM"),
     Table("rtx", RTX, "outstanding packet (shared pool)", RTX_POOL, "URAM"),
     Table("rsp", RSP, "responder resource (READ/atomic)", CONNS * RD_ATOMIC, "BRAM"),
+    Table("conn_key", CONN_KEY, "connection (receipt key)", CONNS, "BRAM"),
 )
 
 

@@ -255,9 +255,12 @@ def test_abort_over_udp_later_work_completes_on_both_sides():
     a write refused for its key between writes with immediate completes REM_ACCESS_ERR on the
     sender and REM_ABORT_ERR on the receiver, and every later write completes with success on
     both sides with its bytes in place. Bounded by a step count, not by wall-clock time."""
+    from metaroce.commands.transfer import endpoint_config
     from metaroce.sim.udp import LOOPBACK, UdpHost, make_endpoint
-    a = make_endpoint(mtu=MTU, line_rate_bps=1e9, base_rtt=200e-6, rng=random.Random(1))
-    b = make_endpoint(mtu=MTU, line_rate_bps=1e9, base_rtt=200e-6, rng=random.Random(2))
+    # the transfer's loopback settings; the progress bound far above any stall of a busy machine
+    cfg = dict(endpoint_config(MTU), wr_timeout=60.0)
+    a = make_endpoint(rng=random.Random(1), **cfg)
+    b = make_endpoint(rng=random.Random(2), **cfg)
     src = bytearray(random.Random(4).randbytes(1 << 16))
     dst = bytearray(1 << 16)
     ka, kb = a.reg_mr(src), b.reg_mr(dst)

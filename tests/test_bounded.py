@@ -76,6 +76,8 @@ def _pack_state(c, now):
             R.fits(R.TX_MSG, stream=m.stream, msg=m.msg, length=m.length, nchunks=m.nchunks,
                    next_chunk=m.next_chunk, ack_base=m.ack_base, ack_bits=m.ack_bits,
                    done=int(m.done), status=int(m.status), abort=m.abort)
+    R.fits(R.CONN_KEY, valid=int(c.receipt_key is not None),
+           receipt_key=int.from_bytes(c.receipt_key or bytes(16), "big"))
     R.fits(R.CONN_TX, inflight=c.inflight, window=int(c.window), ramp=int(c.ramp),
            rate_mbps=int(c.rate_bps / 1e6) if c.rate_bps < c.ep.line_rate_bps else 0,
            retx_count=len(c.retx))
