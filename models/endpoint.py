@@ -659,14 +659,14 @@ class Connection:
             else:
                 self._deliver_send(m.stream)
 
-    def _fail(self, m, status):
+    def _fail(self, m, status, abort=True):
         if not m.done:
             m.done = True
             m.status = status
             if m.q != m.stream:
                 self._rsp_done(m)
             else:
-                if m.next_chunk:
+                if m.next_chunk and abort:
                     # MR-ERR-020: the peer may hold part of it: tell it the message is abandoned;
                     # the message keeps its slot until the abort is acknowledged.
                     m.abort = _ABORT_PENDING
@@ -1526,7 +1526,8 @@ class Connection:
         m.nacked += 1
         ep.stats["bytes_placed"] += n
         if h.flags & MrdhFlag.ERROR:
-            self._fail(m, Status.REM_ACCESS_ERR)
+            # MR-VERB-004: the responder delivered the request and refused it: nothing to abort
+            self._fail(m, Status.REM_ACCESS_ERR, abort=False)
         elif m.nacked == max(1, -(-m.rd_len // ep.mtu)):
             m.done = True
             self._deliver_send(m.stream)
@@ -2037,8 +2038,9 @@ class Endpoint(VerbsHost):
             h = c.rx_hint
             if (h != 0 and (hint == 0 or 4 * h < 3 * hint)) if up else (h == 0 or 4 * h > 5 * hint):
                 p = c.rx_hint_path
-                # MR-SEC-154: an ACK that acknowledges new packets names the newest of them
-                trig = p.rx_last if p.rx_pending and p.rx_last else (c.rx_hint_psn, c.rx_hint_sport)
+                trig = (c.rx_hint_psn, c.rx_hint_sport)
+                if c.receipt_key is not None and p.rx_pending and p.rx_last:
+                    trig = p.rx_last    # MR-SEC-154: it acknowledges new packets: name the newest
                 self._send_ack(c, p, *trig)
                 self.stats["hint_updates"] += 1
 

@@ -290,3 +290,17 @@ def test_abort_over_udp_later_work_completes_on_both_sides():
     finally:
         ha.close()
         hb.close()
+
+
+def test_refused_read_needs_no_abort():
+    """MR-ERR-020, MR-VERB-004: a READ refused by its responder (an ERROR response) was delivered
+    there, so it completes REM_ACCESS_ERR without an abort packet and frees its slot at once;
+    the stream's next work completes."""
+    a, b, ca, cb, ka, kb, src, dst = _pair()
+    lb = Loopback(a, b, delay=1.5e-6)
+    ca.post_read(0, ka, 0, 4096, 0, kb ^ 9, wr_id=1)
+    ca.post_write(0, ka, 0, 4096, 0, kb, wr_id=2, imm=3)
+    lb.run(until=0.005)
+    assert [(c.wr_id, c.status) for c in lb.completions[0]] == [(1, Status.REM_ACCESS_ERR), (2, Status.SUCCESS)]
+    assert [(c.status, c.imm) for c in lb.completions[1]] == [(Status.SUCCESS, 3)]
+    assert a.stats["aborts_sent"] == 0 and len(ca.free_slots) == a.max_tx_msgs
