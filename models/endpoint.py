@@ -102,7 +102,7 @@ class _SMsg:
     """A message being sent: chunked at MTU boundaries; chunk ``i`` is bytes ``[i*mtu, ...)``."""
     __slots__ = ("stream", "msg", "op", "wr_id", "mv", "length", "va", "rkey", "recv_seq", "imm",
                  "nchunks", "next_chunk", "ack_base", "ack_bits", "nacked", "done", "status", "slot",
-                 "rnr", "q", "rd", "rd_len", "dst", "req_acked", "err", "abort", "delivered")
+                 "rnr", "q", "rd", "rd_len", "dst", "req_acked", "err", "abort")
 
     def __init__(self, stream, msg, op, wr_id, mv, length, va, rkey, recv_seq, imm, mtu):
         self.stream, self.msg, self.op, self.wr_id = stream, msg, op, wr_id
@@ -128,7 +128,6 @@ class _SMsg:
         self.req_acked = False
         self.err = False            # a response that ends its READ in error (MR-VERB-004)
         self.abort = _NO_ABORT      # MR-ERR-020: failed after it started: its abort packet's state
-        self.delivered = False      # its completion is in the CQ
 
     def is_acked(self, i):
         if i == ABORT:
@@ -291,6 +290,8 @@ class Connection:
         self.rr = local_id % paths
         self.retx = deque()         # (msg, chunk) to resend (MR-REL-003); one per lost record
         self.ssq = [deque() for _ in range(streams)]   # per stream, posted, not completed (MR-EXO-004)
+        # MR-ERR-020: per stream, completed messages whose slot waits for an earlier abort
+        self.held = [deque() for _ in range(streams)]
         # per stream, chunks not yet sent once; queue ``streams`` holds READ/atomic responses
         # (MR-VERB-003), served as one more stream of the round robin
         self.stx = [deque() for _ in range(streams + 1)]
@@ -675,13 +676,15 @@ class Connection:
                 self._deliver_send(m.stream)
 
     def _abort_done(self, m):
-        """MR-ERR-020: the abort packet of ``m`` is acknowledged (or refused): its slot is free."""
+        """MR-ERR-020: the abort packet of ``m`` is acknowledged (or refused): its slot and those
+        of later completed messages of its stream that waited for it are free."""
         if m.abort != _ABORT_PENDING:
             return
         m.abort = _ABORT_DONE
         self.ep.stats["aborts_acked"] += 1
-        if m.delivered:
-            self._free_slot(m)
+        h = self.held[m.stream]
+        while h and h[0].abort != _ABORT_PENDING:
+            self._free_slot(h.popleft())
 
     def _free_slot(self, m):
         """MR-ENG-013: the message's slot is free (its completion is delivered and it has no
@@ -717,7 +720,6 @@ class Connection:
         ep = self.ep
         while q and q[0].done:
             m = q.popleft()
-            m.delivered = True
             ep._cq.append(Completion(m.wr_id, m.status, _WC_OP[m.op], m.rd_len, self.local_id,
                                      m.stream, None))
             ep.stats["completions"] += 1
@@ -727,7 +729,12 @@ class Connection:
                 m.dst = None
             if not any(self.ssq) and not self.rsp:
                 self.last_progress = None   # MR-ENG-040: nothing outstanding
-            if m.abort != _ABORT_PENDING:
+            h = self.held[m.stream]
+            if m.abort == _ABORT_PENDING or h:
+                # MR-ERR-020: slots free in stream order, after every earlier abort is acknowledged
+                # (until then the receiver may hold this message open, MR-ENG-015)
+                h.append(m)
+            else:
                 self._free_slot(m)      # MR-ENG-013: the slot is free once completed
 
     def _mark_lost(self, p, rec, requeue=True):

@@ -104,6 +104,16 @@ def _traffic(kind, seed):
             else:
                 ca.post_atomic(i % 2, "fetch_add", ka, off, 8 * (i % 8), kt, wr_id=i, add=i)
         faults = LoopFaults(loss=0.03, duplicate=0.05, ctrl_loss=0.05, reorder=0.05)
+    elif kind == "aborts":  # failures in mid-stream: bad keys, sends without receives (RNR)
+        for i in range(120):
+            s = i % 2
+            if i % 5 == 0:
+                ca.post_write(s, ka, 0, 3000, 0, kb ^ 0x10, wr_id=i, imm=i)
+            elif i % 5 == 1:
+                ca.post_send(s, ka, 0, 3000, wr_id=i)       # no receive is ever posted
+            else:
+                ca.post_write(s, ka, 4096 * i, 4096, 4096 * i, kb, wr_id=i, imm=i)
+        faults = LoopFaults(loss=0.03, duplicate=0.05, ctrl_loss=0.05, reorder=0.05)
     else:   # many messages, hostile duplicates and corruption, lost ACKs
         for i in range(200):
             ca.post_write(i % 2, ka, (i * 4096) % (1 << 19), 4096, (i * 4096) % (1 << 19), kb, wr_id=i)
@@ -117,6 +127,19 @@ def _traffic(kind, seed):
         assert all(_occupancy(c).values() for c in (ca, cb)), _occupancy(cb)
     b.receive = watch
     lb.run(until=0.5)
+    if kind == "aborts":
+        # MR-ERR-020..022: every request completes on both sides, in stream order
+        st = {c.wr_id: c.status for c in lb.completions[0]}
+        assert len(st) == 120 and all(
+            st[i] == (Status.REM_ACCESS_ERR if i % 5 == 0 else Status.RNR_RETRY_EXC_ERR if i % 5 == 1
+                      else Status.SUCCESS) for i in range(120)), \
+            {i: s.name for i, s in st.items() if s != (Status.REM_ACCESS_ERR if i % 5 == 0 else
+                                                         Status.RNR_RETRY_EXC_ERR if i % 5 == 1 else Status.SUCCESS)}
+        rx = [(c.imm, c.status) for c in lb.completions[1]]
+        assert sorted(i for i, s in rx if s == Status.SUCCESS) == [i for i in range(120) if i % 5 > 1]
+        assert [i for i, s in rx if s == Status.REM_ABORT_ERR] == [None] * 24     # bad-key writes
+        assert [s.flush_to for s in cb.rx] == [12, 12]      # the 12 sends of each stream (RNR)
+        assert not cb.rx_open and len(ca.free_slots) == a.max_tx_msgs
     if kind == "verbs":
         assert len(lb.completions[0]) + len(lb.completions[1]) == 60
         assert all(c.status == Status.SUCCESS for c in lb.completions[0] + lb.completions[1]), \
@@ -356,3 +379,15 @@ def test_outstanding_record_pool_bounds_sending():
     assert max(high) == 6 and a.stats["rtx_pool_full"] > 0 and a._rtx_used == 0
     assert dst[:400 << 10] == src[:400 << 10]
     assert cb2.rx_open == {}
+
+
+def test_state_bounded_with_aborts():
+    """MR-ENG-029, MR-ERR-020, MR-ERR-021, MR-ERR-022: 120 writes and sends on two streams, every
+    fifth refused for its key and every fifth a send that never finds a receive, under loss,
+    duplication, reordering and ACK loss: every request completes on both sides, the failed
+    ones are aborted, and the slot counts, occupancies and record fields stay those of one small
+    write."""
+    small = _traffic("small", 4)
+    aborts = _traffic("aborts", 4)
+    assert small[0] == aborts[0]
+    assert aborts[2].stats["aborts_acked"] == 48
