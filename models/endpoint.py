@@ -675,13 +675,13 @@ class Connection:
                     self.ep._make_ready(self)
                 self._deliver_send(m.stream)
 
-    def _abort_done(self, m):
+    def _abort_done(self, m, refused=False):
         """MR-ERR-020: the abort packet of ``m`` is acknowledged (or refused): its slot and those
         of later completed messages of its stream that waited for it are free."""
         if m.abort != _ABORT_PENDING:
             return
         m.abort = _ABORT_DONE
-        self.ep.stats["aborts_acked"] += 1
+        self.ep.stats["aborts_refused" if refused else "aborts_acked"] += 1
         h = self.held[m.stream]
         while h and h[0].abort != _ABORT_PENDING:
             self._free_slot(h.popleft())
@@ -999,8 +999,7 @@ class Connection:
             # MR-ERR-020: a refused abort is given up (a correct receiver refuses none); any
             # other NAK is a loss, and the abort is resent.
             if h.reason in P.FATAL_NAKS:
-                ep.stats["aborts_refused"] += 1
-                self._abort_done(rec.msg)
+                self._abort_done(rec.msg, refused=True)
             else:
                 self._mark_lost(p, rec)
         elif h.reason in P.FATAL_NAKS:

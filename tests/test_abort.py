@@ -304,3 +304,26 @@ def test_refused_read_needs_no_abort():
     assert [(c.wr_id, c.status) for c in lb.completions[0]] == [(1, Status.REM_ACCESS_ERR), (2, Status.SUCCESS)]
     assert [(c.status, c.imm) for c in lb.completions[1]] == [(Status.SUCCESS, 3)]
     assert a.stats["aborts_sent"] == 0 and len(ca.free_slots) == a.max_tx_msgs
+
+
+def test_refused_abort_is_given_up():
+    """MR-ERR-020, MR-ENG-015: a receiver configured with fewer message slots than its peer sends
+    (max_rx_msgs 2 against max_tx_msgs 8, which MR-ENG-015 forbids) refuses a message too far
+    ahead of its delivery point, and then its abort, with INVALID_REQUEST: the sender gives the
+    abort up (aborts_refused) and frees the slot instead of resending it forever."""
+    a = Endpoint(A, mtu=MTU, line_rate_bps=100e9, base_rtt=3e-6, wr_timeout=300e-6)
+    b = Endpoint(B, mtu=MTU, line_rate_bps=100e9, base_rtt=3e-6, max_rx_msgs=2)
+    src, dst = bytearray(1 << 16), bytearray(1 << 16)
+    ka, kb = a.reg_mr(src), b.reg_mr(dst)
+    ca = a.connect(10, B, 20, paths=2)
+    b.connect(20, A, 10, paths=2)
+
+    def drop_chunk(f, now):        # message 0 never completes at the receiver
+        return f.mrdh is not None and f.mrdh.msg == 0 and f.mrdh.offset == MTU and not _is_abort(f)
+    lb = Loopback(a, b, delay=1.5e-6, faults_ab=LoopFaults(drop_if=drop_chunk))
+    for i in range(4):
+        ca.post_write(0, ka, 0, 2 * MTU, 0, kb, wr_id=i)
+    lb.run(until=0.01)
+    st = [(c.wr_id, c.status) for c in lb.completions[0]]
+    assert st[0] == (0, Status.RETRY_EXC_ERR) and (3, Status.REM_INV_REQ_ERR) in st and len(st) == 4
+    assert a.stats["aborts_refused"] >= 1 and len(ca.free_slots) == a.max_tx_msgs
