@@ -23,7 +23,7 @@ from enum import IntEnum
 from . import protocol as P
 from . import records as R
 from .records import RTX_POOL
-from .security import RKeyGenerator
+from .security import PROOF_ACK, PROOF_NAK, RKeyGenerator, join_proof, receipt_proof, split_proof
 from .codec import BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, Eth, Frame, wire_len
 from .wire import MrahFlag, MrdhFlag, NakReason, Op
 
@@ -43,6 +43,7 @@ class Status(IntEnum):
     REM_OP_ERR = 11
     RETRY_EXC_ERR = 12
     RNR_RETRY_EXC_ERR = 13
+    REM_ABORT_ERR = 16      # MR-ERR-021/022: the peer's sender abandoned the message
 
 
 class WcOpcode(IntEnum):
@@ -76,6 +77,7 @@ NAK_STATUS = {
     NakReason.LENGTH: Status.REM_INV_REQ_ERR,
     NakReason.STREAM: Status.REM_INV_REQ_ERR,
     NakReason.NO_CONNECTION: Status.REM_OP_ERR,
+    NakReason.ABORTED: Status.REM_ABORT_ERR,
 }
 
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
@@ -91,13 +93,16 @@ _WC_OP = {Op.MR_WRITE: WcOpcode.RDMA_WRITE, Op.MR_WRITE_IMM: WcOpcode.RDMA_WRITE
           Op.MR_SEND: WcOpcode.SEND, Op.MR_SEND_IMM: WcOpcode.SEND, Op.MR_READ: WcOpcode.RDMA_READ,
           Op.MR_CMP_SWAP: WcOpcode.COMP_SWAP, Op.MR_FETCH_ADD: WcOpcode.FETCH_ADD}
 RING_MASK = P.SEND_WINDOW - 1
+#: MR-ERR-020: the chunk index of a message's abort packet (the ``rtx`` record's abort bit).
+ABORT = -1
+_NO_ABORT, _ABORT_PENDING, _ABORT_DONE = 0, 1, 2
 
 
 class _SMsg:
     """A message being sent: chunked at MTU boundaries; chunk ``i`` is bytes ``[i*mtu, ...)``."""
     __slots__ = ("stream", "msg", "op", "wr_id", "mv", "length", "va", "rkey", "recv_seq", "imm",
                  "nchunks", "next_chunk", "ack_base", "ack_bits", "nacked", "done", "status", "slot",
-                 "rnr", "q", "rd", "rd_len", "dst", "req_acked", "err")
+                 "rnr", "q", "rd", "rd_len", "dst", "req_acked", "err", "abort")
 
     def __init__(self, stream, msg, op, wr_id, mv, length, va, rkey, recv_seq, imm, mtu):
         self.stream, self.msg, self.op, self.wr_id = stream, msg, op, wr_id
@@ -122,8 +127,11 @@ class _SMsg:
         self.dst = None
         self.req_acked = False
         self.err = False            # a response that ends its READ in error (MR-VERB-004)
+        self.abort = _NO_ABORT      # MR-ERR-020: failed after it started: its abort packet's state
 
     def is_acked(self, i):
+        if i == ABORT:
+            return self.abort != _ABORT_PENDING
         if self.rd:
             return self.req_acked
         return i < self.ack_base or (self.ack_bits >> (i - self.ack_base)) & 1
@@ -223,7 +231,7 @@ class _Path:
 
 class _RxMsg:
     __slots__ = ("msg_len", "op", "chunk_base", "chunk_bits", "placed", "done", "imm", "recv_seq",
-                 "stream", "msg", "req")
+                 "stream", "msg", "req", "aborted")
 
     def __init__(self, msg_len, op, stream, msg):
         self.msg_len, self.op, self.stream, self.msg = msg_len, op, stream, msg
@@ -236,15 +244,20 @@ class _RxMsg:
         self.imm = None
         self.recv_seq = None
         self.req = None             # READ/atomic: (va, rkey, dma_len, operands) (MR-VERB-002)
+        self.aborted = False        # MR-ERR-021: ended by its sender's abort packet
 
 
 class _RxStream:
-    __slots__ = ("next_deliver", "recvs", "recv_next")
+    __slots__ = ("next_deliver", "recvs", "recv_next", "aborted", "flush_to")
 
     def __init__(self):
         self.next_deliver = 0
         self.recvs = {}             # recv_seq -> (lkey, loffset, length, wr_id); <= sq_depth
         self.recv_next = 0
+        # MR-ERR-022: bit i set: message next_deliver - 1 - i was delivered aborted (max_rx_msgs
+        # bits); receives with a sequence below flush_to belong to aborted sends.
+        self.aborted = 0
+        self.flush_to = 0
 
 
 class Connection:
@@ -255,7 +268,7 @@ class Connection:
     """
 
     def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams, pkey=0xFFFF,
-                 init_psn=None, peer_init_psn=None):
+                 init_psn=None, peer_init_psn=None, receipt_key=None):
         # MR-ENG-011: the engine's limits, checked by the slow path before any state exists.
         if not 1 <= paths <= ep.max_paths:
             raise ValueError(f"paths must be 1..{ep.max_paths}, got {paths}")
@@ -264,6 +277,7 @@ class Connection:
         self.ep = ep
         self.local_id, self.peer_addr, self.peer_id = local_id, peer_addr, peer_id
         self.pkey = pkey
+        self.receipt_key = receipt_key      # MR-SEC-153: None: no proof of receipt
         # MR-CONN-107: the paths send from the local initial PSN and expect the peer's.
         self.init_psn = ep.initial_psn if init_psn is None else init_psn
         self.peer_init_psn = ep.initial_psn if peer_init_psn is None else peer_init_psn
@@ -276,6 +290,8 @@ class Connection:
         self.rr = local_id % paths
         self.retx = deque()         # (msg, chunk) to resend (MR-REL-003); one per lost record
         self.ssq = [deque() for _ in range(streams)]   # per stream, posted, not completed (MR-EXO-004)
+        # MR-ERR-020: per stream, completed messages whose slot waits for an earlier abort
+        self.held = [deque() for _ in range(streams)]
         # per stream, chunks not yet sent once; queue ``streams`` holds READ/atomic responses
         # (MR-VERB-003), served as one more stream of the round robin
         self.stx = [deque() for _ in range(streams + 1)]
@@ -415,7 +431,12 @@ class Connection:
         st = self.rx[stream]
         if len(st.recvs) >= self.ep.sq_depth:
             raise ValueError(f"receive queue of stream {stream} full ({self.ep.sq_depth} receives)")  # MR-ENG-014
-        st.recvs[st.recv_next] = (lkey, loffset, length, wr_id)
+        if P.seq_lt32(st.recv_next, st.flush_to):
+            # MR-ERR-022: its send was aborted before this receive was posted
+            self._rx_complete(Completion(wr_id, Status.REM_ABORT_ERR, WcOpcode.RECV, 0, self.local_id,
+                                         stream, None))
+        else:
+            st.recvs[st.recv_next] = (lkey, loffset, length, wr_id)
         st.recv_next = (st.recv_next + 1) & 0xFFFFFFFF
 
     # -- sender internals ------------------------------------------------------------------------
@@ -427,7 +448,7 @@ class Connection:
         retx = self.retx
         while retx:
             m, i = retx[0]
-            if m.done or m.is_acked(i):
+            if m.is_acked(i) or (m.done and i != ABORT):
                 retx.popleft()
                 continue
             return m, i, True, -1
@@ -488,8 +509,8 @@ class Connection:
             return _IDLE
         m, i, is_retx, k = w
         ep = self.ep
-        off = i * ep.mtu
-        nbytes = min(ep.mtu, m.length - off)
+        off = i * ep.mtu if i != ABORT else 0
+        nbytes = min(ep.mtu, m.length - off) if i != ABORT else 0      # MR-WIRE-083: no payload
         if self.inflight and self.inflight + nbytes > self.window:
             return _BLOCKED
         if ep._rtx_used >= ep.max_outstanding:
@@ -502,7 +523,7 @@ class Connection:
             return _BLOCKED
         if is_retx:
             self.retx.popleft()
-            ep.stats["retransmitted"] += 1
+            ep.stats["aborts_sent" if i == ABORT else "retransmitted"] += 1
         else:
             if m.slot is None:
                 m.slot = self.free_slots.pop()
@@ -537,7 +558,7 @@ class Connection:
         # is full, during the first window and slow start (MR-CC-008: the hint comes back
         # soonest), on a probing path, and on a path's last packet of a burst (fewer chunks left
         # than paths, so the round robin will not come back to this path).
-        ack_req = (p.since_req >= ep.ack_every or p.inflight + ep.mtu > p.cwnd
+        ack_req = (i == ABORT or p.since_req >= ep.ack_every or p.inflight + ep.mtu > p.cwnd
                    or self.ss or p.state == _PROBING
                    or self.unsent + len(self.retx) < len(self.paths))
         if ack_req:
@@ -557,6 +578,16 @@ class Connection:
 
     def _frame(self, m, i, off, nbytes, p, psn, is_retx, ack_req):
         ep = self.ep
+        if i == ABORT:
+            # MR-WIRE-083: the message's headers, flag ERROR, offset 0, no payload
+            return Frame(
+                eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=p.entropy),
+                bth=BTH(opcode=m.op, pkey=self.pkey, dest_qp=self.peer_id, ack_req=1, psn=psn),
+                mrdh=MRDH(1, MrdhFlag.ERROR | MrdhFlag.FIRST | MrdhFlag.LAST, p.idx, m.stream, m.msg,
+                          0, m.length),
+                reth=RETH(m.va, m.rkey, m.rd_len) if m.op in _RETH_OPS else None,
+                mrsh=MRSH(m.recv_seq) if m.recv_seq is not None else None,
+                imm=m.imm, payload=b"")
         flags = 0
         if off + nbytes >= m.length:
             flags |= MrdhFlag.LAST
@@ -605,6 +636,9 @@ class Connection:
         return self.ep._base_rtt_ns if p.srtt is None else p.srtt
 
     def _chunk_acked(self, m, i):
+        if i == ABORT:
+            self._abort_done(m)
+            return
         if m.rd:
             # MR-VERB-001: the request arrived; the READ/atomic completes with its response
             if m.req_acked:
@@ -626,14 +660,44 @@ class Connection:
             else:
                 self._deliver_send(m.stream)
 
-    def _fail(self, m, status):
+    def _fail(self, m, status, abort=True):
         if not m.done:
             m.done = True
             m.status = status
             if m.q != m.stream:
                 self._rsp_done(m)
             else:
+                if m.next_chunk and abort:
+                    # MR-ERR-020: the peer may hold part of it: tell it the message is abandoned;
+                    # the message keeps its slot until the abort is acknowledged.
+                    m.abort = _ABORT_PENDING
+                    self.retx.append((m, ABORT))
+                    self.ep._make_ready(self)
                 self._deliver_send(m.stream)
+
+    def _abort_done(self, m, refused=False):
+        """MR-ERR-020: the abort packet of ``m`` is acknowledged (or refused): its slot and those
+        of later completed messages of its stream that waited for it are free."""
+        if m.abort != _ABORT_PENDING:
+            return
+        m.abort = _ABORT_DONE
+        self.ep.stats["aborts_refused" if refused else "aborts_acked"] += 1
+        h = self.held[m.stream]
+        while h and h[0].abort != _ABORT_PENDING:
+            self._free_slot(h.popleft())
+
+    def _free_slot(self, m):
+        """MR-ENG-013: the message's slot is free (its completion is delivered and it has no
+        abort pending)."""
+        if m.slot is None:
+            return
+        if m.rd:
+            self.rd_slots -= 1
+        self.free_slots.append(m.slot)
+        self.s_slots[m.q] -= 1
+        m.slot = None
+        if self.s_active:
+            self.ep._make_ready(self)
 
     def _rsp_done(self, r):
         """MR-VERB-005: a response is acknowledged in full (or failed): its responder resource
@@ -663,16 +727,15 @@ class Connection:
             if m.rd:
                 self.rd_out.pop((m.stream, m.msg), None)
                 m.dst = None
-                if m.slot is not None:
-                    self.rd_slots -= 1
             if not any(self.ssq) and not self.rsp:
                 self.last_progress = None   # MR-ENG-040: nothing outstanding
-            if m.slot is not None:      # MR-ENG-013: the slot is free once completed
-                self.free_slots.append(m.slot)
-                self.s_slots[m.q] -= 1
-                m.slot = None
-                if self.s_active:
-                    ep._make_ready(self)
+            h = self.held[m.stream]
+            if m.abort == _ABORT_PENDING or h:
+                # MR-ERR-020: slots free in stream order, after every earlier abort is acknowledged
+                # (until then the receiver may hold this message open, MR-ENG-015)
+                h.append(m)
+            else:
+                self._free_slot(m)      # MR-ENG-013: the slot is free once completed
 
     def _mark_lost(self, p, rec, requeue=True):
         if not rec.lost:
@@ -682,12 +745,12 @@ class Connection:
             if not rec.free:
                 self.inflight -= rec.nbytes
             m = rec.msg
-            if requeue and not m.done and not m.is_acked(rec.idx):
+            if requeue and not m.is_acked(rec.idx) and (not m.done or rec.idx == ABORT):
                 self.retx.append((m, rec.idx))
 
     # -- sender: ACK and NAK ---------------------------------------------------------------------
 
-    def _on_ack(self, a, now):
+    def _on_ack(self, a, now, bth_psn=0):
         ep = self.ep
         st = ep.stats
         if a.path >= len(self.paths):
@@ -699,6 +762,15 @@ class Connection:
         if n < 0:
             ep._drop("bad_ack")         # MR-SEC-151: covers a PSN not yet sent
             return
+        proof, trigger = join_proof(bth_psn, a.trigger_psn)
+        if n and self.receipt_key is not None:
+            # MR-SEC-154: an ACK that acknowledges anything names one of the PSNs it newly
+            # acknowledges as its trigger and proves, with the receipt key, that it arrived.
+            d = P.psn_dist(floor, trigger)
+            if not (0 <= d < n and (acked >> d) & 1) or proof != receipt_proof(
+                    self.receipt_key, PROOF_ACK, self.local_id, a.path, trigger):
+                ep._drop("bad_proof")
+                return
         st["acks_received"] += 1
         if n == 0:
             # MR-SEC-151: an ACK that resolves nothing carries no new ECE or RTT sample. Only a
@@ -710,7 +782,7 @@ class Connection:
                 st["acks_stale"] += 1
                 return
         ring = p.ring
-        rec = p.rec(a.trigger_psn) if n else None
+        rec = p.rec(trigger) if n else None
         wit = None
         if rec is not None and not rec.probe:
             sample = now - rec.t
@@ -905,20 +977,32 @@ class Connection:
         self._rearm(p)
         self.ep._make_ready(self)
 
-    def _on_nak(self, h, now):
+    def _on_nak(self, h, now, bth_psn=0):
         ep = self.ep
+        proof, psn = join_proof(bth_psn, h.psn)
         # MR-SEC-151: a NAK for a path that does not exist or a PSN not yet sent is dropped.
-        if h.path >= len(self.paths) or P.psn_dist(self.paths[h.path].next_psn, h.psn) >= 0:
+        if h.path >= len(self.paths) or P.psn_dist(self.paths[h.path].next_psn, psn) >= 0:
             ep._drop("bad_nak")
+            return
+        if self.receipt_key is not None and proof != receipt_proof(
+                self.receipt_key, PROOF_NAK, self.local_id, h.path, psn):
+            ep._drop("bad_proof")       # MR-SEC-154
             return
         ep.stats["naks_received"] += 1
         ep.stats[f"nak_{NakReason(h.reason).name.lower()}" if h.reason in NakReason._value2member_map_
                  else "nak_unknown"] += 1
         p = self.paths[h.path]
-        rec = p.rec(h.psn)
+        rec = p.rec(psn)
         if rec is None:
             return
-        if h.reason in P.FATAL_NAKS:
+        if rec.idx == ABORT:
+            # MR-ERR-020: a refused abort is given up (a correct receiver refuses none); any
+            # other NAK is a loss, and the abort is resent.
+            if h.reason in P.FATAL_NAKS:
+                self._abort_done(rec.msg, refused=True)
+            else:
+                self._mark_lost(p, rec)
+        elif h.reason in P.FATAL_NAKS:
             # MR-ERR-003: the work request fails; its packets are not resent.
             self._fail(rec.msg, NAK_STATUS.get(NakReason(h.reason), Status.REM_OP_ERR))
         elif h.reason == NakReason.RNR:
@@ -950,8 +1034,18 @@ class Connection:
             self.prog_armed = True
             ep._push(dl, 5, self, 0)
             return
-        ep.stats["retry_exceeded"] += 1
-        for q in self.ssq:
+        if any(self.ssq) or self.rsp:
+            ep.stats["retry_exceeded"] += 1
+        for s, q in enumerate(self.ssq):
+            # MR-ERR-023: a stream's messages start in order, so those never sent are its last
+            # ones: they give their message and receive sequence numbers back (the peer never
+            # saw them) and need no abort.
+            unsent = [m for m in q if not m.next_chunk]
+            if unsent:
+                self.msg_next[s] = unsent[0].msg
+                seqs = [m.recv_seq for m in unsent if m.recv_seq is not None]
+                if seqs:
+                    self.send_seq[s] = seqs[0]
             for m in list(q):
                 self._fail(m, Status.RETRY_EXC_ERR)
         for r in list(self.rsp.values()):
@@ -1075,8 +1169,8 @@ class Connection:
         if rec is None:
             return False
         m = rec.msg
-        off = rec.idx * self.ep.mtu
-        if m.mv is None:
+        off = rec.idx * self.ep.mtu if rec.idx != ABORT else 0
+        if m.mv is None and rec.idx != ABORT:
             return False
         rec.probe = True
         f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
@@ -1098,7 +1192,15 @@ class Connection:
         p = self.paths[h.path]
         # MR-SEC-007: everything the packet alone decides (stream, chunk, key, bounds) is checked
         # before any sequence shortcut, so a forged duplicate is refused like any bad packet.
-        reason = self._validate(f)
+        op = f.bth.opcode
+        abort = h.flags & MrdhFlag.ERROR and op != Op.MR_READ_RESP     # MR-WIRE-083
+        if abort:
+            # MR-ERR-021: an abort places nothing, so only the stream is checked (its write may
+            # have failed on the very key it names); it carries no payload.
+            reason = P.check_stream(h.stream, self.n_streams) or (
+                NakReason.INVALID_REQUEST if f.payload else None)
+        else:
+            reason = self._validate(f)
         if reason is not None:
             if (reason == NakReason.ACCESS or reason == NakReason.BOUNDS) and f.bth.opcode in _REQ_OPS:
                 # MR-VERB-002: a refused READ/atomic is answered in its stream's order by an ERROR
@@ -1117,7 +1219,7 @@ class Connection:
             st["duplicates"] += 1
             ep._send_ack(self, p, psn, f.udp.sport)
             return
-        reason = self._place(f)
+        reason = self._abort_rx(f) if abort else self._place(f)
         if reason is not None:
             ep._nak(self, f, h.path, reason)
             return
@@ -1214,6 +1316,8 @@ class Connection:
         n = len(f.payload)
         s = self.rx[h.stream]
         if P.seq_lt32(h.msg, s.next_deliver):
+            if self._was_aborted(s, h.msg):
+                return NakReason.ABORTED            # MR-ERR-022: never acknowledged as placed
             ep.stats["duplicate_chunks"] += 1       # MR-EXO-005: message already delivered
             return None
         if ((h.msg - s.next_deliver) & 0xFFFFFFFF) >= ep.max_rx_msgs:
@@ -1223,6 +1327,8 @@ class Connection:
         m = self.rx_open.get(key)
         idx = h.offset // ep.mtu
         if m is not None:
+            if m.aborted:
+                return NakReason.ABORTED            # MR-ERR-022
             if m.msg_len != h.msg_len or m.op != op:
                 return NakReason.LENGTH
             if (op == Op.MR_SEND or op == Op.MR_SEND_IMM) and m.recv_seq != f.mrsh.recv_seq:
@@ -1283,6 +1389,48 @@ class Connection:
             self._deliver_rx(h.stream)
         return None
 
+    def _abort_rx(self, f):
+        """MR-ERR-021: an abort packet ends its message: not yet delivered and not complete (or
+        a READ/atomic request not yet executed), it is marked aborted (taking a receive message slot if it had none) and delivered in stream
+        order with an error; one for a message already delivered or complete is only
+        acknowledged. ``None`` or the :class:`NakReason` (MR-SEC-006, MR-ENG-015)."""
+        ep = self.ep
+        h = f.mrdh
+        s = self.rx[h.stream]
+        if P.seq_lt32(h.msg, s.next_deliver):
+            ep.stats["aborts_duplicate"] += 1
+            return None
+        if ((h.msg - s.next_deliver) & 0xFFFFFFFF) >= ep.max_rx_msgs:
+            return NakReason.INVALID_REQUEST        # MR-SEC-006
+        key = (h.stream, h.msg)
+        m = self.rx_open.get(key)
+        if m is None:
+            if len(self.rx_open) >= ep.max_rx_msgs:
+                return NakReason.INVALID_REQUEST    # MR-ENG-015
+            m = self.rx_open[key] = _RxMsg(h.msg_len, f.bth.opcode, h.stream, h.msg)
+            if f.mrsh is not None:
+                m.recv_seq = f.mrsh.recv_seq
+        elif m.done and m.req is None:
+            ep.stats["aborts_ignored"] += 1         # every byte is placed: it completes
+            return None
+        if m.req is not None:
+            m.req = None                            # MR-VERB-005: never executed
+            self.rsp_used -= 1
+        m.aborted = m.done = True
+        ep.stats["aborts_received"] += 1
+        self._deliver_rx(h.stream)
+        return None
+
+    def _was_aborted(self, s, msg):
+        """MR-ERR-022: message ``msg`` (before the stream's delivery point) was delivered aborted,
+        as far as the stream's ``max_rx_msgs``-bit memory reaches."""
+        back = (s.next_deliver - 1 - msg) & 0xFFFFFFFF
+        return back < self.ep.max_rx_msgs and (s.aborted >> back) & 1
+
+    def _rx_complete(self, cqe):
+        self.ep._cq.append(cqe)
+        self.ep.stats["completions"] += 1
+
     def _deliver_rx(self, stream):
         """MR-EXO-004: receiver completions on a stream in message order; MR-ENG-015: the
         message's slot is released."""
@@ -1295,6 +1443,21 @@ class Connection:
                 return
             del self.rx_open[key]
             s.next_deliver = (s.next_deliver + 1) & 0xFFFFFFFF
+            s.aborted = ((s.aborted << 1) | m.aborted) & ((1 << ep.max_rx_msgs) - 1)
+            if m.aborted:
+                # MR-ERR-022: a send's receive (posted or not yet) and a write's immediate
+                # complete REM_ABORT_ERR; a READ or atomic is not executed.
+                if m.op == Op.MR_SEND or m.op == Op.MR_SEND_IMM:
+                    rv = s.recvs.pop(m.recv_seq, None)
+                    if rv is not None:
+                        self._rx_complete(Completion(rv[3], Status.REM_ABORT_ERR, WcOpcode.RECV, 0,
+                                                     self.local_id, stream, None))
+                    elif not P.seq_lt32(m.recv_seq, s.flush_to):
+                        s.flush_to = (m.recv_seq + 1) & 0xFFFFFFFF
+                elif m.op == Op.MR_WRITE_IMM:
+                    self._rx_complete(Completion(None, Status.REM_ABORT_ERR, WcOpcode.RECV_RDMA_WITH_IMM,
+                                                 0, self.local_id, stream, None))
+                continue
             if m.op == Op.MR_SEND or m.op == Op.MR_SEND_IMM:
                 _, _, _, wr_id = s.recvs.pop(m.recv_seq)
                 ep._cq.append(Completion(wr_id, Status.SUCCESS, WcOpcode.RECV, m.msg_len,
@@ -1369,7 +1532,8 @@ class Connection:
         m.nacked += 1
         ep.stats["bytes_placed"] += n
         if h.flags & MrdhFlag.ERROR:
-            self._fail(m, Status.REM_ACCESS_ERR)
+            # MR-VERB-004: the responder delivered the request and refused it: nothing to abort
+            self._fail(m, Status.REM_ACCESS_ERR, abort=False)
         elif m.nacked == max(1, -(-m.rd_len // ep.mtu)):
             m.done = True
             self._deliver_send(m.stream)
@@ -1559,12 +1723,15 @@ class Endpoint(VerbsHost):
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
     ``completions``, ``tail_probes`` (MR-REL-010), ``retry_exceeded``, ``rnr_retry_exceeded``
-    (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
+    (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013), ``aborts_sent``, ``aborts_acked``,
+    ``aborts_refused`` (MR-ERR-020). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
-    of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``ce_received``, ``acks_sent``,
+    of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``aborts_received``, ``aborts_ignored``,
+    ``aborts_duplicate`` (MR-ERR-021), ``ce_received``, ``acks_sent``,
     ``hint_updates`` (MR-CC-009: pushed ACKs, down and up),
     ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010,
-    ``drop_bad_pkey`` MR-SEC-008).
+    ``drop_bad_pkey`` MR-SEC-008, ``drop_bad_proof`` MR-SEC-154: an ACK or NAK without a valid proof
+    of receipt on a connection with a ``receipt_key``).
     """
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
@@ -1651,11 +1818,14 @@ class Endpoint(VerbsHost):
     # -- verbs -----------------------------------------------------------------------------------
 
     def connect(self, local_id, peer_addr, peer_id, *, paths=8, streams=1, pkey=0xFFFF,
-                init_psn=None, peer_init_psn=None):
+                init_psn=None, peer_init_psn=None, receipt_key=None):
         """Open a connection (MR-CONN-001..003); the peer calls it with the ids mirrored.
         ``pkey``: the BTH P_Key of every packet both ways (MR-SEC-008). ``init_psn`` and
         ``peer_init_psn``: the first PSN every path sends and the first it expects from the
-        peer (the handshake's, MR-CONN-107); ``None`` takes the endpoint's ``initial_psn``."""
+        peer (the handshake's, MR-CONN-107); ``None`` takes the endpoint's ``initial_psn``.
+        ``receipt_key``: 16 bytes shared with the peer (the handshake's, MR-SEC-153): every ACK and
+        NAK carries a proof of receipt and only ACKs and NAKs with a valid one are taken; None
+        (the default, and on authenticated connections) disables it."""
         if not 0 <= local_id < 1 << 24 or not 0 <= peer_id < 1 << 24:
             raise ValueError("connection ids are 24-bit (BTH DestQP)")
         if not 0 <= pkey <= 0xFFFF:
@@ -1665,7 +1835,10 @@ class Endpoint(VerbsHost):
                 raise ValueError(f"{name} is 24-bit, got {psn!r}")
         if local_id in self._conns:
             raise ValueError(f"connection id {local_id} already in use")
-        c = Connection(self, local_id, peer_addr, peer_id, paths, streams, pkey, init_psn, peer_init_psn)
+        if receipt_key is not None and (not isinstance(receipt_key, bytes) or len(receipt_key) != 16):
+            raise ValueError("receipt_key must be 16 bytes")
+        c = Connection(self, local_id, peer_addr, peer_id, paths, streams, pkey, init_psn, peer_init_psn,
+                       receipt_key)
         self._conns[local_id] = c
         return c
 
@@ -1729,9 +1902,9 @@ class Endpoint(VerbsHost):
             self._share_note(c, now, frame.ip.ecn == 3)
             c._on_data(frame, now)
         elif op == Op.MR_ACK and frame.mrah is not None:
-            c._on_ack(frame.mrah, now)
+            c._on_ack(frame.mrah, now, frame.bth.psn)
         elif op == Op.MR_NAK and frame.mrnh is not None:
-            c._on_nak(frame.mrnh, now)
+            c._on_nak(frame.mrnh, now, frame.bth.psn)
         else:
             self._drop("unexpected_opcode")
 
@@ -1870,7 +2043,11 @@ class Endpoint(VerbsHost):
                 continue
             h = c.rx_hint
             if (h != 0 and (hint == 0 or 4 * h < 3 * hint)) if up else (h == 0 or 4 * h > 5 * hint):
-                self._send_ack(c, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport)
+                p = c.rx_hint_path
+                trig = (c.rx_hint_psn, c.rx_hint_sport)
+                if c.receipt_key is not None and p.rx_pending and p.rx_last:
+                    trig = p.rx_last    # MR-SEC-154: it acknowledges new packets: name the newest
+                self._send_ack(c, p, *trig)
                 self.stats["hint_updates"] += 1
 
     def _rate_hint(self):
@@ -1881,23 +2058,30 @@ class Endpoint(VerbsHost):
         ce = p.rx_ce
         hint = self._rate_hint()
         c.rx_hint, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport = hint, p, trigger_psn, sport
+        bth_psn, trig = 0, trigger_psn
+        if c.receipt_key is not None:       # MR-SEC-153
+            bth_psn, trig = split_proof(receipt_proof(c.receipt_key, PROOF_ACK, c.peer_id, p.idx,
+                                                      trigger_psn), trigger_psn)
         a = MRAH(1, MrahFlag.ECE if ce else 0, p.idx, min(ce, 0xFFFF), p.rx_cum, hint,
-                 trigger_psn, p.rx_sack)
+                 trig, p.rx_sack)
         p.rx_ce = 0
         p.rx_pending = 0
         p.rx_ack_token += 1
         self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
                                 udp=UDP(sport=sport),
-                                bth=BTH(opcode=Op.MR_ACK, pkey=c.pkey, dest_qp=c.peer_id, psn=0), mrah=a))
+                                bth=BTH(opcode=Op.MR_ACK, pkey=c.pkey, dest_qp=c.peer_id, psn=bth_psn), mrah=a))
         self.stats["acks_sent"] += 1
 
     def _nak(self, c, f, path, reason):
         """MR-ERR-001: NAK a bad request with its reason; the packet is dropped and counted."""
         self._drop(NakReason(reason).name.lower())
+        bth_psn, psn = 0, f.bth.psn
+        if c.receipt_key is not None:       # MR-SEC-153
+            bth_psn, psn = split_proof(receipt_proof(c.receipt_key, PROOF_NAK, c.peer_id, path, psn), psn)
         self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
                                 udp=UDP(sport=f.udp.sport),
-                                bth=BTH(opcode=Op.MR_NAK, pkey=c.pkey, dest_qp=c.peer_id, psn=0),
-                                mrnh=MRNH(1, 0, path, int(reason), f.bth.psn)))
+                                bth=BTH(opcode=Op.MR_NAK, pkey=c.pkey, dest_qp=c.peer_id, psn=bth_psn),
+                                mrnh=MRNH(1, 0, path, int(reason), psn)))
         self.stats["naks_sent"] += 1
 
 

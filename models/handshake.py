@@ -26,7 +26,8 @@ from .headers import TABLE
 from .security import SecureChannel
 from .wire import ConnFlag, Op, RejectReason
 
-__all__ = ["Config", "Session", "Client", "Server", "random_qpn", "random_psn", "HandshakeError"]
+__all__ = ["Config", "Session", "Client", "Server", "HandshakeHost", "random_qpn", "random_psn",
+           "HandshakeError"]
 
 NONCE_CACHE = 4096          # MR-CONN-105: request nonces a server remembers
 MIN_MTU = 256
@@ -43,17 +44,22 @@ class HandshakeError(Exception):
         self.reason = reason
 
 
-def random_qpn(taken=()):
+def _bits(rng, n):
+    # MR-CONN-108: a simulation may pass a seeded random.Random; otherwise the OS's CSPRNG
+    return secrets.randbits(n) if rng is None else rng.getrandbits(n)
+
+
+def random_qpn(taken=(), rng=None):
     """MR-CONN-107: a random non-zero 24-bit QPN not in ``taken``."""
     while True:
-        q = secrets.randbits(24)
+        q = _bits(rng, 24)
         if q and q not in taken:
             return q
 
 
-def random_psn():
+def random_psn(rng=None):
     """MR-CONN-107: a random 24-bit initial PSN."""
-    return secrets.randbits(24)
+    return _bits(rng, 24)
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,14 @@ class Session:
             return None
         return SecureChannel(self.master, self.direction, self.paths, encrypt=self.encrypt)
 
+    def receipt_key(self):
+        """MR-SEC-153: the receipt key of an unauthenticated connection (None when authenticated:
+        its tags cover ACKs and NAKs)."""
+        if self.auth:
+            return None
+        from .security import receipt_key
+        return receipt_key(self.master)
+
 
 def _canon(h):
     # MR-CONN-103: the transcript leaves out the retry number, so every attempt has one transcript.
@@ -145,12 +159,12 @@ class Client:
     dropped for a bad confirm or a mismatch (MR-CONN-104/106).
     """
 
-    def __init__(self, cfg, *, qpn=None, init_psn=None):
+    def __init__(self, cfg, *, qpn=None, init_psn=None, rng=None):
         self.cfg = cfg
-        self.qpn = random_qpn() if qpn is None else qpn
-        self.psn = random_psn() if init_psn is None else init_psn
+        self.qpn = random_qpn(rng=rng) if qpn is None else qpn
+        self.psn = random_psn(rng) if init_psn is None else init_psn
         self._priv, self._pub = _keypair()
-        self.nonce = secrets.randbits(128)
+        self.nonce = _bits(rng, 128)
         self.attempt = 0
         self.deadline = None
         self.state = "idle"
@@ -237,10 +251,13 @@ class _Entry:
 class Server:
     """The accepting side (MR-CONN-100..107). ``receive(frame, now)`` returns the answer to
     send (accept or reject) or None; ``sessions`` maps the server's QPN to its Session, and
-    ``new_sessions`` lists sessions established since the caller last cleared it."""
+    ``new_sessions`` lists sessions established since the caller last cleared it. ``taken``: QPNs
+    the server must not hand out (the host's other connections); ``rng``: MR-CONN-108."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, *, taken=(), rng=None):
         self.cfg = cfg
+        self.taken = taken
+        self.rng = rng
         self._nonces = collections.OrderedDict()     # request nonce -> _Entry, bounded
         self.sessions = {}
         self.new_sessions = []
@@ -282,9 +299,13 @@ class Server:
         if len(self.sessions) >= cfg.max_conns:
             return self._reject(h, RejectReason.NO_RESOURCES)
         priv, my_pub = _keypair()
+        rng = self.rng
+        qpn = random_qpn(self.sessions, rng)
+        while qpn in self.taken:
+            qpn = random_qpn(self.sessions, rng)
         acc = codec.MRCH(flags=cfg.flags, paths=min(h.paths, cfg.paths), attempt=h.attempt,
-                         src_qpn=random_qpn(self.sessions), dst_qpn=h.src_qpn, init_psn=random_psn(),
-                         mtu=min(h.mtu, cfg.mtu), nonce=secrets.randbits(128))
+                         src_qpn=qpn, dst_qpn=h.src_qpn, init_psn=random_psn(rng),
+                         mtu=min(h.mtu, cfg.mtu), nonce=_bits(rng, 128))
         transcript = hashlib.sha256(_canon(h) + pub + _canon(acc) + my_pub).digest()
         try:
             master, confirm_key = _keys(priv, pub, cfg.psk, transcript)
@@ -299,3 +320,135 @@ class Server:
         while len(self._nonces) > NONCE_CACHE:
             self._nonces.popitem(last=False)
         return frame
+
+
+class _Taken:
+    """QPNs in use on a host: its connections and its pending client handshakes."""
+
+    def __init__(self, *tables):
+        self.tables = tables
+
+    def __contains__(self, qpn):
+        return any(qpn in t for t in self.tables)
+
+
+class HandshakeHost:
+    """An endpoint that opens its connections with the handshake on the wire (MR-CONN-108).
+
+    It has the endpoint contract's transport side (``next_packet``, ``next_wakeup``,
+    ``receive``, ``poll_cq``; everything else is the endpoint's), so it runs on the simulated
+    fabric or the loopback pair in place of the endpoint. :meth:`connect` starts a client
+    handshake toward a peer address; with ``listen`` the host answers requests as a server. The
+    request, accept and reject travel as frames (IP addresses and a UDP source port of their own)
+    and meet the fabric's loss like any frame; the client resends after ``timeout`` seconds, at
+    most ``max_attempts`` times. A session opens the endpoint's connection with the handshake's
+    QPNs, initial PSNs and path count (MR-CONN-107) and, with ``auth``, its authentication
+    channel (an :class:`~metaroce.models.security.AuthenticatedHost` seals and opens every other
+    frame). ``connected`` lists ``(now, role, session, connection)``, ``failed`` lists
+    ``(now, peer address, HandshakeError)``.
+    """
+
+    def __init__(self, ep, *, auth=True, encrypt=False, psk=None, listen=True, streams=1,
+                 timeout=20e-6, max_attempts=8, rng=None):
+        from .security import AuthenticatedHost
+        self.ep = ep
+        self._cfg = Config(paths=min(255, ep.max_paths), mtu=ep.mtu, auth=auth, encrypt=encrypt,
+                           psk=psk, max_attempts=max_attempts, timeout=timeout)
+        self.guard = AuthenticatedHost(ep) if auth else None
+        self._clients = {}          # client QPN -> [Client, peer address, streams, callback]
+        self.server = Server(self._cfg, taken=_Taken(ep._conns, self._clients), rng=rng) if listen else None
+        self.streams = streams
+        self.rng = rng
+        self._starting = []
+        self._out = collections.deque()
+        self.connected = []
+        self.failed = []
+
+    def __getattr__(self, name):
+        return getattr(self.ep, name)
+
+    def connect(self, peer_addr, *, paths=8, streams=1, on_connected=None):
+        """Start a handshake toward ``peer_addr`` when the host next runs; ``on_connected(conn)``
+        is called with the endpoint's new connection. Returns the client QPN."""
+        cfg = replace(self._cfg, paths=paths)
+        qpn = random_qpn(_Taken(self.ep._conns, self._clients), self.rng)
+        c = Client(cfg, qpn=qpn, rng=self.rng)
+        self._clients[qpn] = [c, peer_addr, streams, on_connected]
+        self._starting.append(c)
+        return qpn
+
+    def _send(self, f, peer_addr, qpn):
+        f.ip = codec.IP(src=self.ep.addr, dst=peer_addr, ecn=0)
+        f.udp = codec.UDP(sport=wire.ENTROPY_BASE | (qpn & wire.ENTROPY_MASK))
+        self._out.append(f)
+
+    def _open(self, s, peer_addr, streams, now, role):
+        conn = self.ep.connect(s.local_qpn, peer_addr, s.peer_qpn, paths=s.paths, streams=streams,
+                               init_psn=s.local_psn, peer_init_psn=s.peer_psn,
+                               receipt_key=s.receipt_key())
+        if self.guard is not None:
+            self.guard.add(s.local_qpn, s.peer_qpn, s.channel())
+        self.connected.append((now, role, s, conn))
+        return conn
+
+    def _handshake_frames(self, now):
+        for c in self._starting:
+            self._send(c.start(now), self._clients[c.qpn][1], c.qpn)
+        self._starting.clear()
+        for qpn, entry in list(self._clients.items()):
+            c = entry[0]
+            try:
+                f = c.poll(now)
+            except HandshakeError as e:
+                del self._clients[qpn]
+                self.failed.append((now, entry[1], e))
+                continue
+            if f is not None:
+                self._send(f, entry[1], qpn)
+
+    def next_packet(self, now):
+        self._handshake_frames(now)
+        if self._out:
+            return self._out.popleft()
+        return (self.guard or self.ep).next_packet(now)
+
+    def next_wakeup(self, now):
+        if self._out or self._starting:
+            return now
+        t = self.ep.next_wakeup(now)
+        for c, *_ in self._clients.values():
+            if c.state == "requesting" and (t is None or c.deadline < t):
+                t = c.deadline
+        return t
+
+    def receive(self, f, now):
+        op = f.bth.opcode
+        if op == Op.MR_CONN_REQ:
+            if self.server is None:
+                return
+            answer = self.server.receive(f, now)
+            for s in self.server.new_sessions:
+                self._open(s, f.ip.src, self.streams, now, "server")
+            self.server.new_sessions.clear()
+            if answer is not None:
+                self._send(answer, f.ip.src, f.mrch.src_qpn if f.mrch else 0)
+        elif op in wire.CONN_OPS:
+            entry = self._clients.get(f.bth.dest_qp)
+            if entry is None or f.ip.src != entry[1]:
+                return
+            c = entry[0]
+            try:
+                s = c.receive(f, now)
+            except HandshakeError as e:
+                del self._clients[f.bth.dest_qp]
+                self.failed.append((now, entry[1], e))
+                return
+            if s is not None:
+                del self._clients[f.bth.dest_qp]
+                conn = self._open(s, entry[1], entry[2], now, "client")
+                if entry[3] is not None:
+                    entry[3](conn)
+        elif self.guard is not None:
+            self.guard.receive(f, now)
+        else:
+            self.ep.receive(f, now)

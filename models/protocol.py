@@ -461,7 +461,8 @@ def seq_lt32(a, b):
 
 #: MR-ERR-003: NAK reasons after which the sender fails the work request instead of retrying.
 FATAL_NAKS = frozenset({NakReason.INVALID_REQUEST, NakReason.ACCESS, NakReason.BOUNDS,
-                        NakReason.LENGTH, NakReason.STREAM, NakReason.NO_CONNECTION})
+                        NakReason.LENGTH, NakReason.STREAM, NakReason.NO_CONNECTION,
+                        NakReason.ABORTED})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -136,6 +136,8 @@ STREAM = data.StructLayout({
     "rq_head": 16,              # host receive-queue ring
     "rq_tail": 16,
     "recv_next": SEQ_BITS,
+    "rx_aborted": RX_MSGS,      # MR-ERR-022: the last RX_MSGS delivered messages, aborted or not
+    "flush_to": SEQ_BITS,       # MR-ERR-022: receives below belong to aborted sends
 })
 
 #: MR-ENG-025: per message being sent (TX_MSGS per connection). For a READ or atomic request
@@ -154,8 +156,9 @@ TX_MSG = data.StructLayout({
     "ack_base": CHUNK_BITS + 1,  # chunks below are acknowledged
     "ack_bits": CHUNK_WINDOW,    # chunk ack_base + i acknowledged
     "done": 1,
-    "status": 4,
+    "status": 5,
     "req_acked": 1,
+    "abort": 2,                 # MR-ERR-020: none, pending (slot held), acknowledged
 })
 
 #: MR-ENG-026: per message being received (RX_MSGS per connection).
@@ -172,6 +175,7 @@ RX_MSG = data.StructLayout({
     "done": 1,
     "has_imm": 1,
     "imm": 32,
+    "aborted": 1,               # MR-ERR-021
 })
 
 #: MR-ENG-031: per responder resource (RD_ATOMIC per connection): a READ or atomic request
@@ -193,6 +197,13 @@ RSP = data.StructLayout({
     "started": 1,
 })
 
+#: MR-ENG-032, MR-SEC-153: per connection, the receipt key of an unauthenticated connection
+#: (written by the slow path from the handshake), read once per ACK or NAK sent or received.
+CONN_KEY = data.StructLayout({
+    "valid": 1,                 # 0: no proof of receipt (authenticated, or configured without)
+    "receipt_key": 128,
+})
+
 #: MR-ENG-027: per outstanding packet (one PSN sent and not resolved).
 RTX = data.StructLayout({
     "tx_slot": TX_SLOT_BITS,
@@ -203,6 +214,7 @@ RTX = data.StructLayout({
     "probe": 1,
     "req": 1,
     "free": 1,
+    "abort": 1,                 # MR-ERR-020: the message's abort packet, not a chunk
     "next": POOL_PTR_BITS,      # RTL: next record of the same path (FIFO in PSN order)
 })
 
@@ -246,6 +258,7 @@ TABLES = (
     Table("rx_msg", RX_MSG, "message (receive)", CONNS * RX_MSGS, "URAM"),
     Table("rtx", RTX, "outstanding packet (shared pool)", RTX_POOL, "URAM"),
     Table("rsp", RSP, "responder resource (READ/atomic)", CONNS * RD_ATOMIC, "BRAM"),
+    Table("conn_key", CONN_KEY, "connection (receipt key)", CONNS, "BRAM"),
 )
 
 

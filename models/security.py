@@ -13,6 +13,7 @@ reaches the endpoint. :class:`RKeyGenerator` gives R_Keys with 32 random bits (M
 from __future__ import annotations
 
 import collections
+import hashlib
 import secrets
 import struct
 from dataclasses import replace
@@ -26,7 +27,8 @@ from . import codec, wire
 from .wire import Op, SecFlag
 
 __all__ = ["Drop", "ReplayWindow", "SecureChannel", "AuthenticatedHost", "RKeyGenerator",
-           "epoch_key", "nonce", "REPLAY_WINDOW", "SEQ_LIMIT", "DROP_REASONS"]
+           "epoch_key", "nonce", "receipt_key", "receipt_proof", "split_proof", "join_proof",
+           "PROOF_ACK", "PROOF_NAK", "REPLAY_WINDOW", "SEQ_LIMIT", "DROP_REASONS"]
 
 #: MR-SEC-121: sequence numbers remembered per (direction, path).
 REPLAY_WINDOW = 1024
@@ -54,6 +56,39 @@ def epoch_key(master, direction, epoch):
     """MR-SEC-130: the AES key of ``direction`` (0 client to server) in full epoch ``epoch``."""
     info = b"metaroce v1 key" + struct.pack("!BI", direction, epoch)
     return HKDFExpand(hashes.SHA256(), KEY_LEN, info).derive(master)
+
+
+# -- proof of receipt for unauthenticated connections (MR-SEC-153..156) ------------------------
+
+PROOF_ACK, PROOF_NAK = 1, 2     # MR-SEC-153: an ACK's proof is never a NAK's, and back
+_PROOF_MSG = struct.Struct("!IBHB")     # connection id (24 bits in 32), path, PSN high 16, then low 8
+
+
+def receipt_key(master):
+    """MR-SEC-153: the connection's 16-byte receipt key, from the handshake's master secret."""
+    return HKDFExpand(hashes.SHA256(), 16, b"metaroce v1 receipt").derive(master)
+
+
+def receipt_proof(key, kind, conn_id, path, psn):
+    """MR-SEC-153: the 32-bit proof that the peer holding ``key`` received the data packet
+    ``psn`` of path ``path`` sent by connection ``conn_id`` (``kind`` PROOF_ACK or PROOF_NAK):
+    the first 4 bytes, big-endian, of keyed BLAKE2s (RFC 7693) over kind, connection id, path
+    and PSN."""
+    msg = _PROOF_MSG.pack((kind << 24) | (conn_id & 0xFFFFFF), path & 0xFF, (psn >> 8) & 0xFFFF,
+                          psn & 0xFF)
+    return int.from_bytes(hashlib.blake2s(msg, digest_size=4, key=key).digest(), "big")
+
+
+def split_proof(proof, psn):
+    """MR-WIRE-073/074: (BTH PSN, 32-bit PSN field) carrying ``proof`` next to ``psn``: the
+    proof's low 24 bits in the BTH PSN of the ACK or NAK, its high 8 bits in the high byte of
+    MRAH ``trigger_psn`` / MRNH ``psn``."""
+    return proof & 0xFFFFFF, (proof >> 24) << 24 | (psn & 0xFFFFFF)
+
+
+def join_proof(bth_psn, psn_field):
+    """The inverse of :func:`split_proof`: ``(proof, psn)``."""
+    return (psn_field >> 24) << 24 | (bth_psn & 0xFFFFFF), psn_field & 0xFFFFFF
 
 
 _NONCE = struct.Struct("!BBHQ")

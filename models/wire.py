@@ -171,7 +171,8 @@ class MrdhFlag(IntEnum):
     LAST = 0x1      # the packet ends its message (offset + length == msg_len)
     RETX = 0x2      # the packet is a retransmission (informational)
     FIRST = 0x4     # offset == 0
-    ERROR = 0x8     # MR-VERB-004: a READ response that ends its READ in error (no payload)
+    ERROR = 0x8     # the message ends in error, no payload: a READ response (MR-VERB-004), or
+    # on any other data opcode the sender's abort of the message (MR-WIRE-083, MR-ERR-020)
 
 
 class MrahFlag(IntEnum):
@@ -190,6 +191,7 @@ class NakReason(IntEnum):
     NO_CONNECTION = 0x06    # BTH DestQP names no open connection
     LENGTH = 0x07           # message length disagrees with an earlier packet of the message
     STREAM = 0x08           # stream id out of range for the connection
+    ABORTED = 0x09          # the message was ended by an abort packet (MR-ERR-022)
 
 
 class SecFlag(IntEnum):

@@ -5,6 +5,12 @@ host of a :class:`~metaroce.sim.topology.Fabric`, opens one connection per :clas
 one RDMA write per flow at the flow's start time, runs until every write has completed (or a
 time limit), and checks integrity: every receiver region equals its source buffer and every
 write completed exactly once with success, with no other completion anywhere (MR-FAB-051).
+
+With ``handshake`` (MetaRoCE only), every endpoint runs behind a
+:class:`~metaroce.models.handshake.HandshakeHost` and each flow's connection is opened at the
+flow's start by the connection handshake carried as frames through the fabric, with its loss
+(MR-CONN-108); the write is posted when the client's session is established, so the flow's
+completion time includes the handshake.
 """
 from __future__ import annotations
 
@@ -108,14 +114,24 @@ def _status_ok(c):
 
 
 def run_writes(fab, flows, kind="metaroce", *, cfg=None, seed=1, until=1.0, meter_bin=None,
-               max_wall=None):
-    """Run ``flows`` on ``fab`` with endpoints of ``kind``; returns a :class:`RunResult`."""
+               max_wall=None, handshake=None):
+    """Run ``flows`` on ``fab`` with endpoints of ``kind``; returns a :class:`RunResult`.
+    ``handshake``: None (connections configured out of band) or a dict of
+    :class:`~metaroce.models.handshake.HandshakeHost` keywords (``auth``, ``timeout``, ...):
+    connections are opened by the handshake through the fabric (MR-CONN-108)."""
     cfg = dict(DEFAULT_CFG.get(kind, {}), **(cfg or {}))
     cfg.setdefault("line_rate_bps", fab.rate_bps * fab.planes)
     cfg.setdefault("base_rtt", fab.rtt)
+    if handshake is not None and kind != "metaroce":
+        raise ValueError("the connection handshake is MetaRoCE's (kind 'metaroce')")
     sim = fab.sim
     for h in fab.hosts:
         h.ep = make_endpoint(kind, h.addr, **cfg)
+        if handshake is not None:
+            from metaroce.models.handshake import HandshakeHost
+            hs_kw = dict(handshake)
+            hs_kw.setdefault("rng", random.Random(f"handshake/{h.addr}/{seed}"))
+            h.ep = HandshakeHost(h.ep, **hs_kw)
     rng = np.random.default_rng(seed)
     srcs, dsts, conns = [], [], []
     by_wr = {}
@@ -126,11 +142,14 @@ def run_writes(fab, flows, kind="metaroce", *, cfg=None, seed=1, until=1.0, mete
         lkey = s.ep.reg_mr(src)
         rkey = d.ep.reg_mr(dst)
         paths = fl.paths if kind == "metaroce" else 1
-        c = s.ep.connect(i + 1, d.addr, i + 1, paths=paths)
-        d.ep.connect(i + 1, s.addr, i + 1, paths=paths)
+        if handshake is None:
+            c = s.ep.connect(i + 1, d.addr, i + 1, paths=paths)
+            d.ep.connect(i + 1, s.addr, i + 1, paths=paths)
+        else:
+            c = None            # opened by the handshake at the flow's start
         srcs.append(src)
         dsts.append(dst)
-        conns.append((c, lkey, rkey))
+        conns.append([c, lkey, rkey])
         by_wr[1000 + i] = i
     done_t = [None] * len(flows)
     ncomp = [0] * len(flows)
@@ -159,8 +178,17 @@ def run_writes(fab, flows, kind="metaroce", *, cfg=None, seed=1, until=1.0, mete
         c.post_write(0, lkey, 0, flows[i].nbytes, 0, rkey, wr_id=1000 + i)
         fab.hosts[flows[i].src].kick()
 
+    def start(i):
+        fl = flows[i]
+
+        def connected(conn):
+            conns[i][0] = conn
+            post(i)
+        fab.hosts[fl.src].ep.connect(fab.hosts[fl.dst].addr, paths=fl.paths, on_connected=connected)
+        fab.hosts[fl.src].kick()
+
     for i, fl in enumerate(flows):
-        sim.at(fl.start, post, i)
+        sim.at(fl.start, post if handshake is None else start, i)
 
     meter = None
     if meter_bin:
@@ -196,6 +224,12 @@ def run_writes(fab, flows, kind="metaroce", *, cfg=None, seed=1, until=1.0, mete
         for k, v in getattr(h.ep, "stats", {}).items():
             if isinstance(v, (int, float)):
                 stats[k] = stats.get(k, 0) + v
+        if handshake is not None:       # MR-CONN-108
+            ep = h.ep
+            stats["handshakes_established"] = stats.get("handshakes_established", 0) + sum(
+                1 for _, role, _, _ in ep.connected if role == "client")
+            stats["handshakes_failed"] = stats.get("handshakes_failed", 0) + len(ep.failed)
+            stats["handshake_rejects"] = stats.get("handshake_rejects", 0) + sum(ep.server.rejects.values())
     results = [FlowResult(fl, done_t[i], ncomp[i], status_ok[i], bytes(dsts[i]) == bytes(srcs[i]))
                for i, fl in enumerate(flows)]
     return RunResult(kind, results, wall, t_end, events, packets, stats,

@@ -460,8 +460,10 @@ def _serve(a):
             answer = server.receive(f, now)
             for sess in server.new_sessions:
                 # MR-CONN-107: the handshake's random QPNs and initial PSNs
+                # MR-SEC-153: an unauthenticated MetaRoCE connection proves receipt in its ACKs
+                proof = {"receipt_key": sess.receipt_key()} if kind == "metaroce" and not auth else {}
                 ep.connect(sess.local_qpn, LOOPBACK, sess.peer_qpn, paths=sess.paths,
-                           init_psn=sess.local_psn, peer_init_psn=sess.peer_psn)
+                           init_psn=sess.local_psn, peer_init_psn=sess.peer_psn, **proof)
                 if auth:
                     host.guard.add(sess.local_qpn, sess.peer_qpn, sess.channel())
             server.new_sessions.clear()

@@ -62,16 +62,22 @@ def _pack_state(c, now):
         R.fits(R.PATH_RX, cum=p.rx_cum, sack=p.rx_sack, high=p.rx_high, ce=min(p.rx_ce, 0xFFFF),
                pending=p.rx_pending, prev_ce=int(p.rx_prev_ce))
         for rec in p.records():
-            R.fits(R.RTX, tx_slot=rec.msg.slot or 0, chunk=rec.idx, t_sent=t(rec.t), nbytes=rec.nbytes,
-                   lost=int(rec.lost), probe=int(rec.probe), req=int(rec.req), free=int(rec.free))
+            R.fits(R.RTX, tx_slot=rec.msg.slot or 0, chunk=max(rec.idx, 0), t_sent=t(rec.t), nbytes=rec.nbytes,
+                   lost=int(rec.lost), probe=int(rec.probe), req=int(rec.req), free=int(rec.free),
+                   abort=int(rec.idx < 0))
     for m in c.rx_open.values():
         R.fits(R.RX_MSG, stream=m.stream, msg=m.msg, msg_len=m.msg_len, placed=m.placed,
-               chunk_base=m.chunk_base, chunk_bits=m.chunk_bits, done=int(m.done))
+               chunk_base=m.chunk_base, chunk_bits=m.chunk_bits, done=int(m.done), aborted=int(m.aborted))
+    for s in c.rx:
+        R.fits(R.STREAM, rx_next_deliver=s.next_deliver, recv_next=s.recv_next,
+               rx_aborted=s.aborted, flush_to=s.flush_to)
     for q in c.ssq:
         for m in q:
             R.fits(R.TX_MSG, stream=m.stream, msg=m.msg, length=m.length, nchunks=m.nchunks,
                    next_chunk=m.next_chunk, ack_base=m.ack_base, ack_bits=m.ack_bits,
-                   done=int(m.done), status=int(m.status))
+                   done=int(m.done), status=int(m.status), abort=m.abort)
+    R.fits(R.CONN_KEY, valid=int(c.receipt_key is not None),
+           receipt_key=int.from_bytes(c.receipt_key or bytes(16), "big"))
     R.fits(R.CONN_TX, inflight=c.inflight, window=int(c.window), ramp=int(c.ramp),
            rate_mbps=int(c.rate_bps / 1e6) if c.rate_bps < c.ep.line_rate_bps else 0,
            retx_count=len(c.retx))
@@ -98,6 +104,16 @@ def _traffic(kind, seed):
             else:
                 ca.post_atomic(i % 2, "fetch_add", ka, off, 8 * (i % 8), kt, wr_id=i, add=i)
         faults = LoopFaults(loss=0.03, duplicate=0.05, ctrl_loss=0.05, reorder=0.05)
+    elif kind == "aborts":  # failures in mid-stream: bad keys, sends without receives (RNR)
+        for i in range(120):
+            s = i % 2
+            if i % 5 == 0:
+                ca.post_write(s, ka, 0, 3000, 0, kb ^ 0x10, wr_id=i, imm=i)
+            elif i % 5 == 1:
+                ca.post_send(s, ka, 0, 3000, wr_id=i)       # no receive is ever posted
+            else:
+                ca.post_write(s, ka, 4096 * i, 4096, 4096 * i, kb, wr_id=i, imm=i)
+        faults = LoopFaults(loss=0.03, duplicate=0.05, ctrl_loss=0.05, reorder=0.05)
     else:   # many messages, hostile duplicates and corruption, lost ACKs
         for i in range(200):
             ca.post_write(i % 2, ka, (i * 4096) % (1 << 19), 4096, (i * 4096) % (1 << 19), kb, wr_id=i)
@@ -111,6 +127,19 @@ def _traffic(kind, seed):
         assert all(_occupancy(c).values() for c in (ca, cb)), _occupancy(cb)
     b.receive = watch
     lb.run(until=0.5)
+    if kind == "aborts":
+        # MR-ERR-020..022: every request completes on both sides, in stream order
+        st = {c.wr_id: c.status for c in lb.completions[0]}
+        assert len(st) == 120 and all(
+            st[i] == (Status.REM_ACCESS_ERR if i % 5 == 0 else Status.RNR_RETRY_EXC_ERR if i % 5 == 1
+                      else Status.SUCCESS) for i in range(120)), \
+            {i: s.name for i, s in st.items() if s != (Status.REM_ACCESS_ERR if i % 5 == 0 else
+                                                         Status.RNR_RETRY_EXC_ERR if i % 5 == 1 else Status.SUCCESS)}
+        rx = [(c.imm, c.status) for c in lb.completions[1]]
+        assert sorted(i for i, s in rx if s == Status.SUCCESS) == [i for i in range(120) if i % 5 > 1]
+        assert [i for i, s in rx if s == Status.REM_ABORT_ERR] == [None] * 24     # bad-key writes
+        assert [s.flush_to for s in cb.rx] == [12, 12]      # the 12 sends of each stream (RNR)
+        assert not cb.rx_open and len(ca.free_slots) == a.max_tx_msgs
     if kind == "verbs":
         assert len(lb.completions[0]) + len(lb.completions[1]) == 60
         assert all(c.status == Status.SUCCESS for c in lb.completions[0] + lb.completions[1]), \
@@ -265,14 +294,17 @@ def test_rnr_retry_exceeded_and_delay():
     assert [(c.wr_id, c.status) for c in lb.completions[0]] == [(5, Status.RNR_RETRY_EXC_ERR)]
     assert 3 * 20e-6 <= lb.last_completion <= 4 * (20e-6 + 10e-6)
     assert a.stats["nak_rnr"] <= 4 * 3          # 3 chunks, at most 4 rounds: no NAK storm
-    # The failed send keeps its receive sequence (0): the next send is the stream's second and
-    # lands in the second receive posted.
+    # MR-ERR-020..022: the failed send keeps its receive sequence (0) and its abort reached the
+    # receiver: the receive posted for it completes REM_ABORT_ERR at once, and the next send,
+    # the stream's second, lands in the second receive posted and completes on both sides.
+    assert a.stats["aborts_acked"] == 1 and b.stats["aborts_received"] == 1
     cb.post_recv(0, kb, 0, 4096, wr_id=9)
     cb.post_recv(0, kb, 4096, 4096, wr_id=10)
     ca.post_send(0, ka, 0, 3000, wr_id=6)
     lb.run(until=0.02)
     assert lb.completions[0][-1].wr_id == 6 and lb.completions[0][-1].status == Status.SUCCESS
-    assert [c.wr_id for c in lb.completions[1]] == []   # receive 9 waits for send 0 (failed)
+    assert [(c.wr_id, c.status) for c in lb.completions[1]] == [(9, Status.REM_ABORT_ERR),
+                                                                (10, Status.SUCCESS)]
     assert dst[4096:4096 + 3000] == src[:3000] and dst[:3000] == bytes(3000)
 
 
@@ -347,3 +379,15 @@ def test_outstanding_record_pool_bounds_sending():
     assert max(high) == 6 and a.stats["rtx_pool_full"] > 0 and a._rtx_used == 0
     assert dst[:400 << 10] == src[:400 << 10]
     assert cb2.rx_open == {}
+
+
+def test_state_bounded_with_aborts():
+    """MR-ENG-029, MR-ERR-020, MR-ERR-021, MR-ERR-022: 120 writes and sends on two streams, every
+    fifth refused for its key and every fifth a send that never finds a receive, under loss,
+    duplication, reordering and ACK loss: every request completes on both sides, the failed
+    ones are aborted, and the slot counts, occupancies and record fields stay those of one small
+    write."""
+    small = _traffic("small", 4)
+    aborts = _traffic("aborts", 4)
+    assert small[0] == aborts[0]
+    assert aborts[2].stats["aborts_acked"] == 48

@@ -153,3 +153,86 @@ def test_bad_params_and_mismatched_reject():
         assert s.receive(w(g), 0.0).mrch.reason == RejectReason.BAD_PARAMS
     rej = s.receive(w(replace(req, mrch=replace(req.mrch, paths=0, nonce=7))), 0.0)
     assert c.receive(w(rej), 0.0) is None and c.ignored["reject_mismatch"] == 1 and c.state == "requesting"
+
+
+# ---------------------------------------------------------------------------------------------
+# The handshake through the simulated fabric (MR-CONN-108)
+
+def _fabric(loss=0.0, n=4):
+    from metaroce.sim.faults import Faults
+    from metaroce.sim.topology import Fabric
+    fab = Fabric(n, rate_bps=100e9, rtt=4e-6)
+    if loss:
+        fab.set_faults(Faults(loss=loss, direction="both", seed=3))
+    return fab
+
+
+@pytest.mark.parametrize("auth", [False, True])
+def test_fabric_connects_through_handshake_with_loss(auth):
+    """MR-CONN-108, MR-CONN-105, MR-CONN-107: with 20 % loss on every frame of every link, the
+    harness opens each flow's connection by the handshake carried through the fabric (lost
+    requests and accepts are resent), both ends agree on the random QPNs and initial PSNs, the
+    endpoints' connections use them, and every write is delivered intact."""
+    from metaroce.sim.harness import Flow, run_writes
+    fab = _fabric(loss=0.2)
+    flows = [Flow(0, 1, 256 << 10, paths=4), Flow(2, 1, 128 << 10, paths=2, start=5e-6),
+             Flow(1, 3, 64 << 10, paths=8)]
+    res = run_writes(fab, flows, until=0.05, handshake={"auth": auth}, seed=2)
+    assert res.delivered_ok and res.all_done
+    assert res.stats["handshakes_established"] == 3 and res.stats["handshakes_failed"] == 0
+    clients = [(t, s, c) for h in fab.hosts for t, role, s, c in h.ep.connected if role == "client"]
+    servers = {(s.local_qpn, s.peer_qpn): (s, c) for h in fab.hosts
+               for _, role, s, c in h.ep.connected if role == "server"}
+    assert len(clients) == 3 and len(servers) == 3
+    for _, s, c in clients:
+        ss, sc = servers[(s.peer_qpn, s.local_qpn)]
+        assert (s.local_psn, s.peer_psn) == (ss.peer_psn, ss.local_psn) and s.paths == ss.paths
+        assert (c.local_id, c.peer_id, c.init_psn, c.peer_init_psn) == \
+            (s.local_qpn, s.peer_qpn, s.local_psn, s.peer_psn)
+        assert (sc.init_psn, sc.peer_init_psn) == (ss.local_psn, ss.peer_psn)
+        assert s.auth == auth
+    # the loss cost retries: some connection took longer than one handshake timeout
+    assert max(t for t, _, _ in clients) > 20e-6
+    assert sorted(s.paths for _, s, _ in clients) == [2, 4, 8]
+
+
+def test_fabric_handshake_reject_and_timeout():
+    """MR-CONN-108, MR-CONN-106, MR-CONN-105: through the fabric, a client that requires
+    authentication is rejected AUTH_MISMATCH by a server that refuses it, and a client whose peer
+    does not listen fails "handshake timed out" after max_attempts timeouts; no connection is
+    opened on either side."""
+    import random as _random
+
+    from metaroce.models.endpoint import Endpoint
+    from metaroce.models.handshake import HandshakeHost
+    fab = _fabric()
+    eps = [HandshakeHost(Endpoint(h.addr, mtu=1024, line_rate_bps=100e9, base_rtt=4e-6), auth=a,
+                         listen=listen, timeout=10e-6, max_attempts=3, rng=_random.Random(i))
+           for i, (h, a, listen) in enumerate(zip(fab.hosts, (True, False, True, True),
+                                                  (True, True, True, False)))]
+    for h, ep in zip(fab.hosts, eps):
+        h.ep = ep
+    eps[0].connect(fab.hosts[1].addr, paths=2)        # auth on -> auth off: rejected
+    eps[2].connect(fab.hosts[3].addr, paths=2)        # nobody listens on host 3
+    for h in fab.hosts:
+        h.kick()
+    fab.sim.run(until=1e-3)
+    (t0, peer0, e0), = eps[0].failed
+    assert peer0 == fab.hosts[1].addr and e0.reason == RejectReason.AUTH_MISMATCH and t0 < 10e-6
+    (t2, peer2, e2), = eps[2].failed
+    assert e2.reason is None and "timed out" in str(e2) and 3 * 10e-6 <= t2 < 4 * 10e-6
+    assert eps[1].server.rejects["auth_mismatch"] == 1
+    assert all(not ep.connected and not ep.ep._conns for ep in eps)
+
+
+def test_seeded_handshake_is_reproducible():
+    """MR-CONN-108: with a seeded generator, a simulation's QPNs, initial PSNs and nonces repeat
+    from run to run (the X25519 keys do not, and need not)."""
+    import random as _random
+    a = Client(Config(), rng=_random.Random(7))
+    b = Client(Config(), rng=_random.Random(7))
+    assert (a.qpn, a.psn, a.nonce) == (b.qpn, b.psn, b.nonce)
+    s1, s2 = Server(Config(), rng=_random.Random(9)), Server(Config(), rng=_random.Random(9))
+    h1 = s1.receive(w(a.start(0.0)), 0.0).mrch
+    h2 = s2.receive(w(b.start(0.0)), 0.0).mrch
+    assert (h1.src_qpn, h1.init_psn, h1.nonce) == (h2.src_qpn, h2.init_psn, h2.nonce)

@@ -48,6 +48,7 @@ class Attacker:
         self.lb = None
         self.old = old or []            # frames captured from an older session
         self.captured = []              # frames of this session (for replays)
+        self.high = {}                  # path -> one past the newest PSN seen sent
         self.wrong = SecureChannel(os.urandom(32), 0, PATHS)
         self.wrong_b = SecureChannel(os.urandom(32), 1, PATHS)
 
@@ -65,6 +66,11 @@ class Attacker:
             return False
         if direction == 0 and inner.mrdh is not None:       # data, a -> b
             o = inner
+            self.high[o.mrdh.path] = (o.bth.psn + 1) & 0xFFFFFF
+            if k == "extend_ack" and f.bth.opcode != Op.MR_SEC and self.rng.random() < 0.1:
+                # On path it also drops, where its forgeries can work (dropping alone is not
+                # defended in any mode, MR-SEC-103): the extended ACKs cover the holes.
+                return True
             if k == "forged_ack":
                 # Alternately: acknowledge exactly what was sent (before it arrives), and claim
                 # PSNs not yet sent (the endpoint's MR-ERR-010 check drops that one).
@@ -88,6 +94,14 @@ class Attacker:
         if direction == 1 and inner.mrah is not None:       # ACK, b -> a
             if k == "forged_hint":
                 self.inject(0, self.spoof(make(Op.MR_ACK, mrah=replace(inner.mrah, rate_mbps=1)), QA, B, A))
+            elif k == "extend_ack" and inner.mrah.path in self.high:
+                # A copy of the real ACK (its trigger and proof of receipt) that acknowledges
+                # everything sent on the path, delivered before the real one.
+                g = copy.deepcopy(inner)
+                g.mrah = replace(g.mrah, cum_psn=self.high[inner.mrah.path], sack=0)
+                g.bth = replace(g.bth, opcode=Op.MR_ACK)
+                g.mrsec = None
+                self.inject(0, g, 5e-8)
             elif k == "forged_ece":
                 self.inject(0, self.spoof(make(Op.MR_ACK, mrah=replace(inner.mrah, flags=MrahFlag.ECE,
                                                                        ce_count=0xFFFF)), QA, B, A))
@@ -148,15 +162,17 @@ class Attacker:
 
 
 def session(auth, attacker=None, seed=1):
-    """One write of N bytes from a to b; returns (src, dst, canary, lb, hosts)."""
+    """One write of N bytes from a to b; returns (src, dst, canary, lb, hosts). Without
+    authentication the connection has a receipt key, as the handshake gives it (MR-SEC-153)."""
     kw = dict(mtu=MTU, line_rate_bps=100e9, base_rtt=4e-6)
     # MR-CONN-107, MR-SEC-152: every session has its own random initial PSNs (as the handshake
     # draws them) and R_Keys; drawn from the seed so that the run is reproducible.
     rng = random.Random(seed)
     a, b = Endpoint(A, rng=rng, **kw), Endpoint(B, rng=rng, **kw)
     psn_a, psn_b = rng.getrandbits(24), rng.getrandbits(24)
-    ca = a.connect(QA, B, QB, paths=PATHS, init_psn=psn_a, peer_init_psn=psn_b)
-    b.connect(QB, A, QA, paths=PATHS, init_psn=psn_b, peer_init_psn=psn_a)
+    key = None if auth else rng.randbytes(16)
+    ca = a.connect(QA, B, QB, paths=PATHS, init_psn=psn_a, peer_init_psn=psn_b, receipt_key=key)
+    b.connect(QB, A, QA, paths=PATHS, init_psn=psn_b, peer_init_psn=psn_a, receipt_key=key)
     src = bytearray(random.Random(seed).randbytes(N))
     dst = bytearray(N)
     canary = bytearray(b"\xA5" * 8192)          # a registered region nobody writes to
@@ -196,8 +212,8 @@ def old_session(auth):
     return rec.captured
 
 
-ATTACKS = ["forged_ack", "forged_nak", "forged_hint", "forged_ece", "in_window", "oob_write",
-           "replay_session", "replay_this", "wrong_keys", "flood"]
+ATTACKS = ["forged_ack", "extend_ack", "forged_nak", "forged_hint", "forged_ece", "in_window",
+           "oob_write", "replay_session", "replay_this", "wrong_keys", "flood"]
 
 _BASE = {}
 
@@ -235,14 +251,18 @@ def test_authenticated_transfer_survives(kind):
     assert ratio >= 0.8, ratio
 
 
-# With authentication off (the RoCEv2-compatible mode), what the current endpoint cannot stop.
-# Each is an on-path attack that no receive-side check can tell from real traffic; the endpoint
-# changes that make it blind-attack hard are MR-CONN-107 and MR-SEC-152. Replaying an older
-# session is stopped by them: its PSNs and R_Keys are not the new session's.
+# With authentication off (the RoCEv2-compatible mode), what the endpoint cannot stop: an
+# on-path attack that no receive-side check can tell from real traffic. The proof of receipt
+# (MR-SEC-153..156) refuses ACKs forged for PSNs that have not arrived ("forged_ack": their
+# proof cannot be computed without the receipt key), but a copy of a real ACK, with its real
+# proof, extended to acknowledge more and delivered first is taken (MR-SEC-156). Replaying an
+# older session is stopped by MR-CONN-107 and MR-SEC-152: its PSNs and R_Keys are not the new
+# session's.
 _OFF_XFAIL = {
-    "forged_ack": "Connection._on_ack takes an ACK for a PSN that was sent but has not arrived "
-                  "(sack_resolve only refuses PSNs never sent, MR-ERR-010): the write completes "
-                  "SUCCESS before its bytes are placed; only authentication stops it (MR-SEC-103)",
+    "extend_ack": "an on-path attacker copies a real ACK (trigger and proof of receipt) with its "
+                  "cum_psn moved past every PSN sent and delivers it before the real one: the "
+                  "write completes SUCCESS before its bytes are placed; only authentication stops "
+                  "it (MR-SEC-103, MR-SEC-156)",
 }
 
 

@@ -247,8 +247,10 @@ def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, prog
         session, client = handshake(host, rx, hs.Config(paths=paths, mtu=mtu, auth=auth, encrypt=encrypt, psk=psk),
                                     deadline)
         # MR-CONN-107: the handshake's random QPNs and initial PSNs
+        # MR-SEC-153: an unauthenticated MetaRoCE connection proves receipt in its ACKs and NAKs
+        proof = {"receipt_key": session.receipt_key()} if cfg.get("kind", "metaroce") == "metaroce" and not auth else {}
         conn = ep.connect(session.local_qpn, LOOPBACK, session.peer_qpn, paths=session.paths,
-                          init_psn=session.local_psn, peer_init_psn=session.peer_psn)
+                          init_psn=session.local_psn, peer_init_psn=session.peer_psn, **proof)
         if auth:
             host.guard = AuthenticatedHost(ep, {session.local_qpn: (session.peer_qpn, session.channel())})
         t0 = time.monotonic()

@@ -51,7 +51,7 @@ local carries_payload = { [0xC0] = true, [0xC1] = true, [0xC2] = true, [0xC3] = 
 local nak_reasons = {
   [0x01] = "PSN outside window", [0x02] = "invalid request", [0x03] = "remote access",
   [0x04] = "bounds", [0x05] = "RNR (no receive posted)", [0x06] = "no such connection",
-  [0x07] = "length inconsistent", [0x08] = "stream out of range",
+  [0x07] = "length inconsistent", [0x08] = "stream out of range", [0x09] = "message aborted",
 }
 local reject_reasons = {
   [0x01] = "bad version", [0x02] = "bad parameters", [0x03] = "no resources",
