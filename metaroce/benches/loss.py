@@ -56,6 +56,9 @@ def add_arguments(p):
     p.add_argument("--directions", default="data,both", help="data, both (and ack)")
     p.add_argument("--patterns", default="iid,bursty")
     p.add_argument("--until-us", type=float, default=50000.0, help="simulated time limit per run")
+    p.add_argument("--quick", action="store_true",
+                   help="a small run for tests: 512Ki, 2 seeds, loss 0 and 5%% on both directions, "
+                        "i.i.d. and bursty, both topologies")
 
 
 def _scenario_dir():
@@ -134,6 +137,9 @@ def _mean(xs):
 
 def run(args, ui):
     from metaroce.cli import CliError
+    if args.quick:
+        args.bytes, args.seeds, args.losses = "512Ki", 2, "0.05"
+        args.directions, args.patterns = "both", "iid,bursty"
     try:
         nbytes = parse_size(args.bytes)
         if args.losses is not None:
