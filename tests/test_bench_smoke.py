@@ -65,12 +65,18 @@ def test_bench_incast_smoke(capsys):
 
 
 def test_bench_failover_smoke(capsys):
-    obj = _bench(capsys, "failover", "--bytes", "6Mi", "--fail-at", "8", "--protocols", "metaroce")
-    rows = {r["scenario"]: r for r in obj["rows"]}
-    assert set(rows) == {"path", "plane"}
-    for r in rows.values():
-        assert {"recover_rtts", "during_gbps", "before_gbps", "goodput_gbps", "delivered_ok"} <= set(r)
-        assert r["delivered_ok"] is True and r["before_gbps"] > 0
+    obj = _bench(capsys, "failover", "--bytes", "6Mi", "--fail-at", "8", "--protocols", "metaroce,rocev2-adaptive")
+    rows = {(r["protocol"], r["scenario"]): r for r in obj["rows"]}
+    assert {s for _, s in rows} == {"path", "path_reconverge", "plane"}
+    for (proto, scen), r in rows.items():
+        assert {"recover_rtts", "during_gbps", "before_gbps", "goodput_gbps", "status", "delivered_ok"} <= set(r)
+        assert r["before_gbps"] > 0
+        if proto == "metaroce":
+            assert r["delivered_ok"] is True and r["recover_rtts"] is not None
+    # a single-path QP gets through a dead uplink only when the switches reconverge
+    assert rows[("rocev2-adaptive", "path_reconverge")]["delivered_ok"] is True
+    assert rows[("rocev2-adaptive", "path")]["status"] == "error:retry_exc_err"
+    assert obj["params"]["protocols"]["rocev2-adaptive"]["adaptive_rto"] is True
 
 
 def test_bench_scale_smoke(capsys, tmp_path):

@@ -66,22 +66,30 @@ def _scenario_dir():
     return pathlib.Path(metaroce.__file__).parent / "scenarios"
 
 
-def _load(name):
+def load_shipped(name):
+    """The shipped scenario ``name`` as the TOML dict (to be changed, then run)."""
     import tomllib
     return tomllib.loads((_scenario_dir() / f"{name}.toml").read_text())
 
 
+def deployed_fabric(sc):
+    """Give scenario ``sc`` the deployed RoCE fabric: the [buffer], [ecn] and [pfc] tables of the
+    shipped ``pfc_dcqcn_incast`` (PFC on, RED marking with DCQCN's parameters, MR-GBN-043)."""
+    dep = load_shipped(DEPLOYED_FABRIC)
+    for key in ("buffer", "ecn", "pfc"):
+        sc[key] = copy.deepcopy(dep[key])
+    return sc
+
+
 def build(job):
     """The scenario dict of one run (shipped file + the point's overrides)."""
-    sc = _load(TOPOLOGIES[job["topology"]])
+    sc = load_shipped(TOPOLOGIES[job["topology"]])
     sc["seed"] = job["seed"]
     sc["until_us"] = job["until_us"]
     sc["protocol"] = {"name": job["protocol"]}
     sc["flows"][0]["size"] = job["nbytes"]
     if job["protocol"] == "rocev2-dcqcn":
-        dep = _load(DEPLOYED_FABRIC)
-        for key in ("buffer", "ecn", "pfc"):
-            sc[key] = copy.deepcopy(dep[key])
+        deployed_fabric(sc)
     loss = job["loss"]
     if not loss:
         sc["faults"] = []
