@@ -50,4 +50,4 @@ def accepted_params(name):
                 if p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and k not in ("self", "addr"))}
         if not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
             break
-    return out - set(fixed)
+    return out - set(fixed) - set(getattr(cls, "UNUSED_PARAMS", ()))

@@ -277,6 +277,8 @@ class IrnEndpoint(RoceEndpoint):
     """
 
     NAME = "irn"
+    #: RoceEndpoint arguments IRN does not use (its timeout is MR-GBN-054's).
+    UNUSED_PARAMS = ("adaptive_rto", "rto_min", "rto_initial", "timeout_exp")
     QP_CLASS = _IrnQp
     CONNECTION_CLASS = IrnConnection
 

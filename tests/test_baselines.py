@@ -62,6 +62,7 @@ def test_registry_names_and_params():
     assert "adaptive_rto" not in accepted_params("rocev2-adaptive")        # fixed by the name
     assert {"g", "rate_ai", "cnp_interval", "window_bdp"} <= accepted_params("rocev2-dcqcn")
     assert {"rto_low", "rto_high", "rx_window", "retry_cnt"} <= accepted_params("irn")
+    assert not {"adaptive_rto", "timeout_exp"} & accepted_params("irn")     # IRN has its own timeout
     names = {make_endpoint(p, A).params()["protocol"] for p in BASELINES}
     assert names == {"rocev2-rc-gbn", "rocev2-rc-gbn-adaptive-rto", "rocev2-rc-gbn-dcqcn",
                      "irn-selective-repeat"}
