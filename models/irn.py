@@ -18,14 +18,17 @@ What is modelled, on top of :mod:`metaroce.models.rocev2` (RC opcodes, one path 
   else ``rto_high`` (320 us); on expiry every outstanding packet not SACKed is resent.
 - No PFC and no congestion control beyond BDP-FC (IRN's "without explicit CC" setting).
 
-READ and atomics are not modelled for IRN (posting one is a ValueError).
+READ and atomics recover as in RC (MR-GBN-055): the responder executes a request only at its
+expected PSN, read responses are accepted in order (a gap re-issues the READ, MR-GBN-022), and a
+lost request is resent like a lost packet.
 """
 from __future__ import annotations
 
 from . import protocol as P
+from .codec import BTH, IP, RETH, UDP, AtomicETH, Eth, Frame
 from .endpoint import Completion, Status, WcOpcode
 from .rocev2 import (_ATOMIC_OPS, _IMMS, _LASTS, _SEND_SET, _WRITE_SET, AETH_ACK, AETH_NAK_ACCESS,
-                     AETH_NAK_INV, AETH_NAK_SEQ, AETH_RNR, RoceConnection, RoceEndpoint, _Qp)
+                     AETH_NAK_INV, AETH_NAK_SEQ, AETH_RNR, RoceEndpoint, _Qp)
 from .wire import Op
 
 
@@ -61,7 +64,8 @@ class _IrnQp(_Qp):
         return ep.rto_low if P.psn_dist(self.una, self.max_psn) <= ep.rto_low_pkts else ep.rto_high
 
     def _next_lost(self):
-        """MR-GBN-052: the next PSN below the highest SACKed one that is not SACKed."""
+        """MR-GBN-052: the next PSN below the highest SACKed one that is not SACKed; the PSNs
+        of a READ's responses are not the requester's to resend (MR-GBN-055)."""
         hi = self.high_sack
         if hi is None:
             return None
@@ -70,11 +74,29 @@ class _IrnQp(_Qp):
             p = self.una
         while P.psn_dist(p, hi) > 0:
             if p not in self.sacked:
+                w, k = self._locate_wr(p)
+                if w is not None and w.read and k:
+                    p = (w.start + w.npkts) & P.PSN_MASK
+                    continue
                 self.rtx_next = (p + 1) & P.PSN_MASK
                 return p
             p = (p + 1) & P.PSN_MASK
         self.rtx_next = p
         return None
+
+    def _resend_request(self, w):
+        """MR-GBN-055: a lost READ REQUEST (for the responses not yet placed) or atomic, again."""
+        ep = self.ep
+        ip, udp = IP(src=ep.addr, dst=self.peer_addr, ecn=2), UDP(sport=self.entropy)
+        if w.read:
+            off = w.got * ep.mtu
+            return Frame(eth=Eth(), ip=ip, udp=udp,
+                         bth=BTH(opcode=Op.RC_READ_REQUEST, dest_qp=self.peer_qpn, ack_req=1,
+                                 psn=(w.start + w.got) & P.PSN_MASK),
+                         reth=RETH(w.va + off, w.rkey, w.length - off))
+        return Frame(eth=Eth(), ip=ip, udp=udp,
+                     bth=BTH(opcode=w.atomic, dest_qp=self.peer_qpn, ack_req=1, psn=w.start),
+                     atomiceth=AtomicETH(w.va, w.rkey, w.swap, w.compare))
 
     def _locate_wr(self, psn):
         for w in self.sq:
@@ -87,7 +109,7 @@ class _IrnQp(_Qp):
 
     def next_frame(self, now):
         ep = self.ep
-        if not self.rsp and not self.error and now >= self.rnr_until:
+        if not self.rsp and not self.after_rsp and not self.error and now >= self.rnr_until:
             while True:
                 psn = self._next_lost()
                 if psn is None:
@@ -95,10 +117,13 @@ class _IrnQp(_Qp):
                 w, i = self._locate_wr(psn)
                 if w is None:
                     continue
-                saved = self.since_req
-                self.since_req = ep.ack_req_every        # a resend always asks for an ACK
-                f = self._data_frame(w, i, psn)
-                self.since_req = saved
+                if w.read or w.atomic is not None:
+                    f = self._resend_request(w)
+                else:
+                    saved = self.since_req
+                    self.since_req = ep.ack_req_every    # a resend always asks for an ACK
+                    f = self._data_frame(w, i, psn)
+                    self.since_req = saved
                 ep.stats["retransmitted"] += 1
                 ep.stats["packets_sent"] += 1
                 ep.stats["data_packets_sent"] += 1
@@ -155,8 +180,14 @@ class _IrnQp(_Qp):
     def on_data(self, f, now):
         op = f.bth.opcode
         if op == Op.RC_READ_REQUEST or op in _ATOMIC_OPS:
-            self.ep._drop("invalid_request")
-            self.ep._send_aeth(self, AETH_NAK_INV, self.epsn, f)
+            # MR-GBN-055: executed at the expected PSN only, as in RC; ahead of it, dropped
+            # (not SACKed: the requester resends it as lost)
+            if P.psn_dist(self.epsn, f.bth.psn) > 0:
+                self.ep._drop("out_of_sequence")
+                return
+            super().on_data(f, now)
+            if self._drain():
+                self.ep._send_aeth(self, AETH_ACK, (self.epsn - 1) & P.PSN_MASK, f)
             return
         ep = self.ep
         st = ep.stats
@@ -190,18 +221,21 @@ class _IrnQp(_Qp):
             return
         self._in_order(r)
         self.epsn = (psn + 1) & P.PSN_MASK
+        if self._drain() or f.bth.ack_req:
+            ep._send_aeth(self, AETH_ACK, (self.epsn - 1) & P.PSN_MASK, f)
+
+    def _drain(self):
+        """Apply the in-order effects of packets placed ahead, up to the next gap."""
         filled = False
         while self.epsn in self.rx_seen:
             self._in_order(self.rx_seen.pop(self.epsn))
             self.epsn = (self.epsn + 1) & P.PSN_MASK
             filled = True
-        if f.bth.ack_req or filled:
-            ep._send_aeth(self, AETH_ACK, (self.epsn - 1) & P.PSN_MASK, f)
+        return filled
 
     def _nack(self, psn, f):
         ep = self.ep
-        ep._send_aeth(self, AETH_NAK_SEQ, self.epsn, f)
-        ep._ctrl[-1].irn_sack = psn
+        ep._send_aeth(self, AETH_NAK_SEQ, self.epsn, f).irn_sack = psn
 
     def _place_any(self, f):
         """MR-GBN-050: place one packet wherever it falls; returns its in-order effect
@@ -255,14 +289,6 @@ class _IrnQp(_Qp):
         ep.stats["completions"] += 1
 
 
-class IrnConnection(RoceConnection):
-    def post_read(self, *args, **kw):
-        raise ValueError("the IRN baseline does not model READ")
-
-    def post_atomic(self, *args, **kw):
-        raise ValueError("the IRN baseline does not model atomics")
-
-
 class IrnEndpoint(RoceEndpoint):
     """IRN-style selective-repeat RoCE (MR-GBN-050..055); the RoCEv2 endpoint's interface.
 
@@ -280,7 +306,6 @@ class IrnEndpoint(RoceEndpoint):
     #: RoceEndpoint arguments IRN does not use (its timeout is MR-GBN-054's).
     UNUSED_PARAMS = ("adaptive_rto", "rto_min", "rto_initial", "timeout_exp")
     QP_CLASS = _IrnQp
-    CONNECTION_CLASS = IrnConnection
 
     def __init__(self, addr="10.0.0.1", *, rto_low=100e-6, rto_high=320e-6, rto_low_pkts=3,
                  window_bdp=1.0, ack_req_every=1, rx_window=None, **config):
@@ -306,4 +331,4 @@ class IrnEndpoint(RoceEndpoint):
         return out
 
 
-__all__ = ["IrnEndpoint", "IrnConnection"]
+__all__ = ["IrnEndpoint"]

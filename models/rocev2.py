@@ -108,6 +108,7 @@ class _Qp:
         self.rq = deque()
         # READ responses: [data, first PSN, packets to send, next, packets, re-issued] (MR-GBN-021)
         self.rsp = deque()
+        self.after_rsp = deque()    # MR-GBN-025: ACKs/NAKs held behind queued READ responses
         # MR-GBN-024: (PSN, original value) of the last max_rd_atomic atomics executed
         self.atomic_saved = deque(maxlen=ep.max_rd_atomic)
 
@@ -132,6 +133,9 @@ class _Qp:
         ep = self.ep
         if self.rsp:
             return self._next_resp()
+        if self.after_rsp:                  # MR-GBN-025
+            ep.stats["packets_sent"] += 1
+            return self.after_rsp.popleft()
         if self.error or now < self.rnr_until:
             return None
         if self.cur >= len(self.sq):
@@ -891,24 +895,34 @@ class RoceEndpoint(VerbsHost):
         self._cq.append(Completion(w.wr_id, w.status, op, w.length, qp.conn.local_id, qp.stream, None))
         self.stats["completions"] += 1
 
+    def _respond(self, qp, frame):
+        """MR-GBN-025: a responder's ACKs, NAKs and ATOMIC ACKs leave after the READ responses
+        it queued before them (each implies the acknowledgement of every PSN before its own)."""
+        if qp.rsp:
+            qp.after_rsp.append(frame)
+            self._make_ready(qp)
+        else:
+            self._ctrl.append(frame)
+        return frame
+
     def _send_atomic_ack(self, qp, psn, orig, f):
         """MR-GBN-023: ATOMIC ACKNOWLEDGE (0x12): AETH and AtomicAckETH with the original value."""
-        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
-                                udp=UDP(sport=f.udp.sport),
-                                bth=BTH(opcode=Op.RC_ATOMIC_ACK, dest_qp=qp.peer_qpn, psn=psn),
-                                aeth=AETH(AETH_ACK, qp.msn), atomicack=AtomicAck(orig)))
         self.stats["acks_sent"] += 1
+        return self._respond(qp, Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
+                                       udp=UDP(sport=f.udp.sport),
+                                       bth=BTH(opcode=Op.RC_ATOMIC_ACK, dest_qp=qp.peer_qpn, psn=psn),
+                                       aeth=AETH(AETH_ACK, qp.msn), atomicack=AtomicAck(orig)))
 
     def _send_aeth(self, qp, syndrome, psn, f):
         """MR-GBN-003: ACK/NAK with AETH (syndrome, MSN); BTH PSN is the PSN acknowledged/expected."""
-        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
-                                udp=UDP(sport=f.udp.sport),
-                                bth=BTH(opcode=Op.RC_ACK, dest_qp=qp.peer_qpn, psn=psn),
-                                aeth=AETH(syndrome, qp.msn)))
         if syndrome >> 5:
             self.stats["naks_sent"] += 1
         else:
             self.stats["acks_sent"] += 1
+        return self._respond(qp, Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
+                                       udp=UDP(sport=f.udp.sport),
+                                       bth=BTH(opcode=Op.RC_ACK, dest_qp=qp.peer_qpn, psn=psn),
+                                       aeth=AETH(syndrome, qp.msn)))
 
 
 __all__ = ["RoceEndpoint", "RoceConnection"]

@@ -253,14 +253,39 @@ def test_irn_sends_out_of_order_complete_in_order():
     assert a.stats["retransmitted"] == 1
 
 
-def test_irn_read_not_modelled():
-    """MR-GBN-055: READ and atomics are refused when posted."""
+@pytest.mark.parametrize("loss", [0.0, 0.02, 0.1])
+def test_irn_read_write_atomics_under_loss(loss):
+    """MR-GBN-055: READs, WRITEs and atomics mixed on one IRN QP under loss of data and ACKs:
+    every READ returns the remote bytes, every WRITE lands, each atomic runs exactly once."""
     a, b, ca, cb = pair(IrnEndpoint)
-    k = a.reg_mr(bytearray(64))
-    with pytest.raises(ValueError, match="READ"):
-        ca.post_read(0, k, 0, 8, 0, 1, wr_id=1)
-    with pytest.raises(ValueError, match="atomics"):
-        ca.post_atomic(0, "fetch_add", k, 0, 0, 1, wr_id=2, add=1)
+    rng = random.Random(7)
+    remote = bytearray(rng.randbytes(80 * MTU))     # READs from [0, 64), WRITEs to [64, 80)
+    counter = bytearray(8)
+    rk, ck = b.reg_mr(remote), b.reg_mr(counter)
+    local = bytearray(64 * MTU)
+    src = bytearray(rng.randbytes(16 * MTU))
+    res = bytearray(8 * 6)
+    lk, sk, resk = a.reg_mr(local), a.reg_mr(src), a.reg_mr(res)
+    for i in range(4):
+        ca.post_read(0, lk, i * 16 * MTU, 16 * MTU - 3 * i, i * 16 * MTU, rk, wr_id=10 + i)
+        ca.post_write(0, sk, i * 4 * MTU, 4 * MTU, 64 * MTU + i * 4 * MTU, rk, wr_id=20 + i)
+    for i in range(6):
+        ca.post_atomic(0, "fetch_add", resk, 8 * i, 0, ck, wr_id=30 + i, add=1)
+    before = bytes(remote)
+    lb = Loopback(a, b, faults=LoopFaults(loss=loss, ctrl_loss=loss), seed=5, delay=1.5e-6)
+    lb.run(until=1.0)
+    comps = {c.wr_id: c for c in lb.completions[0]}
+    assert set(comps) == {10, 11, 12, 13, 20, 21, 22, 23, 30, 31, 32, 33, 34, 35}
+    assert all(c.status == Status.SUCCESS for c in comps.values())
+    for i in range(4):
+        n = 16 * MTU - 3 * i
+        assert bytes(local[i * 16 * MTU:i * 16 * MTU + n]) == before[i * 16 * MTU:i * 16 * MTU + n]
+        assert not any(local[i * 16 * MTU + n:(i + 1) * 16 * MTU])     # nothing past the READ
+    assert bytes(remote[64 * MTU:80 * MTU]) == bytes(src)
+    assert int.from_bytes(counter, "little") == 6 and b.stats["atomics_executed"] == 6
+    assert sorted(int.from_bytes(res[8 * i:8 * i + 8], "little") for i in range(6)) == list(range(6))
+    if loss:
+        assert a.stats["retransmitted"] > 0
 
 
 @pytest.mark.parametrize("proto", BASELINES)
@@ -274,3 +299,24 @@ def test_every_baseline_runs_a_loss_scenario(proto):
     res = run_scenario(build(job))
     assert res["delivered_ok"] and res["protocol"]["name"] == proto
     assert res["flows"][0]["retransmits"] > 0 and res["protocol"]["params"]["mtu"] == 4096
+
+
+@pytest.mark.parametrize("cls", [RoceEndpoint, IrnEndpoint])
+def test_acks_leave_after_queued_read_responses(cls):
+    """MR-GBN-025: READs and WRITEs interleaved without loss: the responder's ACKs never overtake
+    its READ responses, so nothing is re-issued or resent."""
+    a, b, ca, cb = pair(cls, ack_req_every=1)         # an ACK for every WRITE packet
+    remote = bytearray(random.Random(3).randbytes(32 * MTU))
+    rk = b.reg_mr(remote)
+    local, src = bytearray(32 * MTU), bytearray(random.Random(4).randbytes(32 * MTU))
+    lk, sk = a.reg_mr(local), a.reg_mr(src)
+    dst = bytearray(32 * MTU)
+    dk = b.reg_mr(dst)
+    for i in range(4):
+        ca.post_read(0, lk, i * 8 * MTU, 8 * MTU, i * 8 * MTU, rk, wr_id=i)
+        ca.post_write(0, sk, i * 8 * MTU, 8 * MTU, i * 8 * MTU, dk, wr_id=10 + i)
+    lb = Loopback(a, b, delay=1.5e-6)
+    lb.run(until=1.0)
+    assert local == remote and dst == src and len(lb.completions[0]) == 8
+    assert a.stats["retransmitted"] == 0 and a.stats["read_reissued"] == 0
+    assert a.stats["drop_duplicate_read_response"] == 0
