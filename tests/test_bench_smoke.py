@@ -10,7 +10,8 @@ from metaroce.cli import main
 
 LOSS_FIELDS = {"protocol", "topology", "link_gbps", "rtt_us", "loss", "direction", "pattern", "seeds",
                "goodput_gbps", "goodput_min", "goodput_max", "goodput_vs_limit", "goodput_vs_lossless",
-               "retransmitted", "spurious_retransmits", "timeouts", "complete", "delivered_ok"}
+               "retransmitted", "spurious_retransmits", "timeouts", "sender_busy", "frames_per_packet",
+               "complete", "delivered_ok"}
 
 
 def _bench(capsys, *args):
@@ -37,8 +38,10 @@ def test_bench_loss_smoke(capsys):
         assert r["delivered_ok"] is True and r["seeds"] == 2 and r["complete"] == 2
         assert 0 < r["goodput_min"] <= r["goodput_gbps"] <= r["goodput_max"]
         assert abs(r["goodput_vs_limit"] - r["goodput_gbps"] / limit) < 1e-4     # JSON rounds
+        assert 0 < r["sender_busy"] <= 1.0 and r["frames_per_packet"] >= 1.0
         if r["loss"] == 0:
             assert r["goodput_vs_lossless"] == 1.0 and r["retransmitted"] == 0
+            assert r["frames_per_packet"] == 1.0
         elif r["topology"] == "single":
             assert r["retransmitted"] > 0
     assert set(obj["params"]["protocols"]) == protos

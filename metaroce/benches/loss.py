@@ -17,7 +17,10 @@ Rows (one per protocol and point, over its seeds): ``protocol``, ``topology``, `
 receiver by ``until_us``), ``goodput_min``, ``goodput_max``, ``goodput_vs_limit`` (mean over
 the link's payload limit, 389.2 Gb/s at 400 Gb/s and 4 KiB MTU), ``goodput_vs_lossless``
 (against the same protocol's mean at loss 0 on the same topology), ``retransmitted``,
-``spurious_retransmits``, ``timeouts`` (means), ``complete`` (seeds that completed),
+``spurious_retransmits``, ``timeouts`` (means), ``sender_busy`` (time the sender's link was
+sending over the FCT) and ``frames_per_packet`` (data frames sent over the write's packets):
+``goodput_vs_limit`` is about ``sender_busy / frames_per_packet``, so they tell where goodput goes
+(idle time or resends); ``complete`` (seeds that completed),
 ``delivered_ok`` (every seed completed with the receiver's memory equal to the source and every
 completion exactly once), ``wall_s``.
 """
@@ -106,6 +109,7 @@ def build(job):
 
 
 def one_run(job):
+    from metaroce.sim.fabric import FRAME_OVERHEAD
     from metaroce.sim.scenario import run_scenario
 
     sc = build(job)
@@ -117,7 +121,14 @@ def one_run(job):
     if fl["fct_s"] is None:                 # incomplete: bytes placed by the time limit
         good = recv.stats.get("bytes_placed", 0) * 8 / res["sim_time_s"] / 1e9
     host = res["hosts"].get("h0", {})
+    # where the goodput goes: the sender's link busy over the run, and frames per packet
+    fab = hold["fab"]
+    span = fl["fct_s"] if fl["fct_s"] is not None else res["sim_time_s"]
+    busy = sum((ln.stats["bytes"] + ln.stats["frames"] * FRAME_OVERHEAD) * 8 / ln.rate
+               for name, ln in fab.links.items() if name.startswith("h0>"))
+    min_frames = max(1, -(-job["nbytes"] // recv.mtu))
     return {"protocol": job["protocol"], "topology": job["topology"], "loss": job["loss"],
+            "sender_busy": busy / span if span else 0.0, "frames_per_packet": fl["data_frames"] / min_frames,
             "direction": job["direction"], "pattern": job["pattern"], "seed": job["seed"],
             "goodput_gbps": good, "complete": fl["fct_s"] is not None,
             "delivered_ok": bool(res["delivered_ok"] and res["all_done"]),
@@ -198,6 +209,8 @@ def run(args, ui):
                          "retransmitted": _mean([r["retransmitted"] for r in rs]),
                          "spurious_retransmits": _mean([r["spurious_retransmits"] for r in rs]),
                          "timeouts": _mean([r["timeouts"] for r in rs]),
+                         "sender_busy": _mean([r["sender_busy"] for r in rs]),
+                         "frames_per_packet": _mean([r["frames_per_packet"] for r in rs]),
                          "complete": sum(r["complete"] for r in rs),
                          "delivered_ok": all(r["delivered_ok"] for r in rs),
                          "wall_s": round(sum(r["wall_s"] for r in rs), 2)})
@@ -257,7 +270,8 @@ def run(args, ui):
             "title": f"bench loss: one {nbytes} B write, {args.seeds} seeds per point (mean, min, max)",
             "columns": ["protocol", "topology", "loss", "direction", "pattern", "seeds", "goodput_gbps",
                         "goodput_min", "goodput_max", "goodput_vs_limit", "goodput_vs_lossless",
-                        "retransmitted", "timeouts", "complete", "delivered_ok", "wall_s"],
+                        "retransmitted", "timeouts", "sender_busy", "frames_per_packet", "complete",
+                        "delivered_ok", "wall_s"],
             "params": {"workload": {"bytes": nbytes, "mtu": 4096, "scenarios": dict(TOPOLOGIES),
                                     "rocev2_dcqcn_fabric": f"buffer, ecn and pfc tables of {DEPLOYED_FABRIC}",
                                     "bursty": f"Gilbert-Elliott p_bg={BURST_P_BG}, loss_bad=1, p_gb from the mean loss",
