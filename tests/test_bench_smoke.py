@@ -108,7 +108,7 @@ def test_bench_table_and_errors(capsys):
     rc = main(["bench", "loss", "--bytes", "256Ki", "--losses", "0", "--seeds", "1", "--topologies", "single",
                "--protocols", "metaroce", "--no-plot", "--jobs", "1"])
     out = capsys.readouterr().out
-    assert rc == 0 and "goodput_gbps" in out and "metaroce" in out
+    assert rc == 0 and "goodput" in out and "metaroce" in out      # a wide table: headers may be cut
     assert main(["bench", "loss", "--losses", "2"]) == 2
     assert "--losses" in capsys.readouterr().err
     assert main(["bench"]) == 2
