@@ -54,7 +54,7 @@ _ATOMIC_OPS = frozenset({Op.RC_CMP_SWAP, Op.RC_FETCH_ADD})
 
 class _Wr:
     __slots__ = ("write", "wr_id", "mv", "length", "va", "rkey", "imm", "npkts", "start", "done",
-                 "status", "stream", "read", "got", "rewound", "atomic", "swap", "compare")
+                 "status", "stream", "read", "got", "rewound", "atomic", "swap", "compare", "sseq")
 
     def __init__(self, write, wr_id, mv, length, va, rkey, imm, mtu, stream, read=False):
         self.write, self.wr_id, self.mv, self.length = write, wr_id, mv, length
@@ -69,6 +69,7 @@ class _Wr:
         self.swap = self.compare = 0
         self.got = 0                # READ/atomic: response packets placed, in order
         self.rewound = -1           # READ: the response index a re-issue was made for
+        self.sseq = None            # IRN: the send's number among the QP's sends (models/irn.py)
 
 
 class _Qp:
@@ -94,6 +95,10 @@ class _Qp:
         self.rnr_until = 0.0
         self.error = False
         self.in_ready = False
+        # MR-GBN-030/031: adaptive timeout state (used with adaptive_rto only)
+        self.srtt = self.rttvar = None
+        self.rtt_psn = self.rtt_t = None
+        self.backoff = 0
         # responder
         self.epsn = peer_init_psn
         self.msn = 0
@@ -103,6 +108,7 @@ class _Qp:
         self.rq = deque()
         # READ responses: [data, first PSN, packets to send, next, packets, re-issued] (MR-GBN-021)
         self.rsp = deque()
+        self.after_rsp = deque()    # MR-GBN-025: ACKs/NAKs held behind queued READ responses
         # MR-GBN-024: (PSN, original value) of the last max_rd_atomic atomics executed
         self.atomic_saved = deque(maxlen=ep.max_rd_atomic)
 
@@ -127,6 +133,9 @@ class _Qp:
         ep = self.ep
         if self.rsp:
             return self._next_resp()
+        if self.after_rsp:                  # MR-GBN-025
+            ep.stats["packets_sent"] += 1
+            return self.after_rsp.popleft()
         if self.error or now < self.rnr_until:
             return None
         if self.cur >= len(self.sq):
@@ -141,6 +150,29 @@ class _Qp:
             return self._read_request(w, i, now)
         if w.atomic is not None:
             return self._atomic_request(w, now)
+        psn = self.psn
+        retx = P.psn_dist(psn, self.max_psn) > 0
+        f = self._data_frame(w, i, psn)
+        self.psn = (psn + 1) & P.PSN_MASK
+        if not retx:
+            self.max_psn = self.psn
+            if f.bth.ack_req and self.rtt_psn is None:
+                self.rtt_psn, self.rtt_t = psn, now       # MR-GBN-030: one timed PSN at a time
+        else:
+            ep.stats["retransmitted"] += 1
+        self.cur_pkt += 1
+        if self.cur_pkt >= w.npkts:
+            self.cur += 1
+            self.cur_pkt = 0
+        if self.deadline is None:
+            ep._arm(self, now + self.rto())
+        ep.stats["packets_sent"] += 1
+        ep.stats["data_packets_sent"] += 1
+        return f
+
+    def _data_frame(self, w, i, psn):
+        """Packet ``i`` of WRITE/SEND ``w`` with PSN ``psn`` (MR-GBN-002, AckReq MR-GBN-011)."""
+        ep = self.ep
         off = i * ep.mtu
         n = min(ep.mtu, w.length - off)
         pos = _ONLY if w.npkts == 1 else _FIRST if i == 0 else _LAST if i == w.npkts - 1 else _MIDDLE
@@ -150,26 +182,30 @@ class _Qp:
         ack_req = pos in (_LAST, _ONLY) or self.since_req >= ep.ack_req_every
         if ack_req:
             self.since_req = 0
-        psn = self.psn
-        retx = P.psn_dist(psn, self.max_psn) > 0
-        f = Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=self.entropy),
-                  bth=BTH(opcode=op, dest_qp=self.peer_qpn, ack_req=1 if ack_req else 0, psn=psn),
-                  reth=RETH(w.va, w.rkey, w.length) if w.write and pos in (_FIRST, _ONLY) else None,
-                  imm=w.imm if imm else None, payload=bytes(w.mv[off:off + n]))
-        self.psn = (psn + 1) & P.PSN_MASK
-        if not retx:
-            self.max_psn = self.psn
+        return Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=self.entropy),
+                     bth=BTH(opcode=op, dest_qp=self.peer_qpn, ack_req=1 if ack_req else 0, psn=psn),
+                     reth=RETH(w.va, w.rkey, w.length) if w.write and pos in (_FIRST, _ONLY) else None,
+                     imm=w.imm if imm else None, payload=bytes(w.mv[off:off + n]))
+
+    def rto(self):
+        """The ACK timeout the QP arms now: the IBTA's fixed 4.096 us x 2^t (MR-GBN-006), or
+        the adaptive one (MR-GBN-030/031)."""
+        ep = self.ep
+        if not ep.adaptive_rto:
+            return ep.ack_timeout
+        base = ep.rto_initial if self.srtt is None else max(ep.rto_min, self.srtt + 4 * self.rttvar)
+        return min(ep.ack_timeout, base * (1 << self.backoff))
+
+    def _rtt_sample(self, now):
+        """MR-GBN-030: the timed PSN is acknowledged: one RTT sample (RFC 6298 estimator)."""
+        r = now - self.rtt_t
+        self.rtt_psn = None
+        if self.srtt is None:
+            self.srtt, self.rttvar = r, r / 2
         else:
-            ep.stats["retransmitted"] += 1
-        self.cur_pkt += 1
-        if self.cur_pkt >= w.npkts:
-            self.cur += 1
-            self.cur_pkt = 0
-        if self.deadline is None:
-            ep._arm(self, now + ep.ack_timeout)
-        ep.stats["packets_sent"] += 1
-        ep.stats["data_packets_sent"] += 1
-        return f
+            self.rttvar += (abs(self.srtt - r) - self.rttvar) / 4
+            self.srtt += (r - self.srtt) / 8
+        self.ep.stats["rtt_samples"] += 1
 
     def _request_sent(self, f, now):
         """Bookkeeping after a one-packet request (READ REQUEST, atomic): the work request is
@@ -179,7 +215,7 @@ class _Qp:
         self.cur_pkt = 0
         self.since_req = 0
         if self.deadline is None:
-            ep._arm(self, now + ep.ack_timeout)
+            ep._arm(self, now + self.rto())
         ep.stats["packets_sent"] += 1
         ep.stats["data_packets_sent"] += 1
         return f
@@ -348,6 +384,7 @@ class _Qp:
             if P.psn_dist(self.una, self.max_psn) > 0 and not self._retry(now):
                 return
             self._locate(self.una)
+            self.rtt_psn = None         # Karn: the timed PSN may be sent again
             progress = True
         elif syn >> 5 == 1:
             ep.stats["naks_received"] += 1
@@ -375,8 +412,11 @@ class _Qp:
 
     def _rearm(self, now):
         """After progress: the ACK timer restarts while PSNs are outstanding, else stops."""
+        if self.rtt_psn is not None and P.psn_dist(self.rtt_psn, self.una) > 0:
+            self._rtt_sample(now)
+        self.backoff = 0                # MR-GBN-031: progress ends the backoff
         if P.psn_dist(self.una, self.max_psn) > 0:
-            self.ep._arm(self, now + self.ep.ack_timeout)
+            self.ep._arm(self, now + self.rto())
         else:
             self.deadline = None
 
@@ -408,7 +448,10 @@ class _Qp:
         if not self._retry(now):
             return
         self._locate(self.una)
-        ep._arm(self, now + ep.ack_timeout)
+        self.rtt_psn = None             # Karn: no sample across a resend
+        if ep.adaptive_rto and self.rto() < ep.ack_timeout:
+            self.backoff += 1           # MR-GBN-031: doubles up to the IBTA timeout
+        ep._arm(self, now + self.rto())
         ep._make_ready(self)
 
     # -- responder -----------------------------------------------------------------------------
@@ -626,7 +669,7 @@ class RoceConnection:
 
     def __init__(self, ep, local_id, peer_addr, peer_id, streams, init_psn=0, peer_init_psn=0):
         self.ep, self.local_id, self.peer_addr, self.peer_id = ep, local_id, peer_addr, peer_id
-        self.qps = [_Qp(ep, self, local_id + s, peer_addr, peer_id + s, s, init_psn, peer_init_psn)
+        self.qps = [ep.QP_CLASS(ep, self, local_id + s, peer_addr, peer_id + s, s, init_psn, peer_init_psn)
                     for s in range(streams)]
 
     def _qp(self, stream):
@@ -702,11 +745,22 @@ class RoceEndpoint(VerbsHost):
     - ``rng`` (None): a ``random.Random`` for the R_Keys (MR-SEC-152); None: ``secrets``.
     - ``max_rd_atomic`` (16): atomic results a responder QP keeps for duplicate requests
       (MR-GBN-024).
+    - ``adaptive_rto`` (False): the vendor NICs' short, adaptive ACK timeout instead of the fixed
+      IBTA one (MR-GBN-030, MR-GBN-031): ``max(rto_min, srtt + 4 x rttvar)`` from measured ACK
+      round trips, ``rto_initial`` before the first sample, doubled per timeout without
+      progress, never above the IBTA timeout (``timeout_exp``).
+    - ``rto_min`` (4.096 us x 2^2 = 16.4 us), ``rto_initial`` (4.096 us x 2^3 = 32.8 us).
     """
+
+    #: The protocol name the baseline reports (scenario files and benchmarks).
+    NAME = "rocev2"
+    QP_CLASS = _Qp
+    CONNECTION_CLASS = RoceConnection
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
                  window_bdp=2.0, timeout_exp=8, retry_cnt=7, ack_req_every=16, rnr_delay=10e-6,
-                 rnr_retry=7, seed=0, max_rd_atomic=16, rng=None):
+                 rnr_retry=7, seed=0, max_rd_atomic=16, rng=None, adaptive_rto=False,
+                 rto_min=4.096e-6 * 4, rto_initial=4.096e-6 * 8):
         if mtu not in (256, 512, 1024, 2048, 4096):
             raise ValueError("RoCEv2 path MTU is 256, 512, 1024, 2048 or 4096")
         if not 0 <= timeout_exp <= 31:
@@ -730,15 +784,26 @@ class RoceEndpoint(VerbsHost):
         self.rnr_delay = rnr_delay
         self.rnr_retry = rnr_retry
         self.max_rd_atomic = max_rd_atomic
+        if not 0 < rto_min <= rto_initial:
+            raise ValueError("adaptive timeout needs 0 < rto_min <= rto_initial")
+        self.adaptive_rto = bool(adaptive_rto)
+        self.rto_min, self.rto_initial = float(rto_min), float(rto_initial)
         self.seed = seed
         self._init_host(rng)      # MR-SEC-152: R_Keys from rng (None: secrets)
         self._qps = {}
 
     def params(self):
         """The baseline's parameters, printed with benchmark results (MR-GBN-012)."""
-        return {"protocol": "rocev2-rc-gbn", "mtu": self.mtu, "window_pkts": self.window_pkts,
-                "ack_timeout_us": self.ack_timeout * 1e6, "timeout_exp": self.timeout_exp,
-                "retry_cnt": self.retry_cnt, "ack_req_every": self.ack_req_every, "dcqcn": False}
+        out = {"protocol": "rocev2-rc-gbn", "mtu": self.mtu, "window_pkts": self.window_pkts,
+               "ack_timeout_us": self.ack_timeout * 1e6, "timeout_exp": self.timeout_exp,
+               "retry_cnt": self.retry_cnt, "ack_req_every": self.ack_req_every, "dcqcn": False}
+        if self.adaptive_rto:
+            out.update(protocol="rocev2-rc-gbn-adaptive-rto", adaptive_rto=True,
+                       rto_min_us=self.rto_min * 1e6, rto_initial_us=self.rto_initial * 1e6,
+                       rto="max(rto_min, srtt + 4 rttvar) x 2^timeouts, <= ack_timeout",
+                       models="NVIDIA ConnectX adaptive retransmission (ADP): short initial "
+                              "timeout, doubled per retry, capped by the QP's ack_timeout")
+        return out
 
     def connect(self, local_id, peer_addr, peer_id, *, paths=1, streams=1, init_psn=None, peer_init_psn=None):
         """Connect ``streams`` RC QPs. ``init_psn``/``peer_init_psn``: the QPs' sq_psn and rq_psn
@@ -751,7 +816,7 @@ class RoceEndpoint(VerbsHost):
                 raise ValueError(f"QPN {local_id + s} already in use")
         if local_id + streams > 1 << 24 or peer_id + streams > 1 << 24:
             raise ValueError("QPNs are 24-bit")
-        c = RoceConnection(self, local_id, peer_addr, peer_id, streams, init_psn or 0, peer_init_psn or 0)
+        c = self.CONNECTION_CLASS(self, local_id, peer_addr, peer_id, streams, init_psn or 0, peer_init_psn or 0)
         for qp in c.qps:
             self._qps[qp.qpn] = qp
         return c
@@ -830,24 +895,34 @@ class RoceEndpoint(VerbsHost):
         self._cq.append(Completion(w.wr_id, w.status, op, w.length, qp.conn.local_id, qp.stream, None))
         self.stats["completions"] += 1
 
+    def _respond(self, qp, frame):
+        """MR-GBN-025: a responder's ACKs, NAKs and ATOMIC ACKs leave after the READ responses
+        it queued before them (each implies the acknowledgement of every PSN before its own)."""
+        if qp.rsp:
+            qp.after_rsp.append(frame)
+            self._make_ready(qp)
+        else:
+            self._ctrl.append(frame)
+        return frame
+
     def _send_atomic_ack(self, qp, psn, orig, f):
         """MR-GBN-023: ATOMIC ACKNOWLEDGE (0x12): AETH and AtomicAckETH with the original value."""
-        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
-                                udp=UDP(sport=f.udp.sport),
-                                bth=BTH(opcode=Op.RC_ATOMIC_ACK, dest_qp=qp.peer_qpn, psn=psn),
-                                aeth=AETH(AETH_ACK, qp.msn), atomicack=AtomicAck(orig)))
         self.stats["acks_sent"] += 1
+        return self._respond(qp, Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
+                                       udp=UDP(sport=f.udp.sport),
+                                       bth=BTH(opcode=Op.RC_ATOMIC_ACK, dest_qp=qp.peer_qpn, psn=psn),
+                                       aeth=AETH(AETH_ACK, qp.msn), atomicack=AtomicAck(orig)))
 
     def _send_aeth(self, qp, syndrome, psn, f):
         """MR-GBN-003: ACK/NAK with AETH (syndrome, MSN); BTH PSN is the PSN acknowledged/expected."""
-        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
-                                udp=UDP(sport=f.udp.sport),
-                                bth=BTH(opcode=Op.RC_ACK, dest_qp=qp.peer_qpn, psn=psn),
-                                aeth=AETH(syndrome, qp.msn)))
         if syndrome >> 5:
             self.stats["naks_sent"] += 1
         else:
             self.stats["acks_sent"] += 1
+        return self._respond(qp, Frame(eth=Eth(), ip=IP(src=self.addr, dst=qp.peer_addr, ecn=0),
+                                       udp=UDP(sport=f.udp.sport),
+                                       bth=BTH(opcode=Op.RC_ACK, dest_qp=qp.peer_qpn, psn=psn),
+                                       aeth=AETH(syndrome, qp.msn)))
 
 
 __all__ = ["RoceEndpoint", "RoceConnection"]

@@ -100,13 +100,8 @@ def make_endpoint(kind, addr, **cfg):
     # MR-SEC-152: a simulation draws its R_Keys from a generator seeded by the run, so every
     # run of a benchmark or scenario is reproducible.
     cfg.setdefault("rng", random.Random(f"{kind}/{addr}/{cfg.get('seed', 0)}"))
-    if kind == "metaroce":
-        from metaroce.models.endpoint import Endpoint
-        return Endpoint(addr, **cfg)
-    if kind == "rocev2":
-        from metaroce.models.rocev2 import RoceEndpoint
-        return RoceEndpoint(addr, **cfg)
-    raise ValueError(f"unknown endpoint kind {kind!r}")
+    from metaroce.models.baselines import make_endpoint as make
+    return make(kind, addr, **cfg)
 
 
 def _status_ok(c):

@@ -8,13 +8,14 @@ the key path and what is wrong (MR-SCN-001).
 from __future__ import annotations
 
 import fnmatch
-import inspect
 import math
 import pathlib
 import time
 import tomllib
 
 import numpy as np
+
+from metaroce.models.baselines import accepted_params, endpoint_class
 
 from .fabric import Pfc
 from .faults import Faults, GilbertElliott
@@ -80,7 +81,7 @@ SCHEMA = {
         "reconverge_us": ("float", None, _rng(0)),
     },
     "protocol": {
-        "name": ("str", "metaroce", _choice("metaroce", "rocev2")),
+        "name": ("str", "metaroce", _choice("metaroce", "rocev2", "rocev2-adaptive", "rocev2-dcqcn", "irn")),
         "params": ("dict", {}, None),
     },
     "flows": [{
@@ -282,8 +283,7 @@ def check_scenario(data, source="<scenario>"):
         if fl["until_us"] is not None and fl["until_us"] <= fl["at_us"]:
             ck.fail(f"failures[{i}].until_us", f"{fl['until_us']} is not after at_us ({fl['at_us']})")
     proto = sc["protocol"]
-    cls = _endpoint_class(proto["name"])
-    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "addr"}
+    accepted = accepted_params(proto["name"])
     for k in proto["params"]:
         if k not in accepted:
             ck.fail(f"protocol.params.{k}", f"unknown parameter of {proto['name']} (known: {', '.join(sorted(accepted))})")
@@ -300,11 +300,9 @@ def _host_index(ck, path, name, hosts):
 
 
 def _endpoint_class(name):
-    if name == "metaroce":
-        from metaroce.models.endpoint import Endpoint
-        return Endpoint
-    from metaroce.models.rocev2 import RoceEndpoint
-    return RoceEndpoint
+    """The endpoint class of protocol ``name`` with its fixed arguments bound (MR-SCN-003)."""
+    cls, fixed = endpoint_class(name)
+    return lambda addr, **cfg: cls(addr, **dict(cfg, **fixed))
 
 
 def load_scenario(path):

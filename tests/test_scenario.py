@@ -217,7 +217,41 @@ def _check_switch_failure_rocev2(res):
     assert sum(ln["down_drops"] for ln in res["links"]) > 0
 
 
+def _check_loss_single_switch(res):
+    lost = {ln["name"]: ln["lost"] for ln in res["links"]}
+    assert lost["h0>p0.leaf0"] > 0 and lost["h1>p0.leaf0"] > 0          # data and ACKs
+    assert res["flows"][0]["retransmits"] > 0
+
+
+def _check_loss_leaf_spine(res):
+    lost = {ln["name"]: ln["lost"] for ln in res["links"] if ln["lost"]}
+    assert lost and set(lost) <= {"p0.leaf0>p0.spine1", "p0.spine1>p0.leaf0"}
+    assert sum(1 for ln in res["links"] if ln["name"].startswith("p0.leaf0>p0.spine")) >= 2
+
+
+def _check_pfc_dcqcn_incast(res):
+    assert res["protocol"]["name"] == "rocev2-dcqcn" and res["protocol"]["params"]["dcqcn"] is True
+    assert res["switch_drops"] == 0 and res["marks"] > 0 and res["pauses"] > 0
+
+
+def _check_failover_leaf_spine(res):
+    assert res["route_updates"] >= 1            # switches learned of the dead cable
+    downs = {ln["name"]: ln["down_drops"] for ln in res["links"]}
+    assert downs.get("p0.leaf0>p0.spine1", 0) + downs.get("p0.spine1>p0.leaf0", 0) > 0
+
+
+def _check_failover_planes(res):
+    downs = {ln["name"]: ln["down_drops"] for ln in res["links"] if ln["down_drops"]}
+    assert downs and all(n.startswith(("p1.", "h0>p1", "h1>p1")) for n in downs)
+    assert res["flows"][0]["retransmits"] > 0
+
+
 CHECKS = {
+    "failover_leaf_spine": _check_failover_leaf_spine,
+    "failover_planes": _check_failover_planes,
+    "loss_single_switch": _check_loss_single_switch,
+    "loss_leaf_spine": _check_loss_leaf_spine,
+    "pfc_dcqcn_incast": _check_pfc_dcqcn_incast,
     "switch_failure_rocev2": _check_switch_failure_rocev2,
     "single_switch_loss": _check_single_switch_loss,
     "leaf_spine_spine_loss": _check_leaf_spine_spine_loss,
@@ -226,7 +260,9 @@ CHECKS = {
     "link_failure_reconverge": _check_link_failure_reconverge,
 }
 
-SMALL = {"switch_failure_rocev2": "512Ki", "single_switch_loss": "1Mi", "leaf_spine_spine_loss": "1Mi", "fat_tree_incast": "128Ki",
+SMALL = {"failover_leaf_spine": "16Mi", "failover_planes": "48Mi",
+         "loss_single_switch": "2Mi", "loss_leaf_spine": "4Mi", "pfc_dcqcn_incast": "512Ki",
+         "switch_failure_rocev2": "512Ki", "single_switch_loss": "1Mi", "leaf_spine_spine_loss": "1Mi", "fat_tree_incast": "128Ki",
          "pfc_lossless_rocev2": "256Ki", "link_failure_reconverge": "2Mi"}
 
 
