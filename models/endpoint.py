@@ -91,6 +91,9 @@ _WC_OP = {Op.MR_WRITE: WcOpcode.RDMA_WRITE, Op.MR_WRITE_IMM: WcOpcode.RDMA_WRITE
           Op.MR_SEND: WcOpcode.SEND, Op.MR_SEND_IMM: WcOpcode.SEND, Op.MR_READ: WcOpcode.RDMA_READ,
           Op.MR_CMP_SWAP: WcOpcode.COMP_SWAP, Op.MR_FETCH_ADD: WcOpcode.FETCH_ADD}
 RING_MASK = P.SEND_WINDOW - 1
+#: MR-CC-012: wire bytes of a data frame beyond its payload (headers to ICRC with RETH, and the
+#: FCS, preamble and gap of MR-CC-006), for the receiver's per-sender byte counts.
+_WIRE_HDR = 90 + P.WIRE_OVERHEAD
 
 
 class _SMsg:
@@ -147,7 +150,7 @@ class _Path:
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
                  "retired_before", "head", "collapsed", "tail_probed", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
-                 "rx_prev_ce")
+                 "rx_prev_ce", "alpha_q", "ce_acc", "ack_acc")
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
@@ -173,7 +176,10 @@ class _Path:
         self.state = _ACTIVE
         self.last_ece = _NEVER      # MR-ENG-050: every time below is integer ns
         self.last_ack = _NEVER
-        self.next_dec = 0
+        self.next_dec = 0           # MR-CC-013: end of the current observation window
+        self.alpha_q = P.Q_ONE      # MR-CC-013: CE-fraction average (Q16), 1 at first (DCTCP)
+        self.ce_acc = 0             # packets CE-marked / acknowledged in the window
+        self.ack_acc = 0
         self.since_req = 0
         self.probe_token = 0
         self.probe_interval = probe_interval
@@ -268,7 +274,10 @@ class Connection:
         self.init_psn = ep.initial_psn if init_psn is None else init_psn
         self.peer_init_psn = ep.initial_psn if peer_init_psn is None else peer_init_psn
         self.n_streams = streams
-        cw = max(ep.mtu, ep.bdp * ep.init_window_bdp / paths)
+        # MR-CC-011: a path's window may fall to MTU / paths, so that the connection's windows
+        # together fall to one MTU, the floor of a single-path connection.
+        self.path_floor = P.path_window_floor(ep.mtu, paths)
+        cw = max(self.path_floor, ep.bdp * ep.init_window_bdp / paths)
         self.paths = [_Path(self, i, P.entropy_for(local_id * 4099 + i * 131 + ep.seed * 7919), cw,
                             ep._probe_interval_ns) for i in range(paths)]
         # MR-CONN-004: each connection starts its rotation at its own path, so that an endpoint
@@ -300,6 +309,7 @@ class Connection:
         if self.ss:
             self.window = min(self.window, self.ramp)
         self.rate_bps = ep.line_rate_bps
+        self.cwnd_sum = sum(p.cwnd for p in self.paths)     # MR-CC-011: active paths' windows
         self.last_ece = _NEVER      # MR-ENG-050: times in integer ns
         self.pace_until = 0
         self.last_tx = _NEVER       # send time and wire length of the last data frame (MR-CC-006)
@@ -312,6 +322,11 @@ class Connection:
         self.rx_hint_path = None
         self.rx_hint_psn = 0
         self.rx_hint_sport = 0
+        # receiver: wire bytes that arrived in the current and the previous share interval
+        # (MR-CC-012), and the interval number they belong to
+        self.rx_iv_bytes = 0
+        self.rx_iv_prev = 0
+        self.rx_iv_epoch = -2
 
     # -- verbs ---------------------------------------------------------------------------------
 
@@ -490,8 +505,9 @@ class Connection:
         ep = self.ep
         off = i * ep.mtu
         nbytes = min(ep.mtu, m.length - off)
-        if self.inflight and self.inflight + nbytes > self.window:
-            return _BLOCKED
+        if self.inflight and (self.inflight + nbytes > self.window or
+                              self.inflight + nbytes > self.cwnd_sum):
+            return _BLOCKED         # MR-CC-001, MR-CC-011: the connection's windows
         if ep._rtx_used >= ep.max_outstanding:
             # MR-ENG-013: no outstanding-packet record free; an ACK on any connection frees one.
             ep.stats["rtx_pool_full"] += 1
@@ -782,7 +798,7 @@ class Connection:
                 if self.ramp >= ep.bdp * ep.init_window_bdp:
                     self.ss = False
         self.window = min(self.ramp, target) if self.ss else target
-        wmin = ep.mtu
+        wmin = self.path_floor
         wmax = ep.cwnd_max
         if a.rate_mbps:
             wmin = max(wmin, P.hinted_window(self.rate_bps, ep.base_rtt, len(self.paths)))
@@ -807,12 +823,33 @@ class Connection:
             p.collapsed = False
         if p.cwnd < wmin:
             p.cwnd = int(wmin)
+        multi = len(self.paths) > 1
+        if multi:
+            self._sum_windows()
         if pkts or ce:
-            p.cwnd, dec = P.aimd_fx(p.cwnd, nbytes, P.ce_fraction_q(ce, pkts), now >= p.next_dec,
-                                    mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
-                                    beta_q=ep._beta_q)          # MR-ENG-053
-            if dec:
+            # MR-CC-011: coupled increase: the connection's active paths together grow by one
+            # MTU per RTT, as a single-path connection does.
+            # MR-CC-013: once per path RTT the window's CE fraction updates the path's average
+            # alpha; a window with marks cuts by beta x alpha (DCTCP), so the cut is in
+            # proportion to how many packets were marked, however few a path carries.
+            p.ce_acc += ce
+            p.ack_acc += pkts
+            ce_q = P.ce_fraction_q(ce, pkts)
+            cut = False
+            if now >= p.next_dec and p.ack_acc:
+                p.alpha_q = P.ecn_alpha_q(p.alpha_q, p.ce_acc, p.ack_acc)
+                if p.ce_acc:
+                    cut = True
+                    ce_q = max(1, p.alpha_q)
+                p.ce_acc = p.ack_acc = 0
                 p.next_dec = now + self._srtt_ns(p)
+            old = p.cwnd
+            p.cwnd, _ = P.aimd_fx(p.cwnd, nbytes, ce_q, cut,
+                                  mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
+                                  beta_q=ep._beta_q, cwnd_sum=self.cwnd_sum if multi else None,
+                                  sum_max=ep.cwnd_max if multi else None)  # MR-ENG-053
+            if p.state == _ACTIVE:
+                self.cwnd_sum += p.cwnd - old
         if pkts:
             p.tail_probed = False
             if self.last_progress is not None:
@@ -822,7 +859,8 @@ class Connection:
             p.last_ack = now
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
-                p.cwnd = int(max(ep.mtu, ep.bdp * ep.init_window_bdp / len(self.paths)))
+                p.cwnd = int(max(self.path_floor, ep.bdp * ep.init_window_bdp / len(self.paths)))
+                self._sum_windows()
                 p.probe_interval = ep._probe_interval_ns
                 st["paths_restored" if p.retired_before else "paths_cleared"] += 1
                 p.retired_before = False
@@ -1005,7 +1043,7 @@ class Connection:
         ecn = now - max(p.last_ece, self.last_ece) < 4 * self._srtt_ns(p)
         action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
         if action == P.PATH_KEEP:
-            p.cwnd = max(ep.mtu, p.cwnd // 2)
+            p.cwnd = max(self.path_floor, p.cwnd // 2)
         elif action == P.PATH_REROUTE:
             # No path is healthy (incast that lost whole windows before any ACK, a dead
             # receiver): nothing is known, so restart from one packet, like TCP after an RTO,
@@ -1025,7 +1063,17 @@ class Connection:
                 p.state = _PROBING
         if p.state != _RETIRED and not P.send_window_open(p.floor, p.next_psn):
             self._probe_same_psn(p, now)
+        self._sum_windows()
         ep._make_ready(self)
+
+    def _sum_windows(self):
+        """MR-CC-011: the sum of the active paths' windows, the connection's coupled window (the
+        RTL keeps it in ``conn_tx.cwnd_sum``, updated with every path window change)."""
+        total = 0
+        for q in self.paths:
+            if q.state == _ACTIVE:
+                total += q.cwnd
+        self.cwnd_sum = max(total, self.ep.mtu)
 
     def _healthy(self, p, now):
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
@@ -1642,6 +1690,9 @@ class Endpoint(VerbsHost):
         self._n_est = 0
         self._share_pkts = self._share_ce = 0
         self._share_ce_frac = 0.0
+        self._share_eid = 0         # MR-CC-012: interval number; limited senders of the last one
+        self._n_lim = 0
+        self._lim_mbps = 0
         # MR-CC-005/010 in integer ns: k packet times are k * _pkt_bits_ns // _rate ns
         self._pkt_bits_ns = mtu * 8 * NS
         self._rate = int(self.line_rate_bps)
@@ -1726,7 +1777,7 @@ class Endpoint(VerbsHost):
             self._drop("bad_pkey")               # MR-SEC-008: no NAK, as an RC QP does
             return
         if op in _DATA_OPS and frame.mrdh is not None:
-            self._share_note(c, now, frame.ip.ecn == 3)
+            self._share_note(c, now, frame.ip.ecn == 3, len(frame.payload) + _WIRE_HDR)
             c._on_data(frame, now)
         elif op == Op.MR_ACK and frame.mrah is not None:
             c._on_ack(frame.mrah, now)
@@ -1792,15 +1843,18 @@ class Endpoint(VerbsHost):
             elif tok == obj.rx_ack_token and obj.rx_pending:
                 self._send_ack(obj.conn, obj, *obj.rx_last)      # MR-SEQ-009: delayed ACK
 
-    def _share_note(self, c, now, ce):
+    def _share_note(self, c, now, ce, wire_bytes):
         """MR-CC-005: count the senders active in the current interval.
 
         The interval is at least two packet times per sender counted last time, so that
         senders paced at their share (one packet per n packet times) are all seen.
+        MR-CC-012: count each sender's wire bytes per interval; at the end of an interval find
+        the demand-limited senders.
         """
         iv = max(self._share_interval_ns, 2 * self._share_prev * self._pkt_bits_ns // self._rate)
         if now - self._share_epoch >= iv:
             stale = now - self._share_epoch >= 2 * iv
+            self._demand_update(now - self._share_epoch, stale)
             self._share_prev = 0 if stale else len(self._share_seen)
             self._share_prev_set = set() if stale else self._share_seen
             self._bcast_n = self._share_prev
@@ -1814,6 +1868,12 @@ class Endpoint(VerbsHost):
         new = lid not in self._share_seen
         if new:
             self._share_seen.add(lid)
+        eid = self._share_eid
+        if c.rx_iv_epoch != eid:
+            c.rx_iv_prev = c.rx_iv_bytes if c.rx_iv_epoch == eid - 1 else 0
+            c.rx_iv_bytes = 0
+            c.rx_iv_epoch = eid
+        c.rx_iv_bytes += wire_bytes
         self._share_pkts += 1
         if ce:
             self._share_ce += 1
@@ -1832,6 +1892,36 @@ class Endpoint(VerbsHost):
                     self._push(fr[0] + w, 4, None, 0)
                 self._push(now + w, 4, None, 0)
         self._hint_check(c, now)
+
+    def _demand_update(self, iv_ns, stale):
+        """MR-CC-012: the interval ``_share_eid`` (``iv_ns`` long) ends. A sender active in it or
+        in the one before is demand-limited when the larger of its two byte counts is short of
+        the level it was offered (``protocol.demand_limited``); a sender not seen in the earlier
+        interval is not (its demand is not known yet). The limited senders' count and rate feed
+        the water-filling hint (``protocol.fair_level_mbps``) of the next interval."""
+        eid = self._share_eid
+        self._share_eid = eid + 1
+        self._n_lim = self._lim_mbps = 0
+        if stale or iv_ns <= 0:
+            return
+        level = self._rate_hint() or self.line_rate_bps / 1e6 / max(1, len(self._share_seen))
+        pkt = self.mtu + _WIRE_HDR
+        conns = self._conns
+        n_lim = lim = 0
+        for lid in self._share_seen | self._share_prev_set:
+            c = conns.get(lid)
+            if c is None or lid not in self._share_prev_set:
+                continue            # first seen in this interval: demand unknown
+            if c.rx_iv_epoch == eid:
+                now_b, prev_b = c.rx_iv_bytes, c.rx_iv_prev
+            else:
+                now_b, prev_b = 0, c.rx_iv_bytes if c.rx_iv_epoch == eid - 1 else 0
+            used = max(now_b, prev_b)
+            if P.demand_limited(used, int(level), iv_ns, pkt):
+                n_lim += 1
+                lim += used
+        self._n_lim = n_lim
+        self._lim_mbps = lim * 8000 // iv_ns
 
     def _hint_check(self, c, now):
         """MR-CC-009/010: recompute the predicted sender count; push hint updates when it grew
@@ -1874,7 +1964,9 @@ class Endpoint(VerbsHost):
                 self.stats["hint_updates"] += 1
 
     def _rate_hint(self):
-        return P.fair_share_mbps(self.line_rate_bps, self._n_est, self._share_ce_frac)
+        # MR-CC-005, MR-CC-012: the equal share, raised by what demand-limited senders leave
+        return P.fair_level_mbps(self.line_rate_bps, self._n_est, self._share_ce_frac,
+                                 min(self._n_lim, self._n_est - 1), self._lim_mbps)
 
     def _send_ack(self, c, p, trigger_psn, sport):
         """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path."""
