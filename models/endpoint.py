@@ -94,6 +94,8 @@ RING_MASK = P.SEND_WINDOW - 1
 #: MR-CC-012: wire bytes of a data frame beyond its payload (headers to ICRC with RETH, and the
 #: FCS, preamble and gap of MR-CC-006), for the receiver's per-sender byte counts.
 _WIRE_HDR = 90 + P.WIRE_OVERHEAD
+#: MR-CC-013: the per-path window counters saturate here (10-bit record fields).
+_ACC_MAX = 1023
 
 
 class _SMsg:
@@ -150,7 +152,7 @@ class _Path:
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
                  "retired_before", "head", "collapsed", "tail_probed", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
-                 "rx_prev_ce", "alpha_q", "ce_acc", "ack_acc")
+                 "rx_prev_ce", "ce_acc", "ack_acc")
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
@@ -177,7 +179,6 @@ class _Path:
         self.last_ece = _NEVER      # MR-ENG-050: every time below is integer ns
         self.last_ack = _NEVER
         self.next_dec = 0           # MR-CC-013: end of the current observation window
-        self.alpha_q = P.Q_ONE      # MR-CC-013: CE-fraction average (Q16), 1 at first (DCTCP)
         self.ce_acc = 0             # packets CE-marked / acknowledged in the window
         self.ack_acc = 0
         self.since_req = 0
@@ -310,6 +311,9 @@ class Connection:
             self.window = min(self.window, self.ramp)
         self.rate_bps = ep.line_rate_bps
         self.cwnd_sum = sum(p.cwnd for p in self.paths)     # MR-CC-011: active paths' windows
+        self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
+        self.cut_end = 0            # MR-CC-013: end of the connection's cut epoch (one RTT) ...
+        self.cut_left = 0           # ... and the bytes it may still cut in it
         self.last_ece = _NEVER      # MR-ENG-050: times in integer ns
         self.pace_until = 0
         self.last_tx = _NEVER       # send time and wire length of the last data frame (MR-CC-006)
@@ -479,12 +483,27 @@ class Connection:
         paths = self.paths
         n = len(paths)
         rr = self.rr
+        if n > 1 and self.inflight and self.rate_bps < self.ep.line_rate_bps:
+            # MR-CC-011: a paced connection sprays in proportion to its windows: first skip the
+            # paths that carry more than one packet beyond their window's share of the bytes
+            # in flight, so a connection paced below its windows still moves its traffic off
+            # the paths ECN has cut (with equal windows this is the plain round robin; without
+            # pacing the windows themselves bind).
+            total, inflight = self.cwnd_sum, self.inflight
+            for k in range(n):
+                p = paths[(rr + k) % n]
+                if (p.state == _ACTIVE and p.inflight < p.cwnd
+                        and (p.inflight - nbytes) * total <= p.cwnd * inflight
+                        and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW):
+                    self.rr = (rr + k + 1) % n
+                    return p
         for k in range(n):
             p = paths[(rr + k) % n]
             st = p.state
             if st == _ACTIVE:
-                if (p.inflight == 0 or p.inflight + nbytes <= p.cwnd) and \
-                        P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
+                # MR-CC-011: a path with any room takes a packet; the connection's coupled
+                # window (the sum of the path windows) bounds the total (_next_frame).
+                if p.inflight < p.cwnd and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
                     self.rr = (rr + k + 1) % n
                     return p
             elif st == _PROBING and not retx:
@@ -505,9 +524,11 @@ class Connection:
         ep = self.ep
         off = i * ep.mtu
         nbytes = min(ep.mtu, m.length - off)
-        if self.inflight and (self.inflight + nbytes > self.window or
-                              self.inflight + nbytes > self.cwnd_sum):
-            return _BLOCKED         # MR-CC-001, MR-CC-011: the connection's windows
+        if self.inflight and (self.inflight + nbytes > self.window or self.inflight + nbytes > (
+                self.cwnd_sum if self.rate_bps >= ep.line_rate_bps else max(self.cwnd_sum, 2 * ep.mtu))):
+            # MR-CC-001, MR-CC-011: the connection's windows; while hinted, at least the two
+            # MTUs of MR-CC-007 (a share below a packet per RTT still has two in flight)
+            return _BLOCKED
         if ep._rtx_used >= ep.max_outstanding:
             # MR-ENG-013: no outstanding-packet record free; an ACK on any connection frees one.
             ep.stats["rtx_pool_full"] += 1
@@ -800,10 +821,13 @@ class Connection:
         self.window = min(self.ramp, target) if self.ss else target
         wmin = self.path_floor
         wmax = ep.cwnd_max
+        sum_floor = 0
         if a.rate_mbps:
-            wmin = max(wmin, P.hinted_window(self.rate_bps, ep.base_rtt, len(self.paths)))
-            # MR-CC-007: while hinted, windows stay within twice the hinted BDP, so a sender
-            # that started with a larger window (or a stale, larger hint) does not keep it.
+            hw = P.hinted_window(self.rate_bps, ep.base_rtt, len(self.paths))
+            # MR-CC-007: while hinted, the paths' windows together are at least the hinted BDP
+            # (restored after a cut, _hint_refill) and each within twice its share of it, so a
+            # sender that started with a larger window (or a stale, larger hint) does not keep it.
+            sum_floor = int(hw * len(self.paths))
             cap = wmax = P.hinted_window_cap(self.rate_bps, ep.base_rtt, len(self.paths), ep.mtu)
             if old_rate < self.rate_bps < ep.line_rate_bps and old_rate < ep.line_rate_bps:
                 # MR-CC-010: a higher hint scales the windows with it, so a connection that was
@@ -811,11 +835,15 @@ class Connection:
                 up = self.rate_bps / old_rate
                 for q in self.paths:
                     q.cwnd = int(q.cwnd * up)
-            for q in (self.paths if self.rate_bps != old_rate else (p,)):
-                if q.cwnd > cap:
-                    q.cwnd = int(cap)
-                elif q.cwnd < wmin:
-                    q.cwnd = int(wmin)
+            if self.rate_bps != old_rate:
+                # a new hint moves every window into its band (its share of the hinted BDP)
+                for q in self.paths:
+                    if q.cwnd > cap:
+                        q.cwnd = int(cap)
+                    elif q.cwnd < hw:
+                        q.cwnd = int(hw)
+            elif p.cwnd > cap:
+                p.cwnd = int(cap)
         elif p.collapsed and pkts and not ce:
             # The receiver is not shared and the path delivers again: back to the initial window.
             wmin = max(wmin, ep.bdp * ep.init_window_bdp / len(self.paths))
@@ -824,32 +852,43 @@ class Connection:
         if p.cwnd < wmin:
             p.cwnd = int(wmin)
         multi = len(self.paths) > 1
-        if multi:
-            self._sum_windows()
+        self._sum_windows()
         if pkts or ce:
-            # MR-CC-011: coupled increase: the connection's active paths together grow by one
-            # MTU per RTT, as a single-path connection does.
-            # MR-CC-013: once per path RTT the window's CE fraction updates the path's average
-            # alpha; a window with marks cuts by beta x alpha (DCTCP), so the cut is in
-            # proportion to how many packets were marked, however few a path carries.
-            p.ce_acc += ce
-            p.ack_acc += pkts
-            ce_q = P.ce_fraction_q(ce, pkts)
-            cut = False
+            # MR-CC-013: once per path RTT, a window with marks cuts the connection by beta x
+            # one MTU per CE-marked packet acknowledged in it (DCTCP's cut, beta x CE fraction x
+            # window, counted per mark), from the path's window down to its floor and the rest
+            # from the connection's next increases (cut_debt): however few packets a path
+            # carries, the connection's paths together cut as one path would.
+            p.ce_acc = min(p.ce_acc + ce, _ACC_MAX)
+            p.ack_acc = min(p.ack_acc + pkts, _ACC_MAX)
+            old = p.cwnd
             if now >= p.next_dec and p.ack_acc:
-                p.alpha_q = P.ecn_alpha_q(p.alpha_q, p.ce_acc, p.ack_acc)
                 if p.ce_acc:
-                    cut = True
-                    ce_q = max(1, p.alpha_q)
+                    if now >= self.cut_end:
+                        # MR-CC-013: at most beta x the coupled window per connection RTT
+                        self.cut_end = now + self._srtt_ns(p)
+                        self.cut_left = (ep._beta_q * self.cwnd_sum) >> P.Q
+                    p.cwnd, debt = P.coupled_cut_fx(p.cwnd, p.ce_acc, int(wmin), ep.mtu, ep._beta_q,
+                                                    self.cut_left)
+                    self.cut_left -= old - p.cwnd + debt
+                    self.cut_debt = min(self.cwnd_sum, self.cut_debt + debt)
                 p.ce_acc = p.ack_acc = 0
                 p.next_dec = now + self._srtt_ns(p)
-            old = p.cwnd
-            p.cwnd, _ = P.aimd_fx(p.cwnd, nbytes, ce_q, cut,
-                                  mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
-                                  beta_q=ep._beta_q, cwnd_sum=self.cwnd_sum if multi else None,
-                                  sum_max=ep.cwnd_max if multi else None)  # MR-ENG-053
+            if p.cwnd == old and not ce:
+                # MR-CC-011: coupled increase: the connection's active paths together grow by
+                # one MTU per RTT, as a single-path connection does; a cut's debt comes first.
+                p.cwnd, _ = P.aimd_fx(p.cwnd, nbytes, 0, False,
+                                      mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
+                                      beta_q=ep._beta_q, cwnd_sum=self.cwnd_sum if multi else None,
+                                      sum_max=ep.cwnd_max if multi else None)  # MR-ENG-053
+                if self.cut_debt and p.cwnd > old:
+                    take = min(self.cut_debt, p.cwnd - old)
+                    p.cwnd -= take
+                    self.cut_debt -= take
             if p.state == _ACTIVE:
                 self.cwnd_sum += p.cwnd - old
+            if self.cwnd_sum < sum_floor:
+                self._hint_refill(p, sum_floor, int(wmax), now)
         if pkts:
             p.tail_probed = False
             if self.last_progress is not None:
@@ -1065,6 +1104,23 @@ class Connection:
             self._probe_same_psn(p, now)
         self._sum_windows()
         ep._make_ready(self)
+
+    def _hint_refill(self, p, sum_floor, cap, now):
+        """MR-CC-007, MR-CC-011: while hinted, a cut that takes the paths' windows together below
+        the hinted BDP is given back, first to the paths without an ECN echo in their last RTT
+        (each up to its cap), the rest to the cut path: the connection keeps the hinted rate's
+        window and moves it off the congested paths."""
+        short = sum_floor - self.cwnd_sum
+        calm = [q for q in self.paths if q is not p and q.state == _ACTIVE and q.cwnd < cap
+                and now - q.last_ece > self._srtt_ns(q)]
+        for i, q in enumerate(calm):
+            give = min(cap - q.cwnd, short // (len(calm) - i))
+            q.cwnd += give
+            short -= give
+        if short > 0:
+            p.cwnd += short
+        self.cut_debt = 0
+        self._sum_windows()
 
     def _sum_windows(self):
         """MR-CC-011: the sum of the active paths' windows, the connection's coupled window (the

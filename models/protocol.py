@@ -250,16 +250,19 @@ def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, b
     return cwnd, False
 
 
-#: MR-CC-013: gain of the per-path CE-fraction average (DCTCP's g), as a right shift: 1/16.
-ALPHA_SHIFT = 4
-
-
-def ecn_alpha_q(alpha_q, ce_count, packets):
-    """MR-CC-013: a path's CE-fraction average after one observation window (one path RTT) in
-    which ``ce_count`` of the ``packets`` it acknowledged were CE-marked: ``alpha + (F - alpha) /
-    16``, all in Q16 (an arithmetic shift, rounding toward minus infinity, as in the RTL)."""
-    frac = ce_fraction_q(ce_count, packets)
-    return alpha_q + ((frac - alpha_q) >> ALPHA_SHIFT)
+def coupled_cut_fx(cwnd, ce_count, cwnd_min, mtu, beta_q, cut_left):
+    """MR-CC-013: the decrease at the end of a path's observation window (one path RTT) in which
+    ``ce_count`` acknowledged packets were CE-marked: ``beta x ce_count x mtu`` bytes, at most
+    ``cut_left``, what the connection may still cut in its current RTT (beta x its coupled
+    window, MR-CC-011, per RTT, as one path is cut at most by beta x its window per RTT). For a window-limited path
+    this is DCTCP's cut, beta x the window's CE fraction x cwnd; counted per mark it is the same
+    whether the connection's packets travel on one path or on many (a path may carry less than
+    one packet per RTT). Returns ``(cwnd, debt)``: the path's window, not below ``cwnd_min``,
+    and the part of the cut it could not take (taken from the connection's next increases)."""
+    want = (beta_q * int(ce_count) * mtu) >> Q
+    want = max(0, min(want, int(cut_left)))
+    new = max(int(cwnd_min), int(cwnd) - want)
+    return new, max(0, want - (int(cwnd) - new))
 
 
 def path_window_floor(mtu, n_paths):

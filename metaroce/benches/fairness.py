@@ -39,7 +39,7 @@ HELDOUT = (
     ("ho_trickle_3bulk", "heldout_trickle_3bulk", {}),
     ("ho_core_1v4v16", "heldout_core_paths", {}),
     ("ho_core_n8_mixed", "heldout_core_n", {}),
-    ("ho_fat_tree_core", "heldout_fat_tree_core", {}),
+    ("ho_fat_tree_recv", "heldout_fat_tree_recv", {}),
 )
 WARMUP_RTTS = 20
 
