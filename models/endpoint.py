@@ -312,6 +312,11 @@ class Connection:
         self.rate_bps = ep.line_rate_bps
         self.cwnd_sum = sum(p.cwnd for p in self.paths)     # MR-CC-011: active paths' windows
         self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
+        self.rtt_last = 0           # MR-CC-015: the latest RTT sample (ns) of any path
+        # MR-CC-014: the timer before any RTT sample, spread over [1, 2) x rto_initial by the
+        # connection, so that the senders of an incast whose first windows were dropped do not
+        # all resend at once
+        self.rto_initial_ns = P.initial_rto_ns(ep._rto_initial_ns, local_id, ep.seed)
         self.cut_end = 0            # MR-CC-013: end of the connection's cut epoch (one RTT) ...
         self.cut_left = 0           # ... and the bytes it may still cut in it
         self.last_ece = _NEVER      # MR-ENG-050: times in integer ns
@@ -631,11 +636,15 @@ class Connection:
         """MR-REL-006, MR-ENG-052: the path's timer in integer ns."""
         ep = self.ep
         return P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
-                              rto_max=ep._rto_max_ns, initial=ep._rto_initial_ns) * p.backoff
+                              rto_max=ep._rto_max_ns, initial=self.rto_initial_ns) * p.backoff
 
     def _gap(self, wire_bytes):
-        """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s."""
-        return P.pacing_gap_ns(wire_bytes, max(1, int(self.rate_bps // 1e6)))
+        """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s;
+        MR-CC-015: slower while the latest RTT sample exceeds 1.5 base RTTs."""
+        mbps = max(1, int(self.rate_bps // 1e6))
+        if self.rate_bps < self.ep.line_rate_bps:
+            mbps = P.queue_paced_mbps(mbps, self.ep._base_rtt_ns, self.rtt_last)
+        return P.pacing_gap_ns(wire_bytes, mbps)
 
     def _srtt_ns(self, p):
         """The path's smoothed RTT in ns, the base RTT before any sample."""
@@ -750,7 +759,7 @@ class Connection:
         rec = p.rec(a.trigger_psn) if n else None
         wit = None
         if rec is not None and not rec.probe:
-            sample = now - rec.t
+            sample = self.rtt_last = now - rec.t
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
             if p.min_rtt is None or sample < p.min_rtt:
@@ -1090,6 +1099,11 @@ class Connection:
             p.cwnd = ep.mtu
             p.collapsed = True
             self._reroute(p)
+            if self.ss and all(q.last_ack == _NEVER for q in self.paths):
+                # MR-CC-014: a first window lost whole: resend one packet until the receiver
+                # answers (its hint then paces the rest), not the whole first window at once.
+                self.ramp = min(self.ramp, ep.mtu)
+                self.window = min(self.window, self.ramp)
         elif action == P.PATH_RETIRE:
             if p.state == _ACTIVE:
                 self._give_window(p, healthy)

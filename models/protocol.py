@@ -265,6 +265,24 @@ def coupled_cut_fx(cwnd, ce_count, cwnd_min, mtu, beta_q, cut_left):
     return new, max(0, want - (int(cwnd) - new))
 
 
+def queue_paced_mbps(rate_mbps, base_rtt_ns, rtt_ns):
+    """MR-CC-015: the pacing rate of a hinted connection whose latest RTT sample is ``rtt_ns``:
+    the hint, times 1.5 base RTTs / the sample when that is below 1 (the rate form of the hinted
+    connection window of MR-CC-007, which a window of two MTUs cannot express when a share is
+    below a packet per RTT). At least 1 Mb/s."""
+    if 2 * rtt_ns <= 3 * base_rtt_ns:
+        return rate_mbps
+    return max(MIN_RATE_MBPS, rate_mbps * 3 * base_rtt_ns // (2 * rtt_ns))
+
+
+def initial_rto_ns(rto_initial_ns, conn_id, seed=0):
+    """MR-CC-014: a connection's timer before any RTT sample: ``rto_initial`` x (1 + k / 1024),
+    ``k`` in 0..255 a hash of the connection id (and the endpoint's seed): up to a quarter
+    more."""
+    k = (entropy_for(conn_id * 2654435761 + seed) >> 3) & 0xFF
+    return rto_initial_ns + ((rto_initial_ns * k) >> 10)
+
+
 def path_window_floor(mtu, n_paths):
     """MR-CC-011: the least window of one of ``n_paths`` paths: MTU / paths (at least 64
     bytes), so that the windows of a connection together fall to one MTU, like a single path."""
