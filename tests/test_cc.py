@@ -171,3 +171,38 @@ def test_paced_connection_sprays_in_proportion_to_windows():
     assert max(even) - min(even) <= 1
     skew = sent_per_path(4 * MTU)
     assert skew[0] <= 5 and min(skew[1:]) >= 10 and sum(skew) == sum(even)
+
+
+def test_initial_timer_spread_and_bounded():
+    """MR-CC-014: the pre-sample timer is rto_initial x [1, 1.25), different across connections."""
+    vals = {P.initial_rto_ns(40_000, cid) for cid in range(64)}
+    assert min(vals) >= 40_000 and max(vals) < 50_000 and len(vals) > 16
+    assert P.initial_rto_ns(40_000, 7, seed=1) == P.initial_rto_ns(40_000, 7, seed=1)
+
+
+def test_first_window_lost_whole_resends_one_packet():
+    """MR-CC-014, MR-PATH-001: every packet of a first window dropped: after the timer one packet
+    is resent, and only the receiver's answer lets more go."""
+    a = Endpoint("10.0.0.1", mtu=MTU)
+    c = a.connect(3, "10.0.0.2", 3, paths=2)
+    src = bytearray(8 * MTU)
+    c.post_write(0, a.reg_mr(src), 0, len(src), 0, 1, wr_id=1)
+    first = [f for f in iter(lambda: a.next_packet(0.0), None)]
+    assert len(first) == 2                      # MR-CC-008: the first window, both dropped
+    t, resent = 0.0, []
+    while t < 100e-6 and not resent:
+        t += 0.5e-6
+        resent = [f for f in iter(lambda: a.next_packet(t), None) if f.mrdh is not None]
+    assert t >= c.rto_initial_ns / 1e9 and len(resent) == 1
+    assert a.stats["timeouts"] >= 1 and c.window == MTU
+    for _ in range(20):                         # nothing more until an ACK
+        t += 1e-6
+        assert all(f.mrdh is None for f in iter(lambda: a.next_packet(t), None))
+
+
+def test_queue_paced_rate():
+    """MR-CC-015: the hinted rate scaled by 1.5 base RTT / RTT sample when that is below 1."""
+    assert P.queue_paced_mbps(1_000, 10_000, 0) == 1_000
+    assert P.queue_paced_mbps(1_000, 10_000, 15_000) == 1_000
+    assert P.queue_paced_mbps(1_000, 10_000, 30_000) == 500
+    assert P.queue_paced_mbps(1, 10_000, 1_000_000) == P.MIN_RATE_MBPS
