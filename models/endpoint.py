@@ -825,7 +825,17 @@ class Connection:
                                 self.inflight -= r.nbytes
             elif pkts:
                 self.ramp += P.SLOW_START_GAIN * nbytes
-                if self.ramp >= ep.bdp * ep.init_window_bdp:
+                # MR-CC-008: the initial window is one BDP at the longest path's lowest RTT
+                # (at least the base RTT); a path window grows with the ramp, up to its equal
+                # share of it, so that the coupled windows (MR-CC-011) do not hold it back.
+                rtt = ep._base_rtt_ns
+                for q in self.paths:
+                    if q.min_rtt is not None and q.min_rtt > rtt:
+                        rtt = q.min_rtt
+                share = self.ramp // len(self.paths)
+                if self.ramp > self.cwnd_sum and p.cwnd < share:
+                    p.cwnd = min(ep.cwnd_max, share, p.cwnd + P.SLOW_START_GAIN * nbytes)
+                if self.ramp * ep._base_rtt_ns >= ep.bdp * ep.init_window_bdp * rtt:
                     self.ss = False
         self.window = min(self.ramp, target) if self.ss else target
         wmin = self.path_floor
