@@ -96,6 +96,11 @@ RING_MASK = P.SEND_WINDOW - 1
 #: MR-ERR-020: the chunk index of a message's abort packet (the ``rtx`` record's abort bit).
 ABORT = -1
 _NO_ABORT, _ABORT_PENDING, _ABORT_DONE = 0, 1, 2
+#: MR-CC-012: wire bytes of a data frame beyond its payload (headers to ICRC with RETH, and the
+#: FCS, preamble and gap of MR-CC-006), for the receiver's per-sender byte counts.
+_WIRE_HDR = 90 + P.WIRE_OVERHEAD
+#: MR-CC-013: the per-path window counters saturate here (10-bit record fields).
+_ACC_MAX = 1023
 
 
 class _SMsg:
@@ -155,7 +160,7 @@ class _Path:
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
                  "retired_before", "head", "collapsed", "tail_probed", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
-                 "rx_prev_ce")
+                 "rx_prev_ce", "ce_acc", "ack_acc")
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
@@ -181,7 +186,9 @@ class _Path:
         self.state = _ACTIVE
         self.last_ece = _NEVER      # MR-ENG-050: every time below is integer ns
         self.last_ack = _NEVER
-        self.next_dec = 0
+        self.next_dec = 0           # MR-CC-013: end of the current observation window
+        self.ce_acc = 0             # packets CE-marked / acknowledged in the window
+        self.ack_acc = 0
         self.since_req = 0
         self.probe_token = 0
         self.probe_interval = probe_interval
@@ -282,7 +289,10 @@ class Connection:
         self.init_psn = ep.initial_psn if init_psn is None else init_psn
         self.peer_init_psn = ep.initial_psn if peer_init_psn is None else peer_init_psn
         self.n_streams = streams
-        cw = max(ep.mtu, ep.bdp * ep.init_window_bdp / paths)
+        # MR-CC-011: a path's window may fall to MTU / paths, so that the connection's windows
+        # together fall to one MTU, the floor of a single-path connection.
+        self.path_floor = P.path_window_floor(ep.mtu, paths)
+        cw = max(self.path_floor, ep.bdp * ep.init_window_bdp / paths)
         self.paths = [_Path(self, i, P.entropy_for(local_id * 4099 + i * 131 + ep.seed * 7919), cw,
                             ep._probe_interval_ns) for i in range(paths)]
         # MR-CONN-004: each connection starts its rotation at its own path, so that an endpoint
@@ -316,6 +326,15 @@ class Connection:
         if self.ss:
             self.window = min(self.window, self.ramp)
         self.rate_bps = ep.line_rate_bps
+        self.cwnd_sum = sum(p.cwnd for p in self.paths)     # MR-CC-011: active paths' windows
+        self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
+        self.rtt_last = 0           # MR-CC-015: the latest RTT sample (ns) of any path
+        # MR-CC-014: the timer before any RTT sample, spread over [1, 2) x rto_initial by the
+        # connection, so that the senders of an incast whose first windows were dropped do not
+        # all resend at once
+        self.rto_initial_ns = P.initial_rto_ns(ep._rto_initial_ns, local_id, ep.seed)
+        self.cut_end = 0            # MR-CC-013: end of the connection's cut epoch (one RTT) ...
+        self.cut_left = 0           # ... and the bytes it may still cut in it
         self.last_ece = _NEVER      # MR-ENG-050: times in integer ns
         self.pace_until = 0
         self.last_tx = _NEVER       # send time and wire length of the last data frame (MR-CC-006)
@@ -328,6 +347,11 @@ class Connection:
         self.rx_hint_path = None
         self.rx_hint_psn = 0
         self.rx_hint_sport = 0
+        # receiver: wire bytes that arrived in the current and the previous share interval
+        # (MR-CC-012), and the interval number they belong to
+        self.rx_iv_bytes = 0
+        self.rx_iv_prev = 0
+        self.rx_iv_epoch = -2
 
     # -- verbs ---------------------------------------------------------------------------------
 
@@ -485,12 +509,27 @@ class Connection:
         paths = self.paths
         n = len(paths)
         rr = self.rr
+        if n > 1 and self.inflight and self.rate_bps < self.ep.line_rate_bps:
+            # MR-CC-011: a paced connection sprays in proportion to its windows: first skip the
+            # paths that carry more than one packet beyond their window's share of the bytes
+            # in flight, so a connection paced below its windows still moves its traffic off
+            # the paths ECN has cut (with equal windows this is the plain round robin; without
+            # pacing the windows themselves bind).
+            total, inflight = self.cwnd_sum, self.inflight
+            for k in range(n):
+                p = paths[(rr + k) % n]
+                if (p.state == _ACTIVE and p.inflight < p.cwnd
+                        and (p.inflight - nbytes) * total <= p.cwnd * inflight
+                        and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW):
+                    self.rr = (rr + k + 1) % n
+                    return p
         for k in range(n):
             p = paths[(rr + k) % n]
             st = p.state
             if st == _ACTIVE:
-                if (p.inflight == 0 or p.inflight + nbytes <= p.cwnd) and \
-                        P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
+                # MR-CC-011: a path with any room takes a packet; the connection's coupled
+                # window (the sum of the path windows) bounds the total (_next_frame).
+                if p.inflight < p.cwnd and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
                     self.rr = (rr + k + 1) % n
                     return p
             elif st == _PROBING and not retx:
@@ -511,7 +550,10 @@ class Connection:
         ep = self.ep
         off = i * ep.mtu if i != ABORT else 0
         nbytes = min(ep.mtu, m.length - off) if i != ABORT else 0      # MR-WIRE-083: no payload
-        if self.inflight and self.inflight + nbytes > self.window:
+        if self.inflight and (self.inflight + nbytes > self.window or self.inflight + nbytes > (
+                self.cwnd_sum if self.rate_bps >= ep.line_rate_bps else max(self.cwnd_sum, 2 * ep.mtu))):
+            # MR-CC-001, MR-CC-011: the connection's windows; while hinted, at least the two
+            # MTUs of MR-CC-007 (a share below a packet per RTT still has two in flight)
             return _BLOCKED
         if ep._rtx_used >= ep.max_outstanding:
             # MR-ENG-013: no outstanding-packet record free; an ACK on any connection frees one.
@@ -625,11 +667,15 @@ class Connection:
         """MR-REL-006, MR-ENG-052: the path's timer in integer ns."""
         ep = self.ep
         return P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
-                              rto_max=ep._rto_max_ns, initial=ep._rto_initial_ns) * p.backoff
+                              rto_max=ep._rto_max_ns, initial=self.rto_initial_ns) * p.backoff
 
     def _gap(self, wire_bytes):
-        """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s."""
-        return P.pacing_gap_ns(wire_bytes, max(1, int(self.rate_bps // 1e6)))
+        """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s;
+        MR-CC-015: slower while the latest RTT sample exceeds 1.5 base RTTs."""
+        mbps = max(1, int(self.rate_bps // 1e6))
+        if self.rate_bps < self.ep.line_rate_bps:
+            mbps = P.queue_paced_mbps(mbps, self.ep._base_rtt_ns, self.rtt_last)
+        return P.pacing_gap_ns(wire_bytes, mbps)
 
     def _srtt_ns(self, p):
         """The path's smoothed RTT in ns, the base RTT before any sample."""
@@ -785,7 +831,7 @@ class Connection:
         rec = p.rec(trigger) if n else None
         wit = None
         if rec is not None and not rec.probe:
-            sample = now - rec.t
+            sample = self.rtt_last = now - rec.t
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
             if p.min_rtt is None or sample < p.min_rtt:
@@ -851,15 +897,28 @@ class Connection:
                                 self.inflight -= r.nbytes
             elif pkts:
                 self.ramp += P.SLOW_START_GAIN * nbytes
-                if self.ramp >= ep.bdp * ep.init_window_bdp:
+                # MR-CC-008: the initial window is one BDP at the longest path's lowest RTT
+                # (at least the base RTT); a path window grows with the ramp, up to its equal
+                # share of it, so that the coupled windows (MR-CC-011) do not hold it back.
+                rtt = ep._base_rtt_ns
+                for q in self.paths:
+                    if q.min_rtt is not None and q.min_rtt > rtt:
+                        rtt = q.min_rtt
+                share = self.ramp // len(self.paths)
+                if self.ramp > self.cwnd_sum and p.cwnd < share:
+                    p.cwnd = min(ep.cwnd_max, share, p.cwnd + P.SLOW_START_GAIN * nbytes)
+                if self.ramp * ep._base_rtt_ns >= ep.bdp * ep.init_window_bdp * rtt:
                     self.ss = False
         self.window = min(self.ramp, target) if self.ss else target
-        wmin = ep.mtu
+        wmin = self.path_floor
         wmax = ep.cwnd_max
+        sum_floor = 0
         if a.rate_mbps:
-            wmin = max(wmin, P.hinted_window(self.rate_bps, ep.base_rtt, len(self.paths)))
-            # MR-CC-007: while hinted, windows stay within twice the hinted BDP, so a sender
-            # that started with a larger window (or a stale, larger hint) does not keep it.
+            hw = P.hinted_window(self.rate_bps, ep.base_rtt, len(self.paths))
+            # MR-CC-007: while hinted, the paths' windows together are at least the hinted BDP
+            # (restored after a cut, _hint_refill) and each within twice its share of it, so a
+            # sender that started with a larger window (or a stale, larger hint) does not keep it.
+            sum_floor = int(hw * len(self.paths))
             cap = wmax = P.hinted_window_cap(self.rate_bps, ep.base_rtt, len(self.paths), ep.mtu)
             if old_rate < self.rate_bps < ep.line_rate_bps and old_rate < ep.line_rate_bps:
                 # MR-CC-010: a higher hint scales the windows with it, so a connection that was
@@ -867,11 +926,15 @@ class Connection:
                 up = self.rate_bps / old_rate
                 for q in self.paths:
                     q.cwnd = int(q.cwnd * up)
-            for q in (self.paths if self.rate_bps != old_rate else (p,)):
-                if q.cwnd > cap:
-                    q.cwnd = int(cap)
-                elif q.cwnd < wmin:
-                    q.cwnd = int(wmin)
+            if self.rate_bps != old_rate:
+                # a new hint moves every window into its band (its share of the hinted BDP)
+                for q in self.paths:
+                    if q.cwnd > cap:
+                        q.cwnd = int(cap)
+                    elif q.cwnd < hw:
+                        q.cwnd = int(hw)
+            elif p.cwnd > cap:
+                p.cwnd = int(cap)
         elif p.collapsed and pkts and not ce:
             # The receiver is not shared and the path delivers again: back to the initial window.
             wmin = max(wmin, ep.bdp * ep.init_window_bdp / len(self.paths))
@@ -879,12 +942,44 @@ class Connection:
             p.collapsed = False
         if p.cwnd < wmin:
             p.cwnd = int(wmin)
+        multi = len(self.paths) > 1
+        self._sum_windows()
         if pkts or ce:
-            p.cwnd, dec = P.aimd_fx(p.cwnd, nbytes, P.ce_fraction_q(ce, pkts), now >= p.next_dec,
-                                    mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
-                                    beta_q=ep._beta_q)          # MR-ENG-053
-            if dec:
+            # MR-CC-013: once per path RTT, a window with marks cuts the connection by beta x
+            # one MTU per CE-marked packet acknowledged in it (DCTCP's cut, beta x CE fraction x
+            # window, counted per mark), from the path's window down to its floor and the rest
+            # from the connection's next increases (cut_debt): however few packets a path
+            # carries, the connection's paths together cut as one path would.
+            p.ce_acc = min(p.ce_acc + ce, _ACC_MAX)
+            p.ack_acc = min(p.ack_acc + pkts, _ACC_MAX)
+            old = p.cwnd
+            if now >= p.next_dec and p.ack_acc:
+                if p.ce_acc:
+                    if now >= self.cut_end:
+                        # MR-CC-013: at most beta x the coupled window per connection RTT
+                        self.cut_end = now + self._srtt_ns(p)
+                        self.cut_left = (ep._beta_q * self.cwnd_sum) >> P.Q
+                    p.cwnd, debt = P.coupled_cut_fx(p.cwnd, p.ce_acc, int(wmin), ep.mtu, ep._beta_q,
+                                                    self.cut_left)
+                    self.cut_left -= old - p.cwnd + debt
+                    self.cut_debt = min(self.cwnd_sum, self.cut_debt + debt)
+                p.ce_acc = p.ack_acc = 0
                 p.next_dec = now + self._srtt_ns(p)
+            if p.cwnd == old and not ce:
+                # MR-CC-011: coupled increase: the connection's active paths together grow by
+                # one MTU per RTT, as a single-path connection does; a cut's debt comes first.
+                p.cwnd, _ = P.aimd_fx(p.cwnd, nbytes, 0, False,
+                                      mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
+                                      beta_q=ep._beta_q, cwnd_sum=self.cwnd_sum if multi else None,
+                                      sum_max=ep.cwnd_max if multi else None)  # MR-ENG-053
+                if self.cut_debt and p.cwnd > old:
+                    take = min(self.cut_debt, p.cwnd - old)
+                    p.cwnd -= take
+                    self.cut_debt -= take
+            if p.state == _ACTIVE:
+                self.cwnd_sum += p.cwnd - old
+            if self.cwnd_sum < sum_floor:
+                self._hint_refill(p, sum_floor, int(wmax), now)
         if pkts:
             p.tail_probed = False
             if self.last_progress is not None:
@@ -894,7 +989,8 @@ class Connection:
             p.last_ack = now
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
-                p.cwnd = int(max(ep.mtu, ep.bdp * ep.init_window_bdp / len(self.paths)))
+                p.cwnd = int(max(self.path_floor, ep.bdp * ep.init_window_bdp / len(self.paths)))
+                self._sum_windows()
                 p.probe_interval = ep._probe_interval_ns
                 st["paths_restored" if p.retired_before else "paths_cleared"] += 1
                 p.retired_before = False
@@ -1099,7 +1195,7 @@ class Connection:
         ecn = now - max(p.last_ece, self.last_ece) < 4 * self._srtt_ns(p)
         action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
         if action == P.PATH_KEEP:
-            p.cwnd = max(ep.mtu, p.cwnd // 2)
+            p.cwnd = max(self.path_floor, p.cwnd // 2)
         elif action == P.PATH_REROUTE:
             # No path is healthy (incast that lost whole windows before any ACK, a dead
             # receiver): nothing is known, so restart from one packet, like TCP after an RTO,
@@ -1107,6 +1203,11 @@ class Connection:
             p.cwnd = ep.mtu
             p.collapsed = True
             self._reroute(p)
+            if self.ss and all(q.last_ack == _NEVER for q in self.paths):
+                # MR-CC-014: a first window lost whole: resend one packet until the receiver
+                # answers (its hint then paces the rest), not the whole first window at once.
+                self.ramp = min(self.ramp, ep.mtu)
+                self.window = min(self.window, self.ramp)
         elif action == P.PATH_RETIRE:
             if p.state == _ACTIVE:
                 self._give_window(p, healthy)
@@ -1119,7 +1220,34 @@ class Connection:
                 p.state = _PROBING
         if p.state != _RETIRED and not P.send_window_open(p.floor, p.next_psn):
             self._probe_same_psn(p, now)
+        self._sum_windows()
         ep._make_ready(self)
+
+    def _hint_refill(self, p, sum_floor, cap, now):
+        """MR-CC-007, MR-CC-011: while hinted, a cut that takes the paths' windows together below
+        the hinted BDP is given back, first to the paths without an ECN echo in their last RTT
+        (each up to its cap), the rest to the cut path: the connection keeps the hinted rate's
+        window and moves it off the congested paths."""
+        short = sum_floor - self.cwnd_sum
+        calm = [q for q in self.paths if q is not p and q.state == _ACTIVE and q.cwnd < cap
+                and now - q.last_ece > self._srtt_ns(q)]
+        for i, q in enumerate(calm):
+            give = min(cap - q.cwnd, short // (len(calm) - i))
+            q.cwnd += give
+            short -= give
+        if short > 0:
+            p.cwnd += short
+        self.cut_debt = 0
+        self._sum_windows()
+
+    def _sum_windows(self):
+        """MR-CC-011: the sum of the active paths' windows, the connection's coupled window (the
+        RTL keeps it in ``conn_tx.cwnd_sum``, updated with every path window change)."""
+        total = 0
+        for q in self.paths:
+            if q.state == _ACTIVE:
+                total += q.cwnd
+        self.cwnd_sum = max(total, self.ep.mtu)
 
     def _healthy(self, p, now):
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
@@ -1809,6 +1937,9 @@ class Endpoint(VerbsHost):
         self._n_est = 0
         self._share_pkts = self._share_ce = 0
         self._share_ce_frac = 0.0
+        self._share_eid = 0         # MR-CC-012: interval number; limited senders of the last one
+        self._n_lim = 0
+        self._lim_mbps = 0
         # MR-CC-005/010 in integer ns: k packet times are k * _pkt_bits_ns // _rate ns
         self._pkt_bits_ns = mtu * 8 * NS
         self._rate = int(self.line_rate_bps)
@@ -1899,7 +2030,7 @@ class Endpoint(VerbsHost):
             self._drop("bad_pkey")               # MR-SEC-008: no NAK, as an RC QP does
             return
         if op in _DATA_OPS and frame.mrdh is not None:
-            self._share_note(c, now, frame.ip.ecn == 3)
+            self._share_note(c, now, frame.ip.ecn == 3, len(frame.payload) + _WIRE_HDR)
             c._on_data(frame, now)
         elif op == Op.MR_ACK and frame.mrah is not None:
             c._on_ack(frame.mrah, now, frame.bth.psn)
@@ -1965,15 +2096,18 @@ class Endpoint(VerbsHost):
             elif tok == obj.rx_ack_token and obj.rx_pending:
                 self._send_ack(obj.conn, obj, *obj.rx_last)      # MR-SEQ-009: delayed ACK
 
-    def _share_note(self, c, now, ce):
+    def _share_note(self, c, now, ce, wire_bytes):
         """MR-CC-005: count the senders active in the current interval.
 
         The interval is at least two packet times per sender counted last time, so that
         senders paced at their share (one packet per n packet times) are all seen.
+        MR-CC-012: count each sender's wire bytes per interval; at the end of an interval find
+        the demand-limited senders.
         """
         iv = max(self._share_interval_ns, 2 * self._share_prev * self._pkt_bits_ns // self._rate)
         if now - self._share_epoch >= iv:
             stale = now - self._share_epoch >= 2 * iv
+            self._demand_update(now - self._share_epoch, stale)
             self._share_prev = 0 if stale else len(self._share_seen)
             self._share_prev_set = set() if stale else self._share_seen
             self._bcast_n = self._share_prev
@@ -1987,6 +2121,12 @@ class Endpoint(VerbsHost):
         new = lid not in self._share_seen
         if new:
             self._share_seen.add(lid)
+        eid = self._share_eid
+        if c.rx_iv_epoch != eid:
+            c.rx_iv_prev = c.rx_iv_bytes if c.rx_iv_epoch == eid - 1 else 0
+            c.rx_iv_bytes = 0
+            c.rx_iv_epoch = eid
+        c.rx_iv_bytes += wire_bytes
         self._share_pkts += 1
         if ce:
             self._share_ce += 1
@@ -2005,6 +2145,36 @@ class Endpoint(VerbsHost):
                     self._push(fr[0] + w, 4, None, 0)
                 self._push(now + w, 4, None, 0)
         self._hint_check(c, now)
+
+    def _demand_update(self, iv_ns, stale):
+        """MR-CC-012: the interval ``_share_eid`` (``iv_ns`` long) ends. A sender active in it or
+        in the one before is demand-limited when the larger of its two byte counts is short of
+        the level it was offered (``protocol.demand_limited``); a sender not seen in the earlier
+        interval is not (its demand is not known yet). The limited senders' count and rate feed
+        the water-filling hint (``protocol.fair_level_mbps``) of the next interval."""
+        eid = self._share_eid
+        self._share_eid = eid + 1
+        self._n_lim = self._lim_mbps = 0
+        if stale or iv_ns <= 0:
+            return
+        level = self._rate_hint() or self.line_rate_bps / 1e6 / max(1, len(self._share_seen))
+        pkt = self.mtu + _WIRE_HDR
+        conns = self._conns
+        n_lim = lim = 0
+        for lid in self._share_seen | self._share_prev_set:
+            c = conns.get(lid)
+            if c is None or lid not in self._share_prev_set:
+                continue            # first seen in this interval: demand unknown
+            if c.rx_iv_epoch == eid:
+                now_b, prev_b = c.rx_iv_bytes, c.rx_iv_prev
+            else:
+                now_b, prev_b = 0, c.rx_iv_bytes if c.rx_iv_epoch == eid - 1 else 0
+            used = max(now_b, prev_b)
+            if P.demand_limited(used, int(level), iv_ns, pkt):
+                n_lim += 1
+                lim += used
+        self._n_lim = n_lim
+        self._lim_mbps = lim * 8000 // iv_ns
 
     def _hint_check(self, c, now):
         """MR-CC-009/010: recompute the predicted sender count; push hint updates when it grew
@@ -2051,7 +2221,9 @@ class Endpoint(VerbsHost):
                 self.stats["hint_updates"] += 1
 
     def _rate_hint(self):
-        return P.fair_share_mbps(self.line_rate_bps, self._n_est, self._share_ce_frac)
+        # MR-CC-005, MR-CC-012: the equal share, raised by what demand-limited senders leave
+        return P.fair_level_mbps(self.line_rate_bps, self._n_est, self._share_ce_frac,
+                                 min(self._n_lim, self._n_est - 1), self._lim_mbps)
 
     def _send_ack(self, c, p, trigger_psn, sport):
         """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path."""

@@ -225,13 +225,17 @@ def rto_value_ns(srtt, rttvar, *, min_rtts_q=3 * Q_ONE // 2, rto_min=2_000, rto_
     return min(rto_max, max((min_rtts_q * srtt) >> Q, srtt + 4 * rttvar, rto_min))
 
 
-def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, beta_q=Q_ONE // 2):
-    """MR-CC-002/003 in fixed point (MR-ENG-053): integer byte windows, Q16 fractions.
+def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, beta_q=Q_ONE // 2,
+            cwnd_sum=None, sum_max=None):
+    """MR-CC-002/003/011 in fixed point (MR-ENG-053): integer byte windows, Q16 fractions.
 
     ``ce_q`` is the CE-marked fraction of the acknowledged packets in Q16 (``Q_ONE`` = all);
     ``beta_q`` the decrease factor in Q16. Decrease: ``cwnd - cwnd x beta x ce``; increase:
-    ``mtu x acked / cwnd`` (integer division; the RTL computes it off the packet path with a
-    divider or a reciprocal table). Returns ``(cwnd, decreased)``; loss alone changes nothing.
+    ``mtu x acked / cwnd_sum`` (integer division; the RTL computes it off the packet path with a
+    divider or a reciprocal table). ``cwnd_sum`` is the sum of the windows of the connection's
+    active paths (MR-CC-011: the coupled increase; ``None`` = this window alone, a single path);
+    no increase while it is at least ``sum_max`` (the connection window's cap).
+    Returns ``(cwnd, decreased)``; loss alone changes nothing.
     """
     cwnd = int(cwnd)
     if ce_q > 0:
@@ -240,8 +244,49 @@ def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, b
         cut = (cwnd * ((beta_q * min(Q_ONE, ce_q)) >> Q)) >> Q
         return max(int(cwnd_min), cwnd - cut), True
     if acked_bytes > 0:
-        cwnd = min(int(cwnd_max), cwnd + (mtu * int(acked_bytes)) // max(1, cwnd))
+        total = cwnd if cwnd_sum is None else max(cwnd, int(cwnd_sum))
+        if sum_max is None or total < sum_max:
+            cwnd = min(int(cwnd_max), cwnd + (mtu * int(acked_bytes)) // max(1, total))
     return cwnd, False
+
+
+def coupled_cut_fx(cwnd, ce_count, cwnd_min, mtu, beta_q, cut_left):
+    """MR-CC-013: the decrease at the end of a path's observation window (one path RTT) in which
+    ``ce_count`` acknowledged packets were CE-marked: ``beta x ce_count x mtu`` bytes, at most
+    ``cut_left``, what the connection may still cut in its current RTT (beta x its coupled
+    window, MR-CC-011, per RTT, as one path is cut at most by beta x its window per RTT). For a window-limited path
+    this is DCTCP's cut, beta x the window's CE fraction x cwnd; counted per mark it is the same
+    whether the connection's packets travel on one path or on many (a path may carry less than
+    one packet per RTT). Returns ``(cwnd, debt)``: the path's window, not below ``cwnd_min``,
+    and the part of the cut it could not take (taken from the connection's next increases)."""
+    want = (beta_q * int(ce_count) * mtu) >> Q
+    want = max(0, min(want, int(cut_left)))
+    new = max(int(cwnd_min), int(cwnd) - want)
+    return new, max(0, want - (int(cwnd) - new))
+
+
+def queue_paced_mbps(rate_mbps, base_rtt_ns, rtt_ns):
+    """MR-CC-015: the pacing rate of a hinted connection whose latest RTT sample is ``rtt_ns``:
+    the hint, times 1.5 base RTTs / the sample when that is below 1 (the rate form of the hinted
+    connection window of MR-CC-007, which a window of two MTUs cannot express when a share is
+    below a packet per RTT). At least 1 Mb/s."""
+    if 2 * rtt_ns <= 3 * base_rtt_ns:
+        return rate_mbps
+    return max(MIN_RATE_MBPS, rate_mbps * 3 * base_rtt_ns // (2 * rtt_ns))
+
+
+def initial_rto_ns(rto_initial_ns, conn_id, seed=0):
+    """MR-CC-014: a connection's timer before any RTT sample: ``rto_initial`` x (1 + k / 1024),
+    ``k`` in 0..255 a hash of the connection id (and the endpoint's seed): up to a quarter
+    more."""
+    k = (entropy_for(conn_id * 2654435761 + seed) >> 3) & 0xFF
+    return rto_initial_ns + ((rto_initial_ns * k) >> 10)
+
+
+def path_window_floor(mtu, n_paths):
+    """MR-CC-011: the least window of one of ``n_paths`` paths: MTU / paths (at least 64
+    bytes), so that the windows of a connection together fall to one MTU, like a single path."""
+    return max(64, mtu // max(1, n_paths))
 
 
 def ce_fraction_q(ce_count, packets):
@@ -314,6 +359,42 @@ def fair_share_mbps(line_rate_bps, n_active, ce_frac=0.0, drain=DRAIN_GAIN):
         return 0
     rate = line_rate_bps * (1.0 - drain * max(0.0, min(1.0, ce_frac)))
     return max(MIN_RATE_MBPS, int(rate / max(1, n_active) / 1e6))
+
+
+#: MR-CC-012: a sender is demand-limited when what arrived from it in each of the last two
+#: intervals, plus DEMAND_MARGIN_PKTS packets, is below DEMAND_FRACTION_Q (Q16, 7/8) of the level
+#: it was offered over that interval.
+DEMAND_FRACTION_Q = 7 * Q_ONE // 8
+#: MR-CC-012: packets of counting resolution (a sender paced at its share may be seen one packet
+#: short in an interval), so that a sender near its share is never taken as demand-limited.
+DEMAND_MARGIN_PKTS = 2
+
+
+def demand_limited(arrived_bytes, level_mbps, interval_ns, pkt_bytes):
+    """MR-CC-012: a sender from which ``arrived_bytes`` (wire bytes, the larger count of the last
+    two intervals of ``interval_ns``) arrived needs less than the level ``level_mbps``: it is
+    below 7/8 of the level's bytes over the interval by more than two packets of ``pkt_bytes``."""
+    level_bytes = level_mbps * interval_ns // 8000          # Mb/s x ns = 1e-3 bit
+    return arrived_bytes + DEMAND_MARGIN_PKTS * pkt_bytes < (level_bytes * DEMAND_FRACTION_Q) >> Q
+
+
+def fair_level_mbps(line_rate_bps, n_active, ce_frac=0.0, n_limited=0, limited_mbps=0,
+                    drain=DRAIN_GAIN):
+    """MR-CC-012: the receiver's max-min fair (water-filling) hint, in Mb/s.
+
+    ``n_limited`` of the ``n_active`` senders are demand-limited (:func:`demand_limited`) and
+    together use ``limited_mbps``; the others share the rest of the (drained, MR-CC-005) line
+    rate: ``(line x (1 - drain x ce) - limited) / (n_active - n_limited)``. Never below the equal
+    share :func:`fair_share_mbps` (a limited sender never gets less than before), and equal to it
+    without limited senders. Every sender gets the same hint: a limited sender's hint is a
+    ceiling it does not reach. With at most one sender the hint is 0, "no limit".
+    """
+    share = fair_share_mbps(line_rate_bps, n_active, ce_frac, drain)
+    if share == 0 or n_limited <= 0:
+        return share
+    rate_mbps = int(line_rate_bps * (1.0 - drain * max(0.0, min(1.0, ce_frac))) / 1e6)
+    rest = (rate_mbps - int(limited_mbps)) // max(1, n_active - n_limited)
+    return max(share, rest)
 
 
 #: MR-CC-010: packet times over which the receiver measures the arrival rate of new senders.

@@ -71,6 +71,10 @@ CONN_TX = data.StructLayout({
     "last_ece": TIME_BITS,
     "retx_count": 12,           # entries in the resend FIFO (bounded by the pool share)
     "tx_slots_busy": TX_MSGS,   # one bit per message slot
+    "cwnd_sum": BYTES_BITS,     # MR-CC-011: sum of the active paths' windows
+    "cut_debt": BYTES_BITS,     # MR-CC-013: cut still to take from increases
+    "cut_end": TIME_BITS,       # MR-CC-013: end of the connection's cut epoch
+    "cut_left": BYTES_BITS,     # MR-CC-013: bytes the epoch may still cut
 })
 
 #: MR-ENG-021: per connection, receiver half (MR-CC-009 hint bookkeeping).
@@ -80,6 +84,9 @@ CONN_RX = data.StructLayout({
     "rx_hint_psn": PSN_BITS,
     "rx_hint_sport": 16,
     "rx_slots_busy": RX_MSGS,
+    "rx_iv_bytes": BYTES_BITS,  # MR-CC-012: wire bytes in the current share interval
+    "rx_iv_prev": BYTES_BITS,   # MR-CC-012: ... and in the previous one
+    "rx_iv_epoch": 8,           # MR-CC-012: interval number of rx_iv_bytes, mod 256
 })
 
 #: MR-ENG-022: per path, sender half: sequence, window, RTT, timer and path state.
@@ -101,7 +108,9 @@ PATH_TX = data.StructLayout({
     "consec_to": 4,
     "last_ece": TIME_BITS,
     "last_ack": TIME_BITS,
-    "next_dec": TIME_BITS,
+    "next_dec": TIME_BITS,      # MR-CC-013: end of the observation window
+    "ce_acc": 10,               # MR-CC-013: CE-marked / acknowledged packets in the window
+    "ack_acc": 10,
     "since_req": 4,
     "xwit": TIME_BITS,
     "xslack": DUR_BITS,

@@ -60,11 +60,29 @@ def test_bench_spray_smoke(capsys):
 
 def test_bench_incast_smoke(capsys):
     obj = _bench(capsys, "incast", "--senders", "4", "--total", "2Mi", "--min-bytes", "256Ki")
-    assert len(obj["rows"]) == 2
+    assert len(obj["rows"]) == 4
+    assert {(r["topology"], r["protocol"]) for r in obj["rows"]} == {
+        (t, p) for t in ("single", "fat_tree") for p in ("metaroce", "rocev2")}
     for r in obj["rows"]:
         assert {"protocol", "senders", "converge_rtts", "jain", "peak_queue_kb", "drops",
-                "drops_after_converged", "goodput_gbps", "delivered_ok"} <= set(r)
+                "drops_after_converged", "drop_fraction", "goodput_gbps", "delivered_ok"} <= set(r)
         assert r["delivered_ok"] is True and 0 < r["jain"] <= 1.0 and r["senders"] == 4
+        assert 0 <= r["drop_fraction"] < 1
+
+
+def test_bench_fairness_smoke(capsys):
+    """bench fairness: every case on its shipped scenario, both protocols, the documented row."""
+    obj = _bench(capsys, "fairness", "--scale", "0.5")
+    rows = obj["rows"]
+    assert [(r["case"], r["protocol"]) for r in rows] == [
+        (c, p) for c in ("trickle_bulk", "core_1v8", "core_1v64", "core_n4") for p in ("metaroce", "rocev2")]
+    for r in rows:
+        assert {"case", "protocol", "flows", "jain", "bulk_vs_ideal", "delivered_ok"} <= set(r)
+        assert r["delivered_ok"] is True and 0 < r["jain"] <= 1.0 and r["window_us"] > 0
+        for f in r["flows"]:
+            assert {"name", "paths", "gbps"} <= set(f) and f["gbps"] >= 0
+    paths = {r["case"]: [f["paths"] for f in r["flows"]] for r in rows if r["protocol"] == "metaroce"}
+    assert paths["core_1v8"] == [1, 8] and paths["core_1v64"] == [1, 64]
 
 
 def test_bench_failover_smoke(capsys):

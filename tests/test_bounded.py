@@ -54,7 +54,8 @@ def _pack_state(c, now):
         R.fits(R.PATH_TX, entropy=p.entropy, gen=p.gen & 0xFF, state=p.state, next_psn=p.next_psn,
                floor=p.floor, live=p.live, inflight=p.inflight, cwnd=int(p.cwnd), srtt=d(p.srtt),
                rttvar=d(p.rttvar), min_rtt=d(p.min_rtt), backoff_log2=p.backoff.bit_length() - 1,
-               consec_to=min(p.consec_to, 15), last_ack=t(p.last_ack), since_req=p.since_req)
+               consec_to=min(p.consec_to, 15), last_ack=t(p.last_ack), since_req=p.since_req,
+               ce_acc=p.ce_acc, ack_acc=p.ack_acc, next_dec=t(p.next_dec))
         assert all(isinstance(v, int) for v in (p.cwnd, p.rttvar, p.srtt or 0, p.min_rtt or 0))
         assert all(isinstance(v, int) for v in (p.last_ack, p.last_ece, p.next_dec, p.xwit, p.xslack,
                                                 p.deadline or 0, p.probe_interval))
@@ -80,7 +81,11 @@ def _pack_state(c, now):
            receipt_key=int.from_bytes(c.receipt_key or bytes(16), "big"))
     R.fits(R.CONN_TX, inflight=c.inflight, window=int(c.window), ramp=int(c.ramp),
            rate_mbps=int(c.rate_bps / 1e6) if c.rate_bps < c.ep.line_rate_bps else 0,
-           retx_count=len(c.retx))
+           retx_count=len(c.retx), cwnd_sum=c.cwnd_sum, cut_debt=c.cut_debt, cut_end=t(c.cut_end),
+           cut_left=max(0, c.cut_left))             # MR-CC-011, MR-CC-013
+    assert all(isinstance(v, int) for v in (c.cwnd_sum, c.cut_debt, c.cut_left))
+    R.fits(R.CONN_RX, rx_iv_bytes=c.rx_iv_bytes, rx_iv_prev=c.rx_iv_prev,
+           rx_iv_epoch=max(0, c.rx_iv_epoch) & 0xFF)      # MR-CC-012
 
 
 def _traffic(kind, seed):

@@ -246,12 +246,58 @@ def _check_failover_planes(res):
     assert res["flows"][0]["retransmits"] > 0
 
 
+def _check_fair_trickle_bulk(res):
+    """MR-CC-012 scenario: the trickle is 60 messages; both flows end at one receiver."""
+    bulk, trickle = res["flows"]
+    assert trickle["messages"] == 60 and bulk["dst"] == trickle["dst"] == "h0"
+    down = {ln["name"]: ln for ln in res["links"]}["p0.leaf0>h0"]
+    assert down["frames"] >= bulk["data_frames"] + trickle["data_frames"] - down["drops"]
+
+
+def _check_core_shared(res, link="p0.leaf0>p0.spine0"):
+    """MR-CC-011 scenarios: every flow crosses the one core link; its receiver link is its own."""
+    links = {ln["name"]: ln for ln in res["links"]}
+    assert links[link]["frames"] + links[link]["drops"] >= sum(f["data_frames"] for f in res["flows"])
+    assert len({f["dst"] for f in res["flows"]}) == len(res["flows"])
+
+
+def _check_fair_core_paths(res):
+    _check_core_shared(res)
+    assert [f["paths"] for f in res["flows"]] == [1, 8]
+
+
+def _check_heldout_core_paths(res):
+    _check_core_shared(res)
+    assert [f["paths"] for f in res["flows"]] == [1, 4, 16]
+
+
+def _check_heldout_core_n(res):
+    _check_core_shared(res)
+    assert [f["paths"] for f in res["flows"]] == [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+def _check_heldout_trickle_3bulk(res):
+    assert len(res["flows"]) == 4 and {f["dst"] for f in res["flows"]} == {"h0"}
+
+
+def _check_heldout_fat_tree_recv(res):
+    assert [f["paths"] for f in res["flows"]] == [1, 32, 8]
+    assert sum(1 for ln in res["links"] if "core" in ln["name"]) >= 2
+
+
 CHECKS = {
     "failover_leaf_spine": _check_failover_leaf_spine,
     "failover_planes": _check_failover_planes,
     "loss_single_switch": _check_loss_single_switch,
     "loss_leaf_spine": _check_loss_leaf_spine,
     "pfc_dcqcn_incast": _check_pfc_dcqcn_incast,
+    "fair_trickle_bulk": _check_fair_trickle_bulk,
+    "fair_core_paths": _check_fair_core_paths,
+    "fair_core_n": _check_core_shared,
+    "heldout_trickle_3bulk": _check_heldout_trickle_3bulk,
+    "heldout_core_paths": _check_heldout_core_paths,
+    "heldout_core_n": _check_heldout_core_n,
+    "heldout_fat_tree_recv": _check_heldout_fat_tree_recv,
     "switch_failure_rocev2": _check_switch_failure_rocev2,
     "single_switch_loss": _check_single_switch_loss,
     "leaf_spine_spine_loss": _check_leaf_spine_spine_loss,
@@ -263,7 +309,10 @@ CHECKS = {
 SMALL = {"failover_leaf_spine": "16Mi", "failover_planes": "48Mi",
          "loss_single_switch": "2Mi", "loss_leaf_spine": "4Mi", "pfc_dcqcn_incast": "512Ki",
          "switch_failure_rocev2": "512Ki", "single_switch_loss": "1Mi", "leaf_spine_spine_loss": "1Mi", "fat_tree_incast": "128Ki",
-         "pfc_lossless_rocev2": "256Ki", "link_failure_reconverge": "2Mi"}
+         "pfc_lossless_rocev2": "256Ki", "link_failure_reconverge": "2Mi",
+         "fair_trickle_bulk": "64Ki", "fair_core_paths": "1Mi", "fair_core_n": "512Ki",
+         "heldout_trickle_3bulk": "64Ki", "heldout_core_paths": "512Ki", "heldout_core_n": "128Ki",
+         "heldout_fat_tree_recv": "64Ki"}
 
 
 def _run_checked(name, sc):
