@@ -56,7 +56,7 @@ from .streams import SEP
 #: Cycles kept (as sampled) for the input-beat history of a mismatch message.
 RECENT_CYCLES = 512
 
-__all__ = ["CycleModel", "Mismatch", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
+__all__ = ["CycleModel", "Mismatch", "CombinationalOutput", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
            "model_port_lists"]
 
 
@@ -459,8 +459,20 @@ class Lockstep:
             self._running = False   # the waiting test raises self.error
 
 
+class CombinationalOutput(AssertionError):
+    """:func:`drive` with ``registered_outputs=True`` saw an output change after the inputs
+    of the same cycle were written: the design has an input-to-output path."""
+
+
+#: :func:`drive` with ``registered_outputs``: every this many cycles (and in the first
+#: cycles) the outputs are read a second time after the inputs were written, to catch a
+#: design whose outputs are not all flip-flops.
+REGISTERED_CHECK_EVERY = 61
+
+
 async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
-                max_cycles: int | None = None, watch: Iterable[str] = ()) -> int:
+                max_cycles: int | None = None, watch: Iterable[str] = (),
+                registered_outputs: bool = False) -> int:
     """The fast lockstep loop: one coroutine drives the inputs, reads the outputs and
     compares, cycle by cycle, until ``driver.finished`` (or ``max_cycles``).
 
@@ -472,6 +484,15 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
     then ``driver.observe(inputs, outputs)`` and ``driver.settle(busy())``.  Two triggers
     and two evaluations of the design per cycle, no other coroutine (see
     docs/hw/verification.md for what each costs).
+
+    ``registered_outputs``: the design drives every output from a flip-flop (the parser:
+    MR-HW-055), so the outputs are final right after the rising edge: they are read at the
+    falling edge *before* the cycle's inputs are written, and the cycle needs one trigger,
+    not two.  Every :data:`REGISTERED_CHECK_EVERY` cycles the loop also waits for
+    ``ReadOnly`` after the writes and reads every output again; a change raises
+    :class:`CombinationalOutput` (the assumption is wrong for this design), so the mode
+    cannot hide a difference.
+
     ``watch``: wide outputs that seldom change (a record register): read again only after
     the simulator reported a change of value (:func:`_watched_reader`), so each is still
     compared every cycle with its exact value.  Call after ``await h.start(monitor=False)``;
@@ -479,7 +500,7 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
     """
     watch = set(watch)
     from cocotb.triggers import ReadOnly, Timer
-    dut, core = h.dut, h.core
+    core = h.core
     writers = {n: _writer(h._handle(n), immediate=True) for n in h.inputs}
     watched = h.__dict__.setdefault("_watched", {})     # one watcher per signal and harness
     for n in watch:
@@ -493,18 +514,30 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
     half, period = Timer(h.period / 2, unit="ns"), Timer(h.period, unit="ns")
     prev = h.__dict__.setdefault("_driven", {})       # what the inputs hold now
     compare, inputs, observe, settle = core.compare, driver.inputs, driver.observe, driver.settle
+    limit = float("inf") if max_cycles is None else max_cycles
     n = 0
-    del dut
     await half
     try:
-        while not driver.finished and (max_cycles is None or n < max_cycles):
+        while not driver.finished and n < limit:
+            if registered_outputs:
+                outs = {name: r() for name, r in readers}
             ins = inputs()
             for name, v in ins.items():
                 if prev.get(name) != v:
                     writers[name](v)
                     prev[name] = v
-            await ro
-            outs = {name: r() for name, r in readers}
+            if not registered_outputs:
+                await ro
+                outs = {name: r() for name, r in readers}
+            elif n % REGISTERED_CHECK_EVERY < 2:
+                await ro
+                again = {name: r() for name, r in readers}
+                if again != outs:
+                    bad = [k for k in outs if again[k] != outs[k]]
+                    raise CombinationalOutput(
+                        f"cycle {core.cycle}: output(s) {', '.join(bad)} changed after the "
+                        "cycle's inputs were written: not registered; use "
+                        "drive(registered_outputs=False)")
             compare(ins, outs)
             observe(ins, outs)
             settle(busy)
