@@ -47,6 +47,7 @@ the clock period starting at ``start_time + n * period``: the message gives that
 from __future__ import annotations
 
 import collections
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
@@ -83,7 +84,9 @@ def _reader(handle) -> Callable[[], int]:
     width = len(handle)
     if raw is None:
         return lambda: int(handle.value)
-    if width <= 32:
+    if width < 32:
+        return raw.get_signal_val_long          # non-negative below 32 bits: no mask needed
+    if width == 32:
         mask = (1 << width) - 1
         get = raw.get_signal_val_long
         return lambda: get() & mask
@@ -98,22 +101,21 @@ def _reader(handle) -> Callable[[], int]:
 
 
 def _watched_reader(handle) -> Callable[[], int]:
-    """A reader that reads ``handle`` only after it changed: a cocotb task waits on its
-    value-change trigger and marks it stale (Verilator compares the value after every
-    evaluation, in C++).  Reading a 1,438-bit meta record as a binary string costs about
-    7 us; the record changes once per frame."""
-    import cocotb
-    from cocotb.triggers import ValueChange
+    """A reader that reads ``handle`` only after it changed: a value-change callback of the
+    simulator (Verilator compares the value after every evaluation, in C++) marks it stale;
+    the callback is a plain function, not a coroutine, and arms itself again.  Reading a
+    1,438-bit meta record as a binary string costs about 7 us; the record changes at most
+    once per frame."""
+    from cocotb import simulator
     read = _reader(handle)
+    raw = handle._handle
     cell = [True, 0]              # stale, value
 
-    async def watcher():
-        change = ValueChange(handle)
-        while True:
-            await change
-            cell[0] = True
+    def changed() -> None:
+        cell[0] = True
+        simulator.register_value_change_callback(raw, changed, simulator.VALUE_CHANGE)
 
-    cocotb.start_soon(watcher())
+    simulator.register_value_change_callback(raw, changed, simulator.VALUE_CHANGE)
 
     def get() -> int:
         if cell[0]:
@@ -134,8 +136,7 @@ def _writer(handle, immediate: bool = False) -> Callable[[int], None]:
         return write
     action = 3 if immediate else 0             # GPI: NO_DELAY / DEPOSIT
     if width <= 32:
-        put = raw.set_signal_val_int
-        return lambda v: put(action, v)
+        return functools.partial(raw.set_signal_val_int, action)
     put_bin = raw.set_signal_val_binstr
     fmt = f"0{width}b"
     return lambda v: put_bin(action, format(v, fmt))
@@ -470,11 +471,16 @@ class CombinationalOutput(AssertionError):
 REGISTERED_CHECK_EVERY = 61
 
 
+#: :func:`drive` with ``registered_outputs``: the coroutine looks every this many cycles
+#: whether the cycle callbacks are done (one cocotb wake-up per window, not per cycle).
+POLL_CYCLES = 64
+
+
 async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
                 max_cycles: int | None = None, watch: Iterable[str] = (),
                 registered_outputs: bool = False) -> int:
-    """The fast lockstep loop: one coroutine drives the inputs, reads the outputs and
-    compares, cycle by cycle, until ``driver.finished`` (or ``max_cycles``).
+    """The fast lockstep loop: drive the inputs, read the outputs and compare, cycle by
+    cycle, until ``driver.finished`` (or ``max_cycles``).
 
     Per cycle, at the falling clock edge (mid-cycle: the design only samples on the rising
     edge), the inputs ``driver.inputs()`` returns are written (only those that changed,
@@ -486,20 +492,25 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
     docs/hw/verification.md for what each costs).
 
     ``registered_outputs``: the design drives every output from a flip-flop (the parser:
-    MR-HW-055), so the outputs are final right after the rising edge: they are read at the
-    falling edge *before* the cycle's inputs are written, and the cycle needs one trigger,
-    not two.  Every :data:`REGISTERED_CHECK_EVERY` cycles the loop also waits for
-    ``ReadOnly`` after the writes and reads every output again; a change raises
-    :class:`CombinationalOutput` (the assumption is wrong for this design), so the mode
-    cannot hide a difference.
+    MR-HW-055), so the outputs are final right after the rising edge.  Each cycle is then
+    one plain simulator callback at the falling edge (no coroutine wake-up): it reads every
+    output *before* writing the cycle's inputs, compares and arms the next cycle's callback;
+    the coroutine only looks every :data:`POLL_CYCLES` cycles whether the run is over, and
+    the cycles until it looks are compared too, with the inputs held (``driver.observe`` is
+    not called for them; they count in the cycles returned, so ``max_cycles`` is a lower
+    bound).  A mismatch still names its cycle and signal and is raised by the coroutine;
+    after it the model keeps stepping, uncompared, until the coroutine looks, so that a
+    caller catching it stays in step with the design.  Every
+    :data:`REGISTERED_CHECK_EVERY` cycles the outputs are read again in ``ReadOnly``, after
+    the writes; a change raises :class:`CombinationalOutput` (the assumption is wrong for
+    this design), so the mode cannot hide a difference.
 
     ``watch``: wide outputs that seldom change (a record register): read again only after
     the simulator reported a change of value (:func:`_watched_reader`), so each is still
-    compared every cycle with its exact value.  Call after ``await h.start(monitor=False)``;
-    returns the cycles driven.
+    compared every cycle with its exact value.  Call after ``await h.start(monitor=False)``
+    (or a previous ``drive``); returns the cycles compared.
     """
     watch = set(watch)
-    from cocotb.triggers import ReadOnly, Timer
     core = h.core
     writers = {n: _writer(h._handle(n), immediate=True) for n in h.inputs}
     watched = h.__dict__.setdefault("_watched", {})     # one watcher per signal and harness
@@ -508,36 +519,25 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
             watched[n] = _watched_reader(h._handle(n))
     readers = [(n, watched[n] if n in watched else _reader(h._handle(n))) for n in h.outputs]
     busy = busy or (lambda: False)
-    # called right after a rising edge: the first write is half a period later, then one
-    # every period, at the falling edges
+    prev = h.__dict__.setdefault("_driven", {})       # what the inputs hold now
+    limit = float("inf") if max_cycles is None else max_cycles
+    await _to_falling_edge(h)
+    if registered_outputs:
+        return await _drive_callbacks(h, driver, busy, limit, readers, writers, prev)
+    from cocotb.triggers import ReadOnly, Timer
     ro = ReadOnly()
     half, period = Timer(h.period / 2, unit="ns"), Timer(h.period, unit="ns")
-    prev = h.__dict__.setdefault("_driven", {})       # what the inputs hold now
     compare, inputs, observe, settle = core.compare, driver.inputs, driver.observe, driver.settle
-    limit = float("inf") if max_cycles is None else max_cycles
     n = 0
-    await half
     try:
         while not driver.finished and n < limit:
-            if registered_outputs:
-                outs = {name: r() for name, r in readers}
             ins = inputs()
             for name, v in ins.items():
                 if prev.get(name) != v:
                     writers[name](v)
                     prev[name] = v
-            if not registered_outputs:
-                await ro
-                outs = {name: r() for name, r in readers}
-            elif n % REGISTERED_CHECK_EVERY < 2:
-                await ro
-                again = {name: r() for name, r in readers}
-                if again != outs:
-                    bad = [k for k in outs if again[k] != outs[k]]
-                    raise CombinationalOutput(
-                        f"cycle {core.cycle}: output(s) {', '.join(bad)} changed after the "
-                        "cycle's inputs were written: not registered; use "
-                        "drive(registered_outputs=False)")
+            await ro
+            outs = {name: r() for name, r in readers}
             compare(ins, outs)
             observe(ins, outs)
             settle(busy)
@@ -548,6 +548,93 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
         # back in step with the rising edge, as the caller expects (also after a mismatch)
         await half
     return n
+
+
+async def _to_falling_edge(h: Lockstep) -> None:
+    """Wait for the next falling clock edge (cycle ``n`` starts at ``start_time + n *
+    period``; a caller may be at a rising edge or anywhere before the falling edge)."""
+    from cocotb.triggers import Timer
+    from cocotb.utils import get_sim_steps, get_sim_time
+    now = get_sim_time("step")
+    start = get_sim_steps(h.start_time, "ns")
+    period = get_sim_steps(h.period, "ns")
+    fall = start + period // 2
+    wait = (fall - now) % period
+    await Timer(wait or period, unit="step")
+
+
+async def _drive_callbacks(h, driver, busy, limit, readers, writers, prev) -> int:
+    """:func:`drive` with ``registered_outputs``: one simulator callback per cycle.  Called
+    at a falling edge; returns at the rising edge that ends the last compared cycle."""
+    from cocotb import simulator
+    from cocotb.triggers import Timer
+    from cocotb.utils import get_sim_steps
+    core = h.core
+    period = get_sim_steps(h.period, "ns")
+    compare, inputs, observe, settle = core.compare, driver.inputs, driver.observe, driver.settle
+    # n: cycles driven; tail: cycles compared after the driver finished (inputs held)
+    st = {"n": 0, "tail": 0, "done": False, "stop": False, "error": None, "cb": None}
+
+    def recheck(outs, cycle):
+        again = {name: r() for name, r in readers}
+        if again != outs and st["error"] is None:
+            bad = [k for k in outs if again[k] != outs[k]]
+            st["error"] = CombinationalOutput(
+                f"cycle {cycle}: output(s) {', '.join(bad)} changed after the cycle's inputs "
+                "were written: not registered; use drive(registered_outputs=False)")
+            st["done"] = True
+
+    def cycle():
+        st["cb"] = None
+        if st["stop"]:
+            return
+        try:
+            outs = {name: r() for name, r in readers}
+            if not st["done"]:
+                ins = inputs()
+                for name, v in ins.items():
+                    if prev.get(name) != v:
+                        writers[name](v)
+                        prev[name] = v
+                n = st["n"]
+                if n % REGISTERED_CHECK_EVERY < 2:
+                    simulator.register_readonly_callback(recheck, outs, core.cycle)
+                compare(ins, outs)
+                observe(ins, outs)
+                settle(busy)
+                st["n"] = n + 1
+                st["done"] = driver.finished or n + 1 >= limit
+            elif st["error"] is None:
+                compare(dict(prev), outs)
+                st["tail"] += 1
+            else:
+                # after an error: keep the model in step with the design, uncompared
+                core.model.step(dict(prev))
+                core.cycle += 1
+        except BaseException as e:          # raised in the coroutine, not in the simulator
+            if st["error"] is not None:
+                st["stop"] = True
+                return
+            st["error"] = e
+            st["done"] = True
+        st["cb"] = simulator.register_timed_callback(period, cycle)
+
+    cycle()
+    # look a quarter period after a falling edge, never at a cycle callback's time; stop
+    # before the next falling edge and return at the rising edge in between
+    quarter = Timer(period // 4, unit="step")
+    window = Timer(POLL_CYCLES * period, unit="step")
+    await quarter
+    while not st["done"]:
+        await window
+    st["stop"] = True
+    if st["cb"] is not None:
+        st["cb"].deregister()
+        st["cb"] = None
+    await quarter
+    if st["error"] is not None:
+        raise st["error"]
+    return st["n"] + st["tail"]
 
 
 def drive_amaranth(sim, core: Core, driver, signals: Mapping[str, object], *,
