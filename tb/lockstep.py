@@ -501,9 +501,10 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
     bound).  A mismatch still names its cycle and signal and is raised by the coroutine;
     after it the model keeps stepping, uncompared, until the coroutine looks, so that a
     caller catching it stays in step with the design.  Every
-    :data:`REGISTERED_CHECK_EVERY` cycles the outputs are read again in ``ReadOnly``, after
-    the writes; a change raises :class:`CombinationalOutput` (the assumption is wrong for
-    this design), so the mode cannot hide a difference.
+    :data:`REGISTERED_CHECK_EVERY` cycles (and in a cycle with a mismatch) the outputs are
+    read again in ``ReadOnly``, after the writes; a change raises
+    :class:`CombinationalOutput` (the assumption is wrong for this design), so the mode
+    cannot hide a difference.
 
     ``watch``: wide outputs that seldom change (a record register): read again only after
     the simulator reported a change of value (:func:`_watched_reader`), so each is still
@@ -575,14 +576,55 @@ async def _drive_callbacks(h, driver, busy, limit, readers, writers, prev) -> in
     # n: cycles driven; tail: cycles compared after the driver finished (inputs held)
     st = {"n": 0, "tail": 0, "done": False, "stop": False, "error": None, "cb": None}
 
-    def recheck(outs, cycle):
+    def fail(e):
+        if st["error"] is not None:         # a second failure: stop stepping altogether
+            st["stop"] = True
+            return False
+        st["error"] = e
+        st["done"] = True
+        return True
+
+    def moved(outs, cycle):
+        # in ReadOnly: did an output move with the inputs written in this cycle?
         again = {name: r() for name, r in readers}
-        if again != outs and st["error"] is None:
-            bad = [k for k in outs if again[k] != outs[k]]
-            st["error"] = CombinationalOutput(
-                f"cycle {cycle}: output(s) {', '.join(bad)} changed after the cycle's inputs "
-                "were written: not registered; use drive(registered_outputs=False)")
-            st["done"] = True
+        if again == outs:
+            return None
+        bad = [k for k in outs if again[k] != outs[k]]
+        return CombinationalOutput(
+            f"cycle {cycle}: output(s) {', '.join(bad)} changed after the cycle's inputs were "
+            "written: not registered; use drive(registered_outputs=False)")
+
+    def finish(ins, outs, in_readonly=False):
+        # compare, observe, settle, then arm the next cycle's callback
+        cycle_no = core.cycle
+        try:
+            n = st["n"]
+            compare(ins, outs)
+            observe(ins, outs)
+            settle(busy)
+            st["n"] = n + 1
+            st["done"] = driver.finished or n + 1 >= limit
+        except BaseException as e:          # raised in the coroutine, not in the simulator
+            if not fail(e):
+                return
+            if isinstance(e, Mismatch) and not in_readonly:
+                # a combinational output shows up as a mismatch first: say so if it is one
+                simulator.register_readonly_callback(diagnose, outs, cycle_no, e)
+        st["cb"] = simulator.register_timed_callback(period, cycle)
+
+    def diagnose(outs, cycle_no, mismatch):
+        err = moved(outs, cycle_no)
+        if err is not None and st["error"] is mismatch:
+            st["error"] = CombinationalOutput(f"{err}; first seen as: {mismatch}")
+
+    def recheck(ins, outs):
+        # ReadOnly of a check cycle: the outputs must not have moved with the new inputs
+        err = moved(outs, core.cycle)
+        if err is not None:
+            fail(err)
+            st["stop"] = True
+            return
+        finish(ins, outs, in_readonly=True)
 
     def cycle():
         st["cb"] = None
@@ -596,15 +638,12 @@ async def _drive_callbacks(h, driver, busy, limit, readers, writers, prev) -> in
                     if prev.get(name) != v:
                         writers[name](v)
                         prev[name] = v
-                n = st["n"]
-                if n % REGISTERED_CHECK_EVERY < 2:
-                    simulator.register_readonly_callback(recheck, outs, core.cycle)
-                compare(ins, outs)
-                observe(ins, outs)
-                settle(busy)
-                st["n"] = n + 1
-                st["done"] = driver.finished or n + 1 >= limit
-            elif st["error"] is None:
+                if st["n"] % REGISTERED_CHECK_EVERY < 2:
+                    simulator.register_readonly_callback(recheck, ins, outs)
+                else:
+                    finish(ins, outs)
+                return
+            if st["error"] is None:
                 compare(dict(prev), outs)
                 st["tail"] += 1
             else:
@@ -612,11 +651,8 @@ async def _drive_callbacks(h, driver, busy, limit, readers, writers, prev) -> in
                 core.model.step(dict(prev))
                 core.cycle += 1
         except BaseException as e:          # raised in the coroutine, not in the simulator
-            if st["error"] is not None:
-                st["stop"] = True
+            if not fail(e):
                 return
-            st["error"] = e
-            st["done"] = True
         st["cb"] = simulator.register_timed_callback(period, cycle)
 
     cycle()
