@@ -21,8 +21,11 @@ API summary
 ``generate_verilog(design, name="top", ports=None, *, parameters=None, emit_src=False) -> str``
     Amaranth -> Verilog text (``amaranth.back.verilog.convert``).
 ``build(design_name, source, toplevel=None, parameters=None, build_root=None, *, waves=False,
-build_args=(), ...) -> Build``
+build_args=(), public="all", ...) -> Build``
     Cached, xdist-safe Verilator build; returns a :class:`Build` (``build.build_dir``...).
+    ``public="ports"``: only the top module's ports reachable from cocotb (faster).
+``top_ports(texts, top) -> list[str]``, ``public_ports_vlt(top, ports) -> str``
+    The port names of a Verilog module; the Verilator configuration making only them public.
 ``run(build, test_module, testcase=None, extra_env=None, waves=False, seed=None, *,
 run_dir=None, check=True, ...) -> pathlib.Path``
     Run cocotb tests against a :class:`Build`; returns the results XML path; raises
@@ -77,6 +80,8 @@ __all__ = [
     "default_build_root",
     "fst_support_problem",
     "build",
+    "top_ports",
+    "public_ports_vlt",
     "run",
     "results_summary",
 ]
