@@ -150,6 +150,18 @@ def _pack_loop(values):
     return out
 
 
+def _runs():
+    """META_FIELDS in order, cut into runs of fields with the same struct prefix (a top-level
+    field after a struct starts a new run: the order of the checks, and so which error a
+    bad record raises first, is the reference's)."""
+    runs: list = []
+    for path, off, width in META_FIELDS:
+        if not runs or runs[-1][0] != path[:-1]:
+            runs.append((path[:-1], []))
+        runs[-1][1].append((path, off, width))
+    return runs
+
+
 def _too_wide(path, v, width):
     raise ValueError(f"{path}={v} does not fit {width} bits")
 
@@ -159,10 +171,7 @@ def _compile_pack():
     the meta record of every frame is packed in the lockstep loop."""
     lines = ["def _pack(values):", "    out = 0", "    if not isinstance(values, dict):",
              "        return 0"]
-    groups: dict = {}
-    for path, off, width in META_FIELDS:
-        groups.setdefault(path[:-1], []).append((path, off, width))
-    for prefix, fields in groups.items():
+    for prefix, fields in _runs():
         ind = "    "
         src = "values"
         for i, name in enumerate(prefix):       # one level deep in META_LAYOUT
@@ -183,7 +192,43 @@ def _compile_pack():
     return ns["_pack"]
 
 
-_pack = _compile_pack()
+_pack_general = _compile_pack()
+
+
+def _compile_pack_fast():
+    """The common case of :func:`_pack_general` (what :func:`verdict` packs): every member of
+    a struct that is present is there and an int; one shift-or and one range test per field,
+    no lookups that may miss.  Anything else raises (KeyError, TypeError, AttributeError) or
+    sets ``bad`` and :func:`_pack` takes the general path, so the result and the errors are
+    the reference's."""
+    lines = ["def _pack_fast(values):", "    out = bad = 0", "    get = values.get"]
+    for prefix, fields in _runs():
+        ind, src = "    ", "values"
+        if prefix:                              # one level deep in META_LAYOUT
+            lines += [f"    s = get({prefix[0]!r})", "    if s is not None:"]
+            ind, src = "        ", "s"
+        for path, off, width in fields:
+            if not prefix:
+                lines += [f"{ind}v = get({path[-1]!r})", f"{ind}if v is not None:",
+                          f"{ind}    out |= v << {off}", f"{ind}    bad |= v >> {width}"]
+            else:
+                lines += [f"{ind}v = {src}[{path[-1]!r}]", f"{ind}out |= v << {off}",
+                          f"{ind}bad |= v >> {width}"]
+    lines.append("    return out, bad")
+    ns: dict = {}
+    exec("\n".join(lines), ns)
+    return ns["_pack_fast"]
+
+
+_pack_fast = _compile_pack_fast()
+
+
+def _pack(values):
+    try:
+        out, bad = _pack_fast(values)
+    except (KeyError, TypeError, AttributeError):
+        return _pack_general(values)
+    return _pack_general(values) if bad else out
 
 
 def _unpack(value):
