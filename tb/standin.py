@@ -273,7 +273,8 @@ async def drive_registered(dut):
     mismatches, every frame counted), ``mismatch`` (the ``count`` bug: the first mismatch
     is raised with the cycle and the signal the model alone predicts), ``combinational``
     (meta ready toggling: ``s_axis__tready`` depends on it within the cycle, which the
-    check reports)."""
+    check reports); ``triggers``: the same traffic through the two-trigger loop
+    (``registered_outputs=False``), which allows it."""
     from .lockstep import CombinationalOutput, drive
     mode = os.environ["STANDIN_DRIVE"]
     width = len(dut.s_axis__tdata)
@@ -293,6 +294,14 @@ async def drive_registered(dut):
         drv2 = BeatDriver(width, 5, seed=8)
         await drive(h, drv2, registered_outputs=True)
         assert h.mismatches == 0 and int(dut.frames.value) == n_frames + 5
+        return
+    if mode == "triggers":
+        # the two-trigger loop (outputs read in ReadOnly, after the writes) takes an output
+        # that follows an input within the cycle: zero mismatches with meta ready toggling
+        drv = BeatDriver(width, n_frames, seed=7, toggle_meta_ready=True)
+        cycles = await drive(h, drv)
+        assert h.mismatches == 0 and cycles == h.cycle >= len(drv.beats)
+        assert int(dut.frames.value) == n_frames
         return
     if mode == "combinational":
         try:
