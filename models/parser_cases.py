@@ -841,6 +841,11 @@ def suite(n_random: int = 0, n_mutated: int = 0, seed: int = 1, max_payload: int
 SHAPES = {"none": (0.0, 0.0), "idle": (0.3, 0.0), "bp": (0.0, 0.5), "both": (0.25, 0.4)}
 
 
+#: (stream, tvalid, tready, tdata, tkeep, tlast) of the parser's two output streams.
+_OUT_STREAMS = tuple((n, f"m_{n}__tvalid", f"m_{n}__tready", f"m_{n}__tdata", f"m_{n}__tkeep",
+                      f"m_{n}__tlast") for n in ("payload", "bypass"))
+
+
 class Driver:
     """The parser's AXI4-Stream source, output sinks, meta ready and counter reads, cycle by
     cycle from one seed, and the collector of the three output streams (MR-HW-002).
@@ -1001,14 +1006,17 @@ class Driver:
             self._meta_held = not inp["m_meta__ready"]
         else:
             self._meta_held = 0
-        for name in ("payload", "bypass"):
-            if out[f"m_{name}__tvalid"] and inp[f"m_{name}__tready"]:
+        for name, valid, ready, tdata, tkeep, tlast in _OUT_STREAMS:
+            if out[valid] and inp[ready]:
                 nb = self.width // 8
-                d = out[f"m_{name}__tdata"].to_bytes(nb, "little")
-                keep = out[f"m_{name}__tkeep"]
+                d = out[tdata].to_bytes(nb, "little")
+                keep = out[tkeep]
                 cur = self._cur[name]
-                cur += d if keep == (1 << nb) - 1 else bytes(d[j] for j in range(nb) if keep >> j & 1)
-                if out[f"m_{name}__tlast"]:
+                if keep & (keep + 1) == 0:          # a run of ones from lane 0 (or none)
+                    cur += d[:keep.bit_length()]
+                else:
+                    cur += bytes(d[j] for j in range(nb) if keep >> j & 1)
+                if out[tlast]:
                     res[name].append(bytes(cur))
                     cur.clear()
         self.cycle += 1

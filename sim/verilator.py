@@ -21,8 +21,11 @@ API summary
 ``generate_verilog(design, name="top", ports=None, *, parameters=None, emit_src=False) -> str``
     Amaranth -> Verilog text (``amaranth.back.verilog.convert``).
 ``build(design_name, source, toplevel=None, parameters=None, build_root=None, *, waves=False,
-build_args=(), ...) -> Build``
+build_args=(), public="all", ...) -> Build``
     Cached, xdist-safe Verilator build; returns a :class:`Build` (``build.build_dir``...).
+    ``public="ports"``: only the top module's ports reachable from cocotb (faster).
+``top_ports(texts, top) -> list[str]``, ``public_ports_vlt(top, ports) -> str``
+    The port names of a Verilog module; the Verilator configuration making only them public.
 ``run(build, test_module, testcase=None, extra_env=None, waves=False, seed=None, *,
 run_dir=None, check=True, ...) -> pathlib.Path``
     Run cocotb tests against a :class:`Build`; returns the results XML path; raises
@@ -77,6 +80,8 @@ __all__ = [
     "default_build_root",
     "fst_support_problem",
     "build",
+    "top_ports",
+    "public_ports_vlt",
     "run",
     "results_summary",
 ]
@@ -630,12 +635,34 @@ def _pch_workaround():
 
 
 
+def top_ports(verilog_texts: Sequence[str], top: str) -> list[str]:
+    """Port names of module ``top`` in the Verilog texts (an ANSI or non-ANSI header)."""
+    for text in verilog_texts:
+        m = re.search(r"\bmodule\s+\\?" + re.escape(top) + r"\s*(?:#\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
+                      r"\((.*?)\)\s*;", text, re.S)
+        if m:
+            names = []
+            for part in m.group(1).split(","):
+                words = re.findall(r"\\\S+|[A-Za-z_][A-Za-z0-9_$]*", part.split("=")[0])
+                if words:
+                    names.append(words[-1])
+            return names
+    raise BuildError(f"no module {top!r} in the sources: cannot list its ports")
+
+
+def public_ports_vlt(top: str, ports: Sequence[str]) -> str:
+    """A Verilator configuration file making only ``top``'s ports reachable through VPI."""
+    lines = ["`verilator_config"]
+    lines += [f'public_flat_rw -module "{top}" -var "{p}"' for p in ports]
+    return "\n".join(lines) + "\n"
+
+
 def build(design_name: str, source: Any, toplevel: str | None = None,
           parameters: Mapping[str, Any] | None = None, build_root: str | os.PathLike | None = None,
           *, waves: bool | str = False, build_args: Sequence[str] = (),
           includes: Sequence[str | os.PathLike] = (), defines: Mapping[str, Any] | None = None,
           timescale: tuple[str, str] | None = ("1ns", "1ps"), ports: Any = None,
-          verbose: bool = False) -> Build:
+          public: str = "all", verbose: bool = False) -> Build:
     """Build ``source`` with Verilator for cocotb, reusing a cached build when possible.
 
     Args:
@@ -660,6 +687,11 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
         build_args: extra Verilator arguments (after :data:`DEFAULT_BUILD_ARGS`).
         includes, defines, timescale: passed to the cocotb runner; part of the key.
         ports: ``ports=`` for :func:`generate_verilog` (non-``Component`` designs).
+        public: which signals cocotb can reach.  ``"all"``: every signal (the cocotb
+            runner's ``--public-flat-rw``).  ``"ports"``: only the top module's ports
+            (``--no-public-flat-rw`` and a generated ``public_ports.vlt``), so Verilator can
+            keep internal signals in registers and drop or merge them: about 2x faster
+            evaluation of the 512-bit parser (docs/hw/verification.md).  Part of the key.
         verbose: show Verilator/make output instead of writing it to ``build.log``.
 
     Returns:
@@ -702,6 +734,12 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
 
     wave_format = _wave_format(_env_waves(waves))
     waves_args = list(WAVES_BUILD_ARGS[wave_format]) if wave_format else []
+    if public not in ("all", "ports"):
+        raise ValueError(f"public must be 'all' or 'ports', not {public!r}")
+    public_vlt = None
+    if public == "ports":
+        texts = [t for _, t in generated] + [p.read_text(errors="replace") for p in files]
+        public_vlt = public_ports_vlt(top, top_ports(texts, top))
     all_args = [*DEFAULT_BUILD_ARGS, *waves_args, *build_args]
     inc = [str(Path(i).expanduser().resolve()) for i in includes]
     key_material = {
@@ -719,6 +757,8 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
         "defines": _canon(defines or {}),
         "timescale": list(timescale) if timescale else None,
     }
+    if public_vlt is not None:      # absent for "all": existing cache entries stay valid
+        key_material["public"] = public_vlt
     key = hashlib.sha256(json.dumps(key_material, sort_keys=True).encode()).hexdigest()[:20]
     root = Path(build_root).expanduser().resolve() if build_root is not None else default_build_root()
     design_dir = root / name
@@ -742,6 +782,11 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
         build_dir.mkdir(parents=True)
         for n, text in generated:
             (build_dir / n).write_text(text)
+        run_args = list(all_args)
+        if public_vlt is not None:
+            (build_dir / "public_ports.vlt").write_text(public_vlt)
+            # after the runner's --public-flat-rw: the last one wins
+            run_args += ["--no-public-flat-rw", str(build_dir / "public_ports.vlt")]
         log_file = None if verbose else build_dir / "build.log"
         runner = _get_runner()
         try:
@@ -750,7 +795,7 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
                     sources=[build_dir / n for n, _ in generated] + files,
                     hdl_toplevel=top,
                     parameters=hdl_parameters,
-                    build_args=all_args,
+                    build_args=run_args,
                     includes=inc,
                     defines=dict(defines or {}),
                     build_dir=build_dir,

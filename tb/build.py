@@ -27,6 +27,9 @@ def build(blk, width: int, *, waves=False, coverage: bool = False):
         vl.ensure_verilator_env()
         args = FAST_ARGS + (COVERAGE_ARGS if coverage else ())
         name = f"{blk.name}_w{width}" + ("_cov" if coverage else "")
+        # the testbenches reach the ports only: faster evaluation and builds (coverage
+        # points do not depend on it: the same set as with every signal public)
         _builds[key] = vl.build(name, blk.component_factory(), toplevel=blk.name,
-                                parameters={"width": width}, waves=waves, build_args=args)
+                                parameters={"width": width}, waves=waves, build_args=args,
+                                public="ports")
     return _builds[key]

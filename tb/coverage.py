@@ -51,15 +51,20 @@ def read_coverage_dat(path) -> list[Point]:
     return out
 
 
-#: (regex on the toggle point's signal name, reason): bits that cannot toggle in a
-#: testbench run by construction.
-_F = r"(^|\.|__02e|s[23]_)"   # start of a name or of a struct member (``a.b`` is ``a__02eb``)
+#: (regex on the toggle point's signal name, reason, bit predicate): bits that cannot toggle
+#: in a testbench run by construction.  Names follow hdl/parser.py: pipeline-stage copies
+#: (``v2_``..``v7_``, ``s2_``/``s3_``) and struct members (``a.b`` is ``a__02eb``) of a field
+#: share its rule.
+_F = r"(^|\.|__02e|[sv]\d+_)"   # start of a name, of a struct member or of a stage copy
+_D2F = "drop-on-full logic (MR-HW-081): constant in the default build (drop_on_full=False)"
 TOGGLE_EXCLUSIONS = (
-    (_F + r"(frame_len|payload_len|payload_offset|pstart|pend(_incl)?|L)$",
+    (_F + r"(frame_len|payload_len|payload_offset|pstart|pend(_incl)?|L|len|plen)$",
      "length/offset bits 14-15: max_frame is 9216 bytes < 2^14", lambda bit: bit is not None and bit >= 14),
     (_F + r"(payload_offset|pstart)$",
      "payload offsets are even and at most 126 (bit 0, bits 7 and up)",
      lambda bit: bit is not None and (bit == 0 or bit >= 7)),
+    (_F + r"c_body$", "bytes of UDP + BTH + ICRC + extension headers: a multiple of 4 below 128 "
+     "(bits 0-1, 7)", lambda bit: bit is not None and (bit <= 1 or bit >= 7)),
     (_F + r"(hlen|l3|l4)$",
      "header offsets and lengths: 14/18 + multiples of 4, at most 126 (bits 0-1, 6-7 of hlen, "
      "5 of l4)", lambda bit: bit is not None and (bit <= 1 or (bit >= 5))),
@@ -69,17 +74,27 @@ TOGGLE_EXCLUSIONS = (
      lambda bit: bit == 5),
     (_F + r"(mrdh|mrah|mrnh)(__02eversion)?$", "MetaRoCE header version (bits 0-3) is 1 in every "
      "record with fields: another value drops the frame", lambda bit: bit is not None and 1 <= bit <= 3),
-    (r"(^|__02e)(s3_)?snap__02e(drop|reason)$",
-     "constant in the RTL: the snapshot's drop/reason bits are never written (dead flip-flops)",
-     lambda bit: True),
+    (r"(^|__02e)(s3_)?(snap|snap_r|q)__02e(drop|reason|payload_len)$",
+     "constant in the RTL: the record snapshot's drop/reason/payload_len bits (and their copy "
+     "in the meta queue, q) are never written: the output takes them from the verdict queue "
+     "(dead flip-flops and memory bits)", lambda bit: True),
     (_F + r"reason$", "reason 8 (not_roce) never has a meta record (bit 3 of the meta's reason)",
      lambda bit: bit == 3),
-    (r"^(l4_end(__02464)?|csum|s[23]_res)$",
-     "sum/offset bits above the largest value a frame gives (l4_end 17-18, csum 19, res 20)",
-     lambda bit: bit is not None and bit >= 17),
+    (_F + r"lo_code$", "the low-priority verdicts (truncated, length, bad_opcode, bad_version) "
+     "are all codes below 8: bit 3 of their code is constant 0", lambda bit: bit == 3),
+    (r"^(l4_end(__024\d+)?|l4e_\d\d|v\d+_l4_end|[sv]\d+_res)$",
+     "bits above the largest value a frame gives (l4_end: IP payload length + at most 58 "
+     "< 2^17; res 20)", lambda bit: bit is not None and bit >= 17),
+    (r"^ipl_\d1$", "IPv6 payload length (16 bits, never negative) in the 18-bit signed IP "
+     "payload length: the sign bits 16-17 stay 0", lambda bit: bit is not None and bit >= 16),
+    (r"^(fits|ovf|fr_cnt|d1_drop|d1_rewind)$", _D2F, lambda bit: True),
+    (r"^en$", "the ICRC unit's enable: tied to 1 by the parser (its input and the unit's port)",
+     lambda bit: True),
 )
 #: Counter signals (name -> counter index, or None for one showing any counter).
 _COUNTER = re.compile(r"^cnt(\d+)$|^(reg_data|inc)$")
+#: Frame-record queue pointers: one step per frame (bit k rises after 2^k frames).
+_FRAME_POINTER = re.compile(r"^(rq_rd|rq_wr)$")
 #: Amaranth/Yosys temporaries (``$123``, escaped ``__024123``): unnamed expressions.
 _TEMP = re.compile(r"^__024(\d+|auto)")
 
@@ -175,13 +190,14 @@ def counter_temporaries_of(points: list[Point], top: str) -> dict[tuple[str, str
 
 
 def record_exclusions(width: int, max_frame: int = 9216):
-    """Exclusions for the frame-store record (``rec``, ``rec_cur``, the memory ports: one flat
-    word, see ``ParserModel._record``) and its ``nbeats`` fields: the bits of excluded fields,
-    and beat counts above ``max_frame``'s beats."""
+    """Exclusions for the frame-store record (``v7_rec``, ``cur``, the memory ports: one flat
+    word ``action 2 | last kbits | pstart 16 | pend_incl 16 | single 1``, as hdl/parser.py's
+    ``rec_layout``): the bits of its excluded fields, and beat counts above ``max_frame``'s
+    beats."""
     from metaroce.models.parser import params
     p = params(width, max_frame)
-    kb = p["kbits"] + 1
-    top = p["max_beats"].bit_length()
+    kb = p["kbits"]
+    top = (p["max_beats"] - 1).bit_length()        # last = beats - 1
 
     def field_bit(bit):
         if bit is None or bit < 2:
@@ -191,14 +207,39 @@ def record_exclusions(width: int, max_frame: int = 9216):
         off = bit - (2 + kb)
         if off < 16:                       # pstart
             return off == 0 or off >= 7
-        return (off - 16) >= 14            # pend_incl
+        if off < 32:                       # pend_incl
+            return off - 16 >= 14
+        return False                       # single
     return (
-        (r"^(rec|rec_cur|rrp___05Fdata|rwp___05Fdata)$",
-         "frame-store record word: the bits of the excluded nbeats/pstart/pend_incl bits", field_bit),
-        (_F + r"nbeats$", f"beat counts above max_frame's {p['max_beats']} beats",
+        (r"^(rec|rec_cur|cur|v\d+_rec|rrp___05Fdata|rwp___05Fdata)$",
+         "frame-store record word: the bits of the excluded last/pstart/pend_incl bits", field_bit),
+        (_F + r"(nbeats|nbeats_m1|last)$", f"beat counts above max_frame's {p['max_beats']} beats",
          lambda bit: bit is not None and bit >= top),
     )
 
+
+def word_exclusions(points: list[Point]):
+    """Exclusions for flat words whose fields sit at the top of the word, found by the word's
+    width in the toggle points: the opcode facts (``op``, ``op_XY``: ``... | c_body 8 |
+    pstart 8``) and the verdict-queue word (``hd``, its memory ports: ``... | plen 16``)."""
+    widths: dict = defaultdict(int)
+    for pt in points:
+        if pt.page == "v_toggle":
+            name, bit, _ = _split(pt.text)
+            if bit is not None:
+                widths[name] = max(widths[name], bit + 1)
+    rules = []
+    for name, n in widths.items():
+        if re.match(r"^op(_\d\d)?$", name) and n > 16:
+            # c_body: a multiple of 4 below 128 (bits 0-1, 7); pstart: even, below 128 (0, 7)
+            bad = {n - 16, n - 15, n - 9, n - 8, n - 1}
+            rules.append((f"^{re.escape(name)}$", "opcode facts word (a table of constants per "
+                          "opcode): c_body bits 0-1, 7 and pstart bits 0, 7 are the same for "
+                          "every opcode", lambda bit, bad=bad: bit in bad))
+        elif re.match(r"^(hd|vq_rp___05Fdata|vq_wp___05Fdata)$", name) and n > 16:
+            rules.append((f"^{re.escape(name)}$", "verdict-queue word: payload length bits "
+                          "14-15 (max_frame < 2^14)", lambda bit, n=n: bit is not None and bit >= n - 2))
+    return tuple(rules)
 
 def summarise(points: list[Point], counts: list[int] | None = None, exclusions=TOGGLE_EXCLUSIONS,
               max_list: int = 40, counter_temps: dict[str, set[int]] | None = None) -> dict:
@@ -227,6 +268,9 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
             n = counts[int(m.group(1))] if m.group(1) and int(m.group(1)) < len(counts) else max(counts)
             if not _counter_reachable(bit, direction, n):
                 why = "counter bits the run's event count cannot reach (bit k needs 2^k events)"
+        elif why is None and counts and _FRAME_POINTER.match(name):
+            if not _counter_reachable(bit, direction, sum(counts)):
+                why = "record-queue pointer bits the run's frame count cannot reach (one step per frame)"
         elif why is None and counts and counter_temps and (p.hier, name) in counter_temps:
             # a counter's value or that value plus one (one event more than the counter's), or
             # a constant 0 (reset, a read of no counter): a bit that rose can fall at any time

@@ -47,6 +47,7 @@ the clock period starting at ``start_time + n * period``: the message gives that
 from __future__ import annotations
 
 import collections
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
@@ -56,7 +57,7 @@ from .streams import SEP
 #: Cycles kept (as sampled) for the input-beat history of a mismatch message.
 RECENT_CYCLES = 512
 
-__all__ = ["CycleModel", "Mismatch", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
+__all__ = ["CycleModel", "Mismatch", "CombinationalOutput", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
            "model_port_lists"]
 
 
@@ -83,7 +84,9 @@ def _reader(handle) -> Callable[[], int]:
     width = len(handle)
     if raw is None:
         return lambda: int(handle.value)
-    if width <= 32:
+    if width < 32:
+        return raw.get_signal_val_long          # non-negative below 32 bits: no mask needed
+    if width == 32:
         mask = (1 << width) - 1
         get = raw.get_signal_val_long
         return lambda: get() & mask
@@ -98,22 +101,21 @@ def _reader(handle) -> Callable[[], int]:
 
 
 def _watched_reader(handle) -> Callable[[], int]:
-    """A reader that reads ``handle`` only after it changed: a cocotb task waits on its
-    value-change trigger and marks it stale (Verilator compares the value after every
-    evaluation, in C++).  Reading a 1,438-bit meta record as a binary string costs about
-    7 us; the record changes once per frame."""
-    import cocotb
-    from cocotb.triggers import ValueChange
+    """A reader that reads ``handle`` only after it changed: a value-change callback of the
+    simulator (Verilator compares the value after every evaluation, in C++) marks it stale;
+    the callback is a plain function, not a coroutine, and arms itself again.  Reading a
+    1,438-bit meta record as a binary string costs about 7 us; the record changes at most
+    once per frame."""
+    from cocotb import simulator
     read = _reader(handle)
+    raw = handle._handle
     cell = [True, 0]              # stale, value
 
-    async def watcher():
-        change = ValueChange(handle)
-        while True:
-            await change
-            cell[0] = True
+    def changed() -> None:
+        cell[0] = True
+        simulator.register_value_change_callback(raw, changed, simulator.VALUE_CHANGE)
 
-    cocotb.start_soon(watcher())
+    simulator.register_value_change_callback(raw, changed, simulator.VALUE_CHANGE)
 
     def get() -> int:
         if cell[0]:
@@ -134,8 +136,7 @@ def _writer(handle, immediate: bool = False) -> Callable[[int], None]:
         return write
     action = 3 if immediate else 0             # GPI: NO_DELAY / DEPOSIT
     if width <= 32:
-        put = raw.set_signal_val_int
-        return lambda v: put(action, v)
+        return functools.partial(raw.set_signal_val_int, action)
     put_bin = raw.set_signal_val_binstr
     fmt = f"0{width}b"
     return lambda v: put_bin(action, format(v, fmt))
@@ -459,10 +460,27 @@ class Lockstep:
             self._running = False   # the waiting test raises self.error
 
 
+class CombinationalOutput(AssertionError):
+    """:func:`drive` with ``registered_outputs=True`` saw an output change after the inputs
+    of the same cycle were written: the design has an input-to-output path."""
+
+
+#: :func:`drive` with ``registered_outputs``: every this many cycles (and in the first
+#: cycles) the outputs are read a second time after the inputs were written, to catch a
+#: design whose outputs are not all flip-flops.
+REGISTERED_CHECK_EVERY = 61
+
+
+#: :func:`drive` with ``registered_outputs``: the coroutine looks every this many cycles
+#: whether the cycle callbacks are done (one cocotb wake-up per window, not per cycle).
+POLL_CYCLES = 64
+
+
 async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
-                max_cycles: int | None = None, watch: Iterable[str] = ()) -> int:
-    """The fast lockstep loop: one coroutine drives the inputs, reads the outputs and
-    compares, cycle by cycle, until ``driver.finished`` (or ``max_cycles``).
+                max_cycles: int | None = None, watch: Iterable[str] = (),
+                registered_outputs: bool = False) -> int:
+    """The fast lockstep loop: drive the inputs, read the outputs and compare, cycle by
+    cycle, until ``driver.finished`` (or ``max_cycles``).
 
     Per cycle, at the falling clock edge (mid-cycle: the design only samples on the rising
     edge), the inputs ``driver.inputs()`` returns are written (only those that changed,
@@ -472,14 +490,29 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
     then ``driver.observe(inputs, outputs)`` and ``driver.settle(busy())``.  Two triggers
     and two evaluations of the design per cycle, no other coroutine (see
     docs/hw/verification.md for what each costs).
+
+    ``registered_outputs``: the design drives every output from a flip-flop (the parser:
+    MR-HW-055), so the outputs are final right after the rising edge.  Each cycle is then
+    one plain simulator callback at the falling edge (no coroutine wake-up): it reads every
+    output *before* writing the cycle's inputs, compares and arms the next cycle's callback;
+    the coroutine only looks every :data:`POLL_CYCLES` cycles whether the run is over, and
+    the cycles until it looks are compared too, with the inputs held (``driver.observe`` is
+    not called for them; they count in the cycles returned, so ``max_cycles`` is a lower
+    bound).  A mismatch still names its cycle and signal and is raised by the coroutine;
+    after it the model keeps stepping, uncompared, until the coroutine looks, so that a
+    caller catching it stays in step with the design.  Every
+    :data:`REGISTERED_CHECK_EVERY` cycles (and in a cycle with a mismatch) the outputs are
+    read again in ``ReadOnly``, after the writes; a change raises
+    :class:`CombinationalOutput` (the assumption is wrong for this design), so the mode
+    cannot hide a difference.
+
     ``watch``: wide outputs that seldom change (a record register): read again only after
     the simulator reported a change of value (:func:`_watched_reader`), so each is still
-    compared every cycle with its exact value.  Call after ``await h.start(monitor=False)``;
-    returns the cycles driven.
+    compared every cycle with its exact value.  Call after ``await h.start(monitor=False)``
+    (or a previous ``drive``); returns the cycles compared.
     """
     watch = set(watch)
-    from cocotb.triggers import ReadOnly, Timer
-    dut, core = h.dut, h.core
+    core = h.core
     writers = {n: _writer(h._handle(n), immediate=True) for n in h.inputs}
     watched = h.__dict__.setdefault("_watched", {})     # one watcher per signal and harness
     for n in watch:
@@ -487,17 +520,18 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
             watched[n] = _watched_reader(h._handle(n))
     readers = [(n, watched[n] if n in watched else _reader(h._handle(n))) for n in h.outputs]
     busy = busy or (lambda: False)
-    # called right after a rising edge: the first write is half a period later, then one
-    # every period, at the falling edges
+    prev = h.__dict__.setdefault("_driven", {})       # what the inputs hold now
+    limit = float("inf") if max_cycles is None else max_cycles
+    await _to_falling_edge(h)
+    if registered_outputs:
+        return await _drive_callbacks(h, driver, busy, limit, readers, writers, prev)
+    from cocotb.triggers import ReadOnly, Timer
     ro = ReadOnly()
     half, period = Timer(h.period / 2, unit="ns"), Timer(h.period, unit="ns")
-    prev = h.__dict__.setdefault("_driven", {})       # what the inputs hold now
     compare, inputs, observe, settle = core.compare, driver.inputs, driver.observe, driver.settle
     n = 0
-    del dut
-    await half
     try:
-        while not driver.finished and (max_cycles is None or n < max_cycles):
+        while not driver.finished and n < limit:
             ins = inputs()
             for name, v in ins.items():
                 if prev.get(name) != v:
@@ -515,6 +549,128 @@ async def drive(h: Lockstep, driver, *, busy: Callable[[], bool] | None = None,
         # back in step with the rising edge, as the caller expects (also after a mismatch)
         await half
     return n
+
+
+async def _to_falling_edge(h: Lockstep) -> None:
+    """Wait for the next falling clock edge (cycle ``n`` starts at ``start_time + n *
+    period``; a caller may be at a rising edge or anywhere before the falling edge)."""
+    from cocotb.triggers import Timer
+    from cocotb.utils import get_sim_steps, get_sim_time
+    now = get_sim_time("step")
+    start = get_sim_steps(h.start_time, "ns")
+    period = get_sim_steps(h.period, "ns")
+    fall = start + period // 2
+    wait = (fall - now) % period
+    await Timer(wait or period, unit="step")
+
+
+async def _drive_callbacks(h, driver, busy, limit, readers, writers, prev) -> int:
+    """:func:`drive` with ``registered_outputs``: one simulator callback per cycle.  Called
+    at a falling edge; returns at the rising edge that ends the last compared cycle."""
+    from cocotb import simulator
+    from cocotb.triggers import Timer
+    from cocotb.utils import get_sim_steps
+    core = h.core
+    period = get_sim_steps(h.period, "ns")
+    compare, inputs, observe, settle = core.compare, driver.inputs, driver.observe, driver.settle
+    # n: cycles driven; tail: cycles compared after the driver finished (inputs held)
+    st = {"n": 0, "tail": 0, "done": False, "stop": False, "error": None, "cb": None}
+
+    def fail(e):
+        if st["error"] is not None:         # a second failure: stop stepping altogether
+            st["stop"] = True
+            return False
+        st["error"] = e
+        st["done"] = True
+        return True
+
+    def moved(outs, cycle):
+        # in ReadOnly: did an output move with the inputs written in this cycle?
+        again = {name: r() for name, r in readers}
+        if again == outs:
+            return None
+        bad = [k for k in outs if again[k] != outs[k]]
+        return CombinationalOutput(
+            f"cycle {cycle}: output(s) {', '.join(bad)} changed after the cycle's inputs were "
+            "written: not registered; use drive(registered_outputs=False)")
+
+    def finish(ins, outs, in_readonly=False):
+        # compare, observe, settle, then arm the next cycle's callback
+        cycle_no = core.cycle
+        try:
+            n = st["n"]
+            compare(ins, outs)
+            observe(ins, outs)
+            settle(busy)
+            st["n"] = n + 1
+            st["done"] = driver.finished or n + 1 >= limit
+        except BaseException as e:          # raised in the coroutine, not in the simulator
+            if not fail(e):
+                return
+            if isinstance(e, Mismatch) and not in_readonly:
+                # a combinational output shows up as a mismatch first: say so if it is one
+                simulator.register_readonly_callback(diagnose, outs, cycle_no, e)
+        st["cb"] = simulator.register_timed_callback(period, cycle)
+
+    def diagnose(outs, cycle_no, mismatch):
+        err = moved(outs, cycle_no)
+        if err is not None and st["error"] is mismatch:
+            st["error"] = CombinationalOutput(f"{err}; first seen as: {mismatch}")
+
+    def recheck(ins, outs):
+        # ReadOnly of a check cycle: the outputs must not have moved with the new inputs
+        err = moved(outs, core.cycle)
+        if err is not None:
+            fail(err)
+            st["stop"] = True
+            return
+        finish(ins, outs, in_readonly=True)
+
+    def cycle():
+        st["cb"] = None
+        if st["stop"]:
+            return
+        try:
+            outs = {name: r() for name, r in readers}
+            if not st["done"]:
+                ins = inputs()
+                for name, v in ins.items():
+                    if prev.get(name) != v:
+                        writers[name](v)
+                        prev[name] = v
+                if st["n"] % REGISTERED_CHECK_EVERY < 2:
+                    simulator.register_readonly_callback(recheck, ins, outs)
+                else:
+                    finish(ins, outs)
+                return
+            if st["error"] is None:
+                compare(dict(prev), outs)
+                st["tail"] += 1
+            else:
+                # after an error: keep the model in step with the design, uncompared
+                core.model.step(dict(prev))
+                core.cycle += 1
+        except BaseException as e:          # raised in the coroutine, not in the simulator
+            if not fail(e):
+                return
+        st["cb"] = simulator.register_timed_callback(period, cycle)
+
+    cycle()
+    # look a quarter period after a falling edge, never at a cycle callback's time; stop
+    # before the next falling edge and return at the rising edge in between
+    quarter = Timer(period // 4, unit="step")
+    window = Timer(POLL_CYCLES * period, unit="step")
+    await quarter
+    while not st["done"]:
+        await window
+    st["stop"] = True
+    if st["cb"] is not None:
+        st["cb"].deregister()
+        st["cb"] = None
+    await quarter
+    if st["error"] is not None:
+        raise st["error"]
+    return st["n"] + st["tail"]
 
 
 def drive_amaranth(sim, core: Core, driver, signals: Mapping[str, object], *,

@@ -94,7 +94,8 @@ class Run:
                         p_bp=p_bp, read_counters=True, **kw)
         t0, p0 = time.perf_counter(), time.process_time()
         c0 = self.h.cycle
-        await drive(self.h, drv, busy=self.model.busy, watch=WATCH)
+        # MR-HW-055: every output is a flip-flop, so one trigger per cycle (drive checks it)
+        await drive(self.h, drv, busy=self.model.busy, watch=WATCH, registered_outputs=True)
         res = drv.res
         res["wall_s"] = time.perf_counter() - t0
         # CPU seconds of the simulator process (Verilator and Python share it): the speed

@@ -226,3 +226,105 @@ async def lockstep_counts_mismatches(dut):
     """With stop_on_mismatch=False the harness keeps going and counts mismatching cycles."""
     h, *_ = await _run_frames(dut, "none", 20, stop_on_mismatch=False)
     assert h.mismatches > 0 and h.reports and h.error is not None
+
+
+class BeatDriver:
+    """A traffic driver for :func:`metaroce.tb.lockstep.drive` (``inputs()``, ``observe()``,
+    ``settle()``, ``finished``): ``n_frames`` random frames back to back, ``m_axis`` always
+    ready; ``m_meta__ready`` always high (every output of the stand-in is then a flip-flop)
+    or, with ``toggle_meta_ready``, flipping every cycle (``s_axis__tready`` then follows it
+    within the cycle, through the meta stall)."""
+
+    def __init__(self, width: int, n_frames: int, seed: int, toggle_meta_ready: bool = False):
+        rng = random.Random(seed)
+        nb = width // 8
+        self.beats = []
+        for _ in range(n_frames):
+            n = rng.randint(1, 3 * nb)
+            data = bytes(rng.getrandbits(8) for _ in range(n))
+            for k in range(0, n, nb):
+                chunk = data[k:k + nb]
+                self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1,
+                                   int(k + nb >= n), 0))
+        self.toggle = toggle_meta_ready
+        self.i = self.cycle = self.quiet = 0
+        self.finished = False
+
+    def inputs(self):
+        d, k, last, user = self.beats[self.i] if self.i < len(self.beats) else (0, 0, 0, 0)
+        return {"s_axis__tdata": d, "s_axis__tkeep": k, "s_axis__tvalid": int(self.i < len(self.beats)),
+                "s_axis__tlast": last, "s_axis__tuser": user, "m_axis__tready": 1,
+                "m_meta__ready": (self.cycle & 1) if self.toggle else 1}
+
+    def observe(self, ins, outs):
+        if ins["s_axis__tvalid"] and outs["s_axis__tready"]:
+            self.i += 1
+        self.cycle += 1
+
+    def settle(self, busy):
+        self.quiet = self.quiet + 1 if self.i >= len(self.beats) else 0
+        self.finished = self.quiet > 4
+
+
+@cocotb.test(skip=os.environ.get("STANDIN_DRIVE") is None)
+async def drive_registered(dut):
+    """:func:`~metaroce.tb.lockstep.drive` with ``registered_outputs`` (one simulator callback
+    per cycle, polled every POLL_CYCLES): ``STANDIN_DRIVE=pass`` (correct build: zero
+    mismatches, every frame counted), ``mismatch`` (the ``count`` bug: the first mismatch
+    is raised with the cycle and the signal the model alone predicts), ``combinational``
+    (meta ready toggling: ``s_axis__tready`` depends on it within the cycle, which the
+    check reports); ``triggers``: the same traffic through the two-trigger loop
+    (``registered_outputs=False``), which allows it."""
+    from .lockstep import CombinationalOutput, drive
+    mode = os.environ["STANDIN_DRIVE"]
+    width = len(dut.s_axis__tdata)
+    model = FrameStatsModel(width)
+    ins, outs = model.port_names()
+    h = Lockstep(dut, model, ins, outs)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    n_frames = 30
+    drv = BeatDriver(width, n_frames, seed=7, toggle_meta_ready=mode == "combinational")
+    if mode == "pass":
+        cycles = await drive(h, drv, registered_outputs=True)
+        assert h.mismatches == 0 and cycles == h.cycle >= len(drv.beats)
+        assert int(dut.frames.value) == n_frames
+        # a second run continues in step with the design
+        drv2 = BeatDriver(width, 5, seed=8)
+        await drive(h, drv2, registered_outputs=True)
+        assert h.mismatches == 0 and int(dut.frames.value) == n_frames + 5
+        return
+    if mode == "triggers":
+        # the two-trigger loop (outputs read in ReadOnly, after the writes) takes an output
+        # that follows an input within the cycle: zero mismatches with meta ready toggling
+        drv = BeatDriver(width, n_frames, seed=7, toggle_meta_ready=True)
+        cycles = await drive(h, drv)
+        assert h.mismatches == 0 and cycles == h.cycle >= len(drv.beats)
+        assert int(dut.frames.value) == n_frames
+        return
+    if mode == "combinational":
+        try:
+            await drive(h, drv, registered_outputs=True)
+        except CombinationalOutput as e:
+            assert "s_axis__tready" in str(e), str(e)
+            return
+        raise AssertionError("the combinational s_axis__tready went unnoticed")
+    # mode == "mismatch": where must the first difference be?  The model alone, with the
+    # same driver, gives the cycle its frame counter first moves (the bug adds 2, not 1).
+    alone, ref = FrameStatsModel(width), BeatDriver(width, n_frames, seed=7)
+    first = None
+    while first is None and not ref.finished:
+        i = ref.inputs()
+        o = alone.step(i)
+        if o["frames"]:
+            first = ref.cycle
+        ref.observe(i, o)
+        ref.settle(False)
+    try:
+        await drive(h, drv, registered_outputs=True)
+    except Mismatch as e:
+        assert (e.cycle, e.signal) == (first, "frames"), (e.cycle, e.signal, first)
+        assert f"cycle {first}" in str(e) and "frames: expected 0x00000001, actual 0x00000002" in str(e), str(e)
+        return
+    raise AssertionError("the planted bug was not detected")

@@ -29,6 +29,21 @@ def test_lockstep_catches_planted_bug():
     assert trace.is_file() and trace.stat().st_size > 1000
 
 
+@pytest.mark.parametrize("mode", ["pass", "mismatch", "combinational", "triggers"])
+def test_drive_registered_outputs(mode):
+    """The fast loop with one simulator callback per cycle (tb/lockstep.drive with
+    registered_outputs, used by the parser's testbench): a correct design passes and a second
+    run stays in step; a planted bug is reported at the cycle and on the signal the model
+    alone predicts; an output that follows an input within the cycle is refused (and passes
+    the two-trigger loop, registered_outputs=False)."""
+    if mode == "mismatch":
+        b = vl.build("standin_bug", FrameStats, parameters={"width": 32, "bug": "count"}, waves=True)
+    else:
+        b = vl.build("standin", FrameStats, parameters={"width": 64})
+    vl.run(b, "metaroce.tb.standin", seed=5,
+           extra_env={"STANDIN_DRIVE": mode, "COCOTB_TEST_FILTER": "drive_registered$"})
+
+
 def test_model_alone_register_slice():
     """The stand-in model itself: a beat offered while the output is stalled goes to the
     skid register and comes out later, in order (sanity of the reference)."""

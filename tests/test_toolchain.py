@@ -193,6 +193,32 @@ def test_verilog_text_source_parameters_and_cache(tmp_path, monkeypatch):
     assert b5.build_dir != b4.build_dir  # the file's content is part of the key
 
 
+def test_public_ports_build(tmp_path, monkeypatch):
+    """public="ports": only the top module's ports reachable through VPI (a generated
+    Verilator configuration file after --no-public-flat-rw, which overrides the runner's
+    --public-flat-rw); its own cache entry; the default build is unchanged."""
+    monkeypatch.setattr(vl, "_get_runner", _FakeRunner)
+    _FakeRunner.calls = []
+    text = ("module ports_top #(parameter W = (4)) (input clk, input [W-1:0] a,\n"
+            "  output reg [W-1:0] y);\n  reg [W-1:0] inner;\n"
+            "  always @(posedge clk) begin inner <= a; y <= inner; end\nendmodule\n")
+    assert vl.top_ports([text], "ports_top") == ["clk", "a", "y"]
+    assert vl.top_ports(["module m(a, b\n, c);\n input a;\nendmodule"], "m") == ["a", "b", "c"]
+    with pytest.raises(vl.BuildError):
+        vl.top_ports([text], "other")
+    plain = vl.build("ports_top", text, build_root=tmp_path)
+    assert "--no-public-flat-rw" not in _FakeRunner.calls[-1]["build_args"]
+    ported = vl.build("ports_top", text, build_root=tmp_path, public="ports")
+    args = _FakeRunner.calls[-1]["build_args"]
+    assert ported.build_dir != plain.build_dir
+    i = args.index("--no-public-flat-rw")
+    vlt = Path(args[i + 1]).read_text()
+    assert vlt.splitlines() == ["`verilator_config"] + [
+        f'public_flat_rw -module "ports_top" -var "{p}"' for p in ("clk", "a", "y")]
+    with pytest.raises(ValueError):
+        vl.build("ports_top", text, build_root=tmp_path, public="some")
+
+
 def test_default_build_root_env(monkeypatch, tmp_path):
     monkeypatch.setenv("METAROCE_BUILD_DIR", str(tmp_path / "cache"))
     assert vl.default_build_root() == (tmp_path / "cache").resolve()

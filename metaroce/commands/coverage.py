@@ -84,7 +84,8 @@ def run(args):
     try:
         points = cov.read_coverage_dat(dat)
         summary = cov.summarise(points, res.get("counts"),
-                                cov.TOGGLE_EXCLUSIONS + cov.record_exclusions(args.width),
+                                cov.TOGGLE_EXCLUSIONS + cov.record_exclusions(args.width)
+                                + cov.word_exclusions(points),
                                 counter_temps=cov.counter_temporaries_of(points, blk.name))
         func = cov.functional(args.width, res["shapes"])
         if args.keep:
