@@ -158,7 +158,7 @@ class _Path:
     __slots__ = ("conn", "idx", "entropy", "gen", "next_psn", "floor", "ring", "live", "inflight",
                  "cwnd", "srtt", "rttvar", "backoff", "deadline", "tstack", "consec_to", "state",
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
-                 "retired_before", "head", "collapsed", "tail_probed", "min_rtt", "xwit", "xslack", "xrun",
+                 "retired_before", "head", "collapsed", "tail_probed", "probe_dl", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
                  "rx_prev_ce", "ce_acc", "ack_acc")
 
@@ -177,6 +177,7 @@ class _Path:
         self.tstack = []            # deadlines queued in the endpoint heap, decreasing
         self.head = self.floor      # no live record below this PSN (MR-REL-006)
         self.tail_probed = False    # MR-REL-010: the timer's last expiry sent a tail probe
+        self.probe_dl = 0           # MR-REL-010: when that probe's ACK is overdue (ns)
         self.collapsed = False      # cwnd reset by a timeout that carried no information
         self.min_rtt = None         # lowest RTT sample of the path (MR-REL-009)
         self.xwit = _NEVER          # send time (ns) of the newest packet acked on another path
@@ -328,6 +329,7 @@ class Connection:
         self.rate_bps = ep.line_rate_bps
         self.cwnd_sum = sum(p.cwnd for p in self.paths)     # MR-CC-011: active paths' windows
         self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
+        self.ack_loss = 0           # MR-REL-011: lost-ACK fraction of all paths, Q16
         self.rtt_last = 0           # MR-CC-015: the latest RTT sample (ns) of any path
         # MR-CC-014: the timer before any RTT sample, spread over [1, 2) x rto_initial by the
         # connection, so that the senders of an incast whose first windows were dropped do not
@@ -656,6 +658,8 @@ class Connection:
         head = p.oldest_live()
         if head is not None:
             dl = head.t + self._rto(p)
+            if p.tail_probed:
+                dl = max(dl, p.probe_dl)    # MR-REL-010: the tail probe's ACK gets one RTO
             t = self._xdue(p)
             if t is not None and t < p.xwit:
                 dl = min(dl, t + p.xslack)
@@ -838,6 +842,8 @@ class Connection:
                 p.min_rtt = sample
             wit = (rec.t, sample - p.min_rtt)
         pkts = nbytes = 0
+        d_trig = P.psn_dist(floor, trigger)
+        reqs_seen = reqs_lost = 0
         for j in range(n):
             ix = (floor + j) & RING_MASK
             rec = ring[ix]
@@ -846,6 +852,13 @@ class Connection:
             ring[ix] = None
             ep._rtx_free()
             if (acked >> j) & 1:
+                if rec.req and not rec.probe:
+                    # MR-REL-011: an AckReq packet is acknowledged by its own ACK or, when that
+                    # one was lost, by a later one
+                    if j == d_trig:
+                        reqs_seen = 1
+                    else:
+                        reqs_lost += 1
                 if not rec.lost:
                     rec.lost = True      # leave the live count below
                     p.live -= 1
@@ -859,6 +872,8 @@ class Connection:
                 st["gap_losses"] += 1      # MR-REL-002: a SACK gap proves the loss
                 self._mark_lost(p, rec)
         p.floor = (floor + n) & P.PSN_MASK
+        if reqs_seen or reqs_lost:
+            self.ack_loss = P.ack_loss_update(self.ack_loss, reqs_seen, reqs_lost)   # MR-REL-011
         # MR-CC-002/003: AIMD on the echoed CE fraction, at most one decrease per RTT.
         # MR-SEC-151: at most one CE mark per packet this ACK newly acknowledges.
         ce = min(a.ce_count, pkts) if a.flags & MrahFlag.ECE else 0
@@ -1033,7 +1048,7 @@ class Connection:
         one is overdue too is the silence evidence of loss. ``None`` when there is none."""
         if p.oldest_live() is None:
             return None
-        need = 1 if p.state == _PROBING else 2
+        need = 1 if p.state == _PROBING else P.overdue_groups(self.ack_loss)      # MR-REL-011
         for rec in p.records(p.head):
             if rec.req and not rec.lost:
                 need -= 1
@@ -1046,7 +1061,7 @@ class Connection:
         cross-path bound, and so is the group after them (whose ACK would have repaired a lost
         ACK), the path is silent: every live packet is lost, as at a timeout, and the path is
         judged (MR-PATH-001). A single overdue group (one lost ACK) costs nothing."""
-        need = 1 if p.state == _PROBING else 2
+        need = 1 if p.state == _PROBING else P.overdue_groups(self.ack_loss)      # MR-REL-011
         k = n = 0
         grp = 0
         p.oldest_live()
@@ -1167,7 +1182,10 @@ class Connection:
         If no path is healthy, nothing is known: the window restarts from one packet.
         """
         head = p.oldest_live()
-        if head is not None and head.t + self._rto(p) > now:
+        due = None if head is None else head.t + self._rto(p)
+        if due is not None and p.tail_probed:
+            due = max(due, p.probe_dl)      # MR-REL-010: the probe's ACK is not overdue yet
+        if due is not None and due > now:
             self._on_overdue(p, now)        # MR-REL-009: the cross-path bound, not the RTO
             return
         if (head is not None and not p.tail_probed and p.state == _ACTIVE
@@ -1176,6 +1194,7 @@ class Connection:
             # lost ACK. Ask again (the newest PSN, as is) before declaring anything lost; a dead
             # path is still caught by the cross-path bound (MR-REL-009) meanwhile.
             p.tail_probed = True
+            p.probe_dl = now + self._rto(p)
             self.ep.stats["tail_probes"] += 1
             return
         p.tail_probed = False

@@ -453,6 +453,35 @@ def xpath_deadline(t_sent, min_rtt, queue_delay, allowance):
     return t_sent + min_rtt + max(0, queue_delay) + allowance
 
 
+#: MR-REL-011: the lost-ACK estimate's gain (1/16 per expected ACK) and the false-alarm bound a
+#: silent-path verdict must meet: the chance that ``k`` ACKs in a row are all lost, at most
+#: 2^-13 (Q16: 8), with ``k`` from 2 (MR-REL-009) to :data:`OVERDUE_GROUPS_MAX`.
+ACK_LOSS_GAIN_LOG2 = 4
+OVERDUE_FALSE_ALARM_Q16 = 8
+OVERDUE_GROUPS_MAX = 6
+
+
+def ack_loss_update(loss_q16, seen, lost):
+    """MR-REL-011: the path's lost-ACK fraction (Q16) after an ACK that resolved ``seen + lost``
+    packets sent with AckReq: ``seen`` (0 or 1) is the ACK's own trigger, ``lost`` those whose own
+    ACK never came. One EWMA step per expected ACK, gain 1/16, integer only."""
+    for sample in (1,) * lost + (0,) * seen:
+        loss_q16 += ((sample << 16) - loss_q16) >> ACK_LOSS_GAIN_LOG2
+    return max(0, min(loss_q16, (1 << 16) - 1))
+
+
+def overdue_groups(loss_q16):
+    """MR-REL-011: how many ACK groups in a row must be overdue before a path is silent
+    (MR-REL-009): the least ``k`` >= 2 whose chance of ``k`` lost ACKs in a row, at the measured
+    lost-ACK fraction, is at most 2^-13; at most :data:`OVERDUE_GROUPS_MAX`."""
+    k = 2
+    run = (loss_q16 * loss_q16 + 0xFFFF) >> 16      # rounded up: never optimistic
+    while run > OVERDUE_FALSE_ALARM_Q16 and k < OVERDUE_GROUPS_MAX:
+        run = (run * loss_q16 + 0xFFFF) >> 16
+        k += 1
+    return k
+
+
 def pacing_gap(nbytes, rate_bps):
     """Seconds a sender paced at ``rate_bps`` waits after a frame of ``wire_len`` ``nbytes``
     (MR-CC-006); the gap counts the frame's :data:`WIRE_OVERHEAD` too."""

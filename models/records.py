@@ -60,6 +60,7 @@ CONN_TX = data.StructLayout({
     "peer_index": 12,           # row of the peer table (IP, MAC; slow-path written)
     "n_paths_m1": PATH_BITS,
     "n_streams_m1": STREAM_BITS,
+    "ack_loss": 16,             # MR-REL-011: lost-ACK fraction of all paths, Q16
     "path_rr": PATH_BITS,       # MR-CONN-004 round robin
     "stream_rr": STREAM_BITS,   # MR-ENG-030 stream scheduler pointer
     "inflight": BYTES_BITS,
@@ -117,6 +118,7 @@ PATH_TX = data.StructLayout({
     "xrun": 4,
     "collapsed": 1,
     "tail_probed": 1,           # MR-REL-010
+    "probe_dl": TIME_BITS,      # MR-REL-010: the tail probe's ACK is overdue after this
     "retired_before": 1,
     "probe_log2": 3,
     "ring_head": POOL_PTR_BITS,     # RTL: oldest record of the path in the shared pool

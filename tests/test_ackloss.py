@@ -60,3 +60,48 @@ def test_tail_ack_lost_probe_repairs():
     assert a.stats["tail_probes"] == 1 and b.stats["duplicates"] >= 1
     assert a.stats["retransmitted"] == 0 and a.stats["spurious_retransmits"] == 0
     assert a.stats["paths_suspected"] == 0 and a.stats["timeouts"] == 0
+
+
+def test_overdue_groups_from_ack_loss():
+    """MR-REL-011: k = 2 while lost ACKs are rare, more as they become common, never above 6;
+    each k keeps the chance of k lost ACKs in a row at most 2^-13."""
+    from metaroce.models import protocol as P
+    ks = [P.overdue_groups(int(f * 65536)) for f in (0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.9)]
+    assert ks == [2, 2, 3, 4, 4, 6, 6]
+    assert all(a <= b for a, b in zip(ks, ks[1:]))
+    for q in range(0, 1 << 16, 997):
+        k = P.overdue_groups(q)
+        assert k == P.OVERDUE_GROUPS_MAX or (q / 65536) ** k <= 2 ** -13 * 1.01
+
+
+def test_ack_loss_estimate_follows_the_fraction():
+    """MR-REL-011: the Q16 EWMA settles near the fraction of expected ACKs that were lost, and a
+    run of seen ACKs brings it back down."""
+    import random
+    from metaroce.models import protocol as P
+    rng = random.Random(5)
+    q = 0
+    seen = []
+    for _ in range(3000):
+        lost = rng.random() < 0.1
+        q = P.ack_loss_update(q, 0 if lost else 1, 1 if lost else 0)
+        seen.append(q)
+    mean = sum(seen[500:]) / len(seen[500:]) / 65536
+    assert 0.08 < mean < 0.12
+    for _ in range(200):
+        q = P.ack_loss_update(q, 1, 0)
+    assert q < 0.001 * 65536
+    assert P.ack_loss_update(0, 0, 3) > P.ack_loss_update(0, 0, 1) > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_ten_percent_ack_loss_costs_little(seed):
+    """MR-REL-009..011: with 10 % of ACKs lost (data intact) the silent-path bound waits for as
+    many overdue ACK groups as the measured ACK loss needs, and a tail probe's ACK gets its RTO:
+    spurious resends stay below 0.5 % of the data packets, no timeout, no path suspected."""
+    a, b, lb = _run(0.10, seed)
+    lost_acks = b.stats["acks_sent"] - a.stats["acks_received"]
+    assert lost_acks >= 0.05 * b.stats["acks_sent"]         # the fault did happen
+    assert a.stats["spurious_retransmits"] < 0.005 * a.stats["data_packets_sent"]
+    assert a.stats["timeouts"] == 0
+    assert a.stats["paths_suspected"] == 0 and a.stats["paths_retired"] == 0
