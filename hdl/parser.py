@@ -1,9 +1,10 @@
 """RX parser: Ethernet / 802.1Q / IPv4 / IPv6 / UDP 4791 / BTH / RoCEv2 and MetaRoCE
 extension headers, ICRC at line rate, drop with a reason (docs/spec/hw-parser.md, MR-HW-*).
 
-``Parser(width=512, *, max_frame=9216, crc_impl="lib", drop_on_full=False)``; ``width`` in
-{64, 128, 256, 512} (MR-HW-001). ``crc_impl="xor"`` swaps lib.crc's processor for an equal one
-that the Amaranth simulator runs faster (tests only). ``drop_on_full=True`` never back-pressures
+``Parser(width=512, *, max_frame=9216, crc_impl="xor", drop_on_full=False)``; ``width`` in
+{64, 128, 256, 512} (MR-HW-001). ``crc_impl="xor"`` (default) is lib.crc's CRC as XOR trees
+(5 LUT levels at 512 bits); ``"lib"`` is ``lib.crc.Processor`` itself (its XOR chains map 14
+deep), proven equal. ``drop_on_full=True`` never back-pressures
 the MAC and drops whole frames that do not fit (MR-HW-080..082).
 
 Verilog ports (``amaranth.back.verilog.convert(Parser(w))``, MR-HW-002); every output is a
@@ -143,6 +144,31 @@ def _first_set(m, name, conds):
     return any_, code
 
 
+def _sum_is(a, b, const, nbits):
+    """``(a + b) % 2**nbits == const`` without a carry chain: the sum equals ``const`` iff
+    the carries ``const`` implies are the carries ``a`` and ``b`` generate (one LUT per bit,
+    then a reduction)."""
+    a, b, k = a[:nbits], b[:nbits], Const(const % (1 << nbits), nbits)
+    carries = Cat(Const(0, 1), ((a & b) | ((a | b) & ~k))[:nbits - 1])
+    return (a ^ b ^ k ^ carries) == 0
+
+
+def _wide_counter(m, name, nbits, inc, chunk=16):
+    """An ``nbits`` counter that adds 1 in the cycles ``inc`` is true, as ``chunk``-bit
+    pieces: a piece counts when ``inc`` and every lower piece is all ones, read from a
+    registered flag, so no carry runs through more than one piece (MR-HW-060)."""
+    pieces, ones = [], []
+    for lo in range(0, nbits, chunk):
+        n = min(chunk, nbits - lo)
+        pieces.append(Signal(n, name=f"{name}_p{lo // chunk}"))
+        ones.append(Signal(name=f"{name}_ones{lo // chunk}"))
+    for j, (piece, full) in enumerate(zip(pieces, ones)):
+        carry_in = Cat(inc, *ones[:j]).all()
+        with m.If(carry_in):
+            m.d.sync += [piece.eq(piece + 1), full.eq(piece == (1 << len(piece)) - 2)]
+    return Cat(*pieces)
+
+
 #: BTH opcode byte positions (l4 + 8) for the four classes (untagged/tagged x IPv4/IPv6).
 _OP_POS = {(0, 0): 42, (1, 0): 46, (0, 1): 62, (1, 1): 66}
 
@@ -150,7 +176,7 @@ _OP_POS = {(0, 0): 42, (1, 0): 46, (0, 1): 62, (1, 1): 66}
 class Parser(wiring.Component):
     """RX parser (MR-HW-001..063). See the module docstring for ports and pipeline."""
 
-    def __init__(self, width=512, *, max_frame=9216, crc_impl="lib", drop_on_full=False):
+    def __init__(self, width=512, *, max_frame=9216, crc_impl="xor", drop_on_full=False):
         try:
             p = params(width, max_frame)
             if crc_impl not in ("lib", "xor"):
@@ -429,7 +455,8 @@ class Parser(wiring.Component):
         mq_rp = mq_mem.read_port(domain="comb")
         mq_wr = Signal(mq_bits)
         m.d.comb += [mq_wp.addr.eq(mq_wr), mq_wp.data.eq(snap_r.as_value()), mq_wp.en.eq(snap_load)]
-        m.d.sync += mq_wr.eq(mq_wr + snap_load)
+        with m.If(snap_load):
+            m.d.sync += mq_wr.eq(mq_wr + 1)
 
         # ------------------------------------------------------------ verdict pipeline S2..S7
         # MR-HW-050: every stage is a plain register stage (no stall); each frame's checks are
@@ -463,7 +490,10 @@ class Parser(wiring.Component):
             "tver_bad": bth[1][0:4] != 0,
             "mrver_bad": ext[0][4:8] != wire.MR_VERSION,
             "op_valid": op.valid, "op_payload": op.payload, "op_mr": op.mr,
-            "c_body": op.c_body, "pstart": op.pstart,
+            "c_body": op.c_body, "pstart": op.pstart, "c_body_pad": op.c_body + pad,
+            # What the payload bounds subtract from l4_end (MR-HW-010): ICRC, pad, and the
+            # first payload byte for the length; ICRC, pad and one for the last byte.
+            "sub_plen": wire.ICRC_LEN + pad + op.pstart, "sub_pend": wire.ICRC_LEN + 1 + pad,
             "has": Cat(*[has[h] for h in EXT_NAMES]),
             "known": known, "k": d1_k, "data": d1_data,
             **dict(zip(("tail", "before_end"), icrc_hw.IcrcChecker.beat_facts(width, d1_k, l4_end))),
@@ -486,8 +516,17 @@ class Parser(wiring.Component):
         v2_l4 = _sel4(v2["vlan"], v2["is6"], 34, 38, 54, 58)
         T, NR, LEN = Reason.TRUNCATED, Reason.NOT_ROCE, Reason.LENGTH
         v2_ipl = v2["ipl"]
-        pend = Signal(signed(19))
-        m.d.comb += pend.eq(v2["l4_end"] - wire.ICRC_LEN - v2["pad"])
+        # The payload bounds (MR-HW-010) are l4_end minus a small number, split in bytes: the
+        # low byte and its borrow in S2, the high byte in S3 (no 16-bit carry chain).
+        l4e_lo = v2["l4_end"][:8]
+        plen_lo = Signal(9)
+        pend_lo = Signal(9)
+        m.d.comb += [plen_lo.eq(Cat(l4e_lo, 1) - v2["sub_plen"][:8]),
+                     pend_lo.eq(Cat(l4e_lo, 1) - v2["sub_pend"])]
+        # The IPv4 header checksum (MR-WIRE-023) as two byte sums, each a tree of 8..12-bit
+        # adders over S2..S4: bytes 0, 2, .. of the ten words and bytes 1, 3, ...
+        hi_bytes = [w[8:16] for w in words]
+        lo_bytes = [w[0:8] for w in words]
         v3 = stage("v3", {
             # Checks before the IPv4 checksum (MR-WIRE-101 order), then after it.
             "hi": Cat(
@@ -514,39 +553,51 @@ class Parser(wiring.Component):
                 v2["tver_bad"],
                 v2["op_mr"] & (v2_ipl > wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN) & v2["mrver_bad"],
                 v2_ipl < v2["c_body"],
-                v2_ipl < v2["c_body"] + v2["pad"],
+                v2_ipl < v2["c_body_pad"],
                 ~v2["op_payload"] & (v2_ipl != v2["c_body"])),
             "is4": v2["is4"], "w5_ones": words[5] == 0xFFFF,
-            "p": Cat(*[(words[2 * i] + words[2 * i + 1])[:17] for i in range(5)]),
+            "p_hi": Cat(*[hi_bytes[2 * i] + hi_bytes[2 * i + 1] for i in range(5)]),
+            "p_lo": Cat(*[lo_bytes[2 * i] + lo_bytes[2 * i + 1] for i in range(5)]),
             "res": rom[n_tail], "has": v2["has"], "nbeats_m1": v2["nbeats_m1"],
-            "pstart": v2["pstart"], "pend": pend,
+            "pstart": v2["pstart"], "l4e_hi": v2["l4_end"][8:16],
+            "plen_lo": plen_lo[:8], "plen_borrow": ~plen_lo[8], "plen_sub_hi": v2["sub_plen"][8],
+            "pend_lo": pend_lo[:8], "pend_borrow": ~pend_lo[8],
         })
         hi_codes = [Reason.MAC_ERROR, LEN, T, T, NR, T, NR, T, NR, NR, T, NR, NR, T, NR, T]
         lo_codes = [T, LEN, LEN, Reason.BAD_OPCODE, Reason.BAD_VERSION, Reason.BAD_VERSION,
                     LEN, LEN, LEN]
         hi_any, hi_code = _first_set(m, "hi", [(v3["hi"][i], c) for i, c in enumerate(hi_codes)])
         lo_any, lo_code = _first_set(m, "lo", [(v3["lo"][i], c) for i, c in enumerate(lo_codes)])
-        p = [v3["p"][17 * i:17 * i + 17] for i in range(5)]
+        p_hi = [v3["p_hi"][9 * i:9 * i + 9] for i in range(5)]
+        p_lo = [v3["p_lo"][9 * i:9 * i + 9] for i in range(5)]
         payload_len = Signal(16)
-        m.d.comb += payload_len.eq(v3["pend"] - v3["pstart"])
+        pend_incl = Signal(16)
+        m.d.comb += [
+            payload_len.eq(Cat(v3["plen_lo"],
+                               v3["l4e_hi"] - v3["plen_sub_hi"] - v3["plen_borrow"])),
+            pend_incl.eq(Cat(v3["pend_lo"], v3["l4e_hi"] - v3["pend_borrow"]))]
         v4 = stage("v4", {
             "hi_any": hi_any, "hi_code": hi_code, "lo_any": lo_any, "lo_code": lo_code,
             "res": v3["res"], "is4": v3["is4"], "w5_ones": v3["w5_ones"],
-            "q0": p[0] + p[1], "q1": p[2] + p[3], "q2": p[4],
+            "q0_hi": p_hi[0] + p_hi[1], "q1_hi": p_hi[2] + p_hi[3], "q2_hi": p_hi[4],
+            "q0_lo": p_lo[0] + p_lo[1], "q1_lo": p_lo[2] + p_lo[3], "q2_lo": p_lo[4],
             "has": v3["has"], "nbeats_m1": v3["nbeats_m1"], "pstart": v3["pstart"],
-            "pend_incl": (v3["pend"] - 1)[:16], "plen": payload_len,
+            "pend_incl": pend_incl, "plen": payload_len,
         })
         v5 = stage("v5", {
             **{n: v4[n] for n in ("hi_any", "hi_code", "lo_any", "lo_code", "is4",
                                   "w5_ones", "has", "nbeats_m1", "pstart", "pend_incl", "plen")},
             "crc_bad": chk.crc != v4["res"],
-            "sum": (v4["q0"] + v4["q1"] + v4["q2"])[:20],
+            "sum_hi": (v4["q0_hi"] + v4["q1_hi"] + v4["q2_hi"])[:12],
+            "sum_lo": (v4["q0_lo"] + v4["q1_lo"] + v4["q2_lo"])[:12],
         })
         # IPv4 header checksum exactly as codec.ipv4_checksum_ok (MR-WIRE-023): with T the
         # sum of all ten words, the folded sum of the other nine is ~checksum iff T is 0xFFFF,
-        # or the checksum is not 0xFFFF and T is 2..9 times 0xFFFF.
-        multiples = Cat(*[v5["sum"] == n * 0xFFFF for n in range(2, 10)]).any()
-        ck_ok = (v5["sum"] == 0xFFFF) | (~v5["w5_ones"] & multiples)
+        # or the checksum is not 0xFFFF and T is 2..9 times 0xFFFF. T = 256 sum_hi + sum_lo,
+        # compared without adding them.
+        total = (Cat(Const(0, 8), v5["sum_hi"]), v5["sum_lo"])
+        multiples = Cat(*[_sum_is(*total, n * 0xFFFF, 20) for n in range(2, 10)]).any()
+        ck_ok = _sum_is(*total, 0xFFFF, 20) | (~v5["w5_ones"] & multiples)
         v6 = stage("v6", {
             **{n: v5[n] for n in ("hi_any", "hi_code", "lo_any", "lo_code", "crc_bad",
                                   "has", "nbeats_m1", "pstart", "pend_incl", "plen")},
@@ -572,14 +623,15 @@ class Parser(wiring.Component):
 
         # ------------------------------------------------------------ S7: verdict out
         # MR-HW-060: 64-bit counters, one per Reason code.
-        cnt = [Signal(COUNTER_BITS, name=f"cnt{i}") for i in range(N_COUNTERS)]
-        for i in range(N_REASON_COUNTERS):
-            with m.If(go7 & (v7["reason"] == i)):
-                m.d.sync += cnt[i].eq(cnt[i] + 1)
+        cnt = [_wide_counter(m, f"cnt{i}", COUNTER_BITS, go7 & (v7["reason"] == i))
+               for i in range(N_REASON_COUNTERS)]
         if self.drop_on_full:
             # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
-            with m.If(d1_valid & d1_last & d1_drop):
-                m.d.sync += cnt[OVERFLOW_COUNTER].eq(cnt[OVERFLOW_COUNTER] + 1)
+            cnt.append(_wide_counter(m, f"cnt{OVERFLOW_COUNTER}", COUNTER_BITS,
+                                     d1_valid & d1_last & d1_drop))
+        else:
+            cnt.append(Const(0, COUNTER_BITS))
+        assert len(cnt) == N_COUNTERS
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
 
         # Verdicts for the meta queue, slot by slot.
@@ -592,7 +644,8 @@ class Parser(wiring.Component):
         vq_wr = Signal(mq_bits)
         m.d.comb += [vq_wp.addr.eq(vq_wr), vq_wp.en.eq(go7),
                      vq_wp.data.eq(Cat(v7["reason"], v7["drop_fields"], v7["zero"], v7["plen"]))]
-        m.d.sync += vq_wr.eq(vq_wr + go7)
+        with m.If(go7):
+            m.d.sync += vq_wr.eq(vq_wr + 1)
 
         # ------------------------------------------------------------ meta output (MR-HW-013)
         # The head verdict is held in registers (hd), so that the output register's load and
@@ -611,8 +664,12 @@ class Parser(wiring.Component):
                      take.eq(hd_valid & ~hd_bypass & (~meta_valid | mo.ready))]
         pop = skip | take
         load_hd = (vq_rd != vq_wr) & (~hd_valid | pop)
-        m.d.sync += [mq_rd.eq(mq_rd + pop), vq_rd.eq(vq_rd + load_hd),
-                     hd_valid.eq(load_hd | (hd_valid & ~pop))]
+        # Pointers count under an enable: a late enable is then not the carry-in of the chain.
+        with m.If(pop):
+            m.d.sync += mq_rd.eq(mq_rd + 1)
+        with m.If(load_hd):
+            m.d.sync += vq_rd.eq(vq_rd + 1)
+        m.d.sync += hd_valid.eq(load_hd | (hd_valid & ~pop))
         with m.If(load_hd):
             m.d.sync += [hd.eq(vq_rp.data), hd_bypass.eq(vq_rp.data.reason == NR)]
         m.d.sync += meta_valid.eq(take | (meta_valid & ~mo.ready))
@@ -644,7 +701,8 @@ class Parser(wiring.Component):
         rq_wr = Signal(abits + 1)
         rq_rd = Signal(abits + 1)
         m.d.comb += [rwp.addr.eq(rq_wr[:abits]), rwp.en.eq(go7), rwp.data.eq(v7["rec"])]
-        m.d.sync += rq_wr.eq(rq_wr + go7)
+        with m.If(go7):
+            m.d.sync += rq_wr.eq(rq_wr + 1)
 
         mp, mb = self.m_payload, self.m_bypass
         o_pvalid, o_bvalid = Signal(), Signal()
@@ -663,7 +721,6 @@ class Parser(wiring.Component):
         a_valid = Signal()                           # rrp.data holds the next record
         cur_valid = Signal()
         cur = Signal(rec_layout, reset_less=True)
-        ri = Signal(kbits)
         rd_ptr = Signal(abits)
 
         o_free = Signal()
@@ -681,27 +738,42 @@ class Parser(wiring.Component):
         m.d.comb += rec_rd.eq((rq_rd != rq_wr) & (~a_valid | take_rec))
         m.d.comb += [rrp.addr.eq(rq_rd[:abits]), rrp.en.eq(rec_rd),
                      drp.addr.eq(rd_ptr), drp.en.eq(issue)]
-        m.d.sync += [rq_rd.eq(rq_rd + rec_rd), rd_ptr.eq(rd_ptr + issue)]
+        with m.If(rec_rd):
+            m.d.sync += rq_rd.eq(rq_rd + 1)
+        with m.If(issue):
+            m.d.sync += rd_ptr.eq(rd_ptr + 1)
         m.d.sync += a_valid.eq(rec_rd | (a_valid & ~take_rec))
+        # The beat being issued against the payload bounds, as flags kept like is_last: with
+        # ri the beat index, at_ps == (ri == first payload beat), at_pe == (ri == last),
+        # ge_ps == (ri >= first), le_pe == (ri <= last), from down-counters of the beats
+        # left to each bound (no comparator after the record register).
+        ps_left, pe_left = (Signal(16 - lane_bits, name=n, reset_less=True)
+                            for n in ("ps_left", "pe_left"))
+        at_ps, at_pe, ge_ps, le_pe = (Signal(name=n, reset_less=True)
+                                      for n in ("at_ps", "at_pe", "ge_ps", "le_pe"))
+        nxt_ps, nxt_pe = rrp.data.pstart[lane_bits:], rrp.data.pend_incl[lane_bits:]
         with m.If(take_rec):
             m.d.sync += [cur.eq(rrp.data), cur_valid.eq(1),
-                         left.eq(rrp.data.last), is_last.eq(rrp.data.single)]
+                         left.eq(rrp.data.last), is_last.eq(rrp.data.single),
+                         ps_left.eq(nxt_ps), pe_left.eq(nxt_pe),
+                         at_ps.eq(nxt_ps == 0), at_pe.eq(nxt_pe == 0),
+                         ge_ps.eq(nxt_ps == 0), le_pe.eq(1)]
         with m.Elif(issue):
-            m.d.sync += [left.eq(left - 1), is_last.eq(left == 1)]
+            m.d.sync += [left.eq(left - 1), is_last.eq(left == 1),
+                         ps_left.eq(ps_left - 1), pe_left.eq(pe_left - 1),
+                         at_ps.eq(ps_left == 1), at_pe.eq(pe_left == 1),
+                         ge_ps.eq(ge_ps | (ps_left == 1)), le_pe.eq(le_pe & ~at_pe)]
             with m.If(is_last):
                 m.d.sync += cur_valid.eq(0)
 
-        ps_beat, ps_lane = cur.pstart[lane_bits:], cur.pstart[:lane_bits]
-        pe_beat, pe_lane = cur.pend_incl[lane_bits:], cur.pend_incl[:lane_bits]
-        in_range = (ri >= ps_beat) & (ri <= pe_beat)
-        keep_p = Cat(*[((ri != ps_beat) | (lane >= ps_lane)) & ((ri != pe_beat) | (lane <= pe_lane))
+        ps_lane, pe_lane = cur.pstart[:lane_bits], cur.pend_incl[:lane_bits]
+        keep_p = Cat(*[(~at_ps | (lane >= ps_lane)) & (~at_pe | (lane <= pe_lane))
                        for lane in range(nbytes)])
         kind = Mux(cur.action == ACT_BYPASS, ACT_BYPASS,
-                   Mux((cur.action == ACT_PAYLOAD) & in_range, ACT_PAYLOAD, ACT_DISCARD))
+                   Mux((cur.action == ACT_PAYLOAD) & ge_ps & le_pe, ACT_PAYLOAD, ACT_DISCARD))
         with m.If(issue):
-            m.d.sync += [ri.eq(Mux(is_last, 0, ri + 1)), s_valid.eq(1), s_kind.eq(kind),
-                         s_keep.eq(keep_p),
-                         s_last.eq(Mux(cur.action == ACT_BYPASS, is_last, ri == pe_beat))]
+            m.d.sync += [s_valid.eq(1), s_kind.eq(kind), s_keep.eq(keep_p),
+                         s_last.eq(Mux(cur.action == ACT_BYPASS, is_last, at_pe))]
         with m.Elif(s_move):
             m.d.sync += s_valid.eq(0)
         with m.If(s_move & (s_kind != ACT_DISCARD)):
