@@ -154,20 +154,22 @@ def _sum_is(a, b, const, nbits):
 
 
 def _wide_counter(m, name, nbits, inc, chunk=16):
-    """An ``nbits`` counter that adds 1 in the cycles ``inc`` is true, as ``chunk``-bit
-    pieces: a piece counts when ``inc`` and every lower piece is all ones, read from a
-    registered flag, so no carry runs through more than one piece (MR-HW-060)."""
-    pieces, ones = [], []
-    for lo in range(0, nbits, chunk):
-        n = min(chunk, nbits - lo)
-        pieces.append(Signal(n, name=f"{name}_p{lo // chunk}"))
-        ones.append(Signal(name=f"{name}_ones{lo // chunk}"))
-    for j, (piece, full) in enumerate(zip(pieces, ones)):
-        carry_in = Cat(inc, *ones[:j]).all()
+    """An ``nbits`` counter (one register, ``name``) that adds 1 in the cycles ``inc`` is
+    true, counted in ``chunk``-bit pieces: a piece counts when ``inc`` and every lower piece
+    is all ones, read from a registered flag, so no carry crosses a piece (MR-HW-060)."""
+    count = Signal(nbits, name=name)
+    ones = []
+    for j, lo in enumerate(range(0, nbits, chunk)):
+        piece = count[lo:lo + chunk]
+        carry_in = Cat(inc, *ones).all()
         with m.If(carry_in):
-            m.d.sync += [piece.eq(piece + 1), full.eq(piece == (1 << len(piece)) - 2)]
-    return Cat(*pieces)
-
+            m.d.sync += piece.eq(piece + 1)
+        if lo + chunk < nbits:
+            full = Signal(name=f"{name}_ones{j}")   # piece j is all ones
+            with m.If(carry_in):
+                m.d.sync += full.eq(piece == (1 << len(piece)) - 2)
+            ones.append(full)
+    return count
 
 #: BTH opcode byte positions (l4 + 8) for the four classes (untagged/tagged x IPv4/IPv6).
 _OP_POS = {(0, 0): 42, (1, 0): 46, (0, 1): 62, (1, 1): 66}
