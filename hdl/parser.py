@@ -604,6 +604,8 @@ class Parser(wiring.Component):
             **{n: v5[n] for n in ("hi_any", "hi_code", "lo_any", "lo_code", "crc_bad",
                                   "has", "nbeats_m1", "pstart", "pend_incl", "plen")},
             "ip_bad": v5["is4"] & ~ck_ok, "plen_nz": v5["plen"] != 0,
+            # The payload's first and last beat are beat 0, for the reader's flags.
+            "ps_beat0": v5["pstart"][lane_bits:] == 0, "pe_beat0": v5["pend_incl"][lane_bits:] == 0,
         })
         reason = Mux(v6["hi_any"], v6["hi_code"],
                      Mux(v6["ip_bad"], Reason.BAD_IP,
@@ -619,7 +621,7 @@ class Parser(wiring.Component):
             "plen": Mux(drop_fields, 0, v6["plen"]),
             "rec": Cat(action.as_unsigned()[:2], v6["nbeats_m1"],
                        Mux(pay, Cat(v6["pstart"], Const(0, 8), v6["pend_incl"]), 0),
-                       v6["nbeats_m1"] == 0),
+                       v6["nbeats_m1"] == 0, ~pay | v6["ps_beat0"], ~pay | v6["pe_beat0"]),
         })
         go7 = valid[6]
 
@@ -694,7 +696,8 @@ class Parser(wiring.Component):
 
         # ------------------------------------------------------------ reader (MR-HW-030)
         rec_layout = data.StructLayout({"action": 2, "last": kbits, "pstart": 16, "pend_incl": 16,
-                                         "single": 1})      # single: last == 0 (no logic after the BRAM)
+                                         "single": 1, "ps0": 1, "pe0": 1})
+        # single: last == 0; ps0, pe0: the payload starts, ends in beat 0 (no logic after the BRAM)
         assert len(v7["rec"]) == rec_layout.size
         rec_mem = memory.Memory(shape=rec_layout, depth=depth, init=[])
         m.submodules.frame_rec = rec_mem
@@ -745,26 +748,31 @@ class Parser(wiring.Component):
         with m.If(issue):
             m.d.sync += rd_ptr.eq(rd_ptr + 1)
         m.d.sync += a_valid.eq(rec_rd | (a_valid & ~take_rec))
-        # The beat being issued against the payload bounds, as flags kept like is_last: with
-        # ri the beat index, at_ps == (ri == first payload beat), at_pe == (ri == last),
-        # ge_ps == (ri >= first), le_pe == (ri <= last), from down-counters of the beats
-        # left to each bound (no comparator after the record register).
+        # The beat being issued against the payload bounds, as flags: with ri the beat index,
+        # at_ps == (ri == first payload beat), at_pe == (ri == last), ge_ps == (ri >= first),
+        # le_pe == (ri <= last), kept from down-counters of the beats left to each bound (no
+        # comparator after the record register). For beat 0 (``fresh``) they are the record's
+        # own ps0/pe0 bits, loaded without logic (a BRAM output goes straight to a register).
         ps_left, pe_left = (Signal(16 - lane_bits, name=n, reset_less=True)
                             for n in ("ps_left", "pe_left"))
-        at_ps, at_pe, ge_ps, le_pe = (Signal(name=n, reset_less=True)
-                                      for n in ("at_ps", "at_pe", "ge_ps", "le_pe"))
-        nxt_ps, nxt_pe = rrp.data.pstart[lane_bits:], rrp.data.pend_incl[lane_bits:]
+        fresh = Signal(reset_less=True)
+        ps0, pe0 = Signal(reset_less=True), Signal(reset_less=True)
+        at_ps_n, at_pe_n, ge_ps_n, le_pe_n = (Signal(name=n, reset_less=True)
+                                              for n in ("at_ps_n", "at_pe_n", "ge_ps_n", "le_pe_n"))
+        at_ps, at_pe = Mux(fresh, ps0, at_ps_n), Mux(fresh, pe0, at_pe_n)
+        ge_ps, le_pe = Mux(fresh, ps0, ge_ps_n), Mux(fresh, 1, le_pe_n)
+        with m.If(take_rec):
+            m.d.sync += [ps0.eq(rrp.data.ps0), pe0.eq(rrp.data.pe0)]
         with m.If(take_rec):
             m.d.sync += [cur.eq(rrp.data), cur_valid.eq(1),
                          left.eq(rrp.data.last), is_last.eq(rrp.data.single),
-                         ps_left.eq(nxt_ps), pe_left.eq(nxt_pe),
-                         at_ps.eq(nxt_ps == 0), at_pe.eq(nxt_pe == 0),
-                         ge_ps.eq(nxt_ps == 0), le_pe.eq(1)]
+                         ps_left.eq(rrp.data.pstart[lane_bits:]),
+                         pe_left.eq(rrp.data.pend_incl[lane_bits:]), fresh.eq(1)]
         with m.Elif(issue):
             m.d.sync += [left.eq(left - 1), is_last.eq(left == 1),
-                         ps_left.eq(ps_left - 1), pe_left.eq(pe_left - 1),
-                         at_ps.eq(ps_left == 1), at_pe.eq(pe_left == 1),
-                         ge_ps.eq(ge_ps | (ps_left == 1)), le_pe.eq(le_pe & ~at_pe)]
+                         ps_left.eq(ps_left - 1), pe_left.eq(pe_left - 1), fresh.eq(0),
+                         at_ps_n.eq(ps_left == 1), at_pe_n.eq(pe_left == 1),
+                         ge_ps_n.eq(ge_ps | (ps_left == 1)), le_pe_n.eq(le_pe & ~at_pe)]
             with m.If(is_last):
                 m.d.sync += cur_valid.eq(0)
 
