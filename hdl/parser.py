@@ -50,17 +50,18 @@ its verdict (MR-HW-030).
 from math import ceil
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed, unsigned
-from amaranth.lib import data, memory, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import wire
-from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS, EXT_NAMES, HB, N_COUNTERS,
+from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS, EXT_NAMES, HB, META_DEPTH, N_COUNTERS,
                              N_REASON_COUNTERS, OVERFLOW_COUNTER,
                              META_LAYOUT, params)
 from ..models.wire import Op, Reason
 from . import icrc as icrc_hw
 
-__all__ = ["Parser", "axis_signature", "meta_signature"]
+__all__ = ["Parser", "Front", "VerdictPipeline", "MetaOutput", "Reader", "axis_signature",
+           "meta_signature", "facts_layout", "record_layout", "VERDICT_LAYOUT"]
 
 def axis_signature(width, *, user=False):
     """AXI4-Stream source signature (flip it for a sink)."""
@@ -171,35 +172,75 @@ def _wide_counter(m, name, nbits, inc, chunk=16):
             ones.append(full)
     return count
 
+#: Per-frame verdict from the verdict pipeline to the meta output (MR-HW-013, MR-HW-020):
+#: the reason, whether the fields are zeroed (drop before the ICRC), which extension headers
+#: are zeroed, the payload length.
+VERDICT_LAYOUT = data.StructLayout({"reason": 4, "drop_fields": 1, "zero": len(EXT_NAMES),
+                                    "plen": 16})
+
+#: The meta record's fields loaded from the meta queue, zeroed per group (MR-HW-011/012).
+FIELD_GROUPS = [n for n, _ in META_LAYOUT if n not in ("drop", "reason", "payload_len")]
+
+
+def record_layout(kbits):
+    """The reader's per-frame record (MR-HW-030): action, last beat index, payload bounds;
+    ``single`` (last == 0), ``ps0``/``pe0`` (the payload starts/ends in beat 0) are stored so
+    that no logic follows the record memory."""
+    return data.StructLayout({"action": 2, "last": kbits, "pstart": 16, "pend_incl": 16,
+                              "single": 1, "ps0": 1, "pe0": 1})
+
+
+def facts_layout(width, p):
+    """What S1 hands the verdict pipeline for every beat (MR-HW-050): the beat and its index
+    for the ICRC, and on a frame's last beat (``frame_end``) its class, lengths, opcode facts
+    and header bytes for the checks."""
+    kbits = p["kbits"]
+    return data.StructLayout({
+        "vlan": 1, "is4": 1, "is6": 1, "len": 16, "mac": 1, "over": 1, "ipl": signed(18),
+        "l4_end": signed(19), "pad": 2, "nbeats_m1": kbits, "vihl": 8, "frag_bad": 1,
+        "proto_bad": 1, "nxt_bad": 1, "dport_bad": 1, "udp_len": 16, "tver_bad": 1,
+        "mrver_bad": 1, "op_valid": 1, "op_payload": 1, "op_mr": 1, "c_body": 8, "pstart": 8,
+        "c_body_pad": 9, "sub_plen": 9, "sub_pend": 4, "has": len(EXT_NAMES), "known": 1,
+        "k": kbits, "data": width, "tail": 1, "before_end": 1, "words": 160, "frame_end": 1})
+
+
+FACTS_NAMES = [n for n, _ in facts_layout(64, params(64))]
+
+
 #: BTH opcode byte positions (l4 + 8) for the four classes (untagged/tagged x IPv4/IPv6).
 _OP_POS = {(0, 0): 42, (1, 0): 46, (0, 1): 62, (1, 1): 66}
 
 
-class Parser(wiring.Component):
-    """RX parser (MR-HW-001..063). See the module docstring for ports and pipeline."""
+class Front(wiring.Component):
+    """S0 and S1 of the parser (MR-HW-050, MR-HW-051): accepts beats, writes them to the frame
+    store, captures the header and selects the fields by class, and hands the verdict
+    pipeline one ``facts`` record per beat.
 
-    def __init__(self, width=512, *, max_frame=9216, crc_impl="xor", drop_on_full=False):
-        try:
-            p = params(width, max_frame)
-            if crc_impl not in ("lib", "xor"):
-                raise ValueError(f"crc_impl must be 'lib' or 'xor', not {crc_impl!r}")
-            if not isinstance(drop_on_full, bool):
-                raise ValueError(f"drop_on_full must be a bool, not {drop_on_full!r}")
-        except ValueError:
-            self._MustUse__silence = True   # a rejected design is not an unused one
-            raise
-        self.crc_impl = crc_impl
-        self.drop_on_full = drop_on_full
-        self.width = width
-        self.max_frame = max_frame
-        self.p = p
+    ============ ===== ====================================================================
+    port         dir   meaning
+    ============ ===== ====================================================================
+    s_axis       in    AXI4-Stream sink of the parser (the MAC boundary, MR-HW-002)
+    store        out   frame store write port (beat data and tkeep), MR-HW-030
+    fields       out   stream of :data:`META_LAYOUT`: a frame's fields, into the meta queue
+                       (MR-HW-013)
+    facts        out   stream of :func:`facts_layout`, one per beat (MR-HW-050)
+    overflow     out   a frame dropped on overflow has its last beat in S1 (MR-HW-082)
+    issue        in    the reader takes a beat out of the store (frees a beat, MR-HW-051)
+    pop          in    the meta output frees a meta-queue slot (MR-HW-051)
+    ============ ===== ====================================================================
+    """
+
+    def __init__(self, width, p, *, drop_on_full=False):
+        self.width, self.p, self.drop_on_full = width, p, drop_on_full
         super().__init__({
             "s_axis": In(axis_signature(width, user=True)),
-            "m_meta": Out(meta_signature()),
-            "m_payload": Out(axis_signature(width)),
-            "m_bypass": Out(axis_signature(width)),
-            "reg_addr": In(4),
-            "reg_data": Out(COUNTER_BITS),
+            "store": Out(memory.WritePort.Signature(addr_width=p["abits"],
+                                                    shape=unsigned(width + p["bytes"])).flip()),
+            "fields": Out(stream.Signature(META_LAYOUT, always_ready=True)),
+            "facts": Out(stream.Signature(facts_layout(width, p), always_ready=True)),
+            "overflow": Out(1),
+            "issue": In(1),
+            "pop": In(1),
         })
 
     def elaborate(self, platform):
@@ -210,7 +251,7 @@ class Parser(wiring.Component):
         abits, kbits = self.p["abits"], self.p["kbits"]
         mq_depth = self.p["meta_depth"]
         mq_bits = mq_depth.bit_length() - 1
-        s, mo = self.s_axis, self.m_meta
+        s = self.s_axis
 
         # ------------------------------------------------------------ S0: accept (MR-HW-051)
         # tready is a register: the frame store and the meta queue are reserved ahead, so the
@@ -369,14 +410,11 @@ class Parser(wiring.Component):
         op = Signal(op_layout)
         m.d.comb += [ipl.eq(sel(ipl_c)), l4_end.eq(sel(l4e_c)), op.eq(sel_x(op_c))]
 
-        store_mem = memory.Memory(shape=unsigned(width + nbytes), depth=depth, init=[])
-        m.submodules.frame_store = store_mem
-        dwp = store_mem.write_port()
-        drp = store_mem.read_port(domain="sync")
         wr_ptr = Signal(abits)
         store = Signal()
         m.d.comb += store.eq(d1_valid & d1_store)
-        m.d.comb += [dwp.addr.eq(wr_ptr), dwp.data.eq(Cat(d1_data, d1_keep)), dwp.en.eq(store)]
+        m.d.comb += [self.store.addr.eq(wr_ptr), self.store.data.eq(Cat(d1_data, d1_keep)),
+                     self.store.en.eq(store)]
         if self.drop_on_full:
             # MR-HW-081: an overflowing frame's beats are taken back (write pointer rewound).
             fstart_reg = Signal(abits, reset_less=True)
@@ -392,12 +430,8 @@ class Parser(wiring.Component):
         with m.If(d1_valid):
             m.d.sync += err_acc.eq(Mux(d1_last, 0, mac_err))
 
-        # ICRC (MR-HW-040..044): S1 masks d1 into the checker's register, S2 feeds it, S3
-        # compares.
-        m.submodules.icrc = chk = icrc_hw.IcrcChecker(width, impl=self.crc_impl, kbits=kbits)
         known = Signal()                    # IP length field already received
         m.d.comb += known.eq(Mux(vlan, d1_k >= ceil(24 / nbytes) - 1, d1_k >= ceil(20 / nbytes) - 1))
-        rom = Array(Const(x, 32) for x in icrc_hw.residue_table(nbytes, icrc_hw.tail_fill(nbytes)))
 
         load1 = Signal()
         m.d.comb += load1.eq(d1_valid & d1_last & ~d1_drop)
@@ -451,35 +485,10 @@ class Parser(wiring.Component):
         snap_r = Signal(META_LAYOUT, reset_less=True)
         snap_load = Signal()
         m.d.sync += [snap_r.eq(snap), snap_load.eq(load1)]
-        mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[])
-        m.submodules.meta_queue = mq_mem
-        mq_wp = mq_mem.write_port()
-        mq_rp = mq_mem.read_port(domain="comb")
-        mq_wr = Signal(mq_bits)
-        m.d.comb += [mq_wp.addr.eq(mq_wr), mq_wp.data.eq(snap_r.as_value()), mq_wp.en.eq(snap_load)]
-        with m.If(snap_load):
-            m.d.sync += mq_wr.eq(mq_wr + 1)
+        m.d.comb += [self.fields.valid.eq(snap_load), self.fields.payload.eq(snap_r)]
 
-        # ------------------------------------------------------------ verdict pipeline S2..S7
-        # MR-HW-050: every stage is a plain register stage (no stall); each frame's checks are
-        # computed as booleans, combined in order in S4..S6 (MR-HW-020).
-        def stage(name, sigs):
-            """Registers ``sigs`` ({name: value}) into the next stage; returns {name: reg}."""
-            out = {}
-            for n, v in sigs.items():
-                v = Value.cast(v)
-                r = Signal(v.shape(), name=f"{name}_{n}", reset_less=True)
-                m.d.sync += r.eq(v)
-                out[n] = r
-            return out
 
-        valid = [load1]
-        for i in range(6):
-            v = Signal(name=f"v{i + 2}_valid")
-            m.d.sync += v.eq(valid[-1])
-            valid.append(v)
-        l3 = Mux(vlan, 18, 14)
-        v2 = stage("v2", {
+        facts = {
             "vlan": vlan, "is4": is4, "is6": is6, "len": frame_len, "mac": mac_err,
             "over": d1_k >= max_beats, "ipl": ipl, "l4_end": l4_end, "pad": pad,
             "nbeats_m1": Mux(d1_k < max_beats, d1_k, max_beats - 1),
@@ -500,16 +509,90 @@ class Parser(wiring.Component):
             "known": known, "k": d1_k, "data": d1_data,
             **dict(zip(("tail", "before_end"), icrc_hw.IcrcChecker.beat_facts(width, d1_k, l4_end))),
             "words": Cat(*[by_l3(lambda o, i=i: be(o + 2 * i, 2)) for i in range(10)]),
+            "frame_end": d1_last & ~d1_drop,
+        }
+        m.d.comb += self.facts.valid.eq(d1_valid)
+        m.d.comb += _assign(self.facts.payload, facts)
+        m.d.comb += self.overflow.eq(d1_valid & d1_last & d1_drop)
+
+        # ------------------------------------------------------------ reservations (MR-HW-051)
+        # tready for the next cycle: room for one more beat in the store and one more frame in
+        # the meta queue after this cycle's changes.
+        issue, pop = self.issue, self.pop
+        space_in = store_in
+        m.d.sync += space.eq(space + space_in - issue - Mux(rewind_in, fr_cnt, 0))
+        slot_in = accept & s.tlast & fits
+        slot_out = pop
+        m.d.sync += slots.eq(slots + slot_in - slot_out)
+        space_ok = Mux(space_in & ~issue, space < depth - 1, Mux(~space_in & issue, 1, space < depth))
+        slot_ok = Mux(slot_in & ~slot_out, slots < mq_depth - 1,
+                      Mux(~slot_in & slot_out, 1, slots < mq_depth))
+        m.d.sync += tready.eq(space_ok & slot_ok)
+        return m
+
+class VerdictPipeline(wiring.Component):
+    """S2 to S7 of the parser (MR-HW-050, MR-HW-020): the checks of each frame in wire order,
+    the IPv4 header checksum (MR-WIRE-023), the ICRC (:class:`~metaroce.hdl.icrc.IcrcChecker`,
+    MR-HW-040..044), then one verdict and one reader record per frame. No stall.
+
+    ======== ===== ========================================================================
+    port     dir   meaning
+    ======== ===== ========================================================================
+    i        in    stream of :func:`facts_layout`, one per beat in S1
+    verdict  out   stream of :data:`VERDICT_LAYOUT`, one per frame in S7 (MR-HW-013)
+    record   out   stream of :func:`record_layout`, one per frame in S7 (MR-HW-030)
+    ======== ===== ========================================================================
+    """
+
+    def __init__(self, width, p, *, crc_impl="xor"):
+        self.width, self.p, self.crc_impl = width, p, crc_impl
+        super().__init__({
+            "i": In(stream.Signature(facts_layout(width, p), always_ready=True)),
+            "verdict": Out(stream.Signature(VERDICT_LAYOUT, always_ready=True)),
+            "record": Out(stream.Signature(record_layout(p["kbits"]), always_ready=True)),
         })
+
+    def elaborate(self, platform):
+        m = Module()
+        width, nbytes = self.width, self.p["bytes"]
+        lane_bits = nbytes.bit_length() - 1
+        max_beats, depth = self.p["max_beats"], self.p["depth"]
+        abits, kbits = self.p["abits"], self.p["kbits"]
+        mq_depth = self.p["meta_depth"]
+        mq_bits = mq_depth.bit_length() - 1
+        facts = self.i
+
+        # ------------------------------------------------------------ verdict pipeline S2..S7
+        # MR-HW-050: every stage is a plain register stage (no stall); each frame's checks are
+        # computed as booleans, combined in order in S4..S6 (MR-HW-020).
+        def stage(name, sigs):
+            """Registers ``sigs`` ({name: value}) into the next stage; returns {name: reg}."""
+            out = {}
+            for n, v in sigs.items():
+                v = Value.cast(v)
+                r = Signal(v.shape(), name=f"{name}_{n}", reset_less=True)
+                m.d.sync += r.eq(v)
+                out[n] = r
+            return out
+
+        valid = [facts.valid & facts.payload.frame_end]
+        for i in range(6):
+            v = Signal(name=f"v{i + 2}_valid")
+            m.d.sync += v.eq(valid[-1])
+            valid.append(v)
+        v2 = stage("v2", {n: getattr(facts.payload, n) for n in FACTS_NAMES})
         # The ICRC checker takes each beat in S2, from registered class and IP length
         # (MR-HW-041): it masks the beat into its register in S2, the processor takes it in S3,
         # and the compare has its own stage, S4 (MR-HW-042).
+        m.submodules.icrc = chk = icrc_hw.IcrcChecker(width, impl=self.crc_impl, kbits=kbits)
         d2_valid = Signal()
-        m.d.sync += d2_valid.eq(d1_valid)
-        m.d.comb += [chk.en.eq(1), chk.valid.eq(d2_valid), chk.data.eq(v2["data"]),
-                     chk.k.eq(v2["k"]), chk.vlan.eq(v2["vlan"]), chk.ipv6.eq(v2["is6"]),
-                     chk.known.eq(v2["known"]), chk.l4_end.eq(v2["l4_end"]),
-                     chk.tail.eq(v2["tail"]), chk.before_end.eq(v2["before_end"])]
+        m.d.sync += d2_valid.eq(facts.valid)
+        m.d.comb += [chk.i.valid.eq(d2_valid), chk.i.payload.data.eq(v2["data"]),
+                     chk.i.payload.k.eq(v2["k"]), chk.i.payload.vlan.eq(v2["vlan"]),
+                     chk.i.payload.ipv6.eq(v2["is6"]), chk.i.payload.known.eq(v2["known"]),
+                     chk.i.payload.l4_end.eq(v2["l4_end"]), chk.i.payload.tail.eq(v2["tail"]),
+                     chk.i.payload.before_end.eq(v2["before_end"])]
+        rom = Array(Const(x, 32) for x in icrc_hw.residue_table(nbytes, icrc_hw.tail_fill(nbytes)))
         n_tail = Signal(lane_bits)
         m.d.comb += n_tail.eq(-v2["l4_end"][:lane_bits])
         words = [v2["words"][16 * i:16 * i + 16] for i in range(10)]
@@ -625,31 +708,61 @@ class Parser(wiring.Component):
         })
         go7 = valid[6]
 
-        # ------------------------------------------------------------ S7: verdict out
-        # MR-HW-060: 64-bit counters, one per Reason code.
-        cnt = [_wide_counter(m, f"cnt{i}", COUNTER_BITS, go7 & (v7["reason"] == i))
-               for i in range(N_REASON_COUNTERS)]
-        if self.drop_on_full:
-            # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
-            cnt.append(_wide_counter(m, f"cnt{OVERFLOW_COUNTER}", COUNTER_BITS,
-                                     d1_valid & d1_last & d1_drop))
-        else:
-            cnt.append(Const(0, COUNTER_BITS))
-        assert len(cnt) == N_COUNTERS
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
+        m.d.comb += [self.verdict.valid.eq(valid[6]), self.verdict.payload.reason.eq(v7["reason"]),
+                     self.verdict.payload.drop_fields.eq(v7["drop_fields"]),
+                     self.verdict.payload.zero.eq(v7["zero"]), self.verdict.payload.plen.eq(v7["plen"]),
+                     self.record.valid.eq(valid[6]), self.record.payload.eq(v7["rec"])]
+        return m
+
+class MetaOutput(wiring.Component):
+    """The meta queue and the ``m_meta`` output (MR-HW-010..013): a frame's fields wait in the
+    meta queue (distributed RAM) for its verdict; the head verdict is held in registers; the
+    output register loads the fields, zeroed as the verdict says, or skips a bypassed frame.
+
+    ======== ===== ========================================================================
+    port     dir   meaning
+    ======== ===== ========================================================================
+    fields   in    stream of :data:`META_LAYOUT`, one per frame (from S1, registered)
+    verdict  in    stream of :data:`VERDICT_LAYOUT`, one per frame (from S7)
+    o        out   the parser's ``m_meta`` (data, valid, ready), registered (MR-HW-055)
+    pop      out   a meta-queue slot is freed (for the reservations, MR-HW-051)
+    ======== ===== ========================================================================
+    """
+    fields: In(stream.Signature(META_LAYOUT, always_ready=True))
+    verdict: In(stream.Signature(VERDICT_LAYOUT, always_ready=True))
+    o: Out(wiring.Signature({"data": Out(META_LAYOUT), "valid": Out(1), "ready": In(1)}))
+    pop: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        mq_depth = META_DEPTH
+        mq_bits = mq_depth.bit_length() - 1
+        mo = self.o
+        NR = Reason.NOT_ROCE
+
+        # The meta queue (MR-HW-013): one slot per frame, written from the registered fields.
+        mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[])
+        m.submodules.meta_queue = mq_mem
+        mq_wp = mq_mem.write_port()
+        mq_rp = mq_mem.read_port(domain="comb")
+        mq_wr = Signal(mq_bits)
+        m.d.comb += [mq_wp.addr.eq(mq_wr), mq_wp.data.eq(self.fields.payload.as_value()),
+                     mq_wp.en.eq(self.fields.valid)]
+        with m.If(self.fields.valid):
+            m.d.sync += mq_wr.eq(mq_wr + 1)
 
         # Verdicts for the meta queue, slot by slot.
-        vq_layout = data.StructLayout({"reason": 4, "drop_fields": 1, "zero": len(EXT_NAMES),
-                                       "plen": 16})
+        vq_layout = VERDICT_LAYOUT
         vq_mem = memory.Memory(shape=vq_layout, depth=mq_depth, init=[])
         m.submodules.verdict_queue = vq_mem
         vq_wp = vq_mem.write_port()
         vq_rp = vq_mem.read_port(domain="comb")
         vq_wr = Signal(mq_bits)
-        m.d.comb += [vq_wp.addr.eq(vq_wr), vq_wp.en.eq(go7),
-                     vq_wp.data.eq(Cat(v7["reason"], v7["drop_fields"], v7["zero"], v7["plen"]))]
-        with m.If(go7):
+        m.d.comb += [vq_wp.addr.eq(vq_wr), vq_wp.en.eq(self.verdict.valid),
+                     vq_wp.data.eq(self.verdict.payload)]
+        with m.If(self.verdict.valid):
             m.d.sync += vq_wr.eq(vq_wr + 1)
+
 
         # ------------------------------------------------------------ meta output (MR-HW-013)
         # The head verdict is held in registers (hd), so that the output register's load and
@@ -684,7 +797,7 @@ class Parser(wiring.Component):
             m.d.sync += [meta_out.drop.eq(hd.reason != Reason.NONE),
                          meta_out.reason.eq(hd.reason), meta_out.payload_len.eq(hd.plen)]
         # Zeroing as reset-over-enable: one shared condition per group, from the head.
-        for key in values:
+        for key in FIELD_GROUPS:
             if key in EXT_NAMES:
                 zero = take & hd.zero[EXT_NAMES.index(key)]
             else:
@@ -693,23 +806,58 @@ class Parser(wiring.Component):
                 m.d.sync += getattr(meta_out, key).eq(0)
             with m.Elif(take):
                 m.d.sync += getattr(meta_out, key).eq(getattr(q, key))
+        m.d.comb += self.pop.eq(pop)
+        return m
 
+class Reader(wiring.Component):
+    """The reader (MR-HW-030..033): takes each frame's record, reads its beats from the frame
+    store at one beat per cycle, and sends payload beats to ``payload`` (tkeep trimmed to the
+    payload bytes) and bypassed frames to ``bypass``, through registered outputs (MR-HW-055).
+
+    ======== ===== ========================================================================
+    port     dir   meaning
+    ======== ===== ========================================================================
+    record   in    stream of :func:`record_layout`, one per frame (from S7)
+    store    out   frame store read port (synchronous: data one cycle after en)
+    payload  out   AXI4-Stream source, the parser's ``m_payload``
+    bypass   out   AXI4-Stream source, the parser's ``m_bypass``
+    issue    out   a beat is read out of the store (for the reservations, MR-HW-051)
+    ======== ===== ========================================================================
+    """
+
+    def __init__(self, width, p):
+        self.width, self.p = width, p
+        super().__init__({
+            "record": In(stream.Signature(record_layout(p["kbits"]), always_ready=True)),
+            "store": Out(memory.ReadPort.Signature(addr_width=p["abits"],
+                                                   shape=unsigned(width + p["bytes"])).flip()),
+            "payload": Out(axis_signature(width)),
+            "bypass": Out(axis_signature(width)),
+            "issue": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        width, nbytes = self.width, self.p["bytes"]
+        lane_bits = nbytes.bit_length() - 1
+        max_beats, depth = self.p["max_beats"], self.p["depth"]
+        abits, kbits = self.p["abits"], self.p["kbits"]
+        mq_depth = self.p["meta_depth"]
+        mq_bits = mq_depth.bit_length() - 1
         # ------------------------------------------------------------ reader (MR-HW-030)
-        rec_layout = data.StructLayout({"action": 2, "last": kbits, "pstart": 16, "pend_incl": 16,
-                                         "single": 1, "ps0": 1, "pe0": 1})
-        # single: last == 0; ps0, pe0: the payload starts, ends in beat 0 (no logic after the BRAM)
-        assert len(v7["rec"]) == rec_layout.size
+        rec_layout = record_layout(kbits)
         rec_mem = memory.Memory(shape=rec_layout, depth=depth, init=[])
         m.submodules.frame_rec = rec_mem
         rwp = rec_mem.write_port()
         rrp = rec_mem.read_port(domain="sync")
         rq_wr = Signal(abits + 1)
         rq_rd = Signal(abits + 1)
-        m.d.comb += [rwp.addr.eq(rq_wr[:abits]), rwp.en.eq(go7), rwp.data.eq(v7["rec"])]
-        with m.If(go7):
+        m.d.comb += [rwp.addr.eq(rq_wr[:abits]), rwp.en.eq(self.record.valid),
+                     rwp.data.eq(self.record.payload)]
+        with m.If(self.record.valid):
             m.d.sync += rq_wr.eq(rq_wr + 1)
 
-        mp, mb = self.m_payload, self.m_bypass
+        mp, mb = self.payload, self.bypass
         o_pvalid, o_bvalid = Signal(), Signal()
         o_data = Signal(width, reset_less=True)
         o_keep_p = Signal(nbytes, reset_less=True)
@@ -742,7 +890,7 @@ class Parser(wiring.Component):
         rec_rd = Signal()
         m.d.comb += rec_rd.eq((rq_rd != rq_wr) & (~a_valid | take_rec))
         m.d.comb += [rrp.addr.eq(rq_rd[:abits]), rrp.en.eq(rec_rd),
-                     drp.addr.eq(rd_ptr), drp.en.eq(issue)]
+                     self.store.addr.eq(rd_ptr), self.store.en.eq(issue)]
         with m.If(rec_rd):
             m.d.sync += rq_rd.eq(rq_rd + 1)
         with m.If(issue):
@@ -787,22 +935,74 @@ class Parser(wiring.Component):
         with m.Elif(s_move):
             m.d.sync += s_valid.eq(0)
         with m.If(s_move & (s_kind != ACT_DISCARD)):
-            m.d.sync += [o_data.eq(drp.data[:width]), o_keep_b.eq(drp.data[width:]),
+            m.d.sync += [o_data.eq(self.store.data[:width]), o_keep_b.eq(self.store.data[width:]),
                          o_keep_p.eq(s_keep), o_last.eq(s_last),
                          o_pvalid.eq(s_kind == ACT_PAYLOAD), o_bvalid.eq(s_kind == ACT_BYPASS)]
         with m.Elif(o_free):
             m.d.sync += [o_pvalid.eq(0), o_bvalid.eq(0)]
+        m.d.comb += self.issue.eq(issue)
+        return m
 
-        # ------------------------------------------------------------ reservations (MR-HW-051)
-        # tready for the next cycle: room for one more beat in the store and one more frame in
-        # the meta queue after this cycle's changes.
-        space_in = store_in
-        m.d.sync += space.eq(space + space_in - issue - Mux(rewind_in, fr_cnt, 0))
-        slot_in = accept & s.tlast & fits
-        slot_out = pop
-        m.d.sync += slots.eq(slots + slot_in - slot_out)
-        space_ok = Mux(space_in & ~issue, space < depth - 1, Mux(~space_in & issue, 1, space < depth))
-        slot_ok = Mux(slot_in & ~slot_out, slots < mq_depth - 1,
-                      Mux(~slot_in & slot_out, 1, slots < mq_depth))
-        m.d.sync += tready.eq(space_ok & slot_ok)
+class Parser(wiring.Component):
+    """RX parser (MR-HW-001..063). See the module docstring for ports and pipeline."""
+
+    def __init__(self, width=512, *, max_frame=9216, crc_impl="xor", drop_on_full=False):
+        try:
+            p = params(width, max_frame)
+            if crc_impl not in ("lib", "xor"):
+                raise ValueError(f"crc_impl must be 'lib' or 'xor', not {crc_impl!r}")
+            if not isinstance(drop_on_full, bool):
+                raise ValueError(f"drop_on_full must be a bool, not {drop_on_full!r}")
+        except ValueError:
+            self._MustUse__silence = True   # a rejected design is not an unused one
+            raise
+        self.crc_impl = crc_impl
+        self.drop_on_full = drop_on_full
+        self.width = width
+        self.max_frame = max_frame
+        self.p = p
+        super().__init__({
+            "s_axis": In(axis_signature(width, user=True)),
+            "m_meta": Out(meta_signature()),
+            "m_payload": Out(axis_signature(width)),
+            "m_bypass": Out(axis_signature(width)),
+            "reg_addr": In(4),
+            "reg_data": Out(COUNTER_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        width, p = self.width, self.p
+        m.submodules.front = front = Front(width, p, drop_on_full=self.drop_on_full)
+        m.submodules.verdicts = verdicts = VerdictPipeline(width, p, crc_impl=self.crc_impl)
+        m.submodules.meta = meta = MetaOutput()
+        m.submodules.reader = reader = Reader(width, p)
+        # The frame store (MR-HW-030): S1 writes, the reader reads.
+        m.submodules.frame_store = store = memory.Memory(
+            shape=unsigned(width + p["bytes"]), depth=p["depth"], init=[])
+        wiring.connect(m, wiring.flipped(self.s_axis), front.s_axis)
+        wiring.connect(m, front.store, store.write_port())
+        wiring.connect(m, reader.store, store.read_port(domain="sync"))
+        wiring.connect(m, front.facts, verdicts.i)
+        wiring.connect(m, front.fields, meta.fields)
+        wiring.connect(m, verdicts.verdict, meta.verdict)
+        wiring.connect(m, verdicts.record, reader.record)
+        wiring.connect(m, meta.o, wiring.flipped(self.m_meta))
+        wiring.connect(m, reader.payload, wiring.flipped(self.m_payload))
+        wiring.connect(m, reader.bypass, wiring.flipped(self.m_bypass))
+        m.d.comb += [front.issue.eq(reader.issue), front.pop.eq(meta.pop)]
+
+        # S7: counters (MR-HW-060) and their read port.
+        # MR-HW-060: 64-bit counters, one per Reason code.
+        cnt = [_wide_counter(m, f"cnt{i}", COUNTER_BITS, verdicts.verdict.valid & (verdicts.verdict.payload.reason == i))
+               for i in range(N_REASON_COUNTERS)]
+        if self.drop_on_full:
+            # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
+            cnt.append(_wide_counter(m, f"cnt{OVERFLOW_COUNTER}", COUNTER_BITS,
+                                     front.overflow))
+        else:
+            cnt.append(Const(0, COUNTER_BITS))
+        assert len(cnt) == N_COUNTERS
+        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
+
         return m
