@@ -46,6 +46,18 @@ IPv4 checksum over S2..S5, the ICRC compare in S4); S7 writes the verdict queue 
 reader's record queue and counts. ``s_axis.tready`` is a register computed from reservations of
 the store and of the meta queue (MR-HW-051). Store and forward: nothing of a frame leaves before
 its verdict (MR-HW-030).
+
+Structure: :class:`Parser` joins four ``wiring.Component`` blocks with ``wiring.connect``;
+between them every interface is an ``amaranth.lib.stream`` (always ready: nothing behind S0
+stalls) or a memory port, AXI4-Stream only at the boundary::
+
+    s_axis -> Front (S0, S1) --facts--> VerdictPipeline (S2..S7, IcrcChecker) --verdict--> MetaOutput -> m_meta
+                  |   +--fields (meta queue)--------------------------------------------------^
+                  |                                 +--record--> Reader -> m_payload, m_bypass
+                  +--store write--> frame_store <--store read--+
+
+``Front.issue``/``Front.pop`` take the reader's and the meta output's frees back to the
+reservations; the counters (MR-HW-060) count the verdict stream in :class:`Parser`.
 """
 from math import ceil
 
@@ -246,7 +258,6 @@ class Front(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         width, nbytes = self.width, self.p["bytes"]
-        lane_bits = nbytes.bit_length() - 1
         max_beats, depth = self.p["max_beats"], self.p["depth"]
         abits, kbits = self.p["abits"], self.p["kbits"]
         mq_depth = self.p["meta_depth"]
@@ -556,10 +567,7 @@ class VerdictPipeline(wiring.Component):
         m = Module()
         width, nbytes = self.width, self.p["bytes"]
         lane_bits = nbytes.bit_length() - 1
-        max_beats, depth = self.p["max_beats"], self.p["depth"]
-        abits, kbits = self.p["abits"], self.p["kbits"]
-        mq_depth = self.p["meta_depth"]
-        mq_bits = mq_depth.bit_length() - 1
+        kbits = self.p["kbits"]
         facts = self.i
 
         # ------------------------------------------------------------ verdict pipeline S2..S7
@@ -706,7 +714,6 @@ class VerdictPipeline(wiring.Component):
                        Mux(pay, Cat(v6["pstart"], Const(0, 8), v6["pend_incl"]), 0),
                        v6["nbeats_m1"] == 0, ~pay | v6["ps_beat0"], ~pay | v6["pe_beat0"]),
         })
-        go7 = valid[6]
 
         m.d.comb += [self.verdict.valid.eq(valid[6]), self.verdict.payload.reason.eq(v7["reason"]),
                      self.verdict.payload.drop_fields.eq(v7["drop_fields"]),
@@ -840,10 +847,8 @@ class Reader(wiring.Component):
         m = Module()
         width, nbytes = self.width, self.p["bytes"]
         lane_bits = nbytes.bit_length() - 1
-        max_beats, depth = self.p["max_beats"], self.p["depth"]
-        abits, kbits = self.p["abits"], self.p["kbits"]
-        mq_depth = self.p["meta_depth"]
-        mq_bits = mq_depth.bit_length() - 1
+        depth, abits, kbits = self.p["depth"], self.p["abits"], self.p["kbits"]
+
         # ------------------------------------------------------------ reader (MR-HW-030)
         rec_layout = record_layout(kbits)
         rec_mem = memory.Memory(shape=rec_layout, depth=depth, init=[])
@@ -944,7 +949,10 @@ class Reader(wiring.Component):
         return m
 
 class Parser(wiring.Component):
-    """RX parser (MR-HW-001..063). See the module docstring for ports and pipeline."""
+    """RX parser (MR-HW-001..082): :class:`Front`, :class:`VerdictPipeline`,
+    :class:`MetaOutput` and :class:`Reader` joined with ``wiring.connect``, the frame store
+    between the front and the reader, the counters (MR-HW-060). See the module docstring for
+    the ports, the pipeline and the structure."""
 
     def __init__(self, width=512, *, max_frame=9216, crc_impl="xor", drop_on_full=False):
         try:

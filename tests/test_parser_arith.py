@@ -56,3 +56,36 @@ def test_sum_compare_without_carry():
     sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_parser_structure():
+    """MR-HW-004: the parser is wiring.Components joined by streams; AXI4-Stream only at the
+    boundary; the ICRC units are components."""
+    from amaranth.lib import stream, wiring
+
+    from metaroce.hdl import icrc as icrc_hw
+    from metaroce.hdl import parser as hp
+
+    p = hp.params(64)
+    blocks = {"front": hp.Front(64, p), "verdicts": hp.VerdictPipeline(64, p),
+              "meta": hp.MetaOutput(), "reader": hp.Reader(64, p)}
+    axis = {"tdata", "tkeep", "tvalid", "tready", "tlast"}
+    for name, blk in blocks.items():
+        assert isinstance(blk, wiring.Component), name
+        for port, member in blk.signature.members.items():
+            if not member.is_signature:
+                continue
+            names = set(member.signature.members.keys())
+            if names >= axis:             # AXI4-Stream: only the parser's own ports
+                assert (name, port) in {("front", "s_axis"), ("reader", "payload"),
+                                        ("reader", "bypass")}, (name, port)
+    internal = [("front", "facts", "verdicts", "i"), ("front", "fields", "meta", "fields"),
+                ("verdicts", "verdict", "meta", "verdict"),
+                ("verdicts", "record", "reader", "record")]
+    for src, out, dst, inp in internal:
+        sig = blocks[src].signature.members[out].signature
+        assert isinstance(sig, stream.Signature), (src, out)
+        assert blocks[dst].signature.members[inp].signature == sig.flip(), (dst, inp)
+    assert isinstance(icrc_hw.IcrcChecker(64), wiring.Component)
+    assert isinstance(icrc_hw.IcrcProcessor(64), wiring.Component)
+    assert isinstance(icrc_hw.IcrcChecker(64).signature.members["i"].signature, stream.Signature)
