@@ -20,13 +20,14 @@ definition of the ICRC) at elaboration time.
 """
 from functools import lru_cache
 
-from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, signed
-from amaranth.lib import crc
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import crc, data, stream, wiring
+from amaranth.lib.wiring import In, Out
 
 from ..models import icrc as icrc_model
 
 __all__ = ["ALGORITHM", "raw_crc", "residue_table", "processor", "IcrcProcessor", "matrices",
-           "IcrcChecker", "ones_positions", "forced_positions", "lane_fill",
+           "IcrcChecker", "xor_tree", "ones_positions", "forced_positions", "lane_fill",
            "tail_fill"]
 
 #: Reflected CRC-32, init 0, no output XOR: the register the RTL keeps (MR-HW-040).
@@ -96,32 +97,51 @@ def matrices(width):
     return f, g
 
 
-class IcrcProcessor(Elaboratable):
-    """Drop-in for ``ALGORITHM(data_width=width).create()`` (same ``start``, ``data``,
-    ``valid``, ``crc``), each register bit one XOR reduction of the rows of :func:`matrices`.
+def xor_tree(bits, arity=6):
+    """XOR of ``bits`` as a tree of ``arity``-input XORs: each node one 6-input LUT, so
+    ``ceil(log6(n))`` levels and about ``n / 5`` LUTs (a binary tree maps to 4-input cuts)."""
+    bits = list(bits)
+    if not bits:
+        return Const(0, 1)
+    while len(bits) > 1:
+        bits = [Cat(*bits[i:i + arity]).xor() for i in range(0, len(bits), arity)]
+    return bits[0]
 
-    ``lib.crc.Processor`` chains its XORs one by one; the Python simulator recurses through
-    the chain at 512 bits and yosys/ABC map a flat reduction into fewer LUTs (MR-HW-040).
+
+class IcrcProcessor(wiring.Component):
+    """Drop-in for ``ALGORITHM(data_width=width).create()`` (same ``start``, ``data``,
+    ``valid``, ``crc``), each register bit an XOR tree (:func:`xor_tree`) over the rows of
+    :func:`matrices`, which come from ``lib.crc``'s own software model (MR-HW-040).
+
+    ``lib.crc.Processor`` chains its XORs one by one: at 512 bits yosys/ABC map that chain
+    14 LUTs deep, and the Python simulator recurses through it. The tree is 5 deep at 512
+    bits, in fewer LUTs; the default of :class:`~metaroce.hdl.parser.Parser`.
+
+    ===== ===== ==========================================================
+    port  dir   meaning
+    ===== ===== ==========================================================
+    start in    restart from 0 (the beat, if ``valid``, is the first one)
+    data  in    ``width`` bits, byte 0 in the least significant bits
+    valid in    feed ``data`` this cycle
+    crc   out   the register (as ``lib.crc.Processor.crc``)
+    ===== ===== ==========================================================
     """
 
     def __init__(self, width):
         self.width = width
-        self.start = Signal()
-        self.data = Signal(width)
-        self.valid = Signal()
-        self.crc = Signal(32)
+        super().__init__({"start": In(1), "data": In(width), "valid": In(1), "crc": Out(32)})
 
     def elaborate(self, platform):
         m = Module()
         f, g = matrices(self.width)
         reg = Signal(32)
-        src = Signal(32)
-        m.d.comb += [src.eq(Mux(self.start, 0, reg)), self.crc.eq(reg)]
+        m.d.comb += self.crc.eq(reg)
         nxt = []
         for b in range(32):
-            terms = [src[i] for i in range(32) if f[i] >> b & 1]
-            terms += [self.data[j] for j in range(self.width) if g[j] >> b & 1]
-            nxt.append(Cat(*terms).xor())
+            # start feeds a zero register: gate the register's share once, not per term.
+            fed = xor_tree(reg[i] for i in range(32) if f[i] >> b & 1) & ~self.start
+            nxt.append(xor_tree([self.data[j] for j in range(self.width) if g[j] >> b & 1]
+                                + [fed]))
         with m.If(self.valid):
             m.d.sync += reg.eq(Cat(*nxt))
         with m.Elif(self.start):
@@ -247,15 +267,25 @@ def lane_fill(nbytes):
 
 
 
-class IcrcChecker(Elaboratable):
-    """The ICRC datapath of the parser (MR-HW-040..044): masks the S1 beat into the register
+def beat_layout(width, kbits):
+    """One beat for :class:`IcrcChecker` with its frame's class and IP packet end."""
+    return data.StructLayout({"data": width, "k": kbits, "vlan": 1, "ipv6": 1, "known": 1,
+                              "l4_end": signed(19), "tail": 1, "before_end": 1})
+
+
+class IcrcChecker(wiring.Component):
+    """The ICRC datapath of the parser (MR-HW-040..044): masks a beat into the register
     ``cin`` and feeds it to the CRC processor in the next cycle.
 
-    Inputs (combinational, in the cycle the beat is in S1): ``en`` (the pipeline advances),
-    ``valid`` (a beat is in S1), ``data``, ``k`` (its beat index), ``vlan``, ``ipv6`` (frame
-    class from the header buffer), ``known`` (IP length field received), ``l4_end`` (signed).
-    Output: ``crc``, the processor's register: a beat in S1 at cycle t is in ``cin`` at t+1
-    and in ``crc`` at t+2.
+    ===== ===== ===========================================================================
+    port  dir   meaning
+    ===== ===== ===========================================================================
+    i     in    stream of :func:`beat_layout` (always ready): ``data``, ``k`` (its beat
+                index), ``vlan``, ``ipv6`` (frame class), ``known`` (IP length field
+                received), ``l4_end`` (signed), ``tail``, ``before_end`` (:meth:`beat_facts`)
+    crc   out   the processor's register: a beat taken at cycle t is in ``cin`` at t+1 and
+                in ``crc`` at t+2
+    ===== ===== ===========================================================================
 
     ``impl="lib"`` uses ``amaranth.lib.crc.Processor``; ``impl="xor"`` the same function as
     flat XOR reductions (:class:`IcrcProcessor`), which the Python simulator runs much faster.
@@ -268,24 +298,23 @@ class IcrcChecker(Elaboratable):
     Narrower beats zero and OR the ones in place.
     """
 
-    def __init__(self, width, impl="lib", kbits=16):
+    def __init__(self, width, impl="xor", kbits=16):
         if impl not in ("lib", "xor"):
             self._MustUse__silence = True
             raise ValueError(f"impl must be 'lib' or 'xor', not {impl!r}")
         self.width = width
         self.impl = impl
-        self.en = Signal()
-        self.valid = Signal()
-        self.data = Signal(width)
-        self.k = Signal(kbits)
-        self.vlan = Signal()
-        self.ipv6 = Signal()
-        self.known = Signal()
-        self.l4_end = Signal(signed(19))
-        # Precomputed by the caller one stage earlier (:meth:`beat_facts`), for timing.
-        self.tail = Signal()            # this beat holds l4_end
-        self.before_end = Signal()      # k * B < l4_end
-        self.crc = Signal(32)
+        super().__init__({"i": In(stream.Signature(beat_layout(width, kbits), always_ready=True)),
+                          "crc": Out(32)})
+        # The fields of ``i`` by name (``before_end``: k * B < l4_end; ``tail``: this beat
+        # holds l4_end; both precomputed a stage earlier by the caller, for timing). The
+        # parser never stalls, so ``en`` (the pipeline advances) is 1.
+        beat = self.i.payload
+        self.en = Const(1, 1)
+        self.valid = self.i.valid
+        self.data, self.k, self.vlan, self.ipv6 = beat.data, beat.k, beat.vlan, beat.ipv6
+        self.known, self.l4_end, self.tail, self.before_end = (beat.known, beat.l4_end, beat.tail,
+                                                               beat.before_end)
 
     @staticmethod
     def beat_facts(width, k, l4_end):

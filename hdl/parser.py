@@ -1,9 +1,10 @@
 """RX parser: Ethernet / 802.1Q / IPv4 / IPv6 / UDP 4791 / BTH / RoCEv2 and MetaRoCE
 extension headers, ICRC at line rate, drop with a reason (docs/spec/hw-parser.md, MR-HW-*).
 
-``Parser(width=512, *, max_frame=9216, crc_impl="lib", drop_on_full=False)``; ``width`` in
-{64, 128, 256, 512} (MR-HW-001). ``crc_impl="xor"`` swaps lib.crc's processor for an equal one
-that the Amaranth simulator runs faster (tests only). ``drop_on_full=True`` never back-pressures
+``Parser(width=512, *, max_frame=9216, crc_impl="xor", drop_on_full=False)``; ``width`` in
+{64, 128, 256, 512} (MR-HW-001). ``crc_impl="xor"`` (default) is lib.crc's CRC as XOR trees
+(5 LUT levels at 512 bits); ``"lib"`` is ``lib.crc.Processor`` itself (its XOR chains map 14
+deep), proven equal. ``drop_on_full=True`` never back-pressures
 the MAC and drops whole frames that do not fit (MR-HW-080..082).
 
 Verilog ports (``amaranth.back.verilog.convert(Parser(w))``, MR-HW-002); every output is a
@@ -45,21 +46,34 @@ IPv4 checksum over S2..S5, the ICRC compare in S4); S7 writes the verdict queue 
 reader's record queue and counts. ``s_axis.tready`` is a register computed from reservations of
 the store and of the meta queue (MR-HW-051). Store and forward: nothing of a frame leaves before
 its verdict (MR-HW-030).
+
+Structure: :class:`Parser` joins four ``wiring.Component`` blocks with ``wiring.connect``;
+between them every interface is an ``amaranth.lib.stream`` (always ready: nothing behind S0
+stalls) or a memory port, AXI4-Stream only at the boundary::
+
+    s_axis -> Front (S0, S1) --facts--> VerdictPipeline (S2..S7, IcrcChecker) --verdict--> MetaOutput -> m_meta
+                  |   +--fields (meta queue)--------------------------------------------------^
+                  |                                 +--record--> Reader -> m_payload, m_bypass
+                  +--store write--> frame_store <--store read--+
+
+``Front.issue``/``Front.pop`` take the reader's and the meta output's frees back to the
+reservations; the counters (MR-HW-060) count the verdict stream in :class:`Parser`.
 """
 from math import ceil
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed, unsigned
-from amaranth.lib import data, memory, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import wire
-from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS, EXT_NAMES, HB, N_COUNTERS,
+from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS, EXT_NAMES, HB, META_DEPTH, N_COUNTERS,
                              N_REASON_COUNTERS, OVERFLOW_COUNTER,
                              META_LAYOUT, params)
 from ..models.wire import Op, Reason
 from . import icrc as icrc_hw
 
-__all__ = ["Parser", "axis_signature", "meta_signature"]
+__all__ = ["Parser", "Front", "VerdictPipeline", "MetaOutput", "Reader", "axis_signature",
+           "meta_signature", "facts_layout", "record_layout", "VERDICT_LAYOUT"]
 
 def axis_signature(width, *, user=False):
     """AXI4-Stream source signature (flip it for a sink)."""
@@ -143,46 +157,112 @@ def _first_set(m, name, conds):
     return any_, code
 
 
+def _sum_is(a, b, const, nbits):
+    """``(a + b) % 2**nbits == const`` without a carry chain: the sum equals ``const`` iff
+    the carries ``const`` implies are the carries ``a`` and ``b`` generate (one LUT per bit,
+    then a reduction)."""
+    a, b, k = a[:nbits], b[:nbits], Const(const % (1 << nbits), nbits)
+    carries = Cat(Const(0, 1), ((a & b) | ((a | b) & ~k))[:nbits - 1])
+    return (a ^ b ^ k ^ carries) == 0
+
+
+def _wide_counter(m, name, nbits, inc, chunk=16):
+    """An ``nbits`` counter (one register, ``name``) that adds 1 in the cycles ``inc`` is
+    true, counted in ``chunk``-bit pieces: a piece counts when ``inc`` and every lower piece
+    is all ones, read from a registered flag, so no carry crosses a piece (MR-HW-060)."""
+    count = Signal(nbits, name=name)
+    ones = []
+    for j, lo in enumerate(range(0, nbits, chunk)):
+        piece = count[lo:lo + chunk]
+        carry_in = Cat(inc, *ones).all()
+        with m.If(carry_in):
+            m.d.sync += piece.eq(piece + 1)
+        if lo + chunk < nbits:
+            full = Signal(name=f"{name}_ones{j}")   # piece j is all ones
+            with m.If(carry_in):
+                m.d.sync += full.eq(piece == (1 << len(piece)) - 2)
+            ones.append(full)
+    return count
+
+#: Per-frame verdict from the verdict pipeline to the meta output (MR-HW-013, MR-HW-020):
+#: the reason, whether the fields are zeroed (drop before the ICRC), which extension headers
+#: are zeroed, the payload length.
+VERDICT_LAYOUT = data.StructLayout({"reason": 4, "drop_fields": 1, "zero": len(EXT_NAMES),
+                                    "plen": 16})
+
+#: The meta record's fields loaded from the meta queue, zeroed per group (MR-HW-011/012).
+FIELD_GROUPS = [n for n, _ in META_LAYOUT if n not in ("drop", "reason", "payload_len")]
+
+
+def record_layout(kbits):
+    """The reader's per-frame record (MR-HW-030): action, last beat index, payload bounds;
+    ``single`` (last == 0), ``ps0``/``pe0`` (the payload starts/ends in beat 0) are stored so
+    that no logic follows the record memory."""
+    return data.StructLayout({"action": 2, "last": kbits, "pstart": 16, "pend_incl": 16,
+                              "single": 1, "ps0": 1, "pe0": 1})
+
+
+def facts_layout(width, p):
+    """What S1 hands the verdict pipeline for every beat (MR-HW-050): the beat and its index
+    for the ICRC, and on a frame's last beat (``frame_end``) its class, lengths, opcode facts
+    and header bytes for the checks."""
+    kbits = p["kbits"]
+    return data.StructLayout({
+        "vlan": 1, "is4": 1, "is6": 1, "len": 16, "mac": 1, "over": 1, "ipl": signed(18),
+        "l4_end": signed(19), "pad": 2, "nbeats_m1": kbits, "vihl": 8, "frag_bad": 1,
+        "proto_bad": 1, "nxt_bad": 1, "dport_bad": 1, "udp_len": 16, "tver_bad": 1,
+        "mrver_bad": 1, "op_valid": 1, "op_payload": 1, "op_mr": 1, "c_body": 8, "pstart": 8,
+        "c_body_pad": 9, "sub_plen": 9, "sub_pend": 4, "has": len(EXT_NAMES), "known": 1,
+        "k": kbits, "data": width, "tail": 1, "before_end": 1, "words": 160, "frame_end": 1})
+
+
+FACTS_NAMES = [n for n, _ in facts_layout(64, params(64))]
+
+
 #: BTH opcode byte positions (l4 + 8) for the four classes (untagged/tagged x IPv4/IPv6).
 _OP_POS = {(0, 0): 42, (1, 0): 46, (0, 1): 62, (1, 1): 66}
 
 
-class Parser(wiring.Component):
-    """RX parser (MR-HW-001..063). See the module docstring for ports and pipeline."""
+class Front(wiring.Component):
+    """S0 and S1 of the parser (MR-HW-050, MR-HW-051): accepts beats, writes them to the frame
+    store, captures the header and selects the fields by class, and hands the verdict
+    pipeline one ``facts`` record per beat.
 
-    def __init__(self, width=512, *, max_frame=9216, crc_impl="lib", drop_on_full=False):
-        try:
-            p = params(width, max_frame)
-            if crc_impl not in ("lib", "xor"):
-                raise ValueError(f"crc_impl must be 'lib' or 'xor', not {crc_impl!r}")
-            if not isinstance(drop_on_full, bool):
-                raise ValueError(f"drop_on_full must be a bool, not {drop_on_full!r}")
-        except ValueError:
-            self._MustUse__silence = True   # a rejected design is not an unused one
-            raise
-        self.crc_impl = crc_impl
-        self.drop_on_full = drop_on_full
-        self.width = width
-        self.max_frame = max_frame
-        self.p = p
+    ============ ===== ====================================================================
+    port         dir   meaning
+    ============ ===== ====================================================================
+    s_axis       in    AXI4-Stream sink of the parser (the MAC boundary, MR-HW-002)
+    store        out   frame store write port (beat data and tkeep), MR-HW-030
+    fields       out   stream of :data:`META_LAYOUT`: a frame's fields, into the meta queue
+                       (MR-HW-013)
+    facts        out   stream of :func:`facts_layout`, one per beat (MR-HW-050)
+    overflow     out   a frame dropped on overflow has its last beat in S1 (MR-HW-082)
+    issue        in    the reader takes a beat out of the store (frees a beat, MR-HW-051)
+    pop          in    the meta output frees a meta-queue slot (MR-HW-051)
+    ============ ===== ====================================================================
+    """
+
+    def __init__(self, width, p, *, drop_on_full=False):
+        self.width, self.p, self.drop_on_full = width, p, drop_on_full
         super().__init__({
             "s_axis": In(axis_signature(width, user=True)),
-            "m_meta": Out(meta_signature()),
-            "m_payload": Out(axis_signature(width)),
-            "m_bypass": Out(axis_signature(width)),
-            "reg_addr": In(4),
-            "reg_data": Out(COUNTER_BITS),
+            "store": Out(memory.WritePort.Signature(addr_width=p["abits"],
+                                                    shape=unsigned(width + p["bytes"])).flip()),
+            "fields": Out(stream.Signature(META_LAYOUT, always_ready=True)),
+            "facts": Out(stream.Signature(facts_layout(width, p), always_ready=True)),
+            "overflow": Out(1),
+            "issue": In(1),
+            "pop": In(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         width, nbytes = self.width, self.p["bytes"]
-        lane_bits = nbytes.bit_length() - 1
         max_beats, depth = self.p["max_beats"], self.p["depth"]
         abits, kbits = self.p["abits"], self.p["kbits"]
         mq_depth = self.p["meta_depth"]
         mq_bits = mq_depth.bit_length() - 1
-        s, mo = self.s_axis, self.m_meta
+        s = self.s_axis
 
         # ------------------------------------------------------------ S0: accept (MR-HW-051)
         # tready is a register: the frame store and the meta queue are reserved ahead, so the
@@ -341,14 +421,11 @@ class Parser(wiring.Component):
         op = Signal(op_layout)
         m.d.comb += [ipl.eq(sel(ipl_c)), l4_end.eq(sel(l4e_c)), op.eq(sel_x(op_c))]
 
-        store_mem = memory.Memory(shape=unsigned(width + nbytes), depth=depth, init=[])
-        m.submodules.frame_store = store_mem
-        dwp = store_mem.write_port()
-        drp = store_mem.read_port(domain="sync")
         wr_ptr = Signal(abits)
         store = Signal()
         m.d.comb += store.eq(d1_valid & d1_store)
-        m.d.comb += [dwp.addr.eq(wr_ptr), dwp.data.eq(Cat(d1_data, d1_keep)), dwp.en.eq(store)]
+        m.d.comb += [self.store.addr.eq(wr_ptr), self.store.data.eq(Cat(d1_data, d1_keep)),
+                     self.store.en.eq(store)]
         if self.drop_on_full:
             # MR-HW-081: an overflowing frame's beats are taken back (write pointer rewound).
             fstart_reg = Signal(abits, reset_less=True)
@@ -364,12 +441,8 @@ class Parser(wiring.Component):
         with m.If(d1_valid):
             m.d.sync += err_acc.eq(Mux(d1_last, 0, mac_err))
 
-        # ICRC (MR-HW-040..044): S1 masks d1 into the checker's register, S2 feeds it, S3
-        # compares.
-        m.submodules.icrc = chk = icrc_hw.IcrcChecker(width, impl=self.crc_impl, kbits=kbits)
         known = Signal()                    # IP length field already received
         m.d.comb += known.eq(Mux(vlan, d1_k >= ceil(24 / nbytes) - 1, d1_k >= ceil(20 / nbytes) - 1))
-        rom = Array(Const(x, 32) for x in icrc_hw.residue_table(nbytes, icrc_hw.tail_fill(nbytes)))
 
         load1 = Signal()
         m.d.comb += load1.eq(d1_valid & d1_last & ~d1_drop)
@@ -423,13 +496,79 @@ class Parser(wiring.Component):
         snap_r = Signal(META_LAYOUT, reset_less=True)
         snap_load = Signal()
         m.d.sync += [snap_r.eq(snap), snap_load.eq(load1)]
-        mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[])
-        m.submodules.meta_queue = mq_mem
-        mq_wp = mq_mem.write_port()
-        mq_rp = mq_mem.read_port(domain="comb")
-        mq_wr = Signal(mq_bits)
-        m.d.comb += [mq_wp.addr.eq(mq_wr), mq_wp.data.eq(snap_r.as_value()), mq_wp.en.eq(snap_load)]
-        m.d.sync += mq_wr.eq(mq_wr + snap_load)
+        m.d.comb += [self.fields.valid.eq(snap_load), self.fields.payload.eq(snap_r)]
+
+
+        facts = {
+            "vlan": vlan, "is4": is4, "is6": is6, "len": frame_len, "mac": mac_err,
+            "over": d1_k >= max_beats, "ipl": ipl, "l4_end": l4_end, "pad": pad,
+            "nbeats_m1": Mux(d1_k < max_beats, d1_k, max_beats - 1),
+            "vihl": by_l3(lambda o: hbb[o]),
+            "frag_bad": by_l3(lambda o: be(o + 6, 2))[:14] != 0,
+            "proto_bad": by_l3(lambda o: hbb[o + 9]) != wire.IPPROTO_UDP,
+            "nxt_bad": by_l3(lambda o: hbb[o + 6]) != wire.IPPROTO_UDP,
+            "dport_bad": by_l4(lambda o: be(o + 2, 2)) != wire.ROCE_PORT,
+            "udp_len": by_l4(lambda o: be(o + 4, 2)),
+            "tver_bad": bth[1][0:4] != 0,
+            "mrver_bad": ext[0][4:8] != wire.MR_VERSION,
+            "op_valid": op.valid, "op_payload": op.payload, "op_mr": op.mr,
+            "c_body": op.c_body, "pstart": op.pstart, "c_body_pad": op.c_body + pad,
+            # What the payload bounds subtract from l4_end (MR-HW-010): ICRC, pad, and the
+            # first payload byte for the length; ICRC, pad and one for the last byte.
+            "sub_plen": wire.ICRC_LEN + pad + op.pstart, "sub_pend": wire.ICRC_LEN + 1 + pad,
+            "has": Cat(*[has[h] for h in EXT_NAMES]),
+            "known": known, "k": d1_k, "data": d1_data,
+            **dict(zip(("tail", "before_end"), icrc_hw.IcrcChecker.beat_facts(width, d1_k, l4_end))),
+            "words": Cat(*[by_l3(lambda o, i=i: be(o + 2 * i, 2)) for i in range(10)]),
+            "frame_end": d1_last & ~d1_drop,
+        }
+        m.d.comb += self.facts.valid.eq(d1_valid)
+        m.d.comb += _assign(self.facts.payload, facts)
+        m.d.comb += self.overflow.eq(d1_valid & d1_last & d1_drop)
+
+        # ------------------------------------------------------------ reservations (MR-HW-051)
+        # tready for the next cycle: room for one more beat in the store and one more frame in
+        # the meta queue after this cycle's changes.
+        issue, pop = self.issue, self.pop
+        space_in = store_in
+        m.d.sync += space.eq(space + space_in - issue - Mux(rewind_in, fr_cnt, 0))
+        slot_in = accept & s.tlast & fits
+        slot_out = pop
+        m.d.sync += slots.eq(slots + slot_in - slot_out)
+        space_ok = Mux(space_in & ~issue, space < depth - 1, Mux(~space_in & issue, 1, space < depth))
+        slot_ok = Mux(slot_in & ~slot_out, slots < mq_depth - 1,
+                      Mux(~slot_in & slot_out, 1, slots < mq_depth))
+        m.d.sync += tready.eq(space_ok & slot_ok)
+        return m
+
+class VerdictPipeline(wiring.Component):
+    """S2 to S7 of the parser (MR-HW-050, MR-HW-020): the checks of each frame in wire order,
+    the IPv4 header checksum (MR-WIRE-023), the ICRC (:class:`~metaroce.hdl.icrc.IcrcChecker`,
+    MR-HW-040..044), then one verdict and one reader record per frame. No stall.
+
+    ======== ===== ========================================================================
+    port     dir   meaning
+    ======== ===== ========================================================================
+    i        in    stream of :func:`facts_layout`, one per beat in S1
+    verdict  out   stream of :data:`VERDICT_LAYOUT`, one per frame in S7 (MR-HW-013)
+    record   out   stream of :func:`record_layout`, one per frame in S7 (MR-HW-030)
+    ======== ===== ========================================================================
+    """
+
+    def __init__(self, width, p, *, crc_impl="xor"):
+        self.width, self.p, self.crc_impl = width, p, crc_impl
+        super().__init__({
+            "i": In(stream.Signature(facts_layout(width, p), always_ready=True)),
+            "verdict": Out(stream.Signature(VERDICT_LAYOUT, always_ready=True)),
+            "record": Out(stream.Signature(record_layout(p["kbits"]), always_ready=True)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        width, nbytes = self.width, self.p["bytes"]
+        lane_bits = nbytes.bit_length() - 1
+        kbits = self.p["kbits"]
+        facts = self.i
 
         # ------------------------------------------------------------ verdict pipeline S2..S7
         # MR-HW-050: every stage is a plain register stage (no stall); each frame's checks are
@@ -444,40 +583,24 @@ class Parser(wiring.Component):
                 out[n] = r
             return out
 
-        valid = [load1]
+        valid = [facts.valid & facts.payload.frame_end]
         for i in range(6):
             v = Signal(name=f"v{i + 2}_valid")
             m.d.sync += v.eq(valid[-1])
             valid.append(v)
-        l3 = Mux(vlan, 18, 14)
-        v2 = stage("v2", {
-            "vlan": vlan, "is4": is4, "is6": is6, "len": frame_len, "mac": mac_err,
-            "over": d1_k >= max_beats, "ipl": ipl, "l4_end": l4_end, "pad": pad,
-            "nbeats_m1": Mux(d1_k < max_beats, d1_k, max_beats - 1),
-            "vihl": by_l3(lambda o: hbb[o]),
-            "frag_bad": by_l3(lambda o: be(o + 6, 2))[:14] != 0,
-            "proto_bad": by_l3(lambda o: hbb[o + 9]) != wire.IPPROTO_UDP,
-            "nxt_bad": by_l3(lambda o: hbb[o + 6]) != wire.IPPROTO_UDP,
-            "dport_bad": by_l4(lambda o: be(o + 2, 2)) != wire.ROCE_PORT,
-            "udp_len": by_l4(lambda o: be(o + 4, 2)),
-            "tver_bad": bth[1][0:4] != 0,
-            "mrver_bad": ext[0][4:8] != wire.MR_VERSION,
-            "op_valid": op.valid, "op_payload": op.payload, "op_mr": op.mr,
-            "c_body": op.c_body, "pstart": op.pstart,
-            "has": Cat(*[has[h] for h in EXT_NAMES]),
-            "known": known, "k": d1_k, "data": d1_data,
-            **dict(zip(("tail", "before_end"), icrc_hw.IcrcChecker.beat_facts(width, d1_k, l4_end))),
-            "words": Cat(*[by_l3(lambda o, i=i: be(o + 2 * i, 2)) for i in range(10)]),
-        })
+        v2 = stage("v2", {n: getattr(facts.payload, n) for n in FACTS_NAMES})
         # The ICRC checker takes each beat in S2, from registered class and IP length
         # (MR-HW-041): it masks the beat into its register in S2, the processor takes it in S3,
         # and the compare has its own stage, S4 (MR-HW-042).
+        m.submodules.icrc = chk = icrc_hw.IcrcChecker(width, impl=self.crc_impl, kbits=kbits)
         d2_valid = Signal()
-        m.d.sync += d2_valid.eq(d1_valid)
-        m.d.comb += [chk.en.eq(1), chk.valid.eq(d2_valid), chk.data.eq(v2["data"]),
-                     chk.k.eq(v2["k"]), chk.vlan.eq(v2["vlan"]), chk.ipv6.eq(v2["is6"]),
-                     chk.known.eq(v2["known"]), chk.l4_end.eq(v2["l4_end"]),
-                     chk.tail.eq(v2["tail"]), chk.before_end.eq(v2["before_end"])]
+        m.d.sync += d2_valid.eq(facts.valid)
+        m.d.comb += [chk.i.valid.eq(d2_valid), chk.i.payload.data.eq(v2["data"]),
+                     chk.i.payload.k.eq(v2["k"]), chk.i.payload.vlan.eq(v2["vlan"]),
+                     chk.i.payload.ipv6.eq(v2["is6"]), chk.i.payload.known.eq(v2["known"]),
+                     chk.i.payload.l4_end.eq(v2["l4_end"]), chk.i.payload.tail.eq(v2["tail"]),
+                     chk.i.payload.before_end.eq(v2["before_end"])]
+        rom = Array(Const(x, 32) for x in icrc_hw.residue_table(nbytes, icrc_hw.tail_fill(nbytes)))
         n_tail = Signal(lane_bits)
         m.d.comb += n_tail.eq(-v2["l4_end"][:lane_bits])
         words = [v2["words"][16 * i:16 * i + 16] for i in range(10)]
@@ -486,8 +609,17 @@ class Parser(wiring.Component):
         v2_l4 = _sel4(v2["vlan"], v2["is6"], 34, 38, 54, 58)
         T, NR, LEN = Reason.TRUNCATED, Reason.NOT_ROCE, Reason.LENGTH
         v2_ipl = v2["ipl"]
-        pend = Signal(signed(19))
-        m.d.comb += pend.eq(v2["l4_end"] - wire.ICRC_LEN - v2["pad"])
+        # The payload bounds (MR-HW-010) are l4_end minus a small number, split in bytes: the
+        # low byte and its borrow in S2, the high byte in S3 (no 16-bit carry chain).
+        l4e_lo = v2["l4_end"][:8]
+        plen_lo = Signal(9)
+        pend_lo = Signal(9)
+        m.d.comb += [plen_lo.eq(Cat(l4e_lo, 1) - v2["sub_plen"][:8]),
+                     pend_lo.eq(Cat(l4e_lo, 1) - v2["sub_pend"])]
+        # The IPv4 header checksum (MR-WIRE-023) as two byte sums, each a tree of 8..12-bit
+        # adders over S2..S4: bytes 0, 2, .. of the ten words and bytes 1, 3, ...
+        hi_bytes = [w[8:16] for w in words]
+        lo_bytes = [w[0:8] for w in words]
         v3 = stage("v3", {
             # Checks before the IPv4 checksum (MR-WIRE-101 order), then after it.
             "hi": Cat(
@@ -514,43 +646,57 @@ class Parser(wiring.Component):
                 v2["tver_bad"],
                 v2["op_mr"] & (v2_ipl > wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN) & v2["mrver_bad"],
                 v2_ipl < v2["c_body"],
-                v2_ipl < v2["c_body"] + v2["pad"],
+                v2_ipl < v2["c_body_pad"],
                 ~v2["op_payload"] & (v2_ipl != v2["c_body"])),
             "is4": v2["is4"], "w5_ones": words[5] == 0xFFFF,
-            "p": Cat(*[(words[2 * i] + words[2 * i + 1])[:17] for i in range(5)]),
+            "p_hi": Cat(*[hi_bytes[2 * i] + hi_bytes[2 * i + 1] for i in range(5)]),
+            "p_lo": Cat(*[lo_bytes[2 * i] + lo_bytes[2 * i + 1] for i in range(5)]),
             "res": rom[n_tail], "has": v2["has"], "nbeats_m1": v2["nbeats_m1"],
-            "pstart": v2["pstart"], "pend": pend,
+            "pstart": v2["pstart"], "l4e_hi": v2["l4_end"][8:16],
+            "plen_lo": plen_lo[:8], "plen_borrow": ~plen_lo[8], "plen_sub_hi": v2["sub_plen"][8],
+            "pend_lo": pend_lo[:8], "pend_borrow": ~pend_lo[8],
         })
         hi_codes = [Reason.MAC_ERROR, LEN, T, T, NR, T, NR, T, NR, NR, T, NR, NR, T, NR, T]
         lo_codes = [T, LEN, LEN, Reason.BAD_OPCODE, Reason.BAD_VERSION, Reason.BAD_VERSION,
                     LEN, LEN, LEN]
         hi_any, hi_code = _first_set(m, "hi", [(v3["hi"][i], c) for i, c in enumerate(hi_codes)])
         lo_any, lo_code = _first_set(m, "lo", [(v3["lo"][i], c) for i, c in enumerate(lo_codes)])
-        p = [v3["p"][17 * i:17 * i + 17] for i in range(5)]
+        p_hi = [v3["p_hi"][9 * i:9 * i + 9] for i in range(5)]
+        p_lo = [v3["p_lo"][9 * i:9 * i + 9] for i in range(5)]
         payload_len = Signal(16)
-        m.d.comb += payload_len.eq(v3["pend"] - v3["pstart"])
+        pend_incl = Signal(16)
+        m.d.comb += [
+            payload_len.eq(Cat(v3["plen_lo"],
+                               v3["l4e_hi"] - v3["plen_sub_hi"] - v3["plen_borrow"])),
+            pend_incl.eq(Cat(v3["pend_lo"], v3["l4e_hi"] - v3["pend_borrow"]))]
         v4 = stage("v4", {
             "hi_any": hi_any, "hi_code": hi_code, "lo_any": lo_any, "lo_code": lo_code,
             "res": v3["res"], "is4": v3["is4"], "w5_ones": v3["w5_ones"],
-            "q0": p[0] + p[1], "q1": p[2] + p[3], "q2": p[4],
+            "q0_hi": p_hi[0] + p_hi[1], "q1_hi": p_hi[2] + p_hi[3], "q2_hi": p_hi[4],
+            "q0_lo": p_lo[0] + p_lo[1], "q1_lo": p_lo[2] + p_lo[3], "q2_lo": p_lo[4],
             "has": v3["has"], "nbeats_m1": v3["nbeats_m1"], "pstart": v3["pstart"],
-            "pend_incl": (v3["pend"] - 1)[:16], "plen": payload_len,
+            "pend_incl": pend_incl, "plen": payload_len,
         })
         v5 = stage("v5", {
             **{n: v4[n] for n in ("hi_any", "hi_code", "lo_any", "lo_code", "is4",
                                   "w5_ones", "has", "nbeats_m1", "pstart", "pend_incl", "plen")},
             "crc_bad": chk.crc != v4["res"],
-            "sum": (v4["q0"] + v4["q1"] + v4["q2"])[:20],
+            "sum_hi": (v4["q0_hi"] + v4["q1_hi"] + v4["q2_hi"])[:12],
+            "sum_lo": (v4["q0_lo"] + v4["q1_lo"] + v4["q2_lo"])[:12],
         })
         # IPv4 header checksum exactly as codec.ipv4_checksum_ok (MR-WIRE-023): with T the
         # sum of all ten words, the folded sum of the other nine is ~checksum iff T is 0xFFFF,
-        # or the checksum is not 0xFFFF and T is 2..9 times 0xFFFF.
-        multiples = Cat(*[v5["sum"] == n * 0xFFFF for n in range(2, 10)]).any()
-        ck_ok = (v5["sum"] == 0xFFFF) | (~v5["w5_ones"] & multiples)
+        # or the checksum is not 0xFFFF and T is 2..9 times 0xFFFF. T = 256 sum_hi + sum_lo,
+        # compared without adding them.
+        total = (Cat(Const(0, 8), v5["sum_hi"]), v5["sum_lo"])
+        multiples = Cat(*[_sum_is(*total, n * 0xFFFF, 20) for n in range(2, 10)]).any()
+        ck_ok = _sum_is(*total, 0xFFFF, 20) | (~v5["w5_ones"] & multiples)
         v6 = stage("v6", {
             **{n: v5[n] for n in ("hi_any", "hi_code", "lo_any", "lo_code", "crc_bad",
                                   "has", "nbeats_m1", "pstart", "pend_incl", "plen")},
             "ip_bad": v5["is4"] & ~ck_ok, "plen_nz": v5["plen"] != 0,
+            # The payload's first and last beat are beat 0, for the reader's flags.
+            "ps_beat0": v5["pstart"][lane_bits:] == 0, "pe_beat0": v5["pend_incl"][lane_bits:] == 0,
         })
         reason = Mux(v6["hi_any"], v6["hi_code"],
                      Mux(v6["ip_bad"], Reason.BAD_IP,
@@ -566,33 +712,64 @@ class Parser(wiring.Component):
             "plen": Mux(drop_fields, 0, v6["plen"]),
             "rec": Cat(action.as_unsigned()[:2], v6["nbeats_m1"],
                        Mux(pay, Cat(v6["pstart"], Const(0, 8), v6["pend_incl"]), 0),
-                       v6["nbeats_m1"] == 0),
+                       v6["nbeats_m1"] == 0, ~pay | v6["ps_beat0"], ~pay | v6["pe_beat0"]),
         })
-        go7 = valid[6]
 
-        # ------------------------------------------------------------ S7: verdict out
-        # MR-HW-060: 64-bit counters, one per Reason code.
-        cnt = [Signal(COUNTER_BITS, name=f"cnt{i}") for i in range(N_COUNTERS)]
-        for i in range(N_REASON_COUNTERS):
-            with m.If(go7 & (v7["reason"] == i)):
-                m.d.sync += cnt[i].eq(cnt[i] + 1)
-        if self.drop_on_full:
-            # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
-            with m.If(d1_valid & d1_last & d1_drop):
-                m.d.sync += cnt[OVERFLOW_COUNTER].eq(cnt[OVERFLOW_COUNTER] + 1)
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
+        m.d.comb += [self.verdict.valid.eq(valid[6]), self.verdict.payload.reason.eq(v7["reason"]),
+                     self.verdict.payload.drop_fields.eq(v7["drop_fields"]),
+                     self.verdict.payload.zero.eq(v7["zero"]), self.verdict.payload.plen.eq(v7["plen"]),
+                     self.record.valid.eq(valid[6]), self.record.payload.eq(v7["rec"])]
+        return m
+
+class MetaOutput(wiring.Component):
+    """The meta queue and the ``m_meta`` output (MR-HW-010..013): a frame's fields wait in the
+    meta queue (distributed RAM) for its verdict; the head verdict is held in registers; the
+    output register loads the fields, zeroed as the verdict says, or skips a bypassed frame.
+
+    ======== ===== ========================================================================
+    port     dir   meaning
+    ======== ===== ========================================================================
+    fields   in    stream of :data:`META_LAYOUT`, one per frame (from S1, registered)
+    verdict  in    stream of :data:`VERDICT_LAYOUT`, one per frame (from S7)
+    o        out   the parser's ``m_meta`` (data, valid, ready), registered (MR-HW-055)
+    pop      out   a meta-queue slot is freed (for the reservations, MR-HW-051)
+    ======== ===== ========================================================================
+    """
+    fields: In(stream.Signature(META_LAYOUT, always_ready=True))
+    verdict: In(stream.Signature(VERDICT_LAYOUT, always_ready=True))
+    o: Out(wiring.Signature({"data": Out(META_LAYOUT), "valid": Out(1), "ready": In(1)}))
+    pop: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        mq_depth = META_DEPTH
+        mq_bits = mq_depth.bit_length() - 1
+        mo = self.o
+        NR = Reason.NOT_ROCE
+
+        # The meta queue (MR-HW-013): one slot per frame, written from the registered fields.
+        mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[])
+        m.submodules.meta_queue = mq_mem
+        mq_wp = mq_mem.write_port()
+        mq_rp = mq_mem.read_port(domain="comb")
+        mq_wr = Signal(mq_bits)
+        m.d.comb += [mq_wp.addr.eq(mq_wr), mq_wp.data.eq(self.fields.payload.as_value()),
+                     mq_wp.en.eq(self.fields.valid)]
+        with m.If(self.fields.valid):
+            m.d.sync += mq_wr.eq(mq_wr + 1)
 
         # Verdicts for the meta queue, slot by slot.
-        vq_layout = data.StructLayout({"reason": 4, "drop_fields": 1, "zero": len(EXT_NAMES),
-                                       "plen": 16})
+        vq_layout = VERDICT_LAYOUT
         vq_mem = memory.Memory(shape=vq_layout, depth=mq_depth, init=[])
         m.submodules.verdict_queue = vq_mem
         vq_wp = vq_mem.write_port()
         vq_rp = vq_mem.read_port(domain="comb")
         vq_wr = Signal(mq_bits)
-        m.d.comb += [vq_wp.addr.eq(vq_wr), vq_wp.en.eq(go7),
-                     vq_wp.data.eq(Cat(v7["reason"], v7["drop_fields"], v7["zero"], v7["plen"]))]
-        m.d.sync += vq_wr.eq(vq_wr + go7)
+        m.d.comb += [vq_wp.addr.eq(vq_wr), vq_wp.en.eq(self.verdict.valid),
+                     vq_wp.data.eq(self.verdict.payload)]
+        with m.If(self.verdict.valid):
+            m.d.sync += vq_wr.eq(vq_wr + 1)
+
 
         # ------------------------------------------------------------ meta output (MR-HW-013)
         # The head verdict is held in registers (hd), so that the output register's load and
@@ -611,8 +788,12 @@ class Parser(wiring.Component):
                      take.eq(hd_valid & ~hd_bypass & (~meta_valid | mo.ready))]
         pop = skip | take
         load_hd = (vq_rd != vq_wr) & (~hd_valid | pop)
-        m.d.sync += [mq_rd.eq(mq_rd + pop), vq_rd.eq(vq_rd + load_hd),
-                     hd_valid.eq(load_hd | (hd_valid & ~pop))]
+        # Pointers count under an enable: a late enable is then not the carry-in of the chain.
+        with m.If(pop):
+            m.d.sync += mq_rd.eq(mq_rd + 1)
+        with m.If(load_hd):
+            m.d.sync += vq_rd.eq(vq_rd + 1)
+        m.d.sync += hd_valid.eq(load_hd | (hd_valid & ~pop))
         with m.If(load_hd):
             m.d.sync += [hd.eq(vq_rp.data), hd_bypass.eq(vq_rp.data.reason == NR)]
         m.d.sync += meta_valid.eq(take | (meta_valid & ~mo.ready))
@@ -623,7 +804,7 @@ class Parser(wiring.Component):
             m.d.sync += [meta_out.drop.eq(hd.reason != Reason.NONE),
                          meta_out.reason.eq(hd.reason), meta_out.payload_len.eq(hd.plen)]
         # Zeroing as reset-over-enable: one shared condition per group, from the head.
-        for key in values:
+        for key in FIELD_GROUPS:
             if key in EXT_NAMES:
                 zero = take & hd.zero[EXT_NAMES.index(key)]
             else:
@@ -632,21 +813,56 @@ class Parser(wiring.Component):
                 m.d.sync += getattr(meta_out, key).eq(0)
             with m.Elif(take):
                 m.d.sync += getattr(meta_out, key).eq(getattr(q, key))
+        m.d.comb += self.pop.eq(pop)
+        return m
+
+class Reader(wiring.Component):
+    """The reader (MR-HW-030..033): takes each frame's record, reads its beats from the frame
+    store at one beat per cycle, and sends payload beats to ``payload`` (tkeep trimmed to the
+    payload bytes) and bypassed frames to ``bypass``, through registered outputs (MR-HW-055).
+
+    ======== ===== ========================================================================
+    port     dir   meaning
+    ======== ===== ========================================================================
+    record   in    stream of :func:`record_layout`, one per frame (from S7)
+    store    out   frame store read port (synchronous: data one cycle after en)
+    payload  out   AXI4-Stream source, the parser's ``m_payload``
+    bypass   out   AXI4-Stream source, the parser's ``m_bypass``
+    issue    out   a beat is read out of the store (for the reservations, MR-HW-051)
+    ======== ===== ========================================================================
+    """
+
+    def __init__(self, width, p):
+        self.width, self.p = width, p
+        super().__init__({
+            "record": In(stream.Signature(record_layout(p["kbits"]), always_ready=True)),
+            "store": Out(memory.ReadPort.Signature(addr_width=p["abits"],
+                                                   shape=unsigned(width + p["bytes"])).flip()),
+            "payload": Out(axis_signature(width)),
+            "bypass": Out(axis_signature(width)),
+            "issue": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        width, nbytes = self.width, self.p["bytes"]
+        lane_bits = nbytes.bit_length() - 1
+        depth, abits, kbits = self.p["depth"], self.p["abits"], self.p["kbits"]
 
         # ------------------------------------------------------------ reader (MR-HW-030)
-        rec_layout = data.StructLayout({"action": 2, "last": kbits, "pstart": 16, "pend_incl": 16,
-                                         "single": 1})      # single: last == 0 (no logic after the BRAM)
-        assert len(v7["rec"]) == rec_layout.size
+        rec_layout = record_layout(kbits)
         rec_mem = memory.Memory(shape=rec_layout, depth=depth, init=[])
         m.submodules.frame_rec = rec_mem
         rwp = rec_mem.write_port()
         rrp = rec_mem.read_port(domain="sync")
         rq_wr = Signal(abits + 1)
         rq_rd = Signal(abits + 1)
-        m.d.comb += [rwp.addr.eq(rq_wr[:abits]), rwp.en.eq(go7), rwp.data.eq(v7["rec"])]
-        m.d.sync += rq_wr.eq(rq_wr + go7)
+        m.d.comb += [rwp.addr.eq(rq_wr[:abits]), rwp.en.eq(self.record.valid),
+                     rwp.data.eq(self.record.payload)]
+        with m.If(self.record.valid):
+            m.d.sync += rq_wr.eq(rq_wr + 1)
 
-        mp, mb = self.m_payload, self.m_bypass
+        mp, mb = self.payload, self.bypass
         o_pvalid, o_bvalid = Signal(), Signal()
         o_data = Signal(width, reset_less=True)
         o_keep_p = Signal(nbytes, reset_less=True)
@@ -663,7 +879,6 @@ class Parser(wiring.Component):
         a_valid = Signal()                           # rrp.data holds the next record
         cur_valid = Signal()
         cur = Signal(rec_layout, reset_less=True)
-        ri = Signal(kbits)
         rd_ptr = Signal(abits)
 
         o_free = Signal()
@@ -680,47 +895,122 @@ class Parser(wiring.Component):
         rec_rd = Signal()
         m.d.comb += rec_rd.eq((rq_rd != rq_wr) & (~a_valid | take_rec))
         m.d.comb += [rrp.addr.eq(rq_rd[:abits]), rrp.en.eq(rec_rd),
-                     drp.addr.eq(rd_ptr), drp.en.eq(issue)]
-        m.d.sync += [rq_rd.eq(rq_rd + rec_rd), rd_ptr.eq(rd_ptr + issue)]
+                     self.store.addr.eq(rd_ptr), self.store.en.eq(issue)]
+        with m.If(rec_rd):
+            m.d.sync += rq_rd.eq(rq_rd + 1)
+        with m.If(issue):
+            m.d.sync += rd_ptr.eq(rd_ptr + 1)
         m.d.sync += a_valid.eq(rec_rd | (a_valid & ~take_rec))
+        # The beat being issued against the payload bounds, as flags: with ri the beat index,
+        # at_ps == (ri == first payload beat), at_pe == (ri == last), ge_ps == (ri >= first),
+        # le_pe == (ri <= last), kept from down-counters of the beats left to each bound (no
+        # comparator after the record register). For beat 0 (``fresh``) they are the record's
+        # own ps0/pe0 bits, loaded without logic (a BRAM output goes straight to a register).
+        ps_left, pe_left = (Signal(16 - lane_bits, name=n, reset_less=True)
+                            for n in ("ps_left", "pe_left"))
+        fresh = Signal(reset_less=True)
+        ps0, pe0 = Signal(reset_less=True), Signal(reset_less=True)
+        at_ps_n, at_pe_n, ge_ps_n, le_pe_n = (Signal(name=n, reset_less=True)
+                                              for n in ("at_ps_n", "at_pe_n", "ge_ps_n", "le_pe_n"))
+        at_ps, at_pe = Mux(fresh, ps0, at_ps_n), Mux(fresh, pe0, at_pe_n)
+        ge_ps, le_pe = Mux(fresh, ps0, ge_ps_n), Mux(fresh, 1, le_pe_n)
+        with m.If(take_rec):
+            m.d.sync += [ps0.eq(rrp.data.ps0), pe0.eq(rrp.data.pe0)]
         with m.If(take_rec):
             m.d.sync += [cur.eq(rrp.data), cur_valid.eq(1),
-                         left.eq(rrp.data.last), is_last.eq(rrp.data.single)]
+                         left.eq(rrp.data.last), is_last.eq(rrp.data.single),
+                         ps_left.eq(rrp.data.pstart[lane_bits:]),
+                         pe_left.eq(rrp.data.pend_incl[lane_bits:]), fresh.eq(1)]
         with m.Elif(issue):
-            m.d.sync += [left.eq(left - 1), is_last.eq(left == 1)]
+            m.d.sync += [left.eq(left - 1), is_last.eq(left == 1),
+                         ps_left.eq(ps_left - 1), pe_left.eq(pe_left - 1), fresh.eq(0),
+                         at_ps_n.eq(ps_left == 1), at_pe_n.eq(pe_left == 1),
+                         ge_ps_n.eq(ge_ps | (ps_left == 1)), le_pe_n.eq(le_pe & ~at_pe)]
             with m.If(is_last):
                 m.d.sync += cur_valid.eq(0)
 
-        ps_beat, ps_lane = cur.pstart[lane_bits:], cur.pstart[:lane_bits]
-        pe_beat, pe_lane = cur.pend_incl[lane_bits:], cur.pend_incl[:lane_bits]
-        in_range = (ri >= ps_beat) & (ri <= pe_beat)
-        keep_p = Cat(*[((ri != ps_beat) | (lane >= ps_lane)) & ((ri != pe_beat) | (lane <= pe_lane))
+        ps_lane, pe_lane = cur.pstart[:lane_bits], cur.pend_incl[:lane_bits]
+        keep_p = Cat(*[(~at_ps | (lane >= ps_lane)) & (~at_pe | (lane <= pe_lane))
                        for lane in range(nbytes)])
         kind = Mux(cur.action == ACT_BYPASS, ACT_BYPASS,
-                   Mux((cur.action == ACT_PAYLOAD) & in_range, ACT_PAYLOAD, ACT_DISCARD))
+                   Mux((cur.action == ACT_PAYLOAD) & ge_ps & le_pe, ACT_PAYLOAD, ACT_DISCARD))
         with m.If(issue):
-            m.d.sync += [ri.eq(Mux(is_last, 0, ri + 1)), s_valid.eq(1), s_kind.eq(kind),
-                         s_keep.eq(keep_p),
-                         s_last.eq(Mux(cur.action == ACT_BYPASS, is_last, ri == pe_beat))]
+            m.d.sync += [s_valid.eq(1), s_kind.eq(kind), s_keep.eq(keep_p),
+                         s_last.eq(Mux(cur.action == ACT_BYPASS, is_last, at_pe))]
         with m.Elif(s_move):
             m.d.sync += s_valid.eq(0)
         with m.If(s_move & (s_kind != ACT_DISCARD)):
-            m.d.sync += [o_data.eq(drp.data[:width]), o_keep_b.eq(drp.data[width:]),
+            m.d.sync += [o_data.eq(self.store.data[:width]), o_keep_b.eq(self.store.data[width:]),
                          o_keep_p.eq(s_keep), o_last.eq(s_last),
                          o_pvalid.eq(s_kind == ACT_PAYLOAD), o_bvalid.eq(s_kind == ACT_BYPASS)]
         with m.Elif(o_free):
             m.d.sync += [o_pvalid.eq(0), o_bvalid.eq(0)]
+        m.d.comb += self.issue.eq(issue)
+        return m
 
-        # ------------------------------------------------------------ reservations (MR-HW-051)
-        # tready for the next cycle: room for one more beat in the store and one more frame in
-        # the meta queue after this cycle's changes.
-        space_in = store_in
-        m.d.sync += space.eq(space + space_in - issue - Mux(rewind_in, fr_cnt, 0))
-        slot_in = accept & s.tlast & fits
-        slot_out = pop
-        m.d.sync += slots.eq(slots + slot_in - slot_out)
-        space_ok = Mux(space_in & ~issue, space < depth - 1, Mux(~space_in & issue, 1, space < depth))
-        slot_ok = Mux(slot_in & ~slot_out, slots < mq_depth - 1,
-                      Mux(~slot_in & slot_out, 1, slots < mq_depth))
-        m.d.sync += tready.eq(space_ok & slot_ok)
+class Parser(wiring.Component):
+    """RX parser (MR-HW-001..082): :class:`Front`, :class:`VerdictPipeline`,
+    :class:`MetaOutput` and :class:`Reader` joined with ``wiring.connect``, the frame store
+    between the front and the reader, the counters (MR-HW-060). See the module docstring for
+    the ports, the pipeline and the structure."""
+
+    def __init__(self, width=512, *, max_frame=9216, crc_impl="xor", drop_on_full=False):
+        try:
+            p = params(width, max_frame)
+            if crc_impl not in ("lib", "xor"):
+                raise ValueError(f"crc_impl must be 'lib' or 'xor', not {crc_impl!r}")
+            if not isinstance(drop_on_full, bool):
+                raise ValueError(f"drop_on_full must be a bool, not {drop_on_full!r}")
+        except ValueError:
+            self._MustUse__silence = True   # a rejected design is not an unused one
+            raise
+        self.crc_impl = crc_impl
+        self.drop_on_full = drop_on_full
+        self.width = width
+        self.max_frame = max_frame
+        self.p = p
+        super().__init__({
+            "s_axis": In(axis_signature(width, user=True)),
+            "m_meta": Out(meta_signature()),
+            "m_payload": Out(axis_signature(width)),
+            "m_bypass": Out(axis_signature(width)),
+            "reg_addr": In(4),
+            "reg_data": Out(COUNTER_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        width, p = self.width, self.p
+        m.submodules.front = front = Front(width, p, drop_on_full=self.drop_on_full)
+        m.submodules.verdicts = verdicts = VerdictPipeline(width, p, crc_impl=self.crc_impl)
+        m.submodules.meta = meta = MetaOutput()
+        m.submodules.reader = reader = Reader(width, p)
+        # The frame store (MR-HW-030): S1 writes, the reader reads.
+        m.submodules.frame_store = store = memory.Memory(
+            shape=unsigned(width + p["bytes"]), depth=p["depth"], init=[])
+        wiring.connect(m, wiring.flipped(self.s_axis), front.s_axis)
+        wiring.connect(m, front.store, store.write_port())
+        wiring.connect(m, reader.store, store.read_port(domain="sync"))
+        wiring.connect(m, front.facts, verdicts.i)
+        wiring.connect(m, front.fields, meta.fields)
+        wiring.connect(m, verdicts.verdict, meta.verdict)
+        wiring.connect(m, verdicts.record, reader.record)
+        wiring.connect(m, meta.o, wiring.flipped(self.m_meta))
+        wiring.connect(m, reader.payload, wiring.flipped(self.m_payload))
+        wiring.connect(m, reader.bypass, wiring.flipped(self.m_bypass))
+        m.d.comb += [front.issue.eq(reader.issue), front.pop.eq(meta.pop)]
+
+        # S7: counters (MR-HW-060) and their read port.
+        # MR-HW-060: 64-bit counters, one per Reason code.
+        cnt = [_wide_counter(m, f"cnt{i}", COUNTER_BITS, verdicts.verdict.valid & (verdicts.verdict.payload.reason == i))
+               for i in range(N_REASON_COUNTERS)]
+        if self.drop_on_full:
+            # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
+            cnt.append(_wide_counter(m, f"cnt{OVERFLOW_COUNTER}", COUNTER_BITS,
+                                     front.overflow))
+        else:
+            cnt.append(Const(0, COUNTER_BITS))
+        assert len(cnt) == N_COUNTERS
+        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
+
         return m

@@ -97,6 +97,8 @@ def test_parser_lut_levels_512():
     assert 0 < paths["ltp_all_paths"] <= max(paths["reg_to_reg"], paths["in_to_reg"],
                                          paths["reg_to_out"], paths["in_to_out"])
     assert len(out["lut_levels_path"]) == out["lut_levels"] + 2
+    # Issue 7's target (what 250 MHz on UltraScale+ allows), MR-HW-050.
+    assert out["lut_levels"] <= 7, out["lut_levels_path"]
 
 
 # --------------------------------------------------------------------------------------
