@@ -131,3 +131,26 @@ def test_bench_table_and_errors(capsys):
     assert "--losses" in capsys.readouterr().err
     assert main(["bench"]) == 2
     assert "loss" in capsys.readouterr().err
+
+
+def test_bench_auth_smoke(capsys):
+    """bench auth (MR-SEC-110..112): every mode at every loss point, simulated over the seeds;
+    the tag's wire overhead is the same at every loss, and every run delivered its bytes."""
+    obj = _bench(capsys, "auth", "--bytes", "256Ki", "--seeds", "2", "--udp-bytes", "0",
+                 "--losses", "0,0.05", "--packets", "20")
+    rows = obj["rows"]
+    assert [(r["mode"], r["loss"]) for r in rows] == [
+        (m, x) for x in (0.0, 0.05) for m in ("off", "auth", "encrypt")]
+    for r in rows:
+        assert r["delivered_ok"] is True and r["sim_gbps"] > 0
+        assert (r["wire_overhead"] > 0) == (r["mode"] != "off")
+    off = {r["loss"]: r["sim_gbps"] for r in rows if r["mode"] == "off"}
+    assert all(abs(r["sim_vs_off"] - r["sim_gbps"] / off[r["loss"]]) < 1e-3 for r in rows)
+    assert rows[0]["sim_gbps"] > rows[3]["sim_gbps"]        # loss costs goodput
+
+
+def test_bench_auth_bad_losses(capsys):
+    """MR-CLI-001: a bad --losses is one line and exit 2."""
+    assert main(["bench", "auth", "--losses", "0,x", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["metaroce bench: error: --losses: not a list of numbers: '0,x'"]
