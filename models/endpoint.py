@@ -818,7 +818,7 @@ class Connection:
             # acknowledges as its trigger and proves, with the receipt key, that it arrived.
             d = P.psn_dist(floor, trigger)
             if not (0 <= d < n and (acked >> d) & 1) or proof != receipt_proof(
-                    self.receipt_key, PROOF_ACK, self.local_id, a.path, trigger):
+                    self.receipt_key, PROOF_ACK, self.local_id, a.path, trigger, a):
                 ep._drop("bad_proof")
                 return
         st["acks_received"] += 1
@@ -2249,12 +2249,12 @@ class Endpoint(VerbsHost):
         ce = p.rx_ce
         hint = self._rate_hint()
         c.rx_hint, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport = hint, p, trigger_psn, sport
-        bth_psn, trig = 0, trigger_psn
-        if c.receipt_key is not None:       # MR-SEC-153
-            bth_psn, trig = split_proof(receipt_proof(c.receipt_key, PROOF_ACK, c.peer_id, p.idx,
-                                                      trigger_psn), trigger_psn)
+        bth_psn = 0
         a = MRAH(1, MrahFlag.ECE if ce else 0, p.idx, min(ce, 0xFFFF), p.rx_cum, hint,
-                 trig, p.rx_sack)
+                 trigger_psn, p.rx_sack)
+        if c.receipt_key is not None:       # MR-SEC-153: the proof binds every field of the ACK
+            bth_psn, a.trigger_psn = split_proof(receipt_proof(c.receipt_key, PROOF_ACK, c.peer_id, p.idx,
+                                                               trigger_psn, a), trigger_psn)
         p.rx_ce = 0
         p.rx_pending = 0
         p.rx_ack_token += 1

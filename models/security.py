@@ -69,13 +69,22 @@ def receipt_key(master):
     return HKDFExpand(hashes.SHA256(), 16, b"metaroce v1 receipt").derive(master)
 
 
-def receipt_proof(key, kind, conn_id, path, psn):
+P_SACK_MASK = (1 << 256) - 1
+_PROOF_ACK_FIELDS = struct.Struct("!BHII")     # flags, ce_count, cum_psn, rate_mbps; then the SACK
+
+
+def receipt_proof(key, kind, conn_id, path, psn, ack=None):
     """MR-SEC-153: the 32-bit proof that the peer holding ``key`` received the data packet
     ``psn`` of path ``path`` sent by connection ``conn_id`` (``kind`` PROOF_ACK or PROOF_NAK):
     the first 4 bytes, big-endian, of keyed BLAKE2s (RFC 7693) over kind, connection id, path
-    and PSN."""
+    and PSN, then, for an ACK (``ack``, its MRAH), everything else the ACK says: flags, CE
+    count, cumulative PSN, rate hint and the 256-bit SACK, so that no field can be changed
+    without the key."""
     msg = _PROOF_MSG.pack((kind << 24) | (conn_id & 0xFFFFFF), path & 0xFF, (psn >> 8) & 0xFFFF,
                           psn & 0xFF)
+    if ack is not None:
+        msg += _PROOF_ACK_FIELDS.pack(ack.flags & 0xF, ack.ce_count & 0xFFFF, ack.cum_psn & 0xFFFFFFFF,
+                                      ack.rate_mbps & 0xFFFFFFFF) + (ack.sack & P_SACK_MASK).to_bytes(32, "big")
     return int.from_bytes(hashlib.blake2s(msg, digest_size=4, key=key).digest(), "big")
 
 

@@ -113,10 +113,11 @@ def test_without_proof_the_blind_attacker_wins():
 
 def test_proof_format_and_check():
     """MR-SEC-153, MR-SEC-154, MR-WIRE-073, MR-WIRE-074: the proof of an ACK is keyed BLAKE2s over
-    (kind, the data sender's connection id, path, trigger PSN); its low 24 bits ride in the ACK's
-    BTH PSN and its high 8 bits in the high byte of trigger_psn. A real ACK passes; the same ACK
-    with one proof bit flipped, with the proof of another PSN, or with the NAK proof of its own
-    PSN is dropped and changes nothing."""
+    (kind, the data sender's connection id, path, trigger PSN, then the ACK's flags, CE count,
+    cum_psn, rate hint and SACK); its low 24 bits ride in the ACK's BTH PSN and its high 8 bits in
+    the high byte of trigger_psn. A real ACK passes; the same ACK with one proof bit flipped, with
+    the proof of another PSN, with the NAK proof of its own PSN, with a proof of the trigger alone,
+    or with its proof and any other field changed, is dropped and changes nothing."""
     key = os.urandom(16)
     a, b, ca, cb, ka, kb, src, dst = _session(key)
     ca.post_write(0, ka, 0, 1024, 0, kb, wr_id=1)
@@ -125,17 +126,24 @@ def test_proof_format_and_check():
     b.receive(f, 1e-6)
     ack = b.next_packet(1e-6)
     proof, trig = join_proof(ack.bth.psn, ack.mrah.trigger_psn)
-    assert trig == f.bth.psn and proof == receipt_proof(key, PROOF_ACK, QA, p.idx, f.bth.psn)
+    assert trig == f.bth.psn and proof == receipt_proof(key, PROOF_ACK, QA, p.idx, f.bth.psn, ack.mrah)
     assert split_proof(proof, trig) == (ack.bth.psn, ack.mrah.trigger_psn)
     assert codec.decode(codec.encode(ack)).bth.psn == ack.bth.psn
     bad = []
-    for wrong in (proof ^ 1 << 31, proof ^ 1, receipt_proof(key, PROOF_ACK, QA, p.idx, f.bth.psn + 1),
-                  receipt_proof(key, PROOF_NAK, QA, p.idx, f.bth.psn)):
+    for wrong in (proof ^ 1 << 31, proof ^ 1, receipt_proof(key, PROOF_ACK, QA, p.idx, f.bth.psn + 1, ack.mrah),
+                  receipt_proof(key, PROOF_NAK, QA, p.idx, f.bth.psn),
+                  receipt_proof(key, PROOF_ACK, QA, p.idx, f.bth.psn)):
         bth_psn, t = split_proof(wrong, trig)
         bad.append(replace(ack, bth=replace(ack.bth, psn=bth_psn), mrah=replace(ack.mrah, trigger_psn=t)))
+    # the real proof on an ACK with any other field changed (MR-SEC-153: the proof binds them all)
+    for field, value in (("cum_psn", ack.mrah.cum_psn + 1), ("sack", ack.mrah.sack ^ 1 << 200),
+                         ("rate_mbps", 1), ("ce_count", 0xFFFF), ("flags", ack.mrah.flags ^ 1)):
+        bad.append(replace(ack, mrah=replace(ack.mrah, **{field: value})))
     for g in bad:
         a.receive(g, 2e-6)
-    assert a.stats["drop_bad_proof"] == 4 and not a.poll_cq() and p.floor == f.bth.psn
+    # (a cum_psn or SACK moved past the one PSN sent is refused even earlier, MR-SEC-151)
+    assert a.stats["drop_bad_proof"] + a.stats["drop_bad_ack"] == len(bad) == 10
+    assert a.stats["drop_bad_proof"] >= 8 and not a.poll_cq() and p.floor == f.bth.psn
     a.receive(ack, 2e-6)
     assert [(c.wr_id, c.status) for c in a.poll_cq()] == [(1, Status.SUCCESS)]
     assert receipt_proof(key, PROOF_ACK, QA, 1, 5) != receipt_proof(key, PROOF_ACK, QB, 1, 5)

@@ -320,7 +320,7 @@ def test_bench_auth_smoke(capsys):
 
     from metaroce.cli import main
     rc = main(["bench", "auth", "--bytes", "64Ki", "--udp-bytes", "0", "--packets", "50", "--json",
-               "--no-plot", "--jobs", "1"])
+               "--losses", "0", "--seeds", "1", "--no-plot", "--jobs", "1"])
     obj = json.loads(capsys.readouterr().out)
     assert rc == 0 and [r["mode"] for r in obj["rows"]] == ["off", "auth", "encrypt"]
     off, auth, enc = obj["rows"]
