@@ -57,7 +57,7 @@ def _popcount(bits):
 
 
 class Rx(wiring.Component):
-    """The RX engine's first slice (MR-RX-001..060)."""
+    """The RX engine's first slice (docs/spec/hw-rx.md)."""
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024):
         if width not in (64, 128, 256, 512):

@@ -442,6 +442,11 @@ class RxCycleModel:
         return out
 
 
+def rx_model_256x4(width=512):
+    """The model of the small instance (hdl.rx.rx_256x4): 256 connections x 4 paths, 256 keys."""
+    return RxCycleModel(width, 256, 4, 256)
+
+
 def meta_of(values):
     """The flat META_LAYOUT integer of a nested dict (models.parser.pack_meta)."""
     return pack_meta(values)

@@ -102,7 +102,7 @@ def test_window_and_bad_inputs(width, shape):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_traffic(seed):
-    """MR-RX-020..061: a random mix over every connection and path with rows rewritten between
+    """MR-RX-020..033, MR-RX-040..044, MR-RX-050, MR-RX-060, MR-RX-061: a random mix over every connection and path with rows rewritten between
     packets (keys revoked, paths reopened), backpressure on every output."""
     s = rc.Setup(*SMALL, seed=seed)
     cases = rc.random_traffic(s, 150)
