@@ -45,6 +45,7 @@ class Case:
     payload: bytes
     expect: RxCode | None = None
     drop: bool = False          # the parser dropped it (no payload beats follow)
+    frame: bytes = field(default=b"", repr=False, compare=False)
 
 
 @dataclass
@@ -54,7 +55,7 @@ class Conn:
     n_paths: int
     n_streams: int
     psn: list = field(default_factory=list)     # next PSN to send per path (sender's view)
-    msg: int = 0
+    msg: dict = field(default_factory=dict)     # next message number per stream
 
 
 @dataclass
@@ -68,7 +69,11 @@ class Key:
 class Setup:
     """Connections, keys and paths of one run, and the writes that configure them (MR-RX-060)."""
 
-    def __init__(self, conns=256, paths=4, keys=256, *, seed=0, n_conns=6, mtu_log2=8, ack_every=4):
+    def __init__(self, conns=256, paths=4, keys=256, *, seed=0, n_conns=6, mtu_log2=8, ack_every=4,
+                 regions=None, uniform_psn=False):
+        """``regions``: ``[(rkey, length, access)]`` of existing registrations (an endpoint's)
+        to use as the four keys; ``uniform_psn``: every path of a connection starts at the
+        same PSN (as ``Endpoint.connect(peer_init_psn=...)`` opens them)."""
         self.lay = layouts(conns, paths, keys)
         self.rng = rng = random.Random(seed)
         self.mtu = 1 << mtu_log2
@@ -85,14 +90,24 @@ class Setup:
             self.writes.append(CfgWrite(TABLE_CONN, qp, pack(self.lay.conn, {
                 "valid": 1, "pkey": c.pkey, "n_paths_m1": c.n_paths - 1,
                 "n_streams_m1": c.n_streams - 1}), f"conn{qp}"))
+            first = rng.choice([0, rng.getrandbits(24), P.PSN_MASK - rng.randrange(8)])
             for p in range(paths):
-                psn = rng.choice([0, rng.getrandbits(24), P.PSN_MASK - rng.randrange(8)])
+                psn = first if uniform_psn else rng.choice([0, rng.getrandbits(24), P.PSN_MASK - rng.randrange(8)])
                 c.psn.append(psn)
                 self.writes.append(self.path_write(qp, p, psn))
         self.free_qp = next(q for q in range(1, conns) if q not in used)     # never written
         self.keys = []
         kused = set()
         for i in range(4):
+            if regions is not None:
+                rkey, length, access = regions[i]
+                if rkey & (keys - 1) in kused:
+                    raise ValueError("two regions share a key row")
+                kused.add(rkey & (keys - 1))
+                k = Key(rkey, rng.getrandbits(64), length, access)
+                self.keys.append(k)
+                self.writes.append(self.key_write(k))
+                continue
             idx = rng.choice([k for k in range(keys) if k not in kused])
             kused.add(idx)
             k = Key((rng.getrandbits(32 - self.lay.key_bits) << self.lay.key_bits) | idx,
@@ -114,8 +129,11 @@ class Setup:
     # -- packets
     def write(self, conn: Conn, *, path=0, psn=None, stream=0, offset=0, msg_len=None, plen=None,
               key: Key | None = None, va=None, dma_len=None, pkey=None, qp=None, ack_req=0, ecn=2,
-              sport=None, op=Op.MR_WRITE, expect=None, name="write", corrupt=False, mrdh_path=None):
-        """One MR_WRITE packet as the parser emits it (meta from the frame's verdict)."""
+              sport=None, op=Op.MR_WRITE, expect=None, name="write", corrupt=False, mrdh_path=None,
+              msg=None):
+        """One MR_WRITE packet as the parser emits it (meta from the frame's verdict). ``msg``:
+        the MRDH message number; by default the next one of (connection, stream) for a packet
+        that may be accepted, 0 for one built to fail (the endpoint never reads it then)."""
         rng = self.rng
         key = key or self.keys[0]
         if plen is None:
@@ -128,9 +146,14 @@ class Setup:
         if va is None:
             va = rng.randrange(0, max(1, key.length - msg_len)) if msg_len <= key.length else 0
         payload = bytes(rng.getrandbits(8) for _ in range(plen))
-        conn.msg += 1
+        if msg is None:
+            if expect is None or expect == RxCode.ACCEPTED:
+                msg = conn.msg.get(stream, 0)
+                conn.msg[stream] = msg + 1
+            else:
+                msg = 0
         kw = {"mrdh": MRDH(path=path if mrdh_path is None else mrdh_path, stream=stream,
-                           msg=conn.msg, offset=offset, msg_len=msg_len),
+                           msg=msg, offset=offset, msg_len=msg_len),
               "reth": RETH(va, key.rkey, msg_len if dma_len is None else dma_len)}
         if op == Op.MR_WRITE_IMM:
             kw["imm"] = rng.getrandbits(32)
@@ -153,7 +176,8 @@ class Setup:
             b[len(b) - 1 if len(b) > 60 else 50] ^= 0x40     # breaks the ICRC
         reason, meta, vals = verdict(bytes(b))
         drop = bool(vals["drop"])
-        return Case(name, meta, b"" if drop else bytes(f.payload), RxCode.PARSER_DROP if drop else expect, drop)
+        return Case(name, meta, b"" if drop else bytes(f.payload), RxCode.PARSER_DROP if drop else expect,
+                    drop, bytes(b))
 
 
 # ------------------------------------------------------------------ traffic
@@ -225,21 +249,21 @@ def bad_cases(s: Setup):
     return out
 
 
-def random_traffic(s: Setup, n=300, *, cfg=True):
+def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
     """A random mix over every connection and path: in order, reordered, lost (skipped PSNs),
     duplicated, CE-marked, AckReq, bad packets; with ``cfg`` a few rows rewritten mid-traffic
     (a key revoked, a path reopened at a new PSN)."""
     rng = s.rng
     out = []
     recent = []
-    bad = bad_cases(s)
+    bad = bad_cases(s) if bad else []
     for i in range(n):
         r = rng.random()
         c = rng.choice(s.conns)
         path = rng.randrange(c.n_paths)
         if r < 0.08 and recent:
             out.append(rng.choice(recent))                    # duplicate of an earlier packet
-        elif r < 0.13:
+        elif r < 0.13 and bad:
             # re-sent later, a bad case's outcome may depend on what came before (a key
             # revoked, its PSN since received): the checker then takes the model's word
             out.append(replace(rng.choice(bad), expect=None))
@@ -260,6 +284,8 @@ def random_traffic(s: Setup, n=300, *, cfg=True):
             msg_len = (nchunks - 1) * s.mtu + rng.randint(0, s.mtu) if nchunks > 1 else rng.randint(0, 64)
             k = rng.choice(s.keys[:3])
             va = rng.randrange(0, k.length - msg_len)
+            msg = c.msg.get(stream, 0)
+            c.msg[stream] = msg + 1
             pkts = []
             for j in range(nchunks):
                 off = j * s.mtu
@@ -267,7 +293,7 @@ def random_traffic(s: Setup, n=300, *, cfg=True):
                 pkts.append(s.write(c, path=rng.randrange(c.n_paths), stream=stream, offset=off,
                                     plen=plen, msg_len=msg_len, key=k, va=va,
                                     ack_req=int(rng.random() < 0.1), ecn=rng.choice([2, 2, 2, 3]),
-                                    name=f"r{i}.{j}"))
+                                    msg=msg, name=f"r{i}.{j}"))
             if rng.random() < 0.3:
                 rng.shuffle(pkts)
             out += pkts
@@ -485,3 +511,95 @@ def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
     if check_outputs:
         check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys)
     return drv.res
+
+
+# ------------------------------------------------------------------ the reference endpoint
+
+PEER_ADDR, LOCAL_ADDR = "10.0.0.1", "10.0.0.2"
+
+
+def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_every=4, n_conns=6):
+    """The reference transport (:class:`metaroce.models.endpoint.Endpoint`) as a receiver and a
+    :class:`Setup` with the same connections (ids, P_Keys, paths, streams, initial PSNs) and
+    the same registrations (its random R_Keys, lengths, rights). Its message bound is lifted
+    (the RX slice tracks no messages) and its rate-hint updates (MR-CC-009: ACKs to other
+    senders when the count of senders grows, which also reset those paths' ACK counters) are
+    switched off on this instance: the slice makes neither (hw-rx.md, not in this slice)."""
+    from .endpoint import Endpoint
+    rng = random.Random(seed)
+    ep = Endpoint(LOCAL_ADDR, mtu=1 << mtu_log2, ack_every=ack_every, max_rx_msgs=1 << 20,
+                  rng=random.Random(seed + 1))
+    ep._hint_check = lambda c, now: None
+    regions, rows = [], set()
+    while len(regions) < 4:
+        access = P.ACCESS_ALL if len(regions) < 3 else P.ACCESS_REMOTE_READ
+        length = rng.choice([1 << 16, 1 << 20])
+        key = ep.reg_mr(bytearray(length), access)
+        if key & (keys - 1) not in rows:        # a key sharing a row stays registered, unused
+            rows.add(key & (keys - 1))
+            regions.append((key, length, access))
+    s = Setup(conns, paths, keys, seed=seed, regions=regions, uniform_psn=True, n_conns=n_conns,
+              mtu_log2=mtu_log2, ack_every=ack_every)
+    for c in s.conns:
+        ep.connect(c.qp, PEER_ADDR, c.qp | 0x800000, paths=c.n_paths, streams=c.n_streams,
+                   pkey=c.pkey, peer_init_psn=c.psn[0])
+    return ep, s
+
+
+def _norm_request(lay, value):
+    a = unpack(lay.ack, value)
+    if a["nak"]:
+        return ("nak", a["conn"], a["path"], a["reason"], a["psn"], a["sport"])
+    return ("ack", a["conn"], a["path"], a["psn"], a["cum"], a["sack"], a["ce_count"], a["ece"],
+            a["sport"])
+
+
+def endpoint_reference(ep, s: Setup, cases):
+    """Feed the frames of ``cases`` the RX slice handles (MR_WRITE/MR_WRITE_IMM the parser
+    kept) to the endpoint at one instant (no timer fires); return its ACK/NAK frames as
+    tuples comparable with :func:`requests` and its registered buffers."""
+    from .codec import decode
+    from .wire import MrahFlag
+    out = []
+    for c in cases:
+        if not isinstance(c, Case) or c.drop:
+            continue
+        f = decode(c.frame)
+        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM):
+            continue
+        ep.receive(f, 0.0)
+        while (g := ep.next_packet(0.0)) is not None:
+            qp = g.bth.dest_qp & 0x7FFFFF
+            assert qp == f.bth.dest_qp, "an ACK to another connection (a hint update?)"
+            if g.bth.opcode == Op.MR_ACK:
+                a = g.mrah
+                out.append(("ack", qp, a.path, a.trigger_psn, a.cum_psn, a.sack, a.ce_count,
+                            int(bool(a.flags & MrahFlag.ECE)), g.udp.sport))
+            elif g.bth.opcode == Op.MR_NAK:
+                n = g.mrnh
+                out.append(("nak", qp, n.path, n.reason, n.psn, g.udp.sport))
+            else:
+                raise AssertionError(f"unexpected frame from the endpoint: {g.bth.opcode:#x}")
+    return out, {k.rkey: bytes(ep._mrs[k.rkey][0]) for k in s.keys}
+
+
+def requests(s: Setup, acks):
+    """The RX engine's ACK/NAK requests (flat ``m_ack`` payloads) as comparable tuples."""
+    return [_norm_request(s.lay, v) for v in acks]
+
+
+def memory_image(s: Setup, places, data):
+    """The registered buffers after the RX engine's placements (commands and their bytes)."""
+    bufs = {k.rkey: bytearray(k.length) for k in s.keys}
+    assert len(places) == len(data)
+    for v, d in zip(places, data):
+        p = unpack(s.lay.place, v)
+        assert p["length"] == len(d)
+        for k in s.keys:
+            off = (p["addr"] - k.base) % (1 << 64)
+            if off + len(d) <= k.length:
+                bufs[k.rkey][off:off + len(d)] = d
+                break
+        else:
+            raise AssertionError(f"placement {p} outside every region")
+    return {k: bytes(b) for k, b in bufs.items()}

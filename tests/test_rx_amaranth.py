@@ -127,3 +127,15 @@ def test_default_instance_small_run():
     s = rc.Setup(4096, 8, 1024, seed=3, n_conns=4)
     cases = rc.bad_cases(s) + rc.burst_same_path(s, 8, plen=3)
     run_lockstep(64, s, cases, seed=4, p_idle=0.1, p_bp=0.3)
+
+
+def test_rtl_matches_reference_endpoint():
+    """MR-RX-070: on frames of the reference endpoint's connections and registrations, the
+    RTL's ACK/NAK stream equals the endpoint's ACK and NAK frames and its placements give the
+    endpoint's memory image (under backpressure on every output)."""
+    ep, s = rc.endpoint_setup(seed=21)
+    cases = rc.window_cases(s) + rc.bad_cases(s) + rc.random_traffic(s, 120, cfg=False, bad=False)
+    res = run_lockstep(64, s, cases, seed=2, p_idle=0.2, p_bp=0.4)
+    ref, mem = rc.endpoint_reference(ep, s, cases)
+    assert rc.requests(s, res["ack"]) == ref
+    assert rc.memory_image(s, res["place"], res["data"]) == mem

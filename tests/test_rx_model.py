@@ -176,3 +176,17 @@ def test_path_config_write():
     assert unpack(rx.lay.path, w.value)["cum"] == 0x123456
     o = rx.packet(s.write(c, path=0, psn=0x123456, plen=4, ack_req=1).meta)
     assert o.code == RxCode.ACCEPTED and o.ack["cum"] == 0x123457
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_model_matches_reference_endpoint(seed):
+    """MR-RX-070, MR-RX-020..033: on the same frames, the model's ACK/NAK requests equal the
+    reference endpoint's ACK and NAK frames field by field (path, trigger PSN, cum, SACK, CE
+    count, ECE, source port; reason), and its placements give the endpoint's memory image."""
+    ep, s = rc.endpoint_setup(seed=seed)
+    cases = rc.window_cases(s) + rc.bad_cases(s) + rc.random_traffic(s, 300, cfg=False, bad=False)
+    ref, mem = rc.endpoint_reference(ep, s, cases)
+    exp = rc.expected(s.writes + cases, *SMALL)
+    assert rc.requests(s, exp["ack"]) == ref
+    assert any(r[0] == "nak" for r in ref) and any(r[0] == "ack" and r[5] for r in ref)
+    assert rc.memory_image(s, exp["place"], exp["data"]) == mem
