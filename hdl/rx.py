@@ -20,7 +20,7 @@ Pipeline (MR-RX-040): the cycle a record is taken its connection and key rows ar
 addresses are bits of the record); S1 runs the checks that need no sequence state and reads
 the path row; S2 forwards the last path-row write over the read data (MR-RX-042), classifies
 the PSN, updates the window, decides the ACK and writes the row back, and pushes the outputs
-into their queues; S3 counts. The path table is read and written once per packet, so back-to-back
+into their queues; S3..S5 count. The path table is read and written once per packet, so back-to-back
 packets of one path go at one per cycle with no stall.
 
 Golden model: :class:`metaroce.models.rx.RxCycleModel`, cycle by cycle on every port.
@@ -54,6 +54,14 @@ def _popcount(bits):
     while len(vals) > 1:
         vals = [vals[i] + vals[i + 1] if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
     return vals[0]
+
+
+def _popcount_sum(values):
+    """The sum of a list of Values as a balanced adder tree."""
+    while len(values) > 1:
+        values = [values[i] + values[i + 1] if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
 
 
 class Rx(wiring.Component):
@@ -295,9 +303,10 @@ class Rx(wiring.Component):
             steer_q.r_en.eq(pay.valid & pay.ready & pay.payload.last),
         ]
 
-        # -- S3: counters (MR-RX-050)
+        # -- S3..S5: counters (MR-RX-050). The abandoned holes are a popcount of up to 256
+        # bits: S3 counts groups of 16, S4 sums them, S5 adds every counter's increment.
         s3_valid = Signal()
-        s3_code = Signal(4)
+        s3_hot = Signal(len(RxCode))
         s3_ack = Signal()
         s3_nak = Signal()
         s3_ce = Signal()
@@ -307,19 +316,34 @@ class Rx(wiring.Component):
         final = Mux(s2_bad, s2_code, Mux(outside, RxCode.PSN_WINDOW,
                                            Mux(dup, RxCode.DUPLICATE, RxCode.ACCEPTED)))
         m.d.sync += [
-            s3_valid.eq(s2_valid), s3_code.eq(final), s3_ack.eq(send_ack), s3_nak.eq(is_nak),
-            s3_ce.eq(accepted & s2_ce),
+            s3_valid.eq(s2_valid), s3_hot.eq(Const(1, len(RxCode)) << final), s3_ack.eq(send_ack),
+            s3_nak.eq(is_nak), s3_ce.eq(accepted & s2_ce),
             s3_ab_mask.eq(Mux(accepted & slide, Cat(Const(0, 1), row.sack)[:P.SACK_BITS] & fill[:P.SACK_BITS], 0)),
             s3_ab_shift.eq(Mux(accepted & slide, shift, 0)),
             s3_placed.eq(Mux(accepted, s2_plen, 0)),
         ]
-        counters = Array(Signal(COUNTER_BITS, name=f"ctr{i}") for i in range(N_COUNTERS))
-        with m.If(s3_valid):
-            m.d.sync += counters[s3_code].eq(counters[s3_code] + 1)
-            for i, inc in ((CTR_ACKS, s3_ack), (CTR_NAKS, s3_nak), (CTR_CE, s3_ce),
-                           (CTR_ABANDONED, s3_ab_shift - _popcount(s3_ab_mask)),
-                           (CTR_PLACED_BYTES, s3_placed)):
+        groups = P.SACK_BITS // 16
+        s4 = [Signal(5, name=f"s4_pop{i}") for i in range(groups)]
+        s4_valid, s4_hot, s4_ack, s4_nak, s4_ce = (Signal.like(x, name="s4" + x.name[2:]) for x in
+                                                   (s3_valid, s3_hot, s3_ack, s3_nak, s3_ce))
+        s4_shift, s4_placed = Signal.like(s3_ab_shift), Signal.like(s3_placed)
+        m.d.sync += [s4[i].eq(_popcount(s3_ab_mask[16 * i:16 * i + 16])) for i in range(groups)]
+        m.d.sync += [s4_valid.eq(s3_valid), s4_hot.eq(s3_hot), s4_ack.eq(s3_ack), s4_nak.eq(s3_nak),
+                     s4_ce.eq(s3_ce), s4_shift.eq(s3_ab_shift), s4_placed.eq(s3_placed)]
+        s5_valid, s5_hot, s5_ack, s5_nak, s5_ce = (Signal.like(x, name="s5" + x.name[2:]) for x in
+                                                   (s4_valid, s4_hot, s4_ack, s4_nak, s4_ce))
+        s5_ab, s5_placed = Signal(9), Signal.like(s4_placed)
+        m.d.sync += [s5_valid.eq(s4_valid), s5_hot.eq(s4_hot), s5_ack.eq(s4_ack), s5_nak.eq(s4_nak),
+                     s5_ce.eq(s4_ce), s5_ab.eq(s4_shift - _popcount_sum(s4)), s5_placed.eq(s4_placed)]
+        counters = [Signal(COUNTER_BITS, name=f"ctr{i}") for i in range(N_COUNTERS)]
+        with m.If(s5_valid):
+            for i in range(len(RxCode)):
+                with m.If(s5_hot[i]):
+                    m.d.sync += counters[i].eq(counters[i] + 1)
+            for i, inc in ((CTR_ACKS, s5_ack), (CTR_NAKS, s5_nak), (CTR_CE, s5_ce),
+                           (CTR_ABANDONED, s5_ab), (CTR_PLACED_BYTES, s5_placed)):
                 m.d.sync += counters[i].eq(counters[i] + inc)
+        counters = Array(counters)
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, counters[self.reg_addr], 0))
         return m
 

@@ -12,7 +12,7 @@ Two layers, both built on :mod:`metaroce.models.protocol` and :mod:`metaroce.mod
   per clock, Verilog port names), for the lockstep harness (tb/lockstep.py): a packet taken
   in cycle t is checked against the connection and key rows as they were before cycle t, its
   window update sees every path-row write before cycle t+2, its outputs are readable from
-  cycle t+3 and its counters change at the end of cycle t+3 (MR-RX-040..044).
+  cycle t+3 and its counters change at the end of cycle t+5 (MR-RX-040..044).
 
 The RTL/model contract (port layouts, derived sizes, counter indices) is declared here; the
 RTL (hdl/rx.py) imports it. models/ never imports hdl/.
@@ -74,6 +74,9 @@ CTR_CE = CTR_ACKS + 2
 CTR_ABANDONED = CTR_ACKS + 3
 CTR_PLACED_BYTES = CTR_ACKS + 4
 N_COUNTERS = CTR_PLACED_BYTES + 1
+
+#: MR-RX-040: stages from S2 to the counter update (S3 and S4 count the abandoned holes).
+COUNT_STAGES = 3
 
 #: MR-RX-041: slots of each output queue (ACK/NAK requests, placement commands, payload steering).
 FIFO_DEPTH = 16
@@ -370,7 +373,7 @@ class RxCycleModel:
         self.ack_q, self.place_q, self.steer_q = (_Fifo(FIFO_DEPTH) for _ in range(3))
         self.s1 = None          # (meta dict, conn row, key row) taken last cycle
         self.s2 = None          # _Static
-        self.s3 = None          # Outcome to count
+        self.counting = [None] * COUNT_STAGES   # outcomes on their way to the counters (S3..S5)
         self.path_write = False  # S2 holds a packet that writes its path row
         self.reg_data = 0
         self.log = []           # outcomes in order, for tests
@@ -380,7 +383,7 @@ class RxCycleModel:
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     def busy(self):
-        return bool(self.s1 or self.s2 or self.s3 or self.ack_q.level or self.place_q.level
+        return bool(self.s1 or self.s2 or any(self.counting) or self.ack_q.level or self.place_q.level
                     or self.steer_q.level)
 
     def step(self, inputs):
@@ -406,19 +409,18 @@ class RxCycleModel:
         addr = g("reg_addr", 0)
         self.reg_data = rx.counters[addr] if addr < N_COUNTERS else 0
 
-        # S3: counters
-        if self.s3 is not None:
-            rx.count(self.s3)
+        # S5: counters
+        if self.counting[-1] is not None:
+            rx.count(self.counting[-1])
         # S2: sequence state, outputs into the queues
-        ack = place = steer = None
-        self.s3 = None
+        ack = place = steer = o = None
         if self.s2 is not None:
             o = rx.dynamic(self.s2)
             self.log.append(o)
-            self.s3 = o
             ack = None if o.ack is None else pack(lay.ack, o.ack)
             place = None if o.place is None else pack(lay.place, o.place)
             steer = o.steer
+        self.counting = [o] + self.counting[:-1]
         # S1: the static checks; then the new packet is taken
         s2 = None
         if self.s1 is not None:
