@@ -317,7 +317,8 @@ class Driver:
     probability ``p_bp``. ``quiet_cfg=False`` offers writes at once (lockstep only: the order
     against records in flight is then the hardware's, which :func:`expected` does not model).
     Results in ``res``: ``ack``, ``place`` (flat payloads), ``data`` (bytes per packet),
-    ``meta_taken`` (cycles), ``cycles``, ``counters``.
+    ``meta_taken``, ``payload_taken`` and ``ack_cycles`` (cycles of those transfers),
+    ``cycles``, ``counters``.
     """
 
     def __init__(self, width, items, cfg_layout, *, seed=0, p_idle=0.2, p_bp=0.3, quiet_cfg=True,
@@ -342,7 +343,8 @@ class Driver:
         self._reg_i = 0
         self._cur = bytearray()
         self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * p_bp))
-        self.res = {"ack": [], "place": [], "data": [], "meta_taken": [], "cycles": 0, "counters": None}
+        self.res = {"ack": [], "place": [], "data": [], "meta_taken": [], "payload_taken": [],
+                    "ack_cycles": [], "cycles": 0, "counters": None}
 
     @property
     def finished(self):
@@ -419,8 +421,10 @@ class Driver:
                     self.beats += self._beats_of(it.payload)
         if inp["s_payload__valid"] and out["s_payload__ready"]:
             self.beats.pop(0)
+            res["payload_taken"].append(self.cycle)
         if out["m_ack__valid"] and inp["m_ack__ready"]:
             res["ack"].append(out["m_ack__payload"])
+            res["ack_cycles"].append(self.cycle)
         if out["m_place__valid"] and inp["m_place__ready"]:
             res["place"].append(out["m_place__payload"])
         if out["m_data__valid"] and inp["m_data__ready"]:

@@ -8,6 +8,9 @@ compared every cycle).
 
 cocotb tests here:
 
+``rx_bench`` (only with ``RX_BENCH_OUT``)
+    ``metaroce bench rx``: packets and payload beats per cycle and ACK latency of same-path
+    bursts per payload size, and the lockstep speed.
 ``rx_lockstep``
     the window, bad-input and burst cases plus ``RX_RANDOM`` random packets (seed ``RX_SEED``)
     with random idle cycles and backpressure on every output, then the checker; then a
@@ -25,7 +28,8 @@ import time
 import cocotb
 
 from metaroce.models import rx_cases as rc
-from metaroce.models.rx import RxCode, RxCycleModel
+from metaroce.models.parser import unpack_meta
+from metaroce.models.rx import RxCode, RxCycleModel, unpack
 
 from .lockstep import Lockstep, drive, model_port_lists
 
@@ -75,3 +79,52 @@ async def rx_lockstep(dut):
                        "packets_per_cycle": round(len(taken) / (taken[-1] - taken[0] + 1), 3),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
                        "mismatches": h.mismatches}, f)
+
+
+@cocotb.test()
+async def rx_bench(dut):
+    """``metaroce bench rx``: back-to-back records of one path, no idle cycles, outputs always
+    ready, per payload size (``RX_BENCH_SIZES``); then the random mix with backpressure for
+    the lockstep speed. Rows to ``RX_BENCH_OUT`` (JSON)."""
+    out = os.environ.get("RX_BENCH_OUT")
+    if not out:
+        return
+    conns, paths, keys = _instance()
+    width = (len(dut.s_payload__payload) - 1) * 8 // 9
+    model = RxCycleModel(width, conns, paths, keys)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    s = rc.Setup(conns, paths, keys, seed=1)
+    n = int(os.environ.get("RX_BENCH_PACKETS", "256"))
+    rows = []
+    first = True
+    for size in [int(x) for x in os.environ.get("RX_BENCH_SIZES", "0,64,256").split(",")]:
+        burst = rc.burst_same_path(s, n, plen=size)
+        items = (s.writes if first else []) + burst
+        first = False
+        drv = rc.Driver(width, items, s.lay.cfg, seed=2, p_idle=0.0, p_bp=0.0, poll_regs=False)
+        await drive(h, drv, busy=model.busy)
+        res = drv.res
+        taken, pay = res["meta_taken"], res["payload_taken"]
+        by_psn = {}
+        for c, t in zip(burst, taken[-len(burst):]):
+            by_psn[unpack_meta(c.meta)["bth"]["psn"]] = t
+        lat = [cyc - by_psn[unpack(s.lay.ack, a)["psn"]] for a, cyc in zip(res["ack"], res["ack_cycles"])]
+        rows.append({"width": width, "connections": conns, "paths": paths, "pkt_bytes": size,
+                     "same_path_burst": n,
+                     "packets_per_cycle": round(n / (taken[-1] - taken[-n] + 1), 4),
+                     "beats_per_cycle": round(len(pay) / (pay[-1] - pay[0] + 1), 4) if pay else None,
+                     "latency_cycles": min(lat), "mismatches": h.mismatches})
+    cases = rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400")))
+    drv = rc.Driver(width, cases, s.lay.cfg, seed=3, p_idle=0.2, p_bp=0.4)
+    t0 = time.perf_counter()
+    cycles = await drive(h, drv, busy=model.busy)
+    speed = round(cycles / (time.perf_counter() - t0))
+    for r in rows:
+        r["lockstep_cycles_per_s"] = speed
+        r["mismatches"] = h.mismatches
+    with open(out, "w") as f:
+        json.dump({"rows": rows}, f)
