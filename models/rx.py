@@ -26,13 +26,14 @@ from amaranth.lib import data
 
 from . import protocol as P
 from . import records
-from .parser import META_LAYOUT, pack_meta, unpack_meta
+from .parser import unpack_meta
 from .wire import NakReason, Op
 
 __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts", "check_params",
            "COUNTER_BITS", "N_COUNTERS", "CTR_ACKS", "CTR_NAKS", "CTR_CE", "CTR_ABANDONED",
            "CTR_PLACED_BYTES", "FIFO_DEPTH", "TABLE_GLOBAL", "TABLE_CONN", "TABLE_KEY",
-           "TABLE_PATH", "ACK_EVERY_RESET", "MTU_LOG2_RESET", "NAK_OF", "DATA_OPS"]
+           "TABLE_PATH", "ACK_EVERY_RESET", "MTU_LOG2_RESET", "NAK_OF", "DATA_OPS", "COUNT_STAGES",
+           "payload_layout", "pack", "unpack", "rx_model_256x4"]
 
 
 class RxCode(IntEnum):
@@ -449,9 +450,3 @@ def rx_model_256x4(width=512):
     return RxCycleModel(width, 256, 4, 256)
 
 
-def meta_of(values):
-    """The flat META_LAYOUT integer of a nested dict (models.parser.pack_meta)."""
-    return pack_meta(values)
-
-
-META_BITS = META_LAYOUT.size
