@@ -26,7 +26,7 @@ from amaranth.lib import data
 
 from . import protocol as P
 from . import records
-from .parser import unpack_meta
+from .parser import META_FIELDS
 from .wire import NakReason, Op
 
 __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts", "check_params",
@@ -141,17 +141,54 @@ def payload_layout(width):
 
 # ------------------------------------------------------------------ packing helpers
 
+_FIELDS = {}
+
+
 def _fields(layout):
-    return {n: (f.offset, f.width) for n, f in layout}
+    """``{name: (offset, mask)}`` of a layout's top-level fields, computed once per layout (the
+    lockstep steps the model every cycle; amaranth's layout properties are slow to ask)."""
+    got = _FIELDS.get(id(layout))
+    if got is None or got[0] is not layout:
+        got = _FIELDS[id(layout)] = (layout, {n: (f.offset, (1 << f.width) - 1) for n, f in layout})
+    return got[1]
 
 
 def pack(layout, values):
-    """A dict of top-level fields into the flat integer of ``layout`` (records.fits)."""
-    return records.fits(layout, **values)
+    """A dict of top-level fields into the flat integer of ``layout``; ValueError when a value
+    does not fit its field (as records.fits)."""
+    fields = _fields(layout)
+    word = 0
+    for name, v in values.items():
+        off, mask = fields[name]
+        v = int(v)
+        if v < 0 or v > mask:
+            raise ValueError(f"{name}={v} does not fit {mask.bit_length()} bits")
+        word |= v << off
+    return word
 
 
 def unpack(layout, value):
-    return {n: (value >> off) & ((1 << w) - 1) for n, (off, w) in _fields(layout).items()}
+    return {n: (value >> off) & mask for n, (off, mask) in _fields(layout).items()}
+
+
+#: The META_LAYOUT fields the RX engine reads (MR-RX-020): (path, offset, mask).
+_META_USED = [(path, off, (1 << w) - 1) for path, off, w in META_FIELDS
+              if path in {("drop",), ("payload_len",), ("ip", "ecn"), ("udp", "sport")}
+              or (path[0] == "bth" and path[1] in ("opcode", "pkey", "dest_qp", "ack_req", "psn"))
+              or (path[0] == "mrdh" and path[1] in ("path", "stream", "offset", "msg_len"))
+              or (path[0] == "reth" and path[1] in ("va", "rkey", "dma_len"))]
+
+
+def meta_fields(value):
+    """The fields of a flat META_LAYOUT value the RX engine reads, as a nested dict."""
+    out = {"bth": {}, "mrdh": {}, "reth": {}, "ip": {}, "udp": {}}
+    for path, off, mask in _META_USED:
+        v = (value >> off) & mask
+        if len(path) == 1:
+            out[path[0]] = v
+        else:
+            out[path[0]][path[1]] = v
+    return out
 
 
 # ------------------------------------------------------------------ packet semantics
@@ -319,7 +356,7 @@ class RxModel:
         """One parsed packet's metadata (a META_LAYOUT dict or its flat integer): checks, window
         and ACK policy, counted (MR-RX-020..031, MR-RX-050)."""
         if isinstance(meta, int):
-            meta = unpack_meta(meta)
+            meta = meta_fields(meta)
         out = self.dynamic(self.static(meta))
         self.count(out)
         return out
@@ -431,7 +468,7 @@ class RxCycleModel:
         self.path_write = s2 is not None and s2.code is None
         self.s1 = None
         if meta_ready and g("s_meta__valid", 0):
-            meta = unpack_meta(g("s_meta__payload", 0))
+            meta = meta_fields(g("s_meta__payload", 0))
             self.s1 = (meta, rx.conn_row(meta), rx.key_row(meta))
         # configuration write
         if cfg_ready and g("s_cfg__valid", 0):
