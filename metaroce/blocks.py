@@ -61,6 +61,21 @@ BLOCKS: dict[str, Block] = {
         shares={"icrc": r"crc"},
         budget={"logic_luts": 3000, "icrc_luts": 2500},
     ),
+    "rx": Block(
+        name="rx",
+        component="metaroce.hdl.rx:Rx",
+        model="metaroce.models.rx:RxCycleModel",
+        tb="metaroce.tb.rx",
+        help="RX engine (first slice): 4,096 connections x 8 paths; checks, window/SACK, ACK/NAK "
+             "requests, placement commands (docs/spec/hw-rx.md)",
+    ),
+    "rx_256x4": Block(
+        name="rx_256x4",
+        component="metaroce.hdl.rx:rx_256x4",
+        model="metaroce.models.rx:rx_model_256x4",
+        tb="metaroce.tb.rx",
+        help="RX engine (first slice), small instance: 256 connections x 4 paths",
+    ),
 }
 
 

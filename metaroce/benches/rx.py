@@ -1,0 +1,83 @@
+"""``bench rx``: the RX engine (first slice) under Verilator, in lockstep with its cycle model
+(docs/spec/hw-rx.md, MR-RX-043).
+
+Per instance (``--configs``: 256x4 and/or 4096x8), width and payload size: a burst of
+back-to-back records of one path without idle cycles or backpressure. ``packets_per_cycle`` is
+records taken / cycles from the first to the last (1.0: one per cycle, MR-RX-043);
+``beats_per_cycle`` the same for the payload beats; ``latency_cycles`` the least cycles from a
+record taken to its ACK request transferred (MR-RX-040); ``lockstep_cycles_per_s`` the
+simulation speed of a random mix with backpressure (RTL under Verilator, the model stepped
+and every output compared every cycle, per wall second); ``mismatches`` must be 0. Each
+(instance, width) is one cached build and one simulator run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ._common import parse_list
+
+HELP = "RX engine under Verilator: packets/beats per cycle of same-path bursts, ACK latency"
+
+WIDTHS = (64, 128, 256, 512)
+CONFIGS = {"256x4": ("rx_256x4", 256, 4, 256), "4096x8": ("rx", 4096, 8, 1024)}
+
+
+def add_arguments(p):
+    p.add_argument("--widths", default="64,512", help="comma-separated widths (default 64,512)")
+    p.add_argument("--configs", default="256x4", help="instances: 256x4, 4096x8 (default 256x4)")
+    p.add_argument("--sizes", default="0,64,256", help="payload bytes per packet, 0..256 "
+                                                       "(default 0,64,256; the MTU is 256)")
+    p.add_argument("--packets", type=int, default=256, help="records per burst (default 256)")
+
+
+def one_run(job):
+    config, width, sizes, packets = job
+    from metaroce import blocks
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    block, conns, paths, keys = CONFIGS[config]
+    b = tb_build.build(blocks.get(block), width)
+    with tempfile.TemporaryDirectory(dir=blocks.scratch_dir(), prefix=f"bench-rx-{config}-w{width}-") as tmp:
+        out = os.path.join(tmp, "rows.json")
+        env = {"RX_BENCH_OUT": out, "RX_BENCH_SIZES": ",".join(map(str, sizes)),
+               "RX_BENCH_PACKETS": str(packets), "RX_CONNS": str(conns), "RX_PATHS": str(paths),
+               "RX_KEYS": str(keys), "COCOTB_TEST_FILTER": "rx_bench$"}
+        vl.run(b, "metaroce.tb.rx", extra_env=env, seed=1, run_dir=os.path.join(tmp, "run"),
+               log_file=os.path.join(tmp, "sim.log"))
+        with open(out) as fh:
+            return json.load(fh)["rows"]
+
+
+def run(args, ui):
+    from ..cli import CliError
+    try:
+        widths = parse_list(args.widths, int)
+        sizes = parse_list(args.sizes, int)
+        configs = parse_list(args.configs, str)
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    for w in widths:
+        if w not in WIDTHS:
+            raise CliError(f"width {w} not supported (use {', '.join(map(str, WIDTHS))})")
+    for c in configs:
+        if c not in CONFIGS:
+            raise CliError(f"config {c!r} not known (use {', '.join(CONFIGS)})")
+    for s in sizes:
+        if not 0 <= s <= 256:
+            raise CliError(f"payload size {s} outside 0..256 bytes")
+    if args.packets < 2:
+        raise CliError("--packets must be 2 or more")
+    jobs = [(c, w, tuple(sizes), args.packets) for c in configs for w in widths]
+    rows = [r for rs in ui.map(one_run, jobs, label="rx runs") for r in rs]
+    return {
+        "rows": rows,
+        "title": "RX engine under Verilator (lockstep with the model): same-path bursts, no backpressure",
+        "columns": ["width", "connections", "paths", "pkt_bytes", "same_path_burst",
+                    "packets_per_cycle", "beats_per_cycle", "latency_cycles",
+                    "lockstep_cycles_per_s", "mismatches"],
+        "summary": {"one_packet_per_cycle": all(r["packets_per_cycle"] == 1.0 for r in rows
+                                                if r["pkt_bytes"] * 8 <= r["width"]),
+                    "mismatches": sum(r["mismatches"] for r in rows)},
+    }

@@ -1,0 +1,489 @@
+"""Golden model of the RX engine's first slice (docs/spec/hw-rx.md, MR-RX-*).
+
+Two layers, both built on :mod:`metaroce.models.protocol` and :mod:`metaroce.models.records`:
+
+* :class:`RxModel`: the transport semantics, one parsed packet per call
+  (:meth:`RxModel.packet` takes a META_LAYOUT dict of :mod:`metaroce.models.parser` and
+  returns an :class:`Outcome`: the drop reason or acceptance, the ACK or NAK request, the
+  placement command and whether the payload is written). The checks are
+  ``protocol.check_stream``/``check_chunk``/``check_access`` and the window is
+  ``protocol.rx_classify``/``rx_accept`` (MR-RX-020..031).
+* :class:`RxCycleModel`: the hardware's timing around it (``step(inputs) -> outputs`` once
+  per clock, Verilog port names), for the lockstep harness (tb/lockstep.py): a packet taken
+  in cycle t is checked against the connection and key rows as they were before cycle t, its
+  window update sees every path-row write before cycle t+2, its outputs are readable from
+  cycle t+3 and its counters change at the end of cycle t+5 (MR-RX-040..044).
+
+The RTL/model contract (port layouts, derived sizes, counter indices) is declared here; the
+RTL (hdl/rx.py) imports it. models/ never imports hdl/.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from amaranth.lib import data
+
+from . import protocol as P
+from . import records
+from .parser import META_FIELDS
+from .wire import NakReason, Op
+
+__all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts", "check_params",
+           "COUNTER_BITS", "N_COUNTERS", "CTR_ACKS", "CTR_NAKS", "CTR_CE", "CTR_ABANDONED",
+           "CTR_PLACED_BYTES", "FIFO_DEPTH", "TABLE_GLOBAL", "TABLE_CONN", "TABLE_KEY",
+           "TABLE_PATH", "ACK_EVERY_RESET", "MTU_LOG2_RESET", "NAK_OF", "DATA_OPS", "COUNT_STAGES",
+           "payload_layout", "pack", "unpack", "rx_model_256x4"]
+
+
+class RxCode(IntEnum):
+    """MR-RX-022: what the RX engine did with one metadata record; also its counter index."""
+    ACCEPTED = 0
+    DUPLICATE = 1
+    NO_CONNECTION = 2
+    BAD_PKEY = 3
+    BAD_PATH = 4
+    STREAM = 5
+    CHUNK = 6
+    LENGTH = 7
+    ACCESS = 8
+    BOUNDS = 9
+    PSN_WINDOW = 10
+    PARSER_DROP = 11
+    NOT_HANDLED = 12
+
+
+#: MR-RX-023: the NAK reason of each drop that is answered with a NAK (the others are silent).
+NAK_OF = {
+    RxCode.BAD_PATH: NakReason.INVALID_REQUEST,
+    RxCode.STREAM: NakReason.STREAM,
+    RxCode.CHUNK: NakReason.INVALID_REQUEST,
+    RxCode.LENGTH: NakReason.LENGTH,
+    RxCode.ACCESS: NakReason.ACCESS,
+    RxCode.BOUNDS: NakReason.BOUNDS,
+    RxCode.PSN_WINDOW: NakReason.PSN_WINDOW,
+}
+
+#: MR-RX-021: the opcodes this slice places (writes); every other opcode is NOT_HANDLED.
+DATA_OPS = (int(Op.MR_WRITE), int(Op.MR_WRITE_IMM))
+
+#: MR-RX-050: counters, 64 bits each: one per RxCode, then these.
+COUNTER_BITS = 64
+CTR_ACKS = len(RxCode)
+CTR_NAKS = CTR_ACKS + 1
+CTR_CE = CTR_ACKS + 2
+CTR_ABANDONED = CTR_ACKS + 3
+CTR_PLACED_BYTES = CTR_ACKS + 4
+N_COUNTERS = CTR_PLACED_BYTES + 1
+
+#: MR-RX-040: stages from S2 to the counter update (S3 and S4 count the abandoned holes).
+COUNT_STAGES = 3
+
+#: MR-RX-041: slots of each output queue (ACK/NAK requests, placement commands, payload steering).
+FIFO_DEPTH = 16
+
+#: MR-RX-060: configuration tables (``s_cfg`` ``table`` field).
+TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH = 0, 1, 2, 3
+ACK_EVERY_RESET = 4
+MTU_LOG2_RESET = 12
+
+GLOBAL = data.StructLayout({"ack_every": 4, "mtu_log2": 4})
+
+
+def check_params(conns, paths, keys):
+    """MR-RX-001: power-of-two table sizes (the row index is a concatenation of bits)."""
+    for name, v, lo, hi in (("conns", conns, 2, 1 << 16), ("paths", paths, 2, 256),
+                            ("keys", keys, 2, 1 << 16)):
+        if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
+            raise ValueError(f"{name} must be a power of two in [{lo}, {hi}], not {v!r}")
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """The RX engine's record and port layouts for one instance (MR-RX-002, MR-RX-010)."""
+    conns: int
+    paths: int
+    keys: int
+    conn_bits: int
+    path_bits: int
+    key_bits: int
+    conn: data.StructLayout
+    key: data.StructLayout
+    path: data.StructLayout
+    ack: data.StructLayout
+    place: data.StructLayout
+    cfg: data.StructLayout
+
+
+def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024):
+    check_params(conns, paths, keys)
+    cb, pb, kb = (conns - 1).bit_length(), max(1, (paths - 1).bit_length()), (keys - 1).bit_length()
+    # MR-RX-010: what the RX pipeline reads per connection. The P_Key has no field in
+    # records.CONN_TX/CONN_RX yet (see the spec's open points).
+    conn = data.StructLayout({"valid": 1, "pkey": 16, "n_paths_m1": pb,
+                              "n_streams_m1": records.STREAM_BITS})
+    # MR-RX-011: one memory region per row, indexed by the R_Key's low bits.
+    key = data.StructLayout({"valid": 1, "rkey": 32, "base": 64, "length": 32, "access": 4})
+    path = records.PATH_RX
+    ack = data.StructLayout({"nak": 1, "conn": cb, "path": 8, "psn": P.wire.PSN_BITS,
+                             "reason": 8, "cum": P.wire.PSN_BITS, "sack": P.SACK_BITS,
+                             "ce_count": 16, "ece": 1, "sport": 16})
+    place = data.StructLayout({"conn": cb, "addr": 64, "length": 16})
+    row_bits = max(GLOBAL.size, conn.size, key.size, path.size)
+    cfg = data.StructLayout({"table": 2, "addr": max(cb + pb, kb), "data": row_bits})
+    return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, ack, place, cfg)
+
+
+def payload_layout(width):
+    """MR-RX-002: a payload beat between blocks (bytes packed from lane 0, as the parser's)."""
+    return data.StructLayout({"data": width, "keep": width // 8, "last": 1})
+
+
+# ------------------------------------------------------------------ packing helpers
+
+_FIELDS = {}
+
+
+def _fields(layout):
+    """``{name: (offset, mask)}`` of a layout's top-level fields, computed once per layout (the
+    lockstep steps the model every cycle; amaranth's layout properties are slow to ask)."""
+    got = _FIELDS.get(id(layout))
+    if got is None or got[0] is not layout:
+        got = _FIELDS[id(layout)] = (layout, {n: (f.offset, (1 << f.width) - 1) for n, f in layout})
+    return got[1]
+
+
+def pack(layout, values):
+    """A dict of top-level fields into the flat integer of ``layout``; ValueError when a value
+    does not fit its field (as records.fits)."""
+    fields = _fields(layout)
+    word = 0
+    for name, v in values.items():
+        off, mask = fields[name]
+        v = int(v)
+        if v < 0 or v > mask:
+            raise ValueError(f"{name}={v} does not fit {mask.bit_length()} bits")
+        word |= v << off
+    return word
+
+
+def unpack(layout, value):
+    return {n: (value >> off) & mask for n, (off, mask) in _fields(layout).items()}
+
+
+#: The META_LAYOUT fields the RX engine reads (MR-RX-020): (path, offset, mask).
+_META_USED = [(path, off, (1 << w) - 1) for path, off, w in META_FIELDS
+              if path in {("drop",), ("payload_len",), ("ip", "ecn"), ("udp", "sport")}
+              or (path[0] == "bth" and path[1] in ("opcode", "pkey", "dest_qp", "ack_req", "psn"))
+              or (path[0] == "mrdh" and path[1] in ("path", "stream", "offset", "msg_len"))
+              or (path[0] == "reth" and path[1] in ("va", "rkey", "dma_len"))]
+
+
+def meta_fields(value):
+    """The fields of a flat META_LAYOUT value the RX engine reads, as a nested dict."""
+    out = {"bth": {}, "mrdh": {}, "reth": {}, "ip": {}, "udp": {}}
+    for path, off, mask in _META_USED:
+        v = (value >> off) & mask
+        if len(path) == 1:
+            out[path[0]] = v
+        else:
+            out[path[0]][path[1]] = v
+    return out
+
+
+# ------------------------------------------------------------------ packet semantics
+
+@dataclass
+class Outcome:
+    """What one metadata record does (MR-RX-022..031)."""
+    code: RxCode
+    ack: dict | None = None         # the ACK/NAK request (fields of Layouts.ack), or None
+    place: dict | None = None       # the placement command (fields of Layouts.place), or None
+    steer: int | None = None        # payload packet: 1 written, 0 discarded; None: no payload
+    ce: int = 0                     # an accepted CE-marked packet
+    abandoned: int = 0              # PSNs abandoned by a window slide (MR-SEQ-008)
+    placed_bytes: int = 0
+
+
+@dataclass
+class _Static:
+    """The result of the checks that need no sequence state (MR-RX-020), as S1 hands it on."""
+    code: RxCode | None
+    conn: int
+    path: int
+    path_row: int
+    psn: int
+    ack_req: int
+    ce: int
+    sport: int
+    plen: int
+    addr: int
+    steer: bool
+
+
+class RxModel:
+    """The RX engine's state and per-packet semantics (MR-RX-020..031)."""
+
+    def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024):
+        self.lay = layouts(conns, paths, keys)
+        self.conn = {}          # row index -> dict (absent rows read as zeros)
+        self.key = {}
+        self.path = {}
+        self.ack_every = ACK_EVERY_RESET
+        self.mtu_log2 = MTU_LOG2_RESET
+        self.counters = [0] * N_COUNTERS
+
+    # -- configuration (MR-RX-060)
+    def write_cfg(self, table, addr, value):
+        lay = self.lay
+        if table == TABLE_GLOBAL:
+            g = unpack(GLOBAL, value)
+            self.ack_every, self.mtu_log2 = g["ack_every"], g["mtu_log2"]
+        elif table == TABLE_CONN:
+            self.conn[addr & (lay.conns - 1)] = unpack(lay.conn, value)
+        elif table == TABLE_KEY:
+            self.key[addr & (lay.keys - 1)] = unpack(lay.key, value)
+        else:
+            self.path[addr & (lay.conns * lay.paths - 1)] = unpack(lay.path, value)
+
+    def conn_row(self, meta):
+        return self.conn.get(meta["bth"]["dest_qp"] & (self.lay.conns - 1)) or unpack(self.lay.conn, 0)
+
+    def key_row(self, meta):
+        return self.key.get(meta["reth"]["rkey"] & (self.lay.keys - 1)) or unpack(self.lay.key, 0)
+
+    def path_row(self, index):
+        return self.path.get(index) or unpack(self.lay.path, 0)
+
+    # -- the checks that need no sequence state (MR-RX-020, MR-SEC-007 order)
+    def static(self, meta, conn=None, key=None):
+        lay = self.lay
+        conn = self.conn_row(meta) if conn is None else conn
+        key = self.key_row(meta) if key is None else key
+        bth, mrdh, reth = meta["bth"], meta["mrdh"], meta["reth"]
+        plen = meta["payload_len"]
+        qp = bth["dest_qp"]
+        ci = qp & (lay.conns - 1)
+        path = mrdh["path"]
+        row = (ci << lay.path_bits) | (path & (lay.paths - 1))
+        steer = not meta["drop"] and plen > 0
+        mtu = 1 << self.mtu_log2
+        code = None
+        if meta["drop"]:
+            code = RxCode.PARSER_DROP
+        elif bth["opcode"] not in DATA_OPS:
+            code = RxCode.NOT_HANDLED
+        elif qp >= lay.conns or not conn["valid"]:
+            code = RxCode.NO_CONNECTION                 # MR-SEC-001 (no NAK, MR-ERR-005)
+        elif bth["pkey"] != conn["pkey"]:
+            code = RxCode.BAD_PKEY                      # MR-SEC-008 (no NAK)
+        elif path > conn["n_paths_m1"]:
+            code = RxCode.BAD_PATH
+        elif P.check_stream(mrdh["stream"], conn["n_streams_m1"] + 1) is not None:
+            code = RxCode.STREAM                        # MR-SEC-002
+        elif P.check_chunk(mrdh["offset"], plen, mrdh["msg_len"], mtu) is not None:
+            code = RxCode.CHUNK                         # MR-PLC-003
+        elif reth["dma_len"] != mrdh["msg_len"]:
+            code = RxCode.LENGTH
+        else:
+            hit = key["valid"] and key["rkey"] == reth["rkey"]
+            r = P.check_access(key["length"] if hit else None, key["access"],
+                               P.ACCESS_REMOTE_WRITE, reth["va"], mrdh["msg_len"])
+            if r == NakReason.ACCESS:
+                code = RxCode.ACCESS                    # MR-SEC-004
+            elif r == NakReason.BOUNDS:
+                code = RxCode.BOUNDS                    # MR-SEC-005
+        addr = (key["base"] + reth["va"] + mrdh["offset"]) & P.U64_MASK
+        return _Static(code, ci, path, row, bth["psn"], bth["ack_req"], int(meta["ip"]["ecn"] == 3),
+                       meta["udp"]["sport"], plen, addr, steer)
+
+    # -- the sequence state (MR-RX-024..031)
+    def dynamic(self, st: _Static) -> Outcome:
+        steer = 1 if st.steer else None
+        if st.code is not None:
+            out = Outcome(st.code, steer=0 if st.steer else None)
+            if st.code in NAK_OF:
+                out.ack = self._nak(st, NAK_OF[st.code])
+            return out
+        row = self.path_row(st.path_row)
+        cls = P.rx_classify(row["cum"], row["sack"], st.psn)
+        if cls == P.RX_OUT:
+            return Outcome(RxCode.PSN_WINDOW, ack=self._nak(st, NakReason.PSN_WINDOW),
+                           steer=0 if st.steer else None)
+        if cls == P.RX_DUP:
+            ack = self._ack(st, row, row["ce"])
+            row = dict(row, ce=0, pending=0)
+            self.path[st.path_row] = row
+            return Outcome(RxCode.DUPLICATE, ack=ack, steer=0 if st.steer else None)
+        # new PSN: MR-SEQ-005..009
+        gap = st.psn != row["high"]
+        high = P.psn_add(st.psn, 1) if P.psn_dist(row["high"], st.psn) >= 0 else row["high"]
+        cum, sack, abandoned = P.rx_accept(row["cum"], row["sack"], st.psn)
+        onset = st.ce and not row["prev_ce"]
+        ce = min(0xFFFF, row["ce"] + st.ce)
+        pending = (row["pending"] + 1) & 0xF
+        new = dict(row, cum=cum, sack=sack, high=high, prev_ce=st.ce)
+        ack = None
+        if st.ack_req or gap or pending >= self.ack_every or onset:
+            ack = self._ack(st, new, ce)
+            new.update(ce=0, pending=0)
+        else:
+            new.update(ce=ce, pending=pending, last_psn=st.psn, last_sport=st.sport)
+        self.path[st.path_row] = new
+        place = {"conn": st.conn, "addr": st.addr, "length": st.plen} if st.plen else None
+        return Outcome(RxCode.ACCEPTED, ack=ack, place=place, steer=steer, ce=st.ce,
+                       abandoned=abandoned, placed_bytes=st.plen)
+
+    def _ack(self, st, row, ce):
+        return {"nak": 0, "conn": st.conn, "path": st.path, "psn": st.psn, "reason": 0,
+                "cum": row["cum"], "sack": row["sack"], "ce_count": ce, "ece": int(ce != 0),
+                "sport": st.sport}
+
+    def _nak(self, st, reason):
+        return {"nak": 1, "conn": st.conn, "path": st.path, "psn": st.psn, "reason": int(reason),
+                "cum": 0, "sack": 0, "ce_count": 0, "ece": 0, "sport": st.sport}
+
+    def count(self, out: Outcome):
+        """MR-RX-050: the counters one outcome increments."""
+        c = self.counters
+        mask = (1 << COUNTER_BITS) - 1
+        for i, n in ((int(out.code), 1), (CTR_ACKS, int(out.ack is not None and not out.ack["nak"])),
+                     (CTR_NAKS, int(out.ack is not None and out.ack["nak"])), (CTR_CE, out.ce),
+                     (CTR_ABANDONED, out.abandoned), (CTR_PLACED_BYTES, out.placed_bytes)):
+            c[i] = (c[i] + n) & mask
+
+    def packet(self, meta) -> Outcome:
+        """One parsed packet's metadata (a META_LAYOUT dict or its flat integer): checks, window
+        and ACK policy, counted (MR-RX-020..031, MR-RX-050)."""
+        if isinstance(meta, int):
+            meta = meta_fields(meta)
+        out = self.dynamic(self.static(meta))
+        self.count(out)
+        return out
+
+
+# ------------------------------------------------------------------ cycle timing
+
+class _Fifo:
+    """amaranth.lib.fifo.SyncFIFO as the RTL uses it: a ring whose head is read without a
+    register, so ``head`` shows the slot's old content while empty."""
+
+    def __init__(self, depth):
+        self.mem = [0] * depth
+        self.depth = depth
+        self.produce = self.consume = self.level = 0
+
+    @property
+    def head(self):
+        return self.mem[self.consume]
+
+    def update(self, pop, push, value=0):
+        """One clock edge: ``pop`` (r_en & r_rdy) and ``push`` (w_en & w_rdy)."""
+        pop = pop and self.level > 0
+        push = push and self.level < self.depth
+        if push:
+            self.mem[self.produce] = value
+            self.produce = (self.produce + 1) % self.depth
+        if pop:
+            self.consume = (self.consume + 1) % self.depth
+        self.level += int(push) - int(pop)
+
+
+INPUTS = ("s_meta__payload", "s_meta__valid", "s_payload__payload", "s_payload__valid",
+          "s_cfg__payload", "s_cfg__valid", "m_ack__ready", "m_place__ready", "m_data__ready",
+          "reg_addr")
+OUTPUTS = ("s_meta__ready", "s_payload__ready", "s_cfg__ready", "m_ack__payload", "m_ack__valid",
+           "m_place__payload", "m_place__valid", "m_data__payload", "m_data__valid", "reg_data")
+
+
+class RxCycleModel:
+    """The RX engine's timing around :class:`RxModel` (MR-RX-040..044): ``step(inputs)`` once
+    per clock with every input port's value (names of :meth:`port_names`), returning every
+    output port's value in the same cycle."""
+
+    def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024):
+        if width not in (64, 128, 256, 512):
+            raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        self.width = width
+        self.rx = RxModel(conns, paths, keys)
+        self.lay = self.rx.lay
+        self.last_bit = width + width // 8
+        self.ack_q, self.place_q, self.steer_q = (_Fifo(FIFO_DEPTH) for _ in range(3))
+        self.s1 = None          # (meta dict, conn row, key row) taken last cycle
+        self.s2 = None          # _Static
+        self.counting = [None] * COUNT_STAGES   # outcomes on their way to the counters (S3..S5)
+        self.path_write = False  # S2 holds a packet that writes its path row
+        self.reg_data = 0
+        self.log = []           # outcomes in order, for tests
+
+    @staticmethod
+    def port_names():
+        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+
+    def busy(self):
+        return bool(self.s1 or self.s2 or any(self.counting) or self.ack_q.level or self.place_q.level
+                    or self.steer_q.level)
+
+    def step(self, inputs):
+        g = inputs.get
+        rx, lay = self.rx, self.lay
+        inflight = int(self.s1 is not None) + int(self.s2 is not None)
+        meta_ready = int(all(q.level + inflight < FIFO_DEPTH
+                             for q in (self.ack_q, self.place_q, self.steer_q)))
+        cfg_ready = int(not self.path_write)
+        have = self.steer_q.level > 0
+        head = self.steer_q.head if have else 0
+        pay = g("s_payload__payload", 0)
+        pay_valid = g("s_payload__valid", 0)
+        data_ready = g("m_data__ready", 0)
+        pay_ready = int(have and (not head or bool(data_ready)))
+        out = {
+            "s_meta__ready": meta_ready, "s_payload__ready": pay_ready, "s_cfg__ready": cfg_ready,
+            "m_ack__payload": self.ack_q.head, "m_ack__valid": int(self.ack_q.level > 0),
+            "m_place__payload": self.place_q.head, "m_place__valid": int(self.place_q.level > 0),
+            "m_data__payload": pay, "m_data__valid": int(have and head and bool(pay_valid)),
+            "reg_data": self.reg_data,
+        }
+        addr = g("reg_addr", 0)
+        self.reg_data = rx.counters[addr] if addr < N_COUNTERS else 0
+
+        # S5: counters
+        if self.counting[-1] is not None:
+            rx.count(self.counting[-1])
+        # S2: sequence state, outputs into the queues
+        ack = place = steer = o = None
+        if self.s2 is not None:
+            o = rx.dynamic(self.s2)
+            self.log.append(o)
+            ack = None if o.ack is None else pack(lay.ack, o.ack)
+            place = None if o.place is None else pack(lay.place, o.place)
+            steer = o.steer
+        self.counting = [o] + self.counting[:-1]
+        # S1: the static checks; then the new packet is taken
+        s2 = None
+        if self.s1 is not None:
+            meta, conn, key = self.s1
+            s2 = rx.static(meta, conn, key)
+        self.s2 = s2
+        self.path_write = s2 is not None and s2.code is None
+        self.s1 = None
+        if meta_ready and g("s_meta__valid", 0):
+            meta = meta_fields(g("s_meta__payload", 0))
+            self.s1 = (meta, rx.conn_row(meta), rx.key_row(meta))
+        # configuration write
+        if cfg_ready and g("s_cfg__valid", 0):
+            c = unpack(lay.cfg, g("s_cfg__payload", 0))
+            rx.write_cfg(c["table"], c["addr"], c["data"])
+        # queues
+        pay_take = pay_ready and pay_valid
+        self.ack_q.update(g("m_ack__ready", 0), ack is not None, ack or 0)
+        self.place_q.update(g("m_place__ready", 0), place is not None, place or 0)
+        self.steer_q.update(pay_take and (pay >> self.last_bit) & 1, steer is not None, steer or 0)
+        return out
+
+
+def rx_model_256x4(width=512):
+    """The model of the small instance (hdl.rx.rx_256x4): 256 connections x 4 paths, 256 keys."""
+    return RxCycleModel(width, 256, 4, 256)
+
+

@@ -1,0 +1,609 @@
+"""The RX engine's one verification stack, simulator-independent part (MR-RX-*).
+
+* :class:`Setup`: the configuration writes (global, connection, key and path rows) a run
+  starts with, and the connections, keys and paths it made;
+* :class:`Case`: one parsed packet (the parser's metadata, from a frame built by the codec and
+  judged by :func:`metaroce.models.parser.verdict`, so the record is exactly what the parser
+  emits), its payload bytes, and the outcome its generator built it for (``expect``, or None
+  when it depends on the packets before); a :class:`CfgWrite` item changes a row mid-traffic;
+* traffic: :func:`burst_same_path`, :func:`window_cases`, :func:`bad_cases`,
+  :func:`random_traffic`;
+* :class:`Driver`: meta, payload and configuration sources with idle cycles, random
+  backpressure on the three outputs, counter reads, all from a seed;
+* :func:`expected`: the same items through :class:`RxModel` one packet at a time (no timing);
+  :func:`check`: the collected outputs and counters against it, and every case's ``expect``;
+* :func:`run_model`: :class:`RxCycleModel` alone through the driver.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+
+from . import codec, protocol as P
+from .codec import BTH, IP, MRDH, RETH, UDP
+from .parser import verdict
+from .rx import (CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_PATH,
+                 GLOBAL, RxCode, RxCycleModel, RxModel, layouts, pack, payload_layout, unpack)
+from .wire import Op
+
+#: MR-RX-061: cycles without a record taken before a configuration write (the pipeline drains).
+CFG_QUIET = 3
+
+
+@dataclass(frozen=True)
+class CfgWrite:
+    table: int
+    addr: int
+    value: int
+    name: str = "cfg"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    meta: int                   # flat META_LAYOUT
+    payload: bytes
+    expect: RxCode | None = None
+    drop: bool = False          # the parser dropped it (no payload beats follow)
+    frame: bytes = field(default=b"", repr=False, compare=False)
+
+
+@dataclass
+class Conn:
+    qp: int
+    pkey: int
+    n_paths: int
+    n_streams: int
+    psn: list = field(default_factory=list)     # next PSN to send per path (sender's view)
+    msg: dict = field(default_factory=dict)     # next message number per stream
+
+
+@dataclass
+class Key:
+    rkey: int
+    base: int
+    length: int
+    access: int
+
+
+class Setup:
+    """Connections, keys and paths of one run, and the writes that configure them (MR-RX-060)."""
+
+    def __init__(self, conns=256, paths=4, keys=256, *, seed=0, n_conns=6, mtu_log2=8, ack_every=4,
+                 regions=None, uniform_psn=False):
+        """``regions``: ``[(rkey, length, access)]`` of existing registrations (an endpoint's)
+        to use as the four keys; ``uniform_psn``: every path of a connection starts at the
+        same PSN (as ``Endpoint.connect(peer_init_psn=...)`` opens them)."""
+        self.lay = layouts(conns, paths, keys)
+        self.rng = rng = random.Random(seed)
+        self.mtu = 1 << mtu_log2
+        self.writes = [CfgWrite(TABLE_GLOBAL, 0, pack(GLOBAL, {"ack_every": ack_every,
+                                                               "mtu_log2": mtu_log2}), "global")]
+        self.conns = []
+        used = set()
+        for i in range(n_conns):
+            qp = rng.choice([q for q in range(1, conns) if q not in used])
+            used.add(qp)
+            c = Conn(qp, rng.choice([0xFFFF, rng.getrandbits(16)]),
+                     paths if i % 2 == 0 else rng.randint(1, paths), rng.choice([8, 2, 1]))
+            self.conns.append(c)
+            self.writes.append(CfgWrite(TABLE_CONN, qp, pack(self.lay.conn, {
+                "valid": 1, "pkey": c.pkey, "n_paths_m1": c.n_paths - 1,
+                "n_streams_m1": c.n_streams - 1}), f"conn{qp}"))
+            first = rng.choice([0, rng.getrandbits(24), P.PSN_MASK - rng.randrange(8)])
+            for p in range(paths):
+                psn = first if uniform_psn else rng.choice([0, rng.getrandbits(24), P.PSN_MASK - rng.randrange(8)])
+                c.psn.append(psn)
+                self.writes.append(self.path_write(qp, p, psn))
+        self.free_qp = next(q for q in range(1, conns) if q not in used)     # never written
+        self.keys = []
+        kused = set()
+        for i in range(4):
+            if regions is not None:
+                rkey, length, access = regions[i]
+                if rkey & (keys - 1) in kused:
+                    raise ValueError("two regions share a key row")
+                kused.add(rkey & (keys - 1))
+                k = Key(rkey, rng.getrandbits(64), length, access)
+                self.keys.append(k)
+                self.writes.append(self.key_write(k))
+                continue
+            idx = rng.choice([k for k in range(keys) if k not in kused])
+            kused.add(idx)
+            k = Key((rng.getrandbits(32 - self.lay.key_bits) << self.lay.key_bits) | idx,
+                    rng.getrandbits(64), rng.choice([1 << 20, 1 << 16]),
+                    P.ACCESS_ALL if i < 3 else P.ACCESS_REMOTE_READ)
+            self.keys.append(k)
+            self.writes.append(self.key_write(k))
+
+    def path_write(self, qp, path, psn):
+        """A path row as the slow path opens it: ``cum`` and ``high`` at the initial PSN."""
+        row = (qp << self.lay.path_bits) | path
+        return CfgWrite(TABLE_PATH, row, pack(self.lay.path, {"cum": psn, "high": psn}), f"path{qp}.{path}")
+
+    def key_write(self, k, valid=1):
+        return CfgWrite(TABLE_KEY, k.rkey & (self.lay.keys - 1), pack(self.lay.key, {
+            "valid": valid, "rkey": k.rkey, "base": k.base, "length": k.length,
+            "access": k.access}), f"key{k.rkey:#x}")
+
+    # -- packets
+    def write(self, conn: Conn, *, path=0, psn=None, stream=0, offset=0, msg_len=None, plen=None,
+              key: Key | None = None, va=None, dma_len=None, pkey=None, qp=None, ack_req=0, ecn=2,
+              sport=None, op=Op.MR_WRITE, expect=None, name="write", corrupt=False, mrdh_path=None,
+              msg=None):
+        """One MR_WRITE packet as the parser emits it (meta from the frame's verdict). ``msg``:
+        the MRDH message number; by default the next one of (connection, stream) for a packet
+        that may be accepted, 0 for one built to fail (the endpoint never reads it then)."""
+        rng = self.rng
+        key = key or self.keys[0]
+        if plen is None:
+            plen = rng.choice([0, 1, 7, 8, 33, 64, 100])
+        if msg_len is None:
+            msg_len = offset + plen
+        if psn is None:
+            psn = conn.psn[path]
+            conn.psn[path] = P.psn_add(psn, 1)
+        if va is None:
+            va = rng.randrange(0, max(1, key.length - msg_len)) if msg_len <= key.length else 0
+        payload = bytes(rng.getrandbits(8) for _ in range(plen))
+        if msg is None:
+            if expect is None or expect == RxCode.ACCEPTED:
+                msg = conn.msg.get(stream, 0)
+                conn.msg[stream] = msg + 1
+            else:
+                msg = 0
+        kw = {"mrdh": MRDH(path=path if mrdh_path is None else mrdh_path, stream=stream,
+                           msg=msg, offset=offset, msg_len=msg_len),
+              "reth": RETH(va, key.rkey, msg_len if dma_len is None else dma_len)}
+        if op == Op.MR_WRITE_IMM:
+            kw["imm"] = rng.getrandbits(32)
+        f = codec.make(op, payload, ip=IP(ecn=ecn),
+                       udp=UDP(sport=0xC000 | rng.getrandbits(14) if sport is None else sport),
+                       bth=BTH(pkey=conn.pkey if pkey is None else pkey,
+                               dest_qp=conn.qp if qp is None else qp, ack_req=ack_req, psn=psn), **kw)
+        return self._case(f, name, expect, corrupt)
+
+    def other(self, op, *, name=None, expect=RxCode.NOT_HANDLED, plen=16):
+        """A packet of another opcode (a SEND, an ACK...): not handled by this slice."""
+        payload = bytes(self.rng.getrandbits(8) for _ in range(plen)) if op in (Op.MR_SEND, Op.MR_SEND_IMM) else b""
+        f = codec.make(op, payload, bth=BTH(dest_qp=self.conns[0].qp, pkey=self.conns[0].pkey))
+        return self._case(f, name or op.name, expect, False)
+
+    def _case(self, f, name, expect, corrupt):
+        b = bytearray(codec.encode(f))
+        b += bytes(max(0, 60 - len(b)))
+        if corrupt:
+            b[len(b) - 1 if len(b) > 60 else 50] ^= 0x40     # breaks the ICRC
+        reason, meta, vals = verdict(bytes(b))
+        drop = bool(vals["drop"])
+        return Case(name, meta, b"" if drop else bytes(f.payload), RxCode.PARSER_DROP if drop else expect,
+                    drop, bytes(b))
+
+
+# ------------------------------------------------------------------ traffic
+
+def burst_same_path(s: Setup, n=64, plen=0):
+    """MR-RX-043: ``n`` in-order packets of one path, back to back."""
+    c = s.conns[0]
+    return [s.write(c, path=0, plen=plen, expect=RxCode.ACCEPTED, name=f"burst{i}") for i in range(n)]
+
+
+def window_cases(s: Setup):
+    """MR-RX-024..029: reordering, gaps, duplicates, the slide beyond 256, the 512 limit, behind."""
+    c = s.conns[0]
+    out = []
+    base = c.psn[1]
+    seq = [0, 2, 1, 1, 3, 5, 4, 300, 7, 6, 513 + 300, 299, 100, 40, 800, 9, 1000]
+    for d in seq:
+        out.append(s.write(c, path=1, psn=P.psn_add(base, d), plen=8, name=f"win+{d}"))
+    c.psn[1] = P.psn_add(base, 1001)
+    out.append(s.write(c, path=1, psn=P.psn_add(base, 1001 + 513), plen=8, expect=RxCode.PSN_WINDOW,
+                       name="beyond512"))
+    out.append(s.write(c, path=1, psn=P.psn_add(base, -5), plen=8, expect=RxCode.DUPLICATE, name="behind"))
+    # CE marks: onset, run, ack_req
+    for i, ecn in enumerate([3, 3, 3, 2, 3, 3, 2, 2]):
+        out.append(s.write(c, path=2 % s.lay.paths, ecn=ecn, ack_req=int(i == 5), plen=4,
+                           name=f"ce{i}", expect=RxCode.ACCEPTED))
+    return out
+
+
+def bad_cases(s: Setup):
+    """MR-RX-020..023: every bad-input class, one or more of each."""
+    rng = s.rng
+    c = s.conns[0]
+    small = next((x for x in s.conns if x.n_paths < s.lay.paths), None)
+    one_stream = next((x for x in s.conns if x.n_streams == 1), None)
+    mtu = s.mtu
+    k_noacc = s.keys[3]
+    out = [
+        s.write(c, qp=s.free_qp, expect=RxCode.NO_CONNECTION, name="no-conn-row", psn=1),
+        s.write(c, qp=s.lay.conns + rng.randrange(1 << 10), expect=RxCode.NO_CONNECTION,
+                name="qp-beyond-table", psn=1),
+        s.write(c, pkey=c.pkey ^ 0x0101, expect=RxCode.BAD_PKEY, name="bad-pkey", psn=2),
+        s.write(c, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="path-beyond", psn=3),
+        s.write(c, stream=9, expect=RxCode.STREAM, name="stream-beyond", psn=4),
+        s.write(c, offset=mtu // 2, plen=mtu // 2, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-misaligned", psn=5),
+        s.write(c, offset=0, plen=mtu // 2, msg_len=2 * mtu, expect=RxCode.CHUNK, name="chunk-short", psn=6),
+        s.write(c, offset=mtu, plen=mtu, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-past-end", psn=7),
+        s.write(c, offset=0, plen=0, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-empty", psn=8),
+        s.write(c, plen=8, dma_len=9, expect=RxCode.LENGTH, name="reth-length", psn=9),
+        s.write(c, key=Key(s.keys[0].rkey ^ (1 << 31), 0, 0, 0), va=0, expect=RxCode.ACCESS,
+                name="unknown-rkey", psn=10),
+        s.write(c, key=Key(s.keys[0].rkey + 1, 0, 0, 0), va=0, expect=RxCode.ACCESS,
+                name="empty-key-row", psn=11),
+        s.write(c, key=k_noacc, va=0, expect=RxCode.ACCESS, name="no-write-right", psn=12),
+        s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13),
+        s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14),
+        s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15),
+        s.other(Op.MR_SEND), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
+    ]
+    if small is not None:
+        out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16))
+    if one_stream is not None:
+        out.append(s.write(one_stream, stream=1, expect=RxCode.STREAM, name="stream-beyond-conn", psn=17))
+    # a forged duplicate: a good packet, then the same PSN with a bad key is ACCESS, not DUPLICATE
+    good = s.write(c, path=0, plen=8, name="good-then-forged", expect=RxCode.ACCEPTED)
+    psn = P.psn_add(c.psn[0], -1)
+    out += [good, s.write(c, path=0, psn=psn, key=k_noacc, va=0, expect=RxCode.ACCESS, name="forged-dup"),
+            s.write(c, path=0, psn=psn, plen=8, expect=RxCode.DUPLICATE, name="true-dup")]
+    return out
+
+
+def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
+    """A random mix over every connection and path: in order, reordered, lost (skipped PSNs),
+    duplicated, CE-marked, AckReq, bad packets; with ``cfg`` a few rows rewritten mid-traffic
+    (a key revoked, a path reopened at a new PSN)."""
+    rng = s.rng
+    out = []
+    recent = []
+    bad = bad_cases(s) if bad else []
+    for i in range(n):
+        r = rng.random()
+        c = rng.choice(s.conns)
+        path = rng.randrange(c.n_paths)
+        if r < 0.08 and recent:
+            out.append(rng.choice(recent))                    # duplicate of an earlier packet
+        elif r < 0.13 and bad:
+            # re-sent later, a bad case's outcome may depend on what came before (a key
+            # revoked, its PSN since received): the checker then takes the model's word
+            out.append(replace(rng.choice(bad), expect=None))
+        elif r < 0.16:
+            c.psn[path] = P.psn_add(c.psn[path], rng.randint(1, 6))    # lost packets
+            out.append(s.write(c, path=path, ecn=rng.choice([2, 3]), name=f"r{i}"))
+        elif r < 0.19 and cfg:
+            if rng.random() < 0.5:
+                k = rng.choice(s.keys[:3])
+                out.append(s.key_write(k, valid=int(rng.random() < 0.5)))
+            else:
+                psn = rng.getrandbits(24)
+                c.psn[path] = psn
+                out.append(s.path_write(c.qp, path, psn))
+        else:
+            stream = rng.randrange(c.n_streams)
+            nchunks = rng.choice([1, 1, 1, 2, 3])
+            msg_len = (nchunks - 1) * s.mtu + rng.randint(0, s.mtu) if nchunks > 1 else rng.randint(0, 64)
+            k = rng.choice(s.keys[:3])
+            va = rng.randrange(0, k.length - msg_len)
+            msg = c.msg.get(stream, 0)
+            c.msg[stream] = msg + 1
+            pkts = []
+            for j in range(nchunks):
+                off = j * s.mtu
+                plen = min(s.mtu, msg_len - off)
+                pkts.append(s.write(c, path=rng.randrange(c.n_paths), stream=stream, offset=off,
+                                    plen=plen, msg_len=msg_len, key=k, va=va,
+                                    ack_req=int(rng.random() < 0.1), ecn=rng.choice([2, 2, 2, 3]),
+                                    msg=msg, name=f"r{i}.{j}"))
+            if rng.random() < 0.3:
+                rng.shuffle(pkts)
+            out += pkts
+            recent = (recent + pkts)[-16:]
+    return out
+
+
+# ------------------------------------------------------------------ driver
+
+SHAPES = {"none": (0.0, 0.0), "idle": (0.3, 0.0), "bp": (0.0, 0.5), "both": (0.25, 0.4)}
+
+
+class Driver:
+    """Sources for ``s_meta``, ``s_payload`` and ``s_cfg``, sinks for ``m_ack``, ``m_place`` and
+    ``m_data``, and ``reg_addr``, cycle by cycle from one seed (MR-RX-002).
+
+    ``items``: the setup writes, then cases and mid-traffic writes, in order. A configuration
+    write waits until no record was taken for :data:`CFG_QUIET` cycles, and no record is
+    offered until it is taken (MR-RX-061). Payload beats of each case the parser forwards
+    follow on ``s_payload`` (``p_idle`` idle cycles there too). Each output ready is low with
+    probability ``p_bp``. ``quiet_cfg=False`` offers writes at once (lockstep only: the order
+    against records in flight is then the hardware's, which :func:`expected` does not model).
+    Results in ``res``: ``ack``, ``place`` (flat payloads), ``data`` (bytes per packet),
+    ``meta_taken``, ``payload_taken`` and ``ack_cycles`` (cycles of those transfers),
+    ``cycles``, ``counters``.
+    """
+
+    def __init__(self, width, items, cfg_layout, *, seed=0, p_idle=0.2, p_bp=0.3, quiet_cfg=True,
+                 read_counters=True, poll_regs=True):
+        self.width = width
+        self.nb = width // 8
+        self.rng = random.Random(seed)
+        self.p_idle, self.p_bp = p_idle, p_bp
+        self.quiet_cfg = quiet_cfg
+        self.read_counters = read_counters
+        self.poll_regs = poll_regs
+        self.items = list(items)
+        self.cfg_layout = cfg_layout
+        self.beat = payload_layout(width)
+        self.i = 0                  # next item
+        self.beats = []             # payload beats waiting (flat payloads)
+        self.presenting = None      # ("meta"|"cfg", value)
+        self.since_take = CFG_QUIET
+        self.cycle = 0
+        self._phase = 0
+        self._quiet = 0
+        self._reg_i = 0
+        self._cur = bytearray()
+        self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * p_bp))
+        self.res = {"ack": [], "place": [], "data": [], "meta_taken": [], "payload_taken": [],
+                    "ack_cycles": [], "cycles": 0, "counters": None}
+
+    @property
+    def finished(self):
+        return self._phase == 2
+
+    @property
+    def sent_all(self):
+        return self.i >= len(self.items) and self.presenting is None and not self.beats
+
+    def _beats_of(self, payload):
+        nb = self.nb
+        n = -(-len(payload) // nb)
+        out = []
+        for j in range(n):
+            chunk = payload[j * nb:(j + 1) * nb]
+            out.append(pack(self.beat, {"data": int.from_bytes(chunk, "little"),
+                                        "keep": (1 << len(chunk)) - 1, "last": int(j == n - 1)}))
+        return out
+
+    def inputs(self):
+        rng = self.rng
+        inp = {"s_meta__valid": 0, "s_meta__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
+               "s_payload__valid": 0, "s_payload__payload": 0}
+        if self._phase:
+            inp.update({"m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1,
+                        "reg_addr": min(self._reg_i, N_COUNTERS - 1)})
+            return inp
+        if self.presenting is None and self.i < len(self.items):
+            it = self.items[self.i]
+            if isinstance(it, CfgWrite):
+                if not self.quiet_cfg or self.since_take >= CFG_QUIET:
+                    self.presenting = ("cfg", it)
+            elif self.p_idle == 0 or rng.random() >= self.p_idle:
+                self.presenting = ("meta", it)
+        if self.presenting is not None:
+            kind, it = self.presenting
+            if kind == "cfg":
+                inp["s_cfg__valid"] = 1
+                inp["s_cfg__payload"] = pack(self.cfg_layout, {"table": it.table, "addr": it.addr,
+                                                                   "data": it.value})
+            else:
+                inp["s_meta__valid"] = 1
+                inp["s_meta__payload"] = it.meta
+        if self.beats and (self.p_idle == 0 or rng.random() >= self.p_idle):
+            inp["s_payload__valid"] = 1
+            inp["s_payload__payload"] = self.beats[0]
+        for n in ("m_ack__ready", "m_place__ready", "m_data__ready"):
+            inp[n] = int(rng.random() >= self.p_bp)
+        inp["reg_addr"] = rng.randrange(32) if self.poll_regs else 0
+        return inp
+
+    def observe(self, inp, out):
+        res = self.res
+        if self._phase == 1:
+            if self._reg_i > 0:
+                res["counters"].append(out["reg_data"])
+            self._reg_i += 1
+            if self._reg_i > N_COUNTERS:
+                self._phase = 2
+            self.cycle += 1
+            return
+        self.since_take += 1
+        if self.presenting is not None:
+            kind, it = self.presenting
+            if kind == "cfg" and out["s_cfg__ready"]:
+                self.presenting = None
+                self.i += 1
+            elif kind == "meta" and out["s_meta__ready"]:
+                self.presenting = None
+                self.i += 1
+                self.since_take = 0
+                res["meta_taken"].append(self.cycle)
+                if not it.drop and it.payload:
+                    self.beats += self._beats_of(it.payload)
+        if inp["s_payload__valid"] and out["s_payload__ready"]:
+            self.beats.pop(0)
+            res["payload_taken"].append(self.cycle)
+        if out["m_ack__valid"] and inp["m_ack__ready"]:
+            res["ack"].append(out["m_ack__payload"])
+            res["ack_cycles"].append(self.cycle)
+        if out["m_place__valid"] and inp["m_place__ready"]:
+            res["place"].append(out["m_place__payload"])
+        if out["m_data__valid"] and inp["m_data__ready"]:
+            b = unpack(self.beat, out["m_data__payload"])
+            n = b["keep"].bit_length()
+            self._cur += b["data"].to_bytes(self.nb, "little")[:n]
+            if b["last"]:
+                res["data"].append(bytes(self._cur))
+                self._cur.clear()
+        self.cycle += 1
+
+    def settle(self, busy):
+        if self._phase:
+            return
+        if not self.sent_all or (busy() if callable(busy) else busy):
+            self._quiet = 0
+        else:
+            self._quiet += 1
+        if self._quiet > 3:
+            self.res["cycles"] = self.cycle
+            if self.read_counters:
+                self._phase = 1
+                self.res["counters"] = []
+            else:
+                self._phase = 2
+        elif self.cycle > self.limit:
+            raise AssertionError(f"no progress after {self.cycle} cycles ({self.i}/{len(self.items)} items)")
+
+
+def expected(items, conns, paths, keys):
+    """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
+    ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050)."""
+    rx = RxModel(conns, paths, keys)
+    outs, acks, places, data = [], [], [], []
+    for it in items:
+        if isinstance(it, CfgWrite):
+            rx.write_cfg(it.table, it.addr, it.value)
+            continue
+        o = rx.packet(it.meta)
+        outs.append(o)
+        if o.ack is not None:
+            acks.append(pack(rx.lay.ack, o.ack))
+        if o.place is not None:
+            places.append(pack(rx.lay.place, o.place))
+        if o.steer:
+            data.append(it.payload)
+    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "counters": list(rx.counters)}
+
+
+def check(items, res, conns, paths, keys):
+    """The one checker: every case's intended outcome, then the collected streams and the
+    counters against :func:`expected` (MR-RX-020..033, MR-RX-050)."""
+    exp = expected(items, conns, paths, keys)
+    cases = [it for it in items if isinstance(it, Case)]
+    for c, o in zip(cases, exp["outcomes"]):
+        if c.expect is not None:
+            assert o.code == c.expect, f"case {c.name}: model says {o.code.name}, built for {c.expect.name}"
+    lay = layouts(conns, paths, keys)
+    for name in ("ack", "place"):
+        got, want = res[name], exp[name]
+        for i, (g, w) in enumerate(zip(got, want)):
+            if g != w:
+                layout = lay.ack if name == "ack" else lay.place
+                raise AssertionError(f"{name} #{i}: got {unpack(layout, g)}, expected {unpack(layout, w)}")
+        assert len(got) == len(want), f"{name}: {len(got)} transfers, expected {len(want)}"
+    assert res["data"] == exp["data"], "written payload bytes differ"
+    if res["counters"] is not None:
+        assert res["counters"] == exp["counters"], (
+            f"counters {res['counters']} != expected {exp['counters']}")
+    assert exp["counters"][CTR_PLACED_BYTES] == sum(len(d) for d in exp["data"])
+    return exp
+
+
+def make_driver(width, setup: Setup, cases, **kw):
+    return Driver(width, setup.writes + list(cases), setup.lay.cfg, **kw)
+
+
+def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
+    """:class:`RxCycleModel` alone through the :class:`Driver`; returns the driver's results."""
+    lay = setup.lay
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys)
+    drv = make_driver(width, setup, cases, seed=seed, **kw)
+    while not drv.finished:
+        inp = drv.inputs()
+        out = model.step(inp)
+        drv.observe(inp, out)
+        drv.settle(model.busy)
+    if check_outputs:
+        check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys)
+    return drv.res
+
+
+# ------------------------------------------------------------------ the reference endpoint
+
+PEER_ADDR, LOCAL_ADDR = "10.0.0.1", "10.0.0.2"
+
+
+def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_every=4, n_conns=6):
+    """The reference transport (:class:`metaroce.models.endpoint.Endpoint`) as a receiver and a
+    :class:`Setup` with the same connections (ids, P_Keys, paths, streams, initial PSNs) and
+    the same registrations (its random R_Keys, lengths, rights). Its message bound is lifted
+    (the RX slice tracks no messages) and its rate-hint updates (MR-CC-009: ACKs to other
+    senders when the count of senders grows, which also reset those paths' ACK counters) are
+    switched off on this instance: the slice makes neither (hw-rx.md, not in this slice)."""
+    from .endpoint import Endpoint
+    rng = random.Random(seed)
+    ep = Endpoint(LOCAL_ADDR, mtu=1 << mtu_log2, ack_every=ack_every, max_rx_msgs=1 << 20,
+                  rng=random.Random(seed + 1))
+    ep._hint_check = lambda c, now: None
+    regions, rows = [], set()
+    while len(regions) < 4:
+        access = P.ACCESS_ALL if len(regions) < 3 else P.ACCESS_REMOTE_READ
+        length = rng.choice([1 << 16, 1 << 20])
+        key = ep.reg_mr(bytearray(length), access)
+        if key & (keys - 1) not in rows:        # a key sharing a row stays registered, unused
+            rows.add(key & (keys - 1))
+            regions.append((key, length, access))
+    s = Setup(conns, paths, keys, seed=seed, regions=regions, uniform_psn=True, n_conns=n_conns,
+              mtu_log2=mtu_log2, ack_every=ack_every)
+    for c in s.conns:
+        ep.connect(c.qp, PEER_ADDR, c.qp | 0x800000, paths=c.n_paths, streams=c.n_streams,
+                   pkey=c.pkey, peer_init_psn=c.psn[0])
+    return ep, s
+
+
+def _norm_request(lay, value):
+    a = unpack(lay.ack, value)
+    if a["nak"]:
+        return ("nak", a["conn"], a["path"], a["reason"], a["psn"], a["sport"])
+    return ("ack", a["conn"], a["path"], a["psn"], a["cum"], a["sack"], a["ce_count"], a["ece"],
+            a["sport"])
+
+
+def endpoint_reference(ep, s: Setup, cases):
+    """Feed the frames of ``cases`` the RX slice handles (MR_WRITE/MR_WRITE_IMM the parser
+    kept) to the endpoint at one instant (no timer fires); return its ACK/NAK frames as
+    tuples comparable with :func:`requests` and its registered buffers."""
+    from .codec import decode
+    from .wire import MrahFlag
+    out = []
+    for c in cases:
+        if not isinstance(c, Case) or c.drop:
+            continue
+        f = decode(c.frame)
+        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM):
+            continue
+        ep.receive(f, 0.0)
+        while (g := ep.next_packet(0.0)) is not None:
+            qp = g.bth.dest_qp & 0x7FFFFF
+            assert qp == f.bth.dest_qp, "an ACK to another connection (a hint update?)"
+            if g.bth.opcode == Op.MR_ACK:
+                a = g.mrah
+                out.append(("ack", qp, a.path, a.trigger_psn, a.cum_psn, a.sack, a.ce_count,
+                            int(bool(a.flags & MrahFlag.ECE)), g.udp.sport))
+            elif g.bth.opcode == Op.MR_NAK:
+                n = g.mrnh
+                out.append(("nak", qp, n.path, n.reason, n.psn, g.udp.sport))
+            else:
+                raise AssertionError(f"unexpected frame from the endpoint: {g.bth.opcode:#x}")
+    return out, {k.rkey: bytes(ep._mrs[k.rkey][0]) for k in s.keys}
+
+
+def requests(s: Setup, acks):
+    """The RX engine's ACK/NAK requests (flat ``m_ack`` payloads) as comparable tuples."""
+    return [_norm_request(s.lay, v) for v in acks]
+
+
+def memory_image(s: Setup, places, data):
+    """The registered buffers after the RX engine's placements (commands and their bytes)."""
+    bufs = {k.rkey: bytearray(k.length) for k in s.keys}
+    assert len(places) == len(data)
+    for v, d in zip(places, data):
+        p = unpack(s.lay.place, v)
+        assert p["length"] == len(d)
+        for k in s.keys:
+            off = (p["addr"] - k.base) % (1 << 64)
+            if off + len(d) <= k.length:
+                bufs[k.rkey][off:off + len(d)] = d
+                break
+        else:
+            raise AssertionError(f"placement {p} outside every region")
+    return {k: bytes(b) for k, b in bufs.items()}

@@ -1,0 +1,130 @@
+"""cocotb testbench of the RX engine (hdl/rx.py) against its cycle model (models/rx.py), under
+Verilator (MR-RX-070).
+
+The RX block's one verification stack: setup, cases, driver and checker are
+:mod:`metaroce.models.rx_cases` (shared with the model-only and Amaranth-simulator tests), the
+comparison is the lockstep core of :mod:`metaroce.tb.lockstep` (:func:`drive`: every output
+compared every cycle).
+
+cocotb tests here:
+
+``rx_bench`` (only with ``RX_BENCH_OUT``)
+    ``metaroce bench rx``: packets and payload beats per cycle and ACK latency of same-path
+    bursts per payload size, and the lockstep speed.
+``rx_lockstep``
+    the window, bad-input and burst cases plus ``RX_RANDOM`` random packets (seed ``RX_SEED``)
+    with random idle cycles and backpressure on every output, then the checker; then a
+    same-path burst without idle or backpressure, which must be taken at one record per cycle.
+    Results (cycles, packets per cycle, lockstep speed) to ``RX_OUT`` (JSON) if set.
+
+Instance: ``RX_CONNS``, ``RX_PATHS``, ``RX_KEYS`` (default 256 x 4, 256 keys).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import cocotb
+
+from metaroce.models import rx_cases as rc
+from metaroce.models.parser import unpack_meta
+from metaroce.models.rx import RxCode, RxCycleModel, unpack
+
+from .lockstep import Lockstep, drive, model_port_lists
+
+
+def _instance():
+    return tuple(int(os.environ.get(k, d)) for k, d in (("RX_CONNS", 256), ("RX_PATHS", 4),
+                                                        ("RX_KEYS", 256)))
+
+
+@cocotb.test()
+async def rx_lockstep(dut):
+    conns, paths, keys = _instance()
+    width = (len(dut.s_payload__payload) - 1) * 8 // 9
+    seed = int(os.environ.get("RX_SEED", "1"))
+    model = RxCycleModel(width, conns, paths, keys)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+
+    s = rc.Setup(conns, paths, keys, seed=seed)
+    cases = (rc.window_cases(s) + rc.bad_cases(s) + rc.burst_same_path(s, 16, plen=9)
+             + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
+    drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
+    t0 = time.perf_counter()
+    n1 = await drive(h, drv, busy=model.busy)
+    wall = time.perf_counter() - t0
+    rc.check(s.writes + cases, drv.res, conns, paths, keys)
+
+    # MR-RX-043: back-to-back records of one path, no idle cycles, outputs always ready
+    # (the random traffic may have revoked the burst's key: the slow path writes it again)
+    burst = rc.burst_same_path(s, 200)
+    drv2 = rc.Driver(width, [s.key_write(k) for k in s.keys] + burst, s.lay.cfg, seed=seed + 1, p_idle=0.0, p_bp=0.0)
+    n2 = await drive(h, drv2, busy=model.busy)
+    taken = drv2.res["meta_taken"]
+    assert len(taken) == 200 and taken[-1] - taken[0] == 199, "not one record per cycle"
+    before = drv.res["counters"][RxCode.ACCEPTED]
+    assert drv2.res["counters"][RxCode.ACCEPTED] == before + 200
+    assert h.mismatches == 0
+    out = os.environ.get("RX_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"width": width, "connections": conns, "paths": paths,
+                       "random_cycles": n1, "burst_cycles": n2, "packets": len(cases) + len(burst),
+                       "same_path_burst": 200,
+                       "packets_per_cycle": round(len(taken) / (taken[-1] - taken[0] + 1), 3),
+                       "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
+                       "mismatches": h.mismatches}, f)
+
+
+@cocotb.test()
+async def rx_bench(dut):
+    """``metaroce bench rx``: back-to-back records of one path, no idle cycles, outputs always
+    ready, per payload size (``RX_BENCH_SIZES``); then the random mix with backpressure for
+    the lockstep speed. Rows to ``RX_BENCH_OUT`` (JSON)."""
+    out = os.environ.get("RX_BENCH_OUT")
+    if not out:
+        return
+    conns, paths, keys = _instance()
+    width = (len(dut.s_payload__payload) - 1) * 8 // 9
+    model = RxCycleModel(width, conns, paths, keys)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    s = rc.Setup(conns, paths, keys, seed=1)
+    n = int(os.environ.get("RX_BENCH_PACKETS", "256"))
+    rows = []
+    first = True
+    for size in [int(x) for x in os.environ.get("RX_BENCH_SIZES", "0,64,256").split(",")]:
+        burst = rc.burst_same_path(s, n, plen=size)
+        items = (s.writes if first else []) + burst
+        first = False
+        drv = rc.Driver(width, items, s.lay.cfg, seed=2, p_idle=0.0, p_bp=0.0, poll_regs=False)
+        await drive(h, drv, busy=model.busy)
+        res = drv.res
+        taken, pay = res["meta_taken"], res["payload_taken"]
+        by_psn = {}
+        for c, t in zip(burst, taken[-len(burst):]):
+            by_psn[unpack_meta(c.meta)["bth"]["psn"]] = t
+        lat = [cyc - by_psn[unpack(s.lay.ack, a)["psn"]] for a, cyc in zip(res["ack"], res["ack_cycles"])]
+        rows.append({"width": width, "connections": conns, "paths": paths, "pkt_bytes": size,
+                     "same_path_burst": n,
+                     "packets_per_cycle": round(n / (taken[-1] - taken[-n] + 1), 4),
+                     "beats_per_cycle": round(len(pay) / (pay[-1] - pay[0] + 1), 4) if pay else None,
+                     "latency_cycles": min(lat), "mismatches": h.mismatches})
+    cases = rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400")))
+    drv = rc.Driver(width, cases, s.lay.cfg, seed=3, p_idle=0.2, p_bp=0.4)
+    t0 = time.perf_counter()
+    cycles = await drive(h, drv, busy=model.busy)
+    speed = round(cycles / (time.perf_counter() - t0))
+    for r in rows:
+        r["lockstep_cycles_per_s"] = speed
+        r["mismatches"] = h.mismatches
+    with open(out, "w") as f:
+        json.dump({"rows": rows}, f)

@@ -1,0 +1,192 @@
+"""The RX engine's model (models/rx.py) on its own: the packet semantics against the transport's
+functions and the cases' intended outcomes, and the cycle model's timing through the one driver."""
+import pytest
+
+from metaroce.models import protocol as P
+from metaroce.models import rx_cases as rc
+from metaroce.models.rx import (CTR_ABANDONED, CTR_ACKS, CTR_CE, CTR_NAKS, CTR_PLACED_BYTES,
+                                NAK_OF, TABLE_PATH, RxCode, RxCycleModel, RxModel, layouts, pack,
+                                unpack)
+from metaroce.models.wire import NakReason
+
+SMALL = (256, 4, 256)
+
+
+def _model(setup):
+    rx = RxModel(*SMALL)
+    for w in setup.writes:
+        rx.write_cfg(w.table, w.addr, w.value)
+    return rx
+
+
+def test_layouts():
+    """MR-RX-001, MR-RX-010..012: row layouts, the path row is records.PATH_RX, bad sizes refused."""
+    lay = layouts(*SMALL)
+    assert (lay.conn_bits, lay.path_bits, lay.key_bits) == (8, 2, 8)
+    assert lay.path.size == 397
+    assert {n for n, _ in lay.conn} == {"valid", "pkey", "n_paths_m1", "n_streams_m1"}
+    assert lay.ack.size == 1 + 8 + 8 + 24 + 8 + 24 + 256 + 16 + 1 + 16
+    for bad in ((100, 4, 256), (256, 3, 256), (256, 1, 256), (256, 4, 1)):
+        with pytest.raises(ValueError):
+            layouts(*bad)
+
+
+def test_every_case_gets_its_intended_outcome():
+    """MR-RX-020..023: the check order; each bad-input class gets its reason, NAKed or silent."""
+    s = rc.Setup(*SMALL, seed=4)
+    cases = rc.bad_cases(s)
+    exp = rc.expected(s.writes + cases, *SMALL)
+    seen = set()
+    for c, o in zip(cases, exp["outcomes"]):
+        assert o.code == c.expect, c.name
+        seen.add(o.code)
+        if o.code in NAK_OF:
+            assert o.ack["nak"] == 1 and o.ack["reason"] == NAK_OF[o.code]
+            assert (o.ack["cum"], o.ack["sack"], o.ack["ce_count"]) == (0, 0, 0)     # MR-RX-031
+        elif o.code != RxCode.ACCEPTED and o.code != RxCode.DUPLICATE:
+            assert o.ack is None
+        if o.code != RxCode.ACCEPTED:
+            assert o.place is None and not o.steer
+    assert seen >= set(RxCode) - {RxCode.PSN_WINDOW}
+
+
+def test_rejected_packets_change_no_state():
+    """MR-RX-027: after every bad packet (and psn_window) the path rows are as before."""
+    s = rc.Setup(*SMALL, seed=6)
+    rx = _model(s)
+    c = s.conns[0]
+    rx.packet(s.write(c, path=0, plen=8).meta)
+    rx.packet(s.write(c, path=0, psn=P.psn_add(c.psn[0], 5), plen=8).meta)
+    before = dict(rx.path)
+    for case in rc.bad_cases(s)[:-3]:
+        o = rx.packet(case.meta)
+        assert o.code not in (RxCode.ACCEPTED, RxCode.DUPLICATE)
+        assert rx.path == before, case.name
+    o = rx.packet(s.write(c, path=0, psn=P.psn_add(c.psn[0], 600), plen=8).meta)
+    assert o.code == RxCode.PSN_WINDOW and o.ack["reason"] == NakReason.PSN_WINDOW
+    assert rx.path == before
+
+
+def test_window_follows_protocol():
+    """MR-RX-024..026: classification and update are protocol.rx_classify/rx_accept; a slide
+    beyond 256 counts the abandoned holes; a duplicate ACKs the unchanged window."""
+    s = rc.Setup(*SMALL, seed=8)
+    rx = _model(s)
+    c = s.conns[0]
+    base = c.psn[1]
+    row = (c.qp << 2) | 1
+    cum, sack = base, 0
+    for d in (0, 3, 2, 290, 7, 700, 1, 290):
+        psn = P.psn_add(base, d)
+        cls = P.rx_classify(cum, sack, psn)
+        o = rx.packet(s.write(c, path=1, psn=psn, plen=4, ack_req=1).meta)
+        if cls == P.RX_NEW:
+            cum, sack, ab = P.rx_accept(cum, sack, psn)
+            assert o.code == RxCode.ACCEPTED and o.abandoned == ab
+        elif cls == P.RX_DUP:
+            assert o.code == RxCode.DUPLICATE and o.place is None
+        else:
+            assert o.code == RxCode.PSN_WINDOW
+        st = rx.path[row]
+        assert (st["cum"], st["sack"]) == (cum, sack)
+        if o.ack and not o.ack["nak"]:
+            assert (o.ack["cum"], o.ack["sack"], o.ack["psn"]) == (cum, sack, psn)
+    # the slide to base+290 passes base+1..base+33: 33 PSNs, of which 2 and 3 had arrived
+    assert rx.counters[CTR_ABANDONED] == 33 - 2
+
+
+def test_ack_policy_and_ce():
+    """MR-RX-028, MR-RX-029, MR-RX-030: ACK on AckReq, gap, CE onset, every ack_every-th packet;
+    ce_count counts CE marks since the last ACK; an ACK clears pending and ce."""
+    s = rc.Setup(*SMALL, seed=9, ack_every=4)
+    rx = _model(s)
+    c = s.conns[0]
+    acks = []
+    for ecn in (2, 2, 2, 2, 3, 3, 3, 2, 2, 3):
+        o = rx.packet(s.write(c, path=0, ecn=ecn, plen=4).meta)
+        acks.append(None if o.ack is None else (o.ack["ce_count"], o.ack["ece"]))
+    # 4th: ack_every; 5th: CE onset (1 mark); 6th..8th pending; 9th: ack_every (the 2 marks of
+    # the 6th and 7th); 10th: onset again after unmarked packets
+    assert acks == [None, None, None, (0, 0), (1, 1), None, None, None, (2, 1), (1, 1)]
+    assert rx.counters[CTR_CE] == 4
+
+
+def test_placement_address():
+    """MR-RX-032: addr = key base + RETH VA + MRDH offset, length = payload bytes."""
+    s = rc.Setup(*SMALL, seed=10, mtu_log2=8)
+    rx = _model(s)
+    c = s.conns[0]
+    k = s.keys[1]
+    case = s.write(c, path=0, key=k, va=4096, offset=256, plen=100, msg_len=356)
+    o = rx.packet(case.meta)
+    assert o.code == RxCode.ACCEPTED
+    assert o.place == {"conn": c.qp, "addr": (k.base + 4096 + 256) % (1 << 64), "length": 100}
+    assert o.steer == 1 and rx.counters[CTR_PLACED_BYTES] == 100
+
+
+@pytest.mark.parametrize("shape", ["none", "both"])
+def test_cycle_model_matches_packet_model(shape):
+    """MR-RX-040, MR-RX-041, MR-RX-044, MR-RX-050: the cycle model's outputs, in order, and
+    counters equal the packet model's; nothing is dropped under backpressure."""
+    s = rc.Setup(*SMALL, seed=12)
+    cases = rc.window_cases(s) + rc.bad_cases(s) + rc.random_traffic(s, 200)
+    p_idle, p_bp = rc.SHAPES[shape]
+    res = rc.run_model(256, s, cases, seed=5, p_idle=p_idle, p_bp=p_bp)
+    assert res["counters"][CTR_ACKS] == len([a for a in res["ack"] if not a & 1])
+    assert res["counters"][CTR_NAKS] == len([a for a in res["ack"] if a & 1])
+
+
+def test_latency_and_credits():
+    """MR-RX-040, MR-RX-041, MR-RX-043: an ACK is readable 3 cycles after its record is taken;
+    with the ACK output stalled, s_meta.ready falls once 16 requests are queued or in flight."""
+    s = rc.Setup(*SMALL, seed=13, ack_every=1)
+    m = RxCycleModel(64, *SMALL)
+    idle = {"s_meta__valid": 0, "s_cfg__valid": 0, "s_payload__valid": 0, "m_ack__ready": 0,
+            "m_place__ready": 1, "m_data__ready": 1, "reg_addr": 0}
+    for w in s.writes:
+        m.step(dict(idle, s_cfg__valid=1, s_cfg__payload=pack(s.lay.cfg, {"table": w.table, "addr": w.addr,
+                                                                         "data": w.value})))
+    for _ in range(3):
+        m.step(idle)
+    c = s.conns[0]
+    pkts = [s.write(c, path=0, plen=0) for _ in range(40)]
+    taken = []
+    first_valid = None
+    i = 0
+    for cycle in range(60):
+        inp = dict(idle, s_meta__valid=int(i < len(pkts)), s_meta__payload=pkts[min(i, 39)].meta)
+        out = m.step(inp)
+        if out["s_meta__ready"] and i < len(pkts):
+            taken.append(cycle)
+            i += 1
+        if out["m_ack__valid"] and first_valid is None:
+            first_valid = cycle
+    assert first_valid == taken[0] + 3
+    assert len(taken) == 16 and taken == list(range(16))
+
+
+def test_path_config_write():
+    """MR-RX-060: a path-row write sets the window (a path reopened at a new PSN)."""
+    s = rc.Setup(*SMALL, seed=14)
+    rx = _model(s)
+    c = s.conns[0]
+    w = s.path_write(c.qp, 0, 0x123456)
+    assert w.table == TABLE_PATH
+    rx.write_cfg(w.table, w.addr, w.value)
+    assert unpack(rx.lay.path, w.value)["cum"] == 0x123456
+    o = rx.packet(s.write(c, path=0, psn=0x123456, plen=4, ack_req=1).meta)
+    assert o.code == RxCode.ACCEPTED and o.ack["cum"] == 0x123457
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_model_matches_reference_endpoint(seed):
+    """MR-RX-070, MR-RX-020..033: on the same frames, the model's ACK/NAK requests equal the
+    reference endpoint's ACK and NAK frames field by field (path, trigger PSN, cum, SACK, CE
+    count, ECE, source port; reason), and its placements give the endpoint's memory image."""
+    ep, s = rc.endpoint_setup(seed=seed)
+    cases = rc.window_cases(s) + rc.bad_cases(s) + rc.random_traffic(s, 300, cfg=False, bad=False)
+    ref, mem = rc.endpoint_reference(ep, s, cases)
+    exp = rc.expected(s.writes + cases, *SMALL)
+    assert rc.requests(s, exp["ack"]) == ref
+    assert any(r[0] == "nak" for r in ref) and any(r[0] == "ack" and r[5] for r in ref)
+    assert rc.memory_image(s, exp["place"], exp["data"]) == mem
