@@ -56,7 +56,7 @@ def read_coverage_dat(path) -> list[Point]:
 #: (``v2_``..``v7_``, ``s2_``/``s3_``) and struct members (``a.b`` is ``a__02eb``) of a field
 #: share its rule.
 _F = r"(^|\.|__02e|[sv]\d+_)"   # start of a name, of a struct member or of a stage copy
-_D2F = "drop-on-full logic (MR-HW-081): constant in the default build (drop_on_full=False)"
+_D2F = ("drop-on-full logic (MR-HW-081/082): constant in the default build (drop_on_full=False)")
 TOGGLE_EXCLUSIONS = (
     (_F + r"(frame_len|payload_len|payload_offset|pstart|pend(_incl)?|L|len|plen)$",
      "length/offset bits 14-15: max_frame is 9216 bytes < 2^14", lambda bit: bit is not None and bit >= 14),
@@ -93,7 +93,7 @@ TOGGLE_EXCLUSIONS = (
      lambda bit: True),
     (r"^ipl_\d1$", "IPv6 payload length (16 bits, never negative) in the 18-bit signed IP "
      "payload length: the sign bits 16-17 stay 0", lambda bit: bit is not None and bit >= 16),
-    (r"^(fits|ovf|fr_cnt|d1_drop|d1_rewind)$", _D2F, lambda bit: True),
+    (r"^(fits|ovf|fr_cnt|d1_drop|d1_rewind|overflow)$", _D2F, lambda bit: True),
     (r"^en$", "the ICRC unit's enable: tied to 1 by the parser (its input and the unit's port)",
      lambda bit: True),
 )
@@ -288,9 +288,10 @@ def counter_temporaries_of(points: list[Point], top: str):
 
 
 def record_exclusions(width: int, max_frame: int = 9216):
-    """Exclusions for the frame-store record (``v7_rec``, ``cur``, the memory ports: one flat
-    word ``action 2 | last kbits | pstart 16 | pend_incl 16 | single 1``, as hdl/parser.py's
-    ``rec_layout``): the bits of its excluded fields, and beat counts above ``max_frame``'s
+    """Exclusions for the frame-store record (``record.payload``, ``cur``, the memory ports
+    ``rrp``/``rwp``: one flat word ``action 2 | last kbits | pstart 16 | pend_incl 16 |
+    single 1 | ps0 1 | pe0 1``, as hdl/parser.py's ``record_layout``; ``single``, ``ps0``,
+    ``pe0`` toggle): the bits of its excluded fields, and beat counts above ``max_frame``'s
     beats."""
     from metaroce.models.parser import params
     p = params(width, max_frame)
