@@ -494,6 +494,22 @@ def drop_edge_cases() -> list[Case]:
     d = bytearray(enc(frame(Op.RC_ACK, vlan=100)))
     d[18 + 11] ^= 0x80
     out.append(Case("bad_ip-checksum-vlan-ack", bytes(d), group="drop"))
+    # a checksum field of 0xFFFF (one's complement's other zero): wrong on this header, and
+    # on a header whose checksum is 0 (identification chosen so) the same sum as 0x0000
+    d = bytearray(base4)
+    d[24:26] = b"\xff\xff"
+    out.append(Case("bad_ip-checksum-ffff", bytes(d), group="drop"))
+    d = bytearray(base4)
+    d[18:20] = d[24:26] = b"\0\0"
+    s = sum(struct.unpack("!10H", bytes(d[14:34])))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    d[18:20] = struct.pack("!H", 0xFFFF - s)       # the header now sums to 0xFFFF
+    for tag, field_value in (("0000", b"\0\0"), ("ffff", b"\xff\xff")):
+        d[24:26] = field_value
+        _fix_icrc(d)
+        case = Case(f"ip-checksum-zero-sum-{tag}", bytes(d))
+        out.append(Case(case.name, case.data, group="drop" if case.expect != Reason.NONE else "valid"))
     # length: UDP length disagrees with the IP length
     for delta in (-4, -1, 1, 4):
         d = bytearray(base4)

@@ -56,7 +56,7 @@ def read_coverage_dat(path) -> list[Point]:
 #: (``v2_``..``v7_``, ``s2_``/``s3_``) and struct members (``a.b`` is ``a__02eb``) of a field
 #: share its rule.
 _F = r"(^|\.|__02e|[sv]\d+_)"   # start of a name, of a struct member or of a stage copy
-_D2F = "drop-on-full logic (MR-HW-081): constant in the default build (drop_on_full=False)"
+_D2F = ("drop-on-full logic (MR-HW-081/082): constant in the default build (drop_on_full=False)")
 TOGGLE_EXCLUSIONS = (
     (_F + r"(frame_len|payload_len|payload_offset|pstart|pend(_incl)?|L|len|plen)$",
      "length/offset bits 14-15: max_frame is 9216 bytes < 2^14", lambda bit: bit is not None and bit >= 14),
@@ -74,20 +74,26 @@ TOGGLE_EXCLUSIONS = (
      lambda bit: bit == 5),
     (_F + r"(mrdh|mrah|mrnh)(__02eversion)?$", "MetaRoCE header version (bits 0-3) is 1 in every "
      "record with fields: another value drops the frame", lambda bit: bit is not None and 1 <= bit <= 3),
-    (r"(^|__02e)(s3_)?(snap|snap_r|q)__02e(drop|reason|payload_len)$",
-     "constant in the RTL: the record snapshot's drop/reason/payload_len bits (and their copy "
-     "in the meta queue, q) are never written: the output takes them from the verdict queue "
+    (r"(^|__02e)(s3_)?(snap|snap_r|q|fields___05Fpayload(__024\d+)?)__02e(drop|reason|payload_len)$",
+     "constant in the RTL: the record snapshot's drop/reason/payload_len bits (and their copies "
+     "on the fields stream into the meta queue, and in the queue, q) are never written: the output takes them from the verdict queue "
      "(dead flip-flops and memory bits)", lambda bit: True),
     (_F + r"reason$", "reason 8 (not_roce) never has a meta record (bit 3 of the meta's reason)",
      lambda bit: bit == 3),
     (_F + r"lo_code$", "the low-priority verdicts (truncated, length, bad_opcode, bad_version) "
      "are all codes below 8: bit 3 of their code is constant 0", lambda bit: bit == 3),
-    (r"^(l4_end(__024\d+)?|l4e_\d\d|v\d+_l4_end|[sv]\d+_res)$",
+    (r"(^|__02e)(l4_end(__024\d+)?|l4e_\d\d|v\d+_l4_end|[sv]\d+_res)$",
      "bits above the largest value a frame gives (l4_end: IP payload length + at most 58 "
      "< 2^17; res 20)", lambda bit: bit is not None and bit >= 17),
+    (_F + r"c_body_pad$", "c_body + BTH pad count: a multiple of 4 below 128 plus at most 3 "
+     "is below 128 (bits 7-8)", lambda bit: bit is not None and bit >= 7),
+    (_F + r"sub_plen$", "ICRC (4) + pad (at most 3) + payload offset (at most 126) is below 256 "
+     "(bit 8)", lambda bit: bit == 8),
+    (r"^v\d+_plen_sub_hi$", "bit 8 of sub_plen (ICRC + pad + payload offset < 256), registered",
+     lambda bit: True),
     (r"^ipl_\d1$", "IPv6 payload length (16 bits, never negative) in the 18-bit signed IP "
      "payload length: the sign bits 16-17 stay 0", lambda bit: bit is not None and bit >= 16),
-    (r"^(fits|ovf|fr_cnt|d1_drop|d1_rewind)$", _D2F, lambda bit: True),
+    (r"^(fits|ovf|fr_cnt|d1_drop|d1_rewind|overflow)$", _D2F, lambda bit: True),
     (r"^en$", "the ICRC unit's enable: tied to 1 by the parser (its input and the unit's port)",
      lambda bit: True),
 )
@@ -114,10 +120,17 @@ def _counter_reachable(bit, direction, count) -> bool:
 
 
 _VL_MODULE = re.compile(r"^module\s+\\?([\w$.]+)\s*\(", re.M)
-_VL_ASSIGN = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|[A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?<?=\s*(.*?)\s*;\s*$",
+_VL_ASSIGN = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)?<?=\s*(.*?)\s*;\s*$",
                         re.M)
 _VL_LITERAL = re.compile(r"^\d+'[hbdo][0-9a-fA-F_]+$")
 _VL_TERM = re.compile(r"^(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
+#: ``cntN[hi:lo] == W'hC``: true once the counter's piece reaches C
+_VL_PIECE_EQ = re.compile(r"^(cnt\d+)\s*\[(\d+):(\d+)\]\s*==\s*\d+'h([0-9a-fA-F]+)$")
+#: ``& { a, b, ... }``: a reduction AND of single bits
+_VL_AND = re.compile(r"^&\s*\{([^}]*)\}$")
+#: the counters' all-ones flags (``cntN_onesK``: bits 16K..16K+15 of cntN are all ones, so the
+#: next piece carries; a register per 16-bit piece of the 64-bit counters)
+ONES_FLAG = re.compile(r"^cnt(\d+)_ones(\d+)$")
 
 
 def _vl_name(name: str) -> str:
@@ -125,9 +138,18 @@ def _vl_name(name: str) -> str:
     return "__024" + name[2:] if name.startswith("\\$") else name
 
 
+def _slice_low(text) -> int:
+    """Lowest bit of a ``[hi:lo]`` / ``[bit]`` slice (0 without one)."""
+    if not text:
+        return 0
+    m = re.match(r"^\[\s*(\d+)\s*(?::\s*(\d+)\s*)?\]", text.strip())
+    return int(m.group(2) if m.group(2) is not None else m.group(1)) if m else 0
+
+
 def _value_terms(rhs: str):
     """The values an assignment's right-hand side can take, when it is a signal (sliced, or
-    plus one), a constant, or a choice ``c ? a : b`` of those; None for anything else."""
+    plus one), a constant, or a choice ``c ? a : b`` of those: ``[(name, slice low bit)]``;
+    None for anything else."""
     if "?" in rhs:
         _, _, arms = rhs.partition("?")
         a, sep, b = arms.partition(":")
@@ -139,28 +161,49 @@ def _value_terms(rhs: str):
     out = []
     for t in terms:
         if _VL_LITERAL.match(t):
+            if int(t.split("'")[1][1:].replace("_", "") or "0", 16 if "'h" in t else 10 if "'d" in t
+                   else 8 if "'o" in t else 2):
+                return None             # a non-zero constant: not a counter's value
+            out.append(("", 0))         # constant 0 (reset, no counter selected)
             continue
         m = _VL_TERM.match(t)
         if not m:
             return None
-        out.append(_vl_name(m.group(1)))
+        out.append((_vl_name(m.group(1)), _slice_low(m.group(2))))
     return out
 
 
-def counter_temporaries(verilog: str, top: str) -> dict[str, set[int]]:
-    """Temporaries of module ``top`` (Verilator names, ``__024N``) whose value is always a
-    counter's (``cntN``) value, that value plus one, or a constant: the counters' next-state,
-    increment and read-out multiplexers.  ``{temporary: counter indices}``."""
+def ones_flag_threshold(counter_piece: int) -> int:
+    """Events before ``cntN_onesK`` (K = ``counter_piece``) can first rise: piece K all ones."""
+    return 0xFFFF << (16 * counter_piece)
+
+
+def _module_text(verilog: str, top: str):
     mods = {m.group(1): m.start() for m in _VL_MODULE.finditer(verilog)}
     if top not in mods:
-        return {}
+        return None
     start = mods[top]
-    text = verilog[start:verilog.find("endmodule", start)]
+    return verilog[start:verilog.find("endmodule", start)]
+
+
+def counter_temporaries(verilog: str, top: str) -> dict[str, set[tuple[int, int]]]:
+    """Temporaries of module ``top`` (Verilator names, ``__024N``) whose value is always a
+    counter's (``cntN``) value, that value plus one, or a constant: the counters' next-state,
+    increment and read-out multiplexers, and the per-piece increments ``cntN[hi:lo] + 1`` of
+    the split 64-bit counters.  ``{temporary: {(counter index, offset)}}``: bit b of the
+    temporary is bit b + offset of the counter's value (or of that value plus one); counter
+    index -1 marks a temporary that is also a constant 0 at times."""
+    text = _module_text(verilog, top)
+    if text is None:
+        return {}
     sources: dict[str, list] = defaultdict(list)
-    for lhs, rhs in _VL_ASSIGN.findall(text):
-        sources[_vl_name(lhs)].append(_value_terms(rhs))
-    derived = {n: {int(m.group(1))} for n in sources | {f"cnt{i}": 0 for i in range(64)}
+    for lhs, lhs_slice, rhs in _VL_ASSIGN.findall(text):
+        terms = _value_terms(rhs)
+        low = _slice_low(lhs_slice)
+        sources[_vl_name(lhs)].append(None if terms is None else [(n, lo - low) for n, lo in terms])
+    derived = {n: {(int(m.group(1)), 0)} for n in sources | {f"cnt{i}": 0 for i in range(64)}
                if (m := re.match(r"^cnt(\d+)$", n))}
+    derived[""] = {(-1, 0)}             # constant 0
     changed = True
     while changed:
         changed = False
@@ -168,31 +211,87 @@ def counter_temporaries(verilog: str, top: str) -> dict[str, set[int]]:
             if name in derived or not _TEMP.match(name) or any(a is None for a in assigns):
                 continue
             terms = [t for a in assigns for t in a]
-            if terms and all(t in derived for t in terms):
-                derived[name] = set().union(*(derived[t] for t in terms))
+            if any(t for t, _ in terms) and all(t in derived for t, _ in terms):
+                derived[name] = {(i, off + shift) for t, shift in terms for i, off in derived[t]}
                 changed = True
-    return {n: v for n, v in derived.items() if _TEMP.match(n)}
+    return {n: {s for s in v if s[0] >= 0} | ({(-1, 0)} if any(s[0] < 0 for s in v) else set())
+            for n, v in derived.items() if _TEMP.match(n)}
 
 
-def counter_temporaries_of(points: list[Point], top: str) -> dict[tuple[str, str], set[int]]:
-    """:func:`counter_temporaries` of the top module, read from the Verilog the toggle points
-    name, keyed ``(hierarchy, name)`` for :func:`summarise` (temporaries are numbered per
-    module, so only the top module's are meant)."""
-    out = {}
+def counter_flags(verilog: str, top: str) -> dict[str, tuple[int, int]]:
+    """One-bit temporaries of module ``top`` that stay 0 until a counter has counted a
+    number of events: ``cntN[hi:lo] == C`` (C << lo events), the reduction AND of a carry
+    condition with an all-ones flag ``cntN_onesK``, and multiplexers of those with 0 (the
+    flags' next state).  ``{temporary: (counter index, events before it can rise)}``."""
+    text = _module_text(verilog, top)
+    if text is None:
+        return {}
+    flags: dict[str, tuple[int, int]] = {}
+    for name in set(re.findall(r"\b(cnt\d+_ones\d+)\b", text)):
+        m = ONES_FLAG.match(name)
+        flags[name] = (int(m.group(1)), ones_flag_threshold(int(m.group(2))))
+    sources: dict[str, list] = defaultdict(list)
+    for lhs, lhs_slice, rhs in _VL_ASSIGN.findall(text):
+        name = _vl_name(lhs)
+        if lhs_slice or not _TEMP.match(name):
+            sources[name].append(None)
+            continue
+        rhs = rhs.strip()
+        if m := _VL_PIECE_EQ.match(rhs):
+            value = int(m.group(4), 16)
+            if value:
+                flags[name] = (int(m.group(1)[3:]), value << int(m.group(3)))
+            sources[name].append(None)
+        elif m := _VL_AND.match(rhs):
+            known = [flags[o] for o in (_vl_name(x.strip()) for x in m.group(1).split(","))
+                     if o in flags]
+            sources[name].append(("and", known) if known else None)
+        else:
+            terms = _value_terms(rhs)
+            sources[name].append(None if terms is None else ("or", [t for t, _ in terms]))
+    changed = True
+    while changed:
+        changed = False
+        for name, assigns in sources.items():
+            if name in flags or any(a is None for a in assigns):
+                continue
+            candidates = []
+            for kind, items in assigns:
+                if kind == "and":
+                    candidates.append(max(items, key=lambda f: f[1]))
+                elif all(t in flags for t in items if t):      # "": a constant 0
+                    candidates.extend(flags[t] for t in items if t)
+                else:
+                    break
+            else:
+                if candidates and len({i for i, _ in candidates}) == 1:
+                    flags[name] = (candidates[0][0], min(n for _, n in candidates))
+                    changed = True
+    return {n: v for n, v in flags.items() if _TEMP.match(n)}
+
+
+def counter_temporaries_of(points: list[Point], top: str):
+    """:func:`counter_temporaries` and :func:`counter_flags` of the top module, read from the
+    Verilog the toggle points name, keyed ``(hierarchy, name)`` for :func:`summarise`
+    (temporaries are numbered per module, so only the top module's are meant):
+    ``{key: {(counter, offset)}}`` and ``{key: (counter, events)}``."""
+    temps, flags = {}, {}
     for path in sorted({p.file for p in points if p.page == "v_toggle" and p.hier == top}):
         try:
             with open(path) as f:
                 text = f.read()
         except OSError:
             continue
-        out.update({(top, n): v for n, v in counter_temporaries(text, top).items()})
-    return out
+        temps.update({(top, n): v for n, v in counter_temporaries(text, top).items()})
+        flags.update({(top, n): v for n, v in counter_flags(text, top).items()})
+    return temps, flags
 
 
 def record_exclusions(width: int, max_frame: int = 9216):
-    """Exclusions for the frame-store record (``v7_rec``, ``cur``, the memory ports: one flat
-    word ``action 2 | last kbits | pstart 16 | pend_incl 16 | single 1``, as hdl/parser.py's
-    ``rec_layout``): the bits of its excluded fields, and beat counts above ``max_frame``'s
+    """Exclusions for the frame-store record (``record.payload``, ``cur``, the memory ports
+    ``rrp``/``rwp``: one flat word ``action 2 | last kbits | pstart 16 | pend_incl 16 |
+    single 1 | ps0 1 | pe0 1``, as hdl/parser.py's ``record_layout``; ``single``, ``ps0``,
+    ``pe0`` toggle): the bits of its excluded fields, and beat counts above ``max_frame``'s
     beats."""
     from metaroce.models.parser import params
     p = params(width, max_frame)
@@ -211,7 +310,7 @@ def record_exclusions(width: int, max_frame: int = 9216):
             return off - 16 >= 14
         return False                       # single
     return (
-        (r"^(rec|rec_cur|cur|v\d+_rec|rrp___05Fdata|rwp___05Fdata)$",
+        (r"^(rec|rec_cur|cur|v\d+_rec|rrp___05Fdata|rwp___05Fdata|record___05Fpayload(__024\d+)?)$",
          "frame-store record word: the bits of the excluded last/pstart/pend_incl bits", field_bit),
         (_F + r"(nbeats|nbeats_m1|last)$", f"beat counts above max_frame's {p['max_beats']} beats",
          lambda bit: bit is not None and bit >= top),
@@ -236,22 +335,47 @@ def word_exclusions(points: list[Point]):
             rules.append((f"^{re.escape(name)}$", "opcode facts word (a table of constants per "
                           "opcode): c_body bits 0-1, 7 and pstart bits 0, 7 are the same for "
                           "every opcode", lambda bit, bad=bad: bit in bad))
-        elif re.match(r"^(hd|vq_rp___05Fdata|vq_wp___05Fdata)$", name) and n > 16:
+        elif re.match(r"^(hd|vq_rp___05Fdata|vq_wp___05Fdata|verdict___05Fpayload(__024\d+)?)$",
+                      name) and n > 16:
             rules.append((f"^{re.escape(name)}$", "verdict-queue word: payload length bits "
                           "14-15 (max_frame < 2^14)", lambda bit, n=n: bit is not None and bit >= n - 2))
     return tuple(rules)
 
+def _temp_reachable(sources, bit, counts) -> bool:
+    """Can bit ``bit`` of a temporary carrying a counter piece (``{(counter, offset)}``, the
+    value shifted down by offset, or that plus one, or a constant 0) toggle in a run?"""
+    if bit is None:
+        return True
+    zero = any(i < 0 for i, _ in sources)      # also a constant 0 sometimes
+    for i, off in sources:
+        if i < 0:
+            continue
+        if bit + off < 0:
+            return True     # below the counter's bit 0: not a counter bit
+        piece = (counts[i] if i < len(counts) else max(counts)) >> max(off, 0)
+        if off > 0 and piece == 0 and not zero:
+            continue        # the piece never moved: its value (plus one) is a constant
+        if piece + 1 >= 1 << (bit if off > 0 else bit + off):
+            return True
+    return False
+
+
 def summarise(points: list[Point], counts: list[int] | None = None, exclusions=TOGGLE_EXCLUSIONS,
-              max_list: int = 40, counter_temps: dict[str, set[int]] | None = None) -> dict:
+              max_list: int = 40, counter_temps=None, counter_flag_temps=None,
+              constant_bits=None) -> dict:
     """Line and toggle coverage: covered / total / percent, the uncovered points (first
     ``max_list``), and for toggles the excluded points per reason.
 
-    ``counts``: events per counter in the run (the parser's per-reason counts); a counter
-    bit is excluded when the run had too few events to move it (bit k rises after 2^k
+    ``counts``: events per counter in the run (the parser's per-reason counts); a
+    counter bit is excluded when the run had too few events to move it (bit k rises after 2^k
     events, falls after 2^(k+1)), whatever the counters' width; so are the bits of the
     temporaries ``counter_temps`` names (:func:`counter_temporaries_of`: ``{(hierarchy,
-    name): counter indices}``, a counter's value or that value plus one; with 64-bit
-    counters these are most of the points that cannot toggle).  ``toggle`` counts every
+    name): {(counter, offset)}}``, a counter's value or a 16-bit piece of it, or that plus
+    one; with 64-bit counters these are most of the points that cannot toggle), the
+    all-ones flags ``cntN_onesK`` and the one-bit temporaries ``counter_flag_temps`` names
+    (``{(hierarchy, name): (counter, events)}``) when the counter counted fewer events than
+    the flag needs to rise; ``constant_bits`` (:func:`constant_bits_of`) are temporaries'
+    bits constant by the netlist's structure.  ``toggle`` counts every
     point not excluded; ``toggle_named`` and ``toggle_temporaries`` split it into the
     design's named signals and Amaranth/Yosys temporaries (``$N``: unnamed expressions,
     which the name-based exclusions cannot reach); ``toggle_all_points`` excludes nothing.
@@ -264,7 +388,16 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
         name, bit, direction = _split(p.text)
         why = next((w for r, w, f in exclusions if re.search(r, name) and f(bit)), None)
         m = _COUNTER.match(name)
-        if why is None and m and counts:
+        ones = ONES_FLAG.match(name)
+        flag = (counter_flag_temps or {}).get((p.hier, name))
+        if ones and counts:
+            flag = (int(ones.group(1)), ones_flag_threshold(int(ones.group(2))))
+        if why is None and flag and counts:
+            i, need = flag
+            if (counts[i] if i < len(counts) else max(counts)) < need:
+                why = ("counter all-ones flags and carry conditions (cntN_onesK, cntN piece == "
+                       "0xfffe, AND with a flag): cannot rise before 65,534 events")
+        elif why is None and m and counts:
             n = counts[int(m.group(1))] if m.group(1) and int(m.group(1)) < len(counts) else max(counts)
             if not _counter_reachable(bit, direction, n):
                 why = "counter bits the run's event count cannot reach (bit k needs 2^k events)"
@@ -272,13 +405,17 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
             if not _counter_reachable(bit, direction, sum(counts)):
                 why = "record-queue pointer bits the run's frame count cannot reach (one step per frame)"
         elif why is None and counts and counter_temps and (p.hier, name) in counter_temps:
-            # a counter's value or that value plus one (one event more than the counter's), or
-            # a constant 0 (reset, a read of no counter): a bit that rose can fall at any time
-            n = max(counts[i] if i < len(counts) else max(counts)
-                    for i in counter_temps[p.hier, name]) + 1
-            if not _counter_reachable(bit, "0->1", n):
+            # a counter's value (or piece) or that plus one (one event more than the
+            # counter's), or a constant 0 (reset, a read of no counter): a bit that rose can
+            # fall at any time
+            if not _temp_reachable(counter_temps[p.hier, name], bit, counts):
                 why = ("counter temporaries (next state, increment, read-out of cntN) the run's "
                        "event count cannot reach")
+        if why is None and constant_bits and bit is not None and \
+                bit in constant_bits.get((p.hier, name), ()):
+            why = ("temporaries' bits constant by the netlist's structure (driven by a literal, or "
+                   "by &, |, ^ of concatenations with constant bits there, e.g. {hi, 8'h00} & "
+                   "{8'h00, lo})")
         if why is not None:
             excluded[why] += 1
         elif _TEMP.match(name):
@@ -364,3 +501,137 @@ def functional(width: int, shapes: dict[str, list[dict]]) -> dict:
             "percent": round(100.0 * (total - len(missing)) / total, 2),
             "missing": missing, "bins": bins,
             "every_reason_every_shape": all(n > 0 for n in bins["reason x shape"].values())}
+
+
+# ---------------------------------------------------------------------------------------
+# structurally constant bits of temporaries
+
+_VL_DECL = re.compile(r"^\s*(?:wire|reg)\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|[A-Za-z_]\w*)\s*(?:=[^;]*)?;", re.M)
+_VL_CONT = re.compile(r"^\s*assign\s+(.*?)\s*=\s*(.*?)\s*;\s*$", re.M)
+_VL_PROC = re.compile(r"^\s*(\\\S+|[A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?<?=", re.M)
+_VL_LIT = re.compile(r"^(\d+)'([hbd])([0-9a-fA-F_]+)$")
+_VL_REF = re.compile(r"^(\\\S+|[A-Za-z_]\w*)\s*(?:\[(\d+)(?::(\d+))?\])?$")
+
+
+def _vl_terms(text: str):
+    """A concatenation ``{a, b[3:0], 4'h0}`` or a single term as a list of terms, high first."""
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        inner = text[1:-1]
+        if "{" in inner or "}" in inner:
+            return None
+        return [t.strip() for t in inner.split(",")]
+    return [text]
+
+
+def _vl_bits(text: str, widths: dict, known: dict):
+    """The bits (low first) of a concatenation/term: 0, 1 or None (not constant); None when
+    the expression is not understood."""
+    parts = _vl_terms(text)
+    if parts is None:
+        return None
+    bits: list = []
+    for t in reversed(parts):
+        if m := _VL_LIT.match(t):
+            n, base, digits = int(m.group(1)), m.group(2), m.group(3).replace("_", "")
+            value = int(digits, {"h": 16, "b": 2, "d": 10}[base])
+            bits += [(value >> i) & 1 for i in range(n)]
+        elif m := _VL_REF.match(t):
+            name = m.group(1)
+            if name not in widths:
+                return None
+            hi = int(m.group(2)) if m.group(2) is not None else widths[name] - 1
+            lo = int(m.group(3)) if m.group(3) is not None else (hi if m.group(2) is not None else 0)
+            vals = known.get(name, {})
+            bits += [vals.get(i) for i in range(lo, hi + 1)]
+        else:
+            return None
+    return bits
+
+
+def _vl_expr_bits(rhs: str, width: int, widths: dict, known: dict):
+    """Constant bits of ``a``, ``a & b``, ``a | b``, ``a ^ b`` (a, b concatenations/terms)."""
+    m = re.match(r"^(\{[^{}]*\}|[^&|^{}]+?)\s*([&|^])\s*(\{[^{}]*\}|[^&|^{}]+)$", rhs)
+    if m:
+        a, b = _vl_bits(m.group(1), widths, known), _vl_bits(m.group(3), widths, known)
+        if a is None or b is None:
+            return None
+        n = max(len(a), len(b))
+        a, b = a + [0] * (n - len(a)), b + [0] * (n - len(b))
+        op = m.group(2)
+        out = []
+        for x, y in zip(a, b):
+            if op == "&":
+                out.append(0 if 0 in (x, y) else (1 if x == y == 1 else None))
+            elif op == "|":
+                out.append(1 if 1 in (x, y) else (0 if x == y == 0 else None))
+            else:
+                out.append(None if None in (x, y) else x ^ y)
+        return out[:width]
+    bits = _vl_bits(rhs, widths, known)
+    return None if bits is None else (bits + [0] * width)[:width]
+
+
+def constant_temporary_bits(verilog: str, module: str) -> dict[str, dict[int, int]]:
+    """Bits of module ``module``'s temporaries (Verilator names) that are constant by the
+    netlist's structure: driven by a literal, or by ``&``/``|``/``^`` of concatenations
+    whose bits at that position are constant (e.g. ``{hi, 8'h00} & {8'h00, lo}``: bits 0-7
+    are 0).  Only temporaries driven by continuous ``assign`` alone are considered.
+    ``{temporary: {bit: value}}``."""
+    text = _module_text(verilog, module)
+    if text is None:
+        return {}
+    widths = {}
+    for hi, lo, name in _VL_DECL.findall(text):
+        widths[name] = int(hi) - int(lo) + 1 if hi else 1
+    procedural = {n for n in _VL_PROC.findall(text)
+                  if not re.match(r"^\s*assign\b", n)} - {"assign"}
+    assigns = _VL_CONT.findall(text)
+    known: dict[str, dict[int, int]] = {}
+    for _ in range(8):          # a few rounds: constants propagate through temporaries
+        before = sum(len(v) for v in known.values())
+        for lhs, rhs in assigns:
+            targets = _vl_terms(lhs)
+            if targets is None:
+                continue
+            slots = []          # (name, bit) low first
+            for t in reversed(targets):
+                m = _VL_REF.match(t)
+                if not m or m.group(1) not in widths:
+                    slots = None
+                    break
+                name = m.group(1)
+                hi = int(m.group(2)) if m.group(2) is not None else widths[name] - 1
+                lo = int(m.group(3)) if m.group(3) is not None else (hi if m.group(2) is not None else 0)
+                slots += [(name, i) for i in range(lo, hi + 1)]
+            if not slots or any(not n.startswith("\\$") or n in procedural for n, _ in slots):
+                continue
+            bits = _vl_expr_bits(rhs, len(slots), widths, known)
+            if bits is None:
+                continue
+            for (name, i), v in zip(slots, bits):
+                if v is not None:
+                    known.setdefault(name, {})[i] = v
+        if sum(len(v) for v in known.values()) == before:
+            break
+    return {_vl_name(n): v for n, v in known.items() if v}
+
+
+def constant_bits_of(points: list[Point]) -> dict[tuple[str, str], set[int]]:
+    """:func:`constant_temporary_bits` of every module the toggle points name (Amaranth names
+    a module by its hierarchy), keyed ``(hierarchy, name)`` for :func:`summarise`."""
+    out: dict = {}
+    files = defaultdict(set)
+    for p in points:
+        if p.page == "v_toggle":
+            files[p.file].add(p.hier)
+    for path, hiers in sorted(files.items()):
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        for hier in sorted(hiers):
+            for name, bits in constant_temporary_bits(text, hier).items():
+                out[hier, name] = set(bits)
+    return out

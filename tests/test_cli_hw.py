@@ -163,8 +163,9 @@ module top(clk, reg_addr);
 endmodule
 """
     temps = cov.counter_temporaries(verilog, "top")
-    assert temps == {"__0245": {0}, "__0246": {1}, "__0247": {0, 1}, "__0249": {0, 1},
-                     "__02410": {0}}
+    zero = (-1, 0)      # also a constant 0 at times
+    assert temps == {"__0245": {(0, 0)}, "__0246": {(1, 0)}, "__0247": {(0, 0), (1, 0), zero},
+                     "__0249": {(0, 0), (1, 0), zero}, "__02410": {(0, 0)}}
     points = [cov.Point("v_toggle", "t.v", 1, f"{name}[{bit}]:0->1", hier, 0)
               for hier, name in (("top", "__0245"), ("top", "__02411"), ("top.s", "__0245"))
               for bit in range(8)]
@@ -173,3 +174,79 @@ endmodule
     # cnt0 + 1 reaches 7 after 6 events: bits 0-2 can rise, 3-7 cannot
     assert summary["toggle"]["total"] == 3 + 8 + 8
     assert sum(summary["toggle"]["excluded"].values()) == 5
+
+
+def test_counter_pieces_and_flags_excluded_by_event_count():
+    """Coverage exclusions (docs/hw/verification.md): a 64-bit counter counted in 16-bit
+    pieces: the increment of a piece above the first (``cnt0[31:16] + 1``) is constant until
+    2^16 events, the next state that puts it back in place is the counter's value, and the
+    all-ones flags (``cnt0_ones0``), the ``piece == 0xfffe`` compares and the carry ANDs with
+    a flag cannot rise before 65,534 events; a compare with another signal is not a flag."""
+    from metaroce.tb import coverage as cov
+    verilog = """module top(clk);
+  assign \\$4  = cnt0[15:0] + 1'h1;
+  assign \\$8  = cnt0[15:0] == 16'hfffe;
+  assign \\$11  = & { cnt0_ones0, \\$10  };
+  assign \\$12  = cnt0[31:16] + 1'h1;
+  assign \\$13  = cnt0[15:0] == other;
+  assign \\$14  = sel ? \\$12  : 16'h0000;
+  always @* begin
+    \\$256  = cnt0;
+      \\$256 [15:0] = \\$4 [15:0];
+      \\$256 [31:16] = \\$12 [15:0];
+      \\$256  = 64'h0000000000000000;
+    \\$257  = cnt0_ones0;
+      \\$257  = \\$8 ;
+      \\$257  = 1'h0;
+  end
+endmodule
+"""
+    temps = cov.counter_temporaries(verilog, "top")
+    assert temps == {"__0244": {(0, 0)}, "__02412": {(0, 16)}, "__024256": {(0, 0), (-1, 0)},
+                     "__02414": {(0, 16), (-1, 0)}}
+    flags = cov.counter_flags(verilog, "top")
+    assert flags == {"__0248": (0, 0xFFFE), "__02411": (0, 0xFFFF), "__024257": (0, 0xFFFE)}
+    points = [cov.Point("v_toggle", "t.v", 1, text, "top", 0) for text in
+              ["__02412[0]:0->1", "__024256[16]:0->1", "__024256[3]:0->1", "cnt0_ones0:0->1",
+               "cnt0_ones1:0->1", "__0248:0->1", "__02411:0->1", "__024257:0->1", "__02413:0->1",
+               "__02414[0]:0->1", "__02414[1]:0->1"]]
+    keyed = {("top", n): v for n, v in temps.items()}
+    summary = cov.summarise(points, counts=[6], exclusions=(), counter_temps=keyed,
+                            counter_flag_temps={("top", n): v for n, v in flags.items()})
+    # kept: the compare, and bit 0 of the piece's increment or 0 (the constant 1 or 0)
+    assert summary["toggle"]["uncovered"] == ["__02413:0->1", "__02414[0]:0->1"]
+    more = cov.summarise(points, counts=[70000], exclusions=(), counter_temps=keyed,
+                         counter_flag_temps={("top", n): v for n, v in flags.items()})
+    assert more["toggle"]["total"] == 11 - 1       # cnt0_ones1 needs 0xffff << 16 events
+
+
+def test_constant_temporary_bits():
+    """Coverage exclusions (docs/hw/verification.md): temporaries' bits fixed by the
+    netlist's structure (a literal, or &, |, ^ of concatenations with constant bits there)
+    are found; bits that depend on a signal, and temporaries also driven in an always
+    block, are not."""
+    from metaroce.tb import coverage as cov
+    verilog = """module top(clk);
+  wire [5:0] hi;
+  wire [3:0] lo;
+  wire [7:0] \\$1 ;
+  wire [7:0] \\$2 ;
+  wire [7:0] \\$3 ;
+  wire [7:0] \\$4 ;
+  reg [7:0] \\$5 ;
+  assign \\$1  = { hi, 2'h0 } & { 4'h0, lo };
+  assign \\$2  = 8'h81;
+  assign \\$3  = \\$1  | { \\$2 [6:0], 1'h0 };
+  assign \\$4 [3:0] = 4'h0;
+  assign \\$5  = 8'h00;
+  always @* begin
+    \\$5  = { hi, lo };
+  end
+endmodule
+"""
+    bits = cov.constant_temporary_bits(verilog, "top")
+    assert bits["__0241"] == {0: 0, 1: 0, 4: 0, 5: 0, 6: 0, 7: 0}     # bits 2-3: hi & lo
+    assert bits["__0242"] == {i: (0x81 >> i) & 1 for i in range(8)}
+    assert bits["__0243"] == {0: 0, 1: 1, 4: 0, 5: 0, 6: 0, 7: 0}
+    assert bits["__0244"] == {0: 0, 1: 0, 2: 0, 3: 0}
+    assert "__0245" not in bits

@@ -83,10 +83,12 @@ def run(args):
     res, dat, tmp = simulate(blk, args.width, args.frames, args.seed, shapes)
     try:
         points = cov.read_coverage_dat(dat)
+        temps, flags = cov.counter_temporaries_of(points, blk.name)
         summary = cov.summarise(points, res.get("counts"),
                                 cov.TOGGLE_EXCLUSIONS + cov.record_exclusions(args.width)
                                 + cov.word_exclusions(points),
-                                counter_temps=cov.counter_temporaries_of(points, blk.name))
+                                counter_temps=temps, counter_flag_temps=flags,
+                                constant_bits=cov.constant_bits_of(points))
         func = cov.functional(args.width, res["shapes"])
         if args.keep:
             keep = Path(args.keep)
