@@ -244,3 +244,14 @@ def test_udp_transfer_auth_off_refuses_blind_forgeries(tmp_path):
     acks = [f for f in frames if f.bth.opcode == Op.MR_ACK]
     real = [f for f in acks if f.udp.sport != att.port]
     assert real and sum(f.bth.psn != 0 for f in real) >= len(real) - 1
+
+
+def test_receipt_key_record_and_one_block():
+    """MR-ENG-032: the engine's per-connection receipt-key row is a valid bit and the 128-bit key,
+    and every proof message (an ACK's, with all its fields, or a NAK's) fits one 64-byte BLAKE2s
+    block, so one compression per ACK or NAK."""
+    from metaroce.models import records as R
+    from metaroce.models import security as S
+    assert dict((n, f.width) for n, f in R.CONN_KEY) == {"valid": 1, "receipt_key": 128}
+    assert S._PROOF_MSG.size + S._PROOF_ACK_FIELDS.size + 32 <= 64
+    assert S._PROOF_MSG.size <= 64
