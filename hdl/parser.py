@@ -20,7 +20,7 @@ s_axis__tvalid        in
 s_axis__tready        out   registered (MR-HW-051); 1 with drop_on_full
 s_axis__tlast         in
 s_axis__tuser         in    MAC error (any beat of the frame)
-m_meta__data [1438]   out   :data:`META_LAYOUT` (MR-HW-010), one record per non-bypassed frame
+m_meta__payload [1438]   out   :data:`META_LAYOUT` (MR-HW-010), one record per non-bypassed frame
 m_meta__valid         out
 m_meta__ready         in
 m_payload__tdata [W]  out   payload of accepted frames, byte lanes as in the input frame
@@ -35,7 +35,7 @@ reg_data [64]         out   counter value, one cycle after reg_addr
 ===================== ===== ===============================================================
 
 Golden model: :class:`metaroce.models.parser.ParserModel(width)` with ``step(inputs) ->
-outputs`` (all ports above by name except clk; ``m_meta__data`` as a flat int), called once
+outputs`` (all ports above by name except clk; ``m_meta__payload`` as a flat int), called once
 per clock; ``ParserModel.meta_to_dict(int)``; ``ParserModel.port_names()``.
 
 Pipeline (MR-HW-050), no stall after S0: S0 takes a beat into the header buffer ``hb``, the
@@ -85,7 +85,9 @@ def axis_signature(width, *, user=False):
 
 
 def meta_signature():
-    return wiring.Signature({"data": Out(META_LAYOUT), "valid": Out(1), "ready": In(1)})
+    """The ``m_meta`` port: a ``lib.stream`` of META_LAYOUT records (MR-HW-004), the signature the
+    RX engine's ``s_meta`` flips, so the two join with ``wiring.connect``."""
+    return stream.Signature(META_LAYOUT)
 
 
 def _ext_offsets():
@@ -731,13 +733,13 @@ class MetaOutput(wiring.Component):
     ======== ===== ========================================================================
     fields   in    stream of :data:`META_LAYOUT`, one per frame (from S1, registered)
     verdict  in    stream of :data:`VERDICT_LAYOUT`, one per frame (from S7)
-    o        out   the parser's ``m_meta`` (data, valid, ready), registered (MR-HW-055)
+    o        out   the parser's ``m_meta`` (payload, valid, ready), registered (MR-HW-055)
     pop      out   a meta-queue slot is freed (for the reservations, MR-HW-051)
     ======== ===== ========================================================================
     """
     fields: In(stream.Signature(META_LAYOUT, always_ready=True))
     verdict: In(stream.Signature(VERDICT_LAYOUT, always_ready=True))
-    o: Out(wiring.Signature({"data": Out(META_LAYOUT), "valid": Out(1), "ready": In(1)}))
+    o: Out(stream.Signature(META_LAYOUT))
     pop: Out(1)
 
     def elaborate(self, platform):
@@ -797,7 +799,7 @@ class MetaOutput(wiring.Component):
         with m.If(load_hd):
             m.d.sync += [hd.eq(vq_rp.data), hd_bypass.eq(vq_rp.data.reason == NR)]
         m.d.sync += meta_valid.eq(take | (meta_valid & ~mo.ready))
-        m.d.comb += [mo.valid.eq(meta_valid), mo.data.eq(meta_out)]
+        m.d.comb += [mo.valid.eq(meta_valid), mo.payload.eq(meta_out)]
         q = Signal(META_LAYOUT)
         m.d.comb += q.eq(mq_rp.data)
         with m.If(take):

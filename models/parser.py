@@ -3,7 +3,7 @@
 ``ParserModel(width)``: call ``step(inputs)`` once per clock cycle with the values of every
 input port in this cycle (Verilog port names, see :meth:`ParserModel.port_names`; ``clk`` is
 implied); it returns the values of every output port in this cycle and advances one cycle.
-``m_meta__data`` is the flat integer of :data:`META_LAYOUT` (declared here; the RTL imports it);
+``m_meta__payload`` is the flat integer of :data:`META_LAYOUT` (declared here; the RTL imports it);
 :meth:`ParserModel.meta_to_dict` unpacks it.
 
 The verdict and every field come from the codec (:func:`metaroce.models.codec.decode` on the
@@ -112,7 +112,7 @@ def params(width, max_frame=9216):
 
 INPUTS = ("rst", "s_axis__tdata", "s_axis__tkeep", "s_axis__tvalid", "s_axis__tlast",
           "s_axis__tuser", "m_meta__ready", "m_payload__tready", "m_bypass__tready", "reg_addr")
-OUTPUTS = ("s_axis__tready", "m_meta__data", "m_meta__valid",
+OUTPUTS = ("s_axis__tready", "m_meta__payload", "m_meta__valid",
            "m_payload__tdata", "m_payload__tkeep", "m_payload__tvalid", "m_payload__tlast",
            "m_bypass__tdata", "m_bypass__tkeep", "m_bypass__tvalid", "m_bypass__tlast",
            "reg_data")
@@ -242,12 +242,12 @@ def _unpack(value):
 
 
 def pack_meta(values):
-    """Pack a nested dict (names of META_LAYOUT) into the flat ``m_meta__data`` integer."""
+    """Pack a nested dict (names of META_LAYOUT) into the flat ``m_meta__payload`` integer."""
     return _pack(values)
 
 
 def unpack_meta(value):
-    """The nested dict of every META_LAYOUT field of a flat ``m_meta__data`` integer."""
+    """The nested dict of every META_LAYOUT field of a flat ``m_meta__payload`` integer."""
     return _unpack(int(value))
 
 
@@ -360,7 +360,7 @@ class ParserModel:
 
     @staticmethod
     def meta_to_dict(value):
-        """Unpack ``m_meta__data`` for humans: present headers only, names as in the codec."""
+        """Unpack ``m_meta__payload`` for humans: present headers only, names as in the codec."""
         d = unpack_meta(value)
         out = {k: d[k] for k in ("drop", "reason", "ipv6", "vlan_present", "frame_len",
                                  "payload_offset", "payload_len", "eth", "ip", "udp", "bth")}
@@ -418,7 +418,7 @@ class ParserModel:
         o_pvalid, o_bvalid = self.o_pvalid, self.o_bvalid
         out = {
             "s_axis__tready": tready,
-            "m_meta__data": self.meta_out, "m_meta__valid": self.meta_valid,
+            "m_meta__payload": self.meta_out, "m_meta__valid": self.meta_valid,
             "m_payload__tdata": self.o_data, "m_payload__tkeep": self.o_keep_p,
             "m_payload__tvalid": o_pvalid, "m_payload__tlast": self.o_last,
             "m_bypass__tdata": self.o_data, "m_bypass__tkeep": self.o_keep_b,

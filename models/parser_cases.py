@@ -881,7 +881,7 @@ class Driver:
     frame whose last beat is full with an extra beat of tkeep = 0.  ``p_garble_keep`` randomises tkeep outright
     (bytes change: no stream check).
 
-    Results in ``drv.res``: ``meta`` (flat ``m_meta__data`` values), ``payload`` and
+    Results in ``drv.res``: ``meta`` (flat ``m_meta__payload`` values), ``payload`` and
     ``bypass`` (bytes per frame), ``accepted_beats``, ``accept_log`` ((cycle, tlast) of
     accepted beats), ``meta_new_cycles`` (cycles a new meta record shows), ``tready_low``,
     ``case_beats`` (beats sent per case), then ``cycles`` and ``counters``.
@@ -1017,7 +1017,7 @@ class Driver:
             if not self._meta_held:
                 res["meta_new_cycles"].append(self.cycle)
             if inp["m_meta__ready"]:
-                res["meta"].append(out["m_meta__data"])
+                res["meta"].append(out["m_meta__payload"])
             # a record still held next cycle is the same record; after a transfer it is new
             self._meta_held = not inp["m_meta__ready"]
         else:

@@ -47,7 +47,7 @@ from .streams import ReadyRandomiser, axis_sink, axis_source
 
 SHAPES = pc.SHAPES
 #: Outputs read only after a change of value (one meta record per frame; see lockstep.drive).
-WATCH = ("m_meta__data",)
+WATCH = ("m_meta__payload",)
 _SPECIAL = ("METAROCE_REPLAY_PCAP", "METAROCE_BENCH_OUT", "METAROCE_COVERAGE_OUT")
 
 
@@ -184,7 +184,7 @@ async def parser_axis_boundary(dut):
     await h.wait_until(lambda: len(h.transfers["m_meta"]) + byp.count() >= n_frames and src.idle(),
                        timeout_cycles=limit, what=f"{n_frames} frames through the parser")
     n_pay = sum(1 for _, d in h.transfers["m_meta"]
-                if not model.meta_to_dict(d["data"])["drop"] and model.meta_to_dict(d["data"])["payload_len"])
+                if not model.meta_to_dict(d["payload"])["drop"] and model.meta_to_dict(d["payload"])["payload_len"])
     await h.wait_until(lambda: pay.count() >= n_pay, limit, "payload frames out")
     counters = []
     for i in range(pc.N_COUNTERS):          # reg_data follows reg_addr one cycle later
@@ -192,7 +192,7 @@ async def parser_axis_boundary(dut):
         await h.cycles(2)
         counters.append(int(dut.reg_data.value))
     h.stop()
-    res = {"meta": [d["data"] for _, d in h.transfers["m_meta"]],
+    res = {"meta": [d["payload"] for _, d in h.transfers["m_meta"]],
            "bypass": [bytes(byp.recv_nowait().tdata) for _ in range(byp.count())],
            "payload": [bytes(pay.recv_nowait().tdata) for _ in range(pay.count())],
            "counters": counters}
@@ -279,7 +279,7 @@ async def parser_line_rate(dut):
     # MR-HW-070: the fast loop compares every output in every cycle and names the cycle:
     # a model answer wrong in one output at one cycle is caught there
     core = run.h.core
-    for k, signal in enumerate(("m_payload__tkeep", "s_axis__tready", "m_meta__data", "reg_data")):
+    for k, signal in enumerate(("m_payload__tkeep", "s_axis__tready", "m_meta__payload", "reg_data")):
         real, target = core._step, core.cycle + 3 + 5 * k
 
         def wrong(ins, real=real, target=target, signal=signal):

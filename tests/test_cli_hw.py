@@ -16,7 +16,7 @@ def test_verilog_writes_the_module(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == str(path)
     text = path.read_text()
     assert "module parser(" in text
-    for port in ("s_axis__tdata", "s_axis__tuser", "m_meta__data", "m_payload__tkeep",
+    for port in ("s_axis__tdata", "s_axis__tuser", "m_meta__payload", "m_payload__tkeep",
                  "m_bypass__tvalid", "reg_addr", "reg_data"):
         assert port in text
     assert "input [63:0] s_axis__tdata" in text

@@ -89,3 +89,19 @@ def test_parser_structure():
     assert isinstance(icrc_hw.IcrcChecker(64), wiring.Component)
     assert isinstance(icrc_hw.IcrcProcessor(64), wiring.Component)
     assert isinstance(icrc_hw.IcrcChecker(64).signature.members["i"].signature, stream.Signature)
+
+
+def test_parser_meta_joins_the_rx_engine():
+    """MR-HW-004, MR-RX-001: the parser's ``m_meta`` is a ``lib.stream`` of META_LAYOUT records, the
+    signature the RX engine's ``s_meta`` flips: the two blocks join with ``wiring.connect``."""
+    from amaranth.hdl import Module
+    from amaranth.lib import stream, wiring
+
+    from metaroce.hdl.parser import Parser
+    from metaroce.hdl.rx import Rx
+    from metaroce.models.parser import META_LAYOUT
+    parser, rx = Parser(64), Rx(64, conns=256, paths=4, keys=64)
+    assert parser.signature.members["m_meta"].signature == stream.Signature(META_LAYOUT)
+    m = Module()
+    m.submodules.parser, m.submodules.rx = parser, rx
+    wiring.connect(m, parser.m_meta, rx.s_meta)

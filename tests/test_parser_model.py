@@ -24,7 +24,7 @@ WIDTHS = [64, 128, 256, 512]
 def test_port_names_and_meta_width():
     """MR-HW-002, MR-HW-010: the model's port list and the meta layout width."""
     names = ParserModel.port_names()
-    assert "s_axis__tdata" in names["inputs"] and "m_meta__data" in names["outputs"]
+    assert "s_axis__tdata" in names["inputs"] and "m_meta__payload" in names["outputs"]
     assert set(names["inputs"]) & set(names["outputs"]) == set()
     assert META_LAYOUT.size == 1438
     out = ParserModel(64).step({})
