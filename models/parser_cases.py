@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from . import codec, wire
 from .codec import AETH, BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, AtomicAck, Eth
+from .driver import CounterReadout
 from .parser import N_COUNTERS
 from .wire import Op, Reason
 
@@ -862,7 +863,7 @@ _OUT_STREAMS = tuple((n, f"m_{n}__tvalid", f"m_{n}__tready", f"m_{n}__tdata", f"
                       f"m_{n}__tlast") for n in ("payload", "bypass"))
 
 
-class Driver:
+class Driver(CounterReadout):
     """The parser's AXI4-Stream source, output sinks, meta ready and counter reads, cycle by
     cycle from one seed, and the collector of the three output streams (MR-HW-002).
 
@@ -931,9 +932,8 @@ class Driver:
         self.history = []
         self._cur = {"payload": bytearray(), "bypass": bytearray()}
         self._meta_held = 0
-        self._quiet = 0
-        self._phase = 0                     # 0 traffic, 1 counter reads, 2 finished
-        self._reg_i = 0
+        self.n_counters = N_COUNTERS
+        self._readout_reset()
         self._bp = {"m_meta__ready": 0, "m_payload__tready": 0, "m_bypass__tready": 0}
         self.limit = 400 + 20 * len(self.beats) * (1 + int(10 * max(p_bp, self.p_meta_bp)))
         self.res = {"meta": [], "payload": [], "bypass": [], "accepted_beats": 0, "accept_log": [],
@@ -945,10 +945,6 @@ class Driver:
     @property
     def sent_all(self):
         return self.i >= len(self.beats)
-
-    @property
-    def finished(self):
-        return self._phase == 2
 
     def _ready(self, name, p):
         # low with probability p, and now and then for a run of up to `bursts` cycles
@@ -968,7 +964,7 @@ class Driver:
         if self._phase:
             inp = dict(self._idle)
             inp.update({"m_meta__ready": 1, "m_payload__tready": 1, "m_bypass__tready": 1,
-                        "reg_addr": min(self._reg_i, N_COUNTERS - 1)})
+                        "reg_addr": self._readout_addr()})
             return inp
         if not self.presenting and self.i < len(self.beats) and (self.p_idle == 0 or rng.random() >= self.p_idle):
             self.presenting = True
@@ -993,13 +989,7 @@ class Driver:
 
     def observe(self, inp, out):
         res = self.res
-        if self._phase == 1:
-            if self._reg_i > 0:
-                res["counters"].append(out["reg_data"])
-            self._reg_i += 1
-            if self._reg_i > N_COUNTERS:
-                self._phase = 2
-            self.cycle += 1
+        if self._readout_observe(out):
             return
         if self.presenting:
             if out["s_axis__tready"]:
@@ -1037,25 +1027,8 @@ class Driver:
                     cur.clear()
         self.cycle += 1
 
-    def settle(self, busy):
-        """After :meth:`observe`: ``busy`` is whether the model still holds a frame (a bool,
-        or a callable asked only once every beat is sent)."""
-        if self._phase:
-            return
-        if not self.sent_all or (busy() if callable(busy) else busy):
-            self._quiet = 0
-        else:
-            self._quiet += 1
-        if self._quiet > self.quiet_cycles:
-            self.res["cycles"] = self.cycle
-            if self.read_counters:
-                self._phase = 1
-                self.res["counters"] = []
-            else:
-                self._phase = 2
-        elif self.cycle > self.limit:
-            raise AssertionError(f"no progress after {self.cycle} cycles ({self.i}/{len(self.beats)} "
-                                 f"beats accepted); last input beats: {self.last_beats()}")
+    def _stuck(self):
+        return f"({self.i}/{len(self.beats)} beats accepted); last input beats: {self.last_beats()}"
 
     def last_beats(self):
         return "; ".join(f"cycle {h[0]} case {h[1]} tdata={h[2]:#x} tkeep={h[3]:#x} tlast={h[4]} tuser={h[5]}"

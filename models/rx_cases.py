@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from . import codec, protocol as P
 from .codec import BTH, IP, MRDH, RETH, UDP
+from .driver import CounterReadout
 from .parser import verdict
 from .rx import (CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_PATH,
                  GLOBAL, RxCode, RxCycleModel, RxModel, layouts, pack, payload_layout, unpack)
@@ -306,7 +307,7 @@ def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
 SHAPES = {"none": (0.0, 0.0), "idle": (0.3, 0.0), "bp": (0.0, 0.5), "both": (0.25, 0.4)}
 
 
-class Driver:
+class Driver(CounterReadout):
     """Sources for ``s_meta``, ``s_payload`` and ``s_cfg``, sinks for ``m_ack``, ``m_place`` and
     ``m_data``, and ``reg_addr``, cycle by cycle from one seed (MR-RX-002).
 
@@ -338,17 +339,13 @@ class Driver:
         self.presenting = None      # ("meta"|"cfg", value)
         self.since_take = CFG_QUIET
         self.cycle = 0
-        self._phase = 0
-        self._quiet = 0
-        self._reg_i = 0
+        self.n_counters = N_COUNTERS
+        self.quiet_cycles = 3
+        self._readout_reset()
         self._cur = bytearray()
         self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * p_bp))
         self.res = {"ack": [], "place": [], "data": [], "meta_taken": [], "payload_taken": [],
                     "ack_cycles": [], "cycles": 0, "counters": None}
-
-    @property
-    def finished(self):
-        return self._phase == 2
 
     @property
     def sent_all(self):
@@ -370,7 +367,7 @@ class Driver:
                "s_payload__valid": 0, "s_payload__payload": 0}
         if self._phase:
             inp.update({"m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1,
-                        "reg_addr": min(self._reg_i, N_COUNTERS - 1)})
+                        "reg_addr": self._readout_addr()})
             return inp
         if self.presenting is None and self.i < len(self.items):
             it = self.items[self.i]
@@ -398,13 +395,7 @@ class Driver:
 
     def observe(self, inp, out):
         res = self.res
-        if self._phase == 1:
-            if self._reg_i > 0:
-                res["counters"].append(out["reg_data"])
-            self._reg_i += 1
-            if self._reg_i > N_COUNTERS:
-                self._phase = 2
-            self.cycle += 1
+        if self._readout_observe(out):
             return
         self.since_take += 1
         if self.presenting is not None:
@@ -436,22 +427,8 @@ class Driver:
                 self._cur.clear()
         self.cycle += 1
 
-    def settle(self, busy):
-        if self._phase:
-            return
-        if not self.sent_all or (busy() if callable(busy) else busy):
-            self._quiet = 0
-        else:
-            self._quiet += 1
-        if self._quiet > 3:
-            self.res["cycles"] = self.cycle
-            if self.read_counters:
-                self._phase = 1
-                self.res["counters"] = []
-            else:
-                self._phase = 2
-        elif self.cycle > self.limit:
-            raise AssertionError(f"no progress after {self.cycle} cycles ({self.i}/{len(self.items)} items)")
+    def _stuck(self):
+        return f"({self.i}/{len(self.items)} items)"
 
 
 def expected(items, conns, paths, keys):
