@@ -76,6 +76,23 @@ BLOCKS: dict[str, Block] = {
         tb="metaroce.tb.rx",
         help="RX engine (first slice), small instance: 256 connections x 4 paths",
     ),
+    # The register block has no datapath: ``width`` names the RX width it serves and changes
+    # nothing (docs/spec/hw-regs.md, MR-REG-001).
+    "regs": Block(
+        name="regs",
+        component="metaroce.hdl.regs:regs_block",
+        model="metaroce.models.regs:regs_model",
+        tb="metaroce.tb.regs",
+        help="host registers: AXI4-Lite slave, RX global registers, row window, counters "
+             "(for the 4,096 x 8 RX engine; docs/spec/hw-regs.md)",
+    ),
+    "regs_256x4": Block(
+        name="regs_256x4",
+        component="metaroce.hdl.regs:regs_256x4",
+        model="metaroce.models.regs:regs_model_256x4",
+        tb="metaroce.tb.regs",
+        help="host registers for the small RX instance (256 connections x 4 paths)",
+    ),
 }
 
 

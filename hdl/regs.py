@@ -1,0 +1,190 @@
+"""The host register block: an AXI4-Lite slave in front of the RX engine (docs/spec/hw-regs.md,
+MR-REG-*; engine.md MR-ENG-006).
+
+``Regs(*, conns=4096, paths=8, keys=1024)`` serves the RX instance of the same sizes
+(MR-REG-001). Ports (MR-REG-002):
+
+============== ===== =====================================================================
+port           dir   meaning
+============== ===== =====================================================================
+s_axil         in    AXI4-Lite slave (AW, W, B, AR, R; 12-bit address, 32-bit data)
+m_cfg          out   one ``s_cfg`` record of the RX engine per global write or row commit
+reg_addr       out   the RX engine's counter select
+reg_data       in    the RX engine's counter value, one cycle after ``reg_addr``
+============== ===== =====================================================================
+
+``wiring.connect(m, regs.m_cfg, rx.s_cfg)`` joins it to ``hdl.rx.Rx``; ``reg_addr``/``reg_data``
+are wired to the engine's ports of the same names. The register map, the decode below and the
+model all come from ``models.regs.register_map``. Golden model:
+:class:`metaroce.models.regs.RegsCycleModel`.
+"""
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..models.regs import ADDR_BITS, OKAY, RO, SLVERR, WO, register_map
+from ..models.rx import COUNTER_BITS, GLOBAL, TABLE_GLOBAL, layouts
+
+__all__ = ["Regs", "AxiLiteSignature", "regs_256x4", "regs_block"]
+
+
+class AxiLiteSignature(wiring.Signature):
+    """AXI4-Lite, from the master's side (no AxPROT: the block ignores it)."""
+
+    def __init__(self, addr_width=ADDR_BITS, data_width=32):
+        super().__init__({
+            "awaddr": Out(addr_width), "awvalid": Out(1), "awready": In(1),
+            "wdata": Out(data_width), "wstrb": Out(data_width // 8), "wvalid": Out(1), "wready": In(1),
+            "bresp": In(2), "bvalid": In(1), "bready": Out(1),
+            "araddr": Out(addr_width), "arvalid": Out(1), "arready": In(1),
+            "rdata": In(data_width), "rresp": In(2), "rvalid": In(1), "rready": Out(1),
+        })
+
+
+class Regs(wiring.Component):
+    """The host register block (docs/spec/hw-regs.md)."""
+
+    def __init__(self, *, conns=4096, paths=8, keys=1024):
+        self.lay = lay = layouts(conns, paths, keys)
+        self.map = register_map(lay)
+        super().__init__({
+            "s_axil": In(AxiLiteSignature()),
+            "m_cfg": Out(stream.Signature(lay.cfg)),
+            "reg_addr": Out(range(32)),
+            "reg_data": In(COUNTER_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.s_axil
+        regs = self.map.regs
+
+        # -- storage (MR-REG-011, MR-REG-020)
+        store = {r.name: Signal(r.width, init=r.reset, name=r.name.lower()) for r in regs
+                 if r.kind in ("store", "global")}
+        error = Signal(3)
+        latch_valid, latch_index, latch_hi = Signal(), Signal(5), Signal(32)
+        data_regs = [store[r.name] for r in regs if r.kind == "store" and r.name.startswith("CFG_DATA")]
+        global_regs = [store[r.name] for r in regs if r.kind == "global"]
+
+        # -- write channel: AW and W held in any order (MR-REG-040)
+        aw_full, aw_addr = Signal(), Signal(ADDR_BITS)
+        w_full, w_data, w_strb = Signal(), Signal(32), Signal(4)
+        b_valid, b_resp = Signal(), Signal(2)
+        cfg_valid, cfg_global = Signal(), Signal()
+        m.d.comb += [bus.awready.eq(~aw_full), bus.wready.eq(~w_full),
+                     bus.bvalid.eq(b_valid), bus.bresp.eq(b_resp)]
+
+        # -- read channel (MR-REG-041)
+        rd1, rd2, ar_addr = Signal(), Signal(), Signal(ADDR_BITS)
+        r_valid, r_data, r_resp = Signal(), Signal(32), Signal(2)
+        arready = ~(rd1 | rd2 | r_valid)
+        m.d.comb += [bus.arready.eq(arready), bus.rvalid.eq(r_valid), bus.rdata.eq(r_data),
+                     bus.rresp.eq(r_resp), self.reg_addr.eq(ar_addr[3:8])]
+
+        # -- the record (MR-REG-021/022): a function of registers, stable while valid
+        cfg = self.m_cfg.payload
+        m.d.comb += self.m_cfg.valid.eq(cfg_valid)
+        with m.If(cfg_global):
+            m.d.comb += [cfg.table.eq(TABLE_GLOBAL), cfg.addr.eq(0),
+                         cfg.data.eq(Cat(*global_regs))]
+            assert sum(f.width for _, f in GLOBAL) == sum(len(s) for s in global_regs)
+        with m.Else():
+            m.d.comb += [cfg.table.eq(store["CFG_TABLE"]), cfg.addr.eq(store["CFG_ADDR"]),
+                         cfg.data.eq(Cat(*data_regs))]
+
+        # -- read stage 2: decode the held address, answer from the registers and reg_data
+        rd_resp, rd_value, rd_err = Signal(2), Signal(32), Signal()
+        counter = self.reg_data
+        with m.Switch(ar_addr[2:]):
+            for r in regs:
+                if r.access == WO:
+                    continue
+                with m.Case(r.offset >> 2):
+                    if r.kind == "const":
+                        m.d.comb += rd_value.eq(r.reset)
+                    elif r.kind == "error":
+                        m.d.comb += rd_value.eq(error)
+                    elif r.kind in ("store", "global"):
+                        m.d.comb += rd_value.eq(store[r.name])
+                    elif r.kind == "ctr_lo":
+                        m.d.comb += rd_value.eq(counter[:32])
+                        with m.If(rd2):
+                            m.d.sync += [latch_valid.eq(1), latch_index.eq(r.index),
+                                         latch_hi.eq(counter[32:])]
+                    else:
+                        m.d.comb += rd_value.eq(Mux(latch_valid & (latch_index == r.index),
+                                                    latch_hi, counter[32:]))
+            with m.Default():
+                m.d.comb += [rd_resp.eq(SLVERR), rd_err.eq(1)]
+
+        # -- write execution: once both are held and no B or record is pending
+        execute = aw_full & w_full & ~b_valid & ~cfg_valid
+        mask = Signal(32)
+        m.d.comb += mask.eq(Cat(*(w_strb[i].replicate(8) for i in range(4))))
+        wr_resp, wr_err, wr_commit_err, emit_row, emit_global = (Signal(2), Signal(), Signal(),
+                                                                  Signal(), Signal())
+        err_clear = Signal(3)
+        with m.Switch(aw_addr[2:]):
+            for r in regs:
+                if r.access == RO:
+                    continue
+                with m.Case(r.offset >> 2):
+                    if r.kind == "error":
+                        m.d.comb += err_clear.eq(w_data & mask)
+                    elif r.kind == "commit":
+                        with m.If(w_strb[0] & w_data[0]):
+                            with m.If(store["CFG_TABLE"] == TABLE_GLOBAL):
+                                m.d.comb += [wr_resp.eq(SLVERR), wr_commit_err.eq(1)]
+                            with m.Else():
+                                m.d.comb += emit_row.eq(1)
+                    else:
+                        s = store[r.name]
+                        with m.If(execute):
+                            m.d.sync += s.eq((s & ~mask[:r.width]) | (w_data[:r.width] & mask[:r.width]))
+                        if r.kind == "global":
+                            m.d.comb += emit_global.eq(1)
+            with m.Default():
+                m.d.comb += [wr_resp.eq(SLVERR), wr_err.eq(1)]
+
+        # -- error bits (MR-REG-012): a set wins over a clear in the same cycle
+        err_set = Cat(execute & wr_err, rd2 & rd_err, execute & wr_commit_err)
+        m.d.sync += error.eq((error & ~Mux(execute, err_clear, 0)) | err_set)
+
+        # -- B and m_cfg (MR-REG-040)
+        with m.If(b_valid & bus.bready):
+            m.d.sync += b_valid.eq(0)
+        with m.If(cfg_valid & self.m_cfg.ready):
+            m.d.sync += [cfg_valid.eq(0), b_valid.eq(1), b_resp.eq(OKAY)]
+        with m.If(execute):
+            m.d.sync += [aw_full.eq(0), w_full.eq(0)]
+            with m.If(emit_row | emit_global):
+                m.d.sync += [cfg_valid.eq(1), cfg_global.eq(emit_global)]
+            with m.Else():
+                m.d.sync += [b_valid.eq(1), b_resp.eq(wr_resp)]
+        with m.If(bus.awvalid & ~aw_full):
+            m.d.sync += [aw_full.eq(1), aw_addr.eq(bus.awaddr)]
+        with m.If(bus.wvalid & ~w_full):
+            m.d.sync += [w_full.eq(1), w_data.eq(bus.wdata), w_strb.eq(bus.wstrb)]
+
+        # -- R (MR-REG-041)
+        with m.If(r_valid & bus.rready):
+            m.d.sync += r_valid.eq(0)
+        with m.If(rd2):
+            m.d.sync += [r_valid.eq(1), r_data.eq(rd_value), r_resp.eq(rd_resp)]
+        m.d.sync += [rd2.eq(rd1), rd1.eq(0)]
+        with m.If(bus.arvalid & arready):
+            m.d.sync += [rd1.eq(1), ar_addr.eq(bus.araddr)]
+        return m
+
+
+def regs_256x4(width=64):
+    """The register block of the small RX instance (hdl.rx.rx_256x4); ``width`` (the RX
+    datapath width) does not change it."""
+    return Regs(conns=256, paths=4, keys=256)
+
+
+def regs_block(width=64):
+    """The register block of the engine's RX instance (hdl.rx.Rx defaults: 4,096 x 8, 1,024
+    keys); ``width`` does not change it."""
+    return Regs()

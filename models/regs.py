@@ -1,0 +1,358 @@
+"""The host register block: AXI4-Lite registers in front of the RX engine (docs/spec/hw-regs.md,
+MR-REG-*; engine.md MR-ENG-006).
+
+The register map is declared once here (:func:`register_map`, one :class:`Reg` per 32-bit
+register: name, byte offset, width, access, reset, description); the RTL's address decode
+(hdl/regs.py), this model, the table of docs/spec/hw-regs.md (:func:`markdown_table`) and the C
+header (:func:`c_header`) are made from it.
+
+Two layers, as for the RX engine:
+
+* :class:`RegFile`: the registers' semantics, one AXI4-Lite access per call
+  (:meth:`RegFile.write` and :meth:`RegFile.read` return the response and what the access did:
+  the ``s_cfg`` record a write emits, the error bits it sets or clears);
+* :class:`RegsCycleModel`: the hardware's timing around it, ``step(inputs) -> outputs`` once per
+  clock with the Verilog port names (MR-REG-040..043), for the lockstep harness.
+
+models/ never imports hdl/.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import records
+from .rx import (ACK_EVERY_RESET, CTR_ABANDONED, CTR_ACKS, CTR_CE, CTR_NAKS, CTR_PLACED_BYTES,
+                 GLOBAL, MTU_LOG2_RESET, N_COUNTERS, TABLE_GLOBAL, RxCode, layouts, pack)
+
+__all__ = ["Reg", "RegMap", "register_map", "RegFile", "RegsCycleModel", "markdown_table",
+           "c_header", "counter_names", "regs_model_256x4", "ADDR_BITS", "OKAY", "SLVERR", "ID",
+           "VERSION", "ERR_WRITE", "ERR_READ", "ERR_COMMIT", "CTR_BASE", "CFG_DATA_BASE",
+           "MAX_DATA_WORDS", "INPUTS", "OUTPUTS"]
+
+#: MR-REG-002: byte address bits of the AXI4-Lite port (a 4 KiB window).
+ADDR_BITS = 12
+#: MR-REG-004: AXI4-Lite responses.
+OKAY, SLVERR = 0b00, 0b10
+#: MR-REG-010: the ID register's value ("MRRG") and the map's version.
+ID = 0x4D525247
+VERSION = 1
+#: MR-REG-012: ERROR bits.
+ERR_WRITE, ERR_READ, ERR_COMMIT = 1 << 0, 1 << 1, 1 << 2
+#: MR-REG-020/030: where the row window's data words and the counters start.
+CFG_DATA_BASE = 0x080
+MAX_DATA_WORDS = 32
+CTR_BASE = 0x100
+#: MR-REG-011: the global registers' reset values, by GLOBAL field (the RX engine's).
+GLOBAL_RESET = {"ack_every": ACK_EVERY_RESET, "mtu_log2": MTU_LOG2_RESET}
+
+RO, RW, WO, W1C = "RO", "RW", "WO", "W1C"
+
+
+@dataclass(frozen=True)
+class Reg:
+    """One 32-bit register of the map (MR-REG-003)."""
+    name: str
+    offset: int             # byte offset, a multiple of 4
+    width: int              # implemented bits [width-1:0]; the others read 0, writes ignore them
+    access: str             # RO, RW, WO or W1C
+    reset: int
+    desc: str
+    kind: str               # what the RTL builds for it: const, store, global, error, commit, ctr_lo, ctr_hi
+    index: int = 0          # data word, GLOBAL field or counter index
+
+    @property
+    def mask(self):
+        return (1 << self.width) - 1
+
+
+def counter_names():
+    """MR-REG-030: the RX engine's counters by index (MR-RX-050)."""
+    names = [c.name for c in RxCode]
+    for i, n in ((CTR_ACKS, "ACKS"), (CTR_NAKS, "NAKS"), (CTR_CE, "CE"),
+                 (CTR_ABANDONED, "ABANDONED"), (CTR_PLACED_BYTES, "PLACED_BYTES")):
+        assert i == len(names)
+        names.append(n)
+    assert len(names) == N_COUNTERS
+    return names
+
+
+@dataclass(frozen=True)
+class RegMap:
+    """The register map of one RX instance."""
+    lay: object             # models.rx.Layouts
+    regs: tuple
+    data_words: int
+
+    def by_word(self):
+        return {r.offset >> 2: r for r in self.regs}
+
+    def get(self, name):
+        return next(r for r in self.regs if r.name == name)
+
+
+def _log2(n):
+    return (n - 1).bit_length()
+
+
+def register_map(lay=None) -> RegMap:
+    """MR-REG-010..030: the registers of the block serving the RX instance ``lay``
+    (``models.rx.layouts(...)``; default the engine's instance)."""
+    lay = lay or layouts()
+    cfg = dict(lay.cfg)
+    data_bits, addr_bits = cfg["data"].width, cfg["addr"].width
+    words = -(-data_bits // 32)
+    if words > MAX_DATA_WORDS:
+        raise ValueError(f"a {data_bits}-bit row needs {words} data words; the window has {MAX_DATA_WORDS}")
+    params = _log2(lay.conns) | _log2(lay.paths) << 8 | _log2(lay.keys) << 16 | words << 24
+    regs = [
+        Reg("ID", 0x000, 32, RO, ID, 'identifies the block: 0x4D525247 ("MRRG")', "const"),
+        Reg("VERSION", 0x004, 32, RO, VERSION, "version of this register map", "const"),
+        Reg("PARAMS", 0x008, 32, RO, params,
+            "instance: [7:0] log2 connections, [15:8] log2 paths, [23:16] log2 keys, "
+            "[31:24] CFG_DATA words", "const"),
+        Reg("ERROR", 0x00C, 3, W1C, 0,
+            "sticky: [0] a write answered SLVERR, [1] a read answered SLVERR, "
+            "[2] a commit of table 0 refused", "error"),
+    ]
+    for i, (name, f) in enumerate(GLOBAL):
+        regs.append(Reg(f"GLOBAL_{name.upper()}", 0x010 + 4 * i, f.width, RW, GLOBAL_RESET.get(name, 0),
+                        f"RX global row field `{name}`; a write sends the global row (MR-REG-021)",
+                        "global", i))
+    regs += [
+        Reg("CFG_TABLE", 0x040, cfg["table"].width, RW, 0,
+            "row window: table (1 connection, 2 key, 3 path; 0 is refused)", "store"),
+        Reg("CFG_ADDR", 0x044, addr_bits, RW, 0, "row window: row index in that table", "store"),
+        Reg("CFG_COMMIT", 0x048, 1, WO, 0,
+            "row window: writing 1 to bit 0 sends {CFG_TABLE, CFG_ADDR, CFG_DATA} as one row (MR-REG-022)",
+            "commit"),
+    ]
+    for i in range(words):
+        w = min(32, data_bits - 32 * i)
+        regs.append(Reg(f"CFG_DATA{i}", CFG_DATA_BASE + 4 * i, w, RW, 0,
+                        f"row window: row bits [{32 * i + w - 1}:{32 * i}]", "store", i))
+    for i, n in enumerate(counter_names()):
+        regs.append(Reg(f"CTR_{n}_LO", CTR_BASE + 8 * i, 32, RO, 0,
+                        f"counter {i} bits [31:0]; latches bits [63:32] (MR-REG-031)", "ctr_lo", i))
+        regs.append(Reg(f"CTR_{n}_HI", CTR_BASE + 8 * i + 4, 32, RO, 0,
+                        f"counter {i} bits [63:32] (MR-REG-031)", "ctr_hi", i))
+    offsets = [r.offset for r in regs]
+    assert len(set(offsets)) == len(offsets) and all(o % 4 == 0 and o < 1 << ADDR_BITS for o in offsets)
+    return RegMap(lay, tuple(regs), words)
+
+
+def markdown_table(rmap: RegMap | None = None):
+    """MR-REG-003: the register table of docs/spec/hw-regs.md (the engine's instance)."""
+    rmap = rmap or register_map()
+    rows = ["| offset | name | bits | access | reset | description |", "|---|---|---|---|---|---|"]
+    for r in rmap.regs:
+        rows.append(f"| `0x{r.offset:03X}` | `{r.name}` | {r.width} | {r.access} | `0x{r.reset:X}` | {r.desc} |")
+    return "\n".join(rows)
+
+
+def c_header(rmap: RegMap | None = None):
+    """MR-REG-005: the map as C ``#define``s (offsets, widths, resets)."""
+    rmap = rmap or register_map()
+    lay = rmap.lay
+    out = ["/* MetaRoCE host registers (docs/spec/hw-regs.md), generated by `metaroce regs --c-header`.",
+           f" * Instance: {lay.conns} connections x {lay.paths} paths, {lay.keys} keys. */",
+           "#ifndef METAROCE_REGS_H", "#define METAROCE_REGS_H", ""]
+    for r in rmap.regs:
+        out.append(f"#define MR_REG_{r.name:<24} 0x{r.offset:03X}u  /* {r.access}, {r.width} bits, "
+                   f"reset 0x{r.reset:X} */")
+    out += ["", f"#define MR_REG_CFG_DATA_WORDS {rmap.data_words}u",
+            f"#define MR_REG_N_COUNTERS {N_COUNTERS}u",
+            f"#define MR_REG_ERR_WRITE 0x{ERR_WRITE:X}u", f"#define MR_REG_ERR_READ 0x{ERR_READ:X}u",
+            f"#define MR_REG_ERR_COMMIT 0x{ERR_COMMIT:X}u", "", "#endif"]
+    return "\n".join(out) + "\n"
+
+
+def strobe_mask(strb):
+    """The bit mask of a 4-bit WSTRB (MR-REG-004)."""
+    return sum(0xFF << (8 * i) for i in range(4) if strb >> i & 1)
+
+
+# ------------------------------------------------------------------ semantics
+
+class RegFile:
+    """The registers' state and the effect of one access (MR-REG-004, MR-REG-010..031)."""
+
+    def __init__(self, lay=None):
+        self.map = register_map(lay)
+        self.lay = self.map.lay
+        self.words = self.map.by_word()
+        self.value = {r.name: r.reset for r in self.map.regs if r.kind in ("store", "global")}
+        self.error = 0
+        self.latch_valid = 0
+        self.latch_index = 0
+        self.latch_hi = 0
+        self._data_regs = [r.name for r in self.map.regs if r.kind == "store" and r.name.startswith("CFG_DATA")]
+        self._global_regs = [r for r in self.map.regs if r.kind == "global"]
+
+    def decode(self, addr):
+        return self.words.get((addr >> 2) & ((1 << (ADDR_BITS - 2)) - 1))
+
+    def row_data(self):
+        return sum(self.value[n] << (32 * i) for i, n in enumerate(self._data_regs))
+
+    def global_row(self):
+        return pack(GLOBAL, {name: self.value[r.name] for (name, _), r in zip(GLOBAL, self._global_regs)})
+
+    def record(self, is_global):
+        """MR-REG-021/022: the ``s_cfg`` record the window (or the global registers) sends."""
+        if is_global:
+            return {"table": TABLE_GLOBAL, "addr": 0, "data": self.global_row()}
+        return {"table": self.value["CFG_TABLE"], "addr": self.value["CFG_ADDR"], "data": self.row_data()}
+
+    def write(self, addr, data, strb):
+        """One write: ``(resp, emit, err_set, err_clear)``; ``emit`` is None, ``"global"`` or
+        ``"row"`` (the record to send, :meth:`record`). Storage changes at once; the error bits
+        are the caller's to apply (MR-REG-012: a clear and a set in one cycle keep the set)."""
+        r = self.decode(addr)
+        mask = strobe_mask(strb)
+        if r is None or r.access == RO:
+            return SLVERR, None, ERR_WRITE, 0
+        if r.kind == "error":
+            return OKAY, None, 0, data & mask & r.mask
+        if r.kind == "commit":
+            if not (strb & 1 and data & 1):
+                return OKAY, None, 0, 0
+            if self.value["CFG_TABLE"] == TABLE_GLOBAL:
+                return SLVERR, None, ERR_COMMIT, 0
+            return OKAY, "row", 0, 0
+        old = self.value[r.name]
+        self.value[r.name] = ((old & ~mask) | (data & mask)) & r.mask
+        return OKAY, ("global" if r.kind == "global" else None), 0, 0
+
+    def read(self, addr, counter):
+        """One read: ``(resp, data, err_set)``; ``counter`` is the 64-bit value of the counter
+        the address selects as the RX engine returns it (MR-REG-031). Updates the latch."""
+        r = self.decode(addr)
+        if r is None or r.access == WO:
+            return SLVERR, 0, ERR_READ
+        if r.kind == "const":
+            return OKAY, r.reset, 0
+        if r.kind == "error":
+            return OKAY, self.error, 0
+        if r.kind in ("store", "global"):
+            return OKAY, self.value[r.name], 0
+        if r.kind == "ctr_lo":
+            self.latch_valid, self.latch_index, self.latch_hi = 1, r.index, counter >> 32 & 0xFFFFFFFF
+            return OKAY, counter & 0xFFFFFFFF, 0
+        assert r.kind == "ctr_hi"
+        if self.latch_valid and self.latch_index == r.index:
+            return OKAY, self.latch_hi, 0
+        return OKAY, counter >> 32 & 0xFFFFFFFF, 0
+
+    def apply_error(self, err_set, err_clear):
+        self.error = ((self.error & ~err_clear) | err_set) & 0x7
+
+
+def counter_index(addr):
+    """MR-REG-032: the counter ``reg_addr`` selects for a read address: bits [7:3]."""
+    return (addr >> 3) & 0x1F
+
+
+# ------------------------------------------------------------------ cycle timing
+
+AXIL = "s_axil__"
+INPUTS = tuple(AXIL + n for n in ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready",
+                                  "araddr", "arvalid", "rready")) + ("m_cfg__ready", "reg_data")
+OUTPUTS = tuple(AXIL + n for n in ("awready", "wready", "bresp", "bvalid", "arready", "rdata",
+                                   "rresp", "rvalid")) + ("m_cfg__payload", "m_cfg__valid", "reg_addr")
+
+
+class RegsCycleModel:
+    """The register block's timing around :class:`RegFile` (MR-REG-040..043): ``step(inputs)``
+    once per clock with every input port's value, returning every output port's value in the
+    same cycle. Every output is a register or a function of registers only."""
+
+    def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024):
+        self.rf = RegFile(layouts(conns, paths, keys))
+        self.lay = self.rf.lay
+        self.aw_full = self.w_full = 0
+        self.aw_addr = self.w_data = self.w_strb = 0
+        self.b_valid = self.b_resp = 0
+        self.cfg_valid = self.cfg_global = 0
+        self.rd1 = self.rd2 = 0         # read: address held (reg_addr out), counter value in
+        self.ar_addr = 0
+        self.r_valid = self.r_data = self.r_resp = 0
+        self.log = []                   # (kind, ...) per completed access, for tests
+
+    @staticmethod
+    def port_names():
+        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+
+    def busy(self):
+        return bool(self.aw_full or self.w_full or self.b_valid or self.cfg_valid or self.rd1
+                    or self.rd2 or self.r_valid)
+
+    def step(self, inputs):
+        g = inputs.get
+        rf = self.rf
+        awready, wready = 1 - self.aw_full, 1 - self.w_full
+        arready = int(not (self.rd1 or self.rd2 or self.r_valid))
+        out = {
+            AXIL + "awready": awready, AXIL + "wready": wready,
+            AXIL + "bresp": self.b_resp, AXIL + "bvalid": self.b_valid,
+            AXIL + "arready": arready, AXIL + "rdata": self.r_data, AXIL + "rresp": self.r_resp,
+            AXIL + "rvalid": self.r_valid,
+            "m_cfg__payload": pack(self.lay.cfg, rf.record(self.cfg_global)),
+            "m_cfg__valid": self.cfg_valid,
+            "reg_addr": counter_index(self.ar_addr),
+        }
+        err_set = err_clear = 0
+        # read stage 2 (before the write: it reads the registers as they were, MR-REG-042)
+        rd_done = None
+        if self.rd2:
+            resp, value, e = rf.read(self.ar_addr, g("reg_data", 0))
+            err_set |= e
+            rd_done = (resp, value)
+        # write: executes once address and data are held and nothing is pending (MR-REG-040)
+        execute = self.aw_full and self.w_full and not self.b_valid and not self.cfg_valid
+        emit = None
+        if execute:
+            resp, emit, e, c = rf.write(self.aw_addr, self.w_data, self.w_strb)
+            err_set |= e
+            err_clear |= c
+            self.log.append(("write", self.aw_addr, self.w_data, self.w_strb, resp, emit))
+        rf.apply_error(err_set, err_clear)
+        # B and m_cfg
+        if self.b_valid and g(AXIL + "bready", 0):
+            self.b_valid = 0
+        if self.cfg_valid and g("m_cfg__ready", 0):
+            self.cfg_valid = 0
+            self.b_valid, self.b_resp = 1, OKAY
+        if execute:
+            if emit is None:
+                self.b_valid, self.b_resp = 1, resp
+            else:
+                self.cfg_valid, self.cfg_global = 1, int(emit == "global")
+        # AW and W
+        if execute:
+            self.aw_full = self.w_full = 0
+        if awready and g(AXIL + "awvalid", 0):
+            self.aw_full, self.aw_addr = 1, g(AXIL + "awaddr", 0)
+        if wready and g(AXIL + "wvalid", 0):
+            self.w_full, self.w_data, self.w_strb = 1, g(AXIL + "wdata", 0), g(AXIL + "wstrb", 0)
+        # read path
+        if self.r_valid and g(AXIL + "rready", 0):
+            self.r_valid = 0
+        if rd_done is not None:
+            self.r_valid = 1
+            self.r_resp, self.r_data = rd_done
+            self.log.append(("read", self.ar_addr, rd_done[0], rd_done[1]))
+        self.rd2, self.rd1 = self.rd1, 0
+        if arready and g(AXIL + "arvalid", 0):
+            self.rd1, self.ar_addr = 1, g(AXIL + "araddr", 0)
+        return out
+
+
+def regs_model_256x4(width=64):
+    """The model of the register block of the small RX instance (256 x 4, 256 keys); ``width``
+    (the RX datapath width) does not change it."""
+    return RegsCycleModel(256, 4, 256)
+
+
+def regs_model(width=64):
+    """The model of the register block of the engine's RX instance (4,096 x 8, 1,024 keys)."""
+    return RegsCycleModel()
