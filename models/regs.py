@@ -95,7 +95,7 @@ def _log2(n):
 
 
 def register_map(lay=None) -> RegMap:
-    """MR-REG-010..030: the registers of the block serving the RX instance ``lay``
+    """MR-REG-010/011/012, MR-REG-020/030: the registers of the block serving the RX instance ``lay``
     (``models.rx.layouts(...)``; default the engine's instance)."""
     lay = lay or layouts()
     cfg = dict(lay.cfg)
@@ -174,7 +174,7 @@ def strobe_mask(strb):
 # ------------------------------------------------------------------ semantics
 
 class RegFile:
-    """The registers' state and the effect of one access (MR-REG-004, MR-REG-010..031)."""
+    """The registers' state and the effect of one access (MR-REG-004, MR-REG-010/011/012, MR-REG-020..024, MR-REG-030/031)."""
 
     def __init__(self, lay=None):
         self.map = register_map(lay)

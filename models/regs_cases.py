@@ -61,7 +61,7 @@ def _unmapped(rmap, rng):
 
 
 def map_walk(rmap, rng):
-    """MR-REG-004, MR-REG-010..022: every register read at reset; every writable register
+    """MR-REG-004, MR-REG-010/011/012, MR-REG-020/021/022: every register read at reset; every writable register
     written with random data and strobes and read back; writes to RO and reads of WO registers
     and of unmapped addresses (SLVERR, ERROR bits); the W1C clear; commits with table 0 (refused)
     and without bit 0 or its strobe (nothing sent); unaligned addresses."""
@@ -297,7 +297,7 @@ class Driver:
 # ------------------------------------------------------------------ checker
 
 def check(items, res, ctr: Counters, lay):
-    """The one checker (MR-REG-004, MR-REG-010..032): every access's response and read data and
+    """The one checker (MR-REG-004, MR-REG-010/011/012, MR-REG-020..024, MR-REG-030/031/032): every access's response and read data and
     every record sent, against :class:`RegFile` replaying the accesses in item order; counter
     reads against what the counter held while the read was in flight, a LO/HI pair as one
     64-bit value. Returns the replayed register file."""

@@ -106,7 +106,7 @@ async def send_packet(ctx, rx, case):
 
 
 def test_setup_packet_counters_teardown():
-    """MR-REG-060, MR-REG-020..022, MR-REG-030/031, MR-ENG-006: connection setup and teardown
+    """MR-REG-060, MR-REG-020..024, MR-REG-030/031, MR-ENG-006: connection setup and teardown
     through AXI4-Lite writes only, counters read back through AXI4-Lite equal the RX model's."""
     m, regs, rx = _top()
     lay = rx.lay
