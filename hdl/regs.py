@@ -58,6 +58,12 @@ class Regs(wiring.Component):
             "reg_data": In(COUNTER_BITS),
         })
 
+    @classmethod
+    def for_rx(cls, rx):
+        """The register block of the RX engine ``rx`` (an ``hdl.rx.Rx``): the same sizes."""
+        lay = rx.lay
+        return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys)
+
     def elaborate(self, platform):
         m = Module()
         bus = self.s_axil

@@ -24,8 +24,8 @@ WIDTH = 64
 def _top():
     m = Module()
     m.domains.sync = ClockDomain()
-    m.submodules.regs = regs = Regs(conns=256, paths=4, keys=256)
     m.submodules.rx = rx = rx_256x4(WIDTH)
+    m.submodules.regs = regs = Regs.for_rx(rx)
     wiring.connect(m, regs.m_cfg, rx.s_cfg)
     m.d.comb += [rx.reg_addr.eq(regs.reg_addr), regs.reg_data.eq(rx.reg_data)]
     return m, regs, rx
@@ -113,7 +113,11 @@ def test_setup_packet_counters_teardown():
     rmap = register_map(lay)
     s = rxc.Setup(256, 4, 256, seed=7, n_conns=2)
     conn = s.conns[0]
-    first = s.write(conn, path=0, plen=24, expect=RxCode.ACCEPTED, name="first")
+    # the first chunk of a two-chunk message: accepted only with the MTU (256) written over
+    # AXI4-Lite through GLOBAL_MTU_LOG2, not the reset one (4,096)
+    first = s.write(conn, path=0, offset=0, plen=s.mtu, msg_len=2 * s.mtu, expect=RxCode.ACCEPTED,
+                    name="first")
+    assert s.mtu == 256
     teardown = rxc.CfgWrite(TABLE_CONN, conn.qp, 0, "teardown")
     after = s.write(conn, path=0, plen=24, expect=RxCode.NO_CONNECTION, name="after-teardown")
     got = {}
