@@ -22,7 +22,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..models.regs import ADDR_BITS, OKAY, RO, SLVERR, WO, register_map
+from ..models.regs import ADDR_BITS, CTR_BASE, OKAY, RO, SLVERR, WO, register_map
 from ..models.rx import COUNTER_BITS, GLOBAL, TABLE_GLOBAL, layouts
 
 __all__ = ["Regs", "AxiLiteSignature", "regs_256x4", "regs_block"]
@@ -103,30 +103,37 @@ class Regs(wiring.Component):
             m.d.comb += [cfg.table.eq(store["CFG_TABLE"]), cfg.addr.eq(store["CFG_ADDR"]),
                          cfg.data.eq(Cat(*data_regs))]
 
-        # -- read stage 2: decode the held address, answer from the registers and reg_data
+        # -- read stage 2: decode the held address, answer from the registers and reg_data.
+        # The counter window is decoded as one range (its index is reg_addr), not per register.
         rd_resp, rd_value, rd_err = Signal(2), Signal(32), Signal()
         counter = self.reg_data
-        with m.Switch(ar_addr[2:]):
-            for r in regs:
-                if r.access == WO:
-                    continue
-                with m.Case(r.offset >> 2):
-                    if r.kind == "const":
-                        m.d.comb += rd_value.eq(r.reset)
-                    elif r.kind == "error":
-                        m.d.comb += rd_value.eq(error)
-                    elif r.kind in ("store", "global"):
-                        m.d.comb += rd_value.eq(store[r.name])
-                    elif r.kind == "ctr_lo":
-                        m.d.comb += rd_value.eq(counter[:32])
-                        with m.If(rd2):
-                            m.d.sync += [latch_valid.eq(1), latch_index.eq(r.index),
-                                         latch_hi.eq(counter[32:])]
-                    else:
-                        m.d.comb += rd_value.eq(Mux(latch_valid & (latch_index == r.index),
-                                                    latch_hi, counter[32:]))
-            with m.Default():
-                m.d.comb += [rd_resp.eq(SLVERR), rd_err.eq(1)]
+        ctr_regs = [r for r in regs if r.kind in ("ctr_lo", "ctr_hi")]
+        assert CTR_BASE % 256 == 0 and all(r.offset - CTR_BASE == 8 * r.index + 4 * (r.kind == "ctr_hi")
+                                           for r in ctr_regs)
+        in_ctr = (ar_addr[8:] == CTR_BASE >> 8) & (self.reg_addr < len(ctr_regs) // 2)
+        with m.If(in_ctr):
+            with m.If(~ar_addr[2]):
+                m.d.comb += rd_value.eq(counter[:32])
+                with m.If(rd2):
+                    m.d.sync += [latch_valid.eq(1), latch_index.eq(self.reg_addr),
+                                 latch_hi.eq(counter[32:])]
+            with m.Else():
+                m.d.comb += rd_value.eq(Mux(latch_valid & (latch_index == self.reg_addr),
+                                            latch_hi, counter[32:]))
+        with m.Else():
+            with m.Switch(ar_addr[2:]):
+                for r in regs:
+                    if r.access == WO or r in ctr_regs:
+                        continue
+                    with m.Case(r.offset >> 2):
+                        if r.kind == "const":
+                            m.d.comb += rd_value.eq(r.reset)
+                        elif r.kind == "error":
+                            m.d.comb += rd_value.eq(error)
+                        else:
+                            m.d.comb += rd_value.eq(store[r.name])
+                with m.Default():
+                    m.d.comb += [rd_resp.eq(SLVERR), rd_err.eq(1)]
 
         # -- write execution: once both are held and no B or record is pending
         execute = aw_full & w_full & ~b_valid & ~cfg_valid
