@@ -78,7 +78,7 @@ class Regs(wiring.Component):
         global_regs = [store[r.name] for r in regs if r.kind == "global"]
 
         # -- write channel: AW and W held in any order (MR-REG-040)
-        aw_full, aw_addr = Signal(), Signal(ADDR_BITS)
+        aw_full = Signal()
         w_full, w_data, w_strb = Signal(), Signal(32), Signal(4)
         b_valid, b_resp = Signal(), Signal(2)
         cfg_valid, cfg_global = Signal(), Signal()
@@ -103,66 +103,71 @@ class Regs(wiring.Component):
             m.d.comb += [cfg.table.eq(store["CFG_TABLE"]), cfg.addr.eq(store["CFG_ADDR"]),
                          cfg.data.eq(Cat(*data_regs))]
 
-        # -- read stage 2: decode the held address, answer from the registers and reg_data.
-        # The counter window is decoded as one range (its index is reg_addr), not per register.
-        rd_resp, rd_value, rd_err = Signal(2), Signal(32), Signal()
-        counter = self.reg_data
+        # -- read: the held address is decoded in stage 1 into registers (a one-hot select,
+        # counter window, miss, latch match); stage 2 only multiplexes (MR-REG-041). The
+        # address and the latch do not change between the two stages (one read at a time).
         ctr_regs = [r for r in regs if r.kind in ("ctr_lo", "ctr_hi")]
         assert CTR_BASE % 256 == 0 and all(r.offset - CTR_BASE == 8 * r.index + 4 * (r.kind == "ctr_hi")
                                            for r in ctr_regs)
+        readable = [r for r in regs if r.access != WO and r not in ctr_regs]
+        rd_hot = Signal(len(readable))
+        rd_ctr, rd_hi, rd_miss, rd_latched = Signal(), Signal(), Signal(), Signal()
         in_ctr = (ar_addr[8:] == CTR_BASE >> 8) & (self.reg_addr < len(ctr_regs) // 2)
-        with m.If(in_ctr):
-            with m.If(~ar_addr[2]):
-                m.d.comb += rd_value.eq(counter[:32])
-                with m.If(rd2):
-                    m.d.sync += [latch_valid.eq(1), latch_index.eq(self.reg_addr),
-                                 latch_hi.eq(counter[32:])]
-            with m.Else():
-                m.d.comb += rd_value.eq(Mux(latch_valid & (latch_index == self.reg_addr),
-                                            latch_hi, counter[32:]))
-        with m.Else():
-            with m.Switch(ar_addr[2:]):
-                for r in regs:
-                    if r.access == WO or r in ctr_regs:
-                        continue
-                    with m.Case(r.offset >> 2):
-                        if r.kind == "const":
-                            m.d.comb += rd_value.eq(r.reset)
-                        elif r.kind == "error":
-                            m.d.comb += rd_value.eq(error)
-                        else:
-                            m.d.comb += rd_value.eq(store[r.name])
-                with m.Default():
-                    m.d.comb += [rd_resp.eq(SLVERR), rd_err.eq(1)]
+        hot = Signal.like(rd_hot)
+        with m.Switch(ar_addr[2:]):
+            for k, r in enumerate(readable):
+                with m.Case(r.offset >> 2):
+                    m.d.comb += hot.eq(1 << k)
+        m.d.sync += [rd_hot.eq(hot), rd_ctr.eq(in_ctr), rd_hi.eq(ar_addr[2]),
+                     rd_miss.eq(~in_ctr & (hot == 0)),
+                     rd_latched.eq(latch_valid & (latch_index == self.reg_addr))]
+        counter = self.reg_data
+        picked = []
+        for k, r in enumerate(readable):
+            value = (Const(r.reset, 32) if r.kind == "const" else error if r.kind == "error"
+                     else store[r.name])
+            picked.append(Mux(rd_hot[k], value, 0))
+        rd_value, rd_resp, rd_err = Signal(32), Signal(2), Signal()
+        while len(picked) > 1:
+            picked = [picked[i] | picked[i + 1] if i + 1 < len(picked) else picked[i]
+                      for i in range(0, len(picked), 2)]
+        m.d.comb += [
+            rd_value.eq(Mux(rd_ctr, Mux(rd_hi, Mux(rd_latched, latch_hi, counter[32:]), counter[:32]),
+                            picked[0])),
+            rd_resp.eq(Mux(rd_miss, SLVERR, OKAY)), rd_err.eq(rd_miss),
+        ]
+        with m.If(rd2 & rd_ctr & ~rd_hi):
+            m.d.sync += [latch_valid.eq(1), latch_index.eq(self.reg_addr), latch_hi.eq(counter[32:])]
 
-        # -- write execution: once both are held and no B or record is pending
+        # -- write: the address is decoded when AW is taken (a one-hot select and a miss);
+        # the write executes once both are held and no B or record is pending
+        writable = [r for r in regs if r.access != RO]
+        aw_hot, aw_miss = Signal(len(writable)), Signal()
+        w_hot = Signal.like(aw_hot)
+        with m.Switch(bus.awaddr[2:]):
+            for k, r in enumerate(writable):
+                with m.Case(r.offset >> 2):
+                    m.d.comb += w_hot.eq(1 << k)
         execute = aw_full & w_full & ~b_valid & ~cfg_valid
         mask = Signal(32)
         m.d.comb += mask.eq(Cat(*(w_strb[i].replicate(8) for i in range(4))))
-        wr_resp, wr_err, wr_commit_err, emit_row, emit_global = (Signal(2), Signal(), Signal(),
-                                                                  Signal(), Signal())
+        wr_commit_err, emit_row, emit_global = Signal(), Signal(), Signal()
         err_clear = Signal(3)
-        with m.Switch(aw_addr[2:]):
-            for r in regs:
-                if r.access == RO:
-                    continue
-                with m.Case(r.offset >> 2):
-                    if r.kind == "error":
-                        m.d.comb += err_clear.eq(w_data & mask)
-                    elif r.kind == "commit":
-                        with m.If(w_strb[0] & w_data[0]):
-                            with m.If(store["CFG_TABLE"] == TABLE_GLOBAL):
-                                m.d.comb += [wr_resp.eq(SLVERR), wr_commit_err.eq(1)]
-                            with m.Else():
-                                m.d.comb += emit_row.eq(1)
-                    else:
-                        s = store[r.name]
-                        with m.If(execute):
-                            m.d.sync += s.eq((s & ~mask[:r.width]) | (w_data[:r.width] & mask[:r.width]))
-                        if r.kind == "global":
-                            m.d.comb += emit_global.eq(1)
-            with m.Default():
-                m.d.comb += [wr_resp.eq(SLVERR), wr_err.eq(1)]
+        for k, r in enumerate(writable):
+            sel = aw_hot[k]
+            if r.kind == "error":
+                m.d.comb += err_clear.eq(Mux(sel, w_data & mask, 0))
+            elif r.kind == "commit":
+                go = sel & w_strb[0] & w_data[0]
+                to_global = store["CFG_TABLE"] == TABLE_GLOBAL
+                m.d.comb += [wr_commit_err.eq(go & to_global), emit_row.eq(go & ~to_global)]
+            else:
+                st = store[r.name]
+                with m.If(execute & sel):
+                    m.d.sync += st.eq((st & ~mask[:r.width]) | (w_data[:r.width] & mask[:r.width]))
+        m.d.comb += emit_global.eq(Cat(aw_hot[k] for k, r in enumerate(writable) if r.kind == "global").any())
+        wr_err = aw_miss
+        wr_resp = Mux(aw_miss | wr_commit_err, SLVERR, OKAY)
 
         # -- error bits (MR-REG-012): a set wins over a clear in the same cycle
         err_set = Cat(execute & wr_err, rd2 & rd_err, execute & wr_commit_err)
@@ -180,7 +185,7 @@ class Regs(wiring.Component):
             with m.Else():
                 m.d.sync += [b_valid.eq(1), b_resp.eq(wr_resp)]
         with m.If(bus.awvalid & ~aw_full):
-            m.d.sync += [aw_full.eq(1), aw_addr.eq(bus.awaddr)]
+            m.d.sync += [aw_full.eq(1), aw_hot.eq(w_hot), aw_miss.eq(w_hot == 0)]
         with m.If(bus.wvalid & ~w_full):
             m.d.sync += [w_full.eq(1), w_data.eq(bus.wdata), w_strb.eq(bus.wstrb)]
 
