@@ -198,3 +198,18 @@ def test_checker_catches_a_torn_counter_read():
     res["r"] = [tuple(x) for x in r]
     with pytest.raises(AssertionError, match="HI"):
         rc.check(items, res, drv.ctr, SMALL)
+
+
+def test_blocks_and_verilog(tmp_path):
+    """MR-REG-001, MR-REG-002: ``regs`` and ``regs_256x4`` are blocks whose models have their RX
+    instance's sizes; ``metaroce verilog regs_256x4`` writes a module with the model's ports."""
+    from metaroce import blocks
+    for name, conns in (("regs", 4096), ("regs_256x4", 256)):
+        model = blocks.get(name).make_model(64)
+        assert isinstance(model, R.RegsCycleModel) and model.lay.conns == conns
+    r = _cli("verilog", "regs_256x4", "--width", "64", "-o", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "regs_256x4_w64.v").read_text()
+    assert "module regs_256x4(" in text
+    for port in R.INPUTS + R.OUTPUTS:
+        assert port in text
