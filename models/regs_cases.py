@@ -296,12 +296,13 @@ class Driver:
 
 # ------------------------------------------------------------------ checker
 
-def check(items, res, ctr: Counters, lay):
+def check(items, res, ctr: Counters, lay, rf: RegFile | None = None):
     """The one checker (MR-REG-004, MR-REG-010/011/012, MR-REG-020..024, MR-REG-030/031/032): every access's response and read data and
     every record sent, against :class:`RegFile` replaying the accesses in item order; counter
     reads against what the counter held while the read was in flight, a LO/HI pair as one
-    64-bit value. Returns the replayed register file."""
-    rf = RegFile(lay)
+    64-bit value. ``rf``: the register file as an earlier run left it (default: reset). Returns
+    the replayed register file."""
+    rf = rf or RegFile(lay)
     b = dict((i, resp) for i, resp in res["b"])
     r = dict((i, (resp, data)) for i, resp, data in res["r"])
     assert len(b) + len(r) == len(items), f"{len(b) + len(r)} responses for {len(items)} accesses"
