@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import records
+from . import rx as _rx
 from .rx import (ACK_EVERY_RESET, CTR_ABANDONED, CTR_ACKS, CTR_CE, CTR_NAKS, CTR_PLACED_BYTES,
                  GLOBAL, MTU_LOG2_RESET, N_COUNTERS, TABLE_GLOBAL, RxCode, layouts, pack)
 
@@ -42,8 +43,10 @@ ERR_WRITE, ERR_READ, ERR_COMMIT = 1 << 0, 1 << 1, 1 << 2
 CFG_DATA_BASE = 0x080
 MAX_DATA_WORDS = 32
 CTR_BASE = 0x100
-#: MR-REG-011: the global registers' reset values, by GLOBAL field (the RX engine's).
-GLOBAL_RESET = {"ack_every": ACK_EVERY_RESET, "mtu_log2": MTU_LOG2_RESET}
+#: MR-REG-011: the global registers' reset values, by GLOBAL field: the RX engine's
+#: ``<FIELD>_RESET`` constant (0 for a field without one).
+GLOBAL_RESET = {name: getattr(_rx, f"{name.upper()}_RESET", 0) for name, _ in GLOBAL}
+assert GLOBAL_RESET["ack_every"] == ACK_EVERY_RESET and GLOBAL_RESET["mtu_log2"] == MTU_LOG2_RESET
 
 RO, RW, WO, W1C = "RO", "RW", "WO", "W1C"
 

@@ -108,3 +108,15 @@ def test_default_instance():
     """MR-REG-001: the engine's instance (4,096 x 8, 1,024 keys) runs the same stack."""
     rm = register_map(layouts(4096, 8, 1024))
     run_lockstep(rc.standard_items(rm, seed=3, n_random=60), inst=(4096, 8, 1024), seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(10, 16))
+def test_random_sweep(seed):
+    """MR-REG-050: longer random runs, every shape, sequential and overlapped."""
+    rm = register_map(layouts(*SMALL))
+    shape = list(rc.SHAPES)[seed % len(rc.SHAPES)]
+    p_idle, p_bp = rc.SHAPES[shape]
+    run_lockstep(rc.standard_items(rm, seed=seed, n_random=1500), seed=seed, p_idle=p_idle, p_bp=p_bp)
+    items = rc.random_accesses(rm, random.Random(seed), 1500, safe_reads=True)
+    run_lockstep(items, seed=seed, p_idle=p_idle, p_bp=p_bp, overlap=True)
