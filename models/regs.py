@@ -289,20 +289,23 @@ class RegsCycleModel:
         return bool(self.aw_full or self.w_full or self.b_valid or self.cfg_valid or self.rd1
                     or self.rd2 or self.r_valid)
 
-    def step(self, inputs):
-        g = inputs.get
-        rf = self.rf
-        awready, wready = 1 - self.aw_full, 1 - self.w_full
-        arready = int(not (self.rd1 or self.rd2 or self.r_valid))
-        out = {
-            AXIL + "awready": awready, AXIL + "wready": wready,
+    def outputs(self):
+        """This cycle's outputs (MR-REG-043: from registers only, so known before the inputs)."""
+        return {
+            AXIL + "awready": 1 - self.aw_full, AXIL + "wready": 1 - self.w_full,
             AXIL + "bresp": self.b_resp, AXIL + "bvalid": self.b_valid,
-            AXIL + "arready": arready, AXIL + "rdata": self.r_data, AXIL + "rresp": self.r_resp,
-            AXIL + "rvalid": self.r_valid,
-            "m_cfg__payload": pack(self.lay.cfg, rf.record(self.cfg_global)),
+            AXIL + "arready": int(not (self.rd1 or self.rd2 or self.r_valid)),
+            AXIL + "rdata": self.r_data, AXIL + "rresp": self.r_resp, AXIL + "rvalid": self.r_valid,
+            "m_cfg__payload": pack(self.lay.cfg, self.rf.record(self.cfg_global)),
             "m_cfg__valid": self.cfg_valid,
             "reg_addr": counter_index(self.ar_addr),
         }
+
+    def step(self, inputs):
+        g = inputs.get
+        rf = self.rf
+        out = self.outputs()
+        awready, wready, arready = out[AXIL + "awready"], out[AXIL + "wready"], out[AXIL + "arready"]
         err_set = err_clear = 0
         # read stage 2 (before the write: it reads the registers as they were, MR-REG-042)
         rd_done = None

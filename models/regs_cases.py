@@ -360,6 +360,102 @@ def run_model(items, lay_args=(256, 4, 256), *, seed=0, checked=True, **kw):
     return drv
 
 
+# ------------------------------------------------------------------ with the RX engine
+
+class RegsRxModel:
+    """The model of a top joining the register block and the RX engine as hdl does
+    (``m_cfg`` -> ``s_cfg``, ``reg_addr`` and ``reg_data`` wire to wire): both cycle models,
+    the register block's outputs known before its inputs (MR-REG-043), so that each cycle the
+    RX model steps with them and the register block with the RX model's (MR-REG-060). Inputs:
+    the AXI4-Lite port and the RX engine's; outputs: every output of both blocks."""
+
+    def __init__(self, width, conns, paths, keys):
+        from .rx import RxCycleModel
+        self.regs = RegsCycleModel(conns, paths, keys)
+        self.rx = RxCycleModel(width, conns, paths, keys)
+
+    @staticmethod
+    def port_names():
+        from .regs import INPUTS, OUTPUTS
+        from .rx import RxCycleModel
+        rx = RxCycleModel.port_names()
+        return {"inputs": [n for n in INPUTS if n not in ("m_cfg__ready", "reg_data")]
+                + [n for n in rx["inputs"] if n not in ("s_cfg__payload", "s_cfg__valid", "reg_addr")],
+                "outputs": list(OUTPUTS) + rx["outputs"]}
+
+    def busy(self):
+        return self.regs.busy() or self.rx.busy()
+
+    def step(self, inputs):
+        ro = self.regs.outputs()
+        rx_out = self.rx.step({**inputs, "s_cfg__valid": ro["m_cfg__valid"],
+                               "s_cfg__payload": ro["m_cfg__payload"], "reg_addr": ro["reg_addr"]})
+        ro = self.regs.step({**inputs, "m_cfg__ready": rx_out["s_cfg__ready"], "reg_data": rx_out["reg_data"]})
+        return {**ro, **rx_out}
+
+
+class PhasedDriver:
+    """Drives the top of :class:`RegsRxModel` with one driver after another: a register
+    :class:`Driver` (AXI4-Lite accesses; the RX side idle, its outputs drained) or an RX
+    ``rx_cases.Driver`` (packets; the AXI4-Lite side idle). Each runs until it is finished."""
+
+    AXI_IDLE = {AXIL + n: 0 for n in ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "araddr", "arvalid")}
+    RX_IDLE = {"s_meta__valid": 0, "s_meta__payload": 0, "s_payload__valid": 0, "s_payload__payload": 0,
+               "m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1}
+
+    def __init__(self, phases):
+        self.phases = list(phases)
+        self.i = 0
+
+    @property
+    def finished(self):
+        return self.i >= len(self.phases)
+
+    def _is_regs(self, d):
+        return isinstance(d, Driver)
+
+    def inputs(self):
+        d = self.phases[self.i]
+        inp = d.inputs()
+        if self._is_regs(d):
+            inp.pop("m_cfg__ready")
+            inp.pop("reg_data")
+            return {**inp, **self.RX_IDLE}
+        for n in ("s_cfg__valid", "s_cfg__payload", "reg_addr"):
+            inp.pop(n)
+        return {**inp, **self.AXI_IDLE, AXIL + "bready": 1, AXIL + "rready": 1}
+
+    def observe(self, inp, out):
+        d = self.phases[self.i]
+        if self._is_regs(d):
+            d.observe({**inp, "m_cfg__ready": out["s_cfg__ready"]}, out)
+        else:
+            d.observe(inp, out)
+
+    def settle(self, busy):
+        d = self.phases[self.i]
+        d.settle(busy)
+        if d.finished:
+            self.i += 1
+
+
+def counters_read(rmap, driver: Driver):
+    """The 64-bit counters a register driver of :func:`counter_items` read (LO, HI pairs)."""
+    r = {i: (resp, data) for i, resp, data in driver.res["r"]}
+    out = []
+    for k in range(0, len(driver.items), 2):
+        (r1, lo), (r2, hi) = r[k], r[k + 1]
+        assert r1 == r2 == OKAY
+        out.append(hi << 32 | lo)
+    return out
+
+
+def counter_items():
+    """LO then HI of every RX counter (MR-REG-030/031)."""
+    return [Read(CTR_BASE + 8 * i + 4 * h, f"ctr{i}.{'hi' if h else 'lo'}") for i in range(N_COUNTERS)
+            for h in (0, 1)]
+
+
 def standard_items(rmap, seed=0, n_random=150):
     """The cases of a lockstep run: the map walk, counter reads, rows of an RX setup, a random mix."""
     from . import rx_cases as rc

@@ -170,3 +170,62 @@ def test_setup_packet_counters_teardown():
     written = b"".join(b["data"].to_bytes(nb, "little")[:b["keep"].bit_length()] for b in data)
     assert written == first.payload
     assert acks == exp2["ack"]
+
+
+def test_top_in_lockstep_with_both_models():
+    """MR-REG-060, MR-REG-043, MR-REG-050, MR-REG-023, MR-RX-070: the top (registers + RX
+    engine) against the two cycle models joined as the top joins them, every output of both
+    blocks (also ``m_cfg`` and the counter port between them) compared every cycle, with random
+    idle cycles and backpressure: setup over AXI4-Lite, the RX engine's window and bad-input
+    cases, every counter read over AXI4-Lite, teardown, the torn-down connection's packets, the
+    counters again; then the RX checker over it all."""
+    from amaranth.hdl import Value
+    from metaroce.models.regs_cases import (Driver, PhasedDriver, RegsRxModel, counter_items,
+                                            counters_read)
+    from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
+
+    m, regs, rx = _top()
+    lay = rx.lay
+    rmap = register_map(lay)
+    s = rxc.Setup(256, 4, 256, seed=9, n_conns=3)
+    conn = s.conns[0]
+    setup = [w for cw in s.writes for w in row_writes(rmap, cw.table, cw.addr, cw.value, name=cw.name)]
+    cases1 = rxc.window_cases(s) + rxc.bad_cases(s) + rxc.burst_same_path(s, 10, plen=9)
+    teardown = rxc.CfgWrite(TABLE_CONN, conn.qp, 0, "teardown")
+    cases2 = [s.write(conn, path=p % conn.n_paths, plen=8, expect=RxCode.NO_CONNECTION, name=f"dead{p}")
+              for p in range(4)] + [s.write(s.conns[1], path=0, plen=8, name="other-conn")]
+    kw = {"p_idle": 0.3, "p_bp": 0.4}
+    phases = [Driver(setup, seed=1, **kw),
+              rxc.Driver(WIDTH, cases1, lay.cfg, seed=2, read_counters=False, poll_regs=False, **kw),
+              Driver(counter_items(), seed=3, **kw),
+              Driver(row_writes(rmap, teardown.table, teardown.addr, 0, name="teardown"), seed=4, **kw),
+              rxc.Driver(WIDTH, cases2, lay.cfg, seed=5, read_counters=False, poll_regs=False, **kw),
+              Driver(counter_items(), seed=6, **kw)]
+    model = RegsRxModel(WIDTH, 256, 4, 256)
+    ins, outs = model_port_lists(model)
+
+    def signal(name):
+        obj = regs if name.startswith(("s_axil", "m_cfg")) or name == "reg_addr" else rx
+        for part in name.split("__"):
+            obj = getattr(obj, part)
+        return Value.cast(obj)
+
+    sig = {n: signal(n) for n in ins + outs}
+    drv = PhasedDriver(phases)
+    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()})
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    drive_amaranth(sim, core, drv, sig, busy=model.busy)
+    sim.run()
+    assert core.mismatches == 0 and core.cycle > 1000
+
+    for d in (phases[0], phases[3]):
+        assert [resp for _, resp in d.res["b"]] == [OKAY] * len(d.items)
+    before = rxc.expected(s.writes + cases1, 256, 4, 256)["counters"]
+    assert counters_read(rmap, phases[2]) == before
+    items = s.writes + cases1 + [teardown] + cases2
+    res = {k: phases[1].res[k] + phases[4].res[k] for k in ("ack", "place", "data")}
+    res["counters"] = counters_read(rmap, phases[5])
+    exp = rxc.check(items, res, 256, 4, 256)
+    assert [o.code for o in exp["outcomes"][-5:-1]] == [RxCode.NO_CONNECTION] * 4
+    assert res["counters"][RxCode.NO_CONNECTION] == before[RxCode.NO_CONNECTION] + 4
