@@ -26,7 +26,7 @@ from .rx import (ACK_EVERY_RESET, CTR_ABANDONED, CTR_ACKS, CTR_CE, CTR_NAKS, CTR
                  GLOBAL, MTU_LOG2_RESET, N_COUNTERS, TABLE_GLOBAL, RxCode, layouts, pack)
 
 __all__ = ["Reg", "RegMap", "register_map", "RegFile", "RegsCycleModel", "markdown_table",
-           "c_header", "counter_names", "regs_model_256x4", "ADDR_BITS", "OKAY", "SLVERR", "ID",
+           "c_header", "counter_names", "regs_model", "regs_model_256x4", "ADDR_BITS", "OKAY", "SLVERR", "ID",
            "VERSION", "ERR_WRITE", "ERR_READ", "ERR_COMMIT", "CTR_BASE", "CFG_DATA_BASE",
            "MAX_DATA_WORDS", "INPUTS", "OUTPUTS"]
 

@@ -8,15 +8,16 @@
   counter port whose counters keep moving (so a torn 64-bit read shows);
 * :func:`check`: the collected responses and records against :class:`RegFile` replaying the
   accesses one at a time, the counter reads against the counters' history;
-* :func:`run_model`: :class:`RegsCycleModel` alone through the driver.
+* :func:`run_model`: :class:`RegsCycleModel` alone through the driver;
+* with the RX engine (MR-REG-060): :class:`RegsRxModel` (both cycle models joined as the RTL
+  joins the blocks) and :class:`PhasedDriver` (register and RX drivers in turn).
 """
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 
-from .regs import (ADDR_BITS, CTR_BASE, OKAY, SLVERR, RegFile, RegsCycleModel, counter_index,
-                   register_map)
+from .regs import ADDR_BITS, CTR_BASE, OKAY, RegFile, RegsCycleModel, counter_index
 from .rx import GLOBAL, N_COUNTERS, TABLE_GLOBAL, pack, unpack
 
 AXIL = "s_axil__"
@@ -467,4 +468,5 @@ def standard_items(rmap, seed=0, n_random=150):
 
 
 __all__ = ["Write", "Read", "row_writes", "map_walk", "counter_reads", "random_accesses", "Counters",
-           "Driver", "check", "run_model", "standard_items", "SHAPES", "register_map", "SLVERR"]
+           "Driver", "check", "run_model", "standard_items", "SHAPES", "RegsRxModel", "PhasedDriver",
+           "counter_items", "counters_read"]
