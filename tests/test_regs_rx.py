@@ -5,6 +5,8 @@ packet is accepted and placed; the counters read back through AXI4-Lite are the 
 the connection is torn down by writing its row with valid 0, and the next packet of it is
 dropped as no_connection.
 """
+import dataclasses
+
 from amaranth.hdl import ClockDomain, Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
@@ -177,8 +179,8 @@ def test_top_in_lockstep_with_both_models():
     engine) against the two cycle models joined as the top joins them, every output of both
     blocks (also ``m_cfg`` and the counter port between them) compared every cycle, with random
     idle cycles and backpressure: setup over AXI4-Lite, the RX engine's window and bad-input
-    cases, every counter read over AXI4-Lite, teardown, the torn-down connection's packets, the
-    counters again; then the RX checker over it all."""
+    cases, every counter read over AXI4-Lite, teardown of a connection and a key, their packets
+    refused, the counters again; then the RX checker over it all."""
     from amaranth.hdl import Value
     from metaroce.models.regs_cases import (Driver, PhasedDriver, RegsRxModel, counter_items,
                                             counters_read)
@@ -192,13 +194,16 @@ def test_top_in_lockstep_with_both_models():
     setup = [w for cw in s.writes for w in row_writes(rmap, cw.table, cw.addr, cw.value, name=cw.name)]
     cases1 = rxc.window_cases(s) + rxc.bad_cases(s) + rxc.burst_same_path(s, 10, plen=9)
     teardown = rxc.CfgWrite(TABLE_CONN, conn.qp, 0, "teardown")
+    revoke = dataclasses.replace(s.key_write(s.keys[0], valid=0), name="revoke")
     cases2 = [s.write(conn, path=p % conn.n_paths, plen=8, expect=RxCode.NO_CONNECTION, name=f"dead{p}")
-              for p in range(4)] + [s.write(s.conns[1], path=0, plen=8, name="other-conn")]
+              for p in range(4)] + [s.write(s.conns[1], path=0, plen=8, key=s.keys[0],
+                                            expect=RxCode.ACCESS, name="revoked-key")]
     kw = {"p_idle": 0.3, "p_bp": 0.4}
     phases = [Driver(setup, seed=1, **kw),
               rxc.Driver(WIDTH, cases1, lay.cfg, seed=2, read_counters=False, poll_regs=False, **kw),
               Driver(counter_items(), seed=3, **kw),
-              Driver(row_writes(rmap, teardown.table, teardown.addr, 0, name="teardown"), seed=4, **kw),
+              Driver([w for cw in (teardown, revoke)
+                      for w in row_writes(rmap, cw.table, cw.addr, cw.value, name=cw.name)], seed=4, **kw),
               rxc.Driver(WIDTH, cases2, lay.cfg, seed=5, read_counters=False, poll_regs=False, **kw),
               Driver(counter_items(), seed=6, **kw)]
     model = RegsRxModel(WIDTH, 256, 4, 256)
@@ -223,9 +228,9 @@ def test_top_in_lockstep_with_both_models():
         assert [resp for _, resp in d.res["b"]] == [OKAY] * len(d.items)
     before = rxc.expected(s.writes + cases1, 256, 4, 256)["counters"]
     assert counters_read(rmap, phases[2]) == before
-    items = s.writes + cases1 + [teardown] + cases2
+    items = s.writes + cases1 + [teardown, revoke] + cases2
     res = {k: phases[1].res[k] + phases[4].res[k] for k in ("ack", "place", "data")}
     res["counters"] = counters_read(rmap, phases[5])
     exp = rxc.check(items, res, 256, 4, 256)
-    assert [o.code for o in exp["outcomes"][-5:-1]] == [RxCode.NO_CONNECTION] * 4
+    assert [o.code for o in exp["outcomes"][-5:]] == [RxCode.NO_CONNECTION] * 4 + [RxCode.ACCESS]
     assert res["counters"][RxCode.NO_CONNECTION] == before[RxCode.NO_CONNECTION] + 4
