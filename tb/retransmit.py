@@ -7,7 +7,8 @@ tests); the comparison is the lockstep core of :mod:`metaroce.tb.lockstep` (:fun
 every output compared every cycle).
 
 ``retransmit_lockstep``: ``RTX_EVENTS`` random sent packets (seed ``RTX_SEED``) with their lossy
-ACKs, stale, bad and NAK items, random idle cycles and backpressure on both outputs, then the
+ACKs, stale, bad and NAK items and a path that loses everything (timeouts with backoff up to
+the retry limit's error report), random idle cycles and backpressure on every output, then the
 checker; then a burst of back-to-back ACKs, each taken in one cycle (MR-TX-034). Results to
 ``RTX_OUT`` (JSON) if set. Instance: ``RTX_CONNS``, ``RTX_PATHS``, ``RTX_POOL`` (default
 256 x 4, 1,024 records).
@@ -21,7 +22,7 @@ import time
 import cocotb
 
 from metaroce.models import retransmit_cases as rc
-from metaroce.models.retransmit import RetransmitCycleModel
+from metaroce.models.retransmit import CTR, RetransmitCycleModel
 
 from .lockstep import Lockstep, drive, model_port_lists
 
@@ -42,15 +43,17 @@ async def retransmit_lockstep(dut):
         getattr(dut, name).value = 0
     await h.start(monitor=False)
 
-    items = rc.traffic(conns, paths, pool, int(os.environ.get("RTX_EVENTS", "1500")), seed=seed)
+    items = rc.traffic(conns, paths, pool, int(os.environ.get("RTX_EVENTS", "1500")), seed=seed,
+                       black_hole=10)
     drv = rc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n1 = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
-    rc.check(conns, paths, pool, items, drv.res)
+    rc.check_items(model, items, drv.res)
+    counts = {n: model.counters[i] for n, i in CTR.items()}
 
     burst = rc.ack_burst(conns, paths, pool, seed=seed, avoid=items)
-    drv2 = rc.Driver(model.lay, burst["items"], seed=seed + 1, p_idle=0.0, p_bp=0.0)
+    drv2 = rc.Driver(model.lay, burst["items"], seed=seed + 1, p_idle=0.0, p_bp=0.0, now0=drv.now)
     n2 = await drive(h, drv2, busy=model.busy)
     acks_taken = [c for c, (k, _) in zip(drv2.res["taken"], burst["items"]) if k == "ack"]
     assert acks_taken[-1] - acks_taken[0] == len(acks_taken) - 1, "not one ACK per cycle"
@@ -63,6 +66,7 @@ async def retransmit_lockstep(dut):
                        "acks_per_cycle": round(len(acks_taken) / (acks_taken[-1] - acks_taken[0] + 1), 3),
                        "records_per_cycle": burst_rate(drv2.res),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
+                       "counters": counts,
                        "mismatches": h.mismatches}, f)
 
 

@@ -13,7 +13,7 @@ from amaranth.sim import Simulator
 
 from metaroce.hdl.retransmit import Retransmit, retransmit_256x4
 from metaroce.models import retransmit_cases as rc
-from metaroce.models.retransmit import SMALL, RetransmitCycleModel
+from metaroce.models.retransmit import CTR, SMALL, RetransmitCycleModel
 from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
 
 
@@ -27,14 +27,16 @@ def _ports(dut, names):
     return sig
 
 
-def run_lockstep(items, *, inst=SMALL, seed=0, **kw):
-    """RTL and model on the same inputs, every output compared every cycle (MR-TX-050)."""
+def run_lockstep(items, *, inst=SMALL, seed=0, timers=None, **kw):
+    """RTL and model on the same inputs, every output compared every cycle (MR-TX-050);
+    ``timers``: rto_ns, retry_limit, slot_log2 of both."""
     conns, paths, pool = inst
-    dut = Retransmit(64, conns=conns, paths=paths, pool=pool)
+    timers = timers or {}
+    dut = Retransmit(64, conns=conns, paths=paths, pool=pool, **timers)
     top = Module()
     top.domains.sync = ClockDomain()
     top.submodules.dut = dut
-    model = RetransmitCycleModel(64, conns, paths, pool)
+    model = RetransmitCycleModel(64, conns, paths, pool, **timers)
     ins, outs = model_port_lists(model)
     sig = _ports(dut, ins + outs)
     drv = rc.Driver(model.lay, items, seed=seed, **kw)
@@ -44,8 +46,8 @@ def run_lockstep(items, *, inst=SMALL, seed=0, **kw):
     drive_amaranth(sim, core, drv, sig, busy=model.busy)
     sim.run()
     assert core.mismatches == 0
-    rc.check(conns, paths, pool, items, drv.res)
-    return dict(drv.res, compared=core.cycle)
+    exp = rc.check_items(model, items, drv.res)
+    return dict(drv.res, compared=core.cycle, model=model, exp=exp)
 
 
 def test_verilog_port_names():
@@ -59,8 +61,9 @@ def test_verilog_port_names():
 
 
 def test_bad_parameters():
-    """MR-TX-001: sizes are powers of two; widths 64..512."""
-    for kw in ({"conns": 100}, {"paths": 3}, {"pool": 1000}, {"pool": 8}):
+    """MR-TX-001: sizes are powers of two; widths 64..512; MR-TX-062: timer constants in range."""
+    for kw in ({"conns": 100}, {"paths": 3}, {"pool": 1000}, {"pool": 8}, {"rto_ns": 0},
+               {"rto_ns": 1 << 24}, {"retry_limit": 15}, {"slot_log2": 21}):
         with pytest.raises(ValueError):
             Retransmit(64, **kw)
     with pytest.raises(ValueError):
@@ -88,3 +91,17 @@ def test_lockstep_reference_endpoint_traffic():
     assert [(x["slot"], x["chunk"]) for x in rc.decode(lay, res["resend"])] == [
         (d.slot, d.chunk) for d in ends if d.kind == "resend"]
     assert len(res["acked"]) == sum(d.kind == "acked" for d in ends)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_lockstep_timers(seed):
+    """MR-TX-052, MR-TX-060..064, MR-TX-050: the same traffic with a path whose every packet
+    is lost and waits past its deadline: tail-loss timeouts through the wheel with backoff, the
+    error report beyond the retry limit, timers re-armed from the oldest live record after
+    ACKs; 0 mismatches, every timeout due when it fired, no timer left running."""
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
+    items = rc.traffic(*SMALL, 300, seed=seed, black_hole=6, rto_ns=3000)
+    res = run_lockstep(items, seed=seed, timers=timers, p_idle=0.2, p_bp=0.4)
+    c = res["model"].counters
+    assert c[CTR["timeouts"]] >= 6 and c[CTR["timeout_losses"]] >= 6
+    assert len(res["error"]) == c[CTR["errors"]] == 1

@@ -6,8 +6,8 @@ from metaroce.models import protocol as P
 from metaroce.models import records
 from metaroce.models import retransmit_cases as rc
 from metaroce.models import rx
-from metaroce.models.retransmit import (CTR, JOB_DEPTH, SMALL, Decision, RetransmitCycleModel,
-                                        RetransmitModel, layouts)
+from metaroce.models.retransmit import (CTR, JOB_DEPTH, SMALL, STATUS_RETRY_EXC, Decision,
+                                        RetransmitCycleModel, RetransmitModel, layouts)
 
 CONN, PATH = 3, 1
 
@@ -44,7 +44,7 @@ def test_sack_resolution():
         ("acked", 100), ("acked", 101), ("acked", 102), ("resend", 103), ("resend", 104),
         ("acked", 105), ("acked", 106)]
     assert out[0] == Decision("acked", CONN, PATH, 0, 100)
-    assert m.state(m.row(CONN, PATH))[0] == 7 and m.used == 3
+    assert m.state(m.row(CONN, PATH))["floor"] == 7 and m.used == 3
     assert m.ack(rc.ack_item(CONN, PATH, 3, 0b110)[1]) == []             # the same ACK again
     assert m.counters[CTR["acks_stale"]] == 1
     out = m.ack(rc.ack_item(CONN, PATH, 10, 0)[1])
@@ -63,7 +63,7 @@ def test_bad_acks_and_naks_change_nothing():
     assert m.ack(rc.ack_item(CONN, PATH, 0, 0, nak=1, reason=3)[1]) == []
     c = m.counters
     assert (c[CTR["acks_bad"]], c[CTR["naks"]], c[CTR["acks"]]) == (3, 1, 0)
-    assert m.state(m.row(CONN, PATH))[0] == 0 and m.used == 4
+    assert m.state(m.row(CONN, PATH))["floor"] == 0 and m.used == 4
 
 
 def test_sent_checks():
@@ -96,8 +96,9 @@ def test_cycle_model_matches_semantics(seed, p_bp):
     """MR-TX-030..036, MR-TX-010/011: the cycle model (shared pool, free list, linked FIFOs, walker) reports
     the same records in the same order, and counts the same, as the semantics."""
     items = rc.traffic(*SMALL, 500, seed=seed)
-    res = rc.run_model(RetransmitCycleModel(64, *SMALL), items, seed=seed, p_idle=0.2, p_bp=p_bp)
-    exp = rc.check(*SMALL, items, res)
+    m = RetransmitCycleModel(64, *SMALL)
+    res = rc.run_model(m, items, seed=seed, p_idle=0.2, p_bp=p_bp)
+    exp = rc.check_items(m, items, res)
     assert exp["resend"] and exp["counters"][CTR["acks_stale"]] and exp["counters"][CTR["acks_bad"]]
 
 
@@ -109,7 +110,7 @@ def test_pool_exhaustion_backpressure():
     items = [rc.sent_item(0, 0, i) for i in range(pool)] + [rc.ack_item(0, 0, 2, 0)]
     items += [rc.sent_item(1, 1, 0), rc.sent_item(1, 1, 1)]
     res = rc.run_model(m, items, p_idle=0.0, p_bp=0.0)
-    rc.check(conns, paths, pool, items, res)
+    rc.check_items(m, items, res)
     taken = res["taken"]
     assert taken[pool] == taken[pool - 1] + 1                  # the ACK at once
     # the next sent packets wait until the walk has freed the two records
@@ -121,10 +122,11 @@ def test_pool_exhaustion_backpressure():
 def test_ack_burst_one_per_cycle():
     """MR-TX-034: back-to-back ACKs are taken one per cycle while the walk queue has room."""
     b = rc.ack_burst(*SMALL, seed=4)
-    res = rc.run_model(RetransmitCycleModel(64, *SMALL), b["items"], p_idle=0.0, p_bp=0.0)
+    m = RetransmitCycleModel(64, *SMALL)
+    res = rc.run_model(m, b["items"], p_idle=0.0, p_bp=0.0)
     acks = [c for c, (k, _) in zip(res["taken"], b["items"]) if k == "ack"]
     assert len(acks) == 16 <= JOB_DEPTH and acks[-1] - acks[0] == len(acks) - 1
-    rc.check(*SMALL, b["items"], res)
+    rc.check_items(m, b["items"], res)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -147,5 +149,97 @@ def test_model_matches_reference_endpoint(seed):
             got.append(m.ack(f))
     assert got == r["decisions"]
     assert sum(d.kind == "resend" for ds in got for d in ds) == st["gap_losses"]
-    res = rc.run_model(RetransmitCycleModel(64, *SMALL), r["items"], seed=seed, p_bp=0.3)
-    rc.check(*SMALL, r["items"], res)
+    cm = RetransmitCycleModel(64, *SMALL)
+    res = rc.run_model(cm, r["items"], seed=seed, p_bp=0.3)
+    rc.check_items(cm, r["items"], res)
+    assert not cm.counters[CTR["timeouts"]]
+
+
+# ------------------------------------------------------------------ timers (MR-TX-052..064)
+
+TIMERS = {"rto_ns": 2000, "retry_limit": 2, "slot_log2": 6}
+SLOT = 1 << TIMERS["slot_log2"]
+
+
+def _run_timed(items, **kw):
+    """The cycle model on a realistic clock (4 ns per cycle throughout), no backpressure."""
+    m = RetransmitCycleModel(64, *SMALL, **TIMERS)
+    res = rc.run_model(m, items, p_idle=0.0, p_bp=kw.pop("p_bp", 0.0), ns_per_cycle=4, idle_ns=4,
+                       **kw)
+    exp = rc.check_items(m, items, res)
+    return m, res, exp
+
+
+def _sent_times(m):
+    return [f["t_sent"] for k, f, *_ in m.events if k == "sent"]
+
+
+def _timeouts(m):
+    return [e[3] for e in m.events if e[0] == "timeout"]
+
+
+def test_tail_loss_timer():
+    """MR-TX-052, MR-TX-061, MR-TX-063 (MR-REL-006): with no ACK the path's timer expires RTO
+    after the send time of its oldest live record, within a wheel slot and a few cycles, and
+    every live record is reported lost, once, in PSN order; the timer then stops."""
+    items = [rc.sent_item(CONN, PATH, i, chunk=10 + i) for i in range(3)]
+    m, res, exp = _run_timed(items)
+    t0 = _sent_times(m)[0]
+    (t_out,) = _timeouts(m)
+    assert t0 + TIMERS["rto_ns"] <= t_out <= t0 + TIMERS["rto_ns"] + 2 * SLOT
+    assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [10, 11, 12]
+    assert m.counters[CTR["timeout_losses"]] == 3 and not res["error"]
+
+
+def test_timer_restarts_from_oldest_live_record():
+    """MR-TX-052 (MR-REL-006): an ACK that resolves the oldest live record moves the deadline to
+    the send time of the next one plus RTO (not to the ACK's time); records already reported
+    lost by a timeout are not reported again when an ACK resolves them."""
+    items = [rc.sent_item(CONN, PATH, 0, chunk=1), rc.wait_item(1000),
+             rc.sent_item(CONN, PATH, 1, chunk=2), rc.wait_item(500),
+             rc.ack_item(CONN, PATH, 1, 0)]
+    m, res, exp = _run_timed(items)
+    t1 = _sent_times(m)[1]
+    (t_out,) = _timeouts(m)
+    assert t1 + TIMERS["rto_ns"] <= t_out <= t1 + TIMERS["rto_ns"] + 2 * SLOT
+    assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [2]
+    # the late ACK of both: PSN 1 was lost by the timer and is now acknowledged, not lost again
+    items2 = items + [rc.wait_item(4000), rc.ack_item(CONN, PATH, 2, 0)]
+    m2, res2, _ = _run_timed(items2)
+    assert len(res2["resend"]) == 1 and len(res2["acked"]) == 2
+
+
+def test_backoff_and_retry_limit():
+    """MR-TX-061, MR-TX-064 (MR-REL-006, MR-ENG-040): each consecutive timeout doubles the next
+    deadline; the timeout beyond the retry limit is reported once on m_error with
+    RETRY_EXC_ERR; an ACK that resolves anything resets both."""
+    items = []
+    for k in range(5):
+        items += [rc.sent_item(CONN, PATH, k, chunk=k), rc.wait_item((2000 << k) + 3 * SLOT)]
+    items += [rc.ack_item(CONN, PATH, 5, 0), rc.sent_item(CONN, PATH, 5, chunk=5)]
+    m, res, exp = _run_timed(items)
+    sent, outs = _sent_times(m), _timeouts(m)
+    assert len(outs) == 6
+    for k in range(5):
+        dl = sent[k] + (2000 << k)
+        assert dl <= outs[k] <= dl + 2 * SLOT, k
+    assert outs[5] - sent[5] < 2000 + 2 * SLOT                 # backoff reset by the ACK
+    assert [rc.unpack(m.lay.error, e) for e in res["error"]] == [
+        {"conn": CONN, "path": PATH, "status": STATUS_RETRY_EXC}]
+    assert m.counters[CTR["errors"]] == 1 and m.counters[CTR["timeouts"]] == 6
+
+
+def test_wheel_many_paths():
+    """MR-TX-060: many paths armed at different times expire in deadline order, each within a
+    slot of its deadline plus one pop per earlier path; deadlines beyond the wheel's span are
+    listed in its last slot and checked again."""
+    rows = [(c, p) for c in range(8) for p in range(4)]
+    items = []
+    for i, (c, p) in enumerate(rows):
+        items += [rc.sent_item(c, p, 0, chunk=i), rc.wait_item(37 * (i % 5))]
+    timers = dict(TIMERS, rto_ns=20_000)                      # 5 x the wheel's span
+    m = RetransmitCycleModel(64, *SMALL, **timers)
+    res = rc.run_model(m, items, p_idle=0.0, p_bp=0.3, ns_per_cycle=4, idle_ns=4)
+    exp = rc.check_items(m, items, res)
+    assert len(_timeouts(m)) == len(rows)
+    assert max(exp["late"]) <= 2 * SLOT + 4 * 3 * len(rows)

@@ -1,7 +1,7 @@
 """Retransmit unit RTL (hdl/retransmit.py, the 256 x 4 x 1,024 instance) against its cycle
 model under Verilator, every output compared every cycle (MR-TX-050, tb/retransmit.py): random
-sends and lossy ACKs with idle cycles and backpressure, then a burst of ACKs taken at one per
-cycle (MR-TX-034). One cached Verilator build.
+sends and lossy ACKs, timeouts and the retry limit's error report (MR-TX-060..064), with idle
+cycles and backpressure, then a burst of ACKs taken at one per cycle (MR-TX-034). One cached Verilator build.
 
 Knobs: RTX_EVENTS (sent packets, default 1500), RTX_SEED.
 """
@@ -25,3 +25,5 @@ def test_retransmit_rtl_lockstep(tmp_path):
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
     assert row["mismatches"] == 0 and row["acks_per_cycle"] == 1.0
+    c = row["counters"]
+    assert c["gap_losses"] and c["timeouts"] >= 10 and c["errors"] == 1 and c["acks_stale"]
