@@ -319,7 +319,7 @@ def time_due(deadline_ns, now):
 
 
 class RetransmitCycleModel:
-    """The retransmit unit cycle by cycle (MR-TX-030..036, MR-TX-052..064): ``step(inputs)`` once
+    """The retransmit unit cycle by cycle (MR-TX-030..036, MR-TX-052, MR-TX-060..064): ``step(inputs)`` once
     per clock with every input port's value, returning every output port's value in that cycle.
 
     ``events`` logs, in the order the path-table pipeline applied them, every event that changes

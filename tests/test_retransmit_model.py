@@ -155,7 +155,7 @@ def test_model_matches_reference_endpoint(seed):
     assert not cm.counters[CTR["timeouts"]]
 
 
-# ------------------------------------------------------------------ timers (MR-TX-052..064)
+# ------------------------------------------------------------------ timers (MR-TX-052, MR-TX-060..064)
 
 TIMERS = {"rto_ns": 2000, "retry_limit": 2, "slot_log2": 6}
 SLOT = 1 << TIMERS["slot_log2"]
