@@ -105,3 +105,18 @@ def test_lockstep_timers(seed):
     c = res["model"].counters
     assert c[CTR["timeouts"]] >= 6 and c[CTR["timeout_losses"]] >= 6
     assert len(res["error"]) == c[CTR["errors"]] == 1
+
+
+def test_joins_the_rx_engines_ack_stream():
+    """MR-TX-003: the unit's s_ack is the RX engine's m_ack flipped, so a peer's RX engine and
+    this unit join with wiring.connect (the same layout, the same instance sizes)."""
+    from amaranth.lib import wiring
+
+    from metaroce.hdl.rx import Rx
+    rx_dut = Rx(64, conns=256, paths=4, keys=256)
+    rtx = retransmit_256x4()
+    assert rtx.signature.members["s_ack"].signature == rx_dut.signature.members["m_ack"].signature.flip()
+    top = Module()
+    top.submodules.rx = rx_dut
+    top.submodules.rtx = rtx
+    wiring.connect(top, rx_dut.m_ack, rtx.s_ack)
