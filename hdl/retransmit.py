@@ -89,7 +89,8 @@ class Retransmit(wiring.Component):
         m.submodules.free_mem = free_mem = memory.Memory(shape=pw, depth=lay.pool,
                                                          init=list(range(lay.pool)))
         path_rd, path_wr = path_mem.read_port(), path_mem.write_port()
-        head_rd, head_wr = head_mem.read_port(), head_mem.write_port()
+        head_wr = head_mem.write_port()
+        head_rd = head_mem.read_port(transparent_for=(head_wr,))
         wnext_rd, wnext_wr = wnext_mem.read_port(), wnext_mem.write_port()
         rec_rd, rec_wr = rec_mem.read_port(), rec_mem.write_port()
         link_rd, link_wr = link_mem.read_port(), link_mem.write_port()
@@ -123,7 +124,7 @@ class Retransmit(wiring.Component):
         free_head = free_rd.data
 
         # -- the walker's and the wheel's state (used by stage 0's arbitration)
-        w_state = Signal(2)             # 0 idle, 1 start, 2 walk, 3 rearm
+        w_state = Signal(2)             # 0 idle, 1 start, 2 walk
         w_kind = Signal(2)
         w_row = Signal(rb)
         w_conn = Signal(cb)
@@ -137,12 +138,19 @@ class Retransmit(wiring.Component):
         w_cursor = Signal(pw)
         tbits = records.TIME_BITS - self.slot_log2
         ct = Signal(tbits)
-        slot_head = Array(Signal(rb, name=f"slot_head{i}") for i in range(WHEEL_SLOTS))
-        slot_tail = Array(Signal(rb, name=f"slot_tail{i}") for i in range(WHEEL_SLOTS))
+        # the slots' list heads and tails: small memories read without a clock (LUT RAM)
+        m.submodules.slot_head_mem = slot_head_mem = memory.Memory(shape=rb, depth=WHEEL_SLOTS, init=[])
+        m.submodules.slot_tail_mem = slot_tail_mem = memory.Memory(shape=rb, depth=WHEEL_SLOTS, init=[])
+        sh_wr, st_wr = slot_head_mem.write_port(), slot_tail_mem.write_port()
+        sh_rd = slot_head_mem.read_port(domain="comb")
+        st_rd_cur = slot_tail_mem.read_port(domain="comb")
+        st_rd_ins = slot_tail_mem.read_port(domain="comb")
         slot_valid = Signal(WHEEL_SLOTS)
         pop_phase = Signal()
         pop_slot = Signal(range(WHEEL_SLOTS))
         cur = ct[:(WHEEL_SLOTS - 1).bit_length()]
+        m.d.comb += [sh_rd.addr.eq(cur), st_rd_cur.addr.eq(cur)]
+        cur_head = sh_rd.data
         wdist = Signal(tbits)
         m.d.comb += wdist.eq(now[self.slot_log2:] - ct)
         wheel_due = (wdist != 0) & ~wdist[tbits - 1]
@@ -176,7 +184,7 @@ class Retransmit(wiring.Component):
         with m.Elif(rearm_take):
             m.d.comb += path_rd.addr.eq(qrearm.row)
         with m.Elif(check_take):
-            m.d.comb += path_rd.addr.eq(slot_head[cur])
+            m.d.comb += path_rd.addr.eq(cur_head)
         with m.Else():
             m.d.comb += path_rd.addr.eq(Cat(ins.path[:pb], ins.conn))
         s1_ack = Signal(lay.ack)
@@ -191,7 +199,7 @@ class Retransmit(wiring.Component):
             m.d.sync += [s1_kind.eq(2), s1_int_row.eq(qrearm.row), s1_rearm_psn.eq(qrearm.psn),
                          s1_rearm_t.eq(qrearm.t)]
         with m.Elif(check_take):
-            m.d.sync += [s1_kind.eq(3), s1_int_row.eq(slot_head[cur])]
+            m.d.sync += [s1_kind.eq(3), s1_int_row.eq(cur_head)]
         with m.Elif(sent_take):
             m.d.sync += [s1_kind.eq(0), s1_sent.eq(ins)]
 
@@ -253,7 +261,10 @@ class Retransmit(wiring.Component):
             with m.If(~row.listed):
                 m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
 
-        m.d.sync += s2_ins_deadline.eq(deadline_of(nrow.t_live, nrow.backoff))
+        s2_t_live = Signal(records.TIME_BITS)
+        s2_backoff = Signal(3)
+        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_backoff.eq(nrow.backoff)]
+        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_backoff))      # in S2
 
         # sent (MR-TX-020, MR-TX-052)
         sent_ok = ((s1_sent.psn == row.next_psn) & (s1_sent.path < lay.paths)
@@ -358,64 +369,85 @@ class Retransmit(wiring.Component):
                      error_q.w_en.eq(s2_err), error_q.w_data.eq(err)]
 
         # -- the walker (MR-TX-032): one record per cycle from the path's head
+        # A rearm (MR-TX-052) whose record is read this cycle goes to the rearm queue beside
+        # the walker's work; only a full queue holds the walker.
+        pend_valid = Signal()
+        pend_row = Signal(rb)
+        pend_psn = Signal(psn_bits)
+        pend_cursor = Signal(pw)
+        act = ~pend_valid | rearm_q.w_rdy
         rearm_w = Signal(rearm_lay)
-        m.d.comb += [rearm_w.row.eq(w_row), rearm_w.psn.eq(w_rearm_psn), rearm_w.t.eq(rec.t_sent),
-                     rearm_q.w_data.eq(rearm_w)]
+        m.d.comb += [rearm_w.row.eq(pend_row), rearm_w.psn.eq(pend_psn), rearm_w.t.eq(rec.t_sent),
+                     rearm_q.w_data.eq(rearm_w), rearm_q.w_en.eq(pend_valid)]
+        with m.If(pend_valid & rearm_q.w_rdy):
+            m.d.sync += pend_valid.eq(0)
         qjob = data.View(lay.job, job_q.r_data)
         walk_addr = Signal(pw)
-        m.d.comb += [rec_rd.addr.eq(walk_addr), link_rd.addr.eq(walk_addr), head_rd.addr.eq(qjob.row)]
+        m.d.comb += [rec_rd.addr.eq(walk_addr), link_rd.addr.eq(walk_addr),
+                     head_rd.addr.eq(Mux(w_state == 1, w_row, qjob.row)), walk_addr.eq(pend_cursor)]
         report = Signal(lay.acked)
         m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
                      report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
                      acked_q.w_data.eq(report), resend_q.w_data.eq(report)]
-        with m.Switch(w_state):
-            with m.Case(0):
-                with m.If(job_q.r_rdy):
-                    m.d.comb += job_q.r_en.eq(1)
-                    with m.If(qjob.kind == JOB_RESTART):
-                        m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(qjob.row),
-                                     head_wr.data.eq(qjob.ptr)]
-                    with m.Else():
-                        m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
-                                     w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
-                                     w_skip.eq(qjob.skip), w_acked.eq(qjob.acked),
-                                     w_rearm.eq(qjob.rearm), w_rearm_psn.eq(qjob.rearm_psn)]
-            with m.Case(1):
-                m.d.comb += walk_addr.eq(head_rd.data)
-                m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_state.eq(2)]
-            with m.Case(2):
-                expire = w_kind == JOB_EXPIRE
-                to_acked = ~expire & w_acked[0]
-                to_resend = ~to_acked & (w_skip == 0)
-                advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
-                    | (to_resend & resend_q.w_rdy)
-                m.d.comb += walk_addr.eq(Mux(advance, link_rd.data, w_cursor))
-                last = Signal()
-                with m.If(advance):
-                    m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
-                                 inc["acked"].eq(to_acked),
-                                 inc["gap_losses"].eq(to_resend & ~expire),
-                                 inc["timeout_losses"].eq(to_resend & expire)]
-                    m.d.sync += w_cursor.eq(link_rd.data)
-                    with m.If(expire):
-                        with m.If(w_skip != 0):
-                            m.d.sync += w_skip.eq(w_skip - 1)
+
+        def take_job():
+            m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
+                         w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
+                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked),
+                         w_rearm.eq(qjob.rearm), w_rearm_psn.eq(qjob.rearm_psn)]
+
+        with m.If(act):
+            with m.Switch(w_state):
+                with m.Case(0):
+                    with m.If(job_q.r_rdy):
+                        m.d.comb += job_q.r_en.eq(1)
+                        with m.If(qjob.kind == JOB_RESTART):
+                            m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(qjob.row),
+                                         head_wr.data.eq(qjob.ptr)]
                         with m.Else():
-                            m.d.sync += w_left.eq(w_left - 1)
-                            m.d.comb += last.eq(w_left == 1)
-                    with m.Else():
-                        m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor), last.eq(w_left == 1)]
-                        m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
-                                     w_skip.eq(w_skip - (w_skip != 0))]
-                        with m.If(w_left == 1):
-                            m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
-                                         head_wr.data.eq(link_rd.data)]
-                    with m.If(last):
-                        m.d.sync += w_state.eq(Mux(~expire & w_rearm, 3, 0))
-            with m.Case(3):
-                m.d.comb += [walk_addr.eq(w_cursor), rearm_q.w_en.eq(1)]
-                with m.If(rearm_q.w_rdy):
-                    m.d.sync += w_state.eq(0)
+                            take_job()
+                with m.Case(1):
+                    m.d.comb += walk_addr.eq(head_rd.data)
+                    m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_state.eq(2)]
+                with m.Case(2):
+                    expire = w_kind == JOB_EXPIRE
+                    to_acked = ~expire & w_acked[0]
+                    to_resend = ~to_acked & (w_skip == 0)
+                    advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
+                        | (to_resend & resend_q.w_rdy)
+                    m.d.comb += walk_addr.eq(Mux(advance, link_rd.data, w_cursor))
+                    last = Signal()
+                    with m.If(advance):
+                        m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
+                                     inc["acked"].eq(to_acked),
+                                     inc["gap_losses"].eq(to_resend & ~expire),
+                                     inc["timeout_losses"].eq(to_resend & expire)]
+                        m.d.sync += w_cursor.eq(link_rd.data)
+                        with m.If(expire):
+                            with m.If(w_skip != 0):
+                                m.d.sync += w_skip.eq(w_skip - 1)
+                            with m.Else():
+                                m.d.sync += w_left.eq(w_left - 1)
+                                m.d.comb += last.eq(w_left == 1)
+                        with m.Else():
+                            m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
+                                         last.eq(w_left == 1)]
+                            m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
+                                         w_skip.eq(w_skip - (w_skip != 0))]
+                            with m.If(w_left == 1):
+                                m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
+                                             head_wr.data.eq(link_rd.data)]
+                        with m.If(last):
+                            with m.If(~expire & w_rearm):
+                                m.d.sync += [pend_valid.eq(1), pend_row.eq(w_row),
+                                             pend_psn.eq(w_rearm_psn), pend_cursor.eq(link_rd.data)]
+                            # the next walk job starts now: its head is read beside the last
+                            # record (the head read is transparent to this cycle's head write)
+                            with m.If(job_q.r_rdy & (qjob.kind != JOB_RESTART)):
+                                m.d.comb += job_q.r_en.eq(1)
+                                take_job()
+                            with m.Else():
+                                m.d.sync += w_state.eq(0)
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
         qins = data.View(lay.insert, ins_q.r_data)
@@ -425,23 +457,25 @@ class Retransmit(wiring.Component):
         m.d.comb += dd.eq(Mux(ds[tbits - 1], 0, Mux(ds >= WHEEL_SLOTS - 1, WHEEL_SLOTS - 1, ds)))
         ins_slot = Signal(range(WHEEL_SLOTS))
         m.d.comb += ins_slot.eq(cur + dd)
-        m.d.comb += [wnext_rd.addr.eq(slot_head[cur]), wnext_wr.addr.eq(slot_tail[ins_slot]),
+        m.d.comb += st_rd_ins.addr.eq(ins_slot)
+        m.d.comb += [wnext_rd.addr.eq(cur_head), wnext_wr.addr.eq(st_rd_ins.data),
                      wnext_wr.data.eq(qins.row)]
         with m.If(pop_phase):
-            m.d.sync += [slot_head[pop_slot].eq(wnext_rd.data), pop_phase.eq(0)]
+            m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(pop_slot), sh_wr.data.eq(wnext_rd.data)]
+            m.d.sync += pop_phase.eq(0)
         with m.Elif(ins_q.r_rdy):
             m.d.comb += ins_q.r_en.eq(1)
             with m.If(slot_valid.bit_select(ins_slot, 1)):
                 m.d.comb += wnext_wr.en.eq(1)
             with m.Else():
-                m.d.sync += [slot_head[ins_slot].eq(qins.row),
-                             slot_valid.bit_select(ins_slot, 1).eq(1)]
-            m.d.sync += slot_tail[ins_slot].eq(qins.row)
+                m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(ins_slot), sh_wr.data.eq(qins.row)]
+                m.d.sync += slot_valid.bit_select(ins_slot, 1).eq(1)
+            m.d.comb += [st_wr.en.eq(1), st_wr.addr.eq(ins_slot), st_wr.data.eq(qins.row)]
         with m.Elif(wheel_due):
             with m.If(~slot_valid.bit_select(cur, 1)):
                 m.d.sync += ct.eq(Mux(slot_valid.any(), ct + 1, now[self.slot_log2:]))
             with m.Elif(check_take):
-                with m.If(slot_head[cur] == slot_tail[cur]):
+                with m.If(cur_head == st_rd_cur.data):
                     m.d.sync += slot_valid.bit_select(cur, 1).eq(0)
                 with m.Else():
                     m.d.sync += [pop_phase.eq(1), pop_slot.eq(cur)]

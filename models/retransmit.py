@@ -310,7 +310,7 @@ OUTPUTS = ("s_sent__ready", "s_ack__ready", "m_acked__payload", "m_acked__valid"
            "m_resend__payload", "m_resend__valid", "m_error__payload", "m_error__valid",
            "reg_data")
 
-_IDLE, _START, _WALK, _REARM = 0, 1, 2, 3
+_IDLE, _START, _WALK = 0, 1, 2
 
 
 def time_due(deadline_ns, now):
@@ -352,6 +352,7 @@ class RetransmitCycleModel:
         self.error_q = _Fifo(OUT_DEPTH)
         self.rearm_q = _Fifo(REARM_DEPTH)
         self.w_state = _IDLE
+        self.pend = None                # a rearm whose record is read this cycle (MR-TX-052)
         self.w_job = None
         self.w_cursor = 0
         self.w_left = 0
@@ -376,7 +377,7 @@ class RetransmitCycleModel:
     def busy(self):
         """Work in flight, a queue not empty, or a timer that may still expire."""
         return bool(self.s1 or self.s2 or self.job_q.level or self.ins_q.level or self.rearm_q.level
-                    or self.w_state != _IDLE or self.acked_q.level or self.resend_q.level
+                    or self.w_state != _IDLE or self.pend is not None or self.acked_q.level or self.resend_q.level
                     or self.error_q.level or any(self.slot_valid) or self.pop_slot is not None
                     or any(r["timer_on"] or r["rearm_wait"] for r in self.path.values()))
 
@@ -444,7 +445,19 @@ class RetransmitCycleModel:
         acked_push = resend_push = None
         free_push = None
         rearm_op = None
-        if self.w_state == _IDLE:
+        act = True
+        if self.pend is not None:
+            # the previous ACK's new oldest record, read last cycle: its send time to the path
+            # row (MR-TX-052), beside this cycle's work unless the rearm queue is full
+            if self.rearm_q.level < REARM_DEPTH:
+                r = self.rec.get(self.pend["cursor"]) or unpack(lay.rec, 0)
+                rearm_op = {"row": self.pend["row"], "psn": self.pend["psn"], "t": r["t_sent"]}
+                self.pend = None
+            else:
+                act = False
+        if not act:
+            pass
+        elif self.w_state == _IDLE:
             if self.job_q.level:
                 job_pop = True
                 j = self.job_q.head
@@ -459,7 +472,7 @@ class RetransmitCycleModel:
             self.w_skip = self.w_job["skip"]
             self.w_acked = self.w_job["acked"]
             self.w_state = _WALK
-        elif self.w_state == _WALK:
+        else:
             j = self.w_job
             r = self.rec.get(self.w_cursor) or unpack(lay.rec, 0)
             expire = j["kind"] == JOB_EXPIRE
@@ -498,13 +511,15 @@ class RetransmitCycleModel:
                         self.head[j["row"]] = nxt
                 self.w_cursor = nxt
                 if last:
-                    self.w_state = _REARM if (not expire and j["rearm"]) else _IDLE
-        else:   # _REARM: the new oldest record's send time back to the path row (MR-TX-052)
-            if self.rearm_q.level < REARM_DEPTH:
-                r = self.rec.get(self.w_cursor) or unpack(lay.rec, 0)
-                rearm_op = {"row": self.w_job["row"], "psn": self.w_job["rearm_psn"],
-                            "t": r["t_sent"]}
-                self.w_state = _IDLE
+                    if not expire and j["rearm"]:
+                        self.pend = {"row": j["row"], "psn": j["rearm_psn"], "cursor": nxt}
+                    # the next walk job starts now: its head is read beside the last record
+                    if self.job_q.level and self.job_q.head["kind"] != JOB_RESTART:
+                        job_pop = True
+                        self.w_job = self.job_q.head
+                        self.w_state = _START
+                    else:
+                        self.w_state = _IDLE
 
         # -- the wheel (MR-TX-060): a pop's second cycle, an insert, a pop, or the next slot
         check_op = None
