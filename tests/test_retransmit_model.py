@@ -120,13 +120,20 @@ def test_pool_exhaustion_backpressure():
 
 
 def test_ack_burst_one_per_cycle():
-    """MR-TX-034: back-to-back ACKs are taken one per cycle while the walk queue has room."""
+    """MR-TX-034: back-to-back ACKs are taken one per cycle while the walk queue has room;
+    MR-TX-032: back-to-back walk jobs of one record each take two cycles each (the next job's
+    head is read beside the last record, the rearm costs no walker cycle)."""
     b = rc.ack_burst(*SMALL, seed=4)
     m = RetransmitCycleModel(64, *SMALL)
     res = rc.run_model(m, b["items"], p_idle=0.0, p_bp=0.0)
     acks = [c for c, (k, _) in zip(res["taken"], b["items"]) if k == "ack"]
     assert len(acks) == 16 <= JOB_DEPTH and acks[-1] - acks[0] == len(acks) - 1
     rc.check_items(m, b["items"], res)
+    cyc = res["acked_cycles"]
+    assert len(cyc) == 16 and all(b - a == 2 for a, b in zip(cyc[:5], cyc[1:5]))
+    # the rearms wait behind the ACKs; once the 4-slot rearm queue is full it holds the walker
+    # until the ACKs stop
+    assert cyc[-1] - cyc[0] <= 2 * 15 + 4
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -25,5 +25,6 @@ def test_retransmit_rtl_lockstep(tmp_path):
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
     assert row["mismatches"] == 0 and row["acks_per_cycle"] == 1.0
+    assert row["records_per_cycle"] >= 0.45            # MR-TX-032: n + 1 cycles per job
     c = row["counters"]
     assert c["gap_losses"] and c["timeouts"] >= 10 and c["errors"] == 1 and c["acks_stale"]
