@@ -93,6 +93,21 @@ BLOCKS: dict[str, Block] = {
         tb="metaroce.tb.regs",
         help="host registers for the small RX instance (256 connections x 4 paths)",
     ),
+    "retransmit": Block(
+        name="retransmit",
+        component="metaroce.hdl.retransmit:Retransmit",
+        model="metaroce.models.retransmit:RetransmitCycleModel",
+        tb="metaroce.tb.retransmit",
+        help="TX retransmit unit (first slice): 4,096 connections x 8 paths, 16,384 shared "
+             "records; ACK/SACK resolution, acked and resend reports (docs/spec/hw-tx.md)",
+    ),
+    "retransmit_256x4": Block(
+        name="retransmit_256x4",
+        component="metaroce.hdl.retransmit:retransmit_256x4",
+        model="metaroce.models.retransmit:retransmit_model_256x4",
+        tb="metaroce.tb.retransmit",
+        help="TX retransmit unit (first slice), small instance: 256 x 4 paths, 1,024 records",
+    ),
 }
 
 

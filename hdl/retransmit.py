@@ -1,0 +1,500 @@
+"""Retransmit unit, first slice: the shared pool of outstanding-packet records, one linked FIFO
+per path in PSN order, ACK resolution (cumulative PSN and 256-bit SACK) and the reports of
+acknowledged and lost records (docs/spec/hw-tx.md, section "Retransmit unit", MR-TX-*).
+
+``Retransmit(width=64, *, conns=4096, paths=8, pool=16384)`` (MR-TX-001). Ports (MR-TX-002),
+all ``amaranth.lib.stream`` except the counter read port:
+
+============== ====== ===================================================================
+port           dir    meaning
+============== ====== ===================================================================
+s_sent         in     a data packet was sent {conn, path, psn, slot, chunk, nbytes, ...}
+s_ack          in     an ACK/NAK of the peer (the RX engine's ``m_ack`` layout)
+m_acked        out    a record acknowledged {conn, path, slot, chunk, abort}
+m_resend       out    a record proven lost by the SACK {conn, path, slot, chunk, abort}
+reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-TX-040)
+============== ====== ===================================================================
+
+Structure (MR-TX-030..036): one path-table pipeline (take, S1 read-modify-write with
+forwarding, S2 bitmap) handles one ACK or one sent packet per cycle; an ACK moves the path's
+floor at once and leaves a walk job; the walker resolves the job's records from the path's
+head at one record per cycle, freeing each into the free list.
+
+Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
+"""
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..models import protocol as P
+from ..models import records
+from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, INS_DEPTH,
+                                 JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK, N_COUNTERS,
+                                 OUT_DEPTH, REARM_DEPTH, RETRY_LIMIT, RTO_NS, SLOT_LOG2, SMALL,
+                                 STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts)
+
+__all__ = ["Retransmit", "retransmit_256x4"]
+
+
+def _bit_length(bits, n):
+    """``bits[:n].bit_length()`` as a balanced tree (the highest set bit, plus one)."""
+    if n == 1:
+        return bits[0]
+    h = n // 2
+    lo, hi = bits[:h], bits[h:n]
+    return Mux(hi.any(), h + _bit_length(hi, n - h), _bit_length(lo, h))
+
+
+def _low_mask(k, n):
+    """``(1 << k) - 1`` on ``n`` bits for ``0 <= k <= n``."""
+    return ~(Const((1 << n) - 1, n) << k)[:n]
+
+
+class Retransmit(wiring.Component):
+    """The retransmit unit's first slice (docs/spec/hw-tx.md)."""
+
+    def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
+                 retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2):
+        if width not in (64, 128, 256, 512):
+            raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
+        self.width = width
+        self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
+        self.lay = lay = layouts(conns, paths, pool)
+        super().__init__({
+            "s_sent": In(stream.Signature(lay.sent)),
+            "s_ack": In(stream.Signature(lay.ack)),
+            "m_acked": Out(stream.Signature(lay.acked)),
+            "m_resend": Out(stream.Signature(lay.resend)),
+            "m_error": Out(stream.Signature(lay.error)),
+            "now": In(records.TIME_BITS),
+            "reg_addr": In(range(16)),
+            "reg_data": Out(COUNTER_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lay = self.lay
+        cb, pb, pw = lay.conn_bits, lay.path_bits, lay.ptr_bits
+        rb = cb + pb
+        rows = lay.conns * lay.paths
+        psn_bits = P.wire.PSN_BITS
+        now = self.now
+
+        m.submodules.path_mem = path_mem = memory.Memory(shape=lay.path.size, depth=rows, init=[])
+        m.submodules.head_mem = head_mem = memory.Memory(shape=pw, depth=rows, init=[])
+        m.submodules.wnext_mem = wnext_mem = memory.Memory(shape=rb, depth=rows, init=[])
+        m.submodules.rec_mem = rec_mem = memory.Memory(shape=lay.rec.size, depth=lay.pool, init=[])
+        m.submodules.link_mem = link_mem = memory.Memory(shape=pw, depth=lay.pool, init=[])
+        m.submodules.free_mem = free_mem = memory.Memory(shape=pw, depth=lay.pool,
+                                                         init=list(range(lay.pool)))
+        path_rd, path_wr = path_mem.read_port(), path_mem.write_port()
+        head_wr = head_mem.write_port()
+        head_rd = head_mem.read_port(transparent_for=(head_wr,))
+        wnext_rd, wnext_wr = wnext_mem.read_port(), wnext_mem.write_port()
+        rec_rd, rec_wr = rec_mem.read_port(), rec_mem.write_port()
+        link_rd, link_wr = link_mem.read_port(), link_mem.write_port()
+        free_wr = free_mem.write_port()
+        free_rd = free_mem.read_port(transparent_for=(free_wr,))
+
+        m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
+        m.submodules.ins_q = ins_q = fifo.SyncFIFO(width=lay.insert.size, depth=INS_DEPTH)
+        m.submodules.acked_q = acked_q = fifo.SyncFIFO(width=lay.acked.size, depth=OUT_DEPTH)
+        m.submodules.resend_q = resend_q = fifo.SyncFIFO(width=lay.resend.size, depth=OUT_DEPTH)
+        m.submodules.error_q = error_q = fifo.SyncFIFO(width=lay.error.size, depth=OUT_DEPTH)
+        rearm_lay = data.StructLayout({"row": rb, "psn": psn_bits, "t": records.TIME_BITS})
+        m.submodules.rearm_q = rearm_q = fifo.SyncFIFO(width=rearm_lay.size, depth=REARM_DEPTH)
+
+        counters = [Signal(COUNTER_BITS, name=f"ctr_{n}") for n in CTR]
+        inc = {n: Signal(name=f"inc_{n}") for n in CTR}
+        for n, i in CTR.items():
+            with m.If(inc[n]):
+                m.d.sync += counters[i].eq(counters[i] + 1)
+
+        # -- the free list (MR-TX-031): a ring of free pool indices, full at reset
+        free_rd_ptr = Signal(pw)
+        free_wr_ptr = Signal(pw)
+        free_level = Signal(pw + 1, init=lay.pool)
+        free_pop = Signal()
+        free_push = Signal()
+        m.d.comb += free_rd.addr.eq(free_rd_ptr + free_pop)
+        m.d.sync += [free_rd_ptr.eq(free_rd_ptr + free_pop), free_wr_ptr.eq(free_wr_ptr + free_push),
+                     free_level.eq(free_level + free_push - free_pop)]
+        m.d.comb += [free_wr.en.eq(free_push), free_wr.addr.eq(free_wr_ptr)]
+        free_head = free_rd.data
+
+        # -- the walker's and the wheel's state (used by stage 0's arbitration)
+        w_state = Signal(2)             # 0 idle, 1 start, 2 walk
+        w_kind = Signal(2)
+        w_row = Signal(rb)
+        w_conn = Signal(cb)
+        w_path = Signal(8)
+        w_n = Signal(9)
+        w_skip = Signal(9)
+        w_left = Signal(9)
+        w_acked = Signal(P.SACK_BITS)
+        w_rearm = Signal()
+        w_rearm_psn = Signal(psn_bits)
+        w_cursor = Signal(pw)
+        tbits = records.TIME_BITS - self.slot_log2
+        ct = Signal(tbits)
+        # the slots' list heads and tails: small memories read without a clock (LUT RAM)
+        m.submodules.slot_head_mem = slot_head_mem = memory.Memory(shape=rb, depth=WHEEL_SLOTS, init=[])
+        m.submodules.slot_tail_mem = slot_tail_mem = memory.Memory(shape=rb, depth=WHEEL_SLOTS, init=[])
+        sh_wr, st_wr = slot_head_mem.write_port(), slot_tail_mem.write_port()
+        sh_rd = slot_head_mem.read_port(domain="comb")
+        st_rd_cur = slot_tail_mem.read_port(domain="comb")
+        st_rd_ins = slot_tail_mem.read_port(domain="comb")
+        slot_valid = Signal(WHEEL_SLOTS)
+        pop_phase = Signal()
+        pop_slot = Signal(range(WHEEL_SLOTS))
+        cur = ct[:(WHEEL_SLOTS - 1).bit_length()]
+        m.d.comb += [sh_rd.addr.eq(cur), st_rd_cur.addr.eq(cur)]
+        cur_head = sh_rd.data
+        wdist = Signal(tbits)
+        m.d.comb += wdist.eq(now[self.slot_log2:] - ct)
+        wheel_due = (wdist != 0) & ~wdist[tbits - 1]
+
+        # -- stage 0: take an ACK, the walker's rearm, the wheel's check, a sent packet (MR-TX-033)
+        s1_valid = Signal()
+        s1_kind = Signal(2)             # 0 sent, 1 ack, 2 rearm, 3 check
+        s2_valid = Signal()
+        inflight = s1_valid + s2_valid
+        job_ok = (job_q.level + inflight) < JOB_DEPTH
+        ins_ok = (ins_q.level + inflight) < INS_DEPTH
+        err_ok = (error_q.level + inflight) < OUT_DEPTH
+        credit = job_ok & ins_ok & err_ok
+        m.d.comb += self.s_ack.ready.eq(credit)
+        ack_take = self.s_ack.valid & credit
+        rearm_req = rearm_q.r_rdy & ins_ok
+        rearm_take = rearm_req & ~ack_take
+        check_req = ~pop_phase & ~ins_q.r_rdy & wheel_due & slot_valid.bit_select(cur, 1)
+        check_take = check_req & credit & ~ack_take & ~rearm_req
+        m.d.comb += [
+            self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rearm_req & ~check_req
+                                 & (free_level > (s1_valid & (s1_kind == 0)))),
+            rearm_q.r_en.eq(rearm_take),
+        ]
+        qrearm = data.View(rearm_lay, rearm_q.r_data)
+        sent_take = self.s_sent.valid & self.s_sent.ready
+        ina, ins = self.s_ack.payload, self.s_sent.payload
+        rec = data.View(lay.rec, rec_rd.data)
+        with m.If(ack_take):
+            m.d.comb += path_rd.addr.eq(Cat(ina.path[:pb], ina.conn))
+        with m.Elif(rearm_take):
+            m.d.comb += path_rd.addr.eq(qrearm.row)
+        with m.Elif(check_take):
+            m.d.comb += path_rd.addr.eq(cur_head)
+        with m.Else():
+            m.d.comb += path_rd.addr.eq(Cat(ins.path[:pb], ins.conn))
+        s1_ack = Signal(lay.ack)
+        s1_sent = Signal(lay.sent)
+        s1_int_row = Signal(rb)
+        s1_rearm_psn = Signal(psn_bits)
+        s1_rearm_t = Signal(records.TIME_BITS)
+        m.d.sync += s1_valid.eq(rearm_take | check_take | ack_take | sent_take)
+        with m.If(ack_take):
+            m.d.sync += [s1_kind.eq(1), s1_ack.eq(ina)]
+        with m.Elif(rearm_take):
+            m.d.sync += [s1_kind.eq(2), s1_int_row.eq(qrearm.row), s1_rearm_psn.eq(qrearm.psn),
+                         s1_rearm_t.eq(qrearm.t)]
+        with m.Elif(check_take):
+            m.d.sync += [s1_kind.eq(3), s1_int_row.eq(cur_head)]
+        with m.Elif(sent_take):
+            m.d.sync += [s1_kind.eq(0), s1_sent.eq(ins)]
+
+        # -- stage 1: the path row with forwarding (MR-TX-035)
+        s1_row = Signal(rb)
+        with m.Switch(s1_kind):
+            with m.Case(0):
+                m.d.comb += s1_row.eq(Cat(s1_sent.path[:pb], s1_sent.conn))
+            with m.Case(1):
+                m.d.comb += s1_row.eq(Cat(s1_ack.path[:pb], s1_ack.conn))
+            with m.Default():
+                m.d.comb += s1_row.eq(s1_int_row)
+        wb_valid = Signal()
+        wb_addr = Signal(rb)
+        wb_data = Signal(lay.path.size)
+        fwd = wb_valid & (wb_addr == s1_row)
+        row = data.View(lay.path, Mux(fwd, wb_data, path_rd.data))
+        nrow = Signal(lay.path)
+        m.d.comb += nrow.eq(row)
+        row_write = Signal()
+        avail = Signal(psn_bits)
+        m.d.comb += avail.eq(row.next_psn - row.floor)
+        lost_dist = Signal(psn_bits)        # records already lost at the front (MR-TX-052)
+        m.d.comb += lost_dist.eq(row.lost_upto - row.floor)
+        live_n = Signal(psn_bits)
+        m.d.comb += live_n.eq(row.next_psn - row.lost_upto)
+        empty = row.floor == row.next_psn
+        is_sent = s1_valid & (s1_kind == 0)
+        is_ack = s1_valid & (s1_kind == 1)
+        is_rearm = s1_valid & (s1_kind == 2)
+        is_check = s1_valid & (s1_kind == 3)
+
+        # the deadline of a timer (MR-TX-061) from the row's t_live and backoff, and of the new row
+        def deadline_of(t_live, backoff):
+            return (t_live + Array(Const(self.rto_ns << k, records.TIME_BITS + 7)
+                                   for k in range(8))[backoff])[:records.TIME_BITS]
+
+        s2_kind = Signal(2)
+        s2_row = Signal(rb)
+        s2_conn = Signal(cb)
+        s2_path = Signal(8)
+        s2_n = Signal(9)
+        s2_skip = Signal(9)
+        s2_dc = Signal(range(-P.SACK_BITS, P.SACK_BITS + 1))
+        s2_sack = Signal(P.SACK_BITS)
+        s2_ptr = Signal(pw)
+        s2_rearm = Signal()
+        s2_rearm_psn = Signal(psn_bits)
+        s2_job = Signal()
+        s2_ins = Signal()
+        s2_err = Signal()
+        s2_ins_deadline = Signal(records.TIME_BITS)
+        push_job = Signal()
+        push_ins = Signal()
+        push_err = Signal()
+
+        def arm():
+            m.d.comb += [nrow.timer_on.eq(1), nrow.rearm_wait.eq(0)]
+            with m.If(~row.listed):
+                m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
+
+        s2_t_live = Signal(records.TIME_BITS)
+        s2_backoff = Signal(3)
+        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_backoff.eq(nrow.backoff)]
+        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_backoff))      # in S2
+
+        # sent (MR-TX-020, MR-TX-052)
+        sent_ok = ((s1_sent.psn == row.next_psn) & (s1_sent.path < lay.paths)
+                   & (avail < P.SEND_WINDOW))
+        record = Signal(lay.rec)
+        m.d.comb += [record.slot.eq(s1_sent.slot), record.chunk.eq(s1_sent.chunk),
+                     record.t_sent.eq(s1_sent.t_sent), record.nbytes.eq(s1_sent.nbytes),
+                     record.req.eq(s1_sent.req), record.abort.eq(s1_sent.abort)]
+        m.d.comb += [rec_wr.addr.eq(free_head), rec_wr.data.eq(record),
+                     link_wr.addr.eq(row.tail), link_wr.data.eq(free_head)]
+        with m.If(is_sent):
+            with m.If(sent_ok):
+                m.d.comb += [free_pop.eq(1), rec_wr.en.eq(1), link_wr.en.eq(~empty),
+                             inc["sent"].eq(1), row_write.eq(1),
+                             nrow.next_psn.eq(row.next_psn + 1), nrow.tail.eq(free_head)]
+                with m.If(empty):
+                    m.d.comb += push_job.eq(1)
+                    m.d.sync += [s2_kind.eq(JOB_RESTART), s2_ptr.eq(free_head)]
+                with m.If(row.lost_upto == row.next_psn):
+                    m.d.comb += nrow.t_live.eq(s1_sent.t_sent)
+                    arm()
+            with m.Else():
+                m.d.comb += inc["sent_bad"].eq(1)
+
+        # ACK (MR-TX-021, MR-TX-052): protocol.sack_resolve on the row
+        dc = Signal(range(-(1 << (psn_bits - 1)), 1 << (psn_bits - 1)))
+        m.d.comb += dc.eq((s1_ack.cum - row.floor)[:psn_bits].as_signed())
+        bl = Signal(range(P.SACK_BITS + 1))
+        m.d.comb += bl.eq(_bit_length(s1_ack.sack, P.SACK_BITS))
+        n = Signal(range(-(1 << (psn_bits - 1)), (1 << (psn_bits - 1)) + P.SACK_BITS + 2))
+        m.d.comb += n.eq(Mux(s1_ack.sack.any(), dc + bl + 1, dc))
+        new_floor = Signal(psn_bits)
+        m.d.comb += new_floor.eq(row.floor + n)
+        moved = Signal(psn_bits)            # new floor - lost_upto: the oldest live one resolved
+        m.d.comb += moved.eq(new_floor - row.lost_upto)
+        with m.If(is_ack):
+            with m.If(s1_ack.nak):
+                m.d.comb += inc["naks"].eq(1)
+            with m.Elif((s1_ack.path >= lay.paths) | (n > avail)):
+                m.d.comb += inc["acks_bad"].eq(1)
+            with m.Elif(n <= 0):
+                m.d.comb += inc["acks_stale"].eq(1)
+            with m.Else():
+                m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
+                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.consec.eq(0)]
+                m.d.sync += [s2_kind.eq(JOB_WALK), s2_n.eq(n), s2_dc.eq(dc),
+                             s2_sack.eq(s1_ack.sack), s2_rearm_psn.eq(new_floor),
+                             s2_skip.eq(Mux(lost_dist > n, n, lost_dist)), s2_rearm.eq(0)]
+                with m.If((moved != 0) & ~moved[psn_bits - 1]):
+                    m.d.comb += [nrow.lost_upto.eq(new_floor), nrow.timer_on.eq(0),
+                                 nrow.rearm_wait.eq(new_floor != row.next_psn)]
+                    m.d.sync += s2_rearm.eq(new_floor != row.next_psn)
+
+        # rearm (MR-TX-052): the new oldest live record's send time
+        with m.If(is_rearm & row.rearm_wait & (row.lost_upto == s1_rearm_psn)
+                  & (s1_rearm_psn != row.next_psn)):
+            m.d.comb += [row_write.eq(1), nrow.t_live.eq(s1_rearm_t)]
+            arm()
+
+        # check (MR-TX-063, MR-TX-064): the wheel popped the path
+        consec = Signal(4)
+        m.d.comb += consec.eq(Mux(row.consec == CONSEC_MAX, CONSEC_MAX, row.consec + 1))
+        due = ~(now - deadline_of(row.t_live, row.backoff))[records.TIME_BITS - 1]
+        with m.If(is_check):
+            m.d.comb += [row_write.eq(1), nrow.listed.eq(0)]
+            with m.If(row.timer_on & due):
+                m.d.comb += [inc["timeouts"].eq(1), push_job.eq(1),
+                             nrow.lost_upto.eq(row.next_psn), nrow.timer_on.eq(0),
+                             nrow.consec.eq(consec),
+                             nrow.backoff.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, BACKOFF_MAX_LOG2,
+                                                 row.backoff + 1))]
+                m.d.sync += [s2_kind.eq(JOB_EXPIRE), s2_n.eq(live_n), s2_skip.eq(lost_dist)]
+                with m.If(consec == self.retry_limit + 1):
+                    m.d.comb += [inc["errors"].eq(1), push_err.eq(1)]
+            with m.Elif(row.timer_on):
+                m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
+
+        m.d.sync += [s2_valid.eq(push_job | push_ins | push_err), s2_job.eq(push_job),
+                     s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
+                     s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
+        m.d.comb += [path_wr.en.eq(row_write), path_wr.addr.eq(s1_row), path_wr.data.eq(nrow)]
+        m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
+
+        # -- stage 2: the acknowledged bitmap relative to the floor, then the pushes (MR-TX-032)
+        amt = Signal(10)
+        m.d.comb += amt.eq(P.SACK_BITS - s2_dc)
+        shifted = Signal(P.SACK_BITS)
+        m.d.comb += shifted.eq((Cat(Const(0, P.SACK_BITS + 1), s2_sack) >> amt)[:P.SACK_BITS])
+        below_cum = Mux(s2_dc > 0, _low_mask(s2_dc.as_unsigned()[:9], P.SACK_BITS), 0)
+        job = Signal(lay.job)
+        m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
+                     job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(s2_skip), job.ptr.eq(s2_ptr),
+                     job.rearm.eq(s2_rearm), job.rearm_psn.eq(s2_rearm_psn),
+                     job.acked.eq(Mux(s2_kind == JOB_WALK,
+                                      (shifted | below_cum) & _low_mask(s2_n, P.SACK_BITS), 0))]
+        m.d.comb += [job_q.w_en.eq(s2_job), job_q.w_data.eq(job)]
+        insert = Signal(lay.insert)
+        m.d.comb += [insert.row.eq(s2_row), insert.deadline.eq(s2_ins_deadline),
+                     ins_q.w_en.eq(s2_ins), ins_q.w_data.eq(insert)]
+        err = Signal(lay.error)
+        m.d.comb += [err.conn.eq(s2_conn), err.path.eq(s2_path), err.status.eq(STATUS_RETRY_EXC),
+                     error_q.w_en.eq(s2_err), error_q.w_data.eq(err)]
+
+        # -- the walker (MR-TX-032): one record per cycle from the path's head
+        # A rearm (MR-TX-052) whose record is read this cycle goes to the rearm queue beside
+        # the walker's work; only a full queue holds the walker.
+        pend_valid = Signal()
+        pend_row = Signal(rb)
+        pend_psn = Signal(psn_bits)
+        pend_cursor = Signal(pw)
+        act = ~pend_valid | rearm_q.w_rdy
+        rearm_w = Signal(rearm_lay)
+        m.d.comb += [rearm_w.row.eq(pend_row), rearm_w.psn.eq(pend_psn), rearm_w.t.eq(rec.t_sent),
+                     rearm_q.w_data.eq(rearm_w), rearm_q.w_en.eq(pend_valid)]
+        with m.If(pend_valid & rearm_q.w_rdy):
+            m.d.sync += pend_valid.eq(0)
+        qjob = data.View(lay.job, job_q.r_data)
+        walk_addr = Signal(pw)
+        m.d.comb += [rec_rd.addr.eq(walk_addr), link_rd.addr.eq(walk_addr),
+                     head_rd.addr.eq(Mux(w_state == 1, w_row, qjob.row)), walk_addr.eq(pend_cursor)]
+        report = Signal(lay.acked)
+        m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
+                     report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
+                     acked_q.w_data.eq(report), resend_q.w_data.eq(report)]
+
+        def take_job():
+            m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
+                         w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
+                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked),
+                         w_rearm.eq(qjob.rearm), w_rearm_psn.eq(qjob.rearm_psn)]
+
+        with m.If(act):
+            with m.Switch(w_state):
+                with m.Case(0):
+                    with m.If(job_q.r_rdy):
+                        m.d.comb += job_q.r_en.eq(1)
+                        with m.If(qjob.kind == JOB_RESTART):
+                            m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(qjob.row),
+                                         head_wr.data.eq(qjob.ptr)]
+                        with m.Else():
+                            take_job()
+                with m.Case(1):
+                    m.d.comb += walk_addr.eq(head_rd.data)
+                    m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_state.eq(2)]
+                with m.Case(2):
+                    expire = w_kind == JOB_EXPIRE
+                    to_acked = ~expire & w_acked[0]
+                    to_resend = ~to_acked & (w_skip == 0)
+                    advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
+                        | (to_resend & resend_q.w_rdy)
+                    m.d.comb += walk_addr.eq(Mux(advance, link_rd.data, w_cursor))
+                    last = Signal()
+                    with m.If(advance):
+                        m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
+                                     inc["acked"].eq(to_acked),
+                                     inc["gap_losses"].eq(to_resend & ~expire),
+                                     inc["timeout_losses"].eq(to_resend & expire)]
+                        m.d.sync += w_cursor.eq(link_rd.data)
+                        with m.If(expire):
+                            with m.If(w_skip != 0):
+                                m.d.sync += w_skip.eq(w_skip - 1)
+                            with m.Else():
+                                m.d.sync += w_left.eq(w_left - 1)
+                                m.d.comb += last.eq(w_left == 1)
+                        with m.Else():
+                            m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
+                                         last.eq(w_left == 1)]
+                            m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
+                                         w_skip.eq(w_skip - (w_skip != 0))]
+                            with m.If(w_left == 1):
+                                m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
+                                             head_wr.data.eq(link_rd.data)]
+                        with m.If(last):
+                            with m.If(~expire & w_rearm):
+                                m.d.sync += [pend_valid.eq(1), pend_row.eq(w_row),
+                                             pend_psn.eq(w_rearm_psn), pend_cursor.eq(link_rd.data)]
+                            # the next walk job starts now: its head is read beside the last
+                            # record (the head read is transparent to this cycle's head write)
+                            with m.If(job_q.r_rdy & (qjob.kind != JOB_RESTART)):
+                                m.d.comb += job_q.r_en.eq(1)
+                                take_job()
+                            with m.Else():
+                                m.d.sync += w_state.eq(0)
+
+        # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
+        qins = data.View(lay.insert, ins_q.r_data)
+        ds = Signal(tbits)
+        m.d.comb += ds.eq(qins.deadline[self.slot_log2:] - ct)
+        dd = Signal(range(WHEEL_SLOTS))
+        m.d.comb += dd.eq(Mux(ds[tbits - 1], 0, Mux(ds >= WHEEL_SLOTS - 1, WHEEL_SLOTS - 1, ds)))
+        ins_slot = Signal(range(WHEEL_SLOTS))
+        m.d.comb += ins_slot.eq(cur + dd)
+        m.d.comb += st_rd_ins.addr.eq(ins_slot)
+        m.d.comb += [wnext_rd.addr.eq(cur_head), wnext_wr.addr.eq(st_rd_ins.data),
+                     wnext_wr.data.eq(qins.row)]
+        with m.If(pop_phase):
+            m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(pop_slot), sh_wr.data.eq(wnext_rd.data)]
+            m.d.sync += pop_phase.eq(0)
+        with m.Elif(ins_q.r_rdy):
+            m.d.comb += ins_q.r_en.eq(1)
+            with m.If(slot_valid.bit_select(ins_slot, 1)):
+                m.d.comb += wnext_wr.en.eq(1)
+            with m.Else():
+                m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(ins_slot), sh_wr.data.eq(qins.row)]
+                m.d.sync += slot_valid.bit_select(ins_slot, 1).eq(1)
+            m.d.comb += [st_wr.en.eq(1), st_wr.addr.eq(ins_slot), st_wr.data.eq(qins.row)]
+        with m.Elif(wheel_due):
+            with m.If(~slot_valid.bit_select(cur, 1)):
+                m.d.sync += ct.eq(Mux(slot_valid.any(), ct + 1, now[self.slot_log2:]))
+            with m.Elif(check_take):
+                with m.If(cur_head == st_rd_cur.data):
+                    m.d.sync += slot_valid.bit_select(cur, 1).eq(0)
+                with m.Else():
+                    m.d.sync += [pop_phase.eq(1), pop_slot.eq(cur)]
+
+        # -- outputs and counters (MR-TX-040)
+        m.d.comb += [
+            self.m_acked.valid.eq(acked_q.r_rdy), self.m_acked.payload.eq(acked_q.r_data),
+            acked_q.r_en.eq(self.m_acked.ready),
+            self.m_resend.valid.eq(resend_q.r_rdy), self.m_resend.payload.eq(resend_q.r_data),
+            resend_q.r_en.eq(self.m_resend.ready),
+            self.m_error.valid.eq(error_q.r_rdy), self.m_error.payload.eq(error_q.r_data),
+            error_q.r_en.eq(self.m_error.ready),
+        ]
+        ctr = Array(counters)
+        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, ctr[self.reg_addr], 0))
+        return m
+
+
+def retransmit_256x4(width=64):
+    """The small instance: 256 connections x 4 paths, a pool of 1,024 records (MR-TX-001)."""
+    conns, paths, pool = SMALL
+    return Retransmit(width, conns=conns, paths=paths, pool=pool)

@@ -1,0 +1,688 @@
+"""Golden model of the retransmit unit (docs/spec/hw-tx.md, section "Retransmit unit", MR-TX-*).
+
+Two layers, both built on :mod:`metaroce.models.protocol` (``sack_resolve``, PSN arithmetic)
+and :mod:`metaroce.models.records` (the ``rtx`` record's fields, MR-ENG-027):
+
+* :class:`RetransmitModel`: the semantics, one event per call: :meth:`RetransmitModel.sent`
+  (a packet was sent) and :meth:`RetransmitModel.ack` (an ACK or NAK arrived) return what the
+  unit reports: the acknowledged records (``acked``) and the records proven lost
+  (``resend``), in PSN order (MR-TX-020..024). Per path it keeps the records in PSN order
+  (a deque: the same content as the RTL's linked FIFO in the shared pool).
+* :class:`RetransmitCycleModel`: the hardware's timing around the same rules, ``step(inputs)
+  -> outputs`` once per clock with the Verilog port names, for the lockstep harness
+  (tb/lockstep.py). It keeps the RTL's structures (the shared pool, its free list, one linked
+  FIFO per path, the walk-job queue) so that pool exhaustion and every stall happen in the
+  same cycle as in the RTL (MR-TX-030..036).
+
+The RTL/model contract (port layouts, counter indices, queue depths) is declared here; the
+RTL (hdl/retransmit.py) imports it. models/ never imports hdl/.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from amaranth.lib import data
+
+from . import protocol as P
+from . import records
+from . import rx as rx_model
+from .rx import pack, unpack
+
+__all__ = ["Layouts", "layouts", "check_params", "RetransmitModel", "RetransmitCycleModel",
+           "Decision", "JOB_DEPTH", "OUT_DEPTH", "COUNTER_BITS", "N_COUNTERS", "CTR",
+           "retransmit_model_256x4", "SMALL"]
+
+#: MR-TX-001: the small instance (connections, paths, pool records).
+SMALL = (256, 4, 1024)
+
+#: MR-TX-034, MR-TX-063: slots of the walk-job queue, the wheel's insert queue and each output queue.
+JOB_DEPTH = 16
+INS_DEPTH = 16
+OUT_DEPTH = 16
+REARM_DEPTH = 4
+
+#: MR-TX-060: the timer wheel's slots; MR-TX-061: the backoff's ceiling (x64) and the
+#: consecutive-timeout counter's.
+WHEEL_SLOTS = 64
+BACKOFF_MAX_LOG2 = 6
+CONSEC_MAX = 15
+
+#: MR-TX-062: the defaults: RTO before any RTT sample (protocol.rto_value_ns's ``initial``),
+#: the retry limit (MR-ENG-040's retry_cnt) and the wheel's slot length (1,024 ns).
+RTO_NS = 40_000
+RETRY_LIMIT = 7
+SLOT_LOG2 = 10
+
+#: MR-TX-064: the status of the error report (verbs IBV_WC_RETRY_EXC_ERR, endpoint.Status).
+STATUS_RETRY_EXC = 12
+
+#: MR-TX-040: 64-bit counters, by index.
+COUNTER_BITS = 64
+CTR = {name: i for i, name in enumerate((
+    "sent", "sent_bad", "acks", "acks_stale", "acks_bad", "naks", "acked", "gap_losses",
+    "timeouts", "timeout_losses", "errors"))}
+N_COUNTERS = len(CTR)
+
+
+def check_params(conns, paths, pool, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2):
+    """MR-TX-001: powers of two (a row index is a concatenation of bits); MR-TX-062: the timer
+    constants fit their fields."""
+    for name, v, lo, hi in (("conns", conns, 2, 1 << 16), ("paths", paths, 2, 256),
+                            ("pool", pool, 16, 1 << 20)):
+        if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
+            raise ValueError(f"{name} must be a power of two in [{lo}, {hi}], not {v!r}")
+    if not isinstance(rto_ns, int) or not 1 <= rto_ns < 1 << records.DUR_BITS:
+        raise ValueError(f"rto_ns must be in [1, {(1 << records.DUR_BITS) - 1}], not {rto_ns!r}")
+    if not isinstance(retry_limit, int) or not 0 <= retry_limit < CONSEC_MAX:
+        raise ValueError(f"retry_limit must be in [0, {CONSEC_MAX - 1}], not {retry_limit!r}")
+    if not isinstance(slot_log2, int) or not 0 <= slot_log2 <= 20:
+        raise ValueError(f"slot_log2 must be in [0, 20], not {slot_log2!r}")
+
+
+@dataclass(frozen=True)
+class Layouts:
+    conns: int
+    paths: int
+    pool: int
+    conn_bits: int
+    path_bits: int
+    ptr_bits: int
+    sent: data.StructLayout
+    ack: data.StructLayout
+    acked: data.StructLayout
+    resend: data.StructLayout
+    error: data.StructLayout
+    rec: data.StructLayout
+    path: data.StructLayout
+    job: data.StructLayout
+    insert: data.StructLayout
+
+
+def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
+    """The unit's port and state layouts for one instance (MR-TX-002, MR-TX-010..012)."""
+    check_params(conns, paths, pool)
+    cb, pb = (conns - 1).bit_length(), max(1, (paths - 1).bit_length())
+    ptr = (pool - 1).bit_length()
+    psn = P.wire.PSN_BITS
+    rtx = dict(records.RTX)
+    slot_bits, chunk_bits = rtx["tx_slot"].width, rtx["chunk"].width
+    # MR-TX-002: what the scheduler reports for every data packet it sent
+    sent = data.StructLayout({"conn": cb, "path": 8, "psn": psn, "slot": slot_bits,
+                              "chunk": chunk_bits, "nbytes": rtx["nbytes"].width, "req": 1,
+                              "abort": 1, "t_sent": records.TIME_BITS})
+    # MR-TX-003: the peer RX engine's ACK/NAK request, as it arrives (models/rx.py, MR-RX-030/031)
+    ack = rx_model.layouts(conns, paths, 2).ack
+    report = data.StructLayout({"conn": cb, "path": 8, "slot": slot_bits, "chunk": chunk_bits,
+                                "abort": 1})
+    error = data.StructLayout({"conn": cb, "path": 8, "status": 5})
+    # MR-TX-010: a pool record: the fields of records.RTX the unit keeps (its `next` is the
+    # separate link memory, MR-TX-011)
+    rec = data.StructLayout({"slot": slot_bits, "chunk": chunk_bits, "t_sent": records.TIME_BITS,
+                             "nbytes": rtx["nbytes"].width, "req": 1, "abort": 1})
+    # MR-TX-012: the unit's part of path_tx (MR-ENG-022)
+    path = data.StructLayout({
+        "floor": psn, "next_psn": psn, "tail": ptr,
+        "lost_upto": psn,                       # MR-TX-052: PSNs floor..lost_upto-1 are lost
+        "t_live": records.TIME_BITS,            # MR-TX-052: send time of the oldest live record
+        "timer_on": 1, "rearm_wait": 1, "listed": 1,
+        "backoff": 3, "consec": 4,              # MR-TX-061
+    })
+    # MR-TX-032: a walk job: resolve n records from the path's head (an ACK), report them lost
+    # after skipping `skip` (a timeout), or restart the path's FIFO at `ptr`
+    job = data.StructLayout({"kind": 2, "row": cb + pb, "conn": cb, "path": 8, "n": 9,
+                             "skip": 9, "acked": P.SACK_BITS, "ptr": ptr, "rearm": 1,
+                             "rearm_psn": psn})
+    # MR-TX-060: a path to list in the wheel at its deadline
+    insert = data.StructLayout({"row": cb + pb, "deadline": records.TIME_BITS})
+    return Layouts(conns, paths, pool, cb, pb, ptr, sent, ack, report, report, error, rec, path,
+                   job, insert)
+
+
+JOB_WALK, JOB_RESTART, JOB_EXPIRE = 0, 1, 2
+
+
+def deadline(t_live, rto_ns, backoff):
+    """MR-TX-061: the path's deadline: the oldest live record's send time plus RTO x 2^backoff,
+    on the 32-bit ns clock (MR-ENG-050)."""
+    return (t_live + (rto_ns << backoff)) & P.TIME_MASK
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One record resolved (MR-TX-022..024): ``kind`` "acked" or "resend"."""
+    kind: str
+    conn: int
+    path: int
+    slot: int
+    chunk: int
+    abort: int = 0
+
+
+class RetransmitModel:
+    """The unit's semantics, one event at a time (MR-TX-020..024, MR-TX-052, MR-TX-061, MR-TX-064)."""
+
+    def __init__(self, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, *,
+                 rto_ns=RTO_NS, retry_limit=RETRY_LIMIT):
+        check_params(conns, paths, pool, rto_ns, retry_limit)
+        self.lay = layouts(conns, paths, pool)
+        self.rto_ns, self.retry_limit = rto_ns, retry_limit
+        self.path = {}          # row -> dict: the path row's fields and "recs", a deque in PSN order
+        self.used = 0
+        self.counters = [0] * N_COUNTERS
+
+    def row(self, conn, path):
+        return (conn << self.lay.path_bits) | (path & (self.lay.paths - 1))
+
+    def state(self, row):
+        st = self.path.get(row)
+        if st is None:
+            st = self.path[row] = {"floor": 0, "next_psn": 0, "lost_upto": 0, "t_live": 0,
+                                   "timer_on": 0, "backoff": 0, "consec": 0, "recs": deque()}
+        return st
+
+    def deadline(self, row):
+        """MR-TX-061: the path's deadline, or None while its timer is off."""
+        st = self.state(row)
+        return deadline(st["t_live"], self.rto_ns, st["backoff"]) if st["timer_on"] else None
+
+    def _count(self, name, n=1):
+        self.counters[CTR[name]] = (self.counters[CTR[name]] + n) % (1 << COUNTER_BITS)
+
+    def sent_ok(self, s, row):
+        """MR-TX-020: a sent packet is recorded when its PSN is the path's next PSN and the path's
+        window has room (MR-SEQ-006)."""
+        st = self.state(row)
+        return (s["psn"] == st["next_psn"] and s["path"] < self.lay.paths
+                and P.send_window_open(st["floor"], st["next_psn"]))
+
+    def sent(self, s):
+        """A packet was sent: allocate a record and append it to its path (MR-TX-020); the first
+        live record of a path starts its timer (MR-TX-052). Returns True when recorded, False
+        when refused (counted ``sent_bad``)."""
+        row = self.row(s["conn"], s["path"])
+        if self.used >= self.lay.pool:
+            # MR-TX-031: the hardware takes no sent packet while the pool is empty
+            raise ValueError("no free record: the scheduler must wait (MR-TX-031)")
+        if not self.sent_ok(s, row):
+            self._count("sent_bad")
+            return False
+        st = self.state(row)
+        if st["lost_upto"] == st["next_psn"]:
+            st.update(t_live=s["t_sent"], timer_on=1)
+        st["next_psn"] = P.psn_add(st["next_psn"], 1)
+        st["recs"].append({k: s[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")})
+        self.used += 1
+        self._count("sent")
+        return True
+
+    def ack(self, a):
+        """An ACK or NAK (the fields of ``Layouts.ack``): the decisions it produces, in PSN order
+        (MR-TX-021..024, MR-TX-052)."""
+        if a["nak"]:
+            self._count("naks")
+            return []
+        if a["path"] >= self.lay.paths:
+            self._count("acks_bad")
+            return []
+        st = self.state(self.row(a["conn"], a["path"]))
+        n, acked = P.sack_resolve(st["floor"], st["next_psn"], a["cum"], a["sack"])
+        if n < 0:
+            self._count("acks_bad")         # MR-ERR-010: covers a PSN never sent
+            return []
+        if n == 0:
+            self._count("acks_stale")
+            return []
+        self._count("acks")
+        lost_n = min(n, P.psn_dist(st["floor"], st["lost_upto"]))
+        floor = st["floor"] = P.psn_add(st["floor"], n)
+        out = []
+        for j in range(n):
+            r = st["recs"].popleft()
+            self.used -= 1
+            if (acked >> j) & 1:
+                self._count("acked")
+                out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
+            elif j >= lost_n:
+                self._count("gap_losses")
+                out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
+        st.update(backoff=0, consec=0)                       # MR-TX-061: progress
+        if P.psn_dist(st["lost_upto"], floor) > 0:
+            st["lost_upto"] = floor
+            if floor == st["next_psn"]:
+                st["timer_on"] = 0
+            else:
+                st.update(t_live=st["recs"][0]["t_sent"], timer_on=1)
+        return out
+
+    def timeout(self, conn, path):
+        """MR-TX-063/064: the path's timer expired: every live record is reported lost, the
+        backoff doubles, and a timeout beyond the retry limit is an error. Returns
+        ``(decisions, error)``."""
+        st = self.state(self.row(conn, path))
+        assert st["timer_on"], "a timeout needs a running timer"
+        skip = P.psn_dist(st["floor"], st["lost_upto"])
+        out = []
+        for r in list(st["recs"])[skip:]:
+            self._count("timeout_losses")
+            out.append(Decision("resend", conn, path, r["slot"], r["chunk"], r["abort"]))
+        self._count("timeouts")
+        st.update(lost_upto=st["next_psn"], timer_on=0,
+                  backoff=min(st["backoff"] + 1, BACKOFF_MAX_LOG2),
+                  consec=min(st["consec"] + 1, CONSEC_MAX))
+        error = st["consec"] == self.retry_limit + 1
+        if error:
+            self._count("errors")
+        return out, error
+
+
+# ------------------------------------------------------------------ cycle timing
+
+class _Fifo:
+    """amaranth.lib.fifo.SyncFIFO as the RTL uses it: a ring whose head is read without a
+    register, so ``head`` shows the slot's old content while empty (an output queue's payload
+    is compared every cycle, valid or not)."""
+
+    def __init__(self, depth):
+        self.mem = [0] * depth
+        self.depth = depth
+        self.produce = self.consume = self.level = 0
+
+    @property
+    def head(self):
+        return self.mem[self.consume]
+
+    def update(self, pop, push, value=0):
+        """One clock edge: ``pop`` (r_en & r_rdy) and ``push`` (w_en & w_rdy)."""
+        pop = bool(pop) and self.level > 0
+        push = bool(push) and self.level < self.depth
+        if push:
+            self.mem[self.produce] = value
+            self.produce = (self.produce + 1) % self.depth
+        if pop:
+            self.consume = (self.consume + 1) % self.depth
+        self.level += int(push) - int(pop)
+
+
+INPUTS = ("s_sent__payload", "s_sent__valid", "s_ack__payload", "s_ack__valid",
+          "m_acked__ready", "m_resend__ready", "m_error__ready", "now", "reg_addr")
+OUTPUTS = ("s_sent__ready", "s_ack__ready", "m_acked__payload", "m_acked__valid",
+           "m_resend__payload", "m_resend__valid", "m_error__payload", "m_error__valid",
+           "reg_data")
+
+_IDLE, _START, _WALK = 0, 1, 2
+
+
+def time_due(deadline_ns, now):
+    """MR-ENG-050: ``deadline <= now`` on the wrapping 32-bit clock."""
+    return P.time_dist(deadline_ns, now) >= 0
+
+
+class RetransmitCycleModel:
+    """The retransmit unit cycle by cycle (MR-TX-030..036, MR-TX-052, MR-TX-060..064): ``step(inputs)`` once
+    per clock with every input port's value, returning every output port's value in that cycle.
+
+    ``events`` logs, in the order the path-table pipeline applied them, every event that changes
+    a path: ``("sent", fields)``, ``("ack", fields)``, ``("timeout", conn, path, now)``; replaying
+    it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050)."""
+
+    def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
+                 *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2):
+        if width not in (64, 128, 256, 512):
+            raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
+        self.width = width
+        self.lay = lay = layouts(conns, paths, pool)
+        self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
+        self.counters = [0] * N_COUNTERS
+        self.path = {}                  # row -> path row dict (MR-TX-012)
+        self.rec = {}                   # pool index -> record dict (MR-TX-010)
+        self.link = {}                  # pool index -> next pool index (MR-TX-011)
+        self.head = {}                  # row -> pool index of the path's oldest record
+        # the free list (MR-TX-031): a ring holding every free pool index, full at reset
+        self.free_mem = list(range(pool))
+        self.free_rd = self.free_wr = 0
+        self.free_level = pool
+        self.s1 = None                  # (kind, fields) taken last cycle
+        self.s2 = None                  # (job, insert, error) to push, or None
+        self.job_q = _Fifo(JOB_DEPTH)
+        self.ins_q = _Fifo(INS_DEPTH)
+        self.acked_q = _Fifo(OUT_DEPTH)
+        self.resend_q = _Fifo(OUT_DEPTH)
+        self.error_q = _Fifo(OUT_DEPTH)
+        self.rearm_q = _Fifo(REARM_DEPTH)
+        self.w_state = _IDLE
+        self.pend = None                # a rearm whose record is read this cycle (MR-TX-052)
+        self.w_job = None
+        self.w_cursor = 0
+        self.w_left = 0
+        self.w_skip = 0
+        self.w_acked = 0
+        # the timer wheel (MR-TX-060): slot lists of path rows
+        self.tbits = records.TIME_BITS - slot_log2
+        self.ct = 0                     # the slot time the wheel is at
+        self.slot_head = [0] * WHEEL_SLOTS
+        self.slot_tail = [0] * WHEEL_SLOTS
+        self.slot_valid = [0] * WHEEL_SLOTS
+        self.wnext = {}                 # row -> next row in its slot list
+        self.pop_slot = None            # the second cycle of a pop: the slot whose head moves
+        self.reg_data = 0
+        self.events = []
+        self.log = []                   # decisions in output order, for tests
+
+    @staticmethod
+    def port_names():
+        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+
+    def busy(self):
+        """Work in flight, a queue not empty, or a timer that may still expire."""
+        return bool(self.s1 or self.s2 or self.job_q.level or self.ins_q.level or self.rearm_q.level
+                    or self.w_state != _IDLE or self.pend is not None or self.acked_q.level or self.resend_q.level
+                    or self.error_q.level or any(self.slot_valid) or self.pop_slot is not None
+                    or any(r["timer_on"] or r["rearm_wait"] for r in self.path.values()))
+
+    def _row(self, row):
+        r = self.path.get(row)
+        return r if r is not None else unpack(self.lay.path, 0)
+
+    def _count(self, name):
+        self.counters[CTR[name]] = (self.counters[CTR[name]] + 1) % (1 << COUNTER_BITS)
+
+    def _conn_path(self, row):
+        return row >> self.lay.path_bits, row & (self.lay.paths - 1)
+
+    def _wheel_due(self, now):
+        d = ((now >> self.slot_log2) - self.ct) & ((1 << self.tbits) - 1)
+        return 0 < d < 1 << (self.tbits - 1)
+
+    def _wheel_slot(self, dl):
+        """MR-TX-060: the slot a deadline is listed in, relative to the wheel's position."""
+        mask = (1 << self.tbits) - 1
+        d = ((dl >> self.slot_log2) - self.ct) & mask
+        if d >= 1 << (self.tbits - 1):
+            d = 0                                       # already due: the current slot
+        d = min(d, WHEEL_SLOTS - 1)
+        return (self.ct + d) % WHEEL_SLOTS
+
+    def step(self, inputs):
+        g = inputs.get
+        lay = self.lay
+        now = g("now", 0)
+        inflight = int(self.s1 is not None) + int(self.s2 is not None)
+        job_ok = self.job_q.level + inflight < JOB_DEPTH
+        ins_ok = self.ins_q.level + inflight < INS_DEPTH
+        err_ok = self.error_q.level + inflight < OUT_DEPTH
+        credit = job_ok and ins_ok and err_ok
+        # -- what is taken (MR-TX-033): an ACK, the walker's rearm, the wheel's check, a sent packet
+        ack_valid = g("s_ack__valid", 0)
+        ack_ready = int(credit)
+        ack_take = ack_ready and ack_valid
+        rearm_req = self.rearm_q.level > 0 and ins_ok
+        rearm_take = rearm_req and not ack_take
+        check_req = False
+        if self.pop_slot is None and not self.ins_q.level and self._wheel_due(now):
+            check_req = bool(self.slot_valid[self.ct % WHEEL_SLOTS])
+        check_take = check_req and credit and not ack_take and not rearm_req
+        s1_sent = self.s1 is not None and self.s1[0] == "sent"
+        sent_ready = int(credit and not ack_valid and not rearm_req and not check_req
+                         and self.free_level > int(s1_sent))
+        out = {
+            "s_sent__ready": sent_ready, "s_ack__ready": ack_ready,
+            "m_acked__payload": self.acked_q.head, "m_acked__valid": int(self.acked_q.level > 0),
+            "m_resend__payload": self.resend_q.head, "m_resend__valid": int(self.resend_q.level > 0),
+            "m_error__payload": self.error_q.head, "m_error__valid": int(self.error_q.level > 0),
+            "reg_data": self.reg_data,
+        }
+        addr = g("reg_addr", 0)
+        self.reg_data = self.counters[addr] if addr < N_COUNTERS else 0
+
+        # -- stage 2: push the job, the wheel insert and the error report
+        job_push = ins_push = err_push = None
+        if self.s2 is not None:
+            job_push, ins_push, err_push = self.s2
+        # -- the walker (MR-TX-032)
+        job_pop = False
+        acked_push = resend_push = None
+        free_push = None
+        rearm_op = None
+        act = True
+        if self.pend is not None:
+            # the previous ACK's new oldest record, read last cycle: its send time to the path
+            # row (MR-TX-052), beside this cycle's work unless the rearm queue is full
+            if self.rearm_q.level < REARM_DEPTH:
+                r = self.rec.get(self.pend["cursor"]) or unpack(lay.rec, 0)
+                rearm_op = {"row": self.pend["row"], "psn": self.pend["psn"], "t": r["t_sent"]}
+                self.pend = None
+            else:
+                act = False
+        if not act:
+            pass
+        elif self.w_state == _IDLE:
+            if self.job_q.level:
+                job_pop = True
+                j = self.job_q.head
+                if j["kind"] == JOB_RESTART:
+                    self.head[j["row"]] = j["ptr"]
+                else:
+                    self.w_job = j
+                    self.w_state = _START
+        elif self.w_state == _START:
+            self.w_cursor = self.head.get(self.w_job["row"], 0)
+            self.w_left = self.w_job["n"]
+            self.w_skip = self.w_job["skip"]
+            self.w_acked = self.w_job["acked"]
+            self.w_state = _WALK
+        else:
+            j = self.w_job
+            r = self.rec.get(self.w_cursor) or unpack(lay.rec, 0)
+            expire = j["kind"] == JOB_EXPIRE
+            if expire:
+                kind = None if self.w_skip else "resend"
+            else:
+                kind = "acked" if self.w_acked & 1 else (None if self.w_skip else "resend")
+            q = {"acked": self.acked_q, "resend": self.resend_q, None: None}[kind]
+            if q is None or q.level < OUT_DEPTH:
+                if kind is not None:
+                    d = Decision(kind, j["conn"], j["path"], r["slot"], r["chunk"], r["abort"])
+                    self.log.append(d)
+                    word = pack(lay.acked, {"conn": d.conn, "path": d.path, "slot": d.slot,
+                                            "chunk": d.chunk, "abort": d.abort})
+                    if kind == "acked":
+                        acked_push = word
+                        self._count("acked")
+                    else:
+                        resend_push = word
+                        self._count("timeout_losses" if expire else "gap_losses")
+                nxt = self.link.get(self.w_cursor, 0)
+                last = False
+                if expire:
+                    if self.w_skip:
+                        self.w_skip -= 1
+                    else:
+                        self.w_left -= 1
+                        last = self.w_left == 0
+                else:
+                    free_push = self.w_cursor
+                    self.w_skip = max(0, self.w_skip - 1)
+                    self.w_acked >>= 1
+                    self.w_left -= 1
+                    last = self.w_left == 0
+                    if last:
+                        self.head[j["row"]] = nxt
+                self.w_cursor = nxt
+                if last:
+                    if not expire and j["rearm"]:
+                        self.pend = {"row": j["row"], "psn": j["rearm_psn"], "cursor": nxt}
+                    # the next walk job starts now: its head is read beside the last record
+                    if self.job_q.level and self.job_q.head["kind"] != JOB_RESTART:
+                        job_pop = True
+                        self.w_job = self.job_q.head
+                        self.w_state = _START
+                    else:
+                        self.w_state = _IDLE
+
+        # -- the wheel (MR-TX-060): a pop's second cycle, an insert, a pop, or the next slot
+        check_op = None
+        ins_pop = False
+        if self.pop_slot is not None:
+            s = self.pop_slot
+            self.slot_head[s] = self.wnext.get(self.slot_head[s], 0)
+            self.pop_slot = None
+        elif self.ins_q.level:
+            ins_pop = True
+            it = self.ins_q.head
+            s = self._wheel_slot(it["deadline"])
+            if self.slot_valid[s]:
+                self.wnext[self.slot_tail[s]] = it["row"]
+            else:
+                self.slot_head[s] = it["row"]
+                self.slot_valid[s] = 1
+            self.slot_tail[s] = it["row"]
+        elif self._wheel_due(now):
+            s = self.ct % WHEEL_SLOTS
+            if not self.slot_valid[s]:
+                # an idle wheel jumps to the present (MR-TX-060)
+                self.ct = ((self.ct + 1) if any(self.slot_valid) else (now >> self.slot_log2)) \
+                    & ((1 << self.tbits) - 1)
+            elif check_take:
+                check_op = {"row": self.slot_head[s]}
+                if self.slot_head[s] == self.slot_tail[s]:
+                    self.slot_valid[s] = 0
+                else:
+                    self.pop_slot = s
+
+        # -- stage 1: the path row (MR-TX-020, MR-TX-021, MR-TX-052, MR-TX-063)
+        s2 = None
+        free_pop = False
+        if self.s1 is not None:
+            s2 = self._stage1(self.s1, now)
+            free_pop = s2[3] if s2 else False
+            s2 = s2[:3] if s2 else None
+            if s2 == (None, None, None):
+                s2 = None
+        self.s2 = s2
+        # -- stage 0: take (MR-TX-033)
+        self.s1 = None
+        if ack_take:
+            self.s1 = ("ack", unpack(lay.ack, g("s_ack__payload", 0)))
+        elif rearm_take:
+            self.s1 = ("rearm", self.rearm_q.head)
+        elif check_op is not None:
+            self.s1 = ("check", check_op)
+        elif sent_ready and g("s_sent__valid", 0):
+            self.s1 = ("sent", unpack(lay.sent, g("s_sent__payload", 0)))
+        # -- queues and the free list at the clock edge
+        self.job_q.update(job_pop, job_push is not None, job_push)
+        self.ins_q.update(ins_pop, ins_push is not None, ins_push)
+        self.rearm_q.update(rearm_take, rearm_op is not None, rearm_op)
+        self.acked_q.update(g("m_acked__ready", 0), acked_push is not None, acked_push)
+        self.resend_q.update(g("m_resend__ready", 0), resend_push is not None, resend_push)
+        self.error_q.update(g("m_error__ready", 0), err_push is not None, err_push)
+        if free_push is not None:
+            self.free_mem[self.free_wr] = free_push
+            self.free_wr = (self.free_wr + 1) % lay.pool
+        if free_pop:
+            self.free_rd = (self.free_rd + 1) % lay.pool
+        self.free_level += int(free_push is not None) - int(free_pop)
+        return out
+
+    def _stage1(self, op, now):
+        """S1 of one event: returns ``(job, insert, error, free_pop)`` or None."""
+        lay = self.lay
+        kind, f = op
+        row_i = f["row"] if kind in ("rearm", "check") else \
+            (f["conn"] << lay.path_bits) | (f["path"] & (lay.paths - 1))
+        row = self._row(row_i)
+        new = dict(row)
+        job = ins = err = None
+        free_pop = False
+
+        def arm():
+            nonlocal ins
+            new.update(timer_on=1, rearm_wait=0)
+            if not row["listed"]:
+                new["listed"] = 1
+                ins = {"row": row_i, "deadline": deadline(new["t_live"], self.rto_ns, new["backoff"])}
+
+        if kind == "sent":
+            self.events.append(("sent", f))
+            ok = (f["psn"] == row["next_psn"] and f["path"] < lay.paths
+                  and P.send_window_open(row["floor"], row["next_psn"]))
+            if not ok:
+                self._count("sent_bad")
+                return None
+            ptr = self.free_mem[self.free_rd]
+            free_pop = True
+            self.rec[ptr] = {k: f[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")}
+            if row["floor"] == row["next_psn"]:
+                job = {"kind": JOB_RESTART, "row": row_i, "ptr": ptr}
+            else:
+                self.link[row["tail"]] = ptr
+            new.update(next_psn=P.psn_add(row["next_psn"], 1), tail=ptr)
+            if row["lost_upto"] == row["next_psn"]:
+                new["t_live"] = f["t_sent"]
+                arm()
+            self._count("sent")
+        elif kind == "ack":
+            if f["nak"]:
+                self._count("naks")
+                self.events.append(("ack", f))
+                return None
+            if f["path"] >= lay.paths:
+                self._count("acks_bad")
+                self.events.append(("ack", f))
+                return None
+            n, acked = P.sack_resolve(row["floor"], row["next_psn"], f["cum"], f["sack"])
+            self.events.append(("ack", f))
+            if n < 0:
+                self._count("acks_bad")
+                return None
+            if n == 0:
+                self._count("acks_stale")
+                return None
+            self._count("acks")
+            floor = P.psn_add(row["floor"], n)
+            lost_n = min(n, P.psn_dist(row["floor"], row["lost_upto"]))
+            new.update(floor=floor, backoff=0, consec=0)
+            rearm = 0
+            if P.psn_dist(row["lost_upto"], floor) > 0:
+                new["lost_upto"] = floor
+                if floor == row["next_psn"]:
+                    new.update(timer_on=0, rearm_wait=0)
+                else:
+                    new.update(timer_on=0, rearm_wait=1)
+                    rearm = 1
+            job = {"kind": JOB_WALK, "row": row_i, "conn": f["conn"], "path": f["path"], "n": n,
+                   "skip": lost_n, "acked": acked, "rearm": rearm, "rearm_psn": floor}
+        elif kind == "rearm":
+            if not (row["rearm_wait"] and row["lost_upto"] == f["psn"]
+                    and f["psn"] != row["next_psn"]):
+                return None
+            new["t_live"] = f["t"]
+            arm()
+        else:   # check: the wheel popped the path (MR-TX-063)
+            new["listed"] = 0
+            if row["timer_on"] and time_due(deadline(row["t_live"], self.rto_ns, row["backoff"]), now):
+                conn, path = self._conn_path(row_i)
+                self.events.append(("timeout", conn, path, now))
+                self._count("timeouts")
+                job = {"kind": JOB_EXPIRE, "row": row_i, "conn": conn, "path": path,
+                       "n": P.psn_dist(row["lost_upto"], row["next_psn"]),
+                       "skip": P.psn_dist(row["floor"], row["lost_upto"]), "acked": 0, "rearm": 0,
+                       "rearm_psn": 0}
+                consec = min(row["consec"] + 1, CONSEC_MAX)
+                new.update(lost_upto=row["next_psn"], timer_on=0, consec=consec,
+                           backoff=min(row["backoff"] + 1, BACKOFF_MAX_LOG2))
+                if consec == self.retry_limit + 1:
+                    self._count("errors")
+                    err = pack(lay.error, {"conn": conn, "path": path, "status": STATUS_RETRY_EXC})
+            elif row["timer_on"]:
+                new["listed"] = 1
+                ins = {"row": row_i, "deadline": deadline(row["t_live"], self.rto_ns, row["backoff"])}
+        self.path[row_i] = new
+        return job, ins, err, free_pop
+
+
+def retransmit_model_256x4(width=64):
+    """The model of the small instance (hdl.retransmit.retransmit_256x4)."""
+    return RetransmitCycleModel(width, *SMALL)

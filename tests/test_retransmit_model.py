@@ -1,0 +1,252 @@
+"""The retransmit unit's model (models/retransmit.py): its rules against models/protocol.py and
+the reference endpoint, and its cycle model against its semantics (docs/spec/hw-tx.md)."""
+import pytest
+
+from metaroce.models import protocol as P
+from metaroce.models import records
+from metaroce.models import retransmit_cases as rc
+from metaroce.models import rx
+from metaroce.models.retransmit import (CTR, JOB_DEPTH, SMALL, STATUS_RETRY_EXC, Decision,
+                                        RetransmitCycleModel, RetransmitModel, layouts)
+
+CONN, PATH = 3, 1
+
+
+def test_layouts():
+    """MR-TX-002, MR-TX-003, MR-TX-010: the ACK port is the RX engine's ACK request layout; a
+    pool record carries records.RTX's fields at their widths; the default instance is the
+    engine's (MR-ENG-010)."""
+    lay = layouts(*SMALL)
+    assert lay.ack == rx.layouts(256, 4, 2).ack
+    rtx = dict(records.RTX)
+    rec = dict(lay.rec)
+    assert rec["slot"].width == rtx["tx_slot"].width and rec["chunk"].width == rtx["chunk"].width
+    assert rec["t_sent"].width == rtx["t_sent"].width and rec["nbytes"].width == rtx["nbytes"].width
+    big = layouts()
+    assert (big.conns, big.paths, big.pool) == (records.CONNS, records.PATHS, records.RTX_POOL)
+    assert big.ptr_bits == records.POOL_PTR_BITS
+
+
+def _send(m, psns, path=PATH):
+    for psn in psns:
+        assert m.sent(rc.sent_item(CONN, path, psn, slot=psn % 8, chunk=100 + psn)[1])
+
+
+def test_sack_resolution():
+    """MR-TX-021..023 (MR-REL-001, MR-REL-002): an ACK resolves the records from the floor to
+    the highest PSN it covers; those below cum or SACKed are acknowledged, the others are
+    lost, once, in PSN order; later records stay."""
+    m = RetransmitModel(*SMALL)
+    _send(m, range(10))
+    # cum = 3 (PSNs 0..2 arrived), SACK bits 1 and 2: PSNs 5 and 6 arrived
+    out = m.ack(rc.ack_item(CONN, PATH, 3, 0b110)[1])
+    assert [(d.kind, d.chunk) for d in out] == [
+        ("acked", 100), ("acked", 101), ("acked", 102), ("resend", 103), ("resend", 104),
+        ("acked", 105), ("acked", 106)]
+    assert out[0] == Decision("acked", CONN, PATH, 0, 100)
+    assert m.state(m.row(CONN, PATH))["floor"] == 7 and m.used == 3
+    assert m.ack(rc.ack_item(CONN, PATH, 3, 0b110)[1]) == []             # the same ACK again
+    assert m.counters[CTR["acks_stale"]] == 1
+    out = m.ack(rc.ack_item(CONN, PATH, 10, 0)[1])
+    assert [(d.kind, d.chunk) for d in out] == [("acked", 107), ("acked", 108), ("acked", 109)]
+    assert m.used == 0
+
+
+def test_bad_acks_and_naks_change_nothing():
+    """MR-TX-024 (MR-ERR-010): an ACK covering a PSN never sent, an ACK for a path beyond the
+    instance and a NAK are counted and resolve nothing."""
+    m = RetransmitModel(*SMALL)
+    _send(m, range(4))
+    assert m.ack(rc.ack_item(CONN, PATH, 5, 0)[1]) == []
+    assert m.ack(rc.ack_item(CONN, PATH, 3, 1)[1]) == []                 # SACKs PSN 4
+    assert m.ack(rc.ack_item(CONN, 7, 1, 0)[1]) == []
+    assert m.ack(rc.ack_item(CONN, PATH, 0, 0, nak=1, reason=3)[1]) == []
+    c = m.counters
+    assert (c[CTR["acks_bad"]], c[CTR["naks"]], c[CTR["acks"]]) == (3, 1, 0)
+    assert m.state(m.row(CONN, PATH))["floor"] == 0 and m.used == 4
+
+
+def test_sent_checks():
+    """MR-TX-020 (MR-SEQ-006), MR-TX-012: every path starts at PSN 0; a sent packet is recorded only with the path's next PSN and while
+    fewer than 256 PSNs are unresolved; otherwise counted sent_bad, nothing allocated."""
+    m = RetransmitModel(*SMALL)
+    assert not m.sent(rc.sent_item(CONN, PATH, 1)[1])
+    _send(m, range(P.SEND_WINDOW))
+    assert not m.sent(rc.sent_item(CONN, PATH, P.SEND_WINDOW)[1])
+    assert not m.sent(rc.sent_item(CONN, 4, 0)[1])                      # path beyond the instance
+    assert m.counters[CTR["sent_bad"]] == 3 and m.used == P.SEND_WINDOW
+    out = m.ack(rc.ack_item(CONN, PATH, 1, 0)[1])
+    assert len(out) == 1 and m.sent(rc.sent_item(CONN, PATH, P.SEND_WINDOW)[1])
+
+
+def test_sack_resolve_is_protocols():
+    """MR-TX-021: the resolution is protocol.sack_resolve, including ACKs whose cum lies behind
+    the floor with SACK bits above it."""
+    m = RetransmitModel(*SMALL)
+    _send(m, range(20))
+    m.ack(rc.ack_item(CONN, PATH, 6, 0)[1])                                # floor 6
+    out = m.ack(rc.ack_item(CONN, PATH, 2, 1 << 10)[1])                    # PSN 13, cum behind
+    n, acked = P.sack_resolve(6, 20, 2, 1 << 10)
+    assert len(out) == n == 8
+    assert [d.kind == "acked" for d in out] == [bool(acked >> j & 1) for j in range(n)]
+
+
+@pytest.mark.parametrize("seed,p_bp", [(1, 0.0), (2, 0.4), (3, 0.8)])
+def test_cycle_model_matches_semantics(seed, p_bp):
+    """MR-TX-030..036, MR-TX-010/011: the cycle model (shared pool, free list, linked FIFOs, walker) reports
+    the same records in the same order, and counts the same, as the semantics."""
+    items = rc.traffic(*SMALL, 500, seed=seed)
+    m = RetransmitCycleModel(64, *SMALL)
+    res = rc.run_model(m, items, seed=seed, p_idle=0.2, p_bp=p_bp)
+    exp = rc.check_items(m, items, res)
+    assert exp["resend"] and exp["counters"][CTR["acks_stale"]] and exp["counters"][CTR["acks_bad"]]
+
+
+def test_pool_exhaustion_backpressure():
+    """MR-TX-031: with every record in use no sent packet is taken; the records an ACK frees
+    are taken again, and nothing is lost or refused."""
+    conns, paths, pool = 4, 2, 16
+    m = RetransmitCycleModel(64, conns, paths, pool)
+    items = [rc.sent_item(0, 0, i) for i in range(pool)] + [rc.ack_item(0, 0, 2, 0)]
+    items += [rc.sent_item(1, 1, 0), rc.sent_item(1, 1, 1)]
+    res = rc.run_model(m, items, p_idle=0.0, p_bp=0.0)
+    rc.check_items(m, items, res)
+    taken = res["taken"]
+    assert taken[pool] == taken[pool - 1] + 1                  # the ACK at once
+    # the next sent packets wait until the walk has freed the two records
+    assert taken[pool + 1] - taken[pool] >= 4
+    assert len(taken) == pool + 3 and m.free_level == 0
+    assert m.counters[CTR["sent"]] == pool + 2 and m.counters[CTR["sent_bad"]] == 0
+
+
+def test_ack_burst_one_per_cycle():
+    """MR-TX-034: back-to-back ACKs are taken one per cycle while the walk queue has room;
+    MR-TX-032: back-to-back walk jobs of one record each take two cycles each (the next job's
+    head is read beside the last record, the rearm costs no walker cycle)."""
+    b = rc.ack_burst(*SMALL, seed=4)
+    m = RetransmitCycleModel(64, *SMALL)
+    res = rc.run_model(m, b["items"], p_idle=0.0, p_bp=0.0)
+    acks = [c for c, (k, _) in zip(res["taken"], b["items"]) if k == "ack"]
+    assert len(acks) == 16 <= JOB_DEPTH and acks[-1] - acks[0] == len(acks) - 1
+    rc.check_items(m, b["items"], res)
+    cyc = res["acked_cycles"]
+    assert len(cyc) == 16 and all(b - a == 2 for a, b in zip(cyc[:5], cyc[1:5]))
+    # the rearms wait behind the ACKs; once the 4-slot rearm queue is full it holds the walker
+    # until the ACKs stop
+    assert cyc[-1] - cyc[0] <= 2 * 15 + 4
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_model_matches_reference_endpoint(seed):
+    """MR-TX-051, MR-TX-021..023: on the reference endpoint's sent packets and the ACKs its
+    sender processed (a write over the loopback with data loss), the model resolves exactly
+    the records the endpoint resolves on each ACK, acknowledged or lost alike (its
+    _chunk_acked and its gap losses, MR-REL-002); the cycle model reports the same."""
+    r = rc.endpoint_run(seed)
+    st = r["stats"]
+    # every loss is found by a SACK gap (MR-REL-002); no timer or cross-path verdict to model
+    assert st["gap_losses"] > 5 and not st.get("timeouts") and not st.get("xpath_losses")
+    assert not st.get("tail_probes") and not st.get("naks_received")
+    m = RetransmitModel(*SMALL)
+    got = []
+    for kind, f in r["items"]:
+        if kind == "sent":
+            assert m.sent(f)
+        else:
+            got.append(m.ack(f))
+    assert got == r["decisions"]
+    assert sum(d.kind == "resend" for ds in got for d in ds) == st["gap_losses"]
+    cm = RetransmitCycleModel(64, *SMALL)
+    res = rc.run_model(cm, r["items"], seed=seed, p_bp=0.3)
+    rc.check_items(cm, r["items"], res)
+    assert not cm.counters[CTR["timeouts"]]
+
+
+# ------------------------------------------------------------------ timers (MR-TX-052, MR-TX-060..064)
+
+TIMERS = {"rto_ns": 2000, "retry_limit": 2, "slot_log2": 6}
+SLOT = 1 << TIMERS["slot_log2"]
+
+
+def _run_timed(items, **kw):
+    """The cycle model on a realistic clock (4 ns per cycle throughout), no backpressure."""
+    m = RetransmitCycleModel(64, *SMALL, **TIMERS)
+    res = rc.run_model(m, items, p_idle=0.0, p_bp=kw.pop("p_bp", 0.0), ns_per_cycle=4, idle_ns=4,
+                       **kw)
+    exp = rc.check_items(m, items, res)
+    return m, res, exp
+
+
+def _sent_times(m):
+    return [f["t_sent"] for k, f, *_ in m.events if k == "sent"]
+
+
+def _timeouts(m):
+    return [e[3] for e in m.events if e[0] == "timeout"]
+
+
+def test_tail_loss_timer():
+    """MR-TX-052, MR-TX-061, MR-TX-063 (MR-REL-006): with no ACK the path's timer expires RTO
+    after the send time of its oldest live record, within a wheel slot and a few cycles, and
+    every live record is reported lost, once, in PSN order; the timer then stops."""
+    items = [rc.sent_item(CONN, PATH, i, chunk=10 + i) for i in range(3)]
+    m, res, exp = _run_timed(items)
+    t0 = _sent_times(m)[0]
+    (t_out,) = _timeouts(m)
+    assert t0 + TIMERS["rto_ns"] <= t_out <= t0 + TIMERS["rto_ns"] + 2 * SLOT
+    assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [10, 11, 12]
+    assert m.counters[CTR["timeout_losses"]] == 3 and not res["error"]
+
+
+def test_timer_restarts_from_oldest_live_record():
+    """MR-TX-052 (MR-REL-006): an ACK that resolves the oldest live record moves the deadline to
+    the send time of the next one plus RTO (not to the ACK's time); records already reported
+    lost by a timeout are not reported again when an ACK resolves them."""
+    items = [rc.sent_item(CONN, PATH, 0, chunk=1), rc.wait_item(1000),
+             rc.sent_item(CONN, PATH, 1, chunk=2), rc.wait_item(500),
+             rc.ack_item(CONN, PATH, 1, 0)]
+    m, res, exp = _run_timed(items)
+    t1 = _sent_times(m)[1]
+    (t_out,) = _timeouts(m)
+    assert t1 + TIMERS["rto_ns"] <= t_out <= t1 + TIMERS["rto_ns"] + 2 * SLOT
+    assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [2]
+    # the late ACK of both: PSN 1 was lost by the timer and is now acknowledged, not lost again
+    items2 = items + [rc.wait_item(4000), rc.ack_item(CONN, PATH, 2, 0)]
+    m2, res2, _ = _run_timed(items2)
+    assert len(res2["resend"]) == 1 and len(res2["acked"]) == 2
+
+
+def test_backoff_and_retry_limit():
+    """MR-TX-061, MR-TX-064 (MR-REL-006, MR-ENG-040): each consecutive timeout doubles the next
+    deadline; the timeout beyond the retry limit is reported once on m_error with
+    RETRY_EXC_ERR; an ACK that resolves anything resets both."""
+    items = []
+    for k in range(5):
+        items += [rc.sent_item(CONN, PATH, k, chunk=k), rc.wait_item((2000 << k) + 3 * SLOT)]
+    items += [rc.ack_item(CONN, PATH, 5, 0), rc.sent_item(CONN, PATH, 5, chunk=5)]
+    m, res, exp = _run_timed(items)
+    sent, outs = _sent_times(m), _timeouts(m)
+    assert len(outs) == 6
+    for k in range(5):
+        dl = sent[k] + (2000 << k)
+        assert dl <= outs[k] <= dl + 2 * SLOT, k
+    assert outs[5] - sent[5] < 2000 + 2 * SLOT                 # backoff reset by the ACK
+    assert [rc.unpack(m.lay.error, e) for e in res["error"]] == [
+        {"conn": CONN, "path": PATH, "status": STATUS_RETRY_EXC}]
+    assert m.counters[CTR["errors"]] == 1 and m.counters[CTR["timeouts"]] == 6
+
+
+def test_wheel_many_paths():
+    """MR-TX-060: many paths armed at different times expire in deadline order, each within a
+    slot of its deadline plus one pop per earlier path; deadlines beyond the wheel's span are
+    listed in its last slot and checked again."""
+    rows = [(c, p) for c in range(8) for p in range(4)]
+    items = []
+    for i, (c, p) in enumerate(rows):
+        items += [rc.sent_item(c, p, 0, chunk=i), rc.wait_item(37 * (i % 5))]
+    timers = dict(TIMERS, rto_ns=20_000)                      # 5 x the wheel's span
+    m = RetransmitCycleModel(64, *SMALL, **timers)
+    res = rc.run_model(m, items, p_idle=0.0, p_bp=0.3, ns_per_cycle=4, idle_ns=4)
+    exp = rc.check_items(m, items, res)
+    assert len(_timeouts(m)) == len(rows)
+    assert max(exp["late"]) <= 2 * SLOT + 4 * 3 * len(rows)
