@@ -56,7 +56,8 @@ def _special_run() -> bool:
 
 
 def _model(width):
-    from metaroce.models.parser import ParserModel
+    from metaroce.models.parser import ParserModel, compile_verdicts
+    compile_verdicts()          # once per process, before any timed loop
     return ParserModel(width)
 
 
