@@ -6,8 +6,10 @@ implied); it returns the values of every output port in this cycle and advances 
 ``m_meta__payload`` is the flat integer of :data:`META_LAYOUT` (declared here; the RTL imports it);
 :meth:`ParserModel.meta_to_dict` unpacks it.
 
-The verdict and every field come from the codec (:func:`metaroce.models.codec.decode` on the
-completed frame, which checks the ICRC with :mod:`metaroce.models.icrc`); this module only
+The verdict and every field come from the codec (:func:`verdict`: :func:`metaroce.models.codec.decode`
+on the completed frame, which checks the ICRC with :mod:`metaroce.models.icrc`); the cycle
+model judges frames with :func:`fast_verdict`, the same checks on the bytes, tested equal to
+:func:`verdict` and falling back to it for every frame it does not accept.  This module only
 adds the hardware's timing: the pipeline registers, the frame store and its reader, the meta
 register and the counters (MR-HW-050..060), mirrored register by register.
 """
