@@ -997,10 +997,20 @@ class Driver(CounterReadout):
                    "s_axis__tuser": rng.getrandbits(1)}
         else:
             inp = dict(self._idle)
-        inp["m_meta__ready"] = self._ready("m_meta__ready", self.p_meta_bp)
-        inp["m_payload__tready"] = self._ready("m_payload__tready", self.p_bp)
-        inp["m_bypass__tready"] = self._ready("m_bypass__tready", self.p_bp)
-        inp["reg_addr"] = rng.randrange(16) if self.poll_regs else 0
+        if self.p_bp or self.p_meta_bp:
+            inp["m_meta__ready"] = self._ready("m_meta__ready", self.p_meta_bp)
+            inp["m_payload__tready"] = self._ready("m_payload__tready", self.p_bp)
+            inp["m_bypass__tready"] = self._ready("m_bypass__tready", self.p_bp)
+        else:
+            inp["m_meta__ready"] = inp["m_payload__tready"] = inp["m_bypass__tready"] = 1
+        if self.poll_regs:
+            # rng.randrange(16), the same draws without its overhead (run once per cycle)
+            addr = rng.getrandbits(5)
+            while addr >= 16:
+                addr = rng.getrandbits(5)
+            inp["reg_addr"] = addr
+        else:
+            inp["reg_addr"] = 0
         return inp
 
     def observe(self, inp, out):
