@@ -6,26 +6,32 @@ implied); it returns the values of every output port in this cycle and advances 
 ``m_meta__payload`` is the flat integer of :data:`META_LAYOUT` (declared here; the RTL imports it);
 :meth:`ParserModel.meta_to_dict` unpacks it.
 
-The verdict and every field come from the codec (:func:`metaroce.models.codec.decode` on the
-completed frame, which checks the ICRC with :mod:`metaroce.models.icrc`); this module only
+The verdict and every field come from the codec (:func:`verdict`: :func:`metaroce.models.codec.decode`
+on the completed frame, which checks the ICRC with :mod:`metaroce.models.icrc`); the cycle
+model judges frames with :func:`fast_verdict`, the same checks on the bytes, tested equal to
+:func:`verdict` and falling back to it for every frame it does not accept.  This module only
 adds the hardware's timing: the pipeline registers, the frame store and its reader, the meta
 register and the counters (MR-HW-050..060), mirrored register by register.
 """
 from __future__ import annotations
 
 import collections
+import functools
 import ipaddress
 import socket
+import struct
 from math import ceil
 
 from amaranth.lib import data
 
 from . import codec, wire
 from .headers import TABLE as _H
+from .icrc import icrc_bytes
 from .wire import Reason
 
 
-__all__ = ["ParserModel", "pack_meta", "unpack_meta", "frame_meta", "verdict", "beats_of",
+__all__ = ["ParserModel", "pack_meta", "unpack_meta", "frame_meta", "verdict", "fast_verdict",
+           "beats_of",
            "META_LAYOUT", "EXT_NAMES", "HB", "ACT_DISCARD", "ACT_BYPASS", "ACT_PAYLOAD", "params",
            "COUNTER_BITS", "META_DEPTH", "N_COUNTERS", "N_REASON_COUNTERS", "OVERFLOW_COUNTER"]
 
@@ -130,6 +136,8 @@ def _flatten(layout, base=0, path=()):
 
 #: (path, bit offset, width) of every leaf field of META_LAYOUT (introspected once: fast packing).
 META_FIELDS = _flatten(META_LAYOUT)
+_FIELD_AT = {path: (off, (1 << width) - 1) for path, off, width in META_FIELDS}
+(_PLEN_AT, _PLEN_MASK), (_POFF_AT, _POFF_MASK) = _FIELD_AT[("payload_len",)], _FIELD_AT[("payload_offset",)]
 
 
 def _pack_loop(values):
@@ -317,6 +325,199 @@ def verdict(frame_bytes, mac_error=False, oversize=False):
     return reason, pack_meta(vals), vals
 
 
+# ------------------------------------------------------------------ the fast verdict
+# verdict() above is the reference: codec decode, a Frame, a dict, then the packing.  The
+# lockstep model judges every frame, so ParserModel uses fast_verdict(): the same checks
+# straight on the bytes, and the meta record packed from header fields at offsets fixed by
+# the layout (VLAN or not, IPv4 or IPv6, opcode), all taken from the header table.  A frame
+# it cannot accept by those checks (every drop, every bypass) goes to verdict(); tests check
+# the two equal on random and mutated frames (tests/test_parser_verdict.py).
+
+def _meta_sources(vlan, ipv6, op):
+    """``{META path: (header, frame byte offset, field)}`` of an accepted frame of this
+    layout (MR-HW-010); fields not named here are constants (see :func:`_compile_meta`)."""
+    l3 = wire.ETH_HLEN + (wire.VLAN_HLEN if vlan else 0)
+    udp = l3 + (wire.IPV6_HLEN if ipv6 else wire.IPV4_HLEN)
+    bth = udp + wire.UDP_HLEN
+    ip = "ipv6" if ipv6 else "ipv4"
+    src = {("eth", "dst"): ("eth", 0, "dst"), ("eth", "src"): ("eth", 0, "src"),
+           ("ip", "dscp"): (ip, l3, "dscp"), ("ip", "ecn"): (ip, l3, "ecn"),
+           ("ip", "ttl"): (ip, l3, "hop_limit" if ipv6 else "ttl"),
+           ("ip", "src"): (ip, l3, "src"), ("ip", "dst"): (ip, l3, "dst"),
+           ("udp", "sport"): ("udp", udp, "sport")}
+    if vlan:
+        src.update({("eth", f): ("vlan", wire.ETH_HLEN, f) for f in ("pcp", "dei", "vlan")})
+    src[("ip", "flow_label") if ipv6 else ("ip", "ident")] = \
+        (ip, l3, "flow_label" if ipv6 else "ident")
+    src.update({("bth", f): ("bth", bth, f) for f in _H["bth"].names})
+    off = bth + wire.BTH_LEN
+    for h in wire.HEADERS[op]:
+        if h in EXT_NAMES:
+            src.update({(h,) if h == "imm" else (h, f): (h, off, f) for f in _H[h].names})
+        off += wire.HEADER_LEN[h]
+    return src, off
+
+
+@functools.cache
+def _unpacker(hdr, names):
+    # offset-independent: one per header and field set, shared by the layouts
+    return _H[hdr].unpacker(names)
+
+
+def _compile_meta(vlan, ipv6, op):
+    """``(pack, payload_offset)``: ``pack(data, frame_len, payload_len)`` is the meta record
+    of an accepted frame of this layout (what :func:`verdict` packs from the codec's Frame),
+    as straight-line code: one struct unpack per header, one shift-or per field within its
+    META_LAYOUT struct and one per struct."""
+    src, payload_offset = _meta_sources(vlan, ipv6, op)
+    present = {h for h in wire.HEADERS[op] if h in EXT_NAMES}
+    const = {("ipv6",): int(ipv6), ("vlan_present",): int(vlan),
+             ("payload_offset",): payload_offset}
+    const.update({("has", h): int(h in present) for h in EXT_NAMES})
+    args = {("frame_len",): "frame_len", ("payload_len",): "payload_len"}
+    # one unpacker per (header, offset), reading the fields the record takes, in wire order
+    reads: dict = {}
+    for path, (hdr, at, fld) in src.items():
+        reads.setdefault((hdr, at), set()).add(fld)
+    ns: dict = {}
+    var: dict = {}
+    lines = ["def pack(data, frame_len, payload_len):"]
+    for i, ((hdr, at), flds) in enumerate(sorted(reads.items(), key=lambda kv: kv[0][1])):
+        names = tuple(f for f in _H[hdr].names if f in flds)
+        ns[f"_u{i}"] = _unpacker(hdr, names)
+        vs = [f"v{i}_{k}" for k in range(len(names))]
+        lines.append(f"    {', '.join(vs)} = _u{i}(data, {at})")     # one field: the value
+        var.update({(hdr, at, f): v for f, v in zip(names, vs)})
+    base = 0
+    terms: dict = {}                    # top-level META member -> (its offset, [terms])
+    for path, off, _width in META_FIELDS:
+        top = path[0]
+        start = terms.setdefault(top, (off, []))[0]
+        if path in const:
+            base |= const[path] << off
+            continue
+        rel = off - start
+        if path in args:
+            e = args[path]
+        elif path in src:
+            e = var[src[path]]
+        else:
+            continue                    # 0: drop, reason, absent header fields
+        terms[top][1].append(f"{e} << {rel}" if rel else e)
+    parts = [str(base)]
+    for top, (start, ts) in terms.items():
+        if ts:
+            inner = " | ".join(ts)
+            parts.append(f"({inner}) << {start}" if start else f"({inner})")
+    lines.append("    return " + " | ".join(parts))
+    exec(compile("\n".join(lines), f"<meta {int(vlan)}{int(ipv6)}{int(op):02x}>", "exec"), ns)
+    return ns["pack"], payload_offset
+
+
+#: (vlan, ipv6, opcode) -> (pack, payload_offset, MetaRoCE header?, payload allowed?).
+_PLANS: dict = {}
+#: (vlan, ipv6, headers after the BTH) -> (pack, payload_offset): opcodes with the same
+#: headers share one compiled packer (the opcode is a field like any other).
+_PACKERS: dict = {}
+
+
+def _plan(vlan, ipv6, opcode):
+    key = (vlan, ipv6, opcode)
+    plan = _PLANS.get(key)
+    if plan is None:
+        op = wire.Op(opcode)
+        hk = (vlan, ipv6, wire.HEADERS[op])
+        if hk not in _PACKERS:
+            _PACKERS[hk] = _compile_meta(vlan, ipv6, op)
+        plan = _PLANS[key] = (*_PACKERS[hk], op in wire.MR_OPS, op in wire.PAYLOAD_OPS)
+    return plan
+
+
+def compile_verdicts():
+    """Compile :func:`fast_verdict`'s packer of every layout now (about 50 ms) instead of at
+    each layout's first frame: for speed measurements of the lockstep loop."""
+    for vlan in (False, True):
+        for ipv6 in (False, True):
+            for op in wire.Op:
+                _plan(vlan, ipv6, int(op))
+
+
+_OPCODES = frozenset(int(op) for op in wire.Op)
+#: Bytes of the shortest frame the codec can accept (no VLAN, IPv4, BTH, ICRC).
+_MIN_ACCEPTED = wire.ETH_HLEN + wire.IPV4_HLEN + wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN
+
+
+def fast_verdict(frame_bytes, mac_error=False, oversize=False):
+    """``(reason, meta value)``: what :func:`verdict` returns first and second, for the cycle
+    model (MR-HW-020, MR-HW-010).  A frame that passes every check of
+    :func:`codec.decode <metaroce.models.codec.decode>` (in the codec's order: Ethernet,
+    802.1Q, IPv4 version/IHL, fragment, protocol, IPv6 version and next header, UDP port,
+    IPv4 header checksum, IP/UDP lengths, BTH room, opcode, TVer, MetaRoCE version, header
+    room, pad, payload on a payload-less opcode, ICRC) is judged here from its bytes; any
+    other frame, and a MAC error or an oversize frame, by :func:`verdict` itself."""
+    data = frame_bytes
+    n = len(data)
+    if mac_error or oversize or n < _MIN_ACCEPTED or n >> 16:
+        return _reference(data, mac_error, oversize)
+    etype = data[12] << 8 | data[13]
+    l3 = wire.ETH_HLEN
+    vlan = etype == wire.VLAN_TPID
+    if vlan:
+        etype = data[16] << 8 | data[17]
+        l3 += wire.VLAN_HLEN
+    if etype == wire.ETHERTYPE_IPV4:
+        ipv6 = False
+        udp = l3 + wire.IPV4_HLEN
+        if (n < udp + wire.UDP_HLEN or data[l3] != 0x45 or data[l3 + 6] & 0x3F or data[l3 + 7]
+                or data[l3 + 9] != wire.IPPROTO_UDP):
+            return _reference(data, mac_error, oversize)
+        ip_payload_len = (data[l3 + 2] << 8 | data[l3 + 3]) - wire.IPV4_HLEN
+    elif etype == wire.ETHERTYPE_IPV6:
+        ipv6 = True
+        udp = l3 + wire.IPV6_HLEN
+        if n < udp + wire.UDP_HLEN or data[l3] >> 4 != 6 or data[l3 + 6] != wire.IPPROTO_UDP:
+            return _reference(data, mac_error, oversize)
+        ip_payload_len = data[l3 + 4] << 8 | data[l3 + 5]
+    else:
+        return _reference(data, mac_error, oversize)
+    l4_end = udp + ip_payload_len
+    bth = udp + wire.UDP_HLEN
+    hdr = bth + wire.BTH_LEN
+    if ((data[udp + 2] << 8 | data[udp + 3]) != wire.ROCE_PORT
+            or (not ipv6 and not _ipv4_checksum_ok(data, l3))
+            or n < l4_end or (data[udp + 4] << 8 | data[udp + 5]) != ip_payload_len
+            or l4_end - wire.ICRC_LEN < hdr or data[bth] not in _OPCODES or data[bth + 1] & 0x0F):
+        return _reference(data, mac_error, oversize)
+    pack, payload_offset, mr_op, payload_op = _plan(vlan, ipv6, data[bth])
+    body = l4_end - wire.ICRC_LEN - payload_offset
+    pad = data[bth + 1] >> 4 & 3
+    if (body < 0 or (mr_op and data[hdr] >> 4 != wire.MR_VERSION) or pad > body
+            or (body and not payload_op)
+            or icrc_bytes(data[l3:l4_end - wire.ICRC_LEN]) != data[l4_end - wire.ICRC_LEN:l4_end]):
+        return _reference(data, mac_error, oversize)
+    return Reason.NONE, pack(data, n, body - pad)
+
+
+_IPV4_WORDS = struct.Struct("!10H")
+_IPV4_CK_WORD = 5           # the header checksum is the sixth 16-bit word (MR-WIRE-023)
+
+
+def _ipv4_checksum_ok(data, l3):
+    """:func:`codec.ipv4_checksum_ok` on the 20 bytes at ``l3``, without copying them: the
+    one's complement sum of the header with its checksum word taken as 0, complemented,
+    equals the checksum word."""
+    words = _IPV4_WORDS.unpack_from(data, l3)
+    total = sum(words) - words[_IPV4_CK_WORD]
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return (~total & 0xFFFF) == words[_IPV4_CK_WORD]
+
+
+def _reference(data, mac_error, oversize):
+    reason, meta, _ = verdict(data, mac_error, oversize)
+    return reason, meta
+
+
 def beats_of(frame_bytes, width, *, tuser_beat=None):
     """AXI beats ``(tdata, tkeep, tlast, tuser)`` of a frame (packed, byte 0 in tdata[7:0])."""
     nb = width // 8
@@ -350,7 +551,7 @@ class ParserModel:
         self.rrp = (0, 0, 0, 0)                 # record read port: (action, last, pstart, pend_incl)
         self._power_on()
         self.reset()
-        # The last verdicts, for tests and tools: (reason, meta dict) in verdict order.
+        # The last verdicts, for tests and tools: (reason, meta value) in verdict order.
         self.log = collections.deque(maxlen=4096)
 
     @staticmethod
@@ -582,15 +783,16 @@ class ParserModel:
         return out
 
     def _verdict(self, frame, mac_err, oversize, last):
-        reason, meta, vals = verdict(frame, bool(mac_err), oversize)
+        reason, meta = fast_verdict(frame, bool(mac_err), oversize)
+        plen = (meta >> _PLEN_AT) & _PLEN_MASK
         if reason == Reason.NOT_ROCE:
             record = (ACT_BYPASS, last, 0, 0)
-        elif reason == Reason.NONE and vals["payload_len"]:
-            ps = vals["payload_offset"]
-            record = (ACT_PAYLOAD, last, ps, ps + vals["payload_len"] - 1)
+        elif reason == Reason.NONE and plen:
+            ps = (meta >> _POFF_AT) & _POFF_MASK
+            record = (ACT_PAYLOAD, last, ps, ps + plen - 1)
         else:
             record = (ACT_DISCARD, last, 0, 0)
-        self.log.append((reason, vals))
+        self.log.append((reason, meta))
         return reason, meta, record
 
     def busy(self):
