@@ -2,14 +2,14 @@
 the coverage build (``--coverage-line --coverage-toggle``), each its own cache entry
 (:func:`metaroce.sim.verilator.build` keys on the build arguments).
 
-The lockstep loop spends most of its time in Verilator's ``eval`` when the C++ is built
-without optimisation (measured: the 64-bit parser's clock alone ran 6.2k cycles/s at -O0):
-the testbenches' builds compile the per-cycle code (``OPT_FAST``) at ``-O1`` and
-the one-off construction code unoptimised (see docs/hw/verification.md for the figures).
+The lockstep loop spends most of its time in Verilator's ``eval`` (docs/hw/verification.md).
+The builds compile at the optimisation of Verilator's own makefiles (``-Os``): cocotb's runner
+runs ``make`` itself, so Verilator's ``-MAKEFLAGS`` in :data:`FAST_ARGS` never reaches it (seen
+in the build logs); it stays in the arguments only because they key the build cache.
 """
 from __future__ import annotations
 
-#: C++ flags of the lockstep builds.
+#: Part of the lockstep builds' cache key; no effect on the compiler flags (see above).
 FAST_ARGS = ("-MAKEFLAGS", "OPT_FAST=-O1")
 #: Line and toggle coverage points (Verilator writes ``coverage.dat`` into the run directory).
 COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
