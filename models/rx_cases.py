@@ -181,6 +181,27 @@ class Setup:
                     drop, bytes(b))
 
 
+def frame_case(name, frame: bytes):
+    """A captured frame as the parser hands it to the RX engine (MR-RX-071): its
+    META_LAYOUT record from the parser's golden model (:func:`metaroce.models.parser.verdict`)
+    and the payload bytes it forwards (none for a dropped frame); None for a frame the parser
+    bypasses (not RoCE: no record). Frames shorter than 60 bytes are padded as a MAC does."""
+    from .codec import DecodeError, decode
+    from .wire import Reason
+    b = bytes(frame) + bytes(max(0, 60 - len(frame)))
+    reason, meta, vals = verdict(b)
+    if reason == Reason.NOT_ROCE:
+        return None
+    drop = bool(vals["drop"])
+    payload = b""
+    if not drop:
+        try:
+            payload = bytes(decode(b).payload)
+        except DecodeError:         # the verdict said it decodes
+            raise AssertionError(f"{name}: the parser accepts a frame the codec refuses") from None
+    return Case(name, meta, payload, RxCode.PARSER_DROP if drop else None, drop, b)
+
+
 # ------------------------------------------------------------------ traffic
 
 def burst_same_path(s: Setup, n=64, plen=0):
@@ -499,17 +520,19 @@ def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
 PEER_ADDR, LOCAL_ADDR = "10.0.0.1", "10.0.0.2"
 
 
-def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_every=4, n_conns=6):
+def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_every=4, n_conns=6,
+                   addr=LOCAL_ADDR, **ep_kw):
     """The reference transport (:class:`metaroce.models.endpoint.Endpoint`) as a receiver and a
     :class:`Setup` with the same connections (ids, P_Keys, paths, streams, initial PSNs) and
     the same registrations (its random R_Keys, lengths, rights). Its message bound is lifted
     (the RX slice tracks no messages) and its rate-hint updates (MR-CC-009: ACKs to other
     senders when the count of senders grows, which also reset those paths' ACK counters) are
-    switched off on this instance: the slice makes neither (hw-rx.md, not in this slice)."""
+    switched off on this instance: the slice makes neither (hw-rx.md, not in this slice).
+    ``ep_kw``: further Endpoint arguments (the traffic runs' ``ack_delay``, rates)."""
     from .endpoint import Endpoint
     rng = random.Random(seed)
-    ep = Endpoint(LOCAL_ADDR, mtu=1 << mtu_log2, ack_every=ack_every, max_rx_msgs=1 << 20,
-                  rng=random.Random(seed + 1))
+    ep = Endpoint(addr, mtu=1 << mtu_log2, ack_every=ack_every, max_rx_msgs=1 << 20,
+                  rng=random.Random(seed + 1), **ep_kw)
     ep._hint_check = lambda c, now: None
     regions, rows = [], set()
     while len(regions) < 4:
@@ -527,6 +550,21 @@ def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_ever
     return ep, s
 
 
+def _norm_frame(g):
+    """An endpoint's ACK or NAK frame as a tuple comparable with :func:`requests`: the fields
+    the RX slice's ``m_ack`` carries (MR-RX-030/031; the connection from the peer id)."""
+    from .wire import MrahFlag
+    qp = g.bth.dest_qp & 0x7FFFFF
+    if g.bth.opcode == Op.MR_ACK:
+        a = g.mrah
+        return ("ack", qp, a.path, a.trigger_psn, a.cum_psn, a.sack, a.ce_count,
+                int(bool(a.flags & MrahFlag.ECE)), g.udp.sport)
+    if g.bth.opcode == Op.MR_NAK:
+        n = g.mrnh
+        return ("nak", qp, n.path, n.reason, n.psn, g.udp.sport)
+    raise AssertionError(f"unexpected frame from the endpoint: {g.bth.opcode:#x}")
+
+
 def _norm_request(lay, value):
     a = unpack(lay.ack, value)
     if a["nak"]:
@@ -540,7 +578,6 @@ def endpoint_reference(ep, s: Setup, cases):
     kept) to the endpoint at one instant (no timer fires); return its ACK/NAK frames as
     tuples comparable with :func:`requests` and its registered buffers."""
     from .codec import decode
-    from .wire import MrahFlag
     out = []
     for c in cases:
         if not isinstance(c, Case) or c.drop:
@@ -550,17 +587,9 @@ def endpoint_reference(ep, s: Setup, cases):
             continue
         ep.receive(f, 0.0)
         while (g := ep.next_packet(0.0)) is not None:
-            qp = g.bth.dest_qp & 0x7FFFFF
-            assert qp == f.bth.dest_qp, "an ACK to another connection (a hint update?)"
-            if g.bth.opcode == Op.MR_ACK:
-                a = g.mrah
-                out.append(("ack", qp, a.path, a.trigger_psn, a.cum_psn, a.sack, a.ce_count,
-                            int(bool(a.flags & MrahFlag.ECE)), g.udp.sport))
-            elif g.bth.opcode == Op.MR_NAK:
-                n = g.mrnh
-                out.append(("nak", qp, n.path, n.reason, n.psn, g.udp.sport))
-            else:
-                raise AssertionError(f"unexpected frame from the endpoint: {g.bth.opcode:#x}")
+            r = _norm_frame(g)
+            assert r[1] == f.bth.dest_qp, "an ACK to another connection (a hint update?)"
+            out.append(r)
     return out, {k.rkey: bytes(ep._mrs[k.rkey][0]) for k in s.keys}
 
 
@@ -584,3 +613,118 @@ def memory_image(s: Setup, places, data):
         else:
             raise AssertionError(f"placement {p} outside every region")
     return {k: bytes(b) for k, b in bufs.items()}
+
+
+# ------------------------------------------------------------------ the reference endpoint's traffic
+
+@dataclass
+class Traffic:
+    """One transfer between two reference endpoints over the model fabric, as the receiving
+    host saw it (MR-RX-071): ``cases`` are the frames that reached it, in arrival order, each
+    through the parser's golden model; ``acks`` the receiving endpoint's ACK and NAK frames in
+    the order it made them (tuples as :func:`requests`); ``memory`` its registered regions after
+    the run; ``sources`` what each write carried ``(rkey, va, bytes)``; ``stats`` what the
+    fabric and the endpoints did (lost, delayed, duplicated, marked, resent, completed)."""
+    cases: list
+    acks: list
+    memory: dict
+    sources: list
+    stats: dict
+
+
+#: MR-RX-071: the delayed-ACK timer of the receiving endpoint in the traffic runs (seconds):
+#: longer than any run, so it never fires (the slice has no timer, hw-rx.md section 9).
+NO_ACK_DELAY = 1.0
+
+
+def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
+                     seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
+                     rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05):
+    """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
+    ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
+    their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
+    ``LOCAL_ADDR``) through one switch of the model fabric (:class:`metaroce.sim.topology.Fabric`).
+    The switch's link to the receiver carries the data direction's faults (``loss``, ``reorder``
+    with up to one ``rtt`` of extra delay, ``dup``; :class:`metaroce.sim.faults.Faults`) and runs
+    at ``bottleneck`` x the rate, with ECN marking above ``ecn_packets`` MTU packets queued, so
+    that CE marks occur; ACKs travel back without faults. A Host ``rx_hook`` captures the frames
+    that reach the receiver, in arrival order; a ``tx_hook`` its ACKs and NAKs.
+
+    The receiver is :func:`endpoint_setup`'s (same connections, keys, initial PSNs as the
+    returned :class:`Setup`), with two things the slice does not have switched off so that its
+    ACK stream is the slice's: the delayed-ACK timer (``ack_delay`` = :data:`NO_ACK_DELAY`) and
+    the rate-hint pushes (MR-CC-009). Returns ``(setup, traffic)``; raises when the transfer did
+    not complete (every write once, with success) or the receiver's memory is not the data."""
+    from metaroce.sim.faults import Faults
+    from metaroce.sim.topology import Fabric, host_addr
+    from .codec import encode
+    from .endpoint import Endpoint
+    if not (0 <= loss < 1 and 0 <= reorder <= 1 and 0 <= dup <= 1):
+        raise ValueError("loss in [0, 1), reorder and dup in [0, 1]")
+    assert (host_addr(0), host_addr(1)) == (PEER_ADDR, LOCAL_ADDR)
+    mtu = 1 << mtu_log2
+    fab = Fabric(2, rate_bps=rate_bps, rtt=rtt, seed=seed, ecn_threshold=ecn_packets * mtu)
+    into_rx = "p0.leaf0>h1"
+    fab.links[into_rx].rate = rate_bps * bottleneck
+    fab.set_faults(Faults(loss=loss, reorder=reorder, reorder_delay=rtt, duplicate=dup,
+                          direction="data", seed=seed), links=[into_rx])
+    ep_kw = {"line_rate_bps": rate_bps, "base_rtt": rtt}
+    rx, s = endpoint_setup(conns, paths, keys, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
+                           n_conns=n_conns, ack_delay=NO_ACK_DELAY, **ep_kw)
+    tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2), **ep_kw)
+    sender, receiver = fab.hosts
+    sender.ep, receiver.ep = tx, rx
+    rng = random.Random(seed + 3)
+    src = bytes(rng.getrandbits(8) for _ in range(nbytes))
+    lkey = tx.reg_mr(bytearray(src))
+    tconn = {c.qp: tx.connect(c.qp | 0x800000, LOCAL_ADDR, c.qp, paths=c.n_paths,
+                              streams=c.n_streams, pkey=c.pkey, init_psn=c.psn[0])
+             for c in s.conns}
+    # the writes: consecutive pieces of the source, each to its own range of a region
+    cuts = sorted(rng.sample(range(1, nbytes), min(n_writes, nbytes) - 1)) if n_writes > 1 else []
+    bounds = [0, *cuts, nbytes]
+    fill = {k.rkey: 0 for k in s.keys[:3]}
+    sources, posted = [], []
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        c = s.conns[i % len(s.conns)]
+        k = s.keys[i % 3]
+        va = fill[k.rkey] + rng.randrange(0, 64)
+        if va + (b - a) > k.length:
+            raise ValueError("nbytes too large for the regions")
+        fill[k.rkey] = va + (b - a)
+        stream = rng.randrange(c.n_streams)
+        posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i))
+        sources.append((k.rkey, va, src[a:b]))
+    for qp, stream, a, n, va, rkey, wr in posted:
+        tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr)
+    frames, acks = [], []
+    receiver.rx_hook = lambda f, now: frames.append(encode(f))
+    receiver.tx_hook = lambda f, now: acks.append(_norm_frame(f))
+    done = []
+
+    def on_completion(host, t, c):
+        done.append((host.name, c.wr_id, int(c.status)))
+        if sum(1 for h, _, _ in done if h == sender.name) == len(posted):
+            fab.sim.stop()
+    for h in fab.hosts:
+        h.on_completion = on_completion
+    sender.kick()
+    fab.sim.run(until=until)
+    fab.sim.run(until=fab.sim.now + 8 * rtt)        # the last ACKs and any late copies
+    want = sorted((sender.name, p[6], 0) for p in posted)
+    if sorted(done) != want:
+        raise AssertionError(f"transfer incomplete or failed: completions {sorted(done)}")
+    assert not rx._ctrl, "ACKs left unsent"
+    memory = {k.rkey: bytes(rx._mrs[k.rkey][0]) for k in s.keys}
+    for rkey, va, data in sources:
+        assert memory[rkey][va:va + len(data)] == data, "the receiver's memory is not the data"
+    cases = [frame_case(f"rx{i}", b) for i, b in enumerate(frames)]
+    assert None not in cases, "a frame the parser bypasses reached the receiving endpoint"
+    link = fab.links[into_rx].stats
+    stats = {"frames": len(frames), "acks": sum(1 for a in acks if a[0] == "ack"),
+             "naks": sum(1 for a in acks if a[0] == "nak"), "lost": link["lost"],
+             "delayed": link["delayed"], "duplicated": link["duplicated"],
+             "ce_marked": fab.ports[into_rx].stats["marked"],
+             "retransmitted": tx.stats["retransmitted"], "duplicates": rx.stats["duplicates"],
+             "abandoned_psns": rx.stats["abandoned_psns"], "sim_time": fab.sim.now}
+    return s, Traffic(cases, acks, memory, sources, stats)

@@ -17,6 +17,13 @@ cocotb tests here:
     same-path burst without idle or backpressure, which must be taken at one record per cycle.
     Results (cycles, packets per cycle, lockstep speed) to ``RX_OUT`` (JSON) if set.
 
+``rx_endpoint_traffic`` (only with ``RX_TRAFFIC_OUT``)
+    MR-RX-071: the frames a reference endpoint received from another over the model fabric
+    (``RX_TRAFFIC_BYTES``, faults ``RX_TRAFFIC_LOSS``/``_REORDER``/``_DUP``, seed ``RX_SEED``),
+    through the parser's golden model, with random idle cycles and backpressure; the RTL's
+    placements and ACK/NAK requests against the receiving endpoint's memory and ACK frames.
+    Results to ``RX_TRAFFIC_OUT`` (JSON).
+
 Instance: ``RX_CONNS``, ``RX_PATHS``, ``RX_KEYS`` (default 256 x 4, 256 keys).
 """
 from __future__ import annotations
@@ -39,7 +46,51 @@ def _instance():
                                                         ("RX_KEYS", 256)))
 
 
-@cocotb.test()
+def _special_run():
+    return any(os.environ.get(k) for k in ("RX_BENCH_OUT", "RX_TRAFFIC_OUT", "METAROCE_REPLAY_PCAP",
+                                            "METAROCE_COVERAGE_OUT"))
+
+
+async def _harness(dut, conns, paths, keys, *, stop_on_mismatch=True):
+    width = (len(dut.s_payload__payload) - 1) * 8 // 9
+    model = RxCycleModel(width, conns, paths, keys)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs, stop_on_mismatch=stop_on_mismatch)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    return width, model, h
+
+
+@cocotb.test(skip=not os.environ.get("RX_TRAFFIC_OUT"))
+async def rx_endpoint_traffic(dut):
+    """MR-RX-071: the reference endpoint's real traffic, RTL in lockstep with the model, then
+    the RTL's memory image and ACK/NAK stream against the receiving endpoint's."""
+    conns, paths, keys = _instance()
+    seed = int(os.environ.get("RX_SEED", "1"))
+    width, model, h = await _harness(dut, conns, paths, keys)
+    s, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=int(os.environ.get("RX_TRAFFIC_BYTES", "32768")),
+                                loss=float(os.environ.get("RX_TRAFFIC_LOSS", "0.05")),
+                                reorder=float(os.environ.get("RX_TRAFFIC_REORDER", "0.2")),
+                                dup=float(os.environ.get("RX_TRAFFIC_DUP", "0.05")), seed=seed)
+    drv = rc.make_driver(width, s, tr.cases, seed=seed, p_idle=0.2, p_bp=0.4)
+    t0 = time.perf_counter()
+    n = await drive(h, drv, busy=model.busy)
+    wall = time.perf_counter() - t0
+    exp = rc.check(s.writes + tr.cases, drv.res, conns, paths, keys)
+    acks_equal = rc.requests(s, drv.res["ack"]) == tr.acks
+    memory_equal = rc.memory_image(s, drv.res["place"], drv.res["data"]) == tr.memory
+    with open(os.environ["RX_TRAFFIC_OUT"], "w") as f:
+        json.dump({"width": width, "frames": len(tr.cases), "cycles": n,
+                   "lockstep_cycles_per_s": round(n / wall) if wall else None,
+                   "mismatches": h.mismatches, "acks_equal": acks_equal, "memory_equal": memory_equal,
+                   "endpoint_acks": len(tr.acks), "rtl_requests": len(drv.res["ack"]),
+                   "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
+                   "traffic": tr.stats}, f)
+    assert h.mismatches == 0 and acks_equal and memory_equal
+
+
+@cocotb.test(skip=_special_run())
 async def rx_lockstep(dut):
     conns, paths, keys = _instance()
     width = (len(dut.s_payload__payload) - 1) * 8 // 9

@@ -190,3 +190,28 @@ def test_model_matches_reference_endpoint(seed):
     assert rc.requests(s, exp["ack"]) == ref
     assert any(r[0] == "nak" for r in ref) and any(r[0] == "ack" and r[5] for r in ref)
     assert rc.memory_image(s, exp["place"], exp["data"]) == mem
+
+
+@pytest.mark.parametrize("seed,loss,reorder,dup", [(1, 0.05, 0.1, 0.05), (2, 0.0, 0.3, 0.0),
+                                                   (3, 0.1, 0.0, 0.1)])
+def test_model_on_endpoint_traffic(seed, loss, reorder, dup):
+    """MR-RX-071: on the frames a reference endpoint received from another one over the model
+    fabric (loss, reordering and duplication on the data direction, CE marks), in arrival
+    order and through the parser's golden model, the model's placements give the receiving
+    endpoint's memory and its ACK/NAK requests are that endpoint's ACK and NAK frames."""
+    s, tr = rc.endpoint_traffic(nbytes=32768, loss=loss, reorder=reorder, dup=dup, seed=seed)
+    exp = rc.expected(s.writes + tr.cases, *SMALL)
+    assert rc.requests(s, exp["ack"]) == tr.acks
+    assert rc.memory_image(s, exp["place"], exp["data"]) == tr.memory
+    codes = {o.code for o in exp["outcomes"]}
+    # the traffic is what it was built to be: faults happened, the windows saw them
+    st = tr.stats
+    assert st["ce_marked"] > 0 and any(r[0] == "ack" and r[6] for r in tr.acks)
+    if loss:
+        assert st["lost"] > 0 and st["retransmitted"] > 0
+    if dup:
+        assert st["duplicated"] > 0 and RxCode.DUPLICATE in codes
+    if reorder:
+        assert st["delayed"] > 0
+    assert sum(len(d) for _, _, d in tr.sources) == 32768
+    assert sum(len(d) for d in exp["data"]) >= 32768
