@@ -23,8 +23,8 @@ from . import codec, protocol as P
 from .codec import BTH, IP, MRDH, RETH, UDP
 from .driver import CounterReadout
 from .parser import verdict
-from .rx import (CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_PATH,
-                 GLOBAL, RxCode, RxCycleModel, RxModel, layouts, pack, payload_layout, unpack)
+from .rx import (ACK_EVERY_RESET, CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY,
+                 TABLE_PATH, GLOBAL, RxCode, RxCycleModel, RxModel, layouts, pack, payload_layout, unpack)
 from .wire import Op
 
 #: MR-RX-061: cycles without a record taken before a configuration write (the pipeline drains).
@@ -78,6 +78,7 @@ class Setup:
         self.lay = layouts(conns, paths, keys)
         self.rng = rng = random.Random(seed)
         self.mtu = 1 << mtu_log2
+        self.ack_every = ack_every
         self.writes = [CfgWrite(TABLE_GLOBAL, 0, pack(GLOBAL, {"ack_every": ack_every,
                                                                "mtu_log2": mtu_log2}), "global")]
         self.conns = []
@@ -182,7 +183,7 @@ class Setup:
 
 
 def frame_case(name, frame: bytes):
-    """A captured frame as the parser hands it to the RX engine (MR-RX-071): its
+    """A captured frame as the parser hands it to the RX engine (MR-RX-071, MR-RX-072): its
     META_LAYOUT record from the parser's golden model (:func:`metaroce.models.parser.verdict`)
     and the payload bytes it forwards (none for a dropped frame); None for a frame the parser
     bypasses (not RoCE: no record). Frames shorter than 60 bytes are padded as a MAC does."""
@@ -630,6 +631,12 @@ class Traffic:
     memory: dict
     sources: list
     stats: dict
+    times: list = field(default_factory=list)      # arrival time of each case's frame (s)
+
+    def write_pcap(self, path):
+        """The frames the receiving host got, with their arrival times (a pcap, MR-WIRE-120)."""
+        from .pcap import write
+        write(path, list(zip(self.times, (c.frame for c in self.cases))))
 
 
 #: MR-RX-071: the delayed-ACK timer of the receiving endpoint in the traffic runs (seconds):
@@ -698,7 +705,12 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     for qp, stream, a, n, va, rkey, wr in posted:
         tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr)
     frames, acks = [], []
-    receiver.rx_hook = lambda f, now: frames.append(encode(f))
+    times = []
+
+    def arrived(f, now):
+        frames.append(encode(f))
+        times.append(now)
+    receiver.rx_hook = arrived
     receiver.tx_hook = lambda f, now: acks.append(_norm_frame(f))
     done = []
 
@@ -727,4 +739,180 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
              "ce_marked": fab.ports[into_rx].stats["marked"],
              "retransmitted": tx.stats["retransmitted"], "duplicates": rx.stats["duplicates"],
              "abandoned_psns": rx.stats["abandoned_psns"], "sim_time": fab.sim.now}
-    return s, Traffic(cases, acks, memory, sources, stats)
+    return s, Traffic(cases, acks, memory, sources, stats, times)
+
+
+# ------------------------------------------------------------------ configuration of a replay
+
+#: MR-RX-072: a key row the capture names, without a configuration file: the whole 32-bit
+#: range with every right, at base 0 (a placement's address is then the RETH VA + offset).
+INFERRED_KEY = {"base": 0, "length": (1 << 32) - 1, "access": P.ACCESS_ALL}
+
+
+class ConfigError(ValueError):
+    """A replay configuration that the RX engine cannot take (one line, for the CLI)."""
+
+
+def _writes_of(cases):
+    """The decoded MR_WRITE/MR_WRITE_IMM frames among ``cases`` that the parser kept."""
+    from .codec import DecodeError, decode
+    out = []
+    for c in cases:
+        if c.drop:
+            continue
+        try:
+            f = decode(c.frame)
+        except DecodeError:
+            continue
+        if f.bth.opcode in (Op.MR_WRITE, Op.MR_WRITE_IMM) and f.mrdh is not None and f.reth is not None:
+            out.append(f)
+    return out
+
+
+def capture_config(cases, lay, given=None):
+    """MR-RX-072: the configuration a replay runs with, as an explicit dict (the JSON of
+    ``metaroce replay rx --config``): ``ack_every``, ``mtu``, ``connections`` (``qp``, ``pkey``,
+    ``paths``, ``streams``, ``psn``: one initial PSN per path) and ``keys`` (``rkey``, ``base``,
+    ``length``, ``access``). What ``given`` (a parsed configuration file) names is taken as it
+    is; the rest is learned from the capture's writes (the MR_WRITE/MR_WRITE_IMM frames the
+    parser keeps), in frame order:
+
+    * every destination QP below the instance's connection count is a connection (the slice
+      has no peer table: two source addresses writing to one QP share it); P_Key of its first
+      write; paths and streams one more than the largest MRDH path and stream seen (at most the
+      instance's paths and the stream field's range); the initial PSN of each path the lowest
+      of that path's PSNs (the half-space order around its first one), of a path never seen
+      the connection's first PSN;
+    * every R_Key is a key row (the first R_Key of a row wins; the others then read as
+      unknown keys), :data:`INFERRED_KEY`;
+    * ``mtu``: the largest write payload rounded up to a power of two (at least 64);
+      ``ack_every``: the reset value, 4.
+    """
+    from . import records
+    given = dict(given or {})
+    unknown = set(given) - {"ack_every", "mtu", "connections", "keys"}
+    if unknown:
+        raise ConfigError(f"configuration: unknown entries {sorted(unknown)}")
+    writes = _writes_of(cases)
+    flows = {}
+    for f in writes:
+        qp = f.bth.dest_qp
+        if qp >= lay.conns:
+            continue
+        fl = flows.setdefault(qp, {"pkey": f.bth.pkey, "path": 0, "stream": 0, "psn": {}})
+        fl["path"] = max(fl["path"], f.mrdh.path)
+        fl["stream"] = max(fl["stream"], f.mrdh.stream)
+        psns = fl["psn"]
+        first = psns.setdefault(f.mrdh.path, f.bth.psn)
+        if P.psn_dist(first, f.bth.psn) < 0:
+            psns[f.mrdh.path] = f.bth.psn
+
+    def inferred_conn(qp):
+        fl = flows.get(qp)
+        if fl is None:
+            return {"qp": qp, "pkey": 0xFFFF, "paths": lay.paths, "streams": 1, "psn": [0] * lay.paths}
+        n_paths = min(fl["path"] + 1, lay.paths)
+        start = next(iter(fl["psn"].values()))
+        return {"qp": qp, "pkey": fl["pkey"], "paths": n_paths,
+                "streams": min(fl["stream"] + 1, records.STREAMS),
+                "psn": [fl["psn"].get(p, start) for p in range(lay.paths)]}
+
+    out = {"ack_every": given.get("ack_every", ACK_EVERY_RESET)}
+    biggest = max((len(f.payload) for f in writes), default=0)
+    out["mtu"] = given.get("mtu", max(64, 1 << max(0, biggest - 1).bit_length()))
+    if "connections" in given:
+        conns = []
+        for i, c in enumerate(given["connections"]):
+            if not isinstance(c, dict) or not isinstance(c.get("qp"), int):
+                raise ConfigError(f"configuration: connection #{i} needs an integer qp")
+            conns.append({**inferred_conn(c["qp"]), **c})
+    else:
+        conns = [inferred_conn(qp) for qp in flows]
+    for c in conns:
+        if isinstance(c.get("psn"), int):
+            c["psn"] = [c["psn"]] * lay.paths
+    out["connections"] = conns
+    if "keys" in given:
+        out["keys"] = [{**INFERRED_KEY, **k} if isinstance(k, dict) else k for k in given["keys"]]
+    else:
+        rows = {}
+        for f in writes:
+            rows.setdefault(f.reth.rkey & (lay.keys - 1), {"rkey": f.reth.rkey, **INFERRED_KEY})
+        out["keys"] = list(rows.values())
+    config_writes(out, lay)         # validates
+    return out
+
+
+
+def config_writes(cfg, lay):
+    """MR-RX-060, MR-RX-072: the ``s_cfg`` writes of an explicit replay configuration
+    (:func:`capture_config`); :class:`ConfigError` for a value the instance cannot hold."""
+    from . import records
+
+    def need(ok, msg):
+        if not ok:
+            raise ConfigError(f"configuration: {msg}")
+
+    def integer(v, lo, hi, what):
+        need(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
+             f"{what} must be an integer in {lo}..{hi}, not {v!r}")
+        return v
+
+    ack_every = integer(cfg["ack_every"], 1, 15, "ack_every")
+    mtu = integer(cfg["mtu"], 1, 1 << 15, "mtu")
+    need(mtu & (mtu - 1) == 0, f"mtu must be a power of two (the engine holds its log2), not {mtu}")
+    writes = [CfgWrite(TABLE_GLOBAL, 0, pack(GLOBAL, {"ack_every": ack_every,
+                                                      "mtu_log2": mtu.bit_length() - 1}), "global")]
+    seen = set()
+    for c in cfg["connections"]:
+        need(isinstance(c, dict), "a connection must be an object")
+        qp = integer(c.get("qp"), 0, lay.conns - 1, "a connection's qp")
+        need(qp not in seen, f"connection {qp} given twice")
+        seen.add(qp)
+        paths = integer(c.get("paths"), 1, lay.paths, f"connection {qp}: paths")
+        streams = integer(c.get("streams"), 1, records.STREAMS, f"connection {qp}: streams")
+        pkey = integer(c.get("pkey"), 0, 0xFFFF, f"connection {qp}: pkey")
+        psns = c.get("psn")
+        need(isinstance(psns, list) and len(psns) == lay.paths,
+             f"connection {qp}: psn must be one integer or a list of {lay.paths}")
+        writes.append(CfgWrite(TABLE_CONN, qp, pack(lay.conn, {
+            "valid": 1, "pkey": pkey, "n_paths_m1": paths - 1, "n_streams_m1": streams - 1}), f"conn{qp}"))
+        for p, psn in enumerate(psns):
+            integer(psn, 0, P.PSN_MASK, f"connection {qp}: psn")
+            row = (qp << lay.path_bits) | p
+            writes.append(CfgWrite(TABLE_PATH, row, pack(lay.path, {"cum": psn, "high": psn}),
+                                   f"path{qp}.{p}"))
+    rows = set()
+    for k in cfg["keys"]:
+        need(isinstance(k, dict), "a key must be an object")
+        rkey = integer(k.get("rkey"), 0, (1 << 32) - 1, "a key's rkey")
+        row = rkey & (lay.keys - 1)
+        need(row not in rows, f"key {rkey:#x}: its row {row} is another key's")
+        rows.add(row)
+        writes.append(CfgWrite(TABLE_KEY, row, pack(lay.key, {
+            "valid": 1, "rkey": rkey, "base": integer(k.get("base"), 0, P.U64_MASK, f"key {rkey:#x}: base"),
+            "length": integer(k.get("length"), 0, (1 << 32) - 1, f"key {rkey:#x}: length"),
+            "access": integer(k.get("access"), 0, 15, f"key {rkey:#x}: access")}), f"key{rkey:#x}"))
+    return writes
+
+
+def setup_config(s: Setup):
+    """A :class:`Setup`'s connections, keys, MTU and ``ack_every`` as an explicit replay
+    configuration (MR-RX-072), e.g. to replay a capture of :func:`endpoint_traffic`."""
+    return {"ack_every": s.ack_every, "mtu": s.mtu,
+            "connections": [{"qp": c.qp, "pkey": c.pkey, "paths": c.n_paths, "streams": c.n_streams,
+                             "psn": [unpack(s.lay.path, w.value)["cum"] for w in s.writes
+                                     if w.table == TABLE_PATH and w.addr >> s.lay.path_bits == c.qp]}
+                            for c in s.conns],
+            "keys": [{"rkey": k.rkey, "base": k.base, "length": k.length, "access": k.access}
+                     for k in s.keys]}
+
+
+def replay_items(frames, lay, given=None):
+    """MR-RX-072: a capture's frames as a replay drives them: ``(config, items, cases)``, the
+    explicit configuration (:func:`capture_config`), its writes followed by the records of
+    the frames the parser does not bypass, and per frame its :class:`Case` or None."""
+    cases = [frame_case(f"frame-{i}", b) for i, b in enumerate(frames, 1)]
+    kept = [c for c in cases if c is not None]
+    cfg = capture_config(kept, lay, given)
+    return cfg, config_writes(cfg, lay) + kept, cases

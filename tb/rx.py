@@ -62,6 +62,39 @@ async def _harness(dut, conns, paths, keys, *, stop_on_mismatch=True):
     return width, model, h
 
 
+@cocotb.test(skip=not os.environ.get("METAROCE_REPLAY_PCAP"))
+async def rx_replay(dut):
+    """``metaroce replay rx FILE.pcap`` (MR-RX-072): the capture's frames through the parser's
+    golden model into the RTL, configured by ``METAROCE_REPLAY_RX_CONFIG`` (the explicit JSON
+    configuration), in lockstep with the model, counting (not raising on) mismatches; the
+    collected outputs and counters checked against the model one packet at a time. Results to
+    ``METAROCE_REPLAY_OUT`` (JSON)."""
+    from metaroce.models import pcap
+    conns, paths, keys = _instance()
+    width, model, h = await _harness(dut, conns, paths, keys, stop_on_mismatch=False)
+    records = pcap.read(os.environ["METAROCE_REPLAY_PCAP"])
+    with open(os.environ["METAROCE_REPLAY_RX_CONFIG"]) as f:
+        cfg = json.load(f)
+    _, items, _ = rc.replay_items([r.data for r in records], model.lay, cfg)
+    drv = rc.Driver(width, items, model.lay.cfg, seed=int(os.environ.get("COCOTB_RANDOM_SEED", "1")),
+                    p_idle=float(os.environ.get("METAROCE_REPLAY_IDLE", "0")),
+                    p_bp=float(os.environ.get("METAROCE_REPLAY_BACKPRESSURE", "0")))
+    t0 = time.perf_counter()
+    n = await drive(h, drv, busy=model.busy)
+    wall = time.perf_counter() - t0
+    problems = []
+    try:
+        rc.check(items, drv.res, conns, paths, keys)
+    except AssertionError as e:
+        problems.append(str(e).splitlines()[0])
+    res = drv.res
+    with open(os.environ["METAROCE_REPLAY_OUT"], "w") as f:
+        json.dump({"mismatches": h.mismatch_cycles, "mismatch_reports": h.reports[:3],
+                   "problems": problems, "cycles": n, "wall_s": wall,
+                   "records": len(res["meta_taken"]), "requests": len(res["ack"]),
+                   "placements": len(res["place"]), "counters": res["counters"]}, f)
+
+
 @cocotb.test(skip=not os.environ.get("RX_TRAFFIC_OUT"))
 async def rx_endpoint_traffic(dut):
     """MR-RX-071: the reference endpoint's real traffic, RTL in lockstep with the model, then
