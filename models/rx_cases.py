@@ -165,11 +165,18 @@ class Setup:
                                dest_qp=conn.qp if qp is None else qp, ack_req=ack_req, psn=psn), **kw)
         return self._case(f, name, expect, corrupt)
 
-    def other(self, op, *, name=None, expect=RxCode.NOT_HANDLED, plen=16):
+    def other(self, op, *, name=None, expect=RxCode.NOT_HANDLED, plen=16, corrupt=False):
         """A packet of another opcode (a SEND, an ACK...): not handled by this slice."""
         payload = bytes(self.rng.getrandbits(8) for _ in range(plen)) if op in (Op.MR_SEND, Op.MR_SEND_IMM) else b""
         f = codec.make(op, payload, bth=BTH(dest_qp=self.conns[0].qp, pkey=self.conns[0].pkey))
-        return self._case(f, name or op.name, expect, False)
+        return self._case(f, name or op.name, expect, corrupt)
+
+    def teardown(self):
+        """Configuration writes that invalidate this setup's connection and key rows (the slow
+        path closing them, MR-RX-060), so that another setup can follow on the same engine."""
+        return ([CfgWrite(TABLE_CONN, c.qp, 0, f"close{c.qp}") for c in self.conns]
+                + [CfgWrite(TABLE_KEY, k.rkey & (self.lay.keys - 1), 0, f"revoke{k.rkey:#x}")
+                   for k in self.keys])
 
     def _case(self, f, name, expect, corrupt):
         b = bytearray(codec.encode(f))
@@ -211,27 +218,29 @@ def burst_same_path(s: Setup, n=64, plen=0):
     return [s.write(c, path=0, plen=plen, expect=RxCode.ACCEPTED, name=f"burst{i}") for i in range(n)]
 
 
-def window_cases(s: Setup):
-    """MR-RX-024..029: reordering, gaps, duplicates, the slide beyond 256, the 512 limit, behind."""
-    c = s.conns[0]
+def window_cases(s: Setup, *, op=Op.MR_WRITE, conn=0):
+    """MR-RX-024..029: reordering, gaps, duplicates, the slide beyond 256, the 512 limit, behind
+    (writes of opcode ``op`` on connection ``s.conns[conn]``)."""
+    c = s.conns[conn]
     out = []
     base = c.psn[1]
     seq = [0, 2, 1, 1, 3, 5, 4, 300, 7, 6, 513 + 300, 299, 100, 40, 800, 9, 1000]
     for d in seq:
-        out.append(s.write(c, path=1, psn=P.psn_add(base, d), plen=8, name=f"win+{d}"))
+        out.append(s.write(c, path=1, psn=P.psn_add(base, d), plen=8, name=f"win+{d}", op=op))
     c.psn[1] = P.psn_add(base, 1001)
     out.append(s.write(c, path=1, psn=P.psn_add(base, 1001 + 513), plen=8, expect=RxCode.PSN_WINDOW,
-                       name="beyond512"))
-    out.append(s.write(c, path=1, psn=P.psn_add(base, -5), plen=8, expect=RxCode.DUPLICATE, name="behind"))
+                       name="beyond512", op=op))
+    out.append(s.write(c, path=1, psn=P.psn_add(base, -5), plen=8, expect=RxCode.DUPLICATE, name="behind",
+                       op=op))
     # CE marks: onset, run, ack_req
     for i, ecn in enumerate([3, 3, 3, 2, 3, 3, 2, 2]):
         out.append(s.write(c, path=2 % s.lay.paths, ecn=ecn, ack_req=int(i == 5), plen=4,
-                           name=f"ce{i}", expect=RxCode.ACCEPTED))
+                           name=f"ce{i}", expect=RxCode.ACCEPTED, op=op))
     return out
 
 
-def bad_cases(s: Setup):
-    """MR-RX-020..023: every bad-input class, one or more of each."""
+def bad_cases(s: Setup, *, op=Op.MR_WRITE):
+    """MR-RX-020..023: every bad-input class, one or more of each (writes of opcode ``op``)."""
     rng = s.rng
     c = s.conns[0]
     small = next((x for x in s.conns if x.n_paths < s.lay.paths), None)
@@ -239,36 +248,36 @@ def bad_cases(s: Setup):
     mtu = s.mtu
     k_noacc = s.keys[3]
     out = [
-        s.write(c, qp=s.free_qp, expect=RxCode.NO_CONNECTION, name="no-conn-row", psn=1),
+        s.write(c, qp=s.free_qp, expect=RxCode.NO_CONNECTION, name="no-conn-row", psn=1, op=op),
         s.write(c, qp=s.lay.conns + rng.randrange(1 << 10), expect=RxCode.NO_CONNECTION,
-                name="qp-beyond-table", psn=1),
-        s.write(c, pkey=c.pkey ^ 0x0101, expect=RxCode.BAD_PKEY, name="bad-pkey", psn=2),
-        s.write(c, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="path-beyond", psn=3),
-        s.write(c, stream=9, expect=RxCode.STREAM, name="stream-beyond", psn=4),
-        s.write(c, offset=mtu // 2, plen=mtu // 2, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-misaligned", psn=5),
-        s.write(c, offset=0, plen=mtu // 2, msg_len=2 * mtu, expect=RxCode.CHUNK, name="chunk-short", psn=6),
-        s.write(c, offset=mtu, plen=mtu, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-past-end", psn=7),
-        s.write(c, offset=0, plen=0, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-empty", psn=8),
-        s.write(c, plen=8, dma_len=9, expect=RxCode.LENGTH, name="reth-length", psn=9),
+                name="qp-beyond-table", psn=1, op=op),
+        s.write(c, pkey=c.pkey ^ 0x0101, expect=RxCode.BAD_PKEY, name="bad-pkey", psn=2, op=op),
+        s.write(c, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="path-beyond", psn=3, op=op),
+        s.write(c, stream=9, expect=RxCode.STREAM, name="stream-beyond", psn=4, op=op),
+        s.write(c, offset=mtu // 2, plen=mtu // 2, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-misaligned", psn=5, op=op),
+        s.write(c, offset=0, plen=mtu // 2, msg_len=2 * mtu, expect=RxCode.CHUNK, name="chunk-short", psn=6, op=op),
+        s.write(c, offset=mtu, plen=mtu, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-past-end", psn=7, op=op),
+        s.write(c, offset=0, plen=0, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-empty", psn=8, op=op),
+        s.write(c, plen=8, dma_len=9, expect=RxCode.LENGTH, name="reth-length", psn=9, op=op),
         s.write(c, key=Key(s.keys[0].rkey ^ (1 << 31), 0, 0, 0), va=0, expect=RxCode.ACCESS,
-                name="unknown-rkey", psn=10),
+                name="unknown-rkey", psn=10, op=op),
         s.write(c, key=Key(s.keys[0].rkey + 1, 0, 0, 0), va=0, expect=RxCode.ACCESS,
-                name="empty-key-row", psn=11),
-        s.write(c, key=k_noacc, va=0, expect=RxCode.ACCESS, name="no-write-right", psn=12),
-        s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13),
-        s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14),
-        s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15),
+                name="empty-key-row", psn=11, op=op),
+        s.write(c, key=k_noacc, va=0, expect=RxCode.ACCESS, name="no-write-right", psn=12, op=op),
+        s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13, op=op),
+        s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14, op=op),
+        s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15, op=op),
         s.other(Op.MR_SEND), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
     ]
     if small is not None:
-        out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16))
+        out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16, op=op))
     if one_stream is not None:
-        out.append(s.write(one_stream, stream=1, expect=RxCode.STREAM, name="stream-beyond-conn", psn=17))
+        out.append(s.write(one_stream, stream=1, expect=RxCode.STREAM, name="stream-beyond-conn", psn=17, op=op))
     # a forged duplicate: a good packet, then the same PSN with a bad key is ACCESS, not DUPLICATE
-    good = s.write(c, path=0, plen=8, name="good-then-forged", expect=RxCode.ACCEPTED)
+    good = s.write(c, path=0, plen=8, name="good-then-forged", expect=RxCode.ACCEPTED, op=op)
     psn = P.psn_add(c.psn[0], -1)
-    out += [good, s.write(c, path=0, psn=psn, key=k_noacc, va=0, expect=RxCode.ACCESS, name="forged-dup"),
-            s.write(c, path=0, psn=psn, plen=8, expect=RxCode.DUPLICATE, name="true-dup")]
+    out += [good, s.write(c, path=0, psn=psn, key=k_noacc, va=0, expect=RxCode.ACCESS, name="forged-dup", op=op),
+            s.write(c, path=0, psn=psn, plen=8, expect=RxCode.DUPLICATE, name="true-dup", op=op)]
     return out
 
 
@@ -916,3 +925,131 @@ def replay_items(frames, lay, given=None):
     kept = [c for c in cases if c is not None]
     cfg = capture_config(kept, lay, given)
     return cfg, config_writes(cfg, lay) + kept, cases
+
+
+# ------------------------------------------------------------------ functional coverage
+
+#: MR-RX-073: opcode classes of the functional bins (``none``: a parser drop without fields).
+OPCODE_CLASSES = ("write", "write_imm", "mr_other", "rc", "none")
+
+
+def opcode_class(case: Case):
+    """The opcode class of a record (MR-RX-073): MR_WRITE, MR_WRITE_IMM, another MetaRoCE
+    opcode, a RoCEv2 opcode, or ``none`` for a parser drop whose record carries no fields."""
+    from .parser import unpack_meta
+    from .wire import Reason
+    m = unpack_meta(case.meta)
+    if m["drop"] and m["reason"] != int(Reason.ICRC):
+        return "none"
+    op = m["bth"]["opcode"]
+    if op == Op.MR_WRITE:
+        return "write"
+    if op == Op.MR_WRITE_IMM:
+        return "write_imm"
+    return "mr_other" if op >= 0xC0 else "rc"
+
+
+def toggle_cases(s: Setup):
+    """MR-RX-073: stimulus that moves every bit the engine reads through both values: every
+    ``ack_every`` and MTU the global row holds; bad packets whose fields (QP, P_Key, path,
+    stream, offset, message and DMA lengths, VA, R_Key, PSN, source port) take random values
+    of their whole width; a window filled bit by bit, cleared by its missing first PSN and
+    then slid by a whole window (256 PSNs abandoned); path rows written with random contents
+    (window, CE count, pending count, timer) and then used; payloads up to 8 KiB (an MTU of
+    8,192 for a while). Outcomes are the model's."""
+    rng = s.rng
+    lay = s.lay
+    out = []
+    glob = lambda every, log2: CfgWrite(TABLE_GLOBAL, 0, pack(GLOBAL, {"ack_every": every, "mtu_log2": log2}),
+                                        f"global{every}/{log2}")
+    c = s.conns[0]
+    mtu = s.mtu
+    k0 = s.keys[0]
+    for v in range(16):         # and a misaligned chunk at each MTU: the offset's low bits
+        out.append(glob(v, v))
+        out.append(s.write(c, offset=rng.getrandbits(32), plen=8, msg_len=rng.getrandbits(32),
+                           psn=rng.getrandbits(24), name=f"chunk-mtu{v}"))
+    out.append(glob(s.ack_every, s.mtu.bit_length() - 1))
+    for _ in range(6):
+        msg_len = rng.getrandbits(32) | mtu
+        off = rng.randrange(msg_len // mtu) * mtu
+        out += [
+            s.write(c, qp=rng.getrandbits(24) | lay.conns, psn=rng.getrandbits(24), name="qp-any"),
+            s.write(c, pkey=rng.getrandbits(16), psn=rng.getrandbits(24), sport=rng.getrandbits(16),
+                    name="pkey-any"),
+            s.write(c, mrdh_path=rng.getrandbits(8) | lay.paths, psn=rng.getrandbits(24), name="path-any"),
+            s.write(c, stream=rng.getrandbits(16) | 8, psn=rng.getrandbits(24), name="stream-any"),
+            s.write(c, offset=rng.getrandbits(32) | 1, plen=8, msg_len=rng.getrandbits(32),
+                    psn=rng.getrandbits(24), name="chunk-any"),
+            s.write(c, offset=(1 << 32) - mtu, plen=mtu, msg_len=(1 << 32) - 1, psn=rng.getrandbits(24),
+                    name="chunk-top"),
+            s.write(c, offset=off, plen=min(mtu, msg_len - off), msg_len=msg_len, va=rng.getrandbits(64),
+                    psn=rng.getrandbits(24), name="bounds-any"),
+            s.write(c, plen=8, dma_len=rng.getrandbits(32), psn=rng.getrandbits(24), name="length-any"),
+            s.write(c, key=Key(rng.getrandbits(32), 0, 0, 0), va=0, psn=rng.getrandbits(24), name="rkey-any"),
+            s.write(c, path=0, psn=rng.getrandbits(24), plen=4, name="psn-any"),
+        ]
+    # a window filled bit by bit then cleared by its missing first PSN; another filled and
+    # then slid by a whole window over the received PSNs (the abandoned-hole popcount)
+    c2 = next((x for x in s.conns if x.n_paths > 1), s.conns[0])
+    # (and windows filled at random, then slid: popcounts of every size in every group)
+    fills = [(0, 255, 0, 1.0), (1 % c2.n_paths, 256, 512, 1.0)]
+    fills += [(k % c2.n_paths, 256, 257 + rng.randrange(256), rng.choice([0.3, 0.5, 0.8, 0.95]))
+              for k in range(6)]
+    for p, last, then, density in fills:
+        base = rng.getrandbits(24)
+        out.append(s.path_write(c2.qp, p, base))
+        out += [s.write(c2, path=p, psn=P.psn_add(base, d), plen=0, name=f"fill{p}+{d}")
+                for d in range(1, last + 1) if density == 1.0 or rng.random() < density]
+        out.append(s.write(c2, path=p, psn=P.psn_add(base, then), plen=0, name=f"fill{p}-end"))
+        out.append(s.path_write(c2.qp, p, c2.psn[p]))
+    # path rows with random contents, then packets on them (ACKs every 15 packets meanwhile,
+    # so that an in-order packet of a row with a high pending count is not acknowledged)
+    out.append(glob(15, s.mtu.bit_length() - 1))
+    for p in range(lay.paths):
+        cum = rng.getrandbits(24)
+        quiet = p % 2 == 0          # the next packet is in order and asks no ACK: CE count kept
+        row = {"cum": cum, "sack": rng.getrandbits(256), "high": cum if quiet else rng.getrandbits(24),
+               "ce": rng.getrandbits(16), "pending": rng.randrange(14) if quiet else rng.getrandbits(4),
+               "prev_ce": 1 if quiet else rng.getrandbits(1),
+               "ack_timer": rng.getrandbits(32), "last_psn": rng.getrandbits(24),
+               "last_sport": rng.getrandbits(16)}
+        out.append(CfgWrite(TABLE_PATH, (c.qp << lay.path_bits) | p, pack(lay.path, row), f"path-any{p}"))
+        for d in (0, 1, 2, 5, 255, 300):
+            out.append(s.write(c, path=p, psn=P.psn_add(row["cum"], d), plen=4, ecn=rng.choice([2, 3]),
+                               sport=rng.getrandbits(16), name=f"row-any{p}+{d}"))
+        out.append(s.path_write(c.qp, p, c.psn[p]))
+    out.append(glob(s.ack_every, s.mtu.bit_length() - 1))
+    # the in-order run after cum of every length class: a row whose SACK holds t received
+    # PSNs after a hole at cum, then cum arrives (cum advances by t + 1)
+    for i in range(48):
+        p = i % lay.paths
+        t = rng.choice([rng.randrange(256), rng.randrange(16), 255 - rng.randrange(16)])
+        cum = rng.getrandbits(24)
+        sack = ((1 << t) - 1) | ((rng.getrandbits(256) << (t + 1)) & ((1 << 256) - 1))
+        out.append(CfgWrite(TABLE_PATH, (c.qp << lay.path_bits) | p,
+                            pack(lay.path, {"cum": cum, "sack": sack, "high": P.psn_add(cum, t + 1)}),
+                            f"run{t}"))
+        out.append(s.write(c, path=p, psn=cum, plen=0, name=f"run{t}"))
+    for p in range(lay.paths):
+        out.append(s.path_write(c.qp, p, c.psn[p]))
+    # payloads up to 8 KiB
+    out.append(glob(s.ack_every, 13))
+    for plen in (8192, 4096 + 3, 2048 + 1024 + 7, 1536):
+        out.append(s.write(c, path=1 % c.n_paths, plen=plen, key=k0, name=f"big{plen}"))
+    out.append(glob(s.ack_every, s.mtu.bit_length() - 1))
+    return out
+
+
+def coverage_suite(s: Setup, n_random=150):
+    """MR-RX-073: the cases of one coverage batch: the window and bad-input cases with both
+    write opcodes, a same-path burst, other opcodes kept and dropped by the parser, the
+    toggle stimulus (:func:`toggle_cases`) and the random mix (with rows rewritten
+    mid-traffic)."""
+    others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
+                      name=f"{op.name}{'-bad' if corrupt else ''}")
+              for op in (Op.MR_SEND, Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
+                         Op.RC_SEND_ONLY, Op.RC_ACK) for corrupt in (False, True)]
+    return (window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
+            + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others
+            + toggle_cases(s) + random_traffic(s, n_random))

@@ -17,6 +17,11 @@ cocotb tests here:
     same-path burst without idle or backpressure, which must be taken at one record per cycle.
     Results (cycles, packets per cycle, lockstep speed) to ``RX_OUT`` (JSON) if set.
 
+``rx_replay`` (only with ``METAROCE_REPLAY_PCAP``)
+    ``metaroce replay rx FILE.pcap`` (MR-RX-072).
+``rx_coverage`` (only with ``METAROCE_COVERAGE_OUT``)
+    ``metaroce coverage rx`` (MR-RX-073): the coverage suite and the endpoint's traffic per
+    traffic shape; per-record outcomes for the functional bins.
 ``rx_endpoint_traffic`` (only with ``RX_TRAFFIC_OUT``)
     MR-RX-071: the frames a reference endpoint received from another over the model fabric
     (``RX_TRAFFIC_BYTES``, faults ``RX_TRAFFIC_LOSS``/``_REORDER``/``_DUP``, seed ``RX_SEED``),
@@ -36,7 +41,7 @@ import cocotb
 
 from metaroce.models import rx_cases as rc
 from metaroce.models.parser import unpack_meta
-from metaroce.models.rx import RxCode, RxCycleModel, unpack
+from metaroce.models.rx import N_COUNTERS, RxCode, RxCycleModel, unpack
 
 from .lockstep import Lockstep, drive, model_port_lists
 
@@ -93,6 +98,54 @@ async def rx_replay(dut):
                    "problems": problems, "cycles": n, "wall_s": wall,
                    "records": len(res["meta_taken"]), "requests": len(res["ack"]),
                    "placements": len(res["place"]), "counters": res["counters"]}, f)
+
+
+@cocotb.test(skip=not os.environ.get("METAROCE_COVERAGE_OUT"))
+async def rx_coverage(dut):
+    """``metaroce coverage rx`` (MR-RX-073): per traffic shape (``METAROCE_COVERAGE_SHAPES``,
+    rx_cases.SHAPES), one batch of :func:`~metaroce.models.rx_cases.coverage_suite` and one of
+    the reference endpoint's traffic, each on its own setup (the previous one torn down
+    through ``s_cfg``), every output compared every cycle; per-record outcome and opcode class
+    into ``METAROCE_COVERAGE_OUT`` (JSON) for the functional bins. Line and toggle coverage
+    come from Verilator's ``coverage.dat`` (a ``--coverage`` build)."""
+    conns, paths, keys = _instance()
+    width, model, h = await _harness(dut, conns, paths, keys, stop_on_mismatch=False)
+    seed = int(os.environ.get("COCOTB_RANDOM_SEED", "1"))
+    n_random = int(os.environ.get("RX_RANDOM", "150"))
+    shapes = os.environ.get("METAROCE_COVERAGE_SHAPES", "none,idle,bp,both").split(",")
+    out = {"width": width, "shapes": {}, "problems": [], "counts": [0] * len(RxCode)}
+    before = [0] * N_COUNTERS
+    prev = []
+    wrap = 1 << 64
+    for k, shape in enumerate(shapes):
+        p_idle, p_bp = rc.SHAPES[shape]
+        s = rc.Setup(conns, paths, keys, seed=seed * 100 + k)
+        s2, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
+                                     seed=seed * 100 + k)
+        points = []
+        for setup, cases in ((s, rc.coverage_suite(s, n_random)), (s2, tr.cases)):
+            items = prev + setup.writes + cases
+            prev = setup.teardown()
+            drv = rc.Driver(width, items, s.lay.cfg, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
+            await drive(h, drv, busy=model.busy)
+            total = drv.res["counters"]
+            drv.res["counters"] = [(a - b) % wrap for a, b in zip(total, before)]
+            before = total
+            try:
+                exp = rc.check(items, drv.res, conns, paths, keys)
+            except AssertionError as e:
+                out["problems"].append(f"{shape}: {str(e).splitlines()[0]}")
+                exp = rc.expected(items, conns, paths, keys)
+            recs = [c for c in items if isinstance(c, rc.Case)]
+            points += [{"code": o.code.name.lower(), "class": rc.opcode_class(c)}
+                       for c, o in zip(recs, exp["outcomes"])]
+        out["shapes"][shape] = points
+    out["counts"] = before
+    out["mismatches"] = h.mismatch_cycles
+    out["mismatch_reports"] = h.reports[:3]
+    out["cycles"] = h.cycle
+    with open(os.environ["METAROCE_COVERAGE_OUT"], "w") as f:
+        json.dump(out, f)
 
 
 @cocotb.test(skip=not os.environ.get("RX_TRAFFIC_OUT"))
