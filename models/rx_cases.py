@@ -988,6 +988,7 @@ def toggle_cases(s: Setup):
             s.write(c, plen=8, dma_len=rng.getrandbits(32), psn=rng.getrandbits(24), name="length-any"),
             s.write(c, key=Key(rng.getrandbits(32), 0, 0, 0), va=0, psn=rng.getrandbits(24), name="rkey-any"),
             s.write(c, path=0, psn=rng.getrandbits(24), plen=4, name="psn-any"),
+            s.write(c, path=0, ecn=rng.choice([0, 1]), plen=4, name="not-ect"),
         ]
     # a window filled bit by bit then cleared by its missing first PSN; another filled and
     # then slid by a whole window over the received PSNs (the abandoned-hole popcount)

@@ -840,12 +840,22 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
     from metaroce.models.rx import NAK_OF, RxCode
     unread = _rx_meta_unread()
 
-    def meta_bit(name, bit):
+    from metaroce.models.parser import META_FIELDS
+    opcode_bit5 = next(off for path, off, _ in META_FIELDS if path == ("bth", "opcode")) + 5
+
+    def member(name, bit):
+        """(start bit of the META member a wire shows, bit within it), or None."""
         m = _RX_META_WIRE.match(name)
-        if not m or bit is None:
-            return False
-        got = unread.get(tuple(x for x in m.group(2).split("__02e") if x))
-        return got is not None and bit in got[1]
+        got = m and unread.get(tuple(x for x in m.group(2).split("__02e") if x))
+        return None if not got else (got, 0 if bit is None else bit)
+
+    def meta_bit(name, bit):
+        got = member(name, bit)
+        return got is not None and got[1] in got[0][1]
+
+    def opcode5(name, bit):
+        got = member(name, bit)
+        return got is not None and got[0][0] + got[1] == opcode_bit5
     rules = [_NamedRule(r"^(s1|s_meta___05Fpayload)(__02e\w+)*$",
                         "META_LAYOUT bits the RX engine does not read (MR-RX-020 reads drop, "
                         "payload_len, IP ECN, UDP source port, BTH opcode/P_Key/DestQP/AckReq/PSN, "
@@ -853,6 +863,10 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
                         "port and its S1 register carry them, nothing reads them (synthesis "
                         "removes those flip-flops)", meta_bit)]
     rules += [
+        _NamedRule(r"^(s1|s_meta___05Fpayload)(__02e\w+)*$", "BTH opcode bit 5: no opcode of the "
+                   "wire format has it set", opcode5),
+        (r"^s4_pop0$", "bit 4 of the first group's popcount: the group holds bit 0 of the "
+         "abandoned-hole mask, a constant 0, so it counts at most 15", lambda bit: bit == 4),
         (r"^s3_ab_mask$", "bit 0 of the abandoned-hole mask stands for cum itself, never received: "
          "the RTL sets it to a constant 0", lambda bit: bit == 0),
         (r"^(s2_plen|s[345]_placed|placew__02elength|m_place___05Fpayload__02elength|"
