@@ -703,10 +703,11 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     sources, posted = [], []
     for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
         c = s.conns[i % len(s.conns)]
-        k = s.keys[i % 3]
-        va = fill[k.rkey] + rng.randrange(0, 64)
-        if va + (b - a) > k.length:
+        fits = [k for k in s.keys[:3] if fill[k.rkey] + 64 + (b - a) <= k.length]
+        if not fits:
             raise ValueError("nbytes too large for the regions")
+        k = s.keys[i % 3] if s.keys[i % 3] in fits else fits[0]
+        va = fill[k.rkey] + rng.randrange(0, 64)
         fill[k.rkey] = va + (b - a)
         stream = rng.randrange(c.n_streams)
         posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i))

@@ -215,3 +215,19 @@ def test_model_on_endpoint_traffic(seed, loss, reorder, dup):
         assert st["delayed"] > 0
     assert sum(len(d) for _, _, d in tr.sources) == 32768
     assert sum(len(d) for d in exp["data"]) >= 32768
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(10, 40))
+def test_model_on_endpoint_traffic_sweep(seed):
+    """MR-RX-071 over 30 seeds and fault mixes (loss up to 15 %, reordering up to 50 %,
+    duplication up to 20 %), more connections and bytes: memory image and ACK/NAK stream equal
+    the receiving endpoint's."""
+    import random
+    rng = random.Random(seed)
+    s, tr = rc.endpoint_traffic(nbytes=rng.choice([8192, 65536, 131072]), loss=rng.choice([0, 0.02, 0.15]),
+                                reorder=rng.choice([0, 0.1, 0.5]), dup=rng.choice([0, 0.05, 0.2]),
+                                seed=seed, n_conns=rng.randint(1, 6), n_writes=rng.randint(1, 12))
+    exp = rc.expected(s.writes + tr.cases, *SMALL)
+    assert rc.requests(s, exp["ack"]) == tr.acks
+    assert rc.memory_image(s, exp["place"], exp["data"]) == tr.memory
