@@ -346,7 +346,7 @@ class Driver(CounterReadout):
     write waits until no record was taken for :data:`CFG_QUIET` cycles, and no record is
     offered until it is taken (MR-RX-061). Payload beats of each case the parser forwards
     follow on ``s_payload`` (``p_idle`` idle cycles there too). Each output ready is low with
-    probability ``p_bp``. ``quiet_cfg=False`` offers writes at once (lockstep only: the order
+    probability ``p_bp`` (or ``p_bp[port]``, a dict by ready signal name). ``quiet_cfg=False`` offers writes at once (lockstep only: the order
     against records in flight is then the hardware's, which :func:`expected` does not model).
     Results in ``res``: ``ack``, ``place`` (flat payloads), ``data`` (bytes per packet),
     ``meta_taken``, ``payload_taken`` and ``ack_cycles`` (cycles of those transfers),
@@ -359,6 +359,8 @@ class Driver(CounterReadout):
         self.nb = width // 8
         self.rng = random.Random(seed)
         self.p_idle, self.p_bp = p_idle, p_bp
+        outs = ("m_ack__ready", "m_place__ready", "m_data__ready")
+        self.p_bp_of = dict(p_bp) if isinstance(p_bp, dict) else dict.fromkeys(outs, p_bp)
         self.quiet_cfg = quiet_cfg
         self.read_counters = read_counters
         self.poll_regs = poll_regs
@@ -374,7 +376,7 @@ class Driver(CounterReadout):
         self.quiet_cycles = 3
         self._readout_reset()
         self._cur = bytearray()
-        self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * p_bp))
+        self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * max(self.p_bp_of.values())))
         self.res = {"ack": [], "place": [], "data": [], "meta_taken": [], "payload_taken": [],
                     "ack_cycles": [], "cycles": 0, "counters": None}
 
@@ -420,7 +422,7 @@ class Driver(CounterReadout):
             inp["s_payload__valid"] = 1
             inp["s_payload__payload"] = self.beats[0]
         for n in ("m_ack__ready", "m_place__ready", "m_data__ready"):
-            inp[n] = int(rng.random() >= self.p_bp)
+            inp[n] = int(rng.random() >= self.p_bp_of[n])
         inp["reg_addr"] = rng.randrange(32) if self.poll_regs else 0
         return inp
 
@@ -995,7 +997,7 @@ def toggle_cases(s: Setup):
     # then slid by a whole window over the received PSNs (the abandoned-hole popcount)
     c2 = next((x for x in s.conns if x.n_paths > 1), s.conns[0])
     # (and windows filled at random, then slid: popcounts of every size in every group)
-    fills = [(0, 255, 0, 1.0), (1 % c2.n_paths, 256, 512, 1.0)]
+    fills = [(0, 255, 0, 1.0), (1 % c2.n_paths, 256, 512, 1.0), (0, 0, 512, 1.0)]
     fills += [(k % c2.n_paths, 256, 257 + rng.randrange(256), rng.choice([0.3, 0.5, 0.8, 0.95]))
               for k in range(6)]
     for p, last, then, density in fills:

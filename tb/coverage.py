@@ -865,6 +865,10 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
     rules += [
         _NamedRule(r"^(s1|s_meta___05Fpayload)(__02e\w+)*$", "BTH opcode bit 5: no opcode of the "
                    "wire format has it set", opcode5),
+        (r"^ones$", "bit 9 of the window update's trailing-ones count: the 513-bit vector "
+         "(cum, the 256 SACK bits, a slide's fill below them, the arriving PSN's bit) has at most "
+         "258 trailing ones, since nothing sets bits 257 up to the arriving PSN's",
+         lambda bit: bit == 9),
         (r"^s4_pop0$", "bit 4 of the first group's popcount: the group holds bit 0 of the "
          "abandoned-hole mask, a constant 0, so it counts at most 15", lambda bit: bit == 4),
         (r"^s3_ab_mask$", "bit 0 of the abandoned-hole mask stands for cum itself, never received: "

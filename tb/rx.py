@@ -106,8 +106,9 @@ async def rx_coverage(dut):
     rx_cases.SHAPES), one batch of :func:`~metaroce.models.rx_cases.coverage_suite` and one of
     the reference endpoint's traffic, each on its own setup (the previous one torn down
     through ``s_cfg``), every output compared every cycle; per-record outcome and opcode class
-    into ``METAROCE_COVERAGE_OUT`` (JSON) for the functional bins. Line and toggle coverage
-    come from Verilator's ``coverage.dat`` (a ``--coverage`` build)."""
+    into ``METAROCE_COVERAGE_OUT`` (JSON) for the functional bins; then, per output, a
+    same-path burst with that output stalled 97 % of the cycles, so that its queue fills. Line and toggle
+    coverage come from Verilator's ``coverage.dat`` (a ``--coverage`` build)."""
     conns, paths, keys = _instance()
     width, model, h = await _harness(dut, conns, paths, keys, stop_on_mismatch=False)
     seed = int(os.environ.get("COCOTB_RANDOM_SEED", "1"))
@@ -140,6 +141,23 @@ async def rx_coverage(dut):
             points += [{"code": o.code.name.lower(), "class": rc.opcode_class(c)}
                        for c, o in zip(recs, exp["outcomes"])]
         out["shapes"][shape] = points
+    # one output stalled for long stretches, the others ready: each output queue fills (MR-RX-041)
+    outs = ("m_ack__ready", "m_place__ready", "m_data__ready")
+    for j, stalled in enumerate(outs):
+        s = rc.Setup(conns, paths, keys, seed=seed * 100 + 90 + j, ack_every=1)
+        items = prev + s.writes + rc.burst_same_path(s, 48, plen=9)
+        prev = s.teardown()
+        p_bp = dict.fromkeys(outs, 0.0)
+        p_bp[stalled] = 0.97
+        drv = rc.Driver(width, items, s.lay.cfg, seed=seed * 1000 + 90 + j, p_idle=0.0, p_bp=p_bp)
+        await drive(h, drv, busy=model.busy)
+        total = drv.res["counters"]
+        drv.res["counters"] = [(a - b) % wrap for a, b in zip(total, before)]
+        before = total
+        try:
+            rc.check(items, drv.res, conns, paths, keys)
+        except AssertionError as e:
+            out["problems"].append(f"stall {stalled}: {str(e).splitlines()[0]}")
     out["counts"] = before
     out["mismatches"] = h.mismatch_cycles
     out["mismatch_reports"] = h.reports[:3]
