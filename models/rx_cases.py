@@ -655,9 +655,36 @@ class Traffic:
 NO_ACK_DELAY = 1.0
 
 
+def forged_writes(s: Setup, n):
+    """``n`` forged MR_WRITEs from the sender's address, one of each bad-input class in turn
+    (no connection, P_Key, path, stream, chunk, DMA length, unknown R_Key, no write right,
+    bounds, a PSN beyond the window), for :func:`endpoint_traffic`'s ``hostile``. Their PSNs
+    lie 2^22 ahead of the connection's first: a NAK naming one is a PSN the sender has not
+    sent, which it drops (MR-SEC-151), so the transfer goes on."""
+    rng = s.rng
+    c = s.conns[0]
+    far = P.psn_add(c.psn[0], 1 << 22)
+    mtu = s.mtu
+    k_noacc = s.keys[3]
+    make = [
+        lambda: s.write(c, qp=s.free_qp, psn=far, plen=8, expect=RxCode.NO_CONNECTION),
+        lambda: s.write(c, pkey=c.pkey ^ 0x0101, psn=far, plen=8, expect=RxCode.BAD_PKEY),
+        lambda: s.write(c, mrdh_path=s.lay.paths + 1, psn=far, plen=8, expect=RxCode.BAD_PATH),
+        lambda: s.write(c, stream=c.n_streams, psn=far, plen=8, expect=RxCode.STREAM),
+        lambda: s.write(c, offset=mtu // 2, plen=8, msg_len=mtu, psn=far, expect=RxCode.CHUNK),
+        lambda: s.write(c, plen=8, dma_len=9, psn=far, expect=RxCode.LENGTH),
+        lambda: s.write(c, key=Key(s.keys[0].rkey ^ (1 << 31), 0, 0, 0), va=0, psn=far, plen=8,
+                        expect=RxCode.ACCESS),
+        lambda: s.write(c, key=k_noacc, va=0, psn=far, plen=8, expect=RxCode.ACCESS),
+        lambda: s.write(c, va=s.keys[0].length - 4, plen=8, psn=far, expect=RxCode.BOUNDS),
+        lambda: s.write(c, path=0, psn=far, plen=8, expect=RxCode.PSN_WINDOW),
+    ]
+    return [replace(make[i % len(make)](), name=f"forged{i}") for i in range(n)]
+
+
 def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
                      seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
-                     rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05):
+                     rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0):
     """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
     ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
     their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
@@ -665,8 +692,11 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     The switch's link to the receiver carries the data direction's faults (``loss``, ``reorder``
     with up to one ``rtt`` of extra delay, ``dup``; :class:`metaroce.sim.faults.Faults`) and runs
     at ``bottleneck`` x the rate, with ECN marking above ``ecn_packets`` MTU packets queued, so
-    that CE marks occur; ACKs travel back without faults. A Host ``rx_hook`` captures the frames
-    that reach the receiver, in arrival order; a ``tx_hook`` its ACKs and NAKs.
+    that CE marks occur; ACKs travel back without faults. ``hostile`` forged writes
+    (:func:`forged_writes`, every bad-input class the endpoint and the slice both check) reach
+    the receiver at random times during the transfer, from the sender's address. A Host
+    ``rx_hook`` captures the frames that reach the receiver, in arrival order; a ``tx_hook`` its
+    ACKs and NAKs.
 
     The receiver is :func:`endpoint_setup`'s (same connections, keys, initial PSNs as the
     returned :class:`Setup`), with two things the slice does not have switched off so that its
@@ -732,6 +762,9 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
             fab.sim.stop()
     for h in fab.hosts:
         h.on_completion = on_completion
+    from .codec import decode
+    for case in forged_writes(s, hostile):
+        fab.sim.at(rng.random() * 5 * rtt, lambda f: receiver.receive(f, 0), decode(case.frame))
     sender.kick()
     fab.sim.run(until=until)
     fab.sim.run(until=fab.sim.now + 8 * rtt)        # the last ACKs and any late copies
@@ -750,7 +783,8 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
              "delayed": link["delayed"], "duplicated": link["duplicated"],
              "ce_marked": fab.ports[into_rx].stats["marked"],
              "retransmitted": tx.stats["retransmitted"], "duplicates": rx.stats["duplicates"],
-             "abandoned_psns": rx.stats["abandoned_psns"], "sim_time": fab.sim.now}
+             "abandoned_psns": rx.stats["abandoned_psns"], "forged": hostile,
+             "sim_time": fab.sim.now}
     return s, Traffic(cases, acks, memory, sources, stats, times)
 
 

@@ -24,7 +24,8 @@ cocotb tests here:
     traffic shape; per-record outcomes for the functional bins.
 ``rx_endpoint_traffic`` (only with ``RX_TRAFFIC_OUT``)
     MR-RX-071: the frames a reference endpoint received from another over the model fabric
-    (``RX_TRAFFIC_BYTES``, faults ``RX_TRAFFIC_LOSS``/``_REORDER``/``_DUP``, seed ``RX_SEED``),
+    (``RX_TRAFFIC_BYTES``, faults ``RX_TRAFFIC_LOSS``/``_REORDER``/``_DUP``, ``RX_TRAFFIC_HOSTILE``
+    forged writes, seed ``RX_SEED``),
     through the parser's golden model, with random idle cycles and backpressure; the RTL's
     placements and ACK/NAK requests against the receiving endpoint's memory and ACK frames.
     Results to ``RX_TRAFFIC_OUT`` (JSON).
@@ -122,7 +123,7 @@ async def rx_coverage(dut):
         p_idle, p_bp = rc.SHAPES[shape]
         s = rc.Setup(conns, paths, keys, seed=seed * 100 + k)
         s2, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
-                                     seed=seed * 100 + k)
+                                     seed=seed * 100 + k, hostile=10)
         points = []
         for setup, cases in ((s, rc.coverage_suite(s, n_random)), (s2, tr.cases)):
             items = prev + setup.writes + cases
@@ -176,7 +177,8 @@ async def rx_endpoint_traffic(dut):
     s, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=int(os.environ.get("RX_TRAFFIC_BYTES", "32768")),
                                 loss=float(os.environ.get("RX_TRAFFIC_LOSS", "0.05")),
                                 reorder=float(os.environ.get("RX_TRAFFIC_REORDER", "0.2")),
-                                dup=float(os.environ.get("RX_TRAFFIC_DUP", "0.05")), seed=seed)
+                                dup=float(os.environ.get("RX_TRAFFIC_DUP", "0.05")), seed=seed,
+                                hostile=int(os.environ.get("RX_TRAFFIC_HOSTILE", "0")))
     drv = rc.make_driver(width, s, tr.cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n = await drive(h, drv, busy=model.busy)

@@ -49,7 +49,8 @@ def _capture(tmp_path, *, loss, seed, extra=True):
     bypass), a write to an unconfigured QP, one with an unknown R_Key."""
     import json as _json
     from metaroce.models import rx_cases as rc
-    s, tr = rc.endpoint_traffic(nbytes=12288, loss=loss, reorder=0.2, dup=0.1, seed=seed)
+    s, tr = rc.endpoint_traffic(nbytes=12288, loss=loss, reorder=0.2, dup=0.1, seed=seed,
+                                hostile=10 if extra else 0)
     frames = [(t, c.frame) for t, c in zip(tr.times, tr.cases)]
     if extra:
         c = s.conns[0]
@@ -70,13 +71,14 @@ def _capture(tmp_path, *, loss, seed, extra=True):
 
 def _requests(lines):
     """The per-frame ACK/NAK requests of ``replay rx --json`` as rx_cases.requests tuples."""
+    from metaroce.models.wire import NakReason
     out = []
     for o in lines:
         a = o.get("ack")
         if a is None:
             continue
         qp = o["bth"]["dest_qp"]
-        out.append(("nak", qp, a["path"], a["reason"], a["psn"], a["sport"]) if a["nak"] else
+        out.append(("nak", qp, a["path"], int(NakReason[a["reason"].upper()]), a["psn"], a["sport"]) if a["nak"] else
                    ("ack", qp, a["path"], a["psn"], a["cum"], int(a["sack"], 16), a["ce_count"], a["ece"],
                     a["sport"]))
     return out
@@ -104,6 +106,7 @@ def test_replay_rx_endpoint_capture(tmp_path):
     assert frames[n]["parser_drop"] == "icrc"
     assert frames[n + 3]["ack"]["nak"] and frames[n + 3]["ack"]["reason"] == NakReason.ACCESS.name.lower()
     assert summary["outcomes"]["duplicate"] == tr.stats["duplicates"] > 0
+    assert summary["naks"] == tr.stats["naks"] + 1 > 1          # the endpoint's, and the added access
     assert summary["records"] == n + 3
     assert summary["counters"][0] == summary["outcomes"]["accepted"]
 

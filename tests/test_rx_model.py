@@ -192,14 +192,16 @@ def test_model_matches_reference_endpoint(seed):
     assert rc.memory_image(s, exp["place"], exp["data"]) == mem
 
 
-@pytest.mark.parametrize("seed,loss,reorder,dup", [(1, 0.05, 0.1, 0.05), (2, 0.0, 0.3, 0.0),
-                                                   (3, 0.1, 0.0, 0.1)])
-def test_model_on_endpoint_traffic(seed, loss, reorder, dup):
+@pytest.mark.parametrize("seed,loss,reorder,dup,hostile", [(1, 0.05, 0.1, 0.05, 0), (2, 0.0, 0.3, 0.0, 0),
+                                                           (3, 0.1, 0.0, 0.1, 20)])
+def test_model_on_endpoint_traffic(seed, loss, reorder, dup, hostile):
     """MR-RX-071: on the frames a reference endpoint received from another one over the model
-    fabric (loss, reordering and duplication on the data direction, CE marks), in arrival
-    order and through the parser's golden model, the model's placements give the receiving
-    endpoint's memory and its ACK/NAK requests are that endpoint's ACK and NAK frames."""
-    s, tr = rc.endpoint_traffic(nbytes=32768, loss=loss, reorder=reorder, dup=dup, seed=seed)
+    fabric (loss, reordering and duplication on the data direction, CE marks; forged writes of
+    every bad-input class among them), in arrival order and through the parser's golden model,
+    the model's placements give the receiving endpoint's memory and its ACK/NAK requests are
+    that endpoint's ACK and NAK frames."""
+    s, tr = rc.endpoint_traffic(nbytes=32768, loss=loss, reorder=reorder, dup=dup, seed=seed,
+                                hostile=hostile)
     exp = rc.expected(s.writes + tr.cases, *SMALL)
     assert rc.requests(s, exp["ack"]) == tr.acks
     assert rc.memory_image(s, exp["place"], exp["data"]) == tr.memory
@@ -213,6 +215,10 @@ def test_model_on_endpoint_traffic(seed, loss, reorder, dup):
         assert st["duplicated"] > 0 and RxCode.DUPLICATE in codes
     if reorder:
         assert st["delayed"] > 0
+    if hostile:
+        assert codes >= set(RxCode) - {RxCode.PARSER_DROP, RxCode.NOT_HANDLED}
+        assert sum(1 for r in tr.acks if r[0] == "nak") == sum(1 for o in exp["outcomes"]
+                                                              if o.ack and o.ack["nak"]) > 0
     assert sum(len(d) for _, _, d in tr.sources) == 32768
     assert sum(len(d) for d in exp["data"]) >= 32768
 
@@ -227,7 +233,8 @@ def test_model_on_endpoint_traffic_sweep(seed):
     rng = random.Random(seed)
     s, tr = rc.endpoint_traffic(nbytes=rng.choice([8192, 65536, 131072]), loss=rng.choice([0, 0.02, 0.15]),
                                 reorder=rng.choice([0, 0.1, 0.5]), dup=rng.choice([0, 0.05, 0.2]),
-                                seed=seed, n_conns=rng.randint(1, 6), n_writes=rng.randint(1, 12))
+                                seed=seed, n_conns=rng.randint(1, 6), n_writes=rng.randint(1, 12),
+                                hostile=rng.choice([0, 10, 30]))
     exp = rc.expected(s.writes + tr.cases, *SMALL)
     assert rc.requests(s, exp["ack"]) == tr.acks
     assert rc.memory_image(s, exp["place"], exp["data"]) == tr.memory
