@@ -23,8 +23,8 @@ from . import codec, protocol as P
 from .codec import BTH, IP, MRDH, RETH, UDP
 from .driver import CounterReadout
 from .parser import verdict
-from .rx import (CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_PATH,
-                 GLOBAL, RxCode, RxCycleModel, RxModel, layouts, pack, payload_layout, unpack)
+from .rx import (ACK_EVERY_RESET, CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY,
+                 TABLE_PATH, GLOBAL, RxCode, RxCycleModel, RxModel, layouts, pack, payload_layout, unpack)
 from .wire import Op
 
 #: MR-RX-061: cycles without a record taken before a configuration write (the pipeline drains).
@@ -78,6 +78,7 @@ class Setup:
         self.lay = layouts(conns, paths, keys)
         self.rng = rng = random.Random(seed)
         self.mtu = 1 << mtu_log2
+        self.ack_every = ack_every
         self.writes = [CfgWrite(TABLE_GLOBAL, 0, pack(GLOBAL, {"ack_every": ack_every,
                                                                "mtu_log2": mtu_log2}), "global")]
         self.conns = []
@@ -164,11 +165,18 @@ class Setup:
                                dest_qp=conn.qp if qp is None else qp, ack_req=ack_req, psn=psn), **kw)
         return self._case(f, name, expect, corrupt)
 
-    def other(self, op, *, name=None, expect=RxCode.NOT_HANDLED, plen=16):
+    def other(self, op, *, name=None, expect=RxCode.NOT_HANDLED, plen=16, corrupt=False):
         """A packet of another opcode (a SEND, an ACK...): not handled by this slice."""
         payload = bytes(self.rng.getrandbits(8) for _ in range(plen)) if op in (Op.MR_SEND, Op.MR_SEND_IMM) else b""
         f = codec.make(op, payload, bth=BTH(dest_qp=self.conns[0].qp, pkey=self.conns[0].pkey))
-        return self._case(f, name or op.name, expect, False)
+        return self._case(f, name or op.name, expect, corrupt)
+
+    def teardown(self):
+        """Configuration writes that invalidate this setup's connection and key rows (the slow
+        path closing them, MR-RX-060), so that another setup can follow on the same engine."""
+        return ([CfgWrite(TABLE_CONN, c.qp, 0, f"close{c.qp}") for c in self.conns]
+                + [CfgWrite(TABLE_KEY, k.rkey & (self.lay.keys - 1), 0, f"revoke{k.rkey:#x}")
+                   for k in self.keys])
 
     def _case(self, f, name, expect, corrupt):
         b = bytearray(codec.encode(f))
@@ -181,6 +189,27 @@ class Setup:
                     drop, bytes(b))
 
 
+def frame_case(name, frame: bytes):
+    """A captured frame as the parser hands it to the RX engine (MR-RX-071, MR-RX-072): its
+    META_LAYOUT record from the parser's golden model (:func:`metaroce.models.parser.verdict`)
+    and the payload bytes it forwards (none for a dropped frame); None for a frame the parser
+    bypasses (not RoCE: no record). Frames shorter than 60 bytes are padded as a MAC does."""
+    from .codec import DecodeError, decode
+    from .wire import Reason
+    b = bytes(frame) + bytes(max(0, 60 - len(frame)))
+    reason, meta, vals = verdict(b)
+    if reason == Reason.NOT_ROCE:
+        return None
+    drop = bool(vals["drop"])
+    payload = b""
+    if not drop:
+        try:
+            payload = bytes(decode(b).payload)
+        except DecodeError:         # the verdict said it decodes
+            raise AssertionError(f"{name}: the parser accepts a frame the codec refuses") from None
+    return Case(name, meta, payload, RxCode.PARSER_DROP if drop else None, drop, b)
+
+
 # ------------------------------------------------------------------ traffic
 
 def burst_same_path(s: Setup, n=64, plen=0):
@@ -189,27 +218,29 @@ def burst_same_path(s: Setup, n=64, plen=0):
     return [s.write(c, path=0, plen=plen, expect=RxCode.ACCEPTED, name=f"burst{i}") for i in range(n)]
 
 
-def window_cases(s: Setup):
-    """MR-RX-024..029: reordering, gaps, duplicates, the slide beyond 256, the 512 limit, behind."""
-    c = s.conns[0]
+def window_cases(s: Setup, *, op=Op.MR_WRITE, conn=0):
+    """MR-RX-024..029: reordering, gaps, duplicates, the slide beyond 256, the 512 limit, behind
+    (writes of opcode ``op`` on connection ``s.conns[conn]``)."""
+    c = s.conns[conn]
     out = []
     base = c.psn[1]
     seq = [0, 2, 1, 1, 3, 5, 4, 300, 7, 6, 513 + 300, 299, 100, 40, 800, 9, 1000]
     for d in seq:
-        out.append(s.write(c, path=1, psn=P.psn_add(base, d), plen=8, name=f"win+{d}"))
+        out.append(s.write(c, path=1, psn=P.psn_add(base, d), plen=8, name=f"win+{d}", op=op))
     c.psn[1] = P.psn_add(base, 1001)
     out.append(s.write(c, path=1, psn=P.psn_add(base, 1001 + 513), plen=8, expect=RxCode.PSN_WINDOW,
-                       name="beyond512"))
-    out.append(s.write(c, path=1, psn=P.psn_add(base, -5), plen=8, expect=RxCode.DUPLICATE, name="behind"))
+                       name="beyond512", op=op))
+    out.append(s.write(c, path=1, psn=P.psn_add(base, -5), plen=8, expect=RxCode.DUPLICATE, name="behind",
+                       op=op))
     # CE marks: onset, run, ack_req
     for i, ecn in enumerate([3, 3, 3, 2, 3, 3, 2, 2]):
         out.append(s.write(c, path=2 % s.lay.paths, ecn=ecn, ack_req=int(i == 5), plen=4,
-                           name=f"ce{i}", expect=RxCode.ACCEPTED))
+                           name=f"ce{i}", expect=RxCode.ACCEPTED, op=op))
     return out
 
 
-def bad_cases(s: Setup):
-    """MR-RX-020..023: every bad-input class, one or more of each."""
+def bad_cases(s: Setup, *, op=Op.MR_WRITE):
+    """MR-RX-020..023: every bad-input class, one or more of each (writes of opcode ``op``)."""
     rng = s.rng
     c = s.conns[0]
     small = next((x for x in s.conns if x.n_paths < s.lay.paths), None)
@@ -217,36 +248,36 @@ def bad_cases(s: Setup):
     mtu = s.mtu
     k_noacc = s.keys[3]
     out = [
-        s.write(c, qp=s.free_qp, expect=RxCode.NO_CONNECTION, name="no-conn-row", psn=1),
+        s.write(c, qp=s.free_qp, expect=RxCode.NO_CONNECTION, name="no-conn-row", psn=1, op=op),
         s.write(c, qp=s.lay.conns + rng.randrange(1 << 10), expect=RxCode.NO_CONNECTION,
-                name="qp-beyond-table", psn=1),
-        s.write(c, pkey=c.pkey ^ 0x0101, expect=RxCode.BAD_PKEY, name="bad-pkey", psn=2),
-        s.write(c, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="path-beyond", psn=3),
-        s.write(c, stream=9, expect=RxCode.STREAM, name="stream-beyond", psn=4),
-        s.write(c, offset=mtu // 2, plen=mtu // 2, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-misaligned", psn=5),
-        s.write(c, offset=0, plen=mtu // 2, msg_len=2 * mtu, expect=RxCode.CHUNK, name="chunk-short", psn=6),
-        s.write(c, offset=mtu, plen=mtu, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-past-end", psn=7),
-        s.write(c, offset=0, plen=0, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-empty", psn=8),
-        s.write(c, plen=8, dma_len=9, expect=RxCode.LENGTH, name="reth-length", psn=9),
+                name="qp-beyond-table", psn=1, op=op),
+        s.write(c, pkey=c.pkey ^ 0x0101, expect=RxCode.BAD_PKEY, name="bad-pkey", psn=2, op=op),
+        s.write(c, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="path-beyond", psn=3, op=op),
+        s.write(c, stream=9, expect=RxCode.STREAM, name="stream-beyond", psn=4, op=op),
+        s.write(c, offset=mtu // 2, plen=mtu // 2, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-misaligned", psn=5, op=op),
+        s.write(c, offset=0, plen=mtu // 2, msg_len=2 * mtu, expect=RxCode.CHUNK, name="chunk-short", psn=6, op=op),
+        s.write(c, offset=mtu, plen=mtu, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-past-end", psn=7, op=op),
+        s.write(c, offset=0, plen=0, msg_len=mtu, expect=RxCode.CHUNK, name="chunk-empty", psn=8, op=op),
+        s.write(c, plen=8, dma_len=9, expect=RxCode.LENGTH, name="reth-length", psn=9, op=op),
         s.write(c, key=Key(s.keys[0].rkey ^ (1 << 31), 0, 0, 0), va=0, expect=RxCode.ACCESS,
-                name="unknown-rkey", psn=10),
+                name="unknown-rkey", psn=10, op=op),
         s.write(c, key=Key(s.keys[0].rkey + 1, 0, 0, 0), va=0, expect=RxCode.ACCESS,
-                name="empty-key-row", psn=11),
-        s.write(c, key=k_noacc, va=0, expect=RxCode.ACCESS, name="no-write-right", psn=12),
-        s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13),
-        s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14),
-        s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15),
+                name="empty-key-row", psn=11, op=op),
+        s.write(c, key=k_noacc, va=0, expect=RxCode.ACCESS, name="no-write-right", psn=12, op=op),
+        s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13, op=op),
+        s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14, op=op),
+        s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15, op=op),
         s.other(Op.MR_SEND), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
     ]
     if small is not None:
-        out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16))
+        out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16, op=op))
     if one_stream is not None:
-        out.append(s.write(one_stream, stream=1, expect=RxCode.STREAM, name="stream-beyond-conn", psn=17))
+        out.append(s.write(one_stream, stream=1, expect=RxCode.STREAM, name="stream-beyond-conn", psn=17, op=op))
     # a forged duplicate: a good packet, then the same PSN with a bad key is ACCESS, not DUPLICATE
-    good = s.write(c, path=0, plen=8, name="good-then-forged", expect=RxCode.ACCEPTED)
+    good = s.write(c, path=0, plen=8, name="good-then-forged", expect=RxCode.ACCEPTED, op=op)
     psn = P.psn_add(c.psn[0], -1)
-    out += [good, s.write(c, path=0, psn=psn, key=k_noacc, va=0, expect=RxCode.ACCESS, name="forged-dup"),
-            s.write(c, path=0, psn=psn, plen=8, expect=RxCode.DUPLICATE, name="true-dup")]
+    out += [good, s.write(c, path=0, psn=psn, key=k_noacc, va=0, expect=RxCode.ACCESS, name="forged-dup", op=op),
+            s.write(c, path=0, psn=psn, plen=8, expect=RxCode.DUPLICATE, name="true-dup", op=op)]
     return out
 
 
@@ -315,7 +346,7 @@ class Driver(CounterReadout):
     write waits until no record was taken for :data:`CFG_QUIET` cycles, and no record is
     offered until it is taken (MR-RX-061). Payload beats of each case the parser forwards
     follow on ``s_payload`` (``p_idle`` idle cycles there too). Each output ready is low with
-    probability ``p_bp``. ``quiet_cfg=False`` offers writes at once (lockstep only: the order
+    probability ``p_bp`` (or ``p_bp[port]``, a dict by ready signal name). ``quiet_cfg=False`` offers writes at once (lockstep only: the order
     against records in flight is then the hardware's, which :func:`expected` does not model).
     Results in ``res``: ``ack``, ``place`` (flat payloads), ``data`` (bytes per packet),
     ``meta_taken``, ``payload_taken`` and ``ack_cycles`` (cycles of those transfers),
@@ -328,6 +359,8 @@ class Driver(CounterReadout):
         self.nb = width // 8
         self.rng = random.Random(seed)
         self.p_idle, self.p_bp = p_idle, p_bp
+        outs = ("m_ack__ready", "m_place__ready", "m_data__ready")
+        self.p_bp_of = dict(p_bp) if isinstance(p_bp, dict) else dict.fromkeys(outs, p_bp)
         self.quiet_cfg = quiet_cfg
         self.read_counters = read_counters
         self.poll_regs = poll_regs
@@ -343,7 +376,7 @@ class Driver(CounterReadout):
         self.quiet_cycles = 3
         self._readout_reset()
         self._cur = bytearray()
-        self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * p_bp))
+        self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * max(self.p_bp_of.values())))
         self.res = {"ack": [], "place": [], "data": [], "meta_taken": [], "payload_taken": [],
                     "ack_cycles": [], "cycles": 0, "counters": None}
 
@@ -389,7 +422,7 @@ class Driver(CounterReadout):
             inp["s_payload__valid"] = 1
             inp["s_payload__payload"] = self.beats[0]
         for n in ("m_ack__ready", "m_place__ready", "m_data__ready"):
-            inp[n] = int(rng.random() >= self.p_bp)
+            inp[n] = int(rng.random() >= self.p_bp_of[n])
         inp["reg_addr"] = rng.randrange(32) if self.poll_regs else 0
         return inp
 
@@ -499,17 +532,19 @@ def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
 PEER_ADDR, LOCAL_ADDR = "10.0.0.1", "10.0.0.2"
 
 
-def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_every=4, n_conns=6):
+def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_every=4, n_conns=6,
+                   addr=LOCAL_ADDR, **ep_kw):
     """The reference transport (:class:`metaroce.models.endpoint.Endpoint`) as a receiver and a
     :class:`Setup` with the same connections (ids, P_Keys, paths, streams, initial PSNs) and
     the same registrations (its random R_Keys, lengths, rights). Its message bound is lifted
     (the RX slice tracks no messages) and its rate-hint updates (MR-CC-009: ACKs to other
     senders when the count of senders grows, which also reset those paths' ACK counters) are
-    switched off on this instance: the slice makes neither (hw-rx.md, not in this slice)."""
+    switched off on this instance: the slice makes neither (hw-rx.md, not in this slice).
+    ``ep_kw``: further Endpoint arguments (the traffic runs' ``ack_delay``, rates)."""
     from .endpoint import Endpoint
     rng = random.Random(seed)
-    ep = Endpoint(LOCAL_ADDR, mtu=1 << mtu_log2, ack_every=ack_every, max_rx_msgs=1 << 20,
-                  rng=random.Random(seed + 1))
+    ep = Endpoint(addr, mtu=1 << mtu_log2, ack_every=ack_every, max_rx_msgs=1 << 20,
+                  rng=random.Random(seed + 1), **ep_kw)
     ep._hint_check = lambda c, now: None
     regions, rows = [], set()
     while len(regions) < 4:
@@ -527,6 +562,21 @@ def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_ever
     return ep, s
 
 
+def _norm_frame(g):
+    """An endpoint's ACK or NAK frame as a tuple comparable with :func:`requests`: the fields
+    the RX slice's ``m_ack`` carries (MR-RX-030/031; the connection from the peer id)."""
+    from .wire import MrahFlag
+    qp = g.bth.dest_qp & 0x7FFFFF
+    if g.bth.opcode == Op.MR_ACK:
+        a = g.mrah
+        return ("ack", qp, a.path, a.trigger_psn, a.cum_psn, a.sack, a.ce_count,
+                int(bool(a.flags & MrahFlag.ECE)), g.udp.sport)
+    if g.bth.opcode == Op.MR_NAK:
+        n = g.mrnh
+        return ("nak", qp, n.path, n.reason, n.psn, g.udp.sport)
+    raise AssertionError(f"unexpected frame from the endpoint: {g.bth.opcode:#x}")
+
+
 def _norm_request(lay, value):
     a = unpack(lay.ack, value)
     if a["nak"]:
@@ -540,7 +590,6 @@ def endpoint_reference(ep, s: Setup, cases):
     kept) to the endpoint at one instant (no timer fires); return its ACK/NAK frames as
     tuples comparable with :func:`requests` and its registered buffers."""
     from .codec import decode
-    from .wire import MrahFlag
     out = []
     for c in cases:
         if not isinstance(c, Case) or c.drop:
@@ -550,17 +599,9 @@ def endpoint_reference(ep, s: Setup, cases):
             continue
         ep.receive(f, 0.0)
         while (g := ep.next_packet(0.0)) is not None:
-            qp = g.bth.dest_qp & 0x7FFFFF
-            assert qp == f.bth.dest_qp, "an ACK to another connection (a hint update?)"
-            if g.bth.opcode == Op.MR_ACK:
-                a = g.mrah
-                out.append(("ack", qp, a.path, a.trigger_psn, a.cum_psn, a.sack, a.ce_count,
-                            int(bool(a.flags & MrahFlag.ECE)), g.udp.sport))
-            elif g.bth.opcode == Op.MR_NAK:
-                n = g.mrnh
-                out.append(("nak", qp, n.path, n.reason, n.psn, g.udp.sport))
-            else:
-                raise AssertionError(f"unexpected frame from the endpoint: {g.bth.opcode:#x}")
+            r = _norm_frame(g)
+            assert r[1] == f.bth.dest_qp, "an ACK to another connection (a hint update?)"
+            out.append(r)
     return out, {k.rkey: bytes(ep._mrs[k.rkey][0]) for k in s.keys}
 
 
@@ -584,3 +625,469 @@ def memory_image(s: Setup, places, data):
         else:
             raise AssertionError(f"placement {p} outside every region")
     return {k: bytes(b) for k, b in bufs.items()}
+
+
+# ------------------------------------------------------------------ the reference endpoint's traffic
+
+@dataclass
+class Traffic:
+    """One transfer between two reference endpoints over the model fabric, as the receiving
+    host saw it (MR-RX-071): ``cases`` are the frames that reached it, in arrival order, each
+    through the parser's golden model; ``acks`` the receiving endpoint's ACK and NAK frames in
+    the order it made them (tuples as :func:`requests`); ``memory`` its registered regions after
+    the run; ``sources`` what each write carried ``(rkey, va, bytes)``; ``stats`` what the
+    fabric and the endpoints did (lost, delayed, duplicated, marked, resent, completed)."""
+    cases: list
+    acks: list
+    memory: dict
+    sources: list
+    stats: dict
+    times: list = field(default_factory=list)      # arrival time of each case's frame (s)
+
+    def write_pcap(self, path):
+        """The frames the receiving host got, with their arrival times (a pcap, MR-WIRE-120)."""
+        from .pcap import write
+        write(path, list(zip(self.times, (c.frame for c in self.cases))))
+
+
+#: MR-RX-071: the delayed-ACK timer of the receiving endpoint in the traffic runs (seconds):
+#: longer than any run, so it never fires (the slice has no timer, hw-rx.md section 9).
+NO_ACK_DELAY = 1.0
+
+
+def forged_writes(s: Setup, n):
+    """``n`` forged MR_WRITEs from the sender's address, one of each bad-input class in turn
+    (no connection, P_Key, path, stream, chunk, DMA length, unknown R_Key, no write right,
+    bounds, a PSN beyond the window), for :func:`endpoint_traffic`'s ``hostile``. Their PSNs
+    lie 2^22 ahead of the connection's first: a NAK naming one is a PSN the sender has not
+    sent, which it drops (MR-SEC-151), so the transfer goes on."""
+    rng = s.rng
+    c = s.conns[0]
+    far = P.psn_add(c.psn[0], 1 << 22)
+    mtu = s.mtu
+    k_noacc = s.keys[3]
+    make = [
+        lambda: s.write(c, qp=s.free_qp, psn=far, plen=8, expect=RxCode.NO_CONNECTION),
+        lambda: s.write(c, pkey=c.pkey ^ 0x0101, psn=far, plen=8, expect=RxCode.BAD_PKEY),
+        lambda: s.write(c, mrdh_path=s.lay.paths + 1, psn=far, plen=8, expect=RxCode.BAD_PATH),
+        lambda: s.write(c, stream=c.n_streams, psn=far, plen=8, expect=RxCode.STREAM),
+        lambda: s.write(c, offset=mtu // 2, plen=8, msg_len=mtu, psn=far, expect=RxCode.CHUNK),
+        lambda: s.write(c, plen=8, dma_len=9, psn=far, expect=RxCode.LENGTH),
+        lambda: s.write(c, key=Key(s.keys[0].rkey ^ (1 << 31), 0, 0, 0), va=0, psn=far, plen=8,
+                        expect=RxCode.ACCESS),
+        lambda: s.write(c, key=k_noacc, va=0, psn=far, plen=8, expect=RxCode.ACCESS),
+        lambda: s.write(c, va=s.keys[0].length - 4, plen=8, psn=far, expect=RxCode.BOUNDS),
+        lambda: s.write(c, path=0, psn=far, plen=8, expect=RxCode.PSN_WINDOW),
+    ]
+    return [replace(make[i % len(make)](), name=f"forged{i}") for i in range(n)]
+
+
+def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
+                     seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
+                     rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0):
+    """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
+    ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
+    their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
+    ``LOCAL_ADDR``) through one switch of the model fabric (:class:`metaroce.sim.topology.Fabric`).
+    The switch's link to the receiver carries the data direction's faults (``loss``, ``reorder``
+    with up to one ``rtt`` of extra delay, ``dup``; :class:`metaroce.sim.faults.Faults`) and runs
+    at ``bottleneck`` x the rate, with ECN marking above ``ecn_packets`` MTU packets queued, so
+    that CE marks occur; ACKs travel back without faults. ``hostile`` forged writes
+    (:func:`forged_writes`, every bad-input class the endpoint and the slice both check) reach
+    the receiver at random times during the transfer, from the sender's address. A Host
+    ``rx_hook`` captures the frames that reach the receiver, in arrival order; a ``tx_hook`` its
+    ACKs and NAKs.
+
+    The receiver is :func:`endpoint_setup`'s (same connections, keys, initial PSNs as the
+    returned :class:`Setup`), with two things the slice does not have switched off so that its
+    ACK stream is the slice's: the delayed-ACK timer (``ack_delay`` = :data:`NO_ACK_DELAY`) and
+    the rate-hint pushes (MR-CC-009). Returns ``(setup, traffic)``; raises when the transfer did
+    not complete (every write once, with success) or the receiver's memory is not the data."""
+    from metaroce.sim.faults import Faults
+    from metaroce.sim.topology import Fabric, host_addr
+    from .codec import encode
+    from .endpoint import Endpoint
+    if not (0 <= loss < 1 and 0 <= reorder <= 1 and 0 <= dup <= 1):
+        raise ValueError("loss in [0, 1), reorder and dup in [0, 1]")
+    assert (host_addr(0), host_addr(1)) == (PEER_ADDR, LOCAL_ADDR)
+    mtu = 1 << mtu_log2
+    fab = Fabric(2, rate_bps=rate_bps, rtt=rtt, seed=seed, ecn_threshold=ecn_packets * mtu)
+    into_rx = "p0.leaf0>h1"
+    fab.links[into_rx].rate = rate_bps * bottleneck
+    fab.set_faults(Faults(loss=loss, reorder=reorder, reorder_delay=rtt, duplicate=dup,
+                          direction="data", seed=seed), links=[into_rx])
+    ep_kw = {"line_rate_bps": rate_bps, "base_rtt": rtt}
+    rx, s = endpoint_setup(conns, paths, keys, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
+                           n_conns=n_conns, ack_delay=NO_ACK_DELAY, **ep_kw)
+    tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2), **ep_kw)
+    sender, receiver = fab.hosts
+    sender.ep, receiver.ep = tx, rx
+    rng = random.Random(seed + 3)
+    src = bytes(rng.getrandbits(8) for _ in range(nbytes))
+    lkey = tx.reg_mr(bytearray(src))
+    tconn = {c.qp: tx.connect(c.qp | 0x800000, LOCAL_ADDR, c.qp, paths=c.n_paths,
+                              streams=c.n_streams, pkey=c.pkey, init_psn=c.psn[0])
+             for c in s.conns}
+    # the writes: consecutive pieces of the source, each to its own range of a region
+    cuts = sorted(rng.sample(range(1, nbytes), min(n_writes, nbytes) - 1)) if n_writes > 1 else []
+    bounds = [0, *cuts, nbytes]
+    fill = {k.rkey: 0 for k in s.keys[:3]}
+    sources, posted = [], []
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        c = s.conns[i % len(s.conns)]
+        fits = [k for k in s.keys[:3] if fill[k.rkey] + 64 + (b - a) <= k.length]
+        if not fits:
+            raise ValueError("nbytes too large for the regions")
+        k = s.keys[i % 3] if s.keys[i % 3] in fits else fits[0]
+        va = fill[k.rkey] + rng.randrange(0, 64)
+        fill[k.rkey] = va + (b - a)
+        stream = rng.randrange(c.n_streams)
+        posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i))
+        sources.append((k.rkey, va, src[a:b]))
+    for qp, stream, a, n, va, rkey, wr in posted:
+        tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr)
+    frames, acks = [], []
+    times = []
+
+    def arrived(f, now):
+        frames.append(encode(f))
+        times.append(now)
+    receiver.rx_hook = arrived
+    receiver.tx_hook = lambda f, now: acks.append(_norm_frame(f))
+    done = []
+
+    def on_completion(host, t, c):
+        done.append((host.name, c.wr_id, int(c.status)))
+        if sum(1 for h, _, _ in done if h == sender.name) == len(posted):
+            fab.sim.stop()
+    for h in fab.hosts:
+        h.on_completion = on_completion
+    from .codec import decode
+    for case in forged_writes(s, hostile):
+        fab.sim.at(rng.random() * 5 * rtt, lambda f: receiver.receive(f, 0), decode(case.frame))
+    sender.kick()
+    fab.sim.run(until=until)
+    fab.sim.run(until=fab.sim.now + 8 * rtt)        # the last ACKs and any late copies
+    want = sorted((sender.name, p[6], 0) for p in posted)
+    if sorted(done) != want:
+        raise AssertionError(f"transfer incomplete or failed: completions {sorted(done)}")
+    assert not rx._ctrl, "ACKs left unsent"
+    memory = {k.rkey: bytes(rx._mrs[k.rkey][0]) for k in s.keys}
+    for rkey, va, data in sources:
+        assert memory[rkey][va:va + len(data)] == data, "the receiver's memory is not the data"
+    cases = [frame_case(f"rx{i}", b) for i, b in enumerate(frames)]
+    assert None not in cases, "a frame the parser bypasses reached the receiving endpoint"
+    link = fab.links[into_rx].stats
+    stats = {"frames": len(frames), "acks": sum(1 for a in acks if a[0] == "ack"),
+             "naks": sum(1 for a in acks if a[0] == "nak"), "lost": link["lost"],
+             "delayed": link["delayed"], "duplicated": link["duplicated"],
+             "ce_marked": fab.ports[into_rx].stats["marked"],
+             "retransmitted": tx.stats["retransmitted"], "duplicates": rx.stats["duplicates"],
+             "abandoned_psns": rx.stats["abandoned_psns"], "forged": hostile,
+             "sim_time": fab.sim.now}
+    return s, Traffic(cases, acks, memory, sources, stats, times)
+
+
+# ------------------------------------------------------------------ configuration of a replay
+
+#: MR-RX-072: a key row the capture names, without a configuration file: the whole 32-bit
+#: range with every right, at base 0 (a placement's address is then the RETH VA + offset).
+INFERRED_KEY = {"base": 0, "length": (1 << 32) - 1, "access": P.ACCESS_ALL}
+
+
+class ConfigError(ValueError):
+    """A replay configuration that the RX engine cannot take (one line, for the CLI)."""
+
+
+def _writes_of(cases):
+    """The decoded MR_WRITE/MR_WRITE_IMM frames among ``cases`` that the parser kept."""
+    from .codec import DecodeError, decode
+    out = []
+    for c in cases:
+        if c.drop:
+            continue
+        try:
+            f = decode(c.frame)
+        except DecodeError:
+            continue
+        if f.bth.opcode in (Op.MR_WRITE, Op.MR_WRITE_IMM) and f.mrdh is not None and f.reth is not None:
+            out.append(f)
+    return out
+
+
+def capture_config(cases, lay, given=None):
+    """MR-RX-072: the configuration a replay runs with, as an explicit dict (the JSON of
+    ``metaroce replay rx --config``): ``ack_every``, ``mtu``, ``connections`` (``qp``, ``pkey``,
+    ``paths``, ``streams``, ``psn``: one initial PSN per path) and ``keys`` (``rkey``, ``base``,
+    ``length``, ``access``). What ``given`` (a parsed configuration file) names is taken as it
+    is; the rest is learned from the capture's writes (the MR_WRITE/MR_WRITE_IMM frames the
+    parser keeps), in frame order:
+
+    * every destination QP below the instance's connection count is a connection (the slice
+      has no peer table: two source addresses writing to one QP share it); P_Key of its first
+      write; paths and streams one more than the largest MRDH path and stream seen (at most the
+      instance's paths and the stream field's range); the initial PSN of each path the lowest
+      of that path's PSNs (the half-space order around its first one), of a path never seen
+      the connection's first PSN;
+    * every R_Key is a key row (the first R_Key of a row wins; the others then read as
+      unknown keys), :data:`INFERRED_KEY`;
+    * ``mtu``: the largest write payload rounded up to a power of two (at least 64);
+      ``ack_every``: the reset value, 4.
+    """
+    from . import records
+    given = dict(given or {})
+    unknown = set(given) - {"ack_every", "mtu", "connections", "keys"}
+    if unknown:
+        raise ConfigError(f"configuration: unknown entries {sorted(unknown)}")
+    writes = _writes_of(cases)
+    flows = {}
+    for f in writes:
+        qp = f.bth.dest_qp
+        if qp >= lay.conns:
+            continue
+        fl = flows.setdefault(qp, {"pkey": f.bth.pkey, "path": 0, "stream": 0, "psn": {}})
+        fl["path"] = max(fl["path"], f.mrdh.path)
+        fl["stream"] = max(fl["stream"], f.mrdh.stream)
+        psns = fl["psn"]
+        first = psns.setdefault(f.mrdh.path, f.bth.psn)
+        if P.psn_dist(first, f.bth.psn) < 0:
+            psns[f.mrdh.path] = f.bth.psn
+
+    def inferred_conn(qp):
+        fl = flows.get(qp)
+        if fl is None:
+            return {"qp": qp, "pkey": 0xFFFF, "paths": lay.paths, "streams": 1, "psn": [0] * lay.paths}
+        n_paths = min(fl["path"] + 1, lay.paths)
+        start = next(iter(fl["psn"].values()))
+        return {"qp": qp, "pkey": fl["pkey"], "paths": n_paths,
+                "streams": min(fl["stream"] + 1, records.STREAMS),
+                "psn": [fl["psn"].get(p, start) for p in range(lay.paths)]}
+
+    out = {"ack_every": given.get("ack_every", ACK_EVERY_RESET)}
+    biggest = max((len(f.payload) for f in writes), default=0)
+    out["mtu"] = given.get("mtu", max(64, 1 << max(0, biggest - 1).bit_length()))
+    if "connections" in given:
+        conns = []
+        for i, c in enumerate(given["connections"]):
+            if not isinstance(c, dict) or not isinstance(c.get("qp"), int):
+                raise ConfigError(f"configuration: connection #{i} needs an integer qp")
+            conns.append({**inferred_conn(c["qp"]), **c})
+    else:
+        conns = [inferred_conn(qp) for qp in flows]
+    for c in conns:
+        if isinstance(c.get("psn"), int):
+            c["psn"] = [c["psn"]] * lay.paths
+    out["connections"] = conns
+    if "keys" in given:
+        out["keys"] = [{**INFERRED_KEY, **k} if isinstance(k, dict) else k for k in given["keys"]]
+    else:
+        rows = {}
+        for f in writes:
+            rows.setdefault(f.reth.rkey & (lay.keys - 1), {"rkey": f.reth.rkey, **INFERRED_KEY})
+        out["keys"] = list(rows.values())
+    config_writes(out, lay)         # validates
+    return out
+
+
+
+def config_writes(cfg, lay):
+    """MR-RX-060, MR-RX-072: the ``s_cfg`` writes of an explicit replay configuration
+    (:func:`capture_config`); :class:`ConfigError` for a value the instance cannot hold."""
+    from . import records
+
+    def need(ok, msg):
+        if not ok:
+            raise ConfigError(f"configuration: {msg}")
+
+    def integer(v, lo, hi, what):
+        need(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
+             f"{what} must be an integer in {lo}..{hi}, not {v!r}")
+        return v
+
+    ack_every = integer(cfg["ack_every"], 1, 15, "ack_every")
+    mtu = integer(cfg["mtu"], 1, 1 << 15, "mtu")
+    need(mtu & (mtu - 1) == 0, f"mtu must be a power of two (the engine holds its log2), not {mtu}")
+    writes = [CfgWrite(TABLE_GLOBAL, 0, pack(GLOBAL, {"ack_every": ack_every,
+                                                      "mtu_log2": mtu.bit_length() - 1}), "global")]
+    seen = set()
+    for c in cfg["connections"]:
+        need(isinstance(c, dict), "a connection must be an object")
+        qp = integer(c.get("qp"), 0, lay.conns - 1, "a connection's qp")
+        need(qp not in seen, f"connection {qp} given twice")
+        seen.add(qp)
+        paths = integer(c.get("paths"), 1, lay.paths, f"connection {qp}: paths")
+        streams = integer(c.get("streams"), 1, records.STREAMS, f"connection {qp}: streams")
+        pkey = integer(c.get("pkey"), 0, 0xFFFF, f"connection {qp}: pkey")
+        psns = c.get("psn")
+        need(isinstance(psns, list) and len(psns) == lay.paths,
+             f"connection {qp}: psn must be one integer or a list of {lay.paths}")
+        writes.append(CfgWrite(TABLE_CONN, qp, pack(lay.conn, {
+            "valid": 1, "pkey": pkey, "n_paths_m1": paths - 1, "n_streams_m1": streams - 1}), f"conn{qp}"))
+        for p, psn in enumerate(psns):
+            integer(psn, 0, P.PSN_MASK, f"connection {qp}: psn")
+            row = (qp << lay.path_bits) | p
+            writes.append(CfgWrite(TABLE_PATH, row, pack(lay.path, {"cum": psn, "high": psn}),
+                                   f"path{qp}.{p}"))
+    rows = set()
+    for k in cfg["keys"]:
+        need(isinstance(k, dict), "a key must be an object")
+        rkey = integer(k.get("rkey"), 0, (1 << 32) - 1, "a key's rkey")
+        row = rkey & (lay.keys - 1)
+        need(row not in rows, f"key {rkey:#x}: its row {row} is another key's")
+        rows.add(row)
+        writes.append(CfgWrite(TABLE_KEY, row, pack(lay.key, {
+            "valid": 1, "rkey": rkey, "base": integer(k.get("base"), 0, P.U64_MASK, f"key {rkey:#x}: base"),
+            "length": integer(k.get("length"), 0, (1 << 32) - 1, f"key {rkey:#x}: length"),
+            "access": integer(k.get("access"), 0, 15, f"key {rkey:#x}: access")}), f"key{rkey:#x}"))
+    return writes
+
+
+def setup_config(s: Setup):
+    """A :class:`Setup`'s connections, keys, MTU and ``ack_every`` as an explicit replay
+    configuration (MR-RX-072), e.g. to replay a capture of :func:`endpoint_traffic`."""
+    return {"ack_every": s.ack_every, "mtu": s.mtu,
+            "connections": [{"qp": c.qp, "pkey": c.pkey, "paths": c.n_paths, "streams": c.n_streams,
+                             "psn": [unpack(s.lay.path, w.value)["cum"] for w in s.writes
+                                     if w.table == TABLE_PATH and w.addr >> s.lay.path_bits == c.qp]}
+                            for c in s.conns],
+            "keys": [{"rkey": k.rkey, "base": k.base, "length": k.length, "access": k.access}
+                     for k in s.keys]}
+
+
+def replay_items(frames, lay, given=None):
+    """MR-RX-072: a capture's frames as a replay drives them: ``(config, items, cases)``, the
+    explicit configuration (:func:`capture_config`), its writes followed by the records of
+    the frames the parser does not bypass, and per frame its :class:`Case` or None."""
+    cases = [frame_case(f"frame-{i}", b) for i, b in enumerate(frames, 1)]
+    kept = [c for c in cases if c is not None]
+    cfg = capture_config(kept, lay, given)
+    return cfg, config_writes(cfg, lay) + kept, cases
+
+
+# ------------------------------------------------------------------ functional coverage
+
+#: MR-RX-073: opcode classes of the functional bins (``none``: a parser drop without fields).
+OPCODE_CLASSES = ("write", "write_imm", "mr_other", "rc", "none")
+
+
+def opcode_class(case: Case):
+    """The opcode class of a record (MR-RX-073): MR_WRITE, MR_WRITE_IMM, another MetaRoCE
+    opcode, a RoCEv2 opcode, or ``none`` for a parser drop whose record carries no fields."""
+    from .parser import unpack_meta
+    from .wire import Reason
+    m = unpack_meta(case.meta)
+    if m["drop"] and m["reason"] != int(Reason.ICRC):
+        return "none"
+    op = m["bth"]["opcode"]
+    if op == Op.MR_WRITE:
+        return "write"
+    if op == Op.MR_WRITE_IMM:
+        return "write_imm"
+    return "mr_other" if op >= 0xC0 else "rc"
+
+
+def toggle_cases(s: Setup):
+    """MR-RX-073: stimulus that moves every bit the engine reads through both values: every
+    ``ack_every`` and MTU the global row holds; bad packets whose fields (QP, P_Key, path,
+    stream, offset, message and DMA lengths, VA, R_Key, PSN, source port) take random values
+    of their whole width; a window filled bit by bit, cleared by its missing first PSN and
+    then slid by a whole window (256 PSNs abandoned); path rows written with random contents
+    (window, CE count, pending count, timer) and then used; payloads up to 8 KiB (an MTU of
+    8,192 for a while). Outcomes are the model's."""
+    rng = s.rng
+    lay = s.lay
+    out = []
+    glob = lambda every, log2: CfgWrite(TABLE_GLOBAL, 0, pack(GLOBAL, {"ack_every": every, "mtu_log2": log2}),
+                                        f"global{every}/{log2}")
+    c = s.conns[0]
+    mtu = s.mtu
+    k0 = s.keys[0]
+    for v in range(16):         # and a misaligned chunk at each MTU: the offset's low bits
+        out.append(glob(v, v))
+        out.append(s.write(c, offset=rng.getrandbits(32), plen=8, msg_len=rng.getrandbits(32),
+                           psn=rng.getrandbits(24), name=f"chunk-mtu{v}"))
+    out.append(glob(s.ack_every, s.mtu.bit_length() - 1))
+    for _ in range(6):
+        msg_len = rng.getrandbits(32) | mtu
+        off = rng.randrange(msg_len // mtu) * mtu
+        out += [
+            s.write(c, qp=rng.getrandbits(24) | lay.conns, psn=rng.getrandbits(24), name="qp-any"),
+            s.write(c, pkey=rng.getrandbits(16), psn=rng.getrandbits(24), sport=rng.getrandbits(16),
+                    name="pkey-any"),
+            s.write(c, mrdh_path=rng.getrandbits(8) | lay.paths, psn=rng.getrandbits(24), name="path-any"),
+            s.write(c, stream=rng.getrandbits(16) | 8, psn=rng.getrandbits(24), name="stream-any"),
+            s.write(c, offset=rng.getrandbits(32) | 1, plen=8, msg_len=rng.getrandbits(32),
+                    psn=rng.getrandbits(24), name="chunk-any"),
+            s.write(c, offset=(1 << 32) - mtu, plen=mtu, msg_len=(1 << 32) - 1, psn=rng.getrandbits(24),
+                    name="chunk-top"),
+            s.write(c, offset=off, plen=min(mtu, msg_len - off), msg_len=msg_len, va=rng.getrandbits(64),
+                    psn=rng.getrandbits(24), name="bounds-any"),
+            s.write(c, plen=8, dma_len=rng.getrandbits(32), psn=rng.getrandbits(24), name="length-any"),
+            s.write(c, key=Key(rng.getrandbits(32), 0, 0, 0), va=0, psn=rng.getrandbits(24), name="rkey-any"),
+            s.write(c, path=0, psn=rng.getrandbits(24), plen=4, name="psn-any"),
+            s.write(c, path=0, ecn=rng.choice([0, 1]), plen=4, name="not-ect"),
+        ]
+    # a window filled bit by bit then cleared by its missing first PSN; another filled and
+    # then slid by a whole window over the received PSNs (the abandoned-hole popcount)
+    c2 = next((x for x in s.conns if x.n_paths > 1), s.conns[0])
+    # (and windows filled at random, then slid: popcounts of every size in every group)
+    fills = [(0, 255, 0, 1.0), (1 % c2.n_paths, 256, 512, 1.0), (0, 0, 512, 1.0)]
+    fills += [(k % c2.n_paths, 256, 257 + rng.randrange(256), rng.choice([0.3, 0.5, 0.8, 0.95]))
+              for k in range(6)]
+    for p, last, then, density in fills:
+        base = rng.getrandbits(24)
+        out.append(s.path_write(c2.qp, p, base))
+        out += [s.write(c2, path=p, psn=P.psn_add(base, d), plen=0, name=f"fill{p}+{d}")
+                for d in range(1, last + 1) if density == 1.0 or rng.random() < density]
+        out.append(s.write(c2, path=p, psn=P.psn_add(base, then), plen=0, name=f"fill{p}-end"))
+        out.append(s.path_write(c2.qp, p, c2.psn[p]))
+    # path rows with random contents, then packets on them (ACKs every 15 packets meanwhile,
+    # so that an in-order packet of a row with a high pending count is not acknowledged)
+    out.append(glob(15, s.mtu.bit_length() - 1))
+    for p in range(lay.paths):
+        cum = rng.getrandbits(24)
+        quiet = p % 2 == 0          # the next packet is in order and asks no ACK: CE count kept
+        row = {"cum": cum, "sack": rng.getrandbits(256), "high": cum if quiet else rng.getrandbits(24),
+               "ce": rng.getrandbits(16), "pending": rng.randrange(14) if quiet else rng.getrandbits(4),
+               "prev_ce": 1 if quiet else rng.getrandbits(1),
+               "ack_timer": rng.getrandbits(32), "last_psn": rng.getrandbits(24),
+               "last_sport": rng.getrandbits(16)}
+        out.append(CfgWrite(TABLE_PATH, (c.qp << lay.path_bits) | p, pack(lay.path, row), f"path-any{p}"))
+        for d in (0, 1, 2, 5, 255, 300):
+            out.append(s.write(c, path=p, psn=P.psn_add(row["cum"], d), plen=4, ecn=rng.choice([2, 3]),
+                               sport=rng.getrandbits(16), name=f"row-any{p}+{d}"))
+        out.append(s.path_write(c.qp, p, c.psn[p]))
+    out.append(glob(s.ack_every, s.mtu.bit_length() - 1))
+    # the in-order run after cum of every length class: a row whose SACK holds t received
+    # PSNs after a hole at cum, then cum arrives (cum advances by t + 1)
+    for i in range(48):
+        p = i % lay.paths
+        t = rng.choice([rng.randrange(256), rng.randrange(16), 255 - rng.randrange(16)])
+        cum = rng.getrandbits(24)
+        sack = ((1 << t) - 1) | ((rng.getrandbits(256) << (t + 1)) & ((1 << 256) - 1))
+        out.append(CfgWrite(TABLE_PATH, (c.qp << lay.path_bits) | p,
+                            pack(lay.path, {"cum": cum, "sack": sack, "high": P.psn_add(cum, t + 1)}),
+                            f"run{t}"))
+        out.append(s.write(c, path=p, psn=cum, plen=0, name=f"run{t}"))
+    for p in range(lay.paths):
+        out.append(s.path_write(c.qp, p, c.psn[p]))
+    # payloads up to 8 KiB
+    out.append(glob(s.ack_every, 13))
+    for plen in (8192, 4096 + 3, 2048 + 1024 + 7, 1536):
+        out.append(s.write(c, path=1 % c.n_paths, plen=plen, key=k0, name=f"big{plen}"))
+    out.append(glob(s.ack_every, s.mtu.bit_length() - 1))
+    return out
+
+
+def coverage_suite(s: Setup, n_random=150):
+    """MR-RX-073: the cases of one coverage batch: the window and bad-input cases with both
+    write opcodes, a same-path burst, other opcodes kept and dropped by the parser, the
+    toggle stimulus (:func:`toggle_cases`) and the random mix (with rows rewritten
+    mid-traffic)."""
+    others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
+                      name=f"{op.name}{'-bad' if corrupt else ''}")
+              for op in (Op.MR_SEND, Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
+                         Op.RC_SEND_ONLY, Op.RC_ACK) for corrupt in (False, True)]
+    return (window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
+            + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others
+            + toggle_cases(s) + random_traffic(s, n_random))

@@ -186,7 +186,7 @@ def _module_text(verilog: str, top: str):
     return verilog[start:verilog.find("endmodule", start)]
 
 
-def counter_temporaries(verilog: str, top: str) -> dict[str, set[tuple[int, int]]]:
+def counter_temporaries(verilog: str, top: str, prefix: str = "cnt") -> dict[str, set[tuple[int, int]]]:
     """Temporaries of module ``top`` (Verilator names, ``__024N``) whose value is always a
     counter's (``cntN``) value, that value plus one, or a constant: the counters' next-state,
     increment and read-out multiplexers, and the per-piece increments ``cntN[hi:lo] + 1`` of
@@ -201,8 +201,8 @@ def counter_temporaries(verilog: str, top: str) -> dict[str, set[tuple[int, int]
         terms = _value_terms(rhs)
         low = _slice_low(lhs_slice)
         sources[_vl_name(lhs)].append(None if terms is None else [(n, lo - low) for n, lo in terms])
-    derived = {n: {(int(m.group(1)), 0)} for n in sources | {f"cnt{i}": 0 for i in range(64)}
-               if (m := re.match(r"^cnt(\d+)$", n))}
+    derived = {n: {(int(m.group(1)), 0)} for n in sources | {f"{prefix}{i}": 0 for i in range(64)}
+               if (m := re.match(rf"^{prefix}(\d+)$", n))}
     derived[""] = {(-1, 0)}             # constant 0
     changed = True
     while changed:
@@ -270,7 +270,7 @@ def counter_flags(verilog: str, top: str) -> dict[str, tuple[int, int]]:
     return {n: v for n, v in flags.items() if _TEMP.match(n)}
 
 
-def counter_temporaries_of(points: list[Point], top: str):
+def counter_temporaries_of(points: list[Point], top: str, prefix: str = "cnt"):
     """:func:`counter_temporaries` and :func:`counter_flags` of the top module, read from the
     Verilog the toggle points name, keyed ``(hierarchy, name)`` for :func:`summarise`
     (temporaries are numbered per module, so only the top module's are meant):
@@ -282,7 +282,7 @@ def counter_temporaries_of(points: list[Point], top: str):
                 text = f.read()
         except OSError:
             continue
-        temps.update({(top, n): v for n, v in counter_temporaries(text, top).items()})
+        temps.update({(top, n): v for n, v in counter_temporaries(text, top, prefix).items()})
         flags.update({(top, n): v for n, v in counter_flags(text, top).items()})
     return temps, flags
 
@@ -362,7 +362,7 @@ def _temp_reachable(sources, bit, counts) -> bool:
 
 def summarise(points: list[Point], counts: list[int] | None = None, exclusions=TOGGLE_EXCLUSIONS,
               max_list: int = 40, counter_temps=None, counter_flag_temps=None,
-              constant_bits=None) -> dict:
+              constant_bits=None, counter_re=None) -> dict:
     """Line and toggle coverage: covered / total / percent, the uncovered points (first
     ``max_list``), and for toggles the excluded points per reason.
 
@@ -380,14 +380,16 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
     design's named signals and Amaranth/Yosys temporaries (``$N``: unnamed expressions,
     which the name-based exclusions cannot reach); ``toggle_all_points`` excludes nothing.
     """
+    counter_re = _COUNTER if counter_re is None else counter_re
     lines = [p for p in points if p.page in ("v_line", "v_branch")]
     toggles = [p for p in points if p.page == "v_toggle"]
     excluded: dict[str, int] = defaultdict(int)
     kept, temps = [], []
     for p in toggles:
         name, bit, direction = _split(p.text)
-        why = next((w for r, w, f in exclusions if re.search(r, name) and f(bit)), None)
-        m = _COUNTER.match(name)
+        why = next((w for rule in exclusions for r, w, f in (rule,) if re.search(r, name)
+                    and (f(name, bit) if isinstance(rule, _NamedRule) else f(bit))), None)
+        m = counter_re.match(name)
         ones = ONES_FLAG.match(name)
         flag = (counter_flag_temps or {}).get((p.hier, name))
         if ones and counts:
@@ -635,3 +637,287 @@ def constant_bits_of(points: list[Point]) -> dict[tuple[str, str], set[int]]:
             for name, bits in constant_temporary_bits(text, hier).items():
                 out[hier, name] = set(bits)
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# functional coverage of the RX engine (MR-RX-073)
+
+def rx_bins():
+    """The RX engine's reachable ``outcome/opcode class`` pairs: a write (MR_WRITE or
+    MR_WRITE_IMM) can have every outcome but not_handled; any other opcode is not_handled, or
+    parser_drop when the parser dropped it (a drop record carries fields only for ICRC drops:
+    the others' class is ``none``)."""
+    from metaroce.models.rx import RxCode
+    codes = [c.name.lower() for c in RxCode]
+    out = [f"{c}/{k}" for k in ("write", "write_imm") for c in codes if c != "not_handled"]
+    out += [f"{c}/{k}" for k in ("mr_other", "rc") for c in ("not_handled", "parser_drop")]
+    return out
+
+
+def functional_rx(width: int, shapes: dict[str, list[dict]]) -> dict:
+    """Bins of the RX engine's functional coverage (MR-RX-073) from per-record points
+    ``{"code", "class"}`` per traffic shape: ``outcome x opcode class x shape`` over the
+    reachable pairs of :func:`rx_bins`, at this run's width (a run is one width; the report
+    names it)."""
+    pairs = rx_bins()
+    table = {f"{p}/{shape}": 0 for shape in shapes for p in pairs}
+    other = {}
+    for shape, pts in shapes.items():
+        for p in pts:
+            key = f"{p['code']}/{p['class']}/{shape}"
+            if key in table:
+                table[key] += 1
+            else:
+                other[key] = other.get(key, 0) + 1
+    missing = [k for k, n in table.items() if n == 0]
+    total = len(table)
+    return {"width": width, "bins_total": total, "bins_hit": total - len(missing),
+            "percent": round(100.0 * (total - len(missing)) / total, 2) if total else None,
+            "missing": missing, "bins": {"outcome x class x shape": table},
+            "unexpected": other,
+            "every_outcome_every_shape": all(
+                any(table[f"{c}/{k}/{shape}"] for k in ("write", "write_imm", "mr_other", "rc")
+                    if f"{c}/{k}/{shape}" in table)
+                for shape in shapes for c in {b.split('/')[0] for b in pairs})}
+
+
+#: The RX engine's counters (hdl/rx.py ``ctrN``) and its read-out register.
+RX_COUNTER = re.compile(r"^ctr(\d+)$|^(reg_data)$")
+
+
+_RX_META_WIRE = re.compile(r"^(s1|s_meta___05Fpayload)((?:__02e\w+?)*)$")
+_VL_SUM = re.compile(r"^\s*assign\s+(\\\$\d+)\s*=\s*ctr(\d+)\s*\+\s*(\\\$\w+|[A-Za-z_]\w*)\s*;", re.M)
+_VL_NEXT = re.compile(r"^\s*ctr(\d+)\s*<=\s*(\\\$\d+)\s*;", re.M)
+_VL_WIDTH = re.compile(r"^\s*(?:wire|reg)\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|[A-Za-z_]\w*)\s*(?:=[^;]*)?;", re.M)
+
+
+def _rx_meta_unread():
+    """``{member path: (start bit, unread bit set relative to start)}`` for every member (and
+    sub-record) of META_LAYOUT: the bits the RX engine does not read (MR-RX-020)."""
+    from metaroce.models.parser import META_FIELDS
+    from metaroce.models.rx import _META_USED        # the fields the engine reads (MR-RX-020)
+    read = {off + b for _, off, mask in _META_USED for b in range(mask.bit_length())}
+    spans: dict = {}
+    for path, off, w in META_FIELDS:
+        for k in range(1, len(path) + 1):
+            lo, hi = spans.get(path[:k], (off, off + w))
+            spans[path[:k]] = (min(lo, off), max(hi, off + w))
+    return {p: (lo, {b - lo for b in range(lo, hi) if b not in read}) for p, (lo, hi) in spans.items()}
+
+
+def _rx_counter_sums(points):
+    """The ``ctrN + x`` temporaries (the counters of MR-RX-050 whose increment is a signal)
+    and the counters' next-state temporaries (x = 0: the value the counter takes):
+    ``{name: (counter, largest x)}``."""
+    out = {}
+    for path in sorted({p.file for p in points if p.page == "v_toggle"}):
+        try:
+            text = open(path).read()
+        except OSError:
+            continue
+        widths = {n: (int(h) - int(lo) + 1 if h else 1) for h, lo, n in _VL_WIDTH.findall(text)}
+        for name, ctr, addend in _VL_SUM.findall(text):
+            out[_vl_name(name)] = (int(ctr), (1 << widths.get(addend, 64)) - 1)
+        for ctr, name in _VL_NEXT.findall(text):       # the next state is the counter's value
+            out.setdefault(_vl_name(name), (int(ctr), 0))
+    return out
+
+
+_VL_SHL = re.compile(r"^\s*assign\s+(\\\$\d+)\s*=\s*1'h1\s*<<\s*(\\\$\d+|[A-Za-z_]\w*)\s*;", re.M)
+
+
+def _rx_shifts(points):
+    """``1 << x`` temporaries: ``{name: number of values x takes}`` (2^width of x; the
+    outcome codes' count when x is chosen from ``s2_code``)."""
+    from metaroce.models.rx import RxCode
+    out = {}
+    for path in sorted({p.file for p in points if p.page == "v_toggle"}):
+        try:
+            text = open(path).read()
+        except OSError:
+            continue
+        widths = {n: (int(h) - int(lo) + 1 if h else 1) for h, lo, n in _VL_WIDTH.findall(text)}
+        for name, x in _VL_SHL.findall(text):
+            limit = 1 << widths.get(x, 32)
+            if re.search(rf"assign\s+{re.escape(x)}\s*=[^;]*\bs2_code\b", text):
+                limit = len(RxCode)
+            out[_vl_name(name)] = limit
+    return out
+
+
+_VL_DEC = re.compile(r"^\s*assign\s+(\\\$\d+)\s*=\s*(\\\$\d+)\s*\[(\d+):0\]\s*-\s*1'h1\s*;", re.M)
+_VL_ANDCAT = re.compile(r"^\s*assign\s+(\\\$\d+)\s*=\s*.*?&\s*\{([^{}]*)\}\s*;", re.M)
+
+
+def _rx_bounded(points):
+    """Temporaries below a power of two by the netlist's structure: a one-hot ``1 << x``
+    (:func:`_rx_shifts`), that minus one (``\\$B[n:0] - 1``: one bit less), and an AND with a
+    concatenation of such a value's bits (its bits beyond the bound are 0). ``{name: set of
+    constant-zero bits}`` for the last two kinds; the shifts are :func:`_rx_shifts`'."""
+    shifts = _rx_shifts(points)
+    out = {}
+    for path in sorted({p.file for p in points if p.page == "v_toggle"}):
+        try:
+            text = open(path).read()
+        except OSError:
+            continue
+        widths = {n: (int(h) - int(lo) + 1 if h else 1) for h, lo, n in _VL_WIDTH.findall(text)}
+        bound = {}          # Verilog name -> values are below 2^bound
+        for name, src, hi in _VL_DEC.findall(text):
+            b = shifts.get(_vl_name(src))
+            if b is not None and int(hi) + 1 >= b:
+                bound[name] = b - 1
+                out[_vl_name(name)] = set(range(b - 1, widths.get(name, 64)))
+        for name, parts in _VL_ANDCAT.findall(text):
+            zero, pos = set(), 0
+            for part in reversed([x.strip() for x in parts.split(",")]):
+                m = re.match(r"^(\\\$\d+)\s*(?:\[(\d+)\])?$", part)
+                if not m or m.group(1) not in bound:
+                    pos += 1 if m and m.group(2) else widths.get(m.group(1), 1) if m else 1
+                    continue
+                b = bound[m.group(1)]
+                if m.group(2) is not None:
+                    if int(m.group(2)) >= b:
+                        zero.add(pos)
+                    pos += 1
+                else:
+                    w = widths.get(m.group(1), 1)
+                    zero |= {pos + k for k in range(b, w)}
+                    pos += w
+            if zero:
+                out[_vl_name(name)] = zero
+    return out
+
+
+def _rx_derived(points, bases):
+    """Temporaries whose value is always one of ``bases`` (``{(signal, low bit): family}``:
+    a named signal, or its slice from that bit), a choice ``c ? a : b`` among them, or a
+    small constant (below 16): ``{temporary: family}``."""
+    out = {}
+    small = re.compile(r"\b\d+'h0*[0-9a-fA-F]\b")
+    for path in sorted({p.file for p in points if p.page == "v_toggle"}):
+        try:
+            text = open(path).read()
+        except OSError:
+            continue
+        sources = defaultdict(list)
+        for lhs, lhs_slice, rhs in _VL_ASSIGN.findall(text):
+            if "+" in rhs or lhs_slice:
+                sources[_vl_name(lhs)].append(None)
+                continue
+            terms = _value_terms(small.sub("1'h0", rhs))
+            sources[_vl_name(lhs)].append(terms)
+        derived = {}
+        changed = True
+        while changed:
+            changed = False
+            for name, assigns in sources.items():
+                if name in derived or not _TEMP.match(name) or any(a is None for a in assigns):
+                    continue
+                fams = set()
+                for t, lo in (x for a in assigns for x in a):
+                    if not t:
+                        continue
+                    fam = bases.get((t, lo))
+                    if fam is None and lo == 0:
+                        fam = derived.get(t)
+                    if fam is None:
+                        break
+                    fams.add(fam)
+                else:
+                    if len(fams) == 1:
+                        derived[name] = fams.pop()
+                        changed = True
+        out.update(derived)
+    return out
+
+
+def rx_exclusions(lay, width: int, points=(), counts=None):
+    """Toggle exclusions of the RX engine (MR-RX-073), each with its reason: bits nothing
+    reads, and bits the run's event counts cannot reach. ``points``: the run's coverage points
+    (the Verilog they name is read for the counter sums); ``counts``: the counters' final
+    values."""
+    from metaroce.models.rx import NAK_OF, RxCode
+    unread = _rx_meta_unread()
+
+    from metaroce.models.parser import META_FIELDS
+    opcode_bit5 = next(off for path, off, _ in META_FIELDS if path == ("bth", "opcode")) + 5
+
+    def member(name, bit):
+        """(start bit of the META member a wire shows, bit within it), or None."""
+        m = _RX_META_WIRE.match(name)
+        got = m and unread.get(tuple(x for x in m.group(2).split("__02e") if x))
+        return None if not got else (got, 0 if bit is None else bit)
+
+    def meta_bit(name, bit):
+        got = member(name, bit)
+        return got is not None and got[1] in got[0][1]
+
+    def opcode5(name, bit):
+        got = member(name, bit)
+        return got is not None and got[0][0] + got[1] == opcode_bit5
+    rules = [_NamedRule(r"^(s1|s_meta___05Fpayload)(__02e\w+)*$",
+                        "META_LAYOUT bits the RX engine does not read (MR-RX-020 reads drop, "
+                        "payload_len, IP ECN, UDP source port, BTH opcode/P_Key/DestQP/AckReq/PSN, "
+                        "MRDH path/stream/offset/msg_len, RETH VA/R_Key/DMA length): the s_meta "
+                        "port and its S1 register carry them, nothing reads them (synthesis "
+                        "removes those flip-flops)", meta_bit)]
+    rules += [
+        _NamedRule(r"^(s1|s_meta___05Fpayload)(__02e\w+)*$", "BTH opcode bit 5: no opcode of the "
+                   "wire format has it set", opcode5),
+        (r"^ones$", "bit 9 of the window update's trailing-ones count: the 513-bit vector "
+         "(cum, the 256 SACK bits, a slide's fill below them, the arriving PSN's bit) has at most "
+         "258 trailing ones, since nothing sets bits 257 up to the arriving PSN's",
+         lambda bit: bit == 9),
+        (r"^s4_pop0$", "bit 4 of the first group's popcount: the group holds bit 0 of the "
+         "abandoned-hole mask, a constant 0, so it counts at most 15", lambda bit: bit == 4),
+        (r"^s3_ab_mask$", "bit 0 of the abandoned-hole mask stands for cum itself, never received: "
+         "the RTL sets it to a constant 0", lambda bit: bit == 0),
+        (r"^(s2_plen|s[345]_placed|placew__02elength|m_place___05Fpayload__02elength|"
+         r"(s1|s_meta___05Fpayload)__02epayload_len)$",
+         "payload and placement lengths: bits 14-15 (the parser's largest frame, 9,216 bytes, "
+         "is below 2^14)", lambda bit: bit is not None and bit >= 14),
+        (r"^mtu$", "the MTU is 1 << mtu_log2 (4 bits): bit 16 of its 17 is constant 0",
+         lambda bit: bit == 16),
+        (r"^(nak_reason|ackw__02ereason|m_ack___05Fpayload__02ereason)$",
+         "NAK reasons (MR-RX-023): the codes the engine sends have no bit above bit "
+         f"{max(int(v) for v in NAK_OF.values()).bit_length() - 1} set",
+         lambda bit: bit is not None and bit >= max(int(v) for v in NAK_OF.values()).bit_length()),
+    ]
+    families = (
+        ({"s2_plen", "s3_placed", "s4_placed", "s5_placed"}, "temporaries carrying a payload length "
+         "(the record's, s2_plen, s3..s5_placed, or 0): bits 14-15 (frames are at most 9,216 bytes)",
+         lambda bit: bit is not None and bit >= 14),
+        ({"nak_reason"}, "temporaries carrying a NAK reason (nak_reason, or a constant reason): "
+         f"bits {max(int(v) for v in NAK_OF.values()).bit_length()} and up",
+         lambda bit: bit is not None and bit >= max(int(v) for v in NAK_OF.values()).bit_length()))
+    from metaroce.models.parser import META_FIELDS
+    plen_at = next(off for path, off, _ in META_FIELDS if path == ("payload_len",))
+    bases = {(n, 0): k for k, (names, _, _) in enumerate(families) for n in names}
+    bases[("s1", plen_at)] = 0          # the record's payload length, as S1 holds it
+    for name, fam in _rx_derived(points, bases).items():
+        rules.append((rf"^{re.escape(name)}$", families[fam][1], families[fam][2]))
+    for name, zero in _rx_bounded(points).items():
+        rules.append((rf"^{re.escape(name)}$", "the MTU minus one (below 2^15, the MTU being 1 << "
+                      "mtu_log2 with 4 bits) and the offset bits ANDed with it: bits 15 and up "
+                      "constant 0", lambda bit, zero=zero: bit in zero))
+    for name, limit in _rx_shifts(points).items():
+        rules.append((rf"^{re.escape(name)}$", "one-hot temporaries 1 << x: bits at and above the "
+                      "largest x + 1 are constant 0 (x a 4-bit MTU log2: 16; x an outcome code: "
+                      f"{len(RxCode)} codes)", lambda bit, limit=limit: bit is not None and bit >= limit))
+    for name, (ctr, most) in (_rx_counter_sums(points) if counts else {}).items():
+        rules.append(_NamedRule(
+            rf"^{re.escape(name)}$", "counter sums ctrN + x (the counters of MR-RX-050 whose "
+            "increment is a signal: ACKs, NAKs, CE marks, abandoned PSNs, bytes placed): bits at "
+            "and above the bit length of the final count plus the largest x cannot toggle",
+            lambda name, bit, limit=(counts[ctr] + most).bit_length(): bit is not None and bit >= limit))
+    return rules
+
+
+class _NamedRule(tuple):
+    """A toggle exclusion ``(regex, reason, predicate)`` whose predicate also takes the
+    signal's name: ``summarise`` calls ``predicate(bit)``; :func:`summarise` passes the name
+    through :meth:`bind` (rules of this kind are bound per point)."""
+
+    def __new__(cls, regex, why, pred):
+        return super().__new__(cls, (regex, why, pred))

@@ -17,6 +17,19 @@ cocotb tests here:
     same-path burst without idle or backpressure, which must be taken at one record per cycle.
     Results (cycles, packets per cycle, lockstep speed) to ``RX_OUT`` (JSON) if set.
 
+``rx_replay`` (only with ``METAROCE_REPLAY_PCAP``)
+    ``metaroce replay rx FILE.pcap`` (MR-RX-072).
+``rx_coverage`` (only with ``METAROCE_COVERAGE_OUT``)
+    ``metaroce coverage rx`` (MR-RX-073): the coverage suite and the endpoint's traffic per
+    traffic shape; per-record outcomes for the functional bins.
+``rx_endpoint_traffic`` (only with ``RX_TRAFFIC_OUT``)
+    MR-RX-071: the frames a reference endpoint received from another over the model fabric
+    (``RX_TRAFFIC_BYTES``, faults ``RX_TRAFFIC_LOSS``/``_REORDER``/``_DUP``, ``RX_TRAFFIC_HOSTILE``
+    forged writes, seed ``RX_SEED``),
+    through the parser's golden model, with random idle cycles and backpressure; the RTL's
+    placements and ACK/NAK requests against the receiving endpoint's memory and ACK frames.
+    Results to ``RX_TRAFFIC_OUT`` (JSON).
+
 Instance: ``RX_CONNS``, ``RX_PATHS``, ``RX_KEYS`` (default 256 x 4, 256 keys).
 """
 from __future__ import annotations
@@ -29,7 +42,7 @@ import cocotb
 
 from metaroce.models import rx_cases as rc
 from metaroce.models.parser import unpack_meta
-from metaroce.models.rx import RxCode, RxCycleModel, unpack
+from metaroce.models.rx import N_COUNTERS, RxCode, RxCycleModel, unpack
 
 from .lockstep import Lockstep, drive, model_port_lists
 
@@ -39,7 +52,151 @@ def _instance():
                                                         ("RX_KEYS", 256)))
 
 
-@cocotb.test()
+def _special_run():
+    return any(os.environ.get(k) for k in ("RX_BENCH_OUT", "RX_TRAFFIC_OUT", "METAROCE_REPLAY_PCAP",
+                                            "METAROCE_COVERAGE_OUT"))
+
+
+async def _harness(dut, conns, paths, keys, *, stop_on_mismatch=True):
+    width = (len(dut.s_payload__payload) - 1) * 8 // 9
+    model = RxCycleModel(width, conns, paths, keys)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs, stop_on_mismatch=stop_on_mismatch)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    return width, model, h
+
+
+@cocotb.test(skip=not os.environ.get("METAROCE_REPLAY_PCAP"))
+async def rx_replay(dut):
+    """``metaroce replay rx FILE.pcap`` (MR-RX-072): the capture's frames through the parser's
+    golden model into the RTL, configured by ``METAROCE_REPLAY_RX_CONFIG`` (the explicit JSON
+    configuration), in lockstep with the model, counting (not raising on) mismatches; the
+    collected outputs and counters checked against the model one packet at a time. Results to
+    ``METAROCE_REPLAY_OUT`` (JSON)."""
+    from metaroce.models import pcap
+    conns, paths, keys = _instance()
+    width, model, h = await _harness(dut, conns, paths, keys, stop_on_mismatch=False)
+    records = pcap.read(os.environ["METAROCE_REPLAY_PCAP"])
+    with open(os.environ["METAROCE_REPLAY_RX_CONFIG"]) as f:
+        cfg = json.load(f)
+    _, items, _ = rc.replay_items([r.data for r in records], model.lay, cfg)
+    drv = rc.Driver(width, items, model.lay.cfg, seed=int(os.environ.get("COCOTB_RANDOM_SEED", "1")),
+                    p_idle=float(os.environ.get("METAROCE_REPLAY_IDLE", "0")),
+                    p_bp=float(os.environ.get("METAROCE_REPLAY_BACKPRESSURE", "0")))
+    t0 = time.perf_counter()
+    n = await drive(h, drv, busy=model.busy)
+    wall = time.perf_counter() - t0
+    problems = []
+    try:
+        rc.check(items, drv.res, conns, paths, keys)
+    except AssertionError as e:
+        problems.append(str(e).splitlines()[0])
+    res = drv.res
+    with open(os.environ["METAROCE_REPLAY_OUT"], "w") as f:
+        json.dump({"mismatches": h.mismatch_cycles, "mismatch_reports": h.reports[:3],
+                   "problems": problems, "cycles": n, "wall_s": wall,
+                   "records": len(res["meta_taken"]), "requests": len(res["ack"]),
+                   "placements": len(res["place"]), "counters": res["counters"]}, f)
+
+
+@cocotb.test(skip=not os.environ.get("METAROCE_COVERAGE_OUT"))
+async def rx_coverage(dut):
+    """``metaroce coverage rx`` (MR-RX-073): per traffic shape (``METAROCE_COVERAGE_SHAPES``,
+    rx_cases.SHAPES), one batch of :func:`~metaroce.models.rx_cases.coverage_suite` and one of
+    the reference endpoint's traffic, each on its own setup (the previous one torn down
+    through ``s_cfg``), every output compared every cycle; per-record outcome and opcode class
+    into ``METAROCE_COVERAGE_OUT`` (JSON) for the functional bins; then, per output, a
+    same-path burst with that output stalled 97 % of the cycles, so that its queue fills. Line and toggle
+    coverage come from Verilator's ``coverage.dat`` (a ``--coverage`` build)."""
+    conns, paths, keys = _instance()
+    width, model, h = await _harness(dut, conns, paths, keys, stop_on_mismatch=False)
+    seed = int(os.environ.get("COCOTB_RANDOM_SEED", "1"))
+    n_random = int(os.environ.get("RX_RANDOM", "150"))
+    shapes = os.environ.get("METAROCE_COVERAGE_SHAPES", "none,idle,bp,both").split(",")
+    out = {"width": width, "shapes": {}, "problems": [], "counts": [0] * len(RxCode)}
+    before = [0] * N_COUNTERS
+    prev = []
+    wrap = 1 << 64
+    for k, shape in enumerate(shapes):
+        p_idle, p_bp = rc.SHAPES[shape]
+        s = rc.Setup(conns, paths, keys, seed=seed * 100 + k)
+        s2, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
+                                     seed=seed * 100 + k, hostile=10)
+        points = []
+        for setup, cases in ((s, rc.coverage_suite(s, n_random)), (s2, tr.cases)):
+            items = prev + setup.writes + cases
+            prev = setup.teardown()
+            drv = rc.Driver(width, items, s.lay.cfg, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
+            await drive(h, drv, busy=model.busy)
+            total = drv.res["counters"]
+            drv.res["counters"] = [(a - b) % wrap for a, b in zip(total, before)]
+            before = total
+            try:
+                exp = rc.check(items, drv.res, conns, paths, keys)
+            except AssertionError as e:
+                out["problems"].append(f"{shape}: {str(e).splitlines()[0]}")
+                exp = rc.expected(items, conns, paths, keys)
+            recs = [c for c in items if isinstance(c, rc.Case)]
+            points += [{"code": o.code.name.lower(), "class": rc.opcode_class(c)}
+                       for c, o in zip(recs, exp["outcomes"])]
+        out["shapes"][shape] = points
+    # one output stalled for long stretches, the others ready: each output queue fills (MR-RX-041)
+    outs = ("m_ack__ready", "m_place__ready", "m_data__ready")
+    for j, stalled in enumerate(outs):
+        s = rc.Setup(conns, paths, keys, seed=seed * 100 + 90 + j, ack_every=1)
+        items = prev + s.writes + rc.burst_same_path(s, 48, plen=9)
+        prev = s.teardown()
+        p_bp = dict.fromkeys(outs, 0.0)
+        p_bp[stalled] = 0.97
+        drv = rc.Driver(width, items, s.lay.cfg, seed=seed * 1000 + 90 + j, p_idle=0.0, p_bp=p_bp)
+        await drive(h, drv, busy=model.busy)
+        total = drv.res["counters"]
+        drv.res["counters"] = [(a - b) % wrap for a, b in zip(total, before)]
+        before = total
+        try:
+            rc.check(items, drv.res, conns, paths, keys)
+        except AssertionError as e:
+            out["problems"].append(f"stall {stalled}: {str(e).splitlines()[0]}")
+    out["counts"] = before
+    out["mismatches"] = h.mismatch_cycles
+    out["mismatch_reports"] = h.reports[:3]
+    out["cycles"] = h.cycle
+    with open(os.environ["METAROCE_COVERAGE_OUT"], "w") as f:
+        json.dump(out, f)
+
+
+@cocotb.test(skip=not os.environ.get("RX_TRAFFIC_OUT"))
+async def rx_endpoint_traffic(dut):
+    """MR-RX-071: the reference endpoint's real traffic, RTL in lockstep with the model, then
+    the RTL's memory image and ACK/NAK stream against the receiving endpoint's."""
+    conns, paths, keys = _instance()
+    seed = int(os.environ.get("RX_SEED", "1"))
+    width, model, h = await _harness(dut, conns, paths, keys)
+    s, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=int(os.environ.get("RX_TRAFFIC_BYTES", "32768")),
+                                loss=float(os.environ.get("RX_TRAFFIC_LOSS", "0.05")),
+                                reorder=float(os.environ.get("RX_TRAFFIC_REORDER", "0.2")),
+                                dup=float(os.environ.get("RX_TRAFFIC_DUP", "0.05")), seed=seed,
+                                hostile=int(os.environ.get("RX_TRAFFIC_HOSTILE", "0")))
+    drv = rc.make_driver(width, s, tr.cases, seed=seed, p_idle=0.2, p_bp=0.4)
+    t0 = time.perf_counter()
+    n = await drive(h, drv, busy=model.busy)
+    wall = time.perf_counter() - t0
+    exp = rc.check(s.writes + tr.cases, drv.res, conns, paths, keys)
+    acks_equal = rc.requests(s, drv.res["ack"]) == tr.acks
+    memory_equal = rc.memory_image(s, drv.res["place"], drv.res["data"]) == tr.memory
+    with open(os.environ["RX_TRAFFIC_OUT"], "w") as f:
+        json.dump({"width": width, "frames": len(tr.cases), "cycles": n,
+                   "lockstep_cycles_per_s": round(n / wall) if wall else None,
+                   "mismatches": h.mismatches, "acks_equal": acks_equal, "memory_equal": memory_equal,
+                   "endpoint_acks": len(tr.acks), "rtl_requests": len(drv.res["ack"]),
+                   "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
+                   "traffic": tr.stats}, f)
+    assert h.mismatches == 0 and acks_equal and memory_equal
+
+
+@cocotb.test(skip=_special_run())
 async def rx_lockstep(dut):
     conns, paths, keys = _instance()
     width = (len(dut.s_payload__payload) - 1) * 8 // 9

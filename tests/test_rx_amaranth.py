@@ -15,7 +15,7 @@ from amaranth.sim import Simulator
 
 from metaroce.hdl.rx import Rx
 from metaroce.models import rx_cases as rc
-from metaroce.models.rx import RxCode, RxCycleModel
+from metaroce.models.rx import CTR_NAKS, RxCode, RxCycleModel
 from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
 
 SMALL = (256, 4, 256)
@@ -139,3 +139,20 @@ def test_rtl_matches_reference_endpoint():
     ref, mem = rc.endpoint_reference(ep, s, cases)
     assert rc.requests(s, res["ack"]) == ref
     assert rc.memory_image(s, res["place"], res["data"]) == mem
+
+
+@pytest.mark.parametrize("width,seed", [(512, 4), (64, 5)])
+def test_rtl_on_endpoint_traffic(width, seed):
+    """MR-RX-071: the frames a reference endpoint received from another one over the model
+    fabric (loss, reordering, duplication on the data direction, CE marks), in arrival order,
+    through the parser's golden model into the RTL, cycle by cycle against the model with
+    idle cycles and backpressure on every output, with forged writes of every bad-input class
+    among the frames: the RTL's placements give the receiving endpoint's memory and its ACK/NAK
+    requests are that endpoint's ACK and NAK frames."""
+    s, tr = rc.endpoint_traffic(nbytes=8192 if width == 64 else 24576, loss=0.05, reorder=0.2,
+                                dup=0.05, seed=seed, hostile=10)
+    res = run_lockstep(width, s, tr.cases, seed=seed, p_idle=0.2, p_bp=0.4)
+    assert rc.requests(s, res["ack"]) == tr.acks
+    assert rc.memory_image(s, res["place"], res["data"]) == tr.memory
+    assert res["counters"][RxCode.DUPLICATE] == tr.stats["duplicates"] > 0
+    assert res["counters"][CTR_NAKS] == tr.stats["naks"] > 0

@@ -1,7 +1,10 @@
-"""``metaroce verilog rx_256x4`` and the argument checks of ``metaroce bench rx`` (MR-RX-001,
-MR-RX-002)."""
+"""``metaroce verilog rx_256x4``, the argument checks of ``metaroce bench rx`` (MR-RX-001,
+MR-RX-002), ``metaroce replay rx_256x4`` on captures of the reference endpoint's traffic
+(MR-RX-072) and ``metaroce coverage rx_256x4`` (MR-RX-073)."""
 import subprocess
 import sys
+
+import pytest
 
 from metaroce import blocks
 from metaroce.models.rx import RxCycleModel
@@ -38,3 +41,143 @@ def test_bench_rx_bad_arguments():
         r = _cli("bench", "rx", "--no-plot", *args)
         assert r.returncode != 0
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+def _capture(tmp_path, *, loss, seed, extra=True):
+    """A pcap of the frames a reference endpoint received (MR-RX-071), then, with ``extra``,
+    frames of other outcomes: a corrupted copy (the parser drops it), a non-RoCE frame (its
+    bypass), a write to an unconfigured QP, one with an unknown R_Key."""
+    import json as _json
+    from metaroce.models import rx_cases as rc
+    s, tr = rc.endpoint_traffic(nbytes=12288, loss=loss, reorder=0.2, dup=0.1, seed=seed,
+                                hostile=10 if extra else 0)
+    frames = [(t, c.frame) for t, c in zip(tr.times, tr.cases)]
+    if extra:
+        c = s.conns[0]
+        bad = bytearray(tr.cases[0].frame)
+        bad[-1] ^= 0x20
+        t = tr.times[-1]
+        frames += [(t + 1e-6, bytes(bad)), (t + 2e-6, bytes.fromhex("ffffffffffff020000000001") + b"\x08\x06" + bytes(46)),
+                   (t + 3e-6, s.write(c, qp=s.free_qp, psn=1, plen=8).frame),
+                   (t + 4e-6, s.write(c, key=rc.Key(s.keys[0].rkey ^ (1 << 31), 0, 0, 0), va=0, psn=c.psn[0],
+                                      plen=8).frame)]
+    path = tmp_path / "traffic.pcap"
+    from metaroce.models import pcap
+    pcap.write(path, frames)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(_json.dumps(rc.setup_config(s)))
+    return s, tr, path, cfg
+
+
+def _requests(lines):
+    """The per-frame ACK/NAK requests of ``replay rx --json`` as rx_cases.requests tuples."""
+    from metaroce.models.wire import NakReason
+    out = []
+    for o in lines:
+        a = o.get("ack")
+        if a is None:
+            continue
+        qp = o["bth"]["dest_qp"]
+        out.append(("nak", qp, a["path"], int(NakReason[a["reason"].upper()]), a["psn"], a["sport"]) if a["nak"] else
+                   ("ack", qp, a["path"], a["psn"], a["cum"], int(a["sack"], 16), a["ce_count"], a["ece"],
+                    a["sport"]))
+    return out
+
+
+def test_replay_rx_endpoint_capture(tmp_path):
+    """MR-RX-072, MR-RX-071: ``metaroce replay rx_256x4`` on a capture of the reference
+    endpoint's traffic, configured with the receiving endpoint's connections and keys
+    (``--config``), with idle cycles and backpressure: RTL and model agree every cycle, the
+    ACK/NAK requests are the endpoint's ACK frames, and the added frames get their outcomes
+    (parser drop, bypass, no connection, NAKed access)."""
+    import json as _json
+    from metaroce.models.wire import NakReason
+    s, tr, path, cfg = _capture(tmp_path, loss=0.05, seed=6)
+    r = _cli("replay", "rx_256x4", str(path), "--width", "64", "--config", str(cfg), "--json",
+             "--idle", "0.2", "--backpressure", "0.4")
+    assert r.returncode == 0, r.stderr
+    lines = [_json.loads(x) for x in r.stdout.splitlines()]
+    frames, summary = lines[:-1], lines[-1]
+    n = len(tr.cases)
+    assert len(frames) == n + 4 and summary["summary"] and summary["frames"] == n + 4
+    assert summary["mismatches"] == 0 and summary["problems"] == 0
+    assert _requests(frames[:n]) == tr.acks
+    assert [f["rx"] for f in frames[n:]] == ["parser_drop", "bypassed", "no_connection", "access"]
+    assert frames[n]["parser_drop"] == "icrc"
+    assert frames[n + 3]["ack"]["nak"] and frames[n + 3]["ack"]["reason"] == NakReason.ACCESS.name.lower()
+    assert summary["outcomes"]["duplicate"] == tr.stats["duplicates"] > 0
+    assert summary["naks"] == tr.stats["naks"] + 1 > 1          # the endpoint's, and the added access
+    assert summary["records"] == n + 3
+    assert summary["counters"][0] == summary["outcomes"]["accepted"]
+
+
+def test_replay_rx_learns_configuration(tmp_path):
+    """MR-RX-072: without ``--config`` the connections (QP, P_Key, paths, each path's first
+    PSN) and keys come from the capture; on a capture without loss they are the receiving
+    endpoint's, so its ACK stream is reproduced; ``--write-config`` saves them."""
+    import json as _json
+    s, tr, path, _ = _capture(tmp_path, loss=0.0, seed=7, extra=False)
+    out = tmp_path / "learned.json"
+    r = _cli("replay", "rx_256x4", str(path), "--width", "64", "--json", "--write-config", str(out))
+    assert r.returncode == 0, r.stderr
+    lines = [_json.loads(x) for x in r.stdout.splitlines()]
+    assert _requests(lines[:-1]) == tr.acks
+    learned = _json.loads(out.read_text())
+    assert learned["mtu"] == s.mtu and learned["ack_every"] == 4
+    by_qp = {c["qp"]: c for c in learned["connections"]}
+    for c in s.conns:
+        got = by_qp[c.qp]
+        assert (got["pkey"], got["psn"][0]) == (c.pkey, c.psn[0]) and got["paths"] <= c.n_paths
+    assert {k["rkey"] for k in learned["keys"]} <= {k.rkey for k in s.keys}
+
+
+def test_replay_rx_bad_configuration(tmp_path):
+    """MR-RX-072: a configuration the instance cannot hold is one line on stderr, exit != 0."""
+    import json as _json
+    from metaroce.models import pcap
+    from metaroce.models import rx_cases as rc
+    s = rc.Setup(256, 4, 256, seed=1)
+    path = tmp_path / "one.pcap"
+    pcap.write(path, [s.write(s.conns[0], plen=8).frame])
+    for bad in ({"mtu": 300}, {"connections": [{"qp": 999}]}, {"keys": [{"rkey": 1}, {"rkey": 257}]},
+                {"colour": 1}, [1, 2]):
+        cfg = tmp_path / "bad.json"
+        cfg.write_text(_json.dumps(bad))
+        r = _cli("replay", "rx_256x4", str(path), "--width", "64", "--config", str(cfg))
+        assert r.returncode != 0
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    r = _cli("replay", "parser", str(path), "--width", "64", "--config", str(cfg))
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_coverage_rx_end_to_end(tmp_path):
+    """MR-RX-073: ``metaroce coverage rx_256x4`` on one traffic shape: RTL and model agree on
+    every cycle, every reachable outcome x opcode class bin of that shape is hit, Verilator's
+    line and toggle points were counted, and the toggle exclusions name their reasons."""
+    import json as _json
+    r = _cli("coverage", "rx_256x4", "--width", "64", "--frames", "40", "--shapes", "both", "--json",
+             "--keep", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    out = _json.loads(r.stdout)
+    assert out["block"] == "rx_256x4" and out["mismatches"] == 0 and out["problems"] == 0
+    func = out["functional"]
+    assert func["bins_hit"] == func["bins_total"] == 28 and not func["unexpected"]
+    assert func["every_outcome_every_shape"]
+    for kind in ("line", "toggle"):
+        assert out[kind]["total"] > 1000 and 0 < out[kind]["covered"] <= out[kind]["total"]
+    excluded = out["toggle"]["excluded"]
+    assert any(why.startswith("META_LAYOUT bits the RX engine does not read") for why in excluded)
+    assert any(why.startswith("counter bits") for why in excluded)
+    assert (tmp_path / "coverage_rx_256x4_w64.dat").stat().st_size > 1000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [64, 512])
+def test_coverage_rx_targets(width, tmp_path):
+    """MR-RX-073 targets: every bin at every shape, toggle >= 98% of the bits that can toggle."""
+    import json as _json
+    r = _cli("coverage", "rx_256x4", "--width", str(width), "--frames", "150", "--json")
+    assert r.returncode == 0, r.stderr
+    out = _json.loads(r.stdout)
+    assert out["targets"]["all_bins"] and out["targets"]["every_outcome_every_shape"]
+    assert out["targets"]["toggle_98"], out["toggle"]["uncovered"]

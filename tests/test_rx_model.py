@@ -190,3 +190,51 @@ def test_model_matches_reference_endpoint(seed):
     assert rc.requests(s, exp["ack"]) == ref
     assert any(r[0] == "nak" for r in ref) and any(r[0] == "ack" and r[5] for r in ref)
     assert rc.memory_image(s, exp["place"], exp["data"]) == mem
+
+
+@pytest.mark.parametrize("seed,loss,reorder,dup,hostile", [(1, 0.05, 0.1, 0.05, 0), (2, 0.0, 0.3, 0.0, 0),
+                                                           (3, 0.1, 0.0, 0.1, 20)])
+def test_model_on_endpoint_traffic(seed, loss, reorder, dup, hostile):
+    """MR-RX-071: on the frames a reference endpoint received from another one over the model
+    fabric (loss, reordering and duplication on the data direction, CE marks; forged writes of
+    every bad-input class among them), in arrival order and through the parser's golden model,
+    the model's placements give the receiving endpoint's memory and its ACK/NAK requests are
+    that endpoint's ACK and NAK frames."""
+    s, tr = rc.endpoint_traffic(nbytes=32768, loss=loss, reorder=reorder, dup=dup, seed=seed,
+                                hostile=hostile)
+    exp = rc.expected(s.writes + tr.cases, *SMALL)
+    assert rc.requests(s, exp["ack"]) == tr.acks
+    assert rc.memory_image(s, exp["place"], exp["data"]) == tr.memory
+    codes = {o.code for o in exp["outcomes"]}
+    # the traffic is what it was built to be: faults happened, the windows saw them
+    st = tr.stats
+    assert st["ce_marked"] > 0 and any(r[0] == "ack" and r[6] for r in tr.acks)
+    if loss:
+        assert st["lost"] > 0 and st["retransmitted"] > 0
+    if dup:
+        assert st["duplicated"] > 0 and RxCode.DUPLICATE in codes
+    if reorder:
+        assert st["delayed"] > 0
+    if hostile:
+        assert codes >= set(RxCode) - {RxCode.PARSER_DROP, RxCode.NOT_HANDLED}
+        assert sum(1 for r in tr.acks if r[0] == "nak") == sum(1 for o in exp["outcomes"]
+                                                              if o.ack and o.ack["nak"]) > 0
+    assert sum(len(d) for _, _, d in tr.sources) == 32768
+    assert sum(len(d) for d in exp["data"]) >= 32768
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(10, 40))
+def test_model_on_endpoint_traffic_sweep(seed):
+    """MR-RX-071 over 30 seeds and fault mixes (loss up to 15 %, reordering up to 50 %,
+    duplication up to 20 %), more connections and bytes: memory image and ACK/NAK stream equal
+    the receiving endpoint's."""
+    import random
+    rng = random.Random(seed)
+    s, tr = rc.endpoint_traffic(nbytes=rng.choice([8192, 65536, 131072]), loss=rng.choice([0, 0.02, 0.15]),
+                                reorder=rng.choice([0, 0.1, 0.5]), dup=rng.choice([0, 0.05, 0.2]),
+                                seed=seed, n_conns=rng.randint(1, 6), n_writes=rng.randint(1, 12),
+                                hostile=rng.choice([0, 10, 30]))
+    exp = rc.expected(s.writes + tr.cases, *SMALL)
+    assert rc.requests(s, exp["ack"]) == tr.acks
+    assert rc.memory_image(s, exp["place"], exp["data"]) == tr.memory

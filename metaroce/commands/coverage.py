@@ -1,6 +1,13 @@
 """``metaroce coverage BLOCK``: run a block's testbench on a coverage build under Verilator
 and report line, toggle and functional coverage (issue 7, item 6).
 
+For the RX engine (``coverage rx_256x4``, MR-RX-073): per traffic shape the coverage suite
+(window and bad-input cases with both write opcodes, other opcodes, a burst, ``--frames``
+random packets) and the reference endpoint's traffic, every output compared every cycle; the
+functional bins are outcome x opcode class x traffic shape at the run's width; the toggle
+exclusions are :data:`metaroce.tb.coverage.RX_TOGGLE_EXCLUSIONS` plus the counters' bits the
+run cannot reach.
+
 The build is ``--coverage-line --coverage-toggle`` (its own cache entry, see
 :mod:`metaroce.tb.build`); the run is the testbench's ``<block>_coverage`` cocotb test (for
 the parser: the case suite in the traffic shapes none / idle / bp / both, every output
@@ -37,7 +44,7 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true", help="one JSON object")
 
 
-def simulate(blk, width, frames, seed, shapes):
+def simulate(blk, width, frames, seed, shapes, extra_env=None):
     """Build (cached), run the coverage test; returns (results dict, coverage.dat path in a
     temporary directory that the caller removes)."""
     from .. import blocks
@@ -55,7 +62,7 @@ def simulate(blk, width, frames, seed, shapes):
     out = tmp / "result.json"
     env = {"METAROCE_COVERAGE_OUT": str(out), "PARSER_RANDOM": str(frames),
            "METAROCE_COVERAGE_SHAPES": ",".join(shapes),
-           "COCOTB_TEST_FILTER": f"{blk.name}_coverage$"}
+           "COCOTB_TEST_FILTER": f"{blk.tb.rsplit('.', 1)[-1]}_coverage$", **(extra_env or {})}
     log = tmp / "sim.log"
     try:
         vl.run(b, blk.tb, extra_env=env, seed=seed, run_dir=tmp / "run", log_file=log)
@@ -72,10 +79,12 @@ def run(args):
     from .verilog import block_and_width
     from metaroce.tb import coverage as cov
     blk = block_and_width(args)
-    if blk.name != "parser":
-        raise CliError(f"block {blk.name!r} has no coverage test yet (only the parser)")
+    if blk.tb not in ("metaroce.tb.parser", "metaroce.tb.rx"):
+        raise CliError(f"block {blk.name!r} has no coverage test yet (the parser and the RX engine)")
     if args.frames < 0:
         raise CliError("--frames must be 0 or more")
+    if blk.tb == "metaroce.tb.rx":
+        return run_rx(args, blk)
     from metaroce.models.parser_cases import SHAPES
     shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
     if not shapes or any(x not in SHAPES for x in shapes):
@@ -125,6 +134,66 @@ def run(args):
         for m in func["missing"][:20]:
             print(f"  missing {m}")
         for u in tn["uncovered"][:20]:
+            print(f"  toggle never seen: {u}")
+    for line in res.get("mismatch_reports", [])[:3] + res["problems"][:10]:
+        print(line, file=sys.stderr)
+    return 1 if res["mismatches"] or res["problems"] else 0
+
+
+def run_rx(args, blk):
+    """``metaroce coverage rx|rx_256x4`` (MR-RX-073)."""
+    from ..cli import CliError
+    from metaroce.models.rx_cases import SHAPES
+    from metaroce.tb import coverage as cov
+    shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
+    if not shapes or any(x not in SHAPES for x in shapes):
+        raise CliError(f"--shapes: choose from {', '.join(SHAPES)}")
+    lay = blk.make_model(args.width).lay
+    res, dat, tmp = simulate(blk, args.width, args.frames, args.seed, shapes,
+                             extra_env={"RX_RANDOM": str(args.frames), "RX_CONNS": str(lay.conns),
+                                        "RX_PATHS": str(lay.paths), "RX_KEYS": str(lay.keys)})
+    try:
+        points = cov.read_coverage_dat(dat)
+        temps, _ = cov.counter_temporaries_of(points, blk.name, "ctr")
+        summary = cov.summarise(points, res["counts"],
+                                cov.rx_exclusions(lay, args.width, points, res["counts"]),
+                                counter_temps=temps, constant_bits=cov.constant_bits_of(points),
+                                counter_re=cov.RX_COUNTER)
+        func = cov.functional_rx(args.width, res["shapes"])
+        if args.keep:
+            keep = Path(args.keep)
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(dat, keep / f"coverage_{blk.name}_w{args.width}.dat")
+            (keep / f"coverage_{blk.name}_w{args.width}.json").write_text(json.dumps(res))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    toggle_pct = summary["toggle"]["percent"] or 0.0
+    out = {"block": blk.name, "width": args.width,
+           "records": sum(len(v) for v in res["shapes"].values()), "cycles": res["cycles"],
+           "mismatches": res["mismatches"], "problems": len(res["problems"]),
+           "line": summary["line"], "toggle": summary["toggle"],
+           "toggle_named": summary["toggle_named"], "toggle_temporaries": summary["toggle_temporaries"],
+           "toggle_all_points": summary["toggle_all_points"], "functional": func,
+           "targets": {"every_outcome_every_shape": func["every_outcome_every_shape"],
+                       "all_bins": func["bins_hit"] == func["bins_total"],
+                       f"toggle_{TOGGLE_TARGET:g}": toggle_pct >= TOGGLE_TARGET},
+           "coverage_dat": str(Path(args.keep) / f"coverage_{blk.name}_w{args.width}.dat")
+           if args.keep else None}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        line, tog = summary["line"], summary["toggle"]
+        print(f"{blk.name} at {args.width} bits: {out['records']} records, {out['cycles']} cycles, "
+              f"{out['mismatches']} RTL/model mismatches, {out['problems']} problems")
+        print(f"line   {line['covered']}/{line['total']} ({line['percent']}%)")
+        print(f"toggle {tog['covered']}/{tog['total']} ({tog['percent']}%) of the bits that can "
+              f"toggle; excluded: " + "; ".join(f"{n} ({why})" for why, n in tog["excluded"].items()))
+        ta = summary["toggle_all_points"]
+        print(f"       every point, nothing excluded: {ta['covered']}/{ta['total']} ({ta['percent']}%)")
+        print(f"functional {func['bins_hit']}/{func['bins_total']} bins ({func['percent']}%)")
+        for m in func["missing"][:20]:
+            print(f"  missing {m}")
+        for u in tog["uncovered"][:20]:
             print(f"  toggle never seen: {u}")
     for line in res.get("mismatch_reports", [])[:3] + res["problems"][:10]:
         print(line, file=sys.stderr)

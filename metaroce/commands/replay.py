@@ -10,6 +10,18 @@ stream), then one summary object (``"summary": true``) with ``frames``, ``accept
 ``bypassed``, ``dropped`` (per reason), ``mismatches`` (cycles where RTL and model
 differed), ``problems`` (frames whose outcome or fields disagree with the codec),
 ``cycles``, ``beats_per_cycle``.  Exit status 1 when there are mismatches or problems.
+
+``metaroce replay rx|rx_256x4 FILE.pcap`` (MR-RX-072): the frames go through the parser's
+golden model (its metadata records and payload beats) into the RX engine's RTL, in lockstep
+with its model.  The engine is configured before the first frame: connections, keys, MTU
+and ``ack_every`` from ``--config FILE.json`` where it names them, the rest learned from the
+capture (every destination QP a connection with the P_Key of its first write, its paths and
+streams as seen and each path's lowest PSN as the initial one; every R_Key a key at base 0
+covering the 32-bit range with every right; the MTU the largest payload rounded up to a power
+of two; ``ack_every`` 4); ``--write-config`` saves the configuration used.  With ``--json``:
+one object per frame (``metaroce decode --json``'s, plus ``rx``: the RX outcome, ``bypassed``
+when the parser sends the frame to its bypass, ``ack``/``place``: the ACK or NAK request and
+the placement command it makes), then a summary.
 """
 import json
 import shutil
@@ -31,6 +43,18 @@ def add_arguments(p):
     p.add_argument("--backpressure", type=float, default=0.0,
                    help="probability of ready low on each output per cycle (default 0)")
     p.add_argument("--seed", type=int, default=1, help="seed of the idle/backpressure pattern")
+    p.add_argument("--config", metavar="FILE.json",
+                   help="rx blocks: connections, keys, MTU, ack_every as JSON ({\"ack_every\": 4, "
+                        "\"mtu\": 256, \"connections\": [{\"qp\", \"pkey\", \"paths\", "
+                        "\"streams\", \"psn\": one or one per path}], \"keys\": [{\"rkey\", "
+                        "\"base\", \"length\", \"access\"}]}); what it leaves out is learned from "
+                        "the capture: every destination QP a connection (P_Key of its first "
+                        "write, the paths and streams seen, each path's lowest PSN as its "
+                        "first), every R_Key a key at base 0 spanning 32 bits with every right, "
+                        "the MTU the largest payload rounded up to a power of two, ack_every 4 "
+                        "(docs/spec/hw-rx.md, MR-RX-072)")
+    p.add_argument("--write-config", metavar="FILE.json",
+                   help="rx blocks: write the configuration the replay runs with")
 
 
 def _wave_format(path):
@@ -40,7 +64,8 @@ def _wave_format(path):
     return suffix[1:]
 
 
-def simulate(blk, width, pcap_path, *, waves=None, idle=0.0, backpressure=0.0, seed=1):
+def simulate(blk, width, pcap_path, *, waves=None, idle=0.0, backpressure=0.0, seed=1,
+             extra_env=None):
     """Run the replay test; return its result dict (see tb/parser.py ``parser_replay``)."""
     from .. import blocks
     from ..cli import CliError
@@ -67,7 +92,7 @@ def simulate(blk, width, pcap_path, *, waves=None, idle=0.0, backpressure=0.0, s
                "METAROCE_REPLAY_OUT": str(out),
                "METAROCE_REPLAY_IDLE": str(idle),
                "METAROCE_REPLAY_BACKPRESSURE": str(backpressure),
-               "COCOTB_TEST_FILTER": f"{blk.name}_replay$"}
+               "COCOTB_TEST_FILTER": f"{blk.tb.rsplit('.', 1)[-1]}_replay$", **(extra_env or {})}
         log = Path(tmp) / "sim.log"
         run_dir = Path(tmp) / "run"
         try:
@@ -104,11 +129,15 @@ def run(args):
     from .verilog import block_and_width
     from metaroce.models import codec, pcap
     blk = block_and_width(args)
-    if blk.name != "parser":
-        raise CliError(f"block {blk.name!r} has no replay (only the parser takes frames)")
+    if blk.tb not in ("metaroce.tb.parser", "metaroce.tb.rx"):
+        raise CliError(f"block {blk.name!r} has no replay (the parser and the RX engine take frames)")
     for name, v in (("--idle", args.idle), ("--backpressure", args.backpressure)):
         if not 0.0 <= v < 1.0:
             raise CliError(f"{name} must be in [0, 1)")
+    if blk.tb == "metaroce.tb.rx":
+        return run_rx(args, blk)
+    if args.config or args.write_config:
+        raise CliError("--config and --write-config are for the rx blocks")
     try:
         records = pcap.read(args.file)
     except pcap.PcapError as e:
@@ -162,3 +191,107 @@ def run(args):
     for line in res["mismatch_reports"][:3] + res["problems"][:10]:
         print(line, file=sys.stderr)
     return 1 if res["mismatches"] or res["problems"] else 0
+
+
+def run_rx(args, blk):
+    """``metaroce replay rx FILE.pcap`` (MR-RX-072)."""
+    from ..cli import CliError
+    from metaroce.models import codec, pcap
+    from metaroce.models import rx_cases as rc
+    from metaroce.models.rx import RxCode, unpack
+    from metaroce.models.wire import NakReason, Reason
+    try:
+        records = pcap.read(args.file)
+    except pcap.PcapError as e:
+        raise CliError(str(e)) from None
+    if not records:
+        raise CliError(f"{args.file}: no frames")
+    given = None
+    if args.config:
+        try:
+            with open(args.config) as f:
+                given = json.load(f)
+        except OSError as e:
+            raise CliError(f"{args.config}: {e.strerror or e}") from None
+        except ValueError as e:
+            raise CliError(f"{args.config}: not JSON ({e})") from None
+        if not isinstance(given, dict):
+            raise CliError(f"{args.config}: the configuration must be a JSON object")
+    model = blk.make_model(args.width)
+    lay = model.lay
+    try:
+        cfg, items, cases = rc.replay_items([r.data for r in records], lay, given)
+    except rc.ConfigError as e:
+        raise CliError(f"{args.config or args.file}: {e}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise CliError(f"{args.config}: bad configuration ({e})") from None
+    if args.write_config:
+        try:
+            Path(args.write_config).write_text(json.dumps(cfg, indent=1) + "\n")
+        except OSError as e:
+            raise CliError(f"{args.write_config}: {e.strerror or e}") from None
+    exp = rc.expected(items, lay.conns, lay.paths, lay.keys)
+    with tempfile.TemporaryDirectory(prefix="replay-rx-cfg-") as tmp:
+        cfg_path = Path(tmp) / "config.json"
+        cfg_path.write_text(json.dumps(cfg))
+        res = simulate(blk, args.width, args.file, waves=args.waves, idle=args.idle,
+                       backpressure=args.backpressure, seed=args.seed,
+                       extra_env={"METAROCE_REPLAY_RX_CONFIG": str(cfg_path),
+                                  "RX_CONNS": str(lay.conns), "RX_PATHS": str(lay.paths),
+                                  "RX_KEYS": str(lay.keys)})
+    outcomes = iter(exp["outcomes"])
+    tally = {}
+    out = sys.stdout
+    for i, (rec, case) in enumerate(zip(records, cases), 1):
+        obj = codec.decode_json(i, rec.data)
+        ack = place = None
+        if case is None:
+            rx = "bypassed"
+        else:
+            o = next(outcomes)
+            rx = o.code.name.lower()
+            if o.code == RxCode.PARSER_DROP:
+                obj["parser_drop"] = Reason(unpack_reason(case.meta)).label
+            if o.ack is not None:
+                a = o.ack
+                ack = ({"nak": True, "path": a["path"], "psn": a["psn"],
+                        "reason": NakReason(a["reason"]).name.lower(), "sport": a["sport"]}
+                       if a["nak"] else
+                       {"nak": False, "path": a["path"], "psn": a["psn"], "cum": a["cum"],
+                        "sack": f"{a['sack']:#066x}", "ce_count": a["ce_count"], "ece": a["ece"],
+                        "sport": a["sport"]})
+            if o.place is not None:
+                place = {"addr": f"{o.place['addr']:#018x}", "length": o.place["length"]}
+        tally[rx] = tally.get(rx, 0) + 1
+        obj.update(rx=rx, ack=ack, place=place)
+        if args.json:
+            out.write(json.dumps(obj) + "\n")
+        else:
+            extra = "" if ack is None else (" NAK " + ack["reason"] if ack["nak"] else f" ACK cum={ack['cum']}")
+            out.write(f"{codec.summary(i, obj)} -> RX {rx}{extra}\n")
+    counters = res["counters"] or []
+    summary = {"summary": True, "block": blk.name, "width": args.width, "frames": len(records),
+               "records": res["records"], "outcomes": dict(sorted(tally.items())),
+               "acks": sum(1 for a in exp["ack"] if not unpack(lay.ack, a)["nak"]),
+               "naks": sum(1 for a in exp["ack"] if unpack(lay.ack, a)["nak"]),
+               "placed_bytes": sum(len(d) for d in exp["data"]),
+               "connections": len(cfg["connections"]), "keys": len(cfg["keys"]), "mtu": cfg["mtu"],
+               "mismatches": res["mismatches"], "problems": len(res["problems"]),
+               "cycles": res["cycles"], "counters": counters}
+    if args.waves:
+        summary["waves"] = str(args.waves)
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+    else:
+        out.write(f"{len(records)} frames, {res['records']} records: {summary['outcomes']}; "
+                  f"{summary['acks']} ACKs, {summary['naks']} NAKs, {summary['placed_bytes']} bytes "
+                  f"placed; {res['mismatches']} RTL/model mismatches, {len(res['problems'])} "
+                  f"problems; {res['cycles']} cycles\n")
+    for line in res["mismatch_reports"][:3] + res["problems"][:10]:
+        print(line, file=sys.stderr)
+    return 1 if res["mismatches"] or res["problems"] else 0
+
+
+def unpack_reason(meta):
+    from metaroce.models.parser import unpack_meta
+    return unpack_meta(meta)["reason"]
