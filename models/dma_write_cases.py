@@ -74,7 +74,7 @@ def _place(rng, lay, specs, conns, bad_every=0):
 
 
 def directed_cases(width, conns=256, *, seed=0, max_burst=MAX_BURST):
-    """MR-DMA-010..022: every start lane with lengths 1, to the end of the beat, one past it
+    """MR-DMA-010..013, MR-DMA-020..022: every start lane with lengths 1, to the end of the beat, one past it
     and two beats; commands that end on and cross a 4 KiB and a burst boundary; zero length;
     the longest command (65,535 bytes) from an odd address. Returns ``(layout, cmds)``."""
     rng = random.Random(seed)
@@ -136,10 +136,13 @@ class HostMemory:
     probability ``p_bp``; W beats are taken whether or not their AW came; a burst completes
     once its AW and all its beats are in, and its B response is offered ``latency`` cycles
     later (random in the range), in order. Bursts in the error window write nothing and are
-    answered SLVERR or DECERR."""
+    answered SLVERR or DECERR. ``passive``: another slave (cocotbext-axi's ``AxiRam``) drives
+    the handshakes; this one only watches the bus and keeps the same records."""
 
     def __init__(self, lay: Layout, width, rng, *, p_bp=0.3, latency=LATENCY, max_burst=MAX_BURST,
-                 axi_id=0):
+                 axi_id=0, passive=False, bid_noise=False):
+        self.passive = passive
+        self.bid_noise = bid_noise      # MR-DMA-031: a wrong bid changes nothing
         self.lay, self.nb, self.rng = lay, width // 8, rng
         self.p_bp, self.latency = p_bp, latency
         self.max_burst, self.axi_id = max_burst, axi_id
@@ -158,7 +161,8 @@ class HostMemory:
         inp["m_axi__awready"] = int(self.rng.random() >= self.p_bp)
         inp["m_axi__wready"] = int(self.rng.random() >= self.p_bp)
         if self.b and self.b[0][0] <= cycle:
-            inp.update({"m_axi__bvalid": 1, "m_axi__bresp": self.b[0][1], "m_axi__bid": self.axi_id})
+            inp.update({"m_axi__bvalid": 1, "m_axi__bresp": self.b[0][1],
+                        "m_axi__bid": self.rng.randrange(16) if self.bid_noise else self.axi_id})
         else:
             inp.update({"m_axi__bvalid": 0, "m_axi__bresp": 0, "m_axi__bid": 0})
 
@@ -171,7 +175,8 @@ class HostMemory:
         if out["m_axi__wvalid"] and inp["m_axi__wready"]:
             self.w.append((out["m_axi__wdata"], out["m_axi__wstrb"], out["m_axi__wlast"]))
         if inp["m_axi__bvalid"] and out["m_axi__bready"]:
-            self.b.popleft()
+            if not self.passive:
+                self.b.popleft()
             self.b_cycles.append(cycle)
         while self.aw and len(self.w) > self.aw[0][1]:
             self._burst(self.aw.popleft(), cycle)
@@ -200,6 +205,8 @@ class HostMemory:
                 assert 0 <= off < self.lay.size, f"write outside the host memory at {a:#x}"
                 self.image[off] = raw[j]
                 self.count[off] += 1
+        if self.passive:
+            return
         release = max(self.last_release, cycle + self.rng.randint(*self.latency))
         self.last_release = release
         self.b.append((release, self.rng.choice([RESP_SLVERR, RESP_DECERR]) if bad else RESP_OKAY))
@@ -211,13 +218,14 @@ class HostMemory:
 
 class Driver(CounterReadout):
     """``s_place`` and ``s_data`` sources (idle with probability ``p_idle``, each on its own),
-    ``m_done.ready`` low with probability ``p_bp``, and a :class:`HostMemory` (MR-DMA-044).
+    ``m_done.ready`` low with probability ``p_bp``, and a :class:`HostMemory` (MR-DMA-044;
+    ``passive``: it only watches, another slave answers).
     Unused lanes of each last input beat carry junk, which must not reach memory. Results in
     ``res``: ``done`` (flat records) and ``done_cycles``, ``place_taken``, ``data_taken``,
     ``w_cycles``, ``aw_cycles``, ``cycles``."""
 
     def __init__(self, width, lay, cmds, *, conns=256, seed=0, p_idle=0.2, p_bp=0.3, p_axi=0.3,
-                 latency=LATENCY, max_burst=MAX_BURST, axi_id=0):
+                 latency=LATENCY, max_burst=MAX_BURST, axi_id=0, passive=False, bid_noise=False):
         self.width, self.nb = width, width // 8
         self.rng = random.Random(seed)
         self.p_idle, self.p_bp = p_idle, p_bp
@@ -225,7 +233,8 @@ class Driver(CounterReadout):
         self.beat = payload_layout(width)
         self.cmds = list(cmds)
         self.mem = HostMemory(lay, width, random.Random(seed + 1), p_bp=p_axi, latency=latency,
-                              max_burst=max_burst, axi_id=axi_id)
+                              max_burst=max_burst, axi_id=axi_id, passive=passive,
+                              bid_noise=bid_noise)
         self.beats = collections.deque(b for c in self.cmds for b in self._beats_of(c.payload))
         self.i = 0
         self.cycle = 0
@@ -271,7 +280,8 @@ class Driver(CounterReadout):
             inp["s_data__valid"] = 1
             inp["s_data__payload"] = self.beats[0]
         inp["m_done__ready"] = int(rng.random() >= self.p_bp)
-        self.mem.inputs(inp, self.cycle)
+        if not self.mem.passive:
+            self.mem.inputs(inp, self.cycle)
         return inp
 
     def observe(self, inp, out):
@@ -306,7 +316,7 @@ def expected_image(lay, initial, cmds):
 
 
 def check(width, lay, cmds, drv: Driver, *, conns=256, max_burst=MAX_BURST):
-    """The one checker (MR-DMA-010..044): the bursts are the rule's, the memory image is the
+    """The one checker (MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044): the bursts are the rule's, the memory image is the
     commands' bytes and nothing else, each placed byte was written once, one done record per
     command in order with its error flag, and each after its command's last B response."""
     nb = width // 8

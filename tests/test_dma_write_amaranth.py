@@ -94,10 +94,12 @@ def test_directed(width, max_burst):
 
 @pytest.mark.parametrize("width,seed", [(64, 1), (512, 2)])
 def test_random(width, seed):
-    """MR-DMA-010..044: random commands, some answered SLVERR/DECERR (done with error 1, no
-    byte written), few outstanding slots so the queue fills."""
+    """MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044: random commands, some answered SLVERR/DECERR (done with error 1, no
+    byte written), few outstanding slots so the queue fills; random ``bid`` values, which the
+    block does not read (MR-DMA-031)."""
     lay, cmds = dc.random_cases(width, 60, seed=seed)
-    run_lockstep(width, lay, cmds, seed=seed, outstanding=4, p_idle=0.3, p_bp=0.4, p_axi=0.4)
+    run_lockstep(width, lay, cmds, seed=seed, outstanding=4, p_idle=0.3, p_bp=0.4, p_axi=0.4,
+                 bid_noise=True)
 
 
 @pytest.mark.parametrize("width,length,offset", [(512, 64, 0), (64, 64, 0), (512, 1500, 3)])
