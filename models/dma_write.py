@@ -34,8 +34,10 @@ __all__ = ["AXI_4K", "MAX_BURST", "CMD_DEPTH", "DATA_DEPTH", "DONE_DEPTH", "OUTS
 #: MR-DMA-010: no burst crosses a 4 KiB boundary (AXI4); at most 256 beats.
 AXI_4K = 4096
 MAX_BURST = 256
-#: MR-DMA-040: command queue slots (each of the AW and W sides), input beat slots, done slots.
-CMD_DEPTH = 4
+#: MR-DMA-040: command queue slots (each of the AW and W sides), input beat slots, done slots;
+#: cycles from a command taken to its queue entries (capture, two decode stages).
+CMD_DEPTH = 8
+INTAKE_STAGES = 3
 DATA_DEPTH = 2
 DONE_DEPTH = 2
 #: MR-DMA-001: default bursts in flight (AW taken, B not yet back).
@@ -208,6 +210,7 @@ class DmaWriteCycleModel:
         self.place = place_layout(conns)
         self.done = done_layout(conns)
         self.size = (self.nb - 1).bit_length()
+        self.intake = [None] * INTAKE_STAGES  # commands captured and being decoded
         self.aw_q = collections.deque()     # commands waiting for the AW side
         self.w_q = collections.deque()      # commands waiting for the W side
         self.d_q = collections.deque()      # input beats (data only)
@@ -228,14 +231,15 @@ class DmaWriteCycleModel:
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     def busy(self):
-        return bool(self.aw_q or self.w_q or self.d_q or self.aw_cmd or self.w_cmd or self.aw[0]
+        return bool(any(self.intake) or self.aw_q or self.w_q or self.d_q or self.aw_cmd or self.w_cmd or self.aw[0]
                     or self.w[0] or self.burst_q.inner or self.burst_q.out is not None
                     or self.done_q)
 
     def step(self, inputs):
         g = inputs.get
         nb = self.nb
-        place_ready = int(len(self.aw_q) < CMD_DEPTH and len(self.w_q) < CMD_DEPTH)
+        inflight = sum(x is not None for x in self.intake)
+        place_ready = int(len(self.aw_q) + inflight < CMD_DEPTH and len(self.w_q) + inflight < CMD_DEPTH)
         data_ready = int(len(self.d_q) < DATA_DEPTH)
         bq = self.burst_q
         b_ready = int(bq.out is not None and len(self.done_q) < DONE_DEPTH)
@@ -316,10 +320,16 @@ class DmaWriteCycleModel:
             self.w_q.popleft()
         if d_pop:
             self.d_q.popleft()
+        decoded = self.intake[-1]
+        if decoded is not None:
+            conn, addr, length = decoded
+            self.aw_q.append((conn, addr, length))
+            self.w_q.append((addr, length))
+        taken = None
         if place_ready and g("s_place__valid", 0):
             p = unpack(self.place, g("s_place__payload", 0))
-            self.aw_q.append((p["conn"], p["addr"], p["length"]))
-            self.w_q.append((p["addr"], p["length"]))
+            taken = (p["conn"], p["addr"], p["length"])
+        self.intake = [taken] + self.intake[:-1]
         if data_ready and g("s_data__valid", 0):
             self.d_q.append(g("s_data__payload", 0) & ((1 << self.width) - 1))
         bq.update(b_take, burst_push is not None, burst_push)
