@@ -42,3 +42,19 @@ def test_dma_write_rtl_axiram(width):
     results = vl.run(b, "metaroce.tb.dma_write", extra_env=env)
     n_tests, failures, skipped = vl.results_summary(results)
     assert n_tests == 1 and not failures and not skipped
+
+
+def test_bench_dma_write(capsys):
+    """MR-DMA-042/043: ``metaroce bench dma_write`` rows (64 bits, tiny run): line rate on W
+    with 300 cycles of B latency, 0 mismatches; bad arguments are one-line errors."""
+    from metaroce.cli import main
+    rc = main(["bench", "dma_write", "--widths", "64", "--sizes", "64,100", "--offsets", "0,3",
+               "--latencies", "300", "--commands", "24", "--json", "--no-plot", "--jobs", "1"])
+    obj = json.loads(capsys.readouterr().out)
+    assert rc == 0 and len(obj["rows"]) == 4
+    assert obj["summary"] == {"line_rate": True, "mismatches": 0}
+    for r in obj["rows"]:
+        assert r["done_latency_cycles"] > 300
+    assert main(["bench", "dma_write", "--widths", "96"]) == 2
+    err = capsys.readouterr().err
+    assert "width 96" in err and len(err.strip().splitlines()) == 1
