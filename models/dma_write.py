@@ -231,7 +231,8 @@ class DmaWriteCycleModel:
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     def busy(self):
-        return bool(any(self.intake) or self.aw_q or self.w_q or self.d_q or self.aw_cmd or self.w_cmd or self.aw[0]
+        return bool(any(self.intake) or self.aw_q or self.w_q or self.d_q or self.aw_cmd
+                    or self.w_cmd or self.aw[0]
                     or self.w[0] or self.burst_q.inner or self.burst_q.out is not None
                     or self.done_q)
 

@@ -316,7 +316,8 @@ def expected_image(lay, initial, cmds):
 
 
 def check(width, lay, cmds, drv: Driver, *, conns=256, max_burst=MAX_BURST):
-    """The one checker (MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044): the bursts are the rule's, the memory image is the
+    """The one checker (MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044): the
+    bursts are the rule's, the memory image is the
     commands' bytes and nothing else, each placed byte was written once, one done record per
     command in order with its error flag, and each after its command's last B response."""
     nb = width // 8

@@ -15,7 +15,8 @@ cocotb tests here:
     commands of ``DMA_STREAM`` sizes with the bus always ready and 200 cycles of B latency,
     whose write beats must go at one per cycle. Results to ``DMA_OUT`` (JSON) if set.
 ``dma_axiram``
-    the host memory is cocotbext-axi's ``AxiRamWrite`` (the write half of ``AxiRam``; random pauses on its AW, W and B channels),
+    the host memory is cocotbext-axi's ``AxiRamWrite`` (the write half of ``AxiRam``; random
+    pauses on its AW, W and B channels),
     the lockstep samples every port in ``ReadOnly`` and the driver's memory only watches; the
     end check adds its memory against the expected image.
 

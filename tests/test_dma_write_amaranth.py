@@ -94,7 +94,8 @@ def test_directed(width, max_burst):
 
 @pytest.mark.parametrize("width,seed", [(64, 1), (512, 2)])
 def test_random(width, seed):
-    """MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044: random commands, some answered SLVERR/DECERR (done with error 1, no
+    """MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044: random commands, some
+    answered SLVERR/DECERR (done with error 1, no
     byte written), few outstanding slots so the queue fills; random ``bid`` values, which the
     block does not read (MR-DMA-031)."""
     lay, cmds = dc.random_cases(width, 60, seed=seed)

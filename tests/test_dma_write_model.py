@@ -59,8 +59,11 @@ def test_beats_and_realign(width, max_burst):
     for addr, length in _commands(nb, max_burst, rng, n=150):
         length = min(length, 5000)
         payload = bytes(rng.getrandbits(8) for _ in range(length))
-        ins = [int.from_bytes(payload[i:i + nb], "little") | (rng.getrandbits(8 * nb) << 8 * len(payload[i:i + nb]))
-               & ((1 << 8 * nb) - 1) for i in range(0, length, nb)]
+        ins = []
+        for i in range(0, length, nb):
+            chunk = payload[i:i + nb]
+            junk = (rng.getrandbits(8 * nb) << 8 * len(chunk)) & ((1 << 8 * nb) - 1)
+            ins.append(int.from_bytes(chunk, "little") | junk)
         beats = dw.w_beats(addr, length, nb, max_burst)
         o = addr % nb
         held, image = 0, {}
@@ -77,7 +80,8 @@ def test_beats_and_realign(width, max_burst):
                 else:
                     assert raw[j] == 0
         assert image == {addr + i: payload[i] for i in range(length)}
-        assert len(beats) == max(1, -(-(o + length) // nb)) and len([b for b in beats if b.src is not None]) == len(ins)
+        assert len(beats) == max(1, -(-(o + length) // nb))
+        assert len([b for b in beats if b.src is not None]) == len(ins)
         per_burst = [b.beats for b in dw.bursts(addr, length, nb, max_burst)]
         ends = [k for k, b in enumerate(beats) if b.last]
         assert ends == [sum(per_burst[:i + 1]) - 1 for i in range(len(per_burst))]

@@ -18,7 +18,8 @@ from metaroce.tb import build as tb_build
 
 @pytest.mark.parametrize("width", [64, 512])
 def test_dma_write_rtl_lockstep(width, tmp_path):
-    """MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044, MR-DMA-050: lockstep under Verilator with the driver's host memory."""
+    """MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044, MR-DMA-050: lockstep
+    under Verilator with the driver's host memory."""
     b = tb_build.build(blocks.get("dma_write"), width)
     out = tmp_path / "dma.json"
     env = {"DMA_RANDOM": os.environ.get("DMA_RANDOM", "300"),
@@ -34,7 +35,8 @@ def test_dma_write_rtl_lockstep(width, tmp_path):
 
 @pytest.mark.parametrize("width", [64, 512])
 def test_dma_write_rtl_axiram(width):
-    """MR-DMA-044, MR-DMA-050: cocotbext-axi's AxiRamWrite (AxiRam's write half) as the host memory; its memory equals
+    """MR-DMA-044, MR-DMA-050: cocotbext-axi's AxiRamWrite (AxiRam's write half) as the host
+    memory; its memory equals
     the model's image and the lockstep holds."""
     b = tb_build.build(blocks.get("dma_write"), width)
     env = {"DMA_RANDOM": os.environ.get("DMA_RANDOM", "300"),
@@ -58,3 +60,15 @@ def test_bench_dma_write(capsys):
     assert main(["bench", "dma_write", "--widths", "96"]) == 2
     err = capsys.readouterr().err
     assert "width 96" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width,seed", [(64, 11), (512, 12)])
+def test_dma_write_rtl_long(width, seed, tmp_path):
+    """MR-DMA-050: a long random run (3,000 commands) under Verilator, other seeds."""
+    b = tb_build.build(blocks.get("dma_write"), width)
+    env = {"DMA_RANDOM": "3000", "DMA_SEED": str(seed), "DMA_OUT": str(tmp_path / "dma.json"),
+           "COCOTB_TEST_FILTER": "dma_lockstep$"}
+    results = vl.run(b, "metaroce.tb.dma_write", extra_env=env)
+    n_tests, failures, skipped = vl.results_summary(results)
+    assert n_tests == 1 and not failures and not skipped

@@ -74,7 +74,8 @@ def run(args, ui):
     rows = [r for rs in ui.map(one_run, jobs, label="dma_write runs") for r in rs]
     return {
         "rows": rows,
-        "title": "Placement DMA under Verilator (lockstep with the model): back-to-back commands, bus always ready",
+        "title": "Placement DMA under Verilator (lockstep with the model): back-to-back commands, "
+                 "bus always ready",
         "columns": ["width", "pkt_bytes", "offset", "b_latency", "commands", "w_beats_per_cycle",
                     "commands_per_cycle", "payload_bytes_per_cycle", "done_latency_cycles",
                     "lockstep_cycles_per_s", "mismatches"],
