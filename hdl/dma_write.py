@@ -94,16 +94,16 @@ class DmaWrite(wiring.Component):
         x0 = Signal(self.place)
         m.d.sync += [x0_valid.eq(self.s_place.valid & self.s_place.ready), x0.eq(self.s_place.payload)]
         # X1: length - 1, input beats, spill
-        L = x0.length
+        cmd_len = x0.length
         x1 = {n: Signal(w, name=f"x1_{n}") for n, w in
               (("conn", cb), ("length", 16), ("addr", 64), ("lm1", 16), ("n_in", 17 - lnb),
                ("zero", 1), ("spill", 1))}
-        part = L[:lnb]
+        part = cmd_len[:lnb]
         spill = Mux(part == 0, x0.addr[:lnb] != 0, (x0.addr[:lnb] + part) > nb)
-        m.d.sync += [x1_valid.eq(x0_valid), x1["conn"].eq(x0.conn), x1["length"].eq(L),
-                     x1["addr"].eq(x0.addr), x1["lm1"].eq(Mux(L == 0, 0, L - 1)),
-                     x1["n_in"].eq((L >> lnb) + (part != 0)), x1["zero"].eq(L == 0),
-                     x1["spill"].eq((L == 0) | spill)]
+        m.d.sync += [x1_valid.eq(x0_valid), x1["conn"].eq(x0.conn), x1["length"].eq(cmd_len),
+                     x1["addr"].eq(x0.addr), x1["lm1"].eq(Mux(cmd_len == 0, 0, cmd_len - 1)),
+                     x1["n_in"].eq((cmd_len >> lnb) + (part != 0)), x1["zero"].eq(cmd_len == 0),
+                     x1["spill"].eq((cmd_len == 0) | spill)]
         # X2: the low part of the last byte's offset (off + length - 1), the end lane
         off1 = x1["addr"][:lbd]
         x2 = {n: Signal(w, name=f"x2_{n}") for n, w in
