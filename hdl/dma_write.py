@@ -184,12 +184,9 @@ class DmaWrite(wiring.Component):
         strobe = Signal(nb)
         for j in range(nb):
             m.d.comb += strobe[j].eq(~cur.zero & (~first | (cur.o <= j)) & (~last_beat | (j <= cur.e_m1)))
+        # the input beat rotated up by o lanes, as a log shifter (6 stages of 2:1 at 512 bits)
         rot = Signal(width)
-        with m.Switch(cur.o):
-            for o in range(nb):
-                with m.Case(o):
-                    m.d.comb += rot.eq(Cat(d_q.r_data[width - 8 * o:], d_q.r_data[:width - 8 * o])
-                                       if o else d_q.r_data)
+        m.d.comb += rot.eq((Cat(d_q.r_data, d_q.r_data) << Cat(Const(0, 3), cur.o))[width:2 * width])
         word = Signal(width)
         for j in range(nb):
             sl = slice(8 * j, 8 * j + 8)
