@@ -108,6 +108,14 @@ BLOCKS: dict[str, Block] = {
         tb="metaroce.tb.retransmit",
         help="TX retransmit unit (first slice), small instance: 256 x 4 paths, 1,024 records",
     ),
+    "dma_write": Block(
+        name="dma_write",
+        component="metaroce.hdl.dma_write:DmaWrite",
+        model="metaroce.models.dma_write:dma_write_model",
+        tb="metaroce.tb.dma_write",
+        help="placement DMA: RX placement commands and payload to host memory through an AXI4 "
+             "write master, 4,096 connections, 256 bursts outstanding (docs/spec/hw-dma.md)",
+    ),
 }
 
 
