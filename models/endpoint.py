@@ -93,6 +93,7 @@ _WC_OP = {Op.MR_WRITE: WcOpcode.RDMA_WRITE, Op.MR_WRITE_IMM: WcOpcode.RDMA_WRITE
           Op.MR_SEND: WcOpcode.SEND, Op.MR_SEND_IMM: WcOpcode.SEND, Op.MR_READ: WcOpcode.RDMA_READ,
           Op.MR_CMP_SWAP: WcOpcode.COMP_SWAP, Op.MR_FETCH_ADD: WcOpcode.FETCH_ADD}
 RING_MASK = P.SEND_WINDOW - 1
+_PSN_MASK = P.PSN_MASK
 #: MR-ERR-020: the chunk index of a message's abort packet (the ``rtx`` record's abort bit).
 ABORT = -1
 _NO_ABORT, _ABORT_PENDING, _ABORT_DONE = 0, 1, 2
@@ -1021,10 +1022,11 @@ class Connection:
         queueing delay seen now (or the path's own smoothed queueing, whichever is larger) plus a
         reorder allowance; arm the path's timer for that time (or declare it lost now)."""
         ep = self.ep
+        need = P.overdue_groups(self.ack_loss)      # MR-REL-011, once for every path
         for q in self.paths:
             if q is p or not q.live or q.min_rtt is None or q.state == _RETIRED:
                 continue
-            t_due = self._xdue(q)
+            t_due = self._xdue(q, need)
             if t_due is None or t_due >= t_wit:
                 continue
             # The allowance covers reordering and RTT variation; the receiver's ACK grouping is
@@ -1040,20 +1042,30 @@ class Connection:
             elif q.deadline is None or dl < q.deadline:
                 ep._arm(q, dl)
 
-    def _xdue(self, p):
+    def _xdue(self, p, need=None):
         """MR-REL-009: the send time of the AckReq packet that closes the **second** ACK group at
         or after the path's oldest live packet (the first, for a probing path's one packet). The
         receiver acknowledges the oldest packet at the latest with the first group's ACK; if that
         ACK is lost, the next group's ACK repairs it (cumulative PSN and SACK), so only when that
-        one is overdue too is the silence evidence of loss. ``None`` when there is none."""
+        one is overdue too is the silence evidence of loss. ``None`` when there is none.
+        ``need`` is ``P.overdue_groups(self.ack_loss)`` when the caller has it."""
         if p.oldest_live() is None:
             return None
-        need = 1 if p.state == _PROBING else P.overdue_groups(self.ack_loss)      # MR-REL-011
-        for rec in p.records(p.head):
-            if rec.req and not rec.lost:
+        if p.state == _PROBING:
+            need = 1
+        elif need is None:
+            need = P.overdue_groups(self.ack_loss)      # MR-REL-011
+        # p.records(p.head), inlined: this runs for every other path on every ACK
+        ring = p.ring
+        psn = p.head
+        end = p.next_psn
+        while psn != end:
+            rec = ring[psn & RING_MASK]
+            if rec is not None and rec.req and not rec.lost:
                 need -= 1
                 if not need:
                     return rec.t
+            psn = (psn + 1) & _PSN_MASK
         return None
 
     def _on_overdue(self, p, now):

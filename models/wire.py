@@ -161,9 +161,17 @@ MR_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op
 CONN_OPS = frozenset({Op.MR_CONN_REQ, Op.MR_CONN_ACC, Op.MR_CONN_REJ})
 
 
+_EXT_LEN = {}
+
+
 def ext_len(opcode):
-    """Bytes of extension headers after the BTH for ``opcode`` (MR-WIRE-052)."""
-    return sum(HEADER_LEN[h] for h in HEADERS[Op(opcode)])
+    """Bytes of extension headers after the BTH for ``opcode`` (MR-WIRE-052); memoised, as
+    every frame the simulator sends asks for it."""
+    n = _EXT_LEN.get(opcode)
+    if n is None:
+        n = sum(HEADER_LEN[h] for h in HEADERS[Op(opcode)])
+        _EXT_LEN[opcode] = n
+    return n
 
 
 class MrdhFlag(IntEnum):
