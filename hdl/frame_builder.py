@@ -102,6 +102,7 @@ class FrameBuilder(wiring.Component):
 
     def __init__(self, width=512):
         if width not in (64, 128, 256, 512):
+            self._MustUse__silence = True   # a rejected design is not an unused one
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
         super().__init__({

@@ -76,6 +76,15 @@ BLOCKS: dict[str, Block] = {
         tb="metaroce.tb.rx",
         help="RX engine (first slice), small instance: 256 connections x 4 paths",
     ),
+    "frame_builder": Block(
+        name="frame_builder",
+        component="metaroce.hdl.frame_builder:FrameBuilder",
+        model="metaroce.models.frame_builder:FrameBuilderModel",
+        tb="metaroce.tb.frame_builder",
+        help="TX frame builder: descriptor + payload beats to Ethernet/IP/UDP/BTH/MetaRoCE frames "
+             "with IPv4 checksum and ICRC (docs/spec/hw-tx-frame.md)",
+        shares={"icrc": r"icrc"},
+    ),
 }
 
 
