@@ -83,7 +83,7 @@ def test_descriptor_fields_from_header_table():
 
 @pytest.mark.parametrize("case", fc.endpoint_ops_cases(64) + fc.opcode_cases(64), ids=lambda c: c.name)
 def test_descriptor_round_trip_is_codec(case):
-    """MR-TXF-010, MR-TXF-011, MR-TXF-012: the frame a descriptor describes is the frame it was
+    """MR-TXF-010, MR-TXF-011, MR-TXF-012, MR-TXF-021: the frame a descriptor describes is the frame it was
     taken from; the builder's bytes are codec.encode (IPv6: but the UDP checksum, MR-TXF-022)."""
     got = builder_bytes(case.desc, case.payload)
     want = expected_bytes(case.desc, case.payload)
@@ -187,6 +187,39 @@ def test_model_line_rate(width, plen):
     fc.check(cases, res, width)
     bc = res["beat_cycles"]
     assert len(bc) == bc[-1] - bc[0] + 1
+
+
+def test_model_latency():
+    """MR-TXF-040: an idle builder puts a descriptor's first beat on m_axis 13 cycles after it
+    took the descriptor."""
+    for width in (64, 512):
+        c = [c for c in fc.length_cases(width) if len(c.payload) == 0][0]
+        res = run_model(width, [c], seed=1, p_idle=0.0, p_bp=0.0)
+        assert res["beat_cycles"][0] - res["desc_cycles"][0] == 13
+
+
+def test_model_payload_beats_counted_not_flagged():
+    """MR-TXF-004, MR-TXF-005: payload beats are counted from payload_len; keep and last are
+    not consulted, and bytes past payload_len in the last beat are not sent."""
+    width = 64
+    by_len = {len(c.payload): c for c in fc.length_cases(width)}
+    cases = [by_len[5], by_len[13]]
+    drv = fc.Driver(width, cases, seed=1, p_idle=0.0, p_bp=0.0)
+    nb = width // 8
+    beats = []
+    for b in drv.beats:         # keep and last cleared, garbage in the lanes past the payload
+        n = bin(b >> width & ((1 << nb) - 1)).count("1")
+        data_ = b & ((1 << width) - 1)
+        beats.append(data_ | (((1 << width) - 1) >> (8 * n) << (8 * n) & ~((1 << (8 * n)) - 1)))
+    assert beats != [b & ((1 << width) - 1) for b in drv.beats]
+    drv.beats = beats
+    model = FrameBuilderModel(width)
+    while not drv.finished:
+        ins = drv.inputs()
+        outs = model.step(ins)
+        drv.observe(ins, outs)
+        drv.settle(model.busy)
+    fc.check(cases, drv.res, width)
 
 
 def test_model_one_beat_frames_every_other_cycle():
