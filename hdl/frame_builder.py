@@ -90,8 +90,23 @@ def pack_header(name, values):
     return [Cat(*reversed(bits[8 * b:8 * b + 8])) for b in range(hdr.length)]
 
 
-def _ones(width):
-    return Const((1 << width) - 1, width)
+def crc_masks(vlan, ipv6, nbytes):
+    """(keep, ones): one bit per nibble of the header bytes (bit 2p: low nibble of byte p) of
+    a frame class: the ICRC feed of a header byte is its keep nibbles, then its ones nibbles
+    set (MR-TXF-030, MR-WIRE-092): zeros before L3 - 4, ones in the four bytes before L3 and
+    in the variant fields (:func:`metaroce.hdl.icrc.ones_positions`)."""
+    l3 = wire.ETH_HLEN + wire.VLAN_HLEN * vlan
+    keep = ones = 0
+    forced = dict(icrc_hw.ones_positions(vlan, ipv6))
+    for p in range(nbytes):
+        mask = forced.get(p, 0)
+        kb = 0 if p < l3 - 4 else 0xFF & ~mask
+        for n in range(2):
+            if kb >> (4 * n) & 0xF:
+                keep |= 1 << (2 * p + n)
+            if mask >> (4 * n) & 0xF:
+                ones |= 1 << (2 * p + n)
+    return keep, ones
 
 
 SEQS = sorted(set(ext_seq(op) for op in range(256)), key=lambda s: (len(s), s))
@@ -240,7 +255,7 @@ class FrameBuilder(wiring.Component):
 
         # ---------------------------------------------------------------- header bytes (MR-TXF-020)
         cksum = ~Mux(g_t0[16], g_t1[:16], g_t0[:16])
-        hdr_bytes, crc_bytes = self._pack(m, gd, g_udp, g_tot, cksum, g_kind)
+        hdr_bytes, crc_keep, crc_ones = self._pack(m, gd, g_udp, g_tot, cksum, g_kind)
 
         # ---------------------------------------------------------------- frame register F
         # MR-TXF-042: per boundary X (header end H, payload end PE, ICRC start E, frame end L)
@@ -249,7 +264,8 @@ class FrameBuilder(wiring.Component):
         en = Signal()
         active = Signal()
         hdr_sr = Signal(NBEATS_HDR * W)
-        crc_sr = Signal(NBEATS_HDR * W)
+        keep_sr = Signal(NBEATS_HDR * NB * 2)
+        ones_sr = Signal(NBEATS_HDR * NB * 2)
         shift = Signal(LG)
         n_zero = Signal(LG)
         es2 = Signal(2)
@@ -274,7 +290,7 @@ class FrameBuilder(wiring.Component):
                    "np": g_hnp, "fb": g_fb, "last": g_last}
         with m.If(go_g):
             m.d.sync += [active.eq(1), first.eq(1),
-                         hdr_sr.eq(Cat(*hdr_bytes)), crc_sr.eq(Cat(*crc_bytes)),
+                         hdr_sr.eq(Cat(*hdr_bytes)), keep_sr.eq(crc_keep), ones_sr.eq(crc_ones),
                          shift.eq(g["h"][:LG]), n_zero.eq(-g["e"][:LG]), es2.eq(g["e"][:2]),
                          e_nz.eq(g["e"][:LG] != 0)]
             for nme, (cnt, full, part) in bounds.items():
@@ -283,7 +299,8 @@ class FrameBuilder(wiring.Component):
             for nme, th in thermo.items():
                 m.d.sync += th.eq(Cat(*[g[nme][:LG] > j for j in range(NB)]))
         with m.Elif(go):
-            m.d.sync += [hdr_sr.eq(hdr_sr[W:]), crc_sr.eq(crc_sr[W:]), first.eq(0)]
+            m.d.sync += [hdr_sr.eq(hdr_sr[W:]), keep_sr.eq(keep_sr[2 * NB:]), ones_sr.eq(ones_sr[2 * NB:]),
+                         first.eq(0)]
             for nme, (cnt, full, part) in bounds.items():
                 with m.If(full):
                     m.d.sync += [cnt.eq(cnt - 1), full.eq(cnt[1:] != 0),
@@ -329,7 +346,10 @@ class FrameBuilder(wiring.Component):
                 pb = Mux(thermo["h"][j], rot_prev.word_select(j, 8), rot_cur.word_select(j, 8))
                 pb = Mux(dat_lane[j], pb, 0)
                 dat.append(Mux(hdr_lane[j], hdr_sr.word_select(j, 8), pb))
-                crc.append(Mux(hdr_lane[j], crc_sr.word_select(j, 8), pb))
+                hb_ = hdr_sr.word_select(j, 8)
+                kn = Cat(keep_sr[2 * j].replicate(4), keep_sr[2 * j + 1].replicate(4))
+                on = Cat(ones_sr[2 * j].replicate(4), ones_sr[2 * j + 1].replicate(4))
+                crc.append(Mux(hdr_lane[j], (hb_ & kn) | on, pb))
             m.d.sync += [m_data.eq(Cat(*dat)), m_crc.eq(Cat(*crc)), m_keep.eq(Cat(*keep)),
                          m_icrc.eq(Cat(*[keep[j] & ~e_lane[j] for j in range(NB)])),
                          m_last.eq(bounds["last"][2]),
@@ -408,26 +428,21 @@ class FrameBuilder(wiring.Component):
 
     # ------------------------------------------------------------------------------------------
     def _pack(self, m, d, udp_len, ip_total, cksum, kind):
-        """(header bytes, ICRC-masked header bytes), HDR_MAX of each, network order
+        """(header bytes in network order, ICRC keep and ones masks, one bit per nibble)
         (MR-TXF-020, MR-TXF-030)."""
         NB = self.width // 8
         nbytes = -(-HDR_MAX // NB) * NB
-        ones = lambda n: _ones(n)  # noqa: E731
         ip4 = {"version": 4, "ihl": 5, "dscp": d.ip_dscp, "ecn": d.ip_ecn, "total_len": ip_total,
                "ident": d.ip_ident, "df": 1, "ttl": d.ip_ttl, "proto": wire.IPPROTO_UDP,
                "checksum": cksum, "src": d.ip_src[:32], "dst": d.ip_dst[:32]}
-        ip4_m = dict(ip4, dscp=ones(6), ecn=ones(2), ttl=ones(8), checksum=ones(16))
         ip6 = {"version": 6, "dscp": d.ip_dscp, "ecn": d.ip_ecn, "flow_label": d.ip_flow_label,
                "payload_len": udp_len, "next_header": wire.IPPROTO_UDP, "hop_limit": d.ip_ttl,
                "src": d.ip_src, "dst": d.ip_dst}
-        ip6_m = dict(ip6, dscp=ones(6), ecn=ones(2), flow_label=ones(20), hop_limit=ones(8))
         udp = {"sport": d.udp_sport, "dport": d.udp_dport, "length": udp_len, "checksum": 0}
-        udp_m = dict(udp, checksum=ones(16))
         pad = (-d.payload_len[:2])[:2]
         bth = {f.name: getattr(d, f"bth_{f.name}") for f in _H["bth"].fields
                if not f.reserved and f.name != "pad"}
         bth["pad"] = pad
-        bth_m = dict(bth, fecn=1, becn=1, reserved1=ones(6))
         vlan = {"pcp": d.vlan_pcp, "dei": d.vlan_dei, "vlan": d.vlan_vlan}
         # Extension header sequences, one per kind (one-hot ``kind``), OR-ed lane by lane.
         ext_len = max(sum(wire.HEADER_LEN[h] for h in s) for s in SEQS)
@@ -452,7 +467,7 @@ class FrameBuilder(wiring.Component):
                 sig = Signal(8, name=f"ext_b{i}")
                 m.d.comb += sig.eq(v)
                 ext[i] = sig
-        hdr_cls, crc_cls = [], []
+        hdr_cls = []
         for v6 in (0, 1):
             for vl in (0, 1):
                 et = wire.ETHERTYPE_IPV6 if v6 else wire.ETHERTYPE_IPV4
@@ -460,19 +475,16 @@ class FrameBuilder(wiring.Component):
                                           "ethertype": wire.VLAN_TPID if vl else et})
                 if vl:
                     eth += pack_header("vlan", dict(vlan, ethertype=et))
-                l3 = len(eth)
-                eth_m = [Const(0, 8)] * (l3 - 4) + [Const(0xFF, 8)] * 4
                 ipb = pack_header("ipv6", ip6) if v6 else pack_header("ipv4", ip4)
-                ipb_m = pack_header("ipv6", ip6_m) if v6 else pack_header("ipv4", ip4_m)
-                rest = pack_header("udp", udp) + pack_header("bth", bth)
-                rest_m = pack_header("udp", udp_m) + pack_header("bth", bth_m)
-                base = eth + ipb + rest
-                base_m = eth_m + ipb_m + rest_m
-                full = (base + ext + [Const(0, 8)] * nbytes)[:nbytes]
-                full_m = (base_m + ext + [Const(0, 8)] * nbytes)[:nbytes]
-                hdr_cls.append(full)
-                crc_cls.append(full_m)
+                base = eth + ipb + pack_header("udp", udp) + pack_header("bth", bth)
+                hdr_cls.append((base + ext + [Const(0, 8)] * nbytes)[:nbytes])
         cls = Cat(d.vlan_en, d.ipv6)
         hdr = [Array([hdr_cls[c][i] for c in range(4)])[cls] for i in range(nbytes)]
-        crc = [Array([crc_cls[c][i] for c in range(4)])[cls] for i in range(nbytes)]
-        return hdr, crc
+        keep, ones = [], []
+        for c in range(4):
+            k, o = crc_masks(vlan=c & 1, ipv6=c >> 1, nbytes=nbytes)
+            keep.append(k)
+            ones.append(o)
+        keep = Array([Const(k, 2 * nbytes) for k in keep])[cls]
+        ones = Array([Const(o, 2 * nbytes) for o in ones])[cls]
+        return hdr, keep, ones
