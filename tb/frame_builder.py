@@ -83,3 +83,51 @@ async def frame_builder_lockstep(dut):
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
                        "mismatches": h.mismatches}, f)
     assert beats_per_cycle == 1.0, f"{beats_per_cycle} beats per cycle at {plen}-byte payloads"
+
+
+@cocotb.test()
+async def frame_builder_bench(dut):
+    """``metaroce bench frame_builder``: per payload size (``TXF_BENCH_SIZES``), back-to-back
+    MR_WRITE frames over IPv4 without idle or backpressure: beats and frames per cycle, latency
+    (descriptor taken to first beat out, builder idle); then the random mix with idle cycles and
+    backpressure for the lockstep speed. Rows to ``TXF_BENCH_OUT`` (JSON)."""
+    out = os.environ.get("TXF_BENCH_OUT")
+    if not out:
+        return
+    import random
+
+    from metaroce.models.wire import Op
+    width = len(dut.m_axis__tdata)
+    model = FrameBuilderModel(width)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    n = int(os.environ.get("TXF_BENCH_FRAMES", "32"))
+    rows = []
+    for size in [int(x) for x in os.environ.get("TXF_BENCH_SIZES", "0,64,256,1024").split(",")]:
+        f = fc._rand_frame(random.Random(size), Op.MR_WRITE, size, 0, 0)
+        c = fc.case_of_frame(f)
+        one = fc.Driver(width, [c], seed=1, p_idle=0.0, p_bp=0.0)
+        await drive(h, one, busy=model.busy)
+        latency = one.res["beat_cycles"][0] - one.res["desc_cycles"][0]
+        drv = fc.Driver(width, [c] * n, seed=1, p_idle=0.0, p_bp=0.0)
+        await drive(h, drv, busy=model.busy)
+        fc.check([c] * n, drv.res, width)
+        bc = drv.res["beat_cycles"]
+        span = bc[-1] - bc[0] + 1
+        rows.append({"width": width, "payload_bytes": size, "frame_bytes": len(c.expected()),
+                     "frames": n, "beats_per_cycle": round(len(bc) / span, 4),
+                     "frames_per_cycle": round(n / span, 4), "latency_cycles": latency})
+    cases = fc.random_cases(int(os.environ.get("TXF_RANDOM", "100")), 5)
+    drv = fc.Driver(width, cases, seed=3, p_idle=0.2, p_bp=0.4)
+    t0 = time.perf_counter()
+    cycles = await drive(h, drv, busy=model.busy)
+    speed = round(cycles / (time.perf_counter() - t0))
+    fc.check(cases, drv.res, width)
+    for r in rows:
+        r["lockstep_cycles_per_s"] = speed
+        r["mismatches"] = h.mismatches
+    with open(out, "w") as fh:
+        json.dump({"rows": rows}, fh)

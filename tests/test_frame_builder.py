@@ -284,3 +284,13 @@ def test_rtl_line_rate_512():
     fc.check(cases, res, 512)
     bc = res["beat_cycles"]
     assert len(bc) == bc[-1] - bc[0] + 1
+
+
+def test_bench_frame_builder_bad_arguments(capsys):
+    """``metaroce bench frame_builder`` refuses a bad width, size or frame count with one line
+    on stderr and exit status 2 (MR-TXF-001, MR-TXF-004)."""
+    from metaroce.cli import main
+    for args in (["--widths", "96"], ["--sizes", "16384"], ["--frames", "1"]):
+        assert main(["bench", "frame_builder", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err and "\n" not in err and "Traceback" not in err
