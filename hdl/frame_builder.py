@@ -444,29 +444,31 @@ class FrameBuilder(wiring.Component):
                if not f.reserved and f.name != "pad"}
         bth["pad"] = pad
         vlan = {"pcp": d.vlan_pcp, "dei": d.vlan_dei, "vlan": d.vlan_vlan}
-        # Extension header sequences, one per kind (one-hot ``kind``), OR-ed lane by lane.
+        # Extension header sequences, one per kind (one-hot ``kind``). A byte of the extension
+        # region is the same header byte in every kind that has that header at that offset:
+        # one term per (header, byte) with the OR of those kinds, not one per kind.
         ext_len = max(sum(wire.HEADER_LEN[h] for h in s) for s in SEQS)
-        ext = [Const(0, 8)] * ext_len
-        ext_terms = [[] for _ in range(ext_len)]
+        packed = {h: pack_header(h, {f.name: getattr(d, f"{h}_{f.name}") for f in _H[h].fields
+                                     if not f.reserved})
+                  for s in SEQS for h in s if h != "cnp"}
+        groups = [{} for _ in range(ext_len)]       # position -> {(header, byte): [kinds]}
         for k, seq in enumerate(SEQS):
-            bs = []
+            off = 0
             for h in seq:
-                if h == "cnp":
-                    bs += [Const(0, 8)] * wire.HEADER_LEN[h]
-                else:
-                    bs += pack_header(h, {f.name: getattr(d, f"{h}_{f.name}") for f in _H[h].fields
-                                          if not f.reserved})
-            for i, b in enumerate(bs):
-                if not (isinstance(b, Const) and b.value == 0):
-                    ext_terms[i].append(Mux(kind[k], b, 0))
-        for i, terms in enumerate(ext_terms):
-            if terms:
-                v = terms[0]
-                for t in terms[1:]:
-                    v = v | t
-                sig = Signal(8, name=f"ext_b{i}")
-                m.d.comb += sig.eq(v)
-                ext[i] = sig
+                if h != "cnp":
+                    for lb in range(wire.HEADER_LEN[h]):
+                        groups[off + lb].setdefault((h, lb), []).append(k)
+                off += wire.HEADER_LEN[h]
+        ext = [Const(0, 8)] * ext_len
+        for i, grp in enumerate(groups):
+            if not grp:
+                continue
+            v = Const(0, 8)
+            for (h, lb), kinds in grp.items():
+                v = v | Mux(Cat(*[kind[k] for k in kinds]).any(), packed[h][lb], 0)
+            sig = Signal(8, name=f"ext_b{i}")
+            m.d.comb += sig.eq(v)
+            ext[i] = sig
         hdr_cls = []
         for v6 in (0, 1):
             for vl in (0, 1):
