@@ -277,6 +277,7 @@ def test_rtl_endpoint_traffic_and_scapy():
         assert fc.scapy_icrc(frame) == frame[-4:], c.name
 
 
+@pytest.mark.slow
 def test_rtl_line_rate_512():
     """MR-TXF-046: 256-byte payloads back to back at 512 bits: one beat per cycle."""
     cases = [c for c in fc.length_cases(512) if len(c.payload) == 256] * 4
