@@ -295,3 +295,13 @@ def test_bench_frame_builder_bad_arguments(capsys):
         assert main(["bench", "frame_builder", *args]) == 2
         err = capsys.readouterr().err.strip()
         assert err and "\n" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("width", [64, 512])
+def test_model_largest_payloads(width):
+    """MR-TXF-004, MR-TXF-013: payloads up to the 14-bit maximum (16,383 bytes), IPv4 and IPv6."""
+    rng = random.Random(width)
+    cases = [fc.case_of_frame(fc._rand_frame(rng, Op.MR_WRITE_IMM, plen, ipv6, rng.randrange(2)))
+             for plen in (16383, 16382, 9000) for ipv6 in (0, 1)]
+    res = run_model(width, cases, seed=width, p_idle=0.1, p_bp=0.2)
+    fc.check(cases, res, width)
