@@ -15,11 +15,11 @@ m_axis         out   AXI4-Stream frames to the MAC (tdata, tkeep, tvalid, tready
 
 Pipeline (MR-TXF-040..045): the descriptor goes through six registers A..G (lengths, beat
 counts and the IPv4 header checksum, one narrow adder per stage); the frame register F packs
-G's fields into the header bytes (generated from the header table, MR-TXF-020) and a masked
-copy for the ICRC; the merge stage M takes header lanes from F and payload lanes from the
-payload beat rotated by the header length mod the beat width, zero-fills pad and tail; the
-ICRC processor of the RX parser (:class:`metaroce.hdl.icrc.IcrcProcessor`) takes M's masked
-copy; three stages D1..D3 take the register back over the zero bytes that followed the ICRC
+G's fields into the header bytes (generated from the header table, MR-TXF-020) with the
+frame class's ICRC masks (one keep and one ones bit per nibble); the merge stage M takes header
+lanes from F and payload lanes from the payload beat rotated by the header length mod the beat
+width, zero-fills pad and tail, and builds the masked copy of the beat; the ICRC processor of
+the RX parser (:class:`metaroce.hdl.icrc.IcrcProcessor`) takes that copy; three stages D1..D3 take the register back over the zero bytes that followed the ICRC
 region in its last beat (MR-TXF-031); D4 inserts the ICRC; a two-entry skid buffer drives
 ``m_axis`` from registers.
 
