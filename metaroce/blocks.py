@@ -116,6 +116,15 @@ BLOCKS: dict[str, Block] = {
         help="placement DMA: RX placement commands and payload to host memory through an AXI4 "
              "write master, 4,096 connections, 256 bursts outstanding (docs/spec/hw-dma.md)",
     ),
+    "frame_builder": Block(
+        name="frame_builder",
+        component="metaroce.hdl.frame_builder:FrameBuilder",
+        model="metaroce.models.frame_builder:FrameBuilderModel",
+        tb="metaroce.tb.frame_builder",
+        help="TX frame builder: descriptor + payload beats to Ethernet/IP/UDP/BTH/MetaRoCE frames "
+             "with IPv4 checksum and ICRC (docs/spec/hw-tx-frame.md)",
+        shares={"icrc": r"icrc"},
+    ),
 }
 
 

@@ -1,0 +1,497 @@
+"""TX frame builder: descriptor + payload beats in, Ethernet frames out (docs/spec/hw-tx-frame.md).
+
+``FrameBuilder(width)`` (64, 128, 256 or 512 bits, MR-TXF-001). Ports (MR-TXF-002):
+
+============== ===== =====================================================================
+port           dir   meaning
+============== ===== =====================================================================
+s_desc         in    ``lib.stream`` of :data:`~metaroce.models.frame_builder.DESC_LAYOUT`:
+                     the connection's header template and the packet's fields
+s_payload      in    ``lib.stream`` of payload beats {data, keep, last}, payload byte 0 in
+                     lane 0 of the first beat (as a DMA read engine delivers them)
+m_axis         out   AXI4-Stream frames to the MAC (tdata, tkeep, tvalid, tready, tlast,
+                     tuser = 0), Ethernet header to ICRC, no FCS
+============== ===== =====================================================================
+
+Pipeline (MR-TXF-040..045): the descriptor goes through six registers A..G (lengths, beat
+counts and the IPv4 header checksum, one narrow adder per stage); the frame register F packs
+G's fields into the header bytes (generated from the header table, MR-TXF-020) with the
+frame class's ICRC masks (one keep and one ones bit per nibble); the merge stage M takes header
+lanes from F and payload lanes from the payload beat rotated by the header length mod the beat
+width, zero-fills pad and tail, and builds the masked copy of the beat; the ICRC processor of
+the RX parser (:class:`metaroce.hdl.icrc.IcrcProcessor`) takes that copy; three stages D1..D3 take the register back over the zero bytes that followed the ICRC
+region in its last beat (MR-TXF-031); D4 inserts the ICRC; a two-entry skid buffer drives
+``m_axis`` from registers.
+
+Golden model: :class:`metaroce.models.frame_builder.FrameBuilderModel`, cycle by cycle.
+"""
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..models import wire
+from ..models.frame_builder import (DESC_LAYOUT, HDR_MAX, HDR_STAGES, ICRC_STAGES, ext_seq,
+                                    payload_layout)
+from ..models.headers import TABLE as _H
+from . import icrc as icrc_hw
+from .parser import axis_signature
+
+__all__ = ["FrameBuilder", "unadvance_matrices", "pack_header"]
+
+
+# ------------------------------------------------------------------ ICRC arithmetic (MR-TXF-031)
+
+def _apply(cols, v):
+    out = 0
+    i = 0
+    while v:
+        if v & 1:
+            out ^= cols[i]
+        v >>= 1
+        i += 1
+    return out
+
+
+def unadvance_matrices(nmax):
+    """``[M_0 .. M_{nmax-1}]``: column lists of the GF(2) maps that take the ICRC register
+    (:data:`metaroce.hdl.icrc.ALGORITHM`) back over ``t`` zero bytes: ``M_t(reg after data +
+    t zeros) == reg after data``. Derived from ``lib.crc``'s software model
+    (:func:`metaroce.hdl.icrc.matrices`)."""
+    adv, _ = icrc_hw.matrices(8)              # one zero byte: column i = image of bit i
+    inv = [icrc_hw._solve(adv, 1 << j) for j in range(32)]     # A x = e_j
+    inv = [_apply_cols_combo(adv, x, j) for j, x in enumerate(inv)]
+    out = [[1 << i for i in range(32)]]
+    for _ in range(1, nmax):
+        out.append([_apply(inv, c) for c in out[-1]])
+    return out
+
+
+def _apply_cols_combo(adv, combo, j):
+    # _solve returns the combination of columns of A that gives e_j: that combination, as a
+    # vector, is column j of A^-1.
+    if _apply(adv, combo) != 1 << j:
+        raise AssertionError("GF(2) inverse of the CRC advance failed")
+    return combo
+
+
+# ------------------------------------------------------------------ header packing (MR-TXF-020)
+
+def pack_header(name, values):
+    """The bytes of header ``name`` in network order, as a list of 8-bit Values, from the
+    header table: ``values`` maps a field name to a Value or int; a reserved field or one
+    not given is 0."""
+    hdr = _H[name]
+    bits = []                                 # network order: bits[0] = MSB of byte 0
+    for f in hdr.fields:
+        v = values.get(f.name, 0)
+        if isinstance(v, int):
+            v = Const(v, f.width)
+        bits += [v[f.width - 1 - i] for i in range(f.width)]
+    return [Cat(*reversed(bits[8 * b:8 * b + 8])) for b in range(hdr.length)]
+
+
+def crc_masks(vlan, ipv6, nbytes):
+    """(keep, ones): one bit per nibble of the header bytes (bit 2p: low nibble of byte p) of
+    a frame class: the ICRC feed of a header byte is its keep nibbles, then its ones nibbles
+    set (MR-TXF-030, MR-WIRE-092): zeros before L3 - 4, ones in the four bytes before L3 and
+    in the variant fields (:func:`metaroce.hdl.icrc.ones_positions`)."""
+    l3 = wire.ETH_HLEN + wire.VLAN_HLEN * vlan
+    keep = ones = 0
+    forced = dict(icrc_hw.ones_positions(vlan, ipv6))
+    for p in range(nbytes):
+        mask = forced.get(p, 0)
+        kb = 0 if p < l3 - 4 else 0xFF & ~mask
+        for n in range(2):
+            if kb >> (4 * n) & 0xF:
+                keep |= 1 << (2 * p + n)
+            if mask >> (4 * n) & 0xF:
+                ones |= 1 << (2 * p + n)
+    return keep, ones
+
+
+SEQS = sorted(set(ext_seq(op) for op in range(256)), key=lambda s: (len(s), s))
+
+
+class FrameBuilder(wiring.Component):
+    """The TX frame builder (docs/spec/hw-tx-frame.md)."""
+
+    def __init__(self, width=512):
+        if width not in (64, 128, 256, 512):
+            self._MustUse__silence = True   # a rejected design is not an unused one
+            raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        self.width = width
+        super().__init__({
+            "s_desc": In(stream.Signature(DESC_LAYOUT)),
+            "s_payload": In(stream.Signature(payload_layout(width))),
+            "m_axis": Out(axis_signature(width, user=True)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.width
+        NB = W // 8
+        LG = NB.bit_length() - 1
+        NBEATS_HDR = -(-HDR_MAX // NB)
+
+        # ---------------------------------------------------------------- descriptor pipeline
+        # MR-TXF-041: stages A, B, C, D, E, G; stage i loads from i-1 when some stage from i to
+        # G is empty (its ready depends on registers only); G empties into the frame register.
+        S = HDR_STAGES
+        valid = [Signal(name=f"h{i}_valid") for i in range(S)]
+        desc = [Signal(DESC_LAYOUT, name=f"h{i}_desc") for i in range(S)]
+        # take[i] = "some stage from i to G is empty", kept as a register computed from the
+        # stages' next valid bits: it enables about 2,000 flip-flops per stage, so it comes
+        # straight from a flip-flop rather than through a chain of the valid bits.
+        take = [Signal(name=f"h{i}_take", init=1) for i in range(S)]
+        valid_next = [Signal(name=f"h{i}_valid_next") for i in range(S)]
+        go_g = Signal()
+        m.d.comb += self.s_desc.ready.eq(take[0])
+        for i in range(S):
+            prev_v = self.s_desc.valid if i == 0 else valid[i - 1]
+            hold = valid[i] & ~go_g if i == S - 1 else valid[i]
+            m.d.comb += valid_next[i].eq(Mux(take[i], prev_v, hold))
+            m.d.sync += [valid[i].eq(valid_next[i]),
+                         take[i].eq(Cat(*[~v for v in valid_next[i:]]).any())]
+        with m.If(take[0]):
+            m.d.sync += desc[0].eq(self.s_desc.payload)
+        for i in range(1, S):
+            with m.If(take[i]):
+                m.d.sync += desc[i].eq(desc[i - 1])
+
+        def stage_reg(i, name, width, value):
+            """A register of stage i loaded with ``value`` (computed from stage i-1)."""
+            r = Signal(width, name=f"h{i}_{name}")
+            with m.If(take[i]):
+                m.d.sync += r.eq(value)
+            return r
+
+        # ---- B: opcode table, rounded payload length, payload beats, checksum pairs
+        a = desc[0]
+        P = a.payload_len
+        nk = len(SEQS)
+        kind = Signal(nk)
+        ext24 = Signal(8)
+        ext44 = Signal(8)
+        extl = Signal(7)
+        with m.Switch(a.bth_opcode):
+            for op in range(256):
+                seq = ext_seq(op)
+                k = SEQS.index(seq)
+                n = sum(wire.HEADER_LEN[h] for h in seq)
+                if k == 0:
+                    continue
+                with m.Case(op):
+                    m.d.comb += [kind.eq(1 << k), extl.eq(n),
+                                 ext24.eq(wire.UDP_HLEN + wire.BTH_LEN + n + wire.ICRC_LEN),
+                                 ext44.eq(wire.IPV4_HLEN + wire.UDP_HLEN + wire.BTH_LEN + n + wire.ICRC_LEN)]
+            with m.Default():
+                m.d.comb += [kind.eq(1), extl.eq(0), ext24.eq(wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN),
+                             ext44.eq(wire.IPV4_HLEN + wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN)]
+        tos = Cat(a.ip_ecn, a.ip_dscp)
+        src, dst = a.ip_src, a.ip_dst
+        byte = lambda v, i: v[8 * i:8 * i + 8]   # noqa: E731 (little-endian byte i of a Value)
+        b_kind = stage_reg(1, "kind", nk, kind)
+        b_ext = stage_reg(1, "ext", 7, extl)
+        b_ext24 = stage_reg(1, "ext24", 8, ext24)
+        b_ext44 = stage_reg(1, "ext44", 8, ext44)
+        b_pr = stage_reg(1, "pr", 15, Cat(Const(0, 2), P[2:] + (P[:2] != 0)))
+        b_npb = stage_reg(1, "npb", 15 - LG, P[LG:] + (P[:LG] != 0))
+        hi = [a.ip_ttl + byte(src, 3), byte(src, 1) + byte(dst, 3), byte(dst, 1) + a.ip_ident[8:]]
+        lo = [tos + byte(src, 2), byte(src, 0) + byte(dst, 2), byte(dst, 0) + a.ip_ident[:8]]
+        b_hi = [stage_reg(1, f"hi{j}", 9, v) for j, v in enumerate(hi)]
+        b_lo = [stage_reg(1, f"lo{j}", 9, v) for j, v in enumerate(lo)]
+
+        # ---- C: UDP length, IPv4 total length, header length, checksum quads
+        bd = desc[1]
+        base = Array([Const(wire.ETH_HLEN + wire.VLAN_HLEN * vl + (wire.IPV6_HLEN if v6 else wire.IPV4_HLEN)
+                            + wire.UDP_HLEN + wire.BTH_LEN, 8)
+                      for v6 in (0, 1) for vl in (0, 1)])
+        c_udp = stage_reg(2, "udp_len", 16, b_pr + b_ext24)
+        c_tot = stage_reg(2, "ip_total", 16, b_pr + b_ext44)
+        c_h = stage_reg(2, "hlen", 8, base[Cat(bd.vlan_en, bd.ipv6)] + b_ext)
+        c_npb = stage_reg(2, "npb", 15 - LG, b_npb)
+        c_kind = stage_reg(2, "kind", nk, b_kind)
+        c_hi = [stage_reg(2, "hi_q0", 10, b_hi[0] + b_hi[1]), stage_reg(2, "hi_q1", 10, b_hi[2] + 0x85)]
+        c_lo = [stage_reg(2, "lo_q0", 10, b_lo[0] + b_lo[1]), stage_reg(2, "lo_q1", 10, b_lo[2] + 17)]
+
+        # ---- D: frame boundaries (bytes), checksum octets
+        cd = desc[2]
+        l3ip = Array([Const(wire.ETH_HLEN + wire.VLAN_HLEN * vl + (wire.IPV6_HLEN if v6 else wire.IPV4_HLEN), 7)
+                      for v6 in (0, 1) for vl in (0, 1)])[Cat(cd.vlan_en, cd.ipv6)]
+        d_pe = stage_reg(3, "pe", 16, c_h + cd.payload_len)
+        d_l = stage_reg(3, "l", 16, c_udp + l3ip)
+        d_lm1 = stage_reg(3, "lm1", 16, c_udp + (l3ip - 1))
+        d_e = stage_reg(3, "e", 16, c_udp + (l3ip - wire.ICRC_LEN))
+        d_em1 = stage_reg(3, "em1", 16, c_udp + (l3ip - wire.ICRC_LEN - 1))
+        d_hnp = stage_reg(3, "hnp", 16 - LG, c_h[LG:] + c_npb)
+        d_h = stage_reg(3, "hlen", 8, c_h)
+        d_udp = stage_reg(3, "udp_len", 16, c_udp)
+        d_tot = stage_reg(3, "ip_total", 16, c_tot)
+        d_kind = stage_reg(3, "kind", nk, c_kind)
+        d_hi = stage_reg(3, "hi_o", 11, c_hi[0] + c_hi[1])
+        d_lo = stage_reg(3, "lo_o", 11, c_lo[0] + c_lo[1])
+
+        # ---- E: checksum byte columns; beat indices
+        e_sh = stage_reg(4, "sh", 12, d_hi + d_tot[8:16])
+        e_sl = stage_reg(4, "sl", 12, d_lo + d_tot[0:8])
+        carry_e = {}
+        for nme, sig in (("h", d_h), ("pe", d_pe), ("e", d_e), ("l", d_l)):
+            carry_e[nme] = stage_reg(4, nme, 16, sig)
+        e_hnp = stage_reg(4, "hnp", 16 - LG, d_hnp)
+        e_fb = stage_reg(4, "fb", 16 - LG, d_em1[LG:])
+        e_last = stage_reg(4, "last", 16 - LG, d_lm1[LG:])
+        e_udp = stage_reg(4, "udp_len", 16, d_udp)
+        e_tot = stage_reg(4, "ip_total", 16, d_tot)
+        e_kind = stage_reg(4, "kind", nk, d_kind)
+
+        # ---- G: checksum end-around sum, both carry-ins (MR-TXF-021)
+        x = Cat(e_sl[0:8], e_sh[0:8])
+        y = Cat(e_sh[8:12], Const(0, 4), e_sl[8:12])
+        g_t0 = stage_reg(5, "t0", 17, x + y)
+        g_t1 = stage_reg(5, "t1", 17, (Cat(Const(1, 1), x) + Cat(Const(1, 1), y))[1:])
+        g = {nme: stage_reg(5, nme, 16, sig) for nme, sig in carry_e.items()}
+        g_hnp = stage_reg(5, "hnp", 16 - LG, e_hnp)
+        g_fb = stage_reg(5, "fb", 16 - LG, e_fb)
+        g_last = stage_reg(5, "last", 16 - LG, e_last)
+        g_udp = stage_reg(5, "udp_len", 16, e_udp)
+        g_tot = stage_reg(5, "ip_total", 16, e_tot)
+        g_kind = stage_reg(5, "kind", nk, e_kind)
+        gd = desc[5]
+
+        # ---------------------------------------------------------------- header bytes (MR-TXF-020)
+        cksum = ~Mux(g_t0[16], g_t1[:16], g_t0[:16])
+        hdr_bytes, crc_keep, crc_ones = self._pack(m, gd, g_udp, g_tot, cksum, g_kind)
+
+        # ---------------------------------------------------------------- frame register F
+        # MR-TXF-042: per boundary X (header end H, payload end PE, ICRC start E, frame end L)
+        # a down counter of beats to X's beat with "before it" (full) and "in it" (part)
+        # flags and the lane mask of X's beat; plus the payload-beat, last-fed and last beats.
+        en = Signal()
+        active = Signal()
+        hdr_sr = Signal(NBEATS_HDR * W)
+        keep_sr = Signal(NBEATS_HDR * NB * 2)
+        ones_sr = Signal(NBEATS_HDR * NB * 2)
+        shift = Signal(LG)
+        n_zero = Signal(LG)
+        es2 = Signal(2)
+        first = Signal()
+        e_nz = Signal()
+        bounds = {}
+        for nme in ("h", "pe", "e", "l", "np", "fb", "last"):
+            bounds[nme] = (Signal(16 - LG, name=f"f_{nme}_cnt"), Signal(name=f"f_{nme}_full"),
+                           Signal(name=f"f_{nme}_part"))
+        thermo = {nme: Signal(NB, name=f"f_{nme}_lanes") for nme in ("h", "pe", "e", "l")}
+        rot_prev = Signal(W)
+
+        h_full, h_part = bounds["h"][1:]
+        need = Signal()
+        m.d.comb += need.eq(active & ~h_full & bounds["np"][1])
+        go = Signal()
+        m.d.comb += [go.eq(en & active & (~need | self.s_payload.valid)),
+                     self.s_payload.ready.eq(en & need),
+                     go_g.eq(en & valid[S - 1] & (~active | (go & bounds["last"][2])))]
+
+        g_beats = {"h": g["h"][LG:], "pe": g["pe"][LG:], "e": g["e"][LG:], "l": g["l"][LG:],
+                   "np": g_hnp, "fb": g_fb, "last": g_last}
+        with m.If(go_g):
+            m.d.sync += [active.eq(1), first.eq(1),
+                         hdr_sr.eq(Cat(*hdr_bytes)), keep_sr.eq(crc_keep), ones_sr.eq(crc_ones),
+                         shift.eq(g["h"][:LG]), n_zero.eq(-g["e"][:LG]), es2.eq(g["e"][:2]),
+                         e_nz.eq(g["e"][:LG] != 0)]
+            for nme, (cnt, full, part) in bounds.items():
+                xb = g_beats[nme]
+                m.d.sync += [cnt.eq(xb), full.eq(xb != 0), part.eq(xb == 0)]
+            for nme, th in thermo.items():
+                m.d.sync += th.eq(Cat(*[g[nme][:LG] > j for j in range(NB)]))
+        with m.Elif(go):
+            m.d.sync += [hdr_sr.eq(hdr_sr[W:]), keep_sr.eq(keep_sr[2 * NB:]), ones_sr.eq(ones_sr[2 * NB:]),
+                         first.eq(0)]
+            for nme, (cnt, full, part) in bounds.items():
+                with m.If(full):
+                    m.d.sync += [cnt.eq(cnt - 1), full.eq(cnt[1:] != 0),
+                                 part.eq((cnt[1:] == 0) & cnt[0])]
+                with m.Else():
+                    m.d.sync += part.eq(0)
+            with m.If(bounds["last"][2]):
+                m.d.sync += active.eq(0)
+
+        # ---------------------------------------------------------------- merge M (MR-TXF-042)
+        # rot_cur lane j = payload lane (j - shift) mod NB: lanes >= shift continue the payload
+        # of this beat, lanes below it end the previous beat's (rot_prev).
+        rot = self.s_payload.payload.data
+        for b in range(LG):
+            step = 8 << b
+            rot = Mux(shift[b], Cat(rot[W - step:], rot[:W - step]), rot)
+        rot_cur = Signal(W)
+        m.d.comb += rot_cur.eq(rot)
+        with m.If(go & need):
+            m.d.sync += rot_prev.eq(rot_cur)
+
+        def lanes(nme):
+            full, part = bounds[nme][1], bounds[nme][2]
+            return [full | (part & thermo[nme][j]) for j in range(NB)]
+
+        hdr_lane, dat_lane, keep, e_lane = lanes("h"), lanes("pe"), lanes("l"), lanes("e")
+        m_valid = Signal()
+        m_data = Signal(W)
+        m_crc = Signal(W)
+        m_keep = Signal(NB)
+        m_icrc = Signal(NB)
+        m_last = Signal()
+        m_feed = Signal()
+        m_first = Signal()
+        m_fb = Signal()
+        m_n = Signal(LG)
+        m_es2 = Signal(2)
+        with m.If(en):
+            m.d.sync += m_valid.eq(go)
+        with m.If(go):
+            pay, dat, crc = [], [], []
+            for j in range(NB):
+                pb = Mux(thermo["h"][j], rot_prev.word_select(j, 8), rot_cur.word_select(j, 8))
+                pb = Mux(dat_lane[j], pb, 0)
+                dat.append(Mux(hdr_lane[j], hdr_sr.word_select(j, 8), pb))
+                hb_ = hdr_sr.word_select(j, 8)
+                kn = Cat(keep_sr[2 * j].replicate(4), keep_sr[2 * j + 1].replicate(4))
+                on = Cat(ones_sr[2 * j].replicate(4), ones_sr[2 * j + 1].replicate(4))
+                crc.append(Mux(hdr_lane[j], (hb_ & kn) | on, pb))
+            m.d.sync += [m_data.eq(Cat(*dat)), m_crc.eq(Cat(*crc)), m_keep.eq(Cat(*keep)),
+                         m_icrc.eq(Cat(*[keep[j] & ~e_lane[j] for j in range(NB)])),
+                         m_last.eq(bounds["last"][2]),
+                         m_feed.eq(bounds["e"][1] | (bounds["e"][2] & e_nz)),
+                         m_first.eq(first), m_fb.eq(bounds["fb"][2]), m_n.eq(n_zero), m_es2.eq(es2)]
+
+        # ---------------------------------------------------------------- ICRC (MR-TXF-030, 031)
+        proc = icrc_hw.IcrcProcessor(W)
+        m.submodules.icrc = proc
+        m.d.comb += [proc.data.eq(m_crc), proc.valid.eq(en & m_valid & m_feed),
+                     proc.start.eq(en & m_valid & m_first)]
+        # Delay line D1..D4, each {valid, data, keep, icrc lanes, last, fb, n, es2}.
+        dl = []
+        prev = dict(valid=m_valid, data=m_data, keep=m_keep, icrc=m_icrc, last=m_last, fb=m_fb,
+                    n=m_n, es2=m_es2)
+        for i in range(ICRC_STAGES):
+            cur = {k: Signal(len(v), name=f"d{i + 1}_{k}") for k, v in prev.items()}
+            with m.If(en):
+                m.d.sync += [cur[k].eq(prev[k]) for k in cur]
+            dl.append(cur)
+            prev = cur
+        mats = unadvance_matrices(NB)
+        reg = proc.crc
+        for i in range(ICRC_STAGES - 1):
+            nbits = dl[i]["n"]
+            digit = Cat(*[nbits[b] if b < LG else Const(0, 1) for b in (2 * i, 2 * i + 1)])
+            opts = []
+            for d in range(4):
+                t = d << (2 * i)
+                if t >= NB:
+                    opts.append(reg)
+                    continue
+                cols = mats[t]
+                opts.append(Cat(*[icrc_hw.xor_tree([reg[c] for c in range(32) if cols[c] >> b & 1])
+                                  for b in range(32)]))
+            u = Signal(32, name=f"unadv{i + 1}")
+            with m.If(en & dl[i]["valid"] & dl[i]["fb"]):
+                m.d.sync += u.eq(Array(opts)[digit])
+            reg = u
+        icrc = ~reg
+
+        # ---------------------------------------------------------------- ICRC insertion, skid
+        d4 = dl[-1]
+        ins = []
+        for j in range(NB):
+            sel = (Const(j & 3, 2) - d4["es2"])[:2]
+            byte_ = Array([icrc[8 * i:8 * i + 8] for i in range(4)])[sel]
+            ins.append(Mux(d4["icrc"][j], byte_, d4["data"].word_select(j, 8)))
+        in_data = Cat(*ins)
+        push = Signal()
+        m.d.comb += push.eq(en & d4["valid"])
+        v0, v1 = Signal(), Signal()
+        e0_data, e0_keep, e0_last = Signal(W), Signal(NB), Signal()
+        e1_data, e1_keep, e1_last = Signal(W), Signal(NB), Signal()
+        pop = Signal()
+        m.d.comb += [pop.eq(v0 & self.m_axis.tready), en.eq(~v1)]
+        load0 = lambda d, k, l_: [e0_data.eq(d), e0_keep.eq(k), e0_last.eq(l_)]  # noqa: E731
+        with m.If(v1):
+            with m.If(pop):
+                m.d.sync += load0(e1_data, e1_keep, e1_last) + [v1.eq(0)]
+        with m.Elif(v0):
+            with m.If(pop & push):
+                m.d.sync += load0(in_data, d4["keep"], d4["last"])
+            with m.Elif(pop):
+                m.d.sync += v0.eq(0)
+            with m.Elif(push):
+                m.d.sync += [e1_data.eq(in_data), e1_keep.eq(d4["keep"]), e1_last.eq(d4["last"]),
+                             v1.eq(1)]
+        with m.Else():
+            with m.If(push):
+                m.d.sync += load0(in_data, d4["keep"], d4["last"]) + [v0.eq(1)]
+        m.d.comb += [self.m_axis.tvalid.eq(v0), self.m_axis.tdata.eq(e0_data),
+                     self.m_axis.tkeep.eq(e0_keep), self.m_axis.tlast.eq(e0_last),
+                     self.m_axis.tuser.eq(0)]
+        return m
+
+    # ------------------------------------------------------------------------------------------
+    def _pack(self, m, d, udp_len, ip_total, cksum, kind):
+        """(header bytes in network order, ICRC keep and ones masks, one bit per nibble)
+        (MR-TXF-020, MR-TXF-030)."""
+        NB = self.width // 8
+        nbytes = -(-HDR_MAX // NB) * NB
+        ip4 = {"version": 4, "ihl": 5, "dscp": d.ip_dscp, "ecn": d.ip_ecn, "total_len": ip_total,
+               "ident": d.ip_ident, "df": 1, "ttl": d.ip_ttl, "proto": wire.IPPROTO_UDP,
+               "checksum": cksum, "src": d.ip_src[:32], "dst": d.ip_dst[:32]}
+        ip6 = {"version": 6, "dscp": d.ip_dscp, "ecn": d.ip_ecn, "flow_label": d.ip_flow_label,
+               "payload_len": udp_len, "next_header": wire.IPPROTO_UDP, "hop_limit": d.ip_ttl,
+               "src": d.ip_src, "dst": d.ip_dst}
+        udp = {"sport": d.udp_sport, "dport": d.udp_dport, "length": udp_len, "checksum": 0}
+        pad = (-d.payload_len[:2])[:2]
+        bth = {f.name: getattr(d, f"bth_{f.name}") for f in _H["bth"].fields
+               if not f.reserved and f.name != "pad"}
+        bth["pad"] = pad
+        vlan = {"pcp": d.vlan_pcp, "dei": d.vlan_dei, "vlan": d.vlan_vlan}
+        # Extension header sequences, one per kind (one-hot ``kind``). A byte of the extension
+        # region is the same header byte in every kind that has that header at that offset:
+        # one term per (header, byte) with the OR of those kinds, not one per kind.
+        ext_len = max(sum(wire.HEADER_LEN[h] for h in s) for s in SEQS)
+        packed = {h: pack_header(h, {f.name: getattr(d, f"{h}_{f.name}") for f in _H[h].fields
+                                     if not f.reserved})
+                  for s in SEQS for h in s if h != "cnp"}
+        groups = [{} for _ in range(ext_len)]       # position -> {(header, byte): [kinds]}
+        for k, seq in enumerate(SEQS):
+            off = 0
+            for h in seq:
+                if h != "cnp":
+                    for lb in range(wire.HEADER_LEN[h]):
+                        groups[off + lb].setdefault((h, lb), []).append(k)
+                off += wire.HEADER_LEN[h]
+        ext = [Const(0, 8)] * ext_len
+        for i, grp in enumerate(groups):
+            if not grp:
+                continue
+            v = Const(0, 8)
+            for (h, lb), kinds in grp.items():
+                v = v | Mux(Cat(*[kind[k] for k in kinds]).any(), packed[h][lb], 0)
+            sig = Signal(8, name=f"ext_b{i}")
+            m.d.comb += sig.eq(v)
+            ext[i] = sig
+        hdr_cls = []
+        for v6 in (0, 1):
+            for vl in (0, 1):
+                et = wire.ETHERTYPE_IPV6 if v6 else wire.ETHERTYPE_IPV4
+                eth = pack_header("eth", {"dst": d.eth_dst, "src": d.eth_src,
+                                          "ethertype": wire.VLAN_TPID if vl else et})
+                if vl:
+                    eth += pack_header("vlan", dict(vlan, ethertype=et))
+                ipb = pack_header("ipv6", ip6) if v6 else pack_header("ipv4", ip4)
+                base = eth + ipb + pack_header("udp", udp) + pack_header("bth", bth)
+                hdr_cls.append((base + ext + [Const(0, 8)] * nbytes)[:nbytes])
+        cls = Cat(d.vlan_en, d.ipv6)
+        hdr = [Array([hdr_cls[c][i] for c in range(4)])[cls] for i in range(nbytes)]
+        keep, ones = [], []
+        for c in range(4):
+            k, o = crc_masks(vlan=c & 1, ipv6=c >> 1, nbytes=nbytes)
+            keep.append(k)
+            ones.append(o)
+        keep = Array([Const(k, 2 * nbytes) for k in keep])[cls]
+        ones = Array([Const(o, 2 * nbytes) for o in ones])[cls]
+        return hdr, keep, ones

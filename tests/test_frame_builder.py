@@ -1,0 +1,307 @@
+"""TX frame builder: its model against the codec, and the RTL (hdl/frame_builder.py) against the
+model in the Amaranth simulator, every output compared every cycle (docs/spec/hw-tx-frame.md).
+
+One verification stack (models/frame_builder_cases.py): the same cases, driver and checker as
+the Verilator testbench (tb/frame_builder.py, tests/test_frame_builder_rtl.py).
+"""
+import random
+import re
+import zlib
+
+import pytest
+from amaranth.back import verilog
+from amaranth.hdl import ClockDomain, Module, Value
+from amaranth.sim import Simulator
+
+from metaroce import blocks
+from metaroce.hdl import icrc as icrc_hw
+from metaroce.hdl.frame_builder import FrameBuilder, pack_header, unadvance_matrices
+from metaroce.models import codec, wire
+from metaroce.models import frame_builder_cases as fc
+from metaroce.models.frame_builder import (DESC_FIELDS, FrameBuilderModel, builder_bytes, desc_of_frame,
+                                           expected_bytes, frame_of_desc, pack_desc, unpack_desc)
+from metaroce.models.headers import TABLE
+from metaroce.models.wire import Op
+from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
+
+
+def _ports(dut, names):
+    sig = {}
+    for n in names:
+        obj = dut
+        for part in n.split("__"):
+            obj = getattr(obj, part)
+        sig[n] = Value.cast(obj)
+    return sig
+
+
+def run_model(width, cases, **kw):
+    model = FrameBuilderModel(width)
+    drv = fc.Driver(width, cases, **kw)
+    while not drv.finished:
+        ins = drv.inputs()
+        outs = model.step(ins)
+        drv.observe(ins, outs)
+        drv.settle(model.busy)
+    return drv.res
+
+
+def run_rtl(width, cases, **kw):
+    dut = FrameBuilder(width)
+    top = Module()
+    top.domains.sync = ClockDomain()
+    top.submodules.dut = dut
+    model = FrameBuilderModel(width)
+    ins, outs = model_port_lists(model)
+    sig = _ports(dut, ins + outs)
+    drv = fc.Driver(width, cases, **kw)
+    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()})
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    drive_amaranth(sim, core, drv, sig, busy=model.busy)
+    sim.run()
+    assert core.mismatches == 0
+    return drv.res
+
+
+# ------------------------------------------------------------------ descriptor, model, codec
+
+def test_descriptor_fields_from_header_table():
+    """MR-TXF-002, MR-TXF-003: the descriptor holds every field of BTH (but PadCnt) and of every
+    extension header, with the header table's widths; it round-trips through pack/unpack."""
+    names = dict(DESC_FIELDS)
+    for h in ("reth", "aeth", "imm", "atomicack", "atomiceth", "mrdh", "mrsh", "mrah", "mrnh", "mrsec", "mrch"):
+        for n, w in TABLE[h].layout().items():
+            assert names[f"{h}_{n}"] == w
+    assert "bth_pad" not in names and names["bth_psn"] == 24 and names["payload_len"] == 14
+    rng = random.Random(1)
+    d = {n: rng.getrandbits(w) for n, w in DESC_FIELDS}
+    assert unpack_desc(pack_desc(d)) == d
+    with pytest.raises(ValueError):
+        pack_desc({"payload_len": 1 << 14})
+
+
+@pytest.mark.parametrize("case", fc.endpoint_ops_cases(64) + fc.opcode_cases(64), ids=lambda c: c.name)
+def test_descriptor_round_trip_is_codec(case):
+    """MR-TXF-010, MR-TXF-011, MR-TXF-012, MR-TXF-021: the frame a descriptor describes is the frame it was
+    taken from; the builder's bytes are codec.encode (IPv6: but the UDP checksum, MR-TXF-022)."""
+    got = builder_bytes(case.desc, case.payload)
+    want = expected_bytes(case.desc, case.payload)
+    if case.desc["ipv6"]:
+        at = 14 + 4 * case.desc["vlan_en"] + 40 + 6
+        assert got[:at] + got[at + 2:] == want[:at] + want[at + 2:] and got[at:at + 2] == b"\0\0"
+    else:
+        assert got == want
+    if case.desc["bth_opcode"] in [int(o) for o in wire.HEADERS]:
+        f = frame_of_desc(case.desc, case.payload)
+        assert codec.encode(f) == want
+        assert desc_of_frame(f) == case.desc
+
+
+def test_unknown_opcode_has_no_extension_headers():
+    """MR-TXF-012: an opcode outside the header table gets no extension headers; the ICRC
+    covers the frame as sent."""
+    c = [c for c in fc.opcode_cases(64) if c.name.startswith("unknown")][0]
+    b = builder_bytes(c.desc, c.payload)
+    l3 = 14 + 4 * c.desc["vlan_en"]
+    l4 = l3 + (40 if c.desc["ipv6"] else 20)
+    assert b[l4 + 8] == c.desc["bth_opcode"]
+    assert b[l4 + 8 + 12:l4 + 8 + 12 + len(c.payload)] == c.payload
+    from metaroce.models.icrc import icrc_bytes
+    assert icrc_bytes(b[l3:-4]) == b[-4:]
+
+
+def test_pack_header_is_the_codec_packing():
+    """MR-TXF-020: the RTL's header packing, generated from the header table, gives the codec's
+    bytes for every header (constant field values, evaluated in the simulator)."""
+    rng = random.Random(3)
+    checks = []
+    for name, cls in codec.RECORDS.items():
+        vals = {n: rng.getrandbits(w) for n, w in TABLE[name].layout().items()}
+        checks.append((pack_header(name, vals), codec.encode_bth(cls(**vals)) if name == "bth"
+                       else codec.encode_ext(name, cls(**vals))))
+    vals = {"imm": rng.getrandbits(32)}
+    checks.append((pack_header("imm", vals), codec.encode_ext("imm", vals["imm"])))
+    m = Module()
+    sim = Simulator(m)
+    seen = []
+
+    async def bench(ctx):
+        for hw, want in checks:
+            seen.append(bytes(ctx.get(b) for b in hw) == want)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen and all(seen)
+
+
+@pytest.mark.parametrize("width", [64, 512])
+def test_unadvance_matrices(width):
+    """MR-TXF-031: M_t takes the CRC register back over t zero bytes, for every t < beat bytes."""
+    mats = unadvance_matrices(width // 8)
+    rng = random.Random(width)
+    for t, cols in enumerate(mats):
+        data = rng.randbytes(rng.randrange(1, 40))
+        after = icrc_hw.raw_crc(data + bytes(t))
+        back = 0
+        for i in range(32):
+            if after >> i & 1:
+                back ^= cols[i]
+        assert back == icrc_hw.raw_crc(data)
+    assert icrc_hw.raw_crc(b"") == 0 and zlib.crc32(b"") == 0
+
+
+@pytest.mark.parametrize("width", [64, 128, 256, 512])
+def test_model_every_case(width):
+    """MR-TXF-010, MR-TXF-013, MR-TXF-044, MR-TXF-051: the model alone, every case set, idle
+    cycles and backpressure; the checker compares each frame with the codec."""
+    cases = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width) + fc.length_cases(width)
+             + fc.random_cases(60, seed=width))
+    res = run_model(width, cases, seed=width, p_idle=0.3, p_bp=0.4)
+    fc.check(cases, res, width)
+
+
+def test_model_scapy_icrc_oracle():
+    """MR-TXF-030: scapy.contrib.roce computes the same ICRC over the model's frames."""
+    cases = [c for c in fc.endpoint_ops_cases(64) + fc.opcode_cases(64) if c.desc["udp_dport"] == 4791]
+    res = run_model(64, cases, seed=3, p_idle=0.0, p_bp=0.0)
+    fc.check(cases, res, 64)
+    for c, (frame, _, _) in zip(cases, res["frames"]):
+        assert fc.scapy_icrc(frame) == frame[-4:], c.name
+
+
+def test_model_endpoint_traffic():
+    """MR-TXF-051: the reference endpoint's frames of a real write (data and ACKs) come out of
+    the builder as codec.encode of the captured frames."""
+    cases = fc.endpoint_cases(8000)
+    assert {Op.MR_WRITE, Op.MR_ACK} <= {c.desc["bth_opcode"] for c in cases}
+    res = run_model(512, cases, seed=1)
+    fc.check(cases, res, 512)
+
+
+@pytest.mark.parametrize("width,plen", [(512, 256), (512, 1024), (256, 256), (64, 256), (64, 0)])
+def test_model_line_rate(width, plen):
+    """MR-TXF-046: back-to-back frames of one connection without idle or backpressure leave at
+    one beat per cycle (frames of two beats and more)."""
+    cases = [c for c in fc.length_cases(width) if len(c.payload) == plen] * 6
+    res = run_model(width, cases, seed=1, p_idle=0.0, p_bp=0.0)
+    fc.check(cases, res, width)
+    bc = res["beat_cycles"]
+    assert len(bc) == bc[-1] - bc[0] + 1
+
+
+def test_model_latency():
+    """MR-TXF-040: an idle builder puts a descriptor's first beat on m_axis 13 cycles after it
+    took the descriptor."""
+    for width in (64, 512):
+        c = [c for c in fc.length_cases(width) if len(c.payload) == 0][0]
+        res = run_model(width, [c], seed=1, p_idle=0.0, p_bp=0.0)
+        assert res["beat_cycles"][0] - res["desc_cycles"][0] == 13
+
+
+def test_model_payload_beats_counted_not_flagged():
+    """MR-TXF-004, MR-TXF-005: payload beats are counted from payload_len; keep and last are
+    not consulted, and bytes past payload_len in the last beat are not sent."""
+    width = 64
+    by_len = {len(c.payload): c for c in fc.length_cases(width)}
+    cases = [by_len[5], by_len[13]]
+    drv = fc.Driver(width, cases, seed=1, p_idle=0.0, p_bp=0.0)
+    nb = width // 8
+    beats = []
+    for b in drv.beats:         # keep and last cleared, garbage in the lanes past the payload
+        n = bin(b >> width & ((1 << nb) - 1)).count("1")
+        data_ = b & ((1 << width) - 1)
+        beats.append(data_ | (((1 << width) - 1) >> (8 * n) << (8 * n) & ~((1 << (8 * n)) - 1)))
+    assert beats != [b & ((1 << width) - 1) for b in drv.beats]
+    drv.beats = beats
+    model = FrameBuilderModel(width)
+    while not drv.finished:
+        ins = drv.inputs()
+        outs = model.step(ins)
+        drv.observe(ins, outs)
+        drv.settle(model.busy)
+    fc.check(cases, drv.res, width)
+
+
+def test_model_one_beat_frames_every_other_cycle():
+    """MR-TXF-046: at 512 bits a frame of one beat (58..64 bytes) leaves every second cycle."""
+    cases = [c for c in fc.length_cases(512, ops=(Op.RC_SEND_MIDDLE,)) if len(c.payload) <= 2
+             and not c.desc["ipv6"]]
+    cases = [c for c in cases if len(c.expected()) <= 64] * 4
+    assert len(cases) >= 4
+    res = run_model(512, cases, seed=1, p_idle=0.0, p_bp=0.0)
+    bc = res["beat_cycles"]
+    assert len(bc) == len(cases) and all(b - a == 2 for a, b in zip(bc, bc[1:]))
+
+
+# ------------------------------------------------------------------ RTL in the Amaranth simulator
+
+def test_verilog_ports_are_the_model_ports():
+    """MR-TXF-002: the Verilog ports are the model's ports plus clk and rst."""
+    v = verilog.convert(FrameBuilder(64), name="frame_builder")
+    top = v[v.index("module frame_builder("):]
+    top = top[:top.index("endmodule")]
+    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    model = FrameBuilderModel(64)
+    ins, outs = model_port_lists(model)
+    assert ports == set(ins) | set(outs) | {"clk", "rst"}
+
+
+def test_block_registered():
+    """MR-TXF-001: ``frame_builder`` is a block of metaroce/blocks.py at 64..512 bits."""
+    blk = blocks.get("frame_builder")
+    assert blk.widths == (64, 128, 256, 512)
+    assert isinstance(blk.make_model(128), FrameBuilderModel)
+    with pytest.raises(ValueError):
+        FrameBuilder(96)
+
+
+@pytest.mark.parametrize("width", [64, pytest.param(128, marks=pytest.mark.slow),
+                                   pytest.param(256, marks=pytest.mark.slow), 512])
+def test_rtl_lockstep(width):
+    """MR-TXF-040..046, MR-TXF-050: the RTL in lockstep with the model (every output, every
+    cycle), idle cycles and backpressure; every frame the codec's."""
+    cases = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width)
+             + [c for c in fc.length_cases(width) if len(c.payload) <= 300 or width >= 256]
+             + fc.random_cases(20, seed=width, max_payload=300))
+    res = run_rtl(width, cases, seed=width, p_idle=0.3, p_bp=0.4)
+    fc.check(cases, res, width)
+
+
+def test_rtl_endpoint_traffic_and_scapy():
+    """MR-TXF-030, MR-TXF-051: the reference endpoint's frames through the RTL (512 bits) equal
+    codec.encode of the captured frames, and scapy computes the same ICRC."""
+    cases = fc.endpoint_cases(6000)
+    res = run_rtl(512, cases, seed=2, p_idle=0.2, p_bp=0.3)
+    fc.check(cases, res, 512)
+    for c, (frame, _, _) in zip(cases, res["frames"]):
+        assert fc.scapy_icrc(frame) == frame[-4:], c.name
+
+
+@pytest.mark.slow
+def test_rtl_line_rate_512():
+    """MR-TXF-046: 256-byte payloads back to back at 512 bits: one beat per cycle."""
+    cases = [c for c in fc.length_cases(512) if len(c.payload) == 256] * 4
+    res = run_rtl(512, cases, seed=1, p_idle=0.0, p_bp=0.0)
+    fc.check(cases, res, 512)
+    bc = res["beat_cycles"]
+    assert len(bc) == bc[-1] - bc[0] + 1
+
+
+def test_bench_frame_builder_bad_arguments(capsys):
+    """``metaroce bench frame_builder`` refuses a bad width, size or frame count with one line
+    on stderr and exit status 2 (MR-TXF-001, MR-TXF-004)."""
+    from metaroce.cli import main
+    for args in (["--widths", "96"], ["--sizes", "16384"], ["--frames", "1"]):
+        assert main(["bench", "frame_builder", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err and "\n" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("width", [64, 512])
+def test_model_largest_payloads(width):
+    """MR-TXF-004, MR-TXF-013: payloads up to the 14-bit maximum (16,383 bytes), IPv4 and IPv6."""
+    rng = random.Random(width)
+    cases = [fc.case_of_frame(fc._rand_frame(rng, Op.MR_WRITE_IMM, plen, ipv6, rng.randrange(2)))
+             for plen in (16383, 16382, 9000) for ipv6 in (0, 1)]
+    res = run_model(width, cases, seed=width, p_idle=0.1, p_bp=0.2)
+    fc.check(cases, res, width)
