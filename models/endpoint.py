@@ -623,11 +623,6 @@ class Connection:
             if self.blind_t0 == _NEVER:
                 self.blind_t0 = now
             self.blind_bytes += wl + P.WIRE_OVERHEAD
-        elif self.blind_bytes:
-            # MR-CC-016: the first frame after the release settles the blind bytes: later
-            # hints do not price them again (a transient low hint stalled every sender with the
-            # same first-frame time until one late, common instant, and they burst together)
-            self.blind_bytes = 0
         if self.rate_bps < ep.line_rate_bps:
             self.pace_until = max(self.pace_until, now) + self._gap(wl)
         st = ep.stats
