@@ -328,6 +328,11 @@ class Connection:
         if self.ss:
             self.window = min(self.window, self.ramp)
         self.rate_bps = ep.line_rate_bps
+        # MR-CC-016: what was sent before the receiver's first answer (wire bytes + overhead)
+        # and when its first frame left; the first answer's hint is charged for it.
+        self.blind_t0 = _NEVER
+        self.blind_bytes = 0
+        self.answered = False
         self.cwnd_sum = sum(p.cwnd for p in self.paths)     # MR-CC-011: active paths' windows
         self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
         self.ack_loss = 0           # MR-REL-011: lost-ACK fraction of all paths, Q16
@@ -347,6 +352,7 @@ class Connection:
         self.prog_armed = False
         # receiver: the last ACK sent on this connection (MR-CC-009 hint updates)
         self.rx_hint = None
+        self.rx_hint_age = 0        # MR-CC-017: share intervals ended since its first non-zero hint
         self.rx_hint_path = None
         self.rx_hint_psn = 0
         self.rx_hint_sport = 0
@@ -614,6 +620,10 @@ class Connection:
             ep._arm(p, now + self._rto(p))
         self.last_tx = now
         self.last_wl = wl = wire_len(f)
+        if not self.answered:
+            if self.blind_t0 == _NEVER:
+                self.blind_t0 = now
+            self.blind_bytes += wl + P.WIRE_OVERHEAD
         if self.rate_bps < ep.line_rate_bps:
             self.pace_until = max(self.pace_until, now) + self._gap(wl)
         st = ep.stats
@@ -836,7 +846,11 @@ class Connection:
         rec = p.rec(trigger) if n else None
         wit = None
         if rec is not None and not rec.probe:
-            sample = self.rtt_last = now - rec.t
+            sample = now - rec.t
+            if not rec.free:
+                # MR-CC-016: a packet of the first window measured the queue the first windows
+                # built, which the blind release already pays for: no MR-CC-015 slow-down
+                self.rtt_last = sample
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
             if p.min_rtt is None or sample < p.min_rtt:
@@ -884,6 +898,7 @@ class Connection:
         # windows need not fall below the hinted rate's BDP (MR-CC-007): pacing already keeps
         # the rate, and a window collapsed by the ECN of a transient queue would idle the link.
         old_rate = self.rate_bps
+        answered = self.answered
         self.rate_bps = P.clamp_hint_bps(a.rate_mbps, ep.line_rate_bps)     # MR-SEC-151
         if self.rate_bps != old_rate and self.last_tx >= 0:
             # MR-CC-006: a new rate applies from the last frame sent, not from the next one: a
@@ -891,6 +906,13 @@ class Connection:
             gap = self.last_tx + self._gap(self.last_wl)
             self.pace_until = max(self.pace_until, gap) if self.rate_bps < old_rate else \
                 min(self.pace_until, gap)
+        self.answered = True
+        if a.rate_mbps and self.blind_bytes and (self.rate_bps != old_rate or not answered):
+            # MR-CC-016: each hint prices what was sent blind, before the receiver's first
+            # answer: the first window counts as paced at the hint from its first frame on, so
+            # the queue that N first windows built drains before the senders add to it.
+            self.pace_until = max(self.pace_until, P.blind_release_ns(
+                self.blind_t0, self.blind_bytes, max(1, int(self.rate_bps // 1e6))))
         # MR-CC-007: while hinted, the connection keeps at most 1.5 hinted BDPs in flight, so
         # a queue above half a base RTT slows every sender down (stale or too large hints
         # cannot fill the buffer); otherwise the connection window of MR-CC-001.
@@ -903,6 +925,8 @@ class Connection:
             # of an incast to be seen does not answer "no limit" with a whole BDP at line rate.
             if a.rate_mbps or ce:
                 self.ss = False
+                if not a.rate_mbps:
+                    self._ss_exit_windows()
                 if a.rate_mbps:
                     # MR-CC-007: the hinted connection window bounds what is sent under the
                     # hint; the first window, sent before it, does not count against it.
@@ -925,6 +949,7 @@ class Connection:
                     p.cwnd = min(ep.cwnd_max, share, p.cwnd + P.SLOW_START_GAIN * nbytes)
                 if self.ramp * ep._base_rtt_ns >= ep.bdp * ep.init_window_bdp * rtt:
                     self.ss = False
+                    self._ss_exit_windows()
         self.window = min(self.ramp, target) if self.ss else target
         wmin = self.path_floor
         wmax = ep.cwnd_max
@@ -988,10 +1013,11 @@ class Connection:
                                       mtu=ep.mtu, cwnd_min=int(wmin), cwnd_max=int(wmax),
                                       beta_q=ep._beta_q, cwnd_sum=self.cwnd_sum if multi else None,
                                       sum_max=ep.cwnd_max if multi else None)  # MR-ENG-053
-                if self.cut_debt and p.cwnd > old:
-                    take = min(self.cut_debt, p.cwnd - old)
-                    p.cwnd -= take
-                    self.cut_debt -= take
+            if self.cut_debt and p.cwnd > wmin:
+                # MR-CC-018: a cut's debt is taken from the window of the next path acknowledged,
+                # down to its floor (increase included), so that a connection whose cut path was
+                # at its floor is still cut within about an RTT, as one path would be.
+                p.cwnd, self.cut_debt = P.debt_take(p.cwnd, int(wmin), self.cut_debt)
             if p.state == _ACTIVE:
                 self.cwnd_sum += p.cwnd - old
             if self.cwnd_sum < sum_floor:
@@ -1269,6 +1295,14 @@ class Connection:
         if short > 0:
             p.cwnd += short
         self.cut_debt = 0
+        self._sum_windows()
+
+    def _ss_exit_windows(self):
+        """MR-CC-019: slow start ends (not by a hint): the paths' windows become equal shares
+        of the ramp, the window the connection had, whatever the paths it acknowledged."""
+        share = P.ss_exit_path_window(self.ramp, len(self.paths), self.path_floor, self.ep.cwnd_max)
+        for q in self.paths:
+            q.cwnd = share
         self._sum_windows()
 
     def _sum_windows(self):
@@ -1840,7 +1874,7 @@ class Endpoint(VerbsHost):
     - ``ack_delay`` (base_rtt / 4): a pending ACK goes out at the latest this long after the
       first unacknowledged arrival on its path (delayed ACK, MR-SEQ-009).
     - ``init_window_bdp`` (1.0): initial connection window in BDPs, split over the paths.
-    - ``first_window`` (2): packets a new connection may have in flight before its first ACK
+    - ``first_window`` (1): packets a new connection may have in flight before its first ACK
       (MR-CC-008); it then grows by slow start up to ``init_window_bdp`` while the receiver
       reports no other sender, or opens at once when a rate hint paces it (the first window then
       no longer counts against the hinted connection window). 0: no first window.
@@ -1897,7 +1931,7 @@ class Endpoint(VerbsHost):
                  ack_every=4, ack_delay=None, init_window_bdp=1.0, max_window_bdp=4.0, beta=0.5,
                  rto_min_rtts=1.5, rto_min=2e-6, rto_max=1e-3, rto_initial=None, retire_after=3,
                  probe_interval=None, share_interval=None, max_rx_msgs=8, seed=0,
-                 initial_psn=0, first_window=2, reorder_allow=None, max_tx_msgs=8,
+                 initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
                  max_rd_atomic=R.RD_ATOMIC, rng=None):
@@ -2194,8 +2228,14 @@ class Endpoint(VerbsHost):
         n_lim = lim = 0
         for lid in self._share_seen | self._share_prev_set:
             c = conns.get(lid)
-            if c is None or lid not in self._share_prev_set:
+            if c is None:
+                continue
+            known = P.demand_known(c.rx_hint_age)
+            c.rx_hint_age = P.hint_age_next(c.rx_hint_age)
+            if lid not in self._share_prev_set:
                 continue            # first seen in this interval: demand unknown
+            if not known:
+                continue            # MR-CC-017: not yet two whole intervals under a hint
             if c.rx_iv_epoch == eid:
                 now_b, prev_b = c.rx_iv_bytes, c.rx_iv_prev
             else:
@@ -2261,6 +2301,8 @@ class Endpoint(VerbsHost):
         ce = p.rx_ce
         hint = self._rate_hint()
         c.rx_hint, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport = hint, p, trigger_psn, sport
+        if hint and not c.rx_hint_age:
+            c.rx_hint_age = 1       # MR-CC-017: the first non-zero hint
         bth_psn = 0
         a = MRAH(1, MrahFlag.ECE if ce else 0, p.idx, min(ce, 0xFFFF), p.rx_cum, hint,
                  trigger_psn, p.rx_sack)

@@ -265,6 +265,20 @@ def coupled_cut_fx(cwnd, ce_count, cwnd_min, mtu, beta_q, cut_left):
     return new, max(0, want - (int(cwnd) - new))
 
 
+def debt_take(cwnd, cwnd_min, debt):
+    """MR-CC-018: a path acknowledged while its connection owes ``debt`` bytes of a cut
+    (MR-CC-013) gives up its window down to ``cwnd_min``, at most the debt. Returns
+    ``(cwnd, debt)``: the path's window and what the connection still owes."""
+    take = max(0, min(int(debt), int(cwnd) - int(cwnd_min)))
+    return int(cwnd) - take, int(debt) - take
+
+
+def ss_exit_path_window(ramp, n_paths, floor, cwnd_max):
+    """MR-CC-019: each path's window when slow start ends without a hint: its equal share of
+    the ramp, within the path's floor and the window cap."""
+    return max(int(floor), min(int(cwnd_max), int(ramp) // max(1, int(n_paths))))
+
+
 def queue_paced_mbps(rate_mbps, base_rtt_ns, rtt_ns):
     """MR-CC-015: the pacing rate of a hinted connection whose latest RTT sample is ``rtt_ns``:
     the hint, times 1.5 base RTTs / the sample when that is below 1 (the rate form of the hinted
@@ -273,6 +287,13 @@ def queue_paced_mbps(rate_mbps, base_rtt_ns, rtt_ns):
     if 2 * rtt_ns <= 3 * base_rtt_ns:
         return rate_mbps
     return max(MIN_RATE_MBPS, rate_mbps * 3 * base_rtt_ns // (2 * rtt_ns))
+
+
+def blind_release_ns(t_first_ns, wire_bytes, rate_mbps):
+    """MR-CC-016: the earliest time a connection may send after its first hint ``rate_mbps``,
+    when it sent ``wire_bytes`` (frames plus :data:`WIRE_OVERHEAD` each) from ``t_first_ns``
+    on before the receiver answered: as if those bytes had been paced at the hint."""
+    return int(t_first_ns) + -(-int(wire_bytes) * 8 * 1000 // max(1, int(rate_mbps)))
 
 
 def initial_rto_ns(rto_initial_ns, conn_id, seed=0):
@@ -286,7 +307,7 @@ def initial_rto_ns(rto_initial_ns, conn_id, seed=0):
 def path_window_floor(mtu, n_paths):
     """MR-CC-011: the least window of one of ``n_paths`` paths: MTU / paths (at least 64
     bytes), so that the windows of a connection together fall to one MTU, like a single path."""
-    return max(64, mtu // max(1, n_paths))
+    return max(1, mtu // max(1, n_paths))
 
 
 def ce_fraction_q(ce_count, packets):
@@ -376,6 +397,25 @@ def demand_limited(arrived_bytes, level_mbps, interval_ns, pkt_bytes):
     below 7/8 of the level's bytes over the interval by more than two packets of ``pkt_bytes``."""
     level_bytes = level_mbps * interval_ns // 8000          # Mb/s x ns = 1e-3 bit
     return arrived_bytes + DEMAND_MARGIN_PKTS * pkt_bytes < (level_bytes * DEMAND_FRACTION_Q) >> Q
+
+
+#: MR-CC-017: a sender's hint age (2 bits) at which its demand is known
+HINT_AGE_KNOWN = 3
+
+
+def hint_age_next(age):
+    """MR-CC-017: a sender's hint age when a share interval ends: 0 (never hinted) stays 0,
+    otherwise one more, saturating at :data:`HINT_AGE_KNOWN`."""
+    return min(HINT_AGE_KNOWN, int(age) + 1) if age else 0
+
+
+def demand_known(age):
+    """MR-CC-017: whether a sender's demand can be judged at the end of a share interval, from
+    its hint age before this end is counted: its first non-zero hint went out (age 1) in an
+    interval that ended at least two interval ends before this one, so both counts judged (this
+    interval's and the one before) were sent under a hint, not by its first window or slow
+    start."""
+    return int(age) >= HINT_AGE_KNOWN
 
 
 def fair_level_mbps(line_rate_bps, n_active, ce_frac=0.0, n_limited=0, limited_mbps=0,

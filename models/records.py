@@ -76,6 +76,9 @@ CONN_TX = data.StructLayout({
     "cut_debt": BYTES_BITS,     # MR-CC-013: cut still to take from increases
     "cut_end": TIME_BITS,       # MR-CC-013: end of the connection's cut epoch
     "cut_left": BYTES_BITS,     # MR-CC-013: bytes the epoch may still cut
+    "answered": 1,              # MR-CC-016: the receiver has answered (an ACK came back)
+    "blind_t0": TIME_BITS,      # MR-CC-016: send time of the first frame sent before that
+    "blind_bytes": BYTES_BITS,  # MR-CC-016: wire bytes (with WIRE_OVERHEAD) sent before that
 })
 
 #: MR-ENG-021: per connection, receiver half (MR-CC-009 hint bookkeeping).
@@ -88,6 +91,7 @@ CONN_RX = data.StructLayout({
     "rx_iv_bytes": BYTES_BITS,  # MR-CC-012: wire bytes in the current share interval
     "rx_iv_prev": BYTES_BITS,   # MR-CC-012: ... and in the previous one
     "rx_iv_epoch": 8,           # MR-CC-012: interval number of rx_iv_bytes, mod 256
+    "rx_hint_age": 2,           # MR-CC-017: intervals since the first non-zero hint, saturating
 })
 
 #: MR-ENG-022: per path, sender half: sequence, window, RTT, timer and path state.

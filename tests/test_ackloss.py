@@ -40,7 +40,8 @@ def test_tail_ack_lost_probe_repairs():
     re-sends the path's newest PSN as is; the receiver's duplicate ACK resolves the path:
     nothing is resent, no path is suspected."""
     kw = dict(mtu=4096, line_rate_bps=100e9, base_rtt=8e-6)
-    a, b = Endpoint(A, **kw), Endpoint(B, **kw)
+    # a first window of two packets (MR-CC-008): both chunks in flight at once, one per path
+    a, b = Endpoint(A, first_window=2, **kw), Endpoint(B, **kw)
     src = bytearray(b"\x5a" * 2 * 4096)      # one chunk per path
     ka, kb = a.reg_mr(src), b.reg_mr(bytearray(len(src)))
     ca = a.connect(1, B, 1, paths=2)

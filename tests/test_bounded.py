@@ -82,10 +82,12 @@ def _pack_state(c, now):
     R.fits(R.CONN_TX, inflight=c.inflight, window=int(c.window), ramp=int(c.ramp),
            rate_mbps=int(c.rate_bps / 1e6) if c.rate_bps < c.ep.line_rate_bps else 0,
            retx_count=len(c.retx), cwnd_sum=c.cwnd_sum, cut_debt=c.cut_debt, cut_end=t(c.cut_end),
-           cut_left=max(0, c.cut_left))             # MR-CC-011, MR-CC-013
+           cut_left=max(0, c.cut_left),             # MR-CC-011, MR-CC-013
+           answered=int(c.answered), blind_t0=t(max(0, c.blind_t0)), blind_bytes=c.blind_bytes)  # MR-CC-016
     assert all(isinstance(v, int) for v in (c.cwnd_sum, c.cut_debt, c.cut_left))
     R.fits(R.CONN_RX, rx_iv_bytes=c.rx_iv_bytes, rx_iv_prev=c.rx_iv_prev,
-           rx_iv_epoch=max(0, c.rx_iv_epoch) & 0xFF)      # MR-CC-012
+           rx_iv_epoch=max(0, c.rx_iv_epoch) & 0xFF,      # MR-CC-012
+           rx_hint_age=c.rx_hint_age)                      # MR-CC-017
 
 
 def _traffic(kind, seed):

@@ -4,6 +4,7 @@ import copy
 import pytest
 
 from metaroce.models import protocol as P
+from metaroce.models.codec import wire_len
 from metaroce.models.endpoint import Endpoint
 from metaroce.sim.scenario import load_scenario, run_scenario, shipped_scenarios
 
@@ -35,10 +36,13 @@ def test_coupled_increase_is_one_mtu_per_rtt_whatever_the_paths():
 
 
 def test_path_window_floor():
-    """MR-CC-011: the paths of a connection may together fall to one MTU (64 bytes each at least)."""
+    """MR-CC-011: the paths of a connection may together fall to one MTU, whatever their number
+    (a floor of 64 bytes held a 128-path connection at two MTUs, above a single path's floor)."""
     assert P.path_window_floor(MTU, 1) == MTU
     assert P.path_window_floor(MTU, 8) * 8 == MTU
-    assert P.path_window_floor(MTU, 256) == 64
+    assert P.path_window_floor(MTU, 128) * 128 == MTU
+    assert P.path_window_floor(MTU, 256) * 256 == MTU
+    assert P.path_window_floor(256, 256) == 1
 
 
 def test_coupled_cut_counts_marks_not_path_fractions():
@@ -183,7 +187,7 @@ def test_initial_timer_spread_and_bounded():
 def test_first_window_lost_whole_resends_one_packet():
     """MR-CC-014, MR-PATH-001: every packet of a first window dropped: after the timer one packet
     is resent, and only the receiver's answer lets more go."""
-    a = Endpoint("10.0.0.1", mtu=MTU)
+    a = Endpoint("10.0.0.1", mtu=MTU, first_window=2)
     c = a.connect(3, "10.0.0.2", 3, paths=2)
     src = bytearray(8 * MTU)
     c.post_write(0, a.reg_mr(src), 0, len(src), 0, 1, wr_id=1)
@@ -222,3 +226,210 @@ def test_slow_start_sizes_windows_to_the_measured_rtt():
     assert res.delivered_ok and res.all_done
     (f,) = res.flows
     assert size * 8 / f.t_done / 1e9 > 0.6 * 389        # 273 Gb/s; 132 before
+
+
+# -- incast start and coupled cuts (MR-CC-016..018) -----------------------------------------------
+
+def test_blind_release_prices_the_first_window_at_the_hint():
+    """MR-CC-016: bytes sent before the receiver answered count as paced at the hint from the
+    first frame on."""
+    assert P.blind_release_ns(1_000, 4_000, 1_000) == 1_000 + 32_000
+    assert P.blind_release_ns(0, 1, 3_000) == 3             # rounded up to whole ns
+    assert P.blind_release_ns(0, 8_000, 0) == 8_000 * 8 * 1000  # a hint of 0 is never used
+
+
+def _incast_receiver(rate, others, mtu=MTU):
+    """A receiver B that already sees ``others`` senders (connections of host 10.0.0.3)."""
+    b = Endpoint("10.0.0.2", mtu=mtu, line_rate_bps=rate)
+    other = Endpoint("10.0.0.3", mtu=mtu, line_rate_bps=rate)
+    kb = b.reg_mr(bytearray(64 * mtu))
+    ko = other.reg_mr(bytearray(mtu))
+    for cid in range(100, 100 + others):
+        other.connect(cid, "10.0.0.2", cid + 1000, paths=4).post_write(0, ko, 0, mtu, 0, kb, wr_id=cid)
+        b.connect(cid + 1000, other.addr, cid, paths=4)
+    for f in iter(lambda: other.next_packet(0.0), None):
+        b.receive(f, 1e-6)
+    while b.next_packet(1e-6) is not None:
+        pass
+    return b, kb
+
+
+def test_first_window_waits_for_its_share_after_the_first_hint():
+    """MR-CC-016, MR-CC-008: a sender whose first window (two packets here) went out at t = 0
+    gets its first hint at 6 us; it sends nothing more until both packets' time at the hinted
+    rate has passed since its first frame (twice the pacing gap; the last-frame rule of MR-CC-006
+    alone allowed one gap), then paces at the hint."""
+    rate = 400e9
+    b, kb = _incast_receiver(rate, 127)
+    a = Endpoint("10.0.0.1", mtu=MTU, line_rate_bps=rate, first_window=2)
+    ca = a.connect(10, "10.0.0.2", 20, paths=4)
+    b.connect(20, "10.0.0.1", 10, paths=4)
+    ca.post_write(0, a.reg_mr(bytearray(64 * MTU)), 0, 64 * MTU, 0, kb, wr_id=1)
+    first = [a.next_packet(0.0), a.next_packet(0.0)]
+    assert all(first) and a.next_packet(0.0) is None
+    assert ca.blind_t0 == 0 and ca.blind_bytes == 2 * (wire_len(first[0]) + P.WIRE_OVERHEAD)
+    for f in first:
+        b.receive(f, 5e-6)
+    for g in iter(lambda: b.next_packet(5e-6), None):
+        if g.bth.dest_qp == 10:
+            a.receive(g, 6e-6)
+    hint = P.fair_share_mbps(rate, 128)
+    assert ca.rate_bps == hint * 1e6 and ca.answered
+    release = P.blind_release_ns(0, ca.blind_bytes, hint)
+    assert release > 6_000 + P.pacing_gap_ns(wire_len(first[1]), hint)   # later than the last-frame rule
+    sent, t_ns = [], 6_000
+    while t_ns < release + 3 * P.pacing_gap_ns(wire_len(first[1]), hint):
+        if a.next_packet(t_ns / 1e9) is not None:
+            sent.append(t_ns)
+        t_ns += 100
+    assert sent and sent[0] >= release and sent[0] < release + 200
+    assert len(sent) == 2          # then one packet per pacing gap (the hinted window allows 2)
+
+
+def test_first_window_rtt_sample_does_not_slow_pacing():
+    """MR-CC-016, MR-CC-015: an RTT sample of a first-window packet still in flight at the first
+    hint measured the first windows' queue, which the blind release pays for: it does not become
+    the latest sample that slows the pacing; a later packet's sample does."""
+    rate = 400e9
+    b, kb = _incast_receiver(rate, 127)
+    a = Endpoint("10.0.0.1", mtu=MTU, line_rate_bps=rate, first_window=2)
+    ca = a.connect(10, "10.0.0.2", 20, paths=4)
+    b.connect(20, "10.0.0.1", 10, paths=4)
+    ca.post_write(0, a.reg_mr(bytearray(64 * MTU)), 0, 64 * MTU, 0, kb, wr_id=1)
+    f1, f2 = a.next_packet(0.0), a.next_packet(0.0)
+
+    def deliver(f, t_rx, t_ack):
+        b.receive(f, t_rx)
+        for g in iter(lambda: b.next_packet(t_rx), None):
+            if g.bth.dest_qp == 10:
+                a.receive(g, t_ack)
+    deliver(f1, 5e-6, 6e-6)                     # the first hint
+    deliver(f2, 39e-6, 40e-6)                   # 40 us after it left: the first windows' queue
+    assert ca.rtt_last == 6_000                 # not 40 us: the pacing is not slowed
+    t = 40e-6
+    while (f := a.next_packet(t)) is None:
+        t += 1e-7
+    deliver(f, t + 29e-6, t + 30e-6)            # a packet sent under the hint: its sample counts
+    assert ca.rtt_last == pytest.approx(30_000, abs=1)
+
+
+def test_demand_known_after_two_intervals_under_a_hint():
+    """MR-CC-017: a sender's hint age starts at 1 with its first non-zero hint and grows by one
+    per interval end (2 bits, saturating); its demand is judged at an end where the age before
+    it is 3: the third end after the first hint."""
+    assert P.hint_age_next(0) == 0              # never hinted: never judged
+    ages = [1]
+    for _ in range(4):
+        ages.append(P.hint_age_next(ages[-1]))
+    assert ages == [1, 2, 3, 3, 3]
+    assert [P.demand_known(x) for x in (0, 1, 2, 3)] == [False, False, False, True]
+
+
+def test_new_sender_is_not_demand_limited_before_its_hint_acts():
+    """MR-CC-017, MR-CC-012: a second sender that has just been hinted and sends one packet per
+    interval (its first window, or a slow start not yet paced) is not taken as demand-limited:
+    the hint stays the equal share until two intervals have ended under its hint; once its
+    demand is known, a sender still that far below its share is."""
+    rate = 100e9
+    b = Endpoint("10.0.0.2", mtu=MTU, line_rate_bps=rate)
+    kb = b.reg_mr(bytearray(256 * MTU))
+    senders = []
+    for i, addr in enumerate(("10.0.0.1", "10.0.0.3")):
+        a = Endpoint(addr, mtu=MTU, line_rate_bps=rate, first_window=0)
+        c = a.connect(10 + i, "10.0.0.2", 20 + i, paths=1)
+        b.connect(20 + i, addr, 10 + i, paths=1)
+        c.post_write(0, a.reg_mr(bytearray(256 * MTU)), 0, 256 * MTU, 0, kb, wr_id=i)
+        senders.append(a)
+    iv = b._share_interval_ns / 1e9
+    hints = []
+    t = 0.0
+    # the bulk sender (10) arrives at its share (every other packet time), the slow one (11)
+    # one packet per interval
+    tau = MTU * 8 / rate
+    slow_next = 0.0
+    while t < 8 * iv:
+        f = senders[0].next_packet(t)
+        if f is not None:
+            b.receive(f, t)
+        if t >= slow_next:
+            g = senders[1].next_packet(t)
+            if g is not None:
+                b.receive(g, t)
+            slow_next += iv
+        for ack in iter(lambda: b.next_packet(t), None):
+            if ack.bth.dest_qp == 10:
+                hints.append((t / iv, ack.mrah.rate_mbps))
+            senders[ack.bth.dest_qp - 10].receive(ack, t)
+        t += tau / 2
+    equal = P.fair_share_mbps(rate, 2)
+    early = [h for x, h in hints if 0.5 < x < 3.0]
+    late = [h for x, h in hints if x > 5.0]
+    assert early and all(h == equal for h in early)
+    assert late and all(h > equal for h in late)    # MR-CC-012: then the bulk sender gets more
+
+
+def test_debt_taken_from_the_next_acknowledged_window():
+    """MR-CC-018: a path acknowledged while the connection owes a cut gives its window down to
+    its floor, at most the debt."""
+    assert P.debt_take(10_000, 64, 3_000) == (7_000, 0)
+    assert P.debt_take(1_000, 64, 3_000) == (64, 3_000 - 936)
+    assert P.debt_take(64, 64, 3_000) == (64, 3_000)
+    assert P.debt_take(5_000, 64, 0) == (5_000, 0)
+
+
+def test_many_paths_are_cut_like_one():
+    """MR-CC-018, MR-CC-013, MR-CC-011: a 64-path connection at a share of a few packets per
+    RTT (most path windows near their floor) whose marked path cannot take a cut pays it from
+    the next paths acknowledged: its coupled window falls by the cut within those ACKs."""
+    a = Endpoint("10.0.0.1", mtu=MTU)
+    b = Endpoint("10.0.0.2", mtu=MTU)
+    ca = a.connect(1, "10.0.0.2", 1, paths=64)
+    b.connect(1, "10.0.0.1", 1, paths=64)
+    ca.ss = False
+    floor = ca.path_floor
+    for k, p in enumerate(ca.paths):
+        p.cwnd = floor if k % 2 else 4 * floor       # half the paths at their floor
+    ca._sum_windows()
+    ca.window = 1 << 22
+    src = bytearray(256 * MTU)
+    ca.post_write(0, a.reg_mr(src), 0, len(src), 0, b.reg_mr(bytearray(len(src))), wr_id=1)
+    ca.cut_debt = 6 * floor
+    w0 = ca.cwnd_sum
+    sent = []
+    while len(sent) < 8 and (f := a.next_packet(0.0)) is not None:
+        sent.append(f)
+    for f in sent:
+        b.receive(f, 5e-6)
+    for g in iter(lambda: b.next_packet(5e-6), None):
+        a.receive(g, 10e-6)
+    assert ca.cut_debt < 6 * floor                    # paid from the acknowledged windows
+    assert ca.cwnd_sum <= w0 - (6 * floor - ca.cut_debt) + len(sent) * MTU * MTU // w0 + 8
+
+
+def test_slow_start_exit_splits_the_ramp_evenly():
+    """MR-CC-019, MR-CC-008: when slow start ends without a hint, every path's window is its equal
+    share of the ramp (the connection's window until then), whatever paths were acknowledged, so
+    a 1-path and a 64-path connection leave slow start with the same coupled window."""
+    assert P.ss_exit_path_window(512 * 1024, 64, 64, 1 << 23) == 8 * 1024
+    assert P.ss_exit_path_window(100, 64, 64, 1 << 23) == 64           # at least the floor
+    assert P.ss_exit_path_window(1 << 30, 1, 4096, 1 << 23) == 1 << 23  # at most the cap
+    sums = {}
+    for paths in (1, 64):
+        a = Endpoint("10.0.0.1", mtu=MTU)
+        b = Endpoint("10.0.0.2", mtu=MTU)
+        c = a.connect(1, "10.0.0.2", 1, paths=paths)
+        b.connect(1, "10.0.0.1", 1, paths=paths)
+        src = bytearray(1024 * MTU)
+        c.post_write(0, a.reg_mr(src), 0, len(src), 0, b.reg_mr(bytearray(len(src))), wr_id=1)
+        t = 0.0
+        while c.ss:             # lone sender, no marks: slow start ends at one BDP
+            for f in iter(lambda: a.next_packet(t), None):
+                b.receive(f, t + 2e-6)
+            for g in iter(lambda: b.next_packet(t + 2e-6), None):
+                a.receive(g, t + 4e-6)
+            t += 4e-6
+        share = P.ss_exit_path_window(c.ramp, paths, c.path_floor, a.cwnd_max)
+        # the ACKs processed after the exit in the same batch add their (coupled) increase
+        assert all(share <= q.cwnd <= share + MTU for q in c.paths)
+        sums[paths] = c.cwnd_sum / c.ramp
+    assert all(1.0 - 1e-3 <= r <= 1.02 for r in sums.values())

@@ -143,9 +143,11 @@ def test_first_window_then_slow_start():
     first = []
     while (f := a.next_packet(0.0)) is not None:
         first.append(f)
-    assert len(first) == 2 and all(f.bth.ack_req for f in first)
-    assert [f.mrdh.path for f in first] == [10 % 4, 11 % 4]
-    assert ca.window == 2 * MTU and ca.ss
+    fw = a.first_window
+    assert fw == 1                  # MR-CC-008: one packet before the receiver's first answer
+    assert len(first) == fw and all(f.bth.ack_req for f in first)
+    assert [f.mrdh.path for f in first] == [(10 + k) % 4 for k in range(fw)]
+    assert ca.window == fw * MTU and ca.ss
     for f in first:
         b.receive(f, 2e-6)
     acks = []
@@ -154,7 +156,7 @@ def test_first_window_then_slow_start():
     assert all(f.mrah.rate_mbps == 0 for f in acks)        # lone sender: no limit
     for f in acks:
         a.receive(f, 4e-6)
-    assert ca.window == (2 + 2 * P.SLOW_START_GAIN) * MTU    # grown by the acked bytes
+    assert ca.window == (fw + fw * P.SLOW_START_GAIN) * MTU    # grown by the acked bytes
     lb = Loopback(a, b)
     lb.run()
     assert dst == src and not ca.ss and ca.window >= bdp
@@ -176,7 +178,7 @@ def test_first_window_opens_on_hint():
     assert conns[0].rate_bps == 100e9 and not conns[0].ss and not lb.completions[0]
     conns[1].post_write(0, ka, 0, len(src), 0, kb, wr_id=1)
     c = conns[1]
-    assert c.ss and c.window == 2 * MTU
+    assert c.ss and c.window == a.first_window * MTU
     lb.kick()
     t = lb.now
     lb.run(until=t + 2 * lb.delay + 2e-6)    # one round trip of the new connection
@@ -271,7 +273,7 @@ def test_first_window_outside_hinted_window():
     still keeps its whole hinted window (2 packets at a share below one packet per RTT) of new
     packets in flight."""
     rate, mtu = 400e9, 4096
-    a = Endpoint(A, mtu=mtu, line_rate_bps=rate)
+    a = Endpoint(A, mtu=mtu, line_rate_bps=rate, first_window=2)
     b = Endpoint(B, mtu=mtu, line_rate_bps=rate)
     other = Endpoint("10.0.0.3", mtu=mtu, line_rate_bps=rate)
     kb = b.reg_mr(bytearray(64 * mtu))
