@@ -27,6 +27,7 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
+from .parser import _wide_counter
 from ..models import records
 from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, INS_DEPTH,
                                  JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK, N_COUNTERS,
@@ -150,11 +151,12 @@ class Retransmit(wiring.Component):
         rearm_lay = data.StructLayout({"row": rb, "psn": psn_bits, "t": records.TIME_BITS})
         m.submodules.rearm_q = rearm_q = fifo.SyncFIFO(width=rearm_lay.size, depth=REARM_DEPTH)
 
-        counters = [Signal(COUNTER_BITS, name=f"ctr_{n}") for n in CTR]
+        # MR-TX-040: the increments are registered, then counted in 16-bit pieces (no carry
+        # longer than a piece), so an event lands in its counter one cycle later
         inc = {n: Signal(name=f"inc_{n}") for n in CTR}
-        for n, i in CTR.items():
-            with m.If(inc[n]):
-                m.d.sync += counters[i].eq(counters[i] + 1)
+        inc_late = {n: Signal(name=f"inc_late_{n}") for n in CTR}
+        m.d.sync += [inc_late[n].eq(inc[n]) for n in CTR]
+        counters = [_wide_counter(m, f"ctr_{n}", COUNTER_BITS, inc_late[n]) for n in CTR]
 
         # -- the free list (MR-TX-031): a ring of free pool indices, full at reset
         free_rd_ptr = Signal(pw)
