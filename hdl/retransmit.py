@@ -18,7 +18,9 @@ reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-TX-04
 Structure (MR-TX-030..036): one path-table pipeline (take, S1 read-modify-write with
 forwarding, S2 bitmap) handles one ACK or one sent packet per cycle; an ACK moves the path's
 floor at once and leaves a walk job; the walker resolves the job's records from the path's
-head at one record per cycle, freeing each into the free list.
+head at one record per cycle, freeing each into the free list. The arithmetic is shallow by
+construction (MR-TX-037: parallel-prefix adds, the SACK encoder in the take cycle) and the
+counters count one cycle after their events (MR-TX-040).
 
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
 """
