@@ -18,8 +18,8 @@ reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-TX-04
 Structure (MR-TX-030..036): one path-table pipeline (take, S1 read-modify-write with
 forwarding, S2 bitmap) handles one ACK or one sent packet per cycle; an ACK moves the path's
 floor at once and leaves a walk job; the walker resolves the job's records from the path's
-head at one record per cycle, freeing each into the free list. The arithmetic is shallow by
-construction (MR-TX-037: parallel-prefix adds, the SACK encoder in the take cycle) and the
+head at one record per cycle, freeing each into the free list. No two adds are in series
+on a path (MR-TX-037: the SACK encoder in the take cycle, carry-save steps) and the
 counters count one cycle after their events (MR-TX-040).
 
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
@@ -51,41 +51,23 @@ def _top_index(m, bits, name):
     return any_set, idx
 
 
-def _prefix_add(m, a, b, width, name, carry_in=0):
-    """``(a + b + carry_in) mod 2**width`` and the carry out, with a Sklansky parallel-prefix
-    carry (log2(width) levels) instead of the ripple the generic flow makes of ``+``
-    (MR-TX-037)."""
+def _add(m, a, b, width, name, carry_in=0):
+    """``(a + b + carry_in) mod 2**width`` and the carry out (MR-TX-037)."""
     def fit(v):
         v = Value.cast(v)
         return v[:width] if len(v) >= width else Cat(v, Const(0, width - len(v)))
-    a, b = fit(a), fit(b)
-    gen, prop = Signal(width, name=f"{name}_g0"), Signal(width, name=f"{name}_p0")
-    xor = Signal(width, name=f"{name}_x")
-    m.d.comb += [xor.eq(a ^ b), prop.eq(xor),
-                 gen.eq(Cat((a[0] & b[0]) | (xor[0] & carry_in), (a & b)[1:]))]
-    span = 1
-    while span < width:
-        g2, p2 = Signal(width, name=f"{name}_g{span}"), Signal(width, name=f"{name}_p{span}")
-        gbits, pbits = [], []
-        for i in range(width):
-            if i & span:
-                j = (i & ~(span - 1) & ~span) + span - 1   # the top of the block below
-                gbits.append(gen[i] | (prop[i] & gen[j]))
-                pbits.append(prop[i] & prop[j])
-            else:
-                gbits.append(gen[i])
-                pbits.append(prop[i])
-        m.d.comb += [g2.eq(Cat(*gbits)), p2.eq(Cat(*pbits))]
-        gen, prop, span = g2, p2, span * 2
+    full = Signal(width + 1, name=name + "_c")
+    m.d.comb += full.eq(fit(a) + fit(b) + carry_in)
     total = Signal(width, name=name)
-    m.d.comb += total.eq(xor ^ Cat(carry_in, gen[:width - 1]))
-    return total, gen[width - 1]
+    m.d.comb += total.eq(full[:width])
+    return total, full[width]
 
 
-def _prefix_sub(m, a, b, width, name):
-    """``(a - b) mod 2**width`` and ``a >= b`` (unsigned), as :func:`_prefix_add`."""
-    return _prefix_add(m, a, ~Value.cast(b)[:width] if len(Value.cast(b)) >= width
-                       else ~Cat(b, Const(0, width - len(Value.cast(b)))), width, name, 1)
+def _sub(m, a, b, width, name):
+    """``(a - b) mod 2**width`` and ``a >= b`` (unsigned), as :func:`_add` of ``~b`` and 1."""
+    b = Value.cast(b)
+    b = b[:width] if len(b) >= width else Cat(b, Const(0, width - len(b)))
+    return _add(m, a, ~b, width, name, 1)
 
 
 def _csa(x, y, z):
@@ -200,7 +182,7 @@ class Retransmit(wiring.Component):
         cur = ct[:(WHEEL_SLOTS - 1).bit_length()]
         m.d.comb += [sh_rd.addr.eq(cur), st_rd_cur.addr.eq(cur)]
         cur_head = sh_rd.data
-        wdist, _ = _prefix_sub(m, now[self.slot_log2:], ct, tbits, "wdist")
+        wdist, _ = _sub(m, now[self.slot_log2:], ct, tbits, "wdist")
         wheel_due = (wdist != 0) & ~wdist[tbits - 1]
 
         # -- stage 0: take an ACK, the walker's rearm, the wheel's check, a sent packet (MR-TX-033)
@@ -276,9 +258,9 @@ class Retransmit(wiring.Component):
         # floor <= lost_upto <= next_psn <= floor + 256 (MR-TX-020, MR-TX-052): these distances
         # fit in 9 bits
         dist_bits = (P.SEND_WINDOW).bit_length()
-        avail, _ = _prefix_sub(m, row.next_psn, row.floor, dist_bits, "avail")
-        lost_dist, _ = _prefix_sub(m, row.lost_upto, row.floor, dist_bits, "lost_dist")
-        live_n, _ = _prefix_sub(m, row.next_psn, row.lost_upto, dist_bits, "live_n")
+        avail, _ = _sub(m, row.next_psn, row.floor, dist_bits, "avail")
+        lost_dist, _ = _sub(m, row.lost_upto, row.floor, dist_bits, "lost_dist")
+        live_n, _ = _sub(m, row.next_psn, row.lost_upto, dist_bits, "live_n")
         empty = row.floor == row.next_psn
         is_sent = s1_valid & (s1_kind == 0)
         is_ack = s1_valid & (s1_kind == 1)
@@ -290,7 +272,7 @@ class Retransmit(wiring.Component):
         rto_of = Array(Const((self.rto_ns << k) % (1 << tb), tb) for k in range(8))
 
         def deadline_of(t_live, backoff, name):
-            return _prefix_add(m, t_live, rto_of[backoff], tb, name)[0]
+            return _add(m, t_live, rto_of[backoff], tb, name)[0]
 
         s2_kind = Signal(2)
         s2_row = Signal(rb)
@@ -346,20 +328,20 @@ class Retransmit(wiring.Component):
                 m.d.comb += inc["sent_bad"].eq(1)
 
         # ACK (MR-TX-021, MR-TX-052): protocol.sack_resolve on the row, as MR-TX-037 computes it:
-        # n24 = cum + e - floor (mod 2^24) by a carry-save step and one prefix add; the new
+        # n24 = cum + e - floor (mod 2^24) by a carry-save step and one add; the new
         # floor cum + e does not depend on the row
         cum = s1_ack.cum
-        cmf, _ = _prefix_sub(m, cum, row.floor, psn_bits, "cum_floor")      # dc = cum - floor
-        fmc, _ = _prefix_sub(m, row.floor, cum, 10, "floor_cum")
+        cmf, _ = _sub(m, cum, row.floor, psn_bits, "cum_floor")      # dc = cum - floor
+        fmc, _ = _sub(m, row.floor, cum, 10, "floor_cum")
         csum, ccarry = _csa(cum, Cat(s1_e, Const(0, psn_bits - len(s1_e))), ~row.floor)
-        n24, _ = _prefix_add(m, csum, Cat(Const(0, 1), ccarry[:psn_bits - 1]), psn_bits, "n24",
+        n24, _ = _add(m, csum, Cat(Const(0, 1), ccarry[:psn_bits - 1]), psn_bits, "n24",
                              carry_in=1)
-        new_floor, _ = _prefix_add(m, cum, s1_e, psn_bits, "new_floor")
+        new_floor, _ = _add(m, cum, s1_e, psn_bits, "new_floor")
         stale = (n24 == 0) | (cmf[psn_bits - 1] & n24[psn_bits - 1])           # n <= 0
         n = n24[:dist_bits]
-        _, fits = _prefix_sub(m, avail, n, dist_bits, "fits")                 # n <= avail
+        _, fits = _sub(m, avail, n, dist_bits, "fits")                 # n <= avail
         over = n24[dist_bits:].any() | ~fits
-        _, within_lost = _prefix_sub(m, lost_dist, n, dist_bits, "within_lost")
+        _, within_lost = _sub(m, lost_dist, n, dist_bits, "within_lost")
         moved = ~within_lost                # n > lost_dist: the oldest live record is resolved
         with m.If(is_ack):
             with m.If(s1_ack.nak):
@@ -391,8 +373,7 @@ class Retransmit(wiring.Component):
         m.d.comb += consec.eq(Mux(row.consec == CONSEC_MAX, CONSEC_MAX, row.consec + 1))
         # due: now - t_live - rto x 2^backoff >= 0 (modulo 2^32), a carry-save step and one add
         dsum, dcarry = _csa(now, ~row.t_live, ~rto_of[row.backoff])
-        slack, _ = _prefix_add(m, dsum, Cat(Const(1, 1), dcarry[:tb - 1]), tb, "slack",
-                               carry_in=1)
+        slack, _ = _add(m, dsum, Cat(Const(1, 1), dcarry[:tb - 1]), tb, "slack", carry_in=1)
         due = ~slack[tb - 1]
         with m.If(is_check):
             m.d.comb += [row_write.eq(1), nrow.listed.eq(0)]
@@ -516,7 +497,7 @@ class Retransmit(wiring.Component):
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
         qins = data.View(lay.insert, ins_q.r_data)
-        ds, _ = _prefix_sub(m, qins.deadline[self.slot_log2:], ct, tbits, "ds")
+        ds, _ = _sub(m, qins.deadline[self.slot_log2:], ct, tbits, "ds")
         sb = (WHEEL_SLOTS - 1).bit_length()
         far = ds[sb:tbits - 1].any() | (ds[:sb] == WHEEL_SLOTS - 1)    # ds >= WHEEL_SLOTS - 1
         dd = Signal(range(WHEEL_SLOTS))
