@@ -18,15 +18,18 @@ reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-TX-04
 Structure (MR-TX-030..036): one path-table pipeline (take, S1 read-modify-write with
 forwarding, S2 bitmap) handles one ACK or one sent packet per cycle; an ACK moves the path's
 floor at once and leaves a walk job; the walker resolves the job's records from the path's
-head at one record per cycle, freeing each into the free list.
+head at one record per cycle, freeing each into the free list. No two adds are in series
+on a path (MR-TX-037: the SACK encoder in the take cycle, carry-save steps) and the
+counters count one cycle after their events (MR-TX-040).
 
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
 """
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
+from .parser import _wide_counter
 from ..models import records
 from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, INS_DEPTH,
                                  JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK, N_COUNTERS,
@@ -36,13 +39,40 @@ from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR
 __all__ = ["Retransmit", "retransmit_256x4"]
 
 
-def _bit_length(bits, n):
-    """``bits[:n].bit_length()`` as a balanced tree (the highest set bit, plus one)."""
-    if n == 1:
-        return bits[0]
-    h = n // 2
-    lo, hi = bits[:h], bits[h:n]
-    return Mux(hi.any(), h + _bit_length(hi, n - h), _bit_length(lo, h))
+def _top_index(m, bits, name):
+    """``(any, index of the highest set bit)`` of ``bits`` (a power-of-two width) as a
+    balanced tree of muxes: no adder on the path (the SACK's bit length, MR-TX-021)."""
+    level = [(bits[i], Const(0, 0)) for i in range(len(bits))]
+    while len(level) > 1:
+        level = [(hi_any | lo_any, Mux(hi_any, Cat(hi_idx, Const(1, 1)), Cat(lo_idx, Const(0, 1))))
+                 for (lo_any, lo_idx), (hi_any, hi_idx) in zip(level[0::2], level[1::2])]
+    any_set, idx = Signal(name=f"{name}_any"), Signal(len(level[0][1]), name=f"{name}_idx")
+    m.d.comb += [any_set.eq(level[0][0]), idx.eq(level[0][1])]
+    return any_set, idx
+
+
+def _add(m, a, b, width, name, carry_in=0):
+    """``(a + b + carry_in) mod 2**width`` and the carry out (MR-TX-037)."""
+    def fit(v):
+        v = Value.cast(v)
+        return v[:width] if len(v) >= width else Cat(v, Const(0, width - len(v)))
+    full = Signal(width + 1, name=name + "_c")
+    m.d.comb += full.eq(fit(a) + fit(b) + carry_in)
+    total = Signal(width, name=name)
+    m.d.comb += total.eq(full[:width])
+    return total, full[width]
+
+
+def _sub(m, a, b, width, name):
+    """``(a - b) mod 2**width`` and ``a >= b`` (unsigned), as :func:`_add` of ``~b`` and 1."""
+    b = Value.cast(b)
+    b = b[:width] if len(b) >= width else Cat(b, Const(0, width - len(b)))
+    return _add(m, a, ~b, width, name, 1)
+
+
+def _csa(x, y, z):
+    """A carry-save step: ``x + y + z == sum + (carry << 1)`` (one LUT level)."""
+    return x ^ y ^ z, (x & y) | (x & z) | (y & z)
 
 
 def _low_mask(k, n):
@@ -105,11 +135,12 @@ class Retransmit(wiring.Component):
         rearm_lay = data.StructLayout({"row": rb, "psn": psn_bits, "t": records.TIME_BITS})
         m.submodules.rearm_q = rearm_q = fifo.SyncFIFO(width=rearm_lay.size, depth=REARM_DEPTH)
 
-        counters = [Signal(COUNTER_BITS, name=f"ctr_{n}") for n in CTR]
+        # MR-TX-040: the increments are registered, then counted in 16-bit pieces (no carry
+        # longer than a piece), so an event lands in its counter one cycle later
         inc = {n: Signal(name=f"inc_{n}") for n in CTR}
-        for n, i in CTR.items():
-            with m.If(inc[n]):
-                m.d.sync += counters[i].eq(counters[i] + 1)
+        inc_late = {n: Signal(name=f"inc_late_{n}") for n in CTR}
+        m.d.sync += [inc_late[n].eq(inc[n]) for n in CTR]
+        counters = [_wide_counter(m, f"ctr_{n}", COUNTER_BITS, inc_late[n]) for n in CTR]
 
         # -- the free list (MR-TX-031): a ring of free pool indices, full at reset
         free_rd_ptr = Signal(pw)
@@ -151,8 +182,7 @@ class Retransmit(wiring.Component):
         cur = ct[:(WHEEL_SLOTS - 1).bit_length()]
         m.d.comb += [sh_rd.addr.eq(cur), st_rd_cur.addr.eq(cur)]
         cur_head = sh_rd.data
-        wdist = Signal(tbits)
-        m.d.comb += wdist.eq(now[self.slot_log2:] - ct)
+        wdist, _ = _sub(m, now[self.slot_log2:], ct, tbits, "wdist")
         wheel_due = (wdist != 0) & ~wdist[tbits - 1]
 
         # -- stage 0: take an ACK, the walker's rearm, the wheel's check, a sent packet (MR-TX-033)
@@ -188,13 +218,17 @@ class Retransmit(wiring.Component):
         with m.Else():
             m.d.comb += path_rd.addr.eq(Cat(ins.path[:pb], ins.conn))
         s1_ack = Signal(lay.ack)
+        # the SACK's part of the new floor, from the port (MR-TX-037): e = bit_length + 1 or 0
+        sack_any, sack_top = _top_index(m, ina.sack, "sack_top")
+        s1_e = Signal(range(P.SACK_BITS + 2))
+        s1_same = Signal()              # this event's row is the row S1 holds now (MR-TX-035)
         s1_sent = Signal(lay.sent)
         s1_int_row = Signal(rb)
         s1_rearm_psn = Signal(psn_bits)
         s1_rearm_t = Signal(records.TIME_BITS)
         m.d.sync += s1_valid.eq(rearm_take | check_take | ack_take | sent_take)
         with m.If(ack_take):
-            m.d.sync += [s1_kind.eq(1), s1_ack.eq(ina)]
+            m.d.sync += [s1_kind.eq(1), s1_ack.eq(ina), s1_e.eq(Mux(sack_any, sack_top + 2, 0))]
         with m.Elif(rearm_take):
             m.d.sync += [s1_kind.eq(2), s1_int_row.eq(qrearm.row), s1_rearm_psn.eq(qrearm.psn),
                          s1_rearm_t.eq(qrearm.t)]
@@ -215,17 +249,18 @@ class Retransmit(wiring.Component):
         wb_valid = Signal()
         wb_addr = Signal(rb)
         wb_data = Signal(lay.path.size)
-        fwd = wb_valid & (wb_addr == s1_row)
+        m.d.sync += s1_same.eq(s1_valid & (path_rd.addr == s1_row))
+        fwd = wb_valid & s1_same
         row = data.View(lay.path, Mux(fwd, wb_data, path_rd.data))
         nrow = Signal(lay.path)
         m.d.comb += nrow.eq(row)
         row_write = Signal()
-        avail = Signal(psn_bits)
-        m.d.comb += avail.eq(row.next_psn - row.floor)
-        lost_dist = Signal(psn_bits)        # records already lost at the front (MR-TX-052)
-        m.d.comb += lost_dist.eq(row.lost_upto - row.floor)
-        live_n = Signal(psn_bits)
-        m.d.comb += live_n.eq(row.next_psn - row.lost_upto)
+        # floor <= lost_upto <= next_psn <= floor + 256 (MR-TX-020, MR-TX-052): these distances
+        # fit in 9 bits
+        dist_bits = (P.SEND_WINDOW).bit_length()
+        avail, _ = _sub(m, row.next_psn, row.floor, dist_bits, "avail")
+        lost_dist, _ = _sub(m, row.lost_upto, row.floor, dist_bits, "lost_dist")
+        live_n, _ = _sub(m, row.next_psn, row.lost_upto, dist_bits, "live_n")
         empty = row.floor == row.next_psn
         is_sent = s1_valid & (s1_kind == 0)
         is_ack = s1_valid & (s1_kind == 1)
@@ -233,9 +268,11 @@ class Retransmit(wiring.Component):
         is_check = s1_valid & (s1_kind == 3)
 
         # the deadline of a timer (MR-TX-061) from the row's t_live and backoff, and of the new row
-        def deadline_of(t_live, backoff):
-            return (t_live + Array(Const(self.rto_ns << k, records.TIME_BITS + 7)
-                                   for k in range(8))[backoff])[:records.TIME_BITS]
+        tb = records.TIME_BITS
+        rto_of = Array(Const((self.rto_ns << k) % (1 << tb), tb) for k in range(8))
+
+        def deadline_of(t_live, backoff, name):
+            return _add(m, t_live, rto_of[backoff], tb, name)[0]
 
         s2_kind = Signal(2)
         s2_row = Signal(rb)
@@ -245,6 +282,7 @@ class Retransmit(wiring.Component):
         s2_skip = Signal(9)
         s2_dc = Signal(range(-P.SACK_BITS, P.SACK_BITS + 1))
         s2_sack = Signal(P.SACK_BITS)
+        s2_amt = Signal(10)             # 256 - dc: the SACK's shift in S2
         s2_ptr = Signal(pw)
         s2_rearm = Signal()
         s2_rearm_psn = Signal(psn_bits)
@@ -264,7 +302,7 @@ class Retransmit(wiring.Component):
         s2_t_live = Signal(records.TIME_BITS)
         s2_backoff = Signal(3)
         m.d.sync += [s2_t_live.eq(nrow.t_live), s2_backoff.eq(nrow.backoff)]
-        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_backoff))      # in S2
+        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_backoff, "ins_deadline"))  # S2
 
         # sent (MR-TX-020, MR-TX-052)
         sent_ok = ((s1_sent.psn == row.next_psn) & (s1_sent.path < lay.paths)
@@ -289,34 +327,40 @@ class Retransmit(wiring.Component):
             with m.Else():
                 m.d.comb += inc["sent_bad"].eq(1)
 
-        # ACK (MR-TX-021, MR-TX-052): protocol.sack_resolve on the row
-        dc = Signal(range(-(1 << (psn_bits - 1)), 1 << (psn_bits - 1)))
-        m.d.comb += dc.eq((s1_ack.cum - row.floor)[:psn_bits].as_signed())
-        bl = Signal(range(P.SACK_BITS + 1))
-        m.d.comb += bl.eq(_bit_length(s1_ack.sack, P.SACK_BITS))
-        n = Signal(range(-(1 << (psn_bits - 1)), (1 << (psn_bits - 1)) + P.SACK_BITS + 2))
-        m.d.comb += n.eq(Mux(s1_ack.sack.any(), dc + bl + 1, dc))
-        new_floor = Signal(psn_bits)
-        m.d.comb += new_floor.eq(row.floor + n)
-        moved = Signal(psn_bits)            # new floor - lost_upto: the oldest live one resolved
-        m.d.comb += moved.eq(new_floor - row.lost_upto)
+        # ACK (MR-TX-021, MR-TX-052): protocol.sack_resolve on the row, as MR-TX-037 computes it:
+        # n24 = cum + e - floor (mod 2^24) by a carry-save step and one add; the new
+        # floor cum + e does not depend on the row
+        cum = s1_ack.cum
+        cmf, _ = _sub(m, cum, row.floor, psn_bits, "cum_floor")      # dc = cum - floor
+        fmc, _ = _sub(m, row.floor, cum, 10, "floor_cum")
+        csum, ccarry = _csa(cum, Cat(s1_e, Const(0, psn_bits - len(s1_e))), ~row.floor)
+        n24, _ = _add(m, csum, Cat(Const(0, 1), ccarry[:psn_bits - 1]), psn_bits, "n24",
+                             carry_in=1)
+        new_floor, _ = _add(m, cum, s1_e, psn_bits, "new_floor")
+        stale = (n24 == 0) | (cmf[psn_bits - 1] & n24[psn_bits - 1])           # n <= 0
+        n = n24[:dist_bits]
+        _, fits = _sub(m, avail, n, dist_bits, "fits")                 # n <= avail
+        over = n24[dist_bits:].any() | ~fits
+        _, within_lost = _sub(m, lost_dist, n, dist_bits, "within_lost")
+        moved = ~within_lost                # n > lost_dist: the oldest live record is resolved
         with m.If(is_ack):
             with m.If(s1_ack.nak):
                 m.d.comb += inc["naks"].eq(1)
-            with m.Elif((s1_ack.path >= lay.paths) | (n > avail)):
+            with m.Elif((s1_ack.path >= lay.paths) | (~stale & over)):
                 m.d.comb += inc["acks_bad"].eq(1)
-            with m.Elif(n <= 0):
+            with m.Elif(stale):
                 m.d.comb += inc["acks_stale"].eq(1)
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
                              nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.consec.eq(0)]
-                m.d.sync += [s2_kind.eq(JOB_WALK), s2_n.eq(n), s2_dc.eq(dc),
+                m.d.sync += [s2_kind.eq(JOB_WALK), s2_n.eq(n), s2_dc.eq(cmf[:10]),
+                             s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
                              s2_sack.eq(s1_ack.sack), s2_rearm_psn.eq(new_floor),
-                             s2_skip.eq(Mux(lost_dist > n, n, lost_dist)), s2_rearm.eq(0)]
-                with m.If((moved != 0) & ~moved[psn_bits - 1]):
+                             s2_skip.eq(Mux(moved, lost_dist, n)), s2_rearm.eq(0)]
+                with m.If(moved):
                     m.d.comb += [nrow.lost_upto.eq(new_floor), nrow.timer_on.eq(0),
-                                 nrow.rearm_wait.eq(new_floor != row.next_psn)]
-                    m.d.sync += s2_rearm.eq(new_floor != row.next_psn)
+                                 nrow.rearm_wait.eq(n != avail)]
+                    m.d.sync += s2_rearm.eq(n != avail)
 
         # rearm (MR-TX-052): the new oldest live record's send time
         with m.If(is_rearm & row.rearm_wait & (row.lost_upto == s1_rearm_psn)
@@ -327,7 +371,10 @@ class Retransmit(wiring.Component):
         # check (MR-TX-063, MR-TX-064): the wheel popped the path
         consec = Signal(4)
         m.d.comb += consec.eq(Mux(row.consec == CONSEC_MAX, CONSEC_MAX, row.consec + 1))
-        due = ~(now - deadline_of(row.t_live, row.backoff))[records.TIME_BITS - 1]
+        # due: now - t_live - rto x 2^backoff >= 0 (modulo 2^32), a carry-save step and one add
+        dsum, dcarry = _csa(now, ~row.t_live, ~rto_of[row.backoff])
+        slack, _ = _add(m, dsum, Cat(Const(1, 1), dcarry[:tb - 1]), tb, "slack", carry_in=1)
+        due = ~slack[tb - 1]
         with m.If(is_check):
             m.d.comb += [row_write.eq(1), nrow.listed.eq(0)]
             with m.If(row.timer_on & due):
@@ -349,11 +396,10 @@ class Retransmit(wiring.Component):
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
 
         # -- stage 2: the acknowledged bitmap relative to the floor, then the pushes (MR-TX-032)
-        amt = Signal(10)
-        m.d.comb += amt.eq(P.SACK_BITS - s2_dc)
+        amt = s2_amt
         shifted = Signal(P.SACK_BITS)
         m.d.comb += shifted.eq((Cat(Const(0, P.SACK_BITS + 1), s2_sack) >> amt)[:P.SACK_BITS])
-        below_cum = Mux(s2_dc > 0, _low_mask(s2_dc.as_unsigned()[:9], P.SACK_BITS), 0)
+        below_cum = Mux(~s2_dc[9] & s2_dc.any(), _low_mask(s2_dc.as_unsigned()[:9], P.SACK_BITS), 0)
         job = Signal(lay.job)
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
                      job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(s2_skip), job.ptr.eq(s2_ptr),
@@ -451,10 +497,11 @@ class Retransmit(wiring.Component):
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
         qins = data.View(lay.insert, ins_q.r_data)
-        ds = Signal(tbits)
-        m.d.comb += ds.eq(qins.deadline[self.slot_log2:] - ct)
+        ds, _ = _sub(m, qins.deadline[self.slot_log2:], ct, tbits, "ds")
+        sb = (WHEEL_SLOTS - 1).bit_length()
+        far = ds[sb:tbits - 1].any() | (ds[:sb] == WHEEL_SLOTS - 1)    # ds >= WHEEL_SLOTS - 1
         dd = Signal(range(WHEEL_SLOTS))
-        m.d.comb += dd.eq(Mux(ds[tbits - 1], 0, Mux(ds >= WHEEL_SLOTS - 1, WHEEL_SLOTS - 1, ds)))
+        m.d.comb += dd.eq(Mux(ds[tbits - 1], 0, Mux(far, WHEEL_SLOTS - 1, ds)))
         ins_slot = Signal(range(WHEEL_SLOTS))
         m.d.comb += ins_slot.eq(cur + dd)
         m.d.comb += st_rd_ins.addr.eq(ins_slot)

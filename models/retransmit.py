@@ -335,6 +335,8 @@ class RetransmitCycleModel:
         self.lay = lay = layouts(conns, paths, pool)
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.counters = [0] * N_COUNTERS
+        # MR-TX-040: a count lands in its counter one cycle after its event
+        self.counts_now, self.counts_late = [], []
         self.path = {}                  # row -> path row dict (MR-TX-012)
         self.rec = {}                   # pool index -> record dict (MR-TX-010)
         self.link = {}                  # pool index -> next pool index (MR-TX-011)
@@ -379,6 +381,7 @@ class RetransmitCycleModel:
         return bool(self.s1 or self.s2 or self.job_q.level or self.ins_q.level or self.rearm_q.level
                     or self.w_state != _IDLE or self.pend is not None or self.acked_q.level or self.resend_q.level
                     or self.error_q.level or any(self.slot_valid) or self.pop_slot is not None
+                    or self.counts_now or self.counts_late
                     or any(r["timer_on"] or r["rearm_wait"] for r in self.path.values()))
 
     def _row(self, row):
@@ -386,7 +389,7 @@ class RetransmitCycleModel:
         return r if r is not None else unpack(self.lay.path, 0)
 
     def _count(self, name):
-        self.counters[CTR[name]] = (self.counters[CTR[name]] + 1) % (1 << COUNTER_BITS)
+        self.counts_now.append(CTR[name])
 
     def _conn_path(self, row):
         return row >> self.lay.path_bits, row & (self.lay.paths - 1)
@@ -584,6 +587,9 @@ class RetransmitCycleModel:
         if free_pop:
             self.free_rd = (self.free_rd + 1) % lay.pool
         self.free_level += int(free_push is not None) - int(free_pop)
+        for i in self.counts_late:
+            self.counters[i] = (self.counters[i] + 1) % (1 << COUNTER_BITS)
+        self.counts_late, self.counts_now = self.counts_now, []
         return out
 
     def _stage1(self, op, now):
