@@ -136,7 +136,10 @@ def test_ack_burst_one_per_cycle():
     assert cyc[-1] - cyc[0] <= 2 * 15 + 4
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# Seeds whose losses are all found by SACK gaps (asserted below): with the 1-packet first
+# window (MR-CC-008) seeds 0 and 4 lose a lone first packet, which only a tail probe finds,
+# and tail probes are outside this slice (hw-tx.md).
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_model_matches_reference_endpoint(seed):
     """MR-TX-051, MR-TX-021..023: on the reference endpoint's sent packets and the ACKs its
     sender processed (a write over the loopback with data loss), the model resolves exactly
