@@ -58,7 +58,7 @@ from .streams import SEP
 RECENT_CYCLES = 512
 
 __all__ = ["CycleModel", "Mismatch", "CombinationalOutput", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
-           "model_port_lists"]
+           "model_port_lists", "port_values", "run_amaranth"]
 
 
 class CycleModel(Protocol):
@@ -696,6 +696,39 @@ def drive_amaranth(sim, core: Core, driver, signals: Mapping[str, object], *,
             await ctx.tick()
 
     sim.add_testbench(bench)
+
+
+def port_values(dut, names: Iterable[str]) -> dict:
+    """``{port name: Amaranth value}`` of a component's flattened port names
+    (``"m_meta__payload"`` is ``dut.m_meta.payload``)."""
+    from amaranth.hdl import Value
+    sig = {}
+    for name in names:
+        obj = dut
+        for part in name.split("__"):
+            obj = getattr(obj, part)
+        sig[name] = Value.cast(obj)
+    return sig
+
+
+def run_amaranth(dut, model, driver, *, busy: Callable[[], bool] | None = None,
+                 on_cycle=None, extra_inputs: Callable | None = None) -> Core:
+    """A block's lockstep in the Amaranth simulator: ``dut`` in a ``sync`` domain, the model's
+    ports as the port list, every output compared every cycle (:func:`drive_amaranth`) until
+    the driver finishes. Returns the :class:`Core` (``mismatches``, ``cycle``)."""
+    from amaranth.hdl import ClockDomain, Module
+    from amaranth.sim import Simulator
+    top = Module()
+    top.domains.sync = ClockDomain()
+    top.submodules.dut = dut
+    ins, outs = model_port_lists(model)
+    sig = port_values(dut, ins + outs)
+    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, on_cycle=on_cycle)
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    drive_amaranth(sim, core, driver, sig, busy=busy or model.busy, extra_inputs=extra_inputs)
+    sim.run()
+    return core
 
 
 def model_port_lists(model, dut=None, exclude: Sequence[str] = ("clk",)) -> tuple[list[str], list[str]]:

@@ -11,43 +11,23 @@ import re
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import ClockDomain, Fragment, Module, Value
+from amaranth.hdl import Fragment, Module
 from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
 from metaroce.hdl.dma_write import DmaWrite
 from metaroce.hdl.rx import Rx
 from metaroce.models import dma_write_cases as dc
 from metaroce.models.dma_write import DmaWriteCycleModel
-from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
-
-
-def _ports(dut, names):
-    sig = {}
-    for n in names:
-        obj = dut
-        for part in n.split("__"):
-            obj = getattr(obj, part)
-        sig[n] = Value.cast(obj)
-    return sig
+from metaroce.tb.lockstep import run_amaranth
 
 
 def run_lockstep(width, lay, cmds, *, conns=256, seed=0, max_burst=256, outstanding=256, **kw):
     """RTL and model on the same inputs, every output compared every cycle, then the checker
     (MR-DMA-050); returns the driver."""
     dut = DmaWrite(width, conns=conns, max_burst=max_burst, outstanding=outstanding)
-    top = Module()
-    top.domains.sync = ClockDomain()
-    top.submodules.dut = dut
     model = DmaWriteCycleModel(width, conns, max_burst=max_burst, outstanding=outstanding)
-    ins, outs = model_port_lists(model)
-    sig = _ports(dut, ins + outs)
     drv = dc.Driver(width, lay, cmds, conns=conns, seed=seed, max_burst=max_burst, **kw)
-    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()})
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    drive_amaranth(sim, core, drv, sig, busy=drv.busy_with(model.busy))
-    sim.run()
+    core = run_amaranth(dut, model, drv, busy=drv.busy_with(model.busy))
     assert core.mismatches == 0
     dc.check(width, lay, cmds, drv, conns=conns, max_burst=max_burst)
     return drv

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import ClockDomain, Module, Value
+from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
 from metaroce import blocks
@@ -22,17 +22,7 @@ from metaroce.models.frame_builder import (DESC_FIELDS, FrameBuilderModel, build
                                            expected_bytes, frame_of_desc, pack_desc, unpack_desc)
 from metaroce.models.headers import TABLE
 from metaroce.models.wire import Op
-from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
-
-
-def _ports(dut, names):
-    sig = {}
-    for n in names:
-        obj = dut
-        for part in n.split("__"):
-            obj = getattr(obj, part)
-        sig[n] = Value.cast(obj)
-    return sig
+from metaroce.tb.lockstep import model_port_lists, run_amaranth
 
 
 def run_model(width, cases, **kw):
@@ -48,18 +38,9 @@ def run_model(width, cases, **kw):
 
 def run_rtl(width, cases, **kw):
     dut = FrameBuilder(width)
-    top = Module()
-    top.domains.sync = ClockDomain()
-    top.submodules.dut = dut
     model = FrameBuilderModel(width)
-    ins, outs = model_port_lists(model)
-    sig = _ports(dut, ins + outs)
     drv = fc.Driver(width, cases, **kw)
-    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()})
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    drive_amaranth(sim, core, drv, sig, busy=model.busy)
-    sim.run()
+    core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0
     return drv.res
 

@@ -11,43 +11,22 @@ import re
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import ClockDomain, Module, Value
-from amaranth.sim import Simulator
 
 from metaroce.hdl.regs import Regs
 from metaroce.models import regs_cases as rc
 from metaroce.models.regs import RegsCycleModel, register_map
 from metaroce.models.rx import layouts
-from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
+from metaroce.tb.lockstep import run_amaranth
 
 SMALL = (256, 4, 256)
-
-
-def _ports(dut, names):
-    sig = {}
-    for n in names:
-        obj = dut
-        for part in n.split("__"):
-            obj = getattr(obj, part)
-        sig[n] = Value.cast(obj)
-    return sig
 
 
 def run_lockstep(items, *, inst=SMALL, seed=0, check=True, **kw):
     """RTL and model on the same inputs, every output compared every cycle (MR-REG-050)."""
     dut = Regs(conns=inst[0], paths=inst[1], keys=inst[2])
-    top = Module()
-    top.domains.sync = ClockDomain()
-    top.submodules.dut = dut
     model = RegsCycleModel(*inst)
-    ins, outs = model_port_lists(model)
-    sig = _ports(dut, ins + outs)
     drv = rc.Driver(items, seed=seed, **kw)
-    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()})
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    drive_amaranth(sim, core, drv, sig, busy=model.busy)
-    sim.run()
+    core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0
     if check:
         rc.check(drv.items, drv.res, drv.ctr, model.lay)

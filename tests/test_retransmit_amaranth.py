@@ -8,23 +8,12 @@ import re
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import ClockDomain, Module, Value
-from amaranth.sim import Simulator
+from amaranth.hdl import Module
 
 from metaroce.hdl.retransmit import Retransmit, retransmit_256x4
 from metaroce.models import retransmit_cases as rc
 from metaroce.models.retransmit import CTR, SMALL, RetransmitCycleModel
-from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
-
-
-def _ports(dut, names):
-    sig = {}
-    for n in names:
-        obj = dut
-        for part in n.split("__"):
-            obj = getattr(obj, part)
-        sig[n] = Value.cast(obj)
-    return sig
+from metaroce.tb.lockstep import run_amaranth
 
 
 def run_lockstep(items, *, inst=SMALL, seed=0, timers=None, **kw):
@@ -33,18 +22,9 @@ def run_lockstep(items, *, inst=SMALL, seed=0, timers=None, **kw):
     conns, paths, pool = inst
     timers = timers or {}
     dut = Retransmit(64, conns=conns, paths=paths, pool=pool, **timers)
-    top = Module()
-    top.domains.sync = ClockDomain()
-    top.submodules.dut = dut
     model = RetransmitCycleModel(64, conns, paths, pool, **timers)
-    ins, outs = model_port_lists(model)
-    sig = _ports(dut, ins + outs)
     drv = rc.Driver(model.lay, items, seed=seed, **kw)
-    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()})
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    drive_amaranth(sim, core, drv, sig, busy=model.busy)
-    sim.run()
+    core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0
     exp = rc.check_items(model, items, drv.res)
     return dict(drv.res, compared=core.cycle, model=model, exp=exp)

@@ -10,25 +10,13 @@ import re
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import ClockDomain, Module, Value
-from amaranth.sim import Simulator
 
 from metaroce.hdl.rx import Rx
 from metaroce.models import rx_cases as rc
 from metaroce.models.rx import CTR_NAKS, RxCode, RxCycleModel
-from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
+from metaroce.tb.lockstep import run_amaranth
 
 SMALL = (256, 4, 256)
-
-
-def _ports(dut, names):
-    sig = {}
-    for n in names:
-        obj = dut
-        for part in n.split("__"):
-            obj = getattr(obj, part)
-        sig[n] = Value.cast(obj)
-    return sig
 
 
 def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, **kw):
@@ -36,18 +24,9 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, **kw
     driver's results (MR-RX-070)."""
     lay = setup.lay
     dut = Rx(width, conns=lay.conns, paths=lay.paths, keys=lay.keys)
-    top = Module()
-    top.domains.sync = ClockDomain()
-    top.submodules.dut = dut
     model = RxCycleModel(width, lay.conns, lay.paths, lay.keys)
-    ins, outs = model_port_lists(model)
-    sig = _ports(dut, ins + outs)
     drv = rc.make_driver(width, setup, cases, seed=seed, **kw)
-    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, on_cycle=on_cycle)
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    drive_amaranth(sim, core, drv, sig, busy=model.busy)
-    sim.run()
+    core = run_amaranth(dut, model, drv, busy=model.busy, on_cycle=on_cycle)
     assert core.mismatches == 0
     res = dict(drv.res, compared=core.cycle)
     if check:
