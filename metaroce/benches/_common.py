@@ -45,6 +45,26 @@ class _Indexed:
         return i, self.fn(j)
 
 
+
+def verilator_rows(block, width, test, env, *, out_var):
+    """Run cocotb test ``test`` of ``block``'s testbench on its cached Verilator build at
+    ``width``, with ``env`` and ``out_var`` naming the JSON file the test writes; returns
+    that file's ``rows``. Shared by the hardware blocks' benches."""
+    import json
+    import tempfile
+    from metaroce import blocks
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    blk = blocks.get(block)
+    b = tb_build.build(blk, width)
+    with tempfile.TemporaryDirectory(dir=blocks.scratch_dir(), prefix=f"bench-{block}-w{width}-") as tmp:
+        out = os.path.join(tmp, "rows.json")
+        env = dict(env, **{out_var: out, "COCOTB_TEST_FILTER": f"{test}$"})
+        vl.run(b, blk.tb, extra_env=env, seed=1, run_dir=os.path.join(tmp, "run"),
+               log_file=os.path.join(tmp, "sim.log"))
+        with open(out) as fh:
+            return json.load(fh)["rows"]
+
 def parse_list(text, conv=float):
     """``"0,0.1,1"`` -> ``[0.0, 0.1, 1.0]``; raises ValueError with a clear message."""
     try:

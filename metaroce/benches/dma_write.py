@@ -13,11 +13,7 @@ simulation speed (RTL under Verilator, the model stepped and every output compar
 """
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-
-from ._common import parse_list
+from ._common import parse_list, verilator_rows
 
 HELP = "placement DMA under Verilator: AXI write beats per cycle, commands per cycle, done latency"
 
@@ -34,20 +30,10 @@ def add_arguments(p):
 
 def one_run(job):
     width, sizes, offsets, latencies, commands = job
-    from metaroce import blocks
-    from metaroce.sim import verilator as vl
-    from metaroce.tb import build as tb_build
-    b = tb_build.build(blocks.get("dma_write"), width)
-    with tempfile.TemporaryDirectory(dir=blocks.scratch_dir(), prefix=f"bench-dma-w{width}-") as tmp:
-        out = os.path.join(tmp, "rows.json")
-        env = {"DMA_BENCH_OUT": out, "DMA_BENCH_SIZES": ",".join(map(str, sizes)),
-               "DMA_BENCH_OFFSETS": ",".join(map(str, offsets)),
-               "DMA_BENCH_LATENCIES": ",".join(map(str, latencies)),
-               "DMA_BENCH_COMMANDS": str(commands), "COCOTB_TEST_FILTER": "dma_bench$"}
-        vl.run(b, "metaroce.tb.dma_write", extra_env=env, seed=1, run_dir=os.path.join(tmp, "run"),
-               log_file=os.path.join(tmp, "sim.log"))
-        with open(out) as fh:
-            return json.load(fh)["rows"]
+    return verilator_rows("dma_write", width, "dma_bench", {
+        "DMA_BENCH_SIZES": ",".join(map(str, sizes)), "DMA_BENCH_OFFSETS": ",".join(map(str, offsets)),
+        "DMA_BENCH_LATENCIES": ",".join(map(str, latencies)), "DMA_BENCH_COMMANDS": str(commands)},
+        out_var="DMA_BENCH_OUT")
 
 
 def run(args, ui):

@@ -11,11 +11,7 @@ model stepped and every output compared every cycle, per wall second); ``mismatc
 """
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-
-from ._common import parse_list
+from ._common import parse_list, verilator_rows
 
 HELP = "TX frame builder under Verilator: beats/frames per cycle per payload size, latency"
 
@@ -31,18 +27,9 @@ def add_arguments(p):
 
 def one_run(job):
     width, sizes, frames = job
-    from metaroce import blocks
-    from metaroce.sim import verilator as vl
-    from metaroce.tb import build as tb_build
-    b = tb_build.build(blocks.get("frame_builder"), width)
-    with tempfile.TemporaryDirectory(dir=blocks.scratch_dir(), prefix=f"bench-txf-w{width}-") as tmp:
-        out = os.path.join(tmp, "rows.json")
-        env = {"TXF_BENCH_OUT": out, "TXF_BENCH_SIZES": ",".join(map(str, sizes)),
-               "TXF_BENCH_FRAMES": str(frames), "COCOTB_TEST_FILTER": "frame_builder_bench$"}
-        vl.run(b, "metaroce.tb.frame_builder", extra_env=env, seed=1, run_dir=os.path.join(tmp, "run"),
-               log_file=os.path.join(tmp, "sim.log"))
-        with open(out) as fh:
-            return json.load(fh)["rows"]
+    return verilator_rows("frame_builder", width, "frame_builder_bench", {
+        "TXF_BENCH_SIZES": ",".join(map(str, sizes)), "TXF_BENCH_FRAMES": str(frames)},
+        out_var="TXF_BENCH_OUT")
 
 
 def run(args, ui):

@@ -12,11 +12,7 @@ and every output compared every cycle, per wall second); ``mismatches`` must be 
 """
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-
-from ._common import parse_list
+from ._common import parse_list, verilator_rows
 
 HELP = "RX engine under Verilator: packets/beats per cycle of same-path bursts, ACK latency"
 
@@ -34,20 +30,10 @@ def add_arguments(p):
 
 def one_run(job):
     config, width, sizes, packets = job
-    from metaroce import blocks
-    from metaroce.sim import verilator as vl
-    from metaroce.tb import build as tb_build
     block, conns, paths, keys = CONFIGS[config]
-    b = tb_build.build(blocks.get(block), width)
-    with tempfile.TemporaryDirectory(dir=blocks.scratch_dir(), prefix=f"bench-rx-{config}-w{width}-") as tmp:
-        out = os.path.join(tmp, "rows.json")
-        env = {"RX_BENCH_OUT": out, "RX_BENCH_SIZES": ",".join(map(str, sizes)),
-               "RX_BENCH_PACKETS": str(packets), "RX_CONNS": str(conns), "RX_PATHS": str(paths),
-               "RX_KEYS": str(keys), "COCOTB_TEST_FILTER": "rx_bench$"}
-        vl.run(b, "metaroce.tb.rx", extra_env=env, seed=1, run_dir=os.path.join(tmp, "run"),
-               log_file=os.path.join(tmp, "sim.log"))
-        with open(out) as fh:
-            return json.load(fh)["rows"]
+    return verilator_rows(block, width, "rx_bench", {
+        "RX_BENCH_SIZES": ",".join(map(str, sizes)), "RX_BENCH_PACKETS": str(packets),
+        "RX_CONNS": str(conns), "RX_PATHS": str(paths), "RX_KEYS": str(keys)}, out_var="RX_BENCH_OUT")
 
 
 def run(args, ui):
