@@ -256,3 +256,48 @@ def test_warm_tool_runs_once_under_a_lock(tmp_path, monkeypatch):
     monkeypatch.setattr(synth, "_warm_tools", set())       # another process: the marker suffices
     synth.warm_tool(["/opt/bin/yowasp-fake"])
     assert len(calls) == 1
+
+
+def _mem_design():
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib import memory
+    m = Module()
+    zero = memory.Memory(shape=12, depth=64, init=[])
+    table = memory.Memory(shape=8, depth=4, init=[0, 5, 0, 0])
+    m.submodules.zero, m.submodules.table = zero, table
+    addr, out = Signal(6), Signal(20)
+    zr, tr, zw = zero.read_port(), table.read_port(), zero.write_port()
+    m.d.comb += [zr.addr.eq(addr), tr.addr.eq(addr[:2]), zw.addr.eq(addr), zw.data.eq(addr),
+                 zw.en.eq(addr[5]), out.eq(zr.data + tr.data)]
+    return m, [addr, out]
+
+
+def test_drop_zero_memory_init():
+    """MR-FLOW-011: the all-zero initialiser of a memory is dropped, a memory with a nonzero
+    row keeps its own, and nothing else changes (the declarations and the ports stay)."""
+    m, ports = _mem_design()
+    text = generate_verilog(m, "top", ports=ports)
+    assert text.count("initial begin") == 2
+    out, dropped = synth.drop_zero_memory_init(text)
+    assert dropped == 1
+    assert out.count("initial begin") == 1 and "= 8'h05;" in out
+    assert "zero[63] =" not in out and "zero[0] =" not in out
+    assert "reg [11:0] zero [63:0];" in out
+    # only lines of the dropped block disappeared
+    removed = [ln for ln in text.splitlines() if ln not in set(out.splitlines())]
+    assert len(removed) == 64 and len(text.splitlines()) - len(out.splitlines()) == 64 + 2
+    assert synth.drop_zero_memory_init(out) == (out, 0)
+
+
+def test_synthesis_verilog_of_rx_has_no_row_initialisers():
+    """MR-FLOW-011: `metaroce synth|pnr` read the RX engine without its 32,768-row path-table
+    initialiser (the Verilog of the 4,096 x 8 instance shrinks twentyfold); simulation builds
+    keep it."""
+    from metaroce import blocks
+    from metaroce.commands.verilog import make_verilog
+    blk = blocks.get("rx")
+    full = make_verilog(blk, 64)
+    syn = make_verilog(blk, 64, for_synthesis=True)
+    assert "path_mem[32767] =" in full and "initial begin" in full
+    assert "initial begin" not in syn and "path_mem[" in syn
+    assert len(syn) * 20 < len(full)
