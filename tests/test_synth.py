@@ -289,15 +289,28 @@ def test_drop_zero_memory_init():
     assert synth.drop_zero_memory_init(out) == (out, 0)
 
 
-def test_synthesis_verilog_of_rx_has_no_row_initialisers():
-    """MR-FLOW-011: `metaroce synth|pnr` read the RX engine without its 32,768-row path-table
-    initialiser (the Verilog of the 4,096 x 8 instance shrinks twentyfold); simulation builds
-    keep it."""
+def _rx_synthesis_text(name, rows):
     from metaroce import blocks
     from metaroce.commands.verilog import make_verilog
-    blk = blocks.get("rx")
+    blk = blocks.get(name)
     full = make_verilog(blk, 64)
-    syn = make_verilog(blk, 64, for_synthesis=True)
-    assert "path_mem[32767] =" in full and "initial begin" in full
-    assert "initial begin" not in syn and "path_mem[" in syn
+    syn, dropped = synth.drop_zero_memory_init(full)
+    assert f"path_mem[{rows - 1}] =" in full and "initial begin" in full
+    assert "initial begin" not in syn and f"reg [" in syn and f"path_mem [{rows - 1}:0];" in syn
+    assert dropped == 6           # connection, key and path tables, three output queues
+    return full, syn
+
+
+def test_synthesis_verilog_of_rx_256x4_has_no_row_initialisers():
+    """MR-FLOW-011: `metaroce synth|pnr` read the RX engine without its tables' row
+    initialisers; simulation builds (`metaroce verilog`) keep them."""
+    full, syn = _rx_synthesis_text("rx_256x4", 1024)
+    assert len(full) - len(syn) > 1024 * 100     # a path-table row line is ~130 characters
+
+
+@pytest.mark.slow
+def test_synthesis_verilog_of_rx_has_no_row_initialisers():
+    """MR-FLOW-011: the 4,096 x 8 instance's Verilog without its 32,768-row path-table
+    initialiser shrinks twentyfold."""
+    full, syn = _rx_synthesis_text("rx", 32768)
     assert len(syn) * 20 < len(full)
