@@ -106,6 +106,46 @@ def _address_resolve(limbs):
     return Cat(*out)
 
 
+def _piece_counter(m, name, nbits, inc, piece=LIMB):
+    """An ``nbits`` counter adding 1 in the cycles ``inc`` is true, in ``piece``-bit pieces: a
+    piece counts when ``inc`` and every lower piece is all ones, read from registered flags, so
+    no carry crosses a piece (MR-RX-047). Returns the count and the all-ones flags."""
+    count = Signal(nbits, name=name)
+    ones = []
+    for j, lo in enumerate(range(0, nbits, piece)):
+        part = count[lo:lo + piece]
+        carry_in = Cat(inc, *ones).all()
+        with m.If(carry_in):
+            m.d.sync += part.eq(part + 1)
+        if lo + piece < nbits:
+            full = Signal(name=f"{name}_ones{j}")
+            with m.If(carry_in):
+                m.d.sync += full.eq(part == (1 << len(part)) - 2)
+            ones.append(full)
+    return count, ones
+
+
+def _wide_inc_counter(m, name, nbits, inc, piece=LIMB):
+    """An ``nbits`` counter adding ``inc`` (at most ``piece`` bits) every cycle (MR-RX-047):
+    the low piece adds it with a prefix adder; its carry is registered and counted into the
+    upper pieces (:func:`_piece_counter`) in the next cycle. The value read adds the carry
+    still pending, piece by piece with the upper pieces' all-ones flags, so a read always sees
+    every increment of the cycles before."""
+    low = Signal(piece, name=f"{name}_low")
+    carry = Signal(name=f"{name}_carry")
+    total = _add_prefix(low, Cat(inc, Const(0, piece))[:piece])
+    m.d.sync += [low.eq(total[:piece]), carry.eq(total[piece])]
+    high, ones = _piece_counter(m, f"{name}_high", nbits - piece, carry, piece)
+    parts = [low]
+    en = carry
+    for j, lo in enumerate(range(0, nbits - piece, piece)):
+        part = high[lo:lo + piece]
+        parts.append(Mux(en, (part + 1)[:len(part)], part))
+        if j < len(ones):
+            en = en & ones[j]
+    return Cat(*parts)
+
+
 class Rx(wiring.Component):
     """The RX engine's first slice (docs/spec/hw-rx.md)."""
 
@@ -377,15 +417,18 @@ class Rx(wiring.Component):
         s5_ab, s5_placed = Signal(9), Signal.like(s4_placed)
         m.d.sync += [s5_valid.eq(s4_valid), s5_hot.eq(s4_hot), s5_ack.eq(s4_ack), s5_nak.eq(s4_nak),
                      s5_ce.eq(s4_ce), s5_ab.eq(s4_shift - _popcount_sum(s4)), s5_placed.eq(s4_placed)]
-        counters = [Signal(COUNTER_BITS, name=f"ctr{i}") for i in range(N_COUNTERS)]
-        with m.If(s5_valid):
-            for i in range(len(RxCode)):
-                with m.If(s5_hot[i]):
-                    m.d.sync += counters[i].eq(counters[i] + 1)
-            for i, inc in ((CTR_ACKS, s5_ack), (CTR_NAKS, s5_nak), (CTR_CE, s5_ce),
-                           (CTR_ABANDONED, s5_ab), (CTR_PLACED_BYTES, s5_placed)):
-                m.d.sync += counters[i].eq(counters[i] + inc)
-        counters = Array(counters)
+        # MR-RX-047: no 64-bit carry chain in a counter. A +1 counter counts in 16-bit pieces,
+        # a piece counting when every lower piece is all ones (registered flags); a counter with
+        # a wide increment adds it into its low piece and hands that add's carry to its upper
+        # pieces (a +1 counter) in the next cycle; its read-out adds a carry still pending.
+        values = [None] * N_COUNTERS
+        for i in range(len(RxCode)):
+            values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, s5_valid & s5_hot[i])[0]
+        for i, inc in ((CTR_ACKS, s5_ack), (CTR_NAKS, s5_nak), (CTR_CE, s5_ce)):
+            values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, s5_valid & inc)[0]
+        for i, inc in ((CTR_ABANDONED, s5_ab), (CTR_PLACED_BYTES, s5_placed)):
+            values[i] = _wide_inc_counter(m, f"ctr{i}", COUNTER_BITS, Mux(s5_valid, inc, 0))
+        counters = Array(values)
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, counters[self.reg_addr], 0))
         return m
 
