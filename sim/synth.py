@@ -40,7 +40,8 @@ from pathlib import Path
 
 __all__ = ["SynthError", "Counts", "SynthReport", "count_cells", "parse_stat_json",
            "LevelsReport", "levels_script", "parse_ltp", "analyse_levels", "lut_levels",
-           "synth_script", "synthesize", "default_work_root", "yosys_command"]
+           "synth_script", "synthesize", "default_work_root", "yosys_command",
+           "drop_zero_memory_init"]
 
 #: Bump when the script or the report format changes (part of the cache key).
 _SCHEMA = 2
@@ -212,6 +213,33 @@ def parse_stat_json(text: str, top: str) -> SynthReport:
     # Only modules under the top (Yosys keeps unused ones out after hierarchy -top anyway).
     return SynthReport(top=top, total=totals[top], modules=totals, local=local,
                        cells=dict(sorted(cells.items())))
+
+
+_INIT_BLOCK_RE = re.compile(r"^([ \t]*)initial begin\n((?:[ \t]*[\w$\\.]+\[\d+\] = \d+'h[0-9a-fA-F_]+;\n)+)"
+                            r"[ \t]*end\n", re.M)
+_INIT_LINE_RE = re.compile(r"^[ \t]*([\w$\\.]+)\[\d+\] = \d+'h([0-9a-fA-F_]+);$", re.M)
+
+
+def drop_zero_memory_init(verilog: str) -> tuple[str, int]:
+    """MR-FLOW-011: the Verilog without the ``initial`` blocks that only set memory rows to
+    zero, and how many blocks were dropped. Amaranth writes one such block for every
+    ``lib.memory.Memory`` (one line per row, 32,768 lines for the RX engine's path table);
+    a block RAM, UltraRAM or LUT RAM without an initial value powers up as zeros, so the
+    netlist means the same, and Yosys no longer has to elaborate the rows one by one. A
+    block with any nonzero row, or with anything but row assignments, is kept as it is.
+    For synthesis and place and route only: simulation builds keep the initialisers."""
+    dropped = 0
+
+    def repl(m):
+        nonlocal dropped
+        rows = _INIT_LINE_RE.findall(m.group(2))
+        if rows and len({name for name, _ in rows}) == 1 and all(
+                int(v.replace("_", ""), 16) == 0 for _, v in rows):
+            dropped += 1
+            return ""
+        return m.group(0)
+
+    return _INIT_BLOCK_RE.sub(repl, verilog), dropped
 
 
 def synth_script(top: str, family: str = "xcup") -> str:

@@ -256,3 +256,61 @@ def test_warm_tool_runs_once_under_a_lock(tmp_path, monkeypatch):
     monkeypatch.setattr(synth, "_warm_tools", set())       # another process: the marker suffices
     synth.warm_tool(["/opt/bin/yowasp-fake"])
     assert len(calls) == 1
+
+
+def _mem_design():
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib import memory
+    m = Module()
+    zero = memory.Memory(shape=12, depth=64, init=[])
+    table = memory.Memory(shape=8, depth=4, init=[0, 5, 0, 0])
+    m.submodules.zero, m.submodules.table = zero, table
+    addr, out = Signal(6), Signal(20)
+    zr, tr, zw = zero.read_port(), table.read_port(), zero.write_port()
+    m.d.comb += [zr.addr.eq(addr), tr.addr.eq(addr[:2]), zw.addr.eq(addr), zw.data.eq(addr),
+                 zw.en.eq(addr[5]), out.eq(zr.data + tr.data)]
+    return m, [addr, out]
+
+
+def test_drop_zero_memory_init():
+    """MR-FLOW-011: the all-zero initialiser of a memory is dropped, a memory with a nonzero
+    row keeps its own, and nothing else changes (the declarations and the ports stay)."""
+    m, ports = _mem_design()
+    text = generate_verilog(m, "top", ports=ports)
+    assert text.count("initial begin") == 2
+    out, dropped = synth.drop_zero_memory_init(text)
+    assert dropped == 1
+    assert out.count("initial begin") == 1 and "= 8'h05;" in out
+    assert "zero[63] =" not in out and "zero[0] =" not in out
+    assert "reg [11:0] zero [63:0];" in out
+    # only lines of the dropped block disappeared
+    removed = [ln for ln in text.splitlines() if ln not in set(out.splitlines())]
+    assert len(removed) == 64 and len(text.splitlines()) - len(out.splitlines()) == 64 + 2
+    assert synth.drop_zero_memory_init(out) == (out, 0)
+
+
+def _rx_synthesis_text(name, rows):
+    from metaroce import blocks
+    from metaroce.commands.verilog import make_verilog
+    blk = blocks.get(name)
+    full = make_verilog(blk, 64)
+    syn, dropped = synth.drop_zero_memory_init(full)
+    assert f"path_mem[{rows - 1}] =" in full and "initial begin" in full
+    assert "initial begin" not in syn and f"reg [" in syn and f"path_mem [{rows - 1}:0];" in syn
+    assert dropped == 6           # connection, key and path tables, three output queues
+    return full, syn
+
+
+def test_synthesis_verilog_of_rx_256x4_has_no_row_initialisers():
+    """MR-FLOW-011: `metaroce synth|pnr` read the RX engine without its tables' row
+    initialisers; simulation builds (`metaroce verilog`) keep them."""
+    full, syn = _rx_synthesis_text("rx_256x4", 1024)
+    assert len(full) - len(syn) > 1024 * 100     # a path-table row line is ~130 characters
+
+
+@pytest.mark.slow
+def test_synthesis_verilog_of_rx_has_no_row_initialisers():
+    """MR-FLOW-011: the 4,096 x 8 instance's Verilog without its 32,768-row path-table
+    initialiser shrinks twentyfold."""
+    full, syn = _rx_synthesis_text("rx", 32768)
+    assert len(syn) * 20 < len(full)

@@ -20,7 +20,7 @@ def report(blk, width, *, use_cache=True, with_levels=True):
     from ..cli import CliError
     from .verilog import make_verilog
     from metaroce.sim import synth
-    text = make_verilog(blk, width)
+    text = make_verilog(blk, width, for_synthesis=True)
     try:
         rep = synth.synthesize(text, blk.name, use_cache=use_cache)
     except synth.SynthError as e:

@@ -26,15 +26,20 @@ def block_and_width(args):
     return blk
 
 
-def make_verilog(blk, width, *, emit_src=False):
-    """Verilog text of ``blk`` at ``width`` (top module named after the block)."""
+def make_verilog(blk, width, *, emit_src=False, for_synthesis=False):
+    """Verilog text of ``blk`` at ``width`` (top module named after the block); with
+    ``for_synthesis`` without the all-zero memory initialisers (MR-FLOW-011)."""
     from ..cli import CliError
     from metaroce.sim.verilator import generate_verilog
     try:
         factory = blk.component_factory()
     except (ImportError, AttributeError) as e:
         raise CliError(f"block {blk.name!r} is not available: {e}") from None
-    return generate_verilog(factory(width), blk.name, emit_src=emit_src)
+    text = generate_verilog(factory(width), blk.name, emit_src=emit_src)
+    if for_synthesis:
+        from metaroce.sim.synth import drop_zero_memory_init
+        text, _ = drop_zero_memory_init(text)
+    return text
 
 
 def run(args):
