@@ -385,10 +385,12 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
     toggles = [p for p in points if p.page == "v_toggle"]
     excluded: dict[str, int] = defaultdict(int)
     kept, temps = [], []
+    # compiled once: with hundreds of rules re.search's own cache (512 entries) thrashes
+    rules = [(re.compile(rule[0]), rule[1], rule[2], isinstance(rule, _NamedRule)) for rule in exclusions]
     for p in toggles:
         name, bit, direction = _split(p.text)
-        why = next((w for rule in exclusions for r, w, f in (rule,) if re.search(r, name)
-                    and (f(name, bit) if isinstance(rule, _NamedRule) else f(bit))), None)
+        why = next((w for r, w, f, named in rules if r.search(name)
+                    and (f(name, bit) if named else f(bit))), None)
         m = counter_re.match(name)
         ones = ONES_FLAG.match(name)
         flag = (counter_flag_temps or {}).get((p.hier, name))
