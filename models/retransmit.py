@@ -26,6 +26,7 @@ from amaranth.lib import data
 
 from . import protocol as P
 from . import records
+from .fifo import SyncFifoModel
 from . import rx as rx_model
 from .rx import pack, unpack
 
@@ -278,32 +279,6 @@ class RetransmitModel:
 
 # ------------------------------------------------------------------ cycle timing
 
-class _Fifo:
-    """amaranth.lib.fifo.SyncFIFO as the RTL uses it: a ring whose head is read without a
-    register, so ``head`` shows the slot's old content while empty (an output queue's payload
-    is compared every cycle, valid or not)."""
-
-    def __init__(self, depth):
-        self.mem = [0] * depth
-        self.depth = depth
-        self.produce = self.consume = self.level = 0
-
-    @property
-    def head(self):
-        return self.mem[self.consume]
-
-    def update(self, pop, push, value=0):
-        """One clock edge: ``pop`` (r_en & r_rdy) and ``push`` (w_en & w_rdy)."""
-        pop = bool(pop) and self.level > 0
-        push = bool(push) and self.level < self.depth
-        if push:
-            self.mem[self.produce] = value
-            self.produce = (self.produce + 1) % self.depth
-        if pop:
-            self.consume = (self.consume + 1) % self.depth
-        self.level += int(push) - int(pop)
-
-
 INPUTS = ("s_sent__payload", "s_sent__valid", "s_ack__payload", "s_ack__valid",
           "m_acked__ready", "m_resend__ready", "m_error__ready", "now", "reg_addr")
 OUTPUTS = ("s_sent__ready", "s_ack__ready", "m_acked__payload", "m_acked__valid",
@@ -347,12 +322,12 @@ class RetransmitCycleModel:
         self.free_level = pool
         self.s1 = None                  # (kind, fields) taken last cycle
         self.s2 = None                  # (job, insert, error) to push, or None
-        self.job_q = _Fifo(JOB_DEPTH)
-        self.ins_q = _Fifo(INS_DEPTH)
-        self.acked_q = _Fifo(OUT_DEPTH)
-        self.resend_q = _Fifo(OUT_DEPTH)
-        self.error_q = _Fifo(OUT_DEPTH)
-        self.rearm_q = _Fifo(REARM_DEPTH)
+        self.job_q = SyncFifoModel(JOB_DEPTH)
+        self.ins_q = SyncFifoModel(INS_DEPTH)
+        self.acked_q = SyncFifoModel(OUT_DEPTH)
+        self.resend_q = SyncFifoModel(OUT_DEPTH)
+        self.error_q = SyncFifoModel(OUT_DEPTH)
+        self.rearm_q = SyncFifoModel(REARM_DEPTH)
         self.w_state = _IDLE
         self.pend = None                # a rearm whose record is read this cycle (MR-TX-052)
         self.w_job = None

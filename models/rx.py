@@ -26,6 +26,7 @@ from amaranth.lib import data
 
 from . import protocol as P
 from . import records
+from .fifo import SyncFifoModel
 from .parser import META_FIELDS
 from .wire import NakReason, Op
 
@@ -364,31 +365,6 @@ class RxModel:
 
 # ------------------------------------------------------------------ cycle timing
 
-class _Fifo:
-    """amaranth.lib.fifo.SyncFIFO as the RTL uses it: a ring whose head is read without a
-    register, so ``head`` shows the slot's old content while empty."""
-
-    def __init__(self, depth):
-        self.mem = [0] * depth
-        self.depth = depth
-        self.produce = self.consume = self.level = 0
-
-    @property
-    def head(self):
-        return self.mem[self.consume]
-
-    def update(self, pop, push, value=0):
-        """One clock edge: ``pop`` (r_en & r_rdy) and ``push`` (w_en & w_rdy)."""
-        pop = pop and self.level > 0
-        push = push and self.level < self.depth
-        if push:
-            self.mem[self.produce] = value
-            self.produce = (self.produce + 1) % self.depth
-        if pop:
-            self.consume = (self.consume + 1) % self.depth
-        self.level += int(push) - int(pop)
-
-
 INPUTS = ("s_meta__payload", "s_meta__valid", "s_payload__payload", "s_payload__valid",
           "s_cfg__payload", "s_cfg__valid", "m_ack__ready", "m_place__ready", "m_data__ready",
           "reg_addr")
@@ -408,7 +384,7 @@ class RxCycleModel:
         self.rx = RxModel(conns, paths, keys)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
-        self.ack_q, self.place_q, self.steer_q = (_Fifo(FIFO_DEPTH) for _ in range(3))
+        self.ack_q, self.place_q, self.steer_q = (SyncFifoModel(FIFO_DEPTH) for _ in range(3))
         self.s1 = None          # (meta dict, conn row, key row) taken last cycle
         self.s2 = None          # _Static
         self.counting = [None] * COUNT_STAGES   # outcomes on their way to the counters (S3..S5)
