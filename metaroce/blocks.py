@@ -116,6 +116,15 @@ BLOCKS: dict[str, Block] = {
         help="placement DMA: RX placement commands and payload to host memory through an AXI4 "
              "write master, 4,096 connections, 256 bursts outstanding (docs/spec/hw-dma.md)",
     ),
+    "dma_read": Block(
+        name="dma_read",
+        component="metaroce.hdl.dma_read:DmaRead",
+        model="metaroce.models.dma_read:dma_read_model",
+        tb="metaroce.tb.dma_read",
+        help="payload DMA: TX read commands fetched from host memory through an AXI4 read "
+             "master, realigned to lane 0, 4,096 connections, 256 commands outstanding "
+             "(docs/spec/hw-dma-read.md)",
+    ),
     "frame_builder": Block(
         name="frame_builder",
         component="metaroce.hdl.frame_builder:FrameBuilder",
