@@ -106,3 +106,16 @@ def test_checker_catches_a_wrong_byte():
     drv.res["beats"][5] = (d ^ 1, k, last)
     with pytest.raises(AssertionError, match="payload beats"):
         dc.check(64, lay, cmds, drv)
+
+
+def test_latency():
+    """MR-DMR-045: first AR 6 cycles after its command is taken; a payload beat on m_data 2
+    cycles after the R beat that completes it, 3 for a flushed last beat."""
+    lay, cmds = dc.stream_cases(512, 20, 64)
+    drv = dc.run_model(512, lay, cmds, p_idle=0, p_bp=0, p_axi=0, latency=(1, 1))
+    res, r = drv.res, drv.mem.r_cycles
+    assert res["ar_cycles"][0] - res["cmd_taken"][0] == 6
+    assert res["beat_cycles"] == [c + 3 for c in r]          # one-beat commands: all flushes
+    lay, cmds = dc.stream_cases(64, 1, 64, offset=5)          # 8 payload beats from 9 R beats
+    drv = dc.run_model(64, lay, cmds, p_idle=0, p_bp=0, p_axi=0, latency=(1, 1))
+    assert drv.res["beat_cycles"] == [c + 2 for c in drv.mem.r_cycles[1:]]
