@@ -26,12 +26,12 @@ region in its last beat (MR-TXF-031); D4 inserts the ICRC; a two-entry skid buff
 Golden model: :class:`metaroce.models.frame_builder.FrameBuilderModel`, cycle by cycle.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import wire
-from ..models.frame_builder import (DESC_LAYOUT, HDR_MAX, HDR_STAGES, ICRC_STAGES, ext_seq,
-                                    payload_layout)
+from ..models.frame_builder import (DESC_LAYOUT, HDR_MAX, HDR_STAGES, ICRC_STAGES, REC_DEPTH,
+                                    ext_seq, out_fifo_depth, payload_layout)
 from ..models.headers import TABLE as _H
 from . import icrc as icrc_hw
 from .parser import axis_signature
@@ -107,6 +107,19 @@ def crc_masks(vlan, ipv6, nbytes):
             if mask >> (4 * n) & 0xF:
                 ones |= 1 << (2 * p + n)
     return keep, ones
+
+
+def udp6_masks(vlan, ipv6, nbytes):
+    """(sum, patch): one bit per header byte of a frame class (MR-TXF-061): the bytes the IPv6
+    UDP checksum sums (the payload length, which is the pseudo-header's UDP length, and
+    everything from the source address on) and the two checksum bytes it is patched into;
+    both 0 for IPv4."""
+    if not ipv6:
+        return 0, 0
+    l3 = wire.ETH_HLEN + wire.VLAN_HLEN * vlan
+    ck = sum(1 << p for p in range(nbytes) if p in (l3 + 4, l3 + 5) or p >= l3 + 8)
+    at = l3 + wire.IPV6_HLEN + 6
+    return ck, (1 << at) | (1 << (at + 1))
 
 
 SEQS = sorted(set(ext_seq(op) for op in range(256)), key=lambda s: (len(s), s))
@@ -261,6 +274,10 @@ class FrameBuilder(wiring.Component):
         # ---------------------------------------------------------------- header bytes (MR-TXF-020)
         cksum = ~Mux(g_t0[16], g_t1[:16], g_t0[:16])
         hdr_bytes, crc_keep, crc_ones = self._pack(m, gd, g_udp, g_tot, cksum, g_kind)
+        nbytes_hdr = -(-HDR_MAX // NB) * NB
+        masks = [udp6_masks(c & 1, c >> 1, nbytes_hdr) for c in range(4)]
+        ck_sum = Array([Const(mk[0], nbytes_hdr) for mk in masks])[Cat(gd.vlan_en, gd.ipv6)]
+        ck_patch = Array([Const(mk[1], nbytes_hdr) for mk in masks])[Cat(gd.vlan_en, gd.ipv6)]
 
         # ---------------------------------------------------------------- frame register F
         # MR-TXF-042: per boundary X (header end H, payload end PE, ICRC start E, frame end L)
@@ -271,6 +288,9 @@ class FrameBuilder(wiring.Component):
         hdr_sr = Signal(NBEATS_HDR * W)
         keep_sr = Signal(NBEATS_HDR * NB * 2)
         ones_sr = Signal(NBEATS_HDR * NB * 2)
+        sum_sr = Signal(NBEATS_HDR * NB)      # MR-TXF-061: header bytes the checksum sums
+        patch_sr = Signal(NBEATS_HDR * NB)    # the checksum's two bytes
+        f_v6, f_vlan = Signal(), Signal()
         shift = Signal(LG)
         n_zero = Signal(LG)
         es2 = Signal(2)
@@ -296,6 +316,8 @@ class FrameBuilder(wiring.Component):
         with m.If(go_g):
             m.d.sync += [active.eq(1), first.eq(1),
                          hdr_sr.eq(Cat(*hdr_bytes)), keep_sr.eq(crc_keep), ones_sr.eq(crc_ones),
+                         sum_sr.eq(ck_sum), patch_sr.eq(ck_patch), f_v6.eq(gd.ipv6),
+                         f_vlan.eq(gd.vlan_en),
                          shift.eq(g["h"][:LG]), n_zero.eq(-g["e"][:LG]), es2.eq(g["e"][:2]),
                          e_nz.eq(g["e"][:LG] != 0)]
             for nme, (cnt, full, part) in bounds.items():
@@ -305,7 +327,7 @@ class FrameBuilder(wiring.Component):
                 m.d.sync += th.eq(Cat(*[g[nme][:LG] > j for j in range(NB)]))
         with m.Elif(go):
             m.d.sync += [hdr_sr.eq(hdr_sr[W:]), keep_sr.eq(keep_sr[2 * NB:]), ones_sr.eq(ones_sr[2 * NB:]),
-                         first.eq(0)]
+                         sum_sr.eq(sum_sr[NB:]), patch_sr.eq(patch_sr[NB:]), first.eq(0)]
             for nme, (cnt, full, part) in bounds.items():
                 with m.If(full):
                     m.d.sync += [cnt.eq(cnt - 1), full.eq(cnt[1:] != 0),
@@ -343,6 +365,8 @@ class FrameBuilder(wiring.Component):
         m_fb = Signal()
         m_n = Signal(LG)
         m_es2 = Signal(2)
+        m_sum = Signal(NB)
+        m_patch, m_v6, m_vlan = Signal(), Signal(), Signal()
         with m.If(en):
             m.d.sync += m_valid.eq(go)
         with m.If(go):
@@ -359,7 +383,10 @@ class FrameBuilder(wiring.Component):
                          m_icrc.eq(Cat(*[keep[j] & ~e_lane[j] for j in range(NB)])),
                          m_last.eq(bounds["last"][2]),
                          m_feed.eq(bounds["e"][1] | (bounds["e"][2] & e_nz)),
-                         m_first.eq(first), m_fb.eq(bounds["fb"][2]), m_n.eq(n_zero), m_es2.eq(es2)]
+                         m_first.eq(first), m_fb.eq(bounds["fb"][2]), m_n.eq(n_zero), m_es2.eq(es2),
+                         m_sum.eq(Cat(*[keep[j] & (~hdr_lane[j] | sum_sr[j]) for j in range(NB)])),
+                         m_patch.eq(Cat(*[hdr_lane[j] & patch_sr[j] for j in range(NB)]).any()),
+                         m_v6.eq(f_v6), m_vlan.eq(f_vlan)]
 
         # ---------------------------------------------------------------- ICRC (MR-TXF-030, 031)
         proc = icrc_hw.IcrcProcessor(W)
@@ -369,7 +396,7 @@ class FrameBuilder(wiring.Component):
         # Delay line D1..D4, each {valid, data, keep, icrc lanes, last, fb, n, es2}.
         dl = []
         prev = dict(valid=m_valid, data=m_data, keep=m_keep, icrc=m_icrc, last=m_last, fb=m_fb,
-                    n=m_n, es2=m_es2)
+                    n=m_n, es2=m_es2, sum=m_sum, patch=m_patch, v6=m_v6, vlan=m_vlan, first=m_first)
         for i in range(ICRC_STAGES):
             cur = {k: Signal(len(v), name=f"d{i + 1}_{k}") for k, v in prev.items()}
             with m.If(en):
@@ -404,34 +431,122 @@ class FrameBuilder(wiring.Component):
             byte_ = Array([icrc[8 * i:8 * i + 8] for i in range(4)])[sel]
             ins.append(Mux(d4["icrc"][j], byte_, d4["data"].word_select(j, 8)))
         in_data = Cat(*ins)
-        push = Signal()
-        m.d.comb += push.eq(en & d4["valid"])
+        w_beat = Signal(W)
+        m.d.comb += w_beat.eq(in_data)
         v0, v1 = Signal(), Signal()
+        push, in_data, in_keep, in_last = self._udp6(m, en, d4, w_beat, ~v1)
         e0_data, e0_keep, e0_last = Signal(W), Signal(NB), Signal()
         e1_data, e1_keep, e1_last = Signal(W), Signal(NB), Signal()
         pop = Signal()
-        m.d.comb += [pop.eq(v0 & self.m_axis.tready), en.eq(~v1)]
+        m.d.comb += pop.eq(v0 & self.m_axis.tready)
         load0 = lambda d, k, l_: [e0_data.eq(d), e0_keep.eq(k), e0_last.eq(l_)]  # noqa: E731
         with m.If(v1):
             with m.If(pop):
                 m.d.sync += load0(e1_data, e1_keep, e1_last) + [v1.eq(0)]
         with m.Elif(v0):
             with m.If(pop & push):
-                m.d.sync += load0(in_data, d4["keep"], d4["last"])
+                m.d.sync += load0(in_data, in_keep, in_last)
             with m.Elif(pop):
                 m.d.sync += v0.eq(0)
             with m.Elif(push):
-                m.d.sync += [e1_data.eq(in_data), e1_keep.eq(d4["keep"]), e1_last.eq(d4["last"]),
+                m.d.sync += [e1_data.eq(in_data), e1_keep.eq(in_keep), e1_last.eq(in_last),
                              v1.eq(1)]
         with m.Else():
             with m.If(push):
-                m.d.sync += load0(in_data, d4["keep"], d4["last"]) + [v0.eq(1)]
+                m.d.sync += load0(in_data, in_keep, in_last) + [v0.eq(1)]
         m.d.comb += [self.m_axis.tvalid.eq(v0), self.m_axis.tdata.eq(e0_data),
                      self.m_axis.tkeep.eq(e0_keep), self.m_axis.tlast.eq(e0_last),
                      self.m_axis.tuser.eq(0)]
         return m
 
     # ------------------------------------------------------------------------------------------
+    def _udp6(self, m, en, d4, beat, room):
+        """MR-TXF-060..064: D4's beats into the output FIFO; the ones' complement sum of each
+        IPv6 frame from its beats as written (byte columns, an adder tree, an accumulator, five
+        folding stages) into a record queue; the FIFO's head beat leaves (into the skid buffer,
+        when ``room``) once it is an IPv4 beat or its frame's record is there, the checksum
+        patched into its two bytes. Drives ``en``; returns (push, data, keep, last)."""
+        W = self.width
+        NB = W // 8
+        depth = out_fifo_depth(W)
+        ent = data.StructLayout({"data": W, "keep": NB, "last": 1, "v6": 1, "patch": 1, "vlan": 1})
+        m.submodules.out_fifo = ofifo = fifo.SyncFIFOBuffered(width=ent.size, depth=depth)
+        m.submodules.rec_q = rec_q = fifo.SyncFIFO(width=16, depth=REC_DEPTH)
+        rec_used = Signal(range(REC_DEPTH + 1))
+        m.d.comb += en.eq(ofifo.w_rdy & (rec_used != REC_DEPTH))
+        write = en & d4["valid"]
+        w = Signal(ent)
+        m.d.comb += [w.data.eq(beat), w.keep.eq(d4["keep"]), w.last.eq(d4["last"]),
+                     w.v6.eq(d4["v6"]), w.patch.eq(d4["patch"]), w.vlan.eq(d4["vlan"]),
+                     ofifo.w_data.eq(w), ofifo.w_en.eq(write)]
+
+        # sum pipeline (MR-TXF-062): never stalls; byte column hi (even lanes) and lo (odd)
+        cols = []
+        for par in (0, 1):
+            cols.append([Mux(d4["sum"][j], beat.word_select(j, 8), 0) for j in range(par, NB, 2)])
+        flags = {"valid": write & d4["v6"], "first": d4["first"], "last": d4["last"]}
+        stage = 0
+        while len(cols[0]) > 1:
+            stage += 1
+            nxt = []
+            for col in cols:
+                out = []
+                for i in range(0, len(col), 2):
+                    r = Signal(len(col[i]) + 1, name=f"ck{stage}_{len(nxt)}_{i // 2}")
+                    m.d.sync += r.eq(col[i] + col[i + 1])
+                    out.append(r)
+                nxt.append(out)
+            cols = nxt
+            nf = {}
+            for k, v in flags.items():
+                nf[k] = Signal(name=f"ck{stage}_{k}")
+                m.d.sync += nf[k].eq(v)
+            flags = nf
+        acc_bits = 16 + 8
+        acc_hi, acc_lo = Signal(acc_bits), Signal(acc_bits)
+        acc_done = Signal()
+        with m.If(flags["valid"]):
+            m.d.sync += [acc_hi.eq(Mux(flags["first"], 0, acc_hi) + cols[0][0]),
+                         acc_lo.eq(Mux(flags["first"], 0, acc_lo) + cols[1][0])]
+        m.d.sync += acc_done.eq(flags["valid"] & flags["last"])
+        # folding mod 0xFFFF (end-around carry), hi column times 256 is a byte rotation
+        f1_hi, f1_lo, f1 = Signal(17), Signal(17), Signal()
+        m.d.sync += [f1_hi.eq(acc_hi[:16] + acc_hi[16:]), f1_lo.eq(acc_lo[:16] + acc_lo[16:]),
+                     f1.eq(acc_done)]
+        f2_hi, f2_lo, f2 = Signal(16), Signal(16), Signal()
+        m.d.sync += [f2_hi.eq(f1_hi[:16] + f1_hi[16]), f2_lo.eq(f1_lo[:16] + f1_lo[16]), f2.eq(f1)]
+        f3, f3_v = Signal(18), Signal()
+        m.d.sync += [f3.eq(Cat(f2_hi[8:], f2_hi[:8]) + f2_lo + wire.IPPROTO_UDP), f3_v.eq(f2)]
+        f4, f4_v = Signal(17), Signal()
+        m.d.sync += [f4.eq(f3[:16] + f3[16:]), f4_v.eq(f3_v)]
+        f5, f5_v = Signal(16), Signal()
+        m.d.sync += [f5.eq(f4[:16] + f4[16]), f5_v.eq(f4_v)]
+        ck = Signal(16)
+        m.d.comb += [ck.eq(Mux(f5 == 0xFFFF, 0xFFFF, ~f5)),      # 0 is sent as 0xFFFF
+                     rec_q.w_en.eq(f5_v), rec_q.w_data.eq(ck)]
+
+        # read side (MR-TXF-063/064)
+        head = data.View(ent, ofifo.r_data)
+        rd = room & ofifo.r_rdy & (~head.v6 | rec_q.r_rdy)
+        m.d.comb += [ofifo.r_en.eq(rd), rec_q.r_en.eq(rd & head.v6 & head.last)]
+        done_v6 = rd & head.v6 & head.last
+        new_v6 = write & d4["v6"] & d4["last"]
+        with m.If(new_v6 & ~done_v6):
+            m.d.sync += rec_used.eq(rec_used + 1)
+        with m.Elif(done_v6 & ~new_v6):
+            m.d.sync += rec_used.eq(rec_used - 1)
+        at = [(wire.ETH_HLEN + wire.VLAN_HLEN * vl + wire.IPV6_HLEN + 6) % NB for vl in (0, 1)]
+        ck_bytes = (rec_q.r_data[8:16], rec_q.r_data[:8])                 # network order
+        out = []
+        for j in range(NB):
+            b = head.data.word_select(j, 8)
+            for vl in (0, 1):
+                for i in (0, 1):
+                    if j == at[vl] + i:
+                        b = Mux(head.patch & (head.vlan == vl), ck_bytes[i], b)
+            out.append(b)
+        return rd, Cat(*out), head.keep, head.last
+
     def _pack(self, m, d, udp_len, ip_total, cksum, kind):
         """(header bytes in network order, ICRC keep and ones masks, one bit per nibble)
         (MR-TXF-020, MR-TXF-030)."""

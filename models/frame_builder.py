@@ -27,7 +27,8 @@ from .wire import Op
 __all__ = ["DESC_LAYOUT", "DESC_FIELDS", "EXT_HEADERS", "MAX_PAYLOAD", "HDR_MAX", "HDR_STAGES",
            "ICRC_STAGES", "PAYLOAD_LAYOUT", "payload_layout", "pack_desc", "unpack_desc",
            "desc_of_frame", "frame_of_desc", "expected_bytes", "header_len", "FrameBuilderModel",
-           "INPUTS", "OUTPUTS", "ext_seq", "builder_bytes", "IPV6_UDP_CHECKSUM"]
+           "INPUTS", "OUTPUTS", "ext_seq", "builder_bytes", "IPV6_UDP_CHECKSUM", "REC_DEPTH",
+           "frame_beats_max", "out_fifo_depth", "ck_stages"]
 
 #: MR-TXF-003: the extension headers a descriptor carries (those with fields; CNP's is zeros).
 EXT_HEADERS = ("reth", "aeth", "imm", "atomicack", "atomiceth", "mrdh", "mrsh", "mrah", "mrnh",
@@ -189,20 +190,15 @@ def expected_bytes(d, payload):
     return bytes(out)
 
 
-#: MR-TXF-022: whether the builder fills in the IPv6 UDP checksum (MR-WIRE-042). It covers
-#: the ICRC, so it needs the whole frame before its header leaves; not implemented yet: the
-#: builder sends 0 there and every other byte as the codec does.
-IPV6_UDP_CHECKSUM = False
+#: MR-TXF-022: the builder fills in the IPv6 UDP checksum (MR-WIRE-042), over the ICRC too:
+#: IPv6 frames wait in the output FIFO until their checksum is known (MR-TXF-060..064).
+IPV6_UDP_CHECKSUM = True
 
 
 def builder_bytes(d, payload):
-    """The frame the builder emits (MR-TXF-010, MR-TXF-022): :func:`expected_bytes`, with the
-    IPv6 UDP checksum 0 while :data:`IPV6_UDP_CHECKSUM` is False."""
-    out = expected_bytes(d, payload)
-    if d["ipv6"] and not IPV6_UDP_CHECKSUM:
-        at = wire.ETH_HLEN + wire.VLAN_HLEN * d["vlan_en"] + wire.IPV6_HLEN + 6
-        out = out[:at] + b"\0\0" + out[at + 2:]
-    return out
+    """The frame the builder emits (MR-TXF-010, MR-TXF-022): :func:`expected_bytes`, the
+    codec's bytes, IPv6 UDP checksum included."""
+    return expected_bytes(d, payload)
 
 
 #: Largest header: Ethernet + VLAN + IPv6 + UDP + BTH + the longest extension sequence.
@@ -212,6 +208,27 @@ HDR_MAX = (wire.ETH_HLEN + wire.VLAN_HLEN + wire.IPV6_HLEN + wire.UDP_HLEN + wir
 HDR_STAGES = 6
 #: MR-TXF-043: stages from the merge register M to the ICRC insertion (D1..D4).
 ICRC_STAGES = 4
+
+#: MR-TXF-060: checksum records (IPv6 frames in the output FIFO or in the checksum pipeline).
+REC_DEPTH = 16
+
+
+def frame_beats_max(width):
+    """Beats of the longest frame (largest header and payload, pad, ICRC)."""
+    return -(-(HDR_MAX + MAX_PAYLOAD + 3 + wire.ICRC_LEN) // (width // 8))
+
+
+def out_fifo_depth(width):
+    """MR-TXF-060: output FIFO slots: two of the longest frames (one fills while one leaves)."""
+    return 2 * frame_beats_max(width)
+
+
+def ck_stages(width):
+    """MR-TXF-062: cycles from a frame's last beat written into the output FIFO to its
+    checksum record readable: the byte-column adder tree (log2(width/16) stages), the
+    accumulator, five folding stages and the record queue."""
+    return (width // 16).bit_length() - 1 + 1 + 5 + 1
+
 
 INPUTS = ("s_desc__valid", "s_desc__payload", "s_payload__valid", "s_payload__payload",
           "m_axis__tready")
@@ -268,19 +285,27 @@ class FrameBuilderModel:
         self.skid = []                         # output skid buffer, head first: (data, keep, last)
         self.out = (0, 0, 0)                   # e0 as registers (held while empty)
         self.frames_out = 0
+        # MR-TXF-060..064: output FIFO of (job, beat index), checksum records
+        from .dma_write import _Buffered
+        self.fifo = _Buffered(out_fifo_depth(width))
+        self.rec_used = 0                      # records reserved (IPv6 frames written, not read)
+        self.rec_ready = 0                     # records readable
+        self.ck_line = [False] * (ck_stages(width) - 1)
 
     @staticmethod
     def port_names():
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     def busy(self):
-        return bool(any(self.hp) or self.f or self.m or any(self.dl) or self.skid)
+        return bool(any(self.hp) or self.f or self.m or any(self.dl) or self.skid
+                    or self.fifo.inner or self.fifo.out is not None or any(self.ck_line))
 
     def step(self, inputs):
         g = inputs.get
         nb = self.nb
         count = len(self.skid)
-        en = count < 2
+        fifo = self.fifo
+        en = fifo.w_rdy and self.rec_used < REC_DEPTH
         f = self.f
         need = bool(f) and f[1] >= f[0].hb and f[1] - f[0].hb < f[0].npb
         desc_ready = int(any(s is None for s in self.hp))
@@ -290,20 +315,37 @@ class FrameBuilderModel:
                 "m_axis__tvalid": int(count > 0), "m_axis__tdata": data_, "m_axis__tkeep": keep,
                 "m_axis__tlast": last, "m_axis__tuser": 0}
 
-        # ---- output skid buffer (MR-TXF-045)
+        # ---- output FIFO -> skid buffer (MR-TXF-045, MR-TXF-063): an IPv6 frame's beats
+        # leave once its checksum record is there
         pop = count > 0 and g("m_axis__tready", 0)
         push = None
-        if en and self.dl[-1] is not None:
-            job, k = self.dl[-1]
+        head = fifo.out
+        if count < 2 and head is not None and (not head[0].d["ipv6"] or self.rec_ready):
+            job, k = head
             push = job.beat(k, nb)
             if k == job.nbeats - 1:
                 self.frames_out += 1
+                if job.d["ipv6"]:
+                    self.rec_ready -= 1
+                    self.rec_used -= 1
         if pop:
             self.skid.pop(0)
         if push is not None:
             self.skid.append(push)
         if self.skid:
             self.out = self.skid[0]
+        # D4 -> output FIFO; an IPv6 frame's last beat starts its checksum record (MR-TXF-062)
+        written = self.dl[-1] if en else None
+        ck_new = False
+        if written is not None:
+            job, k = written
+            if job.d["ipv6"] and k == job.nbeats - 1:
+                ck_new = True
+                self.rec_used += 1
+        if self.ck_line and self.ck_line[-1]:
+            self.rec_ready += 1
+        self.ck_line = [ck_new] + self.ck_line[:-1]
+        fifo.update(push is not None, written is not None, written)
 
         # ---- merge (MR-TXF-042) and the delay line (MR-TXF-043)
         go_g = False

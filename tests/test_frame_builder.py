@@ -18,7 +18,7 @@ from metaroce.hdl import icrc as icrc_hw
 from metaroce.hdl.frame_builder import FrameBuilder, pack_header, unadvance_matrices
 from metaroce.models import codec, wire
 from metaroce.models import frame_builder_cases as fc
-from metaroce.models.frame_builder import (DESC_FIELDS, FrameBuilderModel, builder_bytes, desc_of_frame,
+from metaroce.models.frame_builder import (DESC_FIELDS, FrameBuilderModel, builder_bytes, ck_stages, desc_of_frame,
                                            expected_bytes, frame_of_desc, pack_desc, unpack_desc)
 from metaroce.models.headers import TABLE
 from metaroce.models.wire import Op
@@ -65,14 +65,21 @@ def test_descriptor_fields_from_header_table():
 @pytest.mark.parametrize("case", fc.endpoint_ops_cases(64) + fc.opcode_cases(64), ids=lambda c: c.name)
 def test_descriptor_round_trip_is_codec(case):
     """MR-TXF-010, MR-TXF-011, MR-TXF-012, MR-TXF-021: the frame a descriptor describes is the frame it was
-    taken from; the builder's bytes are codec.encode (IPv6: but the UDP checksum, MR-TXF-022)."""
+    taken from; the builder's bytes are codec.encode, IPv6 UDP checksum included (MR-TXF-022,
+    MR-WIRE-042: the ones' complement sum of the pseudo-header and the datagram, checksum
+    included, is 0xFFFF, and the checksum is never 0)."""
     got = builder_bytes(case.desc, case.payload)
     want = expected_bytes(case.desc, case.payload)
+    assert got == want
     if case.desc["ipv6"]:
-        at = 14 + 4 * case.desc["vlan_en"] + 40 + 6
-        assert got[:at] + got[at + 2:] == want[:at] + want[at + 2:] and got[at:at + 2] == b"\0\0"
-    else:
-        assert got == want
+        l3 = 14 + 4 * case.desc["vlan_en"]
+        udp = got[l3 + 40:]
+        assert got[l3 + 46:l3 + 48] != b"\0\0"
+        words = got[l3 + 8:l3 + 40] + len(udp).to_bytes(4, "big") + bytes([0, 0, 0, 17]) + udp
+        total = sum(int.from_bytes(words[i:i + 2], "big") for i in range(0, len(words), 2))
+        while total >> 16:
+            total = (total & 0xFFFF) + (total >> 16)
+        assert total == 0xFFFF
     if case.desc["bth_opcode"] in [int(o) for o in wire.HEADERS]:
         f = frame_of_desc(case.desc, case.payload)
         assert codec.encode(f) == want
@@ -159,11 +166,16 @@ def test_model_endpoint_traffic():
     fc.check(cases, res, 512)
 
 
-@pytest.mark.parametrize("width,plen", [(512, 256), (512, 1024), (256, 256), (64, 256), (64, 0)])
-def test_model_line_rate(width, plen):
-    """MR-TXF-046: back-to-back frames of one connection without idle or backpressure leave at
-    one beat per cycle (frames of two beats and more)."""
-    cases = [c for c in fc.length_cases(width) if len(c.payload) == plen] * 6
+@pytest.mark.parametrize("width,plen,ipv6", [(512, 256, 0), (512, 256, 1), (512, 1024, 0),
+                                             (512, 1024, 1), (256, 256, 1), (64, 256, 0),
+                                             (64, 256, 1), (64, 0, 0), (64, 0, 1)])
+def test_model_line_rate(width, plen, ipv6):
+    """MR-TXF-046, MR-TXF-063: back-to-back frames of one connection without idle or
+    backpressure leave at one beat per cycle (frames of two beats and more), IPv4 frames cut
+    through the output FIFO, IPv6 frames (here of equal lengths) after the first one's wait."""
+    cases = [c for c in fc.length_cases(width) if len(c.payload) == plen
+             and c.desc["ipv6"] == ipv6] * 6
+    assert len(cases) >= 6
     res = run_model(width, cases, seed=1, p_idle=0.0, p_bp=0.0)
     fc.check(cases, res, width)
     bc = res["beat_cycles"]
@@ -171,12 +183,17 @@ def test_model_line_rate(width, plen):
 
 
 def test_model_latency():
-    """MR-TXF-040: an idle builder puts a descriptor's first beat on m_axis 13 cycles after it
-    took the descriptor."""
+    """MR-TXF-040, MR-TXF-063: an idle builder puts an IPv4 descriptor's first beat on m_axis
+    15 cycles after it took the descriptor; an IPv6 frame of n beats 12 + n + ck_stages cycles
+    after (its last beat in the output FIFO, then its checksum record)."""
     for width in (64, 512):
-        c = [c for c in fc.length_cases(width) if len(c.payload) == 0][0]
-        res = run_model(width, [c], seed=1, p_idle=0.0, p_bp=0.0)
-        assert res["beat_cycles"][0] - res["desc_cycles"][0] == 13
+        nb = width // 8
+        for v6 in (0, 1):
+            for c in [c for c in fc.length_cases(width) if c.desc["ipv6"] == v6][:4]:
+                res = run_model(width, [c], seed=1, p_idle=0.0, p_bp=0.0)
+                n = -(-len(c.expected()) // nb)
+                want = 12 + n + ck_stages(width) if v6 else 15
+                assert res["beat_cycles"][0] - res["desc_cycles"][0] == want
 
 
 def test_model_payload_beats_counted_not_flagged():
