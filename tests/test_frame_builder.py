@@ -256,8 +256,9 @@ def test_block_registered():
 @pytest.mark.parametrize("width", [64, pytest.param(128, marks=pytest.mark.slow),
                                    pytest.param(256, marks=pytest.mark.slow), 512])
 def test_rtl_lockstep(width):
-    """MR-TXF-040..046, MR-TXF-050: the RTL in lockstep with the model (every output, every
-    cycle), idle cycles and backpressure; every frame the codec's."""
+    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064: the RTL in lockstep with the
+    model (every output, every cycle), idle cycles and backpressure; every frame the codec's,
+    IPv6 UDP checksums included."""
     cases = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width)
              + [c for c in fc.length_cases(width) if len(c.payload) <= 300 or width >= 256]
              + fc.random_cases(20, seed=width, max_payload=300))
@@ -303,3 +304,57 @@ def test_model_largest_payloads(width):
              for plen in (16383, 16382, 9000) for ipv6 in (0, 1)]
     res = run_model(width, cases, seed=width, p_idle=0.1, p_bp=0.2)
     fc.check(cases, res, width)
+
+
+# ------------------------------------------------------------------ IPv6 UDP checksum
+
+@pytest.mark.parametrize("vlan", [0, 1])
+def test_udp6_masks_are_the_checksum(vlan):
+    """MR-TXF-061: the summed-byte mask of a class, over the header, then every byte to the
+    frame's end, plus 17, folded and complemented, is the codec's checksum; the patch mask
+    marks exactly its two bytes; IPv4 classes have neither."""
+    from metaroce.hdl.frame_builder import udp6_masks
+    rng = random.Random(vlan)
+    assert udp6_masks(vlan, 0, 192) == (0, 0)
+    for op in (Op.MR_WRITE, Op.MR_ACK, Op.RC_SEND_MIDDLE):
+        for plen in (0, 1, 7, 300):
+            c = fc.case_of_frame(fc._rand_frame(rng, op, plen, 1, vlan))
+            frame = bytearray(c.expected())
+            l3 = 14 + 4 * vlan
+            at = l3 + 46
+            sent = bytes(frame[at:at + 2])
+            frame[at:at + 2] = b"\0\0"
+            summed, patch = udp6_masks(vlan, 1, len(frame))
+            assert patch == 3 << at
+            total = 17
+            for p in range(0, len(frame), 2):
+                if summed >> p & 1:
+                    assert summed >> (p + 1) & 1
+                    total += frame[p] << 8 | frame[p + 1]
+            while total >> 16:
+                total = (total & 0xFFFF) + (total >> 16)
+            assert ((~total & 0xFFFF) or 0xFFFF).to_bytes(2, "big") == sent
+
+
+def test_rtl_ipv6_records_and_fifo():
+    """MR-TXF-060, MR-TXF-062..064: short IPv6 frames behind heavy m_axis backpressure fill
+    all 16 checksum records (the pipeline waits), IPv4 frames between them; every frame the
+    codec's, RTL in lockstep with the model."""
+    from metaroce.models.frame_builder import REC_DEPTH
+    rng = random.Random(5)
+    cases = [fc.case_of_frame(fc._rand_frame(rng, Op.MR_WRITE, rng.randrange(40), int(i % 5 != 4),
+                                             rng.randrange(2))) for i in range(40)]
+    dut = FrameBuilder(64)
+    model = FrameBuilderModel(64)
+    most = [0]
+    step = model.step
+
+    def watched(inputs):
+        most[0] = max(most[0], model.rec_used)
+        return step(inputs)
+    model.step = watched
+    drv = fc.Driver(64, cases, seed=5, p_idle=0.0, p_bp=0.85)
+    core = run_amaranth(dut, model, drv, busy=model.busy)
+    assert core.mismatches == 0
+    fc.check(cases, drv.res, 64)
+    assert most[0] == REC_DEPTH
