@@ -219,8 +219,10 @@ def frame_beats_max(width):
 
 
 def out_fifo_depth(width):
-    """MR-TXF-060: output FIFO slots: two of the longest frames (one fills while one leaves)."""
-    return 2 * frame_beats_max(width)
+    """MR-TXF-060: output FIFO slots: about two of the longest frames (one fills while one
+    leaves), rounded down to a power of two (block RAM depth), at least one longest frame."""
+    two = 2 * frame_beats_max(width)
+    return 1 << (two.bit_length() - 1)
 
 
 def ck_stages(width):
