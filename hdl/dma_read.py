@@ -78,10 +78,10 @@ class DmaRead(wiring.Component):
 
         # -- intake (MR-DMR-040): captured (X0), decoded over two stages (X1, X2) that never
         # stall, pushed into the AR queue; s_cmd.ready counts the stages against its room.
-        rent = data.StructLayout({"conn": cb, "length": 16, "o": lnb, "e_m1": lnb,
+        flight_entry = data.StructLayout({"conn": cb, "length": 16, "o": lnb, "e_m1": lnb,
                                   "n_in": 17 - lnb, "in_zero": 1, "in_one": 1, "spill": 1,
                                   "zero": 1})
-        arcmd = data.StructLayout({"r": rent, "hi": 64 - lbd, "off": lbd, "left": 17 - lbd,
+        arcmd = data.StructLayout({"r": flight_entry, "hi": 64 - lbd, "off": lbd, "left": 17 - lbd,
                                    "single": 1, "single_len": 8, "last_len": 8})
         m.submodules.ar_q = ar_q = fifo.SyncFIFO(width=arcmd.size, depth=CMD_DEPTH)
 
@@ -127,7 +127,7 @@ class DmaRead(wiring.Component):
         ]
 
         # -- commands in flight (MR-DMR-043): a block RAM queue of R-side entries
-        m.submodules.flight = flight = fifo.SyncFIFOBuffered(width=rent.size, depth=self.outstanding)
+        m.submodules.flight = flight = fifo.SyncFIFOBuffered(width=flight_entry.size, depth=self.outstanding)
 
         # -- AR side: the head command's bursts, one per cycle (MR-DMR-010..013, MR-DMR-041)
         ar_active = Signal()
@@ -168,7 +168,7 @@ class DmaRead(wiring.Component):
 
         # -- R side: realign to lane 0, one payload beat per cycle (MR-DMR-020..031, MR-DMR-042)
         cur_active = Signal()
-        cur = Signal(rent)
+        cur = Signal(flight_entry)
         first = Signal()
         err = Signal()
         held = Signal(width)

@@ -22,10 +22,10 @@ from amaranth.lib import data
 
 from . import records
 from .dma_write import (AXI_4K, INCR, MAX_BURST, RESP_DECERR, RESP_EXOKAY, RESP_OKAY,
-                        RESP_SLVERR, _Buffered, boundary, bursts, check_params)
+                        RESP_SLVERR, boundary, bursts, check_params)
 from .dma_write import place_layout as cmd_layout
 from .frame_builder import payload_layout
-from .fifo import SyncFifoModel
+from .fifo import SyncFifoBufferedModel, SyncFifoModel
 from .rx import pack, unpack
 
 __all__ = ["AXI_4K", "MAX_BURST", "CMD_DEPTH", "R_DEPTH", "DONE_DEPTH", "OUTSTANDING",
@@ -150,7 +150,7 @@ class DmaReadCycleModel:
         self.ar_entry = None                    # its R-side entry
         self.ar_first = False
         self.ar = (0, 0, 0)                     # AR register: valid, addr, len
-        self.flight = _Buffered(outstanding)    # commands whose AR started
+        self.flight = SyncFifoBufferedModel(outstanding)    # commands whose AR started
         self.r_q = collections.deque()          # R beats (data, bad)
         self.cur = None                         # the R side's command
         self.first = False                      # no R beat of it taken yet

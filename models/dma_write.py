@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from amaranth.lib import data
 
 from . import records
+from .fifo import SyncFifoBufferedModel as _Buffered
 from .rx import layouts as rx_layouts
 from .rx import pack, payload_layout, unpack
 
@@ -170,31 +171,6 @@ INPUTS = ("s_place__payload", "s_place__valid", "s_data__payload", "s_data__vali
 OUTPUTS = ("s_place__ready", "s_data__ready", "m_axi__awid", "m_axi__awaddr", "m_axi__awlen",
            "m_axi__awsize", "m_axi__awburst", "m_axi__awvalid", "m_axi__wdata", "m_axi__wstrb",
            "m_axi__wlast", "m_axi__wvalid", "m_axi__bready", "m_done__payload", "m_done__valid")
-
-
-class _Buffered:
-    """``amaranth.lib.fifo.SyncFIFOBuffered`` by its visible behaviour: an inner queue of
-    ``depth - 1`` entries and an output register; an entry written at one edge is readable two
-    cycles later."""
-
-    def __init__(self, depth):
-        self.inner = collections.deque()
-        self.cap = depth - 1
-        self.out = None
-
-    @property
-    def w_rdy(self):
-        return len(self.inner) != self.cap
-
-    def update(self, pop, push, value=None):
-        inner_read = bool(self.inner) and (self.out is None or pop)
-        got = self.inner.popleft() if inner_read else None
-        if push and len(self.inner) + int(inner_read) != self.cap:
-            self.inner.append(value)
-        if inner_read:
-            self.out = got
-        elif pop:
-            self.out = None
 
 
 class DmaWriteCycleModel:

@@ -20,6 +20,7 @@ from dataclasses import replace
 from amaranth.lib import data
 
 from . import codec, wire
+from .fifo import SyncFifoBufferedModel
 from .headers import TABLE as _H
 from .icrc import icrc_bytes
 from .wire import Op
@@ -288,8 +289,7 @@ class FrameBuilderModel:
         self.out = (0, 0, 0)                   # e0 as registers (held while empty)
         self.frames_out = 0
         # MR-TXF-060..064: output FIFO of (job, beat index), checksum records
-        from .dma_write import _Buffered
-        self.fifo = _Buffered(out_fifo_depth(width))
+        self.fifo = SyncFifoBufferedModel(out_fifo_depth(width))
         self.rec_used = 0                      # records reserved (IPv6 frames written, not read)
         self.rec_ready = 0                     # records readable
         self.ck_line = [False] * (ck_stages(width) - 1)
