@@ -28,7 +28,7 @@ from .wire import Op
 __all__ = ["DESC_LAYOUT", "DESC_FIELDS", "EXT_HEADERS", "MAX_PAYLOAD", "HDR_MAX", "HDR_STAGES",
            "ICRC_STAGES", "PAYLOAD_LAYOUT", "payload_layout", "pack_desc", "unpack_desc",
            "desc_of_frame", "frame_of_desc", "expected_bytes", "header_len", "FrameBuilderModel",
-           "INPUTS", "OUTPUTS", "ext_seq", "builder_bytes", "IPV6_UDP_CHECKSUM", "REC_DEPTH",
+           "INPUTS", "OUTPUTS", "ext_seq", "builder_bytes", "REC_DEPTH",
            "frame_beats_max", "out_fifo_depth", "ck_stages"]
 
 #: MR-TXF-003: the extension headers a descriptor carries (those with fields; CNP's is zeros).
@@ -191,14 +191,10 @@ def expected_bytes(d, payload):
     return bytes(out)
 
 
-#: MR-TXF-022: the builder fills in the IPv6 UDP checksum (MR-WIRE-042), over the ICRC too:
-#: IPv6 frames wait in the output FIFO until their checksum is known (MR-TXF-060..064).
-IPV6_UDP_CHECKSUM = True
-
-
 def builder_bytes(d, payload):
     """The frame the builder emits (MR-TXF-010, MR-TXF-022): :func:`expected_bytes`, the
-    codec's bytes, IPv6 UDP checksum included."""
+    codec's bytes, IPv6 UDP checksum included (MR-WIRE-042; it covers the ICRC, so IPv6
+    frames wait in the output FIFO until it is known, MR-TXF-060..064)."""
     return expected_bytes(d, payload)
 
 
