@@ -20,8 +20,10 @@ frame class's ICRC masks (one keep and one ones bit per nibble); the merge stage
 lanes from F and payload lanes from the payload beat rotated by the header length mod the beat
 width, zero-fills pad and tail, and builds the masked copy of the beat; the ICRC processor of
 the RX parser (:class:`metaroce.hdl.icrc.IcrcProcessor`) takes that copy; three stages D1..D3 take the register back over the zero bytes that followed the ICRC
-region in its last beat (MR-TXF-031); D4 inserts the ICRC; a two-entry skid buffer drives
-``m_axis`` from registers.
+region in its last beat (MR-TXF-031); D4 inserts the ICRC; the beats go into an output FIFO
+while a sum pipeline computes each IPv6 frame's UDP checksum, and an IPv6 frame leaves the FIFO
+only once its checksum is known, patched into its header (MR-TXF-060..064; IPv4 frames cut
+through); a two-entry skid buffer drives ``m_axis`` from registers.
 
 Golden model: :class:`metaroce.models.frame_builder.FrameBuilderModel`, cycle by cycle.
 """
