@@ -527,10 +527,19 @@ class FrameBuilder(wiring.Component):
         m.d.comb += [ck.eq(Mux(f5 == 0xFFFF, 0xFFFF, ~f5)),      # 0 is sent as 0xFFFF
                      rec_q.w_en.eq(f5_v), rec_q.w_data.eq(ck)]
 
-        # read side (MR-TXF-063/064)
+        # read side (MR-TXF-063/064): the FIFO's head first moves into a register, so that the
+        # block RAM's output feeds only data (its clock-to-out is most of a cycle on ECP5)
         head = data.View(ent, ofifo.r_data)
-        rd = room & ofifo.r_rdy & (~head.v6 | rec_q.r_rdy)
-        m.d.comb += [ofifo.r_en.eq(rd), rec_q.r_en.eq(rd & head.v6 & head.last)]
+        r_valid = Signal()
+        r = Signal(ent)
+        rd = r_valid & room & (~r.v6 | rec_q.r_rdy)
+        fill = ofifo.r_rdy & (~r_valid | rd)
+        m.d.comb += [ofifo.r_en.eq(fill), rec_q.r_en.eq(rd & r.v6 & r.last)]
+        with m.If(fill):
+            m.d.sync += [r.eq(head), r_valid.eq(1)]
+        with m.Elif(rd):
+            m.d.sync += r_valid.eq(0)
+        head = r
         done_v6 = rd & head.v6 & head.last
         new_v6 = write & d4["v6"] & d4["last"]
         with m.If(new_v6 & ~done_v6):

@@ -286,6 +286,7 @@ class FrameBuilderModel:
         self.frames_out = 0
         # MR-TXF-060..064: output FIFO of (job, beat index), checksum records
         self.fifo = SyncFifoBufferedModel(out_fifo_depth(width))
+        self.head = None                       # the FIFO's head beat, registered
         self.rec_used = 0                      # records reserved (IPv6 frames written, not read)
         self.rec_ready = 0                     # records readable
         self.ck_line = [False] * (ck_stages(width) - 1)
@@ -296,7 +297,8 @@ class FrameBuilderModel:
 
     def busy(self):
         return bool(any(self.hp) or self.f or self.m or any(self.dl) or self.skid
-                    or self.fifo.inner or self.fifo.out is not None or any(self.ck_line))
+                    or self.fifo.inner or self.fifo.out is not None or self.head is not None
+                    or any(self.ck_line))
 
     def step(self, inputs):
         g = inputs.get
@@ -317,8 +319,14 @@ class FrameBuilderModel:
         # leave once its checksum record is there
         pop = count > 0 and g("m_axis__tready", 0)
         push = None
-        head = fifo.out
-        if count < 2 and head is not None and (not head[0].d["ipv6"] or self.rec_ready):
+        head = self.head
+        release = count < 2 and head is not None and (not head[0].d["ipv6"] or self.rec_ready)
+        fill = fifo.out is not None and (head is None or release)
+        if fill:
+            self.head = fifo.out
+        elif release:
+            self.head = None
+        if release:
             job, k = head
             push = job.beat(k, nb)
             if k == job.nbeats - 1:
@@ -343,7 +351,7 @@ class FrameBuilderModel:
         if self.ck_line and self.ck_line[-1]:
             self.rec_ready += 1
         self.ck_line = [ck_new] + self.ck_line[:-1]
-        fifo.update(push is not None, written is not None, written)
+        fifo.update(fill, written is not None, written)
 
         # ---- merge (MR-TXF-042) and the delay line (MR-TXF-043)
         go_g = False
