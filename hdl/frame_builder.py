@@ -462,12 +462,12 @@ class FrameBuilder(wiring.Component):
         return m
 
     # ------------------------------------------------------------------------------------------
-    def _udp6(self, m, en, d4, beat, room):
+    def _udp6(self, m, en, d4, beat, skid_room):
         """MR-TXF-060..064: D4's beats into the output FIFO; the ones' complement sum of each
         IPv6 frame from its beats as written (byte columns, an adder tree, an accumulator, five
         folding stages) into a record queue; the FIFO's head beat leaves (into the skid buffer,
-        when ``room``) once it is an IPv4 beat or its frame's record is there, the checksum
-        patched into its two bytes. Drives ``en``; returns (push, data, keep, last)."""
+        when ``skid_room``) once it is an IPv4 beat or its frame's record is there, the
+        checksum patched into its two bytes. Drives ``en``; returns (push, data, keep, last)."""
         W = self.width
         NB = W // 8
         depth = out_fifo_depth(W)
@@ -475,7 +475,11 @@ class FrameBuilder(wiring.Component):
         m.submodules.out_fifo = ofifo = fifo.SyncFIFOBuffered(width=ent.size, depth=depth)
         m.submodules.rec_q = rec_q = fifo.SyncFIFO(width=16, depth=REC_DEPTH)
         rec_used = Signal(range(REC_DEPTH + 1))
-        m.d.comb += en.eq(ofifo.w_rdy & (rec_used != REC_DEPTH))
+        # en is a flip-flop (it enables most of the pipeline): set when, before this cycle's
+        # write, a slot and a record would be left after one more write
+        room = Signal(init=1)
+        m.d.sync += room.eq((ofifo.level < depth - 2) & (rec_used < REC_DEPTH - 1))
+        m.d.comb += en.eq(room)
         write = en & d4["valid"]
         w = Signal(ent)
         m.d.comb += [w.data.eq(beat), w.keep.eq(d4["keep"]), w.last.eq(d4["last"]),
@@ -532,7 +536,7 @@ class FrameBuilder(wiring.Component):
         head = data.View(ent, ofifo.r_data)
         r_valid = Signal()
         r = Signal(ent)
-        rd = r_valid & room & (~r.v6 | rec_q.r_rdy)
+        rd = r_valid & skid_room & (~r.v6 | rec_q.r_rdy)
         fill = ofifo.r_rdy & (~r_valid | rd)
         m.d.comb += [ofifo.r_en.eq(fill), rec_q.r_en.eq(rd & r.v6 & r.last)]
         with m.If(fill):

@@ -287,6 +287,7 @@ class FrameBuilderModel:
         # MR-TXF-060..064: output FIFO of (job, beat index), checksum records
         self.fifo = SyncFifoBufferedModel(out_fifo_depth(width))
         self.head = None                       # the FIFO's head beat, registered
+        self.room = True                       # en: a FIFO slot and a record free
         self.rec_used = 0                      # records reserved (IPv6 frames written, not read)
         self.rec_ready = 0                     # records readable
         self.ck_line = [False] * (ck_stages(width) - 1)
@@ -305,7 +306,9 @@ class FrameBuilderModel:
         nb = self.nb
         count = len(self.skid)
         fifo = self.fifo
-        en = fifo.w_rdy and self.rec_used < REC_DEPTH
+        en = self.room
+        self.room = (len(fifo.inner) + (fifo.out is not None) < fifo.cap + 1 - 2
+                     and self.rec_used < REC_DEPTH - 1)
         f = self.f
         need = bool(f) and f[1] >= f[0].hb and f[1] - f[0].hb < f[0].npb
         desc_ready = int(any(s is None for s in self.hp))
