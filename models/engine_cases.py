@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from . import regs_cases as rgc
 from . import rx_cases as rc
-from .dma_write import RESP_OKAY, unpack as dunpack
+from .dma_write import RESP_OKAY, apply, unpack as dunpack
 from .dma_write_cases import HostMemory, Layout
 from .driver import CounterReadout
 from .engine import AXIL, EngineRxModel
@@ -31,7 +31,8 @@ from .regs import register_map
 from .rx import TABLE_KEY, payload_layout
 from .wire import Reason
 
-__all__ = ["Run", "engine_traffic", "bypass_frames", "Driver", "check", "run_model"]
+__all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "Driver", "check",
+           "run_model"]
 
 #: MR-ENG-110: B latencies of the host memory (cycles after a burst's last W beat).
 LATENCY = (1, 40)
@@ -63,6 +64,19 @@ def bypass_frames(rng, n):
     return out
 
 
+def _host_window(s: rc.Setup, rng):
+    """Lay the setup's key regions out one after another in one host-memory window (4 KiB
+    apart plus a random lane offset) and rewrite their rows; returns the window."""
+    lay = Layout(sum(k.length + 8192 for k in s.keys))
+    at = lay.base
+    for k in s.keys:
+        k.base = at + rng.randrange(64)
+        at = (k.base + k.length + 4096 + 4095) & ~4095
+    rows = {k.rkey & (s.lay.keys - 1): s.key_write(k) for k in s.keys}
+    s.writes = [rows[w.addr] if w.table == TABLE_KEY else w for w in s.writes]
+    return lay
+
+
 def engine_traffic(conns=256, paths=4, keys=256, *, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
                    seed=0, hostile=10, n_bypass=3, **kw):
     """MR-ENG-110: the stimulus of a run (:class:`Run`). The endpoint's key regions (random
@@ -72,14 +86,7 @@ def engine_traffic(conns=256, paths=4, keys=256, *, nbytes=8192, loss=0.05, reor
     s, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=nbytes, loss=loss, reorder=reorder, dup=dup,
                                 seed=seed, hostile=hostile, **kw)
     rng = random.Random(seed + 77)
-    size = sum(k.length + 8192 for k in s.keys)
-    lay = Layout(size)
-    at = lay.base
-    for k in s.keys:
-        k.base = at + rng.randrange(64)
-        at = (k.base + k.length + 4096 + 4095) & ~4095
-    rows = {k.rkey & (s.lay.keys - 1): s.key_write(k) for k in s.keys}
-    s.writes = [rows[w.addr] if w.table == TABLE_KEY else w for w in s.writes]
+    lay = _host_window(s, rng)
     frames, cases, bypass = [], [], []
     others = bypass_frames(rng, n_bypass)
     spots = sorted(rng.randrange(len(tr.cases) + 1) for _ in others)
@@ -93,6 +100,34 @@ def engine_traffic(conns=256, paths=4, keys=256, *, nbytes=8192, loss=0.05, reor
             frames.append(("case", c.frame))
             cases.append(c)
     return Run(s, lay, frames, cases, bypass, tr)
+
+
+def line_rate_run(conns=256, paths=4, keys=256, *, n=64, plen=64, seed=0):
+    """MR-ENG-112: ``n`` in-order writes of one path, ``plen`` payload bytes each, back to back
+    (:func:`rx_cases.burst_same_path`), as a :class:`Run` without an endpoint record."""
+    s = rc.Setup(conns, paths, keys, seed=seed)
+    lay = _host_window(s, random.Random(seed + 77))
+    cases = rc.burst_same_path(s, n, plen=plen)
+    return Run(s, lay, [("case", c.frame) for c in cases], cases, [], None)
+
+
+def check_line_rate(run: Run, drv: "Driver"):
+    """MR-ENG-112: every MAC beat was taken in consecutive cycles (``s_axis`` never back-pressured
+    with the outputs ready), every write accepted and placed (OKAY done records), and the placed
+    bytes are the payloads. Returns the beats and the cycles they took."""
+    taken = drv.res["beats_taken"]
+    span = taken[-1] - taken[0] + 1
+    assert span == len(taken), f"{len(taken)} MAC beats took {span} cycles"
+    s = run.setup
+    exp = rc.expected(s.writes + run.cases, s.lay.conns, s.lay.paths, s.lay.keys)
+    assert all(o.code == rc.RxCode.ACCEPTED for o in exp["outcomes"])
+    done = [dunpack(_done_layout(s.lay), d) for d in drv.res["done"]]
+    assert len(done) == sum(1 for c in run.cases if c.payload) and not any(d["error"] for d in done)
+    image = bytearray(run.lay.size)
+    for data, p in zip(exp["data"], exp["place"]):
+        apply(image, run.lay.base, rc.unpack(s.lay.place, p)["addr"], data)
+    assert drv.mem.image == image, "the host memory is not the placements' image"
+    return {"beats": len(taken), "cycles": span}
 
 
 class _Traffic(CounterReadout):
