@@ -1,7 +1,9 @@
 """The engine's receive half: the RX blocks joined (docs/spec/hw-engine.md, MR-ENG-100..).
 
-``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, max_frame=9216, outstanding=256)``
-(MR-ENG-100). The TX half joins the same top later as its own blocks. Ports (MR-ENG-101):
+``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, max_frame=9216, outstanding=256,
+mac_clock=False, mac_fifo_depth=16)`` (MR-ENG-100); ``mac_clock=True`` puts ``s_axis`` in a
+``mac`` clock domain, crossed to the core clock in an ``AsyncFIFO``, the parser then dropping
+whole frames that do not fit instead of back-pressuring (MR-ENG-106). The TX half joins the same top later as its own blocks. Ports (MR-ENG-101):
 
 ============== ===== =====================================================================
 port           dir   meaning
@@ -28,7 +30,7 @@ Structure (MR-ENG-102), every join a ``wiring.connect`` of the blocks' own inter
 Golden model: :class:`metaroce.models.engine.EngineRxModel`, cycle by cycle on every port.
 """
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import records
@@ -126,12 +128,29 @@ class EngineRx(wiring.Component):
     placement DMA and host registers."""
 
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
-                 max_frame=9216, outstanding=OUTSTANDING):
-        self.parser = Parser(width, max_frame=max_frame)
-        self.pack = PayloadPack(width)
-        self.rx = Rx(width, conns=conns, paths=paths, keys=keys)
-        self.dma = DmaWrite(width, conns=conns, outstanding=outstanding)
-        self.regs = Regs.for_rx(self.rx)
+                 max_frame=9216, outstanding=OUTSTANDING, mac_clock=False, mac_fifo_depth=16):
+        if not isinstance(mac_clock, bool):
+            self._MustUse__silence = True
+            raise ValueError(f"mac_clock must be a bool, not {mac_clock!r}")
+        if not isinstance(mac_fifo_depth, int) or mac_fifo_depth < 4 or mac_fifo_depth & (mac_fifo_depth - 1):
+            self._MustUse__silence = True
+            raise ValueError(f"mac_fifo_depth must be a power of two >= 4, not {mac_fifo_depth!r}")
+        self.mac_clock = mac_clock
+        self.mac_fifo_depth = mac_fifo_depth
+        made = []
+        try:
+            for name, make in (("parser", lambda: Parser(width, max_frame=max_frame,
+                                                          drop_on_full=mac_clock)),
+                               ("pack", lambda: PayloadPack(width)),
+                               ("rx", lambda: Rx(width, conns=conns, paths=paths, keys=keys)),
+                               ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
+                               ("regs", lambda: Regs.for_rx(self.rx))):
+                setattr(self, name, make())
+                made.append(getattr(self, name))
+        except ValueError:
+            for blk in made + [self]:       # a rejected design is not an unused one
+                blk._MustUse__silence = True
+            raise
         self.width = width
         self.lay = self.rx.lay
         sig = lambda blk, name: blk.signature.members[name].signature
@@ -153,7 +172,20 @@ class EngineRx(wiring.Component):
         m.submodules.rx = rx = self.rx
         m.submodules.dma = dma = self.dma
         m.submodules.regs = regs = self.regs
-        wiring.connect(m, wiring.flipped(self.s_axis), parser.s_axis)
+        if self.mac_clock:
+            # MR-ENG-106: s_axis in the "mac" domain, beats cross in an AsyncFIFO; the parser
+            # drops whole frames that do not fit (MR-HW-080), so it always takes the FIFO's beats
+            sa, pa = self.s_axis, parser.s_axis
+            beat = Cat(sa.tdata, sa.tkeep, sa.tlast, sa.tuser)
+            m.submodules.mac_fifo = cross = fifo.AsyncFIFO(
+                width=len(beat), depth=self.mac_fifo_depth, w_domain="mac", r_domain="sync")
+            nb = self.width // 8
+            m.d.comb += [cross.w_data.eq(beat), cross.w_en.eq(sa.tvalid), sa.tready.eq(cross.w_rdy),
+                         pa.tvalid.eq(cross.r_rdy), cross.r_en.eq(pa.tready),
+                         Cat(pa.tdata, pa.tkeep, pa.tlast, pa.tuser).eq(cross.r_data)]
+            assert len(pa.tkeep) == nb
+        else:
+            wiring.connect(m, wiring.flipped(self.s_axis), parser.s_axis)
         wiring.connect(m, parser.m_bypass, wiring.flipped(self.m_bypass))
         wiring.connect(m, parser.m_meta, rx.s_meta)
         wiring.connect(m, parser.m_payload, pack.s_axis)

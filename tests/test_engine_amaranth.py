@@ -101,6 +101,14 @@ def test_payload_pack_lockstep(width):
     assert got == [p for p, _ in packets]
 
 
+def test_bad_parameters():
+    """MR-ENG-100: a bad value raises the ValueError of the block that takes it."""
+    for args, kw in (((100,), {}), ((64,), {"conns": 100}), ((64,), {"paths": 3}),
+                     ((64,), {"max_frame": 20}), ((64,), {"outstanding": 1})):
+        with pytest.raises(ValueError):
+            EngineRx(*args, **kw)
+
+
 def test_verilog_port_names():
     """MR-ENG-101: the Verilog ports are exactly the model's ports plus clk and rst."""
     v = verilog.convert(EngineRx(64, conns=256, paths=4, keys=256, max_frame=2048, outstanding=8),
@@ -113,9 +121,9 @@ def test_verilog_port_names():
 
 
 def test_engine_endpoint_traffic_amaranth():
-    """MR-ENG-110 (and MR-ENG-001/003/005/009 in this slice): the reference endpoint's traffic
-    through the joined RTL in lockstep with the composed model; the host memory and the
-    ACK/NAK stream equal the receiving endpoint's, the counters the blocks' models'."""
+    """MR-ENG-110, MR-ENG-102: the reference endpoint's traffic through the joined RTL in
+    lockstep with the composed model; the host memory and the ACK/NAK stream equal the
+    receiving endpoint's, the counters the blocks' models'."""
     width = 64
     run = ec.engine_traffic(nbytes=2048, seed=5, hostile=10, n_bypass=2)
     dut = engine_rx_256x4(width)

@@ -31,8 +31,15 @@ def _check(row):
 
 
 def test_engine_rtl_endpoint_traffic(tmp_path):
-    """MR-ENG-110, MR-ENG-112, MR-ENG-005/009: 64 bits, 16 KiB through 5 % loss, 20 % reordering,
-    5 % duplication, 10 forged writes, 30 % backpressure, B latency up to 40 cycles."""
+    """MR-ENG-110, MR-ENG-112: 64 bits, 16 KiB through 5 % loss, 20 % reordering, 5 %
+    duplication, 10 forged writes, 30 % backpressure, B latency up to 40 cycles; then a
+    same-path burst at one MAC beat per cycle. The joined blocks (MR-ENG-102), every output
+    registered (MR-ENG-103, checked by the lockstep loop), setup and counters through
+    AXI4-Lite only (MR-ENG-105). For chapter 5: the receive side's per-packet steps run in the
+    RTL on on-chip state (MR-ENG-001) and the host's slow path (rows written through the
+    registers before the traffic) is never between a packet and its ACK (MR-ENG-002), its blocks connected as MR-ENG-005 draws them, joined by
+    valid/ready streams and taking back-to-back packets of one path without a stall
+    (MR-ENG-009)."""
     _check(_run(64, tmp_path, ENGINE_SEED="3", ENGINE_BYTES="16384"))
 
 
