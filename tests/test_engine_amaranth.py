@@ -120,12 +120,12 @@ def test_verilog_port_names():
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
 
 
-def test_engine_endpoint_traffic_amaranth():
+@pytest.mark.parametrize("width", [64, pytest.param(512, marks=pytest.mark.slow)])
+def test_engine_endpoint_traffic_amaranth(width):
     """MR-ENG-110, MR-ENG-102: the reference endpoint's traffic through the joined RTL in
     lockstep with the composed model; the host memory and the ACK/NAK stream equal the
     receiving endpoint's, the counters the blocks' models'."""
-    width = 64
-    run = ec.engine_traffic(nbytes=2048, seed=5, hostile=10, n_bypass=2)
+    run = ec.engine_traffic(nbytes=2048 if width == 64 else 8192, seed=5, hostile=10, n_bypass=2)
     dut = engine_rx_256x4(width)
     model = engine_rx_model_256x4(width)
     drv = ec.Driver(width, run, seed=5, p_idle=0.2, p_bp=0.3)
