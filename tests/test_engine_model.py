@@ -72,7 +72,6 @@ def test_engine_model_detects_a_wrong_byte():
     """The checker is not vacuous: one byte of the host memory changed fails the comparison."""
     run = ec.engine_traffic(nbytes=2048, seed=4)
     drv, _ = ec.run_model(64, run, seed=4)
-    k = run.setup.keys[0]
     rkey, va, data = run.traffic.sources[0]
     key = next(x for x in run.setup.keys if x.rkey == rkey)
     drv.mem.image[key.base - run.lay.base + va] ^= 1
