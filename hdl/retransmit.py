@@ -100,6 +100,21 @@ def _sum_is(a, b, k, width, carry_in=0):
     return (a ^ b ^ k) == Cat(carry_in, gives[:width - 1])
 
 
+def _add_select(m, a, b, width, name, piece=8):
+    """``(a + b) mod 2**width`` by carry-select (MR-TX-038): each ``piece``-bit part summed
+    with and without a carry in, the carry into it a comparison of the bits below."""
+    a, b = _fit(a, width), _fit(b, width)
+    parts = []
+    for lo in range(0, width, piece):
+        hi = min(lo + piece, width)
+        plain, plus = a[lo:hi] + b[lo:hi], a[lo:hi] + b[lo:hi] + 1
+        parts.append(Mux(_carry(a[:lo], b[:lo], lo), plus, plain)[:hi - lo] if lo
+                     else plain[:hi - lo])
+    out = Signal(width, name=name)
+    m.d.comb += out.eq(Cat(*parts))
+    return out
+
+
 def _csa(x, y, z):
     """A carry-save step: ``x + y + z == sum + (carry << 1)`` (one LUT level)."""
     return x ^ y ^ z, (x & y) | (x & z) | (y & z)
@@ -207,6 +222,7 @@ class Retransmit(wiring.Component):
         w_cursor = Signal(pw)
         tbits = records.TIME_BITS - self.slot_log2
         ct = Signal(tbits)
+        ct_far = Signal(tbits, init=WHEEL_SLOTS - 1)    # ct + 63, kept beside ct (MR-TX-038)
         # the slots' list heads and tails: small memories read without a clock (LUT RAM)
         m.submodules.slot_head_mem = slot_head_mem = memory.Memory(shape=rb, depth=WHEEL_SLOTS, init=[])
         m.submodules.slot_tail_mem = slot_tail_mem = memory.Memory(shape=rb, depth=WHEEL_SLOTS, init=[])
@@ -322,10 +338,17 @@ class Retransmit(wiring.Component):
 
         # the deadline of a timer (MR-TX-061) from the row's t_live and backoff, and of the new row
         tb = records.TIME_BITS
-        rto_of = Array(Const((self.rto_ns << k) % (1 << tb), tb) for k in range(8))
 
-        def deadline_of(t_live, backoff, name):
-            return _add(m, t_live, rto_of[backoff], tb, name)[0]
+        def rto_now(r):
+            # the row's rto x 2^backoff from its rto_x (MR-TX-038): xor with a constant
+            return r.rto_x ^ Const(self.rto_ns, tb)
+
+        # the row's rto_x after a timeout, from its backoff (a table of constants)
+        rto_x_next = Array(Const(((self.rto_ns << min(k + 1, BACKOFF_MAX_LOG2)) ^ self.rto_ns)
+                                 % (1 << tb), tb) for k in range(8))
+
+        def deadline_of(t_live, rto_x, name):
+            return _add_select(m, t_live, rto_x ^ Const(self.rto_ns, tb), tb, name)
 
         s2_kind = Signal(2)
         s2_row = Signal(rb)
@@ -354,9 +377,9 @@ class Retransmit(wiring.Component):
                 m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
 
         s2_t_live = Signal(records.TIME_BITS)
-        s2_backoff = Signal(3)
-        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_backoff.eq(nrow.backoff)]
-        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_backoff, "ins_deadline"))  # S2
+        s2_rto_x = Signal(tb)
+        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x)]
+        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_rto_x, "ins_deadline"))  # S2
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
@@ -376,7 +399,6 @@ class Retransmit(wiring.Component):
                              nrow.next_psn.eq(row.next_psn + 1), nrow.tail.eq(free_head)]
                 with m.If(empty):
                     m.d.comb += push_job.eq(1)
-                    m.d.sync += [s2_kind.eq(JOB_RESTART), s2_ptr.eq(free_head)]
                 with m.If(no_live):
                     m.d.comb += nrow.t_live.eq(s1_sent.t_sent)
                     arm()
@@ -437,15 +459,11 @@ class Retransmit(wiring.Component):
                 m.d.comb += inc["acks_stale"].eq(1)
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
-                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.consec.eq(0)]
-                m.d.sync += [s2_kind.eq(JOB_WALK), s2_n.eq(n), s2_dc.eq(cmf),
-                             s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
-                             s2_sack.eq(s1_ack.sack), s2_rearm_psn.eq(new_floor),
-                             s2_lost_dist.eq(lost_dist), s2_moved.eq(moved), s2_rearm.eq(0)]
+                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(0),
+                             nrow.consec.eq(0)]
                 with m.If(moved):
                     m.d.comb += [nrow.lost_upto.eq(new_floor), nrow.timer_on.eq(0),
                                  nrow.rearm_wait.eq(to_next)]
-                    m.d.sync += s2_rearm.eq(to_next)
 
         # rearm (MR-TX-052): the new oldest live record's send time
         with m.If(is_rearm & row.rearm_wait & (row.lost_upto == s1_rearm_psn)
@@ -458,7 +476,7 @@ class Retransmit(wiring.Component):
         m.d.comb += consec.eq(Mux(row.consec == CONSEC_MAX, CONSEC_MAX, row.consec + 1))
         # due: now - t_live - rto x 2^backoff >= 0 (modulo 2^32), a carry-save step and one add
         def due_of(r):
-            dsum, dcarry = _csa(now, ~r.t_live, ~rto_of[r.backoff])
+            dsum, dcarry = _csa(now, ~r.t_live, ~rto_now(r))
             return ~_sum_bit(dsum, Cat(Const(1, 1), dcarry[:tb - 1]), tb - 1, 1)
         due = both(due_of)
         with m.If(is_check):
@@ -468,14 +486,22 @@ class Retransmit(wiring.Component):
                              nrow.lost_upto.eq(row.next_psn), nrow.timer_on.eq(0),
                              nrow.consec.eq(consec),
                              nrow.backoff.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, BACKOFF_MAX_LOG2,
-                                                 row.backoff + 1))]
-                m.d.sync += [s2_kind.eq(JOB_EXPIRE), s2_n.eq(live_n), s2_lost_dist.eq(lost_dist),
-                             s2_moved.eq(1)]
+                                                 row.backoff + 1)),
+                             nrow.rto_x.eq(rto_x_next[row.backoff])]
                 with m.If(consec == self.retry_limit + 1):
                     m.d.comb += [inc["errors"].eq(1), push_err.eq(1)]
             with m.Elif(row.timer_on):
                 m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
 
+        # the job's fields are registered whatever the decision (only a pushed job reads
+        # them), so the decision is not in front of them (MR-TX-038)
+        m.d.sync += [s2_kind.eq(Mux(s1_kind == 0, JOB_RESTART,
+                                    Mux(s1_kind == 1, JOB_WALK, JOB_EXPIRE))),
+                     s2_ptr.eq(free_head), s2_n.eq(Mux(s1_kind == 1, n, live_n)),
+                     s2_dc.eq(cmf), s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
+                     s2_sack.eq(s1_ack.sack), s2_rearm_psn.eq(new_floor),
+                     s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
+                     s2_rearm.eq(moved & to_next)]
         m.d.sync += [s2_valid.eq(push_job | push_ins | push_err), s2_job.eq(push_job),
                      s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
@@ -590,15 +616,17 @@ class Retransmit(wiring.Component):
         sb = (WHEEL_SLOTS - 1).bit_length()
         dl_slot = qins.deadline[self.slot_log2:]
         late = _sum_bit(dl_slot, ~ct, tbits - 1, 1)
-        low_carry = _carry(dl_slot[:sb], ~ct[:sb], sb, 1)
-        high_zero = _sum_is(dl_slot[sb:tbits - 1], ~ct[sb:tbits - 1], 0, tbits - 1 - sb,
-                            low_carry)
-        far = ~high_zero | _sum_is(dl_slot[:sb], ~ct[:sb], WHEEL_SLOTS - 1, sb, 1)
+        far = ~_sum_bit(dl_slot, ~ct_far, tbits - 1, 1)       # slot - (ct + 63) >= 0
         cur_before = Signal(range(WHEEL_SLOTS))
         m.d.comb += cur_before.eq(cur - 1)
         ins_slot = Signal(range(WHEEL_SLOTS))
         m.d.comb += ins_slot.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb])))
         m.d.comb += st_rd_ins.addr.eq(ins_slot)
+        # the insert slot as a one-hot, each bit decoded on the three candidates in parallel
+        ins_onehot = Signal(WHEEL_SLOTS)
+        m.d.comb += ins_onehot.eq(Cat(Mux(late, cur == i, Mux(far, cur_before == i,
+                                                               dl_slot[:sb] == i))
+                                      for i in range(WHEEL_SLOTS)))
         # the insert slot's valid bit, read on the three candidates in parallel
         ins_slot_valid = Mux(late, slot_valid.bit_select(cur, 1),
                              Mux(far, slot_valid.bit_select(cur_before, 1),
@@ -614,11 +642,13 @@ class Retransmit(wiring.Component):
                 m.d.comb += wnext_wr.en.eq(1)
             with m.Else():
                 m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(ins_slot), sh_wr.data.eq(qins.row)]
-                m.d.sync += slot_valid.bit_select(ins_slot, 1).eq(1)
+                m.d.sync += slot_valid.eq(slot_valid | ins_onehot)
             m.d.comb += [st_wr.en.eq(1), st_wr.addr.eq(ins_slot), st_wr.data.eq(qins.row)]
         with m.Elif(wheel_due):
             with m.If(~slot_valid.bit_select(cur, 1)):
-                m.d.sync += ct.eq(Mux(slot_valid.any(), ct + 1, now[self.slot_log2:]))
+                m.d.sync += [ct.eq(Mux(slot_valid.any(), ct + 1, now_slot)),
+                             ct_far.eq(Mux(slot_valid.any(), ct_far + 1,
+                                           now_slot + (WHEEL_SLOTS - 1)))]
             with m.Elif(check_take):
                 with m.If(cur_head == st_rd_cur.data):
                     m.d.sync += slot_valid.bit_select(cur, 1).eq(0)

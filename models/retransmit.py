@@ -128,6 +128,9 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
         "t_live": records.TIME_BITS,            # MR-TX-052: send time of the oldest live record
         "timer_on": 1, "rearm_wait": 1, "listed": 1,
         "backoff": 3, "consec": 4,              # MR-TX-061
+        # MR-TX-038: the RTL's rto_ns x 2^backoff xor rto_ns (0 at reset), so that the
+        # deadline needs no shift by backoff; the model keeps backoff only
+        "rto_x": records.TIME_BITS,
     })
     # MR-TX-032: a walk job: resolve n records from the path's head (an ACK), report them lost
     # after skipping `skip` (a timeout), or restart the path's FIFO at `ptr`
