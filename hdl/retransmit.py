@@ -256,7 +256,9 @@ class Retransmit(wiring.Component):
         ack_take = self.s_ack.valid & credit
         rearm_req = rearm_q.r_rdy & ins_ok
         rearm_take = rearm_req & ~ack_take
-        check_req = ~pop_phase & ~ins_q.r_rdy & wheel_due & slot_valid.bit_select(cur, 1)
+        ins_r_valid = Signal()          # the insert register behind the queue (MR-TX-060)
+        check_req = (~pop_phase & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
+                     & slot_valid.bit_select(cur, 1))
         check_take = check_req & credit & ~ack_take & ~rearm_req
         m.d.comb += [
             self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rearm_req & ~check_req
@@ -609,7 +611,16 @@ class Retransmit(wiring.Component):
                                 m.d.sync += w_state.eq(0)
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
-        qins = data.View(lay.insert, ins_q.r_data)
+        # the wheel takes an insert from a register, not from the queue's LUT-RAM read
+        # (MR-TX-038): the register takes the queue's head when it is empty or taken
+        ins_r = Signal(lay.insert)
+        ins_take = ~pop_phase & ins_r_valid
+        m.d.comb += ins_q.r_en.eq(ins_q.r_rdy & (~ins_r_valid | ins_take))
+        with m.If(ins_q.r_en):
+            m.d.sync += [ins_r_valid.eq(1), ins_r.eq(ins_q.r_data)]
+        with m.Elif(ins_take):
+            m.d.sync += ins_r_valid.eq(0)
+        qins = ins_r
         # the slot of the deadline's distance ds = slot - ct (MR-TX-038): its sign bit and
         # whether ds >= WHEEL_SLOTS - 1 as carry-free tests; within the wheel the slot is the
         # deadline's own slot bits (ct + ds), beyond it ct - 1, already due ct
@@ -636,8 +647,7 @@ class Retransmit(wiring.Component):
         with m.If(pop_phase):
             m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(pop_slot), sh_wr.data.eq(wnext_rd.data)]
             m.d.sync += pop_phase.eq(0)
-        with m.Elif(ins_q.r_rdy):
-            m.d.comb += ins_q.r_en.eq(1)
+        with m.Elif(ins_r_valid):
             with m.If(ins_slot_valid):
                 m.d.comb += wnext_wr.en.eq(1)
             with m.Else():
