@@ -1,12 +1,12 @@
 """Trace one single-switch incast run: drops, the receiver port's queue and the senders' aggregate
 sending rate over time (the instrumentation behind MR-CC-020 in docs/benchmarks.md, "incast").
 
-    .venv/bin/python docs/probes/incast_trace.py SENDERS BYTES_PER_SENDER [--no-release] [--rate-form]
+    .venv/bin/python docs/probes/incast_trace.py SENDERS BYTES_PER_SENDER [--no-release] [--rate-form] [--seed S]
 
 ``--no-release`` disables the blind release of MR-CC-016; ``--rate-form`` restores the pacing of
 MR-CC-015 before MR-CC-020 (the gap stretched by the sample / 1.5 base RTTs, uncapped). The run
 is the one of ``bench incast`` (400 Gb/s, 10 us, buffer 2 BDP, 8 paths, seed 1) with the given
-size per sender; it is deterministic.
+size per sender (seed 1 unless ``--seed``); it is deterministic.
 """
 import argparse
 
@@ -26,6 +26,7 @@ def main():
     ap.add_argument("bytes", type=int)
     ap.add_argument("--no-release", action="store_true")
     ap.add_argument("--rate-form", action="store_true")
+    ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     if a.no_release:
         P.blind_release_ns = lambda t_first_ns, wire_bytes, rate_mbps: 0
@@ -40,14 +41,14 @@ def main():
             return P.pacing_gap_ns(wire_bytes, mbps)
         Connection._gap = rate_form_gap
     n = a.senders
-    fab = Fabric(n + 1, rate_bps=incast.RATE, rtt=RTT, seed=1)
+    fab = Fabric(n + 1, rate_bps=incast.RATE, rtt=RTT, seed=a.seed)
     (port,) = [pt for name, pt in fab.ports.items() if name.endswith(f">h{n}")]
     port.drop_times, port.qlog = [], []
     sends = []
     for h in fab.hosts[:n]:
         h.tx_hook = lambda frame, now: sends.append(now) if frame.payload else None
     flows = [Flow(i, n, a.bytes, start=0, paths=8) for i in range(n)]
-    res = run_writes(fab, flows, "metaroce", cfg=incast.endpoint_cfg("metaroce"), seed=1, until=1.0,
+    res = run_writes(fab, flows, "metaroce", cfg=incast.endpoint_cfg("metaroce"), seed=a.seed, until=1.0,
                      meter_bin=RTT / 4)
     t_first = min(r.t_done for r in res.flows if r.t_done is not None)
     fair = incast.payload_rate(incast.RATE, incast.MTU) / n
