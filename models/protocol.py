@@ -289,7 +289,9 @@ def queue_paced_gap_ns(gap_ns, base_rtt_ns, rtt_ns):
     if 2 * rtt_ns <= 3 * base_rtt_ns:
         return gap_ns
     excess2 = 2 * rtt_ns - 3 * base_rtt_ns           # twice the excess delay
-    return gap_ns + min(gap_ns * excess2 // (3 * base_rtt_ns), excess2 // 2)
+    if 2 * gap_ns >= 3 * base_rtt_ns:
+        return gap_ns + excess2 // 2                 # the cap: the two forms meet at 1.5 base RTTs
+    return gap_ns + gap_ns * excess2 // (3 * base_rtt_ns)
 
 
 def blind_release_ns(t_first_ns, wire_bytes, rate_mbps):
