@@ -662,7 +662,8 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
           *, waves: bool | str = False, build_args: Sequence[str] = (),
           includes: Sequence[str | os.PathLike] = (), defines: Mapping[str, Any] | None = None,
           timescale: tuple[str, str] | None = ("1ns", "1ps"), ports: Any = None,
-          public: str = "all", verbose: bool = False) -> Build:
+          public: str = "all", verbose: bool = False,
+          source_fingerprint: str | None = None) -> Build:
     """Build ``source`` with Verilator for cocotb, reusing a cached build when possible.
 
     Args:
@@ -693,6 +694,13 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
             keep internal signals in registers and drop or merge them: about 2x faster
             evaluation of the 512-bit parser (docs/hw/verification.md).  Part of the key.
         verbose: show Verilator/make output instead of writing it to ``build.log``.
+        source_fingerprint: for Amaranth sources, a digest of everything elaboration reads
+            (the caller's package sources, the Amaranth version). With it, a build made
+            before from the same fingerprint and options is found without generating the
+            Verilog (seconds to minutes for the large blocks); the cache key itself still
+            hashes the Verilog text, so a wrong fingerprint can only cost a rebuild if it
+            changes, never reuse a build of other text if it did not: the record maps
+            fingerprint to key and is written only after the key's build exists.
 
     Returns:
         A :class:`Build`; ``build.cached`` tells whether Verilator ran.
@@ -711,6 +719,31 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
     files: list[Path] = []                  # existing files to compile in place
     hdl_parameters: dict[str, Any] = {}
     amaranth_src = _is_elaboratable(source) or (callable(source) and not isinstance(source, (str, os.PathLike)))
+    fp_file = None
+    if amaranth_src and source_fingerprint is not None:
+        fp_material = {
+            "schema": _CACHE_SCHEMA, "design": name, "toplevel": _verilog_ident(toplevel or design_name),
+            "fingerprint": source_fingerprint, "parameters": _canon(parameters),
+            "verilator": [info.version_text, str(info.executable)], "cocotb": _cocotb_version(),
+            "build_args": list(build_args), "waves": _wave_format(_env_waves(waves)),
+            "includes": [str(Path(i).expanduser().resolve()) for i in includes],
+            "defines": _canon(defines or {}), "timescale": list(timescale) if timescale else None,
+            "public": public, "ports": repr(ports),
+        }
+        fp_key = hashlib.sha256(json.dumps(fp_material, sort_keys=True).encode()).hexdigest()[:20]
+        fp_root = Path(build_root).expanduser().resolve() if build_root is not None else default_build_root()
+        fp_file = fp_root / name / ".fingerprints" / f"{fp_key}.json"
+        try:
+            rec = json.loads(fp_file.read_text())
+            hit_dir = fp_root / name / rec["key"]
+            if _read_stamp(hit_dir, rec["toplevel"]) is not None:
+                return Build(design_name=name, toplevel=rec["toplevel"], build_dir=hit_dir,
+                             key=rec["key"], parameters=parameters, hdl_parameters={},
+                             sources=tuple(hit_dir / n for n in rec["generated"]),
+                             waves=rec["waves"], cached=True, seconds=time.monotonic() - t0,
+                             verilator=info)
+        except (OSError, ValueError, KeyError):
+            pass
     if amaranth_src:
         top = _verilog_ident(toplevel or design_name)
         text = generate_verilog(source, top, ports, parameters=parameters)
@@ -766,6 +799,15 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
 
     def result(cached: bool) -> Build:
         srcs = tuple(build_dir / n for n, _ in generated) + tuple(files)
+        if fp_file is not None:     # the build exists now: remember its key for the fingerprint
+            try:
+                fp_file.parent.mkdir(parents=True, exist_ok=True)
+                tmp = fp_file.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps({"key": key, "toplevel": top, "waves": wave_format,
+                                           "generated": [n for n, _ in generated]}))
+                os.replace(tmp, fp_file)
+            except OSError:
+                pass
         return Build(design_name=name, toplevel=top, build_dir=build_dir, key=key,
                      parameters=parameters, hdl_parameters=hdl_parameters, sources=srcs,
                      waves=wave_format, cached=cached, seconds=time.monotonic() - t0,

