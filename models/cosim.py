@@ -89,7 +89,7 @@ class Config:
     paths: int = 4
     keys: int = 256
     mtu_log2: int = 12
-    ack_every: int = 4
+    ack_every: int = 1
     n_conns: int = 3
     n_writes: int = 6
     axi_bp: float = 0.0
@@ -111,6 +111,8 @@ class Config:
             raise ValueError("bottleneck must be in (0, 1]")
         if not 1 <= self.spines <= 16:
             raise ValueError("spines must be in 1..16")
+        if not 1 <= self.ack_every <= 15:
+            raise ValueError("ack_every must be in 1..15")
         if not 8 <= self.mtu_log2 <= 13:
             raise ValueError("mtu_log2 must be in 8..13 (frames up to the parser's 9,216 bytes)")
 
@@ -478,3 +480,70 @@ def run_model(cfg: Config, *, max_cycles=None):
         if max_cycles is not None and n > max_cycles:
             raise AssertionError(f"not finished after {n} cycles")
     return drv.result()
+
+
+def run_reference(cfg: Config, *, timer=True, hints=True):
+    """MR-ENG-122: the same sender, writes and fabric with a reference :class:`Endpoint` as the
+    receiver instead of the engine (no clock: the fabric alone), for the goodput the transport
+    reaches on this fabric. ``timer``: the receiver's delayed-ACK timer (the RX slice has none:
+    ``False`` sets it beyond the run); ``hints``: its rate hints (the slice sends none: ``False``
+    switches off their pushes, MR-CC-009; its ACKs still carry the hint). Returns ``{"ok",
+    "goodput_vs_limit", "goodput_gbps", "sim_time_s", "sender": {...}, "fabric": {...}}``."""
+    from metaroce.sim.faults import Faults
+    from metaroce.sim.topology import Fabric
+    from .endpoint import Endpoint
+    from .rx_cases import NO_ACK_DELAY
+    cfg.validate()
+    rng = random.Random(cfg.seed)
+    mtu = 1 << cfg.mtu_log2
+    kw = {"line_rate_bps": cfg.link_bps, "base_rtt": cfg.rtt}
+    rx = Endpoint(LOCAL_ADDR, mtu=mtu, ack_every=cfg.ack_every, max_rx_msgs=1 << 20,
+                  rng=random.Random(cfg.seed + 1), **({} if timer else {"ack_delay": NO_ACK_DELAY}), **kw)
+    if not hints:
+        rx._hint_check = lambda c, now: None
+    dst = bytearray(cfg.nbytes)
+    rkey = rx.reg_mr(dst)
+    s = Setup(cfg.conns, cfg.paths, cfg.keys, seed=cfg.seed, uniform_psn=True, n_conns=cfg.n_conns,
+              mtu_log2=cfg.mtu_log2, ack_every=cfg.ack_every)
+    fab = Fabric(2, leaves=2, spines=cfg.spines, rate_bps=cfg.link_bps, rtt=cfg.rtt, seed=cfg.seed,
+                 ecn_threshold=cfg.ecn_packets * mtu, spine_skew=cfg.rtt / 40)
+    into = "p0.leaf1>h1"
+    fab.links[into].rate = cfg.link_bps * cfg.bottleneck
+    fab.set_faults(Faults(loss=cfg.loss, reorder=cfg.reorder, reorder_delay=cfg.reorder_delay_rtt * cfg.rtt,
+                          duplicate=cfg.dup, direction="data", seed=cfg.seed), links=[into])
+    tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2), **kw)
+    fab.hosts[0].ep, fab.hosts[1].ep = tx, rx
+    src = _source(random.Random(cfg.seed + 3), cfg.nbytes)
+    lkey = tx.reg_mr(bytearray(src))
+    tconn = {}
+    for c in s.conns:
+        rx.connect(c.qp, PEER_ADDR, c.qp | 0x800000, paths=c.n_paths, streams=c.n_streams, pkey=c.pkey,
+                   peer_init_psn=c.psn[0])
+        tconn[c.qp] = tx.connect(c.qp | 0x800000, LOCAL_ADDR, c.qp, paths=c.n_paths, streams=c.n_streams,
+                                 pkey=c.pkey, init_psn=c.psn[0])
+    n_writes = min(cfg.n_writes, cfg.nbytes)
+    cuts = sorted(rng.sample(range(1, cfg.nbytes), n_writes - 1)) if n_writes > 1 else []
+    bounds = [0, *cuts, cfg.nbytes]
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        c = s.conns[i % len(s.conns)]
+        tconn[c.qp].post_write(rng.randrange(c.n_streams), lkey, a, b - a, a, rkey, wr_id=100 + i)
+    done = []
+
+    def completion(host, t, c):
+        done.append((t, int(c.status)))
+        if len(done) == len(bounds) - 1:
+            fab.sim.stop()
+    fab.hosts[0].on_completion = completion
+    fab.hosts[0].kick()
+    ideal = cfg.nbytes * 8 / cfg.limit_bps
+    fab.sim.run(until=cfg.max_time if cfg.max_time is not None else 50 * ideal + 2000 * cfg.rtt)
+    t = max((d[0] for d in done), default=None)
+    ok = len(done) == len(bounds) - 1 and all(st == 0 for _, st in done) and bytes(dst) == src
+    goodput = cfg.nbytes * 8 / t if t and ok else 0.0
+    st = tx.stats
+    link = fab.links[into].stats
+    return {"ok": ok, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4), "goodput_gbps": round(goodput / 1e9, 4),
+            "sim_time_s": t,
+            "sender": {"frames": fab.hosts[0].stats["tx"], "retransmitted": st.get("retransmitted", 0),
+                       "probes": st.get("probes_sent", 0), "timeouts": st.get("timeouts", 0)},
+            "fabric": {"lost": link["lost"], "duplicated": link["duplicated"], "ce_marked": fab.marks()}}

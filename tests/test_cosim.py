@@ -47,6 +47,20 @@ def test_cosim_model_loop():
     assert r["cycles"] * 1 / cosim.CLOCK_HZ == pytest.approx(r["sim_time_s"], rel=0.2)
 
 
+def test_cosim_reference():
+    """MR-ENG-123: the reference run (the same sender and fabric, a reference Endpoint
+    receiving without delayed-ACK timer and rate hints, as the slice): ACK every packet and the
+    transport reaches >= 0.9 of the payload limit at 1 % loss; ACK every fourth and the senders
+    wait for probes (why the loop's default is 1)."""
+    cfg = cosim.Config(nbytes=4 << 20, loss=0.01, seed=1)
+    r1 = cosim.run_reference(cfg, timer=False, hints=False)
+    r4 = cosim.run_reference(cosim.Config(nbytes=4 << 20, loss=0.01, seed=1, ack_every=4),
+                             timer=False, hints=False)
+    assert r1["ok"] and r4["ok"] and r1["fabric"]["lost"] > 0
+    assert r1["goodput_vs_limit"] >= 0.9 > r4["goodput_vs_limit"]
+    assert r4["sender"]["probes"] > 10 * r1["sender"]["probes"]
+
+
 def test_cosim_peer_rtl_not_built(capsys):
     """MR-ENG-124: ``--peer rtl`` is one line and a non-zero exit (the TX half is not built)."""
     assert main(["cosim", "--peer", "rtl", "--json"]) == 2
@@ -69,7 +83,7 @@ def test_cosim_rtl_default(capsys):
     assert len(out) == 1
     r = json.loads(out[0])
     assert list(r)[:6] == ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
-    assert r["mismatches"] is None and r["bytes"] == 256 * 1024
+    assert r["mismatches"] is None and r["bytes"] == 256 * 1024 and r["reference"]["ok"]
     _closed_loop(r)
     assert r["link_gbps"] == 10.0 and r["clock_mhz"] == 156.25
     assert r["cycles"] >= r["bytes"] // 8
@@ -94,5 +108,5 @@ def test_cosim_rtl_scenarios(capsys, scenario, nbytes, loss):
     _closed_loop(r)
     if scenario == "ecn":
         assert r["fabric"]["ce_marked"] > 0 and r["engine"]["rx_counters"]["ce"] > 0
-    if scenario == "writes":
-        assert r["goodput_vs_limit"] >= 0.8
+    if scenario == "writes":        # the transport's own figure on this fabric, within 10 %
+        assert r["goodput_vs_limit"] >= 0.9 * r["reference"]["goodput_vs_limit"]

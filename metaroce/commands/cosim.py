@@ -38,6 +38,9 @@ def add_arguments(p):
                    help="the sender: the model endpoint (default) or the RTL TX engine")
     p.add_argument("--width", type=int, default=64, choices=(64, 512),
                    help="datapath bits (default 64: the 10 Gb/s link at 156.25 MHz; 512: 80 Gb/s)")
+    p.add_argument("--ack-every", type=int, default=1, dest="ack_every",
+                   help="the engine's ACK policy: an ACK every N accepted packets of a path "
+                        "(default 1: the receive half has no delayed-ACK timer, MR-ENG-123)")
     p.add_argument("--seed", type=int, default=1, help="seed of the fabric, data and layout (default 1)")
     p.add_argument("--lockstep", action="store_true",
                    help="run the engine's cycle model alongside and compare every output every "
@@ -90,9 +93,11 @@ def run(args):
         raise CliError("--bytes must be in 6..1073741824")
     if args.seed < 0:
         raise CliError("--seed must be >= 0")
+    if not 1 <= args.ack_every <= 15:
+        raise CliError("--ack-every must be in 1..15")
     over, _ = cosim.SCENARIOS[args.scenario]
     cfg = cosim.Config(**{**over, "width": args.width, "nbytes": args.nbytes, "loss": args.loss,
-                          "seed": args.seed})
+                          "seed": args.seed, "ack_every": args.ack_every})
     cfg.validate()
     if args.engine == "model":
         if args.lockstep:
@@ -110,6 +115,10 @@ def run(args):
             raise CliError(str(e).splitlines()[0]) from None
         except RuntimeError as e:
             raise CliError(str(e)) from None
+    ref = cosim.run_reference(cfg, timer=False, hints=False)
+    res["reference"] = {"goodput_vs_limit": ref["goodput_vs_limit"], "ok": ref["ok"],
+                        "what": "the same sender and fabric, a reference Endpoint receiving "
+                                "(delayed-ACK timer and rate-hint pushes off, as the RX slice)"}
     res = {"scenario": args.scenario, "peer": args.peer, "receiver": args.engine, **res}
     head = ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
     res = {**{k: res[k] for k in head}, **{k: v for k, v in res.items() if k not in head}}
@@ -122,7 +131,8 @@ def run(args):
               f"WRs {'all completed' if res['wrs_completed_ok'] else 'NOT all completed'}")
         print(f"  goodput {res['goodput_gbps']:.3f} Gb/s = {res['goodput_vs_limit']:.3f} of the "
               f"payload limit {res['limit_gbps']:.3f} Gb/s ({res['link_gbps']:g} Gb/s link, "
-              f"{res['width']} bits at {res['clock_mhz']:g} MHz), {res['cycles']} cycles")
+              f"{res['width']} bits at {res['clock_mhz']:g} MHz), {res['cycles']} cycles; "
+              f"reference receiver {res['reference']['goodput_vs_limit']:.3f}")
         fb, sd = res["fabric"], res["sender"]
         print(f"  fabric: {fb['lost']} lost, {fb['duplicated']} duplicated, {fb['delayed']} delayed, "
               f"{fb['ce_marked']} CE-marked; sender: {sd['frames']} frames, "
