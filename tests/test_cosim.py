@@ -68,6 +68,12 @@ def test_cosim_peer_rtl_not_built(capsys):
     assert len(err) == 1 and "TX" in err[0] and "not built" in err[0]
 
 
+def test_cosim_help(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["cosim", "--help"])
+    assert e.value.code == 0 and "--peer" in capsys.readouterr().out
+
+
 def test_cosim_bad_arguments(capsys):
     assert main(["cosim", "--loss", "1.5"]) == 2
     assert main(["cosim", "--bytes", "0"]) == 2

@@ -27,8 +27,9 @@ __all__ = ["run_rtl"]
 def add_arguments(p):
     from metaroce.models.cosim import SCENARIOS
     p.add_argument("scenario", nargs="?", default="writes", choices=sorted(SCENARIOS),
-                   metavar="SCENARIO", help="; ".join(f"{k}: {v[1]}" for k, v in SCENARIOS.items())
-                   + " (default writes)")
+                   metavar="SCENARIO",
+                   help=("; ".join(f"{k}: {v[1]}" for k, v in SCENARIOS.items())
+                         + " (default writes)").replace("%", "%%"))
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--loss", type=float, default=0.01,
                    help="loss probability of data frames on the link into the engine (default 0.01)")
