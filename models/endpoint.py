@@ -2304,32 +2304,49 @@ class Endpoint(VerbsHost):
         c.rx_hint, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport = hint, p, trigger_psn, sport
         if hint and not c.rx_hint_age:
             c.rx_hint_age = 1       # MR-CC-017: the first non-zero hint
-        bth_psn = 0
-        a = MRAH(1, MrahFlag.ECE if ce else 0, p.idx, min(ce, 0xFFFF), p.rx_cum, hint,
-                 trigger_psn, p.rx_sack)
-        if c.receipt_key is not None:       # MR-SEC-153: the proof binds every field of the ACK
-            bth_psn, a.trigger_psn = split_proof(receipt_proof(c.receipt_key, PROOF_ACK, c.peer_id, p.idx,
-                                                               trigger_psn, a), trigger_psn)
         p.rx_ce = 0
         p.rx_pending = 0
         p.rx_ack_token += 1
-        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
-                                udp=UDP(sport=sport),
-                                bth=BTH(opcode=Op.MR_ACK, pkey=c.pkey, dest_qp=c.peer_id, psn=bth_psn), mrah=a))
+        self._ctrl.append(ack_frame(self.addr, c.peer_addr, c.pkey, c.peer_id, sport, p.idx, p.rx_cum,
+                                    p.rx_sack, ce, hint, trigger_psn, c.receipt_key))
         self.stats["acks_sent"] += 1
 
     def _nak(self, c, f, path, reason):
         """MR-ERR-001: NAK a bad request with its reason; the packet is dropped and counted."""
         self._drop(NakReason(reason).name.lower())
-        bth_psn, psn = 0, f.bth.psn
-        if c.receipt_key is not None:       # MR-SEC-153
-            bth_psn, psn = split_proof(receipt_proof(c.receipt_key, PROOF_NAK, c.peer_id, path, psn), psn)
-        self._ctrl.append(Frame(eth=Eth(), ip=IP(src=self.addr, dst=c.peer_addr, ecn=0),
-                                udp=UDP(sport=f.udp.sport),
-                                bth=BTH(opcode=Op.MR_NAK, pkey=c.pkey, dest_qp=c.peer_id, psn=bth_psn),
-                                mrnh=MRNH(1, 0, path, int(reason), psn)))
+        self._ctrl.append(nak_frame(self.addr, c.peer_addr, c.pkey, c.peer_id, f.udp.sport, path, reason,
+                                    f.bth.psn, c.receipt_key))
         self.stats["naks_sent"] += 1
 
 
-__all__ = ["Endpoint", "Connection", "Completion", "Status", "WcOpcode", "ACCESS_ALL",
-           "ACCESS_LOCAL_WRITE", "ACCESS_REMOTE_WRITE", "ACCESS_REMOTE_READ", "ACCESS_REMOTE_ATOMIC"]
+def ack_frame(addr, peer_addr, pkey, peer_id, sport, path, cum, sack, ce, rate_mbps, trigger_psn,
+              receipt_key=None):
+    """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: the ACK frame a receiver sends for one path from its
+    state: cumulative PSN ``cum``, the SACK bitmap, ``ce`` CE-marked packets since the last ACK
+    (ECE set when any), the rate hint (Mb/s, 0 none), the PSN and UDP source port of the packet
+    that triggers it. With ``receipt_key`` the proof binds every field (MR-SEC-153). The one
+    ACK encoding: the endpoint's ``_send_ack`` and the engine co-simulation
+    (:mod:`metaroce.models.cosim`, from the RTL's ``m_ack`` records) both build ACKs here."""
+    bth_psn = 0
+    a = MRAH(1, MrahFlag.ECE if ce else 0, path, min(ce, 0xFFFF), cum, rate_mbps, trigger_psn, sack)
+    if receipt_key is not None:       # MR-SEC-153: the proof binds every field of the ACK
+        bth_psn, a.trigger_psn = split_proof(receipt_proof(receipt_key, PROOF_ACK, peer_id, path,
+                                                           trigger_psn, a), trigger_psn)
+    return Frame(eth=Eth(), ip=IP(src=addr, dst=peer_addr, ecn=0), udp=UDP(sport=sport),
+                 bth=BTH(opcode=Op.MR_ACK, pkey=pkey, dest_qp=peer_id, psn=bth_psn), mrah=a)
+
+
+def nak_frame(addr, peer_addr, pkey, peer_id, sport, path, reason, psn, receipt_key=None):
+    """MR-ERR-001, MR-WIRE-074: the NAK frame refusing the packet ``psn`` of ``path`` with
+    ``reason`` (a :class:`NakReason`), to the request's UDP source port; with ``receipt_key`` the
+    proof binds it (MR-SEC-153). Shared with :mod:`metaroce.models.cosim` as :func:`ack_frame`."""
+    bth_psn = 0
+    if receipt_key is not None:       # MR-SEC-153
+        bth_psn, psn = split_proof(receipt_proof(receipt_key, PROOF_NAK, peer_id, path, psn), psn)
+    return Frame(eth=Eth(), ip=IP(src=addr, dst=peer_addr, ecn=0), udp=UDP(sport=sport),
+                 bth=BTH(opcode=Op.MR_NAK, pkey=pkey, dest_qp=peer_id, psn=bth_psn),
+                 mrnh=MRNH(1, 0, path, int(reason), psn))
+
+
+__all__ = ["Endpoint", "Connection", "Completion", "Status", "WcOpcode", "ack_frame", "nak_frame",
+           "ACCESS_ALL", "ACCESS_LOCAL_WRITE", "ACCESS_REMOTE_WRITE", "ACCESS_REMOTE_READ", "ACCESS_REMOTE_ATOMIC"]
