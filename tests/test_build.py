@@ -230,3 +230,22 @@ def test_parser_board_build_64():
     assert rep["block_kept"] is True
     assert rep["fmax_mhz"] > 0 and rep["luts"] > 1000 and rep["brams"] >= 1
     assert rep["bitstream_bytes"] > 100_000
+
+
+def test_build_tables(smoke_block, monkeypatch, capsys):
+    """MR-FLOW-020: the table output of both targets (the ECP5 toolchain step replaced by a
+    fixed report, so that only the rendering is under test here)."""
+    assert main(["build", "smoke", "--width", "8", "--target", "xcvu9p"]) == 0
+    text = capsys.readouterr().out
+    assert "LUT levels (reg to reg)" in text and "vivado_ooc.tcl" in text
+    fixed = {"target": "ecp5-85", "board": fpga_build.ECP5_EVN.name, "core_mhz": 126.0,
+             "fmax_mhz": 150.5, "met": True, "luts": 100, "carry_luts": 20, "lutram_luts": 0,
+             "ffs": 90, "brams": 0, "ios": 10, "kept": {"lut4_total": 1.0, "ffs": 0.97,
+                                                      "brams": None},
+             "block_kept": True, "bitstream_bytes": 1927728, "seconds": {"total": 9.5},
+             "out": None}
+    monkeypatch.setattr(fpga_build, "build_ecp5", lambda *a, **k: dict(fixed))
+    assert main(["build", "smoke", "--width", "8"]) == 0
+    text = capsys.readouterr().out
+    assert "150.50 MHz (met 126 MHz PLL clock)" in text
+    assert "yes (lut4_total 1.000, ffs 0.970)" in text and "1927728 bytes" in text
