@@ -23,8 +23,8 @@ no pin. :class:`BoardTop` therefore keeps the block's ports on chip:
   ``led[2..7]`` the six XOR-reduced output groups. The board's LEDs are active low.
 
 The block is an ``Instance`` of its own Verilog module (the same text ``metaroce pnr``
-places), so the design can be synthesized with the block as a black box to count what the
-wrapper alone costs.
+places), so the wrapper can also be synthesized around a stand-in for the block to count
+what it costs alone (MR-FLOW-023).
 """
 from __future__ import annotations
 

@@ -205,15 +205,27 @@ def output_bits(netlist: dict, top: str) -> dict[str, int]:
 
 def stand_in_verilog(netlist: dict, top: str) -> str:
     """A module named ``top`` with the block's ports that has none of its logic but the same
-    output structure: its constant output bits are those constants, output bits that share a
-    net share one here, every other output bit comes from a black box, and every input goes
-    into a black box. The wrapper around it costs what it costs around the block in the board
-    design, where synthesis removes or merges the capture flip-flops of constant and
-    duplicated outputs (MR-FLOW-023)."""
+    port structure: its constant output bits are those constants, output bits that share a
+    net share one here, every other output bit comes from a black box, and the input bits the
+    mapped block reads go into a kept black box (the unread ones go nowhere). The wrapper around
+    it costs what it costs around the block in the board design, where synthesis removes the
+    sources of unread inputs and removes or merges the capture flip-flops of constant and
+    shared outputs (MR-FLOW-023)."""
     try:
         ports = netlist["modules"][top]["ports"]
     except (KeyError, TypeError):
         raise pnr.PnrError(f"the block netlist has no module {top!r}") from None
+    # Input bits the mapped block reads (a cell input, or passed through to an output):
+    # the others were removed with the logic that ignored them, and so is their source.
+    used = set()
+    for cell in netlist["modules"][top].get("cells", {}).values():
+        directions = cell.get("port_directions", {})
+        for pin, bits in cell.get("connections", {}).items():
+            if directions.get(pin, "input") != "output":
+                used.update(b for b in bits if not isinstance(b, str))
+    for port in ports.values():
+        if port.get("direction") == "output":
+            used.update(b for b in port.get("bits", []) if not isinstance(b, str))
     nets: dict[int, int] = {}
     decls, assigns, sink, sink_bits = [], [], [], 0
     for name, port in ports.items():
@@ -222,8 +234,10 @@ def stand_in_verilog(netlist: dict, top: str) -> str:
         rng = f"[{len(bits) - 1}:0] " if len(bits) > 1 else ""
         if port.get("direction") == "input":
             decls.append(f"input {rng}{ident}")
-            sink.append(ident)
-            sink_bits += len(bits)
+            for i, bit in enumerate(bits):
+                if bit in used:
+                    sink.append(f"{ident}[{i}]" if len(bits) > 1 else ident)
+                    sink_bits += 1
             continue
         decls.append(f"output {rng}{ident}")
         parts = []

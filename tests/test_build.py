@@ -142,19 +142,23 @@ def test_output_bits_counts_constant_and_duplicate_outputs():
 
 
 def test_stand_in_has_the_block_output_structure():
-    """MR-FLOW-023: constants stay constants, a shared net stays shared, every input is used."""
+    """MR-FLOW-023: constants stay constants, a shared net stays shared, the inputs the block
+    reads are kept (a[2], bit 8, is read by nothing)."""
     netlist = {"modules": {"blk": {"ports": {
         "clk": {"direction": "input", "bits": [2]},
-        "a": {"direction": "input", "bits": [3, 4]},
+        "a": {"direction": "input", "bits": [3, 4, 8]},
         "x": {"direction": "output", "bits": [5, 6, "0", 7]},
         "y": {"direction": "output", "bits": [6, "1"]},
-    }}}}
+    }, "cells": {"ff": {"port_directions": {"CLK": "input", "D": "input", "Q": "output"},
+                        "connections": {"CLK": [2], "D": [3], "Q": [5]}},
+                 "lut": {"port_directions": {"A": "input", "Z": "output"},
+                         "connections": {"A": [4], "Z": [6]}}}}}}
     text = fpga_build.stand_in_verilog(netlist, "blk")
     x = re.search(r"assign \\x  = \{(.*)\};", text).group(1).split(", ")[::-1]   # LSB first
     y = re.search(r"assign \\y  = \{(.*)\};", text).group(1).split(", ")[::-1]
     assert x[2] == "1'b0" and y[1] == "1'b1"
     assert x[1] == y[0] and len({x[0], x[1], x[3]}) == 3
-    assert "(* keep *) mr_stand_in_sink #(.W(3)) stand_in_sink (.a({\\clk , \\a }));" in text
+    assert "(* keep *) mr_stand_in_sink #(.W(3)) stand_in_sink (.a({\\clk , \\a [0], \\a [1]}));" in text
     assert "mr_stand_in_source #(.W(3))" in text
 
 
