@@ -9,10 +9,25 @@ HELP = "build a block for an FPGA: ECP5-85 board bitstream, or VU9P resources + 
 DEFAULT_BLOCK = "parser"
 DEFAULT_FREQ = {"ecp5-85": 125.0, "xcvu9p": 250.0}
 
+#: MR-FLOW-020: names ``metaroce build`` accepts for a block that is not registered under
+#: that name. ``engine`` is the largest engine top registered so far: the receive half at
+#: 4,096 connections x 8 paths (``engine_rx``). A block registered as ``engine`` (the full
+#: engine, TX half joined) takes precedence over the alias.
+ALIASES = {"engine": "engine_rx"}
+
+
+def resolve_alias(name: str) -> str:
+    """The registered block ``metaroce build NAME`` builds."""
+    from .. import blocks
+    if name in blocks.BLOCKS:
+        return name
+    return ALIASES.get(name, name)
+
 
 def add_arguments(p):
     p.add_argument("block", nargs="?", default=DEFAULT_BLOCK,
-                   help=f"block name (see metaroce/blocks.py; default {DEFAULT_BLOCK})")
+                   help=f"block name (see metaroce/blocks.py; default {DEFAULT_BLOCK}); "
+                        f"aliases: " + ", ".join(f"{a} = {b}" for a, b in ALIASES.items()))
     p.add_argument("--target", default="ecp5-85", metavar="TARGET",
                    help="ecp5-85 (board bitstream) or xcvu9p (resources, XDC, Vivado Tcl); "
                         "default ecp5-85")
@@ -51,16 +66,21 @@ def report(blk, width, *, target, freq=None, seed=1, out=None):
 
 def run(args):
     from .verilog import block_and_width
+    alias = args.block
+    args.block = resolve_alias(alias)
     blk = block_and_width(args)
     out = report(blk, args.width, target=args.target, freq=args.freq, seed=args.seed,
                  out=args.out)
+    if alias != blk.name:
+        out["alias"] = alias
     if args.json:
         print(json.dumps(out))
         return 0
     from rich.console import Console
     from rich.table import Table
     con = Console(file=sys.stdout)
-    t = Table(title=f"{blk.name} at {args.width} bits, {out['target']}")
+    shown = f"{alias} (= {blk.name})" if alias != blk.name else blk.name
+    t = Table(title=f"{shown} at {args.width} bits, {out['target']}")
     t.add_column("figure")
     t.add_column("value", justify="right")
     if out["target"] == "xcvu9p":
