@@ -17,11 +17,12 @@ reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-05
 ============== ===== =====================================================================
 
 Pipeline (MR-RX-040): the cycle a record is taken its connection and key rows are read (the
-addresses are bits of the record); S1 runs the checks that need no sequence state and reads
-the path row; S2 forwards the last path-row write over the read data (MR-RX-042), classifies
-the PSN, updates the window, decides the ACK and writes the row back, and pushes the outputs
-into their queues; S3..S5 count. The path table is read and written once per packet, so back-to-back
-packets of one path go at one per cycle with no stall.
+addresses are bits of the record); S1..S3 run the checks (MR-RX-049) and the placement address
+(MR-RX-046), S3 reads the path row; S4, the window stage, forwards the last path-row write over
+the read data (MR-RX-042), classifies the PSN against the PSN-indexed SACK ring (MR-RX-013),
+decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
+Fast updates go one per cycle, also back to back on one path (MR-RX-043); a slide or a filled
+gap holds the pipeline for HOLD_CYCLES (MR-RX-048).
 
 Golden model: :class:`metaroce.models.rx.RxCycleModel`, cycle by cycle on every port.
 """
