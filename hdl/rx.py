@@ -17,11 +17,12 @@ reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-05
 ============== ===== =====================================================================
 
 Pipeline (MR-RX-040): the cycle a record is taken its connection and key rows are read (the
-addresses are bits of the record); S1 runs the checks that need no sequence state and reads
-the path row; S2 forwards the last path-row write over the read data (MR-RX-042), classifies
-the PSN, updates the window, decides the ACK and writes the row back, and pushes the outputs
-into their queues; S3..S5 count. The path table is read and written once per packet, so back-to-back
-packets of one path go at one per cycle with no stall.
+addresses are bits of the record); S1..S3 run the checks (MR-RX-049) and the placement address
+(MR-RX-046), S3 reads the path row; S4, the window stage, forwards the last path-row write over
+the read data (MR-RX-042), classifies the PSN against the PSN-indexed SACK ring (MR-RX-013),
+decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
+Fast updates go one per cycle, also back to back on one path (MR-RX-043); a slide or a filled
+gap holds the pipeline for HOLD_CYCLES (MR-RX-048).
 
 Golden model: :class:`metaroce.models.rx.RxCycleModel`, cycle by cycle on every port.
 """
@@ -32,7 +33,8 @@ from amaranth.lib.wiring import In, Out
 from ..models import protocol as P
 from ..models.parser import META_LAYOUT
 from ..models.rx import (ACK_EVERY_RESET, COUNTER_BITS, CTR_ABANDONED, CTR_ACKS, CTR_CE,
-                         CTR_NAKS, CTR_PLACED_BYTES, FIFO_DEPTH, MTU_LOG2_RESET, N_COUNTERS,
+                         CTR_NAKS, CTR_PLACED_BYTES, FIFO_DEPTH, HOLD_CYCLES, MTU_LOG2_RESET,
+                         N_COUNTERS, RING_BITS,
                          NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_PATH, RxCode,
                          layouts, payload_layout)
 from ..models.wire import Op
@@ -64,13 +66,16 @@ def _popcount_sum(values):
     return values[0]
 
 
-def _add_prefix(a, b):
-    """``a + b`` (``len(a) + 1`` bits) with a Kogge-Stone carry tree instead of a ripple chain:
-    log2(n) prefix steps, 5 LUT levels at 16 bits where the generic flow's ripple adder takes 7
-    (MR-RX-046)."""
+def _add_prefix(a, b, carry_in=0):
+    """``a + b + carry_in`` (``len(a) + 1`` bits, ``carry_in`` 0 or 1) with a Kogge-Stone carry
+    tree instead of a ripple chain: log2(n) prefix steps, 5 LUT levels at 16 bits where the
+    generic flow's ripple adder takes 7 (MR-RX-046)."""
     n = len(a)
     g = [a[i] & b[i] for i in range(n)]
     p = [a[i] ^ b[i] for i in range(n)]
+    if carry_in:
+        g[0] = a[0] | b[0]
+        p[0] = ~p[0]
     G, Pp = list(g), list(p)
     d = 1
     while d < n:
@@ -79,6 +84,18 @@ def _add_prefix(a, b):
         d *= 2
     carries = [Const(0, 1)] + G
     return Cat(*[p[i] ^ carries[i] for i in range(n)], carries[n])
+
+
+def _rotate(m, value, amount, *, left, name="rot"):
+    """``value`` rotated by ``amount`` bits (a Value), one 2:1 mux stage per bit of ``amount``
+    (two stages fit one 6-LUT): the PSN-indexed SACK ring's moves (MR-RX-013). Each stage is a
+    signal, so that the expression does not double with every stage."""
+    for k in range(len(amount)):
+        step = (1 << k) % len(value)
+        stage = Signal(len(value), name=f"{name}{k}")
+        m.d.comb += stage.eq(Mux(amount[k], value.rotate_left(step) if left else value.rotate_right(step), value))
+        value = stage
+    return value
 
 
 LIMB = 16
@@ -170,10 +187,11 @@ class Rx(wiring.Component):
         m = Module()
         lay = self.lay
         cb, pb, kb = lay.conn_bits, lay.path_bits, lay.key_bits
+        row_bits = cb + pb
 
         m.submodules.conn_mem = conn_mem = memory.Memory(shape=lay.conn.size, depth=lay.conns, init=[])
         m.submodules.key_mem = key_mem = memory.Memory(shape=lay.key.size, depth=lay.keys, init=[])
-        m.submodules.path_mem = path_mem = memory.Memory(shape=lay.path.size,
+        m.submodules.path_mem = path_mem = memory.Memory(shape=lay.path_mem.size,
                                                          depth=lay.conns * lay.paths, init=[])
         conn_rd, conn_wr = conn_mem.read_port(), conn_mem.write_port()
         key_rd, key_wr = key_mem.read_port(), key_mem.write_port()
@@ -187,185 +205,356 @@ class Rx(wiring.Component):
         ack_every = Signal(4, init=ACK_EVERY_RESET)
         mtu_log2 = Signal(4, init=MTU_LOG2_RESET)
 
+        # -- the hold of a slow window update (MR-RX-048): S1..S5 and the input stand still
+        hold = Signal(range(HOLD_CYCLES + 1))
+        holding = Signal()
+        m.d.comb += holding.eq(hold != 0)
+        advance = ~holding
+
         # -- input: credits for every queue (MR-RX-041), row reads from the record's bits
-        s1_valid = Signal()
-        s2_valid = Signal()
-        inflight = s1_valid + s2_valid
+        valid = [Signal(name=f"s{i}_valid") for i in range(1, 6)]
+        s1_valid, s2_valid, s3_valid, s4_valid, s5_valid = valid
+        inflight = Signal(3)
+        m.d.comb += inflight.eq(sum(valid))
         meta_ready = Signal()
-        m.d.comb += meta_ready.eq((ack_q.level + inflight < FIFO_DEPTH)
+        m.d.comb += meta_ready.eq(advance & (ack_q.level + inflight < FIFO_DEPTH)
                                   & (place_q.level + inflight < FIFO_DEPTH)
                                   & (steer_q.level + inflight < FIFO_DEPTH))
         m.d.comb += self.s_meta.ready.eq(meta_ready)
         take = self.s_meta.valid & meta_ready
         inm = self.s_meta.payload
-        m.d.comb += [conn_rd.addr.eq(inm.bth.dest_qp[:cb]), key_rd.addr.eq(inm.reth.rkey[:kb])]
+        m.d.comb += [conn_rd.addr.eq(inm.bth.dest_qp[:cb]), key_rd.addr.eq(inm.reth.rkey[:kb]),
+                     conn_rd.en.eq(advance), key_rd.en.eq(advance)]
 
         s1 = Signal(META_LAYOUT)
-        m.d.sync += s1_valid.eq(take)
-        with m.If(take):
-            m.d.sync += s1.eq(inm)
+        with m.If(advance):
+            m.d.sync += s1_valid.eq(take)
+            with m.If(take):
+                m.d.sync += s1.eq(inm)
 
-        # -- S1: checks that need no sequence state, in the order of MR-SEC-007 (MR-RX-020)
+        # what every stage hands on besides its checks
+        carry = data.StructLayout({"conn": cb, "path": 8, "row": row_bits, "psn": 24, "ack_req": 1,
+                                   "ce": 1, "sport": 16, "plen": 16, "steer": 1})
+
+        # -- S1: the checks' flags and limb sums (MR-RX-020, MR-RX-049)
         conn = data.View(lay.conn, conn_rd.data)
         key = data.View(lay.key, key_rd.data)
         bth, mrdh, reth = s1.bth, s1.mrdh, s1.reth
         plen = s1.payload_len
         mtu = Signal(17)
         m.d.comb += mtu.eq(Const(1, 17) << mtu_log2)
-        end = Signal(33)
-        m.d.comb += end.eq(mrdh.offset + plen)
-        chunk_bad = (((mrdh.offset & (mtu - 1)) != 0) | (end > mrdh.msg_len)
-                     | ((plen != mtu) & (end != mrdh.msg_len)) | ((plen == 0) & (mrdh.msg_len != 0)))
+        s1_carry = Signal(carry)
+        m.d.comb += [s1_carry.conn.eq(bth.dest_qp[:cb]), s1_carry.path.eq(mrdh.path),
+                     s1_carry.row.eq(Cat(mrdh.path[:pb], bth.dest_qp[:cb])), s1_carry.psn.eq(bth.psn),
+                     s1_carry.ack_req.eq(bth.ack_req), s1_carry.ce.eq(s1.ip.ecn == 3),
+                     s1_carry.sport.eq(s1.udp.sport), s1_carry.plen.eq(plen),
+                     s1_carry.steer.eq(~s1.drop & (plen != 0))]
         hit = key.valid & (key.rkey == reth.rkey)
-        access_bad = ~hit | ~key.access[1]          # ACCESS_REMOTE_WRITE
         assert P.ACCESS_REMOTE_WRITE == 1 << 1
-        bounds_bad = (reth.va + mrdh.msg_len) > key.length
         is_write = (bth.opcode == Op.MR_WRITE) | (bth.opcode == Op.MR_WRITE_IMM)
-        s1_code = Signal(4)
-        s1_bad = Signal()
-        checks = [
-            (s1.drop, RxCode.PARSER_DROP),
-            (~is_write, RxCode.NOT_HANDLED),
-            ((bth.dest_qp[cb:] != 0) | ~conn.valid, RxCode.NO_CONNECTION),
-            (bth.pkey != conn.pkey, RxCode.BAD_PKEY),
-            (mrdh.path > conn.n_paths_m1, RxCode.BAD_PATH),
-            (mrdh.stream > conn.n_streams_m1, RxCode.STREAM),
-            (chunk_bad, RxCode.CHUNK),
-            (reth.dma_len != mrdh.msg_len, RxCode.LENGTH),
-            (access_bad, RxCode.ACCESS),
-            (bounds_bad, RxCode.BOUNDS),
+        # MR-RX-020's flags in its order; chunk and bounds are finished in S3
+        flags = data.StructLayout({"drop": 1, "op": 1, "conn": 1, "pkey": 1, "path": 1, "stream": 1,
+                                   "align": 1, "short": 1, "empty": 1, "length": 1, "access": 1,
+                                   "va_high": 1})
+        s1_flags = Signal(flags)
+        m.d.comb += [
+            s1_flags.drop.eq(s1.drop), s1_flags.op.eq(~is_write),
+            s1_flags.conn.eq((bth.dest_qp[cb:] != 0) | ~conn.valid),
+            s1_flags.pkey.eq(bth.pkey != conn.pkey),
+            s1_flags.path.eq(mrdh.path > conn.n_paths_m1),
+            s1_flags.stream.eq(mrdh.stream > conn.n_streams_m1),
+            s1_flags.align.eq((mrdh.offset & (mtu - 1)) != 0),
+            s1_flags.short.eq(plen != mtu),
+            s1_flags.empty.eq((plen == 0) & (mrdh.msg_len != 0)),
+            s1_flags.length.eq(reth.dma_len != mrdh.msg_len),
+            s1_flags.access.eq(~hit | ~key.access[1]),
+            s1_flags.va_high.eq(reth.va[32:] != 0),
         ]
+        # end = offset + plen against msg_len; va + msg_len against the key's length: the low
+        # limb's sum, the high limb for a carry of 0 and of 1
+        limb_sums = data.StructLayout({"lo": LIMB + 1, "hi0": LIMB + 1, "hi1": LIMB + 1, "ref": 32})
+        s1_end, s1_bnd = Signal(limb_sums), Signal(limb_sums)
+        m.d.comb += [
+            s1_end.lo.eq(_add_prefix(mrdh.offset[:LIMB], plen)), s1_end.hi0.eq(mrdh.offset[LIMB:32]),
+            s1_end.hi1.eq(_add_prefix(mrdh.offset[LIMB:32], Const(1, LIMB))), s1_end.ref.eq(mrdh.msg_len),
+            s1_bnd.lo.eq(_add_prefix(reth.va[:LIMB], mrdh.msg_len[:LIMB])),
+            s1_bnd.hi0.eq(_add_prefix(reth.va[LIMB:32], mrdh.msg_len[LIMB:32])),
+            s1_bnd.hi1.eq(_add_prefix(reth.va[LIMB:32], mrdh.msg_len[LIMB:32], carry_in=1)),
+            s1_bnd.ref.eq(key.length),
+        ]
+
+        s2_carry, s2_flags = Signal(carry), Signal(flags)
+        s2_end, s2_bnd = Signal(limb_sums), Signal(limb_sums)
+        s2_addr_limbs = [Signal(LIMB + 1, name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
+        with m.If(advance):
+            m.d.sync += [
+                s2_valid.eq(s1_valid), s2_carry.eq(s1_carry), s2_flags.eq(s1_flags),
+                s2_end.eq(s1_end), s2_bnd.eq(s1_bnd),
+                *[r.eq(v) for r, v in zip(s2_addr_limbs, _address_limbs(key.base, reth.va, mrdh.offset))],
+            ]
+
+        # -- S2: the limbs' compares; the placement address's limb carries (MR-RX-046)
+        compares = data.StructLayout({"carry": 1, "lo_gt": 1, "lo_eq": 1, "gt0": 1, "eq0": 1,
+                                      "gt1": 1, "eq1": 1})
+
+        def limb_compares(sums):
+            ref_lo, ref_hi = sums.ref[:LIMB], sums.ref[LIMB:]
+            out = Signal(compares)
+            m.d.comb += [out.carry.eq(sums.lo[LIMB]), out.lo_gt.eq(sums.lo[:LIMB] > ref_lo),
+                         out.lo_eq.eq(sums.lo[:LIMB] == ref_lo),
+                         out.gt0.eq(sums.hi0 > ref_hi), out.eq0.eq(sums.hi0 == ref_hi),
+                         out.gt1.eq(sums.hi1 > ref_hi), out.eq1.eq(sums.hi1 == ref_hi)]
+            return out
+
+        s3_carry, s3_flags = Signal(carry), Signal(flags)
+        s3_end, s3_bnd = Signal(compares), Signal(compares)
+        s3_addr = Signal(64)
+        with m.If(advance):
+            m.d.sync += [s3_valid.eq(s2_valid), s3_carry.eq(s2_carry), s3_flags.eq(s2_flags),
+                         s3_end.eq(limb_compares(s2_end)), s3_bnd.eq(limb_compares(s2_bnd)),
+                         s3_addr.eq(_address_resolve(s2_addr_limbs))]
+
+        # -- S3: the compares' carries, MR-RX-020's priority; the path-row read; the ring's
+        # one-hots for S4 (MR-RX-013)
+        def greater_equal(c):
+            gt = Mux(c.carry, c.gt1, c.gt0) | (Mux(c.carry, c.eq1, c.eq0) & c.lo_gt)
+            eq = Mux(c.carry, c.eq1, c.eq0) & c.lo_eq
+            return gt, eq
+
+        end_gt, end_eq = greater_equal(s3_end)
+        bnd_gt, _ = greater_equal(s3_bnd)
+        f = s3_flags
+        chunk_bad = f.align | end_gt | (f.short & ~end_eq) | f.empty
+        checks = [
+            (f.drop, RxCode.PARSER_DROP), (f.op, RxCode.NOT_HANDLED), (f.conn, RxCode.NO_CONNECTION),
+            (f.pkey, RxCode.BAD_PKEY), (f.path, RxCode.BAD_PATH), (f.stream, RxCode.STREAM),
+            (chunk_bad, RxCode.CHUNK), (f.length, RxCode.LENGTH), (f.access, RxCode.ACCESS),
+            (f.va_high | bnd_gt, RxCode.BOUNDS),
+        ]
+        s3_code = Signal(4)
+        s3_bad = Signal()
         with m.If(checks[0][0]):
-            m.d.comb += [s1_bad.eq(1), s1_code.eq(checks[0][1])]
+            m.d.comb += [s3_bad.eq(1), s3_code.eq(checks[0][1])]
         for cond, code in checks[1:]:
             with m.Elif(cond):
-                m.d.comb += [s1_bad.eq(1), s1_code.eq(code)]
-        s1_row = Cat(mrdh.path[:pb], bth.dest_qp[:cb])
-        m.d.comb += path_rd.addr.eq(s1_row)
+                m.d.comb += [s3_bad.eq(1), s3_code.eq(code)]
+        s3_static_nak = Signal()
+        s3_nak_reason = Signal(8)
+        with m.Switch(s3_code):
+            for code, reason in NAK_OF.items():
+                if code != RxCode.PSN_WINDOW:
+                    with m.Case(code):
+                        m.d.comb += [s3_static_nak.eq(1), s3_nak_reason.eq(reason)]
 
-        s2_bad = Signal()
-        s2_code = Signal(4)
-        s2_conn = Signal(cb)
-        s2_path = Signal(8)
-        s2_row = Signal(cb + pb)
-        s2_psn = Signal(24)
-        s2_ack_req = Signal()
-        s2_ce = Signal()
-        s2_sport = Signal(16)
-        s2_plen = Signal(16)
-        s2_addr_limbs = [Signal(LIMB + 1, name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
-        s2_steer = Signal()
-        m.d.sync += [
-            s2_valid.eq(s1_valid), s2_bad.eq(s1_bad), s2_code.eq(s1_code),
-            s2_conn.eq(bth.dest_qp[:cb]), s2_path.eq(mrdh.path), s2_row.eq(s1_row),
-            s2_psn.eq(bth.psn), s2_ack_req.eq(bth.ack_req), s2_ce.eq(s1.ip.ecn == 3),
-            s2_sport.eq(s1.udp.sport), s2_plen.eq(plen),
-            *[r.eq(v) for r, v in zip(s2_addr_limbs, _address_limbs(key.base, reth.va, mrdh.offset))],
-            s2_steer.eq(~s1.drop & (plen != 0)),
-        ]
+        s4_carry = Signal(carry)
+        s4_bad, s4_code, s4_static_nak, s4_nak_reason = Signal(), Signal(4), Signal(), Signal(8)
+        s4_addr = Signal(64)
+        s4_oh, s4_oh_next = Signal(RING_BITS), Signal(RING_BITS)
+        s4_psn_p1 = Signal(24)
+        s4_psn_hi_m1 = Signal(24 - 9)
+        s3_psn = s3_carry.psn
+        with m.If(advance):
+            m.d.sync += [
+                s4_valid.eq(s3_valid), s4_carry.eq(s3_carry), s4_bad.eq(s3_bad), s4_code.eq(s3_code),
+                s4_static_nak.eq(s3_static_nak), s4_nak_reason.eq(s3_nak_reason), s4_addr.eq(s3_addr),
+                s4_oh.eq(Const(1, RING_BITS) << s3_psn[:9]),
+                s4_oh_next.eq(Const(1, RING_BITS) << (s3_psn[:9] + 1)[:9]),
+                s4_psn_p1.eq((s3_psn + 1)[:24]), s4_psn_hi_m1.eq((s3_psn[9:] - 1)[:15]),
+            ]
 
-        # -- S2: the path row with forwarding (MR-RX-042), window, ACK policy (MR-RX-024..031)
-        wb_valid = Signal()
-        wb_addr = Signal(cb + pb)
-        wb_data = Signal(lay.path.size)
-        fwd = wb_valid & (wb_addr == s2_row)
-        row = data.View(lay.path, Mux(fwd, wb_data, path_rd.data))
-        dist = Signal(24)
-        m.d.comb += dist.eq(s2_psn - row.cum)
-        behind = dist[23]
-        outside = ~behind & (dist > P.RX_WINDOW)
-        sack_idx = Signal(8)
-        m.d.comb += sack_idx.eq(dist - 1)
-        in_sack = (dist >= 1) & (dist <= P.SACK_BITS) & row.sack.bit_select(sack_idx, 1)
-        dup = behind | (~outside & in_sack)
-        new = ~behind & ~outside & ~in_sack
-        # rx_accept: bit 0 of `acc` stands for cum itself; a PSN beyond the bitmap slides it
-        n_acc = 2 * P.SACK_BITS + 1
-        slide = dist > P.SACK_BITS
-        shift = Signal(9)
-        m.d.comb += shift.eq(dist - P.SACK_BITS)
-        fill = Signal(n_acc)
-        m.d.comb += fill.eq(Mux(slide, (Const(1, n_acc + 1) << shift) - 1, 0))
-        acc = Signal(n_acc)
-        m.d.comb += acc.eq(Cat(Const(0, 1), row.sack) | (Const(1, n_acc) << dist[:10]) | fill)
-        ones = Signal(range(n_acc + 1))
-        m.d.comb += ones.eq(_first_zero(acc, n_acc))
-        new_cum = Signal(24)
-        new_sack = Signal(P.SACK_BITS)
-        m.d.comb += [new_cum.eq(row.cum + ones), new_sack.eq((acc >> ones)[1:P.SACK_BITS + 1])]
-        gap = s2_psn != row.high
-        dh = Signal(24)
-        m.d.comb += dh.eq(s2_psn - row.high)
-        new_high = Mux(dh[23], row.high, (s2_psn + 1)[:24])
-        onset = s2_ce & ~row.prev_ce
+        # -- S4: the window stage (MR-RX-024..029, MR-RX-013, MR-RX-042, MR-RX-048). The row
+        # is the last cycle's write when it hit the address read (fwd), else the read data.
+        wb_data = Signal(lay.path_mem.size)
+        fwd = Signal()
+        row = data.View(lay.path_mem, Mux(fwd, wb_data, path_rd.data))
+        psn, cum = s4_carry.psn, row.cum
+        psn_hi, psn_lo, cum_hi, cum_lo = psn[9:], psn[:9], cum[9:], cum[:9]
+        # psn - cum in [0, 512] without a 24-bit subtraction; behind: bit 23 of psn - cum
+        in_win = ((psn_hi == cum_hi) & (psn_lo >= cum_lo)) | ((s4_psn_hi_m1 == cum_hi) & (psn_lo <= cum_lo))
+        behind = psn[23] ^ cum[23] ^ (psn[:23] < cum[:23])
+        ring_bit = (row.ring & s4_oh).any()
+        next_bit = (row.ring & s4_oh_next).any()
+        at_cum = psn == cum
+        new = in_win & ~ring_bit
+        dup = behind | (in_win & ring_bit)
+        outside = ~behind & ~in_win
+        gap = psn != row.high
+        ahead = ~(psn[23] ^ row.high[23] ^ (psn[:23] < row.high[:23]))
+        ce_bit = s4_carry.ce
+        onset = ce_bit & ~row.prev_ce
         ce_new = Signal(16)
-        m.d.comb += ce_new.eq(Mux(row.ce == 0xFFFF, 0xFFFF, row.ce + s2_ce))
+        m.d.comb += ce_new.eq(Mux(row.ce.all(), row.ce, (row.ce + ce_bit)[:16]))
         pending = Signal(4)
         m.d.comb += pending.eq(row.pending + 1)
-        ack_now = s2_ack_req | gap | (pending >= ack_every) | onset
+        ack_now = s4_carry.ack_req | gap | (pending >= ack_every) | onset
+        dist_lo = Signal(9)
+        m.d.comb += dist_lo.eq(psn_lo - cum_lo)
+        slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
 
-        ok = s2_valid & ~s2_bad
+        ok = s4_valid & ~s4_bad & advance
         accepted = ok & new
         duplicate = ok & dup
         out_nak = ok & outside
-        nrow = Signal(lay.path)
+        slow = accepted & ((at_cum & next_bit) | slide)
+        nrow = Signal(lay.path_mem)
         m.d.comb += nrow.eq(row)
         with m.If(duplicate):
             m.d.comb += [nrow.ce.eq(0), nrow.pending.eq(0)]
         with m.Elif(accepted):
-            m.d.comb += [nrow.cum.eq(new_cum), nrow.sack.eq(new_sack), nrow.high.eq(new_high),
-                         nrow.prev_ce.eq(s2_ce)]
+            m.d.comb += [nrow.cum.eq(Mux(at_cum, s4_psn_p1, cum)),
+                         nrow.ring.eq(row.ring | Mux(at_cum, 0, s4_oh)),
+                         nrow.high.eq(Mux(ahead, s4_psn_p1, row.high)), nrow.prev_ce.eq(ce_bit)]
             with m.If(ack_now):
                 m.d.comb += [nrow.ce.eq(0), nrow.pending.eq(0)]
             with m.Else():
                 m.d.comb += [nrow.ce.eq(ce_new), nrow.pending.eq(pending),
-                             nrow.last_psn.eq(s2_psn), nrow.last_sport.eq(s2_sport)]
-
-        # ACK/NAK request (MR-RX-030, MR-RX-031)
-        static_nak = Signal()
-        nak_reason = Signal(8)
-        with m.Switch(s2_code):
-            for code, reason in NAK_OF.items():
-                if code != RxCode.PSN_WINDOW:
-                    with m.Case(code):
-                        m.d.comb += [static_nak.eq(1), nak_reason.eq(reason)]
-        ackw = Signal(lay.ack)
-        is_nak = (s2_valid & s2_bad & static_nak) | out_nak
+                             nrow.last_psn.eq(psn), nrow.last_sport.eq(s4_carry.sport)]
+        is_nak = (s4_valid & s4_bad & s4_static_nak) | out_nak
         send_ack = duplicate | (accepted & ack_now)
-        m.d.comb += [ackw.conn.eq(s2_conn), ackw.path.eq(s2_path), ackw.psn.eq(s2_psn),
-                     ackw.sport.eq(s2_sport)]
-        with m.If(is_nak):
-            m.d.comb += [ackw.nak.eq(1), ackw.reason.eq(Mux(out_nak, NAK_OF[RxCode.PSN_WINDOW], nak_reason))]
-        with m.Elif(duplicate):
-            m.d.comb += [ackw.cum.eq(row.cum), ackw.sack.eq(row.sack), ackw.ce_count.eq(row.ce),
-                         ackw.ece.eq(row.ce != 0)]
+        final = Mux(s4_bad, s4_code, Mux(outside, RxCode.PSN_WINDOW,
+                                         Mux(dup, RxCode.DUPLICATE, RxCode.ACCEPTED)))
+
+        # -- the slow update (MR-RX-048), over the hold's cycles: H1 rotates the ring to cum
+        # and fills the slide's base, H2 finds the all-ones groups of 8 and counts the holes in
+        # groups of 16, H3 the first group with a 0 and the run of ones from cum, H4 the
+        # advance and the bits to clear (the run rotated back), H5 writes the row.
+        sl_row = Signal(lay.path_mem)     # the row as the fast update left it; cum before it
+        sl_cum = Signal(24)
+        sl_addr = Signal(row_bits)
+        sl_cum_hi_p1 = Signal(15)
+        sl_dist = Signal(9)
+        sl_slide = Signal()
+        with m.If(advance):
+            m.d.sync += [sl_row.eq(nrow), sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
+                         sl_dist.eq(dist_lo), sl_slide.eq(slide),
+                         hold.eq(Mux(slow, HOLD_CYCLES, 0))]
         with m.Else():
-            m.d.comb += [ackw.cum.eq(new_cum), ackw.sack.eq(new_sack), ackw.ce_count.eq(ce_new),
-                         ackw.ece.eq(ce_new != 0)]
-        m.d.comb += [ack_q.w_en.eq(is_nak | send_ack), ack_q.w_data.eq(ackw)]
+            m.d.sync += hold.eq(hold - 1)
+        sl_cum_lo = sl_cum[:9]
+        # H1: the ring rotated to cum (bit k: PSN cum + k); the slide's base (PSNs cum ..
+        # psn - 257) filled; bit 0 (cum itself) set
+        n_fill = P.SACK_BITS
+        fill = Signal(n_fill)
+        m.d.comb += fill.eq(Mux(sl_slide, Cat(*[(sl_dist == 0) | (sl_dist[:8] > k) for k in range(n_fill)]), 0))
+        rel = Signal(RING_BITS)
+        m.d.comb += rel.eq(_rotate(m, sl_row.ring, sl_cum_lo, left=False, name="h1_rot"))
+        h1_acc = Signal(RING_BITS)
+        h1_holes = Signal(n_fill)     # received PSNs among the abandoned base, cum excluded
+        h1_base = Signal(9)           # PSNs in the base: psn - 256 - cum
+        m.d.sync += [h1_acc.eq(rel | fill | Const(1, RING_BITS)),
+                     h1_holes.eq(Cat(Const(0, 1), rel[1:n_fill] & fill[1:])),
+                     h1_base.eq(Mux(sl_slide, Mux(sl_dist == 0, P.SACK_BITS, sl_dist[:8]), 0))]
+        # H2: groups of 8: all ones, the prefix-AND inside, the first zero; popcounts of 16
+        n_groups = RING_BITS // 8
+        h2_full = Signal(n_groups)
+        h2_prefix = Signal(RING_BITS)
+        h2_first = [Signal(3, name=f"h2_first{g}") for g in range(n_groups)]
+        h2_pop = [Signal(5, name=f"h2_pop{g}") for g in range(n_fill // 16)]
+        h2_base = Signal(9)
+        for g in range(n_groups):
+            grp = h1_acc[8 * g:8 * g + 8]
+            m.d.sync += [h2_full[g].eq(grp.all()), h2_first[g].eq(_first_zero(grp, 8)[:3]),
+                         *[h2_prefix[8 * g + k].eq(grp[:k + 1].all()) for k in range(8)]]
+        m.d.sync += [*[p.eq(_popcount(h1_holes[16 * i:16 * i + 16])) for i, p in enumerate(h2_pop)],
+                     h2_base.eq(h1_base)]
+        # H3: the first group with a 0 (one-hot) and the run of ones from bit 0
+        h3_first_group = Signal(n_groups)
+        h3_run = Signal(RING_BITS)
+        h3_pop = [Signal(7, name=f"h3_pop{i}") for i in range(len(h2_pop) // 4)]
+        h3_base = Signal(9)
+        # all groups below g full: the full eights of groups below g's eight, then g's own
+        eights = [h2_full[8 * j:8 * j + 8].all() for j in range(n_groups // 8)]
+        before = [Cat(Const(1, 1), *eights[:g // 8], h2_full[8 * (g // 8):g]).all() for g in range(n_groups)]
+        m.d.sync += [*[h3_first_group[g].eq(before[g] & ~h2_full[g]) for g in range(n_groups)],
+                     *[h3_run[8 * g + k].eq(before[g] & h2_prefix[8 * g + k]) for g in range(n_groups)
+                       for k in range(8)],
+                     *[p.eq(_popcount_sum(h2_pop[4 * i:4 * i + 4])) for i, p in enumerate(h3_pop)],
+                     h3_base.eq(h2_base)]
+        # H4: the advance; the bits to clear (the run after cum, in ring positions)
+        h4_advance = Signal(9)
+        h4_clear = Signal(RING_BITS)
+        h4_abandoned = Signal(9)
+        group_index = Cat(*[Cat(*[h3_first_group[g] for g in range(n_groups) if g >> j & 1]).any()
+                            for j in range(6)])
+        inner = Cat(*[Cat(*[h3_first_group[g] & h2_first[g][j] for g in range(n_groups)]).any()
+                      for j in range(3)])
+        m.d.sync += [h4_advance.eq(Cat(inner, group_index)),
+                     h4_clear.eq(_rotate(m, Cat(Const(0, 1), h3_run[1:]), sl_cum_lo, left=True, name="h4_rot")),
+                     h4_abandoned.eq(h3_base - _popcount_sum(h3_pop))]
+        # H5: the new cum and ring
+        new_lo = Signal(10)
+        m.d.comb += new_lo.eq(sl_cum_lo + h4_advance)
+        slow_row = Signal(lay.path_mem)
+        m.d.comb += [slow_row.eq(sl_row), slow_row.cum.eq(Cat(new_lo[:9], Mux(new_lo[9], sl_cum_hi_p1, sl_cum[9:]))),
+                     slow_row.ring.eq(sl_row.ring & ~h4_clear)]
+        slow_write = hold == 1
 
-        placew = Signal(lay.place)
-        m.d.comb += [placew.conn.eq(s2_conn), placew.addr.eq(_address_resolve(s2_addr_limbs)), placew.length.eq(s2_plen),
-                     place_q.w_data.eq(placew), place_q.w_en.eq(accepted & (s2_plen != 0)),
-                     steer_q.w_data.eq(accepted), steer_q.w_en.eq(s2_valid & s2_steer)]
-
-        # -- configuration writes and the path-row write port (MR-RX-060, MR-RX-042)
+        # -- configuration writes and the path-row write port (MR-RX-060, MR-RX-042, MR-RX-013)
         cfg = self.s_cfg.payload
-        cfg_ready = ~ok
+        cfg_ready = advance & ~(s4_valid & ~s4_bad)
         m.d.comb += self.s_cfg.ready.eq(cfg_ready)
         cfg_take = self.s_cfg.valid & cfg_ready
         with m.If(cfg_take & (cfg.table == TABLE_GLOBAL)):
             m.d.sync += [ack_every.eq(cfg.data[0:4]), mtu_log2.eq(cfg.data[4:8])]
+        cfg_path = data.View(lay.path, cfg.data[:lay.path.size])
+        cfg_row = Signal(lay.path_mem)
+        for name, _ in lay.path:
+            if name == "sack":
+                # bit psn mod 512 for the PSNs cum+1 .. cum+256
+                m.d.comb += cfg_row.ring.eq(_rotate(m, Cat(Const(0, 1), cfg_path.sack, Const(0, RING_BITS - 1 - P.SACK_BITS)),
+                                                    cfg_path.cum[:9], left=True, name="cfg_rot"))
+            else:
+                m.d.comb += cfg_row[name].eq(cfg_path[name])
+        rd_addr = Signal(row_bits)
+        m.d.comb += [rd_addr.eq(Mux(holding, s4_carry.row, s3_carry.row)), path_rd.addr.eq(rd_addr)]
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),
             conn_wr.data.eq(cfg.data[:lay.conn.size]),
             key_wr.en.eq(cfg_take & (cfg.table == TABLE_KEY)), key_wr.addr.eq(cfg.addr[:kb]),
             key_wr.data.eq(cfg.data[:lay.key.size]),
-            path_wr.en.eq(ok | (cfg_take & (cfg.table == TABLE_PATH))),
-            path_wr.addr.eq(Mux(ok, s2_row, cfg.addr[:cb + pb])),
-            path_wr.data.eq(Mux(ok, nrow.as_value(), cfg.data[:lay.path.size])),
+            path_wr.en.eq(ok | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
+            path_wr.addr.eq(Mux(slow_write, sl_addr, Mux(ok, s4_carry.row, cfg.addr[:row_bits]))),
+            path_wr.data.eq(Mux(slow_write, slow_row.as_value(), Mux(ok, nrow.as_value(), cfg_row.as_value()))),
         ]
-        m.d.sync += [wb_valid.eq(path_wr.en), wb_addr.eq(path_wr.addr), wb_data.eq(path_wr.data)]
+        m.d.sync += [fwd.eq(path_wr.en & (path_wr.addr == rd_addr)), wb_data.eq(path_wr.data)]
+
+        # -- S5: the outputs into their queues, the counters (MR-RX-030..033, MR-RX-050)
+        s5_carry = Signal(carry)
+        s5_addr = Signal(64)
+        s5_nak, s5_reason, s5_ack_en = Signal(), Signal(8), Signal()
+        s5_cum, s5_ring, s5_ce_count = Signal(24), Signal(RING_BITS), Signal(16)
+        s5_place, s5_steer_en, s5_steer = Signal(), Signal(), Signal()
+        s5_hot, s5_ce, s5_placed, s5_abandoned = Signal(len(RxCode)), Signal(), Signal(16), Signal(9)
+        s5_ack = Signal()
+        with m.If(advance):
+            m.d.sync += [
+                s5_valid.eq(s4_valid), s5_carry.eq(s4_carry), s5_addr.eq(s4_addr),
+                s5_nak.eq(is_nak), s5_reason.eq(Mux(out_nak, NAK_OF[RxCode.PSN_WINDOW], s4_nak_reason)),
+                s5_ack_en.eq(is_nak | send_ack), s5_ack.eq(send_ack),
+                s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup, row.ce, ce_new)),
+                s5_place.eq(accepted & (s4_carry.plen != 0)), s5_steer_en.eq(s4_carry.steer),
+                s5_steer.eq(accepted), s5_hot.eq(Const(1, len(RxCode)) << final),
+                s5_ce.eq(accepted & ce_bit), s5_placed.eq(Mux(accepted, s4_carry.plen, 0)),
+                s5_abandoned.eq(0),
+            ]
+        with m.Elif(slow_write):
+            m.d.sync += [s5_cum.eq(slow_row.cum), s5_ring.eq(slow_row.ring), s5_abandoned.eq(h4_abandoned)]
+        push = s5_valid & advance
+        # the SACK: the ring from cum + 1 (MR-RX-013)
+        s5_sack = _rotate(m, s5_ring, s5_cum[:9], left=False, name="s5_rot")[1:P.SACK_BITS + 1]
+        ackw = Signal(lay.ack)
+        m.d.comb += [ackw.conn.eq(s5_carry.conn), ackw.path.eq(s5_carry.path), ackw.psn.eq(s5_carry.psn),
+                     ackw.sport.eq(s5_carry.sport)]
+        with m.If(s5_nak):
+            m.d.comb += [ackw.nak.eq(1), ackw.reason.eq(s5_reason)]
+        with m.Else():
+            m.d.comb += [ackw.cum.eq(s5_cum), ackw.sack.eq(s5_sack),
+                         ackw.ce_count.eq(s5_ce_count), ackw.ece.eq(s5_ce_count != 0)]
+        m.d.comb += [ack_q.w_en.eq(push & s5_ack_en), ack_q.w_data.eq(ackw)]
+        placew = Signal(lay.place)
+        m.d.comb += [placew.conn.eq(s5_carry.conn), placew.addr.eq(s5_addr), placew.length.eq(s5_carry.plen),
+                     place_q.w_data.eq(placew), place_q.w_en.eq(push & s5_place),
+                     steer_q.w_data.eq(s5_steer), steer_q.w_en.eq(push & s5_steer_en)]
 
         # -- outputs
         m.d.comb += [
@@ -385,49 +574,17 @@ class Rx(wiring.Component):
             steer_q.r_en.eq(pay.valid & pay.ready & pay.payload.last),
         ]
 
-        # -- S3..S5: counters (MR-RX-050). The abandoned holes are a popcount of up to 256
-        # bits: S3 counts groups of 16, S4 sums them, S5 adds every counter's increment.
-        s3_valid = Signal()
-        s3_hot = Signal(len(RxCode))
-        s3_ack = Signal()
-        s3_nak = Signal()
-        s3_ce = Signal()
-        s3_ab_mask = Signal(P.SACK_BITS)
-        s3_ab_shift = Signal(9)
-        s3_placed = Signal(16)
-        final = Mux(s2_bad, s2_code, Mux(outside, RxCode.PSN_WINDOW,
-                                           Mux(dup, RxCode.DUPLICATE, RxCode.ACCEPTED)))
-        m.d.sync += [
-            s3_valid.eq(s2_valid), s3_hot.eq(Const(1, len(RxCode)) << final), s3_ack.eq(send_ack),
-            s3_nak.eq(is_nak), s3_ce.eq(accepted & s2_ce),
-            s3_ab_mask.eq(Mux(accepted & slide, Cat(Const(0, 1), row.sack)[:P.SACK_BITS] & fill[:P.SACK_BITS], 0)),
-            s3_ab_shift.eq(Mux(accepted & slide, shift, 0)),
-            s3_placed.eq(Mux(accepted, s2_plen, 0)),
-        ]
-        groups = P.SACK_BITS // 16
-        s4 = [Signal(5, name=f"s4_pop{i}") for i in range(groups)]
-        s4_valid, s4_hot, s4_ack, s4_nak, s4_ce = (Signal.like(x, name="s4" + x.name[2:]) for x in
-                                                   (s3_valid, s3_hot, s3_ack, s3_nak, s3_ce))
-        s4_shift, s4_placed = Signal.like(s3_ab_shift), Signal.like(s3_placed)
-        m.d.sync += [s4[i].eq(_popcount(s3_ab_mask[16 * i:16 * i + 16])) for i in range(groups)]
-        m.d.sync += [s4_valid.eq(s3_valid), s4_hot.eq(s3_hot), s4_ack.eq(s3_ack), s4_nak.eq(s3_nak),
-                     s4_ce.eq(s3_ce), s4_shift.eq(s3_ab_shift), s4_placed.eq(s3_placed)]
-        s5_valid, s5_hot, s5_ack, s5_nak, s5_ce = (Signal.like(x, name="s5" + x.name[2:]) for x in
-                                                   (s4_valid, s4_hot, s4_ack, s4_nak, s4_ce))
-        s5_ab, s5_placed = Signal(9), Signal.like(s4_placed)
-        m.d.sync += [s5_valid.eq(s4_valid), s5_hot.eq(s4_hot), s5_ack.eq(s4_ack), s5_nak.eq(s4_nak),
-                     s5_ce.eq(s4_ce), s5_ab.eq(s4_shift - _popcount_sum(s4)), s5_placed.eq(s4_placed)]
         # MR-RX-047: no 64-bit carry chain in a counter. A +1 counter counts in 16-bit pieces,
         # a piece counting when every lower piece is all ones (registered flags); a counter with
         # a wide increment adds it into its low piece and hands that add's carry to its upper
         # pieces (a +1 counter) in the next cycle; its read-out adds a carry still pending.
         values = [None] * N_COUNTERS
         for i in range(len(RxCode)):
-            values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, s5_valid & s5_hot[i])[0]
+            values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, push & s5_hot[i])[0]
         for i, inc in ((CTR_ACKS, s5_ack), (CTR_NAKS, s5_nak), (CTR_CE, s5_ce)):
-            values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, s5_valid & inc)[0]
-        for i, inc in ((CTR_ABANDONED, s5_ab), (CTR_PLACED_BYTES, s5_placed)):
-            values[i] = _wide_inc_counter(m, f"ctr{i}", COUNTER_BITS, Mux(s5_valid, inc, 0))
+            values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, push & inc)[0]
+        for i, inc in ((CTR_ABANDONED, s5_abandoned), (CTR_PLACED_BYTES, s5_placed)):
+            values[i] = _wide_inc_counter(m, f"ctr{i}", COUNTER_BITS, Mux(push, inc, 0))
         counters = Array(values)
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, counters[self.reg_addr], 0))
         return m

@@ -10,9 +10,11 @@ Two layers, both built on :mod:`metaroce.models.protocol` and :mod:`metaroce.mod
   ``protocol.rx_classify``/``rx_accept`` (MR-RX-020..031).
 * :class:`RxCycleModel`: the hardware's timing around it (``step(inputs) -> outputs`` once
   per clock, Verilog port names), for the lockstep harness (tb/lockstep.py): a packet taken
-  in cycle t is checked against the connection and key rows as they were before cycle t, its
-  window update sees every path-row write before cycle t+2, its outputs are readable from
-  cycle t+3 and its counters change at the end of cycle t+5 (MR-RX-040..044).
+  in cycle t is checked against the connection and key rows as they were before cycle t (and
+  the MTU of cycle t+1), its window update (S4, cycle t+4 when nothing holds the pipeline)
+  sees every path-row write before it, its outputs are readable from cycle t+6 and its
+  counters change at the end of cycle t+5; a slow window update (a filled gap or a slide)
+  holds the pipeline for :data:`HOLD_CYCLES` more cycles (MR-RX-040..044, MR-RX-048).
 
 The RTL/model contract (port layouts, derived sizes, counter indices) is declared here; the
 RTL (hdl/rx.py) imports it. models/ never imports hdl/.
@@ -33,7 +35,8 @@ from .wire import NakReason, Op
 __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts", "check_params",
            "COUNTER_BITS", "N_COUNTERS", "CTR_ACKS", "CTR_NAKS", "CTR_CE", "CTR_ABANDONED",
            "CTR_PLACED_BYTES", "FIFO_DEPTH", "TABLE_GLOBAL", "TABLE_CONN", "TABLE_KEY",
-           "TABLE_PATH", "ACK_EVERY_RESET", "MTU_LOG2_RESET", "NAK_OF", "DATA_OPS", "COUNT_STAGES",
+           "TABLE_PATH", "ACK_EVERY_RESET", "MTU_LOG2_RESET", "NAK_OF", "DATA_OPS", "CHECK_STAGES",
+           "HOLD_CYCLES", "RING_BITS", "is_slow",
            "payload_layout", "pack", "unpack", "rx_model_256x4"]
 
 
@@ -77,8 +80,15 @@ CTR_ABANDONED = CTR_ACKS + 3
 CTR_PLACED_BYTES = CTR_ACKS + 4
 N_COUNTERS = CTR_PLACED_BYTES + 1
 
-#: MR-RX-040: stages from S2 to the counter update (S3 and S4 count the abandoned holes).
-COUNT_STAGES = 3
+#: MR-RX-040: stages that run the checks of MR-RX-020 (S1..S3) before the window stage S4.
+CHECK_STAGES = 3
+
+#: MR-RX-048: the cycles a slow window update (a filled gap, a slide) holds the pipeline after
+#: its window-stage cycle.
+HOLD_CYCLES = 5
+
+#: MR-RX-013: the path row's SACK ring in the RTL's path table (PSN-indexed, ``psn mod 512``).
+RING_BITS = 2 * P.SACK_BITS
 
 #: MR-RX-041: slots of each output queue (ACK/NAK requests, placement commands, payload steering).
 FIFO_DEPTH = 16
@@ -111,6 +121,7 @@ class Layouts:
     conn: data.StructLayout
     key: data.StructLayout
     path: data.StructLayout
+    path_mem: data.StructLayout
     ack: data.StructLayout
     place: data.StructLayout
     cfg: data.StructLayout
@@ -126,13 +137,16 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024):
     # MR-RX-011: one memory region per row, indexed by the R_Key's low bits.
     key = data.StructLayout({"valid": 1, "rkey": 32, "base": 64, "length": 32, "access": 4})
     path = records.PATH_RX
+    # MR-RX-013: the row as the RTL's path table stores it: the SACK as a PSN-indexed ring.
+    path_mem = data.StructLayout(dict(("ring", RING_BITS) if name == "sack" else (name, f.shape)
+                                      for name, f in path))
     ack = data.StructLayout({"nak": 1, "conn": cb, "path": 8, "psn": P.wire.PSN_BITS,
                              "reason": 8, "cum": P.wire.PSN_BITS, "sack": P.SACK_BITS,
                              "ce_count": 16, "ece": 1, "sport": 16})
     place = data.StructLayout({"conn": cb, "addr": 64, "length": 16})
     row_bits = max(GLOBAL.size, conn.size, key.size, path.size)
     cfg = data.StructLayout({"table": 2, "addr": max(cb + pb, kb), "data": row_bits})
-    return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, ack, place, cfg)
+    return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg)
 
 
 def payload_layout(width):
@@ -372,10 +386,22 @@ OUTPUTS = ("s_meta__ready", "s_payload__ready", "s_cfg__ready", "m_ack__payload"
            "m_place__payload", "m_place__valid", "m_data__payload", "m_data__valid", "reg_data")
 
 
+def is_slow(cum, psn, new_cum):
+    """MR-RX-048: an accepted PSN whose window update is slow: a slide (more than
+    ``SACK_BITS`` ahead of ``cum``) or a filled gap (``cum`` advances by more than one)."""
+    return P.psn_dist(cum, psn) > P.SACK_BITS or P.psn_dist(cum, new_cum) > 1
+
+
 class RxCycleModel:
-    """The RX engine's timing around :class:`RxModel` (MR-RX-040..044): ``step(inputs)`` once
-    per clock with every input port's value (names of :meth:`port_names`), returning every
-    output port's value in the same cycle."""
+    """The RX engine's timing around :class:`RxModel` (MR-RX-040..044, MR-RX-048):
+    ``step(inputs)`` once per clock with every input port's value (names of
+    :meth:`port_names`), returning every output port's value in the same cycle.
+
+    Stages: a record taken in cycle t is in S1 at t+1 (its checks are decided with the
+    connection and key rows read at t and the MTU of this cycle), S2, S3, and S4 (the window
+    stage, :meth:`RxModel.dynamic`) at t+4; S5 pushes its outputs into the queues and counts
+    it at t+5. A slow window update holds S1..S5 and the input for :data:`HOLD_CYCLES`
+    cycles after its S4 cycle."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024):
         if width not in (64, 128, 256, 512):
@@ -386,9 +412,10 @@ class RxCycleModel:
         self.last_bit = width + width // 8
         self.ack_q, self.place_q, self.steer_q = (SyncFifoModel(FIFO_DEPTH) for _ in range(3))
         self.s1 = None          # (meta dict, conn row, key row) taken last cycle
-        self.s2 = None          # _Static
-        self.counting = [None] * COUNT_STAGES   # outcomes on their way to the counters (S3..S5)
-        self.path_write = False  # S2 holds a packet that writes its path row
+        self.checks = [None] * (CHECK_STAGES - 1)   # _Static in S2, S3
+        self.s4 = None          # _Static waiting for the window stage
+        self.s5 = None          # Outcome waiting for its push
+        self.hold = 0           # cycles a slow update still holds the pipeline
         self.reg_data = 0
         self.log = []           # outcomes in order, for tests
 
@@ -397,16 +424,27 @@ class RxCycleModel:
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     def busy(self):
-        return bool(self.s1 or self.s2 or any(self.counting) or self.ack_q.level or self.place_q.level
-                    or self.steer_q.level)
+        return bool(self.s1 or any(self.checks) or self.s4 or self.s5 or self.hold
+                    or self.ack_q.level or self.place_q.level or self.steer_q.level)
+
+    def _window(self, st):
+        """S4: the window stage (:meth:`RxModel.dynamic`); sets the hold of a slow update."""
+        rx = self.rx
+        before = rx.path_row(st.path_row)["cum"] if st.code is None else None
+        o = rx.dynamic(st)
+        self.log.append(o)
+        if o.code == RxCode.ACCEPTED and is_slow(before, st.psn, rx.path[st.path_row]["cum"]):
+            self.hold = HOLD_CYCLES
+        return o
 
     def step(self, inputs):
         g = inputs.get
         rx, lay = self.rx, self.lay
-        inflight = int(self.s1 is not None) + int(self.s2 is not None)
-        meta_ready = int(all(q.level + inflight < FIFO_DEPTH
-                             for q in (self.ack_q, self.place_q, self.steer_q)))
-        cfg_ready = int(not self.path_write)
+        holding = self.hold > 0
+        inflight = sum(x is not None for x in (self.s1, *self.checks, self.s4, self.s5))
+        meta_ready = int(not holding and all(q.level + inflight < FIFO_DEPTH
+                                             for q in (self.ack_q, self.place_q, self.steer_q)))
+        cfg_ready = int(not holding and not (self.s4 is not None and self.s4.code is None))
         have = self.steer_q.level > 0
         head = self.steer_q.head if have else 0
         pay = g("s_payload__payload", 0)
@@ -423,29 +461,30 @@ class RxCycleModel:
         addr = g("reg_addr", 0)
         self.reg_data = rx.counters[addr] if addr < N_COUNTERS else 0
 
-        # S5: counters
-        if self.counting[-1] is not None:
-            rx.count(self.counting[-1])
-        # S2: sequence state, outputs into the queues
-        ack = place = steer = o = None
-        if self.s2 is not None:
-            o = rx.dynamic(self.s2)
-            self.log.append(o)
-            ack = None if o.ack is None else pack(lay.ack, o.ack)
-            place = None if o.place is None else pack(lay.place, o.place)
-            steer = o.steer
-        self.counting = [o] + self.counting[:-1]
-        # S1: the static checks; then the new packet is taken
-        s2 = None
-        if self.s1 is not None:
-            meta, conn, key = self.s1
-            s2 = rx.static(meta, conn, key)
-        self.s2 = s2
-        self.path_write = s2 is not None and s2.code is None
-        self.s1 = None
-        if meta_ready and g("s_meta__valid", 0):
-            meta = meta_fields(g("s_meta__payload", 0))
-            self.s1 = (meta, rx.conn_row(meta), rx.key_row(meta))
+        ack = place = steer = None
+        if holding:
+            self.hold -= 1
+        else:
+            # S5: outputs into the queues, counters
+            o = self.s5
+            if o is not None:
+                ack = None if o.ack is None else pack(lay.ack, o.ack)
+                place = None if o.place is None else pack(lay.place, o.place)
+                steer = o.steer
+                rx.count(o)
+            # S4: the window stage
+            self.s5 = None if self.s4 is None else self._window(self.s4)
+            # S1..S3: the checks (decided with S1's rows and MTU); then the new record is taken
+            self.s4 = self.checks[-1]
+            st = None
+            if self.s1 is not None:
+                meta, conn, key = self.s1
+                st = rx.static(meta, conn, key)
+            self.checks = [st] + self.checks[:-1]
+            self.s1 = None
+            if meta_ready and g("s_meta__valid", 0):
+                meta = meta_fields(g("s_meta__payload", 0))
+                self.s1 = (meta, rx.conn_row(meta), rx.key_row(meta))
         # configuration write
         if cfg_ready and g("s_cfg__valid", 0):
             c = unpack(lay.cfg, g("s_cfg__payload", 0))

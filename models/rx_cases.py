@@ -27,8 +27,9 @@ from .rx import (ACK_EVERY_RESET, CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABL
                  TABLE_PATH, GLOBAL, RxCode, RxCycleModel, RxModel, layouts, pack, payload_layout, unpack)
 from .wire import Op
 
-#: MR-RX-061: cycles without a record taken before a configuration write (the pipeline drains).
-CFG_QUIET = 3
+#: MR-RX-061: cycles in a row with ``s_meta.ready`` high and no record taken before a
+#: configuration write (every record in flight has passed the window stage).
+CFG_QUIET = 4
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,21 @@ def burst_same_path(s: Setup, n=64, plen=0):
     return [s.write(c, path=0, plen=plen, expect=RxCode.ACCEPTED, name=f"burst{i}") for i in range(n)]
 
 
+def burst_slow(s: Setup, n=32, *, kind="slide", plen=0):
+    """MR-RX-048: ``n`` packets of one path back to back, each a slow update: ``slide`` (every
+    PSN 257 ahead of ``cum``: PSN ``cum + 257``, then one more each, so that each slides by one)
+    or ``fill`` (pairs ``cum + 1``, ``cum``: every second packet fills a gap)."""
+    c = s.conns[0]
+    base = c.psn[0]
+    if kind == "slide":
+        ds = [257 + i for i in range(n)]
+    else:
+        ds = [d for i in range(0, n, 2) for d in (i + 1, i)][:n]
+    c.psn[0] = P.psn_add(base, max(ds) + 1)
+    return [s.write(c, path=0, psn=P.psn_add(base, d), plen=plen, expect=RxCode.ACCEPTED,
+                    name=f"{kind}{i}") for i, d in enumerate(ds)]
+
+
 def window_cases(s: Setup, *, op=Op.MR_WRITE, conn=0):
     """MR-RX-024..029: reordering, gaps, duplicates, the slide beyond 256, the 512 limit, behind
     (writes of opcode ``op`` on connection ``s.conns[conn]``)."""
@@ -343,7 +359,8 @@ class Driver(CounterReadout):
     ``m_data``, and ``reg_addr``, cycle by cycle from one seed (MR-RX-002).
 
     ``items``: the setup writes, then cases and mid-traffic writes, in order. A configuration
-    write waits until no record was taken for :data:`CFG_QUIET` cycles, and no record is
+    write waits until ``s_meta.ready`` was high and no record was taken for :data:`CFG_QUIET`
+    cycles in a row, and no record is
     offered until it is taken (MR-RX-061). Payload beats of each case the parser forwards
     follow on ``s_payload`` (``p_idle`` idle cycles there too). Each output ready is low with
     probability ``p_bp`` (or ``p_bp[port]``, a dict by ready signal name). ``quiet_cfg=False`` offers writes at once (lockstep only: the order
@@ -430,7 +447,7 @@ class Driver(CounterReadout):
         res = self.res
         if self._readout_observe(out):
             return
-        self.since_take += 1
+        self.since_take = self.since_take + 1 if out["s_meta__ready"] else 0
         if self.presenting is not None:
             kind, it = self.presenting
             if kind == "cfg" and out["s_cfg__ready"]:

@@ -258,8 +258,13 @@ async def rx_bench(dut):
     n = int(os.environ.get("RX_BENCH_PACKETS", "256"))
     rows = []
     first = True
-    for size in [int(x) for x in os.environ.get("RX_BENCH_SIZES", "0,64,256").split(",")]:
-        burst = rc.burst_same_path(s, n, plen=size)
+    runs = [("in_order", int(x)) for x in os.environ.get("RX_BENCH_SIZES", "0,64,256").split(",")]
+    runs += [("slide", 0), ("fill", 0)]        # slow updates (MR-RX-048)
+    for pattern, size in runs:
+        if pattern == "in_order":
+            burst = rc.burst_same_path(s, n, plen=size)
+        else:
+            burst = rc.burst_slow(s, n, kind=pattern, plen=size)
         items = (s.writes if first else []) + burst
         first = False
         drv = rc.Driver(width, items, s.lay.cfg, seed=2, p_idle=0.0, p_bp=0.0, poll_regs=False)
@@ -270,7 +275,8 @@ async def rx_bench(dut):
         for c, t in zip(burst, taken[-len(burst):]):
             by_psn[unpack_meta(c.meta)["bth"]["psn"]] = t
         lat = [cyc - by_psn[unpack(s.lay.ack, a)["psn"]] for a, cyc in zip(res["ack"], res["ack_cycles"])]
-        rows.append({"width": width, "connections": conns, "paths": paths, "pkt_bytes": size,
+        rows.append({"width": width, "connections": conns, "paths": paths, "pattern": pattern,
+                     "pkt_bytes": size,
                      "same_path_burst": n,
                      "packets_per_cycle": round(n / (taken[-1] - taken[-n] + 1), 4),
                      "beats_per_cycle": round(len(pay) / (pay[-1] - pay[0] + 1), 4) if pay else None,

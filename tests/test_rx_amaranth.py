@@ -68,6 +68,19 @@ def test_same_path_burst_one_per_cycle(width):
     assert res["counters"][RxCode.ACCEPTED] == 96
 
 
+@pytest.mark.parametrize("kind", ["slide", "fill"])
+def test_slow_updates(kind):
+    """MR-RX-048, MR-RX-013: back-to-back slides and filled gaps on one path (the hold of a slow
+    update, the next record's read after its write), then rows with random SACKs written through
+    s_cfg (stored as the ring) and the runs, fills and slides of the toggle stimulus."""
+    s = rc.Setup(*SMALL, seed=16, ack_every=1)
+    cases = rc.burst_slow(s, 20, kind=kind, plen=5)
+    if kind == "fill":
+        cases += rc.toggle_cases(s)
+    res = run_lockstep(64, s, cases, seed=9, p_idle=0.1, p_bp=0.2)
+    assert res["counters"][RxCode.ACCEPTED] >= 20
+
+
 @pytest.mark.parametrize("width,shape", [(64, "both"), (512, "bp"), (128, "idle")])
 def test_window_and_bad_inputs(width, shape):
     """MR-RX-020..033, MR-RX-050: reordering, gaps, slides beyond 256, PSNs beyond 512,

@@ -137,7 +137,7 @@ def test_cycle_model_matches_packet_model(shape):
 
 
 def test_latency_and_credits():
-    """MR-RX-040, MR-RX-041, MR-RX-043: an ACK is readable 3 cycles after its record is taken;
+    """MR-RX-040, MR-RX-041, MR-RX-043: an ACK is readable 6 cycles after its record is taken;
     with the ACK output stalled, s_meta.ready falls once 16 requests are queued or in flight."""
     s = rc.Setup(*SMALL, seed=13, ack_every=1)
     m = RxCycleModel(64, *SMALL)
@@ -161,7 +161,7 @@ def test_latency_and_credits():
             i += 1
         if out["m_ack__valid"] and first_valid is None:
             first_valid = cycle
-    assert first_valid == taken[0] + 3
+    assert first_valid == taken[0] + 6
     assert len(taken) == 16 and taken == list(range(16))
 
 
@@ -238,3 +238,25 @@ def test_model_on_endpoint_traffic_sweep(seed):
     exp = rc.expected(s.writes + tr.cases, *SMALL)
     assert rc.requests(s, exp["ack"]) == tr.acks
     assert rc.memory_image(s, exp["place"], exp["data"]) == tr.memory
+
+
+@pytest.mark.parametrize("kind", ["slide", "fill"])
+def test_slow_update_holds(kind):
+    """MR-RX-048, MR-RX-043: a slide or a filled gap holds the pipeline for HOLD_CYCLES cycles
+    after its window stage: with every packet sliding, ACKs (ack_every 1) leave one per
+    HOLD_CYCLES + 1 cycles; with every second packet filling a gap, two per HOLD_CYCLES + 2.
+    is_slow tells the slow updates from the fast ones."""
+    from metaroce.models.rx import HOLD_CYCLES, is_slow
+    assert is_slow(10, 10 + 257, 11) and is_slow(10, 10, 12)
+    assert not is_slow(10, 10 + 256, 10) and not is_slow(10, 10, 11)
+    s = rc.Setup(*SMALL, seed=15, ack_every=1)
+    cases = rc.burst_slow(s, 24, kind=kind)
+    res = rc.run_model(64, s, cases, seed=1, p_idle=0.0, p_bp=0.0)
+    cyc = res["ack_cycles"][4:]
+    gaps = [b - a for a, b in zip(cyc, cyc[1:])]
+    if kind == "slide":
+        assert gaps == [HOLD_CYCLES + 1] * len(gaps)
+        assert res["counters"][CTR_ABANDONED] == 24      # one hole (cum itself) per slide
+    else:
+        assert sorted(set(gaps)) == [1, HOLD_CYCLES + 1]
+    assert res["counters"][RxCode.ACCEPTED] == 24
