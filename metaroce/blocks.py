@@ -125,6 +125,16 @@ BLOCKS: dict[str, Block] = {
              "with IPv4 checksum and ICRC (docs/spec/hw-tx-frame.md)",
         shares={"icrc": r"icrc"},
     ),
+    # The scheduler has no data path: ``width`` is the engine's and changes nothing (MR-TXS-001).
+    "tx_sched": Block(
+        name="tx_sched",
+        component="metaroce.hdl.tx_sched:tx_sched_small",
+        model="metaroce.models.tx_sched:tx_sched_model_small",
+        tb="metaroce.tb.tx_sched",
+        help="TX scheduler (first slice), small instance: 2 connections x 2 streams x 4 paths; "
+             "work requests, round robin, resends first, chunking, PSNs, path windows "
+             "(docs/spec/hw-tx-sched.md)",
+    ),
 }
 
 

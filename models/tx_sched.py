@@ -113,7 +113,7 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
 
 
 class TxSchedModel:
-    """The scheduler's semantics, one event per call (MR-TXS-010..026)."""
+    """The scheduler's semantics, one event per call (MR-TXS-010..014, MR-TXS-020..026)."""
 
     def __init__(self, conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
                  depth=SMALL["depth"], *, chunk_window=SMALL["chunk_window"], mtu=SMALL["mtu"],

@@ -250,7 +250,8 @@ def check(sem, items, res):
         if fr["mrdh_flags"] & MrdhFlag.RETX:
             assert chunk in sent_chunks[mk], "a resend of a chunk sent before"
         else:
-            assert chunk == len(sent_chunks[mk]), "new chunks in order (MR-ENG-012)"
+            assert chunk == len(set(sent_chunks[mk])), "new chunks in order (MR-ENG-012)"
+            assert chunk not in sent_chunks[mk]
         sent_chunks[mk].append(chunk)
     for kind, r in reports:
         if kind == "resend":
