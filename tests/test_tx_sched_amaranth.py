@@ -49,26 +49,26 @@ def test_bad_parameters():
         TxSched(100)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_lockstep_random(seed):
     """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030/031, MR-TXS-050: random work requests with bad ones, lossy
     delivery (gap losses and timeouts reported by the retransmit unit's semantics), idle cycles
     and backpressure: 0 mismatches; every work request completes once, in order per stream; every
     chunk sent, resent only after a lost report."""
     model = TxSchedModel(**SMALL)
-    items = tc.traffic(model, 60, seed=seed)
+    items = tc.traffic(model, 40, seed=seed)
     res = run_lockstep(items, seed=seed, p_idle=0.2, p_bp=0.4)
     assert res["retransmits"] and any(c["status"] for c in res["cqe"])
 
 
 def test_lockstep_other_instance():
-    """MR-TXS-001, MR-TXS-050: 4 connections x 4 streams x 2 paths, 2 messages per stream, a small
+    """MR-TXS-001, MR-TXS-050: 2 connections x 4 streams x 2 paths, 2 messages per stream, a small
     chunk window and small windows (the path and connection windows bind)."""
-    params = dict(conns=4, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+    params = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
                   conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
-    items = tc.traffic(TxSchedModel(**params), 40, seed=3, max_len=2000)
+    items = tc.traffic(TxSchedModel(**params), 30, seed=3, max_len=2000)
     res = run_lockstep(items, params=params, seed=3, p_idle=0.1, p_bp=0.3)
-    assert len(res["frames"]) > 40
+    assert len(res["frames"]) > 30 and res["retransmits"]
 
 
 def test_joins_the_retransmit_unit_and_the_frame_builder():
