@@ -28,8 +28,11 @@ def run_lockstep(items, *, params=SMALL, seed=0, **kw):
     return dict(drv.res, compared=core.cycle, **summary)
 
 
+@pytest.mark.slow
 def test_verilog_port_names():
-    """MR-TXS-002: the Verilog ports are exactly the model's ports plus clk and rst."""
+    """MR-TXS-002: the Verilog ports are exactly the model's ports plus clk and rst. (Slow: the
+    conversion takes minutes on a loaded machine; the Verilator lockstep of
+    test_tx_sched_rtl.py drives and reads every one of these ports in the default run.)"""
     v = verilog.convert(tx_sched_small(), name="tx_sched")
     top = v[v.index("module tx_sched("):]
     top = top[:top.index("endmodule")]
