@@ -288,7 +288,7 @@ class TxSched(wiring.Component):
                  | Mux(g_resend, int(MrdhFlag.RETX), 0))
         frame = Signal(lay.frame)
         m.d.comb += [
-            frame.conn.eq(pick), frame.laddr.eq(desc.laddr + g_off),
+            frame.conn.eq(pick), frame.laddr.eq(desc.laddr),
             frame.bth_opcode.eq(Mux(desc.imm_op, int(Op.MR_WRITE_IMM), int(Op.MR_WRITE))),
             frame.bth_ack_req.eq(req), frame.bth_psn.eq(psn), frame.mrdh_flags.eq(flags),
             frame.mrdh_path.eq(g_path), frame.mrdh_stream.eq(g_s), frame.mrdh_msg.eq(desc.msg),

@@ -332,7 +332,7 @@ class TxSchedModel:
         flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= e["length"] else 0)
                  | (MrdhFlag.RETX if kind == "resend" else 0))
         slot = s * self.depth + i
-        frame = {"conn": c, "laddr": (e["laddr"] + off) & ((1 << 64) - 1),
+        frame = {"conn": c, "laddr": e["laddr"],
                  "bth_opcode": _WIRE_OP[e["op"]], "bth_ack_req": int(req), "bth_psn": psn,
                  "mrdh_flags": int(flags), "mrdh_path": p, "mrdh_stream": s, "mrdh_msg": e["msg"],
                  "mrdh_offset": off, "mrdh_msg_len": e["length"], "reth_va": e["va"],
