@@ -19,7 +19,8 @@ Structure (MR-TX-030..036): one path-table pipeline (take, S1 read-modify-write 
 forwarding, S2 bitmap) handles one ACK or one sent packet per cycle; an ACK moves the path's
 floor at once and leaves a walk job; the walker resolves the job's records from the path's
 head at one record per cycle, freeing each into the free list. No two adds are in series
-on a path (MR-TX-037: the SACK encoder in the take cycle, carry-save steps) and the
+on a path (MR-TX-037: the SACK encoder in the take cycle, carry-save steps), carries and sign
+bits are comparisons and S1's terms are computed on both candidate rows (MR-TX-038), and the
 counters count one cycle after their events (MR-TX-040).
 
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
@@ -68,6 +69,51 @@ def _sub(m, a, b, width, name):
     b = Value.cast(b)
     b = b[:width] if len(b) >= width else Cat(b, Const(0, width - len(b)))
     return _add(m, a, ~b, width, name, 1)
+
+
+def _fit(v, width):
+    v = Value.cast(v)
+    return v[:width] if len(v) >= width else Cat(v, Const(0, width - len(v)))
+
+
+def _carry(a, b, width, carry_in=0):
+    """The carry out of ``a + b + carry_in`` on ``width`` bits, as a comparison (MR-TX-038:
+    ``a > ~b``, or ``a >= ~b`` with a carry in), which the generic flow maps to a shallow tree."""
+    a, nb = _fit(a, width), ~_fit(b, width)
+    if isinstance(carry_in, int):
+        return (a >= nb) if carry_in else (a > nb)
+    return Mux(carry_in, a >= nb, a > nb)
+
+
+def _sum_bit(a, b, k, carry_in=0):
+    """Bit ``k`` of ``a + b + carry_in`` without the sum's carry chain (MR-TX-038)."""
+    a, b = Value.cast(a), Value.cast(b)
+    below = _carry(a[:k], b[:k], k, carry_in) if k else carry_in
+    return a[k] ^ b[k] ^ below
+
+
+def _sum_is(a, b, k, width, carry_in=0):
+    """``a + b + carry_in == k`` modulo ``2**width`` without a carry chain (MR-TX-038): bit i
+    of ``a ^ b ^ k`` is the carry into bit i that gives ``k_i``, and bit i - 1 gives that
+    carry exactly when it is ``a & b | (a | b) & ~k`` there."""
+    a, b, k = _fit(a, width), _fit(b, width), _fit(k, width)
+    gives = (a & b) | ((a | b) & ~k)
+    return (a ^ b ^ k) == Cat(carry_in, gives[:width - 1])
+
+
+def _add_select(m, a, b, width, name, piece=8):
+    """``(a + b) mod 2**width`` by carry-select (MR-TX-038): each ``piece``-bit part summed
+    with and without a carry in, the carry into it a comparison of the bits below."""
+    a, b = _fit(a, width), _fit(b, width)
+    parts = []
+    for lo in range(0, width, piece):
+        hi = min(lo + piece, width)
+        plain, plus = a[lo:hi] + b[lo:hi], a[lo:hi] + b[lo:hi] + 1
+        parts.append(Mux(_carry(a[:lo], b[:lo], lo), plus, plain)[:hi - lo] if lo
+                     else plain[:hi - lo])
+    out = Signal(width, name=name)
+    m.d.comb += out.eq(Cat(*parts))
+    return out
 
 
 def _csa(x, y, z):
@@ -135,12 +181,12 @@ class Retransmit(wiring.Component):
         rearm_lay = data.StructLayout({"row": rb, "psn": psn_bits, "t": records.TIME_BITS})
         m.submodules.rearm_q = rearm_q = fifo.SyncFIFO(width=rearm_lay.size, depth=REARM_DEPTH)
 
-        # MR-TX-040: the increments are registered, then counted in 16-bit pieces (no carry
+        # MR-TX-040: the increments are registered, then counted in 8-bit pieces (no carry
         # longer than a piece), so an event lands in its counter one cycle later
         inc = {n: Signal(name=f"inc_{n}") for n in CTR}
         inc_late = {n: Signal(name=f"inc_late_{n}") for n in CTR}
         m.d.sync += [inc_late[n].eq(inc[n]) for n in CTR]
-        counters = [_wide_counter(m, f"ctr_{n}", COUNTER_BITS, inc_late[n]) for n in CTR]
+        counters = [_wide_counter(m, f"ctr_{n}", COUNTER_BITS, inc_late[n], chunk=8) for n in CTR]
 
         # -- the free list (MR-TX-031): a ring of free pool indices, full at reset
         free_rd_ptr = Signal(pw)
@@ -148,9 +194,17 @@ class Retransmit(wiring.Component):
         free_level = Signal(pw + 1, init=lay.pool)
         free_pop = Signal()
         free_push = Signal()
-        m.d.comb += free_rd.addr.eq(free_rd_ptr + free_pop)
-        m.d.sync += [free_rd_ptr.eq(free_rd_ptr + free_pop), free_wr_ptr.eq(free_wr_ptr + free_push),
-                     free_level.eq(free_level + free_push - free_pop)]
+        # MR-TX-038: the pointers and the level select among neighbours computed from registers
+        free_rd_next, free_wr_next = Signal(pw), Signal(pw)
+        level_up, level_down = Signal(pw + 1), Signal(pw + 1)
+        m.d.comb += [free_rd_next.eq(free_rd_ptr + 1), free_wr_next.eq(free_wr_ptr + 1),
+                     level_up.eq(free_level + 1), level_down.eq(free_level - 1)]
+        rd_ptr_new = Mux(free_pop, free_rd_next, free_rd_ptr)
+        m.d.comb += free_rd.addr.eq(rd_ptr_new)
+        m.d.sync += [free_rd_ptr.eq(rd_ptr_new),
+                     free_wr_ptr.eq(Mux(free_push, free_wr_next, free_wr_ptr)),
+                     free_level.eq(Mux(free_push == free_pop, free_level,
+                                       Mux(free_push, level_up, level_down)))]
         m.d.comb += [free_wr.en.eq(free_push), free_wr.addr.eq(free_wr_ptr)]
         free_head = free_rd.data
 
@@ -169,6 +223,7 @@ class Retransmit(wiring.Component):
         w_cursor = Signal(pw)
         tbits = records.TIME_BITS - self.slot_log2
         ct = Signal(tbits)
+        ct_far = Signal(tbits, init=WHEEL_SLOTS - 1)    # ct + 63, kept beside ct (MR-TX-038)
         # the slots' list heads and tails: small memories read without a clock (LUT RAM)
         m.submodules.slot_head_mem = slot_head_mem = memory.Memory(shape=rb, depth=WHEEL_SLOTS, init=[])
         m.submodules.slot_tail_mem = slot_tail_mem = memory.Memory(shape=rb, depth=WHEEL_SLOTS, init=[])
@@ -182,27 +237,34 @@ class Retransmit(wiring.Component):
         cur = ct[:(WHEEL_SLOTS - 1).bit_length()]
         m.d.comb += [sh_rd.addr.eq(cur), st_rd_cur.addr.eq(cur)]
         cur_head = sh_rd.data
-        wdist, _ = _sub(m, now[self.slot_log2:], ct, tbits, "wdist")
-        wheel_due = (wdist != 0) & ~wdist[tbits - 1]
+        # now's slot is ahead of ct: a difference not zero, its sign bit clear (MR-TX-038)
+        now_slot = now[self.slot_log2:]
+        wheel_due = (now_slot != ct) & ~_sum_bit(now_slot, ~ct, tbits - 1, 1)
 
         # -- stage 0: take an ACK, the walker's rearm, the wheel's check, a sent packet (MR-TX-033)
         s1_valid = Signal()
         s1_kind = Signal(2)             # 0 sent, 1 ack, 2 rearm, 3 check
         s2_valid = Signal()
-        inflight = s1_valid + s2_valid
-        job_ok = (job_q.level + inflight) < JOB_DEPTH
-        ins_ok = (ins_q.level + inflight) < INS_DEPTH
-        err_ok = (error_q.level + inflight) < OUT_DEPTH
+        # level + in flight < depth, as comparisons with constants (MR-TX-038)
+        def room(level, depth):
+            return Mux(s1_valid & s2_valid, level < depth - 2,
+                       Mux(s1_valid | s2_valid, level < depth - 1, level < depth))
+        job_ok = room(job_q.level, JOB_DEPTH)
+        ins_ok = room(ins_q.level, INS_DEPTH)
+        err_ok = room(error_q.level, OUT_DEPTH)
         credit = job_ok & ins_ok & err_ok
         m.d.comb += self.s_ack.ready.eq(credit)
         ack_take = self.s_ack.valid & credit
         rearm_req = rearm_q.r_rdy & ins_ok
         rearm_take = rearm_req & ~ack_take
-        check_req = ~pop_phase & ~ins_q.r_rdy & wheel_due & slot_valid.bit_select(cur, 1)
+        ins_r_valid = Signal()          # the insert register behind the queue (MR-TX-060)
+        check_req = (~pop_phase & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
+                     & slot_valid.bit_select(cur, 1))
         check_take = check_req & credit & ~ack_take & ~rearm_req
         m.d.comb += [
             self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rearm_req & ~check_req
-                                 & (free_level > (s1_valid & (s1_kind == 0)))),
+                                 & Mux(s1_valid & (s1_kind == 0), free_level > 1,
+                                       free_level != 0)),
             rearm_q.r_en.eq(rearm_take),
         ]
         qrearm = data.View(rearm_lay, rearm_q.r_data)
@@ -252,16 +314,26 @@ class Retransmit(wiring.Component):
         m.d.sync += s1_same.eq(s1_valid & (path_rd.addr == s1_row))
         fwd = wb_valid & s1_same
         row = data.View(lay.path, Mux(fwd, wb_data, path_rd.data))
+        # MR-TX-038: row-dependent terms on the memory row and on the previous write in
+        # parallel, selected by the registered forward flag
+        mem_row, wb_row = data.View(lay.path, path_rd.data), data.View(lay.path, wb_data)
+
+        def both(term):
+            return Mux(fwd, term(wb_row), term(mem_row))
         nrow = Signal(lay.path)
         m.d.comb += nrow.eq(row)
         row_write = Signal()
         # floor <= lost_upto <= next_psn <= floor + 256 (MR-TX-020, MR-TX-052): these distances
         # fit in 9 bits
         dist_bits = (P.SEND_WINDOW).bit_length()
-        avail, _ = _sub(m, row.next_psn, row.floor, dist_bits, "avail")
-        lost_dist, _ = _sub(m, row.lost_upto, row.floor, dist_bits, "lost_dist")
-        live_n, _ = _sub(m, row.next_psn, row.lost_upto, dist_bits, "live_n")
-        empty = row.floor == row.next_psn
+        def dist(hi, lo, name):
+            out = Signal(dist_bits, name=name)
+            m.d.comb += out.eq(both(lambda r: (r[hi][:dist_bits] - r[lo][:dist_bits])[:dist_bits]))
+            return out
+        lost_dist = dist("lost_upto", "floor", "lost_dist")
+        live_n = dist("next_psn", "lost_upto", "live_n")
+        empty = both(lambda r: r.floor == r.next_psn)
+        no_live = both(lambda r: r.lost_upto == r.next_psn)
         is_sent = s1_valid & (s1_kind == 0)
         is_ack = s1_valid & (s1_kind == 1)
         is_rearm = s1_valid & (s1_kind == 2)
@@ -269,17 +341,25 @@ class Retransmit(wiring.Component):
 
         # the deadline of a timer (MR-TX-061) from the row's t_live and backoff, and of the new row
         tb = records.TIME_BITS
-        rto_of = Array(Const((self.rto_ns << k) % (1 << tb), tb) for k in range(8))
 
-        def deadline_of(t_live, backoff, name):
-            return _add(m, t_live, rto_of[backoff], tb, name)[0]
+        def rto_now(r):
+            # the row's rto x 2^backoff from its rto_x (MR-TX-038): xor with a constant
+            return r.rto_x ^ Const(self.rto_ns, tb)
+
+        # the row's rto_x after a timeout, from its backoff (a table of constants)
+        rto_x_next = Array(Const(((self.rto_ns << min(k + 1, BACKOFF_MAX_LOG2)) ^ self.rto_ns)
+                                 % (1 << tb), tb) for k in range(8))
+
+        def deadline_of(t_live, rto_x, name):
+            return _add_select(m, t_live, rto_x ^ Const(self.rto_ns, tb), tb, name)
 
         s2_kind = Signal(2)
         s2_row = Signal(rb)
         s2_conn = Signal(cb)
         s2_path = Signal(8)
         s2_n = Signal(9)
-        s2_skip = Signal(9)
+        s2_lost_dist = Signal(9)
+        s2_moved = Signal()             # skip the lost prefix only, not n (MR-TX-052)
         s2_dc = Signal(range(-P.SACK_BITS, P.SACK_BITS + 1))
         s2_sack = Signal(P.SACK_BITS)
         s2_amt = Signal(10)             # 256 - dc: the SACK's shift in S2
@@ -300,13 +380,15 @@ class Retransmit(wiring.Component):
                 m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
 
         s2_t_live = Signal(records.TIME_BITS)
-        s2_backoff = Signal(3)
-        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_backoff.eq(nrow.backoff)]
-        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_backoff, "ins_deadline"))  # S2
+        s2_rto_x = Signal(tb)
+        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x)]
+        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_rto_x, "ins_deadline"))  # S2
 
         # sent (MR-TX-020, MR-TX-052)
-        sent_ok = ((s1_sent.psn == row.next_psn) & (s1_sent.path < lay.paths)
-                   & (avail < P.SEND_WINDOW))
+        # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
+        sent_ok = both(lambda r: (s1_sent.psn == r.next_psn)
+                       & ~_sum_bit(r.next_psn, ~r.floor, dist_bits - 1, 1)) \
+            & (s1_sent.path < lay.paths)
         record = Signal(lay.rec)
         m.d.comb += [record.slot.eq(s1_sent.slot), record.chunk.eq(s1_sent.chunk),
                      record.t_sent.eq(s1_sent.t_sent), record.nbytes.eq(s1_sent.nbytes),
@@ -320,8 +402,7 @@ class Retransmit(wiring.Component):
                              nrow.next_psn.eq(row.next_psn + 1), nrow.tail.eq(free_head)]
                 with m.If(empty):
                     m.d.comb += push_job.eq(1)
-                    m.d.sync += [s2_kind.eq(JOB_RESTART), s2_ptr.eq(free_head)]
-                with m.If(row.lost_upto == row.next_psn):
+                with m.If(no_live):
                     m.d.comb += nrow.t_live.eq(s1_sent.t_sent)
                     arm()
             with m.Else():
@@ -331,18 +412,47 @@ class Retransmit(wiring.Component):
         # n24 = cum + e - floor (mod 2^24) by a carry-save step and one add; the new
         # floor cum + e does not depend on the row
         cum = s1_ack.cum
-        cmf, _ = _sub(m, cum, row.floor, psn_bits, "cum_floor")      # dc = cum - floor
-        fmc, _ = _sub(m, row.floor, cum, 10, "floor_cum")
-        csum, ccarry = _csa(cum, Cat(s1_e, Const(0, psn_bits - len(s1_e))), ~row.floor)
-        n24, _ = _add(m, csum, Cat(Const(0, 1), ccarry[:psn_bits - 1]), psn_bits, "n24",
-                             carry_in=1)
-        new_floor, _ = _add(m, cum, s1_e, psn_bits, "new_floor")
-        stale = (n24 == 0) | (cmf[psn_bits - 1] & n24[psn_bits - 1])           # n <= 0
-        n = n24[:dist_bits]
-        _, fits = _sub(m, avail, n, dist_bits, "fits")                 # n <= avail
-        over = n24[dist_bits:].any() | ~fits
-        _, within_lost = _sub(m, lost_dist, n, dist_bits, "within_lost")
-        moved = ~within_lost                # n > lost_dist: the oldest live record is resolved
+        e24 = Cat(s1_e, Const(0, psn_bits - len(s1_e)))
+        # the new floor cum + e does not depend on the row: a 9-bit add and the high part
+        # selected by its carry (MR-TX-038)
+        floor_low = Signal(dist_bits + 1)
+        floor_high_inc = Signal(psn_bits - dist_bits)
+        m.d.comb += [floor_low.eq(cum[:dist_bits] + s1_e),
+                     floor_high_inc.eq(cum[dist_bits:] + 1)]
+        new_floor = Signal(psn_bits)
+        m.d.comb += new_floor.eq(Cat(floor_low[:dist_bits],
+                                     Mux(floor_low[dist_bits], floor_high_inc, cum[dist_bits:])))
+
+        def ack_terms(r):
+            """(stale, over, moved, n, cum - floor, floor - cum) for row ``r``: n24 = cum + e
+            - floor as one carry-save step; its tests carry-free (MR-TX-037, MR-TX-038)."""
+            x, y = _csa(cum, e24, ~r.floor)
+            y = Cat(Const(0, 1), y[:psn_bits - 1])
+            n = (x[:dist_bits] + y[:dist_bits] + 1)[:dist_bits]
+            low_carry = _carry(x[:dist_bits], y[:dist_bits], dist_bits, 1)
+            high_zero = _sum_is(x[dist_bits:], y[dist_bits:], 0, psn_bits - dist_bits, low_carry)
+            n_zero = _sum_is(x, y, 0, psn_bits, 1)
+            n_neg = _sum_bit(x, y, psn_bits - 1, 1)
+            cmf_neg = _sum_bit(cum, ~r.floor, psn_bits - 1, 1)
+            stale = n_zero | (cmf_neg & n_neg)                      # n <= 0
+
+            def behind(psn):
+                # psn - (cum + e) < 0: as n <= 256 once not stale, its sign bit
+                a, b = _csa(psn, ~cum, ~e24)
+                return _sum_bit(a, Cat(Const(1, 1), b[:psn_bits - 1]), psn_bits - 1, 1)
+            over = ~high_zero | behind(r.next_psn)                  # n > next_psn - floor
+            moved = behind(r.lost_upto)                             # n > lost_upto - floor
+            a, b = _csa(r.next_psn, ~cum, ~e24)
+            to_next = ~_sum_is(a, Cat(Const(1, 1), b[:psn_bits - 1]), 0, psn_bits, 1)
+            return Cat(stale, over, moved, to_next, n, (cum[:10] - r.floor[:10])[:10],
+                       (r.floor[:10] - cum[:10])[:10])
+
+        terms = Signal(4 + dist_bits + 20)
+        m.d.comb += terms.eq(both(ack_terms))
+        stale, over, moved, to_next = terms[0], terms[1], terms[2], terms[3]
+        n = terms[4:4 + dist_bits]
+        cmf = terms[4 + dist_bits:14 + dist_bits]
+        fmc = terms[14 + dist_bits:]
         with m.If(is_ack):
             with m.If(s1_ack.nak):
                 m.d.comb += inc["naks"].eq(1)
@@ -352,15 +462,11 @@ class Retransmit(wiring.Component):
                 m.d.comb += inc["acks_stale"].eq(1)
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
-                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.consec.eq(0)]
-                m.d.sync += [s2_kind.eq(JOB_WALK), s2_n.eq(n), s2_dc.eq(cmf[:10]),
-                             s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
-                             s2_sack.eq(s1_ack.sack), s2_rearm_psn.eq(new_floor),
-                             s2_skip.eq(Mux(moved, lost_dist, n)), s2_rearm.eq(0)]
+                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(0),
+                             nrow.consec.eq(0)]
                 with m.If(moved):
                     m.d.comb += [nrow.lost_upto.eq(new_floor), nrow.timer_on.eq(0),
-                                 nrow.rearm_wait.eq(n != avail)]
-                    m.d.sync += s2_rearm.eq(n != avail)
+                                 nrow.rearm_wait.eq(to_next)]
 
         # rearm (MR-TX-052): the new oldest live record's send time
         with m.If(is_rearm & row.rearm_wait & (row.lost_upto == s1_rearm_psn)
@@ -372,9 +478,10 @@ class Retransmit(wiring.Component):
         consec = Signal(4)
         m.d.comb += consec.eq(Mux(row.consec == CONSEC_MAX, CONSEC_MAX, row.consec + 1))
         # due: now - t_live - rto x 2^backoff >= 0 (modulo 2^32), a carry-save step and one add
-        dsum, dcarry = _csa(now, ~row.t_live, ~rto_of[row.backoff])
-        slack, _ = _add(m, dsum, Cat(Const(1, 1), dcarry[:tb - 1]), tb, "slack", carry_in=1)
-        due = ~slack[tb - 1]
+        def due_of(r):
+            dsum, dcarry = _csa(now, ~r.t_live, ~rto_now(r))
+            return ~_sum_bit(dsum, Cat(Const(1, 1), dcarry[:tb - 1]), tb - 1, 1)
+        due = both(due_of)
         with m.If(is_check):
             m.d.comb += [row_write.eq(1), nrow.listed.eq(0)]
             with m.If(row.timer_on & due):
@@ -382,13 +489,22 @@ class Retransmit(wiring.Component):
                              nrow.lost_upto.eq(row.next_psn), nrow.timer_on.eq(0),
                              nrow.consec.eq(consec),
                              nrow.backoff.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, BACKOFF_MAX_LOG2,
-                                                 row.backoff + 1))]
-                m.d.sync += [s2_kind.eq(JOB_EXPIRE), s2_n.eq(live_n), s2_skip.eq(lost_dist)]
+                                                 row.backoff + 1)),
+                             nrow.rto_x.eq(rto_x_next[row.backoff])]
                 with m.If(consec == self.retry_limit + 1):
                     m.d.comb += [inc["errors"].eq(1), push_err.eq(1)]
             with m.Elif(row.timer_on):
                 m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
 
+        # the job's fields are registered whatever the decision (only a pushed job reads
+        # them), so the decision is not in front of them (MR-TX-038)
+        m.d.sync += [s2_kind.eq(Mux(s1_kind == 0, JOB_RESTART,
+                                    Mux(s1_kind == 1, JOB_WALK, JOB_EXPIRE))),
+                     s2_ptr.eq(free_head), s2_n.eq(Mux(s1_kind == 1, n, live_n)),
+                     s2_dc.eq(cmf), s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
+                     s2_sack.eq(s1_ack.sack), s2_rearm_psn.eq(new_floor),
+                     s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
+                     s2_rearm.eq(moved & to_next)]
         m.d.sync += [s2_valid.eq(push_job | push_ins | push_err), s2_job.eq(push_job),
                      s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
@@ -402,7 +518,7 @@ class Retransmit(wiring.Component):
         below_cum = Mux(~s2_dc[9] & s2_dc.any(), _low_mask(s2_dc.as_unsigned()[:9], P.SACK_BITS), 0)
         job = Signal(lay.job)
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
-                     job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(s2_skip), job.ptr.eq(s2_ptr),
+                     job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
                      job.rearm.eq(s2_rearm), job.rearm_psn.eq(s2_rearm_psn),
                      job.acked.eq(Mux(s2_kind == JOB_WALK,
                                       (shifted | below_cum) & _low_mask(s2_n, P.SACK_BITS), 0))]
@@ -496,31 +612,54 @@ class Retransmit(wiring.Component):
                                 m.d.sync += w_state.eq(0)
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
-        qins = data.View(lay.insert, ins_q.r_data)
-        ds, _ = _sub(m, qins.deadline[self.slot_log2:], ct, tbits, "ds")
+        # the wheel takes an insert from a register, not from the queue's LUT-RAM read
+        # (MR-TX-038): the register takes the queue's head when it is empty or taken
+        ins_r = Signal(lay.insert)
+        ins_take = ~pop_phase & ins_r_valid
+        m.d.comb += ins_q.r_en.eq(ins_q.r_rdy & (~ins_r_valid | ins_take))
+        with m.If(ins_q.r_en):
+            m.d.sync += [ins_r_valid.eq(1), ins_r.eq(ins_q.r_data)]
+        with m.Elif(ins_take):
+            m.d.sync += ins_r_valid.eq(0)
+        qins = ins_r
+        # the slot of the deadline's distance ds = slot - ct (MR-TX-038): its sign bit and
+        # whether ds >= WHEEL_SLOTS - 1 as carry-free tests; within the wheel the slot is the
+        # deadline's own slot bits (ct + ds), beyond it ct - 1, already due ct
         sb = (WHEEL_SLOTS - 1).bit_length()
-        far = ds[sb:tbits - 1].any() | (ds[:sb] == WHEEL_SLOTS - 1)    # ds >= WHEEL_SLOTS - 1
-        dd = Signal(range(WHEEL_SLOTS))
-        m.d.comb += dd.eq(Mux(ds[tbits - 1], 0, Mux(far, WHEEL_SLOTS - 1, ds)))
+        dl_slot = qins.deadline[self.slot_log2:]
+        late = _sum_bit(dl_slot, ~ct, tbits - 1, 1)
+        far = ~_sum_bit(dl_slot, ~ct_far, tbits - 1, 1)       # slot - (ct + 63) >= 0
+        cur_before = Signal(range(WHEEL_SLOTS))
+        m.d.comb += cur_before.eq(cur - 1)
         ins_slot = Signal(range(WHEEL_SLOTS))
-        m.d.comb += ins_slot.eq(cur + dd)
+        m.d.comb += ins_slot.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb])))
         m.d.comb += st_rd_ins.addr.eq(ins_slot)
+        # the insert slot as a one-hot, each bit decoded on the three candidates in parallel
+        ins_onehot = Signal(WHEEL_SLOTS)
+        m.d.comb += ins_onehot.eq(Cat(Mux(late, cur == i, Mux(far, cur_before == i,
+                                                               dl_slot[:sb] == i))
+                                      for i in range(WHEEL_SLOTS)))
+        # the insert slot's valid bit, read on the three candidates in parallel
+        ins_slot_valid = Mux(late, slot_valid.bit_select(cur, 1),
+                             Mux(far, slot_valid.bit_select(cur_before, 1),
+                                 slot_valid.bit_select(dl_slot[:sb], 1)))
         m.d.comb += [wnext_rd.addr.eq(cur_head), wnext_wr.addr.eq(st_rd_ins.data),
                      wnext_wr.data.eq(qins.row)]
         with m.If(pop_phase):
             m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(pop_slot), sh_wr.data.eq(wnext_rd.data)]
             m.d.sync += pop_phase.eq(0)
-        with m.Elif(ins_q.r_rdy):
-            m.d.comb += ins_q.r_en.eq(1)
-            with m.If(slot_valid.bit_select(ins_slot, 1)):
+        with m.Elif(ins_r_valid):
+            with m.If(ins_slot_valid):
                 m.d.comb += wnext_wr.en.eq(1)
             with m.Else():
                 m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(ins_slot), sh_wr.data.eq(qins.row)]
-                m.d.sync += slot_valid.bit_select(ins_slot, 1).eq(1)
+                m.d.sync += slot_valid.eq(slot_valid | ins_onehot)
             m.d.comb += [st_wr.en.eq(1), st_wr.addr.eq(ins_slot), st_wr.data.eq(qins.row)]
         with m.Elif(wheel_due):
             with m.If(~slot_valid.bit_select(cur, 1)):
-                m.d.sync += ct.eq(Mux(slot_valid.any(), ct + 1, now[self.slot_log2:]))
+                m.d.sync += [ct.eq(Mux(slot_valid.any(), ct + 1, now_slot)),
+                             ct_far.eq(Mux(slot_valid.any(), ct_far + 1,
+                                           now_slot + (WHEEL_SLOTS - 1)))]
             with m.Elif(check_take):
                 with m.If(cur_head == st_rd_cur.data):
                     m.d.sync += slot_valid.bit_select(cur, 1).eq(0)

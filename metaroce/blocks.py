@@ -125,6 +125,24 @@ BLOCKS: dict[str, Block] = {
              "with IPv4 checksum and ICRC (docs/spec/hw-tx-frame.md)",
         shares={"icrc": r"icrc"},
     ),
+    "engine_rx": Block(
+        name="engine_rx",
+        component="metaroce.hdl.engine:EngineRx",
+        model="metaroce.models.engine:engine_rx_model",
+        tb="metaroce.tb.engine",
+        help="the engine's receive half: parser, payload repacker, RX engine (4,096 x 8), "
+             "placement DMA and AXI4-Lite registers joined (docs/spec/hw-engine.md)",
+        shares={"parser": r"^parser$", "rx": r"^rx$", "dma": r"^dma$", "regs": r"^regs$", "pack": r"^pack$"},
+    ),
+    "engine_rx_256x4": Block(
+        name="engine_rx_256x4",
+        component="metaroce.hdl.engine:engine_rx_256x4",
+        model="metaroce.models.engine:engine_rx_model_256x4",
+        tb="metaroce.tb.engine",
+        help="the engine's receive half, small instance: 256 connections x 4 paths, 32 bursts "
+             "outstanding",
+        shares={"parser": r"^parser$", "rx": r"^rx$", "dma": r"^dma$", "regs": r"^regs$", "pack": r"^pack$"},
+    ),
     # The scheduler has no data path: ``width`` is the engine's and changes nothing (MR-TXS-001).
     "tx_sched": Block(
         name="tx_sched",

@@ -236,25 +236,33 @@ class DmaWriteCycleModel:
                     or self.w[0] or self.burst_q.inner or self.burst_q.out is not None
                     or self.done_q)
 
-    def step(self, inputs):
-        g = inputs.get
-        nb = self.nb
+    def outputs(self):
+        """This cycle's outputs: a function of the state alone (MR-DMA-040), so known before
+        the inputs (a top joining the DMA to other blocks' models reads them first)."""
         inflight = sum(x is not None for x in self.intake)
-        place_ready = int(len(self.aw_q) + inflight < CMD_DEPTH and len(self.w_q) + inflight < CMD_DEPTH)
-        data_ready = int(len(self.d_q) < DATA_DEPTH)
-        bq = self.burst_q
-        b_ready = int(bq.out is not None and len(self.done_q) < DONE_DEPTH)
-        done = self.done_q[0] if self.done_q else 0
         aw_valid, aw_addr, aw_len = self.aw
         w_valid, w_data, w_strb, w_last = self.w
-        out = {
-            "s_place__ready": place_ready, "s_data__ready": data_ready,
+        return {
+            "s_place__ready": int(len(self.aw_q) + inflight < CMD_DEPTH
+                                  and len(self.w_q) + inflight < CMD_DEPTH),
+            "s_data__ready": int(len(self.d_q) < DATA_DEPTH),
             "m_axi__awid": self.axi_id, "m_axi__awaddr": aw_addr, "m_axi__awlen": aw_len,
             "m_axi__awsize": self.size, "m_axi__awburst": INCR, "m_axi__awvalid": aw_valid,
             "m_axi__wdata": w_data, "m_axi__wstrb": w_strb, "m_axi__wlast": w_last,
-            "m_axi__wvalid": w_valid, "m_axi__bready": b_ready,
-            "m_done__payload": done, "m_done__valid": int(bool(self.done_q)),
+            "m_axi__wvalid": w_valid,
+            "m_axi__bready": int(self.burst_q.out is not None and len(self.done_q) < DONE_DEPTH),
+            "m_done__payload": self.done_q[0] if self.done_q else 0,
+            "m_done__valid": int(bool(self.done_q)),
         }
+
+    def step(self, inputs):
+        g = inputs.get
+        nb = self.nb
+        bq = self.burst_q
+        aw_valid, aw_addr, aw_len = self.aw
+        w_valid, w_data, w_strb, w_last = self.w
+        out = self.outputs()
+        place_ready, data_ready, b_ready = out["s_place__ready"], out["s_data__ready"], out["m_axi__bready"]
 
         # B: the head burst's response; the command's record after its last burst (MR-DMA-030)
         b_take = b_ready and g("m_axi__bvalid", 0)

@@ -686,11 +686,12 @@ class Connection:
 
     def _gap(self, wire_bytes):
         """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s;
-        MR-CC-015: slower while the latest RTT sample exceeds 1.5 base RTTs."""
+        MR-CC-015, MR-CC-020: longer while the latest RTT sample exceeds 1.5 base RTTs."""
         mbps = max(1, int(self.rate_bps // 1e6))
+        gap = P.pacing_gap_ns(wire_bytes, mbps)
         if self.rate_bps < self.ep.line_rate_bps:
-            mbps = P.queue_paced_mbps(mbps, self.ep._base_rtt_ns, self.rtt_last)
-        return P.pacing_gap_ns(wire_bytes, mbps)
+            gap = P.queue_paced_gap_ns(gap, self.ep._base_rtt_ns, self.rtt_last)
+        return gap
 
     def _srtt_ns(self, p):
         """The path's smoothed RTT in ns, the base RTT before any sample."""

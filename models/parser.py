@@ -608,6 +608,19 @@ class ParserModel:
         self.slots = 0
 
     # ------------------------------------------------------------------ one clock cycle
+    def outputs(self):
+        """This cycle's outputs, from registers only (MR-HW-055), so known before the inputs
+        (a top joining the parser to other blocks' models reads them first)."""
+        return {
+            "s_axis__tready": self.tready,
+            "m_meta__payload": self.meta_out, "m_meta__valid": self.meta_valid,
+            "m_payload__tdata": self.o_data, "m_payload__tkeep": self.o_keep_p,
+            "m_payload__tvalid": self.o_pvalid, "m_payload__tlast": self.o_last,
+            "m_bypass__tdata": self.o_data, "m_bypass__tkeep": self.o_keep_b,
+            "m_bypass__tvalid": self.o_bvalid, "m_bypass__tlast": self.o_last,
+            "reg_data": self.reg_data,
+        }
+
     def step(self, inputs):
         g = inputs.get
         B = self.B
@@ -617,15 +630,7 @@ class ParserModel:
         tready = self.tready
         accept = tready and g("s_axis__tvalid", 0)
         o_pvalid, o_bvalid = self.o_pvalid, self.o_bvalid
-        out = {
-            "s_axis__tready": tready,
-            "m_meta__payload": self.meta_out, "m_meta__valid": self.meta_valid,
-            "m_payload__tdata": self.o_data, "m_payload__tkeep": self.o_keep_p,
-            "m_payload__tvalid": o_pvalid, "m_payload__tlast": self.o_last,
-            "m_bypass__tdata": self.o_data, "m_bypass__tkeep": self.o_keep_b,
-            "m_bypass__tvalid": o_bvalid, "m_bypass__tlast": self.o_last,
-            "reg_data": self.reg_data,
-        }
+        out = self.outputs()
 
         # ---- reader: record -> issue (store read) -> s -> output registers (MR-HW-030)
         o_free = (not (o_pvalid or o_bvalid)) or (o_pvalid and pay_ready) or (o_bvalid and byp_ready)

@@ -279,14 +279,19 @@ def ss_exit_path_window(ramp, n_paths, floor, cwnd_max):
     return max(int(floor), min(int(cwnd_max), int(ramp) // max(1, int(n_paths))))
 
 
-def queue_paced_mbps(rate_mbps, base_rtt_ns, rtt_ns):
-    """MR-CC-015: the pacing rate of a hinted connection whose latest RTT sample is ``rtt_ns``:
-    the hint, times 1.5 base RTTs / the sample when that is below 1 (the rate form of the hinted
-    connection window of MR-CC-007, which a window of two MTUs cannot express when a share is
-    below a packet per RTT). At least 1 Mb/s."""
+def queue_paced_gap_ns(gap_ns, base_rtt_ns, rtt_ns):
+    """MR-CC-015, MR-CC-020: the pacing gap ``gap_ns`` of a hinted connection whose latest RTT
+    sample is ``rtt_ns``. Above 1.5 base RTTs the gap is stretched by the rate form of the hinted
+    connection window (x the sample / 1.5 base RTTs), but by no more than the sample's excess
+    over 1.5 base RTTs: a sender slower than a packet per 1.5 base RTTs postpones its next packet
+    by the excess delay its last one measured, so that N such senders together hold back the
+    excess queue once, not one whole gap of traffic each."""
     if 2 * rtt_ns <= 3 * base_rtt_ns:
-        return rate_mbps
-    return max(MIN_RATE_MBPS, rate_mbps * 3 * base_rtt_ns // (2 * rtt_ns))
+        return gap_ns
+    excess2 = 2 * rtt_ns - 3 * base_rtt_ns           # twice the excess delay
+    if 2 * gap_ns >= 3 * base_rtt_ns:
+        return gap_ns + excess2 // 2                 # the cap: the two forms meet at 1.5 base RTTs
+    return gap_ns + gap_ns * excess2 // (3 * base_rtt_ns)
 
 
 def blind_release_ns(t_first_ns, wire_bytes, rate_mbps):

@@ -128,6 +128,9 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
         "t_live": records.TIME_BITS,            # MR-TX-052: send time of the oldest live record
         "timer_on": 1, "rearm_wait": 1, "listed": 1,
         "backoff": 3, "consec": 4,              # MR-TX-061
+        # MR-TX-038: the RTL's rto_ns x 2^backoff xor rto_ns (0 at reset), so that the
+        # deadline needs no shift by backoff; the model keeps backoff only
+        "rto_x": records.TIME_BITS,
     })
     # MR-TX-032: a walk job: resolve n records from the path's head (an ACK), report them lost
     # after skipping `skip` (a timeout), or restart the path's FIFO at `ptr`
@@ -324,6 +327,7 @@ class RetransmitCycleModel:
         self.s2 = None                  # (job, insert, error) to push, or None
         self.job_q = SyncFifoModel(JOB_DEPTH)
         self.ins_q = SyncFifoModel(INS_DEPTH)
+        self.ins_r = None               # the insert register behind the queue (MR-TX-060)
         self.acked_q = SyncFifoModel(OUT_DEPTH)
         self.resend_q = SyncFifoModel(OUT_DEPTH)
         self.error_q = SyncFifoModel(OUT_DEPTH)
@@ -353,7 +357,7 @@ class RetransmitCycleModel:
 
     def busy(self):
         """Work in flight, a queue not empty, or a timer that may still expire."""
-        return bool(self.s1 or self.s2 or self.job_q.level or self.ins_q.level or self.rearm_q.level
+        return bool(self.s1 or self.s2 or self.job_q.level or self.ins_q.level or self.ins_r or self.rearm_q.level
                     or self.w_state != _IDLE or self.pend is not None or self.acked_q.level or self.resend_q.level
                     or self.error_q.level or any(self.slot_valid) or self.pop_slot is not None
                     or self.counts_now or self.counts_late
@@ -398,7 +402,8 @@ class RetransmitCycleModel:
         rearm_req = self.rearm_q.level > 0 and ins_ok
         rearm_take = rearm_req and not ack_take
         check_req = False
-        if self.pop_slot is None and not self.ins_q.level and self._wheel_due(now):
+        if (self.pop_slot is None and self.ins_r is None and not self.ins_q.level
+                and self._wheel_due(now)):
             check_req = bool(self.slot_valid[self.ct % WHEEL_SLOTS])
         check_take = check_req and credit and not ack_take and not rearm_req
         s1_sent = self.s1 is not None and self.s1[0] == "sent"
@@ -501,14 +506,14 @@ class RetransmitCycleModel:
 
         # -- the wheel (MR-TX-060): a pop's second cycle, an insert, a pop, or the next slot
         check_op = None
-        ins_pop = False
+        ins_take = False
         if self.pop_slot is not None:
             s = self.pop_slot
             self.slot_head[s] = self.wnext.get(self.slot_head[s], 0)
             self.pop_slot = None
-        elif self.ins_q.level:
-            ins_pop = True
-            it = self.ins_q.head
+        elif self.ins_r is not None:
+            ins_take = True
+            it = self.ins_r
             s = self._wheel_slot(it["deadline"])
             if self.slot_valid[s]:
                 self.wnext[self.slot_tail[s]] = it["row"]
@@ -551,6 +556,12 @@ class RetransmitCycleModel:
             self.s1 = ("sent", unpack(lay.sent, g("s_sent__payload", 0)))
         # -- queues and the free list at the clock edge
         self.job_q.update(job_pop, job_push is not None, job_push)
+        # the insert register takes the queue's head when it is empty or taken (MR-TX-060)
+        ins_pop = bool(self.ins_q.level) and (self.ins_r is None or ins_take)
+        if ins_pop:
+            self.ins_r = self.ins_q.head
+        elif ins_take:
+            self.ins_r = None
         self.ins_q.update(ins_pop, ins_push is not None, ins_push)
         self.rearm_q.update(rearm_take, rearm_op is not None, rearm_op)
         self.acked_q.update(g("m_acked__ready", 0), acked_push is not None, acked_push)

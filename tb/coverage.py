@@ -360,6 +360,19 @@ def _temp_reachable(sources, bit, counts) -> bool:
     return False
 
 
+_LITERAL = re.compile(r"\^((?:[^\\.^$*+?{}\[\]|()]|\\.)*)\$")
+
+
+def _exact_name(pattern: str) -> str | None:
+    """The one name ``pattern`` matches when it is ``^literal$`` (as ``re.escape`` writes
+    it), else None."""
+    m = _LITERAL.fullmatch(pattern)
+    if m is None:
+        return None
+    literal = re.sub(r"\\(.)", r"\1", m.group(1))
+    return literal if re.fullmatch(pattern, literal) else None
+
+
 def summarise(points: list[Point], counts: list[int] | None = None, exclusions=TOGGLE_EXCLUSIONS,
               max_list: int = 40, counter_temps=None, counter_flag_temps=None,
               constant_bits=None, counter_re=None) -> dict:
@@ -385,12 +398,25 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
     toggles = [p for p in points if p.page == "v_toggle"]
     excluded: dict[str, int] = defaultdict(int)
     kept, temps = [], []
-    # compiled once: with hundreds of rules re.search's own cache (512 entries) thrashes
-    rules = [(re.compile(rule[0]), rule[1], rule[2], isinstance(rule, _NamedRule)) for rule in exclusions]
+    # Rules that name one signal exactly (``^name$``, hundreds for the RX engine) are looked
+    # up by name; the others are searched. First match in the given order wins, as before.
+    exact: dict[str, list] = defaultdict(list)
+    searched = []
+    for index, rule in enumerate(exclusions):
+        entry = (index, rule[1], rule[2], isinstance(rule, _NamedRule))
+        literal = _exact_name(rule[0])
+        if literal is None:
+            searched.append(entry + (re.compile(rule[0]),))
+        else:
+            exact[literal].append(entry)
+    candidates: dict[str, list] = {}
     for p in toggles:
         name, bit, direction = _split(p.text)
-        why = next((w for r, w, f, named in rules if r.search(name)
-                    and (f(name, bit) if named else f(bit))), None)
+        ordered = candidates.get(name)
+        if ordered is None:
+            ordered = sorted([e[:4] for e in searched if e[4].search(name)] + exact.get(name, []))
+            candidates[name] = ordered
+        why = next((w for _, w, f, named in ordered if (f(name, bit) if named else f(bit))), None)
         m = counter_re.match(name)
         ones = ONES_FLAG.match(name)
         flag = (counter_flag_temps or {}).get((p.hier, name))

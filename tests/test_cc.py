@@ -204,12 +204,22 @@ def test_first_window_lost_whole_resends_one_packet():
         assert all(f.mrdh is None for f in iter(lambda: a.next_packet(t), None))
 
 
-def test_queue_paced_rate():
-    """MR-CC-015: the hinted rate scaled by 1.5 base RTT / RTT sample when that is below 1."""
-    assert P.queue_paced_mbps(1_000, 10_000, 0) == 1_000
-    assert P.queue_paced_mbps(1_000, 10_000, 15_000) == 1_000
-    assert P.queue_paced_mbps(1_000, 10_000, 30_000) == 500
-    assert P.queue_paced_mbps(1, 10_000, 1_000_000) == P.MIN_RATE_MBPS
+def test_queue_paced_gap_stretches_by_the_rate_form():
+    """MR-CC-015: a sender of a packet or more per 1.5 base RTTs stretches its gap by the sample /
+    1.5 base RTTs (the rate form of the hinted connection window); nothing at or below 1.5."""
+    assert P.queue_paced_gap_ns(1_000, 10_000, 0) == 1_000
+    assert P.queue_paced_gap_ns(1_000, 10_000, 15_000) == 1_000
+    assert P.queue_paced_gap_ns(1_000, 10_000, 30_000) == 2_000       # half the rate
+    assert P.queue_paced_gap_ns(15_000, 10_000, 30_000) == 30_000     # the two forms meet here
+
+
+def test_queue_paced_gap_of_a_slow_sender_is_capped_by_the_excess_delay():
+    """MR-CC-020: a sender slower than a packet per 1.5 base RTTs postpones its next packet by the
+    excess of its sample over 1.5 base RTTs, not by a multiple of its gap."""
+    gap = 90_000                                # 1,024 senders at 400 Gb/s: about 9 base RTTs
+    assert P.queue_paced_gap_ns(gap, 10_000, 30_000) == gap + 15_000  # rate form: 2 x gap
+    assert P.queue_paced_gap_ns(gap, 10_000, 16_000) == gap + 1_000
+    assert P.queue_paced_gap_ns(gap, 10_000, 15_000) == gap
 
 
 def test_slow_start_sizes_windows_to_the_measured_rtt():
@@ -311,6 +321,40 @@ def test_first_window_rtt_sample_does_not_slow_pacing():
         t += 1e-7
     deliver(f, t + 29e-6, t + 30e-6)            # a packet sent under the hint: its sample counts
     assert ca.rtt_last == pytest.approx(30_000, abs=1)
+
+
+def test_slow_sender_waits_the_excess_delay_not_a_doubled_gap():
+    """MR-CC-020, MR-CC-015: a sender paced at a share of far less than a packet per RTT (the
+    receiver sees 127 others: about 3 Gb/s, a gap of about 11 us at 400 Gb/s with a 1 us base
+    RTT) whose latest RTT sample is 3 base RTTs when it sends waits its gap plus the sample's excess over 1.5
+    base RTTs (1.5 us) before its next packet; the rate form alone would have doubled the gap."""
+    rate, base = 400e9, 1e-6
+    b, kb = _incast_receiver(rate, 127)
+    a = Endpoint("10.0.0.1", mtu=MTU, line_rate_bps=rate, base_rtt=base, first_window=1)
+    ca = a.connect(10, "10.0.0.2", 20, paths=1)
+    b.connect(20, "10.0.0.1", 10, paths=1)
+    ca.post_write(0, a.reg_mr(bytearray(64 * MTU)), 0, 64 * MTU, 0, kb, wr_id=1)
+
+    def deliver(f, t_rx, t_ack):
+        b.receive(f, t_rx)
+        for g in iter(lambda: b.next_packet(t_rx), None):
+            if g.bth.dest_qp == 10:
+                a.receive(g, t_ack)
+
+    def next_send(t):
+        while (f := a.next_packet(t)) is None:
+            t += 1e-8
+        return f, t
+    f, t = next_send(0.0)
+    deliver(f, 0.5e-6, 1e-6)                    # the first hint
+    f, t = next_send(1e-6)
+    deliver(f, t + 2.5e-6, t + 3e-6)            # a sample of 3 base RTTs under the hint
+    assert ca.rtt_last == pytest.approx(3_000, abs=1) and ca.rate_bps < rate / 100
+    f2, t2 = next_send(t + 3e-6)                # its gap was set before that sample
+    gap = P.pacing_gap_ns(wire_len(f2), int(ca.rate_bps // 1e6))
+    assert gap > 10_000
+    f3, t3 = next_send(t2)
+    assert (t3 - t2) * 1e9 == pytest.approx(gap + 1_500, abs=15)    # not 2 x gap
 
 
 def test_demand_known_after_two_intervals_under_a_hint():

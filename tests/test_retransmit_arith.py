@@ -6,7 +6,7 @@ import random
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from metaroce.hdl.retransmit import _add, _sub, _top_index
+from metaroce.hdl.retransmit import _add, _carry, _sub, _sum_bit, _sum_is, _top_index
 
 
 def _run(m, check):
@@ -61,3 +61,38 @@ def test_top_index_is_the_bit_length_minus_one():
             if v:
                 assert ctx.get(idx) == v.bit_length() - 1
     _run(m, check)
+
+
+def test_carry_free_terms_match_integers():
+    """MR-TX-038: the carry of a + b + cin as a comparison, bit k of the sum without its
+    carry chain, and a + b + cin == k without a carry chain, against Python integers."""
+    rng = random.Random(7)
+    for width in (6, 9, 15, 24):
+        m = Module()
+        a, b, k, cin = Signal(width), Signal(width), Signal(width), Signal()
+        carry = _carry(a, b, width, cin)
+        carry0, carry1 = _carry(a, b, width, 0), _carry(a, b, width, 1)
+        msb = _sum_bit(a, b, width - 1, cin)
+        is_k = _sum_is(a, b, k, width, cin)
+        top = (1 << width) - 1
+        cases = [(0, 0, 0), (top, 1, 0), (top, top, top - 1), (1, top, 0), (5, 7, 12)]
+        cases += [(rng.getrandbits(width), rng.getrandbits(width), rng.getrandbits(width))
+                  for _ in range(200)]
+        # k equal to the sum half of the time, so both answers of _sum_is are exercised
+        cases += [(x, y, (x + y + (i & 1)) & top) for i, (x, y, _) in enumerate(cases)]
+
+        async def check(ctx, cases=cases, width=width, a=a, b=b, k=k, cin=cin, carry=carry,
+                        carry0=carry0, carry1=carry1, msb=msb, is_k=is_k):
+            for x, y, z in cases:
+                for c in (0, 1):
+                    ctx.set(a, x)
+                    ctx.set(b, y)
+                    ctx.set(k, z)
+                    ctx.set(cin, c)
+                    s = x + y + c
+                    assert ctx.get(carry) == s >> width
+                    assert ctx.get(carry0) == (x + y) >> width
+                    assert ctx.get(carry1) == (x + y + 1) >> width
+                    assert ctx.get(msb) == (s >> (width - 1)) & 1
+                    assert ctx.get(is_k) == int(s % (1 << width) == z)
+        _run(m, check)

@@ -1,0 +1,333 @@
+"""The receive half's one verification stack, simulator-independent part (MR-ENG-100..).
+
+* :func:`engine_traffic`: the reference endpoint's real traffic (MR-RX-071's
+  :func:`~metaroce.models.rx_cases.endpoint_traffic`: a sender endpoint through the model fabric
+  with loss, reordering and duplication, forged writes among the frames) with the key regions
+  moved into one host-memory window, plus a few frames that are not RoCE;
+* :class:`Driver`: three phases on the engine's ports, cycle by cycle from one seed: the
+  setup rows through AXI4-Lite (the register block's driver, :class:`regs_cases.Driver`); the
+  frames as MAC beats with random idle cycles, random ready on every output (``m_ack``,
+  ``m_done``, ``m_bypass``, AXI4 ``awready``/``wready``) and an AXI4 write slave with random B
+  latency (:class:`dma_write_cases.HostMemory`), then the parser's counters through
+  ``parser_reg_addr``; the RX counters read back through AXI4-Lite;
+* :func:`check`: the RTL-side results against the reference endpoint (the memory image and
+  the ACK/NAK stream, byte-exact, MR-ENG-110) and against the blocks' packet-level models (the
+  RX requests and counters, the parser's counters, the bypassed frames);
+* :func:`run_model`: :class:`EngineRxModel` alone through the driver.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from . import regs_cases as rgc
+from . import rx_cases as rc
+from .dma_write import RESP_OKAY, apply, unpack as dunpack
+from .dma_write_cases import HostMemory, Layout
+from .driver import CounterReadout
+from .engine import AXIL, EngineRxModel
+from .parser import N_COUNTERS as PARSER_COUNTERS, OVERFLOW_COUNTER, verdict
+from .regs import register_map
+from .rx import TABLE_KEY, payload_layout
+from .wire import Reason
+
+__all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "Driver", "check",
+           "run_model"]
+
+#: MR-ENG-110: B latencies of the host memory (cycles after a burst's last W beat).
+LATENCY = (1, 40)
+
+
+@dataclass
+class Run:
+    """One run's stimulus and reference: the RX setup (its writes, keys moved into the host
+    window ``lay``), the MAC frames in order (``frames``), which of them are RoCE cases
+    (``cases``, :class:`rx_cases.Case`) and which bypass (``bypass``), and the receiving
+    endpoint's traffic record (:class:`rx_cases.Traffic`)."""
+    setup: rc.Setup
+    lay: Layout
+    frames: list
+    cases: list
+    bypass: list
+    traffic: rc.Traffic
+
+
+def bypass_frames(rng, n):
+    """``n`` Ethernet frames that are not RoCE (ARP and IPv4/UDP to another port), which the
+    parser passes intact on ``m_bypass`` (MR-HW-032)."""
+    out = []
+    for i in range(n):
+        body = bytes(rng.getrandbits(8) for _ in range(rng.randint(46, 200)))
+        ethertype = b"\x08\x06" if i % 2 == 0 else b"\x88\xb5"
+        out.append(bytes.fromhex("ffffffffffff") + bytes(rng.getrandbits(8) for _ in range(6))
+                   + ethertype + body)
+    return out
+
+
+def _host_window(s: rc.Setup, rng):
+    """Lay the setup's key regions out one after another in one host-memory window (4 KiB
+    apart plus a random lane offset) and rewrite their rows; returns the window."""
+    lay = Layout(sum(k.length + 8192 for k in s.keys))
+    at = lay.base
+    for k in s.keys:
+        k.base = at + rng.randrange(64)
+        at = (k.base + k.length + 4096 + 4095) & ~4095
+    rows = {k.rkey & (s.lay.keys - 1): s.key_write(k) for k in s.keys}
+    s.writes = [rows[w.addr] if w.table == TABLE_KEY else w for w in s.writes]
+    return lay
+
+
+def engine_traffic(conns=256, paths=4, keys=256, *, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
+                   seed=0, hostile=10, n_bypass=3, **kw):
+    """MR-ENG-110: the stimulus of a run (:class:`Run`). The endpoint's key regions (random
+    64-bit bases in :func:`rx_cases.endpoint_setup`) are laid out one after another, 4 KiB
+    apart plus a random lane offset, in one host-memory window, and their rows rewritten; a
+    placement's address is still base + VA + offset (MR-RX-032)."""
+    s, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=nbytes, loss=loss, reorder=reorder, dup=dup,
+                                seed=seed, hostile=hostile, **kw)
+    rng = random.Random(seed + 77)
+    lay = _host_window(s, rng)
+    frames, cases, bypass = [], [], []
+    others = bypass_frames(rng, n_bypass)
+    spots = sorted(rng.randrange(len(tr.cases) + 1) for _ in others)
+    for i, c in enumerate(tr.cases + [None]):
+        while spots and spots[0] == i:
+            spots.pop(0)
+            f = others[len(bypass)]
+            bypass.append(f)
+            frames.append(("bypass", f))
+        if c is not None:
+            frames.append(("case", c.frame))
+            cases.append(c)
+    return Run(s, lay, frames, cases, bypass, tr)
+
+
+def line_rate_run(conns=256, paths=4, keys=256, *, n=64, plen=64, seed=0):
+    """MR-ENG-112: ``n`` in-order writes of one path, ``plen`` payload bytes each, back to back
+    (:func:`rx_cases.burst_same_path`), as a :class:`Run` without an endpoint record."""
+    s = rc.Setup(conns, paths, keys, seed=seed)
+    lay = _host_window(s, random.Random(seed + 77))
+    cases = rc.burst_same_path(s, n, plen=plen)
+    return Run(s, lay, [("case", c.frame) for c in cases], cases, [], None)
+
+
+def check_line_rate(run: Run, drv: "Driver"):
+    """MR-ENG-112: every MAC beat was taken in consecutive cycles (``s_axis`` never back-pressured
+    with the outputs ready), every write accepted and placed (OKAY done records), and the placed
+    bytes are the payloads. Returns the beats and the cycles they took."""
+    taken = drv.res["beats_taken"]
+    span = taken[-1] - taken[0] + 1
+    assert span == len(taken), f"{len(taken)} MAC beats took {span} cycles"
+    s = run.setup
+    exp = rc.expected(s.writes + run.cases, s.lay.conns, s.lay.paths, s.lay.keys)
+    assert all(o.code == rc.RxCode.ACCEPTED for o in exp["outcomes"])
+    done = [dunpack(_done_layout(s.lay), d) for d in drv.res["done"]]
+    assert len(done) == sum(1 for c in run.cases if c.payload) and not any(d["error"] for d in done)
+    image = bytearray(run.lay.size)
+    for data, p in zip(exp["data"], exp["place"]):
+        apply(image, run.lay.base, rc.unpack(s.lay.place, p)["addr"], data)
+    assert drv.mem.image == image, "the host memory is not the placements' image"
+    return {"beats": len(taken), "cycles": span}
+
+
+class _Traffic(CounterReadout):
+    """Phase 2 of :class:`Driver`: the MAC source, the output sinks, the host memory; then the
+    parser's counters through ``parser_reg_addr``."""
+
+    def __init__(self, width, run: Run, rng, *, p_idle, p_bp, latency, quiet_cycles=8):
+        self.width, self.nb, self.rng = width, width // 8, rng
+        self.p_idle, self.p_bp = p_idle, p_bp
+        self.beats = []
+        for _, f in run.frames:
+            n = -(-len(f) // self.nb)
+            for j in range(n):
+                chunk = f[j * self.nb:(j + 1) * self.nb]
+                self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1, int(j == n - 1)))
+        self.mem = HostMemory(run.lay, width, rng, p_bp=p_bp, latency=latency)
+        self.mem.image = bytearray(run.lay.size)        # the endpoint's regions start zeroed
+        self.mem.initial = bytes(self.mem.image)
+        self.beat = payload_layout(width)
+        self.n_counters = PARSER_COUNTERS
+        self.quiet_cycles = quiet_cycles
+        self.read_counters = True
+        self.cycle = 0
+        self.limit = 20000 + 40 * len(self.beats) * (1 + int(10 * p_bp))
+        self._readout_reset()
+        self._cur = bytearray()
+        self.res = {"ack": [], "done": [], "bypass": [], "counters": None, "cycles": 0,
+                    "beats_taken": []}
+
+    @property
+    def sent_all(self):
+        return not self.beats
+
+    def _stuck(self):
+        return f"({len(self.beats)} MAC beats left)"
+
+    def inputs(self):
+        rng = self.rng
+        inp = {"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
+               "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
+               **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1}
+        if self._phase:
+            inp["parser_reg_addr"] = self._readout_addr()
+            self.mem.inputs(inp, self.cycle)
+            return inp
+        if self.beats and (self.p_idle == 0 or rng.random() >= self.p_idle):
+            data, keep, last = self.beats[0]
+            inp.update({"s_axis__tvalid": 1, "s_axis__tdata": data, "s_axis__tkeep": keep,
+                        "s_axis__tlast": last})
+        for n in ("m_bypass__tready", "m_ack__ready", "m_done__ready"):
+            inp[n] = int(rng.random() >= self.p_bp)
+        inp["parser_reg_addr"] = rng.randrange(16)
+        self.mem.inputs(inp, self.cycle)
+        return inp
+
+    def observe(self, inp, out):
+        self.mem.observe(inp, out, self.cycle)
+        if self._readout_observe({**out, "reg_data": out["parser_reg_data"]}):
+            return
+        res = self.res
+        if inp["s_axis__tvalid"] and out["s_axis__tready"]:
+            self.beats.pop(0)
+            res["beats_taken"].append(self.cycle)
+        if out["m_ack__valid"] and inp["m_ack__ready"]:
+            res["ack"].append(out["m_ack__payload"])
+        if out["m_done__valid"] and inp["m_done__ready"]:
+            res["done"].append(out["m_done__payload"])
+        if out["m_bypass__tvalid"] and inp["m_bypass__tready"]:
+            n = out["m_bypass__tkeep"].bit_length()
+            self._cur += out["m_bypass__tdata"].to_bytes(self.nb, "little")[:n]
+            if out["m_bypass__tlast"]:
+                res["bypass"].append(bytes(self._cur))
+                self._cur.clear()
+        self.cycle += 1
+
+    def settle(self, busy):
+        super().settle(lambda: (busy() if callable(busy) else busy) or not self.mem.idle)
+
+
+class Driver:
+    """The engine's traffic driver (MR-ENG-110), three phases each running until it is done:
+    the setup through AXI4-Lite, the MAC traffic, the RX counters through AXI4-Lite. Results:
+    ``res`` (phase 2's: ``ack``, ``done``, ``bypass``, parser ``counters``, ``cycles``), ``mem``
+    (the host memory), ``rx_counters``, ``cycles`` (all phases)."""
+
+    def __init__(self, width, run: Run, *, seed=0, p_idle=0.2, p_bp=0.3, latency=LATENCY):
+        self.run = run
+        self.rmap = register_map(run.setup.lay)
+        rng = random.Random(seed)
+        rows = [w for cw in run.setup.writes
+                for w in rgc.row_writes(self.rmap, cw.table, cw.addr, cw.value, name=cw.name)]
+        self.setup = rgc.Driver(rows, seed=seed + 1, p_idle=p_idle, p_bp=p_bp)
+        self.traffic = _Traffic(width, run, rng, p_idle=p_idle, p_bp=p_bp, latency=latency)
+        self.readout = rgc.Driver(rgc.counter_items(), seed=seed + 2, p_idle=p_idle, p_bp=p_bp)
+        self.phases = [self.setup, self.traffic, self.readout]
+        self.i = 0
+        self.cycles = 0
+        self.res = self.traffic.res
+        self.mem = self.traffic.mem
+
+    @property
+    def finished(self):
+        return self.i >= len(self.phases)
+
+    @property
+    def rx_counters(self):
+        return rgc.counters_read(self.rmap, self.readout)
+
+    def inputs(self):
+        d = self.phases[self.i]
+        if d is self.traffic:
+            return d.inputs()
+        inp = d.inputs()
+        del inp["m_cfg__ready"], inp["reg_data"]
+        inp.update({"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
+                    "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
+                    "parser_reg_addr": 0})
+        self.traffic.mem.inputs(inp, self.traffic.cycle)
+        return inp
+
+    def observe(self, inp, out):
+        d = self.phases[self.i]
+        self.cycles += 1
+        if d is self.traffic:
+            d.observe(inp, out)
+            return
+        assert not out["m_ack__valid"] and not out["m_axi__awvalid"], "engine output outside traffic"
+        d.observe(inp, {**out, "m_cfg__valid": 0, "m_cfg__payload": 0, "reg_addr": 0})
+
+    def settle(self, busy):
+        d = self.phases[self.i]
+        d.settle(busy)
+        if d.finished:
+            self.i += 1
+
+
+def region_images(run: Run, mem: HostMemory):
+    """The key regions' bytes in the host memory, by R_Key (as ``Traffic.memory``)."""
+    out = {}
+    for k in run.setup.keys:
+        off = k.base - run.lay.base
+        out[k.rkey] = bytes(mem.image[off:off + k.length])
+    return out
+
+
+def check(run: Run, drv: Driver):
+    """MR-ENG-110: the results of a run. Byte-exact against the receiving endpoint: every key
+    region of the host memory equals its memory, the ACK/NAK requests its ACK and NAK frames.
+    Against the blocks' packet-level models: the requests and the RX counters (MR-RX-050) as
+    :func:`rx_cases.expected` gives them for the parser's records of the frames, the parser's
+    counters as the frames' verdicts count them (MR-HW-060), the bypassed frames intact and in
+    order (MR-HW-032), one OKAY done record per placement and nothing in the host memory
+    outside the regions. Returns a summary dict."""
+    s, tr, res = run.setup, run.traffic, drv.res
+    lay = s.lay
+    exp = rc.expected(s.writes + run.cases, lay.conns, lay.paths, lay.keys)
+    for i, (g, w) in enumerate(zip(res["ack"], exp["ack"])):
+        assert g == w, f"ack #{i}: got {rc.unpack(lay.ack, g)}, expected {rc.unpack(lay.ack, w)}"
+    assert len(res["ack"]) == len(exp["ack"]), f"{len(res['ack'])} requests, expected {len(exp['ack'])}"
+    acks_equal = rc.requests(s, res["ack"]) == tr.acks
+    assert acks_equal, "the ACK/NAK stream is not the receiving endpoint's"
+    images = region_images(run, drv.mem)
+    memory_equal = images == tr.memory
+    assert memory_equal, "the host memory is not the receiving endpoint's"
+    rest = bytearray(drv.mem.image)
+    for k in s.keys:
+        off = k.base - run.lay.base
+        rest[off:off + k.length] = bytes(k.length)
+    assert not any(rest), "bytes written outside the key regions"
+    done = [dunpack(_done_layout(lay), d) for d in res["done"]]
+    places = [rc.unpack(lay.place, p) for p in exp["place"]]
+    assert [(d["conn"], d["length"], d["error"]) for d in done] == [
+        (p["conn"], p["length"], RESP_OKAY) for p in places], "done records are not the placements"
+    assert res["bypass"] == run.bypass, "bypassed frames differ"
+    want = [0] * PARSER_COUNTERS
+    for _, f in run.frames:
+        want[int(verdict(f + bytes(max(0, 60 - len(f))))[0])] += 1
+    assert want[OVERFLOW_COUNTER] == 0
+    assert res["counters"] == want, f"parser counters {res['counters']} != {want}"
+    assert drv.rx_counters == exp["counters"], f"RX counters {drv.rx_counters} != {exp['counters']}"
+    return {"frames": len(run.frames), "requests": len(res["ack"]), "placements": len(places),
+            "placed_bytes": sum(p["length"] for p in places), "acks_equal": acks_equal,
+            "memory_equal": memory_equal,
+            "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in rc.RxCode},
+            "traffic": tr.stats}
+
+
+def _done_layout(lay):
+    from .dma_write import done_layout
+    return done_layout(lay.conns)
+
+
+def run_model(width, run: Run, *, seed=0, **kw):
+    """:class:`EngineRxModel` alone through the :class:`Driver`, then :func:`check`."""
+    lay = run.setup.lay
+    model = EngineRxModel(width, lay.conns, lay.paths, lay.keys, outstanding=32)
+    drv = Driver(width, run, seed=seed, **kw)
+    while not drv.finished:
+        inp = drv.inputs()
+        out = model.step(inp)
+        drv.observe(inp, out)
+        drv.settle(model.busy)
+    return drv, check(run, drv)
