@@ -23,7 +23,7 @@ registers and LUT RAM; the outputs leave through 4-slot queues (MR-TXS-031).
 
 Golden model: :class:`metaroce.models.tx_sched.TxSchedCycleModel`, cycle by cycle.
 """
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -100,7 +100,9 @@ class TxSched(wiring.Component):
         lay = self.lay
         C, S, PA, D = self.conns, self.streams, self.paths, self.depth
         W, mtu = self.chunk_window, self.mtu
+        K = self.conn_window
         mtu_log2 = mtu.bit_length() - 1
+        wb = _bits(W)                           # W is a power of two: W = 2^wb
         cb, sb, pb, db = lay.conn_bits, _bits(S), _bits(PA), _bits(D)
         sd = S * D                              # message slots per connection
         sdb = _bits(sd) if sd > 1 else 0
@@ -110,6 +112,8 @@ class TxSched(wiring.Component):
         bytes_w = records.BYTES_BITS
         psn_w = P.wire.PSN_BITS
         rq_b = _bits(self.resend_depth)
+        RD = self.resend_depth
+        nb_w = mtu_log2 + 1
 
         # -- state (MR-TXS-012..014)
         tail = Array(Signal(ptr_w, name=f"tail{q}") for q in range(Q))
@@ -117,10 +121,14 @@ class TxSched(wiring.Component):
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
         msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
         e_len = Array(Signal(32, name=f"len{e}") for e in range(E))
-        e_nch = Array(Signal(chunk_w, name=f"nch{e}") for e in range(E))
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
         e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
         e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
+        # MR-TXS-032: derived registers, kept equal to their definitions by every action
+        e_nchm1 = Array(Signal(chunk_w, name=f"nchm1_{e}") for e in range(E))    # nchunks - 1
+        e_left = Array(Signal(chunk_w, name=f"left{e}") for e in range(E))       # nchunks - 1 - next_chunk
+        e_ahead = Array(Signal(wb + 1, name=f"ahead{e}") for e in range(E))      # next_chunk - ack_base
+        e_lastnb = Array(Signal(nb_w, name=f"lastnb{e}") for e in range(E))     # chunk_bytes of the last chunk
         desc_lay = data.StructLayout({"imm_op": 1, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
                                       "imm": 32, "msg": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
@@ -130,10 +138,15 @@ class TxSched(wiring.Component):
         c_rr = Array(Signal(pb, init=c % PA, name=f"rr{c}") for c in range(C))
         c_srr = Array(Signal(sb, name=f"srr{c}") for c in range(C))
         c_infl = Array(Signal(bytes_w, name=f"cinfl{c}") for c in range(C))
+        # MR-TXS-032: conn_window - inflight, and per path cwnd - mtu - inflight
+        c_room = Array(Signal(signed(bytes_w + 2), init=K, name=f"croom{c}") for c in range(C))
         c_unsent = Array(Signal(24, name=f"unsent{c}") for c in range(C))
-        rq_slot = [[Signal(3, name=f"rq{c}_slot{k}") for k in range(self.resend_depth)] for c in range(C)]
-        rq_chunk = [[Signal(records.CHUNK_BITS, name=f"rq{c}_chunk{k}") for k in range(self.resend_depth)]
+        rq_slot = [[Signal(3, name=f"rq{c}_slot{k}") for k in range(RD)] for c in range(C)]
+        rq_chunk = [[Signal(records.CHUNK_BITS, name=f"rq{c}_chunk{k}") for k in range(RD)]
                     for c in range(C)]
+        rq_last = [[Signal(name=f"rq{c}_last{k}") for k in range(RD)] for c in range(C)]
+        # MR-TXS-032: the entry is stale (its chunk acknowledged since it was queued)
+        rq_stale = [[Signal(name=f"rq{c}_stale{k}") for k in range(RD)] for c in range(C)]
         rq_head = Array(Signal(rq_b, name=f"rqh{c}") for c in range(C))
         rq_tail = Array(Signal(rq_b, name=f"rqt{c}") for c in range(C))
         rq_level = Array(Signal(rq_b + 1, name=f"rql{c}") for c in range(C))
@@ -141,6 +154,8 @@ class TxSched(wiring.Component):
         p_infl = Array(Signal(bytes_w, name=f"pinfl{r}") for r in range(C * PA))
         p_pkts = Array(Signal(8, name=f"pkts{r}") for r in range(C * PA))
         p_since = Array(Signal(4, name=f"since{r}") for r in range(C * PA))
+        p_room = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"proom{r}")
+                       for r in range(C * PA))
         conn_rr = Signal(cb)
 
         m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=lay.frame.size, depth=OUT_DEPTH)
@@ -156,15 +171,15 @@ class TxSched(wiring.Component):
             """MR-TXS-012: ring entry ``idx`` is posted and not completed."""
             return (idx - done[qi][:db])[:db] < count(qi) if D > 1 else count(qi) != 0
 
-        def nbytes_of(length, chunk):
-            """MR-CONN-005 (``protocol.chunk_bytes``): min(mtu, length - chunk x mtu)."""
-            rem = Signal(33, name=None)
-            m.d.comb += rem.eq(length - (chunk << mtu_log2))
-            return Mux(rem[mtu_log2:] != 0, mtu, rem[:mtu_log2 + 1])
+        def nbytes(last, e):
+            """MR-CONN-005 (``protocol.chunk_bytes``): one MTU, or the last chunk's bytes."""
+            return Mux(last, e_lastnb[e], mtu)
 
         def acked_bit(e, chunk):
-            d = (chunk - e_base[e])[:chunk_w + 1]
-            return d[chunk_w] | e_bits[e].bit_select(d[:_bits(W)], 1)
+            """``chunk`` (sent: below ``next_chunk``, so below ``ack_base + W``) is acknowledged:
+            below ``ack_base``, or its bit set; the bit index is the difference's low bits."""
+            lo = (chunk[:wb] - e_base[e][:wb])[:wb]
+            return (chunk < e_base[e]) | e_bits[e].bit_select(lo, 1)
 
         # -- the report datapath (MR-TXS-020, MR-TXS-021): one report per cycle
         acked_valid = self.s_acked.valid
@@ -177,11 +192,13 @@ class TxSched(wiring.Component):
         r_idx = r_slot[:db] if D > 1 else Const(0, 1)
         r_ok = ((r_path < PA) & ((r_slot >> sdb) == 0 if sdb < 3 else 1)
                 & live(r_qi, r_idx) & (r_chunk < e_next[r_e]))
-        r_nb = Signal(mtu_log2 + 1)
-        m.d.comb += r_nb.eq(nbytes_of(e_len[r_e], r_chunk))
+        r_last = Signal()
+        m.d.comb += r_last.eq(r_chunk == e_nchm1[r_e])
+        r_nb = Signal(nb_w)
+        m.d.comb += r_nb.eq(nbytes(r_last, r_e))
         r_row = Cat(r_path[:pb], r_conn)
         r_was_acked = acked_bit(r_e, r_chunk)
-        resend_room = rq_level[self.s_resend.payload.conn] < self.resend_depth
+        resend_room = rq_level[self.s_resend.payload.conn] < RD
         m.d.comb += self.s_acked.ready.eq(1)
         m.d.comb += self.s_resend.ready.eq(~acked_valid & resend_room)
         take_resend = self.s_resend.ready & self.s_resend.valid
@@ -191,7 +208,8 @@ class TxSched(wiring.Component):
         comp_valid = []
         for qi in range(Q):
             e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
-            comp_valid.append((count(qi) != 0) & (e_base[e_done] >= e_nch[e_done]))
+            # every chunk sent (send has passed the oldest entry) and acknowledged (ahead 0)
+            comp_valid.append((send[qi] != done[qi]) & (e_ahead[e_done] == 0))
         comp_any, comp_q = _first(comp_valid)
         comp_q = comp_q[:_bits(Q)]
         comp_e = Cat(done[comp_q][:db], comp_q) if D > 1 else comp_q
@@ -205,69 +223,87 @@ class TxSched(wiring.Component):
         w_bad_op = (wr.op > OP_WRITE_IMM) | (wr.stream >= S)
         w_bad_len = (wr.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
         w_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
-        w_nch = Mux(wr.length == 0, 1, (w_len1 >> mtu_log2) + 1)
+        w_nchm1 = Mux(wr.length == 0, 0, w_len1 >> mtu_log2)[:chunk_w]
+        w_low = wr.length[:mtu_log2]
+        w_lastnb = Mux(w_low != 0, w_low, Mux(wr.length == 0, 0, mtu))
         w_full = count(w_qi) == D
         w_ok = Mux(w_status != 0, cqe_q.w_rdy, ~w_full)
         m.d.comb += self.s_wr.ready.eq(~busy & ~comp & w_ok)
         take_wr = self.s_wr.ready & self.s_wr.valid
 
-        # -- scheduling: a candidate per connection (MR-TXS-023..025)
+        # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
+        # parallel; the source (resend head or stream pick) chooses among them
         room_out = frame_q.w_rdy & sent_q.w_rdy
         sched = ~busy & ~comp & ~take_wr & room_out
-        c_ready, c_drop, c_resend, c_qi, c_idx, c_chunk, c_path, c_nb = [], [], [], [], [], [], [], []
+        cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
             h_slot = Array(rq_slot[c])[rq_head[c]]
             h_chunk = Array(rq_chunk[c])[rq_head[c]]
+            h_last = Array(rq_last[c])[rq_head[c]]
+            h_stale = Array(rq_stale[c])[rq_head[c]]
             h_e = Cat(h_slot[:sdb], Const(c, cb)) if sdb else Const(c, cb)
             h_s = h_slot[db:] if D > 1 else h_slot
             h_qi = Cat(h_s[:sb], Const(c, cb)) if S > 1 else Const(c, cb)
             h_idx = h_slot[:db] if D > 1 else Const(0, 1)
-            h_slot_ok = (h_slot >> sdb) == 0 if sdb < 3 else Const(1, 1)
-            h_stale = ~(h_slot_ok & live(h_qi, h_idx) & (h_chunk < e_next[h_e])) | acked_bit(h_e, h_chunk)
-            # streams: the first from the pointer with a message whose next chunk is in its window
+            # the connection window for a full chunk and for each entry's last chunk (MR-CC-001)
+            c_idle = c_infl[c] == 0
+            fits_full = c_idle | (c_room[c] >= mtu)
+            fits_last = []
+            for k in range(sd):
+                f = Signal(name=f"fits_last{c}_{k}")
+                m.d.comb += f.eq(c_idle | (e_lastnb[c * sd + k] <= c_room[c]))
+                fits_last.append(f)
+            fits_last = Array(fits_last)
+            # streams: the first from the pointer whose send message exists with its next chunk in
+            # the chunk window (ahead < W)
             s_ok = []
             for s in range(S):
                 qi = c * S + s
                 e_s = qi * D + (send[qi][:db] if D > 1 else 0)
-                s_ok.append((send[qi] != tail[qi]) & (e_next[e_s] < e_base[e_s] + W))
+                s_ok.append((send[qi] != tail[qi]) & ~e_ahead[e_s][wb])
             s_any, s_pick = _first_from(s_ok, c_srr[c], S)
             n_qi = Cat(s_pick[:sb], Const(c, cb)) if S > 1 else Const(c, cb)
             n_idx = send[n_qi][:db] if D > 1 else Const(0, 1)
             n_e = Cat(n_idx[:db], n_qi) if D > 1 else n_qi
-            is_resend = nonempty & ~h_stale
+            # the source: the resend head when the FIFO holds one (a stale head is a drop)
+            src_qi = Mux(nonempty, h_qi, n_qi)
+            src_idx = Mux(nonempty, h_idx, n_idx)
+            src_e = Mux(nonempty, h_e, n_e)
+            src_chunk = Mux(nonempty, h_chunk, e_next[n_e])
+            src_last = Mux(nonempty, h_last, e_left[n_e] == 0)
+            src_lastnb = e_lastnb[src_e]
+            nb = Signal(nb_w, name=f"nb{c}")
+            m.d.comb += nb.eq(Mux(src_last, src_lastnb, mtu))
+            fits = Mux(src_last, fits_last[src_e[:sdb] if sdb else 0], fits_full)
             drop = nonempty & h_stale
-            w_qi_c = Mux(is_resend, h_qi, n_qi)
-            w_idx_c = Mux(is_resend, h_idx, n_idx)
-            w_e = Mux(is_resend, h_e, n_e)
-            w_chunk = Mux(is_resend, h_chunk, e_next[n_e])
-            nb = Signal(mtu_log2 + 1, name=f"nb{c}")
-            m.d.comb += nb.eq(nbytes_of(e_len[w_e], w_chunk))
-            have = is_resend | (~nonempty & s_any)
-            win_ok = (c_infl[c] == 0) | ((c_infl[c] + nb) <= self.conn_window)
-            p_ok = []
+            have = Mux(nonempty, ~h_stale, s_any)
+            # paths (MR-TXS-025) and the AckReq terms of each (MR-TXS-026)
+            p_ok, p_since_req, p_fill = [], [], []
             for p in range(PA):
                 row = c * PA + p
                 p_ok.append((p_infl[row] < self.cwnd) & (p_pkts[row] < self.path_pkts))
+                p_since_req.append(p_since[row] >= self.ack_every - 1)
+                fl = Signal(name=f"fill{row}")
+                m.d.comb += fl.eq(Mux(src_last, src_lastnb > p_room[row], p_room[row] < mtu))
+                p_fill.append(fl)
             p_any, p_pick = _first_from(p_ok, c_rr[c], PA)
-            c_ready.append(drop | (have & win_ok & p_any))
-            c_drop.append(drop)
-            c_resend.append(is_resend)
-            c_qi.append(w_qi_c)
-            c_idx.append(w_idx_c)
-            c_chunk.append(w_chunk)
-            c_path.append(p_pick)
-            c_nb.append(nb)
-        any_c, pick = _first_from(c_ready, conn_rr, C)
+            p_pick = p_pick[:pb]
+            left_few = (c_unsent[c] + rq_level[c]) <= PA        # after this packet: < paths
+            req = Array(p_since_req)[p_pick] | Array(p_fill)[p_pick] | left_few
+            cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
+                             qi=src_qi, idx=src_idx, e=src_e, chunk=src_chunk, last=src_last,
+                             first=src_chunk == 0, path=p_pick, nb=nb, req=req, s=s_pick))
+        any_c, pick = _first_from([x["ready"] for x in cand], conn_rr, C)
         pick = pick[:cb]
         go = sched & any_c
-        g_drop = Array(c_drop)[pick]
-        g_resend = Array(c_resend)[pick]
-        g_qi = Array(c_qi)[pick]
-        g_idx = Array(c_idx)[pick]
-        g_chunk = Array(c_chunk)[pick]
-        g_path = Array(c_path)[pick][:pb]
-        g_nb = Array(c_nb)[pick]
+
+        def g(name):
+            return Array(x[name] for x in cand)[pick]
+
+        g_drop, g_resend, g_qi, g_idx, g_chunk = g("drop"), g("resend"), g("qi"), g("idx"), g("chunk")
+        g_path, g_nb, req = g("path")[:pb], g("nb"), g("req")
+        g_last, g_first = g("last"), g("first")
         g_e = Cat(g_idx[:db], g_qi) if D > 1 else g_qi
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
         g_row = Cat(g_path, pick)
@@ -277,14 +313,7 @@ class TxSched(wiring.Component):
         g_len = e_len[g_e]
         g_off = (g_chunk << mtu_log2)[:32]
         psn = p_psn[g_row]
-        g_unsent_after = c_unsent[pick] - ~g_resend
-        g_rq_after = rq_level[pick] - g_resend
-        since_after = p_since[g_row] + 1
-        infl_after = p_infl[g_row] + g_nb
-        req = ((since_after >= self.ack_every) | (infl_after + mtu > self.cwnd)
-               | ((g_unsent_after + g_rq_after) < PA))
-        flags = (Mux(g_off == 0, int(MrdhFlag.FIRST), 0)
-                 | Mux((g_off + g_nb)[:33] >= g_len, int(MrdhFlag.LAST), 0)
+        flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
                  | Mux(g_resend, int(MrdhFlag.RETX), 0))
         frame = Signal(lay.frame)
         m.d.comb += [
@@ -319,63 +348,92 @@ class TxSched(wiring.Component):
                          cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
         m.d.comb += [cqe_q.w_en.eq(comp | (take_wr & (w_status != 0))), cqe_q.w_data.eq(cqe)]
 
-        # -- the actions (one per cycle)
-        with m.If(busy):
-            with m.If(r_ok):
-                m.d.sync += [
-                    p_infl[r_row].eq(Mux(p_infl[r_row] > r_nb, p_infl[r_row] - r_nb, 0)),
-                    p_pkts[r_row].eq(Mux(p_pkts[r_row] != 0, p_pkts[r_row] - 1, 0)),
-                    c_infl[r_conn].eq(Mux(c_infl[r_conn] > r_nb, c_infl[r_conn] - r_nb, 0)),
-                ]
-                with m.If(acked_valid):
-                    # MR-EXO-002/003 (protocol.chunk_ack): bit chunk - ack_base, then ack_base
-                    # moves over the acknowledged chunks above it
-                    d = (r_chunk - e_base[r_e])[:chunk_w + 1]
-                    in_win = ~d[chunk_w] & ((d >> _bits(W)) == 0 if W > 1 else 1)
-                    onehot = Signal(W)
-                    m.d.comb += onehot.eq(Mux(in_win, Const(1, W) << d[:_bits(W)], 0))
-                    b = Signal(W + 1)
-                    m.d.comb += b.eq(e_bits[r_e] | onehot)
-                    ones = Signal(range(W + 1))
-                    m.d.comb += ones.eq(W)
-                    for k in reversed(range(W)):
-                        with m.If(~b[k]):
-                            m.d.comb += ones.eq(k)
-                    m.d.sync += [e_base[r_e].eq(e_base[r_e] + ones), e_bits[r_e].eq(b >> ones)]
-                with m.Elif(~r_was_acked):
-                    for c in range(C):
-                        with m.If(r_conn == c):
-                            for k in range(self.resend_depth):
-                                with m.If(rq_tail[c] == k):
-                                    m.d.sync += [rq_slot[c][k].eq(r_slot), rq_chunk[c][k].eq(r_chunk)]
-                    m.d.sync += [rq_tail[r_conn].eq(rq_tail[r_conn] + 1),
-                                 rq_level[r_conn].eq(rq_level[r_conn] + 1)]
-        with m.Elif(comp):
-            m.d.sync += done[comp_q].eq(done[comp_q] + 1)
-        with m.Elif(take_wr):
-            with m.If(w_status == 0):
-                w_e = Cat(tail[w_qi][:db], w_qi) if D > 1 else w_qi
-                m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(1),
-                             desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
-                                                 wr.imm, msg_next[w_qi]))]
-                m.d.sync += [e_len[w_e].eq(wr.length), e_nch[w_e].eq(w_nch), e_next[w_e].eq(0),
-                             e_base[w_e].eq(0), e_bits[w_e].eq(0),
-                             tail[w_qi].eq(tail[w_qi] + 1), msg_next[w_qi].eq(msg_next[w_qi] + 1),
-                             c_unsent[wr.conn].eq(c_unsent[wr.conn] + w_nch)]
-        with m.Elif(go):
-            with m.If(g_drop | g_resend):
-                m.d.sync += [rq_head[pick].eq(rq_head[pick] + 1), rq_level[pick].eq(rq_level[pick] - 1)]
-            with m.If(packet):
-                m.d.sync += [p_psn[g_row].eq(psn + 1), p_infl[g_row].eq(infl_after),
-                             p_pkts[g_row].eq(p_pkts[g_row] + 1),
-                             p_since[g_row].eq(Mux(req, 0, since_after)),
-                             c_infl[pick].eq(c_infl[pick] + g_nb),
-                             c_rr[pick].eq(g_path + 1), conn_rr.eq(pick + 1)]
-                with m.If(~g_resend):
-                    m.d.sync += [e_next[g_e].eq(e_next[g_e] + 1), c_unsent[pick].eq(c_unsent[pick] - 1),
-                                 c_srr[pick].eq(g_s + 1)]
-                    with m.If(e_next[g_e] + 1 == e_nch[g_e]):
-                        m.d.sync += send[g_qi].eq(send[g_qi] + 1)
+        # -- the actions (one per cycle); each register written by its own index compare, the
+        # arithmetic on its own value (no adder after a wide mux)
+        rep_act = busy & r_ok
+        ack_act = rep_act & acked_valid
+        lost_act = rep_act & ~acked_valid & ~r_was_acked
+        wr_act = ~busy & ~comp & take_wr & (w_status == 0)
+        comp_act = ~busy & comp
+        send_act = ~busy & ~comp & ~take_wr & go
+        pkt_act = send_act & ~g_drop
+        new_act = pkt_act & ~g_resend
+        pop_act = send_act & (g_drop | g_resend)
+        # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
+        # (a sent chunk is below ack_base + W), then ack_base moves over the acknowledged chunks
+        a_lo = (r_chunk[:wb] - e_base[r_e][:wb])[:wb]
+        a_in = ~(r_chunk < e_base[r_e])
+        onehot = Signal(W)
+        m.d.comb += onehot.eq(Mux(a_in, Const(1, W) << a_lo, 0))
+        b = Signal(W + 1)
+        m.d.comb += b.eq(e_bits[r_e] | onehot)
+        ones = Signal(range(W + 1))
+        m.d.comb += ones.eq(W)
+        for k in reversed(range(W)):
+            with m.If(~b[k]):
+                m.d.comb += ones.eq(k)
+        for c in range(C):
+            x = cand[c]
+            mine = pick == c
+            for p in range(PA):
+                row = c * PA + p
+                with m.If(rep_act & (r_row == row)):
+                    over = p_infl[row] > r_nb
+                    m.d.sync += [p_infl[row].eq(Mux(over, p_infl[row] - r_nb, 0)),
+                                 p_room[row].eq(Mux(over, p_room[row] + r_nb, self.cwnd - mtu)),
+                                 p_pkts[row].eq(Mux(p_pkts[row] != 0, p_pkts[row] - 1, 0))]
+                with m.If(pkt_act & mine & (x["path"] == p)):
+                    m.d.sync += [p_psn[row].eq(p_psn[row] + 1), p_infl[row].eq(p_infl[row] + x["nb"]),
+                                 p_room[row].eq(p_room[row] - x["nb"]),
+                                 p_pkts[row].eq(p_pkts[row] + 1),
+                                 p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
+            with m.If(rep_act & (r_conn == c)):
+                over = c_infl[c] > r_nb
+                m.d.sync += [c_infl[c].eq(Mux(over, c_infl[c] - r_nb, 0)),
+                             c_room[c].eq(Mux(over, c_room[c] + r_nb, K))]
+            for k in range(RD):
+                with m.If(ack_act & (r_conn == c) & (r_slot == rq_slot[c][k])
+                          & (r_chunk == rq_chunk[c][k])):
+                    m.d.sync += rq_stale[c][k].eq(1)
+            with m.If(lost_act & (r_conn == c)):
+                for k in range(RD):
+                    with m.If(rq_tail[c] == k):
+                        m.d.sync += [rq_slot[c][k].eq(r_slot), rq_chunk[c][k].eq(r_chunk),
+                                     rq_last[c][k].eq(r_last), rq_stale[c][k].eq(0)]
+                m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
+            with m.If(wr_act & (wr.conn == c)):
+                m.d.sync += c_unsent[c].eq(c_unsent[c] + w_nchm1 + 1)
+            with m.If(pop_act & mine):
+                m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
+            with m.If(pkt_act & mine):
+                m.d.sync += [c_infl[c].eq(c_infl[c] + x["nb"]), c_room[c].eq(c_room[c] - x["nb"]),
+                             c_rr[c].eq(x["path"] + 1)]
+            with m.If(new_act & mine):
+                m.d.sync += [c_unsent[c].eq(c_unsent[c] - 1), c_srr[c].eq(x["s"] + 1)]
+        with m.If(pkt_act):
+            m.d.sync += conn_rr.eq(pick + 1)
+        w_e = Cat(tail[w_qi][:db], w_qi) if D > 1 else w_qi
+        m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
+                     desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
+                                         wr.imm, msg_next[w_qi]))]
+        for e in range(E):
+            with m.If(ack_act & (r_e == e)):
+                m.d.sync += [e_base[e].eq(e_base[e] + ones), e_bits[e].eq(b >> ones),
+                             e_ahead[e].eq(e_ahead[e] - ones)]
+            with m.If(wr_act & (w_e == e)):
+                m.d.sync += [e_len[e].eq(wr.length), e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
+                             e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
+                             e_bits[e].eq(0), e_ahead[e].eq(0)]
+            with m.If(new_act & Array(x["e"] == e for x in cand)[pick]):
+                m.d.sync += [e_next[e].eq(e_next[e] + 1), e_left[e].eq(e_left[e] - 1),
+                             e_ahead[e].eq(e_ahead[e] + 1)]
+        for qi in range(Q):
+            with m.If(wr_act & (w_qi == qi)):
+                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_next[qi] + 1)]
+            with m.If(comp_act & (comp_q == qi)):
+                m.d.sync += done[qi].eq(done[qi] + 1)
+            with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand)[pick]):
+                m.d.sync += send[qi].eq(send[qi] + 1)
         return m
 
 
