@@ -54,7 +54,7 @@ def test_bad_parameters():
 
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_lockstep_random(seed):
-    """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030/031, MR-TXS-050: random work requests with bad ones, lossy
+    """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030..032, MR-TXS-050: random work requests with bad ones, lossy
     delivery (gap losses and timeouts reported by the retransmit unit's semantics), idle cycles
     and backpressure: 0 mismatches; every work request completes once, in order per stream; every
     chunk sent, resent only after a lost report."""
