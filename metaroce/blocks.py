@@ -152,6 +152,16 @@ BLOCKS: dict[str, Block] = {
              "outstanding",
         shares={"parser": r"^parser$", "rx": r"^rx$", "dma": r"^dma$", "regs": r"^regs$", "pack": r"^pack$"},
     ),
+    # The scheduler has no data path: ``width`` is the engine's and changes nothing (MR-TXS-001).
+    "tx_sched": Block(
+        name="tx_sched",
+        component="metaroce.hdl.tx_sched:tx_sched_small",
+        model="metaroce.models.tx_sched:tx_sched_model_small",
+        tb="metaroce.tb.tx_sched",
+        help="TX scheduler (first slice), small instance: 2 connections x 2 streams x 4 paths; "
+             "work requests, round robin, resends first, chunking, PSNs, path windows "
+             "(docs/spec/hw-tx-sched.md)",
+    ),
 }
 
 

@@ -573,6 +573,38 @@ def entropy_for(seed):
 # ---------------------------------------------------------------------------------------------
 # Placement and memory protection (MR-PLC-001..006, MR-SEC-001..006)
 
+def chunk_count(length, mtu):
+    """MR-CONN-005: the chunks of a message of ``length`` bytes cut at ``mtu``: at least one (a
+    zero-length message is one packet without payload)."""
+    return max(1, -(-int(length) // mtu))
+
+
+def chunk_bytes(length, chunk, mtu):
+    """MR-CONN-005: the payload bytes of chunk ``chunk`` of a message of ``length`` bytes: bytes
+    ``[chunk x mtu, min((chunk + 1) x mtu, length))``."""
+    return max(0, min(mtu, int(length) - chunk * mtu))
+
+
+def chunk_window_open(chunk, ack_base, window):
+    """MR-ENG-012: chunk ``chunk`` of a message may be sent while it is below the message's
+    lowest unacknowledged chunk ``ack_base`` plus the chunk window."""
+    return chunk < ack_base + window
+
+
+def chunk_ack(ack_base, ack_bits, chunk, window):
+    """MR-EXO-002/003 at the sender (MR-ENG-025): chunk ``chunk`` acknowledged. ``ack_bits`` bit
+    ``i`` stands for chunk ``ack_base + i`` (``window`` bits); a chunk below ``ack_base`` or
+    already set is a duplicate (returned unchanged, ``new`` False); a chunk at or beyond the
+    window is never sent (MR-ENG-012) and changes nothing. Returns ``(ack_base, ack_bits,
+    new)``: ``ack_base`` moves over the acknowledged chunks above it."""
+    d = chunk - ack_base
+    if d < 0 or d >= window or (ack_bits >> d) & 1:
+        return ack_base, ack_bits, False
+    b = ack_bits | (1 << d)
+    t = _trailing_ones(b)
+    return ack_base + t, b >> t, True
+
+
 def check_chunk(offset, length, msg_len, mtu):
     """Validate a data packet's place in its message (MR-PLC-003, MR-EXO-002).
 

@@ -1,0 +1,442 @@
+"""TX scheduler, first slice: work requests in, per-stream queues, round robin over connections
+and streams with resends first, chunking at the MTU, a PSN per path, path choice by window room;
+frame requests and sent events out (docs/spec/hw-tx-sched.md, MR-TXS-*).
+
+``TxSched(width=64, *, conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
+path_pkts, ack_every, resend_depth)`` (MR-TXS-001). Ports (MR-TXS-002), all
+``amaranth.lib.stream``:
+
+========== ====== ========================================================================
+port       dir    meaning
+========== ====== ========================================================================
+s_wr       in     a work request {op, conn, stream, wr_id, laddr, va, rkey, length, imm}
+s_acked    in     the retransmit unit's ``m_acked``: a record acknowledged
+s_resend   in     the retransmit unit's ``m_resend``: a record lost, its chunk to resend
+m_frame    out    a frame request (the frame builder's descriptor fields the scheduler owns)
+m_sent     out    the retransmit unit's ``s_sent``: a data packet was sent
+m_cqe      out    a completion {conn, stream, wr_id, status, op, length}
+now        in     the engine's nanosecond clock (the sent events' ``t_sent``)
+========== ====== ========================================================================
+
+One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
+registers and LUT RAM; the outputs leave through 4-slot queues (MR-TXS-031).
+
+Golden model: :class:`metaroce.models.tx_sched.TxSchedCycleModel`, cycle by cycle.
+"""
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..models import protocol as P
+from ..models import records
+from ..models.tx_sched import (OP_WRITE_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
+                               STATUS_LOC_QP_OP_ERR, check_params, layouts)
+from ..models.wire import MrdhFlag, Op
+
+__all__ = ["TxSched", "tx_sched_small"]
+
+
+def _bits(n):
+    return max(1, (n - 1).bit_length())
+
+
+def _first_from(valid, start, n):
+    """MR-TXS-023: ``(any, index)`` of the first set bit of ``valid`` (``n`` Values, a power of
+    two) at or after ``start``, wrapping (a round-robin pick)."""
+    if n == 1:
+        return valid[0], Const(0, 1)
+    nb = _bits(n)
+    vec = Cat(*valid)
+    found = Const(0, 1)
+    idx = Const(0, nb)
+    for k in reversed(range(n)):
+        j = (start + k)[:nb]
+        v = vec.bit_select(j, 1)
+        idx = Mux(v, j, idx)
+        found = found | v
+    return found, idx
+
+
+def _first(valid):
+    """``(any, index)`` of the lowest set bit of ``valid``."""
+    nb = _bits(len(valid))
+    found = Const(0, 1)
+    idx = Const(0, nb)
+    for k in reversed(range(len(valid))):
+        idx = Mux(valid[k], k, idx)
+        found = found | valid[k]
+    return found, idx
+
+
+class TxSched(wiring.Component):
+    """The TX scheduler's first slice (docs/spec/hw-tx-sched.md)."""
+
+    def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
+                 paths=SMALL["paths"], depth=SMALL["depth"], chunk_window=SMALL["chunk_window"],
+                 mtu=SMALL["mtu"], cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
+                 path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
+                 resend_depth=SMALL["resend_depth"]):
+        if width not in (64, 128, 256, 512):
+            raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
+                     path_pkts, ack_every, resend_depth)
+        self.width = width
+        self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        self.chunk_window, self.mtu, self.cwnd, self.conn_window = chunk_window, mtu, cwnd, conn_window
+        self.path_pkts, self.ack_every, self.resend_depth = path_pkts, ack_every, resend_depth
+        self.lay = lay = layouts(conns, streams, paths, depth)
+        super().__init__({
+            "s_wr": In(stream.Signature(lay.wr)),
+            "s_acked": In(stream.Signature(lay.report)),
+            "s_resend": In(stream.Signature(lay.report)),
+            "m_frame": Out(stream.Signature(lay.frame)),
+            "m_sent": Out(stream.Signature(lay.sent)),
+            "m_cqe": Out(stream.Signature(lay.cqe)),
+            "now": In(records.TIME_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lay = self.lay
+        C, S, PA, D = self.conns, self.streams, self.paths, self.depth
+        W, mtu = self.chunk_window, self.mtu
+        K = self.conn_window
+        mtu_log2 = mtu.bit_length() - 1
+        wb = _bits(W)                           # W is a power of two: W = 2^wb
+        cb, sb, pb, db = lay.conn_bits, _bits(S), _bits(PA), _bits(D)
+        sd = S * D                              # message slots per connection
+        sdb = _bits(sd) if sd > 1 else 0
+        Q, E = C * S, C * sd                    # stream queues, message entries
+        ptr_w = db + 1                          # ring pointers: index and wrap bit
+        chunk_w = records.CHUNK_BITS + 1
+        bytes_w = records.BYTES_BITS
+        psn_w = P.wire.PSN_BITS
+        rq_b = _bits(self.resend_depth)
+        RD = self.resend_depth
+        nb_w = mtu_log2 + 1
+
+        # -- state (MR-TXS-012..014)
+        tail = Array(Signal(ptr_w, name=f"tail{q}") for q in range(Q))
+        send = Array(Signal(ptr_w, name=f"send{q}") for q in range(Q))
+        done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
+        msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
+        e_len = Array(Signal(32, name=f"len{e}") for e in range(E))
+        e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
+        e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
+        e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
+        # MR-TXS-032: derived registers, kept equal to their definitions by every action
+        e_nchm1 = Array(Signal(chunk_w, name=f"nchm1_{e}") for e in range(E))    # nchunks - 1
+        e_left = Array(Signal(chunk_w, name=f"left{e}") for e in range(E))       # nchunks - 1 - next_chunk
+        e_ahead = Array(Signal(wb + 1, name=f"ahead{e}") for e in range(E))      # next_chunk - ack_base
+        e_lastnb = Array(Signal(nb_w, name=f"lastnb{e}") for e in range(E))     # chunk_bytes of the last chunk
+        desc_lay = data.StructLayout({"imm_op": 1, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
+                                      "imm": 32, "msg": 32})
+        m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
+        desc_wr = desc_mem.write_port()
+        desc_rd_tx = desc_mem.read_port(domain="comb")
+        desc_rd_cq = desc_mem.read_port(domain="comb")
+        c_rr = Array(Signal(pb, init=c % PA, name=f"rr{c}") for c in range(C))
+        c_srr = Array(Signal(sb, name=f"srr{c}") for c in range(C))
+        c_infl = Array(Signal(bytes_w, name=f"cinfl{c}") for c in range(C))
+        # MR-TXS-032: conn_window - inflight, and per path cwnd - mtu - inflight
+        c_room = Array(Signal(signed(bytes_w + 2), init=K, name=f"croom{c}") for c in range(C))
+        c_unsent = Array(Signal(24, name=f"unsent{c}") for c in range(C))
+        rq_slot = [[Signal(3, name=f"rq{c}_slot{k}") for k in range(RD)] for c in range(C)]
+        rq_chunk = [[Signal(records.CHUNK_BITS, name=f"rq{c}_chunk{k}") for k in range(RD)]
+                    for c in range(C)]
+        rq_last = [[Signal(name=f"rq{c}_last{k}") for k in range(RD)] for c in range(C)]
+        # MR-TXS-032: the entry is stale (its chunk acknowledged since it was queued)
+        rq_stale = [[Signal(name=f"rq{c}_stale{k}") for k in range(RD)] for c in range(C)]
+        rq_head = Array(Signal(rq_b, name=f"rqh{c}") for c in range(C))
+        rq_tail = Array(Signal(rq_b, name=f"rqt{c}") for c in range(C))
+        rq_level = Array(Signal(rq_b + 1, name=f"rql{c}") for c in range(C))
+        p_psn = Array(Signal(psn_w, name=f"psn{r}") for r in range(C * PA))
+        p_infl = Array(Signal(bytes_w, name=f"pinfl{r}") for r in range(C * PA))
+        p_pkts = Array(Signal(8, name=f"pkts{r}") for r in range(C * PA))
+        p_since = Array(Signal(4, name=f"since{r}") for r in range(C * PA))
+        p_room = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"proom{r}")
+                       for r in range(C * PA))
+        conn_rr = Signal(cb)
+
+        m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=lay.frame.size, depth=OUT_DEPTH)
+        m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
+        m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size, depth=OUT_DEPTH)
+        for q, port in ((frame_q, self.m_frame), (sent_q, self.m_sent), (cqe_q, self.m_cqe)):
+            m.d.comb += [port.payload.eq(q.r_data), port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
+
+        def count(qi):
+            return (tail[qi] - done[qi])[:ptr_w]
+
+        def live(qi, idx):
+            """MR-TXS-012: ring entry ``idx`` is posted and not completed."""
+            return (idx - done[qi][:db])[:db] < count(qi) if D > 1 else count(qi) != 0
+
+        def nbytes(last, e):
+            """MR-CONN-005 (``protocol.chunk_bytes``): one MTU, or the last chunk's bytes."""
+            return Mux(last, e_lastnb[e], mtu)
+
+        def acked_bit(e, chunk):
+            """``chunk`` (sent: below ``next_chunk``, so below ``ack_base + W``) is acknowledged:
+            below ``ack_base``, or its bit set; the bit index is the difference's low bits."""
+            lo = (chunk[:wb] - e_base[e][:wb])[:wb]
+            return (chunk < e_base[e]) | e_bits[e].bit_select(lo, 1)
+
+        # -- the report datapath (MR-TXS-020, MR-TXS-021): one report per cycle
+        acked_valid = self.s_acked.valid
+        rep = Mux(acked_valid, self.s_acked.payload.as_value(), self.s_resend.payload.as_value())
+        rep = data.View(lay.report, rep)
+        r_conn, r_path, r_slot, r_chunk = rep.conn, rep.path, rep.slot, rep.chunk
+        r_e = Cat(r_slot[:sdb], r_conn) if sdb else r_conn
+        r_s = r_slot[db:] if D > 1 else r_slot
+        r_qi = Cat(r_s[:sb], r_conn) if S > 1 else r_conn
+        r_idx = r_slot[:db] if D > 1 else Const(0, 1)
+        r_ok = ((r_path < PA) & ((r_slot >> sdb) == 0 if sdb < 3 else 1)
+                & live(r_qi, r_idx) & (r_chunk < e_next[r_e]))
+        r_last = Signal()
+        m.d.comb += r_last.eq(r_chunk == e_nchm1[r_e])
+        r_nb = Signal(nb_w)
+        m.d.comb += r_nb.eq(nbytes(r_last, r_e))
+        r_row = Cat(r_path[:pb], r_conn)
+        r_was_acked = acked_bit(r_e, r_chunk)
+        resend_room = rq_level[self.s_resend.payload.conn] < RD
+        m.d.comb += self.s_acked.ready.eq(1)
+        m.d.comb += self.s_resend.ready.eq(~acked_valid & resend_room)
+        take_resend = self.s_resend.ready & self.s_resend.valid
+        busy = acked_valid | take_resend
+
+        # -- completions (MR-TXS-022)
+        comp_valid = []
+        for qi in range(Q):
+            e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
+            # every chunk sent (send has passed the oldest entry) and acknowledged (ahead 0)
+            comp_valid.append((send[qi] != done[qi]) & (e_ahead[e_done] == 0))
+        comp_any, comp_q = _first(comp_valid)
+        comp_q = comp_q[:_bits(Q)]
+        comp_e = Cat(done[comp_q][:db], comp_q) if D > 1 else comp_q
+        m.d.comb += desc_rd_cq.addr.eq(comp_e)
+        comp = ~busy & cqe_q.w_rdy & comp_any
+
+        # -- work requests (MR-TXS-010, MR-TXS-011)
+        wr = self.s_wr.payload
+        w_qi = Cat(wr.stream[:sb], wr.conn) if S > 1 else wr.conn
+        w_len1 = (wr.length - 1)[:32]
+        w_bad_op = (wr.op > OP_WRITE_IMM) | (wr.stream >= S)
+        w_bad_len = (wr.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
+        w_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
+        w_nchm1 = Mux(wr.length == 0, 0, w_len1 >> mtu_log2)[:chunk_w]
+        w_low = wr.length[:mtu_log2]
+        w_lastnb = Mux(w_low != 0, w_low, Mux(wr.length == 0, 0, mtu))
+        w_full = count(w_qi) == D
+        w_ok = Mux(w_status != 0, cqe_q.w_rdy, ~w_full)
+        m.d.comb += self.s_wr.ready.eq(~busy & ~comp & w_ok)
+        take_wr = self.s_wr.ready & self.s_wr.valid
+
+        # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
+        # parallel; the source (resend head or stream pick) chooses among them
+        room_out = frame_q.w_rdy & sent_q.w_rdy
+        sched = ~busy & ~comp & ~take_wr & room_out
+        cand = []
+        for c in range(C):
+            nonempty = rq_level[c] != 0
+            h_slot = Array(rq_slot[c])[rq_head[c]]
+            h_chunk = Array(rq_chunk[c])[rq_head[c]]
+            h_last = Array(rq_last[c])[rq_head[c]]
+            h_stale = Array(rq_stale[c])[rq_head[c]]
+            h_e = Cat(h_slot[:sdb], Const(c, cb)) if sdb else Const(c, cb)
+            h_s = h_slot[db:] if D > 1 else h_slot
+            h_qi = Cat(h_s[:sb], Const(c, cb)) if S > 1 else Const(c, cb)
+            h_idx = h_slot[:db] if D > 1 else Const(0, 1)
+            # the connection window for a full chunk and for each entry's last chunk (MR-CC-001)
+            c_idle = c_infl[c] == 0
+            fits_full = c_idle | (c_room[c] >= mtu)
+            fits_last = []
+            for k in range(sd):
+                f = Signal(name=f"fits_last{c}_{k}")
+                m.d.comb += f.eq(c_idle | (e_lastnb[c * sd + k] <= c_room[c]))
+                fits_last.append(f)
+            fits_last = Array(fits_last)
+            # streams: the first from the pointer whose send message exists with its next chunk in
+            # the chunk window (ahead < W)
+            s_ok = []
+            for s in range(S):
+                qi = c * S + s
+                e_s = qi * D + (send[qi][:db] if D > 1 else 0)
+                s_ok.append((send[qi] != tail[qi]) & ~e_ahead[e_s][wb])
+            s_any, s_pick = _first_from(s_ok, c_srr[c], S)
+            n_qi = Cat(s_pick[:sb], Const(c, cb)) if S > 1 else Const(c, cb)
+            n_idx = send[n_qi][:db] if D > 1 else Const(0, 1)
+            n_e = Cat(n_idx[:db], n_qi) if D > 1 else n_qi
+            # the source: the resend head when the FIFO holds one (a stale head is a drop)
+            src_qi = Mux(nonempty, h_qi, n_qi)
+            src_idx = Mux(nonempty, h_idx, n_idx)
+            src_e = Mux(nonempty, h_e, n_e)
+            src_chunk = Mux(nonempty, h_chunk, e_next[n_e])
+            src_last = Mux(nonempty, h_last, e_left[n_e] == 0)
+            src_lastnb = e_lastnb[src_e]
+            nb = Signal(nb_w, name=f"nb{c}")
+            m.d.comb += nb.eq(Mux(src_last, src_lastnb, mtu))
+            fits = Mux(src_last, fits_last[src_e[:sdb] if sdb else 0], fits_full)
+            drop = nonempty & h_stale
+            have = Mux(nonempty, ~h_stale, s_any)
+            # paths (MR-TXS-025) and the AckReq terms of each (MR-TXS-026)
+            p_ok, p_since_req, p_fill = [], [], []
+            for p in range(PA):
+                row = c * PA + p
+                p_ok.append((p_infl[row] < self.cwnd) & (p_pkts[row] < self.path_pkts))
+                p_since_req.append(p_since[row] >= self.ack_every - 1)
+                fl = Signal(name=f"fill{row}")
+                m.d.comb += fl.eq(Mux(src_last, src_lastnb > p_room[row], p_room[row] < mtu))
+                p_fill.append(fl)
+            p_any, p_pick = _first_from(p_ok, c_rr[c], PA)
+            p_pick = p_pick[:pb]
+            left_few = (c_unsent[c] + rq_level[c]) <= PA        # after this packet: < paths
+            req = Array(p_since_req)[p_pick] | Array(p_fill)[p_pick] | left_few
+            cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
+                             qi=src_qi, idx=src_idx, e=src_e, chunk=src_chunk, last=src_last,
+                             first=src_chunk == 0, path=p_pick, nb=nb, req=req, s=s_pick))
+        any_c, pick = _first_from([x["ready"] for x in cand], conn_rr, C)
+        pick = pick[:cb]
+        go = sched & any_c
+
+        def g(name):
+            return Array(x[name] for x in cand)[pick]
+
+        g_drop, g_resend, g_qi, g_idx, g_chunk = g("drop"), g("resend"), g("qi"), g("idx"), g("chunk")
+        g_path, g_nb, req = g("path")[:pb], g("nb"), g("req")
+        g_last, g_first = g("last"), g("first")
+        g_e = Cat(g_idx[:db], g_qi) if D > 1 else g_qi
+        g_s = g_qi[:sb] if S > 1 else Const(0, 1)
+        g_row = Cat(g_path, pick)
+        packet = go & ~g_drop
+        m.d.comb += desc_rd_tx.addr.eq(g_e)
+        desc = data.View(desc_lay, desc_rd_tx.data)
+        g_len = e_len[g_e]
+        g_off = (g_chunk << mtu_log2)[:32]
+        psn = p_psn[g_row]
+        flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
+                 | Mux(g_resend, int(MrdhFlag.RETX), 0))
+        frame = Signal(lay.frame)
+        m.d.comb += [
+            frame.conn.eq(pick), frame.laddr.eq(desc.laddr),
+            frame.bth_opcode.eq(Mux(desc.imm_op, int(Op.MR_WRITE_IMM), int(Op.MR_WRITE))),
+            frame.bth_ack_req.eq(req), frame.bth_psn.eq(psn), frame.mrdh_flags.eq(flags),
+            frame.mrdh_path.eq(g_path), frame.mrdh_stream.eq(g_s), frame.mrdh_msg.eq(desc.msg),
+            frame.mrdh_offset.eq(g_off), frame.mrdh_msg_len.eq(g_len), frame.reth_va.eq(desc.va),
+            frame.reth_rkey.eq(desc.rkey), frame.reth_dma_len.eq(g_len),
+            frame.imm_imm.eq(Mux(desc.imm_op, desc.imm, 0)), frame.payload_len.eq(g_nb),
+        ]
+        sent = Signal(lay.sent)
+        m.d.comb += [
+            sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
+            sent.slot.eq(Cat(g_idx[:db], g_s[:sb]) if (D > 1 and S > 1) else (g_idx if D > 1 else g_s)),
+            sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
+            sent.t_sent.eq(self.now),
+        ]
+        m.d.comb += [frame_q.w_en.eq(packet), frame_q.w_data.eq(frame),
+                     sent_q.w_en.eq(packet), sent_q.w_data.eq(sent)]
+
+        # -- the completion stream: completions and refused work requests
+        cqe = Signal(lay.cqe)
+        cq_desc = data.View(desc_lay, desc_rd_cq.data)
+        with m.If(comp):
+            m.d.comb += [cqe.conn.eq(comp_q >> sb if S > 1 else comp_q),
+                         cqe.stream.eq(comp_q[:sb] if S > 1 else 0),
+                         cqe.wr_id.eq(cq_desc.wr_id), cqe.status.eq(0), cqe.op.eq(cq_desc.imm_op),
+                         cqe.length.eq(e_len[comp_e])]
+        with m.Else():
+            m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
+                         cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
+        m.d.comb += [cqe_q.w_en.eq(comp | (take_wr & (w_status != 0))), cqe_q.w_data.eq(cqe)]
+
+        # -- the actions (one per cycle); each register written by its own index compare, the
+        # arithmetic on its own value (no adder after a wide mux)
+        rep_act = busy & r_ok
+        ack_act = rep_act & acked_valid
+        lost_act = rep_act & ~acked_valid & ~r_was_acked
+        wr_act = ~busy & ~comp & take_wr & (w_status == 0)
+        comp_act = ~busy & comp
+        send_act = ~busy & ~comp & ~take_wr & go
+        pkt_act = send_act & ~g_drop
+        new_act = pkt_act & ~g_resend
+        pop_act = send_act & (g_drop | g_resend)
+        # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
+        # (a sent chunk is below ack_base + W), then ack_base moves over the acknowledged chunks
+        a_lo = (r_chunk[:wb] - e_base[r_e][:wb])[:wb]
+        a_in = ~(r_chunk < e_base[r_e])
+        onehot = Signal(W)
+        m.d.comb += onehot.eq(Mux(a_in, Const(1, W) << a_lo, 0))
+        b = Signal(W + 1)
+        m.d.comb += b.eq(e_bits[r_e] | onehot)
+        ones = Signal(range(W + 1))
+        m.d.comb += ones.eq(W)
+        for k in reversed(range(W)):
+            with m.If(~b[k]):
+                m.d.comb += ones.eq(k)
+        for c in range(C):
+            x = cand[c]
+            mine = pick == c
+            for p in range(PA):
+                row = c * PA + p
+                with m.If(rep_act & (r_row == row)):
+                    over = p_infl[row] > r_nb
+                    m.d.sync += [p_infl[row].eq(Mux(over, p_infl[row] - r_nb, 0)),
+                                 p_room[row].eq(Mux(over, p_room[row] + r_nb, self.cwnd - mtu)),
+                                 p_pkts[row].eq(Mux(p_pkts[row] != 0, p_pkts[row] - 1, 0))]
+                with m.If(pkt_act & mine & (x["path"] == p)):
+                    m.d.sync += [p_psn[row].eq(p_psn[row] + 1), p_infl[row].eq(p_infl[row] + x["nb"]),
+                                 p_room[row].eq(p_room[row] - x["nb"]),
+                                 p_pkts[row].eq(p_pkts[row] + 1),
+                                 p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
+            with m.If(rep_act & (r_conn == c)):
+                over = c_infl[c] > r_nb
+                m.d.sync += [c_infl[c].eq(Mux(over, c_infl[c] - r_nb, 0)),
+                             c_room[c].eq(Mux(over, c_room[c] + r_nb, K))]
+            for k in range(RD):
+                with m.If(ack_act & (r_conn == c) & (r_slot == rq_slot[c][k])
+                          & (r_chunk == rq_chunk[c][k])):
+                    m.d.sync += rq_stale[c][k].eq(1)
+            with m.If(lost_act & (r_conn == c)):
+                for k in range(RD):
+                    with m.If(rq_tail[c] == k):
+                        m.d.sync += [rq_slot[c][k].eq(r_slot), rq_chunk[c][k].eq(r_chunk),
+                                     rq_last[c][k].eq(r_last), rq_stale[c][k].eq(0)]
+                m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
+            with m.If(wr_act & (wr.conn == c)):
+                m.d.sync += c_unsent[c].eq(c_unsent[c] + w_nchm1 + 1)
+            with m.If(pop_act & mine):
+                m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
+            with m.If(pkt_act & mine):
+                m.d.sync += [c_infl[c].eq(c_infl[c] + x["nb"]), c_room[c].eq(c_room[c] - x["nb"]),
+                             c_rr[c].eq(x["path"] + 1)]
+            with m.If(new_act & mine):
+                m.d.sync += [c_unsent[c].eq(c_unsent[c] - 1), c_srr[c].eq(x["s"] + 1)]
+        with m.If(pkt_act):
+            m.d.sync += conn_rr.eq(pick + 1)
+        w_e = Cat(tail[w_qi][:db], w_qi) if D > 1 else w_qi
+        m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
+                     desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
+                                         wr.imm, msg_next[w_qi]))]
+        for e in range(E):
+            with m.If(ack_act & (r_e == e)):
+                m.d.sync += [e_base[e].eq(e_base[e] + ones), e_bits[e].eq(b >> ones),
+                             e_ahead[e].eq(e_ahead[e] - ones)]
+            with m.If(wr_act & (w_e == e)):
+                m.d.sync += [e_len[e].eq(wr.length), e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
+                             e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
+                             e_bits[e].eq(0), e_ahead[e].eq(0)]
+            with m.If(new_act & Array(x["e"] == e for x in cand)[pick]):
+                m.d.sync += [e_next[e].eq(e_next[e] + 1), e_left[e].eq(e_left[e] - 1),
+                             e_ahead[e].eq(e_ahead[e] + 1)]
+        for qi in range(Q):
+            with m.If(wr_act & (w_qi == qi)):
+                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_next[qi] + 1)]
+            with m.If(comp_act & (comp_q == qi)):
+                m.d.sync += done[qi].eq(done[qi] + 1)
+            with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand)[pick]):
+                m.d.sync += send[qi].eq(send[qi] + 1)
+        return m
+
+
+def tx_sched_small(width=64):
+    """The small instance (MR-TXS-001): 2 connections x 2 streams x 4 paths, 4 messages per stream."""
+    return TxSched(width, **SMALL)

@@ -1,0 +1,435 @@
+"""Golden model of the TX scheduler (docs/spec/hw-tx-sched.md, MR-TXS-*): work requests in,
+per-stream queues, round robin over connections and streams, resends first, chunking at the
+MTU, a PSN per path, path choice by window room; frame requests and sent events out.
+
+Two layers, both built on :mod:`metaroce.models.protocol` (``chunk_count``, ``chunk_bytes``,
+``chunk_ack``, ``chunk_window_open``, ``psn_add``):
+
+* :class:`TxSchedModel`: the semantics, one event per call (a work request, an acknowledged or
+  lost record reported by the retransmit unit, a completion, one scheduling decision). It keeps
+  the RTL's structures (a ring of message entries per stream, pointers, per-path counters), so
+  the RTL mirrors it field by field.
+* :class:`TxSchedCycleModel`: the block cycle by cycle, ``step(inputs) -> outputs`` with the
+  Verilog port names, for the lockstep harness (tb/lockstep.py): one action per cycle in a fixed
+  priority (MR-TXS-030) and the output queues.
+
+The port layouts are declared here and imported by the RTL (hdl/tx_sched.py); models/ never
+imports hdl/.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from amaranth.lib import data
+
+from . import protocol as P
+from . import records
+from . import retransmit as rtx_model
+from .fifo import SyncFifoModel
+from .rx import pack, unpack
+from .wire import MrdhFlag, Op
+
+__all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleModel", "SMALL",
+           "OP_WRITE", "OP_WRITE_IMM", "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
+           "OUT_DEPTH", "tx_sched_model_small", "INPUTS", "OUTPUTS"]
+
+#: MR-TXS-002: work-request opcodes (records.TX_MSG ``op``: write, write with immediate, ...).
+OP_WRITE, OP_WRITE_IMM = 0, 1
+#: MR-TXS-011: completion statuses (verbs IBV_WC_* numbers, as endpoint.Status).
+STATUS_OK = 0
+STATUS_LOC_LEN_ERR = 1          # the message has more chunks than a chunk index names
+STATUS_LOC_QP_OP_ERR = 2        # an opcode this slice does not send, or a stream beyond the instance
+#: MR-TXS-031: slots of each output queue.
+OUT_DEPTH = 4
+#: MR-TXS-001: the small instance's parameters.
+SMALL = dict(conns=2, streams=2, paths=4, depth=4, chunk_window=16, mtu=1024, cwnd=12_500,
+             conn_window=50_000, path_pkts=32, ack_every=4, resend_depth=8)
+_WIRE_OP = {OP_WRITE: int(Op.MR_WRITE), OP_WRITE_IMM: int(Op.MR_WRITE_IMM)}
+_STREAM_FIELD = 16              # MRDH stream is 16 bits (MR-WIRE-071)
+
+
+def _pow2(name, v, lo, hi):
+    if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
+        raise ValueError(f"{name} must be a power of two in [{lo}, {hi}], not {v!r}")
+
+
+def check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window, path_pkts,
+                 ack_every, resend_depth):
+    """MR-TXS-001: sizes are powers of two (an index is a concatenation of bits); a message
+    slot (stream, ring entry) fits the 3-bit ``tx_slot`` of the retransmit record; windows fit
+    the 24-bit byte counters with one MTU to spare."""
+    _pow2("conns", conns, 2, 256)
+    _pow2("streams", streams, 2, 8)
+    _pow2("paths", paths, 2, 16)
+    _pow2("depth", depth, 2, 4)
+    _pow2("chunk_window", chunk_window, 2, 64)
+    _pow2("mtu", mtu, 256, 4096)
+    _pow2("resend_depth", resend_depth, 2, 64)
+    if streams * depth > records.TX_MSGS:
+        raise ValueError(f"streams x depth must be at most {records.TX_MSGS} (the 3-bit message "
+                         f"slot), not {streams * depth}")
+    lim = (1 << records.BYTES_BITS) - 1 - mtu
+    for name, v in (("cwnd", cwnd), ("conn_window", conn_window)):
+        if not isinstance(v, int) or not 1 <= v <= lim:
+            raise ValueError(f"{name} must be in [1, {lim}], not {v!r}")
+    if not isinstance(path_pkts, int) or not 1 <= path_pkts < P.SEND_WINDOW:
+        raise ValueError(f"path_pkts must be in [1, {P.SEND_WINDOW - 1}], not {path_pkts!r}")
+    if not isinstance(ack_every, int) or not 1 <= ack_every <= 15:
+        raise ValueError(f"ack_every must be in [1, 15], not {ack_every!r}")
+
+
+@dataclass(frozen=True)
+class Layouts:
+    conns: int
+    streams: int
+    paths: int
+    depth: int
+    conn_bits: int
+    wr: data.StructLayout
+    cqe: data.StructLayout
+    frame: data.StructLayout
+    sent: data.StructLayout
+    report: data.StructLayout
+
+
+def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
+            depth=SMALL["depth"]):
+    """The block's port layouts (MR-TXS-002)."""
+    cb = (conns - 1).bit_length()
+    rl = rtx_model.layouts(conns, paths, 1024)
+    wr = data.StructLayout({"op": 3, "conn": cb, "stream": _STREAM_FIELD, "wr_id": 16,
+                            "laddr": 64, "va": 64, "rkey": 32, "length": 32, "imm": 32})
+    cqe = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "wr_id": 16, "status": 5,
+                             "op": 3, "length": 32})
+    # MR-TXS-040: the fields named as the frame builder's descriptor (models/frame_builder.py
+    # DESC_LAYOUT) have its widths; the per-connection template supplies the rest
+    frame = data.StructLayout({"conn": cb, "laddr": 64, "bth_opcode": 8, "bth_ack_req": 1,
+                               "bth_psn": 24, "mrdh_flags": 4, "mrdh_path": 8,
+                               "mrdh_stream": _STREAM_FIELD, "mrdh_msg": 32, "mrdh_offset": 32,
+                               "mrdh_msg_len": 32, "reth_va": 64, "reth_rkey": 32,
+                               "reth_dma_len": 32, "imm_imm": 32, "payload_len": 14})
+    return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend)
+
+
+class TxSchedModel:
+    """The scheduler's semantics, one event per call (MR-TXS-010..014, MR-TXS-020..026)."""
+
+    def __init__(self, conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
+                 depth=SMALL["depth"], *, chunk_window=SMALL["chunk_window"], mtu=SMALL["mtu"],
+                 cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
+                 path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
+                 resend_depth=SMALL["resend_depth"]):
+        check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
+                     path_pkts, ack_every, resend_depth)
+        self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        self.chunk_window, self.mtu, self.cwnd, self.conn_window = chunk_window, mtu, cwnd, conn_window
+        self.path_pkts, self.ack_every, self.resend_depth = path_pkts, ack_every, resend_depth
+        self.lay = layouts(conns, streams, paths, depth)
+        # MR-TXS-012: one ring of message entries per (connection, stream)
+        self.q = [{"ring": [None] * depth, "tail": 0, "send": 0, "done": 0, "msg_next": 0}
+                  for _ in range(conns * streams)]
+        # MR-TXS-013: per connection; MR-CONN-004: each starts its path rotation at conn mod paths
+        self.conn = [{"rr": c % paths, "srr": 0, "inflight": 0, "unsent": 0, "retx": deque()}
+                     for c in range(conns)]
+        # MR-TXS-014: per path
+        self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0}
+                     for _ in range(conns * paths)]
+        self.conn_rr = 0
+
+    # -- helpers
+    def qi(self, conn, stream):
+        return conn * self.streams + stream
+
+    def _count(self, q):
+        return (q["tail"] - q["done"]) % (2 * self.depth)
+
+    def live(self, qi, idx):
+        """Ring entry ``idx`` holds a message posted and not completed (MR-TXS-012)."""
+        q = self.q[qi]
+        return (idx - q["done"]) % self.depth < self._count(q)
+
+    def entry_of(self, conn, slot):
+        """The entry a report's message slot names (slot = stream x depth + ring index,
+        MR-TXS-012), or None."""
+        s, i = divmod(slot, self.depth)
+        if s >= self.streams or not self.live(self.qi(conn, s), i):
+            return None
+        return self.q[self.qi(conn, s)]["ring"][i]
+
+    def chunk_acked(self, e, chunk):
+        d = chunk - e["ack_base"]
+        return d < 0 or bool((e["ack_bits"] >> d) & 1)
+
+    # -- work requests (MR-TXS-010, MR-TXS-011)
+    def wr_status(self, f):
+        if f["op"] not in (OP_WRITE, OP_WRITE_IMM) or f["stream"] >= self.streams:
+            return STATUS_LOC_QP_OP_ERR
+        if P.chunk_count(f["length"], self.mtu) > 1 << records.CHUNK_BITS:
+            return STATUS_LOC_LEN_ERR
+        return STATUS_OK
+
+    def wr_room(self, f):
+        """A good work request needs a free entry in its stream's ring (MR-TXS-010)."""
+        if self.wr_status(f):
+            return True
+        return self._count(self.q[self.qi(f["conn"], f["stream"])]) < self.depth
+
+    def cqe_of(self, f, status):
+        return {"conn": f["conn"], "stream": f["stream"], "wr_id": f["wr_id"], "status": status,
+                "op": f["op"], "length": f["length"]}
+
+    def wr(self, f):
+        """Take a work request: a bad one returns its error completion at once (MR-TXS-011); a
+        good one is queued (returns None)."""
+        st = self.wr_status(f)
+        if st:
+            return self.cqe_of(f, st)
+        q = self.q[self.qi(f["conn"], f["stream"])]
+        n = P.chunk_count(f["length"], self.mtu)
+        q["ring"][q["tail"] % self.depth] = dict(
+            f, msg=q["msg_next"], nchunks=n, next_chunk=0, ack_base=0, ack_bits=0)
+        q["tail"] = (q["tail"] + 1) % (2 * self.depth)
+        q["msg_next"] = (q["msg_next"] + 1) & 0xFFFFFFFF
+        self.conn[f["conn"]]["unsent"] += n
+        return None
+
+    # -- reports of the retransmit unit (MR-TXS-020, MR-TXS-021)
+    def resend_room(self, f):
+        return len(self.conn[f["conn"]]["retx"]) < self.resend_depth
+
+    def report(self, f, lost):
+        """An acknowledged (``lost`` False) or lost record: its bytes leave the path's and the
+        connection's flight; an acknowledged chunk is counted (``chunk_ack``); a lost chunk not
+        yet acknowledged is queued for resend. A report whose slot, chunk or path names nothing
+        sent is ignored. Returns True when it changed state."""
+        c, p = f["conn"], f["path"]
+        e = self.entry_of(c, f["slot"])
+        if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"]:
+            return False
+        nbytes = P.chunk_bytes(e["length"], f["chunk"], self.mtu)
+        ps, cs = self.path[c * self.paths + p], self.conn[c]
+        ps["inflight"] = max(0, ps["inflight"] - nbytes)
+        ps["pkts"] = max(0, ps["pkts"] - 1)
+        cs["inflight"] = max(0, cs["inflight"] - nbytes)
+        if not lost:
+            e["ack_base"], e["ack_bits"], _ = P.chunk_ack(e["ack_base"], e["ack_bits"], f["chunk"],
+                                                          self.chunk_window)
+        elif not self.chunk_acked(e, f["chunk"]):
+            cs["retx"].append((f["slot"], f["chunk"]))
+        return True
+
+    # -- completions (MR-TXS-022)
+    def completion(self):
+        """The first stream queue (in index order) whose oldest message has every chunk
+        acknowledged, or None."""
+        for qi, q in enumerate(self.q):
+            if self._count(q):
+                e = q["ring"][q["done"] % self.depth]
+                if e["ack_base"] >= e["nchunks"]:
+                    return qi
+        return None
+
+    def complete(self, qi):
+        q = self.q[qi]
+        e = q["ring"][q["done"] % self.depth]
+        q["ring"][q["done"] % self.depth] = None
+        q["done"] = (q["done"] + 1) % (2 * self.depth)
+        return self.cqe_of(e, STATUS_OK)
+
+    # -- scheduling (MR-TXS-023..026)
+    def _candidate(self, c):
+        """The connection's next work: ("drop", None) for a resend head that is stale
+        (MR-REL-004), ("resend", (qi, idx, chunk)), ("new", (qi, idx, chunk)), or None."""
+        cs = self.conn[c]
+        if cs["retx"]:
+            slot, chunk = cs["retx"][0]
+            s, i = divmod(slot, self.depth)
+            e = self.entry_of(c, slot)
+            if e is None or chunk >= e["next_chunk"] or self.chunk_acked(e, chunk):
+                return ("drop", None)
+            return ("resend", (self.qi(c, s), i, chunk))
+        for k in range(self.streams):
+            s = (cs["srr"] + k) % self.streams
+            qi = self.qi(c, s)
+            q = self.q[qi]
+            if q["send"] == q["tail"]:
+                continue
+            i = q["send"] % self.depth
+            e = q["ring"][i]
+            if P.chunk_window_open(e["next_chunk"], e["ack_base"], self.chunk_window):
+                return ("new", (qi, i, e["next_chunk"]))
+        return None
+
+    def _path(self, c):
+        """MR-CONN-004, MR-CC-001, MR-SEQ-006: the first path from the rotation with room."""
+        cs = self.conn[c]
+        for k in range(self.paths):
+            p = (cs["rr"] + k) % self.paths
+            ps = self.path[c * self.paths + p]
+            if ps["inflight"] < self.cwnd and ps["pkts"] < self.path_pkts:
+                return p
+        return None
+
+    def decide(self):
+        """The next scheduling action: None, ("drop", c) or ("packet", c, kind, qi, idx, chunk,
+        path), over the connections in round robin from ``conn_rr`` (MR-TXS-023)."""
+        for k in range(self.conns):
+            c = (self.conn_rr + k) % self.conns
+            cand = self._candidate(c)
+            if cand is None:
+                continue
+            kind, w = cand
+            if kind == "drop":
+                return ("drop", c)
+            qi, i, chunk = w
+            e = self.q[qi]["ring"][i]
+            nbytes = P.chunk_bytes(e["length"], chunk, self.mtu)
+            cs = self.conn[c]
+            if cs["inflight"] and cs["inflight"] + nbytes > self.conn_window:
+                continue                                # MR-CC-001: the connection window
+            p = self._path(c)
+            if p is None:
+                continue
+            return ("packet", c, kind, qi, i, chunk, p)
+        return None
+
+    def apply(self, act, now=0):
+        """Carry out a decision: None for a drop, else ``(frame, sent)`` (MR-TXS-024..026)."""
+        if act[0] == "drop":
+            self.conn[act[1]]["retx"].popleft()
+            return None
+        _, c, kind, qi, i, chunk, p = act
+        cs = self.conn[c]
+        q = self.q[qi]
+        e = q["ring"][i]
+        s = qi % self.streams
+        nbytes = P.chunk_bytes(e["length"], chunk, self.mtu)
+        off = chunk * self.mtu
+        ps = self.path[c * self.paths + p]
+        psn = ps["next_psn"]
+        ps["next_psn"] = P.psn_add(psn, 1)
+        ps["inflight"] += nbytes
+        ps["pkts"] += 1
+        ps["since_req"] += 1
+        cs["inflight"] += nbytes
+        if kind == "resend":
+            cs["retx"].popleft()
+        else:
+            e["next_chunk"] += 1
+            if e["next_chunk"] == e["nchunks"]:
+                q["send"] = (q["send"] + 1) % (2 * self.depth)
+            cs["unsent"] -= 1
+            cs["srr"] = (s + 1) % self.streams
+        cs["rr"] = (p + 1) % self.paths
+        self.conn_rr = (c + 1) % self.conns
+        # MR-SEQ-009: AckReq every ack_every packets of a path, on the packet that fills the
+        # path's window, and while fewer chunks than paths are left to send
+        req = (ps["since_req"] >= self.ack_every or ps["inflight"] + self.mtu > self.cwnd
+               or cs["unsent"] + len(cs["retx"]) < self.paths)
+        if req:
+            ps["since_req"] = 0
+        flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= e["length"] else 0)
+                 | (MrdhFlag.RETX if kind == "resend" else 0))
+        slot = s * self.depth + i
+        frame = {"conn": c, "laddr": e["laddr"],
+                 "bth_opcode": _WIRE_OP[e["op"]], "bth_ack_req": int(req), "bth_psn": psn,
+                 "mrdh_flags": int(flags), "mrdh_path": p, "mrdh_stream": s, "mrdh_msg": e["msg"],
+                 "mrdh_offset": off, "mrdh_msg_len": e["length"], "reth_va": e["va"],
+                 "reth_rkey": e["rkey"], "reth_dma_len": e["length"],
+                 "imm_imm": e["imm"] if e["op"] == OP_WRITE_IMM else 0, "payload_len": nbytes}
+        sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
+                "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
+        return frame, sent
+
+
+# ------------------------------------------------------------------ cycle timing
+
+INPUTS = ("s_wr__payload", "s_wr__valid", "s_acked__payload", "s_acked__valid",
+          "s_resend__payload", "s_resend__valid", "m_frame__ready", "m_sent__ready",
+          "m_cqe__ready", "now")
+OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload",
+           "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid")
+
+
+class TxSchedCycleModel:
+    """The block cycle by cycle (MR-TXS-030, MR-TXS-031): ``step(inputs)`` once per clock.
+
+    One action per cycle, in this priority: an acknowledged-record report, a lost-record report
+    (when its connection's resend queue has room), a completion (when the completion queue has
+    room), a work request, a scheduling step (when the frame and sent queues both have room).
+    ``events`` logs every action in order."""
+
+    def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
+                 paths=SMALL["paths"], depth=SMALL["depth"], **kw):
+        if width not in (64, 128, 256, 512):
+            raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        self.width = width
+        self.sem = TxSchedModel(conns, streams, paths, depth, **kw)
+        self.lay = self.sem.lay
+        self.frame_q = SyncFifoModel(OUT_DEPTH)
+        self.sent_q = SyncFifoModel(OUT_DEPTH)
+        self.cqe_q = SyncFifoModel(OUT_DEPTH)
+        self.events = []
+
+    @staticmethod
+    def port_names():
+        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+
+    def busy(self):
+        sem = self.sem
+        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level
+                    or sem.completion() is not None or sem.decide() is not None)
+
+    def step(self, inputs):
+        g = inputs.get
+        lay, sem = self.lay, self.sem
+        acked_valid = g("s_acked__valid", 0)
+        rs = unpack(lay.report, g("s_resend__payload", 0))
+        resend_ready = int(not acked_valid and sem.resend_room(rs))
+        take_resend = resend_ready and g("s_resend__valid", 0)
+        busy = acked_valid or take_resend
+        cqe_room = self.cqe_q.level < OUT_DEPTH
+        comp = None if busy or not cqe_room else sem.completion()
+        wr = unpack(lay.wr, g("s_wr__payload", 0))
+        wr_ok = cqe_room if sem.wr_status(wr) else sem.wr_room(wr)
+        wr_ready = int(not busy and comp is None and wr_ok)
+        take_wr = wr_ready and g("s_wr__valid", 0)
+        sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
+                 and self.sent_q.level < OUT_DEPTH)
+        out = {"s_wr__ready": wr_ready, "s_acked__ready": 1, "s_resend__ready": resend_ready,
+               "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
+               "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
+               "m_cqe__payload": self.cqe_q.head, "m_cqe__valid": int(self.cqe_q.level > 0)}
+        frame = sent = cqe = None
+        if acked_valid:
+            f = unpack(lay.report, g("s_acked__payload", 0))
+            self.events.append(("acked", f))
+            sem.report(f, lost=False)
+        elif take_resend:
+            self.events.append(("resend", rs))
+            sem.report(rs, lost=True)
+        elif comp is not None:
+            self.events.append(("complete", comp))
+            cqe = sem.complete(comp)
+        elif take_wr:
+            self.events.append(("wr", wr))
+            cqe = sem.wr(wr)
+        elif sched:
+            act = sem.decide()
+            if act is not None:
+                self.events.append(act)
+                r = sem.apply(act, g("now", 0))
+                if r is not None:
+                    frame, sent = r
+        self.frame_q.update(g("m_frame__ready", 0), frame is not None,
+                            pack(lay.frame, frame) if frame else 0)
+        self.sent_q.update(g("m_sent__ready", 0), sent is not None,
+                           pack(lay.sent, sent) if sent else 0)
+        self.cqe_q.update(g("m_cqe__ready", 0), cqe is not None, pack(lay.cqe, cqe) if cqe else 0)
+        return out
+
+
+def tx_sched_model_small(width=64):
+    """The model of the small instance (hdl.tx_sched.tx_sched_small, MR-TXS-001)."""
+    return TxSchedCycleModel(width, **SMALL)

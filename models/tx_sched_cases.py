@@ -1,0 +1,398 @@
+"""The TX scheduler's one verification stack, simulator-independent part (MR-TXS-*).
+
+* :func:`traffic`: a seeded list of work requests (WRITE and WRITE_IMM of many lengths over
+  the connections and streams, with bad ones: an unknown opcode, a stream beyond the instance,
+  a message with more chunks than a chunk index names);
+* :class:`Driver`: offers the work requests with idle cycles, random backpressure on every
+  output, and closes the loop: every sent event the block emits goes into the retransmit unit's
+  semantics (:class:`~metaroce.models.retransmit.RetransmitModel`) and a lossy receiver
+  (``protocol.rx_accept``), whose ACKs produce the acknowledged and lost records offered back on
+  ``s_acked`` and ``s_resend``; when the block falls quiet with records unresolved, the paths
+  are ACKed and their remaining (lost) records timed out;
+* :func:`check`: what the block emitted, against the work requests (MR-TXS-050);
+* :func:`endpoint_compare`: the reference endpoint's sender and :class:`TxSchedModel` (with the
+  retransmit unit's semantics between them) on the same work requests (MR-TXS-051).
+"""
+from __future__ import annotations
+
+import random
+from collections import defaultdict, deque
+
+from . import protocol as P
+from .driver import CounterReadout
+from .retransmit import RetransmitModel
+from .rx import pack, unpack
+from .tx_sched import (OP_WRITE, OP_WRITE_IMM, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR,
+                       STATUS_OK, TxSchedModel)
+from .wire import MrdhFlag
+
+
+def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, imm=0):
+    return {"op": op, "conn": conn, "stream": stream, "wr_id": wr_id, "laddr": laddr, "va": va,
+            "rkey": rkey, "length": length, "imm": imm}
+
+
+def traffic(sem, n, *, seed=0, bad=True, max_len=None):
+    """``n`` work requests for the instance of ``sem`` (a :class:`TxSchedModel`), wr_id 0..n-1."""
+    rng = random.Random(seed)
+    mtu = sem.mtu
+    max_len = max_len or 5 * mtu
+    items = []
+    for k in range(n):
+        conn = rng.randrange(sem.conns)
+        stream = rng.randrange(sem.streams)
+        r = rng.random()
+        length = rng.choice([0, 1, mtu - 1, mtu, mtu + 1, rng.randrange(max_len + 1),
+                             rng.randrange(max_len + 1)])
+        op = OP_WRITE_IMM if rng.random() < 0.4 else OP_WRITE
+        if bad and r < 0.04:
+            op = rng.randrange(2, 8)                         # MR-TXS-011: not sent by this slice
+        elif bad and r < 0.07:
+            stream = sem.streams + rng.randrange(16)         # beyond the instance
+        elif bad and r < 0.09:
+            length = rng.randrange(((1 << 20) * mtu) + 1, 1 << 32) if (1 << 20) * mtu < (1 << 32) \
+                else length
+        items.append(wr_item(conn, stream, length, wr_id=k, op=op,
+                             laddr=rng.randrange(1 << 64), va=rng.randrange(1 << 64),
+                             rkey=rng.randrange(1 << 32), imm=rng.randrange(1 << 32)))
+    return items
+
+
+class Driver(CounterReadout):
+    """Sources for ``s_wr``, ``s_acked`` and ``s_resend``, sinks for ``m_frame``, ``m_sent``
+    and ``m_cqe``, and the loop through the retransmit unit's semantics and a lossy receiver,
+    all from one seed (see the module docstring)."""
+
+    def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
+                 p_report_idle=0.2, ns_per_cycle=4):
+        self.lay = lay
+        self.rng = random.Random(seed)
+        self.items = list(items)
+        self.p_idle, self.p_bp, self.loss, self.p_ack = p_idle, p_bp, loss, p_ack
+        self.p_report_idle = p_report_idle
+        self.now, self.ns_per_cycle = 0, ns_per_cycle
+        self.i = 0
+        self.presenting = None
+        self.cycle = 0
+        self.n_counters = 0
+        self.read_counters = False
+        self.quiet_cycles = 3
+        self.limit = 20_000 + 400 * len(self.items)
+        self._readout_reset()
+        self.rtx = RetransmitModel(lay.conns, lay.paths, 1 << 14)
+        self.rx = defaultdict(lambda: [0, 0])              # (conn, path) -> receiver cum, sack
+        self.acked_q, self.resend_q = deque(), deque()
+        self.offer = {"acked": None, "resend": None}
+        self.silent = 0
+        self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
+                    "counters": None, "timeouts": 0, "lost": 0}
+
+    @property
+    def sent_all(self):
+        return (self.i >= len(self.items) and self.presenting is None
+                and len(self.res["cqe"]) == len(self.items))
+
+    def _ack(self, conn, path):
+        cum, sack = self.rx[(conn, path)]
+        a = {"nak": 0, "conn": conn, "path": path, "psn": 0, "reason": 0, "cum": cum, "sack": sack,
+             "ce_count": 0, "ece": 0, "sport": 0}
+        for d in self.rtx.ack(a):
+            rep = {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk, "abort": d.abort}
+            (self.acked_q if d.kind == "acked" else self.resend_q).append(rep)
+
+    def _flush(self):
+        """The block is quiet with records unresolved: ACK every path, then time out the paths
+        whose remaining records were all lost (the tail losses a timer finds, MR-REL-006)."""
+        for row, st in list(self.rtx.path.items()):
+            if st["floor"] == st["next_psn"]:
+                continue
+            conn, path = row >> self.rtx.lay.path_bits, row & (self.lay.paths - 1)
+            self._ack(conn, path)
+            if st["floor"] != st["next_psn"] and st["timer_on"]:
+                out, _ = self.rtx.timeout(conn, path)
+                self.res["timeouts"] += 1
+                for d in out:
+                    self.resend_q.append({"conn": d.conn, "path": d.path, "slot": d.slot,
+                                          "chunk": d.chunk, "abort": d.abort})
+
+    def inputs(self):
+        rng = self.rng
+        inp = {"s_wr__valid": 0, "s_wr__payload": 0, "s_acked__valid": 0, "s_acked__payload": 0,
+               "s_resend__valid": 0, "s_resend__payload": 0, "now": self.now,
+               "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+        if self._phase:
+            return inp
+        if self.presenting is None and self.i < len(self.items) and rng.random() >= self.p_idle:
+            self.presenting = self.items[self.i]
+        if self.presenting is not None:
+            inp["s_wr__valid"] = 1
+            inp["s_wr__payload"] = pack(self.lay.wr, self.presenting)
+        for kind, q in (("acked", self.acked_q), ("resend", self.resend_q)):
+            if self.offer[kind] is None and q and rng.random() >= self.p_report_idle:
+                self.offer[kind] = q.popleft()
+            if self.offer[kind] is not None:
+                inp[f"s_{kind}__valid"] = 1
+                inp[f"s_{kind}__payload"] = pack(self.lay.report, self.offer[kind])
+        for name in ("m_frame__ready", "m_sent__ready", "m_cqe__ready"):
+            inp[name] = int(rng.random() >= self.p_bp)
+        return inp
+
+    def observe(self, inp, out):
+        self.now = (self.now + self.ns_per_cycle) & P.TIME_MASK
+        if self._readout_observe(out):
+            return
+        res, rng = self.res, self.rng
+        if self.presenting is not None and out["s_wr__ready"]:
+            self.presenting = None
+            self.i += 1
+            res["taken"].append(self.cycle)
+        for kind in ("acked", "resend"):
+            if self.offer[kind] is not None and out[f"s_{kind}__ready"]:
+                res["reports"].append((kind, self.offer[kind]))
+                self.offer[kind] = None
+        if out["m_frame__valid"] and inp["m_frame__ready"]:
+            res["frames"].append(unpack(self.lay.frame, out["m_frame__payload"]))
+        if out["m_cqe__valid"] and inp["m_cqe__ready"]:
+            res["cqe"].append(unpack(self.lay.cqe, out["m_cqe__payload"]))
+        active = out["m_frame__valid"] or out["m_sent__valid"] or out["m_cqe__valid"]
+        if out["m_sent__valid"] and inp["m_sent__ready"]:
+            s = unpack(self.lay.sent, out["m_sent__payload"])
+            res["sent"].append(s)
+            assert self.rtx.sent(s), f"the retransmit unit refuses sent packet {s}"
+            key = (s["conn"], s["path"])
+            if rng.random() >= self.loss:
+                cum, sack = self.rx[key]
+                if P.rx_classify(cum, sack, s["psn"]) == P.RX_NEW:
+                    self.rx[key][0], self.rx[key][1], _ = P.rx_accept(cum, sack, s["psn"])
+            else:
+                res["lost"] += 1
+            if s["req"] or rng.random() < self.p_ack:
+                self._ack(*key)
+        pending = self.acked_q or self.resend_q or any(v is not None for v in self.offer.values())
+        self.silent = 0 if active or pending or out["s_wr__ready"] and inp["s_wr__valid"] \
+            else self.silent + 1
+        if self.silent > 12:
+            self._flush()
+            self.silent = 0
+        self.cycle += 1
+
+    def _stuck(self):
+        return (f"(work request {self.i} of {len(self.items)}, {len(self.res['cqe'])} completions, "
+                f"{len(self.res['sent'])} packets)")
+
+
+def run_model(model, items, *, seed=0, **kw):
+    """:class:`TxSchedCycleModel` alone through the driver; returns the driver's results."""
+    drv = Driver(model.lay, items, seed=seed, **kw)
+    while not drv.finished:
+        inp = drv.inputs()
+        out = model.step(inp)
+        drv.observe(inp, out)
+        drv.settle(model.busy)
+    return drv.res
+
+
+def check(sem, items, res):
+    """MR-TXS-050: the block's output against the work requests. ``sem``: a
+    :class:`TxSchedModel` of the instance (parameters only). Every work request completes once
+    (bad ones with their error, good ones with success, in posting order per stream, MR-EXO-004);
+    every frame is its message's chunk with the fields of its work request; every message's
+    chunks go out once in order and again only after a lost report; PSNs run 0, 1, ... per path;
+    frame requests and sent events pair up."""
+    mtu = sem.mtu
+    by_id = {w["wr_id"]: w for w in items}
+    assert len(res["cqe"]) == len(items), "one completion per work request"
+    assert sorted(c["wr_id"] for c in res["cqe"]) == sorted(by_id), "each work request completes once"
+    order = defaultdict(list)
+    for c in res["cqe"]:
+        w = by_id[c["wr_id"]]
+        want = sem.wr_status(w)
+        assert c["status"] == want, f"work request {c['wr_id']}: status {c['status']}, want {want}"
+        assert (c["conn"], c["stream"], c["op"], c["length"]) == (w["conn"], w["stream"], w["op"],
+                                                                  w["length"])
+        if want == STATUS_OK:
+            order[(w["conn"], w["stream"])].append(c["wr_id"])
+    posted = defaultdict(list)
+    for w in items:
+        if sem.wr_status(w) == STATUS_OK:
+            posted[(w["conn"], w["stream"])].append(w["wr_id"])
+    assert dict(order) == dict(posted), "completions in posting order per stream (MR-EXO-004)"
+    # message numbers: the good work requests of a stream, 0, 1, ... (MR-CONN-002)
+    msg_of = {}
+    for key, ids in posted.items():
+        for k, wid in enumerate(ids):
+            msg_of[(key[0], key[1], k)] = by_id[wid]
+    assert len(res["frames"]) == len(res["sent"]), "a sent event per frame request"
+    next_psn = defaultdict(int)
+    sent_chunks = defaultdict(list)
+    lost = defaultdict(int)
+    reports = iter(res["reports"])
+    for fr, s in zip(res["frames"], res["sent"]):
+        key = (fr["conn"], fr["mrdh_path"])
+        assert fr["bth_psn"] == s["psn"] == next_psn[key], "PSNs in order per path (MR-SEQ-001)"
+        next_psn[key] = P.psn_add(next_psn[key], 1)
+        assert (s["conn"], s["path"], s["nbytes"], s["req"]) == (fr["conn"], fr["mrdh_path"],
+                                                                  fr["payload_len"], fr["bth_ack_req"])
+        w = msg_of[(fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])]
+        off = fr["mrdh_offset"]
+        chunk = off // mtu
+        assert off == chunk * mtu == s["chunk"] * mtu
+        assert fr["payload_len"] == P.chunk_bytes(w["length"], chunk, mtu), "chunk length (MR-CONN-005)"
+        want_flags = ((MrdhFlag.FIRST if off == 0 else 0)
+                      | (MrdhFlag.LAST if off + fr["payload_len"] >= w["length"] else 0))
+        assert fr["mrdh_flags"] & ~MrdhFlag.RETX == want_flags
+        assert fr["bth_opcode"] == (0xC1 if w["op"] == OP_WRITE_IMM else 0xC0)
+        assert (fr["reth_va"], fr["reth_rkey"], fr["reth_dma_len"], fr["mrdh_msg_len"]) == (
+            w["va"], w["rkey"], w["length"], w["length"])
+        assert fr["imm_imm"] == (w["imm"] if w["op"] == OP_WRITE_IMM else 0)
+        assert fr["laddr"] == w["laddr"]
+        mk = (fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])
+        if fr["mrdh_flags"] & MrdhFlag.RETX:
+            assert chunk in sent_chunks[mk], "a resend of a chunk sent before"
+        else:
+            assert chunk == len(set(sent_chunks[mk])), "new chunks in order (MR-ENG-012)"
+            assert chunk not in sent_chunks[mk]
+        sent_chunks[mk].append(chunk)
+    for kind, r in reports:
+        if kind == "resend":
+            lost[(r["conn"], r["slot"], r["chunk"])] += 1
+    n_retx = sum(1 for fr in res["frames"] if fr["mrdh_flags"] & MrdhFlag.RETX)
+    assert n_retx <= sum(lost.values()), "no resend without a lost report (MR-REL-003)"
+    for (conn, stream, msg), w in msg_of.items():
+        got = set(sent_chunks[(conn, stream, msg)])
+        assert got == set(range(P.chunk_count(w["length"], mtu))), f"every chunk of {w['wr_id']} sent"
+    return {"retransmits": n_retx}
+
+
+# ------------------------------------------------------------------ the reference endpoint
+
+def _endpoint_pair(paths, streams, *, first_window=0, init_window_bdp=1.0, max_window_bdp=4.0,
+                   chunk_window=16, conn_id=1):
+    from .endpoint import Endpoint
+    kw = {"mtu": 1024, "line_rate_bps": 100e9, "base_rtt": 4e-6, "first_window": first_window,
+          "chunk_window": chunk_window, "init_window_bdp": init_window_bdp,
+          "max_window_bdp": max_window_bdp}
+    a, b = Endpoint("10.0.0.1", **kw), Endpoint("10.0.0.2", **kw)
+    ca = a.connect(conn_id, "10.0.0.2", 20, paths=paths, streams=streams)
+    b.connect(20, "10.0.0.1", conn_id, paths=paths, streams=streams)
+    return a, b, ca
+
+
+def _model_for(a, ca, conns, streams, depth):
+    """A :class:`TxSchedModel` with the endpoint connection's constants: its MTU, chunk window,
+    ACK policy, the path windows and the connection window as they start (MR-CC-001)."""
+    cwnd = ca.paths[0].cwnd
+    assert all(p.cwnd == cwnd for p in ca.paths)
+    return TxSchedModel(conns, streams, len(ca.paths), depth, chunk_window=a.chunk_window,
+                        mtu=a.mtu, cwnd=int(cwnd), conn_window=int(min(ca.window, ca.cwnd_sum)),
+                        path_pkts=P.SEND_WINDOW - 1, ack_every=a.ack_every, resend_depth=64)
+
+
+def _fields(frame):
+    from .frame_builder import desc_of_frame
+    return desc_of_frame(frame)
+
+
+def compare_frame(ours, f):
+    """The frame request's fields that the frame builder's descriptor has, against the endpoint's
+    frame (``desc_of_frame``; the template's fields are not the scheduler's)."""
+    d = _fields(f)
+    diff = {k: (v, d.get(k, 0)) for k, v in ours.items() if k in d or k == "imm_imm"
+            if v != d.get(k, 0)}
+    return diff
+
+
+def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopback=True,
+                     drop_until=60e-6, depth=4, conn=1, conns=2, **ep_kw):
+    """MR-TXS-051: the reference endpoint's sender and :class:`TxSchedModel` on the same writes.
+
+    Without ``loopback`` the endpoint's frames are drawn until it blocks (no ACK comes back: the
+    windows and the chunk window bind). With it, the writes run over the loopback with data
+    frames sent before ``drop_until`` lost with probability ``loss``; every ACK the endpoint's
+    sender processed goes through the retransmit unit's semantics (RetransmitModel), whose
+    acknowledged and lost records are reported to the scheduler in the same order. At each
+    frame of the endpoint the scheduler's next packet must carry the same descriptor fields
+    (path, PSN, offset, length, flags, stream, message, opcode, AckReq, RETH, immediate).
+    Returns the number of frames compared and the retransmissions among them."""
+    from .endpoint import Frame
+    from .loopback import LoopFaults, Loopback
+
+    rng = random.Random(seed)
+    a, b, ca = _endpoint_pair(paths, streams, conn_id=conn, **ep_kw)
+    msgs = msgs or [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(20_000)]),
+                     rng.choice([None, rng.randrange(1 << 32)]))
+                    for s in range(streams) for _ in range(rng.randrange(1, depth + 1))]
+    total = sum(m[1] for m in msgs)
+    src = bytearray(rng.randbytes(total + 1))
+    dst = bytearray(len(src))
+    ks, kd = a.reg_mr(src), b.reg_mr(dst)
+    sem = _model_for(a, ca, conns, streams, depth)
+    off = 0
+    # MR-ENG-030: streams enter the endpoint's round robin in the order of their first post
+    msgs = sorted(msgs, key=lambda m: m[0])
+    counts = defaultdict(int)
+    for k, (stream, length, imm) in enumerate(msgs):
+        assert counts[stream] < depth, "the comparison posts at most `depth` writes per stream"
+        counts[stream] += 1
+        ca.post_write(stream, ks, off, length, off, kd, wr_id=k, imm=imm)
+        cqe = sem.wr(wr_item(conn, stream, length, wr_id=k, op=OP_WRITE if imm is None else OP_WRITE_IMM,
+                             laddr=off, va=off, rkey=kd, imm=imm or 0))
+        assert cqe is None
+        off += length
+
+    events = []
+    orig_frame, orig_ack = ca._frame, ca._on_ack
+
+    def frame(*args):
+        f = orig_frame(*args)
+        events.append(("frame", f))
+        return f
+
+    def on_ack(ack, now, bth_psn=0):
+        events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
+                               "reason": 0, "cum": ack.cum_psn, "sack": ack.sack, "ce_count": 0,
+                               "ece": 0, "sport": 0}))
+        return orig_ack(ack, now, bth_psn)
+
+    ca._frame, ca._on_ack = frame, on_ack
+    if loopback:
+        drop_rng = random.Random(seed + 1)
+
+        def drop_if(f, now):
+            return f.mrdh is not None and now < drop_until and drop_rng.random() < loss
+
+        lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6)
+        lb.run(until=0.02)
+        assert dst[:total] == src[:total], "the endpoint's transfer completed"
+    else:
+        t = 0.0
+        while True:
+            f = a.next_packet(t)
+            if not isinstance(f, Frame):
+                break
+            t += 1e-9
+
+    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
+    n_frames = n_retx = 0
+    for kind, ev in events:
+        if kind == "ack":
+            for d in rtx.ack(ev):
+                sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
+                            "abort": d.abort}, lost=d.kind == "resend")
+            continue
+        act = sem.decide()
+        while act is not None and act[0] == "drop":
+            sem.apply(act)
+            act = sem.decide()
+        assert act is not None, (f"frame {n_frames}: the endpoint sent, the scheduler has "
+                                 f"nothing ({dict(a.stats)})")
+        ours, sent = sem.apply(act)
+        diff = compare_frame(ours, ev)
+        assert not diff, f"frame {n_frames}: {diff} ({dict(a.stats)})"
+        assert rtx.sent(sent)
+        n_frames += 1
+        n_retx += bool(ours["mrdh_flags"] & MrdhFlag.RETX)
+    if not loopback:
+        act = sem.decide()
+        assert act is None, f"the endpoint blocked after {n_frames} frames, the scheduler did not"
+    return {"frames": n_frames, "retransmits": n_retx, "stats": dict(a.stats)}
