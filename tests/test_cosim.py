@@ -95,6 +95,7 @@ def test_cosim_rtl_default(capsys):
     assert r["cycles"] >= r["bytes"] // 8
 
 
+@pytest.mark.slow
 def test_cosim_rtl_lockstep():
     """MR-ENG-122: the same loop with the cycle model alongside: 0 mismatches, every output
     compared every cycle (32 KiB at 10 % loss, reordering)."""

@@ -42,6 +42,7 @@ def test_dma_read_rtl_lockstep(tmp_path):
     assert rows["stream64+0"]["out_beats_per_cycle"] == 1.0
 
 
+@pytest.mark.slow
 def test_dma_read_rtl_axiram():
     """MR-DMR-044, MR-DMR-050: cocotbext-axi's AxiRamRead as the host memory (random pauses on
     AR and R); payload equal to the image, lockstep holds."""

@@ -1,18 +1,22 @@
 """TX scheduler RTL (hdl/tx_sched.py, the small instance) against its cycle model under
 Verilator, every output compared every cycle (MR-TXS-050, tb/tx_sched.py): random work
 requests with bad ones, lost packets and their resends, idle cycles and backpressure on every
-output; then the checker. One cached Verilator build.
+output; then the checker. One cached Verilator build. Behind ``slow`` (a build of minutes);
+the Amaranth lockstep of the same RTL is in the default run.
 
 Knobs: TXS_WRS (work requests, default 300), TXS_SEED.
 """
 import json
 import os
 
+import pytest
+
 from metaroce import blocks
 from metaroce.sim import verilator as vl
 from metaroce.tb import build as tb_build
 
 
+@pytest.mark.slow
 def test_tx_sched_rtl_lockstep(tmp_path):
     b = tb_build.build(blocks.get("tx_sched"), 64)
     out = tmp_path / "txs.json"
