@@ -19,10 +19,11 @@ import collections
 import random
 from dataclasses import dataclass
 
-from .dma_read import (AXI_4K, INCR, MAX_BURST, RESP_DECERR, RESP_OKAY, RESP_SLVERR, boundary,
+from .dma_read import (AXI_4K, INCR, MAX_BURST, RESP_DECERR, RESP_OKAY, RESP_SLVERR,
                        cmd_layout, done_layout, out_beats, pack, payload_layout, r_beats,
                        read_bursts, unpack)
-from .dma_write_cases import BASE
+from .dma_write_cases import (BASE, Layout, directed_specs, place, random_specs,  # noqa: F401
+                              stream_specs)
 from .driver import CounterReadout
 
 #: MR-DMR-044: R latencies the random runs draw from (cycles from AR taken to the first beat).
@@ -38,96 +39,34 @@ class Cmd:
     name: str = ""
 
 
-class Layout:
-    """The host memory: a good window of ``size`` bytes at :data:`BASE`, then the error window
-    of the same size."""
-
-    def __init__(self, size):
-        self.size = size
-        self.base = BASE
-        self.bad_base = BASE + size
-
-    def in_bad(self, addr):
-        return self.bad_base <= addr < self.bad_base + self.size
-
-
-def _place(rng, lay, specs, conns, bad_every=0):
-    """Commands from ``(gap, length)`` specs: each starts ``gap`` bytes after the previous
-    command's end in its window."""
-    out = []
-    good = bad = 0
-    for i, (gap, length) in enumerate(specs):
-        is_bad = bool(bad_every) and i % bad_every == bad_every - 1
-        at = bad if is_bad else good
-        addr = (lay.bad_base if is_bad else lay.base) + at + gap
-        if is_bad:
-            bad = at + gap + length
-        else:
-            good = at + gap + length
-        out.append(Cmd(rng.randrange(conns), addr, length, is_bad, f"c{i}"))
-    assert max(good, bad) <= lay.size, "layout too small for the commands"
-    return out
+def _cmd(rng, conn, addr, length, bad, name):
+    return Cmd(conn, addr, length, bad, name)
 
 
 def directed_cases(width, conns=256, *, seed=0, max_burst=MAX_BURST):
-    """MR-DMR-010..013, MR-DMR-020..022: every start lane with lengths 1, to the end of the
-    beat, one past it, two beats and two beats minus the lane (no spill); commands that end on
-    and cross a 4 KiB and a burst boundary; zero lengths (also back to back); the longest
-    command (65,535 bytes) from an odd address. Returns ``(layout, cmds)``."""
-    rng = random.Random(seed)
-    nb = width // 8
-    bound = boundary(nb, max_burst)
-    specs = []
-    pos = 0
-
-    def at(offset_mod, length, modulus=nb):
-        nonlocal pos
-        gap = (offset_mod - pos) % modulus
-        specs.append((gap, length))
-        pos += gap + length
-
-    for o in range(nb):
-        for length in (1, nb - o, nb - o + 1, 2 * nb, 2 * nb - o):
-            at(o, length)
-    for b in sorted({bound, AXI_4K}):
-        at(b - 3, 3, b)              # ends on the boundary
-        at(b - 5, 11, b)             # crosses it
-        at(0, b, b)                  # exactly one block
-        at(7, 2 * b + 1, b)          # three bursts
-    at(5, 0)
-    at(0, 0)
-    at(1, 1)
-    at(3, 65535)
-    lay = Layout(pos + AXI_4K)
-    return lay, _place(rng, lay, specs, conns)
+    """MR-DMR-010..013, MR-DMR-020..022: the placement DMA's directed commands
+    (:func:`~metaroce.models.dma_write_cases.directed_specs`) with two beats minus the lane (no
+    spill) and zero lengths back to back added. Returns ``(layout, cmds)``."""
+    size, specs = directed_specs(width, max_burst, read=True)
+    lay = Layout(size)
+    return lay, place(random.Random(seed), lay, specs, conns, make=_cmd)
 
 
 def random_cases(width, n, conns=256, *, seed=0, bad_every=7):
     """MR-DMR-*: ``n`` commands of random lengths (0 to 9,000 bytes, most under 2 KiB) at
     random offsets; every ``bad_every``-th one in the error window."""
     rng = random.Random(seed)
-    specs = []
-    total = 0
-    for _ in range(n):
-        r = rng.random()
-        length = (0 if r < 0.02 else rng.randint(1, 2 * width // 8) if r < 0.4
-                  else rng.randint(1, 2048) if r < 0.9 else rng.randint(2048, 9000))
-        gap = rng.choice([0, 0, rng.randrange(64), rng.randrange(AXI_4K)])
-        specs.append((gap, length))
-        total += gap + length
-    lay = Layout(total + AXI_4K)
-    return lay, _place(rng, lay, specs, conns, bad_every)
+    size, specs = random_specs(rng, width, n)
+    lay = Layout(size)
+    return lay, place(rng, lay, specs, conns, bad_every, make=_cmd)
 
 
 def stream_cases(width, n, length, *, offset=0, conns=256, seed=0):
     """``n`` back-to-back commands of ``length`` bytes, each starting ``offset`` bytes into a
     beat (MR-DMR-042: line rate)."""
-    rng = random.Random(seed)
-    nb = width // 8
-    stride = -(-(offset + length) // nb) * nb
-    specs = [(offset if i == 0 else stride - length, length) for i in range(n)]
-    lay = Layout(n * stride + AXI_4K)
-    return lay, _place(rng, lay, specs, conns)
+    size, specs = stream_specs(width, n, length, offset)
+    lay = Layout(size)
+    return lay, place(random.Random(seed), lay, specs, conns, make=_cmd)
 
 
 class HostMemory:

@@ -55,9 +55,15 @@ def _fill(rng, n):
     return bytes(rng.getrandbits(8) for _ in range(n))
 
 
-def _place(rng, lay, specs, conns, bad_every=0):
+def _cmd(rng, conn, addr, length, bad, name):
+    return Cmd(conn, addr, _fill(rng, length), bad, name)
+
+
+def place(rng, lay, specs, conns, bad_every=0, make=_cmd):
     """Commands at increasing addresses (never overlapping) from ``(offset, length)`` specs:
-    ``offset`` is how far after the previous command's end this one starts."""
+    ``offset`` is how far after the previous command's end in its window this one starts;
+    every ``bad_every``-th one in the error window. ``make(rng, conn, addr, length, bad, name)``
+    builds a command (the read DMA's carry no payload). Shared with models/dma_read_cases.py."""
     out = []
     good = bad = 0
     for i, (gap, length) in enumerate(specs):
@@ -68,16 +74,17 @@ def _place(rng, lay, specs, conns, bad_every=0):
             bad = at + gap + length
         else:
             good = at + gap + length
-        out.append(Cmd(rng.randrange(conns), addr, _fill(rng, length), is_bad, f"c{i}"))
+        out.append(make(rng, rng.randrange(conns), addr, length, is_bad, f"c{i}"))
     assert max(good, bad) <= lay.size, "layout too small for the commands"
     return out
 
 
-def directed_cases(width, conns=256, *, seed=0, max_burst=MAX_BURST):
-    """MR-DMA-010..013, MR-DMA-020..022: every start lane with lengths 1, to the end of the beat, one past it
-    and two beats; commands that end on and cross a 4 KiB and a burst boundary; zero length;
-    the longest command (65,535 bytes) from an odd address. Returns ``(layout, cmds)``."""
-    rng = random.Random(seed)
+def directed_specs(width, max_burst=MAX_BURST, *, read=False):
+    """The directed commands' ``(offset, length)`` specs and the window they need: every start
+    lane with lengths 1, to the end of the beat, one past it and two beats (``read``: also two
+    beats minus the lane, and zero lengths back to back, MR-DMR-010..013); commands that end on
+    and cross a 4 KiB and a burst boundary; zero length; the longest command (65,535 bytes)
+    from an odd address."""
     nb = width // 8
     bound = boundary(nb, max_burst)
     specs = []
@@ -90,7 +97,7 @@ def directed_cases(width, conns=256, *, seed=0, max_burst=MAX_BURST):
         pos += gap + length
 
     for o in range(nb):
-        for length in (1, nb - o, nb - o + 1, 2 * nb):
+        for length in (1, nb - o, nb - o + 1, 2 * nb, 2 * nb - o)[:5 if read else 4]:
             at(o, length)
     for b in sorted({bound, AXI_4K}):
         at(b - 3, 3, b)              # ends on the boundary
@@ -98,15 +105,16 @@ def directed_cases(width, conns=256, *, seed=0, max_burst=MAX_BURST):
         at(0, b, b)                  # exactly one block
         at(7, 2 * b + 1, b)          # three bursts
     at(5, 0)
+    if read:
+        at(0, 0)
+        at(1, 1)
     at(3, 65535)
-    lay = Layout(pos + AXI_4K)
-    return lay, _place(rng, lay, specs, conns)
+    return pos + AXI_4K, specs
 
 
-def random_cases(width, n, conns=256, *, seed=0, bad_every=7):
-    """MR-DMA-*: ``n`` commands of random lengths (0 to 9,000 bytes, most under 2 KiB) at
-    random offsets; every ``bad_every``-th one in the error window."""
-    rng = random.Random(seed)
+def random_specs(rng, width, n):
+    """``n`` random ``(offset, length)`` specs (lengths 0 to 9,000 bytes, most under 2 KiB) and
+    the window they need."""
     specs = []
     total = 0
     for _ in range(n):
@@ -116,19 +124,39 @@ def random_cases(width, n, conns=256, *, seed=0, bad_every=7):
         gap = rng.choice([0, 0, rng.randrange(64), rng.randrange(AXI_4K)])
         specs.append((gap, length))
         total += gap + length
-    lay = Layout(total + AXI_4K)
-    return lay, _place(rng, lay, specs, conns, bad_every)
+    return total + AXI_4K, specs
+
+
+def stream_specs(width, n, length, offset=0):
+    """``n`` back-to-back commands of ``length`` bytes, each starting ``offset`` bytes into a
+    beat, and the window they need."""
+    nb = width // 8
+    stride = -(-(offset + length) // nb) * nb
+    return n * stride + AXI_4K, [(offset if i == 0 else stride - length, length) for i in range(n)]
+
+
+def directed_cases(width, conns=256, *, seed=0, max_burst=MAX_BURST):
+    """MR-DMA-010..013, MR-DMA-020..022: :func:`directed_specs`. Returns ``(layout, cmds)``."""
+    size, specs = directed_specs(width, max_burst)
+    lay = Layout(size)
+    return lay, place(random.Random(seed), lay, specs, conns)
+
+
+def random_cases(width, n, conns=256, *, seed=0, bad_every=7):
+    """MR-DMA-*: ``n`` commands of :func:`random_specs` at random offsets; every
+    ``bad_every``-th one in the error window."""
+    rng = random.Random(seed)
+    size, specs = random_specs(rng, width, n)
+    lay = Layout(size)
+    return lay, place(rng, lay, specs, conns, bad_every)
 
 
 def stream_cases(width, n, length, *, offset=0, conns=256, seed=0):
     """``n`` back-to-back commands of ``length`` bytes, each starting ``offset`` bytes into a
     beat (MR-DMA-042: line rate)."""
-    rng = random.Random(seed)
-    nb = width // 8
-    stride = -(-(offset + length) // nb) * nb
-    specs = [(offset if i == 0 else stride - length, length) for i in range(n)]
-    lay = Layout(n * stride + AXI_4K)
-    return lay, _place(rng, lay, specs, conns)
+    size, specs = stream_specs(width, n, length, offset)
+    lay = Layout(size)
+    return lay, place(random.Random(seed), lay, specs, conns)
 
 
 class HostMemory:

@@ -25,17 +25,16 @@ Instance: the registered block (4,096 connections, 256-beat bursts, 256 commands
 """
 from __future__ import annotations
 
-import json
 import os
 import random
-import time
 
 import cocotb
 
 from metaroce.models import dma_read_cases as dc
 from metaroce.models.dma_read import DmaReadCycleModel
 
-from .lockstep import Lockstep, drive, model_port_lists
+from .dma_common import bench_sweep, lockstep_runs
+from .lockstep import Lockstep, model_port_lists
 from .streams import SEP, random_pause
 
 CONNS = 4096
@@ -52,48 +51,18 @@ async def _harness(dut, **kw):
     return model, ins, outs, h
 
 
-def _row(name, cmds, drv, n, wall):
-    r, b = drv.mem.r_cycles, drv.res["beat_cycles"]
-    return {"run": name, "commands": len(cmds), "cycles": n,
-            "r_beats_per_cycle": round(len(r) / (r[-1] - r[0] + 1), 4) if r else None,
-            "out_beats_per_cycle": round(len(b) / (b[-1] - b[0] + 1), 4) if b else None,
-            "lockstep_cycles_per_s": round(n / wall) if wall else None}
-
-
 @cocotb.test()
 async def dmr_lockstep(dut):
-    width = _width(dut)
-    seed = int(os.environ.get("DMR_SEED", "1"))
-    model, ins, _, h = await _harness(dut)
-    for name in ins:
-        getattr(dut, name).value = 0
-    await h.start(monitor=False)
-    rows = {"width": width, "runs": []}
-    runs = [("directed", *dc.directed_cases(width, CONNS, seed=seed), {}),
-            ("random", *dc.random_cases(width, int(os.environ.get("DMR_RANDOM", "300")), CONNS,
-                                        seed=seed),
-             {"p_idle": 0.3, "p_bp": 0.4, "p_axi": 0.4, "noise": True})]
-    for size in [int(x) for x in os.environ.get("DMR_STREAM", "64,1500").split(",")]:
-        for offset in (0, 5):
-            runs.append((f"stream{size}+{offset}", *dc.stream_cases(width, 128, size, offset=offset,
-                                                                      conns=CONNS),
-                         {"p_idle": 0, "p_bp": 0, "p_axi": 0, "latency": (200, 200)}))
-    for name, lay, cmds, kw in runs:
-        drv = dc.Driver(width, lay, cmds, conns=CONNS, seed=seed, **kw)
-        t0 = time.perf_counter()
-        n = await drive(h, drv, busy=drv.busy_with(model.busy), registered_outputs=True)
-        wall = time.perf_counter() - t0
-        dc.check(width, lay, cmds, drv, conns=CONNS)
-        row = _row(name, cmds, drv, n, wall)
-        if name.startswith("stream"):
-            r = drv.mem.r_cycles
-            assert r[-1] - r[0] + 1 == len(r), f"{name}: R beats not one per cycle"
-        rows["runs"].append(row)
-    assert h.mismatches == 0
-    out = os.environ.get("DMR_OUT")
-    if out:
-        with open(out, "w") as f:
-            json.dump(rows, f)
+    model, _, _, h = await _harness(dut)
+
+    def row(cmds, drv):
+        r, b = drv.mem.r_cycles, drv.res["beat_cycles"]
+        return {"r_beats_per_cycle": round(len(r) / (r[-1] - r[0] + 1), 4) if r else None,
+                "out_beats_per_cycle": round(len(b) / (b[-1] - b[0] + 1), 4) if b else None}
+
+    await lockstep_runs(dut, h, model, dc, width=_width(dut), conns=CONNS, prefix="DMR",
+                        random_kw={"p_idle": 0.3, "p_bp": 0.4, "p_axi": 0.4, "noise": True},
+                        row=row, line_beats=lambda drv: drv.mem.r_cycles)
 
 
 @cocotb.test()
@@ -139,40 +108,18 @@ async def dmr_axiram(dut):
 
 @cocotb.test()
 async def dmr_bench(dut):
-    """``metaroce bench dma_read``: back-to-back commands of each size (``DMR_BENCH_SIZES``)
-    and start lane (``DMR_BENCH_OFFSETS``), the bus always ready and a fixed R latency per run
-    (``DMR_BENCH_LATENCIES``); rows to ``DMR_BENCH_OUT`` (JSON)."""
-    out = os.environ.get("DMR_BENCH_OUT")
-    if not out:
-        return
-    width = _width(dut)
-    nb = width // 8
-    model, ins, _, h = await _harness(dut)
-    for name in ins:
-        getattr(dut, name).value = 0
-    await h.start(monitor=False)
-    n = int(os.environ.get("DMR_BENCH_COMMANDS", "256"))
-    rows = []
-    for lat in [int(x) for x in os.environ.get("DMR_BENCH_LATENCIES", "200").split(",")]:
-        for size in [int(x) for x in os.environ.get("DMR_BENCH_SIZES", "64,1500").split(",")]:
-            for offset in [int(x) for x in os.environ.get("DMR_BENCH_OFFSETS", "0,5").split(",")]:
-                lay, cmds = dc.stream_cases(width, n, size, offset=offset % nb, conns=CONNS)
-                drv = dc.Driver(width, lay, cmds, conns=CONNS, seed=1, p_idle=0, p_bp=0, p_axi=0,
-                                latency=(lat, lat))
-                t0 = time.perf_counter()
-                cycles = await drive(h, drv, busy=drv.busy_with(model.busy), registered_outputs=True)
-                wall = time.perf_counter() - t0
-                dc.check(width, lay, cmds, drv, conns=CONNS)
-                r, res = drv.mem.r_cycles, drv.res
-                b, done, taken = res["beat_cycles"], res["done_cycles"], res["cmd_taken"]
-                rows.append({
-                    "width": width, "pkt_bytes": size, "offset": offset % nb, "r_latency": lat,
-                    "commands": n, "r_beats_per_cycle": round(len(r) / (r[-1] - r[0] + 1), 4),
-                    "out_beats_per_cycle": round(len(b) / (b[-1] - b[0] + 1), 4),
-                    "commands_per_cycle": round(n / (done[-1] - done[0] + 1), 4),
-                    "payload_bytes_per_cycle": round(n * size / (b[-1] - b[0] + 1), 2),
-                    "first_beat_latency_cycles": b[0] - taken[0],
-                    "lockstep_cycles_per_s": round(cycles / wall) if wall else None,
-                    "mismatches": h.mismatches})
-    with open(out, "w") as f:
-        json.dump({"rows": rows}, f)
+    """``metaroce bench dma_read``: :func:`~metaroce.tb.dma_common.bench_sweep` with a fixed R
+    latency per run (``DMR_BENCH_*``)."""
+    model, _, _, h = await _harness(dut)
+
+    def row(lat, n, size, drv):
+        r, res = drv.mem.r_cycles, drv.res
+        b, done, taken = res["beat_cycles"], res["done_cycles"], res["cmd_taken"]
+        return {"r_latency": lat, "commands": n,
+                "r_beats_per_cycle": round(len(r) / (r[-1] - r[0] + 1), 4),
+                "out_beats_per_cycle": round(len(b) / (b[-1] - b[0] + 1), 4),
+                "commands_per_cycle": round(n / (done[-1] - done[0] + 1), 4),
+                "payload_bytes_per_cycle": round(n * size / (b[-1] - b[0] + 1), 2),
+                "first_beat_latency_cycles": b[0] - taken[0]}
+
+    await bench_sweep(dut, h, model, dc, width=_width(dut), conns=CONNS, prefix="DMR_BENCH", row=row)

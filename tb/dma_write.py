@@ -24,17 +24,16 @@ Instance: the registered block (4,096 connections, 256-beat bursts, 256 outstand
 """
 from __future__ import annotations
 
-import json
 import os
 import random
-import time
 
 import cocotb
 
 from metaroce.models import dma_write_cases as dc
 from metaroce.models.dma_write import DmaWriteCycleModel
 
-from .lockstep import Lockstep, drive, model_port_lists
+from .dma_common import bench_sweep, lockstep_runs
+from .lockstep import Lockstep, model_port_lists
 from .streams import SEP, random_pause
 
 CONNS = 4096
@@ -53,40 +52,16 @@ async def _harness(dut, **kw):
 
 @cocotb.test()
 async def dma_lockstep(dut):
-    width = _width(dut)
-    seed = int(os.environ.get("DMA_SEED", "1"))
-    model, ins, _, h = await _harness(dut)
-    for name in ins:
-        getattr(dut, name).value = 0
-    await h.start(monitor=False)
-    rows = {"width": width, "runs": []}
-    runs = [("directed", *dc.directed_cases(width, CONNS, seed=seed), {}),
-            ("random", *dc.random_cases(width, int(os.environ.get("DMA_RANDOM", "300")), CONNS,
-                                        seed=seed), {"p_idle": 0.3, "p_bp": 0.4, "p_axi": 0.4})]
-    for size in [int(x) for x in os.environ.get("DMA_STREAM", "64,1500").split(",")]:
-        for offset in (0, 5):
-            runs.append((f"stream{size}+{offset}", *dc.stream_cases(width, 128, size, offset=offset,
-                                                                      conns=CONNS),
-                         {"p_idle": 0, "p_bp": 0, "p_axi": 0, "latency": (200, 200)}))
-    for name, lay, cmds, kw in runs:
-        drv = dc.Driver(width, lay, cmds, conns=CONNS, seed=seed, **kw)
-        t0 = time.perf_counter()
-        n = await drive(h, drv, busy=drv.busy_with(model.busy), registered_outputs=True)
-        wall = time.perf_counter() - t0
-        dc.check(width, lay, cmds, drv, conns=CONNS)
+    model, _, _, h = await _harness(dut)
+
+    def row(cmds, drv):
         w, aw = drv.res["w_cycles"], drv.res["aw_cycles"]
-        row = {"run": name, "commands": len(cmds), "cycles": n,
-               "w_beats_per_cycle": round(len(w) / (w[-1] - w[0] + 1), 4),
-               "commands_per_cycle": round(len(cmds) / (drv.res["done_cycles"][-1] - aw[0] + 1), 4),
-               "lockstep_cycles_per_s": round(n / wall) if wall else None}
-        if name.startswith("stream"):
-            assert w[-1] - w[0] + 1 == len(w), f"{name}: write beats not one per cycle"
-        rows["runs"].append(row)
-    assert h.mismatches == 0
-    out = os.environ.get("DMA_OUT")
-    if out:
-        with open(out, "w") as f:
-            json.dump(rows, f)
+        return {"w_beats_per_cycle": round(len(w) / (w[-1] - w[0] + 1), 4),
+                "commands_per_cycle": round(len(cmds) / (drv.res["done_cycles"][-1] - aw[0] + 1), 4)}
+
+    await lockstep_runs(dut, h, model, dc, width=_width(dut), conns=CONNS, prefix="DMA",
+                        random_kw={"p_idle": 0.3, "p_bp": 0.4, "p_axi": 0.4}, row=row,
+                        line_beats=lambda drv: drv.res["w_cycles"])
 
 
 @cocotb.test()
@@ -134,39 +109,16 @@ async def dma_axiram(dut):
 
 @cocotb.test()
 async def dma_bench(dut):
-    """``metaroce bench dma_write``: back-to-back commands of each size (``DMA_BENCH_SIZES``)
-    and start lane (``DMA_BENCH_OFFSETS``), the bus always ready and a fixed B latency per run
-    (``DMA_BENCH_LATENCIES``); rows to ``DMA_BENCH_OUT`` (JSON)."""
-    out = os.environ.get("DMA_BENCH_OUT")
-    if not out:
-        return
-    width = _width(dut)
-    nb = width // 8
-    model, ins, _, h = await _harness(dut)
-    for name in ins:
-        getattr(dut, name).value = 0
-    await h.start(monitor=False)
-    n = int(os.environ.get("DMA_BENCH_COMMANDS", "256"))
-    rows = []
-    for lat in [int(x) for x in os.environ.get("DMA_BENCH_LATENCIES", "200").split(",")]:
-        for size in [int(x) for x in os.environ.get("DMA_BENCH_SIZES", "64,1500").split(",")]:
-            for offset in [int(x) for x in os.environ.get("DMA_BENCH_OFFSETS", "0,5").split(",")]:
-                lay, cmds = dc.stream_cases(width, n, size, offset=offset % nb, conns=CONNS)
-                drv = dc.Driver(width, lay, cmds, conns=CONNS, seed=1, p_idle=0, p_bp=0, p_axi=0,
-                                latency=(lat, lat))
-                t0 = time.perf_counter()
-                cycles = await drive(h, drv, busy=drv.busy_with(model.busy), registered_outputs=True)
-                wall = time.perf_counter() - t0
-                dc.check(width, lay, cmds, drv, conns=CONNS)
-                r = drv.res
-                w, done, taken = r["w_cycles"], r["done_cycles"], r["place_taken"]
-                rows.append({
-                    "width": width, "pkt_bytes": size, "offset": offset % nb, "b_latency": lat,
-                    "commands": n, "w_beats_per_cycle": round(len(w) / (w[-1] - w[0] + 1), 4),
-                    "commands_per_cycle": round(n / (done[-1] - done[0] + 1), 4),
-                    "payload_bytes_per_cycle": round(n * size / (w[-1] - w[0] + 1), 2),
-                    "done_latency_cycles": min(d - t for d, t in zip(done, taken)),
-                    "lockstep_cycles_per_s": round(cycles / wall) if wall else None,
-                    "mismatches": h.mismatches})
-    with open(out, "w") as f:
-        json.dump({"rows": rows}, f)
+    """``metaroce bench dma_write``: :func:`~metaroce.tb.dma_common.bench_sweep` with a fixed B
+    latency per run (``DMA_BENCH_*``)."""
+    model, _, _, h = await _harness(dut)
+
+    def row(lat, n, size, drv):
+        w, done, taken = drv.res["w_cycles"], drv.res["done_cycles"], drv.res["place_taken"]
+        return {"b_latency": lat, "commands": n,
+                "w_beats_per_cycle": round(len(w) / (w[-1] - w[0] + 1), 4),
+                "commands_per_cycle": round(n / (done[-1] - done[0] + 1), 4),
+                "payload_bytes_per_cycle": round(n * size / (w[-1] - w[0] + 1), 2),
+                "done_latency_cycles": min(d - t for d, t in zip(done, taken))}
+
+    await bench_sweep(dut, h, model, dc, width=_width(dut), conns=CONNS, prefix="DMA_BENCH", row=row)

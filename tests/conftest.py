@@ -6,7 +6,81 @@ normally takes milliseconds can exceed either, and Hypothesis then fails the tes
 this suite may depend on wall-clock time, so both are off for every property test (tests
 that set their own settings inherit this profile).
 """
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("metaroce", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("metaroce")
+
+
+# The default run's budget (15 minutes on 2 cores from a cold cache, README): the heaviest
+# tests of the default run, measured by a fresh-clone run with `--durations` (Verilator and
+# yosys builds, long Amaranth-simulator lockstep runs), run with `-m slow` instead. Each block
+# keeps a shorter lockstep (Amaranth simulator) in the default run.
+BUDGET_SLOW = {
+    "tests/test_build.py::test_ecp5_build_notices_a_block_optimised_away",
+    "tests/test_build.py::test_ecp5_build_of_a_tiny_block",
+    "tests/test_build.py::test_ecp5_build_without_the_kept_check",
+    "tests/test_build.py::test_xcvu9p_build_of_a_tiny_block",
+    "tests/test_cli_hw.py::test_coverage_command_end_to_end",
+    "tests/test_cli_hw.py::test_replay_json_lockstep",
+    "tests/test_cli_hw.py::test_verilog_writes_the_module",
+    "tests/test_cosim.py::test_cosim_rtl_default",
+    "tests/test_dma_read_amaranth.py::test_directed[128-256]",
+    "tests/test_dma_read_amaranth.py::test_directed[512-2]",
+    "tests/test_dma_read_amaranth.py::test_directed[64-16]",
+    "tests/test_dma_read_amaranth.py::test_random[64-1]",
+    "tests/test_dma_read_rtl.py::test_dma_read_rtl_lockstep",
+    "tests/test_dma_write_amaranth.py::test_directed[128-16]",
+    "tests/test_dma_write_amaranth.py::test_directed[64-256]",
+    "tests/test_dma_write_amaranth.py::test_random[512-2]",
+    "tests/test_dma_write_amaranth.py::test_random[64-1]",
+    "tests/test_dma_write_rtl.py::test_dma_write_rtl_axiram[64]",
+    "tests/test_dma_write_rtl.py::test_dma_write_rtl_lockstep[64]",
+    "tests/test_engine_amaranth.py::test_engine_endpoint_traffic_amaranth[64]",
+    "tests/test_engine_amaranth.py::test_verilog_port_names",
+    "tests/test_engine_mac.py::test_mac_clock_drop_on_full[6.4e-09-4e-09]",
+    "tests/test_frame_builder.py::test_rtl_endpoint_traffic_and_scapy",
+    "tests/test_frame_builder.py::test_rtl_ipv6_records_and_fifo",
+    "tests/test_frame_builder.py::test_rtl_lockstep[512]",
+    "tests/test_frame_builder_rtl.py::test_frame_builder_rtl_lockstep[64]",
+    "tests/test_lockstep.py::test_lockstep_passes_correct_design[64]",
+    "tests/test_parser_amaranth.py::test_line_rate_rtl[512]",
+    "tests/test_parser_amaranth.py::test_line_rate_rtl[64]",
+    "tests/test_parser_amaranth.py::test_lockstep_all_cases[512]",
+    "tests/test_parser_amaranth.py::test_lockstep_all_cases[64]",
+    "tests/test_parser_amaranth.py::test_lockstep_mutated[512]",
+    "tests/test_parser_amaranth.py::test_lockstep_mutated[64]",
+    "tests/test_parser_amaranth.py::test_lockstep_other_widths[128]",
+    "tests/test_parser_amaranth.py::test_lockstep_other_widths[256]",
+    "tests/test_parser_model.py::test_model_arbitrary_bytes",
+    "tests/test_parser_rtl.py::test_parser_rtl_lockstep_and_line_rate[512]",
+    "tests/test_parser_rtl.py::test_parser_rtl_lockstep_and_line_rate[64]",
+    "tests/test_regs_rtl.py::test_regs_rtl_lockstep",
+    "tests/test_regs_rx.py::test_setup_packet_counters_teardown",
+    "tests/test_regs_rx.py::test_top_in_lockstep_with_both_models",
+    "tests/test_retransmit_rtl.py::test_retransmit_rtl_lockstep",
+    "tests/test_rx_amaranth.py::test_random_traffic[1]",
+    "tests/test_rx_amaranth.py::test_random_traffic[2]",
+    "tests/test_rx_amaranth.py::test_rtl_matches_reference_endpoint",
+    "tests/test_rx_amaranth.py::test_rtl_on_endpoint_traffic[64-5]",
+    "tests/test_rx_amaranth.py::test_slow_updates[fill]",
+    "tests/test_rx_amaranth.py::test_verilog_port_names",
+    "tests/test_rx_amaranth.py::test_window_and_bad_inputs[128-idle]",
+    "tests/test_rx_amaranth.py::test_window_and_bad_inputs[64-both]",
+    "tests/test_rx_cli.py::test_coverage_rx_end_to_end",
+    "tests/test_rx_cli.py::test_replay_rx_endpoint_capture",
+    "tests/test_rx_cli.py::test_verilog_rx",
+    "tests/test_synth.py::test_parser_synth_64",
+    "tests/test_synth.py::test_synthesis_verilog_of_rx_256x4_has_no_row_initialisers",
+    "tests/test_toolchain.py::test_build_cache_hit_and_parameter_miss",
+    "tests/test_toolchain.py::test_waves",
+    "tests/test_tx_sched_amaranth.py::test_lockstep_other_instance",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid in BUDGET_SLOW:
+            item.add_marker(pytest.mark.slow)

@@ -141,3 +141,52 @@ def two_hosts(protocol, *, link_bps, rtt, seed, paths, streams, loss=0.0):
     conn = s.ep.connect(1, d.addr, 1, paths=n_paths, streams=streams)
     d.ep.connect(1, s.addr, 1, paths=n_paths, streams=streams)
     return fab, s, d, conn
+
+
+def dma_bench_arguments(p, latency_kind):
+    """The DMA benches' common options (``bench dma_write`` and ``bench dma_read``)."""
+    p.add_argument("--widths", default="64,512", help="comma-separated widths (default 64,512)")
+    p.add_argument("--sizes", default="64,1500,4096", help="bytes per command (default 64,1500,4096)")
+    p.add_argument("--offsets", default="0,5", help="start lanes (default 0,5)")
+    p.add_argument("--latencies", default="200",
+                   help=f"{latency_kind} latencies in cycles (default 200)")
+    p.add_argument("--commands", type=int, default=256, help="commands per run (default 256)")
+
+
+DMA_WIDTHS = (64, 128, 256, 512)
+
+
+def dma_bench_run(args, ui, *, block, test, env_prefix):
+    """Check the DMA benches' options and run one cached Verilator build per width: the rows
+    of ``test`` with the sweep in ``<env_prefix>_SIZES``, ``_OFFSETS``, ``_LATENCIES``,
+    ``_COMMANDS`` and the rows in ``_OUT``."""
+    from ..cli import CliError
+    try:
+        widths = parse_list(args.widths, int)
+        sizes = parse_list(args.sizes, int)
+        offsets = parse_list(args.offsets, int)
+        latencies = parse_list(args.latencies, int)
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    for w in widths:
+        if w not in DMA_WIDTHS:
+            raise CliError(f"width {w} not supported (use {', '.join(map(str, DMA_WIDTHS))})")
+    if any(not 1 <= s <= 65535 for s in sizes):
+        raise CliError("command sizes must be in 1..65535 bytes")
+    if any(o < 0 for o in offsets):
+        raise CliError("offsets must be 0 or more")
+    if any(not 1 <= x <= 100000 for x in latencies):
+        raise CliError("latencies must be in 1..100000 cycles")
+    if args.commands < 2:
+        raise CliError("--commands must be 2 or more")
+    env = {f"{env_prefix}_SIZES": ",".join(map(str, sizes)),
+           f"{env_prefix}_OFFSETS": ",".join(map(str, offsets)),
+           f"{env_prefix}_LATENCIES": ",".join(map(str, latencies)),
+           f"{env_prefix}_COMMANDS": str(args.commands)}
+    jobs = [(block, w, test, env, f"{env_prefix}_OUT") for w in widths]
+    return [r for rs in ui.map(_dma_bench_one, jobs, label=f"{block} runs") for r in rs]
+
+
+def _dma_bench_one(job):
+    block, width, test, env, out_var = job
+    return verilator_rows(block, width, test, env, out_var=out_var)

@@ -13,51 +13,17 @@ simulation speed (RTL under Verilator, the model stepped and every output compar
 """
 from __future__ import annotations
 
-from ._common import parse_list, verilator_rows
+from ._common import dma_bench_arguments, dma_bench_run
 
 HELP = "placement DMA under Verilator: AXI write beats per cycle, commands per cycle, done latency"
 
-WIDTHS = (64, 128, 256, 512)
-
 
 def add_arguments(p):
-    p.add_argument("--widths", default="64,512", help="comma-separated widths (default 64,512)")
-    p.add_argument("--sizes", default="64,1500,4096", help="bytes per command (default 64,1500,4096)")
-    p.add_argument("--offsets", default="0,5", help="start lanes (default 0,5)")
-    p.add_argument("--latencies", default="200", help="B latencies in cycles (default 200)")
-    p.add_argument("--commands", type=int, default=256, help="commands per run (default 256)")
-
-
-def one_run(job):
-    width, sizes, offsets, latencies, commands = job
-    return verilator_rows("dma_write", width, "dma_bench", {
-        "DMA_BENCH_SIZES": ",".join(map(str, sizes)), "DMA_BENCH_OFFSETS": ",".join(map(str, offsets)),
-        "DMA_BENCH_LATENCIES": ",".join(map(str, latencies)), "DMA_BENCH_COMMANDS": str(commands)},
-        out_var="DMA_BENCH_OUT")
+    dma_bench_arguments(p, "B")
 
 
 def run(args, ui):
-    from ..cli import CliError
-    try:
-        widths = parse_list(args.widths, int)
-        sizes = parse_list(args.sizes, int)
-        offsets = parse_list(args.offsets, int)
-        latencies = parse_list(args.latencies, int)
-    except ValueError as e:
-        raise CliError(str(e)) from None
-    for w in widths:
-        if w not in WIDTHS:
-            raise CliError(f"width {w} not supported (use {', '.join(map(str, WIDTHS))})")
-    if any(not 1 <= s <= 65535 for s in sizes):
-        raise CliError("command sizes must be in 1..65535 bytes")
-    if any(o < 0 for o in offsets):
-        raise CliError("offsets must be 0 or more")
-    if any(not 1 <= x <= 100000 for x in latencies):
-        raise CliError("latencies must be in 1..100000 cycles")
-    if args.commands < 2:
-        raise CliError("--commands must be 2 or more")
-    jobs = [(w, tuple(sizes), tuple(offsets), tuple(latencies), args.commands) for w in widths]
-    rows = [r for rs in ui.map(one_run, jobs, label="dma_write runs") for r in rs]
+    rows = dma_bench_run(args, ui, block="dma_write", test="dma_bench", env_prefix="DMA_BENCH")
     return {
         "rows": rows,
         "title": "Placement DMA under Verilator (lockstep with the model): back-to-back commands, "
