@@ -47,7 +47,7 @@ class Sim:
     Events at the same time run in the order they were scheduled (FIFO), so a run is
     deterministic. The queue is a heap of distinct event times (``_t``, plain floats, which
     compare several times faster than ``(time, seq, ...)`` tuples) and, per time, the bucket
-    ``_b[t]``: ``[fn, arg, fn, arg, ...]`` in scheduling order. The order is exactly that of a
+    ``_b[t]``: ``[(fn, arg), ...]`` in scheduling order. The order is exactly that of a
     heap of ``(time, seq)`` keys: a bucket is appended to in scheduling order, and an event
     scheduled for the time being run joins the end of its bucket. Hot paths push inline
     (:func:`push`).
@@ -56,7 +56,7 @@ class Sim:
     def __init__(self):
         self.now = 0.0
         self._t = []            # heap of the times that have a bucket
-        self._b = {}            # time -> [fn, arg, fn, arg, ...]
+        self._b = {}            # time -> [(fn, arg), ...]
         self.events = 0
         self.stopped = False
 
@@ -65,10 +65,10 @@ class Sim:
             t = self.now
         b = self._b.get(t)
         if b is None:
-            self._b[t] = [fn, arg]
+            self._b[t] = [(fn, arg)]
             heappush(self._t, t)
         else:
-            b += (fn, arg)
+            b.append((fn, arg))
 
     def after(self, dt, fn, arg=None):
         self.at(self.now + dt, fn, arg)
@@ -78,7 +78,7 @@ class Sim:
         self.stopped = True
 
     def pending(self):
-        return sum(len(b) for b in self._b.values()) >> 1
+        return sum(len(b) for b in self._b.values())
 
     def run(self, until=float("inf"), max_events=None):
         """Run events until the queue is empty, ``until`` is reached, :meth:`stop` is called or
@@ -99,21 +99,31 @@ class Sim:
             b = B[t]
             i = 0
             try:
-                while i < len(b):
-                    fn = b[i]
-                    arg = b[i + 1]
-                    i += 2
-                    fn(arg)
-                    n += 1
-                    if self.stopped or n == limit:
-                        break
+                # a list iterator also yields what is appended meanwhile (same-time events)
+                if limit < 0:
+                    for fn, arg in b:
+                        i += 1
+                        fn(arg)
+                        if self.stopped:
+                            break
+                    else:
+                        del B[t]
+                        n += i
+                        continue
                 else:
-                    del B[t]
-                    continue
+                    for fn, arg in b:
+                        i += 1
+                        fn(arg)
+                        if self.stopped or n + i == limit:
+                            break
+                    else:
+                        del B[t]
+                        n += i
+                        continue
             except BaseException:
-                self._keep(t, b, i)
-                self.events += n
+                self._keep(t, b, i)         # the event that raised is consumed, as it was popped
                 raise
+            n += i
             self._keep(t, b, i)        # stopped inside a bucket: the rest runs next time
             break
         else:
@@ -134,10 +144,10 @@ def push(sim, t, fn, arg):
     """``sim.at(t, fn, arg)`` for ``t >= sim.now`` without the call (the hot paths inline it)."""
     b = sim._b.get(t)
     if b is None:
-        sim._b[t] = [fn, arg]
+        sim._b[t] = [(fn, arg)]
         heappush(sim._t, t)
     else:
-        b += (fn, arg)
+        b.append((fn, arg))
 
 
 _HDR_LEN = {}
@@ -248,6 +258,9 @@ class Link:
         self.delay = float(delay)
         self.dst = dst
         self.dst_port = dst_port
+        # the hot path inlines Switch.receive and Host.receive for exactly those classes
+        self._sw = dst if type(dst) is Switch else None
+        self._host = dst if type(dst) is Host else None
         self.plane = plane
         self._up = True
         self._hist = []         # (time, up) of every state change, for frames sent ahead
@@ -305,10 +318,10 @@ class Link:
         if fl is None:
             b = sim._b.get(t)
             if b is None:
-                sim._b[t] = [cb, arg]
+                sim._b[t] = [(cb, arg)]
                 heappush(sim._t, t)
             else:
-                b += (cb, arg)
+                b.append((cb, arg))
             return
         rng = self._rng
         if fl.lose(rng, frame.bth.opcode):
@@ -346,8 +359,44 @@ class Link:
             self.pcap.write(data, self.sim.now)
         if frame.__class__ is bytes:
             self.dst.receive_bytes(frame, self.dst_port)
-        else:
-            self.dst.receive(frame, self.dst_port)
+            return
+        sw = self._sw
+        if sw is not None:
+            if sw.pfc is not None:
+                sw.receive(frame, self.dst_port)
+                return
+            # Switch.receive without PFC, inlined (every hop of every frame runs it)
+            sw.stats["rx"] += 1
+            hops = sw.routes.get(frame.ip.dst)
+            if not hops:
+                sw.stats["no_route"] += 1
+                return
+            if len(hops) == 1:
+                hops[0].enqueue(frame)
+                return
+            ip = frame.ip
+            u = frame.udp
+            h = _ECMP_CACHE.get((ip.src, ip.dst, u.sport, u.dport, ip.proto, sw.seed))
+            if h is None:
+                h = ecmp_hash(frame, sw.seed)
+            hops[(fmix32(h) if sw.mix else h) % len(hops)].enqueue(frame)
+            return
+        h = self._host
+        if h is not None:
+            # Host.receive, inlined
+            h.stats["rx"] += 1
+            ep = h.ep
+            if ep is None:
+                return
+            now = self.sim.now
+            if h.rx_hook is not None:
+                h.rx_hook(frame, now)
+            ep.receive(frame, now)
+            h._poll()
+            if h._free:
+                h.pump()
+            return
+        self.dst.receive(frame, self.dst_port)
 
 
 class SharedBuffer:
@@ -575,10 +624,10 @@ class OutPort:
         t = end + link.delay
         b = sim._b.get(t)
         if b is None:
-            sim._b[t] = [cb, arg]
+            sim._b[t] = [(cb, arg)]
             heappush(sim._t, t)
         else:
-            b += (cb, arg)
+            b.append((cb, arg))
 
     def _start(self):
         frame = self.q[0]
@@ -724,10 +773,10 @@ class NicPort:
         t = sim.now + ser
         b = sim._b.get(t)
         if b is None:
-            sim._b[t] = [self._done, None]
+            sim._b[t] = [(self._done, None)]
             heappush(sim._t, t)
         else:
-            b += (self._done, None)
+            b.append((self._done, None))
 
     def blocked(self, frame):
         return self.busy or (self.paused and frame.eth.pcp in self.paused)
