@@ -827,6 +827,10 @@ class Host:
         self.on_completion = None
         self.rx_hook = None     # rx_hook(frame, now): measurement tap on every delivered frame
         self.tx_hook = None     # tx_hook(frame, now): tap on every frame the endpoint sends
+        # Inside the simulator frames travel as codec records; with wire_bytes every frame the
+        # endpoint sends is encoded and decoded again (ICRC checked) before it leaves, as bytes
+        # would be: a check that the records make the same decisions as the bytes.
+        self.wire_bytes = False
         self.stats = {"tx": 0, "rx": 0, "decode_drops": 0, "corrupt_undetected": 0,
                       "decode_reasons": {}}
 
@@ -858,6 +862,8 @@ class Host:
             if f is None:
                 self._arm(now)
                 return
+            if self.wire_bytes:
+                f = codec.decode(codec.encode(f))
             n = hdr.get((f.bth.opcode, f.eth.vlan is None, f.ip.version))
             if n is None:
                 f._wl = frame_len(f)
