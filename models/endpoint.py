@@ -63,21 +63,43 @@ def _data_frame(eth, ip, udp, op, pkey, dest_qp, ack_req, psn, mrdh_flags, path,
     """``Frame(eth=eth, ip=ip, udp=udp, bth=BTH(opcode=op, pkey=pkey, dest_qp=dest_qp,
     ack_req=ack_req, psn=psn), mrdh=MRDH(1, mrdh_flags, path, stream, msg, offset, msg_len),
     reth=reth, mrsh=mrsh, imm=imm, payload=payload)``, built directly."""
+    # Attribute stores in field order on a fresh object (CPython keeps them inline, without a
+    # dict): several times faster than the constructor's keyword parsing.
     bth = _new(BTH)
-    bth.__dict__ = {"opcode": op, "se": 0, "mig": 0, "pad": 0, "tver": 0, "pkey": pkey, "fecn": 0,
-                    "becn": 0, "dest_qp": dest_qp, "ack_req": ack_req, "psn": psn}
+    bth.opcode = op
+    bth.se = bth.mig = bth.pad = bth.tver = 0
+    bth.pkey = pkey
+    bth.fecn = bth.becn = 0
+    bth.dest_qp = dest_qp
+    bth.ack_req = ack_req
+    bth.psn = psn
     h = _new(MRDH)
-    h.__dict__ = {"version": 1, "flags": mrdh_flags, "path": path, "stream": stream, "msg": msg,
-                  "offset": offset, "msg_len": msg_len}
+    h.version = 1
+    h.flags = mrdh_flags
+    h.path = path
+    h.stream = stream
+    h.msg = msg
+    h.offset = offset
+    h.msg_len = msg_len
     f = _new(Frame)
-    f.__dict__ = {"eth": eth, "ip": ip, "udp": udp, "bth": bth, "reth": reth, "aeth": None, "imm": imm,
-                  "atomicack": None, "atomiceth": None, "mrdh": h, "mrsh": mrsh, "mrah": None,
-                  "mrnh": None, "mrsec": None, "mrch": None, "payload": payload, "icrc": None,
-                  "icrc_ok": None}
+    f.eth = eth
+    f.ip = ip
+    f.udp = udp
+    f.bth = bth
+    f.reth = reth
+    f.aeth = None
+    f.imm = imm
+    f.atomicack = f.atomiceth = None
+    f.mrdh = h
+    f.mrsh = mrsh
+    f.mrah = f.mrnh = f.mrsec = f.mrch = None
+    f.payload = payload
+    f.icrc = f.icrc_ok = None
     return f
 
 
 def _check_fast_records():
+    """The direct builders make exactly the codec's records (fields, defaults, order)."""
     import dataclasses
     for cls, names in ((Frame, _FRAME_FIELDS), (BTH, _BTH_FIELDS), (MRDH, _MRDH_FIELDS), (MRAH, _MRAH_FIELDS)):
         if tuple(fl.name for fl in dataclasses.fields(cls)) != names:
@@ -2445,10 +2467,15 @@ def ack_frame(addr, peer_addr, pkey, peer_id, sport, path, cum, sack, ce, rate_m
     ACK encoding: the endpoint's ``_send_ack`` and the engine co-simulation
     (:mod:`metaroce.models.cosim`, from the RTL's ``m_ack`` records) both build ACKs here."""
     bth_psn = 0
-    a = _new(MRAH)
-    a.__dict__ = {"version": 1, "flags": _MRAH_ECE if ce else 0, "path": path,
-                  "ce_count": min(ce, 0xFFFF), "cum_psn": cum, "rate_mbps": rate_mbps,
-                  "trigger_psn": trigger_psn, "sack": sack}
+    a = _new(MRAH)              # field by field, in order, as _data_frame builds its records
+    a.version = 1
+    a.flags = _MRAH_ECE if ce else 0
+    a.path = path
+    a.ce_count = min(ce, 0xFFFF)
+    a.cum_psn = cum
+    a.rate_mbps = rate_mbps
+    a.trigger_psn = trigger_psn
+    a.sack = sack
     if receipt_key is not None:       # MR-SEC-153: the proof binds every field of the ACK
         bth_psn, a.trigger_psn = split_proof(receipt_proof(receipt_key, PROOF_ACK, peer_id, path,
                                                            trigger_psn, a), trigger_psn)
@@ -2461,13 +2488,23 @@ def ack_frame(addr, peer_addr, pkey, peer_id, sport, path, cum, sack, ce, rate_m
     if u is None:
         u = _UDP_HDR[sport] = UDP(sport=sport)
     bth = _new(BTH)
-    bth.__dict__ = {"opcode": _OP_ACK, "se": 0, "mig": 0, "pad": 0, "tver": 0, "pkey": pkey, "fecn": 0,
-                    "becn": 0, "dest_qp": peer_id, "ack_req": 0, "psn": bth_psn}
+    bth.opcode = _OP_ACK
+    bth.se = bth.mig = bth.pad = bth.tver = 0
+    bth.pkey = pkey
+    bth.fecn = bth.becn = 0
+    bth.dest_qp = peer_id
+    bth.ack_req = 0
+    bth.psn = bth_psn
     f = _new(Frame)
-    f.__dict__ = {"eth": _ACK_ETH, "ip": ip, "udp": u, "bth": bth, "reth": None, "aeth": None,
-                  "imm": None, "atomicack": None, "atomiceth": None, "mrdh": None, "mrsh": None,
-                  "mrah": a, "mrnh": None, "mrsec": None, "mrch": None, "payload": b"", "icrc": None,
-                  "icrc_ok": None}
+    f.eth = _ACK_ETH
+    f.ip = ip
+    f.udp = u
+    f.bth = bth
+    f.reth = f.aeth = f.imm = f.atomicack = f.atomiceth = f.mrdh = f.mrsh = None
+    f.mrah = a
+    f.mrnh = f.mrsec = f.mrch = None
+    f.payload = b""
+    f.icrc = f.icrc_ok = None
     return f
 
 
