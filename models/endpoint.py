@@ -1951,6 +1951,8 @@ class VerbsHost:
     def poll_cq(self, max_entries=None):
         """Take up to ``max_entries`` completions (all when ``None``)."""
         cq = self._cq
+        if not cq:
+            return []       # the common case: polled after every frame
         n = len(cq) if max_entries is None else min(max_entries, len(cq))
         return [cq.popleft() for _ in range(n)]
 
