@@ -235,10 +235,18 @@ def plane_of(frame, planes):
     return frame.bth.dest_qp % planes
 
 
+_new = object.__new__
+
+
 def _copy_frame(frame):
-    """A copy whose IP header can be changed without touching the original (CE marks, dups)."""
-    f = copy.copy(frame)
-    f.ip = copy.copy(frame.ip)
+    """A copy whose IP header can be changed without touching the original (CE marks, dups).
+    ``copy.copy`` of both, done directly (the records are plain objects with a ``__dict__``)."""
+    f = _new(frame.__class__)
+    f.__dict__.update(frame.__dict__)
+    ip = frame.ip
+    c = _new(ip.__class__)
+    c.__dict__.update(ip.__dict__)
+    f.ip = c
     return f
 
 
