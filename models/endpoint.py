@@ -27,6 +27,97 @@ from .security import PROOF_ACK, PROOF_NAK, RKeyGenerator, join_proof, receipt_p
 from .codec import BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, Eth, Frame, wire_len
 from .wire import MrahFlag, MrdhFlag, NakReason, Op
 
+# Module-level aliases of the enum members the per-packet paths compare and store (the same
+# objects; an enum member looked up on its class costs several plain name lookups).
+_OP_ACK = Op.MR_ACK
+_OP_CMP_SWAP = Op.MR_CMP_SWAP
+_OP_FETCH_ADD = Op.MR_FETCH_ADD
+_OP_NAK = Op.MR_NAK
+_OP_READ = Op.MR_READ
+_OP_READ_RESP = Op.MR_READ_RESP
+_OP_SEND = Op.MR_SEND
+_OP_SEND_IMM = Op.MR_SEND_IMM
+_OP_WRITE = Op.MR_WRITE
+_OP_WRITE_IMM = Op.MR_WRITE_IMM
+_MRDH_ERROR = MrdhFlag.ERROR
+_MRDH_FIRST = MrdhFlag.FIRST
+_MRDH_LAST = MrdhFlag.LAST
+_MRDH_RETX = MrdhFlag.RETX
+_MRAH_ECE = MrahFlag.ECE
+
+# Per-packet frames are built as codec records without the dataclass constructors: an object and
+# its field dict in declaration order (checked below against the dataclasses' fields and
+# defaults). The Ethernet, IP and UDP headers of a connection's (path's) frames are one shared
+# record each: nothing changes a frame's headers in place (a switch that marks CE, a fault that
+# corrupts and the security layer copy first), so sharing them is invisible.
+_new = object.__new__
+_FRAME_FIELDS = ("eth", "ip", "udp", "bth", "reth", "aeth", "imm", "atomicack", "atomiceth", "mrdh",
+                 "mrsh", "mrah", "mrnh", "mrsec", "mrch", "payload", "icrc", "icrc_ok")
+_BTH_FIELDS = ("opcode", "se", "mig", "pad", "tver", "pkey", "fecn", "becn", "dest_qp", "ack_req", "psn")
+_MRDH_FIELDS = ("version", "flags", "path", "stream", "msg", "offset", "msg_len")
+_MRAH_FIELDS = ("version", "flags", "path", "ce_count", "cum_psn", "rate_mbps", "trigger_psn", "sack")
+
+
+def _data_frame(eth, ip, udp, op, pkey, dest_qp, ack_req, psn, mrdh_flags, path, stream, msg, offset,
+                msg_len, reth, mrsh, imm, payload):
+    """``Frame(eth=eth, ip=ip, udp=udp, bth=BTH(opcode=op, pkey=pkey, dest_qp=dest_qp,
+    ack_req=ack_req, psn=psn), mrdh=MRDH(1, mrdh_flags, path, stream, msg, offset, msg_len),
+    reth=reth, mrsh=mrsh, imm=imm, payload=payload)``, built directly."""
+    # Attribute stores in field order on a fresh object (CPython keeps them inline, without a
+    # dict): several times faster than the constructor's keyword parsing.
+    bth = _new(BTH)
+    bth.opcode = op
+    bth.se = bth.mig = bth.pad = bth.tver = 0
+    bth.pkey = pkey
+    bth.fecn = bth.becn = 0
+    bth.dest_qp = dest_qp
+    bth.ack_req = ack_req
+    bth.psn = psn
+    h = _new(MRDH)
+    h.version = 1
+    h.flags = mrdh_flags
+    h.path = path
+    h.stream = stream
+    h.msg = msg
+    h.offset = offset
+    h.msg_len = msg_len
+    f = _new(Frame)
+    f.eth = eth
+    f.ip = ip
+    f.udp = udp
+    f.bth = bth
+    f.reth = reth
+    f.aeth = None
+    f.imm = imm
+    f.atomicack = f.atomiceth = None
+    f.mrdh = h
+    f.mrsh = mrsh
+    f.mrah = f.mrnh = f.mrsec = f.mrch = None
+    f.payload = payload
+    f.icrc = f.icrc_ok = None
+    return f
+
+
+def _check_fast_records():
+    """The direct builders make exactly the codec's records (fields, defaults, order)."""
+    import dataclasses
+    for cls, names in ((Frame, _FRAME_FIELDS), (BTH, _BTH_FIELDS), (MRDH, _MRDH_FIELDS), (MRAH, _MRAH_FIELDS)):
+        if tuple(fl.name for fl in dataclasses.fields(cls)) != names:
+            raise ImportError(f"endpoint: codec.{cls.__name__} fields changed; update the fast builders")
+    e, i, u = Eth(), IP(), UDP()
+    ref = Frame(eth=e, ip=i, udp=u, bth=BTH(opcode=Op.MR_WRITE, pkey=7, dest_qp=9, ack_req=1, psn=5),
+                mrdh=MRDH(1, 3, 2, 1, 4, 8, 16), reth=None, mrsh=None, imm=None, payload=b"x")
+    got = _data_frame(e, i, u, Op.MR_WRITE, 7, 9, 1, 5, 3, 2, 1, 4, 8, 16, None, None, None, b"x")
+    if got != ref or vars(got.bth) != vars(ref.bth) or list(vars(got)) != list(vars(ref)):
+        raise ImportError("endpoint: the fast frame builder differs from the codec's records")
+
+
+_check_fast_records()
+_WL_HDR = {}        # opcode -> wire length of a data frame without payload and pad
+_ACK_ETH = Eth()
+_ACK_IP = {}        # (addr, peer_addr) -> the IP header of ACKs and NAKs (ECN 0)
+_UDP_HDR = {}       # sport -> UDP header
+
 ACCESS_LOCAL_WRITE = P.ACCESS_LOCAL_WRITE
 ACCESS_REMOTE_WRITE = P.ACCESS_REMOTE_WRITE
 ACCESS_REMOTE_READ = P.ACCESS_REMOTE_READ
@@ -84,14 +175,14 @@ _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
 NS = P.NS_PER_S
 _NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
-_DATA_OPS = (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ_RESP, Op.MR_READ,
-             Op.MR_CMP_SWAP, Op.MR_FETCH_ADD)
+_DATA_OPS = frozenset((_OP_WRITE, _OP_WRITE_IMM, _OP_SEND, _OP_SEND_IMM, _OP_READ_RESP, _OP_READ,
+                       _OP_CMP_SWAP, _OP_FETCH_ADD))
 #: MR-VERB-001: requests answered by a response message (READ, atomics).
-_REQ_OPS = frozenset({Op.MR_READ, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD})
-_RETH_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_READ, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD})
-_WC_OP = {Op.MR_WRITE: WcOpcode.RDMA_WRITE, Op.MR_WRITE_IMM: WcOpcode.RDMA_WRITE,
-          Op.MR_SEND: WcOpcode.SEND, Op.MR_SEND_IMM: WcOpcode.SEND, Op.MR_READ: WcOpcode.RDMA_READ,
-          Op.MR_CMP_SWAP: WcOpcode.COMP_SWAP, Op.MR_FETCH_ADD: WcOpcode.FETCH_ADD}
+_REQ_OPS = frozenset({_OP_READ, _OP_CMP_SWAP, _OP_FETCH_ADD})
+_RETH_OPS = frozenset({_OP_WRITE, _OP_WRITE_IMM, _OP_READ, _OP_CMP_SWAP, _OP_FETCH_ADD})
+_WC_OP = {_OP_WRITE: WcOpcode.RDMA_WRITE, _OP_WRITE_IMM: WcOpcode.RDMA_WRITE,
+          _OP_SEND: WcOpcode.SEND, _OP_SEND_IMM: WcOpcode.SEND, _OP_READ: WcOpcode.RDMA_READ,
+          _OP_CMP_SWAP: WcOpcode.COMP_SWAP, _OP_FETCH_ADD: WcOpcode.FETCH_ADD}
 RING_MASK = P.SEND_WINDOW - 1
 _PSN_MASK = P.PSN_MASK
 #: MR-ERR-020: the chunk index of a message's abort packet (the ``rtx`` record's abort bit).
@@ -108,7 +199,7 @@ class _SMsg:
     """A message being sent: chunked at MTU boundaries; chunk ``i`` is bytes ``[i*mtu, ...)``."""
     __slots__ = ("stream", "msg", "op", "wr_id", "mv", "length", "va", "rkey", "recv_seq", "imm",
                  "nchunks", "next_chunk", "ack_base", "ack_bits", "nacked", "done", "status", "slot",
-                 "rnr", "q", "rd", "rd_len", "dst", "req_acked", "err", "abort")
+                 "rnr", "q", "rd", "rd_len", "dst", "req_acked", "err", "abort", "reth_hdr")
 
     def __init__(self, stream, msg, op, wr_id, mv, length, va, rkey, recv_seq, imm, mtu):
         self.stream, self.msg, self.op, self.wr_id = stream, msg, op, wr_id
@@ -134,6 +225,7 @@ class _SMsg:
         self.req_acked = False
         self.err = False            # a response that ends its READ in error (MR-VERB-004)
         self.abort = _NO_ABORT      # MR-ERR-020: failed after it started: its abort packet's state
+        self.reth_hdr = None        # the RETH of its data frames, built with the first
 
     def is_acked(self, i):
         if i == ABORT:
@@ -161,7 +253,7 @@ class _Path:
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
                  "retired_before", "head", "collapsed", "tail_probed", "probe_dl", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
-                 "rx_prev_ce", "ce_acc", "ack_acc")
+                 "rx_prev_ce", "ce_acc", "ack_acc", "xver", "xcache", "udp_hdr")
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
@@ -203,6 +295,11 @@ class _Path:
         self.rx_ack_token = 0       # delayed-ACK timer generation (MR-SEQ-009)
         self.rx_last = None         # (psn, sport) of the newest unacknowledged arrival
         self.rx_prev_ce = False     # the previous accepted packet was CE-marked
+        # MR-REL-009: _xdue's answer is cached until the path's records change (xver counts
+        # every change: a record sent, resolved or declared lost)
+        self.xver = 0
+        self.xcache = None
+        self.udp_hdr = None         # the UDP header of its frames (source port = entropy)
 
     def rec(self, psn):
         """The record of an unresolved ``psn``, or ``None`` (MR-ENG-027)."""
@@ -361,6 +458,7 @@ class Connection:
         self.rx_iv_bytes = 0
         self.rx_iv_prev = 0
         self.rx_iv_epoch = -2
+        self.tx_hdrs = None         # (Eth, IP) of its data frames, shared by them
 
     # -- verbs ---------------------------------------------------------------------------------
 
@@ -398,12 +496,12 @@ class Connection:
         region. With ``imm`` the peer gets a ``RECV_RDMA_WITH_IMM`` completion (no receive
         consumed). The sender's completion means every byte was placed (MR-EXO-003).
         """
-        op = Op.MR_WRITE if imm is None else Op.MR_WRITE_IMM
+        op = _OP_WRITE if imm is None else _OP_WRITE_IMM
         self._post(stream, op, lkey, loffset, length, wr_id, remote_va, rkey, imm)
 
     def post_send(self, stream, lkey, loffset, length, wr_id, imm=None):
         """Send ``length`` bytes into the peer's next receive posted on ``stream`` (MR-PLC-004)."""
-        op = Op.MR_SEND if imm is None else Op.MR_SEND_IMM
+        op = _OP_SEND if imm is None else _OP_SEND_IMM
         self._post(stream, op, lkey, loffset, length, wr_id, imm=imm, send=True)
 
     def post_read(self, stream, lkey, loffset, length, remote_va, rkey, wr_id):
@@ -417,7 +515,7 @@ class Connection:
             raise ValueError("READ destination needs ACCESS_LOCAL_WRITE")
         if length >= 1 << 32:
             raise ValueError("message longer than 2^32 - 1 bytes")
-        m = self._post(stream, Op.MR_READ, lkey, loffset, 0, wr_id, remote_va, rkey)
+        m = self._post(stream, _OP_READ, lkey, loffset, 0, wr_id, remote_va, rkey)
         m.rd_len = length
         m.dst = memoryview(buf)[loffset:loffset + length]
         return m
@@ -443,7 +541,7 @@ class Connection:
         cas = kind == "cmp_swap"
         # MR-WIRE-076: the operands are the payload, network order (swap or add, then compare)
         operands = struct.pack("!QQ", swap, compare) if cas else struct.pack("!Q", add)
-        m = self._post(stream, Op.MR_CMP_SWAP if cas else Op.MR_FETCH_ADD, lkey, loffset, 0, wr_id,
+        m = self._post(stream, _OP_CMP_SWAP if cas else _OP_FETCH_ADD, lkey, loffset, 0, wr_id,
                        remote_va, rkey)
         self.unsent -= m.nchunks
         m.mv, m.length = memoryview(operands), len(operands)
@@ -615,11 +713,15 @@ class Connection:
         if ack_req:
             p.since_req = 0
             rec.req = True
+        p.xver += 1
         f = self._frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
         if p.deadline is None:
             ep._arm(p, now + self._rto(p))
         self.last_tx = now
-        self.last_wl = wl = wire_len(f)
+        k = _WL_HDR.get(f.bth.opcode)
+        if k is None:
+            k = _WL_HDR[f.bth.opcode] = wire_len(f) - nbytes - (-nbytes) % 4
+        self.last_wl = wl = k + nbytes + (-nbytes) % 4      # = wire_len(f) (IPv4, untagged)
         if not self.answered:
             if self.blind_t0 == _NEVER:
                 self.blind_t0 = now
@@ -638,30 +740,34 @@ class Connection:
             return Frame(
                 eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=p.entropy),
                 bth=BTH(opcode=m.op, pkey=self.pkey, dest_qp=self.peer_id, ack_req=1, psn=psn),
-                mrdh=MRDH(1, MrdhFlag.ERROR | MrdhFlag.FIRST | MrdhFlag.LAST, p.idx, m.stream, m.msg,
+                mrdh=MRDH(1, _MRDH_ERROR | _MRDH_FIRST | _MRDH_LAST, p.idx, m.stream, m.msg,
                           0, m.length),
                 reth=RETH(m.va, m.rkey, m.rd_len) if m.op in _RETH_OPS else None,
                 mrsh=MRSH(m.recv_seq) if m.recv_seq is not None else None,
                 imm=m.imm, payload=b"")
         flags = 0
         if off + nbytes >= m.length:
-            flags |= MrdhFlag.LAST
+            flags |= _MRDH_LAST
         if off == 0:
-            flags |= MrdhFlag.FIRST
+            flags |= _MRDH_FIRST
         if is_retx:
-            flags |= MrdhFlag.RETX
+            flags |= _MRDH_RETX
         op = m.op
-        reth = op in _RETH_OPS
         if m.err:
-            flags |= MrdhFlag.ERROR
-        return Frame(
-            eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=p.entropy),
-            bth=BTH(opcode=op, pkey=self.pkey, dest_qp=self.peer_id, ack_req=1 if ack_req else 0,
-                    psn=psn),
-            mrdh=MRDH(1, flags, p.idx, m.stream, m.msg, off, m.length),
-            reth=RETH(m.va, m.rkey, m.rd_len) if reth else None,
-            mrsh=MRSH(m.recv_seq) if m.recv_seq is not None else None,
-            imm=m.imm, payload=bytes(m.mv[off:off + nbytes]))
+            flags |= _MRDH_ERROR
+        hdrs = self.tx_hdrs
+        if hdrs is None or hdrs[1].src != ep.addr:
+            hdrs = self.tx_hdrs = (Eth(), IP(src=ep.addr, dst=self.peer_addr, ecn=2))
+        u = p.udp_hdr
+        if u is None or u.sport != p.entropy:
+            u = p.udp_hdr = UDP(sport=p.entropy)
+        reth = m.reth_hdr
+        if reth is None and op in _RETH_OPS:
+            reth = m.reth_hdr = RETH(m.va, m.rkey, m.rd_len)
+        return _data_frame(hdrs[0], hdrs[1], u, op, self.pkey, self.peer_id, 1 if ack_req else 0, psn,
+                           flags, p.idx, m.stream, m.msg, off, m.length, reth,
+                           MRSH(m.recv_seq) if m.recv_seq is not None else None, m.imm,
+                           bytes(m.mv[off:off + nbytes]))
 
     def _rearm(self, p):
         """MR-REL-006: the timer runs from the send time of the path's oldest live packet;
@@ -802,6 +908,7 @@ class Connection:
     def _mark_lost(self, p, rec, requeue=True):
         if not rec.lost:
             rec.lost = True
+            p.xver += 1
             p.live -= 1
             p.inflight -= rec.nbytes
             if not rec.free:
@@ -888,11 +995,12 @@ class Connection:
                 st["gap_losses"] += 1      # MR-REL-002: a SACK gap proves the loss
                 self._mark_lost(p, rec)
         p.floor = (floor + n) & P.PSN_MASK
+        p.xver += 1
         if reqs_seen or reqs_lost:
             self.ack_loss = P.ack_loss_update(self.ack_loss, reqs_seen, reqs_lost)   # MR-REL-011
         # MR-CC-002/003: AIMD on the echoed CE fraction, at most one decrease per RTT.
         # MR-SEC-151: at most one CE mark per packet this ACK newly acknowledges.
-        ce = min(a.ce_count, pkts) if a.flags & MrahFlag.ECE else 0
+        ce = min(a.ce_count, pkts) if a.flags & _MRAH_ECE else 0
         if ce:
             p.last_ece = self.last_ece = now
         # MR-CC-006: obey the receiver's fair-share hint. While a hint paces the connection, its
@@ -1053,7 +1161,11 @@ class Connection:
         for q in self.paths:
             if q is p or not q.live or q.min_rtt is None or q.state == _RETIRED:
                 continue
-            t_due = self._xdue(q, need)
+            xc = q.xcache       # _xdue's cache, checked here (the common case: a hit)
+            if xc is not None and xc[0] == q.xver and xc[1] == (1 if q.state == _PROBING else need):
+                t_due = xc[2]
+            else:
+                t_due = self._xdue(q, need)
             if t_due is None or t_due >= t_wit:
                 continue
             # The allowance covers reordering and RTT variation; the receiver's ACK grouping is
@@ -1075,25 +1187,32 @@ class Connection:
         receiver acknowledges the oldest packet at the latest with the first group's ACK; if that
         ACK is lost, the next group's ACK repairs it (cumulative PSN and SACK), so only when that
         one is overdue too is the silence evidence of loss. ``None`` when there is none.
-        ``need`` is ``P.overdue_groups(self.ack_loss)`` when the caller has it."""
-        if p.oldest_live() is None:
-            return None
+        ``need`` is ``P.overdue_groups(self.ack_loss)`` when the caller has it. Cached per path
+        until its records change (``xver``): every ACK asks it of every other path."""
         if p.state == _PROBING:
             need = 1
         elif need is None:
             need = P.overdue_groups(self.ack_loss)      # MR-REL-011
-        # p.records(p.head), inlined: this runs for every other path on every ACK
-        ring = p.ring
-        psn = p.head
-        end = p.next_psn
-        while psn != end:
-            rec = ring[psn & RING_MASK]
-            if rec is not None and rec.req and not rec.lost:
-                need -= 1
-                if not need:
-                    return rec.t
-            psn = (psn + 1) & _PSN_MASK
-        return None
+        xc = p.xcache
+        if xc is not None and xc[0] == p.xver and xc[1] == need:
+            return xc[2]
+        t = None
+        if p.oldest_live() is not None:
+            # p.records(p.head), inlined
+            ring = p.ring
+            psn = p.head
+            end = p.next_psn
+            k = need
+            while psn != end:
+                rec = ring[psn & RING_MASK]
+                if rec is not None and rec.req and not rec.lost:
+                    k -= 1
+                    if not k:
+                        t = rec.t
+                        break
+                psn = (psn + 1) & _PSN_MASK
+        p.xcache = (p.xver, need, t)
+        return t
 
     def _on_overdue(self, p, now):
         """MR-REL-009: when the ACK groups of the path's oldest live packets are overdue by the
@@ -1387,7 +1506,7 @@ class Connection:
         # MR-SEC-007: everything the packet alone decides (stream, chunk, key, bounds) is checked
         # before any sequence shortcut, so a forged duplicate is refused like any bad packet.
         op = f.bth.opcode
-        abort = h.flags & MrdhFlag.ERROR and op != Op.MR_READ_RESP     # MR-WIRE-083
+        abort = h.flags & _MRDH_ERROR and op != _OP_READ_RESP     # MR-WIRE-083
         if abort:
             # MR-ERR-021: an abort places nothing, so only the stream is checked (its write may
             # have failed on the very key it names); it carries no payload.
@@ -1417,7 +1536,7 @@ class Connection:
         if reason is not None:
             ep._nak(self, f, h.path, reason)
             return
-        if f.bth.opcode == Op.MR_READ_RESP and self.last_progress is not None:
+        if f.bth.opcode == _OP_READ_RESP and self.last_progress is not None:
             self.last_progress = now        # MR-ENG-040: response data is progress of a READ
         gap = psn != p.rx_high
         if P.psn_dist(p.rx_high, psn) >= 0:
@@ -1454,7 +1573,7 @@ class Connection:
         if r is not None:
             return r
         op = f.bth.opcode
-        if op == Op.MR_WRITE or op == Op.MR_WRITE_IMM:
+        if op == _OP_WRITE or op == _OP_WRITE_IMM:
             reth = f.reth
             if reth.dma_len != h.msg_len:
                 return NakReason.LENGTH
@@ -1462,7 +1581,7 @@ class Connection:
             # MR-SEC-005: the whole message must fit, so a bad write places no byte at all.
             return P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
                                   P.ACCESS_REMOTE_WRITE, reth.va, h.msg_len)
-        if op == Op.MR_READ_RESP:
+        if op == _OP_READ_RESP:
             return self._validate_resp(h)
         if op in _REQ_OPS:
             return self._validate_req(op, h, f.reth)
@@ -1472,12 +1591,12 @@ class Connection:
         """MR-VERB-002, MR-VERB-011: a READ request carries no payload (msg_len 0) and its
         whole range must be readable; an atomic carries its operands (msg_len 16 or 8), names 8
         aligned bytes with ACCESS_REMOTE_ATOMIC. Checked before any shortcut (MR-SEC-007)."""
-        if op == Op.MR_READ:
+        if op == _OP_READ:
             if h.msg_len != 0:
                 return NakReason.LENGTH
             need, length = P.ACCESS_REMOTE_READ, reth.dma_len
         else:
-            if reth.dma_len != 8 or h.msg_len != (16 if op == Op.MR_CMP_SWAP else 8):
+            if reth.dma_len != 8 or h.msg_len != (16 if op == _OP_CMP_SWAP else 8):
                 return NakReason.LENGTH
             if reth.va % 8:
                 return NakReason.INVALID_REQUEST
@@ -1492,7 +1611,7 @@ class Connection:
         m = self.rd_out.get((h.stream, h.msg))
         if m is None:
             return None if P.seq_lt32(h.msg, self.msg_next[h.stream]) else NakReason.INVALID_REQUEST
-        if h.msg_len != (0 if h.flags & MrdhFlag.ERROR else m.rd_len):
+        if h.msg_len != (0 if h.flags & _MRDH_ERROR else m.rd_len):
             return NakReason.LENGTH
         return None
 
@@ -1505,7 +1624,7 @@ class Connection:
         """
         ep = self.ep
         h = f.mrdh
-        if f.bth.opcode == Op.MR_READ_RESP:
+        if f.bth.opcode == _OP_READ_RESP:
             return self._place_resp(f, h)
         n = len(f.payload)
         s = self.rx[h.stream]
@@ -1525,7 +1644,7 @@ class Connection:
                 return NakReason.ABORTED            # MR-ERR-022
             if m.msg_len != h.msg_len or m.op != op:
                 return NakReason.LENGTH
-            if (op == Op.MR_SEND or op == Op.MR_SEND_IMM) and m.recv_seq != f.mrsh.recv_seq:
+            if (op == _OP_SEND or op == _OP_SEND_IMM) and m.recv_seq != f.mrsh.recv_seq:
                 return NakReason.LENGTH
             if idx < m.chunk_base or (m.chunk_bits >> (idx - m.chunk_base)) & 1:
                 ep.stats["duplicate_chunks"] += 1   # MR-EXO-002
@@ -1537,7 +1656,7 @@ class Connection:
             base = 0
         if idx >= base + ep.chunk_window:
             return NakReason.INVALID_REQUEST        # MR-ENG-012: beyond the chunk window
-        if op == Op.MR_WRITE or op == Op.MR_WRITE_IMM:
+        if op == _OP_WRITE or op == _OP_WRITE_IMM:
             reth = f.reth
             va = reth.va + h.offset
             buf = ep._mrs[reth.rkey][0]
@@ -1561,7 +1680,7 @@ class Connection:
             buf = mr[0]
         if m is None:
             m = self.rx_open[key] = _RxMsg(h.msg_len, op, h.stream, h.msg)
-            if op == Op.MR_SEND or op == Op.MR_SEND_IMM:
+            if op == _OP_SEND or op == _OP_SEND_IMM:
                 m.recv_seq = f.mrsh.recv_seq
             elif buf is None:
                 r = f.reth
@@ -1641,23 +1760,23 @@ class Connection:
             if m.aborted:
                 # MR-ERR-022: a send's receive (posted or not yet) and a write's immediate
                 # complete REM_ABORT_ERR; a READ or atomic is not executed.
-                if m.op == Op.MR_SEND or m.op == Op.MR_SEND_IMM:
+                if m.op == _OP_SEND or m.op == _OP_SEND_IMM:
                     rv = s.recvs.pop(m.recv_seq, None)
                     if rv is not None:
                         self._rx_complete(Completion(rv[3], Status.REM_ABORT_ERR, WcOpcode.RECV, 0,
                                                      self.local_id, stream, None))
                     elif not P.seq_lt32(m.recv_seq, s.flush_to):
                         s.flush_to = (m.recv_seq + 1) & 0xFFFFFFFF
-                elif m.op == Op.MR_WRITE_IMM:
+                elif m.op == _OP_WRITE_IMM:
                     self._rx_complete(Completion(None, Status.REM_ABORT_ERR, WcOpcode.RECV_RDMA_WITH_IMM,
                                                  0, self.local_id, stream, None))
                 continue
-            if m.op == Op.MR_SEND or m.op == Op.MR_SEND_IMM:
+            if m.op == _OP_SEND or m.op == _OP_SEND_IMM:
                 _, _, _, wr_id = s.recvs.pop(m.recv_seq)
                 ep._cq.append(Completion(wr_id, Status.SUCCESS, WcOpcode.RECV, m.msg_len,
                                          self.local_id, stream, m.imm))
                 ep.stats["completions"] += 1
-            elif m.op == Op.MR_WRITE_IMM:
+            elif m.op == _OP_WRITE_IMM:
                 ep._cq.append(Completion(None, Status.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM,
                                          m.msg_len, self.local_id, stream, m.imm))
                 ep.stats["completions"] += 1
@@ -1672,7 +1791,7 @@ class Connection:
         ep = self.ep
         va, rkey, length, operands = m.req
         m.req = None
-        read = m.op == Op.MR_READ
+        read = m.op == _OP_READ
         mr = ep._mrs.get(rkey)
         err = P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
                              P.ACCESS_REMOTE_READ if read else P.ACCESS_REMOTE_ATOMIC, va,
@@ -1684,13 +1803,13 @@ class Connection:
         else:
             buf = mr[0]
             orig = int.from_bytes(buf[va:va + 8], "little")
-            cas = m.op == Op.MR_CMP_SWAP
+            cas = m.op == _OP_CMP_SWAP
             operand = int.from_bytes(operands[:8], "big")
             compare = int.from_bytes(operands[8:16], "big") if cas else 0
             buf[va:va + 8] = P.atomic_apply(cas, orig, operand, compare).to_bytes(8, "little")
             payload = orig.to_bytes(8, "little")
             ep.stats["atomics_executed"] += 1
-        r = _SMsg(m.stream, m.msg, Op.MR_READ_RESP, None, memoryview(payload), len(payload), 0, 0,
+        r = _SMsg(m.stream, m.msg, _OP_READ_RESP, None, memoryview(payload), len(payload), 0, 0,
                   None, None, ep.mtu)
         r.q = q = self.n_streams
         r.err = err is not None
@@ -1725,7 +1844,7 @@ class Connection:
         m.ack_bits = b >> t
         m.nacked += 1
         ep.stats["bytes_placed"] += n
-        if h.flags & MrdhFlag.ERROR:
+        if h.flags & _MRDH_ERROR:
             # MR-VERB-004: the responder delivered the request and refused it: nothing to abort
             self._fail(m, Status.REM_ACCESS_ERR, abort=False)
         elif m.nacked == max(1, -(-m.rd_len // ep.mtu)):
@@ -1832,6 +1951,8 @@ class VerbsHost:
     def poll_cq(self, max_entries=None):
         """Take up to ``max_entries`` completions (all when ``None``)."""
         cq = self._cq
+        if not cq:
+            return []       # the common case: polled after every frame
         n = len(cq) if max_entries is None else min(max_entries, len(cq))
         return [cq.popleft() for _ in range(n)]
 
@@ -2050,8 +2171,26 @@ class Endpoint(VerbsHost):
         return None
 
     def next_packet(self, now):
-        """The next frame to put on the wire at ``now`` (seconds), or ``None``."""
-        return VerbsHost.next_packet(self, int(now * NS + 0.5))     # MR-ENG-050: ns inside
+        """The next frame to put on the wire at ``now`` (seconds), or ``None``:
+        ``VerbsHost.next_packet`` at ``now`` in integer ns (MR-ENG-050), with ``_serve`` inlined."""
+        now = int(now * NS + 0.5)
+        t = self._timers
+        if t and t[0][0] <= now:
+            self._run_timers(now)
+        if self._ctrl:
+            self.stats["packets_sent"] += 1
+            return self._ctrl.popleft()
+        ready = self._ready
+        for _ in range(len(ready)):
+            c = ready.popleft()
+            r = c._next_frame(now)
+            if r.__class__ is Frame:
+                ready.append(c)
+                return r
+            if r == _PACED:
+                self._push(c.pace_until, 1, c, 0)
+            c.in_ready = False
+        return None
 
     def next_wakeup(self, now):
         """Earliest time (seconds) something may change without input (timer or pacing), or
@@ -2083,7 +2222,9 @@ class Endpoint(VerbsHost):
         """A frame arrived from the wire (data, ACK or NAK) at ``now`` (seconds)
         (MR-ERR-001..002)."""
         now = int(now * NS + 0.5)       # MR-ENG-050: converted once, integer ns inside
-        self._run_timers(now)
+        t = self._timers
+        if t and t[0][0] <= now:
+            self._run_timers(now)
         op = frame.bth.opcode
         c = self._conns.get(frame.bth.dest_qp)
         if c is None:
@@ -2098,9 +2239,9 @@ class Endpoint(VerbsHost):
         if op in _DATA_OPS and frame.mrdh is not None:
             self._share_note(c, now, frame.ip.ecn == 3, len(frame.payload) + _WIRE_HDR)
             c._on_data(frame, now)
-        elif op == Op.MR_ACK and frame.mrah is not None:
+        elif op == _OP_ACK and frame.mrah is not None:
             c._on_ack(frame.mrah, now, frame.bth.psn)
-        elif op == Op.MR_NAK and frame.mrnh is not None:
+        elif op == _OP_NAK and frame.mrnh is not None:
             c._on_nak(frame.mrnh, now, frame.bth.psn)
         else:
             self._drop("unexpected_opcode")
@@ -2328,12 +2469,45 @@ def ack_frame(addr, peer_addr, pkey, peer_id, sport, path, cum, sack, ce, rate_m
     ACK encoding: the endpoint's ``_send_ack`` and the engine co-simulation
     (:mod:`metaroce.models.cosim`, from the RTL's ``m_ack`` records) both build ACKs here."""
     bth_psn = 0
-    a = MRAH(1, MrahFlag.ECE if ce else 0, path, min(ce, 0xFFFF), cum, rate_mbps, trigger_psn, sack)
+    a = _new(MRAH)              # field by field, in order, as _data_frame builds its records
+    a.version = 1
+    a.flags = _MRAH_ECE if ce else 0
+    a.path = path
+    a.ce_count = min(ce, 0xFFFF)
+    a.cum_psn = cum
+    a.rate_mbps = rate_mbps
+    a.trigger_psn = trigger_psn
+    a.sack = sack
     if receipt_key is not None:       # MR-SEC-153: the proof binds every field of the ACK
         bth_psn, a.trigger_psn = split_proof(receipt_proof(receipt_key, PROOF_ACK, peer_id, path,
                                                            trigger_psn, a), trigger_psn)
-    return Frame(eth=Eth(), ip=IP(src=addr, dst=peer_addr, ecn=0), udp=UDP(sport=sport),
-                 bth=BTH(opcode=Op.MR_ACK, pkey=pkey, dest_qp=peer_id, psn=bth_psn), mrah=a)
+    ip = _ACK_IP.get((addr, peer_addr))
+    if ip is None:
+        if len(_ACK_IP) > 1 << 16:
+            _ACK_IP.clear()
+        ip = _ACK_IP[(addr, peer_addr)] = IP(src=addr, dst=peer_addr, ecn=0)
+    u = _UDP_HDR.get(sport)
+    if u is None:
+        u = _UDP_HDR[sport] = UDP(sport=sport)
+    bth = _new(BTH)
+    bth.opcode = _OP_ACK
+    bth.se = bth.mig = bth.pad = bth.tver = 0
+    bth.pkey = pkey
+    bth.fecn = bth.becn = 0
+    bth.dest_qp = peer_id
+    bth.ack_req = 0
+    bth.psn = bth_psn
+    f = _new(Frame)
+    f.eth = _ACK_ETH
+    f.ip = ip
+    f.udp = u
+    f.bth = bth
+    f.reth = f.aeth = f.imm = f.atomicack = f.atomiceth = f.mrdh = f.mrsh = None
+    f.mrah = a
+    f.mrnh = f.mrsec = f.mrch = None
+    f.payload = b""
+    f.icrc = f.icrc_ok = None
+    return f
 
 
 def nak_frame(addr, peer_addr, pkey, peer_id, sport, path, reason, psn, receipt_key=None):
@@ -2344,7 +2518,7 @@ def nak_frame(addr, peer_addr, pkey, peer_id, sport, path, reason, psn, receipt_
     if receipt_key is not None:       # MR-SEC-153
         bth_psn, psn = split_proof(receipt_proof(receipt_key, PROOF_NAK, peer_id, path, psn), psn)
     return Frame(eth=Eth(), ip=IP(src=addr, dst=peer_addr, ecn=0), udp=UDP(sport=sport),
-                 bth=BTH(opcode=Op.MR_NAK, pkey=pkey, dest_qp=peer_id, psn=bth_psn),
+                 bth=BTH(opcode=_OP_NAK, pkey=pkey, dest_qp=peer_id, psn=bth_psn),
                  mrnh=MRNH(1, 0, path, int(reason), psn))
 
 
