@@ -242,13 +242,17 @@ class Retransmit(wiring.Component):
         wheel_due = (now_slot != ct) & ~_sum_bit(now_slot, ~ct, tbits - 1, 1)
 
         # -- stage 0: take an ACK, the walker's rearm, the wheel's check, a sent packet (MR-TX-033)
-        s1_valid = Signal()
-        s1_kind = Signal(2)             # 0 sent, 1 ack, 2 rearm, 3 check
+        s1a_valid = Signal()
+        s1a_kind = Signal(2)            # 0 sent, 1 ack, 2 rearm, 3 check
+        s1_valid = Signal()             # S1b (the stage that applies the event to its row)
+        s1_kind = Signal(2)
         s2_valid = Signal()
-        # level + in flight < depth, as comparisons with constants (MR-TX-038)
+        # level + in flight (S1a, S1b, S2) < depth, as comparisons with constants (MR-TX-038)
+        inflight = Signal(2)
+        m.d.comb += inflight.eq(s1a_valid + s1_valid + s2_valid)
         def room(level, depth):
-            return Mux(s1_valid & s2_valid, level < depth - 2,
-                       Mux(s1_valid | s2_valid, level < depth - 1, level < depth))
+            return Mux(inflight[1], Mux(inflight[0], level < depth - 3, level < depth - 2),
+                       Mux(inflight[0], level < depth - 1, level < depth))
         job_ok = room(job_q.level, JOB_DEPTH)
         ins_ok = room(ins_q.level, INS_DEPTH)
         err_ok = room(error_q.level, OUT_DEPTH)
@@ -261,10 +265,13 @@ class Retransmit(wiring.Component):
         check_req = (~pop_phase & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
                      & slot_valid.bit_select(cur, 1))
         check_take = check_req & credit & ~ack_take & ~rearm_req
+        # MR-TX-031: a free record for this packet and each sent packet in S1a and S1b
+        sent_in = Signal(2)
+        m.d.comb += sent_in.eq((s1a_valid & (s1a_kind == 0)) + (s1_valid & (s1_kind == 0)))
         m.d.comb += [
             self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rearm_req & ~check_req
-                                 & Mux(s1_valid & (s1_kind == 0), free_level > 1,
-                                       free_level != 0)),
+                                 & Mux(sent_in[1], free_level > 2,
+                                       Mux(sent_in[0], free_level > 1, free_level != 0))),
             rearm_q.r_en.eq(rearm_take),
         ]
         qrearm = data.View(rearm_lay, rearm_q.r_data)
@@ -279,44 +286,62 @@ class Retransmit(wiring.Component):
             m.d.comb += path_rd.addr.eq(cur_head)
         with m.Else():
             m.d.comb += path_rd.addr.eq(Cat(ins.path[:pb], ins.conn))
+        s1a_ack = Signal(lay.ack)
+        s1a_sent = Signal(lay.sent)
+        s1a_int_row = Signal(rb)
+        s1a_rearm_psn = Signal(psn_bits)
+        s1a_rearm_t = Signal(records.TIME_BITS)
+        m.d.sync += s1a_valid.eq(rearm_take | check_take | ack_take | sent_take)
+        with m.If(ack_take):
+            m.d.sync += [s1a_kind.eq(1), s1a_ack.eq(ina)]
+        with m.Elif(rearm_take):
+            m.d.sync += [s1a_kind.eq(2), s1a_int_row.eq(qrearm.row), s1a_rearm_psn.eq(qrearm.psn),
+                         s1a_rearm_t.eq(qrearm.t)]
+        with m.Elif(check_take):
+            m.d.sync += [s1a_kind.eq(3), s1a_int_row.eq(cur_head)]
+        with m.Elif(sent_take):
+            m.d.sync += [s1a_kind.eq(0), s1a_sent.eq(ins)]
+
+        def row_of(kind, sent, ack, int_row):
+            return Mux(kind == 0, Cat(sent.path[:pb], sent.conn),
+                       Mux(kind == 1, Cat(ack.path[:pb], ack.conn), int_row))
+
+        # -- stage S1a (MR-TX-030, MR-TX-035): the row read from the memory, or the write of
+        # the event two ahead (S1b in the take cycle, written at its end) when the rows are
+        # equal (decided in the take cycle), registered: S1b starts from registers, not from
+        # the block RAM's output. The SACK's part of the new floor (MR-TX-037): e =
+        # bit_length + 1 or 0, from the registered SACK.
         s1_ack = Signal(lay.ack)
-        # the SACK's part of the new floor, from the port (MR-TX-037): e = bit_length + 1 or 0
-        sack_any, sack_top = _top_index(m, ina.sack, "sack_top")
+        sack_any, sack_top = _top_index(m, s1a_ack.sack, "sack_top")
         s1_e = Signal(range(P.SACK_BITS + 2))
-        s1_same = Signal()              # this event's row is the row S1 holds now (MR-TX-035)
         s1_sent = Signal(lay.sent)
         s1_int_row = Signal(rb)
         s1_rearm_psn = Signal(psn_bits)
         s1_rearm_t = Signal(records.TIME_BITS)
-        m.d.sync += s1_valid.eq(rearm_take | check_take | ack_take | sent_take)
-        with m.If(ack_take):
-            m.d.sync += [s1_kind.eq(1), s1_ack.eq(ina), s1_e.eq(Mux(sack_any, sack_top + 2, 0))]
-        with m.Elif(rearm_take):
-            m.d.sync += [s1_kind.eq(2), s1_int_row.eq(qrearm.row), s1_rearm_psn.eq(qrearm.psn),
-                         s1_rearm_t.eq(qrearm.t)]
-        with m.Elif(check_take):
-            m.d.sync += [s1_kind.eq(3), s1_int_row.eq(cur_head)]
-        with m.Elif(sent_take):
-            m.d.sync += [s1_kind.eq(0), s1_sent.eq(ins)]
+        s1a_row = Signal(rb)
+        m.d.comb += s1a_row.eq(row_of(s1a_kind, s1a_sent, s1a_ack, s1a_int_row))
+        m.d.sync += [s1_valid.eq(s1a_valid), s1_kind.eq(s1a_kind), s1_ack.eq(s1a_ack),
+                     s1_e.eq(Mux(sack_any, sack_top + 2, 0)), s1_sent.eq(s1a_sent),
+                     s1_int_row.eq(s1a_int_row), s1_rearm_psn.eq(s1a_rearm_psn),
+                     s1_rearm_t.eq(s1a_rearm_t)]
 
-        # -- stage 1: the path row with forwarding (MR-TX-035)
+        # -- stage S1b: the path row with forwarding (MR-TX-035)
         s1_row = Signal(rb)
-        with m.Switch(s1_kind):
-            with m.Case(0):
-                m.d.comb += s1_row.eq(Cat(s1_sent.path[:pb], s1_sent.conn))
-            with m.Case(1):
-                m.d.comb += s1_row.eq(Cat(s1_ack.path[:pb], s1_ack.conn))
-            with m.Default():
-                m.d.comb += s1_row.eq(s1_int_row)
+        m.d.comb += s1_row.eq(row_of(s1_kind, s1_sent, s1_ack, s1_int_row))
         wb_valid = Signal()
         wb_addr = Signal(rb)
         wb_data = Signal(lay.path.size)
-        m.d.sync += s1_same.eq(s1_valid & (path_rd.addr == s1_row))
+        s1a_same = Signal()             # the taken event's row is the row S1b holds (MR-TX-035)
+        s1_same = Signal()              # S1b's row is the row S1b held a cycle before
+        s1_base = Signal(lay.path.size)
+        m.d.sync += [s1a_same.eq(s1_valid & (path_rd.addr == s1_row)),
+                     s1_same.eq(s1_valid & s1a_valid & (s1a_row == s1_row)),
+                     s1_base.eq(Mux(wb_valid & s1a_same, wb_data, path_rd.data))]
         fwd = wb_valid & s1_same
-        row = data.View(lay.path, Mux(fwd, wb_data, path_rd.data))
-        # MR-TX-038: row-dependent terms on the memory row and on the previous write in
+        row = data.View(lay.path, Mux(fwd, wb_data, s1_base))
+        # MR-TX-038: row-dependent terms on S1a's row and on the previous write in
         # parallel, selected by the registered forward flag
-        mem_row, wb_row = data.View(lay.path, path_rd.data), data.View(lay.path, wb_data)
+        mem_row, wb_row = data.View(lay.path, s1_base), data.View(lay.path, wb_data)
 
         def both(term):
             return Mux(fwd, term(wb_row), term(mem_row))

@@ -323,7 +323,8 @@ class RetransmitCycleModel:
         self.free_mem = list(range(pool))
         self.free_rd = self.free_wr = 0
         self.free_level = pool
-        self.s1 = None                  # (kind, fields) taken last cycle
+        self.s1a = None                 # (kind, fields) taken last cycle: its row is read (MR-TX-030)
+        self.s1b = None                 # (kind, fields) taken two cycles ago: applied to its row
         self.s2 = None                  # (job, insert, error) to push, or None
         self.job_q = SyncFifoModel(JOB_DEPTH)
         self.ins_q = SyncFifoModel(INS_DEPTH)
@@ -357,7 +358,7 @@ class RetransmitCycleModel:
 
     def busy(self):
         """Work in flight, a queue not empty, or a timer that may still expire."""
-        return bool(self.s1 or self.s2 or self.job_q.level or self.ins_q.level or self.ins_r or self.rearm_q.level
+        return bool(self.s1a or self.s1b or self.s2 or self.job_q.level or self.ins_q.level or self.ins_r or self.rearm_q.level
                     or self.w_state != _IDLE or self.pend is not None or self.acked_q.level or self.resend_q.level
                     or self.error_q.level or any(self.slot_valid) or self.pop_slot is not None
                     or self.counts_now or self.counts_late
@@ -390,7 +391,8 @@ class RetransmitCycleModel:
         g = inputs.get
         lay = self.lay
         now = g("now", 0)
-        inflight = int(self.s1 is not None) + int(self.s2 is not None)
+        # MR-TX-033: the events in S1a, S1b and S2 may each still push
+        inflight = int(self.s1a is not None) + int(self.s1b is not None) + int(self.s2 is not None)
         job_ok = self.job_q.level + inflight < JOB_DEPTH
         ins_ok = self.ins_q.level + inflight < INS_DEPTH
         err_ok = self.error_q.level + inflight < OUT_DEPTH
@@ -406,7 +408,8 @@ class RetransmitCycleModel:
                 and self._wheel_due(now)):
             check_req = bool(self.slot_valid[self.ct % WHEEL_SLOTS])
         check_take = check_req and credit and not ack_take and not rearm_req
-        s1_sent = self.s1 is not None and self.s1[0] == "sent"
+        # MR-TX-031: a free record for this packet and for each sent packet in S1a and S1b
+        s1_sent = sum(int(s is not None and s[0] == "sent") for s in (self.s1a, self.s1b))
         sent_ready = int(credit and not ack_valid and not rearm_req and not check_req
                          and self.free_level > int(s1_sent))
         out = {
@@ -534,26 +537,28 @@ class RetransmitCycleModel:
                 else:
                     self.pop_slot = s
 
-        # -- stage 1: the path row (MR-TX-020, MR-TX-021, MR-TX-052, MR-TX-063)
+        # -- stage S1b: the path row (MR-TX-020, MR-TX-021, MR-TX-052, MR-TX-063); S1a only
+        # reads the row (MR-TX-030)
         s2 = None
         free_pop = False
-        if self.s1 is not None:
-            s2 = self._stage1(self.s1, now)
+        if self.s1b is not None:
+            s2 = self._stage1(self.s1b, now)
             free_pop = s2[3] if s2 else False
             s2 = s2[:3] if s2 else None
             if s2 == (None, None, None):
                 s2 = None
         self.s2 = s2
+        self.s1b = self.s1a
         # -- stage 0: take (MR-TX-033)
-        self.s1 = None
+        self.s1a = None
         if ack_take:
-            self.s1 = ("ack", unpack(lay.ack, g("s_ack__payload", 0)))
+            self.s1a = ("ack", unpack(lay.ack, g("s_ack__payload", 0)))
         elif rearm_take:
-            self.s1 = ("rearm", self.rearm_q.head)
+            self.s1a = ("rearm", self.rearm_q.head)
         elif check_op is not None:
-            self.s1 = ("check", check_op)
+            self.s1a = ("check", check_op)
         elif sent_ready and g("s_sent__valid", 0):
-            self.s1 = ("sent", unpack(lay.sent, g("s_sent__payload", 0)))
+            self.s1a = ("sent", unpack(lay.sent, g("s_sent__payload", 0)))
         # -- queues and the free list at the clock edge
         self.job_q.update(job_pop, job_push is not None, job_push)
         # the insert register takes the queue's head when it is empty or taken (MR-TX-060)
