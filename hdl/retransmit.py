@@ -237,9 +237,14 @@ class Retransmit(wiring.Component):
         cur = ct[:(WHEEL_SLOTS - 1).bit_length()]
         m.d.comb += [sh_rd.addr.eq(cur), st_rd_cur.addr.eq(cur)]
         cur_head = sh_rd.data
-        # now's slot is ahead of ct: a difference not zero, its sign bit clear (MR-TX-038)
+        ct_inc = Signal(tbits, init=1)                   # ct + 1, kept beside ct
+        # now's slot is ahead of ct: a difference not zero, its sign bit clear (MR-TX-038);
+        # registered (MR-TX-060): the flag of the next cycle on this cycle's clock and the
+        # next ct (ct, ct + 1, or now's slot after a jump, then not due)
         now_slot = now[self.slot_log2:]
-        wheel_due = (now_slot != ct) & ~_sum_bit(now_slot, ~ct, tbits - 1, 1)
+        wheel_due = Signal()
+        due_at_ct = (now_slot != ct) & ~_sum_bit(now_slot, ~ct, tbits - 1, 1)
+        due_at_inc = (now_slot != ct_inc) & ~_sum_bit(now_slot, ~ct_inc, tbits - 1, 1)
 
         # -- stage 0: take an ACK, the walker's rearm, the wheel's check, a sent packet (MR-TX-033)
         s1a_valid = Signal()
@@ -253,10 +258,13 @@ class Retransmit(wiring.Component):
         def room(level, depth):
             return Mux(inflight[1], Mux(inflight[0], level < depth - 3, level < depth - 2),
                        Mux(inflight[0], level < depth - 1, level < depth))
-        job_ok = room(job_q.level, JOB_DEPTH)
-        ins_ok = room(ins_q.level, INS_DEPTH)
-        err_ok = room(error_q.level, OUT_DEPTH)
-        credit = job_ok & ins_ok & err_ok
+        # the credits are registered (MR-TX-033): computed a cycle ahead with room for one more
+        # event, the one that cycle may take
+        credit = Signal(init=1)
+        ins_ok = Signal(init=1)
+        m.d.sync += [ins_ok.eq(room(ins_q.level, INS_DEPTH - 1)),
+                     credit.eq(room(job_q.level, JOB_DEPTH - 1) & room(ins_q.level, INS_DEPTH - 1)
+                               & room(error_q.level, OUT_DEPTH - 1))]
         m.d.comb += self.s_ack.ready.eq(credit)
         ack_take = self.s_ack.valid & credit
         rearm_req = rearm_q.r_rdy & ins_ok
@@ -642,32 +650,30 @@ class Retransmit(wiring.Component):
         ins_r = Signal(lay.insert)
         ins_take = ~pop_phase & ins_r_valid
         m.d.comb += ins_q.r_en.eq(ins_q.r_rdy & (~ins_r_valid | ins_take))
-        with m.If(ins_q.r_en):
-            m.d.sync += [ins_r_valid.eq(1), ins_r.eq(ins_q.r_data)]
-        with m.Elif(ins_take):
-            m.d.sync += ins_r_valid.eq(0)
-        qins = ins_r
         # the slot of the deadline's distance ds = slot - ct (MR-TX-038): its sign bit and
         # whether ds >= WHEEL_SLOTS - 1 as carry-free tests; within the wheel the slot is the
-        # deadline's own slot bits (ct + ds), beyond it ct - 1, already due ct
+        # deadline's own slot bits (ct + ds), beyond it ct - 1, already due ct. Decided as the
+        # insert leaves the queue and registered with it, a cycle ahead of its write (ct does
+        # not move while an insert waits, MR-TX-060), as a slot and a one-hot
         sb = (WHEEL_SLOTS - 1).bit_length()
-        dl_slot = qins.deadline[self.slot_log2:]
+        dl_slot = data.View(lay.insert, ins_q.r_data).deadline[self.slot_log2:]
         late = _sum_bit(dl_slot, ~ct, tbits - 1, 1)
         far = ~_sum_bit(dl_slot, ~ct_far, tbits - 1, 1)       # slot - (ct + 63) >= 0
         cur_before = Signal(range(WHEEL_SLOTS))
         m.d.comb += cur_before.eq(cur - 1)
         ins_slot = Signal(range(WHEEL_SLOTS))
-        m.d.comb += ins_slot.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb])))
-        m.d.comb += st_rd_ins.addr.eq(ins_slot)
-        # the insert slot as a one-hot, each bit decoded on the three candidates in parallel
         ins_onehot = Signal(WHEEL_SLOTS)
-        m.d.comb += ins_onehot.eq(Cat(Mux(late, cur == i, Mux(far, cur_before == i,
-                                                               dl_slot[:sb] == i))
-                                      for i in range(WHEEL_SLOTS)))
-        # the insert slot's valid bit, read on the three candidates in parallel
-        ins_slot_valid = Mux(late, slot_valid.bit_select(cur, 1),
-                             Mux(far, slot_valid.bit_select(cur_before, 1),
-                                 slot_valid.bit_select(dl_slot[:sb], 1)))
+        with m.If(ins_q.r_en):
+            m.d.sync += [ins_r_valid.eq(1), ins_r.eq(ins_q.r_data),
+                         ins_slot.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb]))),
+                         ins_onehot.eq(Cat(Mux(late, cur == i, Mux(far, cur_before == i,
+                                                                    dl_slot[:sb] == i))
+                                           for i in range(WHEEL_SLOTS)))]
+        with m.Elif(ins_take):
+            m.d.sync += ins_r_valid.eq(0)
+        qins = ins_r
+        m.d.comb += st_rd_ins.addr.eq(ins_slot)
+        ins_slot_valid = (slot_valid & ins_onehot).any()
         m.d.comb += [wnext_rd.addr.eq(cur_head), wnext_wr.addr.eq(st_rd_ins.data),
                      wnext_wr.data.eq(qins.row)]
         with m.If(pop_phase):
@@ -682,14 +688,20 @@ class Retransmit(wiring.Component):
             m.d.comb += [st_wr.en.eq(1), st_wr.addr.eq(ins_slot), st_wr.data.eq(qins.row)]
         with m.Elif(wheel_due):
             with m.If(~slot_valid.bit_select(cur, 1)):
-                m.d.sync += [ct.eq(Mux(slot_valid.any(), ct + 1, now_slot)),
-                             ct_far.eq(Mux(slot_valid.any(), ct_far + 1,
-                                           now_slot + (WHEEL_SLOTS - 1)))]
+                with m.If(~ins_q.r_rdy):
+                    m.d.sync += [ct.eq(Mux(slot_valid.any(), ct_inc, now_slot)),
+                                 ct_inc.eq(Mux(slot_valid.any(), ct_inc + 1, now_slot + 1)),
+                                 ct_far.eq(Mux(slot_valid.any(), ct_far + 1,
+                                               now_slot + (WHEEL_SLOTS - 1)))]
             with m.Elif(check_take):
                 with m.If(cur_head == st_rd_cur.data):
                     m.d.sync += slot_valid.bit_select(cur, 1).eq(0)
                 with m.Else():
                     m.d.sync += [pop_phase.eq(1), pop_slot.eq(cur)]
+
+        ct_moves = (~pop_phase & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
+                    & ~slot_valid.bit_select(cur, 1))
+        m.d.sync += wheel_due.eq(Mux(ct_moves, slot_valid.any() & due_at_inc, due_at_ct))
 
         # -- outputs and counters (MR-TX-040)
         m.d.comb += [

@@ -348,6 +348,8 @@ class RetransmitCycleModel:
         self.slot_valid = [0] * WHEEL_SLOTS
         self.wnext = {}                 # row -> next row in its slot list
         self.pop_slot = None            # the second cycle of a pop: the slot whose head moves
+        self.due_r = False              # MR-TX-060: the clock has passed slot ct (registered)
+        self.credit_r = self.ins_ok_r = True    # MR-TX-033: the take credits (registered)
         self.reg_data = 0
         self.events = []
         self.log = []                   # decisions in output order, for tests
@@ -393,10 +395,12 @@ class RetransmitCycleModel:
         now = g("now", 0)
         # MR-TX-033: the events in S1a, S1b and S2 may each still push
         inflight = int(self.s1a is not None) + int(self.s1b is not None) + int(self.s2 is not None)
-        job_ok = self.job_q.level + inflight < JOB_DEPTH
-        ins_ok = self.ins_q.level + inflight < INS_DEPTH
-        err_ok = self.error_q.level + inflight < OUT_DEPTH
-        credit = job_ok and ins_ok and err_ok
+        # MR-TX-033: the credits are registered: computed a cycle ahead with room for one more
+        # event (the one that cycle may take)
+        credit, ins_ok = self.credit_r, self.ins_ok_r
+        self.ins_ok_r = self.ins_q.level + inflight < INS_DEPTH - 1
+        self.credit_r = (self.job_q.level + inflight < JOB_DEPTH - 1 and self.ins_ok_r
+                         and self.error_q.level + inflight < OUT_DEPTH - 1)
         # -- what is taken (MR-TX-033): an ACK, the walker's rearm, the wheel's check, a sent packet
         ack_valid = g("s_ack__valid", 0)
         ack_ready = int(credit)
@@ -405,7 +409,7 @@ class RetransmitCycleModel:
         rearm_take = rearm_req and not ack_take
         check_req = False
         if (self.pop_slot is None and self.ins_r is None and not self.ins_q.level
-                and self._wheel_due(now)):
+                and self.due_r):
             check_req = bool(self.slot_valid[self.ct % WHEEL_SLOTS])
         check_take = check_req and credit and not ack_take and not rearm_req
         # MR-TX-031: a free record for this packet and for each sent packet in S1a and S1b
@@ -524,12 +528,14 @@ class RetransmitCycleModel:
                 self.slot_head[s] = it["row"]
                 self.slot_valid[s] = 1
             self.slot_tail[s] = it["row"]
-        elif self._wheel_due(now):
+        elif self.due_r:
             s = self.ct % WHEEL_SLOTS
             if not self.slot_valid[s]:
-                # an idle wheel jumps to the present (MR-TX-060)
-                self.ct = ((self.ct + 1) if any(self.slot_valid) else (now >> self.slot_log2)) \
-                    & ((1 << self.tbits) - 1)
+                # ct moves on unless an insert waits: its slot is decided against ct when it
+                # leaves the queue (MR-TX-060); an idle wheel jumps to the present
+                if not self.ins_q.level:
+                    self.ct = ((self.ct + 1) if any(self.slot_valid) else (now >> self.slot_log2)) \
+                        & ((1 << self.tbits) - 1)
             elif check_take:
                 check_op = {"row": self.slot_head[s]}
                 if self.slot_head[s] == self.slot_tail[s]:
@@ -537,6 +543,8 @@ class RetransmitCycleModel:
                 else:
                     self.pop_slot = s
 
+        # MR-TX-060: the due flag of the next cycle, on this cycle's clock and the next ct
+        self.due_r = self._wheel_due(now)
         # -- stage S1b: the path row (MR-TX-020, MR-TX-021, MR-TX-052, MR-TX-063); S1a only
         # reads the row (MR-TX-030)
         s2 = None
