@@ -251,13 +251,17 @@ class Retransmit(wiring.Component):
         s1a_kind = Signal(2)            # 0 sent, 1 ack, 2 rearm, 3 check
         s1_valid = Signal()             # S1b (the stage that applies the event to its row)
         s1_kind = Signal(2)
-        s2_valid = Signal()
-        # level + in flight (S1a, S1b, S2) < depth, as comparisons with constants (MR-TX-038)
-        inflight = Signal(2)
-        m.d.comb += inflight.eq(s1a_valid + s1_valid + s2_valid)
+        s2_valid = Signal()             # S2a
+        s2b_valid = Signal()
+        # level + in flight (S1a, S1b, S2a, S2b) < depth, as comparisons with constants
+        # selected by the count (MR-TX-038)
+        inflight = Signal(3)
+        m.d.comb += inflight.eq(s1a_valid + s1_valid + s2_valid + s2b_valid)
         def room(level, depth):
-            return Mux(inflight[1], Mux(inflight[0], level < depth - 3, level < depth - 2),
-                       Mux(inflight[0], level < depth - 1, level < depth))
+            out = level < depth - 4
+            for k in (3, 2, 1, 0):
+                out = Mux(inflight == k, level < depth - k, out)
+            return out
         # the credits are registered (MR-TX-033): computed a cycle ahead with room for one more
         # event, the one that cycle may take
         credit = Signal(init=1)
@@ -269,8 +273,9 @@ class Retransmit(wiring.Component):
         ack_take = self.s_ack.valid & credit
         rearm_req = rearm_q.r_rdy & ins_ok
         rearm_take = rearm_req & ~ack_take
-        ins_r_valid = Signal()          # the insert register behind the queue (MR-TX-060)
-        check_req = (~pop_phase & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
+        ins_r_valid = Signal()          # the insert registers behind the queue (MR-TX-060)
+        ins_r2_valid = Signal()
+        check_req = (~pop_phase & ~ins_r_valid & ~ins_r2_valid & ~ins_q.r_rdy & wheel_due
                      & slot_valid.bit_select(cur, 1))
         check_take = check_req & credit & ~ack_take & ~rearm_req
         # MR-TX-031: a free record for this packet and each sent packet in S1a and S1b
@@ -383,9 +388,6 @@ class Retransmit(wiring.Component):
         rto_x_next = Array(Const(((self.rto_ns << min(k + 1, BACKOFF_MAX_LOG2)) ^ self.rto_ns)
                                  % (1 << tb), tb) for k in range(8))
 
-        def deadline_of(t_live, rto_x, name):
-            return _add_select(m, t_live, rto_x ^ Const(self.rto_ns, tb), tb, name)
-
         s2_kind = Signal(2)
         s2_row = Signal(rb)
         s2_conn = Signal(cb)
@@ -402,7 +404,6 @@ class Retransmit(wiring.Component):
         s2_job = Signal()
         s2_ins = Signal()
         s2_err = Signal()
-        s2_ins_deadline = Signal(records.TIME_BITS)
         push_job = Signal()
         push_ins = Signal()
         push_err = Signal()
@@ -415,7 +416,6 @@ class Retransmit(wiring.Component):
         s2_t_live = Signal(records.TIME_BITS)
         s2_rto_x = Signal(tb)
         m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x)]
-        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_rto_x, "ins_deadline"))  # S2
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
@@ -544,24 +544,59 @@ class Retransmit(wiring.Component):
         m.d.comb += [path_wr.en.eq(row_write), path_wr.addr.eq(s1_row), path_wr.data.eq(nrow)]
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
 
-        # -- stage 2: the acknowledged bitmap relative to the floor, then the pushes (MR-TX-032)
+        # -- stage S2a: the acknowledged bitmap relative to the floor (MR-TX-032): the SACK
+        # shifted by the multiple of 32 of its shift and the masks; the insert deadline's
+        # pieces (MR-TX-038), registered into S2b
         amt = s2_amt
-        shifted = Signal(P.SACK_BITS)
-        m.d.comb += shifted.eq((Cat(Const(0, P.SACK_BITS + 1), s2_sack) >> amt)[:P.SACK_BITS])
+        lo_bits = 5
+        span = P.SACK_BITS + (1 << lo_bits) - 1
+        part_shift = Signal(span)
+        m.d.comb += part_shift.eq((Cat(Const(0, P.SACK_BITS + 1), s2_sack)
+                                   >> Cat(Const(0, lo_bits), amt[lo_bits:]))[:span])
         below_cum = Mux(~s2_dc[9] & s2_dc.any(), _low_mask(s2_dc.as_unsigned()[:9], P.SACK_BITS), 0)
+        walk = s2_kind == JOB_WALK
+        n_mask = Mux(walk, _low_mask(s2_n, P.SACK_BITS), 0)
         job = Signal(lay.job)
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
                      job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
-                     job.rearm.eq(s2_rearm), job.rearm_psn.eq(s2_rearm_psn),
-                     job.acked.eq(Mux(s2_kind == JOB_WALK,
-                                      (shifted | below_cum) & _low_mask(s2_n, P.SACK_BITS), 0))]
-        m.d.comb += [job_q.w_en.eq(s2_job), job_q.w_data.eq(job)]
+                     job.rearm.eq(s2_rearm), job.rearm_psn.eq(s2_rearm_psn)]
+        # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
+        # without a carry in and the carries (comparisons) in S2a, the selection in S2b
+        dl_a, dl_b = s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb)
+        dl_parts = []
+        for lo in range(0, tb, 8):
+            hi = min(lo + 8, tb)
+            plain, plus, cin = Signal(hi - lo), Signal(hi - lo), Signal()
+            m.d.sync += [plain.eq(dl_a[lo:hi] + dl_b[lo:hi]), plus.eq(dl_a[lo:hi] + dl_b[lo:hi] + 1),
+                         cin.eq(_carry(dl_a[:lo], dl_b[:lo], lo) if lo else 0)]
+            dl_parts.append(Mux(cin, plus, plain))
+        s2b_job = Signal(lay.job)
+        s2b_part = Signal(span)
+        s2b_amt_lo = Signal(lo_bits)
+        s2b_below = Signal(P.SACK_BITS)
+        s2b_mask = Signal(P.SACK_BITS)
+        s2b_row = Signal(rb)
+        s2b_conn = Signal(cb)
+        s2b_path = Signal(8)
+        s2b_job_push, s2b_ins_push, s2b_err_push = Signal(), Signal(), Signal()
+        m.d.sync += [s2b_valid.eq(s2_valid), s2b_job_push.eq(s2_job), s2b_ins_push.eq(s2_ins),
+                     s2b_err_push.eq(s2_err), s2b_job.eq(job), s2b_part.eq(part_shift),
+                     s2b_amt_lo.eq(amt[:lo_bits]), s2b_below.eq(below_cum & n_mask),
+                     s2b_mask.eq(n_mask), s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
+                     s2b_path.eq(s2_path)]
+
+        # -- stage S2b: the rest of the shift, the bitmap, then the pushes
+        shifted = Signal(P.SACK_BITS)
+        m.d.comb += shifted.eq((s2b_part >> s2b_amt_lo)[:P.SACK_BITS])
+        job_w = Signal(lay.job)
+        m.d.comb += [job_w.eq(s2b_job), job_w.acked.eq((shifted & s2b_mask) | s2b_below)]
+        m.d.comb += [job_q.w_en.eq(s2b_job_push), job_q.w_data.eq(job_w)]
         insert = Signal(lay.insert)
-        m.d.comb += [insert.row.eq(s2_row), insert.deadline.eq(s2_ins_deadline),
-                     ins_q.w_en.eq(s2_ins), ins_q.w_data.eq(insert)]
+        m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(Cat(*dl_parts)),
+                     ins_q.w_en.eq(s2b_ins_push), ins_q.w_data.eq(insert)]
         err = Signal(lay.error)
-        m.d.comb += [err.conn.eq(s2_conn), err.path.eq(s2_path), err.status.eq(STATUS_RETRY_EXC),
-                     error_q.w_en.eq(s2_err), error_q.w_data.eq(err)]
+        m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
+                     error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
 
         # -- the walker (MR-TX-032): one record per cycle from the path's head
         # A rearm (MR-TX-052) whose record is read this cycle goes to the rearm queue beside
@@ -645,33 +680,41 @@ class Retransmit(wiring.Component):
                                 m.d.sync += w_state.eq(0)
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
-        # the wheel takes an insert from a register, not from the queue's LUT-RAM read
-        # (MR-TX-038): the register takes the queue's head when it is empty or taken
+        # the wheel takes an insert from a second register, not from the queue's LUT-RAM read
+        # (MR-TX-038): the first register takes the queue's head when it is empty or moves
+        # on, the second the first's with its slot, decided there (from registers)
         ins_r = Signal(lay.insert)
-        ins_take = ~pop_phase & ins_r_valid
-        m.d.comb += ins_q.r_en.eq(ins_q.r_rdy & (~ins_r_valid | ins_take))
+        ins_take = ~pop_phase & ins_r2_valid
+        ins_move = ins_r_valid & (~ins_r2_valid | ins_take)
+        m.d.comb += ins_q.r_en.eq(ins_q.r_rdy & (~ins_r_valid | ins_move))
+        with m.If(ins_q.r_en):
+            m.d.sync += [ins_r_valid.eq(1), ins_r.eq(ins_q.r_data)]
+        with m.Elif(ins_move):
+            m.d.sync += ins_r_valid.eq(0)
         # the slot of the deadline's distance ds = slot - ct (MR-TX-038): its sign bit and
         # whether ds >= WHEEL_SLOTS - 1 as carry-free tests; within the wheel the slot is the
-        # deadline's own slot bits (ct + ds), beyond it ct - 1, already due ct. Decided as the
-        # insert leaves the queue and registered with it, a cycle ahead of its write (ct does
-        # not move while an insert waits, MR-TX-060), as a slot and a one-hot
+        # deadline's own slot bits (ct + ds), beyond it ct - 1, already due ct. Decided in
+        # the first register and registered with the insert, a cycle ahead of its write (ct
+        # does not move while an insert waits in the queue or the first register, MR-TX-060),
+        # as a slot and a one-hot
         sb = (WHEEL_SLOTS - 1).bit_length()
-        dl_slot = data.View(lay.insert, ins_q.r_data).deadline[self.slot_log2:]
+        dl_slot = ins_r.deadline[self.slot_log2:]
         late = _sum_bit(dl_slot, ~ct, tbits - 1, 1)
         far = ~_sum_bit(dl_slot, ~ct_far, tbits - 1, 1)       # slot - (ct + 63) >= 0
         cur_before = Signal(range(WHEEL_SLOTS))
         m.d.comb += cur_before.eq(cur - 1)
+        ins_r2 = Signal(lay.insert)
         ins_slot = Signal(range(WHEEL_SLOTS))
         ins_onehot = Signal(WHEEL_SLOTS)
-        with m.If(ins_q.r_en):
-            m.d.sync += [ins_r_valid.eq(1), ins_r.eq(ins_q.r_data),
+        with m.If(ins_move):
+            m.d.sync += [ins_r2_valid.eq(1), ins_r2.eq(ins_r),
                          ins_slot.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb]))),
                          ins_onehot.eq(Cat(Mux(late, cur == i, Mux(far, cur_before == i,
                                                                     dl_slot[:sb] == i))
                                            for i in range(WHEEL_SLOTS)))]
         with m.Elif(ins_take):
-            m.d.sync += ins_r_valid.eq(0)
-        qins = ins_r
+            m.d.sync += ins_r2_valid.eq(0)
+        qins = ins_r2
         m.d.comb += st_rd_ins.addr.eq(ins_slot)
         ins_slot_valid = (slot_valid & ins_onehot).any()
         m.d.comb += [wnext_rd.addr.eq(cur_head), wnext_wr.addr.eq(st_rd_ins.data),
@@ -679,7 +722,7 @@ class Retransmit(wiring.Component):
         with m.If(pop_phase):
             m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(pop_slot), sh_wr.data.eq(wnext_rd.data)]
             m.d.sync += pop_phase.eq(0)
-        with m.Elif(ins_r_valid):
+        with m.Elif(ins_r2_valid):
             with m.If(ins_slot_valid):
                 m.d.comb += wnext_wr.en.eq(1)
             with m.Else():
@@ -688,7 +731,7 @@ class Retransmit(wiring.Component):
             m.d.comb += [st_wr.en.eq(1), st_wr.addr.eq(ins_slot), st_wr.data.eq(qins.row)]
         with m.Elif(wheel_due):
             with m.If(~slot_valid.bit_select(cur, 1)):
-                with m.If(~ins_q.r_rdy):
+                with m.If(~ins_q.r_rdy & ~ins_r_valid):
                     m.d.sync += [ct.eq(Mux(slot_valid.any(), ct_inc, now_slot)),
                                  ct_inc.eq(Mux(slot_valid.any(), ct_inc + 1, now_slot + 1)),
                                  ct_far.eq(Mux(slot_valid.any(), ct_far + 1,
@@ -699,7 +742,7 @@ class Retransmit(wiring.Component):
                 with m.Else():
                     m.d.sync += [pop_phase.eq(1), pop_slot.eq(cur)]
 
-        ct_moves = (~pop_phase & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
+        ct_moves = (~pop_phase & ~ins_r2_valid & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
                     & ~slot_valid.bit_select(cur, 1))
         m.d.sync += wheel_due.eq(Mux(ct_moves, slot_valid.any() & due_at_inc, due_at_ct))
 
