@@ -101,21 +101,6 @@ def _sum_is(a, b, k, width, carry_in=0):
     return (a ^ b ^ k) == Cat(carry_in, gives[:width - 1])
 
 
-def _add_select(m, a, b, width, name, piece=8):
-    """``(a + b) mod 2**width`` by carry-select (MR-TX-038): each ``piece``-bit part summed
-    with and without a carry in, the carry into it a comparison of the bits below."""
-    a, b = _fit(a, width), _fit(b, width)
-    parts = []
-    for lo in range(0, width, piece):
-        hi = min(lo + piece, width)
-        plain, plus = a[lo:hi] + b[lo:hi], a[lo:hi] + b[lo:hi] + 1
-        parts.append(Mux(_carry(a[:lo], b[:lo], lo), plus, plain)[:hi - lo] if lo
-                     else plain[:hi - lo])
-    out = Signal(width, name=name)
-    m.d.comb += out.eq(Cat(*parts))
-    return out
-
-
 def _csa(x, y, z):
     """A carry-save step: ``x + y + z == sum + (carry << 1)`` (one LUT level)."""
     return x ^ y ^ z, (x & y) | (x & z) | (y & z)
