@@ -156,7 +156,7 @@ class Retransmit(wiring.Component):
         rec_rd, rec_wr = rec_mem.read_port(), rec_mem.write_port()
         link_rd, link_wr = link_mem.read_port(), link_mem.write_port()
         free_wr = free_mem.write_port()
-        free_rd = free_mem.read_port(transparent_for=(free_wr,))
+        free_rd = free_mem.read_port()
 
         m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
         m.submodules.ins_q = ins_q = fifo.SyncFIFO(width=lay.insert.size, depth=INS_DEPTH)
@@ -174,24 +174,47 @@ class Retransmit(wiring.Component):
         counters = [_wide_counter(m, f"ctr_{n}", COUNTER_BITS, inc_late[n], chunk=8) for n in CTR]
 
         # -- the free list (MR-TX-031): a ring of free pool indices, full at reset
-        free_rd_ptr = Signal(pw)
         free_wr_ptr = Signal(pw)
-        free_level = Signal(pw + 1, init=lay.pool)
+        free_level = Signal(pw + 1, init=lay.pool)      # every free record (MR-TX-031)
         free_pop = Signal()
         free_push = Signal()
-        # MR-TX-038: the pointers and the level select among neighbours computed from registers
-        free_rd_next, free_wr_next = Signal(pw), Signal(pw)
+        # MR-TX-038: the pointers and the levels select among neighbours computed from registers
+        free_wr_next = Signal(pw)
         level_up, level_down = Signal(pw + 1), Signal(pw + 1)
-        m.d.comb += [free_rd_next.eq(free_rd_ptr + 1), free_wr_next.eq(free_wr_ptr + 1),
+        m.d.comb += [free_wr_next.eq(free_wr_ptr + 1),
                      level_up.eq(free_level + 1), level_down.eq(free_level - 1)]
-        rd_ptr_new = Mux(free_pop, free_rd_next, free_rd_ptr)
-        m.d.comb += free_rd.addr.eq(rd_ptr_new)
-        m.d.sync += [free_rd_ptr.eq(rd_ptr_new),
-                     free_wr_ptr.eq(Mux(free_push, free_wr_next, free_wr_ptr)),
+        m.d.sync += [free_wr_ptr.eq(Mux(free_push, free_wr_next, free_wr_ptr)),
                      free_level.eq(Mux(free_push == free_pop, free_level,
                                        Mux(free_push, level_up, level_down)))]
         m.d.comb += [free_wr.en.eq(free_push), free_wr.addr.eq(free_wr_ptr)]
-        free_head = free_rd.data
+        # the free head comes from a prefetch of up to three indices in registers, filled from
+        # the ring by reads whose address is a register: S1b's pop moves registers only, and
+        # S1b takes the head from a register, not from the block RAM (MR-TX-031, MR-TX-038).
+        # A record freed in cycle t is read in t + 1 at the latest after the records ahead of
+        # it, in the prefetch in t + 3: no sooner than a sent packet taken in t + 1 reaches S1b.
+        ring_left = Signal(pw + 1, init=lay.pool)        # written, not yet read into the prefetch
+        issue_ptr = Signal(pw)
+        rd_inflight = Signal()
+        pf = [Signal(pw, name=f"free_pf{i}") for i in range(3)]
+        pf_n = Signal(range(4))
+        pf_room = Mux(rd_inflight, pf_n <= 1, pf_n <= 2)
+        issue = (ring_left != 0) & pf_room
+        left_up, left_down = Signal(pw + 1), Signal(pw + 1)
+        m.d.comb += [left_up.eq(ring_left + 1), left_down.eq(ring_left - 1),
+                     free_rd.addr.eq(issue_ptr)]
+        m.d.sync += [ring_left.eq(Mux(free_push == issue, ring_left,
+                                      Mux(free_push, left_up, left_down))),
+                     issue_ptr.eq(Mux(issue, issue_ptr + 1, issue_ptr)),
+                     rd_inflight.eq(issue)]
+        # the prefetch's next contents with and without a pop, selected by the pop
+        n_dec = Signal(range(4))
+        m.d.comb += n_dec.eq(pf_n - 1)
+        for i in range(3):
+            keep = Mux(rd_inflight & (pf_n == i), free_rd.data, pf[i])
+            shift = Mux(rd_inflight & (n_dec == i), free_rd.data, pf[i + 1] if i < 2 else pf[i])
+            m.d.sync += pf[i].eq(Mux(free_pop, shift, keep))
+        m.d.sync += pf_n.eq(Mux(free_pop, n_dec + rd_inflight, pf_n + rd_inflight))
+        free_head = pf[0]
 
         # -- the walker's and the wheel's state (used by stage 0's arbitration)
         w_state = Signal(2)             # 0 idle, 1 start, 2 walk

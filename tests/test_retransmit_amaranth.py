@@ -110,3 +110,17 @@ def test_joins_the_rx_engines_ack_stream():
     top.submodules.rx = rx_dut
     top.submodules.rtx = rtx
     wiring.connect(top, rx_dut.m_ack, rtx.s_ack)
+
+
+def test_lockstep_pool_exhaustion():
+    """MR-TX-031, MR-TX-050: a pool of 16 records used up and refilled by ACKs, so that the
+    free heads' prefetch (MR-TX-038) runs empty and a freed record is taken again at once:
+    0 mismatches, nothing refused."""
+    pool = 16
+    items = [rc.sent_item(0, 0, i) for i in range(pool)] + [rc.ack_item(0, 0, 2, 0)]
+    items += [rc.sent_item(1, 1, 0), rc.sent_item(1, 1, 1)]
+    res = run_lockstep(items, inst=(4, 2, pool), seed=1, p_idle=0.0, p_bp=0.0)
+    assert res["model"].free_level == 0 and res["model"].counters[CTR["sent_bad"]] == 0
+    res = run_lockstep(rc.traffic(4, 2, pool, 150, seed=3), inst=(4, 2, pool), seed=3,
+                       p_idle=0.1, p_bp=0.3)
+    assert res["acked"]
