@@ -101,21 +101,6 @@ def _sum_is(a, b, k, width, carry_in=0):
     return (a ^ b ^ k) == Cat(carry_in, gives[:width - 1])
 
 
-def _add_select(m, a, b, width, name, piece=8):
-    """``(a + b) mod 2**width`` by carry-select (MR-TX-038): each ``piece``-bit part summed
-    with and without a carry in, the carry into it a comparison of the bits below."""
-    a, b = _fit(a, width), _fit(b, width)
-    parts = []
-    for lo in range(0, width, piece):
-        hi = min(lo + piece, width)
-        plain, plus = a[lo:hi] + b[lo:hi], a[lo:hi] + b[lo:hi] + 1
-        parts.append(Mux(_carry(a[:lo], b[:lo], lo), plus, plain)[:hi - lo] if lo
-                     else plain[:hi - lo])
-    out = Signal(width, name=name)
-    m.d.comb += out.eq(Cat(*parts))
-    return out
-
-
 def _csa(x, y, z):
     """A carry-save step: ``x + y + z == sum + (carry << 1)`` (one LUT level)."""
     return x ^ y ^ z, (x & y) | (x & z) | (y & z)
@@ -171,7 +156,7 @@ class Retransmit(wiring.Component):
         rec_rd, rec_wr = rec_mem.read_port(), rec_mem.write_port()
         link_rd, link_wr = link_mem.read_port(), link_mem.write_port()
         free_wr = free_mem.write_port()
-        free_rd = free_mem.read_port(transparent_for=(free_wr,))
+        free_rd = free_mem.read_port()
 
         m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
         m.submodules.ins_q = ins_q = fifo.SyncFIFO(width=lay.insert.size, depth=INS_DEPTH)
@@ -189,24 +174,47 @@ class Retransmit(wiring.Component):
         counters = [_wide_counter(m, f"ctr_{n}", COUNTER_BITS, inc_late[n], chunk=8) for n in CTR]
 
         # -- the free list (MR-TX-031): a ring of free pool indices, full at reset
-        free_rd_ptr = Signal(pw)
         free_wr_ptr = Signal(pw)
-        free_level = Signal(pw + 1, init=lay.pool)
+        free_level = Signal(pw + 1, init=lay.pool)      # every free record (MR-TX-031)
         free_pop = Signal()
         free_push = Signal()
-        # MR-TX-038: the pointers and the level select among neighbours computed from registers
-        free_rd_next, free_wr_next = Signal(pw), Signal(pw)
+        # MR-TX-038: the pointers and the levels select among neighbours computed from registers
+        free_wr_next = Signal(pw)
         level_up, level_down = Signal(pw + 1), Signal(pw + 1)
-        m.d.comb += [free_rd_next.eq(free_rd_ptr + 1), free_wr_next.eq(free_wr_ptr + 1),
+        m.d.comb += [free_wr_next.eq(free_wr_ptr + 1),
                      level_up.eq(free_level + 1), level_down.eq(free_level - 1)]
-        rd_ptr_new = Mux(free_pop, free_rd_next, free_rd_ptr)
-        m.d.comb += free_rd.addr.eq(rd_ptr_new)
-        m.d.sync += [free_rd_ptr.eq(rd_ptr_new),
-                     free_wr_ptr.eq(Mux(free_push, free_wr_next, free_wr_ptr)),
+        m.d.sync += [free_wr_ptr.eq(Mux(free_push, free_wr_next, free_wr_ptr)),
                      free_level.eq(Mux(free_push == free_pop, free_level,
                                        Mux(free_push, level_up, level_down)))]
         m.d.comb += [free_wr.en.eq(free_push), free_wr.addr.eq(free_wr_ptr)]
-        free_head = free_rd.data
+        # the free head comes from a prefetch of up to three indices in registers, filled from
+        # the ring by reads whose address is a register: S1b's pop moves registers only, and
+        # S1b takes the head from a register, not from the block RAM (MR-TX-031, MR-TX-038).
+        # A record freed in cycle t is read in t + 1 at the latest after the records ahead of
+        # it, in the prefetch in t + 3: no sooner than a sent packet taken in t + 1 reaches S1b.
+        ring_left = Signal(pw + 1, init=lay.pool)        # written, not yet read into the prefetch
+        issue_ptr = Signal(pw)
+        rd_inflight = Signal()
+        pf = [Signal(pw, name=f"free_pf{i}") for i in range(3)]
+        pf_n = Signal(range(4))
+        pf_room = Mux(rd_inflight, pf_n <= 1, pf_n <= 2)
+        issue = (ring_left != 0) & pf_room
+        left_up, left_down = Signal(pw + 1), Signal(pw + 1)
+        m.d.comb += [left_up.eq(ring_left + 1), left_down.eq(ring_left - 1),
+                     free_rd.addr.eq(issue_ptr)]
+        m.d.sync += [ring_left.eq(Mux(free_push == issue, ring_left,
+                                      Mux(free_push, left_up, left_down))),
+                     issue_ptr.eq(Mux(issue, issue_ptr + 1, issue_ptr)),
+                     rd_inflight.eq(issue)]
+        # the prefetch's next contents with and without a pop, selected by the pop
+        n_dec = Signal(range(4))
+        m.d.comb += n_dec.eq(pf_n - 1)
+        for i in range(3):
+            keep = Mux(rd_inflight & (pf_n == i), free_rd.data, pf[i])
+            shift = Mux(rd_inflight & (n_dec == i), free_rd.data, pf[i + 1] if i < 2 else pf[i])
+            m.d.sync += pf[i].eq(Mux(free_pop, shift, keep))
+        m.d.sync += pf_n.eq(Mux(free_pop, n_dec + rd_inflight, pf_n + rd_inflight))
+        free_head = pf[0]
 
         # -- the walker's and the wheel's state (used by stage 0's arbitration)
         w_state = Signal(2)             # 0 idle, 1 start, 2 walk
@@ -237,34 +245,54 @@ class Retransmit(wiring.Component):
         cur = ct[:(WHEEL_SLOTS - 1).bit_length()]
         m.d.comb += [sh_rd.addr.eq(cur), st_rd_cur.addr.eq(cur)]
         cur_head = sh_rd.data
-        # now's slot is ahead of ct: a difference not zero, its sign bit clear (MR-TX-038)
+        ct_inc = Signal(tbits, init=1)                   # ct + 1, kept beside ct
+        # now's slot is ahead of ct: a difference not zero, its sign bit clear (MR-TX-038);
+        # registered (MR-TX-060): the flag of the next cycle on this cycle's clock and the
+        # next ct (ct, ct + 1, or now's slot after a jump, then not due)
         now_slot = now[self.slot_log2:]
-        wheel_due = (now_slot != ct) & ~_sum_bit(now_slot, ~ct, tbits - 1, 1)
+        wheel_due = Signal()
+        due_at_ct = (now_slot != ct) & ~_sum_bit(now_slot, ~ct, tbits - 1, 1)
+        due_at_inc = (now_slot != ct_inc) & ~_sum_bit(now_slot, ~ct_inc, tbits - 1, 1)
 
         # -- stage 0: take an ACK, the walker's rearm, the wheel's check, a sent packet (MR-TX-033)
-        s1_valid = Signal()
-        s1_kind = Signal(2)             # 0 sent, 1 ack, 2 rearm, 3 check
-        s2_valid = Signal()
-        # level + in flight < depth, as comparisons with constants (MR-TX-038)
+        s1a_valid = Signal()
+        s1a_kind = Signal(2)            # 0 sent, 1 ack, 2 rearm, 3 check
+        s1_valid = Signal()             # S1b (the stage that applies the event to its row)
+        s1_kind = Signal(2)
+        s2_valid = Signal()             # S2a
+        s2b_valid = Signal()
+        # level + in flight (S1a, S1b, S2a, S2b) < depth, as comparisons with constants
+        # selected by the count (MR-TX-038)
+        inflight = Signal(3)
+        m.d.comb += inflight.eq(s1a_valid + s1_valid + s2_valid + s2b_valid)
         def room(level, depth):
-            return Mux(s1_valid & s2_valid, level < depth - 2,
-                       Mux(s1_valid | s2_valid, level < depth - 1, level < depth))
-        job_ok = room(job_q.level, JOB_DEPTH)
-        ins_ok = room(ins_q.level, INS_DEPTH)
-        err_ok = room(error_q.level, OUT_DEPTH)
-        credit = job_ok & ins_ok & err_ok
+            out = level < depth - 4
+            for k in (3, 2, 1, 0):
+                out = Mux(inflight == k, level < depth - k, out)
+            return out
+        # the credits are registered (MR-TX-033): computed a cycle ahead with room for one more
+        # event, the one that cycle may take
+        credit = Signal(init=1)
+        ins_ok = Signal(init=1)
+        m.d.sync += [ins_ok.eq(room(ins_q.level, INS_DEPTH - 1)),
+                     credit.eq(room(job_q.level, JOB_DEPTH - 1) & room(ins_q.level, INS_DEPTH - 1)
+                               & room(error_q.level, OUT_DEPTH - 1))]
         m.d.comb += self.s_ack.ready.eq(credit)
         ack_take = self.s_ack.valid & credit
         rearm_req = rearm_q.r_rdy & ins_ok
         rearm_take = rearm_req & ~ack_take
-        ins_r_valid = Signal()          # the insert register behind the queue (MR-TX-060)
-        check_req = (~pop_phase & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
+        ins_r_valid = Signal()          # the insert registers behind the queue (MR-TX-060)
+        ins_r2_valid = Signal()
+        check_req = (~pop_phase & ~ins_r_valid & ~ins_r2_valid & ~ins_q.r_rdy & wheel_due
                      & slot_valid.bit_select(cur, 1))
         check_take = check_req & credit & ~ack_take & ~rearm_req
+        # MR-TX-031: a free record for this packet and each sent packet in S1a and S1b
+        sent_in = Signal(2)
+        m.d.comb += sent_in.eq((s1a_valid & (s1a_kind == 0)) + (s1_valid & (s1_kind == 0)))
         m.d.comb += [
             self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rearm_req & ~check_req
-                                 & Mux(s1_valid & (s1_kind == 0), free_level > 1,
-                                       free_level != 0)),
+                                 & Mux(sent_in[1], free_level > 2,
+                                       Mux(sent_in[0], free_level > 1, free_level != 0))),
             rearm_q.r_en.eq(rearm_take),
         ]
         qrearm = data.View(rearm_lay, rearm_q.r_data)
@@ -279,44 +307,62 @@ class Retransmit(wiring.Component):
             m.d.comb += path_rd.addr.eq(cur_head)
         with m.Else():
             m.d.comb += path_rd.addr.eq(Cat(ins.path[:pb], ins.conn))
+        s1a_ack = Signal(lay.ack)
+        s1a_sent = Signal(lay.sent)
+        s1a_int_row = Signal(rb)
+        s1a_rearm_psn = Signal(psn_bits)
+        s1a_rearm_t = Signal(records.TIME_BITS)
+        m.d.sync += s1a_valid.eq(rearm_take | check_take | ack_take | sent_take)
+        with m.If(ack_take):
+            m.d.sync += [s1a_kind.eq(1), s1a_ack.eq(ina)]
+        with m.Elif(rearm_take):
+            m.d.sync += [s1a_kind.eq(2), s1a_int_row.eq(qrearm.row), s1a_rearm_psn.eq(qrearm.psn),
+                         s1a_rearm_t.eq(qrearm.t)]
+        with m.Elif(check_take):
+            m.d.sync += [s1a_kind.eq(3), s1a_int_row.eq(cur_head)]
+        with m.Elif(sent_take):
+            m.d.sync += [s1a_kind.eq(0), s1a_sent.eq(ins)]
+
+        def row_of(kind, sent, ack, int_row):
+            return Mux(kind == 0, Cat(sent.path[:pb], sent.conn),
+                       Mux(kind == 1, Cat(ack.path[:pb], ack.conn), int_row))
+
+        # -- stage S1a (MR-TX-030, MR-TX-035): the row read from the memory, or the write of
+        # the event two ahead (S1b in the take cycle, written at its end) when the rows are
+        # equal (decided in the take cycle), registered: S1b starts from registers, not from
+        # the block RAM's output. The SACK's part of the new floor (MR-TX-037): e =
+        # bit_length + 1 or 0, from the registered SACK.
         s1_ack = Signal(lay.ack)
-        # the SACK's part of the new floor, from the port (MR-TX-037): e = bit_length + 1 or 0
-        sack_any, sack_top = _top_index(m, ina.sack, "sack_top")
+        sack_any, sack_top = _top_index(m, s1a_ack.sack, "sack_top")
         s1_e = Signal(range(P.SACK_BITS + 2))
-        s1_same = Signal()              # this event's row is the row S1 holds now (MR-TX-035)
         s1_sent = Signal(lay.sent)
         s1_int_row = Signal(rb)
         s1_rearm_psn = Signal(psn_bits)
         s1_rearm_t = Signal(records.TIME_BITS)
-        m.d.sync += s1_valid.eq(rearm_take | check_take | ack_take | sent_take)
-        with m.If(ack_take):
-            m.d.sync += [s1_kind.eq(1), s1_ack.eq(ina), s1_e.eq(Mux(sack_any, sack_top + 2, 0))]
-        with m.Elif(rearm_take):
-            m.d.sync += [s1_kind.eq(2), s1_int_row.eq(qrearm.row), s1_rearm_psn.eq(qrearm.psn),
-                         s1_rearm_t.eq(qrearm.t)]
-        with m.Elif(check_take):
-            m.d.sync += [s1_kind.eq(3), s1_int_row.eq(cur_head)]
-        with m.Elif(sent_take):
-            m.d.sync += [s1_kind.eq(0), s1_sent.eq(ins)]
+        s1a_row = Signal(rb)
+        m.d.comb += s1a_row.eq(row_of(s1a_kind, s1a_sent, s1a_ack, s1a_int_row))
+        m.d.sync += [s1_valid.eq(s1a_valid), s1_kind.eq(s1a_kind), s1_ack.eq(s1a_ack),
+                     s1_e.eq(Mux(sack_any, sack_top + 2, 0)), s1_sent.eq(s1a_sent),
+                     s1_int_row.eq(s1a_int_row), s1_rearm_psn.eq(s1a_rearm_psn),
+                     s1_rearm_t.eq(s1a_rearm_t)]
 
-        # -- stage 1: the path row with forwarding (MR-TX-035)
+        # -- stage S1b: the path row with forwarding (MR-TX-035)
         s1_row = Signal(rb)
-        with m.Switch(s1_kind):
-            with m.Case(0):
-                m.d.comb += s1_row.eq(Cat(s1_sent.path[:pb], s1_sent.conn))
-            with m.Case(1):
-                m.d.comb += s1_row.eq(Cat(s1_ack.path[:pb], s1_ack.conn))
-            with m.Default():
-                m.d.comb += s1_row.eq(s1_int_row)
+        m.d.comb += s1_row.eq(row_of(s1_kind, s1_sent, s1_ack, s1_int_row))
         wb_valid = Signal()
         wb_addr = Signal(rb)
         wb_data = Signal(lay.path.size)
-        m.d.sync += s1_same.eq(s1_valid & (path_rd.addr == s1_row))
+        s1a_same = Signal()             # the taken event's row is the row S1b holds (MR-TX-035)
+        s1_same = Signal()              # S1b's row is the row S1b held a cycle before
+        s1_base = Signal(lay.path.size)
+        m.d.sync += [s1a_same.eq(s1_valid & (path_rd.addr == s1_row)),
+                     s1_same.eq(s1_valid & s1a_valid & (s1a_row == s1_row)),
+                     s1_base.eq(Mux(wb_valid & s1a_same, wb_data, path_rd.data))]
         fwd = wb_valid & s1_same
-        row = data.View(lay.path, Mux(fwd, wb_data, path_rd.data))
-        # MR-TX-038: row-dependent terms on the memory row and on the previous write in
+        row = data.View(lay.path, Mux(fwd, wb_data, s1_base))
+        # MR-TX-038: row-dependent terms on S1a's row and on the previous write in
         # parallel, selected by the registered forward flag
-        mem_row, wb_row = data.View(lay.path, path_rd.data), data.View(lay.path, wb_data)
+        mem_row, wb_row = data.View(lay.path, s1_base), data.View(lay.path, wb_data)
 
         def both(term):
             return Mux(fwd, term(wb_row), term(mem_row))
@@ -350,9 +396,6 @@ class Retransmit(wiring.Component):
         rto_x_next = Array(Const(((self.rto_ns << min(k + 1, BACKOFF_MAX_LOG2)) ^ self.rto_ns)
                                  % (1 << tb), tb) for k in range(8))
 
-        def deadline_of(t_live, rto_x, name):
-            return _add_select(m, t_live, rto_x ^ Const(self.rto_ns, tb), tb, name)
-
         s2_kind = Signal(2)
         s2_row = Signal(rb)
         s2_conn = Signal(cb)
@@ -369,7 +412,6 @@ class Retransmit(wiring.Component):
         s2_job = Signal()
         s2_ins = Signal()
         s2_err = Signal()
-        s2_ins_deadline = Signal(records.TIME_BITS)
         push_job = Signal()
         push_ins = Signal()
         push_err = Signal()
@@ -382,7 +424,6 @@ class Retransmit(wiring.Component):
         s2_t_live = Signal(records.TIME_BITS)
         s2_rto_x = Signal(tb)
         m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x)]
-        m.d.comb += s2_ins_deadline.eq(deadline_of(s2_t_live, s2_rto_x, "ins_deadline"))  # S2
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
@@ -511,24 +552,59 @@ class Retransmit(wiring.Component):
         m.d.comb += [path_wr.en.eq(row_write), path_wr.addr.eq(s1_row), path_wr.data.eq(nrow)]
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
 
-        # -- stage 2: the acknowledged bitmap relative to the floor, then the pushes (MR-TX-032)
+        # -- stage S2a: the acknowledged bitmap relative to the floor (MR-TX-032): the SACK
+        # shifted by the multiple of 32 of its shift and the masks; the insert deadline's
+        # pieces (MR-TX-038), registered into S2b
         amt = s2_amt
-        shifted = Signal(P.SACK_BITS)
-        m.d.comb += shifted.eq((Cat(Const(0, P.SACK_BITS + 1), s2_sack) >> amt)[:P.SACK_BITS])
+        lo_bits = 5
+        span = P.SACK_BITS + (1 << lo_bits) - 1
+        part_shift = Signal(span)
+        m.d.comb += part_shift.eq((Cat(Const(0, P.SACK_BITS + 1), s2_sack)
+                                   >> Cat(Const(0, lo_bits), amt[lo_bits:]))[:span])
         below_cum = Mux(~s2_dc[9] & s2_dc.any(), _low_mask(s2_dc.as_unsigned()[:9], P.SACK_BITS), 0)
+        walk = s2_kind == JOB_WALK
+        n_mask = Mux(walk, _low_mask(s2_n, P.SACK_BITS), 0)
         job = Signal(lay.job)
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
                      job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
-                     job.rearm.eq(s2_rearm), job.rearm_psn.eq(s2_rearm_psn),
-                     job.acked.eq(Mux(s2_kind == JOB_WALK,
-                                      (shifted | below_cum) & _low_mask(s2_n, P.SACK_BITS), 0))]
-        m.d.comb += [job_q.w_en.eq(s2_job), job_q.w_data.eq(job)]
+                     job.rearm.eq(s2_rearm), job.rearm_psn.eq(s2_rearm_psn)]
+        # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
+        # without a carry in and the carries (comparisons) in S2a, the selection in S2b
+        dl_a, dl_b = s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb)
+        dl_parts = []
+        for lo in range(0, tb, 8):
+            hi = min(lo + 8, tb)
+            plain, plus, cin = Signal(hi - lo), Signal(hi - lo), Signal()
+            m.d.sync += [plain.eq(dl_a[lo:hi] + dl_b[lo:hi]), plus.eq(dl_a[lo:hi] + dl_b[lo:hi] + 1),
+                         cin.eq(_carry(dl_a[:lo], dl_b[:lo], lo) if lo else 0)]
+            dl_parts.append(Mux(cin, plus, plain))
+        s2b_job = Signal(lay.job)
+        s2b_part = Signal(span)
+        s2b_amt_lo = Signal(lo_bits)
+        s2b_below = Signal(P.SACK_BITS)
+        s2b_mask = Signal(P.SACK_BITS)
+        s2b_row = Signal(rb)
+        s2b_conn = Signal(cb)
+        s2b_path = Signal(8)
+        s2b_job_push, s2b_ins_push, s2b_err_push = Signal(), Signal(), Signal()
+        m.d.sync += [s2b_valid.eq(s2_valid), s2b_job_push.eq(s2_job), s2b_ins_push.eq(s2_ins),
+                     s2b_err_push.eq(s2_err), s2b_job.eq(job), s2b_part.eq(part_shift),
+                     s2b_amt_lo.eq(amt[:lo_bits]), s2b_below.eq(below_cum & n_mask),
+                     s2b_mask.eq(n_mask), s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
+                     s2b_path.eq(s2_path)]
+
+        # -- stage S2b: the rest of the shift, the bitmap, then the pushes
+        shifted = Signal(P.SACK_BITS)
+        m.d.comb += shifted.eq((s2b_part >> s2b_amt_lo)[:P.SACK_BITS])
+        job_w = Signal(lay.job)
+        m.d.comb += [job_w.eq(s2b_job), job_w.acked.eq((shifted & s2b_mask) | s2b_below)]
+        m.d.comb += [job_q.w_en.eq(s2b_job_push), job_q.w_data.eq(job_w)]
         insert = Signal(lay.insert)
-        m.d.comb += [insert.row.eq(s2_row), insert.deadline.eq(s2_ins_deadline),
-                     ins_q.w_en.eq(s2_ins), ins_q.w_data.eq(insert)]
+        m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(Cat(*dl_parts)),
+                     ins_q.w_en.eq(s2b_ins_push), ins_q.w_data.eq(insert)]
         err = Signal(lay.error)
-        m.d.comb += [err.conn.eq(s2_conn), err.path.eq(s2_path), err.status.eq(STATUS_RETRY_EXC),
-                     error_q.w_en.eq(s2_err), error_q.w_data.eq(err)]
+        m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
+                     error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
 
         # -- the walker (MR-TX-032): one record per cycle from the path's head
         # A rearm (MR-TX-052) whose record is read this cycle goes to the rearm queue beside
@@ -612,43 +688,49 @@ class Retransmit(wiring.Component):
                                 m.d.sync += w_state.eq(0)
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
-        # the wheel takes an insert from a register, not from the queue's LUT-RAM read
-        # (MR-TX-038): the register takes the queue's head when it is empty or taken
+        # the wheel takes an insert from a second register, not from the queue's LUT-RAM read
+        # (MR-TX-038): the first register takes the queue's head when it is empty or moves
+        # on, the second the first's with its slot, decided there (from registers)
         ins_r = Signal(lay.insert)
-        ins_take = ~pop_phase & ins_r_valid
-        m.d.comb += ins_q.r_en.eq(ins_q.r_rdy & (~ins_r_valid | ins_take))
+        ins_take = ~pop_phase & ins_r2_valid
+        ins_move = ins_r_valid & (~ins_r2_valid | ins_take)
+        m.d.comb += ins_q.r_en.eq(ins_q.r_rdy & (~ins_r_valid | ins_move))
         with m.If(ins_q.r_en):
             m.d.sync += [ins_r_valid.eq(1), ins_r.eq(ins_q.r_data)]
-        with m.Elif(ins_take):
+        with m.Elif(ins_move):
             m.d.sync += ins_r_valid.eq(0)
-        qins = ins_r
         # the slot of the deadline's distance ds = slot - ct (MR-TX-038): its sign bit and
         # whether ds >= WHEEL_SLOTS - 1 as carry-free tests; within the wheel the slot is the
-        # deadline's own slot bits (ct + ds), beyond it ct - 1, already due ct
+        # deadline's own slot bits (ct + ds), beyond it ct - 1, already due ct. Decided in
+        # the first register and registered with the insert, a cycle ahead of its write (ct
+        # does not move while an insert waits in the queue or the first register, MR-TX-060),
+        # as a slot and a one-hot
         sb = (WHEEL_SLOTS - 1).bit_length()
-        dl_slot = qins.deadline[self.slot_log2:]
+        dl_slot = ins_r.deadline[self.slot_log2:]
         late = _sum_bit(dl_slot, ~ct, tbits - 1, 1)
         far = ~_sum_bit(dl_slot, ~ct_far, tbits - 1, 1)       # slot - (ct + 63) >= 0
         cur_before = Signal(range(WHEEL_SLOTS))
         m.d.comb += cur_before.eq(cur - 1)
+        ins_r2 = Signal(lay.insert)
         ins_slot = Signal(range(WHEEL_SLOTS))
-        m.d.comb += ins_slot.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb])))
-        m.d.comb += st_rd_ins.addr.eq(ins_slot)
-        # the insert slot as a one-hot, each bit decoded on the three candidates in parallel
         ins_onehot = Signal(WHEEL_SLOTS)
-        m.d.comb += ins_onehot.eq(Cat(Mux(late, cur == i, Mux(far, cur_before == i,
-                                                               dl_slot[:sb] == i))
-                                      for i in range(WHEEL_SLOTS)))
-        # the insert slot's valid bit, read on the three candidates in parallel
-        ins_slot_valid = Mux(late, slot_valid.bit_select(cur, 1),
-                             Mux(far, slot_valid.bit_select(cur_before, 1),
-                                 slot_valid.bit_select(dl_slot[:sb], 1)))
+        with m.If(ins_move):
+            m.d.sync += [ins_r2_valid.eq(1), ins_r2.eq(ins_r),
+                         ins_slot.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb]))),
+                         ins_onehot.eq(Cat(Mux(late, cur == i, Mux(far, cur_before == i,
+                                                                    dl_slot[:sb] == i))
+                                           for i in range(WHEEL_SLOTS)))]
+        with m.Elif(ins_take):
+            m.d.sync += ins_r2_valid.eq(0)
+        qins = ins_r2
+        m.d.comb += st_rd_ins.addr.eq(ins_slot)
+        ins_slot_valid = (slot_valid & ins_onehot).any()
         m.d.comb += [wnext_rd.addr.eq(cur_head), wnext_wr.addr.eq(st_rd_ins.data),
                      wnext_wr.data.eq(qins.row)]
         with m.If(pop_phase):
             m.d.comb += [sh_wr.en.eq(1), sh_wr.addr.eq(pop_slot), sh_wr.data.eq(wnext_rd.data)]
             m.d.sync += pop_phase.eq(0)
-        with m.Elif(ins_r_valid):
+        with m.Elif(ins_r2_valid):
             with m.If(ins_slot_valid):
                 m.d.comb += wnext_wr.en.eq(1)
             with m.Else():
@@ -657,14 +739,20 @@ class Retransmit(wiring.Component):
             m.d.comb += [st_wr.en.eq(1), st_wr.addr.eq(ins_slot), st_wr.data.eq(qins.row)]
         with m.Elif(wheel_due):
             with m.If(~slot_valid.bit_select(cur, 1)):
-                m.d.sync += [ct.eq(Mux(slot_valid.any(), ct + 1, now_slot)),
-                             ct_far.eq(Mux(slot_valid.any(), ct_far + 1,
-                                           now_slot + (WHEEL_SLOTS - 1)))]
+                with m.If(~ins_q.r_rdy & ~ins_r_valid):
+                    m.d.sync += [ct.eq(Mux(slot_valid.any(), ct_inc, now_slot)),
+                                 ct_inc.eq(Mux(slot_valid.any(), ct_inc + 1, now_slot + 1)),
+                                 ct_far.eq(Mux(slot_valid.any(), ct_far + 1,
+                                               now_slot + (WHEEL_SLOTS - 1)))]
             with m.Elif(check_take):
                 with m.If(cur_head == st_rd_cur.data):
                     m.d.sync += slot_valid.bit_select(cur, 1).eq(0)
                 with m.Else():
                     m.d.sync += [pop_phase.eq(1), pop_slot.eq(cur)]
+
+        ct_moves = (~pop_phase & ~ins_r2_valid & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
+                    & ~slot_valid.bit_select(cur, 1))
+        m.d.sync += wheel_due.eq(Mux(ct_moves, slot_valid.any() & due_at_inc, due_at_ct))
 
         # -- outputs and counters (MR-TX-040)
         m.d.comb += [

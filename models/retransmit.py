@@ -323,11 +323,14 @@ class RetransmitCycleModel:
         self.free_mem = list(range(pool))
         self.free_rd = self.free_wr = 0
         self.free_level = pool
-        self.s1 = None                  # (kind, fields) taken last cycle
-        self.s2 = None                  # (job, insert, error) to push, or None
+        self.s1a = None                 # (kind, fields) taken last cycle: its row is read (MR-TX-030)
+        self.s1b = None                 # (kind, fields) taken two cycles ago: applied to its row
+        self.s2 = None                  # S2a: (job, insert, error) to push, or None
+        self.s2b = None                 # S2b: the same a cycle later, pushed (MR-TX-030)
         self.job_q = SyncFifoModel(JOB_DEPTH)
         self.ins_q = SyncFifoModel(INS_DEPTH)
-        self.ins_r = None               # the insert register behind the queue (MR-TX-060)
+        self.ins_r = None               # the insert registers behind the queue (MR-TX-060): the
+        self.ins_r2 = None              # first takes the queue's head, the second its slot
         self.acked_q = SyncFifoModel(OUT_DEPTH)
         self.resend_q = SyncFifoModel(OUT_DEPTH)
         self.error_q = SyncFifoModel(OUT_DEPTH)
@@ -347,6 +350,8 @@ class RetransmitCycleModel:
         self.slot_valid = [0] * WHEEL_SLOTS
         self.wnext = {}                 # row -> next row in its slot list
         self.pop_slot = None            # the second cycle of a pop: the slot whose head moves
+        self.due_r = False              # MR-TX-060: the clock has passed slot ct (registered)
+        self.credit_r = self.ins_ok_r = True    # MR-TX-033: the take credits (registered)
         self.reg_data = 0
         self.events = []
         self.log = []                   # decisions in output order, for tests
@@ -357,7 +362,8 @@ class RetransmitCycleModel:
 
     def busy(self):
         """Work in flight, a queue not empty, or a timer that may still expire."""
-        return bool(self.s1 or self.s2 or self.job_q.level or self.ins_q.level or self.ins_r or self.rearm_q.level
+        return bool(self.s1a or self.s1b or self.s2 or self.s2b or self.job_q.level or self.ins_q.level or self.ins_r or self.ins_r2
+                    or self.rearm_q.level
                     or self.w_state != _IDLE or self.pend is not None or self.acked_q.level or self.resend_q.level
                     or self.error_q.level or any(self.slot_valid) or self.pop_slot is not None
                     or self.counts_now or self.counts_late
@@ -390,11 +396,14 @@ class RetransmitCycleModel:
         g = inputs.get
         lay = self.lay
         now = g("now", 0)
-        inflight = int(self.s1 is not None) + int(self.s2 is not None)
-        job_ok = self.job_q.level + inflight < JOB_DEPTH
-        ins_ok = self.ins_q.level + inflight < INS_DEPTH
-        err_ok = self.error_q.level + inflight < OUT_DEPTH
-        credit = job_ok and ins_ok and err_ok
+        # MR-TX-033: the events in S1a, S1b, S2a and S2b may each still push
+        inflight = sum(int(x is not None) for x in (self.s1a, self.s1b, self.s2, self.s2b))
+        # MR-TX-033: the credits are registered: computed a cycle ahead with room for one more
+        # event (the one that cycle may take)
+        credit, ins_ok = self.credit_r, self.ins_ok_r
+        self.ins_ok_r = self.ins_q.level + inflight < INS_DEPTH - 1
+        self.credit_r = (self.job_q.level + inflight < JOB_DEPTH - 1 and self.ins_ok_r
+                         and self.error_q.level + inflight < OUT_DEPTH - 1)
         # -- what is taken (MR-TX-033): an ACK, the walker's rearm, the wheel's check, a sent packet
         ack_valid = g("s_ack__valid", 0)
         ack_ready = int(credit)
@@ -402,11 +411,13 @@ class RetransmitCycleModel:
         rearm_req = self.rearm_q.level > 0 and ins_ok
         rearm_take = rearm_req and not ack_take
         check_req = False
-        if (self.pop_slot is None and self.ins_r is None and not self.ins_q.level
-                and self._wheel_due(now)):
+        if (self.pop_slot is None and self.ins_r is None and self.ins_r2 is None
+                and not self.ins_q.level
+                and self.due_r):
             check_req = bool(self.slot_valid[self.ct % WHEEL_SLOTS])
         check_take = check_req and credit and not ack_take and not rearm_req
-        s1_sent = self.s1 is not None and self.s1[0] == "sent"
+        # MR-TX-031: a free record for this packet and for each sent packet in S1a and S1b
+        s1_sent = sum(int(s is not None and s[0] == "sent") for s in (self.s1a, self.s1b))
         sent_ready = int(credit and not ack_valid and not rearm_req and not check_req
                          and self.free_level > int(s1_sent))
         out = {
@@ -419,10 +430,10 @@ class RetransmitCycleModel:
         addr = g("reg_addr", 0)
         self.reg_data = self.counters[addr] if addr < N_COUNTERS else 0
 
-        # -- stage 2: push the job, the wheel insert and the error report
+        # -- stage S2b: push the job, the wheel insert and the error report
         job_push = ins_push = err_push = None
-        if self.s2 is not None:
-            job_push, ins_push, err_push = self.s2
+        if self.s2b is not None:
+            job_push, ins_push, err_push = self.s2b
         # -- the walker (MR-TX-032)
         job_pop = False
         acked_push = resend_push = None
@@ -511,9 +522,9 @@ class RetransmitCycleModel:
             s = self.pop_slot
             self.slot_head[s] = self.wnext.get(self.slot_head[s], 0)
             self.pop_slot = None
-        elif self.ins_r is not None:
+        elif self.ins_r2 is not None:
             ins_take = True
-            it = self.ins_r
+            it = self.ins_r2
             s = self._wheel_slot(it["deadline"])
             if self.slot_valid[s]:
                 self.wnext[self.slot_tail[s]] = it["row"]
@@ -521,12 +532,15 @@ class RetransmitCycleModel:
                 self.slot_head[s] = it["row"]
                 self.slot_valid[s] = 1
             self.slot_tail[s] = it["row"]
-        elif self._wheel_due(now):
+        elif self.due_r:
             s = self.ct % WHEEL_SLOTS
             if not self.slot_valid[s]:
-                # an idle wheel jumps to the present (MR-TX-060)
-                self.ct = ((self.ct + 1) if any(self.slot_valid) else (now >> self.slot_log2)) \
-                    & ((1 << self.tbits) - 1)
+                # ct moves on unless an insert waits in the queue or the first register: its
+                # slot is decided against ct in that register (MR-TX-060); an idle wheel jumps
+                # to the present
+                if not self.ins_q.level and self.ins_r is None:
+                    self.ct = ((self.ct + 1) if any(self.slot_valid) else (now >> self.slot_log2)) \
+                        & ((1 << self.tbits) - 1)
             elif check_take:
                 check_op = {"row": self.slot_head[s]}
                 if self.slot_head[s] == self.slot_tail[s]:
@@ -534,33 +548,45 @@ class RetransmitCycleModel:
                 else:
                     self.pop_slot = s
 
-        # -- stage 1: the path row (MR-TX-020, MR-TX-021, MR-TX-052, MR-TX-063)
+        # MR-TX-060: the due flag of the next cycle, on this cycle's clock and the next ct
+        self.due_r = self._wheel_due(now)
+        # -- stage S1b: the path row (MR-TX-020, MR-TX-021, MR-TX-052, MR-TX-063); S1a only
+        # reads the row (MR-TX-030)
         s2 = None
         free_pop = False
-        if self.s1 is not None:
-            s2 = self._stage1(self.s1, now)
+        if self.s1b is not None:
+            s2 = self._stage1(self.s1b, now)
             free_pop = s2[3] if s2 else False
             s2 = s2[:3] if s2 else None
             if s2 == (None, None, None):
                 s2 = None
+        self.s2b = self.s2
         self.s2 = s2
+        self.s1b = self.s1a
         # -- stage 0: take (MR-TX-033)
-        self.s1 = None
+        self.s1a = None
         if ack_take:
-            self.s1 = ("ack", unpack(lay.ack, g("s_ack__payload", 0)))
+            self.s1a = ("ack", unpack(lay.ack, g("s_ack__payload", 0)))
         elif rearm_take:
-            self.s1 = ("rearm", self.rearm_q.head)
+            self.s1a = ("rearm", self.rearm_q.head)
         elif check_op is not None:
-            self.s1 = ("check", check_op)
+            self.s1a = ("check", check_op)
         elif sent_ready and g("s_sent__valid", 0):
-            self.s1 = ("sent", unpack(lay.sent, g("s_sent__payload", 0)))
+            self.s1a = ("sent", unpack(lay.sent, g("s_sent__payload", 0)))
         # -- queues and the free list at the clock edge
         self.job_q.update(job_pop, job_push is not None, job_push)
         # the insert register takes the queue's head when it is empty or taken (MR-TX-060)
-        ins_pop = bool(self.ins_q.level) and (self.ins_r is None or ins_take)
+        # and the second register (the slot decided, MR-TX-060) the first's when it is empty
+        # or taken
+        ins_move = self.ins_r is not None and (self.ins_r2 is None or ins_take)
+        ins_pop = bool(self.ins_q.level) and (self.ins_r is None or ins_move)
+        if ins_move:
+            self.ins_r2 = self.ins_r
+        elif ins_take:
+            self.ins_r2 = None
         if ins_pop:
             self.ins_r = self.ins_q.head
-        elif ins_take:
+        elif ins_move:
             self.ins_r = None
         self.ins_q.update(ins_pop, ins_push is not None, ins_push)
         self.rearm_q.update(rearm_take, rearm_op is not None, rearm_op)

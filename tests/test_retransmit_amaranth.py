@@ -16,13 +16,13 @@ from metaroce.models.retransmit import CTR, SMALL, RetransmitCycleModel
 from metaroce.tb.lockstep import run_amaranth
 
 
-def run_lockstep(items, *, inst=SMALL, seed=0, timers=None, **kw):
+def run_lockstep(items, *, inst=SMALL, seed=0, timers=None, width=64, **kw):
     """RTL and model on the same inputs, every output compared every cycle (MR-TX-050);
     ``timers``: rto_ns, retry_limit, slot_log2 of both."""
     conns, paths, pool = inst
     timers = timers or {}
-    dut = Retransmit(64, conns=conns, paths=paths, pool=pool, **timers)
-    model = RetransmitCycleModel(64, conns, paths, pool, **timers)
+    dut = Retransmit(width, conns=conns, paths=paths, pool=pool, **timers)
+    model = RetransmitCycleModel(width, conns, paths, pool, **timers)
     drv = rc.Driver(model.lay, items, seed=seed, **kw)
     core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0
@@ -50,7 +50,7 @@ def test_bad_parameters():
         Retransmit(100)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_lockstep_random(seed):
     """MR-TX-020..024, MR-TX-030..036, MR-TX-040, MR-TX-050: random sends and lossy ACKs with stale, bad
     and NAK items, idle cycles and backpressure: 0 mismatches, reports and counters (read
@@ -73,7 +73,17 @@ def test_lockstep_reference_endpoint_traffic():
     assert len(res["acked"]) == sum(d.kind == "acked" for d in ends)
 
 
-@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.slow
+def test_lockstep_512():
+    """MR-TX-001, MR-TX-050: the unit at the engine's 512-bit width (it has no data path, so
+    nothing changes): random traffic with a path that loses everything, 0 mismatches."""
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
+    items = rc.traffic(*SMALL, 300, seed=9, black_hole=6, rto_ns=3000)
+    res = run_lockstep(items, seed=9, timers=timers, width=512, p_idle=0.2, p_bp=0.4)
+    assert res["resend"] and res["acked"] and res["model"].counters[CTR["timeouts"]]
+
+
+@pytest.mark.parametrize("seed", [3, pytest.param(4, marks=pytest.mark.slow)])
 def test_lockstep_timers(seed):
     """MR-TX-052, MR-TX-060..064, MR-TX-050: the same traffic with a path whose every packet
     is lost and waits past its deadline: tail-loss timeouts through the wheel with backoff, the
@@ -100,3 +110,17 @@ def test_joins_the_rx_engines_ack_stream():
     top.submodules.rx = rx_dut
     top.submodules.rtx = rtx
     wiring.connect(top, rx_dut.m_ack, rtx.s_ack)
+
+
+def test_lockstep_pool_exhaustion():
+    """MR-TX-031, MR-TX-050: a pool of 16 records used up and refilled by ACKs, so that the
+    free heads' prefetch (MR-TX-038) runs empty and a freed record is taken again at once:
+    0 mismatches, nothing refused."""
+    pool = 16
+    items = [rc.sent_item(0, 0, i) for i in range(pool)] + [rc.ack_item(0, 0, 2, 0)]
+    items += [rc.sent_item(1, 1, 0), rc.sent_item(1, 1, 1)]
+    res = run_lockstep(items, inst=(4, 2, pool), seed=1, p_idle=0.0, p_bp=0.0)
+    assert res["model"].free_level == 0 and res["model"].counters[CTR["sent_bad"]] == 0
+    res = run_lockstep(rc.traffic(4, 2, pool, 150, seed=3), inst=(4, 2, pool), seed=3,
+                       p_idle=0.1, p_bp=0.3)
+    assert res["acked"]

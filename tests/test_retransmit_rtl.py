@@ -8,11 +8,14 @@ Knobs: RTX_EVENTS (sent packets, default 1500), RTX_SEED.
 import json
 import os
 
+import pytest
+
 from metaroce import blocks
 from metaroce.sim import verilator as vl
 from metaroce.tb import build as tb_build
 
 
+@pytest.mark.slow
 def test_retransmit_rtl_lockstep(tmp_path):
     b = tb_build.build(blocks.get("retransmit_256x4"), 64)
     out = tmp_path / "rtx.json"
