@@ -10,8 +10,11 @@
   back on ``s_ack``; when the engine falls quiet with work requests open, every path is ACKed,
   and then the clock jumps by an RTO so that the retransmit unit's timers find the tail losses;
 * :func:`check`: what the engine emitted against the work requests and the host memory;
-* :func:`endpoint_frames` and :func:`data_path_frames`: the reference endpoint's frames and the
-  engine's on the same writes, byte for byte (MR-TX-152).
+* :func:`data_requests`, :class:`DataDriver`, :func:`expected_data_frames`: the data path alone
+  (join stage, DMA, frame builder) on frame requests (MR-TX-151);
+* :func:`endpoint_frames` and :func:`endpoint_lossy`: the reference endpoint's frames and the
+  engine's inputs for the same writes, to compare byte for byte (MR-TX-152);
+* :class:`BenchDriver`, :class:`AckBurstDriver`: ``metaroce bench tx`` (MR-TX-153).
 """
 from __future__ import annotations
 
@@ -29,7 +32,8 @@ from .tx_sched_cases import traffic as sched_traffic
 from .wire import MrdhFlag, Op
 
 __all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_beats",
-           "endpoint_frames", "endpoint_template", "data_path_run"]
+           "endpoint_frames", "endpoint_template", "endpoint_lossy", "data_requests",
+           "expected_data_frames", "DataDriver", "BenchDriver", "AckBurstDriver"]
 
 
 def templates(conns, paths):
@@ -333,13 +337,204 @@ def endpoint_frames(seed=0, *, streams=2, depth=4, paths=4, conn=1, conns=2, **e
     return want, items, lay, bytes(src), tm, params
 
 
-def data_path_run(seed=0, *, width=64, loss=0.05, drop_until=40e-6, model=None, run=None):
-    """MR-TX-152 (b): the lossy loopback case of MR-TXS-051 (b). The scheduler's semantics with
-    the retransmit unit's between them give the endpoint's frame requests frame by frame,
-    resends included (tx_sched_cases.endpoint_compare asserts each descriptor); those requests
-    go through the engine's data path (join stage, DMA, frame builder: ``run(requests, ...)``)
-    and its frames must equal the endpoint's bytes. Returns ``(want, got)``."""
-    from .tx_sched_cases import endpoint_requests
-    reqs, frames, tm, image, lay, paths = endpoint_requests(seed, loss=loss, drop_until=drop_until)
-    got = run(reqs, tm, image, lay, paths)
-    return [codec.encode(f) for f in frames], got
+def endpoint_lossy(seed, *, conns=2):
+    """MR-TX-152 (b), MR-TXS-051 (b): the endpoint's writes over the lossy loopback (as
+    tests/test_tx_sched_model.py's, windows that do not bind); the scheduler's semantics, with
+    the retransmit unit's between them on the ACKs the endpoint processed, give the endpoint's
+    frame requests frame by frame, resends included (``endpoint_compare`` asserts each). Returns
+    ``(frame requests with laddr in the host memory, the endpoint's frame bytes, templates,
+    memory layout, image)``."""
+    from .tx_sched_cases import endpoint_compare
+    rng = random.Random(seed)
+    msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7])) for s in range(2)
+            for _ in range(4)]
+    r = endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
+                         init_window_bdp=100.0, max_window_bdp=100.0)
+    a, ca = r["endpoint"]
+    lay = Layout(len(r["src"]) + 4096)
+    reqs = [dict(q, laddr=lay.base + q["laddr"]) for q in r["requests"]]
+    tm = [template_of(c, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * r["paths"])
+          for c in range(conns)]
+    conn = reqs[0]["conn"]
+    tm[conn] = endpoint_template(a, ca, conn, r["paths"])
+    return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, r["src"]
+
+
+def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000):
+    """``n`` random frame requests for the data path (MR-TX-151): every connection and path,
+    WRITE and WRITE_IMM, payloads 0..``max_len`` bytes anywhere in the host memory (any
+    alignment); laddr + offset is the payload's address."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        ln = rng.choice([0, 1, 7, 8, 9, rng.randrange(max_len + 1), rng.randrange(max_len + 1)])
+        addr = mem_layout.base + rng.randrange(mem_layout.size - ln + 1)
+        off = rng.randrange(1 << 20)
+        op = rng.choice([int(Op.MR_WRITE), int(Op.MR_WRITE_IMM)])
+        out.append({"conn": rng.randrange(lay.conns), "laddr": (addr - off) % (1 << 64),
+                    "bth_opcode": op, "bth_ack_req": rng.randrange(2),
+                    "bth_psn": rng.randrange(1 << 24), "mrdh_flags": rng.randrange(16),
+                    "mrdh_path": rng.randrange(lay.paths), "mrdh_stream": rng.randrange(1 << 16),
+                    "mrdh_msg": rng.randrange(1 << 32), "mrdh_offset": off,
+                    "mrdh_msg_len": rng.randrange(1 << 32), "reth_va": rng.randrange(1 << 64),
+                    "reth_rkey": rng.randrange(1 << 32), "reth_dma_len": rng.randrange(1 << 32),
+                    "imm_imm": rng.randrange(1 << 32) if op == Op.MR_WRITE_IMM else 0,
+                    "payload_len": ln})
+    return out
+
+
+def expected_data_frames(reqs, tmpls, mem, paths):
+    """MR-TX-151: each request's frame: the frame builder's bytes (codec.encode) of the join
+    stage's descriptor, the payload read from the host memory at laddr + offset."""
+    from .frame_builder import DESC_LAYOUT, builder_bytes
+    from .tx import cmd_of, desc_of
+    by_conn = {t["conn"]: t for t in tmpls}
+    out = []
+    for fr in reqs:
+        d = unpack(DESC_LAYOUT, pack(DESC_LAYOUT, desc_of(fr, by_conn[fr["conn"]], paths)))
+        c = cmd_of(fr)
+        out.append(builder_bytes(d, mem.read(c["addr"], c["length"])))
+    return out
+
+
+class DataDriver(CounterReadout):
+    """The data path's driver (MR-TX-151): template writes first, then the frame requests on
+    ``s_frame`` with idle cycles; random backpressure on ``m_axis``; the host memory on
+    ``m_axi`` (random ``arready``, R latency and gaps). Collects the frames' bytes."""
+
+    def __init__(self, lay, width, reqs, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
+                 p_axi=0.3, latency=(1, 40), image=None):
+        self.lay, self.nb = lay, width // 8
+        self.rng = random.Random(seed)
+        self.reqs, self.tmpls = list(reqs), list(tmpls)
+        self.p_idle, self.p_bp = p_idle, p_bp
+        self.mem = HostMemory(mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi,
+                              latency=latency)
+        if image is not None:
+            self.mem.image = bytes(image) + bytes(2 * mem_layout.size - len(image))
+        self.i = self.ci = 0
+        self.offer = self.cfg_offer = None
+        self.cycle = 0
+        self.n_counters = 0
+        self.read_counters = False
+        self.quiet_cycles = 3
+        self.limit = 20_000 + 2_000 * len(self.reqs)
+        self._readout_reset()
+        self.beats = []
+        self.res = {"raw": [], "cycles": 0, "counters": None}
+
+    @property
+    def sent_all(self):
+        return self.i >= len(self.reqs) and len(self.res["raw"]) == len(self.reqs)
+
+    def inputs(self):
+        rng = self.rng
+        inp = {"s_frame__valid": 0, "s_frame__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
+               "m_axis__tready": 1}
+        self.mem.inputs(inp, self.cycle)
+        if self._phase:
+            return inp
+        if self.ci < len(self.tmpls):
+            if self.cfg_offer is None and rng.random() >= self.p_idle:
+                self.cfg_offer = self.tmpls[self.ci]
+            if self.cfg_offer is not None:
+                inp["s_cfg__valid"] = 1
+                inp["s_cfg__payload"] = pack(self.lay.cfg, self.cfg_offer)
+        elif self.offer is None and self.i < len(self.reqs) and rng.random() >= self.p_idle:
+            self.offer = self.reqs[self.i]
+        if self.offer is not None:
+            inp["s_frame__valid"] = 1
+            inp["s_frame__payload"] = pack(self.lay.sched.frame, self.offer)
+        inp["m_axis__tready"] = int(rng.random() >= self.p_bp)
+        return inp
+
+    def observe(self, inp, out):
+        self.mem.observe(inp, out, self.cycle)
+        if self._readout_observe(out):
+            return
+        if self.cfg_offer is not None and out["s_cfg__ready"]:
+            self.cfg_offer = None
+            self.ci += 1
+        if self.offer is not None and out["s_frame__ready"]:
+            self.offer = None
+            self.i += 1
+        if out["m_axis__tvalid"] and inp["m_axis__tready"]:
+            self.beats.append((out["m_axis__tdata"], out["m_axis__tkeep"]))
+            if out["m_axis__tlast"]:
+                self.res["raw"].append(frames_of_beats(self.beats, self.nb)[0])
+                self.beats = []
+        self.cycle += 1
+
+    def _stuck(self):
+        return f"(request {self.i} of {len(self.reqs)}, {len(self.res['raw'])} frames)"
+
+
+# ------------------------------------------------------------------ measurement (bench tx)
+
+class BenchDriver(Driver):
+    """``metaroce bench tx`` (MR-TX-153): no idle cycles, no backpressure, an AXI read latency
+    of one cycle without gaps; ``n`` WRITE work requests of ``nbytes`` each (one packet each)
+    over every connection and stream in turn, posted back to back, every frame ACKed by a lossless receiver
+    (``p_ack`` 1: an ACK per frame, offered as soon as the frame's last beat is out). Records the
+    cycles of every frame's first and last beat, each work request's take, each ACK's take."""
+
+    def __init__(self, lay, width, n, nbytes, *, paths):
+        from .tx_sched import OP_WRITE
+        from .tx_sched_cases import wr_item
+        mem = Layout(n * nbytes + 4096)
+        items = [wr_item(k % lay.conns, k // lay.conns % lay.sched.streams, nbytes, wr_id=k,
+                         op=OP_WRITE, laddr=mem.base + k * nbytes, va=k * nbytes, rkey=1)
+                 for k in range(n)]
+        super().__init__(lay, width, items, mem, templates(lay.conns, paths), seed=1, p_idle=0.0,
+                         p_bp=0.0, loss=0.0, p_ack=1.0, p_axi=0.0, latency=(1, 1))
+        self.first_beats, self.last_beats = [], []
+        self.in_frame = False
+
+    def observe(self, inp, out):
+        if not self._phase and out["m_axis__tvalid"] and inp["m_axis__tready"]:
+            if not self.in_frame:
+                self.first_beats.append(self.cycle)
+            self.in_frame = not out["m_axis__tlast"]
+            if out["m_axis__tlast"]:
+                self.last_beats.append(self.cycle)
+        super().observe(inp, out)
+
+    def row(self, width, nbytes):
+        """The bench row's measured fields (MR-TX-153)."""
+        fb, lb = self.first_beats, self.last_beats
+        n = len(lb)
+        beats = sum(len(r) for r in self.res["raw"])
+        nb = width // 8
+        nbeats = sum(-(-len(r) // nb) for r in self.res["raw"])
+        span = lb[-1] - fb[0] + 1 if n else 0
+        acks = self.res["ack_taken"]
+        lat = min(f - t for f, t in zip(fb, self.res["taken"])) if n else None
+        return {"packets": n, "packets_per_cycle": round(n / span, 4) if span else None,
+                "beats_per_cycle": round(nbeats / span, 4) if span else None,
+                "frame_bytes": beats // n if n else None,
+                "latency_cycles": lat,
+                "acks": len(acks),
+                "acks_per_cycle": round(len(acks) / (acks[-1] - acks[0] + 1), 4) if len(acks) > 1 else None}
+
+
+class AckBurstDriver(BenchDriver):
+    """MR-TX-153 ``acks_per_cycle``: the frames of ``n`` one-packet work requests (at most one
+    ring's worth per stream, 16 in the small instance) go out without ACKs (the receiver holds
+    them), then one cumulative ACK per frame is offered back to back,
+    in PSN order per path: the cycles from the first ACK taken to the last."""
+
+    def __init__(self, lay, width, n, nbytes, *, paths):
+        n = min(n, lay.conns * lay.sched.streams * lay.sched.depth)
+        super().__init__(lay, width, n, nbytes, paths=paths)
+        self.acks = False
+        self.held = []
+
+    def _frame(self, raw):
+        super()._frame(raw)
+        f = self.res["frames"][-1]
+        path = f.mrdh.path
+        self.held.append({"nak": 0, "conn": self.qp_conn[f.bth.dest_qp], "path": path, "psn": f.bth.psn, "reason": 0,
+                          "cum": P.psn_add(f.bth.psn, 1), "sack": 0, "ce_count": 0, "ece": 0,
+                          "sport": 0})
+        if len(self.held) == len(self.items):
+            self.ack_q.extend(self.held)
