@@ -538,3 +538,131 @@ class AckBurstDriver(BenchDriver):
                           "sport": 0})
         if len(self.held) == len(self.items):
             self.ack_q.extend(self.held)
+
+
+# ------------------------------------------------------------------ replay (metaroce replay tx)
+
+class ReplayError(ValueError):
+    """A replay input that cannot be used (one line, for the CLI)."""
+
+
+def replay_inputs(spec, ack_frames, lay, *, paths):
+    """``metaroce replay tx`` (MR-TX-154): the work-request file's object ``spec`` and the ACK
+    frames' bytes into ``(items, memory layout, image, templates, ACK records)``.
+
+    ``spec``: ``{"connections": [{"conn", "eth_dst", "eth_src", "ip_src", "ip_dst", "dest_qp",
+    "pkey", "sports": [one per path], "local_qp", "dscp", "ttl"}], "work_requests": [{"conn",
+    "stream", "op": "write" | "write_imm", "length", "va", "rkey", "imm"}], "seed"}``: each
+    work request's payload is bytes of ``random.Random(seed)``, placed one after the other in
+    the host memory. Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
+    its destination QP (a connection's ``local_qp``, default its index)."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("work_requests"), list):
+        raise ReplayError("the work-request file needs a \"work_requests\" list")
+    conns = spec.get("connections") or []
+    tm = [template_of(c, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * paths)
+          for c in range(lay.conns)]
+    local = {}
+    for c in conns:
+        try:
+            k = int(c["conn"])
+            if not 0 <= k < lay.conns:
+                raise ReplayError(f"connection {k} beyond the instance ({lay.conns} connections)")
+            sp = list(c.get("sports", [])) + [0xC000 + i for i in range(len(c.get("sports", [])), paths)]
+            tm[k] = template_of(k, eth_dst=c.get("eth_dst", "02:00:00:00:00:02"),
+                                eth_src=c.get("eth_src", "02:00:00:00:00:01"),
+                                ip_src=c.get("ip_src", "10.0.0.1"), ip_dst=c.get("ip_dst", "10.0.0.2"),
+                                sports=sp[:paths], pkey=int(c.get("pkey", 0xFFFF)),
+                                dest_qp=int(c.get("dest_qp", 0)), ip_dscp=int(c.get("dscp", 26)),
+                                ip_ecn=2, ip_ttl=int(c.get("ttl", 64)))
+            local[int(c.get("local_qp", k))] = k
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, ReplayError):
+                raise
+            raise ReplayError(f"bad connection {c!r} ({e})") from None
+    for k in range(lay.conns):
+        local.setdefault(k, k)
+    rng = random.Random(int(spec.get("seed", 1)))
+    ops = {"write": 0, "write_imm": OP_WRITE_IMM}
+    items, total = [], 0
+    for k, w in enumerate(spec["work_requests"]):
+        try:
+            op = ops[w.get("op", "write")]
+            length = int(w["length"])
+            if not 0 <= length < 1 << 24:
+                raise ReplayError(f"work request {k}: length {length} outside 0..16 MiB")
+            items.append({"op": op, "conn": int(w.get("conn", 0)), "stream": int(w.get("stream", 0)),
+                          "wr_id": k & 0xFFFF, "laddr": total, "va": int(w.get("va", 0)),
+                          "rkey": int(w.get("rkey", 0)), "length": length,
+                          "imm": int(w.get("imm", 0)) if op == OP_WRITE_IMM else 0})
+            total += length
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, ReplayError):
+                raise
+            raise ReplayError(f"bad work request {k}: {w!r} ({e})") from None
+        if not 0 <= items[-1]["conn"] < lay.conns:
+            raise ReplayError(f"work request {k}: connection beyond the instance")
+    mem = Layout(total + 4096)
+    for w in items:
+        w["laddr"] += mem.base
+    image = rng.randbytes(total)
+    acks = []
+    for i, raw in enumerate(ack_frames, 1):
+        try:
+            f = codec.decode(raw)
+        except codec.DecodeError as e:
+            raise ReplayError(f"ACK frame {i}: {e}") from None
+        if f.mrah is None or f.bth.opcode not in (Op.MR_ACK, Op.MR_NAK):
+            raise ReplayError(f"ACK frame {i}: not a MetaRoCE ACK or NAK")
+        conn = local.get(f.bth.dest_qp)
+        if conn is None:
+            raise ReplayError(f"ACK frame {i}: destination QP {f.bth.dest_qp} names no connection")
+        acks.append({"nak": int(f.bth.opcode == Op.MR_NAK), "conn": conn, "path": f.mrah.path,
+                     "psn": f.mrah.trigger_psn & 0xFFFFFF, "reason": 0,
+                     "cum": f.mrah.cum_psn & 0xFFFFFF, "sack": f.mrah.sack,
+                     "ce_count": min(f.mrah.ce_count, (1 << 16) - 1), "ece": 0, "sport": f.udp.sport})
+    return items, mem, image, tm, acks
+
+
+class ReplayDriver(Driver):
+    """MR-TX-154: the replay's driver. With ACK records, each is offered once the engine has sent
+    every PSN it covers on its path (its cumulative PSN, its highest SACK bit), in file order; the
+    receiver sends none of its own. Without, a lossless receiver ACKs every frame that asks
+    (AckReq) and every path when the engine falls quiet."""
+
+    def __init__(self, lay, width, items, mem, tmpls, acks, *, image, seed=1, idle=0.0, bp=0.0):
+        super().__init__(lay, width, items, mem, tmpls, seed=seed, p_idle=idle, p_bp=bp, loss=0.0,
+                         p_ack=0.0, p_axi=bp, latency=(1, 8), image=image, acks=not acks)
+        self.given = deque(acks)
+        self.sent = defaultdict(int)          # (conn, path) -> PSNs sent (one past the highest)
+        if acks:
+            self.limit = 40_000 + 3_000 * len(items)
+
+    def _frame(self, raw):
+        super()._frame(raw)
+        f = self.res["frames"][-1]
+        if f.mrdh is not None:
+            key = (self.qp_conn.get(f.bth.dest_qp, 0), f.mrdh.path)
+            self.sent[key] = max(self.sent[key], f.bth.psn + 1)
+        while self.given:
+            a = self.given[0]
+            top = a["cum"] + (a["sack"].bit_length())
+            if top > self.sent[(a["conn"], a["path"])]:
+                break
+            self.ack_q.append(self.given.popleft())
+
+    @property
+    def sent_all(self):
+        if not self.acks:
+            # the given ACKs decide: done when every one is taken and the engine is quiet
+            return self.i >= len(self.items) and not self.given and not self.ack_q \
+                and self.ack_offer is None
+        return super().sent_all
+
+
+def replay_result(drv, mismatches, reports=()):
+    """The replay's result object (MR-TX-154): every frame's bytes (hex), the completions, the
+    retry-limit reports, the ACKs taken, mismatches and cycles."""
+    return {"frames": [r.hex() for r in drv.res["raw"]], "cqe": drv.res["cqe"],
+            "errors": drv.res["errors"], "acks": drv.res["acks"], "cycles": drv.cycle,
+            "mismatches": mismatches, "mismatch_reports": list(reports)[:3],
+            "completed": len(drv.res["cqe"]), "work_requests": len(drv.items)}

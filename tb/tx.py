@@ -39,13 +39,14 @@ def _sem():
                         **{k: SMALL[k] for k in _SCHED})
 
 
-async def _harness(dut, width):
+async def _harness(dut, width, *, first=True):
+    """A fresh model and the RTL reset (the clock started by the first call only)."""
     model = TxCycleModel(width, **SMALL)
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs)
     for name in ins:
         getattr(dut, name).value = 0
-    await h.start(monitor=False)
+    await h.start(monitor=False, start_clock=first)
     return model, h
 
 
@@ -81,14 +82,54 @@ async def tx_lockstep(dut):
 
 @cocotb.test()
 async def tx_bench(dut):
-    from metaroce.models import tx_bench as tb_
+    """MR-TX-153: ``metaroce bench tx --sim verilator``'s rows."""
     width = _width(dut)
-    model, h = await _harness(dut, width)
+    n = int(os.environ.get("TX_BENCH_PACKETS", "32"))
     rows = []
     for nbytes in [int(x) for x in os.environ.get("TX_BENCH_BYTES", "256").split(",")]:
-        rows.append(await tb_.measure_lockstep(h, model, width, nbytes,
-                                               int(os.environ.get("TX_BENCH_PACKETS", "64"))))
+        got = {}
+        for kind, cls in (("run", xc.BenchDriver), ("acks", xc.AckBurstDriver)):
+            model, h = await _harness(dut, width, first=not rows and kind == "run")
+            drv = cls(model.lay, width, n, nbytes, paths=SMALL["paths"])
+            t0 = time.perf_counter()
+            cycles = await drive(h, drv, busy=model.busy)
+            got[kind] = (drv.row(width, nbytes), cycles, time.perf_counter() - t0, h.mismatches)
+        (r, cycles, wall, m1), (a, _, _, m2) = got["run"], got["acks"]
+        rows.append({"width": width, "connections": SMALL["conns"], "paths": SMALL["paths"],
+                     "pkt_bytes": nbytes, "same_path_burst": 1, "packets": r["packets"],
+                     "packets_per_cycle": r["packets_per_cycle"],
+                     "beats_per_cycle": r["beats_per_cycle"], "latency_cycles": r["latency_cycles"],
+                     "acks_per_cycle": a["acks_per_cycle"],
+                     "lockstep_cycles_per_s": round(cycles / wall) if wall else None,
+                     "mismatches": m1 + m2, "sim": "verilator"})
     out = os.environ.get("TX_BENCH_OUT")
     if out:
         with open(out, "w") as f:
-            json.dump(rows, f)
+            json.dump({"rows": rows}, f)
+
+
+@cocotb.test()
+async def tx_replay(dut):
+    """MR-TX-154: ``metaroce replay tx``: the work requests of ``METAROCE_REPLAY_PCAP`` (a JSON
+    file, models.tx_cases.replay_inputs) and the ACK frames of ``METAROCE_REPLAY_TX_ACKS`` (a
+    pcap, optional); results to ``METAROCE_REPLAY_OUT``."""
+    from metaroce.models import pcap
+    width = _width(dut)
+    model = TxCycleModel(width, **SMALL)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs, stop_on_mismatch=False)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    with open(os.environ["METAROCE_REPLAY_PCAP"]) as f:
+        spec = json.load(f)
+    ack_path = os.environ.get("METAROCE_REPLAY_TX_ACKS")
+    frames = [r.data for r in pcap.read(ack_path)] if ack_path else []
+    items, mem, image, tm, acks = xc.replay_inputs(spec, frames, model.lay, paths=SMALL["paths"])
+    drv = xc.ReplayDriver(model.lay, width, items, mem, tm, acks, image=image,
+                          seed=int(os.environ.get("METAROCE_REPLAY_SEED", "1")),
+                          idle=float(os.environ.get("METAROCE_REPLAY_IDLE", "0")),
+                          bp=float(os.environ.get("METAROCE_REPLAY_BACKPRESSURE", "0")))
+    await drive(h, drv, busy=model.active)
+    with open(os.environ["METAROCE_REPLAY_OUT"], "w") as f:
+        json.dump(xc.replay_result(drv, h.mismatches, h.core.reports), f)
