@@ -501,15 +501,18 @@ class BenchDriver(Driver):
 
     def row(self, width, nbytes):
         """The bench row's measured fields (MR-TX-153)."""
+        # steady state: from the second frame's first beat (the first waits for its payload's
+        # read latency behind its header) to the last frame's last beat
         fb, lb = self.first_beats, self.last_beats
         n = len(lb)
         beats = sum(len(r) for r in self.res["raw"])
         nb = width // 8
-        nbeats = sum(-(-len(r) // nb) for r in self.res["raw"])
-        span = lb[-1] - fb[0] + 1 if n else 0
+        nbeats = sum(-(-len(r) // nb) for r in self.res["raw"][1:])
+        span = lb[-1] - fb[1] + 1 if n > 1 else 0
+        n -= 1
         acks = self.res["ack_taken"]
         lat = min(f - t for f, t in zip(fb, self.res["taken"])) if n else None
-        return {"packets": n, "packets_per_cycle": round(n / span, 4) if span else None,
+        return {"packets": n + 1, "packets_per_cycle": round(n / span, 4) if span else None,
                 "beats_per_cycle": round(nbeats / span, 4) if span else None,
                 "frame_bytes": beats // n if n else None,
                 "latency_cycles": lat,

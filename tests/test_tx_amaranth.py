@@ -1,5 +1,5 @@
 """The joined TX engine (hdl/tx.py) against its cycle model (models/tx.py) in the Amaranth
-simulator: every output port compared on every cycle by the lockstep core shared with the
+simulator (the whole engine behind ``slow``, its data path in the default run): every output port compared on every cycle by the lockstep core shared with the
 Verilator testbench (tb/lockstep.py), driven by the engine's one driver (models/tx_cases.py:
 template writes, work requests, idle cycles, backpressure on every output, random AXI read
 latency, the loop through a lossy receiver's ACKs); then the checker (MR-TX-150). And the
@@ -31,11 +31,14 @@ def lockstep(width, items, lay, tmpls, *, params=SMALL, seed=0, **kw):
     return drv, core
 
 
+@pytest.mark.slow
 def test_lockstep_64():
     """MR-TX-101..104, MR-TX-150: work requests (bad ones included) over both connections and
     streams, lossy delivery with resends, idle inputs, backpressure on every output, AXI read
     latency and gaps: 0 mismatches at 64 bits; every work request completes, every frame
-    carries its template, its work request's fields and the host memory's bytes."""
+    carries its template, its work request's fields and the host memory's bytes. (Slow: the
+    Amaranth simulator compiles the scheduler's combinational decision in minutes and runs it
+    at tens of cycles per second; the data path's lockstep is in the default run.)"""
     sem = sched_sem(SMALL)
     items, lay = xc.traffic(sem, 8, seed=1, max_len=1500)
     drv, core = lockstep(64, items, lay, xc.templates(2, 4), seed=1, loss=0.15)
