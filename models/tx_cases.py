@@ -187,7 +187,10 @@ class Driver(CounterReadout):
             res["errors"].append(unpack(self.lay.rtx.error, out["m_error__payload"]))
         pending = self.ack_q or self.ack_offer is not None or not self.mem.idle
         self.silent = 0 if active or pending else self.silent + 1
-        if self.acks and not self.sent_all and self.silent > 60:
+        # quiet with work requests open, or with the retransmit unit's timers still running
+        # after the last completion (a lost tail PSN whose chunk was acknowledged through its
+        # resend): ACK every path, then let the timers expire
+        if self.acks and self.silent > 60:
             if not self.flushed:
                 # every path's state, to resolve what the SACKs show lost (MR-REL-002)
                 for (conn, path) in list(self.rx):
