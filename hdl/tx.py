@@ -21,7 +21,7 @@ reg_addr    in    the retransmit unit's counter read (``reg_data`` out)
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
-from amaranth.hdl import Module
+from amaranth.hdl import Cat, Const, Module, Mux
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
@@ -34,6 +34,7 @@ from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
 from .parser import axis_signature
 from .retransmit import Retransmit
+from .rx import _add_prefix
 from .tx_sched import TxSched
 
 __all__ = ["TxJoin", "TxData", "Tx", "tx_small"]
@@ -72,11 +73,16 @@ class TxJoin(wiring.Component):
         m.d.comb += self.s_frame.ready.eq(cmd_free & desc_free)
         take = self.s_frame.valid & self.s_frame.ready
         path = fr.mrdh_path[:max(1, (lay.paths - 1).bit_length())]
+        # MR-TX-122: laddr + offset as a 32-bit prefix add of the low half and the high half's
+        # increment beside it, selected by the carry (no 64-bit ripple after the queue's read)
+        lo = _add_prefix(fr.laddr[:32], fr.mrdh_offset)
+        hi_inc = _add_prefix(fr.laddr[32:], Const(0, 32), carry_in=1)[:32]
+        addr = Cat(lo[:32], Mux(lo[32], hi_inc, fr.laddr[32:]))
         with m.If(take):
             m.d.sync += [self.m_cmd.valid.eq(1), self.m_desc.valid.eq(1),
                          # MR-TX-122: the payload's address
                          self.m_cmd.payload.conn.eq(fr.conn),
-                         self.m_cmd.payload.addr.eq(fr.laddr + fr.mrdh_offset),
+                         self.m_cmd.payload.addr.eq(addr),
                          self.m_cmd.payload.length.eq(fr.payload_len)]
             d = self.m_desc.payload
             m.d.sync += [d.eq(0),

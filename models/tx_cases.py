@@ -372,7 +372,7 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000):
     for _ in range(n):
         ln = rng.choice([0, 1, 7, 8, 9, rng.randrange(max_len + 1), rng.randrange(max_len + 1)])
         addr = mem_layout.base + rng.randrange(mem_layout.size - ln + 1)
-        off = rng.randrange(1 << 20)
+        off = rng.choice([rng.randrange(1 << 20), rng.randrange(1 << 32)])     # carries into laddr[32:]
         op = rng.choice([int(Op.MR_WRITE), int(Op.MR_WRITE_IMM)])
         out.append({"conn": rng.randrange(lay.conns), "laddr": (addr - off) % (1 << 64),
                     "bth_opcode": op, "bth_ack_req": rng.randrange(2),
