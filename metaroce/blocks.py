@@ -162,6 +162,19 @@ BLOCKS: dict[str, Block] = {
              "work requests, round robin, resends first, chunking, PSNs, path windows "
              "(docs/spec/hw-tx-sched.md)",
     ),
+    # The TX engine's joined slice: scheduler, retransmit unit, join stage, payload DMA and
+    # frame builder (docs/spec/hw-tx.md section 2, MR-TX-100).
+    "tx": Block(
+        name="tx",
+        component="metaroce.hdl.tx:tx_small",
+        model="metaroce.models.tx:tx_model_small",
+        tb="metaroce.tb.tx",
+        help="TX engine (joined slice), small instance: 2 connections x 2 streams x 4 paths; "
+             "work requests, ACKs and templates in, frames and AXI4 payload reads out "
+             "(docs/spec/hw-tx.md)",
+        shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
+                "fb": r"^fb$"},
+    ),
 }
 
 

@@ -174,24 +174,31 @@ class DmaReadCycleModel:
     def _done(self, conn, length, err):
         return pack(self.done, {"conn": conn, "length": length, "error": err})
 
+    def outputs(self):
+        """Every output port's value this cycle: a function of the state alone (MR-DMR-044), so
+        a joined model (models/tx.py) reads it before stepping its neighbours."""
+        inflight = sum(x is not None for x in self.intake)
+        dq = self.done_q
+        ar_valid, ar_addr, ar_len = self.ar
+        out_valid, out_payload = self.out
+        return {
+            "s_cmd__ready": int(len(self.ar_q) + inflight < CMD_DEPTH),
+            "m_axi__arid": self.axi_id, "m_axi__araddr": ar_addr, "m_axi__arlen": ar_len,
+            "m_axi__arsize": self.size, "m_axi__arburst": INCR, "m_axi__arvalid": ar_valid,
+            "m_axi__rready": int(len(self.r_q) < R_DEPTH),
+            "m_data__payload": out_payload, "m_data__valid": out_valid,
+            "m_done__payload": dq.head if dq.level else 0, "m_done__valid": int(dq.level > 0),
+        }
+
     def step(self, inputs):
         g = inputs.get
         nb = self.nb
-        inflight = sum(x is not None for x in self.intake)
-        cmd_ready = int(len(self.ar_q) + inflight < CMD_DEPTH)
-        r_ready = int(len(self.r_q) < R_DEPTH)
+        out = self.outputs()
+        cmd_ready, r_ready = out["s_cmd__ready"], out["m_axi__rready"]
         dq = self.done_q
         go = dq.level < DONE_DEPTH
         ar_valid, ar_addr, ar_len = self.ar
         out_valid, out_payload = self.out
-        out = {
-            "s_cmd__ready": cmd_ready,
-            "m_axi__arid": self.axi_id, "m_axi__araddr": ar_addr, "m_axi__arlen": ar_len,
-            "m_axi__arsize": self.size, "m_axi__arburst": INCR, "m_axi__arvalid": ar_valid,
-            "m_axi__rready": r_ready,
-            "m_data__payload": out_payload, "m_data__valid": out_valid,
-            "m_done__payload": dq.head if dq.level else 0, "m_done__valid": int(dq.level > 0),
-        }
 
         # R side (MR-DMR-020..031, MR-DMR-042): a flush of the owed last beat, an R beat taken
         load_ok = not out_valid or g("m_data__ready", 0)

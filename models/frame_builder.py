@@ -301,6 +301,19 @@ class FrameBuilderModel:
                     or self.fifo.inner or self.fifo.out is not None or self.head is not None
                     or any(self.ck_line))
 
+    def outputs(self, en=None):
+        """Every output port's value this cycle: a function of the state alone (MR-TXF-041,
+        MR-TXF-042, MR-TXF-045), so a joined model (models/tx.py) reads it before stepping its
+        neighbours."""
+        en = self.room if en is None else en
+        f = self.f
+        need = bool(f) and f[1] >= f[0].hb and f[1] - f[0].hb < f[0].npb
+        data_, keep, last = self.out
+        return {"s_desc__ready": int(any(s is None for s in self.hp)),
+                "s_payload__ready": int(en and need),
+                "m_axis__tvalid": int(len(self.skid) > 0), "m_axis__tdata": data_,
+                "m_axis__tkeep": keep, "m_axis__tlast": last, "m_axis__tuser": 0}
+
     def step(self, inputs):
         g = inputs.get
         nb = self.nb
@@ -309,14 +322,10 @@ class FrameBuilderModel:
         en = self.room
         self.room = (len(fifo.inner) + (fifo.out is not None) < fifo.cap + 1 - 2
                      and self.rec_used < REC_DEPTH - 1)
+        outs = self.outputs(en)
+        desc_ready, pay_ready = outs["s_desc__ready"], outs["s_payload__ready"]
         f = self.f
         need = bool(f) and f[1] >= f[0].hb and f[1] - f[0].hb < f[0].npb
-        desc_ready = int(any(s is None for s in self.hp))
-        pay_ready = int(en and need)
-        data_, keep, last = self.out
-        outs = {"s_desc__ready": desc_ready, "s_payload__ready": pay_ready,
-                "m_axis__tvalid": int(count > 0), "m_axis__tdata": data_, "m_axis__tkeep": keep,
-                "m_axis__tlast": last, "m_axis__tuser": 0}
 
         # ---- output FIFO -> skid buffer (MR-TXF-045, MR-TXF-063): an IPv6 frame's beats
         # leave once its checksum record is there

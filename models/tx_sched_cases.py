@@ -374,6 +374,7 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
 
     rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
     n_frames = n_retx = 0
+    requests, frames = [], []
     for kind, ev in events:
         if kind == "ack":
             for d in rtx.ack(ev):
@@ -390,9 +391,14 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
         diff = compare_frame(ours, ev)
         assert not diff, f"frame {n_frames}: {diff} ({dict(a.stats)})"
         assert rtx.sent(sent)
+        requests.append(ours)
+        frames.append(ev)
         n_frames += 1
         n_retx += bool(ours["mrdh_flags"] & MrdhFlag.RETX)
     if not loopback:
         act = sem.decide()
         assert act is None, f"the endpoint blocked after {n_frames} frames, the scheduler did not"
-    return {"frames": n_frames, "retransmits": n_retx, "stats": dict(a.stats)}
+    # the frame requests and the endpoint's frames, for the frame-level comparison (MR-TX-152)
+    return {"frames": n_frames, "retransmits": n_retx, "stats": dict(a.stats),
+            "requests": requests, "endpoint_frames": frames, "endpoint": (a, ca), "src": bytes(src),
+            "paths": paths}

@@ -55,6 +55,14 @@ def add_arguments(p):
                         "(docs/spec/hw-rx.md, MR-RX-072)")
     p.add_argument("--write-config", metavar="FILE.json",
                    help="rx blocks: write the configuration the replay runs with")
+    p.add_argument("--acks", metavar="ACKS.pcap",
+                   help="tx: the peer's ACK/NAK frames, offered in order, each once the engine "
+                        "has sent the PSNs it covers (default: a lossless receiver ACKs every "
+                        "frame that asks); FILE is then the work-request JSON "
+                        "(docs/spec/cli.md, MR-TX-154)")
+    p.add_argument("--out", metavar="FRAMES.pcap", help="tx: write the frames the engine sent")
+    p.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator",
+                   help="tx: the RTL simulator (default verilator)")
 
 
 def _wave_format(path):
@@ -129,8 +137,13 @@ def run(args):
     from .verilog import block_and_width
     from metaroce.models import codec, pcap
     blk = block_and_width(args)
+    if blk.tb == "metaroce.tb.tx":
+        return run_tx(args, blk)
+    if args.acks or args.out:
+        raise CliError("--acks and --out are for the tx block")
     if blk.tb not in ("metaroce.tb.parser", "metaroce.tb.rx"):
-        raise CliError(f"block {blk.name!r} has no replay (the parser and the RX engine take frames)")
+        raise CliError(f"block {blk.name!r} has no replay (the parser, the RX engine and the TX "
+                       "engine have one)")
     for name, v in (("--idle", args.idle), ("--backpressure", args.backpressure)):
         if not 0.0 <= v < 1.0:
             raise CliError(f"{name} must be in [0, 1)")
@@ -295,3 +308,90 @@ def run_rx(args, blk):
 def unpack_reason(meta):
     from metaroce.models.parser import unpack_meta
     return unpack_meta(meta)["reason"]
+
+
+def run_tx(args, blk):
+    """``metaroce replay tx WORK.json [--acks ACKS.pcap]`` (MR-TX-154): the work requests and
+    the peer's ACKs through the TX engine's RTL in lockstep with its model; one object per frame
+    sent (``metaroce decode --json``'s), then a summary."""
+    from ..cli import CliError
+    from metaroce.models import codec, pcap
+    from metaroce.models import tx_cases as xc
+    from metaroce.models.tx import SMALL
+    for name, v in (("--idle", args.idle), ("--backpressure", args.backpressure)):
+        if not 0.0 <= v < 1.0:
+            raise CliError(f"{name} must be in [0, 1)")
+    if args.config or args.write_config:
+        raise CliError("--config and --write-config are for the rx blocks")
+    try:
+        with open(args.file) as f:
+            spec = json.load(f)
+    except OSError as e:
+        raise CliError(f"{args.file}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise CliError(f"{args.file}: not JSON ({e})") from None
+    frames = []
+    if args.acks:
+        try:
+            frames = [r.data for r in pcap.read(args.acks)]
+        except pcap.PcapError as e:
+            raise CliError(str(e)) from None
+    model = blk.make_model(args.width)
+    try:
+        items, mem, image, tm, acks = xc.replay_inputs(spec, frames, model.lay, paths=SMALL["paths"])
+    except xc.ReplayError as e:
+        raise CliError(f"{e}") from None
+    if not items:
+        raise CliError(f"{args.file}: no work requests")
+    if args.sim == "amaranth":
+        from metaroce.tb.lockstep import model_port_lists, port_values, Core, drive_amaranth
+        from amaranth.hdl import ClockDomain, Module
+        from amaranth.sim import Simulator
+        dut = blk.make_component(args.width)
+        drv = xc.ReplayDriver(model.lay, args.width, items, mem, tm, acks, image=image,
+                              seed=args.seed, idle=args.idle, bp=args.backpressure)
+        top = Module()
+        top.domains.sync = ClockDomain()
+        top.submodules.dut = dut
+        ins, outs = model_port_lists(model)
+        sig = port_values(dut, ins + outs)
+        core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, stop_on_mismatch=False)
+        sim = Simulator(top)
+        sim.add_clock(1e-8)
+        drive_amaranth(sim, core, drv, sig, busy=model.active)
+        sim.run()
+        res = xc.replay_result(drv, core.mismatches, core.reports)
+    else:
+        extra = {"METAROCE_REPLAY_SEED": str(args.seed)}
+        if args.acks:
+            extra["METAROCE_REPLAY_TX_ACKS"] = str(Path(args.acks).resolve())
+        res = simulate(blk, args.width, args.file, waves=args.waves, idle=args.idle,
+                       backpressure=args.backpressure, seed=args.seed, extra_env=extra)
+    raw = [bytes.fromhex(h) for h in res["frames"]]
+    if args.out:
+        try:
+            pcap.write(args.out, raw)
+        except OSError as e:
+            raise CliError(f"{args.out}: {e.strerror or e}") from None
+    out = sys.stdout
+    for i, data in enumerate(raw, 1):
+        obj = codec.decode_json(i, data)
+        out.write((json.dumps(obj) if args.json else codec.summary(i, obj)) + "\n")
+    statuses = {}
+    for c in res["cqe"]:
+        statuses[c["status"]] = statuses.get(c["status"], 0) + 1
+    summary = {"summary": True, "block": blk.name, "width": args.width, "sim": args.sim,
+               "work_requests": res["work_requests"], "completed": res["completed"],
+               "statuses": {str(k): v for k, v in sorted(statuses.items())},
+               "frames": len(raw), "acks_given": len(acks), "acks_taken": res["acks"],
+               "errors": len(res["errors"]), "mismatches": res["mismatches"],
+               "cycles": res["cycles"]}
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+    else:
+        out.write(f"{res['work_requests']} work requests, {res['completed']} completed "
+                  f"{summary['statuses']}; {len(raw)} frames; {res['acks']} ACKs taken; "
+                  f"{res['mismatches']} RTL/model mismatches; {res['cycles']} cycles\n")
+    for line in res["mismatch_reports"][:3]:
+        print(line, file=sys.stderr)
+    return 1 if res["mismatches"] else 0

@@ -1,0 +1,198 @@
+"""The TX engine, first joined slice: the scheduler, the retransmit unit, the join stage, the
+payload DMA and the frame builder, joined with ``wiring.connect`` (docs/spec/hw-tx.md section 2,
+MR-TX-1xx).
+
+``Tx(width=64, *, conns, streams, paths, depth, pool, outstanding, ...)`` (MR-TX-100). Ports
+(MR-TX-103):
+
+=========== ===== ======================================================================
+port        dir   meaning
+=========== ===== ======================================================================
+s_wr        in    work requests (the scheduler's ``s_wr``)
+s_ack       in    the peer's ACK/NAK records (the RX engine's ``m_ack`` layout, MR-TX-003)
+s_cfg       in    per-connection template writes (MR-TX-121)
+m_axi       out   AXI4 read master for the payload (the DMA's)
+m_axis      out   frames, Ethernet header to ICRC (the frame builder's)
+m_cqe       out   completions (the scheduler's)
+m_error     out   retry-limit reports (the retransmit unit's)
+now         in    the engine's nanosecond clock
+reg_addr    in    the retransmit unit's counter read (``reg_data`` out)
+=========== ===== ======================================================================
+
+Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
+"""
+from amaranth.hdl import Cat, Const, Module, Mux
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out, flipped
+
+from ..models import records
+from ..models import retransmit as rtx_model
+from ..models.frame_builder import DESC_LAYOUT
+from ..models.tx import MRDH_VERSION, SMALL, layouts
+from ..models.wire import ROCE_PORT
+from .dma_read import DmaRead, axi4_read_signature
+from .frame_builder import FrameBuilder
+from .parser import axis_signature
+from .retransmit import Retransmit
+from .rx import _add_prefix
+from .tx_sched import TxSched
+
+__all__ = ["TxJoin", "TxData", "Tx", "tx_small"]
+
+_SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
+
+
+class TxJoin(wiring.Component):
+    """MR-TX-120..123: the template memory and the fork of a frame request into a read command
+    and a frame descriptor, each in an output register."""
+
+    def __init__(self, lay):
+        self.lay = lay
+        super().__init__({
+            "s_frame": In(stream.Signature(lay.sched.frame)),
+            "s_cfg": In(stream.Signature(lay.cfg)),
+            "m_cmd": Out(stream.Signature(lay.cmd)),
+            "m_desc": Out(stream.Signature(DESC_LAYOUT)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lay = self.lay
+        m.submodules.tmpl = tmpl = memory.Memory(shape=lay.cfg, depth=lay.conns, init=[])
+        wr = tmpl.write_port()
+        rd = tmpl.read_port(domain="comb")
+        # MR-TX-121: a template write is always taken and seen from the next cycle on
+        m.d.comb += [self.s_cfg.ready.eq(1), wr.addr.eq(self.s_cfg.payload.conn),
+                     wr.data.eq(self.s_cfg.payload), wr.en.eq(self.s_cfg.valid)]
+        fr = self.s_frame.payload
+        t = rd.data
+        m.d.comb += rd.addr.eq(fr.conn)
+        # MR-TX-120: take a request when both registers are empty or being taken
+        cmd_free = ~self.m_cmd.valid | self.m_cmd.ready
+        desc_free = ~self.m_desc.valid | self.m_desc.ready
+        m.d.comb += self.s_frame.ready.eq(cmd_free & desc_free)
+        take = self.s_frame.valid & self.s_frame.ready
+        path = fr.mrdh_path[:max(1, (lay.paths - 1).bit_length())]
+        # MR-TX-122: laddr + offset as a 32-bit prefix add of the low half and the high half's
+        # increment beside it, selected by the carry (no 64-bit ripple after the queue's read)
+        lo = _add_prefix(fr.laddr[:32], fr.mrdh_offset)
+        hi_inc = _add_prefix(fr.laddr[32:], Const(0, 32), carry_in=1)[:32]
+        addr = Cat(lo[:32], Mux(lo[32], hi_inc, fr.laddr[32:]))
+        with m.If(take):
+            m.d.sync += [self.m_cmd.valid.eq(1), self.m_desc.valid.eq(1),
+                         # MR-TX-122: the payload's address
+                         self.m_cmd.payload.conn.eq(fr.conn),
+                         self.m_cmd.payload.addr.eq(addr),
+                         self.m_cmd.payload.length.eq(fr.payload_len)]
+            d = self.m_desc.payload
+            m.d.sync += [d.eq(0),
+                         d.eth_dst.eq(t.eth_dst), d.eth_src.eq(t.eth_src),
+                         d.ip_dscp.eq(t.ip_dscp), d.ip_ecn.eq(t.ip_ecn), d.ip_ttl.eq(t.ip_ttl),
+                         d.ip_src.eq(t.ip_src), d.ip_dst.eq(t.ip_dst),
+                         d.udp_sport.eq(t.sport.word_select(path, 16)), d.udp_dport.eq(ROCE_PORT),
+                         d.bth_pkey.eq(t.pkey), d.bth_dest_qp.eq(t.dest_qp),
+                         d.mrdh_version.eq(MRDH_VERSION)]
+            for name, _ in lay.sched.frame:
+                if name not in ("conn", "laddr"):
+                    m.d.sync += getattr(d, name).eq(getattr(fr, name))
+        with m.Else():
+            with m.If(self.m_cmd.ready):
+                m.d.sync += self.m_cmd.valid.eq(0)
+            with m.If(self.m_desc.ready):
+                m.d.sync += self.m_desc.valid.eq(0)
+        return m
+
+
+class TxData(wiring.Component):
+    """MR-TX-102: the join stage, the payload DMA and the frame builder."""
+
+    def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
+                 paths=SMALL["paths"], depth=SMALL["depth"], pool=SMALL["pool"],
+                 outstanding=SMALL["outstanding"], id_width=4):
+        if width not in (64, 128, 256, 512):
+            raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        self.width, self.conns, self.outstanding, self.id_width = width, conns, outstanding, id_width
+        self.lay = lay = layouts(conns, streams, paths, depth, pool)
+        super().__init__({
+            "s_frame": In(stream.Signature(lay.sched.frame)),
+            "s_cfg": In(stream.Signature(lay.cfg)),
+            "m_axi": Out(axi4_read_signature(width, id_width)),
+            "m_axis": Out(axis_signature(width, user=True)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.join = join = TxJoin(self.lay)
+        m.submodules.dma = dma = DmaRead(self.width, conns=self.conns,
+                                         outstanding=self.outstanding, id_width=self.id_width)
+        m.submodules.fb = fb = FrameBuilder(self.width)
+        wiring.connect(m, flipped(self.s_frame), join.s_frame)
+        wiring.connect(m, flipped(self.s_cfg), join.s_cfg)
+        wiring.connect(m, join.m_cmd, dma.s_cmd)
+        wiring.connect(m, join.m_desc, fb.s_desc)
+        wiring.connect(m, dma.m_data, fb.s_payload)
+        wiring.connect(m, dma.m_axi, flipped(self.m_axi))
+        wiring.connect(m, fb.m_axis, flipped(self.m_axis))
+        # MR-TX-124: the done records are taken every cycle (an error is counted by the model;
+        # marking the frame bad towards the MAC is planned)
+        m.d.comb += dma.m_done.ready.eq(1)
+        return m
+
+
+class Tx(wiring.Component):
+    """MR-TX-100..104: the TX half of the engine (docs/spec/hw-tx.md section 2)."""
+
+    def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
+                 paths=SMALL["paths"], depth=SMALL["depth"], pool=SMALL["pool"],
+                 outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
+                 retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, **sched_kw):
+        unknown = set(sched_kw) - set(_SCHED_KW)
+        if unknown:
+            raise TypeError(f"unknown parameters {sorted(unknown)}")
+        self.sched_kw = {k: sched_kw.get(k, SMALL[k]) for k in _SCHED_KW}
+        self.sched = TxSched(width, conns=conns, streams=streams, paths=paths, depth=depth,
+                             **self.sched_kw)
+        self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
+                              retry_limit=retry_limit, slot_log2=slot_log2)
+        self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
+                           pool=pool, outstanding=outstanding)
+        self.width = width
+        self.lay = lay = self.data.lay
+        super().__init__({
+            "s_wr": In(stream.Signature(lay.sched.wr)),
+            "s_ack": In(stream.Signature(lay.rtx.ack)),
+            "s_cfg": In(stream.Signature(lay.cfg)),
+            "m_axi": Out(axi4_read_signature(width, 4)),
+            "m_axis": Out(axis_signature(width, user=True)),
+            "m_cqe": Out(stream.Signature(lay.sched.cqe)),
+            "m_error": Out(stream.Signature(lay.rtx.error)),
+            "now": In(records.TIME_BITS),
+            "reg_addr": In(4),
+            "reg_data": Out(rtx_model.COUNTER_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        sched, rtx, dp = self.sched, self.rtx, self.data
+        m.submodules.sched, m.submodules.rtx, m.submodules.data = sched, rtx, dp
+        # MR-TX-101: the blocks' own ports, joined
+        wiring.connect(m, sched.m_sent, rtx.s_sent)
+        wiring.connect(m, rtx.m_acked, sched.s_acked)
+        wiring.connect(m, rtx.m_resend, sched.s_resend)
+        wiring.connect(m, sched.m_frame, dp.s_frame)
+        wiring.connect(m, flipped(self.s_wr), sched.s_wr)
+        wiring.connect(m, flipped(self.s_ack), rtx.s_ack)
+        wiring.connect(m, flipped(self.s_cfg), dp.s_cfg)
+        wiring.connect(m, dp.m_axi, flipped(self.m_axi))
+        wiring.connect(m, dp.m_axis, flipped(self.m_axis))
+        wiring.connect(m, sched.m_cqe, flipped(self.m_cqe))
+        wiring.connect(m, rtx.m_error, flipped(self.m_error))
+        m.d.comb += [sched.now.eq(self.now), rtx.now.eq(self.now), rtx.reg_addr.eq(self.reg_addr),
+                     self.reg_data.eq(rtx.reg_data)]
+        return m
+
+
+def tx_small(width=64):
+    """MR-TX-100: the small instance (models.tx.SMALL), the block ``tx``."""
+    return Tx(width, **SMALL)
+

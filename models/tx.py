@@ -1,0 +1,289 @@
+"""The TX engine as one cycle model (docs/spec/hw-tx.md section 2, MR-TX-1xx): the cycle models
+of the blocks it joins, stepped as the RTL (hdl/tx.py) wires them, plus the join stage.
+
+* :class:`TxJoinModel`: the join stage (MR-TX-120..123): the per-connection template memory
+  and the fork of each frame request into a payload read command (``laddr + offset``) and a
+  frame descriptor (the request's fields and the connection's template);
+* :class:`TxDataCycleModel`: the data path (MR-TX-102): the join stage, the payload DMA
+  (:class:`~metaroce.models.dma_read.DmaReadCycleModel`) and the frame builder
+  (:class:`~metaroce.models.frame_builder.FrameBuilderModel`);
+* :class:`TxCycleModel`: the engine's TX half (MR-TX-101): the scheduler
+  (:class:`~metaroce.models.tx_sched.TxSchedCycleModel`), the retransmit unit
+  (:class:`~metaroce.models.retransmit.RetransmitCycleModel`) and the data path.
+
+It is not a second description of any block: each block's timing is its own model's. One clock
+(MR-TX-104): the outputs of the DMA, the frame builder, the join stage and the retransmit unit's
+report queues are functions of their state, read first; the retransmit unit steps with the
+scheduler's sent-event queue head and report readies; the scheduler steps with the retransmit
+unit's reports and its ``s_sent`` ready; then the join stage, the DMA and the frame builder with
+the outputs their neighbours had at the start of the cycle.
+
+The port layouts are declared here and imported by the RTL; models/ never imports hdl/.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.lib import data
+
+from . import retransmit as rtx_model
+from . import tx_sched as sched_model
+from .dma_read import DmaReadCycleModel, cmd_layout
+from .frame_builder import DESC_LAYOUT, FrameBuilderModel
+from .retransmit import RetransmitCycleModel
+from .rx import pack, unpack
+from .tx_sched import SMALL as SCHED_SMALL
+from .tx_sched import TxSchedCycleModel
+from . import wire
+
+__all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd_of",
+           "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
+           "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION"]
+
+#: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
+#: a retransmit pool of 256 records (every path's 32 packets in flight), 16 read commands
+#: outstanding.
+SMALL = dict(SCHED_SMALL, pool=256, outstanding=16)
+
+#: MR-TX-121: the MRDH version every data frame carries (MR-WIRE-071).
+MRDH_VERSION = 1
+
+#: MR-TX-121: the template's fields besides the per-path UDP source ports (``sport``: path i
+#: in bits 16i .. 16i + 15).
+TMPL_FIELDS = (("eth_dst", 48), ("eth_src", 48), ("ip_src", 32), ("ip_dst", 32), ("ip_dscp", 6),
+               ("ip_ecn", 2), ("ip_ttl", 8), ("pkey", 16), ("dest_qp", 24))
+
+AXI_IN = ("arready", "rid", "rdata", "rresp", "rlast", "rvalid")
+AXI_OUT = ("arid", "araddr", "arlen", "arsize", "arburst", "arvalid", "rready")
+AXIS_OUT = ("tvalid", "tdata", "tkeep", "tlast", "tuser")
+
+#: MR-TX-103: the data path's ports, by Verilog name.
+DATA_INPUTS = (("s_frame__payload", "s_frame__valid", "s_cfg__payload", "s_cfg__valid",
+                "m_axis__tready") + tuple("m_axi__" + n for n in AXI_IN))
+DATA_OUTPUTS = (("s_frame__ready", "s_cfg__ready") + tuple("m_axis__" + n for n in AXIS_OUT)
+                + tuple("m_axi__" + n for n in AXI_OUT))
+#: MR-TX-103: the engine's ports, by Verilog name.
+INPUTS = (("s_wr__payload", "s_wr__valid", "s_ack__payload", "s_ack__valid", "s_cfg__payload",
+           "s_cfg__valid", "m_axis__tready", "m_cqe__ready", "m_error__ready", "now", "reg_addr")
+          + tuple("m_axi__" + n for n in AXI_IN))
+OUTPUTS = (("s_wr__ready", "s_ack__ready", "s_cfg__ready") + tuple("m_axis__" + n for n in AXIS_OUT)
+           + ("m_cqe__payload", "m_cqe__valid", "m_error__payload", "m_error__valid", "reg_data")
+           + tuple("m_axi__" + n for n in AXI_OUT))
+
+
+@dataclass(frozen=True)
+class TxLayouts:
+    conns: int
+    paths: int
+    sched: sched_model.Layouts
+    rtx: rtx_model.Layouts
+    cfg: data.StructLayout
+    cmd: data.StructLayout
+
+
+def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
+            depth=SMALL["depth"], pool=SMALL["pool"]):
+    """The engine's port layouts (MR-TX-103): the scheduler's ``wr`` and ``cqe``, the retransmit
+    unit's ``ack`` and ``error``, the template write ``cfg`` (MR-TX-121) and the DMA command."""
+    sl = sched_model.layouts(conns, streams, paths, depth)
+    rl = rtx_model.layouts(conns, paths, pool)
+    cfg = data.StructLayout({"conn": sl.conn_bits, **dict(TMPL_FIELDS), "sport": 16 * paths})
+    return TxLayouts(conns, paths, sl, rl, cfg, cmd_layout(conns))
+
+
+def template_of(conn, *, eth_dst, eth_src, ip_src, ip_dst, sports, ip_dscp=26, ip_ecn=2,
+                ip_ttl=64, pkey=0xFFFF, dest_qp=0):
+    """A ``s_cfg`` write (MR-TX-121) as a dict; MAC addresses as ints or "aa:bb:.." strings,
+    IPv4 addresses as ints or dotted strings, ``sports`` one UDP source port per path."""
+    import ipaddress
+
+    def mac(v):
+        return v if isinstance(v, int) else int(v.replace(":", ""), 16)
+
+    def ip(v):
+        return v if isinstance(v, int) else int(ipaddress.IPv4Address(v))
+    return {"conn": conn, "eth_dst": mac(eth_dst), "eth_src": mac(eth_src), "ip_src": ip(ip_src),
+            "ip_dst": ip(ip_dst), "ip_dscp": ip_dscp, "ip_ecn": ip_ecn, "ip_ttl": ip_ttl,
+            "pkey": pkey, "dest_qp": dest_qp,
+            "sport": sum(p << 16 * i for i, p in enumerate(sports))}
+
+
+def cmd_of(fr):
+    """MR-TX-122: the payload read of a frame request: ``laddr + mrdh_offset`` modulo 2^64
+    (MR-TXS-040: the scheduler leaves the add to the DMA side) for ``payload_len`` bytes."""
+    return {"conn": fr["conn"], "addr": (fr["laddr"] + fr["mrdh_offset"]) & ((1 << 64) - 1),
+            "length": fr["payload_len"]}
+
+
+def desc_of(fr, t, paths):
+    """MR-TX-121: the frame builder's descriptor of a frame request ``fr`` and its connection's
+    template ``t`` (a ``cfg`` dict): IPv4 without VLAN, UDP destination port 4791, MRDH version
+    1; every other descriptor field 0."""
+    path = fr["mrdh_path"] & (paths - 1)
+    d = {"eth_dst": t["eth_dst"], "eth_src": t["eth_src"], "ip_dscp": t["ip_dscp"],
+         "ip_ecn": t["ip_ecn"], "ip_ttl": t["ip_ttl"], "ip_src": t["ip_src"], "ip_dst": t["ip_dst"],
+         "udp_sport": (t["sport"] >> 16 * path) & 0xFFFF, "udp_dport": wire.ROCE_PORT,
+         "bth_pkey": t["pkey"], "bth_dest_qp": t["dest_qp"], "mrdh_version": MRDH_VERSION}
+    for k, v in fr.items():
+        if k not in ("conn", "laddr"):
+            d[k] = v
+    return d
+
+
+class TxJoinModel:
+    """MR-TX-120..123: the template memory (written by ``s_cfg``, always ready, the write seen
+    from the next cycle on) and two output registers, the read command and the descriptor. A
+    frame request is taken when both registers are empty or being taken (``s_frame.ready``
+    depends on the two consumers' readies, which are registers in the DMA and the frame
+    builder); both registers load in that cycle."""
+
+    def __init__(self, lay: TxLayouts):
+        self.lay = lay
+        self.tmpl = [unpack(lay.cfg, 0) for _ in range(lay.conns)]
+        self.cmd = (0, 0)               # valid, payload
+        self.desc = (0, 0)
+
+    def busy(self):
+        return bool(self.cmd[0] or self.desc[0])
+
+    def frame_ready(self, cmd_ready, desc_ready):
+        return int((not self.cmd[0] or bool(cmd_ready)) and (not self.desc[0] or bool(desc_ready)))
+
+    def step(self, frame_valid, frame_payload, cfg_valid, cfg_payload, cmd_ready, desc_ready):
+        lay = self.lay
+        take = self.frame_ready(cmd_ready, desc_ready) and frame_valid
+        if take:
+            fr = unpack(lay.sched.frame, frame_payload)
+            t = self.tmpl[fr["conn"]]
+            self.cmd = (1, pack(lay.cmd, cmd_of(fr)))
+            self.desc = (1, pack(DESC_LAYOUT, desc_of(fr, t, lay.paths)))
+        else:
+            if cmd_ready:
+                self.cmd = (0, self.cmd[1])
+            if desc_ready:
+                self.desc = (0, self.desc[1])
+        if cfg_valid:
+            c = unpack(lay.cfg, cfg_payload)
+            self.tmpl[c["conn"]] = c
+        return take
+
+
+class TxDataCycleModel:
+    """MR-TX-102: the join stage, the payload DMA and the frame builder, cycle by cycle on the
+    ports of ``hdl.tx.TxData`` (DATA_INPUTS, DATA_OUTPUTS). The DMA's done records are taken
+    every cycle and counted (``dma_errors``: the reads that came back with an error, MR-TX-124)."""
+
+    def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
+                 paths=SMALL["paths"], depth=SMALL["depth"], *, pool=SMALL["pool"],
+                 outstanding=SMALL["outstanding"]):
+        self.width = width
+        self.lay = layouts(conns, streams, paths, depth, pool)
+        self.join = TxJoinModel(self.lay)
+        self.dma = DmaReadCycleModel(width, conns, outstanding=outstanding)
+        self.fb = FrameBuilderModel(width)
+        self.dma_errors = 0
+
+    @staticmethod
+    def port_names():
+        return {"inputs": list(DATA_INPUTS), "outputs": list(DATA_OUTPUTS)}
+
+    def busy(self):
+        return self.join.busy() or self.dma.busy() or self.fb.busy()
+
+    def step(self, inputs):
+        g = inputs.get
+        do, fo = self.dma.outputs(), self.fb.outputs()
+        jc, jd = self.join.cmd, self.join.desc
+        frame_ready = self.join.frame_ready(do["s_cmd__ready"], fo["s_desc__ready"])
+        self.join.step(g("s_frame__valid", 0), g("s_frame__payload", 0), g("s_cfg__valid", 0),
+                       g("s_cfg__payload", 0), do["s_cmd__ready"], fo["s_desc__ready"])
+        self.dma.step({"s_cmd__payload": jc[1], "s_cmd__valid": jc[0],
+                       "m_data__ready": fo["s_payload__ready"], "m_done__ready": 1,
+                       **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
+        if do["m_done__valid"] and unpack(self.dma.done, do["m_done__payload"])["error"]:
+            self.dma_errors += 1
+        self.fb.step({"s_desc__payload": jd[1], "s_desc__valid": jd[0],
+                      "s_payload__payload": do["m_data__payload"],
+                      "s_payload__valid": do["m_data__valid"],
+                      "m_axis__tready": g("m_axis__tready", 0)})
+        out = {"s_frame__ready": frame_ready, "s_cfg__ready": 1}
+        out.update({"m_axis__" + n: fo["m_axis__" + n] for n in AXIS_OUT})
+        out.update({"m_axi__" + n: do["m_axi__" + n] for n in AXI_OUT})
+        return out
+
+
+class TxCycleModel:
+    """MR-TX-101: the TX half of the engine cycle by cycle on every port of ``hdl.tx.Tx``
+    (INPUTS, OUTPUTS): ``step(inputs) -> outputs`` once per clock."""
+
+    def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
+                 paths=SMALL["paths"], depth=SMALL["depth"], *, pool=SMALL["pool"],
+                 outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
+                 retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, **sched_kw):
+        if width not in (64, 128, 256, 512):
+            raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        self.width = width
+        kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
+                                                    "path_pkts", "ack_every", "resend_depth")}
+        self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, **kw)
+        self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
+                                        retry_limit=retry_limit, slot_log2=slot_log2)
+        self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
+                                     outstanding=outstanding)
+        self.lay = self.data.lay
+
+    @staticmethod
+    def port_names():
+        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+
+    def busy(self):
+        return self.sched.busy() or self.rtx.busy() or self.data.busy()
+
+    def active(self):
+        """Work in flight, not counting the retransmit unit's running timers (a replay ends
+        while a timer waits)."""
+        r = self.rtx
+        return bool(self.sched.busy() or self.data.busy() or r.s1 or r.s2 or r.job_q.level
+                    or r.ins_q.level or r.rearm_q.level or r.w_state or r.pend is not None
+                    or r.acked_q.level or r.resend_q.level or r.error_q.level)
+
+    def step(self, inputs):
+        g = inputs.get
+        sched, rtx = self.sched, self.rtx
+        # the retransmit unit's reports and the scheduler's queue heads, before the edge
+        acked_valid = int(rtx.acked_q.level > 0)
+        resend_valid = int(rtx.resend_q.level > 0)
+        resend_ready = int(not acked_valid and sched.sem.resend_room(
+            unpack(sched.lay.report, rtx.resend_q.head)))
+        sq = sched.sent_q
+        ro = rtx.step({"s_sent__payload": sq.head, "s_sent__valid": int(sq.level > 0),
+                       "s_ack__payload": g("s_ack__payload", 0), "s_ack__valid": g("s_ack__valid", 0),
+                       "m_acked__ready": 1, "m_resend__ready": resend_ready,
+                       "m_error__ready": g("m_error__ready", 0), "now": g("now", 0),
+                       "reg_addr": g("reg_addr", 0)})
+        data = self.data
+        frame_ready = data.join.frame_ready(data.dma.outputs()["s_cmd__ready"],
+                                            data.fb.outputs()["s_desc__ready"])
+        so = sched.step({"s_wr__payload": g("s_wr__payload", 0), "s_wr__valid": g("s_wr__valid", 0),
+                         "s_acked__payload": ro["m_acked__payload"], "s_acked__valid": ro["m_acked__valid"],
+                         "s_resend__payload": ro["m_resend__payload"],
+                         "s_resend__valid": ro["m_resend__valid"],
+                         "m_frame__ready": frame_ready, "m_sent__ready": ro["s_sent__ready"],
+                         "m_cqe__ready": g("m_cqe__ready", 0), "now": g("now", 0)})
+        assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
+        assert resend_valid == ro["m_resend__valid"]
+        do = data.step({"s_frame__payload": so["m_frame__payload"], "s_frame__valid": so["m_frame__valid"],
+                        **{n: g(n, 0) for n in DATA_INPUTS if n.startswith(("s_cfg", "m_axi", "m_axis"))}})
+        out = {"s_wr__ready": so["s_wr__ready"], "s_ack__ready": ro["s_ack__ready"],
+               "s_cfg__ready": do["s_cfg__ready"],
+               "m_cqe__payload": so["m_cqe__payload"], "m_cqe__valid": so["m_cqe__valid"],
+               "m_error__payload": ro["m_error__payload"], "m_error__valid": ro["m_error__valid"],
+               "reg_data": ro["reg_data"]}
+        out.update({"m_axis__" + n: do["m_axis__" + n] for n in AXIS_OUT})
+        out.update({"m_axi__" + n: do["m_axi__" + n] for n in AXI_OUT})
+        return out
+
+
+def tx_model_small(width=64):
+    """The model of the small instance ``hdl.tx.tx_small`` (MR-TX-100)."""
+    return TxCycleModel(width, **SMALL)

@@ -1,0 +1,674 @@
+"""The TX engine's one verification stack, simulator-independent part (MR-TX-150..152).
+
+* :func:`traffic`: seeded work requests (the scheduler's :func:`~metaroce.models.tx_sched_cases.traffic`,
+  their payload placed in a host memory image) and the connections' templates;
+* :class:`Driver`: the template writes first, then the work requests with idle cycles; random
+  backpressure on ``m_axis``, ``m_cqe`` and ``m_error``; a host memory on ``m_axi`` with random
+  ``arready``, R latency and R gaps (:class:`~metaroce.models.dma_read_cases.HostMemory`); and
+  the loop: every frame on ``m_axis`` is decoded, delivered to a lossy receiver
+  (``protocol.rx_accept``) per path, whose ACK records (the RX engine's ``m_ack`` layout) come
+  back on ``s_ack``; when the engine falls quiet with work requests open, every path is ACKed,
+  and then the clock jumps by an RTO so that the retransmit unit's timers find the tail losses;
+* :func:`check`: what the engine emitted against the work requests and the host memory;
+* :func:`data_requests`, :class:`DataDriver`, :func:`expected_data_frames`: the data path alone
+  (join stage, DMA, frame builder) on frame requests (MR-TX-151);
+* :func:`endpoint_frames` and :func:`endpoint_lossy`: the reference endpoint's frames and the
+  engine's inputs for the same writes, to compare byte for byte (MR-TX-152);
+* :class:`BenchDriver`, :class:`AckBurstDriver`: ``metaroce bench tx`` (MR-TX-153).
+"""
+from __future__ import annotations
+
+import random
+from collections import defaultdict, deque
+
+from . import codec
+from . import protocol as P
+from .dma_read_cases import HostMemory, Layout
+from .driver import CounterReadout
+from .rx import pack, unpack
+from .tx import template_of
+from .tx_sched import OP_WRITE_IMM, STATUS_OK, TxSchedModel
+from .tx_sched_cases import traffic as sched_traffic
+from .wire import MrdhFlag, Op
+
+__all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_beats",
+           "endpoint_frames", "endpoint_template", "endpoint_lossy", "data_requests",
+           "expected_data_frames", "DataDriver", "BenchDriver", "AckBurstDriver"]
+
+
+def templates(conns, paths):
+    """One template per connection (MR-TX-121): distinct MACs, addresses, QPs and source ports."""
+    return [template_of(c, eth_dst=0x02_00_00_00_10_00 + c, eth_src=0x02_00_00_00_20_00 + c,
+                        ip_src=f"10.0.1.{c + 1}", ip_dst=f"10.0.2.{c + 1}",
+                        sports=[0xC000 + 16 * c + p for p in range(paths)],
+                        pkey=0xFFFF - c, dest_qp=0x100 + c, ip_dscp=26, ip_ecn=2, ip_ttl=64)
+            for c in range(conns)]
+
+
+def traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad=True):
+    """``n`` work requests for the instance of ``sem``, their ``laddr`` inside a host memory
+    (returned): ``(items, memory layout)``."""
+    items = sched_traffic(sem, n, seed=seed, bad=bad, max_len=max_len)
+    rng = random.Random(seed + 99)
+    pos = 0
+    for w in items:
+        ln = w["length"] if w["length"] < 1 << 20 else 0
+        pos += rng.randrange(64)
+        w["laddr"] = pos
+        pos += ln
+    lay = Layout(pos + 4096)
+    for w in items:
+        w["laddr"] += lay.base
+    return items, lay
+
+
+class Driver(CounterReadout):
+    """Sources for ``s_cfg``, ``s_wr`` and ``s_ack``, sinks for ``m_axis``, ``m_cqe`` and
+    ``m_error``, the host memory and the lossy receiver, all from one seed (module docstring)."""
+
+    def __init__(self, lay, width, items, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
+                 loss=0.1, p_ack=0.3, p_axi=0.3, latency=(1, 40), ns_per_cycle=4, image=None,
+                 acks=True, expect_frames=None):
+        self.lay, self.nb = lay, width // 8
+        self.rng = random.Random(seed)
+        self.items = list(items)
+        self.tmpls = list(tmpls)
+        self.p_idle, self.p_bp, self.loss, self.p_ack = p_idle, p_bp, loss, p_ack
+        self.acks = acks
+        self.expect_frames = expect_frames      # MR-TX-152 (a): done after this many frames
+        self.now, self.ns_per_cycle = 0, ns_per_cycle
+        self.mem = HostMemory(mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi,
+                              latency=latency)
+        if image is not None:
+            self.mem.image = bytes(image) + bytes(2 * mem_layout.size - len(image))
+        self.i = self.ci = 0
+        self.presenting = self.cfg_offer = self.ack_offer = None
+        self.cycle = 0
+        self.n_counters = 0
+        self.read_counters = False
+        self.quiet_cycles = 3
+        self.limit = 40_000 + 3_000 * len(self.items)
+        self._readout_reset()
+        self.qp_conn = {t["dest_qp"]: t["conn"] for t in self.tmpls}
+        self.rx = defaultdict(lambda: [0, 0])          # (conn, path) -> receiver cum, sack
+        self.ack_q = deque()
+        self.beats = []
+        self.silent = 0
+        self.flushed = False
+        self.res = {"frames": [], "raw": [], "cqe": [], "errors": [], "cycles": 0, "lost": 0,
+                    "acks": 0, "timeouts": 0, "counters": None, "taken": [], "ack_taken": []}
+
+    @property
+    def sent_all(self):
+        if self.expect_frames is not None:
+            return self.i >= len(self.items) and len(self.res["frames"]) >= self.expect_frames
+        return (self.i >= len(self.items) and self.presenting is None
+                and len(self.res["cqe"]) == len(self.items))
+
+    def _ack(self, conn, path):
+        cum, sack = self.rx[(conn, path)]
+        self.ack_q.append({"nak": 0, "conn": conn, "path": path, "psn": 0, "reason": 0, "cum": cum,
+                           "sack": sack, "ce_count": 0, "ece": 0, "sport": 0})
+
+    def inputs(self):
+        rng = self.rng
+        inp = {"s_wr__valid": 0, "s_wr__payload": 0, "s_ack__valid": 0, "s_ack__payload": 0,
+               "s_cfg__valid": 0, "s_cfg__payload": 0, "now": self.now, "reg_addr": 0,
+               "m_axis__tready": 1, "m_cqe__ready": 1, "m_error__ready": 1}
+        self.mem.inputs(inp, self.cycle)
+        if self._phase:
+            return inp
+        if self.ci < len(self.tmpls):
+            if self.cfg_offer is None and rng.random() >= self.p_idle:
+                self.cfg_offer = self.tmpls[self.ci]
+            if self.cfg_offer is not None:
+                inp["s_cfg__valid"] = 1
+                inp["s_cfg__payload"] = pack(self.lay.cfg, self.cfg_offer)
+        elif self.presenting is None and self.i < len(self.items) and rng.random() >= self.p_idle:
+            self.presenting = self.items[self.i]
+        if self.presenting is not None:
+            inp["s_wr__valid"] = 1
+            inp["s_wr__payload"] = pack(self.lay.sched.wr, self.presenting)
+        if self.ack_offer is None and self.ack_q and rng.random() >= self.p_idle:
+            self.ack_offer = self.ack_q.popleft()
+        if self.ack_offer is not None:
+            inp["s_ack__valid"] = 1
+            inp["s_ack__payload"] = pack(self.lay.rtx.ack, self.ack_offer)
+        for name in ("m_axis__tready", "m_cqe__ready", "m_error__ready"):
+            inp[name] = int(rng.random() >= self.p_bp)
+        return inp
+
+    def _frame(self, raw):
+        res = self.res
+        res["raw"].append(raw)
+        f = codec.decode(raw)
+        res["frames"].append(f)
+        if not self.acks or f.mrdh is None:
+            return
+        conn, path = self.qp_conn[f.bth.dest_qp], f.mrdh.path
+        key = (conn, path)
+        if self.rng.random() >= self.loss:
+            cum, sack = self.rx[key]
+            if P.rx_classify(cum, sack, f.bth.psn) == P.RX_NEW:
+                self.rx[key][0], self.rx[key][1], _ = P.rx_accept(cum, sack, f.bth.psn)
+        else:
+            res["lost"] += 1
+        if f.bth.ack_req or self.rng.random() < self.p_ack:
+            self._ack(conn, path)
+
+    def observe(self, inp, out):
+        self.mem.observe(inp, out, self.cycle)
+        self.now = (self.now + self.ns_per_cycle) & P.TIME_MASK
+        if self._readout_observe(out):
+            return
+        res = self.res
+        if self.cfg_offer is not None and out["s_cfg__ready"]:
+            self.cfg_offer = None
+            self.ci += 1
+        if self.presenting is not None and out["s_wr__ready"]:
+            self.presenting = None
+            self.i += 1
+            res["taken"].append(self.cycle)
+        if self.ack_offer is not None and out["s_ack__ready"]:
+            res["acks"] += 1
+            res["ack_taken"].append(self.cycle)
+            self.ack_offer = None
+        active = False
+        if out["m_axis__tvalid"] and inp["m_axis__tready"]:
+            active = True
+            self.beats.append((out["m_axis__tdata"], out["m_axis__tkeep"]))
+            if out["m_axis__tlast"]:
+                self._frame(frames_of_beats(self.beats, self.nb)[0])
+                self.beats = []
+        if out["m_cqe__valid"] and inp["m_cqe__ready"]:
+            active = True
+            res["cqe"].append(unpack(self.lay.sched.cqe, out["m_cqe__payload"]))
+        if out["m_error__valid"] and inp["m_error__ready"]:
+            res["errors"].append(unpack(self.lay.rtx.error, out["m_error__payload"]))
+        pending = self.ack_q or self.ack_offer is not None or not self.mem.idle
+        self.silent = 0 if active or pending else self.silent + 1
+        # quiet with work requests open, or with the retransmit unit's timers still running
+        # after the last completion (a lost tail PSN whose chunk was acknowledged through its
+        # resend): ACK every path, then let the timers expire
+        if self.acks and self.silent > 60:
+            if not self.flushed:
+                # every path's state, to resolve what the SACKs show lost (MR-REL-002)
+                for (conn, path) in list(self.rx):
+                    self._ack(conn, path)
+                self.flushed = True
+            else:
+                # the tail losses: let the retransmit unit's timers expire (MR-REL-006)
+                self.now = (self.now + 2 * 40_000) & P.TIME_MASK
+                res["timeouts"] += 1
+                self.flushed = False
+            self.silent = 0
+        if active:
+            self.flushed = False
+        self.cycle += 1
+
+    def _stuck(self):
+        return (f"(work request {self.i} of {len(self.items)}, {len(self.res['cqe'])} completions, "
+                f"{len(self.res['frames'])} frames)")
+
+
+def frames_of_beats(beats, nb):
+    """The frames' bytes from ``(tdata, tkeep)`` beats (MR-TXF-044: ``tkeep`` a run from lane 0)."""
+    out, cur = [], bytearray()
+    for data_, keep in beats:
+        n = bin(keep).count("1")
+        cur += data_.to_bytes(nb, "little")[:n]
+    out.append(bytes(cur))
+    return out
+
+
+def run_model(model, items, mem_layout, tmpls, *, seed=0, **kw):
+    """:class:`~metaroce.models.tx.TxCycleModel` alone through the driver; the driver's results."""
+    drv = Driver(model.lay, model.width, items, mem_layout, tmpls, seed=seed, **kw)
+    while not drv.finished:
+        inp = drv.inputs()
+        out = model.step(inp)
+        drv.observe(inp, out)
+        drv.settle(model.busy)
+    return drv
+
+
+def check(sem: TxSchedModel, items, drv):
+    """MR-TX-150: every work request completes once with its status, in posting order per
+    stream; every frame decodes (IPv4 checksum and ICRC good), carries its connection's template
+    and its work request's fields, and its payload is the host memory's bytes at ``laddr +
+    offset``; PSNs run 0, 1, ... per path; every chunk of every good message is sent."""
+    res = drv.res
+    mtu = sem.mtu
+    by_id = {w["wr_id"]: w for w in items}
+    assert len(res["cqe"]) == len(items), "one completion per work request"
+    assert sorted(c["wr_id"] for c in res["cqe"]) == sorted(by_id), "each work request completes once"
+    order, posted = defaultdict(list), defaultdict(list)
+    for c in res["cqe"]:
+        w = by_id[c["wr_id"]]
+        want = sem.wr_status(w)
+        assert c["status"] == want, f"work request {c['wr_id']}: status {c['status']}, want {want}"
+        if want == STATUS_OK:
+            order[(w["conn"], w["stream"])].append(c["wr_id"])
+    for w in items:
+        if sem.wr_status(w) == STATUS_OK:
+            posted[(w["conn"], w["stream"])].append(w["wr_id"])
+    assert dict(order) == dict(posted), "completions in posting order per stream (MR-EXO-004)"
+    msg_of = {(k[0], k[1], n): by_id[wid] for k, ids in posted.items() for n, wid in enumerate(ids)}
+    tm = {t["dest_qp"]: t for t in drv.tmpls}
+    next_psn = defaultdict(int)
+    chunks = defaultdict(set)
+    retx = 0
+    for f in res["frames"]:
+        t = tm[f.bth.dest_qp]
+        conn, path = t["conn"], f.mrdh.path
+        assert f.ip.src == _ip(t["ip_src"]) and f.ip.dst == _ip(t["ip_dst"])
+        assert f.eth.dst == _mac(t["eth_dst"]) and f.eth.src == _mac(t["eth_src"])
+        assert f.udp.sport == (t["sport"] >> 16 * path) & 0xFFFF and f.bth.pkey == t["pkey"]
+        assert (f.ip.dscp, f.ip.ecn, f.ip.ttl) == (t["ip_dscp"], t["ip_ecn"], t["ip_ttl"])
+        assert f.bth.psn == next_psn[(conn, path)], "PSNs in order per path (MR-SEQ-001)"
+        next_psn[(conn, path)] = P.psn_add(f.bth.psn, 1)
+        w = msg_of[(conn, f.mrdh.stream, f.mrdh.msg)]
+        off = f.mrdh.offset
+        assert f.bth.opcode == (Op.MR_WRITE_IMM if w["op"] == OP_WRITE_IMM else Op.MR_WRITE)
+        assert (f.reth.va, f.reth.rkey, f.reth.dma_len, f.mrdh.msg_len) == (
+            w["va"], w["rkey"], w["length"], w["length"])
+        assert len(f.payload) == P.chunk_bytes(w["length"], off // mtu, mtu)
+        assert f.payload == drv.mem.read(w["laddr"] + off, len(f.payload)), "payload from host memory"
+        chunks[(conn, f.mrdh.stream, f.mrdh.msg)].add(off // mtu)
+        retx += bool(f.mrdh.flags & MrdhFlag.RETX)
+    for k, w in msg_of.items():
+        assert chunks[k] == set(range(P.chunk_count(w["length"], mtu))), f"every chunk of {w['wr_id']}"
+    return {"retransmits": retx, "frames": len(res["frames"])}
+
+
+def _ip(v):
+    import ipaddress
+    return str(ipaddress.IPv4Address(v))
+
+
+def _mac(v):
+    return ":".join(f"{b:02x}" for b in v.to_bytes(6, "big"))
+
+
+# ------------------------------------------------------------------ the reference endpoint
+
+def endpoint_template(a, ca, conn, paths):
+    """MR-TX-152: the template of the endpoint connection ``ca`` of endpoint ``a``: its frames'
+    Ethernet addresses (codec defaults), IPv4 addresses, peer QP, P_Key and path entropies."""
+    f = codec.Eth()
+    ip = codec.IP()
+    return template_of(conn, eth_dst=f.dst, eth_src=f.src, ip_src=a.addr, ip_dst=ca.peer_addr,
+                       sports=[p.entropy for p in ca.paths][:paths], pkey=ca.pkey,
+                       dest_qp=ca.peer_id, ip_dscp=ip.dscp, ip_ecn=2, ip_ttl=ip.ttl)
+
+
+def endpoint_frames(seed=0, *, streams=2, depth=4, paths=4, conn=1, conns=2, **ep_kw):
+    """MR-TX-152 (a), MR-TXS-051 (a): the endpoint's writes drawn until it blocks (no ACK).
+    Returns ``(expected frame bytes, work requests, memory layout, image, templates, scheduler
+    parameters)`` for driving the engine on the same writes."""
+    from .endpoint import Frame
+    from .tx_sched_cases import _endpoint_pair, _model_for, wr_item
+    rng = random.Random(seed)
+    a, b, ca = _endpoint_pair(paths, streams, conn_id=conn, **ep_kw)
+    msgs = [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(20_000)]),
+             rng.choice([None, rng.randrange(1 << 32)]))
+            for s in range(streams) for _ in range(rng.randrange(1, depth + 1))]
+    total = sum(m[1] for m in msgs)
+    src = bytearray(rng.randbytes(total + 1))
+    dst = bytearray(len(src))
+    ks, kd = a.reg_mr(src), b.reg_mr(dst)
+    sem = _model_for(a, ca, conns, streams, depth)
+    lay = Layout(total + 4096)
+    items, off = [], 0
+    for k, (stream, length, imm) in enumerate(sorted(msgs, key=lambda m: m[0])):
+        ca.post_write(stream, ks, off, length, off, kd, wr_id=k, imm=imm)
+        items.append(wr_item(conn, stream, length, wr_id=k,
+                             op=0 if imm is None else OP_WRITE_IMM, laddr=lay.base + off, va=off,
+                             rkey=kd, imm=imm or 0))
+        off += length
+    want, t = [], 0.0
+    while isinstance(f := a.next_packet(t), Frame):
+        want.append(codec.encode(f))
+        t += 1e-9
+    tm = [template_of(c, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * paths)
+          for c in range(conns)]
+    tm[conn] = endpoint_template(a, ca, conn, paths)
+    params = dict(conns=conns, streams=streams, paths=paths, depth=depth,
+                  chunk_window=sem.chunk_window, mtu=sem.mtu, cwnd=sem.cwnd,
+                  conn_window=sem.conn_window, path_pkts=sem.path_pkts, ack_every=sem.ack_every,
+                  resend_depth=sem.resend_depth)
+    return want, items, lay, bytes(src), tm, params
+
+
+def endpoint_lossy(seed, *, conns=2):
+    """MR-TX-152 (b), MR-TXS-051 (b): the endpoint's writes over the lossy loopback (as
+    tests/test_tx_sched_model.py's, windows that do not bind); the scheduler's semantics, with
+    the retransmit unit's between them on the ACKs the endpoint processed, give the endpoint's
+    frame requests frame by frame, resends included (``endpoint_compare`` asserts each). Returns
+    ``(frame requests with laddr in the host memory, the endpoint's frame bytes, templates,
+    memory layout, image)``."""
+    from .tx_sched_cases import endpoint_compare
+    rng = random.Random(seed)
+    msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7])) for s in range(2)
+            for _ in range(4)]
+    r = endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
+                         init_window_bdp=100.0, max_window_bdp=100.0)
+    a, ca = r["endpoint"]
+    lay = Layout(len(r["src"]) + 4096)
+    reqs = [dict(q, laddr=lay.base + q["laddr"]) for q in r["requests"]]
+    tm = [template_of(c, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * r["paths"])
+          for c in range(conns)]
+    conn = reqs[0]["conn"]
+    tm[conn] = endpoint_template(a, ca, conn, r["paths"])
+    return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, r["src"]
+
+
+def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000):
+    """``n`` random frame requests for the data path (MR-TX-151): every connection and path,
+    WRITE and WRITE_IMM, payloads 0..``max_len`` bytes anywhere in the host memory (any
+    alignment); laddr + offset is the payload's address."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        ln = rng.choice([0, 1, 7, 8, 9, rng.randrange(max_len + 1), rng.randrange(max_len + 1)])
+        addr = mem_layout.base + rng.randrange(mem_layout.size - ln + 1)
+        off = rng.choice([rng.randrange(1 << 20), rng.randrange(1 << 32)])     # carries into laddr[32:]
+        op = rng.choice([int(Op.MR_WRITE), int(Op.MR_WRITE_IMM)])
+        out.append({"conn": rng.randrange(lay.conns), "laddr": (addr - off) % (1 << 64),
+                    "bth_opcode": op, "bth_ack_req": rng.randrange(2),
+                    "bth_psn": rng.randrange(1 << 24), "mrdh_flags": rng.randrange(16),
+                    "mrdh_path": rng.randrange(lay.paths), "mrdh_stream": rng.randrange(1 << 16),
+                    "mrdh_msg": rng.randrange(1 << 32), "mrdh_offset": off,
+                    "mrdh_msg_len": rng.randrange(1 << 32), "reth_va": rng.randrange(1 << 64),
+                    "reth_rkey": rng.randrange(1 << 32), "reth_dma_len": rng.randrange(1 << 32),
+                    "imm_imm": rng.randrange(1 << 32) if op == Op.MR_WRITE_IMM else 0,
+                    "payload_len": ln})
+    return out
+
+
+def expected_data_frames(reqs, tmpls, mem, paths):
+    """MR-TX-151: each request's frame: the frame builder's bytes (codec.encode) of the join
+    stage's descriptor, the payload read from the host memory at laddr + offset."""
+    from .frame_builder import DESC_LAYOUT, builder_bytes
+    from .tx import cmd_of, desc_of
+    by_conn = {t["conn"]: t for t in tmpls}
+    out = []
+    for fr in reqs:
+        d = unpack(DESC_LAYOUT, pack(DESC_LAYOUT, desc_of(fr, by_conn[fr["conn"]], paths)))
+        c = cmd_of(fr)
+        out.append(builder_bytes(d, mem.read(c["addr"], c["length"])))
+    return out
+
+
+class DataDriver(CounterReadout):
+    """The data path's driver (MR-TX-151): template writes first, then the frame requests on
+    ``s_frame`` with idle cycles; random backpressure on ``m_axis``; the host memory on
+    ``m_axi`` (random ``arready``, R latency and gaps). Collects the frames' bytes."""
+
+    def __init__(self, lay, width, reqs, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
+                 p_axi=0.3, latency=(1, 40), image=None):
+        self.lay, self.nb = lay, width // 8
+        self.rng = random.Random(seed)
+        self.reqs, self.tmpls = list(reqs), list(tmpls)
+        self.p_idle, self.p_bp = p_idle, p_bp
+        self.mem = HostMemory(mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi,
+                              latency=latency)
+        if image is not None:
+            self.mem.image = bytes(image) + bytes(2 * mem_layout.size - len(image))
+        self.i = self.ci = 0
+        self.offer = self.cfg_offer = None
+        self.cycle = 0
+        self.n_counters = 0
+        self.read_counters = False
+        self.quiet_cycles = 3
+        self.limit = 20_000 + 2_000 * len(self.reqs)
+        self._readout_reset()
+        self.beats = []
+        self.res = {"raw": [], "cycles": 0, "counters": None}
+
+    @property
+    def sent_all(self):
+        return self.i >= len(self.reqs) and len(self.res["raw"]) == len(self.reqs)
+
+    def inputs(self):
+        rng = self.rng
+        inp = {"s_frame__valid": 0, "s_frame__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
+               "m_axis__tready": 1}
+        self.mem.inputs(inp, self.cycle)
+        if self._phase:
+            return inp
+        if self.ci < len(self.tmpls):
+            if self.cfg_offer is None and rng.random() >= self.p_idle:
+                self.cfg_offer = self.tmpls[self.ci]
+            if self.cfg_offer is not None:
+                inp["s_cfg__valid"] = 1
+                inp["s_cfg__payload"] = pack(self.lay.cfg, self.cfg_offer)
+        elif self.offer is None and self.i < len(self.reqs) and rng.random() >= self.p_idle:
+            self.offer = self.reqs[self.i]
+        if self.offer is not None:
+            inp["s_frame__valid"] = 1
+            inp["s_frame__payload"] = pack(self.lay.sched.frame, self.offer)
+        inp["m_axis__tready"] = int(rng.random() >= self.p_bp)
+        return inp
+
+    def observe(self, inp, out):
+        self.mem.observe(inp, out, self.cycle)
+        if self._readout_observe(out):
+            return
+        if self.cfg_offer is not None and out["s_cfg__ready"]:
+            self.cfg_offer = None
+            self.ci += 1
+        if self.offer is not None and out["s_frame__ready"]:
+            self.offer = None
+            self.i += 1
+        if out["m_axis__tvalid"] and inp["m_axis__tready"]:
+            self.beats.append((out["m_axis__tdata"], out["m_axis__tkeep"]))
+            if out["m_axis__tlast"]:
+                self.res["raw"].append(frames_of_beats(self.beats, self.nb)[0])
+                self.beats = []
+        self.cycle += 1
+
+    def _stuck(self):
+        return f"(request {self.i} of {len(self.reqs)}, {len(self.res['raw'])} frames)"
+
+
+# ------------------------------------------------------------------ measurement (bench tx)
+
+class BenchDriver(Driver):
+    """``metaroce bench tx`` (MR-TX-153): no idle cycles, no backpressure, an AXI read latency
+    of one cycle without gaps; ``n`` WRITE work requests of ``nbytes`` each (one packet each)
+    over every connection and stream in turn, posted back to back, every frame ACKed by a lossless receiver
+    (``p_ack`` 1: an ACK per frame, offered as soon as the frame's last beat is out). Records the
+    cycles of every frame's first and last beat, each work request's take, each ACK's take."""
+
+    def __init__(self, lay, width, n, nbytes, *, paths):
+        from .tx_sched import OP_WRITE
+        from .tx_sched_cases import wr_item
+        mem = Layout(n * nbytes + 4096)
+        items = [wr_item(k % lay.conns, k // lay.conns % lay.sched.streams, nbytes, wr_id=k,
+                         op=OP_WRITE, laddr=mem.base + k * nbytes, va=k * nbytes, rkey=1)
+                 for k in range(n)]
+        super().__init__(lay, width, items, mem, templates(lay.conns, paths), seed=1, p_idle=0.0,
+                         p_bp=0.0, loss=0.0, p_ack=1.0, p_axi=0.0, latency=(1, 1))
+        self.first_beats, self.last_beats = [], []
+        self.in_frame = False
+
+    def observe(self, inp, out):
+        if not self._phase and out["m_axis__tvalid"] and inp["m_axis__tready"]:
+            if not self.in_frame:
+                self.first_beats.append(self.cycle)
+            self.in_frame = not out["m_axis__tlast"]
+            if out["m_axis__tlast"]:
+                self.last_beats.append(self.cycle)
+        super().observe(inp, out)
+
+    def row(self, width, nbytes):
+        """The bench row's measured fields (MR-TX-153)."""
+        # steady state: from the second frame's first beat (the first waits for its payload's
+        # read latency behind its header) to the last frame's last beat
+        fb, lb = self.first_beats, self.last_beats
+        n = len(lb)
+        beats = sum(len(r) for r in self.res["raw"])
+        nb = width // 8
+        nbeats = sum(-(-len(r) // nb) for r in self.res["raw"][1:])
+        span = lb[-1] - fb[1] + 1 if n > 1 else 0
+        n -= 1
+        acks = self.res["ack_taken"]
+        lat = min(f - t for f, t in zip(fb, self.res["taken"])) if n else None
+        return {"packets": n + 1, "packets_per_cycle": round(n / span, 4) if span else None,
+                "beats_per_cycle": round(nbeats / span, 4) if span else None,
+                "frame_bytes": beats // n if n else None,
+                "latency_cycles": lat,
+                "acks": len(acks),
+                "acks_per_cycle": round(len(acks) / (acks[-1] - acks[0] + 1), 4) if len(acks) > 1 else None}
+
+
+class AckBurstDriver(BenchDriver):
+    """MR-TX-153 ``acks_per_cycle``: the frames of ``n`` one-packet work requests (at most one
+    ring's worth per stream, 16 in the small instance) go out without ACKs (the receiver holds
+    them), then one cumulative ACK per frame is offered back to back,
+    in PSN order per path: the cycles from the first ACK taken to the last."""
+
+    def __init__(self, lay, width, n, nbytes, *, paths):
+        n = min(n, lay.conns * lay.sched.streams * lay.sched.depth)
+        super().__init__(lay, width, n, nbytes, paths=paths)
+        self.acks = False
+        self.held = []
+
+    def _frame(self, raw):
+        super()._frame(raw)
+        f = self.res["frames"][-1]
+        path = f.mrdh.path
+        self.held.append({"nak": 0, "conn": self.qp_conn[f.bth.dest_qp], "path": path, "psn": f.bth.psn, "reason": 0,
+                          "cum": P.psn_add(f.bth.psn, 1), "sack": 0, "ce_count": 0, "ece": 0,
+                          "sport": 0})
+        if len(self.held) == len(self.items):
+            self.ack_q.extend(self.held)
+
+
+# ------------------------------------------------------------------ replay (metaroce replay tx)
+
+class ReplayError(ValueError):
+    """A replay input that cannot be used (one line, for the CLI)."""
+
+
+def replay_inputs(spec, ack_frames, lay, *, paths):
+    """``metaroce replay tx`` (MR-TX-154): the work-request file's object ``spec`` and the ACK
+    frames' bytes into ``(items, memory layout, image, templates, ACK records)``.
+
+    ``spec``: ``{"connections": [{"conn", "eth_dst", "eth_src", "ip_src", "ip_dst", "dest_qp",
+    "pkey", "sports": [one per path], "local_qp", "dscp", "ttl"}], "work_requests": [{"conn",
+    "stream", "op": "write" | "write_imm", "length", "va", "rkey", "imm"}], "seed"}``: each
+    work request's payload is bytes of ``random.Random(seed)``, placed one after the other in
+    the host memory. Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
+    its destination QP (a connection's ``local_qp``, default its index)."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("work_requests"), list):
+        raise ReplayError("the work-request file needs a \"work_requests\" list")
+    conns = spec.get("connections") or []
+    tm = [template_of(c, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * paths)
+          for c in range(lay.conns)]
+    local = {}
+    for c in conns:
+        try:
+            k = int(c["conn"])
+            if not 0 <= k < lay.conns:
+                raise ReplayError(f"connection {k} beyond the instance ({lay.conns} connections)")
+            sp = list(c.get("sports", [])) + [0xC000 + i for i in range(len(c.get("sports", [])), paths)]
+            tm[k] = template_of(k, eth_dst=c.get("eth_dst", "02:00:00:00:00:02"),
+                                eth_src=c.get("eth_src", "02:00:00:00:00:01"),
+                                ip_src=c.get("ip_src", "10.0.0.1"), ip_dst=c.get("ip_dst", "10.0.0.2"),
+                                sports=sp[:paths], pkey=int(c.get("pkey", 0xFFFF)),
+                                dest_qp=int(c.get("dest_qp", 0)), ip_dscp=int(c.get("dscp", 26)),
+                                ip_ecn=2, ip_ttl=int(c.get("ttl", 64)))
+            local[int(c.get("local_qp", k))] = k
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, ReplayError):
+                raise
+            raise ReplayError(f"bad connection {c!r} ({e})") from None
+    for k in range(lay.conns):
+        local.setdefault(k, k)
+    rng = random.Random(int(spec.get("seed", 1)))
+    ops = {"write": 0, "write_imm": OP_WRITE_IMM}
+    items, total = [], 0
+    for k, w in enumerate(spec["work_requests"]):
+        try:
+            op = ops[w.get("op", "write")]
+            length = int(w["length"])
+            if not 0 <= length < 1 << 24:
+                raise ReplayError(f"work request {k}: length {length} outside 0..16 MiB")
+            items.append({"op": op, "conn": int(w.get("conn", 0)), "stream": int(w.get("stream", 0)),
+                          "wr_id": k & 0xFFFF, "laddr": total, "va": int(w.get("va", 0)),
+                          "rkey": int(w.get("rkey", 0)), "length": length,
+                          "imm": int(w.get("imm", 0)) if op == OP_WRITE_IMM else 0})
+            total += length
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, ReplayError):
+                raise
+            raise ReplayError(f"bad work request {k}: {w!r} ({e})") from None
+        if not 0 <= items[-1]["conn"] < lay.conns:
+            raise ReplayError(f"work request {k}: connection beyond the instance")
+    mem = Layout(total + 4096)
+    for w in items:
+        w["laddr"] += mem.base
+    image = rng.randbytes(total)
+    acks = []
+    for i, raw in enumerate(ack_frames, 1):
+        try:
+            f = codec.decode(raw)
+        except codec.DecodeError as e:
+            raise ReplayError(f"ACK frame {i}: {e}") from None
+        if f.mrah is None or f.bth.opcode not in (Op.MR_ACK, Op.MR_NAK):
+            raise ReplayError(f"ACK frame {i}: not a MetaRoCE ACK or NAK")
+        conn = local.get(f.bth.dest_qp)
+        if conn is None:
+            raise ReplayError(f"ACK frame {i}: destination QP {f.bth.dest_qp} names no connection")
+        acks.append({"nak": int(f.bth.opcode == Op.MR_NAK), "conn": conn, "path": f.mrah.path,
+                     "psn": f.mrah.trigger_psn & 0xFFFFFF, "reason": 0,
+                     "cum": f.mrah.cum_psn & 0xFFFFFF, "sack": f.mrah.sack,
+                     "ce_count": min(f.mrah.ce_count, (1 << 16) - 1), "ece": 0, "sport": f.udp.sport})
+    return items, mem, image, tm, acks
+
+
+class ReplayDriver(Driver):
+    """MR-TX-154: the replay's driver. With ACK records, each is offered once the engine has sent
+    every PSN it covers on its path (its cumulative PSN, its highest SACK bit), in file order; the
+    receiver sends none of its own. Without, a lossless receiver ACKs every frame that asks
+    (AckReq) and every path when the engine falls quiet."""
+
+    def __init__(self, lay, width, items, mem, tmpls, acks, *, image, seed=1, idle=0.0, bp=0.0):
+        super().__init__(lay, width, items, mem, tmpls, seed=seed, p_idle=idle, p_bp=bp, loss=0.0,
+                         p_ack=0.0, p_axi=bp, latency=(1, 8), image=image, acks=not acks)
+        self.given = deque(acks)
+        self.sent = defaultdict(int)          # (conn, path) -> PSNs sent (one past the highest)
+        if acks:
+            self.limit = 40_000 + 3_000 * len(items)
+
+    def _frame(self, raw):
+        super()._frame(raw)
+        f = self.res["frames"][-1]
+        if f.mrdh is not None:
+            key = (self.qp_conn.get(f.bth.dest_qp, 0), f.mrdh.path)
+            self.sent[key] = max(self.sent[key], f.bth.psn + 1)
+        while self.given:
+            a = self.given[0]
+            top = a["cum"] + (a["sack"].bit_length())
+            if top > self.sent[(a["conn"], a["path"])]:
+                break
+            self.ack_q.append(self.given.popleft())
+
+    @property
+    def sent_all(self):
+        if not self.acks:
+            # the given ACKs decide: done when every one is taken and the engine is quiet
+            return self.i >= len(self.items) and not self.given and not self.ack_q \
+                and self.ack_offer is None
+        return super().sent_all
+
+
+def replay_result(drv, mismatches, reports=()):
+    """The replay's result object (MR-TX-154): every frame's bytes (hex), the completions, the
+    retry-limit reports, the ACKs taken, mismatches and cycles."""
+    return {"frames": [r.hex() for r in drv.res["raw"]], "cqe": drv.res["cqe"],
+            "errors": drv.res["errors"], "acks": drv.res["acks"], "cycles": drv.cycle,
+            "mismatches": mismatches, "mismatch_reports": list(reports)[:3],
+            "completed": len(drv.res["cqe"]), "work_requests": len(drv.items)}

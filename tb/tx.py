@@ -1,0 +1,135 @@
+"""cocotb testbench of the joined TX engine (hdl/tx.py) against its cycle model (models/tx.py),
+under Verilator (MR-TX-150).
+
+The engine's one verification stack: traffic, driver (template writes, work requests, a host
+memory on the AXI read port, the lossy receiver's ACKs back on ``s_ack``) and checker are
+:mod:`metaroce.models.tx_cases` (shared with the model-only and Amaranth-simulator tests); the
+comparison is the lockstep core of :mod:`metaroce.tb.lockstep` (every output every cycle).
+
+``tx_lockstep``: ``TX_WRS`` random work requests (seed ``TX_SEED``, payloads up to ``TX_MAXLEN``
+bytes) with bad ones, random idle cycles and backpressure on every output, random AXI read
+latency, lost frames and their resends, then the checker. The instance is the small one
+(models.tx.SMALL). Results to ``TX_OUT`` (JSON) if set.
+
+``tx_bench``: the same engine without idle cycles or backpressure, one connection's work
+requests of ``TX_BENCH_BYTES`` bytes each (one packet each) offered back to back, every packet
+ACKed at once by a lossless receiver: packets, beats and ACKs per cycle over the run, the least
+latency from a work request taken to its frame's first beat; then a random lockstep run for
+its speed. Results to ``TX_BENCH_OUT``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import cocotb
+
+from metaroce.models import tx_cases as xc
+from metaroce.models.tx import SMALL, TxCycleModel
+from metaroce.models.tx_sched import TxSchedModel
+
+from .lockstep import Lockstep, drive, model_port_lists
+
+_SCHED = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
+
+
+def _sem():
+    return TxSchedModel(SMALL["conns"], SMALL["streams"], SMALL["paths"], SMALL["depth"],
+                        **{k: SMALL[k] for k in _SCHED})
+
+
+async def _harness(dut, width, *, first=True):
+    """A fresh model and the RTL reset (the clock started by the first call only)."""
+    model = TxCycleModel(width, **SMALL)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False, start_clock=first)
+    return model, h
+
+
+def _width(dut):
+    return len(dut.m_axis__tdata)
+
+
+@cocotb.test()
+async def tx_lockstep(dut):
+    width = _width(dut)
+    seed = int(os.environ.get("TX_SEED", "1"))
+    model, h = await _harness(dut, width)
+    sem = _sem()
+    items, lay = xc.traffic(sem, int(os.environ.get("TX_WRS", "40")), seed=seed,
+                            max_len=int(os.environ.get("TX_MAXLEN", "2500")))
+    drv = xc.Driver(model.lay, width, items, lay, xc.templates(SMALL["conns"], SMALL["paths"]),
+                    seed=seed, p_idle=0.2, p_bp=0.3, loss=0.15)
+    t0 = time.perf_counter()
+    n = await drive(h, drv, busy=model.busy)
+    wall = time.perf_counter() - t0
+    summary = xc.check(sem, items, drv)
+    assert h.mismatches == 0
+    out = os.environ.get("TX_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"work_requests": len(items), "cycles": n, "frames": summary["frames"],
+                       "retransmits": summary["retransmits"], "lost": drv.res["lost"],
+                       "acks": drv.res["acks"], "timeouts": drv.res["timeouts"],
+                       "completions": len(drv.res["cqe"]),
+                       "lockstep_cycles_per_s": round(n / wall) if wall else None,
+                       "mismatches": h.mismatches}, f)
+
+
+@cocotb.test()
+async def tx_bench(dut):
+    """MR-TX-153: ``metaroce bench tx --sim verilator``'s rows."""
+    width = _width(dut)
+    n = int(os.environ.get("TX_BENCH_PACKETS", "32"))
+    rows = []
+    for nbytes in [int(x) for x in os.environ.get("TX_BENCH_BYTES", "256").split(",")]:
+        got = {}
+        for kind, cls in (("run", xc.BenchDriver), ("acks", xc.AckBurstDriver)):
+            model, h = await _harness(dut, width, first=not rows and kind == "run")
+            drv = cls(model.lay, width, n, nbytes, paths=SMALL["paths"])
+            t0 = time.perf_counter()
+            cycles = await drive(h, drv, busy=model.busy)
+            got[kind] = (drv.row(width, nbytes), cycles, time.perf_counter() - t0, h.mismatches)
+        (r, cycles, wall, m1), (a, _, _, m2) = got["run"], got["acks"]
+        rows.append({"width": width, "connections": SMALL["conns"], "paths": SMALL["paths"],
+                     "pkt_bytes": nbytes, "same_path_burst": 1, "packets": r["packets"],
+                     "packets_per_cycle": r["packets_per_cycle"],
+                     "beats_per_cycle": r["beats_per_cycle"], "latency_cycles": r["latency_cycles"],
+                     "acks_per_cycle": a["acks_per_cycle"],
+                     "lockstep_cycles_per_s": round(cycles / wall) if wall else None,
+                     "mismatches": m1 + m2, "sim": "verilator"})
+    out = os.environ.get("TX_BENCH_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"rows": rows}, f)
+
+
+@cocotb.test()
+async def tx_replay(dut):
+    """MR-TX-154: ``metaroce replay tx``: the work requests of ``METAROCE_REPLAY_PCAP`` (a JSON
+    file, models.tx_cases.replay_inputs) and the ACK frames of ``METAROCE_REPLAY_TX_ACKS`` (a
+    pcap, optional); results to ``METAROCE_REPLAY_OUT``."""
+    from metaroce.models import pcap
+    width = _width(dut)
+    model = TxCycleModel(width, **SMALL)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs, stop_on_mismatch=False)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    with open(os.environ["METAROCE_REPLAY_PCAP"]) as f:
+        spec = json.load(f)
+    ack_path = os.environ.get("METAROCE_REPLAY_TX_ACKS")
+    frames = [r.data for r in pcap.read(ack_path)] if ack_path else []
+    items, mem, image, tm, acks = xc.replay_inputs(spec, frames, model.lay, paths=SMALL["paths"])
+    drv = xc.ReplayDriver(model.lay, width, items, mem, tm, acks, image=image,
+                          seed=int(os.environ.get("METAROCE_REPLAY_SEED", "1")),
+                          idle=float(os.environ.get("METAROCE_REPLAY_IDLE", "0")),
+                          bp=float(os.environ.get("METAROCE_REPLAY_BACKPRESSURE", "0")))
+    await drive(h, drv, busy=model.active)
+    with open(os.environ["METAROCE_REPLAY_OUT"], "w") as f:
+        json.dump(xc.replay_result(drv, h.mismatches, h.core.reports), f)

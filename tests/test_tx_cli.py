@@ -1,0 +1,69 @@
+"""``metaroce bench tx`` and ``metaroce replay tx``: the block registered, the bench's figures
+on the cycle model (MR-TX-153), the replay's inputs and its one-line errors (MR-TX-154,
+MR-CLI-010)."""
+import json
+import subprocess
+import sys
+
+from metaroce import blocks
+from metaroce.models import tx_cases as xc
+from metaroce.models.tx import TxCycleModel
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "metaroce", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_block_registered():
+    """MR-TX-100: the block ``tx`` is the small instance."""
+    model = blocks.get("tx").make_model(64)
+    assert isinstance(model, TxCycleModel)
+    assert (model.lay.conns, model.lay.paths) == (2, 4)
+
+
+def test_bench_tx_model_rates():
+    """MR-TX-153 on the cycle model: at 64 bits the frames leave at one beat per cycle; a burst
+    of 16 ACKs is taken in 16 cycles (MR-TX-034)."""
+    from metaroce.benches.tx import measure
+    row = measure(64, 256, 16, "model")
+    assert row["beats_per_cycle"] == 1.0 and row["acks_per_cycle"] == 1.0
+    assert row["packets"] == 16 and row["latency_cycles"] > 0
+
+
+def test_replay_tx_inputs(tmp_path):
+    """MR-TX-154: the work-request file and the ACK frames become the engine's inputs; without
+    ACKs a lossless receiver completes every work request (the cycle model)."""
+    spec = {"seed": 3, "connections": [{"conn": 0, "dest_qp": 20, "local_qp": 1,
+                                        "sports": [49152, 49153, 49154, 49155]}],
+            "work_requests": [{"conn": 0, "stream": 0, "op": "write", "length": 3000, "rkey": 7},
+                              {"conn": 0, "stream": 1, "op": "write_imm", "length": 100, "imm": 5}]}
+    model = TxCycleModel(64)
+    items, mem, image, tm, acks = xc.replay_inputs(spec, [], model.lay, paths=4)
+    drv = xc.ReplayDriver(model.lay, 64, items, mem, tm, acks, image=image)
+    while not drv.finished:
+        inp = drv.inputs()
+        drv.observe(inp, model.step(inp))
+        drv.settle(model.active)
+    assert [c["status"] for c in drv.res["cqe"]] == [0, 0]
+    assert [f.udp.sport for f in drv.res["frames"]] == [49152, 49153, 49154, 49155]
+
+
+def test_replay_tx_errors(tmp_path):
+    """MR-CLI-001, MR-CLI-010: bad inputs are one line and exit 2, before any simulation."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    far = tmp_path / "far.json"
+    far.write_text(json.dumps({"work_requests": [{"conn": 9, "length": 1}]}))
+    for args in ([str(bad)], [str(far)]):
+        r = _cli("replay", "tx", *args, "--width", "64")
+        assert r.returncode == 2, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "error" in r.stderr
+    r = _cli("bench", "tx", "--sizes", "0")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    for spec in ({"connections": []}, {"work_requests": [{"conn": 0, "op": "read", "length": 1}]}):
+        try:
+            xc.replay_inputs(spec, [], TxCycleModel(64).lay, paths=4)
+        except xc.ReplayError:
+            continue
+        raise AssertionError(f"{spec} accepted")
