@@ -129,6 +129,7 @@ def test_setup_packet_counters_teardown():
         ctx.set(rx.m_ack.ready, 1)
         ctx.set(rx.m_place.ready, 1)
         ctx.set(rx.m_data.ready, 1)
+        ctx.set(rx.m_cqe.ready, 1)
         async for _, _, pv, pp, dv, dp, av, ap in ctx.tick().sample(
                 rx.m_place.valid, rx.m_place.payload.as_value(), rx.m_data.valid,
                 rx.m_data.payload.as_value(), rx.m_ack.valid, rx.m_ack.payload.as_value()):
