@@ -632,10 +632,23 @@ class Rx(wiring.Component):
         m_fwd, m_wb = Signal(), Signal(lay.msg_row.size)
         mrow = data.View(lay.msg_row, Mux(m_fwd, m_wb, msg_rd.data))
         mc = s5_carry
+        m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
+        m_rest = Signal(32)
+        with m.If(advance):
+            m.d.sync += [*[r.eq(s4_carry.msg - j) for j, r in enumerate(m_msg_minus)],
+                         m_rest.eq(s4_carry.msg_len - s4_carry.plen)]
         m_dist = Signal(32)
         m.d.comb += m_dist.eq(mc.msg - mrow.next)
-        m_behind = m_dist[31]
-        m_in_slots = m_dist[slot_bits:] == 0
+        m_behind = m_dist[31]                   # only the counters read it
+        # the loop's compares are equalities against registered operands: msg - j == next for
+        # each slot distance j; placed == msg_len - plen; next + k computed beside the decision
+        m_eq = [Signal(name=f"m_eq{j}") for j in range(n_slots)]
+        for j in range(n_slots):
+            m.d.comb += m_eq[j].eq(m_msg_minus[j] == mrow.next)
+        m_in_slots = Cat(*m_eq).any()
+        m_next_plus = [Signal(32, name=f"m_next_plus{k}") for k in range(n_slots + 1)]
+        for k in range(n_slots + 1):
+            m.d.comb += m_next_plus[k].eq(mrow.next + k)
         m_k = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
         slot = Signal(lay.msg_slot)
         m.d.comb += slot.eq(mrow.slots[m_k])
@@ -649,15 +662,15 @@ class Rx(wiring.Component):
         epoch_prev = Signal(EPOCH_BITS)
         m.d.comb += epoch_prev.eq(m_epoch - 1)
         chunk_new = ~entry[EPOCH_BITS] | (entry[:EPOCH_BITS] == epoch_prev)
-        m_refused = ~m_behind & (~m_in_slots | m_mismatch)
-        m_new = ~m_behind & m_in_slots & ~m_mismatch & chunk_new
+        m_refused = (~m_behind & ~m_in_slots) | (m_in_slots & m_mismatch)
+        m_new = m_in_slots & ~m_mismatch & chunk_new
         m_dup = ~m_refused & ~m_new
         nslot = Signal(lay.msg_slot)
         m_placed = Signal(32)
         m.d.comb += m_placed.eq(Mux(m_fresh, 0, slot.placed) + mc.plen)
         m.d.comb += [nslot.valid.eq(1), nslot.imm_op.eq(mc.imm_op), nslot.msg_len.eq(mc.msg_len),
                      nslot.imm.eq(mc.imm), nslot.placed.eq(m_placed),
-                     nslot.done.eq(m_placed == mc.msg_len)]
+                     nslot.done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)]
         for j in range(ring_n):
             old_e = Mux(m_fresh, 0, slot.ring[j * ent_w:(j + 1) * ent_w])
             m.d.comb += nslot.ring[j * ent_w:(j + 1) * ent_w].eq(Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), old_e))
@@ -667,7 +680,7 @@ class Rx(wiring.Component):
         # delivery: the run of done slots from the stream's next message (only when this chunk
         # completed that message)
         m_start = mrow.next[:slot_bits] if slot_bits else Const(0, 1)
-        deliver_ok = nslot.done & (m_dist == 0)
+        deliver_ok = nslot.done & m_eq[0]
         run = []
         prev = deliver_ok
         order = []
@@ -687,7 +700,7 @@ class Rx(wiring.Component):
                             for i in range(n_slots)]).any()
             m.d.comb += [slots_out[j].eq(slots_new[j]), slots_out[j].valid.eq(slots_new[j].valid & ~cleared)]
         new_row = Signal(lay.msg_row)
-        m.d.comb += [new_row.next.eq(mrow.next + n_deliver)]
+        m.d.comb += [new_row.next.eq(Array(m_next_plus)[n_deliver])]
         for j in range(n_slots):
             m.d.comb += new_row.slots[j].eq(slots_out[j])
         # the records, packed from entry 0 in message order
@@ -704,7 +717,7 @@ class Rx(wiring.Component):
                         i = ones[p]
                         with m.Case(pattern):
                             m.d.comb += [bundle.cqes[p].conn.eq(mc.conn), bundle.cqes[p].stream.eq(mc.stream),
-                                         bundle.cqes[p].msg.eq(mrow.next + i),
+                                         bundle.cqes[p].msg.eq(m_next_plus[i]),
                                          bundle.cqes[p].opcode.eq(WC_RECV_RDMA_WITH_IMM),
                                          bundle.cqes[p].length.eq(order[i].msg_len),
                                          bundle.cqes[p].imm.eq(order[i].imm)]
