@@ -13,6 +13,7 @@ m_bypass       out   frames that are not RoCE, intact (the parser's m_bypass)
 m_ack          out   ACK/NAK requests for the TX side (the RX engine's m_ack, MR-RX-030/031)
 m_axi          out   AXI4 write master to host memory (the placement DMA's, MR-DMA-002)
 m_done         out   one record per placement after its last B response (MR-DMA-030)
+m_cqe          out   completion records of delivered WRITE_IMM messages (the RX engine's, MR-RX-084)
 s_axil         in    AXI4-Lite host registers (MR-REG-002): setup rows, RX counters
 parser_reg_*   in/out the parser's counters (MR-HW-060), one cycle after the address
 ============== ===== =====================================================================
@@ -160,6 +161,7 @@ class EngineRx(wiring.Component):
             "m_ack": Out(sig(self.rx, "m_ack")),
             "m_axi": Out(sig(self.dma, "m_axi")),
             "m_done": Out(sig(self.dma, "m_done")),
+            "m_cqe": Out(sig(self.rx, "m_cqe")),
             "s_axil": In(sig(self.regs, "s_axil").flip()),
             "parser_reg_addr": In(4),
             "parser_reg_data": Out(64),
@@ -194,6 +196,7 @@ class EngineRx(wiring.Component):
         wiring.connect(m, rx.m_place, dma.s_place)
         wiring.connect(m, rx.m_data, dma.s_data)
         wiring.connect(m, rx.m_ack, wiring.flipped(self.m_ack))
+        wiring.connect(m, rx.m_cqe, wiring.flipped(self.m_cqe))
         wiring.connect(m, dma.m_axi, wiring.flipped(self.m_axi))
         wiring.connect(m, dma.m_done, wiring.flipped(self.m_done))
         wiring.connect(m, wiring.flipped(self.s_axil), regs.s_axil)

@@ -13,6 +13,7 @@ s_cfg          in    configuration writes {table, addr, data} (MR-RX-060)
 m_ack          out   ACK/NAK requests for the TX side (MR-RX-030, MR-RX-031)
 m_place        out   placement commands {conn, addr, length} of accepted writes (MR-RX-032)
 m_data         out   the payload beats of accepted writes, in command order (MR-RX-033)
+m_cqe          out   completion records of delivered WRITE_IMM messages (MR-RX-084/085)
 reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-050)
 ============== ===== =====================================================================
 
@@ -22,7 +23,10 @@ addresses are bits of the record); S1..S3 run the checks (MR-RX-049) and the pla
 the read data (MR-RX-042), classifies the PSN against the PSN-indexed SACK ring (MR-RX-013),
 decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
 Fast updates go one per cycle, also back to back on one path (MR-RX-043); a slide or a filled
-gap holds the pipeline for HOLD_CYCLES (MR-RX-048).
+gap holds the pipeline for HOLD_CYCLES (MR-RX-048). Beside S5, the message stage (MR-RX-080..085)
+reads the message table row of the record's {connection, stream} (read in S4), accounts the
+chunk, delivers the stream's completed messages in order and hands their completion records to
+S6, which queues them for ``m_cqe``.
 
 Golden model: :class:`metaroce.models.rx.RxCycleModel`, cycle by cycle on every port.
 """
@@ -31,11 +35,13 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
+from ..models import records
 from ..models.parser import META_LAYOUT
-from ..models.rx import (ACK_EVERY_RESET, COUNTER_BITS, CTR_ABANDONED, CTR_ACKS, CTR_CE,
-                         CTR_NAKS, CTR_PLACED_BYTES, FIFO_DEPTH, HOLD_CYCLES, MTU_LOG2_RESET,
-                         N_COUNTERS, RING_BITS,
-                         NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_PATH, RxCode,
+from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_EVERY_RESET, CHUNK_RING, COUNTER_BITS, CTR_ABANDONED, CTR_ACKS, CTR_CE,
+                         CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, CTR_PLACED_BYTES,
+                         EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
+                         N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM,
+                         NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_MSG, TABLE_PATH, RxCode,
                          layouts, payload_layout)
 from ..models.wire import Op
 
@@ -166,11 +172,12 @@ def _wide_inc_counter(m, name, nbits, inc, piece=LIMB):
 class Rx(wiring.Component):
     """The RX engine's first slice (docs/spec/hw-rx.md)."""
 
-    def __init__(self, width=512, *, conns=4096, paths=8, keys=1024):
+    def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
+                 chunk_ring=CHUNK_RING):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
-        self.lay = lay = layouts(conns, paths, keys)
+        self.lay = lay = layouts(conns, paths, keys, msg_slots, chunk_ring)
         beat = payload_layout(width)
         super().__init__({
             "s_meta": In(stream.Signature(META_LAYOUT)),
@@ -179,6 +186,7 @@ class Rx(wiring.Component):
             "m_ack": Out(stream.Signature(lay.ack)),
             "m_place": Out(stream.Signature(lay.place)),
             "m_data": Out(stream.Signature(beat)),
+            "m_cqe": Out(stream.Signature(lay.cqe)),
             "reg_addr": In(range(32)),
             "reg_data": Out(COUNTER_BITS),
         })
@@ -200,10 +208,26 @@ class Rx(wiring.Component):
         m.submodules.ack_q = ack_q = fifo.SyncFIFO(width=lay.ack.size, depth=FIFO_DEPTH)
         m.submodules.place_q = place_q = fifo.SyncFIFO(width=lay.place.size, depth=FIFO_DEPTH)
         m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=1, depth=FIFO_DEPTH)
+        m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe_bundle.size, depth=FIFO_DEPTH)
+        sb = records.STREAM_BITS
+        n_slots, ring_n = lay.msg_slots, lay.chunk_ring
+        slot_bits, pos_bits = (n_slots - 1).bit_length(), (ring_n - 1).bit_length()
+        m.submodules.msg_mem = msg_mem = memory.Memory(shape=lay.msg_row.size, depth=lay.conns << sb, init=[])
+        msg_rd, msg_wr = msg_mem.read_port(), msg_mem.write_port()
 
         # -- global registers (MR-RX-060)
         ack_every = Signal(4, init=ACK_EVERY_RESET)
         mtu_log2 = Signal(4, init=MTU_LOG2_RESET)
+        ack_delay = Signal(TIME_BITS, init=ACK_DELAY_RESET)
+        # -- the delayed-ACK timer (MR-RX-090..093): a cycle counter and a queue of armed
+        # timers {path row, generation, due}, due in arming order (one delay for all)
+        now = Signal(TIME_BITS)
+        m.d.sync += now.eq(now + 1)
+        timer_entry = data.StructLayout({"row": lay.conn_bits + lay.path_bits, "gen": GEN_BITS, "due": TIME_BITS})
+        m.submodules.timer_q = timer_q = fifo.SyncFIFO(width=timer_entry.size, depth=TIMER_DEPTH)
+        t_head = data.View(timer_entry, timer_q.r_data)
+        t_late = Signal(TIME_BITS)
+        m.d.comb += t_late.eq(now - t_head.due)
 
         # -- the hold of a slow window update (MR-RX-048): S1..S5 and the input stand still
         hold = Signal(range(HOLD_CYCLES + 1))
@@ -212,14 +236,21 @@ class Rx(wiring.Component):
         advance = ~holding
 
         # -- input: credits for every queue (MR-RX-041), row reads from the record's bits
-        valid = [Signal(name=f"s{i}_valid") for i in range(1, 6)]
-        s1_valid, s2_valid, s3_valid, s4_valid, s5_valid = valid
+        valid = [Signal(name=f"s{i}_valid") for i in range(1, 7)]
+        s1_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid = valid
         inflight = Signal(3)
         m.d.comb += inflight.eq(sum(valid))
         meta_ready = Signal()
-        m.d.comb += meta_ready.eq(advance & (ack_q.level + inflight < FIFO_DEPTH)
-                                  & (place_q.level + inflight < FIFO_DEPTH)
-                                  & (steer_q.level + inflight < FIFO_DEPTH))
+        credits = Signal()
+        fire = Signal()
+        m.d.comb += credits.eq(advance & (ack_q.level + inflight < FIFO_DEPTH)
+                               & (place_q.level + inflight < FIFO_DEPTH)
+                               & (steer_q.level + inflight < FIFO_DEPTH)
+                               & (cqe_q.level + inflight < FIFO_DEPTH))
+        # MR-RX-093: a due timer enters the pipeline in place of a record
+        m.d.comb += [fire.eq(credits & timer_q.r_rdy & ~t_late[TIME_BITS - 1]),
+                     meta_ready.eq(credits & (timer_q.level + inflight < TIMER_DEPTH) & ~fire),
+                     timer_q.r_en.eq(fire)]
         m.d.comb += self.s_meta.ready.eq(meta_ready)
         take = self.s_meta.valid & meta_ready
         inm = self.s_meta.payload
@@ -227,14 +258,21 @@ class Rx(wiring.Component):
                      conn_rd.en.eq(advance), key_rd.en.eq(advance)]
 
         s1 = Signal(META_LAYOUT)
+        s1_timer, s1_trow, s1_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
         with m.If(advance):
-            m.d.sync += s1_valid.eq(take)
+            m.d.sync += [s1_valid.eq(take | fire), s1_timer.eq(fire), s1_trow.eq(t_head.row),
+                         s1_tgen.eq(t_head.gen)]
             with m.If(take):
                 m.d.sync += s1.eq(inm)
 
         # what every stage hands on besides its checks
         carry = data.StructLayout({"conn": cb, "path": 8, "row": row_bits, "psn": 24, "ack_req": 1,
-                                   "ce": 1, "sport": 16, "plen": 16, "steer": 1})
+                                   "ce": 1, "sport": 16, "plen": 16, "steer": 1,
+                                   # the message stage's (MR-RX-080..083)
+                                   "stream": sb, "msg": 32, "msg_len": 32, "imm": 32, "imm_op": 1,
+                                   "chunk": pos_bits + EPOCH_BITS,
+                                   # a timer event's (MR-RX-093)
+                                   "timer": 1, "gen": GEN_BITS})
 
         # -- S1: the checks' flags and limb sums (MR-RX-020, MR-RX-049)
         conn = data.View(lay.conn, conn_rd.data)
@@ -248,7 +286,16 @@ class Rx(wiring.Component):
                      s1_carry.row.eq(Cat(mrdh.path[:pb], bth.dest_qp[:cb])), s1_carry.psn.eq(bth.psn),
                      s1_carry.ack_req.eq(bth.ack_req), s1_carry.ce.eq(s1.ip.ecn == 3),
                      s1_carry.sport.eq(s1.udp.sport), s1_carry.plen.eq(plen),
-                     s1_carry.steer.eq(~s1.drop & (plen != 0))]
+                     s1_carry.steer.eq(~s1.drop & (plen != 0)),
+                     s1_carry.stream.eq(mrdh.stream[:sb]), s1_carry.msg.eq(mrdh.msg),
+                     s1_carry.msg_len.eq(mrdh.msg_len), s1_carry.imm.eq(s1.imm),
+                     s1_carry.imm_op.eq(bth.opcode == Op.MR_WRITE_IMM),
+                     s1_carry.chunk.eq((mrdh.offset >> mtu_log2)[:pos_bits + EPOCH_BITS]),
+                     s1_carry.timer.eq(s1_timer), s1_carry.gen.eq(s1_tgen)]
+        with m.If(s1_timer):
+            m.d.comb += [s1_carry.row.eq(s1_trow), s1_carry.conn.eq(s1_trow[pb:]),
+                         s1_carry.path.eq(s1_trow[:pb]), s1_carry.steer.eq(0), s1_carry.plen.eq(0),
+                         s1_carry.ack_req.eq(0), s1_carry.ce.eq(0)]
         hit = key.valid & (key.rkey == reth.rkey)
         assert P.ACCESS_REMOTE_WRITE == 1 << 1
         is_write = (bth.opcode == Op.MR_WRITE) | (bth.opcode == Op.MR_WRITE_IMM)
@@ -338,6 +385,8 @@ class Rx(wiring.Component):
         for cond, code in checks[1:]:
             with m.Elif(cond):
                 m.d.comb += [s3_bad.eq(1), s3_code.eq(code)]
+        with m.If(s3_carry.timer):
+            m.d.comb += s3_bad.eq(0)
         s3_static_nak = Signal()
         s3_nak_reason = Signal(8)
         with m.Switch(s3_code):
@@ -392,25 +441,32 @@ class Rx(wiring.Component):
         slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
 
         ok = s4_valid & ~s4_bad & advance
-        accepted = ok & new
-        duplicate = ok & dup
-        out_nak = ok & outside
+        tmr = s4_carry.timer
+        accepted = ok & new & ~tmr
+        duplicate = ok & dup & ~tmr
+        out_nak = ok & outside & ~tmr
+        # MR-RX-093: a timer event acknowledges the path when no ACK left it since it was armed
+        gen = row.ack_timer[:GEN_BITS]
+        t_fire = ok & tmr & (gen == s4_carry.gen) & (row.pending != 0)
+        gen_next = Signal(GEN_BITS)
+        m.d.comb += gen_next.eq(gen + 1)
+        arm = accepted & ~ack_now & (row.pending == 0) & (ack_delay != 0)
         slow = accepted & ((at_cum & next_bit) | slide)
         nrow = Signal(lay.path_mem)
         m.d.comb += nrow.eq(row)
-        with m.If(duplicate):
-            m.d.comb += [nrow.ce.eq(0), nrow.pending.eq(0)]
+        with m.If(duplicate | t_fire):
+            m.d.comb += [nrow.ce.eq(0), nrow.pending.eq(0), nrow.ack_timer[:GEN_BITS].eq(gen_next)]
         with m.Elif(accepted):
             m.d.comb += [nrow.cum.eq(Mux(at_cum, s4_psn_p1, cum)),
                          nrow.ring.eq(row.ring | Mux(at_cum, 0, s4_oh)),
                          nrow.high.eq(Mux(ahead, s4_psn_p1, row.high)), nrow.prev_ce.eq(ce_bit)]
             with m.If(ack_now):
-                m.d.comb += [nrow.ce.eq(0), nrow.pending.eq(0)]
+                m.d.comb += [nrow.ce.eq(0), nrow.pending.eq(0), nrow.ack_timer[:GEN_BITS].eq(gen_next)]
             with m.Else():
                 m.d.comb += [nrow.ce.eq(ce_new), nrow.pending.eq(pending),
                              nrow.last_psn.eq(psn), nrow.last_sport.eq(s4_carry.sport)]
         is_nak = (s4_valid & s4_bad & s4_static_nak) | out_nak
-        send_ack = duplicate | (accepted & ack_now)
+        send_ack = duplicate | (accepted & ack_now) | t_fire
         final = Mux(s4_bad, s4_code, Mux(outside, RxCode.PSN_WINDOW,
                                          Mux(dup, RxCode.DUPLICATE, RxCode.ACCEPTED)))
 
@@ -491,11 +547,13 @@ class Rx(wiring.Component):
 
         # -- configuration writes and the path-row write port (MR-RX-060, MR-RX-042, MR-RX-013)
         cfg = self.s_cfg.payload
-        cfg_ready = advance & ~(s4_valid & ~s4_bad)
+        s5_accepted = Signal()
+        cfg_ready = advance & ~(s4_valid & ~s4_bad) & ~(s5_valid & s5_accepted)
         m.d.comb += self.s_cfg.ready.eq(cfg_ready)
         cfg_take = self.s_cfg.valid & cfg_ready
         with m.If(cfg_take & (cfg.table == TABLE_GLOBAL)):
-            m.d.sync += [ack_every.eq(cfg.data[0:4]), mtu_log2.eq(cfg.data[4:8])]
+            m.d.sync += [ack_every.eq(cfg.data[0:4]), mtu_log2.eq(cfg.data[4:8]),
+                         ack_delay.eq(cfg.data[8:8 + TIME_BITS])]
         cfg_path = data.View(lay.path, cfg.data[:lay.path.size])
         cfg_row = Signal(lay.path_mem)
         for name, _ in lay.path:
@@ -526,19 +584,24 @@ class Rx(wiring.Component):
         s5_place, s5_steer_en, s5_steer = Signal(), Signal(), Signal()
         s5_hot, s5_ce, s5_placed, s5_abandoned = Signal(len(RxCode)), Signal(), Signal(16), Signal(9)
         s5_ack = Signal()
+        s5_arm, s5_gen = Signal(), Signal(GEN_BITS)
         with m.If(advance):
             m.d.sync += [
-                s5_valid.eq(s4_valid), s5_carry.eq(s4_carry), s5_addr.eq(s4_addr),
+                s5_valid.eq(s4_valid), s5_carry.eq(s4_carry), s5_addr.eq(s4_addr), s5_accepted.eq(accepted),
+                s5_arm.eq(arm), s5_gen.eq(gen),
                 s5_nak.eq(is_nak), s5_reason.eq(Mux(out_nak, NAK_OF[RxCode.PSN_WINDOW], s4_nak_reason)),
                 s5_ack_en.eq(is_nak | send_ack), s5_ack.eq(send_ack),
-                s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup, row.ce, ce_new)),
+                s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
                 s5_place.eq(accepted & (s4_carry.plen != 0)), s5_steer_en.eq(s4_carry.steer),
-                s5_steer.eq(accepted), s5_hot.eq(Const(1, len(RxCode)) << final),
+                s5_steer.eq(accepted), s5_hot.eq(Mux(tmr, 0, Const(1, len(RxCode)) << final)),
                 s5_ce.eq(accepted & ce_bit), s5_placed.eq(Mux(accepted, s4_carry.plen, 0)),
                 s5_abandoned.eq(0),
             ]
         with m.Elif(slow_write):
             m.d.sync += [s5_cum.eq(slow_row.cum), s5_ring.eq(slow_row.ring), s5_abandoned.eq(h4_abandoned)]
+        with m.If(advance & tmr):
+            # the ACK of a timer names the path's newest pending packet (MR-SEQ-009)
+            m.d.sync += [s5_carry.psn.eq(row.last_psn), s5_carry.sport.eq(row.last_sport)]
         push = s5_valid & advance
         # the SACK: the ring from cum + 1 (MR-RX-013)
         s5_sack = _rotate(m, s5_ring, s5_cum[:9], left=False, name="s5_rot")[1:P.SACK_BITS + 1]
@@ -551,10 +614,136 @@ class Rx(wiring.Component):
             m.d.comb += [ackw.cum.eq(s5_cum), ackw.sack.eq(s5_sack),
                          ackw.ce_count.eq(s5_ce_count), ackw.ece.eq(s5_ce_count != 0)]
         m.d.comb += [ack_q.w_en.eq(push & s5_ack_en), ack_q.w_data.eq(ackw)]
+        # MR-RX-092: the timer armed by this record, due ack_delay cycles from its push
+        tw = Signal(timer_entry)
+        m.d.comb += [tw.row.eq(s5_carry.row), tw.gen.eq(s5_gen), tw.due.eq(now + ack_delay),
+                     timer_q.w_en.eq(push & s5_arm), timer_q.w_data.eq(tw)]
         placew = Signal(lay.place)
         m.d.comb += [placew.conn.eq(s5_carry.conn), placew.addr.eq(s5_addr), placew.length.eq(s5_carry.plen),
                      place_q.w_data.eq(placew), place_q.w_en.eq(push & s5_place),
                      steer_q.w_data.eq(s5_steer), steer_q.w_en.eq(push & s5_steer_en)]
+
+        # -- the message stage beside S5 (MR-RX-080..085): the row of {connection, stream} read in
+        # S4 (the last cycle's write forwarded over it, as MR-RX-042), the chunk accounted, the
+        # stream's completed messages delivered in order; their records go to S6
+        msg_addr = Signal(cb + sb)
+        m.d.comb += [msg_addr.eq(Cat(s4_carry.stream, s4_carry.conn)), msg_rd.addr.eq(msg_addr),
+                     msg_rd.en.eq(advance)]
+        m_fwd, m_wb = Signal(), Signal(lay.msg_row.size)
+        mrow = data.View(lay.msg_row, Mux(m_fwd, m_wb, msg_rd.data))
+        mc = s5_carry
+        m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
+        m_rest = Signal(32)
+        with m.If(advance):
+            m.d.sync += [*[r.eq(s4_carry.msg - j) for j, r in enumerate(m_msg_minus)],
+                         m_rest.eq(s4_carry.msg_len - s4_carry.plen)]
+        m_dist = Signal(32)
+        m.d.comb += m_dist.eq(mc.msg - mrow.next)
+        m_behind = m_dist[31]                   # only the counters read it
+        # the loop's compares are equalities against registered operands: msg - j == next for
+        # each slot distance j; placed == msg_len - plen; next + k computed beside the decision
+        m_eq = [Signal(name=f"m_eq{j}") for j in range(n_slots)]
+        for j in range(n_slots):
+            m.d.comb += m_eq[j].eq(m_msg_minus[j] == mrow.next)
+        m_in_slots = Cat(*m_eq).any()
+        m_next_plus = [Signal(32, name=f"m_next_plus{k}") for k in range(n_slots + 1)]
+        for k in range(n_slots + 1):
+            m.d.comb += m_next_plus[k].eq(mrow.next + k)
+        m_k = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
+        slot = Signal(lay.msg_slot)
+        m.d.comb += slot.eq(mrow.slots[m_k])
+        m_fresh = ~slot.valid
+        m_mismatch = slot.valid & ((slot.msg_len != mc.msg_len) | (slot.imm_op != mc.imm_op))
+        ent_w = 1 + EPOCH_BITS
+        m_pos = mc.chunk[:pos_bits]
+        m_epoch = mc.chunk[pos_bits:]
+        entry = Signal(ent_w)
+        m.d.comb += entry.eq(Mux(m_fresh, 0, slot.ring.word_select(m_pos, ent_w)))
+        epoch_prev = Signal(EPOCH_BITS)
+        m.d.comb += epoch_prev.eq(m_epoch - 1)
+        chunk_new = ~entry[EPOCH_BITS] | (entry[:EPOCH_BITS] == epoch_prev)
+        m_refused = (~m_behind & ~m_in_slots) | (m_in_slots & m_mismatch)
+        m_new = m_in_slots & ~m_mismatch & chunk_new
+        m_dup = ~m_refused & ~m_new
+        nslot = Signal(lay.msg_slot)
+        m_placed = Signal(32)
+        m.d.comb += m_placed.eq(Mux(m_fresh, 0, slot.placed) + mc.plen)
+        m.d.comb += [nslot.valid.eq(1), nslot.imm_op.eq(mc.imm_op), nslot.msg_len.eq(mc.msg_len),
+                     nslot.imm.eq(mc.imm), nslot.placed.eq(m_placed),
+                     nslot.done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)]
+        for j in range(ring_n):
+            old_e = Mux(m_fresh, 0, slot.ring[j * ent_w:(j + 1) * ent_w])
+            m.d.comb += nslot.ring[j * ent_w:(j + 1) * ent_w].eq(Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), old_e))
+        slots_new = [Signal(lay.msg_slot, name=f"m_slot{j}") for j in range(n_slots)]
+        for j in range(n_slots):
+            m.d.comb += slots_new[j].eq(Mux(m_k == j, nslot, mrow.slots[j]))
+        # delivery: the run of done slots from the stream's next message (only when this chunk
+        # completed that message)
+        m_start = mrow.next[:slot_bits] if slot_bits else Const(0, 1)
+        deliver_ok = nslot.done & m_eq[0]
+        run = []
+        prev = deliver_ok
+        order = []
+        for i in range(n_slots):
+            sel_slot = Signal(lay.msg_slot, name=f"m_ord{i}")
+            m.d.comb += sel_slot.eq(Array([x.as_value() for x in slots_new])[(m_start + i)[:slot_bits] if slot_bits else 0])
+            bit = Signal(name=f"m_run{i}")
+            m.d.comb += bit.eq(prev & sel_slot.valid & sel_slot.done)
+            prev = bit
+            run.append(bit)
+            order.append(sel_slot)
+        n_deliver = Signal(range(n_slots + 1))
+        m.d.comb += n_deliver.eq(sum(run))
+        slots_out = [Signal(lay.msg_slot, name=f"m_out{j}") for j in range(n_slots)]
+        for j in range(n_slots):
+            cleared = Cat(*[run[i] & ((m_start + i)[:slot_bits] == j if slot_bits else Const(1, 1))
+                            for i in range(n_slots)]).any()
+            m.d.comb += [slots_out[j].eq(slots_new[j]), slots_out[j].valid.eq(slots_new[j].valid & ~cleared)]
+        new_row = Signal(lay.msg_row)
+        m.d.comb += [new_row.next.eq(Array(m_next_plus)[n_deliver])]
+        for j in range(n_slots):
+            m.d.comb += new_row.slots[j].eq(slots_out[j])
+        # the records, packed from entry 0 in message order
+        rec_ok = [run[i] & order[i].imm_op for i in range(n_slots)]
+        bundle = Signal(lay.cqe_bundle)
+        n_rec = Signal(range(n_slots + 1))
+        m.d.comb += n_rec.eq(sum(rec_ok))
+        m.d.comb += bundle.last.eq(n_rec - 1)
+        for p in range(n_slots):
+            with m.Switch(Cat(*rec_ok)):
+                for pattern in range(1 << n_slots):
+                    ones = [i for i in range(n_slots) if pattern >> i & 1]
+                    if p < len(ones):
+                        i = ones[p]
+                        with m.Case(pattern):
+                            m.d.comb += [bundle.cqes[p].conn.eq(mc.conn), bundle.cqes[p].stream.eq(mc.stream),
+                                         bundle.cqes[p].msg.eq(m_next_plus[i]),
+                                         bundle.cqes[p].opcode.eq(WC_RECV_RDMA_WITH_IMM),
+                                         bundle.cqes[p].length.eq(order[i].msg_len),
+                                         bundle.cqes[p].imm.eq(order[i].imm)]
+        m_step = push & s5_accepted
+        msg_cfg = cfg_take & (cfg.table == TABLE_MSG)
+        cfg_msg_row = Signal(lay.msg_row)
+        m.d.comb += cfg_msg_row.next.eq(cfg.data[:32])
+        m.d.comb += [
+            msg_wr.en.eq((m_step & m_new) | msg_cfg),
+            msg_wr.addr.eq(Mux(msg_cfg, cfg.addr[:cb + sb], Cat(mc.stream, mc.conn))),
+            msg_wr.data.eq(Mux(msg_cfg, cfg_msg_row.as_value(), new_row.as_value())),
+        ]
+        with m.If(advance):
+            m.d.sync += [m_fwd.eq(msg_wr.en & (msg_wr.addr == msg_addr)), m_wb.eq(msg_wr.data)]
+        # S6: the bundle into its queue (MR-RX-085)
+        s6_bundle = Signal(lay.cqe_bundle)
+        m.d.sync += [s6_valid.eq(m_step & m_new & (n_rec != 0)), s6_bundle.eq(bundle)]
+        m.d.comb += [cqe_q.w_en.eq(s6_valid), cqe_q.w_data.eq(s6_bundle)]
+        cqe_sel = Signal(range(n_slots))
+        head = data.View(lay.cqe_bundle, cqe_q.r_data)
+        cqe_take = cqe_q.r_rdy & self.m_cqe.ready
+        at_last = cqe_sel == head.last
+        with m.If(cqe_take):
+            m.d.sync += cqe_sel.eq(Mux(at_last, 0, cqe_sel + 1))
+        m.d.comb += [self.m_cqe.valid.eq(cqe_q.r_rdy), self.m_cqe.payload.eq(head.cqes[cqe_sel]),
+                     cqe_q.r_en.eq(cqe_take & at_last)]
 
         # -- outputs
         m.d.comb += [
@@ -585,6 +774,10 @@ class Rx(wiring.Component):
             values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, push & inc)[0]
         for i, inc in ((CTR_ABANDONED, s5_abandoned), (CTR_PLACED_BYTES, s5_placed)):
             values[i] = _wide_inc_counter(m, f"ctr{i}", COUNTER_BITS, Mux(push, inc, 0))
+        # MR-RX-083: the message stage's counters
+        values[CTR_CQES] = _wide_inc_counter(m, f"ctr{CTR_CQES}", COUNTER_BITS, Mux(m_step & m_new, n_rec, 0))
+        values[CTR_DUP_CHUNKS] = _piece_counter(m, f"ctr{CTR_DUP_CHUNKS}", COUNTER_BITS, m_step & m_dup)[0]
+        values[CTR_MSG_REFUSED] = _piece_counter(m, f"ctr{CTR_MSG_REFUSED}", COUNTER_BITS, m_step & m_refused)[0]
         counters = Array(values)
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, counters[self.reg_addr], 0))
         return m

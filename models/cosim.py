@@ -41,6 +41,7 @@ from . import regs_cases as rgc
 from .codec import encode
 from .dma_write import RESP_OKAY, done_layout, unpack as dunpack
 from .dma_write_cases import HostMemory
+from .rx import CHUNK_RING
 from .endpoint import ack_frame, nak_frame
 from .engine import AXIL, EngineRxModel
 from .regs import register_map
@@ -97,6 +98,17 @@ class Config:
     ack_bp: float = 0.0
     bottleneck: float = 1.0
     max_time: float | None = None
+    #: MR-RX-090: the receiver's delayed-ACK time in seconds (None: the endpoint's default,
+    #: base RTT / 4; 0: no timer), the engine's ``ack_delay`` register in cycles of CLOCK_HZ
+    ack_delay: float | None = None
+
+    @property
+    def ack_delay_s(self):
+        return self.rtt / 4 if self.ack_delay is None else self.ack_delay
+
+    @property
+    def ack_delay_cycles(self):
+        return min(0xFFFF, round(self.ack_delay_s * CLOCK_HZ))
 
     def validate(self):
         if self.width not in (64, 128, 256, 512):
@@ -199,7 +211,7 @@ class _Loop:
         self.quiet = 0
         self.finished = False
         self._idle = {"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
-                      "s_axis__tuser": 0, "m_bypass__tready": 1, "m_done__ready": 1, "m_ack__ready": 1,
+                      "s_axis__tuser": 0, "m_bypass__tready": 1, "m_done__ready": 1, "m_ack__ready": 1, "m_cqe__ready": 1,
                       **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1,
                       "parser_reg_addr": 0}
         ideal = cfg.nbytes * 8 / cfg.limit_bps
@@ -324,7 +336,8 @@ class Cosim:
                     length if i == 0 else 4096, P.ACCESS_ALL if i < 3 else P.ACCESS_REMOTE_READ)
                    for i, r in enumerate(rows)]
         s = Setup(cfg.conns, cfg.paths, cfg.keys, seed=cfg.seed, regions=regions, uniform_psn=True,
-                  n_conns=cfg.n_conns, mtu_log2=cfg.mtu_log2, ack_every=cfg.ack_every)
+                  n_conns=cfg.n_conns, mtu_log2=cfg.mtu_log2, ack_every=cfg.ack_every,
+                  ack_delay=cfg.ack_delay_cycles)
         from .engine_cases import _host_window
         self.lay = lay = _host_window(s, random.Random(cfg.seed + 77))
         self.setup = s
@@ -339,8 +352,9 @@ class Cosim:
                               direction="data", seed=cfg.seed), links=[into])
         self.fab = fab
         sender_host, peer_host = fab.hosts
+        # the sender's chunk window within the engine's chunk ring (MR-RX-082)
         tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2),
-                      line_rate_bps=cfg.link_bps, base_rtt=cfg.rtt)
+                      line_rate_bps=cfg.link_bps, base_rtt=cfg.rtt, chunk_window=CHUNK_RING)
         self.sender = tx
         sender_host.ep = tx
         peer_host.ep = RtlPeer(LOCAL_ADDR)
@@ -386,7 +400,7 @@ class Cosim:
         inp = d.inputs()
         del inp["m_cfg__ready"], inp["reg_data"]
         inp.update({"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
-                    "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
+                    "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1, "m_cqe__ready": 1,
                     "parser_reg_addr": 0})
         self.mem.inputs(inp, self.loop.cycle)
         return inp
@@ -498,7 +512,8 @@ def run_reference(cfg: Config, *, timer=True, hints=True):
     mtu = 1 << cfg.mtu_log2
     kw = {"line_rate_bps": cfg.link_bps, "base_rtt": cfg.rtt}
     rx = Endpoint(LOCAL_ADDR, mtu=mtu, ack_every=cfg.ack_every, max_rx_msgs=1 << 20,
-                  rng=random.Random(cfg.seed + 1), **({} if timer else {"ack_delay": NO_ACK_DELAY}), **kw)
+                  rng=random.Random(cfg.seed + 1),
+                  ack_delay=cfg.ack_delay_s if timer and cfg.ack_delay_cycles else NO_ACK_DELAY, **kw)
     if not hints:
         rx._hint_check = lambda c, now: None
     dst = bytearray(cfg.nbytes)
@@ -511,7 +526,8 @@ def run_reference(cfg: Config, *, timer=True, hints=True):
     fab.links[into].rate = cfg.link_bps * cfg.bottleneck
     fab.set_faults(Faults(loss=cfg.loss, reorder=cfg.reorder, reorder_delay=cfg.reorder_delay_rtt * cfg.rtt,
                           duplicate=cfg.dup, direction="data", seed=cfg.seed), links=[into])
-    tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2), **kw)
+    tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2),
+                  chunk_window=CHUNK_RING, **kw)
     fab.hosts[0].ep, fab.hosts[1].ep = tx, rx
     src = _source(random.Random(cfg.seed + 3), cfg.nbytes)
     lkey = tx.reg_mr(bytearray(src))

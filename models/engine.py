@@ -36,11 +36,12 @@ AXI_OUT = ("awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "wdata", "
 
 #: MR-ENG-101: the ports of the joined block, by Verilog name.
 INPUTS = (("s_axis__tdata", "s_axis__tkeep", "s_axis__tvalid", "s_axis__tlast", "s_axis__tuser",
-           "m_bypass__tready", "m_ack__ready", "m_done__ready")
+           "m_bypass__tready", "m_ack__ready", "m_done__ready", "m_cqe__ready")
           + tuple("m_axi__" + n for n in AXI_IN) + tuple("s_axil__" + n for n in AXIL)
           + ("parser_reg_addr",))
 OUTPUTS = (("s_axis__tready", "m_bypass__tdata", "m_bypass__tkeep", "m_bypass__tvalid",
-            "m_bypass__tlast", "m_ack__payload", "m_ack__valid", "m_done__payload", "m_done__valid")
+            "m_bypass__tlast", "m_ack__payload", "m_ack__valid", "m_done__payload", "m_done__valid",
+            "m_cqe__payload", "m_cqe__valid")
            + tuple("m_axi__" + n for n in AXI_OUT) + tuple("s_axil__" + n for n in AXIL_OUT)
            + ("parser_reg_data",))
 
@@ -152,7 +153,8 @@ class EngineRxModel:
             "s_payload__payload": ko["payload"], "s_payload__valid": ko["valid"],
             "s_cfg__payload": ro["m_cfg__payload"], "s_cfg__valid": ro["m_cfg__valid"],
             "m_ack__ready": g("m_ack__ready", 0), "m_place__ready": do["s_place__ready"],
-            "m_data__ready": do["s_data__ready"], "reg_addr": ro["reg_addr"]})
+            "m_data__ready": do["s_data__ready"], "m_cqe__ready": g("m_cqe__ready", 0),
+            "reg_addr": ro["reg_addr"]})
         pay_ready = self.pack.step(po["m_payload__tvalid"], po["m_payload__tdata"],
                                    po["m_payload__tkeep"], po["m_payload__tlast"],
                                    rx_out["s_payload__ready"])
@@ -173,6 +175,7 @@ class EngineRxModel:
                                   "m_bypass__tvalid", "m_bypass__tlast")}
         out.update({"m_ack__payload": rx_out["m_ack__payload"], "m_ack__valid": rx_out["m_ack__valid"],
                     "m_done__payload": do["m_done__payload"], "m_done__valid": do["m_done__valid"],
+                    "m_cqe__payload": rx_out["m_cqe__payload"], "m_cqe__valid": rx_out["m_cqe__valid"],
                     "parser_reg_data": po["reg_data"]})
         out.update({"m_axi__" + n: do["m_axi__" + n] for n in AXI_OUT})
         out.update({"s_axil__" + n: ro["s_axil__" + n] for n in AXIL_OUT})

@@ -154,7 +154,7 @@ class _Traffic(CounterReadout):
         self.limit = 20000 + 40 * len(self.beats) * (1 + int(10 * p_bp))
         self._readout_reset()
         self._cur = bytearray()
-        self.res = {"ack": [], "done": [], "bypass": [], "counters": None, "cycles": 0,
+        self.res = {"ack": [], "done": [], "bypass": [], "cqe": [], "counters": None, "cycles": 0,
                     "beats_taken": []}
 
     @property
@@ -168,6 +168,7 @@ class _Traffic(CounterReadout):
         rng = self.rng
         inp = {"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
                "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
+               "m_cqe__ready": 1,
                **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1}
         if self._phase:
             inp["parser_reg_addr"] = self._readout_addr()
@@ -177,7 +178,7 @@ class _Traffic(CounterReadout):
             data, keep, last = self.beats[0]
             inp.update({"s_axis__tvalid": 1, "s_axis__tdata": data, "s_axis__tkeep": keep,
                         "s_axis__tlast": last})
-        for n in ("m_bypass__tready", "m_ack__ready", "m_done__ready"):
+        for n in ("m_bypass__tready", "m_ack__ready", "m_done__ready", "m_cqe__ready"):
             inp[n] = int(rng.random() >= self.p_bp)
         inp["parser_reg_addr"] = rng.randrange(16)
         self.mem.inputs(inp, self.cycle)
@@ -195,6 +196,8 @@ class _Traffic(CounterReadout):
             res["ack"].append(out["m_ack__payload"])
         if out["m_done__valid"] and inp["m_done__ready"]:
             res["done"].append(out["m_done__payload"])
+        if out["m_cqe__valid"] and inp["m_cqe__ready"]:
+            res["cqe"].append(out["m_cqe__payload"])
         if out["m_bypass__tvalid"] and inp["m_bypass__tready"]:
             n = out["m_bypass__tkeep"].bit_length()
             self._cur += out["m_bypass__tdata"].to_bytes(self.nb, "little")[:n]
@@ -244,7 +247,7 @@ class Driver:
         del inp["m_cfg__ready"], inp["reg_data"]
         inp.update({"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
                     "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
-                    "parser_reg_addr": 0})
+                    "m_cqe__ready": 1, "parser_reg_addr": 0})
         self.traffic.mem.inputs(inp, self.traffic.cycle)
         return inp
 
@@ -289,6 +292,9 @@ def check(run: Run, drv: Driver):
     assert len(res["ack"]) == len(exp["ack"]), f"{len(res['ack'])} requests, expected {len(exp['ack'])}"
     acks_equal = rc.requests(s, res["ack"]) == tr.acks
     assert acks_equal, "the ACK/NAK stream is not the receiving endpoint's"
+    assert res["cqe"] == exp["cqe"], "completion records differ from the RX model's"
+    cqes_equal = rc.completions(s, res["cqe"]) == tr.cqes
+    assert cqes_equal, "the completion records are not the receiving endpoint's completions"
     images = region_images(run, drv.mem)
     memory_equal = images == tr.memory
     assert memory_equal, "the host memory is not the receiving endpoint's"
@@ -310,6 +316,7 @@ def check(run: Run, drv: Driver):
     assert drv.rx_counters == exp["counters"], f"RX counters {drv.rx_counters} != {exp['counters']}"
     return {"frames": len(run.frames), "requests": len(res["ack"]), "placements": len(places),
             "placed_bytes": sum(p["length"] for p in places), "acks_equal": acks_equal,
+            "cqes": len(res["cqe"]), "cqes_equal": cqes_equal,
             "memory_equal": memory_equal,
             "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in rc.RxCode},
             "traffic": tr.stats}

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from . import records
 from . import rx as _rx
-from .rx import (ACK_EVERY_RESET, CTR_ABANDONED, CTR_ACKS, CTR_CE, CTR_NAKS, CTR_PLACED_BYTES,
+from .rx import (ACK_EVERY_RESET, CTR_ABANDONED, CTR_ACKS, CTR_CE, CTR_CQES, CTR_DUP_CHUNKS,
+                 CTR_MSG_REFUSED, CTR_NAKS, CTR_PLACED_BYTES,
                  GLOBAL, MTU_LOG2_RESET, N_COUNTERS, TABLE_GLOBAL, RxCode, layouts, pack)
 
 __all__ = ["Reg", "RegMap", "register_map", "RegFile", "RegsCycleModel", "markdown_table",
@@ -72,7 +73,8 @@ def counter_names():
     """MR-REG-030: the RX engine's counters by index (MR-RX-050)."""
     names = [c.name for c in RxCode]
     for i, n in ((CTR_ACKS, "ACKS"), (CTR_NAKS, "NAKS"), (CTR_CE, "CE"),
-                 (CTR_ABANDONED, "ABANDONED"), (CTR_PLACED_BYTES, "PLACED_BYTES")):
+                 (CTR_ABANDONED, "ABANDONED"), (CTR_PLACED_BYTES, "PLACED_BYTES"),
+                 (CTR_CQES, "CQES"), (CTR_DUP_CHUNKS, "DUP_CHUNKS"), (CTR_MSG_REFUSED, "MSG_REFUSED")):
         assert i == len(names)
         names.append(n)
     assert len(names) == N_COUNTERS
@@ -123,7 +125,7 @@ def register_map(lay=None) -> RegMap:
                         "global", i))
     regs += [
         Reg("CFG_TABLE", 0x040, cfg["table"].width, RW, 0,
-            "row window: table (1 connection, 2 key, 3 path; 0 is refused)", "store"),
+            "row window: table (1 connection, 2 key, 3 path, 4 message-table stream row; 0 is refused)", "store"),
         Reg("CFG_ADDR", 0x044, addr_bits, RW, 0, "row window: row index in that table", "store"),
         Reg("CFG_COMMIT", 0x048, 1, WO, 0,
             "row window: writing 1 to bit 0 sends {CFG_TABLE, CFG_ADDR, CFG_DATA} as one row (MR-REG-022)",

@@ -402,7 +402,7 @@ class PhasedDriver:
 
     AXI_IDLE = {AXIL + n: 0 for n in ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "araddr", "arvalid")}
     RX_IDLE = {"s_meta__valid": 0, "s_meta__payload": 0, "s_payload__valid": 0, "s_payload__payload": 0,
-               "m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1}
+               "m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1, "m_cqe__ready": 1}
 
     def __init__(self, phases):
         self.phases = list(phases)

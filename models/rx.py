@@ -21,6 +21,7 @@ RTL (hdl/rx.py) imports it. models/ never imports hdl/.
 """
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -37,7 +38,10 @@ __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts",
            "CTR_PLACED_BYTES", "FIFO_DEPTH", "TABLE_GLOBAL", "TABLE_CONN", "TABLE_KEY",
            "TABLE_PATH", "ACK_EVERY_RESET", "MTU_LOG2_RESET", "NAK_OF", "DATA_OPS", "CHECK_STAGES",
            "HOLD_CYCLES", "RING_BITS", "is_slow",
-           "payload_layout", "pack", "unpack", "rx_model_256x4"]
+           "payload_layout", "pack", "unpack", "rx_model_256x4", "TABLE_MSG", "MSG_SLOTS",
+           "CHUNK_RING", "EPOCH_BITS", "CTR_CQES", "CTR_DUP_CHUNKS", "CTR_MSG_REFUSED", "MsgCode",
+           "WC_RECV_RDMA_WITH_IMM", "chunk_new", "ACK_DELAY_RESET", "TIMER_DEPTH", "GEN_BITS",
+           "TIME_BITS"]
 
 
 class RxCode(IntEnum):
@@ -78,7 +82,12 @@ CTR_NAKS = CTR_ACKS + 1
 CTR_CE = CTR_ACKS + 2
 CTR_ABANDONED = CTR_ACKS + 3
 CTR_PLACED_BYTES = CTR_ACKS + 4
-N_COUNTERS = CTR_PLACED_BYTES + 1
+#: MR-RX-081/083: completion records made, chunks already placed (or of a delivered
+#: message), chunks refused by the message table (beyond its slots, or not matching their message)
+CTR_CQES = CTR_ACKS + 5
+CTR_DUP_CHUNKS = CTR_ACKS + 6
+CTR_MSG_REFUSED = CTR_ACKS + 7
+N_COUNTERS = CTR_MSG_REFUSED + 1
 
 #: MR-RX-040: stages that run the checks of MR-RX-020 (S1..S3) before the window stage S4.
 CHECK_STAGES = 3
@@ -94,17 +103,44 @@ RING_BITS = 2 * P.SACK_BITS
 FIFO_DEPTH = 16
 
 #: MR-RX-060: configuration tables (``s_cfg`` ``table`` field).
-TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH = 0, 1, 2, 3
+TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH, TABLE_MSG = 0, 1, 2, 3, 4
+
+#: MR-RX-080: message slots per (connection, stream) in the message table (a message's slot is
+#: its number modulo this), and chunk-ring entries per slot (the sender's chunk window,
+#: MR-ENG-012, must not exceed it); each entry holds a placed flag and EPOCH_BITS of the
+#: chunk's index over the ring (MR-RX-082).
+MSG_SLOTS = 2
+CHUNK_RING = 16
+EPOCH_BITS = 8
+
+#: MR-RX-084: the completion opcode of a WRITE_IMM at the receiver (verbs
+#: IBV_WC_RECV_RDMA_WITH_IMM, models.endpoint.WcOpcode).
+WC_RECV_RDMA_WITH_IMM = 129
+
+
+class MsgCode(IntEnum):
+    """MR-RX-083: what the message stage did with an accepted chunk."""
+    NEW = 0             # placed into its message's accounting
+    DUP = 1             # already placed, or its message already delivered
+    REFUSED = 2         # beyond the slots (MR-SEC-006) or its slot's message differs
 ACK_EVERY_RESET = 4
+#: MR-RX-090: the delayed-ACK time in clock cycles; 0 (reset) switches the timer off.
+ACK_DELAY_RESET = 0
+#: MR-RX-091: entries of the delayed-ACK timer queue; bits of the path row's ACK generation
+#: (the low bits of its ``ack_timer`` field); bits of the cycle counter.
+TIMER_DEPTH = 64
+GEN_BITS = 8
+TIME_BITS = 16
 MTU_LOG2_RESET = 12
 
-GLOBAL = data.StructLayout({"ack_every": 4, "mtu_log2": 4})
+GLOBAL = data.StructLayout({"ack_every": 4, "mtu_log2": 4, "ack_delay": TIME_BITS})
 
 
-def check_params(conns, paths, keys):
+def check_params(conns, paths, keys, msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING):
     """MR-RX-001: power-of-two table sizes (the row index is a concatenation of bits)."""
     for name, v, lo, hi in (("conns", conns, 2, 1 << 16), ("paths", paths, 2, 256),
-                            ("keys", keys, 2, 1 << 16)):
+                            ("keys", keys, 2, 1 << 16), ("msg_slots", msg_slots, 1, 8),
+                            ("chunk_ring", chunk_ring, 2, 512)):
         if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
             raise ValueError(f"{name} must be a power of two in [{lo}, {hi}], not {v!r}")
 
@@ -125,10 +161,17 @@ class Layouts:
     ack: data.StructLayout
     place: data.StructLayout
     cfg: data.StructLayout
+    msg_slots: int
+    chunk_ring: int
+    msg_slot: data.StructLayout     # MR-RX-080: one slot of a message-table row
+    msg_row: data.StructLayout      # MR-RX-080: a message-table row ({connection, stream})
+    cqe: data.StructLayout          # MR-RX-084: a completion record
+    cqe_bundle: data.StructLayout   # MR-RX-085: the records one chunk delivers
 
 
-def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024):
-    check_params(conns, paths, keys)
+def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
+            chunk_ring=CHUNK_RING):
+    check_params(conns, paths, keys, msg_slots, chunk_ring)
     cb, pb, kb = (conns - 1).bit_length(), max(1, (paths - 1).bit_length()), (keys - 1).bit_length()
     # MR-RX-010: what the RX pipeline reads per connection. The P_Key has no field in
     # records.CONN_TX/CONN_RX yet (see the spec's open points).
@@ -145,8 +188,20 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024):
                              "ce_count": 16, "ece": 1, "sport": 16})
     place = data.StructLayout({"conn": cb, "addr": 64, "length": 16})
     row_bits = max(GLOBAL.size, conn.size, key.size, path.size)
-    cfg = data.StructLayout({"table": 2, "addr": max(cb + pb, kb), "data": row_bits})
-    return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg)
+    sb = records.STREAM_BITS
+    cfg = data.StructLayout({"table": 3, "addr": max(cb + pb, kb, cb + sb), "data": row_bits})
+    # MR-RX-080..082: the message table's row: the stream's next message to deliver and one
+    # slot per message number modulo msg_slots (placed bytes, the chunk ring)
+    msg_slot = data.StructLayout({"valid": 1, "done": 1, "imm_op": 1, "msg_len": 32, "placed": 32,
+                                  "imm": 32, "ring": chunk_ring * (1 + EPOCH_BITS)})
+    msg_row = data.StructLayout({"next": records.SEQ_BITS,
+                                 "slots": data.ArrayLayout(msg_slot, msg_slots)})
+    cqe = data.StructLayout({"conn": cb, "stream": sb, "msg": records.SEQ_BITS, "status": 5,
+                             "opcode": 8, "length": 32, "imm": 32})
+    cqe_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
+                                    "cqes": data.ArrayLayout(cqe, msg_slots)})
+    return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg,
+                   msg_slots, chunk_ring, msg_slot, msg_row, cqe, cqe_bundle)
 
 
 def payload_layout(width):
@@ -188,9 +243,9 @@ def unpack(layout, value):
 
 #: The META_LAYOUT fields the RX engine reads (MR-RX-020): (path, offset, mask).
 _META_USED = [(path, off, (1 << w) - 1) for path, off, w in META_FIELDS
-              if path in {("drop",), ("payload_len",), ("ip", "ecn"), ("udp", "sport")}
+              if path in {("drop",), ("payload_len",), ("ip", "ecn"), ("udp", "sport"), ("imm",)}
               or (path[0] == "bth" and path[1] in ("opcode", "pkey", "dest_qp", "ack_req", "psn"))
-              or (path[0] == "mrdh" and path[1] in ("path", "stream", "offset", "msg_len"))
+              or (path[0] == "mrdh" and path[1] in ("path", "stream", "msg", "offset", "msg_len"))
               or (path[0] == "reth" and path[1] in ("va", "rkey", "dma_len"))]
 
 
@@ -218,6 +273,9 @@ class Outcome:
     ce: int = 0                     # an accepted CE-marked packet
     abandoned: int = 0              # PSNs abandoned by a window slide (MR-SEQ-008)
     placed_bytes: int = 0
+    msg: MsgCode | None = None      # the message stage's verdict on an accepted chunk (MR-RX-083)
+    arm: tuple | None = None        # MR-RX-092: (path row, generation) of a delayed-ACK timer
+    cqes: list | None = None        # completion records it delivers (dicts of Layouts.cqe)
 
 
 @dataclass
@@ -234,18 +292,28 @@ class _Static:
     plen: int
     addr: int
     steer: bool
+    msg_row: int = 0        # MR-RX-080: {connection, stream}
+    stream: int = 0
+    msg: int = 0
+    msg_len: int = 0
+    chunk: int = 0          # the chunk's index: offset >> log2(MTU)
+    imm_op: int = 0
+    imm: int = 0
 
 
 class RxModel:
     """The RX engine's state and per-packet semantics (MR-RX-020..031)."""
 
-    def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024):
-        self.lay = layouts(conns, paths, keys)
+    def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
+                 chunk_ring=CHUNK_RING):
+        self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring)
         self.conn = {}          # row index -> dict (absent rows read as zeros)
         self.key = {}
         self.path = {}
+        self.msgs = {}          # message-table row ({conn, stream}) -> {"next", "slots"}
         self.ack_every = ACK_EVERY_RESET
         self.mtu_log2 = MTU_LOG2_RESET
+        self.ack_delay = ACK_DELAY_RESET
         self.counters = [0] * N_COUNTERS
 
     # -- configuration (MR-RX-060)
@@ -253,13 +321,17 @@ class RxModel:
         lay = self.lay
         if table == TABLE_GLOBAL:
             g = unpack(GLOBAL, value)
-            self.ack_every, self.mtu_log2 = g["ack_every"], g["mtu_log2"]
+            self.ack_every, self.mtu_log2, self.ack_delay = g["ack_every"], g["mtu_log2"], g["ack_delay"]
         elif table == TABLE_CONN:
             self.conn[addr & (lay.conns - 1)] = unpack(lay.conn, value)
         elif table == TABLE_KEY:
             self.key[addr & (lay.keys - 1)] = unpack(lay.key, value)
-        else:
+        elif table == TABLE_PATH:
             self.path[addr & (lay.conns * lay.paths - 1)] = unpack(lay.path, value)
+        elif table == TABLE_MSG:
+            # MR-RX-086: the stream's next message to deliver; every slot emptied
+            self.msgs[addr & ((lay.conns << records.STREAM_BITS) - 1)] = {
+                "next": value & 0xFFFFFFFF, "slots": [None] * lay.msg_slots}
 
     def conn_row(self, meta):
         return self.conn.get(meta["bth"]["dest_qp"] & (self.lay.conns - 1)) or unpack(self.lay.conn, 0)
@@ -309,8 +381,12 @@ class RxModel:
             elif r == NakReason.BOUNDS:
                 code = RxCode.BOUNDS                    # MR-SEC-005
         addr = (key["base"] + reth["va"] + mrdh["offset"]) & P.U64_MASK
+        stream = mrdh["stream"] & ((1 << records.STREAM_BITS) - 1)
         return _Static(code, ci, path, row, bth["psn"], bth["ack_req"], int(meta["ip"]["ecn"] == 3),
-                       meta["udp"]["sport"], plen, addr, steer)
+                       meta["udp"]["sport"], plen, addr, steer,
+                       msg_row=(ci << records.STREAM_BITS) | stream, stream=stream, msg=mrdh["msg"],
+                       msg_len=mrdh["msg_len"], chunk=mrdh["offset"] >> self.mtu_log2,
+                       imm_op=int(bth["opcode"] == Op.MR_WRITE_IMM), imm=meta["imm"])
 
     # -- the sequence state (MR-RX-024..031)
     def dynamic(self, st: _Static) -> Outcome:
@@ -327,7 +403,7 @@ class RxModel:
                            steer=0 if st.steer else None)
         if cls == P.RX_DUP:
             ack = self._ack(st, row, row["ce"])
-            row = dict(row, ce=0, pending=0)
+            row = dict(row, ce=0, pending=0, ack_timer=_next_gen(row["ack_timer"]))
             self.path[st.path_row] = row
             return Outcome(RxCode.DUPLICATE, ack=ack, steer=0 if st.steer else None)
         # new PSN: MR-SEQ-005..009
@@ -341,13 +417,80 @@ class RxModel:
         ack = None
         if st.ack_req or gap or pending >= self.ack_every or onset:
             ack = self._ack(st, new, ce)
-            new.update(ce=0, pending=0)
+            new.update(ce=0, pending=0, ack_timer=_next_gen(row["ack_timer"]))
         else:
             new.update(ce=ce, pending=pending, last_psn=st.psn, last_sport=st.sport)
         self.path[st.path_row] = new
         place = {"conn": st.conn, "addr": st.addr, "length": st.plen} if st.plen else None
+        mcode, cqes = self.message(st)
+        # MR-RX-092: the first unacknowledged packet since the path's last ACK arms the timer
+        arm = (st.path_row, row["ack_timer"] & GEN_MASK) if (
+            ack is None and row["pending"] == 0 and self.ack_delay) else None
         return Outcome(RxCode.ACCEPTED, ack=ack, place=place, steer=steer, ce=st.ce,
-                       abandoned=abandoned, placed_bytes=st.plen)
+                       abandoned=abandoned, placed_bytes=st.plen, msg=mcode, cqes=cqes, arm=arm)
+
+    def timer(self, path_row, gen):
+        """MR-RX-093: a delayed-ACK timer of path row ``path_row`` armed at ACK generation
+        ``gen`` expires: when no ACK left the path since (same generation) and packets are
+        pending, the path is acknowledged for its newest pending packet (MR-SEQ-009)."""
+        lay = self.lay
+        row = self.path_row(path_row)
+        if (row["ack_timer"] & GEN_MASK) != gen or not row["pending"]:
+            return Outcome(None)
+        st = _Static(None, path_row >> lay.path_bits, path_row & (lay.paths - 1), path_row,
+                     row["last_psn"], 0, 0, row["last_sport"], 0, 0, False)
+        ack = self._ack(st, row, row["ce"])
+        self.path[path_row] = dict(row, ce=0, pending=0, ack_timer=_next_gen(row["ack_timer"]))
+        return Outcome(None, ack=ack)
+
+    # -- the message stage (MR-RX-080..085)
+    def message(self, st):
+        """An accepted chunk in its message: its slot, the chunk ring, the placed bytes, and
+        the completion records of the messages it lets the stream deliver, in message order
+        (MR-EXO-001, MR-EXO-002, MR-EXO-004). Returns ``(MsgCode, [cqe dicts])``."""
+        lay = self.lay
+        n = lay.msg_slots
+        row = self.msgs.get(st.msg_row)
+        if row is None:
+            row = self.msgs[st.msg_row] = {"next": 0, "slots": [None] * n}
+        d = (st.msg - row["next"]) & 0xFFFFFFFF
+        if d >= 1 << 31:
+            return MsgCode.DUP, []          # MR-EXO-005: its message is delivered
+        if d >= n:
+            return MsgCode.REFUSED, []      # MR-SEC-006: beyond the stream's slots
+        k = st.msg % n
+        slot = row["slots"][k]
+        if slot is None:
+            slot = {"done": 0, "imm_op": st.imm_op, "msg_len": st.msg_len, "placed": 0,
+                    "imm": st.imm, "ring": [0] * lay.chunk_ring}
+        elif slot["msg_len"] != st.msg_len or slot["imm_op"] != st.imm_op:
+            return MsgCode.REFUSED, []      # not the message its slot holds
+        pos = st.chunk % lay.chunk_ring
+        epoch = (st.chunk // lay.chunk_ring) & ((1 << EPOCH_BITS) - 1)
+        if not chunk_new(slot["ring"][pos], epoch):
+            return MsgCode.DUP, []          # MR-EXO-002: placed before
+        # the endpoint keeps the immediate of the last new chunk (every chunk carries it)
+        slot = dict(slot, ring=list(slot["ring"]), placed=slot["placed"] + st.plen, imm=st.imm)
+        slot["ring"][pos] = (1 << EPOCH_BITS) | epoch
+        slot["done"] = int(slot["placed"] == slot["msg_len"])
+        row["slots"][k] = slot
+        cqes = []
+        if slot["done"] and d == 0:
+            # MR-EXO-004: this message and the done ones after it deliver, in order
+            nxt = row["next"]
+            while True:
+                j = nxt % n
+                s = row["slots"][j]
+                if s is None or not s["done"]:
+                    break
+                if s["imm_op"]:
+                    cqes.append({"conn": st.conn, "stream": st.stream, "msg": nxt, "status": 0,
+                                 "opcode": WC_RECV_RDMA_WITH_IMM, "length": s["msg_len"],
+                                 "imm": s["imm"]})
+                row["slots"][j] = None
+                nxt = (nxt + 1) & 0xFFFFFFFF
+            row["next"] = nxt
+        return MsgCode.NEW, cqes
 
     def _ack(self, st, row, ce):
         return {"nak": 0, "conn": st.conn, "path": st.path, "psn": st.psn, "reason": 0,
@@ -362,9 +505,11 @@ class RxModel:
         """MR-RX-050: the counters one outcome increments."""
         c = self.counters
         mask = (1 << COUNTER_BITS) - 1
-        for i, n in ((int(out.code), 1), (CTR_ACKS, int(out.ack is not None and not out.ack["nak"])),
+        for i, n in ((0 if out.code is None else int(out.code), int(out.code is not None)), (CTR_ACKS, int(out.ack is not None and not out.ack["nak"])),
                      (CTR_NAKS, int(out.ack is not None and out.ack["nak"])), (CTR_CE, out.ce),
-                     (CTR_ABANDONED, out.abandoned), (CTR_PLACED_BYTES, out.placed_bytes)):
+                     (CTR_ABANDONED, out.abandoned), (CTR_PLACED_BYTES, out.placed_bytes),
+                     (CTR_CQES, len(out.cqes or ())), (CTR_DUP_CHUNKS, int(out.msg == MsgCode.DUP)),
+                     (CTR_MSG_REFUSED, int(out.msg == MsgCode.REFUSED))):
             c[i] = (c[i] + n) & mask
 
     def packet(self, meta) -> Outcome:
@@ -381,9 +526,47 @@ class RxModel:
 
 INPUTS = ("s_meta__payload", "s_meta__valid", "s_payload__payload", "s_payload__valid",
           "s_cfg__payload", "s_cfg__valid", "m_ack__ready", "m_place__ready", "m_data__ready",
-          "reg_addr")
+          "m_cqe__ready", "reg_addr")
 OUTPUTS = ("s_meta__ready", "s_payload__ready", "s_cfg__ready", "m_ack__payload", "m_ack__valid",
-           "m_place__payload", "m_place__valid", "m_data__payload", "m_data__valid", "reg_data")
+           "m_place__payload", "m_place__valid", "m_data__payload", "m_data__valid",
+           "m_cqe__payload", "m_cqe__valid", "reg_data")
+
+
+def pack_bundle(lay, cqes):
+    """MR-RX-085: the completion records one chunk delivers as one queue entry (``last`` the
+    index of the last record, the records from entry 0)."""
+    word = pack(lay.cqe_bundle, {"last": len(cqes) - 1})
+    off = lay.cqe_bundle["cqes"].offset
+    for i, c in enumerate(cqes):
+        word |= pack(lay.cqe, c) << (off + i * lay.cqe.size)
+    return word
+
+
+def bundle_entry(lay, word, i):
+    """Record ``i`` (flat) of a flat bundle, and the bundle's last index."""
+    off = lay.cqe_bundle["cqes"].offset + i * lay.cqe.size
+    last = word & ((1 << lay.cqe_bundle["last"].width) - 1)
+    return (word >> off) & ((1 << lay.cqe.size) - 1), last
+
+
+GEN_MASK = (1 << GEN_BITS) - 1
+TIME_MASK = (1 << TIME_BITS) - 1
+
+
+def _next_gen(ack_timer):
+    """MR-RX-091: the path row's ACK generation (the low GEN_BITS of ``ack_timer``) advanced by
+    one ACK; the field's other bits are kept."""
+    return (ack_timer & ~GEN_MASK) | ((ack_timer + 1) & GEN_MASK)
+
+
+def chunk_new(entry, epoch):
+    """MR-RX-082: a chunk is new when its ring entry is empty or holds the chunk one ring
+    length before it (epoch - 1); an entry of its own epoch or of a later one means it was
+    placed (a sender keeps its chunks within one ring length of its lowest unacknowledged chunk,
+    MR-ENG-012, so the entry holds the latest chunk placed at that position)."""
+    placed = entry >> EPOCH_BITS & 1
+    mask = (1 << EPOCH_BITS) - 1
+    return not placed or (entry & mask) == (epoch - 1) & mask
 
 
 def is_slow(cum, psn, new_cum):
@@ -403,14 +586,19 @@ class RxCycleModel:
     it at t+5. A slow window update holds S1..S5 and the input for :data:`HOLD_CYCLES`
     cycles after its S4 cycle."""
 
-    def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024):
+    def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
+                 msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
-        self.rx = RxModel(conns, paths, keys)
+        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
-        self.ack_q, self.place_q, self.steer_q = (SyncFifoModel(FIFO_DEPTH) for _ in range(3))
+        self.ack_q, self.place_q, self.steer_q, self.cqe_q = (SyncFifoModel(FIFO_DEPTH) for _ in range(4))
+        self.s6 = None          # MR-RX-085: a completion bundle pushed the cycle after S5
+        self.cqe_sel = 0        # the record of the head bundle m_cqe shows
+        self.now = 0            # MR-RX-091: the cycle counter (TIME_BITS)
+        self.timer_q = collections.deque()  # MR-RX-091: (path row, generation, due)
         self.s1 = None          # (meta dict, conn row, key row) taken last cycle
         self.checks = [None] * (CHECK_STAGES - 1)   # _Static in S2, S3
         self.s4 = None          # _Static waiting for the window stage
@@ -425,11 +613,16 @@ class RxCycleModel:
 
     def busy(self):
         return bool(self.s1 or any(self.checks) or self.s4 or self.s5 or self.hold
-                    or self.ack_q.level or self.place_q.level or self.steer_q.level)
+                    or self.s6 is not None or self.timer_q
+                    or self.ack_q.level or self.place_q.level or self.steer_q.level or self.cqe_q.level)
 
     def _window(self, st):
         """S4: the window stage (:meth:`RxModel.dynamic`); sets the hold of a slow update."""
         rx = self.rx
+        if isinstance(st, tuple):           # MR-RX-093: a timer event
+            o = rx.timer(*st)
+            self.log.append(o)
+            return o
         before = rx.path_row(st.path_row)["cum"] if st.code is None else None
         o = rx.dynamic(st)
         self.log.append(o)
@@ -441,10 +634,17 @@ class RxCycleModel:
         g = inputs.get
         rx, lay = self.rx, self.lay
         holding = self.hold > 0
-        inflight = sum(x is not None for x in (self.s1, *self.checks, self.s4, self.s5))
-        meta_ready = int(not holding and all(q.level + inflight < FIFO_DEPTH
-                                             for q in (self.ack_q, self.place_q, self.steer_q)))
-        cfg_ready = int(not holding and not (self.s4 is not None and self.s4.code is None))
+        inflight = sum(x is not None for x in (self.s1, *self.checks, self.s4, self.s5, self.s6))
+        credits = not holding and all(q.level + inflight < FIFO_DEPTH
+                                      for q in (self.ack_q, self.place_q, self.steer_q, self.cqe_q))
+        # MR-RX-093: a due timer enters the pipeline instead of a record
+        tq = self.timer_q
+        fire = credits and bool(tq) and ((self.now - tq[0][2]) & TIME_MASK) < 1 << (TIME_BITS - 1)
+        meta_ready = int(credits and len(tq) + inflight < TIMER_DEPTH and not fire)
+        cfg_ready = int(not holding and not (self.s4 is not None and (isinstance(self.s4, tuple)
+                                                                       or self.s4.code is None))
+                        and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED))
+        cqe_word, cqe_last = bundle_entry(lay, self.cqe_q.head, self.cqe_sel)
         have = self.steer_q.level > 0
         head = self.steer_q.head if have else 0
         pay = g("s_payload__payload", 0)
@@ -456,12 +656,15 @@ class RxCycleModel:
             "m_ack__payload": self.ack_q.head, "m_ack__valid": int(self.ack_q.level > 0),
             "m_place__payload": self.place_q.head, "m_place__valid": int(self.place_q.level > 0),
             "m_data__payload": pay, "m_data__valid": int(have and head and bool(pay_valid)),
+            "m_cqe__payload": cqe_word, "m_cqe__valid": int(self.cqe_q.level > 0),
             "reg_data": self.reg_data,
         }
         addr = g("reg_addr", 0)
         self.reg_data = rx.counters[addr] if addr < N_COUNTERS else 0
 
-        ack = place = steer = None
+        ack = place = steer = arm = None
+        bundle = self.s6
+        self.s6 = None
         if holding:
             self.hold -= 1
         else:
@@ -471,18 +674,27 @@ class RxCycleModel:
                 ack = None if o.ack is None else pack(lay.ack, o.ack)
                 place = None if o.place is None else pack(lay.place, o.place)
                 steer = o.steer
+                if o.cqes:
+                    self.s6 = pack_bundle(lay, o.cqes)
+                if o.arm is not None:
+                    arm = (*o.arm, (self.now + rx.ack_delay) & TIME_MASK)
                 rx.count(o)
             # S4: the window stage
             self.s5 = None if self.s4 is None else self._window(self.s4)
             # S1..S3: the checks (decided with S1's rows and MTU); then the new record is taken
             self.s4 = self.checks[-1]
             st = None
-            if self.s1 is not None:
+            if self.s1 is not None and self.s1[0] == "timer":
+                st = self.s1[1:]
+            elif self.s1 is not None:
                 meta, conn, key = self.s1
                 st = rx.static(meta, conn, key)
             self.checks = [st] + self.checks[:-1]
             self.s1 = None
-            if meta_ready and g("s_meta__valid", 0):
+            if fire:
+                row, gen, _ = tq.popleft()
+                self.s1 = ("timer", row, gen)
+            elif meta_ready and g("s_meta__valid", 0):
                 meta = meta_fields(g("s_meta__payload", 0))
                 self.s1 = (meta, rx.conn_row(meta), rx.key_row(meta))
         # configuration write
@@ -494,6 +706,14 @@ class RxCycleModel:
         self.ack_q.update(g("m_ack__ready", 0), ack is not None, ack or 0)
         self.place_q.update(g("m_place__ready", 0), place is not None, place or 0)
         self.steer_q.update(pay_take and (pay >> self.last_bit) & 1, steer is not None, steer or 0)
+        # MR-RX-085: m_cqe shows the head bundle's records one by one
+        cqe_take = self.cqe_q.level > 0 and g("m_cqe__ready", 0)
+        if cqe_take:
+            self.cqe_sel = 0 if self.cqe_sel == cqe_last else self.cqe_sel + 1
+        self.cqe_q.update(cqe_take and self.cqe_sel == 0, bundle is not None, bundle or 0)
+        if arm is not None:
+            tq.append(arm)
+        self.now = (self.now + 1) & TIME_MASK
         return out
 
 

@@ -23,7 +23,7 @@ from . import codec, protocol as P
 from .codec import BTH, IP, MRDH, RETH, UDP
 from .driver import CounterReadout
 from .parser import verdict
-from .rx import (ACK_EVERY_RESET, CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY,
+from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY,
                  TABLE_PATH, GLOBAL, RxCode, RxCycleModel, RxModel, layouts, pack, payload_layout, unpack)
 from .wire import Op
 
@@ -38,6 +38,14 @@ class CfgWrite:
     addr: int
     value: int
     name: str = "cfg"
+
+
+@dataclass(frozen=True)
+class Idle:
+    """``cycles`` cycles in which the driver offers no record and no configuration write (the
+    payload beats already owed still flow): room for the delayed-ACK timer (MR-RX-093)."""
+    cycles: int
+    name: str = "idle"
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,7 @@ class Setup:
     """Connections, keys and paths of one run, and the writes that configure them (MR-RX-060)."""
 
     def __init__(self, conns=256, paths=4, keys=256, *, seed=0, n_conns=6, mtu_log2=8, ack_every=4,
-                 regions=None, uniform_psn=False):
+                 regions=None, uniform_psn=False, n_streams=None, ack_delay=0):
         """``regions``: ``[(rkey, length, access)]`` of existing registrations (an endpoint's)
         to use as the four keys; ``uniform_psn``: every path of a connection starts at the
         same PSN (as ``Endpoint.connect(peer_init_psn=...)`` opens them)."""
@@ -80,8 +88,10 @@ class Setup:
         self.rng = rng = random.Random(seed)
         self.mtu = 1 << mtu_log2
         self.ack_every = ack_every
+        self.ack_delay = ack_delay
         self.writes = [CfgWrite(TABLE_GLOBAL, 0, pack(GLOBAL, {"ack_every": ack_every,
-                                                               "mtu_log2": mtu_log2}), "global")]
+                                                               "mtu_log2": mtu_log2,
+                                                               "ack_delay": ack_delay}), "global")]
         self.conns = []
         used = set()
         for i in range(n_conns):
@@ -89,6 +99,8 @@ class Setup:
             used.add(qp)
             c = Conn(qp, rng.choice([0xFFFF, rng.getrandbits(16)]),
                      paths if i % 2 == 0 else rng.randint(1, paths), rng.choice([8, 2, 1]))
+            if n_streams is not None:
+                c.n_streams = n_streams
             self.conns.append(c)
             self.writes.append(CfgWrite(TABLE_CONN, qp, pack(self.lay.conn, {
                 "valid": 1, "pkey": c.pkey, "n_paths_m1": c.n_paths - 1,
@@ -297,6 +309,71 @@ def bad_cases(s: Setup, *, op=Op.MR_WRITE):
     return out
 
 
+def message_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-080..086: messages of one stream: chunks out of order and resent (duplicate
+    chunks), a message done before the one ahead of it (two records in one bundle), a
+    plain WRITE between WRITE_IMMs (no record), a zero-length WRITE_IMM, a message of more
+    chunks than the ring (epochs), a chunk of a delivered message, a message beyond the slots
+    and a chunk whose message length differs (refused), the stream reopened at another
+    message number (table 4)."""
+    from .rx import TABLE_MSG
+    c = s.conns[conn]
+    mtu = s.mtu
+    k = s.keys[0]
+    rng = s.rng
+    row = (c.qp << 3) | stream
+    nxt = [c.msg.get(stream, 0)]
+    out = []
+
+    def chunks(msg, nchunks, *, op=Op.MR_WRITE_IMM, last=None, order=None, name="m"):
+        msg_len = (nchunks - 1) * mtu + (rng.randint(1, mtu) if last is None else last)
+        if nchunks == 1 and last == 0:
+            msg_len = 0
+        va = rng.randrange(0, k.length - msg_len - 1)
+        pk = {}
+        for j in range(nchunks):
+            off = j * mtu
+            pk[j] = lambda j=j, off=off: s.write(c, path=rng.randrange(c.n_paths), stream=stream,
+                                                 offset=off, plen=min(mtu, msg_len - off),
+                                                 msg_len=msg_len, key=k, va=va, op=op, msg=msg,
+                                                 expect=RxCode.ACCEPTED, name=f"{name}{msg}.{j}")
+        return [pk[j]() for j in (order if order is not None else range(nchunks))]
+
+    base = nxt[0]
+    # reordered, one chunk resent
+    out += chunks(base, 3, order=[2, 0, 0, 1], name="reord")
+    # message base+2 done before base+1: both leave in one bundle
+    out += chunks(base + 2, 2, name="ahead")
+    out += chunks(base + 1, 1, name="behind")
+    # a plain WRITE, then a WRITE_IMM behind it
+    out += chunks(base + 4, 1, name="imm-after-write")
+    out += chunks(base + 3, 2, op=Op.MR_WRITE, name="plain")
+    # zero length
+    out += chunks(base + 5, 1, last=0, name="zero")
+    # more chunks than the ring, two resent
+    n = 2 * (s.lay.chunk_ring if hasattr(s.lay, "chunk_ring") else 16) + 3
+    order = list(range(n))
+    order.insert(20, 3)
+    order.insert(30, 18)
+    out += chunks(base + 6, n, order=order, name="long")
+    # a chunk of a delivered message; a message beyond the slots; a length mismatch
+    out += chunks(base + 1, 1, name="stale")
+    out += chunks(base + 7 + s.lay.msg_slots, 1, name="beyond")
+    first = s.write(c, stream=stream, offset=0, plen=mtu, msg_len=2 * mtu, key=k, va=0, msg=base + 7,
+                    op=Op.MR_WRITE_IMM, expect=RxCode.ACCEPTED, name="mismatch.0")
+    other = s.write(c, stream=stream, offset=mtu, plen=8, msg_len=mtu + 8, key=k, va=0, msg=base + 7,
+                    op=Op.MR_WRITE_IMM, expect=RxCode.ACCEPTED, name="mismatch.1")
+    rest = s.write(c, stream=stream, offset=mtu, plen=mtu, msg_len=2 * mtu, key=k, va=0, msg=base + 7,
+                   op=Op.MR_WRITE_IMM, expect=RxCode.ACCEPTED, name="mismatch.fix")
+    out += [first, other, rest]
+    # reopened at message 1000: the old numbers are then beyond the slots
+    out.append(CfgWrite(TABLE_MSG, row, 1000, f"stream{row}"))
+    out += chunks(1000, 2, name="reopened")
+    out += chunks(base + 8, 1, name="old-number")
+    c.msg[stream] = 1001
+    return out
+
+
 def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
     """A random mix over every connection and path: in order, reordered, lost (skipped PSNs),
     duplicated, CE-marked, AckReq, bad packets; with ``cfg`` a few rows rewritten mid-traffic
@@ -376,8 +453,10 @@ class Driver(CounterReadout):
         self.nb = width // 8
         self.rng = random.Random(seed)
         self.p_idle, self.p_bp = p_idle, p_bp
-        outs = ("m_ack__ready", "m_place__ready", "m_data__ready")
-        self.p_bp_of = dict(p_bp) if isinstance(p_bp, dict) else dict.fromkeys(outs, p_bp)
+        outs = ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready")
+        self.p_bp_of = dict.fromkeys(outs, p_bp if not isinstance(p_bp, dict) else 0.0)
+        if isinstance(p_bp, dict):
+            self.p_bp_of.update(p_bp)
         self.quiet_cfg = quiet_cfg
         self.read_counters = read_counters
         self.poll_regs = poll_regs
@@ -387,6 +466,7 @@ class Driver(CounterReadout):
         self.i = 0                  # next item
         self.beats = []             # payload beats waiting (flat payloads)
         self.presenting = None      # ("meta"|"cfg", value)
+        self.idle_left = None       # cycles left of an Idle item
         self.since_take = CFG_QUIET
         self.cycle = 0
         self.n_counters = N_COUNTERS
@@ -394,7 +474,8 @@ class Driver(CounterReadout):
         self._readout_reset()
         self._cur = bytearray()
         self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * max(self.p_bp_of.values())))
-        self.res = {"ack": [], "place": [], "data": [], "meta_taken": [], "payload_taken": [],
+        self.limit += sum(it.cycles for it in self.items if isinstance(it, Idle))
+        self.res = {"ack": [], "place": [], "data": [], "cqe": [], "meta_taken": [], "payload_taken": [],
                     "ack_cycles": [], "cycles": 0, "counters": None}
 
     @property
@@ -417,9 +498,15 @@ class Driver(CounterReadout):
                "s_payload__valid": 0, "s_payload__payload": 0}
         if self._phase:
             inp.update({"m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1,
-                        "reg_addr": self._readout_addr()})
+                        "m_cqe__ready": 1, "reg_addr": self._readout_addr()})
             return inp
-        if self.presenting is None and self.i < len(self.items):
+        if self.presenting is None and self.i < len(self.items) and isinstance(self.items[self.i], Idle):
+            it = self.items[self.i]
+            self.idle_left = it.cycles if self.idle_left is None else self.idle_left - 1
+            if self.idle_left <= 0:
+                self.idle_left = None
+                self.i += 1
+        elif self.presenting is None and self.i < len(self.items):
             it = self.items[self.i]
             if isinstance(it, CfgWrite):
                 if not self.quiet_cfg or self.since_take >= CFG_QUIET:
@@ -438,7 +525,7 @@ class Driver(CounterReadout):
         if self.beats and (self.p_idle == 0 or rng.random() >= self.p_idle):
             inp["s_payload__valid"] = 1
             inp["s_payload__payload"] = self.beats[0]
-        for n in ("m_ack__ready", "m_place__ready", "m_data__ready"):
+        for n in ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready"):
             inp[n] = int(rng.random() >= self.p_bp_of[n])
         inp["reg_addr"] = rng.randrange(32) if self.poll_regs else 0
         return inp
@@ -468,6 +555,8 @@ class Driver(CounterReadout):
             res["ack_cycles"].append(self.cycle)
         if out["m_place__valid"] and inp["m_place__ready"]:
             res["place"].append(out["m_place__payload"])
+        if out.get("m_cqe__valid") and inp.get("m_cqe__ready"):
+            res["cqe"].append(out["m_cqe__payload"])
         if out["m_data__valid"] and inp["m_data__ready"]:
             b = unpack(self.beat, out["m_data__payload"])
             n = b["keep"].bit_length()
@@ -485,10 +574,12 @@ def expected(items, conns, paths, keys):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050)."""
     rx = RxModel(conns, paths, keys)
-    outs, acks, places, data = [], [], [], []
+    outs, acks, places, data, cqes = [], [], [], [], []
     for it in items:
         if isinstance(it, CfgWrite):
             rx.write_cfg(it.table, it.addr, it.value)
+            continue
+        if isinstance(it, Idle):
             continue
         o = rx.packet(it.meta)
         outs.append(o)
@@ -498,7 +589,9 @@ def expected(items, conns, paths, keys):
             places.append(pack(rx.lay.place, o.place))
         if o.steer:
             data.append(it.payload)
-    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "counters": list(rx.counters)}
+        cqes += [pack(rx.lay.cqe, c) for c in o.cqes or ()]
+    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes,
+            "counters": list(rx.counters)}
 
 
 def check(items, res, conns, paths, keys):
@@ -510,11 +603,11 @@ def check(items, res, conns, paths, keys):
         if c.expect is not None:
             assert o.code == c.expect, f"case {c.name}: model says {o.code.name}, built for {c.expect.name}"
     lay = layouts(conns, paths, keys)
-    for name in ("ack", "place"):
+    for name in ("ack", "place", "cqe"):
         got, want = res[name], exp[name]
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:
-                layout = lay.ack if name == "ack" else lay.place
+                layout = {"ack": lay.ack, "place": lay.place, "cqe": lay.cqe}[name]
                 raise AssertionError(f"{name} #{i}: got {unpack(layout, g)}, expected {unpack(layout, w)}")
         assert len(got) == len(want), f"{name}: {len(got)} transfers, expected {len(want)}"
     assert res["data"] == exp["data"], "written payload bytes differ"
@@ -550,7 +643,7 @@ PEER_ADDR, LOCAL_ADDR = "10.0.0.1", "10.0.0.2"
 
 
 def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_every=4, n_conns=6,
-                   addr=LOCAL_ADDR, **ep_kw):
+                   addr=LOCAL_ADDR, n_streams=None, ack_delay_cycles=0, **ep_kw):
     """The reference transport (:class:`metaroce.models.endpoint.Endpoint`) as a receiver and a
     :class:`Setup` with the same connections (ids, P_Keys, paths, streams, initial PSNs) and
     the same registrations (its random R_Keys, lengths, rights). Its message bound is lifted
@@ -572,7 +665,7 @@ def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_ever
             rows.add(key & (keys - 1))
             regions.append((key, length, access))
     s = Setup(conns, paths, keys, seed=seed, regions=regions, uniform_psn=True, n_conns=n_conns,
-              mtu_log2=mtu_log2, ack_every=ack_every)
+              mtu_log2=mtu_log2, ack_every=ack_every, n_streams=n_streams, ack_delay=ack_delay_cycles)
     for c in s.conns:
         ep.connect(c.qp, PEER_ADDR, c.qp | 0x800000, paths=c.n_paths, streams=c.n_streams,
                    pkey=c.pkey, peer_init_psn=c.psn[0])
@@ -622,6 +715,47 @@ def endpoint_reference(ep, s: Setup, cases):
     return out, {k.rkey: bytes(ep._mrs[k.rkey][0]) for k in s.keys}
 
 
+def timed_bursts(s: Setup, n_bursts=4, per_burst=12, *, gap=2500, seed=0):
+    """MR-RX-094: bursts of writes (several connections and paths, a few reordered, no AckReq)
+    separated by :class:`Idle` gaps longer than the delayed-ACK time plus the pipeline, so that
+    every timer armed in a burst expires in the gap after it."""
+    import random as _r
+    rng = _r.Random(seed)
+    out = []
+    for b in range(n_bursts):
+        burst = []
+        for i in range(per_burst):
+            c = rng.choice(s.conns[:3])
+            burst.append(s.write(c, path=rng.randrange(c.n_paths), plen=rng.choice([0, 8, 40]),
+                                 expect=RxCode.ACCEPTED, name=f"b{b}.{i}"))
+        if rng.random() < 0.5:
+            j = rng.randrange(len(burst) - 1)
+            burst[j], burst[j + 1] = burst[j + 1], burst[j]
+        out += burst + [Idle(gap, f"gap{b}")]
+    return out
+
+
+def endpoint_reference_timed(ep, s: Setup, items, cycle_s):
+    """MR-RX-094: the items' frames to the endpoint, a burst at one instant and each
+    :class:`Idle` advancing the time by its cycles x ``cycle_s`` (the endpoint's delayed-ACK
+    timers fire in the gaps); returns its ACK/NAK frames as :func:`requests` tuples."""
+    from .codec import decode
+    out = []
+    t = 0.0
+
+    def drain():
+        while (g := ep.next_packet(t)) is not None:
+            out.append(_norm_frame(g))
+    for it in items:
+        if isinstance(it, Idle):
+            t += it.cycles * cycle_s
+            drain()
+        elif isinstance(it, Case) and not it.drop:
+            ep.receive(decode(it.frame), t)
+            drain()
+    return out
+
+
 def requests(s: Setup, acks):
     """The RX engine's ACK/NAK requests (flat ``m_ack`` payloads) as comparable tuples."""
     return [_norm_request(s.lay, v) for v in acks]
@@ -660,6 +794,9 @@ class Traffic:
     sources: list
     stats: dict
     times: list = field(default_factory=list)      # arrival time of each case's frame (s)
+    #: the receiving endpoint's completions in the order it made them (tuples as
+    #: :func:`completions`, MR-RX-087)
+    cqes: list = field(default_factory=list)
 
     def write_pcap(self, path):
         """The frames the receiving host got, with their arrival times (a pcap, MR-WIRE-120)."""
@@ -701,7 +838,8 @@ def forged_writes(s: Setup, n):
 
 def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
                      seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
-                     rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0):
+                     rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0,
+                     imm=0.0, n_streams=None, ack_delay=None):
     """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
     ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
     their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
@@ -718,8 +856,13 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     The receiver is :func:`endpoint_setup`'s (same connections, keys, initial PSNs as the
     returned :class:`Setup`), with two things the slice does not have switched off so that its
     ACK stream is the slice's: the delayed-ACK timer (``ack_delay`` = :data:`NO_ACK_DELAY`) and
-    the rate-hint pushes (MR-CC-009). Returns ``(setup, traffic)``; raises when the transfer did
-    not complete (every write once, with success) or the receiver's memory is not the data."""
+    the rate-hint pushes (MR-CC-009). A fraction ``imm`` of the writes carry an immediate
+    (WRITE_IMM: the receiver completes them, MR-RX-087); ``n_streams`` fixes every connection's
+    streams (1: consecutive messages of a connection share a stream, so that message order
+    matters). The sender keeps each message's chunks within the RX engine's chunk ring
+    (``chunk_window`` = :data:`~metaroce.models.rx.CHUNK_RING`, MR-RX-082). Returns ``(setup,
+    traffic)``; raises when the transfer did not complete (every write once, with success) or
+    the receiver's memory is not the data."""
     from metaroce.sim.faults import Faults
     from metaroce.sim.topology import Fabric, host_addr
     from .codec import encode
@@ -735,8 +878,10 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
                           direction="data", seed=seed), links=[into_rx])
     ep_kw = {"line_rate_bps": rate_bps, "base_rtt": rtt}
     rx, s = endpoint_setup(conns, paths, keys, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
-                           n_conns=n_conns, ack_delay=NO_ACK_DELAY, **ep_kw)
-    tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2), **ep_kw)
+                           n_conns=n_conns, ack_delay=NO_ACK_DELAY if ack_delay is None else ack_delay,
+                           n_streams=n_streams, **ep_kw)
+    tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
+                  chunk_window=CHUNK_RING, **ep_kw)
     sender, receiver = fab.hosts
     sender.ep, receiver.ep = tx, rx
     rng = random.Random(seed + 3)
@@ -759,10 +904,11 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
         va = fill[k.rkey] + rng.randrange(0, 64)
         fill[k.rkey] = va + (b - a)
         stream = rng.randrange(c.n_streams)
-        posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i))
+        value = rng.getrandbits(32) if imm and rng.random() < imm else None
+        posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i, value))
         sources.append((k.rkey, va, src[a:b]))
-    for qp, stream, a, n, va, rkey, wr in posted:
-        tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr)
+    for qp, stream, a, n, va, rkey, wr, value in posted:
+        tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr, imm=value)
     frames, acks = [], []
     times = []
 
@@ -772,8 +918,12 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     receiver.rx_hook = arrived
     receiver.tx_hook = lambda f, now: acks.append(_norm_frame(f))
     done = []
+    rx_cqes = []
 
     def on_completion(host, t, c):
+        if host is receiver:
+            rx_cqes.append((c.conn, c.stream, int(c.status), int(c.opcode), c.byte_len, c.imm))
+            return
         done.append((host.name, c.wr_id, int(c.status)))
         if sum(1 for h, _, _ in done if h == sender.name) == len(posted):
             fab.sim.stop()
@@ -802,7 +952,17 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
              "retransmitted": tx.stats["retransmitted"], "duplicates": rx.stats["duplicates"],
              "abandoned_psns": rx.stats["abandoned_psns"], "forged": hostile,
              "sim_time": fab.sim.now}
-    return s, Traffic(cases, acks, memory, sources, stats, times)
+    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes)
+
+
+def completions(s: Setup, cqes):
+    """The RX engine's completion records (flat ``m_cqe`` payloads) as tuples comparable with an
+    endpoint's completions ``(conn, stream, status, opcode, byte_len, imm)`` (MR-RX-087)."""
+    out = []
+    for v in cqes:
+        c = unpack(s.lay.cqe, v)
+        out.append((c["conn"], c["stream"], c["status"], c["opcode"], c["length"], c["imm"]))
+    return out
 
 
 # ------------------------------------------------------------------ configuration of a replay

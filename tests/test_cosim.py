@@ -59,6 +59,12 @@ def test_cosim_reference():
     assert r1["ok"] and r4["ok"] and r1["fabric"]["lost"] > 0
     assert r1["goodput_vs_limit"] >= 0.9 > r4["goodput_vs_limit"]
     assert r4["sender"]["probes"] > 10 * r1["sender"]["probes"]
+    # MR-RX-090: with the receiver's delayed-ACK timer (the engine's, RTT / 4) the bursts' last
+    # packets are acknowledged without waiting for probes
+    r4t = cosim.run_reference(cosim.Config(nbytes=4 << 20, loss=0.01, seed=1, ack_every=4),
+                              timer=True, hints=False)
+    assert r4t["ok"] and r4t["goodput_vs_limit"] >= 0.9
+    assert r4t["sender"]["probes"] * 10 < r4["sender"]["probes"]
 
 
 def test_cosim_peer_rtl_not_built(capsys):

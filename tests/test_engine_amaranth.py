@@ -124,8 +124,10 @@ def test_verilog_port_names():
 def test_engine_endpoint_traffic_amaranth(width):
     """MR-ENG-110, MR-ENG-102: the reference endpoint's traffic through the joined RTL in
     lockstep with the composed model; the host memory and the ACK/NAK stream equal the
-    receiving endpoint's, the counters the blocks' models'."""
-    run = ec.engine_traffic(nbytes=2048 if width == 64 else 8192, seed=5, hostile=10, n_bypass=2)
+    receiving endpoint's, the completion records its completions (MR-RX-087), the counters the
+    blocks' models'."""
+    run = ec.engine_traffic(nbytes=2048 if width == 64 else 8192, seed=5, hostile=10, n_bypass=2,
+                            imm=1.0)
     dut = engine_rx_256x4(width)
     model = engine_rx_model_256x4(width)
     drv = ec.Driver(width, run, seed=5, p_idle=0.2, p_bp=0.3)
@@ -133,5 +135,6 @@ def test_engine_endpoint_traffic_amaranth(width):
     assert core.mismatches == 0 and core.cycle == drv.cycles > 1000
     summary = ec.check(run, drv)
     assert summary["acks_equal"] and summary["memory_equal"]
+    assert summary["cqes_equal"] and summary["cqes"] > 0          # MR-RX-087 through the top
     assert summary["traffic"]["lost"] + summary["traffic"]["duplicated"] > 0
     assert summary["outcomes"]["ACCEPTED"] > 0 and summary["outcomes"]["PSN_WINDOW"] > 0

@@ -66,6 +66,7 @@ def test_mac_clock_drop_on_full(mac_period, core_period):
         nonlocal cur
         ctx.set(dut.m_ack.ready, 1)
         ctx.set(dut.m_done.ready, 1)
+        ctx.set(dut.m_cqe.ready, 1)
         quiet = 0
         while quiet < 400:
             ready = int(rng.random() < 0.1) if not state["sent"] else 1

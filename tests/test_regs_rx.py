@@ -129,6 +129,7 @@ def test_setup_packet_counters_teardown():
         ctx.set(rx.m_ack.ready, 1)
         ctx.set(rx.m_place.ready, 1)
         ctx.set(rx.m_data.ready, 1)
+        ctx.set(rx.m_cqe.ready, 1)
         async for _, _, pv, pp, dv, dp, av, ap in ctx.tick().sample(
                 rx.m_place.valid, rx.m_place.payload.as_value(), rx.m_data.valid,
                 rx.m_data.payload.as_value(), rx.m_ack.valid, rx.m_ack.payload.as_value()):
@@ -229,7 +230,7 @@ def test_top_in_lockstep_with_both_models():
     before = rxc.expected(s.writes + cases1, 256, 4, 256)["counters"]
     assert counters_read(rmap, phases[2]) == before
     items = s.writes + cases1 + [teardown, revoke] + cases2
-    res = {k: phases[1].res[k] + phases[4].res[k] for k in ("ack", "place", "data")}
+    res = {k: phases[1].res[k] + phases[4].res[k] for k in ("ack", "place", "data", "cqe")}
     res["counters"] = counters_read(rmap, phases[5])
     exp = rxc.check(items, res, 256, 4, 256)
     assert [o.code for o in exp["outcomes"][-5:]] == [RxCode.NO_CONNECTION] * 4 + [RxCode.ACCESS]

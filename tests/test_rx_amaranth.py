@@ -137,19 +137,32 @@ def test_rtl_matches_reference_endpoint():
 
 @pytest.mark.parametrize("width,seed", [(512, 4), (64, 5)])
 def test_rtl_on_endpoint_traffic(width, seed):
-    """MR-RX-071: the frames a reference endpoint received from another one over the model
-    fabric (loss, reordering, duplication on the data direction, CE marks), in arrival order,
-    through the parser's golden model into the RTL, cycle by cycle against the model with
-    idle cycles and backpressure on every output, with forged writes of every bad-input class
-    among the frames: the RTL's placements give the receiving endpoint's memory and its ACK/NAK
-    requests are that endpoint's ACK and NAK frames."""
+    """MR-RX-071, MR-RX-087: the frames a reference endpoint received from another one over the
+    model fabric (loss, reordering, duplication on the data direction, CE marks), in arrival
+    order, through the parser's golden model into the RTL, cycle by cycle against the model
+    with idle cycles and backpressure on every output, with forged writes of every bad-input
+    class among the frames and WRITE_IMMs among the writes: the RTL's placements give the
+    receiving endpoint's memory, its ACK/NAK requests are that endpoint's ACK and NAK frames and
+    its completion records that endpoint's completions."""
     s, tr = rc.endpoint_traffic(nbytes=8192 if width == 64 else 24576, loss=0.05, reorder=0.2,
-                                dup=0.05, seed=seed, hostile=10)
+                                dup=0.05, seed=seed, hostile=10, imm=0.7)
     res = run_lockstep(width, s, tr.cases, seed=seed, p_idle=0.2, p_bp=0.4)
     assert rc.requests(s, res["ack"]) == tr.acks
     assert rc.memory_image(s, res["place"], res["data"]) == tr.memory
+    assert rc.completions(s, res["cqe"]) == tr.cqes and len(tr.cqes) >= 3
     assert res["counters"][RxCode.DUPLICATE] == tr.stats["duplicates"] > 0
     assert res["counters"][CTR_NAKS] == tr.stats["naks"] > 0
+
+
+def test_message_table():
+    """MR-RX-080..086: the message stage's cases (reordered and resent chunks, messages done
+    out of order, a plain WRITE, zero length, more chunks than the ring, delivered, beyond the
+    slots, another length, a stream reopened through s_cfg) cycle by cycle against the model
+    with backpressure on every output (m_cqe too)."""
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6)
+    cases = rc.message_cases(s)
+    res = run_lockstep(512, s, cases, seed=6, p_idle=0.1, p_bp=0.4)
+    assert len(res["cqe"]) == 8
 
 
 def test_placement_address_limbs():
@@ -213,3 +226,15 @@ def test_piece_counters(wide):
 
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_delayed_ack_timer():
+    """MR-RX-090..094: bursts separated by idle gaps, ack_every 4, the timer on: the RTL equals
+    the model cycle by cycle (timer events in the pipeline, generations in the path rows) and
+    its ACK stream equals the reference endpoint's with the same delay, the timer's ACKs in
+    the gaps included."""
+    cycle, delay = 6.4e-9, 100
+    ep, s = rc.endpoint_setup(seed=31, ack_delay_cycles=delay, ack_delay=delay * cycle)
+    items = rc.timed_bursts(s, 3, 8, gap=260, seed=3)
+    res = run_lockstep(512, s, items, seed=2, p_idle=0.1, p_bp=0.3, check=False)
+    assert rc.requests(s, res["ack"]) == rc.endpoint_reference_timed(ep, s, items, cycle)

@@ -260,3 +260,70 @@ def test_slow_update_holds(kind):
     else:
         assert sorted(set(gaps)) == [1, HOLD_CYCLES + 1]
     assert res["counters"][RxCode.ACCEPTED] == 24
+
+
+def test_chunk_ring_entry():
+    """MR-RX-082: a chunk is new on an empty entry or one holding the chunk one ring length
+    before it; its own epoch or a later one (up to 254 later) means it was placed."""
+    from metaroce.models.rx import EPOCH_BITS, chunk_new
+    placed = 1 << EPOCH_BITS
+    assert chunk_new(0, 0) and chunk_new(0, 5)
+    assert chunk_new(placed | 4, 5) and chunk_new(placed | 255, 0)      # epoch 255 -> 0 wraps
+    assert not chunk_new(placed | 5, 5) and not chunk_new(placed | 6, 5)
+    assert not chunk_new(placed | ((5 + 254) & 255), 5)
+
+
+def test_message_table_cases():
+    """MR-RX-080..086: out-of-order and resent chunks, a message done before the one ahead of
+    it, a plain WRITE (no record), a zero-length WRITE_IMM, more chunks than the ring, chunks of
+    a delivered message, beyond the slots and of another length, a stream reopened through
+    table 4: the records leave in message order, each with its message's length and the
+    immediate of its last new chunk."""
+    from metaroce.models.rx import CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, WC_RECV_RDMA_WITH_IMM
+    s = rc.Setup(*SMALL, seed=3)
+    cases = rc.message_cases(s)
+    exp = rc.expected(s.writes + cases, *SMALL)
+    recs = [unpack(s.lay.cqe, v) for v in exp["cqe"]]
+    assert [r["msg"] for r in recs] == [0, 1, 2, 4, 5, 6, 7, 1000]
+    assert all(r["opcode"] == WC_RECV_RDMA_WITH_IMM and r["status"] == 0 for r in recs)
+    assert recs[4]["length"] == 0 and recs[5]["length"] > 2 * 16 * s.mtu
+    assert exp["counters"][CTR_CQES] == 8
+    assert exp["counters"][CTR_DUP_CHUNKS] == 5 and exp["counters"][CTR_MSG_REFUSED] == 2
+    # the record's length and immediate are its message's: the last new chunk's immediate
+    by_name = {c.name: c for c in cases if isinstance(c, rc.Case)}
+    from metaroce.models.rx import meta_fields
+    assert recs[0]["imm"] == meta_fields(by_name["reord0.1"].meta)["imm"]
+    assert recs[0]["length"] == meta_fields(by_name["reord0.1"].meta)["mrdh"]["msg_len"]
+    res = rc.run_model(64, s, cases, seed=2, p_idle=0.2, p_bp=0.5)
+    assert res["cqe"] == exp["cqe"]
+
+
+@pytest.mark.parametrize("seed,streams", [(4, 1), (5, None), (6, 2), (7, 1)])
+def test_model_completions_equal_endpoint(seed, streams):
+    """MR-RX-087: on the reference endpoint's traffic with WRITE_IMMs (loss, reordering,
+    duplication: duplicate chunks occur), the model's completion records equal the receiving
+    endpoint's completions in order and number, besides the memory image and the ACK stream."""
+    s, tr = rc.endpoint_traffic(nbytes=8192, loss=0.05, reorder=0.2, dup=0.05, seed=seed,
+                                hostile=10, imm=0.7, n_streams=streams)
+    res = rc.run_model(64, s, tr.cases, seed=seed, p_idle=0.2, p_bp=0.4)
+    assert rc.requests(s, res["ack"]) == tr.acks
+    assert rc.memory_image(s, res["place"], res["data"]) == tr.memory
+    assert rc.completions(s, res["cqe"]) == tr.cqes and len(tr.cqes) >= 3
+
+
+@pytest.mark.parametrize("seed", [31, 32])
+def test_delayed_ack_matches_endpoint(seed):
+    """MR-RX-090..094: bursts of writes (ack_every 4, no AckReq) separated by gaps longer than the
+    delayed-ACK time: the model's ACK stream, the timer's ACKs in the gaps included, equals the
+    reference endpoint's with its ack_delay the same time; without the timer those ACKs are
+    missing."""
+    from metaroce.models.rx import CTR_ACKS
+    cycle = 6.4e-9
+    delay = 1000
+    ep, s = rc.endpoint_setup(seed=seed, ack_delay_cycles=delay, ack_delay=delay * cycle)
+    items = rc.timed_bursts(s, 4, 12, gap=2500, seed=seed)
+    res = rc.run_model(64, s, items, seed=2, p_idle=0.1, p_bp=0.3, check_outputs=False)
+    ref = rc.endpoint_reference_timed(ep, s, items, cycle)
+    assert rc.requests(s, res["ack"]) == ref
+    untimed = rc.expected(s.writes + items, *SMALL)
+    assert len(ref) > len(untimed["ack"]) and res["counters"][CTR_ACKS] == len(ref)
