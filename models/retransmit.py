@@ -369,6 +369,14 @@ class RetransmitCycleModel:
                     or self.counts_now or self.counts_late
                     or any(r["timer_on"] or r["rearm_wait"] for r in self.path.values()))
 
+    def working(self):
+        """Work in flight or queued, not counting the running timers (the wheel and its
+        slots): what a replay waits for before it ends while a timer waits."""
+        return bool(self.s1a or self.s1b or self.s2 or self.s2b or self.job_q.level
+                    or self.ins_q.level or self.ins_r or self.ins_r2 or self.rearm_q.level
+                    or self.w_state != _IDLE or self.pend is not None or self.acked_q.level
+                    or self.resend_q.level or self.error_q.level)
+
     def _row(self, row):
         r = self.path.get(row)
         return r if r is not None else unpack(self.lay.path, 0)

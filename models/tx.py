@@ -242,10 +242,7 @@ class TxCycleModel:
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers (a replay ends
         while a timer waits)."""
-        r = self.rtx
-        return bool(self.sched.busy() or self.data.busy() or r.s1 or r.s2 or r.job_q.level
-                    or r.ins_q.level or r.rearm_q.level or r.w_state or r.pend is not None
-                    or r.acked_q.level or r.resend_q.level or r.error_q.level)
+        return bool(self.sched.busy() or self.data.busy() or self.rtx.working())
 
     def step(self, inputs):
         g = inputs.get
