@@ -18,6 +18,13 @@ settings.load_profile("metaroce")
 # yosys builds, long Amaranth-simulator lockstep runs), run with `-m slow` instead. Each block
 # keeps a shorter lockstep (Amaranth simulator) in the default run.
 BUDGET_SLOW = {
+    "tests/test_engine_rtl.py::test_engine_rtl_endpoint_traffic",
+    "tests/test_rx_cli.py::test_replay_rx_learns_configuration",
+    "tests/test_dma_write_rtl.py::test_bench_dma_write",
+    "tests/test_dma_read_rtl.py::test_bench_dma_read",
+    "tests/test_rx_amaranth.py::test_rtl_on_endpoint_traffic[512-4]",
+    "tests/test_regs_rtl.py::test_regs_rtl_axil_master",
+    "tests/test_lockstep.py::test_drive_registered_outputs[pass]",
     "tests/test_build.py::test_ecp5_build_notices_a_block_optimised_away",
     "tests/test_build.py::test_ecp5_build_of_a_tiny_block",
     "tests/test_build.py::test_ecp5_build_without_the_kept_check",
