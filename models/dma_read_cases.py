@@ -24,7 +24,7 @@ from .dma_read import (AXI_4K, INCR, MAX_BURST, RESP_DECERR, RESP_OKAY, RESP_SLV
                        read_bursts, unpack)
 from .dma_write_cases import (BASE, Layout, directed_specs, place, random_specs,  # noqa: F401
                               stream_specs)
-from .driver import CounterReadout
+from .driver import CounterReadout, run_alone
 
 #: MR-DMR-044: R latencies the random runs draw from (cycles from AR taken to the first beat).
 LATENCY = (1, 300)
@@ -263,12 +263,7 @@ def run_model(width, lay, cmds, *, conns=256, seed=0, max_burst=MAX_BURST, outst
     from .dma_read import DmaReadCycleModel
     model = DmaReadCycleModel(width, conns, max_burst=max_burst, outstanding=outstanding)
     drv = Driver(width, lay, cmds, conns=conns, seed=seed, max_burst=max_burst, **kw)
-    busy = drv.busy_with(model.busy)
-    while not drv.finished:
-        inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(busy)
+    run_alone(model, drv, busy=drv.busy_with(model.busy))
     if check_outputs:
         check(width, lay, cmds, drv, conns=conns, max_burst=max_burst)
     return drv

@@ -19,7 +19,7 @@ import collections
 import random
 from dataclasses import dataclass
 
-from .driver import CounterReadout
+from .driver import CounterReadout, run_alone
 from .dma_write import (AXI_4K, INCR, MAX_BURST, RESP_DECERR, RESP_OKAY, RESP_SLVERR, apply,
                         boundary, bursts, done_layout, pack, payload_layout, place_layout,
                         unpack)
@@ -378,12 +378,7 @@ def run_model(width, lay, cmds, *, conns=256, seed=0, max_burst=MAX_BURST, outst
     from .dma_write import DmaWriteCycleModel
     model = DmaWriteCycleModel(width, conns, max_burst=max_burst, outstanding=outstanding)
     drv = Driver(width, lay, cmds, conns=conns, seed=seed, max_burst=max_burst, **kw)
-    busy = drv.busy_with(model.busy)
-    while not drv.finished:
-        inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(busy)
+    run_alone(model, drv, busy=drv.busy_with(model.busy))
     if check_outputs:
         check(width, lay, cmds, drv, conns=conns, max_burst=max_burst)
     return drv

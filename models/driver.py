@@ -59,3 +59,20 @@ class CounterReadout:
                 self._phase = 2
         elif self.cycle > self.limit:
             raise AssertionError(f"no progress after {self.cycle} cycles {self._stuck()}")
+
+
+def run_alone(model, drv, *, busy=None, on_cycle=None):
+    """A block's cycle model alone with its driver: each cycle the driver's inputs, the model's
+    step, ``on_cycle(cycle, inputs, outputs)`` if given, the driver's observation, until the
+    driver has finished; ``busy`` (default ``model.busy``) as :meth:`CounterReadout.settle` takes
+    it. Returns the driver."""
+    step = model.step
+    busy = model.busy if busy is None else busy
+    while not drv.finished:
+        inp = drv.inputs()
+        out = step(inp)
+        if on_cycle is not None:
+            on_cycle(drv.cycle, inp, out)
+        drv.observe(inp, out)
+        drv.settle(busy)
+    return drv

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from . import codec, wire
 from .codec import AETH, BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, AtomicAck, Eth
-from .driver import CounterReadout
+from .driver import CounterReadout, run_alone
 from .parser import N_COUNTERS
 from .wire import Op, Reason
 
@@ -1069,14 +1069,7 @@ def run_model(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, che
     from .parser import ParserModel
     model = ParserModel(width, max_frame=max_frame, drop_on_full=drop_on_full)
     drv = Driver(width, cases, seed=seed, p_idle=p_idle, p_bp=p_bp, **kw)
-    step, busy = model.step, model.busy
-    while not drv.finished:
-        inp = drv.inputs()
-        out = step(inp)
-        if on_cycle is not None:
-            on_cycle(drv.cycle, inp, out)
-        drv.observe(inp, out)
-        drv.settle(busy)
+    run_alone(model, drv, on_cycle=on_cycle)
     res = dict(drv.res, log=list(model.log), overflow=model.cnt_overflow)
     if check:
         check_streams(cases, res, max_frame=max_frame, width=width)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from .driver import run_alone
 from .regs import ADDR_BITS, CTR_BASE, OKAY, RegFile, RegsCycleModel, counter_index
 from .rx import GLOBAL, N_COUNTERS, TABLE_GLOBAL, pack, unpack
 
@@ -351,11 +352,7 @@ def run_model(items, lay_args=(256, 4, 256), *, seed=0, checked=True, **kw):
     """:class:`RegsCycleModel` alone through the :class:`Driver`; returns the driver."""
     model = RegsCycleModel(*lay_args)
     drv = Driver(items, seed=seed, **kw)
-    while not drv.finished:
-        inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(model.busy)
+    run_alone(model, drv)
     if checked:
         check(drv.items, drv.res, drv.ctr, model.lay)
     return drv

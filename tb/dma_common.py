@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 
+import cocotb
+
 from .lockstep import drive
+from .streams import random_pause
 
 
 def env_ints(name, default):
@@ -49,6 +53,48 @@ async def lockstep_runs(dut, h, model, dc, *, width, conns, prefix, random_kw, r
     if out:
         with open(out, "w") as f:
             json.dump(rows, f)
+
+
+async def axiram_run(dut, harness, dc, *, width, conns, prefix, ram, channels, quiet, image):
+    """A random run (``<prefix>_RANDOM`` / 3 commands, seed ``<prefix>_SEED``) with cocotbext-axi's
+    RAM model as the host memory: ``ram()`` makes it, ``image(drv)`` is what it starts with,
+    ``channels(ram)`` get random pauses, ``quiet`` inputs start at 0. The driver's memory only
+    watches (``passive``); the lockstep samples every port. Returns ``(ram, lay, cmds, drv)``
+    after the lockstep and the checker passed."""
+    seed = int(os.environ.get(f"{prefix}_SEED", "1"))
+    lay, cmds = dc.random_cases(width, int(os.environ.get(f"{prefix}_RANDOM", "300")) // 3, conns,
+                                seed=seed + 10, bad_every=0)
+    drv = dc.Driver(width, lay, cmds, conns=conns, seed=seed, p_idle=0.3, p_bp=0.3, passive=True)
+    model, _, _, h = await harness(dut, on_cycle=lambda c, i, o: drv.observe(i, o))
+    mem = ram()
+    mem.write(lay.base, image(drv))
+    rng = random.Random(seed)
+    for ch in channels(mem):
+        ch.set_pause_generator(random_pause(0.3, rng, max_run=20))
+    for name in quiet:
+        getattr(dut, name).value = 0
+
+    async def source():
+        from cocotb.triggers import RisingEdge
+        edge = RisingEdge(dut.clk)
+        writes = {}
+        while True:
+            await edge
+            for name, v in drv.inputs().items():
+                if writes.get(name) != v:
+                    getattr(dut, name).value = v
+                    writes[name] = v
+
+    await h.start()
+    cocotb.start_soon(source())
+    busy = drv.busy_with(model.busy)
+    while not drv.finished:
+        await h.cycles(64)
+        drv.settle(busy)
+    h.check()
+    dc.check(width, lay, cmds, drv, conns=conns)
+    assert h.mismatches == 0 and len(drv.res["done"]) == len(cmds)
+    return mem, lay, cmds, drv
 
 
 async def bench_sweep(dut, h, model, dc, *, width, conns, prefix, row):

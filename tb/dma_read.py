@@ -25,17 +25,15 @@ Instance: the registered block (4,096 connections, 256-beat bursts, 256 commands
 """
 from __future__ import annotations
 
-import os
-import random
 
 import cocotb
 
 from metaroce.models import dma_read_cases as dc
 from metaroce.models.dma_read import DmaReadCycleModel
 
-from .dma_common import bench_sweep, lockstep_runs
+from .dma_common import axiram_run, bench_sweep, lockstep_runs
 from .lockstep import Lockstep, model_port_lists
-from .streams import SEP, random_pause
+from .streams import SEP
 
 CONNS = 4096
 
@@ -69,41 +67,12 @@ async def dmr_lockstep(dut):
 async def dmr_axiram(dut):
     from cocotbext.axi import AxiReadBus
     from cocotbext.axi.axi_ram import AxiRamRead
-    width = _width(dut)
-    seed = int(os.environ.get("DMR_SEED", "1"))
-    lay, cmds = dc.random_cases(width, int(os.environ.get("DMR_RANDOM", "300")) // 3, CONNS,
-                                seed=seed + 10, bad_every=0)
-    drv = dc.Driver(width, lay, cmds, conns=CONNS, seed=seed, p_idle=0.3, p_bp=0.3, passive=True)
-    model, ins, _, h = await _harness(dut, on_cycle=lambda c, i, o: drv.observe(i, o))
-    ram = AxiRamRead(AxiReadBus.from_prefix(dut, "m_axi", bus_separator=SEP), dut.clk, dut.rst,
-                     size=1 << 48)
-    ram.write(lay.base, drv.mem.image)
-    rng = random.Random(seed)
-    for ch in (ram.ar_channel, ram.r_channel):
-        ch.set_pause_generator(random_pause(0.3, rng, max_run=20))
-    for name in ("s_cmd__valid", "m_data__ready", "m_done__ready"):
-        getattr(dut, name).value = 0
-
-    async def source():
-        from cocotb.triggers import RisingEdge
-        edge = RisingEdge(dut.clk)
-        writes = {}
-        while True:
-            await edge
-            for name, v in drv.inputs().items():
-                if writes.get(name) != v:
-                    getattr(dut, name).value = v
-                    writes[name] = v
-
-    await h.start()
-    cocotb.start_soon(source())
-    busy = drv.busy_with(model.busy)
-    while not drv.finished:
-        await h.cycles(64)
-        drv.settle(busy)
-    h.check()
-    dc.check(width, lay, cmds, drv, conns=CONNS)
-    assert h.mismatches == 0 and len(drv.res["done"]) == len(cmds)
+    await axiram_run(
+        dut, _harness, dc, width=_width(dut), conns=CONNS, prefix="DMR",
+        ram=lambda: AxiRamRead(AxiReadBus.from_prefix(dut, "m_axi", bus_separator=SEP), dut.clk,
+                               dut.rst, size=1 << 48),
+        channels=lambda ram: (ram.ar_channel, ram.r_channel),
+        quiet=("s_cmd__valid", "m_data__ready", "m_done__ready"), image=lambda drv: drv.mem.image)
 
 
 @cocotb.test()

@@ -24,17 +24,15 @@ Instance: the registered block (4,096 connections, 256-beat bursts, 256 outstand
 """
 from __future__ import annotations
 
-import os
-import random
 
 import cocotb
 
 from metaroce.models import dma_write_cases as dc
 from metaroce.models.dma_write import DmaWriteCycleModel
 
-from .dma_common import bench_sweep, lockstep_runs
+from .dma_common import axiram_run, bench_sweep, lockstep_runs
 from .lockstep import Lockstep, model_port_lists
-from .streams import SEP, random_pause
+from .streams import SEP
 
 CONNS = 4096
 
@@ -68,43 +66,14 @@ async def dma_lockstep(dut):
 async def dma_axiram(dut):
     from cocotbext.axi import AxiWriteBus
     from cocotbext.axi.axi_ram import AxiRamWrite
-    width = _width(dut)
-    seed = int(os.environ.get("DMA_SEED", "1"))
-    lay, cmds = dc.random_cases(width, int(os.environ.get("DMA_RANDOM", "300")) // 3, CONNS,
-                                seed=seed + 10, bad_every=0)
-    drv = dc.Driver(width, lay, cmds, conns=CONNS, seed=seed, p_idle=0.3, p_bp=0.3, passive=True)
-    model, ins, _, h = await _harness(dut, on_cycle=lambda c, i, o: drv.observe(i, o))
-    ram = AxiRamWrite(AxiWriteBus.from_prefix(dut, "m_axi", bus_separator=SEP), dut.clk, dut.rst,
-                 size=1 << 48)
-    ram.write(lay.base, drv.mem.initial)
-    rng = random.Random(seed)
-    for ch in (ram.aw_channel, ram.w_channel, ram.b_channel):
-        ch.set_pause_generator(random_pause(0.3, rng, max_run=20))
-    for name in ("s_place__valid", "s_data__valid", "m_done__ready"):
-        getattr(dut, name).value = 0
-
-    async def source():
-        from cocotb.triggers import RisingEdge
-        edge = RisingEdge(dut.clk)
-        writes = {}
-        while True:
-            await edge
-            for name, v in drv.inputs().items():
-                if writes.get(name) != v:
-                    getattr(dut, name).value = v
-                    writes[name] = v
-
-    await h.start()
-    cocotb.start_soon(source())
-    busy = drv.busy_with(model.busy)
-    while not drv.finished:
-        await h.cycles(64)
-        drv.settle(busy)
-    h.check()
-    dc.check(width, lay, cmds, drv, conns=CONNS)
+    ram, lay, cmds, drv = await axiram_run(
+        dut, _harness, dc, width=_width(dut), conns=CONNS, prefix="DMA",
+        ram=lambda: AxiRamWrite(AxiWriteBus.from_prefix(dut, "m_axi", bus_separator=SEP), dut.clk,
+                                dut.rst, size=1 << 48),
+        channels=lambda ram: (ram.aw_channel, ram.w_channel, ram.b_channel),
+        quiet=("s_place__valid", "s_data__valid", "m_done__ready"), image=lambda drv: drv.mem.initial)
     want = dc.expected_image(lay, drv.mem.initial, cmds)
     assert bytes(ram.read(lay.base, lay.size)) == want, "AxiRamWrite's memory differs from the model's"
-    assert h.mismatches == 0 and len(drv.res["done"]) == len(cmds)
 
 
 @cocotb.test()

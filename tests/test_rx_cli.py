@@ -12,7 +12,7 @@ from metaroce.models.rx import RxCycleModel
 
 def _cli(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "metaroce", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)
+                          cwd=cwd, timeout=3600)  # a backstop against a hang; Verilator builds are slow on a loaded machine
 
 
 def test_blocks_registered():

@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import lockstep_status
+
 HELP = "line, toggle and functional coverage of a block's testbench under Verilator"
 
 #: Toggle target over the bits that can toggle (issue 7).
@@ -99,45 +101,21 @@ def run(args):
                                 counter_temps=temps, counter_flag_temps=flags,
                                 constant_bits=cov.constant_bits_of(points))
         func = cov.functional(args.width, res["shapes"])
-        if args.keep:
-            keep = Path(args.keep)
-            keep.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(dat, keep / f"coverage_{blk.name}_w{args.width}.dat")
-            (keep / f"coverage_{blk.name}_w{args.width}.json").write_text(json.dumps(res))
+        _keep(args, blk, dat, res)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    toggle_pct = summary["toggle"]["percent"] or 0.0
-    out = {"block": blk.name, "width": args.width,
-           "frames": sum(len(v) for v in res["shapes"].values()), "cycles": res["cycles"],
-           "mismatches": res["mismatches"], "problems": len(res["problems"]),
-           "line": summary["line"], "toggle": summary["toggle"],
-           "toggle_named": summary["toggle_named"], "toggle_temporaries": summary["toggle_temporaries"],
-           "toggle_all_points": summary["toggle_all_points"], "functional": func,
-           "targets": {"every_reason_every_shape": func["every_reason_every_shape"],
-                       f"toggle_{TOGGLE_TARGET:g}": toggle_pct >= TOGGLE_TARGET},
-           "coverage_dat": str(Path(args.keep) / f"coverage_{blk.name}_w{args.width}.dat")
-           if args.keep else None}
+    out = _result(args, blk, res, summary, func, "frames",
+                  {"every_reason_every_shape": func["every_reason_every_shape"]})
     if args.json:
         print(json.dumps(out))
     else:
-        line, tog = summary["line"], summary["toggle"]
-        print(f"{blk.name} at {args.width} bits: {out['frames']} frames, {out['cycles']} cycles, "
-              f"{out['mismatches']} RTL/model mismatches, {out['problems']} problems")
-        print(f"line   {line['covered']}/{line['total']} ({line['percent']}%)")
-        print(f"toggle {tog['covered']}/{tog['total']} ({tog['percent']}%) of the bits that can "
-              f"toggle; excluded: " + "; ".join(f"{n} ({why})" for why, n in tog["excluded"].items()))
+        _print_head(args, blk, out, summary, "frames")
         tn, tt, ta = summary["toggle_named"], summary["toggle_temporaries"], summary["toggle_all_points"]
         print(f"       named signals {tn['covered']}/{tn['total']} ({tn['percent']}%), temporaries "
               f"($N) {tt['covered']}/{tt['total']} ({tt['percent']}%); every point, nothing "
               f"excluded: {ta['covered']}/{ta['total']} ({ta['percent']}%)")
-        print(f"functional {func['bins_hit']}/{func['bins_total']} bins ({func['percent']}%)")
-        for m in func["missing"][:20]:
-            print(f"  missing {m}")
-        for u in tn["uncovered"][:20]:
-            print(f"  toggle never seen: {u}")
-    for line in res.get("mismatch_reports", [])[:3] + res["problems"][:10]:
-        print(line, file=sys.stderr)
-    return 1 if res["mismatches"] or res["problems"] else 0
+        _print_tail(func, tn["uncovered"])
+    return lockstep_status(res)
 
 
 def run_rx(args, blk):
@@ -160,41 +138,59 @@ def run_rx(args, blk):
                                 counter_temps=temps, constant_bits=cov.constant_bits_of(points),
                                 counter_re=cov.RX_COUNTER)
         func = cov.functional_rx(args.width, res["shapes"])
-        if args.keep:
-            keep = Path(args.keep)
-            keep.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(dat, keep / f"coverage_{blk.name}_w{args.width}.dat")
-            (keep / f"coverage_{blk.name}_w{args.width}.json").write_text(json.dumps(res))
+        _keep(args, blk, dat, res)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    toggle_pct = summary["toggle"]["percent"] or 0.0
-    out = {"block": blk.name, "width": args.width,
-           "records": sum(len(v) for v in res["shapes"].values()), "cycles": res["cycles"],
-           "mismatches": res["mismatches"], "problems": len(res["problems"]),
-           "line": summary["line"], "toggle": summary["toggle"],
-           "toggle_named": summary["toggle_named"], "toggle_temporaries": summary["toggle_temporaries"],
-           "toggle_all_points": summary["toggle_all_points"], "functional": func,
-           "targets": {"every_outcome_every_shape": func["every_outcome_every_shape"],
-                       "all_bins": func["bins_hit"] == func["bins_total"],
-                       f"toggle_{TOGGLE_TARGET:g}": toggle_pct >= TOGGLE_TARGET},
-           "coverage_dat": str(Path(args.keep) / f"coverage_{blk.name}_w{args.width}.dat")
-           if args.keep else None}
+    out = _result(args, blk, res, summary, func, "records",
+                  {"every_outcome_every_shape": func["every_outcome_every_shape"],
+                   "all_bins": func["bins_hit"] == func["bins_total"]})
     if args.json:
         print(json.dumps(out))
     else:
-        line, tog = summary["line"], summary["toggle"]
-        print(f"{blk.name} at {args.width} bits: {out['records']} records, {out['cycles']} cycles, "
-              f"{out['mismatches']} RTL/model mismatches, {out['problems']} problems")
-        print(f"line   {line['covered']}/{line['total']} ({line['percent']}%)")
-        print(f"toggle {tog['covered']}/{tog['total']} ({tog['percent']}%) of the bits that can "
-              f"toggle; excluded: " + "; ".join(f"{n} ({why})" for why, n in tog["excluded"].items()))
+        _print_head(args, blk, out, summary, "records")
         ta = summary["toggle_all_points"]
         print(f"       every point, nothing excluded: {ta['covered']}/{ta['total']} ({ta['percent']}%)")
-        print(f"functional {func['bins_hit']}/{func['bins_total']} bins ({func['percent']}%)")
-        for m in func["missing"][:20]:
-            print(f"  missing {m}")
-        for u in tog["uncovered"][:20]:
-            print(f"  toggle never seen: {u}")
-    for line in res.get("mismatch_reports", [])[:3] + res["problems"][:10]:
-        print(line, file=sys.stderr)
-    return 1 if res["mismatches"] or res["problems"] else 0
+        _print_tail(func, summary["toggle"]["uncovered"])
+    return lockstep_status(res)
+
+
+def _keep(args, blk, dat, res):
+    """``--keep DIR``: the run's coverage.dat and results beside each other."""
+    if args.keep:
+        keep = Path(args.keep)
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(dat, keep / f"coverage_{blk.name}_w{args.width}.dat")
+        (keep / f"coverage_{blk.name}_w{args.width}.json").write_text(json.dumps(res))
+
+
+def _result(args, blk, res, summary, func, unit, targets):
+    """The ``--json`` object; ``unit`` names what the run counts (frames, records)."""
+    toggle_pct = summary["toggle"]["percent"] or 0.0
+    return {"block": blk.name, "width": args.width,
+            unit: sum(len(v) for v in res["shapes"].values()), "cycles": res["cycles"],
+            "mismatches": res["mismatches"], "problems": len(res["problems"]),
+            "line": summary["line"], "toggle": summary["toggle"],
+            "toggle_named": summary["toggle_named"],
+            "toggle_temporaries": summary["toggle_temporaries"],
+            "toggle_all_points": summary["toggle_all_points"], "functional": func,
+            "targets": {**targets, f"toggle_{TOGGLE_TARGET:g}": toggle_pct >= TOGGLE_TARGET},
+            "coverage_dat": str(Path(args.keep) / f"coverage_{blk.name}_w{args.width}.dat")
+            if args.keep else None}
+
+
+def _print_head(args, blk, out, summary, unit):
+    line, tog = summary["line"], summary["toggle"]
+    print(f"{blk.name} at {args.width} bits: {out[unit]} {unit}, {out['cycles']} cycles, "
+          f"{out['mismatches']} RTL/model mismatches, {out['problems']} problems")
+    print(f"line   {line['covered']}/{line['total']} ({line['percent']}%)")
+    print(f"toggle {tog['covered']}/{tog['total']} ({tog['percent']}%) of the bits that can "
+          f"toggle; excluded: " + "; ".join(f"{n} ({why})" for why, n in tog["excluded"].items()))
+
+
+def _print_tail(func, uncovered):
+    print(f"functional {func['bins_hit']}/{func['bins_total']} bins ({func['percent']}%)")
+    for m in func["missing"][:20]:
+        print(f"  missing {m}")
+    for u in uncovered[:20]:
+        print(f"  toggle never seen: {u}")
+

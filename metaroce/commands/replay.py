@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import lockstep_status
+
 HELP = "replay a pcap through a block's RTL (Verilator) in lockstep with its model"
 
 
@@ -201,9 +203,7 @@ def run(args):
                   f"{sum(dropped.values())} dropped {dict(sorted(dropped.items()))}; "
                   f"{res['mismatches']} RTL/model mismatches, {len(res['problems'])} problems; "
                   f"{res['cycles']} cycles, {summary['beats_per_cycle']} beats/cycle\n")
-    for line in res["mismatch_reports"][:3] + res["problems"][:10]:
-        print(line, file=sys.stderr)
-    return 1 if res["mismatches"] or res["problems"] else 0
+    return lockstep_status(res)
 
 
 def run_rx(args, blk):
@@ -300,9 +300,7 @@ def run_rx(args, blk):
                   f"{summary['acks']} ACKs, {summary['naks']} NAKs, {summary['placed_bytes']} bytes "
                   f"placed; {res['mismatches']} RTL/model mismatches, {len(res['problems'])} "
                   f"problems; {res['cycles']} cycles\n")
-    for line in res["mismatch_reports"][:3] + res["problems"][:10]:
-        print(line, file=sys.stderr)
-    return 1 if res["mismatches"] or res["problems"] else 0
+    return lockstep_status(res)
 
 
 def unpack_reason(meta):
