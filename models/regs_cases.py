@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .driver import run_alone
+from .driver import CounterReadout, run_alone
 from .regs import ADDR_BITS, CTR_BASE, OKAY, RegFile, RegsCycleModel, counter_index
 from .rx import GLOBAL, N_COUNTERS, TABLE_GLOBAL, pack, unpack
 
@@ -170,7 +170,7 @@ class Counters:
         return out
 
 
-class Driver:
+class Driver(CounterReadout):
     """An AXI4-Lite master, a ``m_cfg`` sink and the counter stand-in, cycle by cycle from one
     seed (MR-REG-002, MR-REG-040..043).
 
@@ -190,8 +190,8 @@ class Driver:
         self.ctr = Counters(random.Random(seed + 1000))
         self.quiet_cycles = quiet_cycles
         self.cycle = 0
-        self._quiet = 0
-        self.finished = False
+        self.read_counters = False          # counters are read as AXI4-Lite items
+        self._readout_reset()
         self.limit = 1000 + 60 * len(self.items) * (1 + int(10 * p_bp))
         self.wq = [i for i, it in enumerate(self.items) if isinstance(it, Write)]
         self.rq = [i for i, it in enumerate(self.items) if isinstance(it, Read)]
@@ -281,19 +281,8 @@ class Driver:
         self.ctr.clock(c, out["reg_addr"])
         self.cycle += 1
 
-    def settle(self, busy):
-        if self.finished:
-            return
-        if not self.sent_all or (busy() if callable(busy) else busy):
-            self._quiet = 0
-        else:
-            self._quiet += 1
-        if self._quiet > self.quiet_cycles:
-            self.res["cycles"] = self.cycle
-            self.finished = True
-        elif self.cycle > self.limit:
-            raise AssertionError(f"no progress after {self.cycle} cycles "
-                                 f"(write {self.w}, read {self.r}, item {self.next_item}/{len(self.items)})")
+    def _stuck(self):
+        return f"(write {self.w}, read {self.r}, item {self.next_item}/{len(self.items)})"
 
 
 # ------------------------------------------------------------------ checker
