@@ -45,7 +45,7 @@ def test_map_covers_the_rx_instance(inst):
     p = rm.get("PARAMS").reset
     assert [1 << (p >> s & 0xFF) for s in (0, 8, 16)] == list(inst) and p >> 24 == len(data)
     assert len([r for r in rm.regs if r.kind == "ctr_lo"]) == N_COUNTERS
-    assert rm.get("CTR_ACCEPTED_LO").offset == R.CTR_BASE and rm.get("CTR_PLACED_BYTES_HI").offset == R.CTR_BASE + 8 * 17 + 4
+    assert rm.get("CTR_ACCEPTED_LO").offset == R.CTR_BASE and rm.get("CTR_PLACED_BYTES_HI").offset == R.CTR_BASE + 8 * 19 + 4
     assert [r.reset for r in rm.regs if r.kind == "global"] == [4, 12, 0]     # MR-RX-090: timer off
 
 
