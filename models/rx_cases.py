@@ -24,7 +24,7 @@ from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
-                 TABLE_KEY, TABLE_PATH, TABLE_RECV, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
+                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
                  pack, payload_layout, unpack)
 from .wire import NakReason, Op
 
@@ -174,6 +174,8 @@ class Setup:
                            msg=msg, offset=offset, msg_len=msg_len)}
         if op in SEND_OPS:
             kw["mrsh"] = MRSH(recv_seq)
+        elif op == Op.MR_READ_RESP:
+            pass                    # MR-RX-111: named by its stream and message only
         else:
             kw["reth"] = RETH(va, key.rkey, msg_len if dma_len is None else dma_len)
         if op in (Op.MR_WRITE_IMM, Op.MR_SEND_IMM):
@@ -195,6 +197,13 @@ class Setup:
         return CfgWrite(TABLE_RECV, row, pack(self.lay.recv, {
             "valid": valid, "recv_seq": recv_seq, "base": base, "length": length, "wr_id": wr_id}),
             f"recv{qp}.{stream}.{recv_seq}")
+
+    def read_write(self, qp, stream, msg, base, length, wr_id, valid=1):
+        """MR-RX-110: an outstanding READ's row, as the TX side writes it when the request leaves."""
+        row = (((qp << 3) | stream) << self.lay.rd_bits) | (msg & (self.lay.rd_slots - 1))
+        return CfgWrite(TABLE_READ, row, pack(self.lay.rd, {
+            "valid": valid, "msg": msg, "base": base, "length": length, "wr_id": wr_id}),
+            f"read{qp}.{stream}.{msg}")
 
     def other(self, op, *, name=None, expect=RxCode.NOT_HANDLED, plen=16, corrupt=False):
         """A packet of another opcode (a SEND, an ACK...): not handled by this slice."""
@@ -460,6 +469,54 @@ def send_cases(s: Setup, *, conn=0, stream=0):
     out += [s.send(c, 7, stream=9, plen=8, expect=RxCode.STREAM, name="send-stream"),
             s.send(c, 7, stream=stream, offset=mtu // 2, plen=8, msg_len=mtu, expect=RxCode.CHUNK,
                    name="send-chunk")]
+    return out
+
+
+def read_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-110..112: READ responses against the outstanding-read rows: a READ of three chunks
+    answered out of order with a chunk resent (one completion record), a duplicate PSN, a
+    response to a READ never issued (NO_READ), one of another length (LENGTH), a chunk after
+    the READ completed (accepted, a duplicate chunk), a zero-length READ, the row reused by a
+    later READ and then a late chunk of the old one (stale: accepted, not placed), and the
+    checks before the row (stream, chunk)."""
+    c = s.conns[conn]
+    k = s.keys[1]
+    mtu = s.mtu
+    rng = s.rng
+    n_slots = s.lay.rd_slots
+    base_msg = rng.getrandbits(31)
+    out = []
+    va = [rng.randrange(64)]
+
+    def issue(msg, length):
+        out.append(s.read_write(c.qp, stream, msg, k.base + va[0], length, rng.getrandbits(64)))
+        va[0] += length + rng.randrange(1, 64)
+
+    def resp(msg, msg_len, j, expect=RxCode.ACCEPTED, name="rd", **kw):
+        kw.setdefault("stream", stream)
+        return s.write(c, op=Op.MR_READ_RESP, path=rng.randrange(c.n_paths), offset=j * mtu,
+                       plen=min(mtu, msg_len - j * mtu), msg_len=msg_len, msg=msg, expect=expect,
+                       name=f"{name}{msg}.{j}", **kw)
+
+    m0, m1 = base_msg, base_msg + 1
+    n0 = 2 * mtu + 8
+    issue(m0, n0)
+    data = [bytes(rng.getrandbits(8) for _ in range(min(mtu, n0 - j * mtu))) for j in range(3)]
+    for j in (2, 0, 0, 1):
+        out.append(resp(m0, n0, j, payload=data[j]))
+    out.append(replace(out[-1], expect=RxCode.DUPLICATE, name="rd-dup-psn"))
+    out.append(resp(m0 + n_slots, 8, 0, expect=RxCode.NO_READ, name="rd-none"))
+    out.append(resp(m0, n0 + 1, 0, expect=RxCode.LENGTH, name="rd-length"))
+    out.append(resp(m0, n0, 1, payload=data[1], name="rd-after-done"))
+    if n_slots > 1:
+        issue(m1, 0)
+        out.append(resp(m1, 0, 0, name="rd-zero"))
+    issue(m0 + n_slots, mtu)
+    out.append(resp(m0, n0, 0, payload=data[0], name="rd-stale"))
+    out.append(resp(m0 + n_slots, mtu, 0, name="rd-reused"))
+    out += [resp(m0, 8, 0, stream=9, expect=RxCode.STREAM, name="rd-stream"),
+            s.write(c, op=Op.MR_READ_RESP, stream=stream, offset=mtu // 2, plen=8, msg_len=mtu, msg=m0,
+                    expect=RxCode.CHUNK, name="rd-chunk")]
     return out
 
 
@@ -965,7 +1022,7 @@ def forged_writes(s: Setup, n):
 def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
                      seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
                      rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0,
-                     imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0):
+                     imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0, reads=0.0):
     """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
     ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
     their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
@@ -993,7 +1050,11 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     ones ``recv_delay`` seconds after the start (before: RNR), each later one when a receive of
     its stream completes; every post is a receive-table write in ``traffic.items``. Returns
     ``(setup, traffic)``; raises when the transfer did not complete (every message once, with
-    success) or the receiver's memory is not the data."""
+    success) or the receiver's memory is not the data. A fraction ``reads`` of the messages are
+    RDMA READs the receiving endpoint posts to the sender (MR-RX-113): it reads the piece of
+    the sender's source into its region; each READ request's first send is an
+    outstanding-read write (table 6) in ``traffic.items``; the receiving endpoint keeps one
+    READ per connection in flight (``max_tx_msgs`` = 2, MR-VERB-006)."""
     from metaroce.sim.faults import Faults
     from metaroce.sim.topology import Fabric, host_addr
     from .codec import encode
@@ -1010,7 +1071,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     ep_kw = {"line_rate_bps": rate_bps, "base_rtt": rtt}
     rx, s = endpoint_setup(conns, paths, keys, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
                            n_conns=n_conns, ack_delay=NO_ACK_DELAY if ack_delay is None else ack_delay,
-                           n_streams=n_streams, **ep_kw)
+                           n_streams=n_streams, **({"max_tx_msgs": MSG_SLOTS} if reads else {}), **ep_kw)
     # with SENDs, whose RNR holds a message open, the sender keeps at most MSG_SLOTS messages of
     # a connection started and not completed (MR-RX-083: the message table's slots per stream)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
@@ -1037,13 +1098,20 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
         va = fill[k.rkey] + rng.randrange(0, 64)
         fill[k.rkey] = va + (b - a)
         stream = rng.randrange(c.n_streams)
-        send = sends and rng.random() < sends
+        r = rng.random()
+        send = sends and r < sends
+        if reads and not send and r < sends + reads:
+            send = "read"
         value = rng.getrandbits(32) if imm and rng.random() < (0.5 if send else imm) else None
         posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i, value, send))
         sources.append((k.rkey, va, src[a:b]))
     recvs = {}          # (qp, stream) -> receives still to post, in order: (rkey, va, length, wr_id)
+    rd_rows = {}        # (qp, stream, msg) -> the READ's (base, length, wr_id)
     for qp, stream, a, n, va, rkey, wr, value, send in posted:
-        if send:
+        if send == "read":
+            m = rx._conns[qp].post_read(stream, rkey, va, n, a, lkey, wr)
+            rd_rows[(qp, stream, m.msg)] = (s.keys[[k.rkey for k in s.keys].index(rkey)].base + va, n, wr)
+        elif send:
             tconn[qp].post_send(stream, lkey, a, n, wr_id=wr, imm=value)
             room = next(k.length for k in s.keys if k.rkey == rkey) - va
             recvs.setdefault((qp, stream), []).append((rkey, va, min(room, n + rng.randrange(65)), 1000 + wr))
@@ -1071,8 +1139,21 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
         frames.append(encode(f))
         times.append(now)
     receiver.rx_hook = arrived
-    receiver.tx_hook = lambda f, now: acks.append(_norm_frame(f))
+    rd_sent = set()
+
+    def sent(f, now):
+        op = f.bth.opcode
+        if op == Op.MR_READ:
+            # MR-RX-110: the TX side writes the outstanding-read row when the request first leaves
+            k = (f.bth.dest_qp & 0x7FFFFF, f.mrdh.stream, f.mrdh.msg)
+            if k not in rd_sent:
+                rd_sent.add(k)
+                posts.append((len(frames), s.read_write(*k, *rd_rows[k])))
+        elif op in (Op.MR_ACK, Op.MR_NAK):
+            acks.append(_norm_frame(f))
+    receiver.tx_hook = sent
     done = []
+    n_reads = sum(1 for p in posted if p[8] == "read")
     rx_cqes = []
 
     def on_completion(host, t, c):
@@ -1081,9 +1162,10 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
             if c.opcode == WC_RECV:
                 open_recvs[(c.conn, c.stream)] -= 1
                 post_recvs(c.conn, c.stream)
-            return
+            if c.opcode != WC_RDMA_READ:
+                return
         done.append((host.name, c.wr_id, int(c.status)))
-        if sum(1 for h, _, _ in done if h == sender.name) == len(posted):
+        if len(done) == len(posted):
             fab.sim.stop()
     for h in fab.hosts:
         h.on_completion = on_completion
@@ -1093,9 +1175,10 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     for qp, stream in recvs:
         fab.sim.at(recv_delay, lambda qs: post_recvs(*qs), (qp, stream))
     sender.kick()
+    receiver.kick()
     fab.sim.run(until=until)
     fab.sim.run(until=fab.sim.now + 8 * rtt)        # the last ACKs and any late copies
-    want = sorted((sender.name, p[6], 0) for p in posted)
+    want = sorted((receiver.name if p[8] == "read" else sender.name, p[6], 0) for p in posted)
     if sorted(done) != want:
         raise AssertionError(f"transfer incomplete or failed: completions {sorted(done)}")
     assert not rx._ctrl, "ACKs left unsent"
@@ -1112,7 +1195,8 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
              "retransmitted": tx.stats["retransmitted"], "duplicates": rx.stats["duplicates"],
              "abandoned_psns": rx.stats["abandoned_psns"], "forged": hostile,
              "sim_time": fab.sim.now}
-    stats["sends"] = sum(1 for p in posted if p[8])
+    stats["sends"] = sum(1 for p in posted if p[8] is True)
+    stats["reads"] = n_reads
     stats["rnr_naks"] = sum(1 for a in acks if a[0] == "nak" and a[3] == NakReason.RNR)
     return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts)
 
@@ -1130,7 +1214,8 @@ def completions(s: Setup, cqes):
     for v in cqes:
         c = unpack(s.lay.cqe, v)
         out.append((c["conn"], c["stream"], c["status"], c["opcode"], c["length"],
-                    c["imm"] if c["with_imm"] else None, c["wr_id"] if c["opcode"] == WC_RECV else None))
+                    c["imm"] if c["with_imm"] else None,
+                    c["wr_id"] if c["opcode"] in (WC_RECV, WC_RDMA_READ) else None))
     return out
 
 
