@@ -990,7 +990,7 @@ NO_ACK_DELAY = 1.0
 def forged_writes(s: Setup, n):
     """``n`` forged MR_WRITEs from the sender's address, one of each bad-input class in turn
     (no connection, P_Key, path, stream, chunk, DMA length, unknown R_Key, no write right,
-    bounds, a PSN beyond the window), and a SEND naming no receive, for
+    bounds, a PSN beyond the window), a SEND naming no receive and a READ response to no READ, for
     :func:`endpoint_traffic`'s ``hostile``. Their PSNs lie 2^22 (the SEND's 400) ahead of the
     connection's first: a NAK naming one is a PSN the sender has not sent, which it drops
     (MR-SEC-151), so the transfer goes on."""
@@ -1015,6 +1015,8 @@ def forged_writes(s: Setup, n):
         # the sender does not reach (RNR), of a message number the stream has not delivered
         lambda: s.send(c, 1 << 30, path=0, psn=P.psn_add(c.psn[0], 400), plen=8, msg=1 << 19,
                        expect=RxCode.RNR),
+        # MR-RX-111: a READ response to no READ
+        lambda: s.write(c, op=Op.MR_READ_RESP, psn=far, plen=8, msg=1 << 19, expect=RxCode.NO_READ),
     ]
     return [replace(make[i % len(make)](), name=f"forged{i}") for i in range(n)]
 
@@ -1199,6 +1201,16 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     stats["reads"] = n_reads
     stats["rnr_naks"] = sum(1 for a in acks if a[0] == "nak" and a[3] == NakReason.RNR)
     return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts)
+
+
+def same_completions(got, want):
+    """MR-RX-087, MR-RX-104, MR-RX-112: the engine's completion records against an endpoint's:
+    the receive side's (RECV, RECV_RDMA_WITH_IMM) in order; the READs' (RDMA_READ) as a set,
+    since the endpoint completes a requester's work in its send-queue order, which the TX side
+    keeps, not the RX engine."""
+    def split(cs):
+        return ([c for c in cs if c[3] != WC_RDMA_READ], sorted(c for c in cs if c[3] == WC_RDMA_READ))
+    return split(got) == split(want)
 
 
 def cq_tuple(c):
@@ -1398,7 +1410,7 @@ def replay_items(frames, lay, given=None):
 # ------------------------------------------------------------------ functional coverage
 
 #: MR-RX-073: opcode classes of the functional bins (``none``: a parser drop without fields).
-OPCODE_CLASSES = ("write", "write_imm", "send", "mr_other", "rc", "none")
+OPCODE_CLASSES = ("write", "write_imm", "send", "read_resp", "mr_other", "rc", "none")
 
 
 def opcode_class(case: Case):
@@ -1416,6 +1428,8 @@ def opcode_class(case: Case):
         return "write_imm"
     if op in SEND_OPS:
         return "send"
+    if op == Op.MR_READ_RESP:
+        return "read_resp"
     return "mr_other" if op >= 0xC0 else "rc"
 
 
@@ -1515,12 +1529,13 @@ def toggle_cases(s: Setup):
 def coverage_suite(s: Setup, n_random=150):
     """MR-RX-073: the cases of one coverage batch: the window and bad-input cases with both
     write opcodes, a same-path burst, other opcodes kept and dropped by the parser, the SEND
-    cases and SENDs of every check before the receive match (MR-RX-100..104), the
+    cases and SENDs of every check before the receive match (MR-RX-100..104), the READ
+    response cases and responses of every check before the READ row (MR-RX-110..112), the
     toggle stimulus (:func:`toggle_cases`) and the random mix (with rows rewritten
     mid-traffic)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
-              for op in (Op.MR_READ_RESP, Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
+              for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
                          Op.RC_SEND_ONLY, Op.RC_ACK) for corrupt in (False, True)]
     head = (window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
             + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others)
@@ -1532,5 +1547,13 @@ def coverage_suite(s: Setup, n_random=150):
         s.send(c, 0, mrdh_path=s.lay.paths + 3, psn=3, plen=8, expect=RxCode.BAD_PATH, name="send-path"),
         s.send(c, 0, psn=far, plen=8, expect=RxCode.PSN_WINDOW, name="send-window"),
         s.send(c, 0, corrupt=True, psn=4, plen=40, name="send-parser-drop")]
-    return (head + sends
+    rsp = lambda **kw: s.write(c, op=Op.MR_READ_RESP, plen=8, msg=1, **kw)
+    reads = read_cases(s, conn=1) + [
+        s.read_write(c.qp, 0, 1, s.keys[1].base, 8, 0),
+        rsp(qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name="rd-no-conn"),
+        rsp(pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name="rd-pkey"),
+        rsp(mrdh_path=s.lay.paths + 3, psn=3, expect=RxCode.BAD_PATH, name="rd-path"),
+        rsp(psn=far, expect=RxCode.PSN_WINDOW, name="rd-window"),
+        rsp(corrupt=True, psn=4, name="rd-parser-drop")]
+    return (head + sends + reads
             + toggle_cases(s) + random_traffic(s, n_random))

@@ -35,7 +35,7 @@ def test_every_case_gets_its_intended_outcome():
     """MR-RX-020..023, MR-RX-102: the check order; each bad-input class gets its reason, NAKed
     or silent (and a SEND's RNR and RECV_BOUNDS)."""
     s = rc.Setup(*SMALL, seed=4)
-    cases = rc.bad_cases(s) + rc.send_cases(s)
+    cases = rc.bad_cases(s) + rc.send_cases(s) + rc.read_cases(s, conn=1)
     exp = rc.expected(s.writes + cases, *SMALL)
     seen = set()
     for c, o in zip([c for c in cases if isinstance(c, rc.Case)], exp["outcomes"]):
@@ -367,3 +367,28 @@ def test_model_send_traffic_equal_endpoint(seed, streams, recv_delay):
     assert rc.memory_image(s, res["place"], res["data"]) == tr.memory
     assert rc.completions(s, res["cqe"]) == tr.cqes
     assert sum(1 for c in tr.cqes if c[3] == 128) == tr.stats["sends"]
+
+
+@pytest.mark.parametrize("seed,streams,reads", [(2, None, 0.4), (4, 1, 0.6), (7, 2, 0.3)])
+def test_model_read_traffic_equal_endpoint(seed, streams, reads):
+    """MR-RX-113: the reference endpoint's traffic with READs the receiving endpoint posts (their
+    responses arrive under loss, reordering and duplication, with SENDs, WRITEs and forged
+    packets): the cycle model's ACK/NAK stream, memory image (the READ data included) and
+    completion records (RDMA_READ with the READ's wr_id) equal the receiving endpoint's."""
+    s, tr = rc.endpoint_traffic(nbytes=16384, loss=0.05, reorder=0.2, dup=0.05, seed=seed, hostile=12,
+                                imm=0.5, sends=0.2, reads=reads, n_writes=10, n_streams=streams)
+    assert tr.stats["reads"] >= 2
+    res = rc.run_model(64, s, tr.items, seed=seed, p_idle=0.2, p_bp=0.4)
+    assert rc.requests(s, res["ack"]) == tr.acks
+    assert rc.memory_image(s, res["place"], res["data"]) == tr.memory
+    assert rc.same_completions(rc.completions(s, res["cqe"]), tr.cqes)
+    assert sum(1 for c in tr.cqes if c[3] == 2) == tr.stats["reads"]
+
+
+def test_model_read_cases():
+    """MR-RX-110..112: every READ-response case gets the outcome it was built for; the READ of
+    three chunks, the zero-length one and the one in the reused row complete once each."""
+    s = rc.Setup(*SMALL, seed=3, n_streams=2)
+    cases = rc.read_cases(s)
+    exp = rc.check(s.writes + cases, rc.run_model(64, s, cases, seed=1, p_idle=0.2, p_bp=0.4), *SMALL)
+    assert [c[3] for c in rc.completions(s, exp["cqe"])] == [2, 2, 2]
