@@ -408,13 +408,17 @@ class RxModel:
     def key_row(self, meta):
         return self.key.get(meta["reth"]["rkey"] & (self.lay.keys - 1)) or unpack(self.lay.key, 0)
 
-    def recv_index(self, meta):
-        """MR-RX-101: the receive-table row a packet names: {connection, stream, recv_seq mod
-        recv_slots} (bits of the record; read for every record, used for a SEND)."""
+    def _stream_slot(self, meta, seq, bits):
+        """The row of {connection, stream, seq mod 2^bits} (bits of the record)."""
         lay = self.lay
         sb = records.STREAM_BITS
-        return ((((meta["bth"]["dest_qp"] & (lay.conns - 1)) << sb | (meta["mrdh"]["stream"] & ((1 << sb) - 1)))
-                 << lay.recv_bits) | (meta["mrsh"]["recv_seq"] & (lay.recv_slots - 1)))
+        cs = ((meta["bth"]["dest_qp"] & (lay.conns - 1)) << sb) | (meta["mrdh"]["stream"] & ((1 << sb) - 1))
+        return (cs << bits) | (seq & ((1 << bits) - 1))
+
+    def recv_index(self, meta):
+        """MR-RX-101: the receive-table row a packet names: {connection, stream, recv_seq mod
+        recv_slots} (read for every record, used for a SEND)."""
+        return self._stream_slot(meta, meta["mrsh"]["recv_seq"], self.lay.recv_bits)
 
     def recv_row(self, meta):
         return self.recv.get(self.recv_index(meta)) or unpack(self.lay.recv, 0)
@@ -422,10 +426,7 @@ class RxModel:
     def rd_index(self, meta):
         """MR-RX-110: the outstanding-read row a packet names: {connection, stream, msg mod
         rd_slots}."""
-        lay = self.lay
-        sb = records.STREAM_BITS
-        return ((((meta["bth"]["dest_qp"] & (lay.conns - 1)) << sb | (meta["mrdh"]["stream"] & ((1 << sb) - 1)))
-                 << lay.rd_bits) | (meta["mrdh"]["msg"] & (lay.rd_slots - 1)))
+        return self._stream_slot(meta, meta["mrdh"]["msg"], self.lay.rd_bits)
 
     def rd_row(self, meta):
         return self.rd.get(self.rd_index(meta)) or unpack(self.lay.rd, 0)
