@@ -13,7 +13,7 @@ s_cfg          in    configuration writes {table, addr, data} (MR-RX-060)
 m_ack          out   ACK/NAK requests for the TX side (MR-RX-030, MR-RX-031)
 m_place        out   placement commands {conn, addr, length} of accepted writes (MR-RX-032)
 m_data         out   the payload beats of accepted writes, in command order (MR-RX-033)
-m_cqe          out   completion records of delivered WRITE_IMM messages (MR-RX-084/085)
+m_cqe          out   completion records: WRITE_IMM, SEND, READ (MR-RX-084/085, MR-RX-104, MR-RX-112)
 reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-050)
 ============== ===== =====================================================================
 
@@ -40,9 +40,10 @@ from ..models.parser import META_LAYOUT
 from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_EVERY_RESET, CHUNK_RING, COUNTER_BITS, CTR_ABANDONED, CTR_ACKS, CTR_CE,
                          CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, CTR_PLACED_BYTES,
                          EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
-                         N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM,
-                         NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_MSG, TABLE_PATH, RxCode,
-                         layouts, payload_layout)
+                         N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM, WC_RECV, RECV_SLOTS, KIND_IMM,
+                         KIND_SEND, LATE_CODES, NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_MSG,
+                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, WC_RDMA_READ, RxCode, layouts,
+                         payload_layout)
 from ..models.wire import Op
 
 __all__ = ["Rx", "rx_256x4"]
@@ -173,11 +174,11 @@ class Rx(wiring.Component):
     """The RX engine's first slice (docs/spec/hw-rx.md)."""
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
-                 chunk_ring=CHUNK_RING):
+                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
-        self.lay = lay = layouts(conns, paths, keys, msg_slots, chunk_ring)
+        self.lay = lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots)
         beat = payload_layout(width)
         super().__init__({
             "s_meta": In(stream.Signature(META_LAYOUT)),
@@ -214,6 +215,17 @@ class Rx(wiring.Component):
         slot_bits, pos_bits = (n_slots - 1).bit_length(), (ring_n - 1).bit_length()
         m.submodules.msg_mem = msg_mem = memory.Memory(shape=lay.msg_row.size, depth=lay.conns << sb, init=[])
         msg_rd, msg_wr = msg_mem.read_port(), msg_mem.write_port()
+        # MR-RX-101: the receive table, {connection, stream, recv_seq mod recv_slots}
+        rb = lay.recv_bits
+        m.submodules.recv_mem = recv_mem = memory.Memory(shape=lay.recv.size, depth=lay.conns << (sb + rb), init=[])
+        recv_rd, recv_wr = recv_mem.read_port(), recv_mem.write_port()
+        # MR-RX-110: the outstanding READs {connection, stream, msg mod rd_slots}: the row the TX
+        # side writes (read in the take cycle) and its accounting (read in S4, written in S5)
+        rdb = lay.rd_bits
+        m.submodules.rd_mem = rd_mem = memory.Memory(shape=lay.rd.size, depth=lay.conns << (sb + rdb), init=[])
+        m.submodules.rds_mem = rds_mem = memory.Memory(shape=lay.rd_state.size, depth=lay.conns << (sb + rdb), init=[])
+        rd_rd, rd_wr = rd_mem.read_port(), rd_mem.write_port()
+        rds_rd, rds_wr = rds_mem.read_port(), rds_mem.write_port()
 
         # -- global registers (MR-RX-060)
         ack_every = Signal(4, init=ACK_EVERY_RESET)
@@ -255,7 +267,10 @@ class Rx(wiring.Component):
         take = self.s_meta.valid & meta_ready
         inm = self.s_meta.payload
         m.d.comb += [conn_rd.addr.eq(inm.bth.dest_qp[:cb]), key_rd.addr.eq(inm.reth.rkey[:kb]),
-                     conn_rd.en.eq(advance), key_rd.en.eq(advance)]
+                     recv_rd.addr.eq(Cat(inm.mrsh.recv_seq[:rb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb])),
+                     rd_rd.addr.eq(Cat(inm.mrdh.msg[:rdb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb])),
+                     conn_rd.en.eq(advance), key_rd.en.eq(advance), recv_rd.en.eq(advance),
+                     rd_rd.en.eq(advance)]
 
         s1 = Signal(META_LAYOUT)
         s1_timer, s1_trow, s1_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
@@ -269,7 +284,8 @@ class Rx(wiring.Component):
         carry = data.StructLayout({"conn": cb, "path": 8, "row": row_bits, "psn": 24, "ack_req": 1,
                                    "ce": 1, "sport": 16, "plen": 16, "steer": 1,
                                    # the message stage's (MR-RX-080..083)
-                                   "stream": sb, "msg": 32, "msg_len": 32, "imm": 32, "imm_op": 1,
+                                   "stream": sb, "msg": 32, "msg_len": 32, "imm": 32, "kind": 2,
+                                   "wr_id": 64, "read": 1,
                                    "chunk": pos_bits + EPOCH_BITS,
                                    # a timer event's (MR-RX-093)
                                    "timer": 1, "gen": GEN_BITS})
@@ -281,6 +297,23 @@ class Rx(wiring.Component):
         plen = s1.payload_len
         mtu = Signal(17)
         m.d.comb += mtu.eq(Const(1, 17) << mtu_log2)
+        # MR-RX-100..102: a SEND's receive row against its recv_seq (the order of the 32-bit
+        # half space, the difference's sign, is finished in S2 from 16-bit limbs)
+        is_write = (bth.opcode == Op.MR_WRITE) | (bth.opcode == Op.MR_WRITE_IMM)
+        is_send = (bth.opcode == Op.MR_SEND) | (bth.opcode == Op.MR_SEND_IMM)
+        is_read = bth.opcode == Op.MR_READ_RESP
+        recv = data.View(lay.recv, recv_rd.data)
+        rseq = s1.mrsh.recv_seq
+        r_match = Signal()
+        m.d.comb += r_match.eq(is_send & recv.valid & (recv.recv_seq == rseq))
+        # MR-RX-111: a READ response's outstanding-read row (its msg against the response's)
+        rd = data.View(lay.rd, rd_rd.data)
+        rd_match = Signal()
+        m.d.comb += rd_match.eq(is_read & rd.valid & (rd.msg == mrdh.msg))
+        # the order of the 32-bit sequence space (protocol.seq_lt32): recv_seq against the
+        # receive row's, a response's msg against the READ row's
+        ord_a, ord_b = Signal(32), Signal(32)
+        m.d.comb += [ord_a.eq(Mux(is_send, rseq, mrdh.msg)), ord_b.eq(~Mux(is_send, recv.recv_seq, rd.msg))]
         s1_carry = Signal(carry)
         m.d.comb += [s1_carry.conn.eq(bth.dest_qp[:cb]), s1_carry.path.eq(mrdh.path),
                      s1_carry.row.eq(Cat(mrdh.path[:pb], bth.dest_qp[:cb])), s1_carry.psn.eq(bth.psn),
@@ -289,7 +322,10 @@ class Rx(wiring.Component):
                      s1_carry.steer.eq(~s1.drop & (plen != 0)),
                      s1_carry.stream.eq(mrdh.stream[:sb]), s1_carry.msg.eq(mrdh.msg),
                      s1_carry.msg_len.eq(mrdh.msg_len), s1_carry.imm.eq(s1.imm),
-                     s1_carry.imm_op.eq(bth.opcode == Op.MR_WRITE_IMM),
+                     s1_carry.kind.eq(Cat((bth.opcode == Op.MR_WRITE_IMM) | (bth.opcode == Op.MR_SEND_IMM),
+                                          is_send)),
+                     s1_carry.wr_id.eq(Mux(r_match, recv.wr_id, Mux(rd_match, rd.wr_id, 0))),
+                     s1_carry.read.eq(is_read),
                      s1_carry.chunk.eq((mrdh.offset >> mtu_log2)[:pos_bits + EPOCH_BITS]),
                      s1_carry.timer.eq(s1_timer), s1_carry.gen.eq(s1_tgen)]
         with m.If(s1_timer):
@@ -298,14 +334,15 @@ class Rx(wiring.Component):
                          s1_carry.ack_req.eq(0), s1_carry.ce.eq(0)]
         hit = key.valid & (key.rkey == reth.rkey)
         assert P.ACCESS_REMOTE_WRITE == 1 << 1
-        is_write = (bth.opcode == Op.MR_WRITE) | (bth.opcode == Op.MR_WRITE_IMM)
-        # MR-RX-020's flags in its order; chunk and bounds are finished in S3
+        # MR-RX-020's flags in its order; chunk and bounds are finished in S3; the RETH's only
+        # for a write (MR-RX-100); a SEND's receive match (MR-RX-102)
         flags = data.StructLayout({"drop": 1, "op": 1, "conn": 1, "pkey": 1, "path": 1, "stream": 1,
                                    "align": 1, "short": 1, "empty": 1, "length": 1, "access": 1,
-                                   "va_high": 1})
+                                   "va_high": 1, "write": 1, "send": 1, "r_valid": 1, "r_match": 1,
+                                   "read": 1, "rd_valid": 1, "rd_match": 1, "ord_ne": 1})
         s1_flags = Signal(flags)
         m.d.comb += [
-            s1_flags.drop.eq(s1.drop), s1_flags.op.eq(~is_write),
+            s1_flags.drop.eq(s1.drop), s1_flags.op.eq(~is_write & ~is_send & ~is_read),
             s1_flags.conn.eq((bth.dest_qp[cb:] != 0) | ~conn.valid),
             s1_flags.pkey.eq(bth.pkey != conn.pkey),
             s1_flags.path.eq(mrdh.path > conn.n_paths_m1),
@@ -313,9 +350,14 @@ class Rx(wiring.Component):
             s1_flags.align.eq((mrdh.offset & (mtu - 1)) != 0),
             s1_flags.short.eq(plen != mtu),
             s1_flags.empty.eq((plen == 0) & (mrdh.msg_len != 0)),
-            s1_flags.length.eq(reth.dma_len != mrdh.msg_len),
-            s1_flags.access.eq(~hit | ~key.access[1]),
-            s1_flags.va_high.eq(reth.va[32:] != 0),
+            s1_flags.length.eq((is_write & (reth.dma_len != mrdh.msg_len)) | (rd_match & (rd.length != mrdh.msg_len))),
+            s1_flags.access.eq(is_write & (~hit | ~key.access[1])),
+            s1_flags.va_high.eq(is_write & (reth.va[32:] != 0)),
+            s1_flags.write.eq(is_write), s1_flags.send.eq(is_send), s1_flags.r_valid.eq(recv.valid),
+            s1_flags.r_match.eq(r_match), s1_flags.read.eq(is_read), s1_flags.rd_valid.eq(rd.valid),
+            s1_flags.rd_match.eq(rd_match),
+            # protocol.seq_lt32: the difference's sign, and not exactly 2^31 apart
+            s1_flags.ord_ne.eq(ord_a[:31] != ~ord_b[:31]),
         ]
         # end = offset + plen against msg_len; va + msg_len against the key's length: the low
         # limb's sum, the high limb for a carry of 0 and of 1
@@ -329,15 +371,30 @@ class Rx(wiring.Component):
             s1_bnd.hi1.eq(_add_prefix(reth.va[LIMB:32], mrdh.msg_len[LIMB:32], carry_in=1)),
             s1_bnd.ref.eq(key.length),
         ]
+        # MR-RX-102: msg_len against the receive's length (compared in S2/S3 as the bounds);
+        # recv_seq - row.recv_seq (a READ response: msg - row.msg, MR-RX-111), its sign
+        # finished in S2
+        s1_rlen = Signal(limb_sums)
+        s1_rdiff = Signal(limb_sums)
+        m.d.comb += [
+            s1_rlen.lo.eq(mrdh.msg_len[:LIMB]), s1_rlen.hi0.eq(mrdh.msg_len[LIMB:32]), s1_rlen.ref.eq(recv.length),
+            s1_rdiff.lo.eq(_add_prefix(ord_a[:LIMB], ord_b[:LIMB], carry_in=1)),
+            s1_rdiff.hi0.eq(_add_prefix(ord_a[LIMB:], ord_b[LIMB:])),
+            s1_rdiff.hi1.eq(_add_prefix(ord_a[LIMB:], ord_b[LIMB:], carry_in=1)),
+        ]
 
         s2_carry, s2_flags = Signal(carry), Signal(flags)
-        s2_end, s2_bnd = Signal(limb_sums), Signal(limb_sums)
+        s2_end, s2_bnd, s2_rlen, s2_rdiff = Signal(limb_sums), Signal(limb_sums), Signal(limb_sums), Signal(limb_sums)
         s2_addr_limbs = [Signal(LIMB + 1, name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
         with m.If(advance):
             m.d.sync += [
                 s2_valid.eq(s1_valid), s2_carry.eq(s1_carry), s2_flags.eq(s1_flags),
-                s2_end.eq(s1_end), s2_bnd.eq(s1_bnd),
-                *[r.eq(v) for r, v in zip(s2_addr_limbs, _address_limbs(key.base, reth.va, mrdh.offset))],
+                s2_end.eq(s1_end), s2_bnd.eq(s1_bnd), s2_rlen.eq(s1_rlen), s2_rdiff.eq(s1_rdiff),
+                # MR-RX-104: a SEND's address is its receive's base + offset
+                # MR-RX-112: a READ response's is its READ's destination + offset
+                *[r.eq(v) for r, v in zip(s2_addr_limbs, _address_limbs(
+                    Mux(is_send, recv.base, Mux(is_read, rd.base, key.base)), Mux(is_write, reth.va, 0),
+                    mrdh.offset))],
             ]
 
         # -- S2: the limbs' compares; the placement address's limb carries (MR-RX-046)
@@ -354,11 +411,15 @@ class Rx(wiring.Component):
             return out
 
         s3_carry, s3_flags = Signal(carry), Signal(flags)
-        s3_end, s3_bnd = Signal(compares), Signal(compares)
+        s3_end, s3_bnd, s3_rlen = Signal(compares), Signal(compares), Signal(compares)
         s3_addr = Signal(64)
+        s3_r_behind = Signal()      # recv_seq before the row's (32-bit half space)
         with m.If(advance):
             m.d.sync += [s3_valid.eq(s2_valid), s3_carry.eq(s2_carry), s3_flags.eq(s2_flags),
                          s3_end.eq(limb_compares(s2_end)), s3_bnd.eq(limb_compares(s2_bnd)),
+                         s3_rlen.eq(limb_compares(s2_rlen)),
+                         s3_r_behind.eq(s2_flags.ord_ne & Mux(s2_rdiff.lo[LIMB], s2_rdiff.hi1[LIMB - 1],
+                                                              s2_rdiff.hi0[LIMB - 1])),
                          s3_addr.eq(_address_resolve(s2_addr_limbs))]
 
         # -- S3: the compares' carries, MR-RX-020's priority; the path-row read; the ring's
@@ -376,8 +437,15 @@ class Rx(wiring.Component):
             (f.drop, RxCode.PARSER_DROP), (f.op, RxCode.NOT_HANDLED), (f.conn, RxCode.NO_CONNECTION),
             (f.pkey, RxCode.BAD_PKEY), (f.path, RxCode.BAD_PATH), (f.stream, RxCode.STREAM),
             (chunk_bad, RxCode.CHUNK), (f.length, RxCode.LENGTH), (f.access, RxCode.ACCESS),
-            (f.va_high | bnd_gt, RxCode.BOUNDS),
+            (f.va_high | (f.write & bnd_gt), RxCode.BOUNDS),
+            # MR-RX-111: no READ in the row, nor an earlier one it replaced
+            (f.read & ~f.rd_match & ~(f.rd_valid & s3_r_behind), RxCode.NO_READ),
         ]
+        # MR-RX-102/103: decided here, applied by S4 to a new PSN only
+        rlen_gt, _ = greater_equal(s3_rlen)
+        s3_stale = (f.send & f.r_valid & ~f.r_match & s3_r_behind) | (f.read & ~f.rd_match)
+        s3_rnr = f.send & ~f.r_match & ~s3_stale
+        s3_rbounds = f.r_match & rlen_gt
         s3_code = Signal(4)
         s3_bad = Signal()
         with m.If(checks[0][0]):
@@ -391,7 +459,7 @@ class Rx(wiring.Component):
         s3_nak_reason = Signal(8)
         with m.Switch(s3_code):
             for code, reason in NAK_OF.items():
-                if code != RxCode.PSN_WINDOW:
+                if code != RxCode.PSN_WINDOW and code not in LATE_CODES:
                     with m.Case(code):
                         m.d.comb += [s3_static_nak.eq(1), s3_nak_reason.eq(reason)]
 
@@ -401,6 +469,7 @@ class Rx(wiring.Component):
         s4_oh, s4_oh_next = Signal(RING_BITS), Signal(RING_BITS)
         s4_psn_p1 = Signal(24)
         s4_psn_hi_m1 = Signal(24 - 9)
+        s4_late, s4_late_code, s4_late_reason, s4_stale = Signal(), Signal(4), Signal(8), Signal()
         s3_psn = s3_carry.psn
         with m.If(advance):
             m.d.sync += [
@@ -409,6 +478,9 @@ class Rx(wiring.Component):
                 s4_oh.eq(Const(1, RING_BITS) << s3_psn[:9]),
                 s4_oh_next.eq(Const(1, RING_BITS) << (s3_psn[:9] + 1)[:9]),
                 s4_psn_p1.eq((s3_psn + 1)[:24]), s4_psn_hi_m1.eq((s3_psn[9:] - 1)[:15]),
+                s4_late.eq(s3_rnr | s3_rbounds), s4_stale.eq(s3_stale),
+                s4_late_code.eq(Mux(s3_rnr, RxCode.RNR, RxCode.RECV_BOUNDS)),
+                s4_late_reason.eq(Mux(s3_rnr, NAK_OF[RxCode.RNR], NAK_OF[RxCode.RECV_BOUNDS])),
             ]
 
         # -- S4: the window stage (MR-RX-024..029, MR-RX-013, MR-RX-042, MR-RX-048). The row
@@ -442,7 +514,9 @@ class Rx(wiring.Component):
 
         ok = s4_valid & ~s4_bad & advance
         tmr = s4_carry.timer
-        accepted = ok & new & ~tmr
+        # MR-RX-102: RNR and RECV_BOUNDS only for a new PSN, one more input of this AND
+        accepted = ok & new & ~tmr & ~s4_late
+        late_nak = ok & new & ~tmr & s4_late
         duplicate = ok & dup & ~tmr
         out_nak = ok & outside & ~tmr
         # MR-RX-093: a timer event acknowledges the path when no ACK left it since it was armed
@@ -465,10 +539,10 @@ class Rx(wiring.Component):
             with m.Else():
                 m.d.comb += [nrow.ce.eq(ce_new), nrow.pending.eq(pending),
                              nrow.last_psn.eq(psn), nrow.last_sport.eq(s4_carry.sport)]
-        is_nak = (s4_valid & s4_bad & s4_static_nak) | out_nak
+        is_nak = (s4_valid & s4_bad & s4_static_nak) | out_nak | late_nak
         send_ack = duplicate | (accepted & ack_now) | t_fire
         final = Mux(s4_bad, s4_code, Mux(outside, RxCode.PSN_WINDOW,
-                                         Mux(dup, RxCode.DUPLICATE, RxCode.ACCEPTED)))
+                                         Mux(dup, RxCode.DUPLICATE, Mux(s4_late, s4_late_code, RxCode.ACCEPTED))))
 
         # -- the slow update (MR-RX-048), over the hold's cycles: H1 rotates the ring to cum
         # and fills the slide's base, H2 finds the all-ones groups of 8 and counts the holes in
@@ -570,6 +644,8 @@ class Rx(wiring.Component):
             conn_wr.data.eq(cfg.data[:lay.conn.size]),
             key_wr.en.eq(cfg_take & (cfg.table == TABLE_KEY)), key_wr.addr.eq(cfg.addr[:kb]),
             key_wr.data.eq(cfg.data[:lay.key.size]),
+            recv_wr.en.eq(cfg_take & (cfg.table == TABLE_RECV)), recv_wr.addr.eq(cfg.addr[:cb + sb + rb]),
+            recv_wr.data.eq(cfg.data[:lay.recv.size]),
             path_wr.en.eq(ok | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
             path_wr.addr.eq(Mux(slow_write, sl_addr, Mux(ok, s4_carry.row, cfg.addr[:row_bits]))),
             path_wr.data.eq(Mux(slow_write, slow_row.as_value(), Mux(ok, nrow.as_value(), cfg_row.as_value()))),
@@ -585,16 +661,20 @@ class Rx(wiring.Component):
         s5_hot, s5_ce, s5_placed, s5_abandoned = Signal(len(RxCode)), Signal(), Signal(16), Signal(9)
         s5_ack = Signal()
         s5_arm, s5_gen = Signal(), Signal(GEN_BITS)
+        s5_stale = Signal()
         with m.If(advance):
             m.d.sync += [
                 s5_valid.eq(s4_valid), s5_carry.eq(s4_carry), s5_addr.eq(s4_addr), s5_accepted.eq(accepted),
+                s5_stale.eq(s4_stale),
                 s5_arm.eq(arm), s5_gen.eq(gen),
-                s5_nak.eq(is_nak), s5_reason.eq(Mux(out_nak, NAK_OF[RxCode.PSN_WINDOW], s4_nak_reason)),
+                s5_nak.eq(is_nak), s5_reason.eq(Mux(out_nak, NAK_OF[RxCode.PSN_WINDOW],
+                                                    Mux(s4_bad, s4_nak_reason, s4_late_reason))),
                 s5_ack_en.eq(is_nak | send_ack), s5_ack.eq(send_ack),
                 s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
-                s5_place.eq(accepted & (s4_carry.plen != 0)), s5_steer_en.eq(s4_carry.steer),
-                s5_steer.eq(accepted), s5_hot.eq(Mux(tmr, 0, Const(1, len(RxCode)) << final)),
-                s5_ce.eq(accepted & ce_bit), s5_placed.eq(Mux(accepted, s4_carry.plen, 0)),
+                # MR-RX-103: a stale SEND is accepted, not placed
+                s5_place.eq(accepted & ~s4_stale & (s4_carry.plen != 0)), s5_steer_en.eq(s4_carry.steer),
+                s5_steer.eq(accepted & ~s4_stale), s5_hot.eq(Mux(tmr, 0, Const(1, len(RxCode)) << final)),
+                s5_ce.eq(accepted & ce_bit), s5_placed.eq(Mux(accepted & ~s4_stale, s4_carry.plen, 0)),
                 s5_abandoned.eq(0),
             ]
         with m.Elif(slow_write):
@@ -653,7 +733,7 @@ class Rx(wiring.Component):
         slot = Signal(lay.msg_slot)
         m.d.comb += slot.eq(mrow.slots[m_k])
         m_fresh = ~slot.valid
-        m_mismatch = slot.valid & ((slot.msg_len != mc.msg_len) | (slot.imm_op != mc.imm_op))
+        m_mismatch = slot.valid & ((slot.msg_len != mc.msg_len) | (slot.kind != mc.kind))
         ent_w = 1 + EPOCH_BITS
         m_pos = mc.chunk[:pos_bits]
         m_epoch = mc.chunk[pos_bits:]
@@ -668,7 +748,8 @@ class Rx(wiring.Component):
         nslot = Signal(lay.msg_slot)
         m_placed = Signal(32)
         m.d.comb += m_placed.eq(Mux(m_fresh, 0, slot.placed) + mc.plen)
-        m.d.comb += [nslot.valid.eq(1), nslot.imm_op.eq(mc.imm_op), nslot.msg_len.eq(mc.msg_len),
+        m.d.comb += [nslot.valid.eq(1), nslot.kind.eq(mc.kind), nslot.msg_len.eq(mc.msg_len),
+                     nslot.wr_id.eq(Mux(m_fresh, mc.wr_id, slot.wr_id)),
                      nslot.imm.eq(mc.imm), nslot.placed.eq(m_placed),
                      nslot.done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)]
         for j in range(ring_n):
@@ -704,7 +785,7 @@ class Rx(wiring.Component):
         for j in range(n_slots):
             m.d.comb += new_row.slots[j].eq(slots_out[j])
         # the records, packed from entry 0 in message order
-        rec_ok = [run[i] & order[i].imm_op for i in range(n_slots)]
+        rec_ok = [run[i] & order[i].kind.any() for i in range(n_slots)]
         bundle = Signal(lay.cqe_bundle)
         n_rec = Signal(range(n_slots + 1))
         m.d.comb += n_rec.eq(sum(rec_ok))
@@ -718,10 +799,13 @@ class Rx(wiring.Component):
                         with m.Case(pattern):
                             m.d.comb += [bundle.cqes[p].conn.eq(mc.conn), bundle.cqes[p].stream.eq(mc.stream),
                                          bundle.cqes[p].msg.eq(m_next_plus[i]),
-                                         bundle.cqes[p].opcode.eq(WC_RECV_RDMA_WITH_IMM),
+                                         bundle.cqes[p].opcode.eq(Mux(order[i].kind[1], WC_RECV,
+                                                                      WC_RECV_RDMA_WITH_IMM)),
                                          bundle.cqes[p].length.eq(order[i].msg_len),
-                                         bundle.cqes[p].imm.eq(order[i].imm)]
-        m_step = push & s5_accepted
+                                         bundle.cqes[p].imm.eq(order[i].imm),
+                                         bundle.cqes[p].with_imm.eq(order[i].kind[0]),
+                                         bundle.cqes[p].wr_id.eq(Mux(order[i].kind[1], order[i].wr_id, 0))]
+        m_step = push & s5_accepted & ~mc.read
         msg_cfg = cfg_take & (cfg.table == TABLE_MSG)
         cfg_msg_row = Signal(lay.msg_row)
         m.d.comb += cfg_msg_row.next.eq(cfg.data[:32])
@@ -732,9 +816,42 @@ class Rx(wiring.Component):
         ]
         with m.If(advance):
             m.d.sync += [m_fwd.eq(msg_wr.en & (msg_wr.addr == msg_addr)), m_wb.eq(msg_wr.data)]
+        # -- the READ stage beside S5 (MR-RX-112): the outstanding READ's accounting, read in S4
+        # (the last cycle's write forwarded), the chunk ring as the message slot's, the record
+        # when every byte is placed
+        rds_addr = Signal(cb + sb + rdb)
+        m.d.comb += [rds_addr.eq(Cat(s4_carry.msg[:rdb], s4_carry.stream, s4_carry.conn)), rds_rd.addr.eq(rds_addr),
+                     rds_rd.en.eq(advance)]
+        rs_fwd, rs_wb = Signal(), Signal(lay.rd_state.size)
+        rstate = data.View(lay.rd_state, Mux(rs_fwd, rs_wb, rds_rd.data))
+        r_entry = Signal(ent_w)
+        m.d.comb += r_entry.eq(rstate.ring.word_select(m_pos, ent_w))
+        r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
+        r_done = rstate.placed == m_rest
+        nstate = Signal(lay.rd_state)
+        m.d.comb += [nstate.done.eq(r_done), nstate.placed.eq(rstate.placed + mc.plen)]
+        for j in range(ring_n):
+            m.d.comb += nstate.ring[j * ent_w:(j + 1) * ent_w].eq(
+                Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), rstate.ring[j * ent_w:(j + 1) * ent_w]))
+        r_step = push & s5_accepted & mc.read
+        rd_cfg = cfg_take & (cfg.table == TABLE_READ)
+        m.d.comb += [
+            rd_wr.en.eq(rd_cfg), rd_wr.addr.eq(cfg.addr[:cb + sb + rdb]), rd_wr.data.eq(cfg.data[:lay.rd.size]),
+            rds_wr.en.eq((r_step & r_new) | rd_cfg),
+            rds_wr.addr.eq(Mux(rd_cfg, cfg.addr[:cb + sb + rdb], Cat(mc.msg[:rdb], mc.stream, mc.conn))),
+            rds_wr.data.eq(Mux(rd_cfg, 0, nstate.as_value())),
+        ]
+        with m.If(advance):
+            m.d.sync += [rs_fwd.eq(rds_wr.en & (rds_wr.addr == rds_addr)), rs_wb.eq(rds_wr.data)]
+        r_bundle = Signal(lay.cqe_bundle)
+        m.d.comb += [r_bundle.cqes[0].conn.eq(mc.conn), r_bundle.cqes[0].stream.eq(mc.stream),
+                     r_bundle.cqes[0].msg.eq(mc.msg), r_bundle.cqes[0].opcode.eq(WC_RDMA_READ),
+                     r_bundle.cqes[0].length.eq(mc.msg_len), r_bundle.cqes[0].wr_id.eq(mc.wr_id)]
+        r_cqe = r_step & r_new & r_done
         # S6: the bundle into its queue (MR-RX-085)
         s6_bundle = Signal(lay.cqe_bundle)
-        m.d.sync += [s6_valid.eq(m_step & m_new & (n_rec != 0)), s6_bundle.eq(bundle)]
+        m.d.sync += [s6_valid.eq((m_step & m_new & (n_rec != 0)) | r_cqe),
+                     s6_bundle.eq(Mux(mc.read, r_bundle.as_value(), bundle.as_value()))]
         m.d.comb += [cqe_q.w_en.eq(s6_valid), cqe_q.w_data.eq(s6_bundle)]
         cqe_sel = Signal(range(n_slots))
         head = data.View(lay.cqe_bundle, cqe_q.r_data)
@@ -775,8 +892,10 @@ class Rx(wiring.Component):
         for i, inc in ((CTR_ABANDONED, s5_abandoned), (CTR_PLACED_BYTES, s5_placed)):
             values[i] = _wide_inc_counter(m, f"ctr{i}", COUNTER_BITS, Mux(push, inc, 0))
         # MR-RX-083: the message stage's counters
-        values[CTR_CQES] = _wide_inc_counter(m, f"ctr{CTR_CQES}", COUNTER_BITS, Mux(m_step & m_new, n_rec, 0))
-        values[CTR_DUP_CHUNKS] = _piece_counter(m, f"ctr{CTR_DUP_CHUNKS}", COUNTER_BITS, m_step & m_dup)[0]
+        values[CTR_CQES] = _wide_inc_counter(m, f"ctr{CTR_CQES}", COUNTER_BITS,
+                                             Mux(m_step & m_new, n_rec, Mux(r_cqe, 1, 0)))
+        values[CTR_DUP_CHUNKS] = _piece_counter(m, f"ctr{CTR_DUP_CHUNKS}", COUNTER_BITS,
+                                                (m_step & m_dup) | (r_step & ~r_new))[0]
         values[CTR_MSG_REFUSED] = _piece_counter(m, f"ctr{CTR_MSG_REFUSED}", COUNTER_BITS, m_step & m_refused)[0]
         counters = Array(values)
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, counters[self.reg_addr], 0))

@@ -41,7 +41,9 @@ __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts",
            "payload_layout", "pack", "unpack", "rx_model_256x4", "TABLE_MSG", "MSG_SLOTS",
            "CHUNK_RING", "EPOCH_BITS", "CTR_CQES", "CTR_DUP_CHUNKS", "CTR_MSG_REFUSED", "MsgCode",
            "WC_RECV_RDMA_WITH_IMM", "chunk_new", "ACK_DELAY_RESET", "TIMER_DEPTH", "GEN_BITS",
-           "TIME_BITS"]
+           "TIME_BITS", "TABLE_RECV", "RECV_SLOTS", "WC_RECV", "SEND_OPS", "WRITE_OPS", "LATE_CODES",
+           "KIND_IMM", "KIND_SEND", "msg_kind",
+           "TABLE_READ", "RD_SLOTS", "WC_RDMA_READ"]
 
 
 class RxCode(IntEnum):
@@ -59,6 +61,9 @@ class RxCode(IntEnum):
     PSN_WINDOW = 10
     PARSER_DROP = 11
     NOT_HANDLED = 12
+    RNR = 13            # MR-RX-102: a SEND's receive is not posted (a new PSN only)
+    RECV_BOUNDS = 14    # MR-RX-102: a SEND longer than its receive buffer (a new PSN only)
+    NO_READ = 15        # MR-RX-111: a READ response naming no outstanding READ
 
 
 #: MR-RX-023: the NAK reason of each drop that is answered with a NAK (the others are silent).
@@ -70,10 +75,20 @@ NAK_OF = {
     RxCode.ACCESS: NakReason.ACCESS,
     RxCode.BOUNDS: NakReason.BOUNDS,
     RxCode.PSN_WINDOW: NakReason.PSN_WINDOW,
+    RxCode.RNR: NakReason.RNR,
+    RxCode.RECV_BOUNDS: NakReason.BOUNDS,
+    RxCode.NO_READ: NakReason.INVALID_REQUEST,
 }
 
-#: MR-RX-021: the opcodes this slice places (writes); every other opcode is NOT_HANDLED.
-DATA_OPS = (int(Op.MR_WRITE), int(Op.MR_WRITE_IMM))
+#: MR-RX-102: the outcomes decided in the window stage for a new PSN only (after MR-RX-020's
+#: checks and the sequence state, as the endpoint decides them); a duplicate is acknowledged.
+LATE_CODES = (RxCode.RNR, RxCode.RECV_BOUNDS)
+
+#: MR-RX-021, MR-RX-100: the opcodes this slice places (writes and sends); every other opcode
+#: is NOT_HANDLED.
+WRITE_OPS = (int(Op.MR_WRITE), int(Op.MR_WRITE_IMM))
+SEND_OPS = (int(Op.MR_SEND), int(Op.MR_SEND_IMM))
+DATA_OPS = WRITE_OPS + SEND_OPS + (int(Op.MR_READ_RESP),)
 
 #: MR-RX-050: counters, 64 bits each: one per RxCode, then these.
 COUNTER_BITS = 64
@@ -103,7 +118,15 @@ RING_BITS = 2 * P.SACK_BITS
 FIFO_DEPTH = 16
 
 #: MR-RX-060: configuration tables (``s_cfg`` ``table`` field).
-TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH, TABLE_MSG = 0, 1, 2, 3, 4
+TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH, TABLE_MSG, TABLE_RECV, TABLE_READ = 0, 1, 2, 3, 4, 5, 6
+
+#: MR-RX-110: outstanding-read rows per (connection, stream): READ ``msg`` lives in row
+#: ``msg mod rd_slots``.
+RD_SLOTS = 2
+
+#: MR-RX-101: receive-table rows per (connection, stream): the receive ``recv_seq`` lives in
+#: row ``recv_seq mod recv_slots``.
+RECV_SLOTS = 2
 
 #: MR-RX-080: message slots per (connection, stream) in the message table (a message's slot is
 #: its number modulo this), and chunk-ring entries per slot (the sender's chunk window,
@@ -114,8 +137,21 @@ CHUNK_RING = 16
 EPOCH_BITS = 8
 
 #: MR-RX-084: the completion opcode of a WRITE_IMM at the receiver (verbs
-#: IBV_WC_RECV_RDMA_WITH_IMM, models.endpoint.WcOpcode).
+#: IBV_WC_RECV_RDMA_WITH_IMM, models.endpoint.WcOpcode); MR-RX-104: of a SEND (IBV_WC_RECV).
 WC_RECV_RDMA_WITH_IMM = 129
+WC_RECV = 128
+#: MR-RX-112: the completion opcode of a READ at the requester (IBV_WC_RDMA_READ).
+WC_RDMA_READ = 2
+
+#: MR-RX-104: a message slot's kind: bit 0 the message carries an immediate, bit 1 it is a
+#: SEND; kind 0 (a plain WRITE) completes without a record.
+KIND_IMM, KIND_SEND = 1, 2
+
+
+def msg_kind(opcode):
+    """MR-RX-104: the message-slot kind of a data opcode."""
+    return (KIND_IMM * int(opcode in (Op.MR_WRITE_IMM, Op.MR_SEND_IMM))
+            | KIND_SEND * int(opcode in SEND_OPS))
 
 
 class MsgCode(IntEnum):
@@ -136,11 +172,13 @@ MTU_LOG2_RESET = 12
 GLOBAL = data.StructLayout({"ack_every": 4, "mtu_log2": 4, "ack_delay": TIME_BITS})
 
 
-def check_params(conns, paths, keys, msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING):
+def check_params(conns, paths, keys, msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS,
+                 rd_slots=RD_SLOTS):
     """MR-RX-001: power-of-two table sizes (the row index is a concatenation of bits)."""
     for name, v, lo, hi in (("conns", conns, 2, 1 << 16), ("paths", paths, 2, 256),
                             ("keys", keys, 2, 1 << 16), ("msg_slots", msg_slots, 1, 8),
-                            ("chunk_ring", chunk_ring, 2, 512)):
+                            ("chunk_ring", chunk_ring, 2, 512), ("recv_slots", recv_slots, 1, 64),
+                            ("rd_slots", rd_slots, 1, 64)):
         if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
             raise ValueError(f"{name} must be a power of two in [{lo}, {hi}], not {v!r}")
 
@@ -167,11 +205,18 @@ class Layouts:
     msg_row: data.StructLayout      # MR-RX-080: a message-table row ({connection, stream})
     cqe: data.StructLayout          # MR-RX-084: a completion record
     cqe_bundle: data.StructLayout   # MR-RX-085: the records one chunk delivers
+    recv_slots: int
+    recv_bits: int
+    recv: data.StructLayout         # MR-RX-101: a receive-table row
+    rd_slots: int
+    rd_bits: int
+    rd: data.StructLayout           # MR-RX-110: an outstanding READ (written by configuration)
+    rd_state: data.StructLayout     # MR-RX-110: its placed bytes and chunk ring (the message stage's)
 
 
 def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
-            chunk_ring=CHUNK_RING):
-    check_params(conns, paths, keys, msg_slots, chunk_ring)
+            chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS):
+    check_params(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots)
     cb, pb, kb = (conns - 1).bit_length(), max(1, (paths - 1).bit_length()), (keys - 1).bit_length()
     # MR-RX-010: what the RX pipeline reads per connection. The P_Key has no field in
     # records.CONN_TX/CONN_RX yet (see the spec's open points).
@@ -189,19 +234,27 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     place = data.StructLayout({"conn": cb, "addr": 64, "length": 16})
     row_bits = max(GLOBAL.size, conn.size, key.size, path.size)
     sb = records.STREAM_BITS
-    cfg = data.StructLayout({"table": 3, "addr": max(cb + pb, kb, cb + sb), "data": row_bits})
+    rb = (recv_slots - 1).bit_length()
+    # MR-RX-101: one posted receive per {connection, stream, recv_seq mod recv_slots}
+    recv = data.StructLayout({"valid": 1, "recv_seq": 32, "base": 64, "length": 32, "wr_id": 64})
+    rdb = (rd_slots - 1).bit_length()
+    # MR-RX-110: one outstanding READ per {connection, stream, msg mod rd_slots}
+    rd = data.StructLayout({"valid": 1, "msg": 32, "base": 64, "length": 32, "wr_id": 64})
+    rd_state = data.StructLayout({"done": 1, "placed": 32, "ring": chunk_ring * (1 + EPOCH_BITS)})
+    cfg = data.StructLayout({"table": 3, "addr": max(cb + pb, kb, cb + sb + rb, cb + sb + rdb), "data": row_bits})
     # MR-RX-080..082: the message table's row: the stream's next message to deliver and one
     # slot per message number modulo msg_slots (placed bytes, the chunk ring)
-    msg_slot = data.StructLayout({"valid": 1, "done": 1, "imm_op": 1, "msg_len": 32, "placed": 32,
-                                  "imm": 32, "ring": chunk_ring * (1 + EPOCH_BITS)})
+    msg_slot = data.StructLayout({"valid": 1, "done": 1, "kind": 2, "msg_len": 32, "placed": 32,
+                                  "imm": 32, "wr_id": 64, "ring": chunk_ring * (1 + EPOCH_BITS)})
     msg_row = data.StructLayout({"next": records.SEQ_BITS,
                                  "slots": data.ArrayLayout(msg_slot, msg_slots)})
     cqe = data.StructLayout({"conn": cb, "stream": sb, "msg": records.SEQ_BITS, "status": 5,
-                             "opcode": 8, "length": 32, "imm": 32})
+                             "opcode": 8, "length": 32, "imm": 32, "with_imm": 1, "wr_id": 64})
     cqe_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
                                     "cqes": data.ArrayLayout(cqe, msg_slots)})
     return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg,
-                   msg_slots, chunk_ring, msg_slot, msg_row, cqe, cqe_bundle)
+                   msg_slots, chunk_ring, msg_slot, msg_row, cqe, cqe_bundle, recv_slots, rb, recv,
+                   rd_slots, rdb, rd, rd_state)
 
 
 def payload_layout(width):
@@ -246,12 +299,13 @@ _META_USED = [(path, off, (1 << w) - 1) for path, off, w in META_FIELDS
               if path in {("drop",), ("payload_len",), ("ip", "ecn"), ("udp", "sport"), ("imm",)}
               or (path[0] == "bth" and path[1] in ("opcode", "pkey", "dest_qp", "ack_req", "psn"))
               or (path[0] == "mrdh" and path[1] in ("path", "stream", "msg", "offset", "msg_len"))
-              or (path[0] == "reth" and path[1] in ("va", "rkey", "dma_len"))]
+              or (path[0] == "reth" and path[1] in ("va", "rkey", "dma_len"))
+              or path == ("mrsh", "recv_seq")]
 
 
 def meta_fields(value):
     """The fields of a flat META_LAYOUT value the RX engine reads, as a nested dict."""
-    out = {"bth": {}, "mrdh": {}, "reth": {}, "ip": {}, "udp": {}}
+    out = {"bth": {}, "mrdh": {}, "reth": {}, "ip": {}, "udp": {}, "mrsh": {}}
     for path, off, mask in _META_USED:
         v = (value >> off) & mask
         if len(path) == 1:
@@ -297,18 +351,25 @@ class _Static:
     msg: int = 0
     msg_len: int = 0
     chunk: int = 0          # the chunk's index: offset >> log2(MTU)
-    imm_op: int = 0
+    kind: int = 0           # MR-RX-104: the message slot's kind (msg_kind)
     imm: int = 0
+    late: RxCode | None = None  # MR-RX-102: RNR or RECV_BOUNDS, applied to a new PSN only
+    stale: bool = False     # MR-RX-103: a SEND of a receive already reposted: accepted, not placed
+    wr_id: int = 0          # MR-RX-104: the matched receive's
+    rd_row: int | None = None   # MR-RX-111: a READ response's outstanding-read row
 
 
 class RxModel:
     """The RX engine's state and per-packet semantics (MR-RX-020..031)."""
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
-                 chunk_ring=CHUNK_RING):
-        self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring)
+                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS):
+        self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots)
         self.conn = {}          # row index -> dict (absent rows read as zeros)
         self.key = {}
+        self.recv = {}          # MR-RX-101: receive-table row ({conn, stream, slot}) -> dict
+        self.rd = {}            # MR-RX-110: outstanding-read row ({conn, stream, slot}) -> dict
+        self.rd_state = {}      # ... and its placed bytes and chunk ring
         self.path = {}
         self.msgs = {}          # message-table row ({conn, stream}) -> {"next", "slots"}
         self.ack_every = ACK_EVERY_RESET
@@ -332,6 +393,14 @@ class RxModel:
             # MR-RX-086: the stream's next message to deliver; every slot emptied
             self.msgs[addr & ((lay.conns << records.STREAM_BITS) - 1)] = {
                 "next": value & 0xFFFFFFFF, "slots": [None] * lay.msg_slots}
+        elif table == TABLE_RECV:
+            # MR-RX-101: a receive posted (or its row emptied, valid 0)
+            self.recv[addr & ((lay.conns << (records.STREAM_BITS + lay.recv_bits)) - 1)] = unpack(lay.recv, value)
+        elif table == TABLE_READ:
+            # MR-RX-110: the TX side sent a READ request: its row, accounting emptied
+            i = addr & ((lay.conns << (records.STREAM_BITS + lay.rd_bits)) - 1)
+            self.rd[i] = unpack(lay.rd, value)
+            self.rd_state[i] = None
 
     def conn_row(self, meta):
         return self.conn.get(meta["bth"]["dest_qp"] & (self.lay.conns - 1)) or unpack(self.lay.conn, 0)
@@ -339,14 +408,39 @@ class RxModel:
     def key_row(self, meta):
         return self.key.get(meta["reth"]["rkey"] & (self.lay.keys - 1)) or unpack(self.lay.key, 0)
 
+    def _stream_slot(self, meta, seq, bits):
+        """The row of {connection, stream, seq mod 2^bits} (bits of the record)."""
+        lay = self.lay
+        sb = records.STREAM_BITS
+        cs = ((meta["bth"]["dest_qp"] & (lay.conns - 1)) << sb) | (meta["mrdh"]["stream"] & ((1 << sb) - 1))
+        return (cs << bits) | (seq & ((1 << bits) - 1))
+
+    def recv_index(self, meta):
+        """MR-RX-101: the receive-table row a packet names: {connection, stream, recv_seq mod
+        recv_slots} (read for every record, used for a SEND)."""
+        return self._stream_slot(meta, meta["mrsh"]["recv_seq"], self.lay.recv_bits)
+
+    def recv_row(self, meta):
+        return self.recv.get(self.recv_index(meta)) or unpack(self.lay.recv, 0)
+
+    def rd_index(self, meta):
+        """MR-RX-110: the outstanding-read row a packet names: {connection, stream, msg mod
+        rd_slots}."""
+        return self._stream_slot(meta, meta["mrdh"]["msg"], self.lay.rd_bits)
+
+    def rd_row(self, meta):
+        return self.rd.get(self.rd_index(meta)) or unpack(self.lay.rd, 0)
+
     def path_row(self, index):
         return self.path.get(index) or unpack(self.lay.path, 0)
 
     # -- the checks that need no sequence state (MR-RX-020, MR-SEC-007 order)
-    def static(self, meta, conn=None, key=None):
+    def static(self, meta, conn=None, key=None, recv=None, rd=None):
         lay = self.lay
         conn = self.conn_row(meta) if conn is None else conn
         key = self.key_row(meta) if key is None else key
+        recv = self.recv_row(meta) if recv is None else recv
+        rd = self.rd_row(meta) if rd is None else rd
         bth, mrdh, reth = meta["bth"], meta["mrdh"], meta["reth"]
         plen = meta["payload_len"]
         qp = bth["dest_qp"]
@@ -355,6 +449,8 @@ class RxModel:
         row = (ci << lay.path_bits) | (path & (lay.paths - 1))
         steer = not meta["drop"] and plen > 0
         mtu = 1 << self.mtu_log2
+        send = bth["opcode"] in SEND_OPS
+        read = bth["opcode"] == Op.MR_READ_RESP
         code = None
         if meta["drop"]:
             code = RxCode.PARSER_DROP
@@ -370,6 +466,15 @@ class RxModel:
             code = RxCode.STREAM                        # MR-SEC-002
         elif P.check_chunk(mrdh["offset"], plen, mrdh["msg_len"], mtu) is not None:
             code = RxCode.CHUNK                         # MR-PLC-003
+        elif send:
+            pass                                        # MR-RX-100: no RETH to check
+        elif read:
+            # MR-RX-111: the READ it answers (the endpoint's _validate_resp)
+            if rd["valid"] and rd["msg"] == mrdh["msg"]:
+                if mrdh["msg_len"] != rd["length"]:
+                    code = RxCode.LENGTH
+            elif not (rd["valid"] and P.seq_lt32(mrdh["msg"], rd["msg"])):
+                code = RxCode.NO_READ
         elif reth["dma_len"] != mrdh["msg_len"]:
             code = RxCode.LENGTH
         else:
@@ -380,13 +485,34 @@ class RxModel:
                 code = RxCode.ACCESS                    # MR-SEC-004
             elif r == NakReason.BOUNDS:
                 code = RxCode.BOUNDS                    # MR-SEC-005
-        addr = (key["base"] + reth["va"] + mrdh["offset"]) & P.U64_MASK
+        late, stale, wr_id = None, False, 0
+        if send:
+            # MR-RX-102/103: the receive row against the MRSH recv_seq: the same receive (its
+            # length bounds the message), a later one (this receive was completed and its row
+            # reposted: the message was delivered), else none posted (RNR)
+            rseq = meta["mrsh"]["recv_seq"]
+            if recv["valid"] and recv["recv_seq"] == rseq:
+                late = RxCode.RECV_BOUNDS if mrdh["msg_len"] > recv["length"] else None
+                wr_id = recv["wr_id"]
+            elif recv["valid"] and P.seq_lt32(rseq, recv["recv_seq"]):
+                stale = True
+            else:
+                late = RxCode.RNR
+            addr = (recv["base"] + mrdh["offset"]) & P.U64_MASK
+        elif read:
+            # MR-RX-111: a response to a READ whose row was reused (its READ completed) is stale
+            stale = not (rd["valid"] and rd["msg"] == mrdh["msg"])
+            wr_id = 0 if stale else rd["wr_id"]
+            addr = (rd["base"] + mrdh["offset"]) & P.U64_MASK
+        else:
+            addr = (key["base"] + reth["va"] + mrdh["offset"]) & P.U64_MASK
         stream = mrdh["stream"] & ((1 << records.STREAM_BITS) - 1)
         return _Static(code, ci, path, row, bth["psn"], bth["ack_req"], int(meta["ip"]["ecn"] == 3),
                        meta["udp"]["sport"], plen, addr, steer,
                        msg_row=(ci << records.STREAM_BITS) | stream, stream=stream, msg=mrdh["msg"],
                        msg_len=mrdh["msg_len"], chunk=mrdh["offset"] >> self.mtu_log2,
-                       imm_op=int(bth["opcode"] == Op.MR_WRITE_IMM), imm=meta["imm"])
+                       kind=msg_kind(bth["opcode"]), imm=meta["imm"], late=late, stale=stale,
+                       wr_id=wr_id, rd_row=self.rd_index(meta) if read else None)
 
     # -- the sequence state (MR-RX-024..031)
     def dynamic(self, st: _Static) -> Outcome:
@@ -406,6 +532,9 @@ class RxModel:
             row = dict(row, ce=0, pending=0, ack_timer=_next_gen(row["ack_timer"]))
             self.path[st.path_row] = row
             return Outcome(RxCode.DUPLICATE, ack=ack, steer=0 if st.steer else None)
+        if st.late is not None:
+            # MR-RX-102: RNR or a receive too short, for a new PSN: NAKed, the row unchanged
+            return Outcome(st.late, ack=self._nak(st, NAK_OF[st.late]), steer=0 if st.steer else None)
         # new PSN: MR-SEQ-005..009
         gap = st.psn != row["high"]
         high = P.psn_add(st.psn, 1) if P.psn_dist(row["high"], st.psn) >= 0 else row["high"]
@@ -421,13 +550,19 @@ class RxModel:
         else:
             new.update(ce=ce, pending=pending, last_psn=st.psn, last_sport=st.sport)
         self.path[st.path_row] = new
-        place = {"conn": st.conn, "addr": st.addr, "length": st.plen} if st.plen else None
-        mcode, cqes = self.message(st)
+        place = {"conn": st.conn, "addr": st.addr, "length": st.plen} if st.plen and not st.stale else None
+        if st.stale:
+            steer = 0 if st.steer else None     # MR-RX-103: its buffer is another receive's now
+        if st.rd_row is not None:
+            mcode, cqes = (MsgCode.DUP, []) if st.stale else self.read_chunk(st)
+        else:
+            mcode, cqes = self.message(st)
         # MR-RX-092: the first unacknowledged packet since the path's last ACK arms the timer
         arm = (st.path_row, row["ack_timer"] & GEN_MASK) if (
             ack is None and row["pending"] == 0 and self.ack_delay) else None
         return Outcome(RxCode.ACCEPTED, ack=ack, place=place, steer=steer, ce=st.ce,
-                       abandoned=abandoned, placed_bytes=st.plen, msg=mcode, cqes=cqes, arm=arm)
+                       abandoned=abandoned, placed_bytes=0 if st.stale else st.plen, msg=mcode,
+                       cqes=cqes, arm=arm)
 
     def timer(self, path_row, gen):
         """MR-RX-093: a delayed-ACK timer of path row ``path_row`` armed at ACK generation
@@ -461,9 +596,9 @@ class RxModel:
         k = st.msg % n
         slot = row["slots"][k]
         if slot is None:
-            slot = {"done": 0, "imm_op": st.imm_op, "msg_len": st.msg_len, "placed": 0,
-                    "imm": st.imm, "ring": [0] * lay.chunk_ring}
-        elif slot["msg_len"] != st.msg_len or slot["imm_op"] != st.imm_op:
+            slot = {"done": 0, "kind": st.kind, "msg_len": st.msg_len, "placed": 0,
+                    "imm": st.imm, "wr_id": st.wr_id, "ring": [0] * lay.chunk_ring}
+        elif slot["msg_len"] != st.msg_len or slot["kind"] != st.kind:
             return MsgCode.REFUSED, []      # not the message its slot holds
         pos = st.chunk % lay.chunk_ring
         epoch = (st.chunk // lay.chunk_ring) & ((1 << EPOCH_BITS) - 1)
@@ -483,13 +618,41 @@ class RxModel:
                 s = row["slots"][j]
                 if s is None or not s["done"]:
                     break
-                if s["imm_op"]:
+                if s["kind"]:
+                    # MR-RX-084, MR-RX-104: a WRITE_IMM's record, or a SEND's with its receive's wr_id
+                    send = s["kind"] & KIND_SEND
                     cqes.append({"conn": st.conn, "stream": st.stream, "msg": nxt, "status": 0,
-                                 "opcode": WC_RECV_RDMA_WITH_IMM, "length": s["msg_len"],
-                                 "imm": s["imm"]})
+                                 "opcode": WC_RECV if send else WC_RECV_RDMA_WITH_IMM,
+                                 "length": s["msg_len"], "imm": s["imm"],
+                                 "with_imm": s["kind"] & KIND_IMM, "wr_id": s["wr_id"] if send else 0})
                 row["slots"][j] = None
                 nxt = (nxt + 1) & 0xFFFFFFFF
             row["next"] = nxt
+        return MsgCode.NEW, cqes
+
+    def read_chunk(self, st):
+        """MR-RX-112: an accepted chunk of a READ response in its outstanding-read row: new
+        (the chunk ring as MR-RX-082), its bytes counted; the READ completes when every byte is
+        placed: a record with opcode RDMA_READ and the READ's wr_id, and the row is done."""
+        lay = self.lay
+        state = self.rd_state.get(st.rd_row)
+        if state is None:
+            state = {"done": 0, "placed": 0, "ring": [0] * lay.chunk_ring}
+        if state["done"]:
+            return MsgCode.DUP, []
+        pos = st.chunk % lay.chunk_ring
+        epoch = (st.chunk // lay.chunk_ring) & ((1 << EPOCH_BITS) - 1)
+        if not chunk_new(state["ring"][pos], epoch):
+            return MsgCode.DUP, []
+        state = {"done": 0, "placed": state["placed"] + st.plen, "ring": list(state["ring"])}
+        state["ring"][pos] = (1 << EPOCH_BITS) | epoch
+        cqes = []
+        if state["placed"] == st.msg_len:
+            state["done"] = 1
+            cqes.append({"conn": st.conn, "stream": st.stream, "msg": st.msg, "status": 0,
+                         "opcode": WC_RDMA_READ, "length": st.msg_len, "imm": 0, "with_imm": 0,
+                         "wr_id": st.wr_id})
+        self.rd_state[st.rd_row] = state
         return MsgCode.NEW, cqes
 
     def _ack(self, st, row, ce):
@@ -587,11 +750,11 @@ class RxCycleModel:
     cycles after its S4 cycle."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
-                 msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING):
+                 msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
-        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring)
+        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
         self.ack_q, self.place_q, self.steer_q, self.cqe_q = (SyncFifoModel(FIFO_DEPTH) for _ in range(4))
@@ -687,8 +850,8 @@ class RxCycleModel:
             if self.s1 is not None and self.s1[0] == "timer":
                 st = self.s1[1:]
             elif self.s1 is not None:
-                meta, conn, key = self.s1
-                st = rx.static(meta, conn, key)
+                meta, conn, key, recv, rd = self.s1
+                st = rx.static(meta, conn, key, recv, rd)
             self.checks = [st] + self.checks[:-1]
             self.s1 = None
             if fire:
@@ -696,7 +859,7 @@ class RxCycleModel:
                 self.s1 = ("timer", row, gen)
             elif meta_ready and g("s_meta__valid", 0):
                 meta = meta_fields(g("s_meta__payload", 0))
-                self.s1 = (meta, rx.conn_row(meta), rx.key_row(meta))
+                self.s1 = (meta, rx.conn_row(meta), rx.key_row(meta), rx.recv_row(meta), rx.rd_row(meta))
         # configuration write
         if cfg_ready and g("s_cfg__valid", 0):
             c = unpack(lay.cfg, g("s_cfg__payload", 0))

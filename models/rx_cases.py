@@ -20,12 +20,13 @@ import random
 from dataclasses import dataclass, field, replace
 
 from . import codec, protocol as P
-from .codec import BTH, IP, MRDH, RETH, UDP
+from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout
 from .parser import verdict
-from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, N_COUNTERS, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY,
-                 TABLE_PATH, GLOBAL, RxCode, RxCycleModel, RxModel, layouts, pack, payload_layout, unpack)
-from .wire import Op
+from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
+                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
+                 pack, payload_layout, unpack)
+from .wire import NakReason, Op
 
 #: MR-RX-061: cycles in a row with ``s_meta.ready`` high and no record taken before a
 #: configuration write (every record in flight has passed the window stage).
@@ -145,10 +146,11 @@ class Setup:
     def write(self, conn: Conn, *, path=0, psn=None, stream=0, offset=0, msg_len=None, plen=None,
               key: Key | None = None, va=None, dma_len=None, pkey=None, qp=None, ack_req=0, ecn=2,
               sport=None, op=Op.MR_WRITE, expect=None, name="write", corrupt=False, mrdh_path=None,
-              msg=None):
+              msg=None, recv_seq=0, payload=None):
         """One MR_WRITE packet as the parser emits it (meta from the frame's verdict). ``msg``:
         the MRDH message number; by default the next one of (connection, stream) for a packet
-        that may be accepted, 0 for one built to fail (the endpoint never reads it then)."""
+        that may be accepted, 0 for one built to fail (the endpoint never reads it then). With
+        a SEND ``op`` the packet carries an MRSH (``recv_seq``) instead of the RETH."""
         rng = self.rng
         key = key or self.keys[0]
         if plen is None:
@@ -160,7 +162,8 @@ class Setup:
             conn.psn[path] = P.psn_add(psn, 1)
         if va is None:
             va = rng.randrange(0, max(1, key.length - msg_len)) if msg_len <= key.length else 0
-        payload = bytes(rng.getrandbits(8) for _ in range(plen))
+        if payload is None:
+            payload = bytes(rng.getrandbits(8) for _ in range(plen))
         if msg is None:
             if expect is None or expect == RxCode.ACCEPTED:
                 msg = conn.msg.get(stream, 0)
@@ -168,15 +171,39 @@ class Setup:
             else:
                 msg = 0
         kw = {"mrdh": MRDH(path=path if mrdh_path is None else mrdh_path, stream=stream,
-                           msg=msg, offset=offset, msg_len=msg_len),
-              "reth": RETH(va, key.rkey, msg_len if dma_len is None else dma_len)}
-        if op == Op.MR_WRITE_IMM:
+                           msg=msg, offset=offset, msg_len=msg_len)}
+        if op in SEND_OPS:
+            kw["mrsh"] = MRSH(recv_seq)
+        elif op == Op.MR_READ_RESP:
+            pass                    # MR-RX-111: named by its stream and message only
+        else:
+            kw["reth"] = RETH(va, key.rkey, msg_len if dma_len is None else dma_len)
+        if op in (Op.MR_WRITE_IMM, Op.MR_SEND_IMM):
             kw["imm"] = rng.getrandbits(32)
         f = codec.make(op, payload, ip=IP(ecn=ecn),
                        udp=UDP(sport=0xC000 | rng.getrandbits(14) if sport is None else sport),
                        bth=BTH(pkey=conn.pkey if pkey is None else pkey,
                                dest_qp=conn.qp if qp is None else qp, ack_req=ack_req, psn=psn), **kw)
         return self._case(f, name, expect, corrupt)
+
+    def send(self, conn: Conn, recv_seq, **kw):
+        """One MR_SEND (``imm``: MR_SEND_IMM) packet naming receive ``recv_seq`` (MR-RX-100)."""
+        op = Op.MR_SEND_IMM if kw.pop("imm", False) else Op.MR_SEND
+        return self.write(conn, op=op, recv_seq=recv_seq, **kw)
+
+    def recv_write(self, qp, stream, recv_seq, base, length, wr_id, valid=1):
+        """MR-RX-101: a receive posted in its receive-table row (``valid`` 0: the row emptied)."""
+        row = (((qp << 3) | stream) << self.lay.recv_bits) | (recv_seq & (self.lay.recv_slots - 1))
+        return CfgWrite(TABLE_RECV, row, pack(self.lay.recv, {
+            "valid": valid, "recv_seq": recv_seq, "base": base, "length": length, "wr_id": wr_id}),
+            f"recv{qp}.{stream}.{recv_seq}")
+
+    def read_write(self, qp, stream, msg, base, length, wr_id, valid=1):
+        """MR-RX-110: an outstanding READ's row, as the TX side writes it when the request leaves."""
+        row = (((qp << 3) | stream) << self.lay.rd_bits) | (msg & (self.lay.rd_slots - 1))
+        return CfgWrite(TABLE_READ, row, pack(self.lay.rd, {
+            "valid": valid, "msg": msg, "base": base, "length": length, "wr_id": wr_id}),
+            f"read{qp}.{stream}.{msg}")
 
     def other(self, op, *, name=None, expect=RxCode.NOT_HANDLED, plen=16, corrupt=False):
         """A packet of another opcode (a SEND, an ACK...): not handled by this slice."""
@@ -295,7 +322,7 @@ def bad_cases(s: Setup, *, op=Op.MR_WRITE):
         s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13, op=op),
         s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14, op=op),
         s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15, op=op),
-        s.other(Op.MR_SEND), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
+        s.other(Op.MR_READ), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
     ]
     if small is not None:
         out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16, op=op))
@@ -371,6 +398,125 @@ def message_cases(s: Setup, *, conn=0, stream=0):
     out += chunks(1000, 2, name="reopened")
     out += chunks(base + 8, 1, name="old-number")
     c.msg[stream] = 1001
+    return out
+
+
+def send_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-100..105: SENDs of one stream against its receive rows: no receive posted (RNR,
+    twice, the second a resend under a new PSN), a SEND too long for its receive (RECV_BOUNDS),
+    a duplicate PSN naming no receive (acknowledged, not RNR), a single-chunk SEND, a SEND_IMM
+    of three chunks out of order with a chunk resent, a zero-length SEND, a receive row
+    reposted (recv_seq + recv_slots) and then a late chunk of the delivered message naming the
+    old receive (accepted, not placed), a SEND beyond the posted receives (RNR) and the
+    checks before the sequence state (stream, chunk) on a SEND without a receive. Receives are
+    posted in recv_seq order (as :meth:`Connection.post_recv`), each slot only after its
+    previous receive completed."""
+    c = s.conns[conn]
+    k = s.keys[0]
+    mtu = s.mtu
+    rng = s.rng
+    n_slots = s.lay.recv_slots
+    out = []
+    nxt_va = [rng.randrange(64)]
+
+    def post(recv_seq, length):
+        va = nxt_va[0]
+        nxt_va[0] += length + rng.randrange(1, 64)
+        out.append(s.recv_write(c.qp, stream, recv_seq, k.base + va, length, rng.getrandbits(64)))
+
+    def msg_no():
+        return c.msg.get(stream, 0)
+
+    def take_msg():
+        m = msg_no()
+        c.msg[stream] = m + 1
+        return m
+
+    def send(recv_seq, msg, nchunks=1, *, msg_len=None, order=None, imm=False, expect=RxCode.ACCEPTED, name="s"):
+        if msg_len is None:
+            msg_len = (nchunks - 1) * mtu + rng.randint(1, mtu)
+        # each packet built when sent: a chunk resent goes under a new PSN, with its bytes
+        data = [bytes(rng.getrandbits(8) for _ in range(min(mtu, msg_len - j * mtu))) for j in range(nchunks)]
+        return [s.send(c, recv_seq, path=rng.randrange(c.n_paths), stream=stream, offset=j * mtu,
+                       plen=len(data[j]), payload=data[j], msg_len=msg_len, msg=msg, imm=imm,
+                       expect=expect, name=f"{name}{msg}.{j}")
+                for j in (order if order is not None else range(nchunks))]
+
+    m0 = msg_no()
+    out += send(0, m0, expect=RxCode.RNR, name="rnr")           # nothing posted
+    out += send(0, m0, expect=RxCode.RNR, name="rnr-again")     # resent: a new PSN
+    post(0, 3 * mtu)
+    psn = c.psn[0]
+    m = take_msg()
+    out.append(s.send(c, 0, path=0, stream=stream, plen=mtu // 2, msg=m, expect=RxCode.ACCEPTED,
+                      name=f"one{m}"))
+    out.append(replace(out[-1], expect=RxCode.DUPLICATE, name="one-dup"))
+    # the same PSN naming a receive never posted: a duplicate, acknowledged (not RNR)
+    out.append(s.send(c, 1 << 30, path=0, psn=psn, stream=stream, plen=8, msg=m,
+                      expect=RxCode.DUPLICATE, name="dup-no-recv"))
+    if n_slots > 1:
+        post(1, 2 * mtu + 8)
+    m1 = msg_no()
+    if n_slots > 1:
+        out += send(1, m1, 3, msg_len=2 * mtu + 9, expect=RxCode.RECV_BOUNDS, name="too-long")[:1]
+        out += send(1, take_msg(), 3, msg_len=2 * mtu + 8, imm=True, order=[2, 0, 0, 1], name="imm")
+    # the receive of m0 completed: its slot reposted with recv_seq + n_slots; a late chunk of
+    # m0 (a new PSN) names the old receive
+    post(n_slots, mtu)
+    out += send(0, m0, msg_len=mtu // 2, name="stale")
+    out += send(n_slots, take_msg(), msg_len=0, name="zero")
+    out += send(2 * n_slots, msg_no(), expect=RxCode.RNR, name="ahead")
+    out += [s.send(c, 7, stream=9, plen=8, expect=RxCode.STREAM, name="send-stream"),
+            s.send(c, 7, stream=stream, offset=mtu // 2, plen=8, msg_len=mtu, expect=RxCode.CHUNK,
+                   name="send-chunk")]
+    return out
+
+
+def read_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-110..112: READ responses against the outstanding-read rows: a READ of three chunks
+    answered out of order with a chunk resent (one completion record), a duplicate PSN, a
+    response to a READ never issued (NO_READ), one of another length (LENGTH), a chunk after
+    the READ completed (accepted, a duplicate chunk), a zero-length READ, the row reused by a
+    later READ and then a late chunk of the old one (stale: accepted, not placed), and the
+    checks before the row (stream, chunk)."""
+    c = s.conns[conn]
+    k = s.keys[1]
+    mtu = s.mtu
+    rng = s.rng
+    n_slots = s.lay.rd_slots
+    base_msg = rng.getrandbits(31)
+    out = []
+    va = [rng.randrange(64)]
+
+    def issue(msg, length):
+        out.append(s.read_write(c.qp, stream, msg, k.base + va[0], length, rng.getrandbits(64)))
+        va[0] += length + rng.randrange(1, 64)
+
+    def resp(msg, msg_len, j, expect=RxCode.ACCEPTED, name="rd", **kw):
+        kw.setdefault("stream", stream)
+        return s.write(c, op=Op.MR_READ_RESP, path=rng.randrange(c.n_paths), offset=j * mtu,
+                       plen=min(mtu, msg_len - j * mtu), msg_len=msg_len, msg=msg, expect=expect,
+                       name=f"{name}{msg}.{j}", **kw)
+
+    m0, m1 = base_msg, base_msg + 1
+    n0 = 2 * mtu + 8
+    issue(m0, n0)
+    data = [bytes(rng.getrandbits(8) for _ in range(min(mtu, n0 - j * mtu))) for j in range(3)]
+    for j in (2, 0, 0, 1):
+        out.append(resp(m0, n0, j, payload=data[j]))
+    out.append(replace(out[-1], expect=RxCode.DUPLICATE, name="rd-dup-psn"))
+    out.append(resp(m0 + n_slots, 8, 0, expect=RxCode.NO_READ, name="rd-none"))
+    out.append(resp(m0, n0 + 1, 0, expect=RxCode.LENGTH, name="rd-length"))
+    out.append(resp(m0, n0, 1, payload=data[1], name="rd-after-done"))
+    if n_slots > 1:
+        issue(m1, 0)
+        out.append(resp(m1, 0, 0, name="rd-zero"))
+    issue(m0 + n_slots, mtu)
+    out.append(resp(m0, n0, 0, payload=data[0], name="rd-stale"))
+    out.append(resp(m0 + n_slots, mtu, 0, name="rd-reused"))
+    out += [resp(m0, 8, 0, stream=9, expect=RxCode.STREAM, name="rd-stream"),
+            s.write(c, op=Op.MR_READ_RESP, stream=stream, offset=mtu // 2, plen=8, msg_len=mtu, msg=m0,
+                    expect=RxCode.CHUNK, name="rd-chunk")]
     return out
 
 
@@ -695,17 +841,35 @@ def _norm_request(lay, value):
             a["sport"])
 
 
+def post_of(s: Setup, w: CfgWrite):
+    """MR-RX-101: a receive-table write as the endpoint's post: ``(qp, stream, lkey, loffset,
+    length, wr_id)`` (the region the receive's base falls in)."""
+    r = unpack(s.lay.recv, w.value)
+    qp = w.addr >> (3 + s.lay.recv_bits)
+    stream = (w.addr >> s.lay.recv_bits) & 7
+    for k in s.keys:
+        off = (r["base"] - k.base) % (1 << 64)
+        if off + r["length"] <= k.length:
+            return qp, stream, k.rkey, off, r["length"], r["wr_id"]
+    raise ValueError(f"receive {r} outside every region")
+
+
 def endpoint_reference(ep, s: Setup, cases):
-    """Feed the frames of ``cases`` the RX slice handles (MR_WRITE/MR_WRITE_IMM the parser
-    kept) to the endpoint at one instant (no timer fires); return its ACK/NAK frames as
-    tuples comparable with :func:`requests` and its registered buffers."""
+    """Feed the frames of ``cases`` the RX slice handles (MR_WRITE/MR_WRITE_IMM/MR_SEND/
+    MR_SEND_IMM the parser kept) to the endpoint at one instant (no timer fires), a receive
+    posted (table 5) as the endpoint's ``post_recv``; return its ACK/NAK frames as tuples
+    comparable with :func:`requests` and its registered buffers."""
     from .codec import decode
     out = []
     for c in cases:
+        if isinstance(c, CfgWrite) and c.table == TABLE_RECV:
+            qp, stream, lkey, off, length, wr_id = post_of(s, c)
+            ep._conns[qp].post_recv(stream, lkey, off, length, wr_id)
+            continue
         if not isinstance(c, Case) or c.drop:
             continue
         f = decode(c.frame)
-        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM):
+        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM):
             continue
         ep.receive(f, 0.0)
         while (g := ep.next_packet(0.0)) is not None:
@@ -797,6 +961,20 @@ class Traffic:
     #: the receiving endpoint's completions in the order it made them (tuples as
     #: :func:`completions`, MR-RX-087)
     cqes: list = field(default_factory=list)
+    #: MR-RX-105: receives the receiving host posted, as ``(frames arrived before, CfgWrite)``
+    posts: list = field(default_factory=list)
+
+    @property
+    def items(self):
+        """The cases with the receive-table writes of the receiving host's posts among them,
+        each after the frames that had arrived when it was posted."""
+        out, j = [], 0
+        for i, c in enumerate(self.cases):
+            while j < len(self.posts) and self.posts[j][0] <= i:
+                out.append(self.posts[j][1])
+                j += 1
+            out.append(c)
+        return out + [w for _, w in self.posts[j:]]
 
     def write_pcap(self, path):
         """The frames the receiving host got, with their arrival times (a pcap, MR-WIRE-120)."""
@@ -812,9 +990,10 @@ NO_ACK_DELAY = 1.0
 def forged_writes(s: Setup, n):
     """``n`` forged MR_WRITEs from the sender's address, one of each bad-input class in turn
     (no connection, P_Key, path, stream, chunk, DMA length, unknown R_Key, no write right,
-    bounds, a PSN beyond the window), for :func:`endpoint_traffic`'s ``hostile``. Their PSNs
-    lie 2^22 ahead of the connection's first: a NAK naming one is a PSN the sender has not
-    sent, which it drops (MR-SEC-151), so the transfer goes on."""
+    bounds, a PSN beyond the window), a SEND naming no receive and a READ response to no READ, for
+    :func:`endpoint_traffic`'s ``hostile``. Their PSNs lie 2^22 (the SEND's 400) ahead of the
+    connection's first: a NAK naming one is a PSN the sender has not sent, which it drops
+    (MR-SEC-151), so the transfer goes on."""
     rng = s.rng
     c = s.conns[0]
     far = P.psn_add(c.psn[0], 1 << 22)
@@ -832,6 +1011,12 @@ def forged_writes(s: Setup, n):
         lambda: s.write(c, key=k_noacc, va=0, psn=far, plen=8, expect=RxCode.ACCESS),
         lambda: s.write(c, va=s.keys[0].length - 4, plen=8, psn=far, expect=RxCode.BOUNDS),
         lambda: s.write(c, path=0, psn=far, plen=8, expect=RxCode.PSN_WINDOW),
+        # MR-RX-102: a SEND naming a receive never posted, at a new PSN within the window that
+        # the sender does not reach (RNR), of a message number the stream has not delivered
+        lambda: s.send(c, 1 << 30, path=0, psn=P.psn_add(c.psn[0], 400), plen=8, msg=1 << 19,
+                       expect=RxCode.RNR),
+        # MR-RX-111: a READ response to no READ
+        lambda: s.write(c, op=Op.MR_READ_RESP, psn=far, plen=8, msg=1 << 19, expect=RxCode.NO_READ),
     ]
     return [replace(make[i % len(make)](), name=f"forged{i}") for i in range(n)]
 
@@ -839,7 +1024,7 @@ def forged_writes(s: Setup, n):
 def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
                      seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
                      rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0,
-                     imm=0.0, n_streams=None, ack_delay=None):
+                     imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0, reads=0.0):
     """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
     ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
     their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
@@ -860,9 +1045,18 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     (WRITE_IMM: the receiver completes them, MR-RX-087); ``n_streams`` fixes every connection's
     streams (1: consecutive messages of a connection share a stream, so that message order
     matters). The sender keeps each message's chunks within the RX engine's chunk ring
-    (``chunk_window`` = :data:`~metaroce.models.rx.CHUNK_RING`, MR-RX-082). Returns ``(setup,
-    traffic)``; raises when the transfer did not complete (every write once, with success) or
-    the receiver's memory is not the data."""
+    (``chunk_window`` = :data:`~metaroce.models.rx.CHUNK_RING`, MR-RX-082). A fraction ``sends``
+    of the messages are SENDs (half of them SEND_IMM when ``imm``; MR-RX-105): the receiving
+    host posts one receive per SEND (a buffer in the regions, the SEND's length plus up to 64
+    bytes) in the stream's order, at most ``recv_slots`` not yet completed per stream, the first
+    ones ``recv_delay`` seconds after the start (before: RNR), each later one when a receive of
+    its stream completes; every post is a receive-table write in ``traffic.items``. Returns
+    ``(setup, traffic)``; raises when the transfer did not complete (every message once, with
+    success) or the receiver's memory is not the data. A fraction ``reads`` of the messages are
+    RDMA READs the receiving endpoint posts to the sender (MR-RX-113): it reads the piece of
+    the sender's source into its region; each READ request's first send is an
+    outstanding-read write (table 6) in ``traffic.items``; the receiving endpoint keeps one
+    READ per connection in flight (``max_tx_msgs`` = 2, MR-VERB-006)."""
     from metaroce.sim.faults import Faults
     from metaroce.sim.topology import Fabric, host_addr
     from .codec import encode
@@ -879,9 +1073,11 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     ep_kw = {"line_rate_bps": rate_bps, "base_rtt": rtt}
     rx, s = endpoint_setup(conns, paths, keys, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
                            n_conns=n_conns, ack_delay=NO_ACK_DELAY if ack_delay is None else ack_delay,
-                           n_streams=n_streams, **ep_kw)
+                           n_streams=n_streams, **({"max_tx_msgs": MSG_SLOTS} if reads else {}), **ep_kw)
+    # with SENDs, whose RNR holds a message open, the sender keeps at most MSG_SLOTS messages of
+    # a connection started and not completed (MR-RX-083: the message table's slots per stream)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
-                  chunk_window=CHUNK_RING, **ep_kw)
+                  chunk_window=CHUNK_RING, **({"max_tx_msgs": MSG_SLOTS} if sends else {}), **ep_kw)
     sender, receiver = fab.hosts
     sender.ep, receiver.ep = tx, rx
     rng = random.Random(seed + 3)
@@ -904,11 +1100,40 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
         va = fill[k.rkey] + rng.randrange(0, 64)
         fill[k.rkey] = va + (b - a)
         stream = rng.randrange(c.n_streams)
-        value = rng.getrandbits(32) if imm and rng.random() < imm else None
-        posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i, value))
+        r = rng.random()
+        send = sends and r < sends
+        if reads and not send and r < sends + reads:
+            send = "read"
+        value = rng.getrandbits(32) if imm and rng.random() < (0.5 if send else imm) else None
+        posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i, value, send))
         sources.append((k.rkey, va, src[a:b]))
-    for qp, stream, a, n, va, rkey, wr, value in posted:
-        tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr, imm=value)
+    recvs = {}          # (qp, stream) -> receives still to post, in order: (rkey, va, length, wr_id)
+    rd_rows = {}        # (qp, stream, msg) -> the READ's (base, length, wr_id)
+    for qp, stream, a, n, va, rkey, wr, value, send in posted:
+        if send == "read":
+            m = rx._conns[qp].post_read(stream, rkey, va, n, a, lkey, wr)
+            rd_rows[(qp, stream, m.msg)] = (s.keys[[k.rkey for k in s.keys].index(rkey)].base + va, n, wr)
+        elif send:
+            tconn[qp].post_send(stream, lkey, a, n, wr_id=wr, imm=value)
+            room = next(k.length for k in s.keys if k.rkey == rkey) - va
+            recvs.setdefault((qp, stream), []).append((rkey, va, min(room, n + rng.randrange(65)), 1000 + wr))
+        else:
+            tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr, imm=value)
+    posts = []
+    next_recv = dict.fromkeys(recvs, 0)
+    open_recvs = dict.fromkeys(recvs, 0)
+    key_base = {k.rkey: k.base for k in s.keys}
+
+    def post_recvs(qp, stream):
+        """The receiving host posts its stream's next receives while fewer than recv_slots are open."""
+        q = recvs.get((qp, stream), [])
+        while next_recv[(qp, stream)] < len(q) and open_recvs[(qp, stream)] < s.lay.recv_slots:
+            seq = next_recv[(qp, stream)]
+            rkey, va, length, wr = q[seq]
+            rx._conns[qp].post_recv(stream, rkey, va, length, wr)
+            posts.append((len(frames), s.recv_write(qp, stream, seq, key_base[rkey] + va, length, wr)))
+            next_recv[(qp, stream)] += 1
+            open_recvs[(qp, stream)] += 1
     frames, acks = [], []
     times = []
 
@@ -916,26 +1141,46 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
         frames.append(encode(f))
         times.append(now)
     receiver.rx_hook = arrived
-    receiver.tx_hook = lambda f, now: acks.append(_norm_frame(f))
+    rd_sent = set()
+
+    def sent(f, now):
+        op = f.bth.opcode
+        if op == Op.MR_READ:
+            # MR-RX-110: the TX side writes the outstanding-read row when the request first leaves
+            k = (f.bth.dest_qp & 0x7FFFFF, f.mrdh.stream, f.mrdh.msg)
+            if k not in rd_sent:
+                rd_sent.add(k)
+                posts.append((len(frames), s.read_write(*k, *rd_rows[k])))
+        elif op in (Op.MR_ACK, Op.MR_NAK):
+            acks.append(_norm_frame(f))
+    receiver.tx_hook = sent
     done = []
+    n_reads = sum(1 for p in posted if p[8] == "read")
     rx_cqes = []
 
     def on_completion(host, t, c):
         if host is receiver:
-            rx_cqes.append((c.conn, c.stream, int(c.status), int(c.opcode), c.byte_len, c.imm))
-            return
+            rx_cqes.append(cq_tuple(c))
+            if c.opcode == WC_RECV:
+                open_recvs[(c.conn, c.stream)] -= 1
+                post_recvs(c.conn, c.stream)
+            if c.opcode != WC_RDMA_READ:
+                return
         done.append((host.name, c.wr_id, int(c.status)))
-        if sum(1 for h, _, _ in done if h == sender.name) == len(posted):
+        if len(done) == len(posted):
             fab.sim.stop()
     for h in fab.hosts:
         h.on_completion = on_completion
     from .codec import decode
     for case in forged_writes(s, hostile):
         fab.sim.at(rng.random() * 5 * rtt, lambda f: receiver.receive(f, 0), decode(case.frame))
+    for qp, stream in recvs:
+        fab.sim.at(recv_delay, lambda qs: post_recvs(*qs), (qp, stream))
     sender.kick()
+    receiver.kick()
     fab.sim.run(until=until)
     fab.sim.run(until=fab.sim.now + 8 * rtt)        # the last ACKs and any late copies
-    want = sorted((sender.name, p[6], 0) for p in posted)
+    want = sorted((receiver.name if p[8] == "read" else sender.name, p[6], 0) for p in posted)
     if sorted(done) != want:
         raise AssertionError(f"transfer incomplete or failed: completions {sorted(done)}")
     assert not rx._ctrl, "ACKs left unsent"
@@ -952,16 +1197,37 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
              "retransmitted": tx.stats["retransmitted"], "duplicates": rx.stats["duplicates"],
              "abandoned_psns": rx.stats["abandoned_psns"], "forged": hostile,
              "sim_time": fab.sim.now}
-    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes)
+    stats["sends"] = sum(1 for p in posted if p[8] is True)
+    stats["reads"] = n_reads
+    stats["rnr_naks"] = sum(1 for a in acks if a[0] == "nak" and a[3] == NakReason.RNR)
+    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts)
+
+
+def same_completions(got, want):
+    """MR-RX-087, MR-RX-104, MR-RX-112: the engine's completion records against an endpoint's:
+    the receive side's (RECV, RECV_RDMA_WITH_IMM) in order; the READs' (RDMA_READ) as a set,
+    since the endpoint completes a requester's work in its send-queue order, which the TX side
+    keeps, not the RX engine."""
+    def split(cs):
+        return ([c for c in cs if c[3] != WC_RDMA_READ], sorted(c for c in cs if c[3] == WC_RDMA_READ))
+    return split(got) == split(want)
+
+
+def cq_tuple(c):
+    """An endpoint completion as :func:`completions` gives the RX engine's records."""
+    return (c.conn, c.stream, int(c.status), int(c.opcode), c.byte_len, c.imm, c.wr_id)
 
 
 def completions(s: Setup, cqes):
     """The RX engine's completion records (flat ``m_cqe`` payloads) as tuples comparable with an
-    endpoint's completions ``(conn, stream, status, opcode, byte_len, imm)`` (MR-RX-087)."""
+    endpoint's completions ``(conn, stream, status, opcode, byte_len, imm, wr_id)`` (MR-RX-087,
+    MR-RX-104: ``imm`` None without an immediate, ``wr_id`` None but for a SEND's)."""
     out = []
     for v in cqes:
         c = unpack(s.lay.cqe, v)
-        out.append((c["conn"], c["stream"], c["status"], c["opcode"], c["length"], c["imm"]))
+        out.append((c["conn"], c["stream"], c["status"], c["opcode"], c["length"],
+                    c["imm"] if c["with_imm"] else None,
+                    c["wr_id"] if c["opcode"] in (WC_RECV, WC_RDMA_READ) else None))
     return out
 
 
@@ -1144,7 +1410,7 @@ def replay_items(frames, lay, given=None):
 # ------------------------------------------------------------------ functional coverage
 
 #: MR-RX-073: opcode classes of the functional bins (``none``: a parser drop without fields).
-OPCODE_CLASSES = ("write", "write_imm", "mr_other", "rc", "none")
+OPCODE_CLASSES = ("write", "write_imm", "send", "read_resp", "mr_other", "rc", "none")
 
 
 def opcode_class(case: Case):
@@ -1160,6 +1426,10 @@ def opcode_class(case: Case):
         return "write"
     if op == Op.MR_WRITE_IMM:
         return "write_imm"
+    if op in SEND_OPS:
+        return "send"
+    if op == Op.MR_READ_RESP:
+        return "read_resp"
     return "mr_other" if op >= 0xC0 else "rc"
 
 
@@ -1258,13 +1528,32 @@ def toggle_cases(s: Setup):
 
 def coverage_suite(s: Setup, n_random=150):
     """MR-RX-073: the cases of one coverage batch: the window and bad-input cases with both
-    write opcodes, a same-path burst, other opcodes kept and dropped by the parser, the
+    write opcodes, a same-path burst, other opcodes kept and dropped by the parser, the SEND
+    cases and SENDs of every check before the receive match (MR-RX-100..104), the READ
+    response cases and responses of every check before the READ row (MR-RX-110..112), the
     toggle stimulus (:func:`toggle_cases`) and the random mix (with rows rewritten
     mid-traffic)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
-              for op in (Op.MR_SEND, Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
+              for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
                          Op.RC_SEND_ONLY, Op.RC_ACK) for corrupt in (False, True)]
-    return (window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
-            + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others
+    head = (window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
+            + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others)
+    c = s.conns[0]
+    far = P.psn_add(c.psn[0], 1 << 22)
+    sends = send_cases(s, conn=1) + [
+        s.send(c, 0, qp=s.free_qp, psn=1, plen=8, expect=RxCode.NO_CONNECTION, name="send-no-conn"),
+        s.send(c, 0, pkey=c.pkey ^ 0x0101, psn=2, plen=8, expect=RxCode.BAD_PKEY, name="send-pkey"),
+        s.send(c, 0, mrdh_path=s.lay.paths + 3, psn=3, plen=8, expect=RxCode.BAD_PATH, name="send-path"),
+        s.send(c, 0, psn=far, plen=8, expect=RxCode.PSN_WINDOW, name="send-window"),
+        s.send(c, 0, corrupt=True, psn=4, plen=40, name="send-parser-drop")]
+    rsp = lambda **kw: s.write(c, op=Op.MR_READ_RESP, plen=8, msg=1, **kw)
+    reads = read_cases(s, conn=1) + [
+        s.read_write(c.qp, 0, 1, s.keys[1].base, 8, 0),
+        rsp(qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name="rd-no-conn"),
+        rsp(pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name="rd-pkey"),
+        rsp(mrdh_path=s.lay.paths + 3, psn=3, expect=RxCode.BAD_PATH, name="rd-path"),
+        rsp(psn=far, expect=RxCode.PSN_WINDOW, name="rd-window"),
+        rsp(corrupt=True, psn=4, name="rd-parser-drop")]
+    return (head + sends + reads
             + toggle_cases(s) + random_traffic(s, n_random))

@@ -672,12 +672,21 @@ def constant_bits_of(points: list[Point]) -> dict[tuple[str, str], set[int]]:
 
 def rx_bins():
     """The RX engine's reachable ``outcome/opcode class`` pairs: a write (MR_WRITE or
-    MR_WRITE_IMM) can have every outcome but not_handled; any other opcode is not_handled, or
+    MR_WRITE_IMM) can have every outcome but not_handled, rnr and recv_bounds; a SEND (MR_SEND,
+    MR_SEND_IMM) every outcome but not_handled, no_read and the RETH's (length, access,
+    bounds); a READ response every outcome but not_handled, access, bounds, rnr, recv_bounds; any other opcode is not_handled, or
     parser_drop when the parser dropped it (a drop record carries fields only for ICRC drops:
     the others' class is ``none``)."""
-    from metaroce.models.rx import RxCode
+    from metaroce.models.rx import LATE_CODES, RxCode
     codes = [c.name.lower() for c in RxCode]
-    out = [f"{c}/{k}" for k in ("write", "write_imm") for c in codes if c != "not_handled"]
+    late = {c.name.lower() for c in LATE_CODES}
+    out = [f"{c}/{k}" for k in ("write", "write_imm") for c in codes
+           if c != "not_handled" and c not in late and c != "no_read"]
+    # MR-RX-100/102: a SEND has no RETH (no length, key or bounds check) but RNR and RECV_BOUNDS
+    out += [f"{c}/send" for c in codes if c not in ("not_handled", "length", "access", "bounds", "no_read")]
+    # MR-RX-111: a READ response: its row's checks (length, no_read), no RETH, no receive
+    out += [f"{c}/read_resp" for c in codes
+            if c not in ("not_handled", "access", "bounds", "rnr", "recv_bounds")]
     out += [f"{c}/{k}" for k in ("mr_other", "rc") for c in ("not_handled", "parser_drop")]
     return out
 
@@ -704,7 +713,7 @@ def functional_rx(width: int, shapes: dict[str, list[dict]]) -> dict:
             "missing": missing, "bins": {"outcome x class x shape": table},
             "unexpected": other,
             "every_outcome_every_shape": all(
-                any(table[f"{c}/{k}/{shape}"] for k in ("write", "write_imm", "mr_other", "rc")
+                any(table[f"{c}/{k}/{shape}"] for k in ("write", "write_imm", "send", "read_resp", "mr_other", "rc")
                     if f"{c}/{k}/{shape}" in table)
                 for shape in shapes for c in {b.split('/')[0] for b in pairs})}
 

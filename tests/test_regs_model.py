@@ -11,7 +11,7 @@ import pytest
 
 from metaroce.models import regs as R
 from metaroce.models import regs_cases as rc
-from metaroce.models.rx import GLOBAL, N_COUNTERS, TABLE_CONN, TABLE_KEY, layouts, pack, unpack
+from metaroce.models.rx import CTR_PLACED_BYTES, GLOBAL, N_COUNTERS, TABLE_CONN, TABLE_KEY, layouts, pack, unpack
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMALL = layouts(256, 4, 256)
@@ -45,7 +45,7 @@ def test_map_covers_the_rx_instance(inst):
     p = rm.get("PARAMS").reset
     assert [1 << (p >> s & 0xFF) for s in (0, 8, 16)] == list(inst) and p >> 24 == len(data)
     assert len([r for r in rm.regs if r.kind == "ctr_lo"]) == N_COUNTERS
-    assert rm.get("CTR_ACCEPTED_LO").offset == R.CTR_BASE and rm.get("CTR_PLACED_BYTES_HI").offset == R.CTR_BASE + 8 * 17 + 4
+    assert rm.get("CTR_ACCEPTED_LO").offset == R.CTR_BASE and rm.get("CTR_PLACED_BYTES_HI").offset == R.CTR_BASE + 8 * CTR_PLACED_BYTES + 4
     assert [r.reset for r in rm.regs if r.kind == "global"] == [4, 12, 0]     # MR-RX-090: timer off
 
 

@@ -32,12 +32,13 @@ def test_layouts():
 
 
 def test_every_case_gets_its_intended_outcome():
-    """MR-RX-020..023: the check order; each bad-input class gets its reason, NAKed or silent."""
+    """MR-RX-020..023, MR-RX-102: the check order; each bad-input class gets its reason, NAKed
+    or silent (and a SEND's RNR and RECV_BOUNDS)."""
     s = rc.Setup(*SMALL, seed=4)
-    cases = rc.bad_cases(s)
+    cases = rc.bad_cases(s) + rc.send_cases(s) + rc.read_cases(s, conn=1)
     exp = rc.expected(s.writes + cases, *SMALL)
     seen = set()
-    for c, o in zip(cases, exp["outcomes"]):
+    for c, o in zip([c for c in cases if isinstance(c, rc.Case)], exp["outcomes"]):
         assert o.code == c.expect, c.name
         seen.add(o.code)
         if o.code in NAK_OF:
@@ -216,7 +217,7 @@ def test_model_on_endpoint_traffic(seed, loss, reorder, dup, hostile):
     if reorder:
         assert st["delayed"] > 0
     if hostile:
-        assert codes >= set(RxCode) - {RxCode.PARSER_DROP, RxCode.NOT_HANDLED}
+        assert codes >= set(RxCode) - {RxCode.PARSER_DROP, RxCode.NOT_HANDLED, RxCode.RECV_BOUNDS}
         assert sum(1 for r in tr.acks if r[0] == "nak") == sum(1 for o in exp["outcomes"]
                                                               if o.ack and o.ack["nak"]) > 0
     assert sum(len(d) for _, _, d in tr.sources) == 32768
@@ -327,3 +328,67 @@ def test_delayed_ack_matches_endpoint(seed):
     assert rc.requests(s, res["ack"]) == ref
     untimed = rc.expected(s.writes + items, *SMALL)
     assert len(ref) > len(untimed["ack"]) and res["counters"][CTR_ACKS] == len(ref)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_model_sends_equal_endpoint(seed):
+    """MR-RX-100..104: the SEND cases (RNR before the receive is posted and on a resend,
+    RECV_BOUNDS, a duplicate PSN naming no receive, SEND_IMM out of order with a chunk resent, a
+    zero-length SEND, a late chunk after its receive row was reposted, the checks before the
+    sequence state) on two streams: the model's ACK/NAK requests, memory image and completion
+    records equal the reference endpoint's given the same frames and posts; every case has the
+    outcome it was built for."""
+    ep, s = rc.endpoint_setup(seed=seed, n_streams=2)
+    cases = rc.send_cases(s) + rc.send_cases(s, conn=1, stream=1)
+    exp = rc.expected(s.writes + cases, *SMALL)
+    codes = [o.code for o in exp["outcomes"]]
+    assert {RxCode.RNR, RxCode.RECV_BOUNDS, RxCode.DUPLICATE, RxCode.STREAM, RxCode.CHUNK} <= set(codes)
+    ref, mem = rc.endpoint_reference(ep, s, cases)
+    assert rc.requests(s, exp["ack"]) == ref
+    assert rc.memory_image(s, exp["place"], exp["data"]) == mem
+    assert rc.completions(s, exp["cqe"]) == [rc.cq_tuple(c) for c in ep.poll_cq()]
+    assert len(exp["cqe"]) >= 6
+    res = rc.run_model(64, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
+    assert res["cqe"] == exp["cqe"]
+
+
+@pytest.mark.parametrize("seed,streams,recv_delay", [(1, None, 3e-5), (3, 1, 3e-5), (5, 2, 0.0), (9, None, 0.0)])
+def test_model_send_traffic_equal_endpoint(seed, streams, recv_delay):
+    """MR-RX-105: the reference endpoint's traffic with SENDs (SEND_IMM among them) and WRITEs
+    under loss, reordering and duplication, receives posted late (RNR NAKs and resends) and
+    reposted as they complete (recv_slots per stream), forged packets among them: the cycle
+    model's ACK/NAK stream, memory image and completion records equal the receiving
+    endpoint's."""
+    s, tr = rc.endpoint_traffic(nbytes=16384, loss=0.05, reorder=0.2, dup=0.05, seed=seed, hostile=12,
+                                imm=0.5, sends=0.7, n_writes=10, n_streams=streams, recv_delay=recv_delay)
+    assert tr.stats["sends"] >= 4 and tr.stats["rnr_naks"] >= 1
+    res = rc.run_model(64, s, tr.items, seed=seed, p_idle=0.2, p_bp=0.4)
+    assert rc.requests(s, res["ack"]) == tr.acks
+    assert rc.memory_image(s, res["place"], res["data"]) == tr.memory
+    assert rc.completions(s, res["cqe"]) == tr.cqes
+    assert sum(1 for c in tr.cqes if c[3] == 128) == tr.stats["sends"]
+
+
+@pytest.mark.parametrize("seed,streams,reads", [(2, None, 0.4), (4, 1, 0.6), (7, 2, 0.3)])
+def test_model_read_traffic_equal_endpoint(seed, streams, reads):
+    """MR-RX-113: the reference endpoint's traffic with READs the receiving endpoint posts (their
+    responses arrive under loss, reordering and duplication, with SENDs, WRITEs and forged
+    packets): the cycle model's ACK/NAK stream, memory image (the READ data included) and
+    completion records (RDMA_READ with the READ's wr_id) equal the receiving endpoint's."""
+    s, tr = rc.endpoint_traffic(nbytes=16384, loss=0.05, reorder=0.2, dup=0.05, seed=seed, hostile=12,
+                                imm=0.5, sends=0.2, reads=reads, n_writes=10, n_streams=streams)
+    assert tr.stats["reads"] >= 2
+    res = rc.run_model(64, s, tr.items, seed=seed, p_idle=0.2, p_bp=0.4)
+    assert rc.requests(s, res["ack"]) == tr.acks
+    assert rc.memory_image(s, res["place"], res["data"]) == tr.memory
+    assert rc.same_completions(rc.completions(s, res["cqe"]), tr.cqes)
+    assert sum(1 for c in tr.cqes if c[3] == 2) == tr.stats["reads"]
+
+
+def test_model_read_cases():
+    """MR-RX-110..112: every READ-response case gets the outcome it was built for; the READ of
+    three chunks, the zero-length one and the one in the reused row complete once each."""
+    s = rc.Setup(*SMALL, seed=3, n_streams=2)
+    cases = rc.read_cases(s)
+    exp = rc.check(s.writes + cases, rc.run_model(64, s, cases, seed=1, p_idle=0.2, p_bp=0.4), *SMALL)
+    assert [c[3] for c in rc.completions(s, exp["cqe"])] == [2, 2, 2]
