@@ -44,9 +44,10 @@ _SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_eve
 
 
 class TxJoin(wiring.Component):
-    """MR-TX-120..124: the template memory and the fork of a frame request into a read command
-    and a frame descriptor, each in an output register, and the commands' messages ``{conn,
-    slot}`` in a queue (``m_id``, one per command in order, for the done records)."""
+    """MR-TX-120..124: the template memory, an input register with the address adds (S1), and
+    the fork of a frame request into a read command and a frame descriptor, each in an output
+    register (S2), and the commands' messages ``{conn, slot}`` in a queue (``m_id``, one per
+    command in order, for the done records)."""
 
     def __init__(self, lay, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -68,16 +69,29 @@ class TxJoin(wiring.Component):
         # MR-TX-121: a template write is always taken and seen from the next cycle on
         m.d.comb += [self.s_cfg.ready.eq(1), wr.addr.eq(self.s_cfg.payload.conn),
                      wr.data.eq(self.s_cfg.payload), wr.en.eq(self.s_cfg.valid)]
-        fr = self.s_frame.payload
+        # MR-TX-120: S1 takes a request when it is empty or moving on; S2 (the output registers)
+        # takes S1's when both are empty or being taken and the message queue has room
+        fr = Signal(lay.sched.frame)
+        s1_valid = Signal()
+        s1_lo = Signal(33)
+        s1_hi_inc = Signal(32)
         t = rd.data
         m.d.comb += rd.addr.eq(fr.conn)
-        # MR-TX-120: take a request when both registers are empty or being taken
         cmd_free = ~self.m_cmd.valid | self.m_cmd.ready
         desc_free = ~self.m_desc.valid | self.m_desc.ready
         # MR-TX-124: the message queue (LUT RAM), pushed with the command
         m.submodules.ids = ids = fifo.SyncFIFO(width=lay.sched.fail.size, depth=self.id_depth)
-        m.d.comb += self.s_frame.ready.eq(cmd_free & desc_free & ids.w_rdy)
-        take = self.s_frame.valid & self.s_frame.ready
+        take = s1_valid & cmd_free & desc_free & ids.w_rdy
+        m.d.comb += self.s_frame.ready.eq(~s1_valid | take)
+        inp = self.s_frame.payload
+        with m.If(self.s_frame.valid & self.s_frame.ready):
+            # MR-TX-122: laddr + offset as a 32-bit prefix add of the low half and the high
+            # half's increment beside it, registered; S2 selects by the carry
+            m.d.sync += [s1_valid.eq(1), fr.eq(inp),
+                         s1_lo.eq(_add_prefix(inp.laddr[:32], inp.mrdh_offset)),
+                         s1_hi_inc.eq(_add_prefix(inp.laddr[32:], Const(0, 32), carry_in=1)[:32])]
+        with m.Elif(take):
+            m.d.sync += s1_valid.eq(0)
         sl = lay.sched
         db, sb = max(1, (sl.depth - 1).bit_length()), max(1, (sl.streams - 1).bit_length())
         fid = Signal(sl.fail)
@@ -86,11 +100,7 @@ class TxJoin(wiring.Component):
                      self.m_id.payload.eq(ids.r_data), self.m_id.valid.eq(ids.r_rdy),
                      ids.r_en.eq(self.m_id.ready)]
         path = fr.mrdh_path[:max(1, (lay.paths - 1).bit_length())]
-        # MR-TX-122: laddr + offset as a 32-bit prefix add of the low half and the high half's
-        # increment beside it, selected by the carry (no 64-bit ripple after the queue's read)
-        lo = _add_prefix(fr.laddr[:32], fr.mrdh_offset)
-        hi_inc = _add_prefix(fr.laddr[32:], Const(0, 32), carry_in=1)[:32]
-        addr = Cat(lo[:32], Mux(lo[32], hi_inc, fr.laddr[32:]))
+        addr = Cat(s1_lo[:32], Mux(s1_lo[32], s1_hi_inc, fr.laddr[32:]))
         with m.If(take):
             m.d.sync += [self.m_cmd.valid.eq(1), self.m_desc.valid.eq(1),
                          # MR-TX-122: the payload's address

@@ -150,11 +150,13 @@ def desc_of(fr, t, paths):
 
 class TxJoinModel:
     """MR-TX-120..124: the template memory (written by ``s_cfg``, always ready, the write seen
-    from the next cycle on), two output registers, the read command and the descriptor, and the
-    queue of the commands' messages (``ids``, popped by the done records). A frame request is
-    taken when both registers are empty or being taken (``s_frame.ready`` depends on the two
-    consumers' readies, which are registers in the DMA and the frame builder) and the queue has
-    room; both registers load and the queue is pushed in that cycle."""
+    from the next cycle on), an input register S1 (the request, with the address adds), two
+    output registers (S2), the read command and the descriptor, and the queue of the commands'
+    messages (``ids``, popped by the done records). S1's request moves on when both output
+    registers are empty or being taken (their consumers' readies are registers in the DMA and
+    the frame builder) and the queue has room: both registers load (the template read then) and
+    the queue is pushed in that cycle. S1 takes a request (``s_frame.ready``) when it is empty or
+    moving on."""
 
     def __init__(self, lay: TxLayouts, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -162,13 +164,17 @@ class TxJoinModel:
         self.cmd = (0, 0)               # valid, payload
         self.desc = (0, 0)
         self.ids = SyncFifoModel(id_depth(outstanding))
+        self.s1 = None                  # the request in S1
 
     def busy(self):
-        return bool(self.cmd[0] or self.desc[0] or self.ids.level)
+        return bool(self.s1 is not None or self.cmd[0] or self.desc[0] or self.ids.level)
+
+    def _move(self, cmd_ready, desc_ready):
+        return (self.s1 is not None and (not self.cmd[0] or bool(cmd_ready))
+                and (not self.desc[0] or bool(desc_ready)) and self.ids.level < self.ids.depth)
 
     def frame_ready(self, cmd_ready, desc_ready):
-        return int((not self.cmd[0] or bool(cmd_ready)) and (not self.desc[0] or bool(desc_ready))
-                   and self.ids.level < self.ids.depth)
+        return int(self.s1 is None or self._move(cmd_ready, desc_ready))
 
     def id_head(self):
         """The oldest command's message ``{conn, slot}`` (MR-TX-124)."""
@@ -177,10 +183,13 @@ class TxJoinModel:
     def step(self, frame_valid, frame_payload, cfg_valid, cfg_payload, cmd_ready, desc_ready,
              id_pop=0):
         lay = self.lay
-        take = self.frame_ready(cmd_ready, desc_ready) and frame_valid
-        fr = None
+        take = self._move(cmd_ready, desc_ready)
+        fr = self.s1 if take else None
+        if frame_valid and self.frame_ready(cmd_ready, desc_ready):
+            self.s1 = unpack(lay.sched.frame, frame_payload)
+        elif take:
+            self.s1 = None
         if take:
-            fr = unpack(lay.sched.frame, frame_payload)
             t = self.tmpl[fr["conn"]]
             self.cmd = (1, pack(lay.cmd, cmd_of(fr)))
             self.desc = (1, pack(DESC_LAYOUT, desc_of(fr, t, lay.paths)))
