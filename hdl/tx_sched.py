@@ -21,11 +21,13 @@ s_error    in     a connection failed {conn, path, status} (the retransmit unit'
 ========== ====== ========================================================================
 
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
-registers and LUT RAM; the outputs leave through 4-slot queues (MR-TXS-031).
+registers and LUT RAM but the per-connection scheduling decision, registered and taken the next
+cycle by connections left untouched (MR-TXS-033); the outputs leave through 4-slot queues
+(MR-TXS-031).
 
 Golden model: :class:`metaroce.models.tx_sched.TxSchedCycleModel`, cycle by cycle.
 """
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -309,12 +311,23 @@ class TxSched(wiring.Component):
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
                              qi=src_qi, idx=src_idx, e=src_e, chunk=src_chunk, last=src_last,
                              first=src_chunk == 0, path=p_pick, nb=nb, req=req, s=s_pick))
-        any_c, pick = _first_from([x["ready"] for x in cand], conn_rr, C)
+        # MR-TXS-033: the candidates are registered; the pick takes last cycle's, but not those of
+        # connections whose state last cycle's action or failures changed
+        cand_r = []
+        for c, x in enumerate(cand):
+            r = {}
+            for k, v in x.items():
+                r[k] = Signal(len(Value.cast(v)), name=f"cand{c}_{k}")
+                m.d.sync += r[k].eq(v)
+            cand_r.append(r)
+        touched = Signal(C)
+        any_c, pick = _first_from([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)],
+                                  conn_rr, C)
         pick = pick[:cb]
         go = sched & any_c
 
         def g(name):
-            return Array(x[name] for x in cand)[pick]
+            return Array(x[name] for x in cand_r)[pick]
 
         g_drop, g_resend, g_qi, g_idx, g_chunk = g("drop"), g("resend"), g("qi"), g("idx"), g("chunk")
         g_path, g_nb, req = g("path")[:pb], g("nb"), g("req")
@@ -388,8 +401,15 @@ class TxSched(wiring.Component):
         for k in reversed(range(W)):
             with m.If(~b[k]):
                 m.d.comb += ones.eq(k)
+        er_conn = self.s_error.payload.conn
         for c in range(C):
-            x = cand[c]
+            m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
+                                      | (take_wr & ~busy & ~comp & (wr.conn == c))
+                                      | (send_act & (pick == c))
+                                      | (self.s_fail.valid & (self.s_fail.payload.conn == c))
+                                      | (self.s_error.valid & (er_conn == c)))
+        for c in range(C):
+            x = cand_r[c]
             mine = pick == c
             for p in range(PA):
                 row = c * PA + p
@@ -459,7 +479,7 @@ class TxSched(wiring.Component):
                 m.d.sync += e_out[e].eq(e_out[e] - 1)
             with m.If(pkt_act & (g_e == e)):
                 m.d.sync += e_out[e].eq(e_out[e] + 1)
-            with m.If(new_act & Array(x["e"] == e for x in cand)[pick]):
+            with m.If(new_act & Array(x["e"] == e for x in cand_r)[pick]):
                 m.d.sync += [e_next[e].eq(e_next[e] + 1), e_left[e].eq(e_left[e] - 1),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
@@ -469,7 +489,7 @@ class TxSched(wiring.Component):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(comp_unsent):
                     m.d.sync += send[qi].eq(send[qi] + 1)
-            with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand)[pick]):
+            with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand_r)[pick]):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
 

@@ -315,27 +315,35 @@ class TxSchedModel:
                 return p
         return None
 
-    def decide(self):
-        """The next scheduling action: None, ("drop", c) or ("packet", c, kind, qi, idx, chunk,
-        path), over the connections in round robin from ``conn_rr`` (MR-TXS-023)."""
+    def decide_conn(self, c):
+        """Connection ``c``'s scheduling action: None, ("drop", c) or ("packet", c, kind, qi,
+        idx, chunk, path) (MR-TXS-023..025)."""
+        cand = self._candidate(c)
+        if cand is None:
+            return None
+        kind, w = cand
+        if kind == "drop":
+            return ("drop", c)
+        qi, i, chunk = w
+        e = self.q[qi]["ring"][i]
+        nbytes = P.chunk_bytes(e["length"], chunk, self.mtu)
+        cs = self.conn[c]
+        if cs["inflight"] and cs["inflight"] + nbytes > self.conn_window:
+            return None                                 # MR-CC-001: the connection window
+        p = self._path(c)
+        if p is None:
+            return None
+        return ("packet", c, kind, qi, i, chunk, p)
+
+    def decide(self, eligible=None):
+        """The next scheduling action: the first connection's from ``conn_rr`` in round robin
+        (MR-TXS-023) with one; ``eligible``, if given, maps a connection to its action (the
+        cycle model's registered candidates, MR-TXS-033)."""
         for k in range(self.conns):
             c = (self.conn_rr + k) % self.conns
-            cand = self._candidate(c)
-            if cand is None:
-                continue
-            kind, w = cand
-            if kind == "drop":
-                return ("drop", c)
-            qi, i, chunk = w
-            e = self.q[qi]["ring"][i]
-            nbytes = P.chunk_bytes(e["length"], chunk, self.mtu)
-            cs = self.conn[c]
-            if cs["inflight"] and cs["inflight"] + nbytes > self.conn_window:
-                continue                                # MR-CC-001: the connection window
-            p = self._path(c)
-            if p is None:
-                continue
-            return ("packet", c, kind, qi, i, chunk, p)
+            act = self.decide_conn(c) if eligible is None else eligible.get(c)
+            if act is not None:
+                return act
         return None
 
     def apply(self, act, now=0):
@@ -405,7 +413,9 @@ class TxSchedCycleModel:
     One action per cycle, in this priority: an acknowledged-record report, a lost-record report
     (when its connection's resend queue has room), a completion (when the completion queue has
     room), a work request, a scheduling step (when the frame and sent queues both have room).
-    ``events`` logs every action in order."""
+    The scheduling step takes the connections' actions decided in the previous cycle
+    (``cand``, MR-TXS-033), each but those of connections whose state the previous cycle's
+    action or failures changed (``touched``). ``events`` logs every action in order."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], **kw):
@@ -417,6 +427,8 @@ class TxSchedCycleModel:
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
+        self.cand = {}                  # MR-TXS-033: connection -> action, decided last cycle
+        self.touched = set()            # connections changed at the last edge
         self.events = []
 
     @staticmethod
@@ -425,7 +437,7 @@ class TxSchedCycleModel:
 
     def busy(self):
         sem = self.sem
-        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level
+        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
                     or sem.completion() is not None or sem.decide() is not None)
 
     def step(self, inputs):
@@ -445,9 +457,13 @@ class TxSchedCycleModel:
         sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
                  and self.sent_q.level < OUT_DEPTH)
         # MR-TXS-027: failures are always taken; they mark the entries live before the edge
-        targets = sem.fail_targets(
-            unpack(lay.fail, g("s_fail__payload", 0)) if g("s_fail__valid", 0) else None,
-            unpack(lay.error, g("s_error__payload", 0)) if g("s_error__valid", 0) else None)
+        fail = unpack(lay.fail, g("s_fail__payload", 0)) if g("s_fail__valid", 0) else None
+        error = unpack(lay.error, g("s_error__payload", 0)) if g("s_error__valid", 0) else None
+        targets = sem.fail_targets(fail, error)
+        # MR-TXS-033: every connection's action on this cycle's state, for the next cycle
+        cand = {c: a for c in range(sem.conns) if (a := sem.decide_conn(c)) is not None}
+        eligible = {c: a for c, a in self.cand.items() if c not in self.touched}
+        touched = {x["conn"] for x in (fail, error) if x is not None}
         out = {"s_wr__ready": wr_ready, "s_acked__ready": 1, "s_resend__ready": resend_ready,
                "s_fail__ready": 1, "s_error__ready": 1,
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
@@ -458,22 +474,28 @@ class TxSchedCycleModel:
             f = unpack(lay.report, g("s_acked__payload", 0))
             self.events.append(("acked", f))
             sem.report(f, lost=False)
+            touched.add(f["conn"])
         elif take_resend:
             self.events.append(("resend", rs))
             sem.report(rs, lost=True)
+            touched.add(rs["conn"])
         elif comp is not None:
             self.events.append(("complete", comp))
             cqe = sem.complete(comp)
+            touched.add(comp // sem.streams)
         elif take_wr:
             self.events.append(("wr", wr))
             cqe = sem.wr(wr)
+            touched.add(wr["conn"])
         elif sched:
-            act = sem.decide()
+            act = sem.decide(eligible)
             if act is not None:
                 self.events.append(act)
+                touched.add(act[1])
                 r = sem.apply(act, g("now", 0))
                 if r is not None:
                     frame, sent = r
+        self.cand, self.touched = cand, touched
         if targets:
             self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))
         sem.fail(targets)
