@@ -13,7 +13,7 @@ s_ack       in    the peer's ACK/NAK records (the RX engine's ``m_ack`` layout, 
 s_cfg       in    per-connection template writes (MR-TX-121)
 m_axi       out   AXI4 read master for the payload (the DMA's)
 m_axis      out   frames, Ethernet header to ICRC (the frame builder's)
-m_cqe       out   completions (the scheduler's)
+m_cqe       out   completions (the scheduler's; failed messages too, MR-TX-124/125)
 m_error     out   retry-limit reports (the retransmit unit's)
 now         in    the engine's nanosecond clock
 reg_addr    in    the retransmit unit's counter read (``reg_data`` out)
@@ -21,14 +21,15 @@ reg_addr    in    the retransmit unit's counter read (``reg_data`` out)
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
-from amaranth.hdl import Cat, Const, Module, Mux
-from amaranth.lib import memory, stream, wiring
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
-from ..models.tx import MRDH_VERSION, SMALL, layouts
+from ..models.tx import ERR_DEPTH, MRDH_VERSION, SMALL, id_depth, layouts
+from ..models.tx_sched import STATUS_LOC_PROT_ERR
 from ..models.wire import ROCE_PORT
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
@@ -43,16 +44,20 @@ _SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_eve
 
 
 class TxJoin(wiring.Component):
-    """MR-TX-120..123: the template memory and the fork of a frame request into a read command
-    and a frame descriptor, each in an output register."""
+    """MR-TX-120..124: the template memory, an input register with the address adds (S1), and
+    the fork of a frame request into a read command and a frame descriptor, each in an output
+    register (S2), and the commands' messages ``{conn, slot}`` in a queue (``m_id``, one per
+    command in order, for the done records)."""
 
-    def __init__(self, lay):
+    def __init__(self, lay, outstanding=SMALL["outstanding"]):
         self.lay = lay
+        self.id_depth = id_depth(outstanding)
         super().__init__({
             "s_frame": In(stream.Signature(lay.sched.frame)),
             "s_cfg": In(stream.Signature(lay.cfg)),
             "m_cmd": Out(stream.Signature(lay.cmd)),
             "m_desc": Out(stream.Signature(DESC_LAYOUT)),
+            "m_id": Out(stream.Signature(lay.sched.fail)),
         })
 
     def elaborate(self, platform):
@@ -64,20 +69,38 @@ class TxJoin(wiring.Component):
         # MR-TX-121: a template write is always taken and seen from the next cycle on
         m.d.comb += [self.s_cfg.ready.eq(1), wr.addr.eq(self.s_cfg.payload.conn),
                      wr.data.eq(self.s_cfg.payload), wr.en.eq(self.s_cfg.valid)]
-        fr = self.s_frame.payload
+        # MR-TX-120: S1 takes a request when it is empty or moving on; S2 (the output registers)
+        # takes S1's when both are empty or being taken and the message queue has room
+        fr = Signal(lay.sched.frame)
+        s1_valid = Signal()
+        s1_lo = Signal(33)
+        s1_hi_inc = Signal(32)
         t = rd.data
         m.d.comb += rd.addr.eq(fr.conn)
-        # MR-TX-120: take a request when both registers are empty or being taken
         cmd_free = ~self.m_cmd.valid | self.m_cmd.ready
         desc_free = ~self.m_desc.valid | self.m_desc.ready
-        m.d.comb += self.s_frame.ready.eq(cmd_free & desc_free)
-        take = self.s_frame.valid & self.s_frame.ready
+        # MR-TX-124: the message queue (LUT RAM), pushed with the command
+        m.submodules.ids = ids = fifo.SyncFIFO(width=lay.sched.fail.size, depth=self.id_depth)
+        take = s1_valid & cmd_free & desc_free & ids.w_rdy
+        m.d.comb += self.s_frame.ready.eq(~s1_valid | take)
+        inp = self.s_frame.payload
+        with m.If(self.s_frame.valid & self.s_frame.ready):
+            # MR-TX-122: laddr + offset as a 32-bit prefix add of the low half and the high
+            # half's increment beside it, registered; S2 selects by the carry
+            m.d.sync += [s1_valid.eq(1), fr.eq(inp),
+                         s1_lo.eq(_add_prefix(inp.laddr[:32], inp.mrdh_offset)),
+                         s1_hi_inc.eq(_add_prefix(inp.laddr[32:], Const(0, 32), carry_in=1)[:32])]
+        with m.Elif(take):
+            m.d.sync += s1_valid.eq(0)
+        sl = lay.sched
+        db, sb = max(1, (sl.depth - 1).bit_length()), max(1, (sl.streams - 1).bit_length())
+        fid = Signal(sl.fail)
+        m.d.comb += [fid.conn.eq(fr.conn), fid.slot.eq(Cat(fr.mrdh_msg[:db], fr.mrdh_stream[:sb])),
+                     ids.w_en.eq(take), ids.w_data.eq(fid),
+                     self.m_id.payload.eq(ids.r_data), self.m_id.valid.eq(ids.r_rdy),
+                     ids.r_en.eq(self.m_id.ready)]
         path = fr.mrdh_path[:max(1, (lay.paths - 1).bit_length())]
-        # MR-TX-122: laddr + offset as a 32-bit prefix add of the low half and the high half's
-        # increment beside it, selected by the carry (no 64-bit ripple after the queue's read)
-        lo = _add_prefix(fr.laddr[:32], fr.mrdh_offset)
-        hi_inc = _add_prefix(fr.laddr[32:], Const(0, 32), carry_in=1)[:32]
-        addr = Cat(lo[:32], Mux(lo[32], hi_inc, fr.laddr[32:]))
+        addr = Cat(s1_lo[:32], Mux(s1_lo[32], s1_hi_inc, fr.laddr[32:]))
         with m.If(take):
             m.d.sync += [self.m_cmd.valid.eq(1), self.m_desc.valid.eq(1),
                          # MR-TX-122: the payload's address
@@ -118,11 +141,12 @@ class TxData(wiring.Component):
             "s_cfg": In(stream.Signature(lay.cfg)),
             "m_axi": Out(axi4_read_signature(width, id_width)),
             "m_axis": Out(axis_signature(width, user=True)),
+            "m_fail": Out(stream.Signature(lay.sched.fail)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.join = join = TxJoin(self.lay)
+        m.submodules.join = join = TxJoin(self.lay, self.outstanding)
         m.submodules.dma = dma = DmaRead(self.width, conns=self.conns,
                                          outstanding=self.outstanding, id_width=self.id_width)
         m.submodules.fb = fb = FrameBuilder(self.width)
@@ -132,10 +156,35 @@ class TxData(wiring.Component):
         wiring.connect(m, join.m_desc, fb.s_desc)
         wiring.connect(m, dma.m_data, fb.s_payload)
         wiring.connect(m, dma.m_axi, flipped(self.m_axi))
-        wiring.connect(m, fb.m_axis, flipped(self.m_axis))
-        # MR-TX-124: the done records are taken every cycle (an error is counted by the model;
-        # marking the frame bad towards the MAC is planned)
-        m.d.comb += dma.m_done.ready.eq(1)
+        # MR-TX-124: each done record pops its command's message; its error bit waits for its
+        # frame's last beat (tuser) and a failed read is reported on m_fail; a frame that ends
+        # before its record (no payload) leaves a debt, and that record is dropped when it comes
+        done, out = dma.m_done, self.m_axis
+        m.submodules.errq = errq = fifo.SyncFIFO(width=1, depth=ERR_DEPTH)
+        debt = Signal(range(join.id_depth + 1))
+        err = done.payload.error
+        take_ok = (debt != 0) | errq.w_rdy
+        m.d.comb += [self.m_fail.valid.eq(done.valid & err & take_ok),
+                     done.ready.eq(take_ok & (~err | self.m_fail.ready))]
+        with m.If(self.m_fail.valid):
+            m.d.comb += [self.m_fail.payload.conn.eq(join.m_id.payload.conn),
+                         self.m_fail.payload.slot.eq(join.m_id.payload.slot),
+                         self.m_fail.payload.status.eq(STATUS_LOC_PROT_ERR)]
+        done_take = done.valid & done.ready
+        m.d.comb += join.m_id.ready.eq(done_take)
+        for name in ("tvalid", "tdata", "tkeep", "tlast"):
+            m.d.comb += getattr(out, name).eq(getattr(fb.m_axis, name))
+        m.d.comb += [fb.m_axis.tready.eq(out.tready),
+                     out.tuser.eq(fb.m_axis.tuser | (fb.m_axis.tlast & errq.r_rdy & errq.r_data))]
+        end = out.tvalid & out.tready & out.tlast
+        own = end & ~errq.r_rdy & done_take & (debt == 0)
+        m.d.comb += [errq.r_en.eq(end), errq.w_en.eq(done_take & (debt == 0) & ~own),
+                     errq.w_data.eq(err)]
+        with m.If(end & ~errq.r_rdy & ~own):
+            with m.If(~(done_take & (debt != 0))):
+                m.d.sync += debt.eq(debt + 1)
+        with m.Elif(done_take & (debt != 0)):
+            m.d.sync += debt.eq(debt - 1)
         return m
 
 
@@ -180,6 +229,11 @@ class Tx(wiring.Component):
         wiring.connect(m, rtx.m_acked, sched.s_acked)
         wiring.connect(m, rtx.m_resend, sched.s_resend)
         wiring.connect(m, sched.m_frame, dp.s_frame)
+        # MR-TX-124/125: the data path's read errors and the retransmit unit's retry-limit
+        # reports (as they leave on m_error) fail messages in the scheduler
+        wiring.connect(m, dp.m_fail, sched.s_fail)
+        m.d.comb += [sched.s_error.valid.eq(rtx.m_error.valid & self.m_error.ready),
+                     sched.s_error.payload.eq(rtx.m_error.payload)]
         wiring.connect(m, flipped(self.s_wr), sched.s_wr)
         wiring.connect(m, flipped(self.s_ack), rtx.s_ack)
         wiring.connect(m, flipped(self.s_cfg), dp.s_cfg)

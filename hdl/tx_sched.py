@@ -16,14 +16,18 @@ m_frame    out    a frame request (the frame builder's descriptor fields the sch
 m_sent     out    the retransmit unit's ``s_sent``: a data packet was sent
 m_cqe      out    a completion {conn, stream, wr_id, status, op, length}
 now        in     the engine's nanosecond clock (the sent events' ``t_sent``)
+s_fail     in     a message failed {conn, slot, status} (a payload read error; always ready)
+s_error    in     a connection failed {conn, path, status} (the retransmit unit's ``m_error``)
 ========== ====== ========================================================================
 
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
-registers and LUT RAM; the outputs leave through 4-slot queues (MR-TXS-031).
+registers and LUT RAM but the per-connection scheduling decision, registered and taken the next
+cycle by connections left untouched (MR-TXS-033); the outputs leave through 4-slot queues
+(MR-TXS-031).
 
 Golden model: :class:`metaroce.models.tx_sched.TxSchedCycleModel`, cycle by cycle.
 """
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -31,6 +35,9 @@ from ..models import protocol as P
 from ..models import records
 from ..models.tx_sched import (OP_WRITE_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
                                STATUS_LOC_QP_OP_ERR, check_params, layouts)
+
+#: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
+OUT_BITS = 16
 from ..models.wire import MrdhFlag, Op
 
 __all__ = ["TxSched", "tx_sched_small"]
@@ -93,6 +100,8 @@ class TxSched(wiring.Component):
             "m_sent": Out(stream.Signature(lay.sent)),
             "m_cqe": Out(stream.Signature(lay.cqe)),
             "now": In(records.TIME_BITS),
+            "s_fail": In(stream.Signature(lay.fail)),
+            "s_error": In(stream.Signature(lay.error)),
         })
 
     def elaborate(self, platform):
@@ -129,6 +138,10 @@ class TxSched(wiring.Component):
         e_left = Array(Signal(chunk_w, name=f"left{e}") for e in range(E))       # nchunks - 1 - next_chunk
         e_ahead = Array(Signal(wb + 1, name=f"ahead{e}") for e in range(E))      # next_chunk - ack_base
         e_lastnb = Array(Signal(nb_w, name=f"lastnb{e}") for e in range(E))     # chunk_bytes of the last chunk
+        # MR-TXS-027: failed (and its status), packets in flight
+        e_fail = Array(Signal(name=f"fail{e}") for e in range(E))
+        e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
+        e_out = Array(Signal(OUT_BITS, name=f"out{e}") for e in range(E))
         desc_lay = data.StructLayout({"imm_op": 1, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
                                       "imm": 32, "msg": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
@@ -208,12 +221,16 @@ class TxSched(wiring.Component):
         comp_valid = []
         for qi in range(Q):
             e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
-            # every chunk sent (send has passed the oldest entry) and acknowledged (ahead 0)
-            comp_valid.append((send[qi] != done[qi]) & (e_ahead[e_done] == 0))
+            # every chunk sent (send has passed the oldest entry) and acknowledged (ahead 0); or
+            # failed with nothing in flight (MR-TXS-027)
+            comp_valid.append(Mux(e_fail[e_done], (tail[qi] != done[qi]) & (e_out[e_done] == 0),
+                                  (send[qi] != done[qi]) & (e_ahead[e_done] == 0)))
         comp_any, comp_q = _first(comp_valid)
         comp_q = comp_q[:_bits(Q)]
         comp_e = Cat(done[comp_q][:db], comp_q) if D > 1 else comp_q
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
+        comp_unsent = send[comp_q] == done[comp_q]        # only a failed message (MR-TXS-027)
+        comp_conn = comp_q >> sb if S > 1 else comp_q
         comp = ~busy & cqe_q.w_rdy & comp_any
 
         # -- work requests (MR-TXS-010, MR-TXS-011)
@@ -261,7 +278,7 @@ class TxSched(wiring.Component):
             for s in range(S):
                 qi = c * S + s
                 e_s = qi * D + (send[qi][:db] if D > 1 else 0)
-                s_ok.append((send[qi] != tail[qi]) & ~e_ahead[e_s][wb])
+                s_ok.append((send[qi] != tail[qi]) & ~e_ahead[e_s][wb] & ~e_fail[e_s])
             s_any, s_pick = _first_from(s_ok, c_srr[c], S)
             n_qi = Cat(s_pick[:sb], Const(c, cb)) if S > 1 else Const(c, cb)
             n_idx = send[n_qi][:db] if D > 1 else Const(0, 1)
@@ -276,7 +293,7 @@ class TxSched(wiring.Component):
             nb = Signal(nb_w, name=f"nb{c}")
             m.d.comb += nb.eq(Mux(src_last, src_lastnb, mtu))
             fits = Mux(src_last, fits_last[src_e[:sdb] if sdb else 0], fits_full)
-            drop = nonempty & h_stale
+            drop = nonempty & (h_stale | e_fail[h_e])
             have = Mux(nonempty, ~h_stale, s_any)
             # paths (MR-TXS-025) and the AckReq terms of each (MR-TXS-026)
             p_ok, p_since_req, p_fill = [], [], []
@@ -294,12 +311,23 @@ class TxSched(wiring.Component):
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
                              qi=src_qi, idx=src_idx, e=src_e, chunk=src_chunk, last=src_last,
                              first=src_chunk == 0, path=p_pick, nb=nb, req=req, s=s_pick))
-        any_c, pick = _first_from([x["ready"] for x in cand], conn_rr, C)
+        # MR-TXS-033: the candidates are registered; the pick takes last cycle's, but not those of
+        # connections whose state last cycle's action or failures changed
+        cand_r = []
+        for c, x in enumerate(cand):
+            r = {}
+            for k, v in x.items():
+                r[k] = Signal(len(Value.cast(v)), name=f"cand{c}_{k}")
+                m.d.sync += r[k].eq(v)
+            cand_r.append(r)
+        touched = Signal(C)
+        any_c, pick = _first_from([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)],
+                                  conn_rr, C)
         pick = pick[:cb]
         go = sched & any_c
 
         def g(name):
-            return Array(x[name] for x in cand)[pick]
+            return Array(x[name] for x in cand_r)[pick]
 
         g_drop, g_resend, g_qi, g_idx, g_chunk = g("drop"), g("resend"), g("qi"), g("idx"), g("chunk")
         g_path, g_nb, req = g("path")[:pb], g("nb"), g("req")
@@ -341,7 +369,8 @@ class TxSched(wiring.Component):
         with m.If(comp):
             m.d.comb += [cqe.conn.eq(comp_q >> sb if S > 1 else comp_q),
                          cqe.stream.eq(comp_q[:sb] if S > 1 else 0),
-                         cqe.wr_id.eq(cq_desc.wr_id), cqe.status.eq(0), cqe.op.eq(cq_desc.imm_op),
+                         cqe.wr_id.eq(cq_desc.wr_id), cqe.status.eq(Mux(e_fail[comp_e], e_status[comp_e], 0)),
+                         cqe.op.eq(cq_desc.imm_op),
                          cqe.length.eq(e_len[comp_e])]
         with m.Else():
             m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
@@ -352,7 +381,7 @@ class TxSched(wiring.Component):
         # arithmetic on its own value (no adder after a wide mux)
         rep_act = busy & r_ok
         ack_act = rep_act & acked_valid
-        lost_act = rep_act & ~acked_valid & ~r_was_acked
+        lost_act = rep_act & ~acked_valid & ~r_was_acked & ~e_fail[r_e]
         wr_act = ~busy & ~comp & take_wr & (w_status == 0)
         comp_act = ~busy & comp
         send_act = ~busy & ~comp & ~take_wr & go
@@ -372,8 +401,15 @@ class TxSched(wiring.Component):
         for k in reversed(range(W)):
             with m.If(~b[k]):
                 m.d.comb += ones.eq(k)
+        er_conn = self.s_error.payload.conn
         for c in range(C):
-            x = cand[c]
+            m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
+                                      | (take_wr & ~busy & ~comp & (wr.conn == c))
+                                      | (send_act & (pick == c))
+                                      | (self.s_fail.valid & (self.s_fail.payload.conn == c))
+                                      | (self.s_error.valid & (er_conn == c)))
+        for c in range(C):
+            x = cand_r[c]
             mine = pick == c
             for p in range(PA):
                 row = c * PA + p
@@ -403,6 +439,9 @@ class TxSched(wiring.Component):
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
             with m.If(wr_act & (wr.conn == c)):
                 m.d.sync += c_unsent[c].eq(c_unsent[c] + w_nchm1 + 1)
+            # MR-TXS-027: a failed message completed before its last chunk was sent
+            with m.If(comp_act & comp_unsent & (comp_conn == c)):
+                m.d.sync += c_unsent[c].eq(c_unsent[c] - e_left[comp_e] - 1)
             with m.If(pop_act & mine):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(pkt_act & mine):
@@ -413,6 +452,12 @@ class TxSched(wiring.Component):
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
         w_e = Cat(tail[w_qi][:db], w_qi) if D > 1 else w_qi
+        # MR-TXS-027: the failures name entries; a dead entry marked is cleared when reused
+        fl = self.s_fail.payload
+        f_e = Cat(fl.slot[:sdb], fl.conn) if sdb else fl.conn
+        f_ok = self.s_fail.valid & ((fl.slot >> sdb) == 0 if sdb < 3 else 1)
+        er = self.s_error.payload
+        m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
                                          wr.imm, msg_next[w_qi]))]
@@ -420,11 +465,21 @@ class TxSched(wiring.Component):
             with m.If(ack_act & (r_e == e)):
                 m.d.sync += [e_base[e].eq(e_base[e] + ones), e_bits[e].eq(b >> ones),
                              e_ahead[e].eq(e_ahead[e] - ones)]
+            qe, ie = divmod(e, D)
+            live_e = live(qe, Const(ie, db)) if D > 1 else count(qe) != 0
+            f_hit = f_ok & (f_e == e) & live_e
+            err_hit = self.s_error.valid & (er.conn == e // sd) & live_e
             with m.If(wr_act & (w_e == e)):
                 m.d.sync += [e_len[e].eq(wr.length), e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
-                             e_bits[e].eq(0), e_ahead[e].eq(0)]
-            with m.If(new_act & Array(x["e"] == e for x in cand)[pick]):
+                             e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0)]
+            with m.Elif(~e_fail[e] & (f_hit | err_hit)):
+                m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
+            with m.If(rep_act & (r_e == e) & (e_out[e] != 0)):
+                m.d.sync += e_out[e].eq(e_out[e] - 1)
+            with m.If(pkt_act & (g_e == e)):
+                m.d.sync += e_out[e].eq(e_out[e] + 1)
+            with m.If(new_act & Array(x["e"] == e for x in cand_r)[pick]):
                 m.d.sync += [e_next[e].eq(e_next[e] + 1), e_left[e].eq(e_left[e] - 1),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
@@ -432,7 +487,9 @@ class TxSched(wiring.Component):
                 m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_next[qi] + 1)]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
-            with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand)[pick]):
+                with m.If(comp_unsent):
+                    m.d.sync += send[qi].eq(send[qi] + 1)
+            with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand_r)[pick]):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
 

@@ -28,7 +28,8 @@ from amaranth.lib import data
 
 from . import retransmit as rtx_model
 from . import tx_sched as sched_model
-from .dma_read import DmaReadCycleModel, cmd_layout
+from .dma_read import CMD_DEPTH, INTAKE_STAGES, DmaReadCycleModel, cmd_layout
+from .fifo import SyncFifoModel
 from .frame_builder import DESC_LAYOUT, FrameBuilderModel
 from .retransmit import RetransmitCycleModel
 from .rx import pack, unpack
@@ -38,7 +39,8 @@ from . import wire
 
 __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd_of",
            "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
-           "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION"]
+           "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
+           "id_depth", "slot_of"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
 #: a retransmit pool of 256 records (every path's 32 packets in flight), 16 read commands
@@ -47,6 +49,22 @@ SMALL = dict(SCHED_SMALL, pool=256, outstanding=16)
 
 #: MR-TX-121: the MRDH version every data frame carries (MR-WIRE-071).
 MRDH_VERSION = 1
+
+#: MR-TX-124: slots of the queue of done records' error bits waiting for their frame's end.
+ERR_DEPTH = 8
+
+
+def id_depth(outstanding):
+    """MR-TX-124: slots of the join stage's queue of the commands' messages {conn, slot}: every
+    command between the join stage and its done record (the command register, the DMA's queue,
+    intake stages and ``outstanding`` reads, one in the R stage)."""
+    return outstanding + CMD_DEPTH + INTAKE_STAGES + 2
+
+
+def slot_of(fr, streams, depth):
+    """MR-TXS-012: a frame request's message slot: ``stream x depth + msg mod depth`` (a
+    stream's message numbers and ring entries advance together from 0)."""
+    return (fr["mrdh_stream"] % streams) * depth + fr["mrdh_msg"] % depth
 
 #: MR-TX-121: the template's fields besides the per-path UDP source ports (``sport``: path i
 #: in bits 16i .. 16i + 15).
@@ -59,9 +77,9 @@ AXIS_OUT = ("tvalid", "tdata", "tkeep", "tlast", "tuser")
 
 #: MR-TX-103: the data path's ports, by Verilog name.
 DATA_INPUTS = (("s_frame__payload", "s_frame__valid", "s_cfg__payload", "s_cfg__valid",
-                "m_axis__tready") + tuple("m_axi__" + n for n in AXI_IN))
+                "m_axis__tready", "m_fail__ready") + tuple("m_axi__" + n for n in AXI_IN))
 DATA_OUTPUTS = (("s_frame__ready", "s_cfg__ready") + tuple("m_axis__" + n for n in AXIS_OUT)
-                + tuple("m_axi__" + n for n in AXI_OUT))
+                + tuple("m_axi__" + n for n in AXI_OUT) + ("m_fail__payload", "m_fail__valid"))
 #: MR-TX-103: the engine's ports, by Verilog name.
 INPUTS = (("s_wr__payload", "s_wr__valid", "s_ack__payload", "s_ack__valid", "s_cfg__payload",
            "s_cfg__valid", "m_axis__tready", "m_cqe__ready", "m_error__ready", "now", "reg_addr")
@@ -131,29 +149,47 @@ def desc_of(fr, t, paths):
 
 
 class TxJoinModel:
-    """MR-TX-120..123: the template memory (written by ``s_cfg``, always ready, the write seen
-    from the next cycle on) and two output registers, the read command and the descriptor. A
-    frame request is taken when both registers are empty or being taken (``s_frame.ready``
-    depends on the two consumers' readies, which are registers in the DMA and the frame
-    builder); both registers load in that cycle."""
+    """MR-TX-120..124: the template memory (written by ``s_cfg``, always ready, the write seen
+    from the next cycle on), an input register S1 (the request, with the address adds), two
+    output registers (S2), the read command and the descriptor, and the queue of the commands'
+    messages (``ids``, popped by the done records). S1's request moves on when both output
+    registers are empty or being taken (their consumers' readies are registers in the DMA and
+    the frame builder) and the queue has room: both registers load (the template read then) and
+    the queue is pushed in that cycle. S1 takes a request (``s_frame.ready``) when it is empty or
+    moving on."""
 
-    def __init__(self, lay: TxLayouts):
+    def __init__(self, lay: TxLayouts, outstanding=SMALL["outstanding"]):
         self.lay = lay
         self.tmpl = [unpack(lay.cfg, 0) for _ in range(lay.conns)]
         self.cmd = (0, 0)               # valid, payload
         self.desc = (0, 0)
+        self.ids = SyncFifoModel(id_depth(outstanding))
+        self.s1 = None                  # the request in S1
 
     def busy(self):
-        return bool(self.cmd[0] or self.desc[0])
+        return bool(self.s1 is not None or self.cmd[0] or self.desc[0] or self.ids.level)
+
+    def _move(self, cmd_ready, desc_ready):
+        return (self.s1 is not None and (not self.cmd[0] or bool(cmd_ready))
+                and (not self.desc[0] or bool(desc_ready)) and self.ids.level < self.ids.depth)
 
     def frame_ready(self, cmd_ready, desc_ready):
-        return int((not self.cmd[0] or bool(cmd_ready)) and (not self.desc[0] or bool(desc_ready)))
+        return int(self.s1 is None or self._move(cmd_ready, desc_ready))
 
-    def step(self, frame_valid, frame_payload, cfg_valid, cfg_payload, cmd_ready, desc_ready):
+    def id_head(self):
+        """The oldest command's message ``{conn, slot}`` (MR-TX-124)."""
+        return unpack(self.lay.sched.fail, self.ids.head)
+
+    def step(self, frame_valid, frame_payload, cfg_valid, cfg_payload, cmd_ready, desc_ready,
+             id_pop=0):
         lay = self.lay
-        take = self.frame_ready(cmd_ready, desc_ready) and frame_valid
+        take = self._move(cmd_ready, desc_ready)
+        fr = self.s1 if take else None
+        if frame_valid and self.frame_ready(cmd_ready, desc_ready):
+            self.s1 = unpack(lay.sched.frame, frame_payload)
+        elif take:
+            self.s1 = None
         if take:
-            fr = unpack(lay.sched.frame, frame_payload)
             t = self.tmpl[fr["conn"]]
             self.cmd = (1, pack(lay.cmd, cmd_of(fr)))
             self.desc = (1, pack(DESC_LAYOUT, desc_of(fr, t, lay.paths)))
@@ -165,22 +201,29 @@ class TxJoinModel:
         if cfg_valid:
             c = unpack(lay.cfg, cfg_payload)
             self.tmpl[c["conn"]] = c
+        self.ids.update(id_pop, take, pack(lay.sched.fail, {
+            "conn": fr["conn"], "slot": slot_of(fr, lay.sched.streams, lay.sched.depth)}) if take else 0)
         return take
 
 
 class TxDataCycleModel:
     """MR-TX-102: the join stage, the payload DMA and the frame builder, cycle by cycle on the
-    ports of ``hdl.tx.TxData`` (DATA_INPUTS, DATA_OUTPUTS). The DMA's done records are taken
-    every cycle and counted (``dma_errors``: the reads that came back with an error, MR-TX-124)."""
+    ports of ``hdl.tx.TxData`` (DATA_INPUTS, DATA_OUTPUTS). MR-TX-124: each done record pops
+    the join stage's message queue; its error bit waits in ``errq`` for its frame's last beat
+    (``tuser``), and a failed read is reported on ``m_fail``; a frame that ends before its done
+    record (one of no payload) leaves a ``debt``: its record is dropped when it comes.
+    ``dma_errors`` counts the failed reads."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, pool=SMALL["pool"],
                  outstanding=SMALL["outstanding"]):
         self.width = width
         self.lay = layouts(conns, streams, paths, depth, pool)
-        self.join = TxJoinModel(self.lay)
+        self.join = TxJoinModel(self.lay, outstanding)
         self.dma = DmaReadCycleModel(width, conns, outstanding=outstanding)
         self.fb = FrameBuilderModel(width)
+        self.errq = SyncFifoModel(ERR_DEPTH)
+        self.debt = 0
         self.dma_errors = 0
 
     @staticmethod
@@ -188,26 +231,54 @@ class TxDataCycleModel:
         return {"inputs": list(DATA_INPUTS), "outputs": list(DATA_OUTPUTS)}
 
     def busy(self):
-        return self.join.busy() or self.dma.busy() or self.fb.busy()
+        return self.join.busy() or self.dma.busy() or self.fb.busy() or bool(self.errq.level)
+
+    def fail_outputs(self):
+        """MR-TX-124: ``(m_fail valid, payload)``, from the state: a done record with its error
+        bit set, taken when the error queue has room (or a debt drops it)."""
+        do = self.dma.outputs()
+        err = unpack(self.dma.done, do["m_done__payload"])["error"]
+        take_ok = self.debt != 0 or self.errq.level < ERR_DEPTH
+        if not (do["m_done__valid"] and err and take_ok):
+            return 0, 0
+        idh = self.join.id_head()
+        return 1, pack(self.lay.sched.fail, {"conn": idh["conn"], "slot": idh["slot"],
+                                              "status": sched_model.STATUS_LOC_PROT_ERR})
 
     def step(self, inputs):
         g = inputs.get
         do, fo = self.dma.outputs(), self.fb.outputs()
         jc, jd = self.join.cmd, self.join.desc
         frame_ready = self.join.frame_ready(do["s_cmd__ready"], fo["s_desc__ready"])
-        self.join.step(g("s_frame__valid", 0), g("s_frame__payload", 0), g("s_cfg__valid", 0),
-                       g("s_cfg__payload", 0), do["s_cmd__ready"], fo["s_desc__ready"])
-        self.dma.step({"s_cmd__payload": jc[1], "s_cmd__valid": jc[0],
-                       "m_data__ready": fo["s_payload__ready"], "m_done__ready": 1,
-                       **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
-        if do["m_done__valid"] and unpack(self.dma.done, do["m_done__payload"])["error"]:
+        # MR-TX-124: the done record's error bit, its message and the frame's end
+        err = unpack(self.dma.done, do["m_done__payload"])["error"]
+        take_ok = self.debt != 0 or self.errq.level < ERR_DEPTH
+        fail_valid, fail = self.fail_outputs()
+        done_ready = int(take_ok and (not err or bool(g("m_fail__ready", 0))))
+        done_take = bool(do["m_done__valid"] and done_ready)
+        has_err = self.errq.level > 0
+        tuser = int(bool(fo["m_axis__tuser"] or (fo["m_axis__tlast"] and has_err
+                                                 and self.errq.head)))
+        end = bool(fo["m_axis__tvalid"] and g("m_axis__tready", 0) and fo["m_axis__tlast"])
+        own = end and not has_err and done_take and self.debt == 0
+        if done_take and err:
             self.dma_errors += 1
+        self.join.step(g("s_frame__valid", 0), g("s_frame__payload", 0), g("s_cfg__valid", 0),
+                       g("s_cfg__payload", 0), do["s_cmd__ready"], fo["s_desc__ready"], done_take)
+        self.dma.step({"s_cmd__payload": jc[1], "s_cmd__valid": jc[0],
+                       "m_data__ready": fo["s_payload__ready"], "m_done__ready": done_ready,
+                       **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
         self.fb.step({"s_desc__payload": jd[1], "s_desc__valid": jd[0],
                       "s_payload__payload": do["m_data__payload"],
                       "s_payload__valid": do["m_data__valid"],
                       "m_axis__tready": g("m_axis__tready", 0)})
-        out = {"s_frame__ready": frame_ready, "s_cfg__ready": 1}
+        debt = self.debt
+        self.debt += int(end and not has_err and not own) - int(done_take and debt != 0)
+        self.errq.update(end, done_take and debt == 0 and not own, err)
+        out = {"s_frame__ready": frame_ready, "s_cfg__ready": 1,
+               "m_fail__payload": fail, "m_fail__valid": fail_valid}
         out.update({"m_axis__" + n: fo["m_axis__" + n] for n in AXIS_OUT})
+        out["m_axis__tuser"] = tuser
         out.update({"m_axi__" + n: do["m_axi__" + n] for n in AXI_OUT})
         return out
 
@@ -261,15 +332,21 @@ class TxCycleModel:
         data = self.data
         frame_ready = data.join.frame_ready(data.dma.outputs()["s_cmd__ready"],
                                             data.fb.outputs()["s_desc__ready"])
+        fail_valid, fail = data.fail_outputs()
         so = sched.step({"s_wr__payload": g("s_wr__payload", 0), "s_wr__valid": g("s_wr__valid", 0),
                          "s_acked__payload": ro["m_acked__payload"], "s_acked__valid": ro["m_acked__valid"],
                          "s_resend__payload": ro["m_resend__payload"],
                          "s_resend__valid": ro["m_resend__valid"],
                          "m_frame__ready": frame_ready, "m_sent__ready": ro["s_sent__ready"],
-                         "m_cqe__ready": g("m_cqe__ready", 0), "now": g("now", 0)})
+                         "m_cqe__ready": g("m_cqe__ready", 0), "now": g("now", 0),
+                         # MR-TX-124, MR-TX-125: the failures, always taken
+                         "s_fail__valid": fail_valid, "s_fail__payload": fail,
+                         "s_error__valid": int(ro["m_error__valid"] and g("m_error__ready", 0)),
+                         "s_error__payload": ro["m_error__payload"]})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
         assert resend_valid == ro["m_resend__valid"]
         do = data.step({"s_frame__payload": so["m_frame__payload"], "s_frame__valid": so["m_frame__valid"],
+                        "m_fail__ready": 1,
                         **{n: g(n, 0) for n in DATA_INPUTS if n.startswith(("s_cfg", "m_axi", "m_axis"))}})
         out = {"s_wr__ready": so["s_wr__ready"], "s_ack__ready": ro["s_ack__ready"],
                "s_cfg__ready": do["s_cfg__ready"],

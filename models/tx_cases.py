@@ -27,13 +27,15 @@ from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout
 from .rx import pack, unpack
 from .tx import template_of
-from .tx_sched import OP_WRITE_IMM, STATUS_OK, TxSchedModel
+from .tx_sched import (OP_WRITE_IMM, STATUS_LOC_PROT_ERR, STATUS_OK, STATUS_RETRY_EXC_ERR,
+                       TxSchedModel)
 from .tx_sched_cases import traffic as sched_traffic
 from .wire import MrdhFlag, Op
 
 __all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_beats",
            "endpoint_frames", "endpoint_template", "endpoint_lossy", "data_requests",
-           "expected_data_frames", "DataDriver", "BenchDriver", "AckBurstDriver"]
+           "expected_data_frames", "expected_data_errors", "read_fails", "wr_status", "DataDriver",
+           "BenchDriver", "AckBurstDriver"]
 
 
 def templates(conns, paths):
@@ -45,21 +47,55 @@ def templates(conns, paths):
             for c in range(conns)]
 
 
-def traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad=True):
+def traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad=True, bad_reads=0):
     """``n`` work requests for the instance of ``sem``, their ``laddr`` inside a host memory
-    (returned): ``(items, memory layout)``."""
+    (returned): ``(items, memory layout)``; every ``bad_reads``-th in the memory's error window
+    (its reads fail, MR-TX-124)."""
     items = sched_traffic(sem, n, seed=seed, bad=bad, max_len=max_len)
     rng = random.Random(seed + 99)
     pos = 0
-    for w in items:
+    for i, w in enumerate(items):
         ln = w["length"] if w["length"] < 1 << 20 else 0
         pos += rng.randrange(64)
         w["laddr"] = pos
+        w["_bad_read"] = bool(bad_reads) and i % bad_reads == bad_reads - 1
         pos += ln
     lay = Layout(pos + 4096)
     for w in items:
-        w["laddr"] += lay.base
+        w["laddr"] += lay.bad_base if w.pop("_bad_read") else lay.base
     return items, lay
+
+
+def wr_status(sem: TxSchedModel, w, mem_layout, dead=()):
+    """MR-TX-150: the status a work request completes with: the scheduler's refusal
+    (MR-TXS-011); LOC_PROT_ERR when its payload reads fail (MR-TX-124); RETRY_EXC_ERR on a
+    connection whose every frame is lost (``dead``: the retry limit's error, MR-TX-125); else
+    0 (as the reference endpoint's ``Status``)."""
+    st = sem.wr_status(w)
+    if st:
+        return st
+    if w["length"] and mem_layout.in_bad(w["laddr"]):
+        return STATUS_LOC_PROT_ERR
+    return STATUS_RETRY_EXC_ERR if w["conn"] in dead else STATUS_OK
+
+
+def _offer_template(drv, inp):
+    """MR-TX-121: the templates first, one write at a time with idle cycles (``drv.tmpls``,
+    ``ci`` the next, ``cfg_offer`` the one offered); True while some are left."""
+    if drv.ci >= len(drv.tmpls):
+        return False
+    if drv.cfg_offer is None and drv.rng.random() >= drv.p_idle:
+        drv.cfg_offer = drv.tmpls[drv.ci]
+    if drv.cfg_offer is not None:
+        inp["s_cfg__valid"] = 1
+        inp["s_cfg__payload"] = pack(drv.lay.cfg, drv.cfg_offer)
+    return True
+
+
+def _template_taken(drv, out):
+    if drv.cfg_offer is not None and out["s_cfg__ready"]:
+        drv.cfg_offer = None
+        drv.ci += 1
 
 
 class Driver(CounterReadout):
@@ -68,13 +104,14 @@ class Driver(CounterReadout):
 
     def __init__(self, lay, width, items, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
                  loss=0.1, p_ack=0.3, p_axi=0.3, latency=(1, 40), ns_per_cycle=4, image=None,
-                 acks=True, expect_frames=None):
+                 acks=True, expect_frames=None, dead=()):
         self.lay, self.nb = lay, width // 8
         self.rng = random.Random(seed)
         self.items = list(items)
         self.tmpls = list(tmpls)
         self.p_idle, self.p_bp, self.loss, self.p_ack = p_idle, p_bp, loss, p_ack
         self.acks = acks
+        self.dead = frozenset(dead)             # connections whose every frame is lost
         self.expect_frames = expect_frames      # MR-TX-152 (a): done after this many frames
         self.now, self.ns_per_cycle = 0, ns_per_cycle
         self.mem = HostMemory(mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi,
@@ -96,7 +133,8 @@ class Driver(CounterReadout):
         self.silent = 0
         self.flushed = False
         self.res = {"frames": [], "raw": [], "cqe": [], "errors": [], "cycles": 0, "lost": 0,
-                    "acks": 0, "timeouts": 0, "counters": None, "taken": [], "ack_taken": []}
+                    "acks": 0, "timeouts": 0, "counters": None, "taken": [], "ack_taken": [],
+                    "bad_frames": [], "emitted": []}
 
     @property
     def sent_all(self):
@@ -118,13 +156,7 @@ class Driver(CounterReadout):
         self.mem.inputs(inp, self.cycle)
         if self._phase:
             return inp
-        if self.ci < len(self.tmpls):
-            if self.cfg_offer is None and rng.random() >= self.p_idle:
-                self.cfg_offer = self.tmpls[self.ci]
-            if self.cfg_offer is not None:
-                inp["s_cfg__valid"] = 1
-                inp["s_cfg__payload"] = pack(self.lay.cfg, self.cfg_offer)
-        elif self.presenting is None and self.i < len(self.items) and rng.random() >= self.p_idle:
+        if not _offer_template(self, inp) and self.presenting is None and self.i < len(self.items) and rng.random() >= self.p_idle:
             self.presenting = self.items[self.i]
         if self.presenting is not None:
             inp["s_wr__valid"] = 1
@@ -138,16 +170,21 @@ class Driver(CounterReadout):
             inp[name] = int(rng.random() >= self.p_bp)
         return inp
 
-    def _frame(self, raw):
+    def _frame(self, raw, tuser=0):
         res = self.res
-        res["raw"].append(raw)
         f = codec.decode(raw)
+        res["emitted"].append((f, tuser))
+        if tuser:
+            # MR-TX-124: marked bad towards the MAC, which drops it (the peer never sees it)
+            res["bad_frames"].append(f)
+            return
+        res["raw"].append(raw)
         res["frames"].append(f)
         if not self.acks or f.mrdh is None:
             return
         conn, path = self.qp_conn[f.bth.dest_qp], f.mrdh.path
         key = (conn, path)
-        if self.rng.random() >= self.loss:
+        if conn not in self.dead and self.rng.random() >= self.loss:
             cum, sack = self.rx[key]
             if P.rx_classify(cum, sack, f.bth.psn) == P.RX_NEW:
                 self.rx[key][0], self.rx[key][1], _ = P.rx_accept(cum, sack, f.bth.psn)
@@ -162,9 +199,7 @@ class Driver(CounterReadout):
         if self._readout_observe(out):
             return
         res = self.res
-        if self.cfg_offer is not None and out["s_cfg__ready"]:
-            self.cfg_offer = None
-            self.ci += 1
+        _template_taken(self, out)
         if self.presenting is not None and out["s_wr__ready"]:
             self.presenting = None
             self.i += 1
@@ -178,7 +213,7 @@ class Driver(CounterReadout):
             active = True
             self.beats.append((out["m_axis__tdata"], out["m_axis__tkeep"]))
             if out["m_axis__tlast"]:
-                self._frame(frames_of_beats(self.beats, self.nb)[0])
+                self._frame(frames_of_beats(self.beats, self.nb)[0], out["m_axis__tuser"])
                 self.beats = []
         if out["m_cqe__valid"] and inp["m_cqe__ready"]:
             active = True
@@ -233,24 +268,27 @@ def run_model(model, items, mem_layout, tmpls, *, seed=0, **kw):
 
 
 def check(sem: TxSchedModel, items, drv):
-    """MR-TX-150: every work request completes once with its status, in posting order per
-    stream; every frame decodes (IPv4 checksum and ICRC good), carries its connection's template
-    and its work request's fields, and its payload is the host memory's bytes at ``laddr +
-    offset``; PSNs run 0, 1, ... per path; every chunk of every good message is sent."""
+    """MR-TX-150: every work request completes once with its status (:func:`wr_status`), the
+    queued ones in posting order per stream; every frame not marked bad decodes (IPv4 checksum
+    and ICRC good), carries its connection's template and its work request's fields, and its
+    payload is the host memory's bytes at ``laddr + offset``; the frames marked bad are those of
+    the failing reads; PSNs run 0, 1, ... per path; every chunk of every message that completes
+    with status 0 is sent."""
     res = drv.res
     mtu = sem.mtu
+    mem_lay = drv.mem.lay
     by_id = {w["wr_id"]: w for w in items}
     assert len(res["cqe"]) == len(items), "one completion per work request"
     assert sorted(c["wr_id"] for c in res["cqe"]) == sorted(by_id), "each work request completes once"
     order, posted = defaultdict(list), defaultdict(list)
     for c in res["cqe"]:
         w = by_id[c["wr_id"]]
-        want = sem.wr_status(w)
+        want = wr_status(sem, w, mem_lay, drv.dead)
         assert c["status"] == want, f"work request {c['wr_id']}: status {c['status']}, want {want}"
-        if want == STATUS_OK:
+        if not sem.wr_status(w):
             order[(w["conn"], w["stream"])].append(c["wr_id"])
     for w in items:
-        if sem.wr_status(w) == STATUS_OK:
+        if not sem.wr_status(w):
             posted[(w["conn"], w["stream"])].append(w["wr_id"])
     assert dict(order) == dict(posted), "completions in posting order per stream (MR-EXO-004)"
     msg_of = {(k[0], k[1], n): by_id[wid] for k, ids in posted.items() for n, wid in enumerate(ids)}
@@ -258,7 +296,11 @@ def check(sem: TxSchedModel, items, drv):
     next_psn = defaultdict(int)
     chunks = defaultdict(set)
     retx = 0
-    for f in res["frames"]:
+    # a frame marked bad: a failing read's (MR-TX-124); its PSN is taken all the same
+    for f in res["bad_frames"]:
+        w = msg_of[(tm[f.bth.dest_qp]["conn"], f.mrdh.stream, f.mrdh.msg)]
+        assert wr_status(sem, w, mem_lay) == STATUS_LOC_PROT_ERR, "only failing reads are marked bad"
+    for f, bad in res["emitted"]:
         t = tm[f.bth.dest_qp]
         conn, path = t["conn"], f.mrdh.path
         assert f.ip.src == _ip(t["ip_src"]) and f.ip.dst == _ip(t["ip_dst"])
@@ -267,6 +309,8 @@ def check(sem: TxSchedModel, items, drv):
         assert (f.ip.dscp, f.ip.ecn, f.ip.ttl) == (t["ip_dscp"], t["ip_ecn"], t["ip_ttl"])
         assert f.bth.psn == next_psn[(conn, path)], "PSNs in order per path (MR-SEQ-001)"
         next_psn[(conn, path)] = P.psn_add(f.bth.psn, 1)
+        if bad:
+            continue
         w = msg_of[(conn, f.mrdh.stream, f.mrdh.msg)]
         off = f.mrdh.offset
         assert f.bth.opcode == (Op.MR_WRITE_IMM if w["op"] == OP_WRITE_IMM else Op.MR_WRITE)
@@ -277,7 +321,8 @@ def check(sem: TxSchedModel, items, drv):
         chunks[(conn, f.mrdh.stream, f.mrdh.msg)].add(off // mtu)
         retx += bool(f.mrdh.flags & MrdhFlag.RETX)
     for k, w in msg_of.items():
-        assert chunks[k] == set(range(P.chunk_count(w["length"], mtu))), f"every chunk of {w['wr_id']}"
+        if wr_status(sem, w, mem_lay, drv.dead) == STATUS_OK:
+            assert chunks[k] == set(range(P.chunk_count(w["length"], mtu))), f"every chunk of {w['wr_id']}"
     return {"retransmits": retx, "frames": len(res["frames"])}
 
 
@@ -307,20 +352,13 @@ def endpoint_frames(seed=0, *, streams=2, depth=4, paths=4, conn=1, conns=2, **e
     Returns ``(expected frame bytes, work requests, memory layout, image, templates, scheduler
     parameters)`` for driving the engine on the same writes."""
     from .endpoint import Frame
-    from .tx_sched_cases import _endpoint_pair, _model_for, wr_item
-    rng = random.Random(seed)
-    a, b, ca = _endpoint_pair(paths, streams, conn_id=conn, **ep_kw)
-    msgs = [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(20_000)]),
-             rng.choice([None, rng.randrange(1 << 32)]))
-            for s in range(streams) for _ in range(rng.randrange(1, depth + 1))]
-    total = sum(m[1] for m in msgs)
-    src = bytearray(rng.randbytes(total + 1))
-    dst = bytearray(len(src))
-    ks, kd = a.reg_mr(src), b.reg_mr(dst)
-    sem = _model_for(a, ca, conns, streams, depth)
-    lay = Layout(total + 4096)
+    from .tx_sched_cases import endpoint_writes, wr_item
+    w = endpoint_writes(seed, paths=paths, streams=streams, depth=depth, conn=conn, conns=conns,
+                        **ep_kw)
+    a, ca, msgs, src, ks, kd, sem = w.a, w.ca, w.msgs, w.src, w.ks, w.kd, w.sem
+    lay = Layout(sum(m[1] for m in msgs) + 4096)
     items, off = [], 0
-    for k, (stream, length, imm) in enumerate(sorted(msgs, key=lambda m: m[0])):
+    for k, (stream, length, imm) in enumerate(msgs):
         ca.post_write(stream, ks, off, length, off, kd, wr_id=k, imm=imm)
         items.append(wr_item(conn, stream, length, wr_id=k,
                              op=0 if imm is None else OP_WRITE_IMM, laddr=lay.base + off, va=off,
@@ -363,15 +401,17 @@ def endpoint_lossy(seed, *, conns=2):
     return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, r["src"]
 
 
-def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000):
+def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
     """``n`` random frame requests for the data path (MR-TX-151): every connection and path,
     WRITE and WRITE_IMM, payloads 0..``max_len`` bytes anywhere in the host memory (any
-    alignment); laddr + offset is the payload's address."""
+    alignment); laddr + offset is the payload's address; every ``bad_every``-th in the host
+    memory's error window (MR-TX-124)."""
     rng = random.Random(seed)
     out = []
-    for _ in range(n):
+    for i in range(n):
         ln = rng.choice([0, 1, 7, 8, 9, rng.randrange(max_len + 1), rng.randrange(max_len + 1)])
-        addr = mem_layout.base + rng.randrange(mem_layout.size - ln + 1)
+        bad = bool(bad_every) and i % bad_every == bad_every - 1
+        addr = (mem_layout.bad_base if bad else mem_layout.base) + rng.randrange(mem_layout.size - ln + 1)
         off = rng.choice([rng.randrange(1 << 20), rng.randrange(1 << 32)])     # carries into laddr[32:]
         op = rng.choice([int(Op.MR_WRITE), int(Op.MR_WRITE_IMM)])
         out.append({"conn": rng.randrange(lay.conns), "laddr": (addr - off) % (1 << 64),
@@ -388,7 +428,8 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000):
 
 def expected_data_frames(reqs, tmpls, mem, paths):
     """MR-TX-151: each request's frame: the frame builder's bytes (codec.encode) of the join
-    stage's descriptor, the payload read from the host memory at laddr + offset."""
+    stage's descriptor, the payload read from the host memory at laddr + offset; a frame whose
+    read fails (MR-TX-124) is None (its payload is whatever the bus gave)."""
     from .frame_builder import DESC_LAYOUT, builder_bytes
     from .tx import cmd_of, desc_of
     by_conn = {t["conn"]: t for t in tmpls}
@@ -396,8 +437,23 @@ def expected_data_frames(reqs, tmpls, mem, paths):
     for fr in reqs:
         d = unpack(DESC_LAYOUT, pack(DESC_LAYOUT, desc_of(fr, by_conn[fr["conn"]], paths)))
         c = cmd_of(fr)
-        out.append(builder_bytes(d, mem.read(c["addr"], c["length"])))
+        out.append(None if read_fails(mem.lay, c) else builder_bytes(d, mem.read(c["addr"], c["length"])))
     return out
+
+
+def read_fails(mem_layout, cmd):
+    """MR-TX-124: a read command of the host memory's error window (and some payload) fails."""
+    return cmd["length"] > 0 and mem_layout.in_bad(cmd["addr"])
+
+
+def expected_data_errors(reqs, mem_layout, streams, depth):
+    """MR-TX-124: per frame its ``tuser`` bit, and the ``m_fail`` reports in order."""
+    from .tx import cmd_of, slot_of
+    from .tx_sched import STATUS_LOC_PROT_ERR
+    bad = [read_fails(mem_layout, cmd_of(fr)) for fr in reqs]
+    fails = [{"conn": fr["conn"], "slot": slot_of(fr, streams, depth), "status": STATUS_LOC_PROT_ERR}
+             for fr, b in zip(reqs, bad) if b]
+    return [int(b) for b in bad], fails
 
 
 class DataDriver(CounterReadout):
@@ -424,7 +480,7 @@ class DataDriver(CounterReadout):
         self.limit = 20_000 + 2_000 * len(self.reqs)
         self._readout_reset()
         self.beats = []
-        self.res = {"raw": [], "cycles": 0, "counters": None}
+        self.res = {"raw": [], "tuser": [], "fail": [], "cycles": 0, "counters": None}
 
     @property
     def sent_all(self):
@@ -433,31 +489,24 @@ class DataDriver(CounterReadout):
     def inputs(self):
         rng = self.rng
         inp = {"s_frame__valid": 0, "s_frame__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
-               "m_axis__tready": 1}
+               "m_axis__tready": 1, "m_fail__ready": 1}
         self.mem.inputs(inp, self.cycle)
         if self._phase:
             return inp
-        if self.ci < len(self.tmpls):
-            if self.cfg_offer is None and rng.random() >= self.p_idle:
-                self.cfg_offer = self.tmpls[self.ci]
-            if self.cfg_offer is not None:
-                inp["s_cfg__valid"] = 1
-                inp["s_cfg__payload"] = pack(self.lay.cfg, self.cfg_offer)
-        elif self.offer is None and self.i < len(self.reqs) and rng.random() >= self.p_idle:
+        if not _offer_template(self, inp) and self.offer is None and self.i < len(self.reqs) and rng.random() >= self.p_idle:
             self.offer = self.reqs[self.i]
         if self.offer is not None:
             inp["s_frame__valid"] = 1
             inp["s_frame__payload"] = pack(self.lay.sched.frame, self.offer)
         inp["m_axis__tready"] = int(rng.random() >= self.p_bp)
+        inp["m_fail__ready"] = int(rng.random() >= self.p_bp)
         return inp
 
     def observe(self, inp, out):
         self.mem.observe(inp, out, self.cycle)
         if self._readout_observe(out):
             return
-        if self.cfg_offer is not None and out["s_cfg__ready"]:
-            self.cfg_offer = None
-            self.ci += 1
+        _template_taken(self, out)
         if self.offer is not None and out["s_frame__ready"]:
             self.offer = None
             self.i += 1
@@ -465,7 +514,10 @@ class DataDriver(CounterReadout):
             self.beats.append((out["m_axis__tdata"], out["m_axis__tkeep"]))
             if out["m_axis__tlast"]:
                 self.res["raw"].append(frames_of_beats(self.beats, self.nb)[0])
+                self.res["tuser"].append(out["m_axis__tuser"])
                 self.beats = []
+        if out["m_fail__valid"] and inp["m_fail__ready"]:
+            self.res["fail"].append(unpack(self.lay.sched.fail, out["m_fail__payload"]))
         self.cycle += 1
 
     def _stuck(self):
@@ -535,9 +587,9 @@ class AckBurstDriver(BenchDriver):
         self.acks = False
         self.held = []
 
-    def _frame(self, raw):
-        super()._frame(raw)
-        f = self.res["frames"][-1]
+    def _frame(self, raw, tuser=0):
+        super()._frame(raw, tuser)
+        f = self.res["emitted"][-1][0]
         path = f.mrdh.path
         self.held.append({"nak": 0, "conn": self.qp_conn[f.bth.dest_qp], "path": path, "psn": f.bth.psn, "reason": 0,
                           "cum": P.psn_add(f.bth.psn, 1), "sack": 0, "ce_count": 0, "ece": 0,
@@ -643,9 +695,9 @@ class ReplayDriver(Driver):
         if acks:
             self.limit = 40_000 + 3_000 * len(items)
 
-    def _frame(self, raw):
-        super()._frame(raw)
-        f = self.res["frames"][-1]
+    def _frame(self, raw, tuser=0):
+        super()._frame(raw, tuser)
+        f = self.res["emitted"][-1][0]
         if f.mrdh is not None:
             key = (self.qp_conn.get(f.bth.dest_qp, 0), f.mrdh.path)
             self.sent[key] = max(self.sent[key], f.bth.psn + 1)

@@ -32,7 +32,8 @@ from .wire import MrdhFlag, Op
 
 __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleModel", "SMALL",
            "OP_WRITE", "OP_WRITE_IMM", "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
-           "OUT_DEPTH", "tx_sched_model_small", "INPUTS", "OUTPUTS"]
+           "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
+           "INPUTS", "OUTPUTS"]
 
 #: MR-TXS-002: work-request opcodes (records.TX_MSG ``op``: write, write with immediate, ...).
 OP_WRITE, OP_WRITE_IMM = 0, 1
@@ -40,6 +41,10 @@ OP_WRITE, OP_WRITE_IMM = 0, 1
 STATUS_OK = 0
 STATUS_LOC_LEN_ERR = 1          # the message has more chunks than a chunk index names
 STATUS_LOC_QP_OP_ERR = 2        # an opcode this slice does not send, or a stream beyond the instance
+#: MR-TXS-027: failed messages (endpoint.Status): a payload read came back with an error; the
+#: connection's retry limit (MR-ENG-040).
+STATUS_LOC_PROT_ERR = 4
+STATUS_RETRY_EXC_ERR = 12
 #: MR-TXS-031: slots of each output queue.
 OUT_DEPTH = 4
 #: MR-TXS-001: the small instance's parameters.
@@ -91,6 +96,8 @@ class Layouts:
     frame: data.StructLayout
     sent: data.StructLayout
     report: data.StructLayout
+    fail: data.StructLayout
+    error: data.StructLayout
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -109,7 +116,11 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                "mrdh_stream": _STREAM_FIELD, "mrdh_msg": 32, "mrdh_offset": 32,
                                "mrdh_msg_len": 32, "reth_va": 64, "reth_rkey": 32,
                                "reth_dma_len": 32, "imm_imm": 32, "payload_len": 14})
-    return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend)
+    # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
+    # retransmit unit's ``m_error``)
+    fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
+    return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend, fail,
+                   rl.error)
 
 
 class TxSchedModel:
@@ -188,7 +199,7 @@ class TxSchedModel:
         q = self.q[self.qi(f["conn"], f["stream"])]
         n = P.chunk_count(f["length"], self.mtu)
         q["ring"][q["tail"] % self.depth] = dict(
-            f, msg=q["msg_next"], nchunks=n, next_chunk=0, ack_base=0, ack_bits=0)
+            f, msg=q["msg_next"], nchunks=n, next_chunk=0, ack_base=0, ack_bits=0, status=0, out=0)
         q["tail"] = (q["tail"] + 1) % (2 * self.depth)
         q["msg_next"] = (q["msg_next"] + 1) & 0xFFFFFFFF
         self.conn[f["conn"]]["unsent"] += n
@@ -212,12 +223,38 @@ class TxSchedModel:
         ps["inflight"] = max(0, ps["inflight"] - nbytes)
         ps["pkts"] = max(0, ps["pkts"] - 1)
         cs["inflight"] = max(0, cs["inflight"] - nbytes)
+        e["out"] = max(0, e["out"] - 1)
         if not lost:
             e["ack_base"], e["ack_bits"], _ = P.chunk_ack(e["ack_base"], e["ack_bits"], f["chunk"],
                                                           self.chunk_window)
-        elif not self.chunk_acked(e, f["chunk"]):
+        elif not self.chunk_acked(e, f["chunk"]) and not e["status"]:
             cs["retx"].append((f["slot"], f["chunk"]))
         return True
+
+    # -- failures (MR-TXS-027)
+    def fail_targets(self, fail=None, error=None):
+        """The live entries a message failure ``fail`` ({conn, slot, status}) and a connection
+        failure ``error`` ({conn, path, status}) name, with their statuses: ``[(entry, status)]``,
+        the message's first."""
+        out = []
+        if fail is not None:
+            e = self.entry_of(fail["conn"], fail["slot"])
+            if e is not None:
+                out.append((e, fail["status"]))
+        if error is not None:
+            c = error["conn"]
+            for s in range(self.streams):
+                for i in range(self.depth):
+                    if self.live(self.qi(c, s), i):
+                        out.append((self.q[self.qi(c, s)]["ring"][i], error["status"]))
+        return out
+
+    @staticmethod
+    def fail(targets):
+        """Mark the entries failed; the first status an entry gets stays."""
+        for e, status in targets:
+            if e is not None and not e["status"]:
+                e["status"] = status
 
     # -- completions (MR-TXS-022)
     def completion(self):
@@ -226,16 +263,21 @@ class TxSchedModel:
         for qi, q in enumerate(self.q):
             if self._count(q):
                 e = q["ring"][q["done"] % self.depth]
-                if e["ack_base"] >= e["nchunks"]:
+                if (e["status"] and not e["out"]) or (not e["status"] and e["ack_base"] >= e["nchunks"]):
                     return qi
         return None
 
     def complete(self, qi):
+        """MR-TXS-022, MR-TXS-027: the oldest entry's completion; a failed message not sent to
+        its end takes the send pointer with it and its unsent chunks leave the count."""
         q = self.q[qi]
         e = q["ring"][q["done"] % self.depth]
         q["ring"][q["done"] % self.depth] = None
+        if q["send"] == q["done"]:
+            q["send"] = (q["send"] + 1) % (2 * self.depth)
+            self.conn[qi // self.streams]["unsent"] -= e["nchunks"] - e["next_chunk"]
         q["done"] = (q["done"] + 1) % (2 * self.depth)
-        return self.cqe_of(e, STATUS_OK)
+        return self.cqe_of(e, e["status"])
 
     # -- scheduling (MR-TXS-023..026)
     def _candidate(self, c):
@@ -246,7 +288,7 @@ class TxSchedModel:
             slot, chunk = cs["retx"][0]
             s, i = divmod(slot, self.depth)
             e = self.entry_of(c, slot)
-            if e is None or chunk >= e["next_chunk"] or self.chunk_acked(e, chunk):
+            if e is None or chunk >= e["next_chunk"] or self.chunk_acked(e, chunk) or e["status"]:
                 return ("drop", None)
             return ("resend", (self.qi(c, s), i, chunk))
         for k in range(self.streams):
@@ -257,6 +299,8 @@ class TxSchedModel:
                 continue
             i = q["send"] % self.depth
             e = q["ring"][i]
+            if e["status"]:
+                continue                                # MR-TXS-027: a failed message sends no more
             if P.chunk_window_open(e["next_chunk"], e["ack_base"], self.chunk_window):
                 return ("new", (qi, i, e["next_chunk"]))
         return None
@@ -271,27 +315,35 @@ class TxSchedModel:
                 return p
         return None
 
-    def decide(self):
-        """The next scheduling action: None, ("drop", c) or ("packet", c, kind, qi, idx, chunk,
-        path), over the connections in round robin from ``conn_rr`` (MR-TXS-023)."""
+    def decide_conn(self, c):
+        """Connection ``c``'s scheduling action: None, ("drop", c) or ("packet", c, kind, qi,
+        idx, chunk, path) (MR-TXS-023..025)."""
+        cand = self._candidate(c)
+        if cand is None:
+            return None
+        kind, w = cand
+        if kind == "drop":
+            return ("drop", c)
+        qi, i, chunk = w
+        e = self.q[qi]["ring"][i]
+        nbytes = P.chunk_bytes(e["length"], chunk, self.mtu)
+        cs = self.conn[c]
+        if cs["inflight"] and cs["inflight"] + nbytes > self.conn_window:
+            return None                                 # MR-CC-001: the connection window
+        p = self._path(c)
+        if p is None:
+            return None
+        return ("packet", c, kind, qi, i, chunk, p)
+
+    def decide(self, eligible=None):
+        """The next scheduling action: the first connection's from ``conn_rr`` in round robin
+        (MR-TXS-023) with one; ``eligible``, if given, maps a connection to its action (the
+        cycle model's registered candidates, MR-TXS-033)."""
         for k in range(self.conns):
             c = (self.conn_rr + k) % self.conns
-            cand = self._candidate(c)
-            if cand is None:
-                continue
-            kind, w = cand
-            if kind == "drop":
-                return ("drop", c)
-            qi, i, chunk = w
-            e = self.q[qi]["ring"][i]
-            nbytes = P.chunk_bytes(e["length"], chunk, self.mtu)
-            cs = self.conn[c]
-            if cs["inflight"] and cs["inflight"] + nbytes > self.conn_window:
-                continue                                # MR-CC-001: the connection window
-            p = self._path(c)
-            if p is None:
-                continue
-            return ("packet", c, kind, qi, i, chunk, p)
+            act = self.decide_conn(c) if eligible is None else eligible.get(c)
+            if act is not None:
+                return act
         return None
 
     def apply(self, act, now=0):
@@ -313,6 +365,7 @@ class TxSchedModel:
         ps["pkts"] += 1
         ps["since_req"] += 1
         cs["inflight"] += nbytes
+        e["out"] += 1
         if kind == "resend":
             cs["retx"].popleft()
         else:
@@ -347,9 +400,11 @@ class TxSchedModel:
 
 INPUTS = ("s_wr__payload", "s_wr__valid", "s_acked__payload", "s_acked__valid",
           "s_resend__payload", "s_resend__valid", "m_frame__ready", "m_sent__ready",
-          "m_cqe__ready", "now")
+          "m_cqe__ready", "now", "s_fail__payload", "s_fail__valid", "s_error__payload",
+          "s_error__valid")
 OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload",
-           "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid")
+           "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid",
+           "s_fail__ready", "s_error__ready")
 
 
 class TxSchedCycleModel:
@@ -358,7 +413,9 @@ class TxSchedCycleModel:
     One action per cycle, in this priority: an acknowledged-record report, a lost-record report
     (when its connection's resend queue has room), a completion (when the completion queue has
     room), a work request, a scheduling step (when the frame and sent queues both have room).
-    ``events`` logs every action in order."""
+    The scheduling step takes the connections' actions decided in the previous cycle
+    (``cand``, MR-TXS-033), each but those of connections whose state the previous cycle's
+    action or failures changed (``touched``). ``events`` logs every action in order."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], **kw):
@@ -370,6 +427,8 @@ class TxSchedCycleModel:
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
+        self.cand = {}                  # MR-TXS-033: connection -> action, decided last cycle
+        self.touched = set()            # connections changed at the last edge
         self.events = []
 
     @staticmethod
@@ -378,7 +437,7 @@ class TxSchedCycleModel:
 
     def busy(self):
         sem = self.sem
-        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level
+        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
                     or sem.completion() is not None or sem.decide() is not None)
 
     def step(self, inputs):
@@ -397,7 +456,16 @@ class TxSchedCycleModel:
         take_wr = wr_ready and g("s_wr__valid", 0)
         sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
                  and self.sent_q.level < OUT_DEPTH)
+        # MR-TXS-027: failures are always taken; they mark the entries live before the edge
+        fail = unpack(lay.fail, g("s_fail__payload", 0)) if g("s_fail__valid", 0) else None
+        error = unpack(lay.error, g("s_error__payload", 0)) if g("s_error__valid", 0) else None
+        targets = sem.fail_targets(fail, error)
+        # MR-TXS-033: every connection's action on this cycle's state, for the next cycle
+        cand = {c: a for c in range(sem.conns) if (a := sem.decide_conn(c)) is not None}
+        eligible = {c: a for c, a in self.cand.items() if c not in self.touched}
+        touched = {x["conn"] for x in (fail, error) if x is not None}
         out = {"s_wr__ready": wr_ready, "s_acked__ready": 1, "s_resend__ready": resend_ready,
+               "s_fail__ready": 1, "s_error__ready": 1,
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": self.cqe_q.head, "m_cqe__valid": int(self.cqe_q.level > 0)}
@@ -406,22 +474,31 @@ class TxSchedCycleModel:
             f = unpack(lay.report, g("s_acked__payload", 0))
             self.events.append(("acked", f))
             sem.report(f, lost=False)
+            touched.add(f["conn"])
         elif take_resend:
             self.events.append(("resend", rs))
             sem.report(rs, lost=True)
+            touched.add(rs["conn"])
         elif comp is not None:
             self.events.append(("complete", comp))
             cqe = sem.complete(comp)
+            touched.add(comp // sem.streams)
         elif take_wr:
             self.events.append(("wr", wr))
             cqe = sem.wr(wr)
+            touched.add(wr["conn"])
         elif sched:
-            act = sem.decide()
+            act = sem.decide(eligible)
             if act is not None:
                 self.events.append(act)
+                touched.add(act[1])
                 r = sem.apply(act, g("now", 0))
                 if r is not None:
                     frame, sent = r
+        self.cand, self.touched = cand, touched
+        if targets:
+            self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))
+        sem.fail(targets)
         self.frame_q.update(g("m_frame__ready", 0), frame is not None,
                             pack(lay.frame, frame) if frame else 0)
         self.sent_q.update(g("m_sent__ready", 0), sent is not None,

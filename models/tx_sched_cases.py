@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict, deque
+from types import SimpleNamespace
 
 from . import protocol as P
 from .driver import CounterReadout
@@ -288,6 +289,26 @@ def _model_for(a, ca, conns, streams, depth):
                         path_pkts=P.SEND_WINDOW - 1, ack_every=a.ack_every, resend_depth=64)
 
 
+def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, **ep_kw):
+    """The endpoint pair of a comparison and its writes (MR-TXS-051, MR-TX-152), a namespace of
+    ``rng, a, b, ca, msgs, src, dst, ks, kd, sem``: ``msgs`` ``(stream, length, imm or None)`` (random: 1 to ``depth``
+    per stream), sorted by stream (MR-ENG-030: streams enter the endpoint's round robin in the
+    order of their first post); ``src``, ``dst`` the source (random bytes) and destination
+    buffers, ``ks``, ``kd`` their memory keys; ``sem`` the scheduler's model with the endpoint's constants."""
+    rng = random.Random(seed)
+    a, b, ca = _endpoint_pair(paths, streams, conn_id=conn, **ep_kw)
+    msgs = msgs or [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(20_000)]),
+                     rng.choice([None, rng.randrange(1 << 32)]))
+                    for s in range(streams) for _ in range(rng.randrange(1, depth + 1))]
+    total = sum(m[1] for m in msgs)
+    src = bytearray(rng.randbytes(total + 1))
+    dst = bytearray(len(src))
+    ks, kd = a.reg_mr(src), b.reg_mr(dst)
+    return SimpleNamespace(rng=rng, a=a, b=b, ca=ca, msgs=sorted(msgs, key=lambda m: m[0]),
+                           src=src, dst=dst, ks=ks, kd=kd,
+                           sem=_model_for(a, ca, conns, streams, depth))
+
+
 def _fields(frame):
     from .frame_builder import desc_of_frame
     return desc_of_frame(frame)
@@ -317,19 +338,12 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
     from .endpoint import Frame
     from .loopback import LoopFaults, Loopback
 
-    rng = random.Random(seed)
-    a, b, ca = _endpoint_pair(paths, streams, conn_id=conn, **ep_kw)
-    msgs = msgs or [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(20_000)]),
-                     rng.choice([None, rng.randrange(1 << 32)]))
-                    for s in range(streams) for _ in range(rng.randrange(1, depth + 1))]
+    w = endpoint_writes(seed, paths=paths, streams=streams, depth=depth, conn=conn, conns=conns,
+                        msgs=msgs, **ep_kw)
+    rng, a, b, ca, msgs, src, dst, ks, kd, sem = (w.rng, w.a, w.b, w.ca, w.msgs, w.src, w.dst,
+                                                  w.ks, w.kd, w.sem)
     total = sum(m[1] for m in msgs)
-    src = bytearray(rng.randbytes(total + 1))
-    dst = bytearray(len(src))
-    ks, kd = a.reg_mr(src), b.reg_mr(dst)
-    sem = _model_for(a, ca, conns, streams, depth)
     off = 0
-    # MR-ENG-030: streams enter the endpoint's round robin in the order of their first post
-    msgs = sorted(msgs, key=lambda m: m[0])
     counts = defaultdict(int)
     for k, (stream, length, imm) in enumerate(msgs):
         assert counts[stream] < depth, "the comparison posts at most `depth` writes per stream"

@@ -66,6 +66,44 @@ def test_model_lossy_with_timeouts():
     assert s["retransmits"] and drv.res["timeouts"]
 
 
+#: MR-TX-124/125: the failures' instance: the retry limit's error after two timeouts.
+_FAIL = dict(SMALL, retry_limit=1)
+
+
+def _failure_run(n, seed, *, rtl):
+    """Work requests with every third in the host memory's error window (its reads fail) and
+    connection 1 dead (every frame lost, so its paths reach the retry limit)."""
+    from collections import Counter
+    sem = sched_sem(SMALL)
+    items, lay = xc.traffic(sem, n, seed=seed, max_len=1200, bad_reads=3)
+    if rtl:
+        drv, _ = lockstep(64, items, lay, xc.templates(2, 4), params=_FAIL, seed=seed, loss=0.1,
+                          dead=(1,))
+    else:
+        drv = xc.run_model(TxCycleModel(64, **_FAIL), items, lay, xc.templates(2, 4), seed=seed,
+                           loss=0.1, dead=(1,))
+    xc.check(sem, items, drv)
+    return drv, Counter(c["status"] for c in drv.res["cqe"])
+
+
+@pytest.mark.parametrize("seed", [1, 5])
+def test_model_failures(seed):
+    """MR-TX-124, MR-TX-125, MR-TXS-027 (model; its RTL equality is the slow lockstep's): a
+    message whose payload reads fail completes LOC_PROT_ERR, its frames marked bad (``tuser``);
+    the retry limit's error of a dead connection completes its posted work requests
+    RETRY_EXC_ERR (MR-ENG-040, as the reference endpoint); every other one completes 0."""
+    drv, st = _failure_run(8, seed, rtl=False)
+    assert st[4] and st[12] and st[0] and drv.res["bad_frames"] and drv.res["errors"]
+
+
+@pytest.mark.slow
+def test_lockstep_failures_64():
+    """MR-TX-124, MR-TX-125, MR-TX-150: the failures on the RTL in lockstep, 0 mismatches, and
+    the checker's statuses."""
+    drv, st = _failure_run(6, 1, rtl=True)
+    assert st[4] and st[12] and drv.res["bad_frames"]
+
+
 def _endpoint_run(width, seed, *, rtl, **kw):
     """The engine on the endpoint's writes without ACKs, the clock stopped (no timer expires):
     its frames until 300 quiet cycles after the endpoint's count."""
@@ -154,6 +192,32 @@ def test_data_path_lockstep_64():
     tmpls = xc.templates(2, 4)
     drv = run_data(64, reqs, mem, tmpls, rtl=True, seed=4)
     assert drv.res["raw"] == xc.expected_data_frames(reqs, tmpls, drv.mem, 4)
+
+
+def _data_frames_match(drv, reqs, tmpls, paths=4):
+    want = xc.expected_data_frames(reqs, tmpls, drv.mem, paths)
+    assert len(drv.res["raw"]) == len(want)
+    for k, (got, w) in enumerate(zip(drv.res["raw"], want)):
+        assert w is None or got == w, f"frame {k}"
+    tuser, fails = xc.expected_data_errors(reqs, drv.mem.lay, SMALL["streams"], SMALL["depth"])
+    assert drv.res["tuser"] == tuser and drv.res["fail"] == fails
+
+
+def test_data_path_read_errors_64():
+    """MR-TX-124: payload reads that come back with an error (every third request in the host
+    memory's error window, zero-length ones among them, which read nothing): each such frame
+    ends with ``tuser`` 1 and its message {conn, slot} is reported on ``m_fail`` with status
+    LOC_PROT_ERR, in order, with backpressure on ``m_fail``; every other frame is unchanged.
+    RTL in lockstep with the model, 0 mismatches."""
+    from metaroce.models.dma_read_cases import Layout
+    model_lay = TxDataCycleModel(64, **_DATA).lay
+    mem = Layout(8192)
+    reqs = xc.data_requests(model_lay, 14, mem, seed=5, max_len=300, bad_every=3)
+    assert any(r["payload_len"] == 0 for r in reqs[2::3]) and any(r["payload_len"] for r in reqs[2::3])
+    tmpls = xc.templates(2, 4)
+    drv = run_data(64, reqs, mem, tmpls, rtl=True, seed=5)
+    _data_frames_match(drv, reqs, tmpls)
+    assert sum(drv.res["tuser"]) >= 2
 
 
 @pytest.mark.slow

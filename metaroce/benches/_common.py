@@ -73,6 +73,28 @@ def parse_list(text, conv=float):
         raise ValueError(f"bad list {text!r}: expected comma-separated numbers") from None
 
 
+#: The data widths of the hardware blocks' benches (bits).
+WIDTHS = (64, 128, 256, 512)
+
+
+def widths_and_sizes(args, lo, hi, what="payload size", widths=WIDTHS):
+    """``args.widths`` and ``args.sizes`` as lists of ints, each width one of ``widths`` and each
+    size in ``lo..hi`` bytes (``what`` names it); a one-line CliError otherwise."""
+    from ..cli import CliError
+    try:
+        ws = parse_list(args.widths, int)
+        sizes = parse_list(args.sizes, int)
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    for w in ws:
+        if w not in widths:
+            raise CliError(f"width {w} not supported (use {', '.join(map(str, widths))})")
+    for s in sizes:
+        if not lo <= s <= hi:
+            raise CliError(f"{what} {s} outside {lo}..{hi} bytes")
+    return ws, sizes
+
+
 def parse_size(text):
     from metaroce.commands.transfer import parse_size as ps
     return ps(text)
@@ -153,7 +175,7 @@ def dma_bench_arguments(p, latency_kind):
     p.add_argument("--commands", type=int, default=256, help="commands per run (default 256)")
 
 
-DMA_WIDTHS = (64, 128, 256, 512)
+DMA_WIDTHS = WIDTHS
 
 
 def dma_bench_run(args, ui, *, block, test, env_prefix):

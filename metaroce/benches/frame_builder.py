@@ -11,11 +11,10 @@ model stepped and every output compared every cycle, per wall second); ``mismatc
 """
 from __future__ import annotations
 
-from ._common import parse_list, verilator_rows
+from ._common import WIDTHS, verilator_rows, widths_and_sizes
 
 HELP = "TX frame builder under Verilator: beats/frames per cycle per payload size, latency"
 
-WIDTHS = (64, 128, 256, 512)
 
 
 def add_arguments(p):
@@ -34,17 +33,7 @@ def one_run(job):
 
 def run(args, ui):
     from ..cli import CliError
-    try:
-        widths = parse_list(args.widths, int)
-        sizes = parse_list(args.sizes, int)
-    except ValueError as e:
-        raise CliError(str(e)) from None
-    for w in widths:
-        if w not in WIDTHS:
-            raise CliError(f"width {w} not supported (use {', '.join(map(str, WIDTHS))})")
-    for s in sizes:
-        if not 0 <= s <= 16383:
-            raise CliError(f"payload size {s} outside 0..16383 bytes")
+    widths, sizes = widths_and_sizes(args, 0, 16383, "payload size")
     if args.frames < 2:
         raise CliError("--frames must be 2 or more")
     jobs = [(w, tuple(sizes), args.frames) for w in widths]

@@ -22,11 +22,10 @@ import json
 import os
 import tempfile
 
-from ._common import parse_list, plt
+from ._common import WIDTHS, plt, widths_and_sizes
 
 HELP = "RX parser under Verilator: beats per cycle, meta latency, simulation speed per width/size"
 
-WIDTHS = (64, 128, 256, 512)
 SIZES = (60, 62, 64, 65, 128, 256, 512, 1024, 1500, 4096, 9000)
 
 
@@ -89,17 +88,7 @@ def one_width(job):
 
 def run(args, ui):
     from ..cli import CliError
-    try:
-        widths = parse_list(args.widths, int)
-        sizes = parse_list(args.sizes, int)
-    except ValueError as e:
-        raise CliError(str(e)) from None
-    for w in widths:
-        if w not in WIDTHS:
-            raise CliError(f"width {w} not supported (use {', '.join(map(str, WIDTHS))})")
-    for s in sizes:
-        if not 60 <= s <= 9216:
-            raise CliError(f"frame size {s} outside 60..9216 bytes")
+    widths, sizes = widths_and_sizes(args, 60, 9216, "frame size")
     if args.bytes_per_size < 1:
         raise CliError("--bytes-per-size must be positive")
     if args.mixed < 0:

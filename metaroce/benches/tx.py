@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import time
 
-from ._common import parse_list, verilator_rows
+from ._common import WIDTHS, verilator_rows, widths_and_sizes
 
 HELP = "TX engine (joined, small instance): packets/beats per cycle, ACKs per cycle, latency"
 
-WIDTHS = (64, 128, 256, 512)
 
 
 def add_arguments(p):
@@ -78,17 +77,7 @@ def one_run(job):
 
 def run(args, ui):
     from ..cli import CliError
-    try:
-        widths = parse_list(args.widths, int)
-        sizes = parse_list(args.sizes, int)
-    except ValueError as e:
-        raise CliError(str(e)) from None
-    for w in widths:
-        if w not in WIDTHS:
-            raise CliError(f"width {w} not supported (use {', '.join(map(str, WIDTHS))})")
-    for s in sizes:
-        if not 1 <= s <= 1024:
-            raise CliError(f"payload size {s} outside 1..1024 bytes")
+    widths, sizes = widths_and_sizes(args, 1, 1024, "payload size")
     if not 2 <= args.packets <= 64:
         raise CliError("--packets must be in 2..64")
     jobs = [(w, tuple(sizes), args.packets, args.sim) for w in widths]
