@@ -253,7 +253,7 @@ class _Path:
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
                  "retired_before", "head", "collapsed", "tail_probed", "probe_dl", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
-                 "rx_prev_ce", "ce_acc", "ack_acc", "xver", "xcache", "udp_hdr")
+                 "rx_prev_ce", "ce_acc", "ack_acc", "xcache", "udp_hdr")
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
@@ -295,9 +295,8 @@ class _Path:
         self.rx_ack_token = 0       # delayed-ACK timer generation (MR-SEQ-009)
         self.rx_last = None         # (psn, sport) of the newest unacknowledged arrival
         self.rx_prev_ce = False     # the previous accepted packet was CE-marked
-        # MR-REL-009: _xdue's answer is cached until the path's records change (xver counts
-        # every change: a record sent, resolved or declared lost)
-        self.xver = 0
+        # MR-REL-009: _xdue's answer, (need, send time or None), until the path's records
+        # change (a record resolved or declared lost; one sent when the answer was None)
         self.xcache = None
         self.udp_hdr = None         # the UDP header of its frames (source port = entropy)
 
@@ -713,7 +712,11 @@ class Connection:
         if ack_req:
             p.since_req = 0
             rec.req = True
-        p.xver += 1
+        xc = p.xcache
+        if xc is not None and xc[1] is None:
+            # MR-REL-009: a record after the last changes _xdue's answer only when it found none
+            # (its scan stops at a record before this one), so a found answer stays cached
+            p.xcache = None
         f = self._frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
         if p.deadline is None:
             ep._arm(p, now + self._rto(p))
@@ -908,7 +911,7 @@ class Connection:
     def _mark_lost(self, p, rec, requeue=True):
         if not rec.lost:
             rec.lost = True
-            p.xver += 1
+            p.xcache = None
             p.live -= 1
             p.inflight -= rec.nbytes
             if not rec.free:
@@ -995,7 +998,7 @@ class Connection:
                 st["gap_losses"] += 1      # MR-REL-002: a SACK gap proves the loss
                 self._mark_lost(p, rec)
         p.floor = (floor + n) & P.PSN_MASK
-        p.xver += 1
+        p.xcache = None
         if reqs_seen or reqs_lost:
             self.ack_loss = P.ack_loss_update(self.ack_loss, reqs_seen, reqs_lost)   # MR-REL-011
         # MR-CC-002/003: AIMD on the echoed CE fraction, at most one decrease per RTT.
@@ -1159,11 +1162,14 @@ class Connection:
         ep = self.ep
         need = P.overdue_groups(self.ack_loss)      # MR-REL-011, once for every path
         for q in self.paths:
-            if q is p or not q.live or q.min_rtt is None or q.state == _RETIRED:
+            if q is p or not q.live or q.min_rtt is None:
+                continue
+            st = q.state
+            if st == _RETIRED:
                 continue
             xc = q.xcache       # _xdue's cache, checked here (the common case: a hit)
-            if xc is not None and xc[0] == q.xver and xc[1] == (1 if q.state == _PROBING else need):
-                t_due = xc[2]
+            if xc is not None and xc[0] == (1 if st == _PROBING else need):
+                t_due = xc[1]
             else:
                 t_due = self._xdue(q, need)
             if t_due is None or t_due >= t_wit:
@@ -1188,14 +1194,14 @@ class Connection:
         ACK is lost, the next group's ACK repairs it (cumulative PSN and SACK), so only when that
         one is overdue too is the silence evidence of loss. ``None`` when there is none.
         ``need`` is ``P.overdue_groups(self.ack_loss)`` when the caller has it. Cached per path
-        until its records change (``xver``): every ACK asks it of every other path."""
+        until its records change (``xcache``): every ACK asks it of every other path."""
         if p.state == _PROBING:
             need = 1
         elif need is None:
             need = P.overdue_groups(self.ack_loss)      # MR-REL-011
         xc = p.xcache
-        if xc is not None and xc[0] == p.xver and xc[1] == need:
-            return xc[2]
+        if xc is not None and xc[0] == need:
+            return xc[1]
         t = None
         if p.oldest_live() is not None:
             # p.records(p.head), inlined
@@ -1211,7 +1217,7 @@ class Connection:
                         t = rec.t
                         break
                 psn = (psn + 1) & _PSN_MASK
-        p.xcache = (p.xver, need, t)
+        p.xcache = (need, t)
         return t
 
     def _on_overdue(self, p, now):

@@ -49,8 +49,9 @@ class Sim:
     compare several times faster than ``(time, seq, ...)`` tuples) and, per time, the bucket
     ``_b[t]``: ``[(fn, arg), ...]`` in scheduling order. The order is exactly that of a
     heap of ``(time, seq)`` keys: a bucket is appended to in scheduling order, and an event
-    scheduled for the time being run joins the end of its bucket. Hot paths push inline
-    (:func:`push`).
+    scheduled for the time being run runs after the rest of its bucket. Hot paths push inline
+    (:func:`push`). ``pending()`` called from inside an event does not count the rest of the
+    running bucket.
     """
 
     def __init__(self):
@@ -83,11 +84,65 @@ class Sim:
     def run(self, until=float("inf"), max_events=None):
         """Run events until the queue is empty, ``until`` is reached, :meth:`stop` is called or
         ``max_events`` have run. Returns the number of events run by this call."""
+        if max_events is not None:
+            return self._run_limited(until, max_events)
         T = self._t
         B = self._b
         pop = heapq.heappop
         n = 0
-        limit = max_events if max_events is not None else -1
+        self.stopped = False
+        while T:
+            t = T[0]
+            if t > until:
+                self.now = until
+                break
+            pop(T)
+            self.now = t
+            # The bucket leaves the map before it runs: an event scheduled meanwhile for this
+            # time starts a new bucket of the same time, which runs right after (the order of
+            # appending to this one), and nothing is counted per event.
+            b = B.pop(t)
+            it = iter(b)
+            try:
+                for fn, arg in it:
+                    fn(arg)
+                    if self.stopped:
+                        break
+                else:
+                    n += len(b)
+                    continue
+            except BaseException:
+                self._requeue(t, it)        # the event that raised is consumed, as it was popped
+                raise
+            n += len(b) - self._requeue(t, it)     # stopped inside a bucket: the rest runs next time
+            break
+        else:
+            if until != float("inf") and self.now < until:
+                self.now = until
+        self.events += n
+        return n
+
+    def _requeue(self, t, it):
+        """Put the events ``it`` has not yielded back at the front of time ``t``'s bucket;
+        returns how many."""
+        rest = list(it)
+        if rest:
+            b = self._b.get(t)
+            if b is None:
+                self._b[t] = rest
+                heappush(self._t, t)
+            else:
+                b[:0] = rest
+        return len(rest)
+
+    def _run_limited(self, until, max_events):
+        """:meth:`run` with ``max_events``: the bucket stays in the map and is cut where the
+        count ends."""
+        T = self._t
+        B = self._b
+        pop = heapq.heappop
+        n = 0
+        limit = max_events
         self.stopped = False
         while T and limit:
             t = T[0]
@@ -100,26 +155,15 @@ class Sim:
             i = 0
             try:
                 # a list iterator also yields what is appended meanwhile (same-time events)
-                if limit < 0:
-                    for fn, arg in b:
-                        i += 1
-                        fn(arg)
-                        if self.stopped:
-                            break
-                    else:
-                        del B[t]
-                        n += i
-                        continue
+                for fn, arg in b:
+                    i += 1
+                    fn(arg)
+                    if self.stopped or n + i == limit:
+                        break
                 else:
-                    for fn, arg in b:
-                        i += 1
-                        fn(arg)
-                        if self.stopped or n + i == limit:
-                            break
-                    else:
-                        del B[t]
-                        n += i
-                        continue
+                    del B[t]
+                    n += i
+                    continue
             except BaseException:
                 self._keep(t, b, i)         # the event that raised is consumed, as it was popped
                 raise
