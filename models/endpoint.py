@@ -185,6 +185,8 @@ _WC_OP = {_OP_WRITE: WcOpcode.RDMA_WRITE, _OP_WRITE_IMM: WcOpcode.RDMA_WRITE,
           _OP_CMP_SWAP: WcOpcode.COMP_SWAP, _OP_FETCH_ADD: WcOpcode.FETCH_ADD}
 RING_MASK = P.SEND_WINDOW - 1
 _PSN_MASK = P.PSN_MASK
+_PSN_HALF = P.PSN_HALF
+_SEND_WINDOW = P.SEND_WINDOW
 #: MR-ERR-020: the chunk index of a message's abort packet (the ``rtx`` record's abort bit).
 ABORT = -1
 _NO_ABORT, _ABORT_PENDING, _ABORT_DONE = 0, 1, 2
@@ -302,7 +304,9 @@ class _Path:
 
     def rec(self, psn):
         """The record of an unresolved ``psn``, or ``None`` (MR-ENG-027)."""
-        if 0 <= P.psn_dist(self.floor, psn) < P.psn_dist(self.floor, self.next_psn):
+        # 0 <= psn_dist(floor, psn) < psn_dist(floor, next_psn), on the unsigned distances
+        floor = self.floor
+        if ((psn - floor) & _PSN_MASK) < ((self.next_psn - floor) & _PSN_MASK) < _PSN_HALF:
             return self.ring[psn & RING_MASK]
         return None
 
@@ -320,7 +324,7 @@ class _Path:
         """The oldest live record (sent, unresolved, not lost), advancing ``head`` past the
         others; ``None`` when there is none."""
         ring = self.ring
-        if P.psn_dist(self.floor, self.head) < 0:
+        if ((self.head - self.floor) & _PSN_MASK) >= _PSN_HALF:    # psn_dist(floor, head) < 0
             self.head = self.floor
         h = self.head
         nxt = self.next_psn
@@ -612,6 +616,8 @@ class Connection:
         return any(t != s and not self.s_slots[t] for t in self.s_active)
 
     def _pick_path(self, nbytes, retx=False):
+        # a path has room in its ring when psn_dist(floor, next_psn) < SEND_WINDOW, written on
+        # the unsigned distance: not SEND_WINDOW <= (next_psn - floor) mod 2^24 < 2^23
         paths = self.paths
         n = len(paths)
         rr = self.rr
@@ -626,7 +632,7 @@ class Connection:
                 p = paths[(rr + k) % n]
                 if (p.state == _ACTIVE and p.inflight < p.cwnd
                         and (p.inflight - nbytes) * total <= p.cwnd * inflight
-                        and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW):
+                        and not _SEND_WINDOW <= ((p.next_psn - p.floor) & _PSN_MASK) < _PSN_HALF):
                     self.rr = (rr + k + 1) % n
                     return p
         for k in range(n):
@@ -635,13 +641,14 @@ class Connection:
             if st == _ACTIVE:
                 # MR-CC-011: a path with any room takes a packet; the connection's coupled
                 # window (the sum of the path windows) bounds the total (_next_frame).
-                if p.inflight < p.cwnd and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
+                if (p.inflight < p.cwnd
+                        and not _SEND_WINDOW <= ((p.next_psn - p.floor) & _PSN_MASK) < _PSN_HALF):
                     self.rr = (rr + k + 1) % n
                     return p
             elif st == _PROBING and not retx:
                 # MR-PATH-005: one probe packet at a time on a path being tested; never a
                 # resend (MR-REL-003), which would risk a chunk twice on a failed route.
-                if p.live == 0 and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
+                if p.live == 0 and not _SEND_WINDOW <= ((p.next_psn - p.floor) & _PSN_MASK) < _PSN_HALF:
                     self.rr = (rr + k + 1) % n
                     return p
         return None
@@ -816,10 +823,11 @@ class Connection:
                 self.ep.stats["spurious_retransmits"] += 1
             m.req_acked = True
             return
-        if m.is_acked(i):
+        base = m.ack_base
+        if i < base or (m.ack_bits >> (i - base)) & 1:      # m.is_acked(i) of a data chunk
             self.ep.stats["spurious_retransmits"] += 1   # MR-EXO-002: never double-counted
             return
-        b = m.ack_bits | (1 << (i - m.ack_base))
+        b = m.ack_bits | (1 << (i - base))
         t = P.trailing_ones(b)
         m.ack_base += t
         m.ack_bits = b >> t
@@ -1545,7 +1553,7 @@ class Connection:
         if f.bth.opcode == _OP_READ_RESP and self.last_progress is not None:
             self.last_progress = now        # MR-ENG-040: response data is progress of a READ
         gap = psn != p.rx_high
-        if P.psn_dist(p.rx_high, psn) >= 0:
+        if ((psn - p.rx_high) & _PSN_MASK) < _PSN_HALF:      # psn_dist(rx_high, psn) >= 0
             p.rx_high = (psn + 1) & P.PSN_MASK
         p.rx_cum, p.rx_sack, ab = P.rx_accept(p.rx_cum, p.rx_sack, psn)
         if ab:
