@@ -185,6 +185,8 @@ _WC_OP = {_OP_WRITE: WcOpcode.RDMA_WRITE, _OP_WRITE_IMM: WcOpcode.RDMA_WRITE,
           _OP_CMP_SWAP: WcOpcode.COMP_SWAP, _OP_FETCH_ADD: WcOpcode.FETCH_ADD}
 RING_MASK = P.SEND_WINDOW - 1
 _PSN_MASK = P.PSN_MASK
+_PSN_HALF = P.PSN_HALF
+_SEND_WINDOW = P.SEND_WINDOW
 #: MR-ERR-020: the chunk index of a message's abort packet (the ``rtx`` record's abort bit).
 ABORT = -1
 _NO_ABORT, _ABORT_PENDING, _ABORT_DONE = 0, 1, 2
@@ -253,7 +255,7 @@ class _Path:
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
                  "retired_before", "head", "collapsed", "tail_probed", "probe_dl", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
-                 "rx_prev_ce", "ce_acc", "ack_acc", "xver", "xcache", "udp_hdr")
+                 "rx_prev_ce", "ce_acc", "ack_acc", "xcache", "udp_hdr")
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
@@ -295,15 +297,16 @@ class _Path:
         self.rx_ack_token = 0       # delayed-ACK timer generation (MR-SEQ-009)
         self.rx_last = None         # (psn, sport) of the newest unacknowledged arrival
         self.rx_prev_ce = False     # the previous accepted packet was CE-marked
-        # MR-REL-009: _xdue's answer is cached until the path's records change (xver counts
-        # every change: a record sent, resolved or declared lost)
-        self.xver = 0
+        # MR-REL-009: _xdue's answer, (need, send time or None), until the path's records
+        # change (a record resolved or declared lost; one sent when the answer was None)
         self.xcache = None
         self.udp_hdr = None         # the UDP header of its frames (source port = entropy)
 
     def rec(self, psn):
         """The record of an unresolved ``psn``, or ``None`` (MR-ENG-027)."""
-        if 0 <= P.psn_dist(self.floor, psn) < P.psn_dist(self.floor, self.next_psn):
+        # 0 <= psn_dist(floor, psn) < psn_dist(floor, next_psn), on the unsigned distances
+        floor = self.floor
+        if ((psn - floor) & _PSN_MASK) < ((self.next_psn - floor) & _PSN_MASK) < _PSN_HALF:
             return self.ring[psn & RING_MASK]
         return None
 
@@ -321,7 +324,7 @@ class _Path:
         """The oldest live record (sent, unresolved, not lost), advancing ``head`` past the
         others; ``None`` when there is none."""
         ring = self.ring
-        if P.psn_dist(self.floor, self.head) < 0:
+        if ((self.head - self.floor) & _PSN_MASK) >= _PSN_HALF:    # psn_dist(floor, head) < 0
             self.head = self.floor
         h = self.head
         nxt = self.next_psn
@@ -613,6 +616,8 @@ class Connection:
         return any(t != s and not self.s_slots[t] for t in self.s_active)
 
     def _pick_path(self, nbytes, retx=False):
+        # a path has room in its ring when psn_dist(floor, next_psn) < SEND_WINDOW, written on
+        # the unsigned distance: not SEND_WINDOW <= (next_psn - floor) mod 2^24 < 2^23
         paths = self.paths
         n = len(paths)
         rr = self.rr
@@ -627,7 +632,7 @@ class Connection:
                 p = paths[(rr + k) % n]
                 if (p.state == _ACTIVE and p.inflight < p.cwnd
                         and (p.inflight - nbytes) * total <= p.cwnd * inflight
-                        and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW):
+                        and not _SEND_WINDOW <= ((p.next_psn - p.floor) & _PSN_MASK) < _PSN_HALF):
                     self.rr = (rr + k + 1) % n
                     return p
         for k in range(n):
@@ -636,13 +641,14 @@ class Connection:
             if st == _ACTIVE:
                 # MR-CC-011: a path with any room takes a packet; the connection's coupled
                 # window (the sum of the path windows) bounds the total (_next_frame).
-                if p.inflight < p.cwnd and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
+                if (p.inflight < p.cwnd
+                        and not _SEND_WINDOW <= ((p.next_psn - p.floor) & _PSN_MASK) < _PSN_HALF):
                     self.rr = (rr + k + 1) % n
                     return p
             elif st == _PROBING and not retx:
                 # MR-PATH-005: one probe packet at a time on a path being tested; never a
                 # resend (MR-REL-003), which would risk a chunk twice on a failed route.
-                if p.live == 0 and P.psn_dist(p.floor, p.next_psn) < P.SEND_WINDOW:
+                if p.live == 0 and not _SEND_WINDOW <= ((p.next_psn - p.floor) & _PSN_MASK) < _PSN_HALF:
                     self.rr = (rr + k + 1) % n
                     return p
         return None
@@ -713,7 +719,11 @@ class Connection:
         if ack_req:
             p.since_req = 0
             rec.req = True
-        p.xver += 1
+        xc = p.xcache
+        if xc is not None and xc[1] is None:
+            # MR-REL-009: a record after the last changes _xdue's answer only when it found none
+            # (its scan stops at a record before this one), so a found answer stays cached
+            p.xcache = None
         f = self._frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
         if p.deadline is None:
             ep._arm(p, now + self._rto(p))
@@ -813,10 +823,11 @@ class Connection:
                 self.ep.stats["spurious_retransmits"] += 1
             m.req_acked = True
             return
-        if m.is_acked(i):
+        base = m.ack_base
+        if i < base or (m.ack_bits >> (i - base)) & 1:      # m.is_acked(i) of a data chunk
             self.ep.stats["spurious_retransmits"] += 1   # MR-EXO-002: never double-counted
             return
-        b = m.ack_bits | (1 << (i - m.ack_base))
+        b = m.ack_bits | (1 << (i - base))
         t = P.trailing_ones(b)
         m.ack_base += t
         m.ack_bits = b >> t
@@ -908,7 +919,7 @@ class Connection:
     def _mark_lost(self, p, rec, requeue=True):
         if not rec.lost:
             rec.lost = True
-            p.xver += 1
+            p.xcache = None
             p.live -= 1
             p.inflight -= rec.nbytes
             if not rec.free:
@@ -995,7 +1006,7 @@ class Connection:
                 st["gap_losses"] += 1      # MR-REL-002: a SACK gap proves the loss
                 self._mark_lost(p, rec)
         p.floor = (floor + n) & P.PSN_MASK
-        p.xver += 1
+        p.xcache = None
         if reqs_seen or reqs_lost:
             self.ack_loss = P.ack_loss_update(self.ack_loss, reqs_seen, reqs_lost)   # MR-REL-011
         # MR-CC-002/003: AIMD on the echoed CE fraction, at most one decrease per RTT.
@@ -1159,11 +1170,14 @@ class Connection:
         ep = self.ep
         need = P.overdue_groups(self.ack_loss)      # MR-REL-011, once for every path
         for q in self.paths:
-            if q is p or not q.live or q.min_rtt is None or q.state == _RETIRED:
+            if q is p or not q.live or q.min_rtt is None:
+                continue
+            st = q.state
+            if st == _RETIRED:
                 continue
             xc = q.xcache       # _xdue's cache, checked here (the common case: a hit)
-            if xc is not None and xc[0] == q.xver and xc[1] == (1 if q.state == _PROBING else need):
-                t_due = xc[2]
+            if xc is not None and xc[0] == (1 if st == _PROBING else need):
+                t_due = xc[1]
             else:
                 t_due = self._xdue(q, need)
             if t_due is None or t_due >= t_wit:
@@ -1188,14 +1202,14 @@ class Connection:
         ACK is lost, the next group's ACK repairs it (cumulative PSN and SACK), so only when that
         one is overdue too is the silence evidence of loss. ``None`` when there is none.
         ``need`` is ``P.overdue_groups(self.ack_loss)`` when the caller has it. Cached per path
-        until its records change (``xver``): every ACK asks it of every other path."""
+        until its records change (``xcache``): every ACK asks it of every other path."""
         if p.state == _PROBING:
             need = 1
         elif need is None:
             need = P.overdue_groups(self.ack_loss)      # MR-REL-011
         xc = p.xcache
-        if xc is not None and xc[0] == p.xver and xc[1] == need:
-            return xc[2]
+        if xc is not None and xc[0] == need:
+            return xc[1]
         t = None
         if p.oldest_live() is not None:
             # p.records(p.head), inlined
@@ -1211,7 +1225,7 @@ class Connection:
                         t = rec.t
                         break
                 psn = (psn + 1) & _PSN_MASK
-        p.xcache = (p.xver, need, t)
+        p.xcache = (need, t)
         return t
 
     def _on_overdue(self, p, now):
@@ -1539,7 +1553,7 @@ class Connection:
         if f.bth.opcode == _OP_READ_RESP and self.last_progress is not None:
             self.last_progress = now        # MR-ENG-040: response data is progress of a READ
         gap = psn != p.rx_high
-        if P.psn_dist(p.rx_high, psn) >= 0:
+        if ((psn - p.rx_high) & _PSN_MASK) < _PSN_HALF:      # psn_dist(rx_high, psn) >= 0
             p.rx_high = (psn + 1) & P.PSN_MASK
         p.rx_cum, p.rx_sack, ab = P.rx_accept(p.rx_cum, p.rx_sack, psn)
         if ab:

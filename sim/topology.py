@@ -192,7 +192,7 @@ class Fabric:
                 if hops:
                     sw.add_route(h.addr, hops)
                 else:
-                    sw.routes.pop(h.addr, None)
+                    sw.drop_route(h.addr)
         self.route_updates += 1
 
     # -- faults and events ---------------------------------------------------------------------

@@ -962,6 +962,17 @@ def test_event_loop_matches_a_heap_of_time_and_sequence():
         sim.run(max_events=17)
     assert log == ref_log and sim.events == len(ref_log) + 1
 
+    # without max_events (the bucket leaves the map while it runs): stops inside buckets
+    sim = Sim()
+    log = drive(sim.at, lambda: sim.now)
+    for t in sorted(set(times))[:3]:
+        sim.at(t, lambda _: sim.stop())
+    runs = 0
+    while sim.pending():
+        sim.run()
+        runs += 1
+    assert log == ref_log and sim.events == len(ref_log) + 3 and runs == 4
+
 
 def test_records_decide_as_the_encoded_bytes():
     """Frames travel through the simulator as codec records (the wire is bytes only at the edge,
