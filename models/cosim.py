@@ -44,11 +44,15 @@ from .dma_write_cases import HostMemory
 from .rx import CHUNK_RING
 from .endpoint import ack_frame, nak_frame
 from .engine import AXIL, EngineRxModel
+from .engine_cases import Phases, _host_window
 from .regs import register_map
 from .rx import CTR_ACKS, CTR_CE, CTR_NAKS, CTR_PLACED_BYTES, RxCode, unpack
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 
 __all__ = ["CLOCK_HZ", "SCENARIOS", "Config", "RtlPeer", "Cosim", "payload_limit_bps", "run_model"]
+
+#: MR-ENG-123: the link into the receiving host ``h1``, where the faults are.
+INTO = "p0.leaf1>h1"
 
 #: MR-ENG-121: the core clock of the co-simulation; the link runs at ``width * CLOCK_HZ``.
 CLOCK_HZ = 156.25e6
@@ -148,6 +152,44 @@ SCENARIOS = {
             "as writes, the link into the engine at half the rate: queues, CE marks, rate control"),
     "single-path": ({"spines": 1}, "as writes over one spine (every path one route)"),
 }
+
+
+def build_fabric(cfg: Config):
+    """MR-ENG-123: the loop's fabric: ``h0`` on leaf 0, ``h1`` on leaf 1, every spine a route
+    (ECMP on the entropy, the spines' delays skewed by RTT/40), ECN marking above
+    ``ecn_packets`` MTU frames; the link into ``h1`` at ``bottleneck`` of the rate, with the
+    loss, reordering and duplication of data frames."""
+    from metaroce.sim.faults import Faults
+    from metaroce.sim.topology import Fabric
+    fab = Fabric(2, leaves=2, spines=cfg.spines, rate_bps=cfg.link_bps, rtt=cfg.rtt, seed=cfg.seed,
+                 ecn_threshold=cfg.ecn_packets << cfg.mtu_log2, spine_skew=cfg.rtt / 40)
+    fab.links[INTO].rate = cfg.link_bps * cfg.bottleneck
+    fab.set_faults(Faults(loss=cfg.loss, reorder=cfg.reorder,
+                          reorder_delay=cfg.reorder_delay_rtt * cfg.rtt, duplicate=cfg.dup,
+                          direction="data", seed=cfg.seed), links=[INTO])
+    return fab
+
+
+def write_bounds(cfg: Config, rng):
+    """The WRITEs' pieces of the source: ``n_writes`` consecutive ranges ``[a, b)``, each written
+    to the same offset of the region, as the bounds ``[0, cut, ..., nbytes]``."""
+    n_writes = min(cfg.n_writes, cfg.nbytes)
+    cuts = sorted(rng.sample(range(1, cfg.nbytes), n_writes - 1)) if n_writes > 1 else []
+    return [0, *cuts, cfg.nbytes]
+
+
+def reference_receiver(cfg: Config, *, timer=True, hints=True):
+    """MR-ENG-123: a receiving :class:`Endpoint` on ``h1``: ``cfg``'s MTU, ACK policy and link,
+    its delayed-ACK timer ``cfg.ack_delay_s`` (``timer`` False: none within the run) and its
+    rate-hint pushes (``hints`` False: off, MR-CC-009; its ACKs still carry the hint)."""
+    from .endpoint import Endpoint
+    from .rx_cases import NO_ACK_DELAY
+    rx = Endpoint(LOCAL_ADDR, mtu=1 << cfg.mtu_log2, ack_every=cfg.ack_every, max_rx_msgs=1 << 20,
+                  rng=random.Random(cfg.seed + 1), line_rate_bps=cfg.link_bps, base_rtt=cfg.rtt,
+                  ack_delay=cfg.ack_delay_s if timer and cfg.ack_delay_cycles else NO_ACK_DELAY)
+    if not hints:
+        rx._hint_check = lambda c, now: None
+    return rx
 
 
 class RtlPeer:
@@ -315,13 +357,12 @@ class _Loop:
                 f"{len(self.beats)} MAC beats queued")
 
 
-class Cosim:
+class Cosim(Phases):
     """The closed-loop driver (MR-ENG-120): the setup rows through AXI4-Lite, the closed loop
     (:class:`_Loop`), the RX counters through AXI4-Lite. After ``finished``, :meth:`result`."""
 
     def __init__(self, cfg: Config):
-        from metaroce.sim.faults import Faults
-        from metaroce.sim.topology import Fabric, host_addr
+        from metaroce.sim.topology import host_addr
         from .endpoint import Endpoint
         cfg.validate()
         self.cfg = cfg
@@ -338,19 +379,10 @@ class Cosim:
         s = Setup(cfg.conns, cfg.paths, cfg.keys, seed=cfg.seed, regions=regions, uniform_psn=True,
                   n_conns=cfg.n_conns, mtu_log2=cfg.mtu_log2, ack_every=cfg.ack_every,
                   ack_delay=cfg.ack_delay_cycles)
-        from .engine_cases import _host_window
         self.lay = lay = _host_window(s, random.Random(cfg.seed + 77))
         self.setup = s
         self.region = s.keys[0]
-        # the fabric: h0 on leaf 0, h1 on leaf 1, every spine a route (ECMP on the entropy)
-        fab = Fabric(2, leaves=2, spines=cfg.spines, rate_bps=cfg.link_bps, rtt=cfg.rtt, seed=cfg.seed,
-                     ecn_threshold=cfg.ecn_packets * mtu, spine_skew=cfg.rtt / 40)
-        into = "p0.leaf1>h1"
-        fab.links[into].rate = cfg.link_bps * cfg.bottleneck
-        fab.set_faults(Faults(loss=cfg.loss, reorder=cfg.reorder,
-                              reorder_delay=cfg.reorder_delay_rtt * cfg.rtt, duplicate=cfg.dup,
-                              direction="data", seed=cfg.seed), links=[into])
-        self.fab = fab
+        self.fab = fab = build_fabric(cfg)
         sender_host, peer_host = fab.hosts
         # the sender's chunk window within the engine's chunk ring (MR-RX-082)
         tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2),
@@ -363,10 +395,7 @@ class Cosim:
         tconn = {c.qp: tx.connect(c.qp | 0x800000, LOCAL_ADDR, c.qp, paths=c.n_paths,
                                   streams=c.n_streams, pkey=c.pkey, init_psn=c.psn[0])
                  for c in s.conns}
-        # consecutive pieces of the source, each to the same offset of the region
-        n_writes = min(cfg.n_writes, cfg.nbytes)
-        cuts = sorted(rng.sample(range(1, cfg.nbytes), n_writes - 1)) if n_writes > 1 else []
-        bounds = [0, *cuts, cfg.nbytes]
+        bounds = write_bounds(cfg, rng)
         self.posted = []
         for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
             c = s.conns[i % len(s.conns)]
@@ -381,46 +410,8 @@ class Cosim:
         self.rmap = register_map(s.lay)
         items = [w for cw in s.writes
                  for w in rgc.row_writes(self.rmap, cw.table, cw.addr, cw.value, name=cw.name)]
-        self.setup_drv = rgc.Driver(items, seed=cfg.seed + 1, p_idle=0.0, p_bp=0.0)
-        self.readout = rgc.Driver(rgc.counter_items(), seed=cfg.seed + 2, p_idle=0.0, p_bp=0.0)
-        self.phases = [self.setup_drv, self.loop, self.readout]
-        self.i = 0
-        self.cycles = 0
-        self.setup_cycles = None
-        self.mem = self.loop.mem
-
-    @property
-    def finished(self):
-        return self.i >= len(self.phases)
-
-    def inputs(self):
-        d = self.phases[self.i]
-        if d is self.loop:
-            return d.inputs()
-        inp = d.inputs()
-        del inp["m_cfg__ready"], inp["reg_data"]
-        inp.update({"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
-                    "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1, "m_cqe__ready": 1,
-                    "parser_reg_addr": 0})
-        self.mem.inputs(inp, self.loop.cycle)
-        return inp
-
-    def observe(self, inp, out):
-        d = self.phases[self.i]
-        self.cycles += 1
-        if d is self.loop:
-            d.observe(inp, out)
-            return
-        assert not out["m_ack__valid"] and not out["m_axi__awvalid"], "engine output outside traffic"
-        d.observe(inp, {**out, "m_cfg__valid": 0, "m_cfg__payload": 0, "reg_addr": 0})
-
-    def settle(self, busy):
-        d = self.phases[self.i]
-        d.settle(busy)
-        if d.finished:
-            if d is self.setup_drv:
-                self.setup_cycles = self.cycles
-            self.i += 1
+        self._start(rgc.Driver(items, seed=cfg.seed + 1, p_idle=0.0, p_bp=0.0), self.loop,
+                    rgc.Driver(rgc.counter_items(), seed=cfg.seed + 2, p_idle=0.0, p_bp=0.0))
 
     # -- results
 
@@ -449,7 +440,7 @@ class Cosim:
         t = loop.t_done
         goodput = cfg.nbytes * 8 / t if t else 0.0
         st = self.sender.stats
-        link = self.fab.links["p0.leaf1>h1"].stats
+        link = self.fab.links[INTO].stats
         ok = (sha_src == sha_mem and not outside and wrs_ok and loop.res["done_errors"] == 0
               and loop.res["bypass"] == 0 and loop.res["ece_mismatch"] == 0
               and ctr[CTR_PLACED_BYTES] >= cfg.nbytes)
@@ -503,29 +494,17 @@ def run_reference(cfg: Config, *, timer=True, hints=True):
     ``False`` sets it beyond the run); ``hints``: its rate hints (the slice sends none: ``False``
     switches off their pushes, MR-CC-009; its ACKs still carry the hint). Returns ``{"ok",
     "goodput_vs_limit", "goodput_gbps", "sim_time_s", "sender": {...}, "fabric": {...}}``."""
-    from metaroce.sim.faults import Faults
-    from metaroce.sim.topology import Fabric
     from .endpoint import Endpoint
-    from .rx_cases import NO_ACK_DELAY
     cfg.validate()
     rng = random.Random(cfg.seed)
     mtu = 1 << cfg.mtu_log2
     kw = {"line_rate_bps": cfg.link_bps, "base_rtt": cfg.rtt}
-    rx = Endpoint(LOCAL_ADDR, mtu=mtu, ack_every=cfg.ack_every, max_rx_msgs=1 << 20,
-                  rng=random.Random(cfg.seed + 1),
-                  ack_delay=cfg.ack_delay_s if timer and cfg.ack_delay_cycles else NO_ACK_DELAY, **kw)
-    if not hints:
-        rx._hint_check = lambda c, now: None
+    rx = reference_receiver(cfg, timer=timer, hints=hints)
     dst = bytearray(cfg.nbytes)
     rkey = rx.reg_mr(dst)
     s = Setup(cfg.conns, cfg.paths, cfg.keys, seed=cfg.seed, uniform_psn=True, n_conns=cfg.n_conns,
               mtu_log2=cfg.mtu_log2, ack_every=cfg.ack_every)
-    fab = Fabric(2, leaves=2, spines=cfg.spines, rate_bps=cfg.link_bps, rtt=cfg.rtt, seed=cfg.seed,
-                 ecn_threshold=cfg.ecn_packets * mtu, spine_skew=cfg.rtt / 40)
-    into = "p0.leaf1>h1"
-    fab.links[into].rate = cfg.link_bps * cfg.bottleneck
-    fab.set_faults(Faults(loss=cfg.loss, reorder=cfg.reorder, reorder_delay=cfg.reorder_delay_rtt * cfg.rtt,
-                          duplicate=cfg.dup, direction="data", seed=cfg.seed), links=[into])
+    fab = build_fabric(cfg)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2),
                   chunk_window=CHUNK_RING, **kw)
     fab.hosts[0].ep, fab.hosts[1].ep = tx, rx
@@ -537,9 +516,7 @@ def run_reference(cfg: Config, *, timer=True, hints=True):
                    peer_init_psn=c.psn[0])
         tconn[c.qp] = tx.connect(c.qp | 0x800000, LOCAL_ADDR, c.qp, paths=c.n_paths, streams=c.n_streams,
                                  pkey=c.pkey, init_psn=c.psn[0])
-    n_writes = min(cfg.n_writes, cfg.nbytes)
-    cuts = sorted(rng.sample(range(1, cfg.nbytes), n_writes - 1)) if n_writes > 1 else []
-    bounds = [0, *cuts, cfg.nbytes]
+    bounds = write_bounds(cfg, rng)
     for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
         c = s.conns[i % len(s.conns)]
         tconn[c.qp].post_write(rng.randrange(c.n_streams), lkey, a, b - a, a, rkey, wr_id=100 + i)
@@ -557,7 +534,7 @@ def run_reference(cfg: Config, *, timer=True, hints=True):
     ok = len(done) == len(bounds) - 1 and all(st == 0 for _, st in done) and bytes(dst) == src
     goodput = cfg.nbytes * 8 / t if t and ok else 0.0
     st = tx.stats
-    link = fab.links[into].stats
+    link = fab.links[INTO].stats
     return {"ok": ok, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4), "goodput_gbps": round(goodput / 1e9, 4),
             "sim_time_s": t,
             "sender": {"frames": fab.hosts[0].stats["tx"], "retransmitted": st.get("retransmitted", 0),

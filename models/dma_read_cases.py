@@ -75,18 +75,22 @@ class HostMemory:
     range) after its AR, never before the previous burst's beats; then its beats in order,
     each held back a cycle with probability ``p_gap`` (once offered, a beat stays until
     taken). Bursts in the error window are answered SLVERR or DECERR with random data.
+    ``image``: the good window's first bytes (default: random bytes in both windows).
     ``passive``: another slave (cocotbext-axi's ``AxiRamRead``) drives the handshakes; this one
     only watches the bus and keeps the same records."""
 
     def __init__(self, lay: Layout, width, rng, *, p_bp=0.3, p_gap=0.3, latency=LATENCY,
-                 max_burst=MAX_BURST, axi_id=0, passive=False, noise=False):
+                 max_burst=MAX_BURST, axi_id=0, passive=False, noise=False, image=None):
         self.passive = passive
         self.noise = noise              # MR-DMR-031: wrong rid and rlast change nothing
         self.lay, self.nb, self.rng = lay, width // 8, rng
         self.p_bp, self.p_gap, self.latency = p_bp, p_gap, latency
         self.max_burst, self.axi_id = max_burst, axi_id
-        init = random.Random(7)
-        self.image = bytes(init.getrandbits(8) for _ in range(2 * lay.size))
+        if image is None:
+            init = random.Random(7)
+            self.image = bytes(init.getrandbits(8) for _ in range(2 * lay.size))
+        else:                           # the good window's bytes given, the rest zero
+            self.image = bytes(image) + bytes(2 * lay.size - len(image))
         self.beats = collections.deque()    # (release cycle, rdata, rresp, rlast)
         self.bursts = []                    # (araddr, arlen) in order
         self.r_cycles = []

@@ -31,7 +31,7 @@ from .regs import register_map
 from .rx import TABLE_KEY, payload_layout
 from .wire import Reason
 
-__all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "Driver", "check",
+__all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "Phases", "Driver", "check",
            "run_model"]
 
 #: MR-ENG-110: B latencies of the host memory (cycles after a burst's last W beat).
@@ -210,34 +210,29 @@ class _Traffic(CounterReadout):
         super().settle(lambda: (busy() if callable(busy) else busy) or not self.mem.idle)
 
 
-class Driver:
-    """The engine's traffic driver (MR-ENG-110), three phases each running until it is done:
-    the setup through AXI4-Lite, the MAC traffic, the RX counters through AXI4-Lite. Results:
-    ``res`` (phase 2's: ``ack``, ``done``, ``bypass``, parser ``counters``, ``cycles``), ``mem``
-    (the host memory), ``rx_counters``, ``cycles`` (all phases)."""
+class Phases:
+    """The receive half driven in three phases, each running until it is done: the setup rows
+    through AXI4-Lite (``setup``, a :class:`regs_cases.Driver`), the traffic (``traffic``, with
+    ``inputs``, ``observe``, ``settle``, ``finished``, ``cycle`` and the host memory ``mem``),
+    the RX counters through AXI4-Lite (``readout``) (MR-ENG-105). Outside the traffic the MAC is
+    idle, every output ready, and the host memory keeps answering. Shared by :class:`Driver` and
+    the closed loop (:class:`metaroce.models.cosim.Cosim`); a subclass calls :meth:`_start`."""
 
-    def __init__(self, width, run: Run, *, seed=0, p_idle=0.2, p_bp=0.3, latency=LATENCY):
-        self.run = run
-        self.rmap = register_map(run.setup.lay)
-        rng = random.Random(seed)
-        rows = [w for cw in run.setup.writes
-                for w in rgc.row_writes(self.rmap, cw.table, cw.addr, cw.value, name=cw.name)]
-        self.setup = rgc.Driver(rows, seed=seed + 1, p_idle=p_idle, p_bp=p_bp)
-        self.traffic = _Traffic(width, run, rng, p_idle=p_idle, p_bp=p_bp, latency=latency)
-        self.readout = rgc.Driver(rgc.counter_items(), seed=seed + 2, p_idle=p_idle, p_bp=p_bp)
-        self.phases = [self.setup, self.traffic, self.readout]
+    IDLE = {"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
+            "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
+            "m_cqe__ready": 1, "parser_reg_addr": 0}
+
+    def _start(self, setup, traffic, readout):
+        self.setup, self.traffic, self.readout = setup, traffic, readout
+        self.phases = [setup, traffic, readout]
         self.i = 0
         self.cycles = 0
-        self.res = self.traffic.res
-        self.mem = self.traffic.mem
+        self.setup_cycles = None        # cycles of the setup phase, once it is done
+        self.mem = traffic.mem
 
     @property
     def finished(self):
         return self.i >= len(self.phases)
-
-    @property
-    def rx_counters(self):
-        return rgc.counters_read(self.rmap, self.readout)
 
     def inputs(self):
         d = self.phases[self.i]
@@ -245,10 +240,8 @@ class Driver:
             return d.inputs()
         inp = d.inputs()
         del inp["m_cfg__ready"], inp["reg_data"]
-        inp.update({"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
-                    "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
-                    "m_cqe__ready": 1, "parser_reg_addr": 0})
-        self.traffic.mem.inputs(inp, self.traffic.cycle)
+        inp.update(self.IDLE)
+        self.mem.inputs(inp, self.traffic.cycle)
         return inp
 
     def observe(self, inp, out):
@@ -264,7 +257,31 @@ class Driver:
         d = self.phases[self.i]
         d.settle(busy)
         if d.finished:
+            if d is self.setup:
+                self.setup_cycles = self.cycles
             self.i += 1
+
+
+class Driver(Phases):
+    """The engine's traffic driver (MR-ENG-110): :class:`Phases` with the MAC traffic of a
+    :class:`Run`. Results: ``res`` (the traffic's: ``ack``, ``done``, ``bypass``, parser
+    ``counters``, ``cycles``), ``mem`` (the host memory), ``rx_counters``, ``cycles`` (all
+    phases)."""
+
+    def __init__(self, width, run: Run, *, seed=0, p_idle=0.2, p_bp=0.3, latency=LATENCY):
+        self.run = run
+        self.rmap = register_map(run.setup.lay)
+        rng = random.Random(seed)
+        rows = [w for cw in run.setup.writes
+                for w in rgc.row_writes(self.rmap, cw.table, cw.addr, cw.value, name=cw.name)]
+        self._start(rgc.Driver(rows, seed=seed + 1, p_idle=p_idle, p_bp=p_bp),
+                    _Traffic(width, run, rng, p_idle=p_idle, p_bp=p_bp, latency=latency),
+                    rgc.Driver(rgc.counter_items(), seed=seed + 2, p_idle=p_idle, p_bp=p_bp))
+        self.res = self.traffic.res
+
+    @property
+    def rx_counters(self):
+        return rgc.counters_read(self.rmap, self.readout)
 
 
 def region_images(run: Run, mem: HostMemory):

@@ -35,7 +35,7 @@ from .wire import MrdhFlag, Op
 __all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_beats",
            "endpoint_frames", "endpoint_template", "endpoint_lossy", "data_requests",
            "expected_data_frames", "expected_data_errors", "read_fails", "wr_status", "DataDriver",
-           "BenchDriver", "AckBurstDriver"]
+           "BenchDriver", "AckBurstDriver", "ack_record"]
 
 
 def templates(conns, paths):
@@ -115,9 +115,7 @@ class Driver(CounterReadout):
         self.expect_frames = expect_frames      # MR-TX-152 (a): done after this many frames
         self.now, self.ns_per_cycle = 0, ns_per_cycle
         self.mem = HostMemory(mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi,
-                              latency=latency)
-        if image is not None:
-            self.mem.image = bytes(image) + bytes(2 * mem_layout.size - len(image))
+                              latency=latency, image=image)
         self.i = self.ci = 0
         self.presenting = self.cfg_offer = self.ack_offer = None
         self.cycle = 0
@@ -468,9 +466,7 @@ class DataDriver(CounterReadout):
         self.reqs, self.tmpls = list(reqs), list(tmpls)
         self.p_idle, self.p_bp = p_idle, p_bp
         self.mem = HostMemory(mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi,
-                              latency=latency)
-        if image is not None:
-            self.mem.image = bytes(image) + bytes(2 * mem_layout.size - len(image))
+                              latency=latency, image=image)
         self.i = self.ci = 0
         self.offer = self.cfg_offer = None
         self.cycle = 0
@@ -604,6 +600,22 @@ class ReplayError(ValueError):
     """A replay input that cannot be used (one line, for the CLI)."""
 
 
+def ack_record(f, conn):
+    """MR-TX-003: the ``s_ack`` record (the RX engine's ``m_ack`` layout) of the peer's ACK frame
+    ``f`` (its MRAH: path, cumulative PSN, SACK, CE count and ECE, the trigger PSN) or NAK frame
+    (its MRNH: path, reason, PSN) of connection ``conn``, with the frame's UDP source port. An
+    MR_NAK that carries an MRAH (``replay tx``'s files may) is read as the ACK fields."""
+    a = f.mrah
+    if a is not None:
+        return {"nak": int(f.bth.opcode == Op.MR_NAK), "conn": conn, "path": a.path,
+                "psn": a.trigger_psn & P.PSN_MASK, "reason": 0, "cum": a.cum_psn & P.PSN_MASK,
+                "sack": a.sack, "ce_count": min(a.ce_count, 0xFFFF), "ece": int(a.ce_count != 0),
+                "sport": f.udp.sport}
+    n = f.mrnh
+    return {"nak": 1, "conn": conn, "path": n.path, "psn": n.psn & P.PSN_MASK, "reason": n.reason & 0xFF,
+            "cum": 0, "sack": 0, "ce_count": 0, "ece": 0, "sport": f.udp.sport}
+
+
 def replay_inputs(spec, ack_frames, lay, *, paths):
     """``metaroce replay tx`` (MR-TX-154): the work-request file's object ``spec`` and the ACK
     frames' bytes into ``(items, memory layout, image, templates, ACK records)``.
@@ -674,10 +686,7 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
         conn = local.get(f.bth.dest_qp)
         if conn is None:
             raise ReplayError(f"ACK frame {i}: destination QP {f.bth.dest_qp} names no connection")
-        acks.append({"nak": int(f.bth.opcode == Op.MR_NAK), "conn": conn, "path": f.mrah.path,
-                     "psn": f.mrah.trigger_psn & 0xFFFFFF, "reason": 0,
-                     "cum": f.mrah.cum_psn & 0xFFFFFF, "sack": f.mrah.sack,
-                     "ce_count": min(f.mrah.ce_count, (1 << 16) - 1), "ece": 0, "sport": f.udp.sport})
+        acks.append(ack_record(f, conn))
     return items, mem, image, tm, acks
 
 

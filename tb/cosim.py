@@ -26,6 +26,7 @@ import time
 import cocotb
 
 from metaroce.models.cosim import Config, Cosim
+from metaroce.models.cosim_tx import TxCosim, tx_model
 from metaroce.models.engine import EngineRxModel
 
 from .lockstep import Lockstep, drive, model_port_lists
@@ -39,15 +40,16 @@ def _mirror(core):
     return compare
 
 
-@cocotb.test()
-async def engine_cosim(dut):
-    width = len(dut.s_axis__tdata)
+def _config(width):
     raw = json.loads(os.environ.get("COSIM_CONFIG", "{}"))
     if "latency" in raw:
         raw["latency"] = tuple(raw["latency"])
-    cfg = Config(**{**raw, "width": width})
-    lockstep = os.environ.get("COSIM_LOCKSTEP", "0") == "1"
-    model = EngineRxModel(width, cfg.conns, cfg.paths, cfg.keys, outstanding=32)
+    return Config(**{**raw, "width": width}), os.environ.get("COSIM_LOCKSTEP", "0") == "1"
+
+
+async def _run(dut, model, drv, lockstep, busy, *, registered):
+    """The loop on the RTL (with the model alongside when ``lockstep``); the result to
+    ``COSIM_OUT``; fails unless ``ok`` and, with lockstep, 0 mismatches."""
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs)
     if not lockstep:
@@ -55,9 +57,8 @@ async def engine_cosim(dut):
     for name in ins:
         getattr(dut, name).value = 0
     await h.start(monitor=False)
-    drv = Cosim(cfg)
     t0 = time.perf_counter()
-    n = await drive(h, drv, busy=model.busy if lockstep else None, registered_outputs=True)
+    n = await drive(h, drv, busy=busy if lockstep else None, registered_outputs=registered)
     wall = time.perf_counter() - t0
     res = drv.result()
     res.update({"lockstep": lockstep, "mismatches": h.mismatches if lockstep else None,
@@ -69,3 +70,21 @@ async def engine_cosim(dut):
             json.dump(res, f)
     assert res["ok"], f"closed loop failed: {json.dumps({k: v for k, v in res.items() if k != 'config'})}"
     assert not lockstep or h.mismatches == 0
+
+
+@cocotb.test()
+async def engine_cosim(dut):
+    """The receive half (``engine_rx_256x4``) receiving from a model sender (MR-ENG-120)."""
+    width = len(dut.s_axis__tdata)
+    cfg, lockstep = _config(width)
+    model = EngineRxModel(width, cfg.conns, cfg.paths, cfg.keys, outstanding=32)
+    await _run(dut, model, Cosim(cfg), lockstep, model.busy, registered=True)
+
+
+@cocotb.test()
+async def engine_tx_cosim(dut):
+    """The TX half (the block ``tx``) sending to a model receiver (MR-ENG-125)."""
+    width = len(dut.m_axis__tdata)
+    cfg, lockstep = _config(width)
+    model = tx_model(width)
+    await _run(dut, model, TxCosim(cfg), lockstep, model.active, registered=True)

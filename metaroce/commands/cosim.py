@@ -19,9 +19,19 @@ from pathlib import Path
 
 HELP = "closed-loop co-simulation: the engine's RTL with a model peer over the fabric simulator"
 
-BLOCK = "engine_rx_256x4"
+#: the build and the cocotb test of each direction
+BLOCKS = {"rx": ("engine_rx_256x4", "engine_cosim"), "tx": ("tx", "engine_tx_cosim")}
 
 __all__ = ["run_rtl"]
+
+
+#: MR-ENG-123/127: what the reference run of each direction is
+REFERENCE = {
+    "rx": ("the same sender and fabric, a reference Endpoint receiving (its delayed-ACK timer as "
+           "the engine's, MR-RX-090; rate-hint pushes off, as the RX engine)"),
+    "tx": ("model <-> model: a reference Endpoint sending (its MTU, chunk window, adaptive "
+           "windows and probes) to the same receiver over the same fabric"),
+}
 
 
 def add_arguments(p):
@@ -39,27 +49,34 @@ def add_arguments(p):
                    help="the sender: the model endpoint (default) or the RTL TX engine")
     p.add_argument("--width", type=int, default=64, choices=(64, 512),
                    help="datapath bits (default 64: the 10 Gb/s link at 156.25 MHz; 512: 80 Gb/s)")
-    p.add_argument("--ack-every", type=int, default=1, dest="ack_every",
-                   help="the engine's ACK policy: an ACK every N accepted packets of a path "
-                        "(default 1: the receive half has no delayed-ACK timer, MR-ENG-123)")
+    p.add_argument("--ack-every", type=int, default=None, dest="ack_every",
+                   help="the receiver's ACK policy: an ACK every N accepted packets of a path, "
+                        "else after the delayed-ACK time (default 1 for rx, MR-ENG-123; 4 for tx)")
     p.add_argument("--seed", type=int, default=1, help="seed of the fabric, data and layout (default 1)")
     p.add_argument("--lockstep", action="store_true",
                    help="run the engine's cycle model alongside and compare every output every "
                         "cycle (about ten times slower)")
     p.add_argument("--engine", choices=("rtl", "model"), default="rtl",
-                   help="the receiver: the RTL under Verilator (default) or its cycle model alone")
+                   help="the engine's half under test: the RTL under Verilator (default) or its "
+                        "cycle model alone")
+    p.add_argument("--direction", choices=("rx", "tx"), default="rx",
+                   help="rx (default): a model sender writes into the engine's receive half; "
+                        "tx: the engine's TX half writes to a model receiver, whose ACKs drive it "
+                        "(MTU 1,024 and 2 connections: the block tx; --ack-every defaults to 4)")
 
 
-def run_rtl(cfg, *, lockstep=False, log_dir=None):
+def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx"):
     """One closed-loop run of the RTL (``tb/cosim.py``) on the cached Verilator build of the
-    small instance at ``cfg.width``; returns the result dict (raises RuntimeError with the
-    log's path when the simulation wrote none)."""
+    small instance at ``cfg.width`` (``direction`` rx: ``engine_rx_256x4`` receiving; tx: the
+    block ``tx`` sending); returns the result dict (raises RuntimeError with the log's path
+    when the simulation wrote none)."""
     from dataclasses import asdict
 
     from metaroce import blocks
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
-    b = tb_build.build(blocks.get(BLOCK), cfg.width)
+    block, test = BLOCKS[direction]
+    b = tb_build.build(blocks.get(block), cfg.width)
     raw = asdict(cfg)
     raw.pop("width")
     with tempfile.TemporaryDirectory(dir=log_dir or blocks.scratch_dir(), prefix="cosim-") as tmp:
@@ -67,7 +84,7 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None):
         log = Path(tmp) / "sim.log"
         env = {"COSIM_CONFIG": json.dumps(raw), "COSIM_OUT": str(out),
                "COSIM_LOCKSTEP": "1" if lockstep else "0"}
-        vl.run(b, "metaroce.tb.cosim", extra_env=env, run_dir=Path(tmp) / "run", log_file=log,
+        vl.run(b, "metaroce.tb.cosim", testcase=test, extra_env=env, run_dir=Path(tmp) / "run", log_file=log,
                check=False)
         if not out.is_file():
             keep = blocks.scratch_dir() / "last-cosim-sim.log"
@@ -84,7 +101,7 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None):
 
 def run(args):
     from metaroce.cli import CliError
-    from metaroce.models import cosim
+    from metaroce.models import cosim, cosim_tx
     if args.peer == "rtl":
         raise CliError("--peer rtl needs the engine's TX half, which is not built yet "
                        "(only the receive half, EngineRx, exists): use --peer model")
@@ -94,52 +111,69 @@ def run(args):
         raise CliError("--bytes must be in 6..1073741824")
     if args.seed < 0:
         raise CliError("--seed must be >= 0")
+    tx = args.direction == "tx"
+    if args.ack_every is None:
+        args.ack_every = cosim_tx.TX_CONFIG["ack_every"] if tx else 1
     if not 1 <= args.ack_every <= 15:
         raise CliError("--ack-every must be in 1..15")
     over, _ = cosim.SCENARIOS[args.scenario]
-    cfg = cosim.Config(**{**over, "width": args.width, "nbytes": args.nbytes, "loss": args.loss,
-                          "seed": args.seed, "ack_every": args.ack_every})
-    cfg.validate()
+    cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}), "width": args.width,
+                          "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
+                          "ack_every": args.ack_every})
+    try:
+        cosim_tx.check_config(cfg) if tx else cfg.validate()
+    except ValueError as e:
+        raise CliError(str(e)) from None
     if args.engine == "model":
         if args.lockstep:
             raise CliError("--lockstep compares the RTL with the model: not with --engine model")
-        res = cosim.run_model(cfg)
+        res = (cosim_tx if tx else cosim).run_model(cfg)
         res.update({"lockstep": False, "mismatches": None})
     else:
+        block = BLOCKS[args.direction][0]
         if sys.stderr.isatty():
-            print(f"metaroce cosim: Verilator build of {BLOCK} at {args.width} bits (cached after "
+            print(f"metaroce cosim: Verilator build of {block} at {args.width} bits (cached after "
                   "the first, which takes minutes), then the closed loop", file=sys.stderr)
         from metaroce.sim import verilator as vl
         try:
-            res = run_rtl(cfg, lockstep=args.lockstep)
+            res = run_rtl(cfg, lockstep=args.lockstep, direction=args.direction)
         except vl.ToolchainError as e:
             raise CliError(str(e).splitlines()[0]) from None
         except RuntimeError as e:
             raise CliError(str(e)) from None
     ref = cosim.run_reference(cfg, timer=True, hints=False)
     res["reference"] = {"goodput_vs_limit": ref["goodput_vs_limit"], "ok": ref["ok"],
-                        "what": "the same sender and fabric, a reference Endpoint receiving "
-                                "(its delayed-ACK timer as the engine's, MR-RX-090; rate-hint "
-                                "pushes off, as the RX engine)"}
-    res = {"scenario": args.scenario, "peer": args.peer, "receiver": args.engine, **res}
+                        "what": REFERENCE[args.direction]}
+    res = {"scenario": args.scenario, "direction": args.direction, "peer": args.peer,
+           "engine_sim": args.engine, **({} if tx else {"receiver": args.engine}), **res}
     head = ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
     res = {**{k: res[k] for k in head}, **{k: v for k, v in res.items() if k not in head}}
     if args.json:
         print(json.dumps(res))
     else:
         eng = res["engine"]
-        print(f"cosim {args.scenario}: {'ok' if res['ok'] else 'FAILED'}: {res['bytes']} bytes, "
+        print(f"cosim {args.scenario} ({args.direction}): {'ok' if res['ok'] else 'FAILED'}: {res['bytes']} bytes, "
               f"sha256 {'match' if res['sha256_match'] else 'MISMATCH'}, "
               f"WRs {'all completed' if res['wrs_completed_ok'] else 'NOT all completed'}")
         print(f"  goodput {res['goodput_gbps']:.3f} Gb/s = {res['goodput_vs_limit']:.3f} of the "
               f"payload limit {res['limit_gbps']:.3f} Gb/s ({res['link_gbps']:g} Gb/s link, "
               f"{res['width']} bits at {res['clock_mhz']:g} MHz), {res['cycles']} cycles; "
-              f"reference receiver {res['reference']['goodput_vs_limit']:.3f}")
-        fb, sd = res["fabric"], res["sender"]
-        print(f"  fabric: {fb['lost']} lost, {fb['duplicated']} duplicated, {fb['delayed']} delayed, "
-              f"{fb['ce_marked']} CE-marked; sender: {sd['frames']} frames, "
-              f"{sd['retransmitted']} retransmitted, {sd['probes']} probes, {sd['timeouts']} timeouts")
-        print(f"  engine: {eng['frames_in']} frames, {eng['ack_records']} ACKs, "
-              f"{eng['nak_records']} NAKs, {eng['placements']} placements; lockstep mismatches: "
-              f"{'not run' if res['mismatches'] is None else res['mismatches']}")
+              f"reference {res['reference']['goodput_vs_limit']:.3f}")
+        fb = res["fabric"]
+        lost = (f"  fabric: {fb['lost']} lost, {fb['duplicated']} duplicated, {fb['delayed']} "
+                f"delayed, {fb['ce_marked']} CE-marked; ")
+        mism = f"lockstep mismatches: {'not run' if res['mismatches'] is None else res['mismatches']}"
+        if tx:
+            rv, ctr = res["receiver"], eng["retransmit_counters"]
+            print(lost + f"receiver: {rv['data_packets']} data frames, {rv['acks_sent']} ACKs, "
+                  f"{rv['duplicates']} duplicates")
+            print(f"  engine: {eng['frames']} frames ({eng['retransmits']} resent), "
+                  f"{eng['acks_taken']} ACKs and {eng['naks_taken']} NAKs taken, "
+                  f"{ctr.get('gap_losses', 0)} gap losses, {ctr.get('timeouts', 0)} timeouts; {mism}")
+        else:
+            sd = res["sender"]
+            print(lost + f"sender: {sd['frames']} frames, {sd['retransmitted']} retransmitted, "
+                  f"{sd['probes']} probes, {sd['timeouts']} timeouts")
+            print(f"  engine: {eng['frames_in']} frames, {eng['ack_records']} ACKs, "
+                  f"{eng['nak_records']} NAKs, {eng['placements']} placements; {mism}")
     return 0 if res["ok"] else 1
