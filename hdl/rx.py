@@ -273,12 +273,18 @@ class Rx(wiring.Component):
                      rd_rd.en.eq(advance)]
 
         s1 = Signal(META_LAYOUT)
+        is_write, is_send, is_read = Signal(), Signal(), Signal()
         s1_timer, s1_trow, s1_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
         with m.If(advance):
             m.d.sync += [s1_valid.eq(take | fire), s1_timer.eq(fire), s1_trow.eq(t_head.row),
                          s1_tgen.eq(t_head.gen)]
             with m.If(take):
-                m.d.sync += s1.eq(inm)
+                # the opcode's class, registered with the record: S1's row muxes and checks
+                # start from a register, not from an opcode compare (MR-RX-049)
+                op_in = inm.bth.opcode
+                m.d.sync += [s1.eq(inm), is_write.eq((op_in == Op.MR_WRITE) | (op_in == Op.MR_WRITE_IMM)),
+                             is_send.eq((op_in == Op.MR_SEND) | (op_in == Op.MR_SEND_IMM)),
+                             is_read.eq(op_in == Op.MR_READ_RESP)]
 
         # what every stage hands on besides its checks
         carry = data.StructLayout({"conn": cb, "path": 8, "row": row_bits, "psn": 24, "ack_req": 1,
@@ -299,9 +305,6 @@ class Rx(wiring.Component):
         m.d.comb += mtu.eq(Const(1, 17) << mtu_log2)
         # MR-RX-100..102: a SEND's receive row against its recv_seq (the order of the 32-bit
         # half space, the difference's sign, is finished in S2 from 16-bit limbs)
-        is_write = (bth.opcode == Op.MR_WRITE) | (bth.opcode == Op.MR_WRITE_IMM)
-        is_send = (bth.opcode == Op.MR_SEND) | (bth.opcode == Op.MR_SEND_IMM)
-        is_read = bth.opcode == Op.MR_READ_RESP
         recv = data.View(lay.recv, recv_rd.data)
         rseq = s1.mrsh.recv_seq
         r_match = Signal()
@@ -393,8 +396,8 @@ class Rx(wiring.Component):
                 # MR-RX-104: a SEND's address is its receive's base + offset
                 # MR-RX-112: a READ response's is its READ's destination + offset
                 *[r.eq(v) for r, v in zip(s2_addr_limbs, _address_limbs(
-                    Mux(is_send, recv.base, Mux(is_read, rd.base, key.base)), Mux(is_write, reth.va, 0),
-                    mrdh.offset))],
+                    (recv.base & is_send.replicate(64)) | (rd.base & is_read.replicate(64))
+                    | (key.base & is_write.replicate(64)), reth.va & is_write.replicate(64), mrdh.offset))],
             ]
 
         # -- S2: the limbs' compares; the placement address's limb carries (MR-RX-046)

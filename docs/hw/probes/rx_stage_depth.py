@@ -2,6 +2,11 @@
 MR-FLOW-010 on one helper of hdl/rx.py between registers.
 
     .venv/bin/python docs/hw/probes/rx_stage_depth.py addr_limbs addr_resolve piece_counter wide_counter
+    .venv/bin/python docs/hw/probes/rx_stage_depth.py addr_limbs_sel seq_order
+
+``addr_limbs_sel``: S1's address limbs with the base chosen among the key, receive and READ
+rows by the registered opcode class (MR-RX-104, MR-RX-112); ``seq_order``: S1's receive/READ
+match and the 32-bit order's limbs (MR-RX-102, MR-RX-111).
 """
 import sys
 from amaranth.hdl import *
@@ -27,6 +32,20 @@ def build(kind):
         inc = reg(1, "inc")
         c, _ = R._piece_counter(m, "ctr", 64, inc)
         m.d.comb += o[:64].eq(c)
+    elif kind == "addr_limbs_sel":
+        kb, rb, db = reg(64, "kbase"), reg(64, "rbase"), reg(64, "dbase")
+        w, snd, rd = reg(1, "w"), reg(1, "snd"), reg(1, "rd")
+        va, off = reg(64, "va"), reg(32, "off")
+        base = (rb & snd.replicate(64)) | (db & rd.replicate(64)) | (kb & w.replicate(64))
+        m.d.sync += o[:68].eq(Cat(*R._address_limbs(base, va & w.replicate(64), off)))
+    elif kind == "seq_order":
+        snd, rd, valid = reg(1, "snd"), reg(1, "rd"), reg(1, "valid")
+        rseq, msg, rrow, drow = reg(32, "rseq"), reg(32, "msg"), reg(32, "rrow"), reg(32, "drow")
+        a, b = Mux(snd, rseq, msg), ~Mux(snd, rrow, drow)
+        lo = R._add_prefix(a[:16], b[:16], carry_in=1)
+        hi0, hi1 = R._add_prefix(a[16:], b[16:]), R._add_prefix(a[16:], b[16:], carry_in=1)
+        m.d.sync += o[:55].eq(Cat(lo, hi0, hi1, snd & valid & (rrow == rseq), a[:31] != ~b[:31],
+                                  rd & valid & (drow == msg)))
     elif kind == "wide_counter":
         inc = reg(16, "inc"); push = reg(1, "push")
         v = R._wide_inc_counter(m, "ctr", 64, Mux(push, inc, 0))
