@@ -142,6 +142,7 @@ class TxSched(wiring.Component):
         e_fail = Array(Signal(name=f"fail{e}") for e in range(E))
         e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
         e_out = Array(Signal(OUT_BITS, name=f"out{e}") for e in range(E))
+        e_idle = Array(Signal(init=1, name=f"idle{e}") for e in range(E))     # out == 0
         desc_lay = data.StructLayout({"imm_op": 1, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
                                       "imm": 32, "msg": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
@@ -223,14 +224,22 @@ class TxSched(wiring.Component):
             e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
             # every chunk sent (send has passed the oldest entry) and acknowledged (ahead 0); or
             # failed with nothing in flight (MR-TXS-027)
-            comp_valid.append(Mux(e_fail[e_done], (tail[qi] != done[qi]) & (e_out[e_done] == 0),
+            comp_valid.append(Mux(e_fail[e_done], (tail[qi] != done[qi]) & e_idle[e_done],
                                   (send[qi] != done[qi]) & (e_ahead[e_done] == 0)))
         comp_any, comp_q = _first(comp_valid)
         comp_q = comp_q[:_bits(Q)]
         comp_e = Cat(done[comp_q][:db], comp_q) if D > 1 else comp_q
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
-        comp_unsent = send[comp_q] == done[comp_q]        # only a failed message (MR-TXS-027)
         comp_conn = comp_q >> sb if S > 1 else comp_q
+        # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
+        # completes so) and the connection's unsent count without its chunks, in parallel
+        q_unsent, q_after = [], []
+        for qi in range(Q):
+            e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
+            q_unsent.append(send[qi] == done[qi])
+            a = Signal(24, name=f"unsent_after{qi}")
+            m.d.comb += a.eq(c_unsent[qi // S] - e_left[e_done] - 1)
+            q_after.append(a)
         comp = ~busy & cqe_q.w_rdy & comp_any
 
         # -- work requests (MR-TXS-010, MR-TXS-011)
@@ -440,8 +449,9 @@ class TxSched(wiring.Component):
             with m.If(wr_act & (wr.conn == c)):
                 m.d.sync += c_unsent[c].eq(c_unsent[c] + w_nchm1 + 1)
             # MR-TXS-027: a failed message completed before its last chunk was sent
-            with m.If(comp_act & comp_unsent & (comp_conn == c)):
-                m.d.sync += c_unsent[c].eq(c_unsent[c] - e_left[comp_e] - 1)
+            c_q = comp_q[:sb] if S > 1 else 0
+            with m.If(comp_act & (comp_conn == c) & Array(q_unsent[c * S:(c + 1) * S])[c_q]):
+                m.d.sync += c_unsent[c].eq(Array(q_after[c * S:(c + 1) * S])[c_q])
             with m.If(pop_act & mine):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(pkt_act & mine):
@@ -472,13 +482,14 @@ class TxSched(wiring.Component):
             with m.If(wr_act & (w_e == e)):
                 m.d.sync += [e_len[e].eq(wr.length), e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
-                             e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0)]
+                             e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
+                             e_idle[e].eq(1)]
             with m.Elif(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
-            with m.If(rep_act & (r_e == e) & (e_out[e] != 0)):
-                m.d.sync += e_out[e].eq(e_out[e] - 1)
+            with m.If(rep_act & (r_e == e) & ~e_idle[e]):
+                m.d.sync += [e_out[e].eq(e_out[e] - 1), e_idle[e].eq(e_out[e] == 1)]
             with m.If(pkt_act & (g_e == e)):
-                m.d.sync += e_out[e].eq(e_out[e] + 1)
+                m.d.sync += [e_out[e].eq(e_out[e] + 1), e_idle[e].eq(0)]
             with m.If(new_act & Array(x["e"] == e for x in cand_r)[pick]):
                 m.d.sync += [e_next[e].eq(e_next[e] + 1), e_left[e].eq(e_left[e] - 1),
                              e_ahead[e].eq(e_ahead[e] + 1)]
@@ -487,7 +498,7 @@ class TxSched(wiring.Component):
                 m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_next[qi] + 1)]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
-                with m.If(comp_unsent):
+                with m.If(q_unsent[qi]):
                     m.d.sync += send[qi].eq(send[qi] + 1)
             with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand_r)[pick]):
                 m.d.sync += send[qi].eq(send[qi] + 1)
