@@ -39,6 +39,7 @@ from ..models.tx_sched import (OP_WRITE_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ER
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16
 from ..models.wire import MrdhFlag, Op
+from .rx import _add_prefix
 
 __all__ = ["TxSched", "tx_sched_small"]
 
@@ -62,6 +63,28 @@ def _first_from(valid, start, n):
         idx = Mux(v, j, idx)
         found = found | v
     return found, idx
+
+
+def _ext(v, n):
+    return Cat(v, Const(0, n - len(v))) if len(v) < n else v[:n]
+
+
+def _add(a, b, carry_in=0):
+    """``a + b (+ 1)`` modulo 2^len(a) as a prefix add (MR-TXS-032: no ripple chain)."""
+    n = len(a)
+    return _add_prefix(a.as_unsigned(), _ext(Value.cast(b).as_unsigned(), n), carry_in)[:n]
+
+
+def _sub(a, b):
+    """``a - b`` modulo 2^len(a), a prefix add of the complement."""
+    n = len(a)
+    return _add_prefix(a.as_unsigned(), ~_ext(Value.cast(b).as_unsigned(), n), carry_in=1)[:n]
+
+
+def _gt(a, b):
+    """``a > b`` (unsigned): the carry out of ``a + ~b``."""
+    n = max(len(a), len(b))
+    return _add_prefix(_ext(a, n), ~_ext(b, n))[n]
 
 
 def _first(valid):
@@ -238,7 +261,7 @@ class TxSched(wiring.Component):
             e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
             q_unsent.append(send[qi] == done[qi])
             a = Signal(24, name=f"unsent_after{qi}")
-            m.d.comb += a.eq(c_unsent[qi // S] - e_left[e_done] - 1)
+            m.d.comb += a.eq(_add_prefix(c_unsent[qi // S], ~_ext(e_left[e_done], 24))[:24])
             q_after.append(a)
         comp = ~busy & cqe_q.w_rdy & comp_any
 
@@ -423,19 +446,20 @@ class TxSched(wiring.Component):
             for p in range(PA):
                 row = c * PA + p
                 with m.If(rep_act & (r_row == row)):
-                    over = p_infl[row] > r_nb
-                    m.d.sync += [p_infl[row].eq(Mux(over, p_infl[row] - r_nb, 0)),
-                                 p_room[row].eq(Mux(over, p_room[row] + r_nb, self.cwnd - mtu)),
+                    over = _gt(p_infl[row], r_nb)
+                    m.d.sync += [p_infl[row].eq(Mux(over, _sub(p_infl[row], r_nb), 0)),
+                                 p_room[row].eq(Mux(over, _add(p_room[row], r_nb), self.cwnd - mtu)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, p_pkts[row] - 1, 0))]
                 with m.If(pkt_act & mine & (x["path"] == p)):
-                    m.d.sync += [p_psn[row].eq(p_psn[row] + 1), p_infl[row].eq(p_infl[row] + x["nb"]),
-                                 p_room[row].eq(p_room[row] - x["nb"]),
+                    m.d.sync += [p_psn[row].eq(_add(p_psn[row], 1)),
+                                 p_infl[row].eq(_add(p_infl[row], x["nb"])),
+                                 p_room[row].eq(_sub(p_room[row], x["nb"])),
                                  p_pkts[row].eq(p_pkts[row] + 1),
                                  p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
             with m.If(rep_act & (r_conn == c)):
-                over = c_infl[c] > r_nb
-                m.d.sync += [c_infl[c].eq(Mux(over, c_infl[c] - r_nb, 0)),
-                             c_room[c].eq(Mux(over, c_room[c] + r_nb, K))]
+                over = _gt(c_infl[c], r_nb)
+                m.d.sync += [c_infl[c].eq(Mux(over, _sub(c_infl[c], r_nb), 0)),
+                             c_room[c].eq(Mux(over, _add(c_room[c], r_nb), K))]
             for k in range(RD):
                 with m.If(ack_act & (r_conn == c) & (r_slot == rq_slot[c][k])
                           & (r_chunk == rq_chunk[c][k])):
@@ -447,7 +471,7 @@ class TxSched(wiring.Component):
                                      rq_last[c][k].eq(r_last), rq_stale[c][k].eq(0)]
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
             with m.If(wr_act & (wr.conn == c)):
-                m.d.sync += c_unsent[c].eq(c_unsent[c] + w_nchm1 + 1)
+                m.d.sync += c_unsent[c].eq(_add(c_unsent[c], w_nchm1, carry_in=1))
             # MR-TXS-027: a failed message completed before its last chunk was sent
             c_q = comp_q[:sb] if S > 1 else 0
             with m.If(comp_act & (comp_conn == c) & Array(q_unsent[c * S:(c + 1) * S])[c_q]):
@@ -455,10 +479,10 @@ class TxSched(wiring.Component):
             with m.If(pop_act & mine):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(pkt_act & mine):
-                m.d.sync += [c_infl[c].eq(c_infl[c] + x["nb"]), c_room[c].eq(c_room[c] - x["nb"]),
+                m.d.sync += [c_infl[c].eq(_add(c_infl[c], x["nb"])), c_room[c].eq(_sub(c_room[c], x["nb"])),
                              c_rr[c].eq(x["path"] + 1)]
             with m.If(new_act & mine):
-                m.d.sync += [c_unsent[c].eq(c_unsent[c] - 1), c_srr[c].eq(x["s"] + 1)]
+                m.d.sync += [c_unsent[c].eq(_sub(c_unsent[c], 1)), c_srr[c].eq(x["s"] + 1)]
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
         w_e = Cat(tail[w_qi][:db], w_qi) if D > 1 else w_qi
@@ -491,11 +515,11 @@ class TxSched(wiring.Component):
             with m.If(pkt_act & (g_e == e)):
                 m.d.sync += [e_out[e].eq(e_out[e] + 1), e_idle[e].eq(0)]
             with m.If(new_act & Array(x["e"] == e for x in cand_r)[pick]):
-                m.d.sync += [e_next[e].eq(e_next[e] + 1), e_left[e].eq(e_left[e] - 1),
+                m.d.sync += [e_next[e].eq(_add(e_next[e], 1)), e_left[e].eq(_sub(e_left[e], 1)),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
             with m.If(wr_act & (w_qi == qi)):
-                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_next[qi] + 1)]
+                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(_add(msg_next[qi], 1))]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(q_unsent[qi]):
