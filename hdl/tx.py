@@ -16,24 +16,25 @@ m_axis      out   frames, Ethernet header to ICRC (the frame builder's)
 m_cqe       out   completions (the scheduler's; failed messages too, MR-TX-124/125)
 m_error     out   retry-limit reports (the retransmit unit's)
 now         in    the engine's nanosecond clock
-reg_addr    in    the retransmit unit's counter read (``reg_data`` out)
+reg_addr    in    counter read (``reg_data`` out, a cycle later): the retransmit unit's 0..10,
+                  the engine's 11..15 (MR-TX-126)
 =========== ===== ======================================================================
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
-from ..models.tx import ERR_DEPTH, MRDH_VERSION, SMALL, id_depth, layouts
+from ..models.tx import ERR_DEPTH, MRDH_VERSION, SMALL, TX_CTR, TX_CTR_BASE, id_depth, layouts
 from ..models.tx_sched import STATUS_LOC_PROT_ERR
-from ..models.wire import ROCE_PORT
+from ..models.wire import ROCE_PORT, MrdhFlag
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
-from .parser import axis_signature
+from .parser import _wide_counter, axis_signature
 from .retransmit import Retransmit
 from .rx import _add_prefix
 from .tx_sched import TxSched
@@ -241,8 +242,26 @@ class Tx(wiring.Component):
         wiring.connect(m, dp.m_axis, flipped(self.m_axis))
         wiring.connect(m, sched.m_cqe, flipped(self.m_cqe))
         wiring.connect(m, rtx.m_error, flipped(self.m_error))
-        m.d.comb += [sched.now.eq(self.now), rtx.now.eq(self.now), rtx.reg_addr.eq(self.reg_addr),
-                     self.reg_data.eq(rtx.reg_data)]
+        m.d.comb += [sched.now.eq(self.now), rtx.now.eq(self.now), rtx.reg_addr.eq(self.reg_addr)]
+        # MR-TX-126: the engine's counters from its ports' transfers: increments registered, then
+        # counted in 8-bit pieces (as MR-TX-040); the read registered like the unit's
+        axis, fr, cqe = self.m_axis, sched.m_frame, self.m_cqe
+        end = axis.tvalid & axis.tready & axis.tlast
+        cqe_taken = cqe.valid & cqe.ready
+        events = {"frames": end, "frames_bad": end & axis.tuser,
+                  "resends": fr.valid & fr.ready & ((fr.payload.mrdh_flags & int(MrdhFlag.RETX)) != 0),
+                  "completions": cqe_taken, "completions_err": cqe_taken & (cqe.payload.status != 0)}
+        ctr = []
+        for name in TX_CTR:
+            late = Signal(name=f"inc_late_{name}")
+            m.d.sync += late.eq(events[name])
+            ctr.append(_wide_counter(m, f"ctr_{name}", rtx_model.COUNTER_BITS, late, chunk=8))
+        own = Signal(rtx_model.COUNTER_BITS)
+        addr_late = Signal.like(self.reg_addr)
+        k = (self.reg_addr - TX_CTR_BASE)[:3]
+        m.d.sync += [own.eq(Mux(self.reg_addr >= TX_CTR_BASE, Array(ctr)[k], 0)),
+                     addr_late.eq(self.reg_addr)]
+        m.d.comb += self.reg_data.eq(Mux(addr_late >= TX_CTR_BASE, own, rtx.reg_data))
         return m
 
 

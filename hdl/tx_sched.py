@@ -39,6 +39,7 @@ from ..models.tx_sched import (OP_WRITE_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ER
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16
 from ..models.wire import MrdhFlag, Op
+from .rx import _add_prefix
 
 __all__ = ["TxSched", "tx_sched_small"]
 
@@ -62,6 +63,28 @@ def _first_from(valid, start, n):
         idx = Mux(v, j, idx)
         found = found | v
     return found, idx
+
+
+def _ext(v, n):
+    return Cat(v, Const(0, n - len(v))) if len(v) < n else v[:n]
+
+
+def _add(a, b, carry_in=0):
+    """``a + b (+ 1)`` modulo 2^len(a) as a prefix add (MR-TXS-032: no ripple chain)."""
+    n = len(a)
+    return _add_prefix(a.as_unsigned(), _ext(Value.cast(b).as_unsigned(), n), carry_in)[:n]
+
+
+def _sub(a, b):
+    """``a - b`` modulo 2^len(a), a prefix add of the complement."""
+    n = len(a)
+    return _add_prefix(a.as_unsigned(), ~_ext(Value.cast(b).as_unsigned(), n), carry_in=1)[:n]
+
+
+def _gt(a, b):
+    """``a > b`` (unsigned): the carry out of ``a + ~b``."""
+    n = max(len(a), len(b))
+    return _add_prefix(_ext(a, n), ~_ext(b, n))[n]
 
 
 def _first(valid):
@@ -142,6 +165,7 @@ class TxSched(wiring.Component):
         e_fail = Array(Signal(name=f"fail{e}") for e in range(E))
         e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
         e_out = Array(Signal(OUT_BITS, name=f"out{e}") for e in range(E))
+        e_idle = Array(Signal(init=1, name=f"idle{e}") for e in range(E))     # out == 0
         desc_lay = data.StructLayout({"imm_op": 1, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
                                       "imm": 32, "msg": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
@@ -223,14 +247,22 @@ class TxSched(wiring.Component):
             e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
             # every chunk sent (send has passed the oldest entry) and acknowledged (ahead 0); or
             # failed with nothing in flight (MR-TXS-027)
-            comp_valid.append(Mux(e_fail[e_done], (tail[qi] != done[qi]) & (e_out[e_done] == 0),
+            comp_valid.append(Mux(e_fail[e_done], (tail[qi] != done[qi]) & e_idle[e_done],
                                   (send[qi] != done[qi]) & (e_ahead[e_done] == 0)))
         comp_any, comp_q = _first(comp_valid)
         comp_q = comp_q[:_bits(Q)]
         comp_e = Cat(done[comp_q][:db], comp_q) if D > 1 else comp_q
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
-        comp_unsent = send[comp_q] == done[comp_q]        # only a failed message (MR-TXS-027)
         comp_conn = comp_q >> sb if S > 1 else comp_q
+        # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
+        # completes so) and the connection's unsent count without its chunks, in parallel
+        q_unsent, q_after = [], []
+        for qi in range(Q):
+            e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
+            q_unsent.append(send[qi] == done[qi])
+            a = Signal(24, name=f"unsent_after{qi}")
+            m.d.comb += a.eq(_add_prefix(c_unsent[qi // S], ~_ext(e_left[e_done], 24))[:24])
+            q_after.append(a)
         comp = ~busy & cqe_q.w_rdy & comp_any
 
         # -- work requests (MR-TXS-010, MR-TXS-011)
@@ -414,19 +446,20 @@ class TxSched(wiring.Component):
             for p in range(PA):
                 row = c * PA + p
                 with m.If(rep_act & (r_row == row)):
-                    over = p_infl[row] > r_nb
-                    m.d.sync += [p_infl[row].eq(Mux(over, p_infl[row] - r_nb, 0)),
-                                 p_room[row].eq(Mux(over, p_room[row] + r_nb, self.cwnd - mtu)),
+                    over = _gt(p_infl[row], r_nb)
+                    m.d.sync += [p_infl[row].eq(Mux(over, _sub(p_infl[row], r_nb), 0)),
+                                 p_room[row].eq(Mux(over, _add(p_room[row], r_nb), self.cwnd - mtu)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, p_pkts[row] - 1, 0))]
                 with m.If(pkt_act & mine & (x["path"] == p)):
-                    m.d.sync += [p_psn[row].eq(p_psn[row] + 1), p_infl[row].eq(p_infl[row] + x["nb"]),
-                                 p_room[row].eq(p_room[row] - x["nb"]),
+                    m.d.sync += [p_psn[row].eq(_add(p_psn[row], 1)),
+                                 p_infl[row].eq(_add(p_infl[row], x["nb"])),
+                                 p_room[row].eq(_sub(p_room[row], x["nb"])),
                                  p_pkts[row].eq(p_pkts[row] + 1),
                                  p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
             with m.If(rep_act & (r_conn == c)):
-                over = c_infl[c] > r_nb
-                m.d.sync += [c_infl[c].eq(Mux(over, c_infl[c] - r_nb, 0)),
-                             c_room[c].eq(Mux(over, c_room[c] + r_nb, K))]
+                over = _gt(c_infl[c], r_nb)
+                m.d.sync += [c_infl[c].eq(Mux(over, _sub(c_infl[c], r_nb), 0)),
+                             c_room[c].eq(Mux(over, _add(c_room[c], r_nb), K))]
             for k in range(RD):
                 with m.If(ack_act & (r_conn == c) & (r_slot == rq_slot[c][k])
                           & (r_chunk == rq_chunk[c][k])):
@@ -438,17 +471,18 @@ class TxSched(wiring.Component):
                                      rq_last[c][k].eq(r_last), rq_stale[c][k].eq(0)]
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
             with m.If(wr_act & (wr.conn == c)):
-                m.d.sync += c_unsent[c].eq(c_unsent[c] + w_nchm1 + 1)
+                m.d.sync += c_unsent[c].eq(_add(c_unsent[c], w_nchm1, carry_in=1))
             # MR-TXS-027: a failed message completed before its last chunk was sent
-            with m.If(comp_act & comp_unsent & (comp_conn == c)):
-                m.d.sync += c_unsent[c].eq(c_unsent[c] - e_left[comp_e] - 1)
+            c_q = comp_q[:sb] if S > 1 else 0
+            with m.If(comp_act & (comp_conn == c) & Array(q_unsent[c * S:(c + 1) * S])[c_q]):
+                m.d.sync += c_unsent[c].eq(Array(q_after[c * S:(c + 1) * S])[c_q])
             with m.If(pop_act & mine):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(pkt_act & mine):
-                m.d.sync += [c_infl[c].eq(c_infl[c] + x["nb"]), c_room[c].eq(c_room[c] - x["nb"]),
+                m.d.sync += [c_infl[c].eq(_add(c_infl[c], x["nb"])), c_room[c].eq(_sub(c_room[c], x["nb"])),
                              c_rr[c].eq(x["path"] + 1)]
             with m.If(new_act & mine):
-                m.d.sync += [c_unsent[c].eq(c_unsent[c] - 1), c_srr[c].eq(x["s"] + 1)]
+                m.d.sync += [c_unsent[c].eq(_sub(c_unsent[c], 1)), c_srr[c].eq(x["s"] + 1)]
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
         w_e = Cat(tail[w_qi][:db], w_qi) if D > 1 else w_qi
@@ -472,22 +506,23 @@ class TxSched(wiring.Component):
             with m.If(wr_act & (w_e == e)):
                 m.d.sync += [e_len[e].eq(wr.length), e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
-                             e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0)]
+                             e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
+                             e_idle[e].eq(1)]
             with m.Elif(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
-            with m.If(rep_act & (r_e == e) & (e_out[e] != 0)):
-                m.d.sync += e_out[e].eq(e_out[e] - 1)
+            with m.If(rep_act & (r_e == e) & ~e_idle[e]):
+                m.d.sync += [e_out[e].eq(e_out[e] - 1), e_idle[e].eq(e_out[e] == 1)]
             with m.If(pkt_act & (g_e == e)):
-                m.d.sync += e_out[e].eq(e_out[e] + 1)
+                m.d.sync += [e_out[e].eq(e_out[e] + 1), e_idle[e].eq(0)]
             with m.If(new_act & Array(x["e"] == e for x in cand_r)[pick]):
-                m.d.sync += [e_next[e].eq(e_next[e] + 1), e_left[e].eq(e_left[e] - 1),
+                m.d.sync += [e_next[e].eq(_add(e_next[e], 1)), e_left[e].eq(_sub(e_left[e], 1)),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
             with m.If(wr_act & (w_qi == qi)):
-                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_next[qi] + 1)]
+                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(_add(msg_next[qi], 1))]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
-                with m.If(comp_unsent):
+                with m.If(q_unsent[qi]):
                     m.d.sync += send[qi].eq(send[qi] + 1)
             with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand_r)[pick]):
                 m.d.sync += send[qi].eq(send[qi] + 1)

@@ -40,7 +40,7 @@ from . import wire
 __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd_of",
            "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
-           "id_depth", "slot_of"]
+           "id_depth", "slot_of", "TX_CTR", "TX_CTR_BASE"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
 #: a retransmit pool of 256 records (every path's 32 packets in flight), 16 read commands
@@ -52,6 +52,13 @@ MRDH_VERSION = 1
 
 #: MR-TX-124: slots of the queue of done records' error bits waiting for their frame's end.
 ERR_DEPTH = 8
+
+#: MR-TX-126: the engine's own 64-bit counters, read at ``reg_addr`` TX_CTR_BASE + index (after
+#: the retransmit unit's, MR-TX-040).
+TX_CTR_BASE = rtx_model.N_COUNTERS
+TX_CTR = {name: i for i, name in enumerate(("frames", "frames_bad", "resends", "completions",
+                                            "completions_err"))}
+assert TX_CTR_BASE + len(TX_CTR) <= 16, "reg_addr is 4 bits"
 
 
 def id_depth(outstanding):
@@ -302,6 +309,11 @@ class TxCycleModel:
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
                                      outstanding=outstanding)
         self.lay = self.data.lay
+        # MR-TX-126: registered increments, counted a cycle later; the read registered
+        self.counters = [0] * len(TX_CTR)
+        self.counts_late = []
+        self.reg_own = 0
+        self.reg_addr_late = 0
 
     @staticmethod
     def port_names():
@@ -352,7 +364,27 @@ class TxCycleModel:
                "s_cfg__ready": do["s_cfg__ready"],
                "m_cqe__payload": so["m_cqe__payload"], "m_cqe__valid": so["m_cqe__valid"],
                "m_error__payload": ro["m_error__payload"], "m_error__valid": ro["m_error__valid"],
-               "reg_data": ro["reg_data"]}
+               "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"]}
+        # MR-TX-126: the events of this cycle, counted after the next edge
+        now = []
+        if do["m_axis__tvalid"] and g("m_axis__tready", 0) and do["m_axis__tlast"]:
+            now.append(TX_CTR["frames"])
+            if do["m_axis__tuser"]:
+                now.append(TX_CTR["frames_bad"])
+        if (so["m_frame__valid"] and frame_ready
+                and unpack(sched.lay.frame, so["m_frame__payload"])["mrdh_flags"] & wire.MrdhFlag.RETX):
+            now.append(TX_CTR["resends"])
+        if so["m_cqe__valid"] and g("m_cqe__ready", 0):
+            now.append(TX_CTR["completions"])
+            if unpack(sched.lay.cqe, so["m_cqe__payload"])["status"]:
+                now.append(TX_CTR["completions_err"])
+        addr = g("reg_addr", 0)
+        k = addr - TX_CTR_BASE
+        self.reg_own = self.counters[k] if 0 <= k < len(TX_CTR) else 0
+        self.reg_addr_late = addr
+        for i in self.counts_late:
+            self.counters[i] = (self.counters[i] + 1) % (1 << rtx_model.COUNTER_BITS)
+        self.counts_late = now
         out.update({"m_axis__" + n: do["m_axis__" + n] for n in AXIS_OUT})
         out.update({"m_axi__" + n: do["m_axi__" + n] for n in AXI_OUT})
         return out

@@ -34,8 +34,8 @@ from .wire import MrdhFlag, Op
 
 __all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_beats",
            "endpoint_frames", "endpoint_template", "endpoint_lossy", "data_requests",
-           "expected_data_frames", "expected_data_errors", "read_fails", "wr_status", "DataDriver",
-           "BenchDriver", "AckBurstDriver", "ack_record"]
+           "expected_data_frames", "expected_data_errors", "read_fails", "wr_status",
+           "check_counters", "DataDriver", "BenchDriver", "AckBurstDriver", "ack_record"]
 
 
 def templates(conns, paths):
@@ -104,7 +104,7 @@ class Driver(CounterReadout):
 
     def __init__(self, lay, width, items, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
                  loss=0.1, p_ack=0.3, p_axi=0.3, latency=(1, 40), ns_per_cycle=4, image=None,
-                 acks=True, expect_frames=None, dead=()):
+                 acks=True, expect_frames=None, dead=(), counters=False):
         self.lay, self.nb = lay, width // 8
         self.rng = random.Random(seed)
         self.items = list(items)
@@ -119,8 +119,8 @@ class Driver(CounterReadout):
         self.i = self.ci = 0
         self.presenting = self.cfg_offer = self.ack_offer = None
         self.cycle = 0
-        self.n_counters = 0
-        self.read_counters = False
+        self.n_counters = 16 if counters else 0         # MR-TX-040, MR-TX-126: every address
+        self.read_counters = counters
         self.quiet_cycles = 3
         self.limit = 40_000 + 3_000 * len(self.items)
         self._readout_reset()
@@ -153,6 +153,7 @@ class Driver(CounterReadout):
                "m_axis__tready": 1, "m_cqe__ready": 1, "m_error__ready": 1}
         self.mem.inputs(inp, self.cycle)
         if self._phase:
+            inp["reg_addr"] = self._readout_addr()
             return inp
         if not _offer_template(self, inp) and self.presenting is None and self.i < len(self.items) and rng.random() >= self.p_idle:
             self.presenting = self.items[self.i]
@@ -322,6 +323,23 @@ def check(sem: TxSchedModel, items, drv):
         if wr_status(sem, w, mem_lay, drv.dead) == STATUS_OK:
             assert chunks[k] == set(range(P.chunk_count(w["length"], mtu))), f"every chunk of {w['wr_id']}"
     return {"retransmits": retx, "frames": len(res["frames"])}
+
+
+def check_counters(drv):
+    """MR-TX-040, MR-TX-126: the counters read at the end (``Driver(counters=True)``) against
+    what the driver saw: frames, frames marked bad, resends, completions, error completions;
+    the retransmit unit's ``sent`` is the frames' count."""
+    from .retransmit import CTR
+    from .tx import TX_CTR, TX_CTR_BASE
+    res = drv.res
+    got = {n: res["counters"][TX_CTR_BASE + i] for n, i in TX_CTR.items()}
+    want = {"frames": len(res["emitted"]), "frames_bad": len(res["bad_frames"]),
+            "resends": sum(1 for f, _ in res["emitted"] if f.mrdh.flags & MrdhFlag.RETX),
+            "completions": len(res["cqe"]),
+            "completions_err": sum(1 for c in res["cqe"] if c["status"])}
+    assert got == want, f"counters {got}, want {want}"
+    assert res["counters"][CTR["sent"]] == want["frames"]
+    return got
 
 
 def _ip(v):

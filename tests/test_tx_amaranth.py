@@ -78,11 +78,12 @@ def _failure_run(n, seed, *, rtl):
     items, lay = xc.traffic(sem, n, seed=seed, max_len=1200, bad_reads=3)
     if rtl:
         drv, _ = lockstep(64, items, lay, xc.templates(2, 4), params=_FAIL, seed=seed, loss=0.1,
-                          dead=(1,))
+                          dead=(1,), counters=True)
     else:
         drv = xc.run_model(TxCycleModel(64, **_FAIL), items, lay, xc.templates(2, 4), seed=seed,
-                           loss=0.1, dead=(1,))
+                           loss=0.1, dead=(1,), counters=True)
     xc.check(sem, items, drv)
+    xc.check_counters(drv)
     return drv, Counter(c["status"] for c in drv.res["cqe"])
 
 
@@ -91,15 +92,16 @@ def test_model_failures(seed):
     """MR-TX-124, MR-TX-125, MR-TXS-027 (model; its RTL equality is the slow lockstep's): a
     message whose payload reads fail completes LOC_PROT_ERR, its frames marked bad (``tuser``);
     the retry limit's error of a dead connection completes its posted work requests
-    RETRY_EXC_ERR (MR-ENG-040, as the reference endpoint); every other one completes 0."""
+    RETRY_EXC_ERR (MR-ENG-040, as the reference endpoint); every other one completes 0. The
+    counters (MR-TX-126) read at the end match."""
     drv, st = _failure_run(8, seed, rtl=False)
     assert st[4] and st[12] and st[0] and drv.res["bad_frames"] and drv.res["errors"]
 
 
 @pytest.mark.slow
 def test_lockstep_failures_64():
-    """MR-TX-124, MR-TX-125, MR-TX-150: the failures on the RTL in lockstep, 0 mismatches, and
-    the checker's statuses."""
+    """MR-TX-124..126, MR-TX-150: the failures on the RTL in lockstep, 0 mismatches, the
+    checker's statuses and the counters."""
     drv, st = _failure_run(6, 1, rtl=True)
     assert st[4] and st[12] and drv.res["bad_frames"]
 

@@ -183,18 +183,12 @@ def dma_bench_run(args, ui, *, block, test, env_prefix):
     of ``test`` with the sweep in ``<env_prefix>_SIZES``, ``_OFFSETS``, ``_LATENCIES``,
     ``_COMMANDS`` and the rows in ``_OUT``."""
     from ..cli import CliError
+    widths, sizes = widths_and_sizes(args, 1, 65535, "command size", DMA_WIDTHS)
     try:
-        widths = parse_list(args.widths, int)
-        sizes = parse_list(args.sizes, int)
         offsets = parse_list(args.offsets, int)
         latencies = parse_list(args.latencies, int)
     except ValueError as e:
         raise CliError(str(e)) from None
-    for w in widths:
-        if w not in DMA_WIDTHS:
-            raise CliError(f"width {w} not supported (use {', '.join(map(str, DMA_WIDTHS))})")
-    if any(not 1 <= s <= 65535 for s in sizes):
-        raise CliError("command sizes must be in 1..65535 bytes")
     if any(o < 0 for o in offsets):
         raise CliError("offsets must be 0 or more")
     if any(not 1 <= x <= 100000 for x in latencies):

@@ -15,11 +15,10 @@ and every output compared every cycle, per wall second); ``mismatches`` must be 
 """
 from __future__ import annotations
 
-from ._common import parse_list, verilator_rows
+from ._common import parse_list, verilator_rows, widths_and_sizes
 
 HELP = "RX engine under Verilator: packets/beats per cycle of same-path bursts, ACK latency"
 
-WIDTHS = (64, 128, 256, 512)
 CONFIGS = {"256x4": ("rx_256x4", 256, 4, 256), "4096x8": ("rx", 4096, 8, 1024)}
 
 
@@ -41,21 +40,11 @@ def one_run(job):
 
 def run(args, ui):
     from ..cli import CliError
-    try:
-        widths = parse_list(args.widths, int)
-        sizes = parse_list(args.sizes, int)
-        configs = parse_list(args.configs, str)
-    except ValueError as e:
-        raise CliError(str(e)) from None
-    for w in widths:
-        if w not in WIDTHS:
-            raise CliError(f"width {w} not supported (use {', '.join(map(str, WIDTHS))})")
+    widths, sizes = widths_and_sizes(args, 0, 256)
+    configs = parse_list(args.configs, str)
     for c in configs:
         if c not in CONFIGS:
             raise CliError(f"config {c!r} not known (use {', '.join(CONFIGS)})")
-    for s in sizes:
-        if not 0 <= s <= 256:
-            raise CliError(f"payload size {s} outside 0..256 bytes")
     if args.packets < 2:
         raise CliError("--packets must be 2 or more")
     jobs = [(c, w, tuple(sizes), args.packets) for c in configs for w in widths]
