@@ -278,10 +278,10 @@ def check(drv, region, source):
             "lost": drv.mac.lost if hasattr(drv.mac, "lost") else None, "placements": res["done"]}
 
 
-def _engine_side(cfg, seed, nbytes, rkey_peer, addr, peer_addr, src_seed, host, *, p_bp, latency):
-    """One engine of MR-ENG-138: its rows (``Setup`` of ``cfg.seed``: the same connection on
-    both sides), its template towards the peer, its WRITEs of ``nbytes`` to the peer's region
-    ``rkey_peer``, its MAC on ``host``. Returns ``(driver, setup, region, source)``."""
+def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, latency):
+    """One engine of MR-ENG-138: its rows (``Setup`` of ``cfg.seed``: the same connection and
+    keys on both sides), its template towards the peer, its WRITEs of ``nbytes`` to the peer's
+    region of key 0, its MAC on ``host``. Returns ``(driver, setup, region, source)``."""
     rng = random.Random(seed)
     s = Setup(SMALL["conns"], SMALL["paths"], 256, seed=cfg.seed, n_conns=1, mtu_log2=10,
               ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
@@ -298,7 +298,7 @@ def _engine_side(cfg, seed, nbytes, rkey_peer, addr, peer_addr, src_seed, host, 
     rlay = ReadLayout(nbytes + 4096)
     bounds = write_bounds(Config(nbytes=nbytes, n_writes=min(cfg.n_writes, nbytes)), rng) if nbytes else [0]
     items = [wr_item(c.qp, i % SMALL["streams"], b - a, wr_id=100 + i, op=OP_WRITE,
-                     laddr=rlay.base + a, va=a, rkey=rkey_peer)
+                     laddr=rlay.base + a, va=a, rkey=s.keys[0].rkey)
              for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
     drv = EngineLoop(cfg.width, engine_layouts(), s, wlay, tmpls, items, rlay, source,
                      FabricMac(host), seed=seed, p_bp=p_bp, latency=latency, limit=float("inf"))
@@ -321,13 +321,11 @@ class PeerCosim:
         h0, h1 = fab.hosts
         h0.ep, h1.ep = RtlPeer(PEER_ADDR), RtlPeer(LOCAL_ADDR)
         assert (host_addr(0), host_addr(1)) == (PEER_ADDR, LOCAL_ADDR)
-        probe = Setup(SMALL["conns"], SMALL["paths"], 256, seed=cfg.seed, n_conns=1, mtu_log2=10)
-        rkey = probe.keys[0].rkey           # both sides' region of key 0 (the same rows)
         lat = cfg.latency
         self.a, _, self.region_a, self.src_a = _engine_side(
-            cfg, cfg.seed + 10, cfg.nbytes, rkey, PEER_ADDR, LOCAL_ADDR, cfg.seed + 3, h0, p_bp=p_bp, latency=lat)
+            cfg, cfg.seed + 10, cfg.nbytes, PEER_ADDR, LOCAL_ADDR, cfg.seed + 3, h0, p_bp=p_bp, latency=lat)
         self.b, _, self.region_b, self.src_b = _engine_side(
-            cfg, cfg.seed + 20, self.back, rkey, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat)
+            cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat)
         self.peer_model = EngineModel(cfg.width)
         self.period = 1.0 / CLOCK_HZ
         self.cycle = 0
