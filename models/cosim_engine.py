@@ -26,7 +26,7 @@ from dataclasses import asdict
 
 from . import codec
 from . import protocol as P
-from .cosim import CLOCK_HZ, INTO, Config, RtlPeer, build_fabric, write_bounds
+from .cosim import CLOCK_HZ, INTO, Config, RtlPeer, build_fabric, fabric_to, run_loop, write_bounds
 from .cosim_tx import check_config
 from . import regs_cases as rgc
 from .dma_read_cases import HostMemory as ReadMemory
@@ -337,10 +337,7 @@ class PeerCosim:
         return self.a.finished and self.b.finished
 
     def inputs(self):
-        t = self.cycle * self.period
-        sim = self.fab.sim
-        if sim.now < t:
-            sim.run(until=t)
+        fabric_to(self.fab, self.cycle)
         a, m = self.a, self.peer_model
         ia = a.inputs()
         a.observe(ia, m.step(ia))
@@ -400,10 +397,5 @@ def region_image(drv, region, n):
 def run_peer_model(cfg: Config, **kw):
     """MR-ENG-138 with the engine under test as :class:`EngineModel` too (model <-> model)."""
     from .engine import EngineModel
-    drv = PeerCosim(cfg, **kw)
     m = EngineModel(cfg.width)
-    while not drv.finished:
-        i = drv.inputs()
-        drv.observe(i, m.step(i))
-        drv.settle(m.active)
-    return drv.result()
+    return run_loop(PeerCosim(cfg, **kw), m, m.active).result()

@@ -269,12 +269,11 @@ def ack_desc(rec, row):
     return d
 
 
-class AckInModel:
-    """MR-ENG-132: the peer's ACK/NAK metadata records into ``s_ack`` records, through a
-    2-entry SyncFIFO (``ready``: not full; ``valid``: not empty)."""
+class _AckFifo:
+    """The 2-entry SyncFIFO of AckIn and AckOut: ``ready`` not full, ``valid`` not empty (both
+    of its state only), the head read without a register."""
 
-    def __init__(self, conns, ack_layout):
-        self.conns, self.lay = conns, ack_layout
+    def __init__(self):
         self.q = SyncFifoModel(ACK_FIFO_DEPTH)
 
     def busy(self):
@@ -285,29 +284,28 @@ class AckInModel:
 
     def out(self):
         return int(self.q.level > 0), self.q.head
+
+
+class AckInModel(_AckFifo):
+    """MR-ENG-132: the peer's ACK/NAK metadata records into ``s_ack`` records."""
+
+    def __init__(self, conns, ack_layout):
+        super().__init__()
+        self.conns, self.lay = conns, ack_layout
 
     def step(self, in_valid, meta, out_ready):
         rec = peer_ack_record(meta, self.conns) if in_valid and self.in_ready() else None
         self.q.update(out_ready, rec is not None, pack(self.lay, rec) if rec is not None else 0)
 
 
-class AckOutModel:
-    """MR-ENG-133: the RX engine's ACK/NAK requests into frame descriptors, through a 2-entry
-    SyncFIFO of descriptors; the template rows written by ``s_cfg`` (seen from the next cycle)."""
+class AckOutModel(_AckFifo):
+    """MR-ENG-133: the RX engine's ACK/NAK requests into frame descriptors (the FIFO holds
+    descriptors); the template rows written by ``s_cfg`` (seen from the next cycle)."""
 
     def __init__(self, conns, ack_layout, cfg_layout):
+        super().__init__()
         self.lay, self.cfg_lay = ack_layout, cfg_layout
         self.tmpl = [unpack(cfg_layout, 0) for _ in range(conns)]
-        self.q = SyncFifoModel(ACK_FIFO_DEPTH)
-
-    def busy(self):
-        return self.q.level > 0
-
-    def in_ready(self):
-        return int(self.q.level < ACK_FIFO_DEPTH)
-
-    def out(self):
-        return int(self.q.level > 0), self.q.head
 
     def step(self, in_valid, rec, out_ready, cfg_valid, cfg):
         push = bool(in_valid) and self.in_ready()

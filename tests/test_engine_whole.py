@@ -21,14 +21,10 @@ from metaroce.models.wire import NakReason
 
 
 def _run_model(nbytes, seed, loss):
+    from metaroce.models.cosim import run_loop
     drv, s, region, src = ce.loopback_run(64, nbytes, seed=seed, loss=loss)
     m = EngineModel(64)
-    while not drv.finished:
-        i = drv.inputs()
-        o = m.step(i)
-        drv.observe(i, o)
-        drv.settle(m.active)
-    return ce.check(drv, region, src)
+    return ce.check(run_loop(drv, m, m.active), region, src)
 
 
 def test_ack_frames_are_the_endpoints():
