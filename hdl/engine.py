@@ -1,4 +1,6 @@
-"""The engine's receive half: the RX blocks joined (docs/spec/hw-engine.md, MR-ENG-100..).
+"""The engine's receive half, the RX blocks joined (docs/spec/hw-engine.md, MR-ENG-100..), and
+the whole engine (``Engine``, MR-ENG-130..: the receive half, the TX half ``hdl.tx.Tx``, the
+ACK paths between them and the MAC transmit arbiter; see :class:`Engine`).
 
 ``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, max_frame=9216, outstanding=256,
 mac_clock=False, mac_fifo_depth=16)`` (MR-ENG-100); ``mac_clock=True`` puts ``s_axis`` in a
@@ -331,7 +333,15 @@ class MacTxArb(wiring.Component):
 class Engine(wiring.Component):
     """MR-ENG-130..136: the whole engine: the receive half (with the peer's ACKs tapped), the TX
     half, the ACK paths between them and the MAC transmit arbiter (docs/spec/hw-engine.md
-    section 5)."""
+    section 5). Ports: the receive half's but ``m_ack`` (MR-ENG-101), ``m_axis`` (MAC transmit),
+    the TX half's ``s_wr``, ``s_cfg``, ``m_tx_cqe``, ``m_error``, ``now``,
+    ``tx_reg_addr``/``tx_reg_data`` and ``m_axi_rd`` (MR-ENG-135)::
+
+        s_axis -> EngineRx --(data)--> placement DMA -> m_axi
+                     |  +--m_peer_ack--> AckIn --s_ack--> Tx --m_axis--+
+                     +--m_ack--> AckOut --> FrameBuilder --m_axis------+-> MacTxArb -> m_axis
+
+    Golden model: :class:`metaroce.models.engine.EngineModel`."""
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, max_frame=9216, outstanding=32,
                  **tx_kw):

@@ -15,6 +15,11 @@ cycle), the parser with the RX model's and the repacker's readies, the DMA with 
 placements and payload beats, the register block with the RX model's configuration ready and
 counter value.
 
+The whole engine (MR-ENG-130..): :class:`EngineModel` composes ``EngineRxModel(peer_acks=True)``,
+:class:`~metaroce.models.tx.TxCycleModel`, :class:`AckInModel`, :class:`AckOutModel`, a second
+:class:`~metaroce.models.frame_builder.FrameBuilderModel` for the ACK frames and
+:class:`MacTxArbModel`, stepped in MR-ENG-136's order.
+
 models/ never imports hdl/.
 """
 from __future__ import annotations
