@@ -1,4 +1,6 @@
-"""The engine's receive half: the RX blocks joined (docs/spec/hw-engine.md, MR-ENG-100..).
+"""The engine's receive half, the RX blocks joined (docs/spec/hw-engine.md, MR-ENG-100..), and
+the whole engine (``Engine``, MR-ENG-130..: the receive half, the TX half ``hdl.tx.Tx``, the
+ACK paths between them and the MAC transmit arbiter; see :class:`Engine`).
 
 ``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, max_frame=9216, outstanding=256,
 mac_clock=False, mac_fifo_depth=16)`` (MR-ENG-100); ``mac_clock=True`` puts ``s_axis`` in a
@@ -31,16 +33,22 @@ Structure (MR-ENG-102), every join a ``wiring.connect`` of the blocks' own inter
 Golden model: :class:`metaroce.models.engine.EngineRxModel`, cycle by cycle on every port.
 """
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import fifo, stream, wiring
+from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import records
 from ..models.dma_write import OUTSTANDING
+from ..models.engine import ACK_FIFO_DEPTH, ENGINE_TX_NAMES
+from ..models.frame_builder import DESC_LAYOUT
+from ..models.tx import SMALL as TX_SMALL
+from ..models.wire import ROCE_PORT, Op
 from ..models.rx import payload_layout
 from .dma_write import DmaWrite
+from .frame_builder import FrameBuilder
 from .parser import Parser, axis_signature
 from .regs import Regs
 from .rx import Rx
+from .tx import Tx
 
 __all__ = ["EngineRx", "PayloadPack", "engine_rx_256x4"]
 
@@ -129,7 +137,9 @@ class EngineRx(wiring.Component):
     placement DMA and host registers."""
 
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
-                 max_frame=9216, outstanding=OUTSTANDING, mac_clock=False, mac_fifo_depth=16):
+                 max_frame=9216, outstanding=OUTSTANDING, mac_clock=False, mac_fifo_depth=16,
+                 peer_acks=False):
+        self.peer_acks = bool(peer_acks)
         if not isinstance(mac_clock, bool):
             self._MustUse__silence = True
             raise ValueError(f"mac_clock must be a bool, not {mac_clock!r}")
@@ -155,7 +165,7 @@ class EngineRx(wiring.Component):
         self.width = width
         self.lay = self.rx.lay
         sig = lambda blk, name: blk.signature.members[name].signature
-        super().__init__({
+        ports = {
             "s_axis": In(sig(self.parser, "s_axis").flip()),
             "m_bypass": Out(sig(self.parser, "m_bypass")),
             "m_ack": Out(sig(self.rx, "m_ack")),
@@ -165,7 +175,10 @@ class EngineRx(wiring.Component):
             "s_axil": In(sig(self.regs, "s_axil").flip()),
             "parser_reg_addr": In(4),
             "parser_reg_data": Out(64),
-        })
+        }
+        if self.peer_acks:
+            ports["m_peer_ack"] = Out(sig(self.parser, "m_meta"))     # MR-ENG-131
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -189,7 +202,16 @@ class EngineRx(wiring.Component):
         else:
             wiring.connect(m, wiring.flipped(self.s_axis), parser.s_axis)
         wiring.connect(m, parser.m_bypass, wiring.flipped(self.m_bypass))
-        wiring.connect(m, parser.m_meta, rx.s_meta)
+        if self.peer_acks:
+            # MR-ENG-131: the peer's ACK and NAK records to m_peer_ack, the others to the RX engine
+            meta, pa = parser.m_meta, self.m_peer_ack
+            op = meta.payload.bth.opcode
+            to_ack = ~meta.payload.drop & ((op == Op.MR_ACK) | (op == Op.MR_NAK))
+            m.d.comb += [rx.s_meta.payload.eq(meta.payload), rx.s_meta.valid.eq(meta.valid & ~to_ack),
+                         pa.payload.eq(meta.payload), pa.valid.eq(meta.valid & to_ack),
+                         meta.ready.eq(Mux(to_ack, pa.ready, rx.s_meta.ready))]
+        else:
+            wiring.connect(m, parser.m_meta, rx.s_meta)
         wiring.connect(m, parser.m_payload, pack.s_axis)
         wiring.connect(m, pack.m_payload, rx.s_payload)
         wiring.connect(m, regs.m_cfg, rx.s_cfg)
@@ -209,3 +231,178 @@ class EngineRx(wiring.Component):
 def engine_rx_256x4(width=512):
     """The small instance: 256 connections x 4 paths, 256 keys, 32 bursts outstanding."""
     return EngineRx(width, conns=256, paths=4, keys=256, outstanding=32)
+
+
+# ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
+
+class AckIn(wiring.Component):
+    """MR-ENG-132: the peer's ACK/NAK metadata records (``s_meta``) into the TX half's ``s_ack``
+    records (``m_ack``) through a 2-entry SyncFIFO; a record whose DestQP is ``conns`` or more
+    is taken and dropped."""
+
+    def __init__(self, conns, meta_sig, ack_layout):
+        self.conns, self.ack_layout = conns, ack_layout
+        super().__init__({"s_meta": In(meta_sig), "m_ack": Out(stream.Signature(ack_layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        s, o = self.s_meta, self.m_ack
+        m.submodules.q = q = fifo.SyncFIFO(width=len(o.payload.as_value()), depth=ACK_FIFO_DEPTH)
+        p = s.payload
+        rec = Signal(self.ack_layout)
+        ce = p.mrah.ce_count
+        with m.If(p.has.mrah):
+            m.d.comb += [rec.nak.eq(p.bth.opcode == Op.MR_NAK), rec.path.eq(p.mrah.path),
+                         rec.psn.eq(p.mrah.trigger_psn), rec.cum.eq(p.mrah.cum_psn),
+                         rec.sack.eq(p.mrah.sack), rec.ce_count.eq(ce), rec.ece.eq(ce != 0)]
+        with m.Else():
+            m.d.comb += [rec.nak.eq(1), rec.path.eq(p.mrnh.path), rec.psn.eq(p.mrnh.psn),
+                         rec.reason.eq(p.mrnh.reason)]
+        m.d.comb += [rec.conn.eq(p.bth.dest_qp), rec.sport.eq(p.udp.sport),
+                     s.ready.eq(q.w_rdy), q.w_data.eq(rec),
+                     q.w_en.eq(s.valid & (p.bth.dest_qp < self.conns)),
+                     o.valid.eq(q.r_rdy), o.payload.eq(q.r_data), q.r_en.eq(o.ready)]
+        return m
+
+
+class AckOut(wiring.Component):
+    """MR-ENG-133: the RX engine's ACK/NAK requests (``s_ack``) into frame descriptors
+    (``m_desc``) through a 2-entry SyncFIFO; the per-connection template rows written by
+    ``s_cfg`` (the TX half's layout, MR-TX-121)."""
+
+    def __init__(self, conns, ack_layout, cfg_layout):
+        self.conns, self.cfg_layout = conns, cfg_layout
+        super().__init__({"s_ack": In(stream.Signature(ack_layout)),
+                          "s_cfg": In(stream.Signature(cfg_layout)),
+                          "m_desc": Out(stream.Signature(DESC_LAYOUT))})
+
+    def elaborate(self, platform):
+        m = Module()
+        a, o, c = self.s_ack, self.m_desc, self.s_cfg
+        m.submodules.tmpl = tmpl = memory.Memory(shape=self.cfg_layout, depth=self.conns, init=[])
+        wr = tmpl.write_port()
+        rd = tmpl.read_port(domain="comb")
+        m.d.comb += [c.ready.eq(1), wr.addr.eq(c.payload.conn), wr.data.eq(c.payload),
+                     wr.en.eq(c.valid), rd.addr.eq(a.payload.conn)]
+        t, r = rd.data, a.payload
+        d = Signal(DESC_LAYOUT)
+        m.d.comb += [d.eth_dst.eq(t.eth_dst), d.eth_src.eq(t.eth_src), d.ip_dscp.eq(t.ip_dscp),
+                     d.ip_ttl.eq(t.ip_ttl), d.ip_src.eq(t.ip_src), d.ip_dst.eq(t.ip_dst),
+                     d.udp_sport.eq(r.sport), d.udp_dport.eq(ROCE_PORT), d.bth_pkey.eq(t.pkey),
+                     d.bth_dest_qp.eq(t.dest_qp)]
+        with m.If(r.nak):
+            m.d.comb += [d.bth_opcode.eq(Op.MR_NAK), d.mrnh_version.eq(1), d.mrnh_path.eq(r.path),
+                         d.mrnh_reason.eq(r.reason), d.mrnh_psn.eq(r.psn)]
+        with m.Else():
+            m.d.comb += [d.bth_opcode.eq(Op.MR_ACK), d.mrah_version.eq(1),
+                         d.mrah_flags.eq(r.ce_count != 0), d.mrah_path.eq(r.path),
+                         d.mrah_ce_count.eq(r.ce_count), d.mrah_cum_psn.eq(r.cum),
+                         d.mrah_trigger_psn.eq(r.psn), d.mrah_sack.eq(r.sack)]
+        m.submodules.q = q = fifo.SyncFIFO(width=len(d.as_value()), depth=ACK_FIFO_DEPTH)
+        m.d.comb += [a.ready.eq(q.w_rdy), q.w_data.eq(d), q.w_en.eq(a.valid),
+                     o.valid.eq(q.r_rdy), o.payload.eq(q.r_data), q.r_en.eq(o.ready)]
+        return m
+
+
+class MacTxArb(wiring.Component):
+    """MR-ENG-134: whole frames of ``s_ack`` (the ACK frame builder's) and ``s_data`` (the TX
+    half's) onto ``m_axis``, ACK frames first between frames, through an output register."""
+
+    def __init__(self, width):
+        sig = axis_signature(width, user=True)
+        super().__init__({"s_ack": In(sig), "s_data": In(sig), "m_axis": Out(sig)})
+
+    def elaborate(self, platform):
+        m = Module()
+        o, ins = self.m_axis, (self.s_ack, self.s_data)
+        locked = Signal()               # a frame is running
+        lock = Signal()                 # its input (0 ACK, 1 data)
+        free = ~o.tvalid | o.tready
+        sel = Mux(locked, lock, ~self.s_ack.tvalid)
+        m.d.comb += [self.s_ack.tready.eq(free & ~sel), self.s_data.tready.eq(free & sel)]
+        with m.If(free):
+            b = [Mux(sel, getattr(ins[1], n), getattr(ins[0], n))
+                 for n in ("tvalid", "tdata", "tkeep", "tlast", "tuser")]
+            m.d.sync += o.tvalid.eq(b[0])
+            with m.If(b[0]):
+                m.d.sync += [o.tdata.eq(b[1]), o.tkeep.eq(b[2]), o.tlast.eq(b[3]), o.tuser.eq(b[4]),
+                             locked.eq(~b[3]), lock.eq(sel)]
+        return m
+
+
+class Engine(wiring.Component):
+    """MR-ENG-130..136: the whole engine: the receive half (with the peer's ACKs tapped), the TX
+    half, the ACK paths between them and the MAC transmit arbiter (docs/spec/hw-engine.md
+    section 5). Ports: the receive half's but ``m_ack`` (MR-ENG-101), ``m_axis`` (MAC transmit),
+    the TX half's ``s_wr``, ``s_cfg``, ``m_tx_cqe``, ``m_error``, ``now``,
+    ``tx_reg_addr``/``tx_reg_data`` and ``m_axi_rd`` (MR-ENG-135)::
+
+        s_axis -> EngineRx --(data)--> placement DMA -> m_axi
+                     |  +--m_peer_ack--> AckIn --s_ack--> Tx --m_axis--+
+                     +--m_ack--> AckOut --> FrameBuilder --m_axis------+-> MacTxArb -> m_axis
+
+    Golden model: :class:`metaroce.models.engine.EngineModel`."""
+
+    def __init__(self, width=64, *, conns=2, paths=4, keys=256, max_frame=9216, outstanding=32,
+                 **tx_kw):
+        kw = {k: v for k, v in TX_SMALL.items() if k not in ("conns", "paths")}
+        kw.update(tx_kw)
+        self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, max_frame=max_frame,
+                                outstanding=outstanding, peer_acks=True)
+        self.tx = Tx(width, conns=conns, paths=paths, **kw)
+        self.width, self.conns = width, conns
+        sig = lambda blk, name: blk.signature.members[name].signature      # noqa: E731
+        ports = {}
+        for name, mem in self.rx_half.signature.members.items():
+            if name not in ("m_ack", "m_peer_ack"):
+                ports[name] = mem
+        ports["m_axis"] = Out(sig(self.tx, "m_axis"))
+        for name, mem in self.tx.signature.members.items():
+            if name not in ("s_ack", "m_axis"):
+                ports[ENGINE_TX_NAMES.get(name, name)] = mem
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        rxh, tx = self.rx_half, self.tx
+        m.submodules.rx_half, m.submodules.tx = rxh, tx
+        m.submodules.ack_in = ack_in = AckIn(self.conns, rxh.signature.members["m_peer_ack"].signature,
+                                             tx.lay.rtx.ack)
+        m.submodules.ack_out = ack_out = AckOut(self.conns, rxh.lay.ack, tx.lay.cfg)
+        m.submodules.ack_fb = ack_fb = FrameBuilder(self.width)
+        m.submodules.arb = arb = MacTxArb(self.width)
+        for name in self.rx_half.signature.members:
+            if name not in ("m_ack", "m_peer_ack"):
+                _forward(m, getattr(rxh, name), getattr(self, name), rxh.signature.members[name])
+        for name, mem in tx.signature.members.items():
+            if name not in ("s_ack", "m_axis", "s_cfg"):
+                _forward(m, getattr(tx, name), getattr(self, ENGINE_TX_NAMES.get(name, name)), mem)
+        wiring.connect(m, rxh.m_peer_ack, ack_in.s_meta)
+        wiring.connect(m, ack_in.m_ack, tx.s_ack)
+        wiring.connect(m, rxh.m_ack, ack_out.s_ack)
+        wiring.connect(m, ack_out.m_desc, ack_fb.s_desc)
+        m.d.comb += ack_fb.s_payload.valid.eq(0)
+        wiring.connect(m, ack_fb.m_axis, arb.s_ack)
+        wiring.connect(m, tx.m_axis, arb.s_data)
+        wiring.connect(m, arb.m_axis, wiring.flipped(self.m_axis))
+        # the template writes go to both the TX half and AckOut (both always ready)
+        m.d.comb += [tx.s_cfg.valid.eq(self.s_cfg.valid), tx.s_cfg.payload.eq(self.s_cfg.payload),
+                     ack_out.s_cfg.valid.eq(self.s_cfg.valid),
+                     ack_out.s_cfg.payload.eq(self.s_cfg.payload),
+                     self.s_cfg.ready.eq(tx.s_cfg.ready)]
+        return m
+
+
+def _forward(m, inner, outer, member):
+    """The top's port ``outer`` wired to the block's port ``inner`` (an interface or a signal)."""
+    if member.is_port:
+        m.d.comb += (outer.eq(inner) if member.flow == Out else inner.eq(outer))
+    elif member.flow == Out:
+        wiring.connect(m, inner, wiring.flipped(outer))
+    else:
+        wiring.connect(m, wiring.flipped(outer), inner)
+
+
+def engine_small(width=64):
+    """MR-ENG-130: the block ``engine``: 2 connections x 4 paths, 256 keys, 32 bursts."""
+    return Engine(width)

@@ -175,6 +175,18 @@ BLOCKS: dict[str, Block] = {
         shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
                 "fb": r"^fb$"},
     ),
+    # The whole engine: both halves, the ACK paths between them, the MAC transmit arbiter
+    # (docs/spec/hw-engine.md section 5, MR-ENG-130).
+    "engine": Block(
+        name="engine",
+        component="metaroce.hdl.engine:engine_small",
+        model="metaroce.models.engine:engine_model_small",
+        tb="metaroce.tb.cosim",
+        help="the whole engine, small instance: receive half and TX half (2 connections x 4 "
+             "paths, MTU 1,024), local ACKs out as frames, the peer's ACKs into the TX half",
+        shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
+                "ack_out": r"^ack_out$", "ack_fb": r"^ack_fb$", "arb": r"^arb$"},
+    ),
 }
 
 

@@ -49,7 +49,8 @@ from .regs import register_map
 from .rx import CTR_ACKS, CTR_CE, CTR_NAKS, CTR_PLACED_BYTES, RxCode, unpack
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 
-__all__ = ["CLOCK_HZ", "SCENARIOS", "Config", "RtlPeer", "Cosim", "payload_limit_bps", "run_model"]
+__all__ = ["CLOCK_HZ", "SCENARIOS", "Config", "RtlPeer", "Cosim", "payload_limit_bps", "run_model",
+           "run_loop", "fabric_to", "build_fabric", "write_bounds", "reference_receiver", "run_reference", "INTO"]
 
 #: MR-ENG-123: the link into the receiving host ``h1``, where the faults are.
 INTO = "p0.leaf1>h1"
@@ -152,6 +153,13 @@ SCENARIOS = {
             "as writes, the link into the engine at half the rate: queues, CE marks, rate control"),
     "single-path": ({"spines": 1}, "as writes over one spine (every path one route)"),
 }
+
+
+def fabric_to(fab, cycle):
+    """MR-ENG-121: run the fabric up to the time of clock cycle ``cycle`` (``cycle / CLOCK_HZ``)."""
+    t = cycle / CLOCK_HZ
+    if fab.sim.now < t:
+        fab.sim.run(until=t)
 
 
 def build_fabric(cfg: Config):
@@ -286,10 +294,7 @@ class _Loop:
             self.res["peak_backlog"] = self.backlog
 
     def inputs(self):
-        sim = self.fab.sim
-        t = self.cycle * self.period
-        if sim.now < t:
-            sim.run(until=t)
+        fabric_to(self.fab, self.cycle)
         if self.peer.rx:
             self._frames_in()
         inp = self._idle.copy()
@@ -474,17 +479,21 @@ def run_model(cfg: Config, *, max_cycles=None):
     """The closed loop with :class:`EngineRxModel` as the engine (no simulator): returns
     :meth:`Cosim.result`."""
     model = EngineRxModel(cfg.width, cfg.conns, cfg.paths, cfg.keys, outstanding=32)
-    drv = Cosim(cfg)
+    return run_loop(Cosim(cfg), model, model.busy, max_cycles=max_cycles).result()
+
+
+def run_loop(drv, model, busy, *, max_cycles=None):
+    """A closed-loop driver stepped with a cycle model alone (no simulator) until it finishes;
+    returns the driver."""
     n = 0
     while not drv.finished:
         inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(model.busy)
+        drv.observe(inp, model.step(inp))
+        drv.settle(busy)
         n += 1
         if max_cycles is not None and n > max_cycles:
             raise AssertionError(f"not finished after {n} cycles")
-    return drv.result()
+    return drv
 
 
 def run_reference(cfg: Config, *, timer=True, hints=True):

@@ -32,8 +32,8 @@ from dataclasses import asdict
 
 from . import codec
 from . import protocol as P
-from .cosim import (CLOCK_HZ, INTO, Config, RtlPeer, _source, build_fabric, reference_receiver,
-                    write_bounds)
+from .cosim import (CLOCK_HZ, INTO, Config, RtlPeer, _source, build_fabric, fabric_to,
+                    reference_receiver, run_loop, write_bounds)
 from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout
 from .retransmit import CTR, N_COUNTERS
@@ -122,10 +122,7 @@ class _TxLoop(CounterReadout):
             self.res["peak_acks_queued"] = len(self.acks)
 
     def inputs(self):
-        sim = self.fab.sim
-        t = self.cycle * self.period
-        if sim.now < t:
-            sim.run(until=t)
+        fabric_to(self.fab, self.cycle)
         if self.peer.rx:
             self._acks_in()
         lay = self.lay
@@ -293,15 +290,5 @@ class TxCosim:
 def run_model(cfg: Config, *, max_cycles=None):
     """The TX-direction loop with :class:`~metaroce.models.tx.TxCycleModel` as the engine (no
     simulator): returns :meth:`TxCosim.result`."""
-    drv = TxCosim(cfg)
-    model = TxCycleModel(cfg.width, **SMALL)
-    n = 0
-    while not drv.finished:
-        inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(model.active)
-        n += 1
-        if max_cycles is not None and n > max_cycles:
-            raise AssertionError(f"not finished after {n} cycles")
-    return drv.result()
+    model = tx_model(cfg.width)
+    return run_loop(TxCosim(cfg), model, model.active, max_cycles=max_cycles).result()

@@ -15,6 +15,11 @@ cycle), the parser with the RX model's and the repacker's readies, the DMA with 
 placements and payload beats, the register block with the RX model's configuration ready and
 counter value.
 
+The whole engine (MR-ENG-130..): :class:`EngineModel` composes ``EngineRxModel(peer_acks=True)``,
+:class:`~metaroce.models.tx.TxCycleModel`, :class:`AckInModel`, :class:`AckOutModel`, a second
+:class:`~metaroce.models.frame_builder.FrameBuilderModel` for the ACK frames and
+:class:`MacTxArbModel`, stepped in MR-ENG-136's order.
+
 models/ never imports hdl/.
 """
 from __future__ import annotations
@@ -24,9 +29,16 @@ from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
 from .rx import RxCycleModel, pack, payload_layout
+from .fifo import SyncFifoModel
+from .frame_builder import FrameBuilderModel, pack_desc
+from .parser import META_FIELDS
+from .rx import unpack
+from .wire import ROCE_PORT, Op
 
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
-           "OUTPUTS", "rotate_down"]
+           "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
+           "AckInModel", "AckOutModel", "MacTxArbModel", "EngineModel", "engine_model_small",
+           "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts"]
 
 AXIL = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
 AXIL_OUT = ("awready", "wready", "bresp", "bvalid", "arready", "rdata", "rresp", "rvalid")
@@ -44,6 +56,22 @@ OUTPUTS = (("s_axis__tready", "m_bypass__tdata", "m_bypass__tkeep", "m_bypass__t
             "m_cqe__payload", "m_cqe__valid")
            + tuple("m_axi__" + n for n in AXI_OUT) + tuple("s_axil__" + n for n in AXIL_OUT)
            + ("parser_reg_data",))
+
+
+_META_AT = {path: (off, (1 << w) - 1) for path, off, w in META_FIELDS}
+_ACK_OPS = (int(Op.MR_ACK), int(Op.MR_NAK))
+
+
+def meta_field(value, *path):
+    """One field of a flat ``META_LAYOUT`` integer (``meta_field(v, "bth", "opcode")``)."""
+    off, mask = _META_AT[path]
+    return (value >> off) & mask
+
+
+def is_peer_ack(meta):
+    """MR-ENG-131: the record of a peer's ACK or NAK frame: not dropped, BTH opcode MR_ACK or
+    MR_NAK."""
+    return not meta_field(meta, "drop") and meta_field(meta, "bth", "opcode") in _ACK_OPS
 
 
 def rotate_down(value, lanes, nb):
@@ -126,8 +154,9 @@ class EngineRxModel:
     (MR-ENG-101..104): ``step(inputs) -> outputs`` once per clock with the Verilog port names."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
-                 max_frame=9216, outstanding=OUTSTANDING):
+                 max_frame=9216, outstanding=OUTSTANDING, peer_acks=False):
         self.width = width
+        self.peer_acks = peer_acks
         self.parser = ParserModel(width, max_frame=max_frame)
         self.pack = PackModel(width)
         self.rx = RxCycleModel(width, conns, paths, keys)
@@ -136,9 +165,11 @@ class EngineRxModel:
         self.lay = self.rx.lay
         self.keep_mask = (1 << width // 8) - 1
 
-    @staticmethod
-    def port_names():
-        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+    def port_names(self):
+        if not self.peer_acks:
+            return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+        return {"inputs": list(INPUTS) + ["m_peer_ack__ready"],
+                "outputs": list(OUTPUTS) + ["m_peer_ack__payload", "m_peer_ack__valid"]}
 
     def busy(self):
         return (self.parser.busy() or self.pack.busy() or self.rx.busy() or self.dma.busy()
@@ -148,8 +179,11 @@ class EngineRxModel:
         g = inputs.get
         po, ko, do, ro = (self.parser.outputs(), self.pack.outputs(), self.dma.outputs(),
                           self.regs.outputs())
+        # MR-ENG-131: the peer's ACK and NAK records leave on m_peer_ack instead of s_meta
+        to_ack = self.peer_acks and is_peer_ack(po["m_meta__payload"])
         rx_out = self.rx.step({
-            "s_meta__payload": po["m_meta__payload"], "s_meta__valid": po["m_meta__valid"],
+            "s_meta__payload": po["m_meta__payload"],
+            "s_meta__valid": po["m_meta__valid"] and not to_ack,
             "s_payload__payload": ko["payload"], "s_payload__valid": ko["valid"],
             "s_cfg__payload": ro["m_cfg__payload"], "s_cfg__valid": ro["m_cfg__valid"],
             "m_ack__ready": g("m_ack__ready", 0), "m_place__ready": do["s_place__ready"],
@@ -161,7 +195,8 @@ class EngineRxModel:
         self.parser.step({
             "s_axis__tdata": g("s_axis__tdata", 0), "s_axis__tkeep": g("s_axis__tkeep", 0),
             "s_axis__tvalid": g("s_axis__tvalid", 0), "s_axis__tlast": g("s_axis__tlast", 0),
-            "s_axis__tuser": g("s_axis__tuser", 0), "m_meta__ready": rx_out["s_meta__ready"],
+            "s_axis__tuser": g("s_axis__tuser", 0),
+            "m_meta__ready": g("m_peer_ack__ready", 0) if to_ack else rx_out["s_meta__ready"],
             "m_payload__tready": pay_ready, "m_bypass__tready": g("m_bypass__tready", 0),
             "reg_addr": g("parser_reg_addr", 0)})
         self.dma.step({
@@ -179,6 +214,9 @@ class EngineRxModel:
                     "parser_reg_data": po["reg_data"]})
         out.update({"m_axi__" + n: do["m_axi__" + n] for n in AXI_OUT})
         out.update({"s_axil__" + n: ro["s_axil__" + n] for n in AXIL_OUT})
+        if self.peer_acks:
+            out.update({"m_peer_ack__payload": po["m_meta__payload"],
+                        "m_peer_ack__valid": int(bool(po["m_meta__valid"] and to_ack))})
         return out
 
 
@@ -191,3 +229,223 @@ def engine_rx_model_256x4(width=512):
     """The model of the small instance ``hdl.engine.engine_rx_256x4`` (256 x 4, 256 keys, 32
     bursts outstanding)."""
     return EngineRxModel(width, 256, 4, 256, outstanding=32)
+
+
+# ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
+
+#: MR-ENG-132/133: slots of the FIFOs of AckIn and AckOut.
+ACK_FIFO_DEPTH = 2
+
+
+def peer_ack_record(meta, conns):
+    """MR-ENG-132: the TX half's ``s_ack`` record (MR-TX-003) of a peer's ACK or NAK metadata
+    record, or None when its DestQP names no connection."""
+    qp = meta_field(meta, "bth", "dest_qp")
+    if qp >= conns:
+        return None
+    f = lambda *p: meta_field(meta, *p)          # noqa: E731
+    sport = f("udp", "sport")
+    if f("has", "mrah"):
+        ce = f("mrah", "ce_count")
+        return {"nak": int(f("bth", "opcode") == Op.MR_NAK), "conn": qp, "path": f("mrah", "path"),
+                "psn": f("mrah", "trigger_psn"), "reason": 0, "cum": f("mrah", "cum_psn"),
+                "sack": f("mrah", "sack"), "ce_count": ce, "ece": int(ce != 0), "sport": sport}
+    return {"nak": 1, "conn": qp, "path": f("mrnh", "path"), "psn": f("mrnh", "psn"),
+            "reason": f("mrnh", "reason"), "cum": 0, "sack": 0, "ce_count": 0, "ece": 0,
+            "sport": sport}
+
+
+def ack_desc(rec, row):
+    """MR-ENG-133: the frame builder's descriptor (a dict) of the RX engine's ACK/NAK request
+    ``rec`` for the connection whose template row is ``row`` (the TX half's ``cfg`` fields):
+    ``desc_of_frame`` of the endpoint's ``ack_frame`` / ``nak_frame``."""
+    d = {"eth_dst": row["eth_dst"], "eth_src": row["eth_src"], "ip_dscp": row["ip_dscp"],
+         "ip_ttl": row["ip_ttl"], "ip_src": row["ip_src"], "ip_dst": row["ip_dst"],
+         "udp_sport": rec["sport"], "udp_dport": ROCE_PORT, "bth_pkey": row["pkey"],
+         "bth_dest_qp": row["dest_qp"]}
+    if rec["nak"]:
+        d.update({"bth_opcode": int(Op.MR_NAK), "mrnh_version": 1, "mrnh_path": rec["path"],
+                  "mrnh_reason": rec["reason"], "mrnh_psn": rec["psn"]})
+    else:
+        d.update({"bth_opcode": int(Op.MR_ACK), "mrah_version": 1,
+                  "mrah_flags": int(rec["ce_count"] != 0), "mrah_path": rec["path"],
+                  "mrah_ce_count": rec["ce_count"], "mrah_cum_psn": rec["cum"],
+                  "mrah_trigger_psn": rec["psn"], "mrah_sack": rec["sack"]})
+    return d
+
+
+class _AckFifo:
+    """The 2-entry SyncFIFO of AckIn and AckOut: ``ready`` not full, ``valid`` not empty (both
+    of its state only), the head read without a register."""
+
+    def __init__(self):
+        self.q = SyncFifoModel(ACK_FIFO_DEPTH)
+
+    def busy(self):
+        return self.q.level > 0
+
+    def in_ready(self):
+        return int(self.q.level < ACK_FIFO_DEPTH)
+
+    def out(self):
+        return int(self.q.level > 0), self.q.head
+
+
+class AckInModel(_AckFifo):
+    """MR-ENG-132: the peer's ACK/NAK metadata records into ``s_ack`` records."""
+
+    def __init__(self, conns, ack_layout):
+        super().__init__()
+        self.conns, self.lay = conns, ack_layout
+
+    def step(self, in_valid, meta, out_ready):
+        rec = peer_ack_record(meta, self.conns) if in_valid and self.in_ready() else None
+        self.q.update(out_ready, rec is not None, pack(self.lay, rec) if rec is not None else 0)
+
+
+class AckOutModel(_AckFifo):
+    """MR-ENG-133: the RX engine's ACK/NAK requests into frame descriptors (the FIFO holds
+    descriptors); the template rows written by ``s_cfg`` (seen from the next cycle)."""
+
+    def __init__(self, conns, ack_layout, cfg_layout):
+        super().__init__()
+        self.lay, self.cfg_lay = ack_layout, cfg_layout
+        self.tmpl = [unpack(cfg_layout, 0) for _ in range(conns)]
+
+    def step(self, in_valid, rec, out_ready, cfg_valid, cfg):
+        push = bool(in_valid) and self.in_ready()
+        d = 0
+        if push:
+            r = unpack(self.lay, rec)
+            d = pack_desc(ack_desc(r, self.tmpl[r["conn"]]))
+        self.q.update(out_ready, push, d)
+        if cfg_valid:
+            c = unpack(self.cfg_lay, cfg)
+            self.tmpl[c["conn"]] = c
+
+
+class MacTxArbModel:
+    """MR-ENG-134: whole frames of the ACK builder (input 0) and the TX half (input 1) onto one
+    ``m_axis``, ACK frames first between frames, into an output register."""
+
+    def __init__(self):
+        self.out = (0, 0, 0, 0, 0)      # valid, data, keep, last, user
+        self.lock = None                # the input whose frame is running
+
+    def busy(self):
+        return bool(self.out[0] or self.lock is not None)
+
+    def readies(self, tready, ack_valid):
+        free = not self.out[0] or bool(tready)
+        sel = self.lock if self.lock is not None else (0 if ack_valid else 1)
+        return int(free and sel == 0), int(free and sel == 1)
+
+    def outputs(self):
+        v, d, k, last, u = self.out
+        return {"m_axis__tvalid": v, "m_axis__tdata": d, "m_axis__tkeep": k, "m_axis__tlast": last,
+                "m_axis__tuser": u}
+
+    def step(self, tready, beats):
+        """``beats``: the two inputs' ``(tvalid, tdata, tkeep, tlast, tuser)``."""
+        free = not self.out[0] or bool(tready)
+        if not free:
+            return
+        sel = self.lock if self.lock is not None else (0 if beats[0][0] else 1)
+        b = beats[sel]
+        if b[0]:
+            self.out = tuple(b)
+            self.lock = None if b[3] else sel
+        else:
+            self.out = (0,) + self.out[1:]
+
+
+#: MR-ENG-135: the TX half's ports the engine names otherwise
+ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe", "reg_addr": "tx_reg_addr",
+                   "reg_data": "tx_reg_data"}
+
+
+def _tx_name(n):
+    """The engine's name of a TX-half port (Verilog name ``port__member`` or ``port``)."""
+    head, sep, tail = n.partition("__")
+    return ENGINE_TX_NAMES.get(head, head) + sep + tail
+
+
+class EngineModel:
+    """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``."""
+
+    def __init__(self, width=64, conns=2, paths=4, keys=256, *, max_frame=9216, outstanding=32,
+                 **tx_kw):
+        from .tx import SMALL, TxCycleModel
+        kw = {k: v for k, v in SMALL.items() if k not in ("conns", "paths")}
+        kw.update(tx_kw)
+        self.width = width
+        self.rx = EngineRxModel(width, conns, paths, keys, max_frame=max_frame,
+                                outstanding=outstanding, peer_acks=True)
+        self.tx = TxCycleModel(width, conns, kw.pop("streams"), paths, kw.pop("depth"), **kw)
+        lay = self.tx.lay
+        self.ack_in = AckInModel(conns, lay.rtx.ack)
+        self.ack_out = AckOutModel(conns, self.rx.lay.ack, lay.cfg)
+        self.ack_fb = FrameBuilderModel(width)
+        self.arb = MacTxArbModel()
+        self.lay = lay
+
+    def port_names(self):
+        rx = self.rx.port_names()
+        tx = self.tx.port_names()
+        drop_rx = ("m_ack__ready", "m_peer_ack__ready", "m_ack__payload", "m_ack__valid",
+                   "m_peer_ack__payload", "m_peer_ack__valid")
+        ins = [n for n in rx["inputs"] if n not in drop_rx]
+        outs = [n for n in rx["outputs"] if n not in drop_rx]
+        ins += [_tx_name(n) for n in tx["inputs"] if not n.startswith("s_ack__")]
+        outs += [_tx_name(n) for n in tx["outputs"] if not n.startswith("s_ack__")]
+        return {"inputs": ins, "outputs": outs}
+
+    def busy(self):
+        return (self.rx.busy() or self.tx.busy() or self.ack_in.busy() or self.ack_out.busy()
+                or self.ack_fb.busy() or self.arb.busy())
+
+    def active(self):
+        """Work in flight, not counting the retransmit unit's running timers."""
+        return (self.rx.busy() or self.tx.active() or self.ack_in.busy() or self.ack_out.busy()
+                or self.ack_fb.busy() or self.arb.busy())
+
+    def step(self, inputs):
+        g = inputs.get
+        fo = self.ack_fb.outputs()
+        ack_ready, data_ready = self.arb.readies(g("m_axis__tready", 0), fo["m_axis__tvalid"])
+        in_valid, in_head = self.ack_in.out()
+        out_valid, out_head = self.ack_out.out()
+        rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
+                               "m_ack__ready": self.ack_out.in_ready()})
+        tx_in = {n: g(_tx_name(n), 0) for n in self.tx.port_names()["inputs"]}
+        tx_in.update({"s_ack__valid": in_valid, "s_ack__payload": in_head,
+                      "m_axis__tready": data_ready})
+        tx_out = self.tx.step(tx_in)
+        self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
+                         tx_out["s_ack__ready"])
+        self.ack_out.step(rx_out["m_ack__valid"], rx_out["m_ack__payload"], fo["s_desc__ready"],
+                          g("s_cfg__valid", 0), g("s_cfg__payload", 0))
+        self.ack_fb.step({"s_desc__valid": out_valid, "s_desc__payload": out_head,
+                          "s_payload__valid": 0, "s_payload__payload": 0, "m_axis__tready": ack_ready})
+        ao = self.arb.outputs()
+        self.arb.step(g("m_axis__tready", 0),
+                      [tuple(fo["m_axis__" + n] for n in ("tvalid", "tdata", "tkeep", "tlast", "tuser")),
+                       tuple(tx_out["m_axis__" + n] for n in ("tvalid", "tdata", "tkeep", "tlast", "tuser"))])
+        out = {n: v for n, v in rx_out.items()
+               if not n.startswith(("m_ack__", "m_peer_ack__"))}
+        out.update({_tx_name(n): v for n, v in tx_out.items()
+                    if not n.startswith(("s_ack__", "m_axis__"))})
+        out.update(ao)
+        return out
+
+
+def engine_layouts(conns=2, paths=4, **tx_kw):
+    """The TX half's layouts of ``Engine(conns=conns, paths=paths, **tx_kw)`` (``models.tx.layouts``)."""
+    from .tx import SMALL, layouts
+    kw = {**SMALL, **tx_kw}
+    return layouts(conns, kw["streams"], paths, kw["depth"], kw["pool"])
+
+
+def engine_model_small(width=64):
+    """The model of ``hdl.engine.engine_small`` (MR-ENG-130)."""
+    return EngineModel(width)

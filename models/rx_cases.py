@@ -81,10 +81,11 @@ class Setup:
     """Connections, keys and paths of one run, and the writes that configure them (MR-RX-060)."""
 
     def __init__(self, conns=256, paths=4, keys=256, *, seed=0, n_conns=6, mtu_log2=8, ack_every=4,
-                 regions=None, uniform_psn=False, n_streams=None, ack_delay=0):
+                 regions=None, uniform_psn=False, n_streams=None, ack_delay=0, first_psn=None):
         """``regions``: ``[(rkey, length, access)]`` of existing registrations (an endpoint's)
         to use as the four keys; ``uniform_psn``: every path of a connection starts at the
-        same PSN (as ``Endpoint.connect(peer_init_psn=...)`` opens them)."""
+        same PSN (as ``Endpoint.connect(peer_init_psn=...)`` opens them); ``first_psn``: that
+        PSN for every connection (with ``uniform_psn``; the TX engine's paths start at 0)."""
         self.lay = layouts(conns, paths, keys)
         self.rng = rng = random.Random(seed)
         self.mtu = 1 << mtu_log2
@@ -107,11 +108,13 @@ class Setup:
                 "valid": 1, "pkey": c.pkey, "n_paths_m1": c.n_paths - 1,
                 "n_streams_m1": c.n_streams - 1}), f"conn{qp}"))
             first = rng.choice([0, rng.getrandbits(24), P.PSN_MASK - rng.randrange(8)])
+            if first_psn is not None:
+                first = first_psn
             for p in range(paths):
                 psn = first if uniform_psn else rng.choice([0, rng.getrandbits(24), P.PSN_MASK - rng.randrange(8)])
                 c.psn.append(psn)
                 self.writes.append(self.path_write(qp, p, psn))
-        self.free_qp = next(q for q in range(1, conns) if q not in used)     # never written
+        self.free_qp = next((q for q in range(1, conns) if q not in used), None)     # never written
         self.keys = []
         kused = set()
         for i in range(4):

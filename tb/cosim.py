@@ -88,3 +88,15 @@ async def engine_tx_cosim(dut):
     cfg, lockstep = _config(width)
     model = tx_model(width)
     await _run(dut, model, TxCosim(cfg), lockstep, model.active, registered=True)
+
+
+@cocotb.test()
+async def engine_peer_cosim(dut):
+    """Two whole engines over the fabric (MR-ENG-138): the RTL (the block ``engine``) on ``h1``,
+    its cycle model as the peer engine on ``h0``."""
+    from metaroce.models.cosim_engine import PeerCosim
+    from metaroce.models.engine import EngineModel
+    width = len(dut.m_axis__tdata)
+    cfg, lockstep = _config(width)
+    model = EngineModel(width)
+    await _run(dut, model, PeerCosim(cfg), lockstep, model.active, registered=True)

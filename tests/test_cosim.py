@@ -67,11 +67,12 @@ def test_cosim_reference():
     assert r4t["sender"]["probes"] * 10 < r4["sender"]["probes"]
 
 
-def test_cosim_peer_rtl_not_built(capsys):
-    """MR-ENG-124: ``--peer rtl`` is one line and a non-zero exit (the TX half is not built)."""
-    assert main(["cosim", "--peer", "rtl", "--json"]) == 2
+def test_cosim_peer_rtl_only_both_ways(capsys):
+    """MR-ENG-124/138: ``--peer rtl`` is two whole engines: with ``--direction tx`` it is one
+    line and a non-zero exit."""
+    assert main(["cosim", "--peer", "rtl", "--direction", "tx", "--json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "TX" in err[0] and "not built" in err[0]
+    assert len(err) == 1 and "--peer rtl" in err[0]
 
 
 def test_cosim_help(capsys):

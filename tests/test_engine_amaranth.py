@@ -116,7 +116,7 @@ def test_verilog_port_names():
     top = v[v.index("module engine_rx("):]
     top = top[:top.index("endmodule")]
     ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
-    names = EngineRxModel.port_names()
+    names = EngineRxModel(64, 256, 4, 256).port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
 
 

@@ -1,16 +1,19 @@
-"""``metaroce cosim [SCENARIO]``: the engine's RTL in a closed loop with a model peer over the
-model fabric (docs/spec/hw-engine.md, MR-ENG-120..124).
+"""``metaroce cosim [SCENARIO]``: the engine's RTL in a closed loop over the model fabric
+(docs/spec/hw-engine.md, MR-ENG-120..127, MR-ENG-138).
 
-Today's engine is the receive half (``engine_rx_256x4``): a model sender endpoint (``--peer
-model``, the default) writes ``--bytes`` through the fabric (``--loss`` on the link into the
-engine, the scenario's multipath, reordering, duplication, ECN) into the RTL under Verilator,
-whose ACK/NAK records go back as frames to the sender (:mod:`metaroce.models.cosim`). ``--peer
-rtl`` (an RTL sender) needs the engine's TX half, which is not built yet: one line, exit 2.
+``--direction rx`` (the default): a model sender endpoint (``--peer model``) writes
+``--bytes`` through the fabric (``--loss`` on the link into the engine, the scenario's
+multipath, reordering, duplication, ECN) into the receive half (``engine_rx_256x4``), whose
+ACK/NAK records go back as frames to the sender (:mod:`metaroce.models.cosim`).
+``--direction tx``: the TX half (the block ``tx``) writes to a model receiver endpoint whose
+ACK/NAK frames drive it (:mod:`metaroce.models.cosim_tx`). ``--peer rtl``: two whole engines
+(the block ``engine``), the peer on ``h0`` the engine's cycle model
+(:mod:`metaroce.models.cosim_engine`). ``--engine model`` runs the engine under test as its
+cycle model instead of the RTL under Verilator.
 
 ``--json`` prints one object: ``ok``, ``sha256_match``, ``bytes``, ``goodput_vs_limit``,
 ``cycles``, ``mismatches`` (RTL/model lockstep mismatches with ``--lockstep``; null without,
-where the cycle model does not run), then the details (fabric, sender, engine counters, the
-configuration). Exit 1 when the run is not ``ok``.
+where the cycle model does not run), then the details. Exit 1 when the run is not ``ok``.
 """
 import json
 import sys
@@ -20,7 +23,8 @@ from pathlib import Path
 HELP = "closed-loop co-simulation: the engine's RTL with a model peer over the fabric simulator"
 
 #: the build and the cocotb test of each direction
-BLOCKS = {"rx": ("engine_rx_256x4", "engine_cosim"), "tx": ("tx", "engine_tx_cosim")}
+BLOCKS = {"rx": ("engine_rx_256x4", "engine_cosim"), "tx": ("tx", "engine_tx_cosim"),
+          "peer": ("engine", "engine_peer_cosim")}
 
 __all__ = ["run_rtl"]
 
@@ -31,6 +35,8 @@ REFERENCE = {
            "the engine's, MR-RX-090; rate-hint pushes off, as the RX engine)"),
     "tx": ("model <-> model: a reference Endpoint sending (its MTU, chunk window, adaptive "
            "windows and probes) to the same receiver over the same fabric"),
+    "peer": ("model <-> model: reference Endpoints on both hosts, the same writes of h0 and "
+             "fabric (MTU 1,024, chunk window 16)"),
 }
 
 
@@ -46,7 +52,9 @@ def add_arguments(p):
     p.add_argument("--bytes", type=int, default=256 * 1024, dest="nbytes",
                    help="bytes the sender writes (default 262144)")
     p.add_argument("--peer", choices=("model", "rtl"), default="model",
-                   help="the sender: the model endpoint (default) or the RTL TX engine")
+                   help="the other host: the model endpoint (default), or rtl: a second whole "
+                        "engine (the engine's cycle model, lockstep-checked against the RTL), "
+                        "the engine under test being the whole engine too (MR-ENG-138)")
     p.add_argument("--width", type=int, default=64, choices=(64, 512),
                    help="datapath bits (default 64: the 10 Gb/s link at 156.25 MHz; 512: 80 Gb/s)")
     p.add_argument("--ack-every", type=int, default=None, dest="ack_every",
@@ -101,23 +109,24 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx"):
 
 def run(args):
     from metaroce.cli import CliError
-    from metaroce.models import cosim, cosim_tx
-    if args.peer == "rtl":
-        raise CliError("--peer rtl needs the engine's TX half, which is not built yet "
-                       "(only the receive half, EngineRx, exists): use --peer model")
+    from metaroce.models import cosim, cosim_engine, cosim_tx
+    peer = args.peer == "rtl"
+    if peer and args.direction != "rx":
+        raise CliError("--peer rtl runs two whole engines (both directions): not with --direction tx")
     if not 0 <= args.loss < 1:
         raise CliError("--loss must be in [0, 1)")
     if args.nbytes < 6 or args.nbytes > (1 << 30):
         raise CliError("--bytes must be in 6..1073741824")
     if args.seed < 0:
         raise CliError("--seed must be >= 0")
-    tx = args.direction == "tx"
+    tx = args.direction == "tx" or peer          # both run the TX half's MTU and connections
     if args.ack_every is None:
         args.ack_every = cosim_tx.TX_CONFIG["ack_every"] if tx else 1
     if not 1 <= args.ack_every <= 15:
         raise CliError("--ack-every must be in 1..15")
     over, _ = cosim.SCENARIOS[args.scenario]
-    cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}), "width": args.width,
+    cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}),
+                          **({"n_conns": 1} if peer else {}), "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
                           "ack_every": args.ack_every})
     try:
@@ -127,29 +136,37 @@ def run(args):
     if args.engine == "model":
         if args.lockstep:
             raise CliError("--lockstep compares the RTL with the model: not with --engine model")
-        res = (cosim_tx if tx else cosim).run_model(cfg)
+        res = (cosim_engine.run_peer_model(cfg) if peer else (cosim_tx if tx else cosim).run_model(cfg))
         res.update({"lockstep": False, "mismatches": None})
     else:
-        block = BLOCKS[args.direction][0]
+        kind = "peer" if peer else args.direction
+        block = BLOCKS[kind][0]
         if sys.stderr.isatty():
             print(f"metaroce cosim: Verilator build of {block} at {args.width} bits (cached after "
                   "the first, which takes minutes), then the closed loop", file=sys.stderr)
         from metaroce.sim import verilator as vl
         try:
-            res = run_rtl(cfg, lockstep=args.lockstep, direction=args.direction)
+            res = run_rtl(cfg, lockstep=args.lockstep, direction=kind)
         except vl.ToolchainError as e:
             raise CliError(str(e).splitlines()[0]) from None
         except RuntimeError as e:
             raise CliError(str(e)) from None
     ref = cosim.run_reference(cfg, timer=True, hints=False)
     res["reference"] = {"goodput_vs_limit": ref["goodput_vs_limit"], "ok": ref["ok"],
-                        "what": REFERENCE[args.direction]}
+                        "what": REFERENCE["peer" if peer else args.direction]}
     res = {"scenario": args.scenario, "direction": args.direction, "peer": args.peer,
            "engine_sim": args.engine, **({} if tx else {"receiver": args.engine}), **res}
     head = ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
     res = {**{k: res[k] for k in head}, **{k: v for k, v in res.items() if k not in head}}
     if args.json:
         print(json.dumps(res))
+    elif peer:
+        print(f"cosim {args.scenario} (two engines): {'ok' if res['ok'] else 'FAILED'}: "
+              f"{res['bytes']} bytes h0 -> h1 and {res['bytes_back']} back, sha256 "
+              f"{'match' if res['sha256_match'] else 'MISMATCH'}, WRs "
+              f"{'all completed' if res['wrs_completed_ok'] else 'NOT all completed'}; goodput "
+              f"{res['goodput_vs_limit']:.3f} of the payload limit, {res['cycles']} cycles; "
+              f"reference {res['reference']['goodput_vs_limit']:.3f}")
     else:
         eng = res["engine"]
         print(f"cosim {args.scenario} ({args.direction}): {'ok' if res['ok'] else 'FAILED'}: {res['bytes']} bytes, "

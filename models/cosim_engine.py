@@ -1,0 +1,401 @@
+"""The whole engine's traffic driver (docs/spec/hw-engine.md MR-ENG-137..): every port of
+``Engine`` (``EngineModel.port_names()``) driven from one seed, the MAC attached to a
+:class:`Loopback` (the engine writes to itself) or, for two engines, to a fabric host.
+
+:class:`EngineLoop`: phase 0 writes the receive half's rows through AXI4-Lite (``setup``'s
+writes, :class:`~metaroce.models.regs_cases.Driver`) and the connections' templates on
+``s_cfg``; phase 1 posts the work requests on ``s_wr`` and runs the MAC both ways: the frames of
+``mac.rx`` become ``s_axis`` beats, every frame leaving ``m_axis`` goes to ``mac.send``; the
+placement memory is an AXI4 write slave (:class:`~metaroce.models.dma_write_cases.HostMemory`),
+the payload memory an AXI4 read slave (:class:`~metaroce.models.dma_read_cases.HostMemory`);
+random backpressure on every output. Finished when every work request has completed and the
+engine and the MAC have been quiet for a while.
+
+:func:`loopback_run` builds a loopback run: one connection whose template sends to itself
+(the receive half's row of the same connection takes its writes, its ACKs come back to the TX
+half), WRITEs of a source buffer to a key region, a share of the frames lost.
+
+models/ never imports hdl/.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import random
+from dataclasses import asdict
+
+from . import codec
+from . import protocol as P
+from .cosim import CLOCK_HZ, INTO, Config, RtlPeer, build_fabric, fabric_to, run_loop, write_bounds
+from .cosim_tx import check_config
+from . import regs_cases as rgc
+from .dma_read_cases import HostMemory as ReadMemory
+from .dma_read_cases import Layout as ReadLayout
+from .dma_write import RESP_OKAY, done_layout
+from .dma_write_cases import HostMemory as WriteMemory
+from .engine import AXIL, engine_layouts
+from .engine_cases import _host_window
+from .regs import register_map
+from .rx import pack, unpack
+from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
+from .tx import SMALL, template_of
+from .tx_cases import frames_of_beats
+from .tx_sched import OP_WRITE
+from .tx_sched_cases import wr_item
+
+__all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "PeerCosim",
+           "run_peer_model"]
+
+
+class Loopback:
+    """The engine's MAC looped back: every frame sent is received, unless lost (probability
+    ``loss``, data frames and ACKs alike)."""
+
+    def __init__(self, loss, rng):
+        self.loss, self.rng = loss, rng
+        self.rx = collections.deque()
+        self.lost = 0
+
+    def send(self, raw):
+        if self.rng.random() < self.loss:
+            self.lost += 1
+        else:
+            self.rx.append(raw)
+
+    ready = True
+    idle = True
+
+
+class FabricMac:
+    """MR-ENG-138: an engine's MAC on a fabric host whose endpoint is an
+    :class:`~metaroce.models.cosim.RtlPeer`: the frames that reached the host (bytes, in arrival
+    order) go to ``s_axis``; a frame sent is handed to the host's NIC; the MAC holds one frame
+    beyond the NIC's queue (``ready`` low while one waits, as MR-ENG-125)."""
+
+    def __init__(self, host):
+        self.host, self.peer = host, host.ep
+        self.rx = self.peer.rx
+
+    def send(self, raw):
+        self.peer.tx.append(codec.decode(raw))
+        self.host.pump()
+
+    @property
+    def ready(self):
+        return not self.peer.tx
+
+    @property
+    def idle(self):
+        return not self.peer.tx
+
+
+class EngineLoop:
+    """MR-ENG-137: one engine's ports (module docstring). ``lay``: the engine's layouts (the TX
+    half's, ``EngineModel.lay``); ``setup``: the receive half's rows; ``wlay``: the placement
+    window; ``tmpls``: the templates; ``items``: the work requests (``laddr`` in ``rlay``, the
+    payload memory holding ``image``); ``mac``: ``rx`` (a deque of frames' bytes), ``send(raw)``,
+    ``idle``."""
+
+    QUIET = 64
+
+    def __init__(self, width, lay, setup, wlay, tmpls, items, rlay, image, mac, *, seed=0,
+                 p_bp=0.2, latency=(1, 40), limit=None):
+        self.width, self.nb, self.lay, self.wlay = width, width // 8, lay, wlay
+        self.rng = random.Random(seed)
+        self.p_bp = p_bp
+        rmap = register_map(setup.lay)
+        rows = [w for cw in setup.writes
+                for w in rgc.row_writes(rmap, cw.table, cw.addr, cw.value, name=cw.name)]
+        self.regs = rgc.Driver(rows, seed=seed + 1, p_idle=0.0, p_bp=0.0)
+        self.wmem = WriteMemory(wlay, width, random.Random(seed + 2), p_bp=p_bp, latency=latency)
+        self.wmem.image = bytearray(wlay.size)
+        self.wmem.initial = bytes(self.wmem.image)
+        self.rmem = ReadMemory(rlay, width, random.Random(seed + 3), p_bp=p_bp, p_gap=p_bp,
+                               latency=latency, image=image)
+        self.tmpls, self.items, self.mac = list(tmpls), list(items), mac
+        self.done_layout = done_layout(setup.lay.conns)
+        self.cycle = 0
+        self.phase = 0
+        self.ci = self.wi = 0
+        self.beats = collections.deque()
+        self.out_beats = []
+        self.quiet = 0
+        self.limit = limit if limit is not None else 200_000 + 50 * sum(w["length"] for w in items)
+        self.res = {"frames_out": 0, "frames_in": 0, "tx_cqe": [], "rx_cqe": [], "done": 0,
+                    "done_errors": 0, "errors": [], "bypass": 0}
+        self._idle = {"s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tvalid": 0, "s_axis__tlast": 0,
+                      "s_axis__tuser": 0, "parser_reg_addr": 0, "tx_reg_addr": 0,
+                      "s_wr__valid": 0, "s_wr__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
+                      **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1}
+
+    @property
+    def finished(self):
+        return self.phase == 2
+
+    def _mac_in(self):
+        rx = self.mac.rx
+        nb = self.nb
+        while rx:
+            f = rx.popleft()
+            self.res["frames_in"] += 1
+            n = -(-len(f) // nb)
+            for j in range(n):
+                chunk = f[j * nb:(j + 1) * nb]
+                self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1, int(j == n - 1)))
+
+    def inputs(self):
+        if self.mac.rx:
+            self._mac_in()
+        rng = self.rng
+        inp = self._idle.copy()
+        inp["now"] = (self.cycle * 32 // 5) & P.TIME_MASK        # 6.4 ns a cycle (MR-ENG-121)
+        if self.phase == 0 and not self.regs.finished:
+            r = self.regs.inputs()
+            inp.update({k: v for k, v in r.items() if k.startswith("s_axil__")})
+        if self.ci < len(self.tmpls):
+            inp.update({"s_cfg__valid": 1, "s_cfg__payload": pack(self.lay.cfg, self.tmpls[self.ci])})
+        elif self.phase == 1 and self.wi < len(self.items):
+            inp.update({"s_wr__valid": 1, "s_wr__payload": pack(self.lay.sched.wr, self.items[self.wi])})
+        if self.beats:
+            d, k, last = self.beats[0]
+            inp.update({"s_axis__tvalid": 1, "s_axis__tdata": d, "s_axis__tkeep": k, "s_axis__tlast": last})
+        for n in ("m_axis__tready", "m_bypass__tready", "m_done__ready", "m_cqe__ready",
+                  "m_tx_cqe__ready", "m_error__ready"):
+            inp[n] = int(rng.random() >= self.p_bp)
+        if not self.mac.ready:
+            inp["m_axis__tready"] = 0
+        self.wmem.inputs(inp, self.cycle)
+        rd = {}
+        self.rmem.inputs(rd, self.cycle)
+        inp.update({"m_axi_rd__" + k[7:]: v for k, v in rd.items()})
+        return inp
+
+    def observe(self, inp, out):
+        self.wmem.observe(inp, out, self.cycle)
+        self.rmem.observe({"m_axi__" + k[10:]: v for k, v in inp.items() if k.startswith("m_axi_rd__")},
+                          {"m_axi__" + k[10:]: v for k, v in out.items() if k.startswith("m_axi_rd__")},
+                          self.cycle)
+        res = self.res
+        if self.phase == 0 and not self.regs.finished:
+            self.regs.observe({**inp, "m_cfg__ready": 1, "reg_data": 0},
+                              {**out, "m_cfg__valid": 0, "m_cfg__payload": 0, "reg_addr": 0})
+        if inp["s_cfg__valid"] and out["s_cfg__ready"]:
+            self.ci += 1
+        if inp["s_wr__valid"] and out["s_wr__ready"]:
+            self.wi += 1
+        if inp["s_axis__tvalid"] and out["s_axis__tready"]:
+            self.beats.popleft()
+        if out["m_axis__tvalid"] and inp["m_axis__tready"]:
+            self.out_beats.append((out["m_axis__tdata"], out["m_axis__tkeep"]))
+            if out["m_axis__tlast"]:
+                res["frames_out"] += 1
+                self.mac.send(frames_of_beats(self.out_beats, self.nb)[0])
+                self.out_beats = []
+        if out["m_tx_cqe__valid"] and inp["m_tx_cqe__ready"]:
+            res["tx_cqe"].append((self.cycle, unpack(self.lay.sched.cqe, out["m_tx_cqe__payload"])))
+        if out["m_cqe__valid"] and inp["m_cqe__ready"]:
+            res["rx_cqe"].append(out["m_cqe__payload"])
+        if out["m_done__valid"] and inp["m_done__ready"]:
+            res["done"] += 1
+            if unpack(self.done_layout, out["m_done__payload"])["error"] != RESP_OKAY:
+                res["done_errors"] += 1
+        if out["m_error__valid"] and inp["m_error__ready"]:
+            res["errors"].append(out["m_error__payload"])
+        if out["m_bypass__tvalid"] and inp["m_bypass__tready"] and out["m_bypass__tlast"]:
+            res["bypass"] += 1
+        self.cycle += 1
+
+    @property
+    def all_done(self):
+        return len(self.res["tx_cqe"]) >= len(self.items)
+
+    def settle(self, busy):
+        if self.phase == 0:
+            if not self.regs.finished:
+                self.regs.settle(False)
+            if self.regs.finished and self.ci >= len(self.tmpls):
+                self.phase = 1
+            return
+        if self.phase == 2:
+            return
+        if (self.all_done and not self.beats and not self.mac.rx and self.mac.idle and self.wmem.idle
+                and self.rmem.idle and not (busy() if callable(busy) else busy)):
+            self.quiet += 1
+            if self.quiet > self.QUIET:
+                self.phase = 2
+        else:
+            self.quiet = 0
+        if self.cycle > self.limit:
+            raise AssertionError(f"no progress after {self.cycle} cycles: {len(self.res['tx_cqe'])} of "
+                                 f"{len(self.items)} work requests completed, {self.res['frames_out']} frames out")
+
+
+def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, latency=(1, 40),
+                 ack_every=4, ack_delay=390):
+    """MR-ENG-137: an engine that writes to itself. Returns ``(driver, setup, region, source)``:
+    connection 1 (the one row ``Setup`` gives two connections), 4 paths, 2 streams, PSNs from 0,
+    MTU 1,024 (the TX half's); its template addresses the engine itself (DestQP 1); ``n_writes``
+    WRITEs of the source to the region of key 0, lost frames (both ways) at ``loss``."""
+    rng = random.Random(seed)
+    lay = engine_layouts()
+    s = Setup(SMALL["conns"], SMALL["paths"], 256, seed=seed, n_conns=1, mtu_log2=10,
+              ack_every=ack_every, ack_delay=ack_delay, uniform_psn=True, n_streams=SMALL["streams"],
+              first_psn=0)
+    s.keys[0].length = max(s.keys[0].length, nbytes + 64)
+    wlay = _host_window(s, random.Random(seed + 77))
+    c = s.conns[0]
+    region = s.keys[0]
+    eth = 0x02_00_00_00_00_02
+    tmpls = [template_of(k, eth_dst=eth, eth_src=eth, ip_src=LOCAL_ADDR, ip_dst=LOCAL_ADDR,
+                         sports=rng.sample(range(0xC000, 0x10000), SMALL["paths"]),
+                         pkey=c.pkey if k == c.qp else 0xFFFF, dest_qp=k)
+             for k in range(SMALL["conns"])]
+    source = rng.randbytes(nbytes)
+    rlay = ReadLayout(nbytes + 4096)
+    cuts = sorted(rng.sample(range(1, nbytes), n_writes - 1)) if n_writes > 1 else []
+    bounds = [0, *cuts, nbytes]
+    items = [wr_item(c.qp, i % SMALL["streams"], b - a, wr_id=100 + i, op=OP_WRITE,
+                     laddr=rlay.base + a, va=a, rkey=region.rkey)
+             for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+    mac = Loopback(loss, random.Random(seed + 9))
+    drv = EngineLoop(width, lay, s, wlay, tmpls, items, rlay, source, mac, seed=seed, p_bp=p_bp,
+                     latency=latency)
+    return drv, s, region, source
+
+
+def check(drv, region, source):
+    """MR-ENG-137: the region holds the source byte for byte, every work request completed once
+    with success, every placement OKAY, no retry-limit report, nothing bypassed. Returns a
+    summary."""
+    got = region_image(drv, region, len(source))
+    assert got == source, "the placed bytes are not the source"
+    res = drv.res
+    wrs = sorted(c["wr_id"] for _, c in res["tx_cqe"])
+    assert wrs == sorted(w["wr_id"] for w in drv.items), "every work request completes once"
+    assert all(c["status"] == 0 for _, c in res["tx_cqe"]), "with success"
+    assert res["done_errors"] == 0 and not res["errors"] and res["bypass"] == 0
+    return {"cycles": drv.cycle, "frames_out": res["frames_out"], "frames_in": res["frames_in"],
+            "lost": drv.mac.lost if hasattr(drv.mac, "lost") else None, "placements": res["done"]}
+
+
+def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, latency):
+    """One engine of MR-ENG-138: its rows (``Setup`` of ``cfg.seed``: the same connection and
+    keys on both sides), its template towards the peer, its WRITEs of ``nbytes`` to the peer's
+    region of key 0, its MAC on ``host``. Returns ``(driver, setup, region, source)``."""
+    rng = random.Random(seed)
+    s = Setup(SMALL["conns"], SMALL["paths"], 256, seed=cfg.seed, n_conns=1, mtu_log2=10,
+              ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
+              n_streams=SMALL["streams"], first_psn=0)
+    s.keys[0].length = max(s.keys[0].length, cfg.nbytes + 64)
+    wlay = _host_window(s, random.Random(cfg.seed + 77))
+    c = s.conns[0]
+    eth = codec.Eth()
+    tmpls = [template_of(k, eth_dst=eth.dst, eth_src=eth.src, ip_src=addr, ip_dst=peer_addr,
+                         sports=rng.sample(range(0xC000, 0x10000), SMALL["paths"]),
+                         pkey=c.pkey if k == c.qp else 0xFFFF, dest_qp=k)
+             for k in range(SMALL["conns"])]
+    source = random.Random(src_seed).randbytes(nbytes)
+    rlay = ReadLayout(nbytes + 4096)
+    bounds = write_bounds(Config(nbytes=nbytes, n_writes=min(cfg.n_writes, nbytes)), rng) if nbytes else [0]
+    items = [wr_item(c.qp, i % SMALL["streams"], b - a, wr_id=100 + i, op=OP_WRITE,
+                     laddr=rlay.base + a, va=a, rkey=s.keys[0].rkey)
+             for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+    drv = EngineLoop(cfg.width, engine_layouts(), s, wlay, tmpls, items, rlay, source,
+                     FabricMac(host), seed=seed, p_bp=p_bp, latency=latency, limit=float("inf"))
+    return drv, s, s.keys[0], source
+
+
+class PeerCosim:
+    """MR-ENG-138: two whole engines over the fabric. The engine under test on ``h1`` (this
+    driver's ports: ``inputs``, ``observe``, ``settle``, ``finished``), the peer engine on
+    ``h0`` as :class:`~metaroce.models.engine.EngineModel`, stepped inside the driver each
+    cycle. ``h0`` writes ``cfg.nbytes`` to ``h1``; ``h1`` writes ``back`` bytes to ``h0``."""
+
+    def __init__(self, cfg: Config, *, back=None, p_bp=0.0):
+        from metaroce.sim.topology import host_addr
+        from .engine import EngineModel
+        check_config(cfg)
+        self.cfg = cfg
+        self.back = cfg.nbytes // 8 if back is None else back
+        self.fab = fab = build_fabric(cfg)
+        h0, h1 = fab.hosts
+        h0.ep, h1.ep = RtlPeer(PEER_ADDR), RtlPeer(LOCAL_ADDR)
+        assert (host_addr(0), host_addr(1)) == (PEER_ADDR, LOCAL_ADDR)
+        lat = cfg.latency
+        self.a, _, self.region_a, self.src_a = _engine_side(
+            cfg, cfg.seed + 10, cfg.nbytes, PEER_ADDR, LOCAL_ADDR, cfg.seed + 3, h0, p_bp=p_bp, latency=lat)
+        self.b, _, self.region_b, self.src_b = _engine_side(
+            cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat)
+        self.peer_model = EngineModel(cfg.width)
+        self.period = 1.0 / CLOCK_HZ
+        self.cycle = 0
+        ideal = cfg.nbytes * 8 / cfg.limit_bps
+        self.max_time = cfg.max_time if cfg.max_time is not None else 50 * ideal + 2000 * cfg.rtt
+
+    @property
+    def finished(self):
+        return self.a.finished and self.b.finished
+
+    def inputs(self):
+        fabric_to(self.fab, self.cycle)
+        a, m = self.a, self.peer_model
+        ia = a.inputs()
+        a.observe(ia, m.step(ia))
+        a.settle(m.active)
+        return self.b.inputs()
+
+    def observe(self, inp, out):
+        self.b.observe(inp, out)
+        self.cycle += 1
+
+    def settle(self, busy):
+        self.b.settle(busy)
+        if self.cycle * self.period > self.max_time:
+            raise AssertionError(
+                f"two-engine loop stuck after {self.cycle} cycles: h0 {len(self.a.res['tx_cqe'])} of "
+                f"{len(self.a.items)} WRs, h1 {len(self.b.res['tx_cqe'])} of {len(self.b.items)}")
+
+    def result(self):
+        """MR-ENG-138: both regions against their sources, every WR of both engines complete
+        with success; goodput of ``h0``'s writes (its last completion's time)."""
+        cfg = self.cfg
+        got_b = region_image(self.b, self.region_b, len(self.src_a))
+        got_a = region_image(self.a, self.region_a, len(self.src_b))
+        sha = lambda x: hashlib.sha256(x).hexdigest()      # noqa: E731
+        ok_wrs = []
+        for d in (self.a, self.b):
+            wrs = sorted(c["wr_id"] for _, c in d.res["tx_cqe"])
+            ok_wrs.append(wrs == sorted(w["wr_id"] for w in d.items)
+                          and all(c["status"] == 0 for _, c in d.res["tx_cqe"]))
+        t_done = max((cyc for cyc, _ in self.a.res["tx_cqe"]), default=None)
+        t = t_done * self.period if t_done is not None else None
+        goodput = cfg.nbytes * 8 / t if t else 0.0
+        match = sha(got_b) == sha(self.src_a) and got_a == self.src_b
+        errors = sum(len(d.res["errors"]) + d.res["done_errors"] for d in (self.a, self.b))
+        link = self.fab.links[INTO].stats
+        return {"ok": bool(match and all(ok_wrs) and not errors), "sha256_match": match,
+                "bytes": cfg.nbytes, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4),
+                "cycles": self.cycle, "sha256": sha(got_b), "bytes_back": self.back,
+                "wrs_completed_ok": all(ok_wrs), "wrs": [len(self.a.items), len(self.b.items)],
+                "goodput_gbps": round(goodput / 1e9, 4), "limit_gbps": round(cfg.limit_bps / 1e9, 4),
+                "link_gbps": cfg.link_bps / 1e9, "clock_mhz": CLOCK_HZ / 1e6, "width": cfg.width,
+                "sim_time_s": t,
+                "fabric": {"lost": link["lost"], "duplicated": link["duplicated"], "delayed": link["delayed"],
+                           "ce_marked": self.fab.marks(), "switch_drops": self.fab.switch_drops()},
+                "engines": {name: {"frames_out": d.res["frames_out"], "frames_in": d.res["frames_in"],
+                                   "placements": d.res["done"], "errors": len(d.res["errors"])}
+                            for name, d in (("h0", self.a), ("h1", self.b))},
+                "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}}
+
+
+def region_image(drv, region, n):
+    """The first ``n`` bytes of ``region`` in an engine's placement memory."""
+    off = region.base - drv.wlay.base
+    return bytes(drv.wmem.image[off:off + n])
+
+
+def run_peer_model(cfg: Config, **kw):
+    """MR-ENG-138 with the engine under test as :class:`EngineModel` too (model <-> model)."""
+    from .engine import EngineModel
+    m = EngineModel(cfg.width)
+    return run_loop(PeerCosim(cfg, **kw), m, m.active).result()
