@@ -88,9 +88,9 @@ class Sim:
         B = self._b
         pop = heapq.heappop
         n = 0
-        left = None if max_events is None or max_events < 0 else max_events     # None: no limit
+        left = -1 if max_events is None or max_events < 0 else max_events     # -1: no limit
         self.stopped = False
-        while T and left != 0:
+        while T and left:
             t = T[0]
             if t > until:
                 self.now = until
@@ -101,7 +101,7 @@ class Sim:
             # time starts a new bucket of the same time, which runs right after (the order of
             # appending to this one), and nothing is counted per event.
             b = B.pop(t)
-            if left is not None:
+            if left > 0:
                 if len(b) > left:           # the count ends inside: the rest runs next time
                     B[t] = b[left:]
                     heappush(T, t)
@@ -124,7 +124,7 @@ class Sim:
         else:
             # the queue holds nothing before ``until``: the clock moves there (not when the
             # count ran out; max_events=0, which runs nothing, moves it as it always did)
-            if (left != 0 or n == 0) and until != float("inf") and self.now < until:
+            if (left or not n) and until != float("inf") and self.now < until:
                 self.now = until
         self.events += n
         return n
