@@ -436,6 +436,7 @@ class Connection:
         self.cwnd_sum = sum(p.cwnd for p in self.paths)     # MR-CC-011: active paths' windows
         self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
         self.ack_loss = 0           # MR-REL-011: lost-ACK fraction of all paths, Q16
+        self.xneed = (0, P.overdue_groups(0))       # (ack_loss, its overdue_groups), for _xpath
         self.rtt_last = 0           # MR-CC-015: the latest RTT sample (ns) of any path
         # MR-CC-014: the timer before any RTT sample, spread over [1, 2) x rto_initial by the
         # connection, so that the senders of an incast whose first windows were dropped do not
@@ -1168,15 +1169,21 @@ class Connection:
         queueing delay seen now (or the path's own smoothed queueing, whichever is larger) plus a
         reorder allowance; arm the path's timer for that time (or declare it lost now)."""
         ep = self.ep
-        need = P.overdue_groups(self.ack_loss)      # MR-REL-011, once for every path
+        xn = self.xneed
+        if xn[0] != self.ack_loss:
+            xn = self.xneed = (self.ack_loss, P.overdue_groups(self.ack_loss))     # MR-REL-011
+        need = xn[1]
         for q in self.paths:
+            xc = q.xcache
+            if (xc is not None and xc[0] == need and (xc[1] is None or xc[1] >= t_wit)
+                    and q.state == _ACTIVE):
+                continue        # the common case: an active path whose cached due time is later
             if q is p or not q.live or q.min_rtt is None:
                 continue
             st = q.state
             if st == _RETIRED:
                 continue
-            xc = q.xcache       # _xdue's cache, checked here (the common case: a hit)
-            if xc is not None and xc[0] == (1 if st == _PROBING else need):
+            if xc is not None and xc[0] == (1 if st == _PROBING else need):     # _xdue's cache
                 t_due = xc[1]
             else:
                 t_due = self._xdue(q, need)

@@ -84,14 +84,13 @@ class Sim:
     def run(self, until=float("inf"), max_events=None):
         """Run events until the queue is empty, ``until`` is reached, :meth:`stop` is called or
         ``max_events`` have run. Returns the number of events run by this call."""
-        if max_events is not None:
-            return self._run_limited(until, max_events)
         T = self._t
         B = self._b
         pop = heapq.heappop
         n = 0
+        left = -1 if max_events is None or max_events < 0 else max_events     # -1: no limit
         self.stopped = False
-        while T:
+        while T and left:
             t = T[0]
             if t > until:
                 self.now = until
@@ -102,6 +101,12 @@ class Sim:
             # time starts a new bucket of the same time, which runs right after (the order of
             # appending to this one), and nothing is counted per event.
             b = B.pop(t)
+            if left > 0:
+                if len(b) > left:           # the count ends inside: the rest runs next time
+                    B[t] = b[left:]
+                    heappush(T, t)
+                    del b[left:]
+                left -= len(b)
             it = iter(b)
             try:
                 for fn, arg in it:
@@ -117,7 +122,9 @@ class Sim:
             n += len(b) - self._requeue(t, it)     # stopped inside a bucket: the rest runs next time
             break
         else:
-            if until != float("inf") and self.now < until:
+            # the queue holds nothing before ``until``: the clock moves there (not when the
+            # count ran out; max_events=0, which runs nothing, moves it as it always did)
+            if (left or not n) and until != float("inf") and self.now < until:
                 self.now = until
         self.events += n
         return n
@@ -134,54 +141,6 @@ class Sim:
             else:
                 b[:0] = rest
         return len(rest)
-
-    def _run_limited(self, until, max_events):
-        """:meth:`run` with ``max_events``: the bucket stays in the map and is cut where the
-        count ends."""
-        T = self._t
-        B = self._b
-        pop = heapq.heappop
-        n = 0
-        limit = max_events
-        self.stopped = False
-        while T and limit:
-            t = T[0]
-            if t > until:
-                self.now = until
-                break
-            pop(T)
-            self.now = t
-            b = B[t]
-            i = 0
-            try:
-                # a list iterator also yields what is appended meanwhile (same-time events)
-                for fn, arg in b:
-                    i += 1
-                    fn(arg)
-                    if self.stopped or n + i == limit:
-                        break
-                else:
-                    del B[t]
-                    n += i
-                    continue
-            except BaseException:
-                self._keep(t, b, i)         # the event that raised is consumed, as it was popped
-                raise
-            n += i
-            self._keep(t, b, i)        # stopped inside a bucket: the rest runs next time
-            break
-        else:
-            if until != float("inf") and self.now < until:
-                self.now = until
-        self.events += n
-        return n
-
-    def _keep(self, t, b, i):
-        del b[:i]
-        if b:
-            heappush(self._t, t)
-        else:
-            del self._b[t]
 
 
 def push(sim, t, fn, arg):

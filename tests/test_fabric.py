@@ -955,6 +955,7 @@ def test_event_loop_matches_a_heap_of_time_and_sequence():
 
     sim = Sim()
     log = drive(sim.at, lambda: sim.now)
+    assert sim.run(max_events=0) == 0 and not log
     sim.run(max_events=5)               # stops inside the first bucket
     assert len(log) == 5
     sim.at(sim.now, lambda _: sim.stop())

@@ -8,9 +8,15 @@ Rows: ``mode``, ``packets`` (frames put on the wire by hosts), ``events``, ``wal
 ``pkts_per_s`` (simulated packets per wall-clock second), ``events_per_s``, ``cpu_s`` and
 ``pkts_per_cpu_s`` (per CPU second of the process: on a shared machine wall time also counts
 the time other jobs held the core), ``hops_per_packet`` (links crossed per packet, 4 when nothing is dropped), ``drops``.
+
+With ``--count`` every run is traced (``sys.settrace`` opcode events inside ``Sim.run``, about 20x
+slower) and the rows add ``bytecodes_per_packet`` and ``calls_per_packet`` (Python function
+calls): the simulator's cost per packet in a measure that does not depend on the machine or its
+load (C-level work such as dict lookups and allocation is not weighed). Use a few hundred packets.
 """
 from __future__ import annotations
 
+import sys
 import time
 
 from ._common import endpoint_cfg
@@ -21,6 +27,8 @@ HELP = "simulator speed: packets and events per wall-clock second, fabric alone 
 def add_arguments(p):
     p.add_argument("--hosts", type=int, default=8)
     p.add_argument("--packets", type=int, default=20000, help="data packets per sender")
+    p.add_argument("--count", action="store_true",
+                   help="count Python bytecodes and calls per packet (deterministic, about 20x slower)")
 
 
 class _Blaster:
@@ -46,6 +54,33 @@ class _Blaster:
         return []
 
 
+class _Counter:
+    """Counts the bytecodes and Python calls run inside ``sim.run`` (``sys.settrace``)."""
+
+    def __init__(self, sim):
+        self.ops = self.calls = 0
+        run = sim.run
+
+        def counted_run(*a, **k):
+            sys.settrace(self._call)
+            try:
+                return run(*a, **k)
+            finally:
+                sys.settrace(None)
+        sim.run = counted_run
+
+    def _call(self, frame, event, arg):
+        self.calls += 1
+        frame.f_trace_opcodes = True
+        frame.f_trace_lines = False
+        return self._local
+
+    def _local(self, frame, event, arg):
+        if event == "opcode":
+            self.ops += 1
+        return self._local
+
+
 def one_run(job):
     from metaroce.models import codec, wire
     from metaroce.sim.harness import Flow, run_writes
@@ -53,6 +88,7 @@ def one_run(job):
 
     n = job["hosts"]
     fab = Fabric(n, leaves=2, spines=4, rate_bps=400e9, rtt=10e-6)
+    counter = _Counter(fab.sim) if job.get("count") else None
     if job["mode"] == "fabric":
         for i in range(0, n - 1, 2):
             frames = []
@@ -69,24 +105,31 @@ def one_run(job):
         fab.sim.run()
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
-        packets = sum(h.stats["tx"] for h in fab.hosts)
+        packets = sum(h.tx for h in fab.hosts)
         events = fab.sim.events
     else:
         flows = [Flow(i, i + 1, job["packets"] * 4096, paths=8) for i in range(0, n - 1, 2)]
         res = run_writes(fab, flows, job["mode"], cfg=endpoint_cfg(job["mode"], 400e9, 10e-6), until=1.0)
         wall, packets, events, cpu = res.wall, res.packets, res.events, res.cpu
-    hops = sum(ln.stats["frames"] for ln in fab.links.values()) / max(packets, 1)
-    return {"mode": job["mode"], "packets": packets, "events": events, "wall_s": round(wall, 3),
-            "pkts_per_s": round(packets / wall), "events_per_s": round(events / wall),
-            "cpu_s": round(cpu, 3), "pkts_per_cpu_s": round(packets / cpu) if cpu > 0 else 0,
-            "hops_per_packet": hops, "drops": fab.switch_drops()}
+    hops = sum(ln.frames for ln in fab.links.values()) / max(packets, 1)
+    row = {"mode": job["mode"], "packets": packets, "events": events, "wall_s": round(wall, 3),
+           "pkts_per_s": round(packets / wall), "events_per_s": round(events / wall),
+           "cpu_s": round(cpu, 3), "pkts_per_cpu_s": round(packets / cpu) if cpu > 0 else 0,
+           "hops_per_packet": hops, "drops": fab.switch_drops()}
+    if counter is not None:
+        # every packet of the run, the closing sim.run of run_writes included
+        total = sum(h.tx for h in fab.hosts)
+        row["bytecodes_per_packet"] = round(counter.ops / total)
+        row["calls_per_packet"] = round(counter.calls / total, 2)
+    return row
 
 
 def run(args, ui):
     from metaroce.cli import CliError
     if args.hosts < 2 or args.packets < 1:
         raise CliError("--hosts must be >= 2 and --packets >= 1")
-    jobs = [{"mode": m, "hosts": args.hosts, "packets": args.packets} for m in ("fabric", "metaroce", "rocev2")]
+    jobs = [{"mode": m, "hosts": args.hosts, "packets": args.packets, "count": args.count}
+            for m in ("fabric", "metaroce", "rocev2")]
     rows = ui.map(one_run, jobs, label="simspeed runs")
     return {"rows": rows, "title": f"bench simspeed: {args.hosts // 2} senders x {args.packets} packets, "
                                    "one leaf-spine plane (2 x 4), 400 Gb/s"}
