@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import pathlib
+import random
 import time
 import tomllib
 
@@ -438,7 +439,8 @@ def run_scenario(scenario, seed=None, setup=None):
     cfg.update(proto["params"])
     try:
         for h in fab.hosts:
-            h.ep = cls(h.addr, **cfg)
+            # MR-SEC-152: R_Keys from a generator seeded by the run, so that a run repeats.
+            h.ep = cls(h.addr, **cfg, rng=random.Random(f"{kind}/{h.addr}/{seed}"))
     except (TypeError, ValueError) as e:
         raise ScenarioError(f"{sc['_source']}: protocol.params: {e}") from None
     mtu = fab.hosts[0].ep.mtu
