@@ -279,6 +279,7 @@ def test_rtl_on_send_traffic(width, seed, streams, recv_delay, reads):
     assert sum(1 for c in tr.cqes if c[3] == 2) == tr.stats["reads"] >= (1 if reads else 0)
 
 
+@pytest.mark.slow       # the default run has READs in test_rtl_on_send_traffic's traffic
 def test_rtl_reads():
     """MR-RX-110..112: the READ-response cases on two connections (out of order with a resent
     chunk, a duplicate PSN, NO_READ, LENGTH, a chunk after completion, zero length, a reused
