@@ -38,9 +38,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import records
 from ..models.dma_write import OUTSTANDING
-from ..models.engine import ACK_FIFO_DEPTH, ENGINE_TX_NAMES
+from ..models.engine import ACK_FIFO_DEPTH, ENGINE_TX_NAMES, engine_tx_params
 from ..models.frame_builder import DESC_LAYOUT
-from ..models.tx import SMALL as TX_SMALL
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import payload_layout
 from .dma_write import DmaWrite
@@ -345,8 +344,7 @@ class Engine(wiring.Component):
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, max_frame=9216, outstanding=32,
                  **tx_kw):
-        kw = {k: v for k, v in TX_SMALL.items() if k not in ("conns", "paths")}
-        kw.update(tx_kw)
+        kw = engine_tx_params(tx_kw)
         self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True)
         self.tx = Tx(width, conns=conns, paths=paths, **kw)

@@ -122,7 +122,7 @@ class EngineLoop:
         self.quiet = 0
         self.limit = limit if limit is not None else 200_000 + 50 * sum(w["length"] for w in items)
         self.res = {"frames_out": 0, "frames_in": 0, "tx_cqe": [], "rx_cqe": [], "done": 0,
-                    "done_errors": 0, "errors": [], "bypass": 0}
+                    "done_errors": 0, "errors": [], "bypass": 0, "peak_mac_beats": 0}
         self._idle = {"s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tvalid": 0, "s_axis__tlast": 0,
                       "s_axis__tuser": 0, "parser_reg_addr": 0, "tx_reg_addr": 0,
                       "s_wr__valid": 0, "s_wr__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
@@ -142,6 +142,8 @@ class EngineLoop:
             for j in range(n):
                 chunk = f[j * nb:(j + 1) * nb]
                 self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1, int(j == n - 1)))
+        if len(self.beats) > self.res["peak_mac_beats"]:
+            self.res["peak_mac_beats"] = len(self.beats)
 
     def inputs(self):
         if self.mac.rx:
@@ -383,7 +385,8 @@ class PeerCosim:
                 "fabric": {"lost": link["lost"], "duplicated": link["duplicated"], "delayed": link["delayed"],
                            "ce_marked": self.fab.marks(), "switch_drops": self.fab.switch_drops()},
                 "engines": {name: {"frames_out": d.res["frames_out"], "frames_in": d.res["frames_in"],
-                                   "placements": d.res["done"], "errors": len(d.res["errors"])}
+                                   "placements": d.res["done"], "errors": len(d.res["errors"]),
+                                   "peak_mac_beats": d.res["peak_mac_beats"]}
                             for name, d in (("h0", self.a), ("h1", self.b))},
                 "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}}
 

@@ -38,7 +38,7 @@ from .wire import ROCE_PORT, Op
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "MacTxArbModel", "EngineModel", "engine_model_small",
-           "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts"]
+           "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS"]
 
 AXIL = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
 AXIL_OUT = ("awready", "wready", "bresp", "bvalid", "arready", "rdata", "rresp", "rvalid")
@@ -375,9 +375,8 @@ class EngineModel:
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, max_frame=9216, outstanding=32,
                  **tx_kw):
-        from .tx import SMALL, TxCycleModel
-        kw = {k: v for k, v in SMALL.items() if k not in ("conns", "paths")}
-        kw.update(tx_kw)
+        from .tx import TxCycleModel
+        kw = engine_tx_params(tx_kw)
         self.width = width
         self.rx = EngineRxModel(width, conns, paths, keys, max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True)
@@ -437,6 +436,21 @@ class EngineModel:
                     if not n.startswith(("s_ack__", "m_axis__"))})
         out.update(ao)
         return out
+
+
+#: MR-ENG-130: the whole engine's RTO (the TX half's ``rto_ns``): 160 us, not the TX block's
+#: 40 us, which a full path window outruns at line rate (docs/hw/engine-results.md).
+ENGINE_RTO_NS = 160_000
+
+
+def engine_tx_params(tx_kw):
+    """MR-ENG-130: the TX half's parameters besides ``conns`` and ``paths``: ``models.tx.SMALL``'s,
+    ``rto_ns`` :data:`ENGINE_RTO_NS`, then ``tx_kw``."""
+    from .tx import SMALL
+    kw = {k: v for k, v in SMALL.items() if k not in ("conns", "paths")}
+    kw["rto_ns"] = ENGINE_RTO_NS
+    kw.update(tx_kw)
+    return kw
 
 
 def engine_layouts(conns=2, paths=4, **tx_kw):
