@@ -29,7 +29,6 @@ from .engine import AXIL, EngineRxModel
 from .parser import N_COUNTERS as PARSER_COUNTERS, OVERFLOW_COUNTER, verdict
 from .regs import register_map
 from .rx import TABLE_KEY, payload_layout
-from .wire import Reason
 
 __all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "Phases", "Driver", "check",
            "run_model"]

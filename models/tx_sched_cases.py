@@ -23,8 +23,7 @@ from . import protocol as P
 from .driver import CounterReadout
 from .retransmit import RetransmitModel
 from .rx import pack, unpack
-from .tx_sched import (OP_WRITE, OP_WRITE_IMM, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR,
-                       STATUS_OK, TxSchedModel)
+from .tx_sched import (OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel)
 from .wire import MrdhFlag
 
 

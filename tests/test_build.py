@@ -290,12 +290,13 @@ def test_build_tables(smoke_block, monkeypatch, capsys):
     assert "not checked (--no-kept-check)" in capsys.readouterr().out
 
 
-def test_build_engine_is_an_alias_of_the_largest_engine_block(monkeypatch, capsys):
-    """MR-FLOW-020: `metaroce build engine` builds `engine_rx` (4,096 x 8) and says so; the
-    toolchain and the Verilog are replaced so that only the resolution is under test."""
+def test_build_engine_builds_the_whole_engine(monkeypatch, capsys):
+    """MR-FLOW-020: `metaroce build engine` builds the whole engine's block `engine` (no longer
+    an alias of `engine_rx`); the toolchain and the Verilog are replaced so that only the
+    resolution is under test."""
     from metaroce.commands import build as build_cmd
     from metaroce.commands import verilog as verilog_cmd
-    assert build_cmd.resolve_alias("engine") == "engine_rx"
+    assert build_cmd.resolve_alias("engine") == "engine" and "engine" in blocks.BLOCKS
     assert build_cmd.resolve_alias("parser") == "parser"
     assert all(target in blocks.BLOCKS for target in build_cmd.ALIASES.values())
     seen = {}
@@ -307,12 +308,10 @@ def test_build_engine_is_an_alias_of_the_largest_engine_block(monkeypatch, capsy
     monkeypatch.setattr(fpga_build, "build_xcvu9p", lambda text, block, **k: {"target": "xcvu9p",
                         "luts": 1, "ffs": 1, "brams": 0, "urams": 0, "dsps": 0,
                         "lut_levels": 1, "vivado": "x", "out": None})
-    assert main(["build", "engine", "--width", "512", "--target", "xcvu9p", "--json"]) == 0
+    assert main(["build", "engine", "--width", "64", "--target", "xcvu9p", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert seen["block"] == ("engine_rx", 512)
-    assert rep["block"] == "engine_rx" and rep["alias"] == "engine"
-    assert main(["build", "engine", "--width", "512", "--target", "xcvu9p"]) == 0
-    assert "engine (= engine_rx) at 512 bits" in capsys.readouterr().out
+    assert seen["block"] == ("engine", 64)
+    assert rep["block"] == "engine" and "alias" not in rep
     assert main(["build", "engine", "--width", "48"]) == 2
     err = capsys.readouterr().err
-    assert "'engine_rx' supports widths" in err and len(err.strip().splitlines()) == 1
+    assert "'engine' supports widths" in err and len(err.strip().splitlines()) == 1

@@ -11,7 +11,7 @@ model stepped and every output compared every cycle, per wall second); ``mismatc
 """
 from __future__ import annotations
 
-from ._common import WIDTHS, verilator_rows, widths_and_sizes
+from ._common import verilator_rows, widths_and_sizes
 
 HELP = "TX frame builder under Verilator: beats/frames per cycle per payload size, latency"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 
-from ._common import WIDTHS, verilator_rows, widths_and_sizes
+from ._common import verilator_rows, widths_and_sizes
 
 HELP = "TX engine (joined, small instance): packets/beats per cycle, ACKs per cycle, latency"
 

@@ -10,10 +10,9 @@ DEFAULT_BLOCK = "parser"
 DEFAULT_FREQ = {"ecp5-85": 125.0, "xcvu9p": 250.0}
 
 #: MR-FLOW-020: names ``metaroce build`` accepts for a block that is not registered under
-#: that name. ``engine`` is the largest engine top registered so far: the receive half at
-#: 4,096 connections x 8 paths (``engine_rx``). A block registered as ``engine`` (the full
-#: engine, TX half joined) takes precedence over the alias.
-ALIASES = {"engine": "engine_rx"}
+#: that name (none now: ``engine``, once an alias of the receive half ``engine_rx``, is the
+#: whole engine's own block). A registered block takes precedence over an alias.
+ALIASES: dict[str, str] = {}
 
 
 def resolve_alias(name: str) -> str:
@@ -27,7 +26,7 @@ def resolve_alias(name: str) -> str:
 def add_arguments(p):
     p.add_argument("block", nargs="?", default=DEFAULT_BLOCK,
                    help=f"block name (see metaroce/blocks.py; default {DEFAULT_BLOCK}); "
-                        f"aliases: " + ", ".join(f"{a} = {b}" for a, b in ALIASES.items()))
+                        + "".join(f"; {a} = {b}" for a, b in ALIASES.items()))
     p.add_argument("--target", default="ecp5-85", metavar="TARGET",
                    help="ecp5-85 (board bitstream) or xcvu9p (resources, XDC, Vivado Tcl); "
                         "default ecp5-85")

@@ -271,7 +271,7 @@ def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, prog
                 if time.monotonic() > deadline:
                     timed_out = True
                     break
-        except TransportError as e:
+        except TransportError:
             # A closed peer port mostly means the receiver died: say so when it did.
             if rx.proc.poll() is not None or _exits_soon(rx.proc):
                 raise rx.died("during the transfer") from None
