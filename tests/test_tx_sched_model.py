@@ -152,3 +152,23 @@ def test_endpoint_over_lossy_loopback(seed):
                             init_window_bdp=100.0, max_window_bdp=100.0)
     assert r["retransmits"] >= 10 and not r["stats"].get("tail_probes")
     assert r["frames"] == r["stats"]["data_packets_sent"]
+
+
+def test_registered_candidates_rest_a_connection_one_cycle():
+    """MR-TXS-033: a connection whose state changed at an edge (here: it sent a packet) sits out
+    the next cycle's pick, so no connection has frames in two consecutive cycles; the other
+    connection's registered action fills that cycle, so frames still leave back to back (the
+    scheduler before MR-TXS-033 gave 18 same-connection pairs on this traffic)."""
+    model = TxSchedCycleModel(64, **SMALL)
+    items = tc.traffic(model.sem, 120, seed=1, bad=False)
+    drv = tc.Driver(model.lay, items, seed=1, p_idle=0, p_bp=0, loss=0.0)
+    frames = []
+    while not drv.finished:
+        inp = drv.inputs()
+        out = model.step(inp)
+        if out["m_frame__valid"] and inp["m_frame__ready"]:
+            frames.append((drv.cycle, tc.unpack(model.lay.frame, out["m_frame__payload"])["conn"]))
+        drv.observe(inp, out)
+        drv.settle(model.busy)
+    pairs = [(ca == cb) for (a, ca), (b, cb) in zip(frames, frames[1:]) if b == a + 1]
+    assert len(frames) > 150 and not any(pairs) and len(pairs) > 50
