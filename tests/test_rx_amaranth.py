@@ -83,8 +83,10 @@ def test_slow_updates(kind):
 
 @pytest.mark.parametrize("width,shape", [(64, "both"), (512, "bp"), (128, "idle")])
 def test_window_and_bad_inputs(width, shape):
-    """MR-RX-020..033, MR-RX-050: reordering, gaps, slides beyond 256, PSNs beyond 512,
-    duplicates, CE marks, every bad-input class; random idle cycles and backpressure."""
+    """MR-RX-020..033, MR-RX-049, MR-RX-050: reordering, gaps, slides beyond 256, PSNs beyond
+    512, duplicates, CE marks, every bad-input class (the checks the RTL splits over S1..S3 with
+    limb sums, MR-RX-049, give the model's outcome in the model's cycle); random idle cycles and
+    backpressure."""
     s = rc.Setup(*SMALL, seed=5)
     cases = rc.window_cases(s) + rc.bad_cases(s) + rc.burst_same_path(s, 12, plen=9)
     p_idle, p_bp = rc.SHAPES[shape]
