@@ -9,24 +9,9 @@ HELP = "build a block for an FPGA: ECP5-85 board bitstream, or VU9P resources + 
 DEFAULT_BLOCK = "parser"
 DEFAULT_FREQ = {"ecp5-85": 125.0, "xcvu9p": 250.0}
 
-#: MR-FLOW-020: names ``metaroce build`` accepts for a block that is not registered under
-#: that name (none now: ``engine``, once an alias of the receive half ``engine_rx``, is the
-#: whole engine's own block). A registered block takes precedence over an alias.
-ALIASES: dict[str, str] = {}
-
-
-def resolve_alias(name: str) -> str:
-    """The registered block ``metaroce build NAME`` builds."""
-    from .. import blocks
-    if name in blocks.BLOCKS:
-        return name
-    return ALIASES.get(name, name)
-
-
 def add_arguments(p):
     p.add_argument("block", nargs="?", default=DEFAULT_BLOCK,
-                   help=f"block name (see metaroce/blocks.py; default {DEFAULT_BLOCK}); "
-                        + "".join(f"; {a} = {b}" for a, b in ALIASES.items()))
+                   help=f"block name (see metaroce/blocks.py; default {DEFAULT_BLOCK})")
     p.add_argument("--target", default="ecp5-85", metavar="TARGET",
                    help="ecp5-85 (board bitstream) or xcvu9p (resources, XDC, Vivado Tcl); "
                         "default ecp5-85")
@@ -68,21 +53,16 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True):
 
 def run(args):
     from .verilog import block_and_width
-    alias = args.block
-    args.block = resolve_alias(alias)
     blk = block_and_width(args)
     out = report(blk, args.width, target=args.target, freq=args.freq, seed=args.seed,
                  out=args.out, kept_check=args.kept_check)
-    if alias != blk.name:
-        out["alias"] = alias
     if args.json:
         print(json.dumps(out))
         return 0
     from rich.console import Console
     from rich.table import Table
     con = Console(file=sys.stdout)
-    shown = f"{alias} (= {blk.name})" if alias != blk.name else blk.name
-    t = Table(title=f"{shown} at {args.width} bits, {out['target']}")
+    t = Table(title=f"{blk.name} at {args.width} bits, {out['target']}")
     t.add_column("figure")
     t.add_column("value", justify="right")
     if out["target"] == "xcvu9p":
