@@ -24,7 +24,7 @@ from . import regs_cases as rgc
 from . import rx_cases as rc
 from .dma_write import RESP_OKAY, apply, unpack as dunpack
 from .dma_write_cases import HostMemory, Layout
-from .driver import CounterReadout
+from .driver import CounterReadout, run_alone
 from .engine import AXIL, EngineRxModel
 from .parser import N_COUNTERS as PARSER_COUNTERS, OVERFLOW_COUNTER, verdict
 from .regs import register_map
@@ -348,9 +348,5 @@ def run_model(width, run: Run, *, seed=0, **kw):
     lay = run.setup.lay
     model = EngineRxModel(width, lay.conns, lay.paths, lay.keys, outstanding=32)
     drv = Driver(width, run, seed=seed, **kw)
-    while not drv.finished:
-        inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(model.busy)
+    run_alone(model, drv)
     return drv, check(run, drv)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 
 from . import protocol as P
-from .driver import CounterReadout
+from .driver import CounterReadout, run_alone
 from .retransmit import (BACKOFF_MAX_LOG2, N_COUNTERS, RETRY_LIMIT, RTO_NS, STATUS_RETRY_EXC,
                          RetransmitModel, layouts, pack, time_due, unpack)
 
@@ -289,11 +289,7 @@ class Driver(CounterReadout):
 def run_model(model, items, *, seed=0, **kw):
     """:class:`RetransmitCycleModel` alone through the driver; returns the driver's results."""
     drv = Driver(model.lay, items, seed=seed, **kw)
-    while not drv.finished:
-        inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(model.busy)
+    run_alone(model, drv)
     return drv.res
 
 

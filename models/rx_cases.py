@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from . import codec, protocol as P
 from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
-from .driver import CounterReadout
+from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
                  TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
@@ -776,11 +776,7 @@ def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
     lay = setup.lay
     model = RxCycleModel(width, lay.conns, lay.paths, lay.keys)
     drv = make_driver(width, setup, cases, seed=seed, **kw)
-    while not drv.finished:
-        inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(model.busy)
+    run_alone(model, drv)
     if check_outputs:
         check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys)
     return drv.res

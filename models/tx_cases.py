@@ -24,7 +24,7 @@ from collections import defaultdict, deque
 from . import codec
 from . import protocol as P
 from .dma_read_cases import HostMemory, Layout
-from .driver import CounterReadout
+from .driver import CounterReadout, run_alone
 from .rx import pack, unpack
 from .tx import template_of
 from .tx_sched import (OP_WRITE_IMM, STATUS_LOC_PROT_ERR, STATUS_OK, STATUS_RETRY_EXC_ERR,
@@ -258,11 +258,7 @@ def frames_of_beats(beats, nb):
 def run_model(model, items, mem_layout, tmpls, *, seed=0, **kw):
     """:class:`~metaroce.models.tx.TxCycleModel` alone through the driver; the driver's results."""
     drv = Driver(model.lay, model.width, items, mem_layout, tmpls, seed=seed, **kw)
-    while not drv.finished:
-        inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(model.busy)
+    run_alone(model, drv)
     return drv
 
 

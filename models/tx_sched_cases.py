@@ -20,7 +20,7 @@ from collections import defaultdict, deque
 from types import SimpleNamespace
 
 from . import protocol as P
-from .driver import CounterReadout
+from .driver import CounterReadout, run_alone
 from .retransmit import RetransmitModel
 from .rx import pack, unpack
 from .tx_sched import (OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel)
@@ -184,11 +184,7 @@ class Driver(CounterReadout):
 def run_model(model, items, *, seed=0, **kw):
     """:class:`TxSchedCycleModel` alone through the driver; returns the driver's results."""
     drv = Driver(model.lay, items, seed=seed, **kw)
-    while not drv.finished:
-        inp = drv.inputs()
-        out = model.step(inp)
-        drv.observe(inp, out)
-        drv.settle(model.busy)
+    run_alone(model, drv)
     return drv.res
 
 
