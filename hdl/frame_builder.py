@@ -372,7 +372,7 @@ class FrameBuilder(wiring.Component):
         with m.If(en):
             m.d.sync += m_valid.eq(go)
         with m.If(go):
-            pay, dat, crc = [], [], []
+            dat, crc = [], []
             for j in range(NB):
                 pb = Mux(thermo["h"][j], rot_prev.word_select(j, 8), rot_cur.word_select(j, 8))
                 pb = Mux(dat_lane[j], pb, 0)

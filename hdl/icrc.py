@@ -334,7 +334,6 @@ class IcrcChecker(wiring.Component):
         m = Module()
         W, B = self.width, self.width // 8
         LB = B.bit_length() - 1
-        k = self.k
         proc = processor(W) if self.impl == "lib" else IcrcProcessor(W)
         m.submodules.proc = proc
         l4e = self.l4_end[:16]

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import collections
 
-from amaranth.lib import data
-
 from . import records
 from .dma_write import (AXI_4K, INCR, MAX_BURST, RESP_DECERR, RESP_EXOKAY, RESP_OKAY,
                         RESP_SLVERR, boundary, bursts, check_params)

@@ -1457,7 +1457,6 @@ class Connection:
 
     def _healthy(self, p, now):
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
-        ep = self.ep
         return [q for q in self.paths if q.state == _ACTIVE and q is not p
                 and now - q.last_ack < 4 * self._srtt_ns(q)]
 

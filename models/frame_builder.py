@@ -323,7 +323,6 @@ class FrameBuilderModel:
         self.room = (len(fifo.inner) + (fifo.out is not None) < fifo.cap + 1 - 2
                      and self.rec_used < REC_DEPTH - 1)
         outs = self.outputs(en)
-        desc_ready, pay_ready = outs["s_desc__ready"], outs["s_payload__ready"]
         f = self.f
         need = bool(f) and f[1] >= f[0].hb and f[1] - f[0].hb < f[0].npb
 

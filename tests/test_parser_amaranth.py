@@ -22,7 +22,7 @@ from metaroce.models import parser_cases as pc
 from metaroce.models import wire
 from metaroce.models.parser import ParserModel, verdict
 from metaroce.models.wire import Op, Reason
-from metaroce.tb.lockstep import Core, Mismatch, drive_amaranth, model_port_lists
+from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
 from test_parser_model import LINE_SIZES, _frame_of_size, check_frames_kept, scapy_cases
 
 # lib.crc chains its XORs one by one; the Python simulator recurses through the chain.

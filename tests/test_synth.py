@@ -296,7 +296,7 @@ def _rx_synthesis_text(name, rows):
     full = make_verilog(blk, 64)
     syn, dropped = synth.drop_zero_memory_init(full)
     assert f"path_mem[{rows - 1}] =" in full and "initial begin" in full
-    assert "initial begin" not in syn and f"reg [" in syn and f"path_mem [{rows - 1}:0];" in syn
+    assert "initial begin" not in syn and "reg [" in syn and f"path_mem [{rows - 1}:0];" in syn
     assert dropped == 6           # connection, key and path tables, three output queues
     return full, syn
 

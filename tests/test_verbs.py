@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from metaroce.models.endpoint import (ACCESS_LOCAL_WRITE, ACCESS_REMOTE_WRITE, Endpoint, Status,
+from metaroce.models.endpoint import (ACCESS_REMOTE_WRITE, Endpoint, Status,
                                       WcOpcode)
 from metaroce.models.loopback import LoopFaults, Loopback
 from metaroce.models.wire import Op
@@ -306,7 +306,6 @@ def test_wire_read_and_atomic_frames():
         assert g.bth.opcode == op and g.payload == payload
         assert g.mrdh == hdrs["mrdh"] and g.reth == hdrs.get("reth")
     bad = make(Op.MR_READ, b"", mrdh=MRDH(1, 5, 0, 0, 1, 0, 0), reth=RETH(0, 5, 8))
-    raw = bytearray(codec.encode(bad))
     bad.payload = b"abcd"
     with pytest.raises(DecodeError) as e:
         codec.decode(codec.encode(bad))
@@ -363,7 +362,6 @@ def test_roce_read_go_back_n(loss):
     a, b, ca, cb = roce_pair(timeout_exp=4)
     remote, rkey = _mem(b, 200_000, seed=40)
     local, lkey = _mem(a, 200_000, seed=41)
-    src = bytes(local)
     want = []
     for i in range(10):
         off = i * 15_000

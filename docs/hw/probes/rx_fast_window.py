@@ -5,7 +5,6 @@ as one register loop on a 1,024-row table. Run from the repository root:
     .venv/bin/python docs/hw/probes/rx_fast_window.py
 
 prints the LUT levels (generic flow of MR-FLOW-010) and the deepest path."""
-import sys
 from amaranth.hdl import *
 from amaranth.back import verilog
 from amaranth.lib import memory
