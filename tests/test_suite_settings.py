@@ -17,3 +17,21 @@ def test_a_property_test_runs_without_deadline(n):
     import time
     time.sleep(0.3)         # longer than Hypothesis' default deadline: must not fail
     assert isinstance(n, int)
+
+
+def test_longest_first_names_tests_of_the_default_run():
+    """Every test the scheduling order (conftest.LONGEST_FIRST) names exists and is in the
+    default run: a renamed or slow-marked test would silently drop out of the order."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    from conftest import BUDGET_SLOW, LONGEST_FIRST
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
+    assert not set(LONGEST_FIRST) & BUDGET_SLOW
+    root = Path(__file__).resolve().parent.parent
+    files = sorted({nodeid.split("::")[0] for nodeid in LONGEST_FIRST})
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "-p", "no:xdist", "-m", "not slow", *files],
+                         cwd=root, capture_output=True, text=True, timeout=3600).stdout
+    collected = {line.strip() for line in out.splitlines() if "::" in line}
+    assert set(LONGEST_FIRST) <= collected, set(LONGEST_FIRST) - collected
