@@ -93,25 +93,47 @@ BUDGET_SLOW = {
 }
 
 
-# The longest tests of the default run (fresh-clone `--durations`, about 10-210 s each), run
-# first: pytest-xdist's load scheduling hands out the first quarter of the items round robin,
-# so in this order the two workers of a 2-core machine get about equal shares of them (longest
-# processing time first), and no long test starts last and leaves the other core idle (the
-# spread between 10 and 11.5 minutes of otherwise equal runs). Order only: nothing is skipped.
+# The longest tests of the default run (fresh-clone `--durations`, about 10-210 s each), split
+# in two by longest processing time first. pytest-xdist's load scheduler (3.x) first hands each
+# worker a block of consecutive items (a quarter of its share), then the rest as workers free
+# up: so each group is put at the head of one worker's first block, and no long test starts
+# last and leaves the other core idle (the spread between 10 and 11.5 minutes of otherwise
+# equal runs). Order only: nothing is skipped; without xdist the order is left alone.
 LONGEST_FIRST = (
-    "tests/test_rx_rtl.py::test_rx_rtl_lockstep[64]",
-    "tests/test_rx_amaranth.py::test_rtl_on_send_traffic[64-1-1-3e-05-0.3]",
-    "tests/test_rx_amaranth.py::test_rtl_sends[64-1]",
-    "tests/test_rx_amaranth.py::test_delayed_ack_timer",
-    "tests/test_rx_amaranth.py::test_same_path_burst_one_per_cycle[64]",
-    "tests/test_tx_sched_amaranth.py::test_lockstep_random[1]",
-    "tests/test_lockstep.py::test_lockstep_catches_planted_bug",
-    "tests/test_build.py::test_build_tables",
-    "tests/test_lockstep.py::test_drive_registered_outputs[combinational]",
-    "tests/test_engine_whole.py::test_engine_model_loopback",
-    "tests/test_rx_amaranth.py::test_placement_address_limbs",
-    "tests/test_toolchain.py::test_smoke_simulation_passes",
+    ("tests/test_rx_rtl.py::test_rx_rtl_lockstep[64]",
+     "tests/test_rx_amaranth.py::test_rtl_sends[64-1]",
+     "tests/test_rx_amaranth.py::test_same_path_burst_one_per_cycle[64]",
+     "tests/test_lockstep.py::test_lockstep_catches_planted_bug",
+     "tests/test_lockstep.py::test_drive_registered_outputs[combinational]",
+     "tests/test_rx_amaranth.py::test_placement_address_limbs"),
+    ("tests/test_rx_amaranth.py::test_rtl_on_send_traffic[64-1-1-3e-05-0.3]",
+     "tests/test_rx_amaranth.py::test_delayed_ack_timer",
+     "tests/test_tx_sched_amaranth.py::test_lockstep_random[1]",
+     "tests/test_build.py::test_build_tables",
+     "tests/test_engine_whole.py::test_engine_model_loopback",
+     "tests/test_toolchain.py::test_smoke_simulation_passes"),
 )
+
+
+def first_block_order(items, workers):
+    """``items`` reordered so that group k of :data:`LONGEST_FIRST` heads worker k's first block
+    of xdist's load scheduling (``len(items) // workers // 4`` consecutive items each)."""
+    block = max(len(items) // workers // 4, 2)
+    heads = [[] for _ in LONGEST_FIRST]
+    where = {nodeid: k for k, group in enumerate(LONGEST_FIRST) for nodeid in group}
+    rest = []
+    for item in items:
+        k = where.get(item.nodeid)
+        (rest if k is None or k >= workers else heads[k]).append(item)
+    for k, group in enumerate(heads):
+        group.sort(key=lambda item: LONGEST_FIRST[k].index(item.nodeid))
+    out = []
+    for k in range(workers):
+        out += heads[k] if k < len(heads) else []
+        take = max(0, (k + 1) * block - len(out))
+        out += rest[:take]
+        rest = rest[take:]
+    return out + rest
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -119,6 +141,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid in BUDGET_SLOW:
             item.add_marker(pytest.mark.slow)
-    rank = {nodeid: i for i, nodeid in enumerate(LONGEST_FIRST)}
-    # A stable sort: the listed tests first, in the list's order; the rest as collected.
-    items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))
+
+
+class _WorkerOrder:
+    """Runs after every other collection hook (``-m`` deselection included), on xdist workers."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        workers = getattr(config, "workerinput", {}).get("workercount")
+        if workers:
+            items[:] = first_block_order(items, workers)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_WorkerOrder(), "metaroce-worker-order")

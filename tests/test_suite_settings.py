@@ -26,12 +26,29 @@ def test_longest_first_names_tests_of_the_default_run():
     import sys
     from pathlib import Path
     from conftest import BUDGET_SLOW, LONGEST_FIRST
-    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
-    assert not set(LONGEST_FIRST) & BUDGET_SLOW
+    named = [nodeid for group in LONGEST_FIRST for nodeid in group]
+    assert len(set(named)) == len(named)
+    assert not set(named) & BUDGET_SLOW
     root = Path(__file__).resolve().parent.parent
-    files = sorted({nodeid.split("::")[0] for nodeid in LONGEST_FIRST})
+    files = sorted({nodeid.split("::")[0] for nodeid in named})
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                           "-p", "no:xdist", "-m", "not slow", *files],
                          cwd=root, capture_output=True, text=True, timeout=3600).stdout
     collected = {line.strip() for line in out.splitlines() if "::" in line}
-    assert set(LONGEST_FIRST) <= collected, set(LONGEST_FIRST) - collected
+    assert set(named) <= collected, set(named) - collected
+
+
+def test_each_worker_block_starts_with_its_long_group():
+    """The order xdist's load scheduler sees: worker k's first block (a quarter of its share of
+    consecutive items) starts with group k; every item is kept, once."""
+    from types import SimpleNamespace
+    from conftest import LONGEST_FIRST, first_block_order
+    named = [nodeid for group in LONGEST_FIRST for nodeid in group]
+    items = [SimpleNamespace(nodeid=f"tests/test_x.py::t{i}") for i in range(1000)]
+    items[500:500] = [SimpleNamespace(nodeid=nodeid) for nodeid in reversed(named)]
+    out = first_block_order(items, 2)
+    assert sorted(id(i) for i in out) == sorted(id(i) for i in items)
+    block = len(items) // 2 // 4
+    assert [i.nodeid for i in out[:len(LONGEST_FIRST[0])]] == list(LONGEST_FIRST[0])
+    assert [i.nodeid for i in out[block:block + len(LONGEST_FIRST[1])]] == list(LONGEST_FIRST[1])
+    assert first_block_order(items, 1)[:len(LONGEST_FIRST[0])] == out[:len(LONGEST_FIRST[0])]
