@@ -34,7 +34,7 @@ from .parser import _wide_counter
 from ..models import records
 from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, INS_DEPTH,
                                  JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK, N_COUNTERS,
-                                 OUT_DEPTH, REARM_DEPTH, RETRY_LIMIT, RTO_NS, SLOT_LOG2, SMALL,
+                                 OUT_DEPTH, RETRY_LIMIT, RTO_NS, SLOT_LOG2, SMALL,
                                  STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts)
 
 __all__ = ["Retransmit", "retransmit_256x4"]
@@ -163,8 +163,6 @@ class Retransmit(wiring.Component):
         m.submodules.acked_q = acked_q = fifo.SyncFIFO(width=lay.acked.size, depth=OUT_DEPTH)
         m.submodules.resend_q = resend_q = fifo.SyncFIFO(width=lay.resend.size, depth=OUT_DEPTH)
         m.submodules.error_q = error_q = fifo.SyncFIFO(width=lay.error.size, depth=OUT_DEPTH)
-        rearm_lay = data.StructLayout({"row": rb, "psn": psn_bits, "t": records.TIME_BITS})
-        m.submodules.rearm_q = rearm_q = fifo.SyncFIFO(width=rearm_lay.size, depth=REARM_DEPTH)
 
         # MR-TX-040: the increments are registered, then counted in 8-bit pieces (no carry
         # longer than a piece), so an event lands in its counter one cycle later
@@ -226,8 +224,6 @@ class Retransmit(wiring.Component):
         w_skip = Signal(9)
         w_left = Signal(9)
         w_acked = Signal(P.SACK_BITS)
-        w_rearm = Signal()
-        w_rearm_psn = Signal(psn_bits)
         w_cursor = Signal(pw)
         tbits = records.TIME_BITS - self.slot_log2
         ct = Signal(tbits)
@@ -254,9 +250,9 @@ class Retransmit(wiring.Component):
         due_at_ct = (now_slot != ct) & ~_sum_bit(now_slot, ~ct, tbits - 1, 1)
         due_at_inc = (now_slot != ct_inc) & ~_sum_bit(now_slot, ~ct_inc, tbits - 1, 1)
 
-        # -- stage 0: take an ACK, the walker's rearm, the wheel's check, a sent packet (MR-TX-033)
+        # -- stage 0: take an ACK, the wheel's check, a sent packet (MR-TX-033)
         s1a_valid = Signal()
-        s1a_kind = Signal(2)            # 0 sent, 1 ack, 2 rearm, 3 check
+        s1a_kind = Signal(2)            # 0 sent, 1 ack, 3 check
         s1_valid = Signal()             # S1b (the stage that applies the event to its row)
         s1_kind = Signal(2)
         s2_valid = Signal()             # S2a
@@ -270,39 +266,31 @@ class Retransmit(wiring.Component):
             for k in (3, 2, 1, 0):
                 out = Mux(inflight == k, level < depth - k, out)
             return out
-        # the credits are registered (MR-TX-033): computed a cycle ahead with room for one more
+        # the credit is registered (MR-TX-033): computed a cycle ahead with room for one more
         # event, the one that cycle may take
         credit = Signal(init=1)
-        ins_ok = Signal(init=1)
-        m.d.sync += [ins_ok.eq(room(ins_q.level, INS_DEPTH - 1)),
-                     credit.eq(room(job_q.level, JOB_DEPTH - 1) & room(ins_q.level, INS_DEPTH - 1)
-                               & room(error_q.level, OUT_DEPTH - 1))]
+        m.d.sync += credit.eq(room(job_q.level, JOB_DEPTH - 1) & room(ins_q.level, INS_DEPTH - 1)
+                              & room(error_q.level, OUT_DEPTH - 1))
         m.d.comb += self.s_ack.ready.eq(credit)
         ack_take = self.s_ack.valid & credit
-        rearm_req = rearm_q.r_rdy & ins_ok
-        rearm_take = rearm_req & ~ack_take
         ins_r_valid = Signal()          # the insert registers behind the queue (MR-TX-060)
         ins_r2_valid = Signal()
         check_req = (~pop_phase & ~ins_r_valid & ~ins_r2_valid & ~ins_q.r_rdy & wheel_due
                      & slot_valid.bit_select(cur, 1))
-        check_take = check_req & credit & ~ack_take & ~rearm_req
+        check_take = check_req & credit & ~ack_take
         # MR-TX-031: a free record for this packet and each sent packet in S1a and S1b
         sent_in = Signal(2)
         m.d.comb += sent_in.eq((s1a_valid & (s1a_kind == 0)) + (s1_valid & (s1_kind == 0)))
         m.d.comb += [
-            self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rearm_req & ~check_req
+            self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~check_req
                                  & Mux(sent_in[1], free_level > 2,
                                        Mux(sent_in[0], free_level > 1, free_level != 0))),
-            rearm_q.r_en.eq(rearm_take),
         ]
-        qrearm = data.View(rearm_lay, rearm_q.r_data)
         sent_take = self.s_sent.valid & self.s_sent.ready
         ina, ins = self.s_ack.payload, self.s_sent.payload
         rec = data.View(lay.rec, rec_rd.data)
         with m.If(ack_take):
             m.d.comb += path_rd.addr.eq(Cat(ina.path[:pb], ina.conn))
-        with m.Elif(rearm_take):
-            m.d.comb += path_rd.addr.eq(qrearm.row)
         with m.Elif(check_take):
             m.d.comb += path_rd.addr.eq(cur_head)
         with m.Else():
@@ -310,14 +298,9 @@ class Retransmit(wiring.Component):
         s1a_ack = Signal(lay.ack)
         s1a_sent = Signal(lay.sent)
         s1a_int_row = Signal(rb)
-        s1a_rearm_psn = Signal(psn_bits)
-        s1a_rearm_t = Signal(records.TIME_BITS)
-        m.d.sync += s1a_valid.eq(rearm_take | check_take | ack_take | sent_take)
+        m.d.sync += s1a_valid.eq(check_take | ack_take | sent_take)
         with m.If(ack_take):
             m.d.sync += [s1a_kind.eq(1), s1a_ack.eq(ina)]
-        with m.Elif(rearm_take):
-            m.d.sync += [s1a_kind.eq(2), s1a_int_row.eq(qrearm.row), s1a_rearm_psn.eq(qrearm.psn),
-                         s1a_rearm_t.eq(qrearm.t)]
         with m.Elif(check_take):
             m.d.sync += [s1a_kind.eq(3), s1a_int_row.eq(cur_head)]
         with m.Elif(sent_take):
@@ -337,14 +320,11 @@ class Retransmit(wiring.Component):
         s1_e = Signal(range(P.SACK_BITS + 2))
         s1_sent = Signal(lay.sent)
         s1_int_row = Signal(rb)
-        s1_rearm_psn = Signal(psn_bits)
-        s1_rearm_t = Signal(records.TIME_BITS)
         s1a_row = Signal(rb)
         m.d.comb += s1a_row.eq(row_of(s1a_kind, s1a_sent, s1a_ack, s1a_int_row))
         m.d.sync += [s1_valid.eq(s1a_valid), s1_kind.eq(s1a_kind), s1_ack.eq(s1a_ack),
                      s1_e.eq(Mux(sack_any, sack_top + 2, 0)), s1_sent.eq(s1a_sent),
-                     s1_int_row.eq(s1a_int_row), s1_rearm_psn.eq(s1a_rearm_psn),
-                     s1_rearm_t.eq(s1a_rearm_t)]
+                     s1_int_row.eq(s1a_int_row)]
 
         # -- stage S1b: the path row with forwarding (MR-TX-035)
         s1_row = Signal(rb)
@@ -382,7 +362,6 @@ class Retransmit(wiring.Component):
         no_live = both(lambda r: r.lost_upto == r.next_psn)
         is_sent = s1_valid & (s1_kind == 0)
         is_ack = s1_valid & (s1_kind == 1)
-        is_rearm = s1_valid & (s1_kind == 2)
         is_check = s1_valid & (s1_kind == 3)
 
         # the deadline of a timer (MR-TX-061) from the row's t_live and backoff, and of the new row
@@ -407,8 +386,6 @@ class Retransmit(wiring.Component):
         s2_sack = Signal(P.SACK_BITS)
         s2_amt = Signal(10)             # 256 - dc: the SACK's shift in S2
         s2_ptr = Signal(pw)
-        s2_rearm = Signal()
-        s2_rearm_psn = Signal(psn_bits)
         s2_job = Signal()
         s2_ins = Signal()
         s2_err = Signal()
@@ -417,7 +394,7 @@ class Retransmit(wiring.Component):
         push_err = Signal()
 
         def arm():
-            m.d.comb += [nrow.timer_on.eq(1), nrow.rearm_wait.eq(0)]
+            m.d.comb += nrow.timer_on.eq(1)
             with m.If(~row.listed):
                 m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
 
@@ -505,15 +482,15 @@ class Retransmit(wiring.Component):
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
                              nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(0),
                              nrow.consec.eq(0)]
+                # MR-TX-052: the oldest live record resolved: the timer restarts at the ACK
+                # if live records remain
                 with m.If(moved):
-                    m.d.comb += [nrow.lost_upto.eq(new_floor), nrow.timer_on.eq(0),
-                                 nrow.rearm_wait.eq(to_next)]
-
-        # rearm (MR-TX-052): the new oldest live record's send time
-        with m.If(is_rearm & row.rearm_wait & (row.lost_upto == s1_rearm_psn)
-                  & (s1_rearm_psn != row.next_psn)):
-            m.d.comb += [row_write.eq(1), nrow.t_live.eq(s1_rearm_t)]
-            arm()
+                    m.d.comb += nrow.lost_upto.eq(new_floor)
+                    with m.If(to_next):
+                        m.d.comb += nrow.t_live.eq(now)
+                        arm()
+                    with m.Else():
+                        m.d.comb += nrow.timer_on.eq(0)
 
         # check (MR-TX-063, MR-TX-064): the wheel popped the path
         consec = Signal(4)
@@ -543,9 +520,8 @@ class Retransmit(wiring.Component):
                                     Mux(s1_kind == 1, JOB_WALK, JOB_EXPIRE))),
                      s2_ptr.eq(free_head), s2_n.eq(Mux(s1_kind == 1, n, live_n)),
                      s2_dc.eq(cmf), s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
-                     s2_sack.eq(s1_ack.sack), s2_rearm_psn.eq(new_floor),
-                     s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
-                     s2_rearm.eq(moved & to_next)]
+                     s2_sack.eq(s1_ack.sack),
+                     s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved)]
         m.d.sync += [s2_valid.eq(push_job | push_ins | push_err), s2_job.eq(push_job),
                      s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
@@ -566,8 +542,7 @@ class Retransmit(wiring.Component):
         n_mask = Mux(walk, _low_mask(s2_n, P.SACK_BITS), 0)
         job = Signal(lay.job)
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
-                     job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
-                     job.rearm.eq(s2_rearm), job.rearm_psn.eq(s2_rearm_psn)]
+                     job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr)]
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
         dl_a, dl_b = s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb)
@@ -607,22 +582,10 @@ class Retransmit(wiring.Component):
                      error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
 
         # -- the walker (MR-TX-032): one record per cycle from the path's head
-        # A rearm (MR-TX-052) whose record is read this cycle goes to the rearm queue beside
-        # the walker's work; only a full queue holds the walker.
-        pend_valid = Signal()
-        pend_row = Signal(rb)
-        pend_psn = Signal(psn_bits)
-        pend_cursor = Signal(pw)
-        act = ~pend_valid | rearm_q.w_rdy
-        rearm_w = Signal(rearm_lay)
-        m.d.comb += [rearm_w.row.eq(pend_row), rearm_w.psn.eq(pend_psn), rearm_w.t.eq(rec.t_sent),
-                     rearm_q.w_data.eq(rearm_w), rearm_q.w_en.eq(pend_valid)]
-        with m.If(pend_valid & rearm_q.w_rdy):
-            m.d.sync += pend_valid.eq(0)
         qjob = data.View(lay.job, job_q.r_data)
         walk_addr = Signal(pw)
         m.d.comb += [rec_rd.addr.eq(walk_addr), link_rd.addr.eq(walk_addr),
-                     head_rd.addr.eq(Mux(w_state == 1, w_row, qjob.row)), walk_addr.eq(pend_cursor)]
+                     head_rd.addr.eq(Mux(w_state == 1, w_row, qjob.row))]
         report = Signal(lay.acked)
         m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
                      report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
@@ -631,61 +594,56 @@ class Retransmit(wiring.Component):
         def take_job():
             m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
                          w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
-                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked),
-                         w_rearm.eq(qjob.rearm), w_rearm_psn.eq(qjob.rearm_psn)]
+                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked)]
 
-        with m.If(act):
-            with m.Switch(w_state):
-                with m.Case(0):
-                    with m.If(job_q.r_rdy):
-                        m.d.comb += job_q.r_en.eq(1)
-                        with m.If(qjob.kind == JOB_RESTART):
-                            m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(qjob.row),
-                                         head_wr.data.eq(qjob.ptr)]
+        with m.Switch(w_state):
+            with m.Case(0):
+                with m.If(job_q.r_rdy):
+                    m.d.comb += job_q.r_en.eq(1)
+                    with m.If(qjob.kind == JOB_RESTART):
+                        m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(qjob.row),
+                                     head_wr.data.eq(qjob.ptr)]
+                    with m.Else():
+                        take_job()
+            with m.Case(1):
+                m.d.comb += walk_addr.eq(head_rd.data)
+                m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_state.eq(2)]
+            with m.Case(2):
+                expire = w_kind == JOB_EXPIRE
+                to_acked = ~expire & w_acked[0]
+                to_resend = ~to_acked & (w_skip == 0)
+                advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
+                    | (to_resend & resend_q.w_rdy)
+                m.d.comb += walk_addr.eq(Mux(advance, link_rd.data, w_cursor))
+                last = Signal()
+                with m.If(advance):
+                    m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
+                                 inc["acked"].eq(to_acked),
+                                 inc["gap_losses"].eq(to_resend & ~expire),
+                                 inc["timeout_losses"].eq(to_resend & expire)]
+                    m.d.sync += w_cursor.eq(link_rd.data)
+                    with m.If(expire):
+                        with m.If(w_skip != 0):
+                            m.d.sync += w_skip.eq(w_skip - 1)
                         with m.Else():
+                            m.d.sync += w_left.eq(w_left - 1)
+                            m.d.comb += last.eq(w_left == 1)
+                    with m.Else():
+                        m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
+                                     last.eq(w_left == 1)]
+                        m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
+                                     w_skip.eq(w_skip - (w_skip != 0))]
+                        with m.If(w_left == 1):
+                            m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
+                                         head_wr.data.eq(link_rd.data)]
+                    with m.If(last):
+                        # the next walk job starts now: its head is read beside the last
+                        # record (the head read is transparent to this cycle's head write)
+                        with m.If(job_q.r_rdy & (qjob.kind != JOB_RESTART)):
+                            m.d.comb += job_q.r_en.eq(1)
                             take_job()
-                with m.Case(1):
-                    m.d.comb += walk_addr.eq(head_rd.data)
-                    m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_state.eq(2)]
-                with m.Case(2):
-                    expire = w_kind == JOB_EXPIRE
-                    to_acked = ~expire & w_acked[0]
-                    to_resend = ~to_acked & (w_skip == 0)
-                    advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
-                        | (to_resend & resend_q.w_rdy)
-                    m.d.comb += walk_addr.eq(Mux(advance, link_rd.data, w_cursor))
-                    last = Signal()
-                    with m.If(advance):
-                        m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
-                                     inc["acked"].eq(to_acked),
-                                     inc["gap_losses"].eq(to_resend & ~expire),
-                                     inc["timeout_losses"].eq(to_resend & expire)]
-                        m.d.sync += w_cursor.eq(link_rd.data)
-                        with m.If(expire):
-                            with m.If(w_skip != 0):
-                                m.d.sync += w_skip.eq(w_skip - 1)
-                            with m.Else():
-                                m.d.sync += w_left.eq(w_left - 1)
-                                m.d.comb += last.eq(w_left == 1)
                         with m.Else():
-                            m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
-                                         last.eq(w_left == 1)]
-                            m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
-                                         w_skip.eq(w_skip - (w_skip != 0))]
-                            with m.If(w_left == 1):
-                                m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
-                                             head_wr.data.eq(link_rd.data)]
-                        with m.If(last):
-                            with m.If(~expire & w_rearm):
-                                m.d.sync += [pend_valid.eq(1), pend_row.eq(w_row),
-                                             pend_psn.eq(w_rearm_psn), pend_cursor.eq(link_rd.data)]
-                            # the next walk job starts now: its head is read beside the last
-                            # record (the head read is transparent to this cycle's head write)
-                            with m.If(job_q.r_rdy & (qjob.kind != JOB_RESTART)):
-                                m.d.comb += job_q.r_en.eq(1)
-                                take_job()
-                            with m.Else():
-                                m.d.sync += w_state.eq(0)
+                            m.d.sync += w_state.eq(0)
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
         # the wheel takes an insert from a second register, not from the queue's LUT-RAM read

@@ -41,7 +41,6 @@ SMALL = (256, 4, 1024)
 JOB_DEPTH = 16
 INS_DEPTH = 16
 OUT_DEPTH = 16
-REARM_DEPTH = 4
 
 #: MR-TX-060: the timer wheel's slots; MR-TX-061: the backoff's ceiling (x64) and the
 #: consecutive-timeout counter's.
@@ -125,8 +124,8 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
     path = data.StructLayout({
         "floor": psn, "next_psn": psn, "tail": ptr,
         "lost_upto": psn,                       # MR-TX-052: PSNs floor..lost_upto-1 are lost
-        "t_live": records.TIME_BITS,            # MR-TX-052: send time of the oldest live record
-        "timer_on": 1, "rearm_wait": 1, "listed": 1,
+        "t_live": records.TIME_BITS,            # MR-TX-052: the timer's start
+        "timer_on": 1, "listed": 1,
         "backoff": 3, "consec": 4,              # MR-TX-061
         # MR-TX-038: the RTL's rto_ns x 2^backoff xor rto_ns (0 at reset), so that the
         # deadline needs no shift by backoff; the model keeps backoff only
@@ -135,8 +134,7 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
     # MR-TX-032: a walk job: resolve n records from the path's head (an ACK), report them lost
     # after skipping `skip` (a timeout), or restart the path's FIFO at `ptr`
     job = data.StructLayout({"kind": 2, "row": cb + pb, "conn": cb, "path": 8, "n": 9,
-                             "skip": 9, "acked": P.SACK_BITS, "ptr": ptr, "rearm": 1,
-                             "rearm_psn": psn})
+                             "skip": 9, "acked": P.SACK_BITS, "ptr": ptr})
     # MR-TX-060: a path to list in the wheel at its deadline
     insert = data.StructLayout({"row": cb + pb, "deadline": records.TIME_BITS})
     return Layouts(conns, paths, pool, cb, pb, ptr, sent, ack, report, report, error, rec, path,
@@ -147,8 +145,8 @@ JOB_WALK, JOB_RESTART, JOB_EXPIRE = 0, 1, 2
 
 
 def deadline(t_live, rto_ns, backoff):
-    """MR-TX-061: the path's deadline: the oldest live record's send time plus RTO x 2^backoff,
-    on the 32-bit ns clock (MR-ENG-050)."""
+    """MR-TX-061: the path's deadline: the timer's start (MR-TX-052) plus RTO x 2^backoff, on
+    the 32-bit ns clock (MR-ENG-050)."""
     return (t_live + (rto_ns << backoff)) & P.TIME_MASK
 
 
@@ -220,9 +218,10 @@ class RetransmitModel:
         self._count("sent")
         return True
 
-    def ack(self, a):
-        """An ACK or NAK (the fields of ``Layouts.ack``): the decisions it produces, in PSN order
-        (MR-TX-021..024, MR-TX-052)."""
+    def ack(self, a, now=0):
+        """An ACK or NAK (the fields of ``Layouts.ack``), applied at time ``now`` (the timer's
+        restart, MR-TX-052; callers without timers may leave it 0): the decisions it produces,
+        in PSN order (MR-TX-021..024)."""
         if a["nak"]:
             self._count("naks")
             return []
@@ -256,7 +255,7 @@ class RetransmitModel:
             if floor == st["next_psn"]:
                 st["timer_on"] = 0
             else:
-                st.update(t_live=st["recs"][0]["t_sent"], timer_on=1)
+                st.update(t_live=now, timer_on=1)           # MR-TX-052: restarted at the ACK
         return out
 
     def timeout(self, conn, path):
@@ -301,7 +300,7 @@ class RetransmitCycleModel:
     per clock with every input port's value, returning every output port's value in that cycle.
 
     ``events`` logs, in the order the path-table pipeline applied them, every event that changes
-    a path: ``("sent", fields)``, ``("ack", fields)``, ``("timeout", conn, path, now)``; replaying
+    a path: ``("sent", fields)``, ``("ack", fields, now)``, ``("timeout", conn, path, now)``; replaying
     it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050)."""
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
@@ -334,9 +333,7 @@ class RetransmitCycleModel:
         self.acked_q = SyncFifoModel(OUT_DEPTH)
         self.resend_q = SyncFifoModel(OUT_DEPTH)
         self.error_q = SyncFifoModel(OUT_DEPTH)
-        self.rearm_q = SyncFifoModel(REARM_DEPTH)
         self.w_state = _IDLE
-        self.pend = None                # a rearm whose record is read this cycle (MR-TX-052)
         self.w_job = None
         self.w_cursor = 0
         self.w_left = 0
@@ -351,7 +348,7 @@ class RetransmitCycleModel:
         self.wnext = {}                 # row -> next row in its slot list
         self.pop_slot = None            # the second cycle of a pop: the slot whose head moves
         self.due_r = False              # MR-TX-060: the clock has passed slot ct (registered)
-        self.credit_r = self.ins_ok_r = True    # MR-TX-033: the take credits (registered)
+        self.credit_r = True            # MR-TX-033: the take credit (registered)
         self.reg_data = 0
         self.events = []
         self.log = []                   # decisions in output order, for tests
@@ -362,19 +359,16 @@ class RetransmitCycleModel:
 
     def busy(self):
         """Work in flight, a queue not empty, or a timer that may still expire."""
-        return bool(self.s1a or self.s1b or self.s2 or self.s2b or self.job_q.level or self.ins_q.level or self.ins_r or self.ins_r2
-                    or self.rearm_q.level
-                    or self.w_state != _IDLE or self.pend is not None or self.acked_q.level or self.resend_q.level
-                    or self.error_q.level or any(self.slot_valid) or self.pop_slot is not None
+        return bool(self.working() or any(self.slot_valid) or self.pop_slot is not None
                     or self.counts_now or self.counts_late
-                    or any(r["timer_on"] or r["rearm_wait"] for r in self.path.values()))
+                    or any(r["timer_on"] for r in self.path.values()))
 
     def working(self):
         """Work in flight or queued, not counting the running timers (the wheel and its
         slots): what a replay waits for before it ends while a timer waits."""
         return bool(self.s1a or self.s1b or self.s2 or self.s2b or self.job_q.level
-                    or self.ins_q.level or self.ins_r or self.ins_r2 or self.rearm_q.level
-                    or self.w_state != _IDLE or self.pend is not None or self.acked_q.level
+                    or self.ins_q.level or self.ins_r or self.ins_r2
+                    or self.w_state != _IDLE or self.acked_q.level
                     or self.resend_q.level or self.error_q.level)
 
     def _row(self, row):
@@ -406,27 +400,25 @@ class RetransmitCycleModel:
         now = g("now", 0)
         # MR-TX-033: the events in S1a, S1b, S2a and S2b may each still push
         inflight = sum(int(x is not None) for x in (self.s1a, self.s1b, self.s2, self.s2b))
-        # MR-TX-033: the credits are registered: computed a cycle ahead with room for one more
+        # MR-TX-033: the credit is registered: computed a cycle ahead with room for one more
         # event (the one that cycle may take)
-        credit, ins_ok = self.credit_r, self.ins_ok_r
-        self.ins_ok_r = self.ins_q.level + inflight < INS_DEPTH - 1
-        self.credit_r = (self.job_q.level + inflight < JOB_DEPTH - 1 and self.ins_ok_r
+        credit = self.credit_r
+        self.credit_r = (self.job_q.level + inflight < JOB_DEPTH - 1
+                         and self.ins_q.level + inflight < INS_DEPTH - 1
                          and self.error_q.level + inflight < OUT_DEPTH - 1)
-        # -- what is taken (MR-TX-033): an ACK, the walker's rearm, the wheel's check, a sent packet
+        # -- what is taken (MR-TX-033): an ACK, the wheel's check, a sent packet
         ack_valid = g("s_ack__valid", 0)
         ack_ready = int(credit)
         ack_take = ack_ready and ack_valid
-        rearm_req = self.rearm_q.level > 0 and ins_ok
-        rearm_take = rearm_req and not ack_take
         check_req = False
         if (self.pop_slot is None and self.ins_r is None and self.ins_r2 is None
                 and not self.ins_q.level
                 and self.due_r):
             check_req = bool(self.slot_valid[self.ct % WHEEL_SLOTS])
-        check_take = check_req and credit and not ack_take and not rearm_req
+        check_take = check_req and credit and not ack_take
         # MR-TX-031: a free record for this packet and for each sent packet in S1a and S1b
         s1_sent = sum(int(s is not None and s[0] == "sent") for s in (self.s1a, self.s1b))
-        sent_ready = int(credit and not ack_valid and not rearm_req and not check_req
+        sent_ready = int(credit and not ack_valid and not check_req
                          and self.free_level > int(s1_sent))
         out = {
             "s_sent__ready": sent_ready, "s_ack__ready": ack_ready,
@@ -446,20 +438,7 @@ class RetransmitCycleModel:
         job_pop = False
         acked_push = resend_push = None
         free_push = None
-        rearm_op = None
-        act = True
-        if self.pend is not None:
-            # the previous ACK's new oldest record, read last cycle: its send time to the path
-            # row (MR-TX-052), beside this cycle's work unless the rearm queue is full
-            if self.rearm_q.level < REARM_DEPTH:
-                r = self.rec.get(self.pend["cursor"]) or unpack(lay.rec, 0)
-                rearm_op = {"row": self.pend["row"], "psn": self.pend["psn"], "t": r["t_sent"]}
-                self.pend = None
-            else:
-                act = False
-        if not act:
-            pass
-        elif self.w_state == _IDLE:
+        if self.w_state == _IDLE:
             if self.job_q.level:
                 job_pop = True
                 j = self.job_q.head
@@ -513,8 +492,6 @@ class RetransmitCycleModel:
                         self.head[j["row"]] = nxt
                 self.w_cursor = nxt
                 if last:
-                    if not expire and j["rearm"]:
-                        self.pend = {"row": j["row"], "psn": j["rearm_psn"], "cursor": nxt}
                     # the next walk job starts now: its head is read beside the last record
                     if self.job_q.level and self.job_q.head["kind"] != JOB_RESTART:
                         job_pop = True
@@ -575,8 +552,6 @@ class RetransmitCycleModel:
         self.s1a = None
         if ack_take:
             self.s1a = ("ack", unpack(lay.ack, g("s_ack__payload", 0)))
-        elif rearm_take:
-            self.s1a = ("rearm", self.rearm_q.head)
         elif check_op is not None:
             self.s1a = ("check", check_op)
         elif sent_ready and g("s_sent__valid", 0):
@@ -597,7 +572,6 @@ class RetransmitCycleModel:
         elif ins_move:
             self.ins_r = None
         self.ins_q.update(ins_pop, ins_push is not None, ins_push)
-        self.rearm_q.update(rearm_take, rearm_op is not None, rearm_op)
         self.acked_q.update(g("m_acked__ready", 0), acked_push is not None, acked_push)
         self.resend_q.update(g("m_resend__ready", 0), resend_push is not None, resend_push)
         self.error_q.update(g("m_error__ready", 0), err_push is not None, err_push)
@@ -616,7 +590,7 @@ class RetransmitCycleModel:
         """S1 of one event: returns ``(job, insert, error, free_pop)`` or None."""
         lay = self.lay
         kind, f = op
-        row_i = f["row"] if kind in ("rearm", "check") else \
+        row_i = f["row"] if kind == "check" else \
             (f["conn"] << lay.path_bits) | (f["path"] & (lay.paths - 1))
         row = self._row(row_i)
         new = dict(row)
@@ -625,7 +599,7 @@ class RetransmitCycleModel:
 
         def arm():
             nonlocal ins
-            new.update(timer_on=1, rearm_wait=0)
+            new["timer_on"] = 1
             if not row["listed"]:
                 new["listed"] = 1
                 ins = {"row": row_i, "deadline": deadline(new["t_live"], self.rto_ns, new["backoff"])}
@@ -650,16 +624,14 @@ class RetransmitCycleModel:
                 arm()
             self._count("sent")
         elif kind == "ack":
+            self.events.append(("ack", f, now))
             if f["nak"]:
                 self._count("naks")
-                self.events.append(("ack", f))
                 return None
             if f["path"] >= lay.paths:
                 self._count("acks_bad")
-                self.events.append(("ack", f))
                 return None
             n, acked = P.sack_resolve(row["floor"], row["next_psn"], f["cum"], f["sack"])
-            self.events.append(("ack", f))
             if n < 0:
                 self._count("acks_bad")
                 return None
@@ -670,22 +642,16 @@ class RetransmitCycleModel:
             floor = P.psn_add(row["floor"], n)
             lost_n = min(n, P.psn_dist(row["floor"], row["lost_upto"]))
             new.update(floor=floor, backoff=0, consec=0)
-            rearm = 0
             if P.psn_dist(row["lost_upto"], floor) > 0:
+                # MR-TX-052: the oldest live record resolved: the timer restarts at the ACK
                 new["lost_upto"] = floor
                 if floor == row["next_psn"]:
-                    new.update(timer_on=0, rearm_wait=0)
+                    new["timer_on"] = 0
                 else:
-                    new.update(timer_on=0, rearm_wait=1)
-                    rearm = 1
+                    new["t_live"] = now
+                    arm()
             job = {"kind": JOB_WALK, "row": row_i, "conn": f["conn"], "path": f["path"], "n": n,
-                   "skip": lost_n, "acked": acked, "rearm": rearm, "rearm_psn": floor}
-        elif kind == "rearm":
-            if not (row["rearm_wait"] and row["lost_upto"] == f["psn"]
-                    and f["psn"] != row["next_psn"]):
-                return None
-            new["t_live"] = f["t"]
-            arm()
+                   "skip": lost_n, "acked": acked}
         else:   # check: the wheel popped the path (MR-TX-063)
             new["listed"] = 0
             if row["timer_on"] and time_due(deadline(row["t_live"], self.rto_ns, row["backoff"]), now):
@@ -694,8 +660,7 @@ class RetransmitCycleModel:
                 self._count("timeouts")
                 job = {"kind": JOB_EXPIRE, "row": row_i, "conn": conn, "path": path,
                        "n": P.psn_dist(row["lost_upto"], row["next_psn"]),
-                       "skip": P.psn_dist(row["floor"], row["lost_upto"]), "acked": 0, "rearm": 0,
-                       "rearm_psn": 0}
+                       "skip": P.psn_dist(row["floor"], row["lost_upto"]), "acked": 0}
                 consec = min(row["consec"] + 1, CONSEC_MAX)
                 new.update(lost_upto=row["next_psn"], timer_on=0, consec=consec,
                            backoff=min(row["backoff"] + 1, BACKOFF_MAX_LOG2))

@@ -154,7 +154,7 @@ def replay(model, events):
         if ev[0] == "sent":
             sem.sent(ev[1])
         elif ev[0] == "ack":
-            for d in sem.ack(ev[1]):
+            for d in sem.ack(ev[1], ev[2]):
                 (acked if d.kind == "acked" else resend).append(d)
         else:
             _, conn, path, now = ev
