@@ -25,16 +25,17 @@ counters count one cycle after their events (MR-TX-040).
 
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
 """
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from .parser import _wide_counter
 from ..models import records
-from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, INS_DEPTH,
-                                 JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK, N_COUNTERS,
-                                 OUT_DEPTH, RETRY_LIMIT, RTO_NS, SLOT_LOG2, SMALL,
+from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, EST_CYCLES,
+                                 INS_DEPTH, JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK,
+                                 N_COUNTERS, OUT_DEPTH, RETRY_LIMIT, RTO_DEPTH, RTO_MAX_NS,
+                                 RTO_MIN_NS, SAMPLE_MAX, RTO_NS, SLOT_LOG2, SMALL,
                                  STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts)
 
 __all__ = ["Retransmit", "retransmit_256x4"]
@@ -163,6 +164,13 @@ class Retransmit(wiring.Component):
         m.submodules.acked_q = acked_q = fifo.SyncFIFO(width=lay.acked.size, depth=OUT_DEPTH)
         m.submodules.resend_q = resend_q = fifo.SyncFIFO(width=lay.resend.size, depth=OUT_DEPTH)
         m.submodules.error_q = error_q = fifo.SyncFIFO(width=lay.error.size, depth=OUT_DEPTH)
+        # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
+        dur = records.DUR_BITS
+        rto_lay = data.StructLayout({"row": rb, "rto": dur})
+        m.submodules.rto_q = rto_q = fifo.SyncFIFO(width=rto_lay.size, depth=RTO_DEPTH)
+        est_lay = data.StructLayout({"srtt": dur, "rttvar": dur, "valid": 1})
+        m.submodules.est_mem = est_mem = memory.Memory(shape=est_lay, depth=rows, init=[])
+        est_rd, est_wr = est_mem.read_port(), est_mem.write_port()
 
         # MR-TX-040: the increments are registered, then counted in 8-bit pieces (no carry
         # longer than a piece), so an event lands in its counter one cycle later
@@ -224,6 +232,9 @@ class Retransmit(wiring.Component):
         w_skip = Signal(9)
         w_left = Signal(9)
         w_acked = Signal(P.SACK_BITS)
+        w_smp = Signal()                # MR-TX-054: the trigger record is ahead in this walk
+        w_trig = Signal(9)
+        w_t_ack = Signal(records.TIME_BITS)
         w_cursor = Signal(pw)
         tbits = records.TIME_BITS - self.slot_log2
         ct = Signal(tbits)
@@ -250,9 +261,9 @@ class Retransmit(wiring.Component):
         due_at_ct = (now_slot != ct) & ~_sum_bit(now_slot, ~ct, tbits - 1, 1)
         due_at_inc = (now_slot != ct_inc) & ~_sum_bit(now_slot, ~ct_inc, tbits - 1, 1)
 
-        # -- stage 0: take an ACK, the wheel's check, a sent packet (MR-TX-033)
+        # -- stage 0: take an ACK, an RTO, the wheel's check, a sent packet (MR-TX-033)
         s1a_valid = Signal()
-        s1a_kind = Signal(2)            # 0 sent, 1 ack, 3 check
+        s1a_kind = Signal(2)            # 0 sent, 1 ack, 2 rto, 3 check
         s1_valid = Signal()             # S1b (the stage that applies the event to its row)
         s1_kind = Signal(2)
         s2_valid = Signal()             # S2a
@@ -273,24 +284,30 @@ class Retransmit(wiring.Component):
                               & room(error_q.level, OUT_DEPTH - 1))
         m.d.comb += self.s_ack.ready.eq(credit)
         ack_take = self.s_ack.valid & credit
+        rto_req = rto_q.r_rdy
+        rto_take = rto_req & ~ack_take
+        qrto = data.View(rto_lay, rto_q.r_data)
         ins_r_valid = Signal()          # the insert registers behind the queue (MR-TX-060)
         ins_r2_valid = Signal()
         check_req = (~pop_phase & ~ins_r_valid & ~ins_r2_valid & ~ins_q.r_rdy & wheel_due
                      & slot_valid.bit_select(cur, 1))
-        check_take = check_req & credit & ~ack_take
+        check_take = check_req & credit & ~ack_take & ~rto_req
         # MR-TX-031: a free record for this packet and each sent packet in S1a and S1b
         sent_in = Signal(2)
         m.d.comb += sent_in.eq((s1a_valid & (s1a_kind == 0)) + (s1_valid & (s1_kind == 0)))
         m.d.comb += [
-            self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~check_req
+            self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rto_req & ~check_req
                                  & Mux(sent_in[1], free_level > 2,
                                        Mux(sent_in[0], free_level > 1, free_level != 0))),
+            rto_q.r_en.eq(rto_take),
         ]
         sent_take = self.s_sent.valid & self.s_sent.ready
         ina, ins = self.s_ack.payload, self.s_sent.payload
         rec = data.View(lay.rec, rec_rd.data)
         with m.If(ack_take):
             m.d.comb += path_rd.addr.eq(Cat(ina.path[:pb], ina.conn))
+        with m.Elif(rto_take):
+            m.d.comb += path_rd.addr.eq(qrto.row)
         with m.Elif(check_take):
             m.d.comb += path_rd.addr.eq(cur_head)
         with m.Else():
@@ -298,9 +315,12 @@ class Retransmit(wiring.Component):
         s1a_ack = Signal(lay.ack)
         s1a_sent = Signal(lay.sent)
         s1a_int_row = Signal(rb)
-        m.d.sync += s1a_valid.eq(check_take | ack_take | sent_take)
+        s1a_rto = Signal(dur)
+        m.d.sync += s1a_valid.eq(rto_take | check_take | ack_take | sent_take)
         with m.If(ack_take):
             m.d.sync += [s1a_kind.eq(1), s1a_ack.eq(ina)]
+        with m.Elif(rto_take):
+            m.d.sync += [s1a_kind.eq(2), s1a_int_row.eq(qrto.row), s1a_rto.eq(qrto.rto)]
         with m.Elif(check_take):
             m.d.sync += [s1a_kind.eq(3), s1a_int_row.eq(cur_head)]
         with m.Elif(sent_take):
@@ -320,11 +340,12 @@ class Retransmit(wiring.Component):
         s1_e = Signal(range(P.SACK_BITS + 2))
         s1_sent = Signal(lay.sent)
         s1_int_row = Signal(rb)
+        s1_rto = Signal(dur)
         s1a_row = Signal(rb)
         m.d.comb += s1a_row.eq(row_of(s1a_kind, s1a_sent, s1a_ack, s1a_int_row))
         m.d.sync += [s1_valid.eq(s1a_valid), s1_kind.eq(s1a_kind), s1_ack.eq(s1a_ack),
                      s1_e.eq(Mux(sack_any, sack_top + 2, 0)), s1_sent.eq(s1a_sent),
-                     s1_int_row.eq(s1a_int_row)]
+                     s1_int_row.eq(s1a_int_row), s1_rto.eq(s1a_rto)]
 
         # -- stage S1b: the path row with forwarding (MR-TX-035)
         s1_row = Signal(rb)
@@ -357,11 +378,21 @@ class Retransmit(wiring.Component):
             m.d.comb += out.eq(both(lambda r: (r[hi][:dist_bits] - r[lo][:dist_bits])[:dist_bits]))
             return out
         lost_dist = dist("lost_upto", "floor", "lost_dist")
+        # MR-TX-054: an ACK's trigger PSN from the floor: its 9 low bits and whether the rest
+        # are 0 (carry-free, MR-TX-038); the walk job says whether it is below n
+        trig = Signal(dist_bits)
+        trig_near = Signal()
+        tpsn = s1_ack.psn
+        m.d.comb += [trig.eq(both(lambda r: (tpsn[:dist_bits] - r.floor[:dist_bits])[:dist_bits])),
+                     trig_near.eq(both(lambda r: _sum_is(
+                         tpsn[dist_bits:], ~r.floor[dist_bits:], 0, psn_bits - dist_bits,
+                         _carry(tpsn[:dist_bits], ~r.floor[:dist_bits], dist_bits, 1))))]
         live_n = dist("next_psn", "lost_upto", "live_n")
         empty = both(lambda r: r.floor == r.next_psn)
         no_live = both(lambda r: r.lost_upto == r.next_psn)
         is_sent = s1_valid & (s1_kind == 0)
         is_ack = s1_valid & (s1_kind == 1)
+        is_rto = s1_valid & (s1_kind == 2)
         is_check = s1_valid & (s1_kind == 3)
 
         # the deadline of a timer (MR-TX-061) from the row's t_live and backoff, and of the new row
@@ -371,9 +402,10 @@ class Retransmit(wiring.Component):
             # the row's rto x 2^backoff from its rto_x (MR-TX-038): xor with a constant
             return r.rto_x ^ Const(self.rto_ns, tb)
 
-        # the row's rto_x after a timeout, from its backoff (a table of constants)
-        rto_x_next = Array(Const(((self.rto_ns << min(k + 1, BACKOFF_MAX_LOG2)) ^ self.rto_ns)
-                                 % (1 << tb), tb) for k in range(8))
+        # the row's rto_x after a timeout (MR-TX-061): doubled below the backoff's ceiling, a
+        # shift between xors with a constant
+        rto_x_doubled = ((((row.rto_x ^ Const(self.rto_ns, tb)) << 1) ^ Const(self.rto_ns, tb + 1))
+                         [:tb])
 
         s2_kind = Signal(2)
         s2_row = Signal(rb)
@@ -386,6 +418,8 @@ class Retransmit(wiring.Component):
         s2_sack = Signal(P.SACK_BITS)
         s2_amt = Signal(10)             # 256 - dc: the SACK's shift in S2
         s2_ptr = Signal(pw)
+        s2_trig = Signal(dist_bits)
+        s2_trig_near = Signal()
         s2_job = Signal()
         s2_ins = Signal()
         s2_err = Signal()
@@ -400,7 +434,8 @@ class Retransmit(wiring.Component):
 
         s2_t_live = Signal(records.TIME_BITS)
         s2_rto_x = Signal(tb)
-        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x)]
+        s2_t_ack = Signal(tb)
+        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x), s2_t_ack.eq(now)]
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
@@ -480,7 +515,7 @@ class Retransmit(wiring.Component):
                 m.d.comb += inc["acks_stale"].eq(1)
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
-                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(0),
+                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(row.rto),
                              nrow.consec.eq(0)]
                 # MR-TX-052: the oldest live record resolved: the timer restarts at the ACK
                 # if live records remain
@@ -491,6 +526,14 @@ class Retransmit(wiring.Component):
                         arm()
                     with m.Else():
                         m.d.comb += nrow.timer_on.eq(0)
+
+        # RTO (MR-TX-054): the estimator's new RTO; a timer not backed off uses it at once
+        rto_field = Signal(dur)
+        m.d.comb += rto_field.eq(s1_rto ^ Const(self.rto_ns, dur))
+        with m.If(is_rto):
+            m.d.comb += [row_write.eq(1), nrow.rto.eq(rto_field)]
+            with m.If(both(lambda r: r.backoff == 0)):
+                m.d.comb += nrow.rto_x.eq(rto_field)
 
         # check (MR-TX-063, MR-TX-064): the wheel popped the path
         consec = Signal(4)
@@ -508,7 +551,8 @@ class Retransmit(wiring.Component):
                              nrow.consec.eq(consec),
                              nrow.backoff.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, BACKOFF_MAX_LOG2,
                                                  row.backoff + 1)),
-                             nrow.rto_x.eq(rto_x_next[row.backoff])]
+                             nrow.rto_x.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, row.rto_x,
+                                               rto_x_doubled))]
                 with m.If(consec == self.retry_limit + 1):
                     m.d.comb += [inc["errors"].eq(1), push_err.eq(1)]
             with m.Elif(row.timer_on):
@@ -521,7 +565,8 @@ class Retransmit(wiring.Component):
                      s2_ptr.eq(free_head), s2_n.eq(Mux(s1_kind == 1, n, live_n)),
                      s2_dc.eq(cmf), s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
                      s2_sack.eq(s1_ack.sack),
-                     s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved)]
+                     s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
+                     s2_trig.eq(trig), s2_trig_near.eq(trig_near)]
         m.d.sync += [s2_valid.eq(push_job | push_ins | push_err), s2_job.eq(push_job),
                      s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
@@ -542,7 +587,9 @@ class Retransmit(wiring.Component):
         n_mask = Mux(walk, _low_mask(s2_n, P.SACK_BITS), 0)
         job = Signal(lay.job)
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
-                     job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr)]
+                     job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
+                     job.smp.eq(walk & s2_trig_near & (s2_trig < s2_n)), job.trig.eq(s2_trig),
+                     job.t_ack.eq(s2_t_ack)]
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
         dl_a, dl_b = s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb)
@@ -581,6 +628,11 @@ class Retransmit(wiring.Component):
         m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
                      error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
 
+        # the estimator's state (MR-TX-054), the walker hands it the trigger record's sample
+        e_stage = Signal(range(EST_CYCLES + 1))
+        e_row = Signal(rb)
+        e_t_sent, e_t_ack = Signal(records.TIME_BITS), Signal(records.TIME_BITS)
+
         # -- the walker (MR-TX-032): one record per cycle from the path's head
         qjob = data.View(lay.job, job_q.r_data)
         walk_addr = Signal(pw)
@@ -594,7 +646,8 @@ class Retransmit(wiring.Component):
         def take_job():
             m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
                          w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
-                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked)]
+                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
+                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack)]
 
         with m.Switch(w_state):
             with m.Case(0):
@@ -629,6 +682,14 @@ class Retransmit(wiring.Component):
                             m.d.sync += w_left.eq(w_left - 1)
                             m.d.comb += last.eq(w_left == 1)
                     with m.Else():
+                        # MR-TX-054: the trigger record, acknowledged: its sample to the
+                        # estimator if it is idle
+                        with m.If(w_smp & (w_trig == 0)):
+                            m.d.sync += w_smp.eq(0)
+                            with m.If(to_acked & (e_stage == 0)):
+                                m.d.sync += [e_stage.eq(1), e_row.eq(w_row),
+                                             e_t_sent.eq(rec.t_sent), e_t_ack.eq(w_t_ack)]
+                        m.d.sync += w_trig.eq(w_trig - 1)
                         m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
                                      last.eq(w_left == 1)]
                         m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
@@ -644,6 +705,50 @@ class Retransmit(wiring.Component):
                             take_job()
                         with m.Else():
                             m.d.sync += w_state.eq(0)
+
+        # -- the RTT estimator (MR-TX-054): one sample at a time, a stage per cycle: the sample
+        # (saturated to 24 bits) and the memory read; the error; srtt and rttvar (RFC 6298's
+        # shifts, protocol.rtt_update_ns); their write and the two RTO terms; the clamp and the
+        # push (waiting while the RTO queue is full)
+        tw = records.TIME_BITS
+        e_diff = Signal(tw)
+        e_sample = Signal(dur)
+        m.d.comb += [e_diff.eq(e_t_ack - e_t_sent), est_rd.addr.eq(e_row)]
+        est = data.View(est_lay, est_rd.data)
+        e_first = Signal()
+        e_err = Signal(signed(dur + 1))
+        e_old_srtt, e_old_var = Signal(dur), Signal(dur)
+        e_srtt, e_var = Signal(dur), Signal(dur)
+        e_a, e_b = Signal(dur + 2), Signal(dur + 3)
+        abs_err = Signal(dur)
+        m.d.comb += abs_err.eq(Mux(e_err < 0, -e_err, e_err))
+        rto_w = Signal(rto_lay)
+        clamp_lo = Mux(e_a > e_b, e_a, e_b)
+        clamp_lo = Mux(clamp_lo < RTO_MIN_NS, RTO_MIN_NS, clamp_lo)
+        m.d.comb += [rto_w.row.eq(e_row), rto_w.rto.eq(Mux(clamp_lo > RTO_MAX_NS, RTO_MAX_NS,
+                                                             clamp_lo)),
+                     rto_q.w_data.eq(rto_w), est_wr.addr.eq(e_row)]
+        with m.Switch(e_stage):
+            with m.Case(1):
+                m.d.sync += [e_sample.eq(Mux(e_diff[tw - 1], 0,
+                                             Mux(e_diff[dur:].any(), SAMPLE_MAX, e_diff[:dur]))),
+                             e_stage.eq(2)]
+            with m.Case(2):
+                m.d.sync += [e_first.eq(~est.valid), e_err.eq(e_sample - est.srtt),
+                             e_old_srtt.eq(est.srtt), e_old_var.eq(est.rttvar), e_stage.eq(3)]
+            with m.Case(3):
+                m.d.sync += [e_srtt.eq(Mux(e_first, e_sample, e_old_srtt + (e_err >> 3))),
+                             e_var.eq(Mux(e_first, e_sample >> 1,
+                                          e_old_var - (e_old_var >> 2) + (abs_err >> 2))),
+                             e_stage.eq(4)]
+            with m.Case(4):
+                m.d.comb += [est_wr.en.eq(1), est_wr.data.eq(Cat(e_srtt, e_var, Const(1, 1)))]
+                m.d.sync += [e_a.eq(e_srtt + (e_srtt >> 1)), e_b.eq(e_srtt + (e_var << 2)),
+                             e_stage.eq(5)]
+            with m.Case(EST_CYCLES):
+                m.d.comb += rto_q.w_en.eq(1)
+                with m.If(rto_q.w_rdy):
+                    m.d.sync += e_stage.eq(0)
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
         # the wheel takes an insert from a second register, not from the queue's LUT-RAM read
