@@ -102,6 +102,24 @@ def _sum_is(a, b, k, width, carry_in=0):
     return (a ^ b ^ k) == Cat(carry_in, gives[:width - 1])
 
 
+def _cs_sum(m, a, b, width, name, carry_in=0, piece=8):
+    """``(a + b + carry_in) mod 2**width`` by carry-select over two cycles (MR-TX-038 (3)): the
+    pieces' sums with and without a carry in and the carries into them (comparisons) are
+    registered in this cycle; the returned value, the selection (one mux level), is the sum of
+    the previous cycle's ``a`` and ``b``."""
+    a, b = _fit(a, width), _fit(b, width)
+    parts = []
+    for lo in range(0, width, piece):
+        hi = min(lo + piece, width)
+        plain = Signal(hi - lo, name=f"{name}_{lo}_plain")
+        plus = Signal(hi - lo, name=f"{name}_{lo}_plus")
+        cin = Signal(name=f"{name}_{lo}_cin")
+        m.d.sync += [plain.eq(a[lo:hi] + b[lo:hi]), plus.eq(a[lo:hi] + b[lo:hi] + 1),
+                     cin.eq(_carry(a[:lo], b[:lo], lo, carry_in) if lo else carry_in)]
+        parts.append(Mux(cin, plus, plain))
+    return Cat(*parts)
+
+
 def _csa(x, y, z):
     """A carry-save step: ``x + y + z == sum + (carry << 1)`` (one LUT level)."""
     return x ^ y ^ z, (x & y) | (x & z) | (y & z)
@@ -592,14 +610,7 @@ class Retransmit(wiring.Component):
                      job.t_ack.eq(s2_t_ack)]
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
-        dl_a, dl_b = s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb)
-        dl_parts = []
-        for lo in range(0, tb, 8):
-            hi = min(lo + 8, tb)
-            plain, plus, cin = Signal(hi - lo), Signal(hi - lo), Signal()
-            m.d.sync += [plain.eq(dl_a[lo:hi] + dl_b[lo:hi]), plus.eq(dl_a[lo:hi] + dl_b[lo:hi] + 1),
-                         cin.eq(_carry(dl_a[:lo], dl_b[:lo], lo) if lo else 0)]
-            dl_parts.append(Mux(cin, plus, plain))
+        dl_sum = _cs_sum(m, s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb), tb, "dl")
         s2b_job = Signal(lay.job)
         s2b_part = Signal(span)
         s2b_amt_lo = Signal(lo_bits)
@@ -622,7 +633,7 @@ class Retransmit(wiring.Component):
         m.d.comb += [job_w.eq(s2b_job), job_w.acked.eq((shifted & s2b_mask) | s2b_below)]
         m.d.comb += [job_q.w_en.eq(s2b_job_push), job_q.w_data.eq(job_w)]
         insert = Signal(lay.insert)
-        m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(Cat(*dl_parts)),
+        m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(dl_sum),
                      ins_q.w_en.eq(s2b_ins_push), ins_q.w_data.eq(insert)]
         err = Signal(lay.error)
         m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
@@ -706,45 +717,63 @@ class Retransmit(wiring.Component):
                         with m.Else():
                             m.d.sync += w_state.eq(0)
 
-        # -- the RTT estimator (MR-TX-054): one sample at a time, a stage per cycle: the sample
-        # (saturated to 24 bits) and the memory read; the error; srtt and rttvar (RFC 6298's
-        # shifts, protocol.rtt_update_ns); their write and the two RTO terms; the clamp and the
-        # push (waiting while the RTO queue is full)
+        # -- the RTT estimator (MR-TX-054): one sample at a time, a stage per cycle, each sum a
+        # carry-select over two stages (MR-TX-038): (1) ACK time - send time; (2) the sample
+        # saturated to 24 bits, the memory's row registered; (3) sample - srtt, srtt - sample,
+        # rttvar - rttvar/4; (4) srtt + err/8, rttvar - rttvar/4 + |err|/4
+        # (protocol.rtt_update_ns); (5) the new srtt and rttvar (or the first sample's) written,
+        # srtt + srtt/2 and srtt + 4 rttvar (protocol.rto_value_ns); (6) the larger and the
+        # bounds' tests; (7) the clamp, pushed (waiting while the RTO queue is full)
         tw = records.TIME_BITS
-        e_diff = Signal(tw)
-        e_sample = Signal(dur)
-        m.d.comb += [e_diff.eq(e_t_ack - e_t_sent), est_rd.addr.eq(e_row)]
+        m.d.comb += [est_rd.addr.eq(e_row), est_wr.addr.eq(e_row)]
         est = data.View(est_lay, est_rd.data)
+        diff = _cs_sum(m, e_t_ack, ~e_t_sent, tw, "e_diff", 1)
+        e_sample = Signal(dur)
         e_first = Signal()
-        e_err = Signal(signed(dur + 1))
         e_old_srtt, e_old_var = Signal(dur), Signal(dur)
-        e_srtt, e_var = Signal(dur), Signal(dur)
-        e_a, e_b = Signal(dur + 2), Signal(dur + 3)
-        abs_err = Signal(dur)
-        m.d.comb += abs_err.eq(Mux(e_err < 0, -e_err, e_err))
+        # 25-bit two's complement differences, both signs, and rttvar - rttvar/4
+        err = _cs_sum(m, e_sample, ~Cat(e_old_srtt, Const(0, 1)), dur + 1, "e_err", 1)
+        nerr = _cs_sum(m, e_old_srtt, ~Cat(e_sample, Const(0, 1)), dur + 1, "e_nerr", 1)
+        var_keep = _cs_sum(m, e_old_var, ~(e_old_var >> 2), dur, "e_keep", 1)
+        err_neg = err[dur]
+        abs_err = Mux(err_neg, nerr, err)[:dur]
+        srtt_new = _cs_sum(m, e_old_srtt, Cat(err[3:], err_neg, err_neg, err_neg), dur, "e_srtt")
+        var_new = _cs_sum(m, var_keep, abs_err >> 2, dur, "e_var")
+        srtt_f, var_f = Signal(dur), Signal(dur)
+        m.d.comb += [srtt_f.eq(Mux(e_first, e_sample, srtt_new)),
+                     var_f.eq(Mux(e_first, e_sample >> 1, var_new))]
+        tb2 = dur + 3
+        term_a = _cs_sum(m, srtt_f, srtt_f >> 1, tb2, "e_a")
+        term_b = _cs_sum(m, srtt_f, Cat(Const(0, 2), var_f), tb2, "e_b")
+        e_a, e_b = Signal(tb2), Signal(tb2)
+        e_a_big, e_a_lo, e_a_hi, e_b_lo, e_b_hi = (Signal(name=f"e_{n}") for n in
+                                                   ("a_big", "a_lo", "a_hi", "b_lo", "b_hi"))
+        larger = Mux(e_a_big, e_a, e_b)
         rto_w = Signal(rto_lay)
-        clamp_lo = Mux(e_a > e_b, e_a, e_b)
-        clamp_lo = Mux(clamp_lo < RTO_MIN_NS, RTO_MIN_NS, clamp_lo)
-        m.d.comb += [rto_w.row.eq(e_row), rto_w.rto.eq(Mux(clamp_lo > RTO_MAX_NS, RTO_MAX_NS,
-                                                             clamp_lo)),
-                     rto_q.w_data.eq(rto_w), est_wr.addr.eq(e_row)]
+        m.d.comb += [rto_w.row.eq(e_row),
+                     rto_w.rto.eq(Mux(Mux(e_a_big, e_a_lo, e_b_lo), RTO_MIN_NS,
+                                      Mux(Mux(e_a_big, e_a_hi, e_b_hi), RTO_MAX_NS, larger))),
+                     rto_q.w_data.eq(rto_w)]
         with m.Switch(e_stage):
             with m.Case(1):
-                m.d.sync += [e_sample.eq(Mux(e_diff[tw - 1], 0,
-                                             Mux(e_diff[dur:].any(), SAMPLE_MAX, e_diff[:dur]))),
-                             e_stage.eq(2)]
+                m.d.sync += e_stage.eq(2)
             with m.Case(2):
-                m.d.sync += [e_first.eq(~est.valid), e_err.eq(e_sample - est.srtt),
-                             e_old_srtt.eq(est.srtt), e_old_var.eq(est.rttvar), e_stage.eq(3)]
+                m.d.sync += [e_sample.eq(Mux(diff[tw - 1], 0,
+                                             Mux(diff[dur:].any(), SAMPLE_MAX, diff[:dur]))),
+                             e_first.eq(~est.valid), e_old_srtt.eq(est.srtt),
+                             e_old_var.eq(est.rttvar), e_stage.eq(3)]
             with m.Case(3):
-                m.d.sync += [e_srtt.eq(Mux(e_first, e_sample, e_old_srtt + (e_err >> 3))),
-                             e_var.eq(Mux(e_first, e_sample >> 1,
-                                          e_old_var - (e_old_var >> 2) + (abs_err >> 2))),
-                             e_stage.eq(4)]
+                m.d.sync += e_stage.eq(4)
             with m.Case(4):
-                m.d.comb += [est_wr.en.eq(1), est_wr.data.eq(Cat(e_srtt, e_var, Const(1, 1)))]
-                m.d.sync += [e_a.eq(e_srtt + (e_srtt >> 1)), e_b.eq(e_srtt + (e_var << 2)),
-                             e_stage.eq(5)]
+                m.d.sync += e_stage.eq(5)
+            with m.Case(5):
+                m.d.comb += [est_wr.en.eq(1), est_wr.data.eq(Cat(srtt_f, var_f, Const(1, 1)))]
+                m.d.sync += e_stage.eq(6)
+            with m.Case(6):
+                m.d.sync += [e_a.eq(term_a), e_b.eq(term_b), e_a_big.eq(term_a > term_b),
+                             e_a_lo.eq(term_a < RTO_MIN_NS), e_a_hi.eq(term_a > RTO_MAX_NS),
+                             e_b_lo.eq(term_b < RTO_MIN_NS), e_b_hi.eq(term_b > RTO_MAX_NS),
+                             e_stage.eq(7)]
             with m.Case(EST_CYCLES):
                 m.d.comb += rto_q.w_en.eq(1)
                 with m.If(rto_q.w_rdy):
