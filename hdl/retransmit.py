@@ -25,16 +25,17 @@ counters count one cycle after their events (MR-TX-040).
 
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
 """
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from .parser import _wide_counter
 from ..models import records
-from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, INS_DEPTH,
-                                 JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK, N_COUNTERS,
-                                 OUT_DEPTH, REARM_DEPTH, RETRY_LIMIT, RTO_NS, SLOT_LOG2, SMALL,
+from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, EST_CYCLES,
+                                 INS_DEPTH, JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK,
+                                 N_COUNTERS, OUT_DEPTH, RETRY_LIMIT, RTO_DEPTH, RTO_MAX_NS,
+                                 RTO_MIN_NS, SAMPLE_MAX, RTO_NS, SLOT_LOG2, SMALL,
                                  STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts)
 
 __all__ = ["Retransmit", "retransmit_256x4"]
@@ -101,6 +102,24 @@ def _sum_is(a, b, k, width, carry_in=0):
     return (a ^ b ^ k) == Cat(carry_in, gives[:width - 1])
 
 
+def _cs_sum(m, a, b, width, name, carry_in=0, piece=8):
+    """``(a + b + carry_in) mod 2**width`` by carry-select over two cycles (MR-TX-038 (3)): the
+    pieces' sums with and without a carry in and the carries into them (comparisons) are
+    registered in this cycle; the returned value, the selection (one mux level), is the sum of
+    the previous cycle's ``a`` and ``b``."""
+    a, b = _fit(a, width), _fit(b, width)
+    parts = []
+    for lo in range(0, width, piece):
+        hi = min(lo + piece, width)
+        plain = Signal(hi - lo, name=f"{name}_{lo}_plain")
+        plus = Signal(hi - lo, name=f"{name}_{lo}_plus")
+        cin = Signal(name=f"{name}_{lo}_cin")
+        m.d.sync += [plain.eq(a[lo:hi] + b[lo:hi]), plus.eq(a[lo:hi] + b[lo:hi] + 1),
+                     cin.eq(_carry(a[:lo], b[:lo], lo, carry_in) if lo else carry_in)]
+        parts.append(Mux(cin, plus, plain))
+    return Cat(*parts)
+
+
 def _csa(x, y, z):
     """A carry-save step: ``x + y + z == sum + (carry << 1)`` (one LUT level)."""
     return x ^ y ^ z, (x & y) | (x & z) | (y & z)
@@ -163,8 +182,13 @@ class Retransmit(wiring.Component):
         m.submodules.acked_q = acked_q = fifo.SyncFIFO(width=lay.acked.size, depth=OUT_DEPTH)
         m.submodules.resend_q = resend_q = fifo.SyncFIFO(width=lay.resend.size, depth=OUT_DEPTH)
         m.submodules.error_q = error_q = fifo.SyncFIFO(width=lay.error.size, depth=OUT_DEPTH)
-        rearm_lay = data.StructLayout({"row": rb, "psn": psn_bits, "t": records.TIME_BITS})
-        m.submodules.rearm_q = rearm_q = fifo.SyncFIFO(width=rearm_lay.size, depth=REARM_DEPTH)
+        # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
+        dur = records.DUR_BITS
+        rto_lay = data.StructLayout({"row": rb, "rto": dur})
+        m.submodules.rto_q = rto_q = fifo.SyncFIFO(width=rto_lay.size, depth=RTO_DEPTH)
+        est_lay = data.StructLayout({"srtt": dur, "rttvar": dur, "valid": 1})
+        m.submodules.est_mem = est_mem = memory.Memory(shape=est_lay, depth=rows, init=[])
+        est_rd, est_wr = est_mem.read_port(), est_mem.write_port()
 
         # MR-TX-040: the increments are registered, then counted in 8-bit pieces (no carry
         # longer than a piece), so an event lands in its counter one cycle later
@@ -226,8 +250,9 @@ class Retransmit(wiring.Component):
         w_skip = Signal(9)
         w_left = Signal(9)
         w_acked = Signal(P.SACK_BITS)
-        w_rearm = Signal()
-        w_rearm_psn = Signal(psn_bits)
+        w_smp = Signal()                # MR-TX-054: the trigger record is ahead in this walk
+        w_trig = Signal(9)
+        w_t_ack = Signal(records.TIME_BITS)
         w_cursor = Signal(pw)
         tbits = records.TIME_BITS - self.slot_log2
         ct = Signal(tbits)
@@ -254,9 +279,9 @@ class Retransmit(wiring.Component):
         due_at_ct = (now_slot != ct) & ~_sum_bit(now_slot, ~ct, tbits - 1, 1)
         due_at_inc = (now_slot != ct_inc) & ~_sum_bit(now_slot, ~ct_inc, tbits - 1, 1)
 
-        # -- stage 0: take an ACK, the walker's rearm, the wheel's check, a sent packet (MR-TX-033)
+        # -- stage 0: take an ACK, an RTO, the wheel's check, a sent packet (MR-TX-033)
         s1a_valid = Signal()
-        s1a_kind = Signal(2)            # 0 sent, 1 ack, 2 rearm, 3 check
+        s1a_kind = Signal(2)            # 0 sent, 1 ack, 2 rto, 3 check
         s1_valid = Signal()             # S1b (the stage that applies the event to its row)
         s1_kind = Signal(2)
         s2_valid = Signal()             # S2a
@@ -270,39 +295,37 @@ class Retransmit(wiring.Component):
             for k in (3, 2, 1, 0):
                 out = Mux(inflight == k, level < depth - k, out)
             return out
-        # the credits are registered (MR-TX-033): computed a cycle ahead with room for one more
+        # the credit is registered (MR-TX-033): computed a cycle ahead with room for one more
         # event, the one that cycle may take
         credit = Signal(init=1)
-        ins_ok = Signal(init=1)
-        m.d.sync += [ins_ok.eq(room(ins_q.level, INS_DEPTH - 1)),
-                     credit.eq(room(job_q.level, JOB_DEPTH - 1) & room(ins_q.level, INS_DEPTH - 1)
-                               & room(error_q.level, OUT_DEPTH - 1))]
+        m.d.sync += credit.eq(room(job_q.level, JOB_DEPTH - 1) & room(ins_q.level, INS_DEPTH - 1)
+                              & room(error_q.level, OUT_DEPTH - 1))
         m.d.comb += self.s_ack.ready.eq(credit)
         ack_take = self.s_ack.valid & credit
-        rearm_req = rearm_q.r_rdy & ins_ok
-        rearm_take = rearm_req & ~ack_take
+        rto_req = rto_q.r_rdy
+        rto_take = rto_req & ~ack_take
+        qrto = data.View(rto_lay, rto_q.r_data)
         ins_r_valid = Signal()          # the insert registers behind the queue (MR-TX-060)
         ins_r2_valid = Signal()
         check_req = (~pop_phase & ~ins_r_valid & ~ins_r2_valid & ~ins_q.r_rdy & wheel_due
                      & slot_valid.bit_select(cur, 1))
-        check_take = check_req & credit & ~ack_take & ~rearm_req
+        check_take = check_req & credit & ~ack_take & ~rto_req
         # MR-TX-031: a free record for this packet and each sent packet in S1a and S1b
         sent_in = Signal(2)
         m.d.comb += sent_in.eq((s1a_valid & (s1a_kind == 0)) + (s1_valid & (s1_kind == 0)))
         m.d.comb += [
-            self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rearm_req & ~check_req
+            self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rto_req & ~check_req
                                  & Mux(sent_in[1], free_level > 2,
                                        Mux(sent_in[0], free_level > 1, free_level != 0))),
-            rearm_q.r_en.eq(rearm_take),
+            rto_q.r_en.eq(rto_take),
         ]
-        qrearm = data.View(rearm_lay, rearm_q.r_data)
         sent_take = self.s_sent.valid & self.s_sent.ready
         ina, ins = self.s_ack.payload, self.s_sent.payload
         rec = data.View(lay.rec, rec_rd.data)
         with m.If(ack_take):
             m.d.comb += path_rd.addr.eq(Cat(ina.path[:pb], ina.conn))
-        with m.Elif(rearm_take):
-            m.d.comb += path_rd.addr.eq(qrearm.row)
+        with m.Elif(rto_take):
+            m.d.comb += path_rd.addr.eq(qrto.row)
         with m.Elif(check_take):
             m.d.comb += path_rd.addr.eq(cur_head)
         with m.Else():
@@ -310,14 +333,12 @@ class Retransmit(wiring.Component):
         s1a_ack = Signal(lay.ack)
         s1a_sent = Signal(lay.sent)
         s1a_int_row = Signal(rb)
-        s1a_rearm_psn = Signal(psn_bits)
-        s1a_rearm_t = Signal(records.TIME_BITS)
-        m.d.sync += s1a_valid.eq(rearm_take | check_take | ack_take | sent_take)
+        s1a_rto = Signal(dur)
+        m.d.sync += s1a_valid.eq(rto_take | check_take | ack_take | sent_take)
         with m.If(ack_take):
             m.d.sync += [s1a_kind.eq(1), s1a_ack.eq(ina)]
-        with m.Elif(rearm_take):
-            m.d.sync += [s1a_kind.eq(2), s1a_int_row.eq(qrearm.row), s1a_rearm_psn.eq(qrearm.psn),
-                         s1a_rearm_t.eq(qrearm.t)]
+        with m.Elif(rto_take):
+            m.d.sync += [s1a_kind.eq(2), s1a_int_row.eq(qrto.row), s1a_rto.eq(qrto.rto)]
         with m.Elif(check_take):
             m.d.sync += [s1a_kind.eq(3), s1a_int_row.eq(cur_head)]
         with m.Elif(sent_take):
@@ -337,14 +358,12 @@ class Retransmit(wiring.Component):
         s1_e = Signal(range(P.SACK_BITS + 2))
         s1_sent = Signal(lay.sent)
         s1_int_row = Signal(rb)
-        s1_rearm_psn = Signal(psn_bits)
-        s1_rearm_t = Signal(records.TIME_BITS)
+        s1_rto = Signal(dur)
         s1a_row = Signal(rb)
         m.d.comb += s1a_row.eq(row_of(s1a_kind, s1a_sent, s1a_ack, s1a_int_row))
         m.d.sync += [s1_valid.eq(s1a_valid), s1_kind.eq(s1a_kind), s1_ack.eq(s1a_ack),
                      s1_e.eq(Mux(sack_any, sack_top + 2, 0)), s1_sent.eq(s1a_sent),
-                     s1_int_row.eq(s1a_int_row), s1_rearm_psn.eq(s1a_rearm_psn),
-                     s1_rearm_t.eq(s1a_rearm_t)]
+                     s1_int_row.eq(s1a_int_row), s1_rto.eq(s1a_rto)]
 
         # -- stage S1b: the path row with forwarding (MR-TX-035)
         s1_row = Signal(rb)
@@ -377,12 +396,21 @@ class Retransmit(wiring.Component):
             m.d.comb += out.eq(both(lambda r: (r[hi][:dist_bits] - r[lo][:dist_bits])[:dist_bits]))
             return out
         lost_dist = dist("lost_upto", "floor", "lost_dist")
+        # MR-TX-054: an ACK's trigger PSN from the floor: its 9 low bits and whether the rest
+        # are 0 (carry-free, MR-TX-038); the walk job says whether it is below n
+        trig = Signal(dist_bits)
+        trig_near = Signal()
+        tpsn = s1_ack.psn
+        m.d.comb += [trig.eq(both(lambda r: (tpsn[:dist_bits] - r.floor[:dist_bits])[:dist_bits])),
+                     trig_near.eq(both(lambda r: _sum_is(
+                         tpsn[dist_bits:], ~r.floor[dist_bits:], 0, psn_bits - dist_bits,
+                         _carry(tpsn[:dist_bits], ~r.floor[:dist_bits], dist_bits, 1))))]
         live_n = dist("next_psn", "lost_upto", "live_n")
         empty = both(lambda r: r.floor == r.next_psn)
         no_live = both(lambda r: r.lost_upto == r.next_psn)
         is_sent = s1_valid & (s1_kind == 0)
         is_ack = s1_valid & (s1_kind == 1)
-        is_rearm = s1_valid & (s1_kind == 2)
+        is_rto = s1_valid & (s1_kind == 2)
         is_check = s1_valid & (s1_kind == 3)
 
         # the deadline of a timer (MR-TX-061) from the row's t_live and backoff, and of the new row
@@ -392,9 +420,10 @@ class Retransmit(wiring.Component):
             # the row's rto x 2^backoff from its rto_x (MR-TX-038): xor with a constant
             return r.rto_x ^ Const(self.rto_ns, tb)
 
-        # the row's rto_x after a timeout, from its backoff (a table of constants)
-        rto_x_next = Array(Const(((self.rto_ns << min(k + 1, BACKOFF_MAX_LOG2)) ^ self.rto_ns)
-                                 % (1 << tb), tb) for k in range(8))
+        # the row's rto_x after a timeout (MR-TX-061): doubled below the backoff's ceiling, a
+        # shift between xors with a constant
+        rto_x_doubled = ((((row.rto_x ^ Const(self.rto_ns, tb)) << 1) ^ Const(self.rto_ns, tb + 1))
+                         [:tb])
 
         s2_kind = Signal(2)
         s2_row = Signal(rb)
@@ -407,8 +436,8 @@ class Retransmit(wiring.Component):
         s2_sack = Signal(P.SACK_BITS)
         s2_amt = Signal(10)             # 256 - dc: the SACK's shift in S2
         s2_ptr = Signal(pw)
-        s2_rearm = Signal()
-        s2_rearm_psn = Signal(psn_bits)
+        s2_trig = Signal(dist_bits)
+        s2_trig_near = Signal()
         s2_job = Signal()
         s2_ins = Signal()
         s2_err = Signal()
@@ -417,13 +446,14 @@ class Retransmit(wiring.Component):
         push_err = Signal()
 
         def arm():
-            m.d.comb += [nrow.timer_on.eq(1), nrow.rearm_wait.eq(0)]
+            m.d.comb += nrow.timer_on.eq(1)
             with m.If(~row.listed):
                 m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
 
         s2_t_live = Signal(records.TIME_BITS)
         s2_rto_x = Signal(tb)
-        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x)]
+        s2_t_ack = Signal(tb)
+        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x), s2_t_ack.eq(now)]
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
@@ -503,17 +533,25 @@ class Retransmit(wiring.Component):
                 m.d.comb += inc["acks_stale"].eq(1)
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
-                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(0),
+                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(row.rto),
                              nrow.consec.eq(0)]
+                # MR-TX-052: the oldest live record resolved: the timer restarts at the ACK
+                # if live records remain
                 with m.If(moved):
-                    m.d.comb += [nrow.lost_upto.eq(new_floor), nrow.timer_on.eq(0),
-                                 nrow.rearm_wait.eq(to_next)]
+                    m.d.comb += nrow.lost_upto.eq(new_floor)
+                    with m.If(to_next):
+                        m.d.comb += nrow.t_live.eq(now)
+                        arm()
+                    with m.Else():
+                        m.d.comb += nrow.timer_on.eq(0)
 
-        # rearm (MR-TX-052): the new oldest live record's send time
-        with m.If(is_rearm & row.rearm_wait & (row.lost_upto == s1_rearm_psn)
-                  & (s1_rearm_psn != row.next_psn)):
-            m.d.comb += [row_write.eq(1), nrow.t_live.eq(s1_rearm_t)]
-            arm()
+        # RTO (MR-TX-054): the estimator's new RTO; a timer not backed off uses it at once
+        rto_field = Signal(dur)
+        m.d.comb += rto_field.eq(s1_rto ^ Const(self.rto_ns, dur))
+        with m.If(is_rto):
+            m.d.comb += [row_write.eq(1), nrow.rto.eq(rto_field)]
+            with m.If(both(lambda r: r.backoff == 0)):
+                m.d.comb += nrow.rto_x.eq(rto_field)
 
         # check (MR-TX-063, MR-TX-064): the wheel popped the path
         consec = Signal(4)
@@ -531,7 +569,8 @@ class Retransmit(wiring.Component):
                              nrow.consec.eq(consec),
                              nrow.backoff.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, BACKOFF_MAX_LOG2,
                                                  row.backoff + 1)),
-                             nrow.rto_x.eq(rto_x_next[row.backoff])]
+                             nrow.rto_x.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, row.rto_x,
+                                               rto_x_doubled))]
                 with m.If(consec == self.retry_limit + 1):
                     m.d.comb += [inc["errors"].eq(1), push_err.eq(1)]
             with m.Elif(row.timer_on):
@@ -543,9 +582,9 @@ class Retransmit(wiring.Component):
                                     Mux(s1_kind == 1, JOB_WALK, JOB_EXPIRE))),
                      s2_ptr.eq(free_head), s2_n.eq(Mux(s1_kind == 1, n, live_n)),
                      s2_dc.eq(cmf), s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
-                     s2_sack.eq(s1_ack.sack), s2_rearm_psn.eq(new_floor),
+                     s2_sack.eq(s1_ack.sack),
                      s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
-                     s2_rearm.eq(moved & to_next)]
+                     s2_trig.eq(trig), s2_trig_near.eq(trig_near)]
         m.d.sync += [s2_valid.eq(push_job | push_ins | push_err), s2_job.eq(push_job),
                      s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
@@ -567,17 +606,11 @@ class Retransmit(wiring.Component):
         job = Signal(lay.job)
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
                      job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
-                     job.rearm.eq(s2_rearm), job.rearm_psn.eq(s2_rearm_psn)]
+                     job.smp.eq(walk & s2_trig_near & (s2_trig < s2_n)), job.trig.eq(s2_trig),
+                     job.t_ack.eq(s2_t_ack)]
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
-        dl_a, dl_b = s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb)
-        dl_parts = []
-        for lo in range(0, tb, 8):
-            hi = min(lo + 8, tb)
-            plain, plus, cin = Signal(hi - lo), Signal(hi - lo), Signal()
-            m.d.sync += [plain.eq(dl_a[lo:hi] + dl_b[lo:hi]), plus.eq(dl_a[lo:hi] + dl_b[lo:hi] + 1),
-                         cin.eq(_carry(dl_a[:lo], dl_b[:lo], lo) if lo else 0)]
-            dl_parts.append(Mux(cin, plus, plain))
+        dl_sum = _cs_sum(m, s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb), tb, "dl")
         s2b_job = Signal(lay.job)
         s2b_part = Signal(span)
         s2b_amt_lo = Signal(lo_bits)
@@ -600,29 +633,22 @@ class Retransmit(wiring.Component):
         m.d.comb += [job_w.eq(s2b_job), job_w.acked.eq((shifted & s2b_mask) | s2b_below)]
         m.d.comb += [job_q.w_en.eq(s2b_job_push), job_q.w_data.eq(job_w)]
         insert = Signal(lay.insert)
-        m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(Cat(*dl_parts)),
+        m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(dl_sum),
                      ins_q.w_en.eq(s2b_ins_push), ins_q.w_data.eq(insert)]
         err = Signal(lay.error)
         m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
                      error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
 
+        # the estimator's state (MR-TX-054), the walker hands it the trigger record's sample
+        e_stage = Signal(range(EST_CYCLES + 1))
+        e_row = Signal(rb)
+        e_t_sent, e_t_ack = Signal(records.TIME_BITS), Signal(records.TIME_BITS)
+
         # -- the walker (MR-TX-032): one record per cycle from the path's head
-        # A rearm (MR-TX-052) whose record is read this cycle goes to the rearm queue beside
-        # the walker's work; only a full queue holds the walker.
-        pend_valid = Signal()
-        pend_row = Signal(rb)
-        pend_psn = Signal(psn_bits)
-        pend_cursor = Signal(pw)
-        act = ~pend_valid | rearm_q.w_rdy
-        rearm_w = Signal(rearm_lay)
-        m.d.comb += [rearm_w.row.eq(pend_row), rearm_w.psn.eq(pend_psn), rearm_w.t.eq(rec.t_sent),
-                     rearm_q.w_data.eq(rearm_w), rearm_q.w_en.eq(pend_valid)]
-        with m.If(pend_valid & rearm_q.w_rdy):
-            m.d.sync += pend_valid.eq(0)
         qjob = data.View(lay.job, job_q.r_data)
         walk_addr = Signal(pw)
         m.d.comb += [rec_rd.addr.eq(walk_addr), link_rd.addr.eq(walk_addr),
-                     head_rd.addr.eq(Mux(w_state == 1, w_row, qjob.row)), walk_addr.eq(pend_cursor)]
+                     head_rd.addr.eq(Mux(w_state == 1, w_row, qjob.row))]
         report = Signal(lay.acked)
         m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
                      report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
@@ -631,61 +657,127 @@ class Retransmit(wiring.Component):
         def take_job():
             m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
                          w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
-                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked),
-                         w_rearm.eq(qjob.rearm), w_rearm_psn.eq(qjob.rearm_psn)]
+                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
+                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack)]
 
-        with m.If(act):
-            with m.Switch(w_state):
-                with m.Case(0):
-                    with m.If(job_q.r_rdy):
-                        m.d.comb += job_q.r_en.eq(1)
-                        with m.If(qjob.kind == JOB_RESTART):
-                            m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(qjob.row),
-                                         head_wr.data.eq(qjob.ptr)]
+        with m.Switch(w_state):
+            with m.Case(0):
+                with m.If(job_q.r_rdy):
+                    m.d.comb += job_q.r_en.eq(1)
+                    with m.If(qjob.kind == JOB_RESTART):
+                        m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(qjob.row),
+                                     head_wr.data.eq(qjob.ptr)]
+                    with m.Else():
+                        take_job()
+            with m.Case(1):
+                m.d.comb += walk_addr.eq(head_rd.data)
+                m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_state.eq(2)]
+            with m.Case(2):
+                expire = w_kind == JOB_EXPIRE
+                to_acked = ~expire & w_acked[0]
+                to_resend = ~to_acked & (w_skip == 0)
+                advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
+                    | (to_resend & resend_q.w_rdy)
+                m.d.comb += walk_addr.eq(Mux(advance, link_rd.data, w_cursor))
+                last = Signal()
+                with m.If(advance):
+                    m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
+                                 inc["acked"].eq(to_acked),
+                                 inc["gap_losses"].eq(to_resend & ~expire),
+                                 inc["timeout_losses"].eq(to_resend & expire)]
+                    m.d.sync += w_cursor.eq(link_rd.data)
+                    with m.If(expire):
+                        with m.If(w_skip != 0):
+                            m.d.sync += w_skip.eq(w_skip - 1)
                         with m.Else():
+                            m.d.sync += w_left.eq(w_left - 1)
+                            m.d.comb += last.eq(w_left == 1)
+                    with m.Else():
+                        # MR-TX-054: the trigger record, acknowledged: its sample to the
+                        # estimator if it is idle
+                        with m.If(w_smp & (w_trig == 0)):
+                            m.d.sync += w_smp.eq(0)
+                            with m.If(to_acked & (e_stage == 0)):
+                                m.d.sync += [e_stage.eq(1), e_row.eq(w_row),
+                                             e_t_sent.eq(rec.t_sent), e_t_ack.eq(w_t_ack)]
+                        m.d.sync += w_trig.eq(w_trig - 1)
+                        m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
+                                     last.eq(w_left == 1)]
+                        m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
+                                     w_skip.eq(w_skip - (w_skip != 0))]
+                        with m.If(w_left == 1):
+                            m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
+                                         head_wr.data.eq(link_rd.data)]
+                    with m.If(last):
+                        # the next walk job starts now: its head is read beside the last
+                        # record (the head read is transparent to this cycle's head write)
+                        with m.If(job_q.r_rdy & (qjob.kind != JOB_RESTART)):
+                            m.d.comb += job_q.r_en.eq(1)
                             take_job()
-                with m.Case(1):
-                    m.d.comb += walk_addr.eq(head_rd.data)
-                    m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_state.eq(2)]
-                with m.Case(2):
-                    expire = w_kind == JOB_EXPIRE
-                    to_acked = ~expire & w_acked[0]
-                    to_resend = ~to_acked & (w_skip == 0)
-                    advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
-                        | (to_resend & resend_q.w_rdy)
-                    m.d.comb += walk_addr.eq(Mux(advance, link_rd.data, w_cursor))
-                    last = Signal()
-                    with m.If(advance):
-                        m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
-                                     inc["acked"].eq(to_acked),
-                                     inc["gap_losses"].eq(to_resend & ~expire),
-                                     inc["timeout_losses"].eq(to_resend & expire)]
-                        m.d.sync += w_cursor.eq(link_rd.data)
-                        with m.If(expire):
-                            with m.If(w_skip != 0):
-                                m.d.sync += w_skip.eq(w_skip - 1)
-                            with m.Else():
-                                m.d.sync += w_left.eq(w_left - 1)
-                                m.d.comb += last.eq(w_left == 1)
                         with m.Else():
-                            m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
-                                         last.eq(w_left == 1)]
-                            m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
-                                         w_skip.eq(w_skip - (w_skip != 0))]
-                            with m.If(w_left == 1):
-                                m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
-                                             head_wr.data.eq(link_rd.data)]
-                        with m.If(last):
-                            with m.If(~expire & w_rearm):
-                                m.d.sync += [pend_valid.eq(1), pend_row.eq(w_row),
-                                             pend_psn.eq(w_rearm_psn), pend_cursor.eq(link_rd.data)]
-                            # the next walk job starts now: its head is read beside the last
-                            # record (the head read is transparent to this cycle's head write)
-                            with m.If(job_q.r_rdy & (qjob.kind != JOB_RESTART)):
-                                m.d.comb += job_q.r_en.eq(1)
-                                take_job()
-                            with m.Else():
-                                m.d.sync += w_state.eq(0)
+                            m.d.sync += w_state.eq(0)
+
+        # -- the RTT estimator (MR-TX-054): one sample at a time, a stage per cycle, each sum a
+        # carry-select over two stages (MR-TX-038): (1) ACK time - send time; (2) the sample
+        # saturated to 24 bits, the memory's row registered; (3) sample - srtt, srtt - sample,
+        # rttvar - rttvar/4; (4) srtt + err/8, rttvar - rttvar/4 + |err|/4
+        # (protocol.rtt_update_ns); (5) the new srtt and rttvar (or the first sample's) written,
+        # srtt + srtt/2 and srtt + 4 rttvar (protocol.rto_value_ns); (6) the larger and the
+        # bounds' tests; (7) the clamp, pushed (waiting while the RTO queue is full)
+        tw = records.TIME_BITS
+        m.d.comb += [est_rd.addr.eq(e_row), est_wr.addr.eq(e_row)]
+        est = data.View(est_lay, est_rd.data)
+        diff = _cs_sum(m, e_t_ack, ~e_t_sent, tw, "e_diff", 1)
+        e_sample = Signal(dur)
+        e_first = Signal()
+        e_old_srtt, e_old_var = Signal(dur), Signal(dur)
+        # 25-bit two's complement differences, both signs, and rttvar - rttvar/4
+        err = _cs_sum(m, e_sample, ~Cat(e_old_srtt, Const(0, 1)), dur + 1, "e_err", 1)
+        nerr = _cs_sum(m, e_old_srtt, ~Cat(e_sample, Const(0, 1)), dur + 1, "e_nerr", 1)
+        var_keep = _cs_sum(m, e_old_var, ~(e_old_var >> 2), dur, "e_keep", 1)
+        err_neg = err[dur]
+        abs_err = Mux(err_neg, nerr, err)[:dur]
+        srtt_new = _cs_sum(m, e_old_srtt, Cat(err[3:], err_neg, err_neg, err_neg), dur, "e_srtt")
+        var_new = _cs_sum(m, var_keep, abs_err >> 2, dur, "e_var")
+        srtt_f, var_f = Signal(dur), Signal(dur)
+        m.d.comb += [srtt_f.eq(Mux(e_first, e_sample, srtt_new)),
+                     var_f.eq(Mux(e_first, e_sample >> 1, var_new))]
+        tb2 = dur + 3
+        term_a = _cs_sum(m, srtt_f, srtt_f >> 1, tb2, "e_a")
+        term_b = _cs_sum(m, srtt_f, Cat(Const(0, 2), var_f), tb2, "e_b")
+        e_a, e_b = Signal(tb2), Signal(tb2)
+        e_a_big, e_a_lo, e_a_hi, e_b_lo, e_b_hi = (Signal(name=f"e_{n}") for n in
+                                                   ("a_big", "a_lo", "a_hi", "b_lo", "b_hi"))
+        larger = Mux(e_a_big, e_a, e_b)
+        rto_w = Signal(rto_lay)
+        m.d.comb += [rto_w.row.eq(e_row),
+                     rto_w.rto.eq(Mux(Mux(e_a_big, e_a_lo, e_b_lo), RTO_MIN_NS,
+                                      Mux(Mux(e_a_big, e_a_hi, e_b_hi), RTO_MAX_NS, larger))),
+                     rto_q.w_data.eq(rto_w)]
+        with m.Switch(e_stage):
+            with m.Case(1):
+                m.d.sync += e_stage.eq(2)
+            with m.Case(2):
+                m.d.sync += [e_sample.eq(Mux(diff[tw - 1], 0,
+                                             Mux(diff[dur:].any(), SAMPLE_MAX, diff[:dur]))),
+                             e_first.eq(~est.valid), e_old_srtt.eq(est.srtt),
+                             e_old_var.eq(est.rttvar), e_stage.eq(3)]
+            with m.Case(3):
+                m.d.sync += e_stage.eq(4)
+            with m.Case(4):
+                m.d.sync += e_stage.eq(5)
+            with m.Case(5):
+                m.d.comb += [est_wr.en.eq(1), est_wr.data.eq(Cat(srtt_f, var_f, Const(1, 1)))]
+                m.d.sync += e_stage.eq(6)
+            with m.Case(6):
+                m.d.sync += [e_a.eq(term_a), e_b.eq(term_b), e_a_big.eq(term_a > term_b),
+                             e_a_lo.eq(term_a < RTO_MIN_NS), e_a_hi.eq(term_a > RTO_MAX_NS),
+                             e_b_lo.eq(term_b < RTO_MIN_NS), e_b_hi.eq(term_b > RTO_MAX_NS),
+                             e_stage.eq(7)]
+            with m.Case(EST_CYCLES):
+                m.d.comb += rto_q.w_en.eq(1)
+                with m.If(rto_q.w_rdy):
+                    m.d.sync += e_stage.eq(0)
 
         # -- the timer wheel (MR-TX-060): a pop's second cycle, an insert, a pop, the next slot
         # the wheel takes an insert from a second register, not from the queue's LUT-RAM read

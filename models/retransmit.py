@@ -41,7 +41,6 @@ SMALL = (256, 4, 1024)
 JOB_DEPTH = 16
 INS_DEPTH = 16
 OUT_DEPTH = 16
-REARM_DEPTH = 4
 
 #: MR-TX-060: the timer wheel's slots; MR-TX-061: the backoff's ceiling (x64) and the
 #: consecutive-timeout counter's.
@@ -54,6 +53,24 @@ CONSEC_MAX = 15
 RTO_NS = 40_000
 RETRY_LIMIT = 7
 SLOT_LOG2 = 10
+
+#: MR-TX-054: the RTT estimator's bounds (protocol.rto_value_ns's rto_min, rto_max; its
+#: multiplier 1.5 is ``srtt + srtt >> 1``), a sample's width (longer samples saturate), the
+#: estimator's cycles from the trigger record to its RTO's push, and the RTO queue's slots.
+RTO_MIN_NS = 2_000
+RTO_MAX_NS = 1_000_000
+SAMPLE_MAX = (1 << records.DUR_BITS) - 1
+EST_CYCLES = 7
+RTO_DEPTH = 4
+
+
+def rto_of_sample(est, sample):
+    """MR-TX-054 (MR-REL-005/006, RFC 6298): one RTT sample (ns, saturated to 24 bits) into a
+    path's estimator ``est`` (``(srtt, rttvar)``, None before the first sample); returns the
+    new estimator and the path's new RTO, both from models/protocol.py's integer functions."""
+    srtt, rttvar = est if est is not None else (None, 0)
+    srtt, rttvar = P.rtt_update_ns(srtt, rttvar, min(max(sample, 0), SAMPLE_MAX))
+    return (srtt, rttvar), P.rto_value_ns(srtt, rttvar, rto_min=RTO_MIN_NS, rto_max=RTO_MAX_NS)
 
 #: MR-TX-064: the status of the error report (verbs IBV_WC_RETRY_EXC_ERR, endpoint.Status).
 STATUS_RETRY_EXC = 12
@@ -125,18 +142,21 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
     path = data.StructLayout({
         "floor": psn, "next_psn": psn, "tail": ptr,
         "lost_upto": psn,                       # MR-TX-052: PSNs floor..lost_upto-1 are lost
-        "t_live": records.TIME_BITS,            # MR-TX-052: send time of the oldest live record
-        "timer_on": 1, "rearm_wait": 1, "listed": 1,
+        "t_live": records.TIME_BITS,            # MR-TX-052: the timer's start
+        "timer_on": 1, "listed": 1,
         "backoff": 3, "consec": 4,              # MR-TX-061
-        # MR-TX-038: the RTL's rto_ns x 2^backoff xor rto_ns (0 at reset), so that the
-        # deadline needs no shift by backoff; the model keeps backoff only
+        # MR-TX-054: the path's RTO, and the timer's rto x 2^backoff (MR-TX-038: kept so that
+        # the deadline needs no shift by backoff), each xor rto_ns so that 0 at reset is rto_ns
+        "rto": records.DUR_BITS,
         "rto_x": records.TIME_BITS,
     })
     # MR-TX-032: a walk job: resolve n records from the path's head (an ACK), report them lost
     # after skipping `skip` (a timeout), or restart the path's FIFO at `ptr`
+    # and, for an ACK, its time and the trigger PSN's offset from the old floor (``smp``: the
+    # trigger is among the n records, MR-TX-054)
     job = data.StructLayout({"kind": 2, "row": cb + pb, "conn": cb, "path": 8, "n": 9,
-                             "skip": 9, "acked": P.SACK_BITS, "ptr": ptr, "rearm": 1,
-                             "rearm_psn": psn})
+                             "skip": 9, "acked": P.SACK_BITS, "ptr": ptr, "smp": 1, "trig": 9,
+                             "t_ack": records.TIME_BITS})
     # MR-TX-060: a path to list in the wheel at its deadline
     insert = data.StructLayout({"row": cb + pb, "deadline": records.TIME_BITS})
     return Layouts(conns, paths, pool, cb, pb, ptr, sent, ack, report, report, error, rec, path,
@@ -146,10 +166,16 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
 JOB_WALK, JOB_RESTART, JOB_EXPIRE = 0, 1, 2
 
 
-def deadline(t_live, rto_ns, backoff):
-    """MR-TX-061: the path's deadline: the oldest live record's send time plus RTO x 2^backoff,
+def deadline(t_live, rto_x):
+    """MR-TX-061: the path's deadline: the timer's start (MR-TX-052) plus its RTO x 2^backoff,
     on the 32-bit ns clock (MR-ENG-050)."""
-    return (t_live + (rto_ns << backoff)) & P.TIME_MASK
+    return (t_live + rto_x) & P.TIME_MASK
+
+
+def rto_x_doubled(rto_x, backoff):
+    """MR-TX-061: a timeout's new ``rto x 2^backoff``: doubled, unless the backoff is at its
+    ceiling."""
+    return rto_x if backoff >= BACKOFF_MAX_LOG2 else (rto_x << 1) & P.TIME_MASK
 
 
 @dataclass(frozen=True)
@@ -182,13 +208,28 @@ class RetransmitModel:
         st = self.path.get(row)
         if st is None:
             st = self.path[row] = {"floor": 0, "next_psn": 0, "lost_upto": 0, "t_live": 0,
-                                   "timer_on": 0, "backoff": 0, "consec": 0, "recs": deque()}
+                                   "timer_on": 0, "backoff": 0, "consec": 0, "recs": deque(),
+                                   "rto": self.rto_ns, "rto_x": self.rto_ns, "est": None}
         return st
 
     def deadline(self, row):
         """MR-TX-061: the path's deadline, or None while its timer is off."""
         st = self.state(row)
-        return deadline(st["t_live"], self.rto_ns, st["backoff"]) if st["timer_on"] else None
+        return deadline(st["t_live"], st["rto_x"]) if st["timer_on"] else None
+
+    def rtt_sample(self, conn, path, sample):
+        """MR-TX-054: an RTT sample of the path into its estimator; returns the new RTO (not
+        applied yet: :meth:`set_rto`)."""
+        st = self.state(self.row(conn, path))
+        st["est"], rto = rto_of_sample(st["est"], sample)
+        return rto
+
+    def set_rto(self, conn, path, rto):
+        """MR-TX-054: the path's RTO becomes ``rto``; a timer not backed off uses it at once."""
+        st = self.state(self.row(conn, path))
+        st["rto"] = rto
+        if st["backoff"] == 0:
+            st["rto_x"] = rto
 
     def _count(self, name, n=1):
         self.counters[CTR[name]] = (self.counters[CTR[name]] + n) % (1 << COUNTER_BITS)
@@ -220,9 +261,10 @@ class RetransmitModel:
         self._count("sent")
         return True
 
-    def ack(self, a):
-        """An ACK or NAK (the fields of ``Layouts.ack``): the decisions it produces, in PSN order
-        (MR-TX-021..024, MR-TX-052)."""
+    def ack(self, a, now=0):
+        """An ACK or NAK (the fields of ``Layouts.ack``), applied at time ``now`` (the timer's
+        restart, MR-TX-052; callers without timers may leave it 0): the decisions it produces,
+        in PSN order (MR-TX-021..024)."""
         if a["nak"]:
             self._count("naks")
             return []
@@ -250,13 +292,13 @@ class RetransmitModel:
             elif j >= lost_n:
                 self._count("gap_losses")
                 out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
-        st.update(backoff=0, consec=0)                       # MR-TX-061: progress
+        st.update(backoff=0, consec=0, rto_x=st["rto"])     # MR-TX-061: progress
         if P.psn_dist(st["lost_upto"], floor) > 0:
             st["lost_upto"] = floor
             if floor == st["next_psn"]:
                 st["timer_on"] = 0
             else:
-                st.update(t_live=st["recs"][0]["t_sent"], timer_on=1)
+                st.update(t_live=now, timer_on=1)           # MR-TX-052: restarted at the ACK
         return out
 
     def timeout(self, conn, path):
@@ -271,7 +313,7 @@ class RetransmitModel:
             self._count("timeout_losses")
             out.append(Decision("resend", conn, path, r["slot"], r["chunk"], r["abort"]))
         self._count("timeouts")
-        st.update(lost_upto=st["next_psn"], timer_on=0,
+        st.update(lost_upto=st["next_psn"], timer_on=0, rto_x=rto_x_doubled(st["rto_x"], st["backoff"]),
                   backoff=min(st["backoff"] + 1, BACKOFF_MAX_LOG2),
                   consec=min(st["consec"] + 1, CONSEC_MAX))
         error = st["consec"] == self.retry_limit + 1
@@ -301,7 +343,8 @@ class RetransmitCycleModel:
     per clock with every input port's value, returning every output port's value in that cycle.
 
     ``events`` logs, in the order the path-table pipeline applied them, every event that changes
-    a path: ``("sent", fields)``, ``("ack", fields)``, ``("timeout", conn, path, now)``; replaying
+    a path: ``("sent", fields)``, ``("ack", fields, now)``, ``("timeout", conn, path, now)``,
+    ``("rto", conn, path, sample, rto)`` (MR-TX-054); replaying
     it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050)."""
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
@@ -334,14 +377,17 @@ class RetransmitCycleModel:
         self.acked_q = SyncFifoModel(OUT_DEPTH)
         self.resend_q = SyncFifoModel(OUT_DEPTH)
         self.error_q = SyncFifoModel(OUT_DEPTH)
-        self.rearm_q = SyncFifoModel(REARM_DEPTH)
+        self.rto_q = SyncFifoModel(RTO_DEPTH)    # MR-TX-054: {row, rto} to the path rows
+        self.est = {}                   # row -> (srtt, rttvar): the estimator's memory
+        self.e_stage = 0                # the estimator: 0 idle, 1..EST_CYCLES a sample in work
+        self.e_op = None                # its RTO event
         self.w_state = _IDLE
-        self.pend = None                # a rearm whose record is read this cycle (MR-TX-052)
         self.w_job = None
         self.w_cursor = 0
         self.w_left = 0
         self.w_skip = 0
         self.w_acked = 0
+        self.w_smp = self.w_trig = 0    # MR-TX-054: the trigger record's offset in the walk
         # the timer wheel (MR-TX-060): slot lists of path rows
         self.tbits = records.TIME_BITS - slot_log2
         self.ct = 0                     # the slot time the wheel is at
@@ -351,7 +397,7 @@ class RetransmitCycleModel:
         self.wnext = {}                 # row -> next row in its slot list
         self.pop_slot = None            # the second cycle of a pop: the slot whose head moves
         self.due_r = False              # MR-TX-060: the clock has passed slot ct (registered)
-        self.credit_r = self.ins_ok_r = True    # MR-TX-033: the take credits (registered)
+        self.credit_r = True            # MR-TX-033: the take credit (registered)
         self.reg_data = 0
         self.events = []
         self.log = []                   # decisions in output order, for tests
@@ -362,19 +408,16 @@ class RetransmitCycleModel:
 
     def busy(self):
         """Work in flight, a queue not empty, or a timer that may still expire."""
-        return bool(self.s1a or self.s1b or self.s2 or self.s2b or self.job_q.level or self.ins_q.level or self.ins_r or self.ins_r2
-                    or self.rearm_q.level
-                    or self.w_state != _IDLE or self.pend is not None or self.acked_q.level or self.resend_q.level
-                    or self.error_q.level or any(self.slot_valid) or self.pop_slot is not None
+        return bool(self.working() or any(self.slot_valid) or self.pop_slot is not None
                     or self.counts_now or self.counts_late
-                    or any(r["timer_on"] or r["rearm_wait"] for r in self.path.values()))
+                    or any(r["timer_on"] for r in self.path.values()))
 
     def working(self):
         """Work in flight or queued, not counting the running timers (the wheel and its
         slots): what a replay waits for before it ends while a timer waits."""
         return bool(self.s1a or self.s1b or self.s2 or self.s2b or self.job_q.level
-                    or self.ins_q.level or self.ins_r or self.ins_r2 or self.rearm_q.level
-                    or self.w_state != _IDLE or self.pend is not None or self.acked_q.level
+                    or self.ins_q.level or self.ins_r or self.ins_r2 or self.rto_q.level
+                    or self.e_stage or self.w_state != _IDLE or self.acked_q.level
                     or self.resend_q.level or self.error_q.level)
 
     def _row(self, row):
@@ -406,27 +449,27 @@ class RetransmitCycleModel:
         now = g("now", 0)
         # MR-TX-033: the events in S1a, S1b, S2a and S2b may each still push
         inflight = sum(int(x is not None) for x in (self.s1a, self.s1b, self.s2, self.s2b))
-        # MR-TX-033: the credits are registered: computed a cycle ahead with room for one more
+        # MR-TX-033: the credit is registered: computed a cycle ahead with room for one more
         # event (the one that cycle may take)
-        credit, ins_ok = self.credit_r, self.ins_ok_r
-        self.ins_ok_r = self.ins_q.level + inflight < INS_DEPTH - 1
-        self.credit_r = (self.job_q.level + inflight < JOB_DEPTH - 1 and self.ins_ok_r
+        credit = self.credit_r
+        self.credit_r = (self.job_q.level + inflight < JOB_DEPTH - 1
+                         and self.ins_q.level + inflight < INS_DEPTH - 1
                          and self.error_q.level + inflight < OUT_DEPTH - 1)
-        # -- what is taken (MR-TX-033): an ACK, the walker's rearm, the wheel's check, a sent packet
+        # -- what is taken (MR-TX-033): an ACK, an RTO, the wheel's check, a sent packet
         ack_valid = g("s_ack__valid", 0)
         ack_ready = int(credit)
         ack_take = ack_ready and ack_valid
-        rearm_req = self.rearm_q.level > 0 and ins_ok
-        rearm_take = rearm_req and not ack_take
+        rto_req = self.rto_q.level > 0
+        rto_take = rto_req and not ack_take
         check_req = False
         if (self.pop_slot is None and self.ins_r is None and self.ins_r2 is None
                 and not self.ins_q.level
                 and self.due_r):
             check_req = bool(self.slot_valid[self.ct % WHEEL_SLOTS])
-        check_take = check_req and credit and not ack_take and not rearm_req
+        check_take = check_req and credit and not ack_take and not rto_req
         # MR-TX-031: a free record for this packet and for each sent packet in S1a and S1b
         s1_sent = sum(int(s is not None and s[0] == "sent") for s in (self.s1a, self.s1b))
-        sent_ready = int(credit and not ack_valid and not rearm_req and not check_req
+        sent_ready = int(credit and not ack_valid and not rto_req and not check_req
                          and self.free_level > int(s1_sent))
         out = {
             "s_sent__ready": sent_ready, "s_ack__ready": ack_ready,
@@ -446,20 +489,8 @@ class RetransmitCycleModel:
         job_pop = False
         acked_push = resend_push = None
         free_push = None
-        rearm_op = None
-        act = True
-        if self.pend is not None:
-            # the previous ACK's new oldest record, read last cycle: its send time to the path
-            # row (MR-TX-052), beside this cycle's work unless the rearm queue is full
-            if self.rearm_q.level < REARM_DEPTH:
-                r = self.rec.get(self.pend["cursor"]) or unpack(lay.rec, 0)
-                rearm_op = {"row": self.pend["row"], "psn": self.pend["psn"], "t": r["t_sent"]}
-                self.pend = None
-            else:
-                act = False
-        if not act:
-            pass
-        elif self.w_state == _IDLE:
+        est_take = None
+        if self.w_state == _IDLE:
             if self.job_q.level:
                 job_pop = True
                 j = self.job_q.head
@@ -473,6 +504,7 @@ class RetransmitCycleModel:
             self.w_left = self.w_job["n"]
             self.w_skip = self.w_job["skip"]
             self.w_acked = self.w_job["acked"]
+            self.w_smp, self.w_trig = self.w_job.get("smp", 0), self.w_job.get("trig", 0)
             self.w_state = _WALK
         else:
             j = self.w_job
@@ -504,6 +536,13 @@ class RetransmitCycleModel:
                         self.w_left -= 1
                         last = self.w_left == 0
                 else:
+                    # MR-TX-054: the trigger record, acknowledged: its RTT sample to the
+                    # estimator if it is idle
+                    if self.w_smp and self.w_trig == 0:
+                        self.w_smp = 0
+                        if kind == "acked" and self.e_stage == 0:
+                            est_take = (j["row"], P.time_dist(r["t_sent"], j["t_ack"]))
+                    self.w_trig = (self.w_trig - 1) & 511
                     free_push = self.w_cursor
                     self.w_skip = max(0, self.w_skip - 1)
                     self.w_acked >>= 1
@@ -513,8 +552,6 @@ class RetransmitCycleModel:
                         self.head[j["row"]] = nxt
                 self.w_cursor = nxt
                 if last:
-                    if not expire and j["rearm"]:
-                        self.pend = {"row": j["row"], "psn": j["rearm_psn"], "cursor": nxt}
                     # the next walk job starts now: its head is read beside the last record
                     if self.job_q.level and self.job_q.head["kind"] != JOB_RESTART:
                         job_pop = True
@@ -575,8 +612,8 @@ class RetransmitCycleModel:
         self.s1a = None
         if ack_take:
             self.s1a = ("ack", unpack(lay.ack, g("s_ack__payload", 0)))
-        elif rearm_take:
-            self.s1a = ("rearm", self.rearm_q.head)
+        elif rto_take:
+            self.s1a = ("rto", self.rto_q.head)
         elif check_op is not None:
             self.s1a = ("check", check_op)
         elif sent_ready and g("s_sent__valid", 0):
@@ -597,10 +634,22 @@ class RetransmitCycleModel:
         elif ins_move:
             self.ins_r = None
         self.ins_q.update(ins_pop, ins_push is not None, ins_push)
-        self.rearm_q.update(rearm_take, rearm_op is not None, rearm_op)
         self.acked_q.update(g("m_acked__ready", 0), acked_push is not None, acked_push)
         self.resend_q.update(g("m_resend__ready", 0), resend_push is not None, resend_push)
         self.error_q.update(g("m_error__ready", 0), err_push is not None, err_push)
+        # -- the estimator (MR-TX-054): a sample taken, then its RTO pushed EST_CYCLES later
+        rto_push = None
+        if self.e_stage == EST_CYCLES:
+            if self.rto_q.level < RTO_DEPTH:
+                rto_push, self.e_op, self.e_stage = self.e_op, None, 0
+        elif self.e_stage:
+            self.e_stage += 1
+        elif est_take is not None:
+            row_i, sample = est_take
+            self.est[row_i], rto = rto_of_sample(self.est.get(row_i), sample)
+            self.e_op = {"row": row_i, "rto": rto, "sample": min(max(sample, 0), SAMPLE_MAX)}
+            self.e_stage = 1
+        self.rto_q.update(rto_take, rto_push is not None, rto_push)
         if free_push is not None:
             self.free_mem[self.free_wr] = free_push
             self.free_wr = (self.free_wr + 1) % lay.pool
@@ -616,7 +665,7 @@ class RetransmitCycleModel:
         """S1 of one event: returns ``(job, insert, error, free_pop)`` or None."""
         lay = self.lay
         kind, f = op
-        row_i = f["row"] if kind in ("rearm", "check") else \
+        row_i = f["row"] if kind in ("rto", "check") else \
             (f["conn"] << lay.path_bits) | (f["path"] & (lay.paths - 1))
         row = self._row(row_i)
         new = dict(row)
@@ -625,10 +674,10 @@ class RetransmitCycleModel:
 
         def arm():
             nonlocal ins
-            new.update(timer_on=1, rearm_wait=0)
+            new["timer_on"] = 1
             if not row["listed"]:
                 new["listed"] = 1
-                ins = {"row": row_i, "deadline": deadline(new["t_live"], self.rto_ns, new["backoff"])}
+                ins = {"row": row_i, "deadline": deadline(new["t_live"], new["rto_x"] ^ self.rto_ns)}
 
         if kind == "sent":
             self.events.append(("sent", f))
@@ -650,16 +699,14 @@ class RetransmitCycleModel:
                 arm()
             self._count("sent")
         elif kind == "ack":
+            self.events.append(("ack", f, now))
             if f["nak"]:
                 self._count("naks")
-                self.events.append(("ack", f))
                 return None
             if f["path"] >= lay.paths:
                 self._count("acks_bad")
-                self.events.append(("ack", f))
                 return None
             n, acked = P.sack_resolve(row["floor"], row["next_psn"], f["cum"], f["sack"])
-            self.events.append(("ack", f))
             if n < 0:
                 self._count("acks_bad")
                 return None
@@ -669,42 +716,46 @@ class RetransmitCycleModel:
             self._count("acks")
             floor = P.psn_add(row["floor"], n)
             lost_n = min(n, P.psn_dist(row["floor"], row["lost_upto"]))
-            new.update(floor=floor, backoff=0, consec=0)
-            rearm = 0
+            new.update(floor=floor, backoff=0, consec=0, rto_x=row["rto"])
             if P.psn_dist(row["lost_upto"], floor) > 0:
+                # MR-TX-052: the oldest live record resolved: the timer restarts at the ACK
                 new["lost_upto"] = floor
                 if floor == row["next_psn"]:
-                    new.update(timer_on=0, rearm_wait=0)
+                    new["timer_on"] = 0
                 else:
-                    new.update(timer_on=0, rearm_wait=1)
-                    rearm = 1
+                    new["t_live"] = now
+                    arm()
+            d = P.psn_dist(row["floor"], f["psn"])
             job = {"kind": JOB_WALK, "row": row_i, "conn": f["conn"], "path": f["path"], "n": n,
-                   "skip": lost_n, "acked": acked, "rearm": rearm, "rearm_psn": floor}
-        elif kind == "rearm":
-            if not (row["rearm_wait"] and row["lost_upto"] == f["psn"]
-                    and f["psn"] != row["next_psn"]):
-                return None
-            new["t_live"] = f["t"]
-            arm()
+                   "skip": lost_n, "acked": acked, "smp": int(0 <= d < n), "trig": d & 511,
+                   "t_ack": now}
+        elif kind == "rto":
+            # MR-TX-054: the path's new RTO; a timer not backed off uses it at once
+            conn, path = self._conn_path(row_i)
+            self.events.append(("rto", conn, path, f["sample"], f["rto"]))
+            new["rto"] = f["rto"] ^ self.rto_ns
+            if not row["backoff"]:
+                new["rto_x"] = f["rto"] ^ self.rto_ns
         else:   # check: the wheel popped the path (MR-TX-063)
             new["listed"] = 0
-            if row["timer_on"] and time_due(deadline(row["t_live"], self.rto_ns, row["backoff"]), now):
+            rto_x = row["rto_x"] ^ self.rto_ns
+            if row["timer_on"] and time_due(deadline(row["t_live"], rto_x), now):
                 conn, path = self._conn_path(row_i)
                 self.events.append(("timeout", conn, path, now))
                 self._count("timeouts")
                 job = {"kind": JOB_EXPIRE, "row": row_i, "conn": conn, "path": path,
                        "n": P.psn_dist(row["lost_upto"], row["next_psn"]),
-                       "skip": P.psn_dist(row["floor"], row["lost_upto"]), "acked": 0, "rearm": 0,
-                       "rearm_psn": 0}
+                       "skip": P.psn_dist(row["floor"], row["lost_upto"]), "acked": 0}
                 consec = min(row["consec"] + 1, CONSEC_MAX)
                 new.update(lost_upto=row["next_psn"], timer_on=0, consec=consec,
-                           backoff=min(row["backoff"] + 1, BACKOFF_MAX_LOG2))
+                           backoff=min(row["backoff"] + 1, BACKOFF_MAX_LOG2),
+                           rto_x=rto_x_doubled(rto_x, row["backoff"]) ^ self.rto_ns)
                 if consec == self.retry_limit + 1:
                     self._count("errors")
                     err = pack(lay.error, {"conn": conn, "path": path, "status": STATUS_RETRY_EXC})
             elif row["timer_on"]:
                 new["listed"] = 1
-                ins = {"row": row_i, "deadline": deadline(row["t_live"], self.rto_ns, row["backoff"])}
+                ins = {"row": row_i, "deadline": deadline(row["t_live"], rto_x)}
         self.path[row_i] = new
         return job, ins, err, free_pop
 

@@ -154,8 +154,12 @@ def replay(model, events):
         if ev[0] == "sent":
             sem.sent(ev[1])
         elif ev[0] == "ack":
-            for d in sem.ack(ev[1]):
+            for d in sem.ack(ev[1], ev[2]):
                 (acked if d.kind == "acked" else resend).append(d)
+        elif ev[0] == "rto":
+            _, conn, path, sample, rto = ev
+            assert sem.rtt_sample(conn, path, sample) == rto, f"RTO of path {conn}.{path}"
+            sem.set_rto(conn, path, rto)
         else:
             _, conn, path, now = ev
             dl = sem.deadline(sem.row(conn, path))
@@ -194,7 +198,7 @@ def check_items(model, items, res):
     their order (the driver overrides ``t_sent`` with the time it offers a packet)."""
     exp = check(model, res)
     got = [(k, {x: v for x, v in f.items() if x != "t_sent"}) for k, f, *_ in
-           (e for e in model.events if e[0] != "timeout")]
+           (e for e in model.events if e[0] in ("sent", "ack"))]
     want = [(k, {x: v for x, v in f.items() if x != "t_sent"}) for k, f in items if k != "wait"]
     assert got == want, "events applied in item order"
     return exp

@@ -124,3 +124,26 @@ def test_lockstep_pool_exhaustion():
     res = run_lockstep(rc.traffic(4, 2, pool, 150, seed=3), inst=(4, 2, pool), seed=3,
                        p_idle=0.1, p_bp=0.3)
     assert res["acked"]
+
+
+def test_lockstep_rtt_estimator():
+    """MR-TX-054, MR-TX-050: RTT samples on eight paths (first samples, then second ones
+    smaller and larger than the first: the estimator's error of both signs, and ACKs of
+    different paths a cycle apart while the estimator is busy), their RTOs into the path rows,
+    and the tails' timeouts at ACK + the new RTO: 0 mismatches, every RTO the semantics'
+    (protocol.rtt_update_ns / rto_value_ns, the 2 us floor among them), every timeout due."""
+    rows = [(c, p) for c in range(2) for p in range(4)]
+    items = [rc.sent_item(c, p, k, chunk=3 * i + k) for i, (c, p) in enumerate(rows)
+             for k in range(3)]
+    for k in (0, 1):
+        for i, (c, p) in enumerate(rows):
+            items += [rc.wait_item(150 + 90 * i * (1 if k == 0 else (-1) ** i)) if i % 3 else
+                      ("wait", 0), rc.ack_item(c, p, k + 1, 0, psn=k)]
+    # 1-ns wheel slots and 1 ns per cycle: a timeout's cycle is its deadline's, so the RTL's
+    # RTO values are compared to the nanosecond, not to a slot
+    res = run_lockstep(items, seed=11, timers={"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0},
+                       p_idle=0.0, p_bp=0.2, ns_per_cycle=1, idle_ns=1)
+    m = res["model"]
+    rtos = [e for e in m.events if e[0] == "rto"]
+    assert 8 <= len(rtos) < 16 and len({e[4] for e in rtos}) > 4 and min(e[4] for e in rtos) == 2000
+    assert m.counters[CTR["timeouts"]] == len(rows)

@@ -122,7 +122,7 @@ def test_pool_exhaustion_backpressure():
 def test_ack_burst_one_per_cycle():
     """MR-TX-034: back-to-back ACKs are taken one per cycle while the walk queue has room;
     MR-TX-032: back-to-back walk jobs of one record each take two cycles each (the next job's
-    head is read beside the last record, the rearm costs no walker cycle)."""
+    head is read beside the last record)."""
     b = rc.ack_burst(*SMALL, seed=4)
     m = RetransmitCycleModel(64, *SMALL)
     res = rc.run_model(m, b["items"], p_idle=0.0, p_bp=0.0)
@@ -131,9 +131,8 @@ def test_ack_burst_one_per_cycle():
     rc.check_items(m, b["items"], res)
     cyc = res["acked_cycles"]
     assert len(cyc) == 16 and all(b - a == 2 for a, b in zip(cyc[:5], cyc[1:5]))
-    # the rearms wait behind the ACKs; once the 4-slot rearm queue is full it holds the walker
-    # until the ACKs stop
-    assert cyc[-1] - cyc[0] <= 2 * 15 + 4
+    # the ACK restarts the timer in the pipeline (MR-TX-052): nothing holds the walker
+    assert cyc[-1] - cyc[0] == 2 * 15
 
 
 # Seeds whose losses are all found by SACK gaps (asserted below): with the 1-packet first
@@ -201,22 +200,57 @@ def test_tail_loss_timer():
     assert m.counters[CTR["timeout_losses"]] == 3 and not res["error"]
 
 
-def test_timer_restarts_from_oldest_live_record():
-    """MR-TX-052 (MR-REL-006): an ACK that resolves the oldest live record moves the deadline to
-    the send time of the next one plus RTO (not to the ACK's time); records already reported
-    lost by a timeout are not reported again when an ACK resolves them."""
+def _ack_times(m):
+    return [e[2] for e in m.events if e[0] == "ack"]
+
+
+def _ack_old_trigger(cum):
+    """An ACK up to ``cum`` triggered by a PSN the path resolved long ago (a late duplicate):
+    no RTT sample (MR-TX-054), so the timer tests below keep the constant RTO."""
+    return rc.ack_item(CONN, PATH, cum, 0, psn=(cum - 300) & P.PSN_MASK)
+
+
+def _rto_events(m):
+    return [e[3:] for e in m.events if e[0] == "rto"]
+
+
+def test_timer_restarts_at_progress_ack():
+    """MR-TX-052 (MR-TX-061): an ACK that resolves the oldest live record, with live records
+    left, restarts the timer at the ACK's time (RFC 6298 5.3), not at the next record's send
+    time; records already reported lost by a timeout are not reported again when an ACK
+    resolves them."""
     items = [rc.sent_item(CONN, PATH, 0, chunk=1), rc.wait_item(1000),
-             rc.sent_item(CONN, PATH, 1, chunk=2), rc.wait_item(500),
-             rc.ack_item(CONN, PATH, 1, 0)]
+             rc.sent_item(CONN, PATH, 1, chunk=2), rc.wait_item(500), _ack_old_trigger(1)]
     m, res, exp = _run_timed(items)
-    t1 = _sent_times(m)[1]
+    t1, (t_ack,) = _sent_times(m)[1], _ack_times(m)
     (t_out,) = _timeouts(m)
-    assert t1 + TIMERS["rto_ns"] <= t_out <= t1 + TIMERS["rto_ns"] + 2 * SLOT
+    assert t_ack - t1 >= 500
+    assert t_ack + TIMERS["rto_ns"] <= t_out <= t_ack + TIMERS["rto_ns"] + 2 * SLOT
     assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [2]
     # the late ACK of both: PSN 1 was lost by the timer and is now acknowledged, not lost again
-    items2 = items + [rc.wait_item(4000), rc.ack_item(CONN, PATH, 2, 0)]
+    items2 = items + [rc.wait_item(4000), _ack_old_trigger(2)]
     m2, res2, _ = _run_timed(items2)
     assert len(res2["resend"]) == 1 and len(res2["acked"]) == 2
+
+
+def test_slow_draining_window_no_spurious_timeout():
+    """MR-TX-052, MR-TX-061 (issue 12): a full window whose ACKs each resolve its oldest record
+    but arrive slower than the RTO in total (8 records, one ACK every 0.6 RTO: the last record
+    is acknowledged about 5 RTOs after it was sent) never times out; its tail, lost, times out
+    one RTO after the last ACK that made progress."""
+    rto = TIMERS["rto_ns"]
+    items = [rc.sent_item(CONN, PATH, i, chunk=i) for i in range(8)]
+    for k in range(6):
+        items += [rc.wait_item(rto * 6 // 10), _ack_old_trigger(k + 1)]
+    m, res, exp = _run_timed(items)
+    sent, acks = _sent_times(m), _ack_times(m)
+    # under the oldest-send-time rule the timer would have expired before these ACKs
+    assert acks[-1] - sent[6] > 3 * rto
+    (t_out,) = _timeouts(m)
+    assert acks[-1] + rto <= t_out <= acks[-1] + rto + 2 * SLOT
+    assert [x["chunk"] for x in rc.decode(m.lay, res["acked"])] == list(range(6))
+    assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [6, 7]
+    assert m.counters[CTR["timeout_losses"]] == 2 and m.counters[CTR["timeouts"]] == 1
 
 
 def test_backoff_and_retry_limit():
@@ -226,7 +260,7 @@ def test_backoff_and_retry_limit():
     items = []
     for k in range(5):
         items += [rc.sent_item(CONN, PATH, k, chunk=k), rc.wait_item((2000 << k) + 3 * SLOT)]
-    items += [rc.ack_item(CONN, PATH, 5, 0), rc.sent_item(CONN, PATH, 5, chunk=5)]
+    items += [_ack_old_trigger(5), rc.sent_item(CONN, PATH, 5, chunk=5)]
     m, res, exp = _run_timed(items)
     sent, outs = _sent_times(m), _timeouts(m)
     assert len(outs) == 6
@@ -253,3 +287,47 @@ def test_wheel_many_paths():
     exp = rc.check_items(m, items, res)
     assert len(_timeouts(m)) == len(rows)
     assert max(exp["late"]) <= 2 * SLOT + 4 * 3 * len(rows)
+
+
+# ------------------------------------------------------------------ RTT estimator (MR-TX-054)
+
+@pytest.mark.parametrize("rto_ns, rtt", [(2000, 1500), (20_000, 1000)])
+def test_rtt_sample_sets_rto(rto_ns, rtt):
+    """MR-TX-054 (MR-REL-005/006): an ACK triggered by a record it acknowledges gives the
+    sample ACK time - the record's send time; the path's RTO becomes protocol.rto_value_ns of
+    the estimator (3 x the first sample here: srtt + 4 x srtt/2), raised above or lowered below
+    the initial RTO, and the next timer of the path runs with it."""
+    items = [rc.sent_item(CONN, PATH, 0, chunk=0), rc.wait_item(rtt),
+             rc.ack_item(CONN, PATH, 1, 0, psn=0), rc.wait_item(100),
+             rc.sent_item(CONN, PATH, 1, chunk=1)]
+    m = RetransmitCycleModel(64, *SMALL, **dict(TIMERS, rto_ns=rto_ns))
+    res = rc.run_model(m, items, p_idle=0.0, p_bp=0.0, ns_per_cycle=4, idle_ns=4)
+    rc.check_items(m, items, res)
+    (t_ack,), sent = _ack_times(m), _sent_times(m)
+    ((sample, rto),) = _rto_events(m)
+    assert sample == t_ack - sent[0] and rtt <= sample < rtt + 64
+    assert rto == P.rto_value_ns(*P.rtt_update_ns(None, 0, sample)) == 3 * sample
+    assert (rto > rto_ns) == (rto_ns == 2000)
+    (t_out,) = _timeouts(m)
+    assert sent[1] + rto <= t_out <= sent[1] + rto + 2 * SLOT
+
+
+def test_rtt_sample_only_from_acknowledged_trigger():
+    """MR-TX-054: no sample when the trigger PSN is not among the records the ACK resolves (a
+    late duplicate's ACK) or is resolved as lost; a chunk resent under a new PSN (MR-REL-003)
+    is sampled from the resend's own send time, never the first transmission's (so Karn's
+    ambiguity cannot arise)."""
+    rto = TIMERS["rto_ns"]
+    items = [rc.sent_item(CONN, PATH, 0, chunk=7), rc.sent_item(CONN, PATH, 1, chunk=8),
+             rc.wait_item(300),
+             # PSN 0 lost, PSN 1 SACKed; the trigger named is PSN 0: resolved lost, no sample
+             rc.ack_item(CONN, PATH, 0, 0b1, psn=0), rc.wait_item(300),
+             rc.sent_item(CONN, PATH, 2, chunk=7),          # the resend of chunk 7, new PSN
+             rc.wait_item(700), rc.ack_item(CONN, PATH, 3, 0, psn=2)]
+    m, res, exp = _run_timed(items)
+    assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [7]
+    sent, acks = _sent_times(m), _ack_times(m)
+    ((sample, new_rto),) = _rto_events(m)
+    assert sample == acks[1] - sent[2] < acks[1] - sent[0]
+    assert new_rto == P.rto_value_ns(*P.rtt_update_ns(None, 0, sample), rto_min=2000)
+    assert not _timeouts(m) and new_rto != rto
