@@ -218,28 +218,46 @@ class TxSched(wiring.Component):
             lo = (chunk[:wb] - e_base[e][:wb])[:wb]
             return (chunk < e_base[e]) | e_bits[e].bit_select(lo, 1)
 
-        # -- the report datapath (MR-TXS-020, MR-TXS-021): one report per cycle
+        # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034): a report taken in cycle t is
+        # registered with its checks, its LAST term and bytes, and is the action of t+1
         acked_valid = self.s_acked.valid
-        rep = Mux(acked_valid, self.s_acked.payload.as_value(), self.s_resend.payload.as_value())
-        rep = data.View(lay.report, rep)
+        inc = data.View(lay.report, Mux(acked_valid, self.s_acked.payload.as_value(),
+                                        self.s_resend.payload.as_value()))
+
+        def rep_index(r):
+            """The report's entry, stream queue, ring index and path row."""
+            e = Cat(r.slot[:sdb], r.conn) if sdb else r.conn
+            s_ = r.slot[db:] if D > 1 else r.slot
+            qi = Cat(s_[:sb], r.conn) if S > 1 else r.conn
+            idx = r.slot[:db] if D > 1 else Const(0, 1)
+            return e, qi, idx, Cat(r.path[:pb], r.conn)
+
+        i_e, i_qi, i_idx, _ = rep_index(inc)
+        # the checks on this cycle's state; the chunk is also taken as sent when it is its entry's
+        # next chunk and that is sent at this edge (see rr_ok below)
+        i_base = ((inc.path < PA) & ((inc.slot >> sdb) == 0 if sdb < 3 else 1) & live(i_qi, i_idx))
+        i_sent = inc.chunk < e_next[i_e]
+        i_next = inc.chunk == e_next[i_e]
+        i_last = inc.chunk == e_nchm1[i_e]
+        rr_valid = Signal()             # a report in the register: this cycle's action
+        rr_lost = Signal()
+        rr = Signal(lay.report)
+        rr_ok = Signal()                # not ignored (MR-TXS-020)
+        rr_last = Signal()
+        rr_nb = Signal(nb_w)
+        rep = rr
         r_conn, r_path, r_slot, r_chunk = rep.conn, rep.path, rep.slot, rep.chunk
-        r_e = Cat(r_slot[:sdb], r_conn) if sdb else r_conn
-        r_s = r_slot[db:] if D > 1 else r_slot
-        r_qi = Cat(r_s[:sb], r_conn) if S > 1 else r_conn
-        r_idx = r_slot[:db] if D > 1 else Const(0, 1)
-        r_ok = ((r_path < PA) & ((r_slot >> sdb) == 0 if sdb < 3 else 1)
-                & live(r_qi, r_idx) & (r_chunk < e_next[r_e]))
-        r_last = Signal()
-        m.d.comb += r_last.eq(r_chunk == e_nchm1[r_e])
-        r_nb = Signal(nb_w)
-        m.d.comb += r_nb.eq(nbytes(r_last, r_e))
-        r_row = Cat(r_path[:pb], r_conn)
+        r_e, r_qi, r_idx, r_row = rep_index(rep)
+        r_last, r_nb = rr_last, rr_nb
         r_was_acked = acked_bit(r_e, r_chunk)
-        resend_room = rq_level[self.s_resend.payload.conn] < RD
+        # a lost report in the register may take the FIFO's last entry at this edge
+        rs_conn = self.s_resend.payload.conn
+        held = rr_valid & rr_lost & (r_conn == rs_conn)
+        resend_room = rq_level[rs_conn] < Mux(held, RD - 1, RD)
         m.d.comb += self.s_acked.ready.eq(1)
         m.d.comb += self.s_resend.ready.eq(~acked_valid & resend_room)
         take_resend = self.s_resend.ready & self.s_resend.valid
-        busy = acked_valid | take_resend
+        busy = rr_valid
 
         # -- completions (MR-TXS-022)
         comp_valid = []
@@ -411,9 +429,9 @@ class TxSched(wiring.Component):
 
         # -- the actions (one per cycle); each register written by its own index compare, the
         # arithmetic on its own value (no adder after a wide mux)
-        rep_act = busy & r_ok
-        ack_act = rep_act & acked_valid
-        lost_act = rep_act & ~acked_valid & ~r_was_acked & ~e_fail[r_e]
+        rep_act = busy & rr_ok
+        ack_act = rep_act & ~rr_lost
+        lost_act = rep_act & rr_lost & ~r_was_acked & ~e_fail[r_e]
         wr_act = ~busy & ~comp & take_wr & (w_status == 0)
         comp_act = ~busy & comp
         send_act = ~busy & ~comp & ~take_wr & go
@@ -433,6 +451,13 @@ class TxSched(wiring.Component):
         for k in reversed(range(W)):
             with m.If(~b[k]):
                 m.d.comb += ones.eq(k)
+        # MR-TXS-034: the report taken into the register, its checks corrected for this edge's
+        # action (a completion of its entry; its entry's next chunk sent)
+        i_kill = comp_act & (comp_e == i_e)
+        i_hit = new_act & (g_e == i_e)
+        m.d.sync += [rr_valid.eq(acked_valid | take_resend), rr_lost.eq(~acked_valid), rr.eq(inc),
+                     rr_ok.eq(i_base & ~i_kill & (i_sent | (i_next & i_hit))),
+                     rr_last.eq(i_last), rr_nb.eq(nbytes(i_last, i_e))]
         er_conn = self.s_error.payload.conn
         for c in range(C):
             m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
