@@ -87,6 +87,17 @@ def _gt(a, b):
     return _add_prefix(_ext(a, n), ~_ext(b, n))[n]
 
 
+def _lowest_zero(v):
+    """``(any, index)``: the lowest 0 bit of ``v`` (a power-of-two width) by a tree of halves,
+    log2 levels of muxes (MR-TXS-032: the acknowledged-chunk window's count of trailing ones)."""
+    n = len(v)
+    if n == 2:
+        return ~v[0] | ~v[1], v[0]
+    lo_any, lo_idx = _lowest_zero(v[:n // 2])
+    hi_any, hi_idx = _lowest_zero(v[n // 2:])
+    return lo_any | hi_any, Mux(lo_any, Cat(lo_idx, Const(0, 1)), Cat(hi_idx, Const(1, 1)))
+
+
 def _first(valid):
     """``(any, index)`` of the lowest set bit of ``valid``."""
     nb = _bits(len(valid))
@@ -447,10 +458,8 @@ class TxSched(wiring.Component):
         b = Signal(W + 1)
         m.d.comb += b.eq(e_bits[r_e] | onehot)
         ones = Signal(range(W + 1))
-        m.d.comb += ones.eq(W)
-        for k in reversed(range(W)):
-            with m.If(~b[k]):
-                m.d.comb += ones.eq(k)
+        z_any, z_idx = _lowest_zero(b[:W])
+        m.d.comb += ones.eq(Mux(z_any, z_idx, W))
         # MR-TXS-034: the report taken into the register, its checks corrected for this edge's
         # action (a completion of its entry; its entry's next chunk sent)
         i_kill = comp_act & (comp_e == i_e)
