@@ -223,12 +223,6 @@ class TxSched(wiring.Component):
             """MR-CONN-005 (``protocol.chunk_bytes``): one MTU, or the last chunk's bytes."""
             return Mux(last, e_lastnb[e], mtu)
 
-        def acked_bit(e, chunk):
-            """``chunk`` (sent: below ``next_chunk``, so below ``ack_base + W``) is acknowledged:
-            below ``ack_base``, or its bit set; the bit index is the difference's low bits."""
-            lo = (chunk[:wb] - e_base[e][:wb])[:wb]
-            return (chunk < e_base[e]) | e_bits[e].bit_select(lo, 1)
-
         # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034): a report taken in cycle t is
         # registered with its checks, its LAST term and bytes, and is the action of t+1
         acked_valid = self.s_acked.valid
@@ -250,17 +244,30 @@ class TxSched(wiring.Component):
         i_sent = inc.chunk < e_next[i_e]
         i_next = inc.chunk == e_next[i_e]
         i_last = inc.chunk == e_nchm1[i_e]
+        # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk further
+        # down is below ack_base, ahead being at most W)
+        i_dist = Signal(chunk_w)
+        m.d.comb += i_dist.eq(_sub(e_next[i_e], inc.chunk))
+        i_far = ((i_dist >> (wb + 1)) != 0) | (i_dist[wb] & (i_dist[:wb] != 0))
+        i_d = Signal(wb + 2)
+        m.d.comb += i_d.eq(Mux(i_far, W + 1, i_dist[:wb + 1]))
         rr_valid = Signal()             # a report in the register: this cycle's action
         rr_lost = Signal()
         rr = Signal(lay.report)
         rr_ok = Signal()                # not ignored (MR-TXS-020)
         rr_last = Signal()
         rr_nb = Signal(nb_w)
+        rr_dist = Signal(wb + 2)        # next_chunk - chunk, saturated at W + 1
         rep = rr
         r_conn, r_path, r_slot, r_chunk = rep.conn, rep.path, rep.slot, rep.chunk
         r_e, r_qi, r_idx, r_row = rep_index(rep)
         r_last, r_nb = rr_last, rr_nb
-        r_was_acked = acked_bit(r_e, r_chunk)
+        # the chunk is at or above ack_base when its distance below next_chunk is at most
+        # ahead (next_chunk - ack_base); its bit in the window is then ahead - distance
+        r_ahead = e_ahead[r_e]
+        a_in = rr_dist <= r_ahead
+        a_lo = (r_ahead - rr_dist)[:wb]
+        r_was_acked = ~a_in | e_bits[r_e].bit_select(a_lo, 1)
         # a lost report in the register may take the FIFO's last entry at this edge
         rs_conn = self.s_resend.payload.conn
         held = rr_valid & rr_lost & (r_conn == rs_conn)
@@ -451,8 +458,6 @@ class TxSched(wiring.Component):
         pop_act = send_act & (g_drop | g_resend)
         # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
         # (a sent chunk is below ack_base + W), then ack_base moves over the acknowledged chunks
-        a_lo = (r_chunk[:wb] - e_base[r_e][:wb])[:wb]
-        a_in = ~(r_chunk < e_base[r_e])
         onehot = Signal(W)
         m.d.comb += onehot.eq(Mux(a_in, Const(1, W) << a_lo, 0))
         b = Signal(W + 1)
@@ -466,7 +471,8 @@ class TxSched(wiring.Component):
         i_hit = new_act & (g_e == i_e)
         m.d.sync += [rr_valid.eq(acked_valid | take_resend), rr_lost.eq(~acked_valid), rr.eq(inc),
                      rr_ok.eq(i_base & ~i_kill & (i_sent | (i_next & i_hit))),
-                     rr_last.eq(i_last), rr_nb.eq(nbytes(i_last, i_e))]
+                     rr_last.eq(i_last), rr_nb.eq(nbytes(i_last, i_e)),
+                     rr_dist.eq(Mux(i_hit & ~i_far, i_d + 1, i_d))]
         er_conn = self.s_error.payload.conn
         for c in range(C):
             m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
@@ -531,7 +537,7 @@ class TxSched(wiring.Component):
                                          wr.imm, msg_next[w_qi]))]
         for e in range(E):
             with m.If(ack_act & (r_e == e)):
-                m.d.sync += [e_base[e].eq(e_base[e] + ones), e_bits[e].eq(b >> ones),
+                m.d.sync += [e_base[e].eq(_add(e_base[e], ones)), e_bits[e].eq(b >> ones),
                              e_ahead[e].eq(e_ahead[e] - ones)]
             qe, ie = divmod(e, D)
             live_e = live(qe, Const(ie, db)) if D > 1 else count(qe) != 0
