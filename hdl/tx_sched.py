@@ -87,6 +87,17 @@ def _gt(a, b):
     return _add_prefix(_ext(a, n), ~_ext(b, n))[n]
 
 
+def _lowest_zero(v):
+    """``(any, index)``: the lowest 0 bit of ``v`` (a power-of-two width) by a tree of halves,
+    log2 levels of muxes (MR-TXS-032: the acknowledged-chunk window's count of trailing ones)."""
+    n = len(v)
+    if n == 2:
+        return ~v[0] | ~v[1], v[0]
+    lo_any, lo_idx = _lowest_zero(v[:n // 2])
+    hi_any, hi_idx = _lowest_zero(v[n // 2:])
+    return lo_any | hi_any, Mux(lo_any, Cat(lo_idx, Const(0, 1)), Cat(hi_idx, Const(1, 1)))
+
+
 def _first(valid):
     """``(any, index)`` of the lowest set bit of ``valid``."""
     nb = _bits(len(valid))
@@ -212,34 +223,59 @@ class TxSched(wiring.Component):
             """MR-CONN-005 (``protocol.chunk_bytes``): one MTU, or the last chunk's bytes."""
             return Mux(last, e_lastnb[e], mtu)
 
-        def acked_bit(e, chunk):
-            """``chunk`` (sent: below ``next_chunk``, so below ``ack_base + W``) is acknowledged:
-            below ``ack_base``, or its bit set; the bit index is the difference's low bits."""
-            lo = (chunk[:wb] - e_base[e][:wb])[:wb]
-            return (chunk < e_base[e]) | e_bits[e].bit_select(lo, 1)
-
-        # -- the report datapath (MR-TXS-020, MR-TXS-021): one report per cycle
+        # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034): a report taken in cycle t is
+        # registered with its checks, its LAST term and bytes, and is the action of t+1
         acked_valid = self.s_acked.valid
-        rep = Mux(acked_valid, self.s_acked.payload.as_value(), self.s_resend.payload.as_value())
-        rep = data.View(lay.report, rep)
+        inc = data.View(lay.report, Mux(acked_valid, self.s_acked.payload.as_value(),
+                                        self.s_resend.payload.as_value()))
+
+        def rep_index(r):
+            """The report's entry, stream queue, ring index and path row."""
+            e = Cat(r.slot[:sdb], r.conn) if sdb else r.conn
+            s_ = r.slot[db:] if D > 1 else r.slot
+            qi = Cat(s_[:sb], r.conn) if S > 1 else r.conn
+            idx = r.slot[:db] if D > 1 else Const(0, 1)
+            return e, qi, idx, Cat(r.path[:pb], r.conn)
+
+        i_e, i_qi, i_idx, _ = rep_index(inc)
+        # the checks on this cycle's state; the chunk is also taken as sent when it is its entry's
+        # next chunk and that is sent at this edge (see rr_ok below)
+        i_base = ((inc.path < PA) & ((inc.slot >> sdb) == 0 if sdb < 3 else 1) & live(i_qi, i_idx))
+        i_sent = inc.chunk < e_next[i_e]
+        i_next = inc.chunk == e_next[i_e]
+        i_last = inc.chunk == e_nchm1[i_e]
+        # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk further
+        # down is below ack_base, ahead being at most W)
+        i_dist = Signal(chunk_w)
+        m.d.comb += i_dist.eq(_sub(e_next[i_e], inc.chunk))
+        i_far = ((i_dist >> (wb + 1)) != 0) | (i_dist[wb] & (i_dist[:wb] != 0))
+        i_d = Signal(wb + 2)
+        m.d.comb += i_d.eq(Mux(i_far, W + 1, i_dist[:wb + 1]))
+        rr_valid = Signal()             # a report in the register: this cycle's action
+        rr_lost = Signal()
+        rr = Signal(lay.report)
+        rr_ok = Signal()                # not ignored (MR-TXS-020)
+        rr_last = Signal()
+        rr_nb = Signal(nb_w)
+        rr_dist = Signal(wb + 2)        # next_chunk - chunk, saturated at W + 1
+        rep = rr
         r_conn, r_path, r_slot, r_chunk = rep.conn, rep.path, rep.slot, rep.chunk
-        r_e = Cat(r_slot[:sdb], r_conn) if sdb else r_conn
-        r_s = r_slot[db:] if D > 1 else r_slot
-        r_qi = Cat(r_s[:sb], r_conn) if S > 1 else r_conn
-        r_idx = r_slot[:db] if D > 1 else Const(0, 1)
-        r_ok = ((r_path < PA) & ((r_slot >> sdb) == 0 if sdb < 3 else 1)
-                & live(r_qi, r_idx) & (r_chunk < e_next[r_e]))
-        r_last = Signal()
-        m.d.comb += r_last.eq(r_chunk == e_nchm1[r_e])
-        r_nb = Signal(nb_w)
-        m.d.comb += r_nb.eq(nbytes(r_last, r_e))
-        r_row = Cat(r_path[:pb], r_conn)
-        r_was_acked = acked_bit(r_e, r_chunk)
-        resend_room = rq_level[self.s_resend.payload.conn] < RD
+        r_e, r_qi, r_idx, r_row = rep_index(rep)
+        r_last, r_nb = rr_last, rr_nb
+        # the chunk is at or above ack_base when its distance below next_chunk is at most
+        # ahead (next_chunk - ack_base); its bit in the window is then ahead - distance
+        r_ahead = e_ahead[r_e]
+        a_in = rr_dist <= r_ahead
+        a_lo = (r_ahead - rr_dist)[:wb]
+        r_was_acked = ~a_in | e_bits[r_e].bit_select(a_lo, 1)
+        # a lost report in the register may take the FIFO's last entry at this edge
+        rs_conn = self.s_resend.payload.conn
+        held = rr_valid & rr_lost & (r_conn == rs_conn)
+        resend_room = rq_level[rs_conn] < Mux(held, RD - 1, RD)
         m.d.comb += self.s_acked.ready.eq(1)
         m.d.comb += self.s_resend.ready.eq(~acked_valid & resend_room)
         take_resend = self.s_resend.ready & self.s_resend.valid
-        busy = acked_valid | take_resend
+        busy = rr_valid
 
         # -- completions (MR-TXS-022)
         comp_valid = []
@@ -411,9 +447,9 @@ class TxSched(wiring.Component):
 
         # -- the actions (one per cycle); each register written by its own index compare, the
         # arithmetic on its own value (no adder after a wide mux)
-        rep_act = busy & r_ok
-        ack_act = rep_act & acked_valid
-        lost_act = rep_act & ~acked_valid & ~r_was_acked & ~e_fail[r_e]
+        rep_act = busy & rr_ok
+        ack_act = rep_act & ~rr_lost
+        lost_act = rep_act & rr_lost & ~r_was_acked & ~e_fail[r_e]
         wr_act = ~busy & ~comp & take_wr & (w_status == 0)
         comp_act = ~busy & comp
         send_act = ~busy & ~comp & ~take_wr & go
@@ -422,17 +458,21 @@ class TxSched(wiring.Component):
         pop_act = send_act & (g_drop | g_resend)
         # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
         # (a sent chunk is below ack_base + W), then ack_base moves over the acknowledged chunks
-        a_lo = (r_chunk[:wb] - e_base[r_e][:wb])[:wb]
-        a_in = ~(r_chunk < e_base[r_e])
         onehot = Signal(W)
         m.d.comb += onehot.eq(Mux(a_in, Const(1, W) << a_lo, 0))
         b = Signal(W + 1)
         m.d.comb += b.eq(e_bits[r_e] | onehot)
         ones = Signal(range(W + 1))
-        m.d.comb += ones.eq(W)
-        for k in reversed(range(W)):
-            with m.If(~b[k]):
-                m.d.comb += ones.eq(k)
+        z_any, z_idx = _lowest_zero(b[:W])
+        m.d.comb += ones.eq(Mux(z_any, z_idx, W))
+        # MR-TXS-034: the report taken into the register, its checks corrected for this edge's
+        # action (a completion of its entry; its entry's next chunk sent)
+        i_kill = comp_act & (comp_e == i_e)
+        i_hit = new_act & (g_e == i_e)
+        m.d.sync += [rr_valid.eq(acked_valid | take_resend), rr_lost.eq(~acked_valid), rr.eq(inc),
+                     rr_ok.eq(i_base & ~i_kill & (i_sent | (i_next & i_hit))),
+                     rr_last.eq(i_last), rr_nb.eq(nbytes(i_last, i_e)),
+                     rr_dist.eq(Mux(i_hit & ~i_far, i_d + 1, i_d))]
         er_conn = self.s_error.payload.conn
         for c in range(C):
             m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
@@ -497,7 +537,7 @@ class TxSched(wiring.Component):
                                          wr.imm, msg_next[w_qi]))]
         for e in range(E):
             with m.If(ack_act & (r_e == e)):
-                m.d.sync += [e_base[e].eq(e_base[e] + ones), e_bits[e].eq(b >> ones),
+                m.d.sync += [e_base[e].eq(_add(e_base[e], ones)), e_bits[e].eq(b >> ones),
                              e_ahead[e].eq(e_ahead[e] - ones)]
             qe, ie = divmod(e, D)
             live_e = live(qe, Const(ie, db)) if D > 1 else count(qe) != 0

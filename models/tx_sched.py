@@ -206,8 +206,9 @@ class TxSchedModel:
         return None
 
     # -- reports of the retransmit unit (MR-TXS-020, MR-TXS-021)
-    def resend_room(self, f):
-        return len(self.conn[f["conn"]]["retx"]) < self.resend_depth
+    def resend_room(self, f, held=0):
+        """Room in the report's connection's resend FIFO, ``held`` entries already promised."""
+        return len(self.conn[f["conn"]]["retx"]) + held < self.resend_depth
 
     def report(self, f, lost):
         """An acknowledged (``lost`` False) or lost record: its bytes leave the path's and the
@@ -410,8 +411,9 @@ OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload
 class TxSchedCycleModel:
     """The block cycle by cycle (MR-TXS-030, MR-TXS-031): ``step(inputs)`` once per clock.
 
-    One action per cycle, in this priority: an acknowledged-record report, a lost-record report
-    (when its connection's resend queue has room), a completion (when the completion queue has
+    One action per cycle, in this priority: the report taken the cycle before (``rep``,
+    MR-TXS-034: an acknowledged-record report, or a lost-record report when its connection's
+    resend queue has room), a completion (when the completion queue has
     room), a work request, a scheduling step (when the frame and sent queues both have room).
     The scheduling step takes the connections' actions decided in the previous cycle
     (``cand``, MR-TXS-033), each but those of connections whose state the previous cycle's
@@ -429,6 +431,7 @@ class TxSchedCycleModel:
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
         self.cand = {}                  # MR-TXS-033: connection -> action, decided last cycle
         self.touched = set()            # connections changed at the last edge
+        self.rep = None                 # MR-TXS-034: (lost, report) taken last cycle
         self.events = []
 
     @staticmethod
@@ -438,16 +441,32 @@ class TxSchedCycleModel:
     def busy(self):
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
-                    or sem.completion() is not None or sem.decide() is not None)
+                    or self.rep is not None or sem.completion() is not None
+                    or sem.decide() is not None)
+
+    def resend_ready(self, acked_valid, payload):
+        """MR-TXS-034: ``s_resend.ready`` before the edge, for the report ``payload`` (packed):
+        no acknowledged report offered, and room in its connection's resend FIFO counting a lost
+        report of the same connection in the report register."""
+        if acked_valid:
+            return 0
+        f = unpack(self.lay.report, payload)
+        held = self.rep is not None and self.rep[0] and self.rep[1]["conn"] == f["conn"]
+        return int(self.sem.resend_room(f, held))
 
     def step(self, inputs):
         g = inputs.get
         lay, sem = self.lay, self.sem
         acked_valid = g("s_acked__valid", 0)
         rs = unpack(lay.report, g("s_resend__payload", 0))
-        resend_ready = int(not acked_valid and sem.resend_room(rs))
+        resend_ready = self.resend_ready(acked_valid, g("s_resend__payload", 0))
         take_resend = resend_ready and g("s_resend__valid", 0)
-        busy = acked_valid or take_resend
+        # MR-TXS-034: the report taken last cycle is this cycle's action; this cycle's waits
+        held, busy = self.rep, self.rep is not None
+        if acked_valid:
+            self.rep = (False, unpack(lay.report, g("s_acked__payload", 0)))
+        else:
+            self.rep = (True, rs) if take_resend else None
         cqe_room = self.cqe_q.level < OUT_DEPTH
         comp = None if busy or not cqe_room else sem.completion()
         wr = unpack(lay.wr, g("s_wr__payload", 0))
@@ -470,15 +489,11 @@ class TxSchedCycleModel:
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": self.cqe_q.head, "m_cqe__valid": int(self.cqe_q.level > 0)}
         frame = sent = cqe = None
-        if acked_valid:
-            f = unpack(lay.report, g("s_acked__payload", 0))
-            self.events.append(("acked", f))
-            sem.report(f, lost=False)
+        if held is not None:
+            lost, f = held
+            self.events.append(("resend" if lost else "acked", f))
+            sem.report(f, lost=lost)
             touched.add(f["conn"])
-        elif take_resend:
-            self.events.append(("resend", rs))
-            sem.report(rs, lost=True)
-            touched.add(rs["conn"])
         elif comp is not None:
             self.events.append(("complete", comp))
             cqe = sem.complete(comp)

@@ -172,3 +172,34 @@ def test_registered_candidates_rest_a_connection_one_cycle():
         drv.settle(model.busy)
     pairs = [(ca == cb) for (a, ca), (b, cb) in zip(frames, frames[1:]) if b == a + 1]
     assert len(frames) > 150 and not any(pairs) and len(pairs) > 50
+
+
+def test_registered_report_takes_effect_a_cycle_later():
+    """MR-TXS-034: a report taken in cycle t is the action of t+1 (the completion it allows comes
+    in t+2); s_acked stays ready; s_resend counts a lost report held in the register against its
+    connection's resend FIFO."""
+    model = TxSchedCycleModel(64, **SMALL)
+    lay = model.lay
+    wr = tc.wr_item(0, 0, 100, wr_id=5)
+    idle = {"m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+    model.step(dict(idle, s_wr__valid=1, s_wr__payload=tc.pack(lay.wr, wr)))
+    for _ in range(3):
+        model.step(idle)
+    sent = [e for e in model.events if e[0] == "packet"]
+    assert len(sent) == 1
+    rep = {"conn": 0, "path": sent[0][6], "slot": 0, "chunk": 0, "abort": 0}
+    n = len(model.events)
+    out = model.step(dict(idle, s_acked__valid=1, s_acked__payload=tc.pack(lay.report, rep)))
+    assert out["s_acked__ready"] == 1 and model.events[n:] == []
+    model.step(idle)
+    assert model.events[n:] == [("acked", rep)]
+    model.step(idle)
+    assert model.events[n + 1:] == [("complete", 0)]
+    # a lost report of connection 0 in the register, its FIFO one short of full
+    model.sem.conn[0]["retx"].extend([(0, 0)] * (SMALL["resend_depth"] - 1))
+    lost = dict(rep, slot=1)
+    model.step(dict(idle, s_resend__valid=1, s_resend__payload=tc.pack(lay.report, lost)))
+    assert model.rep == (True, lost)
+    assert model.resend_ready(0, tc.pack(lay.report, lost)) == 0
+    assert model.resend_ready(0, tc.pack(lay.report, dict(lost, conn=1))) == 1
+    assert model.resend_ready(1, tc.pack(lay.report, dict(lost, conn=1))) == 0
