@@ -33,7 +33,7 @@ from .dma_read_cases import HostMemory as ReadMemory
 from .dma_read_cases import Layout as ReadLayout
 from .dma_write import RESP_OKAY, done_layout
 from .dma_write_cases import HostMemory as WriteMemory
-from .engine import AXIL, engine_layouts
+from .engine import AXIL, PAIR_PREFIXES, engine_layouts
 from .engine_cases import _host_window
 from .regs import register_map
 from .rx import pack, unpack
@@ -311,9 +311,13 @@ class PeerCosim:
     """MR-ENG-138: two whole engines over the fabric. The engine under test on ``h1`` (this
     driver's ports: ``inputs``, ``observe``, ``settle``, ``finished``), the peer engine on
     ``h0`` as :class:`~metaroce.models.engine.EngineModel`, stepped inside the driver each
-    cycle. ``h0`` writes ``cfg.nbytes`` to ``h1``; ``h1`` writes ``back`` bytes to ``h0``."""
+    cycle. ``h0`` writes ``cfg.nbytes`` to ``h1``; ``h1`` writes ``back`` bytes to ``h0``.
 
-    def __init__(self, cfg: Config, *, back=None, p_bp=0.0):
+    ``pair``: both engines under test, the driver's ports those of the pair
+    (:class:`~metaroce.models.engine.EnginePairModel`: ``h0__``/``h1__`` prefixes), no engine
+    stepped inside; the same traffic, fabric and checks."""
+
+    def __init__(self, cfg: Config, *, back=None, p_bp=0.0, pair=False):
         from metaroce.sim.topology import host_addr
         from .engine import EngineModel
         check_config(cfg)
@@ -328,7 +332,8 @@ class PeerCosim:
             cfg, cfg.seed + 10, cfg.nbytes, PEER_ADDR, LOCAL_ADDR, cfg.seed + 3, h0, p_bp=p_bp, latency=lat)
         self.b, _, self.region_b, self.src_b = _engine_side(
             cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat)
-        self.peer_model = EngineModel(cfg.width)
+        self.pair = pair
+        self.peer_model = None if pair else EngineModel(cfg.width)
         self.period = 1.0 / CLOCK_HZ
         self.cycle = 0
         ideal = cfg.nbytes * 8 / cfg.limit_bps
@@ -341,16 +346,29 @@ class PeerCosim:
     def inputs(self):
         fabric_to(self.fab, self.cycle)
         a, m = self.a, self.peer_model
+        if self.pair:
+            (p0, p1), ia = PAIR_PREFIXES, a.inputs()
+            inp = {p0 + n: v for n, v in ia.items()}
+            inp.update({p1 + n: v for n, v in self.b.inputs().items()})
+            return inp
         ia = a.inputs()
         a.observe(ia, m.step(ia))
         a.settle(m.active)
         return self.b.inputs()
 
     def observe(self, inp, out):
-        self.b.observe(inp, out)
+        if self.pair:
+            for p, d in zip(PAIR_PREFIXES, (self.a, self.b)):
+                k = len(p)
+                d.observe({n[k:]: v for n, v in inp.items() if n.startswith(p)},
+                          {n[k:]: v for n, v in out.items() if n.startswith(p)})
+        else:
+            self.b.observe(inp, out)
         self.cycle += 1
 
     def settle(self, busy):
+        if self.pair:
+            self.a.settle(busy)
         self.b.settle(busy)
         if self.cycle * self.period > self.max_time:
             raise AssertionError(
@@ -397,8 +415,10 @@ def region_image(drv, region, n):
     return bytes(drv.wmem.image[off:off + n])
 
 
-def run_peer_model(cfg: Config, **kw):
-    """MR-ENG-138 with the engine under test as :class:`EngineModel` too (model <-> model)."""
-    from .engine import EngineModel
-    m = EngineModel(cfg.width)
-    return run_loop(PeerCosim(cfg, **kw), m, m.active).result()
+def run_peer_model(cfg: Config, *, pair=False, **kw):
+    """MR-ENG-138 with the engine under test as :class:`EngineModel` too (model <-> model);
+    ``pair``: both engines as one :class:`EnginePairModel` stepped by the loop (the driver of
+    the RTL pair build)."""
+    from .engine import EngineModel, EnginePairModel
+    m = EnginePairModel(cfg.width) if pair else EngineModel(cfg.width)
+    return run_loop(PeerCosim(cfg, pair=pair, **kw), m, m.active).result()
