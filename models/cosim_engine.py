@@ -334,6 +334,7 @@ class PeerCosim:
             cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat)
         self.pair = pair
         self.peer_model = None if pair else EngineModel(cfg.width)
+        self._split = None
         self.period = 1.0 / CLOCK_HZ
         self.cycle = 0
         ideal = cfg.nbytes * 8 / cfg.limit_bps
@@ -358,10 +359,12 @@ class PeerCosim:
 
     def observe(self, inp, out):
         if self.pair:
-            for p, d in zip(PAIR_PREFIXES, (self.a, self.b)):
-                k = len(p)
-                d.observe({n[k:]: v for n, v in inp.items() if n.startswith(p)},
-                          {n[k:]: v for n, v in out.items() if n.startswith(p)})
+            if self._split is None:     # the names of each engine's ports, once
+                self._split = [([(n, n[len(p):]) for n in inp if n.startswith(p)],
+                                [(n, n[len(p):]) for n in out if n.startswith(p)])
+                               for p in PAIR_PREFIXES]
+            for d, (ins, outs) in zip((self.a, self.b), self._split):
+                d.observe({s: inp[n] for n, s in ins}, {s: out[n] for n, s in outs})
         else:
             self.b.observe(inp, out)
         self.cycle += 1

