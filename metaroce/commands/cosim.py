@@ -167,8 +167,9 @@ def run(args):
               f"{res['bytes']} bytes h0 -> h1 and {res['bytes_back']} back, sha256 "
               f"{'match' if res['sha256_match'] else 'MISMATCH'}, WRs "
               f"{'all completed' if res['wrs_completed_ok'] else 'NOT all completed'}; goodput "
-              f"{res['goodput_vs_limit']:.3f} of the payload limit, {res['cycles']} cycles; "
-              f"reference {res['reference']['goodput_vs_limit']:.3f}")
+              f"{res['goodput_vs_limit']:.3f} of the payload limit, {res['cycles']} cycles"
+              + (f" ({res['cycles_per_s']} a second)" if res.get("cycles_per_s") else "")
+              + f"; reference {res['reference']['goodput_vs_limit']:.3f}")
     else:
         eng = res["engine"]
         print(f"cosim {args.scenario} ({args.direction}): {'ok' if res['ok'] else 'FAILED'}: {res['bytes']} bytes, "
