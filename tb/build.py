@@ -94,7 +94,8 @@ def _imports_of(name: str, pkg: str, source: bytes) -> list[str]:
 
 def block_fingerprint(blk, width: int) -> str:
     """Digest of what elaborating ``blk`` at ``width`` reads: the sources of every module in
-    the :func:`import_closure` of its component's module, the versions of Amaranth and its
+    the :func:`import_closure` of its component's module and of ``metaroce.sim.verilator``
+    (the generator), the versions of Amaranth and its
     Yosys, the block's name, component and width. A cached build or Verilog text is found
     from it without elaborating (:func:`build`, :func:`verilog_text`); an edit to any of those
     sources costs one Verilog generation, an edit elsewhere (a testbench, a model's cases)
@@ -108,7 +109,8 @@ def block_fingerprint(blk, width: int) -> str:
             h.update(f"{dist}={importlib.metadata.version(dist)};".encode())
         except importlib.metadata.PackageNotFoundError:
             h.update(f"{dist}=none;".encode())
-    for name in import_closure(blk.component.split(":")[0]):
+    # the Verilog generator and its fixes (sim/verilator.py) make the text too
+    for name in ["metaroce.sim.verilator", *import_closure(blk.component.split(":")[0])]:
         f = getattr(importlib.import_module(name), "__file__", None)
         if f:
             data = open(f, "rb").read()

@@ -120,3 +120,39 @@ def test_pair_wrapper_is_two_instances():
         assert conns == {"clk": "clk", "rst": "rst", **{n: f"{inst}__{n}" for n, _, _ in ports}}
     w = dict((n, w) for n, w, _ in ports)["m_axis__tdata"]
     assert f"output [{w - 1}:0] h1__m_axis__tdata;" in text
+
+
+def test_constant_slices_become_initial():
+    """Yosys writes a constant slice of a combinational reg as an ``always @*`` that reads no
+    variable, which Verilator never runs (the engine's ACK frames left with UDP port 0): the
+    generator turns exactly those into ``initial``, other blocks stay."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+    from metaroce.sim import verilator as vl
+
+    class ConstSlice(wiring.Component):
+        a: In(8)
+        sel: In(1)
+        y: Out(32)
+
+        def elaborate(self, platform):
+            m = Module()
+            d, r = Signal(32, name="d"), Signal(32, name="r")
+            m.d.comb += [d[0:8].eq(self.a), d[8:16].eq(0x12)]
+            with m.If(self.sel):
+                m.d.comb += d[16:24].eq(self.a)
+            with m.Else():
+                m.d.comb += d[24:32].eq(self.a)
+            m.d.sync += r.eq(d)
+            m.d.comb += self.y.eq(r)
+            return m
+
+    from amaranth.back import verilog
+    raw = verilog.convert(ConstSlice(), name="cs", emit_src=False)
+    assert re.search(r"always @\*\n\s*d\[15:8\] = 8'h12;", raw)       # what yosys writes
+    text = vl.generate_verilog(ConstSlice(), "cs")
+    assert "initial d[15:8] = 8'h12;" in text and not re.search(r"always @\*\n\s*d\[15:8\]", text)
+    assert re.search(r"always @\*\n\s*d\[7:0\] = a;", text)
+    assert vl.constant_always_to_initial(text) == text
+    assert len(text.splitlines()) == len(raw.splitlines()) - 1
