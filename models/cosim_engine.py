@@ -120,6 +120,7 @@ class EngineLoop:
         self.beats = collections.deque()
         self.out_beats = []
         self.quiet = 0
+        self._rd_names = None
         self.limit = limit if limit is not None else 200_000 + 50 * sum(w["length"] for w in items)
         self.res = {"frames_out": 0, "frames_in": 0, "tx_cqe": [], "rx_cqe": [], "done": 0,
                     "done_errors": 0, "errors": [], "bypass": 0, "peak_mac_beats": 0}
@@ -174,9 +175,11 @@ class EngineLoop:
 
     def observe(self, inp, out):
         self.wmem.observe(inp, out, self.cycle)
-        self.rmem.observe({"m_axi__" + k[10:]: v for k, v in inp.items() if k.startswith("m_axi_rd__")},
-                          {"m_axi__" + k[10:]: v for k, v in out.items() if k.startswith("m_axi_rd__")},
-                          self.cycle)
+        if self._rd_names is None:      # the read port's names, once (per cycle it cost the most)
+            self._rd_names = [[(k, "m_axi__" + k[10:]) for k in d if k.startswith("m_axi_rd__")]
+                              for d in (inp, out)]
+        (ri, ro), g, go = self._rd_names, inp.get, out.get
+        self.rmem.observe({n: g(k) for k, n in ri}, {n: go(k) for k, n in ro}, self.cycle)
         res = self.res
         if self.phase == 0 and not self.regs.finished:
             self.regs.observe({**inp, "m_cfg__ready": 1, "reg_data": 0},
