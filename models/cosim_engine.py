@@ -33,7 +33,7 @@ from .dma_read_cases import HostMemory as ReadMemory
 from .dma_read_cases import Layout as ReadLayout
 from .dma_write import RESP_OKAY, done_layout
 from .dma_write_cases import HostMemory as WriteMemory
-from .engine import AXIL, engine_layouts
+from .engine import AXIL, PAIR_PREFIXES, engine_layouts
 from .engine_cases import _host_window
 from .regs import register_map
 from .rx import pack, unpack
@@ -120,6 +120,7 @@ class EngineLoop:
         self.beats = collections.deque()
         self.out_beats = []
         self.quiet = 0
+        self._rd_names = None
         self.limit = limit if limit is not None else 200_000 + 50 * sum(w["length"] for w in items)
         self.res = {"frames_out": 0, "frames_in": 0, "tx_cqe": [], "rx_cqe": [], "done": 0,
                     "done_errors": 0, "errors": [], "bypass": 0, "peak_mac_beats": 0}
@@ -174,9 +175,11 @@ class EngineLoop:
 
     def observe(self, inp, out):
         self.wmem.observe(inp, out, self.cycle)
-        self.rmem.observe({"m_axi__" + k[10:]: v for k, v in inp.items() if k.startswith("m_axi_rd__")},
-                          {"m_axi__" + k[10:]: v for k, v in out.items() if k.startswith("m_axi_rd__")},
-                          self.cycle)
+        if self._rd_names is None:      # the read port's names, once (per cycle it cost the most)
+            self._rd_names = [[(k, "m_axi__" + k[10:]) for k in d if k.startswith("m_axi_rd__")]
+                              for d in (inp, out)]
+        (ri, ro), g, go = self._rd_names, inp.get, out.get
+        self.rmem.observe({n: g(k) for k, n in ri}, {n: go(k) for k, n in ro}, self.cycle)
         res = self.res
         if self.phase == 0 and not self.regs.finished:
             self.regs.observe({**inp, "m_cfg__ready": 1, "reg_data": 0},
@@ -311,9 +314,13 @@ class PeerCosim:
     """MR-ENG-138: two whole engines over the fabric. The engine under test on ``h1`` (this
     driver's ports: ``inputs``, ``observe``, ``settle``, ``finished``), the peer engine on
     ``h0`` as :class:`~metaroce.models.engine.EngineModel`, stepped inside the driver each
-    cycle. ``h0`` writes ``cfg.nbytes`` to ``h1``; ``h1`` writes ``back`` bytes to ``h0``."""
+    cycle. ``h0`` writes ``cfg.nbytes`` to ``h1``; ``h1`` writes ``back`` bytes to ``h0``.
 
-    def __init__(self, cfg: Config, *, back=None, p_bp=0.0):
+    ``pair``: both engines under test, the driver's ports those of the pair
+    (:class:`~metaroce.models.engine.EnginePairModel`: ``h0__``/``h1__`` prefixes), no engine
+    stepped inside; the same traffic, fabric and checks."""
+
+    def __init__(self, cfg: Config, *, back=None, p_bp=0.0, pair=False):
         from metaroce.sim.topology import host_addr
         from .engine import EngineModel
         check_config(cfg)
@@ -328,7 +335,9 @@ class PeerCosim:
             cfg, cfg.seed + 10, cfg.nbytes, PEER_ADDR, LOCAL_ADDR, cfg.seed + 3, h0, p_bp=p_bp, latency=lat)
         self.b, _, self.region_b, self.src_b = _engine_side(
             cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat)
-        self.peer_model = EngineModel(cfg.width)
+        self.pair = pair
+        self.peer_model = None if pair else EngineModel(cfg.width)
+        self._split = None
         self.period = 1.0 / CLOCK_HZ
         self.cycle = 0
         ideal = cfg.nbytes * 8 / cfg.limit_bps
@@ -341,16 +350,31 @@ class PeerCosim:
     def inputs(self):
         fabric_to(self.fab, self.cycle)
         a, m = self.a, self.peer_model
+        if self.pair:
+            (p0, p1), ia = PAIR_PREFIXES, a.inputs()
+            inp = {p0 + n: v for n, v in ia.items()}
+            inp.update({p1 + n: v for n, v in self.b.inputs().items()})
+            return inp
         ia = a.inputs()
         a.observe(ia, m.step(ia))
         a.settle(m.active)
         return self.b.inputs()
 
     def observe(self, inp, out):
-        self.b.observe(inp, out)
+        if self.pair:
+            if self._split is None:     # the names of each engine's ports, once
+                self._split = [([(n, n[len(p):]) for n in inp if n.startswith(p)],
+                                [(n, n[len(p):]) for n in out if n.startswith(p)])
+                               for p in PAIR_PREFIXES]
+            for d, (ins, outs) in zip((self.a, self.b), self._split):
+                d.observe({s: inp[n] for n, s in ins}, {s: out[n] for n, s in outs})
+        else:
+            self.b.observe(inp, out)
         self.cycle += 1
 
     def settle(self, busy):
+        if self.pair:
+            self.a.settle(busy)
         self.b.settle(busy)
         if self.cycle * self.period > self.max_time:
             raise AssertionError(
@@ -397,8 +421,10 @@ def region_image(drv, region, n):
     return bytes(drv.wmem.image[off:off + n])
 
 
-def run_peer_model(cfg: Config, **kw):
-    """MR-ENG-138 with the engine under test as :class:`EngineModel` too (model <-> model)."""
-    from .engine import EngineModel
-    m = EngineModel(cfg.width)
-    return run_loop(PeerCosim(cfg, **kw), m, m.active).result()
+def run_peer_model(cfg: Config, *, pair=False, **kw):
+    """MR-ENG-138 with the engine under test as :class:`EngineModel` too (model <-> model);
+    ``pair``: both engines as one :class:`EnginePairModel` stepped by the loop (the driver of
+    the RTL pair build)."""
+    from .engine import EngineModel, EnginePairModel
+    m = EnginePairModel(cfg.width) if pair else EngineModel(cfg.width)
+    return run_loop(PeerCosim(cfg, pair=pair, **kw), m, m.active).result()

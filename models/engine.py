@@ -38,7 +38,8 @@ from .wire import ROCE_PORT, Op
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "MacTxArbModel", "EngineModel", "engine_model_small",
-           "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS"]
+           "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
+           "PAIR_PREFIXES", "EnginePairModel"]
 
 AXIL = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
 AXIL_OUT = ("awready", "wready", "bresp", "bvalid", "arready", "rdata", "rresp", "rvalid")
@@ -437,6 +438,40 @@ class EngineModel:
         out.update(ao)
         return out
 
+
+
+#: MR-ENG-138: the port prefixes of the two engines of the pair build (``h0`` and ``h1``).
+PAIR_PREFIXES = ("h0__", "h1__")
+
+
+class EnginePairModel:
+    """MR-ENG-138: two :class:`EngineModel` side by side, every port of each prefixed with its
+    host (:data:`PAIR_PREFIXES`): the model of the Verilator pair build (``tb/build.py``
+    ``pair_build``: two ``engine`` instances under one top, nothing shared but the clock and
+    reset)."""
+
+    def __init__(self, width=64, **kw):
+        self.engines = tuple(EngineModel(width, **kw) for _ in PAIR_PREFIXES)
+        self._names = [[(p + n, n) for n in e.port_names()["inputs"]]
+                       for p, e in zip(PAIR_PREFIXES, self.engines)]
+
+    def port_names(self):
+        names = [e.port_names() for e in self.engines]
+        return {kind: [p + n for p, ns in zip(PAIR_PREFIXES, names) for n in ns[kind]]
+                for kind in ("inputs", "outputs")}
+
+    def step(self, inputs):
+        g = inputs.get
+        out = {}
+        for p, e, names in zip(PAIR_PREFIXES, self.engines, self._names):
+            out.update({p + n: v for n, v in e.step({n: g(pn, 0) for pn, n in names}).items()})
+        return out
+
+    def busy(self):
+        return any(e.busy() for e in self.engines)
+
+    def active(self):
+        return any(e.active() for e in self.engines)
 
 #: MR-ENG-130: the whole engine's RTO (the TX half's ``rto_ns``): 160 us, not the TX block's
 #: 40 us, which a full path window outruns at line rate (docs/hw/engine-results.md).

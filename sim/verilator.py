@@ -365,7 +365,8 @@ def generate_verilog(design: Any, name: str = "top", ports: Any = None, *,
             so the text (and so the build cache key) does not change when unrelated lines
             of the Python source move.
 
-    The sync domain appears as ports ``clk`` and ``rst``.
+    The sync domain appears as ports ``clk`` and ``rst``. The text goes through
+    :func:`constant_always_to_initial`.
     """
     from amaranth.back import verilog
 
@@ -374,12 +375,30 @@ def generate_verilog(design: Any, name: str = "top", ports: Any = None, *,
     if ports is not None:
         kwargs["ports"] = ports
     try:
-        return verilog.convert(elaboratable, **kwargs)
+        return constant_always_to_initial(verilog.convert(elaboratable, **kwargs))
     except Exception as e:  # YosysError, TypeError for missing ports, ...
         if isinstance(e, TypeError) and ports is None and "ports" in str(e):
             raise TypeError(f"{e}: pass ports=... for designs that are not "
                             "lib.wiring.Component") from e
         raise
+
+
+_CONST_ALWAYS_RE = re.compile(r"^([ \t]*)always @\*\n[ \t]*([^\n=;]+?) = ([^\n;]+);$", re.M)
+_LITERAL_RE = re.compile(r"\d*'[sS]?[hHbBdDoO][0-9a-fA-FxXzZ_]+|\b\d+\b")
+
+
+def constant_always_to_initial(text: str) -> str:
+    """Yosys writes a constant slice of a combinational ``reg`` as ``always @* r[a:b] = K;``:
+    a block that reads no variable, which Verilator never runs (warning ALWNEVER), leaving the
+    slice at its initial value (the whole engine's ACK frames went out with UDP destination
+    port 0, docs/hw/engine-results.md). Each such block becomes ``initial r[a:b] = K;`` (the
+    value it holds for all time); every other line is left as it is."""
+    def fix(m: re.Match) -> str:
+        rest = _LITERAL_RE.sub("", m.group(3))
+        if rest.strip("{}, \t"):
+            return m.group(0)           # reads a variable: a real combinational block
+        return f"{m.group(1)}initial {m.group(2)} = {m.group(3)};"
+    return _CONST_ALWAYS_RE.sub(fix, text)
 
 
 # ---------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ multipath, reordering, duplication, ECN) into the receive half (``engine_rx_256x
 ACK/NAK records go back as frames to the sender (:mod:`metaroce.models.cosim`).
 ``--direction tx``: the TX half (the block ``tx``) writes to a model receiver endpoint whose
 ACK/NAK frames drive it (:mod:`metaroce.models.cosim_tx`). ``--peer rtl``: two whole engines
-(the block ``engine``), the peer on ``h0`` the engine's cycle model
-(:mod:`metaroce.models.cosim_engine`). ``--engine model`` runs the engine under test as its
-cycle model instead of the RTL under Verilator.
+(the block ``engine``), both the RTL under Verilator in one simulation (the pair build,
+:func:`metaroce.tb.build.pair_build`; :mod:`metaroce.models.cosim_engine`). ``--engine model``
+runs the engines under test as their cycle model instead of the RTL under Verilator.
 
 ``--json`` prints one object: ``ok``, ``sha256_match``, ``bytes``, ``goodput_vs_limit``,
 ``cycles``, ``mismatches`` (RTL/model lockstep mismatches with ``--lockstep``; null without,
@@ -24,7 +24,7 @@ HELP = "closed-loop co-simulation: the engine's RTL with a model peer over the f
 
 #: the build and the cocotb test of each direction
 BLOCKS = {"rx": ("engine_rx_256x4", "engine_cosim"), "tx": ("tx", "engine_tx_cosim"),
-          "peer": ("engine", "engine_peer_cosim")}
+          "peer": ("engine", "engine_peer_cosim"), "pair": ("engine", "engine_pair_cosim")}
 
 __all__ = ["run_rtl"]
 
@@ -53,8 +53,8 @@ def add_arguments(p):
                    help="bytes the sender writes (default 262144)")
     p.add_argument("--peer", choices=("model", "rtl"), default="model",
                    help="the other host: the model endpoint (default), or rtl: a second whole "
-                        "engine (the engine's cycle model, lockstep-checked against the RTL), "
-                        "the engine under test being the whole engine too (MR-ENG-138)")
+                        "engine, the engine under test being the whole engine too, both the RTL "
+                        "(or both the cycle model with --engine model) (MR-ENG-138)")
     p.add_argument("--width", type=int, default=64, choices=(64, 512),
                    help="datapath bits (default 64: the 10 Gb/s link at 156.25 MHz; 512: 80 Gb/s)")
     p.add_argument("--ack-every", type=int, default=None, dest="ack_every",
@@ -76,7 +76,8 @@ def add_arguments(p):
 def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx"):
     """One closed-loop run of the RTL (``tb/cosim.py``) on the cached Verilator build of the
     small instance at ``cfg.width`` (``direction`` rx: ``engine_rx_256x4`` receiving; tx: the
-    block ``tx`` sending); returns the result dict (raises RuntimeError with the log's path
+    block ``tx`` sending; peer: the block ``engine`` on h1, its model on h0; pair: two
+    ``engine`` instances, :func:`metaroce.tb.build.pair_build`); returns the result dict (raises RuntimeError with the log's path
     when the simulation wrote none)."""
     from dataclasses import asdict
 
@@ -84,7 +85,8 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx"):
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
     block, test = BLOCKS[direction]
-    b = tb_build.build(blocks.get(block), cfg.width)
+    blk = blocks.get(block)
+    b = tb_build.pair_build(blk, cfg.width) if direction == "pair" else tb_build.build(blk, cfg.width)
     raw = asdict(cfg)
     raw.pop("width")
     with tempfile.TemporaryDirectory(dir=log_dir or blocks.scratch_dir(), prefix="cosim-") as tmp:
@@ -139,8 +141,8 @@ def run(args):
         res = (cosim_engine.run_peer_model(cfg) if peer else (cosim_tx if tx else cosim).run_model(cfg))
         res.update({"lockstep": False, "mismatches": None})
     else:
-        kind = "peer" if peer else args.direction
-        block = BLOCKS[kind][0]
+        kind = "pair" if peer else args.direction
+        block = BLOCKS[kind][0] + (" (two instances)" if peer else "")
         if sys.stderr.isatty():
             print(f"metaroce cosim: Verilator build of {block} at {args.width} bits (cached after "
                   "the first, which takes minutes), then the closed loop", file=sys.stderr)
@@ -165,8 +167,9 @@ def run(args):
               f"{res['bytes']} bytes h0 -> h1 and {res['bytes_back']} back, sha256 "
               f"{'match' if res['sha256_match'] else 'MISMATCH'}, WRs "
               f"{'all completed' if res['wrs_completed_ok'] else 'NOT all completed'}; goodput "
-              f"{res['goodput_vs_limit']:.3f} of the payload limit, {res['cycles']} cycles; "
-              f"reference {res['reference']['goodput_vs_limit']:.3f}")
+              f"{res['goodput_vs_limit']:.3f} of the payload limit, {res['cycles']} cycles"
+              + (f" ({res['cycles_per_s']} a second)" if res.get("cycles_per_s") else "")
+              + f"; reference {res['reference']['goodput_vs_limit']:.3f}")
     else:
         eng = res["engine"]
         print(f"cosim {args.scenario} ({args.direction}): {'ok' if res['ok'] else 'FAILED'}: {res['bytes']} bytes, "
