@@ -12,7 +12,8 @@ cocotb tests here:
     ``metaroce bench rx``: packets and payload beats per cycle and ACK latency of same-path
     bursts per payload size, and the lockstep speed.
 ``rx_lockstep``
-    the window, bad-input and burst cases plus ``RX_RANDOM`` random packets (seed ``RX_SEED``)
+    the window, bad-input, SEND, READ-response and burst cases plus ``RX_RANDOM`` random
+    packets (seed ``RX_SEED``)
     with random idle cycles and backpressure on every output, then the checker; then a
     same-path burst without idle or backpressure, which must be taken at one record per cycle.
     Results (cycles, packets per cycle, lockstep speed) to ``RX_OUT`` (JSON) if set.
@@ -25,9 +26,11 @@ cocotb tests here:
 ``rx_endpoint_traffic`` (only with ``RX_TRAFFIC_OUT``)
     MR-RX-071: the frames a reference endpoint received from another over the model fabric
     (``RX_TRAFFIC_BYTES``, faults ``RX_TRAFFIC_LOSS``/``_REORDER``/``_DUP``, ``RX_TRAFFIC_HOSTILE``
-    forged writes, seed ``RX_SEED``),
+    forged writes, seed ``RX_SEED``; SENDs, READs and receives posted late by
+    ``RX_TRAFFIC_SENDS``/``_READS``/``_IMM``/``_RECV_DELAY``/``_STREAMS``/``_WRITES``),
     through the parser's golden model, with random idle cycles and backpressure; the RTL's
-    placements and ACK/NAK requests against the receiving endpoint's memory and ACK frames.
+    placements, ACK/NAK requests and completion records against the receiving endpoint's
+    memory, ACK frames and completions.
     Results to ``RX_TRAFFIC_OUT`` (JSON).
 
 Instance: ``RX_CONNS``, ``RX_PATHS``, ``RX_KEYS`` (default 256 x 4, 256 keys).
@@ -50,6 +53,19 @@ from .lockstep import Lockstep, drive, model_port_lists
 def _instance():
     return tuple(int(os.environ.get(k, d)) for k, d in (("RX_CONNS", 256), ("RX_PATHS", 4),
                                                         ("RX_KEYS", 256)))
+
+
+def _traffic_mix():
+    """The endpoint traffic's mix (MR-RX-105, MR-RX-113) from ``RX_TRAFFIC_SENDS``/``_READS``/
+    ``_IMM`` (fractions of the messages), ``RX_TRAFFIC_RECV_DELAY`` (s before the first
+    receives: RNR NAKs) and ``RX_TRAFFIC_STREAMS`` (streams of every connection)."""
+    env = os.environ.get
+    mix = {k: float(env(f"RX_TRAFFIC_{k.upper()}", "0")) for k in ("sends", "reads", "imm", "recv_delay")}
+    if env("RX_TRAFFIC_STREAMS"):
+        mix["n_streams"] = int(env("RX_TRAFFIC_STREAMS"))
+    if env("RX_TRAFFIC_WRITES"):
+        mix["n_writes"] = int(env("RX_TRAFFIC_WRITES"))
+    return mix
 
 
 def _special_run():
@@ -178,22 +194,26 @@ async def rx_endpoint_traffic(dut):
                                 loss=float(os.environ.get("RX_TRAFFIC_LOSS", "0.05")),
                                 reorder=float(os.environ.get("RX_TRAFFIC_REORDER", "0.2")),
                                 dup=float(os.environ.get("RX_TRAFFIC_DUP", "0.05")), seed=seed,
-                                hostile=int(os.environ.get("RX_TRAFFIC_HOSTILE", "0")))
-    drv = rc.make_driver(width, s, tr.cases, seed=seed, p_idle=0.2, p_bp=0.4)
+                                hostile=int(os.environ.get("RX_TRAFFIC_HOSTILE", "0")),
+                                **_traffic_mix())
+    items = s.writes + tr.items
+    drv = rc.Driver(width, items, s.lay.cfg, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
-    exp = rc.check(s.writes + tr.cases, drv.res, conns, paths, keys)
+    exp = rc.check(items, drv.res, conns, paths, keys)
     acks_equal = rc.requests(s, drv.res["ack"]) == tr.acks
     memory_equal = rc.memory_image(s, drv.res["place"], drv.res["data"]) == tr.memory
+    cqes_equal = rc.same_completions(rc.completions(s, drv.res["cqe"]), tr.cqes)
     with open(os.environ["RX_TRAFFIC_OUT"], "w") as f:
         json.dump({"width": width, "frames": len(tr.cases), "cycles": n,
                    "lockstep_cycles_per_s": round(n / wall) if wall else None,
                    "mismatches": h.mismatches, "acks_equal": acks_equal, "memory_equal": memory_equal,
+                   "completions_equal": cqes_equal, "completions": len(drv.res["cqe"]),
                    "endpoint_acks": len(tr.acks), "rtl_requests": len(drv.res["ack"]),
                    "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
                    "traffic": tr.stats}, f)
-    assert h.mismatches == 0 and acks_equal and memory_equal
+    assert h.mismatches == 0 and acks_equal and memory_equal and cqes_equal
 
 
 @cocotb.test(skip=_special_run())
@@ -209,13 +229,16 @@ async def rx_lockstep(dut):
     await h.start(monitor=False)
 
     s = rc.Setup(conns, paths, keys, seed=seed)
-    cases = (rc.window_cases(s) + rc.bad_cases(s) + rc.burst_same_path(s, 16, plen=9)
+    # SENDs and READ responses (MR-RX-100..114: RNR, RECV_BOUNDS, NO_READ, LENGTH, stale and
+    # duplicate chunks) on two connections, before the random mix that shares their streams
+    cases = (rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=1)
+             + rc.send_cases(s, conn=2) + rc.read_cases(s, conn=3) + rc.burst_same_path(s, 16, plen=9)
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
     drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n1 = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
-    rc.check(s.writes + cases, drv.res, conns, paths, keys)
+    exp = rc.check(s.writes + cases, drv.res, conns, paths, keys)
 
     # MR-RX-043: back-to-back records of one path, no idle cycles, outputs always ready
     # (the random traffic may have revoked the burst's key: the slow path writes it again)
@@ -235,6 +258,8 @@ async def rx_lockstep(dut):
                        "same_path_burst": 200,
                        "packets_per_cycle": round(len(taken) / (taken[-1] - taken[0] + 1), 3),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
+                       "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
+                       "completions": len(drv.res["cqe"]),
                        "mismatches": h.mismatches}, f)
 
 
