@@ -15,14 +15,16 @@ cocotb tests here:
     the window, bad-input, SEND, READ-response and burst cases plus ``RX_RANDOM`` random
     packets (seed ``RX_SEED``)
     with random idle cycles and backpressure on every output, then the checker; then a
-    same-path burst without idle or backpressure, which must be taken at one record per cycle.
-    Results (cycles, packets per cycle, lockstep speed) to ``RX_OUT`` (JSON) if set.
+    same-path burst without idle or backpressure, which must be taken at one record per cycle;
+    then the delayed-ACK timer on, timed bursts, the ACK stream against the endpoint's.
+    Results (cycles, packets per cycle, lockstep speed, outcomes) to ``RX_OUT`` (JSON) if set.
 
 ``rx_replay`` (only with ``METAROCE_REPLAY_PCAP``)
     ``metaroce replay rx FILE.pcap`` (MR-RX-072).
 ``rx_coverage`` (only with ``METAROCE_COVERAGE_OUT``)
-    ``metaroce coverage rx`` (MR-RX-073): the coverage suite and the endpoint's traffic per
-    traffic shape; per-record outcomes for the functional bins.
+    ``metaroce coverage rx`` (MR-RX-073): the coverage suite and the endpoint's traffic (with
+    SENDs and READs) per traffic shape, a delayed-ACK timer batch; per-record outcomes for the
+    functional bins.
 ``rx_endpoint_traffic`` (only with ``RX_TRAFFIC_OUT``)
     MR-RX-071: the frames a reference endpoint received from another over the model fabric
     (``RX_TRAFFIC_BYTES``, faults ``RX_TRAFFIC_LOSS``/``_REORDER``/``_DUP``, ``RX_TRAFFIC_HOSTILE``
@@ -66,6 +68,21 @@ def _traffic_mix():
     if env("RX_TRAFFIC_WRITES"):
         mix["n_writes"] = int(env("RX_TRAFFIC_WRITES"))
     return mix
+
+
+async def _timer_batch(h, model, width, prev, seed, *, conns, paths, keys):
+    """MR-RX-090..094: the delayed-ACK timer on (``ack_every`` 4, 100 cycles), timed bursts
+    separated by idle gaps with idle cycles and backpressure, after the ``prev`` writes (the
+    previous setup's teardown); returns whether the ACK stream equals the reference
+    endpoint's with the same delay (the timer's ACKs in the gaps included) and the teardown of
+    this batch's setup."""
+    cycle, delay = 6.4e-9, 100
+    ep, s = rc.endpoint_setup(conns, paths, keys, seed=seed, ack_delay_cycles=delay, ack_delay=delay * cycle)
+    bursts = rc.timed_bursts(s, 3, 8, gap=260, seed=seed)
+    drv = rc.Driver(width, prev + s.writes + bursts, s.lay.cfg, seed=seed, p_idle=0.1, p_bp=0.3)
+    await drive(h, drv, busy=model.busy)
+    equal = rc.requests(s, drv.res["ack"]) == rc.endpoint_reference_timed(ep, s, bursts, cycle)
+    return equal, s.teardown(), drv.res["counters"]
 
 
 def _special_run():
@@ -121,8 +138,9 @@ async def rx_replay(dut):
 async def rx_coverage(dut):
     """``metaroce coverage rx`` (MR-RX-073): per traffic shape (``METAROCE_COVERAGE_SHAPES``,
     rx_cases.SHAPES), one batch of :func:`~metaroce.models.rx_cases.coverage_suite` and one of
-    the reference endpoint's traffic, each on its own setup (the previous one torn down
-    through ``s_cfg``), every output compared every cycle; per-record outcome and opcode class
+    the reference endpoint's traffic (WRITEs, WRITE_IMMs, SENDs with receives posted late,
+    READ responses), each on its own setup (the previous one torn down through ``s_cfg``),
+    every output compared every cycle; then a delayed-ACK timer batch (MR-RX-090..094); per-record outcome and opcode class
     into ``METAROCE_COVERAGE_OUT`` (JSON) for the functional bins; then, per output, a
     same-path burst with that output stalled 97 % of the cycles, so that its queue fills. Line and toggle
     coverage come from Verilator's ``coverage.dat`` (a ``--coverage`` build)."""
@@ -139,9 +157,10 @@ async def rx_coverage(dut):
         p_idle, p_bp = rc.SHAPES[shape]
         s = rc.Setup(conns, paths, keys, seed=seed * 100 + k)
         s2, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
-                                     seed=seed * 100 + k, hostile=10)
+                                     seed=seed * 100 + k, hostile=10, imm=0.5, sends=0.4, reads=0.3,
+                                     recv_delay=3e-5)
         points = []
-        for setup, cases in ((s, rc.coverage_suite(s, n_random)), (s2, tr.cases)):
+        for setup, cases in ((s, rc.coverage_suite(s, n_random)), (s2, tr.items)):
             items = prev + setup.writes + cases
             prev = setup.teardown()
             drv = rc.Driver(width, items, s.lay.cfg, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
@@ -158,6 +177,12 @@ async def rx_coverage(dut):
             points += [{"code": o.code.name.lower(), "class": rc.opcode_class(c)}
                        for c, o in zip(recs, exp["outcomes"])]
         out["shapes"][shape] = points
+    # the delayed-ACK timer (its queue, the generations; no per-record outcomes: not binned)
+    equal, prev, total = await _timer_batch(h, model, width, prev, seed * 100 + 80,
+                                            conns=conns, paths=paths, keys=keys)
+    before = total
+    if not equal:
+        out["problems"].append("timer: the ACK stream differs from the endpoint's")
     # one output stalled for long stretches, the others ready: each output queue fills (MR-RX-041)
     outs = ("m_ack__ready", "m_place__ready", "m_data__ready")
     for j, stalled in enumerate(outs):
@@ -249,7 +274,10 @@ async def rx_lockstep(dut):
     assert len(taken) == 200 and taken[-1] - taken[0] == 199, "not one record per cycle"
     before = drv.res["counters"][RxCode.ACCEPTED]
     assert drv2.res["counters"][RxCode.ACCEPTED] == before + 200
-    assert h.mismatches == 0
+    # MR-RX-093/094: the delayed-ACK timer's events in the pipeline
+    timer_acks_equal, _, _ = await _timer_batch(h, model, width, s.teardown(), seed + 2,
+                                                conns=conns, paths=paths, keys=keys)
+    assert h.mismatches == 0 and timer_acks_equal
     out = os.environ.get("RX_OUT")
     if out:
         with open(out, "w") as f:
@@ -259,7 +287,7 @@ async def rx_lockstep(dut):
                        "packets_per_cycle": round(len(taken) / (taken[-1] - taken[0] + 1), 3),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
                        "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
-                       "completions": len(drv.res["cqe"]),
+                       "completions": len(drv.res["cqe"]), "timer_acks_equal": timer_acks_equal,
                        "mismatches": h.mismatches}, f)
 
 

@@ -2,7 +2,8 @@
 every output compared every cycle (MR-RX-070, tb/rx.py), at 64 bits (512 bits behind ``slow``;
 the Amaranth simulator runs 512 bits in the default run): the window, bad-input, SEND,
 READ-response, burst and random cases with idle cycles and backpressure, then a same-path
-burst taken at one record per cycle (MR-RX-043); the reference endpoint's traffic with WRITEs,
+burst taken at one record per cycle (MR-RX-043) and timed bursts with the delayed-ACK timer
+on (MR-RX-090..094); the reference endpoint's traffic with WRITEs,
 WRITE_IMMs, SENDs (receives posted late: RNR) and READs. One cached Verilator build per width.
 
 Knobs: RX_RANDOM (random packets, default 400), RX_SEED.
@@ -28,11 +29,13 @@ def test_rx_rtl_lockstep(width, tmp_path):
     n_tests, failures, skipped = vl.results_summary(results)
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
+    print(json.dumps(row))                  # the figures, with -rP
     assert row["mismatches"] == 0 and row["packets_per_cycle"] == 1.0
     # MR-RX-100..114: the SEND and READ-response classes ran (two connections of each)
     outcomes = row["outcomes"]
     assert outcomes["RNR"] >= 6 and outcomes["RECV_BOUNDS"] >= 2 and outcomes["NO_READ"] >= 2
     assert row["completions"] >= 12
+    assert row["timer_acks_equal"]          # MR-RX-093/094: the delayed-ACK timer's ACKs
 
 
 @pytest.mark.parametrize("width,seed,nbytes,sends,reads,streams", [
@@ -61,6 +64,7 @@ def test_rx_rtl_endpoint_traffic(width, seed, nbytes, sends, reads, streams, tmp
     n_tests, failures, skipped = vl.results_summary(results)
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
+    print(json.dumps(row))                  # the figures, with -rP
     assert row["mismatches"] == 0 and row["acks_equal"] and row["memory_equal"] and row["completions_equal"]
     assert row["traffic"]["lost"] > 0 and row["traffic"]["duplicated"] > 0
     assert row["outcomes"]["DUPLICATE"] > 0 and row["outcomes"]["ACCEPTED"] > 0
