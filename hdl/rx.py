@@ -30,8 +30,6 @@ S6, which queues them for ``m_cqe``.
 
 Golden model: :class:`metaroce.models.rx.RxCycleModel`, cycle by cycle on every port.
 """
-from types import SimpleNamespace
-
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -172,124 +170,6 @@ def _wide_inc_counter(m, name, nbits, inc, piece=LIMB):
     return Cat(*parts)
 
 
-def _inc_flat(v):
-    """``v + 1`` modulo ``2 ** len(v)`` without a carry chain: each bit flips when every bit
-    below it is 1 (an AND tree per bit)."""
-    return Cat(*[v[i] ^ (v[:i].all() if i else Const(1, 1)) for i in range(len(v))])
-
-
-def _add_short(a, b):
-    """``a + b`` modulo ``2 ** len(a)`` for ``b`` of :data:`LIMB` bits: the low limb by the
-    prefix adder, the bits above it selected between themselves and their flat increment by
-    its carry (no carry chain over the whole width)."""
-    lo = _add_prefix(a[:LIMB], b)
-    hi = a[LIMB:]
-    return Cat(lo[:LIMB], Mux(lo[LIMB], _inc_flat(hi), hi))
-
-
-def _message_update(m, lay, mrow, mc, m_msg_minus, m_msg_plus, m_rest, m_pos, m_epoch, epoch_prev):
-    """MR-RX-081..085: the message stage's update of one row (``mrow``, the forwarded read) by
-    the record ``mc`` (S5's carry): the chunk's verdict against its slot, the slot updated,
-    the run of done slots from the stream's next message delivered, the row to write back
-    and the completion records in message order. Registered in S4: ``m_msg_minus[j]`` =
-    ``msg - j``, ``m_msg_plus[k]`` = ``msg + k``, ``m_rest`` = ``msg_len - plen``;
-    ``epoch_prev`` is ``epoch - 1``.
-
-    Depth (MR-RX-049): every slot's verdict, placed bytes and done test are computed from
-    the row on its own and the record's slot (``msg mod msg_slots``, a register) picks one
-    after; a delivery needs ``msg == next``, so the run of done slots is walked from the
-    record's slot and the new ``next`` is one of the registered ``msg + k``."""
-    n_slots, ring_n = lay.msg_slots, lay.chunk_ring
-    slot_bits = (n_slots - 1).bit_length()
-    ent_w = 1 + EPOCH_BITS
-    m_dist = Signal(32)
-    m.d.comb += m_dist.eq(mc.msg - mrow.next)
-    m_behind = m_dist[31]                   # only the counters read it
-    # the loop's compares are equalities against registered operands: msg - j == next for
-    # each slot distance j; placed == msg_len - plen
-    m_eq = [Signal(name=f"m_eq{j}") for j in range(n_slots)]
-    for j in range(n_slots):
-        m.d.comb += m_eq[j].eq(m_msg_minus[j] == mrow.next)
-    m_in_slots = Cat(*m_eq).any()
-    m_k = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
-    # per slot, as if the record were its: fresh, mismatch, chunk verdict, placed, done
-    nslots, mism, cnew, done = [], [], [], []
-    for j in range(n_slots):
-        sj = mrow.slots[j]
-        fresh = ~sj.valid
-        old_placed = Signal(32, name=f"m_old_placed{j}")
-        m.d.comb += old_placed.eq(Mux(fresh, 0, sj.placed))
-        entry = Signal(ent_w, name=f"m_entry{j}")
-        m.d.comb += entry.eq(Mux(fresh, 0, sj.ring.word_select(m_pos, ent_w)))
-        cnew.append(~entry[EPOCH_BITS] | (entry[:EPOCH_BITS] == epoch_prev))
-        mism.append(sj.valid & ((sj.msg_len != mc.msg_len) | (sj.kind != mc.kind)))
-        ns = Signal(lay.msg_slot, name=f"m_nslot{j}")
-        d = Signal(name=f"m_done{j}")
-        m.d.comb += d.eq(old_placed == m_rest)
-        done.append(d)
-        m.d.comb += [ns.valid.eq(1), ns.kind.eq(mc.kind), ns.msg_len.eq(mc.msg_len),
-                     ns.wr_id.eq(Mux(fresh, mc.wr_id, sj.wr_id)), ns.imm.eq(mc.imm),
-                     ns.placed.eq(_add_short(old_placed, mc.plen)), ns.done.eq(d)]
-        for i in range(ring_n):
-            old_e = Mux(fresh, 0, sj.ring[i * ent_w:(i + 1) * ent_w])
-            m.d.comb += ns.ring[i * ent_w:(i + 1) * ent_w].eq(Mux(m_pos == i, Cat(m_epoch, Const(1, 1)), old_e))
-        nslots.append(ns)
-    pick = (lambda xs: Array(xs)[m_k]) if slot_bits else (lambda xs: xs[0])
-    m_mismatch = pick(mism)
-    m_refused = (~m_behind & ~m_in_slots) | (m_in_slots & m_mismatch)
-    m_new = m_in_slots & ~m_mismatch & pick(cnew)
-    m_dup = ~m_refused & ~m_new
-    slots_new = [Signal(lay.msg_slot, name=f"m_slot{j}") for j in range(n_slots)]
-    for j in range(n_slots):
-        m.d.comb += slots_new[j].eq(Mux(m_k == j, nslots[j], mrow.slots[j]))
-    # delivery: the run of done slots from the stream's next message, only when this chunk
-    # completed that message (msg == next: the run starts at the record's slot)
-    at = [((m_k + i)[:slot_bits] if slot_bits else Const(0, 1)) for i in range(n_slots)]
-    run = []
-    prev = m_eq[0] & pick(done)
-    order = []
-    for i in range(n_slots):
-        sel_slot = Signal(lay.msg_slot, name=f"m_ord{i}")
-        m.d.comb += sel_slot.eq(Array([x.as_value() for x in slots_new])[at[i]] if slot_bits else slots_new[0])
-        bit = Signal(name=f"m_run{i}")
-        m.d.comb += bit.eq(prev if i == 0 else prev & sel_slot.valid & sel_slot.done)
-        prev = bit
-        run.append(bit)
-        order.append(sel_slot)
-    slots_out = [Signal(lay.msg_slot, name=f"m_out{j}") for j in range(n_slots)]
-    for j in range(n_slots):
-        cleared = Cat(*[run[i] & (at[i] == j if slot_bits else Const(1, 1)) for i in range(n_slots)]).any()
-        m.d.comb += [slots_out[j].eq(slots_new[j]), slots_out[j].valid.eq(slots_new[j].valid & ~cleared)]
-    new_row = Signal(lay.msg_row)
-    nxt = mrow.next
-    for i in range(n_slots):        # the run is a prefix: its longest part decides
-        nxt = Mux(run[i], m_msg_plus[i + 1], nxt)
-    m.d.comb += new_row.next.eq(nxt)
-    for j in range(n_slots):
-        m.d.comb += new_row.slots[j].eq(slots_out[j])
-    # the records, packed from entry 0 in message order
-    rec_ok = [run[i] & order[i].kind.any() for i in range(n_slots)]
-    bundle = Signal(lay.cqe_bundle)
-    n_rec = Signal(range(n_slots + 1))
-    m.d.comb += n_rec.eq(sum(rec_ok))
-    m.d.comb += bundle.last.eq(n_rec - 1)
-    for p in range(n_slots):
-        with m.Switch(Cat(*rec_ok)):
-            for pattern in range(1 << n_slots):
-                ones = [i for i in range(n_slots) if pattern >> i & 1]
-                if p < len(ones):
-                    i = ones[p]
-                    with m.Case(pattern):
-                        m.d.comb += [bundle.cqes[p].conn.eq(mc.conn), bundle.cqes[p].stream.eq(mc.stream),
-                                     bundle.cqes[p].msg.eq(m_msg_plus[i]),
-                                     bundle.cqes[p].opcode.eq(Mux(order[i].kind[1], WC_RECV,
-                                                                  WC_RECV_RDMA_WITH_IMM)),
-                                     bundle.cqes[p].length.eq(order[i].msg_len),
-                                     bundle.cqes[p].imm.eq(order[i].imm),
-                                     bundle.cqes[p].with_imm.eq(order[i].kind[0]),
-                                     bundle.cqes[p].wr_id.eq(Mux(order[i].kind[1], order[i].wr_id, 0))]
-    return SimpleNamespace(new_row=new_row, new=m_new, dup=m_dup, refused=m_refused, bundle=bundle, n_rec=n_rec)
-
 class Rx(wiring.Component):
     """The RX engine's first slice (docs/spec/hw-rx.md)."""
 
@@ -358,9 +238,8 @@ class Rx(wiring.Component):
         timer_entry = data.StructLayout({"row": lay.conn_bits + lay.path_bits, "gen": GEN_BITS, "due": TIME_BITS})
         m.submodules.timer_q = timer_q = fifo.SyncFIFO(width=timer_entry.size, depth=TIMER_DEPTH)
         t_head = data.View(timer_entry, timer_q.r_data)
-        # MR-RX-093: the head's due test registered, against now + 1 for a head that stays
-        t_late, t_due = Signal(TIME_BITS), Signal()
-        m.d.comb += t_late.eq(now + 1 - t_head.due)
+        t_late = Signal(TIME_BITS)
+        m.d.comb += t_late.eq(now - t_head.due)
 
         # -- the hold of a slow window update (MR-RX-048): S1..S5 and the input stand still
         hold = Signal(range(HOLD_CYCLES + 1))
@@ -381,10 +260,9 @@ class Rx(wiring.Component):
                                & (steer_q.level + inflight < FIFO_DEPTH)
                                & (cqe_q.level + inflight < FIFO_DEPTH))
         # MR-RX-093: a due timer enters the pipeline in place of a record
-        m.d.comb += [fire.eq(credits & t_due),
+        m.d.comb += [fire.eq(credits & timer_q.r_rdy & ~t_late[TIME_BITS - 1]),
                      meta_ready.eq(credits & (timer_q.level + inflight < TIMER_DEPTH) & ~fire),
                      timer_q.r_en.eq(fire)]
-        m.d.sync += t_due.eq(timer_q.r_rdy & ~fire & ~t_late[TIME_BITS - 1])
         m.d.comb += self.s_meta.ready.eq(meta_ready)
         take = self.s_meta.valid & meta_ready
         inm = self.s_meta.payload
@@ -838,19 +716,98 @@ class Rx(wiring.Component):
         mrow = data.View(lay.msg_row, Mux(m_fwd, m_wb, msg_rd.data))
         mc = s5_carry
         m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
-        m_msg_plus = [mc.msg] + [Signal(32, name=f"m_msg_plus{k}") for k in range(1, n_slots + 1)]
         m_rest = Signal(32)
         with m.If(advance):
             m.d.sync += [*[r.eq(s4_carry.msg - j) for j, r in enumerate(m_msg_minus)],
-                         *[r.eq(s4_carry.msg + k) for k, r in enumerate(m_msg_plus) if k],
                          m_rest.eq(s4_carry.msg_len - s4_carry.plen)]
+        m_dist = Signal(32)
+        m.d.comb += m_dist.eq(mc.msg - mrow.next)
+        m_behind = m_dist[31]                   # only the counters read it
+        # the loop's compares are equalities against registered operands: msg - j == next for
+        # each slot distance j; placed == msg_len - plen; next + k computed beside the decision
+        m_eq = [Signal(name=f"m_eq{j}") for j in range(n_slots)]
+        for j in range(n_slots):
+            m.d.comb += m_eq[j].eq(m_msg_minus[j] == mrow.next)
+        m_in_slots = Cat(*m_eq).any()
+        m_next_plus = [Signal(32, name=f"m_next_plus{k}") for k in range(n_slots + 1)]
+        for k in range(n_slots + 1):
+            m.d.comb += m_next_plus[k].eq(mrow.next + k)
+        m_k = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
+        slot = Signal(lay.msg_slot)
+        m.d.comb += slot.eq(mrow.slots[m_k])
+        m_fresh = ~slot.valid
+        m_mismatch = slot.valid & ((slot.msg_len != mc.msg_len) | (slot.kind != mc.kind))
         ent_w = 1 + EPOCH_BITS
         m_pos = mc.chunk[:pos_bits]
         m_epoch = mc.chunk[pos_bits:]
+        entry = Signal(ent_w)
+        m.d.comb += entry.eq(Mux(m_fresh, 0, slot.ring.word_select(m_pos, ent_w)))
         epoch_prev = Signal(EPOCH_BITS)
         m.d.comb += epoch_prev.eq(m_epoch - 1)
-        mu = _message_update(m, lay, mrow, mc, m_msg_minus, m_msg_plus, m_rest, m_pos, m_epoch, epoch_prev)
-        new_row, m_new, m_dup, m_refused, bundle, n_rec = mu.new_row, mu.new, mu.dup, mu.refused, mu.bundle, mu.n_rec
+        chunk_new = ~entry[EPOCH_BITS] | (entry[:EPOCH_BITS] == epoch_prev)
+        m_refused = (~m_behind & ~m_in_slots) | (m_in_slots & m_mismatch)
+        m_new = m_in_slots & ~m_mismatch & chunk_new
+        m_dup = ~m_refused & ~m_new
+        nslot = Signal(lay.msg_slot)
+        m_placed = Signal(32)
+        m.d.comb += m_placed.eq(Mux(m_fresh, 0, slot.placed) + mc.plen)
+        m.d.comb += [nslot.valid.eq(1), nslot.kind.eq(mc.kind), nslot.msg_len.eq(mc.msg_len),
+                     nslot.wr_id.eq(Mux(m_fresh, mc.wr_id, slot.wr_id)),
+                     nslot.imm.eq(mc.imm), nslot.placed.eq(m_placed),
+                     nslot.done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)]
+        for j in range(ring_n):
+            old_e = Mux(m_fresh, 0, slot.ring[j * ent_w:(j + 1) * ent_w])
+            m.d.comb += nslot.ring[j * ent_w:(j + 1) * ent_w].eq(Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), old_e))
+        slots_new = [Signal(lay.msg_slot, name=f"m_slot{j}") for j in range(n_slots)]
+        for j in range(n_slots):
+            m.d.comb += slots_new[j].eq(Mux(m_k == j, nslot, mrow.slots[j]))
+        # delivery: the run of done slots from the stream's next message (only when this chunk
+        # completed that message)
+        m_start = mrow.next[:slot_bits] if slot_bits else Const(0, 1)
+        deliver_ok = nslot.done & m_eq[0]
+        run = []
+        prev = deliver_ok
+        order = []
+        for i in range(n_slots):
+            sel_slot = Signal(lay.msg_slot, name=f"m_ord{i}")
+            m.d.comb += sel_slot.eq(Array([x.as_value() for x in slots_new])[(m_start + i)[:slot_bits] if slot_bits else 0])
+            bit = Signal(name=f"m_run{i}")
+            m.d.comb += bit.eq(prev & sel_slot.valid & sel_slot.done)
+            prev = bit
+            run.append(bit)
+            order.append(sel_slot)
+        n_deliver = Signal(range(n_slots + 1))
+        m.d.comb += n_deliver.eq(sum(run))
+        slots_out = [Signal(lay.msg_slot, name=f"m_out{j}") for j in range(n_slots)]
+        for j in range(n_slots):
+            cleared = Cat(*[run[i] & ((m_start + i)[:slot_bits] == j if slot_bits else Const(1, 1))
+                            for i in range(n_slots)]).any()
+            m.d.comb += [slots_out[j].eq(slots_new[j]), slots_out[j].valid.eq(slots_new[j].valid & ~cleared)]
+        new_row = Signal(lay.msg_row)
+        m.d.comb += [new_row.next.eq(Array(m_next_plus)[n_deliver])]
+        for j in range(n_slots):
+            m.d.comb += new_row.slots[j].eq(slots_out[j])
+        # the records, packed from entry 0 in message order
+        rec_ok = [run[i] & order[i].kind.any() for i in range(n_slots)]
+        bundle = Signal(lay.cqe_bundle)
+        n_rec = Signal(range(n_slots + 1))
+        m.d.comb += n_rec.eq(sum(rec_ok))
+        m.d.comb += bundle.last.eq(n_rec - 1)
+        for p in range(n_slots):
+            with m.Switch(Cat(*rec_ok)):
+                for pattern in range(1 << n_slots):
+                    ones = [i for i in range(n_slots) if pattern >> i & 1]
+                    if p < len(ones):
+                        i = ones[p]
+                        with m.Case(pattern):
+                            m.d.comb += [bundle.cqes[p].conn.eq(mc.conn), bundle.cqes[p].stream.eq(mc.stream),
+                                         bundle.cqes[p].msg.eq(m_next_plus[i]),
+                                         bundle.cqes[p].opcode.eq(Mux(order[i].kind[1], WC_RECV,
+                                                                      WC_RECV_RDMA_WITH_IMM)),
+                                         bundle.cqes[p].length.eq(order[i].msg_len),
+                                         bundle.cqes[p].imm.eq(order[i].imm),
+                                         bundle.cqes[p].with_imm.eq(order[i].kind[0]),
+                                         bundle.cqes[p].wr_id.eq(Mux(order[i].kind[1], order[i].wr_id, 0))]
         m_step = push & s5_accepted & ~mc.read
         msg_cfg = cfg_take & (cfg.table == TABLE_MSG)
         cfg_msg_row = Signal(lay.msg_row)
@@ -860,13 +817,8 @@ class Rx(wiring.Component):
             msg_wr.addr.eq(Mux(msg_cfg, cfg.addr[:cb + sb], Cat(mc.stream, mc.conn))),
             msg_wr.data.eq(Mux(msg_cfg, cfg_msg_row.as_value(), new_row.as_value())),
         ]
-        # the forward of the last write, from registers: the address hit apart from the chunk's
-        # verdict (MR-RX-049: the verdict is not on the path into the forwarding select)
-        m_hit_rec, m_hit_new, m_hit_cfg = Signal(), Signal(), Signal()
         with m.If(advance):
-            m.d.sync += [m_hit_rec.eq(m_step & (Cat(mc.stream, mc.conn) == msg_addr)), m_hit_new.eq(m_new),
-                         m_hit_cfg.eq(msg_cfg & (cfg.addr[:cb + sb] == msg_addr)), m_wb.eq(msg_wr.data)]
-        m.d.comb += m_fwd.eq((m_hit_rec & m_hit_new) | m_hit_cfg)
+            m.d.sync += [m_fwd.eq(msg_wr.en & (msg_wr.addr == msg_addr)), m_wb.eq(msg_wr.data)]
         # -- the READ stage beside S5 (MR-RX-112): the outstanding READ's accounting, read in S4
         # (the last cycle's write forwarded), the chunk ring as the message slot's, the record
         # when every byte is placed
@@ -880,7 +832,7 @@ class Rx(wiring.Component):
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
         r_done = rstate.placed == m_rest
         nstate = Signal(lay.rd_state)
-        m.d.comb += [nstate.done.eq(r_done), nstate.placed.eq(_add_short(rstate.placed, mc.plen))]
+        m.d.comb += [nstate.done.eq(r_done), nstate.placed.eq(rstate.placed + mc.plen)]
         for j in range(ring_n):
             m.d.comb += nstate.ring[j * ent_w:(j + 1) * ent_w].eq(
                 Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), rstate.ring[j * ent_w:(j + 1) * ent_w]))
@@ -892,12 +844,8 @@ class Rx(wiring.Component):
             rds_wr.addr.eq(Mux(rd_cfg, cfg.addr[:cb + sb + rdb], Cat(mc.msg[:rdb], mc.stream, mc.conn))),
             rds_wr.data.eq(Mux(rd_cfg, 0, nstate.as_value())),
         ]
-        r_hit_rec, r_hit_new, r_hit_cfg = Signal(), Signal(), Signal()
         with m.If(advance):
-            m.d.sync += [r_hit_rec.eq(r_step & (Cat(mc.msg[:rdb], mc.stream, mc.conn) == rds_addr)),
-                         r_hit_new.eq(r_new), r_hit_cfg.eq(rd_cfg & (cfg.addr[:cb + sb + rdb] == rds_addr)),
-                         rs_wb.eq(rds_wr.data)]
-        m.d.comb += rs_fwd.eq((r_hit_rec & r_hit_new) | r_hit_cfg)
+            m.d.sync += [rs_fwd.eq(rds_wr.en & (rds_wr.addr == rds_addr)), rs_wb.eq(rds_wr.data)]
         r_bundle = Signal(lay.cqe_bundle)
         m.d.comb += [r_bundle.cqes[0].conn.eq(mc.conn), r_bundle.cqes[0].stream.eq(mc.stream),
                      r_bundle.cqes[0].msg.eq(mc.msg), r_bundle.cqes[0].opcode.eq(WC_RDMA_READ),

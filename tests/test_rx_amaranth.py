@@ -196,34 +196,6 @@ def test_placement_address_limbs():
     sim.run()
 
 
-def test_message_stage_adders():
-    """MR-RX-081: the message stage's ``placed + plen`` without a 32-bit carry chain (a 16-bit
-    prefix adder, the bits above selected between themselves and their flat increment) and the
-    flat increment equal the sums modulo 2^32, including carries across every bit."""
-    import random
-    from amaranth.hdl import Signal
-    from metaroce.hdl.rx import _add_short, _inc_flat
-    a, b = Signal(32), Signal(16)
-    s, i = Signal(32), Signal(32)
-    m = Module()
-    m.d.comb += [s.eq(_add_short(a, b)), i.eq(_inc_flat(a))]
-    full = (1 << 32) - 1
-    rng = random.Random(7)
-    values = [(full, 1), (full, 0), (0xFFFF, 1), (0xFFFF0000, 0xFFFF), (0x1FFFF, 0xFFFF), (0, 0)]
-    values += [(rng.getrandbits(32) | rng.choice([0, 0xFFFF, 0xFFFFFF00]), rng.getrandbits(16)) for _ in range(300)]
-    sim = Simulator(m)
-
-    async def bench(ctx):
-        for x, y in values:
-            ctx.set(a, x)
-            ctx.set(b, y)
-            assert ctx.get(s) == (x + y) & full, (hex(x), hex(y))
-            assert ctx.get(i) == (x + 1) & full, hex(x)
-
-    sim.add_testbench(bench)
-    sim.run()
-
-
 @pytest.mark.parametrize("wide", [False, True])
 def test_piece_counters(wide):
     """MR-RX-047: the counters without a carry chain (small pieces here, so that carries cross
