@@ -12,22 +12,27 @@ cocotb tests here:
     ``metaroce bench rx``: packets and payload beats per cycle and ACK latency of same-path
     bursts per payload size, and the lockstep speed.
 ``rx_lockstep``
-    the window, bad-input and burst cases plus ``RX_RANDOM`` random packets (seed ``RX_SEED``)
+    the window, bad-input, SEND, READ-response and burst cases plus ``RX_RANDOM`` random
+    packets (seed ``RX_SEED``)
     with random idle cycles and backpressure on every output, then the checker; then a
-    same-path burst without idle or backpressure, which must be taken at one record per cycle.
-    Results (cycles, packets per cycle, lockstep speed) to ``RX_OUT`` (JSON) if set.
+    same-path burst without idle or backpressure, which must be taken at one record per cycle;
+    then the delayed-ACK timer on, timed bursts, the ACK stream against the endpoint's.
+    Results (cycles, packets per cycle, lockstep speed, outcomes) to ``RX_OUT`` (JSON) if set.
 
 ``rx_replay`` (only with ``METAROCE_REPLAY_PCAP``)
     ``metaroce replay rx FILE.pcap`` (MR-RX-072).
 ``rx_coverage`` (only with ``METAROCE_COVERAGE_OUT``)
-    ``metaroce coverage rx`` (MR-RX-073): the coverage suite and the endpoint's traffic per
-    traffic shape; per-record outcomes for the functional bins.
+    ``metaroce coverage rx`` (MR-RX-073): the coverage suite and the endpoint's traffic (with
+    SENDs and READs) per traffic shape, a delayed-ACK timer batch; per-record outcomes for the
+    functional bins.
 ``rx_endpoint_traffic`` (only with ``RX_TRAFFIC_OUT``)
     MR-RX-071: the frames a reference endpoint received from another over the model fabric
     (``RX_TRAFFIC_BYTES``, faults ``RX_TRAFFIC_LOSS``/``_REORDER``/``_DUP``, ``RX_TRAFFIC_HOSTILE``
-    forged writes, seed ``RX_SEED``),
+    forged writes, seed ``RX_SEED``; SENDs, READs and receives posted late by
+    ``RX_TRAFFIC_SENDS``/``_READS``/``_IMM``/``_RECV_DELAY``/``_STREAMS``/``_WRITES``),
     through the parser's golden model, with random idle cycles and backpressure; the RTL's
-    placements and ACK/NAK requests against the receiving endpoint's memory and ACK frames.
+    placements, ACK/NAK requests and completion records against the receiving endpoint's
+    memory, ACK frames and completions.
     Results to ``RX_TRAFFIC_OUT`` (JSON).
 
 Instance: ``RX_CONNS``, ``RX_PATHS``, ``RX_KEYS`` (default 256 x 4, 256 keys).
@@ -50,6 +55,34 @@ from .lockstep import Lockstep, drive, model_port_lists
 def _instance():
     return tuple(int(os.environ.get(k, d)) for k, d in (("RX_CONNS", 256), ("RX_PATHS", 4),
                                                         ("RX_KEYS", 256)))
+
+
+def _traffic_mix():
+    """The endpoint traffic's mix (MR-RX-105, MR-RX-113) from ``RX_TRAFFIC_SENDS``/``_READS``/
+    ``_IMM`` (fractions of the messages), ``RX_TRAFFIC_RECV_DELAY`` (s before the first
+    receives: RNR NAKs) and ``RX_TRAFFIC_STREAMS`` (streams of every connection)."""
+    env = os.environ.get
+    mix = {k: float(env(f"RX_TRAFFIC_{k.upper()}", "0")) for k in ("sends", "reads", "imm", "recv_delay")}
+    if env("RX_TRAFFIC_STREAMS"):
+        mix["n_streams"] = int(env("RX_TRAFFIC_STREAMS"))
+    if env("RX_TRAFFIC_WRITES"):
+        mix["n_writes"] = int(env("RX_TRAFFIC_WRITES"))
+    return mix
+
+
+async def _timer_batch(h, model, width, prev, seed, *, conns, paths, keys):
+    """MR-RX-090..094: the delayed-ACK timer on (``ack_every`` 4, 100 cycles), timed bursts
+    separated by idle gaps with idle cycles and backpressure, after the ``prev`` writes (the
+    previous setup's teardown); returns whether the ACK stream equals the reference
+    endpoint's with the same delay (the timer's ACKs in the gaps included) and the teardown of
+    this batch's setup."""
+    cycle, delay = 6.4e-9, 100
+    ep, s = rc.endpoint_setup(conns, paths, keys, seed=seed, ack_delay_cycles=delay, ack_delay=delay * cycle)
+    bursts = rc.timed_bursts(s, 3, 8, gap=260, seed=seed)
+    drv = rc.Driver(width, prev + s.writes + bursts, s.lay.cfg, seed=seed, p_idle=0.1, p_bp=0.3)
+    await drive(h, drv, busy=model.busy)
+    equal = rc.requests(s, drv.res["ack"]) == rc.endpoint_reference_timed(ep, s, bursts, cycle)
+    return equal, s.teardown(), drv.res["counters"]
 
 
 def _special_run():
@@ -105,8 +138,9 @@ async def rx_replay(dut):
 async def rx_coverage(dut):
     """``metaroce coverage rx`` (MR-RX-073): per traffic shape (``METAROCE_COVERAGE_SHAPES``,
     rx_cases.SHAPES), one batch of :func:`~metaroce.models.rx_cases.coverage_suite` and one of
-    the reference endpoint's traffic, each on its own setup (the previous one torn down
-    through ``s_cfg``), every output compared every cycle; per-record outcome and opcode class
+    the reference endpoint's traffic (WRITEs, WRITE_IMMs, SENDs with receives posted late,
+    READ responses), each on its own setup (the previous one torn down through ``s_cfg``),
+    every output compared every cycle; then a delayed-ACK timer batch (MR-RX-090..094); per-record outcome and opcode class
     into ``METAROCE_COVERAGE_OUT`` (JSON) for the functional bins; then, per output, a
     same-path burst with that output stalled 97 % of the cycles, so that its queue fills. Line and toggle
     coverage come from Verilator's ``coverage.dat`` (a ``--coverage`` build)."""
@@ -123,9 +157,10 @@ async def rx_coverage(dut):
         p_idle, p_bp = rc.SHAPES[shape]
         s = rc.Setup(conns, paths, keys, seed=seed * 100 + k)
         s2, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
-                                     seed=seed * 100 + k, hostile=10)
+                                     seed=seed * 100 + k, hostile=10, imm=0.5, sends=0.4, reads=0.3,
+                                     recv_delay=3e-5)
         points = []
-        for setup, cases in ((s, rc.coverage_suite(s, n_random)), (s2, tr.cases)):
+        for setup, cases in ((s, rc.coverage_suite(s, n_random)), (s2, tr.items)):
             items = prev + setup.writes + cases
             prev = setup.teardown()
             drv = rc.Driver(width, items, s.lay.cfg, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
@@ -142,6 +177,12 @@ async def rx_coverage(dut):
             points += [{"code": o.code.name.lower(), "class": rc.opcode_class(c)}
                        for c, o in zip(recs, exp["outcomes"])]
         out["shapes"][shape] = points
+    # the delayed-ACK timer (its queue, the generations; no per-record outcomes: not binned)
+    equal, prev, total = await _timer_batch(h, model, width, prev, seed * 100 + 80,
+                                            conns=conns, paths=paths, keys=keys)
+    before = total
+    if not equal:
+        out["problems"].append("timer: the ACK stream differs from the endpoint's")
     # one output stalled for long stretches, the others ready: each output queue fills (MR-RX-041)
     outs = ("m_ack__ready", "m_place__ready", "m_data__ready")
     for j, stalled in enumerate(outs):
@@ -178,22 +219,26 @@ async def rx_endpoint_traffic(dut):
                                 loss=float(os.environ.get("RX_TRAFFIC_LOSS", "0.05")),
                                 reorder=float(os.environ.get("RX_TRAFFIC_REORDER", "0.2")),
                                 dup=float(os.environ.get("RX_TRAFFIC_DUP", "0.05")), seed=seed,
-                                hostile=int(os.environ.get("RX_TRAFFIC_HOSTILE", "0")))
-    drv = rc.make_driver(width, s, tr.cases, seed=seed, p_idle=0.2, p_bp=0.4)
+                                hostile=int(os.environ.get("RX_TRAFFIC_HOSTILE", "0")),
+                                **_traffic_mix())
+    items = s.writes + tr.items
+    drv = rc.Driver(width, items, s.lay.cfg, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
-    exp = rc.check(s.writes + tr.cases, drv.res, conns, paths, keys)
+    exp = rc.check(items, drv.res, conns, paths, keys)
     acks_equal = rc.requests(s, drv.res["ack"]) == tr.acks
     memory_equal = rc.memory_image(s, drv.res["place"], drv.res["data"]) == tr.memory
+    cqes_equal = rc.same_completions(rc.completions(s, drv.res["cqe"]), tr.cqes)
     with open(os.environ["RX_TRAFFIC_OUT"], "w") as f:
         json.dump({"width": width, "frames": len(tr.cases), "cycles": n,
                    "lockstep_cycles_per_s": round(n / wall) if wall else None,
                    "mismatches": h.mismatches, "acks_equal": acks_equal, "memory_equal": memory_equal,
+                   "completions_equal": cqes_equal, "completions": len(drv.res["cqe"]),
                    "endpoint_acks": len(tr.acks), "rtl_requests": len(drv.res["ack"]),
                    "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
                    "traffic": tr.stats}, f)
-    assert h.mismatches == 0 and acks_equal and memory_equal
+    assert h.mismatches == 0 and acks_equal and memory_equal and cqes_equal
 
 
 @cocotb.test(skip=_special_run())
@@ -209,13 +254,16 @@ async def rx_lockstep(dut):
     await h.start(monitor=False)
 
     s = rc.Setup(conns, paths, keys, seed=seed)
-    cases = (rc.window_cases(s) + rc.bad_cases(s) + rc.burst_same_path(s, 16, plen=9)
+    # SENDs and READ responses (MR-RX-100..114: RNR, RECV_BOUNDS, NO_READ, LENGTH, stale and
+    # duplicate chunks) on two connections, before the random mix that shares their streams
+    cases = (rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=1)
+             + rc.send_cases(s, conn=2) + rc.read_cases(s, conn=3) + rc.burst_same_path(s, 16, plen=9)
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
     drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n1 = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
-    rc.check(s.writes + cases, drv.res, conns, paths, keys)
+    exp = rc.check(s.writes + cases, drv.res, conns, paths, keys)
 
     # MR-RX-043: back-to-back records of one path, no idle cycles, outputs always ready
     # (the random traffic may have revoked the burst's key: the slow path writes it again)
@@ -226,7 +274,10 @@ async def rx_lockstep(dut):
     assert len(taken) == 200 and taken[-1] - taken[0] == 199, "not one record per cycle"
     before = drv.res["counters"][RxCode.ACCEPTED]
     assert drv2.res["counters"][RxCode.ACCEPTED] == before + 200
-    assert h.mismatches == 0
+    # MR-RX-093/094: the delayed-ACK timer's events in the pipeline
+    timer_acks_equal, _, _ = await _timer_batch(h, model, width, s.teardown(), seed + 2,
+                                                conns=conns, paths=paths, keys=keys)
+    assert h.mismatches == 0 and timer_acks_equal
     out = os.environ.get("RX_OUT")
     if out:
         with open(out, "w") as f:
@@ -235,6 +286,8 @@ async def rx_lockstep(dut):
                        "same_path_burst": 200,
                        "packets_per_cycle": round(len(taken) / (taken[-1] - taken[0] + 1), 3),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
+                       "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
+                       "completions": len(drv.res["cqe"]), "timer_acks_equal": timer_acks_equal,
                        "mismatches": h.mismatches}, f)
 
 

@@ -1,8 +1,10 @@
 """RX engine RTL (hdl/rx.py, the 256 x 4 instance) against its cycle model under Verilator,
 every output compared every cycle (MR-RX-070, tb/rx.py), at 64 bits (512 bits behind ``slow``;
-the Amaranth simulator runs 512 bits in the default run): the window,
-bad-input, burst and random cases with idle cycles and backpressure, then a same-path burst
-taken at one record per cycle (MR-RX-043). One cached Verilator build per width.
+the Amaranth simulator runs 512 bits in the default run): the window, bad-input, SEND,
+READ-response, burst and random cases with idle cycles and backpressure, then a same-path
+burst taken at one record per cycle (MR-RX-043) and timed bursts with the delayed-ACK timer
+on (MR-RX-090..094); the reference endpoint's traffic with WRITEs,
+WRITE_IMMs, SENDs (receives posted late: RNR) and READs. One cached Verilator build per width.
 
 Knobs: RX_RANDOM (random packets, default 400), RX_SEED.
 """
@@ -27,27 +29,47 @@ def test_rx_rtl_lockstep(width, tmp_path):
     n_tests, failures, skipped = vl.results_summary(results)
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
+    print(json.dumps(row))                  # the figures, with -rP
     assert row["mismatches"] == 0 and row["packets_per_cycle"] == 1.0
+    # MR-RX-100..114: the SEND and READ-response classes ran (two connections of each)
+    outcomes = row["outcomes"]
+    assert outcomes["RNR"] >= 6 and outcomes["RECV_BOUNDS"] >= 2 and outcomes["NO_READ"] >= 2
+    assert row["completions"] >= 12
+    assert row["timer_acks_equal"]          # MR-RX-093/094: the delayed-ACK timer's ACKs
 
 
-@pytest.mark.parametrize("width", [64, pytest.param(512, marks=pytest.mark.slow)])
-def test_rx_rtl_endpoint_traffic(width, tmp_path):
-    """MR-RX-071: the reference endpoint's real traffic (a sender endpoint through the model
-    fabric with loss, reordering and duplication on the data direction) into the RTL under
-    Verilator, in lockstep with the model under random idle cycles and backpressure, forged
-    writes among the frames: zero mismatches, the RTL's memory image and ACK/NAK stream equal
-    the receiving endpoint's."""
+@pytest.mark.parametrize("width,seed,nbytes,sends,reads,streams", [
+    (64, 65, 32768, 0.4, 0.3, None),
+    pytest.param(64, 66, 49152, 0.0, 0.0, None, marks=pytest.mark.slow),
+    pytest.param(64, 67, 49152, 0.5, 0.3, 1, marks=pytest.mark.slow),
+    pytest.param(512, 513, 49152, 0.4, 0.3, None, marks=pytest.mark.slow),
+])
+def test_rx_rtl_endpoint_traffic(width, seed, nbytes, sends, reads, streams, tmp_path):
+    """MR-RX-071, MR-RX-105, MR-RX-113: the reference endpoint's real traffic (a sender
+    endpoint through the model fabric with loss, reordering and duplication on the data
+    direction; WRITEs and WRITE_IMMs, SENDs and SEND_IMMs whose receives are posted late (RNR
+    NAKs, resends) and reposted as they complete, READ responses to the receiver's READs) into
+    the RTL under Verilator, in lockstep with the model under random idle cycles and
+    backpressure, forged writes among the frames: zero mismatches, the RTL's memory image,
+    ACK/NAK stream and completion records equal the receiving endpoint's."""
     b = tb_build.build(blocks.get("rx_256x4"), width)
     out = tmp_path / "traffic.json"
-    env = {"RX_SEED": str(width + 1), "RX_TRAFFIC_BYTES": "16384" if width == 64 else "49152",
+    env = {"RX_SEED": str(seed), "RX_TRAFFIC_BYTES": str(nbytes),
            "RX_TRAFFIC_LOSS": "0.05", "RX_TRAFFIC_REORDER": "0.2", "RX_TRAFFIC_DUP": "0.05",
-           "RX_TRAFFIC_HOSTILE": "10",
+           "RX_TRAFFIC_HOSTILE": "10", "RX_TRAFFIC_WRITES": "10", "RX_TRAFFIC_IMM": "0.5",
+           "RX_TRAFFIC_SENDS": str(sends), "RX_TRAFFIC_READS": str(reads),
+           "RX_TRAFFIC_RECV_DELAY": "3e-5" if sends else "0", "RX_TRAFFIC_STREAMS": str(streams or ""),
            "RX_TRAFFIC_OUT": str(out), "COCOTB_TEST_FILTER": "rx_endpoint_traffic$"}
     results = vl.run(b, "metaroce.tb.rx", extra_env=env)
     n_tests, failures, skipped = vl.results_summary(results)
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
-    assert row["mismatches"] == 0 and row["acks_equal"] and row["memory_equal"]
+    print(json.dumps(row))                  # the figures, with -rP
+    assert row["mismatches"] == 0 and row["acks_equal"] and row["memory_equal"] and row["completions_equal"]
     assert row["traffic"]["lost"] > 0 and row["traffic"]["duplicated"] > 0
     assert row["outcomes"]["DUPLICATE"] > 0 and row["outcomes"]["ACCEPTED"] > 0
     assert row["traffic"]["naks"] > 0 and all(row["outcomes"][k] > 0 for k in ("CHUNK", "ACCESS", "PSN_WINDOW"))
+    if sends:
+        assert row["traffic"]["sends"] >= 2 and row["outcomes"]["RNR"] == row["traffic"]["rnr_naks"] > 0
+    if reads:
+        assert row["traffic"]["reads"] >= 1 and row["completions"] >= row["traffic"]["reads"]
