@@ -259,7 +259,7 @@ class TxSched(wiring.Component):
         rr_nb = Signal(nb_w)
         rr_dist = Signal(wb + 2)        # next_chunk - chunk, saturated at W + 1
         rep = rr
-        r_conn, r_path, r_slot, r_chunk = rep.conn, rep.path, rep.slot, rep.chunk
+        r_conn, r_slot, r_chunk = rep.conn, rep.slot, rep.chunk
         r_e, r_qi, r_idx, r_row = rep_index(rep)
         r_last, r_nb = rr_last, rr_nb
         # the chunk is at or above ack_base when its distance below next_chunk is at most

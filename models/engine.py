@@ -473,8 +473,8 @@ class EnginePairModel:
     def active(self):
         return any(e.active() for e in self.engines)
 
-#: MR-ENG-130: the whole engine's RTO (the TX half's ``rto_ns``): 160 us, not the TX block's
-#: 40 us, which a full path window outruns at line rate (docs/hw/engine-results.md).
+#: MR-ENG-130: the whole engine's initial RTO (the TX half's ``rto_ns``, a path's RTO before its
+#: first RTT sample, MR-TX-054): 160 us, not the TX block's 40 us (docs/hw/engine-results.md).
 ENGINE_RTO_NS = 160_000
 
 

@@ -353,7 +353,7 @@ class RetransmitCycleModel:
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
-        self.lay = lay = layouts(conns, paths, pool)
+        self.lay = layouts(conns, paths, pool)
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.counters = [0] * N_COUNTERS
         # MR-TX-040: a count lands in its counter one cycle after its event

@@ -17,8 +17,8 @@ import random
 
 from . import protocol as P
 from .driver import CounterReadout, run_alone
-from .retransmit import (BACKOFF_MAX_LOG2, N_COUNTERS, RETRY_LIMIT, RTO_NS, STATUS_RETRY_EXC,
-                         RetransmitModel, layouts, pack, time_due, unpack)
+from .retransmit import (BACKOFF_MAX_LOG2, N_COUNTERS, RTO_NS, STATUS_RETRY_EXC, RetransmitModel,
+                         pack, time_due, unpack)
 
 
 def sent_item(conn, path, psn, slot=0, chunk=0, nbytes=64, req=0, abort=0, t=0):

@@ -993,7 +993,6 @@ def forged_writes(s: Setup, n):
     :func:`endpoint_traffic`'s ``hostile``. Their PSNs lie 2^22 (the SEND's 400) ahead of the
     connection's first: a NAK naming one is a PSN the sender has not sent, which it drops
     (MR-SEC-151), so the transfer goes on."""
-    rng = s.rng
     c = s.conns[0]
     far = P.psn_add(c.psn[0], 1 << 22)
     mtu = s.mtu

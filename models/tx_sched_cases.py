@@ -335,8 +335,7 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
 
     w = endpoint_writes(seed, paths=paths, streams=streams, depth=depth, conn=conn, conns=conns,
                         msgs=msgs, **ep_kw)
-    rng, a, b, ca, msgs, src, dst, ks, kd, sem = (w.rng, w.a, w.b, w.ca, w.msgs, w.src, w.dst,
-                                                  w.ks, w.kd, w.sem)
+    a, b, ca, msgs, src, dst, ks, kd, sem = (w.a, w.b, w.ca, w.msgs, w.src, w.dst, w.ks, w.kd, w.sem)
     total = sum(m[1] for m in msgs)
     off = 0
     counts = defaultdict(int)

@@ -3,7 +3,6 @@ is found from a digest of the sources elaboration reads, without elaborating; so
 must change with every source the design depends on, and the pair build's wrapper must be the
 engine's ports twice (MR-ENG-138)."""
 import re
-import shutil
 import sys
 
 from metaroce import blocks

@@ -5,7 +5,7 @@ import pytest
 
 from metaroce.models import protocol as P
 from metaroce.models import tx_sched_cases as tc
-from metaroce.models.tx_sched import (OP_WRITE, OP_WRITE_IMM, SMALL, STATUS_LOC_LEN_ERR,
+from metaroce.models.tx_sched import (OP_WRITE_IMM, SMALL, STATUS_LOC_LEN_ERR,
                                       STATUS_LOC_QP_OP_ERR, TxSchedCycleModel, TxSchedModel)
 from metaroce.models.wire import MrdhFlag
 
