@@ -254,8 +254,8 @@ async def rx_lockstep(dut):
     await h.start(monitor=False)
 
     s = rc.Setup(conns, paths, keys, seed=seed)
-    # SENDs and READ responses (MR-RX-100..114: RNR, RECV_BOUNDS, NO_READ, LENGTH, stale and
-    # duplicate chunks) on two connections, before the random mix that shares their streams
+    # SENDs and READ responses (MR-RX-100..105, MR-RX-110..113: RNR, RECV_BOUNDS, NO_READ, LENGTH,
+    # stale and duplicate chunks) on two connections, before the random mix that shares their streams
     cases = (rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=1)
              + rc.send_cases(s, conn=2) + rc.read_cases(s, conn=3) + rc.burst_same_path(s, 16, plen=9)
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
