@@ -234,7 +234,7 @@ def test_timer_restarts_at_progress_ack():
 
 
 def test_slow_draining_window_no_spurious_timeout():
-    """MR-TX-052, MR-TX-061 (issue 12): a full window whose ACKs each resolve its oldest record
+    """MR-TX-052, MR-TX-053, MR-TX-061 (issue 12): a full window whose ACKs each resolve its oldest record
     but arrive slower than the RTO in total (8 records, one ACK every 0.6 RTO: the last record
     is acknowledged about 5 RTOs after it was sent) never times out; its tail, lost, times out
     one RTO after the last ACK that made progress."""
