@@ -1,6 +1,7 @@
 """Bounded, fixed-width state and work requests that always complete (docs/spec/engine.md)."""
 import pytest
 
+from metaroce.benches.simspeed import BytecodeCounter
 from metaroce.models import protocol as P
 from metaroce.models import records as R
 from metaroce.models.endpoint import Endpoint, Status
@@ -400,32 +401,6 @@ def test_state_bounded_with_aborts():
     assert aborts[2].stats["aborts_acked"] == 48
 
 
-class _Bytecodes:
-    """Python bytecodes run while tracing (``sys.settrace`` opcode events): the endpoints' work
-    in a measure that does not depend on the machine or its load."""
-
-    def __init__(self):
-        self.ops = 0
-
-    def _call(self, frame, event, arg):
-        frame.f_trace_opcodes = True
-        frame.f_trace_lines = False
-        return self._op
-
-    def _op(self, frame, event, arg):
-        if event == "opcode":
-            self.ops += 1
-        return self._op
-
-    def run(self, fn, *a, **k):
-        import sys
-        sys.settrace(self._call)
-        try:
-            return fn(*a, **k)
-        finally:
-            sys.settrace(None)
-
-
 def _work_per_frame(msgs, pkts, loss=0.0, seed=1):
     """Bytecodes per frame (data and ACK/NAK) of ``msgs`` writes of ``pkts`` MTU packets each."""
     a, b, ca, cb, ka, kb, src, dst = _pair(mem=msgs * pkts * 1024)
@@ -433,7 +408,7 @@ def _work_per_frame(msgs, pkts, loss=0.0, seed=1):
         off = i * pkts * 1024
         ca.post_write(i % 2, ka, off, pkts * 1024, off, kb, wr_id=i)
     lb = Loopback(a, b, delay=1.5e-6, seed=seed, faults=LoopFaults(loss=loss))
-    count = _Bytecodes()
+    count = BytecodeCounter()
     count.run(lb.run, until=0.5)
     assert dst == src and sorted(c.wr_id for c in lb.completions[0]) == list(range(msgs))
     assert all(c.status == Status.SUCCESS for c in lb.completions[0])

@@ -54,20 +54,25 @@ class _Blaster:
         return []
 
 
-class _Counter:
-    """Counts the bytecodes and Python calls run inside ``sim.run`` (``sys.settrace``)."""
+class BytecodeCounter:
+    """Counts the Python bytecodes (``ops``) and calls (``calls``) run inside :meth:`run`
+    (``sys.settrace`` opcode events): work in a measure that does not depend on the machine or
+    its load. :meth:`wrap` counts everything a simulator's ``run`` does."""
 
-    def __init__(self, sim):
+    def __init__(self):
         self.ops = self.calls = 0
-        run = sim.run
 
-        def counted_run(*a, **k):
-            sys.settrace(self._call)
-            try:
-                return run(*a, **k)
-            finally:
-                sys.settrace(None)
-        sim.run = counted_run
+    def run(self, fn, *a, **k):
+        sys.settrace(self._call)
+        try:
+            return fn(*a, **k)
+        finally:
+            sys.settrace(None)
+
+    def wrap(self, sim):
+        run = sim.run
+        sim.run = lambda *a, **k: self.run(run, *a, **k)
+        return self
 
     def _call(self, frame, event, arg):
         self.calls += 1
@@ -88,7 +93,7 @@ def one_run(job):
 
     n = job["hosts"]
     fab = Fabric(n, leaves=2, spines=4, rate_bps=400e9, rtt=10e-6)
-    counter = _Counter(fab.sim) if job.get("count") else None
+    counter = BytecodeCounter().wrap(fab.sim) if job.get("count") else None
     if job["mode"] == "fabric":
         for i in range(0, n - 1, 2):
             frames = []
