@@ -439,7 +439,6 @@ class EngineModel:
         return out
 
 
-
 #: MR-ENG-138: the port prefixes of the two engines of the pair build (``h0`` and ``h1``).
 PAIR_PREFIXES = ("h0__", "h1__")
 
@@ -472,6 +471,7 @@ class EnginePairModel:
 
     def active(self):
         return any(e.active() for e in self.engines)
+
 
 #: MR-ENG-130: the whole engine's initial RTO (the TX half's ``rto_ns``, a path's RTO before its
 #: first RTT sample, MR-TX-054): 160 us, not the TX block's 40 us (docs/hw/engine-results.md).
