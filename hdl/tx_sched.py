@@ -39,7 +39,6 @@ from ..models.tx_sched import (OP_WRITE_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ER
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16
 from ..models.wire import MrdhFlag, Op
-from .rx import _add_prefix
 
 __all__ = ["TxSched", "tx_sched_small"]
 
@@ -69,22 +68,53 @@ def _ext(v, n):
     return Cat(v, Const(0, n - len(v))) if len(v) < n else v[:n]
 
 
-def _add(a, b, carry_in=0):
-    """``a + b (+ 1)`` modulo 2^len(a) as a prefix add (MR-TXS-032: no ripple chain)."""
+def _named(m, value, name):
+    """``value`` as a signal of its shape: the Verilog then holds the expression once, however
+    often it is read (an expression, an ``Array`` read or a ``View`` of one is written out anew
+    at every use, and every slice of an ``Array`` read is an ``Array`` read of its own)."""
+    value = Value.cast(value)
+    s = Signal(value.shape(), name=name)
+    m.d.comb += s.eq(value)
+    return s
+
+
+def _prefix_sum(m, a, b, carry_in=0, name="sum"):
+    """``a + b + carry_in`` (``len(a) + 1`` bits) by ``hdl.rx._add_prefix``'s Kogge-Stone tree
+    (MR-TXS-032: no ripple chain), each prefix step one vector operation into a signal: as an
+    expression of bits the tree repeats every shared term in the Verilog."""
     n = len(a)
-    return _add_prefix(a.as_unsigned(), _ext(Value.cast(b).as_unsigned(), n), carry_in)[:n]
+    a = _named(m, a, f"{name}_a")
+    b = _named(m, _ext(Value.cast(b).as_unsigned(), n), f"{name}_b")
+    if carry_in:
+        g = _named(m, Cat(a[0] | b[0], (a & b)[1:]), f"{name}_g")
+        p = _named(m, Cat(~(a[0] ^ b[0]), (a ^ b)[1:]), f"{name}_p")
+    else:
+        g, p = _named(m, a & b, f"{name}_g"), _named(m, a ^ b, f"{name}_p")
+    G, Pp = g, p
+    d = 1
+    while d < n:
+        # bit i takes bit i - d's group (bits below d keep theirs)
+        G, Pp = (_named(m, G | (Pp & (G << d)[:n]), f"{name}_g{d}"),
+                 _named(m, Pp & ((Pp << d)[:n] | ((1 << d) - 1)), f"{name}_p{d}"))
+        d *= 2
+    return _named(m, Cat(p ^ (G << 1)[:n], G[n - 1]), name)
 
 
-def _sub(a, b):
+def _add(m, a, b, carry_in=0, name="add"):
+    """``a + b (+ 1)`` modulo 2^len(a)."""
+    return _prefix_sum(m, a.as_unsigned(), b, carry_in, name)[:len(a)]
+
+
+def _sub(m, a, b, name="sub"):
     """``a - b`` modulo 2^len(a), a prefix add of the complement."""
     n = len(a)
-    return _add_prefix(a.as_unsigned(), ~_ext(Value.cast(b).as_unsigned(), n), carry_in=1)[:n]
+    return _prefix_sum(m, a.as_unsigned(), ~_ext(Value.cast(b).as_unsigned(), n), 1, name)[:n]
 
 
-def _gt(a, b):
+def _gt(m, a, b, name="gt"):
     """``a > b`` (unsigned): the carry out of ``a + ~b``."""
     n = max(len(a), len(b))
-    return _add_prefix(_ext(a, n), ~_ext(b, n))[n]
+    return _prefix_sum(m, _ext(a, n), ~_ext(b, n), 0, name)[n]
 
 
 def _lowest_zero(v):
@@ -212,22 +242,31 @@ class TxSched(wiring.Component):
         for q, port in ((frame_q, self.m_frame), (sent_q, self.m_sent), (cqe_q, self.m_cqe)):
             m.d.comb += [port.payload.eq(q.r_data), port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
 
-        def count(qi):
-            return (tail[qi] - done[qi])[:ptr_w]
+        def read(arr, idx, name):
+            """``arr[idx]`` read once into a signal (see :func:`_named`)."""
+            return _named(m, Array(arr)[idx], name)
 
-        def live(qi, idx):
+        def count(t, d):
+            """A ring's entries from its ``tail`` and ``done`` pointers."""
+            return (t - d)[:ptr_w]
+
+        def live(t, d, idx):
             """MR-TXS-012: ring entry ``idx`` is posted and not completed."""
-            return (idx - done[qi][:db])[:db] < count(qi) if D > 1 else count(qi) != 0
+            return (idx - d[:db])[:db] < count(t, d) if D > 1 else count(t, d) != 0
 
-        def nbytes(last, e):
-            """MR-CONN-005 (``protocol.chunk_bytes``): one MTU, or the last chunk's bytes."""
-            return Mux(last, e_lastnb[e], mtu)
+        def of_stream(arr, qi, ptr):
+            """``arr``'s element of stream ``qi``'s ring entry ``ptr`` (a D-way read)."""
+            return Array(arr[qi * D:(qi + 1) * D])[ptr[:db]] if D > 1 else arr[qi]
+
+        def of_conn(arr, c, slot):
+            """``arr``'s element of connection ``c``'s entry ``slot`` (a slot-way read)."""
+            return Array(arr[c * sd:(c + 1) * sd])[slot[:sdb]] if sdb else arr[c]
 
         # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034): a report taken in cycle t is
         # registered with its checks, its LAST term and bytes, and is the action of t+1
         acked_valid = self.s_acked.valid
-        inc = data.View(lay.report, Mux(acked_valid, self.s_acked.payload.as_value(),
-                                        self.s_resend.payload.as_value()))
+        inc = data.View(lay.report, _named(m, Mux(acked_valid, self.s_acked.payload.as_value(),
+                                                  self.s_resend.payload.as_value()), "inc"))
 
         def rep_index(r):
             """The report's entry, stream queue, ring index and path row."""
@@ -238,16 +277,19 @@ class TxSched(wiring.Component):
             return e, qi, idx, Cat(r.path[:pb], r.conn)
 
         i_e, i_qi, i_idx, _ = rep_index(inc)
+        i_e, i_qi = _named(m, i_e, "i_e"), _named(m, i_qi, "i_qi")
+        i_tail, i_done = read(tail, i_qi, "i_tail"), read(done, i_qi, "i_done")
+        i_next_chunk = read(e_next, i_e, "i_next_chunk")
         # the checks on this cycle's state; the chunk is also taken as sent when it is its entry's
         # next chunk and that is sent at this edge (see rr_ok below)
-        i_base = ((inc.path < PA) & ((inc.slot >> sdb) == 0 if sdb < 3 else 1) & live(i_qi, i_idx))
-        i_sent = inc.chunk < e_next[i_e]
-        i_next = inc.chunk == e_next[i_e]
-        i_last = inc.chunk == e_nchm1[i_e]
+        i_base = ((inc.path < PA) & ((inc.slot >> sdb) == 0 if sdb < 3 else 1)
+                  & live(i_tail, i_done, i_idx))
+        i_sent = inc.chunk < i_next_chunk
+        i_next = inc.chunk == i_next_chunk
+        i_last = _named(m, inc.chunk == read(e_nchm1, i_e, "i_nchm1"), "i_last")
         # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk further
         # down is below ack_base, ahead being at most W)
-        i_dist = Signal(chunk_w)
-        m.d.comb += i_dist.eq(_sub(e_next[i_e], inc.chunk))
+        i_dist = _sub(m, i_next_chunk, inc.chunk, "i_dist")
         i_far = ((i_dist >> (wb + 1)) != 0) | (i_dist[wb] & (i_dist[:wb] != 0))
         i_d = Signal(wb + 2)
         m.d.comb += i_d.eq(Mux(i_far, W + 1, i_dist[:wb + 1]))
@@ -261,17 +303,19 @@ class TxSched(wiring.Component):
         rep = rr
         r_conn, r_slot, r_chunk = rep.conn, rep.slot, rep.chunk
         r_e, r_qi, r_idx, r_row = rep_index(rep)
+        r_e, r_row = _named(m, r_e, "r_e"), _named(m, r_row, "r_row")
         r_last, r_nb = rr_last, rr_nb
         # the chunk is at or above ack_base when its distance below next_chunk is at most
         # ahead (next_chunk - ack_base); its bit in the window is then ahead - distance
-        r_ahead = e_ahead[r_e]
-        a_in = rr_dist <= r_ahead
-        a_lo = (r_ahead - rr_dist)[:wb]
-        r_was_acked = ~a_in | e_bits[r_e].bit_select(a_lo, 1)
+        r_ahead = read(e_ahead, r_e, "r_ahead")
+        r_bits = read(e_bits, r_e, "r_bits")
+        a_in = _named(m, rr_dist <= r_ahead, "a_in")
+        a_lo = _named(m, (r_ahead - rr_dist)[:wb], "a_lo")
+        r_was_acked = ~a_in | r_bits.bit_select(a_lo, 1)
         # a lost report in the register may take the FIFO's last entry at this edge
         rs_conn = self.s_resend.payload.conn
         held = rr_valid & rr_lost & (r_conn == rs_conn)
-        resend_room = rq_level[rs_conn] < Mux(held, RD - 1, RD)
+        resend_room = read(rq_level, rs_conn, "rs_level") < Mux(held, RD - 1, RD)
         m.d.comb += self.s_acked.ready.eq(1)
         m.d.comb += self.s_resend.ready.eq(~acked_valid & resend_room)
         take_resend = self.s_resend.ready & self.s_resend.valid
@@ -280,38 +324,40 @@ class TxSched(wiring.Component):
         # -- completions (MR-TXS-022)
         comp_valid = []
         for qi in range(Q):
-            e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
             # every chunk sent (send has passed the oldest entry) and acknowledged (ahead 0); or
             # failed with nothing in flight (MR-TXS-027)
-            comp_valid.append(Mux(e_fail[e_done], (tail[qi] != done[qi]) & e_idle[e_done],
-                                  (send[qi] != done[qi]) & (e_ahead[e_done] == 0)))
+            comp_valid.append(Mux(of_stream(e_fail, qi, done[qi]),
+                                  (tail[qi] != done[qi]) & of_stream(e_idle, qi, done[qi]),
+                                  (send[qi] != done[qi]) & (of_stream(e_ahead, qi, done[qi]) == 0)))
         comp_any, comp_q = _first(comp_valid)
-        comp_q = comp_q[:_bits(Q)]
-        comp_e = Cat(done[comp_q][:db], comp_q) if D > 1 else comp_q
+        comp_q = _named(m, comp_q[:_bits(Q)], "comp_q")
+        comp_e = _named(m, Cat(read(done, comp_q, "comp_done")[:db], comp_q) if D > 1 else comp_q,
+                        "comp_e")
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
         # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
         # completes so) and the connection's unsent count without its chunks, in parallel
         q_unsent, q_after = [], []
         for qi in range(Q):
-            e_done = (qi * D) + (done[qi][:db] if D > 1 else 0)
             q_unsent.append(send[qi] == done[qi])
-            a = Signal(24, name=f"unsent_after{qi}")
-            m.d.comb += a.eq(_add_prefix(c_unsent[qi // S], ~_ext(e_left[e_done], 24))[:24])
-            q_after.append(a)
+            # unsent - (left + 1): the message's chunks from next_chunk on
+            q_after.append(_add(m, c_unsent[qi // S], ~_ext(of_stream(e_left, qi, done[qi]), 24),
+                                name=f"unsent_after{qi}"))
         comp = ~busy & cqe_q.w_rdy & comp_any
 
         # -- work requests (MR-TXS-010, MR-TXS-011)
         wr = self.s_wr.payload
-        w_qi = Cat(wr.stream[:sb], wr.conn) if S > 1 else wr.conn
+        w_qi = _named(m, Cat(wr.stream[:sb], wr.conn) if S > 1 else wr.conn, "w_qi")
+        w_tail, w_done = read(tail, w_qi, "w_tail"), read(done, w_qi, "w_done")
         w_len1 = (wr.length - 1)[:32]
         w_bad_op = (wr.op > OP_WRITE_IMM) | (wr.stream >= S)
         w_bad_len = (wr.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
-        w_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
-        w_nchm1 = Mux(wr.length == 0, 0, w_len1 >> mtu_log2)[:chunk_w]
+        w_status = _named(m, Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0)),
+                          "w_status")
+        w_nchm1 = _named(m, Mux(wr.length == 0, 0, w_len1 >> mtu_log2)[:chunk_w], "w_nchm1")
         w_low = wr.length[:mtu_log2]
         w_lastnb = Mux(w_low != 0, w_low, Mux(wr.length == 0, 0, mtu))
-        w_full = count(w_qi) == D
+        w_full = count(w_tail, w_done) == D
         w_ok = Mux(w_status != 0, cqe_q.w_rdy, ~w_full)
         m.d.comb += self.s_wr.ready.eq(~busy & ~comp & w_ok)
         take_wr = self.s_wr.ready & self.s_wr.valid
@@ -323,10 +369,10 @@ class TxSched(wiring.Component):
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
-            h_slot = Array(rq_slot[c])[rq_head[c]]
-            h_chunk = Array(rq_chunk[c])[rq_head[c]]
-            h_last = Array(rq_last[c])[rq_head[c]]
-            h_stale = Array(rq_stale[c])[rq_head[c]]
+            h_slot = read(rq_slot[c], rq_head[c], f"h{c}_slot")
+            h_chunk = read(rq_chunk[c], rq_head[c], f"h{c}_chunk")
+            h_last = read(rq_last[c], rq_head[c], f"h{c}_last")
+            h_stale = read(rq_stale[c], rq_head[c], f"h{c}_stale")
             h_e = Cat(h_slot[:sdb], Const(c, cb)) if sdb else Const(c, cb)
             h_s = h_slot[db:] if D > 1 else h_slot
             h_qi = Cat(h_s[:sb], Const(c, cb)) if S > 1 else Const(c, cb)
@@ -345,23 +391,26 @@ class TxSched(wiring.Component):
             s_ok = []
             for s in range(S):
                 qi = c * S + s
-                e_s = qi * D + (send[qi][:db] if D > 1 else 0)
-                s_ok.append((send[qi] != tail[qi]) & ~e_ahead[e_s][wb] & ~e_fail[e_s])
+                s_ok.append((send[qi] != tail[qi]) & ~of_stream(e_ahead, qi, send[qi])[wb]
+                            & ~of_stream(e_fail, qi, send[qi]))
             s_any, s_pick = _first_from(s_ok, c_srr[c], S)
-            n_qi = Cat(s_pick[:sb], Const(c, cb)) if S > 1 else Const(c, cb)
-            n_idx = send[n_qi][:db] if D > 1 else Const(0, 1)
+            s_pick = _named(m, s_pick[:sb], f"spick{c}")
+            n_qi = Cat(s_pick, Const(c, cb)) if S > 1 else Const(c, cb)
+            n_idx = (read(send[c * S:(c + 1) * S], s_pick, f"nsend{c}")[:db] if D > 1
+                     else Const(0, 1))
             n_e = Cat(n_idx[:db], n_qi) if D > 1 else n_qi
             # the source: the resend head when the FIFO holds one (a stale head is a drop)
             src_qi = Mux(nonempty, h_qi, n_qi)
             src_idx = Mux(nonempty, h_idx, n_idx)
-            src_e = Mux(nonempty, h_e, n_e)
-            src_chunk = Mux(nonempty, h_chunk, e_next[n_e])
-            src_last = Mux(nonempty, h_last, e_left[n_e] == 0)
-            src_lastnb = e_lastnb[src_e]
+            src_e = _named(m, Mux(nonempty, h_e, n_e), f"src_e{c}")
+            src_chunk = _named(m, Mux(nonempty, h_chunk, of_conn(e_next, c, n_e)), f"src_chunk{c}")
+            src_last = _named(m, Mux(nonempty, h_last, of_conn(e_left, c, n_e) == 0), f"src_last{c}")
+            src_lastnb = read(e_lastnb[c * sd:(c + 1) * sd], src_e[:sdb], f"src_lastnb{c}") if sdb \
+                else e_lastnb[c]
             nb = Signal(nb_w, name=f"nb{c}")
             m.d.comb += nb.eq(Mux(src_last, src_lastnb, mtu))
             fits = Mux(src_last, fits_last[src_e[:sdb] if sdb else 0], fits_full)
-            drop = nonempty & (h_stale | e_fail[h_e])
+            drop = nonempty & (h_stale | of_conn(e_fail, c, h_slot))
             have = Mux(nonempty, ~h_stale, s_any)
             # paths (MR-TXS-025) and the AckReq terms of each (MR-TXS-026)
             p_ok, p_since_req, p_fill = [], [], []
@@ -373,7 +422,7 @@ class TxSched(wiring.Component):
                 m.d.comb += fl.eq(Mux(src_last, src_lastnb > p_room[row], p_room[row] < mtu))
                 p_fill.append(fl)
             p_any, p_pick = _first_from(p_ok, c_rr[c], PA)
-            p_pick = p_pick[:pb]
+            p_pick = _named(m, p_pick[:pb], f"ppick{c}")
             left_few = (c_unsent[c] + rq_level[c]) <= PA        # after this packet: < paths
             req = Array(p_since_req)[p_pick] | Array(p_fill)[p_pick] | left_few
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
@@ -391,24 +440,24 @@ class TxSched(wiring.Component):
         touched = Signal(C)
         any_c, pick = _first_from([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)],
                                   conn_rr, C)
-        pick = pick[:cb]
+        pick = _named(m, pick[:cb], "pick")
         go = sched & any_c
 
         def g(name):
-            return Array(x[name] for x in cand_r)[pick]
+            return read([x[name] for x in cand_r], pick, f"g_{name}")
 
         g_drop, g_resend, g_qi, g_idx, g_chunk = g("drop"), g("resend"), g("qi"), g("idx"), g("chunk")
         g_path, g_nb, req = g("path")[:pb], g("nb"), g("req")
         g_last, g_first = g("last"), g("first")
-        g_e = Cat(g_idx[:db], g_qi) if D > 1 else g_qi
+        g_e = _named(m, Cat(g_idx[:db], g_qi) if D > 1 else g_qi, "g_e")
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
-        g_row = Cat(g_path, pick)
+        g_row = _named(m, Cat(g_path, pick), "g_row")
         packet = go & ~g_drop
         m.d.comb += desc_rd_tx.addr.eq(g_e)
         desc = data.View(desc_lay, desc_rd_tx.data)
-        g_len = e_len[g_e]
+        g_len = read(e_len, g_e, "g_len")
         g_off = (g_chunk << mtu_log2)[:32]
-        psn = p_psn[g_row]
+        psn = read(p_psn, g_row, "g_psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
                  | Mux(g_resend, int(MrdhFlag.RETX), 0))
         frame = Signal(lay.frame)
@@ -437,9 +486,11 @@ class TxSched(wiring.Component):
         with m.If(comp):
             m.d.comb += [cqe.conn.eq(comp_q >> sb if S > 1 else comp_q),
                          cqe.stream.eq(comp_q[:sb] if S > 1 else 0),
-                         cqe.wr_id.eq(cq_desc.wr_id), cqe.status.eq(Mux(e_fail[comp_e], e_status[comp_e], 0)),
+                         cqe.wr_id.eq(cq_desc.wr_id),
+                         cqe.status.eq(Mux(read(e_fail, comp_e, "comp_fail"),
+                                           read(e_status, comp_e, "comp_status"), 0)),
                          cqe.op.eq(cq_desc.imm_op),
-                         cqe.length.eq(e_len[comp_e])]
+                         cqe.length.eq(read(e_len, comp_e, "comp_len"))]
         with m.Else():
             m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
                          cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
@@ -447,31 +498,33 @@ class TxSched(wiring.Component):
 
         # -- the actions (one per cycle); each register written by its own index compare, the
         # arithmetic on its own value (no adder after a wide mux)
-        rep_act = busy & rr_ok
-        ack_act = rep_act & ~rr_lost
-        lost_act = rep_act & rr_lost & ~r_was_acked & ~e_fail[r_e]
-        wr_act = ~busy & ~comp & take_wr & (w_status == 0)
-        comp_act = ~busy & comp
-        send_act = ~busy & ~comp & ~take_wr & go
-        pkt_act = send_act & ~g_drop
-        new_act = pkt_act & ~g_resend
-        pop_act = send_act & (g_drop | g_resend)
+        rep_act = _named(m, busy & rr_ok, "rep_act")
+        ack_act = _named(m, rep_act & ~rr_lost, "ack_act")
+        lost_act = _named(m, rep_act & rr_lost & ~r_was_acked & ~read(e_fail, r_e, "r_fail"),
+                          "lost_act")
+        wr_act = _named(m, ~busy & ~comp & take_wr & (w_status == 0), "wr_act")
+        comp_act = _named(m, ~busy & comp, "comp_act")
+        send_act = _named(m, ~busy & ~comp & ~take_wr & go, "send_act")
+        pkt_act = _named(m, send_act & ~g_drop, "pkt_act")
+        new_act = _named(m, pkt_act & ~g_resend, "new_act")
+        pop_act = _named(m, send_act & (g_drop | g_resend), "pop_act")
         # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
         # (a sent chunk is below ack_base + W), then ack_base moves over the acknowledged chunks
         onehot = Signal(W)
         m.d.comb += onehot.eq(Mux(a_in, Const(1, W) << a_lo, 0))
         b = Signal(W + 1)
-        m.d.comb += b.eq(e_bits[r_e] | onehot)
+        m.d.comb += b.eq(r_bits | onehot)
         ones = Signal(range(W + 1))
         z_any, z_idx = _lowest_zero(b[:W])
         m.d.comb += ones.eq(Mux(z_any, z_idx, W))
+        b_moved = _named(m, b >> ones, "b_moved")
         # MR-TXS-034: the report taken into the register, its checks corrected for this edge's
         # action (a completion of its entry; its entry's next chunk sent)
         i_kill = comp_act & (comp_e == i_e)
         i_hit = new_act & (g_e == i_e)
         m.d.sync += [rr_valid.eq(acked_valid | take_resend), rr_lost.eq(~acked_valid), rr.eq(inc),
                      rr_ok.eq(i_base & ~i_kill & (i_sent | (i_next & i_hit))),
-                     rr_last.eq(i_last), rr_nb.eq(nbytes(i_last, i_e)),
+                     rr_last.eq(i_last), rr_nb.eq(Mux(i_last, read(e_lastnb, i_e, "i_lastnb"), mtu)),
                      rr_dist.eq(Mux(i_hit & ~i_far, i_d + 1, i_d))]
         er_conn = self.s_error.payload.conn
         for c in range(C):
@@ -482,24 +535,35 @@ class TxSched(wiring.Component):
                                       | (self.s_error.valid & (er_conn == c)))
         for c in range(C):
             x = cand_r[c]
-            mine = pick == c
+            mine = _named(m, pick == c, f"mine{c}")
             for p in range(PA):
                 row = c * PA + p
+                # the adds beside the enables (an expression under m.If would take the enable in)
+                over = _gt(m, p_infl[row], r_nb, f"pover{row}")
+                infl_less = _sub(m, p_infl[row], r_nb, f"pinfl_less{row}")
+                room_more = _add(m, p_room[row], r_nb, name=f"proom_more{row}")
+                psn_next = _add(m, p_psn[row], 1, name=f"psn_next{row}")
+                infl_more = _add(m, p_infl[row], x["nb"], name=f"pinfl_more{row}")
+                room_less = _sub(m, p_room[row], x["nb"], f"proom_less{row}")
                 with m.If(rep_act & (r_row == row)):
-                    over = _gt(p_infl[row], r_nb)
-                    m.d.sync += [p_infl[row].eq(Mux(over, _sub(p_infl[row], r_nb), 0)),
-                                 p_room[row].eq(Mux(over, _add(p_room[row], r_nb), self.cwnd - mtu)),
+                    m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
+                                 p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, p_pkts[row] - 1, 0))]
                 with m.If(pkt_act & mine & (x["path"] == p)):
-                    m.d.sync += [p_psn[row].eq(_add(p_psn[row], 1)),
-                                 p_infl[row].eq(_add(p_infl[row], x["nb"])),
-                                 p_room[row].eq(_sub(p_room[row], x["nb"])),
+                    m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_more),
+                                 p_room[row].eq(room_less),
                                  p_pkts[row].eq(p_pkts[row] + 1),
                                  p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
+            over = _gt(m, c_infl[c], r_nb, f"cover{c}")
+            c_infl_less = _sub(m, c_infl[c], r_nb, f"cinfl_less{c}")
+            c_room_more = _add(m, c_room[c], r_nb, name=f"croom_more{c}")
+            c_unsent_more = _add(m, c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
+            c_infl_more = _add(m, c_infl[c], x["nb"], name=f"cinfl_more{c}")
+            c_room_less = _sub(m, c_room[c], x["nb"], f"croom_less{c}")
+            c_unsent_less = _sub(m, c_unsent[c], 1, f"unsent_less{c}")
             with m.If(rep_act & (r_conn == c)):
-                over = _gt(c_infl[c], r_nb)
-                m.d.sync += [c_infl[c].eq(Mux(over, _sub(c_infl[c], r_nb), 0)),
-                             c_room[c].eq(Mux(over, _add(c_room[c], r_nb), K))]
+                m.d.sync += [c_infl[c].eq(Mux(over, c_infl_less, 0)),
+                             c_room[c].eq(Mux(over, c_room_more, K))]
             for k in range(RD):
                 with m.If(ack_act & (r_conn == c) & (r_slot == rq_slot[c][k])
                           & (r_chunk == rq_chunk[c][k])):
@@ -511,7 +575,7 @@ class TxSched(wiring.Component):
                                      rq_last[c][k].eq(r_last), rq_stale[c][k].eq(0)]
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
             with m.If(wr_act & (wr.conn == c)):
-                m.d.sync += c_unsent[c].eq(_add(c_unsent[c], w_nchm1, carry_in=1))
+                m.d.sync += c_unsent[c].eq(c_unsent_more)
             # MR-TXS-027: a failed message completed before its last chunk was sent
             c_q = comp_q[:sb] if S > 1 else 0
             with m.If(comp_act & (comp_conn == c) & Array(q_unsent[c * S:(c + 1) * S])[c_q]):
@@ -519,13 +583,13 @@ class TxSched(wiring.Component):
             with m.If(pop_act & mine):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(pkt_act & mine):
-                m.d.sync += [c_infl[c].eq(_add(c_infl[c], x["nb"])), c_room[c].eq(_sub(c_room[c], x["nb"])),
+                m.d.sync += [c_infl[c].eq(c_infl_more), c_room[c].eq(c_room_less),
                              c_rr[c].eq(x["path"] + 1)]
             with m.If(new_act & mine):
-                m.d.sync += [c_unsent[c].eq(_sub(c_unsent[c], 1)), c_srr[c].eq(x["s"] + 1)]
+                m.d.sync += [c_unsent[c].eq(c_unsent_less), c_srr[c].eq(x["s"] + 1)]
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
-        w_e = Cat(tail[w_qi][:db], w_qi) if D > 1 else w_qi
+        w_e = _named(m, Cat(w_tail[:db], w_qi) if D > 1 else w_qi, "w_e")
         # MR-TXS-027: the failures name entries; a dead entry marked is cleared when reused
         fl = self.s_fail.payload
         f_e = Cat(fl.slot[:sdb], fl.conn) if sdb else fl.conn
@@ -534,13 +598,17 @@ class TxSched(wiring.Component):
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
-                                         wr.imm, msg_next[w_qi]))]
+                                         wr.imm, read(msg_next, w_qi, "w_msg")))]
         for e in range(E):
+            base_more = _add(m, e_base[e], ones, name=f"base_more{e}")
+            next_more = _add(m, e_next[e], 1, name=f"next_more{e}")
+            left_less = _sub(m, e_left[e], 1, f"left_less{e}")
             with m.If(ack_act & (r_e == e)):
-                m.d.sync += [e_base[e].eq(_add(e_base[e], ones)), e_bits[e].eq(b >> ones),
+                m.d.sync += [e_base[e].eq(base_more), e_bits[e].eq(b_moved),
                              e_ahead[e].eq(e_ahead[e] - ones)]
             qe, ie = divmod(e, D)
-            live_e = live(qe, Const(ie, db)) if D > 1 else count(qe) != 0
+            live_e = (live(tail[qe], done[qe], Const(ie, db)) if D > 1
+                      else count(tail[qe], done[qe]) != 0)
             f_hit = f_ok & (f_e == e) & live_e
             err_hit = self.s_error.valid & (er.conn == e // sd) & live_e
             with m.If(wr_act & (w_e == e)):
@@ -555,11 +623,12 @@ class TxSched(wiring.Component):
             with m.If(pkt_act & (g_e == e)):
                 m.d.sync += [e_out[e].eq(e_out[e] + 1), e_idle[e].eq(0)]
             with m.If(new_act & Array(x["e"] == e for x in cand_r)[pick]):
-                m.d.sync += [e_next[e].eq(_add(e_next[e], 1)), e_left[e].eq(_sub(e_left[e], 1)),
+                m.d.sync += [e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
+            msg_more = _add(m, msg_next[qi], 1, name=f"msg_more{qi}")
             with m.If(wr_act & (w_qi == qi)):
-                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(_add(msg_next[qi], 1))]
+                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_more)]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(q_unsent[qi]):
