@@ -329,12 +329,10 @@ class TxSched(wiring.Component):
             comp_valid.append(Mux(of_stream(e_fail, qi, done[qi]),
                                   (tail[qi] != done[qi]) & of_stream(e_idle, qi, done[qi]),
                                   (send[qi] != done[qi]) & (of_stream(e_ahead, qi, done[qi]) == 0)))
-        comp_any, comp_q = _first(comp_valid)
-        comp_q = _named(m, comp_q[:_bits(Q)], "comp_q")
-        comp_e = _named(m, Cat(read(done, comp_q, "comp_done")[:db], comp_q) if D > 1 else comp_q,
-                        "comp_e")
-        m.d.comb += desc_rd_cq.addr.eq(comp_e)
-        comp_conn = comp_q >> sb if S > 1 else comp_q
+        next_any, next_q = _first(comp_valid)
+        next_q = _named(m, next_q[:_bits(Q)], "next_comp_q")
+        next_e = Cat(read(done, next_q, "next_comp_done")[:db], next_q) if D > 1 else next_q
+        next_e = _named(m, next_e, "next_comp_e")
         # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
         # completes so) and the connection's unsent count without its chunks, in parallel
         q_unsent, q_after = [], []
@@ -343,7 +341,21 @@ class TxSched(wiring.Component):
             # unsent - (left + 1): the message's chunks from next_chunk on
             q_after.append(_add(m, c_unsent[qi // S], ~_ext(of_stream(e_left, qi, done[qi]), 24),
                                 name=f"unsent_after{qi}"))
-        comp = ~busy & cqe_q.w_rdy & comp_any
+        # MR-TXS-035: the completion is decided with its terms and registered; the next cycle
+        # takes it unless its connection was touched at the edge (its terms are then unchanged)
+        comp_valid_r, comp_q, comp_e = Signal(), Signal(len(next_q)), Signal(len(next_e))
+        comp_unsent, comp_after = Signal(), Signal(24)
+        comp_status, comp_len = Signal(5), Signal(32)
+        m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
+                     comp_unsent.eq(Array(q_unsent)[next_q]), comp_after.eq(Array(q_after)[next_q]),
+                     comp_status.eq(Mux(read(e_fail, next_e, "next_comp_fail"),
+                                        read(e_status, next_e, "next_comp_status"), 0)),
+                     comp_len.eq(read(e_len, next_e, "next_comp_len"))]
+        m.d.comb += desc_rd_cq.addr.eq(comp_e)
+        comp_conn = comp_q >> sb if S > 1 else comp_q
+        touched = Signal(C)
+        comp = _named(m, ~busy & cqe_q.w_rdy & comp_valid_r & ~touched.bit_select(comp_conn, 1),
+                      "comp")
 
         # -- work requests (MR-TXS-010, MR-TXS-011)
         wr = self.s_wr.payload
@@ -437,7 +449,6 @@ class TxSched(wiring.Component):
                 r[k] = Signal(len(Value.cast(v)), name=f"cand{c}_{k}")
                 m.d.sync += r[k].eq(v)
             cand_r.append(r)
-        touched = Signal(C)
         any_c, pick = _first_from([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)],
                                   conn_rr, C)
         pick = _named(m, pick[:cb], "pick")
@@ -486,11 +497,8 @@ class TxSched(wiring.Component):
         with m.If(comp):
             m.d.comb += [cqe.conn.eq(comp_q >> sb if S > 1 else comp_q),
                          cqe.stream.eq(comp_q[:sb] if S > 1 else 0),
-                         cqe.wr_id.eq(cq_desc.wr_id),
-                         cqe.status.eq(Mux(read(e_fail, comp_e, "comp_fail"),
-                                           read(e_status, comp_e, "comp_status"), 0)),
-                         cqe.op.eq(cq_desc.imm_op),
-                         cqe.length.eq(read(e_len, comp_e, "comp_len"))]
+                         cqe.wr_id.eq(cq_desc.wr_id), cqe.status.eq(comp_status),
+                         cqe.op.eq(cq_desc.imm_op), cqe.length.eq(comp_len)]
         with m.Else():
             m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
                          cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
@@ -577,9 +585,8 @@ class TxSched(wiring.Component):
             with m.If(wr_act & (wr.conn == c)):
                 m.d.sync += c_unsent[c].eq(c_unsent_more)
             # MR-TXS-027: a failed message completed before its last chunk was sent
-            c_q = comp_q[:sb] if S > 1 else 0
-            with m.If(comp_act & (comp_conn == c) & Array(q_unsent[c * S:(c + 1) * S])[c_q]):
-                m.d.sync += c_unsent[c].eq(Array(q_after[c * S:(c + 1) * S])[c_q])
+            with m.If(comp_act & (comp_conn == c) & comp_unsent):
+                m.d.sync += c_unsent[c].eq(comp_after)
             with m.If(pop_act & mine):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(pkt_act & mine):
@@ -631,7 +638,7 @@ class TxSched(wiring.Component):
                 m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_more)]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
-                with m.If(q_unsent[qi]):
+                with m.If(comp_unsent):
                     m.d.sync += send[qi].eq(send[qi] + 1)
             with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand_r)[pick]):
                 m.d.sync += send[qi].eq(send[qi] + 1)

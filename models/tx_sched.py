@@ -415,9 +415,10 @@ class TxSchedCycleModel:
     MR-TXS-034: an acknowledged-record report, or a lost-record report when its connection's
     resend queue has room), a completion (when the completion queue has
     room), a work request, a scheduling step (when the frame and sent queues both have room).
-    The scheduling step takes the connections' actions decided in the previous cycle
-    (``cand``, MR-TXS-033), each but those of connections whose state the previous cycle's
-    action or failures changed (``touched``). ``events`` logs every action in order."""
+    The completion is the one decided in the previous cycle (``comp``, MR-TXS-035) and the
+    scheduling step takes the connections' actions decided in the previous cycle (``cand``,
+    MR-TXS-033), each but those of connections whose state the previous cycle's action or
+    failures changed (``touched``). ``events`` logs every action in order."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], **kw):
@@ -431,6 +432,7 @@ class TxSchedCycleModel:
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
         self.cand = {}                  # MR-TXS-033: connection -> action, decided last cycle
         self.touched = set()            # connections changed at the last edge
+        self.comp = None                # MR-TXS-035: the stream whose completion was decided last cycle
         self.rep = None                 # MR-TXS-034: (lost, report) taken last cycle
         self.events = []
 
@@ -441,7 +443,7 @@ class TxSchedCycleModel:
     def busy(self):
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
-                    or self.rep is not None or sem.completion() is not None
+                    or self.rep is not None or self.comp is not None or sem.completion() is not None
                     or sem.decide() is not None)
 
     def resend_ready(self, acked_valid, payload):
@@ -468,7 +470,12 @@ class TxSchedCycleModel:
         else:
             self.rep = (True, rs) if take_resend else None
         cqe_room = self.cqe_q.level < OUT_DEPTH
-        comp = None if busy or not cqe_room else sem.completion()
+        # MR-TXS-035: last cycle's completion, unless its connection changed at the edge; this
+        # cycle's, on this cycle's state, for the next
+        comp = self.comp
+        if busy or not cqe_room or (comp is not None and comp // sem.streams in self.touched):
+            comp = None
+        comp_next = sem.completion()
         wr = unpack(lay.wr, g("s_wr__payload", 0))
         wr_ok = cqe_room if sem.wr_status(wr) else sem.wr_room(wr)
         wr_ready = int(not busy and comp is None and wr_ok)
@@ -510,7 +517,7 @@ class TxSchedCycleModel:
                 r = sem.apply(act, g("now", 0))
                 if r is not None:
                     frame, sent = r
-        self.cand, self.touched = cand, touched
+        self.cand, self.touched, self.comp = cand, touched, comp_next
         if targets:
             self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))
         sem.fail(targets)

@@ -116,10 +116,11 @@ def test_windows_bind():
     assert len(drain(sem)) == 4
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 3, 4])
 def test_cycle_model_random(seed):
     """MR-TXS-030/031, MR-TXS-050: the cycle model through the driver (idle cycles, backpressure,
-    lossy delivery through the retransmit unit's semantics): the checker passes."""
+    lossy delivery through the retransmit unit's semantics): the checker passes. (Seeds whose
+    runs have tail losses found by the driver's timeouts: seed 2 has none since MR-TXS-035.)"""
     model = TxSchedCycleModel(64, **SMALL)
     items = tc.traffic(model.sem, 200, seed=seed)
     res = tc.run_model(model, items, seed=seed, p_bp=0.4)
@@ -175,9 +176,9 @@ def test_registered_candidates_rest_a_connection_one_cycle():
 
 
 def test_registered_report_takes_effect_a_cycle_later():
-    """MR-TXS-034: a report taken in cycle t is the action of t+1 (the completion it allows comes
-    in t+2); s_acked stays ready; s_resend counts a lost report held in the register against its
-    connection's resend FIFO."""
+    """MR-TXS-034, MR-TXS-035: a report taken in cycle t is the action of t+1; the completion it
+    allows is decided in t+2 and taken in t+3; s_acked stays ready; s_resend counts a lost
+    report held in the register against its connection's resend FIFO."""
     model = TxSchedCycleModel(64, **SMALL)
     lay = model.lay
     wr = tc.wr_item(0, 0, 100, wr_id=5)
@@ -193,6 +194,8 @@ def test_registered_report_takes_effect_a_cycle_later():
     assert out["s_acked__ready"] == 1 and model.events[n:] == []
     model.step(idle)
     assert model.events[n:] == [("acked", rep)]
+    model.step(idle)
+    assert model.events[n + 1:] == [] and model.comp == 0
     model.step(idle)
     assert model.events[n + 1:] == [("complete", 0)]
     # a lost report of connection 0 in the register, its FIFO one short of full
