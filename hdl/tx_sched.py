@@ -117,6 +117,14 @@ def _gt(m, a, b, name="gt"):
     return _prefix_sum(m, _ext(a, n), ~_ext(b, n), 0, name)[n]
 
 
+def _gt_room(m, nb, room, name="gt_room"):
+    """``nb > room`` for a small unsigned ``nb`` and a wide signed ``room``: a negative room, or
+    no room bit above ``nb``'s set and the low bits' prefix compare (an ordinary ``>`` of the
+    room's width is a ripple chain in the generic flow)."""
+    n = len(nb)
+    return room[-1] | ((room[n:-1] == 0) & _gt(m, nb, room[:n], name))
+
+
 def _lowest_zero(v):
     """``(any, index)``: the lowest 0 bit of ``v`` (a power-of-two width) by a tree of halves,
     log2 levels of muxes (MR-TXS-032: the acknowledged-chunk window's count of trailing ones)."""
@@ -202,6 +210,8 @@ class TxSched(wiring.Component):
         e_left = Array(Signal(chunk_w, name=f"left{e}") for e in range(E))       # nchunks - 1 - next_chunk
         e_ahead = Array(Signal(wb + 1, name=f"ahead{e}") for e in range(E))      # next_chunk - ack_base
         e_lastnb = Array(Signal(nb_w, name=f"lastnb{e}") for e in range(E))     # chunk_bytes of the last chunk
+        e_nlast = Array(Signal(name=f"nlast{e}") for e in range(E))              # left == 0
+        e_nnb = Array(Signal(nb_w, name=f"nnb{e}") for e in range(E))           # chunk_bytes of next_chunk
         # MR-TXS-027: failed (and its status), packets in flight
         e_fail = Array(Signal(name=f"fail{e}") for e in range(E))
         e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
@@ -223,6 +233,7 @@ class TxSched(wiring.Component):
         rq_chunk = [[Signal(records.CHUNK_BITS, name=f"rq{c}_chunk{k}") for k in range(RD)]
                     for c in range(C)]
         rq_last = [[Signal(name=f"rq{c}_last{k}") for k in range(RD)] for c in range(C)]
+        rq_nb = [[Signal(nb_w, name=f"rq{c}_nb{k}") for k in range(RD)] for c in range(C)]
         # MR-TXS-032: the entry is stale (its chunk acknowledged since it was queued)
         rq_stale = [[Signal(name=f"rq{c}_stale{k}") for k in range(RD)] for c in range(C)]
         rq_head = Array(Signal(rq_b, name=f"rqh{c}") for c in range(C))
@@ -284,7 +295,7 @@ class TxSched(wiring.Component):
         # next chunk and that is sent at this edge (see rr_ok below)
         i_base = ((inc.path < PA) & ((inc.slot >> sdb) == 0 if sdb < 3 else 1)
                   & live(i_tail, i_done, i_idx))
-        i_sent = inc.chunk < i_next_chunk
+        i_sent = _gt(m, i_next_chunk, inc.chunk, "i_sent")
         i_next = inc.chunk == i_next_chunk
         i_last = _named(m, inc.chunk == read(e_nchm1, i_e, "i_nchm1"), "i_last")
         # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk further
@@ -361,8 +372,8 @@ class TxSched(wiring.Component):
         wr = self.s_wr.payload
         w_qi = _named(m, Cat(wr.stream[:sb], wr.conn) if S > 1 else wr.conn, "w_qi")
         w_tail, w_done = read(tail, w_qi, "w_tail"), read(done, w_qi, "w_done")
-        w_len1 = (wr.length - 1)[:32]
-        w_bad_op = (wr.op > OP_WRITE_IMM) | (wr.stream >= S)
+        w_len1 = _sub(m, wr.length, 1, "w_len1")
+        w_bad_op = (wr.op > OP_WRITE_IMM) | ((wr.stream >> sb) != 0 if S > 1 else wr.stream != 0)
         w_bad_len = (wr.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
         w_status = _named(m, Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0)),
                           "w_status")
@@ -389,24 +400,38 @@ class TxSched(wiring.Component):
             h_s = h_slot[db:] if D > 1 else h_slot
             h_qi = Cat(h_s[:sb], Const(c, cb)) if S > 1 else Const(c, cb)
             h_idx = h_slot[:db] if D > 1 else Const(0, 1)
-            # the connection window for a full chunk and for each entry's last chunk (MR-CC-001)
+            # MR-TXS-032: every window term of every entry's next chunk and of the resend head
+            # from registers in parallel; the stream pick and the source only select among them.
+            # The connection window (MR-CC-001) and the AckReq fill term per path (MR-TXS-026)
+            # are `bytes <= room` and `bytes > room`.
             c_idle = c_infl[c] == 0
-            fits_full = c_idle | (c_room[c] >= mtu)
-            fits_last = []
+            rows = range(c * PA, (c + 1) * PA)
+            e_fits, e_fill = [], []
             for k in range(sd):
-                f = Signal(name=f"fits_last{c}_{k}")
-                m.d.comb += f.eq(c_idle | (e_lastnb[c * sd + k] <= c_room[c]))
-                fits_last.append(f)
-            fits_last = Array(fits_last)
+                e = c * sd + k
+                e_fits.append(_named(m, c_idle | ~_gt_room(m, e_nnb[e], c_room[c], f"cgt{e}"),
+                                     f"fits{e}"))
+                e_fill.append([_named(m, _gt_room(m, e_nnb[e], p_room[row], f"pgt{e}_{row}"),
+                                      f"fill{e}_{row}") for row in rows])
+            h_nb = read(rq_nb[c], rq_head[c], f"h{c}_nb")
+            h_fits = c_idle | ~_gt_room(m, h_nb, c_room[c], f"h{c}_cgt")
+            h_fill = [_gt_room(m, h_nb, p_room[row], f"h{c}_pgt{row}") for row in rows]
             # streams: the first from the pointer whose send message exists with its next chunk in
             # the chunk window (ahead < W)
-            s_ok = []
+            s_ok, s_fits, s_fill = [], [], []
             for s in range(S):
                 qi = c * S + s
                 s_ok.append((send[qi] != tail[qi]) & ~of_stream(e_ahead, qi, send[qi])[wb]
                             & ~of_stream(e_fail, qi, send[qi]))
+                s_fits.append(of_stream(e_fits, qi - c * S, send[qi]))
+                s_fill.append([of_stream([f[p] for f in e_fill], qi - c * S, send[qi])
+                               for p in range(PA)])
             s_any, s_pick = _first_from(s_ok, c_srr[c], S)
             s_pick = _named(m, s_pick[:sb], f"spick{c}")
+
+            def by_stream(vals, name):
+                return read(vals, s_pick, name) if S > 1 else vals[0]
+
             n_qi = Cat(s_pick, Const(c, cb)) if S > 1 else Const(c, cb)
             n_idx = (read(send[c * S:(c + 1) * S], s_pick, f"nsend{c}")[:db] if D > 1
                      else Const(0, 1))
@@ -416,26 +441,26 @@ class TxSched(wiring.Component):
             src_idx = Mux(nonempty, h_idx, n_idx)
             src_e = _named(m, Mux(nonempty, h_e, n_e), f"src_e{c}")
             src_chunk = _named(m, Mux(nonempty, h_chunk, of_conn(e_next, c, n_e)), f"src_chunk{c}")
-            src_last = _named(m, Mux(nonempty, h_last, of_conn(e_left, c, n_e) == 0), f"src_last{c}")
-            src_lastnb = read(e_lastnb[c * sd:(c + 1) * sd], src_e[:sdb], f"src_lastnb{c}") if sdb \
-                else e_lastnb[c]
-            nb = Signal(nb_w, name=f"nb{c}")
-            m.d.comb += nb.eq(Mux(src_last, src_lastnb, mtu))
-            fits = Mux(src_last, fits_last[src_e[:sdb] if sdb else 0], fits_full)
+            src_last = _named(m, Mux(nonempty, h_last, of_conn(e_nlast, c, n_e)), f"src_last{c}")
+            nb = _named(m, Mux(nonempty, h_nb, of_conn(e_nnb, c, n_e)), f"nb{c}")
+            fits = Mux(nonempty, h_fits, by_stream(s_fits, f"s_fits{c}"))
             drop = nonempty & (h_stale | of_conn(e_fail, c, h_slot))
             have = Mux(nonempty, ~h_stale, s_any)
             # paths (MR-TXS-025) and the AckReq terms of each (MR-TXS-026)
             p_ok, p_since_req, p_fill = [], [], []
             for p in range(PA):
                 row = c * PA + p
-                p_ok.append((p_infl[row] < self.cwnd) & (p_pkts[row] < self.path_pkts))
+                p_ok.append(_gt(m, Const(self.cwnd, bytes_w), p_infl[row], f"pinfl_ok{row}")
+                            & _gt(m, Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
                 p_since_req.append(p_since[row] >= self.ack_every - 1)
-                fl = Signal(name=f"fill{row}")
-                m.d.comb += fl.eq(Mux(src_last, src_lastnb > p_room[row], p_room[row] < mtu))
-                p_fill.append(fl)
+                p_fill.append(Mux(nonempty, h_fill[p],
+                                  by_stream([f[p] for f in s_fill], f"s_fill{c}_{p}")))
             p_any, p_pick = _first_from(p_ok, c_rr[c], PA)
             p_pick = _named(m, p_pick[:pb], f"ppick{c}")
-            left_few = (c_unsent[c] + rq_level[c]) <= PA        # after this packet: < paths
+            # after this packet fewer than paths: unsent + resend entries <= paths, on the low
+            # bits of unsent (a high bit set is more than paths)
+            lo = PA.bit_length()
+            left_few = ((c_unsent[c] >> lo) == 0) & ((c_unsent[c][:lo] + rq_level[c]) <= PA)
             req = Array(p_since_req)[p_pick] | Array(p_fill)[p_pick] | left_few
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
                              qi=src_qi, idx=src_idx, e=src_e, chunk=src_chunk, last=src_last,
@@ -580,7 +605,8 @@ class TxSched(wiring.Component):
                 for k in range(RD):
                     with m.If(rq_tail[c] == k):
                         m.d.sync += [rq_slot[c][k].eq(r_slot), rq_chunk[c][k].eq(r_chunk),
-                                     rq_last[c][k].eq(r_last), rq_stale[c][k].eq(0)]
+                                     rq_last[c][k].eq(r_last), rq_nb[c][k].eq(r_nb),
+                                     rq_stale[c][k].eq(0)]
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
             with m.If(wr_act & (wr.conn == c)):
                 m.d.sync += c_unsent[c].eq(c_unsent_more)
@@ -610,6 +636,7 @@ class TxSched(wiring.Component):
             base_more = _add(m, e_base[e], ones, name=f"base_more{e}")
             next_more = _add(m, e_next[e], 1, name=f"next_more{e}")
             left_less = _sub(m, e_left[e], 1, f"left_less{e}")
+            left_one = e_left[e] == 1           # the chunk after the next one is the last
             with m.If(ack_act & (r_e == e)):
                 m.d.sync += [e_base[e].eq(base_more), e_bits[e].eq(b_moved),
                              e_ahead[e].eq(e_ahead[e] - ones)]
@@ -619,7 +646,8 @@ class TxSched(wiring.Component):
             f_hit = f_ok & (f_e == e) & live_e
             err_hit = self.s_error.valid & (er.conn == e // sd) & live_e
             with m.If(wr_act & (w_e == e)):
-                m.d.sync += [e_len[e].eq(wr.length), e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
+                m.d.sync += [e_nlast[e].eq(w_nchm1 == 0), e_nnb[e].eq(Mux(w_nchm1 == 0, w_lastnb, mtu)),
+                             e_len[e].eq(wr.length), e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
@@ -630,7 +658,8 @@ class TxSched(wiring.Component):
             with m.If(pkt_act & (g_e == e)):
                 m.d.sync += [e_out[e].eq(e_out[e] + 1), e_idle[e].eq(0)]
             with m.If(new_act & Array(x["e"] == e for x in cand_r)[pick]):
-                m.d.sync += [e_next[e].eq(next_more), e_left[e].eq(left_less),
+                m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
+                             e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
             msg_more = _add(m, msg_next[qi], 1, name=f"msg_more{qi}")
