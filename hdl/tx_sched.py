@@ -578,14 +578,16 @@ class TxSched(wiring.Component):
                 psn_next = _add(m, p_psn[row], 1, name=f"psn_next{row}")
                 infl_more = _add(m, p_infl[row], x["nb"], name=f"pinfl_more{row}")
                 room_less = _sub(m, p_room[row], x["nb"], f"proom_less{row}")
+                pkts_less = _sub(m, p_pkts[row], 1, f"pkts_less{row}")
+                pkts_more = _add(m, p_pkts[row], 1, name=f"pkts_more{row}")
                 with m.If(rep_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
                                  p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
-                                 p_pkts[row].eq(Mux(p_pkts[row] != 0, p_pkts[row] - 1, 0))]
+                                 p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_less, 0))]
                 with m.If(pkt_act & mine & (x["path"] == p)):
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_more),
                                  p_room[row].eq(room_less),
-                                 p_pkts[row].eq(p_pkts[row] + 1),
+                                 p_pkts[row].eq(pkts_more),
                                  p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
             over = _gt(m, c_infl[c], r_nb, f"cover{c}")
             c_infl_less = _sub(m, c_infl[c], r_nb, f"cinfl_less{c}")
@@ -637,6 +639,8 @@ class TxSched(wiring.Component):
             next_more = _add(m, e_next[e], 1, name=f"next_more{e}")
             left_less = _sub(m, e_left[e], 1, f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
+            out_less = _sub(m, e_out[e], 1, f"out_less{e}")
+            out_more = _add(m, e_out[e], 1, name=f"out_more{e}")
             with m.If(ack_act & (r_e == e)):
                 m.d.sync += [e_base[e].eq(base_more), e_bits[e].eq(b_moved),
                              e_ahead[e].eq(e_ahead[e] - ones)]
@@ -654,9 +658,10 @@ class TxSched(wiring.Component):
             with m.Elif(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
-                m.d.sync += [e_out[e].eq(e_out[e] - 1), e_idle[e].eq(e_out[e] == 1)]
+                m.d.sync += [e_out[e].eq(out_less),
+                             e_idle[e].eq(e_out[e] == 1)]
             with m.If(pkt_act & (g_e == e)):
-                m.d.sync += [e_out[e].eq(e_out[e] + 1), e_idle[e].eq(0)]
+                m.d.sync += [e_out[e].eq(out_more), e_idle[e].eq(0)]
             with m.If(new_act & Array(x["e"] == e for x in cand_r)[pick]):
                 m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
