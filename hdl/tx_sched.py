@@ -318,8 +318,14 @@ class TxSched(wiring.Component):
         r_last, r_nb = rr_last, rr_nb
         # the chunk is at or above ack_base when its distance below next_chunk is at most
         # ahead (next_chunk - ack_base); its bit in the window is then ahead - distance
-        r_ahead = read(e_ahead, r_e, "r_ahead")
-        r_bits = read(e_bits, r_e, "r_bits")
+        # MR-TXS-036: the window of last cycle's acknowledged report moves at this edge; a report
+        # of the same entry reads that report's window and frame (the forward)
+        wb_valid, wb_e, wb_conn = Signal(), Signal(len(r_e)), Signal(cb)
+        wb_b, wb_ahead, wb_base = Signal(W), Signal(wb + 1), Signal(chunk_w)
+        fwd = _named(m, wb_valid & (wb_e == r_e), "fwd")
+        r_ahead = _named(m, Mux(fwd, wb_ahead, read(e_ahead, r_e, "e_ahead_r")), "r_ahead")
+        r_bits = _named(m, Mux(fwd, wb_b, read(e_bits, r_e, "e_bits_r")), "r_bits")
+        r_base = Mux(fwd, wb_base, read(e_base, r_e, "e_base_r"))
         a_in = _named(m, rr_dist <= r_ahead, "a_in")
         a_lo = _named(m, (r_ahead - rr_dist)[:wb], "a_lo")
         r_was_acked = ~a_in | r_bits.bit_select(a_lo, 1)
@@ -543,14 +549,17 @@ class TxSched(wiring.Component):
         pop_act = _named(m, send_act & (g_drop | g_resend), "pop_act")
         # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
         # (a sent chunk is below ack_base + W), then ack_base moves over the acknowledged chunks
+        # (MR-TXS-036: the bit set and registered with its frame; the move in the next cycle)
         onehot = Signal(W)
         m.d.comb += onehot.eq(Mux(a_in, Const(1, W) << a_lo, 0))
-        b = Signal(W + 1)
-        m.d.comb += b.eq(r_bits | onehot)
+        m.d.sync += [wb_valid.eq(ack_act), wb_e.eq(r_e), wb_conn.eq(r_conn),
+                     wb_b.eq(r_bits | onehot), wb_ahead.eq(r_ahead), wb_base.eq(r_base)]
         ones = Signal(range(W + 1))
-        z_any, z_idx = _lowest_zero(b[:W])
+        z_any, z_idx = _lowest_zero(wb_b)
         m.d.comb += ones.eq(Mux(z_any, z_idx, W))
-        b_moved = _named(m, b >> ones, "b_moved")
+        b_moved = _named(m, wb_b >> ones, "b_moved")
+        base_moved = _add(m, wb_base, ones, name="base_moved")
+        ahead_moved = _named(m, wb_ahead - ones, "ahead_moved")
         # MR-TXS-034: the report taken into the register, its checks corrected for this edge's
         # action (a completion of its entry; its entry's next chunk sent)
         i_kill = comp_act & (comp_e == i_e)
@@ -565,7 +574,8 @@ class TxSched(wiring.Component):
                                       | (take_wr & ~busy & ~comp & (wr.conn == c))
                                       | (send_act & (pick == c))
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
-                                      | (self.s_error.valid & (er_conn == c)))
+                                      | (self.s_error.valid & (er_conn == c))
+                                      | (wb_valid & (wb_conn == c)))
         for c in range(C):
             x = cand_r[c]
             mine = _named(m, pick == c, f"mine{c}")
@@ -635,15 +645,14 @@ class TxSched(wiring.Component):
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
                                          wr.imm, read(msg_next, w_qi, "w_msg")))]
         for e in range(E):
-            base_more = _add(m, e_base[e], ones, name=f"base_more{e}")
             next_more = _add(m, e_next[e], 1, name=f"next_more{e}")
             left_less = _sub(m, e_left[e], 1, f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
             out_less = _sub(m, e_out[e], 1, f"out_less{e}")
             out_more = _add(m, e_out[e], 1, name=f"out_more{e}")
-            with m.If(ack_act & (r_e == e)):
-                m.d.sync += [e_base[e].eq(base_more), e_bits[e].eq(b_moved),
-                             e_ahead[e].eq(e_ahead[e] - ones)]
+            with m.If(wb_valid & (wb_e == e)):
+                m.d.sync += [e_base[e].eq(base_moved), e_bits[e].eq(b_moved),
+                             e_ahead[e].eq(ahead_moved)]
             qe, ie = divmod(e, D)
             live_e = (live(tail[qe], done[qe], Const(ie, db)) if D > 1
                       else count(tail[qe], done[qe]) != 0)

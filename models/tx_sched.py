@@ -147,6 +147,7 @@ class TxSchedModel:
         self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0}
                      for _ in range(conns * paths)]
         self.conn_rr = 0
+        self.pending = None             # MR-TXS-036: (entry, chunk) acknowledged, not yet counted
 
     # -- helpers
     def qi(self, conn, stream):
@@ -210,11 +211,13 @@ class TxSchedModel:
         """Room in the report's connection's resend FIFO, ``held`` entries already promised."""
         return len(self.conn[f["conn"]]["retx"]) + held < self.resend_depth
 
-    def report(self, f, lost):
+    def report(self, f, lost, window=True):
         """An acknowledged (``lost`` False) or lost record: its bytes leave the path's and the
         connection's flight; an acknowledged chunk is counted (``chunk_ack``); a lost chunk not
         yet acknowledged is queued for resend. A report whose slot, chunk or path names nothing
-        sent is ignored. Returns True when it changed state."""
+        sent is ignored. Returns True when it changed state. With ``window`` False the
+        acknowledged chunk is not counted here: ``self.pending`` holds ``(entry, chunk)`` for
+        :meth:`apply_window` (MR-TXS-036)."""
         c, p = f["conn"], f["path"]
         e = self.entry_of(c, f["slot"])
         if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"]:
@@ -225,12 +228,20 @@ class TxSchedModel:
         ps["pkts"] = max(0, ps["pkts"] - 1)
         cs["inflight"] = max(0, cs["inflight"] - nbytes)
         e["out"] = max(0, e["out"] - 1)
-        if not lost:
-            e["ack_base"], e["ack_bits"], _ = P.chunk_ack(e["ack_base"], e["ack_bits"], f["chunk"],
-                                                          self.chunk_window)
+        if not lost and not window:
+            self.pending = (e, f["chunk"])
+        elif not lost:
+            self.apply_window((e, f["chunk"]))
         elif not self.chunk_acked(e, f["chunk"]) and not e["status"]:
             cs["retx"].append((f["slot"], f["chunk"]))
         return True
+
+    def apply_window(self, pending):
+        """MR-EXO-002/003: an acknowledged chunk ``(entry, chunk)`` counted in its entry's
+        window (``chunk_ack``)."""
+        e, chunk = pending
+        e["ack_base"], e["ack_bits"], _ = P.chunk_ack(e["ack_base"], e["ack_bits"], chunk,
+                                                      self.chunk_window)
 
     # -- failures (MR-TXS-027)
     def fail_targets(self, fail=None, error=None):
@@ -433,6 +444,7 @@ class TxSchedCycleModel:
         self.cand = {}                  # MR-TXS-033: connection -> action, decided last cycle
         self.touched = set()            # connections changed at the last edge
         self.comp = None                # MR-TXS-035: the stream whose completion was decided last cycle
+        self.win = None                 # MR-TXS-036: (conn, (entry, chunk)) to count at this edge
         self.rep = None                 # MR-TXS-034: (lost, report) taken last cycle
         self.events = []
 
@@ -443,7 +455,7 @@ class TxSchedCycleModel:
     def busy(self):
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
-                    or self.rep is not None or self.comp is not None or sem.completion() is not None
+                    or self.rep is not None or self.comp is not None or self.win is not None or sem.completion() is not None
                     or sem.decide() is not None)
 
     def resend_ready(self, acked_valid, payload):
@@ -496,10 +508,18 @@ class TxSchedCycleModel:
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": self.cqe_q.head, "m_cqe__valid": int(self.cqe_q.level > 0)}
         frame = sent = cqe = None
+        # MR-TXS-036: last cycle's acknowledged chunk counted at this edge (after this cycle's
+        # decisions above, before this cycle's report: the forward); its connection is touched
+        if self.win is not None:
+            touched.add(self.win[0])
+            sem.apply_window(self.win[1])
+            self.win = None
         if held is not None:
             lost, f = held
             self.events.append(("resend" if lost else "acked", f))
-            sem.report(f, lost=lost)
+            sem.report(f, lost=lost, window=False)
+            if sem.pending is not None:
+                self.win, sem.pending = (f["conn"], sem.pending), None
             touched.add(f["conn"])
         elif comp is not None:
             self.events.append(("complete", comp))
