@@ -348,8 +348,13 @@ class TxSched(wiring.Component):
                                   (send[qi] != done[qi]) & (of_stream(e_ahead, qi, done[qi]) == 0)))
         next_any, next_q = _first(comp_valid)
         next_q = _named(m, next_q[:_bits(Q)], "next_comp_q")
-        next_e = Cat(read(done, next_q, "next_comp_done")[:db], next_q) if D > 1 else next_q
+        next_e = Cat(read([done[qi][:db] for qi in range(Q)], next_q, "next_comp_done"), next_q) \
+            if D > 1 else next_q
         next_e = _named(m, next_e, "next_comp_e")
+        # each stream's oldest entry's status and length, read before the pick selects one
+        q_status = [Mux(of_stream(e_fail, qi, done[qi]), of_stream(e_status, qi, done[qi]), 0)
+                    for qi in range(Q)]
+        q_len = [of_stream(e_len, qi, done[qi]) for qi in range(Q)]
         # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
         # completes so) and the connection's unsent count without its chunks, in parallel
         q_unsent, q_after = [], []
@@ -365,9 +370,8 @@ class TxSched(wiring.Component):
         comp_status, comp_len = Signal(5), Signal(32)
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
                      comp_unsent.eq(Array(q_unsent)[next_q]), comp_after.eq(Array(q_after)[next_q]),
-                     comp_status.eq(Mux(read(e_fail, next_e, "next_comp_fail"),
-                                        read(e_status, next_e, "next_comp_status"), 0)),
-                     comp_len.eq(read(e_len, next_e, "next_comp_len"))]
+                     comp_status.eq(read(q_status, next_q, "next_comp_status")),
+                     comp_len.eq(read(q_len, next_q, "next_comp_len"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
         touched = Signal(C)
@@ -446,9 +450,17 @@ class TxSched(wiring.Component):
             src_qi = Mux(nonempty, h_qi, n_qi)
             src_idx = Mux(nonempty, h_idx, n_idx)
             src_e = _named(m, Mux(nonempty, h_e, n_e), f"src_e{c}")
-            src_chunk = _named(m, Mux(nonempty, h_chunk, of_conn(e_next, c, n_e)), f"src_chunk{c}")
-            src_last = _named(m, Mux(nonempty, h_last, of_conn(e_nlast, c, n_e)), f"src_last{c}")
-            nb = _named(m, Mux(nonempty, h_nb, of_conn(e_nnb, c, n_e)), f"nb{c}")
+            # each stream's send entry's terms read before the stream pick selects one
+            qs = range(c * S, (c + 1) * S)
+            s_chunk = [_named(m, of_stream(e_next, qi, send[qi]), f"s_chunk{qi}") for qi in qs]
+            n_chunk = by_stream(s_chunk, f"n_chunk{c}")
+            n_first = by_stream([x == 0 for x in s_chunk], f"n_first{c}")
+            n_last = by_stream([of_stream(e_nlast, qi, send[qi]) for qi in qs], f"n_last{c}")
+            n_nb = by_stream([of_stream(e_nnb, qi, send[qi]) for qi in qs], f"n_nb{c}")
+            src_chunk = _named(m, Mux(nonempty, h_chunk, n_chunk), f"src_chunk{c}")
+            src_first = Mux(nonempty, h_chunk == 0, n_first)
+            src_last = _named(m, Mux(nonempty, h_last, n_last), f"src_last{c}")
+            nb = _named(m, Mux(nonempty, h_nb, n_nb), f"nb{c}")
             fits = Mux(nonempty, h_fits, by_stream(s_fits, f"s_fits{c}"))
             drop = nonempty & (h_stale | of_conn(e_fail, c, h_slot))
             have = Mux(nonempty, ~h_stale, s_any)
@@ -470,7 +482,7 @@ class TxSched(wiring.Component):
             req = Array(p_since_req)[p_pick] | Array(p_fill)[p_pick] | left_few
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
                              qi=src_qi, idx=src_idx, e=src_e, chunk=src_chunk, last=src_last,
-                             first=src_chunk == 0, path=p_pick, nb=nb, req=req, s=s_pick))
+                             first=src_first, path=p_pick, nb=nb, req=req, s=s_pick))
         # MR-TXS-033: the candidates are registered; the pick takes last cycle's, but not those of
         # connections whose state last cycle's action or failures changed
         cand_r = []
