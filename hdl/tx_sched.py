@@ -681,9 +681,11 @@ class TxSched(wiring.Component):
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
                 m.d.sync += [e_out[e].eq(out_less),
                              e_idle[e].eq(e_out[e] == 1)]
-            with m.If(pkt_act & (g_e == e)):
+            # the picked candidate's entry, by each candidate's own compare
+            picked_e = _named(m, Array(x["e"] == e for x in cand_r)[pick], f"picked{e}")
+            with m.If(pkt_act & picked_e):
                 m.d.sync += [e_out[e].eq(out_more), e_idle[e].eq(0)]
-            with m.If(new_act & Array(x["e"] == e for x in cand_r)[pick]):
+            with m.If(new_act & picked_e):
                 m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
