@@ -381,20 +381,16 @@ class TxSched(wiring.Component):
         # -- work requests (MR-TXS-010, MR-TXS-011)
         wr = self.s_wr.payload
         w_qi = _named(m, Cat(wr.stream[:sb], wr.conn) if S > 1 else wr.conn, "w_qi")
-        w_tail = read(tail, w_qi, "w_tail")
+        w_tail, w_done = read(tail, w_qi, "w_tail"), read(done, w_qi, "w_done")
         w_len1 = _sub(m, wr.length, 1, "w_len1")
         w_bad_op = (wr.op > OP_WRITE_IMM) | ((wr.stream >> sb) != 0 if S > 1 else wr.stream != 0)
-        # more chunks than a chunk index names: length > 2^k (no subtraction on this path)
-        k = records.CHUNK_BITS + mtu_log2
-        w_hi = wr.length[k:]
-        w_bad_len = (w_hi != 0) & ~((w_hi == 1) & (wr.length[:k] == 0)) if k < 32 else Const(0, 1)
+        w_bad_len = (wr.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
         w_status = _named(m, Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0)),
                           "w_status")
         w_nchm1 = _named(m, Mux(wr.length == 0, 0, w_len1 >> mtu_log2)[:chunk_w], "w_nchm1")
         w_low = wr.length[:mtu_log2]
         w_lastnb = Mux(w_low != 0, w_low, Mux(wr.length == 0, 0, mtu))
-        # each ring's fullness from its pointers in parallel, selected by the request's stream
-        w_full = read([count(tail[qi], done[qi]) == D for qi in range(Q)], w_qi, "w_full")
+        w_full = count(w_tail, w_done) == D
         w_ok = Mux(w_status != 0, cqe_q.w_rdy, ~w_full)
         m.d.comb += self.s_wr.ready.eq(~busy & ~comp & w_ok)
         take_wr = self.s_wr.ready & self.s_wr.valid
