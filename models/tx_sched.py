@@ -455,8 +455,8 @@ class TxSchedCycleModel:
     def busy(self):
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
-                    or self.rep is not None or self.comp is not None or self.win is not None or sem.completion() is not None
-                    or sem.decide() is not None)
+                    or self.rep is not None or self.comp is not None or self.win is not None
+                    or sem.completion() is not None or sem.decide() is not None)
 
     def resend_ready(self, acked_valid, payload):
         """MR-TXS-034: ``s_resend.ready`` before the edge, for the report ``payload`` (packed):
