@@ -829,7 +829,7 @@ class Connection:
             self.ep.stats["spurious_retransmits"] += 1   # MR-EXO-002: never double-counted
             return
         b = m.ack_bits | (1 << (i - base))
-        t = P.trailing_ones(b)
+        t = (~b & (b + 1)).bit_length() - 1     # P.trailing_ones(b), inlined (every chunk)
         m.ack_base += t
         m.ack_bits = b >> t
         m.nacked += 1
@@ -985,7 +985,9 @@ class Connection:
             if rec is None:
                 continue
             ring[ix] = None
-            ep._rtx_free()
+            ep._rtx_used -= 1           # ep._rtx_free(), inlined
+            if ep._pool_waiters:
+                ep._wake_pool()
             if (acked >> j) & 1:
                 if rec.req and not rec.probe:
                     # MR-REL-011: an AckReq packet is acknowledged by its own ACK or, when that
@@ -1008,8 +1010,9 @@ class Connection:
                 self._mark_lost(p, rec)
         p.floor = (floor + n) & P.PSN_MASK
         p.xcache = None
-        if reqs_seen or reqs_lost:
-            self.ack_loss = P.ack_loss_update(self.ack_loss, reqs_seen, reqs_lost)   # MR-REL-011
+        if reqs_lost or (reqs_seen and self.ack_loss):
+            # MR-REL-011 (from 0, ACKs that arrive leave the estimate at 0: no call needed)
+            self.ack_loss = P.ack_loss_update(self.ack_loss, reqs_seen, reqs_lost)
         # MR-CC-002/003: AIMD on the echoed CE fraction, at most one decrease per RTT.
         # MR-SEC-151: at most one CE mark per packet this ACK newly acknowledges.
         ce = min(a.ce_count, pkts) if a.flags & _MRAH_ECE else 0
@@ -1711,7 +1714,7 @@ class Connection:
         if f.imm is not None:
             m.imm = f.imm
         b = m.chunk_bits | (1 << (idx - m.chunk_base))
-        t = P.trailing_ones(b)
+        t = (~b & (b + 1)).bit_length() - 1     # P.trailing_ones(b), inlined (every chunk)
         m.chunk_base += t
         m.chunk_bits = b >> t
         m.placed += n
@@ -2147,11 +2150,14 @@ class Endpoint(VerbsHost):
         self._share_eid = 0         # MR-CC-012: interval number; limited senders of the last one
         self._n_lim = 0
         self._lim_mbps = 0
+        self._hint_key = None       # _rate_hint's inputs and result
+        self._hint_val = 0
         # MR-CC-005/010 in integer ns: k packet times are k * _pkt_bits_ns // _rate ns
         self._pkt_bits_ns = mtu * 8 * NS
         self._rate = int(self.line_rate_bps)
         self._fresh_ns = -(-P.NEW_SENDER_WINDOW * self._pkt_bits_ns // self._rate)
         self._horizon_pkts = P.NEW_SENDER_HORIZON * base_rtt * self.line_rate_bps / (mtu * 8)
+        self._share_iv = self._share_iv_of(0)
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -2272,9 +2278,12 @@ class Endpoint(VerbsHost):
         """MR-ENG-013: an outstanding-packet record is free again; wake its waiters."""
         self._rtx_used -= 1
         if self._pool_waiters:
-            for c in self._pool_waiters.values():
-                self._make_ready(c)
-            self._pool_waiters.clear()
+            self._wake_pool()
+
+    def _wake_pool(self):
+        for c in self._pool_waiters.values():
+            self._make_ready(c)
+        self._pool_waiters.clear()
 
     def _push(self, deadline, kind, obj, tok):
         self._tseq += 1
@@ -2331,11 +2340,12 @@ class Endpoint(VerbsHost):
         MR-CC-012: count each sender's wire bytes per interval; at the end of an interval find
         the demand-limited senders.
         """
-        iv = max(self._share_interval_ns, 2 * self._share_prev * self._pkt_bits_ns // self._rate)
+        iv = self._share_iv
         if now - self._share_epoch >= iv:
             stale = now - self._share_epoch >= 2 * iv
             self._demand_update(now - self._share_epoch, stale)
             self._share_prev = 0 if stale else len(self._share_seen)
+            self._share_iv = self._share_iv_of(self._share_prev)
             self._share_prev_set = set() if stale else self._share_seen
             self._bcast_n = self._share_prev
             self._share_ce_frac = 0.0 if stale or not self._share_pkts else self._share_ce / self._share_pkts
@@ -2372,6 +2382,10 @@ class Endpoint(VerbsHost):
                     self._push(fr[0] + w, 4, None, 0)
                 self._push(now + w, 4, None, 0)
         self._hint_check(c, now)
+
+    def _share_iv_of(self, prev):
+        """MR-CC-005: the share interval after one in which ``prev`` senders were counted."""
+        return max(self._share_interval_ns, 2 * prev * self._pkt_bits_ns // self._rate)
 
     def _demand_update(self, iv_ns, stale):
         """MR-CC-012: the interval ``_share_eid`` (``iv_ns`` long) ends. A sender active in it or
@@ -2454,9 +2468,14 @@ class Endpoint(VerbsHost):
                 self.stats["hint_updates"] += 1
 
     def _rate_hint(self):
-        # MR-CC-005, MR-CC-012: the equal share, raised by what demand-limited senders leave
-        return P.fair_level_mbps(self.line_rate_bps, self._n_est, self._share_ce_frac,
-                                 min(self._n_lim, self._n_est - 1), self._lim_mbps)
+        # MR-CC-005, MR-CC-012: the equal share, raised by what demand-limited senders leave;
+        # kept until one of its inputs changes (it is asked for at every ACK)
+        key = (self._n_est, self._share_ce_frac, self._n_lim, self._lim_mbps, self.line_rate_bps)
+        if key != self._hint_key:
+            self._hint_key = key
+            self._hint_val = P.fair_level_mbps(self.line_rate_bps, self._n_est, self._share_ce_frac,
+                                               min(self._n_lim, self._n_est - 1), self._lim_mbps)
+        return self._hint_val
 
     def _send_ack(self, c, p, trigger_psn, sport):
         """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path."""

@@ -283,6 +283,8 @@ class Link:
         self.faults = None
         self._rng = None
         self.set_faults(faults)
+        if isinstance(dst, Switch) and dst.pfc is None:
+            self._arrive = self._arrive_switch     # every switch hop: one call, not two
 
     def set_faults(self, faults):
         # Each link gets its own copy: the burst channel's state is per link.
@@ -379,6 +381,29 @@ class Link:
             self.dst.receive_bytes(frame, self.dst_port)
             return
         self.dst.receive(frame, self.dst_port)
+
+    def _arrive_switch(self, frame):
+        """:meth:`_arrive` into a switch without PFC, with ``Switch.receive`` inlined (the
+        arrival of every frame at every switch)."""
+        if not self._up:
+            self.down_drops += 1
+            return
+        self.delivered += 1
+        if self.pcap is not None or frame.__class__ is bytes:
+            self.delivered -= 1
+            Link._arrive(self, frame)
+            return
+        sw = self.dst
+        sw.rx += 1
+        ip = frame.ip
+        u = frame.udp
+        key = (ip.dst, ip.src, u.sport, u.dport, ip.proto)
+        port = sw._fwd.get(key)
+        if port is None:
+            port = sw._forward(frame, key)
+            if port is None:
+                return
+        port.enqueue(frame)
 
 
 class SharedBuffer:
