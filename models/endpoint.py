@@ -174,6 +174,8 @@ NAK_STATUS = {
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
 NS = P.NS_PER_S
 _NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
+_XOK_NONE = 1 << 62     # _Path.xok: no due time (later than any send time)
+_XOK_STALE = -(1 << 62)     # _Path.xok: not known
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
 _DATA_OPS = frozenset((_OP_WRITE, _OP_WRITE_IMM, _OP_SEND, _OP_SEND_IMM, _OP_READ_RESP, _OP_READ,
                        _OP_CMP_SWAP, _OP_FETCH_ADD))
@@ -255,7 +257,7 @@ class _Path:
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
                  "retired_before", "head", "collapsed", "tail_probed", "probe_dl", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
-                 "rx_prev_ce", "ce_acc", "ack_acc", "xcache", "udp_hdr")
+                 "rx_prev_ce", "ce_acc", "ack_acc", "xcache", "xok", "udp_hdr")
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
@@ -300,6 +302,10 @@ class _Path:
         # MR-REL-009: _xdue's answer, (need, send time or None), until the path's records
         # change (a record resolved or declared lost; one sent when the answer was None)
         self.xcache = None
+        # _xpath's test of that answer in one compare: the cached send time (_XOK_NONE for
+        # None) while the cache holds the connection's current ``need`` and the path is active,
+        # else _XOK_STALE (the full test runs)
+        self.xok = _XOK_STALE
         self.udp_hdr = None         # the UDP header of its frames (source port = entropy)
 
     def rec(self, psn):
@@ -437,6 +443,7 @@ class Connection:
         self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
         self.ack_loss = 0           # MR-REL-011: lost-ACK fraction of all paths, Q16
         self.xneed = (0, P.overdue_groups(0))       # (ack_loss, its overdue_groups), for _xpath
+        self.xok_need = None        # the ``need`` of the paths' ``xok``
         self.rtt_last = 0           # MR-CC-015: the latest RTT sample (ns) of any path
         # MR-CC-014: the timer before any RTT sample, spread over [1, 2) x rto_initial by the
         # connection, so that the senders of an incast whose first windows were dropped do not
@@ -725,6 +732,7 @@ class Connection:
             # MR-REL-009: a record after the last changes _xdue's answer only when it found none
             # (its scan stops at a record before this one), so a found answer stays cached
             p.xcache = None
+            p.xok = _XOK_STALE
         f = self._frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
         if p.deadline is None:
             ep._arm(p, now + self._rto(p))
@@ -921,6 +929,7 @@ class Connection:
         if not rec.lost:
             rec.lost = True
             p.xcache = None
+            p.xok = _XOK_STALE
             p.live -= 1
             p.inflight -= rec.nbytes
             if not rec.free:
@@ -1010,6 +1019,7 @@ class Connection:
                 self._mark_lost(p, rec)
         p.floor = (floor + n) & P.PSN_MASK
         p.xcache = None
+        p.xok = _XOK_STALE
         if reqs_lost or (reqs_seen and self.ack_loss):
             # MR-REL-011 (from 0, ACKs that arrive leave the estimate at 0: no call needed)
             self.ack_loss = P.ack_loss_update(self.ack_loss, reqs_seen, reqs_lost)
@@ -1155,6 +1165,7 @@ class Connection:
             p.last_ack = now
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
+                p.xok = _XOK_STALE
                 p.cwnd = int(max(self.path_floor, ep.bdp * ep.init_window_bdp / len(self.paths)))
                 self._sum_windows()
                 p.probe_interval = ep._probe_interval_ns
@@ -1176,7 +1187,13 @@ class Connection:
         if xn[0] != self.ack_loss:
             xn = self.xneed = (self.ack_loss, P.overdue_groups(self.ack_loss))     # MR-REL-011
         need = xn[1]
+        if need != self.xok_need:
+            self.xok_need = need
+            for q in self.paths:
+                q.xok = _XOK_STALE
         for q in self.paths:
+            if q.xok >= t_wit:
+                continue        # the test below in one compare
             xc = q.xcache
             if (xc is not None and xc[0] == need and (xc[1] is None or xc[1] >= t_wit)
                     and q.state == _ACTIVE):
@@ -1236,6 +1253,8 @@ class Connection:
                         break
                 psn = (psn + 1) & _PSN_MASK
         p.xcache = (need, t)
+        p.xok = (_XOK_NONE if t is None else t) if (
+            need == self.xok_need and p.state == _ACTIVE) else _XOK_STALE
         return t
 
     def _on_overdue(self, p, now):
@@ -1419,6 +1438,7 @@ class Connection:
                 st["paths_suspected"] += 1
                 self._give_window(p, healthy)
                 p.state = _PROBING
+                p.xok = _XOK_STALE
         if p.state != _RETIRED and not P.send_window_open(p.floor, p.next_psn):
             self._probe_same_psn(p, now)
         self._sum_windows()
@@ -1479,6 +1499,7 @@ class Connection:
         else:
             ep.stats["paths_retired"] += 1
         p.state = _RETIRED
+        p.xok = _XOK_STALE
         p.retired_before = True
         ep._schedule_probe(p, now + p.probe_interval)
 
@@ -1493,6 +1514,7 @@ class Connection:
         if p.state != _RETIRED:
             return
         p.state = _PROBING
+        p.xok = _XOK_STALE
         self._reroute(p)
         if not P.send_window_open(p.floor, p.next_psn):
             self._probe_same_psn(p, now)

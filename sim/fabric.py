@@ -84,6 +84,8 @@ class Sim:
     def run(self, until=float("inf"), max_events=None):
         """Run events until the queue is empty, ``until`` is reached, :meth:`stop` is called or
         ``max_events`` have run. Returns the number of events run by this call."""
+        if max_events is None or max_events < 0:
+            return self._run_all(until)
         T = self._t
         B = self._b
         pop = heapq.heappop
@@ -126,6 +128,41 @@ class Sim:
             # count ran out; max_events=0, which runs nothing, moves it as it always did)
             if (left or not n) and until != float("inf") and self.now < until:
                 self.now = until
+        self.events += n
+        return n
+
+    def _run_all(self, until):
+        """:meth:`run` without ``max_events`` (the per-event path of every simulation)."""
+        T = self._t
+        B = self._b
+        pop = heapq.heappop
+        n = 0
+        self.stopped = False
+        try:
+            while T:
+                t = T[0]
+                if t > until:
+                    self.now = until
+                    break
+                pop(T)
+                self.now = t
+                b = B.pop(t)        # leaves the map before it runs (see run)
+                it = iter(b)
+                for fn, arg in it:
+                    fn(arg)
+                    if self.stopped:
+                        break
+                else:
+                    n += len(b)
+                    continue
+                n += len(b) - self._requeue(t, it)     # stopped inside a bucket
+                break
+            else:
+                if until != float("inf") and self.now < until:
+                    self.now = until
+        except BaseException:
+            self._requeue(t, it)        # the event that raised is consumed, as it was popped
+            raise
         self.events += n
         return n
 
