@@ -17,6 +17,8 @@ from __future__ import annotations
 import heapq
 import struct
 from collections import Counter, deque
+from functools import reduce
+from operator import add, attrgetter
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -176,6 +178,10 @@ NS = P.NS_PER_S
 _NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
 _XOK_NONE = 1 << 62     # _Path.xok: no due time (later than any send time)
 _XOK_STALE = -(1 << 62)     # _Path.xok: not known
+# per-path fields read over all of a connection's paths at once (loops in C, every ACK)
+_CWND_OF = attrgetter("cwnd")
+_STATE_OF = attrgetter("state")
+_XOK_OF = attrgetter("xok")
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
 _DATA_OPS = frozenset((_OP_WRITE, _OP_WRITE_IMM, _OP_SEND, _OP_SEND_IMM, _OP_READ_RESP, _OP_READ,
                        _OP_CMP_SWAP, _OP_FETCH_ADD))
@@ -1191,6 +1197,8 @@ class Connection:
             self.xok_need = need
             for q in self.paths:
                 q.xok = _XOK_STALE
+        elif min(map(_XOK_OF, self.paths)) >= t_wit:
+            return              # every path passes the test below
         for q in self.paths:
             if q.xok >= t_wit:
                 continue        # the test below in one compare
@@ -1472,10 +1480,14 @@ class Connection:
     def _sum_windows(self):
         """MR-CC-011: the sum of the active paths' windows, the connection's coupled window (the
         RTL keeps it in ``conn_tx.cwnd_sum``, updated with every path window change)."""
-        total = 0
-        for q in self.paths:
-            if q.state == _ACTIVE:
-                total += q.cwnd
+        paths = self.paths
+        if any(map(_STATE_OF, paths)):      # a path not active (_ACTIVE is 0)
+            total = 0
+            for q in paths:
+                if q.state == _ACTIVE:
+                    total += q.cwnd
+        else:
+            total = reduce(add, map(_CWND_OF, paths), 0)    # the loop's sum, in its order
         self.cwnd_sum = max(total, self.ep.mtu)
 
     def _healthy(self, p, now):

@@ -84,8 +84,6 @@ class Sim:
     def run(self, until=float("inf"), max_events=None):
         """Run events until the queue is empty, ``until`` is reached, :meth:`stop` is called or
         ``max_events`` have run. Returns the number of events run by this call."""
-        if max_events is None or max_events < 0:
-            return self._run_all(until)
         T = self._t
         B = self._b
         pop = heapq.heappop
@@ -128,41 +126,6 @@ class Sim:
             # count ran out; max_events=0, which runs nothing, moves it as it always did)
             if (left or not n) and until != float("inf") and self.now < until:
                 self.now = until
-        self.events += n
-        return n
-
-    def _run_all(self, until):
-        """:meth:`run` without ``max_events`` (the per-event path of every simulation)."""
-        T = self._t
-        B = self._b
-        pop = heapq.heappop
-        n = 0
-        self.stopped = False
-        try:
-            while T:
-                t = T[0]
-                if t > until:
-                    self.now = until
-                    break
-                pop(T)
-                self.now = t
-                b = B.pop(t)        # leaves the map before it runs (see run)
-                it = iter(b)
-                for fn, arg in it:
-                    fn(arg)
-                    if self.stopped:
-                        break
-                else:
-                    n += len(b)
-                    continue
-                n += len(b) - self._requeue(t, it)     # stopped inside a bucket
-                break
-            else:
-                if until != float("inf") and self.now < until:
-                    self.now = until
-        except BaseException:
-            self._requeue(t, it)        # the event that raised is consumed, as it was popped
-            raise
         self.events += n
         return n
 
@@ -320,8 +283,6 @@ class Link:
         self.faults = None
         self._rng = None
         self.set_faults(faults)
-        if isinstance(dst, Switch) and dst.pfc is None:
-            self._arrive = self._arrive_switch     # every switch hop: one call, not two
 
     def set_faults(self, faults):
         # Each link gets its own copy: the burst channel's state is per link.
@@ -418,29 +379,6 @@ class Link:
             self.dst.receive_bytes(frame, self.dst_port)
             return
         self.dst.receive(frame, self.dst_port)
-
-    def _arrive_switch(self, frame):
-        """:meth:`_arrive` into a switch without PFC, with ``Switch.receive`` inlined (the
-        arrival of every frame at every switch)."""
-        if not self._up:
-            self.down_drops += 1
-            return
-        self.delivered += 1
-        if self.pcap is not None or frame.__class__ is bytes:
-            self.delivered -= 1
-            Link._arrive(self, frame)
-            return
-        sw = self.dst
-        sw.rx += 1
-        ip = frame.ip
-        u = frame.udp
-        key = (ip.dst, ip.src, u.sport, u.dport, ip.proto)
-        port = sw._fwd.get(key)
-        if port is None:
-            port = sw._forward(frame, key)
-            if port is None:
-                return
-        port.enqueue(frame)
 
 
 class SharedBuffer:
