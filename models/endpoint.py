@@ -17,8 +17,6 @@ from __future__ import annotations
 import heapq
 import struct
 from collections import Counter, deque
-from functools import reduce
-from operator import add, attrgetter
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -178,10 +176,6 @@ NS = P.NS_PER_S
 _NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
 _XOK_NONE = 1 << 62     # _Path.xok: no due time (later than any send time)
 _XOK_STALE = -(1 << 62)     # _Path.xok: not known
-# per-path fields read over all of a connection's paths at once (loops in C, every ACK)
-_CWND_OF = attrgetter("cwnd")
-_STATE_OF = attrgetter("state")
-_XOK_OF = attrgetter("xok")
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
 _DATA_OPS = frozenset((_OP_WRITE, _OP_WRITE_IMM, _OP_SEND, _OP_SEND_IMM, _OP_READ_RESP, _OP_READ,
                        _OP_CMP_SWAP, _OP_FETCH_ADD))
@@ -1197,8 +1191,6 @@ class Connection:
             self.xok_need = need
             for q in self.paths:
                 q.xok = _XOK_STALE
-        elif min(map(_XOK_OF, self.paths)) >= t_wit:
-            return              # every path passes the test below
         for q in self.paths:
             if q.xok >= t_wit:
                 continue        # the test below in one compare
@@ -1480,14 +1472,10 @@ class Connection:
     def _sum_windows(self):
         """MR-CC-011: the sum of the active paths' windows, the connection's coupled window (the
         RTL keeps it in ``conn_tx.cwnd_sum``, updated with every path window change)."""
-        paths = self.paths
-        if any(map(_STATE_OF, paths)):      # a path not active (_ACTIVE is 0)
-            total = 0
-            for q in paths:
-                if q.state == _ACTIVE:
-                    total += q.cwnd
-        else:
-            total = reduce(add, map(_CWND_OF, paths), 0)    # the loop's sum, in its order
+        total = 0
+        for q in self.paths:
+            if q.state == _ACTIVE:
+                total += q.cwnd
         self.cwnd_sum = max(total, self.ep.mtu)
 
     def _healthy(self, p, now):
@@ -2241,6 +2229,8 @@ class Endpoint(VerbsHost):
             self.stats["packets_sent"] += 1
             return self._ctrl.popleft()
         ready = self._ready
+        if not ready:
+            return None
         for _ in range(len(ready)):
             c = ready.popleft()
             r = c._next_frame(now)
@@ -2257,11 +2247,7 @@ class Endpoint(VerbsHost):
         ``None``."""
         if self._ctrl or self._ready:
             return now
-        d = self._next_wakeup_ns(int(now * NS + 0.5))
-        return None if d is None else (d / NS if d > now * NS else now)
-
-    def _next_wakeup_ns(self, now):
-        t = self._timers
+        t = self._timers        # the earliest live timer (stale entries leave the heap)
         while t:
             d, _, kind, obj, tok = t[0]
             if kind == 0 and obj.deadline is None:
@@ -2275,7 +2261,7 @@ class Endpoint(VerbsHost):
                 heapq.heappop(t)
                 obj.prog_armed = False
                 continue
-            return d
+            return d / NS if d > now * NS else now
         return None
 
     def receive(self, frame, now):
@@ -2460,7 +2446,12 @@ class Endpoint(VerbsHost):
     def _hint_check(self, c, now):
         """MR-CC-009/010: recompute the predicted sender count; push hint updates when it grew
         by half (lower shares) or fell to two thirds (higher shares)."""
-        n = self._n_estimate(now)
+        fr = self._fresh        # MR-CC-010: new senders' arrivals within the window
+        w = self._fresh_ns
+        while fr and fr[0] <= now - w:
+            fr.popleft()
+        n = self._n_est = P.predicted_senders(max(self._share_prev, len(self._share_seen)), len(fr),
+                                              P.NEW_SENDER_WINDOW, self._horizon_pkts)
         b = self._bcast_n
         if c is not None and n >= 2 and 2 * n >= 3 * b:
             self._bcast_n = n
@@ -2468,17 +2459,6 @@ class Endpoint(VerbsHost):
         elif b >= 2 and 3 * n <= 2 * b:
             self._bcast_n = n
             self._hint_update(c, up=True)
-
-    def _n_estimate(self, now):
-        fr = self._fresh
-        w = self._fresh_ns
-        while fr and fr[0] <= now - w:
-            fr.popleft()
-        n = P.predicted_senders(max(self._share_prev, len(self._share_seen)), len(fr),
-                                P.NEW_SENDER_WINDOW,
-                                self._horizon_pkts)
-        self._n_est = n
-        return n
 
     def _hint_update(self, newcomer, up=False):
         """MR-CC-009: the count of active senders grew by half since the last update: every other
