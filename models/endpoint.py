@@ -670,7 +670,7 @@ class Connection:
         m, i, is_retx, k = w
         ep = self.ep
         off = i * ep.mtu if i != ABORT else 0
-        nbytes = min(ep.mtu, m.length - off) if i != ABORT else 0      # MR-WIRE-083: no payload
+        nbytes = (ep.mtu if ep.mtu <= m.length - off else m.length - off) if i != ABORT else 0  # MR-WIRE-083: none
         if self.inflight and (self.inflight + nbytes > self.window or self.inflight + nbytes > (
                 self.cwnd_sum if self.rate_bps >= ep.line_rate_bps else max(self.cwnd_sum, 2 * ep.mtu))):
             # MR-CC-001, MR-CC-011: the connection's windows; while hinted, at least the two
@@ -1125,8 +1125,9 @@ class Connection:
             # window, counted per mark), from the path's window down to its floor and the rest
             # from the connection's next increases (cut_debt): however few packets a path
             # carries, the connection's paths together cut as one path would.
-            p.ce_acc = min(p.ce_acc + ce, _ACC_MAX)
-            p.ack_acc = min(p.ack_acc + pkts, _ACC_MAX)
+            # min(x, _ACC_MAX) written out (the builtin's call costs more than the test)
+            p.ce_acc = ce_acc if (ce_acc := p.ce_acc + ce) <= _ACC_MAX else _ACC_MAX
+            p.ack_acc = ack_acc if (ack_acc := p.ack_acc + pkts) <= _ACC_MAX else _ACC_MAX
             old = p.cwnd
             if now >= p.next_dec and p.ack_acc:
                 if p.ce_acc:
@@ -1476,7 +1477,8 @@ class Connection:
         for q in self.paths:
             if q.state == _ACTIVE:
                 total += q.cwnd
-        self.cwnd_sum = max(total, self.ep.mtu)
+        mtu = self.ep.mtu
+        self.cwnd_sum = total if total >= mtu else mtu     # max(total, mtu)
 
     def _healthy(self, p, now):
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
@@ -2212,7 +2214,7 @@ class Endpoint(VerbsHost):
 
     def _serve(self, c, now):
         r = c._next_frame(now)
-        if r.__class__ is Frame:
+        if type(r) is Frame:
             return r
         if r == _PACED:
             self._push(c.pace_until, 1, c, 0)
@@ -2234,7 +2236,7 @@ class Endpoint(VerbsHost):
         for _ in range(len(ready)):
             c = ready.popleft()
             r = c._next_frame(now)
-            if r.__class__ is Frame:
+            if type(r) is Frame:
                 ready.append(c)
                 return r
             if r == _PACED:

@@ -375,7 +375,7 @@ class Link:
         if self.pcap is not None:
             data = frame if isinstance(frame, bytes) else codec.encode(_copy_frame(frame))
             self.pcap.write(data, self.sim.now)
-        if frame.__class__ is bytes:
+        if type(frame) is bytes:
             self.dst.receive_bytes(frame, self.dst_port)
             return
         self.dst.receive(frame, self.dst_port)
@@ -742,7 +742,12 @@ class Switch:
             if port is None:
                 return
         if self.pfc is None:
-            port.enqueue(frame)
+            # port.enqueue, called by its name: an instance attribute holding a bound method
+            # defeats the interpreter's method-call specialisation
+            if port._fifo:
+                port._enqueue_fifo(frame)
+            else:
+                port._enqueue_events(frame)
         else:
             port.enqueue(frame, in_port if isinstance(in_port, Link) else None)
 
