@@ -174,6 +174,8 @@ NAK_STATUS = {
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
 NS = P.NS_PER_S
 _NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
+_XOK_NONE = 1 << 62     # _Path.xok: no due time (later than any send time)
+_XOK_STALE = -(1 << 62)     # _Path.xok: not known
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
 _DATA_OPS = frozenset((_OP_WRITE, _OP_WRITE_IMM, _OP_SEND, _OP_SEND_IMM, _OP_READ_RESP, _OP_READ,
                        _OP_CMP_SWAP, _OP_FETCH_ADD))
@@ -255,7 +257,7 @@ class _Path:
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
                  "retired_before", "head", "collapsed", "tail_probed", "probe_dl", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
-                 "rx_prev_ce", "ce_acc", "ack_acc", "xcache", "udp_hdr")
+                 "rx_prev_ce", "ce_acc", "ack_acc", "xcache", "xok", "udp_hdr")
 
     def __init__(self, conn, idx, entropy, cwnd, probe_interval):
         self.conn, self.idx, self.entropy, self.gen = conn, idx, entropy, 0
@@ -300,6 +302,10 @@ class _Path:
         # MR-REL-009: _xdue's answer, (need, send time or None), until the path's records
         # change (a record resolved or declared lost; one sent when the answer was None)
         self.xcache = None
+        # _xpath's test of that answer in one compare: the cached send time (_XOK_NONE for
+        # None) while the cache holds the connection's current ``need`` and the path is active,
+        # else _XOK_STALE (the full test runs)
+        self.xok = _XOK_STALE
         self.udp_hdr = None         # the UDP header of its frames (source port = entropy)
 
     def rec(self, psn):
@@ -437,6 +443,7 @@ class Connection:
         self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
         self.ack_loss = 0           # MR-REL-011: lost-ACK fraction of all paths, Q16
         self.xneed = (0, P.overdue_groups(0))       # (ack_loss, its overdue_groups), for _xpath
+        self.xok_need = None        # the ``need`` of the paths' ``xok``
         self.rtt_last = 0           # MR-CC-015: the latest RTT sample (ns) of any path
         # MR-CC-014: the timer before any RTT sample, spread over [1, 2) x rto_initial by the
         # connection, so that the senders of an incast whose first windows were dropped do not
@@ -663,7 +670,7 @@ class Connection:
         m, i, is_retx, k = w
         ep = self.ep
         off = i * ep.mtu if i != ABORT else 0
-        nbytes = min(ep.mtu, m.length - off) if i != ABORT else 0      # MR-WIRE-083: no payload
+        nbytes = (ep.mtu if ep.mtu <= m.length - off else m.length - off) if i != ABORT else 0  # MR-WIRE-083: none
         if self.inflight and (self.inflight + nbytes > self.window or self.inflight + nbytes > (
                 self.cwnd_sum if self.rate_bps >= ep.line_rate_bps else max(self.cwnd_sum, 2 * ep.mtu))):
             # MR-CC-001, MR-CC-011: the connection's windows; while hinted, at least the two
@@ -725,6 +732,7 @@ class Connection:
             # MR-REL-009: a record after the last changes _xdue's answer only when it found none
             # (its scan stops at a record before this one), so a found answer stays cached
             p.xcache = None
+            p.xok = _XOK_STALE
         f = self._frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
         if p.deadline is None:
             ep._arm(p, now + self._rto(p))
@@ -829,7 +837,7 @@ class Connection:
             self.ep.stats["spurious_retransmits"] += 1   # MR-EXO-002: never double-counted
             return
         b = m.ack_bits | (1 << (i - base))
-        t = P.trailing_ones(b)
+        t = (~b & (b + 1)).bit_length() - 1     # P.trailing_ones(b), inlined (every chunk)
         m.ack_base += t
         m.ack_bits = b >> t
         m.nacked += 1
@@ -921,6 +929,7 @@ class Connection:
         if not rec.lost:
             rec.lost = True
             p.xcache = None
+            p.xok = _XOK_STALE
             p.live -= 1
             p.inflight -= rec.nbytes
             if not rec.free:
@@ -985,7 +994,9 @@ class Connection:
             if rec is None:
                 continue
             ring[ix] = None
-            ep._rtx_free()
+            ep._rtx_used -= 1           # ep._rtx_free(), inlined
+            if ep._pool_waiters:
+                ep._wake_pool()
             if (acked >> j) & 1:
                 if rec.req and not rec.probe:
                     # MR-REL-011: an AckReq packet is acknowledged by its own ACK or, when that
@@ -1008,8 +1019,10 @@ class Connection:
                 self._mark_lost(p, rec)
         p.floor = (floor + n) & P.PSN_MASK
         p.xcache = None
-        if reqs_seen or reqs_lost:
-            self.ack_loss = P.ack_loss_update(self.ack_loss, reqs_seen, reqs_lost)   # MR-REL-011
+        p.xok = _XOK_STALE
+        if reqs_lost or (reqs_seen and self.ack_loss):
+            # MR-REL-011 (from 0, ACKs that arrive leave the estimate at 0: no call needed)
+            self.ack_loss = P.ack_loss_update(self.ack_loss, reqs_seen, reqs_lost)
         # MR-CC-002/003: AIMD on the echoed CE fraction, at most one decrease per RTT.
         # MR-SEC-151: at most one CE mark per packet this ACK newly acknowledges.
         ce = min(a.ce_count, pkts) if a.flags & _MRAH_ECE else 0
@@ -1112,8 +1125,9 @@ class Connection:
             # window, counted per mark), from the path's window down to its floor and the rest
             # from the connection's next increases (cut_debt): however few packets a path
             # carries, the connection's paths together cut as one path would.
-            p.ce_acc = min(p.ce_acc + ce, _ACC_MAX)
-            p.ack_acc = min(p.ack_acc + pkts, _ACC_MAX)
+            # min(x, _ACC_MAX) written out (the builtin's call costs more than the test)
+            p.ce_acc = ce_acc if (ce_acc := p.ce_acc + ce) <= _ACC_MAX else _ACC_MAX
+            p.ack_acc = ack_acc if (ack_acc := p.ack_acc + pkts) <= _ACC_MAX else _ACC_MAX
             old = p.cwnd
             if now >= p.next_dec and p.ack_acc:
                 if p.ce_acc:
@@ -1152,6 +1166,7 @@ class Connection:
             p.last_ack = now
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
+                p.xok = _XOK_STALE
                 p.cwnd = int(max(self.path_floor, ep.bdp * ep.init_window_bdp / len(self.paths)))
                 self._sum_windows()
                 p.probe_interval = ep._probe_interval_ns
@@ -1173,7 +1188,13 @@ class Connection:
         if xn[0] != self.ack_loss:
             xn = self.xneed = (self.ack_loss, P.overdue_groups(self.ack_loss))     # MR-REL-011
         need = xn[1]
+        if need != self.xok_need:
+            self.xok_need = need
+            for q in self.paths:
+                q.xok = _XOK_STALE
         for q in self.paths:
+            if q.xok >= t_wit:
+                continue        # the test below in one compare
             xc = q.xcache
             if (xc is not None and xc[0] == need and (xc[1] is None or xc[1] >= t_wit)
                     and q.state == _ACTIVE):
@@ -1233,6 +1254,8 @@ class Connection:
                         break
                 psn = (psn + 1) & _PSN_MASK
         p.xcache = (need, t)
+        p.xok = (_XOK_NONE if t is None else t) if (
+            need == self.xok_need and p.state == _ACTIVE) else _XOK_STALE
         return t
 
     def _on_overdue(self, p, now):
@@ -1416,6 +1439,7 @@ class Connection:
                 st["paths_suspected"] += 1
                 self._give_window(p, healthy)
                 p.state = _PROBING
+                p.xok = _XOK_STALE
         if p.state != _RETIRED and not P.send_window_open(p.floor, p.next_psn):
             self._probe_same_psn(p, now)
         self._sum_windows()
@@ -1453,7 +1477,8 @@ class Connection:
         for q in self.paths:
             if q.state == _ACTIVE:
                 total += q.cwnd
-        self.cwnd_sum = max(total, self.ep.mtu)
+        mtu = self.ep.mtu
+        self.cwnd_sum = total if total >= mtu else mtu     # max(total, mtu)
 
     def _healthy(self, p, now):
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
@@ -1476,6 +1501,7 @@ class Connection:
         else:
             ep.stats["paths_retired"] += 1
         p.state = _RETIRED
+        p.xok = _XOK_STALE
         p.retired_before = True
         ep._schedule_probe(p, now + p.probe_interval)
 
@@ -1490,6 +1516,7 @@ class Connection:
         if p.state != _RETIRED:
             return
         p.state = _PROBING
+        p.xok = _XOK_STALE
         self._reroute(p)
         if not P.send_window_open(p.floor, p.next_psn):
             self._probe_same_psn(p, now)
@@ -1711,7 +1738,7 @@ class Connection:
         if f.imm is not None:
             m.imm = f.imm
         b = m.chunk_bits | (1 << (idx - m.chunk_base))
-        t = P.trailing_ones(b)
+        t = (~b & (b + 1)).bit_length() - 1     # P.trailing_ones(b), inlined (every chunk)
         m.chunk_base += t
         m.chunk_bits = b >> t
         m.placed += n
@@ -2147,11 +2174,14 @@ class Endpoint(VerbsHost):
         self._share_eid = 0         # MR-CC-012: interval number; limited senders of the last one
         self._n_lim = 0
         self._lim_mbps = 0
+        self._hint_key = None       # _rate_hint's inputs and result
+        self._hint_val = 0
         # MR-CC-005/010 in integer ns: k packet times are k * _pkt_bits_ns // _rate ns
         self._pkt_bits_ns = mtu * 8 * NS
         self._rate = int(self.line_rate_bps)
         self._fresh_ns = -(-P.NEW_SENDER_WINDOW * self._pkt_bits_ns // self._rate)
         self._horizon_pkts = P.NEW_SENDER_HORIZON * base_rtt * self.line_rate_bps / (mtu * 8)
+        self._share_iv = self._share_iv_of(0)
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -2184,7 +2214,7 @@ class Endpoint(VerbsHost):
 
     def _serve(self, c, now):
         r = c._next_frame(now)
-        if r.__class__ is Frame:
+        if type(r) is Frame:
             return r
         if r == _PACED:
             self._push(c.pace_until, 1, c, 0)
@@ -2201,10 +2231,12 @@ class Endpoint(VerbsHost):
             self.stats["packets_sent"] += 1
             return self._ctrl.popleft()
         ready = self._ready
+        if not ready:
+            return None
         for _ in range(len(ready)):
             c = ready.popleft()
             r = c._next_frame(now)
-            if r.__class__ is Frame:
+            if type(r) is Frame:
                 ready.append(c)
                 return r
             if r == _PACED:
@@ -2217,11 +2249,7 @@ class Endpoint(VerbsHost):
         ``None``."""
         if self._ctrl or self._ready:
             return now
-        d = self._next_wakeup_ns(int(now * NS + 0.5))
-        return None if d is None else (d / NS if d > now * NS else now)
-
-    def _next_wakeup_ns(self, now):
-        t = self._timers
+        t = self._timers        # the earliest live timer (stale entries leave the heap)
         while t:
             d, _, kind, obj, tok = t[0]
             if kind == 0 and obj.deadline is None:
@@ -2235,7 +2263,7 @@ class Endpoint(VerbsHost):
                 heapq.heappop(t)
                 obj.prog_armed = False
                 continue
-            return d
+            return d / NS if d > now * NS else now
         return None
 
     def receive(self, frame, now):
@@ -2272,9 +2300,12 @@ class Endpoint(VerbsHost):
         """MR-ENG-013: an outstanding-packet record is free again; wake its waiters."""
         self._rtx_used -= 1
         if self._pool_waiters:
-            for c in self._pool_waiters.values():
-                self._make_ready(c)
-            self._pool_waiters.clear()
+            self._wake_pool()
+
+    def _wake_pool(self):
+        for c in self._pool_waiters.values():
+            self._make_ready(c)
+        self._pool_waiters.clear()
 
     def _push(self, deadline, kind, obj, tok):
         self._tseq += 1
@@ -2331,11 +2362,12 @@ class Endpoint(VerbsHost):
         MR-CC-012: count each sender's wire bytes per interval; at the end of an interval find
         the demand-limited senders.
         """
-        iv = max(self._share_interval_ns, 2 * self._share_prev * self._pkt_bits_ns // self._rate)
+        iv = self._share_iv
         if now - self._share_epoch >= iv:
             stale = now - self._share_epoch >= 2 * iv
             self._demand_update(now - self._share_epoch, stale)
             self._share_prev = 0 if stale else len(self._share_seen)
+            self._share_iv = self._share_iv_of(self._share_prev)
             self._share_prev_set = set() if stale else self._share_seen
             self._bcast_n = self._share_prev
             self._share_ce_frac = 0.0 if stale or not self._share_pkts else self._share_ce / self._share_pkts
@@ -2372,6 +2404,10 @@ class Endpoint(VerbsHost):
                     self._push(fr[0] + w, 4, None, 0)
                 self._push(now + w, 4, None, 0)
         self._hint_check(c, now)
+
+    def _share_iv_of(self, prev):
+        """MR-CC-005: the share interval after one in which ``prev`` senders were counted."""
+        return max(self._share_interval_ns, 2 * prev * self._pkt_bits_ns // self._rate)
 
     def _demand_update(self, iv_ns, stale):
         """MR-CC-012: the interval ``_share_eid`` (``iv_ns`` long) ends. A sender active in it or
@@ -2412,7 +2448,12 @@ class Endpoint(VerbsHost):
     def _hint_check(self, c, now):
         """MR-CC-009/010: recompute the predicted sender count; push hint updates when it grew
         by half (lower shares) or fell to two thirds (higher shares)."""
-        n = self._n_estimate(now)
+        fr = self._fresh        # MR-CC-010: new senders' arrivals within the window
+        w = self._fresh_ns
+        while fr and fr[0] <= now - w:
+            fr.popleft()
+        n = self._n_est = P.predicted_senders(max(self._share_prev, len(self._share_seen)), len(fr),
+                                              P.NEW_SENDER_WINDOW, self._horizon_pkts)
         b = self._bcast_n
         if c is not None and n >= 2 and 2 * n >= 3 * b:
             self._bcast_n = n
@@ -2420,17 +2461,6 @@ class Endpoint(VerbsHost):
         elif b >= 2 and 3 * n <= 2 * b:
             self._bcast_n = n
             self._hint_update(c, up=True)
-
-    def _n_estimate(self, now):
-        fr = self._fresh
-        w = self._fresh_ns
-        while fr and fr[0] <= now - w:
-            fr.popleft()
-        n = P.predicted_senders(max(self._share_prev, len(self._share_seen)), len(fr),
-                                P.NEW_SENDER_WINDOW,
-                                self._horizon_pkts)
-        self._n_est = n
-        return n
 
     def _hint_update(self, newcomer, up=False):
         """MR-CC-009: the count of active senders grew by half since the last update: every other
@@ -2454,9 +2484,14 @@ class Endpoint(VerbsHost):
                 self.stats["hint_updates"] += 1
 
     def _rate_hint(self):
-        # MR-CC-005, MR-CC-012: the equal share, raised by what demand-limited senders leave
-        return P.fair_level_mbps(self.line_rate_bps, self._n_est, self._share_ce_frac,
-                                 min(self._n_lim, self._n_est - 1), self._lim_mbps)
+        # MR-CC-005, MR-CC-012: the equal share, raised by what demand-limited senders leave;
+        # kept until one of its inputs changes (it is asked for at every ACK)
+        key = (self._n_est, self._share_ce_frac, self._n_lim, self._lim_mbps, self.line_rate_bps)
+        if key != self._hint_key:
+            self._hint_key = key
+            self._hint_val = P.fair_level_mbps(self.line_rate_bps, self._n_est, self._share_ce_frac,
+                                               min(self._n_lim, self._n_est - 1), self._lim_mbps)
+        return self._hint_val
 
     def _send_ack(self, c, p, trigger_psn, sport):
         """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path."""

@@ -283,6 +283,10 @@ class Link:
         self.faults = None
         self._rng = None
         self.set_faults(faults)
+        # the arrival callbacks, bound once: every hop schedules one (loading a method as a
+        # value is a lookup and a new bound method each time)
+        self._on_arrive = self._arrive
+        self._on_arrive_late = self._arrive_late
 
     def set_faults(self, faults):
         # Each link gets its own copy: the burst channel's state is per link.
@@ -328,10 +332,10 @@ class Link:
                 self.down_drops += 1
                 return
             t = sim.now + ser + self.delay
-            cb, arg = self._arrive, frame
+            cb, arg = self._on_arrive, frame
         else:
             t = start + ser + self.delay
-            cb, arg = self._arrive_late, (frame, start)
+            cb, arg = self._on_arrive_late, (frame, start)
         fl = self.faults
         if fl is None:
             b = sim._b.get(t)
@@ -354,11 +358,11 @@ class Link:
         d = fl.extra_delay(rng)
         if d:
             self.delayed += 1
-        self.sim.at(t + d, cb, frame if cb == self._arrive else (frame, start))
+        self.sim.at(t + d, cb, frame if cb is self._on_arrive else (frame, start))
         if fl.duplicate and rng.random() < fl.duplicate:
             self.duplicated += 1
             dup = frame if isinstance(frame, bytes) else _copy_frame(frame)
-            self.sim.at(t + d + ser, cb, dup if cb == self._arrive else (dup, start))
+            self.sim.at(t + d + ser, cb, dup if cb is self._on_arrive else (dup, start))
 
     def _arrive_late(self, arg):
         frame, start = arg
@@ -375,7 +379,7 @@ class Link:
         if self.pcap is not None:
             data = frame if isinstance(frame, bytes) else codec.encode(_copy_frame(frame))
             self.pcap.write(data, self.sim.now)
-        if frame.__class__ is bytes:
+        if type(frame) is bytes:
             self.dst.receive_bytes(frame, self.dst_port)
             return
         self.dst.receive(frame, self.dst_port)
@@ -608,9 +612,9 @@ class OutPort:
             if not link._up:
                 link.down_drops += 1
                 return
-            cb, arg = link._arrive, frame
+            cb, arg = link._on_arrive, frame
         else:
-            cb, arg = link._arrive_late, (frame, start)
+            cb, arg = link._on_arrive_late, (frame, start)
         t = end + link.delay
         b = sim._b.get(t)
         if b is None:
@@ -742,7 +746,12 @@ class Switch:
             if port is None:
                 return
         if self.pfc is None:
-            port.enqueue(frame)
+            # port.enqueue, called by its name: an instance attribute holding a bound method
+            # defeats the interpreter's method-call specialisation
+            if port._fifo:
+                port._enqueue_fifo(frame)
+            else:
+                port._enqueue_events(frame)
         else:
             port.enqueue(frame, in_port if isinstance(in_port, Link) else None)
 
@@ -781,6 +790,7 @@ class NicPort:
         self.q = deque()
         self.busy = False
         self.paused = set()
+        self._on_done = self._done      # bound once (see Link._on_arrive)
 
     def start(self, frame):
         self.busy = True
@@ -799,19 +809,19 @@ class NicPort:
                 t = ls.now + ser + link.delay
                 b = ls._b.get(t)
                 if b is None:
-                    ls._b[t] = [(link._arrive, frame)]
+                    ls._b[t] = [(link._on_arrive, frame)]
                     heappush(ls._t, t)
                 else:
-                    b.append((link._arrive, frame))
+                    b.append((link._on_arrive, frame))
             else:
                 link.down_drops += 1
         t = sim.now + ser
         b = sim._b.get(t)
         if b is None:
-            sim._b[t] = [(self._done, None)]
+            sim._b[t] = [(self._on_done, None)]
             heappush(sim._t, t)
         else:
-            b.append((self._done, None))
+            b.append((self._on_done, None))
 
     def blocked(self, frame):
         return self.busy or (self.paused and frame.eth.pcp in self.paused)

@@ -154,3 +154,20 @@ def test_bench_auth_bad_losses(capsys):
     assert main(["bench", "auth", "--losses", "0,x", "--json"]) == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines() == ["metaroce bench: error: --losses: not a list of numbers: '0,x'"]
+
+
+def test_bench_simspeed_where_smoke(capsys):
+    """bench simspeed --where: the parts of each mode add up to its bytecodes per packet, and the
+    MetaRoCE endpoint's work is booked to its entry points by frame kind."""
+    obj = _bench(capsys, "simspeed", "--hosts", "4", "--packets", "20", "--where")
+    total = obj["summary"]["bytecodes_per_packet"]
+    assert set(total) == {"fabric", "metaroce", "rocev2"}
+    for mode, ops in total.items():
+        parts = [r for r in obj["rows"] if r["mode"] == mode]
+        assert {"event loop", "links and switches", "hosts and NICs"} <= {r["part"] for r in parts}
+        assert abs(sum(r["bytecodes_per_packet"] for r in parts) - ops) <= len(parts)     # rounding
+        assert abs(sum(r["share"] for r in parts) - 1.0) < 0.01
+        assert obj["summary"]["top_functions"][mode]
+    mr = {r["part"]: r for r in obj["rows"] if r["mode"] == "metaroce"}
+    for part in ("data received", "ACK received", "data sent", "ACK sent", "idle polls"):
+        assert mr["endpoint: " + part]["bytecodes_per_packet"] > 0
