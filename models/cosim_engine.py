@@ -428,7 +428,6 @@ class EndpointCosim:
         goodput = cfg.nbytes * 8 / t if t else 0.0
         match = got_eng == self.ep_src and got_ep == self.eng_src
         errors = len(eng.res["errors"]) + eng.res["done_errors"]
-        link = self.fab.links[INTO].stats
         st = self.ep.stats
         return {"ok": bool(match and eng_ok and ep_ok and not errors), "sha256_match": match,
                 "bytes": cfg.nbytes, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4),
@@ -436,18 +435,14 @@ class EndpointCosim:
                 "bytes_back": len(self.eng_src) if self.direction == "rx" else len(self.ep_src),
                 "wrs_completed_ok": eng_ok and ep_ok,
                 "wrs": {"engine": len(eng.items), "endpoint": self.ep_wrs},
-                "goodput_gbps": round(goodput / 1e9, 4), "limit_gbps": round(cfg.limit_bps / 1e9, 4),
-                "link_gbps": cfg.link_bps / 1e9, "clock_mhz": CLOCK_HZ / 1e6, "width": cfg.width,
-                "sim_time_s": t,
-                "fabric": {"lost": link["lost"], "duplicated": link["duplicated"], "delayed": link["delayed"],
-                           "ce_marked": self.fab.marks(), "switch_drops": self.fab.switch_drops()},
+                **_figures(cfg, self.fab, goodput, t),
                 "engine": {"host": f"h{self.eng_host}", "frames_out": eng.res["frames_out"],
                            "frames_in": eng.res["frames_in"], "placements": eng.res["done"],
                            "errors": len(eng.res["errors"]), "bypass": eng.res["bypass"]},
                 "endpoint": {"host": f"h{self.ep_host}", "retransmitted": st.get("retransmitted", 0),
                              "acks_sent": st.get("acks_sent", 0), "naks_sent": st.get("naks_sent", 0),
                              "timeouts": st.get("timeouts", 0)},
-                "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}}
+                "config": _config_of(cfg)}
 
 
 def run_endpoint_model(cfg: Config, direction="rx", *, pair=False, **kw):
@@ -577,21 +572,30 @@ class PeerCosim:
         goodput = cfg.nbytes * 8 / t if t else 0.0
         match = sha(got_b) == sha(self.src_a) and got_a == self.src_b
         errors = sum(len(d.res["errors"]) + d.res["done_errors"] for d in (self.a, self.b))
-        link = self.fab.links[INTO].stats
         return {"ok": bool(match and all(ok_wrs) and not errors), "sha256_match": match,
                 "bytes": cfg.nbytes, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4),
                 "cycles": self.cycle, "sha256": sha(got_b), "bytes_back": self.back,
                 "wrs_completed_ok": all(ok_wrs), "wrs": [len(self.a.items), len(self.b.items)],
-                "goodput_gbps": round(goodput / 1e9, 4), "limit_gbps": round(cfg.limit_bps / 1e9, 4),
-                "link_gbps": cfg.link_bps / 1e9, "clock_mhz": CLOCK_HZ / 1e6, "width": cfg.width,
-                "sim_time_s": t,
-                "fabric": {"lost": link["lost"], "duplicated": link["duplicated"], "delayed": link["delayed"],
-                           "ce_marked": self.fab.marks(), "switch_drops": self.fab.switch_drops()},
+                **_figures(cfg, self.fab, goodput, t),
                 "engines": {name: {"frames_out": d.res["frames_out"], "frames_in": d.res["frames_in"],
                                    "placements": d.res["done"], "errors": len(d.res["errors"]),
                                    "peak_mac_beats": d.res["peak_mac_beats"]}
                             for name, d in (("h0", self.a), ("h1", self.b))},
-                "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}}
+                "config": _config_of(cfg)}
+
+
+def _figures(cfg, fab, goodput, t):
+    """The rates, the clock and the fabric's counters of a run's result (MR-ENG-138/139)."""
+    link = fab.links[INTO].stats
+    return {"goodput_gbps": round(goodput / 1e9, 4), "limit_gbps": round(cfg.limit_bps / 1e9, 4),
+            "link_gbps": cfg.link_bps / 1e9, "clock_mhz": CLOCK_HZ / 1e6, "width": cfg.width,
+            "sim_time_s": t,
+            "fabric": {"lost": link["lost"], "duplicated": link["duplicated"], "delayed": link["delayed"],
+                       "ce_marked": fab.marks(), "switch_drops": fab.switch_drops()}}
+
+
+def _config_of(cfg):
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}
 
 
 def region_image(drv, region, n):
