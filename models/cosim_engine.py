@@ -388,14 +388,13 @@ class EndpointCosim:
         fabric_to(self.fab, self.cycle)
         if self.pair:
             parts = [{}, {}]
-            parts[self.eng_host] = self.eng.inputs()
+            parts[self.eng_host] = self._inp = self.eng.inputs()
             return self.ports_in.join(parts)
         return self.eng.inputs()
 
     def observe(self, inp, out):
         if self.pair:
-            h = self.eng_host
-            self.eng.observe(self.ports_in.split(inp)[h], self.ports_out.split(out)[h])
+            self.eng.observe(self._inp, self.ports_out.split_full(out)[self.eng_host])
         else:
             self.eng.observe(inp, out)
         self.cycle += 1
@@ -465,6 +464,10 @@ class PairPorts:
         g = d.get
         return [{n: g(pn, 0) for pn, n in ns} for ns in self.names]
 
+    def split_full(self, d):
+        """``split`` of a dict that holds every name (an output dict): no default looked up."""
+        return [{n: d[pn] for pn, n in ns} for ns in self.names]
+
     def join(self, parts):
         out = {}
         for ns, part in zip(self.names, parts):
@@ -522,7 +525,9 @@ class PeerCosim:
         fabric_to(self.fab, self.cycle)
         a, m = self.a, self.peer_model
         if self.pair:
-            return self.ports_in.join((a.inputs(), self.b.inputs()))
+            # each engine's inputs kept for observe (the pair's dict is made of them)
+            self._parts = (a.inputs(), self.b.inputs())
+            return self.ports_in.join(self._parts)
         ia = a.inputs()
         a.observe(ia, m.step(ia))
         a.settle(m.active)
@@ -530,7 +535,7 @@ class PeerCosim:
 
     def observe(self, inp, out):
         if self.pair:
-            for d, i, o in zip((self.a, self.b), self.ports_in.split(inp), self.ports_out.split(out)):
+            for d, i, o in zip((self.a, self.b), self._parts, self.ports_out.split_full(out)):
                 d.observe(i, o)
         else:
             self.b.observe(inp, out)
