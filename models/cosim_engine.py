@@ -33,7 +33,7 @@ from .dma_read_cases import HostMemory as ReadMemory
 from .dma_read_cases import Layout as ReadLayout
 from .dma_write import RESP_OKAY, done_layout
 from .dma_write_cases import HostMemory as WriteMemory
-from .engine import AXIL, PAIR_PREFIXES, engine_layouts
+from .engine import AXIL, PairPorts, engine_layouts
 from .engine_cases import _host_window
 from .regs import register_map
 from .rx import pack, unpack
@@ -376,9 +376,7 @@ class EndpointCosim:
         self.max_time = cfg.max_time if cfg.max_time is not None else 50 * ideal + 2000 * cfg.rtt
         self.pair = pair
         if pair:
-            from .engine import EngineModel
-            names = EngineModel(cfg.width).port_names()
-            self.ports_in, self.ports_out = PairPorts(names["inputs"]), PairPorts(names["outputs"])
+            self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
 
     @property
     def finished(self):
@@ -452,30 +450,6 @@ def run_endpoint_model(cfg: Config, direction="rx", *, pair=False, **kw):
     return run_loop(EndpointCosim(cfg, direction, pair=pair, **kw), m, m.active).result()
 
 
-class PairPorts:
-    """MR-ENG-138: one engine's ports (``names``) under each host's prefix of the pair build
-    (:data:`~metaroce.models.engine.PAIR_PREFIXES`): ``split`` a pair's dict into the two
-    engines' (a name absent counts 0), ``join`` the two engines' dicts into the pair's."""
-
-    def __init__(self, names):
-        self.names = [[(p + n, n) for n in names] for p in PAIR_PREFIXES]
-
-    def split(self, d):
-        g = d.get
-        return [{n: g(pn, 0) for pn, n in ns} for ns in self.names]
-
-    def split_full(self, d):
-        """``split`` of a dict that holds every name (an output dict): no default looked up."""
-        return [{n: d[pn] for pn, n in ns} for ns in self.names]
-
-    def join(self, parts):
-        out = {}
-        for ns, part in zip(self.names, parts):
-            g = part.get
-            out.update({pn: g(n, 0) for pn, n in ns})
-        return out
-
-
 class PeerCosim:
     """MR-ENG-138: two whole engines over the fabric. The engine under test on ``h1`` (this
     driver's ports: ``inputs``, ``observe``, ``settle``, ``finished``), the peer engine on
@@ -510,8 +484,7 @@ class PeerCosim:
         self.progress = progress
         self.peer_model = None if pair else EngineModel(cfg.width)
         if pair:
-            names = EngineModel(cfg.width).port_names()
-            self.ports_in, self.ports_out = PairPorts(names["inputs"]), PairPorts(names["outputs"])
+            self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
         self.period = 1.0 / CLOCK_HZ
         self.cycle = 0
         ideal = cfg.nbytes * 8 / cfg.limit_bps
