@@ -656,16 +656,9 @@ def _pch_workaround():
         with contextlib.suppress(OSError):
             mk = (Path(root) / "include" / "verilated.mk").read_text()
             needed = re.search(r"^CFG_CXXFLAGS_PCH_I\s*=\s*$", mk, re.M) is not None
-    old = os.environ.get("MAKEFLAGS")
-    if needed and "CFG_CXXFLAGS_PCH_I" not in (old or ""):
-        os.environ["MAKEFLAGS"] = ((old + " ") if old else "") + "CFG_CXXFLAGS_PCH_I=-include"
-    try:
+    add = needed and "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", "")
+    with _makeflags(["CFG_CXXFLAGS_PCH_I=-include"] if add else []):
         yield
-    finally:
-        if old is None:
-            os.environ.pop("MAKEFLAGS", None)
-        else:
-            os.environ["MAKEFLAGS"] = old
 
 
 
