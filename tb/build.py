@@ -12,8 +12,9 @@ Keys without elaborating: generating a large block's Verilog takes minutes (the 
 :func:`block_fingerprint`, a digest of the sources the block's module imports (its
 :func:`import_closure`), the Amaranth version, the block and width; the Verilog is generated
 only on a miss. The pair build (:func:`pair_build`: two instances of a block under one top, two
-whole engines in one simulation, MR-ENG-138) compiles with its own flags (:data:`PAIR_ARGS`,
-:data:`PAIR_MAKEFLAGS`, which do reach ``make``).
+whole engines in one simulation, MR-ENG-138) is the same kind of build with a wrapper beside the
+component and its own flags (:data:`PAIR_ARGS`, :data:`PAIR_MAKEFLAGS`, which do reach ``make``:
+``verilator.build(makeflags=...)``).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
 #: Verilator arguments of the pair build (measured, docs/hw/engine-results.md).
 PAIR_ARGS: tuple[str, ...] = ("-Wno-lint", "-Wno-style", "-Wno-LATCH", "--x-assign", "fast",
                               "--x-initial", "fast", "--output-split", "20000")
-#: ``make`` variables of the pair build (through ``MAKEFLAGS``): the C++ optimisation.
+#: ``make`` variables of the pair build (``verilator.build(makeflags=...)``): the C++ optimisation.
 PAIR_MAKEFLAGS: tuple[str, ...] = ("OPT_FAST=-O1", "OPT_SLOW=-O0")
 
 _builds: dict = {}
@@ -96,8 +97,8 @@ def block_fingerprint(blk, width: int) -> str:
     """Digest of what elaborating ``blk`` at ``width`` reads: the sources of every module in
     the :func:`import_closure` of its component's module and of ``metaroce.sim.verilator``
     (the generator), the versions of Amaranth and its
-    Yosys, the block's name, component and width. A cached build or Verilog text is found
-    from it without elaborating (:func:`build`, :func:`verilog_text`); an edit to any of those
+    Yosys, the block's name, component and width. A cached build is found from it without
+    elaborating (:func:`build`, :func:`pair_build`); an edit to any of those
     sources costs one Verilog generation, an edit elsewhere (a testbench, a model's cases)
     none."""
     import hashlib
@@ -117,25 +118,6 @@ def block_fingerprint(blk, width: int) -> str:
             h.update(f"{name}:{len(data)}:".encode())
             h.update(data)
     return h.hexdigest()
-
-
-def verilog_text(blk, width: int) -> str:
-    """The Verilog of ``blk`` at ``width`` (top module ``blk.name``), generated once per
-    :func:`block_fingerprint` into ``<build root>/../verilog/`` (minutes for the engine: the
-    pair build's key hashes this text, so a cache hit costs reading it)."""
-    import os
-    from metaroce.sim import verilator as vl
-    path = vl.default_build_root().parent / "verilog" / f"{blk.name}_w{width}_{block_fingerprint(blk, width)[:24]}.v"
-    try:
-        return path.read_text()
-    except OSError:
-        pass
-    text = vl.generate_verilog(blk.component_factory(), blk.name, parameters={"width": width})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return text
 
 
 def pair_wrapper(name: str, ports, top: str) -> str:
@@ -158,10 +140,11 @@ def pair_wrapper(name: str, ports, top: str) -> str:
 
 def pair_build(blk, width: int):
     """Cached Verilator build of two instances of ``blk`` under one top (``<name>_pair``,
-    :func:`pair_wrapper`): MR-ENG-138's two engines in one simulation. The block's Verilog
-    from :func:`verilog_text`; the module is compiled once for both instances. Flags:
-    :data:`PAIR_ARGS`, the C++ optimisation :data:`PAIR_MAKEFLAGS` (docs/hw/engine-results.md)."""
-    import os
+    :func:`pair_wrapper`): MR-ENG-138's two engines in one simulation. One
+    :func:`metaroce.sim.verilator.build` of the block's component (module ``blk.name``, compiled
+    once for both instances) with the wrapper beside it, found from :func:`block_fingerprint`
+    without elaborating, as :func:`build`'s. Flags: :data:`PAIR_ARGS`, the C++ optimisation
+    :data:`PAIR_MAKEFLAGS` (docs/hw/engine-results.md)."""
     import warnings
     from amaranth.hdl import UnusedElaboratable
     from metaroce.hdl.board_top import block_ports
@@ -173,20 +156,11 @@ def pair_build(blk, width: int):
         with warnings.catch_warnings():      # the component is made for its ports only
             warnings.simplefilter("ignore", UnusedElaboratable)
             ports = block_ports(blk.make_component(width))
-        wrapper = pair_wrapper(blk.name, ports, top)
-        old = os.environ.get("MAKEFLAGS")
-        os.environ["MAKEFLAGS"] = " ".join(filter(None, (old, *PAIR_MAKEFLAGS)))
-        try:
-            # the make flags ride in the arguments too: they key the cache (Verilator itself
-            # ignores -MAKEFLAGS without --build)
-            _builds[key] = vl.build(f"{top}_w{width}", [verilog_text(blk, width), wrapper],
-                                    toplevel=top, build_args=PAIR_ARGS + tuple(a for f in PAIR_MAKEFLAGS for a in ("-MAKEFLAGS", f)),
-                                    public="ports")
-        finally:
-            if old is None:
-                os.environ.pop("MAKEFLAGS", None)
-            else:
-                os.environ["MAKEFLAGS"] = old
+        _builds[key] = vl.build(f"{top}_w{width}", blk.component_factory(), toplevel=top,
+                                module=blk.name, parameters={"width": width},
+                                extra_verilog=[pair_wrapper(blk.name, ports, top)],
+                                build_args=PAIR_ARGS, makeflags=PAIR_MAKEFLAGS, public="ports",
+                                source_fingerprint=block_fingerprint(blk, width))
     return _builds[key]
 
 

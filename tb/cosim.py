@@ -11,7 +11,7 @@ runs alongside and every output is compared every cycle (``mismatches`` counts t
 it (the default: the model costs about ten times the RTL's evaluation) nothing is compared and
 ``mismatches`` is null.
 
-``engine_cosim`` (``engine_tx_cosim``, ``engine_peer_cosim``, ``engine_pair_cosim``)
+``engine_cosim`` (``engine_tx_cosim``, ``engine_peer_cosim``, ``engine_pair_cosim``, ``engine_endpoint_cosim``)
     one closed-loop run, configured by ``COSIM_CONFIG`` (JSON of
     :class:`~metaroce.models.cosim.Config` fields; the instance's ``conns``/``paths``/``keys``
     must be the build's); results (:meth:`Cosim.result` plus ``mismatches``, ``lockstep``,
@@ -114,4 +114,31 @@ async def engine_pair_cosim(dut):
     width = len(dut.h0__m_axis__tdata)
     cfg, lockstep = _config(width)
     model = EnginePairModel(width)
-    await _run(dut, model, PeerCosim(cfg, pair=True), lockstep, model.active, registered=True)
+    await _run(dut, model, PeerCosim(cfg, pair=True, progress=_progress()), lockstep, model.active,
+               registered=True)
+
+
+@cocotb.test()
+async def engine_endpoint_cosim(dut):
+    """The whole engine against a model endpoint over the fabric, data both ways (MR-ENG-139):
+    one instance of the pair build (``h1`` with ``COSIM_DIRECTION`` rx, ``h0`` with tx), the
+    other idle; :class:`EnginePairModel` alongside with lockstep."""
+    from metaroce.models.cosim_engine import EndpointCosim
+    from metaroce.models.engine import EnginePairModel
+    width = len(dut.h0__m_axis__tdata)
+    cfg, lockstep = _config(width)
+    model = EnginePairModel(width)
+    drv = EndpointCosim(cfg, os.environ.get("COSIM_DIRECTION", "rx"), pair=True)
+    await _run(dut, model, drv, lockstep, model.active, registered=True)
+
+
+def _progress():
+    """A long run's progress lines (``PeerCosim.snapshot`` with the wall time and the rate so
+    far) into the simulation's log, which stays readable while it runs."""
+    t0 = time.perf_counter()
+
+    def show(snap):
+        wall = time.perf_counter() - t0
+        snap.update(wall_s=round(wall, 1), cycles_per_s=round(snap["cycle"] / wall) if wall else None)
+        print("cosim progress " + json.dumps(snap), flush=True)
+    return show

@@ -81,24 +81,43 @@ def test_block_fingerprint_of_a_design_outside_the_packages(monkeypatch, tmp_pat
     assert tb_build.block_fingerprint(SMOKE, 8) != before
 
 
-def test_verilog_text_generated_once_per_fingerprint(monkeypatch, tmp_path):
-    """The text is generated on a miss only; a source change (another fingerprint) generates
-    it again."""
+def test_pair_build_is_one_verilator_build(monkeypatch, tmp_path):
+    """MR-ENG-138: ``pair_build`` is ``verilator.build`` of the block's component (module
+    ``smoke``) with the wrapper beside it (top ``smoke_pair``) and the pair's ``make`` variables
+    in ``MAKEFLAGS`` while it builds; the next lookup (a fresh memo) finds it from the
+    fingerprint without generating the Verilog; another fingerprint generates it again."""
+    import os
+    from pathlib import Path
     from metaroce.sim import verilator as vl
     monkeypatch.setenv("METAROCE_BUILD_DIR", str(tmp_path / "sim_build"))
-    smoke = SMOKE
-    calls = []
+    calls, gen = [], []
+
+    class Runner:
+        def build(self, **kw):
+            calls.append({**kw, "MAKEFLAGS": os.environ.get("MAKEFLAGS", "")})
+            (Path(kw["build_dir"]) / kw["hdl_toplevel"]).write_text("fake")
+    monkeypatch.setattr(vl, "_get_runner", Runner)
     real = vl.generate_verilog
 
     def counting(*a, **kw):
-        calls.append(a[1])
+        gen.append(a[1])
         return real(*a, **kw)
     monkeypatch.setattr(vl, "generate_verilog", counting)
-    t1 = tb_build.verilog_text(smoke, 8)
-    assert tb_build.verilog_text(smoke, 8) == t1 and calls == ["smoke"]
-    assert "module smoke(" in t1
+    monkeypatch.setattr(tb_build, "_builds", {})
+    b = tb_build.pair_build(SMOKE, 8)
+    assert not b.cached and b.toplevel == "smoke_pair" and gen == ["smoke"]
+    texts = [Path(p).read_text() for p in calls[0]["sources"]]
+    assert "module smoke(" in texts[0] and "module smoke_pair(" in texts[1]
+    assert calls[0]["hdl_toplevel"] == "smoke_pair"
+    assert all(f in calls[0]["MAKEFLAGS"].split() for f in tb_build.PAIR_MAKEFLAGS)
+    assert "OPT_SLOW=-O0" not in os.environ.get("MAKEFLAGS", "")      # restored after the build
+    monkeypatch.setattr(tb_build, "_builds", {})
+    again = tb_build.pair_build(SMOKE, 8)
+    assert again.cached and again.build_dir == b.build_dir and gen == ["smoke"] and len(calls) == 1
+    monkeypatch.setattr(tb_build, "_builds", {})
     monkeypatch.setattr(tb_build, "block_fingerprint", lambda blk, width: "another")
-    assert tb_build.verilog_text(smoke, 8) == t1 and len(calls) == 2
+    third = tb_build.pair_build(SMOKE, 8)
+    assert third.cached and third.build_dir == b.build_dir and gen == ["smoke", "smoke"]
 
 
 def test_pair_wrapper_is_two_instances():

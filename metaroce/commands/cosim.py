@@ -24,7 +24,8 @@ HELP = "closed-loop co-simulation: the engine's RTL with a model peer over the f
 
 #: the build and the cocotb test of each direction
 BLOCKS = {"rx": ("engine_rx_256x4", "engine_cosim"), "tx": ("tx", "engine_tx_cosim"),
-          "peer": ("engine", "engine_peer_cosim"), "pair": ("engine", "engine_pair_cosim")}
+          "peer": ("engine", "engine_peer_cosim"), "pair": ("engine", "engine_pair_cosim"),
+          "endpoint": ("engine", "engine_endpoint_cosim")}
 
 __all__ = ["run_rtl"]
 
@@ -37,6 +38,8 @@ REFERENCE = {
            "windows and probes) to the same receiver over the same fabric"),
     "peer": ("model <-> model: reference Endpoints on both hosts, the same writes of h0 and "
              "fabric (MTU 1,024, chunk window 16)"),
+    "endpoint": ("model <-> model: reference Endpoints on both hosts, the same writes of h0 and "
+                 "fabric (MTU 1,024, chunk window 16)"),
 }
 
 
@@ -51,10 +54,15 @@ def add_arguments(p):
                    help="loss probability of data frames on the link into the engine (default 0.01)")
     p.add_argument("--bytes", type=int, default=256 * 1024, dest="nbytes",
                    help="bytes the sender writes (default 262144)")
-    p.add_argument("--peer", choices=("model", "rtl"), default="model",
-                   help="the other host: the model endpoint (default), or rtl: a second whole "
-                        "engine, the engine under test being the whole engine too, both the RTL "
-                        "(or both the cycle model with --engine model) (MR-ENG-138)")
+    p.add_argument("--peer", choices=("model", "rtl", "endpoint"), default="model",
+                   help="the other host: the model endpoint against one half of the engine "
+                        "(default); rtl: a second whole engine, both the RTL (or both the cycle "
+                        "model with --engine model) (MR-ENG-138); endpoint: the model endpoint "
+                        "against the whole engine, data both ways, --direction rx: the endpoint "
+                        "sends --bytes, tx: the engine does (MR-ENG-139)")
+    p.add_argument("--back", type=int, default=None,
+                   help="with --peer rtl or endpoint: the bytes h1 writes back to h0 at the same "
+                        "time (default an eighth of --bytes; 0: none)")
     p.add_argument("--width", type=int, default=64, choices=(64, 512),
                    help="datapath bits (default 64: the 10 Gb/s link at 156.25 MHz; 512: 80 Gb/s)")
     p.add_argument("--ack-every", type=int, default=None, dest="ack_every",
@@ -73,12 +81,13 @@ def add_arguments(p):
                         "(MTU 1,024 and 2 connections: the block tx; --ack-every defaults to 4)")
 
 
-def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx"):
+def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direction="rx"):
     """One closed-loop run of the RTL (``tb/cosim.py``) on the cached Verilator build of the
     small instance at ``cfg.width`` (``direction`` rx: ``engine_rx_256x4`` receiving; tx: the
     block ``tx`` sending; peer: the block ``engine`` on h1, its model on h0; pair: two
-    ``engine`` instances, :func:`metaroce.tb.build.pair_build`); returns the result dict (raises RuntimeError with the log's path
-    when the simulation wrote none)."""
+    ``engine`` instances, :func:`metaroce.tb.build.pair_build`; endpoint: one ``engine`` of the
+    pair build against a model endpoint, ``endpoint_direction`` rx or tx, MR-ENG-139); returns
+    the result dict (raises RuntimeError with the log's path when the simulation wrote none)."""
     from dataclasses import asdict
 
     from metaroce import blocks
@@ -86,14 +95,15 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx"):
     from metaroce.tb import build as tb_build
     block, test = BLOCKS[direction]
     blk = blocks.get(block)
-    b = tb_build.pair_build(blk, cfg.width) if direction == "pair" else tb_build.build(blk, cfg.width)
+    pair = direction in ("pair", "endpoint")
+    b = tb_build.pair_build(blk, cfg.width) if pair else tb_build.build(blk, cfg.width)
     raw = asdict(cfg)
     raw.pop("width")
     with tempfile.TemporaryDirectory(dir=log_dir or blocks.scratch_dir(), prefix="cosim-") as tmp:
         out = Path(tmp) / "result.json"
         log = Path(tmp) / "sim.log"
         env = {"COSIM_CONFIG": json.dumps(raw), "COSIM_OUT": str(out),
-               "COSIM_LOCKSTEP": "1" if lockstep else "0"}
+               "COSIM_LOCKSTEP": "1" if lockstep else "0", "COSIM_DIRECTION": endpoint_direction}
         vl.run(b, "metaroce.tb.cosim", testcase=test, extra_env=env, run_dir=Path(tmp) / "run", log_file=log,
                check=False)
         if not out.is_file():
@@ -113,6 +123,7 @@ def run(args):
     from metaroce.cli import CliError
     from metaroce.models import cosim, cosim_engine, cosim_tx
     peer = args.peer == "rtl"
+    endpoint = args.peer == "endpoint"
     if peer and args.direction != "rx":
         raise CliError("--peer rtl runs two whole engines (both directions): not with --direction tx")
     if not 0 <= args.loss < 1:
@@ -121,14 +132,19 @@ def run(args):
         raise CliError("--bytes must be in 6..1073741824")
     if args.seed < 0:
         raise CliError("--seed must be >= 0")
-    tx = args.direction == "tx" or peer          # both run the TX half's MTU and connections
+    if args.back is not None and not (peer or endpoint):
+        raise CliError("--back is h1's writes back: only with --peer rtl or endpoint")
+    if args.back is not None and not 0 <= args.back <= (1 << 30):
+        raise CliError("--back must be in 0..1073741824")
+    whole = peer or endpoint                    # the whole engine: its TX half's MTU and connections
+    tx = args.direction == "tx" or whole
     if args.ack_every is None:
         args.ack_every = cosim_tx.TX_CONFIG["ack_every"] if tx else 1
     if not 1 <= args.ack_every <= 15:
         raise CliError("--ack-every must be in 1..15")
     over, _ = cosim.SCENARIOS[args.scenario]
     cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}),
-                          **({"n_conns": 1} if peer else {}), "width": args.width,
+                          **({"n_conns": 1, "back": args.back} if whole else {}), "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
                           "ack_every": args.ack_every})
     try:
@@ -138,32 +154,36 @@ def run(args):
     if args.engine == "model":
         if args.lockstep:
             raise CliError("--lockstep compares the RTL with the model: not with --engine model")
-        res = (cosim_engine.run_peer_model(cfg) if peer else (cosim_tx if tx else cosim).run_model(cfg))
+        if endpoint:
+            res = cosim_engine.run_endpoint_model(cfg, args.direction)
+        else:
+            res = (cosim_engine.run_peer_model(cfg) if peer else (cosim_tx if tx else cosim).run_model(cfg))
         res.update({"lockstep": False, "mismatches": None})
     else:
-        kind = "pair" if peer else args.direction
-        block = BLOCKS[kind][0] + (" (two instances)" if peer else "")
+        kind = "pair" if peer else "endpoint" if endpoint else args.direction
+        block = BLOCKS[kind][0] + (" (two instances)" if kind in ("pair", "endpoint") else "")
         if sys.stderr.isatty():
             print(f"metaroce cosim: Verilator build of {block} at {args.width} bits (cached after "
                   "the first, which takes minutes), then the closed loop", file=sys.stderr)
         from metaroce.sim import verilator as vl
         try:
-            res = run_rtl(cfg, lockstep=args.lockstep, direction=kind)
+            res = run_rtl(cfg, lockstep=args.lockstep, direction=kind, endpoint_direction=args.direction)
         except vl.ToolchainError as e:
             raise CliError(str(e).splitlines()[0]) from None
         except RuntimeError as e:
             raise CliError(str(e)) from None
     ref = cosim.run_reference(cfg, timer=True, hints=False)
     res["reference"] = {"goodput_vs_limit": ref["goodput_vs_limit"], "ok": ref["ok"],
-                        "what": REFERENCE["peer" if peer else args.direction]}
+                        "what": REFERENCE["peer" if peer else "endpoint" if endpoint else args.direction]}
     res = {"scenario": args.scenario, "direction": args.direction, "peer": args.peer,
            "engine_sim": args.engine, **({} if tx else {"receiver": args.engine}), **res}
     head = ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
     res = {**{k: res[k] for k in head}, **{k: v for k, v in res.items() if k not in head}}
     if args.json:
         print(json.dumps(res))
-    elif peer:
-        print(f"cosim {args.scenario} (two engines): {'ok' if res['ok'] else 'FAILED'}: "
+    elif whole:
+        who = "two engines" if peer else f"engine <-> endpoint, {args.direction}"
+        print(f"cosim {args.scenario} ({who}): {'ok' if res['ok'] else 'FAILED'}: "
               f"{res['bytes']} bytes h0 -> h1 and {res['bytes_back']} back, sha256 "
               f"{'match' if res['sha256_match'] else 'MISMATCH'}, WRs "
               f"{'all completed' if res['wrs_completed_ok'] else 'NOT all completed'}; goodput "
