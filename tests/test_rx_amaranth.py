@@ -25,14 +25,14 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, **kw
     """RTL and model on the same inputs, every output compared every cycle; returns the
     driver's results (MR-RX-070)."""
     lay = setup.lay
-    dut = Rx(width, conns=lay.conns, paths=lay.paths, keys=lay.keys)
-    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys)
+    dut = Rx(width, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams)
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams)
     drv = rc.make_driver(width, setup, cases, seed=seed, **kw)
     core = run_amaranth(dut, model, drv, busy=model.busy, on_cycle=on_cycle)
     assert core.mismatches == 0
     res = dict(drv.res, compared=core.cycle)
     if check:
-        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys)
+        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys, lay.streams)
     return res
 
 
