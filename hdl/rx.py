@@ -246,8 +246,9 @@ class Rx(wiring.Component):
         timer_entry = data.StructLayout({"row": lay.conn_bits + lay.path_bits, "gen": GEN_BITS, "due": TIME_BITS})
         m.submodules.timer_q = timer_q = fifo.SyncFIFO(width=timer_entry.size, depth=TIMER_DEPTH)
         t_head = data.View(timer_entry, timer_q.r_data)
-        t_late = Signal(TIME_BITS)
-        m.d.comb += t_late.eq(now - t_head.due)
+        # MR-RX-093: the head's due test registered, against now + 1 for a head that stays
+        t_late, t_due = Signal(TIME_BITS), Signal()
+        m.d.comb += t_late.eq(now + 1 - t_head.due)
 
         # -- the hold of a slow window update (MR-RX-048): S1..S5 and the input stand still
         hold = Signal(range(HOLD_CYCLES + 1))
@@ -268,9 +269,10 @@ class Rx(wiring.Component):
                                & (steer_q.level + inflight < FIFO_DEPTH)
                                & (cqe_q.level + inflight < FIFO_DEPTH))
         # MR-RX-093: a due timer enters the pipeline in place of a record
-        m.d.comb += [fire.eq(credits & timer_q.r_rdy & ~t_late[TIME_BITS - 1]),
+        m.d.comb += [fire.eq(credits & t_due),
                      meta_ready.eq(credits & (timer_q.level + inflight < TIMER_DEPTH) & ~fire),
                      timer_q.r_en.eq(fire)]
+        m.d.sync += t_due.eq(timer_q.r_rdy & ~fire & ~t_late[TIME_BITS - 1])
         m.d.comb += self.s_meta.ready.eq(meta_ready)
         take = self.s_meta.valid & meta_ready
         inm = self.s_meta.payload

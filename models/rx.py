@@ -777,6 +777,7 @@ class RxCycleModel:
         self.cqe_sel = 0        # the record of the head bundle m_cqe shows
         self.now = 0            # MR-RX-091: the cycle counter (TIME_BITS)
         self.timer_q = collections.deque()  # MR-RX-091: (path row, generation, due)
+        self.t_due = False      # MR-RX-093: the head tested due in the cycle before
         self.s1 = None          # (meta dict, conn row, key row) taken last cycle
         self.checks = [None] * (CHECK_STAGES - 1)   # _Static in S2, S3
         self.s4 = None          # _Static waiting for the window stage
@@ -817,8 +818,10 @@ class RxCycleModel:
                                       for q in (self.ack_q, self.place_q, self.steer_q, self.cqe_q))
         # MR-RX-093: a due timer enters the pipeline instead of a record
         tq = self.timer_q
-        fire = credits and bool(tq) and ((self.now - tq[0][2]) & TIME_MASK) < 1 << (TIME_BITS - 1)
+        fire = credits and self.t_due
         meta_ready = int(credits and len(tq) + inflight < TIMER_DEPTH and not fire)
+        # the next cycle's due test: this head, if it stays, against now + 1
+        t_due = bool(tq) and not fire and ((self.now + 1 - tq[0][2]) & TIME_MASK) < 1 << (TIME_BITS - 1)
         cfg_ready = int(not holding and not (self.s4 is not None and (isinstance(self.s4, tuple)
                                                                        or self.s4.code is None))
                         and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED))
@@ -891,6 +894,7 @@ class RxCycleModel:
         self.cqe_q.update(cqe_take and self.cqe_sel == 0, bundle is not None, bundle or 0)
         if arm is not None:
             tq.append(arm)
+        self.t_due = t_due
         self.now = (self.now + 1) & TIME_MASK
         return out
 
