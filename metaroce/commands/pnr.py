@@ -43,13 +43,19 @@ def report(blk, width, *, freq=250.0, seed=1, out=None):
             "tools": rep.tools, "seconds": rep.seconds, "out": rep.work_dir or None}
 
 
-def run(args):
+def placed_block(args):
+    """The block ``args.block`` places: its ``pnr_instance`` unless ``args.exact``."""
     from .verilog import block_and_width
     from .. import blocks
     blk = block_and_width(args)
     if blk.pnr_instance and not args.exact:
         blk = blocks.get(blk.pnr_instance)
         blk.check_width(args.width)
+    return blk
+
+
+def run(args):
+    blk = placed_block(args)
     out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out)
     if args.json:
         print(json.dumps(out))
