@@ -42,7 +42,7 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
                          N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM, WC_RECV, RECV_SLOTS,
                          LATE_CODES, NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_MSG,
-                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, WC_RDMA_READ, RxCode, layouts,
+                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, SMALL, WC_RDMA_READ, RxCode, layouts,
                          payload_layout)
 from ..models.wire import Op
 
@@ -174,11 +174,11 @@ class Rx(wiring.Component):
     """The RX engine's first slice (docs/spec/hw-rx.md)."""
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
-                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS):
+                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
-        self.lay = lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots)
+        self.lay = lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
         beat = payload_layout(width)
         super().__init__({
             "s_meta": In(stream.Signature(META_LAYOUT)),
@@ -210,7 +210,15 @@ class Rx(wiring.Component):
         m.submodules.place_q = place_q = fifo.SyncFIFO(width=lay.place.size, depth=FIFO_DEPTH)
         m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=1, depth=FIFO_DEPTH)
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe_bundle.size, depth=FIFO_DEPTH)
-        sb = records.STREAM_BITS
+        # MR-RX-001: the per-stream tables hold `streams` rows per connection (index bits sb)
+        sb, esb = lay.stream_bits, records.STREAM_BITS
+
+        def cfg_stream_row(low):
+            """A per-stream row's index from its configuration address {connection, stream
+            (esb bits), low}, and whether the stream is one the tables hold (MR-RX-060)."""
+            a = cfg.addr
+            return (Cat(a[:low], a[low:low + sb], a[low + esb:low + esb + cb]),
+                    a[low + sb:low + esb] == 0)
         n_slots, ring_n = lay.msg_slots, lay.chunk_ring
         slot_bits, pos_bits = (n_slots - 1).bit_length(), (ring_n - 1).bit_length()
         m.submodules.msg_mem = msg_mem = memory.Memory(shape=lay.msg_row.size, depth=lay.conns << sb, init=[])
@@ -238,8 +246,9 @@ class Rx(wiring.Component):
         timer_entry = data.StructLayout({"row": lay.conn_bits + lay.path_bits, "gen": GEN_BITS, "due": TIME_BITS})
         m.submodules.timer_q = timer_q = fifo.SyncFIFO(width=timer_entry.size, depth=TIMER_DEPTH)
         t_head = data.View(timer_entry, timer_q.r_data)
-        t_late = Signal(TIME_BITS)
-        m.d.comb += t_late.eq(now - t_head.due)
+        # MR-RX-093: the head's due test registered, against now + 1 for a head that stays
+        t_late, t_due = Signal(TIME_BITS), Signal()
+        m.d.comb += t_late.eq(now + 1 - t_head.due)
 
         # -- the hold of a slow window update (MR-RX-048): S1..S5 and the input stand still
         hold = Signal(range(HOLD_CYCLES + 1))
@@ -260,9 +269,10 @@ class Rx(wiring.Component):
                                & (steer_q.level + inflight < FIFO_DEPTH)
                                & (cqe_q.level + inflight < FIFO_DEPTH))
         # MR-RX-093: a due timer enters the pipeline in place of a record
-        m.d.comb += [fire.eq(credits & timer_q.r_rdy & ~t_late[TIME_BITS - 1]),
+        m.d.comb += [fire.eq(credits & t_due),
                      meta_ready.eq(credits & (timer_q.level + inflight < TIMER_DEPTH) & ~fire),
                      timer_q.r_en.eq(fire)]
+        m.d.sync += t_due.eq(timer_q.r_rdy & ~fire & ~t_late[TIME_BITS - 1])
         m.d.comb += self.s_meta.ready.eq(meta_ready)
         take = self.s_meta.valid & meta_ready
         inm = self.s_meta.payload
@@ -290,7 +300,7 @@ class Rx(wiring.Component):
         carry = data.StructLayout({"conn": cb, "path": 8, "row": row_bits, "psn": 24, "ack_req": 1,
                                    "ce": 1, "sport": 16, "plen": 16, "steer": 1,
                                    # the message stage's (MR-RX-080..083)
-                                   "stream": sb, "msg": 32, "msg_len": 32, "imm": 32, "kind": 2,
+                                   "stream": esb, "msg": 32, "msg_len": 32, "imm": 32, "kind": 2,
                                    "wr_id": 64, "read": 1,
                                    "chunk": pos_bits + EPOCH_BITS,
                                    # a timer event's (MR-RX-093)
@@ -349,7 +359,7 @@ class Rx(wiring.Component):
             s1_flags.conn.eq((bth.dest_qp[cb:] != 0) | ~conn.valid),
             s1_flags.pkey.eq(bth.pkey != conn.pkey),
             s1_flags.path.eq(mrdh.path > conn.n_paths_m1),
-            s1_flags.stream.eq(mrdh.stream > conn.n_streams_m1),
+            s1_flags.stream.eq((mrdh.stream > conn.n_streams_m1) | (mrdh.stream[sb:] != 0)),
             s1_flags.align.eq((mrdh.offset & (mtu - 1)) != 0),
             s1_flags.short.eq(plen != mtu),
             s1_flags.empty.eq((plen == 0) & (mrdh.msg_len != 0)),
@@ -628,6 +638,9 @@ class Rx(wiring.Component):
         cfg_ready = advance & ~(s4_valid & ~s4_bad) & ~(s5_valid & s5_accepted)
         m.d.comb += self.s_cfg.ready.eq(cfg_ready)
         cfg_take = self.s_cfg.valid & cfg_ready
+        msg_cfg_row, msg_cfg_held = cfg_stream_row(0)
+        recv_cfg_row, recv_cfg_held = cfg_stream_row(rb)
+        rd_cfg_row, rd_cfg_held = cfg_stream_row(rdb)
         with m.If(cfg_take & (cfg.table == TABLE_GLOBAL)):
             m.d.sync += [ack_every.eq(cfg.data[0:4]), mtu_log2.eq(cfg.data[4:8]),
                          ack_delay.eq(cfg.data[8:8 + TIME_BITS])]
@@ -647,7 +660,7 @@ class Rx(wiring.Component):
             conn_wr.data.eq(cfg.data[:lay.conn.size]),
             key_wr.en.eq(cfg_take & (cfg.table == TABLE_KEY)), key_wr.addr.eq(cfg.addr[:kb]),
             key_wr.data.eq(cfg.data[:lay.key.size]),
-            recv_wr.en.eq(cfg_take & (cfg.table == TABLE_RECV)), recv_wr.addr.eq(cfg.addr[:cb + sb + rb]),
+            recv_wr.en.eq(cfg_take & (cfg.table == TABLE_RECV) & recv_cfg_held), recv_wr.addr.eq(recv_cfg_row),
             recv_wr.data.eq(cfg.data[:lay.recv.size]),
             path_wr.en.eq(ok | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
             path_wr.addr.eq(Mux(slow_write, sl_addr, Mux(ok, s4_carry.row, cfg.addr[:row_bits]))),
@@ -710,7 +723,7 @@ class Rx(wiring.Component):
         # S4 (the last cycle's write forwarded over it, as MR-RX-042), the chunk accounted, the
         # stream's completed messages delivered in order; their records go to S6
         msg_addr = Signal(cb + sb)
-        m.d.comb += [msg_addr.eq(Cat(s4_carry.stream, s4_carry.conn)), msg_rd.addr.eq(msg_addr),
+        m.d.comb += [msg_addr.eq(Cat(s4_carry.stream[:sb], s4_carry.conn)), msg_rd.addr.eq(msg_addr),
                      msg_rd.en.eq(advance)]
         m_fwd, m_wb = Signal(), Signal(lay.msg_row.size)
         mrow = data.View(lay.msg_row, Mux(m_fwd, m_wb, msg_rd.data))
@@ -813,8 +826,8 @@ class Rx(wiring.Component):
         cfg_msg_row = Signal(lay.msg_row)
         m.d.comb += cfg_msg_row.next.eq(cfg.data[:32])
         m.d.comb += [
-            msg_wr.en.eq((m_step & m_new) | msg_cfg),
-            msg_wr.addr.eq(Mux(msg_cfg, cfg.addr[:cb + sb], Cat(mc.stream, mc.conn))),
+            msg_wr.en.eq((m_step & m_new) | (msg_cfg & msg_cfg_held)),
+            msg_wr.addr.eq(Mux(msg_cfg, msg_cfg_row, Cat(mc.stream[:sb], mc.conn))),
             msg_wr.data.eq(Mux(msg_cfg, cfg_msg_row.as_value(), new_row.as_value())),
         ]
         with m.If(advance):
@@ -823,7 +836,7 @@ class Rx(wiring.Component):
         # (the last cycle's write forwarded), the chunk ring as the message slot's, the record
         # when every byte is placed
         rds_addr = Signal(cb + sb + rdb)
-        m.d.comb += [rds_addr.eq(Cat(s4_carry.msg[:rdb], s4_carry.stream, s4_carry.conn)), rds_rd.addr.eq(rds_addr),
+        m.d.comb += [rds_addr.eq(Cat(s4_carry.msg[:rdb], s4_carry.stream[:sb], s4_carry.conn)), rds_rd.addr.eq(rds_addr),
                      rds_rd.en.eq(advance)]
         rs_fwd, rs_wb = Signal(), Signal(lay.rd_state.size)
         rstate = data.View(lay.rd_state, Mux(rs_fwd, rs_wb, rds_rd.data))
@@ -839,9 +852,9 @@ class Rx(wiring.Component):
         r_step = push & s5_accepted & mc.read
         rd_cfg = cfg_take & (cfg.table == TABLE_READ)
         m.d.comb += [
-            rd_wr.en.eq(rd_cfg), rd_wr.addr.eq(cfg.addr[:cb + sb + rdb]), rd_wr.data.eq(cfg.data[:lay.rd.size]),
-            rds_wr.en.eq((r_step & r_new) | rd_cfg),
-            rds_wr.addr.eq(Mux(rd_cfg, cfg.addr[:cb + sb + rdb], Cat(mc.msg[:rdb], mc.stream, mc.conn))),
+            rd_wr.en.eq(rd_cfg & rd_cfg_held), rd_wr.addr.eq(rd_cfg_row), rd_wr.data.eq(cfg.data[:lay.rd.size]),
+            rds_wr.en.eq((r_step & r_new) | (rd_cfg & rd_cfg_held)),
+            rds_wr.addr.eq(Mux(rd_cfg, rd_cfg_row, Cat(mc.msg[:rdb], mc.stream[:sb], mc.conn))),
             rds_wr.data.eq(Mux(rd_cfg, 0, nstate.as_value())),
         ]
         with m.If(advance):
@@ -906,5 +919,6 @@ class Rx(wiring.Component):
 
 
 def rx_256x4(width=512):
-    """The small instance: 256 connections x 4 paths (MR-RX-001)."""
-    return Rx(width, conns=256, paths=4, keys=256)
+    """The small instance (MR-RX-001, ``models.rx.SMALL``): 256 connections x 4 paths, 256
+    keys, 4 streams per connection."""
+    return Rx(width, **SMALL)

@@ -27,6 +27,9 @@ class Block:
     shares: dict[str, str] = field(default_factory=dict)
     #: LUT budgets at the widest width (docs/spec/hw-parser.md, resource budgets): {"logic_luts"|"<share>_luts": n}.
     budget: dict[str, int] = field(default_factory=dict)
+    #: The registered block ``metaroce pnr`` places for this one on the ECP5-85 (a smaller
+    #: instance where this one's tables exceed the part), unless ``--exact``.
+    pnr_instance: str | None = None
 
     def component_factory(self):
         return _load(self.component)
@@ -68,6 +71,7 @@ BLOCKS: dict[str, Block] = {
         tb="metaroce.tb.rx",
         help="RX engine (first slice): 4,096 connections x 8 paths; checks, window/SACK, ACK/NAK "
              "requests, placement commands (docs/spec/hw-rx.md)",
+        pnr_instance="rx_256x4",    # issue 11: P&R of the 256 x 4 instance (4,096 x 8 exceeds the ECP5)
     ),
     "rx_256x4": Block(
         name="rx_256x4",

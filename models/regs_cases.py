@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from . import records
 from .driver import CounterReadout, run_alone
 from .regs import ADDR_BITS, CTR_BASE, OKAY, RegFile, RegsCycleModel, counter_index
 from .rx import GLOBAL, N_COUNTERS, TABLE_GLOBAL, pack, unpack
@@ -356,10 +357,10 @@ class RegsRxModel:
     RX model steps with them and the register block with the RX model's (MR-REG-060). Inputs:
     the AXI4-Lite port and the RX engine's; outputs: every output of both blocks."""
 
-    def __init__(self, width, conns, paths, keys):
+    def __init__(self, width, conns, paths, keys, streams=records.STREAMS):
         from .rx import RxCycleModel
         self.regs = RegsCycleModel(conns, paths, keys)
-        self.rx = RxCycleModel(width, conns, paths, keys)
+        self.rx = RxCycleModel(width, conns, paths, keys, streams=streams)
 
     @staticmethod
     def port_names():

@@ -173,12 +173,12 @@ GLOBAL = data.StructLayout({"ack_every": 4, "mtu_log2": 4, "ack_delay": TIME_BIT
 
 
 def check_params(conns, paths, keys, msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS,
-                 rd_slots=RD_SLOTS):
+                 rd_slots=RD_SLOTS, streams=records.STREAMS):
     """MR-RX-001: power-of-two table sizes (the row index is a concatenation of bits)."""
     for name, v, lo, hi in (("conns", conns, 2, 1 << 16), ("paths", paths, 2, 256),
                             ("keys", keys, 2, 1 << 16), ("msg_slots", msg_slots, 1, 8),
                             ("chunk_ring", chunk_ring, 2, 512), ("recv_slots", recv_slots, 1, 64),
-                            ("rd_slots", rd_slots, 1, 64)):
+                            ("rd_slots", rd_slots, 1, 64), ("streams", streams, 1, records.STREAMS)):
         if not isinstance(v, int) or v < lo or v > hi or v & (v - 1):
             raise ValueError(f"{name} must be a power of two in [{lo}, {hi}], not {v!r}")
 
@@ -212,11 +212,13 @@ class Layouts:
     rd_bits: int
     rd: data.StructLayout           # MR-RX-110: an outstanding READ (written by configuration)
     rd_state: data.StructLayout     # MR-RX-110: its placed bytes and chunk ring (the message stage's)
+    streams: int = records.STREAMS  # MR-RX-001: stream rows per connection in the per-stream tables
+    stream_bits: int = records.STREAM_BITS
 
 
 def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
-            chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS):
-    check_params(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots)
+            chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS):
+    check_params(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
     cb, pb, kb = (conns - 1).bit_length(), max(1, (paths - 1).bit_length()), (keys - 1).bit_length()
     # MR-RX-010: what the RX pipeline reads per connection. The P_Key has no field in
     # records.CONN_TX/CONN_RX yet (see the spec's open points).
@@ -233,7 +235,9 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
                              "ce_count": 16, "ece": 1, "sport": 16})
     place = data.StructLayout({"conn": cb, "addr": 64, "length": 16})
     row_bits = max(GLOBAL.size, conn.size, key.size, path.size)
-    sb = records.STREAM_BITS
+    # MR-RX-001: the per-stream tables' rows per connection (the record's stream field stays
+    # records.STREAM_BITS wide; a stream >= streams is refused, MR-RX-020)
+    sb = (streams - 1).bit_length()
     rb = (recv_slots - 1).bit_length()
     # MR-RX-101: one posted receive per {connection, stream, recv_seq mod recv_slots}
     recv = data.StructLayout({"valid": 1, "recv_seq": 32, "base": 64, "length": 32, "wr_id": 64})
@@ -241,20 +245,22 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     # MR-RX-110: one outstanding READ per {connection, stream, msg mod rd_slots}
     rd = data.StructLayout({"valid": 1, "msg": 32, "base": 64, "length": 32, "wr_id": 64})
     rd_state = data.StructLayout({"done": 1, "placed": 32, "ring": chunk_ring * (1 + EPOCH_BITS)})
-    cfg = data.StructLayout({"table": 3, "addr": max(cb + pb, kb, cb + sb + rb, cb + sb + rdb), "data": row_bits})
+    # the configuration address of a per-stream row keeps the record's stream field whole
+    esb = records.STREAM_BITS
+    cfg = data.StructLayout({"table": 3, "addr": max(cb + pb, kb, cb + esb + rb, cb + esb + rdb), "data": row_bits})
     # MR-RX-080..082: the message table's row: the stream's next message to deliver and one
     # slot per message number modulo msg_slots (placed bytes, the chunk ring)
     msg_slot = data.StructLayout({"valid": 1, "done": 1, "kind": 2, "msg_len": 32, "placed": 32,
                                   "imm": 32, "wr_id": 64, "ring": chunk_ring * (1 + EPOCH_BITS)})
     msg_row = data.StructLayout({"next": records.SEQ_BITS,
                                  "slots": data.ArrayLayout(msg_slot, msg_slots)})
-    cqe = data.StructLayout({"conn": cb, "stream": sb, "msg": records.SEQ_BITS, "status": 5,
+    cqe = data.StructLayout({"conn": cb, "stream": records.STREAM_BITS, "msg": records.SEQ_BITS, "status": 5,
                              "opcode": 8, "length": 32, "imm": 32, "with_imm": 1, "wr_id": 64})
     cqe_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
                                     "cqes": data.ArrayLayout(cqe, msg_slots)})
     return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg,
                    msg_slots, chunk_ring, msg_slot, msg_row, cqe, cqe_bundle, recv_slots, rb, recv,
-                   rd_slots, rdb, rd, rd_state)
+                   rd_slots, rdb, rd, rd_state, streams, sb)
 
 
 def payload_layout(width):
@@ -363,8 +369,8 @@ class RxModel:
     """The RX engine's state and per-packet semantics (MR-RX-020..031)."""
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
-                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS):
-        self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots)
+                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS):
+        self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
         self.conn = {}          # row index -> dict (absent rows read as zeros)
         self.key = {}
         self.recv = {}          # MR-RX-101: receive-table row ({conn, stream, slot}) -> dict
@@ -389,6 +395,8 @@ class RxModel:
             self.key[addr & (lay.keys - 1)] = unpack(lay.key, value)
         elif table == TABLE_PATH:
             self.path[addr & (lay.conns * lay.paths - 1)] = unpack(lay.path, value)
+        elif table in (TABLE_MSG, TABLE_RECV, TABLE_READ) and not self._stream_held(table, addr):
+            pass        # MR-RX-060: a per-stream row of a stream beyond the instance's streams
         elif table == TABLE_MSG:
             # MR-RX-086: the stream's next message to deliver; every slot emptied
             self.msgs[addr & ((lay.conns << records.STREAM_BITS) - 1)] = {
@@ -401,6 +409,12 @@ class RxModel:
             i = addr & ((lay.conns << (records.STREAM_BITS + lay.rd_bits)) - 1)
             self.rd[i] = unpack(lay.rd, value)
             self.rd_state[i] = None
+
+    def _stream_held(self, table, addr):
+        """MR-RX-001/060: whether a per-stream table's configuration address names a stream
+        below ``streams`` (the instance holds rows for those only)."""
+        low = {TABLE_MSG: 0, TABLE_RECV: self.lay.recv_bits, TABLE_READ: self.lay.rd_bits}[table]
+        return (addr >> low) & (records.STREAMS - 1) < self.lay.streams
 
     def conn_row(self, meta):
         return self.conn.get(meta["bth"]["dest_qp"] & (self.lay.conns - 1)) or unpack(self.lay.conn, 0)
@@ -462,7 +476,7 @@ class RxModel:
             code = RxCode.BAD_PKEY                      # MR-SEC-008 (no NAK)
         elif path > conn["n_paths_m1"]:
             code = RxCode.BAD_PATH
-        elif P.check_stream(mrdh["stream"], conn["n_streams_m1"] + 1) is not None:
+        elif P.check_stream(mrdh["stream"], min(conn["n_streams_m1"] + 1, lay.streams)) is not None:
             code = RxCode.STREAM                        # MR-SEC-002
         elif P.check_chunk(mrdh["offset"], plen, mrdh["msg_len"], mtu) is not None:
             code = RxCode.CHUNK                         # MR-PLC-003
@@ -750,11 +764,12 @@ class RxCycleModel:
     cycles after its S4 cycle."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
-                 msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS):
+                 msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS,
+                 streams=records.STREAMS):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
-        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots)
+        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
         self.ack_q, self.place_q, self.steer_q, self.cqe_q = (SyncFifoModel(FIFO_DEPTH) for _ in range(4))
@@ -762,6 +777,7 @@ class RxCycleModel:
         self.cqe_sel = 0        # the record of the head bundle m_cqe shows
         self.now = 0            # MR-RX-091: the cycle counter (TIME_BITS)
         self.timer_q = collections.deque()  # MR-RX-091: (path row, generation, due)
+        self.t_due = False      # MR-RX-093: the head tested due in the cycle before
         self.s1 = None          # (meta dict, conn row, key row) taken last cycle
         self.checks = [None] * (CHECK_STAGES - 1)   # _Static in S2, S3
         self.s4 = None          # _Static waiting for the window stage
@@ -802,8 +818,10 @@ class RxCycleModel:
                                       for q in (self.ack_q, self.place_q, self.steer_q, self.cqe_q))
         # MR-RX-093: a due timer enters the pipeline instead of a record
         tq = self.timer_q
-        fire = credits and bool(tq) and ((self.now - tq[0][2]) & TIME_MASK) < 1 << (TIME_BITS - 1)
+        fire = credits and self.t_due
         meta_ready = int(credits and len(tq) + inflight < TIMER_DEPTH and not fire)
+        # the next cycle's due test: this head, if it stays, against now + 1
+        t_due = bool(tq) and not fire and ((self.now + 1 - tq[0][2]) & TIME_MASK) < 1 << (TIME_BITS - 1)
         cfg_ready = int(not holding and not (self.s4 is not None and (isinstance(self.s4, tuple)
                                                                        or self.s4.code is None))
                         and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED))
@@ -876,12 +894,18 @@ class RxCycleModel:
         self.cqe_q.update(cqe_take and self.cqe_sel == 0, bundle is not None, bundle or 0)
         if arm is not None:
             tq.append(arm)
+        self.t_due = t_due
         self.now = (self.now + 1) & TIME_MASK
         return out
 
 
+#: MR-RX-001: the small instance (hdl.rx.rx_256x4): 256 connections x 4 paths, 256 keys, 4
+#: streams per connection (its tables fit the ECP5-85's block RAM, rx-results.md).
+SMALL = {"conns": 256, "paths": 4, "keys": 256, "streams": 4}
+
+
 def rx_model_256x4(width=512):
-    """The model of the small instance (hdl.rx.rx_256x4): 256 connections x 4 paths, 256 keys."""
-    return RxCycleModel(width, 256, 4, 256)
+    """The model of the small instance (hdl.rx.rx_256x4), :data:`SMALL`."""
+    return RxCycleModel(width, **SMALL)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
-from . import codec, protocol as P
+from . import codec, protocol as P, records
 from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout, run_alone
 from .parser import verdict
@@ -81,12 +81,15 @@ class Setup:
     """Connections, keys and paths of one run, and the writes that configure them (MR-RX-060)."""
 
     def __init__(self, conns=256, paths=4, keys=256, *, seed=0, n_conns=6, mtu_log2=8, ack_every=4,
-                 regions=None, uniform_psn=False, n_streams=None, ack_delay=0, first_psn=None):
+                 regions=None, uniform_psn=False, n_streams=None, ack_delay=0, first_psn=None,
+                 streams=records.STREAMS):
         """``regions``: ``[(rkey, length, access)]`` of existing registrations (an endpoint's)
         to use as the four keys; ``uniform_psn``: every path of a connection starts at the
         same PSN (as ``Endpoint.connect(peer_init_psn=...)`` opens them); ``first_psn``: that
-        PSN for every connection (with ``uniform_psn``; the TX engine's paths start at 0)."""
-        self.lay = layouts(conns, paths, keys)
+        PSN for every connection (with ``uniform_psn``; the TX engine's paths start at 0);
+        ``streams``: the instance's streams per connection (MR-RX-001), which bounds every
+        connection's."""
+        self.lay = layouts(conns, paths, keys, streams=streams)
         self.rng = rng = random.Random(seed)
         self.mtu = 1 << mtu_log2
         self.ack_every = ack_every
@@ -100,8 +103,10 @@ class Setup:
             qp = rng.choice([q for q in range(1, conns) if q not in used])
             used.add(qp)
             c = Conn(qp, rng.choice([0xFFFF, rng.getrandbits(16)]),
-                     paths if i % 2 == 0 else rng.randint(1, paths), rng.choice([8, 2, 1]))
+                     paths if i % 2 == 0 else rng.randint(1, paths), min(rng.choice([8, 2, 1]), streams))
             if n_streams is not None:
+                if n_streams > streams:
+                    raise ValueError(f"n_streams {n_streams} > the instance's {streams} streams")
                 c.n_streams = n_streams
             self.conns.append(c)
             self.writes.append(CfgWrite(TABLE_CONN, qp, pack(self.lay.conn, {
@@ -337,6 +342,23 @@ def bad_cases(s: Setup, *, op=Op.MR_WRITE):
     out += [good, s.write(c, path=0, psn=psn, key=k_noacc, va=0, expect=RxCode.ACCESS, name="forged-dup", op=op),
             s.write(c, path=0, psn=psn, plen=8, expect=RxCode.DUPLICATE, name="true-dup", op=op)]
     return out
+
+
+def stream_bound_cases(s: Setup):
+    """MR-RX-001, MR-RX-020, MR-RX-060: on an instance of fewer than records.STREAMS streams, a
+    connection configured with all of them: a packet of stream ``streams`` is refused (STREAM),
+    and a receive posted for that stream is not stored (its row would alias stream 0's: the
+    SEND on stream 0 after it finds no receive, RNR). None on an instance of every stream."""
+    c, lay = s.conns[0], s.lay
+    if lay.streams == records.STREAMS:
+        return []
+    conn = {"valid": 1, "pkey": c.pkey, "n_paths_m1": c.n_paths - 1}
+    beyond = lay.streams
+    return [CfgWrite(TABLE_CONN, c.qp, pack(lay.conn, dict(conn, n_streams_m1=records.STREAMS - 1)), "all-streams"),
+            s.write(c, stream=beyond, psn=c.psn[0], plen=8, expect=RxCode.STREAM, name="stream-beyond-instance"),
+            s.recv_write(c.qp, beyond, 0, s.keys[0].base, 64, 77),
+            s.send(c, 0, stream=0, psn=c.psn[0], plen=8, expect=RxCode.RNR, name="recv-beyond-instance-not-stored"),
+            CfgWrite(TABLE_CONN, c.qp, pack(lay.conn, dict(conn, n_streams_m1=c.n_streams - 1)), "streams-back")]
 
 
 def message_cases(s: Setup, *, conn=0, stream=0):
@@ -719,10 +741,10 @@ class Driver(CounterReadout):
         return f"({self.i}/{len(self.items)} items)"
 
 
-def expected(items, conns, paths, keys):
+def expected(items, conns, paths, keys, streams=records.STREAMS):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050)."""
-    rx = RxModel(conns, paths, keys)
+    rx = RxModel(conns, paths, keys, streams=streams)
     outs, acks, places, data, cqes = [], [], [], [], []
     for it in items:
         if isinstance(it, CfgWrite):
@@ -743,15 +765,15 @@ def expected(items, conns, paths, keys):
             "counters": list(rx.counters)}
 
 
-def check(items, res, conns, paths, keys):
+def check(items, res, conns, paths, keys, streams=records.STREAMS):
     """The one checker: every case's intended outcome, then the collected streams and the
     counters against :func:`expected` (MR-RX-020..033, MR-RX-050)."""
-    exp = expected(items, conns, paths, keys)
+    exp = expected(items, conns, paths, keys, streams)
     cases = [it for it in items if isinstance(it, Case)]
     for c, o in zip(cases, exp["outcomes"]):
         if c.expect is not None:
             assert o.code == c.expect, f"case {c.name}: model says {o.code.name}, built for {c.expect.name}"
-    lay = layouts(conns, paths, keys)
+    lay = layouts(conns, paths, keys, streams=streams)
     for name in ("ack", "place", "cqe"):
         got, want = res[name], exp[name]
         for i, (g, w) in enumerate(zip(got, want)):
@@ -774,11 +796,11 @@ def make_driver(width, setup: Setup, cases, **kw):
 def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
     """:class:`RxCycleModel` alone through the :class:`Driver`; returns the driver's results."""
     lay = setup.lay
-    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys)
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams)
     drv = make_driver(width, setup, cases, seed=seed, **kw)
     run_alone(model, drv)
     if check_outputs:
-        check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys)
+        check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys, lay.streams)
     return drv.res
 
 
@@ -787,7 +809,7 @@ def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
 PEER_ADDR, LOCAL_ADDR = "10.0.0.1", "10.0.0.2"
 
 
-def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_every=4, n_conns=6,
+def endpoint_setup(conns=256, paths=4, keys=256, *, streams=records.STREAMS, seed=0, mtu_log2=8, ack_every=4, n_conns=6,
                    addr=LOCAL_ADDR, n_streams=None, ack_delay_cycles=0, **ep_kw):
     """The reference transport (:class:`metaroce.models.endpoint.Endpoint`) as a receiver and a
     :class:`Setup` with the same connections (ids, P_Keys, paths, streams, initial PSNs) and
@@ -809,7 +831,7 @@ def endpoint_setup(conns=256, paths=4, keys=256, *, seed=0, mtu_log2=8, ack_ever
         if key & (keys - 1) not in rows:        # a key sharing a row stays registered, unused
             rows.add(key & (keys - 1))
             regions.append((key, length, access))
-    s = Setup(conns, paths, keys, seed=seed, regions=regions, uniform_psn=True, n_conns=n_conns,
+    s = Setup(conns, paths, keys, streams=streams, seed=seed, regions=regions, uniform_psn=True, n_conns=n_conns,
               mtu_log2=mtu_log2, ack_every=ack_every, n_streams=n_streams, ack_delay=ack_delay_cycles)
     for c in s.conns:
         ep.connect(c.qp, PEER_ADDR, c.qp | 0x800000, paths=c.n_paths, streams=c.n_streams,
@@ -1019,7 +1041,7 @@ def forged_writes(s: Setup, n):
     return [replace(make[i % len(make)](), name=f"forged{i}") for i in range(n)]
 
 
-def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
+def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
                      seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
                      rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0,
                      imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0, reads=0.0):
@@ -1069,7 +1091,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, nbytes=16384, loss=0.0, re
     fab.set_faults(Faults(loss=loss, reorder=reorder, reorder_delay=rtt, duplicate=dup,
                           direction="data", seed=seed), links=[into_rx])
     ep_kw = {"line_rate_bps": rate_bps, "base_rtt": rtt}
-    rx, s = endpoint_setup(conns, paths, keys, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
+    rx, s = endpoint_setup(conns, paths, keys, streams=streams, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
                            n_conns=n_conns, ack_delay=NO_ACK_DELAY if ack_delay is None else ack_delay,
                            n_streams=n_streams, **({"max_tx_msgs": MSG_SLOTS} if reads else {}), **ep_kw)
     # with SENDs, whose RNR holds a message open, the sender keeps at most MSG_SLOTS messages of
@@ -1301,7 +1323,7 @@ def capture_config(cases, lay, given=None):
         n_paths = min(fl["path"] + 1, lay.paths)
         start = next(iter(fl["psn"].values()))
         return {"qp": qp, "pkey": fl["pkey"], "paths": n_paths,
-                "streams": min(fl["stream"] + 1, records.STREAMS),
+                "streams": min(fl["stream"] + 1, lay.streams),
                 "psn": [fl["psn"].get(p, start) for p in range(lay.paths)]}
 
     out = {"ack_every": given.get("ack_every", ACK_EVERY_RESET)}
@@ -1357,7 +1379,7 @@ def config_writes(cfg, lay):
         need(qp not in seen, f"connection {qp} given twice")
         seen.add(qp)
         paths = integer(c.get("paths"), 1, lay.paths, f"connection {qp}: paths")
-        streams = integer(c.get("streams"), 1, records.STREAMS, f"connection {qp}: streams")
+        streams = integer(c.get("streams"), 1, lay.streams, f"connection {qp}: streams")
         pkey = integer(c.get("pkey"), 0, 0xFFFF, f"connection {qp}: pkey")
         psns = c.get("psn")
         need(isinstance(psns, list) and len(psns) == lay.paths,
@@ -1535,7 +1557,7 @@ def coverage_suite(s: Setup, n_random=150):
                       name=f"{op.name}{'-bad' if corrupt else ''}")
               for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
                          Op.RC_SEND_ONLY, Op.RC_ACK) for corrupt in (False, True)]
-    head = (window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
+    head = (stream_bound_cases(s) + window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
             + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others)
     c = s.conns[0]
     far = P.psn_add(c.psn[0], 1 << 22)

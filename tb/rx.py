@@ -35,7 +35,8 @@ cocotb tests here:
     memory, ACK frames and completions.
     Results to ``RX_TRAFFIC_OUT`` (JSON).
 
-Instance: ``RX_CONNS``, ``RX_PATHS``, ``RX_KEYS`` (default 256 x 4, 256 keys).
+Instance: ``RX_CONNS``, ``RX_PATHS``, ``RX_KEYS``, ``RX_STREAMS`` (default ``models.rx.SMALL``:
+256 x 4, 256 keys, 4 streams).
 """
 from __future__ import annotations
 
@@ -47,14 +48,14 @@ import cocotb
 
 from metaroce.models import rx_cases as rc
 from metaroce.models.parser import unpack_meta
-from metaroce.models.rx import N_COUNTERS, RxCode, RxCycleModel, unpack
+from metaroce.models.rx import N_COUNTERS, SMALL, RxCode, RxCycleModel, unpack
 
 from .lockstep import Lockstep, drive, model_port_lists
 
 
 def _instance():
-    return tuple(int(os.environ.get(k, d)) for k, d in (("RX_CONNS", 256), ("RX_PATHS", 4),
-                                                        ("RX_KEYS", 256)))
+    """The instance from ``RX_CONNS``/``_PATHS``/``_KEYS``/``_STREAMS`` (default ``SMALL``)."""
+    return tuple(int(os.environ.get(f"RX_{k.upper()}", SMALL[k])) for k in ("conns", "paths", "keys", "streams"))
 
 
 def _traffic_mix():
@@ -70,14 +71,14 @@ def _traffic_mix():
     return mix
 
 
-async def _timer_batch(h, model, width, prev, seed, *, conns, paths, keys):
+async def _timer_batch(h, model, width, prev, seed, *, conns, paths, keys, streams):
     """MR-RX-090..094: the delayed-ACK timer on (``ack_every`` 4, 100 cycles), timed bursts
     separated by idle gaps with idle cycles and backpressure, after the ``prev`` writes (the
     previous setup's teardown); returns whether the ACK stream equals the reference
     endpoint's with the same delay (the timer's ACKs in the gaps included) and the teardown of
     this batch's setup."""
     cycle, delay = 6.4e-9, 100
-    ep, s = rc.endpoint_setup(conns, paths, keys, seed=seed, ack_delay_cycles=delay, ack_delay=delay * cycle)
+    ep, s = rc.endpoint_setup(conns, paths, keys, streams=streams, seed=seed, ack_delay_cycles=delay, ack_delay=delay * cycle)
     bursts = rc.timed_bursts(s, 3, 8, gap=260, seed=seed)
     drv = rc.Driver(width, prev + s.writes + bursts, s.lay.cfg, seed=seed, p_idle=0.1, p_bp=0.3)
     await drive(h, drv, busy=model.busy)
@@ -90,9 +91,9 @@ def _special_run():
                                             "METAROCE_COVERAGE_OUT"))
 
 
-async def _harness(dut, conns, paths, keys, *, stop_on_mismatch=True):
+async def _harness(dut, conns, paths, keys, streams, *, stop_on_mismatch=True):
     width = (len(dut.s_payload__payload) - 1) * 8 // 9
-    model = RxCycleModel(width, conns, paths, keys)
+    model = RxCycleModel(width, conns, paths, keys, streams=streams)
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs, stop_on_mismatch=stop_on_mismatch)
     for name in ins:
@@ -109,8 +110,8 @@ async def rx_replay(dut):
     collected outputs and counters checked against the model one packet at a time. Results to
     ``METAROCE_REPLAY_OUT`` (JSON)."""
     from metaroce.models import pcap
-    conns, paths, keys = _instance()
-    width, model, h = await _harness(dut, conns, paths, keys, stop_on_mismatch=False)
+    conns, paths, keys, streams = _instance()
+    width, model, h = await _harness(dut, conns, paths, keys, streams, stop_on_mismatch=False)
     records = pcap.read(os.environ["METAROCE_REPLAY_PCAP"])
     with open(os.environ["METAROCE_REPLAY_RX_CONFIG"]) as f:
         cfg = json.load(f)
@@ -123,7 +124,7 @@ async def rx_replay(dut):
     wall = time.perf_counter() - t0
     problems = []
     try:
-        rc.check(items, drv.res, conns, paths, keys)
+        rc.check(items, drv.res, conns, paths, keys, streams)
     except AssertionError as e:
         problems.append(str(e).splitlines()[0])
     res = drv.res
@@ -144,8 +145,8 @@ async def rx_coverage(dut):
     into ``METAROCE_COVERAGE_OUT`` (JSON) for the functional bins; then, per output, a
     same-path burst with that output stalled 97 % of the cycles, so that its queue fills. Line and toggle
     coverage come from Verilator's ``coverage.dat`` (a ``--coverage`` build)."""
-    conns, paths, keys = _instance()
-    width, model, h = await _harness(dut, conns, paths, keys, stop_on_mismatch=False)
+    conns, paths, keys, streams = _instance()
+    width, model, h = await _harness(dut, conns, paths, keys, streams, stop_on_mismatch=False)
     seed = int(os.environ.get("COCOTB_RANDOM_SEED", "1"))
     n_random = int(os.environ.get("RX_RANDOM", "150"))
     shapes = os.environ.get("METAROCE_COVERAGE_SHAPES", "none,idle,bp,both").split(",")
@@ -155,8 +156,8 @@ async def rx_coverage(dut):
     wrap = 1 << 64
     for k, shape in enumerate(shapes):
         p_idle, p_bp = rc.SHAPES[shape]
-        s = rc.Setup(conns, paths, keys, seed=seed * 100 + k)
-        s2, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
+        s = rc.Setup(conns, paths, keys, streams=streams, seed=seed * 100 + k)
+        s2, tr = rc.endpoint_traffic(conns, paths, keys, streams=streams, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
                                      seed=seed * 100 + k, hostile=10, imm=0.5, sends=0.4, reads=0.3,
                                      recv_delay=3e-5)
         points = []
@@ -169,24 +170,24 @@ async def rx_coverage(dut):
             drv.res["counters"] = [(a - b) % wrap for a, b in zip(total, before)]
             before = total
             try:
-                exp = rc.check(items, drv.res, conns, paths, keys)
+                exp = rc.check(items, drv.res, conns, paths, keys, streams)
             except AssertionError as e:
                 out["problems"].append(f"{shape}: {str(e).splitlines()[0]}")
-                exp = rc.expected(items, conns, paths, keys)
+                exp = rc.expected(items, conns, paths, keys, streams)
             recs = [c for c in items if isinstance(c, rc.Case)]
             points += [{"code": o.code.name.lower(), "class": rc.opcode_class(c)}
                        for c, o in zip(recs, exp["outcomes"])]
         out["shapes"][shape] = points
     # the delayed-ACK timer (its queue, the generations; no per-record outcomes: not binned)
     equal, prev, total = await _timer_batch(h, model, width, prev, seed * 100 + 80,
-                                            conns=conns, paths=paths, keys=keys)
+                                            conns=conns, paths=paths, keys=keys, streams=streams)
     before = total
     if not equal:
         out["problems"].append("timer: the ACK stream differs from the endpoint's")
     # one output stalled for long stretches, the others ready: each output queue fills (MR-RX-041)
     outs = ("m_ack__ready", "m_place__ready", "m_data__ready")
     for j, stalled in enumerate(outs):
-        s = rc.Setup(conns, paths, keys, seed=seed * 100 + 90 + j, ack_every=1)
+        s = rc.Setup(conns, paths, keys, streams=streams, seed=seed * 100 + 90 + j, ack_every=1)
         items = prev + s.writes + rc.burst_same_path(s, 48, plen=9)
         prev = s.teardown()
         p_bp = dict.fromkeys(outs, 0.0)
@@ -197,7 +198,7 @@ async def rx_coverage(dut):
         drv.res["counters"] = [(a - b) % wrap for a, b in zip(total, before)]
         before = total
         try:
-            rc.check(items, drv.res, conns, paths, keys)
+            rc.check(items, drv.res, conns, paths, keys, streams)
         except AssertionError as e:
             out["problems"].append(f"stall {stalled}: {str(e).splitlines()[0]}")
     out["counts"] = before
@@ -212,10 +213,10 @@ async def rx_coverage(dut):
 async def rx_endpoint_traffic(dut):
     """MR-RX-071: the reference endpoint's real traffic, RTL in lockstep with the model, then
     the RTL's memory image and ACK/NAK stream against the receiving endpoint's."""
-    conns, paths, keys = _instance()
+    conns, paths, keys, streams = _instance()
     seed = int(os.environ.get("RX_SEED", "1"))
-    width, model, h = await _harness(dut, conns, paths, keys)
-    s, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=int(os.environ.get("RX_TRAFFIC_BYTES", "32768")),
+    width, model, h = await _harness(dut, conns, paths, keys, streams)
+    s, tr = rc.endpoint_traffic(conns, paths, keys, streams=streams, nbytes=int(os.environ.get("RX_TRAFFIC_BYTES", "32768")),
                                 loss=float(os.environ.get("RX_TRAFFIC_LOSS", "0.05")),
                                 reorder=float(os.environ.get("RX_TRAFFIC_REORDER", "0.2")),
                                 dup=float(os.environ.get("RX_TRAFFIC_DUP", "0.05")), seed=seed,
@@ -226,7 +227,7 @@ async def rx_endpoint_traffic(dut):
     t0 = time.perf_counter()
     n = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
-    exp = rc.check(items, drv.res, conns, paths, keys)
+    exp = rc.check(items, drv.res, conns, paths, keys, streams)
     acks_equal = rc.requests(s, drv.res["ack"]) == tr.acks
     memory_equal = rc.memory_image(s, drv.res["place"], drv.res["data"]) == tr.memory
     cqes_equal = rc.same_completions(rc.completions(s, drv.res["cqe"]), tr.cqes)
@@ -243,27 +244,27 @@ async def rx_endpoint_traffic(dut):
 
 @cocotb.test(skip=_special_run())
 async def rx_lockstep(dut):
-    conns, paths, keys = _instance()
+    conns, paths, keys, streams = _instance()
     width = (len(dut.s_payload__payload) - 1) * 8 // 9
     seed = int(os.environ.get("RX_SEED", "1"))
-    model = RxCycleModel(width, conns, paths, keys)
+    model = RxCycleModel(width, conns, paths, keys, streams=streams)
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs)
     for name in ins:
         getattr(dut, name).value = 0
     await h.start(monitor=False)
 
-    s = rc.Setup(conns, paths, keys, seed=seed)
+    s = rc.Setup(conns, paths, keys, streams=streams, seed=seed)
     # SENDs and READ responses (MR-RX-100..105, MR-RX-110..113: RNR, RECV_BOUNDS, NO_READ, LENGTH,
     # stale and duplicate chunks) on two connections, before the random mix that shares their streams
-    cases = (rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=1)
+    cases = (rc.stream_bound_cases(s) + rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=1)
              + rc.send_cases(s, conn=2) + rc.read_cases(s, conn=3) + rc.burst_same_path(s, 16, plen=9)
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
     drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n1 = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
-    exp = rc.check(s.writes + cases, drv.res, conns, paths, keys)
+    exp = rc.check(s.writes + cases, drv.res, conns, paths, keys, streams)
 
     # MR-RX-043: back-to-back records of one path, no idle cycles, outputs always ready
     # (the random traffic may have revoked the burst's key: the slow path writes it again)
@@ -276,7 +277,7 @@ async def rx_lockstep(dut):
     assert drv2.res["counters"][RxCode.ACCEPTED] == before + 200
     # MR-RX-093/094: the delayed-ACK timer's events in the pipeline
     timer_acks_equal, _, _ = await _timer_batch(h, model, width, s.teardown(), seed + 2,
-                                                conns=conns, paths=paths, keys=keys)
+                                                conns=conns, paths=paths, keys=keys, streams=streams)
     assert h.mismatches == 0 and timer_acks_equal
     out = os.environ.get("RX_OUT")
     if out:
@@ -299,15 +300,15 @@ async def rx_bench(dut):
     out = os.environ.get("RX_BENCH_OUT")
     if not out:
         return
-    conns, paths, keys = _instance()
+    conns, paths, keys, streams = _instance()
     width = (len(dut.s_payload__payload) - 1) * 8 // 9
-    model = RxCycleModel(width, conns, paths, keys)
+    model = RxCycleModel(width, conns, paths, keys, streams=streams)
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs)
     for name in ins:
         getattr(dut, name).value = 0
     await h.start(monitor=False)
-    s = rc.Setup(conns, paths, keys, seed=1)
+    s = rc.Setup(conns, paths, keys, streams=streams, seed=1)
     n = int(os.environ.get("RX_BENCH_PACKETS", "256"))
     rows = []
     first = True

@@ -16,7 +16,7 @@ from metaroce.hdl.rx import rx_256x4
 from metaroce.models import rx_cases as rxc
 from metaroce.models.regs import CTR_BASE, OKAY, register_map
 from metaroce.models.regs_cases import row_writes
-from metaroce.models.rx import N_COUNTERS, TABLE_CONN, RxCode, pack, payload_layout, unpack
+from metaroce.models.rx import N_COUNTERS, SMALL, TABLE_CONN, RxCode, pack, payload_layout, unpack
 
 WIDTH = 64
 
@@ -113,7 +113,7 @@ def test_setup_packet_counters_teardown():
     m, regs, rx = _top()
     lay = rx.lay
     rmap = register_map(lay)
-    s = rxc.Setup(256, 4, 256, seed=7, n_conns=2)
+    s = rxc.Setup(**SMALL, seed=7, n_conns=2)
     conn = s.conns[0]
     # the first chunk of a two-chunk message: accepted only with the MTU (256) written over
     # AXI4-Lite through GLOBAL_MTU_LOG2, not the reset one (4,096)
@@ -159,11 +159,11 @@ def test_setup_packet_counters_teardown():
     sim.run()
     assert "after_teardown" in got, "the test bench did not finish"
 
-    exp1 = rxc.expected(s.writes + [first], 256, 4, 256)
+    exp1 = rxc.expected(s.writes + [first], **SMALL)
     assert exp1["outcomes"][-1].code == RxCode.ACCEPTED
     assert got["after_first"] == exp1["counters"]
     assert got["after_first"][RxCode.ACCEPTED] == 1
-    exp2 = rxc.expected(s.writes + [first, teardown, after], 256, 4, 256)
+    exp2 = rxc.expected(s.writes + [first, teardown, after], **SMALL)
     assert exp2["outcomes"][-1].code == RxCode.NO_CONNECTION
     assert got["after_teardown"] == exp2["counters"]
     assert got["after_teardown"][RxCode.NO_CONNECTION] == 1
@@ -190,7 +190,7 @@ def test_top_in_lockstep_with_both_models():
     m, regs, rx = _top()
     lay = rx.lay
     rmap = register_map(lay)
-    s = rxc.Setup(256, 4, 256, seed=9, n_conns=3)
+    s = rxc.Setup(**SMALL, seed=9, n_conns=3)
     conn = s.conns[0]
     setup = [w for cw in s.writes for w in row_writes(rmap, cw.table, cw.addr, cw.value, name=cw.name)]
     cases1 = rxc.window_cases(s) + rxc.bad_cases(s) + rxc.burst_same_path(s, 10, plen=9)
@@ -207,7 +207,7 @@ def test_top_in_lockstep_with_both_models():
                       for w in row_writes(rmap, cw.table, cw.addr, cw.value, name=cw.name)], seed=4, **kw),
               rxc.Driver(WIDTH, cases2, lay.cfg, seed=5, read_counters=False, poll_regs=False, **kw),
               Driver(counter_items(), seed=6, **kw)]
-    model = RegsRxModel(WIDTH, 256, 4, 256)
+    model = RegsRxModel(WIDTH, **SMALL)
     ins, outs = model_port_lists(model)
 
     def signal(name):
@@ -227,11 +227,11 @@ def test_top_in_lockstep_with_both_models():
 
     for d in (phases[0], phases[3]):
         assert [resp for _, resp in d.res["b"]] == [OKAY] * len(d.items)
-    before = rxc.expected(s.writes + cases1, 256, 4, 256)["counters"]
+    before = rxc.expected(s.writes + cases1, **SMALL)["counters"]
     assert counters_read(rmap, phases[2]) == before
     items = s.writes + cases1 + [teardown, revoke] + cases2
     res = {k: phases[1].res[k] + phases[4].res[k] for k in ("ack", "place", "data", "cqe")}
     res["counters"] = counters_read(rmap, phases[5])
-    exp = rxc.check(items, res, 256, 4, 256)
+    exp = rxc.check(items, res, **SMALL)
     assert [o.code for o in exp["outcomes"][-5:]] == [RxCode.NO_CONNECTION] * 4 + [RxCode.ACCESS]
     assert res["counters"][RxCode.NO_CONNECTION] == before[RxCode.NO_CONNECTION] + 4

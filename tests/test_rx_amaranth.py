@@ -15,7 +15,7 @@ from amaranth.sim import Simulator
 
 from metaroce.hdl.rx import Rx
 from metaroce.models import rx_cases as rc
-from metaroce.models.rx import CTR_NAKS, RxCode, RxCycleModel
+from metaroce.models.rx import CTR_NAKS, SMALL as SMALL_INSTANCE, RxCode, RxCycleModel
 from metaroce.tb.lockstep import run_amaranth
 
 SMALL = (256, 4, 256)
@@ -25,14 +25,14 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, **kw
     """RTL and model on the same inputs, every output compared every cycle; returns the
     driver's results (MR-RX-070)."""
     lay = setup.lay
-    dut = Rx(width, conns=lay.conns, paths=lay.paths, keys=lay.keys)
-    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys)
+    dut = Rx(width, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams)
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams)
     drv = rc.make_driver(width, setup, cases, seed=seed, **kw)
     core = run_amaranth(dut, model, drv, busy=model.busy, on_cycle=on_cycle)
     assert core.mismatches == 0
     res = dict(drv.res, compared=core.cycle)
     if check:
-        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys)
+        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys, lay.streams)
     return res
 
 
@@ -123,6 +123,16 @@ def test_default_instance_small_run():
     s = rc.Setup(4096, 8, 1024, seed=3, n_conns=4)
     cases = rc.bad_cases(s) + rc.burst_same_path(s, 8, plen=3)
     run_lockstep(64, s, cases, seed=4, p_idle=0.1, p_bp=0.3)
+
+
+def test_small_instance_streams():
+    """MR-RX-001, MR-RX-020, MR-RX-060: the small instance (``rx_256x4``, 4 streams per
+    connection): a stream beyond the instance refused on a connection configured with 8, its
+    receive row not stored; then SENDs and windows on the 4-stream tables."""
+    s = rc.Setup(**SMALL_INSTANCE, seed=23)
+    cases = rc.stream_bound_cases(s) + rc.window_cases(s) + rc.send_cases(s, conn=1)
+    res = run_lockstep(64, s, cases, seed=5, p_idle=0.1, p_bp=0.3)
+    assert s.lay.streams == 4 and res["compared"] > 0
 
 
 def test_rtl_matches_reference_endpoint():

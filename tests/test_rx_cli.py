@@ -24,6 +24,17 @@ def test_blocks_registered():
         assert (model.lay.conns, model.lay.paths) == (conns, paths)
 
 
+def test_pnr_rx_places_the_small_instance():
+    """Issue 11: ``metaroce pnr rx`` places the 256 x 4 instance (the 4,096 x 8 one's tables
+    exceed the ECP5-85); ``--exact`` places the block named."""
+    from argparse import Namespace
+    from metaroce.commands.pnr import placed_block
+    assert placed_block(Namespace(block="rx", width=64, exact=False)).name == "rx_256x4"
+    assert placed_block(Namespace(block="rx", width=64, exact=True)).name == "rx"
+    assert placed_block(Namespace(block="rx_256x4", width=64, exact=False)).name == "rx_256x4"
+    assert blocks.get("rx_256x4").make_model(64).lay.streams == 4
+
+
 def test_verilog_rx(tmp_path):
     """MR-RX-002: ``metaroce verilog rx_256x4`` writes a module named after the block with the
     model's ports."""

