@@ -1297,7 +1297,6 @@ def capture_config(cases, lay, given=None):
     * ``mtu``: the largest write payload rounded up to a power of two (at least 64);
       ``ack_every``: the reset value, 4.
     """
-    from . import records
     given = dict(given or {})
     unknown = set(given) - {"ack_every", "mtu", "connections", "keys"}
     if unknown:
@@ -1356,7 +1355,6 @@ def capture_config(cases, lay, given=None):
 def config_writes(cfg, lay):
     """MR-RX-060, MR-RX-072: the ``s_cfg`` writes of an explicit replay configuration
     (:func:`capture_config`); :class:`ConfigError` for a value the instance cannot hold."""
-    from . import records
 
     def need(ok, msg):
         if not ok:

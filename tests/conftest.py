@@ -110,7 +110,6 @@ LONGEST_FIRST = (
      "tests/test_rx_amaranth.py::test_placement_address_limbs"),
     ("tests/test_rx_amaranth.py::test_rtl_on_send_traffic[64-1-1-3e-05-0.3]",
      "tests/test_rx_amaranth.py::test_delayed_ack_timer",
-     "tests/test_tx_sched_amaranth.py::test_lockstep_random[1]",
      "tests/test_build.py::test_build_tables",
      "tests/test_engine_whole.py::test_engine_model_loopback",
      "tests/test_toolchain.py::test_smoke_simulation_passes"),
