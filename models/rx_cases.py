@@ -221,10 +221,21 @@ class Setup:
 
     def teardown(self):
         """Configuration writes that invalidate this setup's connection and key rows (the slow
-        path closing them, MR-RX-060), so that another setup can follow on the same engine."""
+        path closing them, MR-RX-060) and put its streams' message, receive and READ rows back
+        at their reset values (MR-RX-086, MR-RX-101, MR-RX-110: a stream is opened by these
+        writes, which reset does for the first setup only), so that another setup can follow
+        on the same engine and reuse the connection numbers."""
+        from .rx import TABLE_MSG
+        lay = self.lay
+        streams = [(c.qp, st) for c in self.conns for st in range(lay.streams)]
         return ([CfgWrite(TABLE_CONN, c.qp, 0, f"close{c.qp}") for c in self.conns]
-                + [CfgWrite(TABLE_KEY, k.rkey & (self.lay.keys - 1), 0, f"revoke{k.rkey:#x}")
-                   for k in self.keys])
+                + [CfgWrite(TABLE_KEY, k.rkey & (lay.keys - 1), 0, f"revoke{k.rkey:#x}")
+                   for k in self.keys]
+                + [CfgWrite(TABLE_MSG, (qp << 3) | st, 0, f"stream{qp}.{st}") for qp, st in streams]
+                + [self.recv_write(qp, st, seq, 0, 0, 0, valid=0) for qp, st in streams
+                   for seq in range(lay.recv_slots)]
+                + [self.read_write(qp, st, msg, 0, 0, 0, valid=0) for qp, st in streams
+                   for msg in range(lay.rd_slots)])
 
     def _case(self, f, name, expect, corrupt):
         b = bytearray(codec.encode(f))

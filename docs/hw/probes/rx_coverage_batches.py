@@ -1,15 +1,14 @@
 """The batches of ``metaroce coverage rx_256x4`` (tb/rx.py ``rx_coverage``) on the RX cycle model
 alone, each batch checked by ``rx_cases.check`` against the packet-level expectation.
 
-Known problem (found 2026-12-01, present before the 4-stream change too): batches after the
-first pair run on a model whose previous setup was torn down through ``s_cfg``
-(``Setup.teardown``: connection rows closed, keys revoked) and a new setup reopened QPs; the
-cycle model (and the RTL: the Verilator coverage run had 0 lockstep mismatches) then counts
-chunks of the new setup's messages as duplicates (CTR_DUP_CHUNKS 27 against 6 expected) and
-completes fewer messages than the expectation, which starts every batch from a fresh engine:
-per-stream message state survives closing and reopening a connection (MR-RX-060); each batch
-on a fresh model is ok. Output
-without the problem: every line "ok".
+A problem it found (2026-12-01, fixed the same day): the batches after the first pair run on a
+model whose previous setup was torn down through ``s_cfg`` and a new setup reopened QPs; the
+cycle model and the RTL (0 lockstep mismatches between them) counted chunks of the new setup's
+messages as duplicates and completed fewer messages than the expectation, which starts every
+batch from a fresh engine. Both were right by the spec: a stream is opened by its table-4 write
+(MR-RX-086), and the receive and READ rows by theirs (MR-RX-101, MR-RX-110); ``Setup.teardown``
+closed connections and keys but did not put the streams' rows back. It now does. Expected
+output: every line "ok".
 
     .venv/bin/python docs/hw/probes/rx_coverage_batches.py
 """
