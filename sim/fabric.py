@@ -465,9 +465,11 @@ class OutPort:
         self.link = link
         link.src_tx = self
         self.buffer = buffer_bytes
-        self.ecn_threshold = ecn_threshold
+        self._ecn_threshold = ecn_threshold
         self.shared = shared
-        self.red = red
+        self._red = red
+        self._ecn_q = None
+        self._set_ecn_q()
         self._red_rng = random.Random(f"red:{seed}:{link.name}") if red is not None else None
         self.switch = None          # set by Switch.add_port; PFC accounting lives there
         self.deps = deque()         # FIFO mode: (end of serialisation, size) of queued frames
@@ -489,6 +491,33 @@ class OutPort:
         buffer). ``enqueue`` is bound to the mode's method: the hot path makes no extra call."""
         self._fifo = fifo
         self.enqueue = self._enqueue_fifo if fifo else self._enqueue_events
+
+    @property
+    def ecn_threshold(self):
+        """Step marking: CE above this many queued bytes (MR-FAB-011); None: no step marking."""
+        return self._ecn_threshold
+
+    @ecn_threshold.setter
+    def ecn_threshold(self, v):
+        self._ecn_threshold = v
+        self._set_ecn_q()
+
+    @property
+    def red(self):
+        """RED-like marking (:class:`Red`, MR-FAB-014) instead of the step, or None."""
+        return self._red
+
+    @red.setter
+    def red(self, v):
+        self._red = v
+        self._set_ecn_q()
+
+    def _set_ecn_q(self):
+        # the FIFO path's one test: no frame is marked at or below _ecn_q queued bytes
+        if self._red is not None:
+            self._ecn_q = self._red.kmin
+        else:
+            self._ecn_q = float("inf") if self._ecn_threshold is None else self._ecn_threshold
 
     @property
     def stats(self):
@@ -531,8 +560,8 @@ class OutPort:
                 self._drop()
                 return
         if frame.ip.ecn in (1, 2):
-            thr = self.ecn_threshold
-            red = self.red
+            thr = self._ecn_threshold
+            red = self._red
             if red is not None:
                 p = red.prob(self.qbytes)
                 mark = p >= 1.0 or (p > 0.0 and self._red_rng.random() < p)
@@ -567,23 +596,31 @@ class OutPort:
         scheduled at once and no per-frame "done" event is needed; departed frames leave the
         queue count lazily, at the next arrival (same occupancy as MR-FAB-010/011 define)."""
         now = self.sim.now
-        deps = self.deps
         qbytes = self.qbytes
-        while deps and deps[0][0] < now:
-            qbytes -= deps.popleft()[1]     # a frame ending just now still counts (as MR-FAB-010)
+        if qbytes:
+            if self.free_at < now:
+                # every queued frame has left (an idle port, the common case): the loop below
+                # would subtract them all
+                qbytes = 0
+                self.deps.clear()
+            else:
+                deps = self.deps
+                while deps and deps[0][0] < now:
+                    qbytes -= deps.popleft()[1]     # a frame ending just now still counts (as MR-FAB-010)
         size = frame._wl
         if self.buffer is not None and qbytes + size > self.buffer:
             self.qbytes = qbytes
             self._drop()
             return
-        if frame.ip.ecn in (1, 2):
-            red = self.red
+        if qbytes > self._ecn_q and frame.ip.ecn in (1, 2):
+            # above _ecn_q only: no mark at or below the step threshold, nor at or below RED's
+            # kmin (probability 0, no draw)
+            red = self._red
             if red is not None:
                 p = red.prob(qbytes)
                 mark = p >= 1.0 or (p > 0.0 and self._red_rng.random() < p)
             else:
-                thr = self.ecn_threshold
-                mark = thr is not None and qbytes > thr
+                mark = True
             if mark:
                 frame = _copy_frame(frame)
                 frame.ip.ecn = 3
@@ -600,7 +637,7 @@ class OutPort:
         start = self.free_at if self.free_at > now else now
         end = start + ser
         self.free_at = end
-        deps.append((end, size))
+        self.deps.append((end, size))
         if link.faults is not None:
             link.carry(frame, ser, start)
             return

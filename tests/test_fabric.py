@@ -283,6 +283,31 @@ def test_ecn_marks_above_threshold_only_ect():
     assert [f.ip.ecn for f in got] == [0] * 10 and port.stats["marked"] == 0
 
 
+def test_ecn_settings_changed_after_construction_apply():
+    """MR-FAB-011/014: the FIFO port tests one precomputed bound (``_ecn_q``) per frame; setting
+    ``ecn_threshold`` or ``red`` on a built port (as scenario files do) moves it: no step
+    marking at None, the new threshold otherwise, RED's kmin (no draw at or below it)."""
+    size = wire_len(make(wire.Op.MR_WRITE, bytes(1000)))
+    sim = Sim()
+    port = OutPort(sim, Link(sim, "x", 100e9, 1e-6, _Sink()), None, 2 * size)
+    assert port.ecn_threshold == 2 * size and port._ecn_q == 2 * size
+    port.ecn_threshold = None
+    assert port._ecn_q == float("inf")
+    for i in range(10):
+        port.enqueue(_frame_of(1000))
+    assert port.stats["marked"] == 0
+    port.ecn_threshold = 0
+    port.enqueue(_frame_of(1000))
+    assert port.stats["marked"] == 1
+    port._red_rng = random.Random(1)
+    port.red = Red(10 ** 9, 2 * 10 ** 9, 0.5)      # kmin far above the queue: never marks
+    assert port.red.kmin == port._ecn_q == 10 ** 9
+    port.enqueue(_frame_of(1000))
+    assert port.stats["marked"] == 1 and port._red_rng.random() == random.Random(1).random()
+    port.red = None
+    assert port._ecn_q == 0
+
+
 def test_drop_tail_at_finite_buffer():
     """MR-FAB-010: a frame that does not fit the buffer is dropped; earlier frames pass."""
     size = wire_len(make(wire.Op.MR_WRITE, bytes(1000)))
