@@ -796,7 +796,7 @@ class Connection:
             dl = head.t + self._rto(p)
             if p.tail_probed:
                 dl = max(dl, p.probe_dl)    # MR-REL-010: the tail probe's ACK gets one RTO
-            t = self._xdue(p)
+            t = self._xdue(p, None, True)
             if t is not None and t < p.xwit:
                 dl = min(dl, t + p.xslack)
             self.ep._arm(p, dl)
@@ -1223,23 +1223,27 @@ class Connection:
             elif q.deadline is None or dl < q.deadline:
                 ep._arm(q, dl)
 
-    def _xdue(self, p, need=None):
+    def _xdue(self, p, need=None, head_known=False):
         """MR-REL-009: the send time of the AckReq packet that closes the **second** ACK group at
         or after the path's oldest live packet (the first, for a probing path's one packet). The
         receiver acknowledges the oldest packet at the latest with the first group's ACK; if that
         ACK is lost, the next group's ACK repairs it (cumulative PSN and SACK), so only when that
         one is overdue too is the silence evidence of loss. ``None`` when there is none.
         ``need`` is ``P.overdue_groups(self.ack_loss)`` when the caller has it. Cached per path
-        until its records change (``xcache``): every ACK asks it of every other path."""
+        until its records change (``xcache``): every ACK asks it of every other path.
+        ``head_known``: the caller has just run ``p.oldest_live()`` and found a record."""
         if p.state == _PROBING:
             need = 1
         elif need is None:
-            need = P.overdue_groups(self.ack_loss)      # MR-REL-011
+            xn = self.xneed         # P.overdue_groups(self.ack_loss), MR-REL-011, kept as _xpath keeps it
+            if xn[0] != self.ack_loss:
+                xn = self.xneed = (self.ack_loss, P.overdue_groups(self.ack_loss))
+            need = xn[1]
         xc = p.xcache
         if xc is not None and xc[0] == need:
             return xc[1]
         t = None
-        if p.oldest_live() is not None:
+        if head_known or p.oldest_live() is not None:
             # p.records(p.head), inlined
             ring = p.ring
             psn = p.head

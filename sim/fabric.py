@@ -1006,7 +1006,12 @@ class Host:
         if self.rx_hook is not None:
             self.rx_hook(frame, now)
         ep.receive(frame, now)
-        self._poll()
+        comps = ep.poll_cq()            # self._poll(), inlined (every frame delivered)
+        if comps:
+            for c in comps:
+                self.completions.append((now, c))
+                if self.on_completion is not None:
+                    self.on_completion(self, now, c)
         if self._free:
             self.pump()
 
