@@ -939,18 +939,27 @@ class Host:
         self._poll()
 
     def pump(self):
+        """Take frames from the endpoint while a NIC port is free and the NIC queues have room;
+        when it has nothing, sleep until its ``next_wakeup`` (MR-FAB-020)."""
         ep = self.ep
         if ep is None:
             return
         now = self.sim.now
         nics = self.nics
         planes = len(nics)
-        cap = planes
         hdr = _HDR_LEN
-        while self._free > 0 and self._queued < cap:
+        while self._free > 0 and self._queued < planes:
             f = ep.next_packet(now)
             if f is None:
-                self._arm(now)
+                # nothing to send: wake at the endpoint's next_wakeup (one call per idle poll,
+                # about one per packet, so written here)
+                t = ep.next_wakeup(now)
+                if t is not None:
+                    if t <= now:
+                        t = now + 1e-9      # the endpoint asked for "now" but had nothing: retry shortly
+                    if self._wake_t is None or t < self._wake_t:
+                        self._wake_t = t
+                        self.sim.at(t, self._wake, t)
                 return
             if self.wire_bytes:
                 f = codec.decode(codec.encode(f))
@@ -970,16 +979,6 @@ class Host:
             else:
                 self._free -= 1
                 nic.start(f)
-
-    def _arm(self, now):
-        t = self.ep.next_wakeup(now)
-        if t is None:
-            return
-        if t <= now:
-            t = now + 1e-9      # the endpoint asked for "now" but had nothing: retry shortly
-        if self._wake_t is None or t < self._wake_t:
-            self._wake_t = t
-            self.sim.at(t, self._wake, t)
 
     def _wake(self, t):
         if self._wake_t != t:
