@@ -522,6 +522,45 @@ def test_endpoint_write_under_fault(kind, fault):
         assert fab.hosts[1].stats["decode_drops"] > 0
 
 
+def _xcache_fresh(conn):
+    """MR-REL-009's caches of a connection equal a fresh computation: the overdue group count of
+    its lost-ACK estimate, and per path the send time of the ``need``-th live AckReq record."""
+    from metaroce.models import protocol as P
+    loss, need_now = conn.xneed
+    assert need_now == P.overdue_groups(loss)
+    for p in conn.paths:
+        if p.xcache is None:
+            continue
+        need, t = p.xcache
+        sent = [r.t for r in p.records() if r.req and not r.lost]
+        assert t == (sent[need - 1] if len(sent) >= need else None), (p.idx, need, t, sent[:need])
+
+
+@pytest.mark.parametrize("fault", [
+    Faults(loss=0.05, seed=1), Faults(loss=0.05, data_only=False, seed=6),
+    Faults(reorder=0.1, reorder_delay=4e-6, seed=3)], ids=["loss", "ack_loss", "reorder"])
+def test_endpoint_cross_path_caches_stay_exact(fault):
+    """The speed-ups of MR-REL-009 (docs/benchmarks.md, simspeed) cache each path's due time
+    (``xcache``) and the overdue group count (``xneed``) until their inputs change; before every
+    frame a host receives, every cached answer equals a fresh scan of the path's records, under
+    data loss, ACK loss and reordering."""
+    fab = Fabric(2, leaves=2, spines=4, rate_bps=100e9, rtt=8e-6, spine_skew=1e-6)
+    fab.set_faults(fault, ["h0>p0.leaf0", "h1>p0.leaf1"])     # data and ACKs, leaving each host
+    checked = [0]
+
+    def hook(frame, now):
+        for h in fab.hosts:
+            for c in h.ep._conns.values():
+                _xcache_fresh(c)
+                checked[0] += 1
+    for h in fab.hosts:
+        h.rx_hook = hook
+    res = run_writes(fab, [Flow(0, 1, 1 << 20, paths=8)], "metaroce", until=0.5)
+    assert res.all_done and res.delivered_ok and checked[0] > 500
+    if fault.loss:
+        assert res.stats["retransmitted"] > 0
+
+
 @pytest.mark.parametrize("kind", ["metaroce", "rocev2"])
 def test_endpoint_plane_down_and_up(kind):
     """MR-FAB-035: a plane fails mid-transfer and comes back; every byte lands exactly once."""
