@@ -986,7 +986,7 @@ class Connection:
                 p.min_rtt = sample
             wit = (rec.t, sample - p.min_rtt)
         pkts = nbytes = 0
-        d_trig = P.psn_dist(floor, trigger)
+        d_trig = (trigger - floor) & _PSN_MASK     # = psn_dist(floor, trigger) wherever j below can equal it
         reqs_seen = reqs_lost = 0
         for j in range(n):
             ix = (floor + j) & RING_MASK
@@ -1176,7 +1176,8 @@ class Connection:
             self._rearm(p)
         if wit is not None and len(self.paths) > 1:
             self._xpath(p, wit[0], wit[1], now)
-        ep._make_ready(self)
+        if not self.in_ready:
+            ep._make_ready(self)
 
     def _xpath(self, p, t_wit, qdelay, now):
         """MR-REL-009: a packet sent at ``t_wit`` on path ``p`` was just acknowledged. Every other
