@@ -492,25 +492,17 @@ class OutPort:
         self._fifo = fifo
         self.enqueue = self._enqueue_fifo if fifo else self._enqueue_events
 
-    @property
-    def ecn_threshold(self):
-        """Step marking: CE above this many queued bytes (MR-FAB-011); None: no step marking."""
-        return self._ecn_threshold
+    def _marking(attr, doc):        # a property factory, run in the class body
+        """A marking setting whose setter recomputes ``_ecn_q``."""
+        def set_(self, v):
+            setattr(self, attr, v)
+            self._set_ecn_q()
+        return property(lambda self: getattr(self, attr), set_, doc=doc)
 
-    @ecn_threshold.setter
-    def ecn_threshold(self, v):
-        self._ecn_threshold = v
-        self._set_ecn_q()
-
-    @property
-    def red(self):
-        """RED-like marking (:class:`Red`, MR-FAB-014) instead of the step, or None."""
-        return self._red
-
-    @red.setter
-    def red(self, v):
-        self._red = v
-        self._set_ecn_q()
+    ecn_threshold = _marking("_ecn_threshold", "Step marking: CE above this many queued bytes "
+                             "(MR-FAB-011); None: no step marking.")
+    red = _marking("_red", "RED-like marking (:class:`Red`, MR-FAB-014) instead of the step, or None.")
+    del _marking
 
     def _set_ecn_q(self):
         # the FIFO path's one test: no frame is marked at or below _ecn_q queued bytes
