@@ -18,7 +18,7 @@ for n in 300 1300; do
 from metaroce.benches import simspeed
 print('PACKETS', simspeed.one_run({'mode': '$mode', 'hosts': 8, 'packets': $n})['packets'])" > "$tmp/log.$n" 2>&1
   ir=$(grep -o "Collected : [0-9]*" "$tmp/log.$n" | grep -o "[0-9]*$")
-  pk=$(grep PACKETS "$tmp/log.$n" | awk '{print $2}')
+  pk=$(grep "^PACKETS" "$tmp/log.$n" | awk '{print $2}')
   res="$res $ir $pk"
 done
 rm -rf "$tmp"
