@@ -24,7 +24,8 @@ the read data (MR-RX-042), classifies the PSN against the PSN-indexed SACK ring 
 decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
 Fast updates go one per cycle, also back to back on one path (MR-RX-043); a slide or a filled
 gap holds the pipeline for HOLD_CYCLES (MR-RX-048). Beside S5, the message stage (MR-RX-080..085)
-reads the message table row of the record's {connection, stream} (read in S4), accounts the
+reads the message table row of the record's {connection, stream} (read in S3, registered in S4
+with the writes of those two cycles forwarded, MR-RX-115), accounts the
 chunk, delivers the stream's completed messages in order and hands their completion records to
 S6, which queues them for ``m_cqe``.
 
@@ -128,6 +129,31 @@ def _address_resolve(limbs):
         out.append(Mux(carry, (low + 1)[:LIMB], low))
         carry = s[LIMB] | (low.all() & carry)
     return Cat(*out)
+
+
+def _registered_row(m, name, rd, wr, addr, advance, fwd_now, fwd_data):
+    """MR-RX-115: a row read in S3 (``addr``, the S3 record's) and registered in S4, so the
+    stage beside S5 starts from a register. The row register takes the write of S4's own cycle
+    when ``fwd_now`` (the stage's write for S5's record, of the same row: the equality of the
+    two addresses registered a cycle before), else the write of S3's cycle when it hit the
+    address read (any writer, the configuration's included), else the read data. Returns the
+    row register."""
+    row = Signal(len(rd.data), name=f"{name}_row")
+    fwd_prev, wb_prev = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_wb_prev")
+    m.d.comb += [rd.addr.eq(addr), rd.en.eq(advance)]
+    with m.If(advance):
+        m.d.sync += [fwd_prev.eq(wr.en & (wr.addr == addr)), wb_prev.eq(wr.data),
+                     row.eq(Mux(fwd_now, fwd_data, Mux(fwd_prev, wb_prev, rd.data)))]
+    return row
+
+
+def _same_row(m, name, addr, advance):
+    """Whether S5's record and S4's name the same row (MR-RX-115): the S3 address registered
+    with its record, and its equality with the S3 address registered as the records move."""
+    addr_s4, same = Signal(len(addr), name=f"{name}_addr_s4"), Signal(name=f"{name}_same")
+    with m.If(advance):
+        m.d.sync += [addr_s4.eq(addr), same.eq(addr_s4 == addr)]
+    return same
 
 
 def _piece_counter(m, name, nbits, inc, piece=LIMB):
@@ -720,13 +746,14 @@ class Rx(wiring.Component):
                      steer_q.w_data.eq(s5_steer), steer_q.w_en.eq(push & s5_steer_en)]
 
         # -- the message stage beside S5 (MR-RX-080..085): the row of {connection, stream} read in
-        # S4 (the last cycle's write forwarded over it, as MR-RX-042), the chunk accounted, the
+        # S3 and registered in S4 with the writes of both cycles forwarded (MR-RX-115), the chunk accounted, the
         # stream's completed messages delivered in order; their records go to S6
         msg_addr = Signal(cb + sb)
-        m.d.comb += [msg_addr.eq(Cat(s4_carry.stream[:sb], s4_carry.conn)), msg_rd.addr.eq(msg_addr),
-                     msg_rd.en.eq(advance)]
-        m_fwd, m_wb = Signal(), Signal(lay.msg_row.size)
-        mrow = data.View(lay.msg_row, Mux(m_fwd, m_wb, msg_rd.data))
+        m.d.comb += msg_addr.eq(Cat(s3_carry.stream[:sb], s3_carry.conn))
+        m_same = _same_row(m, "msg", msg_addr, advance)
+        m_fwd_now, new_row = Signal(), Signal(lay.msg_row)
+        mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, msg_addr, advance,
+                                                      m_fwd_now, new_row.as_value()))
         mc = s5_carry
         m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
         m_rest = Signal(32)
@@ -796,7 +823,6 @@ class Rx(wiring.Component):
             cleared = Cat(*[run[i] & ((m_start + i)[:slot_bits] == j if slot_bits else Const(1, 1))
                             for i in range(n_slots)]).any()
             m.d.comb += [slots_out[j].eq(slots_new[j]), slots_out[j].valid.eq(slots_new[j].valid & ~cleared)]
-        new_row = Signal(lay.msg_row)
         m.d.comb += [new_row.next.eq(Array(m_next_plus)[n_deliver])]
         for j in range(n_slots):
             m.d.comb += new_row.slots[j].eq(slots_out[j])
@@ -830,21 +856,22 @@ class Rx(wiring.Component):
             msg_wr.addr.eq(Mux(msg_cfg, msg_cfg_row, Cat(mc.stream[:sb], mc.conn))),
             msg_wr.data.eq(Mux(msg_cfg, cfg_msg_row.as_value(), new_row.as_value())),
         ]
-        with m.If(advance):
-            m.d.sync += [m_fwd.eq(msg_wr.en & (msg_wr.addr == msg_addr)), m_wb.eq(msg_wr.data)]
-        # -- the READ stage beside S5 (MR-RX-112): the outstanding READ's accounting, read in S4
-        # (the last cycle's write forwarded), the chunk ring as the message slot's, the record
+        # the configuration never writes beside an accepted S5 record (cfg_ready), so the
+        # stage's write is the only one S4's record can need from this cycle
+        m.d.comb += m_fwd_now.eq(m_step & m_new & m_same)
+        # -- the READ stage beside S5 (MR-RX-112): the outstanding READ's accounting, read in S3
+        # and registered in S4 as the message row (MR-RX-115), the chunk ring as the message slot's, the record
         # when every byte is placed
         rds_addr = Signal(cb + sb + rdb)
-        m.d.comb += [rds_addr.eq(Cat(s4_carry.msg[:rdb], s4_carry.stream[:sb], s4_carry.conn)), rds_rd.addr.eq(rds_addr),
-                     rds_rd.en.eq(advance)]
-        rs_fwd, rs_wb = Signal(), Signal(lay.rd_state.size)
-        rstate = data.View(lay.rd_state, Mux(rs_fwd, rs_wb, rds_rd.data))
+        m.d.comb += rds_addr.eq(Cat(s3_carry.msg[:rdb], s3_carry.stream[:sb], s3_carry.conn))
+        rs_same = _same_row(m, "rds", rds_addr, advance)
+        rs_fwd_now, nstate = Signal(), Signal(lay.rd_state)
+        rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, rds_addr, advance,
+                                                         rs_fwd_now, nstate.as_value()))
         r_entry = Signal(ent_w)
         m.d.comb += r_entry.eq(rstate.ring.word_select(m_pos, ent_w))
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
         r_done = rstate.placed == m_rest
-        nstate = Signal(lay.rd_state)
         m.d.comb += [nstate.done.eq(r_done), nstate.placed.eq(rstate.placed + mc.plen)]
         for j in range(ring_n):
             m.d.comb += nstate.ring[j * ent_w:(j + 1) * ent_w].eq(
@@ -857,8 +884,7 @@ class Rx(wiring.Component):
             rds_wr.addr.eq(Mux(rd_cfg, rd_cfg_row, Cat(mc.msg[:rdb], mc.stream[:sb], mc.conn))),
             rds_wr.data.eq(Mux(rd_cfg, 0, nstate.as_value())),
         ]
-        with m.If(advance):
-            m.d.sync += [rs_fwd.eq(rds_wr.en & (rds_wr.addr == rds_addr)), rs_wb.eq(rds_wr.data)]
+        m.d.comb += rs_fwd_now.eq(r_step & r_new & rs_same)
         r_bundle = Signal(lay.cqe_bundle)
         m.d.comb += [r_bundle.cqes[0].conn.eq(mc.conn), r_bundle.cqes[0].stream.eq(mc.stream),
                      r_bundle.cqes[0].msg.eq(mc.msg), r_bundle.cqes[0].opcode.eq(WC_RDMA_READ),
