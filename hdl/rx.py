@@ -254,7 +254,7 @@ class Rx(wiring.Component):
         m.submodules.recv_mem = recv_mem = memory.Memory(shape=lay.recv.size, depth=lay.conns << (sb + rb), init=[])
         recv_rd, recv_wr = recv_mem.read_port(), recv_mem.write_port()
         # MR-RX-110: the outstanding READs {connection, stream, msg mod rd_slots}: the row the TX
-        # side writes (read in the take cycle) and its accounting (read in S4, written in S5)
+        # side writes (read in the take cycle) and its accounting (read in S3, registered in S4, written in S5: MR-RX-115)
         rdb = lay.rd_bits
         m.submodules.rd_mem = rd_mem = memory.Memory(shape=lay.rd.size, depth=lay.conns << (sb + rdb), init=[])
         m.submodules.rds_mem = rds_mem = memory.Memory(shape=lay.rd_state.size, depth=lay.conns << (sb + rdb), init=[])
@@ -816,37 +816,22 @@ class Rx(wiring.Component):
             prev = bit
             run.append(bit)
             order.append(sel_slot)
-        n_deliver = Signal(range(n_slots + 1))
-        m.d.comb += n_deliver.eq(sum(run))
         slots_out = [Signal(lay.msg_slot, name=f"m_out{j}") for j in range(n_slots)]
         for j in range(n_slots):
             cleared = Cat(*[run[i] & ((m_start + i)[:slot_bits] == j if slot_bits else Const(1, 1))
                             for i in range(n_slots)]).any()
             m.d.comb += [slots_out[j].eq(slots_new[j]), slots_out[j].valid.eq(slots_new[j].valid & ~cleared)]
-        m.d.comb += [new_row.next.eq(Array(m_next_plus)[n_deliver])]
+        # the run is a prefix (run[i] implies run[i - 1]): next + (its length) by priority
+        next_out = m_next_plus[0]
+        for i in range(n_slots):
+            next_out = Mux(run[i], m_next_plus[i + 1], next_out)
+        m.d.comb += [new_row.next.eq(next_out)]
         for j in range(n_slots):
             m.d.comb += new_row.slots[j].eq(slots_out[j])
-        # the records, packed from entry 0 in message order
+        # the records: which of the run make one (S6 packs them, MR-RX-116)
         rec_ok = [run[i] & order[i].kind.any() for i in range(n_slots)]
-        bundle = Signal(lay.cqe_bundle)
         n_rec = Signal(range(n_slots + 1))
         m.d.comb += n_rec.eq(sum(rec_ok))
-        m.d.comb += bundle.last.eq(n_rec - 1)
-        for p in range(n_slots):
-            with m.Switch(Cat(*rec_ok)):
-                for pattern in range(1 << n_slots):
-                    ones = [i for i in range(n_slots) if pattern >> i & 1]
-                    if p < len(ones):
-                        i = ones[p]
-                        with m.Case(pattern):
-                            m.d.comb += [bundle.cqes[p].conn.eq(mc.conn), bundle.cqes[p].stream.eq(mc.stream),
-                                         bundle.cqes[p].msg.eq(m_next_plus[i]),
-                                         bundle.cqes[p].opcode.eq(Mux(order[i].kind[1], WC_RECV,
-                                                                      WC_RECV_RDMA_WITH_IMM)),
-                                         bundle.cqes[p].length.eq(order[i].msg_len),
-                                         bundle.cqes[p].imm.eq(order[i].imm),
-                                         bundle.cqes[p].with_imm.eq(order[i].kind[0]),
-                                         bundle.cqes[p].wr_id.eq(Mux(order[i].kind[1], order[i].wr_id, 0))]
         m_step = push & s5_accepted & ~mc.read
         msg_cfg = cfg_take & (cfg.table == TABLE_MSG)
         cfg_msg_row = Signal(lay.msg_row)
@@ -885,16 +870,44 @@ class Rx(wiring.Component):
             rds_wr.data.eq(Mux(rd_cfg, 0, nstate.as_value())),
         ]
         m.d.comb += rs_fwd_now.eq(r_step & r_new & rs_same)
-        r_bundle = Signal(lay.cqe_bundle)
-        m.d.comb += [r_bundle.cqes[0].conn.eq(mc.conn), r_bundle.cqes[0].stream.eq(mc.stream),
-                     r_bundle.cqes[0].msg.eq(mc.msg), r_bundle.cqes[0].opcode.eq(WC_RDMA_READ),
-                     r_bundle.cqes[0].length.eq(mc.msg_len), r_bundle.cqes[0].wr_id.eq(mc.wr_id)]
         r_cqe = r_step & r_new & r_done
-        # S6: the bundle into its queue (MR-RX-085)
-        s6_bundle = Signal(lay.cqe_bundle)
+        # S6: the bundle into its queue (MR-RX-085). MR-RX-116: S5 registers the delivery's
+        # pieces (which of the run make a record, their slots, their message numbers) and S6
+        # packs them, so the message stage and the packing are in different cycles
+        rec_fields = data.StructLayout({"kind": 2, "msg_len": 32, "imm": 32, "wr_id": 64, "msg": 32})
+        s6_rec_ok, s6_read = Signal(n_slots), Signal()
+        s6_rec = [Signal(rec_fields, name=f"s6_rec{i}") for i in range(n_slots)]
+        s6_conn, s6_stream = Signal(cb), Signal(esb)
+        s6_rd = Signal(rec_fields)
         m.d.sync += [s6_valid.eq((m_step & m_new & (n_rec != 0)) | r_cqe),
-                     s6_bundle.eq(Mux(mc.read, r_bundle.as_value(), bundle.as_value()))]
-        m.d.comb += [cqe_q.w_en.eq(s6_valid), cqe_q.w_data.eq(s6_bundle)]
+                     s6_rec_ok.eq(Cat(*rec_ok)), s6_read.eq(mc.read),
+                     s6_conn.eq(mc.conn), s6_stream.eq(mc.stream),
+                     s6_rd.msg_len.eq(mc.msg_len), s6_rd.wr_id.eq(mc.wr_id), s6_rd.msg.eq(mc.msg)]
+        for i in range(n_slots):
+            m.d.sync += [s6_rec[i].kind.eq(order[i].kind), s6_rec[i].msg_len.eq(order[i].msg_len),
+                         s6_rec[i].imm.eq(order[i].imm), s6_rec[i].wr_id.eq(order[i].wr_id),
+                         s6_rec[i].msg.eq(m_next_plus[i])]
+        bundle = Signal(lay.cqe_bundle)
+        m.d.comb += bundle.last.eq(sum(s6_rec_ok) - 1)
+        for p in range(n_slots):
+            with m.Switch(s6_rec_ok):
+                for pattern in range(1 << n_slots):
+                    ones = [i for i in range(n_slots) if pattern >> i & 1]
+                    if p < len(ones):
+                        i = ones[p]
+                        rec = s6_rec[i]
+                        with m.Case(pattern):
+                            m.d.comb += [bundle.cqes[p].conn.eq(s6_conn), bundle.cqes[p].stream.eq(s6_stream),
+                                         bundle.cqes[p].msg.eq(rec.msg),
+                                         bundle.cqes[p].opcode.eq(Mux(rec.kind[1], WC_RECV, WC_RECV_RDMA_WITH_IMM)),
+                                         bundle.cqes[p].length.eq(rec.msg_len), bundle.cqes[p].imm.eq(rec.imm),
+                                         bundle.cqes[p].with_imm.eq(rec.kind[0]),
+                                         bundle.cqes[p].wr_id.eq(Mux(rec.kind[1], rec.wr_id, 0))]
+        r_bundle = Signal(lay.cqe_bundle)
+        m.d.comb += [r_bundle.cqes[0].conn.eq(s6_conn), r_bundle.cqes[0].stream.eq(s6_stream),
+                     r_bundle.cqes[0].msg.eq(s6_rd.msg), r_bundle.cqes[0].opcode.eq(WC_RDMA_READ),
+                     r_bundle.cqes[0].length.eq(s6_rd.msg_len), r_bundle.cqes[0].wr_id.eq(s6_rd.wr_id)]
+        m.d.comb += [cqe_q.w_en.eq(s6_valid), cqe_q.w_data.eq(Mux(s6_read, r_bundle.as_value(), bundle.as_value()))]
         cqe_sel = Signal(range(n_slots))
         head = data.View(lay.cqe_bundle, cqe_q.r_data)
         cqe_take = cqe_q.r_rdy & self.m_cqe.ready
