@@ -24,7 +24,8 @@ the read data (MR-RX-042), classifies the PSN against the PSN-indexed SACK ring 
 decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
 Fast updates go one per cycle, also back to back on one path (MR-RX-043); a slide or a filled
 gap holds the pipeline for HOLD_CYCLES (MR-RX-048). Beside S5, the message stage (MR-RX-080..085)
-reads the message table row of the record's {connection, stream} (read in S4), accounts the
+reads the message table row of the record's {connection, stream} (read in S3, registered in S4
+with the writes of those two cycles forwarded, MR-RX-115), accounts the
 chunk, delivers the stream's completed messages in order and hands their completion records to
 S6, which queues them for ``m_cqe``.
 
@@ -130,6 +131,31 @@ def _address_resolve(limbs):
     return Cat(*out)
 
 
+def _registered_row(m, name, rd, wr, addr, advance, fwd_now, fwd_data):
+    """MR-RX-115: a row read in S3 (``addr``, the S3 record's) and registered in S4, so the
+    stage beside S5 starts from a register. The row register takes the write of S4's own cycle
+    when ``fwd_now`` (the stage's write for S5's record, of the same row: the equality of the
+    two addresses registered a cycle before), else the write of S3's cycle when it hit the
+    address read (any writer, the configuration's included), else the read data. Returns the
+    row register."""
+    row = Signal(len(rd.data), name=f"{name}_row")
+    fwd_prev, wb_prev = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_wb_prev")
+    m.d.comb += [rd.addr.eq(addr), rd.en.eq(advance)]
+    with m.If(advance):
+        m.d.sync += [fwd_prev.eq(wr.en & (wr.addr == addr)), wb_prev.eq(wr.data),
+                     row.eq(Mux(fwd_now, fwd_data, Mux(fwd_prev, wb_prev, rd.data)))]
+    return row
+
+
+def _same_row(m, name, addr, advance):
+    """Whether S5's record and S4's name the same row (MR-RX-115): the S3 address registered
+    with its record, and its equality with the S3 address registered as the records move."""
+    addr_s4, same = Signal(len(addr), name=f"{name}_addr_s4"), Signal(name=f"{name}_same")
+    with m.If(advance):
+        m.d.sync += [addr_s4.eq(addr), same.eq(addr_s4 == addr)]
+    return same
+
+
 def _piece_counter(m, name, nbits, inc, piece=LIMB):
     """An ``nbits`` counter adding 1 in the cycles ``inc`` is true, in ``piece``-bit pieces: a
     piece counts when ``inc`` and every lower piece is all ones, read from registered flags, so
@@ -228,7 +254,7 @@ class Rx(wiring.Component):
         m.submodules.recv_mem = recv_mem = memory.Memory(shape=lay.recv.size, depth=lay.conns << (sb + rb), init=[])
         recv_rd, recv_wr = recv_mem.read_port(), recv_mem.write_port()
         # MR-RX-110: the outstanding READs {connection, stream, msg mod rd_slots}: the row the TX
-        # side writes (read in the take cycle) and its accounting (read in S4, written in S5)
+        # side writes (read in the take cycle) and its accounting (read in S3, registered in S4, written in S5: MR-RX-115)
         rdb = lay.rd_bits
         m.submodules.rd_mem = rd_mem = memory.Memory(shape=lay.rd.size, depth=lay.conns << (sb + rdb), init=[])
         m.submodules.rds_mem = rds_mem = memory.Memory(shape=lay.rd_state.size, depth=lay.conns << (sb + rdb), init=[])
@@ -720,13 +746,14 @@ class Rx(wiring.Component):
                      steer_q.w_data.eq(s5_steer), steer_q.w_en.eq(push & s5_steer_en)]
 
         # -- the message stage beside S5 (MR-RX-080..085): the row of {connection, stream} read in
-        # S4 (the last cycle's write forwarded over it, as MR-RX-042), the chunk accounted, the
+        # S3 and registered in S4 with the writes of both cycles forwarded (MR-RX-115), the chunk accounted, the
         # stream's completed messages delivered in order; their records go to S6
         msg_addr = Signal(cb + sb)
-        m.d.comb += [msg_addr.eq(Cat(s4_carry.stream[:sb], s4_carry.conn)), msg_rd.addr.eq(msg_addr),
-                     msg_rd.en.eq(advance)]
-        m_fwd, m_wb = Signal(), Signal(lay.msg_row.size)
-        mrow = data.View(lay.msg_row, Mux(m_fwd, m_wb, msg_rd.data))
+        m.d.comb += msg_addr.eq(Cat(s3_carry.stream[:sb], s3_carry.conn))
+        m_same = _same_row(m, "msg", msg_addr, advance)
+        m_fwd_now, new_row = Signal(), Signal(lay.msg_row)
+        mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, msg_addr, advance,
+                                                      m_fwd_now, new_row.as_value()))
         mc = s5_carry
         m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
         m_rest = Signal(32)
@@ -789,38 +816,22 @@ class Rx(wiring.Component):
             prev = bit
             run.append(bit)
             order.append(sel_slot)
-        n_deliver = Signal(range(n_slots + 1))
-        m.d.comb += n_deliver.eq(sum(run))
         slots_out = [Signal(lay.msg_slot, name=f"m_out{j}") for j in range(n_slots)]
         for j in range(n_slots):
             cleared = Cat(*[run[i] & ((m_start + i)[:slot_bits] == j if slot_bits else Const(1, 1))
                             for i in range(n_slots)]).any()
             m.d.comb += [slots_out[j].eq(slots_new[j]), slots_out[j].valid.eq(slots_new[j].valid & ~cleared)]
-        new_row = Signal(lay.msg_row)
-        m.d.comb += [new_row.next.eq(Array(m_next_plus)[n_deliver])]
+        # the run is a prefix (run[i] implies run[i - 1]): next + (its length) by priority
+        next_out = m_next_plus[0]
+        for i in range(n_slots):
+            next_out = Mux(run[i], m_next_plus[i + 1], next_out)
+        m.d.comb += [new_row.next.eq(next_out)]
         for j in range(n_slots):
             m.d.comb += new_row.slots[j].eq(slots_out[j])
-        # the records, packed from entry 0 in message order
+        # the records: which of the run make one (S6 packs them, MR-RX-116)
         rec_ok = [run[i] & order[i].kind.any() for i in range(n_slots)]
-        bundle = Signal(lay.cqe_bundle)
         n_rec = Signal(range(n_slots + 1))
         m.d.comb += n_rec.eq(sum(rec_ok))
-        m.d.comb += bundle.last.eq(n_rec - 1)
-        for p in range(n_slots):
-            with m.Switch(Cat(*rec_ok)):
-                for pattern in range(1 << n_slots):
-                    ones = [i for i in range(n_slots) if pattern >> i & 1]
-                    if p < len(ones):
-                        i = ones[p]
-                        with m.Case(pattern):
-                            m.d.comb += [bundle.cqes[p].conn.eq(mc.conn), bundle.cqes[p].stream.eq(mc.stream),
-                                         bundle.cqes[p].msg.eq(m_next_plus[i]),
-                                         bundle.cqes[p].opcode.eq(Mux(order[i].kind[1], WC_RECV,
-                                                                      WC_RECV_RDMA_WITH_IMM)),
-                                         bundle.cqes[p].length.eq(order[i].msg_len),
-                                         bundle.cqes[p].imm.eq(order[i].imm),
-                                         bundle.cqes[p].with_imm.eq(order[i].kind[0]),
-                                         bundle.cqes[p].wr_id.eq(Mux(order[i].kind[1], order[i].wr_id, 0))]
         m_step = push & s5_accepted & ~mc.read
         msg_cfg = cfg_take & (cfg.table == TABLE_MSG)
         cfg_msg_row = Signal(lay.msg_row)
@@ -830,21 +841,22 @@ class Rx(wiring.Component):
             msg_wr.addr.eq(Mux(msg_cfg, msg_cfg_row, Cat(mc.stream[:sb], mc.conn))),
             msg_wr.data.eq(Mux(msg_cfg, cfg_msg_row.as_value(), new_row.as_value())),
         ]
-        with m.If(advance):
-            m.d.sync += [m_fwd.eq(msg_wr.en & (msg_wr.addr == msg_addr)), m_wb.eq(msg_wr.data)]
-        # -- the READ stage beside S5 (MR-RX-112): the outstanding READ's accounting, read in S4
-        # (the last cycle's write forwarded), the chunk ring as the message slot's, the record
+        # the configuration never writes beside an accepted S5 record (cfg_ready), so the
+        # stage's write is the only one S4's record can need from this cycle
+        m.d.comb += m_fwd_now.eq(m_step & m_new & m_same)
+        # -- the READ stage beside S5 (MR-RX-112): the outstanding READ's accounting, read in S3
+        # and registered in S4 as the message row (MR-RX-115), the chunk ring as the message slot's, the record
         # when every byte is placed
         rds_addr = Signal(cb + sb + rdb)
-        m.d.comb += [rds_addr.eq(Cat(s4_carry.msg[:rdb], s4_carry.stream[:sb], s4_carry.conn)), rds_rd.addr.eq(rds_addr),
-                     rds_rd.en.eq(advance)]
-        rs_fwd, rs_wb = Signal(), Signal(lay.rd_state.size)
-        rstate = data.View(lay.rd_state, Mux(rs_fwd, rs_wb, rds_rd.data))
+        m.d.comb += rds_addr.eq(Cat(s3_carry.msg[:rdb], s3_carry.stream[:sb], s3_carry.conn))
+        rs_same = _same_row(m, "rds", rds_addr, advance)
+        rs_fwd_now, nstate = Signal(), Signal(lay.rd_state)
+        rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, rds_addr, advance,
+                                                         rs_fwd_now, nstate.as_value()))
         r_entry = Signal(ent_w)
         m.d.comb += r_entry.eq(rstate.ring.word_select(m_pos, ent_w))
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
         r_done = rstate.placed == m_rest
-        nstate = Signal(lay.rd_state)
         m.d.comb += [nstate.done.eq(r_done), nstate.placed.eq(rstate.placed + mc.plen)]
         for j in range(ring_n):
             m.d.comb += nstate.ring[j * ent_w:(j + 1) * ent_w].eq(
@@ -857,18 +869,45 @@ class Rx(wiring.Component):
             rds_wr.addr.eq(Mux(rd_cfg, rd_cfg_row, Cat(mc.msg[:rdb], mc.stream[:sb], mc.conn))),
             rds_wr.data.eq(Mux(rd_cfg, 0, nstate.as_value())),
         ]
-        with m.If(advance):
-            m.d.sync += [rs_fwd.eq(rds_wr.en & (rds_wr.addr == rds_addr)), rs_wb.eq(rds_wr.data)]
-        r_bundle = Signal(lay.cqe_bundle)
-        m.d.comb += [r_bundle.cqes[0].conn.eq(mc.conn), r_bundle.cqes[0].stream.eq(mc.stream),
-                     r_bundle.cqes[0].msg.eq(mc.msg), r_bundle.cqes[0].opcode.eq(WC_RDMA_READ),
-                     r_bundle.cqes[0].length.eq(mc.msg_len), r_bundle.cqes[0].wr_id.eq(mc.wr_id)]
+        m.d.comb += rs_fwd_now.eq(r_step & r_new & rs_same)
         r_cqe = r_step & r_new & r_done
-        # S6: the bundle into its queue (MR-RX-085)
-        s6_bundle = Signal(lay.cqe_bundle)
+        # S6: the bundle into its queue (MR-RX-085). MR-RX-116: S5 registers the delivery's
+        # pieces (which of the run make a record, their slots, their message numbers) and S6
+        # packs them, so the message stage and the packing are in different cycles
+        rec_fields = data.StructLayout({"kind": 2, "msg_len": 32, "imm": 32, "wr_id": 64, "msg": 32})
+        s6_rec_ok, s6_read = Signal(n_slots), Signal()
+        s6_rec = [Signal(rec_fields, name=f"s6_rec{i}") for i in range(n_slots)]
+        s6_conn, s6_stream = Signal(cb), Signal(esb)
+        s6_rd = Signal(rec_fields)
         m.d.sync += [s6_valid.eq((m_step & m_new & (n_rec != 0)) | r_cqe),
-                     s6_bundle.eq(Mux(mc.read, r_bundle.as_value(), bundle.as_value()))]
-        m.d.comb += [cqe_q.w_en.eq(s6_valid), cqe_q.w_data.eq(s6_bundle)]
+                     s6_rec_ok.eq(Cat(*rec_ok)), s6_read.eq(mc.read),
+                     s6_conn.eq(mc.conn), s6_stream.eq(mc.stream),
+                     s6_rd.msg_len.eq(mc.msg_len), s6_rd.wr_id.eq(mc.wr_id), s6_rd.msg.eq(mc.msg)]
+        for i in range(n_slots):
+            m.d.sync += [s6_rec[i].kind.eq(order[i].kind), s6_rec[i].msg_len.eq(order[i].msg_len),
+                         s6_rec[i].imm.eq(order[i].imm), s6_rec[i].wr_id.eq(order[i].wr_id),
+                         s6_rec[i].msg.eq(m_next_plus[i])]
+        bundle = Signal(lay.cqe_bundle)
+        m.d.comb += bundle.last.eq(sum(s6_rec_ok) - 1)
+        for p in range(n_slots):
+            with m.Switch(s6_rec_ok):
+                for pattern in range(1 << n_slots):
+                    ones = [i for i in range(n_slots) if pattern >> i & 1]
+                    if p < len(ones):
+                        i = ones[p]
+                        rec = s6_rec[i]
+                        with m.Case(pattern):
+                            m.d.comb += [bundle.cqes[p].conn.eq(s6_conn), bundle.cqes[p].stream.eq(s6_stream),
+                                         bundle.cqes[p].msg.eq(rec.msg),
+                                         bundle.cqes[p].opcode.eq(Mux(rec.kind[1], WC_RECV, WC_RECV_RDMA_WITH_IMM)),
+                                         bundle.cqes[p].length.eq(rec.msg_len), bundle.cqes[p].imm.eq(rec.imm),
+                                         bundle.cqes[p].with_imm.eq(rec.kind[0]),
+                                         bundle.cqes[p].wr_id.eq(Mux(rec.kind[1], rec.wr_id, 0))]
+        r_bundle = Signal(lay.cqe_bundle)
+        m.d.comb += [r_bundle.cqes[0].conn.eq(s6_conn), r_bundle.cqes[0].stream.eq(s6_stream),
+                     r_bundle.cqes[0].msg.eq(s6_rd.msg), r_bundle.cqes[0].opcode.eq(WC_RDMA_READ),
+                     r_bundle.cqes[0].length.eq(s6_rd.msg_len), r_bundle.cqes[0].wr_id.eq(s6_rd.wr_id)]
+        m.d.comb += [cqe_q.w_en.eq(s6_valid), cqe_q.w_data.eq(Mux(s6_read, r_bundle.as_value(), bundle.as_value()))]
         cqe_sel = Signal(range(n_slots))
         head = data.View(lay.cqe_bundle, cqe_q.r_data)
         cqe_take = cqe_q.r_rdy & self.m_cqe.ready

@@ -804,6 +804,37 @@ def make_driver(width, setup: Setup, cases, **kw):
     return Driver(width, setup.writes + list(cases), setup.lay.cfg, **kw)
 
 
+class Batches:
+    """Setups run one after another on one engine (MR-RX-060, MR-RX-086, MR-RX-101, MR-RX-110):
+    a batch's items are the previous setup's teardown, then its setup's writes, then its
+    cases; :meth:`counted` turns the driver's running counters into the batch's own (the
+    increase since the batch before, modulo 2^64). The caller runs each driver (the model
+    alone, or the RTL in lockstep); :meth:`run` is :meth:`driver`, a run, :meth:`counted`."""
+
+    def __init__(self, width, *, prev=()):
+        self.width = width
+        self.prev = list(prev)
+        self.before = [0] * N_COUNTERS
+
+    def driver(self, setup: Setup, cases, **kw) -> Driver:
+        """The next batch's driver (its items in ``driver.items``)."""
+        items = self.prev + setup.writes + list(cases)
+        self.prev = setup.teardown()
+        return Driver(self.width, items, setup.lay.cfg, **kw)
+
+    def counted(self, drv: Driver) -> Driver:
+        total = drv.res["counters"]
+        drv.res["counters"] = [(a - b) % (1 << 64) for a, b in zip(total, self.before)]
+        self.before = total
+        return drv
+
+    def run(self, setup: Setup, cases, run=run_alone, model=None, **kw) -> Driver:
+        """One batch run by ``run(model, driver)`` (default: the model alone)."""
+        drv = self.driver(setup, cases, **kw)
+        run(model, drv)
+        return self.counted(drv)
+
+
 def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
     """:class:`RxCycleModel` alone through the :class:`Driver`; returns the driver's results."""
     lay = setup.lay

@@ -48,7 +48,7 @@ import cocotb
 
 from metaroce.models import rx_cases as rc
 from metaroce.models.parser import unpack_meta
-from metaroce.models.rx import N_COUNTERS, SMALL, RxCode, RxCycleModel, unpack
+from metaroce.models.rx import SMALL, RxCode, RxCycleModel, unpack
 
 from .lockstep import Lockstep, drive, model_port_lists
 
@@ -71,19 +71,24 @@ def _traffic_mix():
     return mix
 
 
-async def _timer_batch(h, model, width, prev, seed, *, conns, paths, keys, streams):
+async def _batch(h, model, batches, setup, cases, **kw):
+    """One batch of ``batches`` (:class:`~metaroce.models.rx_cases.Batches`) in lockstep;
+    returns its driver, counters of this batch only."""
+    drv = batches.driver(setup, cases, **kw)
+    await drive(h, drv, busy=model.busy)
+    return batches.counted(drv)
+
+
+async def _timer_batch(h, model, batches, seed, *, conns, paths, keys, streams):
     """MR-RX-090..094: the delayed-ACK timer on (``ack_every`` 4, 100 cycles), timed bursts
-    separated by idle gaps with idle cycles and backpressure, after the ``prev`` writes (the
-    previous setup's teardown); returns whether the ACK stream equals the reference
-    endpoint's with the same delay (the timer's ACKs in the gaps included) and the teardown of
-    this batch's setup."""
+    separated by idle gaps with idle cycles and backpressure, as the next of ``batches``;
+    returns whether the ACK stream equals the reference endpoint's with the same delay (the
+    timer's ACKs in the gaps included)."""
     cycle, delay = 6.4e-9, 100
     ep, s = rc.endpoint_setup(conns, paths, keys, streams=streams, seed=seed, ack_delay_cycles=delay, ack_delay=delay * cycle)
     bursts = rc.timed_bursts(s, 3, 8, gap=260, seed=seed)
-    drv = rc.Driver(width, prev + s.writes + bursts, s.lay.cfg, seed=seed, p_idle=0.1, p_bp=0.3)
-    await drive(h, drv, busy=model.busy)
-    equal = rc.requests(s, drv.res["ack"]) == rc.endpoint_reference_timed(ep, s, bursts, cycle)
-    return equal, s.teardown(), drv.res["counters"]
+    drv = await _batch(h, model, batches, s, bursts, seed=seed, p_idle=0.1, p_bp=0.3)
+    return rc.requests(s, drv.res["ack"]) == rc.endpoint_reference_timed(ep, s, bursts, cycle)
 
 
 def _special_run():
@@ -151,9 +156,7 @@ async def rx_coverage(dut):
     n_random = int(os.environ.get("RX_RANDOM", "150"))
     shapes = os.environ.get("METAROCE_COVERAGE_SHAPES", "none,idle,bp,both").split(",")
     out = {"width": width, "shapes": {}, "problems": [], "counts": [0] * len(RxCode)}
-    before = [0] * N_COUNTERS
-    prev = []
-    wrap = 1 << 64
+    batches = rc.Batches(width)
     for k, shape in enumerate(shapes):
         p_idle, p_bp = rc.SHAPES[shape]
         s = rc.Setup(conns, paths, keys, streams=streams, seed=seed * 100 + k)
@@ -162,13 +165,8 @@ async def rx_coverage(dut):
                                      recv_delay=3e-5)
         points = []
         for setup, cases in ((s, rc.coverage_suite(s, n_random)), (s2, tr.items)):
-            items = prev + setup.writes + cases
-            prev = setup.teardown()
-            drv = rc.Driver(width, items, s.lay.cfg, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
-            await drive(h, drv, busy=model.busy)
-            total = drv.res["counters"]
-            drv.res["counters"] = [(a - b) % wrap for a, b in zip(total, before)]
-            before = total
+            drv = await _batch(h, model, batches, setup, cases, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
+            items = drv.items
             try:
                 exp = rc.check(items, drv.res, conns, paths, keys, streams)
             except AssertionError as e:
@@ -179,29 +177,23 @@ async def rx_coverage(dut):
                        for c, o in zip(recs, exp["outcomes"])]
         out["shapes"][shape] = points
     # the delayed-ACK timer (its queue, the generations; no per-record outcomes: not binned)
-    equal, prev, total = await _timer_batch(h, model, width, prev, seed * 100 + 80,
-                                            conns=conns, paths=paths, keys=keys, streams=streams)
-    before = total
+    equal = await _timer_batch(h, model, batches, seed * 100 + 80,
+                               conns=conns, paths=paths, keys=keys, streams=streams)
     if not equal:
         out["problems"].append("timer: the ACK stream differs from the endpoint's")
     # one output stalled for long stretches, the others ready: each output queue fills (MR-RX-041)
     outs = ("m_ack__ready", "m_place__ready", "m_data__ready")
     for j, stalled in enumerate(outs):
         s = rc.Setup(conns, paths, keys, streams=streams, seed=seed * 100 + 90 + j, ack_every=1)
-        items = prev + s.writes + rc.burst_same_path(s, 48, plen=9)
-        prev = s.teardown()
         p_bp = dict.fromkeys(outs, 0.0)
         p_bp[stalled] = 0.97
-        drv = rc.Driver(width, items, s.lay.cfg, seed=seed * 1000 + 90 + j, p_idle=0.0, p_bp=p_bp)
-        await drive(h, drv, busy=model.busy)
-        total = drv.res["counters"]
-        drv.res["counters"] = [(a - b) % wrap for a, b in zip(total, before)]
-        before = total
+        drv = await _batch(h, model, batches, s, rc.burst_same_path(s, 48, plen=9),
+                           seed=seed * 1000 + 90 + j, p_idle=0.0, p_bp=p_bp)
         try:
-            rc.check(items, drv.res, conns, paths, keys, streams)
+            rc.check(drv.items, drv.res, conns, paths, keys, streams)
         except AssertionError as e:
             out["problems"].append(f"stall {stalled}: {str(e).splitlines()[0]}")
-    out["counts"] = before
+    out["counts"] = batches.before
     out["mismatches"] = h.mismatch_cycles
     out["mismatch_reports"] = h.reports[:3]
     out["cycles"] = h.cycle
@@ -276,8 +268,8 @@ async def rx_lockstep(dut):
     before = drv.res["counters"][RxCode.ACCEPTED]
     assert drv2.res["counters"][RxCode.ACCEPTED] == before + 200
     # MR-RX-093/094: the delayed-ACK timer's events in the pipeline
-    timer_acks_equal, _, _ = await _timer_batch(h, model, width, s.teardown(), seed + 2,
-                                                conns=conns, paths=paths, keys=keys, streams=streams)
+    timer_acks_equal = await _timer_batch(h, model, rc.Batches(width, prev=s.teardown()), seed + 2,
+                                          conns=conns, paths=paths, keys=keys, streams=streams)
     assert h.mismatches == 0 and timer_acks_equal
     out = os.environ.get("RX_OUT")
     if out:

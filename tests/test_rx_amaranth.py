@@ -301,3 +301,17 @@ def test_rtl_reads():
     cases = rc.read_cases(s) + rc.read_cases(s, conn=1, stream=1)
     res = run_lockstep(64, s, cases, seed=4, p_idle=0.2, p_bp=0.4)
     assert res["counters"][RxCode.NO_READ] == 2 and len(res["cqe"]) == 6
+
+
+@pytest.mark.slow
+def test_message_rows_back_to_back():
+    """MR-RX-115: the message and READ-accounting rows read in S3 and registered in S4: the
+    message cases and the READ cases with no idle cycle and no backpressure, so each record
+    of one stream (one READ) follows the one before it at one per cycle and its row needs
+    the write of the cycle before (forwarded in the same cycle) or of two cycles before;
+    0 mismatches, outputs and outcomes as the model says (without either forward the first
+    mismatch is at cycle 45). MR-RX-116: the bundles packed in S6 (two records in one)."""
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
+    res = run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0)
+    assert len(res["cqe"]) == 8 + 3

@@ -425,19 +425,12 @@ def test_setup_after_teardown_reuses_connections():
     receive and READ rows put back at reset) before the second reopens the same connection
     numbers: the second batch's ACKs, completions, memory writes and counters equal a fresh
     engine's (left at the first batch's message numbers, its chunks would be duplicates)."""
-    from metaroce.models.driver import run_alone
     lay_args = dict(conns=256, paths=4, keys=256, streams=4)
     model = rx.RxCycleModel(64, **lay_args)
-    before, prev = [0] * rx.N_COUNTERS, []
+    batches = rc.Batches(64)
     for batch in range(2):
         s, tr = rc.endpoint_traffic(nbytes=4096, loss=0.05, reorder=0.2, dup=0.05, seed=4, hostile=4,
                                     imm=0.7, sends=0.3, reads=0.3, **lay_args)
-        items = prev + s.writes + tr.items
-        prev = s.teardown()
-        drv = rc.Driver(64, items, s.lay.cfg, seed=batch, p_idle=0.2, p_bp=0.4)
-        run_alone(model, drv)
-        total = drv.res["counters"]
-        drv.res["counters"] = [a - b for a, b in zip(total, before)]
-        before = total
-        exp = rc.check(items, drv.res, *lay_args.values())
+        drv = batches.run(s, tr.items, model=model, seed=batch, p_idle=0.2, p_bp=0.4)
+        exp = rc.check(drv.items, drv.res, *lay_args.values())
         assert len(exp["cqe"]) >= 2 and drv.res["counters"][CTR_PLACED_BYTES] > 0

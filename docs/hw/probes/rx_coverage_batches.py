@@ -13,14 +13,13 @@ output: every line "ok".
     .venv/bin/python docs/hw/probes/rx_coverage_batches.py
 """
 from metaroce.models import rx_cases as rc
-from metaroce.models.driver import run_alone
-from metaroce.models.rx import N_COUNTERS, SMALL, RxCycleModel
+from metaroce.models.rx import SMALL, RxCycleModel
 
 
 def main(width=64, seed=1, n_random=150):
     conns, paths, keys, streams = (SMALL[k] for k in ("conns", "paths", "keys", "streams"))
     model = RxCycleModel(width, conns, paths, keys, streams=streams)
-    before, prev, wrap = [0] * N_COUNTERS, [], 1 << 64
+    batches = rc.Batches(width)
     for k, shape in enumerate(("none", "idle", "bp", "both")):
         p_idle, p_bp = rc.SHAPES[shape]
         s = rc.Setup(conns, paths, keys, streams=streams, seed=seed * 100 + k)
@@ -28,15 +27,9 @@ def main(width=64, seed=1, n_random=150):
                                      dup=0.05, seed=seed * 100 + k, hostile=10, imm=0.5, sends=0.4, reads=0.3,
                                      recv_delay=3e-5)
         for which, (setup, cases) in (("suite", (s, rc.coverage_suite(s, n_random))), ("endpoint", (s2, tr.items))):
-            items = prev + setup.writes + cases
-            prev = setup.teardown()
-            drv = rc.Driver(width, items, s.lay.cfg, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
-            run_alone(model, drv)
-            total = drv.res["counters"]
-            drv.res["counters"] = [(a - b) % wrap for a, b in zip(total, before)]
-            before = total
+            drv = batches.run(setup, cases, model=model, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
             try:
-                rc.check(items, drv.res, conns, paths, keys, streams)
+                rc.check(drv.items, drv.res, conns, paths, keys, streams)
                 print(shape, which, "ok")
             except AssertionError as e:
                 print(shape, which, "problem:", str(e).splitlines()[0][:240])
