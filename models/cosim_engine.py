@@ -36,7 +36,7 @@ from .dma_write_cases import HostMemory as WriteMemory
 from .engine import AXIL, PairPorts, engine_layouts
 from .engine_cases import _host_window
 from .regs import register_map
-from .rx import pack, unpack
+from .rx import SMALL as RX_SMALL, pack, unpack
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 from .tx import SMALL, template_of
 from .tx_cases import frames_of_beats
@@ -243,8 +243,8 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     WRITEs of the source to the region of key 0, lost frames (both ways) at ``loss``."""
     rng = random.Random(seed)
     lay = engine_layouts()
-    s = Setup(SMALL["conns"], SMALL["paths"], 256, seed=seed, n_conns=1, mtu_log2=10,
-              ack_every=ack_every, ack_delay=ack_delay, uniform_psn=True, n_streams=SMALL["streams"],
+    s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=seed, n_conns=1,
+              mtu_log2=10, ack_every=ack_every, ack_delay=ack_delay, uniform_psn=True, n_streams=SMALL["streams"],
               first_psn=0)
     s.keys[0].length = max(s.keys[0].length, nbytes + 64)
     wlay = _host_window(s, random.Random(seed + 77))
@@ -291,8 +291,8 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     and region key when the peer is not an engine of the same rows (MR-ENG-139). Returns
     ``(driver, setup, region, source)``."""
     rng = random.Random(seed)
-    s = Setup(SMALL["conns"], SMALL["paths"], 256, seed=cfg.seed, n_conns=1, mtu_log2=10,
-              ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
+    s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=cfg.seed, n_conns=1,
+              mtu_log2=10, ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
               n_streams=SMALL["streams"], first_psn=0)
     s.keys[0].length = max(s.keys[0].length, cfg.nbytes + 64)
     wlay = _host_window(s, random.Random(cfg.seed + 77))

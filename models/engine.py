@@ -28,7 +28,7 @@ from . import records
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
-from .rx import RxCycleModel, pack, payload_layout
+from .rx import SMALL as RX_SMALL, RxCycleModel, pack, payload_layout
 from .fifo import SyncFifoModel
 from .frame_builder import FrameBuilderModel, pack_desc
 from .parser import META_FIELDS
@@ -155,12 +155,12 @@ class EngineRxModel:
     (MR-ENG-101..104): ``step(inputs) -> outputs`` once per clock with the Verilog port names."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
-                 max_frame=9216, outstanding=OUTSTANDING, peer_acks=False):
+                 streams=records.STREAMS, max_frame=9216, outstanding=OUTSTANDING, peer_acks=False):
         self.width = width
         self.peer_acks = peer_acks
         self.parser = ParserModel(width, max_frame=max_frame)
         self.pack = PackModel(width)
-        self.rx = RxCycleModel(width, conns, paths, keys)
+        self.rx = RxCycleModel(width, conns, paths, keys, streams=streams)
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
         self.regs = RegsCycleModel(conns, paths, keys)
         self.lay = self.rx.lay
@@ -227,9 +227,9 @@ def engine_rx_model(width=512):
 
 
 def engine_rx_model_256x4(width=512):
-    """The model of the small instance ``hdl.engine.engine_rx_256x4`` (256 x 4, 256 keys, 32
-    bursts outstanding)."""
-    return EngineRxModel(width, 256, 4, 256, outstanding=32)
+    """The model of the small instance ``hdl.engine.engine_rx_256x4`` (``models.rx.SMALL``: 256 x
+    4, 256 keys, 4 streams; 32 bursts outstanding)."""
+    return EngineRxModel(width, **RX_SMALL, outstanding=32)
 
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
@@ -374,13 +374,13 @@ def _tx_name(n):
 class EngineModel:
     """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``."""
 
-    def __init__(self, width=64, conns=2, paths=4, keys=256, *, max_frame=9216, outstanding=32,
-                 **tx_kw):
+    def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
+                 outstanding=32, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         self.width = width
-        self.rx = EngineRxModel(width, conns, paths, keys, max_frame=max_frame,
-                                outstanding=outstanding, peer_acks=True)
+        self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
+                                max_frame=max_frame, outstanding=outstanding, peer_acks=True)
         self.tx = TxCycleModel(width, conns, kw.pop("streams"), paths, kw.pop("depth"), **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
