@@ -111,6 +111,13 @@ class Config:
     #: MR-ENG-138: the bytes ``h1``'s engine writes back to ``h0`` in a two-engine run (None:
     #: an eighth of ``nbytes``)
     back: int | None = None
+    #: MR-ENG-138: the whole engine's MAC sends while a frame streams (``cosim_engine.FabricMac``);
+    #: False: the earlier store-and-forward hand-over at the frame's last beat
+    mac_cut_through: bool = True
+    #: MR-ENG-130: the whole engine's chunk window (its TX half's ``chunk_window`` and its RX
+    #: chunk ring; None: the instance's, ``engine_tx_params``); model runs only (the RTL is the
+    #: block ``engine`` as built)
+    chunk_window: int | None = None
 
     @property
     def ack_delay_s(self):

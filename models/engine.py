@@ -28,7 +28,7 @@ from . import records
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
-from .rx import SMALL as RX_SMALL, RxCycleModel, pack, payload_layout
+from .rx import CHUNK_RING, SMALL as RX_SMALL, RxCycleModel, pack, payload_layout
 from .fifo import SyncFifoModel
 from .frame_builder import FrameBuilderModel, pack_desc
 from .parser import META_FIELDS
@@ -155,12 +155,13 @@ class EngineRxModel:
     (MR-ENG-101..104): ``step(inputs) -> outputs`` once per clock with the Verilog port names."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
-                 streams=records.STREAMS, max_frame=9216, outstanding=OUTSTANDING, peer_acks=False):
+                 streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
+                 peer_acks=False):
         self.width = width
         self.peer_acks = peer_acks
         self.parser = ParserModel(width, max_frame=max_frame)
         self.pack = PackModel(width)
-        self.rx = RxCycleModel(width, conns, paths, keys, streams=streams)
+        self.rx = RxCycleModel(width, conns, paths, keys, streams=streams, chunk_ring=chunk_ring)
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
         self.regs = RegsCycleModel(conns, paths, keys)
         self.lay = self.rx.lay
@@ -380,7 +381,8 @@ class EngineModel:
         kw = engine_tx_params(tx_kw)
         self.width = width
         self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
-                                max_frame=max_frame, outstanding=outstanding, peer_acks=True)
+                                chunk_ring=kw["chunk_window"], max_frame=max_frame,
+                                outstanding=outstanding, peer_acks=True)
         self.tx = TxCycleModel(width, conns, kw.pop("streams"), paths, kw.pop("depth"), **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
