@@ -68,6 +68,17 @@ class Loopback:
     idle = True
 
 
+class _NoFaults:
+    """A link's faults that do nothing (``sim.fabric.Link.carry``'s interface)."""
+    corrupt = duplicate = 0
+
+    def lose(self, rng, opcode):
+        return False
+
+    def extra_delay(self, rng):
+        return 0
+
+
 class FabricMac:
     """MR-ENG-138: an engine's MAC on a fabric host whose endpoint is an
     :class:`~metaroce.models.cosim.RtlPeer`: the frames that reached the host (bytes, in arrival
@@ -94,6 +105,8 @@ class FabricMac:
         self.rx = self.peer.rx
         self.cut_through = cut_through
         if cut_through and into is not None:
+            if into.faults is None:
+                into.faults = _NoFaults()       # the switch port then calls carry (no inlined path)
             into.carry = self._early(into.carry, width // 8)
         link = host.nics[0].link
         self.link, self.byte_s = link, 8.0 / link.rate

@@ -148,6 +148,31 @@ def test_fabric_mac_sends_while_the_frame_streams():
     assert arrivals["in", False] - arrivals["in", True] == pytest.approx((beats - 1) / cosim.CLOCK_HZ)
 
 
+def test_fabric_mac_receives_early_on_a_link_without_faults():
+    """MR-ENG-138: the receive side of ``FabricMac`` on ``h0``, whose link carries no faults:
+    an incoming frame reaches the MAC its beats less one cycle before its last bit, as on
+    ``h1``'s lossy link."""
+    from metaroce.models import codec
+    from metaroce.models.endpoint import ack_frame
+    from metaroce.models.rx_cases import LOCAL_ADDR
+    raw = codec.encode(ack_frame(LOCAL_ADDR, "10.0.0.1", 0xFFFF, 1, 0xC000, 0, 5, 0, 0, 0, 5))
+    beats = -(-len(raw) // 8)
+    got = {}
+    for cut in (True, False):
+        fab = cosim.build_fabric(_cfg(4096, 0.0, 1))
+        h0, h1 = fab.hosts
+        h0.ep, h1.ep = cosim.RtlPeer("10.0.0.1"), cosim.RtlPeer(LOCAL_ADDR)
+        mac = cosim_engine.FabricMac(h0, cut_through=cut, into=cosim_engine._link_into(fab, h0))
+        seen = []
+        h0.rx_hook = lambda f, now: seen.append(now)
+        h1.ep.tx.append(codec.decode(raw))
+        h1.pump()
+        fab.sim.run(until=1e-3)
+        assert list(mac.rx) == [raw]
+        got[cut] = seen[0]
+    assert got[False] - got[True] == pytest.approx((beats - 1) / cosim.CLOCK_HZ)
+
+
 @pytest.mark.parametrize("kind,direction", [("endpoint", "rx"), ("endpoint", "tx"), ("peer", "rx")])
 def test_reference_pair_has_the_runs_writes(kind, direction):
     """MR-ENG-138/139: the reference of a whole-engine run posts the run's own WRITEs both ways
