@@ -39,6 +39,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "MacTxArbModel", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
+           "ENGINE_CHUNK_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
 
 AXIL = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
@@ -501,6 +502,13 @@ class EnginePairModel:
         return any(e.active() for e in self.engines)
 
 
+#: MR-ENG-130: the whole engine's chunk window (its TX half's ``chunk_window``, its RX engine's
+#: chunk ring): 32 chunks, 32 KiB a message at MTU 1,024, not the TX block's 16: at 10 Gb/s and
+#: a 10 us base RTT 16 KiB is about the bandwidth-delay product, so a lost packet stalled its
+#: message (docs/hw/engine-results.md: the reference endpoints 0.850 -> 0.966 at 16 MiB in
+#: MR-ENG-123's ``writes``).
+ENGINE_CHUNK_WINDOW = 32
+
 #: MR-ENG-130: the whole engine's initial RTO (the TX half's ``rto_ns``, a path's RTO before its
 #: first RTT sample, MR-TX-054): 160 us, not the TX block's 40 us (docs/hw/engine-results.md).
 ENGINE_RTO_NS = 160_000
@@ -508,10 +516,11 @@ ENGINE_RTO_NS = 160_000
 
 def engine_tx_params(tx_kw):
     """MR-ENG-130: the TX half's parameters besides ``conns`` and ``paths``: ``models.tx.SMALL``'s,
-    ``rto_ns`` :data:`ENGINE_RTO_NS`, then ``tx_kw``."""
+    ``rto_ns`` :data:`ENGINE_RTO_NS`, ``chunk_window`` :data:`ENGINE_CHUNK_WINDOW`, then ``tx_kw``."""
     from .tx import SMALL
     kw = {k: v for k, v in SMALL.items() if k not in ("conns", "paths")}
     kw["rto_ns"] = ENGINE_RTO_NS
+    kw["chunk_window"] = ENGINE_CHUNK_WINDOW
     kw.update(tx_kw)
     return kw
 
