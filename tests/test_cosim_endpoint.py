@@ -68,6 +68,22 @@ def test_cosim_back_argument(capsys):
     assert r["ok"] and r["bytes_back"] == 0 and r["wrs"] == [6, 0]
 
 
+def test_cosim_mac_argument(capsys):
+    """MR-ENG-124/138: ``--mac`` is the whole engine's MAC model: one line and exit 2 without
+    ``--peer rtl|endpoint``; ``--mac store-and-forward`` runs the earlier harness, later than the
+    cut-through MAC on the same run."""
+    assert main(["cosim", "--mac", "store-and-forward"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    cycles = {}
+    for mac in ("cut-through", "store-and-forward"):
+        assert main(["cosim", "--peer", "endpoint", "--engine", "model", "--json", "--bytes", "8192",
+                     "--back", "1024", "--loss", "0", "--mac", mac]) == 0
+        r = json.loads(capsys.readouterr().out)
+        assert r["ok"] and r["config"]["mac_cut_through"] == (mac == "cut-through")
+        cycles[mac] = r["cycles"]
+    assert cycles["cut-through"] < cycles["store-and-forward"]
+
+
 def test_pod_scenario_reference():
     """MR-ENG-123: the ``pod`` scenario (base RTT 5 us): the reference endpoints reach >= 0.9 of
     the payload limit at 1 % loss where ``writes`` (10 us) does not, with the engine's MTU 1,024
