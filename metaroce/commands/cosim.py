@@ -37,9 +37,9 @@ REFERENCE = {
     "tx": ("model <-> model: a reference Endpoint sending (its MTU, chunk window, adaptive "
            "windows and probes) to the same receiver over the same fabric"),
     "peer": ("model <-> model: reference Endpoints on both hosts, the same writes both ways "
-             "(h0's and h1's back traffic), fabric, MTU 1,024, chunk window 16 and ACK policy"),
+             "(h0's and h1's back traffic), fabric, MTU 1,024, the engine's chunk window and ACK policy"),
     "endpoint": ("model <-> model: reference Endpoints on both hosts, the same writes both ways "
-                 "(h0's and h1's back traffic), fabric, MTU 1,024, chunk window 16 and ACK policy"),
+                 "(h0's and h1's back traffic), fabric, MTU 1,024, the engine's chunk window and ACK policy"),
 }
 
 
