@@ -2,8 +2,8 @@
 the whole engine (``Engine``, MR-ENG-130..: the receive half, the TX half ``hdl.tx.Tx``, the
 ACK paths between them and the MAC transmit arbiter; see :class:`Engine`).
 
-``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, max_frame=9216, outstanding=256,
-mac_clock=False, mac_fifo_depth=16)`` (MR-ENG-100); ``mac_clock=True`` puts ``s_axis`` in a
+``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, streams=8, chunk_ring=16,
+max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16)`` (MR-ENG-100); ``mac_clock=True`` puts ``s_axis`` in a
 ``mac`` clock domain, crossed to the core clock in an ``AsyncFIFO``, the parser then dropping
 whole frames that do not fit instead of back-pressuring (MR-ENG-106). The TX half joins the same top later as its own blocks. Ports (MR-ENG-101):
 
@@ -41,7 +41,7 @@ from ..models.dma_write import OUTSTANDING
 from ..models.engine import ACK_FIFO_DEPTH, ENGINE_TX_NAMES, engine_tx_params
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
-from ..models.rx import payload_layout
+from ..models.rx import CHUNK_RING, SMALL as RX_SMALL, payload_layout
 from .dma_write import DmaWrite
 from .frame_builder import FrameBuilder
 from .parser import Parser, axis_signature
@@ -136,8 +136,8 @@ class EngineRx(wiring.Component):
     placement DMA and host registers."""
 
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
-                 max_frame=9216, outstanding=OUTSTANDING, mac_clock=False, mac_fifo_depth=16,
-                 peer_acks=False):
+                 streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
+                 mac_fifo_depth=16, peer_acks=False):
         self.peer_acks = bool(peer_acks)
         if not isinstance(mac_clock, bool):
             self._MustUse__silence = True
@@ -152,7 +152,8 @@ class EngineRx(wiring.Component):
             for name, make in (("parser", lambda: Parser(width, max_frame=max_frame,
                                                           drop_on_full=mac_clock)),
                                ("pack", lambda: PayloadPack(width)),
-                               ("rx", lambda: Rx(width, conns=conns, paths=paths, keys=keys)),
+                               ("rx", lambda: Rx(width, conns=conns, paths=paths, keys=keys, streams=streams,
+                                                 chunk_ring=chunk_ring)),
                                ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
                                ("regs", lambda: Regs.for_rx(self.rx))):
                 setattr(self, name, make())
@@ -228,8 +229,9 @@ class EngineRx(wiring.Component):
 
 
 def engine_rx_256x4(width=512):
-    """The small instance: 256 connections x 4 paths, 256 keys, 32 bursts outstanding."""
-    return EngineRx(width, conns=256, paths=4, keys=256, outstanding=32)
+    """The small instance: the RX engine of ``rx_256x4`` (``models.rx.SMALL``: 256 connections x
+    4 paths, 256 keys, 4 streams), 32 bursts outstanding."""
+    return EngineRx(width, **RX_SMALL, outstanding=32)
 
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
@@ -342,10 +344,12 @@ class Engine(wiring.Component):
 
     Golden model: :class:`metaroce.models.engine.EngineModel`."""
 
-    def __init__(self, width=64, *, conns=2, paths=4, keys=256, max_frame=9216, outstanding=32,
-                 **tx_kw):
+    def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],
+                 max_frame=9216, outstanding=32, **tx_kw):
         kw = engine_tx_params(tx_kw)
-        self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, max_frame=max_frame,
+        # MR-ENG-130: the RX chunk ring takes a peer of the same instance's chunk window
+        self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, streams=rx_streams,
+                                chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True)
         self.tx = Tx(width, conns=conns, paths=paths, **kw)
         self.width, self.conns = width, conns

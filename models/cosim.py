@@ -41,7 +41,7 @@ from . import regs_cases as rgc
 from .codec import encode
 from .dma_write import RESP_OKAY, done_layout, unpack as dunpack
 from .dma_write_cases import HostMemory
-from .rx import CHUNK_RING
+from .rx import CHUNK_RING, SMALL as RX_SMALL
 from .endpoint import ack_frame, nak_frame
 from .engine import AXIL, EngineRxModel
 from .engine_cases import Phases, _host_window
@@ -94,6 +94,8 @@ class Config:
     conns: int = 256
     paths: int = 4
     keys: int = 256
+    #: MR-RX-001: the RX engine's streams per connection (``engine_rx_256x4``'s, models.rx.SMALL)
+    streams: int = RX_SMALL["streams"]
     mtu_log2: int = 12
     ack_every: int = 1
     n_conns: int = 3
@@ -109,6 +111,13 @@ class Config:
     #: MR-ENG-138: the bytes ``h1``'s engine writes back to ``h0`` in a two-engine run (None:
     #: an eighth of ``nbytes``)
     back: int | None = None
+    #: MR-ENG-138: the whole engine's MAC sends while a frame streams (``cosim_engine.FabricMac``);
+    #: False: the earlier store-and-forward hand-over at the frame's last beat
+    mac_cut_through: bool = True
+    #: MR-ENG-130: the whole engine's chunk window (its TX half's ``chunk_window`` and its RX
+    #: chunk ring; None: the instance's, ``engine_tx_params``); model runs only (the RTL is the
+    #: block ``engine`` as built)
+    chunk_window: int | None = None
 
     @property
     def ack_delay_s(self):
@@ -390,8 +399,8 @@ class Cosim(Phases):
         regions = [((rng.getrandbits(32 - key_bits) << key_bits) | r,
                     length if i == 0 else 4096, P.ACCESS_ALL if i < 3 else P.ACCESS_REMOTE_READ)
                    for i, r in enumerate(rows)]
-        s = Setup(cfg.conns, cfg.paths, cfg.keys, seed=cfg.seed, regions=regions, uniform_psn=True,
-                  n_conns=cfg.n_conns, mtu_log2=cfg.mtu_log2, ack_every=cfg.ack_every,
+        s = Setup(cfg.conns, cfg.paths, cfg.keys, streams=cfg.streams, seed=cfg.seed, regions=regions,
+                  uniform_psn=True, n_conns=cfg.n_conns, mtu_log2=cfg.mtu_log2, ack_every=cfg.ack_every,
                   ack_delay=cfg.ack_delay_cycles)
         self.lay = lay = _host_window(s, random.Random(cfg.seed + 77))
         self.setup = s
@@ -487,7 +496,7 @@ class Cosim(Phases):
 def run_model(cfg: Config, *, max_cycles=None):
     """The closed loop with :class:`EngineRxModel` as the engine (no simulator): returns
     :meth:`Cosim.result`."""
-    model = EngineRxModel(cfg.width, cfg.conns, cfg.paths, cfg.keys, outstanding=32)
+    model = EngineRxModel(cfg.width, cfg.conns, cfg.paths, cfg.keys, streams=cfg.streams, outstanding=32)
     return run_loop(Cosim(cfg), model, model.busy, max_cycles=max_cycles).result()
 
 
@@ -520,7 +529,7 @@ def run_reference(cfg: Config, *, timer=True, hints=True):
     rx = reference_receiver(cfg, timer=timer, hints=hints)
     dst = bytearray(cfg.nbytes)
     rkey = rx.reg_mr(dst)
-    s = Setup(cfg.conns, cfg.paths, cfg.keys, seed=cfg.seed, uniform_psn=True, n_conns=cfg.n_conns,
+    s = Setup(cfg.conns, cfg.paths, cfg.keys, streams=cfg.streams, seed=cfg.seed, uniform_psn=True, n_conns=cfg.n_conns,
               mtu_log2=cfg.mtu_log2, ack_every=cfg.ack_every)
     fab = build_fabric(cfg)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2),

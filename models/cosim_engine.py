@@ -33,10 +33,10 @@ from .dma_read_cases import HostMemory as ReadMemory
 from .dma_read_cases import Layout as ReadLayout
 from .dma_write import RESP_OKAY, done_layout
 from .dma_write_cases import HostMemory as WriteMemory
-from .engine import AXIL, PairPorts, engine_layouts
+from .engine import AXIL, PairPorts, engine_layouts, engine_tx_params
 from .engine_cases import _host_window
 from .regs import register_map
-from .rx import pack, unpack
+from .rx import SMALL as RX_SMALL, pack, unpack
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 from .tx import SMALL, template_of
 from .tx_cases import frames_of_beats
@@ -56,32 +56,94 @@ class Loopback:
         self.rx = collections.deque()
         self.lost = 0
 
-    def send(self, raw):
+    def can_send(self, t):
+        return True
+
+    def send(self, raw, first=None):
         if self.rng.random() < self.loss:
             self.lost += 1
         else:
             self.rx.append(raw)
 
-    ready = True
     idle = True
+
+
+class _NoFaults:
+    """A link's faults that do nothing (``sim.fabric.Link.carry``'s interface)."""
+    corrupt = duplicate = 0
+
+    def lose(self, rng, opcode):
+        return False
+
+    def extra_delay(self, rng):
+        return 0
 
 
 class FabricMac:
     """MR-ENG-138: an engine's MAC on a fabric host whose endpoint is an
     :class:`~metaroce.models.cosim.RtlPeer`: the frames that reached the host (bytes, in arrival
-    order) go to ``s_axis``; a frame sent is handed to the host's NIC; the MAC holds one frame
-    beyond the NIC's queue (``ready`` low while one waits, as MR-ENG-125)."""
+    order) go to ``s_axis``.
 
-    def __init__(self, host):
+    ``cut_through`` (the default): a MAC that streams frames as they cross the wire, as a
+    10 Gb/s MAC does. Transmit: a frame's time on the host's link starts at its first beat on
+    ``m_axis`` (``first``, seconds), or when the link has sent the frame before, and lasts its
+    bytes and the fabric's per-frame overhead at the link's rate; it arrives the link's delay
+    after its last bit; ``can_send`` is false while the link is more than :data:`FIFO_BYTES`
+    behind (the overhead of back-to-back frames). Receive (``into``: the link into the host):
+    a frame reaches ``rx`` its beats less one cycle (``width`` bits a beat) before its last bit
+    arrives, so its last beat enters ``s_axis`` as its last bit arrives (its bytes stream at
+    the line rate from then on). Otherwise (the earlier harness, store and forward both ways):
+    a frame is handed to the host's NIC at its last beat, which serialises it again, and the
+    MAC holds one frame beyond the NIC's queue (``can_send`` false while one waits, as
+    MR-ENG-125); a frame reaches ``rx`` at its last bit and streams into ``s_axis`` after."""
+
+    #: the cut-through MAC's transmit FIFO: bytes the link may be behind ``m_axis``
+    FIFO_BYTES = 32
+
+    def __init__(self, host, cut_through=True, *, into=None, width=64):
         self.host, self.peer = host, host.ep
         self.rx = self.peer.rx
+        self.cut_through = cut_through
+        if cut_through and into is not None:
+            if into.faults is None:
+                into.faults = _NoFaults()       # the switch port then calls carry (no inlined path)
+            into.carry = self._early(into.carry, width // 8)
+        link = host.nics[0].link
+        self.link, self.byte_s = link, 8.0 / link.rate
+        from metaroce.sim.fabric import FRAME_OVERHEAD, frame_len
+        self._overhead, self._frame_len = FRAME_OVERHEAD, frame_len
+        self.wire_free = 0.0            # when the link has sent every frame handed to it
 
-    def send(self, raw):
-        self.peer.tx.append(codec.decode(raw))
-        self.host.pump()
+    @staticmethod
+    def _early(carry, nb):
+        """The link's ``carry`` with the arrival its frame's beats less one cycle earlier."""
+        period = 1.0 / CLOCK_HZ
 
-    @property
-    def ready(self):
+        def early(frame, ser, start=None):
+            wl = getattr(frame, "_wl", 0)
+            carry(frame, max(0.0, ser - (-(-wl // nb) - 1) * period), start)
+        return early
+
+    def send(self, raw, first=None):
+        f = codec.decode(raw)
+        host = self.host
+        if not self.cut_through or first is None:
+            self.peer.tx.append(f)
+            host.pump()
+            return
+        now = host.sim.now
+        f._wl = self._frame_len(f)
+        start = max(first, self.wire_free)
+        self.wire_free = end = start + (f._wl + self._overhead) * self.byte_s
+        host.tx += 1
+        if host.tx_hook is not None:
+            host.tx_hook(f, now)
+        self.link.carry(f, end - now)       # arrives end + delay (end > now: the tail is on the wire)
+
+    def can_send(self, t):
+        """``m_axis.tready`` at time ``t`` (seconds)."""
+        if self.cut_through:
+            return self.wire_free - t <= self.FIFO_BYTES * self.byte_s
         return not self.peer.tx
 
     @property
@@ -165,7 +227,7 @@ class EngineLoop:
         for n in ("m_axis__tready", "m_bypass__tready", "m_done__ready", "m_cqe__ready",
                   "m_tx_cqe__ready", "m_error__ready"):
             inp[n] = int(rng.random() >= self.p_bp)
-        if not self.mac.ready:
+        if not self.mac.can_send(self.cycle / CLOCK_HZ):
             inp["m_axis__tready"] = 0
         self.wmem.inputs(inp, self.cycle)
         rd = {}
@@ -194,7 +256,8 @@ class EngineLoop:
             self.out_beats.append((out["m_axis__tdata"], out["m_axis__tkeep"]))
             if out["m_axis__tlast"]:
                 res["frames_out"] += 1
-                self.mac.send(frames_of_beats(self.out_beats, self.nb)[0])
+                self.mac.send(frames_of_beats(self.out_beats, self.nb)[0],
+                              (self.cycle - len(self.out_beats) + 1) / CLOCK_HZ)
                 self.out_beats = []
         if out["m_tx_cqe__valid"] and inp["m_tx_cqe__ready"]:
             res["tx_cqe"].append((self.cycle, unpack(self.lay.sched.cqe, out["m_tx_cqe__payload"])))
@@ -243,8 +306,8 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     WRITEs of the source to the region of key 0, lost frames (both ways) at ``loss``."""
     rng = random.Random(seed)
     lay = engine_layouts()
-    s = Setup(SMALL["conns"], SMALL["paths"], 256, seed=seed, n_conns=1, mtu_log2=10,
-              ack_every=ack_every, ack_delay=ack_delay, uniform_psn=True, n_streams=SMALL["streams"],
+    s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=seed, n_conns=1,
+              mtu_log2=10, ack_every=ack_every, ack_delay=ack_delay, uniform_psn=True, n_streams=SMALL["streams"],
               first_psn=0)
     s.keys[0].length = max(s.keys[0].length, nbytes + 64)
     wlay = _host_window(s, random.Random(seed + 77))
@@ -283,34 +346,70 @@ def check(drv, region, source):
             "lost": drv.mac.lost if hasattr(drv.mac, "lost") else None, "placements": res["done"]}
 
 
+def engine_kw(cfg):
+    """``EngineModel``'s arguments besides the width for ``cfg`` (its ``chunk_window``)."""
+    return {} if cfg.chunk_window is None else {"chunk_window": cfg.chunk_window}
+
+
+def engine_chunk_window(cfg):
+    """MR-ENG-130: the whole engine's chunk window in the run of ``cfg``."""
+    return engine_tx_params(engine_kw(cfg))["chunk_window"]
+
+
+def _link_into(fab, host):
+    """The fabric's link whose far end is ``host``."""
+    return next(link for link in fab.links.values() if link.dst is host)
+
+
+def _writes_of(cfg, nbytes, rng):
+    """The WRITEs of ``nbytes`` one side posts, ``[(stream, offset, length)]``: ``cfg.n_writes``
+    consecutive pieces of its source (:func:`~metaroce.models.cosim.write_bounds`), WR ``i`` on
+    stream ``i mod`` the TX half's streams, each to the same offset of the peer's region."""
+    if not nbytes:
+        return []
+    bounds = write_bounds(Config(nbytes=nbytes, n_writes=min(cfg.n_writes, nbytes)), rng)
+    return [(i % SMALL["streams"], a, b - a) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+
+
+def _side_plan(cfg, seed, nbytes):
+    """An engine side's random choices from its ``seed``: each connection's UDP source ports (its
+    template) and its WRITEs (:func:`_writes_of`)."""
+    rng = random.Random(seed)
+    sports = [rng.sample(range(0xC000, 0x10000), SMALL["paths"]) for _ in range(SMALL["conns"])]
+    return sports, _writes_of(cfg, nbytes, rng)
+
+
+def _endpoint_writes(cfg, nbytes):
+    """MR-ENG-139: the endpoint's WRITEs (:func:`_writes_of` from ``cfg.seed + 10``)."""
+    return _writes_of(cfg, nbytes, random.Random(cfg.seed + 10))
+
+
 def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, latency,
-                 peer_qp=None, peer_rkey=None):
+                 peer_qp=None, peer_rkey=None, into=None):
     """One engine of MR-ENG-138: its rows (``Setup`` of ``cfg.seed``: the same connection and
     keys on both sides), its template towards the peer, its WRITEs of ``nbytes`` to the peer's
     region of key 0, its MAC on ``host``. ``peer_qp``, ``peer_rkey``: the peer's connection id
     and region key when the peer is not an engine of the same rows (MR-ENG-139). Returns
     ``(driver, setup, region, source)``."""
-    rng = random.Random(seed)
-    s = Setup(SMALL["conns"], SMALL["paths"], 256, seed=cfg.seed, n_conns=1, mtu_log2=10,
-              ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
+    s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=cfg.seed, n_conns=1,
+              mtu_log2=10, ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
               n_streams=SMALL["streams"], first_psn=0)
     s.keys[0].length = max(s.keys[0].length, cfg.nbytes + 64)
     wlay = _host_window(s, random.Random(cfg.seed + 77))
     c = s.conns[0]
     eth = codec.Eth()
+    sports, writes = _side_plan(cfg, seed, nbytes)
     tmpls = [template_of(k, eth_dst=eth.dst, eth_src=eth.src, ip_src=addr, ip_dst=peer_addr,
-                         sports=rng.sample(range(0xC000, 0x10000), SMALL["paths"]),
-                         pkey=c.pkey if k == c.qp else 0xFFFF,
+                         sports=sports[k], pkey=c.pkey if k == c.qp else 0xFFFF,
                          dest_qp=peer_qp if k == c.qp and peer_qp is not None else k)
              for k in range(SMALL["conns"])]
     source = random.Random(src_seed).randbytes(nbytes)
     rlay = ReadLayout(nbytes + 4096)
-    bounds = write_bounds(Config(nbytes=nbytes, n_writes=min(cfg.n_writes, nbytes)), rng) if nbytes else [0]
-    items = [wr_item(c.qp, i % SMALL["streams"], b - a, wr_id=100 + i, op=OP_WRITE,
-                     laddr=rlay.base + a, va=a, rkey=s.keys[0].rkey if peer_rkey is None else peer_rkey)
-             for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+    items = [wr_item(c.qp, stream, length, wr_id=100 + i, op=OP_WRITE, laddr=rlay.base + a, va=a,
+                     rkey=s.keys[0].rkey if peer_rkey is None else peer_rkey)
+             for i, (stream, a, length) in enumerate(writes)]
     drv = EngineLoop(cfg.width, engine_layouts(), s, wlay, tmpls, items, rlay, source,
-                     FabricMac(host), seed=seed, p_bp=p_bp, latency=latency, limit=float("inf"))
+                     FabricMac(host, cfg.mac_cut_through, into=into, width=cfg.width), seed=seed, p_bp=p_bp, latency=latency, limit=float("inf"))
     return drv, s, s.keys[0], source
 
 
@@ -331,7 +430,6 @@ class EndpointCosim:
     def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False):
         from metaroce.sim.topology import host_addr
         from .cosim import reference_receiver
-        from .rx import CHUNK_RING
         if direction not in ("rx", "tx"):
             raise ValueError(f"direction must be rx or tx, not {direction!r}")
         check_config(cfg)
@@ -344,7 +442,8 @@ class EndpointCosim:
         ep_bytes, eng_bytes = (cfg.nbytes, back) if direction == "rx" else (back, cfg.nbytes)
         self.fab = fab = build_fabric(cfg)
         ep_addr, eng_addr = addrs[self.ep_host], addrs[self.eng_host]
-        ep = reference_receiver(cfg, timer=True, hints=False, addr=ep_addr, chunk_window=CHUNK_RING)
+        ep = reference_receiver(cfg, timer=True, hints=False, addr=ep_addr,
+                                chunk_window=engine_chunk_window(cfg))
         self.ep = ep
         self.ep_dst = bytearray(max(eng_bytes, 1))
         ep_rkey = ep.reg_mr(self.ep_dst)
@@ -352,18 +451,18 @@ class EndpointCosim:
         fab.hosts[self.ep_host].ep = ep
         self.eng, s, self.region, self.eng_src = _engine_side(
             cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
-            p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey)
+            p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey,
+            into=_link_into(fab, fab.hosts[self.eng_host]))
         c = s.conns[0]
         # the engine's paths start at PSN 0 both ways (MR-TX-012, Setup(first_psn=0))
         conn = ep.connect(ENDPOINT_QP, eng_addr, c.qp, paths=c.n_paths, streams=c.n_streams,
                           pkey=c.pkey, init_psn=0, peer_init_psn=0)
         self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
         lkey = ep.reg_mr(bytearray(self.ep_src))
-        rng = random.Random(cfg.seed + 10)
-        bounds = write_bounds(Config(nbytes=ep_bytes, n_writes=min(cfg.n_writes, ep_bytes)), rng) if ep_bytes else [0]
-        self.ep_wrs = len(bounds) - 1
-        for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
-            conn.post_write(i % c.n_streams, lkey, a, b - a, a, self.region.rkey, wr_id=100 + i)
+        self.ep_writes = writes = _endpoint_writes(cfg, ep_bytes)
+        self.ep_wrs = len(writes)
+        for i, (stream, a, length) in enumerate(writes):
+            conn.post_write(stream, lkey, a, length, a, self.region.rkey, wr_id=100 + i)
         self.ep_done = []
 
         def completion(host, t, comp):
@@ -446,7 +545,7 @@ def run_endpoint_model(cfg: Config, direction="rx", *, pair=False, **kw):
     """MR-ENG-139 with the engine as :class:`EngineModel` (no simulator); ``pair``: as the pair
     build drives it (:class:`EnginePairModel`, the other engine idle)."""
     from .engine import EngineModel, EnginePairModel
-    m = EnginePairModel(cfg.width) if pair else EngineModel(cfg.width)
+    m = EnginePairModel(cfg.width, **engine_kw(cfg)) if pair else EngineModel(cfg.width, **engine_kw(cfg))
     return run_loop(EndpointCosim(cfg, direction, pair=pair, **kw), m, m.active).result()
 
 
@@ -477,12 +576,14 @@ class PeerCosim:
         assert (host_addr(0), host_addr(1)) == (PEER_ADDR, LOCAL_ADDR)
         lat = cfg.latency
         self.a, _, self.region_a, self.src_a = _engine_side(
-            cfg, cfg.seed + 10, cfg.nbytes, PEER_ADDR, LOCAL_ADDR, cfg.seed + 3, h0, p_bp=p_bp, latency=lat)
+            cfg, cfg.seed + 10, cfg.nbytes, PEER_ADDR, LOCAL_ADDR, cfg.seed + 3, h0, p_bp=p_bp, latency=lat,
+            into=_link_into(fab, h0))
         self.b, _, self.region_b, self.src_b = _engine_side(
-            cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat)
+            cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat,
+            into=_link_into(fab, h1))
         self.pair = pair
         self.progress = progress
-        self.peer_model = None if pair else EngineModel(cfg.width)
+        self.peer_model = None if pair else EngineModel(cfg.width, **engine_kw(cfg))
         if pair:
             self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
         self.period = 1.0 / CLOCK_HZ
@@ -587,5 +688,62 @@ def run_peer_model(cfg: Config, *, pair=False, **kw):
     ``pair``: both engines as one :class:`EnginePairModel` stepped by the loop (the driver of
     the RTL pair build)."""
     from .engine import EngineModel, EnginePairModel
-    m = EnginePairModel(cfg.width) if pair else EngineModel(cfg.width)
+    m = EnginePairModel(cfg.width, **engine_kw(cfg)) if pair else EngineModel(cfg.width, **engine_kw(cfg))
     return run_loop(PeerCosim(cfg, pair=pair, **kw), m, m.active).result()
+
+
+def reference_writes(cfg: Config, kind, direction="rx"):
+    """MR-ENG-138/139: the WRITEs of ``h0`` and of ``h1`` (``[(stream, offset, length)]``) in the
+    run of ``kind`` ``peer`` (two engines, :class:`PeerCosim`) or ``endpoint``
+    (:class:`EndpointCosim` of ``direction``): ``h0`` writes ``cfg.nbytes``, ``h1`` the back
+    traffic."""
+    back = cfg.nbytes // 8 if cfg.back is None else cfg.back
+    if kind == "peer":
+        return _side_plan(cfg, cfg.seed + 10, cfg.nbytes)[1], _side_plan(cfg, cfg.seed + 20, back)[1]
+    if direction == "rx":
+        return _endpoint_writes(cfg, cfg.nbytes), _side_plan(cfg, cfg.seed + 20, back)[1]
+    return _side_plan(cfg, cfg.seed + 20, cfg.nbytes)[1], _endpoint_writes(cfg, back)
+
+
+def run_reference_pair(cfg: Config, writes, back_writes):
+    """MR-ENG-138/139: the reference of a whole-engine run: reference Endpoints on both hosts
+    (:func:`~metaroce.models.cosim.reference_receiver`: the engine's MTU, ACK policy,
+    delayed-ACK time and chunk window, rate-hint pushes off), one connection of the engine's 4
+    paths and 2 streams, PSNs from 0, over the same fabric; ``h0`` posts ``writes`` and ``h1``
+    ``back_writes`` at time 0, as the engines do. Returns ``{"ok", "goodput_vs_limit",
+    "goodput_gbps", "sim_time_s"}``: the goodput of ``h0``'s bytes (its last completion)."""
+    from .cosim import reference_receiver
+    check_config(cfg)
+    fab = build_fabric(cfg)
+    addrs = (PEER_ADDR, LOCAL_ADDR)
+    qps = (0x800001, 0x000001)
+    eps = [reference_receiver(cfg, timer=True, hints=False, addr=a, chunk_window=engine_chunk_window(cfg))
+           for a in addrs]
+    plans = (writes, back_writes)
+    srcs = [random.Random(cfg.seed + 3 + h).randbytes(sum(n for _, _, n in w)) for h, w in enumerate(plans)]
+    dsts = [bytearray(max(1, len(srcs[1 - h]))) for h in range(2)]
+    rkeys = [ep.reg_mr(d) for ep, d in zip(eps, dsts)]
+    done = ([], [])
+    for h, ep in enumerate(eps):
+        fab.hosts[h].ep = ep
+        conn = ep.connect(qps[h], addrs[1 - h], qps[1 - h], paths=SMALL["paths"], streams=SMALL["streams"],
+                          init_psn=0, peer_init_psn=0)
+        lkey = ep.reg_mr(bytearray(srcs[h]))
+        for i, (stream, a, n) in enumerate(plans[h]):
+            conn.post_write(stream, lkey, a, n, a, rkeys[1 - h], wr_id=100 + i)
+
+        def completion(host, t, c, h=h):
+            done[h].append((t, int(c.status)))
+            if all(len(d) >= len(p) for d, p in zip(done, plans)):
+                fab.sim.stop()
+        fab.hosts[h].on_completion = completion
+    for host in fab.hosts:
+        host.kick()
+    ideal = cfg.nbytes * 8 / cfg.limit_bps
+    fab.sim.run(until=cfg.max_time if cfg.max_time is not None else 50 * ideal + 2000 * cfg.rtt)
+    t = max((d[0] for d in done[0]), default=None)
+    ok = (all(len(d) == len(p) and all(st == 0 for _, st in d) for d, p in zip(done, plans))
+          and all(bytes(dsts[1 - h][:len(srcs[h])]) == srcs[h] for h in range(2)))
+    goodput = cfg.nbytes * 8 / t if t and ok else 0.0
+    return {"ok": ok, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4),
+            "goodput_gbps": round(goodput / 1e9, 4), "sim_time_s": t}

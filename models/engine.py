@@ -28,7 +28,7 @@ from . import records
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
-from .rx import RxCycleModel, pack, payload_layout
+from .rx import CHUNK_RING, SMALL as RX_SMALL, RxCycleModel, pack, payload_layout
 from .fifo import SyncFifoModel
 from .frame_builder import FrameBuilderModel, pack_desc
 from .parser import META_FIELDS
@@ -39,6 +39,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "MacTxArbModel", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
+           "ENGINE_CHUNK_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
 
 AXIL = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
@@ -155,12 +156,13 @@ class EngineRxModel:
     (MR-ENG-101..104): ``step(inputs) -> outputs`` once per clock with the Verilog port names."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
-                 max_frame=9216, outstanding=OUTSTANDING, peer_acks=False):
+                 streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
+                 peer_acks=False):
         self.width = width
         self.peer_acks = peer_acks
         self.parser = ParserModel(width, max_frame=max_frame)
         self.pack = PackModel(width)
-        self.rx = RxCycleModel(width, conns, paths, keys)
+        self.rx = RxCycleModel(width, conns, paths, keys, streams=streams, chunk_ring=chunk_ring)
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
         self.regs = RegsCycleModel(conns, paths, keys)
         self.lay = self.rx.lay
@@ -227,9 +229,9 @@ def engine_rx_model(width=512):
 
 
 def engine_rx_model_256x4(width=512):
-    """The model of the small instance ``hdl.engine.engine_rx_256x4`` (256 x 4, 256 keys, 32
-    bursts outstanding)."""
-    return EngineRxModel(width, 256, 4, 256, outstanding=32)
+    """The model of the small instance ``hdl.engine.engine_rx_256x4`` (``models.rx.SMALL``: 256 x
+    4, 256 keys, 4 streams; 32 bursts outstanding)."""
+    return EngineRxModel(width, **RX_SMALL, outstanding=32)
 
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
@@ -374,12 +376,13 @@ def _tx_name(n):
 class EngineModel:
     """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``."""
 
-    def __init__(self, width=64, conns=2, paths=4, keys=256, *, max_frame=9216, outstanding=32,
-                 **tx_kw):
+    def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
+                 outstanding=32, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         self.width = width
-        self.rx = EngineRxModel(width, conns, paths, keys, max_frame=max_frame,
+        self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
+                                chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True)
         self.tx = TxCycleModel(width, conns, kw.pop("streams"), paths, kw.pop("depth"), **kw)
         lay = self.tx.lay
@@ -499,6 +502,13 @@ class EnginePairModel:
         return any(e.active() for e in self.engines)
 
 
+#: MR-ENG-130: the whole engine's chunk window (its TX half's ``chunk_window``, its RX engine's
+#: chunk ring): 32 chunks, 32 KiB a message at MTU 1,024, not the TX block's 16: at 10 Gb/s and
+#: a 10 us base RTT 16 KiB is about the bandwidth-delay product, so a lost packet stalled its
+#: message (docs/hw/engine-results.md: the reference endpoints 0.850 -> 0.966 at 16 MiB in
+#: MR-ENG-123's ``writes``).
+ENGINE_CHUNK_WINDOW = 32
+
 #: MR-ENG-130: the whole engine's initial RTO (the TX half's ``rto_ns``, a path's RTO before its
 #: first RTT sample, MR-TX-054): 160 us, not the TX block's 40 us (docs/hw/engine-results.md).
 ENGINE_RTO_NS = 160_000
@@ -506,10 +516,11 @@ ENGINE_RTO_NS = 160_000
 
 def engine_tx_params(tx_kw):
     """MR-ENG-130: the TX half's parameters besides ``conns`` and ``paths``: ``models.tx.SMALL``'s,
-    ``rto_ns`` :data:`ENGINE_RTO_NS`, then ``tx_kw``."""
+    ``rto_ns`` :data:`ENGINE_RTO_NS`, ``chunk_window`` :data:`ENGINE_CHUNK_WINDOW`, then ``tx_kw``."""
     from .tx import SMALL
     kw = {k: v for k, v in SMALL.items() if k not in ("conns", "paths")}
     kw["rto_ns"] = ENGINE_RTO_NS
+    kw["chunk_window"] = ENGINE_CHUNK_WINDOW
     kw.update(tx_kw)
     return kw
 

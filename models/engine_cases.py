@@ -28,7 +28,7 @@ from .driver import CounterReadout, run_alone
 from .engine import AXIL, EngineRxModel
 from .parser import N_COUNTERS as PARSER_COUNTERS, OVERFLOW_COUNTER, verdict
 from .regs import register_map
-from .rx import TABLE_KEY, payload_layout
+from .rx import SMALL as RX_SMALL, TABLE_KEY, payload_layout
 
 __all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "Phases", "Driver", "check",
            "run_model"]
@@ -76,14 +76,14 @@ def _host_window(s: rc.Setup, rng):
     return lay
 
 
-def engine_traffic(conns=256, paths=4, keys=256, *, nbytes=8192, loss=0.05, reorder=0.2, dup=0.05,
-                   seed=0, hostile=10, n_bypass=3, **kw):
+def engine_traffic(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"], nbytes=8192, loss=0.05,
+                   reorder=0.2, dup=0.05, seed=0, hostile=10, n_bypass=3, **kw):
     """MR-ENG-110: the stimulus of a run (:class:`Run`). The endpoint's key regions (random
     64-bit bases in :func:`rx_cases.endpoint_setup`) are laid out one after another, 4 KiB
     apart plus a random lane offset, in one host-memory window, and their rows rewritten; a
     placement's address is still base + VA + offset (MR-RX-032)."""
-    s, tr = rc.endpoint_traffic(conns, paths, keys, nbytes=nbytes, loss=loss, reorder=reorder, dup=dup,
-                                seed=seed, hostile=hostile, **kw)
+    s, tr = rc.endpoint_traffic(conns, paths, keys, streams=streams, nbytes=nbytes, loss=loss,
+                                reorder=reorder, dup=dup, seed=seed, hostile=hostile, **kw)
     rng = random.Random(seed + 77)
     lay = _host_window(s, rng)
     frames, cases, bypass = [], [], []
@@ -101,10 +101,10 @@ def engine_traffic(conns=256, paths=4, keys=256, *, nbytes=8192, loss=0.05, reor
     return Run(s, lay, frames, cases, bypass, tr)
 
 
-def line_rate_run(conns=256, paths=4, keys=256, *, n=64, plen=64, seed=0):
+def line_rate_run(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"], n=64, plen=64, seed=0):
     """MR-ENG-112: ``n`` in-order writes of one path, ``plen`` payload bytes each, back to back
     (:func:`rx_cases.burst_same_path`), as a :class:`Run` without an endpoint record."""
-    s = rc.Setup(conns, paths, keys, seed=seed)
+    s = rc.Setup(conns, paths, keys, streams=streams, seed=seed)
     lay = _host_window(s, random.Random(seed + 77))
     cases = rc.burst_same_path(s, n, plen=plen)
     return Run(s, lay, [("case", c.frame) for c in cases], cases, [], None)
@@ -118,7 +118,7 @@ def check_line_rate(run: Run, drv: "Driver"):
     span = taken[-1] - taken[0] + 1
     assert span == len(taken), f"{len(taken)} MAC beats took {span} cycles"
     s = run.setup
-    exp = rc.expected(s.writes + run.cases, s.lay.conns, s.lay.paths, s.lay.keys)
+    exp = rc.expected(s.writes + run.cases, s.lay.conns, s.lay.paths, s.lay.keys, s.lay.streams)
     assert all(o.code == rc.RxCode.ACCEPTED for o in exp["outcomes"])
     done = [dunpack(_done_layout(s.lay), d) for d in drv.res["done"]]
     assert len(done) == sum(1 for c in run.cases if c.payload) and not any(d["error"] for d in done)
@@ -302,7 +302,7 @@ def check(run: Run, drv: Driver):
     outside the regions. Returns a summary dict."""
     s, tr, res = run.setup, run.traffic, drv.res
     lay = s.lay
-    exp = rc.expected(s.writes + run.cases, lay.conns, lay.paths, lay.keys)
+    exp = rc.expected(s.writes + run.cases, lay.conns, lay.paths, lay.keys, lay.streams)
     for i, (g, w) in enumerate(zip(res["ack"], exp["ack"])):
         assert g == w, f"ack #{i}: got {rc.unpack(lay.ack, g)}, expected {rc.unpack(lay.ack, w)}"
     assert len(res["ack"]) == len(exp["ack"]), f"{len(res['ack'])} requests, expected {len(exp['ack'])}"
@@ -346,7 +346,7 @@ def _done_layout(lay):
 def run_model(width, run: Run, *, seed=0, **kw):
     """:class:`EngineRxModel` alone through the :class:`Driver`, then :func:`check`."""
     lay = run.setup.lay
-    model = EngineRxModel(width, lay.conns, lay.paths, lay.keys, outstanding=32)
+    model = EngineRxModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, outstanding=32)
     drv = Driver(width, run, seed=seed, **kw)
     run_alone(model, drv)
     return drv, check(run, drv)

@@ -80,7 +80,7 @@ async def engine_cosim(dut):
     """The receive half (``engine_rx_256x4``) receiving from a model sender (MR-ENG-120)."""
     width = len(dut.s_axis__tdata)
     cfg, lockstep = _config(width)
-    model = EngineRxModel(width, cfg.conns, cfg.paths, cfg.keys, outstanding=32)
+    model = EngineRxModel(width, cfg.conns, cfg.paths, cfg.keys, streams=cfg.streams, outstanding=32)
     await _run(dut, model, Cosim(cfg), lockstep, model.busy, registered=True)
 
 

@@ -18,8 +18,9 @@ output moves with the cycle's inputs).
     whose MAC beats must be taken one per cycle (MR-ENG-112). Results to ``ENGINE_OUT`` (JSON)
     if set.
 
-Instance: ``ENGINE_CONNS``, ``ENGINE_PATHS``, ``ENGINE_KEYS``, ``ENGINE_OUTSTANDING`` (default
-the small one: 256 x 4, 256 keys, 32 outstanding).
+Instance: ``ENGINE_CONNS``, ``ENGINE_PATHS``, ``ENGINE_KEYS``, ``ENGINE_STREAMS``,
+``ENGINE_OUTSTANDING`` (default the small one, ``engine_rx_256x4``: 256 x 4, 256 keys, 4
+streams, 32 outstanding).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ import cocotb
 
 from metaroce.models import engine_cases as ec
 from metaroce.models.engine import EngineRxModel
+from metaroce.models.rx import SMALL as RX_SMALL
 
 from .lockstep import Lockstep, drive, model_port_lists
 
@@ -43,14 +45,16 @@ def _env(name, default, kind=int):
 async def engine_endpoint_traffic(dut):
     width = len(dut.s_axis__tdata)
     conns, paths, keys = _env("ENGINE_CONNS", 256), _env("ENGINE_PATHS", 4), _env("ENGINE_KEYS", 256)
+    streams = _env("ENGINE_STREAMS", RX_SMALL["streams"])
     seed = _env("ENGINE_SEED", 1)
-    model = EngineRxModel(width, conns, paths, keys, outstanding=_env("ENGINE_OUTSTANDING", 32))
+    model = EngineRxModel(width, conns, paths, keys, streams=streams,
+                          outstanding=_env("ENGINE_OUTSTANDING", 32))
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs)
     for name in ins:
         getattr(dut, name).value = 0
     await h.start(monitor=False)
-    run = ec.engine_traffic(conns, paths, keys, nbytes=_env("ENGINE_BYTES", 16384),
+    run = ec.engine_traffic(conns, paths, keys, streams=streams, nbytes=_env("ENGINE_BYTES", 16384),
                             loss=_env("ENGINE_LOSS", 0.05, float), reorder=_env("ENGINE_REORDER", 0.2, float),
                             dup=_env("ENGINE_DUP", 0.05, float), seed=seed,
                             hostile=_env("ENGINE_HOSTILE", 10))
@@ -69,7 +73,7 @@ async def engine_endpoint_traffic(dut):
     assert h.mismatches == 0 and n >= drv.cycles
     # MR-ENG-112: then back-to-back writes of one path with every output ready: one MAC beat
     # per cycle (the same engine, its rows for this setup written again through AXI4-Lite)
-    line = ec.line_rate_run(conns, paths, keys, n=_env("ENGINE_LINE_PACKETS", 32),
+    line = ec.line_rate_run(conns, paths, keys, streams=streams, n=_env("ENGINE_LINE_PACKETS", 32),
                             plen=_env("ENGINE_LINE_PLEN", 64), seed=seed + 1)
     drv2 = ec.Driver(width, line, seed=seed + 1, p_idle=0.0, p_bp=0.0, latency=(1, 20))
     await drive(h, drv2, busy=model.busy, registered_outputs=True)

@@ -68,6 +68,22 @@ def test_cosim_back_argument(capsys):
     assert r["ok"] and r["bytes_back"] == 0 and r["wrs"] == [6, 0]
 
 
+def test_cosim_mac_argument(capsys):
+    """MR-ENG-124/138: ``--mac`` is the whole engine's MAC model: one line and exit 2 without
+    ``--peer rtl|endpoint``; ``--mac store-and-forward`` runs the earlier harness, later than the
+    cut-through MAC on the same run."""
+    assert main(["cosim", "--mac", "store-and-forward"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    cycles = {}
+    for mac in ("cut-through", "store-and-forward"):
+        assert main(["cosim", "--peer", "endpoint", "--engine", "model", "--json", "--bytes", "8192",
+                     "--back", "1024", "--loss", "0", "--mac", mac]) == 0
+        r = json.loads(capsys.readouterr().out)
+        assert r["ok"] and r["config"]["mac_cut_through"] == (mac == "cut-through")
+        cycles[mac] = r["cycles"]
+    assert cycles["cut-through"] < cycles["store-and-forward"]
+
+
 def test_pod_scenario_reference():
     """MR-ENG-123: the ``pod`` scenario (base RTT 5 us): the reference endpoints reach >= 0.9 of
     the payload limit at 1 % loss where ``writes`` (10 us) does not, with the engine's MTU 1,024
@@ -98,3 +114,97 @@ def test_cosim_engine_endpoint_rtl_lockstep():
     from metaroce.commands.cosim import run_rtl
     r = run_rtl(_cfg(16 * 1024, 0.05, 3), lockstep=True, direction="endpoint", endpoint_direction="tx")
     assert r["ok"] and r["lockstep"] and r["mismatches"] == 0
+
+
+def test_fabric_mac_sends_while_the_frame_streams():
+    """MR-ENG-138: the whole engine's MAC (``FabricMac``) puts a frame on the host's link from
+    its first beat: it reaches the other host the frame's beats (less one cycle) earlier than
+    when the host's NIC takes it at its last beat and serialises it again (the earlier harness,
+    ``cut_through=False``); a second frame handed at once waits for the link, and ``m_axis``
+    is held while the link is more than the MAC's FIFO behind. A frame coming in reaches the
+    MAC its beats less one cycle before its last bit (it streams into ``s_axis`` as it
+    arrives)."""
+    from metaroce.models import codec
+    from metaroce.models.rx_cases import LOCAL_ADDR
+    from metaroce.models.endpoint import ack_frame
+    raw = codec.encode(ack_frame(LOCAL_ADDR, "10.0.0.1", 0xFFFF, 1, 0xC000, 0, 5, 0, 0, 0, 5))
+    data = codec.encode(codec.decode(raw))
+    arrivals = {}
+    for cut in (True, False):
+        cfg = _cfg(4096, 0.0, 1)
+        fab = cosim.build_fabric(cfg)
+        h0, h1 = fab.hosts
+        h0.ep, h1.ep = cosim.RtlPeer("10.0.0.1"), cosim.RtlPeer(LOCAL_ADDR)
+        mac = cosim_engine.FabricMac(h1, cut_through=cut, into=cosim_engine._link_into(fab, h1))
+        beats = -(-len(data) // 8)
+        cosim.fabric_to(fab, 1600)
+        t_last = fab.sim.now            # the NIC takes the frame now (the harness before)
+        first = t_last - (beats - 1) / cosim.CLOCK_HZ
+        seen = []
+        h0.rx_hook = lambda f, now: seen.append(now)
+        mac.send(data, first)
+        if cut:
+            byte_s = 8 / (cfg.width * cosim.CLOCK_HZ)
+            end = first + (len(data) + 24) * byte_s
+            assert mac.wire_free == pytest.approx(end)
+            assert not mac.can_send(first + 3 * byte_s * 8) and mac.can_send(end - 31 * byte_s)
+            mac.send(data, first)           # the link is busy: it starts at the first's end
+            assert mac.wire_free == pytest.approx(end + (len(data) + 24) * byte_s)
+        fab.sim.run(until=1e-3)
+        arrivals[cut] = seen[0]
+        got = []
+        h1.rx_hook = lambda f, now: got.append(now)
+        back = codec.encode(ack_frame("10.0.0.1", LOCAL_ADDR, 0xFFFF, 1, 0xC000, 0, 5, 0, 0, 0, 5))
+        h0.ep.tx.append(codec.decode(back))
+        h0.pump()
+        fab.sim.run(until=2e-3)
+        assert list(mac.rx) == [back] and len(back) == len(data)
+        arrivals["in", cut] = got[0]
+    assert arrivals[False] - arrivals[True] == pytest.approx((beats - 1) / cosim.CLOCK_HZ)
+    assert arrivals["in", False] - arrivals["in", True] == pytest.approx((beats - 1) / cosim.CLOCK_HZ)
+
+
+def test_fabric_mac_receives_early_on_a_link_without_faults():
+    """MR-ENG-138: the receive side of ``FabricMac`` on ``h0``, whose link carries no faults:
+    an incoming frame reaches the MAC its beats less one cycle before its last bit, as on
+    ``h1``'s lossy link."""
+    from metaroce.models import codec
+    from metaroce.models.endpoint import ack_frame
+    from metaroce.models.rx_cases import LOCAL_ADDR
+    raw = codec.encode(ack_frame(LOCAL_ADDR, "10.0.0.1", 0xFFFF, 1, 0xC000, 0, 5, 0, 0, 0, 5))
+    beats = -(-len(raw) // 8)
+    got = {}
+    for cut in (True, False):
+        fab = cosim.build_fabric(_cfg(4096, 0.0, 1))
+        h0, h1 = fab.hosts
+        h0.ep, h1.ep = cosim.RtlPeer("10.0.0.1"), cosim.RtlPeer(LOCAL_ADDR)
+        mac = cosim_engine.FabricMac(h0, cut_through=cut, into=cosim_engine._link_into(fab, h0))
+        seen = []
+        h0.rx_hook = lambda f, now: seen.append(now)
+        h1.ep.tx.append(codec.decode(raw))
+        h1.pump()
+        fab.sim.run(until=1e-3)
+        assert list(mac.rx) == [raw]
+        got[cut] = seen[0]
+    assert got[False] - got[True] == pytest.approx((beats - 1) / cosim.CLOCK_HZ)
+
+
+@pytest.mark.parametrize("kind,direction", [("endpoint", "rx"), ("endpoint", "tx"), ("peer", "rx")])
+def test_reference_pair_has_the_runs_writes(kind, direction):
+    """MR-ENG-138/139: the reference of a whole-engine run posts the run's own WRITEs both ways
+    (``reference_writes``: stream, offset, length of each WR of h0 and of h1's back traffic), and
+    the reference endpoints move them whole."""
+    cfg = _cfg(20000, 0.02, 5, back=3000)
+    w0, w1 = cosim_engine.reference_writes(cfg, kind, direction)
+    of = lambda items: [(x["stream"], x["va"], x["length"]) for x in items]      # noqa: E731
+    if kind == "peer":
+        drv = cosim_engine.PeerCosim(cfg)
+        assert (of(drv.a.items), of(drv.b.items)) == (w0, w1)
+    else:
+        drv = cosim_engine.EndpointCosim(cfg, direction)
+        eng, ep = of(drv.eng.items), drv.ep_writes
+        assert (ep, eng) == (w0, w1) if direction == "rx" else (eng, ep) == (w0, w1)
+    assert sum(n for _, _, n in w0) == cfg.nbytes and sum(n for _, _, n in w1) == 3000
+    assert len({s for s, _, _ in w0}) == 2          # both streams of the engine's connection
+    r = cosim_engine.run_reference_pair(cfg, w0, w1)
+    assert r["ok"] and 0 < r["goodput_vs_limit"] <= 1

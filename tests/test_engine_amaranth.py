@@ -109,6 +109,21 @@ def test_bad_parameters():
             EngineRx(*args, **kw)
 
 
+def test_small_instances_have_the_small_rx_streams():
+    """MR-ENG-100, MR-ENG-130, MR-RX-001: the small receive half (``engine_rx_256x4``) and the
+    whole engine's receive half build the RX engine of ``rx_256x4`` (``models.rx.SMALL``: 4
+    streams per connection), and their models the same."""
+    from metaroce.hdl.engine import Engine
+    from metaroce.hdl.rx import rx_256x4
+    from metaroce.models.engine import EngineModel
+    from metaroce.models.rx import SMALL
+    assert SMALL["streams"] == 4
+    assert engine_rx_256x4(64).rx.lay == rx_256x4(64).lay
+    assert engine_rx_256x4(64).lay.streams == engine_rx_model_256x4(64).lay.streams == SMALL["streams"]
+    assert Engine(64).rx_half.lay.streams == EngineModel(64).rx.lay.streams == SMALL["streams"]
+    assert EngineRx(64, conns=256, paths=4, keys=256, streams=2).lay.streams == 2
+
+
 def test_verilog_port_names():
     """MR-ENG-101: the Verilog ports are exactly the model's ports plus clk and rst."""
     v = verilog.convert(EngineRx(64, conns=256, paths=4, keys=256, max_frame=2048, outstanding=8),

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from metaroce.models import engine_cases as ec
-from metaroce.models.engine import EngineRxModel, PackModel, rotate_down
+from metaroce.models.engine import PackModel, engine_rx_model_256x4, rotate_down
 from metaroce.models.rx import payload_layout, unpack
 
 
@@ -84,7 +84,7 @@ def test_engine_model_line_rate(width, plen):
     """MR-ENG-112: back-to-back writes of one path, outputs ready: every MAC beat taken in
     consecutive cycles."""
     run = ec.line_rate_run(n=48, plen=plen, seed=width + plen)
-    model = EngineRxModel(width, 256, 4, 256, outstanding=32)
+    model = engine_rx_model_256x4(width)
     drv = ec.Driver(width, run, seed=1, p_idle=0.0, p_bp=0.0, latency=(1, 20))
     while not drv.finished:
         inp = drv.inputs()

@@ -36,10 +36,10 @@ REFERENCE = {
            "the engine's, MR-RX-090; rate-hint pushes off, as the RX engine)"),
     "tx": ("model <-> model: a reference Endpoint sending (its MTU, chunk window, adaptive "
            "windows and probes) to the same receiver over the same fabric"),
-    "peer": ("model <-> model: reference Endpoints on both hosts, the same writes of h0 and "
-             "fabric (MTU 1,024, chunk window 16)"),
-    "endpoint": ("model <-> model: reference Endpoints on both hosts, the same writes of h0 and "
-                 "fabric (MTU 1,024, chunk window 16)"),
+    "peer": ("model <-> model: reference Endpoints on both hosts, the same writes both ways "
+             "(h0's and h1's back traffic), fabric, MTU 1,024, the engine's chunk window and ACK policy"),
+    "endpoint": ("model <-> model: reference Endpoints on both hosts, the same writes both ways "
+                 "(h0's and h1's back traffic), fabric, MTU 1,024, the engine's chunk window and ACK policy"),
 }
 
 
@@ -63,6 +63,10 @@ def add_arguments(p):
     p.add_argument("--back", type=int, default=None,
                    help="with --peer rtl or endpoint: the bytes h1 writes back to h0 at the same "
                         "time (default an eighth of --bytes; 0: none)")
+    p.add_argument("--mac", choices=("cut-through", "store-and-forward"), default="cut-through",
+                   help="with --peer rtl or endpoint: the engine's MAC sends while a frame streams "
+                        "(default), or hands it to the host's NIC at its last beat, which "
+                        "serialises it again (the earlier harness)")
     p.add_argument("--width", type=int, default=64, choices=(64, 512),
                    help="datapath bits (default 64: the 10 Gb/s link at 156.25 MHz; 512: 80 Gb/s)")
     p.add_argument("--ack-every", type=int, default=None, dest="ack_every",
@@ -134,6 +138,8 @@ def run(args):
         raise CliError("--seed must be >= 0")
     if args.back is not None and not (peer or endpoint):
         raise CliError("--back is h1's writes back: only with --peer rtl or endpoint")
+    if args.mac != "cut-through" and not (peer or endpoint):
+        raise CliError("--mac is the whole engine's MAC: only with --peer rtl or endpoint")
     if args.back is not None and not 0 <= args.back <= (1 << 30):
         raise CliError("--back must be in 0..1073741824")
     whole = peer or endpoint                    # the whole engine: its TX half's MTU and connections
@@ -144,7 +150,9 @@ def run(args):
         raise CliError("--ack-every must be in 1..15")
     over, _ = cosim.SCENARIOS[args.scenario]
     cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}),
-                          **({"n_conns": 1, "back": args.back} if whole else {}), "width": args.width,
+                          **({"n_conns": 1, "back": args.back,
+                              "mac_cut_through": args.mac == "cut-through"} if whole else {}),
+                          "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
                           "ack_every": args.ack_every})
     try:
@@ -172,7 +180,11 @@ def run(args):
             raise CliError(str(e).splitlines()[0]) from None
         except RuntimeError as e:
             raise CliError(str(e)) from None
-    ref = cosim.run_reference(cfg, timer=True, hints=False)
+    if whole:       # MR-ENG-138/139: the run's own writes both ways
+        ref = cosim_engine.run_reference_pair(
+            cfg, *cosim_engine.reference_writes(cfg, "peer" if peer else "endpoint", args.direction))
+    else:
+        ref = cosim.run_reference(cfg, timer=True, hints=False)
     res["reference"] = {"goodput_vs_limit": ref["goodput_vs_limit"], "ok": ref["ok"],
                         "what": REFERENCE["peer" if peer else "endpoint" if endpoint else args.direction]}
     res = {"scenario": args.scenario, "direction": args.direction, "peer": args.peer,
