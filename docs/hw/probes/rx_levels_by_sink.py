@@ -5,7 +5,6 @@ the deepest path into each register group or memory port, deepest first. Keeps l
     .venv/bin/python docs/hw/probes/rx_levels_by_sink.py rx_256x4 64 [MIN_DEPTH] [--reuse]
 """
 import json, re, sys, time
-from pathlib import Path
 from metaroce.sim import synth as S
 from metaroce import blocks
 from metaroce.commands.verilog import make_verilog
