@@ -19,7 +19,7 @@ Structure (MR-TX-030..036): one path-table pipeline (take, S1 read-modify-write 
 forwarding, S2 bitmap) handles one ACK or one sent packet per cycle; an ACK moves the path's
 floor at once and leaves a walk job; the walker resolves the job's records from the path's
 head at one record per cycle, freeing each into the free list. No two adds are in series
-on a path (MR-TX-037: the SACK encoder in the take cycle, carry-save steps), carries and sign
+on a path (MR-TX-037: the SACK encoder and the new floor in S1a, MR-TX-039), carries and sign
 bits are comparisons and S1's terms are computed on both candidate rows (MR-TX-038), and the
 counters count one cycle after their events (MR-TX-040).
 
