@@ -19,7 +19,7 @@ Structure (MR-TX-030..036): one path-table pipeline (take, S1 read-modify-write 
 forwarding, S2 bitmap) handles one ACK or one sent packet per cycle; an ACK moves the path's
 floor at once and leaves a walk job; the walker resolves the job's records from the path's
 head at one record per cycle, freeing each into the free list. No two adds are in series
-on a path (MR-TX-037: the SACK encoder in the take cycle, carry-save steps), carries and sign
+on a path (MR-TX-037: the SACK encoder and the new floor in S1a, MR-TX-039), carries and sign
 bits are comparisons and S1's terms are computed on both candidate rows (MR-TX-038), and the
 counters count one cycle after their events (MR-TX-040).
 
@@ -351,18 +351,29 @@ class Retransmit(wiring.Component):
         # -- stage S1a (MR-TX-030, MR-TX-035): the row read from the memory, or the write of
         # the event two ahead (S1b in the take cycle, written at its end) when the rows are
         # equal (decided in the take cycle), registered: S1b starts from registers, not from
-        # the block RAM's output. The SACK's part of the new floor (MR-TX-037): e =
-        # bit_length + 1 or 0, from the registered SACK.
+        # the block RAM's output. An ACK's new floor cum + e (MR-TX-037: e = bit_length + 1
+        # or 0, from the registered SACK) does not depend on the row: computed here and
+        # registered (MR-TX-039), a 9-bit add and the high part selected by its carry
         s1_ack = Signal(lay.ack)
         sack_any, sack_top = _top_index(m, s1a_ack.sack, "sack_top")
-        s1_e = Signal(range(P.SACK_BITS + 2))
+        dist_bits = (P.SEND_WINDOW).bit_length()
+        s1a_e = Signal(range(P.SACK_BITS + 2))
+        s1a_floor_low = Signal(dist_bits + 1)
+        s1a_cum_high_inc = Signal(psn_bits - dist_bits)
+        m.d.comb += [s1a_e.eq(Mux(sack_any, sack_top + 2, 0)),
+                     s1a_floor_low.eq(s1a_ack.cum[:dist_bits] + s1a_e),
+                     s1a_cum_high_inc.eq(s1a_ack.cum[dist_bits:] + 1)]
+        s1_floor = Signal(psn_bits)     # the ACK's new floor cum + e (MR-TX-039)
         s1_sent = Signal(lay.sent)
         s1_int_row = Signal(rb)
         s1_rto = Signal(dur)
         s1a_row = Signal(rb)
         m.d.comb += s1a_row.eq(row_of(s1a_kind, s1a_sent, s1a_ack, s1a_int_row))
         m.d.sync += [s1_valid.eq(s1a_valid), s1_kind.eq(s1a_kind), s1_ack.eq(s1a_ack),
-                     s1_e.eq(Mux(sack_any, sack_top + 2, 0)), s1_sent.eq(s1a_sent),
+                     s1_floor.eq(Cat(s1a_floor_low[:dist_bits],
+                                     Mux(s1a_floor_low[dist_bits], s1a_cum_high_inc,
+                                         s1a_ack.cum[dist_bits:]))),
+                     s1_sent.eq(s1a_sent),
                      s1_int_row.eq(s1a_int_row), s1_rto.eq(s1a_rto)]
 
         # -- stage S1b: the path row with forwarding (MR-TX-035)
@@ -390,7 +401,6 @@ class Retransmit(wiring.Component):
         row_write = Signal()
         # floor <= lost_upto <= next_psn <= floor + 256 (MR-TX-020, MR-TX-052): these distances
         # fit in 9 bits
-        dist_bits = (P.SEND_WINDOW).bit_length()
         def dist(hi, lo, name):
             out = Signal(dist_bits, name=name)
             m.d.comb += out.eq(both(lambda r: (r[hi][:dist_bits] - r[lo][:dist_bits])[:dist_bits]))
@@ -480,41 +490,29 @@ class Retransmit(wiring.Component):
                 m.d.comb += inc["sent_bad"].eq(1)
 
         # ACK (MR-TX-021, MR-TX-052): protocol.sack_resolve on the row, as MR-TX-037 computes it:
-        # n24 = cum + e - floor (mod 2^24) by a carry-save step and one add; the new
-        # floor cum + e does not depend on the row
+        # n24 = new floor - floor (mod 2^24), the new floor cum + e registered in S1a
+        # (MR-TX-039), so each test is a comparison of two registers
         cum = s1_ack.cum
-        e24 = Cat(s1_e, Const(0, psn_bits - len(s1_e)))
-        # the new floor cum + e does not depend on the row: a 9-bit add and the high part
-        # selected by its carry (MR-TX-038)
-        floor_low = Signal(dist_bits + 1)
-        floor_high_inc = Signal(psn_bits - dist_bits)
-        m.d.comb += [floor_low.eq(cum[:dist_bits] + s1_e),
-                     floor_high_inc.eq(cum[dist_bits:] + 1)]
-        new_floor = Signal(psn_bits)
-        m.d.comb += new_floor.eq(Cat(floor_low[:dist_bits],
-                                     Mux(floor_low[dist_bits], floor_high_inc, cum[dist_bits:])))
+        new_floor = s1_floor
 
         def ack_terms(r):
-            """(stale, over, moved, n, cum - floor, floor - cum) for row ``r``: n24 = cum + e
-            - floor as one carry-save step; its tests carry-free (MR-TX-037, MR-TX-038)."""
-            x, y = _csa(cum, e24, ~r.floor)
-            y = Cat(Const(0, 1), y[:psn_bits - 1])
-            n = (x[:dist_bits] + y[:dist_bits] + 1)[:dist_bits]
-            low_carry = _carry(x[:dist_bits], y[:dist_bits], dist_bits, 1)
-            high_zero = _sum_is(x[dist_bits:], y[dist_bits:], 0, psn_bits - dist_bits, low_carry)
-            n_zero = _sum_is(x, y, 0, psn_bits, 1)
-            n_neg = _sum_bit(x, y, psn_bits - 1, 1)
-            cmf_neg = _sum_bit(cum, ~r.floor, psn_bits - 1, 1)
+            """(stale, over, moved, n, cum - floor, floor - cum) for row ``r``: n24 = new floor
+            - floor; its tests carry-free (MR-TX-037, MR-TX-038, MR-TX-039)."""
+            nf, nfl = new_floor, ~r.floor
+            n = (nf[:dist_bits] + nfl[:dist_bits] + 1)[:dist_bits]
+            low_carry = _carry(nf[:dist_bits], nfl[:dist_bits], dist_bits, 1)
+            high_zero = _sum_is(nf[dist_bits:], nfl[dist_bits:], 0, psn_bits - dist_bits, low_carry)
+            n_zero = nf == r.floor
+            n_neg = _sum_bit(nf, nfl, psn_bits - 1, 1)
+            cmf_neg = _sum_bit(cum, nfl, psn_bits - 1, 1)
             stale = n_zero | (cmf_neg & n_neg)                      # n <= 0
 
             def behind(psn):
                 # psn - (cum + e) < 0: as n <= 256 once not stale, its sign bit
-                a, b = _csa(psn, ~cum, ~e24)
-                return _sum_bit(a, Cat(Const(1, 1), b[:psn_bits - 1]), psn_bits - 1, 1)
+                return _sum_bit(psn, ~nf, psn_bits - 1, 1)
             over = ~high_zero | behind(r.next_psn)                  # n > next_psn - floor
             moved = behind(r.lost_upto)                             # n > lost_upto - floor
-            a, b = _csa(r.next_psn, ~cum, ~e24)
-            to_next = ~_sum_is(a, Cat(Const(1, 1), b[:psn_bits - 1]), 0, psn_bits, 1)
+            to_next = r.next_psn != nf
             return Cat(stale, over, moved, to_next, n, (cum[:10] - r.floor[:10])[:10],
                        (r.floor[:10] - cum[:10])[:10])
 

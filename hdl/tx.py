@@ -36,12 +36,47 @@ from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
 from .parser import _wide_counter, axis_signature
 from .retransmit import Retransmit
-from .rx import _add_prefix
 from .tx_sched import TxSched
 
 __all__ = ["TxJoin", "TxData", "Tx", "tx_small"]
 
 _SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
+
+
+#: MR-TX-122: the piece width of the join stage's address add
+ADDR_PIECE = 4
+
+
+def _piece_sums(a, b, piece):
+    """MR-TX-122, first half (S1): ``a + b`` (``b`` zero-extended to ``len(a)``) cut into
+    ``piece``-bit pieces, each summed on its own without and with a carry in: per piece
+    ``Cat(sum, carry out, sum + 1, carry out + 1)``; no carry crosses a piece."""
+    b = Cat(b, Const(0, len(a) - len(b)))
+    return [Cat(a[k:k + piece] + b[k:k + piece], a[k:k + piece] + b[k:k + piece] + 1)
+            for k in range(0, len(a), piece)]
+
+
+def _piece_select(m, pieces, piece):
+    """MR-TX-122, second half (S2): the carry into each piece of :func:`_piece_sums` by a
+    Kogge-Stone tree over the pieces (a piece's carry out is its plain sum's, or its sum + 1's
+    when a carry comes in), then each piece's sum selected by its carry."""
+    w = piece + 1
+    gen = [Signal(name=f"addr_g{k}") for k in range(len(pieces))]
+    prop = [Signal(name=f"addr_p{k}") for k in range(len(pieces))]
+    m.d.comb += [x.eq(p[piece]) for x, p in zip(gen, pieces)]
+    m.d.comb += [x.eq(p[w + piece]) for x, p in zip(prop, pieces)]
+    # (gen, prop) of pieces i-d+1..i: the carry out without and with a carry into the lowest
+    d = 1
+    while d < len(pieces):
+        g2 = [Signal(name=f"addr_g{i}_{d}") for i in range(len(pieces))]
+        p2 = [Signal(name=f"addr_p{i}_{d}") for i in range(len(pieces))]
+        m.d.comb += [g2[i].eq(Mux(gen[i - d], prop[i], gen[i]) if i >= d else gen[i])
+                     for i in range(len(pieces))]
+        m.d.comb += [p2[i].eq(Mux(prop[i - d], prop[i], gen[i]) if i >= d else prop[i])
+                     for i in range(len(pieces))]
+        gen, prop, d = g2, p2, d * 2
+    carries = [Const(0, 1)] + gen[:-1]
+    return Cat(*[Mux(c, p[w:w + piece], p[:piece]) for c, p in zip(carries, pieces)])
 
 
 class TxJoin(wiring.Component):
@@ -74,8 +109,9 @@ class TxJoin(wiring.Component):
         # takes S1's when both are empty or being taken and the message queue has room
         fr = Signal(lay.sched.frame)
         s1_valid = Signal()
-        s1_lo = Signal(33)
-        s1_hi_inc = Signal(32)
+        # MR-TX-122: laddr + offset's 4-bit pieces, each summed with and without a carry in
+        s1_pieces = [Signal(2 * (ADDR_PIECE + 1), name=f"s1_addr{k}")
+                     for k in range(0, 64, ADDR_PIECE)]
         t = rd.data
         m.d.comb += rd.addr.eq(fr.conn)
         cmd_free = ~self.m_cmd.valid | self.m_cmd.ready
@@ -86,11 +122,11 @@ class TxJoin(wiring.Component):
         m.d.comb += self.s_frame.ready.eq(~s1_valid | take)
         inp = self.s_frame.payload
         with m.If(self.s_frame.valid & self.s_frame.ready):
-            # MR-TX-122: laddr + offset as a 32-bit prefix add of the low half and the high
-            # half's increment beside it, registered; S2 selects by the carry
-            m.d.sync += [s1_valid.eq(1), fr.eq(inp),
-                         s1_lo.eq(_add_prefix(inp.laddr[:32], inp.mrdh_offset)),
-                         s1_hi_inc.eq(_add_prefix(inp.laddr[32:], Const(0, 32), carry_in=1)[:32])]
+            # MR-TX-122: no carry crosses a piece in S1 (the request comes from the
+            # scheduler's frame queue read); S2 resolves the carries between the pieces
+            m.d.sync += [s1_valid.eq(1), fr.eq(inp)]
+            m.d.sync += [r.eq(v) for r, v in
+                         zip(s1_pieces, _piece_sums(inp.laddr, inp.mrdh_offset, ADDR_PIECE))]
         with m.Elif(take):
             m.d.sync += s1_valid.eq(0)
         sl = lay.sched
@@ -101,7 +137,7 @@ class TxJoin(wiring.Component):
                      self.m_id.payload.eq(ids.r_data), self.m_id.valid.eq(ids.r_rdy),
                      ids.r_en.eq(self.m_id.ready)]
         path = fr.mrdh_path[:max(1, (lay.paths - 1).bit_length())]
-        addr = Cat(s1_lo[:32], Mux(s1_lo[32], s1_hi_inc, fr.laddr[32:]))
+        addr = _piece_select(m, s1_pieces, ADDR_PIECE)
         with m.If(take):
             m.d.sync += [self.m_cmd.valid.eq(1), self.m_desc.valid.eq(1),
                          # MR-TX-122: the payload's address

@@ -5,11 +5,12 @@ instance, then ``metaroce.sim.synth.lut_levels``. Run from the repository root:
     .venv/bin/python docs/hw/probes/tx_part_levels.py PART [--width W]
 
 PART is ``sched`` (TxSched), ``join`` (TxJoin), ``data`` (TxData: join stage, DMA, frame
-builder). Prints one JSON object: reg-to-reg, in-to-reg, reg-to-out levels and the deepest
+builder), ``rtx`` (the retransmit unit as ``Tx`` instantiates it). Prints one JSON object: reg-to-reg, in-to-reg, reg-to-out levels and the deepest
 reg-to-reg path."""
 import argparse
 import json
 
+from metaroce.hdl.retransmit import Retransmit
 from metaroce.hdl.tx import TxData, TxJoin
 from metaroce.hdl.tx_sched import tx_sched_small
 from metaroce.models.tx import SMALL, layouts
@@ -22,6 +23,8 @@ _DATA = {k: SMALL[k] for k in ("conns", "streams", "paths", "depth", "pool", "ou
 def part(name, width):
     if name == "sched":
         return tx_sched_small(width)
+    if name == "rtx":
+        return Retransmit(width, conns=SMALL["conns"], paths=SMALL["paths"], pool=SMALL["pool"])
     if name == "join":
         return TxJoin(layouts(SMALL["conns"], SMALL["streams"], SMALL["paths"], SMALL["depth"],
                               SMALL["pool"]), SMALL["outstanding"])
@@ -30,7 +33,7 @@ def part(name, width):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=("sched", "join", "data"))
+    ap.add_argument("part", choices=("sched", "join", "data", "rtx"))
     ap.add_argument("--width", type=int, default=64)
     a = ap.parse_args()
     text, _ = synth.drop_zero_memory_init(generate_verilog(part(a.part, a.width), a.part))
