@@ -60,6 +60,18 @@ def test_lockstep_random(seed):
     assert res["resend"] and res["acked"]
 
 
+def test_lockstep_new_floor_carries():
+    """MR-TX-039, MR-TX-037, MR-TX-050: the ACK's new floor ``cum + e`` registered in S1a is
+    built from a 9-bit add of ``cum``'s low bits and the high part or its increment: one pair
+    carrying enough packets that its ACKs' ``cum`` crosses several multiples of 512 (the
+    increment taken), with lossy, stale and bad ACKs and backpressure: 0 mismatches."""
+    items = rc.traffic(*SMALL, 1400, seed=11, n_paths=1)
+    cums = [it[1]["cum"] for it in items if it[0] == "ack" and not it[1]["nak"]]
+    assert max(cums) >= 2 * 512                         # the carry into the high part happens
+    res = run_lockstep(items, seed=11, p_idle=0.1, p_bp=0.3)
+    assert res["acked"] and res["resend"]
+
+
 def test_lockstep_reference_endpoint_traffic():
     """MR-TX-051, MR-TX-050: the RTL on the reference endpoint's own sent packets and ACKs (a
     write over the lossy loopback): 0 mismatches, and its reports are the endpoint's
