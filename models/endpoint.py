@@ -241,7 +241,7 @@ class _SMsg:
 
 class _Rec:
     """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001)."""
-    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free")
+    __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free", "twin")
 
     def __init__(self, msg, idx, t, nbytes):
         self.msg, self.idx, self.t, self.nbytes = msg, idx, t, nbytes
@@ -249,6 +249,7 @@ class _Rec:
         self.probe = False
         self.req = False            # sent with BTH AckReq: the receiver ACKs it at once
         self.free = False           # first-window packet outside the hinted window (MR-CC-007)
+        self.twin = None            # (record, path) of a doubled resend's other copy (MR-REL-012)
 
 
 class _Path:
@@ -445,6 +446,7 @@ class Connection:
         self.xneed = (0, P.overdue_groups(0))       # (ack_loss, its overdue_groups), for _xpath
         self.xok_need = None        # the ``need`` of the paths' ``xok``
         self.rtt_last = 0           # MR-CC-015: the latest RTT sample (ns) of any path
+        self.head_twin = None       # MR-REL-012: first copy of a doubled head-of-window resend
         # MR-CC-014: the timer before any RTT sample, spread over [1, 2) x rto_initial by the
         # connection, so that the senders of an incast whose first windows were dropped do not
         # all resend at once
@@ -684,9 +686,12 @@ class Connection:
         p = self._pick_path(nbytes, is_retx)
         if p is None:
             return _BLOCKED
+        twin = None
         if is_retx:
             self.retx.popleft()
             ep.stats["aborts_sent" if i == ABORT else "retransmitted"] += 1
+            if ep.resend_twice and i != ABORT and not m.rd:
+                twin = self._resend_twice(m, i, now)
         else:
             if m.slot is None:
                 m.slot = self.free_slots.pop()
@@ -711,6 +716,11 @@ class Connection:
         psn = p.next_psn
         p.next_psn = (psn + 1) & P.PSN_MASK
         rec = _Rec(m, i, now, nbytes)
+        if twin is not None:
+            if twin is True:
+                self.head_twin = (rec, p)   # the first copy; the second follows (MR-REL-012)
+            else:
+                rec.twin, twin[0].twin = twin, (rec, p)
         p.ring[psn & RING_MASK] = rec
         ep._rtx_used += 1
         p.live += 1
@@ -751,6 +761,29 @@ class Connection:
         st["packets_sent"] += 1
         st["data_packets_sent"] += 1
         return f
+
+    def _resend_twice(self, m, i, now):
+        """MR-REL-012: a resend whose loss would idle the connection goes out twice: the
+        message's lowest unacknowledged chunk while the chunk window (MR-ENG-012) has less room
+        than two rounds of the connection's window, or any chunk once the connection has nothing
+        new to send; not while ECN was echoed in the last 4 RTTs (the loss is congestion).
+        Returns ``True`` for the first copy (the second is queued at the front of the resends),
+        the first copy's record for the second, ``None`` otherwise."""
+        hw = self.head_twin
+        if hw is not None and hw[0].msg is m and hw[0].idx == i:
+            self.head_twin = None
+            return None if hw[0].lost else hw
+        ep = self.ep
+        if now - self.last_ece < 4 * ep._base_rtt_ns:
+            return None
+        if self.unsent:
+            if i != m.ack_base or m.next_chunk >= m.nchunks or not P.head_resend_twice(
+                    (m.ack_base + ep.chunk_window - m.next_chunk) * ep.mtu,
+                    min(self.window, self.cwnd_sum)):
+                return None
+        self.retx.appendleft((m, i))
+        ep.stats["resends_doubled"] += 1
+        return True
 
     def _frame(self, m, i, off, nbytes, p, psn, is_retx, ack_req):
         ep = self.ep
@@ -935,6 +968,9 @@ class Connection:
             if not rec.free:
                 self.inflight -= rec.nbytes
             m = rec.msg
+            tw = rec.twin
+            if tw is not None and not tw[0].lost:
+                return      # MR-REL-012: the chunk's other copy is still in flight
             if requeue and not m.is_acked(rec.idx) and (not m.done or rec.idx == ABORT):
                 self.retx.append((m, rec.idx))
 
@@ -1014,6 +1050,12 @@ class Connection:
                 pkts += 1
                 nbytes += rec.nbytes
                 self._chunk_acked(rec.msg, rec.idx)
+                tw = rec.twin
+                if tw is not None and not tw[0].lost:
+                    # MR-REL-012: the other copy is no longer waited for (nor timed)
+                    self._mark_lost(tw[1], tw[0], requeue=False)
+                    if tw[1] is not p:
+                        self._rearm(tw[1])
             elif not rec.lost:
                 st["gap_losses"] += 1      # MR-REL-002: a SACK gap proves the loss
                 self._mark_lost(p, rec)
@@ -2068,6 +2110,9 @@ class Endpoint(VerbsHost):
     - ``chunk_window`` (the connection window's cap in chunks, a power of two, 512 at
       400 Gb/s x 10 us): chunks of a message beyond its lowest unacknowledged one (MR-ENG-012).
     - ``max_outstanding`` (16,384): outstanding-packet records of the endpoint (MR-ENG-013).
+    - ``resend_twice`` (False): send twice a resend whose loss would idle the connection
+      (MR-REL-012; off until the TX engine does it, so that the engine's frames stay the
+      endpoint's).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2108,9 +2153,10 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC, rng=None):
+                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, rng=None):
         _check_config(locals())
         self.addr = addr
+        self.resend_twice = bool(resend_twice)
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt

@@ -527,6 +527,17 @@ def overdue_groups(loss_q16):
     return k
 
 
+HEAD_RESEND_ROUNDS = 2
+
+
+def head_resend_twice(room_bytes, window_bytes):
+    """MR-REL-012: whether a resend of a message's lowest unacknowledged chunk goes out twice:
+    the chunk window's room left (bytes beyond the next new chunk) is less than the connection
+    sends in :data:`HEAD_RESEND_ROUNDS` loss-recovery rounds (one window each), so a lost copy
+    would stall the message before its own resend could be acknowledged."""
+    return room_bytes < HEAD_RESEND_ROUNDS * window_bytes
+
+
 def pacing_gap(nbytes, rate_bps):
     """Seconds a sender paced at ``rate_bps`` waits after a frame of ``wire_len`` ``nbytes``
     (MR-CC-006); the gap counts the frame's :data:`WIRE_OVERHEAD` too."""

@@ -977,3 +977,44 @@ def test_ce_onset_acked_at_once():
     assert _naks(b) == []
     f = b.next_packet(b.ack_delay)
     assert f.mrah.ce_count == 2 and f.mrah.flags & 1 and f.mrah.cum_psn == 4
+
+
+def _loss_run(seed, loss_rate, **params):
+    from metaroce.benches import loss
+    from metaroce.sim.scenario import run_scenario
+
+    sc = loss.build({"protocol": "metaroce", "topology": "single", "loss": loss_rate,
+                     "direction": "both", "pattern": "iid", "seed": seed, "nbytes": 4 << 20,
+                     "until_us": 50000.0})
+    sc["protocol"]["params"] = params
+    hold = {}
+    res = run_scenario(sc, setup=lambda fab, info: hold.update(fab=fab))
+    (fl,) = res["flows"]
+    return fl, hold["fab"].hosts[0].ep.stats
+
+
+def test_resend_twice_rule():
+    """MR-REL-012: twice while the chunk window's room is below two rounds of the window."""
+    assert P.head_resend_twice(2 * 4096 * 10 - 1, 4096 * 10)
+    assert not P.head_resend_twice(2 * 4096 * 10, 4096 * 10)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_resend_twice_shortens_lossy_tail(seed):
+    """MR-REL-012: at 10 % loss both ways, resends whose loss would idle the connection go out
+    twice: the write completes sooner, every byte placed once; the second copies that were not
+    needed are counted as spurious. Off (the default) nothing is doubled."""
+    off, st_off = _loss_run(seed, 0.1)
+    on, st_on = _loss_run(seed, 0.1, resend_twice=True)
+    assert off["delivered_ok"] and on["delivered_ok"]
+    assert st_off["resends_doubled"] == 0
+    assert st_on["resends_doubled"] >= 5
+    assert st_on["spurious_retransmits"] <= st_on["resends_doubled"] + st_off["spurious_retransmits"]
+    assert on["fct_s"] < 0.95 * off["fct_s"]
+
+
+def test_resend_twice_neutral_without_loss():
+    """MR-REL-012: without loss there is no resend, so nothing changes."""
+    off, _ = _loss_run(1, 0.0)
+    on, st_on = _loss_run(1, 0.0, resend_twice=True)
+    assert st_on["resends_doubled"] == 0 and on["fct_s"] == off["fct_s"]
