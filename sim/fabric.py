@@ -218,6 +218,11 @@ def fmix32(h):
     return h ^ (h >> 16)
 
 
+#: MR-FAB-020: frames a host takes from its endpoint ahead of its free ports, per plane (the pull
+#: stops while this many per plane wait in the busy ports' FIFOs); see docs/probes/scale_nic_ahead.py.
+NIC_AHEAD_PER_PLANE = 1
+
+
 def plane_of(frame, planes):
     """The plane a host sends ``frame`` on (MR-FAB-020).
 
@@ -940,7 +945,7 @@ class Host:
         nics = self.nics
         planes = len(nics)
         hdr = _HDR_LEN
-        while self._free > 0 and self._queued < planes:
+        while self._free > 0 and self._queued < planes * NIC_AHEAD_PER_PLANE:
             f = ep.next_packet(now)
             if f is None:
                 # nothing to send: wake at the endpoint's next_wakeup (one call per idle poll,
