@@ -2134,8 +2134,8 @@ class Endpoint(VerbsHost):
     (MR-REL-009), ``acks_received``, ``acks_stale`` (MR-SEC-151: resolved nothing, ignored),
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
-    ``completions``, ``tail_probes`` (MR-REL-010), ``retry_exceeded``, ``rnr_retry_exceeded``
-    (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013), ``aborts_sent``, ``aborts_acked``,
+    ``completions``, ``tail_probes`` (MR-REL-010), ``resends_doubled`` (MR-REL-012),
+    ``retry_exceeded``, ``rnr_retry_exceeded`` (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013), ``aborts_sent``, ``aborts_acked``,
     ``aborts_refused`` (MR-ERR-020). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
     of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``aborts_received``, ``aborts_ignored``,
