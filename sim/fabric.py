@@ -18,7 +18,8 @@ Model (MR-FAB-ids are in docs/spec/fabric.md):
   the choice is stable for a given 5-tuple, so a path's entropy (UDP source port) picks its route.
 * A host has one NIC port per plane and pulls ``ep.next_packet(now)`` whenever a port is free;
   the frame goes out on plane ``plane_of(frame)`` (MR-FAB-020, see :func:`plane_of`); a frame
-  for a busy port waits in that port's FIFO. When the
+  for a busy port waits in that port's FIFO, and only a frame that finds its own port's FIFO full
+  (``NIC_TX_FIFO_FRAMES``) stops the host asking (MR-FAB-021). When the
   endpoint has nothing to send the host sleeps until ``ep.next_wakeup(now)``.
 """
 from __future__ import annotations
@@ -218,9 +219,10 @@ def fmix32(h):
     return h ^ (h >> 16)
 
 
-#: MR-FAB-020: frames a host takes from its endpoint ahead of its free ports, per plane (the pull
-#: stops while this many per plane wait in the busy ports' FIFOs); see docs/probes/scale_nic_ahead.py.
-NIC_AHEAD_PER_PLANE = 1
+#: MR-FAB-021: frames a NIC port's transmit FIFO holds behind the one it is sending. The host's
+#: transmit engine stalls (holding the frame) only when a frame finds its own port's FIFO full,
+#: never because other ports are busy; see docs/probes/scale_nic_ahead.py.
+NIC_TX_FIFO_FRAMES = 8
 
 
 def plane_of(frame, planes):
@@ -813,8 +815,8 @@ class Switch:
 
 
 class NicPort:
-    """One NIC port (one plane) of a host: a small FIFO in front of the link. PFC pauses from
-    the first switch stop it between frames (MR-FAB-015)."""
+    """One NIC port (one plane) of a host: a FIFO of ``NIC_TX_FIFO_FRAMES`` frames in front of the
+    link (MR-FAB-021). PFC pauses from the first switch stop it between frames (MR-FAB-015)."""
 
     def __init__(self, host, index, link):
         self.host = host
@@ -862,12 +864,15 @@ class NicPort:
 
     def _done(self, _):
         h = self.host
-        if self.q and not (self.paused and self.q[0].eth.pcp in self.paused):
-            h._queued -= 1
-            self.start(self.q.popleft())
+        q = self.q
+        if q and not (self.paused and q[0].eth.pcp in self.paused):
+            self.start(q.popleft())
+            if h._stalled is self and len(q) <= NIC_TX_FIFO_FRAMES:
+                h._stalled = None
         else:
             self.busy = False
-            h._free += 1
+            if not q:
+                h._free += 1    # free: nothing on the wire and nothing waiting (MR-FAB-021)
         h.pump()
 
     def pause(self, prio):
@@ -876,12 +881,13 @@ class NicPort:
 
     def resume(self, prio):
         self.paused.discard(prio)
-        if not self.busy and self.q and self.q[0].eth.pcp not in self.paused:
-            h = self.host
-            h._queued -= 1
-            h._free -= 1
-            self.start(self.q.popleft())
-        self.host.pump()
+        h = self.host
+        q = self.q
+        if not self.busy and q and q[0].eth.pcp not in self.paused:
+            self.start(q.popleft())     # it was not free: its FIFO held this frame
+            if h._stalled is self and len(q) <= NIC_TX_FIFO_FRAMES:
+                h._stalled = None
+        h.pump()
 
 
 class Host:
@@ -900,7 +906,7 @@ class Host:
         self.ep = ep
         self.nics = []
         self._free = 0
-        self._queued = 0
+        self._stalled = None    # the port whose full FIFO stalls the transmit engine (MR-FAB-021)
         self._wake_t = None
         self.completions = []
         self.on_completion = None
@@ -936,8 +942,9 @@ class Host:
         self._poll()
 
     def pump(self):
-        """Take frames from the endpoint while a NIC port is free and the NIC queues have room;
-        when it has nothing, sleep until its ``next_wakeup`` (MR-FAB-020)."""
+        """Take frames from the endpoint while a NIC port is free (nothing on the wire or in its FIFO)
+        and no frame waits for room in a full FIFO; when it has nothing, sleep until its
+        ``next_wakeup`` (MR-FAB-020, MR-FAB-021)."""
         ep = self.ep
         if ep is None:
             return
@@ -945,7 +952,8 @@ class Host:
         nics = self.nics
         planes = len(nics)
         hdr = _HDR_LEN
-        while self._free > 0 and self._queued < planes * NIC_AHEAD_PER_PLANE:
+        fifo = NIC_TX_FIFO_FRAMES
+        while self._free > 0 and self._stalled is None:
             f = ep.next_packet(now)
             if f is None:
                 # nothing to send: wake at the endpoint's next_wakeup (one call per idle poll,
@@ -970,11 +978,16 @@ class Host:
             if self.tx_hook is not None:
                 self.tx_hook(f, now)
             nic = nics[0] if planes == 1 else nics[plane_of(f, planes)]
+            q = nic.q
             if nic.busy or (nic.paused and nic.blocked(f)):
-                nic.q.append(f)
-                self._queued += 1
+                if not q and not nic.busy:
+                    self._free -= 1         # a paused idle port now has its next frame waiting
+                q.append(f)
+                if len(q) > fifo:
+                    self._stalled = nic     # FIFO full: the engine holds this frame (MR-FAB-021)
             else:
-                self._free -= 1
+                if not q:
+                    self._free -= 1
                 nic.start(f)
 
     def _wake(self, t):

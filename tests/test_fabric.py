@@ -16,6 +16,7 @@ import pytest
 
 from metaroce.models import codec, pcap, wire
 from metaroce.models.codec import MRAH, MRDH, RETH, make, wire_len
+from metaroce.sim import fabric
 from metaroce.sim.fabric import FRAME_OVERHEAD, Link, OutPort, Sim, ecmp_hash, plane_of
 from metaroce.sim.faults import Faults, GilbertElliott
 from metaroce.sim.topology import Fabric
@@ -210,6 +211,50 @@ def test_multiplane_host_uses_every_port():
     ideal = 128 * (4096 + 90 + FRAME_OVERHEAD) * 8 / 100e9
     assert times[1] == pytest.approx(ideal + 8e-6, rel=0.05)
     assert times[4] == pytest.approx(ideal / 4 + 8e-6, rel=0.05)
+
+
+def test_free_port_never_waits_behind_other_ports():
+    """MR-FAB-021: a port's FIFO holds NIC_TX_FIFO_FRAMES frames behind the one it sends, and the
+    host's transmit engine stalls only on a frame whose own port's FIFO is full: two busy ports
+    with full FIFOs do not keep a third idle, and a frame for a full FIFO holds back the frames
+    behind it (head of line), though port 2 is free, until that port takes its next frame."""
+    d = fabric.NIC_TX_FIFO_FRAMES
+    order = [0] * (d + 1) + [1] * (d + 1) + [3, 0, 2, 2]
+    fab = Fabric(2, planes=4, rate_bps=100e9, rtt=8e-6)
+    frames = []
+    for p in order:
+        f = make(wire.Op.MR_WRITE, bytes(4096))
+        f.ip = codec.IP(src=fab.hosts[0].addr, dst=fab.hosts[1].addr)
+        f.plane = p
+        frames.append(f)
+
+    class Script:
+        def __init__(self, frames):
+            self.frames = frames
+
+        def next_packet(self, now):
+            return self.frames.pop(0) if self.frames else None
+
+        def next_wakeup(self, now):
+            return None
+
+        def receive(self, frame, now):
+            pass
+
+        def poll_cq(self, max_entries=None):
+            return []
+
+    h = fab.hosts[0]
+    h.ep, fab.hosts[1].ep = Script(list(frames)), Script([])
+    pulled = []
+    h.tx_hook = lambda f, now: pulled.append(now)
+    h.kick()
+    fab.sim.run()
+    ser = (wire_len(frames[0]) + FRAME_OVERHEAD) * 8 / 100e9
+    n = 2 * (d + 1)
+    assert pulled[:n + 2] == [0.0] * (n + 2)        # port 3 starts at once; the next port-0 frame is held
+    assert pulled[n + 2:] == pytest.approx([ser, ser], rel=1e-12)   # port 2 waits for port 0's FIFO
+    assert [fab.links[f"h0>p{p}.leaf0"].stats["frames"] for p in range(4)] == [d + 2, d + 1, 2, 1]
 
 
 # ---------------------------------------------------------------------------------------------
