@@ -4,7 +4,8 @@
 each plane is a leaf-spine (2 leaves, ``--pairs`` spines, 400 Gb/s links, 10 us base RTT), so
 the fabric is non-blocking and ECMP spreads the paths over the spines. ``--conns`` connections
 are spread evenly over the pairs (consecutive connection ids per pair); each posts one write of ``--bytes-per-conn`` at time 0 and
-sprays it over 8 paths (path i on plane i % P). Every host has one 400 Gb/s port per plane.
+sprays it over 8 paths (path i on plane i % P). Every host has one 400 Gb/s port per plane,
+each with its own transmit FIFO (MR-FAB-021, ``params.nic_tx_fifo_frames``).
 Rows: ``protocol``, ``planes``, ``connections``, ``goodput_gbps`` (all bytes x 8 / time to the
 last completion), ``per_plane_gbps``, ``scaling`` (goodput over ``planes x`` the 1-plane
 goodput), ``delivered_ok``, ``sim_packets``, ``wall_s``, ``sim_pkts_per_s`` (simulated packets,
@@ -91,9 +92,11 @@ def run(args, ui):
         fig.savefig(path, dpi=120)
         p.close(fig)
 
+    from metaroce.sim.fabric import NIC_TX_FIFO_FRAMES
     return {"rows": rows,
             "title": f"bench scale: {args.conns} connections x {nbytes} B over {args.pairs} host pairs",
             "params": {"endpoint_config": {f"{p}_{P}planes": endpoint_cfg(p, RATE, RTT, P)
                                            for p in protos for P in planes},
+                       "nic_tx_fifo_frames": NIC_TX_FIFO_FRAMES,
                        "target": "scaling >= 0.9 at 4 and 8 planes"},
             "plot": plot}
