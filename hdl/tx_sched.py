@@ -357,20 +357,18 @@ class TxSched(wiring.Component):
                     for qi in range(Q)]
         q_len = [of_stream(e_len, qi, done[qi]) for qi in range(Q)]
         # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
-        # completes so) and the connection's unsent count without its chunks, in parallel
-        q_unsent, q_after = [], []
-        for qi in range(Q):
-            q_unsent.append(send[qi] == done[qi])
-            # unsent - (left + 1): the message's chunks from next_chunk on
-            q_after.append(_add(m, c_unsent[qi // S], ~_ext(of_stream(e_left, qi, done[qi]), 24),
-                                name=f"unsent_after{qi}"))
+        # completes so) and its `left` (its chunks from next_chunk on are left + 1), read in
+        # parallel; the connection's unsent count goes down by them at the completion's edge
+        q_unsent = [send[qi] == done[qi] for qi in range(Q)]
+        q_left = [of_stream(e_left, qi, done[qi]) for qi in range(Q)]
         # MR-TXS-035: the completion is decided with its terms and registered; the next cycle
         # takes it unless its connection was touched at the edge (its terms are then unchanged)
         comp_valid_r, comp_q, comp_e = Signal(), Signal(len(next_q)), Signal(len(next_e))
-        comp_unsent, comp_after = Signal(), Signal(24)
+        comp_unsent, comp_left = Signal(), Signal(chunk_w)
         comp_status, comp_len = Signal(5), Signal(32)
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
-                     comp_unsent.eq(Array(q_unsent)[next_q]), comp_after.eq(Array(q_after)[next_q]),
+                     comp_unsent.eq(Array(q_unsent)[next_q]),
+                     comp_left.eq(read(q_left, next_q, "next_comp_left")),
                      comp_status.eq(read(q_status, next_q, "next_comp_status")),
                      comp_len.eq(read(q_len, next_q, "next_comp_len"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
@@ -626,6 +624,9 @@ class TxSched(wiring.Component):
             c_infl_less = _sub(m, c_infl[c], r_nb, f"cinfl_less{c}")
             c_room_more = _add(m, c_room[c], r_nb, name=f"croom_more{c}")
             c_unsent_more = _add(m, c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
+            # MR-TXS-032: unsent - (left + 1) from the registered completion's `left`, after the
+            # register (the connection is untouched since the decision: its count is the same)
+            c_unsent_after = _add(m, c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
             c_infl_more = _add(m, c_infl[c], x["nb"], name=f"cinfl_more{c}")
             c_room_less = _sub(m, c_room[c], x["nb"], f"croom_less{c}")
             c_unsent_less = _sub(m, c_unsent[c], 1, f"unsent_less{c}")
@@ -647,7 +648,7 @@ class TxSched(wiring.Component):
                 m.d.sync += c_unsent[c].eq(c_unsent_more)
             # MR-TXS-027: a failed message completed before its last chunk was sent
             with m.If(comp_act & (comp_conn == c) & comp_unsent):
-                m.d.sync += c_unsent[c].eq(comp_after)
+                m.d.sync += c_unsent[c].eq(c_unsent_after)
             with m.If(pop_act & mine):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(pkt_act & mine):
