@@ -22,7 +22,8 @@ s_error    in     a connection failed {conn, path, status} (the retransmit unit'
 
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
 registers and LUT RAM but the per-connection scheduling decision, registered and taken the next
-cycle by connections left untouched (MR-TXS-033); the outputs leave through 4-slot queues
+cycle by connections left untouched (MR-TXS-033); the reports and the work requests are acted on
+from input registers (MR-TXS-034, MR-TXS-037); the outputs leave through 4-slot queues
 (MR-TXS-031).
 
 Golden model: :class:`metaroce.models.tx_sched.TxSchedCycleModel`, cycle by cycle.
@@ -356,20 +357,18 @@ class TxSched(wiring.Component):
                     for qi in range(Q)]
         q_len = [of_stream(e_len, qi, done[qi]) for qi in range(Q)]
         # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
-        # completes so) and the connection's unsent count without its chunks, in parallel
-        q_unsent, q_after = [], []
-        for qi in range(Q):
-            q_unsent.append(send[qi] == done[qi])
-            # unsent - (left + 1): the message's chunks from next_chunk on
-            q_after.append(_add(m, c_unsent[qi // S], ~_ext(of_stream(e_left, qi, done[qi]), 24),
-                                name=f"unsent_after{qi}"))
+        # completes so) and its `left` (its chunks from next_chunk on are left + 1), read in
+        # parallel; the connection's unsent count goes down by them at the completion's edge
+        q_unsent = [send[qi] == done[qi] for qi in range(Q)]
+        q_left = [of_stream(e_left, qi, done[qi]) for qi in range(Q)]
         # MR-TXS-035: the completion is decided with its terms and registered; the next cycle
         # takes it unless its connection was touched at the edge (its terms are then unchanged)
         comp_valid_r, comp_q, comp_e = Signal(), Signal(len(next_q)), Signal(len(next_e))
-        comp_unsent, comp_after = Signal(), Signal(24)
+        comp_unsent, comp_left = Signal(), Signal(chunk_w)
         comp_status, comp_len = Signal(5), Signal(32)
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
-                     comp_unsent.eq(Array(q_unsent)[next_q]), comp_after.eq(Array(q_after)[next_q]),
+                     comp_unsent.eq(Array(q_unsent)[next_q]),
+                     comp_left.eq(read(q_left, next_q, "next_comp_left")),
                      comp_status.eq(read(q_status, next_q, "next_comp_status")),
                      comp_len.eq(read(q_len, next_q, "next_comp_len"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
@@ -378,22 +377,32 @@ class TxSched(wiring.Component):
         comp = _named(m, ~busy & cqe_q.w_rdy & comp_valid_r & ~touched.bit_select(comp_conn, 1),
                       "comp")
 
-        # -- work requests (MR-TXS-010, MR-TXS-011)
-        wr = self.s_wr.payload
-        w_qi = _named(m, Cat(wr.stream[:sb], wr.conn) if S > 1 else wr.conn, "w_qi")
-        w_tail, w_done = read(tail, w_qi, "w_tail"), read(done, w_qi, "w_done")
-        w_len1 = _sub(m, wr.length, 1, "w_len1")
-        w_bad_op = (wr.op > OP_WRITE_IMM) | ((wr.stream >> sb) != 0 if S > 1 else wr.stream != 0)
-        w_bad_len = (wr.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
-        w_status = _named(m, Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0)),
-                          "w_status")
-        w_nchm1 = _named(m, Mux(wr.length == 0, 0, w_len1 >> mtu_log2)[:chunk_w], "w_nchm1")
-        w_low = wr.length[:mtu_log2]
-        w_lastnb = Mux(w_low != 0, w_low, Mux(wr.length == 0, 0, mtu))
-        w_full = count(w_tail, w_done) == D
+        # -- work requests (MR-TXS-010, MR-TXS-011, MR-TXS-037): the port's request is decoded
+        # and registered with its status, its entry and its ring's fullness (corrected for this
+        # edge's action); the register's request is the action
+        win = self.s_wr.payload
+        i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
+        in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
+        w_len1 = _sub(m, win.length, 1, "w_len1")
+        w_bad_op = (win.op > OP_WRITE_IMM) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
+        w_bad_len = (win.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
+        in_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
+        in_nchm1 = Mux(win.length == 0, 0, w_len1 >> mtu_log2)[:chunk_w]
+        in_low = win.length[:mtu_log2]
+        in_lastnb = Mux(in_low != 0, in_low, Mux(win.length == 0, 0, mtu))
+        in_count = count(in_tail, in_done)
+        wr = Signal(lay.wr)                     # the register (MR-TXS-037)
+        wq_valid = Signal()
+        w_qi = Signal(len(i_wqi), name="w_qi")
+        w_status = Signal(5, name="w_status")
+        w_nchm1 = Signal(chunk_w, name="w_nchm1")
+        w_lastnb = Signal(nb_w, name="w_lastnb")
+        w_idx = Signal(db, name="w_idx")        # its ring entry: the stream's tail
+        w_full = Signal(name="w_full")          # its ring has no free entry
         w_ok = Mux(w_status != 0, cqe_q.w_rdy, ~w_full)
-        m.d.comb += self.s_wr.ready.eq(~busy & ~comp & w_ok)
-        take_wr = self.s_wr.ready & self.s_wr.valid
+        take_wr = _named(m, ~busy & ~comp & wq_valid & w_ok, "take_wr")
+        m.d.comb += self.s_wr.ready.eq(~wq_valid | take_wr)
+        wr_in = self.s_wr.ready & self.s_wr.valid
 
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
@@ -553,7 +562,7 @@ class TxSched(wiring.Component):
         ack_act = _named(m, rep_act & ~rr_lost, "ack_act")
         lost_act = _named(m, rep_act & rr_lost & ~r_was_acked & ~read(e_fail, r_e, "r_fail"),
                           "lost_act")
-        wr_act = _named(m, ~busy & ~comp & take_wr & (w_status == 0), "wr_act")
+        wr_act = _named(m, take_wr & (w_status == 0), "wr_act")
         comp_act = _named(m, ~busy & comp, "comp_act")
         send_act = _named(m, ~busy & ~comp & ~take_wr & go, "send_act")
         pkt_act = _named(m, send_act & ~g_drop, "pkt_act")
@@ -583,7 +592,7 @@ class TxSched(wiring.Component):
         er_conn = self.s_error.payload.conn
         for c in range(C):
             m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
-                                      | (take_wr & ~busy & ~comp & (wr.conn == c))
+                                      | (take_wr & (wr.conn == c))
                                       | (send_act & (pick == c))
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
                                       | (self.s_error.valid & (er_conn == c))
@@ -615,6 +624,9 @@ class TxSched(wiring.Component):
             c_infl_less = _sub(m, c_infl[c], r_nb, f"cinfl_less{c}")
             c_room_more = _add(m, c_room[c], r_nb, name=f"croom_more{c}")
             c_unsent_more = _add(m, c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
+            # MR-TXS-032: unsent - (left + 1) from the registered completion's `left`, after the
+            # register (the connection is untouched since the decision: its count is the same)
+            c_unsent_after = _add(m, c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
             c_infl_more = _add(m, c_infl[c], x["nb"], name=f"cinfl_more{c}")
             c_room_less = _sub(m, c_room[c], x["nb"], f"croom_less{c}")
             c_unsent_less = _sub(m, c_unsent[c], 1, f"unsent_less{c}")
@@ -636,7 +648,7 @@ class TxSched(wiring.Component):
                 m.d.sync += c_unsent[c].eq(c_unsent_more)
             # MR-TXS-027: a failed message completed before its last chunk was sent
             with m.If(comp_act & (comp_conn == c) & comp_unsent):
-                m.d.sync += c_unsent[c].eq(comp_after)
+                m.d.sync += c_unsent[c].eq(c_unsent_after)
             with m.If(pop_act & mine):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(pkt_act & mine):
@@ -646,7 +658,23 @@ class TxSched(wiring.Component):
                 m.d.sync += [c_unsent[c].eq(c_unsent_less), c_srr[c].eq(x["s"] + 1)]
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
-        w_e = _named(m, Cat(w_tail[:db], w_qi) if D > 1 else w_qi, "w_e")
+        w_e = _named(m, Cat(w_idx[:db], w_qi) if D > 1 else w_qi, "w_e")
+        # MR-TXS-037: the request taken into the register, its entry and fullness corrected for
+        # this edge's action (a request of its stream taken, a completion of its stream), and
+        # the fullness of a request held kept up to date
+        in_wr_hit = wr_act & (w_qi == i_wqi)
+        in_comp_hit = comp_act & (comp_q == i_wqi)
+        with m.If(wr_in):
+            m.d.sync += [wq_valid.eq(1), wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
+                         w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
+                         w_idx.eq(in_tail[:db] + in_wr_hit),
+                         w_full.eq(Mux(in_wr_hit, in_count == D - 1,
+                                       ~in_comp_hit & (in_count == D)))]
+        with m.Elif(take_wr):
+            m.d.sync += wq_valid.eq(0)
+        with m.Elif(comp_act & (comp_q == w_qi)):
+            # a request held on a full ring: a completion of its stream frees an entry
+            m.d.sync += w_full.eq(0)
         # MR-TXS-027: the failures name entries; a dead entry marked is cleared when reused
         fl = self.s_fail.payload
         f_e = Cat(fl.slot[:sdb], fl.conn) if sdb else fl.conn

@@ -425,7 +425,8 @@ class TxSchedCycleModel:
     One action per cycle, in this priority: the report taken the cycle before (``rep``,
     MR-TXS-034: an acknowledged-record report, or a lost-record report when its connection's
     resend queue has room), a completion (when the completion queue has
-    room), a work request, a scheduling step (when the frame and sent queues both have room).
+    room), the work request in the register (``wq``, MR-TXS-037: taken from ``s_wr`` in an
+    earlier cycle), a scheduling step (when the frame and sent queues both have room).
     The completion is the one decided in the previous cycle (``comp``, MR-TXS-035) and the
     scheduling step takes the connections' actions decided in the previous cycle (``cand``,
     MR-TXS-033), each but those of connections whose state the previous cycle's action or
@@ -446,6 +447,7 @@ class TxSchedCycleModel:
         self.comp = None                # MR-TXS-035: the stream whose completion was decided last cycle
         self.win = None                 # MR-TXS-036: (conn, (entry, chunk)) to count at this edge
         self.rep = None                 # MR-TXS-034: (lost, report) taken last cycle
+        self.wq = None                  # MR-TXS-037: the work request held in the register
         self.events = []
 
     @staticmethod
@@ -456,6 +458,7 @@ class TxSchedCycleModel:
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
                     or self.rep is not None or self.comp is not None or self.win is not None
+                    or self.wq is not None
                     or sem.completion() is not None or sem.decide() is not None)
 
     def resend_ready(self, acked_valid, payload):
@@ -488,10 +491,16 @@ class TxSchedCycleModel:
         if busy or not cqe_room or (comp is not None and comp // sem.streams in self.touched):
             comp = None
         comp_next = sem.completion()
-        wr = unpack(lay.wr, g("s_wr__payload", 0))
-        wr_ok = cqe_room if sem.wr_status(wr) else sem.wr_room(wr)
-        wr_ready = int(not busy and comp is None and wr_ok)
-        take_wr = wr_ready and g("s_wr__valid", 0)
+        # MR-TXS-037: the work request in the register is the action (its room on this cycle's
+        # state); the port takes the next one when the register empties or is taken this cycle
+        wr = self.wq
+        take_wr = (wr is not None and not busy and comp is None
+                   and (cqe_room if sem.wr_status(wr) else sem.wr_room(wr)))
+        wr_ready = int(wr is None or take_wr)
+        if take_wr:
+            self.wq = None
+        if wr_ready and g("s_wr__valid", 0):
+            self.wq = unpack(lay.wr, g("s_wr__payload", 0))
         sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
                  and self.sent_q.level < OUT_DEPTH)
         # MR-TXS-027: failures are always taken; they mark the entries live before the edge

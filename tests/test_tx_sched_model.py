@@ -211,3 +211,40 @@ def test_registered_report_takes_effect_a_cycle_later():
     assert model.resend_ready(0, tc.pack(lay.report, lost)) == 0
     assert model.resend_ready(0, tc.pack(lay.report, dict(lost, conn=1))) == 1
     assert model.resend_ready(1, tc.pack(lay.report, dict(lost, conn=1))) == 0
+
+
+def test_registered_work_request_is_the_next_cycles_action():
+    """MR-TXS-037: a work request taken on s_wr in cycle t is the action of t+1; s_wr stays
+    ready while the register's request is taken, so back-to-back requests go through one per
+    cycle; a request on a full ring waits in the register (s_wr not ready) until a completion
+    frees an entry, and is then the action of the cycle after the completion."""
+    model = TxSchedCycleModel(64, **SMALL)
+    lay = model.lay
+    idle = {"m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+
+    def offer(wr):
+        return dict(idle, s_wr__valid=1, s_wr__payload=tc.pack(lay.wr, wr))
+
+    wrs = [tc.wr_item(0, 0, 100, wr_id=k) for k in range(6)]
+    out = model.step(offer(wrs[0]))
+    assert out["s_wr__ready"] == 1 and model.events == [] and model.wq == wrs[0]
+    for k in range(1, 5):
+        out = model.step(offer(wrs[k]))
+        assert out["s_wr__ready"] == 1 and model.events[-1] == ("wr", wrs[k - 1])
+    # four messages fill the ring; the fifth waits in the register while they are sent
+    assert model.wq == wrs[4]
+    for _ in range(10):
+        out = model.step(offer(wrs[5]))
+        assert out["s_wr__ready"] == 0 and model.wq == wrs[4]
+    sent = [e for e in model.events if e[0] == "packet"]
+    assert len(sent) == 4 and sum(e[0] == "wr" for e in model.events) == 4
+    # the first message's packet acknowledged: it completes, then the held request goes
+    rep = {"conn": 0, "path": sent[0][6], "slot": 0, "chunk": 0, "abort": 0}
+    out = model.step(dict(offer(wrs[5]), s_acked__valid=1,
+                          s_acked__payload=tc.pack(lay.report, rep)))
+    n = len(model.events)
+    while not any(e[0] == "complete" for e in model.events[n:]):
+        out = model.step(offer(wrs[5]))
+        assert out["s_wr__ready"] == 0
+    out = model.step(offer(wrs[5]))
+    assert model.events[-1] == ("wr", wrs[4]) and out["s_wr__ready"] == 1 and model.wq == wrs[5]
