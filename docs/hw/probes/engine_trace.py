@@ -9,8 +9,10 @@ gaps of ``h0``'s link, and bytes sent per tenth of the run.
     .venv/bin/python docs/hw/probes/engine_trace.py writes peer --dump /tmp/peer
 
 ``--dump DIR`` writes each run's frames as JSON lines (``engine.jsonl``, ``reference.jsonl``).
+``--tx-kw``, ``--tx-outstanding``, ``--tx-frames-ahead`` change the engine's TX half for the run
+(its parameters; the join's read commands; the join's id queue). A resend is a data frame of
+the same (stream, message, offset) as an earlier one (the runs have one connection).
 """
-import argparse
 import json
 import os
 
@@ -84,19 +86,13 @@ def summary(log, t_done, rate_bps):
             "h0_gaps_over_1us": sum(1 for g in gaps if g > 1e-6),
             "h0_acks_out": len(acks_h0), "h1_acks_out": len(acks_h1), "h1_data_frames": len(data_h1),
             "h1_last_data_us": us(data_h1[-1]["t"]) if data_h1 else None,
-            "h1_ack_requests_in_h0_data": sum(r.get("ar", 0) for r in new),
+            "h0_new_data_with_ackreq": sum(r.get("ar", 0) for r in new),
             "new_kib_per_tenth": [round(b / 1024) for b in per_tenth]}
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("scenario", choices=sorted(cosim.SCENARIOS))
-    p.add_argument("kind", choices=("peer", "endpoint"))
-    p.add_argument("--direction", choices=("rx", "tx"), default="rx")
-    p.add_argument("--bytes", type=int, default=1 << 20)
-    p.add_argument("--back", type=int, default=None)
-    p.add_argument("--loss", type=float, default=0.01)
-    p.add_argument("--seed", type=int, default=1)
+    from engine_goodput import run_arguments        # this script's directory is on sys.path
+    p = run_arguments()
     p.add_argument("--dump", default=None)
     p.add_argument("--tx-outstanding", type=int, default=None,
                    help="the engine TX half's read commands outstanding (models.tx.SMALL's 16)")
@@ -121,14 +117,14 @@ def main():
     logs = {"engine": [], "reference": []}
     build = cosim_engine.build_fabric
 
-    def tapped(c, which):
+    def tapped(which):
         def b(cfg_):
             fab = build(cfg_)
             tap(fab, logs[which])
             return fab
         return b
     from metaroce.models.engine import EngineModel, EnginePairModel
-    cosim_engine.build_fabric = tapped(cfg, "engine")
+    cosim_engine.build_fabric = tapped("engine")
     if a.kind == "peer":
         drv = cosim_engine.PeerCosim(cfg, pair=True)
         m = EnginePairModel(cfg.width, **cosim_engine.engine_kw(cfg))
@@ -136,10 +132,10 @@ def main():
         drv = cosim_engine.EndpointCosim(cfg, a.direction)
         m = EngineModel(cfg.width, **cosim_engine.engine_kw(cfg))
     r = cosim.run_loop(drv, m, m.active).result()
-    engs = [e for e in (getattr(m, "engines", None) or (m,))]
+    engs = getattr(m, "engines", None) or (m,)
     from metaroce.models.retransmit import CTR
     rtx = [{n: e.tx.rtx.counters[i] for n, i in CTR.items() if e.tx.rtx.counters[i]} for e in engs]
-    cosim_engine.build_fabric = tapped(cfg, "reference")
+    cosim_engine.build_fabric = tapped("reference")
     writes, back = cosim_engine.reference_writes(cfg, a.kind, a.direction)
     out = {"scenario": a.scenario, "kind": a.kind, "direction": a.direction, "seed": a.seed,
            "tx_outstanding": a.tx_outstanding, "tx_frames_ahead": a.tx_frames_ahead,
