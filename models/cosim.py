@@ -15,8 +15,10 @@ Time (MR-ENG-121): clock cycle ``n`` of the traffic phase is fabric time ``n * p
 ``period = 1 / CLOCK_HZ`` and the link rate ``width * CLOCK_HZ`` (64 bits at 156.25 MHz: the
 10 Gb/s link; 512 bits: 80 Gb/s): one MAC beat per cycle is the link's rate. Each cycle the
 fabric runs up to the cycle's time; the frames that reached ``h1`` by then queue as MAC beats
-for ``s_axis`` (one beat per cycle while ``tready``); an ACK or NAK the engine gives in a cycle
-leaves ``h1`` at that cycle's time.
+for ``s_axis`` (one beat per cycle while ``tready``): with ``cfg.mac_cut_through`` (the default,
+:func:`stream_into`) a frame reaches ``h1`` its beats less one cycle before its last bit, so its
+last beat enters ``s_axis`` as its last bit arrives; without, at its last bit (the earlier
+harness). An ACK or NAK the engine gives in a cycle leaves ``h1`` at that cycle's time.
 
 :class:`Cosim` is a traffic driver like :class:`~metaroce.models.engine_cases.Driver` (``inputs``,
 ``observe``, ``settle``, ``finished``), simulator-independent: three phases, the setup rows
@@ -38,6 +40,7 @@ from dataclasses import asdict, dataclass
 
 from . import protocol as P
 from . import regs_cases as rgc
+from . import codec
 from .codec import encode
 from .dma_write import RESP_OKAY, done_layout, unpack as dunpack
 from .dma_write_cases import HostMemory
@@ -50,7 +53,8 @@ from .rx import CTR_ACKS, CTR_CE, CTR_NAKS, CTR_PLACED_BYTES, RxCode, unpack
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 
 __all__ = ["CLOCK_HZ", "SCENARIOS", "Config", "RtlPeer", "Cosim", "payload_limit_bps", "run_model",
-           "run_loop", "fabric_to", "build_fabric", "write_bounds", "reference_receiver", "run_reference", "INTO"]
+           "run_loop", "fabric_to", "build_fabric", "write_bounds", "reference_receiver", "run_reference", "INTO",
+           "FabricMac", "stream_into", "link_into"]
 
 #: MR-ENG-123: the link into the receiving host ``h1``, where the faults are.
 INTO = "p0.leaf1>h1"
@@ -111,8 +115,9 @@ class Config:
     #: MR-ENG-138: the bytes ``h1``'s engine writes back to ``h0`` in a two-engine run (None:
     #: an eighth of ``nbytes``)
     back: int | None = None
-    #: MR-ENG-138: the whole engine's MAC sends while a frame streams (``cosim_engine.FabricMac``);
-    #: False: the earlier store-and-forward hand-over at the frame's last beat
+    #: MR-ENG-120/125/138: the engine's MAC streams frames as they cross the wire
+    #: (:class:`FabricMac`); False: the earlier store-and-forward hand-over at the frame's last
+    #: bit (receiving) and last beat (sending)
     mac_cut_through: bool = True
     #: MR-ENG-130: the whole engine's chunk window (its TX half's ``chunk_window`` and its RX
     #: chunk ring; None: the instance's, ``engine_tx_params``); model runs only (the RTL is the
@@ -244,6 +249,98 @@ class RtlPeer:
 
     def poll_cq(self, max_entries=None):
         return []
+
+
+class _NoFaults:
+    """A link's faults that do nothing (``sim.fabric.Link.carry``'s interface)."""
+    corrupt = duplicate = 0
+
+    def lose(self, rng, opcode):
+        return False
+
+    def extra_delay(self, rng):
+        return 0
+
+
+def stream_into(link, width):
+    """MR-ENG-138: a MAC receiving as the frame streams in on ``link`` (the link into its host):
+    each frame reaches the host its ``width``-bit beats less one cycle before its last bit, so
+    its last beat enters ``s_axis`` as its last bit arrives."""
+    if link.faults is None:
+        link.faults = _NoFaults()       # the switch port then calls carry (no inlined path)
+    carry, nb, period = link.carry, width // 8, 1.0 / CLOCK_HZ
+
+    def early(frame, ser, start=None):
+        wl = getattr(frame, "_wl", 0)
+        carry(frame, max(0.0, ser - (-(-wl // nb) - 1) * period), start)
+    link.carry = early
+
+
+class FabricMac:
+    """MR-ENG-138: an engine's MAC on a fabric host whose endpoint is an :class:`RtlPeer`: the
+    frames that reached the host (bytes, in arrival order) go to ``s_axis`` (the whole engine's;
+    the TX half's loop, MR-ENG-125, sends through it too).
+
+    ``cut_through`` (the default): a MAC that streams frames as they cross the wire, as a
+    10 Gb/s MAC does. Transmit: a frame's time on the host's link starts at its first beat on
+    ``m_axis`` (``first``, seconds), or when the link has sent the frame before, and lasts its
+    bytes and the fabric's per-frame overhead at the link's rate; it arrives the link's delay
+    after its last bit; ``can_send`` is false while the link is more than :data:`FIFO_BYTES`
+    behind (the overhead of back-to-back frames). Receive (``into``: the link into the host):
+    a frame reaches ``rx`` its beats less one cycle (``width`` bits a beat) before its last bit
+    arrives, so its last beat enters ``s_axis`` as its last bit arrives (its bytes stream at
+    the line rate from then on). Otherwise (the earlier harness, store and forward both ways):
+    a frame is handed to the host's NIC at its last beat, which serialises it again, and the
+    MAC holds one frame beyond the NIC's queue (``can_send`` false while one waits, as
+    MR-ENG-125); a frame reaches ``rx`` at its last bit and streams into ``s_axis`` after."""
+
+    #: the cut-through MAC's transmit FIFO: bytes the link may be behind ``m_axis``
+    FIFO_BYTES = 32
+
+    def __init__(self, host, cut_through=True, *, into=None, width=64):
+        self.host, self.peer = host, host.ep
+        self.rx = self.peer.rx
+        self.cut_through = cut_through
+        if cut_through and into is not None:
+            stream_into(into, width)
+        link = host.nics[0].link
+        self.link, self.byte_s = link, 8.0 / link.rate
+        from metaroce.sim.fabric import FRAME_OVERHEAD, frame_len
+        self._overhead, self._frame_len = FRAME_OVERHEAD, frame_len
+        self.wire_free = 0.0            # when the link has sent every frame handed to it
+
+    def send(self, raw, first=None, frame=None):
+        """Send the frame ``raw`` (bytes; ``frame``: already decoded) whose first beat left at
+        ``first`` (seconds; None: hand it to the host's NIC now)."""
+        f = codec.decode(raw) if frame is None else frame
+        host = self.host
+        if not self.cut_through or first is None:
+            self.peer.tx.append(f)
+            host.pump()
+            return
+        now = host.sim.now
+        f._wl = self._frame_len(f)
+        start = max(first, self.wire_free)
+        self.wire_free = end = start + (f._wl + self._overhead) * self.byte_s
+        host.tx += 1
+        if host.tx_hook is not None:
+            host.tx_hook(f, now)
+        self.link.carry(f, end - now)       # arrives end + delay (end > now: the tail is on the wire)
+
+    def can_send(self, t):
+        """``m_axis.tready`` at time ``t`` (seconds)."""
+        if self.cut_through:
+            return self.wire_free - t <= self.FIFO_BYTES * self.byte_s
+        return not self.peer.tx
+
+    @property
+    def idle(self):
+        return not self.peer.tx
+
+
+def link_into(fab, host):
+    """The fabric's link whose far end is ``host``."""
+    return next(link for link in fab.links.values() if link.dst is host)
 
 
 def _source(rng, n):
@@ -407,6 +504,8 @@ class Cosim(Phases):
         self.region = s.keys[0]
         self.fab = fab = build_fabric(cfg)
         sender_host, peer_host = fab.hosts
+        if cfg.mac_cut_through:         # MR-ENG-120: the MAC streams each frame into s_axis
+            stream_into(link_into(fab, peer_host), cfg.width)
         # the sender's chunk window within the engine's chunk ring (MR-RX-082)
         tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2),
                       line_rate_bps=cfg.link_bps, base_rtt=cfg.rtt, chunk_window=CHUNK_RING)

@@ -26,7 +26,8 @@ from dataclasses import asdict
 
 from . import codec
 from . import protocol as P
-from .cosim import CLOCK_HZ, INTO, Config, RtlPeer, build_fabric, fabric_to, run_loop, write_bounds
+from .cosim import (CLOCK_HZ, INTO, Config, FabricMac, RtlPeer, build_fabric, fabric_to, link_into, run_loop,
+                    write_bounds)
 from .cosim_tx import check_config
 from . import regs_cases as rgc
 from .dma_read_cases import HostMemory as ReadMemory
@@ -66,89 +67,6 @@ class Loopback:
             self.rx.append(raw)
 
     idle = True
-
-
-class _NoFaults:
-    """A link's faults that do nothing (``sim.fabric.Link.carry``'s interface)."""
-    corrupt = duplicate = 0
-
-    def lose(self, rng, opcode):
-        return False
-
-    def extra_delay(self, rng):
-        return 0
-
-
-class FabricMac:
-    """MR-ENG-138: an engine's MAC on a fabric host whose endpoint is an
-    :class:`~metaroce.models.cosim.RtlPeer`: the frames that reached the host (bytes, in arrival
-    order) go to ``s_axis``.
-
-    ``cut_through`` (the default): a MAC that streams frames as they cross the wire, as a
-    10 Gb/s MAC does. Transmit: a frame's time on the host's link starts at its first beat on
-    ``m_axis`` (``first``, seconds), or when the link has sent the frame before, and lasts its
-    bytes and the fabric's per-frame overhead at the link's rate; it arrives the link's delay
-    after its last bit; ``can_send`` is false while the link is more than :data:`FIFO_BYTES`
-    behind (the overhead of back-to-back frames). Receive (``into``: the link into the host):
-    a frame reaches ``rx`` its beats less one cycle (``width`` bits a beat) before its last bit
-    arrives, so its last beat enters ``s_axis`` as its last bit arrives (its bytes stream at
-    the line rate from then on). Otherwise (the earlier harness, store and forward both ways):
-    a frame is handed to the host's NIC at its last beat, which serialises it again, and the
-    MAC holds one frame beyond the NIC's queue (``can_send`` false while one waits, as
-    MR-ENG-125); a frame reaches ``rx`` at its last bit and streams into ``s_axis`` after."""
-
-    #: the cut-through MAC's transmit FIFO: bytes the link may be behind ``m_axis``
-    FIFO_BYTES = 32
-
-    def __init__(self, host, cut_through=True, *, into=None, width=64):
-        self.host, self.peer = host, host.ep
-        self.rx = self.peer.rx
-        self.cut_through = cut_through
-        if cut_through and into is not None:
-            if into.faults is None:
-                into.faults = _NoFaults()       # the switch port then calls carry (no inlined path)
-            into.carry = self._early(into.carry, width // 8)
-        link = host.nics[0].link
-        self.link, self.byte_s = link, 8.0 / link.rate
-        from metaroce.sim.fabric import FRAME_OVERHEAD, frame_len
-        self._overhead, self._frame_len = FRAME_OVERHEAD, frame_len
-        self.wire_free = 0.0            # when the link has sent every frame handed to it
-
-    @staticmethod
-    def _early(carry, nb):
-        """The link's ``carry`` with the arrival its frame's beats less one cycle earlier."""
-        period = 1.0 / CLOCK_HZ
-
-        def early(frame, ser, start=None):
-            wl = getattr(frame, "_wl", 0)
-            carry(frame, max(0.0, ser - (-(-wl // nb) - 1) * period), start)
-        return early
-
-    def send(self, raw, first=None):
-        f = codec.decode(raw)
-        host = self.host
-        if not self.cut_through or first is None:
-            self.peer.tx.append(f)
-            host.pump()
-            return
-        now = host.sim.now
-        f._wl = self._frame_len(f)
-        start = max(first, self.wire_free)
-        self.wire_free = end = start + (f._wl + self._overhead) * self.byte_s
-        host.tx += 1
-        if host.tx_hook is not None:
-            host.tx_hook(f, now)
-        self.link.carry(f, end - now)       # arrives end + delay (end > now: the tail is on the wire)
-
-    def can_send(self, t):
-        """``m_axis.tready`` at time ``t`` (seconds)."""
-        if self.cut_through:
-            return self.wire_free - t <= self.FIFO_BYTES * self.byte_s
-        return not self.peer.tx
-
-    @property
-    def idle(self):
-        return not self.peer.tx
 
 
 class EngineLoop:
@@ -356,11 +274,6 @@ def engine_chunk_window(cfg):
     return engine_tx_params(engine_kw(cfg))["chunk_window"]
 
 
-def _link_into(fab, host):
-    """The fabric's link whose far end is ``host``."""
-    return next(link for link in fab.links.values() if link.dst is host)
-
-
 def _writes_of(cfg, nbytes, rng):
     """The WRITEs of ``nbytes`` one side posts, ``[(stream, offset, length)]``: ``cfg.n_writes``
     consecutive pieces of its source (:func:`~metaroce.models.cosim.write_bounds`), WR ``i`` on
@@ -452,7 +365,7 @@ class EndpointCosim:
         self.eng, s, self.region, self.eng_src = _engine_side(
             cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
             p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey,
-            into=_link_into(fab, fab.hosts[self.eng_host]))
+            into=link_into(fab, fab.hosts[self.eng_host]))
         c = s.conns[0]
         # the engine's paths start at PSN 0 both ways (MR-TX-012, Setup(first_psn=0))
         conn = ep.connect(ENDPOINT_QP, eng_addr, c.qp, paths=c.n_paths, streams=c.n_streams,
@@ -577,10 +490,10 @@ class PeerCosim:
         lat = cfg.latency
         self.a, _, self.region_a, self.src_a = _engine_side(
             cfg, cfg.seed + 10, cfg.nbytes, PEER_ADDR, LOCAL_ADDR, cfg.seed + 3, h0, p_bp=p_bp, latency=lat,
-            into=_link_into(fab, h0))
+            into=link_into(fab, h0))
         self.b, _, self.region_b, self.src_b = _engine_side(
             cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat,
-            into=_link_into(fab, h1))
+            into=link_into(fab, h1))
         self.pair = pair
         self.progress = progress
         self.peer_model = None if pair else EngineModel(cfg.width, **engine_kw(cfg))

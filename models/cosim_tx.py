@@ -10,10 +10,12 @@ What the engine sends next depends on those ACKs: the loop is closed.
 Time as MR-ENG-121: cycle ``n`` is fabric time ``n / CLOCK_HZ``, the link ``width x CLOCK_HZ``;
 the engine's ``now`` is the cycle's time in integer nanoseconds. Each cycle the fabric runs up
 to the cycle's time; the ACK frames that reached ``h0`` are decoded into ``s_ack`` records and
-offered one per cycle in arrival order; a frame whose last beat leaves ``m_axis`` in cycle ``n``
-is handed to ``h0``'s NIC at that time. The MAC holds at most one frame beyond the NIC's own
-queue: ``m_axis.tready`` is low while one waits (the engine's beats come at the line rate, the
-NIC also spends the per-frame overhead).
+offered one per cycle in arrival order (an ACK counts from its last bit). The MAC
+(:class:`~metaroce.models.cosim.FabricMac`, ``cfg.mac_cut_through``) puts a frame on ``h0``'s
+link from its first beat on ``m_axis``, ``m_axis.tready`` low while the link is behind (the
+per-frame overhead); with ``mac_cut_through`` False (the earlier harness) a frame whose last
+beat leaves ``m_axis`` in cycle ``n`` is handed to ``h0``'s NIC then, which serialises it again,
+and ``m_axis.tready`` is low while one frame waits beyond the NIC's own queue.
 
 :class:`TxCosim` is a traffic driver (``inputs``, ``observe``, ``settle``, ``finished``) for the
 lockstep loop of :mod:`metaroce.tb.lockstep` or :func:`run_model`: the connections' templates on
@@ -32,7 +34,7 @@ from dataclasses import asdict
 
 from . import codec
 from . import protocol as P
-from .cosim import (CLOCK_HZ, INTO, Config, RtlPeer, _source, build_fabric, fabric_to,
+from .cosim import (CLOCK_HZ, INTO, Config, FabricMac, RtlPeer, _source, build_fabric, fabric_to,
                     reference_receiver, run_loop, write_bounds)
 from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout
@@ -82,6 +84,8 @@ class _TxLoop(CounterReadout):
         self.cfg, self.fab, self.items, self.tmpls, self.mem, self.lay = cfg, fab, items, tmpls, mem, lay
         self.host = fab.hosts[0]
         self.peer = self.host.ep
+        # MR-ENG-125: m_axis into the host's link (the ACKs reach s_ack whole, at their last bit)
+        self.mac = FabricMac(self.host, cfg.mac_cut_through, width=cfg.width)
         self.nb = cfg.width // 8
         self.period = 1.0 / CLOCK_HZ
         self.cycle = 0
@@ -130,8 +134,7 @@ class _TxLoop(CounterReadout):
                "s_cfg__valid": 0, "s_cfg__payload": 0, "m_cqe__ready": 1, "m_error__ready": 1,
                "now": (self.cycle * 32 // 5) & P.TIME_MASK,        # 6.4 ns a cycle (MR-ENG-121)
                "reg_addr": self._readout_addr() if self._phase else 0,
-               # MR-ENG-125: the MAC holds one frame beyond the NIC's queue
-               "m_axis__tready": int(not self.peer.tx)}
+               "m_axis__tready": int(self.mac.can_send(self.cycle * self.period))}
         if self.ci < len(self.tmpls):
             inp.update({"s_cfg__valid": 1, "s_cfg__payload": pack(lay.cfg, self.tmpls[self.ci])})
         elif self.wi < len(self.items):
@@ -156,7 +159,8 @@ class _TxLoop(CounterReadout):
             if inp["m_axis__tready"]:
                 self.beats.append((out["m_axis__tdata"], out["m_axis__tkeep"]))
                 if out["m_axis__tlast"]:
-                    self._frame(frames_of_beats(self.beats, self.nb)[0])
+                    self._frame(frames_of_beats(self.beats, self.nb)[0],
+                                (self.cycle - len(self.beats) + 1) * self.period)
                     self.beats = []
             else:
                 self.res["mac_stalls"] += 1
@@ -168,13 +172,12 @@ class _TxLoop(CounterReadout):
             self.errors.append(unpack(self.lay.rtx.error, out["m_error__payload"]))
         self.cycle += 1
 
-    def _frame(self, raw):
+    def _frame(self, raw, first):
         f = codec.decode(raw)
         self.res["frames"] += 1
         if f.mrdh is not None and f.mrdh.flags & MrdhFlag.RETX:
             self.res["retransmits"] += 1
-        self.peer.tx.append(f)
-        self.host.pump()
+        self.mac.send(raw, first, frame=f)
 
     def settle(self, busy):
         super().settle(busy)

@@ -39,7 +39,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "MacTxArbModel", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
-           "ENGINE_CHUNK_WINDOW",
+           "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
 
 AXIL = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
@@ -514,13 +514,26 @@ ENGINE_CHUNK_WINDOW = 32
 ENGINE_RTO_NS = 160_000
 
 
+#: MR-ENG-130: the whole engine's fixed windows (the TX half's ``cwnd`` a path and
+#: ``conn_window``): 6,250 bytes a path, 25,000 a connection, about twice the bandwidth-delay
+#: product of 10 Gb/s at MR-ENG-123's 10 us base RTT, not the TX block's 12,500 and 50,000: the
+#: MAC is the bottleneck, so every byte a window allows beyond what the link and the fabric
+#: hold waits inside the TX half, committed to its path, and a resend found by an ACK left
+#: about 20 us after it (docs/hw/engine-results.md).
+ENGINE_CWND = 6_250
+ENGINE_CONN_WINDOW = 25_000
+
+
 def engine_tx_params(tx_kw):
     """MR-ENG-130: the TX half's parameters besides ``conns`` and ``paths``: ``models.tx.SMALL``'s,
-    ``rto_ns`` :data:`ENGINE_RTO_NS`, ``chunk_window`` :data:`ENGINE_CHUNK_WINDOW`, then ``tx_kw``."""
+    ``rto_ns`` :data:`ENGINE_RTO_NS`, ``chunk_window`` :data:`ENGINE_CHUNK_WINDOW`, ``cwnd``
+    :data:`ENGINE_CWND`, ``conn_window`` :data:`ENGINE_CONN_WINDOW`, then ``tx_kw``."""
     from .tx import SMALL
     kw = {k: v for k, v in SMALL.items() if k not in ("conns", "paths")}
     kw["rto_ns"] = ENGINE_RTO_NS
     kw["chunk_window"] = ENGINE_CHUNK_WINDOW
+    kw["cwnd"] = ENGINE_CWND
+    kw["conn_window"] = ENGINE_CONN_WINDOW
     kw.update(tx_kw)
     return kw
 

@@ -69,19 +69,23 @@ def test_cosim_back_argument(capsys):
 
 
 def test_cosim_mac_argument(capsys):
-    """MR-ENG-124/138: ``--mac`` is the whole engine's MAC model: one line and exit 2 without
-    ``--peer rtl|endpoint``; ``--mac store-and-forward`` runs the earlier harness, later than the
-    cut-through MAC on the same run."""
-    assert main(["cosim", "--mac", "store-and-forward"]) == 2
-    assert len(capsys.readouterr().err.strip().splitlines()) == 1
-    cycles = {}
-    for mac in ("cut-through", "store-and-forward"):
-        assert main(["cosim", "--peer", "endpoint", "--engine", "model", "--json", "--bytes", "8192",
-                     "--back", "1024", "--loss", "0", "--mac", mac]) == 0
-        r = json.loads(capsys.readouterr().out)
-        assert r["ok"] and r["config"]["mac_cut_through"] == (mac == "cut-through")
-        cycles[mac] = r["cycles"]
-    assert cycles["cut-through"] < cycles["store-and-forward"]
+    """MR-ENG-120/124/125/138: ``--mac`` is the engine's MAC model in every kind of run (the
+    receive half, the TX half, the whole engine against the endpoint); ``--mac
+    store-and-forward`` runs the earlier harness, later than the cut-through MAC on the same
+    run; any other value: one line and exit 2."""
+    with pytest.raises(SystemExit) as e:
+        main(["cosim", "--mac", "wormhole"])
+    assert e.value.code == 2 and "--mac" in capsys.readouterr().err
+    for kind in (["--direction", "rx"], ["--direction", "tx"], ["--peer", "endpoint"]):
+        cycles = {}
+        for mac in ("cut-through", "store-and-forward"):
+            assert main(["cosim", *kind, "--engine", "model", "--json", "--bytes", "8192",
+                         *(["--back", "1024"] if "--peer" in kind else []), "--loss", "0",
+                         "--mac", mac]) == 0
+            r = json.loads(capsys.readouterr().out)
+            assert r["ok"] and r["config"]["mac_cut_through"] == (mac == "cut-through")
+            cycles[mac] = r["cycles"]
+        assert cycles["cut-through"] < cycles["store-and-forward"], kind
 
 
 def test_pod_scenario_reference():
@@ -135,7 +139,7 @@ def test_fabric_mac_sends_while_the_frame_streams():
         fab = cosim.build_fabric(cfg)
         h0, h1 = fab.hosts
         h0.ep, h1.ep = cosim.RtlPeer("10.0.0.1"), cosim.RtlPeer(LOCAL_ADDR)
-        mac = cosim_engine.FabricMac(h1, cut_through=cut, into=cosim_engine._link_into(fab, h1))
+        mac = cosim.FabricMac(h1, cut_through=cut, into=cosim.link_into(fab, h1))
         beats = -(-len(data) // 8)
         cosim.fabric_to(fab, 1600)
         t_last = fab.sim.now            # the NIC takes the frame now (the harness before)
@@ -178,7 +182,7 @@ def test_fabric_mac_receives_early_on_a_link_without_faults():
         fab = cosim.build_fabric(_cfg(4096, 0.0, 1))
         h0, h1 = fab.hosts
         h0.ep, h1.ep = cosim.RtlPeer("10.0.0.1"), cosim.RtlPeer(LOCAL_ADDR)
-        mac = cosim_engine.FabricMac(h0, cut_through=cut, into=cosim_engine._link_into(fab, h0))
+        mac = cosim.FabricMac(h0, cut_through=cut, into=cosim.link_into(fab, h0))
         seen = []
         h0.rx_hook = lambda f, now: seen.append(now)
         h1.ep.tx.append(codec.decode(raw))

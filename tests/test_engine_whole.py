@@ -124,6 +124,19 @@ def test_engine_verilog_port_names():
     assert engine_layouts().conns == 2
 
 
+def test_engine_tx_parameters():
+    """MR-ENG-130: the whole engine's TX half takes the engine's chunk window, initial RTO and
+    fixed windows (not the TX block's), and an argument overrides each."""
+    from metaroce.models.engine import (ENGINE_CHUNK_WINDOW, ENGINE_CONN_WINDOW, ENGINE_CWND,
+                                        ENGINE_RTO_NS, engine_tx_params)
+    kw = engine_tx_params({})
+    assert (kw["chunk_window"], kw["rto_ns"], kw["cwnd"], kw["conn_window"]) == (
+        ENGINE_CHUNK_WINDOW, ENGINE_RTO_NS, ENGINE_CWND, ENGINE_CONN_WINDOW) == (32, 160_000, 6_250, 25_000)
+    sched = EngineModel(64).tx.sched.sem
+    assert (sched.chunk_window, sched.cwnd, sched.conn_window) == (32, 6_250, 25_000)
+    assert EngineModel(64, cwnd=12_500).tx.sched.sem.cwnd == 12_500
+
+
 def test_two_engines_model(capsys):
     """MR-ENG-138: ``metaroce cosim --peer rtl --engine model``: two whole engines (cycle
     models) over the fabric, h0 writing to h1 and h1 back; both memories equal their sources,

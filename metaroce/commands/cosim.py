@@ -64,9 +64,10 @@ def add_arguments(p):
                    help="with --peer rtl or endpoint: the bytes h1 writes back to h0 at the same "
                         "time (default an eighth of --bytes; 0: none)")
     p.add_argument("--mac", choices=("cut-through", "store-and-forward"), default="cut-through",
-                   help="with --peer rtl or endpoint: the engine's MAC sends while a frame streams "
-                        "(default), or hands it to the host's NIC at its last beat, which "
-                        "serialises it again (the earlier harness)")
+                   help="the engine's MAC streams a frame as it crosses the wire, both ways "
+                        "(default), or store and forward (the earlier harness): a frame sent is "
+                        "handed to the host's NIC at its last beat, which serialises it again, "
+                        "and a frame received enters s_axis after its last bit")
     p.add_argument("--width", type=int, default=64, choices=(64, 512),
                    help="datapath bits (default 64: the 10 Gb/s link at 156.25 MHz; 512: 80 Gb/s)")
     p.add_argument("--ack-every", type=int, default=None, dest="ack_every",
@@ -138,8 +139,6 @@ def run(args):
         raise CliError("--seed must be >= 0")
     if args.back is not None and not (peer or endpoint):
         raise CliError("--back is h1's writes back: only with --peer rtl or endpoint")
-    if args.mac != "cut-through" and not (peer or endpoint):
-        raise CliError("--mac is the whole engine's MAC: only with --peer rtl or endpoint")
     if args.back is not None and not 0 <= args.back <= (1 << 30):
         raise CliError("--back must be in 0..1073741824")
     whole = peer or endpoint                    # the whole engine: its TX half's MTU and connections
@@ -150,8 +149,8 @@ def run(args):
         raise CliError("--ack-every must be in 1..15")
     over, _ = cosim.SCENARIOS[args.scenario]
     cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}),
-                          **({"n_conns": 1, "back": args.back,
-                              "mac_cut_through": args.mac == "cut-through"} if whole else {}),
+                          **({"n_conns": 1, "back": args.back} if whole else {}),
+                          "mac_cut_through": args.mac == "cut-through",
                           "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
                           "ack_every": args.ack_every})

@@ -18,7 +18,9 @@ import time
 from metaroce.models import cosim, cosim_engine, cosim_tx
 
 
-def main():
+def run_arguments():
+    """The arguments that name a run (scenario, kind, direction, size, back, loss, seed); shared
+    with ``engine_trace.py``."""
     p = argparse.ArgumentParser()
     p.add_argument("scenario", choices=sorted(cosim.SCENARIOS))
     p.add_argument("kind", choices=("peer", "endpoint"))
@@ -27,6 +29,11 @@ def main():
     p.add_argument("--back", type=int, default=None)
     p.add_argument("--loss", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=1)
+    return p
+
+
+def main():
+    p = run_arguments()
     p.add_argument("--mac", choices=("cut-through", "store-and-forward"), default="cut-through")
     p.add_argument("--chunk-window", type=int, default=None)
     p.add_argument("--reference-only", action="store_true")
