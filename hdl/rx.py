@@ -19,9 +19,9 @@ reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-05
 
 Pipeline (MR-RX-040): the cycle a record is taken its connection and key rows are read (the
 addresses are bits of the record); S1..S3 run the checks (MR-RX-049) and the placement address
-(MR-RX-046), S3 reads the path row; S4, the window stage, forwards the last path-row write over
-the read data (MR-RX-042), classifies the PSN against the PSN-indexed SACK ring (MR-RX-013),
-decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
+(MR-RX-046), S2 reads the path row and S3 registers it with the path-row writes the read
+missed forwarded (MR-RX-042, MR-RX-117); S4, the window stage, classifies the PSN against
+the PSN-indexed SACK ring (MR-RX-013), decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
 Fast updates go one per cycle, also back to back on one path (MR-RX-043); a slide or a filled
 gap holds the pipeline for HOLD_CYCLES (MR-RX-048). Beside S5, the message stage (MR-RX-080..085)
 reads the message table row of the record's {connection, stream} (read in S3, registered in S4
@@ -109,41 +109,54 @@ def _rotate(m, value, amount, *, left, name="rot"):
 LIMB = 16
 
 
+ADDR_LIMB = 16
+
+
 def _address_limbs(base, va, offset):
     """MR-RX-046, first half (S1): ``base + va + offset`` as a carry-save pair (one LUT level),
-    then each 16-bit limb of that pair summed on its own: four 17-bit limb sums whose carries
-    are resolved in S2 (:func:`_address_resolve`)."""
+    then each ``ADDR_LIMB``-bit limb of that pair summed on its own for a carry in of 0 and of 1
+    (carry select): per limb ``Cat(sum0, sum1)``, each ``ADDR_LIMB + 1`` bits with its carry
+    out; S2 picks one by the carry from below (:func:`_address_resolve`)."""
     off = offset.as_unsigned()
     x = base ^ va ^ off
     y = Cat(Const(0, 1), ((base & va) | (base & off) | (va & off))[:63])
-    return [_add_prefix(x[k:k + LIMB], y[k:k + LIMB]) for k in range(0, 64, LIMB)]
+    return [Cat(_add_prefix(x[k:k + ADDR_LIMB], y[k:k + ADDR_LIMB]),
+                _add_prefix(x[k:k + ADDR_LIMB], y[k:k + ADDR_LIMB], carry_in=1))
+            for k in range(0, 64, ADDR_LIMB)]
 
 
 def _address_resolve(limbs):
-    """MR-RX-046, second half (S2): each limb plus the carry out of the limbs below it (a carry
-    crosses a limb whose sum is all ones), the limbs' increments computed alongside."""
+    """MR-RX-046, second half (S2): each limb's sum for the carry out of the limbs below it,
+    that carry chosen limb by limb the same way (2:1 muxes, no adder)."""
     out = []
     carry = Const(0, 1)
     for s in limbs:
-        low = s[:LIMB]
-        out.append(Mux(carry, (low + 1)[:LIMB], low))
-        carry = s[LIMB] | (low.all() & carry)
+        s0, s1 = s[:ADDR_LIMB + 1], s[ADDR_LIMB + 1:]
+        out.append(Mux(carry, s1[:ADDR_LIMB], s0[:ADDR_LIMB]))
+        carry = Mux(carry, s1[ADDR_LIMB], s0[ADDR_LIMB])
     return Cat(*out)
 
 
-def _registered_row(m, name, rd, wr, addr, advance, fwd_now, fwd_data):
-    """MR-RX-115: a row read in S3 (``addr``, the S3 record's) and registered in S4, so the
-    stage beside S5 starts from a register. The row register takes the write of S4's own cycle
-    when ``fwd_now`` (the stage's write for S5's record, of the same row: the equality of the
-    two addresses registered a cycle before), else the write of S3's cycle when it hit the
-    address read (any writer, the configuration's included), else the read data. Returns the
-    row register."""
+def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False):
+    """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
+    record's) and registered as the record moves, so the stage that uses it starts from a
+    register. The row register takes the first write of this cycle in ``now`` (pairs of a
+    condition and the data written, each condition meaning a write of this cycle to the same
+    row), else the write of the cycle before when it hit the address read (any writer), else
+    the read data. With ``reread`` the read and its forward run every cycle (the caller's
+    ``addr`` names the waiting record's row during a hold), else only when ``advance``.
+    Returns the row register."""
     row = Signal(len(rd.data), name=f"{name}_row")
     fwd_prev, wb_prev = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_wb_prev")
-    m.d.comb += [rd.addr.eq(addr), rd.en.eq(advance)]
+    read = Const(1, 1) if reread else advance
+    m.d.comb += [rd.addr.eq(addr), rd.en.eq(read)]
+    with m.If(read):
+        m.d.sync += [fwd_prev.eq(wr.en & (wr.addr == addr)), wb_prev.eq(wr.data)]
+    value = Mux(fwd_prev, wb_prev, rd.data)
+    for cond, wdata in reversed(now):
+        value = Mux(cond, wdata, value)
     with m.If(advance):
-        m.d.sync += [fwd_prev.eq(wr.en & (wr.addr == addr)), wb_prev.eq(wr.data),
-                     row.eq(Mux(fwd_now, fwd_data, Mux(fwd_prev, wb_prev, rd.data)))]
+        m.d.sync += row.eq(value)
     return row
 
 
@@ -424,7 +437,7 @@ class Rx(wiring.Component):
 
         s2_carry, s2_flags = Signal(carry), Signal(flags)
         s2_end, s2_bnd, s2_rlen, s2_rdiff = Signal(limb_sums), Signal(limb_sums), Signal(limb_sums), Signal(limb_sums)
-        s2_addr_limbs = [Signal(LIMB + 1, name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
+        s2_addr_limbs = [Signal(2 * (ADDR_LIMB + 1), name=f"s2_addr_limb{k}") for k in range(64 // ADDR_LIMB)]
         with m.If(advance):
             m.d.sync += [
                 s2_valid.eq(s1_valid), s2_carry.eq(s1_carry), s2_flags.eq(s1_flags),
@@ -461,7 +474,7 @@ class Rx(wiring.Component):
                                                               s2_rdiff.hi0[LIMB - 1])),
                          s3_addr.eq(_address_resolve(s2_addr_limbs))]
 
-        # -- S3: the compares' carries, MR-RX-020's priority; the path-row read; the ring's
+        # -- S3: the compares' carries, MR-RX-020's priority; the path row registered; the ring's
         # one-hots for S4 (MR-RX-013)
         def greater_equal(c):
             gt = Mux(c.carry, c.gt1, c.gt0) | (Mux(c.carry, c.eq1, c.eq0) & c.lo_gt)
@@ -523,10 +536,9 @@ class Rx(wiring.Component):
             ]
 
         # -- S4: the window stage (MR-RX-024..029, MR-RX-013, MR-RX-042, MR-RX-048). The row
-        # is the last cycle's write when it hit the address read (fwd), else the read data.
-        wb_data = Signal(lay.path_mem.size)
-        fwd = Signal()
-        row = data.View(lay.path_mem, Mux(fwd, wb_data, path_rd.data))
+        # is a register: read in S2, registered in S3 with the writes forwarded (MR-RX-117)
+        s4_row = Signal(lay.path_mem.size)
+        row = data.View(lay.path_mem, s4_row)
         psn, cum = s4_carry.psn, row.cum
         psn_hi, psn_lo, cum_hi, cum_lo = psn[9:], psn[:9], cum[9:], cum[:9]
         # psn - cum in [0, 512] without a 24-bit subtraction; behind: bit 23 of psn - cum
@@ -679,8 +691,21 @@ class Rx(wiring.Component):
                                                     cfg_path.cum[:9], left=True, name="cfg_rot"))
             else:
                 m.d.comb += cfg_row[name].eq(cfg_path[name])
-        rd_addr = Signal(row_bits)
-        m.d.comb += [rd_addr.eq(Mux(holding, s4_carry.row, s3_carry.row)), path_rd.addr.eq(rd_addr)]
+        # MR-RX-117: the path row read in S2 (S3's row again during a hold) and registered for
+        # S4; this cycle's write forwarded when it is S4's to S3's row (a registered equality)
+        # or a configuration write to S3's row; the slow update's write into S4's row register
+        # when S5's record (the slow one) and S4's share the row
+        path_same = _same_row(m, "path", s2_carry.row, advance)
+        path_same_s5 = Signal()
+        with m.If(advance):
+            m.d.sync += path_same_s5.eq(path_same)
+        cfg_path_hit = cfg_take & (cfg.table == TABLE_PATH) & (cfg.addr[:row_bits] == s3_carry.row)
+        path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
+                                   advance, [(ok & path_same, nrow.as_value()), (cfg_path_hit, cfg_row.as_value())],
+                                   reread=True)
+        with m.If(slow_write & path_same_s5):
+            m.d.sync += path_row.eq(slow_row)
+        m.d.comb += s4_row.eq(path_row)
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),
             conn_wr.data.eq(cfg.data[:lay.conn.size]),
@@ -692,7 +717,6 @@ class Rx(wiring.Component):
             path_wr.addr.eq(Mux(slow_write, sl_addr, Mux(ok, s4_carry.row, cfg.addr[:row_bits]))),
             path_wr.data.eq(Mux(slow_write, slow_row.as_value(), Mux(ok, nrow.as_value(), cfg_row.as_value()))),
         ]
-        m.d.sync += [fwd.eq(path_wr.en & (path_wr.addr == rd_addr)), wb_data.eq(path_wr.data)]
 
         # -- S5: the outputs into their queues, the counters (MR-RX-030..033, MR-RX-050)
         s5_carry = Signal(carry)
@@ -753,7 +777,7 @@ class Rx(wiring.Component):
         m_same = _same_row(m, "msg", msg_addr, advance)
         m_fwd_now, new_row = Signal(), Signal(lay.msg_row)
         mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, msg_addr, advance,
-                                                      m_fwd_now, new_row.as_value()))
+                                                      [(m_fwd_now, new_row.as_value())]))
         mc = s5_carry
         m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
         m_rest = Signal(32)
@@ -852,7 +876,7 @@ class Rx(wiring.Component):
         rs_same = _same_row(m, "rds", rds_addr, advance)
         rs_fwd_now, nstate = Signal(), Signal(lay.rd_state)
         rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, rds_addr, advance,
-                                                         rs_fwd_now, nstate.as_value()))
+                                                         [(rs_fwd_now, nstate.as_value())]))
         r_entry = Signal(ent_w)
         m.d.comb += r_entry.eq(rstate.ring.word_select(m_pos, ent_w))
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))

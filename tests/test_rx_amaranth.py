@@ -315,3 +315,15 @@ def test_message_rows_back_to_back():
     cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
     res = run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0)
     assert len(res["cqe"]) == 8 + 3
+
+
+def test_path_row_forwards():
+    """MR-RX-117: the path row read in S2 and registered in S3: records of one path at
+    distances 1 and 2, slow updates followed by their path's next record in S4 and in S3
+    during the hold, a path-row configuration write beside its path's record in S3, with no
+    idle cycle and no backpressure: 0 mismatches (each of the five forwards disabled on its
+    own makes this test fail)."""
+    s = rc.Setup(*SMALL, seed=21, ack_every=1)
+    cases = rc.path_forward_cases(s)
+    res = run_lockstep(64, s, cases, seed=2, p_idle=0.0, p_bp=0.0, quiet_cfg=False, check=False)
+    assert res["counters"][RxCode.ACCEPTED] >= 4 * 16
