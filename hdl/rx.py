@@ -109,31 +109,25 @@ def _rotate(m, value, amount, *, left, name="rot"):
 LIMB = 16
 
 
-ADDR_LIMB = 16
-
-
 def _address_limbs(base, va, offset):
     """MR-RX-046, first half (S1): ``base + va + offset`` as a carry-save pair (one LUT level),
-    then each ``ADDR_LIMB``-bit limb of that pair summed on its own for a carry in of 0 and of 1
-    (carry select): per limb ``Cat(sum0, sum1)``, each ``ADDR_LIMB + 1`` bits with its carry
-    out; S2 picks one by the carry from below (:func:`_address_resolve`)."""
+    then each 16-bit limb of that pair summed on its own: four 17-bit limb sums whose carries
+    are resolved in S2 (:func:`_address_resolve`)."""
     off = offset.as_unsigned()
     x = base ^ va ^ off
     y = Cat(Const(0, 1), ((base & va) | (base & off) | (va & off))[:63])
-    return [Cat(_add_prefix(x[k:k + ADDR_LIMB], y[k:k + ADDR_LIMB]),
-                _add_prefix(x[k:k + ADDR_LIMB], y[k:k + ADDR_LIMB], carry_in=1))
-            for k in range(0, 64, ADDR_LIMB)]
+    return [_add_prefix(x[k:k + LIMB], y[k:k + LIMB]) for k in range(0, 64, LIMB)]
 
 
 def _address_resolve(limbs):
-    """MR-RX-046, second half (S2): each limb's sum for the carry out of the limbs below it,
-    that carry chosen limb by limb the same way (2:1 muxes, no adder)."""
+    """MR-RX-046, second half (S2): each limb plus the carry out of the limbs below it (a carry
+    crosses a limb whose sum is all ones), the limbs' increments computed alongside."""
     out = []
     carry = Const(0, 1)
     for s in limbs:
-        s0, s1 = s[:ADDR_LIMB + 1], s[ADDR_LIMB + 1:]
-        out.append(Mux(carry, s1[:ADDR_LIMB], s0[:ADDR_LIMB]))
-        carry = Mux(carry, s1[ADDR_LIMB], s0[ADDR_LIMB])
+        low = s[:LIMB]
+        out.append(Mux(carry, (low + 1)[:LIMB], low))
+        carry = s[LIMB] | (low.all() & carry)
     return Cat(*out)
 
 
@@ -437,7 +431,7 @@ class Rx(wiring.Component):
 
         s2_carry, s2_flags = Signal(carry), Signal(flags)
         s2_end, s2_bnd, s2_rlen, s2_rdiff = Signal(limb_sums), Signal(limb_sums), Signal(limb_sums), Signal(limb_sums)
-        s2_addr_limbs = [Signal(2 * (ADDR_LIMB + 1), name=f"s2_addr_limb{k}") for k in range(64 // ADDR_LIMB)]
+        s2_addr_limbs = [Signal(LIMB + 1, name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
         with m.If(advance):
             m.d.sync += [
                 s2_valid.eq(s1_valid), s2_carry.eq(s1_carry), s2_flags.eq(s1_flags),
