@@ -480,7 +480,8 @@ class Retransmit(wiring.Component):
             with m.If(sent_ok):
                 m.d.comb += [free_pop.eq(1), rec_wr.en.eq(1), link_wr.en.eq(~empty),
                              inc["sent"].eq(1), row_write.eq(1),
-                             nrow.next_psn.eq(row.next_psn + 1), nrow.tail.eq(free_head)]
+                             nrow.next_psn.eq(row.next_psn + 1), nrow.tail.eq(free_head),
+                             nrow.t_new.eq(s1_sent.t_sent)]
                 with m.If(empty):
                     m.d.comb += push_job.eq(1)
                 with m.If(no_live):
@@ -533,12 +534,12 @@ class Retransmit(wiring.Component):
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
                              nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(row.rto),
                              nrow.consec.eq(0)]
-                # MR-TX-052: the oldest live record resolved: the timer restarts at the ACK
-                # if live records remain
+                # MR-TX-052, MR-TX-055: the oldest live record resolved: the timer restarts
+                # from the send time of the path's newest record if live records remain
                 with m.If(moved):
                     m.d.comb += nrow.lost_upto.eq(new_floor)
                     with m.If(to_next):
-                        m.d.comb += nrow.t_live.eq(now)
+                        m.d.comb += nrow.t_live.eq(row.t_new)
                         arm()
                     with m.Else():
                         m.d.comb += nrow.timer_on.eq(0)

@@ -143,6 +143,7 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
         "floor": psn, "next_psn": psn, "tail": ptr,
         "lost_upto": psn,                       # MR-TX-052: PSNs floor..lost_upto-1 are lost
         "t_live": records.TIME_BITS,            # MR-TX-052: the timer's start
+        "t_new": records.TIME_BITS,             # MR-TX-055: the newest record's send time
         "timer_on": 1, "listed": 1,
         "backoff": 3, "consec": 4,              # MR-TX-061
         # MR-TX-054: the path's RTO, and the timer's rto x 2^backoff (MR-TX-038: kept so that
@@ -208,7 +209,7 @@ class RetransmitModel:
         st = self.path.get(row)
         if st is None:
             st = self.path[row] = {"floor": 0, "next_psn": 0, "lost_upto": 0, "t_live": 0,
-                                   "timer_on": 0, "backoff": 0, "consec": 0, "recs": deque(),
+                                   "t_new": 0, "timer_on": 0, "backoff": 0, "consec": 0, "recs": deque(),
                                    "rto": self.rto_ns, "rto_x": self.rto_ns, "est": None}
         return st
 
@@ -255,6 +256,7 @@ class RetransmitModel:
         st = self.state(row)
         if st["lost_upto"] == st["next_psn"]:
             st.update(t_live=s["t_sent"], timer_on=1)
+        st["t_new"] = s["t_sent"]
         st["next_psn"] = P.psn_add(st["next_psn"], 1)
         st["recs"].append({k: s[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")})
         self.used += 1
@@ -298,7 +300,8 @@ class RetransmitModel:
             if floor == st["next_psn"]:
                 st["timer_on"] = 0
             else:
-                st.update(t_live=now, timer_on=1)           # MR-TX-052: restarted at the ACK
+                # MR-TX-052, MR-TX-055: restarted from the newest record's send time
+                st.update(t_live=st["t_new"], timer_on=1)
         return out
 
     def timeout(self, conn, path):
@@ -693,7 +696,7 @@ class RetransmitCycleModel:
                 job = {"kind": JOB_RESTART, "row": row_i, "ptr": ptr}
             else:
                 self.link[row["tail"]] = ptr
-            new.update(next_psn=P.psn_add(row["next_psn"], 1), tail=ptr)
+            new.update(next_psn=P.psn_add(row["next_psn"], 1), tail=ptr, t_new=f["t_sent"])
             if row["lost_upto"] == row["next_psn"]:
                 new["t_live"] = f["t_sent"]
                 arm()
@@ -718,12 +721,13 @@ class RetransmitCycleModel:
             lost_n = min(n, P.psn_dist(row["floor"], row["lost_upto"]))
             new.update(floor=floor, backoff=0, consec=0, rto_x=row["rto"])
             if P.psn_dist(row["lost_upto"], floor) > 0:
-                # MR-TX-052: the oldest live record resolved: the timer restarts at the ACK
+                # MR-TX-052, MR-TX-055: the oldest live record resolved: the timer restarts
+                # from the send time of the path's newest record
                 new["lost_upto"] = floor
                 if floor == row["next_psn"]:
                     new["timer_on"] = 0
                 else:
-                    new["t_live"] = now
+                    new["t_live"] = row["t_new"]
                     arm()
             d = P.psn_dist(row["floor"], f["psn"])
             job = {"kind": JOB_WALK, "row": row_i, "conn": f["conn"], "path": f["path"], "n": n,

@@ -214,18 +214,18 @@ def _rto_events(m):
     return [e[3:] for e in m.events if e[0] == "rto"]
 
 
-def test_timer_restarts_at_progress_ack():
-    """MR-TX-052 (MR-TX-061): an ACK that resolves the oldest live record, with live records
-    left, restarts the timer at the ACK's time (RFC 6298 5.3), not at the next record's send
-    time; records already reported lost by a timeout are not reported again when an ACK
-    resolves them."""
+def test_timer_restarts_from_newest_send():
+    """MR-TX-052, MR-TX-055 (MR-TX-061): an ACK that resolves the oldest live record, with live
+    records left, restarts the timer from the send time of the path's newest record (a bound on
+    the oldest live record's, MR-REL-006), not at the ACK's time; records already reported lost
+    by a timeout are not reported again when an ACK resolves them."""
     items = [rc.sent_item(CONN, PATH, 0, chunk=1), rc.wait_item(1000),
              rc.sent_item(CONN, PATH, 1, chunk=2), rc.wait_item(500), _ack_old_trigger(1)]
     m, res, exp = _run_timed(items)
     t1, (t_ack,) = _sent_times(m)[1], _ack_times(m)
     (t_out,) = _timeouts(m)
     assert t_ack - t1 >= 500
-    assert t_ack + TIMERS["rto_ns"] <= t_out <= t_ack + TIMERS["rto_ns"] + 2 * SLOT
+    assert t1 + TIMERS["rto_ns"] <= t_out <= t1 + TIMERS["rto_ns"] + 2 * SLOT
     assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [2]
     # the late ACK of both: PSN 1 was lost by the timer and is now acknowledged, not lost again
     items2 = items + [rc.wait_item(4000), _ack_old_trigger(2)]
@@ -233,21 +233,41 @@ def test_timer_restarts_at_progress_ack():
     assert len(res2["resend"]) == 1 and len(res2["acked"]) == 2
 
 
+def test_tail_loss_found_one_rto_after_its_send():
+    """MR-TX-055 (issue 13's tail loss, hw/engine-results.md): the path's newest record lost
+    while the ACKs of the records before it keep coming: the timer expires one RTO after the
+    lost record's send time, not one RTO after the last ACK (MR-TX-053's restart, a whole
+    RTT later)."""
+    rto = TIMERS["rto_ns"]
+    items = [rc.sent_item(CONN, PATH, i, chunk=i) for i in range(4)]
+    items += [rc.wait_item(rto // 4), _ack_old_trigger(2), rc.wait_item(rto // 4),
+              _ack_old_trigger(3)]
+    m, res, exp = _run_timed(items)
+    sent, acks = _sent_times(m), _ack_times(m)
+    (t_out,) = _timeouts(m)
+    assert acks[-1] - sent[3] >= rto // 2
+    assert sent[3] + rto <= t_out <= sent[3] + rto + 2 * SLOT < acks[-1] + rto
+    assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [3]
+
+
 def test_slow_draining_window_no_spurious_timeout():
-    """MR-TX-052, MR-TX-053, MR-TX-061 (issue 12): a full window whose ACKs each resolve its oldest record
-    but arrive slower than the RTO in total (8 records, one ACK every 0.6 RTO: the last record
-    is acknowledged about 5 RTOs after it was sent) never times out; its tail, lost, times out
-    one RTO after the last ACK that made progress."""
+    """MR-TX-052, MR-TX-054, MR-TX-055 (issue 12): a full window whose ACKs each resolve its
+    oldest record but arrive slower than the initial RTO in total (8 records, one ACK every 0.6
+    RTO, each triggered by the record it resolves: the last record is acknowledged about 5 RTOs
+    after it was sent) never times out, because the RTT samples raise the RTO (RFC 6298, as
+    the endpoint's MR-REL-006 timer); its tail, lost, times out one RTO (the estimator's, as
+    it stands then) after the newest record's send time."""
     rto = TIMERS["rto_ns"]
     items = [rc.sent_item(CONN, PATH, i, chunk=i) for i in range(8)]
     for k in range(6):
-        items += [rc.wait_item(rto * 6 // 10), _ack_old_trigger(k + 1)]
+        items += [rc.wait_item(rto * 6 // 10), rc.ack_item(CONN, PATH, k + 1, 0, psn=k)]
     m, res, exp = _run_timed(items)
     sent, acks = _sent_times(m), _ack_times(m)
-    # under the oldest-send-time rule the timer would have expired before these ACKs
     assert acks[-1] - sent[6] > 3 * rto
     (t_out,) = _timeouts(m)
-    assert acks[-1] + rto <= t_out <= acks[-1] + rto + 2 * SLOT
+    last_rto = _rto_events(m)[-1][1]
+    assert t_out > acks[-1] and last_rto > 3 * rto
+    assert sent[7] + last_rto <= t_out <= sent[7] + last_rto + 2 * SLOT
     assert [x["chunk"] for x in rc.decode(m.lay, res["acked"])] == list(range(6))
     assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [6, 7]
     assert m.counters[CTR["timeout_losses"]] == 2 and m.counters[CTR["timeouts"]] == 1
