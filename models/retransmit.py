@@ -264,9 +264,9 @@ class RetransmitModel:
         return True
 
     def ack(self, a, now=0):
-        """An ACK or NAK (the fields of ``Layouts.ack``), applied at time ``now`` (the timer's
-        restart, MR-TX-052; callers without timers may leave it 0): the decisions it produces,
-        in PSN order (MR-TX-021..024)."""
+        """An ACK or NAK (the fields of ``Layouts.ack``) at time ``now`` (kept for the replay's
+        events; since MR-TX-055 the timer's restart takes the newest record's send time, not
+        ``now``): the decisions it produces, in PSN order (MR-TX-021..024)."""
         if a["nak"]:
             self._count("naks")
             return []
