@@ -3,7 +3,9 @@ and streams with resends first, chunking at the MTU, a PSN per path, path choice
 frame requests and sent events out (docs/spec/hw-tx-sched.md, MR-TXS-*).
 
 ``TxSched(width=64, *, conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
-path_pkts, ack_every, resend_depth)`` (MR-TXS-001). Ports (MR-TXS-002), all
+path_pkts, ack_every, resend_depth, carry_chain=None)`` (MR-TXS-001; ``carry_chain`` is
+MR-TXS-038's adder form, by default the elaborating platform's ``carry_chain``, else the prefix
+form). Ports (MR-TXS-002), all
 ``amaranth.lib.stream``:
 
 ========== ====== ========================================================================
@@ -101,29 +103,47 @@ def _prefix_sum(m, a, b, carry_in=0, name="sum"):
     return _named(m, Cat(p ^ (G << 1)[:n], G[n - 1]), name)
 
 
-def _add(m, a, b, carry_in=0, name="add"):
-    """``a + b (+ 1)`` modulo 2^len(a)."""
-    return _prefix_sum(m, a.as_unsigned(), b, carry_in, name)[:len(a)]
+class _Arith:
+    """MR-TXS-038: the scheduler's adds, subtractions and compares in the form of the target.
+    With ``carry_chain`` (an FPGA with a carry chain: ECP5's CCU2C) a plain ``+``, which the
+    vendor flow maps to the chain; without it (MR-FLOW-010's generic 6-LUT flow, no carry
+    cells) the prefix tree of :func:`_prefix_sum` (a plain ``+`` there is a deeper ripple).
+    The same function modulo 2^n either way."""
 
+    def __init__(self, m, carry_chain):
+        self.m, self.carry_chain = m, carry_chain
 
-def _sub(m, a, b, name="sub"):
-    """``a - b`` modulo 2^len(a), a prefix add of the complement."""
-    n = len(a)
-    return _prefix_sum(m, a.as_unsigned(), ~_ext(Value.cast(b).as_unsigned(), n), 1, name)[:n]
+    def add(self, a, b, carry_in=0, name="add"):
+        """``a + b (+ 1)`` modulo 2^len(a)."""
+        n = len(a)
+        if self.carry_chain:
+            # one add or subtract each (a + b + 1 as a - ~b): one chain, not two in series
+            b = _ext(Value.cast(b).as_unsigned(), n)
+            s = a.as_unsigned() - ~b if carry_in else a.as_unsigned() + b
+            return _named(self.m, s[:n], name)
+        return _prefix_sum(self.m, a.as_unsigned(), b, carry_in, name)[:n]
 
+    def sub(self, a, b, name="sub"):
+        """``a - b`` modulo 2^len(a) (in the prefix form an add of the complement)."""
+        n = len(a)
+        b = _ext(Value.cast(b).as_unsigned(), n)
+        if self.carry_chain:
+            return _named(self.m, (a.as_unsigned() - b)[:n], name)
+        return _prefix_sum(self.m, a.as_unsigned(), ~b, 1, name)[:n]
 
-def _gt(m, a, b, name="gt"):
-    """``a > b`` (unsigned): the carry out of ``a + ~b``."""
-    n = max(len(a), len(b))
-    return _prefix_sum(m, _ext(a, n), ~_ext(b, n), 0, name)[n]
+    def gt(self, a, b, name="gt"):
+        """``a > b`` (unsigned): the carry out of ``a + ~b``."""
+        n = max(len(a), len(b))
+        if self.carry_chain:
+            return _named(self.m, _ext(a, n) > _ext(b, n), name)
+        return _prefix_sum(self.m, _ext(a, n), ~_ext(b, n), 0, name)[n]
 
-
-def _gt_room(m, nb, room, name="gt_room"):
-    """``nb > room`` for a small unsigned ``nb`` and a wide signed ``room``: a negative room, or
-    no room bit above ``nb``'s set and the low bits' prefix compare (an ordinary ``>`` of the
-    room's width is a ripple chain in the generic flow)."""
-    n = len(nb)
-    return room[-1] | ((room[n:-1] == 0) & _gt(m, nb, room[:n], name))
+    def gt_room(self, nb, room, name="gt_room"):
+        """``nb > room`` for a small unsigned ``nb`` and a wide signed ``room``: a negative
+        room, or no room bit above ``nb``'s set and the low bits' compare (an ordinary ``>``
+        of the room's width is a ripple chain in the generic flow)."""
+        n = len(nb)
+        return room[-1] | ((room[n:-1] == 0) & self.gt(nb, room[:n], name))
 
 
 def _lowest_zero(v):
@@ -155,12 +175,13 @@ class TxSched(wiring.Component):
                  paths=SMALL["paths"], depth=SMALL["depth"], chunk_window=SMALL["chunk_window"],
                  mtu=SMALL["mtu"], cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
-                 resend_depth=SMALL["resend_depth"]):
+                 resend_depth=SMALL["resend_depth"], carry_chain=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
                      path_pkts, ack_every, resend_depth)
         self.width = width
+        self.carry_chain = carry_chain          # MR-TXS-038: None = the platform's
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
         self.chunk_window, self.mtu, self.cwnd, self.conn_window = chunk_window, mtu, cwnd, conn_window
         self.path_pkts, self.ack_every, self.resend_depth = path_pkts, ack_every, resend_depth
@@ -179,6 +200,8 @@ class TxSched(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        carry = self.carry_chain
+        A = _Arith(m, getattr(platform, "carry_chain", False) if carry is None else carry)
         lay = self.lay
         C, S, PA, D = self.conns, self.streams, self.paths, self.depth
         W, mtu = self.chunk_window, self.mtu
@@ -296,12 +319,12 @@ class TxSched(wiring.Component):
         # next chunk and that is sent at this edge (see rr_ok below)
         i_base = ((inc.path < PA) & ((inc.slot >> sdb) == 0 if sdb < 3 else 1)
                   & live(i_tail, i_done, i_idx))
-        i_sent = _gt(m, i_next_chunk, inc.chunk, "i_sent")
+        i_sent = A.gt(i_next_chunk, inc.chunk, "i_sent")
         i_next = inc.chunk == i_next_chunk
         i_last = _named(m, inc.chunk == read(e_nchm1, i_e, "i_nchm1"), "i_last")
         # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk further
         # down is below ack_base, ahead being at most W)
-        i_dist = _sub(m, i_next_chunk, inc.chunk, "i_dist")
+        i_dist = A.sub(i_next_chunk, inc.chunk, "i_dist")
         i_far = ((i_dist >> (wb + 1)) != 0) | (i_dist[wb] & (i_dist[:wb] != 0))
         i_d = Signal(wb + 2)
         m.d.comb += i_d.eq(Mux(i_far, W + 1, i_dist[:wb + 1]))
@@ -383,7 +406,7 @@ class TxSched(wiring.Component):
         win = self.s_wr.payload
         i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
         in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
-        w_len1 = _sub(m, win.length, 1, "w_len1")
+        w_len1 = A.sub(win.length, 1, "w_len1")
         w_bad_op = (win.op > OP_WRITE_IMM) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
         w_bad_len = (win.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
         in_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
@@ -428,13 +451,13 @@ class TxSched(wiring.Component):
             e_fits, e_fill = [], []
             for k in range(sd):
                 e = c * sd + k
-                e_fits.append(_named(m, c_idle | ~_gt_room(m, e_nnb[e], c_room[c], f"cgt{e}"),
+                e_fits.append(_named(m, c_idle | ~A.gt_room(e_nnb[e], c_room[c], f"cgt{e}"),
                                      f"fits{e}"))
-                e_fill.append([_named(m, _gt_room(m, e_nnb[e], p_room[row], f"pgt{e}_{row}"),
+                e_fill.append([_named(m, A.gt_room(e_nnb[e], p_room[row], f"pgt{e}_{row}"),
                                       f"fill{e}_{row}") for row in rows])
             h_nb = read(rq_nb[c], rq_head[c], f"h{c}_nb")
-            h_fits = c_idle | ~_gt_room(m, h_nb, c_room[c], f"h{c}_cgt")
-            h_fill = [_gt_room(m, h_nb, p_room[row], f"h{c}_pgt{row}") for row in rows]
+            h_fits = c_idle | ~A.gt_room(h_nb, c_room[c], f"h{c}_cgt")
+            h_fill = [A.gt_room(h_nb, p_room[row], f"h{c}_pgt{row}") for row in rows]
             # streams: the first from the pointer whose send message exists with its next chunk in
             # the chunk window (ahead < W)
             s_ok, s_fits, s_fill = [], [], []
@@ -477,8 +500,8 @@ class TxSched(wiring.Component):
             p_ok, p_since_req, p_fill = [], [], []
             for p in range(PA):
                 row = c * PA + p
-                p_ok.append(_gt(m, Const(self.cwnd, bytes_w), p_infl[row], f"pinfl_ok{row}")
-                            & _gt(m, Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
+                p_ok.append(A.gt(Const(self.cwnd, bytes_w), p_infl[row], f"pinfl_ok{row}")
+                            & A.gt(Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
                 p_since_req.append(p_since[row] >= self.ack_every - 1)
                 p_fill.append(Mux(nonempty, h_fill[p],
                                   by_stream([f[p] for f in s_fill], f"s_fill{c}_{p}")))
@@ -579,7 +602,7 @@ class TxSched(wiring.Component):
         z_any, z_idx = _lowest_zero(wb_b)
         m.d.comb += ones.eq(Mux(z_any, z_idx, W))
         b_moved = _named(m, wb_b >> ones, "b_moved")
-        base_moved = _add(m, wb_base, ones, name="base_moved")
+        base_moved = A.add(wb_base, ones, name="base_moved")
         ahead_moved = _named(m, wb_ahead - ones, "ahead_moved")
         # MR-TXS-034: the report taken into the register, its checks corrected for this edge's
         # action (a completion of its entry; its entry's next chunk sent)
@@ -603,14 +626,14 @@ class TxSched(wiring.Component):
             for p in range(PA):
                 row = c * PA + p
                 # the adds beside the enables (an expression under m.If would take the enable in)
-                over = _gt(m, p_infl[row], r_nb, f"pover{row}")
-                infl_less = _sub(m, p_infl[row], r_nb, f"pinfl_less{row}")
-                room_more = _add(m, p_room[row], r_nb, name=f"proom_more{row}")
-                psn_next = _add(m, p_psn[row], 1, name=f"psn_next{row}")
-                infl_more = _add(m, p_infl[row], x["nb"], name=f"pinfl_more{row}")
-                room_less = _sub(m, p_room[row], x["nb"], f"proom_less{row}")
-                pkts_less = _sub(m, p_pkts[row], 1, f"pkts_less{row}")
-                pkts_more = _add(m, p_pkts[row], 1, name=f"pkts_more{row}")
+                over = A.gt(p_infl[row], r_nb, f"pover{row}")
+                infl_less = A.sub(p_infl[row], r_nb, f"pinfl_less{row}")
+                room_more = A.add(p_room[row], r_nb, name=f"proom_more{row}")
+                psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
+                infl_more = A.add(p_infl[row], x["nb"], name=f"pinfl_more{row}")
+                room_less = A.sub(p_room[row], x["nb"], f"proom_less{row}")
+                pkts_less = A.sub(p_pkts[row], 1, f"pkts_less{row}")
+                pkts_more = A.add(p_pkts[row], 1, name=f"pkts_more{row}")
                 with m.If(rep_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
                                  p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
@@ -620,16 +643,16 @@ class TxSched(wiring.Component):
                                  p_room[row].eq(room_less),
                                  p_pkts[row].eq(pkts_more),
                                  p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
-            over = _gt(m, c_infl[c], r_nb, f"cover{c}")
-            c_infl_less = _sub(m, c_infl[c], r_nb, f"cinfl_less{c}")
-            c_room_more = _add(m, c_room[c], r_nb, name=f"croom_more{c}")
-            c_unsent_more = _add(m, c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
+            over = A.gt(c_infl[c], r_nb, f"cover{c}")
+            c_infl_less = A.sub(c_infl[c], r_nb, f"cinfl_less{c}")
+            c_room_more = A.add(c_room[c], r_nb, name=f"croom_more{c}")
+            c_unsent_more = A.add(c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
             # MR-TXS-032: unsent - (left + 1) from the registered completion's `left`, after the
             # register (the connection is untouched since the decision: its count is the same)
-            c_unsent_after = _add(m, c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
-            c_infl_more = _add(m, c_infl[c], x["nb"], name=f"cinfl_more{c}")
-            c_room_less = _sub(m, c_room[c], x["nb"], f"croom_less{c}")
-            c_unsent_less = _sub(m, c_unsent[c], 1, f"unsent_less{c}")
+            c_unsent_after = A.add(c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
+            c_infl_more = A.add(c_infl[c], x["nb"], name=f"cinfl_more{c}")
+            c_room_less = A.sub(c_room[c], x["nb"], f"croom_less{c}")
+            c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
             with m.If(rep_act & (r_conn == c)):
                 m.d.sync += [c_infl[c].eq(Mux(over, c_infl_less, 0)),
                              c_room[c].eq(Mux(over, c_room_more, K))]
@@ -685,11 +708,11 @@ class TxSched(wiring.Component):
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
                                          wr.imm, read(msg_next, w_qi, "w_msg")))]
         for e in range(E):
-            next_more = _add(m, e_next[e], 1, name=f"next_more{e}")
-            left_less = _sub(m, e_left[e], 1, f"left_less{e}")
+            next_more = A.add(e_next[e], 1, name=f"next_more{e}")
+            left_less = A.sub(e_left[e], 1, f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
-            out_less = _sub(m, e_out[e], 1, f"out_less{e}")
-            out_more = _add(m, e_out[e], 1, name=f"out_more{e}")
+            out_less = A.sub(e_out[e], 1, f"out_less{e}")
+            out_more = A.add(e_out[e], 1, name=f"out_more{e}")
             with m.If(wb_valid & (wb_e == e)):
                 m.d.sync += [e_base[e].eq(base_moved), e_bits[e].eq(b_moved),
                              e_ahead[e].eq(ahead_moved)]
@@ -718,7 +741,7 @@ class TxSched(wiring.Component):
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
-            msg_more = _add(m, msg_next[qi], 1, name=f"msg_more{qi}")
+            msg_more = A.add(msg_next[qi], 1, name=f"msg_more{qi}")
             with m.If(wr_act & (w_qi == qi)):
                 m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_more)]
             with m.If(comp_act & (comp_q == qi)):
