@@ -138,6 +138,12 @@ class _Arith:
             return _named(self.m, _ext(a, n) > _ext(b, n), name)
         return _prefix_sum(self.m, _ext(a, n), ~_ext(b, n), 0, name)[n]
 
+    def gt_small(self, big, nb, name="gt_small"):
+        """``big > nb`` for a wide unsigned ``big`` and a small unsigned ``nb`` (MR-TXS-039): a
+        bit of ``big`` above ``nb``'s set, or the low bits' compare."""
+        n = len(nb)
+        return (big[n:] != 0) | self.gt(big[:n], nb, name)
+
     def gt_room(self, nb, room, name="gt_room"):
         """``nb > room`` for a small unsigned ``nb`` and a wide signed ``room``: a negative
         room, or no room bit above ``nb``'s set and the low bits' compare (an ordinary ``>``
@@ -277,6 +283,19 @@ class TxSched(wiring.Component):
         for q, port in ((frame_q, self.m_frame), (sent_q, self.m_sent), (cqe_q, self.m_cqe)):
             m.d.comb += [port.payload.eq(q.r_data), port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
 
+        def room_reg(q, name):
+            """MR-TXS-039: ``q.w_rdy`` as a register of its own, set from the queue's level and
+            this cycle's write and read (the action's enables then start at registers, not at
+            the level's compare)."""
+            room = Signal(init=1, name=name)
+            wr_, rd_ = q.w_en & q.w_rdy, q.r_en & q.r_rdy
+            m.d.sync += room.eq(Mux(wr_ & ~rd_, q.level != OUT_DEPTH - 1,
+                                    (~wr_ & rd_) | (q.level != OUT_DEPTH)))
+            return room
+
+        cq_room = room_reg(cqe_q, "cq_room")
+        out_room = room_reg(frame_q, "frame_room") & room_reg(sent_q, "sent_room")
+
         def read(arr, idx, name):
             """``arr[idx]`` read once into a signal (see :func:`_named`)."""
             return _named(m, Array(arr)[idx], name)
@@ -397,7 +416,7 @@ class TxSched(wiring.Component):
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
         touched = Signal(C)
-        comp = _named(m, ~busy & cqe_q.w_rdy & comp_valid_r & ~touched.bit_select(comp_conn, 1),
+        comp = _named(m, ~busy & cq_room & comp_valid_r & ~touched.bit_select(comp_conn, 1),
                       "comp")
 
         # -- work requests (MR-TXS-010, MR-TXS-011, MR-TXS-037): the port's request is decoded
@@ -418,19 +437,19 @@ class TxSched(wiring.Component):
         wq_valid = Signal()
         w_qi = Signal(len(i_wqi), name="w_qi")
         w_status = Signal(5, name="w_status")
+        w_bad = Signal(name="w_bad")            # status != 0, registered with it (MR-TXS-039)
         w_nchm1 = Signal(chunk_w, name="w_nchm1")
         w_lastnb = Signal(nb_w, name="w_lastnb")
         w_idx = Signal(db, name="w_idx")        # its ring entry: the stream's tail
         w_full = Signal(name="w_full")          # its ring has no free entry
-        w_ok = Mux(w_status != 0, cqe_q.w_rdy, ~w_full)
+        w_ok = Mux(w_bad, cq_room, ~w_full)
         take_wr = _named(m, ~busy & ~comp & wq_valid & w_ok, "take_wr")
         m.d.comb += self.s_wr.ready.eq(~wq_valid | take_wr)
         wr_in = self.s_wr.ready & self.s_wr.valid
 
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
-        room_out = frame_q.w_rdy & sent_q.w_rdy
-        sched = ~busy & ~comp & ~take_wr & room_out
+        sched = ~busy & ~comp & ~take_wr & out_room
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
@@ -512,9 +531,17 @@ class TxSched(wiring.Component):
             lo = PA.bit_length()
             left_few = ((c_unsent[c] >> lo) == 0) & ((c_unsent[c][:lo] + rq_level[c]) <= PA)
             req = Array(p_since_req)[p_pick] | Array(p_fill)[p_pick] | left_few
+            # MR-TXS-039: the source's entry within the connection, and its stream when this is
+            # its last chunk, as one-hot bits registered with the candidate (the entries' and
+            # streams' enables then select by the pick only)
+            e_hot = Cat(*(src_e[:sdb] == k for k in range(sd))) if sdb else Const(1, 1)
+            s_hot = (Cat(*((src_qi[:sb] == s) & src_last for s in range(S))) if S > 1
+                     else src_last)
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
-                             qi=src_qi, idx=src_idx, e=src_e, chunk=src_chunk, last=src_last,
-                             first=src_first, path=p_pick, nb=nb, req=req, s=s_pick))
+                             qi=src_qi, idx=src_idx, e_hot=e_hot, last_hot=s_hot,
+                             chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
+                             nb=nb, req=req, s=s_pick,
+                             path_hot=Cat(*(p_pick == p for p in range(PA)))))
         # MR-TXS-033: the candidates are registered; the pick takes last cycle's, but not those of
         # connections whose state last cycle's action or failures changed
         cand_r = []
@@ -527,6 +554,7 @@ class TxSched(wiring.Component):
         any_c, pick = _first_from([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)],
                                   conn_rr, C)
         pick = _named(m, pick[:cb], "pick")
+        mine = [_named(m, pick == c, f"mine{c}") for c in range(C)]
         go = sched & any_c
 
         def g(name):
@@ -577,7 +605,7 @@ class TxSched(wiring.Component):
         with m.Else():
             m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
                          cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
-        m.d.comb += [cqe_q.w_en.eq(comp | (take_wr & (w_status != 0))), cqe_q.w_data.eq(cqe)]
+        m.d.comb += [cqe_q.w_en.eq(comp | (take_wr & w_bad)), cqe_q.w_data.eq(cqe)]
 
         # -- the actions (one per cycle); each register written by its own index compare, the
         # arithmetic on its own value (no adder after a wide mux)
@@ -585,7 +613,7 @@ class TxSched(wiring.Component):
         ack_act = _named(m, rep_act & ~rr_lost, "ack_act")
         lost_act = _named(m, rep_act & rr_lost & ~r_was_acked & ~read(e_fail, r_e, "r_fail"),
                           "lost_act")
-        wr_act = _named(m, take_wr & (w_status == 0), "wr_act")
+        wr_act = _named(m, take_wr & ~w_bad, "wr_act")
         comp_act = _named(m, ~busy & comp, "comp_act")
         send_act = _named(m, ~busy & ~comp & ~take_wr & go, "send_act")
         pkt_act = _named(m, send_act & ~g_drop, "pkt_act")
@@ -622,11 +650,10 @@ class TxSched(wiring.Component):
                                       | (wb_valid & (wb_conn == c)))
         for c in range(C):
             x = cand_r[c]
-            mine = _named(m, pick == c, f"mine{c}")
             for p in range(PA):
                 row = c * PA + p
                 # the adds beside the enables (an expression under m.If would take the enable in)
-                over = A.gt(p_infl[row], r_nb, f"pover{row}")
+                over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
                 infl_less = A.sub(p_infl[row], r_nb, f"pinfl_less{row}")
                 room_more = A.add(p_room[row], r_nb, name=f"proom_more{row}")
                 psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
@@ -638,12 +665,12 @@ class TxSched(wiring.Component):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
                                  p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_less, 0))]
-                with m.If(pkt_act & mine & (x["path"] == p)):
+                with m.If(pkt_act & mine[c] & x["path_hot"][p]):
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_more),
                                  p_room[row].eq(room_less),
                                  p_pkts[row].eq(pkts_more),
                                  p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
-            over = A.gt(c_infl[c], r_nb, f"cover{c}")
+            over = A.gt_small(c_infl[c], r_nb, f"cover{c}")
             c_infl_less = A.sub(c_infl[c], r_nb, f"cinfl_less{c}")
             c_room_more = A.add(c_room[c], r_nb, name=f"croom_more{c}")
             c_unsent_more = A.add(c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
@@ -672,12 +699,12 @@ class TxSched(wiring.Component):
             # MR-TXS-027: a failed message completed before its last chunk was sent
             with m.If(comp_act & (comp_conn == c) & comp_unsent):
                 m.d.sync += c_unsent[c].eq(c_unsent_after)
-            with m.If(pop_act & mine):
+            with m.If(pop_act & mine[c]):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
-            with m.If(pkt_act & mine):
+            with m.If(pkt_act & mine[c]):
                 m.d.sync += [c_infl[c].eq(c_infl_more), c_room[c].eq(c_room_less),
                              c_rr[c].eq(x["path"] + 1)]
-            with m.If(new_act & mine):
+            with m.If(new_act & mine[c]):
                 m.d.sync += [c_unsent[c].eq(c_unsent_less), c_srr[c].eq(x["s"] + 1)]
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
@@ -688,7 +715,7 @@ class TxSched(wiring.Component):
         in_wr_hit = wr_act & (w_qi == i_wqi)
         in_comp_hit = comp_act & (comp_q == i_wqi)
         with m.If(wr_in):
-            m.d.sync += [wq_valid.eq(1), wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
+            m.d.sync += [wq_valid.eq(1), wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status), w_bad.eq(in_status != 0),
                          w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
                          w_idx.eq(in_tail[:db] + in_wr_hit),
                          w_full.eq(Mux(in_wr_hit, in_count == D - 1,
@@ -732,8 +759,8 @@ class TxSched(wiring.Component):
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
                 m.d.sync += [e_out[e].eq(out_less),
                              e_idle[e].eq(e_out[e] == 1)]
-            # the picked candidate's entry, by each candidate's own compare
-            picked_e = _named(m, Array(x["e"] == e for x in cand_r)[pick], f"picked{e}")
+            # the picked candidate's entry: its connection's and its own registered bit
+            picked_e = _named(m, mine[e // sd] & cand_r[e // sd]["e_hot"][e % sd], f"picked{e}")
             with m.If(pkt_act & picked_e):
                 m.d.sync += [e_out[e].eq(out_more), e_idle[e].eq(0)]
             with m.If(new_act & picked_e):
@@ -748,7 +775,7 @@ class TxSched(wiring.Component):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(comp_unsent):
                     m.d.sync += send[qi].eq(send[qi] + 1)
-            with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand_r)[pick]):
+            with m.If(new_act & mine[qi // S] & cand_r[qi // S]["last_hot"][qi % S]):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
 
