@@ -142,3 +142,42 @@ def test_lockstep_one_stream_full_ring(seed):
     items = [tc.wr_item(1, 1, rng.choice([0, 1, 100, 1024]), wr_id=k) for k in range(60)]
     res = run_lockstep(items, seed=seed, p_idle=0.7, p_bp=0.2, loss=0.0)
     assert len(res["cqe"]) == 60
+
+
+def test_pnr_elaborates_the_carry_form(monkeypatch):
+    """MR-TXS-038: `metaroce pnr` elaborates with the ECP5 platform, whose carry chain makes the
+    scheduler build its adds as `+`; with no platform (synth, simulators) the prefix form."""
+    from metaroce.commands import pnr as pnr_cmd
+    from metaroce.commands import verilog as verilog_cmd
+    from metaroce.hdl import tx_sched as hdl_ts
+    from metaroce.sim import pnr
+
+    class Stop(Exception):
+        pass
+
+    seen = {}
+
+    def fake_verilog(blk, width, **kw):
+        seen.update(kw)
+        return ""
+
+    def fake_pnr(*a, **k):
+        raise Stop
+
+    monkeypatch.setattr(verilog_cmd, "make_verilog", fake_verilog)
+    monkeypatch.setattr(pnr, "place_and_route", fake_pnr)
+    with pytest.raises(Stop):
+        pnr_cmd.report(pnr_cmd.placed_block(type("A", (), {"block": "tx", "width": 64,
+                                                            "exact": False})), 64)
+    assert seen["platform"] is pnr.ECP5
+    forms = []
+    real = hdl_ts._Arith.__init__
+
+    def record(self, m, carry_chain):
+        forms.append(carry_chain)
+        real(self, m, carry_chain)
+    monkeypatch.setattr(hdl_ts._Arith, "__init__", record)
+    tx_sched_small().elaborate(pnr.ECP5)
+    tx_sched_small().elaborate(None)
+    TxSched(64, **SMALL, carry_chain=False).elaborate(pnr.ECP5)
+    assert forms == [True, False, False]
