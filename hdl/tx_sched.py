@@ -442,6 +442,8 @@ class TxSched(wiring.Component):
         w_lastnb = Signal(nb_w, name="w_lastnb")
         w_idx = Signal(db, name="w_idx")        # its ring entry: the stream's tail
         w_full = Signal(name="w_full")          # its ring has no free entry
+        w_msg = Signal(32, name="w_msg")        # its message number (MR-TXS-039)
+        w_msg1 = Signal(32, name="w_msg1")      # its stream's msg_next after it
         w_ok = Mux(w_bad, cq_room, ~w_full)
         take_wr = _named(m, ~busy & ~comp & wq_valid & w_ok, "take_wr")
         m.d.comb += self.s_wr.ready.eq(~wq_valid | take_wr)
@@ -714,9 +716,17 @@ class TxSched(wiring.Component):
         # the fullness of a request held kept up to date
         in_wr_hit = wr_act & (w_qi == i_wqi)
         in_comp_hit = comp_act & (comp_q == i_wqi)
+        # MR-TXS-039: its message number and the next one, read from its stream's `msg_next`
+        # (one further when a request of its stream is acted on at this edge; a request held
+        # keeps them: only its own action changes its stream's count)
+        in_msg = read(msg_next, i_wqi, "in_msg")
+        in_msg1 = A.add(in_msg, 1, name="in_msg1")
+        in_msg2 = A.add(in_msg, 2, name="in_msg2")
         with m.If(wr_in):
-            m.d.sync += [wq_valid.eq(1), wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status), w_bad.eq(in_status != 0),
-                         w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
+            m.d.sync += [wq_valid.eq(1), wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
+                         w_bad.eq(in_status != 0), w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
+                         w_msg.eq(Mux(in_wr_hit, in_msg1, in_msg)),
+                         w_msg1.eq(Mux(in_wr_hit, in_msg2, in_msg1)),
                          w_idx.eq(in_tail[:db] + in_wr_hit),
                          w_full.eq(Mux(in_wr_hit, in_count == D - 1,
                                        ~in_comp_hit & (in_count == D)))]
@@ -733,7 +743,7 @@ class TxSched(wiring.Component):
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
-                                         wr.imm, read(msg_next, w_qi, "w_msg")))]
+                                         wr.imm, w_msg))]
         for e in range(E):
             next_more = A.add(e_next[e], 1, name=f"next_more{e}")
             left_less = A.sub(e_left[e], 1, f"left_less{e}")
@@ -768,9 +778,8 @@ class TxSched(wiring.Component):
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
-            msg_more = A.add(msg_next[qi], 1, name=f"msg_more{qi}")
             with m.If(wr_act & (w_qi == qi)):
-                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_more)]
+                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1)]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(comp_unsent):
