@@ -3,7 +3,9 @@ and streams with resends first, chunking at the MTU, a PSN per path, path choice
 frame requests and sent events out (docs/spec/hw-tx-sched.md, MR-TXS-*).
 
 ``TxSched(width=64, *, conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
-path_pkts, ack_every, resend_depth)`` (MR-TXS-001). Ports (MR-TXS-002), all
+path_pkts, ack_every, resend_depth, carry_chain=None)`` (MR-TXS-001; ``carry_chain`` is
+MR-TXS-038's adder form, by default the elaborating platform's ``carry_chain``, else the prefix
+form). Ports (MR-TXS-002), all
 ``amaranth.lib.stream``:
 
 ========== ====== ========================================================================
@@ -101,29 +103,53 @@ def _prefix_sum(m, a, b, carry_in=0, name="sum"):
     return _named(m, Cat(p ^ (G << 1)[:n], G[n - 1]), name)
 
 
-def _add(m, a, b, carry_in=0, name="add"):
-    """``a + b (+ 1)`` modulo 2^len(a)."""
-    return _prefix_sum(m, a.as_unsigned(), b, carry_in, name)[:len(a)]
+class _Arith:
+    """MR-TXS-038: the scheduler's adds, subtractions and compares in the form of the target.
+    With ``carry_chain`` (an FPGA with a carry chain: ECP5's CCU2C) a plain ``+``, which the
+    vendor flow maps to the chain; without it (MR-FLOW-010's generic 6-LUT flow, no carry
+    cells) the prefix tree of :func:`_prefix_sum` (a plain ``+`` there is a deeper ripple).
+    The same function modulo 2^n either way."""
 
+    def __init__(self, m, carry_chain):
+        self.m, self.carry_chain = m, carry_chain
 
-def _sub(m, a, b, name="sub"):
-    """``a - b`` modulo 2^len(a), a prefix add of the complement."""
-    n = len(a)
-    return _prefix_sum(m, a.as_unsigned(), ~_ext(Value.cast(b).as_unsigned(), n), 1, name)[:n]
+    def add(self, a, b, carry_in=0, name="add"):
+        """``a + b (+ 1)`` modulo 2^len(a)."""
+        n = len(a)
+        if self.carry_chain:
+            # one add or subtract each (a + b + 1 as a - ~b): one chain, not two in series
+            b = _ext(Value.cast(b).as_unsigned(), n)
+            s = a.as_unsigned() - ~b if carry_in else a.as_unsigned() + b
+            return _named(self.m, s[:n], name)
+        return _prefix_sum(self.m, a.as_unsigned(), b, carry_in, name)[:n]
 
+    def sub(self, a, b, name="sub"):
+        """``a - b`` modulo 2^len(a) (in the prefix form an add of the complement)."""
+        n = len(a)
+        b = _ext(Value.cast(b).as_unsigned(), n)
+        if self.carry_chain:
+            return _named(self.m, (a.as_unsigned() - b)[:n], name)
+        return _prefix_sum(self.m, a.as_unsigned(), ~b, 1, name)[:n]
 
-def _gt(m, a, b, name="gt"):
-    """``a > b`` (unsigned): the carry out of ``a + ~b``."""
-    n = max(len(a), len(b))
-    return _prefix_sum(m, _ext(a, n), ~_ext(b, n), 0, name)[n]
+    def gt(self, a, b, name="gt"):
+        """``a > b`` (unsigned): the carry out of ``a + ~b``."""
+        n = max(len(a), len(b))
+        if self.carry_chain:
+            return _named(self.m, _ext(a, n) > _ext(b, n), name)
+        return _prefix_sum(self.m, _ext(a, n), ~_ext(b, n), 0, name)[n]
 
+    def gt_small(self, big, nb, name="gt_small"):
+        """``big > nb`` for a wide unsigned ``big`` and a small unsigned ``nb`` (MR-TXS-039): a
+        bit of ``big`` above ``nb``'s set, or the low bits' compare."""
+        n = len(nb)
+        return (big[n:] != 0) | self.gt(big[:n], nb, name)
 
-def _gt_room(m, nb, room, name="gt_room"):
-    """``nb > room`` for a small unsigned ``nb`` and a wide signed ``room``: a negative room, or
-    no room bit above ``nb``'s set and the low bits' prefix compare (an ordinary ``>`` of the
-    room's width is a ripple chain in the generic flow)."""
-    n = len(nb)
-    return room[-1] | ((room[n:-1] == 0) & _gt(m, nb, room[:n], name))
+    def gt_room(self, nb, room, name="gt_room"):
+        """``nb > room`` for a small unsigned ``nb`` and a wide signed ``room``: a negative
+        room, or no room bit above ``nb``'s set and the low bits' compare (an ordinary ``>``
+        of the room's width is a ripple chain in the generic flow)."""
+        n = len(nb)
+        return room[-1] | ((room[n:-1] == 0) & self.gt(nb, room[:n], name))
 
 
 def _lowest_zero(v):
@@ -155,12 +181,13 @@ class TxSched(wiring.Component):
                  paths=SMALL["paths"], depth=SMALL["depth"], chunk_window=SMALL["chunk_window"],
                  mtu=SMALL["mtu"], cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
-                 resend_depth=SMALL["resend_depth"]):
+                 resend_depth=SMALL["resend_depth"], carry_chain=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
                      path_pkts, ack_every, resend_depth)
         self.width = width
+        self.carry_chain = carry_chain          # MR-TXS-038: None = the platform's
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
         self.chunk_window, self.mtu, self.cwnd, self.conn_window = chunk_window, mtu, cwnd, conn_window
         self.path_pkts, self.ack_every, self.resend_depth = path_pkts, ack_every, resend_depth
@@ -179,6 +206,8 @@ class TxSched(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        carry = self.carry_chain
+        A = _Arith(m, getattr(platform, "carry_chain", False) if carry is None else carry)
         lay = self.lay
         C, S, PA, D = self.conns, self.streams, self.paths, self.depth
         W, mtu = self.chunk_window, self.mtu
@@ -254,6 +283,19 @@ class TxSched(wiring.Component):
         for q, port in ((frame_q, self.m_frame), (sent_q, self.m_sent), (cqe_q, self.m_cqe)):
             m.d.comb += [port.payload.eq(q.r_data), port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
 
+        def room_reg(q, name):
+            """MR-TXS-039: ``q.w_rdy`` as a register of its own, set from the queue's level and
+            this cycle's write and read (the action's enables then start at registers, not at
+            the level's compare)."""
+            room = Signal(init=1, name=name)
+            wr_, rd_ = q.w_en & q.w_rdy, q.r_en & q.r_rdy
+            m.d.sync += room.eq(Mux(wr_ & ~rd_, q.level != OUT_DEPTH - 1,
+                                    (~wr_ & rd_) | (q.level != OUT_DEPTH)))
+            return room
+
+        cq_room = room_reg(cqe_q, "cq_room")
+        out_room = room_reg(frame_q, "frame_room") & room_reg(sent_q, "sent_room")
+
         def read(arr, idx, name):
             """``arr[idx]`` read once into a signal (see :func:`_named`)."""
             return _named(m, Array(arr)[idx], name)
@@ -296,12 +338,12 @@ class TxSched(wiring.Component):
         # next chunk and that is sent at this edge (see rr_ok below)
         i_base = ((inc.path < PA) & ((inc.slot >> sdb) == 0 if sdb < 3 else 1)
                   & live(i_tail, i_done, i_idx))
-        i_sent = _gt(m, i_next_chunk, inc.chunk, "i_sent")
+        i_sent = A.gt(i_next_chunk, inc.chunk, "i_sent")
         i_next = inc.chunk == i_next_chunk
         i_last = _named(m, inc.chunk == read(e_nchm1, i_e, "i_nchm1"), "i_last")
         # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk further
         # down is below ack_base, ahead being at most W)
-        i_dist = _sub(m, i_next_chunk, inc.chunk, "i_dist")
+        i_dist = A.sub(i_next_chunk, inc.chunk, "i_dist")
         i_far = ((i_dist >> (wb + 1)) != 0) | (i_dist[wb] & (i_dist[:wb] != 0))
         i_d = Signal(wb + 2)
         m.d.comb += i_d.eq(Mux(i_far, W + 1, i_dist[:wb + 1]))
@@ -374,7 +416,7 @@ class TxSched(wiring.Component):
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
         touched = Signal(C)
-        comp = _named(m, ~busy & cqe_q.w_rdy & comp_valid_r & ~touched.bit_select(comp_conn, 1),
+        comp = _named(m, ~busy & cq_room & comp_valid_r & ~touched.bit_select(comp_conn, 1),
                       "comp")
 
         # -- work requests (MR-TXS-010, MR-TXS-011, MR-TXS-037): the port's request is decoded
@@ -383,7 +425,7 @@ class TxSched(wiring.Component):
         win = self.s_wr.payload
         i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
         in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
-        w_len1 = _sub(m, win.length, 1, "w_len1")
+        w_len1 = A.sub(win.length, 1, "w_len1")
         w_bad_op = (win.op > OP_WRITE_IMM) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
         w_bad_len = (win.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
         in_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
@@ -395,19 +437,21 @@ class TxSched(wiring.Component):
         wq_valid = Signal()
         w_qi = Signal(len(i_wqi), name="w_qi")
         w_status = Signal(5, name="w_status")
+        w_bad = Signal(name="w_bad")            # status != 0, registered with it (MR-TXS-039)
         w_nchm1 = Signal(chunk_w, name="w_nchm1")
         w_lastnb = Signal(nb_w, name="w_lastnb")
         w_idx = Signal(db, name="w_idx")        # its ring entry: the stream's tail
         w_full = Signal(name="w_full")          # its ring has no free entry
-        w_ok = Mux(w_status != 0, cqe_q.w_rdy, ~w_full)
+        w_msg = Signal(32, name="w_msg")        # its message number (MR-TXS-039)
+        w_msg1 = Signal(32, name="w_msg1")      # its stream's msg_next after it
+        w_ok = Mux(w_bad, cq_room, ~w_full)
         take_wr = _named(m, ~busy & ~comp & wq_valid & w_ok, "take_wr")
         m.d.comb += self.s_wr.ready.eq(~wq_valid | take_wr)
         wr_in = self.s_wr.ready & self.s_wr.valid
 
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
-        room_out = frame_q.w_rdy & sent_q.w_rdy
-        sched = ~busy & ~comp & ~take_wr & room_out
+        sched = ~busy & ~comp & ~take_wr & out_room
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
@@ -428,13 +472,13 @@ class TxSched(wiring.Component):
             e_fits, e_fill = [], []
             for k in range(sd):
                 e = c * sd + k
-                e_fits.append(_named(m, c_idle | ~_gt_room(m, e_nnb[e], c_room[c], f"cgt{e}"),
+                e_fits.append(_named(m, c_idle | ~A.gt_room(e_nnb[e], c_room[c], f"cgt{e}"),
                                      f"fits{e}"))
-                e_fill.append([_named(m, _gt_room(m, e_nnb[e], p_room[row], f"pgt{e}_{row}"),
+                e_fill.append([_named(m, A.gt_room(e_nnb[e], p_room[row], f"pgt{e}_{row}"),
                                       f"fill{e}_{row}") for row in rows])
             h_nb = read(rq_nb[c], rq_head[c], f"h{c}_nb")
-            h_fits = c_idle | ~_gt_room(m, h_nb, c_room[c], f"h{c}_cgt")
-            h_fill = [_gt_room(m, h_nb, p_room[row], f"h{c}_pgt{row}") for row in rows]
+            h_fits = c_idle | ~A.gt_room(h_nb, c_room[c], f"h{c}_cgt")
+            h_fill = [A.gt_room(h_nb, p_room[row], f"h{c}_pgt{row}") for row in rows]
             # streams: the first from the pointer whose send message exists with its next chunk in
             # the chunk window (ahead < W)
             s_ok, s_fits, s_fill = [], [], []
@@ -477,8 +521,8 @@ class TxSched(wiring.Component):
             p_ok, p_since_req, p_fill = [], [], []
             for p in range(PA):
                 row = c * PA + p
-                p_ok.append(_gt(m, Const(self.cwnd, bytes_w), p_infl[row], f"pinfl_ok{row}")
-                            & _gt(m, Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
+                p_ok.append(A.gt(Const(self.cwnd, bytes_w), p_infl[row], f"pinfl_ok{row}")
+                            & A.gt(Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
                 p_since_req.append(p_since[row] >= self.ack_every - 1)
                 p_fill.append(Mux(nonempty, h_fill[p],
                                   by_stream([f[p] for f in s_fill], f"s_fill{c}_{p}")))
@@ -489,9 +533,17 @@ class TxSched(wiring.Component):
             lo = PA.bit_length()
             left_few = ((c_unsent[c] >> lo) == 0) & ((c_unsent[c][:lo] + rq_level[c]) <= PA)
             req = Array(p_since_req)[p_pick] | Array(p_fill)[p_pick] | left_few
+            # MR-TXS-039: the source's entry within the connection, and its stream when this is
+            # its last chunk, as one-hot bits registered with the candidate (the entries' and
+            # streams' enables then select by the pick only)
+            e_hot = Cat(*(src_e[:sdb] == k for k in range(sd))) if sdb else Const(1, 1)
+            s_hot = (Cat(*((src_qi[:sb] == s) & src_last for s in range(S))) if S > 1
+                     else src_last)
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
-                             qi=src_qi, idx=src_idx, e=src_e, chunk=src_chunk, last=src_last,
-                             first=src_first, path=p_pick, nb=nb, req=req, s=s_pick))
+                             qi=src_qi, idx=src_idx, e_hot=e_hot, last_hot=s_hot,
+                             chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
+                             nb=nb, req=req, s=s_pick,
+                             path_hot=Cat(*(p_pick == p for p in range(PA)))))
         # MR-TXS-033: the candidates are registered; the pick takes last cycle's, but not those of
         # connections whose state last cycle's action or failures changed
         cand_r = []
@@ -504,6 +556,7 @@ class TxSched(wiring.Component):
         any_c, pick = _first_from([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)],
                                   conn_rr, C)
         pick = _named(m, pick[:cb], "pick")
+        mine = [_named(m, pick == c, f"mine{c}") for c in range(C)]
         go = sched & any_c
 
         def g(name):
@@ -554,7 +607,7 @@ class TxSched(wiring.Component):
         with m.Else():
             m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
                          cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
-        m.d.comb += [cqe_q.w_en.eq(comp | (take_wr & (w_status != 0))), cqe_q.w_data.eq(cqe)]
+        m.d.comb += [cqe_q.w_en.eq(comp | (take_wr & w_bad)), cqe_q.w_data.eq(cqe)]
 
         # -- the actions (one per cycle); each register written by its own index compare, the
         # arithmetic on its own value (no adder after a wide mux)
@@ -562,7 +615,7 @@ class TxSched(wiring.Component):
         ack_act = _named(m, rep_act & ~rr_lost, "ack_act")
         lost_act = _named(m, rep_act & rr_lost & ~r_was_acked & ~read(e_fail, r_e, "r_fail"),
                           "lost_act")
-        wr_act = _named(m, take_wr & (w_status == 0), "wr_act")
+        wr_act = _named(m, take_wr & ~w_bad, "wr_act")
         comp_act = _named(m, ~busy & comp, "comp_act")
         send_act = _named(m, ~busy & ~comp & ~take_wr & go, "send_act")
         pkt_act = _named(m, send_act & ~g_drop, "pkt_act")
@@ -579,7 +632,7 @@ class TxSched(wiring.Component):
         z_any, z_idx = _lowest_zero(wb_b)
         m.d.comb += ones.eq(Mux(z_any, z_idx, W))
         b_moved = _named(m, wb_b >> ones, "b_moved")
-        base_moved = _add(m, wb_base, ones, name="base_moved")
+        base_moved = A.add(wb_base, ones, name="base_moved")
         ahead_moved = _named(m, wb_ahead - ones, "ahead_moved")
         # MR-TXS-034: the report taken into the register, its checks corrected for this edge's
         # action (a completion of its entry; its entry's next chunk sent)
@@ -599,37 +652,36 @@ class TxSched(wiring.Component):
                                       | (wb_valid & (wb_conn == c)))
         for c in range(C):
             x = cand_r[c]
-            mine = _named(m, pick == c, f"mine{c}")
             for p in range(PA):
                 row = c * PA + p
                 # the adds beside the enables (an expression under m.If would take the enable in)
-                over = _gt(m, p_infl[row], r_nb, f"pover{row}")
-                infl_less = _sub(m, p_infl[row], r_nb, f"pinfl_less{row}")
-                room_more = _add(m, p_room[row], r_nb, name=f"proom_more{row}")
-                psn_next = _add(m, p_psn[row], 1, name=f"psn_next{row}")
-                infl_more = _add(m, p_infl[row], x["nb"], name=f"pinfl_more{row}")
-                room_less = _sub(m, p_room[row], x["nb"], f"proom_less{row}")
-                pkts_less = _sub(m, p_pkts[row], 1, f"pkts_less{row}")
-                pkts_more = _add(m, p_pkts[row], 1, name=f"pkts_more{row}")
+                over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
+                infl_less = A.sub(p_infl[row], r_nb, f"pinfl_less{row}")
+                room_more = A.add(p_room[row], r_nb, name=f"proom_more{row}")
+                psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
+                infl_more = A.add(p_infl[row], x["nb"], name=f"pinfl_more{row}")
+                room_less = A.sub(p_room[row], x["nb"], f"proom_less{row}")
+                pkts_less = A.sub(p_pkts[row], 1, f"pkts_less{row}")
+                pkts_more = A.add(p_pkts[row], 1, name=f"pkts_more{row}")
                 with m.If(rep_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
                                  p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_less, 0))]
-                with m.If(pkt_act & mine & (x["path"] == p)):
+                with m.If(pkt_act & mine[c] & x["path_hot"][p]):
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_more),
                                  p_room[row].eq(room_less),
                                  p_pkts[row].eq(pkts_more),
                                  p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
-            over = _gt(m, c_infl[c], r_nb, f"cover{c}")
-            c_infl_less = _sub(m, c_infl[c], r_nb, f"cinfl_less{c}")
-            c_room_more = _add(m, c_room[c], r_nb, name=f"croom_more{c}")
-            c_unsent_more = _add(m, c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
+            over = A.gt_small(c_infl[c], r_nb, f"cover{c}")
+            c_infl_less = A.sub(c_infl[c], r_nb, f"cinfl_less{c}")
+            c_room_more = A.add(c_room[c], r_nb, name=f"croom_more{c}")
+            c_unsent_more = A.add(c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
             # MR-TXS-032: unsent - (left + 1) from the registered completion's `left`, after the
             # register (the connection is untouched since the decision: its count is the same)
-            c_unsent_after = _add(m, c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
-            c_infl_more = _add(m, c_infl[c], x["nb"], name=f"cinfl_more{c}")
-            c_room_less = _sub(m, c_room[c], x["nb"], f"croom_less{c}")
-            c_unsent_less = _sub(m, c_unsent[c], 1, f"unsent_less{c}")
+            c_unsent_after = A.add(c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
+            c_infl_more = A.add(c_infl[c], x["nb"], name=f"cinfl_more{c}")
+            c_room_less = A.sub(c_room[c], x["nb"], f"croom_less{c}")
+            c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
             with m.If(rep_act & (r_conn == c)):
                 m.d.sync += [c_infl[c].eq(Mux(over, c_infl_less, 0)),
                              c_room[c].eq(Mux(over, c_room_more, K))]
@@ -649,12 +701,12 @@ class TxSched(wiring.Component):
             # MR-TXS-027: a failed message completed before its last chunk was sent
             with m.If(comp_act & (comp_conn == c) & comp_unsent):
                 m.d.sync += c_unsent[c].eq(c_unsent_after)
-            with m.If(pop_act & mine):
+            with m.If(pop_act & mine[c]):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
-            with m.If(pkt_act & mine):
+            with m.If(pkt_act & mine[c]):
                 m.d.sync += [c_infl[c].eq(c_infl_more), c_room[c].eq(c_room_less),
                              c_rr[c].eq(x["path"] + 1)]
-            with m.If(new_act & mine):
+            with m.If(new_act & mine[c]):
                 m.d.sync += [c_unsent[c].eq(c_unsent_less), c_srr[c].eq(x["s"] + 1)]
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
@@ -664,9 +716,17 @@ class TxSched(wiring.Component):
         # the fullness of a request held kept up to date
         in_wr_hit = wr_act & (w_qi == i_wqi)
         in_comp_hit = comp_act & (comp_q == i_wqi)
+        # MR-TXS-039: its message number and the next one, read from its stream's `msg_next`
+        # (one further when a request of its stream is acted on at this edge; a request held
+        # keeps them: only its own action changes its stream's count)
+        in_msg = read(msg_next, i_wqi, "in_msg")
+        in_msg1 = A.add(in_msg, 1, name="in_msg1")
+        in_msg2 = A.add(in_msg, 2, name="in_msg2")
         with m.If(wr_in):
             m.d.sync += [wq_valid.eq(1), wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
-                         w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
+                         w_bad.eq(in_status != 0), w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
+                         w_msg.eq(Mux(in_wr_hit, in_msg1, in_msg)),
+                         w_msg1.eq(Mux(in_wr_hit, in_msg2, in_msg1)),
                          w_idx.eq(in_tail[:db] + in_wr_hit),
                          w_full.eq(Mux(in_wr_hit, in_count == D - 1,
                                        ~in_comp_hit & (in_count == D)))]
@@ -683,13 +743,13 @@ class TxSched(wiring.Component):
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
-                                         wr.imm, read(msg_next, w_qi, "w_msg")))]
+                                         wr.imm, w_msg))]
         for e in range(E):
-            next_more = _add(m, e_next[e], 1, name=f"next_more{e}")
-            left_less = _sub(m, e_left[e], 1, f"left_less{e}")
+            next_more = A.add(e_next[e], 1, name=f"next_more{e}")
+            left_less = A.sub(e_left[e], 1, f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
-            out_less = _sub(m, e_out[e], 1, f"out_less{e}")
-            out_more = _add(m, e_out[e], 1, name=f"out_more{e}")
+            out_less = A.sub(e_out[e], 1, f"out_less{e}")
+            out_more = A.add(e_out[e], 1, name=f"out_more{e}")
             with m.If(wb_valid & (wb_e == e)):
                 m.d.sync += [e_base[e].eq(base_moved), e_bits[e].eq(b_moved),
                              e_ahead[e].eq(ahead_moved)]
@@ -709,8 +769,8 @@ class TxSched(wiring.Component):
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
                 m.d.sync += [e_out[e].eq(out_less),
                              e_idle[e].eq(e_out[e] == 1)]
-            # the picked candidate's entry, by each candidate's own compare
-            picked_e = _named(m, Array(x["e"] == e for x in cand_r)[pick], f"picked{e}")
+            # the picked candidate's entry: its connection's and its own registered bit
+            picked_e = _named(m, mine[e // sd] & cand_r[e // sd]["e_hot"][e % sd], f"picked{e}")
             with m.If(pkt_act & picked_e):
                 m.d.sync += [e_out[e].eq(out_more), e_idle[e].eq(0)]
             with m.If(new_act & picked_e):
@@ -718,14 +778,13 @@ class TxSched(wiring.Component):
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
-            msg_more = _add(m, msg_next[qi], 1, name=f"msg_more{qi}")
             with m.If(wr_act & (w_qi == qi)):
-                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(msg_more)]
+                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1)]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(comp_unsent):
                     m.d.sync += send[qi].eq(send[qi] + 1)
-            with m.If(new_act & Array((x["qi"] == qi) & x["last"] for x in cand_r)[pick]):
+            with m.If(new_act & mine[qi // S] & cand_r[qi // S]["last_hot"][qi % S]):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
 

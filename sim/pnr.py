@@ -145,6 +145,17 @@ def parse_critical_path(report: dict, clock: str | None = None) -> list[dict]:
     return steps
 
 
+class Ecp5Target:
+    """The platform ``metaroce pnr`` elaborates a block with (Amaranth passes it to every
+    ``elaborate``): the ECP5 has a carry chain (CCU2C) that ``synth_ecp5`` maps ``+`` and
+    comparisons to, so a block may build its adds as ``+`` there (hw-tx-sched.md MR-TXS-038)
+    where the generic flow of MR-FLOW-010 wants a prefix tree."""
+    carry_chain = True
+
+
+ECP5 = Ecp5Target()
+
+
 def synth_ecp5_script(top: str) -> str:
     """The Yosys script: read the design, map it to the ECP5, write nextpnr's JSON."""
     return f"read_verilog -sv design.v\nsynth_ecp5 -top {top} -noiopad -json mapped.json\n"

@@ -351,7 +351,7 @@ def _instantiate(design: Any, parameters: Mapping[str, Any] | None) -> Any:
 
 def generate_verilog(design: Any, name: str = "top", ports: Any = None, *,
                      parameters: Mapping[str, Any] | None = None,
-                     emit_src: bool = False) -> str:
+                     emit_src: bool = False, platform: Any = None) -> str:
     """Convert an Amaranth design to Verilog text.
 
     Args:
@@ -364,6 +364,8 @@ def generate_verilog(design: Any, name: str = "top", ports: Any = None, *,
         emit_src: keep Amaranth's ``(* src = "file:line" *)`` attributes.  Off by default
             so the text (and so the build cache key) does not change when unrelated lines
             of the Python source move.
+        platform: the object every ``elaborate`` is called with (e.g.
+            :data:`metaroce.sim.pnr.ECP5`, a target with a carry chain).
 
     The sync domain appears as ports ``clk`` and ``rst``. The text goes through
     :func:`constant_always_to_initial`.
@@ -371,7 +373,7 @@ def generate_verilog(design: Any, name: str = "top", ports: Any = None, *,
     from amaranth.back import verilog
 
     elaboratable = _instantiate(design, parameters)
-    kwargs: dict[str, Any] = {"name": name, "emit_src": emit_src}
+    kwargs: dict[str, Any] = {"name": name, "emit_src": emit_src, "platform": platform}
     if ports is not None:
         kwargs["ports"] = ports
     try:

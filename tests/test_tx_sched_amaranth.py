@@ -18,8 +18,8 @@ from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
 from metaroce.tb.lockstep import run_amaranth
 
 
-def run_lockstep(items, *, params=SMALL, seed=0, **kw):
-    dut = TxSched(64, **params)
+def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, **kw):
+    dut = TxSched(64, **params, carry_chain=carry_chain)
     model = TxSchedCycleModel(64, **params)
     drv = tc.Driver(model.lay, items, seed=seed, **kw)
     core = run_amaranth(dut, model, drv, busy=model.busy)
@@ -64,14 +64,51 @@ def test_lockstep_random(seed):
     assert res["retransmits"] and any(c["status"] for c in res["cqe"])
 
 
-def test_lockstep_other_instance():
+@pytest.mark.parametrize("carry_chain", [False, True])
+def test_lockstep_other_instance(carry_chain):
     """MR-TXS-001, MR-TXS-050: 2 connections x 4 streams x 2 paths, 2 messages per stream, a small
-    chunk window and small windows (the path and connection windows bind)."""
+    chunk window and small windows (the path and connection windows bind); in both adder forms
+    of MR-TXS-038 (the ECP5's ``+`` and the generic flow's prefix trees)."""
     params = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
                   conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
     items = tc.traffic(TxSchedModel(**params), 30, seed=3, max_len=2000)
-    res = run_lockstep(items, params=params, seed=3, p_idle=0.1, p_bp=0.3)
+    res = run_lockstep(items, params=params, seed=3, p_idle=0.1, p_bp=0.3,
+                       carry_chain=carry_chain)
     assert len(res["frames"]) > 30 and res["retransmits"]
+
+
+def test_adder_forms_agree():
+    """MR-TXS-038/039: each of the scheduler's arithmetic forms (add, add with a carry in,
+    subtract, greater-than, the room compare, the wide-over-small compare) gives the same value as Python's integers modulo 2^n, in the
+    prefix form and the ``+`` form, on every 4-bit pair and a signed 6-bit room."""
+    from amaranth.hdl import Signal, signed
+    from amaranth.sim import Simulator
+    from metaroce.hdl.tx_sched import _Arith
+    m = Module()
+    a, b, nb, room = Signal(4), Signal(4), Signal(2), Signal(signed(6))
+    outs = {}
+    for form in (False, True):
+        A = _Arith(m, form)
+        outs[form] = (A.add(a, b, name=f"a{form:d}"), A.add(a, b, 1, name=f"c{form:d}"),
+                      A.sub(a, b, name=f"s{form:d}"), A.gt(a, b, name=f"g{form:d}"),
+                      A.gt_room(nb, room, name=f"r{form:d}"), A.gt_small(a, nb, name=f"m{form:d}"))
+
+    async def bench(ctx):
+        for x in range(16):
+            for y in range(16):
+                ctx.set(a, x)
+                ctx.set(b, y)
+                ctx.set(nb, y % 4)
+                ctx.set(room, x * 4 - 32 + y % 4)
+                r = x * 4 - 32 + y % 4
+                want = ((x + y) % 16, (x + y + 1) % 16, (x - y) % 16, int(x > y), int(y % 4 > r),
+                        int(x > y % 4))
+                for form in (False, True):
+                    assert tuple(ctx.get(v) for v in outs[form]) == want, (form, x, y)
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
 
 
 def test_joins_the_retransmit_unit_and_the_frame_builder():
@@ -105,3 +142,42 @@ def test_lockstep_one_stream_full_ring(seed):
     items = [tc.wr_item(1, 1, rng.choice([0, 1, 100, 1024]), wr_id=k) for k in range(60)]
     res = run_lockstep(items, seed=seed, p_idle=0.7, p_bp=0.2, loss=0.0)
     assert len(res["cqe"]) == 60
+
+
+def test_pnr_elaborates_the_carry_form(monkeypatch):
+    """MR-TXS-038: `metaroce pnr` elaborates with the ECP5 platform, whose carry chain makes the
+    scheduler build its adds as `+`; with no platform (synth, simulators) the prefix form."""
+    from metaroce.commands import pnr as pnr_cmd
+    from metaroce.commands import verilog as verilog_cmd
+    from metaroce.hdl import tx_sched as hdl_ts
+    from metaroce.sim import pnr
+
+    class Stop(Exception):
+        pass
+
+    seen = {}
+
+    def fake_verilog(blk, width, **kw):
+        seen.update(kw)
+        return ""
+
+    def fake_pnr(*a, **k):
+        raise Stop
+
+    monkeypatch.setattr(verilog_cmd, "make_verilog", fake_verilog)
+    monkeypatch.setattr(pnr, "place_and_route", fake_pnr)
+    with pytest.raises(Stop):
+        pnr_cmd.report(pnr_cmd.placed_block(type("A", (), {"block": "tx", "width": 64,
+                                                            "exact": False})), 64)
+    assert seen["platform"] is pnr.ECP5
+    forms = []
+    real = hdl_ts._Arith.__init__
+
+    def record(self, m, carry_chain):
+        forms.append(carry_chain)
+        real(self, m, carry_chain)
+    monkeypatch.setattr(hdl_ts._Arith, "__init__", record)
+    tx_sched_small().elaborate(pnr.ECP5)
+    tx_sched_small().elaborate(None)
+    TxSched(64, **SMALL, carry_chain=False).elaborate(pnr.ECP5)
+    assert forms == [True, False, False]

@@ -37,7 +37,9 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True):
     freq = DEFAULT_FREQ[target] if freq is None else freq
     if not freq > 0:
         raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
-    text = make_verilog(blk, width, for_synthesis=True)
+    # the ECP5's carry chain (MR-TXS-038); Vivado's flow gets the generic form
+    text = make_verilog(blk, width, for_synthesis=True,
+                        platform=pnr.ECP5 if target != "xcvu9p" else None)
     try:
         if target == "xcvu9p":
             rep = fpga_build.build_xcvu9p(text, blk.name, freq_mhz=freq, keep_dir=out)

@@ -28,7 +28,7 @@ def report(blk, width, *, freq=250.0, seed=1, out=None):
     from metaroce.sim import pnr
     if not freq > 0:
         raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
-    text = make_verilog(blk, width, for_synthesis=True)
+    text = make_verilog(blk, width, for_synthesis=True, platform=pnr.ECP5)
     try:
         rep = pnr.place_and_route(text, blk.name, freq_mhz=freq, seed=seed, keep_dir=out)
     except pnr.PnrError as e:
