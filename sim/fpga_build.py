@@ -270,14 +270,20 @@ BLOCK_RAM_MIN_WIDTH = 72
 BLOCK_RAM_MIN_DEPTH = 8
 
 
-def memory_policy(top: str) -> list[str]:
-    """MR-FLOW-026: Yosys lines (after ``read_verilog``) that mark the wide memories for block RAM."""
+def memory_policy(top: str, max_read_ports: int = 4) -> list[str]:
+    """MR-FLOW-026: Yosys lines (after ``read_verilog``) that mark the wide memories whose read
+    ports are all synchronous for block RAM (a block RAM has no asynchronous read: a queue read
+    combinationally, as ``lib.fifo.SyncFIFO`` does, stays with Yosys's choice)."""
+    # RD_CLK_ENABLE has one bit per read port: all set <=> >= 2**n - 1 for n ports.
+    all_sync = " ".join(f"r:RD_PORTS={n} r:RD_CLK_ENABLE>={(1 << n) - 1} %i" + (" %u" if n > 1 else "")
+                        for n in range(1, max_read_ports + 1))
     return [
         f"hierarchy -top {top}",
         "proc",
+        "memory_dff",
         "memory_collect",
         f"setattr -set ram_style \"block\" t:$mem_v2 r:WIDTH>={BLOCK_RAM_MIN_WIDTH} %i "
-        f"r:SIZE>={BLOCK_RAM_MIN_DEPTH} %i",
+        f"r:SIZE>={BLOCK_RAM_MIN_DEPTH} %i {all_sync} %i",
     ]
 
 
