@@ -262,10 +262,36 @@ def stand_in_verilog(netlist: dict, top: str) -> str:
     ]) + "\n"
 
 
+#: MR-FLOW-026: a memory at least this wide and this deep goes to block RAM on the ECP5. One
+#: PDPW16KD is 72 bits x 256; in LUT RAM the same 16 rows take a TRELLIS_DPR16X4 per 4 bits (about
+#: 7.5 slices' LUT4s each, per read port), so the whole engine's wide shallow tables and queues
+#: (the parser's 1,438-bit metadata queue, the RX's 936-bit message rows ...) took 2,236 of them.
+BLOCK_RAM_MIN_WIDTH = 72
+BLOCK_RAM_MIN_DEPTH = 8
+
+
+def memory_policy(top: str, max_read_ports: int = 4) -> list[str]:
+    """MR-FLOW-026: Yosys lines (after ``read_verilog``) that mark the wide memories whose read
+    ports are all synchronous for block RAM (a block RAM has no asynchronous read: a queue read
+    combinationally, as ``lib.fifo.SyncFIFO`` does, stays with Yosys's choice)."""
+    # RD_CLK_ENABLE has one bit per read port: all set <=> >= 2**n - 1 for n ports.
+    all_sync = " ".join(f"r:RD_PORTS={n} r:RD_CLK_ENABLE>={(1 << n) - 1} %i" + (" %u" if n > 1 else "")
+                        for n in range(1, max_read_ports + 1))
+    return [
+        f"hierarchy -top {top}",
+        "proc",
+        "memory_dff",
+        "memory_collect",
+        f"setattr -set ram_style \"block\" t:$mem_v2 r:WIDTH>={BLOCK_RAM_MIN_WIDTH} %i "
+        f"r:SIZE>={BLOCK_RAM_MIN_DEPTH} %i {all_sync} %i",
+    ]
+
+
 def _block_script(block: str) -> str:
     return "\n".join([
         "# 1. the block alone, out of context (as `metaroce pnr` maps it)",
         "read_verilog -sv block.v",
+        *memory_policy(block),
         f"synth_ecp5 -top {block} -noiopad",
         "tee -q -o stat_block.json stat -json",
         "write_json block_alone.json",
@@ -284,6 +310,7 @@ def _board_script(kept_check: bool = True) -> str:
         *wrapper,
         "# 3. the board design",
         "read_verilog -sv block.v pll.v board_top.v",
+        *memory_policy("board_top"),
         "synth_ecp5 -top board_top -json mapped.json",
         "tee -q -o stat_design.json stat -json",
     ]) + "\n"
