@@ -23,7 +23,7 @@ def build(kind):
     o = Signal(128); ports.append(o)
     if kind == "addr_limbs":
         base, va, off = reg(64, "base"), reg(64, "va"), reg(32, "off")
-        limbs = R._address_limbs(base, va, off)
+        limbs = R._address_limbs(m, base, va, off)
         m.d.sync += o[:68].eq(Cat(*limbs))
     elif kind == "addr_resolve":
         limbs = [reg(17, f"l{k}") for k in range(4)]
@@ -37,7 +37,7 @@ def build(kind):
         w, snd, rd = reg(1, "w"), reg(1, "snd"), reg(1, "rd")
         va, off = reg(64, "va"), reg(32, "off")
         base = (rb & snd.replicate(64)) | (db & rd.replicate(64)) | (kb & w.replicate(64))
-        m.d.sync += o[:68].eq(Cat(*R._address_limbs(base, va & w.replicate(64), off)))
+        m.d.sync += o[:68].eq(Cat(*R._address_limbs(m, base, va & w.replicate(64), off)))
     elif kind == "addr_limbs_enc":
         # the class as 2 bits (0 none, 1 write, 2 SEND, 3 READ) and va & write ^ offset,
         # va & write & offset registered with the record at take
@@ -52,8 +52,8 @@ def build(kind):
         # apart, the class choosing between them in S2 with the carries
         kb, rb, db = reg(64, "kbase"), reg(64, "rbase"), reg(64, "dbase")
         rd, va, off = reg(1, "rd"), reg(64, "va"), reg(32, "off")
-        m.d.sync += o[:68].eq(Cat(*R._address_limbs(kb, va, off)))
-        m.d.sync += o[68:128].eq(Cat(*R._address_limbs(Mux(rd, db, rb), Const(0, 64), off))[:60])
+        m.d.sync += o[:68].eq(Cat(*R._address_limbs(m, kb, va, off)))
+        m.d.sync += o[68:128].eq(Cat(*R._address_limbs(m, Mux(rd, db, rb), Const(0, 64), off))[:60])
     elif kind == "addr_resolve_sel":
         w = reg(1, "w")
         lw, lr = [reg(17, f"lw{k}") for k in range(4)], [reg(17, f"lr{k}") for k in range(4)]
@@ -90,6 +90,22 @@ def build(kind):
         y = Cat(Const(0, 1), ((base & vw) | (base & o32) | (vw & o32))[:63])
         sums = [Cat(R._add_prefix(x[k:k + n], y[k:k + n]), R._add_prefix(x[k:k + n], y[k:k + n], carry_in=1))
                 for k in range(0, 64, n)]
+        big = Signal(len(Cat(*sums))); ports.append(big)
+        m.d.sync += big.eq(Cat(*sums))
+    elif kind in ("addr_csel16_plus", "addr_csel16_plus_ci"):
+        # the same carry select from Amaranth's `+` on the limbs (cheap for the simulator):
+        # sum1 as x + y + 1, or (``_ci``) as x + (y | 1) with y's limb bit 0 free
+        kb, rb, db = reg(64, "kbase"), reg(64, "rbase"), reg(64, "dbase")
+        w, snd, rd = reg(1, "w"), reg(1, "snd"), reg(1, "rd")
+        va, off = reg(64, "va"), reg(32, "off")
+        base = (rb & snd.replicate(64)) | (db & rd.replicate(64)) | (kb & w.replicate(64))
+        vw, o32 = va & w.replicate(64), off.as_unsigned()
+        x = base ^ vw ^ o32
+        y = Cat(Const(0, 1), ((base & vw) | (base & o32) | (vw & o32))[:63])
+        sums = []
+        for k in range(0, 64, 16):
+            a, b = x[k:k + 16], y[k:k + 16]
+            sums.append(Cat((a + b)[:17], (a + b + 1)[:17]))
         big = Signal(len(Cat(*sums))); ports.append(big)
         m.d.sync += big.eq(Cat(*sums))
     elif kind in ("resolve_csel8", "resolve_csel16"):
