@@ -3,6 +3,7 @@ MR-FLOW-010 on one helper of hdl/rx.py between registers.
 
     .venv/bin/python docs/hw/probes/rx_stage_depth.py addr_limbs addr_resolve piece_counter wide_counter
     .venv/bin/python docs/hw/probes/rx_stage_depth.py addr_limbs_sel seq_order
+    .venv/bin/python docs/hw/probes/rx_stage_depth.py addr_csel16_plus addr_csel16 resolve_csel16
 
 ``addr_limbs_sel``: S1's address limbs with the base chosen among the key, receive and READ
 rows by the registered opcode class (MR-RX-104, MR-RX-112); ``seq_order``: S1's receive/READ
@@ -78,8 +79,9 @@ def build(kind):
             low = s_[:16]
             out.append(Cat(*[low[i] ^ (carry & (low[:i].all() if i else Const(1, 1))) for i in range(16)]))
         m.d.sync += o[:64].eq(Cat(*out))
-    elif kind in ("addr_csel8", "addr_csel16"):
-        # S1 with the base select, each limb summed for a carry in of 0 and of 1 (carry select)
+    elif kind in ("addr_csel8", "addr_csel16", "addr_csel16_plus"):
+        # S1 with the base select, each limb summed for a carry in of 0 and of 1 (carry select);
+        # ``_plus``: the sums as Amaranth's ``a + b`` and ``a + b + 1`` (cheap for the simulator)
         n = 8 if kind == "addr_csel8" else 16
         kb, rb, db = reg(64, "kbase"), reg(64, "rbase"), reg(64, "dbase")
         w, snd, rd = reg(1, "w"), reg(1, "snd"), reg(1, "rd")
@@ -88,24 +90,12 @@ def build(kind):
         vw, o32 = va & w.replicate(64), off.as_unsigned()
         x = base ^ vw ^ o32
         y = Cat(Const(0, 1), ((base & vw) | (base & o32) | (vw & o32))[:63])
-        sums = [Cat(R._add_prefix(x[k:k + n], y[k:k + n]), R._add_prefix(x[k:k + n], y[k:k + n], carry_in=1))
-                for k in range(0, 64, n)]
-        big = Signal(len(Cat(*sums))); ports.append(big)
-        m.d.sync += big.eq(Cat(*sums))
-    elif kind in ("addr_csel16_plus", "addr_csel16_plus_ci"):
-        # the same carry select from Amaranth's `+` on the limbs (cheap for the simulator):
-        # sum1 as x + y + 1, or (``_ci``) as x + (y | 1) with y's limb bit 0 free
-        kb, rb, db = reg(64, "kbase"), reg(64, "rbase"), reg(64, "dbase")
-        w, snd, rd = reg(1, "w"), reg(1, "snd"), reg(1, "rd")
-        va, off = reg(64, "va"), reg(32, "off")
-        base = (rb & snd.replicate(64)) | (db & rd.replicate(64)) | (kb & w.replicate(64))
-        vw, o32 = va & w.replicate(64), off.as_unsigned()
-        x = base ^ vw ^ o32
-        y = Cat(Const(0, 1), ((base & vw) | (base & o32) | (vw & o32))[:63])
-        sums = []
-        for k in range(0, 64, 16):
-            a, b = x[k:k + 16], y[k:k + 16]
-            sums.append(Cat((a + b)[:17], (a + b + 1)[:17]))
+        if kind.endswith("_plus"):
+            sums = [Cat((x[k:k + n] + y[k:k + n])[:n + 1], (x[k:k + n] + y[k:k + n] + 1)[:n + 1])
+                    for k in range(0, 64, n)]
+        else:
+            sums = [Cat(R._add_prefix(x[k:k + n], y[k:k + n]), R._add_prefix(x[k:k + n], y[k:k + n], carry_in=1))
+                    for k in range(0, 64, n)]
         big = Signal(len(Cat(*sums))); ports.append(big)
         m.d.sync += big.eq(Cat(*sums))
     elif kind in ("resolve_csel8", "resolve_csel16"):
