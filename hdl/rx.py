@@ -109,25 +109,30 @@ def _rotate(m, value, amount, *, left, name="rot"):
 LIMB = 16
 
 
-def _address_limbs(base, va, offset):
+def _address_limbs(m, base, va, offset):
     """MR-RX-046, first half (S1): ``base + va + offset`` as a carry-save pair (one LUT level),
-    then each 16-bit limb of that pair summed on its own: four 17-bit limb sums whose carries
-    are resolved in S2 (:func:`_address_resolve`)."""
+    then each 16-bit limb of that pair summed on its own for a carry in of 0 and of 1 (carry
+    select): per limb ``Cat(sum0, sum1)``, each 17 bits with its carry out; S2 picks one by the
+    carry from below (:func:`_address_resolve`). The pair is two signals in ``m``: the
+    simulator expands every expression tree in full, and prefix trees whose leaves were slices
+    of the pair's expression (the base select included) made the RX sync function 73 MB of
+    bytecode (docs/hw/rx-results.md); the netlist is the same."""
     off = offset.as_unsigned()
-    x = base ^ va ^ off
-    y = Cat(Const(0, 1), ((base & va) | (base & off) | (va & off))[:63])
-    return [_add_prefix(x[k:k + LIMB], y[k:k + LIMB]) for k in range(0, 64, LIMB)]
+    x, y = Signal(64, name="addr_sum"), Signal(64, name="addr_carry")
+    m.d.comb += [x.eq(base ^ va ^ off), y.eq(Cat(Const(0, 1), ((base & va) | (base & off) | (va & off))[:63]))]
+    return [Cat(_add_prefix(x[k:k + LIMB], y[k:k + LIMB]), _add_prefix(x[k:k + LIMB], y[k:k + LIMB], carry_in=1))
+            for k in range(0, 64, LIMB)]
 
 
 def _address_resolve(limbs):
-    """MR-RX-046, second half (S2): each limb plus the carry out of the limbs below it (a carry
-    crosses a limb whose sum is all ones), the limbs' increments computed alongside."""
+    """MR-RX-046, second half (S2): each limb's sum for the carry out of the limbs below it,
+    that carry chosen limb by limb the same way (2:1 muxes, no adder)."""
     out = []
     carry = Const(0, 1)
     for s in limbs:
-        low = s[:LIMB]
-        out.append(Mux(carry, (low + 1)[:LIMB], low))
-        carry = s[LIMB] | (low.all() & carry)
+        s0, s1 = s[:LIMB + 1], s[LIMB + 1:]
+        out.append(Mux(carry, s1[:LIMB], s0[:LIMB]))
+        carry = Mux(carry, s1[LIMB], s0[LIMB])
     return Cat(*out)
 
 
@@ -431,14 +436,14 @@ class Rx(wiring.Component):
 
         s2_carry, s2_flags = Signal(carry), Signal(flags)
         s2_end, s2_bnd, s2_rlen, s2_rdiff = Signal(limb_sums), Signal(limb_sums), Signal(limb_sums), Signal(limb_sums)
-        s2_addr_limbs = [Signal(LIMB + 1, name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
+        s2_addr_limbs = [Signal(2 * (LIMB + 1), name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
         with m.If(advance):
             m.d.sync += [
                 s2_valid.eq(s1_valid), s2_carry.eq(s1_carry), s2_flags.eq(s1_flags),
                 s2_end.eq(s1_end), s2_bnd.eq(s1_bnd), s2_rlen.eq(s1_rlen), s2_rdiff.eq(s1_rdiff),
                 # MR-RX-104: a SEND's address is its receive's base + offset
                 # MR-RX-112: a READ response's is its READ's destination + offset
-                *[r.eq(v) for r, v in zip(s2_addr_limbs, _address_limbs(
+                *[r.eq(v) for r, v in zip(s2_addr_limbs, _address_limbs(m,
                     (recv.base & is_send.replicate(64)) | (rd.base & is_read.replicate(64))
                     | (key.base & is_write.replicate(64)), reth.va & is_write.replicate(64), mrdh.offset))],
             ]

@@ -178,8 +178,8 @@ def test_message_table():
 
 
 def test_placement_address_limbs():
-    """MR-RX-046: the placement address split into a carry-save pair and 16-bit limbs (S1)
-    whose carries are resolved in S2 equals ``base + va + offset`` modulo 2^64, including
+    """MR-RX-046: the placement address split into a carry-save pair and 16-bit limbs summed
+    for a carry in of 0 and of 1 (S1), one of each chosen by the carry from below in S2, equals ``base + va + offset`` modulo 2^64, including
     carries that cross every limb."""
     import random
     from amaranth.hdl import Signal
@@ -187,7 +187,7 @@ def test_placement_address_limbs():
     base, va, offset = Signal(64), Signal(64), Signal(32)
     m = Module()
     out = Signal(64)
-    m.d.comb += out.eq(_address_resolve(_address_limbs(base, va, offset)))
+    m.d.comb += out.eq(_address_resolve(_address_limbs(m, base, va, offset)))
     rng = random.Random(5)
     full = (1 << 64) - 1
     values = [(full, 1, 0), (full, 0, 1), (full - 5, 3, 2), (0, full, (1 << 32) - 1),

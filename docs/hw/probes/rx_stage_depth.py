@@ -3,6 +3,7 @@ MR-FLOW-010 on one helper of hdl/rx.py between registers.
 
     .venv/bin/python docs/hw/probes/rx_stage_depth.py addr_limbs addr_resolve piece_counter wide_counter
     .venv/bin/python docs/hw/probes/rx_stage_depth.py addr_limbs_sel seq_order
+    .venv/bin/python docs/hw/probes/rx_stage_depth.py addr_csel16_plus addr_csel16 resolve_csel16
 
 ``addr_limbs_sel``: S1's address limbs with the base chosen among the key, receive and READ
 rows by the registered opcode class (MR-RX-104, MR-RX-112); ``seq_order``: S1's receive/READ
@@ -23,7 +24,7 @@ def build(kind):
     o = Signal(128); ports.append(o)
     if kind == "addr_limbs":
         base, va, off = reg(64, "base"), reg(64, "va"), reg(32, "off")
-        limbs = R._address_limbs(base, va, off)
+        limbs = R._address_limbs(m, base, va, off)
         m.d.sync += o[:68].eq(Cat(*limbs))
     elif kind == "addr_resolve":
         limbs = [reg(17, f"l{k}") for k in range(4)]
@@ -37,7 +38,7 @@ def build(kind):
         w, snd, rd = reg(1, "w"), reg(1, "snd"), reg(1, "rd")
         va, off = reg(64, "va"), reg(32, "off")
         base = (rb & snd.replicate(64)) | (db & rd.replicate(64)) | (kb & w.replicate(64))
-        m.d.sync += o[:68].eq(Cat(*R._address_limbs(base, va & w.replicate(64), off)))
+        m.d.sync += o[:68].eq(Cat(*R._address_limbs(m, base, va & w.replicate(64), off)))
     elif kind == "addr_limbs_enc":
         # the class as 2 bits (0 none, 1 write, 2 SEND, 3 READ) and va & write ^ offset,
         # va & write & offset registered with the record at take
@@ -52,8 +53,8 @@ def build(kind):
         # apart, the class choosing between them in S2 with the carries
         kb, rb, db = reg(64, "kbase"), reg(64, "rbase"), reg(64, "dbase")
         rd, va, off = reg(1, "rd"), reg(64, "va"), reg(32, "off")
-        m.d.sync += o[:68].eq(Cat(*R._address_limbs(kb, va, off)))
-        m.d.sync += o[68:128].eq(Cat(*R._address_limbs(Mux(rd, db, rb), Const(0, 64), off))[:60])
+        m.d.sync += o[:68].eq(Cat(*R._address_limbs(m, kb, va, off)))
+        m.d.sync += o[68:128].eq(Cat(*R._address_limbs(m, Mux(rd, db, rb), Const(0, 64), off))[:60])
     elif kind == "addr_resolve_sel":
         w = reg(1, "w")
         lw, lr = [reg(17, f"lw{k}") for k in range(4)], [reg(17, f"lr{k}") for k in range(4)]
@@ -78,8 +79,9 @@ def build(kind):
             low = s_[:16]
             out.append(Cat(*[low[i] ^ (carry & (low[:i].all() if i else Const(1, 1))) for i in range(16)]))
         m.d.sync += o[:64].eq(Cat(*out))
-    elif kind in ("addr_csel8", "addr_csel16"):
-        # S1 with the base select, each limb summed for a carry in of 0 and of 1 (carry select)
+    elif kind in ("addr_csel8", "addr_csel16", "addr_csel16_plus"):
+        # S1 with the base select, each limb summed for a carry in of 0 and of 1 (carry select);
+        # ``_plus``: the sums as Amaranth's ``a + b`` and ``a + b + 1`` (cheap for the simulator)
         n = 8 if kind == "addr_csel8" else 16
         kb, rb, db = reg(64, "kbase"), reg(64, "rbase"), reg(64, "dbase")
         w, snd, rd = reg(1, "w"), reg(1, "snd"), reg(1, "rd")
@@ -88,8 +90,12 @@ def build(kind):
         vw, o32 = va & w.replicate(64), off.as_unsigned()
         x = base ^ vw ^ o32
         y = Cat(Const(0, 1), ((base & vw) | (base & o32) | (vw & o32))[:63])
-        sums = [Cat(R._add_prefix(x[k:k + n], y[k:k + n]), R._add_prefix(x[k:k + n], y[k:k + n], carry_in=1))
-                for k in range(0, 64, n)]
+        if kind.endswith("_plus"):
+            sums = [Cat((x[k:k + n] + y[k:k + n])[:n + 1], (x[k:k + n] + y[k:k + n] + 1)[:n + 1])
+                    for k in range(0, 64, n)]
+        else:
+            sums = [Cat(R._add_prefix(x[k:k + n], y[k:k + n]), R._add_prefix(x[k:k + n], y[k:k + n], carry_in=1))
+                    for k in range(0, 64, n)]
         big = Signal(len(Cat(*sums))); ports.append(big)
         m.d.sync += big.eq(Cat(*sums))
     elif kind in ("resolve_csel8", "resolve_csel16"):
