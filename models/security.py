@@ -319,6 +319,9 @@ class AuthenticatedHost:
 
     def next_packet(self, now):
         f = self.ep.next_packet(now)
+        if f is not None and f.bth.opcode == wire.MR_ANNOUNCE:
+            # MR-SEC-160: MR_SEC does not carry the announcement (MR-WIRE-084): not sent
+            f = self.ep.next_packet(now)
         return None if f is None else self.seal(f)
 
     def seal(self, frame):
