@@ -444,6 +444,7 @@ class Connection:
         self.answered = False
         self.announce_due = ep.announce     # MR-CC-021: announce before the first data packet
         self.spread = False         # MR-CC-023: announced, no data acknowledged yet
+        self.spread_probe = ep.announce     # MR-CC-024: probes count against the pacing
         self.cwnd_sum = sum(p.cwnd for p in self.paths)     # MR-CC-011: active paths' windows
         self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
         self.ack_loss = 0           # MR-REL-011: lost-ACK fraction of all paths, Q16
@@ -1615,6 +1616,10 @@ class Connection:
         rec.probe = True
         f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
         self.ep._ctrl.append(f)
+        if self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
+            # MR-CC-024: a paced connection's probe takes the next paced frame's turn, so that
+            # it and that frame do not arrive together, twice the connection's share
+            self.pace_until = max(self.pace_until, now) + self._gap(wire_len(f))
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
         self.ep._arm(p, now + self._rto(p))
