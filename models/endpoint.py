@@ -1616,9 +1616,9 @@ class Connection:
         rec.probe = True
         f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
         self.ep._ctrl.append(f)
-        if self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
-            # MR-CC-024: a paced connection's probe takes the next paced frame's turn, so that
-            # it and that frame do not arrive together, twice the connection's share
+        if self.spread_probe and rec.free and self.rate_bps < self.ep.line_rate_bps:
+            # MR-CC-024: a paced connection's probe of a first-window packet takes the next
+            # paced frame's turn, so that the two do not arrive together, twice its share
             self.pace_until = max(self.pace_until, now) + self._gap(wire_len(f))
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
