@@ -780,7 +780,7 @@ class Connection:
         p = self.paths[self.rr]
         ep.stats["packets_sent"] += 1
         ep.stats["announcements_sent"] += 1
-        return Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=2), udp=UDP(sport=p.entropy),
+        return Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=0), udp=UDP(sport=p.entropy),
                      bth=BTH(opcode=_OP_ANNOUNCE, pkey=self.pkey, dest_qp=self.peer_id, ack_req=1,
                              psn=p.idx))
 
@@ -2155,6 +2155,9 @@ class Endpoint(VerbsHost):
       packet (MR-CC-021) and the endpoint counts and answers its peers' announcements
       (MR-CC-022, MR-SEC-160); False: neither, as the RTL engine of this version, whose frames
       the co-simulations compare with the endpoint's.
+    - ``announce_go`` (False): answer the only sender counted with the line rate, "go", which ends
+      its first window at once instead of slow start (MR-CC-022; off: 1-path and 8-path
+      connections starting together on one core link then share it 187 / 156 Gb/s).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2196,11 +2199,13 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, rng=None):
+                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False,
+                 rng=None):
         _check_config(locals())
         self.addr = addr
         self.resend_twice = bool(resend_twice)
         self.announce = bool(announce)      # MR-CC-021/022: send and answer announcements
+        self.announce_go = bool(announce_go)    # MR-CC-022: answer a lone sender "go"
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt
@@ -2455,8 +2460,8 @@ class Endpoint(VerbsHost):
         """MR-CC-022: a connection announces that it starts sending: it is counted at once as an
         active sender of the current interval (MR-CC-005; not as an arrival of MR-CC-010, which
         its count replaces) and answered at once on the path the announcement names, with the
-        hint of the new count, or the line rate when it is the only sender counted (the sender
-        then leaves its first window at once, MR-CC-008). MR-SEC-160: only a connection from
+        hint of the new count; with ``announce_go``, the line rate when it is the only sender
+        counted (the sender then leaves its first window at once, MR-CC-008). MR-SEC-160: only a connection from
         which nothing has arrived yet is counted and answered, once; a repeat or a path out of
         range is dropped and counted."""
         path = f.bth.psn
@@ -2469,8 +2474,9 @@ class Endpoint(VerbsHost):
         self._share_note(c, now, False, 0, True)
         p = c.paths[path]
         hint = self._rate_hint()
-        self._send_ack(c, p, (p.rx_cum - 1) & _PSN_MASK, f.udp.sport,
-                       hint if hint else max(1, int(self.line_rate_bps // 1e6)))
+        if not hint and self.announce_go:
+            hint = max(1, int(self.line_rate_bps // 1e6))       # MR-CC-022: "go"
+        self._send_ack(c, p, (p.rx_cum - 1) & _PSN_MASK, f.udp.sport, hint)
         self.stats["announcements_answered"] += 1
 
     def _share_note(self, c, now, ce, wire_bytes, announced=False):

@@ -326,7 +326,10 @@ class AuthenticatedHost:
 
     def seal(self, frame):
         """The MR_SEC frame for ``frame``, or None when no channel leads to its DestQP:
-        nothing leaves unsealed toward an authenticated peer (counted as ``unsealed``)."""
+        nothing leaves unsealed toward an authenticated peer (counted as ``unsealed``). An
+        announcement (MR-WIRE-084) is not sent: MR_SEC does not carry it (MR-SEC-160)."""
+        if frame.bth.opcode == wire.MR_ANNOUNCE:
+            return None
         ch = self._by_peer.get(frame.bth.dest_qp)
         if ch is None:
             self.drops["unsealed"] += 1
