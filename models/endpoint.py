@@ -2490,6 +2490,7 @@ class Endpoint(VerbsHost):
         iv = self._share_iv
         if now - self._share_epoch >= iv:
             stale = now - self._share_epoch >= 2 * iv
+            b0 = self._bcast_n
             self._demand_update(now - self._share_epoch, stale)
             self._share_prev = 0 if stale else len(self._share_seen)
             self._share_iv = self._share_iv_of(self._share_prev)
@@ -2501,6 +2502,11 @@ class Endpoint(VerbsHost):
             self._hosts = set()
             self._share_pkts = self._share_ce = 0
             self._share_epoch = now
+            if self.announce and self._share_prev > b0 >= 2:
+                # MR-CC-025: the count grew since the last update by less than half: the senders
+                # hinted before it get the interval's count at its end
+                self._bcast_n = self._share_prev
+                self._hint_update(None)
         lid = c.local_id
         new = lid not in self._share_seen
         if new:
