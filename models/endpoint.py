@@ -2153,8 +2153,8 @@ class Endpoint(VerbsHost):
       endpoint's).
     - ``announce`` (True): a connection announces itself to the receiver before its first data
       packet (MR-CC-021) and the endpoint counts and answers its peers' announcements
-      (MR-CC-022, MR-SEC-160); False: neither, as the RTL engine of this version, whose frames
-      the co-simulations compare with the endpoint's.
+      (MR-CC-022, MR-SEC-160), with MR-CC-023..025; False: none of them, as the RTL engine of
+      this version, whose frames the co-simulations compare with the endpoint's.
     - ``announce_go`` (False): answer the only sender counted with the line rate, "go", which ends
       its first window at once instead of slow start (MR-CC-022; off: 1-path and 8-path
       connections starting together on one core link then share it 187 / 156 Gb/s).
