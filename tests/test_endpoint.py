@@ -1007,7 +1007,7 @@ def test_resend_twice_shortens_lossy_tail(seed):
     twice: the write completes sooner, every byte placed once; the second copies that were not
     needed are counted as spurious. Off (the default) nothing is doubled."""
     # the runs MR-REL-012 was measured on: without MR-CC-021, whose announcement takes draws
-    # from the loss stream (with it, seed 2's write completes 0.1 % sooner, not 5 %)
+    # from the loss stream (with it, seed 2 gains nothing: 0.1 % slower instead of 5 % faster)
     off, st_off = _loss_run(seed, 0.1, announce=False)
     on, st_on = _loss_run(seed, 0.1, resend_twice=True, announce=False)
     assert off["delivered_ok"] and on["delivered_ok"]
