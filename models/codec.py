@@ -571,7 +571,8 @@ def _decode(data, verify_icrc, optional=True):
             if version != wire.MR_VERSION:
                 raise DecodeError(Reason.BAD_VERSION, f"MetaRoCE header version {version}", f)
     if l4_end - wire.ICRC_LEN - off < hlen:
-        raise DecodeError(Reason.LENGTH, f"opcode {getattr(op, 'name', hex(op))} needs {hlen} header bytes", f)
+        name = getattr(op, "name", hex(op))
+        raise DecodeError(Reason.LENGTH, f"opcode {name} needs {hlen} header bytes", f)
     for name in names:
         n = wire.HEADER_LEN[name]
         if name != "cnp":
@@ -581,7 +582,8 @@ def _decode(data, verify_icrc, optional=True):
     if bth.pad > len(body):
         raise DecodeError(Reason.LENGTH, f"pad {bth.pad} exceeds the {len(body)} payload bytes", f)
     if op not in wire.PAYLOAD_OPS and len(body):
-        raise DecodeError(Reason.LENGTH, f"opcode {getattr(op, 'name', hex(op))} carries {len(body)} unexpected bytes", f)
+        name = getattr(op, "name", hex(op))
+        raise DecodeError(Reason.LENGTH, f"opcode {name} carries {len(body)} unexpected bytes", f)
     f.payload = body[:len(body) - bth.pad]
     f.icrc = int.from_bytes(data[l4_end - wire.ICRC_LEN:l4_end], "little")
     if verify_icrc:

@@ -2180,7 +2180,8 @@ class Endpoint(VerbsHost):
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
     ``completions``, ``tail_probes`` (MR-REL-010), ``resends_doubled`` (MR-REL-012),
-    ``retry_exceeded``, ``rnr_retry_exceeded`` (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013), ``announcements_sent`` (MR-CC-021), ``aborts_sent``, ``aborts_acked``,
+    ``retry_exceeded``, ``rnr_retry_exceeded`` (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013),
+    ``announcements_sent`` (MR-CC-021), ``aborts_sent``, ``aborts_acked``,
     ``aborts_refused`` (MR-ERR-020). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
     of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``aborts_received``, ``aborts_ignored``,
@@ -2461,9 +2462,9 @@ class Endpoint(VerbsHost):
         active sender of the current interval (MR-CC-005; not as an arrival of MR-CC-010, which
         its count replaces) and answered at once on the path the announcement names, with the
         hint of the new count; with ``announce_go``, the line rate when it is the only sender
-        counted (the sender then leaves its first window at once, MR-CC-008). MR-SEC-160: only a connection from
-        which nothing has arrived yet is counted and answered, once; a repeat or a path out of
-        range is dropped and counted."""
+        counted (the sender then leaves its first window at once, MR-CC-008). MR-SEC-160: only
+        a connection from which nothing has arrived yet is counted and answered, once; a repeat
+        or a path out of range is dropped and counted."""
         path = f.bth.psn
         if path >= len(c.paths):
             self._drop("announce_path")
