@@ -2153,7 +2153,7 @@ class Endpoint(VerbsHost):
       endpoint's).
     - ``announce`` (True): a connection announces itself to the receiver before its first data
       packet (MR-CC-021) and the endpoint counts and answers its peers' announcements
-      (MR-CC-022, MR-SEC-160), with MR-CC-023..025; False: none of them, as the RTL engine of
+      (MR-CC-022, MR-SEC-157), with MR-CC-023..025; False: none of them, as the RTL engine of
       this version, whose frames the co-simulations compare with the endpoint's.
     - ``announce_go`` (False): answer the only sender counted with the line rate, "go", which ends
       its first window at once instead of slow start (MR-CC-022; off: 1-path and 8-path
@@ -2187,7 +2187,7 @@ class Endpoint(VerbsHost):
     of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``aborts_received``, ``aborts_ignored``,
     ``aborts_duplicate`` (MR-ERR-021), ``ce_received``, ``acks_sent``,
     ``hint_updates`` (MR-CC-009: pushed ACKs, down and up), ``announcements_answered``
-    (MR-CC-022; ``drop_announce_repeat``, ``drop_announce_path``: MR-SEC-160),
+    (MR-CC-022; ``drop_announce_repeat``, ``drop_announce_path``: MR-SEC-157),
     ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010,
     ``drop_bad_pkey`` MR-SEC-008, ``drop_bad_proof`` MR-SEC-154: an ACK or NAK without a valid proof
     of receipt on a connection with a ``receipt_key``).
@@ -2462,7 +2462,7 @@ class Endpoint(VerbsHost):
         active sender of the current interval (MR-CC-005; not as an arrival of MR-CC-010, which
         its count replaces) and answered at once on the path the announcement names, with the
         hint of the new count; with ``announce_go``, the line rate when it is the only sender
-        counted (the sender then leaves its first window at once, MR-CC-008). MR-SEC-160: only
+        counted (the sender then leaves its first window at once, MR-CC-008). MR-SEC-157: only
         a connection from which nothing has arrived yet is counted and answered, once; a repeat
         or a path out of range is dropped and counted."""
         path = f.bth.psn

@@ -1,4 +1,4 @@
-"""The sender announcement: MR-CC-021..024 (transport), MR-WIRE-084 (wire), MR-SEC-160 (bounds)."""
+"""The sender announcement: MR-CC-021..024 (transport), MR-WIRE-084 (wire), MR-SEC-157 (bounds)."""
 import random
 
 import pytest
@@ -141,7 +141,7 @@ def test_count_and_hints_follow_announcements():
 
 
 def test_forged_announcements_are_bounded():
-    """MR-SEC-160: a repeat, an announcement after data, a path out of range, an unknown
+    """MR-SEC-157: a repeat, an announcement after data, a path out of range, an unknown
     connection or a wrong peer are dropped and counted; however many arrive, the count is at most
     the connections, and each connection is answered once."""
     b, conns = receiver(n_conns=3, paths=4)
