@@ -203,7 +203,7 @@ class Frame:
 
     def headers(self):
         """Names of the extension headers this frame's opcode carries (MR-WIRE-052)."""
-        return wire.HEADERS[Op(self.bth.opcode)]
+        return wire.headers_of(self.bth.opcode)
 
 
 _HEADER_TYPES = {"reth": RETH, "aeth": AETH, "atomicack": AtomicAck, "atomiceth": AtomicETH, "mrdh": MRDH,
@@ -221,9 +221,9 @@ def make(opcode, payload=b"", **headers):
     Keyword arguments replace whole headers (``reth=RETH(...)``) or the base headers
     (``eth=``, ``ip=``, ``udp=``, ``bth=``); ``bth.opcode`` is set to ``opcode``.
     """
-    op = Op(opcode)
+    op = opcode if opcode in wire.OPTIONAL_HEADERS else Op(opcode)     # MR-WIRE-084
     f = Frame(payload=bytes(payload))
-    for name in wire.HEADERS[op]:
+    for name in wire.headers_of(op):
         if name == "imm":
             f.imm = 0
         elif name != "cnp":
@@ -398,10 +398,10 @@ def encode(frame, *, icrc_override=None):
     the IPv4 header checksum, the UDP length and (IPv6) checksum and the ICRC are computed
     unless ``frame.icrc`` or ``icrc_override`` gives an ICRC to place instead.
     """
-    op = Op(frame.bth.opcode)
+    op = frame.bth.opcode
+    names = wire.headers_of(op)     # MR-WIRE-084: optional opcodes included
     pad = (-len(frame.payload)) % 4
     frame.bth = replace(frame.bth, pad=pad)
-    names = wire.HEADERS[op]
     for n in ("eth", "ip", "udp", "bth") + names:
         if n != "cnp":
             _check_widths(getattr(frame, n), n)
@@ -475,24 +475,26 @@ def decode_bth(b):
     return _bth_unpack(b)
 
 
-def decode(data, *, verify_icrc=True):
+def decode(data, *, verify_icrc=True, optional=True):
     """Decode an Ethernet frame (no FCS) into a :class:`Frame` (MR-WIRE-100..105).
 
     Checks run in wire order and the first failure decides the reason: ``truncated`` when
     the bytes end before a field needed to decide; ``not_roce`` for frames that are not
     UDP/4791 over IPv4 (IHL 5, unfragmented) or IPv6; ``bad_ip`` for a wrong IPv4 header
     checksum; ``length`` when IP, UDP and header lengths disagree; ``bad_opcode``;
-    ``bad_version``; ``icrc``. Raises :class:`DecodeError` and nothing else.
+    ``bad_version``; ``icrc``. Raises :class:`DecodeError` and nothing else. ``optional``
+    False: the optional opcodes of MR-WIRE-084 are ``bad_opcode``, as for a receiver (the RTL
+    parser of this version) that does not implement them.
     """
     try:
-        return _decode(bytes(data), verify_icrc)
+        return _decode(bytes(data), verify_icrc, optional)
     except DecodeError:
         raise
     except Exception as e:  # pragma: no cover - a bug, but never let it escape as a crash
         raise DecodeError(Reason.LENGTH, f"internal: {type(e).__name__}: {e}") from e
 
 
-def _decode(data, verify_icrc):
+def _decode(data, verify_icrc, optional=True):
     f = Frame(ip=None, udp=None, bth=None)
     _need(data, wire.ETH_HLEN, f, "Ethernet header")
     dst, src, etype = _eth_unpack(data)
@@ -553,12 +555,14 @@ def _decode(data, verify_icrc):
     try:
         op = Op(bth.opcode)
     except ValueError:
-        raise DecodeError(Reason.BAD_OPCODE, f"opcode {bth.opcode:#04x}", f) from None
+        if not (optional and bth.opcode in wire.OPTIONAL_HEADERS):      # MR-WIRE-084
+            raise DecodeError(Reason.BAD_OPCODE, f"opcode {bth.opcode:#04x}", f) from None
+        op = bth.opcode
     bth.opcode = op
     if bth.tver != 0:
         raise DecodeError(Reason.BAD_VERSION, f"BTH TVer {bth.tver}", f)
     off += wire.BTH_LEN
-    names = wire.HEADERS[op]
+    names = wire.headers_of(op)
     hlen = wire.ext_len(op)
     if op in wire.MR_OPS:
         # The MetaRoCE header's version nibble is checked before its length (MR-WIRE-075).
@@ -567,7 +571,8 @@ def _decode(data, verify_icrc):
             if version != wire.MR_VERSION:
                 raise DecodeError(Reason.BAD_VERSION, f"MetaRoCE header version {version}", f)
     if l4_end - wire.ICRC_LEN - off < hlen:
-        raise DecodeError(Reason.LENGTH, f"opcode {op.name} needs {hlen} header bytes", f)
+        name = getattr(op, "name", hex(op))
+        raise DecodeError(Reason.LENGTH, f"opcode {name} needs {hlen} header bytes", f)
     for name in names:
         n = wire.HEADER_LEN[name]
         if name != "cnp":
@@ -577,7 +582,8 @@ def _decode(data, verify_icrc):
     if bth.pad > len(body):
         raise DecodeError(Reason.LENGTH, f"pad {bth.pad} exceeds the {len(body)} payload bytes", f)
     if op not in wire.PAYLOAD_OPS and len(body):
-        raise DecodeError(Reason.LENGTH, f"opcode {op.name} carries {len(body)} unexpected bytes", f)
+        name = getattr(op, "name", hex(op))
+        raise DecodeError(Reason.LENGTH, f"opcode {name} carries {len(body)} unexpected bytes", f)
     f.payload = body[:len(body) - bth.pad]
     f.icrc = int.from_bytes(data[l4_end - wire.ICRC_LEN:l4_end], "little")
     if verify_icrc:
@@ -647,7 +653,7 @@ def summary(frame_no, obj):
         try:
             name = Op(b["opcode"]).name
         except ValueError:
-            name = f"op={b['opcode']:#04x}"
+            name = "MR_ANNOUNCE" if b["opcode"] == wire.MR_ANNOUNCE else f"op={b['opcode']:#04x}"
         parts.append(f"{name} qp={b['dest_qp']} psn={b['psn']}")
     for name in ("mrsec", "mrch", "mrdh", "mrsh", "mrah", "mrnh", "reth", "aeth"):
         if name in obj:

@@ -215,7 +215,7 @@ def reference_receiver(cfg: Config, *, timer=True, hints=True, addr=LOCAL_ADDR, 
     from .endpoint import Endpoint
     from .rx_cases import NO_ACK_DELAY
     rx = Endpoint(addr, mtu=1 << cfg.mtu_log2, ack_every=cfg.ack_every, max_rx_msgs=1 << 20,
-                  chunk_window=chunk_window,
+                  chunk_window=chunk_window, announce=False,    # as the engine: MR-CC-021
                   rng=random.Random(cfg.seed + 1), line_rate_bps=cfg.link_bps, base_rtt=cfg.rtt,
                   ack_delay=cfg.ack_delay_s if timer and cfg.ack_delay_cycles else NO_ACK_DELAY)
     if not hints:
@@ -508,7 +508,8 @@ class Cosim(Phases):
             stream_into(link_into(fab, peer_host), cfg.width)
         # the sender's chunk window within the engine's chunk ring (MR-RX-082)
         tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2),
-                      line_rate_bps=cfg.link_bps, base_rtt=cfg.rtt, chunk_window=CHUNK_RING)
+                      line_rate_bps=cfg.link_bps, base_rtt=cfg.rtt, chunk_window=CHUNK_RING,
+                      announce=False)       # the engine neither sends nor answers MR-CC-021's
         self.sender = tx
         sender_host.ep = tx
         peer_host.ep = RtlPeer(LOCAL_ADDR)
@@ -632,7 +633,7 @@ def run_reference(cfg: Config, *, timer=True, hints=True):
               mtu_log2=cfg.mtu_log2, ack_every=cfg.ack_every)
     fab = build_fabric(cfg)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=cfg.ack_every, rng=random.Random(cfg.seed + 2),
-                  chunk_window=CHUNK_RING, **kw)
+                  chunk_window=CHUNK_RING, announce=False, **kw)    # as the engine: MR-CC-021
     fab.hosts[0].ep, fab.hosts[1].ep = tx, rx
     src = _source(random.Random(cfg.seed + 3), cfg.nbytes)
     lkey = tx.reg_mr(bytearray(src))

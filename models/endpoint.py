@@ -25,7 +25,7 @@ from . import records as R
 from .records import RTX_POOL
 from .security import PROOF_ACK, PROOF_NAK, RKeyGenerator, join_proof, receipt_proof, split_proof
 from .codec import BTH, IP, MRAH, MRDH, MRNH, MRSH, RETH, UDP, Eth, Frame, wire_len
-from .wire import MrahFlag, MrdhFlag, NakReason, Op
+from .wire import MR_ANNOUNCE, MrahFlag, MrdhFlag, NakReason, Op
 
 # Module-level aliases of the enum members the per-packet paths compare and store (the same
 # objects; an enum member looked up on its class costs several plain name lookups).
@@ -44,6 +44,7 @@ _MRDH_FIRST = MrdhFlag.FIRST
 _MRDH_LAST = MrdhFlag.LAST
 _MRDH_RETX = MrdhFlag.RETX
 _MRAH_ECE = MrahFlag.ECE
+_OP_ANNOUNCE = MR_ANNOUNCE     # MR-WIRE-084, MR-CC-021
 
 # Per-packet frames are built as codec records without the dataclass constructors: an object and
 # its field dict in declaration order (checked below against the dataclasses' fields and
@@ -195,6 +196,7 @@ _NO_ABORT, _ABORT_PENDING, _ABORT_DONE = 0, 1, 2
 #: MR-CC-012: wire bytes of a data frame beyond its payload (headers to ICRC with RETH, and the
 #: FCS, preamble and gap of MR-CC-006), for the receiver's per-sender byte counts.
 _WIRE_HDR = 90 + P.WIRE_OVERHEAD
+_DATA_HDR = 90          # MR-CC-023: a data frame's bytes beyond its payload (with RETH)
 #: MR-CC-013: the per-path window counters saturate here (10-bit record fields).
 _ACC_MAX = 1023
 
@@ -440,6 +442,9 @@ class Connection:
         self.blind_t0 = _NEVER
         self.blind_bytes = 0
         self.answered = False
+        self.announce_due = ep.announce     # MR-CC-021: announce before the first data packet
+        self.spread = False         # MR-CC-023: announced, no data acknowledged yet
+        self.spread_probe = ep.announce     # MR-CC-024: probes count against the pacing
         self.cwnd_sum = sum(p.cwnd for p in self.paths)     # MR-CC-011: active paths' windows
         self.cut_debt = 0           # MR-CC-013: bytes of cuts still to take from increases
         self.ack_loss = 0           # MR-REL-011: lost-ACK fraction of all paths, Q16
@@ -669,6 +674,8 @@ class Connection:
         w = self._next_work()
         if w is None:
             return _IDLE
+        if self.announce_due:
+            return self._announce_frame()
         m, i, is_retx, k = w
         ep = self.ep
         off = i * ep.mtu if i != ABORT else 0
@@ -761,6 +768,21 @@ class Connection:
         st["packets_sent"] += 1
         st["data_packets_sent"] += 1
         return f
+
+    def _announce_frame(self):
+        """MR-CC-021, MR-WIRE-084: the connection is about to send its first data packet: a
+        BTH-only announcement goes first, on the path that packet takes (its PSN field names the
+        path), and nothing waits for an answer: the data frames are those of a connection that
+        does not announce."""
+        self.announce_due = False
+        self.spread = True
+        ep = self.ep
+        p = self.paths[self.rr]
+        ep.stats["packets_sent"] += 1
+        ep.stats["announcements_sent"] += 1
+        return Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=0), udp=UDP(sport=p.entropy),
+                     bth=BTH(opcode=_OP_ANNOUNCE, pkey=self.pkey, dest_qp=self.peer_id, ack_req=1,
+                             psn=p.idx))
 
     def _resend_twice(self, m, i, now):
         """MR-REL-012: a resend whose loss would idle the connection goes out twice: the
@@ -1089,6 +1111,18 @@ class Connection:
             # the queue that N first windows built drains before the senders add to it.
             self.pace_until = max(self.pace_until, P.blind_release_ns(
                 self.blind_t0, self.blind_bytes, max(1, int(self.rate_bps // 1e6))))
+        if self.spread:
+            if pkts:
+                self.spread = False
+            elif a.rate_mbps and self.rate_bps < ep.line_rate_bps and (
+                    self.rate_bps != old_rate or not answered):
+                # MR-CC-023: the answers to the announcements of an incast arrive within
+                # nanoseconds of each other; each sender shifts its paced frames by its own
+                # fraction of a gap, so that they do not arrive as one burst every gap.
+                mbps = max(1, int(self.rate_bps // 1e6))
+                rel = max(now, P.blind_release_ns(self.blind_t0, self.blind_bytes, mbps))
+                self.pace_until = max(self.pace_until, rel + P.phase_spread_ns(
+                    P.pacing_gap_ns(ep.mtu + _DATA_HDR, mbps), self.local_id, ep.seed))
         # MR-CC-007: while hinted, the connection keeps at most 1.5 hinted BDPs in flight, so
         # a queue above half a base RTT slows every sender down (stale or too large hints
         # cannot fill the buffer); otherwise the connection window of MR-CC-001.
@@ -1582,6 +1616,10 @@ class Connection:
         rec.probe = True
         f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
         self.ep._ctrl.append(f)
+        if self.spread_probe and rec.free and self.rate_bps < self.ep.line_rate_bps:
+            # MR-CC-024: a paced connection's probe of a first-window packet takes the next
+            # paced frame's turn, so that the two do not arrive together, twice its share
+            self.pace_until = max(self.pace_until, now) + self._gap(wire_len(f))
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
         self.ep._arm(p, now + self._rto(p))
@@ -2113,6 +2151,13 @@ class Endpoint(VerbsHost):
     - ``resend_twice`` (False): send twice a resend whose loss would idle the connection
       (MR-REL-012; off until the TX engine does it, so that the engine's frames stay the
       endpoint's).
+    - ``announce`` (True): a connection announces itself to the receiver before its first data
+      packet (MR-CC-021) and the endpoint counts and answers its peers' announcements
+      (MR-CC-022, MR-SEC-157), with MR-CC-023..025; False: none of them, as the RTL engine of
+      this version, whose frames the co-simulations compare with the endpoint's.
+    - ``announce_go`` (False): answer the only sender counted with the line rate, "go", which ends
+      its first window at once instead of slow start (MR-CC-022; off: 1-path and 8-path
+      connections starting together on one core link then share it 187 / 156 Gb/s).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2135,12 +2180,14 @@ class Endpoint(VerbsHost):
     ``naks_received`` and ``nak_<reason>``, ``path_reroutes``, ``paths_suspected``,
     ``paths_retired``, ``paths_restored``, ``paths_cleared``, ``probes_sent`` (MR-PATH-006),
     ``completions``, ``tail_probes`` (MR-REL-010), ``resends_doubled`` (MR-REL-012),
-    ``retry_exceeded``, ``rnr_retry_exceeded`` (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013), ``aborts_sent``, ``aborts_acked``,
+    ``retry_exceeded``, ``rnr_retry_exceeded`` (MR-ENG-040/041), ``rtx_pool_full`` (MR-ENG-013),
+    ``announcements_sent`` (MR-CC-021), ``aborts_sent``, ``aborts_acked``,
     ``aborts_refused`` (MR-ERR-020). Receiver: ``rx_data_packets``, ``bytes_placed``, ``duplicates`` (PSN seen
     before), ``duplicate_chunks`` (bytes already placed: every redundant copy, the exact count
     of wasted resends), ``abandoned_psns`` (MR-SEQ-008), ``aborts_received``, ``aborts_ignored``,
     ``aborts_duplicate`` (MR-ERR-021), ``ce_received``, ``acks_sent``,
-    ``hint_updates`` (MR-CC-009: pushed ACKs, down and up),
+    ``hint_updates`` (MR-CC-009: pushed ACKs, down and up), ``announcements_answered``
+    (MR-CC-022; ``drop_announce_repeat``, ``drop_announce_path``: MR-SEC-157),
     ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010,
     ``drop_bad_pkey`` MR-SEC-008, ``drop_bad_proof`` MR-SEC-154: an ACK or NAK without a valid proof
     of receipt on a connection with a ``receipt_key``).
@@ -2153,10 +2200,13 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, rng=None):
+                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False,
+                 rng=None):
         _check_config(locals())
         self.addr = addr
         self.resend_twice = bool(resend_twice)
+        self.announce = bool(announce)      # MR-CC-021/022: send and answer announcements
+        self.announce_go = bool(announce_go)    # MR-CC-022: answer a lone sender "go"
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt
@@ -2342,6 +2392,8 @@ class Endpoint(VerbsHost):
             c._on_ack(frame.mrah, now, frame.bth.psn)
         elif op == _OP_NAK and frame.mrnh is not None:
             c._on_nak(frame.mrnh, now, frame.bth.psn)
+        elif op == _OP_ANNOUNCE and self.announce:
+            self._on_announce(c, frame, now)
         else:
             self._drop("unexpected_opcode")
 
@@ -2405,7 +2457,30 @@ class Endpoint(VerbsHost):
             elif tok == obj.rx_ack_token and obj.rx_pending:
                 self._send_ack(obj.conn, obj, *obj.rx_last)      # MR-SEQ-009: delayed ACK
 
-    def _share_note(self, c, now, ce, wire_bytes):
+    def _on_announce(self, c, f, now):
+        """MR-CC-022: a connection announces that it starts sending: it is counted at once as an
+        active sender of the current interval (MR-CC-005; not as an arrival of MR-CC-010, which
+        its count replaces) and answered at once on the path the announcement names, with the
+        hint of the new count; with ``announce_go``, the line rate when it is the only sender
+        counted (the sender then leaves its first window at once, MR-CC-008). MR-SEC-157: only
+        a connection from which nothing has arrived yet is counted and answered, once; a repeat
+        or a path out of range is dropped and counted."""
+        path = f.bth.psn
+        if path >= len(c.paths):
+            self._drop("announce_path")
+            return
+        if c.rx_iv_epoch != -2:
+            self._drop("announce_repeat")       # announced, or data arrived, before
+            return
+        self._share_note(c, now, False, 0, True)
+        p = c.paths[path]
+        hint = self._rate_hint()
+        if not hint and self.announce_go:
+            hint = max(1, int(self.line_rate_bps // 1e6))       # MR-CC-022: "go"
+        self._send_ack(c, p, (p.rx_cum - 1) & _PSN_MASK, f.udp.sport, hint)
+        self.stats["announcements_answered"] += 1
+
+    def _share_note(self, c, now, ce, wire_bytes, announced=False):
         """MR-CC-005: count the senders active in the current interval.
 
         The interval is at least two packet times per sender counted last time, so that
@@ -2416,6 +2491,7 @@ class Endpoint(VerbsHost):
         iv = self._share_iv
         if now - self._share_epoch >= iv:
             stale = now - self._share_epoch >= 2 * iv
+            b0 = self._bcast_n
             self._demand_update(now - self._share_epoch, stale)
             self._share_prev = 0 if stale else len(self._share_seen)
             self._share_iv = self._share_iv_of(self._share_prev)
@@ -2427,6 +2503,11 @@ class Endpoint(VerbsHost):
             self._hosts = set()
             self._share_pkts = self._share_ce = 0
             self._share_epoch = now
+            if self.announce and self._share_prev > b0 >= 2:
+                # MR-CC-025: the count grew since the last update by less than half: the senders
+                # hinted before it get the interval's count at its end
+                self._bcast_n = self._share_prev
+                self._hint_update(None)
         lid = c.local_id
         new = lid not in self._share_seen
         if new:
@@ -2437,6 +2518,10 @@ class Endpoint(VerbsHost):
             c.rx_iv_bytes = 0
             c.rx_iv_epoch = eid
         c.rx_iv_bytes += wire_bytes
+        if announced:               # MR-CC-022: counted, with no bytes, packets or prediction
+            self._hosts.add(c.peer_addr)
+            self._hint_check(c, now)
+            return
         self._share_pkts += 1
         if ce:
             self._share_ce += 1
@@ -2544,10 +2629,12 @@ class Endpoint(VerbsHost):
                                                min(self._n_lim, self._n_est - 1), self._lim_mbps)
         return self._hint_val
 
-    def _send_ack(self, c, p, trigger_psn, sport):
-        """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path."""
+    def _send_ack(self, c, p, trigger_psn, sport, hint=None):
+        """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path; ``hint``: the rate it
+        carries instead of the fair share (MR-CC-022)."""
         ce = p.rx_ce
-        hint = self._rate_hint()
+        if hint is None:
+            hint = self._rate_hint()
         c.rx_hint, c.rx_hint_path, c.rx_hint_psn, c.rx_hint_sport = hint, p, trigger_psn, sport
         if hint and not c.rx_hint_age:
             c.rx_hint_age = 1       # MR-CC-017: the first non-zero hint

@@ -291,8 +291,8 @@ def endpoint_cases(nbytes=20000, *, mtu=1024, paths=4, seed=7, limit=None):
     from .endpoint import Endpoint
     from .loopback import Loopback
     rng = random.Random(seed)
-    a = Endpoint("10.0.0.1", mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
-    b = Endpoint("10.0.0.2", mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
+    a = Endpoint("10.0.0.1", mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6, announce=False)   # as the engine: MR-CC-021
+    b = Endpoint("10.0.0.2", mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6, announce=False)
     ca = a.connect(10, "10.0.0.2", 20, paths=paths, streams=1)
     b.connect(20, "10.0.0.1", 10, paths=paths, streams=1)
     src = bytearray(rng.randbytes(nbytes))

@@ -309,6 +309,14 @@ def initial_rto_ns(rto_initial_ns, conn_id, seed=0):
     return rto_initial_ns + ((rto_initial_ns * k) >> 10)
 
 
+def phase_spread_ns(gap_ns, conn_id, seed=0):
+    """MR-CC-023: how long an announcing connection's first paced frame waits beyond its
+    release: ``gap_ns`` x k / 256, ``k`` in 0..255 a hash of the connection id (and the
+    endpoint's seed), so that senders answered within nanoseconds of each other do not send
+    their paced frames in one burst every gap."""
+    return (int(gap_ns) * (entropy_for(conn_id * 2654435761 + seed) & 0xFF)) >> 8
+
+
 def path_window_floor(mtu, n_paths):
     """MR-CC-011: the least window of one of ``n_paths`` paths: MTU / paths (at least 64
     bytes), so that the windows of a connection together fall to one MTU, like a single path."""

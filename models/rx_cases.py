@@ -893,7 +893,7 @@ def endpoint_setup(conns=256, paths=4, keys=256, *, streams=records.STREAMS, see
     from .endpoint import Endpoint
     rng = random.Random(seed)
     ep = Endpoint(addr, mtu=1 << mtu_log2, ack_every=ack_every, max_rx_msgs=1 << 20,
-                  rng=random.Random(seed + 1), **ep_kw)
+                  rng=random.Random(seed + 1), announce=False, **ep_kw)   # as the engine: MR-CC-021
     ep._hint_check = lambda c, now: None
     regions, rows = [], set()
     while len(regions) < 4:
@@ -1169,7 +1169,8 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     # with SENDs, whose RNR holds a message open, the sender keeps at most MSG_SLOTS messages of
     # a connection started and not completed (MR-RX-083: the message table's slots per stream)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
-                  chunk_window=CHUNK_RING, **({"max_tx_msgs": MSG_SLOTS} if sends else {}), **ep_kw)
+                  chunk_window=CHUNK_RING, announce=False,      # the engine sends none (MR-CC-021)
+                  **({"max_tx_msgs": MSG_SLOTS} if sends else {}), **ep_kw)
     sender, receiver = fab.hosts
     sender.ep, receiver.ep = tx, rx
     rng = random.Random(seed + 3)

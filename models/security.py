@@ -319,11 +319,17 @@ class AuthenticatedHost:
 
     def next_packet(self, now):
         f = self.ep.next_packet(now)
+        if f is not None and f.bth.opcode == wire.MR_ANNOUNCE:
+            # MR-SEC-157: MR_SEC does not carry the announcement (MR-WIRE-084): not sent
+            f = self.ep.next_packet(now)
         return None if f is None else self.seal(f)
 
     def seal(self, frame):
         """The MR_SEC frame for ``frame``, or None when no channel leads to its DestQP:
-        nothing leaves unsealed toward an authenticated peer (counted as ``unsealed``)."""
+        nothing leaves unsealed toward an authenticated peer (counted as ``unsealed``). An
+        announcement (MR-WIRE-084) is not sent: MR_SEC does not carry it (MR-SEC-157)."""
+        if frame.bth.opcode == wire.MR_ANNOUNCE:
+            return None
         ch = self._by_peer.get(frame.bth.dest_qp)
         if ch is None:
             self.drops["unsealed"] += 1

@@ -160,6 +160,19 @@ MR_OPS = frozenset({Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op
 #: MR-CONN-101: the handshake opcodes.
 CONN_OPS = frozenset({Op.MR_CONN_REQ, Op.MR_CONN_ACC, Op.MR_CONN_REJ})
 
+#: MR-WIRE-084: the sender announcement (MR-CC-021), BTH only, no payload. An optional opcode:
+#: kept out of ``Op`` and ``HEADERS``, the RX parser's tables, so that a receiver that does
+#: not implement it (the RTL parser of this version) drops it as ``bad_opcode`` (MR-WIRE-100).
+MR_ANNOUNCE = 0xCE
+#: MR-WIRE-084: opcodes a receiver MAY implement, with their extension headers (none).
+OPTIONAL_HEADERS = {MR_ANNOUNCE: ()}
+
+
+def headers_of(opcode):
+    """MR-WIRE-052, MR-WIRE-084: the extension headers of ``opcode``, optional ones included."""
+    h = OPTIONAL_HEADERS.get(opcode)
+    return HEADERS[Op(opcode)] if h is None else h
+
 
 _EXT_LEN = {}
 
@@ -169,7 +182,7 @@ def ext_len(opcode):
     every frame the simulator sends asks for it."""
     n = _EXT_LEN.get(opcode)
     if n is None:
-        n = sum(HEADER_LEN[h] for h in HEADERS[Op(opcode)])
+        n = sum(HEADER_LEN[h] for h in headers_of(opcode))
         _EXT_LEN[opcode] = n
     return n
 

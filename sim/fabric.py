@@ -34,6 +34,7 @@ from collections import deque
 
 from metaroce.models import codec
 from metaroce.models.codec import DecodeError, wire_len
+from metaroce.models.wire import MR_ANNOUNCE
 
 
 heappush = heapq.heappush
@@ -230,7 +231,8 @@ def plane_of(frame, planes):
 
     A ``frame.plane`` attribute set by the endpoint wins. Otherwise a MetaRoCE frame goes on
     plane ``path % planes`` (path from MRDH, MRAH or MRNH) and a RoCEv2 frame on
-    ``dest_qp % planes`` (one QP, one path, one plane). A path's data and its ACKs share a plane.
+    ``dest_qp % planes`` (one QP, one path, one plane). A path's data and its ACKs share a plane;
+    a sender announcement goes on its path's plane (MR-WIRE-084).
     The endpoint spreads many connections over the planes itself: each connection starts its
     path rotation at its own id (MR-CONN-004).
     """
@@ -242,6 +244,8 @@ def plane_of(frame, planes):
     h = frame.mrdh or frame.mrah or frame.mrnh
     if h is not None:
         return h.path % planes
+    if frame.bth.opcode == MR_ANNOUNCE:
+        return frame.bth.psn % planes       # MR-WIRE-084: the announcement's PSN is its path
     return frame.bth.dest_qp % planes
 
 

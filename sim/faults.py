@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from metaroce.models import wire
 
 #: Opcodes that carry data (loss with ``data_only`` applies to these only).
-DATA_OPS = frozenset(int(op) for op in wire.PAYLOAD_OPS)
+# the data direction: data packets and the sender announcement (MR-WIRE-084), which travels
+# the data's way and is lost with it
+DATA_OPS = frozenset(int(op) for op in wire.PAYLOAD_OPS) | {wire.MR_ANNOUNCE}
 
 
 @dataclass

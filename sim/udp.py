@@ -157,7 +157,7 @@ def wire_payload(frame, sport):
     pad = (-len(payload)) % 4
     bth = frame.bth if frame.bth.pad == pad else dataclasses.replace(frame.bth, pad=pad)
     parts = [codec.encode_bth(bth)]
-    for name in wire.HEADERS[op]:
+    for name in wire.headers_of(op):        # MR-WIRE-084: the announcement has none
         parts.append(codec.encode_ext(name, None if name == "cnp" else getattr(frame, name)))
     parts.append(bytes(payload))
     if pad:

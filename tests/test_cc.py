@@ -187,7 +187,7 @@ def test_initial_timer_spread_and_bounded():
 def test_first_window_lost_whole_resends_one_packet():
     """MR-CC-014, MR-PATH-001: every packet of a first window dropped: after the timer one packet
     is resent, and only the receiver's answer lets more go."""
-    a = Endpoint("10.0.0.1", mtu=MTU, first_window=2)
+    a = Endpoint("10.0.0.1", mtu=MTU, first_window=2, announce=False)    # its frames only: no MR-CC-021
     c = a.connect(3, "10.0.0.2", 3, paths=2)
     src = bytearray(8 * MTU)
     c.post_write(0, a.reg_mr(src), 0, len(src), 0, 1, wr_id=1)
@@ -271,7 +271,7 @@ def test_first_window_waits_for_its_share_after_the_first_hint():
     alone allowed one gap), then paces at the hint."""
     rate = 400e9
     b, kb = _incast_receiver(rate, 127)
-    a = Endpoint("10.0.0.1", mtu=MTU, line_rate_bps=rate, first_window=2)
+    a = Endpoint("10.0.0.1", mtu=MTU, line_rate_bps=rate, first_window=2, announce=False)   # no MR-CC-021
     ca = a.connect(10, "10.0.0.2", 20, paths=4)
     b.connect(20, "10.0.0.1", 10, paths=4)
     ca.post_write(0, a.reg_mr(bytearray(64 * MTU)), 0, 64 * MTU, 0, kb, wr_id=1)
@@ -302,7 +302,7 @@ def test_first_window_rtt_sample_does_not_slow_pacing():
     the latest sample that slows the pacing; a later packet's sample does."""
     rate = 400e9
     b, kb = _incast_receiver(rate, 127)
-    a = Endpoint("10.0.0.1", mtu=MTU, line_rate_bps=rate, first_window=2)
+    a = Endpoint("10.0.0.1", mtu=MTU, line_rate_bps=rate, first_window=2, announce=False)   # no MR-CC-021
     ca = a.connect(10, "10.0.0.2", 20, paths=4)
     b.connect(20, "10.0.0.1", 10, paths=4)
     ca.post_write(0, a.reg_mr(bytearray(64 * MTU)), 0, 64 * MTU, 0, kb, wr_id=1)

@@ -246,7 +246,7 @@ def test_scapy_bad_ip_checksum():
     assert reason(pkt) == Reason.BAD_IP
 
 
-@pytest.mark.parametrize("opcode", [0x15, 0x16, 0x20, 0x2A, 0x40, 0x64, 0x65, 0xCE, 0xDF, 0xE0])
+@pytest.mark.parametrize("opcode", [0x15, 0x16, 0x20, 0x2A, 0x40, 0x64, 0x65, 0xCF, 0xDF, 0xE0])
 def test_scapy_bad_opcode(opcode):
     """MR-WIRE-051: unassigned RC, UC/RD/UD and unassigned manufacturer opcodes are `bad_opcode`."""
     assert reason(Ether() / SIP() / SUDP(dport=4791) / SBTH(opcode=opcode) / Raw(bytes(28))) == Reason.BAD_OPCODE

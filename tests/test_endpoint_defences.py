@@ -96,12 +96,14 @@ def test_deregistered_rkey_is_refused():
 
 
 def _sent(a, ca, n):
-    """Post one write and collect the frames the sender puts on the wire at t=0."""
+    """Post one write and collect the data frames the sender puts on the wire at t=0 (not its
+    announcement, MR-CC-021)."""
     src = bytearray(n)
     ca.post_write(0, a.reg_mr(src), 0, n, 0, 1, wr_id=3)
     out = []
     while (f := a.next_packet(0.0)) is not None:
-        out.append(f)
+        if f.mrdh is not None:
+            out.append(f)
     return out
 
 

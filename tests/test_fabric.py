@@ -1114,7 +1114,7 @@ def test_endpoint_frames_are_the_codec_records():
                 sent.append(g)
                 a.receive(g, t)
         t += 1e-7
-    assert {g.bth.opcode for g in sent} == {wire.Op.MR_WRITE, wire.Op.MR_ACK} and bytes(dst) == bytes(src)
+    assert {g.bth.opcode for g in sent} == {wire.Op.MR_WRITE, wire.Op.MR_ACK, wire.MR_ANNOUNCE} and bytes(dst) == bytes(src)
     for g in sent:
         ref = codec.Frame(eth=codec.Eth(**vars(g.eth)), ip=codec.IP(**vars(g.ip)), udp=codec.UDP(**vars(g.udp)),
                           bth=codec.BTH(**vars(g.bth)),

@@ -220,6 +220,9 @@ def test_largest_post_is_carried():
             n += 1
         data, (_, sport) = peer.recvfrom(65536)
         f = codec.decode(rebuild(data, sport))
+        if f.bth.opcode == wire.MR_ANNOUNCE:        # MR-CC-021: the announcement goes first
+            data, (_, sport) = peer.recvfrom(65536)
+            f = codec.decode(rebuild(data, sport))
         assert (f.reth.va, f.reth.rkey) == (va, rkey)
     finally:
         h.close()
@@ -293,7 +296,7 @@ def test_transfer_cli_auth_off_is_flagged(tmp_path):
     d = subprocess.run([sys.executable, "-m", "metaroce", "decode", "--json", str(cap)],
                        capture_output=True, text=True, check=True)
     ops = {json.loads(x)["bth"]["opcode"] for x in d.stdout.splitlines()}
-    assert ops == {wire.Op.MR_CONN_REQ, wire.Op.MR_CONN_ACC, wire.Op.MR_WRITE, wire.Op.MR_ACK}
+    assert ops == {wire.Op.MR_CONN_REQ, wire.Op.MR_CONN_ACC, wire.Op.MR_WRITE, wire.Op.MR_ACK, wire.MR_ANNOUNCE}
 
 
 def test_transfer_encrypted():

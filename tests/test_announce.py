@@ -1,0 +1,187 @@
+"""The sender announcement: MR-CC-021..024 (transport), MR-WIRE-084 (wire), MR-SEC-157 (bounds)."""
+import random
+
+import pytest
+
+from metaroce.models import codec
+from metaroce.models import protocol as P
+from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
+from metaroce.models.endpoint import Endpoint
+from metaroce.models.loopback import Loopback
+from metaroce.models.wire import MR_ANNOUNCE, Op, Reason
+
+RX = "10.0.0.9"
+MTU = 1024
+KW = dict(mtu=MTU, line_rate_bps=100e9, base_rtt=4e-6)
+LINE_MBPS = 100_000
+
+
+def frames_of(ep, now=0.0, n=64):
+    out = []
+    for _ in range(n):
+        f = ep.next_packet(now)
+        if f is None:
+            break
+        out.append(f)
+    return out
+
+
+def sender(addr="10.0.0.1", local=10, peer=20, paths=4, **kw):
+    ep = Endpoint(addr, rng=random.Random(1), **KW, **kw)
+    c = ep.connect(local, RX, peer, paths=paths)
+    src = bytearray(random.Random(3).randbytes(8 * MTU))
+    c.post_write(0, ep.reg_mr(src), 0, len(src), 0, 0x1234, wr_id=1)
+    return ep, c
+
+
+def announcement(src, dest_qp, path=0, pkey=0xFFFF):
+    return Frame(eth=Eth(), ip=IP(src=src, dst=RX, ecn=0), udp=UDP(sport=0xC000 | path),
+                 bth=BTH(opcode=MR_ANNOUNCE, pkey=pkey, dest_qp=dest_qp, ack_req=1, psn=path))
+
+
+def receiver(n_conns=4, paths=4, **kw):
+    ep = Endpoint(RX, rng=random.Random(2), **KW, **kw)
+    conns = [ep.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=paths) for i in range(n_conns)]
+    return ep, conns
+
+
+def test_codec_takes_the_optional_opcode():
+    """MR-WIRE-084: BTH and ICRC only, 58 bytes on IPv4; the software decoder takes it and, like
+    the RTL parser of this version, drops it as bad_opcode when told to leave optional opcodes out;
+    the parser's tables do not list it."""
+    f = announcement("10.0.0.1", 77, path=5)
+    data = codec.encode(f)
+    assert len(data) == codec.wire_len(f) == 14 + 20 + 8 + 12 + 4
+    g = codec.decode(data)
+    assert (g.bth.opcode, g.bth.dest_qp, g.bth.psn, g.bth.ack_req, g.payload) == (MR_ANNOUNCE, 77, 5, 1, b"")
+    assert g.headers() == () and g.mrdh is None and g.icrc_ok
+    with pytest.raises(codec.DecodeError) as e:
+        codec.decode(data, optional=False)
+    assert e.value.reason == Reason.BAD_OPCODE
+    assert MR_ANNOUNCE not in set(Op) and "MR_ANNOUNCE" in codec.summary(1, codec.decode_json(1, data))
+    with pytest.raises(codec.DecodeError) as e:       # a payload is not allowed (MR-WIRE-081)
+        codec.decode(codec.encode(Frame(eth=f.eth, ip=f.ip, udp=f.udp, bth=f.bth, payload=b"1234")))
+    assert e.value.reason == Reason.LENGTH
+
+
+def test_announcement_goes_first_and_changes_no_data_frame():
+    """MR-CC-021: one announcement on the first packet's path, then the data frames, the same as
+    those of an endpoint that does not announce; the announcement consumes no PSN."""
+    ep, c = sender()
+    plain, _ = sender(announce=False)
+    got, want = frames_of(ep), frames_of(plain)
+    assert got[0].bth.opcode == MR_ANNOUNCE and got[0].bth.dest_qp == 20
+    assert got[0].bth.psn == got[1].mrdh.path == c.local_id % len(c.paths)
+    assert got[0].udp.sport == c.paths[got[0].bth.psn].entropy and got[0].ip.ecn == 0
+    assert [codec.encode(f) for f in got[1:]] == [codec.encode(f) for f in want]
+    assert sum(f.bth.opcode == MR_ANNOUNCE for f in got) == 1
+    assert ep.stats["announcements_sent"] == 1 and "announcements_sent" not in plain.stats
+
+
+def test_lone_sender_is_told_to_go():
+    """MR-CC-022: with ``announce_go`` the only sender counted is answered with the line rate; its
+    first window ends at once (no slow start). Without it (the default) the answer carries hint 0
+    and slow start goes on."""
+    a, c = sender()
+    b, _ = receiver(n_conns=1, announce_go=False)
+    b.receive(frames_of(a, n=1)[0], 1e-6)
+    (ack,) = frames_of(b, 1e-6)
+    assert ack.mrah.rate_mbps == 0
+    a.receive(ack, 2e-6)
+    assert c.ss and a.stats["acks_stale"] == 0
+    a, c = sender()
+    b, _ = receiver(n_conns=1, announce_go=True)
+    ann = frames_of(a, n=1)[0]
+    b.receive(ann, 1e-6)
+    (ack,) = frames_of(b, 1e-6)
+    assert ack.bth.opcode == Op.MR_ACK and ack.mrah.rate_mbps == LINE_MBPS
+    assert ack.mrah.path == ann.bth.psn and ack.mrah.cum_psn == 0 and ack.mrah.sack == 0
+    assert b.stats["announcements_answered"] == 1
+    assert c.ss
+    a.receive(ack, 2e-6)
+    assert not c.ss and a.stats["acks_stale"] == 0
+
+
+def test_lone_sender_reaches_its_window_sooner():
+    """MR-CC-022: answered "go" a lone sender sends its initial window (one BDP) in its second
+    RTT; without it slow start sends 1 + 3 + ... packets per RTT."""
+    def sent_by(announce, t_end):
+        a = Endpoint("10.0.0.1", rng=random.Random(1), announce=announce, **KW)
+        b = Endpoint(RX, rng=random.Random(2), announce=announce, announce_go=announce, **KW)
+        ca = a.connect(10, RX, 20, paths=4)
+        b.connect(20, "10.0.0.1", 10, paths=4)
+        n = 256 * MTU
+        src = bytearray(random.Random(4).randbytes(n))
+        dst = bytearray(n)
+        ca.post_write(0, a.reg_mr(src), 0, n, 0, b.reg_mr(dst), wr_id=1)
+        lb = Loopback(a, b, delay=2e-6)
+        lb.run(until=t_end)
+        if t_end > 1e-3:        # the whole write arrives; data ACKs carry hint 0 (one sender)
+            assert dst == src and b._conns[20].rx_hint == 0 and lb.completions[0]
+        return a.stats["data_packets_sent"]
+    bdp_pkts = 100e9 / 8 * 4e-6 / MTU
+    assert sent_by(True, 10e-6) >= bdp_pkts > 2 * sent_by(False, 10e-6)
+    sent_by(True, 0.01)
+
+
+def test_count_and_hints_follow_announcements():
+    """MR-CC-022, MR-CC-009: every announcement counts at once; the second sender is answered with
+    half the line rate and the first, answered 'go', gets a hint update."""
+    b, conns = receiver(n_conns=4, announce_go=True)
+    b.receive(announcement("10.0.0.1", 20), 1e-6)
+    b.receive(announcement("10.0.0.2", 21, path=1), 1e-6)
+    acks = frames_of(b, 1e-6)
+    by_dst = {}
+    for f in acks:
+        by_dst.setdefault(f.ip.dst, []).append(f.mrah.rate_mbps)
+    assert by_dst["10.0.0.1"][0] == LINE_MBPS and 0 < by_dst["10.0.0.1"][-1] <= LINE_MBPS // 2
+    assert 0 < by_dst["10.0.0.2"][0] <= LINE_MBPS // 2
+    assert b._n_est == 2 and not b._fresh          # counted, not predicted (MR-CC-010)
+    assert b.stats["hint_updates"] >= 1
+
+
+def test_forged_announcements_are_bounded():
+    """MR-SEC-157: a repeat, an announcement after data, a path out of range, an unknown
+    connection or a wrong peer are dropped and counted; however many arrive, the count is at most
+    the connections, and each connection is answered once."""
+    b, conns = receiver(n_conns=3, paths=4)
+    for i in range(100):
+        for k in range(3):
+            b.receive(announcement(f"10.0.0.{k + 1}", 20 + k, path=i % 4), 1e-6)
+        b.receive(announcement("10.0.0.9", 20 + 50 + i), 1e-6)           # no such connection
+        b.receive(announcement("10.0.0.7", 20), 1e-6)                   # not the peer
+    b.receive(announcement("10.0.0.3", 23), 1e-6)
+    st = b.stats
+    assert st["announcements_answered"] == 3 and b._n_est <= 3
+    assert st["drop_announce_repeat"] == 3 * 99
+    assert st["drop_no_connection"] == 101 and st["drop_bad_peer"] == 100
+    b2, (c2,) = receiver(n_conns=1, paths=2)
+    b2.receive(announcement("10.0.0.1", 20, path=2), 1e-6)
+    assert b2.stats["drop_announce_path"] == 1 and c2.rx_hint is None
+    # after data has arrived, an announcement is a repeat
+    a, c = sender(paths=2)
+    b3, (c3,) = receiver(n_conns=1, paths=2)
+    b3.reg_mr(bytearray(8 * MTU))
+    data = [f for f in frames_of(a) if f.bth.opcode != MR_ANNOUNCE]
+    b3.receive(data[0], 1e-6)
+    b3.receive(announcement("10.0.0.1", 20), 1e-6)
+    assert b3.stats["drop_announce_repeat"] == 1 and b3.stats["announcements_answered"] == 0
+
+
+def test_endpoint_without_announce_neither_sends_nor_answers():
+    """MR-CC-021: ``announce=False`` is the engine's behaviour: no announcement leaves, and one
+    that arrives is dropped (the engine's parser drops it as bad_opcode)."""
+    ep, _ = sender(announce=False)
+    assert all(f.bth.opcode != MR_ANNOUNCE for f in frames_of(ep))
+    b, _ = receiver(n_conns=1, announce=False)
+    b.receive(announcement("10.0.0.1", 20), 1e-6)
+    assert b.stats["drop_unexpected_opcode"] == 1 and frames_of(b) == []
+
+
+def test_phase_spread_is_a_fraction_of_the_gap():
+    """MR-CC-023: k / 256 of the gap, k a hash of the connection id (and seed), spread over it."""
+    gap = 20_480
+    ks = [P.phase_spread_ns(gap, cid) for cid in range(1, 257)]
+    assert all(0 <= k < gap for k in ks)
+    assert len(set(ks)) > 128 and min(ks) < gap // 8 and max(ks) > gap * 7 // 8
+    assert P.phase_spread_ns(gap, 5, seed=1) == P.phase_spread_ns(gap, 5, seed=1)
