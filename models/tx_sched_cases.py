@@ -267,7 +267,8 @@ def _endpoint_pair(paths, streams, *, first_window=0, init_window_bdp=1.0, max_w
     from .endpoint import Endpoint
     kw = {"mtu": 1024, "line_rate_bps": 100e9, "base_rtt": 4e-6, "first_window": first_window,
           "chunk_window": chunk_window, "init_window_bdp": init_window_bdp,
-          "max_window_bdp": max_window_bdp}
+          "max_window_bdp": max_window_bdp,
+          "announce": False}        # the TX engine sends no announcement (hw-engine.md section 6)
     a, b = Endpoint("10.0.0.1", **kw), Endpoint("10.0.0.2", **kw)
     ca = a.connect(conn_id, "10.0.0.2", 20, paths=paths, streams=streams)
     b.connect(20, "10.0.0.1", conn_id, paths=paths, streams=streams)

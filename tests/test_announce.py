@@ -1,4 +1,4 @@
-"""The sender announcement: MR-CC-021..024 (transport), MR-WIRE-084 (wire), MR-SEC-157 (bounds)."""
+"""The sender announcement: MR-CC-021..025 (transport), MR-WIRE-084 (wire), MR-SEC-157 (bounds)."""
 import random
 
 import pytest
@@ -185,3 +185,29 @@ def test_phase_spread_is_a_fraction_of_the_gap():
     assert all(0 <= k < gap for k in ks)
     assert len(set(ks)) > 128 and min(ks) < gap // 8 and max(ks) > gap * 7 // 8
     assert P.phase_spread_ns(gap, 5, seed=1) == P.phase_spread_ns(gap, 5, seed=1)
+
+
+def test_stale_hints_updated_at_the_intervals_end():
+    """MR-CC-025: 7 senders announced within one interval: the count grew from the last update's 5
+    by less than half, so no MR-CC-009 update went out; at the interval's end the senders whose
+    hint (r / 5) exceeds r / 7 by more than a quarter get r / 7, the others (r / 6, r / 7) nothing."""
+    b, _ = receiver(n_conns=10)
+    t0 = 1e-6
+    for i in range(7):
+        b.receive(announcement(f"10.0.0.{i + 1}", 20 + i, path=i % 4), t0)
+    last = {}
+    for f in frames_of(b, t0, 256):
+        last[f.ip.dst] = f.mrah.rate_mbps
+    assert b._bcast_n == 5 and last["10.0.0.1"] == LINE_MBPS // 5
+    assert last["10.0.0.6"] == LINE_MBPS // 6 and last["10.0.0.7"] == LINE_MBPS // 7
+    before = b.stats["hint_updates"]
+    t_end = t0 + 1.5 * b._share_iv * 1e-9           # past the interval, before it goes stale
+    b.receive(announcement("10.0.0.9", 28, path=0), t_end)
+    got = {}
+    for f in frames_of(b, t_end, 256):
+        got.setdefault(f.ip.dst, []).append(f.mrah.rate_mbps)
+    assert b._bcast_n == 7
+    for i in range(1, 6):
+        assert got[f"10.0.0.{i}"] == [LINE_MBPS // 7]
+    assert "10.0.0.6" not in got and "10.0.0.7" not in got
+    assert b.stats["hint_updates"] - before == 5
