@@ -70,20 +70,11 @@ BUDGET_SLOW = {
     "tests/test_regs_rx.py::test_top_in_lockstep_with_both_models",
     "tests/test_retransmit_rtl.py::test_retransmit_rtl_lockstep",
     "tests/test_rx_amaranth.py::test_random_traffic[1]",
-    "tests/test_rx_amaranth.py::test_random_traffic[2]",
     "tests/test_rx_amaranth.py::test_rtl_matches_reference_endpoint",
-    "tests/test_rx_amaranth.py::test_rtl_on_endpoint_traffic[64-5]",
     "tests/test_rx_amaranth.py::test_slow_updates[fill]",
-    # 2026-12-01 integration run (SEND/READ tables in the RX engine made its simulation heavier):
-    "tests/test_rx_amaranth.py::test_same_path_burst_one_per_cycle[512]",
-    "tests/test_rx_amaranth.py::test_config_races_pipeline",
-    "tests/test_rx_amaranth.py::test_default_instance_small_run",
-    "tests/test_rx_amaranth.py::test_slow_updates[slide]",
-    "tests/test_rx_amaranth.py::test_window_and_bad_inputs[512-bp]",
-    "tests/test_rx_amaranth.py::test_message_table",
+    # 2026-12-02: the RX's Amaranth simulation is about 8x cheaper since MR-RX-046's carry-save
+    # pair became two signals (docs/hw/rx-results.md), so ten RX tests are back in the default run
     "tests/test_rx_amaranth.py::test_verilog_port_names",
-    "tests/test_rx_amaranth.py::test_window_and_bad_inputs[128-idle]",
-    "tests/test_rx_amaranth.py::test_window_and_bad_inputs[64-both]",
     "tests/test_rx_cli.py::test_coverage_rx_end_to_end",
     "tests/test_rx_cli.py::test_replay_rx_endpoint_capture",
     "tests/test_rx_cli.py::test_verilog_rx",
