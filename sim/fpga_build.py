@@ -264,8 +264,8 @@ def stand_in_verilog(netlist: dict, top: str) -> str:
 
 #: MR-FLOW-026: a memory at least this wide and this deep goes to block RAM on the ECP5. One
 #: PDPW16KD is 72 bits x 256; in LUT RAM the same 16 rows take a TRELLIS_DPR16X4 per 4 bits (about
-#: 7.5 slices' LUT4s each, per read port), so the whole engine's wide shallow tables and queues
-#: (the parser's 1,438-bit metadata queue, the RX's 936-bit message rows ...) took 2,236 of them.
+#: 7.5 COMB slots each, per read port): the small engine's wide shallow tables and queues took
+#: 2,236 of them (docs/hw/fpga-build.md).
 BLOCK_RAM_MIN_WIDTH = 72
 BLOCK_RAM_MIN_DEPTH = 8
 
