@@ -476,6 +476,7 @@ class Connection:
         self.rx_iv_bytes = 0
         self.rx_iv_prev = 0
         self.rx_iv_epoch = -2
+        self.rx_more = False        # MR-CC-026: its latest data packet left more of its message due
         self.tx_hdrs = None         # (Eth, IP) of its data frames, shared by them
 
     # -- verbs ---------------------------------------------------------------------------------
@@ -2263,6 +2264,7 @@ class Endpoint(VerbsHost):
         self._conns = {}
         self._share_epoch = 0
         self._share_seen = set()
+        self._share_carry = set()      # MR-CC-026: counted from the last interval, not seen in this one
         self._share_prev = 0
         self._share_prev_set = set()
         self._bcast_n = 0
@@ -2386,6 +2388,7 @@ class Endpoint(VerbsHost):
             self._drop("bad_pkey")               # MR-SEC-008: no NAK, as an RC QP does
             return
         if op in _DATA_OPS and frame.mrdh is not None:
+            c.rx_more = not frame.mrdh.flags & _MRDH_LAST       # MR-CC-026
             self._share_note(c, now, frame.ip.ecn == 3, len(frame.payload) + _WIRE_HDR)
             c._on_data(frame, now)
         elif op == _OP_ACK and frame.mrah is not None:
@@ -2472,6 +2475,7 @@ class Endpoint(VerbsHost):
         if c.rx_iv_epoch != -2:
             self._drop("announce_repeat")       # announced, or data arrived, before
             return
+        c.rx_more = True            # MR-CC-026: its data is due
         self._share_note(c, now, False, 0, True)
         p = c.paths[path]
         hint = self._rate_hint()
@@ -2498,7 +2502,18 @@ class Endpoint(VerbsHost):
             self._share_prev_set = set() if stale else self._share_seen
             self._bcast_n = self._share_prev
             self._share_ce_frac = 0.0 if stale or not self._share_pkts else self._share_ce / self._share_pkts
-            self._share_seen = set()
+            if stale:
+                self._share_seen = set()
+            else:
+                # MR-CC-026: a sender seen in the interval with more of its message due (or
+                # announced, nothing since) is counted in the next one too, seen or not: its
+                # paced gaps stretch with the queue (MR-CC-020) beyond one interval, and a count
+                # that lost it would raise every hint at once. Carried once only.
+                conns = self._conns
+                carry = self._share_carry
+                self._share_seen = {lid for lid in self._share_seen
+                                    if lid not in carry and lid in conns and conns[lid].rx_more}
+            self._share_carry = set(self._share_seen)
             self._hosts_prev = set() if stale else self._hosts
             self._hosts = set()
             self._share_pkts = self._share_ce = 0
@@ -2512,6 +2527,8 @@ class Endpoint(VerbsHost):
         new = lid not in self._share_seen
         if new:
             self._share_seen.add(lid)
+        elif lid in self._share_carry:
+            self._share_carry.discard(lid)
         eid = self._share_eid
         if c.rx_iv_epoch != eid:
             c.rx_iv_prev = c.rx_iv_bytes if c.rx_iv_epoch == eid - 1 else 0

@@ -1,4 +1,5 @@
-"""The sender announcement: MR-CC-021..025 (transport), MR-WIRE-084 (wire), MR-SEC-157 (bounds)."""
+"""The sender announcement: MR-CC-021..025 (transport), MR-WIRE-084 (wire), MR-SEC-157 (bounds);
+the receiver's count of senders mid-message, MR-CC-026."""
 import random
 
 import pytest
@@ -8,7 +9,7 @@ from metaroce.models import protocol as P
 from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
 from metaroce.models.endpoint import Endpoint
 from metaroce.models.loopback import Loopback
-from metaroce.models.wire import MR_ANNOUNCE, Op, Reason
+from metaroce.models.wire import MR_ANNOUNCE, MrdhFlag, Op, Reason
 
 RX = "10.0.0.9"
 MTU = 1024
@@ -211,3 +212,33 @@ def test_stale_hints_updated_at_the_intervals_end():
         assert got[f"10.0.0.{i}"] == [LINE_MBPS // 7]
     assert "10.0.0.6" not in got and "10.0.0.7" not in got
     assert b.stats["hint_updates"] - before == 5
+
+
+def test_senders_mid_message_counted_one_interval_on():
+    """MR-CC-026: at an interval's end, a sender seen in it whose latest data packet left more of
+    its message due (A) or that announced and sent nothing since (C) is counted in the next
+    interval without a packet; one whose latest packet ended its message (B) is not, and none is
+    carried twice (A, silent for a whole interval, leaves the count at the next end)."""
+    b, _ = receiver(n_conns=4)
+    b.reg_mr(bytearray(8 * MTU))
+    a_ann, a_first = frames_of(sender()[0])[:2]
+    ep_b = Endpoint("10.0.0.2", rng=random.Random(1), **KW)
+    cb = ep_b.connect(10, RX, 21, paths=4)
+    cb.post_write(0, ep_b.reg_mr(bytearray(MTU)), 0, MTU, 0, 0x1234, wr_id=1)
+    b_ann, b_only = frames_of(ep_b)
+    assert not a_first.mrdh.flags & MrdhFlag.LAST and b_only.mrdh.flags & MrdhFlag.LAST
+    t0 = 1e-6
+    for f in (a_ann, a_first, b_ann, b_only):
+        b.receive(f, t0)
+    assert b._n_est == 2
+    t1 = t0 + 1.5 * b._share_iv * 1e-9             # the interval ends, not stale
+    b.receive(announcement("10.0.0.3", 22), t1)     # C
+    assert b._share_prev == 2 and 20 in b._share_seen and 21 not in b._share_seen
+    t2 = t1 + 1.5 * b._share_iv * 1e-9
+    frames_of(b, t2, 256)
+    b.receive(announcement("10.0.0.4", 23, path=1), t2)     # D
+    # the interval [t1, t2) counted A (carried) and C; the new one carries C, not A again
+    assert b._share_prev == 2 and 20 not in b._share_seen and 22 in b._share_seen
+    assert b._n_est == 2
+    (ans,) = [f for f in frames_of(b, t2, 256) if f.ip.dst == "10.0.0.4"]
+    assert ans.mrah.rate_mbps == LINE_MBPS // 2     # without the carry: 0, "no limit"
