@@ -769,11 +769,12 @@ class Rx(wiring.Component):
         # is pushed only in a cycle that advances, no hold): never two in one cycle. H1's and
         # H4's registers take its output every cycle; only their own turn's value is used (H2
         # reads H1's in the next cycle, H5 H4's). A left rotate is the right rotate of the value
-        # bit-reversed, reversed.
-        h1_turn, h4_turn = Signal(), Signal()
+        # bit-reversed, reversed. In H1's turn S5's ring register holds sl_row's ring (both
+        # took S4's new row in the cycle that started the hold), so H1 and S5 share its input.
+        h4_turn = Signal()
         rot_in, rot_amt = Signal(RING_BITS), Signal(9)
-        m.d.comb += [h1_turn.eq(hold == HOLD_CYCLES), h4_turn.eq(hold == HOLD_CYCLES - 3),
-                     rot_in.eq(Mux(h1_turn, sl_row.ring, Mux(h4_turn, Cat(Const(0, 1), h3_run[1:])[::-1], s5_ring))),
+        m.d.comb += [h4_turn.eq(hold == HOLD_CYCLES - 3),
+                     rot_in.eq(Mux(h4_turn, Cat(Const(0, 1), h3_run[1:])[::-1], s5_ring)),
                      rot_amt.eq(Mux(holding, sl_cum_lo, s5_cum[:9])),
                      ring_rot.eq(_rotate(m, rot_in, rot_amt, left=False, name="ring_rot"))]
         # the SACK: the ring from cum + 1 (MR-RX-013)
