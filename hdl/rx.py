@@ -161,11 +161,12 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False):
 
 def _same_row(m, name, addr, advance):
     """Whether S5's record and S4's name the same row (MR-RX-115): the S3 address registered
-    with its record, and its equality with the S3 address registered as the records move."""
+    with its record, and its equality with the S3 address registered as the records move.
+    Returns that flag and S4's address."""
     addr_s4, same = Signal(len(addr), name=f"{name}_addr_s4"), Signal(name=f"{name}_same")
     with m.If(advance):
         m.d.sync += [addr_s4.eq(addr), same.eq(addr_s4 == addr)]
-    return same
+    return same, addr_s4
 
 
 def _piece_counter(m, name, nbits, inc, piece=LIMB):
@@ -314,11 +315,18 @@ class Rx(wiring.Component):
         m.d.comb += self.s_meta.ready.eq(meta_ready)
         take = self.s_meta.valid & meta_ready
         inm = self.s_meta.payload
-        m.d.comb += [conn_rd.addr.eq(inm.bth.dest_qp[:cb]), key_rd.addr.eq(inm.reth.rkey[:kb]),
-                     recv_rd.addr.eq(Cat(inm.mrsh.recv_seq[:rb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb])),
-                     rd_rd.addr.eq(Cat(inm.mrdh.msg[:rdb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb])),
-                     conn_rd.en.eq(advance), key_rd.en.eq(advance), recv_rd.en.eq(advance),
-                     rd_rd.en.eq(advance)]
+        # The reads run every cycle (a plain synchronous read port, which Yosys's memory_dff
+        # merges, so MR-FLOW-026 can put the table in block RAM); during a hold they read the
+        # address of the last cycle that advanced again. Same data as a read enabled by
+        # `advance`: nothing writes these tables in a hold nor in the cycle before one (a slow
+        # update needs a good record in S4, which keeps s_cfg waiting).
+        for port, addr in ((conn_rd, inm.bth.dest_qp[:cb]), (key_rd, inm.reth.rkey[:kb]),
+                           (recv_rd, Cat(inm.mrsh.recv_seq[:rb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb])),
+                           (rd_rd, Cat(inm.mrdh.msg[:rdb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb]))):
+            held = Signal(len(port.addr), name=f"{port.addr.name}_held")
+            with m.If(advance):
+                m.d.sync += held.eq(addr)
+            m.d.comb += [port.addr.eq(Mux(advance, addr, held)), port.en.eq(1)]
 
         s1 = Signal(META_LAYOUT)
         is_write, is_send, is_read = Signal(), Signal(), Signal()
@@ -522,12 +530,14 @@ class Rx(wiring.Component):
         s4_psn_hi_m1 = Signal(24 - 9)
         s4_late, s4_late_code, s4_late_reason, s4_stale = Signal(), Signal(4), Signal(8), Signal()
         s3_psn = s3_carry.psn
+        s3_oh = Signal(RING_BITS)
+        m.d.comb += s3_oh.eq(Const(1, RING_BITS) << s3_psn[:9])
         with m.If(advance):
             m.d.sync += [
                 s4_valid.eq(s3_valid), s4_carry.eq(s3_carry), s4_bad.eq(s3_bad), s4_code.eq(s3_code),
                 s4_static_nak.eq(s3_static_nak), s4_nak_reason.eq(s3_nak_reason), s4_addr.eq(s3_addr),
-                s4_oh.eq(Const(1, RING_BITS) << s3_psn[:9]),
-                s4_oh_next.eq(Const(1, RING_BITS) << (s3_psn[:9] + 1)[:9]),
+                # psn + 1's one-hot is psn's rotated by one: one decoder for both
+                s4_oh.eq(s3_oh), s4_oh_next.eq(s3_oh.rotate_left(1)),
                 s4_psn_p1.eq((s3_psn + 1)[:24]), s4_psn_hi_m1.eq((s3_psn[9:] - 1)[:15]),
                 s4_late.eq(s3_rnr | s3_rbounds), s4_stale.eq(s3_stale),
                 s4_late_code.eq(Mux(s3_rnr, RxCode.RNR, RxCode.RECV_BOUNDS)),
@@ -616,8 +626,9 @@ class Rx(wiring.Component):
         n_fill = P.SACK_BITS
         fill = Signal(n_fill)
         m.d.comb += fill.eq(Mux(sl_slide, Cat(*[(sl_dist == 0) | (sl_dist[:8] > k) for k in range(n_fill)]), 0))
-        rel = Signal(RING_BITS)
-        m.d.comb += rel.eq(_rotate(m, sl_row.ring, sl_cum_lo, left=False, name="h1_rot"))
+        # the ring rotator's output (H1's turn: sl_row's ring rotated right by sl_cum_lo)
+        ring_rot = Signal(RING_BITS)
+        rel = ring_rot
         h1_acc = Signal(RING_BITS)
         h1_holes = Signal(n_fill)     # received PSNs among the abandoned base, cum excluded
         h1_base = Signal(9)           # PSNs in the base: psn - 256 - cum
@@ -659,7 +670,9 @@ class Rx(wiring.Component):
         inner = Cat(*[Cat(*[h3_first_group[g] & h2_first[g][j] for g in range(n_groups)]).any()
                       for j in range(3)])
         m.d.sync += [h4_advance.eq(Cat(inner, group_index)),
-                     h4_clear.eq(_rotate(m, Cat(Const(0, 1), h3_run[1:]), sl_cum_lo, left=True, name="h4_rot")),
+                     # H4's turn: the run rotated left by sl_cum_lo (the rotator's right
+                     # rotate of it bit-reversed, reversed)
+                     h4_clear.eq(ring_rot[::-1]),
                      h4_abandoned.eq(h3_base - _popcount_sum(h3_pop))]
         # H5: the new cum and ring
         new_lo = Signal(10)
@@ -694,14 +707,17 @@ class Rx(wiring.Component):
         # S4; this cycle's write forwarded when it is S4's to S3's row (a registered equality)
         # or a configuration write to S3's row; the slow update's write into S4's row register
         # when S5's record (the slow one) and S4's share the row
-        path_same = _same_row(m, "path", s2_carry.row, advance)
+        path_same, _ = _same_row(m, "path", s2_carry.row, advance)
         path_same_s5 = Signal()
         with m.If(advance):
             m.d.sync += path_same_s5.eq(path_same)
         cfg_path_hit = cfg_take & (cfg.table == TABLE_PATH) & (cfg.addr[:row_bits] == s3_carry.row)
+        # this cycle's write outside a hold: S4's or a configuration write, never both
+        # (cfg_ready), so one mux serves the write port and the forward of either
+        path_wdata = Signal(lay.path_mem.size)
+        m.d.comb += path_wdata.eq(Mux(ok, nrow.as_value(), cfg_row.as_value()))
         path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
-                                   advance, [(ok & path_same, nrow.as_value()), (cfg_path_hit, cfg_row.as_value())],
-                                   reread=True)
+                                   advance, [((ok & path_same) | cfg_path_hit, path_wdata)], reread=True)
         with m.If(slow_write & path_same_s5):
             m.d.sync += path_row.eq(slow_row)
         m.d.comb += s4_row.eq(path_row)
@@ -714,7 +730,7 @@ class Rx(wiring.Component):
             recv_wr.data.eq(cfg.data[:lay.recv.size]),
             path_wr.en.eq(ok | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
             path_wr.addr.eq(Mux(slow_write, sl_addr, Mux(ok, s4_carry.row, cfg.addr[:row_bits]))),
-            path_wr.data.eq(Mux(slow_write, slow_row.as_value(), Mux(ok, nrow.as_value(), cfg_row.as_value()))),
+            path_wr.data.eq(Mux(slow_write, slow_row.as_value(), path_wdata)),
         ]
 
         # -- S5: the outputs into their queues, the counters (MR-RX-030..033, MR-RX-050)
@@ -748,8 +764,21 @@ class Rx(wiring.Component):
             # the ACK of a timer names the path's newest pending packet (MR-SEQ-009)
             m.d.sync += [s5_carry.psn.eq(row.last_psn), s5_carry.sport.eq(row.last_sport)]
         push = s5_valid & advance
+        # One 512-bit ring rotator (MR-RX-013, MR-RX-048) for H1's rotate to cum (hold ==
+        # HOLD_CYCLES), H4's rotate back of the run (hold == HOLD_CYCLES - 3) and S5's SACK read-out (the ACK
+        # is pushed only in a cycle that advances, no hold): never two in one cycle. H1's and
+        # H4's registers take its output every cycle; only their own turn's value is used (H2
+        # reads H1's in the next cycle, H5 H4's). A left rotate is the right rotate of the value
+        # bit-reversed, reversed. In H1's turn S5's ring register holds sl_row's ring (both
+        # took S4's new row in the cycle that started the hold), so H1 and S5 share its input.
+        h4_turn = Signal()
+        rot_in, rot_amt = Signal(RING_BITS), Signal(9)
+        m.d.comb += [h4_turn.eq(hold == HOLD_CYCLES - 3),
+                     rot_in.eq(Mux(h4_turn, Cat(Const(0, 1), h3_run[1:])[::-1], s5_ring)),
+                     rot_amt.eq(Mux(holding, sl_cum_lo, s5_cum[:9])),
+                     ring_rot.eq(_rotate(m, rot_in, rot_amt, left=False, name="ring_rot"))]
         # the SACK: the ring from cum + 1 (MR-RX-013)
-        s5_sack = _rotate(m, s5_ring, s5_cum[:9], left=False, name="s5_rot")[1:P.SACK_BITS + 1]
+        s5_sack = ring_rot[1:P.SACK_BITS + 1]
         ackw = Signal(lay.ack)
         m.d.comb += [ackw.conn.eq(s5_carry.conn), ackw.path.eq(s5_carry.path), ackw.psn.eq(s5_carry.psn),
                      ackw.sport.eq(s5_carry.sport)]
@@ -773,10 +802,12 @@ class Rx(wiring.Component):
         # stream's completed messages delivered in order; their records go to S6
         msg_addr = Signal(cb + sb)
         m.d.comb += msg_addr.eq(Cat(s3_carry.stream[:sb], s3_carry.conn))
-        m_same = _same_row(m, "msg", msg_addr, advance)
+        m_same, msg_addr_s4 = _same_row(m, "msg", msg_addr, advance)
         m_fwd_now, new_row = Signal(), Signal(lay.msg_row)
-        mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, msg_addr, advance,
-                                                      [(m_fwd_now, new_row.as_value())]))
+        # read every cycle, S4's row again during a hold (a plain synchronous read port, for
+        # MR-FLOW-026's block RAM; as the path row's)
+        mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, Mux(advance, msg_addr, msg_addr_s4),
+                                                      advance, [(m_fwd_now, new_row.as_value())], reread=True))
         mc = s5_carry
         m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
         m_rest = Signal(32)
@@ -872,10 +903,10 @@ class Rx(wiring.Component):
         # when every byte is placed
         rds_addr = Signal(cb + sb + rdb)
         m.d.comb += rds_addr.eq(Cat(s3_carry.msg[:rdb], s3_carry.stream[:sb], s3_carry.conn))
-        rs_same = _same_row(m, "rds", rds_addr, advance)
+        rs_same, rds_addr_s4 = _same_row(m, "rds", rds_addr, advance)
         rs_fwd_now, nstate = Signal(), Signal(lay.rd_state)
-        rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, rds_addr, advance,
-                                                         [(rs_fwd_now, nstate.as_value())]))
+        rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(advance, rds_addr, rds_addr_s4),
+                                                         advance, [(rs_fwd_now, nstate.as_value())], reread=True))
         r_entry = Signal(ent_w)
         m.d.comb += r_entry.eq(rstate.ring.word_select(m_pos, ent_w))
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
