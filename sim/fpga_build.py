@@ -264,12 +264,12 @@ def stand_in_verilog(netlist: dict, top: str) -> str:
 
 #: MR-FLOW-026: a memory at least this wide and this deep, read synchronously, goes to block
 #: RAM on the ECP5. One PDPW16KD is 72 bits x 256; in LUT RAM the same 16 rows take a
-#: TRELLIS_DPR16X4 per 4 bits per read port (6 COMB slots: 4 LUT positions and a RAMW pair): the
+#: TRELLIS_DPR16X4 per 4 bits per read port (6 LUT positions: 2 read slices and a write slice): the
 #: small engine's wide shallow tables and queues took 2,236 of them (docs/hw/fpga-build.md).
 BLOCK_RAM_MIN_WIDTH = 72
 BLOCK_RAM_MIN_DEPTH = 8
 #: MR-FLOW-026: a memory of at most this many rows goes to flip-flops: Yosys puts a 2-row
-#: memory in LUT RAM too (a TRELLIS_DPR16X4 per 4 bits, 1.5 COMB slots a bit, 8 of its 64 bits
+#: memory in LUT RAM too (a TRELLIS_DPR16X4 per 4 bits, 1.5 LUT positions a bit, 8 of its 64 bits
 #: used), where flip-flops take one 2:1 mux LUT a bit read and fold the columns written with a
 #: constant (an ACK descriptor queue's, MR-ENG-133).
 FLIP_FLOP_MAX_DEPTH = 2
