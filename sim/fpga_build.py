@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "ecp5_counts", "kept_fractions", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
            "KEPT_MIN"]
 
 
@@ -262,37 +262,52 @@ def stand_in_verilog(netlist: dict, top: str) -> str:
     ]) + "\n"
 
 
-#: MR-FLOW-026: a memory at least this wide and this deep goes to block RAM on the ECP5. One
-#: PDPW16KD is 72 bits x 256; in LUT RAM the same 16 rows take a TRELLIS_DPR16X4 per 4 bits (about
-#: 7.5 COMB slots each, per read port): the small engine's wide shallow tables and queues took
-#: 2,236 of them (docs/hw/fpga-build.md).
+#: MR-FLOW-026: a memory at least this wide and this deep, read synchronously, goes to block
+#: RAM on the ECP5. One PDPW16KD is 72 bits x 256; in LUT RAM the same 16 rows take a
+#: TRELLIS_DPR16X4 per 4 bits per read port (6 LUT positions: 2 read slices and a write slice): the
+#: small engine's wide shallow tables and queues took 2,236 of them (docs/hw/fpga-build.md).
 BLOCK_RAM_MIN_WIDTH = 72
 BLOCK_RAM_MIN_DEPTH = 8
+#: MR-FLOW-026: a memory of at most this many rows goes to flip-flops: Yosys puts a 2-row
+#: memory in LUT RAM too (a TRELLIS_DPR16X4 per 4 bits, 1.5 LUT positions a bit, 8 of its 64 bits
+#: used), where flip-flops take one 2:1 mux LUT a bit read and fold the columns written with a
+#: constant (an ACK descriptor queue's, MR-ENG-133).
+FLIP_FLOP_MAX_DEPTH = 2
 
 
-def memory_policy(top: str, max_read_ports: int = 4) -> list[str]:
-    """MR-FLOW-026: Yosys lines (after ``read_verilog``) that mark the wide memories whose read
-    ports are all synchronous for block RAM (a block RAM has no asynchronous read: a queue read
-    combinationally, as ``lib.fifo.SyncFIFO`` does, stays with Yosys's choice)."""
+def memory_policy(max_read_ports: int = 4) -> list[str]:
+    """MR-FLOW-026: Yosys ``setattr`` lines, run between ``synth_ecp5 -run begin:map_ram`` and
+    ``synth_ecp5 -run map_ram:`` (see :func:`synth_ecp5_lines`), that mark the wide, deep
+    memories whose read ports are all synchronous for block RAM (a block RAM has no
+    asynchronous read: a queue read combinationally, as ``lib.fifo.SyncFIFO`` does, stays with
+    Yosys's choice) and the memories of at most :data:`FLIP_FLOP_MAX_DEPTH` rows for flip-flops.
+    After the coarse stage, not before it: right after ``proc`` an Amaranth synchronous read
+    port with an enable is a register behind a mux, which ``memory_dff`` merges only once ``opt``
+    has made the mux an enable (the RX's message, receive and READ tables were missed so)."""
     # RD_CLK_ENABLE has one bit per read port: all set <=> >= 2**n - 1 for n ports.
     all_sync = " ".join(f"r:RD_PORTS={n} r:RD_CLK_ENABLE>={(1 << n) - 1} %i" + (" %u" if n > 1 else "")
                         for n in range(1, max_read_ports + 1))
     return [
-        f"hierarchy -top {top}",
-        "proc",
-        "memory_dff",
-        "memory_collect",
         f"setattr -set ram_style \"block\" t:$mem_v2 r:WIDTH>={BLOCK_RAM_MIN_WIDTH} %i "
         f"r:SIZE>={BLOCK_RAM_MIN_DEPTH} %i {all_sync} %i",
+        f"setattr -set ram_style \"logic\" t:$mem_v2 r:SIZE<={FLIP_FLOP_MAX_DEPTH} %i",
     ]
+
+
+def synth_ecp5_lines(top: str, options: str = "", out: str = "") -> list[str]:
+    """``synth_ecp5 -top top options`` (``-json out`` if given) in two halves around
+    :func:`memory_policy` (MR-FLOW-026): the coarse stage, the policy, then the mapping."""
+    opts = f" {options}" if options else ""
+    return [f"synth_ecp5 -top {top}{opts} -run begin:map_ram",
+            *memory_policy(),
+            f"synth_ecp5 -top {top}{opts}{f' -json {out}' if out else ''} -run map_ram:"]
 
 
 def _block_script(block: str) -> str:
     return "\n".join([
         "# 1. the block alone, out of context (as `metaroce pnr` maps it)",
         "read_verilog -sv block.v",
-        *memory_policy(block),
-        f"synth_ecp5 -top {block} -noiopad",
+        *synth_ecp5_lines(block, "-noiopad"),
         "tee -q -o stat_block.json stat -json",
         "write_json block_alone.json",
     ]) + "\n"
@@ -310,8 +325,7 @@ def _board_script(kept_check: bool = True) -> str:
         *wrapper,
         "# 3. the board design",
         "read_verilog -sv block.v pll.v board_top.v",
-        *memory_policy("board_top"),
-        "synth_ecp5 -top board_top -json mapped.json",
+        *synth_ecp5_lines("board_top", out="mapped.json"),
         "tee -q -o stat_design.json stat -json",
     ]) + "\n"
 
