@@ -347,9 +347,14 @@ class TxSched(wiring.Component):
             i_dist = A.sub(i_next_chunk, r.chunk, f"i_dist_{tag}")
             i_far = ((i_dist >> (wb + 1)) != 0) | (i_dist[wb] & (i_dist[:wb] != 0))
             i_d = Mux(i_far, W + 1, i_dist[:wb + 1])
+            # the distance when the next chunk is sent at this edge, next_chunk - (chunk - 1),
+            # beside i_dist (chunk - 1 from the payload's register), not i_d + 1 after it
+            i_dist1 = A.sub(i_next_chunk, A.sub(r.chunk, 1, f"i_chunk_m1_{tag}"),
+                            f"i_dist1_{tag}")
             return {"e": i_e, "base": i_base, "sent": A.gt(i_next_chunk, r.chunk, f"i_sent_{tag}"),
                     "next": r.chunk == i_next_chunk, "last": i_last,
-                    "lastnb": read(e_lastnb, i_e, f"i_lastnb_{tag}"), "far": i_far, "d": i_d}
+                    "lastnb": read(e_lastnb, i_e, f"i_lastnb_{tag}"), "far": i_far, "d": i_d,
+                    "d1": i_dist1[:wb + 2]}
 
         in_a, in_r = intake(self.s_acked, "a"), intake(self.s_resend, "r")
         inc = data.View(lay.report, _named(m, Mux(acked_valid, self.s_acked.payload.as_value(),
@@ -650,7 +655,7 @@ class TxSched(wiring.Component):
         m.d.sync += [rr_valid.eq(acked_valid | take_resend), rr_lost.eq(~acked_valid), rr.eq(inc),
                      rr_ok.eq(i_["base"] & ~i_kill & (i_["sent"] | (i_["next"] & i_hit))),
                      rr_last.eq(i_["last"]), rr_nb.eq(Mux(i_["last"], i_["lastnb"], mtu)),
-                     rr_dist.eq(Mux(i_hit & ~i_["far"], i_["d"] + 1, i_["d"]))]
+                     rr_dist.eq(Mux(i_hit & ~i_["far"], i_["d1"], i_["d"]))]
         er_conn = self.s_error.payload.conn
         for c in range(C):
             m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
