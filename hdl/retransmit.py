@@ -38,7 +38,7 @@ from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR
                                  RTO_MIN_NS, SAMPLE_MAX, RTO_NS, SLOT_LOG2, SMALL,
                                  STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts)
 
-__all__ = ["Retransmit", "retransmit_256x4"]
+__all__ = ["HeadRegFIFO", "Retransmit", "retransmit_256x4"]
 
 
 def _top_index(m, bits, name):
@@ -130,6 +130,57 @@ def _low_mask(k, n):
     return ~(Const((1 << n) - 1, n) << k)[:n]
 
 
+class HeadRegFIFO(wiring.Component):
+    """MR-TX-065: ``amaranth.lib.fifo.SyncFIFO``'s ports and visible behaviour, every cycle
+    (``r_data`` is the head slot's content, also while empty: ``models.fifo.SyncFifoModel``),
+    with the head kept in a register. The ring (LUT RAM) is read at the slot after the head,
+    a cycle ahead; the head register takes that read at a pop, or the written entry when the
+    write lands on the next head's slot. ``r_data`` and ``r_rdy`` are flip-flops."""
+
+    def __init__(self, *, width, depth):
+        assert depth >= 2
+        self.width, self.depth = width, depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+            "level": Out(range(depth + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self.depth
+        m.submodules.storage = ring = memory.Memory(shape=self.width, depth=depth, init=[])
+        wr, rd = ring.write_port(), ring.read_port(domain="comb")
+        w_ptr = Signal(range(depth))
+        r_next = Signal(range(depth), init=1)      # the slot after the head's
+        head, nonempty = Signal(self.width), Signal()
+        level = self.level
+        do_w = self.w_en & self.w_rdy
+        do_r = self.r_en & nonempty
+
+        def step(p):
+            return Mux(p == depth - 1, 0, p + 1)
+
+        m.d.comb += [self.w_rdy.eq(level != depth), self.r_rdy.eq(nonempty),
+                     self.r_data.eq(head),
+                     wr.en.eq(do_w), wr.addr.eq(w_ptr), wr.data.eq(self.w_data),
+                     rd.addr.eq(r_next)]
+        with m.If(do_w):
+            m.d.sync += w_ptr.eq(step(w_ptr))
+        with m.If(do_r):
+            m.d.sync += r_next.eq(step(r_next))
+        m.d.sync += level.eq(level + do_w - do_r)
+        # the write lands on the head's slot after this edge when the ring holds nothing
+        # else then: empty without a pop, or one entry popped
+        w_is_head = do_w & Mux(do_r, level == 1, ~nonempty)
+        with m.If(w_is_head):
+            m.d.sync += head.eq(self.w_data)
+        with m.Elif(do_r):
+            m.d.sync += head.eq(rd.data)
+        m.d.sync += nonempty.eq(Mux(do_r, (level != 1) | do_w, nonempty | do_w))
+        return m
+
+
 class Retransmit(wiring.Component):
     """The retransmit unit's first slice (docs/spec/hw-tx.md)."""
 
@@ -179,9 +230,9 @@ class Retransmit(wiring.Component):
 
         m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
         m.submodules.ins_q = ins_q = fifo.SyncFIFO(width=lay.insert.size, depth=INS_DEPTH)
-        m.submodules.acked_q = acked_q = fifo.SyncFIFO(width=lay.acked.size, depth=OUT_DEPTH)
-        m.submodules.resend_q = resend_q = fifo.SyncFIFO(width=lay.resend.size, depth=OUT_DEPTH)
-        m.submodules.error_q = error_q = fifo.SyncFIFO(width=lay.error.size, depth=OUT_DEPTH)
+        m.submodules.acked_q = acked_q = HeadRegFIFO(width=lay.acked.size, depth=OUT_DEPTH)
+        m.submodules.resend_q = resend_q = HeadRegFIFO(width=lay.resend.size, depth=OUT_DEPTH)
+        m.submodules.error_q = error_q = HeadRegFIFO(width=lay.error.size, depth=OUT_DEPTH)
         # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
         dur = records.DUR_BITS
         rto_lay = data.StructLayout({"row": rb, "rto": dur})

@@ -319,8 +319,6 @@ class TxSched(wiring.Component):
         # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034): a report taken in cycle t is
         # registered with its checks, its LAST term and bytes, and is the action of t+1
         acked_valid = self.s_acked.valid
-        inc = data.View(lay.report, _named(m, Mux(acked_valid, self.s_acked.payload.as_value(),
-                                                  self.s_resend.payload.as_value()), "inc"))
 
         def rep_index(r):
             """The report's entry, stream queue, ring index and path row."""
@@ -330,23 +328,39 @@ class TxSched(wiring.Component):
             idx = r.slot[:db] if D > 1 else Const(0, 1)
             return e, qi, idx, Cat(r.path[:pb], r.conn)
 
-        i_e, i_qi, i_idx, _ = rep_index(inc)
-        i_e, i_qi = _named(m, i_e, "i_e"), _named(m, i_qi, "i_qi")
-        i_tail, i_done = read(tail, i_qi, "i_tail"), read(done, i_qi, "i_done")
-        i_next_chunk = read(e_next, i_e, "i_next_chunk")
-        # the checks on this cycle's state; the chunk is also taken as sent when it is its entry's
-        # next chunk and that is sent at this edge (see rr_ok below)
-        i_base = ((inc.path < PA) & ((inc.slot >> sdb) == 0 if sdb < 3 else 1)
-                  & live(i_tail, i_done, i_idx))
-        i_sent = A.gt(i_next_chunk, inc.chunk, "i_sent")
-        i_next = inc.chunk == i_next_chunk
-        i_last = _named(m, inc.chunk == read(e_nchm1, i_e, "i_nchm1"), "i_last")
-        # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk further
-        # down is below ack_base, ahead being at most W)
-        i_dist = A.sub(i_next_chunk, inc.chunk, "i_dist")
-        i_far = ((i_dist >> (wb + 1)) != 0) | (i_dist[wb] & (i_dist[:wb] != 0))
-        i_d = Signal(wb + 2)
-        m.d.comb += i_d.eq(Mux(i_far, W + 1, i_dist[:wb + 1]))
+        def intake(port, tag):
+            """A port's report and its checks on this cycle's state, each port on its own from
+            its payload (a register, MR-TX-065), the port pick after them (MR-TXS-034): the
+            entry reads and the distance do not wait for the pick. The chunk is also taken as
+            sent when it is its entry's next chunk and that is sent at this edge (see rr_ok)."""
+            r = data.View(lay.report, port.payload.as_value())
+            i_e, i_qi, i_idx, _ = rep_index(r)
+            i_e, i_qi = _named(m, i_e, f"i_e_{tag}"), _named(m, i_qi, f"i_qi_{tag}")
+            i_tail = read(tail, i_qi, f"i_tail_{tag}")
+            i_done = read(done, i_qi, f"i_done_{tag}")
+            i_next_chunk = read(e_next, i_e, f"i_next_chunk_{tag}")
+            i_base = ((r.path < PA) & ((r.slot >> sdb) == 0 if sdb < 3 else 1)
+                      & live(i_tail, i_done, i_idx))
+            i_last = _named(m, r.chunk == read(e_nchm1, i_e, f"i_nchm1_{tag}"), f"i_last_{tag}")
+            # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk
+            # further down is below ack_base, ahead being at most W)
+            i_dist = A.sub(i_next_chunk, r.chunk, f"i_dist_{tag}")
+            i_far = ((i_dist >> (wb + 1)) != 0) | (i_dist[wb] & (i_dist[:wb] != 0))
+            i_d = Mux(i_far, W + 1, i_dist[:wb + 1])
+            # the distance when the next chunk is sent at this edge, next_chunk - (chunk - 1),
+            # beside i_dist (chunk - 1 from the payload's register), not i_d + 1 after it
+            i_dist1 = A.sub(i_next_chunk, A.sub(r.chunk, 1, f"i_chunk_m1_{tag}"),
+                            f"i_dist1_{tag}")
+            return {"e": i_e, "base": i_base, "sent": A.gt(i_next_chunk, r.chunk, f"i_sent_{tag}"),
+                    "next": r.chunk == i_next_chunk, "last": i_last,
+                    "lastnb": read(e_lastnb, i_e, f"i_lastnb_{tag}"), "far": i_far, "d": i_d,
+                    "d1": i_dist1[:wb + 2]}
+
+        in_a, in_r = intake(self.s_acked, "a"), intake(self.s_resend, "r")
+        inc = data.View(lay.report, _named(m, Mux(acked_valid, self.s_acked.payload.as_value(),
+                                                  self.s_resend.payload.as_value()), "inc"))
+        i_ = {k: _named(m, Mux(acked_valid, in_a[k], in_r[k]), f"i_{k}") for k in in_a}
+        i_e = i_["e"]
         rr_valid = Signal()             # a report in the register: this cycle's action
         rr_lost = Signal()
         rr = Signal(lay.report)
@@ -639,9 +653,9 @@ class TxSched(wiring.Component):
         i_kill = comp_act & (comp_e == i_e)
         i_hit = new_act & (g_e == i_e)
         m.d.sync += [rr_valid.eq(acked_valid | take_resend), rr_lost.eq(~acked_valid), rr.eq(inc),
-                     rr_ok.eq(i_base & ~i_kill & (i_sent | (i_next & i_hit))),
-                     rr_last.eq(i_last), rr_nb.eq(Mux(i_last, read(e_lastnb, i_e, "i_lastnb"), mtu)),
-                     rr_dist.eq(Mux(i_hit & ~i_far, i_d + 1, i_d))]
+                     rr_ok.eq(i_["base"] & ~i_kill & (i_["sent"] | (i_["next"] & i_hit))),
+                     rr_last.eq(i_["last"]), rr_nb.eq(Mux(i_["last"], i_["lastnb"], mtu)),
+                     rr_dist.eq(Mux(i_hit & ~i_["far"], i_["d1"], i_["d"]))]
         er_conn = self.s_error.payload.conn
         for c in range(C):
             m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
