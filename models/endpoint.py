@@ -44,6 +44,7 @@ _MRDH_FIRST = MrdhFlag.FIRST
 _MRDH_LAST = MrdhFlag.LAST
 _MRDH_RETX = MrdhFlag.RETX
 _MRAH_ECE = MrahFlag.ECE
+_MRAH_FIRST_LOST = MrahFlag.FIRST_LOST     # MR-CC-027
 _OP_ANNOUNCE = MR_ANNOUNCE     # MR-WIRE-084, MR-CC-021
 
 # Per-packet frames are built as codec records without the dataclass constructors: an object and
@@ -442,6 +443,8 @@ class Connection:
         self.blind_t0 = _NEVER
         self.blind_bytes = 0
         self.answered = False
+        self.t_answer = _NEVER      # MR-CC-027: when the receiver's first answer arrived
+        self.pulled = 0             # MR-CC-027: pulled first-window resends, sent outside pacing
         self.announce_due = ep.announce     # MR-CC-021: announce before the first data packet
         self.spread = False         # MR-CC-023: announced, no data acknowledged yet
         self.spread_probe = ep.announce     # MR-CC-024: probes count against the pacing
@@ -670,7 +673,7 @@ class Connection:
         return None
 
     def _next_frame(self, now):
-        if self.pace_until > now:
+        if self.pace_until > now and not self.pulled:
             return _PACED
         w = self._next_work()
         if w is None:
@@ -678,6 +681,16 @@ class Connection:
         if self.announce_due:
             return self._announce_frame()
         m, i, is_retx, k = w
+        unpaced = False
+        if self.pulled:
+            # MR-CC-027: the pulled first-window resends (at the front of the resends) go at
+            # once and take no pacing turn; anything else waits for its turn
+            if is_retx:
+                unpaced = True
+            else:
+                self.pulled = 0
+                if self.pace_until > now:
+                    return _PACED
         ep = self.ep
         off = i * ep.mtu if i != ABORT else 0
         nbytes = (ep.mtu if ep.mtu <= m.length - off else m.length - off) if i != ABORT else 0  # MR-WIRE-083: none
@@ -763,7 +776,12 @@ class Connection:
             if self.blind_t0 == _NEVER:
                 self.blind_t0 = now
             self.blind_bytes += wl + P.WIRE_OVERHEAD
-        if self.rate_bps < ep.line_rate_bps:
+        if unpaced:
+            # MR-CC-027: sent at the receiver's pull, it takes the place of the next paced frame:
+            # the connection's pacing runs from it (the pulls are spread over one gap)
+            self.pulled -= 1
+            self.pace_until = now + self._gap(wl)
+        elif self.rate_bps < ep.line_rate_bps:
             self.pace_until = max(self.pace_until, now) + self._gap(wl)
         st = ep.stats
         st["packets_sent"] += 1
@@ -784,6 +802,37 @@ class Connection:
         return Frame(eth=Eth(), ip=IP(src=ep.addr, dst=self.peer_addr, ecn=0), udp=UDP(sport=p.entropy),
                      bth=BTH(opcode=_OP_ANNOUNCE, pkey=self.pkey, dest_qp=self.peer_id, ack_req=1,
                              psn=p.idx))
+
+    def _first_lost(self, p):
+        """MR-CC-027: the receiver pulled this path's first window (its port fell quiet with
+        nothing of it arrived): its packets sent before the first answer that are neither
+        acknowledged nor already resent are declared lost and resent first, at once, outside
+        the pacing (the blind release of MR-CC-016 priced them)."""
+        ta = self.t_answer
+        retx = self.retx
+        got = []
+        for rec in list(p.records()):
+            m, i = rec.msg, rec.idx
+            if rec.t >= ta or i == ABORT or m.done or m.is_acked(i):
+                continue
+            if not rec.lost:
+                self._mark_lost(p, rec, requeue=False)
+            elif (m, i) in retx:
+                retx.remove((m, i))     # declared lost by its timer, still waiting for its turn
+            else:
+                continue
+            got.append((m, i))
+        if not got:
+            return
+        for w in reversed(got):
+            retx.appendleft(w)
+        if self.last_tx < self.t_answer:
+            # nothing paced sent yet: the resends go now; once a paced frame has gone, they
+            # take their turns (MR-CC-024), or the sender would exceed its share
+            self.pulled += len(got)
+        self.ep.stats["first_window_resends"] += len(got)
+        self._rearm(p)
+        self.ep._make_ready(self)
 
     def _resend_twice(self, m, i, now):
         """MR-REL-012: a resend whose loss would idle the connection goes out twice: the
@@ -1105,7 +1154,11 @@ class Connection:
             gap = self.last_tx + self._gap(self.last_wl)
             self.pace_until = max(self.pace_until, gap) if self.rate_bps < old_rate else \
                 min(self.pace_until, gap)
+        if not answered:
+            self.t_answer = now
         self.answered = True
+        if a.flags & _MRAH_FIRST_LOST and self.spread and not pkts:
+            self._first_lost(p)         # MR-CC-027: the receiver's pull
         if a.rate_mbps and self.blind_bytes and (self.rate_bps != old_rate or not answered):
             # MR-CC-016: each hint prices what was sent blind, before the receiver's first
             # answer: the first window counts as paced at the hint from its first frame on, so
@@ -2285,6 +2338,15 @@ class Endpoint(VerbsHost):
         self._fresh_ns = -(-P.NEW_SENDER_WINDOW * self._pkt_bits_ns // self._rate)
         self._horizon_pkts = P.NEW_SENDER_HORIZON * base_rtt * self.line_rate_bps / (mtu * 8)
         self._share_iv = self._share_iv_of(0)
+        # MR-CC-027: announced connections with no data since (local id -> announced path), the
+        # time of the latest frame that arrived, the connections to pull and whether a check of
+        # the port's quiet is pending
+        self._silent = {}
+        self._last_rx = 0
+        self._pullq = deque()
+        self._pulling = set()
+        self._pull_iv = 0
+        self._quiet_armed = False
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -2377,6 +2439,7 @@ class Endpoint(VerbsHost):
         if t and t[0][0] <= now:
             self._run_timers(now)
         op = frame.bth.opcode
+        self._last_rx = now         # MR-CC-027: the port is not quiet
         c = self._conns.get(frame.bth.dest_qp)
         if c is None:
             self._drop("no_connection")          # MR-SEC-001: no NAK to an unknown sender
@@ -2389,6 +2452,8 @@ class Endpoint(VerbsHost):
             return
         if op in _DATA_OPS and frame.mrdh is not None:
             c.rx_more = not frame.mrdh.flags & _MRDH_LAST       # MR-CC-026
+            if self._silent:
+                self._silent.pop(c.local_id, None)      # MR-CC-027: its data arrives
             self._share_note(c, now, frame.ip.ecn == 3, len(frame.payload) + _WIRE_HDR)
             c._on_data(frame, now)
         elif op == _OP_ACK and frame.mrah is not None:
@@ -2457,6 +2522,10 @@ class Endpoint(VerbsHost):
                 obj._on_progress_timer(now)
             elif kind == 6:
                 obj._rnr_resend(*tok)
+            elif kind == 7:
+                self._quiet_check(now)          # MR-CC-027
+            elif kind == 8:
+                self._pull_next(now)            # MR-CC-027
             elif tok == obj.rx_ack_token and obj.rx_pending:
                 self._send_ack(obj.conn, obj, *obj.rx_last)      # MR-SEQ-009: delayed ACK
 
@@ -2483,6 +2552,56 @@ class Endpoint(VerbsHost):
             hint = max(1, int(self.line_rate_bps // 1e6))       # MR-CC-022: "go"
         self._send_ack(c, p, (p.rx_cum - 1) & _PSN_MASK, f.udp.sport, hint)
         self.stats["announcements_answered"] += 1
+        self._silent[c.local_id] = (path, f.udp.sport)     # MR-CC-027: its data is due
+        if not self._quiet_armed:
+            self._quiet_armed = True
+            self._push(now + self._fresh_ns, 7, None, 0)
+
+    def _quiet_check(self, now):
+        """MR-CC-027: when no frame has arrived for ``NEW_SENDER_WINDOW`` MTU packet times, the
+        first data packet of every connection still silent since its announcement is lost: pull
+        them, in the order of their announcements, one every MTU packet time."""
+        self._quiet_armed = False
+        pending = [lid for lid in self._silent if lid not in self._pulling]
+        if not pending:
+            return
+        if now - self._last_rx < self._fresh_ns:
+            self._quiet_armed = True
+            self._push(self._last_rx + self._fresh_ns, 7, None, 0)
+            return
+        start = not self._pullq
+        self._pullq.extend(pending)
+        self._pulling.update(pending)
+        # one pacing gap of an MTU frame at the current share, spread over the pulls (at least
+        # an MTU packet time): each pulled sender paces from its pull, so their phases spread
+        # over the gap as those of the senders whose first windows arrived (MR-CC-023)
+        hint = self._rate_hint()
+        pkt = self._pkt_bits_ns // self._rate
+        gap = P.pacing_gap_ns(self.mtu + _DATA_HDR, hint) if hint else pkt
+        self._pull_iv = max(pkt, gap // len(self._pullq))
+        if start:
+            self._pull_next(now)
+
+    def _pull_next(self, now):
+        """MR-CC-027: pull the next connection whose first window was lost (an ACK of MR-CC-022
+        on the announced path with FIRST_LOST), unless its data arrived meanwhile."""
+        q = self._pullq
+        while q:
+            lid = q.popleft()
+            self._pulling.discard(lid)
+            ent = self._silent.pop(lid, None)
+            c = self._conns.get(lid)
+            if ent is None or c is None:
+                continue
+            p = c.paths[ent[0]]
+            self._send_ack(c, p, (p.rx_cum - 1) & _PSN_MASK, ent[1], first_lost=True)
+            self.stats["first_window_pulls"] += 1
+            break
+        if q:
+            self._push(now + self._pull_iv, 8, None, 0)
+        if self._silent and not self._quiet_armed:
+            self._quiet_armed = True
+            self._push(max(now, self._last_rx) + self._fresh_ns, 7, None, 0)
 
     def _share_note(self, c, now, ce, wire_bytes, announced=False):
         """MR-CC-005: count the senders active in the current interval.
@@ -2646,7 +2765,7 @@ class Endpoint(VerbsHost):
                                                min(self._n_lim, self._n_est - 1), self._lim_mbps)
         return self._hint_val
 
-    def _send_ack(self, c, p, trigger_psn, sport, hint=None):
+    def _send_ack(self, c, p, trigger_psn, sport, hint=None, first_lost=False):
         """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: one ACK for one path; ``hint``: the rate it
         carries instead of the fair share (MR-CC-022)."""
         ce = p.rx_ce
@@ -2659,7 +2778,7 @@ class Endpoint(VerbsHost):
         p.rx_pending = 0
         p.rx_ack_token += 1
         self._ctrl.append(ack_frame(self.addr, c.peer_addr, c.pkey, c.peer_id, sport, p.idx, p.rx_cum,
-                                    p.rx_sack, ce, hint, trigger_psn, c.receipt_key))
+                                    p.rx_sack, ce, hint, trigger_psn, c.receipt_key, first_lost))
         self.stats["acks_sent"] += 1
 
     def _nak(self, c, f, path, reason):
@@ -2671,7 +2790,7 @@ class Endpoint(VerbsHost):
 
 
 def ack_frame(addr, peer_addr, pkey, peer_id, sport, path, cum, sack, ce, rate_mbps, trigger_psn,
-              receipt_key=None):
+              receipt_key=None, first_lost=False):
     """MR-SEQ-009, MR-SEQ-010, MR-WIRE-073: the ACK frame a receiver sends for one path from its
     state: cumulative PSN ``cum``, the SACK bitmap, ``ce`` CE-marked packets since the last ACK
     (ECE set when any), the rate hint (Mb/s, 0 none), the PSN and UDP source port of the packet
@@ -2681,7 +2800,7 @@ def ack_frame(addr, peer_addr, pkey, peer_id, sport, path, cum, sack, ce, rate_m
     bth_psn = 0
     a = _new(MRAH)              # field by field, in order, as _data_frame builds its records
     a.version = 1
-    a.flags = _MRAH_ECE if ce else 0
+    a.flags = (_MRAH_ECE if ce else 0) | (_MRAH_FIRST_LOST if first_lost else 0)     # MR-CC-027
     a.path = path
     a.ce_count = min(ce, 0xFFFF)
     a.cum_psn = cum

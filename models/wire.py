@@ -200,6 +200,7 @@ class MrahFlag(IntEnum):
     """MRAH flag bits (MR-WIRE-073)."""
     ECE = 0x1       # at least one packet since the previous ACK on this path was CE-marked
     NAK_PRESENT = 0x2  # reserved for a future NAK summary; sent as 0
+    FIRST_LOST = 0x4   # the receiver's pull of a first window lost at a quiet port (MR-CC-027)
 
 
 class NakReason(IntEnum):

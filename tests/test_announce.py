@@ -1,5 +1,5 @@
 """The sender announcement: MR-CC-021..025 (transport), MR-WIRE-084 (wire), MR-SEC-157 (bounds);
-the receiver's count of senders mid-message, MR-CC-026."""
+the receiver's count of senders mid-message, MR-CC-026; first windows lost at a quiet port, MR-CC-027."""
 import random
 
 import pytest
@@ -9,7 +9,7 @@ from metaroce.models import protocol as P
 from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
 from metaroce.models.endpoint import Endpoint
 from metaroce.models.loopback import Loopback
-from metaroce.models.wire import MR_ANNOUNCE, MrdhFlag, Op, Reason
+from metaroce.models.wire import MR_ANNOUNCE, MrahFlag, MrdhFlag, Op, Reason
 
 RX = "10.0.0.9"
 MTU = 1024
@@ -242,3 +242,44 @@ def test_senders_mid_message_counted_one_interval_on():
     assert b._n_est == 2
     (ans,) = [f for f in frames_of(b, t2, 256) if f.ip.dst == "10.0.0.4"]
     assert ans.mrah.rate_mbps == LINE_MBPS // 2     # without the carry: 0, "no limit"
+
+
+def test_first_window_lost_at_a_quiet_port_is_pulled():
+    """MR-CC-027: a connection that announced and whose first data packet did not arrive before
+    the receiver's port fell quiet (no frame for NEW_SENDER_WINDOW MTU packet times) is pulled
+    once: an ACK on the announced path with FIRST_LOST. The sender resends its first-window
+    packet at once, outside its pacing, and paces on from it; a connection whose data arrived
+    is not pulled."""
+    b, _ = receiver(n_conns=4)
+    b.reg_mr(bytearray(8 * MTU))
+    ep_a, _ = sender("10.0.0.1", peer=20)
+    ep_b, cb = sender("10.0.0.2", peer=21)
+    a_ann, a_first = frames_of(ep_a)[:2]
+    b_ann, b_first = frames_of(ep_b)
+    assert b_ann.bth.opcode == MR_ANNOUNCE and b_first.mrdh.offset == 0
+    t0 = 1e-6
+    for f in (a_ann, a_first, b_ann):           # B's first data packet is lost
+        b.receive(f, t0)
+    answers = frames_of(b, t0)
+    (b_answer,) = [f for f in answers if f.ip.dst == "10.0.0.2"]
+    assert not b_answer.mrah.flags & MrahFlag.FIRST_LOST
+    quiet = P.NEW_SENDER_WINDOW * MTU * 8 / 100e9
+    assert frames_of(b, t0 + 0.5 * quiet) == []     # not quiet yet
+    pulls = frames_of(b, t0 + 1.1 * quiet)
+    assert [(f.ip.dst, f.mrah.flags & MrahFlag.FIRST_LOST) for f in pulls] == [
+        ("10.0.0.2", MrahFlag.FIRST_LOST)]
+    (pull,) = pulls
+    assert pull.mrah.path == b_answer.mrah.path and pull.mrah.cum_psn == b_answer.mrah.cum_psn
+    assert b.stats["first_window_pulls"] == 1
+    assert frames_of(b, t0 + 10 * quiet) == []      # once
+    t1 = t0 + 2e-6
+    ep_b.receive(b_answer, t1)
+    assert cb.rate_bps < 100e9 and cb.pace_until > int(t1 * 1e9)    # paced: blind release
+    assert frames_of(ep_b, t1) == []
+    t2 = (int(t1 * 1e9) + cb.pace_until) // 2 * 1e-9     # before its next paced turn
+    ep_b.receive(pull, t2)
+    (resend,) = frames_of(ep_b, t2)               # at once, then paced again
+    assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
+    assert resend.payload == b_first.payload
+    assert ep_b.stats["first_window_resends"] == 1 and ep_b.stats["timeouts"] == 0
+    assert cb.pace_until >= int(t2 * 1e9) + P.pacing_gap_ns(MTU + 90, int(cb.rate_bps // 1e6)) - 1

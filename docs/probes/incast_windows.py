@@ -35,7 +35,7 @@ t_first = min(done)
 fair = incast.payload_rate(RATE, MTU) / n
 t_conv, j, lo, hi = incast.analyse(res.meter, n, t_last, t_first, fair, bin_w)
 print("conv", (t_conv - t_last) / RTT, "drops", port.stats["drops"], "drop times (RTT)", [round(t / RTT, 2) for t in port.drop_times][:40])
-print("stats", {k: v for k, v in res.stats.items() if "announce" in k or k in ("timeouts", "gap_losses", "hint_updates", "retransmitted")})
+print("stats", {k: v for k, v in res.stats.items() if "announce" in k or k in ("timeouts", "gap_losses", "hint_updates", "retransmitted", "first_window_pulls", "first_window_resends", "spurious_retransmits")})
 b0 = int(round(t_last / bin_w)); b_end = int((t_first - RTT) / bin_w); nbin = b_end - b0
 a = np.zeros((n, nbin))
 for f in range(n):
