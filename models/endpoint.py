@@ -2242,6 +2242,7 @@ class Endpoint(VerbsHost):
     ``aborts_duplicate`` (MR-ERR-021), ``ce_received``, ``acks_sent``,
     ``hint_updates`` (MR-CC-009: pushed ACKs, down and up), ``announcements_answered``
     (MR-CC-022; ``drop_announce_repeat``, ``drop_announce_path``: MR-SEC-157),
+    ``first_window_pulls`` (receiver) and ``first_window_resends`` (sender) (MR-CC-027),
     ``naks_sent``, ``drops`` and ``drop_<reason>`` (MR-ERR-001, MR-ERR-005, MR-ERR-010,
     ``drop_bad_pkey`` MR-SEC-008, ``drop_bad_proof`` MR-SEC-154: an ACK or NAK without a valid proof
     of receipt on a connection with a ``receipt_key``).
