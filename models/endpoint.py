@@ -2212,6 +2212,8 @@ class Endpoint(VerbsHost):
     - ``announce_go`` (False): answer the only sender counted with the line rate, "go", which ends
       its first window at once instead of slow start (MR-CC-022; off: 1-path and 8-path
       connections starting together on one core link then share it 187 / 156 Gb/s).
+    - ``pull_first_lost`` (True): as a receiver that takes announcements, pull the first windows
+      lost at a quiet port (MR-CC-027); the sender side always takes a pull.
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2255,13 +2257,14 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False,
+                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False, pull_first_lost=True,
                  rng=None):
         _check_config(locals())
         self.addr = addr
         self.resend_twice = bool(resend_twice)
         self.announce = bool(announce)      # MR-CC-021/022: send and answer announcements
         self.announce_go = bool(announce_go)    # MR-CC-022: answer a lone sender "go"
+        self.pull_first_lost = bool(pull_first_lost)    # MR-CC-027: pull lost first windows
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt
@@ -2553,6 +2556,8 @@ class Endpoint(VerbsHost):
             hint = max(1, int(self.line_rate_bps // 1e6))       # MR-CC-022: "go"
         self._send_ack(c, p, (p.rx_cum - 1) & _PSN_MASK, f.udp.sport, hint)
         self.stats["announcements_answered"] += 1
+        if not self.pull_first_lost:
+            return
         self._silent[c.local_id] = (path, f.udp.sport)     # MR-CC-027: its data is due
         if not self._quiet_armed:
             self._quiet_armed = True

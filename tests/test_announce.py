@@ -287,3 +287,12 @@ def test_first_window_lost_at_a_quiet_port_is_pulled():
     assert resend.payload == b_first.payload
     assert ep_b.stats["first_window_resends"] == 1 and ep_b.stats["timeouts"] == 0
     assert cb.pace_until >= int(t2 * 1e9) + P.pacing_gap_ns(MTU + 90, int(cb.rate_bps // 1e6)) - 1
+
+
+def test_first_window_pull_can_be_turned_off():
+    """MR-CC-027: a receiver with ``pull_first_lost`` off answers announcements (MR-CC-022) but
+    never pulls, however long its port is quiet."""
+    b, _ = receiver(n_conns=2, pull_first_lost=False)
+    b.receive(announcement("10.0.0.1", 20), 1e-6)
+    assert [f.ip.dst for f in frames_of(b, 1e-6)] == ["10.0.0.1"]
+    assert frames_of(b, 1e-3) == [] and b.stats["first_window_pulls"] == 0
