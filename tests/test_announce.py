@@ -296,3 +296,32 @@ def test_first_window_pull_can_be_turned_off():
     b.receive(announcement("10.0.0.1", 20), 1e-6)
     assert [f.ip.dst for f in frames_of(b, 1e-6)] == ["10.0.0.1"]
     assert frames_of(b, 1e-3) == [] and b.stats["first_window_pulls"] == 0
+
+
+def test_pulled_resend_after_a_paced_frame_takes_its_turn():
+    """MR-CC-027: a connection that has already sent a paced frame since the receiver's first
+    answer resends its pulled first-window packet at its next pacing turn, not at once (two
+    packets within one gap would exceed its share)."""
+    b, _ = receiver(n_conns=4)
+    b.reg_mr(bytearray(8 * MTU))
+    ep_a, _ = sender("10.0.0.1", peer=20)
+    ep_b, cb = sender("10.0.0.2", peer=21)
+    a_ann, a_first = frames_of(ep_a)[:2]
+    b_ann, b_first = frames_of(ep_b)
+    t0 = 1e-6
+    for f in (a_ann, a_first, b_ann):           # B's first data packet is lost
+        b.receive(f, t0)
+    (b_answer,) = [f for f in frames_of(b, t0) if f.ip.dst == "10.0.0.2"]
+    (pull,) = frames_of(b, t0 + 2e-6)
+    assert pull.mrah.flags & MrahFlag.FIRST_LOST
+    t1 = t0 + 2e-6
+    ep_b.receive(b_answer, t1)
+    t_turn = cb.pace_until * 1e-9
+    (paced,) = frames_of(ep_b, t_turn)          # its first paced frame, the next chunk
+    assert paced.mrdh.offset == MTU and not paced.mrdh.flags & MrdhFlag.RETX
+    t2 = t_turn + 10e-9
+    ep_b.receive(pull, t2)
+    assert ep_b.stats["first_window_resends"] == 1
+    assert frames_of(ep_b, t2) == []            # waits for its turn
+    (resend,) = frames_of(ep_b, cb.pace_until * 1e-9)
+    assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
