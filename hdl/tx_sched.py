@@ -251,7 +251,6 @@ class TxSched(wiring.Component):
                                       "imm": 32, "msg": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
-        desc_rd_tx = desc_mem.read_port(domain="comb")
         desc_rd_cq = desc_mem.read_port(domain="comb")
         c_rr = Array(Signal(pb, init=c % PA, name=f"rr{c}") for c in range(C))
         c_srr = Array(Signal(sb, name=f"srr{c}") for c in range(C))
@@ -553,7 +552,17 @@ class TxSched(wiring.Component):
             e_hot = Cat(*(src_e[:sdb] == k for k in range(sd))) if sdb else Const(1, 1)
             s_hot = (Cat(*((src_qi[:sb] == s) & src_last for s in range(S))) if S > 1
                      else src_last)
+            # MR-TXS-041: the frame's fields of the source's entry and the path's PSN, read here
+            # and registered with the candidate (its connection is untouched until it is used:
+            # the entry's descriptor and length and the row's PSN are unchanged), so the frame
+            # queue's write data is the pick's mux of registers, no LUT-RAM read after the pick
+            desc_rd = desc_mem.read_port(domain="comb")
+            m.d.comb += desc_rd.addr.eq(src_e)
+            src_len = (read(e_len[c * sd:(c + 1) * sd], src_e[:sdb], f"src_len{c}") if sdb
+                       else e_len[c])
+            src_psn = read(p_psn[c * PA:(c + 1) * PA], p_pick, f"src_psn{c}")
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
+                             desc=desc_rd.data.as_value(), len=src_len, psn=src_psn,
                              qi=src_qi, idx=src_idx, e_hot=e_hot, last_hot=s_hot,
                              chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
                              nb=nb, req=req, s=s_pick,
@@ -581,13 +590,11 @@ class TxSched(wiring.Component):
         g_last, g_first = g("last"), g("first")
         g_e = _named(m, Cat(g_idx[:db], g_qi) if D > 1 else g_qi, "g_e")
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
-        g_row = _named(m, Cat(g_path, pick), "g_row")
         packet = go & ~g_drop
-        m.d.comb += desc_rd_tx.addr.eq(g_e)
-        desc = data.View(desc_lay, desc_rd_tx.data)
-        g_len = read(e_len, g_e, "g_len")
+        desc = data.View(desc_lay, g("desc"))
+        g_len = g("len")
         g_off = (g_chunk << mtu_log2)[:32]
-        psn = read(p_psn, g_row, "g_psn")
+        psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
                  | Mux(g_resend, int(MrdhFlag.RETX), 0))
         frame = Signal(lay.frame)
