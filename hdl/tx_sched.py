@@ -131,6 +131,22 @@ class _Arith:
             return _named(self.m, (a.as_unsigned() - b)[:n], name)
         return _prefix_sum(self.m, a.as_unsigned(), ~b, 1, name)[:n]
 
+    def inc(self, a, name="inc"):
+        """``a + 1`` modulo 2^len(a); in the generic form without an adder: bit i is ``a[i]``
+        xor "the bits below i are all 1" (a wide AND per bit, MR-TXS-038)."""
+        if self.carry_chain:
+            return self.add(a, 1, name=name)
+        return _named(self.m, Cat(*(a[i] ^ (a[:i] == (1 << i) - 1) if i else ~a[0]
+                                    for i in range(len(a)))), name)
+
+    def dec(self, a, name="dec"):
+        """``a - 1`` modulo 2^len(a); in the generic form bit i is ``a[i]`` xor "the bits below
+        i are all 0" (MR-TXS-038)."""
+        if self.carry_chain:
+            return self.sub(a, 1, name=name)
+        return _named(self.m, Cat(*(a[i] ^ (a[:i] == 0) if i else ~a[0]
+                                    for i in range(len(a)))), name)
+
     def gt(self, a, b, name="gt"):
         """``a > b`` (unsigned): the carry out of ``a + ~b``."""
         n = max(len(a), len(b))
@@ -679,11 +695,11 @@ class TxSched(wiring.Component):
                 over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
                 infl_less = A.sub(p_infl[row], r_nb, f"pinfl_less{row}")
                 room_more = A.add(p_room[row], r_nb, name=f"proom_more{row}")
-                psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
+                psn_next = A.inc(p_psn[row], f"psn_next{row}")
                 infl_more = A.add(p_infl[row], x["nb"], name=f"pinfl_more{row}")
                 room_less = A.sub(p_room[row], x["nb"], f"proom_less{row}")
-                pkts_less = A.sub(p_pkts[row], 1, f"pkts_less{row}")
-                pkts_more = A.add(p_pkts[row], 1, name=f"pkts_more{row}")
+                pkts_less = A.dec(p_pkts[row], f"pkts_less{row}")
+                pkts_more = A.inc(p_pkts[row], f"pkts_more{row}")
                 with m.If(rep_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
                                  p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
@@ -702,7 +718,7 @@ class TxSched(wiring.Component):
             c_unsent_after = A.add(c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
             c_infl_more = A.add(c_infl[c], x["nb"], name=f"cinfl_more{c}")
             c_room_less = A.sub(c_room[c], x["nb"], f"croom_less{c}")
-            c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
+            c_unsent_less = A.dec(c_unsent[c], f"unsent_less{c}")
             with m.If(rep_act & (r_conn == c)):
                 m.d.sync += [c_infl[c].eq(Mux(over, c_infl_less, 0)),
                              c_room[c].eq(Mux(over, c_room_more, K))]
@@ -741,7 +757,7 @@ class TxSched(wiring.Component):
         # (one further when a request of its stream is acted on at this edge; a request held
         # keeps them: only its own action changes its stream's count)
         in_msg = read(msg_next, i_wqi, "in_msg")
-        in_msg1 = A.add(in_msg, 1, name="in_msg1")
+        in_msg1 = A.inc(in_msg, "in_msg1")
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
         with m.If(wr_in):
             m.d.sync += [wq_valid.eq(1), wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
@@ -766,11 +782,11 @@ class TxSched(wiring.Component):
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
                                          wr.imm, w_msg))]
         for e in range(E):
-            next_more = A.add(e_next[e], 1, name=f"next_more{e}")
-            left_less = A.sub(e_left[e], 1, f"left_less{e}")
+            next_more = A.inc(e_next[e], f"next_more{e}")
+            left_less = A.dec(e_left[e], f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
-            out_less = A.sub(e_out[e], 1, f"out_less{e}")
-            out_more = A.add(e_out[e], 1, name=f"out_more{e}")
+            out_less = A.dec(e_out[e], f"out_less{e}")
+            out_more = A.inc(e_out[e], f"out_more{e}")
             with m.If(wb_valid & (wb_e == e)):
                 m.d.sync += [e_base[e].eq(base_moved), e_bits[e].eq(b_moved),
                              e_ahead[e].eq(ahead_moved)]
