@@ -67,6 +67,25 @@ def _first_from(valid, start, n):
     return found, idx
 
 
+def _rr_onehot(valid, start, n):
+    """MR-TXS-023: the round-robin pick of :func:`_first_from` as one-hot bits: ``valid[c]``
+    and no valid one before it counting from ``start`` (for each pair of positions "before"
+    is a function of ``start`` alone), so an enable is its bit and the registers beside it,
+    not a compare after the index's mux chain (MR-TXS-039)."""
+    if n == 1:
+        return [valid[0]]
+    sel = []
+    for c in range(n):
+        blocked = Const(0, 1)
+        for j in range(n):
+            if j != c:
+                starts = [st for st in range(n) if (j - st) % n < (c - st) % n]
+                before = Cat(*(start == st for st in starts)).any() if starts else Const(0, 1)
+                blocked = blocked | (valid[j] & before)
+        sel.append(valid[c] & ~blocked)
+    return sel
+
+
 def _ext(v, n):
     return Cat(v, Const(0, n - len(v))) if len(v) < n else v[:n]
 
@@ -130,22 +149,6 @@ class _Arith:
         if self.carry_chain:
             return _named(self.m, (a.as_unsigned() - b)[:n], name)
         return _prefix_sum(self.m, a.as_unsigned(), ~b, 1, name)[:n]
-
-    def inc(self, a, name="inc"):
-        """``a + 1`` modulo 2^len(a); in the generic form without an adder: bit i is ``a[i]``
-        xor "the bits below i are all 1" (a wide AND per bit, MR-TXS-038)."""
-        if self.carry_chain:
-            return self.add(a, 1, name=name)
-        return _named(self.m, Cat(*(a[i] ^ (a[:i] == (1 << i) - 1) if i else ~a[0]
-                                    for i in range(len(a)))), name)
-
-    def dec(self, a, name="dec"):
-        """``a - 1`` modulo 2^len(a); in the generic form bit i is ``a[i]`` xor "the bits below
-        i are all 0" (MR-TXS-038)."""
-        if self.carry_chain:
-            return self.sub(a, 1, name=name)
-        return _named(self.m, Cat(*(a[i] ^ (a[:i] == 0) if i else ~a[0]
-                                    for i in range(len(a)))), name)
 
     def gt(self, a, b, name="gt"):
         """``a > b`` (unsigned): the carry out of ``a + ~b``."""
@@ -577,12 +580,18 @@ class TxSched(wiring.Component):
             src_len = (read(e_len[c * sd:(c + 1) * sd], src_e[:sdb], f"src_len{c}") if sdb
                        else e_len[c])
             src_psn = read(p_psn[c * PA:(c + 1) * PA], p_pick, f"src_psn{c}")
+            # the enables' registered bits: the entry of a packet, of a new chunk, the stream of
+            # a new last chunk, the row of a packet (a drop is a resend: new means no resend)
+            pkt_e_hot = Mux(drop, 0, e_hot)
+            new_e_hot = Mux(nonempty, 0, e_hot)
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
+                             pkt_e_hot=pkt_e_hot, new_e_hot=new_e_hot,
+                             new_last_hot=Mux(nonempty, 0, s_hot),
+                             pkt_path_hot=Mux(drop, 0, Cat(*(p_pick == p for p in range(PA)))),
                              desc=desc_rd.data.as_value(), len=src_len, psn=src_psn,
-                             qi=src_qi, idx=src_idx, e_hot=e_hot, last_hot=s_hot,
+                             qi=src_qi, idx=src_idx,
                              chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
-                             nb=nb, req=req, s=s_pick,
-                             path_hot=Cat(*(p_pick == p for p in range(PA)))))
+                             nb=nb, req=req, s=s_pick))
         # MR-TXS-033: the candidates are registered; the pick takes last cycle's, but not those of
         # connections whose state last cycle's action or failures changed
         cand_r = []
@@ -592,21 +601,26 @@ class TxSched(wiring.Component):
                 r[k] = Signal(len(Value.cast(v)), name=f"cand{c}_{k}")
                 m.d.sync += r[k].eq(v)
             cand_r.append(r)
-        any_c, pick = _first_from([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)],
-                                  conn_rr, C)
-        pick = _named(m, pick[:cb], "pick")
-        mine = [_named(m, pick == c, f"mine{c}") for c in range(C)]
-        go = sched & any_c
+        # the pick as one-hot bits; each connection's step enable is its bit and the step's
+        # (MR-TXS-039), the index (the fields' mux) encoded from them
+        sel = [_named(m, v, f"sel{c}") for c, v in enumerate(
+            _rr_onehot([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)], conn_rr, C))]
+        pick = _named(m, Cat(*(Cat(*(sel[c] for c in range(C) if (c >> b) & 1)).any()
+                               for b in range(cb))) if C > 1 else Const(0, 1), "pick")[:cb]
+        step_ok = _named(m, sched, "step_ok")
+        act = [_named(m, step_ok & sel[c], f"act{c}") for c in range(C)]
+        act_pkt = [_named(m, act[c] & ~x["drop"], f"act_pkt{c}") for c, x in enumerate(cand_r)]
+        act_new = [_named(m, act[c] & ~x["resend"], f"act_new{c}") for c, x in enumerate(cand_r)]
+        pkt_act = _named(m, Cat(*act_pkt).any(), "pkt_act")
 
         def g(name):
             return read([x[name] for x in cand_r], pick, f"g_{name}")
 
-        g_drop, g_resend, g_qi, g_idx, g_chunk = g("drop"), g("resend"), g("qi"), g("idx"), g("chunk")
+        g_resend, g_qi, g_idx, g_chunk = g("resend"), g("qi"), g("idx"), g("chunk")
         g_path, g_nb, req = g("path")[:pb], g("nb"), g("req")
         g_last, g_first = g("last"), g("first")
         g_e = _named(m, Cat(g_idx[:db], g_qi) if D > 1 else g_qi, "g_e")
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
-        packet = go & ~g_drop
         desc = data.View(desc_lay, g("desc"))
         g_len = g("len")
         g_off = (g_chunk << mtu_log2)[:32]
@@ -630,8 +644,8 @@ class TxSched(wiring.Component):
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now),
         ]
-        m.d.comb += [frame_q.w_en.eq(packet), frame_q.w_data.eq(frame),
-                     sent_q.w_en.eq(packet), sent_q.w_data.eq(sent)]
+        m.d.comb += [frame_q.w_en.eq(pkt_act), frame_q.w_data.eq(frame),
+                     sent_q.w_en.eq(pkt_act), sent_q.w_data.eq(sent)]
 
         # -- the completion stream: completions and refused work requests
         cqe = Signal(lay.cqe)
@@ -654,10 +668,7 @@ class TxSched(wiring.Component):
                           "lost_act")
         wr_act = _named(m, take_wr & ~w_bad, "wr_act")
         comp_act = _named(m, ~busy & comp, "comp_act")
-        send_act = _named(m, ~busy & ~comp & ~take_wr & go, "send_act")
-        pkt_act = _named(m, send_act & ~g_drop, "pkt_act")
-        new_act = _named(m, pkt_act & ~g_resend, "new_act")
-        pop_act = _named(m, send_act & (g_drop | g_resend), "pop_act")
+        new_act = _named(m, Cat(*act_new).any(), "new_act")
         # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
         # (a sent chunk is below ack_base + W), then ack_base moves over the acknowledged chunks
         # (MR-TXS-036: the bit set and registered with its frame; the move in the next cycle)
@@ -683,7 +694,7 @@ class TxSched(wiring.Component):
         for c in range(C):
             m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
                                       | (take_wr & (wr.conn == c))
-                                      | (send_act & (pick == c))
+                                      | act[c]
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
                                       | (self.s_error.valid & (er_conn == c))
                                       | (wb_valid & (wb_conn == c)))
@@ -695,16 +706,16 @@ class TxSched(wiring.Component):
                 over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
                 infl_less = A.sub(p_infl[row], r_nb, f"pinfl_less{row}")
                 room_more = A.add(p_room[row], r_nb, name=f"proom_more{row}")
-                psn_next = A.inc(p_psn[row], f"psn_next{row}")
+                psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
                 infl_more = A.add(p_infl[row], x["nb"], name=f"pinfl_more{row}")
                 room_less = A.sub(p_room[row], x["nb"], f"proom_less{row}")
-                pkts_less = A.dec(p_pkts[row], f"pkts_less{row}")
-                pkts_more = A.inc(p_pkts[row], f"pkts_more{row}")
+                pkts_less = A.sub(p_pkts[row], 1, f"pkts_less{row}")
+                pkts_more = A.add(p_pkts[row], 1, name=f"pkts_more{row}")
                 with m.If(rep_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
                                  p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_less, 0))]
-                with m.If(pkt_act & mine[c] & x["path_hot"][p]):
+                with m.If(act[c] & x["pkt_path_hot"][p]):
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_more),
                                  p_room[row].eq(room_less),
                                  p_pkts[row].eq(pkts_more),
@@ -718,7 +729,7 @@ class TxSched(wiring.Component):
             c_unsent_after = A.add(c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
             c_infl_more = A.add(c_infl[c], x["nb"], name=f"cinfl_more{c}")
             c_room_less = A.sub(c_room[c], x["nb"], f"croom_less{c}")
-            c_unsent_less = A.dec(c_unsent[c], f"unsent_less{c}")
+            c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
             with m.If(rep_act & (r_conn == c)):
                 m.d.sync += [c_infl[c].eq(Mux(over, c_infl_less, 0)),
                              c_room[c].eq(Mux(over, c_room_more, K))]
@@ -738,12 +749,12 @@ class TxSched(wiring.Component):
             # MR-TXS-027: a failed message completed before its last chunk was sent
             with m.If(comp_act & (comp_conn == c) & comp_unsent):
                 m.d.sync += c_unsent[c].eq(c_unsent_after)
-            with m.If(pop_act & mine[c]):
+            with m.If(act[c] & x["resend"]):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
-            with m.If(pkt_act & mine[c]):
+            with m.If(act_pkt[c]):
                 m.d.sync += [c_infl[c].eq(c_infl_more), c_room[c].eq(c_room_less),
                              c_rr[c].eq(x["path"] + 1)]
-            with m.If(new_act & mine[c]):
+            with m.If(act_new[c]):
                 m.d.sync += [c_unsent[c].eq(c_unsent_less), c_srr[c].eq(x["s"] + 1)]
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
@@ -757,7 +768,7 @@ class TxSched(wiring.Component):
         # (one further when a request of its stream is acted on at this edge; a request held
         # keeps them: only its own action changes its stream's count)
         in_msg = read(msg_next, i_wqi, "in_msg")
-        in_msg1 = A.inc(in_msg, "in_msg1")
+        in_msg1 = A.add(in_msg, 1, name="in_msg1")
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
         with m.If(wr_in):
             m.d.sync += [wq_valid.eq(1), wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
@@ -782,11 +793,11 @@ class TxSched(wiring.Component):
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
                                          wr.imm, w_msg))]
         for e in range(E):
-            next_more = A.inc(e_next[e], f"next_more{e}")
-            left_less = A.dec(e_left[e], f"left_less{e}")
+            next_more = A.add(e_next[e], 1, name=f"next_more{e}")
+            left_less = A.sub(e_left[e], 1, f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
-            out_less = A.dec(e_out[e], f"out_less{e}")
-            out_more = A.inc(e_out[e], f"out_more{e}")
+            out_less = A.sub(e_out[e], 1, f"out_less{e}")
+            out_more = A.add(e_out[e], 1, name=f"out_more{e}")
             with m.If(wb_valid & (wb_e == e)):
                 m.d.sync += [e_base[e].eq(base_moved), e_bits[e].eq(b_moved),
                              e_ahead[e].eq(ahead_moved)]
@@ -807,10 +818,10 @@ class TxSched(wiring.Component):
                 m.d.sync += [e_out[e].eq(out_less),
                              e_idle[e].eq(e_out[e] == 1)]
             # the picked candidate's entry: its connection's and its own registered bit
-            picked_e = _named(m, mine[e // sd] & cand_r[e // sd]["e_hot"][e % sd], f"picked{e}")
-            with m.If(pkt_act & picked_e):
+            ce, ke = divmod(e, sd)
+            with m.If(act[ce] & cand_r[ce]["pkt_e_hot"][ke]):
                 m.d.sync += [e_out[e].eq(out_more), e_idle[e].eq(0)]
-            with m.If(new_act & picked_e):
+            with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
                 m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
@@ -821,7 +832,7 @@ class TxSched(wiring.Component):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(comp_unsent):
                     m.d.sync += send[qi].eq(send[qi] + 1)
-            with m.If(new_act & mine[qi // S] & cand_r[qi // S]["last_hot"][qi % S]):
+            with m.If(act[qi // S] & cand_r[qi // S]["new_last_hot"][qi % S]):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
 

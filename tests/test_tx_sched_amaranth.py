@@ -79,8 +79,7 @@ def test_lockstep_other_instance(carry_chain):
 
 def test_adder_forms_agree():
     """MR-TXS-038/039: each of the scheduler's arithmetic forms (add, add with a carry in,
-    subtract, greater-than, the room compare, the wide-over-small compare, the increment and the
-    decrement without an adder) gives the same value as Python's integers modulo 2^n, in the
+    subtract, greater-than, the room compare, the wide-over-small compare) gives the same value as Python's integers modulo 2^n, in the
     prefix form and the ``+`` form, on every 4-bit pair and a signed 6-bit room."""
     from amaranth.hdl import Signal, signed
     from amaranth.sim import Simulator
@@ -92,8 +91,7 @@ def test_adder_forms_agree():
         A = _Arith(m, form)
         outs[form] = (A.add(a, b, name=f"a{form:d}"), A.add(a, b, 1, name=f"c{form:d}"),
                       A.sub(a, b, name=f"s{form:d}"), A.gt(a, b, name=f"g{form:d}"),
-                      A.gt_room(nb, room, name=f"r{form:d}"), A.gt_small(a, nb, name=f"m{form:d}"),
-                      A.inc(a, f"i{form:d}"), A.dec(a, f"d{form:d}"))
+                      A.gt_room(nb, room, name=f"r{form:d}"), A.gt_small(a, nb, name=f"m{form:d}"))
 
     async def bench(ctx):
         for x in range(16):
@@ -104,7 +102,7 @@ def test_adder_forms_agree():
                 ctx.set(room, x * 4 - 32 + y % 4)
                 r = x * 4 - 32 + y % 4
                 want = ((x + y) % 16, (x + y + 1) % 16, (x - y) % 16, int(x > y), int(y % 4 > r),
-                        int(x > y % 4), (x + 1) % 16, (x - 1) % 16)
+                        int(x > y % 4))
                 for form in (False, True):
                     assert tuple(ctx.get(v) for v in outs[form]) == want, (form, x, y)
 
