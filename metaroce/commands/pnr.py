@@ -38,7 +38,8 @@ def report(blk, width, *, freq=250.0, seed=1, out=None):
             "luts": rep.luts, "ffs": rep.ffs, "brams": rep.brams, "lutram_luts": rep.lutram,
             "carry_luts": rep.carry_luts, "slices_comb": rep.slices_comb, "seed": seed,
             "clocks": rep.clocks, "critical_path": rep.critical_path,
-            "flow": (f"synth_ecp5 -top {blk.name} -noiopad; nextpnr-ecp5 --85k --speed 8 "
+            "flow": (f"synth_ecp5 -top {blk.name} -noiopad (MR-FLOW-026's memory policy between "
+                     f"its halves); nextpnr-ecp5 --85k --speed 8 "
                      f"--package CABGA381 --out-of-context --freq {freq:g} --seed {seed}"),
             "tools": rep.tools, "seconds": rep.seconds, "out": rep.work_dir or None}
 
