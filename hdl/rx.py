@@ -159,14 +159,15 @@ def _address_resolve(limbs):
     return Cat(*out)
 
 
-def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False):
+def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
     condition and the data written, each condition meaning a write of this cycle to the same
     row), else the write of the cycle before when it hit the address read (any writer), else
     the read data. With ``reread`` the read and its forward run every cycle (the caller's
-    ``addr`` names the waiting record's row during a hold), else only when ``advance``.
+    ``addr`` names the waiting record's row during a hold), else only when ``advance``. The
+    register loads when ``advance`` or ``load`` (a write of a hold cycle, in ``now``).
     Returns the row register."""
     row = Signal(len(rd.data), name=f"{name}_row")
     fwd_prev, wb_prev = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_wb_prev")
@@ -177,7 +178,7 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False):
     value = Mux(fwd_prev, wb_prev, rd.data)
     for cond, wdata in reversed(now):
         value = Mux(cond, wdata, value)
-    with m.If(advance):
+    with m.If(advance if load is None else advance | load):
         m.d.sync += row.eq(value)
     return row
 
@@ -654,7 +655,14 @@ class Rx(wiring.Component):
         # psn - 257) filled; bit 0 (cum itself) set
         n_fill = P.SACK_BITS
         fill = Signal(n_fill)
-        m.d.comb += fill.eq(Mux(sl_slide, Cat(*[(sl_dist == 0) | (sl_dist[:8] > k) for k in range(n_fill)]), 0))
+        # bit k: the slide fills PSN cum + k (sl_dist == 0: all 256, else sl_dist[:8] > k), the
+        # thermometer from its two nibbles' predecoded compares (a 3-input function per bit)
+        fill_hi_gt, fill_hi_eq, fill_lo_gt = Signal(16), Signal(16), Signal(16)
+        m.d.comb += [fill_hi_gt.eq(Cat(*[sl_slide & ((sl_dist[4:8] > j) | (sl_dist == 0)) for j in range(16)])),
+                     fill_hi_eq.eq(Cat(*[sl_slide & (sl_dist[4:8] == j) for j in range(16)])),
+                     fill_lo_gt.eq(Cat(*[sl_dist[:4] > j for j in range(16)])),
+                     fill.eq(Cat(*[fill_hi_gt[k >> 4] | (fill_hi_eq[k >> 4] & fill_lo_gt[k & 15])
+                                   for k in range(n_fill)]))]
         # the ring rotator's output (H1's turn: sl_row's ring rotated right by sl_cum_lo)
         ring_rot = Signal(RING_BITS)
         rel = ring_rot
@@ -748,10 +756,12 @@ class Rx(wiring.Component):
         # (cfg_ready), so one mux serves the write port and the forward of either
         path_wdata = Signal(lay.path_mem.size)
         m.d.comb += path_wdata.eq(Mux(ok, nrow.as_value(), cfg_row.as_value()))
+        # the slow update's write (H5) into S4's row register goes through the write port's
+        # data mux too (one mux per bit fewer than its own)
+        slow_fwd = slow_write & path_same_s5
         path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
-                                   advance, [((ok & path_same) | cfg_path_hit, path_wdata)], reread=True)
-        with m.If(slow_write & path_same_s5):
-            m.d.sync += path_row.eq(slow_row)
+                                   advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
+                                   reread=True, load=slow_fwd)
         m.d.comb += s4_row.eq(path_row)
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),
@@ -782,7 +792,7 @@ class Rx(wiring.Component):
                 s5_nak.eq(is_nak), s5_reason.eq(Mux(out_nak, NAK_OF[RxCode.PSN_WINDOW],
                                                     Mux(s4_bad, s4_nak_reason, s4_late_reason))),
                 s5_ack_en.eq(is_nak | send_ack), s5_ack.eq(send_ack),
-                s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
+                s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
                 # MR-RX-103: a stale SEND is accepted, not placed
                 s5_place.eq(accepted & ~s4_stale & (s4_carry.plen != 0)), s5_steer_en.eq(s4_carry.steer),
                 s5_steer.eq(accepted & ~s4_stale), s5_hot.eq(Mux(tmr, 0, Const(1, len(RxCode)) << final)),
@@ -790,7 +800,13 @@ class Rx(wiring.Component):
                 s5_abandoned.eq(0),
             ]
         with m.Elif(slow_write):
-            m.d.sync += [s5_cum.eq(slow_row.cum), s5_ring.eq(slow_row.ring), s5_abandoned.eq(h4_abandoned)]
+            m.d.sync += s5_abandoned.eq(h4_abandoned)
+        # S5's cum and ring (its ACK's, and H1's input) from the path write port's data: S4's
+        # new row in a cycle that advances with a record that passed the checks (the only ones
+        # whose ACK reads them), the slow update's row in H5 (one 2:1 mux per bit fewer)
+        wrow = data.View(lay.path_mem, path_wr.data)
+        with m.If(advance | slow_write):
+            m.d.sync += [s5_cum.eq(wrow.cum), s5_ring.eq(wrow.ring)]
         with m.If(advance & tmr):
             # the ACK of a timer names the path's newest pending packet (MR-SEQ-009)
             m.d.sync += [s5_carry.psn.eq(row.last_psn), s5_carry.sport.eq(row.last_sport)]
