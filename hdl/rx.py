@@ -898,16 +898,24 @@ class Rx(wiring.Component):
         nslot = Signal(lay.msg_slot)
         m_placed = Signal(32)
         m.d.comb += m_placed.eq(Mux(m_fresh, 0, slot.placed) + mc.plen)
-        m.d.comb += [nslot.valid.eq(1), nslot.kind.eq(mc.kind), nslot.msg_len.eq(mc.msg_len),
-                     nslot.wr_id.eq(Mux(m_fresh, mc.wr_id, slot.wr_id)),
-                     nslot.imm.eq(mc.imm), nslot.placed.eq(m_placed),
-                     nslot.done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)]
-        for j in range(ring_n):
-            old_e = Mux(m_fresh, 0, slot.ring[j * ent_w:(j + 1) * ent_w])
-            m.d.comb += nslot.ring[j * ent_w:(j + 1) * ent_w].eq(Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), old_e))
+        m.d.comb += [nslot.placed.eq(m_placed), nslot.done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)]
+        # each slot's new value from its own old one (the record's slot: its chunk entry set,
+        # emptied first when fresh): not from the picked slot, so no pick feeds the wide fields
         slots_new = [Signal(lay.msg_slot, name=f"m_slot{j}") for j in range(n_slots)]
         for j in range(n_slots):
-            m.d.comb += slots_new[j].eq(Mux(m_k == j, nslot, mrow.slots[j]))
+            old_slot, hit = mrow.slots[j], (m_k == j) if slot_bits else Const(1, 1)
+            clear = hit & m_fresh
+            m.d.comb += [slots_new[j].valid.eq(hit | old_slot.valid),
+                         slots_new[j].kind.eq(Mux(hit, mc.kind, old_slot.kind)),
+                         slots_new[j].msg_len.eq(Mux(hit, mc.msg_len, old_slot.msg_len)),
+                         slots_new[j].imm.eq(Mux(hit, mc.imm, old_slot.imm)),
+                         slots_new[j].wr_id.eq(Mux(clear, mc.wr_id, old_slot.wr_id)),
+                         slots_new[j].placed.eq(Mux(hit, nslot.placed, old_slot.placed)),
+                         slots_new[j].done.eq(Mux(hit, nslot.done, old_slot.done))]
+            for i in range(ring_n):
+                m.d.comb += slots_new[j].ring[i * ent_w:(i + 1) * ent_w].eq(
+                    Mux(hit & (m_pos == i), Cat(m_epoch, Const(1, 1)),
+                        Mux(clear, 0, old_slot.ring[i * ent_w:(i + 1) * ent_w])))
         # delivery: the run of done slots from the stream's next message (only when this chunk
         # completed that message)
         m_start = mrow.next[:slot_bits] if slot_bits else Const(0, 1)
