@@ -722,10 +722,8 @@ class Rx(wiring.Component):
 
         # -- configuration writes and the path-row write port (MR-RX-060, MR-RX-042, MR-RX-013)
         cfg = self.s_cfg.payload
-        s5_accepted, s5_ack = Signal(), Signal()
-        # MR-RX-118: not beside an S5 record that pushes an ACK (the SACK's read-out has the
-        # ring's rotator, which a path-row write's SACK needs too)
-        cfg_ready = advance & ~(s4_valid & ~s4_bad) & ~(s5_valid & (s5_accepted | s5_ack))
+        s5_accepted = Signal()
+        cfg_ready = advance & ~(s4_valid & ~s4_bad) & ~(s5_valid & s5_accepted)
         m.d.comb += self.s_cfg.ready.eq(cfg_ready)
         cfg_take = self.s_cfg.valid & cfg_ready
         msg_cfg_row, msg_cfg_held = cfg_stream_row(0)
@@ -736,11 +734,11 @@ class Rx(wiring.Component):
                          ack_delay.eq(cfg.data[8:8 + TIME_BITS])]
         cfg_path = data.View(lay.path, cfg.data[:lay.path.size])
         cfg_row = Signal(lay.path_mem)
-        # bit psn mod 512 for the PSNs cum+1 .. cum+256: the SACK rotated left by cum, by the
-        # ring's one rotator (MR-RX-118, below)
         for name, _ in lay.path:
             if name == "sack":
-                m.d.comb += cfg_row.ring.eq(ring_rot[::-1])
+                # bit psn mod 512 for the PSNs cum+1 .. cum+256
+                m.d.comb += cfg_row.ring.eq(_rotate(m, Cat(Const(0, 1), cfg_path.sack, Const(0, RING_BITS - 1 - P.SACK_BITS)),
+                                                    cfg_path.cum[:9], left=True, name="cfg_rot"))
             else:
                 m.d.comb += cfg_row[name].eq(cfg_path[name])
         # MR-RX-117: the path row read in S2 (S3's row again during a hold) and registered for
@@ -782,6 +780,7 @@ class Rx(wiring.Component):
         s5_cum, s5_ring, s5_ce_count = Signal(24), Signal(RING_BITS), Signal(16)
         s5_place, s5_steer_en, s5_steer = Signal(), Signal(), Signal()
         s5_hot, s5_ce, s5_placed, s5_abandoned = Signal(len(RxCode)), Signal(), Signal(16), Signal(9)
+        s5_ack = Signal()
         s5_arm, s5_gen = Signal(), Signal(GEN_BITS)
         s5_stale = Signal()
         with m.If(advance):
@@ -818,17 +817,11 @@ class Rx(wiring.Component):
         # reads H1's in the next cycle, H5 H4's). A left rotate is the right rotate of the value
         # bit-reversed, reversed. In H1's turn S5's ring register holds sl_row's ring (both
         # took S4's new row in the cycle that started the hold), so H1 and S5 share its input.
-        # MR-RX-118: outside a hold, a cycle whose S5 record pushes no ACK lends it to the
-        # configuration's path-row write (cfg_ready waits for the others), whose SACK is
-        # rotated left by cum as H4's run is: both go in bit-reversed
-        h4_turn, cfg_turn = Signal(), Signal()
+        h4_turn = Signal()
         rot_in, rot_amt = Signal(RING_BITS), Signal(9)
-        left_in = Signal(RING_BITS)
-        m.d.comb += [h4_turn.eq(hold == HOLD_CYCLES - 3), cfg_turn.eq(~holding & ~(s5_valid & s5_ack)),
-                     left_in.eq(Mux(holding, Cat(Const(0, 1), h3_run[1:]),
-                                    Cat(Const(0, 1), cfg_path.sack, Const(0, RING_BITS - 1 - P.SACK_BITS)))),
-                     rot_in.eq(Mux(h4_turn | cfg_turn, left_in[::-1], s5_ring)),
-                     rot_amt.eq(Mux(holding, sl_cum_lo, Mux(cfg_turn, cfg_path.cum[:9], s5_cum[:9]))),
+        m.d.comb += [h4_turn.eq(hold == HOLD_CYCLES - 3),
+                     rot_in.eq(Mux(h4_turn, Cat(Const(0, 1), h3_run[1:])[::-1], s5_ring)),
+                     rot_amt.eq(Mux(holding, sl_cum_lo, s5_cum[:9])),
                      ring_rot.eq(_rotate(m, rot_in, rot_amt, left=False, name="ring_rot"))]
         # the SACK: the ring from cum + 1 (MR-RX-013)
         s5_sack = ring_rot[1:P.SACK_BITS + 1]

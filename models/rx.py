@@ -824,9 +824,7 @@ class RxCycleModel:
         t_due = bool(tq) and not fire and ((self.now + 1 - tq[0][2]) & TIME_MASK) < 1 << (TIME_BITS - 1)
         cfg_ready = int(not holding and not (self.s4 is not None and (isinstance(self.s4, tuple)
                                                                        or self.s4.code is None))
-                        and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED)
-                        # MR-RX-118: an ACK's SACK read-out and a path-row write share the rotator
-                        and not (self.s5 is not None and self.s5.ack is not None and not self.s5.ack["nak"]))
+                        and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED))
         cqe_word, cqe_last = bundle_entry(lay, self.cqe_q.head, self.cqe_sel)
         have = self.steer_q.level > 0
         head = self.steer_q.head if have else 0

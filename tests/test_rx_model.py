@@ -166,32 +166,6 @@ def test_latency_and_credits():
     assert len(taken) == 16 and taken == list(range(16))
 
 
-def test_cfg_waits_for_an_ack_push():
-    """MR-RX-118, MR-RX-060: s_cfg.ready is 0 while S4 holds a record that passed the checks
-    and while S5 holds one that pushes an ACK (a duplicate's: the SACK's read-out has the ring's
-    rotator), but not beside a NAK (bad P_Key), which reads no SACK."""
-    s = rc.Setup(*SMALL, seed=13, ack_every=1)
-    m = RxCycleModel(64, *SMALL)
-    idle = {"s_meta__valid": 0, "s_cfg__valid": 0, "s_payload__valid": 0, "m_ack__ready": 1,
-            "m_place__ready": 1, "m_data__ready": 1, "reg_addr": 0}
-    for w in s.writes:
-        m.step(dict(idle, s_cfg__valid=1, s_cfg__payload=pack(s.lay.cfg, {"table": w.table, "addr": w.addr,
-                                                                         "data": w.value})))
-    c = s.conns[0]
-    first = s.write(c, path=0, plen=0)
-    bad = s.write(c, pkey=c.pkey ^ 0x0101, path=0, plen=0)
-
-    def not_ready_after(meta):
-        for _ in range(8):
-            m.step(idle)
-        assert m.step(dict(idle, s_meta__valid=1, s_meta__payload=meta))["s_meta__ready"]
-        return [k for k in range(1, 9) if not m.step(idle)["s_cfg__ready"]]
-
-    not_ready_after(first.meta)
-    assert not_ready_after(first.meta) == [4, 5]     # the duplicate in S4, then in S5
-    assert not_ready_after(bad.meta) == []
-
-
 def test_path_config_write():
     """MR-RX-060: a path-row write sets the window (a path reopened at a new PSN)."""
     s = rc.Setup(*SMALL, seed=14)
