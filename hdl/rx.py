@@ -791,7 +791,7 @@ class Rx(wiring.Component):
                 s5_nak.eq(is_nak), s5_reason.eq(Mux(out_nak, NAK_OF[RxCode.PSN_WINDOW],
                                                     Mux(s4_bad, s4_nak_reason, s4_late_reason))),
                 s5_ack_en.eq(is_nak | send_ack), s5_ack.eq(send_ack),
-                s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
+                s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
                 # MR-RX-103: a stale SEND is accepted, not placed
                 s5_place.eq(accepted & ~s4_stale & (s4_carry.plen != 0)), s5_steer_en.eq(s4_carry.steer),
                 s5_steer.eq(accepted & ~s4_stale), s5_hot.eq(Mux(tmr, 0, Const(1, len(RxCode)) << final)),
@@ -799,13 +799,7 @@ class Rx(wiring.Component):
                 s5_abandoned.eq(0),
             ]
         with m.Elif(slow_write):
-            m.d.sync += s5_abandoned.eq(h4_abandoned)
-        # S5's cum and ring (its ACK's, and H1's input) from the path write port's data: S4's
-        # new row in a cycle that advances with a record that passed the checks (the only ones
-        # whose ACK reads them), the slow update's row in H5 (one 2:1 mux per bit fewer)
-        wrow = data.View(lay.path_mem, path_wr.data)
-        with m.If(advance | slow_write):
-            m.d.sync += [s5_cum.eq(wrow.cum), s5_ring.eq(wrow.ring)]
+            m.d.sync += [s5_cum.eq(slow_row.cum), s5_ring.eq(slow_row.ring), s5_abandoned.eq(h4_abandoned)]
         with m.If(advance & tmr):
             # the ACK of a timer names the path's newest pending packet (MR-SEQ-009)
             m.d.sync += [s5_carry.psn.eq(row.last_psn), s5_carry.sport.eq(row.last_sport)]
