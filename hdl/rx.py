@@ -31,7 +31,7 @@ S6, which queues them for ``m_cqe``.
 
 Golden model: :class:`metaroce.models.rx.RxCycleModel`, cycle by cycle on every port.
 """
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -1055,8 +1055,8 @@ class Rx(wiring.Component):
         values[CTR_DUP_CHUNKS] = _piece_counter(m, f"ctr{CTR_DUP_CHUNKS}", COUNTER_BITS,
                                                 (m_step & m_dup) | (r_step & ~r_new))[0]
         values[CTR_MSG_REFUSED] = _piece_counter(m, f"ctr{CTR_MSG_REFUSED}", COUNTER_BITS, m_step & m_refused)[0]
-        # a mux tree on the address's bits (an Array index is an AND-OR over every counter)
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, _pick(values, self.reg_addr), 0))
+        counters = Array(values)
+        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, counters[self.reg_addr], 0))
         return m
 
 
