@@ -50,13 +50,36 @@ from ..models.wire import Op
 __all__ = ["Rx", "rx_256x4"]
 
 
-def _first_zero(bits, n):
-    """Index of the lowest 0 of ``bits[:n]`` (``n`` if none), as a balanced tree."""
-    if n == 1:
-        return Mux(bits[0], 1, 0)
-    h = n // 2
-    lo, hi = bits[:h], bits[h:n]
-    return Mux(lo.all(), h + _first_zero(hi, n - h), _first_zero(lo, h))
+def _thermometer_index(prefix):
+    """The index of the lowest 0 of a group, modulo ``2 ** (len(prefix) - 1).bit_length()``,
+    from its prefix-AND (``prefix[k]``: bits 0..k all ones, a thermometer): the count of ones
+    is ``m`` where ``prefix[m - 1] & ~prefix[m]``, so each bit of the index is an OR of those
+    edges, no adder nor mux tree (MR-RX-048's H2)."""
+    n = len(prefix)
+    t = [Const(1, 1)] + [prefix[k] for k in range(n)] + [Const(0, 1)]
+    edges = [t[k] & ~t[k + 1] for k in range(n + 1)]    # edges[c]: exactly c leading ones
+    return Cat(*[Cat(*[edges[c] for c in range(n + 1) if c >> j & 1]).any()
+                 for j in range((n - 1).bit_length())])
+
+
+def _pick(values, sel):
+    """``values[sel]`` as a tree of 2:1 muxes, one level per bit of ``sel``: a dynamic index
+    of an Amaranth ``word_select`` or View array becomes Yosys's ``$shiftx`` by ``sel`` times
+    the element's width, a barrel shifter several times larger after mapping (issue 13). An
+    index past the list's end picks one of the last elements (the callers' indices are always
+    in range)."""
+    vals = list(values)
+    for k in range(len(sel)):
+        if len(vals) == 1:
+            break
+        vals = [Mux(sel[k], vals[i + 1], vals[i]) if i + 1 < len(vals) else vals[i]
+                for i in range(0, len(vals), 2)]
+    return vals[0]
+
+
+def _words(value, width):
+    """``value`` cut into ``width``-bit words, for :func:`_pick`."""
+    return [value[i:i + width] for i in range(0, len(value), width)]
 
 
 def _popcount(bits):
@@ -136,14 +159,15 @@ def _address_resolve(limbs):
     return Cat(*out)
 
 
-def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False):
+def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
     condition and the data written, each condition meaning a write of this cycle to the same
     row), else the write of the cycle before when it hit the address read (any writer), else
     the read data. With ``reread`` the read and its forward run every cycle (the caller's
-    ``addr`` names the waiting record's row during a hold), else only when ``advance``.
+    ``addr`` names the waiting record's row during a hold), else only when ``advance``. The
+    register loads when ``advance`` or ``load`` (a write of a hold cycle, in ``now``).
     Returns the row register."""
     row = Signal(len(rd.data), name=f"{name}_row")
     fwd_prev, wb_prev = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_wb_prev")
@@ -154,7 +178,7 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False):
     value = Mux(fwd_prev, wb_prev, rd.data)
     for cond, wdata in reversed(now):
         value = Mux(cond, wdata, value)
-    with m.If(advance):
+    with m.If(advance if load is None else advance | load):
         m.d.sync += row.eq(value)
     return row
 
@@ -531,7 +555,13 @@ class Rx(wiring.Component):
         s4_late, s4_late_code, s4_late_reason, s4_stale = Signal(), Signal(4), Signal(8), Signal()
         s3_psn = s3_carry.psn
         s3_oh = Signal(RING_BITS)
-        m.d.comb += s3_oh.eq(Const(1, RING_BITS) << s3_psn[:9])
+        # the one-hot from three predecoded 3-bit fields (a 3-input AND per bit; the shift of
+        # a constant 1 maps to a larger tree)
+        s3_oh_part = [Signal(8, name=f"s3_oh_part{i}") for i in range(3)]
+        for i, part in enumerate(s3_oh_part):
+            m.d.comb += part.eq(Const(1, 8) << s3_psn[3 * i:3 * i + 3])
+        m.d.comb += s3_oh.eq(Cat(*[s3_oh_part[0][k & 7] & s3_oh_part[1][k >> 3 & 7] & s3_oh_part[2][k >> 6]
+                                   for k in range(RING_BITS)]))
         with m.If(advance):
             m.d.sync += [
                 s4_valid.eq(s3_valid), s4_carry.eq(s3_carry), s4_bad.eq(s3_bad), s4_code.eq(s3_code),
@@ -625,7 +655,14 @@ class Rx(wiring.Component):
         # psn - 257) filled; bit 0 (cum itself) set
         n_fill = P.SACK_BITS
         fill = Signal(n_fill)
-        m.d.comb += fill.eq(Mux(sl_slide, Cat(*[(sl_dist == 0) | (sl_dist[:8] > k) for k in range(n_fill)]), 0))
+        # bit k: the slide fills PSN cum + k (sl_dist == 0: all 256, else sl_dist[:8] > k), the
+        # thermometer from its two nibbles' predecoded compares (a 3-input function per bit)
+        fill_hi_gt, fill_hi_eq, fill_lo_gt = Signal(16), Signal(16), Signal(16)
+        m.d.comb += [fill_hi_gt.eq(Cat(*[sl_slide & ((sl_dist[4:8] > j) | (sl_dist == 0)) for j in range(16)])),
+                     fill_hi_eq.eq(Cat(*[sl_slide & (sl_dist[4:8] == j) for j in range(16)])),
+                     fill_lo_gt.eq(Cat(*[sl_dist[:4] > j for j in range(16)])),
+                     fill.eq(Cat(*[fill_hi_gt[k >> 4] | (fill_hi_eq[k >> 4] & fill_lo_gt[k & 15])
+                                   for k in range(n_fill)]))]
         # the ring rotator's output (H1's turn: sl_row's ring rotated right by sl_cum_lo)
         ring_rot = Signal(RING_BITS)
         rel = ring_rot
@@ -644,8 +681,9 @@ class Rx(wiring.Component):
         h2_base = Signal(9)
         for g in range(n_groups):
             grp = h1_acc[8 * g:8 * g + 8]
-            m.d.sync += [h2_full[g].eq(grp.all()), h2_first[g].eq(_first_zero(grp, 8)[:3]),
-                         *[h2_prefix[8 * g + k].eq(grp[:k + 1].all()) for k in range(8)]]
+            prefix = Cat(*[grp[:k + 1].all() for k in range(8)])
+            m.d.sync += [h2_full[g].eq(grp.all()), h2_first[g].eq(_thermometer_index(prefix)),
+                         h2_prefix[8 * g:8 * g + 8].eq(prefix)]
         m.d.sync += [*[p.eq(_popcount(h1_holes[16 * i:16 * i + 16])) for i, p in enumerate(h2_pop)],
                      h2_base.eq(h1_base)]
         # H3: the first group with a 0 (one-hot) and the run of ones from bit 0
@@ -716,10 +754,12 @@ class Rx(wiring.Component):
         # (cfg_ready), so one mux serves the write port and the forward of either
         path_wdata = Signal(lay.path_mem.size)
         m.d.comb += path_wdata.eq(Mux(ok, nrow.as_value(), cfg_row.as_value()))
+        # the slow update's write (H5) into S4's row register goes through the write port's
+        # data mux too (one mux per bit fewer than its own)
+        slow_fwd = slow_write & path_same_s5
         path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
-                                   advance, [((ok & path_same) | cfg_path_hit, path_wdata)], reread=True)
-        with m.If(slow_write & path_same_s5):
-            m.d.sync += path_row.eq(slow_row)
+                                   advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
+                                   reread=True, load=slow_fwd)
         m.d.comb += s4_row.eq(path_row)
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),
@@ -828,14 +868,14 @@ class Rx(wiring.Component):
             m.d.comb += m_next_plus[k].eq(mrow.next + k)
         m_k = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
         slot = Signal(lay.msg_slot)
-        m.d.comb += slot.eq(mrow.slots[m_k])
+        m.d.comb += slot.eq(_pick([mrow.slots[j].as_value() for j in range(n_slots)], m_k))
         m_fresh = ~slot.valid
         m_mismatch = slot.valid & ((slot.msg_len != mc.msg_len) | (slot.kind != mc.kind))
         ent_w = 1 + EPOCH_BITS
         m_pos = mc.chunk[:pos_bits]
         m_epoch = mc.chunk[pos_bits:]
         entry = Signal(ent_w)
-        m.d.comb += entry.eq(Mux(m_fresh, 0, slot.ring.word_select(m_pos, ent_w)))
+        m.d.comb += entry.eq(Mux(m_fresh, 0, _pick(_words(slot.ring, ent_w), m_pos)))
         epoch_prev = Signal(EPOCH_BITS)
         m.d.comb += epoch_prev.eq(m_epoch - 1)
         chunk_new = ~entry[EPOCH_BITS] | (entry[:EPOCH_BITS] == epoch_prev)
@@ -845,16 +885,24 @@ class Rx(wiring.Component):
         nslot = Signal(lay.msg_slot)
         m_placed = Signal(32)
         m.d.comb += m_placed.eq(Mux(m_fresh, 0, slot.placed) + mc.plen)
-        m.d.comb += [nslot.valid.eq(1), nslot.kind.eq(mc.kind), nslot.msg_len.eq(mc.msg_len),
-                     nslot.wr_id.eq(Mux(m_fresh, mc.wr_id, slot.wr_id)),
-                     nslot.imm.eq(mc.imm), nslot.placed.eq(m_placed),
-                     nslot.done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)]
-        for j in range(ring_n):
-            old_e = Mux(m_fresh, 0, slot.ring[j * ent_w:(j + 1) * ent_w])
-            m.d.comb += nslot.ring[j * ent_w:(j + 1) * ent_w].eq(Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), old_e))
+        m.d.comb += [nslot.placed.eq(m_placed), nslot.done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)]
+        # each slot's new value from its own old one (the record's slot: its chunk entry set,
+        # emptied first when fresh): not from the picked slot, so no pick feeds the wide fields
         slots_new = [Signal(lay.msg_slot, name=f"m_slot{j}") for j in range(n_slots)]
         for j in range(n_slots):
-            m.d.comb += slots_new[j].eq(Mux(m_k == j, nslot, mrow.slots[j]))
+            old_slot, hit = mrow.slots[j], (m_k == j) if slot_bits else Const(1, 1)
+            clear = hit & m_fresh
+            m.d.comb += [slots_new[j].valid.eq(hit | old_slot.valid),
+                         slots_new[j].kind.eq(Mux(hit, mc.kind, old_slot.kind)),
+                         slots_new[j].msg_len.eq(Mux(hit, mc.msg_len, old_slot.msg_len)),
+                         slots_new[j].imm.eq(Mux(hit, mc.imm, old_slot.imm)),
+                         slots_new[j].wr_id.eq(Mux(clear, mc.wr_id, old_slot.wr_id)),
+                         slots_new[j].placed.eq(Mux(hit, nslot.placed, old_slot.placed)),
+                         slots_new[j].done.eq(Mux(hit, nslot.done, old_slot.done))]
+            for i in range(ring_n):
+                m.d.comb += slots_new[j].ring[i * ent_w:(i + 1) * ent_w].eq(
+                    Mux(hit & (m_pos == i), Cat(m_epoch, Const(1, 1)),
+                        Mux(clear, 0, old_slot.ring[i * ent_w:(i + 1) * ent_w])))
         # delivery: the run of done slots from the stream's next message (only when this chunk
         # completed that message)
         m_start = mrow.next[:slot_bits] if slot_bits else Const(0, 1)
@@ -864,7 +912,8 @@ class Rx(wiring.Component):
         order = []
         for i in range(n_slots):
             sel_slot = Signal(lay.msg_slot, name=f"m_ord{i}")
-            m.d.comb += sel_slot.eq(Array([x.as_value() for x in slots_new])[(m_start + i)[:slot_bits] if slot_bits else 0])
+            m.d.comb += sel_slot.eq(_pick([x.as_value() for x in slots_new], (m_start + i)[:slot_bits])
+                                    if slot_bits else slots_new[0])
             bit = Signal(name=f"m_run{i}")
             m.d.comb += bit.eq(prev & sel_slot.valid & sel_slot.done)
             prev = bit
@@ -908,7 +957,7 @@ class Rx(wiring.Component):
         rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(advance, rds_addr, rds_addr_s4),
                                                          advance, [(rs_fwd_now, nstate.as_value())], reread=True))
         r_entry = Signal(ent_w)
-        m.d.comb += r_entry.eq(rstate.ring.word_select(m_pos, ent_w))
+        m.d.comb += r_entry.eq(_pick(_words(rstate.ring, ent_w), m_pos))
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
         r_done = rstate.placed == m_rest
         m.d.comb += [nstate.done.eq(r_done), nstate.placed.eq(rstate.placed + mc.plen)]
@@ -968,7 +1017,7 @@ class Rx(wiring.Component):
         at_last = cqe_sel == head.last
         with m.If(cqe_take):
             m.d.sync += cqe_sel.eq(Mux(at_last, 0, cqe_sel + 1))
-        m.d.comb += [self.m_cqe.valid.eq(cqe_q.r_rdy), self.m_cqe.payload.eq(head.cqes[cqe_sel]),
+        m.d.comb += [self.m_cqe.valid.eq(cqe_q.r_rdy), self.m_cqe.payload.eq(_pick([head.cqes[i].as_value() for i in range(n_slots)], cqe_sel)),
                      cqe_q.r_en.eq(cqe_take & at_last)]
 
         # -- outputs

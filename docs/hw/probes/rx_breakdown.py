@@ -8,7 +8,7 @@ them, grouped by the section of hdl/rx.py the line is in (a ``# --`` comment or 
 function). A 2:1 mux gate (``$_MUX_``) is one ECP5 LUT4; the 2-input gates are about a third of
 one after ABC packs them. The figures are gates, not LUT4s: the shares are what they measure.
 
-    .venv/bin/python docs/hw/probes/rx_breakdown.py [rx_256x4|...] [WIDTH] [--keep DIR] [--reuse]
+    .venv/bin/python docs/hw/probes/rx_breakdown.py [rx_256x4|engine|...] [WIDTH] [--keep DIR] [--reuse]
 
 Helpers called from several places (``_rotate``, ``_add_prefix``, ``_piece_counter``) are
 split by their caller's ``name`` where they name signals (the rotators), else reported as one
@@ -65,7 +65,14 @@ def main(argv):
     work.mkdir(parents=True, exist_ok=True)
     if "--reuse" in argv and (work / "gates.json").exists():
         return report(name, width, work)
-    dut = blocks.get(name).component_factory()(width)
+    if name == "engine":   # the RX at the whole engine's parameters (engine_rx_ecp5.py's)
+        from metaroce.hdl.rx import Rx
+        from metaroce.models.engine import ENGINE_CHUNK_WINDOW
+        from metaroce.models.rx import SMALL
+        dut = Rx(width, conns=2, paths=4, keys=256, streams=SMALL["streams"],
+                 chunk_ring=ENGINE_CHUNK_WINDOW)
+    else:
+        dut = blocks.get(name).component_factory()(width)
     text = rtlil.convert(dut, name=name, emit_src=True)
     (work / "design.il").write_text(text)
     (work / "gates.ys").write_text("\n".join([
