@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "ecp5_counts", "kept_fractions", "join_carry_feeds", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
            "KEPT_MIN"]
 
 
@@ -328,6 +328,151 @@ def _board_script(kept_check: bool = True) -> str:
         *synth_ecp5_lines("board_top", out="mapped.json"),
         "tee -q -o stat_design.json stat -json",
     ]) + "\n"
+
+
+# ------------------------------------------------------------------ carry chains (MR-FLOW-027)
+
+def _lut4_value(init: int, ins) -> int | None:
+    """A CCU2C half's LUT4 output for constant inputs ``ins`` (A, B, C, D as JSON bits), or
+    None when an input is not a constant 0/1."""
+    idx = 0
+    for k, v in enumerate(ins):
+        if v not in ("0", "1"):
+            return None
+        idx |= int(v) << k
+    return init >> idx & 1
+
+
+def _param_int(v) -> int:
+    return v if isinstance(v, int) else int(v.strip() or "0", 2)
+
+
+def join_carry_feeds(netlist: dict) -> dict[str, int]:
+    """MR-FLOW-027: rewrite the mapped design's CCU2C carry chains (Yosys JSON, in place) so
+    that nextpnr-ecp5 adds no feed-in or feed-out cell to them. nextpnr gives every chain
+    whose first carry-in is connected (a constant included) a whole CCU2C to feed it, and
+    every chain whose last carry-out is connected (even to a net nothing reads) a whole
+    CCU2C to bring it out. Here a chain is a list of half-cells (one LUT4 and its carry
+    each): trailing halves whose sum nothing reads are dropped when the carry-out is unused
+    (or when they only pass the carry on), a constant carry-in becomes a first half that
+    generates it (LUT4 = 0, carry = LUT2 = INIT[3] with all inputs tied high, as nextpnr's
+    own feed-in does), a used carry-out becomes a last half whose sum is its carry-in
+    (INIT = 0), and the halves are paired again. A chain is rewritten only when that takes
+    fewer CCU2Cs than nextpnr would place; a chain whose carry is read in its middle is left
+    as it is. Returns counts: ``chains``, ``rewritten``, ``ccu2c_before``/``after`` (cells
+    in the netlist) and ``placed_before``/``after`` (CCU2Cs nextpnr places for the
+    chains, feed cells included)."""
+    stats = {"chains": 0, "rewritten": 0, "ccu2c_before": 0, "ccu2c_after": 0,
+             "placed_before": 0, "placed_after": 0}
+    top_bit = 1
+    for mod in netlist.get("modules", {}).values():
+        for c in mod.get("cells", {}).values():
+            for bits in c.get("connections", {}).values():
+                top_bit = max([top_bit, *(b for b in bits if isinstance(b, int))])
+        for p in mod.get("ports", {}).values():
+            top_bit = max([top_bit, *(b for b in p["bits"] if isinstance(b, int))])
+        for nn in mod.get("netnames", {}).values():
+            top_bit = max([top_bit, *(b for b in nn["bits"] if isinstance(b, int))])
+    for mod in netlist.get("modules", {}).values():
+        cells = mod.get("cells", {})
+        ccu = [n for n, c in cells.items() if c["type"] == "CCU2C"]
+        if not ccu:
+            continue
+        users: dict[int, int] = {}
+        for c in cells.values():
+            dirs = c.get("port_directions", {})
+            for p, bits in c["connections"].items():
+                if dirs.get(p) != "output":
+                    for b in bits:
+                        if isinstance(b, int):
+                            users[b] = users.get(b, 0) + 1
+        for p in mod.get("ports", {}).values():
+            if p["direction"] != "input":
+                for b in p["bits"]:
+                    if isinstance(b, int):
+                        users[b] = users.get(b, 0) + 1
+
+        def used(b) -> bool:
+            return isinstance(b, int) and users.get(b, 0) > 0
+
+        def bit(c, port):
+            bits = c["connections"].get(port)
+            return bits[0] if bits else None
+
+        cout_of = {bit(cells[n], "COUT"): n for n in ccu if isinstance(bit(cells[n], "COUT"), int)}
+        nxt, prev = {}, {}
+        for n in ccu:
+            b = bit(cells[n], "CIN")
+            if isinstance(b, int) and b in cout_of:
+                nxt[cout_of[b]], prev[n] = n, cout_of[b]
+        for start in ccu:
+            if start in prev:
+                continue
+            chain = [start]
+            while chain[-1] in nxt:
+                chain.append(nxt[chain[-1]])
+            stats["chains"] += 1
+            stats["ccu2c_before"] += len(chain)
+            first, last = cells[chain[0]], cells[chain[-1]]
+            cin, cout = bit(first, "CIN"), bit(last, "COUT")
+            placed = len(chain) + (cin is not None) + isinstance(cout, int)
+            tapped = any(users.get(bit(cells[n], "COUT"), 0) > 1 for n in chain[:-1])
+            halves = []
+            for n in chain:
+                c = cells[n]
+                for k in (0, 1):
+                    halves.append({
+                        "init": _param_int(c["parameters"].get(f"INIT{k}", 0)),
+                        "inject": c["parameters"].get(f"INJECT1_{k}", "YES"),
+                        "ins": [bit(c, f"{x}{k}") for x in "ABCD"],
+                        "s": bit(c, f"S{k}")})
+            cout_used = used(cout)
+            while halves and not used(halves[-1]["s"]) and (
+                    not cout_used or _lut4_value(halves[-1]["init"], halves[-1]["ins"]) == 1):
+                halves.pop()
+            tie = ["1", "1", "1", "1"]
+            if cout_used:
+                halves.append({"init": 0, "inject": "NO", "ins": tie, "s": cout})
+            new_cin = cin
+            if cin in ("0", "1") and halves:
+                halves.insert(0, {"init": 0x0008 if cin == "1" else 0, "inject": "NO",
+                                  "ins": tie, "s": None})
+                new_cin = None
+            n_new = -(-len(halves) // 2)
+            placed_new = n_new + isinstance(new_cin, int)
+            if tapped or placed_new >= placed:
+                stats["ccu2c_after"] += len(chain)
+                stats["placed_before"] += placed
+                stats["placed_after"] += placed
+                continue
+            stats["rewritten"] += 1
+            stats["ccu2c_after"] += n_new
+            stats["placed_before"] += placed
+            stats["placed_after"] += placed_new
+            if len(halves) % 2:
+                halves.append({"init": 0, "inject": "NO", "ins": tie, "s": None})
+            template = {k: v for k, v in first.items() if k not in ("parameters", "connections")}
+            names = chain[:n_new] + [f"{chain[0]}$carry{j}" for j in range(len(chain), n_new)]
+            for n in chain:
+                del cells[n]
+            carry = new_cin
+            for j, name in enumerate(names):
+                # every port is listed (nextpnr looks CIN and COUT up); "x" is unconnected
+                conn, params = {"CIN": ["x" if carry is None else carry]}, {}
+                for k in (0, 1):
+                    h = halves[2 * j + k]
+                    params[f"INIT{k}"] = format(h["init"], "016b")
+                    params[f"INJECT1_{k}"] = h["inject"]
+                    for x, v in zip("ABCD", h["ins"]):
+                        conn[f"{x}{k}"] = ["x" if v is None else v]
+                    conn[f"S{k}"] = ["x" if h["s"] is None else h["s"]]
+                carry = None
+                if j < n_new - 1:
+                    top_bit += 1
+                    carry = top_bit
+                conn["COUT"] = ["x" if carry is None else carry]
+                cells[name] = {**template, "parameters": params, "connections": conn}
+    return stats
 
 
 def _versions(pkgs) -> dict[str, str]:
