@@ -750,7 +750,10 @@ class MetaOutput(wiring.Component):
         NR = Reason.NOT_ROCE
 
         # The meta queue (MR-HW-013): one slot per frame, written from the registered fields.
-        mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[])
+        # A slot is never read in the cycle it is written (below), so a read that meets a write
+        # of its row may read anything: the ECP5 build then adds no collision logic (MR-FLOW-028).
+        mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[],
+                               attrs={"metaroce_collision": "x"})
         m.submodules.meta_queue = mq_mem
         mq_wp = mq_mem.write_port()
         # Read synchronously at the next head slot (MR-HW-013): a slot is read only once its

@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "join_carry_feeds", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "ecp5_counts", "kept_fractions", "join_carry_feeds", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
            "KEPT_MIN"]
 
 
@@ -283,15 +283,28 @@ def memory_policy(max_read_ports: int = 4) -> list[str]:
     Yosys's choice) and the memories of at most :data:`FLIP_FLOP_MAX_DEPTH` rows for flip-flops.
     After the coarse stage, not before it: right after ``proc`` an Amaranth synchronous read
     port with an enable is a register behind a mux, which ``memory_dff`` merges only once ``opt``
-    has made the mux an enable (the RX's message, receive and READ tables were missed so)."""
+    has made the mux an enable (the RX's message, receive and READ tables were missed so).
+    Then MR-FLOW-028: memories with :data:`COLLISION_ATTRS` read undefined data when a read
+    meets a write of the same row, so Yosys adds no logic to give them the old data."""
     # RD_CLK_ENABLE has one bit per read port: all set <=> >= 2**n - 1 for n ports.
     all_sync = " ".join(f"r:RD_PORTS={n} r:RD_CLK_ENABLE>={(1 << n) - 1} %i" + (" %u" if n > 1 else "")
                         for n in range(1, max_read_ports + 1))
+    # MR-FLOW-028: RD_COLLISION_X_MASK has RD_PORTS x WR_PORTS bits.
+    collision = [f"setparam -set RD_COLLISION_X_MASK {r * w}'b{'1' * (r * w)} t:$mem_v2 "
+                 f"a:{COLLISION_ATTR}={COLLISION_X} %i r:RD_PORTS={r} %i r:WR_PORTS={w} %i"
+                 for r in range(1, max_read_ports + 1) for w in range(1, 5)]
     return [
         f"setattr -set ram_style \"block\" t:$mem_v2 r:WIDTH>={BLOCK_RAM_MIN_WIDTH} %i "
         f"r:SIZE>={BLOCK_RAM_MIN_DEPTH} %i {all_sync} %i",
         f"setattr -set ram_style \"logic\" t:$mem_v2 r:SIZE<={FLIP_FLOP_MAX_DEPTH} %i",
+        *collision,
     ]
+
+
+#: MR-FLOW-028: the memory attribute (Amaranth ``Memory(attrs=COLLISION_ATTRS)``) of a memory
+#: whose read ports never use the data read in a cycle in which the same row is written.
+COLLISION_ATTR, COLLISION_X = "metaroce_collision", "x"
+COLLISION_ATTRS = {COLLISION_ATTR: COLLISION_X}
 
 
 def synth_ecp5_lines(top: str, options: str = "", out: str = "") -> list[str]:

