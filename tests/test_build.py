@@ -190,6 +190,9 @@ def test_ecp5_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     assert rep["kept"]["ffs"] == 1.0 and rep["kept"]["lut4_total"] >= fpga_build.KEPT_MIN
     assert rep["block_kept"] is True
     assert rep["block_outputs"] == {"bits": 17, "constant": 0, "duplicate": 0}
+    # MR-FLOW-027: the wrapper's counters are carry chains, rewritten, and the design routes
+    carry = rep["carry_chains"]
+    assert carry["rewritten"] >= 1 and carry["placed_after"] < carry["placed_before"]
     bit = (out_dir / "board.bit").read_bytes()
     assert rep["bitstream_bytes"] == len(bit) > 100_000
     assert b"\xff\xff\xbd\xb3" in bit[:512]        # the ECP5 preamble
