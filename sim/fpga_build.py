@@ -431,11 +431,17 @@ def join_carry_feeds(netlist: dict) -> dict[str, int]:
             placed = len(chain) + (cin is not None) + isinstance(cout, int)
             tapped = any(users.get(bit(cells[n], "COUT"), 0) > 1 for n in chain[:-1])
             halves = []
-            for n in chain:
+            try:
+                inits = [_param_int(cells[n]["parameters"].get(f"INIT{k}", 0))
+                         for n in chain for k in (0, 1)]
+            except (ValueError, AttributeError):
+                tapped = True                # an INIT with x bits: left as it is
+                inits = [0] * (2 * len(chain))
+            for i, n in enumerate(chain):
                 c = cells[n]
                 for k in (0, 1):
                     halves.append({
-                        "init": _param_int(c["parameters"].get(f"INIT{k}", 0)),
+                        "init": inits[2 * i + k],
                         "inject": c["parameters"].get(f"INJECT1_{k}", "YES"),
                         "ins": [bit(c, f"{x}{k}") for x in "ABCD"],
                         "s": bit(c, f"S{k}")})
