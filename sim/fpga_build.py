@@ -1,5 +1,5 @@
 """``metaroce build``: a block on a real FPGA board (ECP5-85) or mapped for the VU9P
-(MR-FLOW-020..027).
+(MR-FLOW-020..028).
 
 ECP5 (:func:`build_ecp5`): the block inside :class:`metaroce.hdl.board_top.BoardTop` on the
 Lattice ECP5-5G Evaluation Board (:data:`ECP5_EVN`): ``yowasp-ecppll`` configures the PLL
