@@ -185,12 +185,15 @@ def test_atomics_lossless():
     assert b.stats["atomics_executed"] == 3
 
 
-def test_atomic_resent_request_executes_once():
+@pytest.mark.parametrize("pull", [False, True])
+def test_atomic_resent_request_executes_once(pull):
     """MR-VERB-012: the response of a fetch-and-add is lost in the fabric and the ACKs of the
-    request too, so the requester resends the request: the resend is a duplicate of a delivered
-    message and is not executed again; the response is recovered by the responder's own
-    retransmission and the requester gets the original value once."""
-    a, b, ca, cb = pair(streams=1)
+    request too. Without MR-CC-027's pull the requester resends the request: the resend is a
+    duplicate of a delivered message and is not executed again; the response is recovered by
+    the responder's own retransmission and the requester gets the original value once. With the
+    pull (MR-CC-027, the default) the requester, whose port went quiet, pulls the lost response
+    first: the atomic still executes once and returns the original value."""
+    a, b, ca, cb = pair(streams=1, pull_first_lost=pull)
     remote = bytearray(16)
     remote[0:8] = (1000).to_bytes(8, "little")
     rkey = b.reg_mr(remote)
@@ -211,8 +214,12 @@ def test_atomic_resent_request_executes_once():
     txc, _ = lb.completions
     assert [(c.wr_id, c.status) for c in txc] == [(1, Status.SUCCESS)]
     assert dropped["resp"] == 1 and dropped["ack"] >= 1
-    assert a.stats["retransmitted"] + a.stats["probes_sent"] >= 1      # the request was resent
-    assert b.stats["duplicate_chunks"] + b.stats["duplicates"] >= 1    # and seen again
+    if pull:
+        assert a.stats["first_window_pulls"] >= 1                      # the response was pulled
+        assert b.stats["first_window_resends"] >= 1
+    else:
+        assert a.stats["retransmitted"] + a.stats["probes_sent"] >= 1  # the request was resent
+        assert b.stats["duplicate_chunks"] + b.stats["duplicates"] >= 1  # and seen again
     assert b.stats["atomics_executed"] == 1
     assert _u64(remote, 0) == 1001 and _u64(local, 0) == 1000
 
