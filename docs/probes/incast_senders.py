@@ -13,19 +13,12 @@ buffer 2 BDP, 8 paths, as the bench.
 import sys, numpy as np
 from metaroce.benches import incast
 from metaroce.sim.harness import Flow, run_writes
-from metaroce.sim.topology import Fabric
 from metaroce.models import endpoint as E
 RTT, RATE, MTU = incast.RTT, incast.RATE, incast.MTU
 n = int(sys.argv[1]); topo = sys.argv[2]; stagger = float(sys.argv[3]); size = int(sys.argv[4])
 watch = [int(x) for x in sys.argv[5].split(",") if x] if len(sys.argv) > 5 else []
-if topo == "fat_tree":
-    k = 4
-    while k ** 3 // 4 < n + 1: k += 2
-    fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=1, fat_tree_k=k)
-else:
-    fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=1)
-(port,) = [pt for name, pt in fab.ports.items() if name.endswith(f">h{n}")]
-port.drop_times = []; port.qlog = []
+fab, port = incast.fabric(n, topo)
+port.qlog = []
 log = {}
 og = E.Connection._gap
 def gap(self, wl):

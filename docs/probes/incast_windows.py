@@ -11,20 +11,12 @@ up to five failing senders, their packets in it and the packets due.
 import sys, numpy as np
 from metaroce.benches import incast
 from metaroce.sim.harness import Flow, run_writes
-from metaroce.sim.topology import Fabric
 RTT, RATE, MTU = incast.RTT, incast.RATE, incast.MTU
 n = int(sys.argv[1]); topo = sys.argv[2] if len(sys.argv) > 2 else "single"
 ann = (sys.argv[3] != "0") if len(sys.argv) > 3 else True
 stagger = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
 size = max((64 << 20) // n, 1 << 20) if len(sys.argv) <= 5 else int(sys.argv[5])
-if topo == "fat_tree":
-    k = 4
-    while k ** 3 // 4 < n + 1: k += 2
-    fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=1, fat_tree_k=k)
-else:
-    fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=1)
-(port,) = [pt for name, pt in fab.ports.items() if name.endswith(f">h{n}")]
-port.drop_times = []
+fab, port = incast.fabric(n, topo)
 flows = [Flow(i, n, size, start=i * stagger * 1e-6, paths=8) for i in range(n)]
 cfg = dict(incast.endpoint_cfg("metaroce")); cfg["announce"] = ann
 bin_w = RTT / 4

@@ -91,21 +91,29 @@ def analyse(meter, n, t_last_start, t_first_done, fair_bps, bin_w):
     return (b0 + k) * bin_w, jain(per), float(share.min()), float(share.max())
 
 
-def one_run(job):
-    from metaroce.sim.harness import Flow, run_writes
+def fabric(n, topo="single", seed=1):
+    """The incast fabric for ``n`` senders and receiver h<n>: one switch, or the smallest
+    3-tier fat tree (even k) with room for them; returns it and the receiver's port."""
     from metaroce.sim.topology import Fabric
 
-    n = job["senders"]
-    topo = job.get("topology", "single")
     if topo == "fat_tree":
         k = 4
         while k ** 3 // 4 < n + 1:
             k += 2
-        fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=job["seed"], fat_tree_k=k)
+        fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=seed, fat_tree_k=k)
     else:
-        fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=job["seed"])
+        fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=seed)
     (port,) = [pt for name, pt in fab.ports.items() if name.endswith(f">h{n}")]
     port.drop_times = []
+    return fab, port
+
+
+def one_run(job):
+    from metaroce.sim.harness import Flow, run_writes
+
+    n = job["senders"]
+    topo = job.get("topology", "single")
+    fab, port = fabric(n, topo, job["seed"])
     sent = [0]
 
     def tx_tap(frame, now):

