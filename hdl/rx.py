@@ -882,10 +882,10 @@ class Rx(wiring.Component):
         m_refused = (~m_behind & ~m_in_slots) | (m_in_slots & m_mismatch)
         m_new = m_in_slots & ~m_mismatch & chunk_new
         m_dup = ~m_refused & ~m_new
-        nslot = Signal(lay.msg_slot)
         m_placed = Signal(32)
         m.d.comb += m_placed.eq(Mux(m_fresh, 0, slot.placed) + mc.plen)
-        m.d.comb += [nslot.placed.eq(m_placed), nslot.done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)]
+        m_done = Signal()     # the record's message is complete with this chunk
+        m.d.comb += m_done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)
         # each slot's new value from its own old one (the record's slot: its chunk entry set,
         # emptied first when fresh): not from the picked slot, so no pick feeds the wide fields
         slots_new = [Signal(lay.msg_slot, name=f"m_slot{j}") for j in range(n_slots)]
@@ -897,8 +897,8 @@ class Rx(wiring.Component):
                          slots_new[j].msg_len.eq(Mux(hit, mc.msg_len, old_slot.msg_len)),
                          slots_new[j].imm.eq(Mux(hit, mc.imm, old_slot.imm)),
                          slots_new[j].wr_id.eq(Mux(clear, mc.wr_id, old_slot.wr_id)),
-                         slots_new[j].placed.eq(Mux(hit, nslot.placed, old_slot.placed)),
-                         slots_new[j].done.eq(Mux(hit, nslot.done, old_slot.done))]
+                         slots_new[j].placed.eq(Mux(hit, m_placed, old_slot.placed)),
+                         slots_new[j].done.eq(Mux(hit, m_done, old_slot.done))]
             for i in range(ring_n):
                 m.d.comb += slots_new[j].ring[i * ent_w:(i + 1) * ent_w].eq(
                     Mux(hit & (m_pos == i), Cat(m_epoch, Const(1, 1)),
@@ -906,7 +906,7 @@ class Rx(wiring.Component):
         # delivery: the run of done slots from the stream's next message (only when this chunk
         # completed that message)
         m_start = mrow.next[:slot_bits] if slot_bits else Const(0, 1)
-        deliver_ok = nslot.done & m_eq[0]
+        deliver_ok = m_done & m_eq[0]
         run = []
         prev = deliver_ok
         order = []
