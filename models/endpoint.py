@@ -2257,8 +2257,8 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False, pull_first_lost=True,
-                 rng=None):
+                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False,
+                 pull_first_lost=True, rng=None):
         _check_config(locals())
         self.addr = addr
         self.resend_twice = bool(resend_twice)
