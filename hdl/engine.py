@@ -268,7 +268,7 @@ class AckIn(wiring.Component):
 
 class AckOut(wiring.Component):
     """MR-ENG-133: the RX engine's ACK/NAK requests (``s_ack``) into frame descriptors
-    (``m_desc``) through a 2-entry SyncFIFO; the per-connection template rows written by
+    (``m_desc``), combinationally (no queue: ``s_ack.ready`` is ``m_desc.ready``); the per-connection template rows written by
     ``s_cfg`` (the TX half's layout, MR-TX-121)."""
 
     def __init__(self, conns, ack_layout, cfg_layout):
@@ -299,9 +299,8 @@ class AckOut(wiring.Component):
                          d.mrah_flags.eq(r.ce_count != 0), d.mrah_path.eq(r.path),
                          d.mrah_ce_count.eq(r.ce_count), d.mrah_cum_psn.eq(r.cum),
                          d.mrah_trigger_psn.eq(r.psn), d.mrah_sack.eq(r.sack)]
-        m.submodules.q = q = fifo.SyncFIFO(width=len(d.as_value()), depth=ACK_FIFO_DEPTH)
-        m.d.comb += [a.ready.eq(q.w_rdy), q.w_data.eq(d), q.w_en.eq(a.valid),
-                     o.valid.eq(q.r_rdy), o.payload.eq(q.r_data), q.r_en.eq(o.ready)]
+        # no queue: the frame builder's descriptor stages buffer, and its ready is a register
+        m.d.comb += [a.ready.eq(o.ready), o.valid.eq(a.valid), o.payload.eq(d)]
         return m
 
 

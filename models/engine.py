@@ -236,7 +236,7 @@ def engine_rx_model_256x4(width=512):
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
 
-#: MR-ENG-132/133: slots of the FIFOs of AckIn and AckOut.
+#: MR-ENG-132: slots of AckIn's FIFO.
 ACK_FIFO_DEPTH = 2
 
 
@@ -278,7 +278,7 @@ def ack_desc(rec, row):
 
 
 class _AckFifo:
-    """The 2-entry SyncFIFO of AckIn and AckOut: ``ready`` not full, ``valid`` not empty (both
+    """AckIn's 2-entry SyncFIFO: ``ready`` not full, ``valid`` not empty (both
     of its state only), the head read without a register."""
 
     def __init__(self):
@@ -306,22 +306,21 @@ class AckInModel(_AckFifo):
         self.q.update(out_ready, rec is not None, pack(self.lay, rec) if rec is not None else 0)
 
 
-class AckOutModel(_AckFifo):
-    """MR-ENG-133: the RX engine's ACK/NAK requests into frame descriptors (the FIFO holds
-    descriptors); the template rows written by ``s_cfg`` (seen from the next cycle)."""
+class AckOutModel:
+    """MR-ENG-133: the RX engine's ACK/NAK requests into frame descriptors, no queue (the
+    descriptor is combinational, straight into the ACK frame builder); the template rows written
+    by ``s_cfg`` (seen from the next cycle)."""
 
     def __init__(self, conns, ack_layout, cfg_layout):
-        super().__init__()
         self.lay, self.cfg_lay = ack_layout, cfg_layout
         self.tmpl = [unpack(cfg_layout, 0) for _ in range(conns)]
 
-    def step(self, in_valid, rec, out_ready, cfg_valid, cfg):
-        push = bool(in_valid) and self.in_ready()
-        d = 0
-        if push:
-            r = unpack(self.lay, rec)
-            d = pack_desc(ack_desc(r, self.tmpl[r["conn"]]))
-        self.q.update(out_ready, push, d)
+    def desc(self, rec):
+        """The packed descriptor of the packed request ``rec`` (this cycle's template rows)."""
+        r = unpack(self.lay, rec)
+        return pack_desc(ack_desc(r, self.tmpl[r["conn"]]))
+
+    def step(self, cfg_valid, cfg):
         if cfg_valid:
             c = unpack(self.cfg_lay, cfg)
             self.tmpl[c["conn"]] = c
@@ -404,31 +403,31 @@ class EngineModel:
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
-        return (self.rx.busy() or self.tx.busy() or self.ack_in.busy() or self.ack_out.busy()
-                or self.ack_fb.busy() or self.arb.busy())
+        return (self.rx.busy() or self.tx.busy() or self.ack_in.busy() or self.ack_fb.busy()
+                or self.arb.busy())
 
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers."""
-        return (self.rx.busy() or self.tx.active() or self.ack_in.busy() or self.ack_out.busy()
-                or self.ack_fb.busy() or self.arb.busy())
+        return (self.rx.busy() or self.tx.active() or self.ack_in.busy() or self.ack_fb.busy()
+                or self.arb.busy())
 
     def step(self, inputs):
         g = inputs.get
         fo = self.ack_fb.outputs()
         ack_ready, data_ready = self.arb.readies(g("m_axis__tready", 0), fo["m_axis__tvalid"])
         in_valid, in_head = self.ack_in.out()
-        out_valid, out_head = self.ack_out.out()
         rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
-                               "m_ack__ready": self.ack_out.in_ready()})
+                               "m_ack__ready": fo["s_desc__ready"]})
         tx_in = {n: g(_tx_name(n), 0) for n in self.tx.port_names()["inputs"]}
         tx_in.update({"s_ack__valid": in_valid, "s_ack__payload": in_head,
                       "m_axis__tready": data_ready})
         tx_out = self.tx.step(tx_in)
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
-        self.ack_out.step(rx_out["m_ack__valid"], rx_out["m_ack__payload"], fo["s_desc__ready"],
-                          g("s_cfg__valid", 0), g("s_cfg__payload", 0))
-        self.ack_fb.step({"s_desc__valid": out_valid, "s_desc__payload": out_head,
+        out_valid = rx_out["m_ack__valid"]
+        out_desc = self.ack_out.desc(rx_out["m_ack__payload"]) if out_valid else 0
+        self.ack_out.step(g("s_cfg__valid", 0), g("s_cfg__payload", 0))
+        self.ack_fb.step({"s_desc__valid": out_valid, "s_desc__payload": out_desc,
                           "s_payload__valid": 0, "s_payload__payload": 0, "m_axis__tready": ack_ready})
         ao = self.arb.outputs()
         self.arb.step(g("m_axis__tready", 0),
