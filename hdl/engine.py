@@ -238,7 +238,7 @@ def engine_rx_256x4(width=512):
 
 class AckIn(wiring.Component):
     """MR-ENG-132: the peer's ACK/NAK metadata records (``s_meta``) into the TX half's ``s_ack``
-    records (``m_ack``) through a 2-entry SyncFIFO; a record whose DestQP is ``conns`` or more
+    records (``m_ack``) through a 1-entry SyncFIFO; a record whose DestQP is ``conns`` or more
     is taken and dropped."""
 
     def __init__(self, conns, meta_sig, ack_layout):

@@ -236,8 +236,8 @@ def engine_rx_model_256x4(width=512):
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
 
-#: MR-ENG-132: slots of AckIn's FIFO.
-ACK_FIFO_DEPTH = 2
+#: MR-ENG-132: slots of AckIn's FIFO (one record a frame; a second slot only adds a read mux).
+ACK_FIFO_DEPTH = 1
 
 
 def peer_ack_record(meta, conns):
@@ -278,7 +278,7 @@ def ack_desc(rec, row):
 
 
 class _AckFifo:
-    """AckIn's 2-entry SyncFIFO: ``ready`` not full, ``valid`` not empty (both
+    """AckIn's 1-entry SyncFIFO: ``ready`` not full, ``valid`` not empty (both
     of its state only), the head read without a register."""
 
     def __init__(self):
