@@ -205,6 +205,7 @@ def test_message_table():
     cases = rc.message_cases(s)
     res = run_lockstep(512, s, cases, seed=6, p_idle=0.1, p_bp=0.4)
     assert len(res["cqe"]) == 8
+    assert res["collided"]["msg"] > 0       # MR-RX-119: poisoned, unused
 
 
 def test_placement_address_limbs():
