@@ -378,7 +378,7 @@ def test_collision_marks_only_where_unused():
     assert len(beside) == 2
     kw = dict(seed=7, p_idle=0.3, p_bp=0.2, cfg_beside=beside)
     res = run_lockstep(64, s, cases, **kw)
-    assert res["beside_taken"] > 10
+    assert res["beside_taken"] > 5          # 11 with these seeds
     with pytest.raises(Mismatch):
         run_lockstep(64, s, cases, collision_x=COLLISION_X_TABLES | {"conn", "key"}, **kw)
 
