@@ -159,7 +159,34 @@ def _address_resolve(limbs):
     return Cat(*out)
 
 
-def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None):
+#: MR-RX-119, MR-FLOW-028: the tables whose read data is never used from a cycle that writes
+#: the row read: each is read only through :func:`_registered_row`, which takes that cycle's
+#: write instead. The connection, key, receive and READ tables are not among them: a record
+#: taken in the cycle a configuration write changes its row uses the old row (MR-RX-042).
+COLLISION_X_TABLES = frozenset({"path", "msg", "rds"})
+
+
+def _table(m, name, shape, depth, *, collision_x, poison, collided):
+    """A table ``{name}_mem`` with one synchronous read port and one write port; returns the
+    ports and the read data the design uses. A table in ``collision_x`` carries MR-FLOW-028's
+    attribute. With ``poison`` (simulation only, MR-RX-119) such a table's read data is
+    inverted in the cycle after a read that met a write of its row, and ``collided[name]``
+    is that cycle's flag."""
+    marked = name in collision_x
+    mem = memory.Memory(shape=shape, depth=depth, init=[],
+                        attrs={"metaroce_collision": "x"} if marked else {})
+    m.submodules[f"{name}_mem"] = mem
+    rd, wr = mem.read_port(), mem.write_port()
+    if not (poison and marked):
+        return rd, wr, rd.data
+    hit = collided[name]
+    data = Signal(len(rd.data), name=f"{name}_rd_data")
+    m.d.sync += hit.eq(rd.en & wr.en & (wr.addr == rd.addr))
+    m.d.comb += data.eq(Mux(hit, ~rd.data, rd.data))
+    return rd, wr, data
+
+
+def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
@@ -175,7 +202,7 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     m.d.comb += [rd.addr.eq(addr), rd.en.eq(read)]
     with m.If(read):
         m.d.sync += [fwd_prev.eq(wr.en & (wr.addr == addr)), wb_prev.eq(wr.data)]
-    value = Mux(fwd_prev, wb_prev, rd.data)
+    value = Mux(fwd_prev, wb_prev, rd.data if rd_data is None else rd_data)
     for cond, wdata in reversed(now):
         value = Mux(cond, wdata, value)
     with m.If(advance if load is None else advance | load):
@@ -237,10 +264,15 @@ class Rx(wiring.Component):
     """The RX engine's first slice (docs/spec/hw-rx.md)."""
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
-                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS):
+                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
+                 collision_x=COLLISION_X_TABLES, poison=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-RX-119: the tables with MR-FLOW-028's attribute; with `poison` (simulation only)
+        # their reads that met a write of the row return inverted data, flagged in `collided`
+        self.collision_x, self.poison = frozenset(collision_x), poison
+        self.collided = {name: Signal(name=f"{name}_collided") for name in sorted(self.collision_x)}
         self.lay = lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
         beat = payload_layout(width)
         super().__init__({
@@ -261,13 +293,12 @@ class Rx(wiring.Component):
         cb, pb, kb = lay.conn_bits, lay.path_bits, lay.key_bits
         row_bits = cb + pb
 
-        m.submodules.conn_mem = conn_mem = memory.Memory(shape=lay.conn.size, depth=lay.conns, init=[])
-        m.submodules.key_mem = key_mem = memory.Memory(shape=lay.key.size, depth=lay.keys, init=[])
-        m.submodules.path_mem = path_mem = memory.Memory(shape=lay.path_mem.size,
-                                                         depth=lay.conns * lay.paths, init=[])
-        conn_rd, conn_wr = conn_mem.read_port(), conn_mem.write_port()
-        key_rd, key_wr = key_mem.read_port(), key_mem.write_port()
-        path_rd, path_wr = path_mem.read_port(), path_mem.write_port()
+        def table(name, shape, depth):
+            return _table(m, name, shape, depth, collision_x=self.collision_x, poison=self.poison,
+                          collided=self.collided)
+        conn_rd, conn_wr, conn_data = table("conn", lay.conn.size, lay.conns)
+        key_rd, key_wr, key_data = table("key", lay.key.size, lay.keys)
+        path_rd, path_wr, path_data = table("path", lay.path_mem.size, lay.conns * lay.paths)
 
         m.submodules.ack_q = ack_q = fifo.SyncFIFO(width=lay.ack.size, depth=FIFO_DEPTH)
         m.submodules.place_q = place_q = fifo.SyncFIFO(width=lay.place.size, depth=FIFO_DEPTH)
@@ -284,19 +315,15 @@ class Rx(wiring.Component):
                     a[low + sb:low + esb] == 0)
         n_slots, ring_n = lay.msg_slots, lay.chunk_ring
         slot_bits, pos_bits = (n_slots - 1).bit_length(), (ring_n - 1).bit_length()
-        m.submodules.msg_mem = msg_mem = memory.Memory(shape=lay.msg_row.size, depth=lay.conns << sb, init=[])
-        msg_rd, msg_wr = msg_mem.read_port(), msg_mem.write_port()
+        msg_rd, msg_wr, msg_data = table("msg", lay.msg_row.size, lay.conns << sb)
         # MR-RX-101: the receive table, {connection, stream, recv_seq mod recv_slots}
         rb = lay.recv_bits
-        m.submodules.recv_mem = recv_mem = memory.Memory(shape=lay.recv.size, depth=lay.conns << (sb + rb), init=[])
-        recv_rd, recv_wr = recv_mem.read_port(), recv_mem.write_port()
+        recv_rd, recv_wr, recv_data = table("recv", lay.recv.size, lay.conns << (sb + rb))
         # MR-RX-110: the outstanding READs {connection, stream, msg mod rd_slots}: the row the TX
         # side writes (read in the take cycle) and its accounting (read in S3, registered in S4, written in S5: MR-RX-115)
         rdb = lay.rd_bits
-        m.submodules.rd_mem = rd_mem = memory.Memory(shape=lay.rd.size, depth=lay.conns << (sb + rdb), init=[])
-        m.submodules.rds_mem = rds_mem = memory.Memory(shape=lay.rd_state.size, depth=lay.conns << (sb + rdb), init=[])
-        rd_rd, rd_wr = rd_mem.read_port(), rd_mem.write_port()
-        rds_rd, rds_wr = rds_mem.read_port(), rds_mem.write_port()
+        rd_rd, rd_wr, rd_data = table("rd", lay.rd.size, lay.conns << (sb + rdb))
+        rds_rd, rds_wr, rds_data = table("rds", lay.rd_state.size, lay.conns << (sb + rdb))
 
         # -- global registers (MR-RX-060)
         ack_every = Signal(4, init=ACK_EVERY_RESET)
@@ -377,20 +404,20 @@ class Rx(wiring.Component):
                                    "timer": 1, "gen": GEN_BITS})
 
         # -- S1: the checks' flags and limb sums (MR-RX-020, MR-RX-049)
-        conn = data.View(lay.conn, conn_rd.data)
-        key = data.View(lay.key, key_rd.data)
+        conn = data.View(lay.conn, conn_data)
+        key = data.View(lay.key, key_data)
         bth, mrdh, reth = s1.bth, s1.mrdh, s1.reth
         plen = s1.payload_len
         mtu = Signal(17)
         m.d.comb += mtu.eq(Const(1, 17) << mtu_log2)
         # MR-RX-100..102: a SEND's receive row against its recv_seq (the order of the 32-bit
         # half space, the difference's sign, is finished in S2 from 16-bit limbs)
-        recv = data.View(lay.recv, recv_rd.data)
+        recv = data.View(lay.recv, recv_data)
         rseq = s1.mrsh.recv_seq
         r_match = Signal()
         m.d.comb += r_match.eq(is_send & recv.valid & (recv.recv_seq == rseq))
         # MR-RX-111: a READ response's outstanding-read row (its msg against the response's)
-        rd = data.View(lay.rd, rd_rd.data)
+        rd = data.View(lay.rd, rd_data)
         rd_match = Signal()
         m.d.comb += rd_match.eq(is_read & rd.valid & (rd.msg == mrdh.msg))
         # the order of the 32-bit sequence space (protocol.seq_lt32): recv_seq against the
@@ -759,7 +786,7 @@ class Rx(wiring.Component):
         slow_fwd = slow_write & path_same_s5
         path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
                                    advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
-                                   reread=True, load=slow_fwd)
+                                   reread=True, load=slow_fwd, rd_data=path_data)
         m.d.comb += s4_row.eq(path_row)
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),
@@ -847,7 +874,8 @@ class Rx(wiring.Component):
         # read every cycle, S4's row again during a hold (a plain synchronous read port, for
         # MR-FLOW-026's block RAM; as the path row's)
         mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, Mux(advance, msg_addr, msg_addr_s4),
-                                                      advance, [(m_fwd_now, new_row.as_value())], reread=True))
+                                                      advance, [(m_fwd_now, new_row.as_value())], reread=True,
+                                                      rd_data=msg_data))
         mc = s5_carry
         m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
         m_rest = Signal(32)
@@ -955,7 +983,8 @@ class Rx(wiring.Component):
         rs_same, rds_addr_s4 = _same_row(m, "rds", rds_addr, advance)
         rs_fwd_now, nstate = Signal(), Signal(lay.rd_state)
         rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(advance, rds_addr, rds_addr_s4),
-                                                         advance, [(rs_fwd_now, nstate.as_value())], reread=True))
+                                                         advance, [(rs_fwd_now, nstate.as_value())], reread=True,
+                                                         rd_data=rds_data))
         r_entry = Signal(ent_w)
         m.d.comb += r_entry.eq(_pick(_words(rstate.ring, ent_w), m_pos))
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))

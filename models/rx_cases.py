@@ -656,11 +656,15 @@ class Driver(CounterReadout):
     against records in flight is then the hardware's, which :func:`expected` does not model).
     Results in ``res``: ``ack``, ``place`` (flat payloads), ``data`` (bytes per packet),
     ``meta_taken``, ``payload_taken`` and ``ack_cycles`` (cycles of those transfers),
-    ``cycles``, ``counters``.
+    ``cycles``, ``counters``. ``cfg_beside``: configuration writes offered on ``s_cfg`` in every
+    cycle a record is offered on ``s_meta`` (and no write of ``items``), one after another
+    round and round, each until taken, so a write and a record can be taken in one cycle
+    (MR-RX-042, MR-RX-119; lockstep only: rewrites of rows with the values they hold leave
+    every outcome as it was); ``res["beside_taken"]`` counts the ones taken.
     """
 
     def __init__(self, width, items, cfg_layout, *, seed=0, p_idle=0.2, p_bp=0.3, quiet_cfg=True,
-                 read_counters=True, poll_regs=True):
+                 read_counters=True, poll_regs=True, cfg_beside=()):
         self.width = width
         self.nb = width // 8
         self.rng = random.Random(seed)
@@ -688,7 +692,10 @@ class Driver(CounterReadout):
         self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * max(self.p_bp_of.values())))
         self.limit += sum(it.cycles for it in self.items if isinstance(it, Idle))
         self.res = {"ack": [], "place": [], "data": [], "cqe": [], "meta_taken": [], "payload_taken": [],
-                    "ack_cycles": [], "cycles": 0, "counters": None}
+                    "ack_cycles": [], "cycles": 0, "counters": None, "beside_taken": 0}
+        self.cfg_beside = list(cfg_beside)
+        self.beside_next = 0        # the next of cfg_beside
+        self.beside_offered = False
 
     @property
     def sent_all(self):
@@ -708,6 +715,7 @@ class Driver(CounterReadout):
         rng = self.rng
         inp = {"s_meta__valid": 0, "s_meta__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
                "s_payload__valid": 0, "s_payload__payload": 0}
+        self.beside_offered = False
         if self._phase:
             inp.update({"m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1,
                         "m_cqe__ready": 1, "reg_addr": self._readout_addr()})
@@ -734,6 +742,12 @@ class Driver(CounterReadout):
             else:
                 inp["s_meta__valid"] = 1
                 inp["s_meta__payload"] = it.meta
+                if self.cfg_beside:
+                    w = self.cfg_beside[self.beside_next]
+                    inp["s_cfg__valid"] = 1
+                    inp["s_cfg__payload"] = pack(self.cfg_layout, {"table": w.table, "addr": w.addr,
+                                                                       "data": w.value})
+        self.beside_offered = bool(inp["s_cfg__valid"]) and self.presenting[0] == "meta"
         if self.beats and (self.p_idle == 0 or rng.random() >= self.p_idle):
             inp["s_payload__valid"] = 1
             inp["s_payload__payload"] = self.beats[0]
@@ -747,6 +761,9 @@ class Driver(CounterReadout):
         if self._readout_observe(out):
             return
         self.since_take = self.since_take + 1 if out["s_meta__ready"] else 0
+        if self.beside_offered and out["s_cfg__ready"]:
+            self.beside_next = (self.beside_next + 1) % len(self.cfg_beside)
+            res["beside_taken"] += 1
         if self.presenting is not None:
             kind, it = self.presenting
             if kind == "cfg" and out["s_cfg__ready"]:

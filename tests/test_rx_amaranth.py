@@ -10,27 +10,57 @@ import re
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module
+from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
-from metaroce.hdl.rx import Rx
+from metaroce.hdl.rx import COLLISION_X_TABLES, Rx
 from metaroce.models import rx_cases as rc
-from metaroce.models.rx import CTR_NAKS, SMALL as SMALL_INSTANCE, RxCode, RxCycleModel
-from metaroce.tb.lockstep import run_amaranth
+from metaroce.models.rx import CTR_NAKS, SMALL as SMALL_INSTANCE, TABLE_CONN, TABLE_KEY, RxCode, RxCycleModel
+from metaroce.tb.lockstep import Core, Mismatch, drive_amaranth, model_port_lists, port_values
 
 SMALL = (256, 4, 256)
 
 
-def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, **kw):
+def run_rx(dut, model, drv, *, on_cycle=None):
+    """The lockstep of ``dut`` against ``model`` in the Amaranth simulator (as
+    ``tb.lockstep.run_amaranth``), counting per table the cycles whose read met a write of
+    its row (``dut.collided``, MR-RX-119). Returns the core and those counts."""
+    top = Module()
+    top.domains.sync = ClockDomain()
+    top.submodules.dut = dut
+    ins, outs = model_port_lists(model)
+    sig = port_values(dut, ins + outs)
+    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, on_cycle=on_cycle)
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    drive_amaranth(sim, core, drv, sig, busy=model.busy)
+    collided = dict.fromkeys(dut.collided, 0)
+
+    async def count(ctx):
+        while True:
+            await ctx.tick()
+            for name, flag in dut.collided.items():
+                collided[name] += ctx.get(flag)
+
+    sim.add_testbench(count, background=True)
+    sim.run()
+    return core, collided
+
+
+def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, collision_x=COLLISION_X_TABLES, **kw):
     """RTL and model on the same inputs, every output compared every cycle; returns the
-    driver's results (MR-RX-070)."""
+    driver's results (MR-RX-070). MR-RX-119: the tables in ``collision_x`` (MR-FLOW-028's
+    attribute) return inverted data from a read that met a write of its row (the RTL's
+    ``poison``), so the lockstep fails if the RX uses such a read; ``res["collided"]`` counts
+    those reads per table."""
     lay = setup.lay
-    dut = Rx(width, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams)
+    dut = Rx(width, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams,
+             collision_x=collision_x, poison=True)
     model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams)
     drv = rc.make_driver(width, setup, cases, seed=seed, **kw)
-    core = run_amaranth(dut, model, drv, busy=model.busy, on_cycle=on_cycle)
+    core, collided = run_rx(dut, model, drv, on_cycle=on_cycle)
     assert core.mismatches == 0
-    res = dict(drv.res, compared=core.cycle)
+    res = dict(drv.res, compared=core.cycle, collided=collided)
     if check:
         rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys, lay.streams)
     return res
@@ -175,6 +205,7 @@ def test_message_table():
     cases = rc.message_cases(s)
     res = run_lockstep(512, s, cases, seed=6, p_idle=0.1, p_bp=0.4)
     assert len(res["cqe"]) == 8
+    assert res["collided"]["msg"] > 0       # MR-RX-119: poisoned, unused
 
 
 def test_placement_address_limbs():
@@ -315,6 +346,8 @@ def test_message_rows_back_to_back():
     cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
     res = run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0)
     assert len(res["cqe"]) == 8 + 3
+    # MR-RX-119: reads of both tables met writes of their rows (poisoned, unused)
+    assert res["collided"]["msg"] > 0 and res["collided"]["rds"] > 0
 
 
 def test_path_row_forwards():
@@ -327,6 +360,27 @@ def test_path_row_forwards():
     cases = rc.path_forward_cases(s)
     res = run_lockstep(64, s, cases, seed=2, p_idle=0.0, p_bp=0.0, quiet_cfg=False, check=False)
     assert res["counters"][RxCode.ACCEPTED] >= 4 * 16
+    # MR-RX-119: path-row reads met writes of their rows (poisoned, unused: the forwards)
+    assert res["collided"]["path"] > 0
+
+
+def test_collision_marks_only_where_unused():
+    """MR-RX-119, MR-RX-042: configuration writes taken in the same cycle as records (the
+    connection and key rows of the records rewritten with the values they hold, offered beside
+    every record, idle cycles and backpressure): 0 mismatches, with the marked tables' reads
+    that meet a write poisoned. A record takes the connection and key rows read before such a
+    write (the model's order), so those tables may not carry MR-FLOW-028's attribute: marked and
+    poisoned, the same run fails."""
+    s = rc.Setup(*SMALL, seed=5)
+    c, k = s.conns[0], s.keys[0]
+    cases = rc.window_cases(s) + rc.burst_same_path(s, 24, plen=9)
+    beside = [w for w in s.writes if (w.table, w.addr) in ((TABLE_CONN, c.qp), (TABLE_KEY, k.rkey & (s.lay.keys - 1)))]
+    assert len(beside) == 2
+    kw = dict(seed=7, p_idle=0.3, p_bp=0.2, cfg_beside=beside)
+    res = run_lockstep(64, s, cases, **kw)
+    assert res["beside_taken"] > 5          # 11 with these seeds
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, collision_x=COLLISION_X_TABLES | {"conn", "key"}, **kw)
 
 
 @pytest.mark.slow       # Verilog of the RX and a Yosys run: 382 s at load 13
