@@ -42,6 +42,7 @@ from ..models.tx_sched import (OP_WRITE_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ER
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16
 from ..models.wire import MrdhFlag, Op
+from .rx import _pick
 
 __all__ = ["TxSched", "tx_sched_small"]
 
@@ -315,8 +316,10 @@ class TxSched(wiring.Component):
         out_room = room_reg(frame_q, "frame_room") & room_reg(sent_q, "sent_room")
 
         def read(arr, idx, name):
-            """``arr[idx]`` read once into a signal (see :func:`_named`)."""
-            return _named(m, Array(arr)[idx], name)
+            """``arr[idx]`` read once into a signal (see :func:`_named`), as a tree of 2:1 muxes
+            (``hdl.rx._pick``: an ``Array`` read is a ``$pmux``/``$shiftx``, larger on the ECP5;
+            every array here has a power-of-two length, so the index is always in range)."""
+            return _named(m, _pick(arr, idx), name)
 
         def count(t, d):
             """A ring's entries from its ``tail`` and ``done`` pointers."""
@@ -328,11 +331,11 @@ class TxSched(wiring.Component):
 
         def of_stream(arr, qi, ptr):
             """``arr``'s element of stream ``qi``'s ring entry ``ptr`` (a D-way read)."""
-            return Array(arr[qi * D:(qi + 1) * D])[ptr[:db]] if D > 1 else arr[qi]
+            return _pick(arr[qi * D:(qi + 1) * D], ptr[:db]) if D > 1 else arr[qi]
 
         def of_conn(arr, c, slot):
             """``arr``'s element of connection ``c``'s entry ``slot`` (a slot-way read)."""
-            return Array(arr[c * sd:(c + 1) * sd])[slot[:sdb]] if sdb else arr[c]
+            return _pick(arr[c * sd:(c + 1) * sd], slot[:sdb]) if sdb else arr[c]
 
         # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034): a report taken in cycle t is
         # registered with its checks, its LAST term and bytes, and is the action of t+1
@@ -441,7 +444,7 @@ class TxSched(wiring.Component):
         comp_unsent, comp_left = Signal(), Signal(chunk_w)
         comp_status, comp_len = Signal(5), Signal(32)
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
-                     comp_unsent.eq(Array(q_unsent)[next_q]),
+                     comp_unsent.eq(_pick(q_unsent, next_q)),
                      comp_left.eq(read(q_left, next_q, "next_comp_left")),
                      comp_status.eq(read(q_status, next_q, "next_comp_status")),
                      comp_len.eq(read(q_len, next_q, "next_comp_len"))]
@@ -564,7 +567,7 @@ class TxSched(wiring.Component):
             # bits of unsent (a high bit set is more than paths)
             lo = PA.bit_length()
             left_few = ((c_unsent[c] >> lo) == 0) & ((c_unsent[c][:lo] + rq_level[c]) <= PA)
-            req = Array(p_since_req)[p_pick] | Array(p_fill)[p_pick] | left_few
+            req = _pick(p_since_req, p_pick) | _pick(p_fill, p_pick) | left_few
             # MR-TXS-039: the source's entry within the connection, and its stream when this is
             # its last chunk, as one-hot bits registered with the candidate (the entries' and
             # streams' enables then select by the pick only)
