@@ -504,26 +504,24 @@ class TxSched(wiring.Component):
             # are `bytes <= room` and `bytes > room`.
             c_idle = c_infl[c] == 0
             rows = range(c * PA, (c + 1) * PA)
-            e_fits, e_fill = [], []
-            for k in range(sd):
-                e = c * sd + k
-                e_fits.append(_named(m, c_idle | ~A.gt_room(e_nnb[e], c_room[c], f"cgt{e}"),
-                                     f"fits{e}"))
-                e_fill.append([_named(m, A.gt_room(e_nnb[e], p_room[row], f"pgt{e}_{row}"),
-                                      f"fill{e}_{row}") for row in rows])
             h_nb = read(rq_nb[c], rq_head[c], f"h{c}_nb")
             h_fits = c_idle | ~A.gt_room(h_nb, c_room[c], f"h{c}_cgt")
             h_fill = [A.gt_room(h_nb, p_room[row], f"h{c}_pgt{row}") for row in rows]
             # streams: the first from the pointer whose send message exists with its next chunk in
             # the chunk window (ahead < W)
-            s_ok, s_fits, s_fill = [], [], []
+            # the compares per stream, of its send entry's bytes (a D-way read of registers, as
+            # deep as the D-way read of per-entry compares it replaces, and S x (1 + PA)
+            # compares instead of S x D x (1 + PA): issue 13)
+            s_ok, s_nnb, s_fits, s_fill = [], [], [], []
             for s in range(S):
                 qi = c * S + s
                 s_ok.append((send[qi] != tail[qi]) & ~of_stream(e_ahead, qi, send[qi])[wb]
                             & ~of_stream(e_fail, qi, send[qi]))
-                s_fits.append(of_stream(e_fits, qi - c * S, send[qi]))
-                s_fill.append([of_stream([f[p] for f in e_fill], qi - c * S, send[qi])
-                               for p in range(PA)])
+                s_nnb.append(_named(m, of_stream(e_nnb, qi, send[qi]), f"s_nnb{qi}"))
+                s_fits.append(_named(m, c_idle | ~A.gt_room(s_nnb[s], c_room[c], f"cgt{qi}"),
+                                     f"fits{qi}"))
+                s_fill.append([_named(m, A.gt_room(s_nnb[s], p_room[row], f"pgt{qi}_{row}"),
+                                      f"fill{qi}_{row}") for row in rows])
             s_any, s_pick = _first_from(s_ok, c_srr[c], S)
             s_pick = _named(m, s_pick[:sb], f"spick{c}")
 
@@ -544,7 +542,7 @@ class TxSched(wiring.Component):
             n_chunk = by_stream(s_chunk, f"n_chunk{c}")
             n_first = by_stream([x == 0 for x in s_chunk], f"n_first{c}")
             n_last = by_stream([of_stream(e_nlast, qi, send[qi]) for qi in qs], f"n_last{c}")
-            n_nb = by_stream([of_stream(e_nnb, qi, send[qi]) for qi in qs], f"n_nb{c}")
+            n_nb = by_stream(s_nnb, f"n_nb{c}")
             src_chunk = _named(m, Mux(nonempty, h_chunk, n_chunk), f"src_chunk{c}")
             src_first = Mux(nonempty, h_chunk == 0, n_first)
             src_last = _named(m, Mux(nonempty, h_last, n_last), f"src_last{c}")
