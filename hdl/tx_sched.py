@@ -143,6 +143,14 @@ class _Arith:
             return _named(self.m, s[:n], name)
         return _prefix_sum(self.m, a.as_unsigned(), b, carry_in, name)[:n]
 
+    def add_c(self, a, b, cin, name="add_c"):
+        """``a + b + cin`` modulo 2^len(a) for a 1-bit Value ``cin``: one add of a bit more,
+        ``{a, 1} + {b, cin}`` (the carry out of the low bit is ``cin``), one chain."""
+        n = len(a)
+        s = self.add(Cat(Const(1, 1), a.as_unsigned()), Cat(cin, _ext(Value.cast(b).as_unsigned(), n)),
+                     name=name)
+        return _named(self.m, s[1:n + 1], f"{name}_s")
+
     def sub(self, a, b, name="sub"):
         """``a - b`` modulo 2^len(a) (in the prefix form an add of the complement)."""
         n = len(a)
@@ -699,41 +707,46 @@ class TxSched(wiring.Component):
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
                                       | (self.s_error.valid & (er_conn == c))
                                       | (wb_valid & (wb_conn == c)))
+        def rep_or_pkt(v, rep_sub, nb, name):
+            """MR-TXS-042: ``v`` after a report of ``r_nb`` bytes (``busy``: less when
+            ``rep_sub``, else more) or a packet of ``nb`` (the other way): a report and a packet
+            never act in one cycle (MR-TXS-030: a report is the action whenever the register
+            holds one), so one add, its operand and carry chosen by ``busy``, a register."""
+            n = len(v)
+            r_, p_ = _ext(r_nb, n), _ext(nb, n)
+            b = Mux(busy, ~r_ if rep_sub else r_, p_ if rep_sub else ~p_)
+            return A.add_c(v, b, busy if rep_sub else ~busy, name)
+
         for c in range(C):
             x = cand_r[c]
             for p in range(PA):
                 row = c * PA + p
                 # the adds beside the enables (an expression under m.If would take the enable in)
                 over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
-                infl_less = A.sub(p_infl[row], r_nb, f"pinfl_less{row}")
-                room_more = A.add(p_room[row], r_nb, name=f"proom_more{row}")
                 psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
-                infl_more = A.add(p_infl[row], x["nb"], name=f"pinfl_more{row}")
-                room_less = A.sub(p_room[row], x["nb"], f"proom_less{row}")
-                pkts_less = A.sub(p_pkts[row], 1, f"pkts_less{row}")
-                pkts_more = A.add(p_pkts[row], 1, name=f"pkts_more{row}")
+                infl_next = rep_or_pkt(p_infl[row], True, x["nb"], f"pinfl_next{row}")
+                room_next = rep_or_pkt(p_room[row], False, x["nb"], f"proom_next{row}")
+                pkts_next = A.add(p_pkts[row], Cat(Const(1, 1), busy.replicate(7)), name=f"pkts_next{row}")
                 with m.If(rep_act & (r_row == row)):
-                    m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
-                                 p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
-                                 p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_less, 0))]
+                    m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
+                                 p_room[row].eq(Mux(over, room_next, self.cwnd - mtu)),
+                                 p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
                 with m.If(act[c] & x["pkt_path_hot"][p]):
-                    m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_more),
-                                 p_room[row].eq(room_less),
-                                 p_pkts[row].eq(pkts_more),
+                    m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_next),
+                                 p_room[row].eq(room_next),
+                                 p_pkts[row].eq(pkts_next),
                                  p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
             over = A.gt_small(c_infl[c], r_nb, f"cover{c}")
-            c_infl_less = A.sub(c_infl[c], r_nb, f"cinfl_less{c}")
-            c_room_more = A.add(c_room[c], r_nb, name=f"croom_more{c}")
+            c_infl_next = rep_or_pkt(c_infl[c], True, x["nb"], f"cinfl_next{c}")
+            c_room_next = rep_or_pkt(c_room[c], False, x["nb"], f"croom_next{c}")
             c_unsent_more = A.add(c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
             # MR-TXS-032: unsent - (left + 1) from the registered completion's `left`, after the
             # register (the connection is untouched since the decision: its count is the same)
             c_unsent_after = A.add(c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
-            c_infl_more = A.add(c_infl[c], x["nb"], name=f"cinfl_more{c}")
-            c_room_less = A.sub(c_room[c], x["nb"], f"croom_less{c}")
             c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
             with m.If(rep_act & (r_conn == c)):
-                m.d.sync += [c_infl[c].eq(Mux(over, c_infl_less, 0)),
-                             c_room[c].eq(Mux(over, c_room_more, K))]
+                m.d.sync += [c_infl[c].eq(Mux(over, c_infl_next, 0)),
+                             c_room[c].eq(Mux(over, c_room_next, K))]
             for k in range(RD):
                 with m.If(ack_act & (r_conn == c) & (r_slot == rq_slot[c][k])
                           & (r_chunk == rq_chunk[c][k])):
@@ -753,7 +766,7 @@ class TxSched(wiring.Component):
             with m.If(act[c] & x["resend"]):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(act_pkt[c]):
-                m.d.sync += [c_infl[c].eq(c_infl_more), c_room[c].eq(c_room_less),
+                m.d.sync += [c_infl[c].eq(c_infl_next), c_room[c].eq(c_room_next),
                              c_rr[c].eq(x["path"] + 1)]
             with m.If(act_new[c]):
                 m.d.sync += [c_unsent[c].eq(c_unsent_less), c_srr[c].eq(x["s"] + 1)]
@@ -797,8 +810,8 @@ class TxSched(wiring.Component):
             next_more = A.add(e_next[e], 1, name=f"next_more{e}")
             left_less = A.sub(e_left[e], 1, f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
-            out_less = A.sub(e_out[e], 1, f"out_less{e}")
-            out_more = A.add(e_out[e], 1, name=f"out_more{e}")
+            # MR-TXS-042: - 1 for a report (busy), + 1 for a packet
+            out_next = A.add(e_out[e], Cat(Const(1, 1), busy.replicate(OUT_BITS - 1)), name=f"out_next{e}")
             with m.If(wb_valid & (wb_e == e)):
                 m.d.sync += [e_base[e].eq(base_moved), e_bits[e].eq(b_moved),
                              e_ahead[e].eq(ahead_moved)]
@@ -816,12 +829,12 @@ class TxSched(wiring.Component):
             with m.Elif(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
-                m.d.sync += [e_out[e].eq(out_less),
+                m.d.sync += [e_out[e].eq(out_next),
                              e_idle[e].eq(e_out[e] == 1)]
             # the picked candidate's entry: its connection's and its own registered bit
             ce, ke = divmod(e, sd)
             with m.If(act[ce] & cand_r[ce]["pkt_e_hot"][ke]):
-                m.d.sync += [e_out[e].eq(out_more), e_idle[e].eq(0)]
+                m.d.sync += [e_out[e].eq(out_next), e_idle[e].eq(0)]
             with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
                 m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
