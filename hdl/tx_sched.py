@@ -259,7 +259,6 @@ class TxSched(wiring.Component):
         send = Array(Signal(ptr_w, name=f"send{q}") for q in range(Q))
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
         msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
-        e_len = Array(Signal(32, name=f"len{e}") for e in range(E))
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
         e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
         e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
@@ -275,8 +274,10 @@ class TxSched(wiring.Component):
         e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
         e_out = Array(Signal(OUT_BITS, name=f"out{e}") for e in range(E))
         e_idle = Array(Signal(init=1, name=f"idle{e}") for e in range(E))     # out == 0
+        # MR-TXS-043: the message's length is read with its descriptor (LUT RAM), not kept
+        # in a register per entry
         desc_lay = data.StructLayout({"imm_op": 1, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
-                                      "imm": 32, "msg": 32})
+                                      "imm": 32, "msg": 32, "len": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
         desc_rd_cq = desc_mem.read_port(domain="comb")
@@ -437,10 +438,10 @@ class TxSched(wiring.Component):
         next_e = Cat(read([done[qi][:db] for qi in range(Q)], next_q, "next_comp_done"), next_q) \
             if D > 1 else next_q
         next_e = _named(m, next_e, "next_comp_e")
-        # each stream's oldest entry's status and length, read before the pick selects one
+        # each stream's oldest entry's status, read before the pick selects one (its length is
+        # read with the descriptor at the completion, MR-TXS-043)
         q_status = [Mux(of_stream(e_fail, qi, done[qi]), of_stream(e_status, qi, done[qi]), 0)
                     for qi in range(Q)]
-        q_len = [of_stream(e_len, qi, done[qi]) for qi in range(Q)]
         # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
         # completes so) and its `left` (its chunks from next_chunk on are left + 1), read in
         # parallel; the connection's unsent count goes down by them at the completion's edge
@@ -450,12 +451,11 @@ class TxSched(wiring.Component):
         # takes it unless its connection was touched at the edge (its terms are then unchanged)
         comp_valid_r, comp_q, comp_e = Signal(), Signal(len(next_q)), Signal(len(next_e))
         comp_unsent, comp_left = Signal(), Signal(chunk_w)
-        comp_status, comp_len = Signal(5), Signal(32)
+        comp_status = Signal(5)
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
                      comp_unsent.eq(_pick(q_unsent, next_q)),
                      comp_left.eq(read(q_left, next_q, "next_comp_left")),
-                     comp_status.eq(read(q_status, next_q, "next_comp_status")),
-                     comp_len.eq(read(q_len, next_q, "next_comp_len"))]
+                     comp_status.eq(read(q_status, next_q, "next_comp_status"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
         touched = Signal(C)
@@ -586,8 +586,6 @@ class TxSched(wiring.Component):
             # queue's write data is the pick's mux of registers, no LUT-RAM read after the pick
             desc_rd = desc_mem.read_port(domain="comb")
             m.d.comb += desc_rd.addr.eq(src_e)
-            src_len = (read(e_len[c * sd:(c + 1) * sd], src_e[:sdb], f"src_len{c}") if sdb
-                       else e_len[c])
             src_psn = read(p_psn[c * PA:(c + 1) * PA], p_pick, f"src_psn{c}")
             # the enables' registered bits: the entry of a packet, of a new chunk, the stream of
             # a new last chunk, the row of a packet (a drop is a resend: new means no resend)
@@ -597,7 +595,7 @@ class TxSched(wiring.Component):
                              pkt_e_hot=pkt_e_hot, new_e_hot=new_e_hot,
                              new_last_hot=Mux(nonempty, 0, s_hot),
                              pkt_path_hot=Mux(drop, 0, Cat(*(p_pick == p for p in range(PA)))),
-                             desc=desc_rd.data.as_value(), len=src_len, psn=src_psn,
+                             desc=desc_rd.data.as_value(), psn=src_psn,
                              qi=src_qi, idx=src_idx,
                              chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
                              nb=nb, req=req, s=s_pick))
@@ -631,7 +629,7 @@ class TxSched(wiring.Component):
         g_e = _named(m, Cat(g_idx[:db], g_qi) if D > 1 else g_qi, "g_e")
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
         desc = data.View(desc_lay, g("desc"))
-        g_len = g("len")
+        g_len = desc.len
         g_off = (g_chunk << mtu_log2)[:32]
         psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
@@ -663,7 +661,7 @@ class TxSched(wiring.Component):
             m.d.comb += [cqe.conn.eq(comp_q >> sb if S > 1 else comp_q),
                          cqe.stream.eq(comp_q[:sb] if S > 1 else 0),
                          cqe.wr_id.eq(cq_desc.wr_id), cqe.status.eq(comp_status),
-                         cqe.op.eq(cq_desc.imm_op), cqe.length.eq(comp_len)]
+                         cqe.op.eq(cq_desc.imm_op), cqe.length.eq(cq_desc.len)]
         with m.Else():
             m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
                          cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
@@ -805,7 +803,7 @@ class TxSched(wiring.Component):
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
-                                         wr.imm, w_msg))]
+                                         wr.imm, w_msg, wr.length))]
         for e in range(E):
             next_more = A.add(e_next[e], 1, name=f"next_more{e}")
             left_less = A.sub(e_left[e], 1, f"left_less{e}")
@@ -822,7 +820,7 @@ class TxSched(wiring.Component):
             err_hit = self.s_error.valid & (er.conn == e // sd) & live_e
             with m.If(wr_act & (w_e == e)):
                 m.d.sync += [e_nlast[e].eq(w_nchm1 == 0), e_nnb[e].eq(Mux(w_nchm1 == 0, w_lastnb, mtu)),
-                             e_len[e].eq(wr.length), e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
+                             e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
