@@ -305,11 +305,33 @@ class TxSched(wiring.Component):
                        for r in range(C * PA))
         conn_rr = Signal(cb)
 
-        m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=lay.frame.size, depth=OUT_DEPTH)
+        # MR-TXS-044: the frame queue holds the frame request's fields that vary, the output
+        # rebuilds the rest (the opcode from imm_op and a bit set in every frame, the offset's
+        # low bits, the DMA length equal to the message length, the narrow fields' high bits)
+        fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "imm_op": 1, "ack_req": 1,
+                                    "psn": psn_w, "flags": 3, "path": pb, "stream": sb, "msg": 32,
+                                    "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
+                                    "imm": 32, "nb": nb_w})
+        m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=fq_lay.size, depth=OUT_DEPTH)
         m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size, depth=OUT_DEPTH)
         for q, port in ((frame_q, self.m_frame), (sent_q, self.m_sent), (cqe_q, self.m_cqe)):
-            m.d.comb += [port.payload.eq(q.r_data), port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
+            m.d.comb += [port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
+            if q is not frame_q:
+                m.d.comb += port.payload.eq(q.r_data)
+        fq_out, fr_out = data.View(fq_lay, frame_q.r_data), self.m_frame.payload
+        # a slot never written (all 0) shows an all-0 frame, as the unpacked ring would
+        m.d.comb += [
+            fr_out.conn.eq(fq_out.conn), fr_out.laddr.eq(fq_out.laddr),
+            fr_out.bth_opcode.eq(Mux(fq_out.op_set, Mux(fq_out.imm_op, int(Op.MR_WRITE_IMM),
+                                                         int(Op.MR_WRITE)), 0)),
+            fr_out.bth_ack_req.eq(fq_out.ack_req), fr_out.bth_psn.eq(fq_out.psn),
+            fr_out.mrdh_flags.eq(fq_out.flags), fr_out.mrdh_path.eq(fq_out.path),
+            fr_out.mrdh_stream.eq(fq_out.stream), fr_out.mrdh_msg.eq(fq_out.msg),
+            fr_out.mrdh_offset.eq(Cat(Const(0, mtu_log2), fq_out.chunk)),
+            fr_out.mrdh_msg_len.eq(fq_out.len), fr_out.reth_va.eq(fq_out.va),
+            fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
+            fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb)]
 
         def room_reg(q, name):
             """MR-TXS-039: ``q.w_rdy`` as a register of its own, set from the queue's level and
@@ -630,19 +652,17 @@ class TxSched(wiring.Component):
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
         desc = data.View(desc_lay, g("desc"))
         g_len = desc.len
-        g_off = (g_chunk << mtu_log2)[:32]
         psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
                  | Mux(g_resend, int(MrdhFlag.RETX), 0))
-        frame = Signal(lay.frame)
+        frame = Signal(fq_lay)
         m.d.comb += [
-            frame.conn.eq(pick), frame.laddr.eq(desc.laddr),
-            frame.bth_opcode.eq(Mux(desc.imm_op, int(Op.MR_WRITE_IMM), int(Op.MR_WRITE))),
-            frame.bth_ack_req.eq(req), frame.bth_psn.eq(psn), frame.mrdh_flags.eq(flags),
-            frame.mrdh_path.eq(g_path), frame.mrdh_stream.eq(g_s), frame.mrdh_msg.eq(desc.msg),
-            frame.mrdh_offset.eq(g_off), frame.mrdh_msg_len.eq(g_len), frame.reth_va.eq(desc.va),
-            frame.reth_rkey.eq(desc.rkey), frame.reth_dma_len.eq(g_len),
-            frame.imm_imm.eq(Mux(desc.imm_op, desc.imm, 0)), frame.payload_len.eq(g_nb),
+            frame.conn.eq(pick), frame.laddr.eq(desc.laddr), frame.op_set.eq(1),
+            frame.imm_op.eq(desc.imm_op), frame.ack_req.eq(req), frame.psn.eq(psn),
+            frame.flags.eq(flags), frame.path.eq(g_path), frame.stream.eq(g_s),
+            frame.msg.eq(desc.msg), frame.chunk.eq(g_chunk), frame.len.eq(g_len),
+            frame.va.eq(desc.va), frame.rkey.eq(desc.rkey),
+            frame.imm.eq(Mux(desc.imm_op, desc.imm, 0)), frame.nb.eq(g_nb),
         ]
         sent = Signal(lay.sent)
         m.d.comb += [
