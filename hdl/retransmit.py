@@ -185,12 +185,20 @@ class Retransmit(wiring.Component):
     """The retransmit unit's first slice (docs/spec/hw-tx.md)."""
 
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
-                 retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2):
+                 retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
+        # MR-TX-066, for simulation only: the path table's read data inverted in the cycle after
+        # the read met a write of the same row ("same": what the block RAM may return under
+        # MR-FLOW-028) or of another row ("other": a negative control); counted on
+        # ``collision_hit``
+        if collision_garbage not in (None, "same", "other"):
+            raise ValueError(f"collision_garbage must be None, 'same' or 'other', not {collision_garbage!r}")
+        self.collision_garbage = collision_garbage
+        self.collision_hit = Signal()
         self.lay = lay = layouts(conns, paths, pool)
         super().__init__({
             "s_sent": In(stream.Signature(lay.sent)),
@@ -212,7 +220,10 @@ class Retransmit(wiring.Component):
         psn_bits = P.wire.PSN_BITS
         now = self.now
 
-        m.submodules.path_mem = path_mem = memory.Memory(shape=lay.path.size, depth=rows, init=[])
+        # MR-TX-066: a read meeting S1b's write of its row is replaced by that write (MR-TX-035),
+        # so the table may read anything then (MR-FLOW-028: no collision logic in block RAM)
+        m.submodules.path_mem = path_mem = memory.Memory(shape=lay.path.size, depth=rows, init=[],
+                                                         attrs={"metaroce_collision": "x"})
         m.submodules.head_mem = head_mem = memory.Memory(shape=pw, depth=rows, init=[])
         m.submodules.wnext_mem = wnext_mem = memory.Memory(shape=rb, depth=rows, init=[])
         m.submodules.rec_mem = rec_mem = memory.Memory(shape=lay.rec.size, depth=lay.pool, init=[])
@@ -433,12 +444,18 @@ class Retransmit(wiring.Component):
         wb_valid = Signal()
         wb_addr = Signal(rb)
         wb_data = Signal(lay.path.size)
+        path_rd_data = path_rd.data
+        if self.collision_garbage:
+            same_row = path_wr.addr == path_rd.addr
+            m.d.sync += self.collision_hit.eq(path_wr.en & (same_row if self.collision_garbage == "same"
+                                                            else ~same_row))
+            path_rd_data = Mux(self.collision_hit, ~path_rd.data, path_rd.data)
         s1a_same = Signal()             # the taken event's row is the row S1b holds (MR-TX-035)
         s1_same = Signal()              # S1b's row is the row S1b held a cycle before
         s1_base = Signal(lay.path.size)
         m.d.sync += [s1a_same.eq(s1_valid & (path_rd.addr == s1_row)),
                      s1_same.eq(s1_valid & s1a_valid & (s1a_row == s1_row)),
-                     s1_base.eq(Mux(wb_valid & s1a_same, wb_data, path_rd.data))]
+                     s1_base.eq(Mux(wb_valid & s1a_same, wb_data, path_rd_data))]
         fwd = wb_valid & s1_same
         row = data.View(lay.path, Mux(fwd, wb_data, s1_base))
         # MR-TX-038: row-dependent terms on S1a's row and on the previous write in

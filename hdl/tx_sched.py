@@ -42,6 +42,7 @@ from ..models.tx_sched import (OP_WRITE_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ER
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16
 from ..models.wire import MrdhFlag, Op
+from .rx import _pick
 
 __all__ = ["TxSched", "tx_sched_small"]
 
@@ -141,6 +142,14 @@ class _Arith:
             s = a.as_unsigned() - ~b if carry_in else a.as_unsigned() + b
             return _named(self.m, s[:n], name)
         return _prefix_sum(self.m, a.as_unsigned(), b, carry_in, name)[:n]
+
+    def add_c(self, a, b, cin, name="add_c"):
+        """``a + b + cin`` modulo 2^len(a) for a 1-bit Value ``cin``: one add of a bit more,
+        ``{a, 1} + {b, cin}`` (the carry out of the low bit is ``cin``), one chain."""
+        n = len(a)
+        s = self.add(Cat(Const(1, 1), a.as_unsigned()), Cat(cin, _ext(Value.cast(b).as_unsigned(), n)),
+                     name=name)
+        return _named(self.m, s[1:n + 1], f"{name}_s")
 
     def sub(self, a, b, name="sub"):
         """``a - b`` modulo 2^len(a) (in the prefix form an add of the complement)."""
@@ -250,7 +259,6 @@ class TxSched(wiring.Component):
         send = Array(Signal(ptr_w, name=f"send{q}") for q in range(Q))
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
         msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
-        e_len = Array(Signal(32, name=f"len{e}") for e in range(E))
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
         e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
         e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
@@ -266,8 +274,10 @@ class TxSched(wiring.Component):
         e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
         e_out = Array(Signal(OUT_BITS, name=f"out{e}") for e in range(E))
         e_idle = Array(Signal(init=1, name=f"idle{e}") for e in range(E))     # out == 0
+        # MR-TXS-043: the message's length is read with its descriptor (LUT RAM), not kept
+        # in a register per entry
         desc_lay = data.StructLayout({"imm_op": 1, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
-                                      "imm": 32, "msg": 32})
+                                      "imm": 32, "msg": 32, "len": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
         desc_rd_cq = desc_mem.read_port(domain="comb")
@@ -295,11 +305,33 @@ class TxSched(wiring.Component):
                        for r in range(C * PA))
         conn_rr = Signal(cb)
 
-        m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=lay.frame.size, depth=OUT_DEPTH)
+        # MR-TXS-044: the frame queue holds the frame request's fields that vary, the output
+        # rebuilds the rest (the opcode from imm_op and a bit set in every frame, the offset's
+        # low bits, the DMA length equal to the message length, the narrow fields' high bits)
+        fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "imm_op": 1, "ack_req": 1,
+                                    "psn": psn_w, "flags": 3, "path": pb, "stream": sb, "msg": 32,
+                                    "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
+                                    "imm": 32, "nb": nb_w})
+        m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=fq_lay.size, depth=OUT_DEPTH)
         m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size, depth=OUT_DEPTH)
         for q, port in ((frame_q, self.m_frame), (sent_q, self.m_sent), (cqe_q, self.m_cqe)):
-            m.d.comb += [port.payload.eq(q.r_data), port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
+            m.d.comb += [port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
+            if q is not frame_q:
+                m.d.comb += port.payload.eq(q.r_data)
+        fq_out, fr_out = data.View(fq_lay, frame_q.r_data), self.m_frame.payload
+        # a slot never written (all 0) shows an all-0 frame, as the unpacked ring would
+        m.d.comb += [
+            fr_out.conn.eq(fq_out.conn), fr_out.laddr.eq(fq_out.laddr),
+            fr_out.bth_opcode.eq(Mux(fq_out.op_set, Mux(fq_out.imm_op, int(Op.MR_WRITE_IMM),
+                                                         int(Op.MR_WRITE)), 0)),
+            fr_out.bth_ack_req.eq(fq_out.ack_req), fr_out.bth_psn.eq(fq_out.psn),
+            fr_out.mrdh_flags.eq(fq_out.flags), fr_out.mrdh_path.eq(fq_out.path),
+            fr_out.mrdh_stream.eq(fq_out.stream), fr_out.mrdh_msg.eq(fq_out.msg),
+            fr_out.mrdh_offset.eq(Cat(Const(0, mtu_log2), fq_out.chunk)),
+            fr_out.mrdh_msg_len.eq(fq_out.len), fr_out.reth_va.eq(fq_out.va),
+            fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
+            fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb)]
 
         def room_reg(q, name):
             """MR-TXS-039: ``q.w_rdy`` as a register of its own, set from the queue's level and
@@ -315,8 +347,10 @@ class TxSched(wiring.Component):
         out_room = room_reg(frame_q, "frame_room") & room_reg(sent_q, "sent_room")
 
         def read(arr, idx, name):
-            """``arr[idx]`` read once into a signal (see :func:`_named`)."""
-            return _named(m, Array(arr)[idx], name)
+            """``arr[idx]`` read once into a signal (see :func:`_named`), as a tree of 2:1 muxes
+            (``hdl.rx._pick``: an ``Array`` read is a ``$pmux``/``$shiftx``, larger on the ECP5;
+            every array here has a power-of-two length, so the index is always in range)."""
+            return _named(m, _pick(arr, idx), name)
 
         def count(t, d):
             """A ring's entries from its ``tail`` and ``done`` pointers."""
@@ -328,11 +362,11 @@ class TxSched(wiring.Component):
 
         def of_stream(arr, qi, ptr):
             """``arr``'s element of stream ``qi``'s ring entry ``ptr`` (a D-way read)."""
-            return Array(arr[qi * D:(qi + 1) * D])[ptr[:db]] if D > 1 else arr[qi]
+            return _pick(arr[qi * D:(qi + 1) * D], ptr[:db]) if D > 1 else arr[qi]
 
         def of_conn(arr, c, slot):
             """``arr``'s element of connection ``c``'s entry ``slot`` (a slot-way read)."""
-            return Array(arr[c * sd:(c + 1) * sd])[slot[:sdb]] if sdb else arr[c]
+            return _pick(arr[c * sd:(c + 1) * sd], slot[:sdb]) if sdb else arr[c]
 
         # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034): a report taken in cycle t is
         # registered with its checks, its LAST term and bytes, and is the action of t+1
@@ -426,10 +460,10 @@ class TxSched(wiring.Component):
         next_e = Cat(read([done[qi][:db] for qi in range(Q)], next_q, "next_comp_done"), next_q) \
             if D > 1 else next_q
         next_e = _named(m, next_e, "next_comp_e")
-        # each stream's oldest entry's status and length, read before the pick selects one
+        # each stream's oldest entry's status, read before the pick selects one (its length is
+        # read with the descriptor at the completion, MR-TXS-043)
         q_status = [Mux(of_stream(e_fail, qi, done[qi]), of_stream(e_status, qi, done[qi]), 0)
                     for qi in range(Q)]
-        q_len = [of_stream(e_len, qi, done[qi]) for qi in range(Q)]
         # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
         # completes so) and its `left` (its chunks from next_chunk on are left + 1), read in
         # parallel; the connection's unsent count goes down by them at the completion's edge
@@ -439,12 +473,11 @@ class TxSched(wiring.Component):
         # takes it unless its connection was touched at the edge (its terms are then unchanged)
         comp_valid_r, comp_q, comp_e = Signal(), Signal(len(next_q)), Signal(len(next_e))
         comp_unsent, comp_left = Signal(), Signal(chunk_w)
-        comp_status, comp_len = Signal(5), Signal(32)
+        comp_status = Signal(5)
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
-                     comp_unsent.eq(Array(q_unsent)[next_q]),
+                     comp_unsent.eq(_pick(q_unsent, next_q)),
                      comp_left.eq(read(q_left, next_q, "next_comp_left")),
-                     comp_status.eq(read(q_status, next_q, "next_comp_status")),
-                     comp_len.eq(read(q_len, next_q, "next_comp_len"))]
+                     comp_status.eq(read(q_status, next_q, "next_comp_status"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
         touched = Signal(C)
@@ -501,26 +534,24 @@ class TxSched(wiring.Component):
             # are `bytes <= room` and `bytes > room`.
             c_idle = c_infl[c] == 0
             rows = range(c * PA, (c + 1) * PA)
-            e_fits, e_fill = [], []
-            for k in range(sd):
-                e = c * sd + k
-                e_fits.append(_named(m, c_idle | ~A.gt_room(e_nnb[e], c_room[c], f"cgt{e}"),
-                                     f"fits{e}"))
-                e_fill.append([_named(m, A.gt_room(e_nnb[e], p_room[row], f"pgt{e}_{row}"),
-                                      f"fill{e}_{row}") for row in rows])
             h_nb = read(rq_nb[c], rq_head[c], f"h{c}_nb")
             h_fits = c_idle | ~A.gt_room(h_nb, c_room[c], f"h{c}_cgt")
             h_fill = [A.gt_room(h_nb, p_room[row], f"h{c}_pgt{row}") for row in rows]
             # streams: the first from the pointer whose send message exists with its next chunk in
             # the chunk window (ahead < W)
-            s_ok, s_fits, s_fill = [], [], []
+            # the compares per stream, of its send entry's bytes (a D-way read of registers, as
+            # deep as the D-way read of per-entry compares it replaces, and S x (1 + PA)
+            # compares instead of S x D x (1 + PA): issue 13)
+            s_ok, s_nnb, s_fits, s_fill = [], [], [], []
             for s in range(S):
                 qi = c * S + s
                 s_ok.append((send[qi] != tail[qi]) & ~of_stream(e_ahead, qi, send[qi])[wb]
                             & ~of_stream(e_fail, qi, send[qi]))
-                s_fits.append(of_stream(e_fits, qi - c * S, send[qi]))
-                s_fill.append([of_stream([f[p] for f in e_fill], qi - c * S, send[qi])
-                               for p in range(PA)])
+                s_nnb.append(_named(m, of_stream(e_nnb, qi, send[qi]), f"s_nnb{qi}"))
+                s_fits.append(_named(m, c_idle | ~A.gt_room(s_nnb[s], c_room[c], f"cgt{qi}"),
+                                     f"fits{qi}"))
+                s_fill.append([_named(m, A.gt_room(s_nnb[s], p_room[row], f"pgt{qi}_{row}"),
+                                      f"fill{qi}_{row}") for row in rows])
             s_any, s_pick = _first_from(s_ok, c_srr[c], S)
             s_pick = _named(m, s_pick[:sb], f"spick{c}")
 
@@ -541,7 +572,7 @@ class TxSched(wiring.Component):
             n_chunk = by_stream(s_chunk, f"n_chunk{c}")
             n_first = by_stream([x == 0 for x in s_chunk], f"n_first{c}")
             n_last = by_stream([of_stream(e_nlast, qi, send[qi]) for qi in qs], f"n_last{c}")
-            n_nb = by_stream([of_stream(e_nnb, qi, send[qi]) for qi in qs], f"n_nb{c}")
+            n_nb = by_stream(s_nnb, f"n_nb{c}")
             src_chunk = _named(m, Mux(nonempty, h_chunk, n_chunk), f"src_chunk{c}")
             src_first = Mux(nonempty, h_chunk == 0, n_first)
             src_last = _named(m, Mux(nonempty, h_last, n_last), f"src_last{c}")
@@ -564,7 +595,7 @@ class TxSched(wiring.Component):
             # bits of unsent (a high bit set is more than paths)
             lo = PA.bit_length()
             left_few = ((c_unsent[c] >> lo) == 0) & ((c_unsent[c][:lo] + rq_level[c]) <= PA)
-            req = Array(p_since_req)[p_pick] | Array(p_fill)[p_pick] | left_few
+            req = _pick(p_since_req, p_pick) | _pick(p_fill, p_pick) | left_few
             # MR-TXS-039: the source's entry within the connection, and its stream when this is
             # its last chunk, as one-hot bits registered with the candidate (the entries' and
             # streams' enables then select by the pick only)
@@ -577,8 +608,6 @@ class TxSched(wiring.Component):
             # queue's write data is the pick's mux of registers, no LUT-RAM read after the pick
             desc_rd = desc_mem.read_port(domain="comb")
             m.d.comb += desc_rd.addr.eq(src_e)
-            src_len = (read(e_len[c * sd:(c + 1) * sd], src_e[:sdb], f"src_len{c}") if sdb
-                       else e_len[c])
             src_psn = read(p_psn[c * PA:(c + 1) * PA], p_pick, f"src_psn{c}")
             # the enables' registered bits: the entry of a packet, of a new chunk, the stream of
             # a new last chunk, the row of a packet (a drop is a resend: new means no resend)
@@ -588,7 +617,7 @@ class TxSched(wiring.Component):
                              pkt_e_hot=pkt_e_hot, new_e_hot=new_e_hot,
                              new_last_hot=Mux(nonempty, 0, s_hot),
                              pkt_path_hot=Mux(drop, 0, Cat(*(p_pick == p for p in range(PA)))),
-                             desc=desc_rd.data.as_value(), len=src_len, psn=src_psn,
+                             desc=desc_rd.data.as_value(), psn=src_psn,
                              qi=src_qi, idx=src_idx,
                              chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
                              nb=nb, req=req, s=s_pick))
@@ -622,20 +651,18 @@ class TxSched(wiring.Component):
         g_e = _named(m, Cat(g_idx[:db], g_qi) if D > 1 else g_qi, "g_e")
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
         desc = data.View(desc_lay, g("desc"))
-        g_len = g("len")
-        g_off = (g_chunk << mtu_log2)[:32]
+        g_len = desc.len
         psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
                  | Mux(g_resend, int(MrdhFlag.RETX), 0))
-        frame = Signal(lay.frame)
+        frame = Signal(fq_lay)
         m.d.comb += [
-            frame.conn.eq(pick), frame.laddr.eq(desc.laddr),
-            frame.bth_opcode.eq(Mux(desc.imm_op, int(Op.MR_WRITE_IMM), int(Op.MR_WRITE))),
-            frame.bth_ack_req.eq(req), frame.bth_psn.eq(psn), frame.mrdh_flags.eq(flags),
-            frame.mrdh_path.eq(g_path), frame.mrdh_stream.eq(g_s), frame.mrdh_msg.eq(desc.msg),
-            frame.mrdh_offset.eq(g_off), frame.mrdh_msg_len.eq(g_len), frame.reth_va.eq(desc.va),
-            frame.reth_rkey.eq(desc.rkey), frame.reth_dma_len.eq(g_len),
-            frame.imm_imm.eq(Mux(desc.imm_op, desc.imm, 0)), frame.payload_len.eq(g_nb),
+            frame.conn.eq(pick), frame.laddr.eq(desc.laddr), frame.op_set.eq(1),
+            frame.imm_op.eq(desc.imm_op), frame.ack_req.eq(req), frame.psn.eq(psn),
+            frame.flags.eq(flags), frame.path.eq(g_path), frame.stream.eq(g_s),
+            frame.msg.eq(desc.msg), frame.chunk.eq(g_chunk), frame.len.eq(g_len),
+            frame.va.eq(desc.va), frame.rkey.eq(desc.rkey),
+            frame.imm.eq(Mux(desc.imm_op, desc.imm, 0)), frame.nb.eq(g_nb),
         ]
         sent = Signal(lay.sent)
         m.d.comb += [
@@ -654,7 +681,7 @@ class TxSched(wiring.Component):
             m.d.comb += [cqe.conn.eq(comp_q >> sb if S > 1 else comp_q),
                          cqe.stream.eq(comp_q[:sb] if S > 1 else 0),
                          cqe.wr_id.eq(cq_desc.wr_id), cqe.status.eq(comp_status),
-                         cqe.op.eq(cq_desc.imm_op), cqe.length.eq(comp_len)]
+                         cqe.op.eq(cq_desc.imm_op), cqe.length.eq(cq_desc.len)]
         with m.Else():
             m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
                          cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
@@ -698,41 +725,46 @@ class TxSched(wiring.Component):
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
                                       | (self.s_error.valid & (er_conn == c))
                                       | (wb_valid & (wb_conn == c)))
+        def rep_or_pkt(v, rep_sub, nb, name):
+            """MR-TXS-042: ``v`` after a report of ``r_nb`` bytes (``busy``: less when
+            ``rep_sub``, else more) or a packet of ``nb`` (the other way): a report and a packet
+            never act in one cycle (MR-TXS-030: a report is the action whenever the register
+            holds one), so one add, its operand and carry chosen by ``busy``, a register."""
+            n = len(v)
+            r_, p_ = _ext(r_nb, n), _ext(nb, n)
+            b = Mux(busy, ~r_ if rep_sub else r_, p_ if rep_sub else ~p_)
+            return A.add_c(v, b, busy if rep_sub else ~busy, name)
+
         for c in range(C):
             x = cand_r[c]
             for p in range(PA):
                 row = c * PA + p
                 # the adds beside the enables (an expression under m.If would take the enable in)
                 over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
-                infl_less = A.sub(p_infl[row], r_nb, f"pinfl_less{row}")
-                room_more = A.add(p_room[row], r_nb, name=f"proom_more{row}")
                 psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
-                infl_more = A.add(p_infl[row], x["nb"], name=f"pinfl_more{row}")
-                room_less = A.sub(p_room[row], x["nb"], f"proom_less{row}")
-                pkts_less = A.sub(p_pkts[row], 1, f"pkts_less{row}")
-                pkts_more = A.add(p_pkts[row], 1, name=f"pkts_more{row}")
+                infl_next = rep_or_pkt(p_infl[row], True, x["nb"], f"pinfl_next{row}")
+                room_next = rep_or_pkt(p_room[row], False, x["nb"], f"proom_next{row}")
+                pkts_next = A.add(p_pkts[row], Cat(Const(1, 1), busy.replicate(7)), name=f"pkts_next{row}")
                 with m.If(rep_act & (r_row == row)):
-                    m.d.sync += [p_infl[row].eq(Mux(over, infl_less, 0)),
-                                 p_room[row].eq(Mux(over, room_more, self.cwnd - mtu)),
-                                 p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_less, 0))]
+                    m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
+                                 p_room[row].eq(Mux(over, room_next, self.cwnd - mtu)),
+                                 p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
                 with m.If(act[c] & x["pkt_path_hot"][p]):
-                    m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_more),
-                                 p_room[row].eq(room_less),
-                                 p_pkts[row].eq(pkts_more),
+                    m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_next),
+                                 p_room[row].eq(room_next),
+                                 p_pkts[row].eq(pkts_next),
                                  p_since[row].eq(Mux(x["req"], 0, p_since[row] + 1))]
             over = A.gt_small(c_infl[c], r_nb, f"cover{c}")
-            c_infl_less = A.sub(c_infl[c], r_nb, f"cinfl_less{c}")
-            c_room_more = A.add(c_room[c], r_nb, name=f"croom_more{c}")
+            c_infl_next = rep_or_pkt(c_infl[c], True, x["nb"], f"cinfl_next{c}")
+            c_room_next = rep_or_pkt(c_room[c], False, x["nb"], f"croom_next{c}")
             c_unsent_more = A.add(c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
             # MR-TXS-032: unsent - (left + 1) from the registered completion's `left`, after the
             # register (the connection is untouched since the decision: its count is the same)
             c_unsent_after = A.add(c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
-            c_infl_more = A.add(c_infl[c], x["nb"], name=f"cinfl_more{c}")
-            c_room_less = A.sub(c_room[c], x["nb"], f"croom_less{c}")
             c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
             with m.If(rep_act & (r_conn == c)):
-                m.d.sync += [c_infl[c].eq(Mux(over, c_infl_less, 0)),
-                             c_room[c].eq(Mux(over, c_room_more, K))]
+                m.d.sync += [c_infl[c].eq(Mux(over, c_infl_next, 0)),
+                             c_room[c].eq(Mux(over, c_room_next, K))]
             for k in range(RD):
                 with m.If(ack_act & (r_conn == c) & (r_slot == rq_slot[c][k])
                           & (r_chunk == rq_chunk[c][k])):
@@ -752,7 +784,7 @@ class TxSched(wiring.Component):
             with m.If(act[c] & x["resend"]):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
             with m.If(act_pkt[c]):
-                m.d.sync += [c_infl[c].eq(c_infl_more), c_room[c].eq(c_room_less),
+                m.d.sync += [c_infl[c].eq(c_infl_next), c_room[c].eq(c_room_next),
                              c_rr[c].eq(x["path"] + 1)]
             with m.If(act_new[c]):
                 m.d.sync += [c_unsent[c].eq(c_unsent_less), c_srr[c].eq(x["s"] + 1)]
@@ -791,13 +823,13 @@ class TxSched(wiring.Component):
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
-                                         wr.imm, w_msg))]
+                                         wr.imm, w_msg, wr.length))]
         for e in range(E):
             next_more = A.add(e_next[e], 1, name=f"next_more{e}")
             left_less = A.sub(e_left[e], 1, f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
-            out_less = A.sub(e_out[e], 1, f"out_less{e}")
-            out_more = A.add(e_out[e], 1, name=f"out_more{e}")
+            # MR-TXS-042: - 1 for a report (busy), + 1 for a packet
+            out_next = A.add(e_out[e], Cat(Const(1, 1), busy.replicate(OUT_BITS - 1)), name=f"out_next{e}")
             with m.If(wb_valid & (wb_e == e)):
                 m.d.sync += [e_base[e].eq(base_moved), e_bits[e].eq(b_moved),
                              e_ahead[e].eq(ahead_moved)]
@@ -808,19 +840,19 @@ class TxSched(wiring.Component):
             err_hit = self.s_error.valid & (er.conn == e // sd) & live_e
             with m.If(wr_act & (w_e == e)):
                 m.d.sync += [e_nlast[e].eq(w_nchm1 == 0), e_nnb[e].eq(Mux(w_nchm1 == 0, w_lastnb, mtu)),
-                             e_len[e].eq(wr.length), e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
+                             e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
             with m.Elif(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
-                m.d.sync += [e_out[e].eq(out_less),
+                m.d.sync += [e_out[e].eq(out_next),
                              e_idle[e].eq(e_out[e] == 1)]
             # the picked candidate's entry: its connection's and its own registered bit
             ce, ke = divmod(e, sd)
             with m.If(act[ce] & cand_r[ce]["pkt_e_hot"][ke]):
-                m.d.sync += [e_out[e].eq(out_more), e_idle[e].eq(0)]
+                m.d.sync += [e_out[e].eq(out_next), e_idle[e].eq(0)]
             with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
                 m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
                              e_next[e].eq(next_more), e_left[e].eq(left_less),

@@ -54,7 +54,7 @@ def test_bad_parameters():
 
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_lockstep_random(seed):
-    """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030..032, MR-TXS-041, MR-TXS-050: random work requests with bad ones, lossy
+    """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030..032, MR-TXS-041..044, MR-TXS-050: random work requests with bad ones, lossy
     delivery (gap losses and timeouts reported by the retransmit unit's semantics), idle cycles
     and backpressure: 0 mismatches; every work request completes once, in order per stream; every
     chunk sent, resent only after a lost report."""
@@ -66,7 +66,7 @@ def test_lockstep_random(seed):
 
 @pytest.mark.parametrize("carry_chain", [False, True])
 def test_lockstep_other_instance(carry_chain):
-    """MR-TXS-001, MR-TXS-041, MR-TXS-050: 2 connections x 4 streams x 2 paths, 2 messages per stream, a small
+    """MR-TXS-001, MR-TXS-041..044, MR-TXS-050: 2 connections x 4 streams x 2 paths, 2 messages per stream, a small
     chunk window and small windows (the path and connection windows bind); in both adder forms
     of MR-TXS-038 (the ECP5's ``+`` and the generic flow's prefix trees)."""
     params = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
