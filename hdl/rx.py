@@ -261,7 +261,10 @@ def _wide_inc_counter(m, name, nbits, inc, piece=LIMB):
 
 
 class Rx(wiring.Component):
-    """The RX engine's first slice (docs/spec/hw-rx.md)."""
+    """The RX engine's first slice (docs/spec/hw-rx.md). ``collision_x``: the tables with
+    MR-FLOW-028's attribute (MR-RX-119; :data:`COLLISION_X_TABLES`); ``poison`` (simulation
+    only): their reads that met a write of the row read return inverted data, flagged in
+    ``collided``."""
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,

