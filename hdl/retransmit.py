@@ -191,14 +191,15 @@ class Retransmit(wiring.Component):
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
-        # MR-TX-066, for simulation only: the path table's read data inverted in the cycle after
-        # the read met a write of the same row ("same": what the block RAM may return under
+        # MR-TX-066, for simulation only: the block-RAM tables' read data inverted in the cycle
+        # after the read met a write of the same row ("same": what the block RAM may return under
         # MR-FLOW-028) or of another row ("other": a negative control); counted on
-        # ``collision_hit``
+        # ``collision_hit`` (the path table) and ``collision_hits`` (records, links, free ring)
         if collision_garbage not in (None, "same", "other"):
             raise ValueError(f"collision_garbage must be None, 'same' or 'other', not {collision_garbage!r}")
         self.collision_garbage = collision_garbage
         self.collision_hit = Signal()
+        self.collision_hits = {n: Signal(name=f"{n}_collision_hit") for n in ("rec", "link", "free")}
         self.lay = lay = layouts(conns, paths, pool)
         super().__init__({
             "s_sent": In(stream.Signature(lay.sent)),
@@ -226,10 +227,15 @@ class Retransmit(wiring.Component):
                                                          attrs={"metaroce_collision": "x"})
         m.submodules.head_mem = head_mem = memory.Memory(shape=pw, depth=rows, init=[])
         m.submodules.wnext_mem = wnext_mem = memory.Memory(shape=rb, depth=rows, init=[])
-        m.submodules.rec_mem = rec_mem = memory.Memory(shape=lay.rec.size, depth=lay.pool, init=[])
-        m.submodules.link_mem = link_mem = memory.Memory(shape=pw, depth=lay.pool, init=[])
+        # MR-TX-066: the pool's records, links and free ring likewise (their reads that meet a
+        # write of the same row are never used: tested in simulation with garbage data)
+        m.submodules.rec_mem = rec_mem = memory.Memory(shape=lay.rec.size, depth=lay.pool, init=[],
+                                                       attrs={"metaroce_collision": "x"})
+        m.submodules.link_mem = link_mem = memory.Memory(shape=pw, depth=lay.pool, init=[],
+                                                         attrs={"metaroce_collision": "x"})
         m.submodules.free_mem = free_mem = memory.Memory(shape=pw, depth=lay.pool,
-                                                         init=list(range(lay.pool)))
+                                                         init=list(range(lay.pool)),
+                                                         attrs={"metaroce_collision": "x"})
         path_rd, path_wr = path_mem.read_port(), path_mem.write_port()
         head_wr = head_mem.write_port()
         head_rd = head_mem.read_port(transparent_for=(head_wr,))
@@ -238,6 +244,16 @@ class Retransmit(wiring.Component):
         link_rd, link_wr = link_mem.read_port(), link_mem.write_port()
         free_wr = free_mem.write_port()
         free_rd = free_mem.read_port()
+
+        def read_data(rd, wr, name):
+            """``rd.data``, inverted in simulation after a collision (``collision_garbage``)."""
+            if not self.collision_garbage:
+                return rd.data
+            hit, same = self.collision_hits[name], wr.addr == rd.addr
+            m.d.sync += hit.eq(wr.en & (same if self.collision_garbage == "same" else ~same))
+            return Mux(hit, ~rd.data, rd.data)
+        rec_data, link_data = read_data(rec_rd, rec_wr, "rec"), read_data(link_rd, link_wr, "link")
+        free_data = read_data(free_rd, free_wr, "free")
 
         m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
         m.submodules.ins_q = ins_q = fifo.SyncFIFO(width=lay.insert.size, depth=INS_DEPTH)
@@ -296,8 +312,8 @@ class Retransmit(wiring.Component):
         n_dec = Signal(range(4))
         m.d.comb += n_dec.eq(pf_n - 1)
         for i in range(3):
-            keep = Mux(rd_inflight & (pf_n == i), free_rd.data, pf[i])
-            shift = Mux(rd_inflight & (n_dec == i), free_rd.data, pf[i + 1] if i < 2 else pf[i])
+            keep = Mux(rd_inflight & (pf_n == i), free_data, pf[i])
+            shift = Mux(rd_inflight & (n_dec == i), free_data, pf[i + 1] if i < 2 else pf[i])
             m.d.sync += pf[i].eq(Mux(free_pop, shift, keep))
         m.d.sync += pf_n.eq(Mux(free_pop, n_dec + rd_inflight, pf_n + rd_inflight))
         free_head = pf[0]
@@ -383,7 +399,7 @@ class Retransmit(wiring.Component):
         ]
         sent_take = self.s_sent.valid & self.s_sent.ready
         ina, ins = self.s_ack.payload, self.s_sent.payload
-        rec = data.View(lay.rec, rec_rd.data)
+        rec = data.View(lay.rec, rec_data)
         with m.If(ack_take):
             m.d.comb += path_rd.addr.eq(Cat(ina.path[:pb], ina.conn))
         with m.Elif(rto_take):
@@ -745,14 +761,14 @@ class Retransmit(wiring.Component):
                 to_resend = ~to_acked & (w_skip == 0)
                 advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
                     | (to_resend & resend_q.w_rdy)
-                m.d.comb += walk_addr.eq(Mux(advance, link_rd.data, w_cursor))
+                m.d.comb += walk_addr.eq(Mux(advance, link_data, w_cursor))
                 last = Signal()
                 with m.If(advance):
                     m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
                                  inc["acked"].eq(to_acked),
                                  inc["gap_losses"].eq(to_resend & ~expire),
                                  inc["timeout_losses"].eq(to_resend & expire)]
-                    m.d.sync += w_cursor.eq(link_rd.data)
+                    m.d.sync += w_cursor.eq(link_data)
                     with m.If(expire):
                         with m.If(w_skip != 0):
                             m.d.sync += w_skip.eq(w_skip - 1)
@@ -774,7 +790,7 @@ class Retransmit(wiring.Component):
                                      w_skip.eq(w_skip - (w_skip != 0))]
                         with m.If(w_left == 1):
                             m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
-                                         head_wr.data.eq(link_rd.data)]
+                                         head_wr.data.eq(link_data)]
                     with m.If(last):
                         # the next walk job starts now: its head is read beside the last
                         # record (the head read is transparent to this cycle's head write)

@@ -207,14 +207,14 @@ def test_head_reg_fifo_is_the_ring(depth):
     assert all(seen.values()), seen
 
 
-def _lockstep_counting_collisions(mode, items, seed):
+def _lockstep_counting_collisions(mode, items, seed, inst=SMALL):
     """``run_lockstep``'s Amaranth lockstep of a unit built with ``collision_garbage=mode``
-    (MR-TX-066), counting the cycles whose path-table read data was replaced by garbage."""
+    (MR-TX-066), counting per table the cycles whose read data was replaced by garbage."""
     from amaranth.hdl import ClockDomain
     from amaranth.sim import Simulator
     from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists, port_values
-    dut = Retransmit(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2], collision_garbage=mode)
-    model = RetransmitCycleModel(64, *SMALL)
+    dut = Retransmit(64, conns=inst[0], paths=inst[1], pool=inst[2], collision_garbage=mode)
+    model = RetransmitCycleModel(64, *inst)
     drv = rc.Driver(model.lay, items, seed=seed, p_idle=0.1, p_bp=0.3)
     top = Module()
     top.domains.sync = ClockDomain()
@@ -224,30 +224,36 @@ def _lockstep_counting_collisions(mode, items, seed):
     core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()})
     sim = Simulator(top)
     sim.add_clock(1e-8)
-    hits = [0]
+    names = ["path", *dut.collision_hits]
+    hits = dict.fromkeys(names, 0)
 
     async def count(ctx):
-        async for _, _, hit in ctx.tick().sample(dut.collision_hit):
-            hits[0] += hit
+        async for _, _, *vals in ctx.tick().sample(dut.collision_hit, *dut.collision_hits.values()):
+            for n, v in zip(names, vals):
+                hits[n] += v
     sim.add_process(count)
     drive_amaranth(sim, core, drv, sig, busy=model.busy)
     sim.run()
-    return core, hits[0]
+    return core, hits
 
 
-def test_path_table_collision_reads_unused():
-    """MR-TX-066, MR-FLOW-028: the path table's read that meets S1b's write of its row is never
-    used (MR-TX-035 takes the write): with that read's data inverted in simulation the lockstep
-    has 0 mismatches, over traffic with such collisions; the negative control inverts the
-    reads that meet a write of another row, and the lockstep fails. The table carries the
-    attribute that lets the ECP5 build drop the collision logic."""
-    items = rc.traffic(*SMALL, 200, seed=4)
-    core, hits = _lockstep_counting_collisions("same", items, 4)
-    assert hits > 10 and core.mismatches == 0
+def test_block_ram_collision_reads_unused():
+    """MR-TX-066, MR-FLOW-028: a read of the path table, the records, the links or the free
+    ring that meets a write of its row is never used: with that read's data inverted in
+    simulation the lockstep has 0 mismatches, over traffic with such cycles in every table (a
+    pool of 16 records, so records are freed and taken again at once); the negative control
+    inverts the reads that meet a write of another row, and the lockstep fails. The tables
+    carry the attribute that lets the ECP5 build drop the collision logic."""
+    inst = (4, 2, 16)
+    items = rc.traffic(*inst, 300, seed=3)
+    core, hits = _lockstep_counting_collisions("same", items, 3, inst)
+    assert core.mismatches == 0
+    assert hits["path"] > 50 and hits["rec"] >= 5 and hits["link"] >= 3 and hits["free"] > 50, hits
     with pytest.raises(Mismatch):
-        _lockstep_counting_collisions("other", items, 4)
-    mem = Retransmit(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2])
-    v = verilog.convert(mem, name="retransmit")
-    assert re.search(r'\(\* metaroce_collision = "x" \*\)\s*(\(\*[^)]*\*\)\s*)*reg \[\d+:0\] path_mem \[', v)
+        _lockstep_counting_collisions("other", items, 3, inst)
+    v = verilog.convert(Retransmit(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2]), name="retransmit")
+    for mem in ("path_mem", "rec_mem", "link_mem", "free_mem"):
+        assert re.search(r'\(\* metaroce_collision = "x" \*\)\s*(\(\*[^)]*\*\)\s*)*reg \[\d+:0\] '
+                         + mem + r' \[', v), mem
     with pytest.raises(ValueError):
         Retransmit(64, collision_garbage="all")
