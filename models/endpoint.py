@@ -1168,6 +1168,14 @@ class Connection:
         if self.spread:
             if pkts:
                 self.spread = False
+                if (ep.ack_phase and a.rate_mbps and self.rate_bps < ep.line_rate_bps
+                        and self.last_tx < self.t_answer):
+                    # MR-CC-028: the bottleneck has served the first window; the next paced
+                    # frame keeps that slot, one gap on, instead of the hashed phase
+                    mbps = max(1, int(self.rate_bps // 1e6))
+                    self.pace_until = max(P.blind_release_ns(
+                        self.blind_t0, self.blind_bytes, mbps),
+                        now - ep._base_rtt_ns + P.pacing_gap_ns(self.last_wl, mbps))
             elif a.rate_mbps and self.rate_bps < ep.line_rate_bps and (
                     self.rate_bps != old_rate or not answered):
                 # MR-CC-023: the answers to the announcements of an incast arrive within
@@ -2214,6 +2222,9 @@ class Endpoint(VerbsHost):
       connections starting together on one core link then share it 187 / 156 Gb/s).
     - ``pull_first_lost`` (True): as a receiver that takes announcements, pull the first windows
       lost at a quiet port (MR-CC-027); the sender side always takes a pull.
+    - ``ack_phase`` (True): an announcing sender paced at a hint takes the phase of its next
+      paced frame from its first data ACK, one gap after the bottleneck served its first
+      window, instead of the hashed spread of MR-CC-023 (MR-CC-028).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2258,13 +2269,14 @@ class Endpoint(VerbsHost):
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
                  max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False,
-                 pull_first_lost=True, rng=None):
+                 pull_first_lost=True, ack_phase=True, rng=None):
         _check_config(locals())
         self.addr = addr
         self.resend_twice = bool(resend_twice)
         self.announce = bool(announce)      # MR-CC-021/022: send and answer announcements
         self.announce_go = bool(announce_go)    # MR-CC-022: answer a lone sender "go"
         self.pull_first_lost = bool(pull_first_lost)    # MR-CC-027: pull lost first windows
+        self.ack_phase = bool(ack_phase)    # MR-CC-028: the first data ACK sets the phase
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt

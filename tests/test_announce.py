@@ -326,3 +326,43 @@ def test_pulled_resend_after_a_paced_frame_takes_its_turn():
     assert frames_of(ep_b, t2) == []            # waits for its turn
     (resend,) = frames_of(ep_b, cb.pace_until * 1e-9)
     assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
+
+
+@pytest.mark.parametrize("ack_phase", [True, False])
+def test_first_data_ack_sets_the_phase(ack_phase):
+    """MR-CC-028: the first ACK of a paced announcing sender's data, arriving before its first
+    paced frame, moves that frame to one gap after the bottleneck served its first window
+    (now - base RTT + the gap of its last frame, not before the blind release) instead of the
+    hashed spread of MR-CC-023; with ``ack_phase`` off the spread stays."""
+    t0 = 1e-6
+    b, _ = receiver(n_conns=4)
+    rkey = b.reg_mr(bytearray(16 * MTU))
+    firsts = []
+    for i, kw in enumerate(({}, {"ack_phase": ack_phase})):
+        ep = Endpoint(f"10.0.0.{i + 1}", rng=random.Random(1), **KW, **kw)
+        c = ep.connect(10, RX, 20 + i, paths=4)
+        c.post_write(0, ep.reg_mr(bytearray(8 * MTU)), 0, 8 * MTU, i * 8 * MTU, rkey, wr_id=1)
+        firsts.append(frames_of(ep)[:2])
+    ep_b, cb = ep, c
+    (a_ann, a_first), (b_ann, b_first) = firsts
+    for f in (a_ann, b_ann, a_first, b_first):
+        b.receive(f, t0)
+    to_b = [f for f in frames_of(b, t0) if f.ip.dst == "10.0.0.2"]
+    answer, data_ack = to_b[0], to_b[-1]
+    assert answer.mrah.trigger_psn != data_ack.mrah.trigger_psn
+    t1 = t0 + 2e-6
+    ep_b.receive(answer, t1)
+    mbps = int(cb.rate_bps // 1e6)
+    assert mbps == LINE_MBPS // 2
+    release = P.blind_release_ns(cb.blind_t0, cb.blind_bytes, mbps)
+    spread = P.phase_spread_ns(P.pacing_gap_ns(MTU + 90, mbps), cb.local_id, ep_b.seed)
+    assert spread > 0 and cb.pace_until == max(int(t1 * 1e9), release) + spread
+    t2 = t0 + 5e-6
+    ep_b.receive(data_ack, t2)
+    now = int(t2 * 1e9)
+    if ack_phase:
+        assert cb.pace_until == max(release, now - ep_b._base_rtt_ns
+                                    + P.pacing_gap_ns(cb.last_wl, mbps))
+        assert cb.pace_until < max(int(t1 * 1e9), release) + spread
+    else:
+        assert cb.pace_until == max(int(t1 * 1e9), release) + spread
