@@ -197,6 +197,9 @@ _NO_ABORT, _ABORT_PENDING, _ABORT_DONE = 0, 1, 2
 #: MR-CC-012: wire bytes of a data frame beyond its payload (headers to ICRC with RETH, and the
 #: FCS, preamble and gap of MR-CC-006), for the receiver's per-sender byte counts.
 _WIRE_HDR = 90 + P.WIRE_OVERHEAD
+import os as _os
+PROBE_ALL = bool(int(_os.environ.get("PROBE_ALL", "0")))
+NORM = bool(int(_os.environ.get("NORM", "0")))
 _DATA_HDR = 90          # MR-CC-023: a data frame's bytes beyond its payload (with RETH)
 #: MR-CC-013: the per-path window counters saturate here (10-bit record fields).
 _ACC_MAX = 1023
@@ -1084,14 +1087,26 @@ class Connection:
         wit = None
         if rec is not None and not rec.probe:
             sample = now - rec.t
+            if p.min_rtt is None or sample < p.min_rtt:
+                p.min_rtt = sample
             if not rec.free:
                 # MR-CC-016: a packet of the first window measured the queue the first windows
                 # built, which the blind release already pays for: no MR-CC-015 slow-down
-                self.rtt_last = sample
+                qs = sample
+                if NORM and p.min_rtt < ep._base_rtt_ns:
+                    qs += ep._base_rtt_ns - p.min_rtt
+                if (self.last_tx >= 0 and self.pace_until > now
+                        and self.rate_bps < ep.line_rate_bps):
+                    # MR-CC-029: the wait after the last frame follows the latest sample (a
+                    # stale sample would stretch a second gap by the queue it measured)
+                    end = self.last_tx + self._gap(self.last_wl)
+                    self.rtt_last = qs
+                    if self.pace_until == end:
+                        self.pace_until = self.last_tx + self._gap(self.last_wl)
+                else:
+                    self.rtt_last = qs
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
-            if p.min_rtt is None or sample < p.min_rtt:
-                p.min_rtt = sample
             wit = (rec.t, sample - p.min_rtt)
         pkts = nbytes = 0
         d_trig = (trigger - floor) & _PSN_MASK     # = psn_dist(floor, trigger) wherever j below can equal it
@@ -1682,6 +1697,8 @@ class Connection:
             # MR-CC-024: a paced connection's probe of a first-window packet takes the next
             # paced frame's turn, so that the two do not arrive together, twice its share
             self.pace_until = max(self.pace_until, now) + self._gap(wire_len(f))
+        elif PROBE_ALL and self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
+            self.pace_until = max(self.pace_until, now + self._gap(wire_len(f)))
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
         self.ep._arm(p, now + self._rto(p))

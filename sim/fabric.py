@@ -12,7 +12,8 @@ Model (MR-FAB-ids are in docs/spec/fabric.md):
 * A switch output port is a FIFO with a byte buffer: a frame that does not fit is dropped at the
   tail (MR-FAB-010); an ECN-capable frame (ECT(0)/ECT(1)) that finds more than ``ecn_threshold``
   bytes queued is marked CE (``ip.ecn = 3``) (MR-FAB-011). Queue occupancy counts the frame being
-  serialised until its last bit has left.
+  serialised until its last bit has left. Acknowledgements, NAKs, CNPs and announcements go
+  in a control queue that the port serves first (MR-FAB-019, ``control``).
 * A switch picks among equal-cost next hops by a CRC-32 of the UDP 5-tuple (source and
   destination IP, source and destination port, protocol) and a per-switch seed (MR-FAB-012);
   the choice is stable for a given 5-tuple, so a path's entropy (UDP source port) picks its route.

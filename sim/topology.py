@@ -36,7 +36,9 @@ class Fabric:
     then caps each port only when given); ``red=(kmin, kmax, pmax)`` replaces step marking
     (MR-FAB-014); ``pfc`` (a :class:`~metaroce.sim.fabric.Pfc`) makes the fabric lossless
     (MR-FAB-015); ``reconverge`` (seconds) makes switches route around dead links and switches
-    that long after a change (MR-FAB-017).
+    that long after a change (MR-FAB-017); ``control_priority`` (default True) serves every
+    protocol's acknowledgements, NAKs, CNPs and announcements before the data at every switch
+    port (MR-FAB-019).
     """
 
     def __init__(self, n_hosts=2, *, planes=1, leaves=1, spines=0, rate_bps=400e9, rtt=10e-6,

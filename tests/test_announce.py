@@ -366,3 +366,54 @@ def test_first_data_ack_sets_the_phase(ack_phase):
         assert cb.pace_until < max(int(t1 * 1e9), release) + spread
     else:
         assert cb.pace_until == max(int(t1 * 1e9), release) + spread
+
+
+def test_queue_stretch_follows_the_latest_sample():
+    """MR-CC-029: a paced sender whose last frame's gap was stretched by a sample of a queue
+    (MR-CC-015/020) takes the stretch back when a later sample, arriving before its next turn,
+    shows the queue gone: the wait after the last frame follows the latest sample."""
+    b, _ = receiver(n_conns=64)
+    rkey = b.reg_mr(bytearray(16 * MTU))
+    ep = Endpoint("10.0.0.64", rng=random.Random(1), **KW)
+    c = ep.connect(10, RX, 20 + 63, paths=4)
+    c.post_write(0, ep.reg_mr(bytearray(8 * MTU)), 0, 8 * MTU, 0, rkey, wr_id=1)
+    t = 1e-6
+    for i in range(63):
+        b.receive(announcement(f"10.0.0.{i + 1}", 20 + i), t)
+    ann, first = frames_of(ep, t)
+    b.receive(ann, t)
+    b.receive(first, t)
+
+    def to_ep(now):
+        # the 63 announcers send no data, so the receiver would soon count one sender again:
+        # its ACKs keep the first hint (that of 64 senders)
+        got = [f for f in frames_of(b, now, 256) if f.ip.dst == "10.0.0.64"]
+        for f in got:
+            f.mrah.rate_mbps = LINE_MBPS // 64
+        return got
+    for f in to_ep(t):
+        ep.receive(f, t + 1e-6)
+    mbps = int(c.rate_bps // 1e6)
+    assert mbps <= LINE_MBPS // 60          # a gap longer than the base RTT
+    base = ep._base_rtt_ns
+    gap = P.pacing_gap_ns(MTU + 90, mbps)
+    assert gap > base
+    # the second packet meets a queue: its sample is 3 base RTTs
+    t2 = c.pace_until * 1e-9
+    (second,) = frames_of(ep, t2)
+    b.receive(second, t2 + 2.5 * base * 1e-9)
+    t3 = t2 + 3 * base * 1e-9
+    for f in to_ep(t2 + 2.5 * base * 1e-9):
+        ep.receive(f, t3)
+    assert c.rtt_last == 3 * base
+    (third,) = frames_of(ep, c.pace_until * 1e-9)
+    stretched = c.pace_until - c.last_tx
+    assert stretched == P.queue_paced_gap_ns(P.pacing_gap_ns(c.last_wl, mbps), base, 3 * base)
+    assert stretched > P.pacing_gap_ns(c.last_wl, mbps)
+    # the third packet's ACK, one base RTT later, before the next turn: no queue any more
+    t4 = c.last_tx * 1e-9
+    b.receive(third, t4 + 0.5 * base * 1e-9)
+    for f in to_ep(t4 + 0.5 * base * 1e-9):
+        ep.receive(f, t4 + base * 1e-9)
+    assert c.rtt_last == base
+    assert c.pace_until == c.last_tx + P.pacing_gap_ns(c.last_wl, mbps)
