@@ -197,9 +197,6 @@ _NO_ABORT, _ABORT_PENDING, _ABORT_DONE = 0, 1, 2
 #: MR-CC-012: wire bytes of a data frame beyond its payload (headers to ICRC with RETH, and the
 #: FCS, preamble and gap of MR-CC-006), for the receiver's per-sender byte counts.
 _WIRE_HDR = 90 + P.WIRE_OVERHEAD
-import os as _os
-PROBE_ALL = bool(int(_os.environ.get("PROBE_ALL", "0")))
-NORM = bool(int(_os.environ.get("NORM", "0")))
 _DATA_HDR = 90          # MR-CC-023: a data frame's bytes beyond its payload (with RETH)
 #: MR-CC-013: the per-path window counters saturate here (10-bit record fields).
 _ACC_MAX = 1023
@@ -1092,19 +1089,16 @@ class Connection:
             if not rec.free:
                 # MR-CC-016: a packet of the first window measured the queue the first windows
                 # built, which the blind release already pays for: no MR-CC-015 slow-down
-                qs = sample
-                if NORM and p.min_rtt < ep._base_rtt_ns:
-                    qs += ep._base_rtt_ns - p.min_rtt
                 if (self.last_tx >= 0 and self.pace_until > now
                         and self.rate_bps < ep.line_rate_bps):
                     # MR-CC-029: the wait after the last frame follows the latest sample (a
                     # stale sample would stretch a second gap by the queue it measured)
                     end = self.last_tx + self._gap(self.last_wl)
-                    self.rtt_last = qs
+                    self.rtt_last = sample
                     if self.pace_until == end:
                         self.pace_until = self.last_tx + self._gap(self.last_wl)
                 else:
-                    self.rtt_last = qs
+                    self.rtt_last = sample
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
             wit = (rec.t, sample - p.min_rtt)
@@ -1697,7 +1691,9 @@ class Connection:
             # MR-CC-024: a paced connection's probe of a first-window packet takes the next
             # paced frame's turn, so that the two do not arrive together, twice its share
             self.pace_until = max(self.pace_until, now) + self._gap(wire_len(f))
-        elif PROBE_ALL and self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
+        elif self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
+            # MR-CC-030: any other probe of a paced connection counts as a paced frame: the
+            # next one leaves at least a gap after it
             self.pace_until = max(self.pace_until, now + self._gap(wire_len(f)))
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
@@ -2595,7 +2591,7 @@ class Endpoint(VerbsHost):
     def _quiet_check(self, now):
         """MR-CC-027: when no frame has arrived for ``NEW_SENDER_WINDOW`` MTU packet times, the
         first data packet of every connection still silent since its announcement is lost: pull
-        them, in the order of their announcements, one every MTU packet time."""
+        them, in the order of their announcements, one every MTU packet time (MR-CC-031)."""
         self._quiet_armed = False
         pending = [lid for lid in self._silent if lid not in self._pulling]
         if not pending:
@@ -2607,13 +2603,10 @@ class Endpoint(VerbsHost):
         start = not self._pullq
         self._pullq.extend(pending)
         self._pulling.update(pending)
-        # one pacing gap of an MTU frame at the current share, spread over the pulls (at least
-        # an MTU packet time): each pulled sender paces from its pull, so their phases spread
-        # over the gap as those of the senders whose first windows arrived (MR-CC-023)
-        hint = self._rate_hint()
-        pkt = self._pkt_bits_ns // self._rate
-        gap = P.pacing_gap_ns(self.mtu + _DATA_HDR, hint) if hint else pkt
-        self._pull_iv = max(pkt, gap // len(self._pullq))
+        # MR-CC-031: one pull per MTU packet time at the line rate: each pulled sender paces
+        # from its pull, so the pulls take the slots of the gap that the senders whose first
+        # windows arrived (paced from their first ACK, MR-CC-028) left free
+        self._pull_iv = self._pkt_bits_ns // self._rate
         if start:
             self._pull_next(now)
 
