@@ -1,5 +1,7 @@
 """The sender announcement: MR-CC-021..025 (transport), MR-WIRE-084 (wire), MR-SEC-157 (bounds);
-the receiver's count of senders mid-message, MR-CC-026; first windows lost at a quiet port, MR-CC-027."""
+the receiver's count of senders mid-message, MR-CC-026; first windows lost at a quiet port, MR-CC-027,
+pulled one per packet time, MR-CC-031; the pacing of the first paced frames and of probes,
+MR-CC-028..030."""
 import random
 
 import pytest
@@ -368,10 +370,9 @@ def test_first_data_ack_sets_the_phase(ack_phase):
         assert cb.pace_until == max(int(t1 * 1e9), release) + spread
 
 
-def test_queue_stretch_follows_the_latest_sample():
-    """MR-CC-029: a paced sender whose last frame's gap was stretched by a sample of a queue
-    (MR-CC-015/020) takes the stretch back when a later sample, arriving before its next turn,
-    shows the queue gone: the wait after the last frame follows the latest sample."""
+def _paced_sender():
+    """A sender paced at the share of 64 senders (a gap longer than the base RTT): the
+    receiver counted 63 announcers and it; the receiver's ACKs to it keep that hint."""
     b, _ = receiver(n_conns=64)
     rkey = b.reg_mr(bytearray(16 * MTU))
     ep = Endpoint("10.0.0.64", rng=random.Random(1), **KW)
@@ -393,6 +394,14 @@ def test_queue_stretch_follows_the_latest_sample():
         return got
     for f in to_ep(t):
         ep.receive(f, t + 1e-6)
+    return b, ep, c, to_ep
+
+
+def test_queue_stretch_follows_the_latest_sample():
+    """MR-CC-029: a paced sender whose last frame's gap was stretched by a sample of a queue
+    (MR-CC-015/020) takes the stretch back when a later sample, arriving before its next turn,
+    shows the queue gone: the wait after the last frame follows the latest sample."""
+    b, ep, c, to_ep = _paced_sender()
     mbps = int(c.rate_bps // 1e6)
     assert mbps <= LINE_MBPS // 60          # a gap longer than the base RTT
     base = ep._base_rtt_ns
@@ -417,3 +426,44 @@ def test_queue_stretch_follows_the_latest_sample():
         ep.receive(f, t4 + base * 1e-9)
     assert c.rtt_last == base
     assert c.pace_until == c.last_tx + P.pacing_gap_ns(c.last_wl, mbps)
+
+
+def test_probe_of_a_paced_connection_counts_as_its_paced_frame():
+    """MR-CC-030: a paced connection's probe of a packet sent under its hint (not of its first
+    window) puts its next paced frame at least one gap after the probe."""
+    b, ep, c, to_ep = _paced_sender()
+    mbps = int(c.rate_bps // 1e6)
+    t2 = c.pace_until * 1e-9
+    (second,) = frames_of(ep, t2)
+    p = c.paths[second.mrdh.path]
+    turn = c.pace_until
+    now = turn - P.pacing_gap_ns(c.last_wl, mbps) // 2      # half a gap before the next turn
+    assert c._probe_same_psn(p, now)
+    (probe,) = frames_of(ep, now * 1e-9)
+    assert probe.bth.psn == second.bth.psn and probe.mrdh.offset == second.mrdh.offset
+    assert c.pace_until == now + c._gap(probe.__dict__.get("_wl") or codec.wire_len(probe))
+    assert c.pace_until > turn
+    assert frames_of(ep, (turn + 1) * 1e-9) == []
+
+
+def test_pulls_go_one_per_packet_time():
+    """MR-CC-031: the connections silent at a quiet port are pulled one per MTU packet time at
+    the receiver's line rate, in the order of their announcements."""
+    b, _ = receiver(n_conns=6)
+    t0 = 1e-6
+    for i in range(6):
+        b.receive(announcement(f"10.0.0.{i + 1}", 20 + i), t0)
+    frames_of(b, t0, 256)                           # the answers
+    pkt = b._pkt_bits_ns // b._rate                 # an MTU packet time at the line rate
+    t = int(t0 * 1e9) + b._fresh_ns                 # the port falls quiet
+    got, times = [], []
+    while len(got) < 6:
+        assert frames_of(b, (t - 1) * 1e-9) == []
+        (pull,) = frames_of(b, t * 1e-9)
+        assert pull.mrah.flags & MrahFlag.FIRST_LOST
+        got.append(pull.ip.dst)
+        times.append(t)
+        t = int(round(b.next_wakeup(t * 1e-9) * 1e9))
+    assert got == [f"10.0.0.{i + 1}" for i in range(6)]
+    assert [b - a for a, b in zip(times, times[1:])] == [pkt] * 5
+    assert b.stats["first_window_pulls"] == 6
