@@ -1084,14 +1084,23 @@ class Connection:
         wit = None
         if rec is not None and not rec.probe:
             sample = now - rec.t
+            if p.min_rtt is None or sample < p.min_rtt:
+                p.min_rtt = sample
             if not rec.free:
                 # MR-CC-016: a packet of the first window measured the queue the first windows
                 # built, which the blind release already pays for: no MR-CC-015 slow-down
-                self.rtt_last = sample
+                if (self.last_tx >= 0 and self.pace_until > now
+                        and self.rate_bps < ep.line_rate_bps):
+                    # MR-CC-029: the wait after the last frame follows the latest sample (a
+                    # stale sample would stretch a second gap by the queue it measured)
+                    end = self.last_tx + self._gap(self.last_wl)
+                    self.rtt_last = sample
+                    if self.pace_until == end:
+                        self.pace_until = self.last_tx + self._gap(self.last_wl)
+                else:
+                    self.rtt_last = sample
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
-            if p.min_rtt is None or sample < p.min_rtt:
-                p.min_rtt = sample
             wit = (rec.t, sample - p.min_rtt)
         pkts = nbytes = 0
         d_trig = (trigger - floor) & _PSN_MASK     # = psn_dist(floor, trigger) wherever j below can equal it
@@ -1168,6 +1177,14 @@ class Connection:
         if self.spread:
             if pkts:
                 self.spread = False
+                if (ep.ack_phase and a.rate_mbps and self.rate_bps < ep.line_rate_bps
+                        and self.last_tx < self.t_answer):
+                    # MR-CC-028: the bottleneck has served the first window; the next paced
+                    # frame keeps that slot, one gap on, instead of the hashed phase
+                    mbps = max(1, int(self.rate_bps // 1e6))
+                    self.pace_until = max(P.blind_release_ns(
+                        self.blind_t0, self.blind_bytes, mbps),
+                        now - ep._base_rtt_ns + P.pacing_gap_ns(self.last_wl, mbps))
             elif a.rate_mbps and self.rate_bps < ep.line_rate_bps and (
                     self.rate_bps != old_rate or not answered):
                 # MR-CC-023: the answers to the announcements of an incast arrive within
@@ -1674,6 +1691,10 @@ class Connection:
             # MR-CC-024: a paced connection's probe of a first-window packet takes the next
             # paced frame's turn, so that the two do not arrive together, twice its share
             self.pace_until = max(self.pace_until, now) + self._gap(wire_len(f))
+        elif self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
+            # MR-CC-030: any other probe of a paced connection counts as a paced frame: the
+            # next one leaves at least a gap after it
+            self.pace_until = max(self.pace_until, now + self._gap(wire_len(f)))
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
         self.ep._arm(p, now + self._rto(p))
@@ -2214,6 +2235,9 @@ class Endpoint(VerbsHost):
       connections starting together on one core link then share it 187 / 156 Gb/s).
     - ``pull_first_lost`` (True): as a receiver that takes announcements, pull the first windows
       lost at a quiet port (MR-CC-027); the sender side always takes a pull.
+    - ``ack_phase`` (True): an announcing sender paced at a hint takes the phase of its next
+      paced frame from its first data ACK, one gap after the bottleneck served its first
+      window, instead of the hashed spread of MR-CC-023 (MR-CC-028).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2258,13 +2282,14 @@ class Endpoint(VerbsHost):
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
                  max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False,
-                 pull_first_lost=True, rng=None):
+                 pull_first_lost=True, ack_phase=True, rng=None):
         _check_config(locals())
         self.addr = addr
         self.resend_twice = bool(resend_twice)
         self.announce = bool(announce)      # MR-CC-021/022: send and answer announcements
         self.announce_go = bool(announce_go)    # MR-CC-022: answer a lone sender "go"
         self.pull_first_lost = bool(pull_first_lost)    # MR-CC-027: pull lost first windows
+        self.ack_phase = bool(ack_phase)    # MR-CC-028: the first data ACK sets the phase
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt
@@ -2566,7 +2591,7 @@ class Endpoint(VerbsHost):
     def _quiet_check(self, now):
         """MR-CC-027: when no frame has arrived for ``NEW_SENDER_WINDOW`` MTU packet times, the
         first data packet of every connection still silent since its announcement is lost: pull
-        them, in the order of their announcements, one every MTU packet time."""
+        them, in the order of their announcements, one every MTU packet time (MR-CC-031)."""
         self._quiet_armed = False
         pending = [lid for lid in self._silent if lid not in self._pulling]
         if not pending:
@@ -2578,13 +2603,10 @@ class Endpoint(VerbsHost):
         start = not self._pullq
         self._pullq.extend(pending)
         self._pulling.update(pending)
-        # one pacing gap of an MTU frame at the current share, spread over the pulls (at least
-        # an MTU packet time): each pulled sender paces from its pull, so their phases spread
-        # over the gap as those of the senders whose first windows arrived (MR-CC-023)
-        hint = self._rate_hint()
-        pkt = self._pkt_bits_ns // self._rate
-        gap = P.pacing_gap_ns(self.mtu + _DATA_HDR, hint) if hint else pkt
-        self._pull_iv = max(pkt, gap // len(self._pullq))
+        # MR-CC-031: one pull per MTU packet time at the line rate: each pulled sender paces
+        # from its pull, so the pulls take the slots of the gap that the senders whose first
+        # windows arrived (paced from their first ACK, MR-CC-028) left free
+        self._pull_iv = self._pkt_bits_ns // self._rate
         if start:
             self._pull_next(now)
 

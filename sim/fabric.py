@@ -12,7 +12,8 @@ Model (MR-FAB-ids are in docs/spec/fabric.md):
 * A switch output port is a FIFO with a byte buffer: a frame that does not fit is dropped at the
   tail (MR-FAB-010); an ECN-capable frame (ECT(0)/ECT(1)) that finds more than ``ecn_threshold``
   bytes queued is marked CE (``ip.ecn = 3``) (MR-FAB-011). Queue occupancy counts the frame being
-  serialised until its last bit has left.
+  serialised until its last bit has left. Acknowledgements, NAKs, CNPs and announcements go
+  in a control queue that the port serves first (MR-FAB-019, ``control``).
 * A switch picks among equal-cost next hops by a CRC-32 of the UDP 5-tuple (source and
   destination IP, source and destination port, protocol) and a per-switch seed (MR-FAB-012);
   the choice is stable for a given 5-tuple, so a path's entropy (UDP source port) picks its route.
@@ -34,13 +35,19 @@ from collections import deque
 
 from metaroce.models import codec
 from metaroce.models.codec import DecodeError, wire_len
-from metaroce.models.wire import MR_ANNOUNCE
+from metaroce.models.wire import MR_ANNOUNCE, Op
 
 
 heappush = heapq.heappush
 
 #: FCS 4 + preamble/SFD 8 + inter-frame gap 12 bytes per frame on the wire (MR-FAB-001).
 FRAME_OVERHEAD = 24
+
+#: MR-FAB-019: the control class a switch port serves before its data queue (acknowledgements,
+#: NAKs, CNPs and sender announcements of every protocol: no payload), matched on the BTH opcode
+#: as a switch ACL does; frames above CONTROL_MAX_BYTES are never looked at (the hot path's test).
+CONTROL_OPS = frozenset({Op.RC_ACK, Op.RC_ATOMIC_ACK, Op.CNP, Op.MR_ACK, Op.MR_NAK, MR_ANNOUNCE})
+CONTROL_MAX_BYTES = 256
 
 
 class Sim:
@@ -471,8 +478,14 @@ class OutPort:
     """
 
     def __init__(self, sim, link, buffer_bytes=None, ecn_threshold=None, *, shared=None, red=None,
-                 seed=0):
+                 seed=0, control=False):
         self.sim = sim
+        self.control = control      # MR-FAB-019: a strict-priority queue for control frames
+        self.cq = deque()           # event mode: queued control frames
+        self.cdeps = deque()        # FIFO mode: (end of serialisation, size) of control frames
+        self.cfree_at = 0.0         # FIFO mode: when the control frames queued have left
+        self.cbytes = 0             # control bytes queued
+        self._on_ctrl = False       # event mode: the frame on the wire is a control frame
         self.link = link
         link.src_tx = self
         self.buffer = buffer_bytes
@@ -543,6 +556,9 @@ class OutPort:
 
     def _enqueue_events(self, frame, ingress=None):
         size = frame._wl
+        if size <= CONTROL_MAX_BYTES and self.control and frame.bth.opcode in CONTROL_OPS:
+            self._control_events(frame, size)
+            return
         sw = self.switch
         pfc = sw.pfc if sw is not None else None
         key = None
@@ -611,6 +627,10 @@ class OutPort:
                 while deps and deps[0][0] < now:
                     qbytes -= deps.popleft()[1]     # a frame ending just now still counts (as MR-FAB-010)
         size = frame._wl
+        if size <= CONTROL_MAX_BYTES and self.control and frame.bth.opcode in CONTROL_OPS:
+            self.qbytes = qbytes
+            self._control_fifo(frame, size, now)
+            return
         if self.buffer is not None and qbytes + size > self.buffer:
             self.qbytes = qbytes
             self._drop()
@@ -663,7 +683,89 @@ class OutPort:
         else:
             b.append((cb, arg))
 
+    def _control_fifo(self, frame, size, now):
+        """MR-FAB-019 in FIFO mode: the control frame leaves after the frame on the wire and the
+        control frames ahead of it. The data frames already queued keep their computed
+        departures; the port's next free time moves by the control frame's serialisation, so
+        the data behind it is delayed by it (the link's time is conserved; a queued data frame
+        may overlap a control frame on the wire by that frame's few nanoseconds)."""
+        cdeps = self.cdeps
+        cbytes = self.cbytes
+        while cdeps and cdeps[0][0] < now:
+            cbytes -= cdeps.popleft()[1]
+        if self.buffer is not None and cbytes + size > self.buffer:
+            self.cbytes = cbytes
+            self._drop()
+            return
+        deps = self.deps
+        start = deps[0][0] if deps else now      # the end of the data frame on the wire
+        if start < now:
+            start = now
+        if self.cfree_at > start:
+            start = self.cfree_at
+        link = self.link
+        ser = (size + FRAME_OVERHEAD) * 8.0 / link.rate
+        end = start + ser
+        self.cfree_at = end
+        self.free_at = (self.free_at if self.free_at > now else now) + ser
+        cdeps.append((end, size))
+        self.cbytes = cbytes + size
+        self.enqueued += 1
+        if link.faults is not None:
+            link.carry(frame, ser, start)
+            return
+        # Link.carry without faults, inlined (as in _enqueue_fifo)
+        link.frames += 1
+        link.bytes += size
+        sim = self.sim
+        if start == now:
+            if not link._up:
+                link.down_drops += 1
+                return
+            cb, arg = link._on_arrive, frame
+        else:
+            cb, arg = link._on_arrive_late, (frame, start)
+        t = end + link.delay
+        b = sim._b.get(t)
+        if b is None:
+            sim._b[t] = [(cb, arg)]
+            heappush(sim._t, t)
+        else:
+            b.append((cb, arg))
+
+    def _control_events(self, frame, size):
+        """MR-FAB-019 in event mode: a queue served before the data queue, never paused."""
+        if self.buffer is not None and self.cbytes + size > self.buffer:
+            self._drop()
+            return
+        sb = self.shared
+        if sb is not None:
+            if sb.used + size > sb.total:
+                self._drop()
+                return
+            sb.used += size
+            if sb.used > sb.peak:
+                sb.peak = sb.used
+        self.enqueued += 1
+        self.cq.append(frame)
+        self.cbytes += size
+        if not self.busy:
+            self._start()
+
     def _start(self):
+        if self.cq:
+            frame = self.cq[0]
+            self._on_ctrl = True
+            self.busy = True
+            link = self.link
+            ser = (frame._wl + FRAME_OVERHEAD) * 8.0 / link.rate
+            link.carry(frame, ser)
+            push(self.sim, self.sim.now + ser, self._done, None)
+            return
+        self._on_ctrl = False
+        if not self.q:
+            self.busy = False
+            return
         frame = self.q[0]
         if self.paused and frame.eth.pcp in self.paused:
             self.busy = False
@@ -675,6 +777,13 @@ class OutPort:
         push(self.sim, self.sim.now + ser, self._done, None)
 
     def _done(self, _):
+        if self._on_ctrl:
+            size = self.cq.popleft()._wl
+            self.cbytes -= size
+            if self.shared is not None:
+                self.shared.used -= size
+            self._start()
+            return
         frame = self.q.popleft()
         size = frame._wl
         self.qbytes -= size
@@ -684,7 +793,7 @@ class OutPort:
             key = self.q_in.popleft()
             if key is not None:
                 self.switch.discharge(key, size)
-        if self.q:
+        if self.q or self.cq:
             self._start()
         else:
             self.busy = False
@@ -696,7 +805,7 @@ class OutPort:
 
     def resume(self, prio):
         self.paused.discard(prio)
-        if not self.busy and self.q:
+        if not self.busy and (self.q or self.cq):
             self._start()
 
 

@@ -81,6 +81,9 @@ SCHEMA = {
     "routing": {
         "reconverge_us": ("float", None, _rng(0)),
     },
+    "switch": {
+        "control_priority": ("bool", True, None),   # MR-FAB-019
+    },
     "protocol": {
         "name": ("str", "metaroce", _choice("metaroce", "rocev2", "rocev2-adaptive", "rocev2-dcqcn", "irn")),
         "params": ("dict", {}, None),
@@ -354,7 +357,7 @@ def build_fabric(sc, seed):
         kw.update(pfc=Pfc(pfc["xoff_bytes"], xon, pfc["headroom_bytes"], pfc["priorities"]))
     if sc["routing"]["reconverge_us"] is not None:
         kw.update(reconverge=sc["routing"]["reconverge_us"] * 1e-6)
-    fab = Fabric(topo["hosts"], **kw)
+    fab = Fabric(topo["hosts"], control_priority=sc["switch"]["control_priority"], **kw)
     if ecn["mode"] == "off":
         for port in fab.ports.values():
             port.ecn_threshold = None

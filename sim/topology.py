@@ -36,12 +36,15 @@ class Fabric:
     then caps each port only when given); ``red=(kmin, kmax, pmax)`` replaces step marking
     (MR-FAB-014); ``pfc`` (a :class:`~metaroce.sim.fabric.Pfc`) makes the fabric lossless
     (MR-FAB-015); ``reconverge`` (seconds) makes switches route around dead links and switches
-    that long after a change (MR-FAB-017).
+    that long after a change (MR-FAB-017); ``control_priority`` (default True) serves every
+    protocol's acknowledgements, NAKs, CNPs and announcements before the data at every switch
+    port (MR-FAB-019).
     """
 
     def __init__(self, n_hosts=2, *, planes=1, leaves=1, spines=0, rate_bps=400e9, rtt=10e-6,
                  buffer_bytes=None, ecn_threshold=None, spine_skew=0.0, seed=0, fat_tree_k=None,
-                 shared_buffer=None, alpha=1.0, red=None, pfc=None, reconverge=None):
+                 shared_buffer=None, alpha=1.0, red=None, pfc=None, reconverge=None,
+                 control_priority=True):
         if n_hosts < 1 or planes < 1 or leaves < 1 or spines < 0:
             raise ValueError("need n_hosts >= 1, planes >= 1, leaves >= 1, spines >= 0")
         if leaves > 1 and spines == 0 and fat_tree_k is None:
@@ -68,6 +71,7 @@ class Fabric:
         self.red = None if red is None else Red(*red)
         self.ecn_threshold = int(bdp / 5) if ecn_threshold is None else ecn_threshold
         self.pfc = pfc
+        self.control_priority = bool(control_priority)     # MR-FAB-019
         self.reconverge = reconverge
         hops = 2 if (spines == 0 and fat_tree_k is None) else (4 if fat_tree_k is None else 6)
         self.link_delay = rtt / (2 * hops)
@@ -109,7 +113,8 @@ class Fabric:
 
     def _port(self, sw, link):
         port = sw.add_port(OutPort(self.sim, link, self.buffer_bytes, self.ecn_threshold,
-                                   shared=sw.buffer, red=self.red, seed=self.seed))
+                                   shared=sw.buffer, red=self.red, seed=self.seed,
+                                   control=self.control_priority))
         self.ports[link.name] = port
         return port
 

@@ -1,5 +1,7 @@
 """The sender announcement: MR-CC-021..025 (transport), MR-WIRE-084 (wire), MR-SEC-157 (bounds);
-the receiver's count of senders mid-message, MR-CC-026; first windows lost at a quiet port, MR-CC-027."""
+the receiver's count of senders mid-message, MR-CC-026; first windows lost at a quiet port, MR-CC-027,
+pulled one per packet time, MR-CC-031; the pacing of the first paced frames and of probes,
+MR-CC-028..030."""
 import random
 
 import pytest
@@ -326,3 +328,142 @@ def test_pulled_resend_after_a_paced_frame_takes_its_turn():
     assert frames_of(ep_b, t2) == []            # waits for its turn
     (resend,) = frames_of(ep_b, cb.pace_until * 1e-9)
     assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
+
+
+@pytest.mark.parametrize("ack_phase", [True, False])
+def test_first_data_ack_sets_the_phase(ack_phase):
+    """MR-CC-028: the first ACK of a paced announcing sender's data, arriving before its first
+    paced frame, moves that frame to one gap after the bottleneck served its first window
+    (now - base RTT + the gap of its last frame, not before the blind release) instead of the
+    hashed spread of MR-CC-023; with ``ack_phase`` off the spread stays."""
+    t0 = 1e-6
+    b, _ = receiver(n_conns=4)
+    rkey = b.reg_mr(bytearray(16 * MTU))
+    firsts = []
+    for i, kw in enumerate(({}, {"ack_phase": ack_phase})):
+        ep = Endpoint(f"10.0.0.{i + 1}", rng=random.Random(1), **KW, **kw)
+        c = ep.connect(10, RX, 20 + i, paths=4)
+        c.post_write(0, ep.reg_mr(bytearray(8 * MTU)), 0, 8 * MTU, i * 8 * MTU, rkey, wr_id=1)
+        firsts.append(frames_of(ep)[:2])
+    ep_b, cb = ep, c
+    (a_ann, a_first), (b_ann, b_first) = firsts
+    for f in (a_ann, b_ann, a_first, b_first):
+        b.receive(f, t0)
+    to_b = [f for f in frames_of(b, t0) if f.ip.dst == "10.0.0.2"]
+    answer, data_ack = to_b[0], to_b[-1]
+    assert answer.mrah.trigger_psn != data_ack.mrah.trigger_psn
+    t1 = t0 + 2e-6
+    ep_b.receive(answer, t1)
+    mbps = int(cb.rate_bps // 1e6)
+    assert mbps == LINE_MBPS // 2
+    release = P.blind_release_ns(cb.blind_t0, cb.blind_bytes, mbps)
+    spread = P.phase_spread_ns(P.pacing_gap_ns(MTU + 90, mbps), cb.local_id, ep_b.seed)
+    assert spread > 0 and cb.pace_until == max(int(t1 * 1e9), release) + spread
+    t2 = t0 + 5e-6
+    ep_b.receive(data_ack, t2)
+    now = int(t2 * 1e9)
+    if ack_phase:
+        assert cb.pace_until == max(release, now - ep_b._base_rtt_ns
+                                    + P.pacing_gap_ns(cb.last_wl, mbps))
+        assert cb.pace_until < max(int(t1 * 1e9), release) + spread
+    else:
+        assert cb.pace_until == max(int(t1 * 1e9), release) + spread
+
+
+def _paced_sender():
+    """A sender paced at the share of 64 senders (a gap longer than the base RTT): the
+    receiver counted 63 announcers and it; the receiver's ACKs to it keep that hint."""
+    b, _ = receiver(n_conns=64)
+    rkey = b.reg_mr(bytearray(16 * MTU))
+    ep = Endpoint("10.0.0.64", rng=random.Random(1), **KW)
+    c = ep.connect(10, RX, 20 + 63, paths=4)
+    c.post_write(0, ep.reg_mr(bytearray(8 * MTU)), 0, 8 * MTU, 0, rkey, wr_id=1)
+    t = 1e-6
+    for i in range(63):
+        b.receive(announcement(f"10.0.0.{i + 1}", 20 + i), t)
+    ann, first = frames_of(ep, t)
+    b.receive(ann, t)
+    b.receive(first, t)
+
+    def to_ep(now):
+        # the 63 announcers send no data, so the receiver would soon count one sender again:
+        # its ACKs keep the first hint (that of 64 senders)
+        got = [f for f in frames_of(b, now, 256) if f.ip.dst == "10.0.0.64"]
+        for f in got:
+            f.mrah.rate_mbps = LINE_MBPS // 64
+        return got
+    for f in to_ep(t):
+        ep.receive(f, t + 1e-6)
+    return b, ep, c, to_ep
+
+
+def test_queue_stretch_follows_the_latest_sample():
+    """MR-CC-029: a paced sender whose last frame's gap was stretched by a sample of a queue
+    (MR-CC-015/020) takes the stretch back when a later sample, arriving before its next turn,
+    shows the queue gone: the wait after the last frame follows the latest sample."""
+    b, ep, c, to_ep = _paced_sender()
+    mbps = int(c.rate_bps // 1e6)
+    assert mbps <= LINE_MBPS // 60          # a gap longer than the base RTT
+    base = ep._base_rtt_ns
+    gap = P.pacing_gap_ns(MTU + 90, mbps)
+    assert gap > base
+    # the second packet meets a queue: its sample is 3 base RTTs
+    t2 = c.pace_until * 1e-9
+    (second,) = frames_of(ep, t2)
+    b.receive(second, t2 + 2.5 * base * 1e-9)
+    t3 = t2 + 3 * base * 1e-9
+    for f in to_ep(t2 + 2.5 * base * 1e-9):
+        ep.receive(f, t3)
+    assert c.rtt_last == 3 * base
+    (third,) = frames_of(ep, c.pace_until * 1e-9)
+    stretched = c.pace_until - c.last_tx
+    assert stretched == P.queue_paced_gap_ns(P.pacing_gap_ns(c.last_wl, mbps), base, 3 * base)
+    assert stretched > P.pacing_gap_ns(c.last_wl, mbps)
+    # the third packet's ACK, one base RTT later, before the next turn: no queue any more
+    t4 = c.last_tx * 1e-9
+    b.receive(third, t4 + 0.5 * base * 1e-9)
+    for f in to_ep(t4 + 0.5 * base * 1e-9):
+        ep.receive(f, t4 + base * 1e-9)
+    assert c.rtt_last == base
+    assert c.pace_until == c.last_tx + P.pacing_gap_ns(c.last_wl, mbps)
+
+
+def test_probe_of_a_paced_connection_counts_as_its_paced_frame():
+    """MR-CC-030: a paced connection's probe of a packet sent under its hint (not of its first
+    window) puts its next paced frame at least one gap after the probe."""
+    b, ep, c, to_ep = _paced_sender()
+    mbps = int(c.rate_bps // 1e6)
+    t2 = c.pace_until * 1e-9
+    (second,) = frames_of(ep, t2)
+    p = c.paths[second.mrdh.path]
+    turn = c.pace_until
+    now = turn - P.pacing_gap_ns(c.last_wl, mbps) // 2      # half a gap before the next turn
+    assert c._probe_same_psn(p, now)
+    (probe,) = frames_of(ep, now * 1e-9)
+    assert probe.bth.psn == second.bth.psn and probe.mrdh.offset == second.mrdh.offset
+    assert c.pace_until == now + c._gap(probe.__dict__.get("_wl") or codec.wire_len(probe))
+    assert c.pace_until > turn
+    assert frames_of(ep, (turn + 1) * 1e-9) == []
+
+
+def test_pulls_go_one_per_packet_time():
+    """MR-CC-031: the connections silent at a quiet port are pulled one per MTU packet time at
+    the receiver's line rate, in the order of their announcements."""
+    b, _ = receiver(n_conns=6)
+    t0 = 1e-6
+    for i in range(6):
+        b.receive(announcement(f"10.0.0.{i + 1}", 20 + i), t0)
+    frames_of(b, t0, 256)                           # the answers
+    pkt = b._pkt_bits_ns // b._rate                 # an MTU packet time at the line rate
+    t = int(t0 * 1e9) + b._fresh_ns                 # the port falls quiet
+    got, times = [], []
+    while len(got) < 6:
+        assert frames_of(b, (t - 1) * 1e-9) == []
+        (pull,) = frames_of(b, t * 1e-9)
+        assert pull.mrah.flags & MrahFlag.FIRST_LOST
+        got.append(pull.ip.dst)
+        times.append(t)
+        t = int(round(b.next_wakeup(t * 1e-9) * 1e9))
+    assert got == [f"10.0.0.{i + 1}" for i in range(6)]
+    assert [b - a for a, b in zip(times, times[1:])] == [pkt] * 5
+    assert b.stats["first_window_pulls"] == 6

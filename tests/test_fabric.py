@@ -1125,3 +1125,47 @@ def test_endpoint_frames_are_the_codec_records():
                    for n in ("bth", "mrdh", "mrah") if getattr(g, n) is not None)
         back = codec.decode(codec.encode(g))
         assert dataclasses.replace(back, icrc=None, icrc_ok=None) == g
+
+
+class _TimedSink:
+    def __init__(self, sim):
+        self.sim, self.got = sim, []
+
+    def receive(self, frame, port):
+        self.got.append((frame.bth.opcode, frame.bth.psn, self.sim.now))
+
+
+@pytest.mark.parametrize("shared", [None, 10 ** 6])
+@pytest.mark.parametrize("control", [True, False])
+def test_control_queue_serves_acks_first(control, shared):
+    """MR-FAB-019: an ACK (and the announcement, NAK, CNP of any protocol) queued behind data
+    leaves right after the frame on the wire; the link's time is conserved (the data frame
+    queued after it leaves one ACK serialisation later); without it the ACK waits its turn.
+    The same in the FIFO port and the event-driven port (shared buffer)."""
+    sim = Sim()
+    sink = _TimedSink(sim)
+    link = Link(sim, "x", 100e9, 1e-6, sink)
+    port = OutPort(sim, link, shared=None if shared is None else SharedBuffer(shared, 8.0),
+                   control=control)
+    data = [_frame_of(1000, psn=i) for i in range(6)]
+    ack = make(wire.Op.MR_ACK, b"", mrah=MRAH(cum_psn=7))
+    ack.bth.psn = 99
+    ack.ip.ecn = 2
+    ack._wl = wire_len(ack)
+    assert ack._wl <= fabric.CONTROL_MAX_BYTES and ack.bth.opcode in fabric.CONTROL_OPS
+    ser, ser_ack = link.ser_time(data[0]._wl), link.ser_time(ack._wl)
+    for f in data[:5]:
+        port.enqueue(f)
+    sim.at(1.5 * ser, port.enqueue, ack)
+    sim.at(1.6 * ser, port.enqueue, data[5])
+    sim.run()
+    order = [psn for _, psn, _ in sink.got]
+    if control:
+        assert order == [0, 1, 99, 2, 3, 4, 5]
+        assert sink.got[2][2] == pytest.approx(2 * ser + ser_ack + 1e-6)
+        assert port.stats["marked"] == 0
+    else:
+        assert order == [0, 1, 2, 3, 4, 99, 5]
+    # every frame's serialisation is on the link once: the last data frame ends at the sum
+    assert sink.got[-1][2] == pytest.approx(6 * ser + ser_ack + 1e-6)
+    assert port.stats["enqueued"] == 7 and port.stats["drops"] == 0

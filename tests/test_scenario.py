@@ -421,3 +421,16 @@ def test_runs_repeat_frame_for_frame():
     a, b, c = frames(1), frames(1), frames(2)
     assert a == b and any(k is not None for _, k, _ in a)
     assert {k for _, k, _ in a} != {k for _, k, _ in c}
+
+
+@pytest.mark.parametrize("on", [True, False, None])
+def test_switch_control_priority_reaches_every_port(on):
+    """MR-FAB-019: ``switch.control_priority`` (default true) sets the control queue of every
+    switch port; a bad value is refused in one line."""
+    from metaroce.sim.scenario import build_fabric
+    text = BASE + ("" if on is None else f"[switch]\ncontrol_priority = {str(on).lower()}\n")
+    sc = check_scenario(tomllib.loads(text))
+    fab = build_fabric(sc, 1)
+    assert fab.ports and all(p.control is (on is not False) for p in fab.ports.values())
+    with pytest.raises(ScenarioError, match="control_priority"):
+        check_scenario(tomllib.loads(BASE + "[switch]\ncontrol_priority = 3\n"))

@@ -91,18 +91,19 @@ def analyse(meter, n, t_last_start, t_first_done, fair_bps, bin_w):
     return (b0 + k) * bin_w, jain(per), float(share.min()), float(share.max())
 
 
-def fabric(n, topo="single", seed=1):
+def fabric(n, topo="single", seed=1, **opts):
     """The incast fabric for ``n`` senders and receiver h<n>: one switch, or the smallest
-    3-tier fat tree (even k) with room for them; returns it and the receiver's port."""
+    3-tier fat tree (even k) with room for them; returns it and the receiver's port.
+    ``opts``: more :class:`~metaroce.sim.topology.Fabric` arguments (probes)."""
     from metaroce.sim.topology import Fabric
 
     if topo == "fat_tree":
         k = 4
         while k ** 3 // 4 < n + 1:
             k += 2
-        fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=seed, fat_tree_k=k)
+        fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=seed, fat_tree_k=k, **opts)
     else:
-        fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=seed)
+        fab = Fabric(n + 1, rate_bps=RATE, rtt=RTT, seed=seed, **opts)
     (port,) = [pt for name, pt in fab.ports.items() if name.endswith(f">h{n}")]
     port.drop_times = []
     return fab, port
