@@ -46,6 +46,7 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, SMALL, WC_RDMA_READ, RxCode, layouts,
                          payload_layout)
 from ..models.wire import Op
+from .muxes import pick as _pick
 
 __all__ = ["Rx", "rx_256x4"]
 
@@ -60,21 +61,6 @@ def _thermometer_index(prefix):
     edges = [t[k] & ~t[k + 1] for k in range(n + 1)]    # edges[c]: exactly c leading ones
     return Cat(*[Cat(*[edges[c] for c in range(n + 1) if c >> j & 1]).any()
                  for j in range((n - 1).bit_length())])
-
-
-def _pick(values, sel):
-    """``values[sel]`` as a tree of 2:1 muxes, one level per bit of ``sel``: a dynamic index
-    of an Amaranth ``word_select`` or View array becomes Yosys's ``$shiftx`` by ``sel`` times
-    the element's width, a barrel shifter several times larger after mapping (issue 13). An
-    index past the list's end picks one of the last elements (the callers' indices are always
-    in range)."""
-    vals = list(values)
-    for k in range(len(sel)):
-        if len(vals) == 1:
-            break
-        vals = [Mux(sel[k], vals[i + 1], vals[i]) if i + 1 < len(vals) else vals[i]
-                for i in range(0, len(vals), 2)]
-    return vals[0]
 
 
 def _words(value, width):

@@ -42,7 +42,7 @@ from ..models.tx_sched import (OP_WRITE_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ER
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16
 from ..models.wire import MrdhFlag, Op
-from .rx import _pick
+from .muxes import pick as _pick
 
 __all__ = ["TxSched", "tx_sched_small"]
 
@@ -348,7 +348,7 @@ class TxSched(wiring.Component):
 
         def read(arr, idx, name):
             """``arr[idx]`` read once into a signal (see :func:`_named`), as a tree of 2:1 muxes
-            (``hdl.rx._pick``: an ``Array`` read is a ``$pmux``/``$shiftx``, larger on the ECP5;
+            (``hdl.muxes.pick``: an ``Array`` read is a ``$pmux``/``$shiftx``, larger on the ECP5;
             every array here has a power-of-two length, so the index is always in range)."""
             return _named(m, _pick(arr, idx), name)
 
