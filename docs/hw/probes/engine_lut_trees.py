@@ -1,5 +1,5 @@
-"""ABC9's wide-LUT covers in a mapped ECP5 netlist (issue 13, the MR-FLOW-029 candidate that was
-not adopted, docs/hw/fpga-build.md): every tree of PFUMX / L6MUX21 cells (a LUT5, LUT6 or LUT7:
+"""ABC9's wide-LUT covers in a mapped ECP5 netlist (issue 13: a netlist rewrite of them was not
+adopted, MR-FLOW-029 maps to LUT4s instead; docs/hw/fpga-build.md): every tree of PFUMX / L6MUX21 cells (a LUT5, LUT6 or LUT7:
 2, 4 or 8 LUT4s) whose output feeds no L6MUX21, by the number of nets its function depends on
 (a LUT4 input tied to a constant counts as that constant). A tree whose function has k inputs
 needs 2**(k-4) LUT4s at best (1 for k <= 4); a tree with more could be rebuilt smaller by a
