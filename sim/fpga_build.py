@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "join_carry_feeds", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "ecp5_counts", "kept_fractions", "join_carry_feeds", "BUILD_SYNTH_OPTIONS", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
            "KEPT_MIN"]
 
 
@@ -316,11 +316,18 @@ def synth_ecp5_lines(top: str, options: str = "", out: str = "") -> list[str]:
             f"synth_ecp5 -top {top}{opts}{f' -json {out}' if out else ''} -run map_ram:"]
 
 
+#: MR-FLOW-029: the ECP5 build maps logic to LUT4s only (no PFUMX / L6MUX21 LUT5..LUT7 covers):
+#: ABC9 picks wide LUTs for depth, and a LUT5 takes two LUT positions; the build is short of LUT
+#: positions, not of levels (the RX at the whole engine's parameters: 35,748 LUT4s with them,
+#: 29,843 without, docs/hw/fpga-build.md).
+BUILD_SYNTH_OPTIONS = "-nowidelut"
+
+
 def _block_script(block: str) -> str:
     return "\n".join([
-        "# 1. the block alone, out of context (as `metaroce pnr` maps it)",
+        "# 1. the block alone, out of context (as `metaroce pnr` maps it, LUT4s only: MR-FLOW-029)",
         "read_verilog -sv block.v",
-        *synth_ecp5_lines(block, "-noiopad"),
+        *synth_ecp5_lines(block, f"-noiopad {BUILD_SYNTH_OPTIONS}"),
         "tee -q -o stat_block.json stat -json",
         "write_json block_alone.json",
     ]) + "\n"
@@ -330,7 +337,7 @@ def _board_script(kept_check: bool = True) -> str:
     wrapper = [
         "# 2. the wrapper around a stand-in with the block's output structure",
         "read_verilog -sv stand_in.v pll.v board_top.v",
-        "synth_ecp5 -top board_top",
+        f"synth_ecp5 -top board_top {BUILD_SYNTH_OPTIONS}",
         "tee -q -o stat_wrapper.json stat -json",
         "design -reset",
     ] if kept_check else []
@@ -338,7 +345,7 @@ def _board_script(kept_check: bool = True) -> str:
         *wrapper,
         "# 3. the board design",
         "read_verilog -sv block.v pll.v board_top.v",
-        *synth_ecp5_lines("board_top", out="mapped.json"),
+        *synth_ecp5_lines("board_top", BUILD_SYNTH_OPTIONS, out="mapped.json"),
         "tee -q -o stat_design.json stat -json",
     ]) + "\n"
 

