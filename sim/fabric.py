@@ -711,27 +711,7 @@ class OutPort:
         cdeps.append((end, size))
         self.cbytes = cbytes + size
         self.enqueued += 1
-        if link.faults is not None:
-            link.carry(frame, ser, start)
-            return
-        # Link.carry without faults, inlined (as in _enqueue_fifo)
-        link.frames += 1
-        link.bytes += size
-        sim = self.sim
-        if start == now:
-            if not link._up:
-                link.down_drops += 1
-                return
-            cb, arg = link._on_arrive, frame
-        else:
-            cb, arg = link._on_arrive_late, (frame, start)
-        t = end + link.delay
-        b = sim._b.get(t)
-        if b is None:
-            sim._b[t] = [(cb, arg)]
-            heappush(sim._t, t)
-        else:
-            b.append((cb, arg))
+        link.carry(frame, ser, start)    # control frames are few: not inlined as the data path is
 
     def _control_events(self, frame, size):
         """MR-FAB-019 in event mode: a queue served before the data queue, never paused."""

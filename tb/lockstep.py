@@ -712,10 +712,11 @@ def port_values(dut, names: Iterable[str]) -> dict:
 
 
 def run_amaranth(dut, model, driver, *, busy: Callable[[], bool] | None = None,
-                 on_cycle=None, extra_inputs: Callable | None = None) -> Core:
+                 on_cycle=None, extra_inputs: Callable | None = None, background=()) -> Core:
     """A block's lockstep in the Amaranth simulator: ``dut`` in a ``sync`` domain, the model's
     ports as the port list, every output compared every cycle (:func:`drive_amaranth`) until
-    the driver finishes. Returns the :class:`Core` (``mismatches``, ``cycle``)."""
+    the driver finishes. ``background``: more testbench coroutines (observers) run beside it.
+    Returns the :class:`Core` (``mismatches``, ``cycle``)."""
     from amaranth.hdl import ClockDomain, Module
     from amaranth.sim import Simulator
     top = Module()
@@ -727,6 +728,8 @@ def run_amaranth(dut, model, driver, *, busy: Callable[[], bool] | None = None,
     sim = Simulator(top)
     sim.add_clock(1e-8)
     drive_amaranth(sim, core, driver, sig, busy=busy or model.busy, extra_inputs=extra_inputs)
+    for process in background:
+        sim.add_testbench(process, background=True)
     sim.run()
     return core
 

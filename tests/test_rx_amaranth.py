@@ -10,30 +10,21 @@ import re
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import ClockDomain, Module
+from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
 from metaroce.hdl.rx import COLLISION_X_TABLES, Rx
 from metaroce.models import rx_cases as rc
 from metaroce.models.rx import CTR_NAKS, SMALL as SMALL_INSTANCE, TABLE_CONN, TABLE_KEY, RxCode, RxCycleModel
-from metaroce.tb.lockstep import Core, Mismatch, drive_amaranth, model_port_lists, port_values
+from metaroce.tb.lockstep import Mismatch, run_amaranth
 
 SMALL = (256, 4, 256)
 
 
 def run_rx(dut, model, drv, *, on_cycle=None):
-    """The lockstep of ``dut`` against ``model`` in the Amaranth simulator (as
-    ``tb.lockstep.run_amaranth``), counting per table the cycles whose read met a write of
+    """The lockstep of ``dut`` against ``model`` in the Amaranth simulator
+    (``tb.lockstep.run_amaranth``), counting per table the cycles whose read met a write of
     its row (``dut.collided``, MR-RX-119). Returns the core and those counts."""
-    top = Module()
-    top.domains.sync = ClockDomain()
-    top.submodules.dut = dut
-    ins, outs = model_port_lists(model)
-    sig = port_values(dut, ins + outs)
-    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, on_cycle=on_cycle)
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    drive_amaranth(sim, core, drv, sig, busy=model.busy)
     collided = dict.fromkeys(dut.collided, 0)
 
     async def count(ctx):
@@ -42,8 +33,7 @@ def run_rx(dut, model, drv, *, on_cycle=None):
             for name, flag in dut.collided.items():
                 collided[name] += ctx.get(flag)
 
-    sim.add_testbench(count, background=True)
-    sim.run()
+    core = run_amaranth(dut, model, drv, on_cycle=on_cycle, background=[count])
     return core, collided
 
 
