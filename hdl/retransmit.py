@@ -194,12 +194,12 @@ class Retransmit(wiring.Component):
         # MR-TX-066, for simulation only: the block-RAM tables' read data inverted in the cycle
         # after the read met a write of the same row ("same": what the block RAM may return under
         # MR-FLOW-028) or of another row ("other": a negative control); counted on
-        # ``collision_hit`` (the path table) and ``collision_hits`` (records, links, free ring)
+        # ``collision_hits`` (path table, records, links, free ring)
         if collision_garbage not in (None, "same", "other"):
             raise ValueError(f"collision_garbage must be None, 'same' or 'other', not {collision_garbage!r}")
         self.collision_garbage = collision_garbage
-        self.collision_hit = Signal()
-        self.collision_hits = {n: Signal(name=f"{n}_collision_hit") for n in ("rec", "link", "free")}
+        self.collision_hits = {n: Signal(name=f"{n}_collision_hit")
+                               for n in ("path", "rec", "link", "free")}
         self.lay = lay = layouts(conns, paths, pool)
         super().__init__({
             "s_sent": In(stream.Signature(lay.sent)),
@@ -460,12 +460,7 @@ class Retransmit(wiring.Component):
         wb_valid = Signal()
         wb_addr = Signal(rb)
         wb_data = Signal(lay.path.size)
-        path_rd_data = path_rd.data
-        if self.collision_garbage:
-            same_row = path_wr.addr == path_rd.addr
-            m.d.sync += self.collision_hit.eq(path_wr.en & (same_row if self.collision_garbage == "same"
-                                                            else ~same_row))
-            path_rd_data = Mux(self.collision_hit, ~path_rd.data, path_rd.data)
+        path_rd_data = read_data(path_rd, path_wr, "path")
         s1a_same = Signal()             # the taken event's row is the row S1b holds (MR-TX-035)
         s1_same = Signal()              # S1b's row is the row S1b held a cycle before
         s1_base = Signal(lay.path.size)

@@ -210,30 +210,17 @@ def test_head_reg_fifo_is_the_ring(depth):
 def _lockstep_counting_collisions(mode, items, seed, inst=SMALL):
     """``run_lockstep``'s Amaranth lockstep of a unit built with ``collision_garbage=mode``
     (MR-TX-066), counting per table the cycles whose read data was replaced by garbage."""
-    from amaranth.hdl import ClockDomain
-    from amaranth.sim import Simulator
-    from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists, port_values
+    from metaroce.tb.lockstep import run_amaranth
     dut = Retransmit(64, conns=inst[0], paths=inst[1], pool=inst[2], collision_garbage=mode)
     model = RetransmitCycleModel(64, *inst)
     drv = rc.Driver(model.lay, items, seed=seed, p_idle=0.1, p_bp=0.3)
-    top = Module()
-    top.domains.sync = ClockDomain()
-    top.submodules.dut = dut
-    ins, outs = model_port_lists(model)
-    sig = port_values(dut, ins + outs)
-    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()})
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    names = ["path", *dut.collision_hits]
-    hits = dict.fromkeys(names, 0)
+    hits = dict.fromkeys(dut.collision_hits, 0)
 
     async def count(ctx):
-        async for _, _, *vals in ctx.tick().sample(dut.collision_hit, *dut.collision_hits.values()):
-            for n, v in zip(names, vals):
+        async for _, _, *vals in ctx.tick().sample(*dut.collision_hits.values()):
+            for n, v in zip(hits, vals):
                 hits[n] += v
-    sim.add_process(count)
-    drive_amaranth(sim, core, drv, sig, busy=model.busy)
-    sim.run()
+    core = run_amaranth(dut, model, drv, background=[count])
     return core, hits
 
 
