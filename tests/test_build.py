@@ -259,6 +259,8 @@ def test_ecp5_build_stops_after_placement_and_resumes(smoke_block, tmp_path, cap
     assert rep["fmax_mhz"] == min(pnr.parse_fmax((run_dir / "nextpnr_route.log").read_text()).values())
     assert rep["ffs"] == placed["ffs"] and rep["luts"] == placed["luts"]
     assert run_dir.is_dir()         # a resumed directory is kept
+    import shutil
+    shutil.rmtree(run_dir)
 
 
 def test_resume_refuses_what_is_not_the_same_run(tmp_path):
