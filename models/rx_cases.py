@@ -1634,6 +1634,50 @@ def toggle_cases(s: Setup):
     return out
 
 
+def message_toggle_cases(s: Setup, rounds=6):
+    """MR-RX-073: stimulus for the message stage's wide fields (MR-RX-080..086, MR-RX-100..105):
+    a stream reopened at a random 32-bit message number (table 4), then two WRITE_IMMs done in
+    one bundle (the later message first: a bundle's second record) and two SENDs on receives
+    posted at random sequence numbers with random ``wr_id`` (the later one a SEND_IMM), a SEND
+    naming a random receive never posted, and the first chunk of a message of a random 32-bit
+    length under a key that covers it (the message left open, the stream reopened after). The
+    stream is reopened at its message number before at the end. Outcomes are the model's."""
+    from .rx import TABLE_MSG
+    rng = s.rng
+    lay = s.lay
+    mtu = s.mtu
+    c = s.conns[-1]
+    stream = c.n_streams - 1
+    row = (c.qp << 3) | stream
+    used = {k.rkey & (lay.keys - 1) for k in s.keys}
+    idx = next(i for i in range(lay.keys) if i not in used)
+    big = Key((rng.getrandbits(32 - lay.key_bits) << lay.key_bits) | idx, rng.getrandbits(63), (1 << 32) - 1,
+              P.ACCESS_ALL)
+    out = [s.key_write(big)]
+    before = c.msg.get(stream, 0)
+    for i in range(rounds):
+        n = rng.getrandbits(32) - 8 if i % 2 else rng.getrandbits(31)
+        n = max(n, 0)
+        out.append(CfgWrite(TABLE_MSG, row, n, f"mt-open{i}"))
+        k = s.keys[0]
+        one = lambda msg, plen, op=Op.MR_WRITE_IMM, name="mt": s.write(
+            c, path=rng.randrange(c.n_paths), stream=stream, offset=0, plen=plen, msg_len=plen, key=k,
+            va=rng.randrange(0, k.length - plen), op=op, msg=msg, name=f"{name}{i}")
+        out += [one(n + 1, rng.randint(1, mtu), name="mt-ahead"), one(n, rng.randint(0, mtu), name="mt-behind")]
+        r = rng.getrandbits(31) & ~1
+        for q in (r, r + 1):
+            out.append(s.recv_write(c.qp, stream, q, k.base + rng.randrange(1 << 12), mtu, rng.getrandbits(64)))
+        sends = lambda q, msg, imm, name: s.send(c, q, path=rng.randrange(c.n_paths), stream=stream, offset=0,
+                                                 plen=rng.randint(1, mtu), msg=msg, imm=imm, name=f"{name}{i}")
+        out += [sends(r + 1, n + 3, True, "mt-send-ahead"), sends(r, n + 2, False, "mt-send-behind"),
+                sends(rng.getrandbits(32), n + 4, False, "mt-send-none")]
+        msg_len = rng.getrandbits(32) | (2 * mtu)
+        out.append(s.write(c, path=rng.randrange(c.n_paths), stream=stream, offset=0, plen=mtu, msg_len=msg_len,
+                           key=big, va=0, op=Op.MR_WRITE_IMM, msg=n + 5, name=f"mt-long{i}"))
+    out += [CfgWrite(TABLE_MSG, row, before, "mt-reopen"), s.key_write(big, valid=0)]
+    return out
+
+
 def coverage_suite(s: Setup, n_random=150):
     """MR-RX-073: the cases of one coverage batch: the window and bad-input cases with both
     write opcodes, a same-path burst, other opcodes kept and dropped by the parser, the SEND
@@ -1664,4 +1708,4 @@ def coverage_suite(s: Setup, n_random=150):
         rsp(psn=far, expect=RxCode.PSN_WINDOW, name="rd-window"),
         rsp(corrupt=True, psn=4, name="rd-parser-drop")]
     return (head + sends + reads
-            + toggle_cases(s) + random_traffic(s, n_random))
+            + toggle_cases(s) + message_toggle_cases(s) + random_traffic(s, n_random))

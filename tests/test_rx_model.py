@@ -434,3 +434,19 @@ def test_setup_after_teardown_reuses_connections():
         drv = batches.run(s, tr.items, model=model, seed=batch, p_idle=0.2, p_bp=0.4)
         exp = rc.check(drv.items, drv.res, *lay_args.values())
         assert len(exp["cqe"]) >= 2 and drv.res["counters"][CTR_PLACED_BYTES] > 0
+
+
+def test_message_toggle_cases_reach_wide_fields():
+    """MR-RX-073, MR-RX-086, MR-RX-101: the coverage stimulus for the message stage's wide
+    fields (``rc.message_toggle_cases``) on the cycle model: every item's outcome and output as
+    the packet-level model says; per round two WRITE_IMM and two SEND completion records with
+    32-bit message numbers and immediates and 64-bit ``wr_id``s, so their high bits move."""
+    lay_args = dict(conns=256, paths=4, keys=256, streams=4)
+    s = rc.Setup(seed=7, **lay_args)
+    cases = rc.message_toggle_cases(s, rounds=4)
+    drv = rc.Batches(64).run(s, cases, model=rx.RxCycleModel(64, **lay_args), seed=7, p_idle=0.25, p_bp=0.4)
+    rc.check(drv.items, drv.res, *lay_args.values())
+    cqes = [rx.unpack(s.lay.cqe, v) for v in drv.res["cqe"]]
+    assert len(cqes) >= 4 * 4
+    assert max(c["msg"] for c in cqes) >= 1 << 24
+    assert any(c["wr_id"] >> 48 for c in cqes) and any(c["with_imm"] and c["imm"] >> 24 for c in cqes)
