@@ -176,10 +176,10 @@ def test_registered_candidates_rest_a_connection_one_cycle():
 
 
 def test_registered_report_takes_effect_a_cycle_later():
-    """MR-TXS-034..036: a report taken in cycle t is the action of t+1; its chunk is counted in
-    the window at the edge of t+2; the completion that allows is decided in t+3 and taken in
-    t+4; s_acked stays ready; s_resend counts a lost report held in the register against its
-    connection's resend FIFO."""
+    """MR-TXS-034..036, MR-TXS-045: a report taken in cycle t is the action of t+1; its chunk is
+    counted in the window at the edge of t+2; its stream's completion test is registered in
+    t+3, the completion picked in t+4 and taken in t+5; s_acked stays ready; s_resend counts a
+    lost report held in the register against its connection's resend FIFO."""
     model = TxSchedCycleModel(64, **SMALL)
     lay = model.lay
     wr = tc.wr_item(0, 0, 100, wr_id=5)
@@ -198,7 +198,9 @@ def test_registered_report_takes_effect_a_cycle_later():
     assert model.win is not None and model.sem.q[0]["ring"][0]["ack_base"] == 0
     model.step(idle)
     assert model.win is None and model.sem.q[0]["ring"][0]["ack_base"] == 1
-    assert model.events[n + 1:] == [] and model.comp is None
+    assert model.events[n + 1:] == [] and model.comp is None and model.qcomp == []
+    model.step(idle)
+    assert model.events[n + 1:] == [] and model.comp is None and model.qcomp == [0]
     model.step(idle)
     assert model.events[n + 1:] == [] and model.comp == 0
     model.step(idle)
