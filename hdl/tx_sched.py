@@ -25,7 +25,8 @@ s_error    in     a connection failed {conn, path, status} (the retransmit unit'
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
 registers and LUT RAM but the per-connection scheduling decision, registered and taken the next
 cycle by connections left untouched (MR-TXS-033); the reports and the work requests are acted on
-from input registers (MR-TXS-034, MR-TXS-037); the outputs leave through 4-slot queues
+from input registers (MR-TXS-034, MR-TXS-037); the completion is tested per stream, picked and
+taken in three cycles (MR-TXS-045, MR-TXS-035); the outputs leave through 4-slot queues
 (MR-TXS-031).
 
 Golden model: :class:`metaroce.models.tx_sched.TxSchedCycleModel`, cycle by cycle.
