@@ -25,7 +25,8 @@ s_error    in     a connection failed {conn, path, status} (the retransmit unit'
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
 registers and LUT RAM but the per-connection scheduling decision, registered and taken the next
 cycle by connections left untouched (MR-TXS-033); the reports and the work requests are acted on
-from input registers (MR-TXS-034, MR-TXS-037); the outputs leave through 4-slot queues
+from input registers (MR-TXS-034, MR-TXS-037); the completion is tested per stream, picked and
+taken in three cycles (MR-TXS-045, MR-TXS-035); the outputs leave through 4-slot queues
 (MR-TXS-031).
 
 Golden model: :class:`metaroce.models.tx_sched.TxSchedCycleModel`, cycle by cycle.
@@ -455,7 +456,16 @@ class TxSched(wiring.Component):
             comp_valid.append(Mux(of_stream(e_fail, qi, done[qi]),
                                   (tail[qi] != done[qi]) & of_stream(e_idle, qi, done[qi]),
                                   (send[qi] != done[qi]) & (of_stream(e_ahead, qi, done[qi]) == 0)))
-        next_any, next_q = _first(comp_valid)
+        # MR-TXS-045: each stream's test registered; the pick a cycle later among the streams
+        # of connections untouched at the edge, but the completion register's own stream (a
+        # connection's state is then the one the tests saw)
+        qc_r = Signal(Q, name="qcomp")
+        m.d.sync += qc_r.eq(Cat(*comp_valid))
+        comp_valid_r, comp_q = Signal(), Signal(_bits(Q))
+        touched = Signal(C)
+        qc_pick = [qc_r[qi] & ~touched[qi // S] & ~(comp_valid_r & (comp_q == qi))
+                   for qi in range(Q)]
+        next_any, next_q = _first(qc_pick)
         next_q = _named(m, next_q[:_bits(Q)], "next_comp_q")
         next_e = Cat(read([done[qi][:db] for qi in range(Q)], next_q, "next_comp_done"), next_q) \
             if D > 1 else next_q
@@ -469,9 +479,10 @@ class TxSched(wiring.Component):
         # parallel; the connection's unsent count goes down by them at the completion's edge
         q_unsent = [send[qi] == done[qi] for qi in range(Q)]
         q_left = [of_stream(e_left, qi, done[qi]) for qi in range(Q)]
-        # MR-TXS-035: the completion is decided with its terms and registered; the next cycle
-        # takes it unless its connection was touched at the edge (its terms are then unchanged)
-        comp_valid_r, comp_q, comp_e = Signal(), Signal(len(next_q)), Signal(len(next_e))
+        # MR-TXS-035: the completion is picked with its terms (read on this cycle's state, the
+        # same as the tests' for an untouched connection) and registered; the next cycle takes
+        # it unless its connection was touched at the edge (its terms are then unchanged)
+        comp_e = Signal(len(next_e))
         comp_unsent, comp_left = Signal(), Signal(chunk_w)
         comp_status = Signal(5)
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
@@ -480,7 +491,6 @@ class TxSched(wiring.Component):
                      comp_status.eq(read(q_status, next_q, "next_comp_status"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
-        touched = Signal(C)
         comp = _named(m, ~busy & cq_room & comp_valid_r & ~touched.bit_select(comp_conn, 1),
                       "comp")
 
@@ -633,7 +643,8 @@ class TxSched(wiring.Component):
         # the pick as one-hot bits; each connection's step enable is its bit and the step's
         # (MR-TXS-039), the index (the fields' mux) encoded from them
         sel = [_named(m, v, f"sel{c}") for c, v in enumerate(
-            _rr_onehot([x["ready"] & ~touched[c] for c, x in enumerate(cand_r)], conn_rr, C))]
+            _rr_onehot([x["ready"] & ~touched[c] & ~qc_r[c * S:(c + 1) * S].any()
+                        for c, x in enumerate(cand_r)], conn_rr, C))]
         pick = _named(m, Cat(*(Cat(*(sel[c] for c in range(C) if (c >> b) & 1)).any()
                                for b in range(cb))) if C > 1 else Const(0, 1), "pick")[:cb]
         step_ok = _named(m, sched, "step_ok")

@@ -269,15 +269,24 @@ class TxSchedModel:
                 e["status"] = status
 
     # -- completions (MR-TXS-022)
+    def completes(self, qi):
+        """Stream queue ``qi``'s oldest message completes: every chunk acknowledged, or failed
+        with nothing in flight (MR-TXS-022, MR-TXS-027)."""
+        q = self.q[qi]
+        if not self._count(q):
+            return False
+        e = q["ring"][q["done"] % self.depth]
+        return bool((e["status"] and not e["out"])
+                    or (not e["status"] and e["ack_base"] >= e["nchunks"]))
+
+    def completions(self):
+        """The stream queues (in index order) whose oldest message completes."""
+        return [qi for qi in range(len(self.q)) if self.completes(qi)]
+
     def completion(self):
         """The first stream queue (in index order) whose oldest message has every chunk
         acknowledged, or None."""
-        for qi, q in enumerate(self.q):
-            if self._count(q):
-                e = q["ring"][q["done"] % self.depth]
-                if (e["status"] and not e["out"]) or (not e["status"] and e["ack_base"] >= e["nchunks"]):
-                    return qi
-        return None
+        return next(iter(self.completions()), None)
 
     def complete(self, qi):
         """MR-TXS-022, MR-TXS-027: the oldest entry's completion; a failed message not sent to
@@ -427,7 +436,8 @@ class TxSchedCycleModel:
     resend queue has room), a completion (when the completion queue has
     room), the work request in the register (``wq``, MR-TXS-037: taken from ``s_wr`` in an
     earlier cycle), a scheduling step (when the frame and sent queues both have room).
-    The completion is the one decided in the previous cycle (``comp``, MR-TXS-035) and the
+    The completion is the one decided in the previous cycle (``comp``, MR-TXS-035), picked then
+    among the streams that completed on the state of the cycle before (``qcomp``, MR-TXS-045), and the
     scheduling step takes the connections' actions decided in the previous cycle (``cand``,
     MR-TXS-033), each but those of connections whose state the previous cycle's action or
     failures changed (``touched``). ``events`` logs every action in order."""
@@ -445,6 +455,7 @@ class TxSchedCycleModel:
         self.cand = {}                  # MR-TXS-033: connection -> action, decided last cycle
         self.touched = set()            # connections changed at the last edge
         self.comp = None                # MR-TXS-035: the stream whose completion was decided last cycle
+        self.qcomp = []                 # MR-TXS-045: the streams that completed on last cycle's state
         self.win = None                 # MR-TXS-036: (conn, (entry, chunk)) to count at this edge
         self.rep = None                 # MR-TXS-034: (lost, report) taken last cycle
         self.wq = None                  # MR-TXS-037: the work request held in the register
@@ -458,6 +469,7 @@ class TxSchedCycleModel:
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
                     or self.rep is not None or self.comp is not None or self.win is not None
+                    or self.qcomp
                     or self.wq is not None
                     or sem.completion() is not None or sem.decide() is not None)
 
@@ -485,12 +497,17 @@ class TxSchedCycleModel:
         else:
             self.rep = (True, rs) if take_resend else None
         cqe_room = self.cqe_q.level < OUT_DEPTH
-        # MR-TXS-035: last cycle's completion, unless its connection changed at the edge; this
-        # cycle's, on this cycle's state, for the next
+        # MR-TXS-035: last cycle's completion, unless its connection changed at the edge
         comp = self.comp
         if busy or not cqe_room or (comp is not None and comp // sem.streams in self.touched):
             comp = None
-        comp_next = sem.completion()
+        # MR-TXS-045: the next completion picked among the streams that completed on last
+        # cycle's state, but those of connections changed at the edge and the register's own
+        # stream; this cycle's streams that complete, for the next pick
+        S = sem.streams
+        comp_next = next((qi for qi in self.qcomp
+                          if qi // S not in self.touched and qi != self.comp), None)
+        qcomp_next = sem.completions()
         # MR-TXS-037: the work request in the register is the action (its room on this cycle's
         # state); the port takes the next one when the register empties or is taken this cycle
         wr = self.wq
@@ -509,7 +526,10 @@ class TxSchedCycleModel:
         targets = sem.fail_targets(fail, error)
         # MR-TXS-033: every connection's action on this cycle's state, for the next cycle
         cand = {c: a for c in range(sem.conns) if (a := sem.decide_conn(c)) is not None}
-        eligible = {c: a for c, a in self.cand.items() if c not in self.touched}
+        # MR-TXS-045: nor those of connections with a stream that completed on last cycle's state
+        comp_conns = {qi // S for qi in self.qcomp}
+        eligible = {c: a for c, a in self.cand.items()
+                    if c not in self.touched and c not in comp_conns}
         touched = {x["conn"] for x in (fail, error) if x is not None}
         out = {"s_wr__ready": wr_ready, "s_acked__ready": 1, "s_resend__ready": resend_ready,
                "s_fail__ready": 1, "s_error__ready": 1,
@@ -546,7 +566,7 @@ class TxSchedCycleModel:
                 r = sem.apply(act, g("now", 0))
                 if r is not None:
                     frame, sent = r
-        self.cand, self.touched, self.comp = cand, touched, comp_next
+        self.cand, self.touched, self.comp, self.qcomp = cand, touched, comp_next, qcomp_next
         if targets:
             self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))
         sem.fail(targets)

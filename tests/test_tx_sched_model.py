@@ -176,10 +176,10 @@ def test_registered_candidates_rest_a_connection_one_cycle():
 
 
 def test_registered_report_takes_effect_a_cycle_later():
-    """MR-TXS-034..036: a report taken in cycle t is the action of t+1; its chunk is counted in
-    the window at the edge of t+2; the completion that allows is decided in t+3 and taken in
-    t+4; s_acked stays ready; s_resend counts a lost report held in the register against its
-    connection's resend FIFO."""
+    """MR-TXS-034..036, MR-TXS-045: a report taken in cycle t is the action of t+1; its chunk is
+    counted in the window at the edge of t+2; its stream's completion test is registered in
+    t+3, the completion picked in t+4 and taken in t+5; s_acked stays ready; s_resend counts a
+    lost report held in the register against its connection's resend FIFO."""
     model = TxSchedCycleModel(64, **SMALL)
     lay = model.lay
     wr = tc.wr_item(0, 0, 100, wr_id=5)
@@ -198,7 +198,9 @@ def test_registered_report_takes_effect_a_cycle_later():
     assert model.win is not None and model.sem.q[0]["ring"][0]["ack_base"] == 0
     model.step(idle)
     assert model.win is None and model.sem.q[0]["ring"][0]["ack_base"] == 1
-    assert model.events[n + 1:] == [] and model.comp is None
+    assert model.events[n + 1:] == [] and model.comp is None and model.qcomp == []
+    model.step(idle)
+    assert model.events[n + 1:] == [] and model.comp is None and model.qcomp == [0]
     model.step(idle)
     assert model.events[n + 1:] == [] and model.comp == 0
     model.step(idle)
@@ -248,3 +250,49 @@ def test_registered_work_request_is_the_next_cycles_action():
         assert out["s_wr__ready"] == 0
     out = model.step(offer(wrs[5]))
     assert model.events[-1] == ("wr", wrs[4]) and out["s_wr__ready"] == 1 and model.wq == wrs[5]
+
+
+def test_completion_test_registered_and_not_starved_by_sending():
+    """MR-TXS-045: a stream's completion test is registered a cycle before the pick, the pick a
+    cycle before the completion; a connection sending a long message (a packet every other
+    cycle, MR-TXS-033) on one stream still completes its other stream's message while it sends:
+    the cycle its registered test is set it takes no scheduling step, so its completion is not
+    left out as touched in every cycle."""
+    model = TxSchedCycleModel(64, **SMALL)
+    lay, mtu = model.lay, SMALL["mtu"]
+    idle = {"m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+
+    def sent(qi):
+        return sum(1 for e in model.events if e[0] == "packet" and e[3] == qi)
+
+    model.step(dict(idle, s_wr__valid=1, s_wr__payload=tc.pack(lay.wr, tc.wr_item(0, 1, 40 * mtu, wr_id=2))))
+    while sent(1) < 3:
+        model.step(idle)
+    model.step(dict(idle, s_wr__valid=1, s_wr__payload=tc.pack(lay.wr, tc.wr_item(0, 0, 100, wr_id=1))))
+    while not sent(0):
+        model.step(idle)
+    short = next(e for e in model.events if e[0] == "packet" and e[3] == 0)
+    rep = {"conn": 0, "path": short[6], "slot": 0, "chunk": 0, "abort": 0}
+    model.step(dict(idle, s_acked__valid=1, s_acked__payload=tc.pack(lay.report, rep)))
+    seen = []                           # (cycle, qcomp before the step, events of the step)
+    for cyc in range(40):
+        qcomp, touched, n = list(model.qcomp), set(model.touched), len(model.events)
+        model.step(idle)
+        seen.append((cyc, qcomp, touched, model.events[n:]))
+        if ("complete", 0) in model.events:
+            break
+    done = next(cyc for cyc, _, _, ev in seen if ("complete", 0) in ev)
+    first_test = next(cyc for cyc, q, _, _ in seen if 0 in q)
+    # the pick the cycle after the registered test, the completion the cycle after the pick
+    assert done == first_test + 1
+    # no scheduling step of connection 0 in a cycle its registered test is set and untouched
+    for _, q, t, ev in seen:
+        if q and 0 not in t:
+            assert not any(e[0] == "packet" for e in ev)
+    # the completion is taken while the long message is being sent: not after its 16-chunk
+    # window stalls it (a connection that sends a packet every other cycle is touched at every
+    # other edge, so without the rule its picked completion would be left out every time)
+    before = sent(1)
+    for _ in range(6):
+        model.step(idle)
+    assert 3 <= before < sent(1) < 16
