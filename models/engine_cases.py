@@ -9,7 +9,8 @@
   frames as MAC beats with random idle cycles, random ready on every output (``m_ack``,
   ``m_done``, ``m_bypass``, AXI4 ``awready``/``wready``) and an AXI4 write slave with random B
   latency (:class:`dma_write_cases.HostMemory`), then the parser's counters through
-  ``parser_reg_addr``; the RX counters read back through AXI4-Lite;
+  ``parser_reg_addr``; the RX counters read back through AXI4-Lite (rows a run writes between
+  its frames, :func:`counter_run`'s, are further AXI4-Lite and traffic phases);
 * :func:`check`: the RTL-side results against the reference endpoint (the memory image and
   the ACK/NAK stream, byte-exact, MR-ENG-110) and against the blocks' packet-level models (the
   RX requests and counters, the parser's counters, the bypassed frames);
@@ -281,7 +282,7 @@ class Phases:
         results (``_Traffic(..., after=...)``): rows a host writes between frames."""
         self.setup, self.traffic, self.readout = setup, traffic, readout
         self.phases = [setup, traffic, *more, readout]
-        self._traffic = [traffic, *(d for d in more if not isinstance(d, rgc.Driver))]
+        self._traffic = {id(d) for d in (traffic, *more) if not isinstance(d, rgc.Driver)}
         self._last = traffic            # the traffic phase whose cycle the host memory follows
         self.i = 0
         self.cycles = 0
@@ -293,7 +294,7 @@ class Phases:
         return self.i >= len(self.phases)
 
     def _is_traffic(self, d):
-        return any(d is t for t in self._traffic)
+        return id(d) in self._traffic
 
     def inputs(self):
         d = self.phases[self.i]
