@@ -268,8 +268,9 @@ class AckIn(wiring.Component):
 
 class AckOut(wiring.Component):
     """MR-ENG-133: the RX engine's ACK/NAK requests (``s_ack``) into frame descriptors
-    (``m_desc``), combinationally (no queue: ``s_ack.ready`` is ``m_desc.ready``); the per-connection template rows written by
-    ``s_cfg`` (the TX half's layout, MR-TX-121)."""
+    (``m_desc``), combinationally (no queue: ``s_ack.ready`` is ``m_desc.ready``; the MRAH and
+    MRNH fields both from the record, the opcode from ``nak``); the per-connection template
+    rows written by ``s_cfg`` (the TX half's layout, MR-TX-121)."""
 
     def __init__(self, conns, ack_layout, cfg_layout):
         self.conns, self.cfg_layout = conns, cfg_layout
@@ -291,14 +292,14 @@ class AckOut(wiring.Component):
                      d.ip_ttl.eq(t.ip_ttl), d.ip_src.eq(t.ip_src), d.ip_dst.eq(t.ip_dst),
                      d.udp_sport.eq(r.sport), d.udp_dport.eq(ROCE_PORT), d.bth_pkey.eq(t.pkey),
                      d.bth_dest_qp.eq(t.dest_qp)]
-        with m.If(r.nak):
-            m.d.comb += [d.bth_opcode.eq(Op.MR_NAK), d.mrnh_version.eq(1), d.mrnh_path.eq(r.path),
-                         d.mrnh_reason.eq(r.reason), d.mrnh_psn.eq(r.psn)]
-        with m.Else():
-            m.d.comb += [d.bth_opcode.eq(Op.MR_ACK), d.mrah_version.eq(1),
-                         d.mrah_flags.eq(r.ce_count != 0), d.mrah_path.eq(r.path),
-                         d.mrah_ce_count.eq(r.ce_count), d.mrah_cum_psn.eq(r.cum),
-                         d.mrah_trigger_psn.eq(r.psn), d.mrah_sack.eq(r.sack)]
+        # both headers' fields carry the record whatever the opcode: the builder reads only the
+        # opcode's headers (MR-TXF-003), and no field is gated by ``nak`` (an AND a bit)
+        m.d.comb += [d.bth_opcode.eq(Mux(r.nak, Op.MR_NAK, Op.MR_ACK)),
+                     d.mrnh_version.eq(1), d.mrnh_path.eq(r.path), d.mrnh_reason.eq(r.reason),
+                     d.mrnh_psn.eq(r.psn),
+                     d.mrah_version.eq(1), d.mrah_flags.eq(r.ce_count != 0), d.mrah_path.eq(r.path),
+                     d.mrah_ce_count.eq(r.ce_count), d.mrah_cum_psn.eq(r.cum),
+                     d.mrah_trigger_psn.eq(r.psn), d.mrah_sack.eq(r.sack)]
         # no queue: the frame builder's descriptor stages buffer, and its ready is a register
         m.d.comb += [a.ready.eq(o.ready), o.valid.eq(a.valid), o.payload.eq(d)]
         return m

@@ -261,19 +261,21 @@ def peer_ack_record(meta, conns):
 def ack_desc(rec, row):
     """MR-ENG-133: the frame builder's descriptor (a dict) of the RX engine's ACK/NAK request
     ``rec`` for the connection whose template row is ``row`` (the TX half's ``cfg`` fields):
-    ``desc_of_frame`` of the endpoint's ``ack_frame`` / ``nak_frame``."""
+    ``desc_of_frame`` of the endpoint's ``ack_frame`` / ``nak_frame`` in every field the
+    opcode's headers have; the MRAH and MRNH fields both carry the record whatever the opcode
+    (the builder reads only the opcode's headers, MR-TXF-003)."""
     d = {"eth_dst": row["eth_dst"], "eth_src": row["eth_src"], "ip_dscp": row["ip_dscp"],
          "ip_ttl": row["ip_ttl"], "ip_src": row["ip_src"], "ip_dst": row["ip_dst"],
          "udp_sport": rec["sport"], "udp_dport": ROCE_PORT, "bth_pkey": row["pkey"],
          "bth_dest_qp": row["dest_qp"]}
-    if rec["nak"]:
-        d.update({"bth_opcode": int(Op.MR_NAK), "mrnh_version": 1, "mrnh_path": rec["path"],
-                  "mrnh_reason": rec["reason"], "mrnh_psn": rec["psn"]})
-    else:
-        d.update({"bth_opcode": int(Op.MR_ACK), "mrah_version": 1,
-                  "mrah_flags": int(rec["ce_count"] != 0), "mrah_path": rec["path"],
-                  "mrah_ce_count": rec["ce_count"], "mrah_cum_psn": rec["cum"],
-                  "mrah_trigger_psn": rec["psn"], "mrah_sack": rec["sack"]})
+    # both headers from the record, whatever the opcode (the builder reads only the opcode's,
+    # MR-TXF-003)
+    d.update({"bth_opcode": int(Op.MR_NAK if rec["nak"] else Op.MR_ACK),
+              "mrnh_version": 1, "mrnh_path": rec["path"], "mrnh_reason": rec["reason"],
+              "mrnh_psn": rec["psn"],
+              "mrah_version": 1, "mrah_flags": int(rec["ce_count"] != 0), "mrah_path": rec["path"],
+              "mrah_ce_count": rec["ce_count"], "mrah_cum_psn": rec["cum"],
+              "mrah_trigger_psn": rec["psn"], "mrah_sack": rec["sack"]})
     return d
 
 

@@ -9,7 +9,8 @@
   frames as MAC beats with random idle cycles, random ready on every output (``m_ack``,
   ``m_done``, ``m_bypass``, AXI4 ``awready``/``wready``) and an AXI4 write slave with random B
   latency (:class:`dma_write_cases.HostMemory`), then the parser's counters through
-  ``parser_reg_addr``; the RX counters read back through AXI4-Lite;
+  ``parser_reg_addr``; the RX counters read back through AXI4-Lite (rows a run writes between
+  its frames, :func:`counter_run`'s, are further AXI4-Lite and traffic phases);
 * :func:`check`: the RTL-side results against the reference endpoint (the memory image and
   the ACK/NAK stream, byte-exact, MR-ENG-110) and against the blocks' packet-level models (the
   RX requests and counters, the parser's counters, the bypassed frames);
@@ -30,8 +31,8 @@ from .parser import N_COUNTERS as PARSER_COUNTERS, OVERFLOW_COUNTER, verdict
 from .regs import register_map
 from .rx import SMALL as RX_SMALL, TABLE_KEY, payload_layout
 
-__all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "Phases", "Driver", "check",
-           "run_model"]
+__all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "counter_run",
+           "check_counters", "Phases", "Driver", "check", "run_model"]
 
 #: MR-ENG-110: B latencies of the host memory (cycles after a burst's last W beat).
 LATENCY = (1, 40)
@@ -110,6 +111,52 @@ def line_rate_run(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"], 
     return Run(s, lay, [("case", c.frame) for c in cases], cases, [], None)
 
 
+def counter_run(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"], seed=9):
+    """MR-ENG-105, MR-REG-030/031: a :class:`Run` that moves every RX counter (MR-RX-050): the
+    window and bad-input cases, SENDs against receives and READ responses against READs
+    (MR-RX-100..112, RNR, RECV_BOUNDS, NO_READ among them) and the message cases (MR-RX-080..),
+    whose receive and READ rows are written through AXI4-Lite between the frames, where the
+    cases put them (``("cfg", CfgWrite)`` entries of ``frames``, each run of them a phase of
+    :class:`Driver`). The keys are in one host window before the cases name their addresses.
+    No endpoint record (``traffic`` None): :func:`check_counters` checks it."""
+    s = rc.Setup(conns, paths, keys, streams=streams, seed=seed, n_conns=3)
+    lay = _host_window(s, random.Random(seed + 77))
+    items = (rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=2)
+             + rc.message_cases(s, conn=0, stream=1))
+    frames = [("cfg", c) if isinstance(c, rc.CfgWrite) else ("case", c.frame) for c in items]
+    return Run(s, lay, frames, items, [], None)
+
+
+def check_counters(run: Run, drv: "Driver"):
+    """MR-ENG-105 on a :func:`counter_run`: every RX counter read back through AXI4-Lite (LO
+    then HI, MR-REG-031) is the RX model's for the items in order (:func:`rx_cases.expected`)
+    and not 0; the requests, completion records and placements are the model's, one OKAY done
+    record per placement, the host memory the placements' image; the parser's counters those of
+    the frames' verdicts. Returns the RX counters."""
+    s = run.setup
+    exp = rc.expected(s.writes + run.cases, s.lay.conns, s.lay.paths, s.lay.keys, s.lay.streams)
+    got = drv.rx_counters
+    assert got == exp["counters"], f"RX counters {got} != {exp['counters']}"
+    zero = [i for i, v in enumerate(got) if v == 0]
+    assert not zero, f"counters never moved: {zero}"
+    assert drv.res["ack"] == exp["ack"], "the ACK/NAK requests are not the RX model's"
+    assert drv.res["cqe"] == exp["cqe"], "completion records differ from the RX model's"
+    done = [dunpack(_done_layout(s.lay), d) for d in drv.res["done"]]
+    places = [rc.unpack(s.lay.place, p) for p in exp["place"]]
+    assert [(d["conn"], d["length"], d["error"]) for d in done] == [
+        (p["conn"], p["length"], RESP_OKAY) for p in places], "done records are not the placements"
+    image = bytearray(run.lay.size)
+    for data, p in zip(exp["data"], exp["place"]):
+        apply(image, run.lay.base, rc.unpack(s.lay.place, p)["addr"], data)
+    assert drv.mem.image == image, "the host memory is not the placements' image"
+    want = [0] * PARSER_COUNTERS
+    for kind, f in run.frames:
+        if kind != "cfg":
+            want[int(verdict(f + bytes(max(0, 60 - len(f))))[0])] += 1
+    assert drv.res["counters"] == want, f"parser counters {drv.res['counters']} != {want}"
+    return got
+
+
 def check_line_rate(run: Run, drv: "Driver"):
     """MR-ENG-112: every MAC beat was taken in consecutive cycles (``s_axis`` never back-pressured
     with the outputs ready), every write accepted and placed (OKAY done records), and the placed
@@ -133,18 +180,23 @@ class _Traffic(CounterReadout):
     """Phase 2 of :class:`Driver`: the MAC source, the output sinks, the host memory; then the
     parser's counters through ``parser_reg_addr``."""
 
-    def __init__(self, width, run: Run, rng, *, p_idle, p_bp, latency, quiet_cycles=8):
+    def __init__(self, width, run: Run, rng, *, p_idle, p_bp, latency, quiet_cycles=8, frames=None,
+                 after=None):
         self.width, self.nb, self.rng = width, width // 8, rng
         self.p_idle, self.p_bp = p_idle, p_bp
         self.beats = []
-        for _, f in run.frames:
+        for _, f in (run.frames if frames is None else frames):
             n = -(-len(f) // self.nb)
             for j in range(n):
                 chunk = f[j * self.nb:(j + 1) * self.nb]
                 self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1, int(j == n - 1)))
-        self.mem = HostMemory(run.lay, width, rng, p_bp=p_bp, latency=latency)
-        self.mem.image = bytearray(run.lay.size)        # the endpoint's regions start zeroed
-        self.mem.initial = bytes(self.mem.image)
+        if after is not None:
+            # a later traffic phase (between AXI4-Lite writes): the same host memory and results
+            self.mem = after.mem
+        else:
+            self.mem = HostMemory(run.lay, width, rng, p_bp=p_bp, latency=latency)
+            self.mem.image = bytearray(run.lay.size)        # the endpoint's regions start zeroed
+            self.mem.initial = bytes(self.mem.image)
         self.beat = payload_layout(width)
         self.n_counters = PARSER_COUNTERS
         self.quiet_cycles = quiet_cycles
@@ -154,7 +206,10 @@ class _Traffic(CounterReadout):
         self._readout_reset()
         self._cur = bytearray()
         self.res = {"ack": [], "done": [], "bypass": [], "cqe": [], "counters": None, "cycles": 0,
-                    "beats_taken": []}
+                    "beats_taken": []} if after is None else after.res
+        if after is not None:
+            self.cycle = after.cycle
+            self.limit += after.cycle
 
     @property
     def sent_all(self):
@@ -221,9 +276,14 @@ class Phases:
             "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
             "m_cqe__ready": 1, "parser_reg_addr": 0}
 
-    def _start(self, setup, traffic, readout):
+    def _start(self, setup, traffic, readout, more=()):
+        """``more``: phases between the traffic and the readout, alternately AXI4-Lite writes
+        (a :class:`regs_cases.Driver`) and more traffic sharing the first's host memory and
+        results (``_Traffic(..., after=...)``): rows a host writes between frames."""
         self.setup, self.traffic, self.readout = setup, traffic, readout
-        self.phases = [setup, traffic, readout]
+        self.phases = [setup, traffic, *more, readout]
+        self._traffic = {id(d) for d in (traffic, *more) if not isinstance(d, rgc.Driver)}
+        self._last = traffic            # the traffic phase whose cycle the host memory follows
         self.i = 0
         self.cycles = 0
         self.setup_cycles = None        # cycles of the setup phase, once it is done
@@ -233,20 +293,24 @@ class Phases:
     def finished(self):
         return self.i >= len(self.phases)
 
+    def _is_traffic(self, d):
+        return id(d) in self._traffic
+
     def inputs(self):
         d = self.phases[self.i]
-        if d is self.traffic:
+        if self._is_traffic(d):
             return d.inputs()
         inp = d.inputs()
         del inp["m_cfg__ready"], inp["reg_data"]
         inp.update(self.IDLE)
-        self.mem.inputs(inp, self.traffic.cycle)
+        self.mem.inputs(inp, self._last.cycle)
         return inp
 
     def observe(self, inp, out):
         d = self.phases[self.i]
         self.cycles += 1
-        if d is self.traffic:
+        if self._is_traffic(d):
+            self._last = d
             d.observe(inp, out)
             return
         assert not out["m_ack__valid"] and not out["m_axi__awvalid"], "engine output outside traffic"
@@ -273,9 +337,28 @@ class Driver(Phases):
         rng = random.Random(seed)
         rows = [w for cw in run.setup.writes
                 for w in rgc.row_writes(self.rmap, cw.table, cw.addr, cw.value, name=cw.name)]
-        self._start(rgc.Driver(rows, seed=seed + 1, p_idle=p_idle, p_bp=p_bp),
-                    _Traffic(width, run, rng, p_idle=p_idle, p_bp=p_bp, latency=latency),
-                    rgc.Driver(rgc.counter_items(), seed=seed + 2, p_idle=p_idle, p_bp=p_bp))
+        # ("cfg", CfgWrite) entries of the frames: rows written through AXI4-Lite between the
+        # frames before and after them (a host posting receives and READs), each run of them one
+        # phase once the traffic before it has settled
+        segments = [(False, [])]       # (rows?, entries); the first phase is traffic
+        for kind, x in run.frames:
+            if segments[-1][0] != (kind == "cfg"):
+                segments.append((kind == "cfg", []))
+            segments[-1][1].append((kind, x))
+        first = _Traffic(width, run, rng, p_idle=p_idle, p_bp=p_bp, latency=latency,
+                         frames=segments[0][1])
+        more, last = [], first
+        for k, (rows_seg, seg) in enumerate(segments[1:]):
+            if rows_seg:
+                items = [w for _, cw in seg
+                         for w in rgc.row_writes(self.rmap, cw.table, cw.addr, cw.value, name=cw.name)]
+                more.append(rgc.Driver(items, seed=seed + 10 + k, p_idle=p_idle, p_bp=p_bp))
+            else:
+                last = _Traffic(width, run, rng, p_idle=p_idle, p_bp=p_bp, latency=latency,
+                                frames=seg, after=last)
+                more.append(last)
+        self._start(rgc.Driver(rows, seed=seed + 1, p_idle=p_idle, p_bp=p_bp), first,
+                    rgc.Driver(rgc.counter_items(), seed=seed + 2, p_idle=p_idle, p_bp=p_bp), more)
         self.res = self.traffic.res
 
     @property

@@ -27,18 +27,29 @@ def _run_model(nbytes, seed, loss):
 
 
 def test_ack_frames_are_the_endpoints():
-    """MR-ENG-133: the descriptor of an ACK/NAK request is the endpoint's ack_frame/nak_frame's,
-    and the frame builder's bytes of it are that frame's bytes."""
+    """MR-ENG-133: the descriptor of an ACK/NAK request is the endpoint's ack_frame/nak_frame's
+    in every field of the opcode's headers, the other header's fields carrying the record too
+    (MR-TXF-003: the builder ignores them), and the frame builder's bytes of it are that
+    frame's bytes."""
     row = template_of(0, eth_dst="02:00:00:00:00:02", eth_src="02:00:00:00:00:01", ip_src="10.0.0.2",
                       ip_dst="10.0.0.1", sports=[0] * 4, pkey=0x1234, dest_qp=0x800005)
+
+    def fields(d, other):
+        return {k: v for k, v in unpack_desc(pack_desc(d)).items() if not k.startswith(other)}
+
     a = {"nak": 0, "conn": 0, "path": 2, "psn": 99, "reason": 0, "cum": 100, "sack": 0b101,
          "ce_count": 3, "ece": 1, "sport": 4711}
     want = ack_frame("10.0.0.2", "10.0.0.1", 0x1234, 0x800005, 4711, 2, 100, 0b101, 3, 0, 99)
-    assert unpack_desc(pack_desc(ack_desc(a, row))) == unpack_desc(pack_desc(desc_of_frame(want)))
-    assert builder_bytes(unpack_desc(pack_desc(ack_desc(a, row))), b"") == codec.encode(want)
+    d = ack_desc(a, row)
+    assert fields(d, "mrnh_") == fields(desc_of_frame(want), "mrnh_")
+    assert d["mrnh_psn"] == 99 and d["mrnh_path"] == 2          # the NAK header's, ignored
+    assert builder_bytes(unpack_desc(pack_desc(d)), b"") == codec.encode(want)
     n = dict(a, nak=1, reason=int(NakReason.ACCESS), psn=77)
     want = nak_frame("10.0.0.2", "10.0.0.1", 0x1234, 0x800005, 4711, 2, NakReason.ACCESS, 77)
-    assert builder_bytes(unpack_desc(pack_desc(ack_desc(n, row))), b"") == codec.encode(want)
+    d = ack_desc(n, row)
+    assert fields(d, "mrah_") == fields(desc_of_frame(want), "mrah_")
+    assert d["mrah_sack"] == 0b101 and d["mrah_cum_psn"] == 100   # the ACK header's, ignored
+    assert builder_bytes(unpack_desc(pack_desc(d)), b"") == codec.encode(want)
 
 
 def test_peer_ack_records_are_ack_record():
@@ -161,3 +172,68 @@ def test_two_engines_rtl_lockstep():
                           "seed": 2})
     r = run_rtl(cfg, lockstep=True, direction="peer")
     assert r["ok"] and r["mismatches"] == 0
+
+
+def test_ack_path_rtl_builds_the_endpoints_frames():
+    """MR-ENG-133, MR-TXF-003: AckOut and the ACK frame builder joined as in ``Engine`` (the
+    RTL, Amaranth simulator): an ACK request and then a NAK request whose record also holds a
+    SACK and a cumulative PSN (which reach the descriptor's MRAH fields) leave as the
+    endpoint's ``ack_frame`` and ``nak_frame``, byte for byte."""
+    from amaranth.hdl import Module
+    from amaranth.lib import wiring
+    from amaranth.sim import Simulator
+    from metaroce.hdl.engine import AckOut
+    from metaroce.hdl.frame_builder import FrameBuilder
+    from metaroce.models.rx import SMALL as RX_SMALL, layouts as rx_layouts, pack
+
+    lay = engine_layouts(2)
+    ack_lay = rx_layouts(conns=2, paths=4, keys=256, streams=RX_SMALL["streams"]).ack
+    m = Module()
+    m.submodules.ack_out = ao = AckOut(2, ack_lay, lay.cfg)
+    m.submodules.ack_fb = fb = FrameBuilder(64)
+    wiring.connect(m, ao.m_desc, fb.s_desc)
+    m.d.comb += fb.s_payload.valid.eq(0)
+    row = template_of(1, eth_dst="02:00:00:00:00:02", eth_src="02:00:00:00:00:01", ip_src="10.0.0.2",
+                      ip_dst="10.0.0.1", sports=[0] * 4, pkey=0x1234, dest_qp=0x800005)
+    ack = {"nak": 0, "conn": 1, "path": 2, "psn": 99, "reason": 0, "cum": 100, "sack": 0b101 << 200,
+           "ce_count": 3, "ece": 1, "sport": 4711}
+    nak = dict(ack, nak=1, reason=int(NakReason.ACCESS), psn=77)
+    want = [codec.encode(ack_frame("10.0.0.2", "10.0.0.1", 0x1234, 0x800005, 4711, 2, 100,
+                                   0b101 << 200, 3, 0, 99)),
+            codec.encode(nak_frame("10.0.0.2", "10.0.0.1", 0x1234, 0x800005, 4711, 2,
+                                   NakReason.ACCESS, 77))]
+    frames, cur = [], bytearray()
+
+    async def bench(ctx):
+        ctx.set(ao.s_cfg.payload.as_value(), pack(lay.cfg, row))
+        ctx.set(ao.s_cfg.valid, 1)
+        await ctx.tick()
+        ctx.set(ao.s_cfg.valid, 0)
+        for rec in (ack, nak):
+            ctx.set(ao.s_ack.payload.as_value(), pack(ack_lay, rec))
+            ctx.set(ao.s_ack.valid, 1)
+            while not ctx.get(ao.s_ack.ready):
+                await ctx.tick()
+            await ctx.tick()
+            ctx.set(ao.s_ack.valid, 0)
+        for _ in range(200):
+            if len(frames) == 2:
+                break
+            await ctx.tick()
+
+    async def sink(ctx):
+        ctx.set(fb.m_axis.tready, 1)
+        async for _, _, v, d, k, last in ctx.tick().sample(fb.m_axis.tvalid, fb.m_axis.tdata,
+                                                          fb.m_axis.tkeep, fb.m_axis.tlast):
+            if v:
+                cur.extend(d.to_bytes(8, "little")[:k.bit_length()])
+                if last:
+                    frames.append(bytes(cur))
+                    cur.clear()
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.add_process(sink)
+    sim.run()
+    assert frames == want
