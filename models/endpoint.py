@@ -1683,11 +1683,11 @@ class Connection:
             return False
         if rec.msg.mv is None and rec.idx != ABORT:
             return False
-        if (self.spread_probe and not rec.free and self.pace_until > now and self.ep.probe_turn
+        if (self.spread_probe and self.pace_until > now and self.ep.probe_turn
                 and self.rate_bps < self.ep.line_rate_bps):
-            # MR-CC-032: a paced connection's probe of a packet sent under a hint waits for the
-            # next paced turn and is that turn's frame (sent now it would arrive beside the
-            # paced frame just sent: two packets where the share allows one)
+            # MR-CC-032: a paced connection's probe waits for the next paced turn and is that
+            # turn's frame (sent now it would arrive beside the paced frame just sent: two
+            # packets where the share allows one)
             if p.probe_at <= now:       # none of this path is waiting already
                 p.probe_at = t = self.pace_until
                 self.ep._push(t, 9, p, (psn, rec, t))
@@ -1720,14 +1720,21 @@ class Connection:
         rec.probe = True
         f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
         self.ep._ctrl.append(f)
-        if self.spread_probe and rec.free and self.rate_bps < self.ep.line_rate_bps:
-            # MR-CC-024: a paced connection's probe of a first-window packet takes the next
-            # paced frame's turn, so that the two do not arrive together, twice its share
-            self.pace_until = max(self.pace_until, now) + self._gap(wire_len(f))
-        elif self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
-            # MR-CC-030: any other probe of a paced connection counts as a paced frame: the
-            # next one leaves at least a gap after it
-            self.pace_until = max(self.pace_until, now + self._gap(wire_len(f)))
+        if self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
+            wl = wire_len(f)
+            if rec.free:
+                # MR-CC-024: a paced connection's probe of a first-window packet takes the next
+                # paced frame's turn, so that the two do not arrive together, twice its share
+                self.pace_until = max(self.pace_until, now) + self._gap(wl)
+            else:
+                # MR-CC-030: any other probe of a paced connection counts as a paced frame: the
+                # next one leaves at least a gap after it
+                self.pace_until = max(self.pace_until, now + self._gap(wl))
+            if self.ep.probe_turn:
+                # MR-CC-032: and is the last frame that a new hint (MR-CC-006) or RTT sample
+                # (MR-CC-029) re-times the next one from
+                self.last_tx = now
+                self.last_wl = wl
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
         self.ep._arm(p, now + self._rto(p))
@@ -2270,8 +2277,8 @@ class Endpoint(VerbsHost):
     - ``ack_phase`` (True): an announcing sender paced at a hint takes the phase of its next
       paced frame from its first data ACK, one gap after the bottleneck served its first
       window, instead of the hashed spread of MR-CC-023 (MR-CC-028).
-    - ``probe_turn`` (True): an announcing sender paced at a hint sends a probe of a packet sent
-      under a hint at its next paced turn, as that turn's frame (MR-CC-032).
+    - ``probe_turn`` (True): an announcing sender paced at a hint sends a probe at its next paced
+      turn, as that turn's frame, and re-times its next frame from it (MR-CC-032).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
