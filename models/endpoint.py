@@ -259,7 +259,7 @@ class _Path:
     __slots__ = ("conn", "idx", "entropy", "gen", "next_psn", "floor", "ring", "live", "inflight",
                  "cwnd", "srtt", "rttvar", "backoff", "deadline", "tstack", "consec_to", "state",
                  "last_ece", "last_ack", "next_dec", "since_req", "probe_token", "probe_interval",
-                 "retired_before", "head", "collapsed", "tail_probed", "probe_dl", "min_rtt", "xwit", "xslack", "xrun",
+                 "retired_before", "head", "collapsed", "tail_probed", "probe_dl", "probe_at", "min_rtt", "xwit", "xslack", "xrun",
                  "rx_cum", "rx_sack", "rx_high", "rx_ce", "rx_pending", "rx_ack_token", "rx_last",
                  "rx_prev_ce", "ce_acc", "ack_acc", "xcache", "xok", "udp_hdr")
 
@@ -279,6 +279,7 @@ class _Path:
         self.head = self.floor      # no live record below this PSN (MR-REL-006)
         self.tail_probed = False    # MR-REL-010: the timer's last expiry sent a tail probe
         self.probe_dl = 0           # MR-REL-010: when that probe's ACK is overdue (ns)
+        self.probe_at = 0           # MR-CC-032: when the last probe goes (a paced turn) (ns)
         self.collapsed = False      # cwnd reset by a timeout that carried no information
         self.min_rtt = None         # lowest RTT sample of the path (MR-REL-009)
         self.xwit = _NEVER          # send time (ns) of the newest packet acked on another path
@@ -1548,7 +1549,7 @@ class Connection:
             # lost ACK. Ask again (the newest PSN, as is) before declaring anything lost; a dead
             # path is still caught by the cross-path bound (MR-REL-009) meanwhile.
             p.tail_probed = True
-            p.probe_dl = now + self._rto(p)
+            p.probe_dl = p.probe_at + self._rto(p)      # MR-CC-032: from when it goes
             self.ep.stats["tail_probes"] += 1
             return
         p.tail_probed = False
@@ -1680,25 +1681,63 @@ class Connection:
         rec = p.rec(psn)
         if rec is None:
             return False
+        if rec.msg.mv is None and rec.idx != ABORT:
+            return False
+        if (self.spread_probe and self.pace_until > now and self.ep.probe_turn
+                and self.rate_bps < self.ep.line_rate_bps):
+            # MR-CC-032: a paced connection's probe waits for the next paced turn and is that
+            # turn's frame (sent now it would arrive beside the paced frame just sent: two
+            # packets where the share allows one)
+            if p.probe_at <= now:       # none of this path is waiting already
+                p.probe_at = t = self.pace_until
+                self.ep._push(t, 9, p, (psn, rec, t))
+                self.ep._arm(p, t + self._rto(p))
+            return True
+        p.probe_at = now
+        self._probe_send(p, psn, rec, now)
+        return True
+
+    def _probe_turn(self, p, psn, rec, at, now):
+        """MR-CC-032: a deferred probe's turn: sent unless its packet was resolved meanwhile
+        (acknowledged, or declared lost and queued for resend); when another paced frame took
+        the turn, the probe waits for the next one."""
+        if at != p.probe_at or rec.lost or p.rec(psn) is not rec or p.state == _RETIRED:
+            return
+        if self.pace_until > now and self.rate_bps < self.ep.line_rate_bps:
+            p.probe_at = t = self.pace_until
+            self.ep._push(t, 9, p, (psn, rec, t))
+            self.ep._arm(p, t + self._rto(p))
+            if p.tail_probed:
+                p.probe_dl = p.probe_at + self._rto(p)
+            return
+        p.probe_at = now
+        self._probe_send(p, psn, rec, now)
+
+    def _probe_send(self, p, psn, rec, now):
+        """MR-REL-008/010: send the probe of ``rec`` (``psn`` on ``p``) now."""
         m = rec.msg
         off = rec.idx * self.ep.mtu if rec.idx != ABORT else 0
-        if m.mv is None and rec.idx != ABORT:
-            return False
         rec.probe = True
         f = self._frame(m, rec.idx, off, rec.nbytes, p, psn, True, True)
         self.ep._ctrl.append(f)
-        if self.spread_probe and rec.free and self.rate_bps < self.ep.line_rate_bps:
-            # MR-CC-024: a paced connection's probe of a first-window packet takes the next
-            # paced frame's turn, so that the two do not arrive together, twice its share
-            self.pace_until = max(self.pace_until, now) + self._gap(wire_len(f))
-        elif self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
-            # MR-CC-030: any other probe of a paced connection counts as a paced frame: the
-            # next one leaves at least a gap after it
-            self.pace_until = max(self.pace_until, now + self._gap(wire_len(f)))
+        if self.spread_probe and self.rate_bps < self.ep.line_rate_bps:
+            wl = wire_len(f)
+            if rec.free:
+                # MR-CC-024: a paced connection's probe of a first-window packet takes the next
+                # paced frame's turn, so that the two do not arrive together, twice its share
+                self.pace_until = max(self.pace_until, now) + self._gap(wl)
+            else:
+                # MR-CC-030: any other probe of a paced connection counts as a paced frame: the
+                # next one leaves at least a gap after it
+                self.pace_until = max(self.pace_until, now + self._gap(wl))
+            if self.ep.probe_turn:
+                # MR-CC-032: and is the last frame that a new hint (MR-CC-006) or RTT sample
+                # (MR-CC-029) re-times the next one from
+                self.last_tx = now
+                self.last_wl = wl
         self.ep.stats["probes_sent"] += 1
         self.ep.stats["data_packets_sent"] += 1
         self.ep._arm(p, now + self._rto(p))
-        return True
 
     # -- receiver --------------------------------------------------------------------------------
 
@@ -2238,6 +2277,8 @@ class Endpoint(VerbsHost):
     - ``ack_phase`` (True): an announcing sender paced at a hint takes the phase of its next
       paced frame from its first data ACK, one gap after the bottleneck served its first
       window, instead of the hashed spread of MR-CC-023 (MR-CC-028).
+    - ``probe_turn`` (True): an announcing sender paced at a hint sends a probe at its next paced
+      turn, as that turn's frame, and re-times its next frame from it (MR-CC-032).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2282,7 +2323,7 @@ class Endpoint(VerbsHost):
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
                  max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False,
-                 pull_first_lost=True, ack_phase=True, rng=None):
+                 pull_first_lost=True, ack_phase=True, probe_turn=True, rng=None):
         _check_config(locals())
         self.addr = addr
         self.resend_twice = bool(resend_twice)
@@ -2290,6 +2331,7 @@ class Endpoint(VerbsHost):
         self.announce_go = bool(announce_go)    # MR-CC-022: answer a lone sender "go"
         self.pull_first_lost = bool(pull_first_lost)    # MR-CC-027: pull lost first windows
         self.ack_phase = bool(ack_phase)    # MR-CC-028: the first data ACK sets the phase
+        self.probe_turn = bool(probe_turn)  # MR-CC-032: a paced probe waits for its turn
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt
@@ -2555,6 +2597,8 @@ class Endpoint(VerbsHost):
                 self._quiet_check(now)          # MR-CC-027
             elif kind == 8:
                 self._pull_next(now)            # MR-CC-027
+            elif kind == 9:
+                obj.conn._probe_turn(obj, *tok, now)     # MR-CC-032
             elif tok == obj.rx_ack_token and obj.rx_pending:
                 self._send_ack(obj.conn, obj, *obj.rx_last)      # MR-SEQ-009: delayed ACK
 

@@ -477,3 +477,92 @@ def test_slow_start_exit_splits_the_ramp_evenly():
         assert all(share <= q.cwnd <= share + MTU for q in c.paths)
         sums[paths] = c.cwnd_sum / c.ramp
     assert all(1.0 - 1e-3 <= r <= 1.02 for r in sums.values())
+
+
+def test_paced_probe_waits_for_its_turn():
+    """MR-CC-032: a paced announcing connection's probe of a packet sent under its hint, asked for
+    half a gap before its next paced turn, goes at that turn as the turn's frame (the next paced
+    frame one gap after it), with the path's timer from then; a second request while it waits
+    sends nothing more."""
+    from test_announce import _paced_sender, frames_of
+    b, ep, c, to_ep = _paced_sender()
+    mbps = int(c.rate_bps // 1e6)
+    t2 = c.pace_until * 1e-9
+    (second,) = frames_of(ep, t2)
+    p = c.paths[second.mrdh.path]
+    turn = c.pace_until
+    now = turn - P.pacing_gap_ns(c.last_wl, mbps) // 2
+    assert c._probe_same_psn(p, now)
+    assert c._probe_same_psn(p, now + 1)           # one waits already: no second probe
+    assert frames_of(ep, now * 1e-9) == []
+    assert frames_of(ep, (turn - 1) * 1e-9) == []
+    assert p.deadline == turn + c._rto(p)
+    (probe,) = frames_of(ep, turn * 1e-9)
+    assert probe.bth.psn == second.bth.psn and probe.mrdh.offset == second.mrdh.offset
+    assert c.pace_until == turn + c._gap(wire_len(probe))
+    assert (c.last_tx, c.last_wl) == (turn, wire_len(probe))    # re-timed from it
+    assert frames_of(ep, (c.pace_until - 1) * 1e-9) == []
+    assert ep.stats["probes_sent"] == 1
+
+
+def test_paced_probe_of_a_first_window_packet_waits_for_its_turn():
+    """MR-CC-032 with MR-CC-024: a probe of a first-window packet (its data lost, the
+    announcement answered with the share of 64 senders) goes at the connection's next paced turn,
+    not at once, and the next paced frame one gap after it."""
+    import random
+    from test_announce import KW, RX, announcement, frames_of, receiver
+    b, _ = receiver(n_conns=64)
+    rkey = b.reg_mr(bytearray(16 * 1024))
+    ep = Endpoint("10.0.0.64", rng=random.Random(1), **KW)
+    c = ep.connect(10, RX, 20 + 63, paths=4)
+    c.post_write(0, ep.reg_mr(bytearray(8 * 1024)), 0, 8 * 1024, 0, rkey, wr_id=1)
+    t = 1e-6
+    for i in range(63):
+        b.receive(announcement(f"10.0.0.{i + 1}", 20 + i), t)
+    ann, first = frames_of(ep, t)
+    b.receive(ann, t)                   # the first data packet is lost
+    for f in [f for f in frames_of(b, t, 256) if f.ip.dst == "10.0.0.64"]:
+        ep.receive(f, t + 1e-6)
+    assert c.rate_bps < ep.line_rate_bps
+    turn = c.pace_until
+    now = int((t + 2e-6) * 1e9)
+    assert turn > now
+    p = c.paths[first.mrdh.path]
+    assert c._probe_same_psn(p, now)
+    assert frames_of(ep, now * 1e-9) == [] and frames_of(ep, (turn - 1) * 1e-9) == []
+    (probe,) = frames_of(ep, turn * 1e-9)
+    assert probe.bth.psn == first.bth.psn and probe.mrdh.offset == first.mrdh.offset
+    assert c.pace_until == turn + c._gap(wire_len(probe))
+
+
+def test_paced_probe_dropped_when_its_packet_is_acknowledged():
+    """MR-CC-032: a waiting probe whose packet is acknowledged before its turn is not sent; the
+    turn goes to the next paced frame (new data)."""
+    from test_announce import _paced_sender, frames_of
+    b, ep, c, to_ep = _paced_sender()
+    mbps = int(c.rate_bps // 1e6)
+    t2 = c.pace_until * 1e-9
+    (second,) = frames_of(ep, t2)
+    p = c.paths[second.mrdh.path]
+    turn = c.pace_until
+    now = turn - P.pacing_gap_ns(c.last_wl, mbps) // 2
+    assert c._probe_same_psn(p, now)
+    b.receive(second, now * 1e-9)
+    for f in to_ep(now * 1e-9):
+        ep.receive(f, (now + 10) * 1e-9)
+    (nxt,) = frames_of(ep, turn * 1e-9)
+    assert ep.stats["probes_sent"] == 0
+    assert nxt.mrdh.offset > second.mrdh.offset
+
+
+def test_paced_probe_without_the_turn_goes_at_once():
+    """MR-CC-032 off (``probe_turn=False``): the probe goes at once (MR-CC-030 alone)."""
+    from test_announce import _paced_sender, frames_of
+    b, ep, c, to_ep = _paced_sender(probe_turn=False)
+    mbps = int(c.rate_bps // 1e6)
+    (second,) = frames_of(ep, c.pace_until * 1e-9)
+    p = c.paths[second.mrdh.path]
+    now = c.pace_until - P.pacing_gap_ns(c.last_wl, mbps) // 2
+    assert c._probe_same_psn(p, now)
+    (probe,) = frames_of(ep, now * 1e-9)
+    assert probe.bth.psn == second.bth.psn
