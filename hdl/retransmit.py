@@ -435,11 +435,14 @@ class Retransmit(wiring.Component):
         s1_ack = Signal(lay.ack)
         sack_any, sack_top = _top_index(m, s1a_ack.sack, "sack_top")
         dist_bits = (P.SEND_WINDOW).bit_length()
-        s1a_e = Signal(range(P.SACK_BITS + 2))
         s1a_floor_low = Signal(dist_bits + 1)
         s1a_cum_high_inc = Signal(psn_bits - dist_bits)
-        m.d.comb += [s1a_e.eq(Mux(sack_any, sack_top + 2, 0)),
-                     s1a_floor_low.eq(s1a_ack.cum[:dist_bits] + s1a_e),
+        # cum + e with e = top + 2: cum's low bits + 2 beside the encoder's tree, so one carry
+        # chain after the tree, not two in series (MR-TX-039; at most 511 + 2 + 255 < 2^10)
+        s1a_cum_low2 = Signal(dist_bits + 1)
+        m.d.comb += [s1a_cum_low2.eq(s1a_ack.cum[:dist_bits] + 2),
+                     s1a_floor_low.eq(Mux(sack_any, s1a_cum_low2 + sack_top,
+                                          s1a_ack.cum[:dist_bits])),
                      s1a_cum_high_inc.eq(s1a_ack.cum[dist_bits:] + 1)]
         s1_floor = Signal(psn_bits)     # the ACK's new floor cum + e (MR-TX-039)
         s1_sent = Signal(lay.sent)
