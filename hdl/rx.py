@@ -618,7 +618,10 @@ class Rx(wiring.Component):
         m.d.comb += dist_lo.eq(psn_lo - cum_lo)
         slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
 
-        ok = s4_valid & ~s4_bad & advance
+        # without `advance`: every use of these terms is a register loaded on `advance` or the
+        # path table's write, whose enable takes it (`hold` -> `advance` was the head of the
+        # routed critical path into the path table's write data)
+        ok = s4_valid & ~s4_bad
         tmr = s4_carry.timer
         # MR-RX-102: RNR and RECV_BOUNDS only for a new PSN, one more input of this AND
         accepted = ok & new & ~tmr & ~s4_late
@@ -784,7 +787,7 @@ class Rx(wiring.Component):
             key_wr.data.eq(cfg.data[:lay.key.size]),
             recv_wr.en.eq(cfg_take & (cfg.table == TABLE_RECV) & recv_cfg_held), recv_wr.addr.eq(recv_cfg_row),
             recv_wr.data.eq(cfg.data[:lay.recv.size]),
-            path_wr.en.eq(ok | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
+            path_wr.en.eq((ok & advance) | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
             path_wr.addr.eq(Mux(slow_write, sl_addr, Mux(ok, s4_carry.row, cfg.addr[:row_bits]))),
             path_wr.data.eq(Mux(slow_write, slow_row.as_value(), path_wdata)),
         ]

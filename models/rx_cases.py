@@ -1634,6 +1634,29 @@ def toggle_cases(s: Setup):
     return out
 
 
+def long_read_cases(s: Setup, *, conn=-1, stream=0):
+    """MR-RX-110..112 with more chunks than the ring (MR-RX-082's epochs on the READ
+    accounting row): a READ of ``2 * chunk_ring + 3`` chunks answered in order, with two chunks
+    resent after the ring moved past them (a chunk of the epoch before). Outcomes are the
+    model's."""
+    c = s.conns[conn]
+    k = s.keys[1]
+    mtu = s.mtu
+    rng = s.rng
+    ring = s.lay.chunk_ring if hasattr(s.lay, "chunk_ring") else CHUNK_RING
+    n = 2 * ring + 3
+    msg = rng.getrandbits(32)
+    msg_len = (n - 1) * mtu + rng.randint(1, mtu)
+    out = [s.read_write(c.qp, stream, msg, k.base + rng.randrange(64), msg_len, rng.getrandbits(64))]
+    order = list(range(n))
+    order.insert(20, 3)
+    order.insert(30, 18)
+    for j in order:
+        out.append(s.write(c, op=Op.MR_READ_RESP, path=rng.randrange(c.n_paths), stream=stream, offset=j * mtu,
+                           plen=min(mtu, msg_len - j * mtu), msg_len=msg_len, msg=msg, name=f"rd-long{j}"))
+    return out
+
+
 def message_toggle_cases(s: Setup, rounds=6):
     """MR-RX-073: stimulus for the message stage's wide fields (MR-RX-080..086, MR-RX-100..105):
     a stream reopened at a random 32-bit message number (table 4), then two WRITE_IMMs done in
@@ -1683,8 +1706,9 @@ def coverage_suite(s: Setup, n_random=150):
     write opcodes, a same-path burst, other opcodes kept and dropped by the parser, the SEND
     cases and SENDs of every check before the receive match (MR-RX-100..104), the READ
     response cases and responses of every check before the READ row (MR-RX-110..112), the
-    toggle stimulus (:func:`toggle_cases`) and the random mix (with rows rewritten
-    mid-traffic)."""
+    message cases (:func:`message_cases`) and a READ of more chunks than the ring
+    (:func:`long_read_cases`), the toggle stimulus (:func:`toggle_cases`,
+    :func:`message_toggle_cases`) and the random mix (with rows rewritten mid-traffic)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
               for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
@@ -1708,4 +1732,5 @@ def coverage_suite(s: Setup, n_random=150):
         rsp(psn=far, expect=RxCode.PSN_WINDOW, name="rd-window"),
         rsp(corrupt=True, psn=4, name="rd-parser-drop")]
     return (head + sends + reads
-            + toggle_cases(s) + message_toggle_cases(s) + random_traffic(s, n_random))
+            + message_cases(s, conn=4) + long_read_cases(s) + toggle_cases(s) + message_toggle_cases(s)
+            + random_traffic(s, n_random))

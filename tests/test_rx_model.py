@@ -450,3 +450,21 @@ def test_message_toggle_cases_reach_wide_fields():
     assert len(cqes) >= 4 * 4
     assert max(c["msg"] for c in cqes) >= 1 << 24
     assert any(c["wr_id"] >> 48 for c in cqes) and any(c["with_imm"] and c["imm"] >> 24 for c in cqes)
+
+
+def test_long_read_crosses_the_ring():
+    """MR-RX-073, MR-RX-082, MR-RX-112: a READ of more chunks than the ring, two chunks resent
+    after the ring moved past them (``rc.long_read_cases``): every chunk accepted, the two
+    resent counted as duplicate chunks, one RDMA READ completion of the whole length."""
+    from metaroce.models.rx import CTR_DUP_CHUNKS, WC_RDMA_READ
+    lay_args = dict(conns=256, paths=4, keys=256, streams=4)
+    s = rc.Setup(seed=8, **lay_args)
+    cases = rc.long_read_cases(s)
+    drv = rc.Batches(64).run(s, cases, model=rx.RxCycleModel(64, **lay_args), seed=8, p_idle=0.2, p_bp=0.4)
+    exp = rc.check(drv.items, drv.res, *lay_args.values())
+    recs = [c for c in drv.items if isinstance(c, rc.Case)]
+    assert len(recs) == 2 * s.lay.chunk_ring + 5
+    assert all(o.code == RxCode.ACCEPTED for o in exp["outcomes"])
+    assert drv.res["counters"][CTR_DUP_CHUNKS] == 2
+    cqes = [unpack(s.lay.cqe, v) for v in drv.res["cqe"]]
+    assert [c["opcode"] for c in cqes] == [WC_RDMA_READ] and cqes[0]["length"] == unpack(s.lay.rd, cases[0].value)["length"]
