@@ -479,20 +479,26 @@ def test_slow_start_exit_splits_the_ramp_evenly():
     assert all(1.0 - 1e-3 <= r <= 1.02 for r in sums.values())
 
 
+def _probe_asked_before_the_turn():
+    """A paced announcing connection (test_announce's) after its second data frame, asked for a
+    probe of that frame half a gap before its next paced turn (MR-CC-032)."""
+    from test_announce import _paced_sender, frames_of
+    b, ep, c, to_ep = _paced_sender()
+    (second,) = frames_of(ep, c.pace_until * 1e-9)
+    p = c.paths[second.mrdh.path]
+    turn = c.pace_until
+    now = turn - P.pacing_gap_ns(c.last_wl, int(c.rate_bps // 1e6)) // 2
+    assert c._probe_same_psn(p, now)
+    return b, ep, c, to_ep, second, p, turn, now
+
+
 def test_paced_probe_waits_for_its_turn():
     """MR-CC-032: a paced announcing connection's probe of a packet sent under its hint, asked for
     half a gap before its next paced turn, goes at that turn as the turn's frame (the next paced
     frame one gap after it), with the path's timer from then; a second request while it waits
     sends nothing more."""
-    from test_announce import _paced_sender, frames_of
-    b, ep, c, to_ep = _paced_sender()
-    mbps = int(c.rate_bps // 1e6)
-    t2 = c.pace_until * 1e-9
-    (second,) = frames_of(ep, t2)
-    p = c.paths[second.mrdh.path]
-    turn = c.pace_until
-    now = turn - P.pacing_gap_ns(c.last_wl, mbps) // 2
-    assert c._probe_same_psn(p, now)
+    from test_announce import frames_of
+    b, ep, c, to_ep, second, p, turn, now = _probe_asked_before_the_turn()
     assert c._probe_same_psn(p, now + 1)           # one waits already: no second probe
     assert frames_of(ep, now * 1e-9) == []
     assert frames_of(ep, (turn - 1) * 1e-9) == []
@@ -538,15 +544,8 @@ def test_paced_probe_of_a_first_window_packet_waits_for_its_turn():
 def test_paced_probe_dropped_when_its_packet_is_acknowledged():
     """MR-CC-032: a waiting probe whose packet is acknowledged before its turn is not sent; the
     turn goes to the next paced frame (new data)."""
-    from test_announce import _paced_sender, frames_of
-    b, ep, c, to_ep = _paced_sender()
-    mbps = int(c.rate_bps // 1e6)
-    t2 = c.pace_until * 1e-9
-    (second,) = frames_of(ep, t2)
-    p = c.paths[second.mrdh.path]
-    turn = c.pace_until
-    now = turn - P.pacing_gap_ns(c.last_wl, mbps) // 2
-    assert c._probe_same_psn(p, now)
+    from test_announce import frames_of
+    b, ep, c, to_ep, second, p, turn, now = _probe_asked_before_the_turn()
     b.receive(second, now * 1e-9)
     for f in to_ep(now * 1e-9):
         ep.receive(f, (now + 10) * 1e-9)
