@@ -561,7 +561,7 @@ def _keep(work: Path, keep_dir) -> str:
 
 
 #: nextpnr-ecp5's routers (MR-FLOW-030): ``router1`` is nextpnr-ecp5's own default,
-#: ``router2`` routes congested designs (the whole engine) in a fraction of its time.
+#: ``router2`` nextpnr's newer, parallel one, the build's default for the congested whole engine.
 ROUTERS = ("router1", "router2")
 DEFAULT_ROUTER = "router2"
 #: The ECP5 build's stages, each checkpointed in the run directory (MR-FLOW-030).
@@ -715,10 +715,11 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
             shutil.rmtree(work, ignore_errors=True)
         return out
     except pnr.PnrError as e:
-        e.work_dir = work
         if keep_dir is not None:
             shutil.copytree(work, Path(keep_dir), dirs_exist_ok=True)
-        raise pnr.PnrError(f"{e} (`--resume {work}` goes on from the stage that failed)") from None
+        err = pnr.PnrError(f"{e} (`--resume {work}` goes on from the stage that failed)")
+        err.work_dir = work
+        raise err from None
 
 
 def _board_fields(board: Board, freq_mhz: float, core_mhz: float) -> dict:

@@ -263,6 +263,26 @@ def test_ecp5_build_stops_after_placement_and_resumes(smoke_block, tmp_path, cap
     shutil.rmtree(run_dir)
 
 
+def test_failed_stage_is_recorded_and_names_the_resume(smoke_block, monkeypatch):
+    """MR-FLOW-030: a stage that fails leaves the stages before it recorded, and its one-line
+    error names the ``--resume`` that goes on from it."""
+    import shutil
+    from metaroce.commands.verilog import make_verilog
+    monkeypatch.setattr(fpga_build, "_synth_stage", lambda *a: {
+        "core_mhz": 126.0, "counts": {}, "carry": {}, "outputs": None, "seconds": 0.0})
+
+    def fail(cmd, cwd, timeout, what, log):
+        raise pnr.PnrError(f"{what} failed (exit 1): no room (log: {log})")
+    monkeypatch.setattr(pnr, "_run", fail)
+    with pytest.raises(pnr.PnrError) as failed:
+        fpga_build.build_ecp5(make_verilog(smoke_block, 8, for_synthesis=True), "smoke",
+                              block_ports(smoke_block.make_component(8)), kept_check=False)
+    run_dir, msg = Path(failed.value.work_dir), str(failed.value)
+    assert "(placement) failed" in msg and f"`--resume {run_dir}`" in msg and "\n" not in msg
+    assert set(json.loads((run_dir / "run.json").read_text())["done"]) == {"synth"}
+    shutil.rmtree(run_dir)
+
+
 def test_resume_refuses_what_is_not_the_same_run(tmp_path):
     """MR-FLOW-030: the run directory's record must name the same design and options."""
     ident = {"block": "smoke", "block_verilog": "ab", "seed": 1}
