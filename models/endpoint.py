@@ -1689,9 +1689,7 @@ class Connection:
             # turn's frame (sent now it would arrive beside the paced frame just sent: two
             # packets where the share allows one)
             if p.probe_at <= now:       # none of this path is waiting already
-                p.probe_at = t = self.pace_until
-                self.ep._push(t, 9, p, (psn, rec, t))
-                self.ep._arm(p, t + self._rto(p))
+                self._probe_wait(p, psn, rec)
             return True
         p.probe_at = now
         self._probe_send(p, psn, rec, now)
@@ -1704,14 +1702,19 @@ class Connection:
         if at != p.probe_at or rec.lost or p.rec(psn) is not rec or p.state == _RETIRED:
             return
         if self.pace_until > now and self.rate_bps < self.ep.line_rate_bps:
-            p.probe_at = t = self.pace_until
-            self.ep._push(t, 9, p, (psn, rec, t))
-            self.ep._arm(p, t + self._rto(p))
+            self._probe_wait(p, psn, rec)
             if p.tail_probed:
                 p.probe_dl = p.probe_at + self._rto(p)
             return
         p.probe_at = now
         self._probe_send(p, psn, rec, now)
+
+    def _probe_wait(self, p, psn, rec):
+        """MR-CC-032: the probe of ``rec`` waits for the next paced turn, the path's timer
+        from then."""
+        p.probe_at = t = self.pace_until
+        self.ep._push(t, 9, p, (psn, rec, t))
+        self.ep._arm(p, t + self._rto(p))
 
     def _probe_send(self, p, psn, rec, now):
         """MR-REL-008/010: send the probe of ``rec`` (``psn`` on ``p``) now."""
