@@ -664,6 +664,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
             _keep(work, keep_dir)
             return out
         t = time.monotonic()
+        _set_router(work / "placed.json", router)
         pnr._run([*common, "--json", "placed.json", "--no-pack", "--no-place",
                   "--router", router, "--textcfg", "board.config",
                   "--report", "report.json", "-l", "nextpnr_route.log"],
@@ -720,6 +721,17 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
         err = pnr.PnrError(f"{e} (`--resume {work}` goes on from the stage that failed)")
         err.work_dir = work
         raise err from None
+
+
+def _set_router(placed: Path, router: str) -> None:
+    """MR-FLOW-030: nextpnr reads its settings back from a design it wrote, and they take
+    precedence over the command line's: the placed design's ``router`` setting is set to the
+    routing stage's router (the one entry of the top module's settings named so)."""
+    text = placed.read_text()
+    found = re.findall(r'"router": "router[12]"', text)
+    if len(found) != 1:
+        raise pnr.PnrError(f"the placed design {placed} has {len(found)} router settings, not one")
+    placed.write_text(re.sub(r'"router": "router[12]"', f'"router": "{router}"', text))
 
 
 def _board_fields(board: Board, freq_mhz: float, core_mhz: float) -> dict:

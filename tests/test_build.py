@@ -179,6 +179,7 @@ def test_ecp5_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     assert rep["target_mhz"] == 125.0 and rep["core_mhz"] == 126.0
     log = (out_dir / "nextpnr.log").read_text()
     assert "Derived frequency constraint of 126.0 MHz" in log
+    assert rep["router"] == "router2" and "Running router2" in log     # MR-FLOW-030's default
     assert rep["fmax_mhz"] == min(pnr.parse_fmax(log).values())
     assert rep["met"] == (rep["fmax_mhz"] >= 126.0)
     assert rep["ios"] == 10 and rep["plls"] == 1
@@ -256,6 +257,8 @@ def test_ecp5_build_stops_after_placement_and_resumes(smoke_block, tmp_path, cap
     assert {f: (run_dir / f).stat().st_mtime_ns for f in before} == before
     log = (run_dir / "nextpnr.log").read_text()
     assert log.index("Logic utilisation before packing") < log.index("Routing complete")
+    # the placed design's own router setting is the stage's, not the placement's default
+    assert "Running router2" not in log and '"router": "router1"' in (run_dir / "placed.json").read_text()
     assert rep["fmax_mhz"] == min(pnr.parse_fmax((run_dir / "nextpnr_route.log").read_text()).values())
     assert rep["ffs"] == placed["ffs"] and rep["luts"] == placed["luts"]
     assert run_dir.is_dir()         # a resumed directory is kept
