@@ -731,7 +731,8 @@ def _set_router(placed: Path, router: str) -> None:
     found = re.findall(r'"router": "router[12]"', text)
     if len(found) != 1:
         raise pnr.PnrError(f"the placed design {placed} has {len(found)} router settings, not one")
-    placed.write_text(re.sub(r'"router": "router[12]"', f'"router": "{router}"', text))
+    if found[0] != f'"router": "{router}"':
+        placed.write_text(re.sub(r'"router": "router[12]"', f'"router": "{router}"', text))
 
 
 def _board_fields(board: Board, freq_mhz: float, core_mhz: float) -> dict:

@@ -238,7 +238,7 @@ def test_ecp5_build_stops_after_placement_and_resumes(smoke_block, tmp_path, cap
     assert placed["placed_estimate_mhz"] > 0 and placed["luts"] > 0 and placed["ffs"] > 17
     assert (run_dir / "placed.json").is_file() and not (run_dir / "board.bit").exists()
     assert set(json.loads((run_dir / "run.json").read_text())["done"]) == {"synth", "place"}
-    before = {f: (run_dir / f).stat().st_mtime_ns for f in ("yosys.log", "mapped.json", "placed.json")}
+    before = {f: (run_dir / f).stat().st_mtime_ns for f in ("yosys.log", "mapped.json", "nextpnr_place.log", "placed.json")}
     # Another seed, or other RTL, is another run: refused in one line.
     assert main([*base, "--seed", "2", "--resume", str(run_dir)]) == 2
     err = capsys.readouterr().err
