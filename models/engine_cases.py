@@ -8,9 +8,9 @@
   setup rows through AXI4-Lite (the register block's driver, :class:`regs_cases.Driver`); the
   frames as MAC beats with random idle cycles, random ready on every output (``m_ack``,
   ``m_done``, ``m_bypass``, AXI4 ``awready``/``wready``) and an AXI4 write slave with random B
-  latency (:class:`dma_write_cases.HostMemory`), then the parser's counters through
-  ``parser_reg_addr``; the RX counters read back through AXI4-Lite (rows a run writes between
-  its frames, :func:`counter_run`'s, are further AXI4-Lite and traffic phases);
+  latency (:class:`dma_write_cases.HostMemory`); the RX engine's and the parser's counters read
+  back through AXI4-Lite (MR-ENG-105; rows a run writes between its frames,
+  :func:`counter_run`'s, are further AXI4-Lite and traffic phases);
 * :func:`check`: the RTL-side results against the reference endpoint (the memory image and
   the ACK/NAK stream, byte-exact, MR-ENG-110) and against the blocks' packet-level models (the
   RX requests and counters, the parser's counters, the bypassed frames);
@@ -118,13 +118,38 @@ def counter_run(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"], se
     whose receive and READ rows are written through AXI4-Lite between the frames, where the
     cases put them (``("cfg", CfgWrite)`` entries of ``frames``, each run of them a phase of
     :class:`Driver`). The keys are in one host window before the cases name their addresses.
-    No endpoint record (``traffic`` None): :func:`check_counters` checks it."""
+    Then the frames that move the parser's counters but overflow (MR-HW-060, MR-ENG-105,
+    MR-REG-033): one drop per parser reason (``parser_cases.drop_cases``' first of each; the MAC
+    error a valid frame with ``tuser`` on its last beat, a ``("mac_error", bytes)`` entry) and
+    two frames that are not RoCE (``("bypass", bytes)``). No endpoint record (``traffic``
+    None): :func:`check_counters` checks it."""
+    from .parser import pack_meta
+    from .parser_cases import drop_cases
+    from .wire import Reason
     s = rc.Setup(conns, paths, keys, streams=streams, seed=seed, n_conns=3)
-    lay = _host_window(s, random.Random(seed + 77))
+    rng = random.Random(seed + 77)
+    lay = _host_window(s, rng)
     items = (rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=2)
              + rc.message_cases(s, conn=0, stream=1))
     frames = [("cfg", c) if isinstance(c, rc.CfgWrite) else ("case", c.frame) for c in items]
-    return Run(s, lay, frames, items, [], None)
+    seen = set()
+    for c in drop_cases():
+        if c.expect in seen or c.expect in (Reason.NONE, Reason.MAC_ERROR):
+            continue
+        rcase = rc.frame_case(f"parser-{c.name}", c.data)       # padded to 60 bytes as a MAC does
+        if rcase is None or verdict(rcase.frame)[0] != c.expect:
+            continue
+        seen.add(c.expect)
+        frames.append(("case", rcase.frame))
+        items.append(rcase)
+    good = rc.frame_case("mac-error", s.write(s.conns[1], path=0, plen=16, name="mac-error").frame)
+    items.append(rc.Case("mac-error", pack_meta({"drop": 1, "reason": int(Reason.MAC_ERROR)}), b"",
+                         rc.RxCode.PARSER_DROP, True, good.frame))
+    frames.append(("mac_error", good.frame))
+    assert seen == {Reason(r) for r in range(1, int(Reason.MAC_ERROR))}, seen
+    bypass = bypass_frames(rng, 2)
+    frames += [("bypass", f) for f in bypass]
+    return Run(s, lay, frames, items, bypass, None)
 
 
 def check_counters(run: Run, drv: "Driver"):
@@ -152,9 +177,16 @@ def check_counters(run: Run, drv: "Driver"):
     want = [0] * PARSER_COUNTERS
     for kind, f in run.frames:
         if kind != "cfg":
-            want[int(verdict(f + bytes(max(0, 60 - len(f))))[0])] += 1
-    assert drv.res["counters"] == want, f"parser counters {drv.res['counters']} != {want}"
+            want[int(verdict(f + bytes(max(0, 60 - len(f))), mac_error=kind == "mac_error")[0])] += 1
+    assert drv.parser_counters == want, f"parser counters {drv.parser_counters} != {want}"
+    assert res_bypass_ok(run, drv)
     return got
+
+
+def res_bypass_ok(run: Run, drv: "Driver"):
+    """The bypassed frames left intact and in order (MR-HW-032)."""
+    assert drv.res["bypass"] == run.bypass, "bypassed frames differ"
+    return True
 
 
 def check_line_rate(run: Run, drv: "Driver"):
@@ -177,19 +209,21 @@ def check_line_rate(run: Run, drv: "Driver"):
 
 
 class _Traffic(CounterReadout):
-    """Phase 2 of :class:`Driver`: the MAC source, the output sinks, the host memory; then the
-    parser's counters through ``parser_reg_addr``."""
+    """Phase 2 of :class:`Driver`: the MAC source, the output sinks, the host memory (the
+    counters are read afterwards through AXI4-Lite, MR-ENG-105)."""
 
     def __init__(self, width, run: Run, rng, *, p_idle, p_bp, latency, quiet_cycles=8, frames=None,
                  after=None):
         self.width, self.nb, self.rng = width, width // 8, rng
         self.p_idle, self.p_bp = p_idle, p_bp
         self.beats = []
-        for _, f in (run.frames if frames is None else frames):
+        for kind, f in (run.frames if frames is None else frames):
             n = -(-len(f) // self.nb)
             for j in range(n):
                 chunk = f[j * self.nb:(j + 1) * self.nb]
-                self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1, int(j == n - 1)))
+                last = int(j == n - 1)
+                self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1, last,
+                                   int(last and kind == "mac_error")))      # MR-HW-003: tuser
         if after is not None:
             # a later traffic phase (between AXI4-Lite writes): the same host memory and results
             self.mem = after.mem
@@ -200,7 +234,7 @@ class _Traffic(CounterReadout):
         self.beat = payload_layout(width)
         self.n_counters = PARSER_COUNTERS
         self.quiet_cycles = quiet_cycles
-        self.read_counters = True
+        self.read_counters = False
         self.cycle = 0
         self.limit = 20000 + 40 * len(self.beats) * (1 + int(10 * p_bp))
         self._readout_reset()
@@ -224,24 +258,17 @@ class _Traffic(CounterReadout):
                "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
                "m_cqe__ready": 1,
                **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1}
-        if self._phase:
-            inp["parser_reg_addr"] = self._readout_addr()
-            self.mem.inputs(inp, self.cycle)
-            return inp
         if self.beats and (self.p_idle == 0 or rng.random() >= self.p_idle):
-            data, keep, last = self.beats[0]
+            data, keep, last, user = self.beats[0]
             inp.update({"s_axis__tvalid": 1, "s_axis__tdata": data, "s_axis__tkeep": keep,
-                        "s_axis__tlast": last})
+                        "s_axis__tlast": last, "s_axis__tuser": user})
         for n in ("m_bypass__tready", "m_ack__ready", "m_done__ready", "m_cqe__ready"):
             inp[n] = int(rng.random() >= self.p_bp)
-        inp["parser_reg_addr"] = rng.randrange(16)
         self.mem.inputs(inp, self.cycle)
         return inp
 
     def observe(self, inp, out):
         self.mem.observe(inp, out, self.cycle)
-        if self._readout_observe({**out, "reg_data": out["parser_reg_data"]}):
-            return
         res = self.res
         if inp["s_axis__tvalid"] and out["s_axis__tready"]:
             self.beats.pop(0)
@@ -274,7 +301,7 @@ class Phases:
 
     IDLE = {"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
             "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
-            "m_cqe__ready": 1, "parser_reg_addr": 0}
+            "m_cqe__ready": 1}
 
     def _start(self, setup, traffic, readout, more=()):
         """``more``: phases between the traffic and the readout, alternately AXI4-Lite writes
@@ -327,9 +354,9 @@ class Phases:
 
 class Driver(Phases):
     """The engine's traffic driver (MR-ENG-110): :class:`Phases` with the MAC traffic of a
-    :class:`Run`. Results: ``res`` (the traffic's: ``ack``, ``done``, ``bypass``, parser
-    ``counters``, ``cycles``), ``mem`` (the host memory), ``rx_counters``, ``cycles`` (all
-    phases)."""
+    :class:`Run`. Results: ``res`` (the traffic's: ``ack``, ``done``, ``bypass``, ``cycles``),
+    ``mem`` (the host memory), ``rx_counters`` and ``parser_counters`` (read through
+    AXI4-Lite, MR-ENG-105), ``cycles`` (all phases)."""
 
     def __init__(self, width, run: Run, *, seed=0, p_idle=0.2, p_bp=0.3, latency=LATENCY):
         self.run = run
@@ -358,12 +385,18 @@ class Driver(Phases):
                                 frames=seg, after=last)
                 more.append(last)
         self._start(rgc.Driver(rows, seed=seed + 1, p_idle=p_idle, p_bp=p_bp), first,
-                    rgc.Driver(rgc.counter_items(), seed=seed + 2, p_idle=p_idle, p_bp=p_bp), more)
+                    rgc.Driver(rgc.counter_items(("rx", "parser")), seed=seed + 2, p_idle=p_idle,
+                               p_bp=p_bp), more)
         self.res = self.traffic.res
 
     @property
     def rx_counters(self):
-        return rgc.counters_read(self.rmap, self.readout)
+        return rgc.counters_by_source(self.rmap, self.readout)["rx"]
+
+    @property
+    def parser_counters(self):
+        """MR-ENG-105, MR-REG-033: the parser's counters as read through AXI4-Lite."""
+        return rgc.counters_by_source(self.rmap, self.readout)["parser"]
 
 
 def region_images(run: Run, mem: HostMemory):
@@ -411,7 +444,7 @@ def check(run: Run, drv: Driver):
     for _, f in run.frames:
         want[int(verdict(f + bytes(max(0, 60 - len(f))))[0])] += 1
     assert want[OVERFLOW_COUNTER] == 0
-    assert res["counters"] == want, f"parser counters {res['counters']} != {want}"
+    assert drv.parser_counters == want, f"parser counters {drv.parser_counters} != {want}"
     assert drv.rx_counters == exp["counters"], f"RX counters {drv.rx_counters} != {exp['counters']}"
     return {"frames": len(run.frames), "requests": len(res["ack"]), "placements": len(places),
             "placed_bytes": sum(p["length"] for p in places), "acks_equal": acks_equal,
