@@ -18,6 +18,7 @@
 """
 from __future__ import annotations
 
+import collections
 import random
 from dataclasses import dataclass
 
@@ -32,7 +33,8 @@ from .regs import register_map
 from .rx import SMALL as RX_SMALL, TABLE_KEY, payload_layout
 
 __all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "counter_run",
-           "check_counters", "Phases", "Driver", "check", "run_model"]
+           "check_counters", "Phases", "Driver", "check", "run_model", "ScriptedLoopback", "CounterLoop",
+           "tx_counter_run", "check_counter_loop", "model_counters", "TX_COUNTER_RETRY_LIMIT"]
 
 #: MR-ENG-110: B latencies of the host memory (cycles after a burst's last W beat).
 LATENCY = (1, 40)
@@ -466,3 +468,168 @@ def run_model(width, run: Run, *, seed=0, **kw):
     drv = Driver(width, run, seed=seed, **kw)
     run_alone(model, drv)
     return drv, check(run, drv)
+
+
+# ------------------------------------------------------------------ the whole engine's counters
+
+class ScriptedLoopback:
+    """MR-ENG-105's TX counter run: the engine's MAC looped back as ``cosim_engine.Loopback``,
+    with faults at fixed places instead of at random: the data frames numbered in ``drop_data``
+    (in sending order) are lost; after the ACK frame numbered ``replay_at`` the one before it is
+    delivered again (a stale ACK); after the ACK frame numbered ``forge_at`` two forged frames
+    follow it: a copy whose cumulative PSN lies beyond anything sent (a bad ACK) and a NAK of its
+    path. A frame the engine marked bad (``tuser`` on its last beat, MR-TX-124) is dropped, as a
+    MAC does: :meth:`mark_bad` before its ``send``."""
+
+    idle = True
+
+    def __init__(self, *, drop_data=(), replay_at=None, forge_at=None):
+        self.drop_data, self.replay_at, self.forge_at = set(drop_data), replay_at, forge_at
+        self.rx = collections.deque()
+        self.n_data = self.n_ack = self.lost = self.bad = self.forged = 0
+        self._bad_next = False
+        self._prev_ack = None
+
+    def can_send(self, t):
+        return True
+
+    def mark_bad(self):
+        self._bad_next = True
+
+    def send(self, raw, first=None):
+        from dataclasses import replace
+        from . import codec
+        from .endpoint import nak_frame
+        from .wire import NakReason, Op
+        if self._bad_next:
+            self._bad_next = False
+            self.bad += 1
+            return
+        f = codec.decode(raw)
+        if f.bth.opcode not in (Op.MR_ACK, Op.MR_NAK):
+            k, self.n_data = self.n_data, self.n_data + 1
+            if k in self.drop_data:
+                self.lost += 1
+            else:
+                self.rx.append(raw)
+            return
+        k, self.n_ack = self.n_ack, self.n_ack + 1
+        self.rx.append(raw)
+        if k == self.replay_at and self._prev_ack is not None:
+            self.rx.append(self._prev_ack)
+        if k == self.forge_at and f.mrah is not None:
+            bad = replace(f, mrah=replace(f.mrah, cum_psn=(f.mrah.cum_psn + 5000) & 0xFFFFFF), icrc=None)
+            nak = replace(nak_frame(f.ip.src, f.ip.dst, f.bth.pkey, f.bth.dest_qp, f.udp.sport, f.mrah.path,
+                                    NakReason.PSN_WINDOW, f.mrah.trigger_psn), eth=f.eth)
+            self.rx += [codec.encode(bad), codec.encode(nak)]
+            self.forged += 2
+        self._prev_ack = raw
+
+
+class CounterLoop:
+    """MR-ENG-105 on the whole engine: a ``cosim_engine.EngineLoop`` run to its end, then every
+    counter of the ``sources`` read through AXI4-Lite, LO then HI (:func:`regs_cases.counter_items`,
+    a :class:`regs_cases.Driver`), the loop's memories and readies still running. A frame the
+    engine marks bad (``tuser``) is dropped by the loop's MAC (``mark_bad``, when it has one).
+    ``counters`` (after the run): ``{source: [values]}``."""
+
+    def __init__(self, loop, *, sources=("rx", "parser", "tx"), seed=0, p_idle=0.2, p_bp=0.3):
+        self.loop = loop
+        self.readout = rgc.Driver(rgc.counter_items(sources), seed=seed, p_idle=p_idle, p_bp=p_bp)
+
+    @property
+    def finished(self):
+        return self.loop.finished and self.readout.finished
+
+    def inputs(self):
+        inp = self.loop.inputs()
+        if self.loop.finished:
+            inp.update({k: v for k, v in self.readout.inputs().items() if k.startswith("s_axil__")})
+        return inp
+
+    def observe(self, inp, out):
+        if (out["m_axis__tvalid"] and inp["m_axis__tready"] and out["m_axis__tlast"]
+                and out["m_axis__tuser"] and hasattr(self.loop.mac, "mark_bad")):
+            self.loop.mac.mark_bad()
+        reading = self.loop.finished
+        self.loop.observe(inp, out)
+        if reading:
+            self.readout.observe({**inp, "m_cfg__ready": 1, "reg_data": 0},
+                                 {**out, "m_cfg__valid": 0, "m_cfg__payload": 0, "reg_addr": 0})
+
+    def settle(self, busy):
+        if not self.loop.finished:
+            self.loop.settle(busy)
+        else:
+            self.readout.settle(False)
+
+    @property
+    def counters(self):
+        """The values read, ``{source: [values]}`` (MR-REG-030/033/034)."""
+        return rgc.counters_by_source(register_map(), self.readout)
+
+
+#: MR-ENG-105: the TX half's retry limit in :func:`tx_counter_run` (two timeouts in a row on a
+#: path report RETRY_EXC_ERR, so that ``errors`` moves within a short run).
+TX_COUNTER_RETRY_LIMIT = 1
+
+
+def tx_counter_run(width=64, *, nbytes=8192, seed=2, p_bp=0.2):
+    """MR-ENG-105, MR-REG-034: a whole-engine loopback run (``cosim_engine.loopback_run``: the
+    engine writes to itself; ACK every packet) in which every TX counter but ``sent_bad`` moves
+    (``sent_bad`` counts a scheduler numbering PSNs wrongly, MR-TX-020: no traffic moves it):
+    two WRITEs of ``nbytes`` and a third whose payload read fails (the read memory's error
+    window: a frame marked bad, MR-TX-124, dropped by the MAC; a LOC_PROT_ERR completion), a
+    :class:`ScriptedLoopback` losing data frames 1 (a gap, found by SACK), 7 and 10 (a tail and
+    its resend: two timeouts in a row, with :data:`TX_COUNTER_RETRY_LIMIT` a retry-limit report),
+    replaying an ACK (stale) and forging a bad ACK and a NAK; then every counter read through
+    AXI4-Lite (:class:`CounterLoop`). The engine takes ``retry_limit=TX_COUNTER_RETRY_LIMIT``.
+    Returns ``(counter loop, setup, region, source, bad work request)``."""
+    from .cosim_engine import loopback_run
+    from .tx_sched import OP_WRITE
+    from .tx_sched_cases import wr_item
+    drv, s, region, source = loopback_run(width, nbytes, seed=seed, loss=0.0, n_writes=2, ack_every=1,
+                                          p_bp=p_bp)
+    c = s.conns[0]
+    bad = wr_item(c.qp, 1, 48, wr_id=200, op=OP_WRITE, laddr=drv.rmem.lay.bad_base, va=nbytes,
+                  rkey=region.rkey)
+    drv.items.append(bad)
+    drv.mac = ScriptedLoopback(drop_data={1, 7, 10}, replay_at=3, forge_at=4)
+    return CounterLoop(drv, seed=seed + 5, p_bp=p_bp), s, region, source, bad
+
+
+def model_counters(model):
+    """The counters of an ``EngineModel`` by source, as its register block reads them."""
+    p = model.rx.parser
+    return {"rx": list(model.rx.rx.rx.counters),
+            "parser": list(p.cnt) + [p.cnt_overflow],
+            "tx": list(model.tx.rtx.counters) + list(model.tx.counters)}
+
+
+def check_counter_loop(cl: CounterLoop, model, region, source, bad):
+    """MR-ENG-105 on :func:`tx_counter_run`: every RX, parser and TX counter read through AXI4-Lite
+    (LO then HI) equals the model's at the end of the run, every TX counter but ``sent_bad``
+    moved; every work request completed once, the failing read's with LOC_PROT_ERR (4), the
+    retry-limit reports are the ``errors`` counter's, and the bytes of every work request that
+    completed with success are in the region. Returns the counters read."""
+    from .regs import tx_counter_names
+    from .tx_cases import STATUS_LOC_PROT_ERR
+    got, want = cl.counters, model_counters(model)
+    assert got["rx"] == want["rx"], f"RX counters {got['rx']} != {want['rx']}"
+    assert got["parser"] == want["parser"], f"parser counters {got['parser']} != {want['parser']}"
+    assert got["tx"] == want["tx"], f"TX counters {got['tx']} != {want['tx']}"
+    tx = dict(zip(tx_counter_names(), got["tx"]))
+    still = [n for n, v in tx.items() if v == 0 and n != "SENT_BAD"]
+    assert not still, f"TX counters that never moved: {still}"
+    loop = cl.loop
+    done = {c["wr_id"]: c for _, c in loop.res["tx_cqe"]}
+    assert sorted(done) == sorted(w["wr_id"] for w in loop.items) and len(done) == len(loop.res["tx_cqe"])
+    assert done[bad["wr_id"]]["status"] == STATUS_LOC_PROT_ERR
+    assert len(loop.res["errors"]) == tx["ERRORS"]
+    from .cosim_engine import region_image
+    image = region_image(loop, region, len(source))
+    for w in loop.items:
+        if done[w["wr_id"]]["status"] == 0:
+            a = w["va"]
+            assert image[a:a + w["length"]] == source[a:a + w["length"]], f"WR {w['wr_id']} not placed"
+    return got
