@@ -13,7 +13,8 @@ them (its ``s_payload`` ready and ``m_data`` valid pass straight through); then 
 steps with the RX model's ``s_payload`` ready (its own input ready follows it in the same
 cycle), the parser with the RX model's and the repacker's readies, the DMA with the RX model's
 placements and payload beats, the register block with the RX model's configuration ready and
-counter value.
+counter value and the parser's counter value (MR-ENG-105: the parser's counter select is the
+register block's, a function of its state).
 
 The whole engine (MR-ENG-130..): :class:`EngineModel` composes ``EngineRxModel(peer_acks=True)``,
 :class:`~metaroce.models.tx.TxCycleModel`, :class:`AckInModel`, :class:`AckOutModel`, a second

@@ -1,5 +1,5 @@
-"""The host register block: AXI4-Lite registers in front of the RX engine (docs/spec/hw-regs.md,
-MR-REG-*; engine.md MR-ENG-006).
+"""The host register block: AXI4-Lite registers in front of the RX engine, with the parser's and
+the TX half's counters (docs/spec/hw-regs.md, MR-REG-*; engine.md MR-ENG-006).
 
 The register map is declared once here (:func:`register_map`, one :class:`Reg` per 32-bit
 register: name, byte offset, width, access, reset, description); the RTL's address decode
