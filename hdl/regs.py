@@ -1,5 +1,5 @@
-"""The host register block: an AXI4-Lite slave in front of the RX engine (docs/spec/hw-regs.md,
-MR-REG-*; engine.md MR-ENG-006).
+"""The host register block: an AXI4-Lite slave in front of the RX engine, with the parser's and
+the TX half's counters (docs/spec/hw-regs.md, MR-REG-*; engine.md MR-ENG-006).
 
 ``Regs(*, conns=4096, paths=8, keys=1024, parser=True, tx=True)`` serves the RX instance of the
 same sizes, with the parser's and the TX half's counters or without (MR-REG-001). Ports
@@ -138,6 +138,7 @@ class Regs(wiring.Component):
         for src in sources:
             n = self.map.n_counters(src)
             base = ctr_base(src)
+            assert base % (256 if src == "rx" else 128) == 0     # a window is an address prefix
             if src == "rx":
                 sel_port, data = self.reg_addr, self.reg_data
                 win = ar_addr[8:] == base >> 8
