@@ -3,7 +3,9 @@ the whole engine (``Engine``, MR-ENG-130..: the receive half, the TX half ``hdl.
 ACK paths between them and the MAC transmit arbiter; see :class:`Engine`).
 
 ``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, streams=8, chunk_ring=16,
-max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16)`` (MR-ENG-100); ``mac_clock=True`` puts ``s_axis`` in a
+max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16, peer_acks=False, tx_counters=False)`` (MR-ENG-100); ``tx_counters=True``
+adds the register block's ``tx_reg_addr`` (out) and ``tx_reg_data`` (in), the TX half's counter
+window (MR-ENG-105, MR-REG-034), which ``Engine`` joins to its TX half; ``mac_clock=True`` puts ``s_axis`` in a
 ``mac`` clock domain, crossed to the core clock in an ``AsyncFIFO``, the parser then dropping
 whole frames that do not fit instead of back-pressuring (MR-ENG-106). The TX half joins the same top later as its own blocks. Ports (MR-ENG-101):
 
