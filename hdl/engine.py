@@ -3,7 +3,9 @@ the whole engine (``Engine``, MR-ENG-130..: the receive half, the TX half ``hdl.
 ACK paths between them and the MAC transmit arbiter; see :class:`Engine`).
 
 ``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, streams=8, chunk_ring=16,
-max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16)`` (MR-ENG-100); ``mac_clock=True`` puts ``s_axis`` in a
+max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16, peer_acks=False, tx_counters=False)`` (MR-ENG-100); ``tx_counters=True``
+adds the register block's ``tx_reg_addr`` (out) and ``tx_reg_data`` (in), the TX half's counter
+window (MR-ENG-105, MR-REG-034), which ``Engine`` joins to its TX half; ``mac_clock=True`` puts ``s_axis`` in a
 ``mac`` clock domain, crossed to the core clock in an ``AsyncFIFO``, the parser then dropping
 whole frames that do not fit instead of back-pressuring (MR-ENG-106). The TX half joins the same top later as its own blocks. Ports (MR-ENG-101):
 
@@ -16,8 +18,8 @@ m_ack          out   ACK/NAK requests for the TX side (the RX engine's m_ack, MR
 m_axi          out   AXI4 write master to host memory (the placement DMA's, MR-DMA-002)
 m_done         out   one record per placement after its last B response (MR-DMA-030)
 m_cqe          out   completion records of delivered WRITE_IMM messages (the RX engine's, MR-RX-084)
-s_axil         in    AXI4-Lite host registers (MR-REG-002): setup rows, RX counters
-parser_reg_*   in/out the parser's counters (MR-HW-060), one cycle after the address
+s_axil         in    AXI4-Lite host registers (MR-REG-002): setup rows, the RX engine's and the
+                     parser's counters (MR-ENG-105)
 ============== ===== =====================================================================
 
 Structure (MR-ENG-102), every join a ``wiring.connect`` of the blocks' own interfaces::
@@ -25,6 +27,7 @@ Structure (MR-ENG-102), every join a ``wiring.connect`` of the blocks' own inter
     s_axis -> Parser --m_meta------------------------------> Rx --m_place--> DmaWrite -> m_axi
                 |   +--m_payload--> PayloadPack --s_payload-->  |  --m_data--->    +----> m_done
                 +--> m_bypass                 Regs --m_cfg--> s_cfg; reg_addr/data
+                |                               +-- parser_reg_addr/data (the parser's counters)
                                                                 +--> m_ack
 
 :class:`PayloadPack` (MR-ENG-104) moves the parser's payload bytes, which keep the frame's lanes
@@ -137,8 +140,9 @@ class EngineRx(wiring.Component):
 
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
-                 mac_fifo_depth=16, peer_acks=False):
+                 mac_fifo_depth=16, peer_acks=False, tx_counters=False):
         self.peer_acks = bool(peer_acks)
+        self.tx_counters = bool(tx_counters)
         if not isinstance(mac_clock, bool):
             self._MustUse__silence = True
             raise ValueError(f"mac_clock must be a bool, not {mac_clock!r}")
@@ -155,7 +159,7 @@ class EngineRx(wiring.Component):
                                ("rx", lambda: Rx(width, conns=conns, paths=paths, keys=keys, streams=streams,
                                                  chunk_ring=chunk_ring)),
                                ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
-                               ("regs", lambda: Regs.for_rx(self.rx))):
+                               ("regs", lambda: Regs.for_rx(self.rx, parser=True, tx=self.tx_counters))):
                 setattr(self, name, make())
                 made.append(getattr(self, name))
         except ValueError:
@@ -173,9 +177,11 @@ class EngineRx(wiring.Component):
             "m_done": Out(sig(self.dma, "m_done")),
             "m_cqe": Out(sig(self.rx, "m_cqe")),
             "s_axil": In(sig(self.regs, "s_axil").flip()),
-            "parser_reg_addr": In(4),
-            "parser_reg_data": Out(64),
         }
+        if self.tx_counters:
+            # MR-ENG-105: the register block's select and value of the TX half's counters
+            ports["tx_reg_addr"] = Out(4)
+            ports["tx_reg_data"] = In(64)
         if self.peer_acks:
             ports["m_peer_ack"] = Out(sig(self.parser, "m_meta"))     # MR-ENG-131
         super().__init__(ports)
@@ -222,9 +228,12 @@ class EngineRx(wiring.Component):
         wiring.connect(m, dma.m_axi, wiring.flipped(self.m_axi))
         wiring.connect(m, dma.m_done, wiring.flipped(self.m_done))
         wiring.connect(m, wiring.flipped(self.s_axil), regs.s_axil)
+        # MR-ENG-105: every counter through the register block (MR-REG-030/033)
         m.d.comb += [rx.reg_addr.eq(regs.reg_addr), regs.reg_data.eq(rx.reg_data),
-                     parser.reg_addr.eq(self.parser_reg_addr),
-                     self.parser_reg_data.eq(parser.reg_data)]
+                     parser.reg_addr.eq(regs.parser_reg_addr),
+                     regs.parser_reg_data.eq(parser.reg_data)]
+        if self.tx_counters:
+            m.d.comb += [self.tx_reg_addr.eq(regs.tx_reg_addr), regs.tx_reg_data.eq(self.tx_reg_data)]
         return m
 
 
@@ -335,8 +344,8 @@ class Engine(wiring.Component):
     """MR-ENG-130..136: the whole engine: the receive half (with the peer's ACKs tapped), the TX
     half, the ACK paths between them and the MAC transmit arbiter (docs/spec/hw-engine.md
     section 5). Ports: the receive half's but ``m_ack`` (MR-ENG-101), ``m_axis`` (MAC transmit),
-    the TX half's ``s_wr``, ``s_cfg``, ``m_tx_cqe``, ``m_error``, ``now``,
-    ``tx_reg_addr``/``tx_reg_data`` and ``m_axi_rd`` (MR-ENG-135)::
+    the TX half's ``s_wr``, ``s_cfg``, ``m_tx_cqe``, ``m_error``, ``now`` and ``m_axi_rd``
+    (MR-ENG-135); the TX half's counters are read through ``s_axil`` (MR-ENG-105, MR-REG-034)::
 
         s_axis -> EngineRx --(data)--> placement DMA -> m_axi
                      |  +--m_peer_ack--> AckIn --s_ack--> Tx --m_axis--+
@@ -350,17 +359,17 @@ class Engine(wiring.Component):
         # MR-ENG-130: the RX chunk ring takes a peer of the same instance's chunk window
         self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
-                                outstanding=outstanding, peer_acks=True)
+                                outstanding=outstanding, peer_acks=True, tx_counters=True)
         self.tx = Tx(width, conns=conns, paths=paths, **kw)
         self.width, self.conns = width, conns
         sig = lambda blk, name: blk.signature.members[name].signature      # noqa: E731
         ports = {}
         for name, mem in self.rx_half.signature.members.items():
-            if name not in ("m_ack", "m_peer_ack"):
+            if name not in _RX_INTERNAL:
                 ports[name] = mem
         ports["m_axis"] = Out(sig(self.tx, "m_axis"))
         for name, mem in self.tx.signature.members.items():
-            if name not in ("s_ack", "m_axis"):
+            if name not in _TX_INTERNAL:
                 ports[ENGINE_TX_NAMES.get(name, name)] = mem
         super().__init__(ports)
 
@@ -374,11 +383,13 @@ class Engine(wiring.Component):
         m.submodules.ack_fb = ack_fb = FrameBuilder(self.width)
         m.submodules.arb = arb = MacTxArb(self.width)
         for name in self.rx_half.signature.members:
-            if name not in ("m_ack", "m_peer_ack"):
+            if name not in _RX_INTERNAL:
                 _forward(m, getattr(rxh, name), getattr(self, name), rxh.signature.members[name])
         for name, mem in tx.signature.members.items():
-            if name not in ("s_ack", "m_axis", "s_cfg"):
+            if name not in _TX_INTERNAL + ("s_cfg",):
                 _forward(m, getattr(tx, name), getattr(self, ENGINE_TX_NAMES.get(name, name)), mem)
+        # MR-ENG-105: the TX half's counters through the register block (MR-REG-034)
+        m.d.comb += [tx.reg_addr.eq(rxh.tx_reg_addr), rxh.tx_reg_data.eq(tx.reg_data)]
         wiring.connect(m, rxh.m_peer_ack, ack_in.s_meta)
         wiring.connect(m, ack_in.m_ack, tx.s_ack)
         wiring.connect(m, rxh.m_ack, ack_out.s_ack)
@@ -393,6 +404,11 @@ class Engine(wiring.Component):
                      ack_out.s_cfg.payload.eq(self.s_cfg.payload),
                      self.s_cfg.ready.eq(tx.s_cfg.ready)]
         return m
+
+
+#: the halves' ports joined inside the engine (MR-ENG-135)
+_RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data")
+_TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data")
 
 
 def _forward(m, inner, outer, member):

@@ -1,8 +1,9 @@
-"""The host register block: an AXI4-Lite slave in front of the RX engine (docs/spec/hw-regs.md,
-MR-REG-*; engine.md MR-ENG-006).
+"""The host register block: an AXI4-Lite slave in front of the RX engine, with the parser's and
+the TX half's counters (docs/spec/hw-regs.md, MR-REG-*; engine.md MR-ENG-006).
 
-``Regs(*, conns=4096, paths=8, keys=1024)`` serves the RX instance of the same sizes
-(MR-REG-001). Ports (MR-REG-002):
+``Regs(*, conns=4096, paths=8, keys=1024, parser=True, tx=True)`` serves the RX instance of the
+same sizes, with the parser's and the TX half's counters or without (MR-REG-001). Ports
+(MR-REG-002):
 
 ============== ===== =====================================================================
 port           dir   meaning
@@ -11,6 +12,8 @@ s_axil         in    AXI4-Lite slave (AW, W, B, AR, R; 12-bit address, 32-bit da
 m_cfg          out   one ``s_cfg`` record of the RX engine per global write or row commit
 reg_addr       out   the RX engine's counter select
 reg_data       in    the RX engine's counter value, one cycle after ``reg_addr``
+parser_reg_*   out/in the parser's counter select and value (with ``parser``)
+tx_reg_*       out/in the TX half's counter select and value (with ``tx``)
 ============== ===== =====================================================================
 
 ``wiring.connect(m, regs.m_cfg, rx.s_cfg)`` joins it to ``hdl.rx.Rx``; ``reg_addr``/``reg_data``
@@ -22,7 +25,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..models.regs import ADDR_BITS, CTR_BASE, OKAY, RO, SLVERR, WO, register_map
+from ..models.regs import ADDR_BITS, OKAY, RO, SLVERR, WO, ctr_base, register_map
 from ..models.rx import COUNTER_BITS, GLOBAL, TABLE_GLOBAL, layouts
 
 __all__ = ["Regs", "AxiLiteSignature", "regs_256x4", "regs_block"]
@@ -44,25 +47,30 @@ class AxiLiteSignature(wiring.Signature):
 class Regs(wiring.Component):
     """The host register block (docs/spec/hw-regs.md)."""
 
-    def __init__(self, *, conns=4096, paths=8, keys=1024):
+    def __init__(self, *, conns=4096, paths=8, keys=1024, parser=True, tx=True):
         try:
             self.lay = lay = layouts(conns, paths, keys)
         except ValueError:
             self._MustUse__silence = True       # never built: no "unused" warning at exit
             raise
-        self.map = register_map(lay)
-        super().__init__({
+        self.map = register_map(lay, parser=parser, tx=tx)
+        ports = {
             "s_axil": In(AxiLiteSignature()),
             "m_cfg": Out(stream.Signature(lay.cfg)),
             "reg_addr": Out(range(32)),
             "reg_data": In(COUNTER_BITS),
-        })
+        }
+        for src in self.map.sources[1:]:        # MR-REG-033/034: 4-bit selects
+            ports[f"{src}_reg_addr"] = Out(range(16))
+            ports[f"{src}_reg_data"] = In(COUNTER_BITS)
+        super().__init__(ports)
 
     @classmethod
-    def for_rx(cls, rx):
-        """The register block of the RX engine ``rx`` (an ``hdl.rx.Rx``): the same sizes."""
+    def for_rx(cls, rx, *, parser=False, tx=False):
+        """The register block of the RX engine ``rx`` (an ``hdl.rx.Rx``): the same sizes; the
+        parser's and the TX half's counters when asked."""
         lay = rx.lay
-        return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys)
+        return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys, parser=parser, tx=tx)
 
     def elaborate(self, platform):
         m = Module()
@@ -73,7 +81,7 @@ class Regs(wiring.Component):
         store = {r.name: Signal(r.width, init=r.reset, name=r.name.lower()) for r in regs
                  if r.kind in ("store", "global")}
         error = Signal(3)
-        latch_valid, latch_index, latch_hi = Signal(), Signal(5), Signal(32)
+        latch_valid, latch_hi = Signal(), Signal(32)
         data_regs = [store[r.name] for r in regs if r.kind == "store" and r.name.startswith("CFG_DATA")]
         global_regs = [store[r.name] for r in regs if r.kind == "global"]
 
@@ -90,7 +98,7 @@ class Regs(wiring.Component):
         r_valid, r_data, r_resp = Signal(), Signal(32), Signal(2)
         arready = ~(rd1 | rd2 | r_valid)
         m.d.comb += [bus.arready.eq(arready), bus.rvalid.eq(r_valid), bus.rdata.eq(r_data),
-                     bus.rresp.eq(r_resp), self.reg_addr.eq(ar_addr[3:8])]
+                     bus.rresp.eq(r_resp)]
 
         # -- the record (MR-REG-021/022): a function of registers, stable while valid
         cfg = self.m_cfg.payload
@@ -103,41 +111,73 @@ class Regs(wiring.Component):
             m.d.comb += [cfg.table.eq(store["CFG_TABLE"]), cfg.addr.eq(store["CFG_ADDR"]),
                          cfg.data.eq(Cat(*data_regs))]
 
-        # -- read: the held address is decoded in stage 1 into registers (a one-hot select,
-        # counter window, miss, latch match); stage 2 only multiplexes (MR-REG-041). The
-        # address and the latch do not change between the two stages (one read at a time).
+        # -- read: the held address is decoded in stage 1 into registers (a one-hot select of
+        # the other registers; per counter source a LO and a HI select; the latch's; a miss);
+        # stage 2 only ANDs and ORs (MR-REG-041): the sources' values are registers of their
+        # blocks, so a counter's path is one AND-OR level deep. The address and the latch do
+        # not change between the two stages (one read at a time).
+        sources = self.map.sources
         ctr_regs = [r for r in regs if r.kind in ("ctr_lo", "ctr_hi")]
-        assert CTR_BASE % 256 == 0 and all(r.offset - CTR_BASE == 8 * r.index + 4 * (r.kind == "ctr_hi")
-                                           for r in ctr_regs)
+        assert all(r.offset - ctr_base(r.source) == 8 * r.index + 4 * (r.kind == "ctr_hi") for r in ctr_regs)
         readable = [r for r in regs if r.access != WO and r not in ctr_regs]
         rd_hot = Signal(len(readable))
-        rd_ctr, rd_hi, rd_miss, rd_latched = Signal(), Signal(), Signal(), Signal()
-        in_ctr = (ar_addr[8:] == CTR_BASE >> 8) & (self.reg_addr < len(ctr_regs) // 2)
+        rd_miss, rd_any_hi_latched = Signal(), Signal()
         hot = Signal.like(rd_hot)
         with m.Switch(ar_addr[2:]):
             for k, r in enumerate(readable):
                 with m.Case(r.offset >> 2):
                     m.d.comb += hot.eq(1 << k)
-        m.d.sync += [rd_hot.eq(hot), rd_ctr.eq(in_ctr), rd_hi.eq(ar_addr[2]),
-                     rd_miss.eq(~in_ctr & (hot == 0)),
-                     rd_latched.eq(latch_valid & (latch_index == self.reg_addr))]
-        counter = self.reg_data
+        # MR-REG-031: the latch is of one counter of one source, named by the address bits [9:3]
+        slot = ar_addr[3:10]
+        assert all(ctr_base(s) >> 10 == 0 for s in sources)
+        latch_slot = Signal.like(slot)
+        latched = latch_valid & (latch_slot == slot)
+        is_hi = ar_addr[2]
+        src_data, src_lo, src_hi = [], [], []
+        in_any = []
+        for src in sources:
+            n = self.map.n_counters(src)
+            base = ctr_base(src)
+            assert base % (256 if src == "rx" else 128) == 0     # a window is an address prefix
+            if src == "rx":
+                sel_port, data = self.reg_addr, self.reg_data
+                win = ar_addr[8:] == base >> 8
+                m.d.comb += sel_port.eq(ar_addr[3:8])
+            else:
+                sel_port, data = getattr(self, f"{src}_reg_addr"), getattr(self, f"{src}_reg_data")
+                win = ar_addr[7:] == base >> 7
+                m.d.comb += sel_port.eq(ar_addr[3:7])
+            inside = win & (sel_port < n)
+            lo, hi = Signal(name=f"rd_{src}_lo"), Signal(name=f"rd_{src}_hi")
+            m.d.sync += [lo.eq(inside & ~is_hi), hi.eq(inside & is_hi & ~latched)]
+            src_data.append(data)
+            src_lo.append(lo)
+            src_hi.append(hi)
+            in_any.append(inside)
+        in_ctr = Cat(*in_any).any()
+        m.d.sync += [rd_hot.eq(hot), rd_miss.eq(~in_ctr & (hot == 0)),
+                     rd_any_hi_latched.eq(in_ctr & is_hi & latched)]
         picked = []
         for k, r in enumerate(readable):
             value = (Const(r.reset, 32) if r.kind == "const" else error if r.kind == "error"
                      else store[r.name])
             picked.append(Mux(rd_hot[k], value, 0))
+        for data, lo, hi in zip(src_data, src_lo, src_hi):
+            picked += [Mux(lo, data[:32], 0), Mux(hi, data[32:], 0)]
+        picked.append(Mux(rd_any_hi_latched, latch_hi, 0))
         rd_value, rd_resp, rd_err = Signal(32), Signal(2), Signal()
         while len(picked) > 1:
             picked = [picked[i] | picked[i + 1] if i + 1 < len(picked) else picked[i]
                       for i in range(0, len(picked), 2)]
-        m.d.comb += [
-            rd_value.eq(Mux(rd_ctr, Mux(rd_hi, Mux(rd_latched, latch_hi, counter[32:]), counter[:32]),
-                            picked[0])),
-            rd_resp.eq(Mux(rd_miss, SLVERR, OKAY)), rd_err.eq(rd_miss),
-        ]
-        with m.If(rd2 & rd_ctr & ~rd_hi):
-            m.d.sync += [latch_valid.eq(1), latch_index.eq(self.reg_addr), latch_hi.eq(counter[32:])]
+        m.d.comb += [rd_value.eq(picked[0]), rd_resp.eq(Mux(rd_miss, SLVERR, OKAY)), rd_err.eq(rd_miss)]
+        # a LO read latches the high half of the same sample of the same source
+        lo_any = Cat(*src_lo).any()
+        hi_terms = [Mux(lo, data[32:], 0) for data, lo in zip(src_data, src_lo)]
+        while len(hi_terms) > 1:
+            hi_terms = [hi_terms[i] | hi_terms[i + 1] if i + 1 < len(hi_terms) else hi_terms[i]
+                        for i in range(0, len(hi_terms), 2)]
+        with m.If(rd2 & lo_any):
+            m.d.sync += [latch_valid.eq(1), latch_slot.eq(slot), latch_hi.eq(hi_terms[0])]
 
         # -- write: the address is decoded when AW is taken (a one-hot select and a miss);
         # the write executes once both are held and no B or record is pending

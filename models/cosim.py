@@ -377,8 +377,7 @@ class _Loop:
         self.finished = False
         self._idle = {"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
                       "s_axis__tuser": 0, "m_bypass__tready": 1, "m_done__ready": 1, "m_ack__ready": 1, "m_cqe__ready": 1,
-                      **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1,
-                      "parser_reg_addr": 0}
+                      **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1}
         ideal = cfg.nbytes * 8 / cfg.limit_bps
         self.max_time = cfg.max_time if cfg.max_time is not None else 50 * ideal + 2000 * cfg.rtt
         self.t_done = None

@@ -105,7 +105,7 @@ class EngineLoop:
         self.res = {"frames_out": 0, "frames_in": 0, "tx_cqe": [], "rx_cqe": [], "done": 0,
                     "done_errors": 0, "errors": [], "bypass": 0, "peak_mac_beats": 0}
         self._idle = {"s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tvalid": 0, "s_axis__tlast": 0,
-                      "s_axis__tuser": 0, "parser_reg_addr": 0, "tx_reg_addr": 0,
+                      "s_axis__tuser": 0,
                       "s_wr__valid": 0, "s_wr__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
                       **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1}
 

@@ -13,7 +13,8 @@ them (its ``s_payload`` ready and ``m_data`` valid pass straight through); then 
 steps with the RX model's ``s_payload`` ready (its own input ready follows it in the same
 cycle), the parser with the RX model's and the repacker's readies, the DMA with the RX model's
 placements and payload beats, the register block with the RX model's configuration ready and
-counter value.
+counter value and the parser's counter value (MR-ENG-105: the parser's counter select is the
+register block's, a function of its state).
 
 The whole engine (MR-ENG-130..): :class:`EngineModel` composes ``EngineRxModel(peer_acks=True)``,
 :class:`~metaroce.models.tx.TxCycleModel`, :class:`AckInModel`, :class:`AckOutModel`, a second
@@ -51,13 +52,11 @@ AXI_OUT = ("awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "wdata", "
 #: MR-ENG-101: the ports of the joined block, by Verilog name.
 INPUTS = (("s_axis__tdata", "s_axis__tkeep", "s_axis__tvalid", "s_axis__tlast", "s_axis__tuser",
            "m_bypass__tready", "m_ack__ready", "m_done__ready", "m_cqe__ready")
-          + tuple("m_axi__" + n for n in AXI_IN) + tuple("s_axil__" + n for n in AXIL)
-          + ("parser_reg_addr",))
+          + tuple("m_axi__" + n for n in AXI_IN) + tuple("s_axil__" + n for n in AXIL))
 OUTPUTS = (("s_axis__tready", "m_bypass__tdata", "m_bypass__tkeep", "m_bypass__tvalid",
             "m_bypass__tlast", "m_ack__payload", "m_ack__valid", "m_done__payload", "m_done__valid",
             "m_cqe__payload", "m_cqe__valid")
-           + tuple("m_axi__" + n for n in AXI_OUT) + tuple("s_axil__" + n for n in AXIL_OUT)
-           + ("parser_reg_data",))
+           + tuple("m_axi__" + n for n in AXI_OUT) + tuple("s_axil__" + n for n in AXIL_OUT))
 
 
 _META_AT = {path: (off, (1 << w) - 1) for path, off, w in META_FIELDS}
@@ -157,22 +156,28 @@ class EngineRxModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
-                 peer_acks=False):
+                 peer_acks=False, tx_counters=False):
         self.width = width
         self.peer_acks = peer_acks
+        self.tx_counters = tx_counters
         self.parser = ParserModel(width, max_frame=max_frame)
         self.pack = PackModel(width)
         self.rx = RxCycleModel(width, conns, paths, keys, streams=streams, chunk_ring=chunk_ring)
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
-        self.regs = RegsCycleModel(conns, paths, keys)
+        # MR-ENG-105: the register block reads the parser's counters (and the TX half's)
+        self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters)
         self.lay = self.rx.lay
         self.keep_mask = (1 << width // 8) - 1
 
     def port_names(self):
-        if not self.peer_acks:
-            return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
-        return {"inputs": list(INPUTS) + ["m_peer_ack__ready"],
-                "outputs": list(OUTPUTS) + ["m_peer_ack__payload", "m_peer_ack__valid"]}
+        ins, outs = list(INPUTS), list(OUTPUTS)
+        if self.tx_counters:
+            ins.append("tx_reg_data")
+            outs.append("tx_reg_addr")
+        if self.peer_acks:
+            ins.append("m_peer_ack__ready")
+            outs += ["m_peer_ack__payload", "m_peer_ack__valid"]
+        return {"inputs": ins, "outputs": outs}
 
     def busy(self):
         return (self.parser.busy() or self.pack.busy() or self.rx.busy() or self.dma.busy()
@@ -201,20 +206,22 @@ class EngineRxModel:
             "s_axis__tuser": g("s_axis__tuser", 0),
             "m_meta__ready": g("m_peer_ack__ready", 0) if to_ack else rx_out["s_meta__ready"],
             "m_payload__tready": pay_ready, "m_bypass__tready": g("m_bypass__tready", 0),
-            "reg_addr": g("parser_reg_addr", 0)})
+            "reg_addr": ro["parser_reg_addr"]})
         self.dma.step({
             "s_place__payload": rx_out["m_place__payload"], "s_place__valid": rx_out["m_place__valid"],
             "s_data__payload": rx_out["m_data__payload"], "s_data__valid": rx_out["m_data__valid"],
             "m_done__ready": g("m_done__ready", 0),
             **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
         self.regs.step({**{"s_axil__" + n: g("s_axil__" + n, 0) for n in AXIL},
-                        "m_cfg__ready": rx_out["s_cfg__ready"], "reg_data": rx_out["reg_data"]})
+                        "m_cfg__ready": rx_out["s_cfg__ready"], "reg_data": rx_out["reg_data"],
+                        "parser_reg_data": po["reg_data"], "tx_reg_data": g("tx_reg_data", 0)})
         out = {n: po[n] for n in ("s_axis__tready", "m_bypass__tdata", "m_bypass__tkeep",
                                   "m_bypass__tvalid", "m_bypass__tlast")}
         out.update({"m_ack__payload": rx_out["m_ack__payload"], "m_ack__valid": rx_out["m_ack__valid"],
                     "m_done__payload": do["m_done__payload"], "m_done__valid": do["m_done__valid"],
-                    "m_cqe__payload": rx_out["m_cqe__payload"], "m_cqe__valid": rx_out["m_cqe__valid"],
-                    "parser_reg_data": po["reg_data"]})
+                    "m_cqe__payload": rx_out["m_cqe__payload"], "m_cqe__valid": rx_out["m_cqe__valid"]})
+        if self.tx_counters:
+            out["tx_reg_addr"] = ro["tx_reg_addr"]
         out.update({"m_axi__" + n: do["m_axi__" + n] for n in AXI_OUT})
         out.update({"s_axil__" + n: ro["s_axil__" + n] for n in AXIL_OUT})
         if self.peer_acks:
@@ -364,8 +371,10 @@ class MacTxArbModel:
 
 
 #: MR-ENG-135: the TX half's ports the engine names otherwise
-ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe", "reg_addr": "tx_reg_addr",
-                   "reg_data": "tx_reg_data"}
+ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe"}
+#: MR-ENG-105, MR-ENG-135: the halves' ports joined inside the engine
+_RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_")
+_TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data")
 
 
 def _tx_name(n):
@@ -384,7 +393,7 @@ class EngineModel:
         self.width = width
         self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
-                                outstanding=outstanding, peer_acks=True)
+                                outstanding=outstanding, peer_acks=True, tx_counters=True)
         self.tx = TxCycleModel(width, conns, kw.pop("streams"), paths, kw.pop("depth"), **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
@@ -396,12 +405,10 @@ class EngineModel:
     def port_names(self):
         rx = self.rx.port_names()
         tx = self.tx.port_names()
-        drop_rx = ("m_ack__ready", "m_peer_ack__ready", "m_ack__payload", "m_ack__valid",
-                   "m_peer_ack__payload", "m_peer_ack__valid")
-        ins = [n for n in rx["inputs"] if n not in drop_rx]
-        outs = [n for n in rx["outputs"] if n not in drop_rx]
-        ins += [_tx_name(n) for n in tx["inputs"] if not n.startswith("s_ack__")]
-        outs += [_tx_name(n) for n in tx["outputs"] if not n.startswith("s_ack__")]
+        ins = [n for n in rx["inputs"] if not n.startswith(_RX_INTERNAL)]
+        outs = [n for n in rx["outputs"] if not n.startswith(_RX_INTERNAL)]
+        ins += [_tx_name(n) for n in tx["inputs"] if not n.startswith(_TX_INTERNAL)]
+        outs += [_tx_name(n) for n in tx["outputs"] if not n.startswith(_TX_INTERNAL)]
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
@@ -418,12 +425,16 @@ class EngineModel:
         fo = self.ack_fb.outputs()
         ack_ready, data_ready = self.arb.readies(g("m_axis__tready", 0), fo["m_axis__tvalid"])
         in_valid, in_head = self.ack_in.out()
-        rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
-                               "m_ack__ready": fo["s_desc__ready"]})
+        # the TX half first (MR-ENG-136): its inputs are state only (AckIn's head, the
+        # arbiter's ready, the register block's counter select), and its counter value is the
+        # register block's input
         tx_in = {n: g(_tx_name(n), 0) for n in self.tx.port_names()["inputs"]}
         tx_in.update({"s_ack__valid": in_valid, "s_ack__payload": in_head,
-                      "m_axis__tready": data_ready})
+                      "m_axis__tready": data_ready,
+                      "reg_addr": self.rx.regs.outputs()["tx_reg_addr"]})
         tx_out = self.tx.step(tx_in)
+        rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
+                               "m_ack__ready": fo["s_desc__ready"], "tx_reg_data": tx_out["reg_data"]})
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
         out_valid = rx_out["m_ack__valid"]
@@ -435,10 +446,9 @@ class EngineModel:
         self.arb.step(g("m_axis__tready", 0),
                       [tuple(fo["m_axis__" + n] for n in ("tvalid", "tdata", "tkeep", "tlast", "tuser")),
                        tuple(tx_out["m_axis__" + n] for n in ("tvalid", "tdata", "tkeep", "tlast", "tuser"))])
-        out = {n: v for n, v in rx_out.items()
-               if not n.startswith(("m_ack__", "m_peer_ack__"))}
+        out = {n: v for n, v in rx_out.items() if not n.startswith(_RX_INTERNAL)}
         out.update({_tx_name(n): v for n, v in tx_out.items()
-                    if not n.startswith(("s_ack__", "m_axis__"))})
+                    if not n.startswith(_TX_INTERNAL + ("m_axis__",))})
         out.update(ao)
         return out
 

@@ -8,9 +8,9 @@
   setup rows through AXI4-Lite (the register block's driver, :class:`regs_cases.Driver`); the
   frames as MAC beats with random idle cycles, random ready on every output (``m_ack``,
   ``m_done``, ``m_bypass``, AXI4 ``awready``/``wready``) and an AXI4 write slave with random B
-  latency (:class:`dma_write_cases.HostMemory`), then the parser's counters through
-  ``parser_reg_addr``; the RX counters read back through AXI4-Lite (rows a run writes between
-  its frames, :func:`counter_run`'s, are further AXI4-Lite and traffic phases);
+  latency (:class:`dma_write_cases.HostMemory`); the RX engine's and the parser's counters read
+  back through AXI4-Lite (MR-ENG-105; rows a run writes between its frames,
+  :func:`counter_run`'s, are further AXI4-Lite and traffic phases);
 * :func:`check`: the RTL-side results against the reference endpoint (the memory image and
   the ACK/NAK stream, byte-exact, MR-ENG-110) and against the blocks' packet-level models (the
   RX requests and counters, the parser's counters, the bypassed frames);
@@ -18,6 +18,7 @@
 """
 from __future__ import annotations
 
+import collections
 import random
 from dataclasses import dataclass
 
@@ -32,7 +33,8 @@ from .regs import register_map
 from .rx import SMALL as RX_SMALL, TABLE_KEY, payload_layout
 
 __all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "counter_run",
-           "check_counters", "Phases", "Driver", "check", "run_model"]
+           "check_counters", "Phases", "Driver", "check", "run_model", "ScriptedLoopback", "CounterLoop",
+           "tx_counter_run", "check_counter_loop", "model_counters", "TX_COUNTER_RETRY_LIMIT"]
 
 #: MR-ENG-110: B latencies of the host memory (cycles after a burst's last W beat).
 LATENCY = (1, 40)
@@ -118,13 +120,38 @@ def counter_run(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"], se
     whose receive and READ rows are written through AXI4-Lite between the frames, where the
     cases put them (``("cfg", CfgWrite)`` entries of ``frames``, each run of them a phase of
     :class:`Driver`). The keys are in one host window before the cases name their addresses.
-    No endpoint record (``traffic`` None): :func:`check_counters` checks it."""
+    Then the frames that move the parser's counters but overflow (MR-HW-060, MR-ENG-105,
+    MR-REG-033): one drop per parser reason (``parser_cases.drop_cases``' first of each; the MAC
+    error a valid frame with ``tuser`` on its last beat, a ``("mac_error", bytes)`` entry) and
+    two frames that are not RoCE (``("bypass", bytes)``). No endpoint record (``traffic``
+    None): :func:`check_counters` checks it."""
+    from .parser import pack_meta
+    from .parser_cases import drop_cases
+    from .wire import Reason
     s = rc.Setup(conns, paths, keys, streams=streams, seed=seed, n_conns=3)
-    lay = _host_window(s, random.Random(seed + 77))
+    rng = random.Random(seed + 77)
+    lay = _host_window(s, rng)
     items = (rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=2)
              + rc.message_cases(s, conn=0, stream=1))
     frames = [("cfg", c) if isinstance(c, rc.CfgWrite) else ("case", c.frame) for c in items]
-    return Run(s, lay, frames, items, [], None)
+    seen = set()
+    for c in drop_cases():
+        if c.expect in seen or c.expect in (Reason.NONE, Reason.MAC_ERROR):
+            continue
+        rcase = rc.frame_case(f"parser-{c.name}", c.data)       # padded to 60 bytes as a MAC does
+        if rcase is None or verdict(rcase.frame)[0] != c.expect:
+            continue
+        seen.add(c.expect)
+        frames.append(("case", rcase.frame))
+        items.append(rcase)
+    good = rc.frame_case("mac-error", s.write(s.conns[1], path=0, plen=16, name="mac-error").frame)
+    items.append(rc.Case("mac-error", pack_meta({"drop": 1, "reason": int(Reason.MAC_ERROR)}), b"",
+                         rc.RxCode.PARSER_DROP, True, good.frame))
+    frames.append(("mac_error", good.frame))
+    assert seen == {Reason(r) for r in range(1, int(Reason.MAC_ERROR))}, seen
+    bypass = bypass_frames(rng, 2)
+    frames += [("bypass", f) for f in bypass]
+    return Run(s, lay, frames, items, bypass, None)
 
 
 def check_counters(run: Run, drv: "Driver"):
@@ -152,9 +179,16 @@ def check_counters(run: Run, drv: "Driver"):
     want = [0] * PARSER_COUNTERS
     for kind, f in run.frames:
         if kind != "cfg":
-            want[int(verdict(f + bytes(max(0, 60 - len(f))))[0])] += 1
-    assert drv.res["counters"] == want, f"parser counters {drv.res['counters']} != {want}"
+            want[int(verdict(f + bytes(max(0, 60 - len(f))), mac_error=kind == "mac_error")[0])] += 1
+    assert drv.parser_counters == want, f"parser counters {drv.parser_counters} != {want}"
+    assert res_bypass_ok(run, drv)
     return got
+
+
+def res_bypass_ok(run: Run, drv: "Driver"):
+    """The bypassed frames left intact and in order (MR-HW-032)."""
+    assert drv.res["bypass"] == run.bypass, "bypassed frames differ"
+    return True
 
 
 def check_line_rate(run: Run, drv: "Driver"):
@@ -177,19 +211,21 @@ def check_line_rate(run: Run, drv: "Driver"):
 
 
 class _Traffic(CounterReadout):
-    """Phase 2 of :class:`Driver`: the MAC source, the output sinks, the host memory; then the
-    parser's counters through ``parser_reg_addr``."""
+    """Phase 2 of :class:`Driver`: the MAC source, the output sinks, the host memory (the
+    counters are read afterwards through AXI4-Lite, MR-ENG-105)."""
 
     def __init__(self, width, run: Run, rng, *, p_idle, p_bp, latency, quiet_cycles=8, frames=None,
                  after=None):
         self.width, self.nb, self.rng = width, width // 8, rng
         self.p_idle, self.p_bp = p_idle, p_bp
         self.beats = []
-        for _, f in (run.frames if frames is None else frames):
+        for kind, f in (run.frames if frames is None else frames):
             n = -(-len(f) // self.nb)
             for j in range(n):
                 chunk = f[j * self.nb:(j + 1) * self.nb]
-                self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1, int(j == n - 1)))
+                last = int(j == n - 1)
+                self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1, last,
+                                   int(last and kind == "mac_error")))      # MR-HW-003: tuser
         if after is not None:
             # a later traffic phase (between AXI4-Lite writes): the same host memory and results
             self.mem = after.mem
@@ -200,7 +236,7 @@ class _Traffic(CounterReadout):
         self.beat = payload_layout(width)
         self.n_counters = PARSER_COUNTERS
         self.quiet_cycles = quiet_cycles
-        self.read_counters = True
+        self.read_counters = False
         self.cycle = 0
         self.limit = 20000 + 40 * len(self.beats) * (1 + int(10 * p_bp))
         self._readout_reset()
@@ -224,24 +260,17 @@ class _Traffic(CounterReadout):
                "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
                "m_cqe__ready": 1,
                **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1}
-        if self._phase:
-            inp["parser_reg_addr"] = self._readout_addr()
-            self.mem.inputs(inp, self.cycle)
-            return inp
         if self.beats and (self.p_idle == 0 or rng.random() >= self.p_idle):
-            data, keep, last = self.beats[0]
+            data, keep, last, user = self.beats[0]
             inp.update({"s_axis__tvalid": 1, "s_axis__tdata": data, "s_axis__tkeep": keep,
-                        "s_axis__tlast": last})
+                        "s_axis__tlast": last, "s_axis__tuser": user})
         for n in ("m_bypass__tready", "m_ack__ready", "m_done__ready", "m_cqe__ready"):
             inp[n] = int(rng.random() >= self.p_bp)
-        inp["parser_reg_addr"] = rng.randrange(16)
         self.mem.inputs(inp, self.cycle)
         return inp
 
     def observe(self, inp, out):
         self.mem.observe(inp, out, self.cycle)
-        if self._readout_observe({**out, "reg_data": out["parser_reg_data"]}):
-            return
         res = self.res
         if inp["s_axis__tvalid"] and out["s_axis__tready"]:
             self.beats.pop(0)
@@ -274,7 +303,7 @@ class Phases:
 
     IDLE = {"s_axis__tvalid": 0, "s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tlast": 0,
             "s_axis__tuser": 0, "m_bypass__tready": 1, "m_ack__ready": 1, "m_done__ready": 1,
-            "m_cqe__ready": 1, "parser_reg_addr": 0}
+            "m_cqe__ready": 1}
 
     def _start(self, setup, traffic, readout, more=()):
         """``more``: phases between the traffic and the readout, alternately AXI4-Lite writes
@@ -327,9 +356,9 @@ class Phases:
 
 class Driver(Phases):
     """The engine's traffic driver (MR-ENG-110): :class:`Phases` with the MAC traffic of a
-    :class:`Run`. Results: ``res`` (the traffic's: ``ack``, ``done``, ``bypass``, parser
-    ``counters``, ``cycles``), ``mem`` (the host memory), ``rx_counters``, ``cycles`` (all
-    phases)."""
+    :class:`Run`. Results: ``res`` (the traffic's: ``ack``, ``done``, ``bypass``, ``cycles``),
+    ``mem`` (the host memory), ``rx_counters`` and ``parser_counters`` (read through
+    AXI4-Lite, MR-ENG-105), ``cycles`` (all phases)."""
 
     def __init__(self, width, run: Run, *, seed=0, p_idle=0.2, p_bp=0.3, latency=LATENCY):
         self.run = run
@@ -358,12 +387,18 @@ class Driver(Phases):
                                 frames=seg, after=last)
                 more.append(last)
         self._start(rgc.Driver(rows, seed=seed + 1, p_idle=p_idle, p_bp=p_bp), first,
-                    rgc.Driver(rgc.counter_items(), seed=seed + 2, p_idle=p_idle, p_bp=p_bp), more)
+                    rgc.Driver(rgc.counter_items(("rx", "parser")), seed=seed + 2, p_idle=p_idle,
+                               p_bp=p_bp), more)
         self.res = self.traffic.res
 
     @property
     def rx_counters(self):
-        return rgc.counters_read(self.rmap, self.readout)
+        return rgc.counters_by_source(self.rmap, self.readout)["rx"]
+
+    @property
+    def parser_counters(self):
+        """MR-ENG-105, MR-REG-033: the parser's counters as read through AXI4-Lite."""
+        return rgc.counters_by_source(self.rmap, self.readout)["parser"]
 
 
 def region_images(run: Run, mem: HostMemory):
@@ -411,7 +446,7 @@ def check(run: Run, drv: Driver):
     for _, f in run.frames:
         want[int(verdict(f + bytes(max(0, 60 - len(f))))[0])] += 1
     assert want[OVERFLOW_COUNTER] == 0
-    assert res["counters"] == want, f"parser counters {res['counters']} != {want}"
+    assert drv.parser_counters == want, f"parser counters {drv.parser_counters} != {want}"
     assert drv.rx_counters == exp["counters"], f"RX counters {drv.rx_counters} != {exp['counters']}"
     return {"frames": len(run.frames), "requests": len(res["ack"]), "placements": len(places),
             "placed_bytes": sum(p["length"] for p in places), "acks_equal": acks_equal,
@@ -433,3 +468,168 @@ def run_model(width, run: Run, *, seed=0, **kw):
     drv = Driver(width, run, seed=seed, **kw)
     run_alone(model, drv)
     return drv, check(run, drv)
+
+
+# ------------------------------------------------------------------ the whole engine's counters
+
+class ScriptedLoopback:
+    """MR-ENG-105's TX counter run: the engine's MAC looped back as ``cosim_engine.Loopback``,
+    with faults at fixed places instead of at random: the data frames numbered in ``drop_data``
+    (in sending order) are lost; after the ACK frame numbered ``replay_at`` the one before it is
+    delivered again (a stale ACK); after the ACK frame numbered ``forge_at`` two forged frames
+    follow it: a copy whose cumulative PSN lies beyond anything sent (a bad ACK) and a NAK of its
+    path. A frame the engine marked bad (``tuser`` on its last beat, MR-TX-124) is dropped, as a
+    MAC does: :meth:`mark_bad` before its ``send``."""
+
+    idle = True
+
+    def __init__(self, *, drop_data=(), replay_at=None, forge_at=None):
+        self.drop_data, self.replay_at, self.forge_at = set(drop_data), replay_at, forge_at
+        self.rx = collections.deque()
+        self.n_data = self.n_ack = self.lost = self.bad = self.forged = 0
+        self._bad_next = False
+        self._prev_ack = None
+
+    def can_send(self, t):
+        return True
+
+    def mark_bad(self):
+        self._bad_next = True
+
+    def send(self, raw, first=None):
+        from dataclasses import replace
+        from . import codec
+        from .endpoint import nak_frame
+        from .wire import NakReason, Op
+        if self._bad_next:
+            self._bad_next = False
+            self.bad += 1
+            return
+        f = codec.decode(raw)
+        if f.bth.opcode not in (Op.MR_ACK, Op.MR_NAK):
+            k, self.n_data = self.n_data, self.n_data + 1
+            if k in self.drop_data:
+                self.lost += 1
+            else:
+                self.rx.append(raw)
+            return
+        k, self.n_ack = self.n_ack, self.n_ack + 1
+        self.rx.append(raw)
+        if k == self.replay_at and self._prev_ack is not None:
+            self.rx.append(self._prev_ack)
+        if k == self.forge_at and f.mrah is not None:
+            bad = replace(f, mrah=replace(f.mrah, cum_psn=(f.mrah.cum_psn + 5000) & 0xFFFFFF), icrc=None)
+            nak = replace(nak_frame(f.ip.src, f.ip.dst, f.bth.pkey, f.bth.dest_qp, f.udp.sport, f.mrah.path,
+                                    NakReason.PSN_WINDOW, f.mrah.trigger_psn), eth=f.eth)
+            self.rx += [codec.encode(bad), codec.encode(nak)]
+            self.forged += 2
+        self._prev_ack = raw
+
+
+class CounterLoop:
+    """MR-ENG-105 on the whole engine: a ``cosim_engine.EngineLoop`` run to its end, then every
+    counter of the ``sources`` read through AXI4-Lite, LO then HI (:func:`regs_cases.counter_items`,
+    a :class:`regs_cases.Driver`), the loop's memories and readies still running. A frame the
+    engine marks bad (``tuser``) is dropped by the loop's MAC (``mark_bad``, when it has one).
+    ``counters`` (after the run): ``{source: [values]}``."""
+
+    def __init__(self, loop, *, sources=("rx", "parser", "tx"), seed=0, p_idle=0.2, p_bp=0.3):
+        self.loop = loop
+        self.readout = rgc.Driver(rgc.counter_items(sources), seed=seed, p_idle=p_idle, p_bp=p_bp)
+
+    @property
+    def finished(self):
+        return self.loop.finished and self.readout.finished
+
+    def inputs(self):
+        inp = self.loop.inputs()
+        if self.loop.finished:
+            inp.update({k: v for k, v in self.readout.inputs().items() if k.startswith("s_axil__")})
+        return inp
+
+    def observe(self, inp, out):
+        if (out["m_axis__tvalid"] and inp["m_axis__tready"] and out["m_axis__tlast"]
+                and out["m_axis__tuser"] and hasattr(self.loop.mac, "mark_bad")):
+            self.loop.mac.mark_bad()
+        reading = self.loop.finished
+        self.loop.observe(inp, out)
+        if reading:
+            self.readout.observe({**inp, "m_cfg__ready": 1, "reg_data": 0},
+                                 {**out, "m_cfg__valid": 0, "m_cfg__payload": 0, "reg_addr": 0})
+
+    def settle(self, busy):
+        if not self.loop.finished:
+            self.loop.settle(busy)
+        else:
+            self.readout.settle(False)
+
+    @property
+    def counters(self):
+        """The values read, ``{source: [values]}`` (MR-REG-030/033/034)."""
+        return rgc.counters_by_source(register_map(), self.readout)
+
+
+#: MR-ENG-105: the TX half's retry limit in :func:`tx_counter_run` (two timeouts in a row on a
+#: path report RETRY_EXC_ERR, so that ``errors`` moves within a short run).
+TX_COUNTER_RETRY_LIMIT = 1
+
+
+def tx_counter_run(width=64, *, nbytes=8192, seed=2, p_bp=0.2):
+    """MR-ENG-105, MR-REG-034: a whole-engine loopback run (``cosim_engine.loopback_run``: the
+    engine writes to itself; ACK every packet) in which every TX counter but ``sent_bad`` moves
+    (``sent_bad`` counts a scheduler numbering PSNs wrongly, MR-TX-020: no traffic moves it):
+    two WRITEs of ``nbytes`` and a third whose payload read fails (the read memory's error
+    window: a frame marked bad, MR-TX-124, dropped by the MAC; a LOC_PROT_ERR completion), a
+    :class:`ScriptedLoopback` losing data frames 1 (a gap, found by SACK), 7 and 10 (a tail and
+    its resend: two timeouts in a row, with :data:`TX_COUNTER_RETRY_LIMIT` a retry-limit report),
+    replaying an ACK (stale) and forging a bad ACK and a NAK; then every counter read through
+    AXI4-Lite (:class:`CounterLoop`). The engine takes ``retry_limit=TX_COUNTER_RETRY_LIMIT``.
+    Returns ``(counter loop, setup, region, source, bad work request)``."""
+    from .cosim_engine import loopback_run
+    from .tx_sched import OP_WRITE
+    from .tx_sched_cases import wr_item
+    drv, s, region, source = loopback_run(width, nbytes, seed=seed, loss=0.0, n_writes=2, ack_every=1,
+                                          p_bp=p_bp)
+    c = s.conns[0]
+    bad = wr_item(c.qp, 1, 48, wr_id=200, op=OP_WRITE, laddr=drv.rmem.lay.bad_base, va=nbytes,
+                  rkey=region.rkey)
+    drv.items.append(bad)
+    drv.mac = ScriptedLoopback(drop_data={1, 7, 10}, replay_at=3, forge_at=4)
+    return CounterLoop(drv, seed=seed + 5, p_bp=p_bp), s, region, source, bad
+
+
+def model_counters(model):
+    """The counters of an ``EngineModel`` by source, as its register block reads them."""
+    p = model.rx.parser
+    return {"rx": list(model.rx.rx.rx.counters),
+            "parser": list(p.cnt) + [p.cnt_overflow],
+            "tx": list(model.tx.rtx.counters) + list(model.tx.counters)}
+
+
+def check_counter_loop(cl: CounterLoop, model, region, source, bad):
+    """MR-ENG-105 on :func:`tx_counter_run`: every RX, parser and TX counter read through AXI4-Lite
+    (LO then HI) equals the model's at the end of the run, every TX counter but ``sent_bad``
+    moved; every work request completed once, the failing read's with LOC_PROT_ERR (4), the
+    retry-limit reports are the ``errors`` counter's, and the bytes of every work request that
+    completed with success are in the region. Returns the counters read."""
+    from .regs import tx_counter_names
+    from .tx_cases import STATUS_LOC_PROT_ERR
+    got, want = cl.counters, model_counters(model)
+    assert got["rx"] == want["rx"], f"RX counters {got['rx']} != {want['rx']}"
+    assert got["parser"] == want["parser"], f"parser counters {got['parser']} != {want['parser']}"
+    assert got["tx"] == want["tx"], f"TX counters {got['tx']} != {want['tx']}"
+    tx = dict(zip(tx_counter_names(), got["tx"]))
+    still = [n for n, v in tx.items() if v == 0 and n != "SENT_BAD"]
+    assert not still, f"TX counters that never moved: {still}"
+    loop = cl.loop
+    done = {c["wr_id"]: c for _, c in loop.res["tx_cqe"]}
+    assert sorted(done) == sorted(w["wr_id"] for w in loop.items) and len(done) == len(loop.res["tx_cqe"])
+    assert done[bad["wr_id"]]["status"] == STATUS_LOC_PROT_ERR
+    assert len(loop.res["errors"]) == tx["ERRORS"]
+    from .cosim_engine import region_image
+    image = region_image(loop, region, len(source))
+    for w in loop.items:
+        if done[w["wr_id"]]["status"] == 0:
+            a = w["va"]
+            assert image[a:a + w["length"]] == source[a:a + w["length"]], f"WR {w['wr_id']} not placed"
+    return got

@@ -1,5 +1,5 @@
-"""The host register block: AXI4-Lite registers in front of the RX engine (docs/spec/hw-regs.md,
-MR-REG-*; engine.md MR-ENG-006).
+"""The host register block: AXI4-Lite registers in front of the RX engine, with the parser's and
+the TX half's counters (docs/spec/hw-regs.md, MR-REG-*; engine.md MR-ENG-006).
 
 The register map is declared once here (:func:`register_map`, one :class:`Reg` per 32-bit
 register: name, byte offset, width, access, reset, description); the RTL's address decode
@@ -27,23 +27,36 @@ from .rx import (ACK_EVERY_RESET, CTR_ABANDONED, CTR_ACKS, CTR_CE, CTR_CQES, CTR
                  GLOBAL, MTU_LOG2_RESET, N_COUNTERS, TABLE_GLOBAL, RxCode, layouts, pack)
 
 __all__ = ["Reg", "RegMap", "register_map", "RegFile", "RegsCycleModel", "markdown_table",
-           "c_header", "counter_names", "regs_model", "regs_model_256x4", "ADDR_BITS", "OKAY", "SLVERR", "ID",
-           "VERSION", "ERR_WRITE", "ERR_READ", "ERR_COMMIT", "CTR_BASE", "CFG_DATA_BASE",
-           "MAX_DATA_WORDS", "INPUTS", "OUTPUTS"]
+           "c_header", "counter_names", "parser_counter_names", "tx_counter_names", "regs_model",
+           "regs_model_256x4", "ADDR_BITS", "OKAY", "SLVERR", "ID",
+           "VERSION", "ERR_WRITE", "ERR_READ", "ERR_COMMIT", "CTR_BASE", "PARSER_CTR_BASE",
+           "TX_CTR_BASE", "CFG_DATA_BASE", "MAX_DATA_WORDS", "INPUTS", "OUTPUTS", "SOURCES",
+           "ctr_base", "port_lists"]
 
 #: MR-REG-002: byte address bits of the AXI4-Lite port (a 4 KiB window).
 ADDR_BITS = 12
 #: MR-REG-004: AXI4-Lite responses.
 OKAY, SLVERR = 0b00, 0b10
-#: MR-REG-010: the ID register's value ("MRRG") and the map's version.
+#: MR-REG-010: the ID register's value ("MRRG") and the map's version (2: the parser's and
+#: the TX half's counters, MR-REG-013/033/034).
 ID = 0x4D525247
-VERSION = 1
+VERSION = 2
 #: MR-REG-012: ERROR bits.
 ERR_WRITE, ERR_READ, ERR_COMMIT = 1 << 0, 1 << 1, 1 << 2
 #: MR-REG-020/030: where the row window's data words and the counters start.
 CFG_DATA_BASE = 0x080
 MAX_DATA_WORDS = 32
 CTR_BASE = 0x100
+#: MR-REG-033/034: the parser's and the TX half's counter windows (16 counters each at most:
+#: their ``reg_addr`` is 4 bits, the held address's bits [6:3]).
+PARSER_CTR_BASE = 0x200
+TX_CTR_BASE = 0x280
+#: MR-REG-030/033/034: the counter sources, their windows and their ports' name prefixes
+#: (``<prefix>reg_addr`` out, ``<prefix>reg_data`` in).
+SOURCES = ("rx", "parser", "tx")
+_BASE = {"rx": CTR_BASE, "parser": PARSER_CTR_BASE, "tx": TX_CTR_BASE}
+_PREFIX = {"rx": "", "parser": "parser_", "tx": "tx_"}
+_ADDR_BITS = {"rx": 5, "parser": 4, "tx": 4}
 #: MR-REG-011: the global registers' reset values, by GLOBAL field: the RX engine's
 #: ``<FIELD>_RESET`` constant (0 for a field without one).
 GLOBAL_RESET = {name: getattr(_rx, f"{name.upper()}_RESET", 0) for name, _ in GLOBAL}
@@ -63,6 +76,7 @@ class Reg:
     desc: str
     kind: str               # what the RTL builds for it: const, store, global, error, commit, ctr_lo, ctr_hi
     index: int = 0          # data word, GLOBAL field or counter index
+    source: str = ""        # a counter's source (SOURCES): rx, parser or tx
 
     @property
     def mask(self):
@@ -81,12 +95,59 @@ def counter_names():
     return names
 
 
+def parser_counter_names():
+    """MR-REG-033: the parser's counters by index (MR-HW-060, MR-HW-082): one per ``Reason``
+    code (NONE is ACCEPTED, NOT_ROCE is BYPASSED), then OVERFLOW."""
+    from .parser import N_COUNTERS as N_PARSER, OVERFLOW_COUNTER
+    from .wire import Reason
+    names = ["ACCEPTED" if c == Reason.NONE else "BYPASSED" if c == Reason.NOT_ROCE else c.name
+             for c in sorted(Reason)]
+    assert [int(c) for c in sorted(Reason)] == list(range(len(names))) and OVERFLOW_COUNTER == len(names)
+    names.append("OVERFLOW")
+    assert len(names) == N_PARSER
+    return names
+
+
+def tx_counter_names():
+    """MR-REG-034: the TX half's counters by index: the retransmit unit's (MR-TX-040), then the
+    TX half's own (MR-TX-126), as its ``reg_addr`` numbers them."""
+    from .retransmit import CTR
+    from .tx import TX_CTR, TX_CTR_BASE as TX_OWN
+    names = [n.upper() for n, _ in sorted(CTR.items(), key=lambda kv: kv[1])]
+    assert len(names) == TX_OWN
+    names += [n.upper() for n, _ in sorted(TX_CTR.items(), key=lambda kv: kv[1])]
+    assert len(names) <= 1 << _ADDR_BITS["tx"]
+    return names
+
+
+_NAMES = {"rx": counter_names, "parser": parser_counter_names, "tx": tx_counter_names}
+_REG_PREFIX = {"rx": "CTR_", "parser": "PARSER_", "tx": "TX_"}
+_WHAT = {"rx": "RX counter", "parser": "parser counter", "tx": "TX counter"}
+
+
+def ctr_base(source):
+    """MR-REG-030/033/034: the byte offset of a source's counter 0."""
+    return _BASE[source]
+
+
+def port_lists(parser=True, tx=True):
+    """MR-REG-002: ``(inputs, outputs)``, the Verilog names of the block's ports with the parser's
+    and the TX half's counter ports or without."""
+    srcs = [s for s, on in (("parser", parser), ("tx", tx)) if on]
+    return (_INPUTS + tuple(_PREFIX[s] + "reg_data" for s in srcs),
+            _OUTPUTS + tuple(_PREFIX[s] + "reg_addr" for s in srcs))
+
+
 @dataclass(frozen=True)
 class RegMap:
     """The register map of one RX instance."""
     lay: object             # models.rx.Layouts
     regs: tuple
     data_words: int
+    sources: tuple = ("rx",)    # the counter sources it has (SOURCES)
+
+    def n_counters(self, source):
+        return sum(1 for r in self.regs if r.kind == "ctr_lo" and r.source == source)
 
     def by_word(self):
         return {r.offset >> 2: r for r in self.regs}
@@ -99,10 +160,13 @@ def _log2(n):
     return (n - 1).bit_length()
 
 
-def register_map(lay=None) -> RegMap:
-    """MR-REG-010/011/012, MR-REG-020/030: the registers of the block serving the RX instance ``lay``
-    (``models.rx.layouts(...)``; default the engine's instance)."""
+def register_map(lay=None, *, parser=True, tx=True) -> RegMap:
+    """MR-REG-010..013, MR-REG-020, MR-REG-030/033/034: the registers of the block serving the RX
+    instance ``lay`` (``models.rx.layouts(...)``; default the engine's instance), with the
+    parser's and the TX half's counter windows or without (MR-REG-001)."""
     lay = lay or layouts()
+    sources = [s for s, on in (("rx", True), ("parser", parser), ("tx", tx)) if on]
+    names = {s: _NAMES[s]() for s in sources}
     cfg = dict(lay.cfg)
     data_bits, addr_bits = cfg["data"].width, cfg["addr"].width
     words = -(-data_bits // 32)
@@ -118,6 +182,10 @@ def register_map(lay=None) -> RegMap:
         Reg("ERROR", 0x00C, 3, W1C, 0,
             "sticky: [0] a write answered SLVERR, [1] a read answered SLVERR, "
             "[2] a commit of table 0 refused", "error"),
+        Reg("CTR_COUNTS", 0x03C, 24, RO,
+            len(names["rx"]) | len(names.get("parser", ())) << 8 | len(names.get("tx", ())) << 16,
+            "counters: [7:0] RX (at 0x100), [15:8] parser (at 0x200), [23:16] TX (at 0x280); "
+            "0: none (MR-REG-013)", "const"),
     ]
     for i, (name, f) in enumerate(GLOBAL):
         regs.append(Reg(f"GLOBAL_{name.upper()}", 0x010 + 4 * i, f.width, RW, GLOBAL_RESET.get(name, 0),
@@ -135,14 +203,17 @@ def register_map(lay=None) -> RegMap:
         w = min(32, data_bits - 32 * i)
         regs.append(Reg(f"CFG_DATA{i}", CFG_DATA_BASE + 4 * i, w, RW, 0,
                         f"row window: row bits [{32 * i + w - 1}:{32 * i}]", "store", i))
-    for i, n in enumerate(counter_names()):
-        regs.append(Reg(f"CTR_{n}_LO", CTR_BASE + 8 * i, 32, RO, 0,
-                        f"counter {i} bits [31:0]; latches bits [63:32] (MR-REG-031)", "ctr_lo", i))
-        regs.append(Reg(f"CTR_{n}_HI", CTR_BASE + 8 * i + 4, 32, RO, 0,
-                        f"counter {i} bits [63:32] (MR-REG-031)", "ctr_hi", i))
+    for src in sources:
+        base, pre, what = _BASE[src], _REG_PREFIX[src], _WHAT[src]
+        assert len(names[src]) <= 1 << _ADDR_BITS[src]
+        for i, n in enumerate(names[src]):
+            regs.append(Reg(f"{pre}{n}_LO", base + 8 * i, 32, RO, 0,
+                            f"{what} {i} bits [31:0]; latches bits [63:32] (MR-REG-031)", "ctr_lo", i, src))
+            regs.append(Reg(f"{pre}{n}_HI", base + 8 * i + 4, 32, RO, 0,
+                            f"{what} {i} bits [63:32] (MR-REG-031)", "ctr_hi", i, src))
     offsets = [r.offset for r in regs]
     assert len(set(offsets)) == len(offsets) and all(o % 4 == 0 and o < 1 << ADDR_BITS for o in offsets)
-    return RegMap(lay, tuple(regs), words)
+    return RegMap(lay, tuple(regs), words, tuple(sources))
 
 
 def markdown_table(rmap: RegMap | None = None):
@@ -166,6 +237,8 @@ def c_header(rmap: RegMap | None = None):
                    f"reset 0x{r.reset:X} */")
     out += ["", f"#define MR_REG_CFG_DATA_WORDS {rmap.data_words}u",
             f"#define MR_REG_N_COUNTERS {N_COUNTERS}u",
+            f"#define MR_REG_N_PARSER_COUNTERS {rmap.n_counters('parser')}u",
+            f"#define MR_REG_N_TX_COUNTERS {rmap.n_counters('tx')}u",
             f"#define MR_REG_ERR_WRITE 0x{ERR_WRITE:X}u", f"#define MR_REG_ERR_READ 0x{ERR_READ:X}u",
             f"#define MR_REG_ERR_COMMIT 0x{ERR_COMMIT:X}u", "", "#endif"]
     return "\n".join(out) + "\n"
@@ -181,14 +254,14 @@ def strobe_mask(strb):
 class RegFile:
     """The registers' state and the effect of one access (MR-REG-004, MR-REG-010/011/012, MR-REG-020..024, MR-REG-030/031)."""
 
-    def __init__(self, lay=None):
-        self.map = register_map(lay)
+    def __init__(self, lay=None, *, parser=True, tx=True):
+        self.map = register_map(lay, parser=parser, tx=tx)
         self.lay = self.map.lay
         self.words = self.map.by_word()
         self.value = {r.name: r.reset for r in self.map.regs if r.kind in ("store", "global")}
         self.error = 0
         self.latch_valid = 0
-        self.latch_index = 0
+        self.latch_key = None           # (source, index) of the counter the last LO read
         self.latch_hi = 0
         self._data_regs = [r.name for r in self.map.regs if r.kind == "store" and r.name.startswith("CFG_DATA")]
         self._global_regs = [r for r in self.map.regs if r.kind == "global"]
@@ -230,7 +303,7 @@ class RegFile:
 
     def read(self, addr, counter):
         """One read: ``(resp, data, err_set)``; ``counter`` is the 64-bit value of the counter
-        the address selects as the RX engine returns it (MR-REG-031). Updates the latch."""
+        the address selects as its source returns it (MR-REG-031). Updates the latch."""
         r = self.decode(addr)
         if r is None or r.access == WO:
             return SLVERR, 0, ERR_READ
@@ -241,10 +314,10 @@ class RegFile:
         if r.kind in ("store", "global"):
             return OKAY, self.value[r.name], 0
         if r.kind == "ctr_lo":
-            self.latch_valid, self.latch_index, self.latch_hi = 1, r.index, counter >> 32 & 0xFFFFFFFF
+            self.latch_valid, self.latch_key, self.latch_hi = 1, (r.source, r.index), counter >> 32 & 0xFFFFFFFF
             return OKAY, counter & 0xFFFFFFFF, 0
         assert r.kind == "ctr_hi"
-        if self.latch_valid and self.latch_index == r.index:
+        if self.latch_valid and self.latch_key == (r.source, r.index):
             return OKAY, self.latch_hi, 0
         return OKAY, counter >> 32 & 0xFFFFFFFF, 0
 
@@ -252,18 +325,28 @@ class RegFile:
         self.error = ((self.error & ~err_clear) | err_set) & 0x7
 
 
-def counter_index(addr):
-    """MR-REG-032: the counter ``reg_addr`` selects for a read address: bits [7:3]."""
-    return (addr >> 3) & 0x1F
+    def counter_port(self, addr):
+        """MR-REG-032: the ``reg_data`` input (its Verilog name) whose value a read of ``addr``
+        returns, or None when the address is no counter's."""
+        r = self.decode(addr)
+        return _PREFIX[r.source] + "reg_data" if r is not None and r.kind in ("ctr_lo", "ctr_hi") else None
+
+
+def counter_index(addr, source="rx"):
+    """MR-REG-032: the counter a source's ``reg_addr`` selects for a read address: bits [7:3]
+    (the RX engine's) or [6:3] (the parser's and the TX half's)."""
+    return (addr >> 3) & ((1 << _ADDR_BITS[source]) - 1)
 
 
 # ------------------------------------------------------------------ cycle timing
 
 AXIL = "s_axil__"
-INPUTS = tuple(AXIL + n for n in ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready",
-                                  "araddr", "arvalid", "rready")) + ("m_cfg__ready", "reg_data")
-OUTPUTS = tuple(AXIL + n for n in ("awready", "wready", "bresp", "bvalid", "arready", "rdata",
-                                   "rresp", "rvalid")) + ("m_cfg__payload", "m_cfg__valid", "reg_addr")
+_INPUTS = tuple(AXIL + n for n in ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready",
+                                   "araddr", "arvalid", "rready")) + ("m_cfg__ready", "reg_data")
+_OUTPUTS = tuple(AXIL + n for n in ("awready", "wready", "bresp", "bvalid", "arready", "rdata",
+                                    "rresp", "rvalid")) + ("m_cfg__payload", "m_cfg__valid", "reg_addr")
+#: MR-REG-002: the ports of the block with every counter source (the default).
+INPUTS, OUTPUTS = port_lists()
 
 
 class RegsCycleModel:
@@ -271,9 +354,11 @@ class RegsCycleModel:
     once per clock with every input port's value, returning every output port's value in the
     same cycle. Every output is a register or a function of registers only."""
 
-    def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024):
-        self.rf = RegFile(layouts(conns, paths, keys))
+    def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, *, parser=True, tx=True):
+        self.rf = RegFile(layouts(conns, paths, keys), parser=parser, tx=tx)
         self.lay = self.rf.lay
+        self.parser, self.tx = parser, tx
+        self.sources = self.rf.map.sources
         self.aw_full = self.w_full = 0
         self.aw_addr = self.w_data = self.w_strb = 0
         self.b_valid = self.b_resp = 0
@@ -283,9 +368,9 @@ class RegsCycleModel:
         self.r_valid = self.r_data = self.r_resp = 0
         self.log = []                   # (kind, ...) per completed access, for tests
 
-    @staticmethod
-    def port_names():
-        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+    def port_names(self):
+        ins, outs = port_lists(self.parser, self.tx)
+        return {"inputs": list(ins), "outputs": list(outs)}
 
     def busy(self):
         return bool(self.aw_full or self.w_full or self.b_valid or self.cfg_valid or self.rd1
@@ -293,7 +378,7 @@ class RegsCycleModel:
 
     def outputs(self):
         """This cycle's outputs (MR-REG-043: from registers only, so known before the inputs)."""
-        return {
+        out = {
             AXIL + "awready": 1 - self.aw_full, AXIL + "wready": 1 - self.w_full,
             AXIL + "bresp": self.b_resp, AXIL + "bvalid": self.b_valid,
             AXIL + "arready": int(not (self.rd1 or self.rd2 or self.r_valid)),
@@ -302,6 +387,9 @@ class RegsCycleModel:
             "m_cfg__valid": self.cfg_valid,
             "reg_addr": counter_index(self.ar_addr),
         }
+        for src in self.sources[1:]:
+            out[_PREFIX[src] + "reg_addr"] = counter_index(self.ar_addr, src)
+        return out
 
     def step(self, inputs):
         g = inputs.get
@@ -312,7 +400,8 @@ class RegsCycleModel:
         # read stage 2 (before the write: it reads the registers as they were, MR-REG-042)
         rd_done = None
         if self.rd2:
-            resp, value, e = rf.read(self.ar_addr, g("reg_data", 0))
+            port = rf.counter_port(self.ar_addr)
+            resp, value, e = rf.read(self.ar_addr, g(port, 0) if port else 0)
             err_set |= e
             rd_done = (resp, value)
         # write: executes once address and data are held and nothing is pending (MR-REG-040)

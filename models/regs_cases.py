@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from . import records
 from .driver import CounterReadout, run_alone
-from .regs import ADDR_BITS, CTR_BASE, OKAY, RegFile, RegsCycleModel, counter_index
+from .regs import (ADDR_BITS, OKAY, RegFile, RegsCycleModel, ctr_base, parser_counter_names,
+                   tx_counter_names)
 from .rx import GLOBAL, N_COUNTERS, TABLE_GLOBAL, pack, unpack
 
 AXIL = "s_axil__"
@@ -95,19 +96,28 @@ def map_walk(rmap, rng):
 
 
 def counter_reads(rmap, rng, n=12):
-    """MR-REG-030..032: LO then HI of one counter (an atomic pair), HI alone, HI after the LO of
-    another counter, every counter's LO once."""
+    """MR-REG-030..034: LO then HI of one counter (an atomic pair), HI alone, HI after the LO of
+    another counter of the same source and of the same index of another source (the latch is
+    one counter's), every counter's LO once, each source's window beyond its last counter."""
     out = []
-    for i in range(N_COUNTERS):
-        out.append(Read(CTR_BASE + 8 * i, f"lo{i}"))
+    ctrs = [(r.source, r.index) for r in rmap.regs if r.kind == "ctr_lo"]
+    n_of = {src: rmap.n_counters(src) for src in rmap.sources}
+    for src, i in ctrs:
+        out.append(Read(ctr_base(src) + 8 * i, f"lo.{src}{i}"))
     for k in range(n):
-        i = rng.randrange(N_COUNTERS)
-        out += [Read(CTR_BASE + 8 * i, f"pair{k}.lo"), Read(CTR_BASE + 8 * i + 4, f"pair{k}.hi")]
+        src, i = rng.choice(ctrs)
+        out += [Read(ctr_base(src) + 8 * i, f"pair{k}.lo"), Read(ctr_base(src) + 8 * i + 4, f"pair{k}.hi")]
         if k % 3 == 1:
-            j = (i + 1) % N_COUNTERS
-            out.append(Read(CTR_BASE + 8 * j + 4, f"other{k}.hi"))
-    # beyond the last counter: unmapped
-    out.append(Read(CTR_BASE + 8 * N_COUNTERS, "ctr-beyond"))
+            j = (i + 1) % n_of[src]
+            out.append(Read(ctr_base(src) + 8 * j + 4, f"other{k}.hi"))
+        if k % 3 == 2 and len(rmap.sources) > 1:
+            other = [s for s in rmap.sources if s != src and i < n_of[s]]
+            if other:
+                out.append(Read(ctr_base(rng.choice(other)) + 8 * i + 4, f"source{k}.hi"))
+    # beyond the last counter of each window: unmapped
+    for src in rmap.sources:
+        if n_of[src] < (32 if src == "rx" else 16):
+            out.append(Read(ctr_base(src) + 8 * n_of[src], f"beyond.{src}"))
     return out
 
 
@@ -139,30 +149,58 @@ def random_accesses(rmap, rng, n=200, *, safe_reads=False):
 SHAPES = {"none": (0.0, 0.0), "idle": (0.4, 0.0), "bp": (0.0, 0.5), "both": (0.3, 0.4)}
 
 
-class Counters:
-    """A stand-in for the RX engine's counter port (MR-RX-050): ``reg_data`` is counter
-    ``reg_addr`` of the previous cycle; the counters grow by random steps that carry into the
-    high word every few cycles. ``history[i]``: ``[(first cycle, value)]``."""
+def n_source_counters(source):
+    """How many counters a source's port has (MR-RX-050, MR-HW-060, MR-TX-040/126)."""
+    return {"rx": N_COUNTERS, "parser": len(parser_counter_names()), "tx": len(tx_counter_names())}[source]
 
-    def __init__(self, rng, p_step=0.5):
+
+class Counters:
+    """A stand-in for the counter ports of the ``sources`` (the RX engine's, MR-RX-050; the
+    parser's and the TX half's, MR-REG-033/034): a source's ``reg_data`` is its counter
+    ``reg_addr`` of the previous cycle (0 beyond its counters); the counters grow by random
+    steps that carry into the high word every few cycles. ``history[source][i]``:
+    ``[(first cycle, value)]``; ``reg_data`` is the RX engine's, ``data[source]`` each
+    source's."""
+
+    def __init__(self, rng, p_step=0.5, sources=("rx",)):
         self.rng = rng
         self.p_step = p_step
-        self.value = [rng.choice([0, (1 << 32) - rng.randrange(1 << 20), rng.getrandbits(40)])
-                      for _ in range(N_COUNTERS)]
-        self.history = [[(0, v)] for v in self.value]
+        self.sources = tuple(sources)
+        self.values = {src: [rng.choice([0, (1 << 32) - rng.randrange(1 << 20), rng.getrandbits(40)])
+                             for _ in range(n_source_counters(src))] for src in self.sources}
+        self.value = self.values[self.sources[0]]
+        self.history = {src: [[(0, v)] for v in vals] for src, vals in self.values.items()}
+        self.data = {src: 0 for src in self.sources}
         self.reg_data = 0
 
-    def clock(self, cycle, reg_addr):
-        """The edge ending ``cycle``: the read register, then the counters move."""
-        self.reg_data = self.value[reg_addr] if reg_addr < N_COUNTERS else 0
-        for i in range(N_COUNTERS):
-            if self.rng.random() < self.p_step:
-                self.value[i] = (self.value[i] + self.rng.randrange(1, 1 << 31)) & ((1 << 64) - 1)
-                self.history[i].append((cycle + 1, self.value[i]))
+    def inputs(self):
+        """The ``reg_data`` inputs of the register block, by Verilog name."""
+        return {("" if src == "rx" else src + "_") + "reg_data": v for src, v in self.data.items()}
 
-    def held(self, i, first, last):
-        """The values counter ``i`` held in cycles ``first..last``."""
-        h = self.history[i]
+    def clock(self, cycle, reg_addr):
+        """The edge ending ``cycle``: the read registers, then the counters move. ``reg_addr``:
+        the RX engine's select, or a dict of every source's by source."""
+        addrs = reg_addr if isinstance(reg_addr, dict) else {"rx": reg_addr}
+        for src, vals in self.values.items():
+            a = addrs.get(src, 0)
+            self.data[src] = vals[a] if a < len(vals) else 0
+        self.reg_data = self.data[self.sources[0]]
+        for src, vals in self.values.items():
+            hist = self.history[src]
+            for i in range(len(vals)):
+                if self.rng.random() < self.p_step:
+                    vals[i] = (vals[i] + self.rng.randrange(1, 1 << 31)) & ((1 << 64) - 1)
+                    hist[i].append((cycle + 1, vals[i]))
+
+    @staticmethod
+    def addrs(out):
+        """Every source's ``reg_addr`` among the register block's outputs ``out``."""
+        return {src: out[("" if src == "rx" else src + "_") + "reg_addr"] for src in ("rx", "parser", "tx")
+                if ("" if src == "rx" else src + "_") + "reg_addr" in out}
+
+    def held(self, i, first, last, source="rx"):
+        """The values counter ``i`` of ``source`` held in cycles ``first..last``."""
+        h = self.history[source][i]
         out = []
         for k, (c, v) in enumerate(h):
             end = h[k + 1][0] - 1 if k + 1 < len(h) else 1 << 62
@@ -183,12 +221,13 @@ class Driver(CounterReadout):
     ``cfg`` (flat records taken), ``span`` ``{item index: (start cycle, end cycle)}``,
     ``cycles``."""
 
-    def __init__(self, items, *, seed=0, p_idle=0.3, p_bp=0.4, overlap=False, quiet_cycles=4):
+    def __init__(self, items, *, seed=0, p_idle=0.3, p_bp=0.4, overlap=False, quiet_cycles=4,
+                 sources=("rx",)):
         self.items = list(items)
         self.rng = random.Random(seed)
         self.p_idle, self.p_bp = p_idle, p_bp
         self.overlap = overlap
-        self.ctr = Counters(random.Random(seed + 1000))
+        self.ctr = Counters(random.Random(seed + 1000), sources=sources)
         self.quiet_cycles = quiet_cycles
         self.cycle = 0
         self.read_counters = False          # counters are read as AXI4-Lite items
@@ -250,7 +289,7 @@ class Driver(CounterReadout):
                 inp[AXIL + "arvalid"], inp[AXIL + "araddr"] = 1, self.items[i].addr
         for n in (AXIL + "bready", AXIL + "rready", "m_cfg__ready"):
             inp[n] = int(self.p_bp == 0 or rng.random() >= self.p_bp)
-        inp["reg_data"] = self.ctr.reg_data
+        inp.update(self.ctr.inputs())
         return inp
 
     def observe(self, inp, out):
@@ -279,7 +318,7 @@ class Driver(CounterReadout):
             raise AssertionError(f"cycle {c}: an R response without a read")
         if out["m_cfg__valid"] and inp["m_cfg__ready"]:
             res["cfg"].append(out["m_cfg__payload"])
-        self.ctr.clock(c, out["reg_addr"])
+        self.ctr.clock(c, Counters.addrs(out))
         self.cycle += 1
 
     def _stuck(self):
@@ -312,15 +351,15 @@ def check(items, res, ctr: Counters, lay, rf: RegFile | None = None):
         reg = rf.decode(it.addr)
         first, last = res["span"][i]
         if reg is not None and reg.kind in ("ctr_lo", "ctr_hi"):
-            k = counter_index(it.addr)
-            held = ctr.held(k, first, last)
+            k = (reg.source, reg.index)
+            held = ctr.held(reg.index, first, last, reg.source)
             if reg.kind == "ctr_lo":
                 cand = [v for v in held if v & U32 == got]
                 assert cand, f"access {i} {it}: LO {got:#x} not a value counter {k} held {[hex(v) for v in held]}"
                 pair[k] = cand
                 rf.read(it.addr, cand[0])
             else:
-                latched = rf.latch_valid and rf.latch_index == k
+                latched = rf.latch_valid and rf.latch_key == k
                 pool = pair[k] if latched else held
                 assert any(v >> 32 == got for v in pool), (
                     f"access {i} {it}: HI {got:#x} not the high half of {'the LO read' if latched else 'a value held'}: "
@@ -338,13 +377,13 @@ def check(items, res, ctr: Counters, lay, rf: RegFile | None = None):
     return rf
 
 
-def run_model(items, lay_args=(256, 4, 256), *, seed=0, checked=True, **kw):
+def run_model(items, lay_args=(256, 4, 256), *, seed=0, checked=True, parser=True, tx=True, **kw):
     """:class:`RegsCycleModel` alone through the :class:`Driver`; returns the driver."""
-    model = RegsCycleModel(*lay_args)
-    drv = Driver(items, seed=seed, **kw)
+    model = RegsCycleModel(*lay_args, parser=parser, tx=tx)
+    drv = Driver(items, seed=seed, sources=model.sources, **kw)
     run_alone(model, drv)
     if checked:
-        check(drv.items, drv.res, drv.ctr, model.lay)
+        check(drv.items, drv.res, drv.ctr, model.lay, RegFile(model.lay, parser=parser, tx=tx))
     return drv
 
 
@@ -359,14 +398,15 @@ class RegsRxModel:
 
     def __init__(self, width, conns, paths, keys, streams=records.STREAMS):
         from .rx import RxCycleModel
-        self.regs = RegsCycleModel(conns, paths, keys)
+        self.regs = RegsCycleModel(conns, paths, keys, parser=False, tx=False)
         self.rx = RxCycleModel(width, conns, paths, keys, streams=streams)
 
     @staticmethod
     def port_names():
-        from .regs import INPUTS, OUTPUTS
+        from .regs import port_lists
         from .rx import RxCycleModel
         rx = RxCycleModel.port_names()
+        INPUTS, OUTPUTS = port_lists(parser=False, tx=False)
         return {"inputs": [n for n in INPUTS if n not in ("m_cfg__ready", "reg_data")]
                 + [n for n in rx["inputs"] if n not in ("s_cfg__payload", "s_cfg__valid", "reg_addr")],
                 "outputs": list(OUTPUTS) + rx["outputs"]}
@@ -438,10 +478,21 @@ def counters_read(rmap, driver: Driver):
     return out
 
 
-def counter_items():
-    """LO then HI of every RX counter (MR-REG-030/031)."""
-    return [Read(CTR_BASE + 8 * i + 4 * h, f"ctr{i}.{'hi' if h else 'lo'}") for i in range(N_COUNTERS)
-            for h in (0, 1)]
+def counters_by_source(rmap, driver: Driver):
+    """:func:`counters_read` of a driver of :func:`counter_items`, as ``{source: [values]}``
+    (each read's source decoded from its address with ``rmap``)."""
+    out = {}
+    for k, v in zip(range(0, len(driver.items), 2), counters_read(rmap, driver)):
+        reg = rmap.by_word()[driver.items[k].addr >> 2]
+        assert reg.kind == "ctr_lo" and len(out.get(reg.source, [])) == reg.index
+        out.setdefault(reg.source, []).append(v)
+    return out
+
+
+def counter_items(sources=("rx",)):
+    """LO then HI of every counter of the ``sources`` (MR-REG-030/031/033/034), source by source."""
+    return [Read(ctr_base(src) + 8 * i + 4 * h, f"{src}{i}.{'hi' if h else 'lo'}")
+            for src in sources for i in range(n_source_counters(src)) for h in (0, 1)]
 
 
 def standard_items(rmap, seed=0, n_random=150):
@@ -456,4 +507,4 @@ def standard_items(rmap, seed=0, n_random=150):
 
 __all__ = ["Write", "Read", "row_writes", "map_walk", "counter_reads", "random_accesses", "Counters",
            "Driver", "check", "run_model", "standard_items", "SHAPES", "RegsRxModel", "PhasedDriver",
-           "counter_items", "counters_read"]
+           "counter_items", "counters_read", "counters_by_source", "n_source_counters"]

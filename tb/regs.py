@@ -28,7 +28,7 @@ import time
 import cocotb
 
 from metaroce.models import regs_cases as rc
-from metaroce.models.regs import (CTR_BASE, ID, OKAY, SLVERR, RegFile, RegsCycleModel,
+from metaroce.models.regs import (CTR_BASE, ID, OKAY, SLVERR, RegFile, RegsCycleModel, ctr_base,
                                   register_map)
 from metaroce.models.rx import N_COUNTERS, TABLE_KEY, TABLE_PATH, pack, unpack
 
@@ -54,14 +54,14 @@ async def regs_lockstep(dut):
     await h.start(monitor=False)
     rm = register_map(model.lay)
     items = rc.standard_items(rm, seed=seed, n_random=n_random)
-    drv = rc.Driver(items, seed=seed, p_idle=0.3, p_bp=0.4)
+    drv = rc.Driver(items, seed=seed, p_idle=0.3, p_bp=0.4, sources=model.sources)
     t0 = time.perf_counter()
     n1 = await drive(h, drv, busy=model.busy, registered_outputs=True)
     wall = time.perf_counter() - t0
     rf = rc.check(drv.items, drv.res, drv.ctr, model.lay)
     # reads and writes at once on their own channels
     items2 = rc.random_accesses(rm, random.Random(seed + 1), n_random, safe_reads=True)
-    drv2 = rc.Driver(items2, seed=seed + 1, p_idle=0.2, p_bp=0.3, overlap=True)
+    drv2 = rc.Driver(items2, seed=seed + 1, p_idle=0.2, p_bp=0.3, overlap=True, sources=model.sources)
     n2 = await drive(h, drv2, busy=model.busy, registered_outputs=True)
     rc.check(drv2.items, drv2.res, drv2.ctr, model.lay, rf)     # from where the first run left it
     assert h.mismatches == 0
@@ -75,12 +75,13 @@ async def regs_lockstep(dut):
 
 
 class _CounterStandIn:
-    """The RX engine's counter port for the master test: ``reg_data`` is counter ``reg_addr``
-    of the previous cycle (rc.Counters), written right after each rising edge."""
+    """The counter ports for the master test (the RX engine's, the parser's and the TX half's
+    when the block has them): each ``reg_data`` is its source's counter ``reg_addr`` of the
+    previous cycle (rc.Counters), written right after each rising edge."""
 
-    def __init__(self, dut, seed):
+    def __init__(self, dut, seed, sources=("rx",)):
         self.dut = dut
-        self.ctr = rc.Counters(random.Random(seed))
+        self.ctr = rc.Counters(random.Random(seed), sources=sources)
         self.cycle = 0
         self._task = cocotb.start_soon(self._run())
 
@@ -89,11 +90,13 @@ class _CounterStandIn:
         edge, ro = RisingEdge(self.dut.clk), ReadOnly()
         while True:
             await ro
-            addr = int(self.dut.reg_addr.value)
+            addrs = {src: int(getattr(self.dut, ("" if src == "rx" else src + "_") + "reg_addr").value)
+                     for src in self.ctr.sources}
             await edge
-            self.ctr.clock(self.cycle, addr)
+            self.ctr.clock(self.cycle, addrs)
             self.cycle += 1
-            self.dut.reg_data.value = self.ctr.reg_data
+            for name, v in self.ctr.inputs().items():
+                getattr(self.dut, name).value = v
 
 
 @cocotb.test()
@@ -114,7 +117,7 @@ async def regs_axil_master(dut):
     for k, ch in enumerate((wi.aw_channel, wi.w_channel, wi.b_channel, ri.ar_channel, ri.r_channel)):
         ch.set_pause_generator(random_pause(0.35, random.Random(seed * 10 + k)))
     ReadyRandomiser(dut.m_cfg__ready, dut.clk, pause=0.4, rng=random.Random(seed + 7))
-    counters = _CounterStandIn(dut, seed + 11)
+    counters = _CounterStandIn(dut, seed + 11, model.sources)
     await h.start()
 
     rf = RegFile(model.lay)            # the expected register file, access by access
@@ -170,13 +173,15 @@ async def regs_axil_master(dut):
     await write(rm.get("ERROR").offset, bytes([3]))
     await read_expect(rm.get("ERROR").offset)
     # counter pairs against the stand-in's history (MR-REG-031)
-    for _ in range(10):
-        k = rng.randrange(N_COUNTERS)
-        r1, lo, f1, l1 = await read(CTR_BASE + 8 * k)
-        r2, hi, _, _ = await read(CTR_BASE + 8 * k + 4)
+    # (MR-REG-033/034: of every counter source the block has)
+    ctrs = [(r.source, r.index) for r in rm.regs if r.kind == "ctr_lo"]
+    for _ in range(15):
+        src, k = rng.choice(ctrs)
+        r1, lo, f1, l1 = await read(ctr_base(src) + 8 * k)
+        r2, hi, _, _ = await read(ctr_base(src) + 8 * k + 4)
         assert r1 == r2 == OKAY
-        held = counters.ctr.held(k, f1, l1)
-        assert (hi << 32 | lo) in held, f"counter {k}: {hi << 32 | lo:#x} not one of {[hex(v) for v in held]}"
+        held = counters.ctr.held(k, f1, l1, src)
+        assert (hi << 32 | lo) in held, f"{src} counter {k}: {hi << 32 | lo:#x} not one of {[hex(v) for v in held]}"
     assert (await read(CTR_BASE + 8 * N_COUNTERS))[0] == SLVERR
     rf.apply_error(2, 0)
     # reads and writes in flight at once (constants only: their answers do not depend on order)

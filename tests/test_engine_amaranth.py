@@ -19,6 +19,7 @@ from amaranth.sim import Simulator
 from metaroce.hdl.engine import EngineRx, PayloadPack, engine_rx_256x4
 from metaroce.models import engine_cases as ec
 from metaroce.models.engine import EngineRxModel, PackModel, engine_rx_model_256x4
+from metaroce.models.parser import OVERFLOW_COUNTER
 from metaroce.models.rx import unpack, payload_layout
 from metaroce.tb.lockstep import run_amaranth
 
@@ -133,6 +134,7 @@ def test_verilog_port_names():
     ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
     names = EngineRxModel(64, 256, 4, 256).port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
+    assert not any(p.startswith(("parser_reg", "tx_reg")) for p in ports)     # MR-ENG-105
 
 
 @pytest.mark.parametrize("width", [64, pytest.param(512, marks=pytest.mark.slow)])
@@ -157,10 +159,11 @@ def test_engine_endpoint_traffic_amaranth(width):
 
 @pytest.mark.slow
 def test_engine_every_counter_amaranth():
-    """MR-ENG-105, MR-REG-030/031: the joined RTL (registers, parser, RX engine, DMA) in lockstep
-    with the composed model on :func:`engine_cases.counter_run`: every RX counter moves and reads
-    back through ``s_axil`` (LO then HI) as the RX model counts it, the receive and READ rows
-    written through ``s_axil`` between the frames, random idle and backpressure."""
+    """MR-ENG-105, MR-REG-030/031/033: the joined RTL (registers, parser, RX engine, DMA) in
+    lockstep with the composed model on :func:`engine_cases.counter_run`: every RX counter and
+    every parser counter but the overflow drops moves and reads back through ``s_axil`` (LO then
+    HI) as the RX model and the frames' verdicts count it, the receive and READ rows written
+    through ``s_axil`` between the frames, random idle and backpressure."""
     run = ec.counter_run()
     dut = engine_rx_256x4(64)
     model = engine_rx_model_256x4(64)
@@ -168,3 +171,4 @@ def test_engine_every_counter_amaranth():
     core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0 and core.cycle == drv.cycles > 10000
     assert min(ec.check_counters(run, drv)) > 0
+    assert min(drv.parser_counters[:OVERFLOW_COUNTER]) > 0       # MR-REG-033

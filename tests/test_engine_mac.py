@@ -14,6 +14,7 @@ from amaranth.sim import Simulator
 from metaroce.hdl.engine import EngineRx
 from metaroce.models import engine_cases as ec
 from metaroce.models.parser import OVERFLOW_COUNTER
+from metaroce.models.regs import PARSER_CTR_BASE
 from metaroce.models.wire import Reason
 
 WIDTH = 64
@@ -34,7 +35,7 @@ def test_mac_clock_drop_on_full(mac_period, core_period):
     stays high through a burst of frames whose output is stalled 90 % of the cycles; the
     frames that leave on ``m_bypass`` are an in-order subsequence of the input, byte-exact, and
     the parser counts every missing one as an overflow drop and every one that left as
-    bypassed (MR-HW-060, MR-HW-082)."""
+    bypassed (MR-HW-060, MR-HW-082), both read through AXI4-Lite (MR-ENG-105, MR-REG-033)."""
     rng = random.Random(int(mac_period * 1e12))
     frames = ec.bypass_frames(rng, 60)
     nb = WIDTH // 8
@@ -81,11 +82,24 @@ def test_mac_clock_drop_on_full(mac_period, core_period):
             elif state["sent"]:
                 quiet += 1
             await ctx.tick()
+        # MR-ENG-105, MR-REG-033: the parser's counters through AXI4-Lite, LO then HI
+        bus = dut.s_axil
         for addr in (int(Reason.NOT_ROCE), OVERFLOW_COUNTER):
-            ctx.set(dut.parser_reg_addr, addr)
-            await ctx.tick()
-            await ctx.tick()
-            state["counters"][addr] = ctx.get(dut.parser_reg_data)
+            halves = []
+            for off in (0, 4):
+                ctx.set(bus.araddr, PARSER_CTR_BASE + 8 * addr + off)
+                ctx.set(bus.arvalid, 1)
+                ctx.set(bus.rready, 1)
+                while not ctx.get(bus.arready):
+                    await ctx.tick()
+                await ctx.tick()
+                ctx.set(bus.arvalid, 0)
+                while not ctx.get(bus.rvalid):
+                    await ctx.tick()
+                assert ctx.get(bus.rresp) == 0
+                halves.append(ctx.get(bus.rdata))
+                await ctx.tick()
+            state["counters"][addr] = halves[1] << 32 | halves[0]
 
     sim = Simulator(m)
     sim.add_clock(core_period)

@@ -7,7 +7,9 @@ import pytest
 
 from metaroce.models import engine_cases as ec
 from metaroce.models.engine import PackModel, engine_rx_model_256x4, rotate_down
+from metaroce.models.parser import OVERFLOW_COUNTER
 from metaroce.models.rx import N_COUNTERS, RxCode, payload_layout, unpack
+from metaroce.models.wire import Reason
 
 
 def test_rotate_down():
@@ -95,10 +97,12 @@ def test_engine_model_line_rate(width, plen):
 
 
 def test_engine_model_every_counter_through_axil():
-    """MR-ENG-105, MR-REG-030/031, MR-RX-050: every RX counter moves (window and bad-input cases,
-    SENDs with RNR and RECV_BOUNDS, READ responses with NO_READ, messages) and reads back
-    through AXI4-Lite as the RX model counts it, with the receive and READ rows written through
-    AXI4-Lite between the frames; a counter read wrong fails the check."""
+    """MR-ENG-105, MR-REG-030/031/033, MR-RX-050, MR-HW-060: every RX counter moves (window and
+    bad-input cases, SENDs with RNR and RECV_BOUNDS, READ responses with NO_READ, messages) and
+    reads back through AXI4-Lite as the RX model counts it, with the receive and READ rows
+    written through AXI4-Lite between the frames; every parser counter but the overflow drops
+    moves (a drop of each reason, a MAC error, frames that are not RoCE) and reads back through
+    AXI4-Lite as the frames' verdicts count it; a counter read wrong fails the check."""
     run = ec.counter_run()
     assert any(kind == "cfg" for kind, _ in run.frames[1:]) and run.frames[0][0] == "case"
     drv = ec.Driver(64, run, seed=3, p_idle=0.2, p_bp=0.3)
@@ -109,7 +113,15 @@ def test_engine_model_every_counter_through_axil():
         drv.settle(model.busy)
     got = ec.check_counters(run, drv)
     assert len(got) == N_COUNTERS and min(got) > 0
+    # MR-REG-033: every parser counter but the overflow drops (drop_on_full only) moved too
+    assert len(drv.parser_counters) == OVERFLOW_COUNTER + 1
+    assert min(drv.parser_counters[:OVERFLOW_COUNTER]) > 0 and drv.parser_counters[OVERFLOW_COUNTER] == 0
     r = drv.readout.res["r"]
+    k = next(i for i, (j, _, _) in enumerate(r) if j == 2 * (N_COUNTERS + int(Reason.ICRC)))
+    r[k] = (r[k][0], r[k][1], r[k][2] + 1)              # the parser's ICRC counter read one more
+    with pytest.raises(AssertionError, match="parser counters"):
+        ec.check_counters(run, drv)
+    r[k] = (r[k][0], r[k][1], r[k][2] - 1)
     k = next(i for i, (j, _, _) in enumerate(r) if j == 2 * int(RxCode.RNR))
     r[k] = (r[k][0], r[k][1], r[k][2] + 1)              # counter RNR's LO word read one more
     with pytest.raises(AssertionError, match="RX counters"):

@@ -25,7 +25,7 @@ def run_lockstep(items, *, inst=SMALL, seed=0, check=True, **kw):
     """RTL and model on the same inputs, every output compared every cycle (MR-REG-050)."""
     dut = Regs(conns=inst[0], paths=inst[1], keys=inst[2])
     model = RegsCycleModel(*inst)
-    drv = rc.Driver(items, seed=seed, **kw)
+    drv = rc.Driver(items, seed=seed, sources=model.sources, **kw)
     core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0
     if check:
@@ -39,8 +39,9 @@ def test_verilog_port_names():
     top = v[v.index("module regs("):]
     top = top[:top.index("endmodule")]
     ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
-    names = RegsCycleModel.port_names()
+    names = RegsCycleModel(256, 4, 256).port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
+    assert {"parser_reg_addr", "parser_reg_data", "tx_reg_addr", "tx_reg_data"} <= ports
 
 
 def test_parameters_follow_the_rx_instance():

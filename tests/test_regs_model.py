@@ -44,7 +44,7 @@ def test_map_covers_the_rx_instance(inst):
     assert rm.get("CFG_ADDR").width == cfg["addr"].width
     p = rm.get("PARAMS").reset
     assert [1 << (p >> s & 0xFF) for s in (0, 8, 16)] == list(inst) and p >> 24 == len(data)
-    assert len([r for r in rm.regs if r.kind == "ctr_lo"]) == N_COUNTERS
+    assert len([r for r in rm.regs if r.kind == "ctr_lo" and r.source == "rx"]) == N_COUNTERS
     assert rm.get("CTR_ACCEPTED_LO").offset == R.CTR_BASE and rm.get("CTR_PLACED_BYTES_HI").offset == R.CTR_BASE + 8 * CTR_PLACED_BYTES + 4
     assert [r.reset for r in rm.regs if r.kind == "global"] == [4, 12, 0]     # MR-RX-090: timer off
 
@@ -155,6 +155,75 @@ def test_counter_latch():
     assert _r(rf, hi3, 0x0000_0006_0000_0000) == (R.OKAY, 5)
     assert _r(rf, lo4, 0x0000_0009_0000_0000) == (R.OKAY, 9)
     assert _r(rf, R.CTR_BASE + 8 * N_COUNTERS) == (R.SLVERR, 0)
+
+
+def test_parser_and_tx_counter_windows():
+    """MR-REG-013, MR-REG-033, MR-REG-034, MR-REG-001: the parser's counters at 0x200 + 8i in
+    MR-HW-060's order, the TX half's at 0x280 + 8i (the retransmit unit's, then the TX half's
+    own, MR-TX-040/126); CTR_COUNTS says how many of each; without ``parser`` or ``tx`` their
+    windows are unmapped and CTR_COUNTS says 0."""
+    from metaroce.models.parser import N_COUNTERS as N_PARSER, OVERFLOW_COUNTER
+    from metaroce.models.retransmit import CTR
+    from metaroce.models.tx import TX_CTR, TX_CTR_BASE
+    from metaroce.models.wire import Reason
+    rm = R.register_map(SMALL)
+    assert rm.sources == ("rx", "parser", "tx")
+    assert rm.get("PARSER_ACCEPTED_LO").offset == 0x200 and rm.get("PARSER_ICRC_HI").offset == 0x204 + 8 * Reason.ICRC
+    assert rm.get("PARSER_BYPASSED_LO").offset == 0x200 + 8 * Reason.NOT_ROCE
+    assert rm.get("PARSER_OVERFLOW_LO").offset == 0x200 + 8 * OVERFLOW_COUNTER
+    assert rm.get("TX_GAP_LOSSES_LO").offset == 0x280 + 8 * CTR["gap_losses"]
+    assert rm.get("TX_RESENDS_HI").offset == 0x284 + 8 * (TX_CTR_BASE + TX_CTR["resends"])
+    assert rm.get("TX_COMPLETIONS_ERR_HI").offset == 0x2FC
+    assert rm.get("CTR_COUNTS").reset == N_COUNTERS | N_PARSER << 8 | 16 << 16
+    assert R.VERSION == 2
+    rf = R.RegFile(SMALL)
+    assert _r(rf, "CTR_COUNTS") == (R.OKAY, N_COUNTERS | N_PARSER << 8 | 16 << 16)
+    assert _r(rf, 0x200 + 8 * N_PARSER) == (R.SLVERR, 0)                 # beyond the parser's
+    for parser, tx in ((False, True), (True, False), (False, False)):
+        rf = R.RegFile(SMALL, parser=parser, tx=tx)
+        assert _r(rf, "CTR_COUNTS")[1] == N_COUNTERS | (N_PARSER * parser) << 8 | (16 * tx) << 16
+        assert _r(rf, 0x200)[0] == (R.OKAY if parser else R.SLVERR)
+        assert _r(rf, 0x2FC)[0] == (R.OKAY if tx else R.SLVERR)
+        ins, outs = R.port_lists(parser, tx)
+        assert ("parser_reg_addr" in outs) == parser and ("tx_reg_data" in ins) == tx
+
+
+def test_counter_latch_is_one_sources():
+    """MR-REG-031, MR-REG-033/034: the latch is of one counter of one source: HI of the parser's
+    or the TX half's counter 3 after the RX engine's LO 3 reads a new sample, HI after its own
+    LO the latched half."""
+    rf = R.RegFile(SMALL)
+    assert _r(rf, R.CTR_BASE + 8 * 3, 0x5_0000_0001) == (R.OKAY, 1)
+    assert _r(rf, R.PARSER_CTR_BASE + 8 * 3 + 4, 0x7_0000_0000) == (R.OKAY, 7)
+    assert _r(rf, R.TX_CTR_BASE + 8 * 3 + 4, 0x8_0000_0000) == (R.OKAY, 8)
+    assert _r(rf, R.CTR_BASE + 8 * 3 + 4, 0x9_0000_0000) == (R.OKAY, 5)
+    assert _r(rf, R.TX_CTR_BASE + 8 * 3, 0xA_0000_0002) == (R.OKAY, 2)
+    assert _r(rf, R.TX_CTR_BASE + 8 * 3 + 4, 0xB_0000_0000) == (R.OKAY, 0xA)
+
+
+def test_cycle_model_reads_each_sources_port():
+    """MR-REG-032..034, MR-REG-050: the cycle model through the driver with a moving stand-in on
+    each of the three counter ports: every counter of every source read (pairs, HI alone, HI
+    after another source's LO) is a value of that source's counter. Negative control: the same
+    run with the parser's and the TX half's ports swapped (a mis-wired block) fails the checker."""
+    rm = R.register_map(SMALL)
+    items = rc.counter_reads(rm, random.Random(3), n=40)
+    assert {it.addr >> 7 for it in items} >= {2, 3, 4, 5}          # every window read
+    drv = rc.run_model(items, seed=3, p_idle=0.3, p_bp=0.3)
+    assert len(drv.res["r"]) == len(items)
+
+    class Swapped(rc.Driver):
+        def inputs(self):
+            inp = super().inputs()
+            inp["parser_reg_data"], inp["tx_reg_data"] = inp["tx_reg_data"], inp["parser_reg_data"]
+            return inp
+
+    from metaroce.models.driver import run_alone
+    model = R.RegsCycleModel(256, 4, 256)
+    bad = Swapped(items, seed=3, p_idle=0.3, p_bp=0.3, sources=model.sources)
+    run_alone(model, bad)
+    with pytest.raises(AssertionError, match="LO .* not a value counter"):
+        rc.check(bad.items, bad.res, bad.ctr, model.lay)
 
 
 @pytest.mark.parametrize("shape", ["none", "both"])
