@@ -262,9 +262,7 @@ class Retransmit(wiring.Component):
         rec_data, link_data = read_data(rec_rd, rec_wr, "rec"), read_data(link_rd, link_wr, "link")
         free_data = read_data(free_rd, free_wr, "free")
 
-        # MR-TX-065: the walk queue's head in a register too (the walker's take decision and
-        # its registers' loads start from flip-flops, not from the LUT-RAM read)
-        m.submodules.job_q = job_q = HeadRegFIFO(width=lay.job.size, depth=JOB_DEPTH)
+        m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
         m.submodules.ins_q = ins_q = fifo.SyncFIFO(width=lay.insert.size, depth=INS_DEPTH)
         m.submodules.acked_q = acked_q = HeadRegFIFO(width=lay.acked.size, depth=OUT_DEPTH)
         m.submodules.resend_q = resend_q = HeadRegFIFO(width=lay.resend.size, depth=OUT_DEPTH)
