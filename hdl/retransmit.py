@@ -334,6 +334,11 @@ class Retransmit(wiring.Component):
         w_n = Signal(9)
         w_skip = Signal(9)
         w_left = Signal(9)
+        # MR-TX-038: w_skip == 0 and w_left == 1 kept as flags beside them, each set with its
+        # register, so the walker's decision (advance, last, the next job's take) starts
+        # from flip-flops
+        w_skip_zero = Signal(init=1)
+        w_left_one = Signal()
         w_acked = Signal(P.SACK_BITS)
         w_smp = Signal()                # MR-TX-054: the trigger record is ahead in this walk
         w_trig = Signal(9)
@@ -747,7 +752,8 @@ class Retransmit(wiring.Component):
         def take_job():
             m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
                          w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
-                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
+                         w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
+                         w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
                          w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack)]
 
         with m.Switch(w_state):
@@ -761,11 +767,12 @@ class Retransmit(wiring.Component):
                         take_job()
             with m.Case(1):
                 m.d.comb += walk_addr.eq(head_rd.data)
-                m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_state.eq(2)]
+                m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_left_one.eq(w_n == 1),
+                             w_state.eq(2)]
             with m.Case(2):
                 expire = w_kind == JOB_EXPIRE
                 to_acked = ~expire & w_acked[0]
-                to_resend = ~to_acked & (w_skip == 0)
+                to_resend = ~to_acked & w_skip_zero
                 advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
                     | (to_resend & resend_q.w_rdy)
                 m.d.comb += walk_addr.eq(Mux(advance, link_data, w_cursor))
@@ -777,11 +784,11 @@ class Retransmit(wiring.Component):
                                  inc["timeout_losses"].eq(to_resend & expire)]
                     m.d.sync += w_cursor.eq(link_data)
                     with m.If(expire):
-                        with m.If(w_skip != 0):
-                            m.d.sync += w_skip.eq(w_skip - 1)
+                        with m.If(~w_skip_zero):
+                            m.d.sync += [w_skip.eq(w_skip - 1), w_skip_zero.eq(w_skip == 1)]
                         with m.Else():
-                            m.d.sync += w_left.eq(w_left - 1)
-                            m.d.comb += last.eq(w_left == 1)
+                            m.d.sync += [w_left.eq(w_left - 1), w_left_one.eq(w_left == 2)]
+                            m.d.comb += last.eq(w_left_one)
                     with m.Else():
                         # MR-TX-054: the trigger record, acknowledged: its sample to the
                         # estimator if it is idle
@@ -792,10 +799,12 @@ class Retransmit(wiring.Component):
                                              e_t_sent.eq(rec.t_sent), e_t_ack.eq(w_t_ack)]
                         m.d.sync += w_trig.eq(w_trig - 1)
                         m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
-                                     last.eq(w_left == 1)]
+                                     last.eq(w_left_one)]
                         m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
-                                     w_skip.eq(w_skip - (w_skip != 0))]
-                        with m.If(w_left == 1):
+                                     w_left_one.eq(w_left == 2),
+                                     w_skip.eq(w_skip - ~w_skip_zero),
+                                     w_skip_zero.eq(w_skip <= 1)]
+                        with m.If(w_left_one):
                             m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
                                          head_wr.data.eq(link_data)]
                     with m.If(last):
