@@ -120,6 +120,13 @@ def _cs_sum(m, a, b, width, name, carry_in=0, piece=8):
     return Cat(*parts)
 
 
+def _behind_short(psn, nf, bits):
+    """``psn - nf < 0`` when ``psn - nf`` is known to be in ``[-2**(bits-1), 2**(bits-1))``:
+    the sign of the difference of the ``bits`` low bits (MR-TX-067)."""
+    psn, nf = Value.cast(psn), Value.cast(nf)
+    return _sum_bit(psn[:bits], ~nf[:bits], bits - 1, 1)
+
+
 def _csa(x, y, z):
     """A carry-save step: ``x + y + z == sum + (carry << 1)`` (one LUT level)."""
     return x ^ y ^ z, (x & y) | (x & z) | (y & z)
@@ -327,6 +334,11 @@ class Retransmit(wiring.Component):
         w_n = Signal(9)
         w_skip = Signal(9)
         w_left = Signal(9)
+        # MR-TX-038: w_skip == 0 and w_left == 1 kept as flags beside them, each set with its
+        # register, so the walker's decision (advance, last, the next job's take) starts
+        # from flip-flops
+        w_skip_zero = Signal(init=1)
+        w_left_one = Signal()
         w_acked = Signal(P.SACK_BITS)
         w_smp = Signal()                # MR-TX-054: the trigger record is ahead in this walk
         w_trig = Signal(9)
@@ -537,11 +549,6 @@ class Retransmit(wiring.Component):
         push_ins = Signal()
         push_err = Signal()
 
-        def arm():
-            m.d.comb += nrow.timer_on.eq(1)
-            with m.If(~row.listed):
-                m.d.comb += [nrow.listed.eq(1), push_ins.eq(1)]
-
         s2_t_live = Signal(records.TIME_BITS)
         s2_rto_x = Signal(tb)
         s2_t_ack = Signal(tb)
@@ -558,17 +565,18 @@ class Retransmit(wiring.Component):
                      record.req.eq(s1_sent.req), record.abort.eq(s1_sent.abort)]
         m.d.comb += [rec_wr.addr.eq(free_head), rec_wr.data.eq(record),
                      link_wr.addr.eq(row.tail), link_wr.data.eq(free_head)]
+        # MR-TX-067: the row's new fields are those of a recorded packet whatever sent_ok
+        # says; sent_ok gates the write, the pool's writes and the pushes
         with m.If(is_sent):
+            m.d.comb += [nrow.next_psn.eq(both(lambda r: r.next_psn + 1)),
+                         nrow.tail.eq(free_head), nrow.t_new.eq(s1_sent.t_sent)]
+            with m.If(no_live):
+                m.d.comb += [nrow.t_live.eq(s1_sent.t_sent), nrow.timer_on.eq(1),
+                             nrow.listed.eq(1)]
             with m.If(sent_ok):
                 m.d.comb += [free_pop.eq(1), rec_wr.en.eq(1), link_wr.en.eq(~empty),
-                             inc["sent"].eq(1), row_write.eq(1),
-                             nrow.next_psn.eq(row.next_psn + 1), nrow.tail.eq(free_head),
-                             nrow.t_new.eq(s1_sent.t_sent)]
-                with m.If(empty):
-                    m.d.comb += push_job.eq(1)
-                with m.If(no_live):
-                    m.d.comb += nrow.t_live.eq(s1_sent.t_sent)
-                    arm()
+                             inc["sent"].eq(1), row_write.eq(1), push_job.eq(empty),
+                             push_ins.eq(no_live & ~row.listed)]
             with m.Else():
                 m.d.comb += inc["sent_bad"].eq(1)
 
@@ -594,8 +602,11 @@ class Retransmit(wiring.Component):
                 # psn - (cum + e) < 0: as n <= 256 once not stale, its sign bit
                 return _sum_bit(psn, ~nf, psn_bits - 1, 1)
             over = ~high_zero | behind(r.next_psn)                  # n > next_psn - floor
-            moved = behind(r.lost_upto)                             # n > lost_upto - floor
-            to_next = r.next_psn != nf
+            # MR-TX-067: used only for an ACK that resolves (0 < n <= next_psn - floor), so
+            # lost_upto - (cum + e) is in [-256, 255] and next_psn - (cum + e) in [0, 255]:
+            # their 9 low bits decide (a 9-bit sign, a 9-bit equality)
+            moved = _behind_short(r.lost_upto, nf, dist_bits)
+            to_next = r.next_psn[:dist_bits] != nf[:dist_bits]
             return Cat(stale, over, moved, to_next, n, (cum[:10] - r.floor[:10])[:10],
                        (r.floor[:10] - cum[:10])[:10])
 
@@ -606,6 +617,19 @@ class Retransmit(wiring.Component):
         cmf = terms[4 + dist_bits:14 + dist_bits]
         fmc = terms[14 + dist_bits:]
         with m.If(is_ack):
+            # MR-TX-067: the row's new fields are those of an ACK that resolves, whatever the
+            # ACK is; the decision (the 24-bit tests) gates the write and the pushes only
+            m.d.comb += [nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(row.rto),
+                         nrow.consec.eq(0)]
+            # MR-TX-052, MR-TX-055: the oldest live record resolved: the timer restarts
+            # from the send time of the path's newest record if live records remain
+            with m.If(moved):
+                m.d.comb += nrow.lost_upto.eq(new_floor)
+                with m.If(to_next):
+                    m.d.comb += [nrow.t_live.eq(row.t_new), nrow.timer_on.eq(1),
+                                 nrow.listed.eq(1)]
+                with m.Else():
+                    m.d.comb += nrow.timer_on.eq(0)
             with m.If(s1_ack.nak):
                 m.d.comb += inc["naks"].eq(1)
             with m.Elif((s1_ack.path >= lay.paths) | (~stale & over)):
@@ -614,17 +638,7 @@ class Retransmit(wiring.Component):
                 m.d.comb += inc["acks_stale"].eq(1)
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
-                             nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(row.rto),
-                             nrow.consec.eq(0)]
-                # MR-TX-052, MR-TX-055: the oldest live record resolved: the timer restarts
-                # from the send time of the path's newest record if live records remain
-                with m.If(moved):
-                    m.d.comb += nrow.lost_upto.eq(new_floor)
-                    with m.If(to_next):
-                        m.d.comb += nrow.t_live.eq(row.t_new)
-                        arm()
-                    with m.Else():
-                        m.d.comb += nrow.timer_on.eq(0)
+                             push_ins.eq(moved & to_next & ~row.listed)]
 
         # RTO (MR-TX-054): the estimator's new RTO; a timer not backed off uses it at once
         rto_field = Signal(dur)
@@ -738,7 +752,8 @@ class Retransmit(wiring.Component):
         def take_job():
             m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
                          w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
-                         w_skip.eq(qjob.skip), w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
+                         w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
+                         w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
                          w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack)]
 
         with m.Switch(w_state):
@@ -752,11 +767,12 @@ class Retransmit(wiring.Component):
                         take_job()
             with m.Case(1):
                 m.d.comb += walk_addr.eq(head_rd.data)
-                m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_state.eq(2)]
+                m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_left_one.eq(w_n == 1),
+                             w_state.eq(2)]
             with m.Case(2):
                 expire = w_kind == JOB_EXPIRE
                 to_acked = ~expire & w_acked[0]
-                to_resend = ~to_acked & (w_skip == 0)
+                to_resend = ~to_acked & w_skip_zero
                 advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
                     | (to_resend & resend_q.w_rdy)
                 m.d.comb += walk_addr.eq(Mux(advance, link_data, w_cursor))
@@ -768,11 +784,11 @@ class Retransmit(wiring.Component):
                                  inc["timeout_losses"].eq(to_resend & expire)]
                     m.d.sync += w_cursor.eq(link_data)
                     with m.If(expire):
-                        with m.If(w_skip != 0):
-                            m.d.sync += w_skip.eq(w_skip - 1)
+                        with m.If(~w_skip_zero):
+                            m.d.sync += [w_skip.eq(w_skip - 1), w_skip_zero.eq(w_skip == 1)]
                         with m.Else():
-                            m.d.sync += w_left.eq(w_left - 1)
-                            m.d.comb += last.eq(w_left == 1)
+                            m.d.sync += [w_left.eq(w_left - 1), w_left_one.eq(w_left == 2)]
+                            m.d.comb += last.eq(w_left_one)
                     with m.Else():
                         # MR-TX-054: the trigger record, acknowledged: its sample to the
                         # estimator if it is idle
@@ -783,10 +799,12 @@ class Retransmit(wiring.Component):
                                              e_t_sent.eq(rec.t_sent), e_t_ack.eq(w_t_ack)]
                         m.d.sync += w_trig.eq(w_trig - 1)
                         m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
-                                     last.eq(w_left == 1)]
+                                     last.eq(w_left_one)]
                         m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
-                                     w_skip.eq(w_skip - (w_skip != 0))]
-                        with m.If(w_left == 1):
+                                     w_left_one.eq(w_left == 2),
+                                     w_skip.eq(w_skip - ~w_skip_zero),
+                                     w_skip_zero.eq(w_skip <= 1)]
+                        with m.If(w_left_one):
                             m.d.comb += [head_wr.en.eq(1), head_wr.addr.eq(w_row),
                                          head_wr.data.eq(link_data)]
                     with m.If(last):

@@ -6,7 +6,8 @@ import random
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from metaroce.hdl.retransmit import _add, _carry, _sub, _sum_bit, _sum_is, _top_index
+from metaroce.hdl.retransmit import (_add, _behind_short, _carry, _sub, _sum_bit, _sum_is,
+                                     _top_index)
 
 
 def _run(m, check):
@@ -96,3 +97,34 @@ def test_carry_free_terms_match_integers():
                     assert ctx.get(msb) == (s >> (width - 1)) & 1
                     assert ctx.get(is_k) == int(s % (1 << width) == z)
         _run(m, check)
+
+
+def test_resolving_acks_terms_on_nine_bits():
+    """MR-TX-067, MR-TX-037: for an ACK that resolves (0 < n <= next_psn - floor on a row with
+    floor <= lost_upto <= next_psn <= floor + 256), "passes lost_upto" as the 9-bit sign of
+    lost_upto - (floor + n) and "live records remain" as the 9-bit inequality of next_psn and
+    floor + n equal n > lost_upto - floor and n != next_psn - floor, across the 24-bit wrap;
+    on 8 bits the sign is wrong for some (the negative control)."""
+    rng = random.Random(8)
+    m = Module()
+    lost, nf = Signal(24), Signal(24)
+    moved9, moved8 = _behind_short(lost, nf, 9), _behind_short(lost, nf, 8)
+    cases = [(f, lo, nx, n) for f in (0, (1 << 24) - 1, (1 << 24) - 200, 511, 512)
+             for lo, nx, n in ((0, 1, 1), (0, 256, 256), (255, 256, 256), (256, 256, 256),
+                               (0, 256, 1), (200, 256, 1), (128, 200, 129), (128, 200, 128))]
+    for _ in range(600):
+        nx = rng.randrange(1, 257)
+        cases.append((rng.getrandbits(24), rng.randrange(nx + 1), nx, rng.randrange(1, nx + 1)))
+    wrong8 = 0
+
+    async def check(ctx):
+        nonlocal wrong8
+        for f, lo, nx, n in cases:
+            ctx.set(lost, (f + lo) % (1 << 24))
+            ctx.set(nf, (f + n) % (1 << 24))
+            assert ctx.get(moved9) == int(n > lo), (f, lo, nx, n)
+            wrong8 += ctx.get(moved8) != int(n > lo)
+            next_lo9, nf_lo9 = (f + nx) % 512, (f + n) % 512
+            assert (next_lo9 != nf_lo9) == (n != nx)
+    _run(m, check)
+    assert wrong8 > 0
