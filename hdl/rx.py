@@ -38,7 +38,7 @@ from amaranth.lib.wiring import In, Out
 from ..models import protocol as P
 from ..models import records
 from ..models.parser import META_LAYOUT
-from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_EVERY_RESET, CHUNK_RING, COUNTER_BITS, CTR_ABANDONED, CTR_ACKS, CTR_CE,
+from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_EVERY_RESET, CHUNK_RING, COUNTER_BITS, COUNTER_PIECE, CTR_ABANDONED, CTR_ACKS, CTR_CE,
                          CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, CTR_PLACED_BYTES,
                          EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
                          N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM, WC_RECV, RECV_SLOTS,
@@ -206,7 +206,7 @@ def _same_row(m, name, addr, advance):
     return same, addr_s4
 
 
-def _piece_counter(m, name, nbits, inc, piece=LIMB):
+def _piece_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     """An ``nbits`` counter adding 1 in the cycles ``inc`` is true, in ``piece``-bit pieces: a
     piece counts when ``inc`` and every lower piece is all ones, read from registered flags, so
     no carry crosses a piece (MR-RX-047). Returns the count and the all-ones flags."""
@@ -225,7 +225,7 @@ def _piece_counter(m, name, nbits, inc, piece=LIMB):
     return count, ones
 
 
-def _wide_inc_counter(m, name, nbits, inc, piece=LIMB):
+def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     """An ``nbits`` counter adding ``inc`` (at most ``piece`` bits) every cycle (MR-RX-047):
     the low piece adds it with a prefix adder; its carry is registered and counted into the
     upper pieces (:func:`_piece_counter`) in the next cycle. The value read adds the carry
@@ -968,8 +968,12 @@ class Rx(wiring.Component):
         m.d.comb += n_rec.eq(sum(rec_ok))
         m_step = push & s5_accepted & ~mc.read
         msg_cfg = cfg_take & (cfg.table == TABLE_MSG)
-        cfg_msg_row = Signal(lay.msg_row)
-        m.d.comb += cfg_msg_row.next.eq(cfg.data[:32])
+        # a table-4 write sets `next` and empties the slots (MR-RX-080): the rest of the row is
+        # a constant 0, not a named signal (its 1,232 bits at 256 x 4 were toggle points no
+        # stimulus can move)
+        next_field = lay.msg_row["next"]
+        assert next_field.offset == 0
+        cfg_msg_row = Cat(cfg.data[:next_field.width], Const(0, lay.msg_row.size - next_field.width))
         # the write's address and data chosen by S5's registers, not by `msg_cfg` (which waits
         # for `hold` through cfg_ready): a configuration write never goes beside an accepted S5
         # record (cfg_ready), so S5's accepted message record is the stage's write when enabled
@@ -977,7 +981,7 @@ class Rx(wiring.Component):
         m.d.comb += [
             msg_wr.en.eq((m_step & m_new) | (msg_cfg & msg_cfg_held)),
             msg_wr.addr.eq(Mux(s5_msg_rec, Cat(mc.stream[:sb], mc.conn), msg_cfg_row)),
-            msg_wr.data.eq(Mux(s5_msg_rec, new_row.as_value(), cfg_msg_row.as_value())),
+            msg_wr.data.eq(Mux(s5_msg_rec, new_row.as_value(), cfg_msg_row)),
         ]
         # the configuration never writes beside an accepted S5 record (cfg_ready), so the
         # stage's write is the only one S4's record can need from this cycle
