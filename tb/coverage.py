@@ -1040,9 +1040,9 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
                                 lambda name, bit: (need := _rx_piece_need(name, bit)) is not None
                                 and count(need[0]) < need[1]))
         piece_temps, piece_flags = _rx_piece_temporaries(points)
-        why_temp = ("temporaries of the counter pieces (a piece's value, plus one, or 0: the read-out "
-                    "and next-state muxes, the per-piece increments; one-bit carry conditions ANDed "
-                    "with an all-ones flag): bits the counter's count in the run cannot reach")
+        why_temp = ("temporaries carrying a counter's value or a piece of it (plus one, or 0: the "
+                    "next-state and read-out muxes, the per-piece increments, one-bit aliases; carry "
+                    "conditions ANDed with an all-ones flag): bits counter N's count cannot reach")
         for name, sources in piece_temps.items():     # a one-bit temporary's points name no bit
             rules.append((rf"^{re.escape(name)}$", why_temp,
                           lambda bit, sources=sources: not _temp_reachable(sources, bit or 0, counts)))
