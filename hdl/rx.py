@@ -38,7 +38,7 @@ from amaranth.lib.wiring import In, Out
 from ..models import protocol as P
 from ..models import records
 from ..models.parser import META_LAYOUT
-from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_EVERY_RESET, CHUNK_RING, COUNTER_BITS, CTR_ABANDONED, CTR_ACKS, CTR_CE,
+from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_EVERY_RESET, CHUNK_RING, COUNTER_BITS, COUNTER_PIECE, CTR_ABANDONED, CTR_ACKS, CTR_CE,
                          CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, CTR_PLACED_BYTES,
                          EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
                          N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM, WC_RECV, RECV_SLOTS,
@@ -206,7 +206,7 @@ def _same_row(m, name, addr, advance):
     return same, addr_s4
 
 
-def _piece_counter(m, name, nbits, inc, piece=LIMB):
+def _piece_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     """An ``nbits`` counter adding 1 in the cycles ``inc`` is true, in ``piece``-bit pieces: a
     piece counts when ``inc`` and every lower piece is all ones, read from registered flags, so
     no carry crosses a piece (MR-RX-047). Returns the count and the all-ones flags."""
@@ -225,7 +225,7 @@ def _piece_counter(m, name, nbits, inc, piece=LIMB):
     return count, ones
 
 
-def _wide_inc_counter(m, name, nbits, inc, piece=LIMB):
+def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     """An ``nbits`` counter adding ``inc`` (at most ``piece`` bits) every cycle (MR-RX-047):
     the low piece adds it with a prefix adder; its carry is registered and counted into the
     upper pieces (:func:`_piece_counter`) in the next cycle. The value read adds the carry
@@ -330,9 +330,12 @@ class Rx(wiring.Component):
         m.d.comb += t_late.eq(now + 1 - t_head.due)
 
         # -- the hold of a slow window update (MR-RX-048): S1..S5 and the input stand still
+        # `holding` (hold != 0) and `slow_write` (hold == 1) are registers of their own, loaded
+        # with hold's next value's tests: each drives hundreds of enables and write-data muxes
+        # from a flip-flop, not through a compare (the routed critical path of 98fe31a started
+        # at `hold`)
         hold = Signal(range(HOLD_CYCLES + 1))
-        holding = Signal()
-        m.d.comb += holding.eq(hold != 0)
+        holding, slow_write = Signal(), Signal()
         advance = ~holding
 
         # -- input: credits for every queue (MR-RX-041), row reads from the record's bits
@@ -663,12 +666,16 @@ class Rx(wiring.Component):
         sl_cum_hi_p1 = Signal(15)
         sl_dist = Signal(9)
         sl_slide = Signal()
+        # sl_step: S5's cum is sl_cum + 1 (the slow update at cum), else sl_cum: the shared
+        # rotator turns by S5's cum, H1 and H4 turn its output back by sl_step (see below)
+        sl_step = Signal()
+        assert HOLD_CYCLES >= 4
         with m.If(advance):
             m.d.sync += [sl_row.eq(nrow), sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
-                         sl_dist.eq(dist_lo), sl_slide.eq(slide),
-                         hold.eq(Mux(slow, HOLD_CYCLES, 0))]
+                         sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum),
+                         hold.eq(Mux(slow, HOLD_CYCLES, 0)), holding.eq(slow), slow_write.eq(0)]
         with m.Else():
-            m.d.sync += hold.eq(hold - 1)
+            m.d.sync += [hold.eq(hold - 1), holding.eq(hold != 1), slow_write.eq(hold == 2)]
         sl_cum_lo = sl_cum[:9]
         # H1: the ring rotated to cum (bit k: PSN cum + k); the slide's base (PSNs cum ..
         # psn - 257) filled; bit 0 (cum itself) set
@@ -682,9 +689,11 @@ class Rx(wiring.Component):
                      fill_lo_gt.eq(Cat(*[sl_dist[:4] > j for j in range(16)])),
                      fill.eq(Cat(*[fill_hi_gt[k >> 4] | (fill_hi_eq[k >> 4] & fill_lo_gt[k & 15])
                                    for k in range(n_fill)]))]
-        # the ring rotator's output (H1's turn: sl_row's ring rotated right by sl_cum_lo)
+        # the ring rotator's output turned back by sl_step (a register): in H1's turn sl_row's
+        # ring rotated right by sl_cum_lo, in H4's the run's likewise
         ring_rot = Signal(RING_BITS)
-        rel = ring_rot
+        rel = Signal(RING_BITS)
+        m.d.comb += rel.eq(Mux(sl_step, ring_rot.rotate_left(1), ring_rot))
         h1_acc = Signal(RING_BITS)
         h1_holes = Signal(n_fill)     # received PSNs among the abandoned base, cum excluded
         h1_base = Signal(9)           # PSNs in the base: psn - 256 - cum
@@ -707,15 +716,15 @@ class Rx(wiring.Component):
                      h2_base.eq(h1_base)]
         # H3: the first group with a 0 (one-hot) and the run of ones from bit 0
         h3_first_group = Signal(n_groups)
-        h3_run = Signal(RING_BITS)
+        h3_run = Signal(RING_BITS)     # H3's run of ones, loaded into S5's ring register
         h3_pop = [Signal(7, name=f"h3_pop{i}") for i in range(len(h2_pop) // 4)]
         h3_base = Signal(9)
         # all groups below g full: the full eights of groups below g's eight, then g's own
         eights = [h2_full[8 * j:8 * j + 8].all() for j in range(n_groups // 8)]
         before = [Cat(Const(1, 1), *eights[:g // 8], h2_full[8 * (g // 8):g]).all() for g in range(n_groups)]
+        m.d.comb += [h3_run[8 * g + k].eq(before[g] & h2_prefix[8 * g + k]) for g in range(n_groups)
+                     for k in range(8)]
         m.d.sync += [*[h3_first_group[g].eq(before[g] & ~h2_full[g]) for g in range(n_groups)],
-                     *[h3_run[8 * g + k].eq(before[g] & h2_prefix[8 * g + k]) for g in range(n_groups)
-                       for k in range(8)],
                      *[p.eq(_popcount_sum(h2_pop[4 * i:4 * i + 4])) for i, p in enumerate(h3_pop)],
                      h3_base.eq(h2_base)]
         # H4: the advance; the bits to clear (the run after cum, in ring positions)
@@ -729,7 +738,7 @@ class Rx(wiring.Component):
         m.d.sync += [h4_advance.eq(Cat(inner, group_index)),
                      # H4's turn: the run rotated left by sl_cum_lo (the rotator's right
                      # rotate of it bit-reversed, reversed)
-                     h4_clear.eq(ring_rot[::-1]),
+                     h4_clear.eq(rel[::-1]),
                      h4_abandoned.eq(h3_base - _popcount_sum(h3_pop))]
         # H5: the new cum and ring
         new_lo = Signal(10)
@@ -737,7 +746,6 @@ class Rx(wiring.Component):
         slow_row = Signal(lay.path_mem)
         m.d.comb += [slow_row.eq(sl_row), slow_row.cum.eq(Cat(new_lo[:9], Mux(new_lo[9], sl_cum_hi_p1, sl_cum[9:]))),
                      slow_row.ring.eq(sl_row.ring & ~h4_clear)]
-        slow_write = hold == 1
 
         # -- configuration writes and the path-row write port (MR-RX-060, MR-RX-042, MR-RX-013)
         cfg = self.s_cfg.payload
@@ -819,6 +827,10 @@ class Rx(wiring.Component):
             ]
         with m.Elif(slow_write):
             m.d.sync += [s5_cum.eq(slow_row.cum), s5_ring.eq(slow_row.ring), s5_abandoned.eq(h4_abandoned)]
+        with m.Elif(hold == HOLD_CYCLES - 2):
+            # H3: the run (bit-reversed, cum's bit cleared) into S5's ring register for H4's
+            # rotate: no hold outside an ACK push reads S5's ring after H1's turn
+            m.d.sync += s5_ring.eq(Cat(Const(0, 1), h3_run[1:])[::-1])
         with m.If(advance & tmr):
             # the ACK of a timer names the path's newest pending packet (MR-SEQ-009)
             m.d.sync += [s5_carry.psn.eq(row.last_psn), s5_carry.sport.eq(row.last_sport)]
@@ -828,14 +840,13 @@ class Rx(wiring.Component):
         # is pushed only in a cycle that advances, no hold): never two in one cycle. H1's and
         # H4's registers take its output every cycle; only their own turn's value is used (H2
         # reads H1's in the next cycle, H5 H4's). A left rotate is the right rotate of the value
-        # bit-reversed, reversed. In H1's turn S5's ring register holds sl_row's ring (both
-        # took S4's new row in the cycle that started the hold), so H1 and S5 share its input.
-        h4_turn = Signal()
-        rot_in, rot_amt = Signal(RING_BITS), Signal(9)
-        m.d.comb += [h4_turn.eq(hold == HOLD_CYCLES - 3),
-                     rot_in.eq(Mux(h4_turn, Cat(Const(0, 1), h3_run[1:])[::-1], s5_ring)),
-                     rot_amt.eq(Mux(holding, sl_cum_lo, s5_cum[:9])),
-                     ring_rot.eq(_rotate(m, rot_in, rot_amt, left=False, name="ring_rot"))]
+        # bit-reversed, reversed. Its input and amount are S5's ring and cum registers, no
+        # select: the ACK queue's write data is the rotator from registers, `hold` only in its
+        # enable. In H1's turn S5's ring holds sl_row's ring (both took S4's new row in the cycle
+        # that started the hold); H3 loads the run into it for H4's turn. In both turns S5's cum
+        # is sl_cum + sl_step (S4's new cum), so H1 and H4 take the output turned left by sl_step.
+        ring_rot_in = _rotate(m, s5_ring, s5_cum[:9], left=False, name="ring_rot")
+        m.d.comb += ring_rot.eq(ring_rot_in)
         # the SACK: the ring from cum + 1 (MR-RX-013)
         s5_sack = ring_rot[1:P.SACK_BITS + 1]
         ackw = Signal(lay.ack)
@@ -957,12 +968,20 @@ class Rx(wiring.Component):
         m.d.comb += n_rec.eq(sum(rec_ok))
         m_step = push & s5_accepted & ~mc.read
         msg_cfg = cfg_take & (cfg.table == TABLE_MSG)
-        cfg_msg_row = Signal(lay.msg_row)
-        m.d.comb += cfg_msg_row.next.eq(cfg.data[:32])
+        # a table-4 write sets `next` and empties the slots (MR-RX-080): the rest of the row is
+        # a constant 0, not a named signal (its 1,232 bits at 256 x 4 were toggle points no
+        # stimulus can move)
+        next_field = lay.msg_row["next"]
+        assert next_field.offset == 0
+        cfg_msg_row = Cat(cfg.data[:next_field.width], Const(0, lay.msg_row.size - next_field.width))
+        # the write's address and data chosen by S5's registers, not by `msg_cfg` (which waits
+        # for `hold` through cfg_ready): a configuration write never goes beside an accepted S5
+        # record (cfg_ready), so S5's accepted message record is the stage's write when enabled
+        s5_msg_rec = s5_valid & s5_accepted & ~mc.read
         m.d.comb += [
             msg_wr.en.eq((m_step & m_new) | (msg_cfg & msg_cfg_held)),
-            msg_wr.addr.eq(Mux(msg_cfg, msg_cfg_row, Cat(mc.stream[:sb], mc.conn))),
-            msg_wr.data.eq(Mux(msg_cfg, cfg_msg_row.as_value(), new_row.as_value())),
+            msg_wr.addr.eq(Mux(s5_msg_rec, Cat(mc.stream[:sb], mc.conn), msg_cfg_row)),
+            msg_wr.data.eq(Mux(s5_msg_rec, new_row.as_value(), cfg_msg_row)),
         ]
         # the configuration never writes beside an accepted S5 record (cfg_ready), so the
         # stage's write is the only one S4's record can need from this cycle
@@ -986,12 +1005,14 @@ class Rx(wiring.Component):
             m.d.comb += nstate.ring[j * ent_w:(j + 1) * ent_w].eq(
                 Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), rstate.ring[j * ent_w:(j + 1) * ent_w]))
         r_step = push & s5_accepted & mc.read
+        s5_rd_rec = s5_valid & s5_accepted & mc.read
         rd_cfg = cfg_take & (cfg.table == TABLE_READ)
         m.d.comb += [
             rd_wr.en.eq(rd_cfg & rd_cfg_held), rd_wr.addr.eq(rd_cfg_row), rd_wr.data.eq(cfg.data[:lay.rd.size]),
             rds_wr.en.eq((r_step & r_new) | (rd_cfg & rd_cfg_held)),
-            rds_wr.addr.eq(Mux(rd_cfg, rd_cfg_row, Cat(mc.msg[:rdb], mc.stream[:sb], mc.conn))),
-            rds_wr.data.eq(Mux(rd_cfg, 0, nstate.as_value())),
+            # chosen by S5's registers as the message table's write (cfg_ready)
+            rds_wr.addr.eq(Mux(s5_rd_rec, Cat(mc.msg[:rdb], mc.stream[:sb], mc.conn), rd_cfg_row)),
+            rds_wr.data.eq(Mux(s5_rd_rec, nstate.as_value(), 0)),
         ]
         m.d.comb += rs_fwd_now.eq(r_step & r_new & rs_same)
         r_cqe = r_step & r_new & r_done

@@ -92,6 +92,8 @@ DATA_OPS = WRITE_OPS + SEND_OPS + (int(Op.MR_READ_RESP),)
 
 #: MR-RX-050: counters, 64 bits each: one per RxCode, then these.
 COUNTER_BITS = 64
+#: MR-RX-047: the counters' pieces (bits), none with a carry chain longer than this.
+COUNTER_PIECE = 16
 CTR_ACKS = len(RxCode)
 CTR_NAKS = CTR_ACKS + 1
 CTR_CE = CTR_ACKS + 2

@@ -124,8 +124,6 @@ _VL_ASSIGN = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\]
                         re.M)
 _VL_LITERAL = re.compile(r"^\d+'[hbdo][0-9a-fA-F_]+$")
 _VL_TERM = re.compile(r"^(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
-#: ``cntN[hi:lo] == W'hC``: true once the counter's piece reaches C
-_VL_PIECE_EQ = re.compile(r"^(cnt\d+)\s*\[(\d+):(\d+)\]\s*==\s*\d+'h([0-9a-fA-F]+)$")
 #: ``& { a, b, ... }``: a reduction AND of single bits
 _VL_AND = re.compile(r"^&\s*\{([^}]*)\}$")
 #: the counters' all-ones flags (``cntN_onesK``: bits 16K..16K+15 of cntN are all ones, so the
@@ -152,10 +150,16 @@ def _value_terms(rhs: str):
     None for anything else."""
     if "?" in rhs:
         _, _, arms = rhs.partition("?")
-        a, sep, b = arms.partition(":")
-        if not sep or "?" in arms:
+        # the arms' ':' outside a slice's brackets (``c ? x[15:0] : y``)
+        depth, cut = 0, None
+        for i, ch in enumerate(arms):
+            depth += (ch == "[") - (ch == "]")
+            if ch == ":" and depth == 0:
+                cut = i
+                break
+        if cut is None or "?" in arms:
             return None
-        terms = [a.strip(), b.strip()]
+        terms = [arms[:cut].strip(), arms[cut + 1:].strip()]
     else:
         terms = [rhs.strip()]
     out = []
@@ -186,13 +190,16 @@ def _module_text(verilog: str, top: str):
     return verilog[start:verilog.find("endmodule", start)]
 
 
-def counter_temporaries(verilog: str, top: str, prefix: str = "cnt") -> dict[str, set[tuple[int, int]]]:
+def counter_temporaries(verilog: str, top: str, prefix: str = "cnt",
+                        pieces: dict[str, tuple[int, int]] | None = None) -> dict[str, set[tuple[int, int]]]:
     """Temporaries of module ``top`` (Verilator names, ``__024N``) whose value is always a
     counter's (``cntN``) value, that value plus one, or a constant: the counters' next-state,
     increment and read-out multiplexers, and the per-piece increments ``cntN[hi:lo] + 1`` of
     the split 64-bit counters.  ``{temporary: {(counter index, offset)}}``: bit b of the
     temporary is bit b + offset of the counter's value (or of that value plus one); counter
-    index -1 marks a temporary that is also a constant 0 at times."""
+    index -1 marks a temporary that is also a constant 0 at times. ``pieces``: named signals
+    holding a counter's bits from an offset (``{name: (counter, offset)}``, the RX's
+    ``ctrN_low``/``ctrN_high``), sources as the counters are."""
     text = _module_text(verilog, top)
     if text is None:
         return {}
@@ -204,6 +211,7 @@ def counter_temporaries(verilog: str, top: str, prefix: str = "cnt") -> dict[str
     derived = {n: {(int(m.group(1)), 0)} for n in sources | {f"{prefix}{i}": 0 for i in range(64)}
                if (m := re.match(rf"^{prefix}(\d+)$", n))}
     derived[""] = {(-1, 0)}             # constant 0
+    derived.update({n: {v} for n, v in (pieces or {}).items()})
     changed = True
     while changed:
         changed = False
@@ -230,6 +238,24 @@ def counter_flags(verilog: str, top: str) -> dict[str, tuple[int, int]]:
     for name in set(re.findall(r"\b(cnt\d+_ones\d+)\b", text)):
         m = ONES_FLAG.match(name)
         flags[name] = (int(m.group(1)), ones_flag_threshold(int(m.group(2))))
+    return _flag_temporaries(text, flags)
+
+
+def _cnt_piece(name):
+    m = re.fullmatch(r"cnt(\d+)", name)
+    return (int(m.group(1)), 0) if m else None
+
+
+#: ``signal[hi:lo] == W'hC`` (a counter piece's compare, the signal named by a ``piece`` function)
+_VL_ANY_PIECE_EQ = re.compile(r"^([A-Za-z_]\w*)\s*\[(\d+):(\d+)\]\s*==\s*\d+'h([0-9a-fA-F]+)$")
+
+
+def _flag_temporaries(text: str, flags: dict[str, tuple[int, int]], piece=_cnt_piece) -> dict[str, tuple[int, int]]:
+    """:func:`counter_flags`' derivation from the named flags ``flags`` (``{name: (counter,
+    events before it can rise)}``) over a module's text; ``piece(name)``: ``(counter, shift)``
+    when the named signal holds a counter's bits from bit ``shift`` (else None), for the
+    compares ``name[hi:lo] == C`` (C << (lo + shift) events)."""
+    flags = dict(flags)
     sources: dict[str, list] = defaultdict(list)
     for lhs, lhs_slice, rhs in _VL_ASSIGN.findall(text):
         name = _vl_name(lhs)
@@ -237,10 +263,10 @@ def counter_flags(verilog: str, top: str) -> dict[str, tuple[int, int]]:
             sources[name].append(None)
             continue
         rhs = rhs.strip()
-        if m := _VL_PIECE_EQ.match(rhs):
+        if (m := _VL_ANY_PIECE_EQ.match(rhs)) and (at := piece(m.group(1))) is not None:
             value = int(m.group(4), 16)
             if value:
-                flags[name] = (int(m.group(1)[3:]), value << int(m.group(3)))
+                flags[name] = (at[0], value << (int(m.group(3)) + at[1]))
             sources[name].append(None)
         elif m := _VL_AND.match(rhs):
             known = [flags[o] for o in (_vl_name(x.strip()) for x in m.group(1).split(","))
@@ -869,6 +895,68 @@ def _rx_derived(points, bases):
     return out
 
 
+#: The RX counters' pieces (hdl/rx.py ``_piece_counter``, ``_wide_inc_counter``, MR-RX-047):
+#: ``ctrN_low`` bits 0..15 and ``ctrN_high`` bits 16.. of counter N, ``ctrN_carry`` the low
+#: piece's carry out, ``ctrN_onesK`` / ``ctrN_high_onesK`` piece K all ones.
+_RX_PIECE = re.compile(r"^ctr(\d+)_(low|high|carry|ones(\d+)|high_ones(\d+))$")
+
+
+def _rx_piece_need(name, bit):
+    """``(counter, events before the point can first rise)`` for a bit of an RX counter piece
+    (a necessary condition: counter N's value, a sum of its increments, is at least that), or
+    None for another signal."""
+    from metaroce.models.rx import COUNTER_PIECE
+    m = _RX_PIECE.match(name)
+    if not m:
+        return None
+    n, kind, b = int(m.group(1)), m.group(2), bit or 0
+    if kind == "low":
+        return n, 1 << b
+    if kind == "high":
+        return n, 1 << (b + COUNTER_PIECE)
+    if kind == "carry":
+        return n, 1 << COUNTER_PIECE
+    if m.group(3) is not None:
+        return n, ones_flag_threshold(int(m.group(3)))
+    return n, ones_flag_threshold(int(m.group(4))) << COUNTER_PIECE
+
+
+def _rx_piece_sources(text):
+    """The named pieces (``{name: (counter, shift)}``) a module's text has."""
+    from metaroce.models.rx import COUNTER_PIECE
+    out = {}
+    for name in set(re.findall(r"\b(ctr\d+_(?:low|high))\b", text)):
+        n, kind = name[3:].split("_")
+        out[name] = (int(n), 0 if kind == "low" else COUNTER_PIECE)
+    return out
+
+
+def _rx_piece_temporaries(points):
+    """Temporaries carrying an RX counter piece's value (or plus one, or 0), and one-bit
+    temporaries that stay 0 until a piece's flag or compare can rise: ``({name: {(counter,
+    offset)}}, {name: (counter, events)})``, of the top module's Verilog the points name."""
+    temps, flags = {}, {}
+    tops = {p.hier for p in points if p.page == "v_toggle" and "." not in p.hier}
+    for path in sorted({p.file for p in points if p.page == "v_toggle" and p.hier in tops}):
+        try:
+            with open(path) as f:
+                verilog = f.read()
+        except OSError:
+            continue
+        for top in tops:
+            text = _module_text(verilog, top)
+            if text is None:
+                continue
+            pieces = _rx_piece_sources(text)
+            temps.update(counter_temporaries(verilog, top, "ctr", pieces))
+            named = {}
+            for name in set(re.findall(r"\b(ctr\d+_(?:high_)?ones\d+)\b", text)):
+                named[name] = _rx_piece_need(name, 0)
+            flags.update(_flag_temporaries(text, named, lambda s: pieces.get(s) or (
+                (int(s[3:]), 0) if re.fullmatch(r"ctr\d+", s) else None)))
+    return temps, flags
+
+
 def rx_exclusions(lay, width: int, points=(), counts=None):
     """Toggle exclusions of the RX engine (MR-RX-073), each with its reason: bits nothing
     reads, and bits the run's event counts cannot reach. ``points``: the run's coverage points
@@ -942,6 +1030,25 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
         rules.append((rf"^{re.escape(name)}$", "one-hot temporaries 1 << x: bits at and above the "
                       "largest x + 1 are constant 0 (x a 4-bit MTU log2: 16; x an outcome code: "
                       f"{len(RxCode)} codes)", lambda bit, limit=limit: bit is not None and bit >= limit))
+    if counts:
+        def count(n):
+            return counts[n] if n < len(counts) else max(counts)
+        why_piece = ("counter pieces (MR-RX-047: ctrN_low, ctrN_high, the low piece's carry, the "
+                     "pieces' all-ones flags): bits whose first rise needs more events (or bytes) "
+                     "than counter N counted in the run")
+        rules.append(_NamedRule(r"^ctr\d+_(low|high|carry|ones\d+|high_ones\d+)$", why_piece,
+                                lambda name, bit: (need := _rx_piece_need(name, bit)) is not None
+                                and count(need[0]) < need[1]))
+        piece_temps, piece_flags = _rx_piece_temporaries(points)
+        why_temp = ("temporaries carrying a counter's value or a piece of it (plus one, or 0: the "
+                    "next-state and read-out muxes, the per-piece increments, one-bit aliases; carry "
+                    "conditions ANDed with an all-ones flag): bits counter N's count cannot reach")
+        for name, sources in piece_temps.items():     # a one-bit temporary's points name no bit
+            rules.append((rf"^{re.escape(name)}$", why_temp,
+                          lambda bit, sources=sources: not _temp_reachable(sources, bit or 0, counts)))
+        for name, (ctr, need) in piece_flags.items():
+            rules.append((rf"^{re.escape(name)}$", why_temp,
+                          lambda bit, ctr=ctr, need=need: count(ctr) < need))
     for name, (ctr, most) in (_rx_counter_sums(points) if counts else {}).items():
         rules.append(_NamedRule(
             rf"^{re.escape(name)}$", "counter sums ctrN + x (the counters of MR-RX-050 whose "

@@ -193,3 +193,45 @@ def test_coverage_rx_targets(width, tmp_path):
     out = _json.loads(r.stdout)
     assert out["targets"]["all_bins"] and out["targets"]["every_outcome_every_shape"]
     assert out["targets"]["toggle_98"], out["toggle"]["uncovered"]
+
+
+def test_rx_counter_piece_exclusions(tmp_path):
+    """MR-RX-073, MR-RX-047: the RX counters' pieces (``ctrN_low``, ``ctrN_high``, the low
+    piece's carry, the all-ones flags) and the temporaries carrying them (a piece plus one, a
+    read-out ``carry ? piece + 1 : piece`` whose arms are slices, a one-bit alias of a piece's
+    bit, a carry condition ANDed with a flag) are excluded only where counter N's count in the
+    run is below what the bit needs to rise; another signal mixed in is kept."""
+    from metaroce import blocks
+    from metaroce.tb import coverage as cov
+    verilog = """module rx_256x4(clk);
+  assign \\$1  = ctr19_high[15:0] + 1'h1;
+  assign \\$2  = ctr19_carry ? \\$1 [15:0] : ctr19_high[15:0];
+  assign \\$3  = ctr19_low[8];
+  assign \\$4  = ctr19_low[3];
+  assign \\$5  = & { ctr19_carry, ctr19_high_ones0 };
+  assign \\$6  = ctr19_high[15:0] == 16'hfffe;
+  assign \\$7  = ctr19_low[8] & other;
+  assign \\$8  = & { ctr3_ones0, \\$9  };
+endmodule
+"""
+    path = tmp_path / "rx_256x4.v"
+    path.write_text(verilog)
+    texts = ["__0241[0]:0->1", "__0241[1]:0->1", "__0242[3]:0->1", "__0243:0->1", "__0244:0->1",
+             "__0245:0->1", "__0246:0->1", "__0247:0->1", "__0248:0->1",
+             "ctr19_low[3]:0->1", "ctr19_low[8]:0->1", "ctr19_high[0]:0->1", "ctr19_carry:0->1",
+             "ctr19_high_ones0:0->1", "ctr3_ones0:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+    lay = blocks.get("rx_256x4").make_model(64).lay
+
+    def kept(counts):
+        summary = cov.summarise(points, counts, cov.rx_exclusions(lay, 64, points, counts),
+                                counter_re=cov.RX_COUNTER, max_list=100)
+        return summary["toggle"]["uncovered"]
+    few = [0] * 19 + [100] + [0] * 4          # counter 19 counted 100 (bits 0..6 reachable)
+    assert kept(few) == ["__0244:0->1", "__0247:0->1", "ctr19_low[3]:0->1"]
+    many = [0] * 19 + [70000] + [0] * 4       # past 2^16: the high piece's bit 0 and the carry
+    # the high piece is at most 1, plus one 2: bit 3 of the read-out stays excluded, as do the
+    # flags and the 0xfffe compare (2^32 - 2^16 events)
+    assert kept(many) == ["__0241[0]:0->1", "__0241[1]:0->1", "__0243:0->1", "__0244:0->1",
+                          "__0247:0->1", "ctr19_carry:0->1", "ctr19_high[0]:0->1",
+                          "ctr19_low[3]:0->1", "ctr19_low[8]:0->1"]
