@@ -2265,9 +2265,10 @@ class Endpoint(VerbsHost):
     - ``chunk_window`` (the connection window's cap in chunks, a power of two, 512 at
       400 Gb/s x 10 us): chunks of a message beyond its lowest unacknowledged one (MR-ENG-012).
     - ``max_outstanding`` (16,384): outstanding-packet records of the endpoint (MR-ENG-013).
-    - ``resend_twice`` (False): send twice a resend whose loss would idle the connection
-      (MR-REL-012; off until the TX engine does it, so that the engine's frames stay the
-      endpoint's).
+    - ``resend_twice`` (None: the value of ``announce``): send twice a resend whose loss would
+      idle the connection (MR-REL-012). On by default; off with ``announce`` off, the
+      configuration of the RTL engine of this version, which does not double resends yet and
+      whose frames the co-simulations compare with the endpoint's.
     - ``announce`` (True): a connection announces itself to the receiver before its first data
       packet (MR-CC-021) and the endpoint counts and answers its peers' announcements
       (MR-CC-022, MR-SEC-157), with MR-CC-023..025; False: none of them, as the RTL engine of
@@ -2325,11 +2326,13 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False,
+                 max_rd_atomic=R.RD_ATOMIC, resend_twice=None, announce=True, announce_go=False,
                  pull_first_lost=True, ack_phase=True, probe_turn=True, rng=None):
         _check_config(locals())
         self.addr = addr
-        self.resend_twice = bool(resend_twice)
+        # MR-REL-012: on unless the endpoint runs as the RTL engine of this version (announce
+        # off), which does not double resends yet and whose frames are compared with ours
+        self.resend_twice = bool(announce if resend_twice is None else resend_twice)
         self.announce = bool(announce)      # MR-CC-021/022: send and answer announcements
         self.announce_go = bool(announce_go)    # MR-CC-022: answer a lone sender "go"
         self.pull_first_lost = bool(pull_first_lost)    # MR-CC-027: pull lost first windows

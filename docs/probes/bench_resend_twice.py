@@ -1,4 +1,4 @@
-"""Any ``metaroce bench`` with MetaRoCE's ``resend_twice`` on (MR-REL-012; off by default until the
+"""Any ``metaroce bench`` with MetaRoCE's ``resend_twice`` on (MR-REL-012; now on by default, MR-REL-013; written when off by default until the
 TX engine does it): what the option would change in benches that have no flag for it.
 
     .venv/bin/python docs/probes/bench_resend_twice.py incast --protocols metaroce --json --jobs 1
