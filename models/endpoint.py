@@ -2293,9 +2293,9 @@ class Endpoint(VerbsHost):
       window, instead of the hashed spread of MR-CC-023 (MR-CC-028).
     - ``probe_turn`` (True): an announcing sender paced at a hint sends a probe at its next paced
       turn, as that turn's frame, and re-times its next frame from it (MR-CC-032).
-    - ``lost_first_turn`` (True): an announcing sender paced at a hint whose first window was
+    - ``lost_first_turn`` (False): an announcing sender paced at a hint whose first window was
       lost whole resends it at its timer once its blind release has passed, without the phase
-      spread of MR-CC-023 (MR-CC-033).
+      spread of MR-CC-023 (MR-CC-033; off: it fixed one held-out incast and broke another).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2340,7 +2340,7 @@ class Endpoint(VerbsHost):
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
                  max_rd_atomic=R.RD_ATOMIC, resend_twice=None, announce=True, announce_go=False,
-                 pull_first_lost=True, ack_phase=True, probe_turn=True, lost_first_turn=True,
+                 pull_first_lost=True, ack_phase=True, probe_turn=True, lost_first_turn=False,
                  rng=None):
         _check_config(locals())
         self.addr = addr

@@ -572,7 +572,7 @@ def test_first_window_lost_whole_goes_at_its_timer(on):
     """MR-CC-033: a paced announcing sender whose first window was lost (only its announcement
     arrived) and which has sent nothing since the receiver's answer resends it at its timer, once
     its blind release (MR-CC-016) has passed, not at the phase-spread turn of MR-CC-023, and
-    paces on from it; with ``lost_first_turn`` off it waits for that turn."""
+    paces on from it; with ``lost_first_turn`` off (the default) it waits for that turn."""
     import random
 
     from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
