@@ -1582,6 +1582,16 @@ class Connection:
                 # answers (its hint then paces the rest), not the whole first window at once.
                 self.ramp = min(self.ramp, ep.mtu)
                 self.window = min(self.window, self.ramp)
+            if (ep.lost_first_turn and self.spread and self.last_tx < self.t_answer
+                        and 0 < self.rate_bps < ep.line_rate_bps and self.pace_until > now):
+                # MR-CC-033: the first window was lost whole and nothing paced has gone since
+                # the first answer; once its blind release has passed, the resend goes now:
+                # the timer (MR-CC-014) is already spread, the phase spread (MR-CC-023) would
+                # add up to one more gap of silence
+                rel = P.blind_release_ns(self.blind_t0, self.blind_bytes,
+                                         max(1, int(self.rate_bps // 1e6)))
+                if rel <= now:
+                    self.pace_until = now
         elif action == P.PATH_RETIRE:
             if p.state == _ACTIVE:
                 self._give_window(p, healthy)
@@ -2265,9 +2275,10 @@ class Endpoint(VerbsHost):
     - ``chunk_window`` (the connection window's cap in chunks, a power of two, 512 at
       400 Gb/s x 10 us): chunks of a message beyond its lowest unacknowledged one (MR-ENG-012).
     - ``max_outstanding`` (16,384): outstanding-packet records of the endpoint (MR-ENG-013).
-    - ``resend_twice`` (False): send twice a resend whose loss would idle the connection
-      (MR-REL-012; off until the TX engine does it, so that the engine's frames stay the
-      endpoint's).
+    - ``resend_twice`` (None: the value of ``announce``): send twice a resend whose loss would
+      idle the connection (MR-REL-012). On by default; off with ``announce`` off, the
+      configuration of the RTL engine of this version, which does not double resends yet and
+      whose frames the co-simulations compare with the endpoint's.
     - ``announce`` (True): a connection announces itself to the receiver before its first data
       packet (MR-CC-021) and the endpoint counts and answers its peers' announcements
       (MR-CC-022, MR-SEC-157), with MR-CC-023..025; False: none of them, as the RTL engine of
@@ -2282,6 +2293,9 @@ class Endpoint(VerbsHost):
       window, instead of the hashed spread of MR-CC-023 (MR-CC-028).
     - ``probe_turn`` (True): an announcing sender paced at a hint sends a probe at its next paced
       turn, as that turn's frame, and re-times its next frame from it (MR-CC-032).
+    - ``lost_first_turn`` (False): an announcing sender paced at a hint whose first window was
+      lost whole resends it at its timer once its blind release has passed, without the phase
+      spread of MR-CC-023 (MR-CC-033; off: it fixed one held-out incast and broke another).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2325,16 +2339,20 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC, resend_twice=False, announce=True, announce_go=False,
-                 pull_first_lost=True, ack_phase=True, probe_turn=True, rng=None):
+                 max_rd_atomic=R.RD_ATOMIC, resend_twice=None, announce=True, announce_go=False,
+                 pull_first_lost=True, ack_phase=True, probe_turn=True, lost_first_turn=False,
+                 rng=None):
         _check_config(locals())
         self.addr = addr
-        self.resend_twice = bool(resend_twice)
+        # MR-REL-012: on unless the endpoint runs as the RTL engine of this version (announce
+        # off), which does not double resends yet and whose frames are compared with ours
+        self.resend_twice = bool(announce if resend_twice is None else resend_twice)
         self.announce = bool(announce)      # MR-CC-021/022: send and answer announcements
         self.announce_go = bool(announce_go)    # MR-CC-022: answer a lone sender "go"
         self.pull_first_lost = bool(pull_first_lost)    # MR-CC-027: pull lost first windows
         self.ack_phase = bool(ack_phase)    # MR-CC-028: the first data ACK sets the phase
         self.probe_turn = bool(probe_turn)  # MR-CC-032: a paced probe waits for its turn
+        self.lost_first_turn = bool(lost_first_turn)    # MR-CC-033: no phase after a lost start
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt

@@ -565,3 +565,55 @@ def test_paced_probe_without_the_turn_goes_at_once():
     assert c._probe_same_psn(p, now)
     (probe,) = frames_of(ep, now * 1e-9)
     assert probe.bth.psn == second.bth.psn
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_first_window_lost_whole_goes_at_its_timer(on):
+    """MR-CC-033: a paced announcing sender whose first window was lost (only its announcement
+    arrived) and which has sent nothing since the receiver's answer resends it at its timer, once
+    its blind release (MR-CC-016) has passed, not at the phase-spread turn of MR-CC-023, and
+    paces on from it; with ``lost_first_turn`` off (the default) it waits for that turn."""
+    import random
+
+    from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
+    from metaroce.models.wire import MR_ANNOUNCE, MrdhFlag
+    rx, mtu = "10.0.0.9", 1024
+    kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
+
+    def frames(ep, now):
+        return list(iter(lambda: ep.next_packet(now), None))
+    b = Endpoint(rx, rng=random.Random(2), **kw)
+    for i in range(64):
+        b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
+    # the initial timer (MR-CC-014) at 2 base RTTs x (1 + k/1024) lands between the blind
+    # release and the phase-spread turn of this connection
+    ep = Endpoint("10.0.0.64", rng=random.Random(1), lost_first_turn=on, rto_initial=8e-6, **kw)
+    c = ep.connect(10, rx, 83, paths=4)
+    c.post_write(0, ep.reg_mr(bytearray(8 * mtu)), 0, 8 * mtu, 0, 0x1234, wr_id=1)
+    t0 = 1e-6
+    for i in range(63):
+        b.receive(Frame(eth=Eth(), ip=IP(src=f"10.0.0.{i + 1}", dst=rx, ecn=0), udp=UDP(sport=0xC000),
+                        bth=BTH(opcode=MR_ANNOUNCE, pkey=0xFFFF, dest_qp=20 + i, ack_req=1, psn=0)), t0)
+    ann, first = frames(ep, t0)
+    assert ann.bth.opcode == MR_ANNOUNCE and first.mrdh.offset == 0
+    b.receive(ann, t0)                  # the first data packet is lost
+    (answer,) = [f for f in frames(b, t0) if f.ip.dst == "10.0.0.64"]
+    ep.receive(answer, t0 + 4e-6)
+    mbps = int(c.rate_bps // 1e6)
+    release = P.blind_release_ns(c.blind_t0, c.blind_bytes, mbps)
+    turn = c.pace_until
+    timer = c.blind_t0 + c.rto_initial_ns
+    assert mbps < 100_000 and release < timer < turn       # the case of MR-CC-033
+    t = timer * 1e-9
+    assert frames(ep, t - 1e-9) == []
+    got = frames(ep, t)
+    assert ep.stats["timeouts"] == 1
+    if on:
+        (resend,) = got
+        assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
+        gap = P.pacing_gap_ns(c.last_wl, mbps)
+        assert c.pace_until == timer + gap
+    else:
+        assert got == []
+        (resend,) = frames(ep, turn * 1e-9)
+        assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX

@@ -1017,6 +1017,20 @@ def test_resend_twice_shortens_lossy_tail(seed):
     assert on["fct_s"] < 0.95 * off["fct_s"]
 
 
+def test_resend_twice_default_follows_engine_config():
+    """MR-REL-013: the endpoint doubles resends by default; as the RTL engine of this version
+    (``announce`` off) it does not, unless told to; an explicit value wins."""
+    assert Endpoint().resend_twice and Endpoint(announce=True).resend_twice
+    assert not Endpoint(announce=False).resend_twice
+    assert Endpoint(announce=False, resend_twice=True).resend_twice
+    assert not Endpoint(resend_twice=False).resend_twice
+    on, st_on = _loss_run(1, 0.1)
+    off, st_off = _loss_run(1, 0.1, resend_twice=False)
+    assert on["delivered_ok"] and off["delivered_ok"]
+    assert st_on["resends_doubled"] >= 5 and st_off["resends_doubled"] == 0
+    assert on["fct_s"] < off["fct_s"]
+
+
 def test_resend_twice_neutral_without_loss():
     """MR-REL-012: without loss there is no resend, so nothing changes."""
     off, _ = _loss_run(1, 0.0)

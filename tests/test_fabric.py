@@ -642,7 +642,8 @@ def test_endpoint_silent_path_suspected_within_1_5_rtts():
     mid-transfer; the paths hashed onto the dead spine are declared lost and suspected within
     1.5 RTTs of the failure, by the cross-path bound or by their timers (the bound now waits for
     a second silent ACK group, so that one lost ACK costs nothing; on these paths that group
-    comes due just after the 1.5-RTT timer); every byte arrives once, with no spurious resend."""
+    comes due just after the 1.5-RTT timer); every byte arrives once, with no spurious resend
+    but the second copies of MR-REL-012 (on by default, MR-REL-013)."""
     rtt, t_fail = 10e-6, 100e-6
     fab = Fabric(2, leaves=2, spines=4, rate_bps=400e9, rtt=rtt, seed=1)
     fab.link_down("p0.leaf0>p0.spine1", at=t_fail)
@@ -656,7 +657,7 @@ def test_endpoint_silent_path_suspected_within_1_5_rtts():
     assert res.delivered_ok and res.all_done
     assert fab.links["p0.leaf0>p0.spine1"].stats["down_drops"] > 0
     assert seen["suspected"] > 0 and seen["xpath"] + seen["timeouts"] > 0
-    assert res.stats.get("spurious_retransmits", 0) == 0
+    assert res.stats.get("spurious_retransmits", 0) <= res.stats.get("resends_doubled", 0)
 
 
 def test_endpoint_incast_hint_from_first_ack():

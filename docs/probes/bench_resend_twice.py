@@ -1,5 +1,6 @@
-"""Any ``metaroce bench`` with MetaRoCE's ``resend_twice`` on (MR-REL-012; off by default until the
-TX engine does it): what the option would change in benches that have no flag for it.
+"""Any ``metaroce bench`` with MetaRoCE's ``resend_twice`` on (MR-REL-012): what the option
+would change in benches that have no flag for it. Written while it was off by default; since
+MR-REL-013 it is on by default (off only with ``announce`` off), so this forces it on there too.
 
     .venv/bin/python docs/probes/bench_resend_twice.py incast --protocols metaroce --json --jobs 1
 

@@ -26,6 +26,7 @@ completion exactly once), ``wall_s``.
 """
 from __future__ import annotations
 
+import argparse
 import copy
 import pathlib
 
@@ -59,8 +60,9 @@ def add_arguments(p):
     p.add_argument("--directions", default="data,both", help="data, both (and ack)")
     p.add_argument("--patterns", default="iid,bursty")
     p.add_argument("--until-us", type=float, default=50000.0, help="simulated time limit per run")
-    p.add_argument("--resend-twice", action="store_true",
-                   help="MetaRoCE with resend_twice (MR-REL-012, off by default until the TX engine does it)")
+    p.add_argument("--resend-twice", action=argparse.BooleanOptionalAction, default=None,
+                   help="MetaRoCE with resend_twice (MR-REL-012) forced on or off (default: the "
+                        "endpoint's default, on)")
     p.add_argument("--quick", action="store_true",
                    help="a small run for tests: 512Ki, 2 seeds, loss 0 and 5%% on both directions, "
                         "i.i.d. and bursty, both topologies")
@@ -92,8 +94,8 @@ def build(job):
     sc["seed"] = job["seed"]
     sc["until_us"] = job["until_us"]
     sc["protocol"] = {"name": job["protocol"]}
-    if job.get("resend_twice") and job["protocol"] == "metaroce":
-        sc["protocol"]["params"] = {"resend_twice": True}
+    if job.get("resend_twice") is not None and job["protocol"] == "metaroce":
+        sc["protocol"]["params"] = {"resend_twice": job["resend_twice"]}
     sc["flows"][0]["size"] = job["nbytes"]
     if job["protocol"] == "rocev2-dcqcn":
         deployed_fabric(sc)
@@ -186,7 +188,7 @@ def run(args, ui):
     pts = points(args)
     jobs = [{"protocol": p, "topology": t, "loss": x, "direction": d, "pattern": pat, "seed": s,
              "nbytes": nbytes, "until_us": args.until_us,
-             "resend_twice": getattr(args, "resend_twice", False)}
+             "resend_twice": getattr(args, "resend_twice", None)}
             for (t, x, d, pat) in pts for p in protos for s in range(1, args.seeds + 1)]
     # Longest first (go-back-N at high loss) so the workers finish together.
     gbn = ("rocev2", "rocev2-adaptive", "rocev2-dcqcn")
