@@ -1005,7 +1005,8 @@ def test_resend_twice_rule():
 def test_resend_twice_shortens_lossy_tail(seed):
     """MR-REL-012: at 10 % loss both ways, resends whose loss would idle the connection go out
     twice: the write completes sooner, every byte placed once; the second copies that were not
-    needed are counted as spurious. Off (the default) nothing is doubled."""
+    needed are counted as spurious. Off (the RTL engine's configuration, announce off, where
+    MR-REL-013 leaves it off) nothing is doubled."""
     # the runs MR-REL-012 was measured on: without MR-CC-021, whose announcement takes draws
     # from the loss stream (with it, seed 2 gains nothing: 0.1 % slower instead of 5 % faster)
     off, st_off = _loss_run(seed, 0.1, announce=False)
