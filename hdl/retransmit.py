@@ -20,7 +20,8 @@ forwarding, S2 bitmap) handles one ACK or one sent packet per cycle; an ACK move
 floor at once and leaves a walk job; the walker resolves the job's records from the path's
 head at one record per cycle, freeing each into the free list. No two adds are in series
 on a path (MR-TX-037: the SACK encoder and the new floor in S1a, MR-TX-039), carries and sign
-bits are comparisons and S1's terms are computed on both candidate rows (MR-TX-038), and the
+bits are comparisons and S1's terms are computed on both candidate rows (MR-TX-038), S1b's
+row write waits for the event's decision only through its enable (MR-TX-067), and the
 counters count one cycle after their events (MR-TX-040).
 
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
