@@ -712,7 +712,9 @@ class Connection:
         if is_retx:
             self.retx.popleft()
             ep.stats["aborts_sent" if i == ABORT else "retransmitted"] += 1
-            if ep.resend_twice and i != ABORT and not m.rd:
+            if ep.resend_twice and i != ABORT and not m.rd and not m.rnr:
+                # MR-REL-012: not a message the receiver answered RNR (MR-ENG-041): its
+                # resends wait for a receive, not for a loss, and each copy draws an RNR NAK
                 twin = self._resend_twice(m, i, now)
         else:
             if m.slot is None:

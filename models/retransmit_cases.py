@@ -334,7 +334,8 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     from .retransmit import Decision
 
     rng = random.Random(seed)
-    kw = {"mtu": 1024, "line_rate_bps": 100e9, "base_rtt": 4e-6}
+    # MR-REL-013: the retransmit unit of this version does not double resends (MR-REL-012)
+    kw = {"mtu": 1024, "line_rate_bps": 100e9, "base_rtt": 4e-6, "resend_twice": False}
     a, b = Endpoint("10.0.0.1", **kw), Endpoint("10.0.0.2", **kw)
     ca = a.connect(10, "10.0.0.2", 20, paths=paths)
     b.connect(20, "10.0.0.1", 10, paths=paths)

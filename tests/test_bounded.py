@@ -294,7 +294,8 @@ def test_mismatched_initial_psn_retry_exceeded():
 
 def test_rnr_retry_exceeded_and_delay():
     """MR-ENG-041, MR-PLC-005: no receive posted: the send is retried every rnr_delay, and after
-    rnr_retry RNR NAKs it completes RNR_RETRY_EXC_ERR; a later send that finds its receive lands."""
+    rnr_retry RNR NAKs it completes RNR_RETRY_EXC_ERR; a later send that finds its receive lands.
+    MR-REL-012 (on by default, MR-REL-013) does not double the RNR resends."""
     a, b, ca, cb, ka, kb, src, dst = _pair(rnr_delay=20e-6, rnr_retry=3)
     ca.post_send(0, ka, 0, 3000, wr_id=5)
     lb = Loopback(a, b, delay=1.5e-6)
@@ -302,6 +303,7 @@ def test_rnr_retry_exceeded_and_delay():
     assert [(c.wr_id, c.status) for c in lb.completions[0]] == [(5, Status.RNR_RETRY_EXC_ERR)]
     assert 3 * 20e-6 <= lb.last_completion <= 4 * (20e-6 + 10e-6)
     assert a.stats["nak_rnr"] <= 4 * 3          # 3 chunks, at most 4 rounds: no NAK storm
+    assert a.resend_twice and a.stats["resends_doubled"] == 0
     # MR-ERR-020..022: the failed send keeps its receive sequence (0) and its abort reached the
     # receiver: the receive posted for it completes REM_ABORT_ERR at once, and the next send,
     # the stream's second, lands in the second receive posted and completes on both sides.
