@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Mux
 
-__all__ = ["pick"]
+__all__ = ["pick", "or_tree"]
 
 
 def pick(values, sel):
@@ -16,5 +16,15 @@ def pick(values, sel):
         if len(vals) == 1:
             break
         vals = [Mux(sel[k], vals[i + 1], vals[i]) if i + 1 < len(vals) else vals[i]
+                for i in range(0, len(vals), 2)]
+    return vals[0]
+
+
+def or_tree(values):
+    """The OR of ``values`` as a balanced tree of 2-input ORs (an AND-OR read multiplexer's
+    second half: each value already gated by its one-hot select)."""
+    vals = list(values)
+    while len(vals) > 1:
+        vals = [vals[i] | vals[i + 1] if i + 1 < len(vals) else vals[i]
                 for i in range(0, len(vals), 2)]
     return vals[0]

@@ -25,6 +25,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .muxes import or_tree
 from ..models.regs import ADDR_BITS, OKAY, RO, SLVERR, WO, ctr_base, register_map
 from ..models.rx import COUNTER_BITS, GLOBAL, TABLE_GLOBAL, layouts
 
@@ -166,18 +167,12 @@ class Regs(wiring.Component):
             picked += [Mux(lo, data[:32], 0), Mux(hi, data[32:], 0)]
         picked.append(Mux(rd_any_hi_latched, latch_hi, 0))
         rd_value, rd_resp, rd_err = Signal(32), Signal(2), Signal()
-        while len(picked) > 1:
-            picked = [picked[i] | picked[i + 1] if i + 1 < len(picked) else picked[i]
-                      for i in range(0, len(picked), 2)]
-        m.d.comb += [rd_value.eq(picked[0]), rd_resp.eq(Mux(rd_miss, SLVERR, OKAY)), rd_err.eq(rd_miss)]
+        m.d.comb += [rd_value.eq(or_tree(picked)), rd_resp.eq(Mux(rd_miss, SLVERR, OKAY)), rd_err.eq(rd_miss)]
         # a LO read latches the high half of the same sample of the same source
         lo_any = Cat(*src_lo).any()
-        hi_terms = [Mux(lo, data[32:], 0) for data, lo in zip(src_data, src_lo)]
-        while len(hi_terms) > 1:
-            hi_terms = [hi_terms[i] | hi_terms[i + 1] if i + 1 < len(hi_terms) else hi_terms[i]
-                        for i in range(0, len(hi_terms), 2)]
+        hi_of_lo = or_tree(Mux(lo, data[32:], 0) for data, lo in zip(src_data, src_lo))
         with m.If(rd2 & lo_any):
-            m.d.sync += [latch_valid.eq(1), latch_slot.eq(slot), latch_hi.eq(hi_terms[0])]
+            m.d.sync += [latch_valid.eq(1), latch_slot.eq(slot), latch_hi.eq(hi_of_lo)]
 
         # -- write: the address is decoded when AW is taken (a one-hot select and a miss);
         # the write executes once both are held and no B or record is pending
