@@ -378,15 +378,17 @@ class Rx(wiring.Component):
         s0_write, s0_send, s0_read = Signal(), Signal(), Signal()
         s0_timer, s0_trow, s0_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
         with m.If(advance):
+            # the record's bits load whenever the stage advances, taken or not (their value is
+            # used only with s0_valid): `take` (the credits' level sums and compares) enables
+            # the valid and class flip-flops only, not the record's 600-odd
+            op_in = inm.bth.opcode
             m.d.sync += [s0_valid.eq(take | fire), s0_timer.eq(fire), s0_trow.eq(t_head.row),
-                         s0_tgen.eq(t_head.gen)]
-            with m.If(take):
-                # the opcode's class, registered with the record: S1's row muxes and checks
-                # start from a register, not from an opcode compare (MR-RX-049)
-                op_in = inm.bth.opcode
-                m.d.sync += [s0.eq(inm), s0_write.eq((op_in == Op.MR_WRITE) | (op_in == Op.MR_WRITE_IMM)),
-                             s0_send.eq((op_in == Op.MR_SEND) | (op_in == Op.MR_SEND_IMM)),
-                             s0_read.eq(op_in == Op.MR_READ_RESP)]
+                         s0_tgen.eq(t_head.gen), s0.eq(inm),
+                         # the opcode's class, registered with the record: S1's row muxes and
+                         # checks start from a register, not from an opcode compare (MR-RX-049)
+                         s0_write.eq(take & ((op_in == Op.MR_WRITE) | (op_in == Op.MR_WRITE_IMM))),
+                         s0_send.eq(take & ((op_in == Op.MR_SEND) | (op_in == Op.MR_SEND_IMM))),
+                         s0_read.eq(take & (op_in == Op.MR_READ_RESP))]
         # S1: the record and its four rows, registered as S0 moves on
         s1 = Signal(META_LAYOUT)
         is_write, is_send, is_read = Signal(), Signal(), Signal()
