@@ -17,8 +17,8 @@ m_cqe          out   completion records: WRITE_IMM, SEND, READ (MR-RX-084/085, M
 reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-050)
 ============== ===== =====================================================================
 
-Pipeline (MR-RX-040): the cycle a record is taken its connection and key rows are read (the
-addresses are bits of the record); S1..S3 run the checks (MR-RX-049) and the placement address
+Pipeline (MR-RX-040): the cycle a record is taken its connection, key, receive and READ rows
+are read (the addresses are bits of the record) and S0 registers them; S1..S3 run the checks (MR-RX-049) and the placement address
 (MR-RX-046), S2 reads the path row and S3 registers it with the path-row writes the read
 missed forwarded (MR-RX-042, MR-RX-117); S4, the window stage, classifies the PSN against
 the PSN-indexed SACK ring (MR-RX-013), decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
@@ -339,8 +339,8 @@ class Rx(wiring.Component):
         advance = ~holding
 
         # -- input: credits for every queue (MR-RX-041), row reads from the record's bits
-        valid = [Signal(name=f"s{i}_valid") for i in range(1, 7)]
-        s1_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid = valid
+        valid = [Signal(name=f"s{i}_valid") for i in range(0, 7)]
+        s0_valid, s1_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid = valid
         inflight = Signal(3)
         m.d.comb += inflight.eq(sum(valid))
         meta_ready = Signal()
@@ -362,7 +362,9 @@ class Rx(wiring.Component):
         # merges, so MR-FLOW-026 can put the table in block RAM); during a hold they read the
         # address of the last cycle that advanced again. Same data as a read enabled by
         # `advance`: nothing writes these tables in a hold nor in the cycle before one (a slow
-        # update needs a good record in S4, which keeps s_cfg waiting).
+        # update needs a good record in S4, which keeps s_cfg waiting). S0 registers the read
+        # data as its record moves on (MR-RX-040), so S1's checks start from flip-flops, not
+        # from the block RAM's clock-to-out.
         for port, addr in ((conn_rd, inm.bth.dest_qp[:cb]), (key_rd, inm.reth.rkey[:kb]),
                            (recv_rd, Cat(inm.mrsh.recv_seq[:rb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb])),
                            (rd_rd, Cat(inm.mrdh.msg[:rdb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb]))):
@@ -371,19 +373,33 @@ class Rx(wiring.Component):
                 m.d.sync += held.eq(addr)
             m.d.comb += [port.addr.eq(Mux(advance, addr, held)), port.en.eq(1)]
 
+        # S0, the row stage (MR-RX-040): the record taken, its rows being read
+        s0 = Signal(META_LAYOUT)
+        s0_write, s0_send, s0_read = Signal(), Signal(), Signal()
+        s0_timer, s0_trow, s0_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
+        with m.If(advance):
+            # the record's bits load whenever the stage advances, taken or not (their value is
+            # used only with s0_valid): `take` (the credits' level sums and compares) enables
+            # the valid and class flip-flops only, not the record's 600-odd
+            op_in = inm.bth.opcode
+            m.d.sync += [s0_valid.eq(take | fire), s0_timer.eq(fire), s0_trow.eq(t_head.row),
+                         s0_tgen.eq(t_head.gen), s0.eq(inm),
+                         # the opcode's class, registered with the record: S1's row muxes and
+                         # checks start from a register, not from an opcode compare (MR-RX-049)
+                         s0_write.eq(take & ((op_in == Op.MR_WRITE) | (op_in == Op.MR_WRITE_IMM))),
+                         s0_send.eq(take & ((op_in == Op.MR_SEND) | (op_in == Op.MR_SEND_IMM))),
+                         s0_read.eq(take & (op_in == Op.MR_READ_RESP))]
+        # S1: the record and its four rows, registered as S0 moves on
         s1 = Signal(META_LAYOUT)
         is_write, is_send, is_read = Signal(), Signal(), Signal()
         s1_timer, s1_trow, s1_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
+        conn_row, key_row = Signal(lay.conn.size), Signal(lay.key.size)
+        recv_row, rd_row = Signal(lay.recv.size), Signal(lay.rd.size)
         with m.If(advance):
-            m.d.sync += [s1_valid.eq(take | fire), s1_timer.eq(fire), s1_trow.eq(t_head.row),
-                         s1_tgen.eq(t_head.gen)]
-            with m.If(take):
-                # the opcode's class, registered with the record: S1's row muxes and checks
-                # start from a register, not from an opcode compare (MR-RX-049)
-                op_in = inm.bth.opcode
-                m.d.sync += [s1.eq(inm), is_write.eq((op_in == Op.MR_WRITE) | (op_in == Op.MR_WRITE_IMM)),
-                             is_send.eq((op_in == Op.MR_SEND) | (op_in == Op.MR_SEND_IMM)),
-                             is_read.eq(op_in == Op.MR_READ_RESP)]
+            m.d.sync += [s1_valid.eq(s0_valid), s1_timer.eq(s0_timer), s1_trow.eq(s0_trow),
+                         s1_tgen.eq(s0_tgen), s1.eq(s0), is_write.eq(s0_write), is_send.eq(s0_send),
+                         is_read.eq(s0_read), conn_row.eq(conn_data), key_row.eq(key_data),
+                         recv_row.eq(recv_data), rd_row.eq(rd_data)]
 
         # what every stage hands on besides its checks
         carry = data.StructLayout({"conn": cb, "path": 8, "row": row_bits, "psn": 24, "ack_req": 1,
@@ -396,20 +412,20 @@ class Rx(wiring.Component):
                                    "timer": 1, "gen": GEN_BITS})
 
         # -- S1: the checks' flags and limb sums (MR-RX-020, MR-RX-049)
-        conn = data.View(lay.conn, conn_data)
-        key = data.View(lay.key, key_data)
+        conn = data.View(lay.conn, conn_row)
+        key = data.View(lay.key, key_row)
         bth, mrdh, reth = s1.bth, s1.mrdh, s1.reth
         plen = s1.payload_len
         mtu = Signal(17)
         m.d.comb += mtu.eq(Const(1, 17) << mtu_log2)
         # MR-RX-100..102: a SEND's receive row against its recv_seq (the order of the 32-bit
         # half space, the difference's sign, is finished in S2 from 16-bit limbs)
-        recv = data.View(lay.recv, recv_data)
+        recv = data.View(lay.recv, recv_row)
         rseq = s1.mrsh.recv_seq
         r_match = Signal()
         m.d.comb += r_match.eq(is_send & recv.valid & (recv.recv_seq == rseq))
         # MR-RX-111: a READ response's outstanding-read row (its msg against the response's)
-        rd = data.View(lay.rd, rd_data)
+        rd = data.View(lay.rd, rd_row)
         rd_match = Signal()
         m.d.comb += rd_match.eq(is_read & rd.valid & (rd.msg == mrdh.msg))
         # the order of the 32-bit sequence space (protocol.seq_lt32): recv_seq against the

@@ -10,11 +10,12 @@ Two layers, both built on :mod:`metaroce.models.protocol` and :mod:`metaroce.mod
   ``protocol.rx_classify``/``rx_accept`` (MR-RX-020..031).
 * :class:`RxCycleModel`: the hardware's timing around it (``step(inputs) -> outputs`` once
   per clock, Verilog port names), for the lockstep harness (tb/lockstep.py): a packet taken
-  in cycle t is checked against the connection and key rows as they were before cycle t (and
-  the MTU of cycle t+1), its window update (S4, cycle t+4 when nothing holds the pipeline)
-  sees every path-row write before it, its outputs are readable from cycle t+6 and its
-  counters change at the end of cycle t+5; a slow window update (a filled gap or a slide)
-  holds the pipeline for :data:`HOLD_CYCLES` more cycles (MR-RX-040..044, MR-RX-048).
+  in cycle t is checked against the connection and key rows as they were before cycle t (read
+  in cycle t, registered in S0 at t+1; the MTU of cycle t+2), its window update (S4, cycle t+5
+  when nothing holds the pipeline) sees every path-row write before it, its outputs are
+  readable from cycle t+7 and its counters change at the end of cycle t+6; a slow window
+  update (a filled gap or a slide) holds the pipeline for :data:`HOLD_CYCLES` more cycles
+  (MR-RX-040..044, MR-RX-048).
 
 The RTL/model contract (port layouts, derived sizes, counter indices) is declared here; the
 RTL (hdl/rx.py) imports it. models/ never imports hdl/.
@@ -106,7 +107,8 @@ CTR_DUP_CHUNKS = CTR_ACKS + 6
 CTR_MSG_REFUSED = CTR_ACKS + 7
 N_COUNTERS = CTR_MSG_REFUSED + 1
 
-#: MR-RX-040: stages that run the checks of MR-RX-020 (S1..S3) before the window stage S4.
+#: MR-RX-040: stages that run the checks of MR-RX-020 (S1..S3, after the row stage S0) before
+#: the window stage S4.
 CHECK_STAGES = 3
 
 #: MR-RX-048: the cycles a slow window update (a filled gap, a slide) holds the pipeline after
@@ -759,11 +761,12 @@ class RxCycleModel:
     ``step(inputs)`` once per clock with every input port's value (names of
     :meth:`port_names`), returning every output port's value in the same cycle.
 
-    Stages: a record taken in cycle t is in S1 at t+1 (its checks are decided with the
-    connection and key rows read at t and the MTU of this cycle), S2, S3, and S4 (the window
-    stage, :meth:`RxModel.dynamic`) at t+4; S5 pushes its outputs into the queues and counts
-    it at t+5. A slow window update holds S1..S5 and the input for :data:`HOLD_CYCLES`
-    cycles after its S4 cycle."""
+    Stages: a record taken in cycle t is in S0 at t+1 (the row stage: the connection, key,
+    receive and READ rows read at t, registered), in S1 at t+2 (its checks are decided with
+    those rows and the MTU of this cycle), S2, S3, and S4 (the window stage,
+    :meth:`RxModel.dynamic`) at t+5; S5 pushes its outputs into the queues and counts it at
+    t+6. A slow window update holds S0..S5 and the input for :data:`HOLD_CYCLES` cycles after
+    its S4 cycle."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS,
@@ -780,7 +783,8 @@ class RxCycleModel:
         self.now = 0            # MR-RX-091: the cycle counter (TIME_BITS)
         self.timer_q = collections.deque()  # MR-RX-091: (path row, generation, due)
         self.t_due = False      # MR-RX-093: the head tested due in the cycle before
-        self.s1 = None          # (meta dict, conn row, key row) taken last cycle
+        self.s0 = None          # (meta dict, conn, key, recv, READ rows) taken last cycle (MR-RX-040)
+        self.s1 = None          # the same, registered in S0 the cycle before
         self.checks = [None] * (CHECK_STAGES - 1)   # _Static in S2, S3
         self.s4 = None          # _Static waiting for the window stage
         self.s5 = None          # Outcome waiting for its push
@@ -793,7 +797,7 @@ class RxCycleModel:
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     def busy(self):
-        return bool(self.s1 or any(self.checks) or self.s4 or self.s5 or self.hold
+        return bool(self.s0 or self.s1 or any(self.checks) or self.s4 or self.s5 or self.hold
                     or self.s6 is not None or self.timer_q
                     or self.ack_q.level or self.place_q.level or self.steer_q.level or self.cqe_q.level)
 
@@ -815,7 +819,7 @@ class RxCycleModel:
         g = inputs.get
         rx, lay = self.rx, self.lay
         holding = self.hold > 0
-        inflight = sum(x is not None for x in (self.s1, *self.checks, self.s4, self.s5, self.s6))
+        inflight = sum(x is not None for x in (self.s0, self.s1, *self.checks, self.s4, self.s5, self.s6))
         credits = not holding and all(q.level + inflight < FIFO_DEPTH
                                       for q in (self.ack_q, self.place_q, self.steer_q, self.cqe_q))
         # MR-RX-093: a due timer enters the pipeline instead of a record
@@ -864,7 +868,8 @@ class RxCycleModel:
                 rx.count(o)
             # S4: the window stage
             self.s5 = None if self.s4 is None else self._window(self.s4)
-            # S1..S3: the checks (decided with S1's rows and MTU); then the new record is taken
+            # S1..S3: the checks (decided with S1's rows and MTU); S0 moves to S1; then the new
+            # record is taken (its rows read now, S0 registers them: MR-RX-040)
             self.s4 = self.checks[-1]
             st = None
             if self.s1 is not None and self.s1[0] == "timer":
@@ -873,13 +878,13 @@ class RxCycleModel:
                 meta, conn, key, recv, rd = self.s1
                 st = rx.static(meta, conn, key, recv, rd)
             self.checks = [st] + self.checks[:-1]
-            self.s1 = None
+            self.s1, self.s0 = self.s0, None
             if fire:
                 row, gen, _ = tq.popleft()
-                self.s1 = ("timer", row, gen)
+                self.s0 = ("timer", row, gen)
             elif meta_ready and g("s_meta__valid", 0):
                 meta = meta_fields(g("s_meta__payload", 0))
-                self.s1 = (meta, rx.conn_row(meta), rx.key_row(meta), rx.recv_row(meta), rx.rd_row(meta))
+                self.s0 = (meta, rx.conn_row(meta), rx.key_row(meta), rx.recv_row(meta), rx.rd_row(meta))
         # configuration write
         if cfg_ready and g("s_cfg__valid", 0):
             c = unpack(lay.cfg, g("s_cfg__payload", 0))

@@ -30,7 +30,7 @@ from .wire import NakReason, Op
 
 #: MR-RX-061: cycles in a row with ``s_meta.ready`` high and no record taken before a
 #: configuration write (every record in flight has passed the window stage).
-CFG_QUIET = 4
+CFG_QUIET = 5
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,8 @@ def test_cycle_model_matches_packet_model(shape):
 
 
 def test_latency_and_credits():
-    """MR-RX-040, MR-RX-041, MR-RX-043: an ACK is readable 6 cycles after its record is taken;
+    """MR-RX-040, MR-RX-041, MR-RX-043: an ACK is readable 7 cycles after its record is taken
+    (the row stage S0 included);
     with the ACK output stalled, s_meta.ready falls once 16 requests are queued or in flight."""
     s = rc.Setup(*SMALL, seed=13, ack_every=1)
     m = RxCycleModel(64, *SMALL)
@@ -162,7 +163,7 @@ def test_latency_and_credits():
             i += 1
         if out["m_ack__valid"] and first_valid is None:
             first_valid = cycle
-    assert first_valid == taken[0] + 6
+    assert first_valid == taken[0] + 7
     assert len(taken) == 16 and taken == list(range(16))
 
 
