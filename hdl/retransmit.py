@@ -426,8 +426,11 @@ class Retransmit(wiring.Component):
         s1a_int_row = Signal(rb)
         s1a_rto = Signal(dur)
         m.d.sync += s1a_valid.eq(rto_take | check_take | ack_take | sent_take)
+        # MR-TX-068: the SACK's top bit found at the take (from the port's payload), registered
+        sack_any, sack_top = Signal(), Signal(range(P.SACK_BITS))
+        in_any, in_top = _top_index(m, ina.sack, "sack_top")
         with m.If(ack_take):
-            m.d.sync += [s1a_kind.eq(1), s1a_ack.eq(ina)]
+            m.d.sync += [s1a_kind.eq(1), s1a_ack.eq(ina), sack_any.eq(in_any), sack_top.eq(in_top)]
         with m.Elif(rto_take):
             m.d.sync += [s1a_kind.eq(2), s1a_int_row.eq(qrto.row), s1a_rto.eq(qrto.rto)]
         with m.Elif(check_take):
@@ -443,10 +446,10 @@ class Retransmit(wiring.Component):
         # the event two ahead (S1b in the take cycle, written at its end) when the rows are
         # equal (decided in the take cycle), registered: S1b starts from registers, not from
         # the block RAM's output. An ACK's new floor cum + e (MR-TX-037: e = bit_length + 1
-        # or 0, from the registered SACK) does not depend on the row: computed here and
-        # registered (MR-TX-039), a 9-bit add and the high part selected by its carry
+        # or 0, from the SACK's top bit registered at the take, MR-TX-068) does not depend on
+        # the row: computed here and registered (MR-TX-039), a 9-bit add and the high part
+        # selected by its carry
         s1_ack = Signal(lay.ack)
-        sack_any, sack_top = _top_index(m, s1a_ack.sack, "sack_top")
         dist_bits = (P.SEND_WINDOW).bit_length()
         s1a_floor_low = Signal(dist_bits + 1)
         s1a_cum_high_inc = Signal(psn_bits - dist_bits)

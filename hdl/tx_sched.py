@@ -25,8 +25,8 @@ s_error    in     a connection failed {conn, path, status} (the retransmit unit'
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
 registers and LUT RAM but the per-connection scheduling decision, registered and taken the next
 cycle by connections left untouched (MR-TXS-033); the reports and the work requests are acted on
-from input registers (MR-TXS-034, MR-TXS-037); the completion is tested per stream, picked and
-taken in three cycles (MR-TXS-045, MR-TXS-035); the outputs leave through 4-slot queues
+from input registers (MR-TXS-034, MR-TXS-037; the reports through a boundary register first,
+MR-TXS-046); the completion is tested per stream, picked and taken in three cycles (MR-TXS-045, MR-TXS-035); the outputs leave through 4-slot queues
 (MR-TXS-031).
 
 Golden model: :class:`metaroce.models.tx_sched.TxSchedCycleModel`, cycle by cycle.
@@ -369,9 +369,9 @@ class TxSched(wiring.Component):
             """``arr``'s element of connection ``c``'s entry ``slot`` (a slot-way read)."""
             return _pick(arr[c * sd:(c + 1) * sd], slot[:sdb]) if sdb else arr[c]
 
-        # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034): a report taken in cycle t is
-        # registered with its checks, its LAST term and bytes, and is the action of t+1
-        acked_valid = self.s_acked.valid
+        # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034, MR-TXS-046): a report taken on
+        # a port in cycle t waits in the port's boundary register in t+1 with its LAST term and
+        # bytes, is taken into the report register with its checks, and is the action of t+2
 
         def rep_index(r):
             """The report's entry, stream queue, ring index and path row."""
@@ -381,12 +381,29 @@ class TxSched(wiring.Component):
             idx = r.slot[:db] if D > 1 else Const(0, 1)
             return e, qi, idx, Cat(r.path[:pb], r.conn)
 
-        def intake(port, tag):
-            """A port's report and its checks on this cycle's state, each port on its own from
-            its payload (a register, MR-TX-065), the port pick after them (MR-TXS-034): the
-            entry reads and the distance do not wait for the pick. The chunk is also taken as
-            sent when it is its entry's next chunk and that is sent at this edge (see rr_ok)."""
-            r = data.View(lay.report, port.payload.as_value())
+        def last_terms(value, tag):
+            """MR-TXS-046: the report's LAST term and bytes (MR-TXS-034) on this cycle's state."""
+            r = data.View(lay.report, value)
+            e = _named(m, rep_index(r)[0], f"l_e_{tag}")
+            last = _named(m, r.chunk == read(e_nchm1, e, f"l_nchm1_{tag}"), f"l_last_{tag}")
+            return last, Mux(last, read(e_lastnb, e, f"l_lastnb_{tag}"), mtu)
+
+        # MR-TXS-046: the boundary registers. s_acked's is loaded every cycle and always taken
+        # next; s_resend's holds its report until taken, its LAST term and bytes read again
+        # every cycle (a refill while it waits changes them)
+        ba_valid, ba, ba_last, ba_nb = Signal(), Signal(lay.report), Signal(), Signal(nb_w)
+        br_valid, br, br_last, br_nb = Signal(), Signal(lay.report), Signal(), Signal(nb_w)
+        pa_last, pa_nb = last_terms(self.s_acked.payload.as_value(), "pa")
+        m.d.sync += [ba_valid.eq(self.s_acked.valid), ba.eq(self.s_acked.payload),
+                     ba_last.eq(pa_last), ba_nb.eq(pa_nb)]
+        acked_valid = ba_valid
+
+        def intake(value, tag):
+            """A boundary register's report and its checks on this cycle's state, each on its
+            own, the pick after them (MR-TXS-034): the entry reads and the distance do not wait
+            for the pick. The chunk is also taken as sent when it is its entry's next chunk and
+            that is sent at this edge (see rr_ok)."""
+            r = data.View(lay.report, value)
             i_e, i_qi, i_idx, _ = rep_index(r)
             i_e, i_qi = _named(m, i_e, f"i_e_{tag}"), _named(m, i_qi, f"i_qi_{tag}")
             i_tail = read(tail, i_qi, f"i_tail_{tag}")
@@ -394,7 +411,6 @@ class TxSched(wiring.Component):
             i_next_chunk = read(e_next, i_e, f"i_next_chunk_{tag}")
             i_base = ((r.path < PA) & ((r.slot >> sdb) == 0 if sdb < 3 else 1)
                       & live(i_tail, i_done, i_idx))
-            i_last = _named(m, r.chunk == read(e_nchm1, i_e, f"i_nchm1_{tag}"), f"i_last_{tag}")
             # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk
             # further down is below ack_base, ahead being at most W)
             i_dist = A.sub(i_next_chunk, r.chunk, f"i_dist_{tag}")
@@ -405,13 +421,12 @@ class TxSched(wiring.Component):
             i_dist1 = A.sub(i_next_chunk, A.sub(r.chunk, 1, f"i_chunk_m1_{tag}"),
                             f"i_dist1_{tag}")
             return {"e": i_e, "base": i_base, "sent": A.gt(i_next_chunk, r.chunk, f"i_sent_{tag}"),
-                    "next": r.chunk == i_next_chunk, "last": i_last,
-                    "lastnb": read(e_lastnb, i_e, f"i_lastnb_{tag}"), "far": i_far, "d": i_d,
+                    "next": r.chunk == i_next_chunk, "far": i_far, "d": i_d,
                     "d1": i_dist1[:wb + 2]}
 
-        in_a, in_r = intake(self.s_acked, "a"), intake(self.s_resend, "r")
-        inc = data.View(lay.report, _named(m, Mux(acked_valid, self.s_acked.payload.as_value(),
-                                                  self.s_resend.payload.as_value()), "inc"))
+        in_a, in_r = intake(ba.as_value(), "a"), intake(br.as_value(), "r")
+        inc = data.View(lay.report, _named(m, Mux(acked_valid, ba.as_value(), br.as_value()),
+                                           "inc"))
         i_ = {k: _named(m, Mux(acked_valid, in_a[k], in_r[k]), f"i_{k}") for k in in_a}
         i_e = i_["e"]
         rr_valid = Signal()             # a report in the register: this cycle's action
@@ -438,14 +453,31 @@ class TxSched(wiring.Component):
         r_base = Mux(fwd, wb_base, read(e_base, r_e, "e_base_r"))
         a_in = _named(m, rr_dist <= r_ahead, "a_in")
         a_lo = _named(m, (r_ahead - rr_dist)[:wb], "a_lo")
-        r_was_acked = ~a_in | r_bits.bit_select(a_lo, 1)
+        # MR-TXS-047: a lost report's "already acknowledged" test at its intake, on the chunk's
+        # place in the window of this cycle (below ack_base, or its bit; the pending window
+        # forwarded), registered; the acknowledged report acted on in this cycle is added below
+        rr_was_acked = Signal()
+        lr_e = in_r["e"]
+        lr_fwd = _named(m, wb_valid & (wb_e == lr_e), "lr_fwd")
+        lr_base = _named(m, Mux(lr_fwd, wb_base, read(e_base, lr_e, "e_base_lr")), "lr_base")
+        lr_bits = _named(m, Mux(lr_fwd, wb_b, read(e_bits, lr_e, "e_bits_lr")), "lr_bits")
+        lr_below = A.gt(lr_base, br.chunk, "lr_below")
+        lr_lo = _named(m, (br.chunk[:wb] - lr_base[:wb])[:wb], "lr_lo")
+        lr_was_acked = lr_below | lr_bits.bit_select(lr_lo, 1)
         # a lost report in the register may take the FIFO's last entry at this edge
-        rs_conn = self.s_resend.payload.conn
+        rs_conn = br.conn
         held = rr_valid & rr_lost & (r_conn == rs_conn)
         resend_room = read(rq_level, rs_conn, "rs_level") < Mux(held, RD - 1, RD)
+        take_resend = _named(m, br_valid & ~acked_valid & resend_room, "take_resend")
         m.d.comb += self.s_acked.ready.eq(1)
-        m.d.comb += self.s_resend.ready.eq(~acked_valid & resend_room)
-        take_resend = self.s_resend.ready & self.s_resend.valid
+        m.d.comb += self.s_resend.ready.eq(~br_valid | take_resend)
+        load_r = self.s_resend.ready & self.s_resend.valid
+        pr_last, pr_nb = last_terms(self.s_resend.payload.as_value(), "pr")
+        hr_last, hr_nb = last_terms(br.as_value(), "hr")
+        m.d.sync += [br_valid.eq(load_r | (br_valid & ~take_resend)),
+                     br_last.eq(Mux(load_r, pr_last, hr_last)), br_nb.eq(Mux(load_r, pr_nb, hr_nb))]
+        with m.If(load_r):
+            m.d.sync += br.eq(self.s_resend.payload)
         busy = rr_valid
 
         # -- completions (MR-TXS-022)
@@ -702,7 +734,7 @@ class TxSched(wiring.Component):
         # arithmetic on its own value (no adder after a wide mux)
         rep_act = _named(m, busy & rr_ok, "rep_act")
         ack_act = _named(m, rep_act & ~rr_lost, "ack_act")
-        lost_act = _named(m, rep_act & rr_lost & ~r_was_acked & ~read(e_fail, r_e, "r_fail"),
+        lost_act = _named(m, rep_act & rr_lost & ~rr_was_acked & ~read(e_fail, r_e, "r_fail"),
                           "lost_act")
         wr_act = _named(m, take_wr & ~w_bad, "wr_act")
         comp_act = _named(m, ~busy & comp, "comp_act")
@@ -726,7 +758,11 @@ class TxSched(wiring.Component):
         i_hit = new_act & (g_e == i_e)
         m.d.sync += [rr_valid.eq(acked_valid | take_resend), rr_lost.eq(~acked_valid), rr.eq(inc),
                      rr_ok.eq(i_["base"] & ~i_kill & (i_["sent"] | (i_["next"] & i_hit))),
-                     rr_last.eq(i_["last"]), rr_nb.eq(Mux(i_["last"], i_["lastnb"], mtu)),
+                     rr_last.eq(Mux(acked_valid, ba_last, br_last)),
+                     # MR-TXS-047: and its chunk when the report acted on now acknowledges it
+                     rr_was_acked.eq(lr_was_acked
+                                     | (ack_act & (r_e == lr_e) & (r_chunk == br.chunk))),
+                     rr_nb.eq(Mux(acked_valid, ba_nb, br_nb)),
                      rr_dist.eq(Mux(i_hit & ~i_["far"], i_["d1"], i_["d"]))]
         er_conn = self.s_error.payload.conn
         for c in range(C):

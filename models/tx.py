@@ -331,9 +331,8 @@ class TxCycleModel:
         g = inputs.get
         sched, rtx = self.sched, self.rtx
         # the retransmit unit's reports and the scheduler's queue heads, before the edge
-        acked_valid = int(rtx.acked_q.level > 0)
         resend_valid = int(rtx.resend_q.level > 0)
-        resend_ready = sched.resend_ready(acked_valid, rtx.resend_q.head)
+        resend_ready = sched.resend_ready()     # MR-TXS-046: on the scheduler's registers only
         sq = sched.sent_q
         ro = rtx.step({"s_sent__payload": sq.head, "s_sent__valid": int(sq.level > 0),
                        "s_ack__payload": g("s_ack__payload", 0), "s_ack__valid": g("s_ack__valid", 0),

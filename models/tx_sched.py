@@ -432,8 +432,9 @@ class TxSchedCycleModel:
     """The block cycle by cycle (MR-TXS-030, MR-TXS-031): ``step(inputs)`` once per clock.
 
     One action per cycle, in this priority: the report taken the cycle before (``rep``,
-    MR-TXS-034: an acknowledged-record report, or a lost-record report when its connection's
-    resend queue has room), a completion (when the completion queue has
+    MR-TXS-034: from the boundary registers ``ba``/``br`` of MR-TXS-046, loaded from the ports
+    a cycle earlier; an acknowledged-record report, or a lost-record report when its
+    connection's resend queue has room), a completion (when the completion queue has
     room), the work request in the register (``wq``, MR-TXS-037: taken from ``s_wr`` in an
     earlier cycle), a scheduling step (when the frame and sent queues both have room).
     The completion is the one decided in the previous cycle (``comp``, MR-TXS-035), picked then
@@ -458,6 +459,8 @@ class TxSchedCycleModel:
         self.qcomp = []                 # MR-TXS-045: the streams that completed on last cycle's state
         self.win = None                 # MR-TXS-036: (conn, (entry, chunk)) to count at this edge
         self.rep = None                 # MR-TXS-034: (lost, report) taken last cycle
+        self.ba = None                  # MR-TXS-046: the boundary registers' reports (acked, lost)
+        self.br = None
         self.wq = None                  # MR-TXS-037: the work request held in the register
         self.events = []
 
@@ -468,34 +471,46 @@ class TxSchedCycleModel:
     def busy(self):
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
-                    or self.rep is not None or self.comp is not None or self.win is not None
+                    or self.rep is not None or self.ba is not None or self.br is not None
+                    or self.comp is not None or self.win is not None
                     or self.qcomp
                     or self.wq is not None
                     or sem.completion() is not None or sem.decide() is not None)
 
-    def resend_ready(self, acked_valid, payload):
-        """MR-TXS-034: ``s_resend.ready`` before the edge, for the report ``payload`` (packed):
-        no acknowledged report offered, and room in its connection's resend FIFO counting a lost
-        report of the same connection in the report register."""
-        if acked_valid:
-            return 0
-        f = unpack(self.lay.report, payload)
+    def take_lost(self):
+        """MR-TXS-034/046: the lost report's boundary register is taken into the report register
+        before this edge: no acknowledged report in its boundary register, and room in its
+        connection's resend FIFO counting a lost report of the same connection in the report
+        register."""
+        f = self.br
+        if f is None or self.ba is not None:
+            return False
         held = self.rep is not None and self.rep[0] and self.rep[1]["conn"] == f["conn"]
-        return int(self.sem.resend_room(f, held))
+        return self.sem.resend_room(f, held)
+
+    def resend_ready(self):
+        """MR-TXS-046: ``s_resend.ready`` before the edge: the lost report's boundary register
+        empty or taken at this edge (on registers only)."""
+        return int(self.br is None or self.take_lost())
 
     def step(self, inputs):
         g = inputs.get
         lay, sem = self.lay, self.sem
-        acked_valid = g("s_acked__valid", 0)
-        rs = unpack(lay.report, g("s_resend__payload", 0))
-        resend_ready = self.resend_ready(acked_valid, g("s_resend__payload", 0))
-        take_resend = resend_ready and g("s_resend__valid", 0)
-        # MR-TXS-034: the report taken last cycle is this cycle's action; this cycle's waits
+        take_lost = self.take_lost()
+        resend_ready = int(self.br is None or take_lost)
+        # MR-TXS-034: the report taken last cycle is this cycle's action; this cycle's (from a
+        # boundary register, MR-TXS-046) waits
         held, busy = self.rep, self.rep is not None
-        if acked_valid:
-            self.rep = (False, unpack(lay.report, g("s_acked__payload", 0)))
+        if self.ba is not None:
+            self.rep = (False, self.ba)
         else:
-            self.rep = (True, rs) if take_resend else None
+            self.rep = (True, self.br) if take_lost else None
+        # MR-TXS-046: the ports into the boundary registers
+        self.ba = unpack(lay.report, g("s_acked__payload", 0)) if g("s_acked__valid", 0) else None
+        if take_lost:
+            self.br = None
+        if resend_ready and g("s_resend__valid", 0):
+            self.br = unpack(lay.report, g("s_resend__payload", 0))
         cqe_room = self.cqe_q.level < OUT_DEPTH
         # MR-TXS-035: last cycle's completion, unless its connection changed at the edge
         comp = self.comp

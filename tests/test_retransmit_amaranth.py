@@ -52,7 +52,8 @@ def test_bad_parameters():
 
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_lockstep_random(seed):
-    """MR-TX-020..024, MR-TX-030..036, MR-TX-040, MR-TX-050: random sends and lossy ACKs with stale, bad
+    """MR-TX-020..024, MR-TX-030..036, MR-TX-040, MR-TX-050, MR-TX-068: random sends and lossy
+    ACKs (SACK bits: the new floor from the top bit registered at the take) with stale, bad
     and NAK items, idle cycles and backpressure: 0 mismatches, reports and counters (read
     through reg_addr/reg_data) equal the semantics."""
     items = rc.traffic(*SMALL, 300, seed=seed)
