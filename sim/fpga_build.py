@@ -337,7 +337,8 @@ def abc9_delay_ps(freq_mhz: float) -> int:
 def abc9_delay_lines(delay_ps: int | None) -> list[str]:
     """MR-FLOW-031: the Yosys line that gives ABC9 (``synth_ecp5``'s LUT mapping, which reads
     the scratchpad's ``abc9.D`` when not given ``-D``) a delay target; none for ``None``.
-    Without one ABC9 maps for the shortest delay it finds and duplicates logic for it."""
+    ABC9 maps every output against one required time, the deepest cone's delay or the target
+    if that is longer: the target only changes a design whose deepest cone is shorter."""
     if delay_ps is None:
         return []
     if not (isinstance(delay_ps, int) and delay_ps > 0):
