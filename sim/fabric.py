@@ -488,6 +488,15 @@ class OutPort:
     (MR-FAB-015, set up by :class:`Switch`).
     """
 
+    # Slots, as models/endpoint.py's Connection: over 30 attributes per instance CPython 3.11
+    # keeps a dict per port and its lookups do not specialise across ports; ``__dict__`` keeps
+    # any other attribute possible.
+    __slots__ = ("sim", "control", "cq", "cdeps", "cfree_at", "cbytes", "_on_ctrl", "link", "buffer",
+                 "_ecn_threshold", "shared", "_red", "_ecn_q", "_red_rng", "switch", "deps",
+                 "free_at", "q", "q_in", "qbytes", "busy", "paused", "enqueued", "drops", "marked",
+                 "peak_bytes", "headroom_drops", "drop_times", "qlog", "_fifo", "__dict__",
+                 "__weakref__")
+
     def __init__(self, sim, link, buffer_bytes=None, ecn_threshold=None, *, shared=None, red=None,
                  seed=0, control=False):
         self.sim = sim
@@ -523,9 +532,8 @@ class OutPort:
 
     def set_fifo(self, fifo):
         """FIFO mode (departures computed when queued) or event-driven mode (PFC, shared
-        buffer). ``enqueue`` is bound to the mode's method: the hot path makes no extra call."""
+        buffer); :meth:`enqueue` runs the mode's method (``Switch.receive`` calls it directly)."""
         self._fifo = fifo
-        self.enqueue = self._enqueue_fifo if fifo else self._enqueue_events
 
     def _marking(attr, doc):        # a property factory, run in the class body
         """A marking setting whose setter recomputes ``_ecn_q``."""
@@ -907,8 +915,7 @@ class Switch:
             if port is None:
                 return
         if self.pfc is None:
-            # port.enqueue, called by its name: an instance attribute holding a bound method
-            # defeats the interpreter's method-call specialisation
+            # port.enqueue's dispatch, inlined (every hop)
             if port._fifo:
                 port._enqueue_fifo(frame)
             else:
