@@ -26,6 +26,7 @@ Model (MR-FAB-ids are in docs/spec/fabric.md):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import heapq
 import ipaddress
 import random
@@ -262,14 +263,21 @@ _LINK_COUNTERS = ("frames", "bytes", "delivered", "lost", "down_drops", "duplica
                   "corrupted", "pauses")
 
 
+_IP_FIELDS = tuple(fl.name for fl in dataclasses.fields(codec.IP))
+
+
 def _copy_frame(frame):
     """A copy whose IP header can be changed without touching the original (CE marks, dups).
-    ``copy.copy`` of both, done directly (the records are plain objects with a ``__dict__``)."""
+    ``copy.copy`` of both, done directly. The IP header is copied field by field: reading an
+    object's ``__dict__`` makes CPython 3.11 give it a dict of its own for good, and the
+    original is the IP record its connection shares with all its frames (whose attribute
+    loads then stop specialising); the frame itself is a one-off."""
     f = _new(frame.__class__)
     f.__dict__.update(frame.__dict__)
     ip = frame.ip
     c = _new(ip.__class__)
-    c.__dict__.update(ip.__dict__)
+    for k in _IP_FIELDS:
+        setattr(c, k, getattr(ip, k))
     f.ip = c
     return f
 
