@@ -263,23 +263,32 @@ _LINK_COUNTERS = ("frames", "bytes", "delivered", "lost", "down_drops", "duplica
                   "corrupted", "pauses")
 
 
-_IP_FIELDS = tuple(fl.name for fl in dataclasses.fields(codec.IP))
-
-
 def _copy_frame(frame):
     """A copy whose IP header can be changed without touching the original (CE marks, dups).
-    ``copy.copy`` of both, done directly. The IP header is copied field by field: reading an
-    object's ``__dict__`` makes CPython 3.11 give it a dict of its own for good, and the
-    original is the IP record its connection shares with all its frames (whose attribute
-    loads then stop specialising); the frame itself is a one-off."""
+    ``copy.copy`` of both, done directly. The IP header is copied field by field, in the
+    record's order: reading an object's ``__dict__`` makes CPython 3.11 give it a dict of its
+    own for good, and the original is the IP record its connection shares with all its frames
+    (whose attribute loads then stop specialising); the frame itself is a one-off."""
     f = _new(frame.__class__)
     f.__dict__.update(frame.__dict__)
     ip = frame.ip
     c = _new(ip.__class__)
-    for k in _IP_FIELDS:
-        setattr(c, k, getattr(ip, k))
+    c.version = ip.version
+    c.src = ip.src
+    c.dst = ip.dst
+    c.dscp = ip.dscp
+    c.ecn = ip.ecn
+    c.ttl = ip.ttl
+    c.ident = ip.ident
+    c.flow_label = ip.flow_label
+    c.proto = ip.proto
     f.ip = c
     return f
+
+
+if tuple(fl.name for fl in dataclasses.fields(codec.IP)) != (
+        "version", "src", "dst", "dscp", "ecn", "ttl", "ident", "flow_label", "proto"):
+    raise ImportError("fabric: codec.IP's fields changed; update _copy_frame")
 
 
 class Link:
