@@ -72,7 +72,10 @@ class UDP:
 
 @dataclass
 class BTH:
-    opcode: int = Op.MR_WRITE
+    # a factory, not a class attribute: CPython 3.11 does not specialise the load of an
+    # attribute whose class holds an instance of a Python class (the enum) under that name,
+    # and every hop and endpoint reads frame.bth.opcode
+    opcode: int = field(default_factory=lambda: Op.MR_WRITE)
     se: int = 0
     mig: int = 0
     pad: int = 0

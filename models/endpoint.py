@@ -386,6 +386,21 @@ class Connection:
     Created by :meth:`Endpoint.connect`. The post methods queue work; packets leave through
     :meth:`Endpoint.next_packet`.
     """
+    # Slots: a class whose instances hold more than 30 attributes gets a dict per instance, and
+    # CPython 3.11 then cannot specialise a method lookup across instances (every ``self._x()``
+    # of the per-packet paths went through the generic lookup). ``__dict__`` keeps any other
+    # attribute possible (tests, probes).
+    __slots__ = ("ack_loss", "announce_due", "answered", "blind_bytes", "blind_t0", "cut_debt",
+                 "cut_end", "cut_left", "cwnd_sum", "ep", "free_slots", "head_twin", "held",
+                 "in_ready", "inflight", "init_psn", "last_ece", "last_progress", "last_tx",
+                 "last_wl", "local_id", "msg_next", "n_streams", "pace_until", "path_floor",
+                 "paths", "peer_addr", "peer_id", "peer_init_psn", "pkey", "prog_armed", "pulled",
+                 "ramp", "rate_bps", "rd_out", "rd_slots", "receipt_key", "retx", "rr", "rsp",
+                 "rsp_used", "rto_initial_ns", "rtt_last", "rx", "rx_hint", "rx_hint_age",
+                 "rx_hint_path", "rx_hint_psn", "rx_hint_sport", "rx_iv_bytes", "rx_iv_epoch",
+                 "rx_iv_prev", "rx_more", "rx_open", "s_active", "s_slots", "send_seq", "spread",
+                 "spread_probe", "ss", "ssq", "stx", "t_answer", "tx_hdrs", "unsent", "window",
+                 "xneed", "xok_need", "__dict__", "__weakref__")
 
     def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams, pkey=0xFFFF,
                  init_psn=None, peer_init_psn=None, receipt_key=None):
@@ -2333,6 +2348,26 @@ class Endpoint(VerbsHost):
     ``drop_bad_pkey`` MR-SEC-008, ``drop_bad_proof`` MR-SEC-154: an ACK or NAK without a valid proof
     of receipt on a connection with a ``receipt_key``).
     """
+
+    # Slots for the attributes it sets itself (see Connection's); VerbsHost's stay in the
+    # instance dict, few enough for CPython to keep them inline.
+    __slots__ = ("_ack_delay_ns", "_base_rtt_ns", "_bcast_n", "_beta_q", "_conns", "_fresh",
+                 "_fresh_ns", "_hint_key", "_hint_val", "_horizon_pkts", "_hosts", "_hosts_prev",
+                 "_last_rx", "_lim_mbps", "_min_rtts_q", "_n_est", "_n_lim", "_pkt_bits_ns",
+                 "_pool_waiters", "_probe_interval_ns", "_pull_iv", "_pulling", "_pullq",
+                 "_quiet_armed", "_rate", "_reorder_allow_ns", "_rnr_delay_ns", "_rto_initial_ns",
+                 "_rto_max_ns", "_rto_min_ns", "_rtx_used", "_share_carry", "_share_ce",
+                 "_share_ce_frac", "_share_eid", "_share_epoch", "_share_interval_ns",
+                 "_share_iv", "_share_pkts", "_share_prev", "_share_prev_set", "_share_seen",
+                 "_silent", "_wr_timeout_ns", "ack_delay", "ack_every", "ack_phase", "addr",
+                 "announce", "announce_go", "base_rtt", "bdp", "beta", "chunk_window", "cwnd_max",
+                 "first_window", "init_window_bdp", "initial_psn", "line_rate_bps",
+                 "lost_first_turn", "max_outstanding", "max_paths", "max_rd_atomic",
+                 "max_rx_msgs", "max_streams", "max_tx_msgs", "max_window_bdp", "mtu",
+                 "probe_interval", "probe_turn", "pull_first_lost", "reorder_allow",
+                 "resend_twice", "retire_after", "retry_cnt", "rnr_delay", "rnr_retry",
+                 "rto_initial", "rto_max", "rto_min", "rto_min_rtts", "seed", "share_interval",
+                 "sq_depth", "wr_timeout")
 
     def __init__(self, addr="10.0.0.1", *, mtu=4096, line_rate_bps=400e9, base_rtt=10e-6,
                  ack_every=4, ack_delay=None, init_window_bdp=1.0, max_window_bdp=4.0, beta=0.5,

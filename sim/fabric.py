@@ -26,6 +26,7 @@ Model (MR-FAB-ids are in docs/spec/fabric.md):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import heapq
 import ipaddress
 import random
@@ -264,14 +265,30 @@ _LINK_COUNTERS = ("frames", "bytes", "delivered", "lost", "down_drops", "duplica
 
 def _copy_frame(frame):
     """A copy whose IP header can be changed without touching the original (CE marks, dups).
-    ``copy.copy`` of both, done directly (the records are plain objects with a ``__dict__``)."""
+    ``copy.copy`` of both, done directly. The IP header is copied field by field, in the
+    record's order: reading an object's ``__dict__`` makes CPython 3.11 give it a dict of its
+    own for good, and the original is the IP record its connection shares with all its frames
+    (whose attribute loads then stop specialising); the frame itself is a one-off."""
     f = _new(frame.__class__)
     f.__dict__.update(frame.__dict__)
     ip = frame.ip
     c = _new(ip.__class__)
-    c.__dict__.update(ip.__dict__)
+    c.version = ip.version
+    c.src = ip.src
+    c.dst = ip.dst
+    c.dscp = ip.dscp
+    c.ecn = ip.ecn
+    c.ttl = ip.ttl
+    c.ident = ip.ident
+    c.flow_label = ip.flow_label
+    c.proto = ip.proto
     f.ip = c
     return f
+
+
+if tuple(fl.name for fl in dataclasses.fields(codec.IP)) != (
+        "version", "src", "dst", "dscp", "ecn", "ttl", "ident", "flow_label", "proto"):
+    raise ImportError("fabric: codec.IP's fields changed; update _copy_frame")
 
 
 class Link:
@@ -387,7 +404,18 @@ class Link:
         if self._hist and not self._up_at(start):
             self.down_drops += 1
             return
-        self._arrive(frame)
+        # self._arrive(frame), inlined (most frames a switch sends waited behind another)
+        if not self._up:
+            self.down_drops += 1
+            return
+        self.delivered += 1
+        if self.pcap is not None:
+            data = frame if isinstance(frame, bytes) else codec.encode(_copy_frame(frame))
+            self.pcap.write(data, self.sim.now)
+        if type(frame) is bytes:
+            self.dst.receive_bytes(frame, self.dst_port)
+            return
+        self.dst.receive(frame, self.dst_port)
 
     def _arrive(self, frame):
         if not self._up:
@@ -477,6 +505,15 @@ class OutPort:
     (MR-FAB-015, set up by :class:`Switch`).
     """
 
+    # Slots, as models/endpoint.py's Connection: over 30 attributes per instance CPython 3.11
+    # keeps a dict per port and its lookups do not specialise across ports; ``__dict__`` keeps
+    # any other attribute possible.
+    __slots__ = ("sim", "control", "cq", "cdeps", "cfree_at", "cbytes", "_on_ctrl", "link", "buffer",
+                 "_ecn_threshold", "shared", "_red", "_ecn_q", "_red_rng", "switch", "deps",
+                 "free_at", "q", "q_in", "qbytes", "busy", "paused", "enqueued", "drops", "marked",
+                 "peak_bytes", "headroom_drops", "drop_times", "qlog", "_fifo", "__dict__",
+                 "__weakref__")
+
     def __init__(self, sim, link, buffer_bytes=None, ecn_threshold=None, *, shared=None, red=None,
                  seed=0, control=False):
         self.sim = sim
@@ -512,9 +549,8 @@ class OutPort:
 
     def set_fifo(self, fifo):
         """FIFO mode (departures computed when queued) or event-driven mode (PFC, shared
-        buffer). ``enqueue`` is bound to the mode's method: the hot path makes no extra call."""
+        buffer); :meth:`enqueue` runs the mode's method (``Switch.receive`` calls it directly)."""
         self._fifo = fifo
-        self.enqueue = self._enqueue_fifo if fifo else self._enqueue_events
 
     def _marking(attr, doc):        # a property factory, run in the class body
         """A marking setting whose setter recomputes ``_ecn_q``."""
@@ -711,7 +747,28 @@ class OutPort:
         cdeps.append((end, size))
         self.cbytes = cbytes + size
         self.enqueued += 1
-        link.carry(frame, ser, start)    # control frames are few: not inlined as the data path is
+        if link.faults is not None:
+            link.carry(frame, ser, start)
+            return
+        # Link.carry without faults, inlined as in _enqueue_fifo (every ACK's hop)
+        link.frames += 1
+        link.bytes += size
+        sim = self.sim
+        if start <= now:
+            if not link._up:
+                link.down_drops += 1
+                return
+            t = now + ser + link.delay
+            cb, arg = link._on_arrive, frame
+        else:
+            t = end + link.delay
+            cb, arg = link._on_arrive_late, (frame, start)
+        b = sim._b.get(t)
+        if b is None:
+            sim._b[t] = [(cb, arg)]
+            heappush(sim._t, t)
+        else:
+            b.append((cb, arg))
 
     def _control_events(self, frame, size):
         """MR-FAB-019 in event mode: a queue served before the data queue, never paused."""
@@ -875,8 +932,7 @@ class Switch:
             if port is None:
                 return
         if self.pfc is None:
-            # port.enqueue, called by its name: an instance attribute holding a bound method
-            # defeats the interpreter's method-call specialisation
+            # port.enqueue's dispatch, inlined (every hop)
             if port._fifo:
                 port._enqueue_fifo(frame)
             else:
