@@ -1,0 +1,231 @@
+"""Congestion window block, first slice (docs/spec/hw-cwnd.md, MR-CW-*): the per-path window
+table and its update on ACK events (MR-CC-002/003/011/013/018), with setup writes.
+
+One record at a time (MR-CW-030): idle, the block takes a setup write (first) or an ACK event
+and reads its connection's and path's records (synchronous ``lib.memory`` read ports); an ACK
+event then takes a cycle for the accumulators, one for the coupled cut, ``QUOT_BITS`` for the
+increase's restoring division (one quotient bit per cycle) and one to apply the increase and
+the cut debt and write both records back; the update is then held on ``m_update`` until taken.
+The layouts and latencies are the cycle model's (models/cwnd.py).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from metaroce.models import cwnd as model
+from metaroce.models import protocol as P
+
+__all__ = ["Cwnd", "cwnd_small"]
+
+
+def _time_lt(a, b):
+    """MR-ENG-050: ``a`` strictly before ``b`` on the wrapping 32-bit ns counter."""
+    d = (b - a)[:P.TIME_BITS]
+    return (d != 0) & ~d[P.TIME_BITS - 1]
+
+
+def _min(a, b):
+    return Mux(a < b, a, b)
+
+
+def _max(a, b):
+    return Mux(a > b, a, b)
+
+
+class Cwnd(wiring.Component):
+    """MR-CW-001..005: ``s_ack`` (ACK events), ``s_setup`` (setup writes), ``m_update`` (one
+    update per record), and the configuration inputs ``mtu``, ``beta_q``, ``cap`` (static while
+    a record is in flight)."""
+
+    def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"]):
+        self.lay = lay = model.layouts(conns, paths)
+        self.conns, self.paths = conns, paths
+        super().__init__({
+            "s_ack": In(stream.Signature(lay.ack)),
+            "s_setup": In(stream.Signature(lay.setup)),
+            "m_update": Out(stream.Signature(lay.update)),
+            "mtu": In(model.MTU_BITS),
+            "beta_q": In(model.BETA_BITS),
+            "cap": In(model.WIN_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lay = self.lay
+        QB = model.QUOT_BITS
+        sb = lay.sum_bits
+        m.submodules.conn_mem = conn_mem = memory.Memory(shape=lay.conn_rec, depth=self.conns,
+                                                         init=[])
+        m.submodules.path_mem = path_mem = memory.Memory(shape=lay.path_rec,
+                                                         depth=self.conns * self.paths, init=[])
+        conn_rd, conn_wr = conn_mem.read_port(), conn_mem.write_port()
+        path_rd, path_wr = path_mem.read_port(), path_mem.write_port()
+        cr, pr = conn_rd.data, path_rd.data
+
+        ev = Signal(lay.ack)
+        su = Signal(lay.setup)
+        pb = lay.path_bits if self.paths > 1 else 0
+
+        def path_addr(conn, path):
+            return Cat(path[:pb], conn) if pb else conn
+
+        # MR-CW-010/011: stage 1 (the cycle after the read)
+        crec = Signal(lay.conn_rec)
+        prec = Signal(lay.path_rec)
+        w = Signal(sb)                          # max(sum of active windows, MTU)
+        ce = Signal(model.PKTS_BITS)
+        ce_acc = Signal(model.ACC_BITS)
+        ack_acc = Signal(model.ACC_BITS)
+        end = Signal()
+        ce_mtu = Signal(model.ACC_BITS + model.MTU_BITS)
+        dividend = Signal(model.MTU_BITS + model.BYTES_BITS)
+        # MR-CW-013: stage 2
+        cwnd1 = Signal(model.WIN_BITS)
+        cut_end = Signal(P.TIME_BITS)
+        cut_left = Signal(sb)
+        cut_debt = Signal(sb)
+        next_dec = Signal(P.TIME_BITS)
+        inc = Signal()
+        divisor = Signal(sb)
+        # MR-CW-031: the restoring divider
+        rem = Signal(sb + 1)
+        quot = Signal(QB)
+        sat = Signal()
+        count = Signal(range(QB + 1))
+
+        upd = Signal(lay.update)
+        m.d.comb += self.m_update.payload.eq(upd)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += [self.s_setup.ready.eq(1), self.s_ack.ready.eq(~self.s_setup.valid)]
+                sp, ap = self.s_setup.payload, self.s_ack.payload
+                m.d.comb += [conn_rd.en.eq(1), path_rd.en.eq(1)]
+                with m.If(self.s_setup.valid):
+                    m.d.comb += [conn_rd.addr.eq(sp.conn), path_rd.addr.eq(path_addr(sp.conn, sp.path))]
+                    m.d.sync += su.eq(sp)
+                    m.next = "SETUP"
+                with m.Else():
+                    m.d.comb += [conn_rd.addr.eq(ap.conn), path_rd.addr.eq(path_addr(ap.conn, ap.path))]
+                    with m.If(self.s_ack.valid):
+                        m.d.sync += ev.eq(ap)
+                        m.next = "LOAD"
+            with m.State("SETUP"):
+                # MR-CW-014: a setup write
+                win = _max(su.cwnd, su.floor)
+                old = Mux(pr.active & ~su.open & ~su.fresh, pr.cwnd, 0)
+                base = Mux(su.open, 0, cr.wsum)
+                wsum = Signal(sb)
+                m.d.comb += wsum.eq(base - old + Mux(su.active, win, 0))
+                m.d.comb += [
+                    conn_wr.addr.eq(su.conn), conn_wr.en.eq(1),
+                    conn_wr.data.wsum.eq(wsum),
+                    conn_wr.data.cut_end.eq(Mux(su.open, 0, cr.cut_end)),
+                    conn_wr.data.cut_left.eq(Mux(su.open, 0, cr.cut_left)),
+                    conn_wr.data.cut_debt.eq(Mux(su.open, 0, cr.cut_debt)),
+                    conn_wr.data.floor.eq(su.floor), conn_wr.data.multi.eq(su.multi),
+                    path_wr.addr.eq(path_addr(su.conn, su.path)), path_wr.en.eq(1),
+                    path_wr.data.cwnd.eq(win), path_wr.data.active.eq(su.active),
+                ]
+                m.d.sync += [upd.conn.eq(su.conn), upd.path.eq(su.path), upd.cwnd.eq(win),
+                             upd.wsum.eq(_max(wsum, self.mtu)),
+                             upd.debt.eq(Mux(su.open, 0, cr.cut_debt))]
+                m.next = "OUT"
+            with m.State("LOAD"):
+                # MR-CW-010/011: W, the event's CE count (one per packet), the accumulators and
+                # the end of the path's observation window
+                ce_now = _min(ev.ce, ev.pkts)
+                ce_sum = pr.ce_acc + ce_now
+                ack_sum = pr.ack_acc + ev.pkts
+                ce_new = Mux(ce_sum > model.ACC_MAX, model.ACC_MAX, ce_sum)
+                m.d.sync += [
+                    crec.eq(cr), prec.eq(pr),
+                    w.eq(_max(cr.wsum, self.mtu)),
+                    ce.eq(ce_now),
+                    ce_acc.eq(ce_new),
+                    ack_acc.eq(Mux(ack_sum > model.ACC_MAX, model.ACC_MAX, ack_sum)),
+                    end.eq((ev.pkts != 0) & ~_time_lt(ev.now, pr.next_dec)),
+                    ce_mtu.eq(ce_new * self.mtu),
+                    dividend.eq(self.mtu * ev.bytes),
+                ]
+                m.next = "CUT"
+            with m.State("CUT"):
+                # MR-CW-013: the coupled cut at the end of an observation window with marks
+                cut = end & (ce_acc != 0)
+                epoch = cut & ~_time_lt(ev.now, crec.cut_end)
+                left0 = Mux(epoch, (self.beta_q * w) >> P.Q, crec.cut_left)
+                want = _min((self.beta_q * ce_mtu) >> P.Q, left0)
+                room = prec.cwnd - crec.floor           # what the window can give
+                can = Mux(prec.cwnd > crec.floor, room, 0)
+                take = _min(want, can)
+                debt = want - take
+                new = Mux(cut, prec.cwnd - take, prec.cwnd)
+                debt_sum = crec.cut_debt + debt
+                m.d.sync += [
+                    cwnd1.eq(new),
+                    cut_end.eq(Mux(epoch, (ev.now + ev.srtt)[:P.TIME_BITS], crec.cut_end)),
+                    cut_left.eq(Mux(cut, left0 - want, crec.cut_left)),
+                    cut_debt.eq(Mux(cut, _min(w, debt_sum), crec.cut_debt)),
+                    next_dec.eq(Mux(end, (ev.now + ev.srtt)[:P.TIME_BITS], prec.next_dec)),
+                ]
+                # MR-CW-012: the coupled increase (only where the cut left the window as it was)
+                dvs = Mux(crec.multi, _max(prec.cwnd, w), _max(prec.cwnd, 1))
+                unchanged = ~cut | (take == 0)
+                m.d.sync += [
+                    inc.eq((ev.pkts != 0) & unchanged & (ce == 0) & (ev.bytes != 0)
+                           & (~crec.multi | (dvs < self.cap))),
+                    divisor.eq(dvs),
+                    sat.eq(dividend >= (dvs << QB)),
+                    rem.eq(dividend >> QB),
+                    quot.eq(dividend[:QB]),
+                    count.eq(QB),
+                ]
+                m.next = "DIV"
+            with m.State("DIV"):
+                # MR-CW-031: one quotient bit per cycle
+                shifted = Cat(quot[QB - 1], rem)
+                ge = shifted >= divisor
+                m.d.sync += [rem.eq(Mux(ge, shifted - divisor, shifted)),
+                             quot.eq(Cat(ge, quot[:QB - 1])),
+                             count.eq(count - 1)]
+                with m.If(count == 1):
+                    m.next = "FIN"
+            with m.State("FIN"):
+                # MR-CW-012/015: the increase, then the cut debt from this window
+                q = Mux(sat, (1 << QB) - 1, quot)
+                grown = cwnd1 + q
+                c1 = Mux(inc, _min(grown, self.cap), cwnd1)
+                give = Mux(c1 > crec.floor, c1 - crec.floor, 0)
+                take = Mux(ev.pkts != 0, _min(cut_debt, give), 0)
+                c2 = Signal(model.WIN_BITS)
+                debt2 = Signal(sb)
+                wsum = Signal(sb)
+                m.d.comb += [c2.eq(c1 - take), debt2.eq(cut_debt - take),
+                             wsum.eq(Mux(prec.active, crec.wsum + c2 - prec.cwnd, crec.wsum))]
+                m.d.comb += [
+                    conn_wr.addr.eq(ev.conn), conn_wr.en.eq(1),
+                    conn_wr.data.wsum.eq(wsum), conn_wr.data.cut_end.eq(cut_end),
+                    conn_wr.data.cut_left.eq(cut_left), conn_wr.data.cut_debt.eq(debt2),
+                    conn_wr.data.floor.eq(crec.floor), conn_wr.data.multi.eq(crec.multi),
+                    path_wr.addr.eq(path_addr(ev.conn, ev.path)), path_wr.en.eq(1),
+                    path_wr.data.cwnd.eq(c2),
+                    path_wr.data.ce_acc.eq(Mux(end, 0, ce_acc)),
+                    path_wr.data.ack_acc.eq(Mux(end, 0, ack_acc)),
+                    path_wr.data.next_dec.eq(next_dec), path_wr.data.active.eq(prec.active),
+                ]
+                m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path), upd.cwnd.eq(c2),
+                             upd.wsum.eq(_max(wsum, self.mtu)), upd.debt.eq(debt2)]
+                m.next = "OUT"
+            with m.State("OUT"):
+                m.d.comb += self.m_update.valid.eq(1)
+                with m.If(self.m_update.ready):
+                    m.next = "IDLE"
+        return m
+
+
+def cwnd_small(width=64):
+    """The small instance (MR-CW-001): 2 connections x 4 paths."""
+    return Cwnd(width, **model.SMALL)
+
