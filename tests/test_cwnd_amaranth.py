@@ -29,7 +29,7 @@ def run_lockstep(items, config, *, params=SMALL, seed=0, **kw):
     (dict(conns=4, paths=8), (1 << 24) - 1, 4),
     pytest.param(SMALL, 20_000, 5, marks=pytest.mark.slow)])
 def test_lockstep_random(params, cap, seed):
-    """MR-CW-001, MR-CW-010..016, MR-CW-030/031, MR-CW-041: random setup writes (re-opens,
+    """MR-CW-001..005, MR-CW-010..016, MR-CW-030/031, MR-CW-041: random setup writes (re-opens,
     rewrites, inactive paths) and ACK events (CE marks beyond the packets, wrapping times,
     saturating quotients, events that resolve nothing), idle cycles and backpressure: 0
     mismatches, every update the semantics'."""

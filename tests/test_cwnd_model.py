@@ -19,7 +19,7 @@ def trace():
 
 
 def test_endpoint_trace_windows_equal(trace):
-    """MR-CW-040, MR-CW-010..015: on the endpoint's own ACK events (3 connections of 4, 2 and 1
+    """MR-CW-040, MR-CW-020, MR-CW-010..015: on the endpoint's own ACK events (3 connections of 4, 2 and 1
     paths sharing a marked spine link, no hints, no slow start), the model's path windows,
     accumulators, cut budget, cut debt and W equal the endpoint's after every ACK, and nothing
     outside the slice moved a window between ACKs."""
@@ -101,7 +101,8 @@ def test_times_wrap():
 
 
 def test_bad_parameters():
-    """MR-CW-001: connections and paths are powers of two within the instance's range."""
+    """MR-CW-001, MR-CW-004: connections and paths are powers of two within the instance's
+    range; the large instance's ACK event is 118 bits."""
     for conns, paths in ((3, 4), (2, 16), (0, 1), (1 << 17, 1)):
         with pytest.raises(ValueError):
             check_params(conns, paths)
