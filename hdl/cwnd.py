@@ -3,14 +3,16 @@ table and its update on ACK events (MR-CC-002/003/011/013/018), with setup write
 
 One record at a time (MR-CW-030): idle, the block takes a setup write (first) or an ACK event
 and reads its connection's and path's records (synchronous ``lib.memory`` read ports); an ACK
-event then takes a cycle for the accumulators, one for the coupled cut, ``QUOT_BITS`` for the
-increase's restoring division (one quotient bit per cycle) and one to apply the increase and
-the cut debt and write both records back; the update is then held on ``m_update`` until taken.
+event then takes a cycle for the accumulators (LOAD), one for the products (PROD), three for
+the coupled cut (CUT1..3), ``QUOT_BITS`` for the increase's restoring division (DIV, one
+quotient bit per cycle), two for the increase (GROW1/2), three for the cut debt (DEBT1..3) and
+one for the writes of both records (FIN): at most two carry chains a cycle. The update is then
+held on ``m_update`` until taken.
 The layouts and latencies are the cycle model's (models/cwnd.py).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -71,7 +73,7 @@ class Cwnd(wiring.Component):
         def path_addr(conn, path):
             return Cat(path[:pb], conn) if pb else conn
 
-        # MR-CW-010/011: stage 1 (the cycle after the read)
+        # MR-CW-010/011: LOAD (the cycle after the read)
         crec = Signal(lay.conn_rec)
         prec = Signal(lay.path_rec)
         w = Signal(sb)                          # max(sum of active windows, MTU)
@@ -79,24 +81,46 @@ class Cwnd(wiring.Component):
         ce_acc = Signal(model.ACC_BITS)
         ack_acc = Signal(model.ACC_BITS)
         end = Signal()
-        ce_mtu = Signal(model.ACC_BITS + model.MTU_BITS)
+        epoch_due = Signal()                    # now is not before cut_end
+        # PROD: the products (beta x MTU is a static product of the configuration)
+        beta_mtu = Signal(model.BETA_BITS + model.MTU_BITS)
+        want0 = Signal(model.BETA_BITS + model.MTU_BITS + model.ACC_BITS - P.Q)
+        left_new = Signal(sb)
         dividend = Signal(model.MTU_BITS + model.BYTES_BITS)
-        # MR-CW-013: stage 2
+        divisor = Signal(sb)
+        inc_ok = Signal()                       # the increase, unless the cut moved the window
+        # MR-CW-013: CUT
         cwnd1 = Signal(model.WIN_BITS)
         cut_end = Signal(P.TIME_BITS)
         cut_left = Signal(sb)
         cut_debt = Signal(sb)
         next_dec = Signal(P.TIME_BITS)
         inc = Signal()
-        divisor = Signal(sb)
         # MR-CW-031: the restoring divider
         rem = Signal(sb + 1)
         quot = Signal(QB)
         sat = Signal()
         count = Signal(range(QB + 1))
+        # CUT2/CUT3: the window's part of the cut, the debt
+        want = Signal(sb)
+        cutting = Signal()
+        can = Signal(model.WIN_BITS)            # what the window can give: cwnd - floor, >= 0
+        take_cut = Signal(model.WIN_BITS)
+        wbase = Signal(sb)                      # wsum without this path's old window
+        # GROW1/GROW2: the window after the increase
+        grown = Signal(model.WIN_BITS + 2)
+        cwnd2 = Signal(model.WIN_BITS)
+        # DEBT1..3: the debt from the window, W
+        give = Signal(model.WIN_BITS)
+        take_debt = Signal(model.WIN_BITS)
+        cwnd3 = Signal(model.WIN_BITS)
+        debt2 = Signal(sb)
+        wsum2 = Signal(sb)
 
         upd = Signal(lay.update)
         m.d.comb += self.m_update.payload.eq(upd)
+        # MR-CW-005: the configuration is static; its product is registered
+        m.d.sync += beta_mtu.eq(self.beta_q * self.mtu)
 
         with m.FSM():
             with m.State("IDLE"):
@@ -139,84 +163,115 @@ class Cwnd(wiring.Component):
                 ce_now = _min(ev.ce, ev.pkts)
                 ce_sum = pr.ce_acc + ce_now
                 ack_sum = pr.ack_acc + ev.pkts
-                ce_new = Mux(ce_sum > model.ACC_MAX, model.ACC_MAX, ce_sum)
                 m.d.sync += [
                     crec.eq(cr), prec.eq(pr),
                     w.eq(_max(cr.wsum, self.mtu)),
                     ce.eq(ce_now),
-                    ce_acc.eq(ce_new),
+                    ce_acc.eq(Mux(ce_sum > model.ACC_MAX, model.ACC_MAX, ce_sum)),
                     ack_acc.eq(Mux(ack_sum > model.ACC_MAX, model.ACC_MAX, ack_sum)),
                     end.eq((ev.pkts != 0) & ~_time_lt(ev.now, pr.next_dec)),
-                    ce_mtu.eq(ce_new * self.mtu),
-                    dividend.eq(self.mtu * ev.bytes),
+                    epoch_due.eq(~_time_lt(ev.now, cr.cut_end)),
                 ]
-                m.next = "CUT"
-            with m.State("CUT"):
-                # MR-CW-013: the coupled cut at the end of an observation window with marks
-                cut = end & (ce_acc != 0)
-                epoch = cut & ~_time_lt(ev.now, crec.cut_end)
-                left0 = Mux(epoch, (self.beta_q * w) >> P.Q, crec.cut_left)
-                want = _min((self.beta_q * ce_mtu) >> P.Q, left0)
-                room = prec.cwnd - crec.floor           # what the window can give
-                can = Mux(prec.cwnd > crec.floor, room, 0)
-                take = _min(want, can)
-                debt = want - take
-                new = Mux(cut, prec.cwnd - take, prec.cwnd)
-                debt_sum = crec.cut_debt + debt
-                m.d.sync += [
-                    cwnd1.eq(new),
-                    cut_end.eq(Mux(epoch, (ev.now + ev.srtt)[:P.TIME_BITS], crec.cut_end)),
-                    cut_left.eq(Mux(cut, left0 - want, crec.cut_left)),
-                    cut_debt.eq(Mux(cut, _min(w, debt_sum), crec.cut_debt)),
-                    next_dec.eq(Mux(end, (ev.now + ev.srtt)[:P.TIME_BITS], prec.next_dec)),
-                ]
-                # MR-CW-012: the coupled increase (only where the cut left the window as it was)
+                m.next = "PROD"
+            with m.State("PROD"):
+                # MR-CW-012/013: the cut wanted (beta x MTU x marks), a new epoch's budget
+                # (beta x W), the increase's dividend and divisor
                 dvs = Mux(crec.multi, _max(prec.cwnd, w), _max(prec.cwnd, 1))
-                unchanged = ~cut | (take == 0)
                 m.d.sync += [
-                    inc.eq((ev.pkts != 0) & unchanged & (ce == 0) & (ev.bytes != 0)
-                           & (~crec.multi | (dvs < self.cap))),
+                    want0.eq((beta_mtu * ce_acc) >> P.Q),
+                    left_new.eq((self.beta_q * w) >> P.Q),
+                    dividend.eq(self.mtu * ev.bytes),
                     divisor.eq(dvs),
-                    sat.eq(dividend >= (dvs << QB)),
+                    inc_ok.eq((ev.pkts != 0) & (ce == 0) & (ev.bytes != 0)
+                              & (~crec.multi | (dvs < self.cap))),
+                    can.eq(Mux(prec.cwnd > crec.floor, prec.cwnd - crec.floor, 0)),
+                    wbase.eq(Mux(prec.active, crec.wsum - prec.cwnd, crec.wsum)),
+                ]
+                m.next = "CUT1"
+            with m.State("CUT1"):
+                # MR-CW-013: the coupled cut at the end of an observation window with marks:
+                # a new epoch's budget, the cut within it
+                cut = end & (ce_acc != 0)
+                epoch = cut & epoch_due
+                left0 = Mux(epoch, left_new, crec.cut_left)
+                m.d.sync += [
+                    want.eq(Mux(cut, _min(want0, left0), 0)),
+                    cutting.eq(cut),
+                    cut_left.eq(left0),
+                    cut_end.eq(Mux(epoch, (ev.now + ev.srtt)[:P.TIME_BITS], crec.cut_end)),
+                    next_dec.eq(Mux(end, (ev.now + ev.srtt)[:P.TIME_BITS], prec.next_dec)),
+                    sat.eq(dividend >= (divisor << QB)),
+                ]
+                m.next = "CUT2"
+            with m.State("CUT2"):
+                # MR-CW-013: the window takes the cut down to its floor
+                take = _min(want, can)
+                m.d.sync += [
+                    take_cut.eq(take),
+                    cwnd1.eq(prec.cwnd - take),
+                    cut_left.eq(cut_left - want),
+                    # MR-CW-012: the increase only where the cut left the window as it was
+                    inc.eq(inc_ok & (take == 0)),
+                ]
+                m.next = "CUT3"
+            with m.State("CUT3"):
+                # MR-CW-013: the rest is a debt, at most W
+                debt_sum = crec.cut_debt + (want - take_cut)
+                m.d.sync += [
+                    cut_debt.eq(Mux(cutting, _min(w, debt_sum), crec.cut_debt)),
                     rem.eq(dividend >> QB),
                     quot.eq(dividend[:QB]),
                     count.eq(QB),
                 ]
                 m.next = "DIV"
             with m.State("DIV"):
-                # MR-CW-031: one quotient bit per cycle
+                # MR-CW-031: one quotient bit per cycle (the difference's sign is the compare)
                 shifted = Cat(quot[QB - 1], rem)
-                ge = shifted >= divisor
-                m.d.sync += [rem.eq(Mux(ge, shifted - divisor, shifted)),
+                diff = Signal(signed(sb + 3))
+                m.d.comb += diff.eq(shifted - divisor)
+                ge = ~diff[-1]
+                m.d.sync += [rem.eq(Mux(ge, diff[:sb + 1], shifted)),
                              quot.eq(Cat(ge, quot[:QB - 1])),
                              count.eq(count - 1)]
                 with m.If(count == 1):
-                    m.next = "FIN"
+                    m.next = "GROW1"
+            with m.State("GROW1"):
+                # MR-CW-012: the increase (a saturated quotient is above any cap) ...
+                q = Mux(sat, (1 << (model.WIN_BITS + 1)) - 1, quot[:model.WIN_BITS + 1])
+                big = sat | (quot[model.WIN_BITS + 1:] != 0)
+                m.d.sync += grown.eq(Mux(big, (1 << (model.WIN_BITS + 1)) - 1, cwnd1 + q))
+                m.next = "GROW2"
+            with m.State("GROW2"):
+                # ... at most the cap
+                m.d.sync += cwnd2.eq(Mux(inc, _min(grown, self.cap), cwnd1))
+                m.next = "DEBT1"
+            with m.State("DEBT1"):
+                # MR-CW-015: the cut debt from this window, down to its floor
+                m.d.sync += give.eq(Mux(cwnd2 > crec.floor, cwnd2 - crec.floor, 0))
+                m.next = "DEBT2"
+            with m.State("DEBT2"):
+                m.d.sync += take_debt.eq(Mux(ev.pkts != 0, _min(cut_debt, give), 0))
+                m.next = "DEBT3"
+            with m.State("DEBT3"):
+                c3 = cwnd2 - take_debt
+                m.d.sync += [cwnd3.eq(c3), debt2.eq(cut_debt - take_debt),
+                             wsum2.eq(Mux(prec.active, wbase + c3, wbase))]
+                m.next = "FIN"
             with m.State("FIN"):
-                # MR-CW-012/015: the increase, then the cut debt from this window
-                q = Mux(sat, (1 << QB) - 1, quot)
-                grown = cwnd1 + q
-                c1 = Mux(inc, _min(grown, self.cap), cwnd1)
-                give = Mux(c1 > crec.floor, c1 - crec.floor, 0)
-                take = Mux(ev.pkts != 0, _min(cut_debt, give), 0)
-                c2 = Signal(model.WIN_BITS)
-                debt2 = Signal(sb)
-                wsum = Signal(sb)
-                m.d.comb += [c2.eq(c1 - take), debt2.eq(cut_debt - take),
-                             wsum.eq(Mux(prec.active, crec.wsum + c2 - prec.cwnd, crec.wsum))]
+                # MR-CW-012: W follows the window; both records written
                 m.d.comb += [
                     conn_wr.addr.eq(ev.conn), conn_wr.en.eq(1),
-                    conn_wr.data.wsum.eq(wsum), conn_wr.data.cut_end.eq(cut_end),
+                    conn_wr.data.wsum.eq(wsum2), conn_wr.data.cut_end.eq(cut_end),
                     conn_wr.data.cut_left.eq(cut_left), conn_wr.data.cut_debt.eq(debt2),
                     conn_wr.data.floor.eq(crec.floor), conn_wr.data.multi.eq(crec.multi),
                     path_wr.addr.eq(path_addr(ev.conn, ev.path)), path_wr.en.eq(1),
-                    path_wr.data.cwnd.eq(c2),
+                    path_wr.data.cwnd.eq(cwnd3),
                     path_wr.data.ce_acc.eq(Mux(end, 0, ce_acc)),
                     path_wr.data.ack_acc.eq(Mux(end, 0, ack_acc)),
                     path_wr.data.next_dec.eq(next_dec), path_wr.data.active.eq(prec.active),
                 ]
-                m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path), upd.cwnd.eq(c2),
-                             upd.wsum.eq(_max(wsum, self.mtu)), upd.debt.eq(debt2)]
+                m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path), upd.cwnd.eq(cwnd3),
+                             upd.wsum.eq(_max(wsum2, self.mtu)), upd.debt.eq(debt2)]
                 m.next = "OUT"
             with m.State("OUT"):
                 m.d.comb += self.m_update.valid.eq(1)

@@ -66,3 +66,21 @@ def test_verilog_port_names():
     ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
     names = CwndCycleModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
+
+
+def test_lockstep_debt_clamped_to_a_smaller_w():
+    """MR-CW-013/014, MR-CW-041: a cut with no budget left still clamps the debt to W, which a
+    setup write (a path made inactive) made smaller than the debt; the semantics and the RTL
+    agree record by record."""
+    config = {"mtu": 1024, "beta_q": P.Q_ONE // 2, "cap": 1 << 20}
+    items = [cc.setup_item(0, 0, 512, 512, 1, open_=1, fresh=1),
+             cc.setup_item(0, 1, 20_000, 512, 1, fresh=1),
+             cc.ack_item(0, 0, 256 * 1024, 256, 256, 1_000, 100_000),     # debt 10,256, no budget
+             cc.setup_item(0, 1, 20_000, 512, 1, active=0),                 # W falls to 1,024
+             cc.ack_item(0, 1, 1024, 1, 1, 2_000, 100_000)]                 # a cut of 0
+    sem = CwndModel(**SMALL, **config)
+    ups = [(sem.setup if k == "setup" else sem.ack)(r) for k, r in items]
+    assert ups[2]["debt"] == 10_256 and ups[3]["wsum"] == 1024
+    assert ups[4]["debt"] == 0 and ups[4]["cwnd"] == 20_000 - 1024
+    res = run_lockstep(items, config, seed=1, p_idle=0.0, p_bp=0.0)
+    assert res["records"] == 5
