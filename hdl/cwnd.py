@@ -137,25 +137,33 @@ class Cwnd(wiring.Component):
                         m.d.sync += ev.eq(ap)
                         m.next = "LOAD"
             with m.State("SETUP"):
-                # MR-CW-014: a setup write
-                win = _max(su.cwnd, su.floor)
+                # MR-CW-014: a setup write: the window (at least the floor), W without the
+                # slot's old window, the cut state (0 on open)
                 old = Mux(pr.active & ~su.open & ~su.fresh, pr.cwnd, 0)
-                base = Mux(su.open, 0, cr.wsum)
-                wsum = Signal(sb)
-                m.d.comb += wsum.eq(base - old + Mux(su.active, win, 0))
+                m.d.sync += [
+                    cwnd3.eq(_max(su.cwnd, su.floor)),
+                    wbase.eq(Mux(su.open, 0, cr.wsum) - old),
+                    crec.cut_end.eq(Mux(su.open, 0, cr.cut_end)),
+                    crec.cut_left.eq(Mux(su.open, 0, cr.cut_left)),
+                    crec.cut_debt.eq(Mux(su.open, 0, cr.cut_debt)),
+                ]
+                m.next = "SETUP2"
+            with m.State("SETUP2"):
+                m.d.sync += wsum2.eq(wbase + Mux(su.active, cwnd3, 0))
+                m.next = "SETUP3"
+            with m.State("SETUP3"):
                 m.d.comb += [
                     conn_wr.addr.eq(su.conn), conn_wr.en.eq(1),
-                    conn_wr.data.wsum.eq(wsum),
-                    conn_wr.data.cut_end.eq(Mux(su.open, 0, cr.cut_end)),
-                    conn_wr.data.cut_left.eq(Mux(su.open, 0, cr.cut_left)),
-                    conn_wr.data.cut_debt.eq(Mux(su.open, 0, cr.cut_debt)),
+                    conn_wr.data.wsum.eq(wsum2),
+                    conn_wr.data.cut_end.eq(crec.cut_end),
+                    conn_wr.data.cut_left.eq(crec.cut_left),
+                    conn_wr.data.cut_debt.eq(crec.cut_debt),
                     conn_wr.data.floor.eq(su.floor), conn_wr.data.multi.eq(su.multi),
                     path_wr.addr.eq(path_addr(su.conn, su.path)), path_wr.en.eq(1),
-                    path_wr.data.cwnd.eq(win), path_wr.data.active.eq(su.active),
+                    path_wr.data.cwnd.eq(cwnd3), path_wr.data.active.eq(su.active),
                 ]
-                m.d.sync += [upd.conn.eq(su.conn), upd.path.eq(su.path), upd.cwnd.eq(win),
-                             upd.wsum.eq(_max(wsum, self.mtu)),
-                             upd.debt.eq(Mux(su.open, 0, cr.cut_debt))]
+                m.d.sync += [upd.conn.eq(su.conn), upd.path.eq(su.path), upd.cwnd.eq(cwnd3),
+                             upd.wsum.eq(_max(wsum2, self.mtu)), upd.debt.eq(crec.cut_debt)]
                 m.next = "OUT"
             with m.State("LOAD"):
                 # MR-CW-010/011: W, the event's CE count (one per packet), the accumulators and

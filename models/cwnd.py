@@ -47,9 +47,9 @@ TIME_BITS = P.TIME_BITS
 QUOT_BITS = WIN_BITS + 1
 #: MR-CW-030: cycles from the accepting cycle of a record to the first cycle its update is
 #: valid on ``m_update``: ACK events (read; load; products; cut in 3; divide; increase in 2;
-#: debt in 3; writes) and setup writes (read; write).
+#: debt in 3; writes) and setup writes (read; window and W in 2; writes).
 LAT_ACK = QUOT_BITS + 12
-LAT_SETUP = 2
+LAT_SETUP = 4
 
 INPUTS = ["s_ack__valid", "s_ack__payload", "s_setup__valid", "s_setup__payload",
           "m_update__ready", "mtu", "beta_q", "cap"]
