@@ -2,8 +2,8 @@
 table and its update on ACK events (MR-CC-002/003/011/013/018), with setup writes.
 
 One record at a time (MR-CW-030): idle, the block takes a setup write (first) or an ACK event
-and reads its connection's and path's records (synchronous ``lib.memory`` read ports); an ACK
-event then takes a cycle for the accumulators (LOAD), one for the products (PROD), three for
+and reads its connection's and path's records (synchronous ``lib.memory`` read ports, their
+data registered as read: LOAD); an ACK event then takes a cycle for the accumulators (ACC), one for the products (PROD), three for
 the coupled cut (CUT1..3), ``QUOT_BITS`` for the increase's restoring division (DIV, one
 quotient bit per cycle), two for the increase (GROW1/2), three for the cut debt (DEBT1..3) and
 one for the writes of both records (FIN): at most two carry chains a cycle. The update is then
@@ -137,15 +137,19 @@ class Cwnd(wiring.Component):
                         m.d.sync += ev.eq(ap)
                         m.next = "LOAD"
             with m.State("SETUP"):
+                # the records as read (a block RAM's output goes straight to a register)
+                m.d.sync += [crec.eq(cr), prec.eq(pr)]
+                m.next = "SETUP1"
+            with m.State("SETUP1"):
                 # MR-CW-014: a setup write: the window (at least the floor), W without the
                 # slot's old window, the cut state (0 on open)
-                old = Mux(pr.active & ~su.open & ~su.fresh, pr.cwnd, 0)
+                old = Mux(prec.active & ~su.open & ~su.fresh, prec.cwnd, 0)
                 m.d.sync += [
                     cwnd3.eq(_max(su.cwnd, su.floor)),
-                    wbase.eq(Mux(su.open, 0, cr.wsum) - old),
-                    crec.cut_end.eq(Mux(su.open, 0, cr.cut_end)),
-                    crec.cut_left.eq(Mux(su.open, 0, cr.cut_left)),
-                    crec.cut_debt.eq(Mux(su.open, 0, cr.cut_debt)),
+                    wbase.eq(Mux(su.open, 0, crec.wsum) - old),
+                    crec.cut_end.eq(Mux(su.open, 0, crec.cut_end)),
+                    crec.cut_left.eq(Mux(su.open, 0, crec.cut_left)),
+                    crec.cut_debt.eq(Mux(su.open, 0, crec.cut_debt)),
                 ]
                 m.next = "SETUP2"
             with m.State("SETUP2"):
@@ -166,19 +170,22 @@ class Cwnd(wiring.Component):
                              upd.wsum.eq(_max(wsum2, self.mtu)), upd.debt.eq(crec.cut_debt)]
                 m.next = "OUT"
             with m.State("LOAD"):
+                # the records as read (a block RAM's output goes straight to a register)
+                m.d.sync += [crec.eq(cr), prec.eq(pr)]
+                m.next = "ACC"
+            with m.State("ACC"):
                 # MR-CW-010/011: W, the event's CE count (one per packet), the accumulators and
                 # the end of the path's observation window
                 ce_now = _min(ev.ce, ev.pkts)
-                ce_sum = pr.ce_acc + ce_now
-                ack_sum = pr.ack_acc + ev.pkts
+                ce_sum = prec.ce_acc + ce_now
+                ack_sum = prec.ack_acc + ev.pkts
                 m.d.sync += [
-                    crec.eq(cr), prec.eq(pr),
-                    w.eq(_max(cr.wsum, self.mtu)),
+                    w.eq(_max(crec.wsum, self.mtu)),
                     ce.eq(ce_now),
                     ce_acc.eq(Mux(ce_sum > model.ACC_MAX, model.ACC_MAX, ce_sum)),
                     ack_acc.eq(Mux(ack_sum > model.ACC_MAX, model.ACC_MAX, ack_sum)),
-                    end.eq((ev.pkts != 0) & ~_time_lt(ev.now, pr.next_dec)),
-                    epoch_due.eq(~_time_lt(ev.now, cr.cut_end)),
+                    end.eq((ev.pkts != 0) & ~_time_lt(ev.now, prec.next_dec)),
+                    epoch_due.eq(~_time_lt(ev.now, crec.cut_end)),
                 ]
                 m.next = "PROD"
             with m.State("PROD"):

@@ -46,10 +46,11 @@ TIME_BITS = P.TIME_BITS
 #: saturates, as the window it adds to is capped below 2^WIN_BITS anyway.
 QUOT_BITS = WIN_BITS + 1
 #: MR-CW-030: cycles from the accepting cycle of a record to the first cycle its update is
-#: valid on ``m_update``: ACK events (read; load; products; cut in 3; divide; increase in 2;
-#: debt in 3; writes) and setup writes (read; window and W in 2; writes).
-LAT_ACK = QUOT_BITS + 12
-LAT_SETUP = 4
+#: valid on ``m_update``: ACK events (read; records registered; accumulators; products; cut in
+#: 3; divide; increase in 2; debt in 3; writes) and setup writes (read; records registered;
+#: window and W in 2; writes).
+LAT_ACK = QUOT_BITS + 13
+LAT_SETUP = 5
 
 INPUTS = ["s_ack__valid", "s_ack__payload", "s_setup__valid", "s_setup__payload",
           "m_update__ready", "mtu", "beta_q", "cap"]
