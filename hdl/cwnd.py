@@ -4,8 +4,8 @@ table and its update on ACK events (MR-CC-002/003/011/013/018), with setup write
 One record at a time (MR-CW-030): idle, the block takes a setup write (first) or an ACK event
 and reads its connection's and path's records (synchronous ``lib.memory`` read ports, their
 data registered as read: LOAD); an ACK event then takes a cycle for the accumulators (ACC), one for the products (PROD), three for
-the coupled cut (CUT1..3), ``QUOT_BITS`` for the increase's restoring division (DIV, one
-quotient bit per cycle), two for the increase (GROW1/2), three for the cut debt (DEBT1..3) and
+the coupled cut (CUT1..3), ``QUOT_BITS / div_bits`` for the increase's restoring division (DIV,
+``div_bits`` quotient bits per cycle, 2 by default), two for the increase (GROW1/2), three for the cut debt (DEBT1..3) and
 one for the writes of both records (FIN): at most two carry chains a cycle. The update is then
 held on ``m_update`` until taken.
 The layouts and latencies are the cycle model's (models/cwnd.py).
@@ -41,7 +41,11 @@ class Cwnd(wiring.Component):
     update per record), and the configuration inputs ``mtu``, ``beta_q``, ``cap`` (static while
     a record is in flight)."""
 
-    def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"]):
+    def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"],
+                 div_bits=model.DIV_BITS):
+        if div_bits not in (1, 2):
+            raise ValueError(f"div_bits={div_bits}: 1 or 2 quotient bits per cycle")
+        self.div_bits = div_bits
         self.lay = lay = model.layouts(conns, paths)
         self.conns, self.paths = conns, paths
         super().__init__({
@@ -236,18 +240,21 @@ class Cwnd(wiring.Component):
                     cut_debt.eq(Mux(cutting, _min(w, debt_sum), crec.cut_debt)),
                     rem.eq(dividend >> QB),
                     quot.eq(dividend[:QB]),
-                    count.eq(QB),
+                    count.eq(QB // self.div_bits),
                 ]
                 m.next = "DIV"
             with m.State("DIV"):
-                # MR-CW-031: one quotient bit per cycle (the difference's sign is the compare)
-                shifted = Cat(quot[QB - 1], rem)
-                diff = Signal(signed(sb + 3))
-                m.d.comb += diff.eq(shifted - divisor)
-                ge = ~diff[-1]
-                m.d.sync += [rem.eq(Mux(ge, diff[:sb + 1], shifted)),
-                             quot.eq(Cat(ge, quot[:QB - 1])),
-                             count.eq(count - 1)]
+                # MR-CW-031: div_bits quotient bits per cycle (each difference's sign is its
+                # compare)
+                r, q, k = rem, quot, self.div_bits
+                for i in range(k):
+                    shifted = Cat(q[QB - 1], r)
+                    diff = Signal(signed(sb + 3), name=f"diff{i}")
+                    m.d.comb += diff.eq(shifted - divisor)
+                    ge = ~diff[-1]
+                    r = Mux(ge, diff[:sb + 1], shifted)[:sb + 1]
+                    q = Cat(ge, q[:QB - 1])
+                m.d.sync += [rem.eq(r), quot.eq(q), count.eq(count - 1)]
                 with m.If(count == 1):
                     m.next = "GROW1"
             with m.State("GROW1"):

@@ -25,7 +25,7 @@ from .rx import pack, unpack
 
 __all__ = ["SMALL", "LARGE", "Layouts", "layouts", "check_params", "CwndModel", "CwndCycleModel",
            "ACC_MAX", "WIN_BITS", "BYTES_BITS", "PKTS_BITS", "MTU_BITS", "BETA_BITS",
-           "QUOT_BITS", "LAT_ACK", "LAT_SETUP", "INPUTS", "OUTPUTS", "cwnd_model_small",
+           "QUOT_BITS", "DIV_BITS", "lat_ack", "LAT_ACK", "LAT_SETUP", "INPUTS", "OUTPUTS", "cwnd_model_small",
            "inc_divisor"]
 
 #: MR-CW-001: the small and the large instance.
@@ -42,15 +42,23 @@ BYTES_BITS = 21                      # SEND_WINDOW x 4096 = 2^20
 PKTS_BITS = 9                        # <= SEND_WINDOW = 256
 BETA_BITS = 17                       # Q16, at most Q_ONE
 TIME_BITS = P.TIME_BITS
-#: MR-CW-031: quotient bits of the increase's division (one per cycle); a larger quotient
-#: saturates, as the window it adds to is capped below 2^WIN_BITS anyway.
-QUOT_BITS = WIN_BITS + 1
+#: MR-CW-031: quotient bits of the increase's division (``DIV_BITS`` per cycle); a larger
+#: quotient saturates, as the window it adds to is capped below 2^WIN_BITS anyway.
+QUOT_BITS = WIN_BITS + 2
+DIV_BITS = 2
 #: MR-CW-030: cycles from the accepting cycle of a record to the first cycle its update is
 #: valid on ``m_update``: ACK events (read; records registered; accumulators; products; cut in
 #: 3; divide; increase in 2; debt in 3; writes) and setup writes (read; records registered;
 #: window and W in 2; writes).
-LAT_ACK = QUOT_BITS + 13
 LAT_SETUP = 5
+
+
+def lat_ack(div_bits=DIV_BITS):
+    """MR-CW-030: an ACK event's latency with ``div_bits`` quotient bits per divider cycle."""
+    return QUOT_BITS // div_bits + 13
+
+
+LAT_ACK = lat_ack()
 
 INPUTS = ["s_ack__valid", "s_ack__payload", "s_setup__valid", "s_setup__payload",
           "m_update__ready", "mtu", "beta_q", "cap"]
@@ -195,7 +203,8 @@ class CwndCycleModel:
     event; the update is valid ``LAT_SETUP`` or ``LAT_ACK`` cycles after, held until taken; the
     cycle after, the block is idle again. ``m_update.payload`` holds the last update."""
 
-    def __init__(self, width=64, conns=SMALL["conns"], paths=SMALL["paths"]):
+    def __init__(self, width=64, conns=SMALL["conns"], paths=SMALL["paths"], div_bits=DIV_BITS):
+        self.lat_ack = lat_ack(div_bits)
         self.sem = CwndModel(conns, paths)
         self.lay = self.sem.lay
         self.wait = 0            # cycles until the pending update is valid
@@ -230,7 +239,7 @@ class CwndCycleModel:
             self.wait = LAT_SETUP - 1
         elif g("s_ack__valid", 0):
             self.pending = pack(lay.update, sem.ack(unpack(lay.ack, g("s_ack__payload", 0))))
-            self.wait = LAT_ACK - 1
+            self.wait = self.lat_ack - 1
         return out
 
 

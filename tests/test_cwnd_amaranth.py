@@ -14,28 +14,31 @@ from metaroce.models.cwnd import SMALL, CwndCycleModel, CwndModel
 from metaroce.tb.lockstep import run_amaranth
 
 
-def run_lockstep(items, config, *, params=SMALL, seed=0, **kw):
-    dut = Cwnd(64, **params)
-    model = CwndCycleModel(64, **params)
+def run_lockstep(items, config, *, params=SMALL, seed=0, div_bits=2, **kw):
+    dut = Cwnd(64, **params, div_bits=div_bits)
+    model = CwndCycleModel(64, **params, div_bits=div_bits)
     drv = cc.Driver(model.lay, items, config, seed=seed, **kw)
     core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0
     return cc.check(CwndModel(**params), config, drv.res["taken"], drv.res["updates"])
 
 
-@pytest.mark.parametrize("params, cap, seed", [
-    (SMALL, 60_000, 1),
-    (dict(conns=1, paths=1), 30_000, 3),
-    (dict(conns=4, paths=8), (1 << 24) - 1, 4),
-    pytest.param(SMALL, 20_000, 5, marks=pytest.mark.slow)])
-def test_lockstep_random(params, cap, seed):
+@pytest.mark.parametrize("params, cap, seed, div_bits", [
+    (SMALL, 60_000, 1, 2),
+    (SMALL, 60_000, 2, 1),
+    (dict(conns=1, paths=1), 30_000, 3, 2),
+    (dict(conns=4, paths=8), (1 << 24) - 1, 4, 2),
+    pytest.param(SMALL, 20_000, 5, 2, marks=pytest.mark.slow)])
+def test_lockstep_random(params, cap, seed, div_bits):
     """MR-CW-001..005, MR-CW-010..016, MR-CW-030/031, MR-CW-041: random setup writes (re-opens,
     rewrites, inactive paths) and ACK events (CE marks beyond the packets, wrapping times,
     saturating quotients, events that resolve nothing), idle cycles and backpressure: 0
-    mismatches, every update the semantics'."""
+    mismatches, every update the semantics'; the divider at two and at one quotient bit per
+    cycle."""
     config = {"mtu": 1024, "beta_q": P.Q_ONE // 2 + seed, "cap": cap}
     items = cc.traffic(CwndModel(**params), 120 if seed != 5 else 2000, seed=seed)
-    res = run_lockstep(items, config, params=params, seed=seed, p_idle=0.3, p_bp=0.5)
+    res = run_lockstep(items, config, params=params, seed=seed, p_idle=0.3, p_bp=0.5,
+                       div_bits=div_bits)
     assert res["acks"] > 100
 
 
@@ -84,3 +87,21 @@ def test_lockstep_debt_clamped_to_a_smaller_w():
     assert ups[4]["debt"] == 0 and ups[4]["cwnd"] == 20_000 - 1024
     res = run_lockstep(items, config, seed=1, p_idle=0.0, p_bp=0.0)
     assert res["records"] == 5
+
+
+def test_lockstep_large_instance():
+    """MR-CW-001/003, MR-CW-041: the large instance (4,096 connections x 8 paths, tables of
+    4,096 and 32,768 records) on connections spread over its table: 0 mismatches."""
+    from metaroce.models.cwnd import LARGE
+    config = {"mtu": 4096, "beta_q": P.Q_ONE // 2, "cap": (1 << 24) - 1}
+    items = cc.traffic(CwndModel(conns=4, paths=8), 60, seed=3, mtu=4096)
+    items = [(k, dict(r, conn=r["conn"] * 1000 + 7)) for k, r in items]
+    res = run_lockstep(items, config, params=LARGE, seed=3)
+    assert res["acks"] > 50
+
+
+def test_bad_divider():
+    """MR-CW-031: the divider takes one or two quotient bits per cycle."""
+    for k in (0, 3, 4):
+        with pytest.raises(ValueError):
+            Cwnd(64, div_bits=k)
