@@ -44,6 +44,7 @@ class Cwnd(wiring.Component):
     def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"],
                  div_bits=model.DIV_BITS):
         if div_bits not in (1, 2):
+            self._MustUse__silence = True       # never elaborated: no warning for it
             raise ValueError(f"div_bits={div_bits}: 1 or 2 quotient bits per cycle")
         self.div_bits = div_bits
         self.lay = lay = model.layouts(conns, paths)
