@@ -78,7 +78,7 @@ class Cwnd(wiring.Component):
         def path_addr(conn, path):
             return Cat(path[:pb], conn) if pb else conn
 
-        # MR-CW-010/011: LOAD (the cycle after the read)
+        # MR-CW-010/011: LOAD (the records as read), ACC
         crec = Signal(lay.conn_rec)
         prec = Signal(lay.path_rec)
         w = Signal(sb)                          # max(sum of active windows, MTU)
@@ -94,7 +94,7 @@ class Cwnd(wiring.Component):
         dividend = Signal(model.MTU_BITS + model.BYTES_BITS)
         divisor = Signal(sb)
         inc_ok = Signal()                       # the increase, unless the cut moved the window
-        # MR-CW-013: CUT
+        # MR-CW-013: CUT1..3
         cwnd1 = Signal(model.WIN_BITS)
         cut_end = Signal(P.TIME_BITS)
         cut_left = Signal(sb)
