@@ -166,6 +166,16 @@ BLOCKS: dict[str, Block] = {
              "work requests, round robin, resends first, chunking, PSNs, path windows "
              "(docs/spec/hw-tx-sched.md)",
     ),
+    # The congestion window table (issue 12, first slice): no data path, ``width`` changes
+    # nothing (MR-CW-001).
+    "cwnd": Block(
+        name="cwnd",
+        component="metaroce.hdl.cwnd:cwnd_small",
+        model="metaroce.models.cwnd:cwnd_model_small",
+        tb="metaroce.tb.cwnd",
+        help="congestion windows (first slice), small instance: 2 connections x 4 paths; "
+             "per-path windows, coupled increase and cut, cut debt (docs/spec/hw-cwnd.md)",
+    ),
     # The TX engine's joined slice: scheduler, retransmit unit, join stage, payload DMA and
     # frame builder (docs/spec/hw-tx.md section 2, MR-TX-100).
     "tx": Block(

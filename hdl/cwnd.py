@@ -1,0 +1,309 @@
+"""Congestion window block, first slice (docs/spec/hw-cwnd.md, MR-CW-*): the per-path window
+table and its update on ACK events (MR-CC-002/003/011/013/018), with setup writes.
+
+One record at a time (MR-CW-030): idle, the block takes a setup write (first) or an ACK event
+and reads its connection's and path's records (synchronous ``lib.memory`` read ports, their
+data registered as read: LOAD); an ACK event then takes a cycle for the accumulators (ACC), one for the products (PROD), three for
+the coupled cut (CUT1..3), ``QUOT_BITS / div_bits`` for the increase's restoring division (DIV,
+``div_bits`` quotient bits per cycle, 2 by default), two for the increase (GROW1/2), three for the cut debt (DEBT1..3) and
+one for the writes of both records (FIN): at most two carry chains a cycle. The update is then
+held on ``m_update`` until taken.
+The layouts and latencies are the cycle model's (models/cwnd.py).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from metaroce.models import cwnd as model
+from metaroce.models import protocol as P
+
+__all__ = ["Cwnd", "cwnd_small"]
+
+
+def _time_lt(a, b):
+    """MR-ENG-050: ``a`` strictly before ``b`` on the wrapping 32-bit ns counter."""
+    d = (b - a)[:P.TIME_BITS]
+    return (d != 0) & ~d[P.TIME_BITS - 1]
+
+
+def _min(a, b):
+    return Mux(a < b, a, b)
+
+
+def _max(a, b):
+    return Mux(a > b, a, b)
+
+
+class Cwnd(wiring.Component):
+    """MR-CW-001..005: ``s_ack`` (ACK events), ``s_setup`` (setup writes), ``m_update`` (one
+    update per record), and the configuration inputs ``mtu``, ``beta_q``, ``cap`` (static while
+    a record is in flight)."""
+
+    def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"],
+                 div_bits=model.DIV_BITS):
+        if div_bits not in (1, 2):
+            self._MustUse__silence = True       # never elaborated: no warning for it
+            raise ValueError(f"div_bits={div_bits}: 1 or 2 quotient bits per cycle")
+        self.div_bits = div_bits
+        self.lay = lay = model.layouts(conns, paths)
+        self.conns, self.paths = conns, paths
+        super().__init__({
+            "s_ack": In(stream.Signature(lay.ack)),
+            "s_setup": In(stream.Signature(lay.setup)),
+            "m_update": Out(stream.Signature(lay.update)),
+            "mtu": In(model.MTU_BITS),
+            "beta_q": In(model.BETA_BITS),
+            "cap": In(model.WIN_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lay = self.lay
+        QB = model.QUOT_BITS
+        sb = lay.sum_bits
+        m.submodules.conn_mem = conn_mem = memory.Memory(shape=lay.conn_rec, depth=self.conns,
+                                                         init=[])
+        m.submodules.path_mem = path_mem = memory.Memory(shape=lay.path_rec,
+                                                         depth=self.conns * self.paths, init=[])
+        conn_rd, conn_wr = conn_mem.read_port(), conn_mem.write_port()
+        path_rd, path_wr = path_mem.read_port(), path_mem.write_port()
+        cr, pr = conn_rd.data, path_rd.data
+
+        ev = Signal(lay.ack)
+        su = Signal(lay.setup)
+        pb = lay.path_bits if self.paths > 1 else 0
+
+        def path_addr(conn, path):
+            return Cat(path[:pb], conn) if pb else conn
+
+        # MR-CW-010/011: LOAD (the records as read), ACC
+        crec = Signal(lay.conn_rec)
+        prec = Signal(lay.path_rec)
+        w = Signal(sb)                          # max(sum of active windows, MTU)
+        ce = Signal(model.PKTS_BITS)
+        ce_acc = Signal(model.ACC_BITS)
+        ack_acc = Signal(model.ACC_BITS)
+        end = Signal()
+        epoch_due = Signal()                    # now is not before cut_end
+        # PROD: the products (beta x MTU is a static product of the configuration)
+        beta_mtu = Signal(model.BETA_BITS + model.MTU_BITS)
+        want0 = Signal(model.BETA_BITS + model.MTU_BITS + model.ACC_BITS - P.Q)
+        left_new = Signal(sb)
+        dividend = Signal(model.MTU_BITS + model.BYTES_BITS)
+        divisor = Signal(sb)
+        inc_ok = Signal()                       # the increase, unless the cut moved the window
+        # MR-CW-013: CUT1..3
+        cwnd1 = Signal(model.WIN_BITS)
+        cut_end = Signal(P.TIME_BITS)
+        cut_left = Signal(sb)
+        cut_debt = Signal(sb)
+        next_dec = Signal(P.TIME_BITS)
+        inc = Signal()
+        # MR-CW-031: the restoring divider
+        rem = Signal(sb + 1)
+        quot = Signal(QB)
+        sat = Signal()
+        count = Signal(range(QB + 1))
+        # CUT2/CUT3: the window's part of the cut, the debt
+        want = Signal(sb)
+        cutting = Signal()
+        can = Signal(model.WIN_BITS)            # what the window can give: cwnd - floor, >= 0
+        take_cut = Signal(model.WIN_BITS)
+        wbase = Signal(sb)                      # wsum without this path's old window
+        # GROW1/GROW2: the window after the increase
+        grown = Signal(model.WIN_BITS + 2)
+        cwnd2 = Signal(model.WIN_BITS)
+        # DEBT1..3: the debt from the window, W
+        give = Signal(model.WIN_BITS)
+        take_debt = Signal(model.WIN_BITS)
+        cwnd3 = Signal(model.WIN_BITS)
+        debt2 = Signal(sb)
+        wsum2 = Signal(sb)
+
+        upd = Signal(lay.update)
+        m.d.comb += self.m_update.payload.eq(upd)
+        # MR-CW-005: the configuration is static; its product is registered
+        m.d.sync += beta_mtu.eq(self.beta_q * self.mtu)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += [self.s_setup.ready.eq(1), self.s_ack.ready.eq(~self.s_setup.valid)]
+                sp, ap = self.s_setup.payload, self.s_ack.payload
+                m.d.comb += [conn_rd.en.eq(1), path_rd.en.eq(1)]
+                with m.If(self.s_setup.valid):
+                    m.d.comb += [conn_rd.addr.eq(sp.conn), path_rd.addr.eq(path_addr(sp.conn, sp.path))]
+                    m.d.sync += su.eq(sp)
+                    m.next = "SETUP"
+                with m.Else():
+                    m.d.comb += [conn_rd.addr.eq(ap.conn), path_rd.addr.eq(path_addr(ap.conn, ap.path))]
+                    with m.If(self.s_ack.valid):
+                        m.d.sync += ev.eq(ap)
+                        m.next = "LOAD"
+            with m.State("SETUP"):
+                # the records as read (a block RAM's output goes straight to a register)
+                m.d.sync += [crec.eq(cr), prec.eq(pr)]
+                m.next = "SETUP1"
+            with m.State("SETUP1"):
+                # MR-CW-014: a setup write: the window (at least the floor), W without the
+                # slot's old window, the cut state (0 on open)
+                old = Mux(prec.active & ~su.open & ~su.fresh, prec.cwnd, 0)
+                m.d.sync += [
+                    cwnd3.eq(_max(su.cwnd, su.floor)),
+                    wbase.eq(Mux(su.open, 0, crec.wsum) - old),
+                    crec.cut_end.eq(Mux(su.open, 0, crec.cut_end)),
+                    crec.cut_left.eq(Mux(su.open, 0, crec.cut_left)),
+                    crec.cut_debt.eq(Mux(su.open, 0, crec.cut_debt)),
+                ]
+                m.next = "SETUP2"
+            with m.State("SETUP2"):
+                m.d.sync += wsum2.eq(wbase + Mux(su.active, cwnd3, 0))
+                m.next = "SETUP3"
+            with m.State("SETUP3"):
+                m.d.comb += [
+                    conn_wr.addr.eq(su.conn), conn_wr.en.eq(1),
+                    conn_wr.data.wsum.eq(wsum2),
+                    conn_wr.data.cut_end.eq(crec.cut_end),
+                    conn_wr.data.cut_left.eq(crec.cut_left),
+                    conn_wr.data.cut_debt.eq(crec.cut_debt),
+                    conn_wr.data.floor.eq(su.floor), conn_wr.data.multi.eq(su.multi),
+                    path_wr.addr.eq(path_addr(su.conn, su.path)), path_wr.en.eq(1),
+                    path_wr.data.cwnd.eq(cwnd3), path_wr.data.active.eq(su.active),
+                ]
+                m.d.sync += [upd.conn.eq(su.conn), upd.path.eq(su.path), upd.cwnd.eq(cwnd3),
+                             upd.wsum.eq(_max(wsum2, self.mtu)), upd.debt.eq(crec.cut_debt)]
+                m.next = "OUT"
+            with m.State("LOAD"):
+                # the records as read (a block RAM's output goes straight to a register)
+                m.d.sync += [crec.eq(cr), prec.eq(pr)]
+                m.next = "ACC"
+            with m.State("ACC"):
+                # MR-CW-010/011: W, the event's CE count (one per packet), the accumulators and
+                # the end of the path's observation window
+                ce_now = _min(ev.ce, ev.pkts)
+                ce_sum = prec.ce_acc + ce_now
+                ack_sum = prec.ack_acc + ev.pkts
+                m.d.sync += [
+                    w.eq(_max(crec.wsum, self.mtu)),
+                    ce.eq(ce_now),
+                    ce_acc.eq(Mux(ce_sum > model.ACC_MAX, model.ACC_MAX, ce_sum)),
+                    ack_acc.eq(Mux(ack_sum > model.ACC_MAX, model.ACC_MAX, ack_sum)),
+                    end.eq((ev.pkts != 0) & ~_time_lt(ev.now, prec.next_dec)),
+                    epoch_due.eq(~_time_lt(ev.now, crec.cut_end)),
+                ]
+                m.next = "PROD"
+            with m.State("PROD"):
+                # MR-CW-012/013: the cut wanted (beta x MTU x marks), a new epoch's budget
+                # (beta x W), the increase's dividend and divisor
+                dvs = Mux(crec.multi, _max(prec.cwnd, w), _max(prec.cwnd, 1))
+                m.d.sync += [
+                    want0.eq((beta_mtu * ce_acc) >> P.Q),
+                    left_new.eq((self.beta_q * w) >> P.Q),
+                    dividend.eq(self.mtu * ev.bytes),
+                    divisor.eq(dvs),
+                    inc_ok.eq((ev.pkts != 0) & (ce == 0) & (ev.bytes != 0)
+                              & (~crec.multi | (dvs < self.cap))),
+                    can.eq(Mux(prec.cwnd > crec.floor, prec.cwnd - crec.floor, 0)),
+                    wbase.eq(Mux(prec.active, crec.wsum - prec.cwnd, crec.wsum)),
+                ]
+                m.next = "CUT1"
+            with m.State("CUT1"):
+                # MR-CW-013: the coupled cut at the end of an observation window with marks:
+                # a new epoch's budget, the cut within it
+                cut = end & (ce_acc != 0)
+                epoch = cut & epoch_due
+                left0 = Mux(epoch, left_new, crec.cut_left)
+                m.d.sync += [
+                    want.eq(Mux(cut, _min(want0, left0), 0)),
+                    cutting.eq(cut),
+                    cut_left.eq(left0),
+                    cut_end.eq(Mux(epoch, (ev.now + ev.srtt)[:P.TIME_BITS], crec.cut_end)),
+                    next_dec.eq(Mux(end, (ev.now + ev.srtt)[:P.TIME_BITS], prec.next_dec)),
+                    sat.eq(dividend >= (divisor << QB)),
+                ]
+                m.next = "CUT2"
+            with m.State("CUT2"):
+                # MR-CW-013: the window takes the cut down to its floor
+                take = _min(want, can)
+                m.d.sync += [
+                    take_cut.eq(take),
+                    cwnd1.eq(prec.cwnd - take),
+                    cut_left.eq(cut_left - want),
+                    # MR-CW-012: the increase only where the cut left the window as it was
+                    inc.eq(inc_ok & (take == 0)),
+                ]
+                m.next = "CUT3"
+            with m.State("CUT3"):
+                # MR-CW-013: the rest is a debt, at most W
+                debt_sum = crec.cut_debt + (want - take_cut)
+                m.d.sync += [
+                    cut_debt.eq(Mux(cutting, _min(w, debt_sum), crec.cut_debt)),
+                    rem.eq(dividend >> QB),
+                    quot.eq(dividend[:QB]),
+                    count.eq(QB // self.div_bits),
+                ]
+                m.next = "DIV"
+            with m.State("DIV"):
+                # MR-CW-031: div_bits quotient bits per cycle (each difference's sign is its
+                # compare)
+                r, q, k = rem, quot, self.div_bits
+                for i in range(k):
+                    shifted = Cat(q[QB - 1], r)
+                    diff = Signal(signed(sb + 3), name=f"diff{i}")
+                    m.d.comb += diff.eq(shifted - divisor)
+                    ge = ~diff[-1]
+                    r = Mux(ge, diff[:sb + 1], shifted)[:sb + 1]
+                    q = Cat(ge, q[:QB - 1])
+                m.d.sync += [rem.eq(r), quot.eq(q), count.eq(count - 1)]
+                with m.If(count == 1):
+                    m.next = "GROW1"
+            with m.State("GROW1"):
+                # MR-CW-012: the increase (a saturated quotient is above any cap) ...
+                q = Mux(sat, (1 << (model.WIN_BITS + 1)) - 1, quot[:model.WIN_BITS + 1])
+                big = sat | (quot[model.WIN_BITS + 1:] != 0)
+                m.d.sync += grown.eq(Mux(big, (1 << (model.WIN_BITS + 1)) - 1, cwnd1 + q))
+                m.next = "GROW2"
+            with m.State("GROW2"):
+                # ... at most the cap
+                m.d.sync += cwnd2.eq(Mux(inc, _min(grown, self.cap), cwnd1))
+                m.next = "DEBT1"
+            with m.State("DEBT1"):
+                # MR-CW-015: the cut debt from this window, down to its floor
+                m.d.sync += give.eq(Mux(cwnd2 > crec.floor, cwnd2 - crec.floor, 0))
+                m.next = "DEBT2"
+            with m.State("DEBT2"):
+                m.d.sync += take_debt.eq(Mux(ev.pkts != 0, _min(cut_debt, give), 0))
+                m.next = "DEBT3"
+            with m.State("DEBT3"):
+                c3 = cwnd2 - take_debt
+                m.d.sync += [cwnd3.eq(c3), debt2.eq(cut_debt - take_debt),
+                             wsum2.eq(Mux(prec.active, wbase + c3, wbase))]
+                m.next = "FIN"
+            with m.State("FIN"):
+                # MR-CW-012: W follows the window; both records written
+                m.d.comb += [
+                    conn_wr.addr.eq(ev.conn), conn_wr.en.eq(1),
+                    conn_wr.data.wsum.eq(wsum2), conn_wr.data.cut_end.eq(cut_end),
+                    conn_wr.data.cut_left.eq(cut_left), conn_wr.data.cut_debt.eq(debt2),
+                    conn_wr.data.floor.eq(crec.floor), conn_wr.data.multi.eq(crec.multi),
+                    path_wr.addr.eq(path_addr(ev.conn, ev.path)), path_wr.en.eq(1),
+                    path_wr.data.cwnd.eq(cwnd3),
+                    path_wr.data.ce_acc.eq(Mux(end, 0, ce_acc)),
+                    path_wr.data.ack_acc.eq(Mux(end, 0, ack_acc)),
+                    path_wr.data.next_dec.eq(next_dec), path_wr.data.active.eq(prec.active),
+                ]
+                m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path), upd.cwnd.eq(cwnd3),
+                             upd.wsum.eq(_max(wsum2, self.mtu)), upd.debt.eq(debt2)]
+                m.next = "OUT"
+            with m.State("OUT"):
+                m.d.comb += self.m_update.valid.eq(1)
+                with m.If(self.m_update.ready):
+                    m.next = "IDLE"
+        return m
+
+
+def cwnd_small(width=64):
+    """The small instance (MR-CW-001): 2 connections x 4 paths."""
+    return Cwnd(width, **model.SMALL)
+

@@ -1,0 +1,233 @@
+"""The congestion window block's one verification stack, simulator-independent part (MR-CW-*).
+
+* :func:`endpoint_trace`: the reference endpoint's own ACK events in a real multipath transfer
+  with ECN marks through the model fabric (one sender per receiver, so every rate hint is 0;
+  ``first_window=0``, so no slow start), as the block's setup writes and ACK events, each ACK
+  with the endpoint's window state after it (MR-CW-040);
+* :func:`traffic`: seeded setup writes and ACK events for any instance (CE marks, epochs,
+  debts, caps, wrapping times, events that resolve nothing);
+* :class:`Driver`: offers the records with idle cycles and random backpressure on
+  ``m_update`` and collects the updates in the order the block took the records;
+* :func:`check`: the updates against :class:`~metaroce.models.cwnd.CwndModel` replaying the
+  records in that order (MR-CW-041).
+"""
+from __future__ import annotations
+
+import random
+
+from . import protocol as P
+from .cwnd import WIN_BITS, CwndModel
+from .driver import CounterReadout
+from .rx import pack, unpack
+
+_EP_STATE = ("cwnd", "ce_acc", "ack_acc")
+
+
+def setup_item(conn, path, cwnd, floor, multi, *, active=1, open_=0, fresh=0):
+    return ("setup", {"conn": conn, "path": path, "cwnd": cwnd, "active": active, "open": open_,
+                      "fresh": fresh, "floor": floor, "multi": multi})
+
+
+def ack_item(conn, path, nbytes, pkts, ce, now, srtt):
+    return ("ack", {"conn": conn, "path": path, "bytes": nbytes, "pkts": pkts, "ce": ce,
+                    "now": now & P.TIME_MASK, "srtt": srtt})
+
+
+def endpoint_trace(*, until=0.05, size=4 << 20, seed=1):
+    """Run three connections (4, 2 and 1 paths) from three hosts of one leaf to three of
+    another over one spine link at 100 Gb/s (their shared uplink queues and marks), and return
+    ``(config, items, expected)``: the block's configuration ``{mtu, beta_q, cap}``, its records
+    (each connection's setup writes before its first ACK, then its ACK events in the order the
+    endpoints took them) and, per ACK item, the endpoint's state after it (``None`` for setup
+    writes): the path windows of its connection and the connection's cut state."""
+    from metaroce.models import endpoint as E
+    from metaroce.sim.harness import Flow, run_writes
+    from metaroce.sim.topology import Fabric
+
+    items, expected, conns = [], [], {}
+    orig = E.Connection._on_ack
+
+    def on_ack(self, a, now, bth_psn=0):
+        key = id(self)
+        if key not in conns:
+            conns[key] = len(conns)
+            ci = conns[key]
+            n = len(self.paths)
+            for k, p in enumerate(self.paths):
+                items.append(setup_item(ci, k, p.cwnd, self.path_floor, int(n > 1), open_=int(k == 0),
+                                        fresh=1))
+                expected.append(None)
+        ci = conns[key]
+        pkts = nbytes = 0
+        if a.path < len(self.paths) and self.receipt_key is None:
+            p = self.paths[a.path]
+            n, acked = P.sack_resolve(p.floor, p.next_psn, a.cum_psn, a.sack)
+            for j in range(max(0, n)):
+                rec = p.ring[(p.floor + j) & E.RING_MASK]
+                if rec is not None and (acked >> j) & 1:
+                    pkts += 1
+                    nbytes += rec.nbytes
+        before = [q.cwnd for q in self.paths]
+        orig(self, a, now, bth_psn)
+        if a.path >= len(self.paths):
+            return
+        p = self.paths[a.path]
+        srtt = self._srtt_ns(p)
+        ce = a.ce_count if a.flags & E._MRAH_ECE else 0
+        items.append(ack_item(ci, a.path, nbytes, pkts, min(ce, (1 << 9) - 1), now, srtt))
+        expected.append({"before": before, "cwnd": [q.cwnd for q in self.paths],
+                         "ce_acc": p.ce_acc, "ack_acc": p.ack_acc, "cut_debt": self.cut_debt,
+                         "cut_left": self.cut_left, "hinted": a.rate_mbps, "ss": self.ss,
+                         "states": [q.state for q in self.paths],
+                         "wsum": max(self.ep.mtu, sum(q.cwnd for q in self.paths))})
+
+    E.Connection._on_ack = on_ack
+    try:
+        fab = Fabric(6, leaves=2, spines=1, rate_bps=100e9, rtt=10e-6, seed=seed)
+        ep_cfg = dict(first_window=0, announce=False, mtu=4096)
+        res = run_writes(fab, [Flow(0, 1, size, paths=4), Flow(2, 3, size, paths=2),
+                               Flow(4, 5, size, paths=1)], "metaroce", cfg=ep_cfg, until=until,
+                         seed=seed)
+    finally:
+        E.Connection._on_ack = orig
+    ep = fab.hosts[0].ep
+    config = {"mtu": ep.mtu, "beta_q": ep._beta_q, "cap": int(ep.cwnd_max)}
+    assert res.all_done and config["cap"] < 1 << WIN_BITS
+    return config, items, expected
+
+
+def traffic(sem, n, *, seed=0, mtu=1024):
+    """``n`` ACK events with setup writes for the instance of ``sem`` (a :class:`CwndModel`):
+    every connection opened first (every path slot written, some inactive), then events with
+    random bytes, packets, CE marks (to more than the packets), times advancing by random steps
+    from just below the 32-bit wrap, random smoothed RTTs; now and then a connection re-opened
+    or a path rewritten, and events that resolve nothing."""
+    rng = random.Random(seed)
+    items = []
+    floors = {}
+
+    def open_conn(c):
+        n_paths = rng.randint(1, sem.paths)
+        floors[c] = (P.path_window_floor(mtu, n_paths), int(n_paths > 1), n_paths)
+        floor, multi, _ = floors[c]
+        for k in range(sem.paths):
+            items.append(setup_item(c, k, rng.choice([floor // 2, floor, rng.randrange(4 * mtu, 40 * mtu)]),
+                                    floor, multi, active=int(k < n_paths), open_=int(k == 0),
+                                    fresh=1))
+
+    for c in range(sem.conns):
+        open_conn(c)
+    now = (1 << 32) - rng.randrange(1, 200_000)
+    for _ in range(n):
+        r = rng.random()
+        c = rng.randrange(sem.conns)
+        if r < 0.01:
+            open_conn(c)
+            continue
+        floor, multi, n_paths = floors[c]
+        if r < 0.02:
+            items.append(setup_item(c, rng.randrange(sem.paths), rng.randrange(1 << 16), floor,
+                                    multi, active=rng.randrange(2)))
+            continue
+        now += rng.choice([0, 1, rng.randrange(50), rng.randrange(5_000), rng.randrange(40_000)])
+        path = rng.randrange(n_paths) if rng.random() < 0.9 else rng.randrange(sem.paths)
+        pkts = 0 if rng.random() < 0.05 else rng.choice([1, 1, 2, 4, rng.randrange(1, 257)])
+        nbytes = pkts * rng.choice([mtu, mtu, rng.randrange(0, mtu + 1)])
+        ce = 0 if rng.random() < 0.6 else rng.randrange(0, min(511, 2 * pkts + 2))
+        items.append(ack_item(c, path, min(nbytes, (1 << 21) - 1), pkts, ce, now,
+                              rng.choice([5_000, 10_000, rng.randrange(1, 60_000)])))
+    return items
+
+
+class Driver(CounterReadout):
+    """Sources for ``s_setup`` and ``s_ack`` (one record offered at a time, in order, with idle
+    cycles), a sink for ``m_update`` with random backpressure; ``config`` the static inputs."""
+
+    def __init__(self, lay, items, config, *, seed=0, p_idle=0.2, p_bp=0.3):
+        self.lay = lay
+        self.rng = random.Random(seed)
+        self.items = list(items)
+        self.config = dict(config)
+        self.p_idle, self.p_bp = p_idle, p_bp
+        self.i = 0
+        self.cycle = 0
+        self.n_counters = 0
+        self.read_counters = False
+        self.quiet_cycles = 3
+        self.limit = 1_000 + 60 * len(self.items)
+        self.res = {"taken": [], "updates": []}
+        self._offer = None
+        self._readout_reset()
+
+    @property
+    def sent_all(self):
+        return self.i >= len(self.items)
+
+    def _stuck(self):
+        return f"(record {self.i} of {len(self.items)})"
+
+    def inputs(self):
+        rng = self.rng
+        ins = {"s_ack__valid": 0, "s_ack__payload": 0, "s_setup__valid": 0,
+               "s_setup__payload": 0, "m_update__ready": int(rng.random() >= self.p_bp)}
+        ins.update(self.config)
+        if self._offer is None and not self.sent_all and rng.random() >= self.p_idle:
+            self._offer = self.items[self.i]
+        if self._offer is not None:
+            kind, rec = self._offer
+            port = "s_setup" if kind == "setup" else "s_ack"
+            ins[port + "__valid"] = 1
+            ins[port + "__payload"] = pack(getattr(self.lay, kind), rec)
+        return ins
+
+    def observe(self, ins, outs):
+        if self._readout_observe(outs):
+            return
+        for port in ("s_setup", "s_ack"):
+            if ins[port + "__valid"] and outs[port + "__ready"]:
+                self.res["taken"].append(self._offer)
+                self._offer = None
+                self.i += 1
+        if outs["m_update__valid"] and ins["m_update__ready"]:
+            self.res["updates"].append(unpack(self.lay.update, outs["m_update__payload"]))
+        self.cycle += 1
+
+
+def check(sem, config, taken, updates):
+    """MR-CW-041: one update per record taken, each the semantics' update for it."""
+    sem.config(config["mtu"], config["beta_q"], config["cap"])
+    assert len(updates) == len(taken), (len(updates), len(taken))
+    for k, ((kind, rec), got) in enumerate(zip(taken, updates)):
+        want = sem.setup(rec) if kind == "setup" else sem.ack(rec)
+        assert got == want, f"record {k} ({kind} {rec}): got {got}, expected {want}"
+    return {"records": len(taken), "acks": sum(1 for k, _ in taken if k == "ack")}
+
+
+def run_trace(sem, config, items, expected):
+    """MR-CW-040: the endpoint trace through the semantics; returns the ACK events compared.
+    Asserts, before each ACK, that the endpoint's windows are the model's (nothing outside the
+    slice moved them) and, after it, that its windows, accumulators and cut state are too."""
+    sem.config(config["mtu"], config["beta_q"], config["cap"])
+    n = 0
+    for (kind, rec), exp in zip(items, expected):
+        if kind == "setup":
+            sem.setup(rec)
+            continue
+        c = rec["conn"]
+        ws = [p["cwnd"] for p in sem.path[c]]
+        k = len(exp["cwnd"])
+        assert not exp["hinted"] and not exp["ss"] and not any(exp["states"]), (n, exp)
+        assert ws[:k] == exp["before"], (n, rec, ws, exp["before"])
+        u = sem.ack(rec)
+        ps, cs = sem.path[c][rec["path"]], sem.conn[c]
+        got = {"cwnd": [p["cwnd"] for p in sem.path[c]][:k], "ce_acc": ps["ce_acc"],
+               "ack_acc": ps["ack_acc"], "cut_debt": cs["cut_debt"], "cut_left": cs["cut_left"],
+               "wsum": u["wsum"]}
+        want = {f: exp[f] for f in got}
+        assert got == want, (n, rec, got, want)
+        n += 1
+    return n
+
+
+__all__ = ["setup_item", "ack_item", "endpoint_trace", "traffic", "Driver", "check", "run_trace",
+           "CwndModel"]

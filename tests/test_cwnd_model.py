@@ -1,0 +1,140 @@
+"""The congestion window block's models (models/cwnd.py, docs/spec/hw-cwnd.md): the semantics
+against the reference endpoint's own windows on a real multipath transfer with ECN marks, the
+protocol functions it is built on, and the cycle model against the semantics."""
+import pytest
+
+from metaroce.models import cwnd_cases as cc
+from metaroce.models import protocol as P
+from metaroce.models.cwnd import (ACC_MAX, LAT_ACK, LAT_SETUP, SMALL, CwndCycleModel, CwndModel,
+                                  check_params, layouts)
+from metaroce.models.driver import run_alone
+from metaroce.models.rx import pack
+
+CFG = {"mtu": 1024, "beta_q": P.Q_ONE // 2, "cap": 60_000}
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return cc.endpoint_trace()
+
+
+def test_endpoint_trace_windows_equal(trace):
+    """MR-CW-040, MR-CW-020, MR-CW-010..015: on the endpoint's own ACK events (3 connections of 4, 2 and 1
+    paths sharing a marked spine link, no hints, no slow start), the model's path windows,
+    accumulators, cut budget, cut debt and W equal the endpoint's after every ACK, and nothing
+    outside the slice moved a window between ACKs."""
+    config, items, expected = trace
+    n = cc.run_trace(CwndModel(4, 4), config, items, expected)
+    acks = [r for k, r in items if k == "ack"]
+    assert n == len(acks) > 1000
+    assert sum(1 for r in acks if r["ce"]) > 100                       # marks were echoed
+    assert sum(1 for e in expected if e and e["cut_debt"]) > 0         # a cut left a debt
+    assert {len(e["cwnd"]) for e in expected if e} == {1, 2, 4}
+
+
+def test_model_tracks_w_as_the_sum_of_active_windows():
+    """MR-CW-012, MR-CW-014: after every record W is the sum of the connection's active path
+    windows (rewrites, re-opens and inactive paths included), the windows stay within floor and
+    cap, and the debt within W."""
+    sem = CwndModel(**SMALL, **CFG)
+    items = cc.traffic(sem, 3000, seed=11)
+    for kind, rec in items:
+        (sem.setup if kind == "setup" else sem.ack)(rec)
+        c = rec["conn"]
+        cs = sem.conn[c]
+        if kind == "ack":           # (mid-way through an opening sequence the old slots count)
+            assert cs["wsum"] == sum(p["cwnd"] for p in sem.path[c] if p["active"])
+            assert all(cs["floor"] <= p["cwnd"] for p in sem.path[c])
+            assert 0 <= cs["cut_debt"]
+        assert 0 <= cs["cut_left"]
+
+
+def test_accumulators_saturate_and_reset_at_the_window_end():
+    """MR-CW-011: CE and ACK counts add up to 1,023 within a path's observation window and
+    restart at its end; one CE mark per packet at most (MR-SEC-151)."""
+    sem = CwndModel(1, 2, mtu=1024, beta_q=P.Q_ONE // 2, cap=1 << 20)
+    for k in range(2):
+        sem.setup(cc.setup_item(0, k, 50_000, 512, 1, open_=int(k == 0), fresh=1)[1])
+    sem.ack(cc.ack_item(0, 0, 1024, 1, 0, 100, 10_000)[1])         # ends the first window
+    assert sem.path[0][0]["next_dec"] == 10_100
+    for t in range(1, 6):
+        sem.ack(cc.ack_item(0, 0, 256 * 1024, 256, 300, 100 + t, 10_000)[1])
+    ps = sem.path[0][0]
+    assert ps["ack_acc"] == ACC_MAX and ps["ce_acc"] == ACC_MAX
+    w0 = ps["cwnd"]
+    sem.ack(cc.ack_item(0, 0, 1024, 1, 1, 10_100, 10_000)[1])      # the window ends: one cut
+    assert ps["ack_acc"] == ps["ce_acc"] == 0
+    # beta x 1,023 MTUs wanted, at most beta x W in the epoch: the window to its floor, the
+    # rest a debt (at most W)
+    w = w0 + 50_000
+    assert ps["cwnd"] == 512 and sem.conn[0]["cut_debt"] == (w >> 1) - (w0 - 512)
+
+
+def test_debt_taken_from_the_next_acknowledged_path():
+    """MR-CW-013, MR-CW-015: a cut a floored path cannot take is owed and taken from the next
+    path acknowledged, down to its floor; that path's increase comes first."""
+    sem = CwndModel(1, 2, mtu=1024, beta_q=P.Q_ONE // 2, cap=1 << 20)
+    sem.setup(cc.setup_item(0, 0, 512, 512, 1, open_=1, fresh=1)[1])
+    sem.setup(cc.setup_item(0, 1, 40_000, 512, 1, fresh=1)[1])
+    sem.ack(cc.ack_item(0, 0, 4 * 1024, 4, 4, 1_000, 10_000)[1])
+    assert sem.path[0][0]["cwnd"] == 512 and sem.conn[0]["cut_debt"] == 2048
+    sem.ack(cc.ack_item(0, 1, 1024, 1, 0, 1_010, 10_000)[1])
+    inc = 1024 * 1024 // (512 + 40_000)
+    assert sem.path[0][1]["cwnd"] == 40_000 + inc - 2048 and sem.conn[0]["cut_debt"] == 0
+    assert sem.conn[0]["wsum"] == 512 + 40_000 + inc - 2048
+
+
+def test_times_wrap():
+    """MR-CW-011, MR-ENG-050: the observation window and the cut epoch are judged on the
+    wrapping 32-bit ns counter."""
+    sem = CwndModel(1, 1, mtu=1024, beta_q=P.Q_ONE // 2, cap=1 << 20)
+    sem.setup(cc.setup_item(0, 0, 30_000, 1024, 0, open_=1, fresh=1)[1])
+    ps = sem.path[0][0]
+    # 2^31 - 1 is half the counter after 0 (the initial end): the first window ends
+    sem.ack(cc.ack_item(0, 0, 1024, 1, 0, (1 << 31) - 1, (1 << 31) - 4)[1])
+    assert ps["next_dec"] == (1 << 32) - 5
+    sem.ack(cc.ack_item(0, 0, 1024, 1, 1, (1 << 32) - 6, 10_000)[1])   # before the end: no cut
+    assert ps["cwnd"] > 30_000 and ps["ce_acc"] == 1
+    w = ps["cwnd"]
+    sem.ack(cc.ack_item(0, 0, 1024, 1, 0, 1 << 32 | 3, 10_000)[1])     # wrapped, past the end
+    assert ps["cwnd"] == w - 512 and ps["next_dec"] == 10_003 and sem.conn[0]["cut_end"] == 10_003
+
+
+def test_bad_parameters():
+    """MR-CW-001, MR-CW-004: connections and paths are powers of two within the instance's
+    range; the large instance's ACK event is 118 bits."""
+    for conns, paths in ((3, 4), (2, 16), (0, 1), (1 << 17, 1)):
+        with pytest.raises(ValueError):
+            check_params(conns, paths)
+    lay = layouts(4096, 8)
+    assert lay.ack.size == 12 + 3 + 21 + 9 + 9 + 32 + 32
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_cycle_model_against_semantics(seed):
+    """MR-CW-030, MR-CW-041: the cycle model with idle cycles and backpressure: one update per
+    record, in order, each the semantics' update."""
+    m = CwndCycleModel(64, **SMALL)
+    drv = cc.Driver(m.lay, cc.traffic(m.sem, 500, seed=seed), CFG, seed=seed)
+    run_alone(m, drv)
+    res = cc.check(CwndModel(**SMALL), CFG, drv.res["taken"], drv.res["updates"])
+    assert res["acks"] > 400
+
+
+def test_cycle_model_latencies():
+    """MR-CW-030: an update is valid LAT_SETUP / LAT_ACK cycles after its record was taken; a
+    setup write goes first when both are offered; the next record is taken the cycle after the
+    update is."""
+    m = CwndCycleModel(64, **SMALL)
+    lay = m.lay
+    su = pack(lay.setup, cc.setup_item(0, 0, 5000, 256, 1, open_=1, fresh=1)[1])
+    ack = pack(lay.ack, cc.ack_item(0, 0, 1024, 1, 0, 5, 100)[1])
+    ins = dict(CFG, s_setup__valid=1, s_setup__payload=su, s_ack__valid=1, s_ack__payload=ack,
+               m_update__ready=1)
+    out = m.step(ins)
+    assert out["s_setup__ready"] == 1 and out["s_ack__ready"] == 0
+    ins["s_setup__valid"] = 0
+    trace = [m.step(ins) for _ in range(LAT_SETUP + LAT_ACK + 2)]
+    valid = [k + 1 for k, o in enumerate(trace) if o["m_update__valid"]]
+    assert valid == [LAT_SETUP, LAT_SETUP + 1 + LAT_ACK]
+    assert trace[LAT_SETUP]["s_ack__ready"] == 1
