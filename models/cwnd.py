@@ -51,6 +51,9 @@ DIV_BITS = 2
 #: 3; divide; increase in 2; debt in 3; writes) and setup writes (read; records registered;
 #: window and W in 2; writes).
 LAT_SETUP = 5
+#: MR-CW-051: the configuration of the hinted band, the endpoint's defaults (400 Gb/s, 10 us).
+LINE_MBPS = 400_000
+BASE_RTT_NS = 10_000
 
 
 def lat_ack(div_bits=DIV_BITS):
@@ -121,17 +124,27 @@ class CwndModel:
     ``mtu``, ``beta_q`` and ``cap`` are the configuration inputs (MR-CW-005)."""
 
     def __init__(self, conns=SMALL["conns"], paths=SMALL["paths"], *, mtu=4096,
-                 beta_q=P.Q_ONE // 2, cap=(1 << WIN_BITS) - 1):
+                 beta_q=P.Q_ONE // 2, cap=(1 << WIN_BITS) - 1, line_mbps=LINE_MBPS,
+                 base_rtt_ns=BASE_RTT_NS):
         self.lay = layouts(conns, paths)
         self.conns, self.paths = conns, paths
         self.mtu, self.beta_q, self.cap = mtu, beta_q, cap
-        z = {n: 0 for n in ("cwnd", "ce_acc", "ack_acc", "next_dec", "active")}
+        self.line_mbps, self.base_rtt_ns = line_mbps, base_rtt_ns
+        z = {n: 0 for n in ("cwnd", "ce_acc", "ack_acc", "next_dec", "active", "srtt",
+                            "last_ece", "ece_seen")}
         self.path = [[dict(z) for _ in range(paths)] for _ in range(conns)]
-        self.conn = [{n: 0 for n in ("wsum", "cut_end", "cut_left", "cut_debt", "floor", "multi")}
+        self.conn = [{n: 0 for n in ("wsum", "cut_end", "cut_left", "cut_debt", "floor", "multi",
+                                     "n_paths", "rate", "hinted")}
                      for _ in range(conns)]
 
-    def config(self, mtu, beta_q, cap):
+    def config(self, mtu, beta_q, cap, line_mbps=None, base_rtt_ns=None):
+        """MR-CW-005, MR-CW-051: the configuration inputs (the line rate and the base RTT keep
+        their values when not given)."""
         self.mtu, self.beta_q, self.cap = mtu, beta_q, cap
+        if line_mbps is not None:
+            self.line_mbps = line_mbps
+        if base_rtt_ns is not None:
+            self.base_rtt_ns = base_rtt_ns
 
     def _update(self, c, p):
         cs = self.conn[c]
@@ -153,22 +166,85 @@ class CwndModel:
         cwnd = max(r["cwnd"], r["floor"])
         old = ps["cwnd"] if ps["active"] and not (r["open"] or r["fresh"]) else 0
         if r["open"]:
-            cs.update(wsum=0, cut_end=0, cut_left=0, cut_debt=0)
+            # MR-CW-052: a new connection is not hinted (its rate is the line rate)
+            cs.update(wsum=0, cut_end=0, cut_left=0, cut_debt=0, n_paths=0,
+                      rate=self.line_mbps, hinted=0)
         cs["floor"], cs["multi"] = r["floor"], r["multi"]
         cs["wsum"] = cs["wsum"] - old + (cwnd if r["active"] else 0)
-        ps.update(cwnd=cwnd, ce_acc=0, ack_acc=0, next_dec=0, active=r["active"])
+        if (r["open"] or r["fresh"]) and r["active"]:
+            cs["n_paths"] += 1                       # MR-CW-052: the connection's path count
+        ps.update(cwnd=cwnd, ce_acc=0, ack_acc=0, next_dec=0, active=r["active"],
+                  srtt=self.base_rtt_ns, ece_seen=0, last_ece=0)
         return self._update(c, p)
 
+    def conn_window(self, c):
+        """MR-CW-055: the connection window while hinted (``protocol.hinted_conn_window_fx``);
+        ``None`` when the latest ACK carried no hint (the connection window of MR-CC-001 is then
+        the host's configuration, outside this block)."""
+        cs = self.conn[c]
+        if not cs["hinted"]:
+            return None
+        return P.hinted_conn_window_fx(cs["rate"], self.base_rtt_ns, self.mtu)
+
+    def _band(self, c, p, hint):
+        """MR-CW-053: the hinted band. Takes the ACK's hint as the connection's rate; while
+        hinted, returns ``(hw, cap, sum_floor)`` after moving the windows into the band (every
+        path's on a changed hint, scaled up first by a higher one; the acknowledged path's
+        otherwise); ``None`` when not hinted."""
+        cs, paths = self.conn[c], self.path[c]
+        line = self.line_mbps
+        old_rate = cs["rate"]
+        rate = cs["rate"] = P.clamp_hint_mbps(hint, line)
+        cs["hinted"] = int(hint != 0)
+        if not hint:
+            return None
+        n = max(1, cs["n_paths"])
+        hw = P.hinted_window_fx(rate, self.base_rtt_ns, n)
+        cap = P.hinted_window_cap_fx(rate, self.base_rtt_ns, n, self.mtu)
+        if old_rate < rate < line and old_rate < line:
+            for q in paths:                          # MR-CC-007: keep the place in the band
+                q["cwnd"] = q["cwnd"] * rate // old_rate
+        if rate != old_rate:
+            for q in paths:
+                q["cwnd"] = min(cap, max(hw, q["cwnd"]))
+        elif paths[p]["cwnd"] > cap:
+            paths[p]["cwnd"] = cap
+        cs["wsum"] = sum(q["cwnd"] for q in paths if q["active"])
+        return hw, cap, rate * self.base_rtt_ns // 8000
+
+    def _refill(self, c, p, sum_floor, cap, now):
+        """MR-CW-054 (MR-CC-007): a cut that took W below the hinted BDP is given back: first to
+        the other active paths below the cap without an ECN echo within their smoothed RTT (in
+        path order, each an equal part of what is left, up to the cap), the rest to this path;
+        the cut debt is forgiven."""
+        cs, paths = self.conn[c], self.path[c]
+        short = sum_floor - self.w_eff(c)
+        calm = [q for k, q in enumerate(paths) if k != p and q["active"] and q["cwnd"] < cap
+                and (not q["ece_seen"] or P.time_lt((q["last_ece"] + q["srtt"]) & P.TIME_MASK, now))]
+        for i, q in enumerate(calm):
+            give = min(cap - q["cwnd"], short // (len(calm) - i))
+            q["cwnd"] += give
+            short -= give
+        if short > 0:
+            paths[p]["cwnd"] += short
+        cs["cut_debt"] = 0
+        cs["wsum"] = sum(q["cwnd"] for q in paths if q["active"])
+
     def ack(self, e):
-        """MR-CW-010..016: one ACK event, as the endpoint's ``_on_ack`` updates the windows
-        (MR-CC-002/003/011/013/018) with hints, slow start and path states left out."""
+        """MR-CW-010..016, MR-CW-050..055: one ACK event, as the endpoint's ``_on_ack`` updates
+        the windows (MR-CC-002/003/007/011/013/018) with slow start and path states left out."""
         c, p = e["conn"], e["path"]
         cs, ps = self.conn[c], self.path[c][p]
         mtu, beta_q, now = self.mtu, self.beta_q, e["now"]
         pkts = e["pkts"]
         ce = min(e["ce"], pkts)                      # MR-SEC-151: one mark per packet at most
+        ps["srtt"] = e["srtt"]                       # MR-CW-054: the path's, for the refill
+        if ce:
+            ps["last_ece"], ps["ece_seen"] = now, 1
+        band = self._band(c, p, e.get("hint", 0))    # MR-CW-053
         if not pkts:
             return self._update(c, p)                # MR-CW-010: resolves nothing, changes nothing
+        cap = band[1] if band else self.cap
         w = self.w_eff(c)
         floor = cs["floor"]
         ps["ce_acc"] = min(ACC_MAX, ps["ce_acc"] + ce)       # MR-CW-011
@@ -188,13 +264,15 @@ class CwndModel:
         if cwnd == old and not ce:                   # MR-CW-012: the coupled increase
             multi = bool(cs["multi"])
             cwnd, _ = P.aimd_fx(cwnd, e["bytes"], 0, False, mtu=mtu, cwnd_min=floor,
-                                cwnd_max=self.cap, beta_q=beta_q,
+                                cwnd_max=cap, beta_q=beta_q,
                                 cwnd_sum=w if multi else None, sum_max=self.cap if multi else None)
         if cs["cut_debt"] and cwnd > floor:          # MR-CW-015: the debt from this window
             cwnd, cs["cut_debt"] = P.debt_take(cwnd, floor, cs["cut_debt"])
         if ps["active"]:
             cs["wsum"] += cwnd - old
         ps["cwnd"] = cwnd
+        if band and self.w_eff(c) < band[2]:
+            self._refill(c, p, band[2], band[1], now)      # MR-CW-054
         return self._update(c, p)
 
 

@@ -498,6 +498,35 @@ def hinted_conn_window(rate_bps, base_rtt, mtu):
     return max(2 * mtu, HINT_WINDOW_SLACK * rate_bps / 8.0 * base_rtt)
 
 
+
+# MR-CC-007 in integers (MR-ENG-053), for the congestion window block (hw-cwnd.md MR-CW-050..):
+# a rate in Mb/s (the hint as clamp_hint_mbps clamps it) and the base RTT in ns. Each is the
+# floor of the float form above: where the endpoint compares or truncates a window against
+# that form, it gets the same integer (tests/test_cwnd_model.py checks the two forms agree).
+
+def clamp_hint_mbps(rate_mbps, line_mbps):
+    """MR-SEC-151, MR-CC-006: :func:`clamp_hint_bps` in Mb/s: 0 ("no limit") is the line rate,
+    any other hint is clamped to [MIN_RATE_MBPS, line rate]."""
+    if not rate_mbps:
+        return line_mbps
+    return min(line_mbps, max(MIN_RATE_MBPS, rate_mbps))
+
+
+def hinted_window_fx(rate_mbps, base_rtt_ns, n_paths):
+    """MR-CC-007: ``int(hinted_window(...))``, the per-path floor of the hinted band in bytes."""
+    return rate_mbps * base_rtt_ns // (8000 * n_paths)
+
+
+def hinted_window_cap_fx(rate_mbps, base_rtt_ns, n_paths, mtu):
+    """MR-CC-007: ``int(hinted_window_cap(...))``, twice the hinted window, at least one MTU."""
+    return max(mtu, 2 * rate_mbps * base_rtt_ns // (8000 * n_paths))
+
+
+def hinted_conn_window_fx(rate_mbps, base_rtt_ns, mtu):
+    """MR-CC-007: ``int(hinted_conn_window(...))``: 1.5 hinted BDPs, at least two MTUs."""
+    return max(2 * mtu, 3 * rate_mbps * base_rtt_ns // 16000)
+
+
 def xpath_deadline(t_sent, min_rtt, queue_delay, allowance):
     """MR-REL-009: the time by which a packet sent at ``t_sent`` on a path whose lowest RTT is
     ``min_rtt`` should have been acknowledged, given the queueing delay ``queue_delay`` seen now

@@ -138,3 +138,89 @@ def test_cycle_model_latencies():
     valid = [k + 1 for k, o in enumerate(trace) if o["m_update__valid"]]
     assert valid == [LAT_SETUP, LAT_SETUP + 1 + LAT_ACK]
     assert trace[LAT_SETUP]["s_ack__ready"] == 1
+
+
+@pytest.fixture(scope="module")
+def incast():
+    return cc.endpoint_trace(scenario="incast")
+
+
+def test_endpoint_incast_trace_hinted_windows_equal(incast):
+    """MR-CW-056, MR-CW-050..055: on the endpoint's ACK events of a 4-sender incast (every
+    sender hinted by the receiver, the hint updated as senders arrive), the model's windows,
+    accumulators, cut state, W, rate and hinted connection window equal the endpoint's after
+    every ACK; the trace moves windows into the band on hint changes, scales them up on higher
+    hints, and gives cuts back (the refill)."""
+    config, items, expected = incast
+    sem = CwndModel(4, 4)
+    seen = {"change": 0, "up": 0, "moved": 0, "refill": 0}
+    band, refill = sem._band, sem._refill
+
+    def count_band(c, p, hint):
+        r0, w0 = sem.conn[c]["rate"], [q["cwnd"] for q in sem.path[c]]
+        res = band(c, p, hint)
+        r1 = sem.conn[c]["rate"]
+        seen["change"] += bool(res) and r1 != r0
+        seen["up"] += bool(res) and r0 < r1 < sem.line_mbps
+        seen["moved"] += [q["cwnd"] for q in sem.path[c]] != w0
+        return res
+
+    def count_refill(*a):
+        seen["refill"] += 1
+        return refill(*a)
+
+    sem._band, sem._refill = count_band, count_refill
+    n = cc.run_trace(sem, config, items, expected)
+    acks = [r for k, r in items if k == "ack"]
+    assert n == len(acks) > 2000
+    assert sum(1 for r in acks if r.get("hint")) > 0.9 * n
+    assert sum(1 for r in acks if r["ce"]) > 50
+    assert seen["change"] > 20 and seen["up"] > 10 and seen["moved"] > 20
+    assert seen["refill"] > 5
+
+
+def test_hinted_band_rules():
+    """MR-CW-053/054: a first hint moves every window into [hw, cap]; an unchanged hint caps the
+    acknowledged path; a higher hint scales the windows by the ratio first; a cut below the
+    hinted BDP is given back to the calm paths first, the debt forgiven; hint 0 ends it."""
+    sem = CwndModel(1, 2, mtu=1024, beta_q=P.Q_ONE // 2, cap=1 << 20, line_mbps=100_000,
+                    base_rtt_ns=10_000)
+    for k, w in enumerate((200_000, 1_000)):
+        sem.setup(cc.setup_item(0, k, w, 512, 1, open_=int(k == 0), fresh=1)[1])
+    hw = P.hinted_window_fx(10_000, 10_000, 2)                     # 10 Gb/s: 6,250 per path
+    assert hw == 6_250
+    sem.ack(cc.ack_item(0, 0, 0, 0, 0, 10, 10_000, hint=10_000)[1])
+    assert [p["cwnd"] for p in sem.path[0]] == [2 * hw, hw]
+    assert sem.conn[0]["wsum"] == 3 * hw and sem.conn_window(0) == 18_750
+    sem.ack(cc.ack_item(0, 1, 0, 0, 0, 11, 10_000, hint=20_000)[1])   # x2, then the new band
+    assert [p["cwnd"] for p in sem.path[0]] == [4 * hw, 2 * hw]
+    # path 1 marked (its ECE recent), path 0 cut to its floor: W below the hinted BDP, refilled
+    sem.ack(cc.ack_item(0, 1, 1024, 1, 1, 20, 10_000, hint=20_000)[1])
+    sem.path[0][0]["ce_acc"] = 200
+    sem.ack(cc.ack_item(0, 0, 1024, 1, 0, 30, 10_000, hint=20_000)[1])
+    assert sem.conn[0]["wsum"] == 4 * hw and sem.conn[0]["cut_debt"] == 0
+    assert sem.path[0][1]["cwnd"] == 2 * hw - 512          # its own cut; not calm: not refilled
+    # the same cut with path 1 calm (its last echo more than its RTT ago): path 1 gets it first
+    sem.path[0][0]["ce_acc"], sem.path[0][0]["cwnd"] = 200, 4 * hw
+    sem.conn[0].update(wsum=6 * hw - 512, cut_end=0)
+    sem.ack(cc.ack_item(0, 0, 1024, 1, 0, 20_100, 10_000, hint=20_000)[1])
+    assert sem.conn[0]["wsum"] == 4 * hw and sem.path[0][1]["cwnd"] > 2 * hw - 512
+    sem.ack(cc.ack_item(0, 0, 1024, 1, 0, 40, 10_000)[1])             # hint 0: no band
+    assert sem.conn_window(0) is None and sem.conn[0]["rate"] == 100_000
+
+
+@pytest.mark.parametrize("base_rtt", [10e-6, 6e-6, 12e-6, 2.5e-6])
+def test_hinted_window_integer_forms_equal_the_endpoints(base_rtt):
+    """MR-CW-051: the integer forms of MR-CC-007 are the endpoint's float forms truncated, for
+    every clamped hint up to 400 Gb/s and 1..8 paths."""
+    t_ns = P.to_ns(base_rtt)
+    for mbps in list(range(1, 5_000)) + list(range(5_000, 400_001, 997)):
+        bps = P.clamp_hint_bps(mbps, 400e9)
+        assert P.clamp_hint_mbps(mbps, 400_000) * 1_000_000 == bps
+        for n in (1, 2, 4, 8):
+            assert P.hinted_window_fx(mbps, t_ns, n) == int(P.hinted_window(bps, base_rtt, n))
+            assert int(P.hinted_window(bps, base_rtt, n) * n) == mbps * t_ns // 8000
+            assert P.hinted_window_cap_fx(mbps, t_ns, n, 4096) == int(
+                P.hinted_window_cap(bps, base_rtt, n, 4096))
+        assert P.hinted_conn_window_fx(mbps, t_ns, 4096) == int(
+            P.hinted_conn_window(bps, base_rtt, 4096))
