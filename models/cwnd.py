@@ -212,13 +212,12 @@ class CwndModel:
         cs["wsum"] = sum(q["cwnd"] for q in paths if q["active"])
         return hw, cap, rate * self.base_rtt_ns // 8000
 
-    def _refill(self, c, p, sum_floor, cap, now):
-        """MR-CW-054 (MR-CC-007): a cut that took W below the hinted BDP is given back: first to
-        the other active paths below the cap without an ECN echo within their smoothed RTT (in
-        path order, each an equal part of what is left, up to the cap), the rest to this path;
-        the cut debt is forgiven."""
+    def _refill(self, c, p, short, cap, now):
+        """MR-CW-054 (MR-CC-007): a cut that took W ``short`` below the hinted BDP is given back:
+        first to the other active paths below the cap without an ECN echo within their smoothed
+        RTT (in path order, each an equal part of what is left, up to the cap), the rest to this
+        path; the cut debt is forgiven."""
         cs, paths = self.conn[c], self.path[c]
-        short = sum_floor - self.w_eff(c)
         calm = [q for k, q in enumerate(paths) if k != p and q["active"] and q["cwnd"] < cap
                 and (not q["ece_seen"] or P.time_lt((q["last_ece"] + q["srtt"]) & P.TIME_MASK, now))]
         for i, q in enumerate(calm):
@@ -271,8 +270,11 @@ class CwndModel:
         if ps["active"]:
             cs["wsum"] += cwnd - old
         ps["cwnd"] = cwnd
-        if band and self.w_eff(c) < band[2]:
-            self._refill(c, p, band[2], band[1], now)      # MR-CW-054
+        # MR-CW-054: W as the endpoint has it here: the event's W (at least an MTU) plus the
+        # window's change, not max(sum, MTU) after it
+        w_end = w + (cwnd - old if ps["active"] else 0)
+        if band and w_end < band[2]:
+            self._refill(c, p, band[2] - w_end, band[1], now)
         return self._update(c, p)
 
 

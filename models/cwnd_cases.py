@@ -116,15 +116,21 @@ def endpoint_trace(*, until=0.05, size=4 << 20, seed=1, scenario="mesh"):
     return config, items, expected
 
 
-def traffic(sem, n, *, seed=0, mtu=1024):
+def traffic(sem, n, *, seed=0, mtu=1024, hints=False):
     """``n`` ACK events with setup writes for the instance of ``sem`` (a :class:`CwndModel`):
     every connection opened first (every path slot written, some inactive), then events with
     random bytes, packets, CE marks (to more than the packets), times advancing by random steps
     from just below the 32-bit wrap, random smoothed RTTs; now and then a connection re-opened
-    or a path rewritten, and events that resolve nothing."""
+    or a path rewritten, and events that resolve nothing. ``hints`` (MR-CW-050): each
+    connection's ACKs carry its current rate hint, which now and then changes (to 0, to a lower
+    or higher share, above the line rate), partly by events that resolve nothing (the hint
+    updates of MR-CC-009)."""
     rng = random.Random(seed)
     items = []
     floors = {}
+    hint = {}
+    line = sem.line_mbps
+    shares = [0, 1, line // 64, line // 16, line // 5, line // 3, line // 2, line, 2 * line]
 
     def open_conn(c):
         n_paths = rng.randint(1, sem.paths)
@@ -152,10 +158,15 @@ def traffic(sem, n, *, seed=0, mtu=1024):
         now += rng.choice([0, 1, rng.randrange(50), rng.randrange(5_000), rng.randrange(40_000)])
         path = rng.randrange(n_paths) if rng.random() < 0.9 else rng.randrange(sem.paths)
         pkts = 0 if rng.random() < 0.05 else rng.choice([1, 1, 2, 4, rng.randrange(1, 257)])
+        if hints and (c not in hint or rng.random() < 0.05):
+            hint[c] = rng.choice(shares + [rng.randrange(1, line)])
+            if rng.random() < 0.5:
+                pkts = 0                     # MR-CC-009: a hint update resolves nothing
         nbytes = pkts * rng.choice([mtu, mtu, rng.randrange(0, mtu + 1)])
         ce = 0 if rng.random() < 0.6 else rng.randrange(0, min(511, 2 * pkts + 2))
         items.append(ack_item(c, path, min(nbytes, (1 << 21) - 1), pkts, ce, now,
-                              rng.choice([5_000, 10_000, rng.randrange(1, 60_000)])))
+                              rng.choice([5_000, 10_000, rng.randrange(1, 60_000)]),
+                              hint.get(c, 0) if hints else 0))
     return items
 
 

@@ -224,3 +224,49 @@ def test_hinted_window_integer_forms_equal_the_endpoints(base_rtt):
                 P.hinted_window_cap(bps, base_rtt, n, 4096))
         assert P.hinted_conn_window_fx(mbps, t_ns, 4096) == int(
             P.hinted_conn_window(bps, base_rtt, 4096))
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_hinted_random_traffic_invariants(seed):
+    """MR-CW-050..055 on random hinted traffic (hint changes up and down, to 0, above the line
+    rate, by events that resolve nothing; re-opens, rewrites, inactive paths, CE marks): W is
+    the sum of the active windows after every record; a hint change leaves every window in
+    its band before the event's own update; an event that acknowledges packets on an active
+    path of a hinted connection leaves the windows at least the hinted BDP less an MTU (the
+    refill, on the endpoint's W of at least an MTU); the connection
+    window is the hinted one."""
+    line, rtt = 100_000, 10_000
+    sem = CwndModel(**SMALL, **CFG, line_mbps=line, base_rtt_ns=rtt)
+    items = cc.traffic(sem, 3000, seed=seed, hints=True)
+    band = sem._band
+    moved = {"change": 0, "refill_floor": 0}
+
+    def checked_band(c, p, hint):
+        r0 = sem.conn[c]["rate"]
+        res = band(c, p, hint)
+        if res and sem.conn[c]["rate"] != r0:
+            hw, cap, _ = res
+            assert all(hw <= q["cwnd"] <= cap for q in sem.path[c]), (c, hint)
+            moved["change"] += 1
+        return res
+
+    sem._band = checked_band
+    for kind, rec in items:
+        (sem.setup if kind == "setup" else sem.ack)(rec)
+        c = rec["conn"]
+        cs = sem.conn[c]
+        if kind != "ack":
+            continue
+        assert cs["wsum"] == sum(q["cwnd"] for q in sem.path[c] if q["active"])
+        r = P.clamp_hint_mbps(rec.get("hint", 0), line)
+        assert cs["rate"] == r and cs["hinted"] == int(bool(rec.get("hint")))
+        if rec.get("hint"):
+            assert sem.conn_window(c) == P.hinted_conn_window_fx(r, rtt, CFG["mtu"])
+            if rec["pkts"] and sem.path[c][rec["path"]]["active"]:
+                # (the endpoint's shortfall counts W as at least one MTU: the sum of the
+                # windows may end up to an MTU below the hinted BDP)
+                assert cs["wsum"] + CFG["mtu"] >= r * rtt // 8000
+                moved["refill_floor"] += 1
+        else:
+            assert sem.conn_window(c) is None
+    assert moved["change"] > 50 and moved["refill_floor"] > 500
