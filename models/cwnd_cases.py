@@ -48,7 +48,8 @@ def endpoint_trace(*, until=0.05, size=4 << 20, seed=1, scenario="mesh"):
     one leaf to three of another over one spine link at 100 Gb/s (their shared uplink queues and
     marks; every hint 0). "incast" (MR-CW-056): four senders of 4 paths each on one leaf to one
     receiver on another, started 20 us apart: the receiver's rate hints, their updates as
-    senders arrive, cuts on a hinted connection and their refills."""
+    senders arrive, cuts on a hinted connection and their refills. "incast6": six senders of
+    2 paths, 2 MiB each, started 20 us apart, to one receiver (10 hosts)."""
     from metaroce.models import endpoint as E
     from metaroce.sim.harness import Flow, run_writes
     from metaroce.sim.topology import Fabric
@@ -104,8 +105,11 @@ def endpoint_trace(*, until=0.05, size=4 << 20, seed=1, scenario="mesh"):
         elif scenario == "incast":
             fab = Fabric(8, leaves=2, spines=2, rate_bps=100e9, rtt=10e-6, seed=seed)
             flows = [Flow(k, 7, size, start=k * 20e-6, paths=4) for k in range(4)]
+        elif scenario == "incast6":
+            fab = Fabric(10, leaves=2, spines=2, rate_bps=100e9, rtt=10e-6, seed=seed)
+            flows = [Flow(k, 9, size // 2, start=k * 20e-6, paths=2) for k in range(6)]
         else:
-            raise ValueError(f"scenario {scenario!r}: 'mesh' or 'incast'")
+            raise ValueError(f"scenario {scenario!r}: 'mesh', 'incast' or 'incast6'")
         res = run_writes(fab, flows, "metaroce", cfg=ep_cfg, until=until, seed=seed)
     finally:
         E.Connection._on_ack = orig
