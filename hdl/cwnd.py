@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from metaroce.models import cwnd as model
 from metaroce.models import protocol as P
 
-__all__ = ["Cwnd", "cwnd_small"]
+__all__ = ["Cwnd", "cwnd_small", "CwndBand", "cwnd_band"]
 
 
 def _time_lt(a, b):
@@ -307,3 +307,97 @@ def cwnd_small(width=64):
     """The small instance (MR-CW-001): 2 connections x 4 paths."""
     return Cwnd(width, **model.SMALL)
 
+
+
+class CwndBand(wiring.Component):
+    """MR-CW-059: the arithmetic of the hinted band (MR-CW-051) for the block's hinted RTL: a
+    request ``{hint, n}`` (the ACK's hint, the connection's path count 1..8) gives
+    ``{rate, hw, cap, sum_floor, conn_window}``, ``protocol.clamp_hint_mbps``,
+    ``hinted_window_fx``, ``hinted_window_cap_fx``, the hinted BDP and
+    ``hinted_conn_window_fx``, from one division of r x base RTT by 8,000 x n (a restoring
+    divider, two quotient bits a cycle) and small corrections of its remainder. One request at
+    a time; the result is held on ``m_band`` until taken. ``line_mbps``, ``base_rtt_ns`` and
+    ``mtu`` are static configuration."""
+
+    def __init__(self):
+        lay = model.band_layouts()
+        self.lay = lay
+        super().__init__({
+            "s_req": In(stream.Signature(lay.req)),
+            "m_band": Out(stream.Signature(lay.band)),
+            "line_mbps": In(model.RATE_BITS),
+            "base_rtt_ns": In(model.RTT_BITS),
+            "mtu": In(model.MTU_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        XB, QB, DB = model.BAND_X_BITS, model.BAND_Q_BITS, model.BAND_D_BITS
+        req = Signal(self.lay.req)
+        rate = Signal(model.RATE_BITS)
+        x = Signal(XB)                  # r x base RTT, shifted out MSB first into the remainder
+        d = Signal(DB)                  # 8,000 x n
+        rem = Signal(DB + 1)
+        quot = Signal(QB)
+        count = Signal(range(XB // 2 + 2))
+        cap2 = Signal(QB + 1)
+        k = Signal(3)                   # rem // 8,000
+        s = Signal(QB + 3)              # the hinted BDP: n x q + k
+        mrem = Signal(13)               # x mod 8,000
+        t = Signal(2)                   # 3 x (x mod 8,000) // 8,000
+        out = Signal(self.lay.band)
+        m.d.comb += self.m_band.payload.eq(out)
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.s_req.ready.eq(1)
+                with m.If(self.s_req.valid):
+                    h = self.s_req.payload.hint
+                    # MR-SEC-151: 0 is the line rate, any other hint within [1, line]
+                    m.d.sync += [req.eq(self.s_req.payload),
+                                 rate.eq(Mux(h == 0, self.line_mbps,
+                                             _min(_max(h, P.MIN_RATE_MBPS), self.line_mbps)))]
+                    m.next = "MUL"
+            with m.State("MUL"):
+                m.d.sync += [x.eq(rate * self.base_rtt_ns), d.eq(req.n * 8000),
+                             rem.eq(0), quot.eq(0), count.eq(XB // 2)]
+                m.next = "DIV"
+            with m.State("DIV"):
+                r, q, xs = rem, quot, x
+                for i in range(2):
+                    shifted = Cat(xs[XB - 1], r[:DB])
+                    diff = Signal(signed(DB + 3), name=f"bdiff{i}")
+                    m.d.comb += diff.eq(shifted - d)
+                    ge = ~diff[-1]
+                    r = Mux(ge, diff[:DB + 1], shifted)[:DB + 1]
+                    q = Cat(ge, q[:QB - 1])
+                    xs = Cat(0, xs[:XB - 1])
+                m.d.sync += [rem.eq(r), quot.eq(q), x.eq(xs), count.eq(count - 1)]
+                with m.If(count == 1):
+                    m.next = "POST1"
+            with m.State("POST1"):
+                kk = sum((rem >= 8000 * j).as_unsigned() for j in range(1, 8))
+                m.d.sync += [cap2.eq(Cat((rem << 1) >= d, quot)), k.eq(kk)]
+                m.next = "POST2"
+            with m.State("POST2"):
+                m.d.sync += [s.eq(quot * req.n + k), mrem.eq(rem - k * 8000)]
+                m.next = "POST3"
+            with m.State("POST3"):
+                m3 = mrem * 3
+                m.d.sync += t.eq((m3 >= 8000).as_unsigned() + (m3 >= 16000).as_unsigned())
+                m.next = "POST4"
+            with m.State("POST4"):
+                cw = (s * 3 + t) >> 1
+                m.d.sync += [out.rate.eq(rate), out.hw.eq(quot),
+                             out.cap.eq(_max(cap2, self.mtu)), out.sum_floor.eq(s),
+                             out.conn_window.eq(_max(cw, self.mtu << 1))]
+                m.next = "OUT"
+            with m.State("OUT"):
+                m.d.comb += self.m_band.valid.eq(1)
+                with m.If(self.m_band.ready):
+                    m.next = "IDLE"
+        return m
+
+
+def cwnd_band(width=64):
+    """MR-CW-059: the hinted band unit (no data path: ``width`` changes nothing)."""
+    return CwndBand()

@@ -112,6 +112,42 @@ def layouts(conns=SMALL["conns"], paths=SMALL["paths"]):
     return Layouts(conns, paths, cb, pb, sb, ack, setup, update, path_rec, conn_rec)
 
 
+#: MR-CW-059: the hinted band unit's widths: a rate in Mb/s (at most 524,287: 400 Gb/s fits),
+#: the base RTT in ns (at most about 1 ms), r x base RTT, its quotient by 8,000 x n (n <= 8).
+RATE_BITS = 19
+RTT_BITS = 20
+BAND_X_BITS = RATE_BITS + RTT_BITS + 1          # even: two quotient bits a cycle
+BAND_Q_BITS = BAND_X_BITS - 12                  # x / 8,000 < 2^(X - 12.9)
+BAND_D_BITS = 16                                # 8,000 x 8 = 64,000
+#: MR-CW-059: cycles from a request taken to its result valid (clamp; product; the division;
+#: four corrections).
+LAT_BAND = 2 + BAND_X_BITS // 2 + 4
+
+
+@dataclass
+class BandLayouts:
+    req: data.StructLayout
+    band: data.StructLayout
+
+
+def band_layouts():
+    """MR-CW-059: the hinted band unit's request and result."""
+    qb = BAND_Q_BITS
+    return BandLayouts(
+        data.StructLayout({"hint": RATE_BITS, "n": 4}),
+        data.StructLayout({"rate": RATE_BITS, "hw": qb, "cap": qb + 1, "sum_floor": qb + 3,
+                           "conn_window": qb + 4}))
+
+
+def band_model(hint, n, *, line_mbps, base_rtt_ns, mtu):
+    """MR-CW-059: the band unit's result: MR-CW-051's integer forms (``protocol``)."""
+    r = P.clamp_hint_mbps(hint, line_mbps)
+    return {"rate": r, "hw": P.hinted_window_fx(r, base_rtt_ns, n),
+            "cap": P.hinted_window_cap_fx(r, base_rtt_ns, n, mtu),
+            "sum_floor": r * base_rtt_ns // 8000,
+            "conn_window": P.hinted_conn_window_fx(r, base_rtt_ns, mtu)}
+
+
 def inc_divisor(cwnd, wsum_eff, multi):
     """MR-CW-012: the divisor of the increase, as ``protocol.aimd_fx`` takes it: the larger of
     the window and the connection's W when coupled, the window alone (at least 1) when not."""
