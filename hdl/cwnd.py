@@ -337,12 +337,17 @@ class CwndBand(wiring.Component):
         rate = Signal(model.RATE_BITS)
         x = Signal(XB)                  # r x base RTT, shifted out MSB first into the remainder
         d = Signal(DB)                  # 8,000 x n
+        pp = [Signal(20, name=f"pp{i}") for i in range(4)]
+        pa = Signal(30)
+        pb = Signal(30)
         rem = Signal(DB + 1)
         quot = Signal(QB)
         count = Signal(range(XB // 2 + 2))
         cap2 = Signal(QB + 1)
         k = Signal(3)                   # rem // 8,000
+        nq = Signal(QB + 3)
         s = Signal(QB + 3)              # the hinted BDP: n x q + k
+        s3 = Signal(QB + 5)
         mrem = Signal(13)               # x mod 8,000
         t = Signal(2)                   # 3 x (x mod 8,000) // 8,000
         out = Signal(self.lay.band)
@@ -358,8 +363,18 @@ class CwndBand(wiring.Component):
                                              _min(_max(h, P.MIN_RATE_MBPS), self.line_mbps)))]
                     m.next = "MUL"
             with m.State("MUL"):
-                m.d.sync += [x.eq(rate * self.base_rtt_ns), d.eq(req.n * 8000),
-                             rem.eq(0), quot.eq(0), count.eq(XB // 2)]
+                # r x base RTT as four products of at most 10 x 10 bits (each one DSP, no carry
+                # chain after it: a 19 x 20 product and its adders in one cycle was the slow path)
+                T = self.base_rtt_ns
+                m.d.sync += [pp[0].eq(rate[:9] * T[:10]), pp[1].eq(rate[9:] * T[:10]),
+                             pp[2].eq(rate[:9] * T[10:]), pp[3].eq(rate[9:] * T[10:]),
+                             d.eq(req.n * 8000)]
+                m.next = "MUL2"
+            with m.State("MUL2"):
+                m.d.sync += [pa.eq(pp[0] + (pp[1] << 9)), pb.eq(pp[2] + (pp[3] << 9))]
+                m.next = "MUL3"
+            with m.State("MUL3"):
+                m.d.sync += [x.eq(pa + (pb << 10)), rem.eq(0), quot.eq(0), count.eq(XB // 2)]
                 m.next = "DIV"
             with m.State("DIV"):
                 r, q, xs = rem, quot, x
@@ -379,17 +394,21 @@ class CwndBand(wiring.Component):
                 m.d.sync += [cap2.eq(Cat((rem << 1) >= d, quot)), k.eq(kk)]
                 m.next = "POST2"
             with m.State("POST2"):
-                m.d.sync += [s.eq(quot * req.n + k), mrem.eq(rem - k * 8000)]
+                m.d.sync += [nq.eq(quot * req.n), mrem.eq(rem - k * 8000)]
                 m.next = "POST3"
             with m.State("POST3"):
-                m3 = mrem * 3
-                m.d.sync += t.eq((m3 >= 8000).as_unsigned() + (m3 >= 16000).as_unsigned())
+                m3 = (mrem << 1) + mrem
+                m.d.sync += [s.eq(nq + k),
+                             t.eq((m3 >= 8000).as_unsigned() + (m3 >= 16000).as_unsigned())]
                 m.next = "POST4"
             with m.State("POST4"):
-                cw = (s * 3 + t) >> 1
+                # 3 x the sum floor as shift and add (a multiplier here was the slow path)
+                m.d.sync += s3.eq((s << 1) + s + t)
+                m.next = "POST5"
+            with m.State("POST5"):
                 m.d.sync += [out.rate.eq(rate), out.hw.eq(quot),
                              out.cap.eq(_max(cap2, self.mtu)), out.sum_floor.eq(s),
-                             out.conn_window.eq(_max(cw, self.mtu << 1))]
+                             out.conn_window.eq(_max(s3 >> 1, self.mtu << 1))]
                 m.next = "OUT"
             with m.State("OUT"):
                 m.d.comb += self.m_band.valid.eq(1)

@@ -119,9 +119,9 @@ RTT_BITS = 20
 BAND_X_BITS = RATE_BITS + RTT_BITS + 1          # even: two quotient bits a cycle
 BAND_Q_BITS = BAND_X_BITS - 12                  # x / 8,000 < 2^(X - 12.9)
 BAND_D_BITS = 16                                # 8,000 x 8 = 64,000
-#: MR-CW-059: cycles from a request taken to its result valid (clamp; product; the division;
-#: four corrections).
-LAT_BAND = 2 + BAND_X_BITS // 2 + 4
+#: MR-CW-059: cycles from a request taken to its result valid (clamp; the product in three;
+#: the division; five corrections).
+LAT_BAND = 4 + BAND_X_BITS // 2 + 5
 
 
 @dataclass
