@@ -26,7 +26,8 @@ from .rx import pack, unpack
 __all__ = ["SMALL", "LARGE", "Layouts", "layouts", "check_params", "CwndModel", "CwndCycleModel",
            "ACC_MAX", "WIN_BITS", "BYTES_BITS", "PKTS_BITS", "MTU_BITS", "BETA_BITS",
            "QUOT_BITS", "DIV_BITS", "lat_ack", "LAT_ACK", "LAT_SETUP", "INPUTS", "OUTPUTS", "cwnd_model_small",
-           "inc_divisor"]
+           "inc_divisor", "band_layouts", "band_model", "LAT_BAND", "CwndBandCycleModel",
+           "band_model_cycles"]
 
 #: MR-CW-001: the small and the large instance.
 SMALL = dict(conns=2, paths=4)
@@ -361,3 +362,52 @@ class CwndCycleModel:
 
 def cwnd_model_small(width=64):
     return CwndCycleModel(width, **SMALL)
+
+
+BAND_INPUTS = ["s_req__valid", "s_req__payload", "m_band__ready", "line_mbps", "base_rtt_ns",
+               "mtu"]
+BAND_OUTPUTS = ["s_req__ready", "m_band__valid", "m_band__payload"]
+
+
+class CwndBandCycleModel:
+    """MR-CW-059, cycle by cycle: idle, the unit takes a request; its result is valid
+    ``LAT_BAND`` cycles after, held until taken; idle again the cycle after. ``m_band.payload``
+    holds the last result."""
+
+    def __init__(self, width=64):
+        self.lay = band_layouts()
+        self.wait = 0
+        self.pending = None
+        self.valid = 0
+        self.payload = 0
+
+    @staticmethod
+    def port_names():
+        return {"inputs": list(BAND_INPUTS), "outputs": list(BAND_OUTPUTS)}
+
+    def busy(self):
+        return self.pending is not None or bool(self.valid)
+
+    def step(self, inputs):
+        g = inputs.get
+        idle = self.pending is None and not self.valid
+        out = {"s_req__ready": int(idle), "m_band__valid": self.valid,
+               "m_band__payload": self.payload}
+        if self.valid:
+            if g("m_band__ready", 0):
+                self.valid = 0
+        elif self.pending is not None:
+            self.wait -= 1
+            if self.wait == 0:
+                self.valid, self.payload, self.pending = 1, self.pending, None
+        elif g("s_req__valid", 0):
+            req = unpack(self.lay.req, g("s_req__payload", 0))
+            self.pending = pack(self.lay.band, band_model(
+                req["hint"], req["n"], line_mbps=g("line_mbps", 0),
+                base_rtt_ns=g("base_rtt_ns", 0), mtu=g("mtu", 0)))
+            self.wait = LAT_BAND - 1
+        return out
+
+
+def band_model_cycles(width=64):
+    return CwndBandCycleModel(width)

@@ -267,5 +267,76 @@ def run_trace(sem, config, items, expected):
     return n
 
 
-__all__ = ["setup_item", "ack_item", "endpoint_trace", "traffic", "Driver", "check", "run_trace",
+__all__ = ["band_requests", "BandDriver", "check_band", "setup_item", "ack_item", "endpoint_trace", "traffic", "Driver", "check", "run_trace",
            "CwndModel"]
+
+
+def band_requests(line_mbps, n, *, seed=0):
+    """MR-CW-059: ``n`` band unit requests ``{hint, n}``: edge hints (0, 1, 2, around and above
+    the line rate, the field's largest) and random ones, 1..8 paths."""
+    from .cwnd import RATE_BITS
+    rng = random.Random(seed)
+    edge = [0, 1, 2, line_mbps - 1, line_mbps, line_mbps + 1, (1 << RATE_BITS) - 1]
+    return [{"hint": rng.choice(edge) if rng.random() < 0.3 else rng.randrange(1, line_mbps + 1),
+             "n": rng.randint(1, 8)} for _ in range(n)]
+
+
+class BandDriver(CounterReadout):
+    """A source for the band unit's ``s_req`` (idle cycles) and a sink for ``m_band`` (random
+    backpressure); ``config`` the static inputs (``line_mbps``, ``base_rtt_ns``, ``mtu``)."""
+
+    def __init__(self, lay, reqs, config, *, seed=0, p_idle=0.3, p_bp=0.4):
+        self.lay = lay
+        self.rng = random.Random(seed)
+        self.items = list(reqs)
+        self.config = dict(config)
+        self.p_idle, self.p_bp = p_idle, p_bp
+        self.i = 0
+        self.cycle = 0
+        self.n_counters = 0
+        self.read_counters = False
+        self.quiet_cycles = 3
+        self.limit = 1_000 + 80 * len(self.items)
+        self.res = {"taken": [], "results": []}
+        self._offer = None
+        self._readout_reset()
+
+    @property
+    def sent_all(self):
+        return self.i >= len(self.items)
+
+    def _stuck(self):
+        return f"(request {self.i} of {len(self.items)})"
+
+    def inputs(self):
+        rng = self.rng
+        ins = {"s_req__valid": 0, "s_req__payload": 0,
+               "m_band__ready": int(rng.random() >= self.p_bp)}
+        ins.update(self.config)
+        if self._offer is None and not self.sent_all and rng.random() >= self.p_idle:
+            self._offer = self.items[self.i]
+        if self._offer is not None:
+            ins["s_req__valid"] = 1
+            ins["s_req__payload"] = pack(self.lay.req, self._offer)
+        return ins
+
+    def observe(self, ins, outs):
+        if self._readout_observe(outs):
+            return
+        if ins["s_req__valid"] and outs["s_req__ready"]:
+            self.res["taken"].append(self._offer)
+            self._offer = None
+            self.i += 1
+        if outs["m_band__valid"] and ins["m_band__ready"]:
+            self.res["results"].append(unpack(self.lay.band, outs["m_band__payload"]))
+        self.cycle += 1
+
+
+def check_band(config, taken, results):
+    """MR-CW-059: one result per request taken, each ``band_model``'s."""
+    from .cwnd import band_model
+    assert len(results) == len(taken), (len(results), len(taken))
+    for k, (req, got) in enumerate(zip(taken, results)):
+        want = band_model(req["hint"], req["n"], **config)
+        assert got == want, f"request {k} {req}: got {got}, expected {want}"
+    return {"requests": len(taken)}
