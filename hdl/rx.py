@@ -172,7 +172,7 @@ def _table(m, name, shape, depth, *, collision_x, poison, collided):
     return rd, wr, data
 
 
-def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None):
+def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None, parts=False):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
@@ -181,7 +181,8 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     the read data. With ``reread`` the read and its forward run every cycle (the caller's
     ``addr`` names the waiting record's row during a hold), else only when ``advance``. The
     register loads when ``advance`` or ``load`` (a write of a hold cycle, in ``now``).
-    Returns the row register."""
+    Returns the row register; with ``parts`` also the forward flag of the cycle before and its
+    data (for values derived from each candidate, MR-RX-120)."""
     row = Signal(len(rd.data), name=f"{name}_row")
     fwd_prev, wb_prev = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_wb_prev")
     read = Const(1, 1) if reread else advance
@@ -193,7 +194,7 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
         value = Mux(cond, wdata, value)
     with m.If(advance if load is None else advance | load):
         m.d.sync += row.eq(value)
-    return row
+    return (row, fwd_prev, wb_prev) if parts else row
 
 
 def _same_row(m, name, addr, advance):
@@ -618,8 +619,9 @@ class Rx(wiring.Component):
         # psn - cum in [0, 512] without a 24-bit subtraction; behind: bit 23 of psn - cum
         in_win = ((psn_hi == cum_hi) & (psn_lo >= cum_lo)) | ((s4_psn_hi_m1 == cum_hi) & (psn_lo <= cum_lo))
         behind = psn[23] ^ cum[23] ^ (psn[:23] < cum[:23])
-        ring_bit = (row.ring & s4_oh).any()
-        next_bit = (row.ring & s4_oh_next).any()
+        # MR-RX-120: the ring's bits at psn and psn + 1 and the ACK count test, looked up in S3 on
+        # each candidate row and registered with the row (below)
+        ring_bit, next_bit, count_due = Signal(), Signal(), Signal()
         at_cum = psn == cum
         new = in_win & ~ring_bit
         dup = behind | (in_win & ring_bit)
@@ -632,7 +634,7 @@ class Rx(wiring.Component):
         m.d.comb += ce_new.eq(Mux(row.ce.all(), row.ce, (row.ce + ce_bit)[:16]))
         pending = Signal(4)
         m.d.comb += pending.eq(row.pending + 1)
-        ack_now = s4_carry.ack_req | gap | (pending >= ack_every) | onset
+        ack_now = s4_carry.ack_req | gap | count_due | onset
         dist_lo = Signal(9)
         m.d.comb += dist_lo.eq(psn_lo - cum_lo)
         slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
@@ -800,10 +802,42 @@ class Rx(wiring.Component):
         # the slow update's write (H5) into S4's row register goes through the write port's
         # data mux too (one mux per bit fewer than its own)
         slow_fwd = slow_write & path_same_s5
-        path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
-                                   advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
-                                   reread=True, load=slow_fwd, rd_data=path_data)
+        path_row, path_fwd_prev, path_wb_prev = _registered_row(
+            m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
+            advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
+            reread=True, load=slow_fwd, rd_data=path_data, parts=True)
         m.d.comb += s4_row.eq(path_row)
+        # MR-RX-120: S4's ring lookups and ACK count test on each candidate of the row register, in
+        # its order, so S4's window loop starts from registers. `every`: MR-RX-061's write of
+        # this cycle applies to the next S4.
+        every = Mux(cfg_take & (cfg.table == TABLE_GLOBAL), cfg.data[0:4], ack_every)
+        s3_oh_next = s3_oh.rotate_left(1)
+
+        def lookups(ring, pending, oh=s3_oh, oh_next=s3_oh_next, every=every):
+            return Cat((ring & oh).any(), (ring & oh_next).any(), (pending + 1)[:4] >= every)
+
+        rd_row, prev_row = data.View(lay.path_mem, path_data), data.View(lay.path_mem, path_wb_prev)
+        # S4's own write (ok): nrow's ring is the row's plus psn's bit when accepted off cum, so
+        # the next record's lookup is the row's OR the same bit (psn_lo equalities registered
+        # as the records moved); nrow's pending is 0, the row's + 1 or the row's
+        lo_eq, lo_next_eq = Signal(), Signal()
+        with m.If(advance):
+            m.d.sync += [lo_eq.eq(s2_carry.psn[:9] == s3_psn[:9]),
+                         lo_next_eq.eq((s2_carry.psn[:9] + 1)[:9] == s3_psn[:9])]
+        set_bit = accepted & ~at_cum
+        cleared = duplicate | t_fire | (accepted & ack_now)
+        own = Cat((row.ring & s3_oh).any() | (set_bit & lo_eq), (row.ring & s3_oh_next).any() | (set_bit & lo_next_eq),
+                  Mux(cleared, every <= 1, Mux(accepted, (row.pending + 2)[:4] >= every,
+                                                  (row.pending + 1)[:4] >= every)))
+        s4_looked = Cat(ring_bit, next_bit, count_due)
+        with m.If(advance):
+            m.d.sync += s4_looked.eq(Mux(ok & path_same, own,
+                                         Mux(cfg_path_hit, lookups(cfg_row.ring, cfg_row.pending),
+                                             Mux(path_fwd_prev, lookups(prev_row.ring, prev_row.pending),
+                                                 lookups(rd_row.ring, rd_row.pending)))))
+        with m.Elif(slow_fwd):
+            # H5's row into S4's row register: S4's record stays, so its own one-hots
+            m.d.sync += s4_looked.eq(lookups(slow_row.ring, slow_row.pending, s4_oh, s4_oh_next, ack_every))
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),
             conn_wr.data.eq(cfg.data[:lay.conn.size]),

@@ -345,7 +345,9 @@ def test_path_row_forwards():
     distances 1 and 2, slow updates followed by their path's next record in S4 and in S3
     during the hold, a path-row configuration write beside its path's record in S3, with no
     idle cycle and no backpressure: 0 mismatches (each of the five forwards disabled on its
-    own makes this test fail)."""
+    own makes this test fail). MR-RX-120: S4's ring lookups are registered from the same
+    candidates (S4's own write, a configuration write, the write of the cycle before, the
+    read data, H5's write into S4's row), so each of these forwards checks them too."""
     s = rc.Setup(*SMALL, seed=21, ack_every=1)
     cases = rc.path_forward_cases(s)
     res = run_lockstep(64, s, cases, seed=2, p_idle=0.0, p_bp=0.0, quiet_cfg=False, check=False)
