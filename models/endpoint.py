@@ -1204,10 +1204,13 @@ class Connection:
                         self.blind_t0, self.blind_bytes, mbps),
                         now - ep._base_rtt_ns + P.pacing_gap_ns(self.last_wl, mbps))
             elif a.rate_mbps and self.rate_bps < ep.line_rate_bps and (
-                    self.rate_bps != old_rate or not answered):
+                    self.rate_bps != old_rate or not answered) and not (
+                    ep.spread_once and self.last_tx >= self.t_answer):
                 # MR-CC-023: the answers to the announcements of an incast arrive within
                 # nanoseconds of each other; each sender shifts its paced frames by its own
                 # fraction of a gap, so that they do not arrive as one burst every gap.
+                # MR-CC-034: only its first paced frame; after a frame (a resend, MR-CC-027/033)
+                # the hint re-times from that frame (MR-CC-006 above).
                 mbps = max(1, int(self.rate_bps // 1e6))
                 rel = max(now, P.blind_release_ns(self.blind_t0, self.blind_bytes, mbps))
                 self.pace_until = max(self.pace_until, rel + P.phase_spread_ns(
@@ -2310,9 +2313,12 @@ class Endpoint(VerbsHost):
       window, instead of the hashed spread of MR-CC-023 (MR-CC-028).
     - ``probe_turn`` (True): an announcing sender paced at a hint sends a probe at its next paced
       turn, as that turn's frame, and re-times its next frame from it (MR-CC-032).
-    - ``lost_first_turn`` (False): an announcing sender paced at a hint whose first window was
+    - ``lost_first_turn`` (True): an announcing sender paced at a hint whose first window was
       lost whole resends it at its timer once its blind release has passed, without the phase
-      spread of MR-CC-023 (MR-CC-033; off: it fixed one held-out incast and broke another).
+      spread of MR-CC-023 (MR-CC-033).
+    - ``spread_once`` (True): the phase spread of MR-CC-023 applies only while the connection
+      has sent nothing since the receiver's first answer; a later hint re-times its next frame
+      from its last one (MR-CC-034; off, MR-CC-033 broke a held-out incast).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2362,7 +2368,7 @@ class Endpoint(VerbsHost):
                  "_silent", "_wr_timeout_ns", "ack_delay", "ack_every", "ack_phase", "addr",
                  "announce", "announce_go", "base_rtt", "bdp", "beta", "chunk_window", "cwnd_max",
                  "first_window", "init_window_bdp", "initial_psn", "line_rate_bps",
-                 "lost_first_turn", "max_outstanding", "max_paths", "max_rd_atomic",
+                 "lost_first_turn", "max_outstanding", "spread_once", "max_paths", "max_rd_atomic",
                  "max_rx_msgs", "max_streams", "max_tx_msgs", "max_window_bdp", "mtu",
                  "probe_interval", "probe_turn", "pull_first_lost", "reorder_allow",
                  "resend_twice", "retire_after", "retry_cnt", "rnr_delay", "rnr_retry",
@@ -2377,8 +2383,8 @@ class Endpoint(VerbsHost):
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
                  max_rd_atomic=R.RD_ATOMIC, resend_twice=None, announce=True, announce_go=False,
-                 pull_first_lost=True, ack_phase=True, probe_turn=True, lost_first_turn=False,
-                 rng=None):
+                 pull_first_lost=True, ack_phase=True, probe_turn=True, lost_first_turn=True,
+                 spread_once=True, rng=None):
         _check_config(locals())
         self.addr = addr
         # MR-REL-012: on unless the endpoint runs as the RTL engine of this version (announce
@@ -2390,6 +2396,7 @@ class Endpoint(VerbsHost):
         self.ack_phase = bool(ack_phase)    # MR-CC-028: the first data ACK sets the phase
         self.probe_turn = bool(probe_turn)  # MR-CC-032: a paced probe waits for its turn
         self.lost_first_turn = bool(lost_first_turn)    # MR-CC-033: no phase after a lost start
+        self.spread_once = bool(spread_once)    # MR-CC-034: the spread only before a frame
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt

@@ -572,7 +572,7 @@ def test_first_window_lost_whole_goes_at_its_timer(on):
     """MR-CC-033: a paced announcing sender whose first window was lost (only its announcement
     arrived) and which has sent nothing since the receiver's answer resends it at its timer, once
     its blind release (MR-CC-016) has passed, not at the phase-spread turn of MR-CC-023, and
-    paces on from it; with ``lost_first_turn`` off (the default) it waits for that turn."""
+    paces on from it; with ``lost_first_turn`` off it waits for that turn."""
     import random
 
     from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
@@ -617,3 +617,58 @@ def test_first_window_lost_whole_goes_at_its_timer(on):
         assert got == []
         (resend,) = frames(ep, turn * 1e-9)
         assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
+
+
+@pytest.mark.parametrize("once", [True, False])
+def test_later_hint_keeps_the_phase_of_a_frame_sent(once):
+    """MR-CC-034: once an announcing sender has sent a frame after the receiver's first answer
+    (here the resend of its lost first window at its timer, MR-CC-033), a lower hint re-times its
+    next frame one gap after that frame (MR-CC-006), with no phase spread of MR-CC-023 on top;
+    with ``spread_once`` off the spread is added again from the blind release."""
+    import random
+
+    from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
+    from metaroce.models.wire import MR_ANNOUNCE
+    rx, mtu = "10.0.0.9", 1024
+    kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
+
+    def frames(ep, now):
+        return list(iter(lambda: ep.next_packet(now), None))
+
+    def announce(b, first, count, t):
+        for i in range(first, first + count):
+            b.receive(Frame(eth=Eth(), ip=IP(src=f"10.0.{i // 200}.{i % 200 + 1}", dst=rx, ecn=0),
+                            udp=UDP(sport=0xC000),
+                            bth=BTH(opcode=MR_ANNOUNCE, pkey=0xFFFF, dest_qp=20 + i, ack_req=1,
+                                    psn=0)), t)
+    b = Endpoint(rx, rng=random.Random(2), **kw)
+    for i in range(63):
+        b.connect(20 + i, f"10.0.{i // 200}.{i % 200 + 1}", 10, paths=4)
+    ep = Endpoint("10.0.1.64", rng=random.Random(1), spread_once=once, rto_initial=8e-6, **kw)
+    c = ep.connect(10, rx, 200 + 83, paths=4)
+    b.connect(200 + 83, "10.0.1.64", 10, paths=4)
+    c.post_write(0, ep.reg_mr(bytearray(8 * mtu)), 0, 8 * mtu, 0, 0x1234, wr_id=1)
+    t0 = 1e-6
+    announce(b, 0, 63, t0)
+    ann, first = frames(ep, t0)
+    b.receive(ann, t0)                  # the first data packet is lost
+    (answer,) = [f for f in frames(b, t0) if f.ip.dst == "10.0.1.64"]
+    ep.receive(answer, t0 + 4e-6)
+    timer = c.blind_t0 + c.rto_initial_ns
+    (resend,) = frames(ep, timer * 1e-9)        # MR-CC-033 (on by default)
+    assert c.last_tx == timer and c.spread
+    # the receiver's count grows: a hint update (MR-CC-009, a repeat of its newest ACK with a
+    # lower hint) arrives before the resend's data ACK
+    upd = copy.deepcopy(answer)
+    upd.mrah.rate_mbps = answer.mrah.rate_mbps // 2
+    t1 = timer * 1e-9 + 2e-6
+    old = c.rate_bps
+    ep.receive(upd, t1)
+    mbps = int(c.rate_bps // 1e6)
+    assert c.rate_bps < old and c.spread
+    gap = P.pacing_gap_ns(c.last_wl, mbps)
+    if once:
+        assert c.pace_until == timer + gap
+    else:
+        rel = max(round(t1 * 1e9), P.blind_release_ns(c.blind_t0, c.blind_bytes, mbps))
+        assert c.pace_until > timer + gap and c.pace_until >= rel

@@ -6,7 +6,8 @@ gap, hint, latest RTT sample) and timeouts, all in base RTTs.
 
     .venv/bin/python docs/probes/incast_senders.py SENDERS single|fat_tree STAGGER_US BYTES [S1,S2,...]
 
-NLOG (environment) bounds the events printed per sender (default 40). Seed 1, 400 Gb/s, 10 us,
+EP (environment) sets endpoint options (``EP=lost_first_turn=1``); NLOG bounds the events printed
+per sender (default 40). Seed 1, 400 Gb/s, 10 us,
 buffer 2 BDP, 8 paths, as the bench.
 """
 
@@ -49,6 +50,8 @@ def pn(self, now):
 E.Endpoint._pull_next = pn
 flows = [Flow(i, n, size, start=i * stagger * 1e-6, paths=8) for i in range(n)]
 cfg = dict(incast.endpoint_cfg("metaroce"))
+for kv in filter(None, __import__("os").environ.get("EP", "").split(",")):
+    cfg[kv.split("=")[0]] = int(kv.split("=")[1])     # EP="lost_first_turn=1": endpoint options
 bin_w = RTT / 4
 res = run_writes(fab, flows, "metaroce", cfg=cfg, seed=1, until=1.0, meter_bin=bin_w)
 t_last = max(f.start for f in flows)
