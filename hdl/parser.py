@@ -170,20 +170,33 @@ def _sum_is(a, b, const, nbits):
 
 def _wide_counter(m, name, nbits, inc, chunk=16):
     """An ``nbits`` counter (one register, ``name``) that adds 1 in the cycles ``inc`` is
-    true, counted in ``chunk``-bit pieces: a piece counts when ``inc`` and every lower piece
-    is all ones, read from a registered flag, so no carry crosses a piece (MR-HW-060)."""
+    true, counted in ``chunk``-bit pieces, exact in every cycle (MR-HW-060, MR-TX-040).
+
+    Piece ``j`` counts when ``inc`` and the register ``{name}_low{j}`` ("pieces 0..j-1 all
+    ones") are set: a 2-input enable, no carry or AND chain across pieces. ``low{j}`` is
+    loaded at each increment with "piece 0 is all ones but its bit 0, and pieces 1..j-1 are all
+    ones"; the latter is ``{name}_mid{j}``, registered every cycle from the pieces. ``mid``
+    is a cycle late only after piece 1 moves, which happens as piece 0 wraps to 0; piece 0
+    needs ``2**chunk - 2`` more increments before ``mid`` is read, so the late value is never
+    used."""
+    assert chunk >= 2
     count = Signal(nbits, name=name)
-    ones = []
-    for j, lo in enumerate(range(0, nbits, chunk)):
-        piece = count[lo:lo + chunk]
-        carry_in = Cat(inc, *ones).all()
-        with m.If(carry_in):
-            m.d.sync += piece.eq(piece + 1)
-        if lo + chunk < nbits:
-            full = Signal(name=f"{name}_ones{j}")   # piece j is all ones
-            with m.If(carry_in):
-                m.d.sync += full.eq(piece == (1 << len(piece)) - 2)
-            ones.append(full)
+    pieces = [count[lo:lo + chunk] for lo in range(0, nbits, chunk)]
+    near_wrap0 = pieces[0] == (1 << len(pieces[0])) - 2
+    with m.If(inc):
+        m.d.sync += pieces[0].eq(pieces[0] + 1)
+    for j in range(1, len(pieces)):
+        low = Signal(name=f"{name}_low{j}")
+        if j == 1:
+            low_next = near_wrap0
+        else:
+            mid = Signal(name=f"{name}_mid{j}")
+            m.d.sync += mid.eq(Cat(*(p.all() for p in pieces[1:j])).all())
+            low_next = near_wrap0 & mid
+        with m.If(inc):
+            m.d.sync += low.eq(low_next)
+            with m.If(low):
+                m.d.sync += pieces[j].eq(pieces[j] + 1)
     return count
 
 #: Per-frame verdict from the verdict pipeline to the meta output (MR-HW-013, MR-HW-020):

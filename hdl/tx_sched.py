@@ -631,13 +631,28 @@ class TxSched(wiring.Component):
                 p_since_req.append(p_since[row] >= self.ack_every - 1)
                 p_fill.append(Mux(nonempty, h_fill[p],
                                   by_stream([f[p] for f in s_fill], f"s_fill{c}_{p}")))
-            p_any, p_pick = _first_from(p_ok, c_rr[c], PA)
-            p_pick = _named(m, p_pick[:pb], f"ppick{c}")
+            # the path pick as one-hot bits (MR-TXS-023's round robin, path 0 when none fits,
+            # as the index pick was): the PSN, AckReq terms and row bits are AND-OR reads of
+            # them, not a mux tree after the index's mux chain (512 bits: 10 LUT levels from
+            # `pinfl` to `cand_psn` before)
+            p_any = Cat(*p_ok).any()
+            p_hot = _rr_onehot(p_ok, c_rr[c], PA)
+            p_hot = [_named(m, h | ~p_any, f"phot{c}_0") if p == 0 else _named(m, h, f"phot{c}_{p}")
+                     for p, h in enumerate(p_hot)]
+            p_pick = _named(m, Cat(*(Cat(*(p_hot[p] for p in range(PA) if (p >> b) & 1)).any()
+                                     for b in range(pb))) if PA > 1 else Const(0, 1),
+                            f"ppick{c}")[:pb]
+
+            def by_path(vals, p_hot=p_hot):
+                out = Mux(p_hot[0], vals[0], 0)
+                for h, v in zip(p_hot[1:], vals[1:]):
+                    out = out | Mux(h, v, 0)
+                return out
             # after this packet fewer than paths: unsent + resend entries <= paths, on the low
             # bits of unsent (a high bit set is more than paths)
             lo = PA.bit_length()
             left_few = ((c_unsent[c] >> lo) == 0) & ((c_unsent[c][:lo] + rq_level[c]) <= PA)
-            req = _pick(p_since_req, p_pick) | _pick(p_fill, p_pick) | left_few
+            req = by_path(p_since_req) | by_path(p_fill) | left_few
             # MR-TXS-039: the source's entry within the connection, and its stream when this is
             # its last chunk, as one-hot bits registered with the candidate (the entries' and
             # streams' enables then select by the pick only)
@@ -650,7 +665,7 @@ class TxSched(wiring.Component):
             # queue's write data is the pick's mux of registers, no LUT-RAM read after the pick
             desc_rd = desc_mem.read_port(domain="comb")
             m.d.comb += desc_rd.addr.eq(src_e)
-            src_psn = read(p_psn[c * PA:(c + 1) * PA], p_pick, f"src_psn{c}")
+            src_psn = _named(m, by_path(list(p_psn[c * PA:(c + 1) * PA])), f"src_psn{c}")
             # the enables' registered bits: the entry of a packet, of a new chunk, the stream of
             # a new last chunk, the row of a packet (a drop is a resend: new means no resend)
             pkt_e_hot = Mux(drop, 0, e_hot)
@@ -658,7 +673,7 @@ class TxSched(wiring.Component):
             cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
                              pkt_e_hot=pkt_e_hot, new_e_hot=new_e_hot,
                              new_last_hot=Mux(nonempty, 0, s_hot),
-                             pkt_path_hot=Mux(drop, 0, Cat(*(p_pick == p for p in range(PA)))),
+                             pkt_path_hot=Mux(drop, 0, Cat(*p_hot)),
                              desc=desc_rd.data.as_value(), psn=src_psn,
                              qi=src_qi, idx=src_idx,
                              chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
