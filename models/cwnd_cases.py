@@ -281,29 +281,14 @@ def band_requests(line_mbps, n, *, seed=0):
              "n": rng.randint(1, 8)} for _ in range(n)]
 
 
-class BandDriver(CounterReadout):
+class BandDriver(Driver):
     """A source for the band unit's ``s_req`` (idle cycles) and a sink for ``m_band`` (random
     backpressure); ``config`` the static inputs (``line_mbps``, ``base_rtt_ns``, ``mtu``)."""
 
     def __init__(self, lay, reqs, config, *, seed=0, p_idle=0.3, p_bp=0.4):
-        self.lay = lay
-        self.rng = random.Random(seed)
-        self.items = list(reqs)
-        self.config = dict(config)
-        self.p_idle, self.p_bp = p_idle, p_bp
-        self.i = 0
-        self.cycle = 0
-        self.n_counters = 0
-        self.read_counters = False
-        self.quiet_cycles = 3
+        super().__init__(lay, reqs, config, seed=seed, p_idle=p_idle, p_bp=p_bp)
         self.limit = 1_000 + 80 * len(self.items)
         self.res = {"taken": [], "results": []}
-        self._offer = None
-        self._readout_reset()
-
-    @property
-    def sent_all(self):
-        return self.i >= len(self.items)
 
     def _stuck(self):
         return f"(request {self.i} of {len(self.items)})"
