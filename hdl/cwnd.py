@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from metaroce.models import cwnd as model
 from metaroce.models import protocol as P
 
-__all__ = ["Cwnd", "cwnd_small", "CwndBand", "cwnd_band"]
+__all__ = ["Cwnd", "cwnd_small", "cwnd_hinted_small", "CwndBand", "cwnd_band"]
 
 
 def _time_lt(a, b):
@@ -39,24 +39,31 @@ def _max(a, b):
 class Cwnd(wiring.Component):
     """MR-CW-001..005: ``s_ack`` (ACK events), ``s_setup`` (setup writes), ``m_update`` (one
     update per record), and the configuration inputs ``mtu``, ``beta_q``, ``cap`` (static while
-    a record is in flight)."""
+    a record is in flight). ``hints`` (MR-CW-060..064): the hinted block: the ACK's rate hint,
+    the band unit (MR-CW-059) per hinted event, the acknowledged window clamped to the path
+    cap, a hint change refused (``move``), a due refill reported (``refill``), move writes;
+    ``line_mbps`` and ``base_rtt_ns`` join the configuration."""
 
     def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"],
-                 div_bits=model.DIV_BITS):
+                 div_bits=model.DIV_BITS, hints=False):
         if div_bits not in (1, 2):
             self._MustUse__silence = True       # never elaborated: no warning for it
             raise ValueError(f"div_bits={div_bits}: 1 or 2 quotient bits per cycle")
         self.div_bits = div_bits
-        self.lay = lay = model.layouts(conns, paths)
+        self.hints = hints
+        self.lay = lay = model.layouts(conns, paths, hints=hints)
         self.conns, self.paths = conns, paths
-        super().__init__({
+        ports = {
             "s_ack": In(stream.Signature(lay.ack)),
             "s_setup": In(stream.Signature(lay.setup)),
             "m_update": Out(stream.Signature(lay.update)),
             "mtu": In(model.MTU_BITS),
             "beta_q": In(model.BETA_BITS),
             "cap": In(model.WIN_BITS),
-        })
+        }
+        if hints:
+            ports.update(line_mbps=In(model.RATE_BITS), base_rtt_ns=In(model.RTT_BITS))
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -124,6 +131,19 @@ class Cwnd(wiring.Component):
 
         upd = Signal(lay.update)
         m.d.comb += self.m_update.payload.eq(upd)
+        H = self.hints
+        if H:
+            # MR-CW-060/061: the band unit, the event's rate and band, the path cap's excess
+            m.submodules.band = band = CwndBand()
+            m.d.comb += [band.line_mbps.eq(self.line_mbps), band.base_rtt_ns.eq(self.base_rtt_ns),
+                         band.mtu.eq(self.mtu)]
+            rate_r = Signal(model.RATE_BITS)
+            hinted = Signal()                   # the band applies to this event
+            bcap = Signal.like(band.m_band.payload.cap)
+            bsum = Signal.like(band.m_band.payload.sum_floor)
+            over = Signal(model.WIN_BITS)       # the window's excess over the path cap
+            wadj = Signal(sb)                   # W without the window (active paths)
+            wend = Signal(sb + 1)               # W' of MR-CW-054
         # MR-CW-005: the configuration is static; its product is registered
         m.d.sync += beta_mtu.eq(self.beta_q * self.mtu)
 
@@ -149,16 +169,32 @@ class Cwnd(wiring.Component):
                 # MR-CW-014: a setup write: the window (at least the floor), W without the
                 # slot's old window, the cut state (0 on open)
                 old = Mux(prec.active & ~su.open & ~su.fresh, prec.cwnd, 0)
+                cwnd_w = _max(su.cwnd, su.floor)
+                opn, clear = su.open, su.open
+                if H:
+                    # MR-CW-062: a move write: the window as written, W follows; the records
+                    # kept but the rate and (debt0) the debt
+                    mv = su.move
+                    old = Mux(prec.active & (mv | (~su.open & ~su.fresh)), prec.cwnd, 0)
+                    cwnd_w = Mux(mv, su.cwnd, cwnd_w)
+                    opn = su.open & ~mv
+                    clear = opn | (mv & su.debt0)
+                    m.d.sync += [
+                        crec.rate.eq(Mux(mv, su.rate, Mux(su.open, self.line_mbps, crec.rate))),
+                        crec.n_paths.eq(Mux(mv, crec.n_paths, Mux(su.open, 0, crec.n_paths)
+                                            + ((su.open | su.fresh) & su.active))),
+                    ]
                 m.d.sync += [
-                    cwnd3.eq(_max(su.cwnd, su.floor)),
-                    wbase.eq(Mux(su.open, 0, crec.wsum) - old),
-                    crec.cut_end.eq(Mux(su.open, 0, crec.cut_end)),
-                    crec.cut_left.eq(Mux(su.open, 0, crec.cut_left)),
-                    crec.cut_debt.eq(Mux(su.open, 0, crec.cut_debt)),
+                    cwnd3.eq(cwnd_w),
+                    wbase.eq(Mux(opn, 0, crec.wsum) - old),
+                    crec.cut_end.eq(Mux(opn, 0, crec.cut_end)),
+                    crec.cut_left.eq(Mux(opn, 0, crec.cut_left)),
+                    crec.cut_debt.eq(Mux(clear, 0, crec.cut_debt)),
                 ]
                 m.next = "SETUP2"
             with m.State("SETUP2"):
-                m.d.sync += wsum2.eq(wbase + Mux(su.active, cwnd3, 0))
+                act = Mux(su.move, prec.active, su.active) if H else su.active
+                m.d.sync += wsum2.eq(wbase + Mux(act, cwnd3, 0))
                 m.next = "SETUP3"
             with m.State("SETUP3"):
                 m.d.comb += [
@@ -173,11 +209,58 @@ class Cwnd(wiring.Component):
                 ]
                 m.d.sync += [upd.conn.eq(su.conn), upd.path.eq(su.path), upd.cwnd.eq(cwnd3),
                              upd.wsum.eq(_max(wsum2, self.mtu)), upd.debt.eq(crec.cut_debt)]
+                if H:
+                    # MR-CW-062: a move write keeps the path's accumulators and window end
+                    with m.If(su.move):
+                        m.d.comb += [path_wr.data.ce_acc.eq(prec.ce_acc),
+                                     path_wr.data.ack_acc.eq(prec.ack_acc),
+                                     path_wr.data.next_dec.eq(prec.next_dec),
+                                     path_wr.data.active.eq(prec.active),
+                                     conn_wr.data.floor.eq(crec.floor),
+                                     conn_wr.data.multi.eq(crec.multi)]
+                    m.d.comb += [conn_wr.data.rate.eq(crec.rate),
+                                 conn_wr.data.n_paths.eq(crec.n_paths)]
+                    m.d.sync += [upd.rate.eq(crec.rate), upd.move.eq(0), upd.refill.eq(0)]
                 m.next = "OUT"
             with m.State("LOAD"):
                 # the records as read (a block RAM's output goes straight to a register)
                 m.d.sync += [crec.eq(cr), prec.eq(pr)]
                 m.next = "ACC"
+                if H:
+                    # MR-CW-061: the event's rate (MR-SEC-151's clamp); hint 0: as unhinted
+                    h = ev.hint
+                    m.d.sync += [rate_r.eq(Mux(h == 0, self.line_mbps,
+                                               _min(_max(h, P.MIN_RATE_MBPS), self.line_mbps))),
+                                 hinted.eq(0)]
+                    with m.If(h != 0):
+                        m.next = "HINT"
+            if H:
+                with m.State("HINT"):
+                    with m.If(rate_r != crec.rate):
+                        # MR-CW-061 (b): a hint change: refused, nothing written; a move is due
+                        m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path),
+                                     upd.cwnd.eq(prec.cwnd), upd.wsum.eq(_max(crec.wsum, self.mtu)),
+                                     upd.debt.eq(crec.cut_debt), upd.rate.eq(rate_r),
+                                     upd.move.eq(1), upd.refill.eq(0)]
+                        m.next = "OUT"
+                    with m.Else():
+                        # MR-CW-061 (c): the band of {hint, max(1, n_paths)} (the unit is idle)
+                        m.d.comb += [band.s_req.valid.eq(1), band.s_req.payload.hint.eq(ev.hint),
+                                     band.s_req.payload.n.eq(Mux(crec.n_paths == 0, 1,
+                                                                 crec.n_paths))]
+                        m.next = "BAND"
+                with m.State("BAND"):
+                    m.d.comb += band.m_band.ready.eq(1)
+                    b = band.m_band.payload
+                    with m.If(band.m_band.valid):
+                        m.d.sync += [bcap.eq(b.cap), bsum.eq(b.sum_floor), hinted.eq(1),
+                                     over.eq(Mux(prec.cwnd > b.cap, prec.cwnd - b.cap, 0))]
+                        m.next = "CLAMP"
+                with m.State("CLAMP"):
+                    # MR-CW-053's clamp: the window at most the path cap, W less the excess
+                    m.d.sync += [prec.cwnd.eq(prec.cwnd - over),
+                                 crec.wsum.eq(crec.wsum - Mux(prec.active, over, 0))]
+                    m.next = "ACC"
             with m.State("ACC"):
                 # MR-CW-010/011: W, the event's CE count (one per packet), the accumulators and
                 # the end of the path's observation window
@@ -207,6 +290,8 @@ class Cwnd(wiring.Component):
                     can.eq(Mux(prec.cwnd > crec.floor, prec.cwnd - crec.floor, 0)),
                     wbase.eq(Mux(prec.active, crec.wsum - prec.cwnd, crec.wsum)),
                 ]
+                if H:
+                    m.d.sync += wadj.eq(w - prec.cwnd)
                 m.next = "CUT1"
             with m.State("CUT1"):
                 # MR-CW-013: the coupled cut at the end of an observation window with marks:
@@ -266,7 +351,8 @@ class Cwnd(wiring.Component):
                 m.next = "GROW2"
             with m.State("GROW2"):
                 # ... at most the cap
-                m.d.sync += cwnd2.eq(Mux(inc, _min(grown, self.cap), cwnd1))
+                lim = Mux(hinted, bcap, self.cap) if H else self.cap   # MR-CW-061 (c)
+                m.d.sync += cwnd2.eq(Mux(inc, _min(grown, lim), cwnd1))
                 m.next = "DEBT1"
             with m.State("DEBT1"):
                 # MR-CW-015: the cut debt from this window, down to its floor
@@ -279,6 +365,8 @@ class Cwnd(wiring.Component):
                 c3 = cwnd2 - take_debt
                 m.d.sync += [cwnd3.eq(c3), debt2.eq(cut_debt - take_debt),
                              wsum2.eq(Mux(prec.active, wbase + c3, wbase))]
+                if H:
+                    m.d.sync += wend.eq(Mux(prec.active, wadj + c3, w))
                 m.next = "FIN"
             with m.State("FIN"):
                 # MR-CW-012: W follows the window; both records written
@@ -295,6 +383,13 @@ class Cwnd(wiring.Component):
                 ]
                 m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path), upd.cwnd.eq(cwnd3),
                              upd.wsum.eq(_max(wsum2, self.mtu)), upd.debt.eq(debt2)]
+                if H:
+                    # MR-CW-061: the rate (the line rate after hint 0); a due refill reported
+                    rate_new = Mux(ev.hint == 0, self.line_mbps, crec.rate)
+                    m.d.comb += [conn_wr.data.rate.eq(rate_new),
+                                 conn_wr.data.n_paths.eq(crec.n_paths)]
+                    m.d.sync += [upd.rate.eq(rate_new), upd.move.eq(0),
+                                 upd.refill.eq(hinted & (ev.pkts != 0) & (wend < bsum))]
                 m.next = "OUT"
             with m.State("OUT"):
                 m.d.comb += self.m_update.valid.eq(1)
@@ -306,6 +401,16 @@ class Cwnd(wiring.Component):
 def cwnd_small(width=64):
     """The small instance (MR-CW-001): 2 connections x 4 paths."""
     return Cwnd(width, **model.SMALL)
+
+
+def cwnd_hinted_small(width=64):
+    """The hinted block's small instance (MR-CW-060)."""
+    return Cwnd(width, **model.SMALL, hints=True)
+
+
+def cwnd_hinted_trace(width=64):
+    """The hinted block's instance for the endpoint's incast traces (MR-CW-065): 8 x 4."""
+    return Cwnd(width, **model.TRACE, hints=True)
 
 
 

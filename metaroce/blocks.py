@@ -176,6 +176,17 @@ BLOCKS: dict[str, Block] = {
         help="congestion windows (first slice), small instance: 2 connections x 4 paths; "
              "per-path windows, coupled increase and cut, cut debt (docs/spec/hw-cwnd.md)",
     ),
+    # The congestion window table with rate hints (issue 12, second slice: the per-event part;
+    # the moves are the control path's, MR-CW-060..064).
+    "cwnd_hinted": Block(
+        name="cwnd_hinted",
+        component="metaroce.hdl.cwnd:cwnd_hinted_small",
+        model="metaroce.models.cwnd:cwnd_model_hinted_small",
+        tb="metaroce.tb.cwnd",
+        help="congestion windows with rate hints, small instance: 2 connections x 4 paths; "
+             "the band per hinted event, hint changes and refills reported for the control "
+             "path (docs/spec/hw-cwnd.md section 6)",
+    ),
     # The TX engine's joined slice: scheduler, retransmit unit, join stage, payload DMA and
     # frame builder (docs/spec/hw-tx.md section 2, MR-TX-100).
     "tx": Block(

@@ -23,15 +23,18 @@ from amaranth.lib import data
 from . import protocol as P
 from .rx import pack, unpack
 
-__all__ = ["SMALL", "LARGE", "Layouts", "layouts", "check_params", "CwndModel", "CwndCycleModel",
+__all__ = ["SMALL", "LARGE", "TRACE", "cwnd_model_hinted_trace", "Layouts", "layouts", "check_params", "CwndModel", "CwndCycleModel",
            "ACC_MAX", "WIN_BITS", "BYTES_BITS", "PKTS_BITS", "MTU_BITS", "BETA_BITS",
            "QUOT_BITS", "DIV_BITS", "lat_ack", "LAT_ACK", "LAT_SETUP", "INPUTS", "OUTPUTS", "cwnd_model_small",
            "inc_divisor", "band_layouts", "band_model", "LAT_BAND", "CwndBandCycleModel",
-           "band_model_cycles"]
+           "band_model_cycles", "band_move", "refill_windows", "CwndControl", "LAT_MOVE",
+           "lat_hint", "HINT_INPUTS", "cwnd_model_hinted_small"]
 
 #: MR-CW-001: the small and the large instance.
 SMALL = dict(conns=2, paths=4)
 LARGE = dict(conns=4096, paths=8)
+#: MR-CW-065: the hinted block's instance for both incast traces (4 x 4 and 6 x 2 paths).
+TRACE = dict(conns=8, paths=4)
 #: MR-CW-011: the CE and ACK accumulators saturate here (the endpoint's ``_ACC_MAX``).
 ACC_MAX = 1023
 ACC_BITS = 10
@@ -63,10 +66,20 @@ def lat_ack(div_bits=DIV_BITS):
 
 
 LAT_ACK = lat_ack()
+#: MR-CW-064: a refused event (a hint change found: read; LOAD; HINT) and the extra cycles of
+#: a hinted event (HINT, the band unit's LAT_BAND, the band taken, CLAMP).
+LAT_MOVE = 3
+
+
+def lat_hint(div_bits=DIV_BITS):
+    """MR-CW-064: a hinted event's latency (the band unit's result before the event's update)."""
+    return lat_ack(div_bits) + 31
 
 INPUTS = ["s_ack__valid", "s_ack__payload", "s_setup__valid", "s_setup__payload",
           "m_update__ready", "mtu", "beta_q", "cap"]
 OUTPUTS = ["s_ack__ready", "s_setup__ready", "m_update__valid", "m_update__payload"]
+#: MR-CW-060: the hinted block's inputs (the band's configuration added).
+HINT_INPUTS = INPUTS + ["line_mbps", "base_rtt_ns"]
 
 
 def _pow2(name, v, lo, hi):
@@ -92,25 +105,33 @@ class Layouts:
     update: data.StructLayout
     path_rec: data.StructLayout
     conn_rec: data.StructLayout
+    hints: bool = False
 
 
-def layouts(conns=SMALL["conns"], paths=SMALL["paths"]):
-    """MR-CW-002..004: port and table record layouts."""
+def layouts(conns=SMALL["conns"], paths=SMALL["paths"], hints=False):
+    """MR-CW-002..004: port and table record layouts; ``hints`` (MR-CW-060): the hinted
+    block's added fields."""
     check_params(conns, paths)
     cb = max(1, (conns - 1).bit_length())
     pb = max(1, (paths - 1).bit_length())
     sb = WIN_BITS + (paths - 1).bit_length()        # the sum of ``paths`` windows
-    ack = data.StructLayout({"conn": cb, "path": pb, "bytes": BYTES_BITS, "pkts": PKTS_BITS,
-                             "ce": PKTS_BITS, "now": TIME_BITS, "srtt": TIME_BITS})
-    setup = data.StructLayout({"conn": cb, "path": pb, "cwnd": WIN_BITS, "active": 1, "open": 1,
-                               "fresh": 1, "floor": WIN_BITS, "multi": 1})
-    update = data.StructLayout({"conn": cb, "path": pb, "cwnd": WIN_BITS, "wsum": sb,
-                                "debt": sb})
+    ack = {"conn": cb, "path": pb, "bytes": BYTES_BITS, "pkts": PKTS_BITS,
+           "ce": PKTS_BITS, "now": TIME_BITS, "srtt": TIME_BITS}
+    setup = {"conn": cb, "path": pb, "cwnd": WIN_BITS, "active": 1, "open": 1,
+             "fresh": 1, "floor": WIN_BITS, "multi": 1}
+    update = {"conn": cb, "path": pb, "cwnd": WIN_BITS, "wsum": sb, "debt": sb}
     path_rec = data.StructLayout({"cwnd": WIN_BITS, "ce_acc": ACC_BITS, "ack_acc": ACC_BITS,
                                   "next_dec": TIME_BITS, "active": 1})
-    conn_rec = data.StructLayout({"wsum": sb, "cut_end": TIME_BITS, "cut_left": sb,
-                                  "cut_debt": sb, "floor": WIN_BITS, "multi": 1})
-    return Layouts(conns, paths, cb, pb, sb, ack, setup, update, path_rec, conn_rec)
+    conn_rec = {"wsum": sb, "cut_end": TIME_BITS, "cut_left": sb, "cut_debt": sb,
+                "floor": WIN_BITS, "multi": 1}
+    if hints:                                   # MR-CW-060
+        ack["hint"] = RATE_BITS
+        setup.update(move=1, rate=RATE_BITS, debt0=1)
+        update.update(rate=RATE_BITS, move=1, refill=1)
+        conn_rec.update(rate=RATE_BITS, n_paths=4)
+    S = data.StructLayout
+    return Layouts(conns, paths, cb, pb, sb, S(ack), S(setup), S(update), path_rec, S(conn_rec),
+                   hints)
 
 
 #: MR-CW-059: the hinted band unit's widths: a rate in Mb/s (at most 524,287: 400 Gb/s fits),
@@ -149,6 +170,39 @@ def band_model(hint, n, *, line_mbps, base_rtt_ns, mtu):
             "conn_window": P.hinted_conn_window_fx(r, base_rtt_ns, mtu)}
 
 
+def band_move(windows, old_rate, rate, hw, cap, line_mbps):
+    """MR-CW-053: a hint change's move of every path window of a connection: scaled by
+    rate / old rate (keeping its place in the band) when the rate rose and both are below the
+    line rate, then moved into [hw, cap]. Returns the new windows."""
+    ws = list(windows)
+    if old_rate < rate < line_mbps and old_rate < line_mbps:
+        ws = [w * rate // old_rate for w in ws]
+    return [min(cap, max(hw, w)) for w in ws]
+
+
+def refill_windows(windows, p, calm, short, cap):
+    """MR-CW-054: the refill of a shortfall ``short``: to the calm paths ``calm`` (indices, in
+    path order), each min(cap - window, what is left / paths still to serve); the rest to the
+    acknowledged path ``p`` (even above the cap). Returns the new windows."""
+    ws = list(windows)
+    for i, k in enumerate(calm):
+        give = min(cap - ws[k], short // (len(calm) - i))
+        ws[k] += give
+        short -= give
+    if short > 0:
+        ws[p] += short
+    return ws
+
+
+def calm_paths(paths, p, cap, now):
+    """MR-CW-054: the connection's other active paths below the cap whose latest CE echo (if
+    any) is more than their smoothed RTT before ``now``; ``paths`` dicts with ``cwnd``,
+    ``active``, ``ece_seen``, ``last_ece``, ``srtt``."""
+    return [k for k, q in enumerate(paths) if k != p and q["active"] and q["cwnd"] < cap
+            and (not q["ece_seen"]
+                 or P.time_lt((q["last_ece"] + q["srtt"]) & P.TIME_MASK, now))]
+
+
 def inc_divisor(cwnd, wsum_eff, multi):
     """MR-CW-012: the divisor of the increase, as ``protocol.aimd_fx`` takes it: the larger of
     the window and the connection's W when coupled, the window alone (at least 1) when not."""
@@ -158,12 +212,18 @@ def inc_divisor(cwnd, wsum_eff, multi):
 class CwndModel:
     """The block's semantics (MR-CW-010..016): ``setup(rec)`` and ``ack(ev)`` take a record as
     a dict of the layout's fields and return the update ``{conn, path, cwnd, wsum, debt}``.
-    ``mtu``, ``beta_q`` and ``cap`` are the configuration inputs (MR-CW-005)."""
+    ``mtu``, ``beta_q`` and ``cap`` are the configuration inputs (MR-CW-005).
+
+    ``split`` (MR-CW-060..062): the hinted block's own semantics, without the control path's
+    moves: a hint change refuses the event (``move``), a refill is only reported (``refill``),
+    move writes; its updates carry ``rate``, ``move`` and ``refill``. Unsplit (the default),
+    the block and its control path together (MR-CW-050..055)."""
 
     def __init__(self, conns=SMALL["conns"], paths=SMALL["paths"], *, mtu=4096,
                  beta_q=P.Q_ONE // 2, cap=(1 << WIN_BITS) - 1, line_mbps=LINE_MBPS,
-                 base_rtt_ns=BASE_RTT_NS):
-        self.lay = layouts(conns, paths)
+                 base_rtt_ns=BASE_RTT_NS, split=False):
+        self.split = split
+        self.lay = layouts(conns, paths, hints=split)
         self.conns, self.paths = conns, paths
         self.mtu, self.beta_q, self.cap = mtu, beta_q, cap
         self.line_mbps, self.base_rtt_ns = line_mbps, base_rtt_ns
@@ -183,10 +243,13 @@ class CwndModel:
         if base_rtt_ns is not None:
             self.base_rtt_ns = base_rtt_ns
 
-    def _update(self, c, p):
+    def _update(self, c, p, move=0, refill=0, rate=None):
         cs = self.conn[c]
-        return {"conn": c, "path": p, "cwnd": self.path[c][p]["cwnd"], "wsum": self.w_eff(c),
-                "debt": cs["cut_debt"]}
+        u = {"conn": c, "path": p, "cwnd": self.path[c][p]["cwnd"], "wsum": self.w_eff(c),
+             "debt": cs["cut_debt"]}
+        if self.split:                               # MR-CW-061
+            u.update(rate=cs["rate"] if rate is None else rate, move=move, refill=refill)
+        return u
 
     def w_eff(self, c):
         """MR-CW-012: the connection's W as the endpoint uses it: max(sum of the active paths'
@@ -200,6 +263,16 @@ class CwndModel:
         connection's), else an active old window leaves W for the new one."""
         c, p = r["conn"], r["path"]
         cs, ps = self.conn[c], self.path[c][p]
+        if self.split and r.get("move"):
+            # MR-CW-062: a move write: the window as written, W follows, the rate; the debt
+            # cleared with debt0; the rest of both records kept
+            if ps["active"]:
+                cs["wsum"] += r["cwnd"] - ps["cwnd"]
+            ps["cwnd"] = r["cwnd"]
+            cs["rate"] = r["rate"]
+            if r["debt0"]:
+                cs["cut_debt"] = 0
+            return self._update(c, p)
         cwnd = max(r["cwnd"], r["floor"])
         old = ps["cwnd"] if ps["active"] and not (r["open"] or r["fresh"]) else 0
         if r["open"]:
@@ -209,7 +282,8 @@ class CwndModel:
         cs["floor"], cs["multi"] = r["floor"], r["multi"]
         cs["wsum"] = cs["wsum"] - old + (cwnd if r["active"] else 0)
         if (r["open"] or r["fresh"]) and r["active"]:
-            cs["n_paths"] += 1                       # MR-CW-052: the connection's path count
+            # MR-CW-052: the connection's path count (4 bits, MR-CW-060)
+            cs["n_paths"] = (cs["n_paths"] + 1) & 15
         ps.update(cwnd=cwnd, ce_acc=0, ack_acc=0, next_dec=0, active=r["active"],
                   srtt=self.base_rtt_ns, ece_seen=0, last_ece=0)
         return self._update(c, p)
@@ -238,15 +312,15 @@ class CwndModel:
         n = max(1, cs["n_paths"])
         hw = P.hinted_window_fx(rate, self.base_rtt_ns, n)
         cap = P.hinted_window_cap_fx(rate, self.base_rtt_ns, n, self.mtu)
-        if old_rate < rate < line and old_rate < line:
-            for q in paths:                          # MR-CC-007: keep the place in the band
-                q["cwnd"] = q["cwnd"] * rate // old_rate
-        if rate != old_rate:
-            for q in paths:
-                q["cwnd"] = min(cap, max(hw, q["cwnd"]))
-        elif paths[p]["cwnd"] > cap:
+        if rate != old_rate:                         # (the split block refused it before)
+            for q, w in zip(paths, band_move([q["cwnd"] for q in paths], old_rate, rate, hw,
+                                             cap, line)):
+                q["cwnd"] = w
+            cs["wsum"] = sum(q["cwnd"] for q in paths if q["active"])
+        elif paths[p]["cwnd"] > cap:                 # MR-CW-061 (c): W loses the excess
+            if paths[p]["active"]:
+                cs["wsum"] -= paths[p]["cwnd"] - cap
             paths[p]["cwnd"] = cap
-        cs["wsum"] = sum(q["cwnd"] for q in paths if q["active"])
         return hw, cap, rate * self.base_rtt_ns // 8000
 
     def _refill(self, c, p, short, cap, now):
@@ -255,14 +329,10 @@ class CwndModel:
         RTT (in path order, each an equal part of what is left, up to the cap), the rest to this
         path; the cut debt is forgiven."""
         cs, paths = self.conn[c], self.path[c]
-        calm = [q for k, q in enumerate(paths) if k != p and q["active"] and q["cwnd"] < cap
-                and (not q["ece_seen"] or P.time_lt((q["last_ece"] + q["srtt"]) & P.TIME_MASK, now))]
-        for i, q in enumerate(calm):
-            give = min(cap - q["cwnd"], short // (len(calm) - i))
-            q["cwnd"] += give
-            short -= give
-        if short > 0:
-            paths[p]["cwnd"] += short
+        new = refill_windows([q["cwnd"] for q in paths], p, calm_paths(paths, p, cap, now),
+                             short, cap)
+        for q, w in zip(paths, new):
+            q["cwnd"] = w
         cs["cut_debt"] = 0
         cs["wsum"] = sum(q["cwnd"] for q in paths if q["active"])
 
@@ -277,7 +347,12 @@ class CwndModel:
         ps["srtt"] = e["srtt"]                       # MR-CW-054: the path's, for the refill
         if ce:
             ps["last_ece"], ps["ece_seen"] = now, 1
-        band = self._band(c, p, e.get("hint", 0))    # MR-CW-053
+        hint = e.get("hint", 0)
+        if self.split:
+            r = P.clamp_hint_mbps(hint, self.line_mbps)
+            if hint and r != cs["rate"]:             # MR-CW-061 (b): refused, a move is due
+                return self._update(c, p, move=1, rate=r)
+        band = self._band(c, p, hint)                # MR-CW-053
         if not pkts:
             return self._update(c, p)                # MR-CW-010: resolves nothing, changes nothing
         cap = band[1] if band else self.cap
@@ -311,6 +386,8 @@ class CwndModel:
         # window's change, not max(sum, MTU) after it
         w_end = w + (cwnd - old if ps["active"] else 0)
         if band and w_end < band[2]:
+            if self.split:                           # MR-CW-061 (c): the control path's
+                return self._update(c, p, refill=1)
             self._refill(c, p, band[2] - w_end, band[1], now)
         return self._update(c, p)
 
@@ -318,12 +395,19 @@ class CwndModel:
 class CwndCycleModel:
     """The block cycle by cycle (MR-CW-030): idle, it takes a setup write (first) or an ACK
     event; the update is valid ``LAT_SETUP`` or ``LAT_ACK`` cycles after, held until taken; the
-    cycle after, the block is idle again. ``m_update.payload`` holds the last update."""
+    cycle after, the block is idle again. ``m_update.payload`` holds the last update.
+    ``hints`` (MR-CW-060..064): the hinted block (``CwndModel(split=True)``; a refused event's
+    update ``LAT_MOVE`` after, a hinted event's ``lat_hint``)."""
 
-    def __init__(self, width=64, conns=SMALL["conns"], paths=SMALL["paths"], div_bits=DIV_BITS):
+    def __init__(self, width=64, conns=SMALL["conns"], paths=SMALL["paths"], div_bits=DIV_BITS,
+                 hints=False):
         self.lat_ack = lat_ack(div_bits)
-        self.sem = CwndModel(conns, paths)
+        self.lat_hint = lat_hint(div_bits)
+        self.hints = hints
+        self.sem = CwndModel(conns, paths, split=hints)
         self.lay = self.sem.lay
+        if hints:                                    # the instance's port list (lockstep)
+            self.port_names = self.ports
         self.wait = 0            # cycles until the pending update is valid
         self.pending = None      # the update being computed (packed)
         self.valid = 0
@@ -332,6 +416,10 @@ class CwndCycleModel:
     @staticmethod
     def port_names():
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+
+    def ports(self):
+        """The instance's ports (MR-CW-060: the hinted block has the band's configuration)."""
+        return {"inputs": list(HINT_INPUTS if self.hints else INPUTS), "outputs": list(OUTPUTS)}
 
     def busy(self):
         return self.pending is not None or bool(self.valid)
@@ -343,7 +431,11 @@ class CwndCycleModel:
         out = {"s_ack__ready": int(idle and not setup_valid), "s_setup__ready": int(idle),
                "m_update__valid": self.valid, "m_update__payload": self.payload}
         sem, lay = self.sem, self.lay
-        sem.config(g("mtu", 0), g("beta_q", 0), g("cap", 0))
+        if self.hints:
+            sem.config(g("mtu", 0), g("beta_q", 0), g("cap", 0), g("line_mbps", 0),
+                       g("base_rtt_ns", 0))
+        else:
+            sem.config(g("mtu", 0), g("beta_q", 0), g("cap", 0))
         if self.valid:
             if g("m_update__ready", 0):
                 self.valid = 0
@@ -355,13 +447,98 @@ class CwndCycleModel:
             self.pending = pack(lay.update, sem.setup(unpack(lay.setup, g("s_setup__payload", 0))))
             self.wait = LAT_SETUP - 1
         elif g("s_ack__valid", 0):
-            self.pending = pack(lay.update, sem.ack(unpack(lay.ack, g("s_ack__payload", 0))))
-            self.wait = self.lat_ack - 1
+            ev = unpack(lay.ack, g("s_ack__payload", 0))
+            upd = sem.ack(ev)
+            self.pending = pack(lay.update, upd)
+            lat = self.lat_ack                       # MR-CW-064
+            if self.hints and ev["hint"]:
+                lat = LAT_MOVE if upd["move"] else self.lat_hint
+            self.wait = lat - 1
         return out
 
 
 def cwnd_model_small(width=64):
     return CwndCycleModel(width, **SMALL)
+
+
+def cwnd_model_hinted_small(width=64):
+    """MR-CW-060: the hinted block's small instance."""
+    return CwndCycleModel(width, **SMALL, hints=True)
+
+
+def cwnd_model_hinted_trace(width=64):
+    """MR-CW-065: the hinted block's instance for the incast traces."""
+    return CwndCycleModel(width, **TRACE, hints=True)
+
+
+class CwndControl:
+    """MR-CW-063: the hinted block's control path. Keeps a shadow of each connection's path
+    windows (from every update), each path's smoothed RTT and latest CE echo (from the events
+    offered), rate, path count, active bits and floor (from the setup writes made); answers a
+    refused event (``move``) and a due refill (``refill``) with move writes computed by
+    ``band_move`` and ``refill_windows``. ``record(kind, rec)`` before a record is offered;
+    ``answer(kind, rec, update)`` after its update: the records to offer next."""
+
+    def __init__(self, conns, paths, *, mtu, line_mbps, base_rtt_ns, **_):
+        self.paths = paths
+        self.mtu, self.line_mbps, self.base_rtt_ns = mtu, line_mbps, base_rtt_ns
+        z = {"cwnd": 0, "active": 0, "srtt": 0, "last_ece": 0, "ece_seen": 0}
+        self.path = [[dict(z) for _ in range(paths)] for _ in range(conns)]
+        self.conn = [{"rate": line_mbps, "n_paths": 0} for _ in range(conns)]
+        self.moves = {"move": 0, "refill": 0, "writes": 0}
+
+    def record(self, kind, r):
+        c, p = r["conn"], r["path"]
+        ps, cs = self.path[c][p], self.conn[c]
+        if kind == "ack":                            # MR-CW-052: the path state it keeps
+            ps["srtt"] = r["srtt"]
+            if min(r["ce"], r["pkts"]):
+                ps["last_ece"], ps["ece_seen"] = r["now"], 1
+        elif not r.get("move"):
+            if r["open"]:
+                cs["n_paths"] = 0
+            if (r["open"] or r["fresh"]) and r["active"]:
+                cs["n_paths"] += 1
+            ps.update(active=r["active"], srtt=self.base_rtt_ns, ece_seen=0, last_ece=0)
+
+    def _band(self, c, rate):
+        n = max(1, self.conn[c]["n_paths"])
+        return band_model(rate, n, line_mbps=self.line_mbps, base_rtt_ns=self.base_rtt_ns,
+                          mtu=self.mtu)
+
+    def _writes(self, c, p, old, new, rate, debt0):
+        """Move writes for each changed window, the acknowledged path's always, last."""
+        ks = [k for k in range(self.paths) if k != p and new[k] != old[k]] + [p]
+        self.moves["writes"] += len(ks)
+        return [("setup", {"conn": c, "path": k, "cwnd": new[k], "move": 1, "rate": rate,
+                           "debt0": debt0}) for k in ks]
+
+    def answer(self, kind, r, u):
+        c, p = u["conn"], u["path"]
+        paths, cs = self.path[c], self.conn[c]
+        old_p = paths[p]["cwnd"]
+        wsum_before = sum(q["cwnd"] for q in paths if q["active"])
+        paths[p]["cwnd"] = u["cwnd"]
+        if kind != "ack" or not (u["move"] or u["refill"]):
+            cs["rate"] = u["rate"]
+            return []
+        old = [q["cwnd"] for q in paths]
+        if u["move"]:                                # MR-CW-053: the hint change's move
+            self.moves["move"] += 1
+            b = self._band(c, u["rate"])
+            new = band_move(old, cs["rate"], u["rate"], b["hw"], b["cap"], self.line_mbps)
+            return self._writes(c, p, old, new, u["rate"], 0) + [("ack", r)]
+        # MR-CW-054: the refill, on W' as the block had it: the event's W (after the clamp of
+        # the acknowledged window, at least an MTU) plus the window's change
+        self.moves["refill"] += 1
+        cs["rate"] = u["rate"]
+        b = self._band(c, u["rate"])
+        start = min(old_p, b["cap"])
+        w = wsum_before - (old_p - start if paths[p]["active"] else 0)
+        w_end = max(w, self.mtu) + (u["cwnd"] - start if paths[p]["active"] else 0)
+        new = refill_windows(old, p, calm_paths(paths, p, b["cap"], r["now"]),
+                             b["sum_floor"] - w_end, b["cap"])
+        return self._writes(c, p, old, new, u["rate"], 1)
 
 
 BAND_INPUTS = ["s_req__valid", "s_req__payload", "m_band__ready", "line_mbps", "base_rtt_ns",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 
 from . import protocol as P
-from .cwnd import INPUTS, WIN_BITS, CwndModel
+from .cwnd import HINT_INPUTS, INPUTS, WIN_BITS, CwndControl, CwndModel
 from .driver import CounterReadout
 from .rx import pack, unpack
 
@@ -30,7 +30,7 @@ def setup_item(conn, path, cwnd, floor, multi, *, active=1, open_=0, fresh=0):
 
 def ack_item(conn, path, nbytes, pkts, ce, now, srtt, hint=0):
     """An ACK event; ``hint`` (the ACK's rate hint in Mb/s, MR-CW-050) only when not 0: the
-    RTL's ACK port has no hint field yet."""
+    first slice's ACK port has no hint field (the hinted block's, MR-CW-060, has)."""
     rec = {"conn": conn, "path": path, "bytes": nbytes, "pkts": pkts, "ce": ce,
            "now": now & P.TIME_MASK, "srtt": srtt}
     if hint:
@@ -174,11 +174,87 @@ def traffic(sem, n, *, seed=0, mtu=1024, hints=False):
     return items
 
 
+class Closed:
+    """MR-CW-063/065: the records with the control path in the loop: each record's update is
+    awaited; the control path's answer (move writes, the refused event again) goes first. After
+    each of ``items`` and the control path's records for it, ``after`` gets ``(index of the
+    item, the connection's shadow windows, the update)``."""
+
+    def __init__(self, items, control):
+        self.items, self.control = list(items), control
+        self.i = 0                      # the next item
+        self.queue = []                 # the control path's records, first
+        self.flight = None              # the record taken, its update awaited
+        self.after = []
+
+    @property
+    def done(self):
+        return self.i >= len(self.items) and not self.queue and self.flight is None
+
+    def peek(self):
+        """The record to offer next, or None (one in flight, or none left)."""
+        if self.flight is not None:
+            return None
+        if self.queue:
+            return self.queue[0]
+        return self.items[self.i] if self.i < len(self.items) else None
+
+    def take(self):
+        kind, rec = self.flight = self.peek()
+        if self.queue:
+            self.queue.pop(0)
+        else:
+            self.i += 1
+        self.control.record(kind, rec)
+
+    def answer(self, upd):
+        kind, rec = self.flight
+        self.flight = None
+        self.queue[:0] = self.control.answer(kind, rec, upd)
+        if not self.queue:
+            c = upd["conn"]
+            self.after.append((self.i - 1, [q["cwnd"] for q in self.control.path[c]], upd))
+
+
+def run_closed(sem, control, items, config):
+    """MR-CW-063: the records through the block's semantics (``CwndModel(split=True)``) with
+    its control path, no cycles; returns the :class:`Closed` loop (``after``) and the records as
+    taken."""
+    sem.config(**config)
+    loop, taken = Closed(items, control), []
+    while not loop.done:
+        kind, rec = loop.peek()
+        loop.take()
+        taken.append((kind, rec))
+        loop.answer(sem.setup(rec) if kind == "setup" else sem.ack(rec))
+    return loop, taken
+
+
+def check_after(after, items, expected):
+    """MR-CW-065: after each ACK item and its control path's records, the connection's windows,
+    W, debt and rate equal ``expected`` (the endpoint's, or the unsplit model's)."""
+    n = 0
+    for k, ws, u in after:
+        exp = expected[k]
+        if exp is None:
+            continue
+        m = len(exp["cwnd"])
+        got = {"cwnd": ws[:m], "wsum": u["wsum"], "cut_debt": u["debt"],
+               "rate_mbps": u["rate"]}
+        want = {f: exp[f] for f in got}
+        assert got == want, (k, items[k], got, want)
+        n += 1
+    return n
+
+
 class Driver(CounterReadout):
     """Sources for ``s_setup`` and ``s_ack`` (one record offered at a time, in order, with idle
-    cycles), a sink for ``m_update`` with random backpressure; ``config`` the static inputs."""
+    cycles), a sink for ``m_update`` with random backpressure; ``config`` the static inputs.
+    ``control`` (a :class:`~metaroce.models.cwnd.CwndControl`, MR-CW-063): the hinted block's
+    control path in the loop (:class:`Closed`)."""
 
-    def __init__(self, lay, items, config, *, seed=0, p_idle=0.2, p_bp=0.3):
+    def __init__(self, lay, items, config, *, seed=0, p_idle=0.2, p_bp=0.3, control=None):
+        self.loop = Closed(items, control) if control is not None else None
         self.lay = lay
         self.rng = random.Random(seed)
         self.items = list(items)
@@ -189,14 +265,21 @@ class Driver(CounterReadout):
         self.n_counters = 0
         self.read_counters = False
         self.quiet_cycles = 3
-        self.limit = 1_000 + 60 * len(self.items)
+        self.limit = 1_000 + (60 if control is None else 200) * len(self.items)
         self.res = {"taken": [], "updates": []}
         self._offer = None
         self._readout_reset()
 
     @property
     def sent_all(self):
+        if self.loop is not None:
+            return self.loop.done
         return self.i >= len(self.items)
+
+    def _next(self):
+        if self.loop is not None:
+            return self.loop.peek()
+        return None if self.sent_all else self.items[self.i]
 
     def _stuck(self):
         return f"(record {self.i} of {len(self.items)})"
@@ -205,14 +288,15 @@ class Driver(CounterReadout):
         rng = self.rng
         ins = {"s_ack__valid": 0, "s_ack__payload": 0, "s_setup__valid": 0,
                "s_setup__payload": 0, "m_update__ready": int(rng.random() >= self.p_bp)}
-        ins.update({k: v for k, v in self.config.items() if k in INPUTS})
-        if self._offer is None and not self.sent_all and rng.random() >= self.p_idle:
-            self._offer = self.items[self.i]
+        ports = HINT_INPUTS if self.lay.hints else INPUTS
+        ins.update({k: v for k, v in self.config.items() if k in ports})
+        if self._offer is None and rng.random() >= self.p_idle:
+            self._offer = self._next()
         if self._offer is not None:
             kind, rec = self._offer
             port = "s_setup" if kind == "setup" else "s_ack"
             ins[port + "__valid"] = 1
-            # MR-CW-050: the RTL has no hint port yet (a hinted record fails in pack)
+            # MR-CW-050/060: a hinted record fails in pack on the first slice's layout
             ins[port + "__payload"] = pack(getattr(self.lay, kind), rec)
         return ins
 
@@ -222,16 +306,21 @@ class Driver(CounterReadout):
         for port in ("s_setup", "s_ack"):
             if ins[port + "__valid"] and outs[port + "__ready"]:
                 self.res["taken"].append(self._offer)
+                if self.loop is not None:
+                    self.loop.take()
                 self._offer = None
                 self.i += 1
         if outs["m_update__valid"] and ins["m_update__ready"]:
             self.res["updates"].append(unpack(self.lay.update, outs["m_update__payload"]))
+            if self.loop is not None:
+                self.loop.answer(self.res["updates"][-1])
         self.cycle += 1
 
 
 def check(sem, config, taken, updates):
     """MR-CW-041: one update per record taken, each the semantics' update for it."""
-    sem.config(config["mtu"], config["beta_q"], config["cap"])
+    sem.config(config["mtu"], config["beta_q"], config["cap"], config.get("line_mbps"),
+               config.get("base_rtt_ns"))
     assert len(updates) == len(taken), (len(updates), len(taken))
     for k, ((kind, rec), got) in enumerate(zip(taken, updates)):
         want = sem.setup(rec) if kind == "setup" else sem.ack(rec)
@@ -267,7 +356,7 @@ def run_trace(sem, config, items, expected):
     return n
 
 
-__all__ = ["band_requests", "BandDriver", "check_band", "setup_item", "ack_item", "endpoint_trace", "traffic", "Driver", "check", "run_trace",
+__all__ = ["CwndControl", "Closed", "run_closed", "check_after", "band_requests", "BandDriver", "check_band", "setup_item", "ack_item", "endpoint_trace", "traffic", "Driver", "check", "run_trace",
            "CwndModel"]
 
 

@@ -9,6 +9,11 @@ output compared every cycle).
 ``cwnd_lockstep``: the small instance (models.cwnd.SMALL); ``CW_ACKS`` random ACK events
 (seed ``CW_SEED``) with setup writes, random idle cycles and backpressure on ``m_update``,
 then the checker. Results to ``CW_OUT`` (JSON) if set.
+
+``hinted_lockstep`` (MR-CW-065): the hinted block with its control path in the loop
+(``CwndControl``); ``CW_TRACE`` "random" (the small instance, ``CW_ACKS`` hinted events) or
+"incast" / "incast6" (the endpoint's whole trace through the 8 x 4 instance, the windows after
+each event and its control path's writes against the endpoint's).
 """
 from __future__ import annotations
 
@@ -74,3 +79,39 @@ async def band_lockstep(dut):
         with open(out, "w") as f:
             json.dump({"requests": summary["requests"], "cycles": n,
                        "mismatches": h.mismatches}, f)
+
+
+#: MR-CW-065: the hinted runs' configuration for random traffic (a cap that binds).
+HINT_CONFIG = dict(CONFIG, line_mbps=100_000, base_rtt_ns=10_000)
+
+
+@cocotb.test()
+async def hinted_lockstep(dut):
+    from metaroce.models.cwnd import TRACE, CwndControl
+    seed = int(os.environ.get("CW_SEED", "1"))
+    trace = os.environ.get("CW_TRACE", "random")
+    params = SMALL if trace == "random" else TRACE
+    model = CwndCycleModel(64, **params, hints=True)
+    if trace == "random":
+        config, expected = HINT_CONFIG, None
+        items = cc.traffic(CwndModel(**params, **config), int(os.environ.get("CW_ACKS", "400")),
+                           seed=seed, hints=True)
+    else:
+        config, items, expected = cc.endpoint_trace(scenario=trace)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    ctl = CwndControl(**params, **config)
+    drv = cc.Driver(model.lay, items, config, seed=seed, p_idle=0.1, p_bp=0.2, control=ctl)
+    n = await drive(h, drv, busy=model.busy)
+    summary = cc.check(CwndModel(**params, split=True), config, drv.res["taken"],
+                       drv.res["updates"])
+    assert h.mismatches == 0
+    equal = cc.check_after(drv.loop.after, items, expected) if expected else 0
+    out = os.environ.get("CW_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"records": summary["records"], "acks": summary["acks"], "cycles": n,
+                       "equal_to_endpoint": equal, "mismatches": h.mismatches, **ctl.moves}, f)
