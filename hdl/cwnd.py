@@ -244,11 +244,14 @@ class Cwnd(wiring.Component):
                                      upd.move.eq(1), upd.refill.eq(0)]
                         m.next = "OUT"
                     with m.Else():
-                        # MR-CW-061 (c): the band of {hint, max(1, n_paths)} (the unit is idle)
-                        m.d.comb += [band.s_req.valid.eq(1), band.s_req.payload.hint.eq(ev.hint),
-                                     band.s_req.payload.n.eq(Mux(crec.n_paths == 0, 1,
-                                                                 crec.n_paths))]
-                        m.next = "BAND"
+                        m.next = "REQ"
+                with m.State("REQ"):
+                    # MR-CW-061 (c): the band of {hint, max(1, n_paths)} (the unit is idle); a
+                    # state of its own: the request's valid is not behind the rate compare
+                    m.d.comb += [band.s_req.valid.eq(1), band.s_req.payload.hint.eq(ev.hint),
+                                 band.s_req.payload.n.eq(Mux(crec.n_paths == 0, 1,
+                                                             crec.n_paths))]
+                    m.next = "BAND"
                 with m.State("BAND"):
                     m.d.comb += band.m_band.ready.eq(1)
                     b = band.m_band.payload

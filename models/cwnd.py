@@ -67,13 +67,13 @@ def lat_ack(div_bits=DIV_BITS):
 
 LAT_ACK = lat_ack()
 #: MR-CW-064: a refused event (a hint change found: read; LOAD; HINT) and the extra cycles of
-#: a hinted event (HINT, the band unit's LAT_BAND, the band taken, CLAMP).
+#: a hinted event (HINT, REQ, the band unit's LAT_BAND, the band taken, CLAMP).
 LAT_MOVE = 3
 
 
 def lat_hint(div_bits=DIV_BITS):
     """MR-CW-064: a hinted event's latency (the band unit's result before the event's update)."""
-    return lat_ack(div_bits) + 31
+    return lat_ack(div_bits) + 32
 
 INPUTS = ["s_ack__valid", "s_ack__payload", "s_setup__valid", "s_setup__payload",
           "m_update__ready", "mtu", "beta_q", "cap"]

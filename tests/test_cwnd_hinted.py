@@ -108,7 +108,7 @@ def test_refused_event_and_move_writes():
     """MR-CW-061 (b), MR-CW-062, MR-CW-064: a first hint is refused (nothing changes, ``move``
     with the clamped rate) after LAT_MOVE cycles; a move write sets the window as written
     (below the floor too), keeps the accumulators and sets the rate; the event again is hinted
-    (LAT_ACK + 31 cycles), its window clamped to the path cap; hint 0 takes LAT_ACK and sets the
+    (LAT_ACK + 32 cycles), its window clamped to the path cap; hint 0 takes LAT_ACK and sets the
     line rate."""
     m = CwndCycleModel(64, **SMALL, hints=True)
     lay = m.lay
@@ -141,7 +141,7 @@ def test_refused_event_and_move_writes():
         acc.append(sem.path[0][0]["ce_acc"])
     assert [pack(lay.update, x) for x in u] == ups
     assert lats == [LAT_SETUP, LAT_SETUP, LAT_ACK, lat_hint(), LAT_SETUP, LAT_MOVE, LAT_SETUP,
-                    lat_hint()] and lat_hint() == LAT_ACK + 31
+                    lat_hint()] and lat_hint() == LAT_ACK + 32
     assert u[2]["rate"] == 100_000
     assert u[3]["move"] == 0 and u[3]["rate"] == 100_000     # clamped to the line: no change
     assert u[4]["cwnd"] == 100 and acc[3:5] == [1, 1]        # below the floor; kept
