@@ -144,6 +144,10 @@ class Cwnd(wiring.Component):
             over = Signal(model.WIN_BITS)       # the window's excess over the path cap
             wadj = Signal(sb)                   # W without the window (active paths)
             wend = Signal(sb + 1)               # W' of MR-CW-054
+            # the request straight from registers (not gated by the state: the band's clamp of
+            # the hint is two compares already)
+            m.d.comb += [band.s_req.payload.hint.eq(ev.hint),
+                         band.s_req.payload.n.eq(Mux(crec.n_paths == 0, 1, crec.n_paths))]
         # MR-CW-005: the configuration is static; its product is registered
         m.d.sync += beta_mtu.eq(self.beta_q * self.mtu)
 
@@ -248,9 +252,7 @@ class Cwnd(wiring.Component):
                 with m.State("REQ"):
                     # MR-CW-061 (c): the band of {hint, max(1, n_paths)} (the unit is idle); a
                     # state of its own: the request's valid is not behind the rate compare
-                    m.d.comb += [band.s_req.valid.eq(1), band.s_req.payload.hint.eq(ev.hint),
-                                 band.s_req.payload.n.eq(Mux(crec.n_paths == 0, 1,
-                                                             crec.n_paths))]
+                    m.d.comb += band.s_req.valid.eq(1)
                     m.next = "BAND"
                 with m.State("BAND"):
                     m.d.comb += band.m_band.ready.eq(1)
