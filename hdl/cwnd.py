@@ -184,6 +184,8 @@ class Cwnd(wiring.Component):
                     opn = su.open & ~mv
                     clear = opn | (mv & su.debt0)
                     m.d.sync += [
+                        # MR-CW-066: the band kept only by a move write of the same rate
+                        crec.bvalid.eq(mv & crec.bvalid & (su.rate == crec.rate)),
                         crec.rate.eq(Mux(mv, su.rate, Mux(su.open, self.line_mbps, crec.rate))),
                         crec.n_paths.eq(Mux(mv, crec.n_paths, Mux(su.open, 0, crec.n_paths)
                                             + ((su.open | su.fresh) & su.active))),
@@ -223,7 +225,9 @@ class Cwnd(wiring.Component):
                                      conn_wr.data.floor.eq(crec.floor),
                                      conn_wr.data.multi.eq(crec.multi)]
                     m.d.comb += [conn_wr.data.rate.eq(crec.rate),
-                                 conn_wr.data.n_paths.eq(crec.n_paths)]
+                                 conn_wr.data.n_paths.eq(crec.n_paths),
+                                 conn_wr.data.bvalid.eq(crec.bvalid),
+                                 conn_wr.data.bcap.eq(crec.bcap), conn_wr.data.bsum.eq(crec.bsum)]
                     m.d.sync += [upd.rate.eq(crec.rate), upd.move.eq(0), upd.refill.eq(0)]
                 m.next = "OUT"
             with m.State("LOAD"):
@@ -240,6 +244,9 @@ class Cwnd(wiring.Component):
                         m.next = "HINT"
             if H:
                 with m.State("HINT"):
+                    # MR-CW-066: the band kept in the record, taken unless the unit's is needed
+                    m.d.sync += [bcap.eq(crec.bcap), bsum.eq(crec.bsum), hinted.eq(1),
+                                 over.eq(Mux(prec.cwnd > crec.bcap, prec.cwnd - crec.bcap, 0))]
                     with m.If(rate_r != crec.rate):
                         # MR-CW-061 (b): a hint change: refused, nothing written; a move is due
                         m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path),
@@ -247,6 +254,8 @@ class Cwnd(wiring.Component):
                                      upd.debt.eq(crec.cut_debt), upd.rate.eq(rate_r),
                                      upd.move.eq(1), upd.refill.eq(0)]
                         m.next = "OUT"
+                    with m.Elif(crec.bvalid):
+                        m.next = "CLAMP"
                     with m.Else():
                         m.next = "REQ"
                 with m.State("REQ"):
@@ -392,7 +401,10 @@ class Cwnd(wiring.Component):
                     # MR-CW-061: the rate (the line rate after hint 0); a due refill reported
                     rate_new = Mux(ev.hint == 0, self.line_mbps, crec.rate)
                     m.d.comb += [conn_wr.data.rate.eq(rate_new),
-                                 conn_wr.data.n_paths.eq(crec.n_paths)]
+                                 conn_wr.data.n_paths.eq(crec.n_paths),
+                                 # MR-CW-066: the band kept after a hinted event, not after 0
+                                 conn_wr.data.bvalid.eq(hinted),
+                                 conn_wr.data.bcap.eq(bcap), conn_wr.data.bsum.eq(bsum)]
                     m.d.sync += [upd.rate.eq(rate_new), upd.move.eq(0),
                                  upd.refill.eq(hinted & (ev.pkts != 0) & (wend < bsum))]
                 m.next = "OUT"

@@ -71,9 +71,10 @@ LAT_ACK = lat_ack()
 LAT_MOVE = 3
 
 
-def lat_hint(div_bits=DIV_BITS):
-    """MR-CW-064: a hinted event's latency (the band unit's result before the event's update)."""
-    return lat_ack(div_bits) + 32
+def lat_hint(div_bits=DIV_BITS, cached=False):
+    """MR-CW-064/066: a hinted event's latency: the band unit's result before the event's
+    update, or (``cached``) the connection record's band."""
+    return lat_ack(div_bits) + (2 if cached else 32)
 
 INPUTS = ["s_ack__valid", "s_ack__payload", "s_setup__valid", "s_setup__payload",
           "m_update__ready", "mtu", "beta_q", "cap"]
@@ -128,7 +129,8 @@ def layouts(conns=SMALL["conns"], paths=SMALL["paths"], hints=False):
         ack["hint"] = RATE_BITS
         setup.update(move=1, rate=RATE_BITS, debt0=1)
         update.update(rate=RATE_BITS, move=1, refill=1)
-        conn_rec.update(rate=RATE_BITS, n_paths=4)
+        # MR-CW-066: the band of the connection's rate and path count, kept
+        conn_rec.update(rate=RATE_BITS, n_paths=4, bvalid=1, bcap=WIN_BITS, bsum=WIN_BITS)
     S = data.StructLayout
     return Layouts(conns, paths, cb, pb, sb, S(ack), S(setup), S(update), path_rec, S(conn_rec),
                    hints)
@@ -231,8 +233,9 @@ class CwndModel:
                             "last_ece", "ece_seen")}
         self.path = [[dict(z) for _ in range(paths)] for _ in range(conns)]
         self.conn = [{n: 0 for n in ("wsum", "cut_end", "cut_left", "cut_debt", "floor", "multi",
-                                     "n_paths", "rate", "hinted")}
+                                     "n_paths", "rate", "hinted", "bvalid", "bcap", "bsum")}
                      for _ in range(conns)]
+        self.cached = False      # MR-CW-066: the latest hinted event found its band kept
 
     def config(self, mtu, beta_q, cap, line_mbps=None, base_rtt_ns=None):
         """MR-CW-005, MR-CW-051: the configuration inputs (the line rate and the base RTT keep
@@ -269,11 +272,13 @@ class CwndModel:
             if ps["active"]:
                 cs["wsum"] += r["cwnd"] - ps["cwnd"]
             ps["cwnd"] = r["cwnd"]
+            cs["bvalid"] &= int(r["rate"] == cs["rate"])     # MR-CW-066: kept for its rate
             cs["rate"] = r["rate"]
             if r["debt0"]:
                 cs["cut_debt"] = 0
             return self._update(c, p)
         cwnd = max(r["cwnd"], r["floor"])
+        cs["bvalid"] = 0                             # MR-CW-066: the path count may change
         old = ps["cwnd"] if ps["active"] and not (r["open"] or r["fresh"]) else 0
         if r["open"]:
             # MR-CW-052: a new connection is not hinted (its rate is the line rate)
@@ -312,6 +317,12 @@ class CwndModel:
         n = max(1, cs["n_paths"])
         hw = P.hinted_window_fx(rate, self.base_rtt_ns, n)
         cap = P.hinted_window_cap_fx(rate, self.base_rtt_ns, n, self.mtu)
+        sum_floor = rate * self.base_rtt_ns // 8000
+        if self.split:                               # MR-CW-066: the band kept, or kept now
+            self.cached = bool(cs["bvalid"])
+            if cs["bvalid"]:
+                cap, sum_floor = cs["bcap"], cs["bsum"]
+            cs.update(bvalid=1, bcap=cap, bsum=sum_floor)
         if rate != old_rate:                         # (the split block refused it before)
             for q, w in zip(paths, band_move([q["cwnd"] for q in paths], old_rate, rate, hw,
                                              cap, line)):
@@ -321,7 +332,7 @@ class CwndModel:
             if paths[p]["active"]:
                 cs["wsum"] -= paths[p]["cwnd"] - cap
             paths[p]["cwnd"] = cap
-        return hw, cap, rate * self.base_rtt_ns // 8000
+        return hw, cap, sum_floor
 
     def _refill(self, c, p, short, cap, now):
         """MR-CW-054 (MR-CC-007): a cut that took W ``short`` below the hinted BDP is given back:
@@ -352,6 +363,8 @@ class CwndModel:
             r = P.clamp_hint_mbps(hint, self.line_mbps)
             if hint and r != cs["rate"]:             # MR-CW-061 (b): refused, a move is due
                 return self._update(c, p, move=1, rate=r)
+            if not hint:
+                cs["bvalid"] = 0                     # MR-CW-066: the line rate's band not kept
         band = self._band(c, p, hint)                # MR-CW-053
         if not pkts:
             return self._update(c, p)                # MR-CW-010: resolves nothing, changes nothing
@@ -402,7 +415,7 @@ class CwndCycleModel:
     def __init__(self, width=64, conns=SMALL["conns"], paths=SMALL["paths"], div_bits=DIV_BITS,
                  hints=False):
         self.lat_ack = lat_ack(div_bits)
-        self.lat_hint = lat_hint(div_bits)
+        self.div_bits = div_bits
         self.hints = hints
         self.sem = CwndModel(conns, paths, split=hints)
         self.lay = self.sem.lay
@@ -452,7 +465,7 @@ class CwndCycleModel:
             self.pending = pack(lay.update, upd)
             lat = self.lat_ack                       # MR-CW-064
             if self.hints and ev["hint"]:
-                lat = LAT_MOVE if upd["move"] else self.lat_hint
+                lat = LAT_MOVE if upd["move"] else lat_hint(self.div_bits, sem.cached)
             self.wait = lat - 1
         return out
 

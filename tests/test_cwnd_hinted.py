@@ -105,11 +105,12 @@ def test_hinted_lockstep_incast_prefix(scenario, n_items):
 
 
 def test_refused_event_and_move_writes():
-    """MR-CW-061 (b), MR-CW-062, MR-CW-064: a first hint is refused (nothing changes, ``move``
+    """MR-CW-061 (b), MR-CW-062, MR-CW-064, MR-CW-066: a first hint is refused (nothing changes, ``move``
     with the clamped rate) after LAT_MOVE cycles; a move write sets the window as written
     (below the floor too), keeps the accumulators and sets the rate; the event again is hinted
-    (LAT_ACK + 32 cycles), its window clamped to the path cap; hint 0 takes LAT_ACK and sets the
-    line rate."""
+    (LAT_ACK + 32 cycles), its window clamped to the path cap; the next hinted events of that
+    rate take the band kept in the record (LAT_ACK + 2), also after a move write of the same
+    rate; hint 0 takes LAT_ACK, sets the line rate and drops the band kept."""
     m = CwndCycleModel(64, **SMALL, hints=True)
     lay = m.lay
     recs = [cc.setup_item(0, 0, 90_000, 512, 1, open_=1, fresh=1),
@@ -121,7 +122,13 @@ def test_refused_event_and_move_writes():
             cc.ack_item(0, 0, 1024, 1, 0, 7, 100, hint=40_000),             # a change
             ("setup", {"conn": 0, "path": 0, "cwnd": 80_000, "move": 1, "rate": 40_000,
                        "debt0": 0}),
-            cc.ack_item(0, 0, 0, 0, 0, 8, 100, hint=40_000)]                # clamped only
+            cc.ack_item(0, 0, 0, 0, 0, 8, 100, hint=40_000),                # clamped only
+            cc.ack_item(0, 1, 1024, 1, 0, 9, 100, hint=40_000),             # the band kept
+            ("setup", {"conn": 0, "path": 1, "cwnd": 20_500, "move": 1, "rate": 40_000,
+                       "debt0": 1}),                                          # same rate
+            cc.ack_item(0, 1, 1024, 1, 0, 10, 100, hint=40_000),            # still kept
+            cc.ack_item(0, 1, 1024, 1, 0, 11, 100),                         # hint 0: dropped
+            cc.ack_item(0, 1, 1024, 1, 0, 12, 100, hint=40_000)]            # a change again
     ins = dict(CFG, m_update__ready=1, s_ack__valid=0, s_setup__valid=0)
     lats, ups = [], []
     for kind, rec in recs:
@@ -140,8 +147,10 @@ def test_refused_event_and_move_writes():
         u.append((sem.setup if k == "setup" else sem.ack)(r))
         acc.append(sem.path[0][0]["ce_acc"])
     assert [pack(lay.update, x) for x in u] == ups
+    kept = lat_hint(cached=True)
     assert lats == [LAT_SETUP, LAT_SETUP, LAT_ACK, lat_hint(), LAT_SETUP, LAT_MOVE, LAT_SETUP,
-                    lat_hint()] and lat_hint() == LAT_ACK + 32
+                    lat_hint(), kept, LAT_SETUP, kept, LAT_ACK, LAT_MOVE]
+    assert lat_hint() == LAT_ACK + 32 and kept == LAT_ACK + 2
     assert u[2]["rate"] == 100_000
     assert u[3]["move"] == 0 and u[3]["rate"] == 100_000     # clamped to the line: no change
     assert u[4]["cwnd"] == 100 and acc[3:5] == [1, 1]        # below the floor; kept
@@ -149,6 +158,7 @@ def test_refused_event_and_move_writes():
     cap = P.hinted_window_cap_fx(40_000, 10_000, 2, 1024)
     assert u[7]["cwnd"] == cap < 80_000 and u[7]["wsum"] == cap + 20_000
     assert u[7]["rate"] == 40_000 and not u[7]["refill"]
+    assert u[11]["rate"] == 100_000 and u[12]["move"] == 1
 
 
 def test_hinted_verilog_port_names():
