@@ -9,6 +9,11 @@ the coupled cut (CUT1..3), ``QUOT_BITS / div_bits`` for the increase's restoring
 one for the writes of both records (FIN): at most two carry chains a cycle. The update is then
 held on ``m_update`` until taken.
 The layouts and latencies are the cycle model's (models/cwnd.py).
+
+``Cwnd(..., hints=True)`` (MR-CW-060..066): the second slice's per-event part: the ACK's rate
+hint, the band (the unit ``CwndBand`` or the one kept in the connection record), the
+acknowledged window clamped to the path cap; hint changes refused and refills reported for the
+control path, which writes the moved windows through the setup port (move writes).
 """
 from __future__ import annotations
 

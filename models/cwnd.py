@@ -13,6 +13,9 @@ Two layers, both built on :mod:`metaroce.models.protocol` (``aimd_fx``, ``couple
 
 The port layouts are declared here and imported by the RTL (hdl/cwnd.py); models/ never
 imports hdl/.
+
+The second slice (MR-CW-050..056) is :class:`CwndModel`'s unsplit semantics; the hinted block
+(MR-CW-060..066) is ``CwndModel(split=True)`` with :class:`CwndControl`, its control path.
 """
 from __future__ import annotations
 
