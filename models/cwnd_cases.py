@@ -247,6 +247,20 @@ def check_after(after, items, expected):
     return n
 
 
+def unsplit_expected(params, config, items):
+    """MR-CW-063/065: per ACK item, the unsplit model's connection state after it (the
+    ``expected`` of :func:`check_after` for random traffic)."""
+    full = CwndModel(**params, **config)
+    out = []
+    for kind, rec in items:
+        u = (full.setup if kind == "setup" else full.ack)(rec)
+        c = rec["conn"]
+        out.append(None if kind == "setup" else
+                   {"cwnd": [q["cwnd"] for q in full.path[c]], "wsum": u["wsum"],
+                    "cut_debt": u["debt"], "rate_mbps": full.conn[c]["rate"]})
+    return out
+
+
 class Driver(CounterReadout):
     """Sources for ``s_setup`` and ``s_ack`` (one record offered at a time, in order, with idle
     cycles), a sink for ``m_update`` with random backpressure; ``config`` the static inputs.
@@ -356,7 +370,7 @@ def run_trace(sem, config, items, expected):
     return n
 
 
-__all__ = ["CwndControl", "Closed", "run_closed", "check_after", "band_requests", "BandDriver", "check_band", "setup_item", "ack_item", "endpoint_trace", "traffic", "Driver", "check", "run_trace",
+__all__ = ["CwndControl", "Closed", "run_closed", "check_after", "unsplit_expected", "band_requests", "BandDriver", "check_band", "setup_item", "ack_item", "endpoint_trace", "traffic", "Driver", "check", "run_trace",
            "CwndModel"]
 
 
