@@ -146,6 +146,7 @@ class Cwnd(wiring.Component):
             hinted = Signal()                   # the band applies to this event
             bcap = Signal.like(band.m_band.payload.cap)
             bsum = Signal.like(band.m_band.payload.sum_floor)
+            bwin = Signal(model.WIN_BITS)       # MR-CW-067: the connection window
             over = Signal(model.WIN_BITS)       # the window's excess over the path cap
             wadj = Signal(sb)                   # W without the window (active paths)
             wend = Signal(sb + 1)               # W' of MR-CW-054
@@ -232,8 +233,10 @@ class Cwnd(wiring.Component):
                     m.d.comb += [conn_wr.data.rate.eq(crec.rate),
                                  conn_wr.data.n_paths.eq(crec.n_paths),
                                  conn_wr.data.bvalid.eq(crec.bvalid),
-                                 conn_wr.data.bcap.eq(crec.bcap), conn_wr.data.bsum.eq(crec.bsum)]
-                    m.d.sync += [upd.rate.eq(crec.rate), upd.move.eq(0), upd.refill.eq(0)]
+                                 conn_wr.data.bcap.eq(crec.bcap), conn_wr.data.bsum.eq(crec.bsum),
+                                 conn_wr.data.bwin.eq(crec.bwin)]
+                    m.d.sync += [upd.rate.eq(crec.rate), upd.move.eq(0), upd.refill.eq(0),
+                                 upd.cwin.eq(0)]
                 m.next = "OUT"
             with m.State("LOAD"):
                 # the records as read (a block RAM's output goes straight to a register)
@@ -250,14 +253,15 @@ class Cwnd(wiring.Component):
             if H:
                 with m.State("HINT"):
                     # MR-CW-066: the band kept in the record, taken unless the unit's is needed
-                    m.d.sync += [bcap.eq(crec.bcap), bsum.eq(crec.bsum), hinted.eq(1),
+                    m.d.sync += [bcap.eq(crec.bcap), bsum.eq(crec.bsum), bwin.eq(crec.bwin),
+                                 hinted.eq(1),
                                  over.eq(Mux(prec.cwnd > crec.bcap, prec.cwnd - crec.bcap, 0))]
                     with m.If(rate_r != crec.rate):
                         # MR-CW-061 (b): a hint change: refused, nothing written; a move is due
                         m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path),
                                      upd.cwnd.eq(prec.cwnd), upd.wsum.eq(_max(crec.wsum, self.mtu)),
                                      upd.debt.eq(crec.cut_debt), upd.rate.eq(rate_r),
-                                     upd.move.eq(1), upd.refill.eq(0)]
+                                     upd.move.eq(1), upd.refill.eq(0), upd.cwin.eq(0)]
                         m.next = "OUT"
                     with m.Elif(crec.bvalid):
                         m.next = "CLAMP"
@@ -272,7 +276,8 @@ class Cwnd(wiring.Component):
                     m.d.comb += band.m_band.ready.eq(1)
                     b = band.m_band.payload
                     with m.If(band.m_band.valid):
-                        m.d.sync += [bcap.eq(b.cap), bsum.eq(b.sum_floor), hinted.eq(1),
+                        m.d.sync += [bcap.eq(b.cap), bsum.eq(b.sum_floor),
+                                     bwin.eq(b.conn_window), hinted.eq(1),
                                      over.eq(Mux(prec.cwnd > b.cap, prec.cwnd - b.cap, 0))]
                         m.next = "CLAMP"
                 with m.State("CLAMP"):
@@ -413,8 +418,10 @@ class Cwnd(wiring.Component):
                                  conn_wr.data.n_paths.eq(crec.n_paths),
                                  # MR-CW-066: the band kept after a hinted event, not after 0
                                  conn_wr.data.bvalid.eq(hinted),
-                                 conn_wr.data.bcap.eq(bcap), conn_wr.data.bsum.eq(bsum)]
+                                 conn_wr.data.bcap.eq(bcap), conn_wr.data.bsum.eq(bsum),
+                                 conn_wr.data.bwin.eq(bwin)]
                     m.d.sync += [upd.rate.eq(rate_new), upd.move.eq(0),
+                                 upd.cwin.eq(Mux(hinted, bwin, 0)),
                                  upd.refill.eq(hinted & (ev.pkts != 0) & (wend < bsum))]
                 m.next = "OUT"
             with m.State("OUT"):

@@ -131,9 +131,10 @@ def layouts(conns=SMALL["conns"], paths=SMALL["paths"], hints=False):
     if hints:                                   # MR-CW-060
         ack["hint"] = RATE_BITS
         setup.update(move=1, rate=RATE_BITS, debt0=1)
-        update.update(rate=RATE_BITS, move=1, refill=1)
+        update.update(rate=RATE_BITS, move=1, refill=1, cwin=WIN_BITS)
         # MR-CW-066: the band of the connection's rate and path count, kept
-        conn_rec.update(rate=RATE_BITS, n_paths=4, bvalid=1, bcap=WIN_BITS, bsum=WIN_BITS)
+        conn_rec.update(rate=RATE_BITS, n_paths=4, bvalid=1, bcap=WIN_BITS, bsum=WIN_BITS,
+                        bwin=WIN_BITS)
     S = data.StructLayout
     return Layouts(conns, paths, cb, pb, sb, S(ack), S(setup), S(update), path_rec, S(conn_rec),
                    hints)
@@ -249,12 +250,13 @@ class CwndModel:
         if base_rtt_ns is not None:
             self.base_rtt_ns = base_rtt_ns
 
-    def _update(self, c, p, move=0, refill=0, rate=None):
+    def _update(self, c, p, move=0, refill=0, rate=None, cwin=0):
         cs = self.conn[c]
         u = {"conn": c, "path": p, "cwnd": self.path[c][p]["cwnd"], "wsum": self.w_eff(c),
              "debt": cs["cut_debt"]}
         if self.split:                               # MR-CW-061
-            u.update(rate=cs["rate"] if rate is None else rate, move=move, refill=refill)
+            u.update(rate=cs["rate"] if rate is None else rate, move=move, refill=refill,
+                     cwin=cwin)
         return u
 
     def w_eff(self, c):
@@ -323,9 +325,10 @@ class CwndModel:
         sum_floor = rate * self.base_rtt_ns // 8000
         if self.split:                               # MR-CW-066: the band kept, or kept now
             self.cached = bool(cs["bvalid"])
+            win = P.hinted_conn_window_fx(rate, self.base_rtt_ns, self.mtu)
             if cs["bvalid"]:
-                cap, sum_floor = cs["bcap"], cs["bsum"]
-            cs.update(bvalid=1, bcap=cap, bsum=sum_floor)
+                cap, sum_floor, win = cs["bcap"], cs["bsum"], cs["bwin"]
+            cs.update(bvalid=1, bcap=cap, bsum=sum_floor, bwin=win)
         if rate != old_rate:                         # (the split block refused it before)
             for q, w in zip(paths, band_move([q["cwnd"] for q in paths], old_rate, rate, hw,
                                              cap, line)):
@@ -369,8 +372,10 @@ class CwndModel:
             if not hint:
                 cs["bvalid"] = 0                     # MR-CW-066: the line rate's band not kept
         band = self._band(c, p, hint)                # MR-CW-053
+        # MR-CW-067: a hinted event's update carries the connection window
+        cwin = cs["bwin"] if self.split and band else 0
         if not pkts:
-            return self._update(c, p)                # MR-CW-010: resolves nothing, changes nothing
+            return self._update(c, p, cwin=cwin)     # MR-CW-010: resolves nothing, changes nothing
         cap = band[1] if band else self.cap
         w = self.w_eff(c)
         floor = cs["floor"]
@@ -403,9 +408,9 @@ class CwndModel:
         w_end = w + (cwnd - old if ps["active"] else 0)
         if band and w_end < band[2]:
             if self.split:                           # MR-CW-061 (c): the control path's
-                return self._update(c, p, refill=1)
+                return self._update(c, p, refill=1, cwin=cwin)
             self._refill(c, p, band[2] - w_end, band[1], now)
-        return self._update(c, p)
+        return self._update(c, p, cwin=cwin)
 
 
 class CwndCycleModel:

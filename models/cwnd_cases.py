@@ -178,13 +178,15 @@ class Closed:
     """MR-CW-063/065: the records with the control path in the loop: each record's update is
     awaited; the control path's answer (move writes, the refused event again) goes first. After
     each of ``items`` and the control path's records for it, ``after`` gets ``(index of the
-    item, the connection's shadow windows, the update)``."""
+    item, the connection's shadow windows, the last update, the update of its latest ACK
+    event)``."""
 
     def __init__(self, items, control):
         self.items, self.control = list(items), control
         self.i = 0                      # the next item
         self.queue = []                 # the control path's records, first
         self.flight = None              # the record taken, its update awaited
+        self.ack_upd = None             # the latest ACK event's update
         self.after = []
 
     @property
@@ -210,10 +212,13 @@ class Closed:
     def answer(self, upd):
         kind, rec = self.flight
         self.flight = None
+        if kind == "ack":
+            self.ack_upd = upd
         self.queue[:0] = self.control.answer(kind, rec, upd)
         if not self.queue:
             c = upd["conn"]
-            self.after.append((self.i - 1, [q["cwnd"] for q in self.control.path[c]], upd))
+            self.after.append((self.i - 1, [q["cwnd"] for q in self.control.path[c]], upd,
+                               self.ack_upd))
 
 
 def run_closed(sem, control, items, config):
@@ -231,17 +236,20 @@ def run_closed(sem, control, items, config):
 
 
 def check_after(after, items, expected):
-    """MR-CW-065: after each ACK item and its control path's records, the connection's windows,
-    W, debt and rate equal ``expected`` (the endpoint's, or the unsplit model's)."""
+    """MR-CW-065/067: after each ACK item and its control path's records, the connection's
+    windows, W, debt and rate equal ``expected`` (the endpoint's, or the unsplit model's), and
+    the event's update carries the hinted connection window (0 when not hinted)."""
     n = 0
-    for k, ws, u in after:
+    for k, ws, u, ua in after:
         exp = expected[k]
         if exp is None:
             continue
         m = len(exp["cwnd"])
         got = {"cwnd": ws[:m], "wsum": u["wsum"], "cut_debt": u["debt"],
-               "rate_mbps": u["rate"]}
+               "rate_mbps": u["rate"], "window": ua["cwin"]}
         want = {f: exp[f] for f in got}
+        if not exp["hinted"]:
+            want["window"] = 0
         assert got == want, (k, items[k], got, want)
         n += 1
     return n
@@ -257,7 +265,8 @@ def unsplit_expected(params, config, items):
         c = rec["conn"]
         out.append(None if kind == "setup" else
                    {"cwnd": [q["cwnd"] for q in full.path[c]], "wsum": u["wsum"],
-                    "cut_debt": u["debt"], "rate_mbps": full.conn[c]["rate"]})
+                    "cut_debt": u["debt"], "rate_mbps": full.conn[c]["rate"],
+                    "hinted": full.conn[c]["hinted"], "window": full.conn_window(c)})
     return out
 
 

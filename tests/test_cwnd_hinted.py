@@ -67,9 +67,10 @@ def test_closed_loop_equals_unsplit_model(seed):
 
 @pytest.mark.parametrize("scenario", ["incast", "incast6"])
 def test_closed_loop_incast_equals_endpoint(scenario):
-    """MR-CW-065, MR-CW-056: the endpoint's whole incast traces through the block's semantics
-    and its control path (the 8 x 4 instance): the windows, W, debt and rate after each event
-    and its control path's writes equal the endpoint's."""
+    """MR-CW-065, MR-CW-067, MR-CW-056: the endpoint's whole incast traces through the block's
+    semantics and its control path (the 8 x 4 instance): the windows, W, debt and rate after
+    each event and its control path's writes, and the connection window of each hinted event,
+    equal the endpoint's."""
     config, items, expected = cc.endpoint_trace(scenario=scenario)
     ctl = CwndControl(**TRACE, **config)
     loop, _ = cc.run_closed(CwndModel(**TRACE, split=True), ctl, items, config)
@@ -92,7 +93,7 @@ def test_hinted_lockstep_incast_prefix(scenario, n_items):
 
 
 def test_refused_event_and_move_writes():
-    """MR-CW-061 (b), MR-CW-062, MR-CW-064, MR-CW-066: a first hint is refused (nothing changes, ``move``
+    """MR-CW-061 (b), MR-CW-062, MR-CW-064, MR-CW-066, MR-CW-067: a first hint is refused (nothing changes, ``move``
     with the clamped rate) after LAT_MOVE cycles; a move write sets the window as written
     (below the floor too), keeps the accumulators and sets the rate; the event again is hinted
     (LAT_ACK + 32 cycles), its window clamped to the path cap; the next hinted events of that
@@ -146,6 +147,10 @@ def test_refused_event_and_move_writes():
     assert u[7]["cwnd"] == cap < 80_000 and u[7]["wsum"] == cap + 20_000
     assert u[7]["rate"] == 40_000 and not u[7]["refill"]
     assert u[11]["rate"] == 100_000 and u[12]["move"] == 1
+    # MR-CW-067: the hinted events' updates carry the connection window, the others 0
+    win = P.hinted_conn_window_fx(40_000, 10_000, 1024)
+    assert [x["cwin"] for x in u] == [0, 0, 0, P.hinted_conn_window_fx(100_000, 10_000, 1024),
+                                      0, 0, 0, win, win, 0, win, 0, 0]
 
 
 def test_hinted_verilog_port_names():
