@@ -150,6 +150,7 @@ class Cwnd(wiring.Component):
             over = Signal(model.WIN_BITS)       # the window's excess over the path cap
             wadj = Signal(sb)                   # W without the window (active paths)
             wend = Signal(sb + 1)               # W' of MR-CW-054
+            rest = Signal(sb)                   # MR-CW-013: the cut the window cannot take
             # the request straight from registers (not gated by the state: the band's clamp of
             # the hint is two compares already)
             m.d.comb += [band.s_req.payload.hint.eq(ev.hint),
@@ -346,10 +347,14 @@ class Cwnd(wiring.Component):
                     # MR-CW-012: the increase only where the cut left the window as it was
                     inc.eq(inc_ok & (take == 0)),
                 ]
+                if H:
+                    # the part the window cannot take, here (CUT3's subtraction, add and
+                    # compare with W in one cycle placed at 124.80 MHz with hints)
+                    m.d.sync += rest.eq(Mux(want > can, want - can, 0))
                 m.next = "CUT3"
             with m.State("CUT3"):
                 # MR-CW-013: the rest is a debt, at most W
-                debt_sum = crec.cut_debt + (want - take_cut)
+                debt_sum = crec.cut_debt + (rest if H else (want - take_cut))
                 m.d.sync += [
                     cut_debt.eq(Mux(cutting, _min(w, debt_sum), crec.cut_debt)),
                     rem.eq(dividend >> QB),
