@@ -54,7 +54,7 @@ def test_bad_parameters():
 
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_lockstep_random(seed):
-    """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030..032, MR-TXS-041..044, MR-TXS-050: random work requests with bad ones, lossy
+    """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030..032, MR-TXS-041..044, MR-TXS-048, MR-TXS-050: random work requests with bad ones, lossy
     delivery (gap losses and timeouts reported by the retransmit unit's semantics), idle cycles
     and backpressure: 0 mismatches; every work request completes once, in order per stream; every
     chunk sent, resent only after a lost report."""
@@ -132,11 +132,12 @@ def test_joins_the_retransmit_unit_and_the_frame_builder():
 
 @pytest.mark.parametrize("seed", [5])
 def test_lockstep_one_stream_full_ring(seed):
-    """MR-TXS-037: every work request on one stream of short messages, so its ring is full most
+    """MR-TXS-037, MR-TXS-048: every work request on one stream of short messages, so its ring is full most
     of the time: a request held in the register on a full ring (55 times with this seed), and
     one taken into the register at the edge of the completion that frees its entry (twice: the
     register's fullness corrected for that edge; without the correction this test fails), are
-    taken exactly when the model takes them: 0 mismatches."""
+    taken exactly when the model takes them: 0 mismatches. MR-TXS-048: the registered go term
+    (`w_go`, from the fullness after the edge) and one-hot entry bits follow those edges too."""
     import random
     rng = random.Random(seed)
     items = [tc.wr_item(1, 1, rng.choice([0, 1, 100, 1024]), wr_id=k) for k in range(60)]
