@@ -244,3 +244,22 @@ def test_lost_report_acknowledged_by_the_report_before():
     assert kinds.count("acked") == 1 and kinds.count("resend") == 1 and "complete" in kinds
     assert not any(model.sem.conn[c]["retx"] for c in range(SMALL["conns"]))
     assert "drop" not in kinds
+
+
+def test_lockstep_refused_on_full_completion_queue():
+    """MR-TXS-048, MR-TXS-011, MR-TXS-039: refused work requests back to back with good ones,
+    under heavy backpressure on every output, so the completion queue fills and drains while a
+    refused request waits in the register: `w_go` takes the queue's room after the edge (a
+    version with the room of before the edge passes the random locksteps and fails this one),
+    and every refused request completes with its status exactly when the model's does."""
+    import random
+    rng = random.Random(11)
+    items = []
+    for k in range(80):
+        if rng.random() < 0.7:
+            items.append(tc.wr_item(rng.randrange(2), 0, 100, wr_id=k, op=5))
+        else:
+            items.append(tc.wr_item(rng.randrange(2), rng.randrange(2), rng.choice([0, 1, 1024]),
+                                    wr_id=k))
+    res = run_lockstep(items, seed=3, p_idle=0.0, p_bp=0.8, loss=0.0)
+    assert len(res["cqe"]) == 80
