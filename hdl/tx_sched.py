@@ -340,12 +340,13 @@ class TxSched(wiring.Component):
             the level's compare)."""
             room = Signal(init=1, name=name)
             wr_, rd_ = q.w_en & q.w_rdy, q.r_en & q.r_rdy
-            m.d.sync += room.eq(Mux(wr_ & ~rd_, q.level != OUT_DEPTH - 1,
-                                    (~wr_ & rd_) | (q.level != OUT_DEPTH)))
-            return room
+            room_n = _named(m, Mux(wr_ & ~rd_, q.level != OUT_DEPTH - 1,
+                                   (~wr_ & rd_) | (q.level != OUT_DEPTH)), f"{name}_n")
+            m.d.sync += room.eq(room_n)
+            return room, room_n
 
-        cq_room = room_reg(cqe_q, "cq_room")
-        out_room = room_reg(frame_q, "frame_room") & room_reg(sent_q, "sent_room")
+        cq_room, cq_room_n = room_reg(cqe_q, "cq_room")
+        out_room = room_reg(frame_q, "frame_room")[0] & room_reg(sent_q, "sent_room")[0]
 
         def read(arr, idx, name):
             """``arr[idx]`` read once into a signal (see :func:`_named`), as a tree of 2:1 muxes
@@ -517,14 +518,16 @@ class TxSched(wiring.Component):
         comp_e = Signal(len(next_e))
         comp_unsent, comp_left = Signal(), Signal(chunk_w)
         comp_status = Signal(5)
+        # MR-TXS-048: the registered completion and the completion queue's room, one register
+        comp_go = Signal(name="comp_go")
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
+                     comp_go.eq(next_any & cq_room_n),
                      comp_unsent.eq(_pick(q_unsent, next_q)),
                      comp_left.eq(read(q_left, next_q, "next_comp_left")),
                      comp_status.eq(read(q_status, next_q, "next_comp_status"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
-        comp = _named(m, ~busy & cq_room & comp_valid_r & ~touched.bit_select(comp_conn, 1),
-                      "comp")
+        comp = _named(m, ~busy & comp_go & ~touched.bit_select(comp_conn, 1), "comp")
 
         # -- work requests (MR-TXS-010, MR-TXS-011, MR-TXS-037): the port's request is decoded
         # and registered with its status, its entry and its ring's fullness (corrected for this
@@ -551,8 +554,15 @@ class TxSched(wiring.Component):
         w_full = Signal(name="w_full")          # its ring has no free entry
         w_msg = Signal(32, name="w_msg")        # its message number (MR-TXS-039)
         w_msg1 = Signal(32, name="w_msg1")      # its stream's msg_next after it
-        w_ok = Mux(w_bad, cq_room, ~w_full)
-        take_wr = _named(m, ~busy & ~comp & wq_valid & w_ok, "take_wr")
+        # MR-TXS-048: "the register holds a request that may act" (a good one with ring room, a
+        # refused one with completion-queue room) as one register, from the next values of
+        # its terms; and the request's entry, stream and connection as one-hot bits registered
+        # with it (0 for a refused one), so the work request's enables start at registers
+        w_go = Signal(name="w_go")
+        w_ehot = Signal(E, name="w_ehot")
+        w_qhot = Signal(Q, name="w_qhot")
+        w_chot = Signal(C, name="w_chot")
+        take_wr = _named(m, ~busy & ~comp & w_go, "take_wr")
         m.d.comb += self.s_wr.ready.eq(~wq_valid | take_wr)
         wr_in = self.s_wr.ready & self.s_wr.valid
 
@@ -838,7 +848,7 @@ class TxSched(wiring.Component):
                                      rq_last[c][k].eq(r_last), rq_nb[c][k].eq(r_nb),
                                      rq_stale[c][k].eq(0)]
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
-            with m.If(wr_act & (wr.conn == c)):
+            with m.If(take_wr & w_chot[c]):
                 m.d.sync += c_unsent[c].eq(c_unsent_more)
             # MR-TXS-027: a failed message completed before its last chunk was sent
             with m.If(comp_act & (comp_conn == c) & comp_unsent):
@@ -864,19 +874,27 @@ class TxSched(wiring.Component):
         in_msg = read(msg_next, i_wqi, "in_msg")
         in_msg1 = A.add(in_msg, 1, name="in_msg1")
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
+        in_idx = _named(m, (in_tail[:db] + in_wr_hit)[:db], "in_widx")
+        in_good = in_status == 0
+        # the next values of the register's valid bit, status test and ring fullness (a request
+        # held on a full ring: a completion of its stream frees an entry), for w_go
+        w_valid_n = Mux(wr_in, 1, wq_valid & ~take_wr)
+        w_bad_n = Mux(wr_in, ~in_good, w_bad)
+        w_full_n = Mux(wr_in, Mux(in_wr_hit, in_count == D - 1, ~in_comp_hit & (in_count == D)),
+                       w_full & ~(comp_act & (comp_q == w_qi)))
+        m.d.sync += [wq_valid.eq(w_valid_n), w_bad.eq(w_bad_n), w_full.eq(w_full_n),
+                     w_go.eq(w_valid_n & Mux(w_bad_n, cq_room_n, ~w_full_n))]
         with m.If(wr_in):
-            m.d.sync += [wq_valid.eq(1), wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
-                         w_bad.eq(in_status != 0), w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
+            m.d.sync += [wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
+                         w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
                          w_msg.eq(Mux(in_wr_hit, in_msg1, in_msg)),
                          w_msg1.eq(Mux(in_wr_hit, in_msg2, in_msg1)),
-                         w_idx.eq(in_tail[:db] + in_wr_hit),
-                         w_full.eq(Mux(in_wr_hit, in_count == D - 1,
-                                       ~in_comp_hit & (in_count == D)))]
-        with m.Elif(take_wr):
-            m.d.sync += wq_valid.eq(0)
-        with m.Elif(comp_act & (comp_q == w_qi)):
-            # a request held on a full ring: a completion of its stream frees an entry
-            m.d.sync += w_full.eq(0)
+                         w_idx.eq(in_idx),
+                         w_ehot.eq(Cat(*((Cat(in_idx, i_wqi) if D > 1 else i_wqi) == e
+                                         for e in range(E)))
+                                   & in_good.replicate(E)),
+                         w_qhot.eq(Cat(*(i_wqi == qi for qi in range(Q))) & in_good.replicate(Q)),
+                         w_chot.eq(Cat(*(win.conn == c for c in range(C))) & in_good.replicate(C))]
         # MR-TXS-027: the failures name entries; a dead entry marked is cleared when reused
         fl = self.s_fail.payload
         f_e = Cat(fl.slot[:sdb], fl.conn) if sdb else fl.conn
@@ -900,14 +918,17 @@ class TxSched(wiring.Component):
                       else count(tail[qe], done[qe]) != 0)
             f_hit = f_ok & (f_e == e) & live_e
             err_hit = self.s_error.valid & (er.conn == e // sd) & live_e
-            with m.If(wr_act & (w_e == e)):
+            # a failure names a live entry, a work request fills one not live: never both (MR-TXS-048:
+            # the status's enable then leaves out the request's; the request's write of `fail`
+            # stays last)
+            with m.If(~e_fail[e] & (f_hit | err_hit)):
+                m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
+            with m.If(take_wr & w_ehot[e]):
                 m.d.sync += [e_nlast[e].eq(w_nchm1 == 0), e_nnb[e].eq(Mux(w_nchm1 == 0, w_lastnb, mtu)),
                              e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
-            with m.Elif(~e_fail[e] & (f_hit | err_hit)):
-                m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
                 m.d.sync += [e_out[e].eq(out_next),
                              e_idle[e].eq(e_out[e] == 1)]
@@ -920,7 +941,7 @@ class TxSched(wiring.Component):
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         for qi in range(Q):
-            with m.If(wr_act & (w_qi == qi)):
+            with m.If(take_wr & w_qhot[qi]):
                 m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1)]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)

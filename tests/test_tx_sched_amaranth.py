@@ -54,7 +54,7 @@ def test_bad_parameters():
 
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_lockstep_random(seed):
-    """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030..032, MR-TXS-041..044, MR-TXS-050: random work requests with bad ones, lossy
+    """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030..032, MR-TXS-041..044, MR-TXS-048, MR-TXS-050: random work requests with bad ones, lossy
     delivery (gap losses and timeouts reported by the retransmit unit's semantics), idle cycles
     and backpressure: 0 mismatches; every work request completes once, in order per stream; every
     chunk sent, resent only after a lost report."""
@@ -132,11 +132,12 @@ def test_joins_the_retransmit_unit_and_the_frame_builder():
 
 @pytest.mark.parametrize("seed", [5])
 def test_lockstep_one_stream_full_ring(seed):
-    """MR-TXS-037: every work request on one stream of short messages, so its ring is full most
+    """MR-TXS-037, MR-TXS-048: every work request on one stream of short messages, so its ring is full most
     of the time: a request held in the register on a full ring (55 times with this seed), and
     one taken into the register at the edge of the completion that frees its entry (twice: the
     register's fullness corrected for that edge; without the correction this test fails), are
-    taken exactly when the model takes them: 0 mismatches."""
+    taken exactly when the model takes them: 0 mismatches. MR-TXS-048: the registered go term
+    (`w_go`, from the fullness after the edge) and one-hot entry bits follow those edges too."""
     import random
     rng = random.Random(seed)
     items = [tc.wr_item(1, 1, rng.choice([0, 1, 100, 1024]), wr_id=k) for k in range(60)]
@@ -243,3 +244,22 @@ def test_lost_report_acknowledged_by_the_report_before():
     assert kinds.count("acked") == 1 and kinds.count("resend") == 1 and "complete" in kinds
     assert not any(model.sem.conn[c]["retx"] for c in range(SMALL["conns"]))
     assert "drop" not in kinds
+
+
+def test_lockstep_refused_on_full_completion_queue():
+    """MR-TXS-048, MR-TXS-011, MR-TXS-039: refused work requests back to back with good ones,
+    under heavy backpressure on every output, so the completion queue fills and drains while a
+    refused request waits in the register: `w_go` takes the queue's room after the edge (a
+    version with the room of before the edge passes the random locksteps and fails this one),
+    and every refused request completes with its status exactly when the model's does."""
+    import random
+    rng = random.Random(11)
+    items = []
+    for k in range(80):
+        if rng.random() < 0.7:
+            items.append(tc.wr_item(rng.randrange(2), 0, 100, wr_id=k, op=5))
+        else:
+            items.append(tc.wr_item(rng.randrange(2), rng.randrange(2), rng.choice([0, 1, 1024]),
+                                    wr_id=k))
+    res = run_lockstep(items, seed=3, p_idle=0.0, p_bp=0.8, loss=0.0)
+    assert len(res["cqe"]) == 80
