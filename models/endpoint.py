@@ -754,7 +754,13 @@ class Connection:
                 ep._push(now + ep._wr_timeout_ns, 5, self, 0)
         psn = p.next_psn
         p.next_psn = (psn + 1) & P.PSN_MASK
-        rec = _Rec(m, i, now, nbytes)
+        rec = _new(_Rec)            # _Rec(m, i, now, nbytes) without the __init__ call
+        rec.msg = m
+        rec.idx = i
+        rec.t = now
+        rec.nbytes = nbytes
+        rec.lost = rec.probe = rec.req = rec.free = False
+        rec.twin = None
         if twin is not None:
             if twin is True:
                 self.head_twin = (rec, p)   # the first copy; the second follows (MR-REL-012)
@@ -1907,7 +1913,7 @@ class Connection:
             return self._place_resp(f, h)
         n = len(f.payload)
         s = self.rx[h.stream]
-        if P.seq_lt32(h.msg, s.next_deliver):
+        if 0 < ((s.next_deliver - h.msg) & 0xFFFFFFFF) < 0x80000000:     # P.seq_lt32, written out
             if self._was_aborted(s, h.msg):
                 return NakReason.ABORTED            # MR-ERR-022: never acknowledged as placed
             ep.stats["duplicate_chunks"] += 1       # MR-EXO-005: message already delivered
@@ -2861,8 +2867,12 @@ class Endpoint(VerbsHost):
         w = self._fresh_ns
         while fr and fr[0] <= now - w:
             fr.popleft()
-        n = self._n_est = P.predicted_senders(max(self._share_prev, len(self._share_seen)), len(fr),
-                                              P.NEW_SENDER_WINDOW, self._horizon_pkts)
+        n = self._share_prev
+        if n < (k := len(self._share_seen)):
+            n = k
+        if len(fr) >= 2:            # fewer new senders predict nothing (predicted_senders)
+            n = P.predicted_senders(n, len(fr), P.NEW_SENDER_WINDOW, self._horizon_pkts)
+        self._n_est = n
         b = self._bcast_n
         if c is not None and n >= 2 and 2 * n >= 3 * b:
             self._bcast_n = n
