@@ -922,7 +922,9 @@ class Connection:
         MR-REL-009: earlier when a later packet was acknowledged on another path."""
         head = p.oldest_live()
         if head is not None:
-            dl = head.t + self._rto(p)
+            ep = self.ep        # self._rto(p), inlined (every ACK)
+            dl = head.t + P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
+                                         rto_max=ep._rto_max_ns, initial=self.rto_initial_ns) * p.backoff
             if p.tail_probed:
                 dl = max(dl, p.probe_dl)    # MR-REL-010: the tail probe's ACK gets one RTO
             t = self._xdue(p, None, True)
@@ -1089,7 +1091,10 @@ class Connection:
         if n < 0:
             ep._drop("bad_ack")         # MR-SEC-151: covers a PSN not yet sent
             return
-        proof, trigger = join_proof(bth_psn, a.trigger_psn)
+        if self.receipt_key is None:
+            trigger = a.trigger_psn & 0xFFFFFF      # join_proof(...)[1]; no proof to check
+        else:
+            proof, trigger = join_proof(bth_psn, a.trigger_psn)
         if n and self.receipt_key is not None:
             # MR-SEC-154: an ACK that acknowledges anything names one of the PSNs it newly
             # acknowledges as its trigger and proves, with the receipt key, that it arrived.
@@ -1199,7 +1204,8 @@ class Connection:
         # the rate, and a window collapsed by the ECN of a transient queue would idle the link.
         old_rate = self.rate_bps
         answered = self.answered
-        self.rate_bps = P.clamp_hint_bps(a.rate_mbps, ep.line_rate_bps)     # MR-SEC-151
+        # MR-SEC-151; no hint (0) is the line rate: clamp_hint_bps's first case, without the call
+        self.rate_bps = P.clamp_hint_bps(a.rate_mbps, ep.line_rate_bps) if a.rate_mbps else ep.line_rate_bps
         if self.rate_bps != old_rate and self.last_tx >= 0:
             # MR-CC-006: a new rate applies from the last frame sent, not from the next one: a
             # lower one delays the next frame, a higher one (MR-CC-010) lets it go sooner.
