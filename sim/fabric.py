@@ -665,56 +665,7 @@ class OutPort:
         size = frame._wl
         if size <= CONTROL_MAX_BYTES and self.control and frame.bth.opcode in CONTROL_OPS:
             self.qbytes = qbytes
-            # MR-FAB-019 in FIFO mode (inline: every ACK's hop): the control frame leaves after
-            # the frame on the wire and the control frames ahead of it. The data frames already
-            # queued keep their computed departures; the port's next free time moves by the
-            # control frame's serialisation, so the data behind it is delayed by it (the link's
-            # time is conserved; a queued data frame may overlap a control frame on the wire by
-            # that frame's few nanoseconds).
-            cdeps = self.cdeps
-            cbytes = self.cbytes
-            while cdeps and cdeps[0][0] < now:
-                cbytes -= cdeps.popleft()[1]
-            if self.buffer is not None and cbytes + size > self.buffer:
-                self.cbytes = cbytes
-                self._drop()
-                return
-            deps = self.deps
-            start = deps[0][0] if deps else now      # the end of the data frame on the wire
-            if start < now:
-                start = now
-            if self.cfree_at > start:
-                start = self.cfree_at
-            link = self.link
-            ser = (size + FRAME_OVERHEAD) * 8.0 / link.rate
-            end = start + ser
-            self.cfree_at = end
-            self.free_at = (self.free_at if self.free_at > now else now) + ser
-            cdeps.append((end, size))
-            self.cbytes = cbytes + size
-            self.enqueued += 1
-            if link.faults is not None:
-                link.carry(frame, ser, start)
-                return
-            # Link.carry without faults, inlined (every ACK's hop)
-            link.frames += 1
-            link.bytes += size
-            sim = self.sim
-            if start <= now:
-                if not link._up:
-                    link.down_drops += 1
-                    return
-                t = now + ser + link.delay
-                cb, arg = link._on_arrive, frame
-            else:
-                t = end + link.delay
-                cb, arg = link._on_arrive_late, (frame, start)
-            b = sim._b.get(t)
-            if b is None:
-                sim._b[t] = [(cb, arg)]
-                heappush(sim._t, t)
-            else:
-                b.append((cb, arg))
+            self._control_fifo(frame, size, now)
             return
         if self.buffer is not None and qbytes + size > self.buffer:
             self.qbytes = qbytes
@@ -761,6 +712,57 @@ class OutPort:
         else:
             cb, arg = link._on_arrive_late, (frame, start)
         t = end + link.delay
+        b = sim._b.get(t)
+        if b is None:
+            sim._b[t] = [(cb, arg)]
+            heappush(sim._t, t)
+        else:
+            b.append((cb, arg))
+
+    def _control_fifo(self, frame, size, now):
+        """MR-FAB-019 in FIFO mode: the control frame leaves after the frame on the wire and the
+        control frames ahead of it. The data frames already queued keep their computed
+        departures; the port's next free time moves by the control frame's serialisation, so
+        the data behind it is delayed by it (the link's time is conserved; a queued data frame
+        may overlap a control frame on the wire by that frame's few nanoseconds)."""
+        cdeps = self.cdeps
+        cbytes = self.cbytes
+        while cdeps and cdeps[0][0] < now:
+            cbytes -= cdeps.popleft()[1]
+        if self.buffer is not None and cbytes + size > self.buffer:
+            self.cbytes = cbytes
+            self._drop()
+            return
+        deps = self.deps
+        start = deps[0][0] if deps else now      # the end of the data frame on the wire
+        if start < now:
+            start = now
+        if self.cfree_at > start:
+            start = self.cfree_at
+        link = self.link
+        ser = (size + FRAME_OVERHEAD) * 8.0 / link.rate
+        end = start + ser
+        self.cfree_at = end
+        self.free_at = (self.free_at if self.free_at > now else now) + ser
+        cdeps.append((end, size))
+        self.cbytes = cbytes + size
+        self.enqueued += 1
+        if link.faults is not None:
+            link.carry(frame, ser, start)
+            return
+        # Link.carry without faults, inlined as in _enqueue_fifo (every ACK's hop)
+        link.frames += 1
+        link.bytes += size
+        sim = self.sim
+        if start <= now:
+            if not link._up:
+                link.down_drops += 1
+                return
+            t = now + ser + link.delay
+            cb, arg = link._on_arrive, frame
+        else:
+            t = end + link.delay
+            cb, arg = link._on_arrive_late, (frame, start)
         b = sim._b.get(t)
         if b is None:
             sim._b[t] = [(cb, arg)]
