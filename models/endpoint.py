@@ -973,16 +973,11 @@ class Connection:
         m.ack_bits = b >> t
         m.nacked += 1
         if m.nacked == m.nchunks and not m.done:
-            self._chunk_acked_all(m)
-
-    def _chunk_acked_all(self, m):
-        """Every chunk of ``m`` is acknowledged (MR-EXO-001): a send or write completes; a
-        READ's or atomic's response slot is done."""
-        m.done = True
-        if m.q != m.stream:
-            self._rsp_done(m)
-        else:
-            self._deliver_send(m.stream)
+            m.done = True
+            if m.q != m.stream:
+                self._rsp_done(m)
+            else:
+                self._deliver_send(m.stream)
 
     def _fail(self, m, status, abort=True):
         if not m.done:
@@ -1164,21 +1159,7 @@ class Connection:
                         self.inflight -= rec.nbytes
                 pkts += 1
                 nbytes += rec.nbytes
-                # self._chunk_acked(rec.msg, rec.idx), its common case (a data chunk acknowledged
-                # for the first time) written out: every packet acknowledged
-                cm = rec.msg
-                ci = rec.idx
-                cbase = cm.ack_base
-                if ci == ABORT or cm.rd or ci < cbase or (cm.ack_bits >> (ci - cbase)) & 1:
-                    self._chunk_acked(cm, ci)
-                else:
-                    cb = cm.ack_bits | (1 << (ci - cbase))
-                    ct = (~cb & (cb + 1)).bit_length() - 1     # P.trailing_ones(cb)
-                    cm.ack_base = cbase + ct
-                    cm.ack_bits = cb >> ct
-                    cm.nacked += 1
-                    if cm.nacked == cm.nchunks and not cm.done:
-                        self._chunk_acked_all(cm)
+                self._chunk_acked(rec.msg, rec.idx)
                 tw = rec.twin
                 if tw is not None and not tw[0].lost:
                     # MR-REL-012: the other copy is no longer waited for (nor timed)
