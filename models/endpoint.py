@@ -754,7 +754,13 @@ class Connection:
                 ep._push(now + ep._wr_timeout_ns, 5, self, 0)
         psn = p.next_psn
         p.next_psn = (psn + 1) & P.PSN_MASK
-        rec = _Rec(m, i, now, nbytes)
+        rec = _new(_Rec)            # _Rec(m, i, now, nbytes) without the __init__ call
+        rec.msg = m
+        rec.idx = i
+        rec.t = now
+        rec.nbytes = nbytes
+        rec.lost = rec.probe = rec.req = rec.free = False
+        rec.twin = None
         if twin is not None:
             if twin is True:
                 self.head_twin = (rec, p)   # the first copy; the second follows (MR-REL-012)
@@ -916,7 +922,9 @@ class Connection:
         MR-REL-009: earlier when a later packet was acknowledged on another path."""
         head = p.oldest_live()
         if head is not None:
-            dl = head.t + self._rto(p)
+            ep = self.ep        # self._rto(p), inlined (every ACK)
+            dl = head.t + P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
+                                         rto_max=ep._rto_max_ns, initial=self.rto_initial_ns) * p.backoff
             if p.tail_probed:
                 dl = max(dl, p.probe_dl)    # MR-REL-010: the tail probe's ACK gets one RTO
             t = self._xdue(p, None, True)
@@ -1078,7 +1086,10 @@ class Connection:
         if n < 0:
             ep._drop("bad_ack")         # MR-SEC-151: covers a PSN not yet sent
             return
-        proof, trigger = join_proof(bth_psn, a.trigger_psn)
+        if self.receipt_key is None:
+            trigger = a.trigger_psn & 0xFFFFFF      # join_proof(...)[1]; no proof to check
+        else:
+            proof, trigger = join_proof(bth_psn, a.trigger_psn)
         if n and self.receipt_key is not None:
             # MR-SEC-154: an ACK that acknowledges anything names one of the PSNs it newly
             # acknowledges as its trigger and proves, with the receipt key, that it arrived.
@@ -1174,7 +1185,8 @@ class Connection:
         # the rate, and a window collapsed by the ECN of a transient queue would idle the link.
         old_rate = self.rate_bps
         answered = self.answered
-        self.rate_bps = P.clamp_hint_bps(a.rate_mbps, ep.line_rate_bps)     # MR-SEC-151
+        # MR-SEC-151; no hint (0) is the line rate: clamp_hint_bps's first case, without the call
+        self.rate_bps = P.clamp_hint_bps(a.rate_mbps, ep.line_rate_bps) if a.rate_mbps else ep.line_rate_bps
         if self.rate_bps != old_rate and self.last_tx >= 0:
             # MR-CC-006: a new rate applies from the last frame sent, not from the next one: a
             # lower one delays the next frame, a higher one (MR-CC-010) lets it go sooner.
@@ -1907,7 +1919,7 @@ class Connection:
             return self._place_resp(f, h)
         n = len(f.payload)
         s = self.rx[h.stream]
-        if P.seq_lt32(h.msg, s.next_deliver):
+        if 0 < ((s.next_deliver - h.msg) & 0xFFFFFFFF) < 0x80000000:     # P.seq_lt32, written out
             if self._was_aborted(s, h.msg):
                 return NakReason.ABORTED            # MR-ERR-022: never acknowledged as placed
             ep.stats["duplicate_chunks"] += 1       # MR-EXO-005: message already delivered
@@ -2861,8 +2873,12 @@ class Endpoint(VerbsHost):
         w = self._fresh_ns
         while fr and fr[0] <= now - w:
             fr.popleft()
-        n = self._n_est = P.predicted_senders(max(self._share_prev, len(self._share_seen)), len(fr),
-                                              P.NEW_SENDER_WINDOW, self._horizon_pkts)
+        n = self._share_prev
+        if n < (k := len(self._share_seen)):
+            n = k
+        if len(fr) >= 2:            # fewer new senders predict nothing (predicted_senders)
+            n = P.predicted_senders(n, len(fr), P.NEW_SENDER_WINDOW, self._horizon_pkts)
+        self._n_est = n
         b = self._bcast_n
         if c is not None and n >= 2 and 2 * n >= 3 * b:
             self._bcast_n = n

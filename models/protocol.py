@@ -83,8 +83,8 @@ def rx_classify(cum, sack, psn):
     :data:`RX_NEW`, :data:`RX_DUP` (behind ``cum`` or already SACKed) or :data:`RX_OUT`
     (more than :data:`RX_WINDOW` ahead of ``cum``).
     """
-    d = psn_dist(cum, psn)
-    if d < 0:
+    d = (psn - cum) & PSN_MASK          # psn_dist(cum, psn), written out (every data packet)
+    if d >= PSN_HALF:
         return RX_DUP
     if d > RX_WINDOW:
         return RX_OUT
@@ -101,7 +101,9 @@ def rx_accept(cum, sack, psn):
     window slides (MR-SEQ-008): the oldest holes are abandoned (counted in ``abandoned``) so
     that ``psn`` fits; the sender has already resolved them as lost (MR-SEQ-006).
     """
-    d = psn_dist(cum, psn)
+    d = (psn - cum) & PSN_MASK          # psn_dist(cum, psn), written out (every data packet)
+    if d >= PSN_HALF:
+        d -= PSN_MOD
     b = (sack << 1) | (1 << d)          # bit 0 stands for cum itself
     abandoned = 0
     if d > SACK_BITS:
@@ -109,7 +111,7 @@ def rx_accept(cum, sack, psn):
         low = (1 << s) - 1
         abandoned = s - bin(b & low).count("1")
         b |= low
-    t = _trailing_ones(b)
+    t = (~b & (b + 1)).bit_length() - 1     # _trailing_ones(b), written out (every data packet)
     return (cum + t) & PSN_MASK, (b >> t) >> 1, abandoned
 
 
@@ -128,12 +130,15 @@ def sack_resolve(floor, next_psn, cum, sack):
     sent (a bad ACK, dropped by the caller, MR-ERR-010).
     """
     sack &= SACK_MASK
-    dc = psn_dist(floor, cum)                   # PSNs floor .. cum-1 arrived in order
+    dc = (cum - floor) & PSN_MASK               # PSNs floor .. cum-1 arrived in order
+    if dc >= PSN_HALF:                          # psn_dist(floor, cum), written out (every ACK)
+        dc -= PSN_MOD
     # The highest covered PSN is cum - 1, or cum + bit_length(sack) with SACK bits set.
     n = dc + sack.bit_length() + 1 if sack else dc
     if n <= 0:
         return 0, 0
-    if n > psn_dist(floor, next_psn):
+    ds = (next_psn - floor) & PSN_MASK          # psn_dist(floor, next_psn), written out
+    if n > (ds - PSN_MOD if ds >= PSN_HALF else ds):
         return -1, 0
     acked = (1 << dc) - 1 if dc > 0 else 0
     sh = dc + 1
