@@ -347,7 +347,10 @@ def test_path_row_forwards():
     idle cycle and no backpressure: 0 mismatches (each of the five forwards disabled on its
     own makes this test fail). MR-RX-120: S4's ring lookups are registered from the same
     candidates (S4's own write, a configuration write, the write of the cycle before, the
-    read data, H5's write into S4's row), so each of these forwards checks them too."""
+    read data, H5's write into S4's row), so each of these forwards checks them too; the
+    terms S4's own write changes (its ring bit, count test, cum and high, MR-RX-121) are
+    checked by test_own_write_forwards (with ack_every 1 and records in order, this test
+    catches a wrong cum only)."""
     s = rc.Setup(*SMALL, seed=21, ack_every=1)
     cases = rc.path_forward_cases(s)
     res = run_lockstep(64, s, cases, seed=2, p_idle=0.0, p_bp=0.0, quiet_cfg=False, check=False)
