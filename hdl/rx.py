@@ -20,7 +20,8 @@ reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-05
 Pipeline (MR-RX-040): the cycle a record is taken its connection, key, receive and READ rows
 are read (the addresses are bits of the record) and S0 registers them; S1..S3 run the checks (MR-RX-049) and the placement address
 (MR-RX-046), S2 reads the path row and S3 registers it with the path-row writes the read
-missed forwarded (MR-RX-042, MR-RX-117); S4, the window stage, classifies the PSN against
+missed forwarded (MR-RX-042, MR-RX-117) and S4's ring lookups and window compares computed on
+each of its candidates (MR-RX-120, MR-RX-121); S4, the window stage, classifies the PSN against
 the PSN-indexed SACK ring (MR-RX-013), decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
 Fast updates go one per cycle, also back to back on one path (MR-RX-043); a slide or a filled
 gap holds the pipeline for HOLD_CYCLES (MR-RX-048). Beside S5, the message stage (MR-RX-080..085)
@@ -143,6 +144,40 @@ def _address_resolve(limbs):
         out.append(Mux(carry, s1[:LIMB], s0[:LIMB]))
         carry = Mux(carry, s1[LIMB], s0[LIMB])
     return Cat(*out)
+
+
+def _cum_tests(psn, psn_hi_m1, cum):
+    """MR-RX-024, MR-RX-121: ``psn`` against a row's ``cum``: in the window (``psn - cum`` in
+    [0, 512] without a 24-bit subtraction; ``psn_hi_m1`` is ``psn[9:] - 1``), behind (bit 23
+    of ``psn - cum``), at ``cum``. Returns ``Cat(in_win, behind, at_cum)``."""
+    psn_hi, psn_lo, cum_hi, cum_lo = psn[9:], psn[:9], cum[9:], cum[:9]
+    in_win = ((psn_hi == cum_hi) & (psn_lo >= cum_lo)) | ((psn_hi_m1 == cum_hi) & (psn_lo <= cum_lo))
+    behind = psn[23] ^ cum[23] ^ (psn[:23] < cum[:23])
+    return Cat(in_win, behind, psn == cum)
+
+
+def _window_tests(psn, psn_hi_m1, cum, high):
+    """MR-RX-024..029, MR-RX-121: S4's window compares of ``psn`` against a row's ``cum`` and
+    ``high``: ``Cat(in_win, behind, at_cum, gap, ahead)`` (gap: ``psn != high``; ahead: bit
+    23 of ``psn - high`` clear)."""
+    return Cat(_cum_tests(psn, psn_hi_m1, cum), psn != high, ~(psn[23] ^ high[23] ^ (psn[:23] < high[:23])))
+
+
+def _own_lookups(row, oh, oh_next, every, sets_bit, sets_next_bit, cleared, accepted):
+    """MR-RX-120: S4's lookups for S3's record against S4's own write: the row's ring bits
+    at S3's one-hots OR the bit S4 sets there (``sets_bit``/``sets_next_bit``: accepted off
+    cum at S3's PSN/PSN + 1), and the count test of the pending S4 writes (0 when
+    ``cleared``, the row's + 1 when ``accepted``, else the row's)."""
+    return Cat((row.ring & oh).any() | sets_bit, (row.ring & oh_next).any() | sets_next_bit,
+               Mux(cleared, every <= 1, Mux(accepted, (row.pending + 2)[:4] >= every, (row.pending + 1)[:4] >= every)))
+
+
+def _own_window_tests(by_row, by_p1, moved_cum, moved_high):
+    """MR-RX-121: the window compares of S3's PSN against S4's own write: its ``cum`` is the
+    row's, or S4's PSN + 1 when ``moved_cum``; its ``high`` likewise with ``moved_high``.
+    ``by_row``: :func:`_window_tests` against S4's row; ``by_p1``: :func:`_cum_tests` against
+    S4's PSN + 1 (gap and ahead against the same value are ``~at_cum`` and ``~behind``)."""
+    return Cat(Mux(moved_cum, by_p1, by_row[:3]), Mux(moved_high, Cat(~by_p1[2], ~by_p1[1]), by_row[3:]))
 
 
 #: MR-RX-119, MR-FLOW-028: the tables whose read data is never used from a cycle that writes
@@ -590,6 +625,8 @@ class Rx(wiring.Component):
         s4_psn_hi_m1 = Signal(24 - 9)
         s4_late, s4_late_code, s4_late_reason, s4_stale = Signal(), Signal(4), Signal(8), Signal()
         s3_psn = s3_carry.psn
+        s3_psn_hi_m1 = Signal(24 - 9)
+        m.d.comb += s3_psn_hi_m1.eq((s3_psn[9:] - 1)[:15])
         s3_oh = Signal(RING_BITS)
         # the one-hot from three predecoded 3-bit fields (a 3-input AND per bit; the shift of
         # a constant 1 maps to a larger tree)
@@ -604,7 +641,7 @@ class Rx(wiring.Component):
                 s4_static_nak.eq(s3_static_nak), s4_nak_reason.eq(s3_nak_reason), s4_addr.eq(s3_addr),
                 # psn + 1's one-hot is psn's rotated by one: one decoder for both
                 s4_oh.eq(s3_oh), s4_oh_next.eq(s3_oh.rotate_left(1)),
-                s4_psn_p1.eq((s3_psn + 1)[:24]), s4_psn_hi_m1.eq((s3_psn[9:] - 1)[:15]),
+                s4_psn_p1.eq((s3_psn + 1)[:24]), s4_psn_hi_m1.eq(s3_psn_hi_m1),
                 s4_late.eq(s3_rnr | s3_rbounds), s4_stale.eq(s3_stale),
                 s4_late_code.eq(Mux(s3_rnr, RxCode.RNR, RxCode.RECV_BOUNDS)),
                 s4_late_reason.eq(Mux(s3_rnr, NAK_OF[RxCode.RNR], NAK_OF[RxCode.RECV_BOUNDS])),
@@ -616,18 +653,15 @@ class Rx(wiring.Component):
         row = data.View(lay.path_mem, s4_row)
         psn, cum = s4_carry.psn, row.cum
         psn_hi, psn_lo, cum_hi, cum_lo = psn[9:], psn[:9], cum[9:], cum[:9]
-        # psn - cum in [0, 512] without a 24-bit subtraction; behind: bit 23 of psn - cum
-        in_win = ((psn_hi == cum_hi) & (psn_lo >= cum_lo)) | ((s4_psn_hi_m1 == cum_hi) & (psn_lo <= cum_lo))
-        behind = psn[23] ^ cum[23] ^ (psn[:23] < cum[:23])
         # MR-RX-120: the ring's bits at psn and psn + 1 and the ACK count test, looked up in S3 on
         # each candidate row and registered with the row (below)
         ring_bit, next_bit, count_due = Signal(), Signal(), Signal()
-        at_cum = psn == cum
+        # MR-RX-121: the window compares against the row's cum and high, likewise (below)
+        s4_win = Signal(5)
+        in_win, behind, at_cum, gap, ahead = s4_win[0], s4_win[1], s4_win[2], s4_win[3], s4_win[4]
         new = in_win & ~ring_bit
         dup = behind | (in_win & ring_bit)
         outside = ~behind & ~in_win
-        gap = psn != row.high
-        ahead = ~(psn[23] ^ row.high[23] ^ (psn[:23] < row.high[:23]))
         ce_bit = s4_carry.ce
         onset = ce_bit & ~row.prev_ce
         ce_new = Signal(16)
@@ -813,8 +847,9 @@ class Rx(wiring.Component):
         every = Mux(cfg_take & (cfg.table == TABLE_GLOBAL), cfg.data[0:4], ack_every)
         s3_oh_next = s3_oh.rotate_left(1)
 
-        def lookups(ring, pending, oh=s3_oh, oh_next=s3_oh_next, every=every):
-            return Cat((ring & oh).any(), (ring & oh_next).any(), (pending + 1)[:4] >= every)
+        def lookups(r, oh=s3_oh, oh_next=s3_oh_next, every=every, psn=s3_psn, psn_hi_m1=s3_psn_hi_m1):
+            return Cat((r.ring & oh).any(), (r.ring & oh_next).any(), (r.pending + 1)[:4] >= every,
+                       _window_tests(psn, psn_hi_m1, r.cum, r.high))
 
         rd_row, prev_row = data.View(lay.path_mem, path_data), data.View(lay.path_mem, path_wb_prev)
         # S4's own write (ok): nrow's ring is the row's plus psn's bit when accepted off cum, so
@@ -826,18 +861,23 @@ class Rx(wiring.Component):
                          lo_next_eq.eq((s2_carry.psn[:9] + 1)[:9] == s3_psn[:9])]
         set_bit = accepted & ~at_cum
         cleared = duplicate | t_fire | (accepted & ack_now)
-        own = Cat((row.ring & s3_oh).any() | (set_bit & lo_eq), (row.ring & s3_oh_next).any() | (set_bit & lo_next_eq),
-                  Mux(cleared, every <= 1, Mux(accepted, (row.pending + 2)[:4] >= every,
-                                                  (row.pending + 1)[:4] >= every)))
-        s4_looked = Cat(ring_bit, next_bit, count_due)
+        own = _own_lookups(row, s3_oh, s3_oh_next, every, set_bit & lo_eq, set_bit & lo_next_eq, cleared, accepted)
+        # MR-RX-121: S4's own write's cum and high are the row's or S4's psn + 1 (accepted at
+        # cum, accepted ahead): S3's PSN against the row's, and against psn + 1 from
+        # registers (S2's PSN against S3's psn + 1, registered as the records moved)
+        own_p1 = Signal(3)
         with m.If(advance):
-            m.d.sync += s4_looked.eq(Mux(ok & path_same, own,
-                                         Mux(cfg_path_hit, lookups(cfg_row.ring, cfg_row.pending),
-                                             Mux(path_fwd_prev, lookups(prev_row.ring, prev_row.pending),
-                                                 lookups(rd_row.ring, rd_row.pending)))))
+            m.d.sync += own_p1.eq(_cum_tests(s2_carry.psn, (s2_carry.psn[9:] - 1)[:15], (s3_psn + 1)[:24]))
+        own_win = _own_window_tests(_window_tests(s3_psn, s3_psn_hi_m1, row.cum, row.high), own_p1,
+                                    accepted & at_cum, accepted & ahead)
+        s4_looked = Cat(ring_bit, next_bit, count_due, s4_win)
+        with m.If(advance):
+            m.d.sync += s4_looked.eq(Mux(ok & path_same, Cat(own, own_win),
+                                         Mux(cfg_path_hit, lookups(cfg_row),
+                                             Mux(path_fwd_prev, lookups(prev_row), lookups(rd_row)))))
         with m.Elif(slow_fwd):
-            # H5's row into S4's row register: S4's record stays, so its own one-hots
-            m.d.sync += s4_looked.eq(lookups(slow_row.ring, slow_row.pending, s4_oh, s4_oh_next, ack_every))
+            # H5's row into S4's row register: S4's record stays, so its own one-hots and PSN
+            m.d.sync += s4_looked.eq(lookups(slow_row, s4_oh, s4_oh_next, ack_every, psn, s4_psn_hi_m1))
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),
             conn_wr.data.eq(cfg.data[:lay.conn.size]),

@@ -322,6 +322,27 @@ def path_forward_cases(s: Setup, rounds=4):
     return out
 
 
+def own_write_cases(s: Setup, rounds=2, *, path=0):
+    """MR-RX-120, MR-RX-121: records of one path back to back, each needing S4's own write of
+    the cycle before as S3's registered lookups see it: a PSN off cum then the same PSN (the
+    ring bit S4 sets: a duplicate at distance 1), PSNs ahead (``high`` moved: the next one is no
+    gap), duplicates of a PSN set one cycle before, filled gaps (the bit at PSN + 1: a slow
+    update), then PSNs in order at ``cum`` (``cum`` moved; the count test of ``ack_every``
+    against the ``pending`` S4 leaves) and one behind. For a lockstep run without idle cycles
+    or backpressure and with ``ack_every`` > 1."""
+    c = s.conns[0]
+    acc, dup = RxCode.ACCEPTED, RxCode.DUPLICATE
+    steps = [(2, acc), (2, dup), (4, acc), (5, acc), (4, dup), (1, acc), (0, acc), (3, acc), (3, dup)]
+    steps += [(d, acc) for d in range(6, 15)] + [(13, dup)]
+    out = []
+    for r in range(rounds):
+        base = c.psn[path]
+        out += [s.write(c, path=path, psn=P.psn_add(base, d), plen=4, expect=e, name=f"own{r}+{d}")
+                for d, e in steps]
+        c.psn[path] = P.psn_add(base, 15)
+    return out
+
+
 def window_cases(s: Setup, *, op=Op.MR_WRITE, conn=0):
     """MR-RX-024..029: reordering, gaps, duplicates, the slide beyond 256, the 512 limit, behind
     (writes of opcode ``op`` on connection ``s.conns[conn]``)."""

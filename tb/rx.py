@@ -15,7 +15,8 @@ cocotb tests here:
     the window, bad-input, SEND, READ-response and burst cases plus ``RX_RANDOM`` random
     packets (seed ``RX_SEED``)
     with random idle cycles and backpressure on every output, then the checker; then a
-    same-path burst without idle or backpressure, which must be taken at one record per cycle;
+    same-path burst without idle or backpressure, which must be taken at one record per cycle,
+    and :func:`~metaroce.models.rx_cases.own_write_cases` likewise (MR-RX-120, MR-RX-121);
     then the delayed-ACK timer on, timed bursts, the ACK stream against the endpoint's.
     Results (cycles, packets per cycle, lockstep speed, outcomes) to ``RX_OUT`` (JSON) if set.
 
@@ -267,6 +268,14 @@ async def rx_lockstep(dut):
     assert len(taken) == 200 and taken[-1] - taken[0] == 199, "not one record per cycle"
     before = drv.res["counters"][RxCode.ACCEPTED]
     assert drv2.res["counters"][RxCode.ACCEPTED] == before + 200
+    # MR-RX-120, MR-RX-121: records of one path back to back that need S4's own write of the
+    # cycle before (duplicates at distance 1, high and cum moved, the count test, slow updates)
+    own = rc.own_write_cases(s)
+    drv3 = rc.Driver(width, [s.key_write(k) for k in s.keys] + own, s.lay.cfg, seed=seed + 3, p_idle=0.0, p_bp=0.0)
+    await drive(h, drv3, busy=model.busy)
+    n_dup = sum(1 for c in own if c.expect == RxCode.DUPLICATE)
+    assert drv3.res["counters"][RxCode.DUPLICATE] == drv2.res["counters"][RxCode.DUPLICATE] + n_dup
+    assert drv3.res["counters"][RxCode.ACCEPTED] == drv2.res["counters"][RxCode.ACCEPTED] + len(own) - n_dup
     # MR-RX-093/094: the delayed-ACK timer's events in the pipeline
     timer_acks_equal = await _timer_batch(h, model, rc.Batches(width, prev=s.teardown()), seed + 2,
                                           conns=conns, paths=paths, keys=keys, streams=streams)
@@ -275,7 +284,7 @@ async def rx_lockstep(dut):
     if out:
         with open(out, "w") as f:
             json.dump({"width": width, "connections": conns, "paths": paths,
-                       "random_cycles": n1, "burst_cycles": n2, "packets": len(cases) + len(burst),
+                       "random_cycles": n1, "burst_cycles": n2, "packets": len(cases) + len(burst) + len(own),
                        "same_path_burst": 200,
                        "packets_per_cycle": round(len(taken) / (taken[-1] - taken[0] + 1), 3),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,

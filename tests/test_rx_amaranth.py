@@ -347,13 +347,57 @@ def test_path_row_forwards():
     idle cycle and no backpressure: 0 mismatches (each of the five forwards disabled on its
     own makes this test fail). MR-RX-120: S4's ring lookups are registered from the same
     candidates (S4's own write, a configuration write, the write of the cycle before, the
-    read data, H5's write into S4's row), so each of these forwards checks them too."""
+    read data, H5's write into S4's row), so each of these forwards checks them too; the
+    terms S4's own write changes (its ring bit, count test, cum and high, MR-RX-121) are
+    checked by test_own_write_forwards (with ack_every 1 and records in order, this test
+    catches a wrong cum only)."""
     s = rc.Setup(*SMALL, seed=21, ack_every=1)
     cases = rc.path_forward_cases(s)
     res = run_lockstep(64, s, cases, seed=2, p_idle=0.0, p_bp=0.0, quiet_cfg=False, check=False)
     assert res["counters"][RxCode.ACCEPTED] >= 4 * 16
     # MR-RX-119: path-row reads met writes of their rows (poisoned, unused: the forwards)
     assert res["collided"]["path"] > 0
+
+
+_OWN_WRITE_FAULTS = {
+    # MR-RX-120: S4's own write never sets the ring bit S3's record looks up
+    "ring_bit": ("_own_lookups", lambda f: lambda row, oh, oh_next, every, sets, sets_next, cleared, accepted:
+                 f(row, oh, oh_next, every, 0, sets_next, cleared, accepted)),
+    # MR-RX-120: the count test as if S4's write left `pending` as it was
+    "count": ("_own_lookups", lambda f: lambda row, oh, oh_next, every, sets, sets_next, cleared, accepted:
+              f(row, oh, oh_next, every, sets, sets_next, 0, 0)),
+    # MR-RX-121: S4's own write never moves cum (S3's record compared against the old cum)
+    "cum": ("_own_window_tests", lambda f: lambda by_row, by_p1, moved_cum, moved_high:
+            f(by_row, by_p1, 0, moved_high)),
+    # MR-RX-121: S4's own write never moves high
+    "high": ("_own_window_tests", lambda f: lambda by_row, by_p1, moved_cum, moved_high:
+             f(by_row, by_p1, moved_cum, 0)),
+}
+
+
+def test_own_write_forwards():
+    """MR-RX-120, MR-RX-121: records of one path back to back whose outcomes need S4's own
+    write of the cycle before as S3's registered lookups see it (the ring bit it sets, its
+    count test, its moved cum and high; rc.own_write_cases), no idle cycle, no backpressure,
+    ack_every 4: 0 mismatches, every outcome as built (duplicates at distance 1, slow updates)."""
+    s = rc.Setup(*SMALL, seed=21)
+    cases = rc.own_write_cases(s)
+    res = run_lockstep(64, s, cases, seed=2, p_idle=0.0, p_bp=0.0)
+    assert res["counters"][RxCode.DUPLICATE] == 2 * 4
+
+
+@pytest.mark.parametrize("fault", sorted(_OWN_WRITE_FAULTS))
+def test_path_row_forwards_catch_wrong_own_write(fault, monkeypatch):
+    """MR-RX-120, MR-RX-121 (negative control): with one term of S4's own-write candidate
+    computed wrong (the ring bit it sets, its count test, its cum or its high as S3's
+    registered lookups see them), the lockstep of test_own_write_forwards fails, so that test
+    checks each of these terms."""
+    import metaroce.hdl.rx as hdl_rx
+    name, wrong = _OWN_WRITE_FAULTS[fault]
+    monkeypatch.setattr(hdl_rx, name, wrong(getattr(hdl_rx, name)))
+    s = rc.Setup(*SMALL, seed=21)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0)
 
 
 def test_collision_marks_only_where_unused():
