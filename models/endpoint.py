@@ -922,9 +922,7 @@ class Connection:
         MR-REL-009: earlier when a later packet was acknowledged on another path."""
         head = p.oldest_live()
         if head is not None:
-            ep = self.ep        # self._rto(p), inlined (every ACK)
-            dl = head.t + P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
-                                         rto_max=ep._rto_max_ns, initial=self.rto_initial_ns) * p.backoff
+            dl = head.t + self._rto(p)
             if p.tail_probed:
                 dl = max(dl, p.probe_dl)    # MR-REL-010: the tail probe's ACK gets one RTO
             t = self._xdue(p, None, True)
@@ -1919,7 +1917,7 @@ class Connection:
             return self._place_resp(f, h)
         n = len(f.payload)
         s = self.rx[h.stream]
-        if 0 < ((s.next_deliver - h.msg) & 0xFFFFFFFF) < 0x80000000:     # P.seq_lt32, written out
+        if P.seq_lt32(h.msg, s.next_deliver):
             if self._was_aborted(s, h.msg):
                 return NakReason.ABORTED            # MR-ERR-022: never acknowledged as placed
             ep.stats["duplicate_chunks"] += 1       # MR-EXO-005: message already delivered
