@@ -952,6 +952,8 @@ class Connection:
         return self.ep._base_rtt_ns if p.srtt is None else p.srtt
 
     def _chunk_acked(self, m, i):
+        # Kept a method (with _on_ack and _mark_lost): models/retransmit_cases.py wraps all three
+        # to record the endpoint's decisions; written inline, those checks would see nothing.
         if i == ABORT:
             self._abort_done(m)
             return
@@ -2866,7 +2868,8 @@ class Endpoint(VerbsHost):
 
     def _hint_check(self, c, now):
         """MR-CC-009/010: recompute the predicted sender count; push hint updates when it grew
-        by half (lower shares) or fell to two thirds (higher shares)."""
+        by half (lower shares) or fell to two thirds (higher shares). Kept a method:
+        models/rx_cases.py and models/cosim.py replace it to switch hint updates off."""
         fr = self._fresh        # MR-CC-010: new senders' arrivals within the window
         w = self._fresh_ns
         while fr and fr[0] <= now - w:
