@@ -243,7 +243,8 @@ class _SMsg:
 
 
 class _Rec:
-    """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001)."""
+    """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001).
+    ``Connection._next_frame`` builds it field by field (every packet): a new field goes there too."""
     __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free", "twin")
 
     def __init__(self, msg, idx, t, nbytes):
