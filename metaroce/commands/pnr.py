@@ -14,6 +14,9 @@ def add_arguments(p):
     p.add_argument("--freq", type=float, default=250.0, metavar="MHZ",
                    help="target frequency for timing-driven placement (default 250)")
     p.add_argument("--seed", type=int, default=1, help="placer seed (default 1)")
+    p.add_argument("--router", default="router1", metavar="ROUTER",
+                   help="nextpnr's router: router1 (default; the results pages' figures) or router2 "
+                        "(faster on large, congested blocks such as rx)")
     p.add_argument("--out", metavar="DIR", help="keep the run's files (Verilog, logs, report.json) in DIR")
     p.add_argument("--exact", action="store_true",
                    help="place the block named even where it names a smaller ECP5 instance "
@@ -21,26 +24,31 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def report(blk, width, *, freq=250.0, seed=1, out=None):
+def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1"):
     """Place and route ``blk`` at ``width``; return the ``--json`` object."""
     from ..cli import CliError
     from .verilog import make_verilog
     from metaroce.sim import pnr
     if not freq > 0:
         raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
+    if router not in pnr.ROUTERS:
+        raise CliError(f"unknown router {router!r} (known: {', '.join(pnr.ROUTERS)})")
     text = make_verilog(blk, width, for_synthesis=True, platform=pnr.ECP5)
     try:
-        rep = pnr.place_and_route(text, blk.name, freq_mhz=freq, seed=seed, keep_dir=out)
+        rep = pnr.place_and_route(text, blk.name, freq_mhz=freq, seed=seed, keep_dir=out,
+                                  router=router)
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
     return {"block": blk.name, "width": width, "device": rep.device,
             "fmax_mhz": rep.fmax_mhz, "target_mhz": rep.target_mhz, "met": rep.fmax_mhz >= freq,
             "luts": rep.luts, "ffs": rep.ffs, "brams": rep.brams, "lutram_luts": rep.lutram,
             "carry_luts": rep.carry_luts, "slices_comb": rep.slices_comb, "seed": seed,
+            "router": router,
             "clocks": rep.clocks, "critical_path": rep.critical_path,
             "flow": (f"synth_ecp5 -top {blk.name} -noiopad (MR-FLOW-026's memory policy between "
                      f"its halves); nextpnr-ecp5 --85k --speed 8 "
-                     f"--package CABGA381 --out-of-context --freq {freq:g} --seed {seed}"),
+                     f"--package CABGA381 --out-of-context --freq {freq:g} --seed {seed}"
+                     + (f" --router {router}" if router != "router1" else "")),
             "tools": rep.tools, "seconds": rep.seconds, "out": rep.work_dir or None}
 
 
@@ -57,7 +65,7 @@ def placed_block(args):
 
 def run(args):
     blk = placed_block(args)
-    out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out)
+    out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out, router=args.router)
     if args.json:
         print(json.dumps(out))
         return 0
