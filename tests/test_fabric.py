@@ -1170,3 +1170,63 @@ def test_control_queue_serves_acks_first(control, shared):
     # every frame's serialisation is on the link once: the last data frame ends at the sum
     assert sink.got[-1][2] == pytest.approx(6 * ser + ser_ack + 1e-6)
     assert port.stats["enqueued"] == 7 and port.stats["drops"] == 0
+
+
+class _ViaReceive:
+    """Not a Switch: a link into this runs the generic arrival, which calls ``Switch.receive``."""
+
+    def __init__(self, sw):
+        self.sw = sw
+
+    def receive(self, frame, port):
+        self.sw.receive(frame, port)
+
+    def receive_bytes(self, data, port):
+        self.sw.receive_bytes(data, port)
+
+
+@pytest.mark.parametrize("faults", [None, Faults(corrupt=0.2, reorder=0.3, reorder_delay=2e-6,
+                                                 duplicate=0.1, seed=5)])
+def test_link_into_switch_runs_switch_receive(faults):
+    """MR-FAB-012, MR-FAB-002, MR-FAB-035: a link into a switch runs ``Switch.receive`` inside
+    its arrival (``Link._arrive_switch``, one call less per hop); the same frames through the
+    generic arrival and ``Switch.receive`` give the same deliveries, times and counters: ECMP
+    over two ports, a one-port route, no route, frames that waited behind others (late
+    arrivals), the link down and up, corrupted frames (FCS drops), a full output buffer."""
+    def run(fused):
+        sim = Sim()
+        sw = fabric.Switch(sim, "s", seed=3)
+        sinks = [_Sink(), _Sink()]
+        ports = [sw.add_port(OutPort(sim, Link(sim, f"o{i}", 10e9, 1e-6, sinks[i]), 4_000))
+                 for i in range(2)]
+        sw.add_route("10.0.0.9", ports)
+        sw.add_route("10.0.0.8", ports[:1])
+        link = Link(sim, "in", 100e9, 1e-6, sw if fused else _ViaReceive(sw), faults=faults)
+        link.dst_port = link
+        assert (link._on_arrive == link._arrive_switch) is fused
+        up = OutPort(sim, link)
+        delivered = []
+        for i in range(60):
+            f = _frame_of(1000 + 37 * (i % 5), psn=i)
+            f.ip = codec.IP(src="10.0.1.1", dst=("10.0.0.9", "10.0.0.8", "10.0.0.7")[i % 3])
+            f.udp = codec.UDP(sport=wire.ENTROPY_BASE + i % 7)
+            sim.at(i * 50e-9 if i < 40 else 20e-6 + i * 1e-6, up.enqueue, f)
+
+        def set_up(state):
+            link.up = state
+        sim.at(1.2e-6, set_up, False)
+        sim.at(1.9e-6, set_up, True)
+        sim.run()
+        for s in sinks:
+            delivered.append([(f.bth.psn, f.ip.ecn, f._wl) for f in s.got])
+        counters = (sw.stats, [p.stats for p in ports], [p.link.stats for p in ports], link.stats,
+                    up.stats, sim.now, sim.events)
+        return delivered, counters
+
+    got, ref = run(True), run(False)
+    assert got == ref
+    delivered, (sws, ps, _, ls, _, _, _) = got
+    assert sws["no_route"] > 0 and ls["down_drops"] > 0 and sum(p["drops"] for p in ps) > 0
+    assert all(delivered), "both ECMP ports carry frames"
+    if faults is not None:
+        assert sws["fcs_drops"] > 0
