@@ -442,3 +442,32 @@ def test_engine_tables_take_block_ram(tmp_path):
         return {line.strip().split("/")[-1] for line in (tmp_path / name).read_text().splitlines() if line.strip()}
     assert listed("block.txt") == {"path_mem", "msg_mem", "recv_mem", "rd_mem", "rds_mem", "key_mem"}
     assert listed("marked.txt") == {f"{t}_mem" for t in COLLISION_X_TABLES} == {"path_mem", "msg_mem", "rds_mem"}
+
+
+_PSN_NEIGHBOUR_FAULTS = {
+    # MR-RX-122: psn + 1 registered as psn (S4's new cum/high and own_p1's operand wrong)
+    "p1": lambda f: lambda psn: (f(psn)[0], psn),
+    # MR-RX-122: psn[9:] - 1 registered as psn[9:] (the window's upper half lost)
+    "hi_m1": lambda f: lambda psn: (psn[9:], f(psn)[1]),
+}
+
+
+def test_psn_neighbours_registered():
+    """MR-RX-122: psn[9:] - 1 and psn + 1 registered a stage ahead (S2, S3) as the records
+    move: the window cases (PSNs across 512-PSN halves, beyond 512, behind) then the own-write
+    cases back to back on one path, no idle cycle, no backpressure: 0 mismatches."""
+    s = rc.Setup(*SMALL, seed=21)
+    res = run_lockstep(64, s, rc.window_cases(s) + rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0)
+    assert res["counters"][RxCode.PSN_WINDOW] > 0 and res["counters"][RxCode.DUPLICATE] > 0
+
+
+@pytest.mark.parametrize("fault", sorted(_PSN_NEIGHBOUR_FAULTS))
+def test_psn_neighbours_catch_wrong(fault, monkeypatch):
+    """MR-RX-122 (negative control): S2's and S3's registered psn[9:] - 1 and psn + 1 are the
+    operands of S3's window compares and of S4's new cum and high: with either computed wrong
+    the lockstep of test_psn_neighbours_registered fails."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_psn_neighbours", _PSN_NEIGHBOUR_FAULTS[fault](hdl_rx._psn_neighbours))
+    s = rc.Setup(*SMALL, seed=21)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.window_cases(s) + rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0)
