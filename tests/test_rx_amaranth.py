@@ -15,7 +15,8 @@ from amaranth.sim import Simulator
 
 from metaroce.hdl.rx import COLLISION_X_TABLES, Rx
 from metaroce.models import rx_cases as rc
-from metaroce.models.rx import CTR_NAKS, SMALL as SMALL_INSTANCE, TABLE_CONN, TABLE_KEY, RxCode, RxCycleModel
+from metaroce.models.rx import (CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, SMALL as SMALL_INSTANCE,
+                                TABLE_CONN, TABLE_KEY, RxCode, RxCycleModel)
 from metaroce.tb.lockstep import Mismatch, run_amaranth
 
 SMALL = (256, 4, 256)
@@ -190,11 +191,15 @@ def test_message_table():
     """MR-RX-080..086: the message stage's cases (reordered and resent chunks, messages done
     out of order, a plain WRITE, zero length, more chunks than the ring, delivered, beyond the
     slots, another length, a stream reopened through s_cfg) cycle by cycle against the model
-    with backpressure on every output (m_cqe too)."""
+    with backpressure on every output (m_cqe too). MR-RX-123: the counters the message stage
+    increments (completions, duplicate chunks, refused chunks: chunks behind `next` and beyond
+    the slots) equal the model's."""
     s = rc.Setup(*SMALL, seed=3, mtu_log2=6)
     cases = rc.message_cases(s)
     res = run_lockstep(512, s, cases, seed=6, p_idle=0.1, p_bp=0.4)
     assert len(res["cqe"]) == 8
+    ctr = res["counters"]
+    assert ctr[CTR_CQES] == 8 and ctr[CTR_DUP_CHUNKS] > 0 and ctr[CTR_MSG_REFUSED] > 0
     assert res["collided"]["msg"] > 0       # MR-RX-119: poisoned, unused
 
 
@@ -227,17 +232,19 @@ def test_placement_address_limbs():
     sim.run()
 
 
-@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("wide", [False, True, "small"])
 def test_piece_counters(wide):
     """MR-RX-047: the counters without a carry chain (small pieces here, so that carries cross
     every piece and the counter wraps) read, every cycle, the sum of every increment of the
-    cycles before, modulo 2^bits."""
+    cycles before, modulo 2^bits. MR-RX-123 ("small"): a wide-increment counter whose
+    increment has at most SMALL_INC_BITS bits (each low + k precomputed, one picked) too."""
     import random
     from amaranth.hdl import Signal
-    from metaroce.hdl.rx import _piece_counter, _wide_inc_counter
+    from metaroce.hdl.rx import SMALL_INC_BITS, _piece_counter, _wide_inc_counter
     bits, piece = 12, 4
+    assert SMALL_INC_BITS < piece
     m = Module()
-    inc = Signal(piece if wide else 1)
+    inc = Signal(SMALL_INC_BITS if wide == "small" else piece if wide else 1)
     if wide:
         value = _wide_inc_counter(m, "c", bits, inc, piece)
     else:
