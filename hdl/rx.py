@@ -1031,7 +1031,8 @@ class Rx(wiring.Component):
         m_new = m_in_slots & ~m_mismatch & chunk_new
         m_dup = ~m_refused & ~m_new
         m_placed = Signal(32)
-        m.d.comb += m_placed.eq(Mux(m_fresh, 0, slot.placed) + mc.plen)
+        # MR-RX-124: a prefix adder, as the row's write data and forward follow it
+        m.d.comb += m_placed.eq(_add_prefix(Mux(m_fresh, 0, slot.placed), Cat(mc.plen, Const(0, 16)))[:32])
         m_done = Signal()     # the record's message is complete with this chunk
         m.d.comb += m_done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)
         # each slot's new value from its own old one (the record's slot: its chunk entry set,
@@ -1117,7 +1118,8 @@ class Rx(wiring.Component):
         m.d.comb += r_entry.eq(_pick(_words(rstate.ring, ent_w), m_pos))
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
         r_done = rstate.placed == m_rest
-        m.d.comb += [nstate.done.eq(r_done), nstate.placed.eq(rstate.placed + mc.plen)]
+        m.d.comb += [nstate.done.eq(r_done),     # MR-RX-124: a prefix adder, as the message row's
+                     nstate.placed.eq(_add_prefix(rstate.placed, Cat(mc.plen, Const(0, 16)))[:32])]
         for j in range(ring_n):
             m.d.comb += nstate.ring[j * ent_w:(j + 1) * ent_w].eq(
                 Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), rstate.ring[j * ent_w:(j + 1) * ent_w]))

@@ -193,7 +193,8 @@ def test_message_table():
     slots, another length, a stream reopened through s_cfg) cycle by cycle against the model
     with backpressure on every output (m_cqe too). MR-RX-123: the counters the message stage
     increments (completions, duplicate chunks, refused chunks: chunks behind `next` and beyond
-    the slots) equal the model's."""
+    the slots) equal the model's. MR-RX-124: messages complete when their slots' placed bytes
+    (a prefix adder's sums) reach the length."""
     s = rc.Setup(*SMALL, seed=3, mtu_log2=6)
     cases = rc.message_cases(s)
     res = run_lockstep(512, s, cases, seed=6, p_idle=0.1, p_bp=0.4)
@@ -306,7 +307,8 @@ def test_rtl_on_send_traffic(width, seed, streams, recv_delay, reads):
     reordering, duplication, CE marks and forged packets, receives posted late (RNR NAKs,
     resends) and reposted as they complete, through the RTL in lockstep with idle cycles and
     backpressure (0 mismatches): its ACK/NAK requests, memory image and completion records
-    (with the receives' and READs' wr_ids) equal the receiving endpoint's."""
+    (with the receives' and READs' wr_ids) equal the receiving endpoint's. MR-RX-124: READs
+    complete when their placed bytes (a prefix adder's sum) reach the length."""
     default = width == 64 and seed == 1         # the default run's short one
     s, tr = rc.endpoint_traffic(nbytes=4096 if default else 16384, loss=0.05, reorder=0.2, dup=0.05,
                                 seed=seed, hostile=12, imm=0.5, sends=0.7 - reads, reads=reads,
