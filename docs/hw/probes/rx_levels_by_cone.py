@@ -6,12 +6,16 @@ recovery may stretch any path up to the design's deepest, so the per-sink depths
 its own deepest path.
 
     .venv/bin/python docs/hw/probes/rx_levels_by_cone.py rx_256x4 64 [--reuse] [--full] SINK...
+    .venv/bin/python docs/hw/probes/rx_levels_by_cone.py rx_256x4 64 --mapped SINK...
 
 SINK: the name of a register (the wire its flip-flops drive, e.g. ``msg_row``, ``ctr20_low``).
 Work files in ~/.cache/metaroce/synth/bysink-BLOCK-WIDTH (METAROCE_SYNTH_DIR, not under /tmp),
 shared with rx_levels_by_sink.py: ``--full`` also writes its levels.json (the whole design mapped
 by the same commands), so ``rx_levels_by_sink.py BLOCK WIDTH --reuse`` lists it; ``--reuse``
-starts from the pre-mapping netlist (pre.il) of an earlier run.
+starts from the pre-mapping netlist (pre.il) of an earlier run. ``--mapped`` instead takes the
+LUT netlist rx_levels_by_sink.py left (levels.json) and maps each cone of it again alone (its
+LUTs back to gates by ``lut2mux``): no new synthesis; prints the cone's depth in that netlist
+and alone.
 """
 import re
 import subprocess
@@ -38,6 +42,21 @@ def run(script, name):
     return round(time.time() - t)
 
 
+if "--mapped" in flags:
+    lines = ["read_json levels.json", f"hierarchy -top {blk}", "design -save mapped"]
+    for sink in sinks:
+        tag = re.sub(r"[^A-Za-z0-9_]", "_", sink)
+        lines += ["design -load mapped", f"select -set sinks w:{sink} %ci2 t:$_DFF_P_ %i",
+                  "setattr -set keep 1 @sinks", "select -set cone @sinks %ci*:-$_DFF_P_[Q]:-$mem_v2[RD_DATA]",
+                  "select -set cone @cone @cone %ci1 %u", "delete @cone %n", "opt_clean",
+                  f"tee -q -o mapped_{tag}.before ltp -noff", "lut2mux", "abc -lut 6", "opt_clean",
+                  f"tee -q -o mapped_{tag}.ltp ltp -noff"]
+    print("mapped", run("\n".join(lines) + "\n", "mapped.ys"), "s", flush=True)
+    for sink in sinks:
+        tag = re.sub(r"[^A-Za-z0-9_]", "_", sink)
+        print(S.parse_ltp((work / f"mapped_{tag}.before").read_text()), "->",
+              S.parse_ltp((work / f"mapped_{tag}.ltp").read_text()), sink, flush=True)
+    sys.exit(0)
 if "--reuse" not in flags:
     t = time.time()
     (work / "design.v").write_text(make_verilog(blocks.get(blk), width, for_synthesis=True))
