@@ -156,6 +156,13 @@ def _cum_tests(psn, psn_hi_m1, cum):
     return Cat(in_win, behind, psn == cum)
 
 
+def _psn_neighbours(psn):
+    """MR-RX-122: ``psn[9:] - 1`` (15 bits) and ``psn + 1`` (24 bits), the operands
+    :func:`_cum_tests` and S4's new ``cum``/``high`` take from a PSN, computed a stage ahead of
+    their use and registered as the record moves, so S3's compares start from registers."""
+    return (psn[9:] - 1)[:15], (psn + 1)[:24]
+
+
 def _window_tests(psn, psn_hi_m1, cum, high):
     """MR-RX-024..029, MR-RX-121: S4's window compares of ``psn`` against a row's ``cum`` and
     ``high``: ``Cat(in_win, behind, at_cum, gap, ahead)`` (gap: ``psn != high``; ahead: bit
@@ -261,6 +268,11 @@ def _piece_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     return count, ones
 
 
+#: MR-RX-123: a wide-increment counter whose increment has at most this many bits adds each of
+#: its values to the low piece beforehand and picks one (the message stage's completion count)
+SMALL_INC_BITS = 3
+
+
 def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     """An ``nbits`` counter adding ``inc`` (at most ``piece`` bits) every cycle (MR-RX-047):
     the low piece adds it with a prefix adder; its carry is registered and counted into the
@@ -269,7 +281,15 @@ def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     every increment of the cycles before."""
     low = Signal(piece, name=f"{name}_low")
     carry = Signal(name=f"{name}_carry")
-    total = _add_prefix(low, Cat(inc, Const(0, piece))[:piece])
+    if len(inc) <= SMALL_INC_BITS:
+        # MR-RX-123: low + k for every value k of a small increment, from the register alone,
+        # then picked by the increment: the add does not wait for the increment's logic
+        sums = [Cat(low, Const(0, 1))] + [_add_prefix(low, Const(k, piece)) for k in range(1, 1 << len(inc))]
+        total = sums[0]
+        for k in range(1, len(sums)):
+            total = Mux(inc == k, sums[k], total)
+    else:
+        total = _add_prefix(low, Cat(inc, Const(0, piece))[:piece])
     m.d.sync += [low.eq(total[:piece]), carry.eq(total[piece])]
     high, ones = _piece_counter(m, f"{name}_high", nbits - piece, carry, piece)
     parts = [low]
@@ -540,9 +560,12 @@ class Rx(wiring.Component):
         s2_carry, s2_flags = Signal(carry), Signal(flags)
         s2_end, s2_bnd, s2_rlen, s2_rdiff = Signal(limb_sums), Signal(limb_sums), Signal(limb_sums), Signal(limb_sums)
         s2_addr_limbs = [Signal(2 * (LIMB + 1), name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
+        # MR-RX-122: S2's PSN's psn[9:] - 1, for own_p1's compares in S2 and S3's registers
+        s2_psn_hi_m1 = Signal(24 - 9)
         with m.If(advance):
             m.d.sync += [
                 s2_valid.eq(s1_valid), s2_carry.eq(s1_carry), s2_flags.eq(s1_flags),
+                s2_psn_hi_m1.eq(_psn_neighbours(s1_carry.psn)[0]),
                 s2_end.eq(s1_end), s2_bnd.eq(s1_bnd), s2_rlen.eq(s1_rlen), s2_rdiff.eq(s1_rdiff),
                 # MR-RX-104: a SEND's address is its receive's base + offset
                 # MR-RX-112: a READ response's is its READ's destination + offset
@@ -625,8 +648,11 @@ class Rx(wiring.Component):
         s4_psn_hi_m1 = Signal(24 - 9)
         s4_late, s4_late_code, s4_late_reason, s4_stale = Signal(), Signal(4), Signal(8), Signal()
         s3_psn = s3_carry.psn
-        s3_psn_hi_m1 = Signal(24 - 9)
-        m.d.comb += s3_psn_hi_m1.eq((s3_psn[9:] - 1)[:15])
+        # MR-RX-122: S3's PSN's psn[9:] - 1 and psn + 1, registered from S2's as the records
+        # move, so the compares of MR-RX-121 and S4's new cum/high start from registers
+        s3_psn_hi_m1, s3_psn_p1 = Signal(24 - 9), Signal(24)
+        with m.If(advance):
+            m.d.sync += [s3_psn_hi_m1.eq(s2_psn_hi_m1), s3_psn_p1.eq(_psn_neighbours(s2_carry.psn)[1])]
         s3_oh = Signal(RING_BITS)
         # the one-hot from three predecoded 3-bit fields (a 3-input AND per bit; the shift of
         # a constant 1 maps to a larger tree)
@@ -641,7 +667,7 @@ class Rx(wiring.Component):
                 s4_static_nak.eq(s3_static_nak), s4_nak_reason.eq(s3_nak_reason), s4_addr.eq(s3_addr),
                 # psn + 1's one-hot is psn's rotated by one: one decoder for both
                 s4_oh.eq(s3_oh), s4_oh_next.eq(s3_oh.rotate_left(1)),
-                s4_psn_p1.eq((s3_psn + 1)[:24]), s4_psn_hi_m1.eq(s3_psn_hi_m1),
+                s4_psn_p1.eq(s3_psn_p1), s4_psn_hi_m1.eq(s3_psn_hi_m1),
                 s4_late.eq(s3_rnr | s3_rbounds), s4_stale.eq(s3_stale),
                 s4_late_code.eq(Mux(s3_rnr, RxCode.RNR, RxCode.RECV_BOUNDS)),
                 s4_late_reason.eq(Mux(s3_rnr, NAK_OF[RxCode.RNR], NAK_OF[RxCode.RECV_BOUNDS])),
@@ -864,10 +890,11 @@ class Rx(wiring.Component):
         own = _own_lookups(row, s3_oh, s3_oh_next, every, set_bit & lo_eq, set_bit & lo_next_eq, cleared, accepted)
         # MR-RX-121: S4's own write's cum and high are the row's or S4's psn + 1 (accepted at
         # cum, accepted ahead): S3's PSN against the row's, and against psn + 1 from
-        # registers (S2's PSN against S3's psn + 1, registered as the records moved)
+        # registers (S2's PSN against S3's psn + 1, registered as the records moved; both
+        # operands' derived values registered too, MR-RX-122)
         own_p1 = Signal(3)
         with m.If(advance):
-            m.d.sync += own_p1.eq(_cum_tests(s2_carry.psn, (s2_carry.psn[9:] - 1)[:15], (s3_psn + 1)[:24]))
+            m.d.sync += own_p1.eq(_cum_tests(s2_carry.psn, s2_psn_hi_m1, s3_psn_p1))
         own_win = _own_window_tests(_window_tests(s3_psn, s3_psn_hi_m1, row.cum, row.high), own_p1,
                                     accepted & at_cum, accepted & ahead)
         s4_looked = Cat(ring_bit, next_bit, count_due, s4_win)
@@ -975,9 +1002,9 @@ class Rx(wiring.Component):
         with m.If(advance):
             m.d.sync += [*[r.eq(s4_carry.msg - j) for j, r in enumerate(m_msg_minus)],
                          m_rest.eq(s4_carry.msg_len - s4_carry.plen)]
-        m_dist = Signal(32)
-        m.d.comb += m_dist.eq(mc.msg - mrow.next)
-        m_behind = m_dist[31]                   # only the counters read it
+        # msg - next's sign (only the counters read it, MR-RX-123): msg[31] ^ next[31] ^ the
+        # borrow into bit 31, a compare of the low 31 bits, not the 32-bit subtraction
+        m_behind = mc.msg[31] ^ mrow.next[31] ^ (mc.msg[:31] < mrow.next[:31])
         # the loop's compares are equalities against registered operands: msg - j == next for
         # each slot distance j; placed == msg_len - plen; next + k computed beside the decision
         m_eq = [Signal(name=f"m_eq{j}") for j in range(n_slots)]
@@ -1004,7 +1031,8 @@ class Rx(wiring.Component):
         m_new = m_in_slots & ~m_mismatch & chunk_new
         m_dup = ~m_refused & ~m_new
         m_placed = Signal(32)
-        m.d.comb += m_placed.eq(Mux(m_fresh, 0, slot.placed) + mc.plen)
+        # MR-RX-124: a prefix adder, as the row's write data and forward follow it
+        m.d.comb += m_placed.eq(_add_prefix(Mux(m_fresh, 0, slot.placed), Cat(mc.plen, Const(0, 16)))[:32])
         m_done = Signal()     # the record's message is complete with this chunk
         m.d.comb += m_done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)
         # each slot's new value from its own old one (the record's slot: its chunk entry set,
@@ -1090,7 +1118,8 @@ class Rx(wiring.Component):
         m.d.comb += r_entry.eq(_pick(_words(rstate.ring, ent_w), m_pos))
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
         r_done = rstate.placed == m_rest
-        m.d.comb += [nstate.done.eq(r_done), nstate.placed.eq(rstate.placed + mc.plen)]
+        m.d.comb += [nstate.done.eq(r_done),     # MR-RX-124: a prefix adder, as the message row's
+                     nstate.placed.eq(_add_prefix(rstate.placed, Cat(mc.plen, Const(0, 16)))[:32])]
         for j in range(ring_n):
             m.d.comb += nstate.ring[j * ent_w:(j + 1) * ent_w].eq(
                 Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), rstate.ring[j * ent_w:(j + 1) * ent_w]))

@@ -25,6 +25,8 @@ BUDGET_SLOW = {
     "tests/test_rx_amaranth.py::test_rtl_on_endpoint_traffic[512-4]",
     # 5 min at load 9; the stream bound runs on rx_256x4 in test_rx_rtl_lockstep[64] (Verilator)
     "tests/test_rx_amaranth.py::test_small_instance_streams",
+    # MR-RX-122's second negative control (its first, [p1], stays in the default run)
+    "tests/test_rx_amaranth.py::test_psn_neighbours_catch_wrong[hi_m1]",
     "tests/test_regs_rtl.py::test_regs_rtl_axil_master",
     "tests/test_lockstep.py::test_drive_registered_outputs[pass]",
     "tests/test_build.py::test_ecp5_build_notices_a_block_optimised_away",

@@ -15,7 +15,8 @@ from amaranth.sim import Simulator
 
 from metaroce.hdl.rx import COLLISION_X_TABLES, Rx
 from metaroce.models import rx_cases as rc
-from metaroce.models.rx import CTR_NAKS, SMALL as SMALL_INSTANCE, TABLE_CONN, TABLE_KEY, RxCode, RxCycleModel
+from metaroce.models.rx import (CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, SMALL as SMALL_INSTANCE,
+                                TABLE_CONN, TABLE_KEY, RxCode, RxCycleModel)
 from metaroce.tb.lockstep import Mismatch, run_amaranth
 
 SMALL = (256, 4, 256)
@@ -190,11 +191,16 @@ def test_message_table():
     """MR-RX-080..086: the message stage's cases (reordered and resent chunks, messages done
     out of order, a plain WRITE, zero length, more chunks than the ring, delivered, beyond the
     slots, another length, a stream reopened through s_cfg) cycle by cycle against the model
-    with backpressure on every output (m_cqe too)."""
+    with backpressure on every output (m_cqe too). MR-RX-123: the counters the message stage
+    increments (completions, duplicate chunks, refused chunks: chunks behind `next` and beyond
+    the slots) equal the model's. MR-RX-124: messages complete when their slots' placed bytes
+    (a prefix adder's sums) reach the length."""
     s = rc.Setup(*SMALL, seed=3, mtu_log2=6)
     cases = rc.message_cases(s)
     res = run_lockstep(512, s, cases, seed=6, p_idle=0.1, p_bp=0.4)
     assert len(res["cqe"]) == 8
+    ctr = res["counters"]
+    assert ctr[CTR_CQES] == 8 and ctr[CTR_DUP_CHUNKS] > 0 and ctr[CTR_MSG_REFUSED] > 0
     assert res["collided"]["msg"] > 0       # MR-RX-119: poisoned, unused
 
 
@@ -227,17 +233,19 @@ def test_placement_address_limbs():
     sim.run()
 
 
-@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("wide", [False, True, "small"])
 def test_piece_counters(wide):
     """MR-RX-047: the counters without a carry chain (small pieces here, so that carries cross
     every piece and the counter wraps) read, every cycle, the sum of every increment of the
-    cycles before, modulo 2^bits."""
+    cycles before, modulo 2^bits. MR-RX-123 ("small"): a wide-increment counter whose
+    increment has at most SMALL_INC_BITS bits (each low + k precomputed, one picked) too."""
     import random
     from amaranth.hdl import Signal
-    from metaroce.hdl.rx import _piece_counter, _wide_inc_counter
+    from metaroce.hdl.rx import SMALL_INC_BITS, _piece_counter, _wide_inc_counter
     bits, piece = 12, 4
+    assert SMALL_INC_BITS < piece
     m = Module()
-    inc = Signal(piece if wide else 1)
+    inc = Signal(SMALL_INC_BITS if wide == "small" else piece if wide else 1)
     if wide:
         value = _wide_inc_counter(m, "c", bits, inc, piece)
     else:
@@ -299,7 +307,8 @@ def test_rtl_on_send_traffic(width, seed, streams, recv_delay, reads):
     reordering, duplication, CE marks and forged packets, receives posted late (RNR NAKs,
     resends) and reposted as they complete, through the RTL in lockstep with idle cycles and
     backpressure (0 mismatches): its ACK/NAK requests, memory image and completion records
-    (with the receives' and READs' wr_ids) equal the receiving endpoint's."""
+    (with the receives' and READs' wr_ids) equal the receiving endpoint's. MR-RX-124: READs
+    complete when their placed bytes (a prefix adder's sum) reach the length."""
     default = width == 64 and seed == 1         # the default run's short one
     s, tr = rc.endpoint_traffic(nbytes=4096 if default else 16384, loss=0.05, reorder=0.2, dup=0.05,
                                 seed=seed, hostile=12, imm=0.5, sends=0.7 - reads, reads=reads,
@@ -442,3 +451,32 @@ def test_engine_tables_take_block_ram(tmp_path):
         return {line.strip().split("/")[-1] for line in (tmp_path / name).read_text().splitlines() if line.strip()}
     assert listed("block.txt") == {"path_mem", "msg_mem", "recv_mem", "rd_mem", "rds_mem", "key_mem"}
     assert listed("marked.txt") == {f"{t}_mem" for t in COLLISION_X_TABLES} == {"path_mem", "msg_mem", "rds_mem"}
+
+
+_PSN_NEIGHBOUR_FAULTS = {
+    # MR-RX-122: psn + 1 registered as psn (S4's new cum/high and own_p1's operand wrong)
+    "p1": lambda f: lambda psn: (f(psn)[0], psn),
+    # MR-RX-122: psn[9:] - 1 registered as psn[9:] (the window's upper half lost)
+    "hi_m1": lambda f: lambda psn: (psn[9:], f(psn)[1]),
+}
+
+
+def test_psn_neighbours_registered():
+    """MR-RX-122: psn[9:] - 1 and psn + 1 registered a stage ahead (S2, S3) as the records
+    move: the window cases (PSNs across 512-PSN halves, beyond 512, behind) then the own-write
+    cases back to back on one path, no idle cycle, no backpressure: 0 mismatches."""
+    s = rc.Setup(*SMALL, seed=21)
+    res = run_lockstep(64, s, rc.window_cases(s) + rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0)
+    assert res["counters"][RxCode.PSN_WINDOW] > 0 and res["counters"][RxCode.DUPLICATE] > 0
+
+
+@pytest.mark.parametrize("fault", sorted(_PSN_NEIGHBOUR_FAULTS))
+def test_psn_neighbours_catch_wrong(fault, monkeypatch):
+    """MR-RX-122 (negative control): S2's and S3's registered psn[9:] - 1 and psn + 1 are the
+    operands of S3's window compares and of S4's new cum and high: with either computed wrong
+    the lockstep of test_psn_neighbours_registered fails."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_psn_neighbours", _PSN_NEIGHBOUR_FAULTS[fault](hdl_rx._psn_neighbours))
+    s = rc.Setup(*SMALL, seed=21)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.window_cases(s) + rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0)
