@@ -145,7 +145,8 @@ def first_block_order(items, workers):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.nodeid in BUDGET_SLOW:
+        # An entry without a parameter id names every parametrization of its test.
+        if item.nodeid in BUDGET_SLOW or item.nodeid.split("[", 1)[0] in BUDGET_SLOW:
             item.add_marker(pytest.mark.slow)
 
 
