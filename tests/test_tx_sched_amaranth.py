@@ -294,10 +294,9 @@ class _FailingDriver(tc.Driver):
 
 
 @pytest.mark.parametrize("params,seed", [
-    (SMALL, 21),
-    pytest.param(dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
-                      conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 22,
-                 marks=pytest.mark.slow)])
+    pytest.param(SMALL, 21, marks=pytest.mark.slow),
+    (dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+          conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 22)])
 def test_stream_terms_registered_exact(params, seed):
     """MR-TXS-049, MR-TXS-027, MR-TXS-033: each stream's registered term `q_ok` (its send
     message exists, is not failed, has its next chunk in the chunk window) equals its
@@ -305,8 +304,11 @@ def test_stream_terms_registered_exact(params, seed):
     it: new chunks and last chunks (send moves), window moves, work requests on empty rings,
     message and connection failures on random cycles (also in the cycle of a send move or a
     window move), failed messages completed before their end; and the lockstep with the model
-    has 0 mismatches. A form that misses any of these edges (e.g. the failure of the cycle, the
-    entry after a send move, the window's move) fails the invariant here."""
+    has 0 mismatches. The default case is the instance with a chunk window of 4 (its windows
+    shut and open): each of four wrong forms, loaded in place of the RTL, fails it (the
+    failure of the cycle left out, the entry at `send` read after a send move, the window's
+    move left out, the new chunk's `ahead + 1` left out); the small instance (slow; its chunk
+    window of 16 never shuts here) catches the first two."""
     model = TxSchedCycleModel(64, **params)
     items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000)
     drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
