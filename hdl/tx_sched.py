@@ -956,7 +956,10 @@ class TxSched(wiring.Component):
         # failed message completed before it was sent to its end; neither with a window move on
         # the connection): the entry at send + 1 as it is, not failed now. A work request
         # queued: on an empty ring its fresh entry (ok); else the send entry as above.
-        moved_shut = ahead_moved[wb]
+        # the moved entry's window shut (`ahead_moved` = W): ahead is at most W and the move
+        # takes the window's trailing ones, so only a full window (W) with its oldest chunk
+        # unacknowledged (no trailing ones) stays shut; from registers, not after the count
+        moved_shut = _named(m, (wb_ahead == W) & ~wb_b[0], "moved_shut")
         for qi in range(Q):
             c, s = divmod(qi, S)
             ents = range(qi * D, (qi + 1) * D)
