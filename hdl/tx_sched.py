@@ -569,6 +569,12 @@ class TxSched(wiring.Component):
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
         sched = ~busy & ~comp & ~take_wr & out_room
+        # MR-TXS-049: per stream, "its send message exists, is not failed and has its next chunk
+        # in the chunk window" as a register, loaded from the term's value after the edge, so the
+        # stream pick starts at registers (not at the send entry's reads)
+        q_ok = [Signal(name=f"q_ok{qi}") for qi in range(Q)]
+        self.probe = {"q_ok": q_ok, "send": send, "tail": tail, "ahead": e_ahead, "fail": e_fail,
+                      "wb": wb}
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
@@ -597,8 +603,8 @@ class TxSched(wiring.Component):
             s_ok, s_nnb, s_fits, s_fill = [], [], [], []
             for s in range(S):
                 qi = c * S + s
-                s_ok.append((send[qi] != tail[qi]) & ~of_stream(e_ahead, qi, send[qi])[wb]
-                            & ~of_stream(e_fail, qi, send[qi]))
+                # MR-TXS-049: the stream's term is a register (its definition's next value)
+                s_ok.append(q_ok[qi])
                 s_nnb.append(_named(m, of_stream(e_nnb, qi, send[qi]), f"s_nnb{qi}"))
                 s_fits.append(_named(m, c_idle | ~A.gt_room(s_nnb[s], c_room[c], f"cgt{qi}"),
                                      f"fits{qi}"))
@@ -904,6 +910,7 @@ class TxSched(wiring.Component):
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
                                          wr.imm, w_msg, wr.length))]
+        e_hit = []                              # a failure marks the entry at this edge
         for e in range(E):
             next_more = A.add(e_next[e], 1, name=f"next_more{e}")
             left_less = A.sub(e_left[e], 1, f"left_less{e}")
@@ -921,6 +928,7 @@ class TxSched(wiring.Component):
             # a failure names a live entry, a work request fills one not live: never both (MR-TXS-048:
             # the status's enable then leaves out the request's; the request's write of `fail`
             # stays last)
+            e_hit.append(_named(m, f_hit | err_hit, f"fhit{e}"))
             with m.If(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
             with m.If(take_wr & w_ehot[e]):
@@ -940,6 +948,40 @@ class TxSched(wiring.Component):
                 m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
                              e_next[e].eq(next_more), e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
+        # MR-TXS-049: each stream's q_ok after this edge, from the terms of before it, the late
+        # enables only picking among them. Its send entry after the edge (no send move): a new
+        # chunk of it (ahead + 1; no window move on its connection then: a window moves the
+        # cycle after a report of its connection, which touched it), else the window's move,
+        # else as it is; not failed and not failed now. A send move (a new last chunk, or a
+        # failed message completed before it was sent to its end; neither with a window move on
+        # the connection): the entry at send + 1 as it is, not failed now. A work request
+        # queued: on an empty ring its fresh entry (ok); else the send entry as above.
+        # the moved entry's window shut (`ahead_moved` = W): ahead is at most W and the move
+        # takes the window's trailing ones, so only a full window (W) with its oldest chunk
+        # unacknowledged (no trailing ones) stays shut; from registers, not after the count
+        moved_shut = _named(m, (wb_ahead == W) & ~wb_b[0], "moved_shut")
+        for qi in range(Q):
+            c, s = divmod(qi, S)
+            ents = range(qi * D, (qi + 1) * D)
+            sn, tl = send[qi], tail[qi]
+            sn1 = (sn + 1)[:ptr_w]
+            ok_now = [~e_fail[e] & ~e_hit[e] for e in ents]
+            x_new = _pick([~(e_ahead[e] + 1)[wb] & ok for e, ok in zip(ents, ok_now)], sn[:db])
+            x_other = _pick([~Mux(wb_valid & (wb_e == e), moved_shut, e_ahead[e][wb]) & ok
+                             for e, ok in zip(ents, ok_now)], sn[:db])
+            x_adv = (sn1 != tl) & _pick([~e_ahead[e][wb] & ok for e, ok in zip(ents, ok_now)],
+                                        sn1[:db])
+            x_new, x_other, x_adv = (_named(m, x_new, f"q_ok_new{qi}"),
+                                     _named(m, x_other, f"q_ok_other{qi}"),
+                                     _named(m, x_adv, f"q_ok_adv{qi}"))
+            has = sn != tl
+            new_here = act_new[c] & (cand_r[c]["s"] == s) if S > 1 else act_new[c]
+            last_hot = cand_r[c]["new_last_hot"][s] if S > 1 else cand_r[c]["new_last_hot"]
+            adv_s = (act[c] & last_hot) | (comp_act & (comp_q == qi) & comp_unsent)
+            adv_t = take_wr & w_qhot[qi]
+            m.d.sync += q_ok[qi].eq(Mux(adv_t, ~has | x_other,
+                                        Mux(adv_s, x_adv,
+                                            has & Mux(new_here, x_new, x_other))))
         for qi in range(Q):
             with m.If(take_wr & w_qhot[qi]):
                 m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1)]

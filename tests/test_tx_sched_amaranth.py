@@ -263,3 +263,82 @@ def test_lockstep_refused_on_full_completion_queue():
                                     wr_id=k))
     res = run_lockstep(items, seed=3, p_idle=0.0, p_bp=0.8, loss=0.0)
     assert len(res["cqe"]) == 80
+
+
+class _FailingDriver(tc.Driver):
+    """The block's driver with message and connection failures offered on random cycles
+    (``s_fail`` of a random slot, ``s_error`` of a random connection; both always taken)."""
+
+    def __init__(self, lay, items, *, p_fail, p_error, **kw):
+        super().__init__(lay, items, **kw)
+        self.p_fail, self.p_error = p_fail, p_error
+        self.fails = 0
+
+    def inputs(self):
+        inp = super().inputs()
+        rng = self.rng
+        # every cycle (an input left out keeps its last value on the RTL's side)
+        inp.update({"s_fail__valid": 0, "s_fail__payload": 0, "s_error__valid": 0,
+                    "s_error__payload": 0})
+        if rng.random() < self.p_fail:
+            inp["s_fail__valid"] = 1
+            inp["s_fail__payload"] = tc.pack(self.lay.fail, {
+                "conn": rng.randrange(self.lay.conns), "slot": rng.randrange(8), "status": 4})
+            self.fails += 1
+        if rng.random() < self.p_error:
+            inp["s_error__valid"] = 1
+            inp["s_error__payload"] = tc.pack(self.lay.error, {
+                "conn": rng.randrange(self.lay.conns), "path": 0, "status": 12})
+            self.fails += 1
+        return inp
+
+
+@pytest.mark.parametrize("params,seed", [
+    pytest.param(SMALL, 21, marks=pytest.mark.slow),
+    (dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+          conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 22)])
+def test_stream_terms_registered_exact(params, seed):
+    """MR-TXS-049, MR-TXS-027, MR-TXS-033: each stream's registered term `q_ok` (its send
+    message exists, is not failed, has its next chunk in the chunk window) equals its
+    definition on the RTL's own state in every cycle, under traffic that moves every term of
+    it: new chunks and last chunks (send moves), window moves, work requests on empty rings,
+    message and connection failures on random cycles (also in the cycle of a send move or a
+    window move), failed messages completed before their end; and the lockstep with the model
+    has 0 mismatches. The default case is the instance with a chunk window of 4 (its windows
+    shut and open): each of four wrong forms, loaded in place of the RTL, fails it (the
+    failure of the cycle left out, the entry at `send` read after a send move, the window's
+    move left out, the new chunk's `ahead + 1` left out); the small instance (slow; its chunk
+    window of 16 never shuts here) catches the first two."""
+    model = TxSchedCycleModel(64, **params)
+    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000)
+    drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
+                         p_fail=0.02, p_error=0.005)
+    dut = TxSched(64, **params)
+    bad, seen = [], {"cycles": 0, "flips": 0}
+
+    async def watch(ctx):
+        pr = dut.probe
+        D = params["depth"]
+        last = None
+        async for _ in ctx.tick().sample():
+            qok = []
+            for qi, reg in enumerate(pr["q_ok"]):
+                sn, tl = ctx.get(pr["send"][qi]), ctx.get(pr["tail"][qi])
+                e = qi * D + (sn % D)
+                want = int(sn != tl and not (ctx.get(pr["ahead"][e]) >> pr["wb"]) & 1
+                           and not ctx.get(pr["fail"][e]))
+                got = ctx.get(reg)
+                qok.append(got)
+                if got != want:
+                    bad.append((seen["cycles"], qi, got, want))
+            seen["flips"] += last is not None and qok != last
+            last = qok
+            seen["cycles"] += 1
+
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    assert core.mismatches == 0
+    assert not bad, bad[:5]
+    kinds = [e[0] for e in model.events]
+    assert drv.fails > 5 and "fail" in kinds
+    assert any(c["status"] in (4, 12) for c in drv.res["cqe"])
+    assert seen["cycles"] > 400 and seen["flips"] > 50
