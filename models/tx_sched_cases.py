@@ -222,6 +222,24 @@ def window_schedule_case(sem, *, shrink_at=20, grow_at=60):
     return items, writes
 
 
+def window_storm_case(sem, *, seed=0, start=10, stop=300, p_write=0.45):
+    """MR-TXS-029, MR-TXS-049: connection 0 on path 0 alone (its other paths' windows written 0
+    in cycles 0..2), path 0's window rewritten in a share ``p_write`` of the cycles from
+    ``start`` to ``stop`` (runs of consecutive writes among them) with values around a few
+    MTUs, so that writes act at the edges of that path's packets and reports, follow each other
+    on one path, and bind; connection 1 untouched. ``(items, writes)``."""
+    rng = random.Random(seed)
+    mtu = sem.mtu
+    keys = [(c, s) for c in range(sem.conns) for s in range(sem.streams) for _ in range(3)]
+    items = [wr_item(c, s, 5 * mtu, wr_id=k) for k, (c, s) in enumerate(keys)]
+    writes = {k - 1: {"conn": 0, "path": p, "cwnd": 0} for k, p in enumerate(range(1, sem.paths), 1)}
+    values = [0, mtu // 2, mtu, mtu + mtu // 2, 2 * mtu, 3 * mtu - 1, 4 * mtu, 6 * mtu, (1 << 24) - 1]
+    for k in range(start, stop):
+        if rng.random() < p_write:
+            writes[k] = {"conn": 0, "path": 0, "cwnd": rng.choice(values)}
+    return items, writes
+
+
 def packets_by_cycle(model, drv):
     """Step the cycle model ``model`` through the driver ``drv`` alone; ``[(cycle, conn,
     path)]`` of every packet the scheduling step took (MR-TXS-033's action of that cycle)."""

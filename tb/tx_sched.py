@@ -8,7 +8,8 @@ of :mod:`metaroce.tb.lockstep` (:func:`drive`: every output compared every cycle
 
 ``tx_sched_lockstep``: ``TXS_WRS`` random work requests (seed ``TXS_SEED``) with bad ones,
 random idle cycles and backpressure on every output, lost packets and their resends, random
-window writes on ``s_cwnd`` in a fraction ``TXS_PCWND`` (default 0.05) of the cycles
+window writes on ``s_cwnd`` in a fraction ``TXS_PCWND`` (default 0.2) of the cycles, below
+8,000 bytes (they bind), 0 or above the bound
 (MR-TXS-028/029), then the checker. The instance is the small one (models.tx_sched.SMALL). Results to ``TXS_OUT`` (JSON)
 if set.
 """
@@ -37,7 +38,7 @@ async def tx_sched_lockstep(dut):
     await h.start(monitor=False)
     items = tc.traffic(model.sem, int(os.environ.get("TXS_WRS", "300")), seed=seed)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4,
-                    p_cwnd=float(os.environ.get("TXS_PCWND", "0.05")), cwnd_hi=40_000)
+                    p_cwnd=float(os.environ.get("TXS_PCWND", "0.2")), cwnd_hi=8000)
     t0 = time.perf_counter()
     n = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0

@@ -68,10 +68,11 @@ def test_lockstep_random(seed):
     delivery (gap losses and timeouts reported by the retransmit unit's semantics), idle cycles
     and backpressure: 0 mismatches; every work request completes once, in order per stream; every
     chunk sent, resent only after a lost report. MR-TXS-028/029/049: with random window writes
-    on s_cwnd in 5 % of the cycles (0, above the bound, or below 40,000 bytes)."""
+    on s_cwnd in 20 % of the cycles (0, above the bound, or below 8,000 bytes, so that they
+    bind: the RTL without the room's change beside an action fails here, at cycle 240)."""
     model = TxSchedModel(**SMALL)
     items = tc.traffic(model, 40, seed=seed)
-    res = run_lockstep(items, seed=seed, p_idle=0.2, p_bp=0.4, p_cwnd=0.05, cwnd_hi=40_000)
+    res = run_lockstep(items, seed=seed, p_idle=0.2, p_bp=0.4, p_cwnd=0.2, cwnd_hi=8000)
     assert res["retransmits"] and any(c["status"] for c in res["cqe"])
     ws = res["cwnd_writes"]
     assert len(ws) > 10 and any(w["cwnd"] == 0 for w in ws) and any(w["cwnd"] >> 23 for w in ws)
@@ -104,6 +105,20 @@ def test_window_schedule_closes_one_path_for_a_while():
     assert (0, 2) not in closed and {(0, 0), (0, 1), (0, 3), (1, 2)} <= closed
     assert any((c, p) == (0, 2) for k, c, p in pk if k < 23)
     assert any((c, p) == (0, 2) for k, c, p in pk if k > 62)
+
+
+def test_window_storm_lockstep():
+    """MR-TXS-029, MR-TXS-049: the storm schedule of tx_sched_cases.window_storm_case (path 0
+    of connection 0 alone, its window rewritten in about half the cycles with values around a
+    few MTUs, runs of consecutive writes on the one path, lossy delivery): writes act at the
+    edges of that path's packets and reports (the room's change as a third operand), back to
+    back (the forward of the write in flight) and bind; 0 mismatches. Negative controls
+    (docs/hw/tx-results.md, branch cw4): the RTL without the change beside an action, without
+    the forward, or with the empty flight's room from the old window fails here."""
+    model = TxSchedModel(**SMALL)
+    items, writes = tc.window_storm_case(model)
+    res = run_lockstep(items, writes=writes, seed=0, p_idle=0, p_bp=0.2, loss=0.1)
+    assert len(res["cwnd_writes"]) > 100 and res["retransmits"]
 
 
 def test_adder_forms_agree():

@@ -391,3 +391,33 @@ def test_window_schedule_closes_one_path_for_a_while():
     assert (0, 2) not in closed and {(0, 0), (0, 1), (0, 3), (1, 2)} <= set(closed)
     assert any((c, p) == (0, 2) for k, c, p in pk if k < 23)
     assert any((c, p) == (0, 2) for k, c, p in pk if k > 62)
+
+
+def test_window_storm_writes_meet_the_paths_actions():
+    """MR-TXS-029, MR-TXS-049: the storm schedule (connection 0 on path 0 alone, its window
+    rewritten in about half the cycles, runs of consecutive writes) makes writes act at the
+    edges of that path's packets and reports (the room's third operand) on the cycle model:
+    more than 10 of each, and the checker passes. The same schedule runs in lockstep with the
+    RTL in test_tx_sched_amaranth.py."""
+    model = TxSchedCycleModel(64, **SMALL)
+    items, writes = tc.window_storm_case(model.sem)
+    hits = {"packet": 0, "report": 0}
+    orig = model.step
+
+    def step(inp):
+        k = len(model.events)
+        out = orig(inp)
+        ev = model.events[k:]
+        for w in (e[1] for e in ev if e[0] == "cwnd"):
+            row = (w["conn"], w["path"])
+            hits["packet"] += sum(1 for e in ev if e[0] == "packet" and (e[1], e[6]) == row)
+            hits["report"] += sum(1 for e in ev if e[0] in ("acked", "resend")
+                                  and (e[1]["conn"], e[1]["path"]) == row)
+        return out
+
+    model.step = step
+    drv = tc.WindowSchedule(model.lay, items, writes, seed=0, p_idle=0, p_bp=0.2, loss=0.1)
+    pk = tc.packets_by_cycle(model, drv)
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+    assert hits["packet"] > 10 and hits["report"] > 10
+    assert {p for _, c, p in pk if c == 0 and _ >= 3} == {0}
