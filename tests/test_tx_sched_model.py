@@ -421,3 +421,17 @@ def test_window_storm_writes_meet_the_paths_actions():
     tc.check(TxSchedModel(**SMALL), items, drv.res)
     assert hits["packet"] > 10 and hits["report"] > 10
     assert {p for _, c, p in pk if c == 0 and _ >= 3} == {0}
+
+
+@pytest.mark.parametrize("conns,paths", [(2, 4), (4, 2), (256, 8)])
+def test_window_port_is_a_field_subset_of_cwnd_update(conns, paths):
+    """MR-TXS-028: s_cwnd's payload is the fields conn, path and cwnd of the Cwnd block's
+    m_update (hw-cwnd.md MR-CW-002) with their widths, for the same connections and paths, so
+    the join assigns those three fields by name; m_update's wsum and debt are the only fields
+    left out."""
+    from metaroce.models import cwnd as cw_model
+    from metaroce.models.tx_sched import layouts
+    upd = dict(cw_model.layouts(conns, paths).update)
+    ours = dict(layouts(conns=conns, streams=2, paths=paths, depth=4).cwnd)
+    assert set(ours) == {"conn", "path", "cwnd"} and set(upd) - set(ours) == {"wsum", "debt"}
+    assert all(ours[k].shape == upd[k].shape for k in ours)
