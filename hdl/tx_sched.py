@@ -177,7 +177,7 @@ class _Arith:
 
     def add3_c(self, a, b, c, cin, name="add3_c"):
         """``a + b + c + cin`` modulo 2^len(a): a 3:2 compression (one LUT level), then one
-        add with a carry in (MR-TXS-049: the window's change beside a report's or a packet's
+        add with a carry in (MR-TXS-052: the window's change beside a report's or a packet's
         bytes, one chain)."""
         n = len(a)
         a, b, c = (_ext(Value.cast(v).as_unsigned(), n) for v in (a, b, c))
@@ -499,7 +499,7 @@ class TxSched(wiring.Component):
             m.d.sync += br.eq(self.s_resend.payload)
         busy = rr_valid
 
-        # -- path windows (MR-TXS-028, MR-TXS-029, MR-TXS-049): the port's boundary register
+        # -- path windows (MR-TXS-028, MR-TXS-029, MR-TXS-052): the port's boundary register
         # (cw_b), then the write checked and its change against the path's window registered
         # (cw_d), then written at the next edge with the room's change
         cwl = self.s_cwnd.payload
@@ -686,7 +686,7 @@ class TxSched(wiring.Component):
             p_ok, p_since_req, p_fill = [], [], []
             for p in range(PA):
                 row = c * PA + p
-                # MR-TXS-049: bytes in flight below the window is room = window - mtu -
+                # MR-TXS-052: bytes in flight below the window is room = window - mtu -
                 # inflight above -mtu: the room non-negative, or its bits from log2(mtu) up all
                 # ones and a low bit set (no compare)
                 rm = p_room[row]
@@ -871,7 +871,7 @@ class TxSched(wiring.Component):
                 over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
                 psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
                 infl_next = rep_or_pkt(p_infl[row], True, x["nb"], f"pinfl_next{row}")
-                # MR-TXS-049: the room takes a window write's change at the same edge (0 when
+                # MR-TXS-052: the room takes a window write's change at the same edge (0 when
                 # none names the row): rep_or_pkt's operands and the change, one chain
                 n_rm = len(p_room[row])
                 r_, p_ = _ext(r_nb, n_rm), _ext(x["nb"], n_rm)

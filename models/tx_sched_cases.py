@@ -223,7 +223,7 @@ def window_schedule_case(sem, *, shrink_at=20, grow_at=60):
 
 
 def window_storm_case(sem, *, seed=0, start=10, stop=300, p_write=0.45):
-    """MR-TXS-029, MR-TXS-049: connection 0 on path 0 alone (its other paths' windows written 0
+    """MR-TXS-029, MR-TXS-052: connection 0 on path 0 alone (its other paths' windows written 0
     in cycles 0..2), path 0's window rewritten in a share ``p_write`` of the cycles from
     ``start`` to ``stop`` (runs of consecutive writes among them) with values around a few
     MTUs, so that writes act at the edges of that path's packets and reports, follow each other

@@ -92,7 +92,7 @@ def test_lockstep_other_instance(carry_chain):
 
 
 def test_window_schedule_closes_one_path_for_a_while():
-    """MR-TXS-028, MR-TXS-029, MR-TXS-049, MR-CC-001: the RTL in lockstep with the model on the
+    """MR-TXS-028, MR-TXS-029, MR-TXS-052, MR-CC-001: the RTL in lockstep with the model on the
     directed schedule of tests/test_tx_sched_model.py (connection 0's path 2 closed by a window
     of 0 written in cycle 20, reopened by one written in cycle 60): 0 mismatches, no packet on
     that path from cycle 23 to 62, the other paths and the other connection sending meanwhile,
@@ -108,7 +108,7 @@ def test_window_schedule_closes_one_path_for_a_while():
 
 
 def test_window_storm_lockstep():
-    """MR-TXS-029, MR-TXS-049: the storm schedule of tx_sched_cases.window_storm_case (path 0
+    """MR-TXS-029, MR-TXS-052: the storm schedule of tx_sched_cases.window_storm_case (path 0
     of connection 0 alone, its window rewritten in about half the cycles with values around a
     few MTUs, runs of consecutive writes on the one path, lossy delivery): writes act at the
     edges of that path's packets and reports (the room's change as a third operand), back to

@@ -394,7 +394,7 @@ def test_window_schedule_closes_one_path_for_a_while():
 
 
 def test_window_storm_writes_meet_the_paths_actions():
-    """MR-TXS-029, MR-TXS-049: the storm schedule (connection 0 on path 0 alone, its window
+    """MR-TXS-029, MR-TXS-052: the storm schedule (connection 0 on path 0 alone, its window
     rewritten in about half the cycles, runs of consecutive writes) makes writes act at the
     edges of that path's packets and reports (the room's third operand) on the cycle model:
     more than 10 of each, and the checker passes. The same schedule runs in lockstep with the
