@@ -20,6 +20,8 @@ m_cqe      out    a completion {conn, stream, wr_id, status, op, length}
 now        in     the engine's nanosecond clock (the sent events' ``t_sent``)
 s_fail     in     a message failed {conn, slot, status} (a payload read error; always ready)
 s_error    in     a connection failed {conn, path, status} (the retransmit unit's ``m_error``)
+s_cwnd     in     a path's window {conn, path, cwnd} (``Cwnd``'s ``m_update`` fields; always
+                  ready; MR-TXS-028/029)
 ========== ====== ========================================================================
 
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
@@ -173,6 +175,16 @@ class _Arith:
         n = len(nb)
         return (big[n:] != 0) | self.gt(big[:n], nb, name)
 
+    def add3_c(self, a, b, c, cin, name="add3_c"):
+        """``a + b + c + cin`` modulo 2^len(a): a 3:2 compression (one LUT level), then one
+        add with a carry in (MR-TXS-052: the window's change beside a report's or a packet's
+        bytes, one chain)."""
+        n = len(a)
+        a, b, c = (_ext(Value.cast(v).as_unsigned(), n) for v in (a, b, c))
+        sm = _named(self.m, a ^ b ^ c, f"{name}_s")
+        cy = _named(self.m, Cat(Const(0, 1), ((a & b) | (a & c) | (b & c))[:n - 1]), f"{name}_c")
+        return self.add_c(sm, cy, cin, name)
+
     def gt_room(self, nb, room, name="gt_room"):
         """``nb > room`` for a small unsigned ``nb`` and a wide signed ``room``: a negative
         room, or no room bit above ``nb``'s set and the low bits' compare (an ordinary ``>``
@@ -231,6 +243,7 @@ class TxSched(wiring.Component):
             "now": In(records.TIME_BITS),
             "s_fail": In(stream.Signature(lay.fail)),
             "s_error": In(stream.Signature(lay.error)),
+            "s_cwnd": In(stream.Signature(lay.cwnd)),
         })
 
     def elaborate(self, platform):
@@ -304,6 +317,11 @@ class TxSched(wiring.Component):
         p_since = Array(Signal(4, name=f"since{r}") for r in range(C * PA))
         p_room = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"proom{r}")
                        for r in range(C * PA))
+        # MR-TXS-028: each path's window, and the window less an MTU (the room's value when the
+        # path's flight empties), from the cwnd parameter at reset
+        p_cw = Array(Signal(bytes_w, init=self.cwnd, name=f"pcw{r}") for r in range(C * PA))
+        p_cwm = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"pcwm{r}")
+                      for r in range(C * PA))
         conn_rr = Signal(cb)
 
         # MR-TXS-044: the frame queue holds the frame request's fields that vary, the output
@@ -481,6 +499,38 @@ class TxSched(wiring.Component):
             m.d.sync += br.eq(self.s_resend.payload)
         busy = rr_valid
 
+        # -- path windows (MR-TXS-028, MR-TXS-029, MR-TXS-052): the port's boundary register
+        # (cw_b), then the write checked and its change against the path's window registered
+        # (cw_d), then written at the next edge with the room's change
+        cwl = self.s_cwnd.payload
+        m.d.comb += self.s_cwnd.ready.eq(1)
+        cw_b_valid = Signal(name="cw_b_valid")
+        cw_b = Signal(lay.cwnd, name="cw_b")
+        m.d.sync += [cw_b_valid.eq(self.s_cwnd.valid), cw_b.eq(cwl)]
+        cw_b_row = _named(m, Cat(cw_b.path[:pb], cw_b.conn) if C > 1 else cw_b.path[:pb], "cw_b_row")
+        cw_d_valid = Signal(name="cw_d_valid")
+        cw_d_row = Signal(len(cw_b_row), name="cw_d_row")
+        cw_d_hot = Signal(C * PA, name="cw_d_hot")
+        cw_d_conn = Signal(C, name="cw_d_conn")
+        cw_d_cw = Signal(bytes_w, name="cw_d_cw")
+        cw_d_cwm = Signal(signed(bytes_w + 2), name="cw_d_cwm")
+        cw_d_delta = Signal(signed(bytes_w + 2), name="cw_d_delta")
+        cw_lim = (1 << bytes_w) - 1 - mtu
+        cw_new = _named(m, Mux(A.gt(cw_b.cwnd, Const(cw_lim, bytes_w), "cw_over"), cw_lim,
+                               cw_b.cwnd), "cw_new")
+        # the path's window as it is after this edge: the write in cw_d when it names the same
+        # path (it is written at this edge)
+        cw_old = _named(m, Mux(cw_d_valid & (cw_d_row == cw_b_row), cw_d_cw,
+                               read(p_cw, cw_b_row, "cw_row")), "cw_old")
+        cw_delta = A.sub(_ext(cw_new, bytes_w + 2), _ext(cw_old, bytes_w + 2), "cw_delta")
+        cw_cwm = A.sub(_ext(cw_new, bytes_w + 2), mtu, "cw_cwm")
+        m.d.sync += [cw_d_valid.eq(cw_b_valid), cw_d_row.eq(cw_b_row),
+                     cw_d_hot.eq(Cat(*(cw_b_valid & (cw_b_row == r) for r in range(C * PA)))),
+                     cw_d_conn.eq(Cat(*(cw_b_valid & (cw_b.conn == c) for c in range(C)))),
+                     cw_d_cw.eq(cw_new), cw_d_cwm.eq(cw_cwm), cw_d_delta.eq(cw_delta)]
+        # the room of cw_d's path plus the change, for a path no action changes at this edge
+        cw_room = A.add(read(p_room, cw_d_row, "cw_room_old"), cw_d_delta, name="cw_room")
+
         # -- completions (MR-TXS-022)
         comp_valid = []
         for qi in range(Q):
@@ -642,7 +692,12 @@ class TxSched(wiring.Component):
             p_ok, p_since_req, p_fill = [], [], []
             for p in range(PA):
                 row = c * PA + p
-                p_ok.append(A.gt(Const(self.cwnd, bytes_w), p_infl[row], f"pinfl_ok{row}")
+                # MR-TXS-052: bytes in flight below the window is room = window - mtu -
+                # inflight above -mtu: the room non-negative, or its bits from log2(mtu) up all
+                # ones and a low bit set (no compare)
+                rm = p_room[row]
+                room_ok = ~rm[-1] | (rm[mtu_log2:].all() & rm[:mtu_log2].any())
+                p_ok.append(_named(m, room_ok, f"pinfl_ok{row}")
                             & A.gt(Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
                 p_since_req.append(p_since[row] >= self.ack_every - 1)
                 p_fill.append(Mux(nonempty, h_fill[p],
@@ -802,7 +857,8 @@ class TxSched(wiring.Component):
                                       | act[c]
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
                                       | (self.s_error.valid & (er_conn == c))
-                                      | (wb_valid & (wb_conn == c)))
+                                      | (wb_valid & (wb_conn == c))
+                                      | cw_d_conn[c])
         def rep_or_pkt(v, rep_sub, nb, name):
             """MR-TXS-042: ``v`` after a report of ``r_nb`` bytes (``busy``: less when
             ``rep_sub``, else more) or a packet of ``nb`` (the other way): a report and a packet
@@ -821,11 +877,22 @@ class TxSched(wiring.Component):
                 over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
                 psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
                 infl_next = rep_or_pkt(p_infl[row], True, x["nb"], f"pinfl_next{row}")
-                room_next = rep_or_pkt(p_room[row], False, x["nb"], f"proom_next{row}")
+                # MR-TXS-052: the room takes a window write's change at the same edge (0 when
+                # none names the row): rep_or_pkt's operands and the change, one chain
+                n_rm = len(p_room[row])
+                r_, p_ = _ext(r_nb, n_rm), _ext(x["nb"], n_rm)
+                room_next = A.add3_c(p_room[row], Mux(busy, r_, ~p_),
+                                     Mux(cw_d_hot[row], cw_d_delta, 0), ~busy,
+                                     f"proom_next{row}")
+                # the room when the flight empties: the window (the new one) less an MTU
+                room_empty = Mux(cw_d_hot[row], cw_d_cwm, p_cwm[row])
                 pkts_next = A.add(p_pkts[row], Cat(Const(1, 1), busy.replicate(7)), name=f"pkts_next{row}")
+                with m.If(cw_d_hot[row]):
+                    m.d.sync += [p_cw[row].eq(cw_d_cw), p_cwm[row].eq(cw_d_cwm),
+                                 p_room[row].eq(cw_room)]
                 with m.If(rep_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
-                                 p_room[row].eq(Mux(over, room_next, self.cwnd - mtu)),
+                                 p_room[row].eq(Mux(over, room_next, room_empty)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
                 with m.If(act[c] & x["pkt_path_hot"][p]):
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_next),

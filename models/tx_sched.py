@@ -98,6 +98,7 @@ class Layouts:
     report: data.StructLayout
     fail: data.StructLayout
     error: data.StructLayout
+    cwnd: data.StructLayout
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -119,8 +120,11 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
+    # MR-TXS-028: a path's window, the fields conn, path, cwnd of the Cwnd block's m_update
+    cwnd = data.StructLayout({"conn": cb, "path": (paths - 1).bit_length(),
+                              "cwnd": records.BYTES_BITS})
     return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend, fail,
-                   rl.error)
+                   rl.error, cwnd)
 
 
 class TxSchedModel:
@@ -143,9 +147,10 @@ class TxSchedModel:
         # MR-TXS-013: per connection; MR-CONN-004: each starts its path rotation at conn mod paths
         self.conn = [{"rr": c % paths, "srr": 0, "inflight": 0, "unsent": 0, "retx": deque()}
                      for c in range(conns)]
-        # MR-TXS-014: per path
-        self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0}
+        # MR-TXS-014: per path; MR-TXS-028: its window, from the cwnd parameter at reset
+        self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0, "cwnd": cwnd}
                      for _ in range(conns * paths)]
+        self.cwnd_max = (1 << records.BYTES_BITS) - 1 - mtu
         self.conn_rr = 0
         self.pending = None             # MR-TXS-036: (entry, chunk) acknowledged, not yet counted
 
@@ -243,6 +248,12 @@ class TxSchedModel:
         e["ack_base"], e["ack_bits"], _ = P.chunk_ack(e["ack_base"], e["ack_bits"], chunk,
                                                       self.chunk_window)
 
+    # -- path windows (MR-TXS-028)
+    def set_cwnd(self, conn, path, cwnd):
+        """MR-TXS-028: path ``path`` of ``conn`` takes window ``cwnd`` (bytes), a window above
+        the bound of MR-TXS-001 as that bound."""
+        self.path[conn * self.paths + path]["cwnd"] = min(cwnd, self.cwnd_max)
+
     # -- failures (MR-TXS-027)
     def fail_targets(self, fail=None, error=None):
         """The live entries a message failure ``fail`` ({conn, slot, status}) and a connection
@@ -327,12 +338,13 @@ class TxSchedModel:
         return None
 
     def _path(self, c):
-        """MR-CONN-004, MR-CC-001, MR-SEQ-006: the first path from the rotation with room."""
+        """MR-CONN-004, MR-CC-001, MR-SEQ-006, MR-TXS-028: the first path from the rotation
+        with room (bytes in flight below its window, packets below the bound)."""
         cs = self.conn[c]
         for k in range(self.paths):
             p = (cs["rr"] + k) % self.paths
             ps = self.path[c * self.paths + p]
-            if ps["inflight"] < self.cwnd and ps["pkts"] < self.path_pkts:
+            if ps["inflight"] < ps["cwnd"] and ps["pkts"] < self.path_pkts:
                 return p
         return None
 
@@ -398,8 +410,8 @@ class TxSchedModel:
         cs["rr"] = (p + 1) % self.paths
         self.conn_rr = (c + 1) % self.conns
         # MR-SEQ-009: AckReq every ack_every packets of a path, on the packet that fills the
-        # path's window, and while fewer chunks than paths are left to send
-        req = (ps["since_req"] >= self.ack_every or ps["inflight"] + self.mtu > self.cwnd
+        # path's window (its own, MR-TXS-028), and while fewer chunks than paths are left to send
+        req = (ps["since_req"] >= self.ack_every or ps["inflight"] + self.mtu > ps["cwnd"]
                or cs["unsent"] + len(cs["retx"]) < self.paths)
         if req:
             ps["since_req"] = 0
@@ -422,10 +434,10 @@ class TxSchedModel:
 INPUTS = ("s_wr__payload", "s_wr__valid", "s_acked__payload", "s_acked__valid",
           "s_resend__payload", "s_resend__valid", "m_frame__ready", "m_sent__ready",
           "m_cqe__ready", "now", "s_fail__payload", "s_fail__valid", "s_error__payload",
-          "s_error__valid")
+          "s_error__valid", "s_cwnd__payload", "s_cwnd__valid")
 OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload",
            "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid",
-           "s_fail__ready", "s_error__ready")
+           "s_fail__ready", "s_error__ready", "s_cwnd__ready")
 
 
 class TxSchedCycleModel:
@@ -462,6 +474,8 @@ class TxSchedCycleModel:
         self.ba = None                  # MR-TXS-046: the boundary registers' reports (acked, lost)
         self.br = None
         self.wq = None                  # MR-TXS-037: the work request held in the register
+        self.cw_b = None                # MR-TXS-029: a window write taken from s_cwnd last cycle
+        self.cw_d = None                # and the one taken the cycle before, written at this edge
         self.events = []
 
     @staticmethod
@@ -475,6 +489,7 @@ class TxSchedCycleModel:
                     or self.comp is not None or self.win is not None
                     or self.qcomp
                     or self.wq is not None
+                    or self.cw_b is not None or self.cw_d is not None
                     or sem.completion() is not None or sem.decide() is not None)
 
     def take_lost(self):
@@ -547,7 +562,7 @@ class TxSchedCycleModel:
                     if c not in self.touched and c not in comp_conns}
         touched = {x["conn"] for x in (fail, error) if x is not None}
         out = {"s_wr__ready": wr_ready, "s_acked__ready": 1, "s_resend__ready": resend_ready,
-               "s_fail__ready": 1, "s_error__ready": 1,
+               "s_fail__ready": 1, "s_error__ready": 1, "s_cwnd__ready": 1,
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": self.cqe_q.head, "m_cqe__valid": int(self.cqe_q.level > 0)}
@@ -581,6 +596,16 @@ class TxSchedCycleModel:
                 r = sem.apply(act, g("now", 0))
                 if r is not None:
                     frame, sent = r
+        # MR-TXS-029: the window write taken two cycles ago changes its path's window at this
+        # edge, after this cycle's action (whose AckReq was decided on the old window); its
+        # connection is touched; the port is always ready
+        if self.cw_d is not None:
+            w = self.cw_d
+            self.events.append(("cwnd", w))
+            sem.set_cwnd(w["conn"], w["path"], w["cwnd"])
+            touched.add(w["conn"])
+        self.cw_d = self.cw_b
+        self.cw_b = unpack(lay.cwnd, g("s_cwnd__payload", 0)) if g("s_cwnd__valid", 0) else None
         self.cand, self.touched, self.comp, self.qcomp = cand, touched, comp_next, qcomp_next
         if targets:
             self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))

@@ -64,9 +64,14 @@ class Driver(CounterReadout):
     all from one seed (see the module docstring)."""
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
-                 p_report_idle=0.2, ns_per_cycle=4):
+                 p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000):
         self.lay = lay
         self.rng = random.Random(seed)
+        # MR-TXS-028: window writes on s_cwnd in a fraction p_cwnd of the cycles until every
+        # work request has completed, from a generator of their own (the other draws are those
+        # of a run without writes): 0, above the bound (taken as the bound), or below cwnd_hi
+        self.p_cwnd, self.cwnd_hi = p_cwnd, cwnd_hi
+        self.cw_rng = random.Random(seed ^ 0x5CC)
         self.items = list(items)
         self.p_idle, self.p_bp, self.loss, self.p_ack = p_idle, p_bp, loss, p_ack
         self.p_report_idle = p_report_idle
@@ -85,7 +90,7 @@ class Driver(CounterReadout):
         self.offer = {"acked": None, "resend": None}
         self.silent = 0
         self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
-                    "counters": None, "timeouts": 0, "lost": 0}
+                    "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": []}
 
     @property
     def sent_all(self):
@@ -119,7 +124,8 @@ class Driver(CounterReadout):
         rng = self.rng
         inp = {"s_wr__valid": 0, "s_wr__payload": 0, "s_acked__valid": 0, "s_acked__payload": 0,
                "s_resend__valid": 0, "s_resend__payload": 0, "now": self.now,
-               "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+               "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1,
+               "s_cwnd__valid": 0, "s_cwnd__payload": 0}
         if self._phase:
             return inp
         if self.presenting is None and self.i < len(self.items) and rng.random() >= self.p_idle:
@@ -135,6 +141,13 @@ class Driver(CounterReadout):
                 inp[f"s_{kind}__payload"] = pack(self.lay.report, self.offer[kind])
         for name in ("m_frame__ready", "m_sent__ready", "m_cqe__ready"):
             inp[name] = int(rng.random() >= self.p_bp)
+        if self.p_cwnd and not self.sent_all and self.cw_rng.random() < self.p_cwnd:
+            cr = self.cw_rng
+            r = cr.random()
+            w = {"conn": cr.randrange(self.lay.conns), "path": cr.randrange(self.lay.paths),
+                 "cwnd": 0 if r < 0.1 else (1 << 24) - 1 if r < 0.15 else cr.randrange(self.cwnd_hi)}
+            inp["s_cwnd__valid"], inp["s_cwnd__payload"] = 1, pack(self.lay.cwnd, w)
+            self.res["cwnd_writes"].append(w)
         return inp
 
     def observe(self, inp, out):
@@ -179,6 +192,66 @@ class Driver(CounterReadout):
     def _stuck(self):
         return (f"(work request {self.i} of {len(self.items)}, {len(self.res['cqe'])} completions, "
                 f"{len(self.res['sent'])} packets)")
+
+
+class WindowSchedule(Driver):
+    """The driver with window writes at given cycles (MR-TXS-028/029): ``writes`` maps a cycle
+    to a write ``{conn, path, cwnd}`` offered on ``s_cwnd`` in that cycle."""
+
+    def __init__(self, lay, items, writes, **kw):
+        super().__init__(lay, items, **kw)
+        self.writes = dict(writes)
+
+    def inputs(self):
+        inp = super().inputs()
+        w = self.writes.get(self.cycle)
+        if w is not None and not self._phase:
+            inp["s_cwnd__valid"], inp["s_cwnd__payload"] = 1, pack(self.lay.cwnd, w)
+            self.res["cwnd_writes"].append(w)
+        return inp
+
+
+def window_schedule_case(sem, *, shrink_at=20, grow_at=60):
+    """MR-TXS-028/029, MR-CC-001: work requests on both connections and a schedule that closes
+    path 2 of connection 0 (window 0) in cycle ``shrink_at`` and reopens it (1 MiB) in cycle
+    ``grow_at``: ``(items, writes)``."""
+    keys = [(c, s) for c in range(sem.conns) for s in range(sem.streams) for _ in range(3)]
+    items = [wr_item(c, s, 5 * sem.mtu, wr_id=k) for k, (c, s) in enumerate(keys)]
+    writes = {shrink_at: {"conn": 0, "path": 2, "cwnd": 0},
+              grow_at: {"conn": 0, "path": 2, "cwnd": 1 << 20}}
+    return items, writes
+
+
+def window_storm_case(sem, *, seed=0, start=10, stop=300, p_write=0.45):
+    """MR-TXS-029, MR-TXS-052: connection 0 on path 0 alone (its other paths' windows written 0
+    in cycles 0..2), path 0's window rewritten in a share ``p_write`` of the cycles from
+    ``start`` to ``stop`` (runs of consecutive writes among them) with values around a few
+    MTUs, so that writes act at the edges of that path's packets and reports, follow each other
+    on one path, and bind; connection 1 untouched. ``(items, writes)``."""
+    rng = random.Random(seed)
+    mtu = sem.mtu
+    keys = [(c, s) for c in range(sem.conns) for s in range(sem.streams) for _ in range(3)]
+    items = [wr_item(c, s, 5 * mtu, wr_id=k) for k, (c, s) in enumerate(keys)]
+    writes = {k - 1: {"conn": 0, "path": p, "cwnd": 0} for k, p in enumerate(range(1, sem.paths), 1)}
+    values = [0, mtu // 2, mtu, mtu + mtu // 2, 2 * mtu, 3 * mtu - 1, 4 * mtu, 6 * mtu, (1 << 24) - 1]
+    for k in range(start, stop):
+        if rng.random() < p_write:
+            writes[k] = {"conn": 0, "path": 0, "cwnd": rng.choice(values)}
+    return items, writes
+
+
+def packets_by_cycle(model, drv):
+    """Step the cycle model ``model`` through the driver ``drv`` alone; ``[(cycle, conn,
+    path)]`` of every packet the scheduling step took (MR-TXS-033's action of that cycle)."""
+    out = []
+    while not drv.finished:
+        inp = drv.inputs()
+        n = len(model.events)
+        o = model.step(inp)
+        out += [(drv.cycle, e[1], e[6]) for e in model.events[n:] if e[0] == "packet"]
+        drv.observe(inp, o)
+        drv.settle(model.busy)
+    return out
 
 
 def run_model(model, items, *, seed=0, **kw):

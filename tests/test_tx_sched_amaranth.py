@@ -18,14 +18,24 @@ from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
 from metaroce.tb.lockstep import run_amaranth
 
 
-def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, **kw):
+def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, **kw):
+    """The lockstep and the checker; ``writes`` (cycle -> window write) drives
+    :class:`tc.WindowSchedule`; ``packets`` in the result: ``[(cycle, conn, path)]`` of the
+    model's scheduling steps."""
     dut = TxSched(64, **params, carry_chain=carry_chain)
     model = TxSchedCycleModel(64, **params)
-    drv = tc.Driver(model.lay, items, seed=seed, **kw)
-    core = run_amaranth(dut, model, drv, busy=model.busy)
+    drv = (tc.Driver(model.lay, items, seed=seed, **kw) if writes is None
+           else tc.WindowSchedule(model.lay, items, writes, seed=seed, **kw))
+    packets, seen = [], [0]
+
+    def on_cycle(cycle, ins, outs):
+        packets.extend((cycle, e[1], e[6]) for e in model.events[seen[0]:] if e[0] == "packet")
+        seen[0] = len(model.events)
+
+    core = run_amaranth(dut, model, drv, busy=model.busy, on_cycle=on_cycle)
     assert core.mismatches == 0
     summary = tc.check(TxSchedModel(**params), items, drv.res)
-    return dict(drv.res, compared=core.cycle, **summary)
+    return dict(drv.res, compared=core.cycle, packets=packets, **summary)
 
 
 @pytest.mark.slow
@@ -57,11 +67,15 @@ def test_lockstep_random(seed):
     """MR-TXS-010..014, MR-TXS-020..026, MR-TXS-030..032, MR-TXS-041..044, MR-TXS-048, MR-TXS-050: random work requests with bad ones, lossy
     delivery (gap losses and timeouts reported by the retransmit unit's semantics), idle cycles
     and backpressure: 0 mismatches; every work request completes once, in order per stream; every
-    chunk sent, resent only after a lost report."""
+    chunk sent, resent only after a lost report. MR-TXS-028/029/049: with random window writes
+    on s_cwnd in 20 % of the cycles (0, above the bound, or below 8,000 bytes, so that they
+    bind: the RTL without the room's change beside an action fails here, at cycle 240)."""
     model = TxSchedModel(**SMALL)
     items = tc.traffic(model, 40, seed=seed)
-    res = run_lockstep(items, seed=seed, p_idle=0.2, p_bp=0.4)
+    res = run_lockstep(items, seed=seed, p_idle=0.2, p_bp=0.4, p_cwnd=0.2, cwnd_hi=8000)
     assert res["retransmits"] and any(c["status"] for c in res["cqe"])
+    ws = res["cwnd_writes"]
+    assert len(ws) > 10 and any(w["cwnd"] == 0 for w in ws) and any(w["cwnd"] >> 23 for w in ws)
 
 
 @pytest.mark.parametrize("carry_chain", [False, True])
@@ -73,8 +87,38 @@ def test_lockstep_other_instance(carry_chain):
                   conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
     items = tc.traffic(TxSchedModel(**params), 30, seed=3, max_len=2000)
     res = run_lockstep(items, params=params, seed=3, p_idle=0.1, p_bp=0.3,
-                       carry_chain=carry_chain)
-    assert len(res["frames"]) > 30 and res["retransmits"]
+                       carry_chain=carry_chain, p_cwnd=0.05, cwnd_hi=1500)
+    assert len(res["frames"]) > 30 and res["retransmits"] and len(res["cwnd_writes"]) > 5
+
+
+def test_window_schedule_closes_one_path_for_a_while():
+    """MR-TXS-028, MR-TXS-029, MR-TXS-052, MR-CC-001: the RTL in lockstep with the model on the
+    directed schedule of tests/test_tx_sched_model.py (connection 0's path 2 closed by a window
+    of 0 written in cycle 20, reopened by one written in cycle 60): 0 mismatches, no packet on
+    that path from cycle 23 to 62, the other paths and the other connection sending meanwhile,
+    and packets on it again after."""
+    model = TxSchedModel(**SMALL)
+    items, writes = tc.window_schedule_case(model)
+    res = run_lockstep(items, writes=writes, seed=0, p_idle=0, p_bp=0.2, loss=0.0)
+    pk = res["packets"]
+    closed = {(c, p) for k, c, p in pk if 23 <= k <= 62}
+    assert (0, 2) not in closed and {(0, 0), (0, 1), (0, 3), (1, 2)} <= closed
+    assert any((c, p) == (0, 2) for k, c, p in pk if k < 23)
+    assert any((c, p) == (0, 2) for k, c, p in pk if k > 62)
+
+
+def test_window_storm_lockstep():
+    """MR-TXS-029, MR-TXS-052: the storm schedule of tx_sched_cases.window_storm_case (path 0
+    of connection 0 alone, its window rewritten in about half the cycles with values around a
+    few MTUs, runs of consecutive writes on the one path, lossy delivery): writes act at the
+    edges of that path's packets and reports (the room's change as a third operand), back to
+    back (the forward of the write in flight) and bind; 0 mismatches. Negative controls
+    (docs/hw/tx-results.md, branch cw4): the RTL without the change beside an action, without
+    the forward, or with the empty flight's room from the old window fails here."""
+    model = TxSchedModel(**SMALL)
+    items, writes = tc.window_storm_case(model)
+    res = run_lockstep(items, writes=writes, seed=0, p_idle=0, p_bp=0.2, loss=0.1)
+    assert len(res["cwnd_writes"]) > 100 and res["retransmits"]
 
 
 def test_adder_forms_agree():

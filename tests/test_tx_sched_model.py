@@ -53,6 +53,16 @@ def test_bad_work_requests_complete_at_once():
     assert sem.decide() is None or sem.decide()[0] == "packet"
 
 
+def drain_n(sem, n):
+    """The first ``n`` packets the scheduler sends now, without reports."""
+    out = []
+    while len(out) < n and (act := sem.decide()) is not None:
+        r = sem.apply(act)
+        if r is not None:
+            out.append(r)
+    return out
+
+
 def test_chunks_streams_paths_and_psns():
     """MR-TXS-023..026, MR-CONN-004/005, MR-ENG-030, MR-SEQ-001: two streams in turn, one
     packet each; each connection's rotation starts at its index mod paths; PSNs per path; the
@@ -312,3 +322,116 @@ def test_completion_test_registered_and_not_starved_by_sending():
     for _ in range(6):
         model.step(idle)
     assert 3 <= before < sent(1) < 16
+
+
+def test_path_window_shrink_stops_the_path_and_grow_reopens_it():
+    """MR-TXS-028, MR-CC-001, MR-TXS-025: a path's window shrunk to its bytes in flight or
+    below stops new packets on that path and on no other; grown above them, the path takes
+    packets again; a window above the bound of MR-TXS-001 is taken as the bound."""
+    sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20))
+    sem.wr(tc.wr_item(0, 0, 20 * 1024, wr_id=0))
+    sem.wr(tc.wr_item(1, 0, 4 * 1024, wr_id=1))
+    first = drain_n(sem, 4)
+    assert [(s["conn"], s["path"]) for _, s in first] == [(0, 0), (1, 1), (0, 1), (1, 2)]
+    # connection 0's path 1 holds 1,024 bytes: a window of 1,024 closes it, 0 closes path 2
+    sem.set_cwnd(0, 1, 1024)
+    sem.set_cwnd(0, 2, 0)
+    mid = drain_n(sem, 8)
+    assert [(s["conn"], s["path"]) for _, s in mid] == [(0, 3), (1, 3), (0, 0), (1, 0), (0, 3),
+                                                        (0, 0), (0, 3), (0, 0)]
+    # grown above its bytes in flight, path 1 takes one packet (its AckReq: the window filled)
+    sem.set_cwnd(0, 1, 1025)
+    more = drain_n(sem, 6)
+    assert [s["path"] for _, s in more] == [1, 3, 0, 3, 0, 3] and more[0][0]["bth_ack_req"]
+    sem.set_cwnd(0, 2, (1 << 24) - 1)
+    assert sem.path[2]["cwnd"] == (1 << 24) - 1 - SMALL["mtu"]
+
+
+def test_path_window_fill_term_uses_the_path_window():
+    """MR-TXS-026, MR-TXS-028, MR-SEQ-009: the AckReq fill term is on the path's own window:
+    with a window of 3 MTUs the packet after which its flight plus an MTU exceeds it (the
+    third on that path, which fills it and closes it) asks for an ACK, on the other paths
+    (1 MiB) none does."""
+    sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20, ack_every=15))
+    sem.set_cwnd(0, 0, 3 * 1024)
+    sem.wr(tc.wr_item(0, 0, 40 * 1024, wr_id=0))
+    out = drain_n(sem, 12)
+    assert [f["bth_ack_req"] for f, s in out if s["path"] == 0] == [0, 0, 1]
+    assert not any(f["bth_ack_req"] for f, s in out if s["path"] != 0)
+
+
+def test_window_write_takes_effect_two_edges_later():
+    """MR-TXS-029, MR-TXS-033: a write on s_cwnd (always ready) in cycle t changes the path's
+    window at the edge of t+2, after that cycle's action, and touches its connection there."""
+    model = TxSchedCycleModel(64, **SMALL)
+    lay = model.lay
+    idle = {"m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+    w = {"conn": 1, "path": 3, "cwnd": 777}
+    out = model.step(dict(idle, s_cwnd__valid=1, s_cwnd__payload=tc.pack(lay.cwnd, w)))
+    assert out["s_cwnd__ready"] == 1
+    row = 1 * SMALL["paths"] + 3
+    model.step(idle)
+    assert model.sem.path[row]["cwnd"] == SMALL["cwnd"] and model.touched == set()
+    model.step(idle)
+    assert model.sem.path[row]["cwnd"] == 777 and model.touched == {1}
+    assert model.events == [("cwnd", w)] and not model.busy()
+
+
+def test_window_schedule_closes_one_path_for_a_while():
+    """MR-TXS-028/029, MR-CC-001: through the cycle model and the closed loop, a window of 0
+    written in cycle 20 for connection 0's path 2 stops its packets from cycle 23 (the write
+    acts at the edge of 22) until the window of 1 MiB written in cycle 60 acts (edge of 62);
+    the other paths and the other connection send meanwhile, and every work request completes."""
+    model = TxSchedCycleModel(64, **SMALL)
+    items, writes = tc.window_schedule_case(model.sem)
+    drv = tc.WindowSchedule(model.lay, items, writes, seed=0, p_idle=0, p_bp=0.2, loss=0.0)
+    pk = tc.packets_by_cycle(model, drv)
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+    closed = [(c, p) for k, c, p in pk if 23 <= k <= 62]
+    assert (0, 2) not in closed and {(0, 0), (0, 1), (0, 3), (1, 2)} <= set(closed)
+    assert any((c, p) == (0, 2) for k, c, p in pk if k < 23)
+    assert any((c, p) == (0, 2) for k, c, p in pk if k > 62)
+
+
+def test_window_storm_writes_meet_the_paths_actions():
+    """MR-TXS-029, MR-TXS-052: the storm schedule (connection 0 on path 0 alone, its window
+    rewritten in about half the cycles, runs of consecutive writes) makes writes act at the
+    edges of that path's packets and reports (the room's third operand) on the cycle model:
+    more than 10 of each, and the checker passes. The same schedule runs in lockstep with the
+    RTL in test_tx_sched_amaranth.py."""
+    model = TxSchedCycleModel(64, **SMALL)
+    items, writes = tc.window_storm_case(model.sem)
+    hits = {"packet": 0, "report": 0}
+    orig = model.step
+
+    def step(inp):
+        k = len(model.events)
+        out = orig(inp)
+        ev = model.events[k:]
+        for w in (e[1] for e in ev if e[0] == "cwnd"):
+            row = (w["conn"], w["path"])
+            hits["packet"] += sum(1 for e in ev if e[0] == "packet" and (e[1], e[6]) == row)
+            hits["report"] += sum(1 for e in ev if e[0] in ("acked", "resend")
+                                  and (e[1]["conn"], e[1]["path"]) == row)
+        return out
+
+    model.step = step
+    drv = tc.WindowSchedule(model.lay, items, writes, seed=0, p_idle=0, p_bp=0.2, loss=0.1)
+    pk = tc.packets_by_cycle(model, drv)
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+    assert hits["packet"] > 10 and hits["report"] > 10
+    assert {p for _, c, p in pk if c == 0 and _ >= 3} == {0}
+
+
+@pytest.mark.parametrize("conns,paths", [(2, 4), (4, 2), (256, 8)])
+def test_window_port_is_a_field_subset_of_cwnd_update(conns, paths):
+    """MR-TXS-028: s_cwnd's payload is the fields conn, path and cwnd of the Cwnd block's
+    m_update (hw-cwnd.md MR-CW-002) with their widths, for the same connections and paths, so
+    the join assigns those three fields by name; m_update's wsum and debt are the only fields
+    left out."""
+    from metaroce.models import cwnd as cw_model
+    from metaroce.models.tx_sched import layouts
+    upd = dict(cw_model.layouts(conns, paths).update)
+    ours = dict(layouts(conns=conns, streams=2, paths=paths, depth=4).cwnd)
+    assert set(ours) == {"conn", "path", "cwnd"} and set(upd) - set(ours) == {"wsum", "debt"}
+    assert all(ours[k].shape == upd[k].shape for k in ours)

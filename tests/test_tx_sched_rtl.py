@@ -1,7 +1,7 @@
 """TX scheduler RTL (hdl/tx_sched.py, the small instance) against its cycle model under
 Verilator, every output compared every cycle (MR-TXS-050, tb/tx_sched.py): random work
 requests with bad ones, lost packets and their resends, idle cycles and backpressure on every
-output; then the checker. One cached Verilator build. Behind ``slow`` (a build of minutes);
+output, random window writes on s_cwnd (MR-TXS-028/029/049); then the checker. One cached Verilator build. Behind ``slow`` (a build of minutes);
 the Amaranth lockstep of the same RTL is in the default run.
 
 Knobs: TXS_WRS (work requests, default 300), TXS_SEED.
@@ -27,4 +27,4 @@ def test_tx_sched_rtl_lockstep(tmp_path):
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
-    assert row["retransmits"] and row["lost"] and row["timeouts"]
+    assert row["retransmits"] and row["lost"] and row["timeouts"] and row["cwnd_writes"]
