@@ -322,11 +322,6 @@ class Link:
         # value is a lookup and a new bound method each time)
         self._on_arrive = self._arrive
         self._on_arrive_late = self._arrive_late
-        if type(dst) is Switch:
-            # into a switch: Switch.receive runs inside the arrival (one Python call less on
-            # every switch hop)
-            self._on_arrive = self._arrive_switch
-            self._on_arrive_late = self._arrive_late_switch
 
     def set_faults(self, faults):
         # Each link gets its own copy: the burst channel's state is per link.
@@ -421,46 +416,6 @@ class Link:
             self.dst.receive_bytes(frame, self.dst_port)
             return
         self.dst.receive(frame, self.dst_port)
-
-    def _arrive_late_switch(self, arg):
-        frame, start = arg
-        if self._hist and not self._up_at(start):
-            self.down_drops += 1
-            return
-        self._arrive_switch(frame)
-
-    def _arrive_switch(self, frame):
-        """:meth:`_arrive` into a :class:`Switch` (``dst``), with ``Switch.receive(frame,
-        self.dst_port)`` written out: every switch hop of every frame runs this (MR-FAB-012)."""
-        if not self._up:
-            self.down_drops += 1
-            return
-        self.delivered += 1
-        if self.pcap is not None:
-            data = frame if isinstance(frame, bytes) else codec.encode(_copy_frame(frame))
-            self.pcap.write(data, self.sim.now)
-        sw = self.dst
-        if type(frame) is bytes:
-            sw.receive_bytes(frame, self.dst_port)
-            return
-        # Switch.receive
-        sw.rx += 1
-        ip = frame.ip
-        u = frame.udp
-        key = (ip.dst, ip.src, u.sport, u.dport, ip.proto)
-        port = sw._fwd.get(key)
-        if port is None:
-            port = sw._forward(frame, key)
-            if port is None:
-                return
-        if sw.pfc is None:
-            if port._fifo:
-                port._enqueue_fifo(frame)
-            else:
-                port._enqueue_events(frame)
-        else:
-            in_port = self.dst_port
-            port.enqueue(frame, in_port if isinstance(in_port, Link) else None)
 
     def _arrive(self, frame):
         if not self._up:
@@ -965,9 +920,8 @@ class Switch:
 
     def receive(self, frame, in_port=None):
         """``frame`` arrived (over link ``in_port``): queue it on the output port its route
-        and ECMP hash pick (MR-FAB-012). The port chosen for a 5-tuple is cached until the
-        routes change (add_route, drop_route). A link into a switch runs a copy of this inside
-        its arrival (``Link._arrive_switch``, every hop): change both."""
+        and ECMP hash pick (MR-FAB-012). Every hop of every frame runs this: the port chosen
+        for a 5-tuple is cached until the routes change (add_route, drop_route)."""
         self.rx += 1
         ip = frame.ip
         u = frame.udp
