@@ -586,7 +586,7 @@ def _keep(work: Path, keep_dir) -> str:
 
 #: nextpnr-ecp5's routers (MR-FLOW-030): ``router1`` is nextpnr-ecp5's own default,
 #: ``router2`` nextpnr's newer, parallel one, the build's default for the congested whole engine.
-ROUTERS = ("router1", "router2")
+ROUTERS = pnr.ROUTERS            # one list of nextpnr routers (MR-FLOW-032)
 DEFAULT_ROUTER = "router2"
 #: The ECP5 build's stages, each checkpointed in the run directory (MR-FLOW-030).
 STAGES = ("synth", "place", "route")
