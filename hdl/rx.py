@@ -542,7 +542,7 @@ class Rx(wiring.Component):
         s2_carry, s2_flags = Signal(carry), Signal(flags)
         s2_end, s2_bnd, s2_rlen, s2_rdiff = Signal(limb_sums), Signal(limb_sums), Signal(limb_sums), Signal(limb_sums)
         s2_addr_limbs = [Signal(2 * (LIMB + 1), name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
-        # MR-RX-122: S2's PSN's psn[9:] - 1, for own_p1's compares in S2 and S3's registers
+        # MR-RX-122: S2's PSN's psn[9:] - 1, registered again in S3 for S4's window compares
         s2_psn_hi_m1 = Signal(24 - 9)
         with m.If(advance):
             m.d.sync += [
