@@ -20,8 +20,7 @@ reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-05
 Pipeline (MR-RX-040): the cycle a record is taken its connection, key, receive and READ rows
 are read (the addresses are bits of the record) and S0 registers them; S1..S3 run the checks (MR-RX-049) and the placement address
 (MR-RX-046), S2 reads the path row and S3 registers it with the path-row writes the read
-missed forwarded (MR-RX-042, MR-RX-117) and S4's ring lookups and window compares computed on
-each of its candidates (MR-RX-120, MR-RX-121); S4, the window stage, classifies the PSN against
+missed forwarded (MR-RX-042, MR-RX-117); S4, the window stage, classifies the PSN against
 the PSN-indexed SACK ring (MR-RX-013), decides the ACK and writes the row back; S5 pushes the outputs into their queues and counts.
 Fast updates go one per cycle, also back to back on one path (MR-RX-043); a slide or a filled
 gap holds the pipeline for HOLD_CYCLES (MR-RX-048). Beside S5, the message stage (MR-RX-080..085)
@@ -147,7 +146,7 @@ def _address_resolve(limbs):
 
 
 def _cum_tests(psn, psn_hi_m1, cum):
-    """MR-RX-024, MR-RX-121: ``psn`` against a row's ``cum``: in the window (``psn - cum`` in
+    """MR-RX-024: ``psn`` against a row's ``cum``: in the window (``psn - cum`` in
     [0, 512] without a 24-bit subtraction; ``psn_hi_m1`` is ``psn[9:] - 1``), behind (bit 23
     of ``psn - cum``), at ``cum``. Returns ``Cat(in_win, behind, at_cum)``."""
     psn_hi, psn_lo, cum_hi, cum_lo = psn[9:], psn[:9], cum[9:], cum[:9]
@@ -159,32 +158,16 @@ def _cum_tests(psn, psn_hi_m1, cum):
 def _psn_neighbours(psn):
     """MR-RX-122: ``psn[9:] - 1`` (15 bits) and ``psn + 1`` (24 bits), the operands
     :func:`_cum_tests` and S4's new ``cum``/``high`` take from a PSN, computed a stage ahead of
-    their use and registered as the record moves, so S3's compares start from registers."""
+    their use and registered as the record moves, so S4's compares and new row start from
+    registers."""
     return (psn[9:] - 1)[:15], (psn + 1)[:24]
 
 
 def _window_tests(psn, psn_hi_m1, cum, high):
-    """MR-RX-024..029, MR-RX-121: S4's window compares of ``psn`` against a row's ``cum`` and
+    """MR-RX-024..029: S4's window compares of ``psn`` against a row's ``cum`` and
     ``high``: ``Cat(in_win, behind, at_cum, gap, ahead)`` (gap: ``psn != high``; ahead: bit
     23 of ``psn - high`` clear)."""
     return Cat(_cum_tests(psn, psn_hi_m1, cum), psn != high, ~(psn[23] ^ high[23] ^ (psn[:23] < high[:23])))
-
-
-def _own_lookups(row, oh, oh_next, every, sets_bit, sets_next_bit, cleared, accepted):
-    """MR-RX-120: S4's lookups for S3's record against S4's own write: the row's ring bits
-    at S3's one-hots OR the bit S4 sets there (``sets_bit``/``sets_next_bit``: accepted off
-    cum at S3's PSN/PSN + 1), and the count test of the pending S4 writes (0 when
-    ``cleared``, the row's + 1 when ``accepted``, else the row's)."""
-    return Cat((row.ring & oh).any() | sets_bit, (row.ring & oh_next).any() | sets_next_bit,
-               Mux(cleared, every <= 1, Mux(accepted, (row.pending + 2)[:4] >= every, (row.pending + 1)[:4] >= every)))
-
-
-def _own_window_tests(by_row, by_p1, moved_cum, moved_high):
-    """MR-RX-121: the window compares of S3's PSN against S4's own write: its ``cum`` is the
-    row's, or S4's PSN + 1 when ``moved_cum``; its ``high`` likewise with ``moved_high``.
-    ``by_row``: :func:`_window_tests` against S4's row; ``by_p1``: :func:`_cum_tests` against
-    S4's PSN + 1 (gap and ahead against the same value are ``~at_cum`` and ``~behind``)."""
-    return Cat(Mux(moved_cum, by_p1, by_row[:3]), Mux(moved_high, Cat(~by_p1[2], ~by_p1[1]), by_row[3:]))
 
 
 #: MR-RX-119, MR-FLOW-028: the tables whose read data is never used from a cycle that writes
@@ -214,7 +197,7 @@ def _table(m, name, shape, depth, *, collision_x, poison, collided):
     return rd, wr, data
 
 
-def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None, parts=False):
+def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
@@ -223,8 +206,7 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     the read data. With ``reread`` the read and its forward run every cycle (the caller's
     ``addr`` names the waiting record's row during a hold), else only when ``advance``. The
     register loads when ``advance`` or ``load`` (a write of a hold cycle, in ``now``).
-    Returns the row register; with ``parts`` also the forward flag of the cycle before and its
-    data (for values derived from each candidate, MR-RX-120)."""
+    Returns the row register."""
     row = Signal(len(rd.data), name=f"{name}_row")
     fwd_prev, wb_prev = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_wb_prev")
     read = Const(1, 1) if reread else advance
@@ -236,7 +218,7 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
         value = Mux(cond, wdata, value)
     with m.If(advance if load is None else advance | load):
         m.d.sync += row.eq(value)
-    return (row, fwd_prev, wb_prev) if parts else row
+    return row
 
 
 def _same_row(m, name, addr, advance):
@@ -560,7 +542,7 @@ class Rx(wiring.Component):
         s2_carry, s2_flags = Signal(carry), Signal(flags)
         s2_end, s2_bnd, s2_rlen, s2_rdiff = Signal(limb_sums), Signal(limb_sums), Signal(limb_sums), Signal(limb_sums)
         s2_addr_limbs = [Signal(2 * (LIMB + 1), name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
-        # MR-RX-122: S2's PSN's psn[9:] - 1, for own_p1's compares in S2 and S3's registers
+        # MR-RX-122: S2's PSN's psn[9:] - 1, registered again in S3 for S4's window compares
         s2_psn_hi_m1 = Signal(24 - 9)
         with m.If(advance):
             m.d.sync += [
@@ -649,7 +631,7 @@ class Rx(wiring.Component):
         s4_late, s4_late_code, s4_late_reason, s4_stale = Signal(), Signal(4), Signal(8), Signal()
         s3_psn = s3_carry.psn
         # MR-RX-122: S3's PSN's psn[9:] - 1 and psn + 1, registered from S2's as the records
-        # move, so the compares of MR-RX-121 and S4's new cum/high start from registers
+        # move, so S4's window compares and new cum/high start from registers
         s3_psn_hi_m1, s3_psn_p1 = Signal(24 - 9), Signal(24)
         with m.If(advance):
             m.d.sync += [s3_psn_hi_m1.eq(s2_psn_hi_m1), s3_psn_p1.eq(_psn_neighbours(s2_carry.psn)[1])]
@@ -679,12 +661,13 @@ class Rx(wiring.Component):
         row = data.View(lay.path_mem, s4_row)
         psn, cum = s4_carry.psn, row.cum
         psn_hi, psn_lo, cum_hi, cum_lo = psn[9:], psn[:9], cum[9:], cum[:9]
-        # MR-RX-120: the ring's bits at psn and psn + 1 and the ACK count test, looked up in S3 on
-        # each candidate row and registered with the row (below)
-        ring_bit, next_bit, count_due = Signal(), Signal(), Signal()
-        # MR-RX-121: the window compares against the row's cum and high, likewise (below)
+        # the window compares, ring lookups and ACK count test from the row register (MR-RX-120/121's
+        # per-candidate forms in S3 are withdrawn: their fan-out of the row's bits did not route)
         s4_win = Signal(5)
+        m.d.comb += s4_win.eq(_window_tests(psn, s4_psn_hi_m1, cum, row.high))
         in_win, behind, at_cum, gap, ahead = s4_win[0], s4_win[1], s4_win[2], s4_win[3], s4_win[4]
+        ring_bit = (row.ring & s4_oh).any()
+        next_bit = (row.ring & s4_oh_next).any()
         new = in_win & ~ring_bit
         dup = behind | (in_win & ring_bit)
         outside = ~behind & ~in_win
@@ -694,7 +677,7 @@ class Rx(wiring.Component):
         m.d.comb += ce_new.eq(Mux(row.ce.all(), row.ce, (row.ce + ce_bit)[:16]))
         pending = Signal(4)
         m.d.comb += pending.eq(row.pending + 1)
-        ack_now = s4_carry.ack_req | gap | count_due | onset
+        ack_now = s4_carry.ack_req | gap | (pending >= ack_every) | onset
         dist_lo = Signal(9)
         m.d.comb += dist_lo.eq(psn_lo - cum_lo)
         slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
@@ -862,49 +845,10 @@ class Rx(wiring.Component):
         # the slow update's write (H5) into S4's row register goes through the write port's
         # data mux too (one mux per bit fewer than its own)
         slow_fwd = slow_write & path_same_s5
-        path_row, path_fwd_prev, path_wb_prev = _registered_row(
-            m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
-            advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
-            reread=True, load=slow_fwd, rd_data=path_data, parts=True)
+        path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
+                                   advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
+                                   reread=True, load=slow_fwd, rd_data=path_data)
         m.d.comb += s4_row.eq(path_row)
-        # MR-RX-120: S4's ring lookups and ACK count test on each candidate of the row register, in
-        # its order, so S4's window loop starts from registers. `every`: MR-RX-061's write of
-        # this cycle applies to the next S4.
-        every = Mux(cfg_take & (cfg.table == TABLE_GLOBAL), cfg.data[0:4], ack_every)
-        s3_oh_next = s3_oh.rotate_left(1)
-
-        def lookups(r, oh=s3_oh, oh_next=s3_oh_next, every=every, psn=s3_psn, psn_hi_m1=s3_psn_hi_m1):
-            return Cat((r.ring & oh).any(), (r.ring & oh_next).any(), (r.pending + 1)[:4] >= every,
-                       _window_tests(psn, psn_hi_m1, r.cum, r.high))
-
-        rd_row, prev_row = data.View(lay.path_mem, path_data), data.View(lay.path_mem, path_wb_prev)
-        # S4's own write (ok): nrow's ring is the row's plus psn's bit when accepted off cum, so
-        # the next record's lookup is the row's OR the same bit (psn_lo equalities registered
-        # as the records moved); nrow's pending is 0, the row's + 1 or the row's
-        lo_eq, lo_next_eq = Signal(), Signal()
-        with m.If(advance):
-            m.d.sync += [lo_eq.eq(s2_carry.psn[:9] == s3_psn[:9]),
-                         lo_next_eq.eq((s2_carry.psn[:9] + 1)[:9] == s3_psn[:9])]
-        set_bit = accepted & ~at_cum
-        cleared = duplicate | t_fire | (accepted & ack_now)
-        own = _own_lookups(row, s3_oh, s3_oh_next, every, set_bit & lo_eq, set_bit & lo_next_eq, cleared, accepted)
-        # MR-RX-121: S4's own write's cum and high are the row's or S4's psn + 1 (accepted at
-        # cum, accepted ahead): S3's PSN against the row's, and against psn + 1 from
-        # registers (S2's PSN against S3's psn + 1, registered as the records moved; both
-        # operands' derived values registered too, MR-RX-122)
-        own_p1 = Signal(3)
-        with m.If(advance):
-            m.d.sync += own_p1.eq(_cum_tests(s2_carry.psn, s2_psn_hi_m1, s3_psn_p1))
-        own_win = _own_window_tests(_window_tests(s3_psn, s3_psn_hi_m1, row.cum, row.high), own_p1,
-                                    accepted & at_cum, accepted & ahead)
-        s4_looked = Cat(ring_bit, next_bit, count_due, s4_win)
-        with m.If(advance):
-            m.d.sync += s4_looked.eq(Mux(ok & path_same, Cat(own, own_win),
-                                         Mux(cfg_path_hit, lookups(cfg_row),
-                                             Mux(path_fwd_prev, lookups(prev_row), lookups(rd_row)))))
-        with m.Elif(slow_fwd):
-            # H5's row into S4's row register: S4's record stays, so its own one-hots and PSN
-            m.d.sync += s4_looked.eq(lookups(slow_row, s4_oh, s4_oh_next, ack_every, psn, s4_psn_hi_m1))
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),
             conn_wr.data.eq(cfg.data[:lay.conn.size]),

@@ -323,8 +323,8 @@ def path_forward_cases(s: Setup, rounds=4):
 
 
 def own_write_cases(s: Setup, rounds=2, *, path=0):
-    """MR-RX-120, MR-RX-121: records of one path back to back, each needing S4's own write of
-    the cycle before as S3's registered lookups see it: a PSN off cum then the same PSN (the
+    """MR-RX-117, MR-RX-120, MR-RX-121: records of one path back to back, each needing S4's
+    own write of the cycle before as S4's lookups see it through the row register: a PSN off cum then the same PSN (the
     ring bit S4 sets: a duplicate at distance 1), PSNs ahead (``high`` moved: the next one is no
     gap), duplicates of a PSN set one cycle before, filled gaps (the bit at PSN + 1: a slow
     update), then PSNs in order at ``cum`` (``cum`` moved; the count test of ``ack_every``

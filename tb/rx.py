@@ -16,7 +16,7 @@ cocotb tests here:
     packets (seed ``RX_SEED``)
     with random idle cycles and backpressure on every output, then the checker; then a
     same-path burst without idle or backpressure, which must be taken at one record per cycle,
-    and :func:`~metaroce.models.rx_cases.own_write_cases` likewise (MR-RX-120, MR-RX-121);
+    and :func:`~metaroce.models.rx_cases.own_write_cases` likewise (MR-RX-117, MR-RX-120, MR-RX-121);
     then the delayed-ACK timer on, timed bursts, the ACK stream against the endpoint's.
     Results (cycles, packets per cycle, lockstep speed, outcomes) to ``RX_OUT`` (JSON) if set.
 
@@ -268,7 +268,7 @@ async def rx_lockstep(dut):
     assert len(taken) == 200 and taken[-1] - taken[0] == 199, "not one record per cycle"
     before = drv.res["counters"][RxCode.ACCEPTED]
     assert drv2.res["counters"][RxCode.ACCEPTED] == before + 200
-    # MR-RX-120, MR-RX-121: records of one path back to back that need S4's own write of the
+    # MR-RX-117, MR-RX-120, MR-RX-121: records of one path back to back that need S4's own write of the
     # cycle before (duplicates at distance 1, high and cum moved, the count test, slow updates)
     own = rc.own_write_cases(s)
     drv3 = rc.Driver(width, [s.key_write(k) for k in s.keys] + own, s.lay.cfg, seed=seed + 3, p_idle=0.0, p_bp=0.0)

@@ -80,11 +80,7 @@ BUDGET_SLOW = {
     "tests/test_rx_amaranth.py::test_random_traffic[2]",
     "tests/test_rx_amaranth.py::test_rtl_on_endpoint_traffic[64-5]",
     # 2026-12-03: the fresh-clone run at 0cead7b took 1,019 s with this session's new tests; the
-    # negative control of S4's own-write forwarding keeps one term ([ring_bit]) in the default
-    # run, and the window checks keep their 64- and 512-bit instances
-    "tests/test_rx_amaranth.py::test_path_row_forwards_catch_wrong_own_write[cum]",
-    "tests/test_rx_amaranth.py::test_path_row_forwards_catch_wrong_own_write[high]",
-    "tests/test_rx_amaranth.py::test_path_row_forwards_catch_wrong_own_write[count]",
+    # window checks keep their 64- and 512-bit instances
     "tests/test_rx_amaranth.py::test_window_and_bad_inputs[128-idle]",
     # 2026-12-02: the RX's Amaranth simulation is about 8x cheaper since MR-RX-046's carry-save
     # pair became two signals (docs/hw/rx-results.md), so ten RX tests are back in the default run

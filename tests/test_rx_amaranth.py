@@ -354,12 +354,8 @@ def test_path_row_forwards():
     distances 1 and 2, slow updates followed by their path's next record in S4 and in S3
     during the hold, a path-row configuration write beside its path's record in S3, with no
     idle cycle and no backpressure: 0 mismatches (each of the five forwards disabled on its
-    own makes this test fail). MR-RX-120: S4's ring lookups are registered from the same
-    candidates (S4's own write, a configuration write, the write of the cycle before, the
-    read data, H5's write into S4's row), so each of these forwards checks them too; the
-    terms S4's own write changes (its ring bit, count test, cum and high, MR-RX-121) are
-    checked by test_own_write_forwards (with ack_every 1 and records in order, this test
-    catches a wrong cum only)."""
+    own makes this test fail). MR-RX-120: S4's ring lookups and count test are taken from the
+    row register these forwards fill, so each forward checks them too."""
     s = rc.Setup(*SMALL, seed=21, ack_every=1)
     cases = rc.path_forward_cases(s)
     res = run_lockstep(64, s, cases, seed=2, p_idle=0.0, p_bp=0.0, quiet_cfg=False, check=False)
@@ -368,42 +364,31 @@ def test_path_row_forwards():
     assert res["collided"]["path"] > 0
 
 
-_OWN_WRITE_FAULTS = {
-    # MR-RX-120: S4's own write never sets the ring bit S3's record looks up
-    "ring_bit": ("_own_lookups", lambda f: lambda row, oh, oh_next, every, sets, sets_next, cleared, accepted:
-                 f(row, oh, oh_next, every, 0, sets_next, cleared, accepted)),
-    # MR-RX-120: the count test as if S4's write left `pending` as it was
-    "count": ("_own_lookups", lambda f: lambda row, oh, oh_next, every, sets, sets_next, cleared, accepted:
-              f(row, oh, oh_next, every, sets, sets_next, 0, 0)),
-    # MR-RX-121: S4's own write never moves cum (S3's record compared against the old cum)
-    "cum": ("_own_window_tests", lambda f: lambda by_row, by_p1, moved_cum, moved_high:
-            f(by_row, by_p1, 0, moved_high)),
-    # MR-RX-121: S4's own write never moves high
-    "high": ("_own_window_tests", lambda f: lambda by_row, by_p1, moved_cum, moved_high:
-             f(by_row, by_p1, moved_cum, 0)),
-}
-
-
 def test_own_write_forwards():
-    """MR-RX-120, MR-RX-121: records of one path back to back whose outcomes need S4's own
-    write of the cycle before as S3's registered lookups see it (the ring bit it sets, its
-    count test, its moved cum and high; rc.own_write_cases), no idle cycle, no backpressure,
-    ack_every 4: 0 mismatches, every outcome as built (duplicates at distance 1, slow updates)."""
+    """MR-RX-117, MR-RX-120, MR-RX-121: records of one path back to back whose outcomes need
+    S4's own write of the cycle before, forwarded into the row register S4's lookups and
+    window compares read (the ring bit it sets, its pending count, its moved cum and high;
+    rc.own_write_cases), no idle cycle, no backpressure, ack_every 4: 0 mismatches, every
+    outcome as built (duplicates at distance 1, slow updates)."""
     s = rc.Setup(*SMALL, seed=21)
     cases = rc.own_write_cases(s)
     res = run_lockstep(64, s, cases, seed=2, p_idle=0.0, p_bp=0.0)
     assert res["counters"][RxCode.DUPLICATE] == 2 * 4
 
 
-@pytest.mark.parametrize("fault", sorted(_OWN_WRITE_FAULTS))
-def test_path_row_forwards_catch_wrong_own_write(fault, monkeypatch):
-    """MR-RX-120, MR-RX-121 (negative control): with one term of S4's own-write candidate
-    computed wrong (the ring bit it sets, its count test, its cum or its high as S3's
-    registered lookups see them), the lockstep of test_own_write_forwards fails, so that test
-    checks each of these terms."""
+def test_own_write_forwards_catch_no_forward(monkeypatch):
+    """MR-RX-117, MR-RX-120, MR-RX-121 (negative control): with the path row register's
+    same-cycle forward taken out (S4's own write, a configuration write, H5's write: the
+    write of the cycle before and the read data remain), the lockstep of
+    test_own_write_forwards fails, so that test checks the own write S4's lookups and window
+    compares read through the row register."""
     import metaroce.hdl.rx as hdl_rx
-    name, wrong = _OWN_WRITE_FAULTS[fault]
-    monkeypatch.setattr(hdl_rx, name, wrong(getattr(hdl_rx, name)))
+    real = hdl_rx._registered_row
+
+    def without_now(m, name, rd, wr, addr, advance, now, **kw):
+        return real(m, name, rd, wr, addr, advance, [] if name == "path" else now, **kw)
+
+    monkeypatch.setattr(hdl_rx, "_registered_row", without_now)
     s = rc.Setup(*SMALL, seed=21)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0)
@@ -454,7 +439,7 @@ def test_engine_tables_take_block_ram(tmp_path):
 
 
 _PSN_NEIGHBOUR_FAULTS = {
-    # MR-RX-122: psn + 1 registered as psn (S4's new cum/high and own_p1's operand wrong)
+    # MR-RX-122: psn + 1 registered as psn (S4's new cum/high wrong)
     "p1": lambda f: lambda psn: (f(psn)[0], psn),
     # MR-RX-122: psn[9:] - 1 registered as psn[9:] (the window's upper half lost)
     "hi_m1": lambda f: lambda psn: (psn[9:], f(psn)[1]),
@@ -473,7 +458,7 @@ def test_psn_neighbours_registered():
 @pytest.mark.parametrize("fault", sorted(_PSN_NEIGHBOUR_FAULTS))
 def test_psn_neighbours_catch_wrong(fault, monkeypatch):
     """MR-RX-122 (negative control): S2's and S3's registered psn[9:] - 1 and psn + 1 are the
-    operands of S3's window compares and of S4's new cum and high: with either computed wrong
+    operands of S4's window compares and of S4's new cum and high: with either computed wrong
     the lockstep of test_psn_neighbours_registered fails."""
     import metaroce.hdl.rx as hdl_rx
     monkeypatch.setattr(hdl_rx, "_psn_neighbours", _PSN_NEIGHBOUR_FAULTS[fault](hdl_rx._psn_neighbours))
