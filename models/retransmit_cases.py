@@ -149,13 +149,15 @@ def replay(model, events):
     lay = model.lay
     sem = RetransmitModel(lay.conns, lay.paths, lay.pool, rto_ns=model.rto_ns,
                           retry_limit=model.retry_limit)
-    acked, resend, errors, late = [], [], [], []
+    acked, resend, errors, late, ackevs = [], [], [], [], []
     for ev in events:
         if ev[0] == "sent":
             sem.sent(ev[1])
         elif ev[0] == "ack":
             for d in sem.ack(ev[1], ev[2]):
                 (acked if d.kind == "acked" else resend).append(d)
+            if sem.ackev is not None:
+                ackevs.append(sem.ackev)
         elif ev[0] == "rto":
             _, conn, path, sample, rto = ev
             assert sem.rtt_sample(conn, path, sample) == rto, f"RTO of path {conn}.{path}"
@@ -171,7 +173,7 @@ def replay(model, events):
                 errors.append(pack(lay.error, {"conn": conn, "path": path,
                                                "status": STATUS_RETRY_EXC}))
     return {"acked": acked, "resend": resend, "errors": errors, "counters": sem.counters,
-            "late": late, "sem": sem}
+            "late": late, "sem": sem, "ackev": ackevs}
 
 
 def check(model, res):
@@ -187,6 +189,12 @@ def check(model, res):
     assert res["acked"] == norm(exp["acked"]), "acknowledged records"
     assert res["resend"] == norm(exp["resend"]), "records reported lost"
     assert res["error"] == exp["errors"], "error reports"
+    if "ackev" in res:
+        # MR-TX-070: one event per resolving ACK, in ACK order, with what it acknowledged
+        # (srtt is the estimator's timing, compared cycle by cycle in the lockstep)
+        got = [{k: v for k, v in unpack(lay.ackev, w).items() if k != "srtt"} for w in res["ackev"]]
+        assert got == [dict(e, path=e["path"] & (lay.paths - 1)) for e in exp["ackev"]], \
+            "ACK events"
     if res.get("counters") is not None:
         assert res["counters"] == exp["counters"], "counters"
     assert not any(st["timer_on"] for st in exp["sem"].path.values()), "a timer still running"
@@ -213,10 +221,12 @@ class Driver(CounterReadout):
     cycles). A sent packet's ``t_sent`` is the ``now`` of the cycle it is offered."""
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, read_counters=True, now0=0,
-                 ns_per_cycle=4, idle_ns=997):
+                 ns_per_cycle=4, idle_ns=997, p_bp_ev=None):
         self.lay = lay
         self.rng = random.Random(seed)
+        self.rng_ev = random.Random(seed + 0x5EED)
         self.p_idle, self.p_bp = p_idle, p_bp
+        self.p_bp_ev = p_bp if p_bp_ev is None else p_bp_ev
         self.items = list(items)
         self.read_counters = read_counters
         self.now = now0 & P.TIME_MASK
@@ -231,7 +241,7 @@ class Driver(CounterReadout):
         self.limit = 4000 + waits + 60 * len(self.items) * (1 + int(10 * p_bp)) + (
             (RTO_NS << BACKOFF_MAX_LOG2) // idle_ns)
         self._readout_reset()
-        self.res = {"acked": [], "resend": [], "error": [], "taken": [], "acked_cycles": [],
+        self.res = {"acked": [], "resend": [], "error": [], "ackev": [], "taken": [], "acked_cycles": [],
                     "resend_cycles": [], "cycles": 0, "counters": None}
 
     @property
@@ -244,6 +254,7 @@ class Driver(CounterReadout):
                "now": self.now}
         if self._phase:
             inp.update({"m_acked__ready": 1, "m_resend__ready": 1, "m_error__ready": 1,
+                        "m_ackev__ready": 1,
                         "reg_addr": self._readout_addr()})
             return inp
         if self.wait_until is not None and P.time_dist(self.wait_until, self.now) >= 0:
@@ -264,6 +275,9 @@ class Driver(CounterReadout):
             inp[f"s_{kind}__payload"] = pack(self.lay.sent if kind == "sent" else self.lay.ack, f)
         for name in ("m_acked__ready", "m_resend__ready", "m_error__ready"):
             inp[name] = int(rng.random() >= self.p_bp)
+        # MR-TX-071: m_ackev's backpressure from a generator of its own (the other draws
+        # stay those of the traffic before the port existed)
+        inp["m_ackev__ready"] = int(self.rng_ev.random() >= self.p_bp_ev)
         inp["reg_addr"] = rng.randrange(16)
         return inp
 
@@ -279,10 +293,10 @@ class Driver(CounterReadout):
                 self.presenting = None
                 self.i += 1
                 res["taken"].append(self.cycle)
-        for name in ("acked", "resend", "error"):
+        for name in ("acked", "resend", "error", "ackev"):
             if out[f"m_{name}__valid"] and inp[f"m_{name}__ready"]:
                 res[name].append(out[f"m_{name}__payload"])
-                if name != "error":
+                if name in ("acked", "resend"):
                     res[f"{name}_cycles"].append(self.cycle)
         self.cycle += 1
 
