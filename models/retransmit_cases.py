@@ -335,21 +335,28 @@ def ack_burst(conns, paths, pool, *, seed=0, n_rows=4, per_row=4, avoid=()):
 # ------------------------------------------------------------------ the reference endpoint
 
 def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_until=60e-6,
-                 conn=5):
+                 conn=5, ce=0.0, ep_kw=None):
     """The reference endpoint (:class:`metaroce.models.endpoint.Endpoint`) sending writes over
     the loopback, with each data frame sent before ``drop_until`` (s) lost with probability
     ``loss`` (later ones are not, so every loss is followed by traffic on its path and is found
     by a SACK gap, MR-REL-002, not by a timer). Returns ``{"items", "decisions", "stats"}``:
     the sent packets and the ACKs its sender processed, in order, as retransmit-unit items
     (connection ``conn``), and per ACK the endpoint's decisions on the records it resolved:
-    ``[Decision]`` from its ``_chunk_acked`` (acknowledged) and ``_mark_lost`` (lost)."""
+    ``[Decision]`` from its ``_chunk_acked`` (acknowledged) and ``_mark_lost`` (lost).
+    ``ce``: the loopback's CE-marking probability per data frame (the ACK items then carry
+    the ACKs' ``ce_count`` and ECE); ``ep_kw``: more endpoint arguments. Also ``"cc"``, per
+    ACK that resolved records (MR-TX-070: what the congestion windows see), the endpoint's
+    ``{path, bytes, pkts, ce, now, srtt, cwnd}`` (its SACK resolution's acknowledged bytes and
+    packets, the CE count it takes, its time in ns, the path's srtt and every path window after
+    the ACK), and ``"cc_setup"``: the windows, floor and coupling it started with."""
     from .endpoint import ABORT, Endpoint
     from .loopback import LoopFaults, Loopback
     from .retransmit import Decision
 
     rng = random.Random(seed)
     # MR-REL-013: the retransmit unit of this version does not double resends (MR-REL-012)
-    kw = {"mtu": 1024, "line_rate_bps": 100e9, "base_rtt": 4e-6, "resend_twice": False}
+    kw = {"mtu": 1024, "line_rate_bps": 100e9, "base_rtt": 4e-6, "resend_twice": False,
+          **(ep_kw or {})}
     a, b = Endpoint("10.0.0.1", **kw), Endpoint("10.0.0.2", **kw)
     ca = a.connect(10, "10.0.0.2", 20, paths=paths)
     b.connect(20, "10.0.0.1", 10, paths=paths)
@@ -359,7 +366,10 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     for i in range(nmsg):
         ca.post_write(0, ks, i * msg_len, msg_len, i * msg_len, kd, wr_id=i)
 
-    items, decisions = [], []
+    items, decisions, cc = [], [], []
+    cc_setup = {"cwnd": [q.cwnd for q in ca.paths], "floor": ca.path_floor,
+                "multi": int(len(ca.paths) > 1), "mtu": a.mtu, "beta_q": a._beta_q,
+                "cap": int(a.cwnd_max)}
     slot_of = {}
     state = {"now": 0, "in_ack": None}
     orig_next, orig_frame = ca._next_frame, ca._frame
@@ -376,14 +386,32 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
         return orig_frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
 
     def on_ack(ack, now, bth_psn=0):
-        items.append(ack_item(conn, ack.path, ack.cum_psn, ack.sack, psn=ack.trigger_psn))
+        from .endpoint import _MRAH_ECE, RING_MASK
+        it = ack_item(conn, ack.path, ack.cum_psn, ack.sack, psn=ack.trigger_psn)
+        ece = int(bool(ack.flags & _MRAH_ECE))
+        it[1].update(ce_count=ack.ce_count, ece=ece)
+        items.append(it)
         state["in_ack"] = ack.path
         dec = []
         decisions.append(dec)
+        pkts = nbytes = n = 0
+        if ack.path < len(ca.paths):
+            p = ca.paths[ack.path]
+            n, acked = P.sack_resolve(p.floor, p.next_psn, ack.cum_psn, ack.sack)
+            for j in range(max(0, n)):
+                rec = p.ring[(p.floor + j) & RING_MASK]
+                if rec is not None and (acked >> j) & 1:
+                    pkts += 1
+                    nbytes += rec.nbytes
         try:
             return orig_ack(ack, now, bth_psn)
         finally:
             state["in_ack"] = None
+            if n > 0:
+                p = ca.paths[ack.path]
+                cc.append({"path": ack.path, "bytes": nbytes, "pkts": pkts,
+                           "ce": min(ack.ce_count, pkts) if ece else 0, "now": now,
+                           "srtt": ca._srtt_ns(p), "cwnd": [q.cwnd for q in ca.paths]})
 
     def chunk_acked(m, i):
         if state["in_ack"] is not None:
@@ -404,7 +432,8 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     def drop_if(f, now):
         return f.mrdh is not None and now < drop_until and drop_rng.random() < loss
 
-    lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6)
+    lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if, ce=ce), seed=seed, delay=1.5e-6)
     lb.run(until=0.02)
     assert dst == src, "the transfer completed"
-    return {"items": items, "decisions": decisions, "stats": dict(a.stats)}
+    return {"items": items, "decisions": decisions, "stats": dict(a.stats), "cc": cc,
+            "cc_setup": cc_setup}

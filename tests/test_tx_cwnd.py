@@ -90,3 +90,44 @@ def test_ecn_marks_lockstep_64():
     (every output every cycle): 0 mismatches, and the same cut."""
     drv, model = run(True, rtl=True)
     check_marked(drv, model)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_ack_events_and_windows_equal_the_endpoints(seed):
+    """MR-TX-070, MR-TX-107 against the reference endpoint: its sent packets and the ACKs its
+    sender processed (a write over the loopback, 3 % loss early, 10 % of data frames CE
+    marked, no slow start, no hints) through the retransmit unit's semantics give one event
+    per ACK that resolved records with exactly the endpoint's acknowledged bytes, packets and
+    CE count; the Cwnd block's semantics fed those events, with the endpoint's time and srtt
+    (where the unit's event differs, MR-TX-071), has the endpoint's path windows after every
+    ACK, cuts included."""
+    from metaroce.models import retransmit_cases as rc
+    from metaroce.models.cwnd import CwndModel
+    from metaroce.models.retransmit import RetransmitModel
+    conn, paths = 5, 2
+    r = rc.endpoint_run(seed, paths=paths, ce=0.1, conn=conn,
+                        ep_kw={"first_window": 0, "announce": False})
+    unit = RetransmitModel(8, paths, 1024)
+    evs = []
+    for kind, f in r["items"]:
+        if kind == "sent":
+            unit.sent(f)
+        else:
+            unit.ack(f)
+            if unit.ackev is not None:
+                evs.append(unit.ackev)
+    want = r["cc"]
+    assert [(e["path"], e["bytes"], e["pkts"], min(e["ce"], e["pkts"])) for e in evs] == \
+        [(c["path"], c["bytes"], c["pkts"], c["ce"]) for c in want]
+    su = r["cc_setup"]
+    cw = CwndModel(8, paths, mtu=su["mtu"], beta_q=su["beta_q"], cap=su["cap"])
+    for p in range(paths):
+        cw.setup({"conn": conn, "path": p, "cwnd": su["cwnd"][p], "active": 1,
+                  "open": int(p == 0), "fresh": 1, "floor": su["floor"], "multi": su["multi"]})
+    cuts = 0
+    for e, c in zip(evs, want):
+        before = cw.path[conn][e["path"]]["cwnd"]
+        cw.ack(dict(e, conn=conn, now=c["now"] & P.TIME_MASK, srtt=c["srtt"]))
+        assert [cw.path[conn][p]["cwnd"] for p in range(paths)] == c["cwnd"]
+        cuts += cw.path[conn][e["path"]]["cwnd"] < before
+    assert sum(e["ce"] > 0 for e in evs) > 10 and cuts
