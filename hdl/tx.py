@@ -18,7 +18,14 @@ m_error     out   retry-limit reports (the retransmit unit's)
 now         in    the engine's nanosecond clock
 reg_addr    in    counter read (``reg_data`` out, a cycle later): the retransmit unit's 0..10,
                   the engine's 11..15 (MR-TX-126)
+s_cw_setup  in    the path windows' setup writes (``Cwnd``'s ``s_setup``, MR-TX-105)
+cc_on       in    the retransmit unit's ACK events drive the windows (else dropped, MR-TX-106)
+cc_beta_q   in    beta in Q16 and the window cap (``cc_cap``): ``Cwnd``'s configuration
 =========== ===== ======================================================================
+
+The congestion windows (MR-TX-105/106): the retransmit unit's ``m_ackev`` to ``Cwnd.s_ack``
+while ``cc_on``, ``Cwnd.m_update``'s ``conn``, ``path``, ``cwnd`` to the scheduler's
+``s_cwnd``.
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
