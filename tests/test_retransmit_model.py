@@ -408,3 +408,21 @@ def test_ack_event_backpressure_holds_acks():
         if out["m_ackev__valid"]:
             got.append(unpack(lay.ackev, out["m_ackev__payload"]))
     assert [(e["bytes"], e["pkts"]) for e in got] == [(i + 1, 1) for i in range(taken)]
+
+
+@pytest.mark.parametrize("trig,fresh", [(0, True), (1, True), (2, False), (7, False)])
+def test_ack_event_srtt_timing(trig, fresh):
+    """MR-TX-071: an ACK resolving 8 records of a path with no sample yet: its own sample
+    (the trigger's) is in its event's srtt when the walk's last record comes 6 or more cycles
+    after the trigger's (triggers 0 and 1 of 8, no stalls), else the event has srtt0 (triggers
+    2 and 7)."""
+    from metaroce.models.rx import unpack
+    m = RetransmitCycleModel(64, *SMALL)
+    items = [rc.sent_item(CONN, PATH, i, nbytes=64) for i in range(8)]
+    items.append(rc.ack_item(CONN, PATH, 8, 0, psn=trig))
+    res = rc.run_model(m, items, p_idle=0.0, p_bp=0.0)
+    rc.check_items(m, items, res)
+    (ev,) = [unpack(m.lay.ackev, w) for w in res["ackev"]]
+    row = (CONN << m.lay.path_bits) | PATH
+    assert ev["pkts"] == 8 and m.est[row][0] != 10_000
+    assert ev["srtt"] == (m.est[row][0] if fresh else 10_000)
