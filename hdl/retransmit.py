@@ -12,6 +12,8 @@ s_sent         in     a data packet was sent {conn, path, psn, slot, chunk, nbyt
 s_ack          in     an ACK/NAK of the peer (the RX engine's ``m_ack`` layout)
 m_acked        out    a record acknowledged {conn, path, slot, chunk, abort}
 m_resend       out    a record proven lost by the SACK {conn, path, slot, chunk, abort}
+m_ackev        out    per resolving ACK, what it acknowledged on its path: the Cwnd block's
+                      ``s_ack`` {conn, path, bytes, pkts, ce, now, srtt} (MR-TX-070/071)
 reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-TX-040)
 ============== ====== ===================================================================
 
@@ -26,18 +28,18 @@ counters count one cycle after their events (MR-TX-040).
 
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
 """
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from .parser import _wide_counter
 from ..models import records
-from ..models.retransmit import (BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, EST_CYCLES,
+from ..models.retransmit import (CE_MAX, BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, EST_CYCLES,
                                  INS_DEPTH, JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK,
                                  N_COUNTERS, OUT_DEPTH, RETRY_LIMIT, RTO_DEPTH, RTO_MAX_NS,
                                  RTO_MIN_NS, SAMPLE_MAX, RTO_NS, SLOT_LOG2, SMALL,
-                                 STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts)
+                                 STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts, srtt0)
 
 __all__ = ["HeadRegFIFO", "Retransmit", "retransmit_256x4"]
 
@@ -215,6 +217,7 @@ class Retransmit(wiring.Component):
             "m_acked": Out(stream.Signature(lay.acked)),
             "m_resend": Out(stream.Signature(lay.resend)),
             "m_error": Out(stream.Signature(lay.error)),
+            "m_ackev": Out(stream.Signature(lay.ackev)),
             "now": In(records.TIME_BITS),
             "reg_addr": In(range(16)),
             "reg_data": Out(COUNTER_BITS),
@@ -268,6 +271,7 @@ class Retransmit(wiring.Component):
         m.submodules.acked_q = acked_q = HeadRegFIFO(width=lay.acked.size, depth=OUT_DEPTH)
         m.submodules.resend_q = resend_q = HeadRegFIFO(width=lay.resend.size, depth=OUT_DEPTH)
         m.submodules.error_q = error_q = HeadRegFIFO(width=lay.error.size, depth=OUT_DEPTH)
+        m.submodules.ackev_q = ackev_q = HeadRegFIFO(width=lay.ackev.size, depth=OUT_DEPTH)
         # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
         dur = records.DUR_BITS
         rto_lay = data.StructLayout({"row": rb, "rto": dur})
@@ -275,6 +279,9 @@ class Retransmit(wiring.Component):
         est_lay = data.StructLayout({"srtt": dur, "rttvar": dur, "valid": 1})
         m.submodules.est_mem = est_mem = memory.Memory(shape=est_lay, depth=rows, init=[])
         est_rd, est_wr = est_mem.read_port(), est_mem.write_port()
+        # MR-TX-071: the ACK event's srtt, read at the walk's last record (not transparent:
+        # the estimator's write of that cycle is not seen)
+        ev_rd = est_mem.read_port()
 
         # MR-TX-040: the increments are registered, then counted in 8-bit pieces (no carry
         # longer than a piece), so an event lands in its counter one cycle later
@@ -344,6 +351,10 @@ class Retransmit(wiring.Component):
         w_smp = Signal()                # MR-TX-054: the trigger record is ahead in this walk
         w_trig = Signal(9)
         w_t_ack = Signal(records.TIME_BITS)
+        w_ce = Signal(Shape.cast(lay.job["ce"].shape).width)
+        # MR-TX-070: the bytes and packets the walk's ACK acknowledged so far
+        w_bytes = Signal(Shape.cast(lay.ackev["bytes"].shape).width)
+        w_pkts = Signal(Shape.cast(lay.ackev["pkts"].shape).width)
         w_cursor = Signal(pw)
         tbits = records.TIME_BITS - self.slot_log2
         ct = Signal(tbits)
@@ -556,7 +567,10 @@ class Retransmit(wiring.Component):
         s2_t_live = Signal(records.TIME_BITS)
         s2_rto_x = Signal(tb)
         s2_t_ack = Signal(tb)
-        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x), s2_t_ack.eq(now)]
+        s2_ce = Signal(Shape.cast(lay.job["ce"].shape).width)   # MR-TX-070: the ACK's CE count, saturated
+        m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x), s2_t_ack.eq(now),
+                     s2_ce.eq(Mux(s1_ack.ece, Mux(s1_ack.ce_count[len(s2_ce):].any(), CE_MAX,
+                                                  s1_ack.ce_count[:len(s2_ce)]), 0))]
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
@@ -706,7 +720,7 @@ class Retransmit(wiring.Component):
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
                      job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
                      job.smp.eq(walk & s2_trig_near & (s2_trig < s2_n)), job.trig.eq(s2_trig),
-                     job.t_ack.eq(s2_t_ack)]
+                     job.t_ack.eq(s2_t_ack), job.ce.eq(s2_ce)]
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
         dl_sum = _cs_sum(m, s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb), tb, "dl")
@@ -753,12 +767,22 @@ class Retransmit(wiring.Component):
                      report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
                      acked_q.w_data.eq(report), resend_q.w_data.eq(report)]
 
+        # MR-TX-071: the ACK event of the walk that ended last cycle, its srtt from ev_rd
+        ev_valid = Signal()
+        ev = Signal(lay.ackev)
+        m.d.sync += ev_valid.eq(0)
+        m.d.comb += ev_rd.addr.eq(w_row)
+        ev_est = data.View(est_lay, ev_rd.data)
+        ev_w = Signal(lay.ackev)
+        m.d.comb += [ev_w.eq(ev), ev_w.srtt.eq(Mux(ev_est.valid, ev_est.srtt, srtt0(self.rto_ns))),
+                     ackev_q.w_en.eq(ev_valid), ackev_q.w_data.eq(ev_w)]
+
         def take_job():
             m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
                          w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
                          w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
                          w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
-                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack)]
+                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack), w_ce.eq(qjob.ce)]
 
         with m.Switch(w_state):
             with m.Case(0):
@@ -772,13 +796,15 @@ class Retransmit(wiring.Component):
             with m.Case(1):
                 m.d.comb += walk_addr.eq(head_rd.data)
                 m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_left_one.eq(w_n == 1),
-                             w_state.eq(2)]
+                             w_state.eq(2), w_bytes.eq(0), w_pkts.eq(0)]
             with m.Case(2):
                 expire = w_kind == JOB_EXPIRE
                 to_acked = ~expire & w_acked[0]
                 to_resend = ~to_acked & w_skip_zero
-                advance = (~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy) \
-                    | (to_resend & resend_q.w_rdy)
+                # MR-TX-071: an ACK's last record waits for room for its event
+                ev_room = expire | ~w_left_one | ackev_q.w_rdy
+                advance = ((~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy)
+                           | (to_resend & resend_q.w_rdy)) & ev_room
                 m.d.comb += walk_addr.eq(Mux(advance, link_data, w_cursor))
                 last = Signal()
                 with m.If(advance):
@@ -804,6 +830,15 @@ class Retransmit(wiring.Component):
                         m.d.sync += w_trig.eq(w_trig - 1)
                         m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
                                      last.eq(w_left_one)]
+                        # MR-TX-070: the record's bytes and packet if acknowledged; at the
+                        # last one the event is registered, pushed the next cycle (MR-TX-071)
+                        ev_bytes = w_bytes + Mux(to_acked, rec.nbytes, 0)
+                        ev_pkts = w_pkts + to_acked
+                        m.d.sync += [w_bytes.eq(ev_bytes), w_pkts.eq(ev_pkts)]
+                        with m.If(w_left_one):
+                            m.d.sync += [ev_valid.eq(1), ev.conn.eq(w_conn), ev.path.eq(w_path),
+                                         ev.bytes.eq(ev_bytes), ev.pkts.eq(ev_pkts),
+                                         ev.ce.eq(w_ce), ev.now.eq(w_t_ack)]
                         m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
                                      w_left_one.eq(w_left == 2),
                                      w_skip.eq(w_skip - ~w_skip_zero),
@@ -957,6 +992,8 @@ class Retransmit(wiring.Component):
             resend_q.r_en.eq(self.m_resend.ready),
             self.m_error.valid.eq(error_q.r_rdy), self.m_error.payload.eq(error_q.r_data),
             error_q.r_en.eq(self.m_error.ready),
+            self.m_ackev.valid.eq(ackev_q.r_rdy), self.m_ackev.payload.eq(ackev_q.r_data),
+            ackev_q.r_en.eq(self.m_ackev.ready),
         ]
         ctr = Array(counters)
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, ctr[self.reg_addr], 0))

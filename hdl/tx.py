@@ -18,7 +18,14 @@ m_error     out   retry-limit reports (the retransmit unit's)
 now         in    the engine's nanosecond clock
 reg_addr    in    counter read (``reg_data`` out, a cycle later): the retransmit unit's 0..10,
                   the engine's 11..15 (MR-TX-126)
+s_cw_setup  in    the path windows' setup writes (``Cwnd``'s ``s_setup``, MR-TX-105)
+cc_on       in    the retransmit unit's ACK events drive the windows (else dropped, MR-TX-106)
+cc_beta_q   in    beta in Q16 and the window cap (``cc_cap``): ``Cwnd``'s configuration
 =========== ===== ======================================================================
+
+The congestion windows (MR-TX-105/106): the retransmit unit's ``m_ackev`` to ``Cwnd.s_ack``
+while ``cc_on``, ``Cwnd.m_update``'s ``conn``, ``path``, ``cwnd`` to the scheduler's
+``s_cwnd``.
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
@@ -26,12 +33,14 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
+from ..models import cwnd as cwnd_model
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.tx import ERR_DEPTH, MRDH_VERSION, SMALL, TX_CTR, TX_CTR_BASE, id_depth, layouts
 from ..models.tx_sched import STATUS_LOC_PROT_ERR
 from ..models.wire import ROCE_PORT, MrdhFlag
+from .cwnd import Cwnd
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
 from .parser import _wide_counter, axis_signature
@@ -242,6 +251,8 @@ class Tx(wiring.Component):
                               retry_limit=retry_limit, slot_log2=slot_log2)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
                            pool=pool, outstanding=outstanding)
+        # MR-TX-105: the congestion windows (paths <= 8, MR-CW-001)
+        self.cwnd = Cwnd(width, conns, paths)
         self.width = width
         self.lay = lay = self.data.lay
         super().__init__({
@@ -252,6 +263,10 @@ class Tx(wiring.Component):
             "m_axis": Out(axis_signature(width, user=True)),
             "m_cqe": Out(stream.Signature(lay.sched.cqe)),
             "m_error": Out(stream.Signature(lay.rtx.error)),
+            "s_cw_setup": In(stream.Signature(lay.cw.setup)),
+            "cc_on": In(1),
+            "cc_beta_q": In(cwnd_model.BETA_BITS),
+            "cc_cap": In(cwnd_model.WIN_BITS),
             "now": In(records.TIME_BITS),
             "reg_addr": In(4),
             "reg_data": Out(rtx_model.COUNTER_BITS),
@@ -261,6 +276,20 @@ class Tx(wiring.Component):
         m = Module()
         sched, rtx, dp = self.sched, self.rtx, self.data
         m.submodules.sched, m.submodules.rtx, m.submodules.data = sched, rtx, dp
+        m.submodules.cwnd = cw = self.cwnd
+        # MR-TX-106: the unit's ACK events to the windows while cc_on (dropped otherwise: a
+        # gate, so not wiring.connect; the layouts are one, MR-TX-070), the windows' updates
+        # to the scheduler's path windows by the fields it takes (MR-TXS-028)
+        ev, cc_on = rtx.m_ackev, self.cc_on
+        m.d.comb += [cw.s_ack.payload.eq(ev.payload), cw.s_ack.valid.eq(ev.valid & cc_on),
+                     ev.ready.eq(cw.s_ack.ready | ~cc_on),
+                     cw.mtu.eq(self.sched_kw["mtu"]), cw.beta_q.eq(self.cc_beta_q),
+                     cw.cap.eq(self.cc_cap)]
+        upd, sc = cw.m_update, sched.s_cwnd
+        m.d.comb += [sc.valid.eq(upd.valid), upd.ready.eq(sc.ready),
+                     sc.payload.conn.eq(upd.payload.conn), sc.payload.path.eq(upd.payload.path),
+                     sc.payload.cwnd.eq(upd.payload.cwnd)]
+        wiring.connect(m, flipped(self.s_cw_setup), cw.s_setup)
         # MR-TX-101: the blocks' own ports, joined
         wiring.connect(m, sched.m_sent, rtx.s_sent)
         wiring.connect(m, rtx.m_acked, sched.s_acked)

@@ -28,11 +28,12 @@ from . import protocol as P
 from . import records
 from .fifo import SyncFifoModel
 from . import rx as rx_model
+from . import cwnd as cwnd_model
 from .rx import pack, unpack
 
 __all__ = ["Layouts", "layouts", "check_params", "RetransmitModel", "RetransmitCycleModel",
            "Decision", "JOB_DEPTH", "OUT_DEPTH", "COUNTER_BITS", "N_COUNTERS", "CTR",
-           "retransmit_model_256x4", "SMALL"]
+           "retransmit_model_256x4", "SMALL", "ackev_ce", "srtt0", "CE_MAX"]
 
 #: MR-TX-001: the small instance (connections, paths, pool records).
 SMALL = (256, 4, 1024)
@@ -115,6 +116,7 @@ class Layouts:
     path: data.StructLayout
     job: data.StructLayout
     insert: data.StructLayout
+    ackev: data.StructLayout
 
 
 def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
@@ -157,11 +159,32 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
     # trigger is among the n records, MR-TX-054)
     job = data.StructLayout({"kind": 2, "row": cb + pb, "conn": cb, "path": 8, "n": 9,
                              "skip": 9, "acked": P.SACK_BITS, "ptr": ptr, "smp": 1, "trig": 9,
-                             "t_ack": records.TIME_BITS})
+                             "t_ack": records.TIME_BITS, "ce": cwnd_model.PKTS_BITS})
     # MR-TX-060: a path to list in the wheel at its deadline
     insert = data.StructLayout({"row": cb + pb, "deadline": records.TIME_BITS})
+    # MR-TX-070: an ACK's event for the congestion windows: exactly the Cwnd block's s_ack
+    # (models/cwnd.py, MR-CW-002), so that the TX top joins them with wiring.connect
+    ackev = data.StructLayout({"conn": cb, "path": pb, "bytes": cwnd_model.BYTES_BITS,
+                               "pkts": cwnd_model.PKTS_BITS, "ce": cwnd_model.PKTS_BITS,
+                               "now": records.TIME_BITS, "srtt": records.TIME_BITS})
     return Layouts(conns, paths, pool, cb, pb, ptr, sent, ack, report, report, error, rec, path,
-                   job, insert)
+                   job, insert, ackev)
+
+
+#: MR-TX-070: an ACK event's CE count saturates at 2^9 - 1 (the Cwnd block clamps it to the
+#: packets, at most 256, anyway).
+CE_MAX = (1 << cwnd_model.PKTS_BITS) - 1
+
+
+def ackev_ce(a):
+    """MR-TX-070: the CE count an ACK echoes (``ce_count`` with ECE, else 0), saturated."""
+    return min(a["ce_count"], CE_MAX) if a["ece"] else 0
+
+
+def srtt0(rto_ns):
+    """MR-TX-071: a path's smoothed RTT before its first sample: the base RTT, a quarter of
+    the initial RTO (MR-TX-062: 4 base RTTs)."""
+    return rto_ns >> 2
 
 
 JOB_WALK, JOB_RESTART, JOB_EXPIRE = 0, 1, 2
@@ -200,6 +223,7 @@ class RetransmitModel:
         self.rto_ns, self.retry_limit = rto_ns, retry_limit
         self.path = {}          # row -> dict: the path row's fields and "recs", a deque in PSN order
         self.used = 0
+        self.ackev = None       # MR-TX-070: the last ACK's event (without srtt), None if none
         self.counters = [0] * N_COUNTERS
 
     def row(self, conn, path):
@@ -267,6 +291,7 @@ class RetransmitModel:
         """An ACK or NAK (the fields of ``Layouts.ack``) at time ``now`` (kept for the replay's
         events; since MR-TX-055 the timer's restart takes the newest record's send time, not
         ``now``): the decisions it produces, in PSN order (MR-TX-021..024)."""
+        self.ackev = None
         if a["nak"]:
             self._count("naks")
             return []
@@ -285,16 +310,22 @@ class RetransmitModel:
         lost_n = min(n, P.psn_dist(st["floor"], st["lost_upto"]))
         floor = st["floor"] = P.psn_add(st["floor"], n)
         out = []
+        pkts = nbytes = 0
         for j in range(n):
             r = st["recs"].popleft()
             self.used -= 1
             if (acked >> j) & 1:
+                pkts += 1
+                nbytes += r["nbytes"]
                 self._count("acked")
                 out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
             elif j >= lost_n:
                 self._count("gap_losses")
                 out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
         st.update(backoff=0, consec=0, rto_x=st["rto"])     # MR-TX-061: progress
+        # MR-TX-070: what the ACK newly acknowledged on its path, for the congestion windows
+        self.ackev = {"conn": a["conn"], "path": a["path"], "bytes": nbytes, "pkts": pkts,
+                      "ce": ackev_ce(a), "now": now}
         if P.psn_dist(st["lost_upto"], floor) > 0:
             st["lost_upto"] = floor
             if floor == st["next_psn"]:
@@ -328,10 +359,11 @@ class RetransmitModel:
 # ------------------------------------------------------------------ cycle timing
 
 INPUTS = ("s_sent__payload", "s_sent__valid", "s_ack__payload", "s_ack__valid",
-          "m_acked__ready", "m_resend__ready", "m_error__ready", "now", "reg_addr")
+          "m_acked__ready", "m_resend__ready", "m_error__ready", "m_ackev__ready", "now",
+          "reg_addr")
 OUTPUTS = ("s_sent__ready", "s_ack__ready", "m_acked__payload", "m_acked__valid",
            "m_resend__payload", "m_resend__valid", "m_error__payload", "m_error__valid",
-           "reg_data")
+           "m_ackev__payload", "m_ackev__valid", "reg_data")
 
 _IDLE, _START, _WALK = 0, 1, 2
 
@@ -382,6 +414,10 @@ class RetransmitCycleModel:
         self.error_q = SyncFifoModel(OUT_DEPTH)
         self.rto_q = SyncFifoModel(RTO_DEPTH)    # MR-TX-054: {row, rto} to the path rows
         self.est = {}                   # row -> (srtt, rttvar): the estimator's memory
+        self.est_srtt = {}              # row -> srtt as the memory holds it (written in stage 5)
+        self.ackev_q = SyncFifoModel(OUT_DEPTH)     # MR-TX-070
+        self.ackev_pend = None          # MR-TX-071: the event of the walk that ended last cycle
+        self.w_bytes = self.w_pkts = 0  # MR-TX-070: what the walk's ACK acknowledged so far
         self.e_stage = 0                # the estimator: 0 idle, 1..EST_CYCLES a sample in work
         self.e_op = None                # its RTO event
         self.w_state = _IDLE
@@ -421,7 +457,8 @@ class RetransmitCycleModel:
         return bool(self.s1a or self.s1b or self.s2 or self.s2b or self.job_q.level
                     or self.ins_q.level or self.ins_r or self.ins_r2 or self.rto_q.level
                     or self.e_stage or self.w_state != _IDLE or self.acked_q.level
-                    or self.resend_q.level or self.error_q.level)
+                    or self.resend_q.level or self.error_q.level or self.ackev_q.level
+                    or self.ackev_pend is not None)
 
     def _row(self, row):
         r = self.path.get(row)
@@ -479,6 +516,7 @@ class RetransmitCycleModel:
             "m_acked__payload": self.acked_q.head, "m_acked__valid": int(self.acked_q.level > 0),
             "m_resend__payload": self.resend_q.head, "m_resend__valid": int(self.resend_q.level > 0),
             "m_error__payload": self.error_q.head, "m_error__valid": int(self.error_q.level > 0),
+            "m_ackev__payload": self.ackev_q.head, "m_ackev__valid": int(self.ackev_q.level > 0),
             "reg_data": self.reg_data,
         }
         addr = g("reg_addr", 0)
@@ -490,6 +528,10 @@ class RetransmitCycleModel:
             job_push, ins_push, err_push = self.s2b
         # -- the walker (MR-TX-032)
         job_pop = False
+        ackev_pend = None
+        ackev_push = None
+        if self.ackev_pend is not None:
+            ackev_push = pack(lay.ackev, self.ackev_pend)
         acked_push = resend_push = None
         free_push = None
         est_take = None
@@ -503,6 +545,7 @@ class RetransmitCycleModel:
                     self.w_job = j
                     self.w_state = _START
         elif self.w_state == _START:
+            self.w_bytes = self.w_pkts = 0
             self.w_cursor = self.head.get(self.w_job["row"], 0)
             self.w_left = self.w_job["n"]
             self.w_skip = self.w_job["skip"]
@@ -518,7 +561,9 @@ class RetransmitCycleModel:
             else:
                 kind = "acked" if self.w_acked & 1 else (None if self.w_skip else "resend")
             q = {"acked": self.acked_q, "resend": self.resend_q, None: None}[kind]
-            if q is None or q.level < OUT_DEPTH:
+            # MR-TX-071: an ACK's last record waits for room for its event
+            ev_room = expire or self.w_left != 1 or self.ackev_q.level < OUT_DEPTH
+            if (q is None or q.level < OUT_DEPTH) and ev_room:
                 if kind is not None:
                     d = Decision(kind, j["conn"], j["path"], r["slot"], r["chunk"], r["abort"])
                     self.log.append(d)
@@ -546,6 +591,17 @@ class RetransmitCycleModel:
                         if kind == "acked" and self.e_stage == 0:
                             est_take = (j["row"], P.time_dist(r["t_sent"], j["t_ack"]))
                     self.w_trig = (self.w_trig - 1) & 511
+                    if kind == "acked":
+                        self.w_pkts += 1
+                        self.w_bytes += r["nbytes"]
+                    if self.w_left == 1:
+                        # MR-TX-071: the ACK's event; its srtt read from the estimator's
+                        # memory now (before this cycle's write), pushed the next cycle
+                        st = self.est_srtt.get(j["row"])
+                        ackev_pend = {"conn": j["conn"], "path": j["path"] & (lay.paths - 1),
+                                      "bytes": self.w_bytes, "pkts": self.w_pkts,
+                                      "ce": j.get("ce", 0), "now": j["t_ack"],
+                                      "srtt": srtt0(self.rto_ns) if st is None else st}
                     free_push = self.w_cursor
                     self.w_skip = max(0, self.w_skip - 1)
                     self.w_acked >>= 1
@@ -640,8 +696,13 @@ class RetransmitCycleModel:
         self.acked_q.update(g("m_acked__ready", 0), acked_push is not None, acked_push)
         self.resend_q.update(g("m_resend__ready", 0), resend_push is not None, resend_push)
         self.error_q.update(g("m_error__ready", 0), err_push is not None, err_push)
+        self.ackev_q.update(g("m_ackev__ready", 0), ackev_push is not None, ackev_push)
+        self.ackev_pend = ackev_pend
         # -- the estimator (MR-TX-054): a sample taken, then its RTO pushed EST_CYCLES later
         rto_push = None
+        if self.e_stage == 5:
+            # MR-TX-054: stage 5 writes the new srtt to the estimator's memory
+            self.est_srtt[self.e_op["row"]] = self.est[self.e_op["row"]][0]
         if self.e_stage == EST_CYCLES:
             if self.rto_q.level < RTO_DEPTH:
                 rto_push, self.e_op, self.e_stage = self.e_op, None, 0
@@ -732,7 +793,7 @@ class RetransmitCycleModel:
             d = P.psn_dist(row["floor"], f["psn"])
             job = {"kind": JOB_WALK, "row": row_i, "conn": f["conn"], "path": f["path"], "n": n,
                    "skip": lost_n, "acked": acked, "smp": int(0 <= d < n), "trig": d & 511,
-                   "t_ack": now}
+                   "t_ack": now, "ce": ackev_ce(f)}
         elif kind == "rto":
             # MR-TX-054: the path's new RTO; a timer not backed off uses it at once
             conn, path = self._conn_path(row_i)

@@ -149,13 +149,15 @@ def replay(model, events):
     lay = model.lay
     sem = RetransmitModel(lay.conns, lay.paths, lay.pool, rto_ns=model.rto_ns,
                           retry_limit=model.retry_limit)
-    acked, resend, errors, late = [], [], [], []
+    acked, resend, errors, late, ackevs = [], [], [], [], []
     for ev in events:
         if ev[0] == "sent":
             sem.sent(ev[1])
         elif ev[0] == "ack":
             for d in sem.ack(ev[1], ev[2]):
                 (acked if d.kind == "acked" else resend).append(d)
+            if sem.ackev is not None:
+                ackevs.append(sem.ackev)
         elif ev[0] == "rto":
             _, conn, path, sample, rto = ev
             assert sem.rtt_sample(conn, path, sample) == rto, f"RTO of path {conn}.{path}"
@@ -171,7 +173,7 @@ def replay(model, events):
                 errors.append(pack(lay.error, {"conn": conn, "path": path,
                                                "status": STATUS_RETRY_EXC}))
     return {"acked": acked, "resend": resend, "errors": errors, "counters": sem.counters,
-            "late": late, "sem": sem}
+            "late": late, "sem": sem, "ackev": ackevs}
 
 
 def check(model, res):
@@ -187,6 +189,12 @@ def check(model, res):
     assert res["acked"] == norm(exp["acked"]), "acknowledged records"
     assert res["resend"] == norm(exp["resend"]), "records reported lost"
     assert res["error"] == exp["errors"], "error reports"
+    if "ackev" in res:
+        # MR-TX-070: one event per resolving ACK, in ACK order, with what it acknowledged
+        # (srtt is the estimator's timing, compared cycle by cycle in the lockstep)
+        got = [{k: v for k, v in unpack(lay.ackev, w).items() if k != "srtt"} for w in res["ackev"]]
+        assert got == [dict(e, path=e["path"] & (lay.paths - 1)) for e in exp["ackev"]], \
+            "ACK events"
     if res.get("counters") is not None:
         assert res["counters"] == exp["counters"], "counters"
     assert not any(st["timer_on"] for st in exp["sem"].path.values()), "a timer still running"
@@ -213,10 +221,12 @@ class Driver(CounterReadout):
     cycles). A sent packet's ``t_sent`` is the ``now`` of the cycle it is offered."""
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, read_counters=True, now0=0,
-                 ns_per_cycle=4, idle_ns=997):
+                 ns_per_cycle=4, idle_ns=997, p_bp_ev=None):
         self.lay = lay
         self.rng = random.Random(seed)
+        self.rng_ev = random.Random(seed + 0x5EED)
         self.p_idle, self.p_bp = p_idle, p_bp
+        self.p_bp_ev = p_bp if p_bp_ev is None else p_bp_ev
         self.items = list(items)
         self.read_counters = read_counters
         self.now = now0 & P.TIME_MASK
@@ -231,7 +241,7 @@ class Driver(CounterReadout):
         self.limit = 4000 + waits + 60 * len(self.items) * (1 + int(10 * p_bp)) + (
             (RTO_NS << BACKOFF_MAX_LOG2) // idle_ns)
         self._readout_reset()
-        self.res = {"acked": [], "resend": [], "error": [], "taken": [], "acked_cycles": [],
+        self.res = {"acked": [], "resend": [], "error": [], "ackev": [], "taken": [], "acked_cycles": [],
                     "resend_cycles": [], "cycles": 0, "counters": None}
 
     @property
@@ -244,6 +254,7 @@ class Driver(CounterReadout):
                "now": self.now}
         if self._phase:
             inp.update({"m_acked__ready": 1, "m_resend__ready": 1, "m_error__ready": 1,
+                        "m_ackev__ready": 1,
                         "reg_addr": self._readout_addr()})
             return inp
         if self.wait_until is not None and P.time_dist(self.wait_until, self.now) >= 0:
@@ -264,6 +275,9 @@ class Driver(CounterReadout):
             inp[f"s_{kind}__payload"] = pack(self.lay.sent if kind == "sent" else self.lay.ack, f)
         for name in ("m_acked__ready", "m_resend__ready", "m_error__ready"):
             inp[name] = int(rng.random() >= self.p_bp)
+        # MR-TX-071: m_ackev's backpressure from a generator of its own (the other draws
+        # stay those of the traffic before the port existed)
+        inp["m_ackev__ready"] = int(self.rng_ev.random() >= self.p_bp_ev)
         inp["reg_addr"] = rng.randrange(16)
         return inp
 
@@ -279,10 +293,10 @@ class Driver(CounterReadout):
                 self.presenting = None
                 self.i += 1
                 res["taken"].append(self.cycle)
-        for name in ("acked", "resend", "error"):
+        for name in ("acked", "resend", "error", "ackev"):
             if out[f"m_{name}__valid"] and inp[f"m_{name}__ready"]:
                 res[name].append(out[f"m_{name}__payload"])
-                if name != "error":
+                if name in ("acked", "resend"):
                     res[f"{name}_cycles"].append(self.cycle)
         self.cycle += 1
 
@@ -321,21 +335,28 @@ def ack_burst(conns, paths, pool, *, seed=0, n_rows=4, per_row=4, avoid=()):
 # ------------------------------------------------------------------ the reference endpoint
 
 def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_until=60e-6,
-                 conn=5):
+                 conn=5, ce=0.0, ep_kw=None):
     """The reference endpoint (:class:`metaroce.models.endpoint.Endpoint`) sending writes over
     the loopback, with each data frame sent before ``drop_until`` (s) lost with probability
     ``loss`` (later ones are not, so every loss is followed by traffic on its path and is found
     by a SACK gap, MR-REL-002, not by a timer). Returns ``{"items", "decisions", "stats"}``:
     the sent packets and the ACKs its sender processed, in order, as retransmit-unit items
     (connection ``conn``), and per ACK the endpoint's decisions on the records it resolved:
-    ``[Decision]`` from its ``_chunk_acked`` (acknowledged) and ``_mark_lost`` (lost)."""
+    ``[Decision]`` from its ``_chunk_acked`` (acknowledged) and ``_mark_lost`` (lost).
+    ``ce``: the loopback's CE-marking probability per data frame (the ACK items then carry
+    the ACKs' ``ce_count`` and ECE); ``ep_kw``: more endpoint arguments. Also ``"cc"``, per
+    ACK that resolved records (MR-TX-070: what the congestion windows see), the endpoint's
+    ``{path, bytes, pkts, ce, now, srtt, cwnd}`` (its SACK resolution's acknowledged bytes and
+    packets, the CE count it takes, its time in ns, the path's srtt and every path window after
+    the ACK), and ``"cc_setup"``: the windows, floor and coupling it started with."""
     from .endpoint import ABORT, Endpoint
     from .loopback import LoopFaults, Loopback
     from .retransmit import Decision
 
     rng = random.Random(seed)
     # MR-REL-013: the retransmit unit of this version does not double resends (MR-REL-012)
-    kw = {"mtu": 1024, "line_rate_bps": 100e9, "base_rtt": 4e-6, "resend_twice": False}
+    kw = {"mtu": 1024, "line_rate_bps": 100e9, "base_rtt": 4e-6, "resend_twice": False,
+          **(ep_kw or {})}
     a, b = Endpoint("10.0.0.1", **kw), Endpoint("10.0.0.2", **kw)
     ca = a.connect(10, "10.0.0.2", 20, paths=paths)
     b.connect(20, "10.0.0.1", 10, paths=paths)
@@ -345,7 +366,10 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     for i in range(nmsg):
         ca.post_write(0, ks, i * msg_len, msg_len, i * msg_len, kd, wr_id=i)
 
-    items, decisions = [], []
+    items, decisions, cc = [], [], []
+    cc_setup = {"cwnd": [q.cwnd for q in ca.paths], "floor": ca.path_floor,
+                "multi": int(len(ca.paths) > 1), "mtu": a.mtu, "beta_q": a._beta_q,
+                "cap": int(a.cwnd_max)}
     slot_of = {}
     state = {"now": 0, "in_ack": None}
     orig_next, orig_frame = ca._next_frame, ca._frame
@@ -362,14 +386,32 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
         return orig_frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
 
     def on_ack(ack, now, bth_psn=0):
-        items.append(ack_item(conn, ack.path, ack.cum_psn, ack.sack, psn=ack.trigger_psn))
+        from .endpoint import _MRAH_ECE, RING_MASK
+        it = ack_item(conn, ack.path, ack.cum_psn, ack.sack, psn=ack.trigger_psn)
+        ece = int(bool(ack.flags & _MRAH_ECE))
+        it[1].update(ce_count=ack.ce_count, ece=ece)
+        items.append(it)
         state["in_ack"] = ack.path
         dec = []
         decisions.append(dec)
+        pkts = nbytes = n = 0
+        if ack.path < len(ca.paths):
+            p = ca.paths[ack.path]
+            n, acked = P.sack_resolve(p.floor, p.next_psn, ack.cum_psn, ack.sack)
+            for j in range(max(0, n)):
+                rec = p.ring[(p.floor + j) & RING_MASK]
+                if rec is not None and (acked >> j) & 1:
+                    pkts += 1
+                    nbytes += rec.nbytes
         try:
             return orig_ack(ack, now, bth_psn)
         finally:
             state["in_ack"] = None
+            if n > 0:
+                p = ca.paths[ack.path]
+                cc.append({"path": ack.path, "bytes": nbytes, "pkts": pkts,
+                           "ce": min(ack.ce_count, pkts) if ece else 0, "now": now,
+                           "srtt": ca._srtt_ns(p), "cwnd": [q.cwnd for q in ca.paths]})
 
     def chunk_acked(m, i):
         if state["in_ack"] is not None:
@@ -390,7 +432,8 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     def drop_if(f, now):
         return f.mrdh is not None and now < drop_until and drop_rng.random() < loss
 
-    lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6)
+    lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if, ce=ce), seed=seed, delay=1.5e-6)
     lb.run(until=0.02)
     assert dst == src, "the transfer completed"
-    return {"items": items, "decisions": decisions, "stats": dict(a.stats)}
+    return {"items": items, "decisions": decisions, "stats": dict(a.stats), "cc": cc,
+            "cc_setup": cc_setup}

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from amaranth.lib import data
 
+from . import cwnd as cwnd_model
 from . import retransmit as rtx_model
 from . import tx_sched as sched_model
 from .dma_read import CMD_DEPTH, INTAKE_STAGES, DmaReadCycleModel, cmd_layout
@@ -90,8 +91,11 @@ DATA_OUTPUTS = (("s_frame__ready", "s_cfg__ready") + tuple("m_axis__" + n for n 
 #: MR-TX-103: the engine's ports, by Verilog name.
 INPUTS = (("s_wr__payload", "s_wr__valid", "s_ack__payload", "s_ack__valid", "s_cfg__payload",
            "s_cfg__valid", "m_axis__tready", "m_cqe__ready", "m_error__ready", "now", "reg_addr")
-          + tuple("m_axi__" + n for n in AXI_IN))
-OUTPUTS = (("s_wr__ready", "s_ack__ready", "s_cfg__ready") + tuple("m_axis__" + n for n in AXIS_OUT)
+          + tuple("m_axi__" + n for n in AXI_IN)
+          # MR-TX-105: the congestion windows' setup writes and configuration
+          + ("s_cw_setup__payload", "s_cw_setup__valid", "cc_on", "cc_beta_q", "cc_cap"))
+OUTPUTS = (("s_wr__ready", "s_ack__ready", "s_cfg__ready", "s_cw_setup__ready")
+           + tuple("m_axis__" + n for n in AXIS_OUT)
            + ("m_cqe__payload", "m_cqe__valid", "m_error__payload", "m_error__valid", "reg_data")
            + tuple("m_axi__" + n for n in AXI_OUT))
 
@@ -104,6 +108,7 @@ class TxLayouts:
     rtx: rtx_model.Layouts
     cfg: data.StructLayout
     cmd: data.StructLayout
+    cw: cwnd_model.Layouts
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -113,7 +118,7 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
     sl = sched_model.layouts(conns, streams, paths, depth)
     rl = rtx_model.layouts(conns, paths, pool)
     cfg = data.StructLayout({"conn": sl.conn_bits, **dict(TMPL_FIELDS), "sport": 16 * paths})
-    return TxLayouts(conns, paths, sl, rl, cfg, cmd_layout(conns))
+    return TxLayouts(conns, paths, sl, rl, cfg, cmd_layout(conns), cwnd_model.layouts(conns, paths))
 
 
 def template_of(conn, *, eth_dst, eth_src, ip_src, ip_dst, sports, ip_dscp=26, ip_ecn=2,
@@ -308,6 +313,9 @@ class TxCycleModel:
                                         retry_limit=retry_limit, slot_log2=slot_log2)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
                                      outstanding=outstanding)
+        # MR-TX-105: the congestion windows, their MTU the scheduler's
+        self.cwnd = cwnd_model.CwndCycleModel(width, conns, paths)
+        self.cw_mtu = kw["mtu"]
         self.lay = self.data.lay
         # MR-TX-126: registered increments, counted a cycle later; the read registered
         self.counters = [0] * len(TX_CTR)
@@ -320,12 +328,13 @@ class TxCycleModel:
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     def busy(self):
-        return self.sched.busy() or self.rtx.busy() or self.data.busy()
+        return self.sched.busy() or self.rtx.busy() or self.data.busy() or self.cwnd.busy()
 
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers (a replay ends
         while a timer waits)."""
-        return bool(self.sched.busy() or self.data.busy() or self.rtx.working())
+        return bool(self.sched.busy() or self.data.busy() or self.rtx.working()
+                    or self.cwnd.busy())
 
     def step(self, inputs):
         g = inputs.get
@@ -334,10 +343,22 @@ class TxCycleModel:
         resend_valid = int(rtx.resend_q.level > 0)
         resend_ready = sched.resend_ready()     # MR-TXS-046: on the scheduler's registers only
         sq = sched.sent_q
+        # MR-TX-106: the unit's ACK events to the congestion windows while cc_on (dropped
+        # otherwise); their updates to the scheduler's path windows (ready always 1)
+        cc_on = g("cc_on", 0)
+        co = self.cwnd.step({"s_ack__valid": int(cc_on and rtx.ackev_q.level > 0),
+                             "s_ack__payload": rtx.ackev_q.head,
+                             "s_setup__valid": g("s_cw_setup__valid", 0),
+                             "s_setup__payload": g("s_cw_setup__payload", 0),
+                             "m_update__ready": 1, "mtu": self.cw_mtu,
+                             "beta_q": g("cc_beta_q", 0), "cap": g("cc_cap", 0)})
+        upd = unpack(self.lay.cw.update, co["m_update__payload"])
+        cw_write = pack(sched.lay.cwnd, {k: upd[k] for k in ("conn", "path", "cwnd")})
         ro = rtx.step({"s_sent__payload": sq.head, "s_sent__valid": int(sq.level > 0),
                        "s_ack__payload": g("s_ack__payload", 0), "s_ack__valid": g("s_ack__valid", 0),
                        "m_acked__ready": 1, "m_resend__ready": resend_ready,
                        "m_error__ready": g("m_error__ready", 0), "now": g("now", 0),
+                       "m_ackev__ready": int(co["s_ack__ready"] or not cc_on),
                        "reg_addr": g("reg_addr", 0)})
         data = self.data
         frame_ready = data.join.frame_ready(data.dma.outputs()["s_cmd__ready"],
@@ -352,14 +373,15 @@ class TxCycleModel:
                          # MR-TX-124, MR-TX-125: the failures, always taken
                          "s_fail__valid": fail_valid, "s_fail__payload": fail,
                          "s_error__valid": int(ro["m_error__valid"] and g("m_error__ready", 0)),
-                         "s_error__payload": ro["m_error__payload"]})
+                         "s_error__payload": ro["m_error__payload"],
+                         "s_cwnd__valid": co["m_update__valid"], "s_cwnd__payload": cw_write})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
         assert resend_valid == ro["m_resend__valid"]
         do = data.step({"s_frame__payload": so["m_frame__payload"], "s_frame__valid": so["m_frame__valid"],
                         "m_fail__ready": 1,
                         **{n: g(n, 0) for n in DATA_INPUTS if n.startswith(("s_cfg", "m_axi", "m_axis"))}})
         out = {"s_wr__ready": so["s_wr__ready"], "s_ack__ready": ro["s_ack__ready"],
-               "s_cfg__ready": do["s_cfg__ready"],
+               "s_cfg__ready": do["s_cfg__ready"], "s_cw_setup__ready": co["s_setup__ready"],
                "m_cqe__payload": so["m_cqe__payload"], "m_cqe__valid": so["m_cqe__valid"],
                "m_error__payload": ro["m_error__payload"], "m_error__valid": ro["m_error__valid"],
                "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"]}

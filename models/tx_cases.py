@@ -104,7 +104,8 @@ class Driver(CounterReadout):
 
     def __init__(self, lay, width, items, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
                  loss=0.1, p_ack=0.3, p_axi=0.3, latency=(1, 40), ns_per_cycle=4, image=None,
-                 acks=True, expect_frames=None, dead=(), counters=False):
+                 acks=True, expect_frames=None, dead=(), counters=False, cw_setups=(), cc=None,
+                 ce_paths=(), ack_delay=0):
         self.lay, self.nb = lay, width // 8
         self.rng = random.Random(seed)
         self.items = list(items)
@@ -125,6 +126,15 @@ class Driver(CounterReadout):
         self.limit = 40_000 + 3_000 * len(self.items)
         self._readout_reset()
         self.qp_conn = {t["dest_qp"]: t["conn"] for t in self.tmpls}
+        # MR-TX-105..107: the windows' setup writes, offered before the templates, each as
+        # soon as the last is taken; the configuration (``cc``: cc_on, cc_beta_q, cc_cap);
+        # the paths {(conn, path)} whose every ACK echoes ECE with a CE count of 255
+        self.cw_setups, self.cw_i = list(cw_setups), 0
+        self.cc = dict(cc or {})
+        self.ce_paths = frozenset(ce_paths)
+        # MR-TX-107: each ACK offered ``ack_delay`` cycles after its frame (a path's packets
+        # in flight then follow its window)
+        self.ack_delay, self.ack_later = ack_delay, deque()
         self.rx = defaultdict(lambda: [0, 0])          # (conn, path) -> receiver cum, sack
         self.ack_q = deque()
         self.beats = []
@@ -143,23 +153,37 @@ class Driver(CounterReadout):
 
     def _ack(self, conn, path):
         cum, sack = self.rx[(conn, path)]
-        self.ack_q.append({"nak": 0, "conn": conn, "path": path, "psn": 0, "reason": 0, "cum": cum,
-                           "sack": sack, "ce_count": 0, "ece": 0, "sport": 0})
+        ce = (conn, path) in self.ce_paths
+        q = self.ack_q
+        if self.ack_delay:
+            q = self.ack_later
+            q.append(self.cycle + self.ack_delay)
+        q.append({"nak": 0, "conn": conn, "path": path, "psn": 0, "reason": 0, "cum": cum,
+                           "sack": sack, "ce_count": 255 if ce else 0, "ece": int(ce), "sport": 0})
 
     def inputs(self):
         rng = self.rng
         inp = {"s_wr__valid": 0, "s_wr__payload": 0, "s_ack__valid": 0, "s_ack__payload": 0,
                "s_cfg__valid": 0, "s_cfg__payload": 0, "now": self.now, "reg_addr": 0,
-               "m_axis__tready": 1, "m_cqe__ready": 1, "m_error__ready": 1}
+               "m_axis__tready": 1, "m_cqe__ready": 1, "m_error__ready": 1,
+               "s_cw_setup__valid": 0, "s_cw_setup__payload": 0}
         self.mem.inputs(inp, self.cycle)
+        inp.update(self.cc)
         if self._phase:
             inp["reg_addr"] = self._readout_addr()
+            return inp
+        if self.cw_i < len(self.cw_setups):
+            inp["s_cw_setup__valid"] = 1
+            inp["s_cw_setup__payload"] = pack(self.lay.cw.setup, self.cw_setups[self.cw_i])
             return inp
         if not _offer_template(self, inp) and self.presenting is None and self.i < len(self.items) and rng.random() >= self.p_idle:
             self.presenting = self.items[self.i]
         if self.presenting is not None:
             inp["s_wr__valid"] = 1
             inp["s_wr__payload"] = pack(self.lay.sched.wr, self.presenting)
+        while self.ack_later and self.ack_later[0] <= self.cycle:
+            self.ack_later.popleft()
+            self.ack_q.append(self.ack_later.popleft())
         if self.ack_offer is None and self.ack_q and rng.random() >= self.p_idle:
             self.ack_offer = self.ack_q.popleft()
         if self.ack_offer is not None:
@@ -179,6 +203,7 @@ class Driver(CounterReadout):
             return
         res["raw"].append(raw)
         res["frames"].append(f)
+        res.setdefault("frame_cycles", []).append(self.cycle)
         if not self.acks or f.mrdh is None:
             return
         conn, path = self.qp_conn[f.bth.dest_qp], f.mrdh.path
@@ -198,6 +223,8 @@ class Driver(CounterReadout):
         if self._readout_observe(out):
             return
         res = self.res
+        if self.cw_i < len(self.cw_setups):
+            self.cw_i += int(bool(inp.get("s_cw_setup__valid") and out["s_cw_setup__ready"]))
         _template_taken(self, out)
         if self.presenting is not None and out["s_wr__ready"]:
             self.presenting = None
@@ -219,7 +246,7 @@ class Driver(CounterReadout):
             res["cqe"].append(unpack(self.lay.sched.cqe, out["m_cqe__payload"]))
         if out["m_error__valid"] and inp["m_error__ready"]:
             res["errors"].append(unpack(self.lay.rtx.error, out["m_error__payload"]))
-        pending = self.ack_q or self.ack_offer is not None or not self.mem.idle
+        pending = self.ack_q or self.ack_later or self.ack_offer is not None or not self.mem.idle
         self.silent = 0 if active or pending else self.silent + 1
         # quiet with work requests open, or with the retransmit unit's timers still running
         # after the last completion (a lost tail PSN whose chunk was acknowledged through its
@@ -754,3 +781,42 @@ def replay_result(drv, mismatches, reports=()):
             "errors": drv.res["errors"], "acks": drv.res["acks"], "cycles": drv.cycle,
             "mismatches": mismatches, "mismatch_reports": list(reports)[:3],
             "completed": len(drv.res["cqe"]), "work_requests": len(drv.items)}
+
+
+# ------------------------------------------------------------------ the congestion windows
+
+#: MR-TX-107: the directed run: connection 0's windows set up, every ACK of path 1 echoing CE,
+#: beta = 1, each ACK 3,000 cycles after its frame (12 us at 4 ns a cycle: the windows bind).
+CC_CONN, CC_MARKED, CC_ACK_DELAY, CC_CAP = 0, 1, 3000, 1 << 20
+
+
+def cc_setups(params, conn=CC_CONN):
+    """MR-CW-014: a connection opened by one setup write per path slot, the first with
+    ``open``, all ``fresh`` and active, each at the scheduler's reset window with the path
+    floor (MR-CC-011) and ``multi``."""
+    paths = params["paths"]
+    floor = P.path_window_floor(params["mtu"], paths)
+    return [{"conn": conn, "path": p, "cwnd": params["cwnd"], "active": 1, "open": int(p == 0),
+             "fresh": 1, "floor": floor, "multi": 1} for p in range(paths)]
+
+
+def cc_work(params, n=8, length=12 * 1024, conn=CC_CONN):
+    """``n`` WRITEs of ``length`` bytes on ``conn`` over its streams, and their host memory."""
+    from .tx_sched_cases import wr_item
+    items, pos = [], 0
+    for k in range(n):
+        w = wr_item(conn, k % params["streams"], length, wr_id=k)
+        w["laddr"] = pos
+        pos += length
+        items.append(w)
+    lay = Layout(pos + 4096)
+    for w in items:
+        w["laddr"] += lay.base
+    return items, lay
+
+
+def cc_driver_kw(params, cc_on=True, seed=3):
+    """The driver's arguments of the directed run (no idle cycles, backpressure or loss)."""
+    return dict(seed=seed, p_idle=0.0, p_bp=0.0, loss=0.0, p_ack=0.0, cw_setups=cc_setups(params),
+                cc={"cc_on": int(cc_on), "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP},
+                ce_paths={(CC_CONN, CC_MARKED)}, ack_delay=CC_ACK_DELAY)

@@ -66,7 +66,7 @@ async def retransmit_lockstep(dut):
                        "acks_per_cycle": round(len(acks_taken) / (acks_taken[-1] - acks_taken[0] + 1), 3),
                        "records_per_cycle": burst_rate(drv2.res),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
-                       "counters": counts,
+                       "counters": counts, "ack_events": len(drv.res["ackev"]),
                        "mismatches": h.mismatches}, f)
 
 

@@ -81,6 +81,30 @@ async def tx_lockstep(dut):
 
 
 @cocotb.test()
+async def tx_cc(dut):
+    """MR-TX-107 under Verilator: the windows set up, every ACK of one path echoing CE (the
+    directed run of tests/test_tx_cwnd.py): 0 mismatches, the marked path's window cut to its
+    floor in the scheduler. Results to ``TX_OUT`` (JSON) if set."""
+    from metaroce.models import protocol as P
+    width = _width(dut)
+    model, h = await _harness(dut, width)
+    items, lay = xc.cc_work(SMALL)
+    drv = xc.Driver(model.lay, width, items, lay, xc.templates(SMALL["conns"], SMALL["paths"]),
+                    **xc.cc_driver_kw(SMALL))
+    n = await drive(h, drv, busy=model.busy)
+    assert h.mismatches == 0
+    sched_w = [model.sched.sem.path[p]["cwnd"] for p in range(SMALL["paths"])]
+    cw_w = [model.cwnd.sem.path[0][p]["cwnd"] for p in range(SMALL["paths"])]
+    assert sched_w == cw_w and cw_w[1] == P.path_window_floor(SMALL["mtu"], SMALL["paths"])
+    out = os.environ.get("TX_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"work_requests": len(items), "cycles": n, "frames": len(drv.res["frames"]),
+                       "completions": len(drv.res["cqe"]), "windows": cw_w,
+                       "mismatches": h.mismatches}, f)
+
+
+@cocotb.test()
 async def tx_bench(dut):
     """MR-TX-153: ``metaroce bench tx --sim verilator``'s rows."""
     width = _width(dut)

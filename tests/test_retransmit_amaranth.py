@@ -52,13 +52,24 @@ def test_bad_parameters():
 
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_lockstep_random(seed):
-    """MR-TX-020..024, MR-TX-030..036, MR-TX-040, MR-TX-050, MR-TX-068: random sends and lossy
-    ACKs (SACK bits: the new floor from the top bit registered at the take) with stale, bad
-    and NAK items, idle cycles and backpressure: 0 mismatches, reports and counters (read
-    through reg_addr/reg_data) equal the semantics."""
+    """MR-TX-020..024, MR-TX-030..036, MR-TX-040, MR-TX-050, MR-TX-068, MR-TX-070/071: random
+    sends and lossy ACKs (SACK bits: the new floor from the top bit registered at the take)
+    with stale, bad and NAK items, idle cycles and backpressure (``m_ackev`` included): 0
+    mismatches, reports, ACK events and counters (read through reg_addr/reg_data) equal the
+    semantics."""
     items = rc.traffic(*SMALL, 300, seed=seed)
     res = run_lockstep(items, seed=seed, p_idle=0.2, p_bp=0.4)
-    assert res["resend"] and res["acked"]
+    assert res["resend"] and res["acked"] and res["ackev"]
+
+
+def test_lockstep_ack_events_held():
+    """MR-TX-071: ``m_ackev`` ready one cycle in 20, so its queue fills and the walker holds
+    ACKs' last records (and, through the walk queue, ``s_ack``), with the ACK events' srtt
+    from RTT samples: 0 mismatches, every event equal to the semantics'."""
+    items = rc.traffic(*SMALL, 200, seed=4)
+    res = run_lockstep(items, seed=4, p_idle=0.0, p_bp=0.1, p_bp_ev=0.95)
+    model = res["model"]
+    assert len(res["ackev"]) == model.counters[CTR["acks"]] > 16
 
 
 def test_lockstep_new_floor_carries():

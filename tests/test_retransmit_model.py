@@ -351,3 +351,78 @@ def test_rtt_sample_only_from_acknowledged_trigger():
     assert sample == acks[1] - sent[2] < acks[1] - sent[0]
     assert new_rto == P.rto_value_ns(*P.rtt_update_ns(None, 0, sample), rto_min=2000)
     assert not _timeouts(m) and new_rto != rto
+
+
+def test_ack_event_fields():
+    """MR-TX-070: one event per resolving ACK: the acknowledged records' bytes and count (the
+    record the SACK proves lost counts in neither), the CE count with ECE saturated at 511
+    (none without ECE), the ACK's time; MR-TX-071: srtt before any sample is rto_ns / 4,
+    then the estimator's. A stale ACK and a NAK emit nothing."""
+    from metaroce.models.rx import unpack
+    m = RetransmitCycleModel(64, *SMALL)
+    items = [rc.sent_item(CONN, PATH, i, nbytes=100 * (i + 1)) for i in range(4)]
+    ack = rc.ack_item(CONN, PATH, 2, 0b1)          # PSNs 0, 1 and 3; PSN 2 lost
+    ack[1].update(ce_count=600, ece=1)
+    plain = rc.ack_item(CONN, PATH, 4, 0)          # stale: everything already resolved
+    noece = rc.ack_item(CONN, PATH, 4, 0, nak=1)
+    items += [ack, plain, noece]
+    items += [rc.sent_item(CONN, PATH, 4, nbytes=7), rc.ack_item(CONN, PATH, 5, 0)]
+    items[-1][1].update(ce_count=3, ece=0)
+    res = rc.run_model(m, items, p_idle=0.0, p_bp=0.0)
+    rc.check_items(m, items, res)
+    evs = [unpack(m.lay.ackev, w) for w in res["ackev"]]
+    assert [(e["conn"], e["path"], e["bytes"], e["pkts"], e["ce"]) for e in evs] == [
+        (CONN, PATH, 100 + 200 + 400, 3, 511), (CONN, PATH, 7, 1, 0)]
+    assert evs[0]["now"] < evs[1]["now"]
+    # the first ACK's trigger (PSN 0) gave the path's first sample: the second event's srtt
+    row = (CONN << m.lay.path_bits) | PATH
+    assert evs[0]["srtt"] == 10_000 and evs[1]["srtt"] == m.est[row][0] != 10_000
+
+
+def test_ack_event_backpressure_holds_acks():
+    """MR-TX-071: with m_ackev never ready, 16 events fill its queue; the walker then holds the
+    17th ACK's last record, the walk queue fills and s_ack's ready falls; nothing is lost: once
+    m_ackev is ready again every event leaves, in ACK order."""
+    from metaroce.models.rx import pack, unpack
+    m = RetransmitCycleModel(64, *SMALL)
+    lay = m.lay
+    n = 40
+    for i in range(n):                       # one record per PSN, sent while nothing is ACKed
+        s = dict(rc.sent_item(CONN, PATH, i, nbytes=i + 1)[1], t_sent=0)
+        out = {"s_sent__ready": 0}
+        while not out["s_sent__ready"]:
+            out = m.step({"s_sent__valid": 1, "s_sent__payload": pack(lay.sent, s),
+                          "m_acked__ready": 1, "m_resend__ready": 1})
+    taken, cycles, refused = 0, 0, 0
+    while taken < n and cycles < 2000:
+        a = rc.ack_item(CONN, PATH, taken + 1, 0)[1]
+        out = m.step({"s_ack__valid": 1, "s_ack__payload": pack(lay.ack, a),
+                      "m_acked__ready": 1, "m_resend__ready": 1, "m_ackev__ready": 0})
+        taken += out["s_ack__ready"]
+        refused += 1 - out["s_ack__ready"]
+        cycles += 1
+    assert refused and taken < n and m.ackev_q.level == 16
+    got = []
+    for _ in range(400):
+        out = m.step({"m_acked__ready": 1, "m_resend__ready": 1, "m_ackev__ready": 1})
+        if out["m_ackev__valid"]:
+            got.append(unpack(lay.ackev, out["m_ackev__payload"]))
+    assert [(e["bytes"], e["pkts"]) for e in got] == [(i + 1, 1) for i in range(taken)]
+
+
+@pytest.mark.parametrize("trig,fresh", [(0, True), (1, True), (2, False), (7, False)])
+def test_ack_event_srtt_timing(trig, fresh):
+    """MR-TX-071: an ACK resolving 8 records of a path with no sample yet: its own sample
+    (the trigger's) is in its event's srtt when the walk's last record comes 6 or more cycles
+    after the trigger's (triggers 0 and 1 of 8, no stalls), else the event has srtt0 (triggers
+    2 and 7)."""
+    from metaroce.models.rx import unpack
+    m = RetransmitCycleModel(64, *SMALL)
+    items = [rc.sent_item(CONN, PATH, i, nbytes=64) for i in range(8)]
+    items.append(rc.ack_item(CONN, PATH, 8, 0, psn=trig))
+    res = rc.run_model(m, items, p_idle=0.0, p_bp=0.0)
+    rc.check_items(m, items, res)
+    (ev,) = [unpack(m.lay.ackev, w) for w in res["ackev"]]
+    row = (CONN << m.lay.path_bits) | PATH
+    assert ev["pkts"] == 8 and m.est[row][0] != 10_000
+    assert ev["srtt"] == (m.est[row][0] if fresh else 10_000)

@@ -146,15 +146,23 @@ def test_endpoint_bytes_until_blocked_rtl(width):
 
 
 def test_joined_with_wiring_connect():
-    """MR-TX-101: the blocks' own ports joined (the scheduler's frame requests are the data
+    """MR-TX-101, MR-TX-105, MR-TX-106: the blocks' own ports joined (the scheduler's frame requests are the data
     path's ``s_frame``; the DMA's payload is the frame builder's ``s_payload``)."""
     t = tx_small()
-    for blk in (t, t.sched, t.rtx, t.data):
+    for blk in (t, t.sched, t.rtx, t.data, t.cwnd):
         blk._MustUse__silence = True        # inspected, not elaborated
     assert isinstance(t.data, TxData)
     sig = t.signature.members
     assert set(sig) == {"s_wr", "s_ack", "s_cfg", "m_axi", "m_axis", "m_cqe", "m_error", "now",
-                        "reg_addr", "reg_data"}
+                        "reg_addr", "reg_data", "s_cw_setup", "cc_on", "cc_beta_q", "cc_cap"}
+    # MR-TX-070, MR-TX-106: the unit's ACK event is the Cwnd block's s_ack, flipped; the
+    # scheduler's window write is m_update's conn, path and cwnd
+    assert t.rtx.signature.members["m_ackev"].signature.flip() == \
+        t.cwnd.signature.members["s_ack"].signature
+    upd = t.cwnd.signature.members["m_update"].signature.members["payload"].shape
+    cw = t.sched.signature.members["s_cwnd"].signature.members["payload"].shape
+    assert {n: f.width for n, f in cw} == {n: upd[n].width for n, _ in cw}
+    assert set(n for n, _ in upd) - set(n for n, _ in cw) == {"wsum", "debt"}
     assert t.lay.rtx.ack == t.rtx.signature.members["s_ack"].signature.members["payload"].shape
     assert t.data.signature.members["s_frame"].signature.flip() == \
         t.sched.signature.members["m_frame"].signature

@@ -31,3 +31,17 @@ def test_tx_rtl_lockstep(tmp_path, width):
     row = json.loads(out.read_text())
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"]
+
+
+@pytest.mark.slow
+def test_tx_rtl_cc_lockstep(tmp_path):
+    """MR-TX-107 under Verilator (tb/tx.py ``tx_cc``): the windows set up, one path's ACKs
+    echoing CE: 0 mismatches, that path's window at its floor in the scheduler and the block."""
+    b = tb_build.build(blocks.get("tx"), 64)
+    out = tmp_path / "tx_cc.json"
+    env = {"TX_OUT": str(out), "COCOTB_TEST_FILTER": "tx_cc$"}
+    results = vl.run(b, "metaroce.tb.tx", extra_env=env)
+    n_tests, failures, skipped = vl.results_summary(results)
+    assert n_tests == 1 and not failures and not skipped
+    row = json.loads(out.read_text())
+    assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
