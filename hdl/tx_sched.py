@@ -274,6 +274,8 @@ class TxSched(wiring.Component):
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
         msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
+        # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input)
+        e_next_n = [Signal(chunk_w, name=f"next_n{e}") for e in range(E)]
         e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
         e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
         # MR-TXS-032: derived registers, kept equal to their definitions by every action
@@ -417,17 +419,28 @@ class TxSched(wiring.Component):
                      ba_last.eq(pa_last), ba_nb.eq(pa_nb)]
         acked_valid = ba_valid
 
-        def intake(value, tag):
+        # MR-TXS-053: each boundary register's entry's next_chunk, a register beside it loaded
+        # with the value after the edge (read from the entries' register inputs), so the
+        # report's distance starts at registers, not at a 16-way read of `next`
+        ba_next, br_next = Signal(chunk_w, name="ba_next"), Signal(chunk_w, name="br_next")
+
+        def next_after(value, tag):
+            """The entry's next_chunk after this edge, for the report ``value`` names."""
+            return read(e_next_n, rep_index(data.View(lay.report, value))[0], f"next_n_{tag}")
+
+        m.d.sync += ba_next.eq(next_after(self.s_acked.payload.as_value(), "pa"))
+
+        def intake(value, i_next_chunk, tag):
             """A boundary register's report and its checks on this cycle's state, each on its
             own, the pick after them (MR-TXS-034): the entry reads and the distance do not wait
             for the pick. The chunk is also taken as sent when it is its entry's next chunk and
-            that is sent at this edge (see rr_ok)."""
+            that is sent at this edge (see rr_ok). ``i_next_chunk``: the entry's next_chunk,
+            registered with the report (MR-TXS-053)."""
             r = data.View(lay.report, value)
             i_e, i_qi, i_idx, _ = rep_index(r)
             i_e, i_qi = _named(m, i_e, f"i_e_{tag}"), _named(m, i_qi, f"i_qi_{tag}")
             i_tail = read(tail, i_qi, f"i_tail_{tag}")
             i_done = read(done, i_qi, f"i_done_{tag}")
-            i_next_chunk = read(e_next, i_e, f"i_next_chunk_{tag}")
             i_base = ((r.path < PA) & ((r.slot >> sdb) == 0 if sdb < 3 else 1)
                       & live(i_tail, i_done, i_idx))
             # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk
@@ -443,7 +456,7 @@ class TxSched(wiring.Component):
                     "next": r.chunk == i_next_chunk, "far": i_far, "d": i_d,
                     "d1": i_dist1[:wb + 2]}
 
-        in_a, in_r = intake(ba.as_value(), "a"), intake(br.as_value(), "r")
+        in_a, in_r = intake(ba.as_value(), ba_next, "a"), intake(br.as_value(), br_next, "r")
         inc = data.View(lay.report, _named(m, Mux(acked_valid, ba.as_value(), br.as_value()),
                                            "inc"))
         i_ = {k: _named(m, Mux(acked_valid, in_a[k], in_r[k]), f"i_{k}") for k in in_a}
@@ -494,7 +507,9 @@ class TxSched(wiring.Component):
         pr_last, pr_nb = last_terms(self.s_resend.payload.as_value(), "pr")
         hr_last, hr_nb = last_terms(br.as_value(), "hr")
         m.d.sync += [br_valid.eq(load_r | (br_valid & ~take_resend)),
-                     br_last.eq(Mux(load_r, pr_last, hr_last)), br_nb.eq(Mux(load_r, pr_nb, hr_nb))]
+                     br_last.eq(Mux(load_r, pr_last, hr_last)), br_nb.eq(Mux(load_r, pr_nb, hr_nb)),
+                     br_next.eq(Mux(load_r, next_after(self.s_resend.payload.as_value(), "pr"),
+                                    next_after(br.as_value(), "hr")))]
         with m.If(load_r):
             m.d.sync += br.eq(self.s_resend.payload)
         busy = rr_valid
@@ -624,7 +639,8 @@ class TxSched(wiring.Component):
         # stream pick starts at registers (not at the send entry's reads)
         q_ok = [Signal(name=f"q_ok{qi}") for qi in range(Q)]
         self.probe = {"q_ok": q_ok, "send": send, "tail": tail, "ahead": e_ahead, "fail": e_fail,
-                      "wb": wb}
+                      "wb": wb, "next": e_next, "ba": ba, "br": br, "ba_next": ba_next,
+                      "br_next": br_next, "ba_valid": ba_valid, "br_valid": br_valid}
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
@@ -1001,7 +1017,7 @@ class TxSched(wiring.Component):
             with m.If(take_wr & w_ehot[e]):
                 m.d.sync += [e_nlast[e].eq(w_nchm1 == 0), e_nnb[e].eq(Mux(w_nchm1 == 0, w_lastnb, mtu)),
                              e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
-                             e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
+                             e_lastnb[e].eq(w_lastnb), e_base[e].eq(0),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
@@ -1011,9 +1027,14 @@ class TxSched(wiring.Component):
             ce, ke = divmod(e, sd)
             with m.If(act[ce] & cand_r[ce]["pkt_e_hot"][ke]):
                 m.d.sync += [e_out[e].eq(out_next), e_idle[e].eq(0)]
+            # MR-TXS-053: next_chunk from its input, read by the boundary registers too; 0 on a
+            # refill, + 1 on a new chunk (never both: one action per cycle)
+            m.d.comb += e_next_n[e].eq(Mux(act[ce] & cand_r[ce]["new_e_hot"][ke], next_more,
+                                           Mux(take_wr & w_ehot[e], 0, e_next[e])))
+            m.d.sync += e_next[e].eq(e_next_n[e])
             with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
                 m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
-                             e_next[e].eq(next_more), e_left[e].eq(left_less),
+                             e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         # MR-TXS-049: each stream's q_ok after this edge, from the terms of before it, the late
         # enables only picking among them. Its send entry after the edge (no send move): a new
