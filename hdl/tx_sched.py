@@ -285,6 +285,8 @@ class TxSched(wiring.Component):
         e_lastnb = Array(Signal(nb_w, name=f"lastnb{e}") for e in range(E))     # chunk_bytes of the last chunk
         e_nlast = Array(Signal(name=f"nlast{e}") for e in range(E))              # left == 0
         e_nnb = Array(Signal(nb_w, name=f"nnb{e}") for e in range(E))           # chunk_bytes of next_chunk
+        # MR-TXS-054: each entry's nnb after the edge (its register's input)
+        e_nnb_n = [Signal(nb_w, name=f"nnb_n{e}") for e in range(E)]
         # MR-TXS-027: failed (and its status), packets in flight
         e_fail = Array(Signal(name=f"fail{e}") for e in range(E))
         e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
@@ -638,9 +640,13 @@ class TxSched(wiring.Component):
         # in the chunk window" as a register, loaded from the term's value after the edge, so the
         # stream pick starts at registers (not at the send entry's reads)
         q_ok = [Signal(name=f"q_ok{qi}") for qi in range(Q)]
+        # MR-TXS-054: per stream, its send entry's nnb (the next chunk's bytes) as a register,
+        # loaded with its value after the edge, so the window compares start at registers
+        q_nnb = [Signal(nb_w, name=f"q_nnb{qi}") for qi in range(Q)]
         self.probe = {"q_ok": q_ok, "send": send, "tail": tail, "ahead": e_ahead, "fail": e_fail,
                       "wb": wb, "next": e_next, "ba": ba, "br": br, "ba_next": ba_next,
-                      "br_next": br_next, "ba_valid": ba_valid, "br_valid": br_valid}
+                      "br_next": br_next, "ba_valid": ba_valid, "br_valid": br_valid,
+                      "q_nnb": q_nnb, "nnb": e_nnb}
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
@@ -671,7 +677,7 @@ class TxSched(wiring.Component):
                 qi = c * S + s
                 # MR-TXS-049: the stream's term is a register (its definition's next value)
                 s_ok.append(q_ok[qi])
-                s_nnb.append(_named(m, of_stream(e_nnb, qi, send[qi]), f"s_nnb{qi}"))
+                s_nnb.append(q_nnb[qi])
                 s_fits.append(_named(m, c_idle | ~A.gt_room(s_nnb[s], c_room[c], f"cgt{qi}"),
                                      f"fits{qi}"))
                 s_fill.append([_named(m, A.gt_room(s_nnb[s], p_room[row], f"pgt{qi}_{row}"),
@@ -1015,7 +1021,7 @@ class TxSched(wiring.Component):
             with m.If(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
             with m.If(take_wr & w_ehot[e]):
-                m.d.sync += [e_nlast[e].eq(w_nchm1 == 0), e_nnb[e].eq(Mux(w_nchm1 == 0, w_lastnb, mtu)),
+                m.d.sync += [e_nlast[e].eq(w_nchm1 == 0),
                              e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_base[e].eq(0),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
@@ -1032,8 +1038,15 @@ class TxSched(wiring.Component):
             m.d.comb += e_next_n[e].eq(Mux(act[ce] & cand_r[ce]["new_e_hot"][ke], next_more,
                                            Mux(take_wr & w_ehot[e], 0, e_next[e])))
             m.d.sync += e_next[e].eq(e_next_n[e])
+            # MR-TXS-054: nnb likewise (a new chunk: the last chunk's bytes when it is next,
+            # else an MTU; a refill: its first chunk's)
+            m.d.comb += e_nnb_n[e].eq(Mux(act[ce] & cand_r[ce]["new_e_hot"][ke],
+                                          Mux(left_one, e_lastnb[e], mtu),
+                                          Mux(take_wr & w_ehot[e],
+                                              Mux(w_nchm1 == 0, w_lastnb, mtu), e_nnb[e])))
+            m.d.sync += e_nnb[e].eq(e_nnb_n[e])
             with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
-                m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
+                m.d.sync += [e_nlast[e].eq(left_one),
                              e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         # MR-TXS-049: each stream's q_ok after this edge, from the terms of before it, the late
@@ -1067,6 +1080,11 @@ class TxSched(wiring.Component):
             last_hot = cand_r[c]["new_last_hot"][s] if S > 1 else cand_r[c]["new_last_hot"]
             adv_s = (act[c] & last_hot) | (comp_act & (comp_q == qi) & comp_unsent)
             adv_t = take_wr & w_qhot[qi]
+            # MR-TXS-054: the send entry's nnb after the edge: at send + 1 after a send move
+            nn = e_nnb_n[qi * D:(qi + 1) * D]
+            nn_here = _pick(nn, sn[:db]) if D > 1 else nn[0]
+            nn_adv = _pick(nn, sn1[:db]) if D > 1 else nn[0]
+            m.d.sync += q_nnb[qi].eq(Mux(adv_s, nn_adv, nn_here))
             m.d.sync += q_ok[qi].eq(Mux(adv_t, ~has | x_other,
                                         Mux(adv_s, x_adv,
                                             has & Mux(new_here, x_new, x_other))))

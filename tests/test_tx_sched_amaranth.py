@@ -342,9 +342,10 @@ class _FailingDriver(tc.Driver):
     (dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
           conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 22)])
 def test_stream_terms_registered_exact(params, seed):
-    """MR-TXS-049, MR-TXS-027, MR-TXS-033: each stream's registered term `q_ok` (its send
-    message exists, is not failed, has its next chunk in the chunk window) equals its
-    definition on the RTL's own state in every cycle, under traffic that moves every term of
+    """MR-TXS-049, MR-TXS-054, MR-TXS-027, MR-TXS-033: each stream's registered term `q_ok`
+    (its send message exists, is not failed, has its next chunk in the chunk window) and
+    registered bytes `q_nnb` (its send entry's next chunk's bytes) equal their definitions on
+    the RTL's own state in every cycle, under traffic that moves every term of
     it: new chunks and last chunks (send moves), window moves, work requests on empty rings,
     message and connection failures on random cycles (also in the cycle of a send move or a
     window move), failed messages completed before their end; and the lockstep with the model
@@ -358,7 +359,8 @@ def test_stream_terms_registered_exact(params, seed):
     drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
                          p_fail=0.02, p_error=0.005)
     dut = TxSched(64, **params)
-    bad, seen = [], {"cycles": 0, "flips": 0}
+    bad, seen = [], {"cycles": 0, "flips": 0, "nnb_moves": 0}
+    last_nnb = [0] * (params["conns"] * params["streams"])
 
     async def watch(ctx):
         pr = dut.probe
@@ -375,6 +377,12 @@ def test_stream_terms_registered_exact(params, seed):
                 qok.append(got)
                 if got != want:
                     bad.append((seen["cycles"], qi, got, want))
+                # MR-TXS-054: the send entry's next chunk bytes, in every cycle
+                nnb, want_nnb = ctx.get(pr["q_nnb"][qi]), ctx.get(pr["nnb"][e])
+                if nnb != want_nnb:
+                    bad.append((seen["cycles"], qi, "nnb", nnb, want_nnb))
+                seen["nnb_moves"] += nnb != last_nnb[qi]
+                last_nnb[qi] = nnb
             seen["flips"] += last is not None and qok != last
             last = qok
             seen["cycles"] += 1
@@ -385,7 +393,7 @@ def test_stream_terms_registered_exact(params, seed):
     kinds = [e[0] for e in model.events]
     assert drv.fails > 5 and "fail" in kinds
     assert any(c["status"] in (4, 12) for c in drv.res["cqe"])
-    assert seen["cycles"] > 400 and seen["flips"] > 50
+    assert seen["cycles"] > 400 and seen["flips"] > 50 and seen["nnb_moves"] > 20
 
 
 @pytest.mark.parametrize("params,seed", [
