@@ -274,6 +274,8 @@ class TxSched(wiring.Component):
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
         msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
+        # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input)
+        e_next_n = [Signal(chunk_w, name=f"next_n{e}") for e in range(E)]
         e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
         e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
         # MR-TXS-032: derived registers, kept equal to their definitions by every action
@@ -283,6 +285,8 @@ class TxSched(wiring.Component):
         e_lastnb = Array(Signal(nb_w, name=f"lastnb{e}") for e in range(E))     # chunk_bytes of the last chunk
         e_nlast = Array(Signal(name=f"nlast{e}") for e in range(E))              # left == 0
         e_nnb = Array(Signal(nb_w, name=f"nnb{e}") for e in range(E))           # chunk_bytes of next_chunk
+        # MR-TXS-054: each entry's nnb after the edge (its register's input)
+        e_nnb_n = [Signal(nb_w, name=f"nnb_n{e}") for e in range(E)]
         # MR-TXS-027: failed (and its status), packets in flight
         e_fail = Array(Signal(name=f"fail{e}") for e in range(E))
         e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
@@ -417,17 +421,28 @@ class TxSched(wiring.Component):
                      ba_last.eq(pa_last), ba_nb.eq(pa_nb)]
         acked_valid = ba_valid
 
-        def intake(value, tag):
+        # MR-TXS-053: each boundary register's entry's next_chunk, a register beside it loaded
+        # with the value after the edge (read from the entries' register inputs), so the
+        # report's distance starts at registers, not at a 16-way read of `next`
+        ba_next, br_next = Signal(chunk_w, name="ba_next"), Signal(chunk_w, name="br_next")
+
+        def next_after(value, tag):
+            """The entry's next_chunk after this edge, for the report ``value`` names."""
+            return read(e_next_n, rep_index(data.View(lay.report, value))[0], f"next_n_{tag}")
+
+        m.d.sync += ba_next.eq(next_after(self.s_acked.payload.as_value(), "pa"))
+
+        def intake(value, i_next_chunk, tag):
             """A boundary register's report and its checks on this cycle's state, each on its
             own, the pick after them (MR-TXS-034): the entry reads and the distance do not wait
             for the pick. The chunk is also taken as sent when it is its entry's next chunk and
-            that is sent at this edge (see rr_ok)."""
+            that is sent at this edge (see rr_ok). ``i_next_chunk``: the entry's next_chunk,
+            registered with the report (MR-TXS-053)."""
             r = data.View(lay.report, value)
             i_e, i_qi, i_idx, _ = rep_index(r)
             i_e, i_qi = _named(m, i_e, f"i_e_{tag}"), _named(m, i_qi, f"i_qi_{tag}")
             i_tail = read(tail, i_qi, f"i_tail_{tag}")
             i_done = read(done, i_qi, f"i_done_{tag}")
-            i_next_chunk = read(e_next, i_e, f"i_next_chunk_{tag}")
             i_base = ((r.path < PA) & ((r.slot >> sdb) == 0 if sdb < 3 else 1)
                       & live(i_tail, i_done, i_idx))
             # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk
@@ -443,7 +458,7 @@ class TxSched(wiring.Component):
                     "next": r.chunk == i_next_chunk, "far": i_far, "d": i_d,
                     "d1": i_dist1[:wb + 2]}
 
-        in_a, in_r = intake(ba.as_value(), "a"), intake(br.as_value(), "r")
+        in_a, in_r = intake(ba.as_value(), ba_next, "a"), intake(br.as_value(), br_next, "r")
         inc = data.View(lay.report, _named(m, Mux(acked_valid, ba.as_value(), br.as_value()),
                                            "inc"))
         i_ = {k: _named(m, Mux(acked_valid, in_a[k], in_r[k]), f"i_{k}") for k in in_a}
@@ -494,7 +509,9 @@ class TxSched(wiring.Component):
         pr_last, pr_nb = last_terms(self.s_resend.payload.as_value(), "pr")
         hr_last, hr_nb = last_terms(br.as_value(), "hr")
         m.d.sync += [br_valid.eq(load_r | (br_valid & ~take_resend)),
-                     br_last.eq(Mux(load_r, pr_last, hr_last)), br_nb.eq(Mux(load_r, pr_nb, hr_nb))]
+                     br_last.eq(Mux(load_r, pr_last, hr_last)), br_nb.eq(Mux(load_r, pr_nb, hr_nb)),
+                     br_next.eq(Mux(load_r, next_after(self.s_resend.payload.as_value(), "pr"),
+                                    next_after(br.as_value(), "hr")))]
         with m.If(load_r):
             m.d.sync += br.eq(self.s_resend.payload)
         busy = rr_valid
@@ -623,8 +640,13 @@ class TxSched(wiring.Component):
         # in the chunk window" as a register, loaded from the term's value after the edge, so the
         # stream pick starts at registers (not at the send entry's reads)
         q_ok = [Signal(name=f"q_ok{qi}") for qi in range(Q)]
+        # MR-TXS-054: per stream, its send entry's nnb (the next chunk's bytes) as a register,
+        # loaded with its value after the edge, so the window compares start at registers
+        q_nnb = [Signal(nb_w, name=f"q_nnb{qi}") for qi in range(Q)]
         self.probe = {"q_ok": q_ok, "send": send, "tail": tail, "ahead": e_ahead, "fail": e_fail,
-                      "wb": wb}
+                      "wb": wb, "next": e_next, "ba": ba, "br": br, "ba_next": ba_next,
+                      "br_next": br_next, "ba_valid": ba_valid, "br_valid": br_valid,
+                      "q_nnb": q_nnb, "nnb": e_nnb}
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
@@ -655,7 +677,7 @@ class TxSched(wiring.Component):
                 qi = c * S + s
                 # MR-TXS-049: the stream's term is a register (its definition's next value)
                 s_ok.append(q_ok[qi])
-                s_nnb.append(_named(m, of_stream(e_nnb, qi, send[qi]), f"s_nnb{qi}"))
+                s_nnb.append(q_nnb[qi])
                 s_fits.append(_named(m, c_idle | ~A.gt_room(s_nnb[s], c_room[c], f"cgt{qi}"),
                                      f"fits{qi}"))
                 s_fill.append([_named(m, A.gt_room(s_nnb[s], p_room[row], f"pgt{qi}_{row}"),
@@ -999,9 +1021,9 @@ class TxSched(wiring.Component):
             with m.If(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
             with m.If(take_wr & w_ehot[e]):
-                m.d.sync += [e_nlast[e].eq(w_nchm1 == 0), e_nnb[e].eq(Mux(w_nchm1 == 0, w_lastnb, mtu)),
+                m.d.sync += [e_nlast[e].eq(w_nchm1 == 0),
                              e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
-                             e_lastnb[e].eq(w_lastnb), e_next[e].eq(0), e_base[e].eq(0),
+                             e_lastnb[e].eq(w_lastnb), e_base[e].eq(0),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
@@ -1011,9 +1033,21 @@ class TxSched(wiring.Component):
             ce, ke = divmod(e, sd)
             with m.If(act[ce] & cand_r[ce]["pkt_e_hot"][ke]):
                 m.d.sync += [e_out[e].eq(out_next), e_idle[e].eq(0)]
+            # MR-TXS-053: next_chunk from its input, read by the boundary registers too; 0 on a
+            # refill, + 1 on a new chunk (never both: one action per cycle)
+            m.d.comb += e_next_n[e].eq(Mux(act[ce] & cand_r[ce]["new_e_hot"][ke], next_more,
+                                           Mux(take_wr & w_ehot[e], 0, e_next[e])))
+            m.d.sync += e_next[e].eq(e_next_n[e])
+            # MR-TXS-054: nnb likewise (a new chunk: the last chunk's bytes when it is next,
+            # else an MTU; a refill: its first chunk's)
+            m.d.comb += e_nnb_n[e].eq(Mux(act[ce] & cand_r[ce]["new_e_hot"][ke],
+                                          Mux(left_one, e_lastnb[e], mtu),
+                                          Mux(take_wr & w_ehot[e],
+                                              Mux(w_nchm1 == 0, w_lastnb, mtu), e_nnb[e])))
+            m.d.sync += e_nnb[e].eq(e_nnb_n[e])
             with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
-                m.d.sync += [e_nlast[e].eq(left_one), e_nnb[e].eq(Mux(left_one, e_lastnb[e], mtu)),
-                             e_next[e].eq(next_more), e_left[e].eq(left_less),
+                m.d.sync += [e_nlast[e].eq(left_one),
+                             e_left[e].eq(left_less),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         # MR-TXS-049: each stream's q_ok after this edge, from the terms of before it, the late
         # enables only picking among them. Its send entry after the edge (no send move): a new
@@ -1046,6 +1080,11 @@ class TxSched(wiring.Component):
             last_hot = cand_r[c]["new_last_hot"][s] if S > 1 else cand_r[c]["new_last_hot"]
             adv_s = (act[c] & last_hot) | (comp_act & (comp_q == qi) & comp_unsent)
             adv_t = take_wr & w_qhot[qi]
+            # MR-TXS-054: the send entry's nnb after the edge: at send + 1 after a send move
+            nn = e_nnb_n[qi * D:(qi + 1) * D]
+            nn_here = _pick(nn, sn[:db]) if D > 1 else nn[0]
+            nn_adv = _pick(nn, sn1[:db]) if D > 1 else nn[0]
+            m.d.sync += q_nnb[qi].eq(Mux(adv_s, nn_adv, nn_here))
             m.d.sync += q_ok[qi].eq(Mux(adv_t, ~has | x_other,
                                         Mux(adv_s, x_adv,
                                             has & Mux(new_here, x_new, x_other))))

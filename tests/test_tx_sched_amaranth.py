@@ -342,9 +342,10 @@ class _FailingDriver(tc.Driver):
     (dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
           conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 22)])
 def test_stream_terms_registered_exact(params, seed):
-    """MR-TXS-049, MR-TXS-027, MR-TXS-033: each stream's registered term `q_ok` (its send
-    message exists, is not failed, has its next chunk in the chunk window) equals its
-    definition on the RTL's own state in every cycle, under traffic that moves every term of
+    """MR-TXS-049, MR-TXS-054, MR-TXS-027, MR-TXS-033: each stream's registered term `q_ok`
+    (its send message exists, is not failed, has its next chunk in the chunk window) and
+    registered bytes `q_nnb` (its send entry's next chunk's bytes) equal their definitions on
+    the RTL's own state in every cycle, under traffic that moves every term of
     it: new chunks and last chunks (send moves), window moves, work requests on empty rings,
     message and connection failures on random cycles (also in the cycle of a send move or a
     window move), failed messages completed before their end; and the lockstep with the model
@@ -358,7 +359,8 @@ def test_stream_terms_registered_exact(params, seed):
     drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
                          p_fail=0.02, p_error=0.005)
     dut = TxSched(64, **params)
-    bad, seen = [], {"cycles": 0, "flips": 0}
+    bad, seen = [], {"cycles": 0, "flips": 0, "nnb_moves": 0}
+    last_nnb = [0] * (params["conns"] * params["streams"])
 
     async def watch(ctx):
         pr = dut.probe
@@ -375,6 +377,12 @@ def test_stream_terms_registered_exact(params, seed):
                 qok.append(got)
                 if got != want:
                     bad.append((seen["cycles"], qi, got, want))
+                # MR-TXS-054: the send entry's next chunk bytes, in every cycle
+                nnb, want_nnb = ctx.get(pr["q_nnb"][qi]), ctx.get(pr["nnb"][e])
+                if nnb != want_nnb:
+                    bad.append((seen["cycles"], qi, "nnb", nnb, want_nnb))
+                seen["nnb_moves"] += nnb != last_nnb[qi]
+                last_nnb[qi] = nnb
             seen["flips"] += last is not None and qok != last
             last = qok
             seen["cycles"] += 1
@@ -385,4 +393,57 @@ def test_stream_terms_registered_exact(params, seed):
     kinds = [e[0] for e in model.events]
     assert drv.fails > 5 and "fail" in kinds
     assert any(c["status"] in (4, 12) for c in drv.res["cqe"])
-    assert seen["cycles"] > 400 and seen["flips"] > 50
+    assert seen["cycles"] > 400 and seen["flips"] > 50 and seen["nnb_moves"] > 20
+
+
+@pytest.mark.parametrize("params,seed,floor", [
+    # the small instance: fewer chunks per message, so fewer moves of a named entry (632
+    # cycles: 11 and 11 moves, 2 with an acknowledged report valid, none with a lost one)
+    pytest.param(SMALL, 31, dict(a_moved=5, r_moved=5, a_moved_valid=1, r_moved_valid=0),
+                 marks=pytest.mark.slow),
+    (dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+          conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 32,
+     dict(a_moved=20, r_moved=20, a_moved_valid=1, r_moved_valid=1))])
+def test_report_next_chunk_registered_exact(params, seed, floor):
+    """MR-TXS-053, MR-TXS-034, MR-TXS-046: each report boundary register's `next` register
+    (`ba_next`, `br_next`) equals its report's entry's `next_chunk` on the RTL's own state in
+    every cycle, under lossy traffic in which an entry's next chunk is sent in the cycle its
+    report is taken into a boundary register, a held lost report's entry sends new chunks while
+    it waits, and entries are refilled; and the lockstep with the model has 0 mismatches. A
+    wrong form (the entries' `next` of before the edge, or a held report's value not followed)
+    fails the invariant here."""
+    model = TxSchedCycleModel(64, **params)
+    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.1, p_bp=0.2, loss=0.15)
+    dut = TxSched(64, **params)
+    sdb = (params["streams"] * params["depth"] - 1).bit_length()
+    bad, seen = [], {"cycles": 0, "a_moved": 0, "r_moved": 0, "refill": 0, "a_moved_valid": 0,
+                     "r_moved_valid": 0}
+
+    async def watch(ctx):
+        pr = dut.probe
+        prev = None
+        async for _ in ctx.tick().sample():
+            nxt = [ctx.get(x) for x in pr["next"]]
+            for tag in ("a", "r"):
+                rep = ctx.get(pr[f"b{tag}"])
+                e = (rep.conn << sdb) | (rep.slot & ((1 << sdb) - 1))
+                got, want = ctx.get(pr[f"b{tag}_next"]), nxt[e]
+                if got != want:
+                    bad.append((seen["cycles"], tag, e, got, want))
+                # the entry's next chunk moved at the edge the register was loaded or held (the
+                # register is compared in every cycle, its report valid or not)
+                if prev is not None and prev[e] != want:
+                    seen[f"{tag}_moved"] += 1
+                    seen["refill"] += want == 0
+                    seen[f"{tag}_moved_valid"] += ctx.get(pr[f"b{tag}_valid"])
+            prev = nxt
+            seen["cycles"] += 1
+
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    assert core.mismatches == 0
+    assert not bad, bad[:5]
+    assert tc.check(TxSchedModel(**params), items, drv.res)["retransmits"]
+    print(seen)
+    assert seen["cycles"] > 400
+    assert seen["refill"] > 0 and all(seen[k] >= v for k, v in floor.items()), seen
