@@ -36,7 +36,7 @@ from ..models import protocol as P
 from .parser import _wide_counter
 from ..models import records
 from ..models.retransmit import (CE_MAX, BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, EST_CYCLES,
-                                 INS_DEPTH, JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK,
+                                 EST_WRITE, INS_DEPTH, JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK,
                                  N_COUNTERS, OUT_DEPTH, RETRY_LIMIT, RTO_DEPTH, RTO_MAX_NS,
                                  RTO_MIN_NS, SAMPLE_MAX, RTO_NS, SLOT_LOG2, SMALL,
                                  STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts, srtt0)
@@ -904,7 +904,7 @@ class Retransmit(wiring.Component):
                 m.d.sync += e_stage.eq(4)
             with m.Case(4):
                 m.d.sync += e_stage.eq(5)
-            with m.Case(5):
+            with m.Case(EST_WRITE):
                 m.d.comb += [est_wr.en.eq(1), est_wr.data.eq(Cat(srtt_f, var_f, Const(1, 1)))]
                 m.d.sync += e_stage.eq(6)
             with m.Case(6):

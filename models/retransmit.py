@@ -62,6 +62,8 @@ RTO_MIN_NS = 2_000
 RTO_MAX_NS = 1_000_000
 SAMPLE_MAX = (1 << records.DUR_BITS) - 1
 EST_CYCLES = 7
+#: MR-TX-054/071: the estimator's stage that writes its memory (the ACK event's srtt reads it).
+EST_WRITE = 5
 RTO_DEPTH = 4
 
 
@@ -414,7 +416,7 @@ class RetransmitCycleModel:
         self.error_q = SyncFifoModel(OUT_DEPTH)
         self.rto_q = SyncFifoModel(RTO_DEPTH)    # MR-TX-054: {row, rto} to the path rows
         self.est = {}                   # row -> (srtt, rttvar): the estimator's memory
-        self.est_srtt = {}              # row -> srtt as the memory holds it (written in stage 5)
+        self.est_srtt = {}              # row -> srtt as the memory holds it (written at EST_WRITE)
         self.ackev_q = SyncFifoModel(OUT_DEPTH)     # MR-TX-070
         self.ackev_pend = None          # MR-TX-071: the event of the walk that ended last cycle
         self.w_bytes = self.w_pkts = 0  # MR-TX-070: what the walk's ACK acknowledged so far
@@ -700,8 +702,8 @@ class RetransmitCycleModel:
         self.ackev_pend = ackev_pend
         # -- the estimator (MR-TX-054): a sample taken, then its RTO pushed EST_CYCLES later
         rto_push = None
-        if self.e_stage == 5:
-            # MR-TX-054: stage 5 writes the new srtt to the estimator's memory
+        if self.e_stage == EST_WRITE:
+            # MR-TX-054: the new srtt written to the estimator's memory
             self.est_srtt[self.e_op["row"]] = self.est[self.e_op["row"]][0]
         if self.e_stage == EST_CYCLES:
             if self.rto_q.level < RTO_DEPTH:
