@@ -445,3 +445,36 @@ def test_transfer_rocev2_baseline_over_udp():
     moves 1 MiB intact at 1 % loss, exactly one completion (MR-UDP-005)."""
     r = transfer(1 << 20, loss=0.01, paths=1, seed=2, timeout=120, protocol="rocev2")
     assert r["ok"] and r["sha256_match"] and r["completions"] == 1 and r["protocol"] == "rocev2"
+
+
+@pytest.mark.parametrize("protocol, paths", [("metaroce", 4), ("rocev2", 1)])
+def test_transfer_survives_a_stalled_receiver(monkeypatch, protocol, paths):
+    """MR-UDP-011: a receiver process descheduled for a second in mid-transfer (SIGSTOP, then
+    SIGCONT from a timer), as on a loaded machine, is a stall, not a lost network: the transfer
+    completes with the right bytes. With the endpoint's default bound (7 x the 50 ms timer cap)
+    the work request failed RETRY_EXC_ERR."""
+    import threading
+    import metaroce.commands.transfer as cmd
+    receivers = []
+    make_receiver = cmd._Receiver.__init__
+
+    def keep(self, argv):
+        make_receiver(self, argv)
+        receivers.append(self)
+    monkeypatch.setattr(cmd._Receiver, "__init__", keep)
+    stalled = []
+
+    def stall(host):
+        if not stalled and host.stats["tx"] >= 64:
+            pid = receivers[0].proc.pid
+            os.kill(pid, signal.SIGSTOP)
+            stalled.append(threading.Timer(1.0, os.kill, (pid, signal.SIGCONT)))
+            stalled[0].start()
+    try:
+        r = transfer(2 << 20, paths=paths, seed=5, timeout=120, attack=stall, protocol=protocol)
+    finally:
+        for t in stalled:
+            t.join()
+    assert stalled, "the receiver was never stalled: the transfer ended before 64 frames"
+    assert r["ok"] and r["sha256_match"] and r["status"] == "SUCCESS", (r["status"], r["timed_out"])
+    assert r["seconds"] >= 1.0

@@ -72,15 +72,27 @@ def format_size(n):
     return f"{n} bytes"
 
 
+# MR-UDP-011: how long a loopback peer may make no progress before the work request fails.
+# A process on a loaded machine can be descheduled for hundreds of milliseconds; a stall is
+# not a lost network, so the bound is seconds (the endpoint's own default is 7 x rto_max).
+LOOPBACK_STALL_S = 10.0
+ROCEV2_LOOPBACK_TIMEOUT_EXP = 16        # 4.096 us x 2^16 = 268 ms; 8 tries: 2.1 s
+
+
 def endpoint_config(mtu, protocol="metaroce"):
-    """Endpoint configuration for a software host on loopback. A Python endpoint handles some
-    thousands of packets per second, so round trips are milliseconds (mostly the receiver's
-    queue), not the fabric's microseconds: a modest line rate and base RTT, and a timer cap of
-    50 ms instead of 1 ms (with the 1 ms cap every RTT above it is a spurious timeout). The
-    RoCEv2 baseline gets an ACK timeout of 4.096 us x 2^12 = 16.8 ms for the same reason."""
+    """MR-UDP-011: endpoint configuration for a software host on loopback. A Python endpoint
+    handles some thousands of packets per second, so round trips are milliseconds (mostly the
+    receiver's queue), not the fabric's microseconds: a modest line rate and base RTT, and a
+    timer cap of 50 ms instead of 1 ms (with the 1 ms cap every RTT above it is a spurious
+    timeout). A work request fails only after ``LOOPBACK_STALL_S`` without progress, not the
+    endpoint's default 7 x 50 ms, which a descheduled receiver exceeds on a loaded machine. The
+    RoCEv2 baseline's ACK timeout is 4.096 us x 2^16 = 268 ms for the same reason (its
+    ``retry_cnt`` of 7 consecutive timeouts is IBTA's and cannot grow)."""
     if protocol == "rocev2":
-        return {"kind": "rocev2", "mtu": mtu, "line_rate_bps": 1e9, "base_rtt": 200e-6, "timeout_exp": 12}
-    return {"mtu": mtu, "line_rate_bps": 1e9, "base_rtt": 200e-6, "rto_max": 0.05}
+        return {"kind": "rocev2", "mtu": mtu, "line_rate_bps": 1e9, "base_rtt": 200e-6,
+                "timeout_exp": ROCEV2_LOOPBACK_TIMEOUT_EXP}
+    return {"mtu": mtu, "line_rate_bps": 1e9, "base_rtt": 200e-6, "rto_max": 0.05,
+            "wr_timeout": LOOPBACK_STALL_S}
 
 
 def make_data(nbytes, seed):
