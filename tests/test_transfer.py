@@ -243,12 +243,13 @@ def test_transfer_two_processes_with_loss():
 
 def test_transfer_times_out_cleanly():
     """MR-ENG-040: a transfer that cannot finish reports failure instead of hanging: the write
-    completes RETRY_EXC_ERR once the connection makes no progress for wr_timeout (7 x rto_max,
-    0.35 s in the UDP configuration), or the --timeout backstop ends it first. Nearly every
+    completes RETRY_EXC_ERR once the connection makes no progress for wr_timeout (0.35 s here,
+    the endpoint's default 7 x rto_max; MR-UDP-011's loopback default is 10 s, longer than this
+    test's backstop), or the --timeout backstop ends it first. Nearly every
     frame is lost, so it cannot finish however fast the machine; the backstop also covers
     starting the receiver process (1.3-1.5 s measured with both cores busy, which failed the
     former 1.5 s timeout now and then), so it leaves a wide margin for that."""
-    r = transfer(1 << 20, loss=0.999999, paths=2, seed=1, timeout=8.0)
+    r = transfer(1 << 20, loss=0.999999, paths=2, seed=1, timeout=8.0, extra_cfg={"wr_timeout": 0.35})
     assert not r["ok"] and r["sender"]["loss_drops"] > 0
     assert r["timed_out"] or (r["completions"] == 1 and r["sender"]["endpoint"]["retry_exceeded"] == 1)
 
