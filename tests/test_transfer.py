@@ -479,3 +479,32 @@ def test_transfer_survives_a_stalled_receiver(monkeypatch, protocol, paths):
     assert stalled, "the receiver was never stalled: the transfer ended before 64 frames"
     assert r["ok"] and r["sha256_match"] and r["status"] == "SUCCESS", (r["status"], r["timed_out"])
     assert r["seconds"] >= 1.0
+
+
+def test_transfer_survives_a_receiver_stalled_in_the_handshake(monkeypatch):
+    """MR-UDP-011: the receiver descheduled for 1.5 s as the handshake starts (longer than the
+    handshake's former 5 attempts x 0.2 s): the handshake retries, then the transfer completes."""
+    import threading
+    import metaroce.commands.transfer as cmd
+    receivers = []
+    make_receiver = cmd._Receiver.__init__
+    run_handshake = cmd.handshake
+
+    def keep(self, argv):
+        make_receiver(self, argv)
+        receivers.append(self)
+
+    def stalled_handshake(host, rx, cfg, deadline):
+        pid = receivers[0].proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        timer = threading.Timer(1.5, os.kill, (pid, signal.SIGCONT))
+        timer.start()
+        try:
+            return run_handshake(host, rx, cfg, deadline)
+        finally:
+            timer.join()
+    monkeypatch.setattr(cmd._Receiver, "__init__", keep)
+    monkeypatch.setattr(cmd, "handshake", stalled_handshake)
+    r = transfer(256 << 10, paths=2, seed=4, timeout=120)
+    assert r["ok"] and r["sha256_match"] and r["status"] == "SUCCESS"
+    assert r["handshake_attempts"] >= 3

@@ -77,6 +77,7 @@ def format_size(n):
 # not a lost network, so the bound is seconds (the endpoint's own default is 7 x rto_max).
 LOOPBACK_STALL_S = 10.0
 ROCEV2_LOOPBACK_TIMEOUT_EXP = 16        # 4.096 us x 2^16 = 268 ms; 8 tries: 2.1 s
+HANDSHAKE_TRIES, HANDSHAKE_WAIT_S = 20, 0.5     # the handshake gives up after 10 s, not 5 x 0.2 s
 
 
 def endpoint_config(mtu, protocol="metaroce"):
@@ -256,7 +257,8 @@ def transfer(nbytes, *, loss=0.0, paths=8, seed=1, mtu=4096, timeout=300.0, prog
         psk = secrets.token_bytes(32) if auth else None
         rx.send(json.dumps({"port": host.port, "auth": auth, "encrypt": encrypt,
                             "psk": psk.hex() if psk else None}), "before the transfer")
-        session, client = handshake(host, rx, hs.Config(paths=paths, mtu=mtu, auth=auth, encrypt=encrypt, psk=psk),
+        session, client = handshake(host, rx, hs.Config(paths=paths, mtu=mtu, auth=auth, encrypt=encrypt, psk=psk,
+                                              max_attempts=HANDSHAKE_TRIES, timeout=HANDSHAKE_WAIT_S),
                                     deadline)
         # MR-CONN-107: the handshake's random QPNs and initial PSNs
         # MR-SEC-153: an unauthenticated MetaRoCE connection proves receipt in its ACKs and NAKs
