@@ -367,6 +367,9 @@ class Retransmit(wiring.Component):
         st_rd_cur = slot_tail_mem.read_port(domain="comb")
         st_rd_ins = slot_tail_mem.read_port(domain="comb")
         slot_valid = Signal(WHEEL_SLOTS)
+        # MR-TX-072: slot ct's valid bit as a register of its own, equal to slot_valid[ct]
+        # in every cycle, so the take decision does not start with a 64-way read by ct
+        cur_valid = Signal()
         pop_phase = Signal()
         pop_slot = Signal(range(WHEEL_SLOTS))
         cur = ct[:(WHEEL_SLOTS - 1).bit_length()]
@@ -410,7 +413,7 @@ class Retransmit(wiring.Component):
         ins_r_valid = Signal()          # the insert registers behind the queue (MR-TX-060)
         ins_r2_valid = Signal()
         check_req = (~pop_phase & ~ins_r_valid & ~ins_r2_valid & ~ins_q.r_rdy & wheel_due
-                     & slot_valid.bit_select(cur, 1))
+                     & cur_valid)
         check_take = check_req & credit & ~ack_take & ~rto_req
         # MR-TX-031: a free record for this packet and each sent packet in S1a and S1b
         sent_in = Signal(2)
@@ -968,7 +971,7 @@ class Retransmit(wiring.Component):
                 m.d.sync += slot_valid.eq(slot_valid | ins_onehot)
             m.d.comb += [st_wr.en.eq(1), st_wr.addr.eq(ins_slot), st_wr.data.eq(qins.row)]
         with m.Elif(wheel_due):
-            with m.If(~slot_valid.bit_select(cur, 1)):
+            with m.If(~cur_valid):
                 with m.If(~ins_q.r_rdy & ~ins_r_valid):
                     m.d.sync += [ct.eq(Mux(slot_valid.any(), ct_inc, now_slot)),
                                  ct_inc.eq(Mux(slot_valid.any(), ct_inc + 1, now_slot + 1)),
@@ -981,8 +984,19 @@ class Retransmit(wiring.Component):
                     m.d.sync += [pop_phase.eq(1), pop_slot.eq(cur)]
 
         ct_moves = (~pop_phase & ~ins_r2_valid & ~ins_r_valid & ~ins_q.r_rdy & wheel_due
-                    & ~slot_valid.bit_select(cur, 1))
+                    & ~cur_valid)
         m.d.sync += wheel_due.eq(Mux(ct_moves, slot_valid.any() & due_at_inc, due_at_ct))
+        # MR-TX-072: slot ct's valid bit after the edge. ct moves only in a cycle with no insert,
+        # pop or clear, to ct + 1 (whose bit is read from the registers: the 64-way read now
+        # ends at a flip-flop's input) or, when no slot is valid, to now's slot (bit 0, as
+        # slot_valid[ct + 1] then is); else slot ct's bit is set by an insert into it (decided
+        # with the insert's slot, a register; set again if it was) and cleared by the pop of
+        # its last path
+        ins_sets_cur = ~pop_phase & ins_r2_valid & (ins_slot == cur)
+        clears_cur = check_take & (cur_head == st_rd_cur.data)
+        m.d.sync += cur_valid.eq(Mux(ct_moves, slot_valid.bit_select(ct_inc[:sb], 1),
+                                     Mux(ins_sets_cur, 1, Mux(clears_cur, 0, cur_valid))))
+        self.probe = {"slot_valid": slot_valid, "cur_valid": cur_valid, "ct": ct}
 
         # -- outputs and counters (MR-TX-040)
         m.d.comb += [

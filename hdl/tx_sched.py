@@ -274,8 +274,11 @@ class TxSched(wiring.Component):
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
         msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
-        # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input)
+        # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input),
+        # and whether the edge gives it a new chunk or refills it (MR-TXS-055)
         e_next_n = [Signal(chunk_w, name=f"next_n{e}") for e in range(E)]
+        e_new_chunk = [Signal(name=f"new_chunk{e}") for e in range(E)]
+        e_refill = [Signal(name=f"refill{e}") for e in range(E)]
         e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
         e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
         # MR-TXS-032: derived registers, kept equal to their definitions by every action
@@ -422,13 +425,22 @@ class TxSched(wiring.Component):
         acked_valid = ba_valid
 
         # MR-TXS-053: each boundary register's entry's next_chunk, a register beside it loaded
-        # with the value after the edge (read from the entries' register inputs), so the
-        # report's distance starts at registers, not at a 16-way read of `next`
+        # with the value after the edge (the entries' registers read, then the edge's change,
+        # MR-TXS-055), so the report's distance starts at registers, not at a 16-way read
         ba_next, br_next = Signal(chunk_w, name="ba_next"), Signal(chunk_w, name="br_next")
 
+        def after_edge(e, now, tag):
+            """MR-TXS-055: entry ``e``'s next_chunk after this edge from ``now``, its value
+            before it: + 1 for a new chunk, 0 for a refill (the edge's flags read at ``e``)."""
+            new = read(e_new_chunk, e, f"new_chunk_{tag}")
+            refill = read(e_refill, e, f"refill_{tag}")
+            return Mux(new, A.add(now, 1, name=f"next_more_{tag}"), Mux(refill, 0, now))
+
         def next_after(value, tag):
-            """The entry's next_chunk after this edge, for the report ``value`` names."""
-            return read(e_next_n, rep_index(data.View(lay.report, value))[0], f"next_n_{tag}")
+            """The entry's next_chunk after this edge, for the report ``value`` names: its
+            register read at the report's index, then the edge's change (MR-TXS-055)."""
+            e = _named(m, rep_index(data.View(lay.report, value))[0], f"n_e_{tag}")
+            return after_edge(e, read(e_next, e, f"next_{tag}"), tag)
 
         m.d.sync += ba_next.eq(next_after(self.s_acked.payload.as_value(), "pa"))
 
@@ -510,8 +522,10 @@ class TxSched(wiring.Component):
         hr_last, hr_nb = last_terms(br.as_value(), "hr")
         m.d.sync += [br_valid.eq(load_r | (br_valid & ~take_resend)),
                      br_last.eq(Mux(load_r, pr_last, hr_last)), br_nb.eq(Mux(load_r, pr_nb, hr_nb)),
+                     # MR-TXS-055: a held report's entry's next_chunk is br_next itself
                      br_next.eq(Mux(load_r, next_after(self.s_resend.payload.as_value(), "pr"),
-                                    next_after(br.as_value(), "hr")))]
+                                    after_edge(_named(m, rep_index(br)[0], "n_e_hr"), br_next,
+                                               "hr")))]
         with m.If(load_r):
             m.d.sync += br.eq(self.s_resend.payload)
         busy = rr_valid
@@ -1033,10 +1047,12 @@ class TxSched(wiring.Component):
             ce, ke = divmod(e, sd)
             with m.If(act[ce] & cand_r[ce]["pkt_e_hot"][ke]):
                 m.d.sync += [e_out[e].eq(out_next), e_idle[e].eq(0)]
-            # MR-TXS-053: next_chunk from its input, read by the boundary registers too; 0 on a
-            # refill, + 1 on a new chunk (never both: one action per cycle)
-            m.d.comb += e_next_n[e].eq(Mux(act[ce] & cand_r[ce]["new_e_hot"][ke], next_more,
-                                           Mux(take_wr & w_ehot[e], 0, e_next[e])))
+            # MR-TXS-053: next_chunk from its input; 0 on a refill, + 1 on a new chunk (never
+            # both: one action per cycle), the two flags read by the boundary registers too
+            m.d.comb += [e_new_chunk[e].eq(act[ce] & cand_r[ce]["new_e_hot"][ke]),
+                         e_refill[e].eq(take_wr & w_ehot[e]),
+                         e_next_n[e].eq(Mux(e_new_chunk[e], next_more,
+                                            Mux(e_refill[e], 0, e_next[e])))]
             m.d.sync += e_next[e].eq(e_next_n[e])
             # MR-TXS-054: nnb likewise (a new chunk: the last chunk's bytes when it is next,
             # else an MTU; a refill: its first chunk's)

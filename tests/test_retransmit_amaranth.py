@@ -256,3 +256,85 @@ def test_block_ram_collision_reads_unused():
                          + mem + r' \[', v), mem
     with pytest.raises(ValueError):
         Retransmit(64, collision_garbage="all")
+
+
+
+# MR-TX-072's wrong forms of cur_valid's next value, each loaded in place of the RTL by
+# replacing its text in hdl/retransmit.py: a move of ct keeps the old slot's bit, an insert
+# into slot ct does not set it, the pop of its last path does not clear it
+CUR_VALID_WRONG = {
+    "move_reads_old_slot": ("slot_valid.bit_select(ct_inc[:sb], 1)", "slot_valid.bit_select(cur, 1)"),
+    "insert_not_set": ("Mux(ins_sets_cur, 1, ", "Mux(0, 1, "),
+    "clear_left_out": ("Mux(clears_cur, 0, cur_valid)", "cur_valid"),
+}
+
+
+def _retransmit_with(old, new):
+    """``Retransmit`` built from hdl/retransmit.py with ``old`` (once in the file) replaced by
+    ``new``: a wrong form for a negative control."""
+    import importlib.util
+    import types
+    spec = importlib.util.find_spec("metaroce.hdl.retransmit")
+    src = open(spec.origin).read()
+    assert src.count(old) == 1, old
+    mod = types.ModuleType("metaroce.hdl._retransmit_wrong")
+    mod.__package__ = "metaroce.hdl"
+    exec(compile(src.replace(old, new), spec.origin, "exec"), mod.__dict__)
+    return mod.Retransmit
+
+
+def _wheel_cur_valid_run(dut_cls=Retransmit, seed=3, slot_log2=12):
+    """The timers' lockstep (``test_lockstep_timers``' traffic) of ``dut_cls`` with an observer
+    of the wheel: ``(core, bad, seen)``, ``bad`` the cycles whose ``cur_valid`` differs from
+    ``slot_valid[ct mod 64]`` on the RTL's own state, ``seen`` the cycles by how it moved."""
+    from metaroce.models.retransmit import WHEEL_SLOTS
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": slot_log2}
+    items = rc.traffic(*SMALL, 300, seed=seed, black_hole=6, rto_ns=3000)
+    dut = dut_cls(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2], **timers)
+    model = RetransmitCycleModel(64, *SMALL, **timers)
+    drv = rc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4)
+    bad, seen = [], dict.fromkeys(("cycles", "valid", "set", "clear", "moved_onto", "moved"), 0)
+
+    async def watch(ctx):
+        pr, last = dut.probe, None
+        async for _ in ctx.tick().sample():
+            ct, cv, sv = ctx.get(pr["ct"]), ctx.get(pr["cur_valid"]), ctx.get(pr["slot_valid"])
+            if cv != (sv >> (ct % WHEEL_SLOTS)) & 1:
+                bad.append((seen["cycles"], ct, cv, sv))
+            if last is not None:
+                moved = ct != last[0]
+                seen["moved"] += moved
+                seen["moved_onto"] += moved and cv
+                seen["set"] += not moved and cv > last[1]
+                seen["clear"] += not moved and cv < last[1]
+            seen["valid"] += cv
+            seen["cycles"] += 1
+            last = (ct, cv)
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    return core, bad, seen
+
+
+def test_wheel_cur_valid_registered_exact():
+    """MR-TX-072, MR-TX-060, MR-TX-038: the wheel's registered valid bit of slot ct
+    (``cur_valid``) equals ``slot_valid[ct mod 64]`` on the RTL's own state in every cycle,
+    under the timers' traffic with 4,096 ns slots, longer than the RTO, so inserts land in
+    slot ct (and pops empty it, ct steps onto valid slots and past empty ones, jumps to the
+    present), and the lockstep with the model has 0 mismatches (the check's take and the
+    wheel's moves read the register)."""
+    core, bad, seen = _wheel_cur_valid_run()
+    assert core.mismatches == 0
+    assert not bad, bad[:5]
+    assert seen["set"] >= 3 and seen["clear"] >= 10 and seen["moved_onto"] >= 10, seen
+    assert seen["moved"] >= 30 and seen["valid"] > 100, seen
+
+
+@pytest.mark.parametrize("wrong", sorted(CUR_VALID_WRONG))
+def test_wheel_cur_valid_wrong_forms_fail(wrong):
+    """MR-TX-072: each wrong form of ``cur_valid``'s next value (a move of ct keeping the old
+    slot's bit, an insert into slot ct not setting it, the pop of its last path not clearing
+    it), loaded in place of the RTL, fails the timers' lockstep or the invariant."""
+    try:
+        core, bad, _ = _wheel_cur_valid_run(_retransmit_with(*CUR_VALID_WRONG[wrong]))
+    except Mismatch:
+        return
+    assert core.mismatches or bad, "the wrong form passed"

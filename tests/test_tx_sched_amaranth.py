@@ -15,7 +15,7 @@ from metaroce.hdl.tx_sched import TxSched, tx_sched_small
 from metaroce.models import frame_builder as fb
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
-from metaroce.tb.lockstep import run_amaranth
+from metaroce.tb.lockstep import Mismatch, run_amaranth
 
 
 def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, **kw):
@@ -405,17 +405,33 @@ def test_stream_terms_registered_exact(params, seed):
           conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 32,
      dict(a_moved=20, r_moved=20, a_moved_valid=1, r_moved_valid=1))])
 def test_report_next_chunk_registered_exact(params, seed, floor):
-    """MR-TXS-053, MR-TXS-034, MR-TXS-046: each report boundary register's `next` register
-    (`ba_next`, `br_next`) equals its report's entry's `next_chunk` on the RTL's own state in
-    every cycle, under lossy traffic in which an entry's next chunk is sent in the cycle its
-    report is taken into a boundary register, a held lost report's entry sends new chunks while
-    it waits, and entries are refilled; and the lockstep with the model has 0 mismatches. A
-    wrong form (the entries' `next` of before the edge, or a held report's value not followed)
-    fails the invariant here."""
+    """MR-TXS-053, MR-TXS-055, MR-TXS-034, MR-TXS-046: each report boundary register's `next`
+    register (`ba_next`, `br_next`) equals its report's entry's `next_chunk` on the RTL's own
+    state in every cycle, under lossy traffic in which an entry's next chunk is sent in the
+    cycle its report is taken into a boundary register, a held lost report's entry sends new
+    chunks while it waits, and entries are refilled; and the lockstep with the model has 0
+    mismatches. Wrong forms fail it (``test_report_next_chunk_wrong_forms_fail``)."""
+    core, bad, seen, items, drv = _report_next_run(params, seed)
+    assert core.mismatches == 0
+    assert not bad, bad[:5]
+    assert tc.check(TxSchedModel(**params), items, drv.res)["retransmits"]
+    print(seen)
+    assert seen["cycles"] > 400
+    assert seen["refill"] > 0 and all(seen[k] >= v for k, v in floor.items()), seen
+
+
+class _InvariantBroken(Exception):
+    pass
+
+
+def _report_next_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
+    """The lossy lockstep of ``test_report_next_chunk_registered_exact`` of ``dut_cls`` with
+    an observer of `ba_next`/`br_next` against their entries' `next`: ``(core, bad, seen,
+    items, driver)``; with ``stop_on_bad`` the first difference raises ``_InvariantBroken``."""
     model = TxSchedCycleModel(64, **params)
     items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.1, p_bp=0.2, loss=0.15)
-    dut = TxSched(64, **params)
+    dut = dut_cls(64, **params)
     sdb = (params["streams"] * params["depth"] - 1).bit_length()
     bad, seen = [], {"cycles": 0, "a_moved": 0, "r_moved": 0, "refill": 0, "a_moved_valid": 0,
                      "r_moved_valid": 0}
@@ -431,6 +447,8 @@ def test_report_next_chunk_registered_exact(params, seed, floor):
                 got, want = ctx.get(pr[f"b{tag}_next"]), nxt[e]
                 if got != want:
                     bad.append((seen["cycles"], tag, e, got, want))
+                    if stop_on_bad:
+                        raise _InvariantBroken(bad[0])
                 # the entry's next chunk moved at the edge the register was loaded or held (the
                 # register is compared in every cycle, its report valid or not)
                 if prev is not None and prev[e] != want:
@@ -441,9 +459,36 @@ def test_report_next_chunk_registered_exact(params, seed, floor):
             seen["cycles"] += 1
 
     core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
-    assert core.mismatches == 0
-    assert not bad, bad[:5]
-    assert tc.check(TxSchedModel(**params), items, drv.res)["retransmits"]
-    print(seen)
-    assert seen["cycles"] > 400
-    assert seen["refill"] > 0 and all(seen[k] >= v for k, v in floor.items()), seen
+    return core, bad, seen, items, drv
+
+
+# MR-TXS-055's wrong forms, each loaded in place of the RTL by replacing its text in
+# hdl/tx_sched.py: the held report's br_next not following its entry, the refill's 0 left out,
+# the new chunk's + 1 left out
+NEXT_AFTER_WRONG = {
+    "held_not_followed": ('after_edge(_named(m, rep_index(br)[0], "n_e_hr"), br_next,\n'
+                          '                                               "hr")', "br_next"),
+    "refill_left_out": ("Mux(refill, 0, now))", "now)"),
+    "new_chunk_left_out": ('Mux(new, A.add(now, 1, name=f"next_more_{tag}"), ', "Mux(0, now, "),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(NEXT_AFTER_WRONG))
+def test_report_next_chunk_wrong_forms_fail(wrong):
+    """MR-TXS-055: each wrong form of the boundary registers' `next` after the edge (a held
+    report's value not following its entry, a refill's 0 left out, a new chunk's + 1 left
+    out), loaded in place of the RTL, breaks the invariant of
+    ``test_report_next_chunk_registered_exact`` (its default case) or the lockstep."""
+    import importlib.util
+    import types
+    spec = importlib.util.find_spec("metaroce.hdl.tx_sched")
+    src = open(spec.origin).read()
+    old, new = NEXT_AFTER_WRONG[wrong]
+    assert src.count(old) == 1, old
+    mod = types.ModuleType("metaroce.hdl._tx_sched_wrong")
+    mod.__package__ = "metaroce.hdl"
+    exec(compile(src.replace(old, new), spec.origin, "exec"), mod.__dict__)
+    params = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+                  conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
+    with pytest.raises((_InvariantBroken, Mismatch)):
+        _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
