@@ -3,10 +3,12 @@ table and its update on ACK events (MR-CC-002/003/011/013/018), with setup write
 
 One record at a time (MR-CW-030): idle, the block takes a setup write (first) or an ACK event
 and reads its connection's and path's records (synchronous ``lib.memory`` read ports, their
-data registered as read: LOAD); an ACK event then takes a cycle for the accumulators (ACC), one for the products (PROD), three for
-the coupled cut (CUT1..3), ``QUOT_BITS / div_bits`` for the increase's restoring division (DIV,
-``div_bits`` quotient bits per cycle, 2 by default), two for the increase (GROW1/2), three for the cut debt (DEBT1..3) and
-one for the writes of both records (FIN): at most two carry chains a cycle. The update is then
+data registered as read: LOAD); an ACK event then takes a cycle for the accumulators (ACC), three
+for the products (PROD: carry-save rows; PROD2/PROD3: their sums in two halves, MR-CW-032),
+three for the coupled cut (CUT1..3), ``QUOT_BITS / div_bits`` for the increase's restoring
+division (DIV, ``div_bits`` quotient bits per cycle, 2 by default), two for the increase
+(GROW1/2), three for the cut debt (DEBT1..3) and one for the writes of both records (FIN): one
+add, compare or product step a cycle, in the target's form (MR-CW-032). The update is then
 held on ``m_update`` until taken.
 The layouts and latencies are the cycle model's (models/cwnd.py).
 
