@@ -3,10 +3,12 @@ table and its update on ACK events (MR-CC-002/003/011/013/018), with setup write
 
 One record at a time (MR-CW-030): idle, the block takes a setup write (first) or an ACK event
 and reads its connection's and path's records (synchronous ``lib.memory`` read ports, their
-data registered as read: LOAD); an ACK event then takes a cycle for the accumulators (ACC), one for the products (PROD), three for
-the coupled cut (CUT1..3), ``QUOT_BITS / div_bits`` for the increase's restoring division (DIV,
-``div_bits`` quotient bits per cycle, 2 by default), two for the increase (GROW1/2), three for the cut debt (DEBT1..3) and
-one for the writes of both records (FIN): at most two carry chains a cycle. The update is then
+data registered as read: LOAD); an ACK event then takes a cycle for the accumulators (ACC), three
+for the products (PROD: carry-save rows; PROD2/PROD3: their sums in two halves, MR-CW-032),
+three for the coupled cut (CUT1..3), ``QUOT_BITS / div_bits`` for the increase's restoring
+division (DIV, ``div_bits`` quotient bits per cycle, 2 by default), two for the increase
+(GROW1/2), three for the cut debt (DEBT1..3) and one for the writes of both records (FIN): one
+add, compare or product step a cycle, in the target's form (MR-CW-032). The update is then
 held on ``m_update`` until taken.
 The layouts and latencies are the cycle model's (models/cwnd.py).
 
@@ -17,12 +19,14 @@ control path, which writes the moved windows through the setup port (move writes
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from metaroce.models import cwnd as model
 from metaroce.models import protocol as P
+
+from .tx_sched import _Arith, _ext, _named
 
 __all__ = ["Cwnd", "cwnd_small", "cwnd_hinted_small", "CwndBand", "cwnd_band"]
 
@@ -41,6 +45,72 @@ def _max(a, b):
     return Mux(a > b, a, b)
 
 
+class _CwArith(_Arith):
+    """MR-CW-032: the block's adds, compares and products in the form of the target (MR-TXS-038's
+    ``_Arith``: prefix trees in the generic flow, ``+`` where the target has a carry chain)."""
+
+    def min(self, a, b, name="min"):
+        return Mux(self.gt(a, b, name), b, a)
+
+    def max(self, a, b, name="max"):
+        return Mux(self.gt(a, b, name), a, b)
+
+    def lt(self, a, b, name="lt"):
+        return self.gt(b, a, name)
+
+    def pos_sub(self, a, b, name="psub"):
+        """``max(a - b, 0)``: the subtraction's borrow is the compare (one tree)."""
+        n = max(len(a), len(b))
+        d = self.sub(Cat(_ext(a, n), Const(0, 1)), _ext(b, n), name)
+        return Mux(d[n], 0, d[:n])
+
+    def sat_add(self, a, b, top, name="sadd"):
+        """``min(a + b, 2^len(a) - 1)`` for ``top`` = 2^len(a) - 1: the carry out saturates."""
+        n = len(a)
+        s = self.add(Cat(a, Const(0, 1)), b, name=name)
+        return Mux(s[n], top, s[:n])
+
+    def time_lt(self, a, b, name="tlt"):
+        """MR-ENG-050's ``a`` strictly before ``b``: the sign of ``b - a`` (its top bit: the top
+        bits and the compare of the bits below, whose carry it is) and the inequality side by
+        side: no 32-bit sum."""
+        t = P.TIME_BITS - 1
+        sign = a[t] ^ b[t] ^ self.gt(a[:t], b[:t], name)
+        return (a != b) & ~sign
+
+    def add_lo(self, a, b, k, name="add_lo"):
+        """MR-CW-032: the low ``k`` bits of ``a + b`` and their carry out (``k + 1`` bits): the
+        first cycle of a wide add, the second :meth:`add_hi`."""
+        return self.add(Cat(_ext(a, k), Const(0, 1)), _ext(b, k), name=name)
+
+    def add_hi(self, a, b, k, lo, name="add_hi"):
+        """The bits from ``k`` up of ``a + b`` (``len(a)`` bits in all), from :meth:`add_lo`'s
+        ``lo`` registered: the high parts added with its carry, ``lo``'s sum below them."""
+        n = len(a)
+        hi = self.add_c(a[k:], _ext(Value.cast(b)[k:], n - k), lo[k], name=name)
+        return Cat(lo[:k], hi)
+
+    def product(self, a, b, name="mul"):
+        """``a x b`` as two rows whose sum is the product (MR-CW-032: registered, added the
+        next cycle): with a carry chain (and the target's multipliers) the product and 0; else
+        the partial products reduced by 3:2 compressors, one LUT level each."""
+        n = len(a) + len(b)
+        if self.carry_chain:
+            return _named(self.m, a * b, name), Const(0, n)
+        rows = [_ext(Cat(Const(0, i), Mux(b[i], a, 0)), n) for i in range(len(b))]
+        k = 0
+        while len(rows) > 2:
+            nxt = []
+            for j in range(0, len(rows) - 2, 3):
+                x, y, z = rows[j:j + 3]
+                nxt.append(_named(self.m, x ^ y ^ z, f"{name}_s{k}_{j}"))
+                nxt.append(_named(self.m, Cat(Const(0, 1), ((x & y) | (x & z) | (y & z))[:n - 1]),
+                                  f"{name}_c{k}_{j}"))
+            nxt += rows[len(rows) - len(rows) % 3:]
+            rows, k = nxt, k + 1
+        return rows[0], rows[1]
+
+
 class Cwnd(wiring.Component):
     """MR-CW-001..005: ``s_ack`` (ACK events), ``s_setup`` (setup writes), ``m_update`` (one
     update per record), and the configuration inputs ``mtu``, ``beta_q``, ``cap`` (static while
@@ -50,12 +120,13 @@ class Cwnd(wiring.Component):
     ``line_mbps`` and ``base_rtt_ns`` join the configuration."""
 
     def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"],
-                 div_bits=model.DIV_BITS, hints=False):
+                 div_bits=model.DIV_BITS, hints=False, carry_chain=None):
         if div_bits not in (1, 2):
             self._MustUse__silence = True       # never elaborated: no warning for it
             raise ValueError(f"div_bits={div_bits}: 1 or 2 quotient bits per cycle")
         self.div_bits = div_bits
         self.hints = hints
+        self.carry_chain = carry_chain          # MR-CW-032: None = the platform's
         self.lay = lay = model.layouts(conns, paths, hints=hints)
         self.conns, self.paths = conns, paths
         ports = {
@@ -74,7 +145,11 @@ class Cwnd(wiring.Component):
         m = Module()
         lay = self.lay
         QB = model.QUOT_BITS
+        WB = model.WIN_BITS
         sb = lay.sum_bits
+        # MR-CW-032: every add, compare and product in the target's form
+        A = _CwArith(m, getattr(platform, "carry_chain", False) if self.carry_chain is None
+                     else self.carry_chain)
         m.submodules.conn_mem = conn_mem = memory.Memory(shape=lay.conn_rec, depth=self.conns,
                                                          init=[])
         m.submodules.path_mem = path_mem = memory.Memory(shape=lay.path_rec,
@@ -90,7 +165,7 @@ class Cwnd(wiring.Component):
         def path_addr(conn, path):
             return Cat(path[:pb], conn) if pb else conn
 
-        # MR-CW-010/011: LOAD (the records as read), ACC
+        # MR-CW-010/011: LOAD (the records as read, the event's CE count), ACC
         crec = Signal(lay.conn_rec)
         prec = Signal(lay.path_rec)
         w = Signal(sb)                          # max(sum of active windows, MTU)
@@ -99,18 +174,33 @@ class Cwnd(wiring.Component):
         ack_acc = Signal(model.ACC_BITS)
         end = Signal()
         epoch_due = Signal()                    # now is not before cut_end
-        # PROD: the products (beta x MTU is a static product of the configuration)
-        beta_mtu = Signal(model.BETA_BITS + model.MTU_BITS)
-        want0 = Signal(model.BETA_BITS + model.MTU_BITS + model.ACC_BITS - P.Q)
+        # PROD: the products as two rows each (MR-CW-032); PROD2: their sums
+        BM = model.BETA_BITS + model.MTU_BITS
+        bm_s, bm_c, beta_mtu = Signal(BM), Signal(BM), Signal(BM)
+        bm_lo = Signal(BM // 2 + 1)
+        bm_s2, bm_c2 = Signal(BM), Signal(BM)
+        WP = model.BETA_BITS + model.MTU_BITS + model.ACC_BITS
+        want_s, want_c = Signal(WP), Signal(WP)
+        left_s, left_c = Signal(model.BETA_BITS + sb), Signal(model.BETA_BITS + sb)
+        DW = model.MTU_BITS + model.BYTES_BITS
+        div_s, div_c = Signal(DW), Signal(DW)
+        # MR-CW-032: the wide sums in two cycles (the low part and its carry first)
+        KW, KL, KD, KT = P.Q, P.Q + 2, DW // 2, P.TIME_BITS // 2
+        want_lo, left_lo = Signal(KW + 1), Signal(KL + 1)
+        div_lo, t_lo, d3_lo = Signal(KD + 1), Signal(KT + 1), Signal(sb // 2 + 1)
+        want0 = Signal(WP - P.Q)
         left_new = Signal(sb)
-        dividend = Signal(model.MTU_BITS + model.BYTES_BITS)
+        dividend = Signal(DW)
         divisor = Signal(sb)
+        div3 = Signal(sb + 2)                   # 3 x the divisor (two quotient bits a cycle)
+        t_end = Signal(P.TIME_BITS)             # now + srtt
         inc_ok = Signal()                       # the increase, unless the cut moved the window
         # MR-CW-013: CUT1..3
-        cwnd1 = Signal(model.WIN_BITS)
+        cwnd1 = Signal(WB)
         cut_end = Signal(P.TIME_BITS)
         cut_left = Signal(sb)
         cut_debt = Signal(sb)
+        debt_sum = Signal(sb + 1)
         next_dec = Signal(P.TIME_BITS)
         inc = Signal()
         # MR-CW-031: the restoring divider
@@ -118,19 +208,22 @@ class Cwnd(wiring.Component):
         quot = Signal(QB)
         sat = Signal()
         count = Signal(range(QB + 1))
-        # CUT2/CUT3: the window's part of the cut, the debt
+        # CUT2/CUT3: the window's part of the cut, the rest a debt
         want = Signal(sb)
         cutting = Signal()
-        can = Signal(model.WIN_BITS)            # what the window can give: cwnd - floor, >= 0
-        take_cut = Signal(model.WIN_BITS)
+        can = Signal(WB)                        # what the window can give: cwnd - floor, >= 0
+        cwnd_fl = Signal(WB)                    # the window less all it can give
+        take_cut = Signal(WB)
+        rest = Signal(sb)                       # MR-CW-013: the cut the window cannot take
         wbase = Signal(sb)                      # wsum without this path's old window
         # GROW1/GROW2: the window after the increase
-        grown = Signal(model.WIN_BITS + 2)
-        cwnd2 = Signal(model.WIN_BITS)
+        grown = Signal(WB + 2)
+        cwnd2 = Signal(WB)
         # DEBT1..3: the debt from the window, W
-        give = Signal(model.WIN_BITS)
-        take_debt = Signal(model.WIN_BITS)
-        cwnd3 = Signal(model.WIN_BITS)
+        give = Signal(WB)
+        wc2 = Signal(sb)                        # wbase + cwnd2
+        take_debt = Signal(WB)
+        cwnd3 = Signal(WB)
         debt2 = Signal(sb)
         wsum2 = Signal(sb)
 
@@ -146,17 +239,21 @@ class Cwnd(wiring.Component):
             hinted = Signal()                   # the band applies to this event
             bcap = Signal.like(band.m_band.payload.cap)
             bsum = Signal.like(band.m_band.payload.sum_floor)
-            bwin = Signal(model.WIN_BITS)       # MR-CW-067: the connection window
-            over = Signal(model.WIN_BITS)       # the window's excess over the path cap
+            bwin = Signal(WB)                   # MR-CW-067: the connection window
+            over = Signal(WB)                   # the window's excess over the path cap
             wadj = Signal(sb)                   # W without the window (active paths)
+            wadj2 = Signal(sb + 1)              # wadj + cwnd2
             wend = Signal(sb + 1)               # W' of MR-CW-054
-            rest = Signal(sb)                   # MR-CW-013: the cut the window cannot take
             # the request straight from registers (not gated by the state: the band's clamp of
             # the hint is two compares already)
             m.d.comb += [band.s_req.payload.hint.eq(ev.hint),
                          band.s_req.payload.n.eq(Mux(crec.n_paths == 0, 1, crec.n_paths))]
-        # MR-CW-005: the configuration is static; its product is registered
-        m.d.sync += beta_mtu.eq(self.beta_q * self.mtu)
+        # MR-CW-005, MR-CW-032: the configuration is static; its product is registered as two
+        # rows, then summed
+        bs, bc = A.product(self.beta_q, self.mtu, "beta_mtu")
+        m.d.sync += [bm_s.eq(bs), bm_c.eq(bc),
+                     bm_lo.eq(A.add_lo(bm_s, bm_c, BM // 2, "bm_lo")), bm_s2.eq(bm_s), bm_c2.eq(bm_c),
+                     beta_mtu.eq(A.add_hi(bm_s2, bm_c2, BM // 2, bm_lo, "bm_hi"))]
 
         with m.FSM():
             with m.State("IDLE"):
@@ -179,14 +276,14 @@ class Cwnd(wiring.Component):
             with m.State("SETUP1"):
                 # MR-CW-014: a setup write: the window (at least the floor), W without the
                 # slot's old window, the cut state (0 on open)
-                old = Mux(prec.active & ~su.open & ~su.fresh, prec.cwnd, 0)
-                cwnd_w = _max(su.cwnd, su.floor)
+                old_on = prec.active & ~su.open & ~su.fresh
+                cwnd_w = A.max(su.cwnd, su.floor, "su_max")
                 opn, clear = su.open, su.open
                 if H:
                     # MR-CW-062: a move write: the window as written, W follows; the records
                     # kept but the rate and (debt0) the debt
                     mv = su.move
-                    old = Mux(prec.active & (mv | (~su.open & ~su.fresh)), prec.cwnd, 0)
+                    old_on = prec.active & (mv | (~su.open & ~su.fresh))
                     cwnd_w = Mux(mv, su.cwnd, cwnd_w)
                     opn = su.open & ~mv
                     clear = opn | (mv & su.debt0)
@@ -197,9 +294,12 @@ class Cwnd(wiring.Component):
                         crec.n_paths.eq(Mux(mv, crec.n_paths, Mux(su.open, 0, crec.n_paths)
                                             + ((su.open | su.fresh) & su.active))),
                     ]
+                # W without the old window: the difference, then the choice (no mux before the
+                # subtraction; an old window counts only without open)
+                less = A.sub(crec.wsum, prec.cwnd, "su_less")
                 m.d.sync += [
                     cwnd3.eq(cwnd_w),
-                    wbase.eq(Mux(opn, 0, crec.wsum) - old),
+                    wbase.eq(Mux(opn, 0, Mux(old_on, less, crec.wsum))),
                     crec.cut_end.eq(Mux(opn, 0, crec.cut_end)),
                     crec.cut_left.eq(Mux(opn, 0, crec.cut_left)),
                     crec.cut_debt.eq(Mux(clear, 0, crec.cut_debt)),
@@ -207,7 +307,7 @@ class Cwnd(wiring.Component):
                 m.next = "SETUP2"
             with m.State("SETUP2"):
                 act = Mux(su.move, prec.active, su.active) if H else su.active
-                m.d.sync += wsum2.eq(wbase + Mux(act, cwnd3, 0))
+                m.d.sync += wsum2.eq(Mux(act, A.add(wbase, cwnd3, name="su_wsum"), wbase))
                 m.next = "SETUP3"
             with m.State("SETUP3"):
                 m.d.comb += [
@@ -221,7 +321,8 @@ class Cwnd(wiring.Component):
                     path_wr.data.cwnd.eq(cwnd3), path_wr.data.active.eq(su.active),
                 ]
                 m.d.sync += [upd.conn.eq(su.conn), upd.path.eq(su.path), upd.cwnd.eq(cwnd3),
-                             upd.wsum.eq(_max(wsum2, self.mtu)), upd.debt.eq(crec.cut_debt)]
+                             upd.wsum.eq(A.max(wsum2, self.mtu, "su_weff")),
+                             upd.debt.eq(crec.cut_debt)]
                 if H:
                     # MR-CW-062: a move write keeps the path's accumulators and window end
                     with m.If(su.move):
@@ -240,8 +341,11 @@ class Cwnd(wiring.Component):
                                  upd.cwin.eq(0)]
                 m.next = "OUT"
             with m.State("LOAD"):
-                # the records as read (a block RAM's output goes straight to a register)
-                m.d.sync += [crec.eq(cr), prec.eq(pr)]
+                # the records as read (a block RAM's output goes straight to a register); the
+                # event's CE count, one per packet (MR-CW-011)
+                ds, dc = A.product(ev.bytes, self.mtu, "div_mul")      # MTU x bytes
+                m.d.sync += [crec.eq(cr), prec.eq(pr), ce.eq(A.min(ev.ce, ev.pkts, "ce_now")),
+                             div_s.eq(ds), div_c.eq(dc)]
                 m.next = "ACC"
                 if H:
                     # MR-CW-061: the event's rate (MR-SEC-151's clamp); hint 0: as unhinted
@@ -255,12 +359,12 @@ class Cwnd(wiring.Component):
                 with m.State("HINT"):
                     # MR-CW-066: the band kept in the record, taken unless the unit's is needed
                     m.d.sync += [bcap.eq(crec.bcap), bsum.eq(crec.bsum), bwin.eq(crec.bwin),
-                                 hinted.eq(1),
-                                 over.eq(Mux(prec.cwnd > crec.bcap, prec.cwnd - crec.bcap, 0))]
+                                 hinted.eq(1), over.eq(A.pos_sub(prec.cwnd, crec.bcap, "over_k"))]
                     with m.If(rate_r != crec.rate):
                         # MR-CW-061 (b): a hint change: refused, nothing written; a move is due
                         m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path),
-                                     upd.cwnd.eq(prec.cwnd), upd.wsum.eq(_max(crec.wsum, self.mtu)),
+                                     upd.cwnd.eq(prec.cwnd),
+                                     upd.wsum.eq(A.max(crec.wsum, self.mtu, "mv_weff")),
                                      upd.debt.eq(crec.cut_debt), upd.rate.eq(rate_r),
                                      upd.move.eq(1), upd.refill.eq(0), upd.cwin.eq(0)]
                         m.next = "OUT"
@@ -279,46 +383,68 @@ class Cwnd(wiring.Component):
                     with m.If(band.m_band.valid):
                         m.d.sync += [bcap.eq(b.cap), bsum.eq(b.sum_floor),
                                      bwin.eq(b.conn_window), hinted.eq(1),
-                                     over.eq(Mux(prec.cwnd > b.cap, prec.cwnd - b.cap, 0))]
+                                     over.eq(A.pos_sub(prec.cwnd, b.cap, "over_b"))]
                         m.next = "CLAMP"
                 with m.State("CLAMP"):
                     # MR-CW-053's clamp: the window at most the path cap, W less the excess
-                    m.d.sync += [prec.cwnd.eq(prec.cwnd - over),
-                                 crec.wsum.eq(crec.wsum - Mux(prec.active, over, 0))]
+                    m.d.sync += [prec.cwnd.eq(A.sub(prec.cwnd, over, "clamp_cwnd")),
+                                 crec.wsum.eq(A.sub(crec.wsum, Mux(prec.active, over, 0),
+                                                    "clamp_wsum"))]
                     m.next = "ACC"
             with m.State("ACC"):
-                # MR-CW-010/011: W, the event's CE count (one per packet), the accumulators and
-                # the end of the path's observation window
-                ce_now = _min(ev.ce, ev.pkts)
-                ce_sum = prec.ce_acc + ce_now
-                ack_sum = prec.ack_acc + ev.pkts
+                # MR-CW-010/011: W, the accumulators and the end of the path's observation
+                # window
                 m.d.sync += [
-                    w.eq(_max(crec.wsum, self.mtu)),
-                    ce.eq(ce_now),
-                    ce_acc.eq(Mux(ce_sum > model.ACC_MAX, model.ACC_MAX, ce_sum)),
-                    ack_acc.eq(Mux(ack_sum > model.ACC_MAX, model.ACC_MAX, ack_sum)),
-                    end.eq((ev.pkts != 0) & ~_time_lt(ev.now, prec.next_dec)),
-                    epoch_due.eq(~_time_lt(ev.now, crec.cut_end)),
+                    w.eq(A.max(crec.wsum, self.mtu, "w_eff")),
+                    ce_acc.eq(A.sat_add(prec.ce_acc, ce, model.ACC_MAX, "ce_sum")),
+                    ack_acc.eq(A.sat_add(prec.ack_acc, ev.pkts, model.ACC_MAX, "ack_sum")),
+                    end.eq((ev.pkts != 0) & ~A.time_lt(ev.now, prec.next_dec, "end_lt")),
+                    epoch_due.eq(~A.time_lt(ev.now, crec.cut_end, "epoch_lt")),
+                    div_lo.eq(A.add_lo(div_s, div_c, KD, "div_lo")),
                 ]
                 m.next = "PROD"
             with m.State("PROD"):
-                # MR-CW-012/013: the cut wanted (beta x MTU x marks), a new epoch's budget
-                # (beta x W), the increase's dividend and divisor
-                dvs = Mux(crec.multi, _max(prec.cwnd, w), _max(prec.cwnd, 1))
+                # MR-CW-012/013: the products' rows (beta x MTU x marks: the cut wanted; beta x
+                # W: a new epoch's budget; MTU x bytes: the increase's dividend), the divisor,
+                # what the window can give, W without the path
+                dvs = Mux(crec.multi, A.max(prec.cwnd, w, "dvs_max"),
+                          Mux(prec.cwnd == 0, 1, prec.cwnd))
+                ws, wc = A.product(beta_mtu, ce_acc, "want_mul")
+                ls, lc = A.product(w, self.beta_q, "left_mul")
+                fl = A.sub(Cat(prec.cwnd, Const(0, 1)), crec.floor, "can_sub")
                 m.d.sync += [
-                    want0.eq((beta_mtu * ce_acc) >> P.Q),
-                    left_new.eq((self.beta_q * w) >> P.Q),
-                    dividend.eq(self.mtu * ev.bytes),
+                    want_s.eq(ws), want_c.eq(wc), left_s.eq(ls), left_c.eq(lc),
+                    dividend.eq(A.add_hi(div_s, div_c, KD, div_lo, "div_hi")),
                     divisor.eq(dvs),
-                    # (with hints, the cap compare is CUT1's, on the divisor registered: the
-                    # divisor's maximum and this compare in one cycle placed at 124.83 MHz)
-                    inc_ok.eq((ev.pkts != 0) & (ce == 0) & (ev.bytes != 0)
-                              & (1 if H else (~crec.multi | (dvs < self.cap)))),
-                    can.eq(Mux(prec.cwnd > crec.floor, prec.cwnd - crec.floor, 0)),
-                    wbase.eq(Mux(prec.active, crec.wsum - prec.cwnd, crec.wsum)),
+                    inc_ok.eq((ev.pkts != 0) & (ce == 0) & (ev.bytes != 0)),
+                    can.eq(Mux(fl[WB], 0, fl[:WB])),
+                    cwnd_fl.eq(Mux(fl[WB], prec.cwnd, crec.floor)),
+                    wbase.eq(Mux(prec.active, A.sub(crec.wsum, prec.cwnd, "wbase_sub"),
+                                 crec.wsum)),
                 ]
                 if H:
-                    m.d.sync += wadj.eq(w - prec.cwnd)
+                    m.d.sync += wadj.eq(A.sub(w, prec.cwnd, "wadj_sub"))
+                m.next = "PROD2"
+            with m.State("PROD2"):
+                # MR-CW-032: the products' sums, 3 x the divisor and now + srtt (the epoch's
+                # and the window's end) in two cycles each; the cap compare on the divisor
+                # registered
+                d2 = Cat(Const(0, 1), divisor)
+                m.d.sync += [
+                    want_lo.eq(A.add_lo(want_s, want_c, KW, "want_lo")),
+                    left_lo.eq(A.add_lo(left_s, left_c, KL, "left_lo")),
+                    d3_lo.eq(A.add_lo(divisor, d2, sb // 2, "d3_lo")),
+                    t_lo.eq(A.add_lo(ev.now, ev.srtt, KT, "t_lo")),
+                    inc_ok.eq(inc_ok & (~crec.multi | A.lt(divisor, self.cap, "cap_lt"))),
+                ]
+                m.next = "PROD3"
+            with m.State("PROD3"):
+                m.d.sync += [
+                    want0.eq(A.add_hi(want_s, want_c, KW, want_lo, "want_hi")[P.Q:]),
+                    left_new.eq(A.add_hi(left_s, left_c, KL, left_lo, "left_hi")[P.Q:]),
+                    div3.eq(A.add_hi(_ext(divisor, sb + 2), d2, sb // 2, d3_lo, "d3_hi")),
+                    t_end.eq(A.add_hi(ev.now, ev.srtt, KT, t_lo, "t_hi")),
+                ]
                 m.next = "CUT1"
             with m.State("CUT1"):
                 # MR-CW-013: the coupled cut at the end of an observation window with marks:
@@ -326,80 +452,89 @@ class Cwnd(wiring.Component):
                 cut = end & (ce_acc != 0)
                 epoch = cut & epoch_due
                 left0 = Mux(epoch, left_new, crec.cut_left)
+                hi = dividend[QB:]                  # MR-CW-031: dividend >= divisor << QB
                 m.d.sync += [
-                    want.eq(Mux(cut, _min(want0, left0), 0)),
+                    want.eq(Mux(cut, A.min(want0, left0, "want_min"), 0)),
                     cutting.eq(cut),
                     cut_left.eq(left0),
-                    cut_end.eq(Mux(epoch, (ev.now + ev.srtt)[:P.TIME_BITS], crec.cut_end)),
-                    next_dec.eq(Mux(end, (ev.now + ev.srtt)[:P.TIME_BITS], prec.next_dec)),
-                    sat.eq(dividend >= (divisor << QB)),
+                    cut_end.eq(Mux(epoch, t_end, crec.cut_end)),
+                    next_dec.eq(Mux(end, t_end, prec.next_dec)),
+                    sat.eq((divisor[len(hi):] == 0) & ~A.gt(divisor[:len(hi)], hi, "sat_gt")),
                 ]
-                if H:
-                    m.d.sync += inc_ok.eq(inc_ok & (~crec.multi | (divisor < self.cap)))
                 m.next = "CUT2"
             with m.State("CUT2"):
-                # MR-CW-013: the window takes the cut down to its floor
-                take = _min(want, can)
+                # MR-CW-013: the window takes the cut down to its floor (min(want, can) as the
+                # compare beside both differences), the rest is a debt
+                more = A.gt(want, can, "want_gt")
                 m.d.sync += [
-                    take_cut.eq(take),
-                    cwnd1.eq(prec.cwnd - take),
-                    cut_left.eq(cut_left - want),
+                    take_cut.eq(Mux(more, can, want)),
+                    cwnd1.eq(Mux(more, cwnd_fl, A.sub(prec.cwnd, want, "cwnd1_sub"))),
+                    cut_left.eq(A.sub(cut_left, want, "left_sub")),
+                    rest.eq(A.pos_sub(want, can, "rest_sub")),
                     # MR-CW-012: the increase only where the cut left the window as it was
-                    inc.eq(inc_ok & (take == 0)),
+                    inc.eq(inc_ok & ((want == 0) | (can == 0))),
                 ]
-                if H:
-                    # the part the window cannot take, here (CUT3's subtraction, add and
-                    # compare with W in one cycle placed at 124.80 MHz with hints)
-                    m.d.sync += rest.eq(Mux(want > can, want - can, 0))
                 m.next = "CUT3"
             with m.State("CUT3"):
-                # MR-CW-013: the rest is a debt, at most W
-                debt_sum = crec.cut_debt + (rest if H else (want - take_cut))
+                # MR-CW-013: the debt plus the rest (at most W: in the DIV cycles)
                 m.d.sync += [
-                    cut_debt.eq(Mux(cutting, _min(w, debt_sum), crec.cut_debt)),
+                    debt_sum.eq(A.add(Cat(crec.cut_debt, Const(0, 1)), rest, name="debt_sum")),
                     rem.eq(dividend >> QB),
                     quot.eq(dividend[:QB]),
                     count.eq(QB // self.div_bits),
                 ]
                 m.next = "DIV"
             with m.State("DIV"):
-                # MR-CW-031: div_bits quotient bits per cycle (each difference's sign is its
-                # compare)
-                r, q, k = rem, quot, self.div_bits
-                for i in range(k):
-                    shifted = Cat(q[QB - 1], r)
-                    diff = Signal(signed(sb + 3), name=f"diff{i}")
-                    m.d.comb += diff.eq(shifted - divisor)
-                    ge = ~diff[-1]
-                    r = Mux(ge, diff[:sb + 1], shifted)[:sb + 1]
-                    q = Cat(ge, q[:QB - 1])
-                m.d.sync += [rem.eq(r), quot.eq(q), count.eq(count - 1)]
+                # MR-CW-013: the debt at most W (the same value every DIV cycle)
+                m.d.sync += cut_debt.eq(Mux(cutting, A.min(w, debt_sum, "debt_min"),
+                                            crec.cut_debt))
+                # MR-CW-031: div_bits quotient bits per cycle; with two, the three multiples
+                # of the divisor subtracted side by side (each difference's sign its compare)
+                r, q = rem, quot
+                if self.div_bits == 1:
+                    sh = Cat(q[QB - 1], r)
+                    d1 = A.sub(_ext(sh, sb + 3), divisor, "div_d1")
+                    ge = ~d1[sb + 2]
+                    m.d.sync += [rem.eq(Mux(ge, d1, sh)[:sb + 1]), quot.eq(Cat(ge, q[:QB - 1]))]
+                else:
+                    sh = Cat(q[QB - 2], q[QB - 1], r)
+                    ds = [A.sub(_ext(sh, sb + 4), dv, f"div_d{j + 1}")
+                          for j, dv in enumerate((divisor, Cat(Const(0, 1), divisor), div3))]
+                    ge1, ge2, ge3 = (~d[sb + 3] for d in ds)
+                    nr = Mux(ge3, ds[2], Mux(ge2, ds[1], Mux(ge1, ds[0], sh)))
+                    m.d.sync += [rem.eq(nr[:sb + 1]),
+                                 quot.eq(Cat(ge3 | (ge1 & ~ge2), ge2, q[:QB - 2]))]
+                m.d.sync += count.eq(count - 1)
                 with m.If(count == 1):
                     m.next = "GROW1"
             with m.State("GROW1"):
                 # MR-CW-012: the increase (a saturated quotient is above any cap) ...
-                q = Mux(sat, (1 << (model.WIN_BITS + 1)) - 1, quot[:model.WIN_BITS + 1])
-                big = sat | (quot[model.WIN_BITS + 1:] != 0)
-                m.d.sync += grown.eq(Mux(big, (1 << (model.WIN_BITS + 1)) - 1, cwnd1 + q))
+                big = sat | (quot[WB + 1:] != 0)
+                m.d.sync += grown.eq(Mux(big, (1 << (WB + 1)) - 1,
+                                         A.add(_ext(cwnd1, WB + 2), quot[:WB + 1], name="grow_add")))
                 m.next = "GROW2"
             with m.State("GROW2"):
                 # ... at most the cap
                 lim = Mux(hinted, bcap, self.cap) if H else self.cap   # MR-CW-061 (c)
-                m.d.sync += cwnd2.eq(Mux(inc, _min(grown, lim), cwnd1))
+                m.d.sync += cwnd2.eq(Mux(inc, A.min(grown, lim, "grow_min"), cwnd1))
                 m.next = "DEBT1"
             with m.State("DEBT1"):
-                # MR-CW-015: the cut debt from this window, down to its floor
-                m.d.sync += give.eq(Mux(cwnd2 > crec.floor, cwnd2 - crec.floor, 0))
+                # MR-CW-015: the cut debt from this window, down to its floor; W with the
+                # window (less the debt's part in DEBT3)
+                m.d.sync += [give.eq(A.pos_sub(cwnd2, crec.floor, "give_sub")),
+                             wc2.eq(A.add(wbase, cwnd2, name="wc2_add"))]
+                if H:
+                    m.d.sync += wadj2.eq(A.add(_ext(wadj, sb + 1), cwnd2, name="wadj2_add"))
                 m.next = "DEBT2"
             with m.State("DEBT2"):
-                m.d.sync += take_debt.eq(Mux(ev.pkts != 0, _min(cut_debt, give), 0))
+                m.d.sync += take_debt.eq(Mux(ev.pkts != 0, A.min(cut_debt, give, "debt_take"), 0))
                 m.next = "DEBT3"
             with m.State("DEBT3"):
-                c3 = cwnd2 - take_debt
-                m.d.sync += [cwnd3.eq(c3), debt2.eq(cut_debt - take_debt),
-                             wsum2.eq(Mux(prec.active, wbase + c3, wbase))]
+                m.d.sync += [cwnd3.eq(A.sub(cwnd2, take_debt, "cwnd3_sub")),
+                             debt2.eq(A.sub(cut_debt, take_debt, "debt2_sub")),
+                             wsum2.eq(Mux(prec.active, A.sub(wc2, take_debt, "wsum2_sub"), wbase))]
                 if H:
-                    m.d.sync += wend.eq(Mux(prec.active, wadj + c3, w))
+                    m.d.sync += wend.eq(Mux(prec.active, A.sub(wadj2, take_debt, "wend_sub"), w))
                 m.next = "FIN"
             with m.State("FIN"):
                 # MR-CW-012: W follows the window; both records written
@@ -415,7 +550,7 @@ class Cwnd(wiring.Component):
                     path_wr.data.next_dec.eq(next_dec), path_wr.data.active.eq(prec.active),
                 ]
                 m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path), upd.cwnd.eq(cwnd3),
-                             upd.wsum.eq(_max(wsum2, self.mtu)), upd.debt.eq(debt2)]
+                             upd.wsum.eq(A.max(wsum2, self.mtu, "upd_weff")), upd.debt.eq(debt2)]
                 if H:
                     # MR-CW-061: the rate (the line rate after hint 0); a due refill reported
                     rate_new = Mux(ev.hint == 0, self.line_mbps, crec.rate)
@@ -427,7 +562,8 @@ class Cwnd(wiring.Component):
                                  conn_wr.data.bwin.eq(bwin)]
                     m.d.sync += [upd.rate.eq(rate_new), upd.move.eq(0),
                                  upd.cwin.eq(Mux(hinted, bwin, 0)),
-                                 upd.refill.eq(hinted & (ev.pkts != 0) & (wend < bsum))]
+                                 upd.refill.eq(hinted & (ev.pkts != 0)
+                                               & A.lt(wend, bsum, "refill_lt"))]
                 m.next = "OUT"
             with m.State("OUT"):
                 m.d.comb += self.m_update.valid.eq(1)

@@ -54,9 +54,9 @@ TIME_BITS = P.TIME_BITS
 QUOT_BITS = WIN_BITS + 2
 DIV_BITS = 2
 #: MR-CW-030: cycles from the accepting cycle of a record to the first cycle its update is
-#: valid on ``m_update``: ACK events (read; records registered; accumulators; products; cut in
-#: 3; divide; increase in 2; debt in 3; writes) and setup writes (read; records registered;
-#: window and W in 2; writes).
+#: valid on ``m_update``: ACK events (read; records registered; accumulators; products in 3
+#: (MR-CW-032); cut in 3; divide; increase in 2; debt in 3; writes) and setup writes (read;
+#: records registered; window and W in 2; writes).
 LAT_SETUP = 5
 #: MR-CW-051: the configuration of the hinted band, the endpoint's defaults (400 Gb/s, 10 us).
 LINE_MBPS = 400_000
@@ -65,7 +65,7 @@ BASE_RTT_NS = 10_000
 
 def lat_ack(div_bits=DIV_BITS):
     """MR-CW-030: an ACK event's latency with ``div_bits`` quotient bits per divider cycle."""
-    return QUOT_BITS // div_bits + 13
+    return QUOT_BITS // div_bits + 15
 
 
 LAT_ACK = lat_ack()

@@ -14,8 +14,8 @@ from metaroce.models.cwnd import SMALL, CwndCycleModel, CwndModel
 from metaroce.tb.lockstep import run_amaranth
 
 
-def run_lockstep(items, config, *, params=SMALL, seed=0, div_bits=2, **kw):
-    dut = Cwnd(64, **params, div_bits=div_bits)
+def run_lockstep(items, config, *, params=SMALL, seed=0, div_bits=2, carry_chain=None, **kw):
+    dut = Cwnd(64, **params, div_bits=div_bits, carry_chain=carry_chain)
     model = CwndCycleModel(64, **params, div_bits=div_bits)
     drv = cc.Driver(model.lay, items, config, seed=seed, **kw)
     core = run_amaranth(dut, model, drv, busy=model.busy)
@@ -105,3 +105,60 @@ def test_bad_divider():
     for k in (0, 3, 4):
         with pytest.raises(ValueError):
             Cwnd(64, div_bits=k)
+
+
+@pytest.mark.parametrize("div_bits", [2, 1])
+def test_lockstep_carry_form(div_bits):
+    """MR-CW-032, MR-CW-041: the block in the form ``metaroce pnr`` elaborates (a target with
+    carry chains and multipliers: ``+``, ``*``, a product's second row 0) in lockstep with the
+    same cycle model as the generic form: 0 mismatches, every update the semantics'."""
+    config = {"mtu": 4096, "beta_q": P.Q_ONE // 2 + 77, "cap": 200_000}
+    items = cc.traffic(CwndModel(**SMALL), 100, seed=11, mtu=4096)
+    res = run_lockstep(items, config, seed=11, p_idle=0.2, p_bp=0.3, div_bits=div_bits,
+                       carry_chain=True)
+    assert res["acks"] > 40
+
+
+def test_arith_forms_agree():
+    """MR-CW-032: each of the block's arithmetic forms (the product as two rows, the wide sum
+    in two parts, the wrapping time compare, the positive difference, the saturating sum, min
+    and max) gives Python's integer value, in the generic (prefix, carry-save) form and the
+    carry-chain form, on random operands and the edges (0, all ones, equal times, a half
+    turn apart)."""
+    import random
+
+    from amaranth.hdl import Module, Signal
+    from amaranth.sim import Simulator
+
+    from metaroce.hdl.cwnd import _CwArith
+    m = Module()
+    a, b, t0, t1, x, y = Signal(21), Signal(13), Signal(32), Signal(32), Signal(10), Signal(9)
+    outs = {}
+    for form in (False, True):
+        A = _CwArith(m, form)
+        s, c = A.product(a, b, f"p{form:d}")
+        rs, rc = Signal(34, name=f"rs{form:d}"), Signal(34, name=f"rc{form:d}")
+        m.d.comb += [rs.eq(s), rc.eq(c)]
+        lo = Signal(18, name=f"lo{form:d}")
+        m.d.comb += lo.eq(A.add_lo(rs, rc, 17, f"l{form:d}"))
+        outs[form] = (A.add_hi(rs, rc, 17, lo, f"h{form:d}"), A.time_lt(t0, t1, f"t{form:d}"),
+                      A.pos_sub(a, b, f"d{form:d}"), A.sat_add(x, y, 1023, f"s{form:d}"),
+                      A.min(a, b, f"n{form:d}"), A.max(a, b, f"x{form:d}"))
+    rng = random.Random(5)
+    cases = [(0, 0, 0, 0, 0, 0), ((1 << 21) - 1, (1 << 13) - 1, (1 << 32) - 1, 0, 1023, 511),
+             (5, 5, 7, 7, 1000, 24), (1, 2, 0, 1 << 31, 0, 1), (9, 3, 1 << 31, 0, 1023, 1)]
+    cases += [(rng.getrandbits(21), rng.getrandbits(13), rng.getrandbits(32),
+               rng.getrandbits(32), rng.getrandbits(10), rng.getrandbits(9)) for _ in range(300)]
+
+    async def bench(ctx):
+        for va, vb, v0, v1, vx, vy in cases:
+            for sig, v in zip((a, b, t0, t1, x, y), (va, vb, v0, v1, vx, vy)):
+                ctx.set(sig, v)
+            want = (va * vb, int(P.time_lt(v0, v1)), max(va - vb, 0), min(vx + vy, 1023),
+                    min(va, vb), max(va, vb))
+            for form in (False, True):
+                assert tuple(ctx.get(v) for v in outs[form]) == want, (form, va, vb, v0, v1)
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
