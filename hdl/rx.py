@@ -250,11 +250,6 @@ def _piece_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     return count, ones
 
 
-#: MR-RX-123: a wide-increment counter whose increment has at most this many bits adds each of
-#: its values to the low piece beforehand and picks one (the message stage's completion count)
-SMALL_INC_BITS = 3
-
-
 def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     """An ``nbits`` counter adding ``inc`` (at most ``piece`` bits) every cycle (MR-RX-047):
     the low piece adds it with a prefix adder; its carry is registered and counted into the
@@ -263,15 +258,7 @@ def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     every increment of the cycles before."""
     low = Signal(piece, name=f"{name}_low")
     carry = Signal(name=f"{name}_carry")
-    if len(inc) <= SMALL_INC_BITS:
-        # MR-RX-123: low + k for every value k of a small increment, from the register alone,
-        # then picked by the increment: the add does not wait for the increment's logic
-        sums = [Cat(low, Const(0, 1))] + [_add_prefix(low, Const(k, piece)) for k in range(1, 1 << len(inc))]
-        total = sums[0]
-        for k in range(1, len(sums)):
-            total = Mux(inc == k, sums[k], total)
-    else:
-        total = _add_prefix(low, Cat(inc, Const(0, piece))[:piece])
+    total = _add_prefix(low, Cat(inc, Const(0, piece))[:piece])
     m.d.sync += [low.eq(total[:piece]), carry.eq(total[piece])]
     high, ones = _piece_counter(m, f"{name}_high", nbits - piece, carry, piece)
     parts = [low]
@@ -946,9 +933,9 @@ class Rx(wiring.Component):
         with m.If(advance):
             m.d.sync += [*[r.eq(s4_carry.msg - j) for j, r in enumerate(m_msg_minus)],
                          m_rest.eq(s4_carry.msg_len - s4_carry.plen)]
-        # msg - next's sign (only the counters read it, MR-RX-123): msg[31] ^ next[31] ^ the
-        # borrow into bit 31, a compare of the low 31 bits, not the 32-bit subtraction
-        m_behind = mc.msg[31] ^ mrow.next[31] ^ (mc.msg[:31] < mrow.next[:31])
+        m_dist = Signal(32)
+        m.d.comb += m_dist.eq(mc.msg - mrow.next)
+        m_behind = m_dist[31]                   # only the counters read it (MR-RX-123)
         # the loop's compares are equalities against registered operands: msg - j == next for
         # each slot distance j; placed == msg_len - plen; next + k computed beside the decision
         m_eq = [Signal(name=f"m_eq{j}") for j in range(n_slots)]
