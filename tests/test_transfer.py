@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -448,13 +449,8 @@ def test_transfer_rocev2_baseline_over_udp():
     assert r["ok"] and r["sha256_match"] and r["completions"] == 1 and r["protocol"] == "rocev2"
 
 
-@pytest.mark.parametrize("protocol, paths", [("metaroce", 4), ("rocev2", 1)])
-def test_transfer_survives_a_stalled_receiver(monkeypatch, protocol, paths):
-    """MR-UDP-011: a receiver process descheduled for a second in mid-transfer (SIGSTOP, then
-    SIGCONT from a timer), as on a loaded machine, is a stall, not a lost network: the transfer
-    completes with the right bytes. With the endpoint's default bound (7 x the 50 ms timer cap)
-    the work request failed RETRY_EXC_ERR."""
-    import threading
+def _keep_receivers(monkeypatch):
+    """The list every receiver process `transfer` starts is appended to (to stall it)."""
     import metaroce.commands.transfer as cmd
     receivers = []
     make_receiver = cmd._Receiver.__init__
@@ -463,6 +459,16 @@ def test_transfer_survives_a_stalled_receiver(monkeypatch, protocol, paths):
         make_receiver(self, argv)
         receivers.append(self)
     monkeypatch.setattr(cmd._Receiver, "__init__", keep)
+    return receivers
+
+
+@pytest.mark.parametrize("protocol, paths", [("metaroce", 4), ("rocev2", 1)])
+def test_transfer_survives_a_stalled_receiver(monkeypatch, protocol, paths):
+    """MR-UDP-011: a receiver process descheduled for a second in mid-transfer (SIGSTOP, then
+    SIGCONT from a timer), as on a loaded machine, is a stall, not a lost network: the transfer
+    completes with the right bytes. With the endpoint's default bound (7 x the 50 ms timer cap)
+    the work request failed RETRY_EXC_ERR."""
+    receivers = _keep_receivers(monkeypatch)
     stalled = []
 
     def stall(host):
@@ -484,15 +490,9 @@ def test_transfer_survives_a_stalled_receiver(monkeypatch, protocol, paths):
 def test_transfer_survives_a_receiver_stalled_in_the_handshake(monkeypatch):
     """MR-UDP-011: the receiver descheduled for 1.5 s as the handshake starts (longer than the
     handshake's former 5 attempts x 0.2 s): the handshake retries, then the transfer completes."""
-    import threading
     import metaroce.commands.transfer as cmd
-    receivers = []
-    make_receiver = cmd._Receiver.__init__
+    receivers = _keep_receivers(monkeypatch)
     run_handshake = cmd.handshake
-
-    def keep(self, argv):
-        make_receiver(self, argv)
-        receivers.append(self)
 
     def stalled_handshake(host, rx, cfg, deadline):
         pid = receivers[0].proc.pid
@@ -503,7 +503,6 @@ def test_transfer_survives_a_receiver_stalled_in_the_handshake(monkeypatch):
             return run_handshake(host, rx, cfg, deadline)
         finally:
             timer.join()
-    monkeypatch.setattr(cmd._Receiver, "__init__", keep)
     monkeypatch.setattr(cmd, "handshake", stalled_handshake)
     r = transfer(256 << 10, paths=2, seed=4, timeout=120)
     assert r["ok"] and r["sha256_match"] and r["status"] == "SUCCESS"
