@@ -26,7 +26,7 @@ from amaranth.lib.wiring import In, Out
 from metaroce.models import cwnd as model
 from metaroce.models import protocol as P
 
-from .tx_sched import _Arith, _ext, _named
+from .arith import _Arith, _ext, _named
 
 __all__ = ["Cwnd", "cwnd_small", "cwnd_hinted_small", "CwndBand", "cwnd_band"]
 
