@@ -39,7 +39,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
-from ..models.tx_sched import (OP_WRITE_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
+from ..models.tx_sched import (OP_SEND_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
                                STATUS_LOC_QP_OP_ERR, check_params, layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
@@ -171,6 +171,8 @@ class TxSched(wiring.Component):
         send = Array(Signal(ptr_w, name=f"send{q}") for q in range(Q))
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
         msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
+        # MR-TXS-057: each stream's receive sequence, the recv_seq of its next SEND
+        send_seq = Array(Signal(32, name=f"send_seq{q}") for q in range(Q))
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
         # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input),
         # and whether the edge gives it a new chunk or refills it (MR-TXS-055)
@@ -194,8 +196,9 @@ class TxSched(wiring.Component):
         e_out = Array(Signal(OUT_BITS, name=f"out{e}") for e in range(E))
         e_idle = Array(Signal(init=1, name=f"idle{e}") for e in range(E))     # out == 0
         # MR-TXS-043: the message's length is read with its descriptor (LUT RAM), not kept
-        # in a register per entry
-        desc_lay = data.StructLayout({"imm_op": 1, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
+        # in a register per entry; MR-TXS-058: `op` (bit 0 immediate, bit 1 send), a send's
+        # recv_seq in the place of its VA
+        desc_lay = data.StructLayout({"op": 2, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
                                       "imm": 32, "msg": 32, "len": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
@@ -230,9 +233,10 @@ class TxSched(wiring.Component):
         conn_rr = Signal(cb)
 
         # MR-TXS-044: the frame queue holds the frame request's fields that vary, the output
-        # rebuilds the rest (the opcode from imm_op and a bit set in every frame, the offset's
-        # low bits, the DMA length equal to the message length, the narrow fields' high bits)
-        fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "imm_op": 1, "ack_req": 1,
+        # rebuilds the rest (the opcode from op and a bit set in every frame, the offset's
+        # low bits, the DMA length equal to the message length, the narrow fields' high bits;
+        # MR-TXS-058: a send's VA 0 and its recv_seq from the VA's place)
+        fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 2, "ack_req": 1,
                                     "psn": psn_w, "flags": 3, "path": pb, "stream": sb, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
                                     "imm": 32, "nb": nb_w})
@@ -247,13 +251,15 @@ class TxSched(wiring.Component):
         # a slot never written (all 0) shows an all-0 frame, as the unpacked ring would
         m.d.comb += [
             fr_out.conn.eq(fq_out.conn), fr_out.laddr.eq(fq_out.laddr),
-            fr_out.bth_opcode.eq(Mux(fq_out.op_set, Mux(fq_out.imm_op, int(Op.MR_WRITE_IMM),
-                                                         int(Op.MR_WRITE)), 0)),
+            # MR-TXS-056: the wire opcode is 0xC0 + op
+            fr_out.bth_opcode.eq(Mux(fq_out.op_set, int(Op.MR_WRITE) | fq_out.op, 0)),
             fr_out.bth_ack_req.eq(fq_out.ack_req), fr_out.bth_psn.eq(fq_out.psn),
             fr_out.mrdh_flags.eq(fq_out.flags), fr_out.mrdh_path.eq(fq_out.path),
             fr_out.mrdh_stream.eq(fq_out.stream), fr_out.mrdh_msg.eq(fq_out.msg),
             fr_out.mrdh_offset.eq(Cat(Const(0, mtu_log2), fq_out.chunk)),
-            fr_out.mrdh_msg_len.eq(fq_out.len), fr_out.reth_va.eq(fq_out.va),
+            fr_out.mrdh_msg_len.eq(fq_out.len),
+            fr_out.reth_va.eq(Mux(fq_out.op[1], 0, fq_out.va)),
+            fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0)),
             fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
             fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb)]
 
@@ -515,7 +521,7 @@ class TxSched(wiring.Component):
         i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
         in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
         w_len1 = A.sub(win.length, 1, "w_len1")
-        w_bad_op = (win.op > OP_WRITE_IMM) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
+        w_bad_op = (win.op > OP_SEND_IMM) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
         w_bad_len = (win.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
         in_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
         in_nchm1 = Mux(win.length == 0, 0, w_len1 >> mtu_log2)[:chunk_w]
@@ -533,6 +539,8 @@ class TxSched(wiring.Component):
         w_full = Signal(name="w_full")          # its ring has no free entry
         w_msg = Signal(32, name="w_msg")        # its message number (MR-TXS-039)
         w_msg1 = Signal(32, name="w_msg1")      # its stream's msg_next after it
+        w_rseq = Signal(32, name="w_rseq")      # MR-TXS-057: its recv_seq (a send's)
+        w_rseq1 = Signal(32, name="w_rseq1")    # its stream's send_seq after it
         # MR-TXS-048: "the register holds a request that may act" (a good one with ring room, a
         # refused one with completion-queue room) as one register, from the next values of
         # its terms; and the request's entry, stream and connection as one-hot bits registered
@@ -721,11 +729,11 @@ class TxSched(wiring.Component):
         frame = Signal(fq_lay)
         m.d.comb += [
             frame.conn.eq(pick), frame.laddr.eq(desc.laddr), frame.op_set.eq(1),
-            frame.imm_op.eq(desc.imm_op), frame.ack_req.eq(req), frame.psn.eq(psn),
+            frame.op.eq(desc.op), frame.ack_req.eq(req), frame.psn.eq(psn),
             frame.flags.eq(flags), frame.path.eq(g_path), frame.stream.eq(g_s),
             frame.msg.eq(desc.msg), frame.chunk.eq(g_chunk), frame.len.eq(g_len),
             frame.va.eq(desc.va), frame.rkey.eq(desc.rkey),
-            frame.imm.eq(Mux(desc.imm_op, desc.imm, 0)), frame.nb.eq(g_nb),
+            frame.imm.eq(Mux(desc.op[0], desc.imm, 0)), frame.nb.eq(g_nb),
         ]
         sent = Signal(lay.sent)
         m.d.comb += [
@@ -744,7 +752,7 @@ class TxSched(wiring.Component):
             m.d.comb += [cqe.conn.eq(comp_q >> sb if S > 1 else comp_q),
                          cqe.stream.eq(comp_q[:sb] if S > 1 else 0),
                          cqe.wr_id.eq(cq_desc.wr_id), cqe.status.eq(comp_status),
-                         cqe.op.eq(cq_desc.imm_op), cqe.length.eq(cq_desc.len)]
+                         cqe.op.eq(cq_desc.op), cqe.length.eq(cq_desc.len)]
         with m.Else():
             m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
                          cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
@@ -881,6 +889,14 @@ class TxSched(wiring.Component):
         in_msg = read(msg_next, i_wqi, "in_msg")
         in_msg1 = A.add(in_msg, 1, name="in_msg1")
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
+        # MR-TXS-057: its recv_seq and the stream's send_seq after it likewise (one further when
+        # a send of its stream is acted on at this edge; only a send advances it)
+        in_rseq = read(send_seq, i_wqi, "in_rseq")
+        in_rseq1 = A.add(in_rseq, 1, name="in_rseq1")
+        in_rseq2 = A.add(in_rseq, 2, name="in_rseq2")
+        hit_send = in_wr_hit & wr.op[1]
+        in_rseq_own = Mux(hit_send, in_rseq1, in_rseq)
+        in_rseq_after = Mux(win.op[1], Mux(hit_send, in_rseq2, in_rseq1), in_rseq_own)
         in_idx = _named(m, (in_tail[:db] + in_wr_hit)[:db], "in_widx")
         in_good = in_status == 0
         # the next values of the register's valid bit, status test and ring fullness (a request
@@ -896,6 +912,7 @@ class TxSched(wiring.Component):
                          w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
                          w_msg.eq(Mux(in_wr_hit, in_msg1, in_msg)),
                          w_msg1.eq(Mux(in_wr_hit, in_msg2, in_msg1)),
+                         w_rseq.eq(in_rseq_own), w_rseq1.eq(in_rseq_after),
                          w_idx.eq(in_idx),
                          w_ehot.eq(Cat(*((Cat(in_idx, i_wqi) if D > 1 else i_wqi) == e
                                          for e in range(E)))
@@ -909,7 +926,8 @@ class TxSched(wiring.Component):
         er = self.s_error.payload
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
-                     desc_wr.data.eq(Cat(wr.op[0], wr.wr_id, wr.laddr, wr.va, wr.rkey,
+                     desc_wr.data.eq(Cat(wr.op[:2], wr.wr_id, wr.laddr,
+                                         Mux(wr.op[1], w_rseq, wr.va), Mux(wr.op[1], 0, wr.rkey),
                                          wr.imm, w_msg, wr.length))]
         e_hit = []                              # a failure marks the entry at this edge
         for e in range(E):
@@ -1004,7 +1022,8 @@ class TxSched(wiring.Component):
                                             has & Mux(new_here, x_new, x_other))))
         for qi in range(Q):
             with m.If(take_wr & w_qhot[qi]):
-                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1)]
+                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1),
+                             send_seq[qi].eq(w_rseq1)]
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(comp_unsent):

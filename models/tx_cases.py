@@ -27,8 +27,8 @@ from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout, run_alone
 from .rx import pack, unpack
 from .tx import template_of
-from .tx_sched import (OP_WRITE_IMM, STATUS_LOC_PROT_ERR, STATUS_OK, STATUS_RETRY_EXC_ERR,
-                       TxSchedModel)
+from .tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR, STATUS_OK,
+                       STATUS_RETRY_EXC_ERR, TxSchedModel, has_imm, is_send)
 from .tx_sched_cases import traffic as sched_traffic
 from .wire import MrdhFlag, Op
 
@@ -321,6 +321,8 @@ def check(sem: TxSchedModel, items, drv):
             posted[(w["conn"], w["stream"])].append(w["wr_id"])
     assert dict(order) == dict(posted), "completions in posting order per stream (MR-EXO-004)"
     msg_of = {(k[0], k[1], n): by_id[wid] for k, ids in posted.items() for n, wid in enumerate(ids)}
+    from .tx_sched_cases import recv_seqs
+    rseq = recv_seqs(items, sem)
     tm = {t["dest_qp"]: t for t in drv.tmpls}
     next_psn = defaultdict(int)
     chunks = defaultdict(set)
@@ -342,9 +344,16 @@ def check(sem: TxSchedModel, items, drv):
             continue
         w = msg_of[(conn, f.mrdh.stream, f.mrdh.msg)]
         off = f.mrdh.offset
-        assert f.bth.opcode == (Op.MR_WRITE_IMM if w["op"] == OP_WRITE_IMM else Op.MR_WRITE)
-        assert (f.reth.va, f.reth.rkey, f.reth.dma_len, f.mrdh.msg_len) == (
-            w["va"], w["rkey"], w["length"], w["length"])
+        # MR-TX-155: the opcode 0xC0 + op; a send's MRSH (its rank among its stream's good
+        # sends) and no RETH, a write's RETH; the immediate of an _IMM opcode on every packet
+        assert f.bth.opcode == Op.MR_WRITE + w["op"]
+        if is_send(w["op"]):
+            assert f.reth is None and f.mrsh.recv_seq == rseq[w["wr_id"]], "MRSH (MR-TXS-057)"
+            assert f.mrdh.msg_len == w["length"]
+        else:
+            assert f.mrsh is None and (f.reth.va, f.reth.rkey, f.reth.dma_len, f.mrdh.msg_len) == (
+                w["va"], w["rkey"], w["length"], w["length"])
+        assert f.imm == (w["imm"] if has_imm(w["op"]) else None)
         assert len(f.payload) == P.chunk_bytes(w["length"], off // mtu, mtu)
         assert f.payload == drv.mem.read(w["laddr"] + off, len(f.payload)), "payload from host memory"
         chunks[(conn, f.mrdh.stream, f.mrdh.msg)].add(off // mtu)
@@ -398,18 +407,15 @@ def endpoint_frames(seed=0, *, streams=2, depth=4, paths=4, conn=1, conns=2, **e
     Returns ``(expected frame bytes, work requests, memory layout, image, templates, scheduler
     parameters)`` for driving the engine on the same writes."""
     from .endpoint import Frame
-    from .tx_sched_cases import endpoint_writes, wr_item
+    from .tx_sched_cases import endpoint_writes, post_msg
     w = endpoint_writes(seed, paths=paths, streams=streams, depth=depth, conn=conn, conns=conns,
                         **ep_kw)
-    a, ca, msgs, src, ks, kd, sem = w.a, w.ca, w.msgs, w.src, w.ks, w.kd, w.sem
+    a, ca, msgs, src, sem = w.a, w.ca, w.msgs, w.src, w.sem
     lay = Layout(sum(m[1] for m in msgs) + 4096)
     items, off = [], 0
-    for k, (stream, length, imm) in enumerate(msgs):
-        ca.post_write(stream, ks, off, length, off, kd, wr_id=k, imm=imm)
-        items.append(wr_item(conn, stream, length, wr_id=k,
-                             op=0 if imm is None else OP_WRITE_IMM, laddr=lay.base + off, va=off,
-                             rkey=kd, imm=imm or 0))
-        off += length
+    for k, m in enumerate(msgs):
+        items.append(post_msg(w, conn, k, m, off, laddr=lay.base + off))     # MR-TX-155
+        off += m[1]
     want, t = [], 0.0
     while isinstance(f := a.next_packet(t), Frame):
         want.append(codec.encode(f))
@@ -433,8 +439,10 @@ def endpoint_lossy(seed, *, conns=2):
     memory layout, image)``."""
     from .tx_sched_cases import endpoint_compare
     rng = random.Random(seed)
-    msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7])) for s in range(2)
-            for _ in range(4)]
+    # MR-TX-155: writes and sends mixed (the kind from a generator of its own)
+    kind = random.Random(seed ^ 0x5E4D)
+    msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7]), kind.random() < 0.5)
+            for s in range(2) for _ in range(4)]
     r = endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
                          init_window_bdp=100.0, max_window_bdp=100.0)
     a, ca = r["endpoint"]
@@ -449,10 +457,12 @@ def endpoint_lossy(seed, *, conns=2):
 
 def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
     """``n`` random frame requests for the data path (MR-TX-151): every connection and path,
-    WRITE and WRITE_IMM, payloads 0..``max_len`` bytes anywhere in the host memory (any
-    alignment); laddr + offset is the payload's address; every ``bad_every``-th in the host
-    memory's error window (MR-TX-124)."""
+    WRITE, WRITE_IMM, SEND and SEND_IMM (MR-TX-155; the kind from a generator of its own),
+    payloads 0..``max_len`` bytes anywhere in the host memory (any alignment); laddr + offset is
+    the payload's address; every ``bad_every``-th in the host memory's error window
+    (MR-TX-124)."""
     rng = random.Random(seed)
+    kind = random.Random(seed ^ 0x5E4D)
     out = []
     for i in range(n):
         ln = rng.choice([0, 1, 7, 8, 9, rng.randrange(max_len + 1), rng.randrange(max_len + 1)])
@@ -460,6 +470,7 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
         addr = (mem_layout.bad_base if bad else mem_layout.base) + rng.randrange(mem_layout.size - ln + 1)
         off = rng.choice([rng.randrange(1 << 20), rng.randrange(1 << 32)])     # carries into laddr[32:]
         op = rng.choice([int(Op.MR_WRITE), int(Op.MR_WRITE_IMM)])
+        send = kind.random() < 0.5          # MR-TX-155: MR_SEND / MR_SEND_IMM
         out.append({"conn": rng.randrange(lay.conns), "laddr": (addr - off) % (1 << 64),
                     "bth_opcode": op, "bth_ack_req": rng.randrange(2),
                     "bth_psn": rng.randrange(1 << 24), "mrdh_flags": rng.randrange(16),
@@ -468,7 +479,9 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
                     "mrdh_msg_len": rng.randrange(1 << 32), "reth_va": rng.randrange(1 << 64),
                     "reth_rkey": rng.randrange(1 << 32), "reth_dma_len": rng.randrange(1 << 32),
                     "imm_imm": rng.randrange(1 << 32) if op == Op.MR_WRITE_IMM else 0,
-                    "payload_len": ln})
+                    "mrsh_recv_seq": 0, "payload_len": ln})
+        if send:
+            out[-1].update(bth_opcode=op + 2, mrsh_recv_seq=kind.getrandbits(32))
     return out
 
 
@@ -700,7 +713,7 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
     for k in range(lay.conns):
         local.setdefault(k, k)
     rng = random.Random(int(spec.get("seed", 1)))
-    ops = {"write": 0, "write_imm": OP_WRITE_IMM}
+    ops = {"write": 0, "write_imm": OP_WRITE_IMM, "send": OP_SEND, "send_imm": OP_SEND_IMM}
     items, total = [], 0
     for k, w in enumerate(spec["work_requests"]):
         try:
@@ -711,7 +724,7 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
             items.append({"op": op, "conn": int(w.get("conn", 0)), "stream": int(w.get("stream", 0)),
                           "wr_id": k & 0xFFFF, "laddr": total, "va": int(w.get("va", 0)),
                           "rkey": int(w.get("rkey", 0)), "length": length,
-                          "imm": int(w.get("imm", 0)) if op == OP_WRITE_IMM else 0})
+                          "imm": int(w.get("imm", 0)) if has_imm(op) else 0})
             total += length
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, ReplayError):

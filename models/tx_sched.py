@@ -31,12 +31,13 @@ from .rx import pack, unpack
 from .wire import MrdhFlag, Op
 
 __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleModel", "SMALL",
-           "OP_WRITE", "OP_WRITE_IMM", "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
+           "OP_WRITE", "OP_WRITE_IMM", "OP_SEND", "OP_SEND_IMM", "is_send", "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
            "INPUTS", "OUTPUTS"]
 
-#: MR-TXS-002: work-request opcodes (records.TX_MSG ``op``: write, write with immediate, ...).
-OP_WRITE, OP_WRITE_IMM = 0, 1
+#: MR-TXS-002, MR-TXS-056: work-request opcodes (records.TX_MSG ``op``: write, write with
+#: immediate, send, send with immediate; 4..7 are refused).
+OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM = 0, 1, 2, 3
 #: MR-TXS-011: completion statuses (verbs IBV_WC_* numbers, as endpoint.Status).
 STATUS_OK = 0
 STATUS_LOC_LEN_ERR = 1          # the message has more chunks than a chunk index names
@@ -50,7 +51,20 @@ OUT_DEPTH = 4
 #: MR-TXS-001: the small instance's parameters.
 SMALL = dict(conns=2, streams=2, paths=4, depth=4, chunk_window=16, mtu=1024, cwnd=12_500,
              conn_window=50_000, path_pkts=32, ack_every=4, resend_depth=8)
-_WIRE_OP = {OP_WRITE: int(Op.MR_WRITE), OP_WRITE_IMM: int(Op.MR_WRITE_IMM)}
+#: MR-TXS-056: the wire opcode of each work-request opcode is 0xC0 + op
+_WIRE_OP = {OP_WRITE: int(Op.MR_WRITE), OP_WRITE_IMM: int(Op.MR_WRITE_IMM),
+            OP_SEND: int(Op.MR_SEND), OP_SEND_IMM: int(Op.MR_SEND_IMM)}
+assert all(v == int(Op.MR_WRITE) + k for k, v in _WIRE_OP.items())
+
+
+def is_send(op):
+    """MR-TXS-056: a SEND or SEND_IMM work request (op's bit 1 of the four sent ops)."""
+    return op in (OP_SEND, OP_SEND_IMM)
+
+
+def has_imm(op):
+    """MR-TXS-058: a WRITE_IMM or SEND_IMM (op's bit 0): its packets carry the immediate."""
+    return op in (OP_WRITE_IMM, OP_SEND_IMM)
 _STREAM_FIELD = 16              # MRDH stream is 16 bits (MR-WIRE-071)
 
 
@@ -116,7 +130,8 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                "bth_psn": 24, "mrdh_flags": 4, "mrdh_path": 8,
                                "mrdh_stream": _STREAM_FIELD, "mrdh_msg": 32, "mrdh_offset": 32,
                                "mrdh_msg_len": 32, "reth_va": 64, "reth_rkey": 32,
-                               "reth_dma_len": 32, "imm_imm": 32, "payload_len": 14})
+                               "reth_dma_len": 32, "mrsh_recv_seq": 32, "imm_imm": 32,
+                               "payload_len": 14})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
@@ -142,8 +157,9 @@ class TxSchedModel:
         self.path_pkts, self.ack_every, self.resend_depth = path_pkts, ack_every, resend_depth
         self.lay = layouts(conns, streams, paths, depth)
         # MR-TXS-012: one ring of message entries per (connection, stream)
-        self.q = [{"ring": [None] * depth, "tail": 0, "send": 0, "done": 0, "msg_next": 0}
-                  for _ in range(conns * streams)]
+        # MR-TXS-057: and its receive sequence, the recv_seq of its next SEND
+        self.q = [{"ring": [None] * depth, "tail": 0, "send": 0, "done": 0, "msg_next": 0,
+                   "send_seq": 0} for _ in range(conns * streams)]
         # MR-TXS-013: per connection; MR-CONN-004: each starts its path rotation at conn mod paths
         self.conn = [{"rr": c % paths, "srr": 0, "inflight": 0, "unsent": 0, "retx": deque()}
                      for c in range(conns)]
@@ -180,7 +196,7 @@ class TxSchedModel:
 
     # -- work requests (MR-TXS-010, MR-TXS-011)
     def wr_status(self, f):
-        if f["op"] not in (OP_WRITE, OP_WRITE_IMM) or f["stream"] >= self.streams:
+        if f["op"] not in _WIRE_OP or f["stream"] >= self.streams:
             return STATUS_LOC_QP_OP_ERR
         if P.chunk_count(f["length"], self.mtu) > 1 << records.CHUNK_BITS:
             return STATUS_LOC_LEN_ERR
@@ -198,14 +214,20 @@ class TxSchedModel:
 
     def wr(self, f):
         """Take a work request: a bad one returns its error completion at once (MR-TXS-011); a
-        good one is queued (returns None)."""
+        good one is queued (returns None), a SEND or SEND_IMM with its stream's next receive
+        sequence (MR-TXS-057)."""
         st = self.wr_status(f)
         if st:
             return self.cqe_of(f, st)
         q = self.q[self.qi(f["conn"], f["stream"])]
         n = P.chunk_count(f["length"], self.mtu)
+        rs = 0
+        if is_send(f["op"]):
+            rs = q["send_seq"]
+            q["send_seq"] = (rs + 1) & 0xFFFFFFFF
         q["ring"][q["tail"] % self.depth] = dict(
-            f, msg=q["msg_next"], nchunks=n, next_chunk=0, ack_base=0, ack_bits=0, status=0, out=0)
+            f, msg=q["msg_next"], recv_seq=rs, nchunks=n, next_chunk=0, ack_base=0, ack_bits=0,
+            status=0, out=0)
         q["tail"] = (q["tail"] + 1) % (2 * self.depth)
         q["msg_next"] = (q["msg_next"] + 1) & 0xFFFFFFFF
         self.conn[f["conn"]]["unsent"] += n
@@ -418,12 +440,16 @@ class TxSchedModel:
         flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= e["length"] else 0)
                  | (MrdhFlag.RETX if kind == "resend" else 0))
         slot = s * self.depth + i
+        # MR-TXS-058: a send names no remote address (RETH VA and R_Key 0) and its receive
+        # sequence (MRSH) on every packet; the immediate of either _IMM opcode on every packet
+        send_op = is_send(e["op"])
         frame = {"conn": c, "laddr": e["laddr"],
                  "bth_opcode": _WIRE_OP[e["op"]], "bth_ack_req": int(req), "bth_psn": psn,
                  "mrdh_flags": int(flags), "mrdh_path": p, "mrdh_stream": s, "mrdh_msg": e["msg"],
-                 "mrdh_offset": off, "mrdh_msg_len": e["length"], "reth_va": e["va"],
-                 "reth_rkey": e["rkey"], "reth_dma_len": e["length"],
-                 "imm_imm": e["imm"] if e["op"] == OP_WRITE_IMM else 0, "payload_len": nbytes}
+                 "mrdh_offset": off, "mrdh_msg_len": e["length"],
+                 "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
+                 "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
+                 "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes}
         sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
                 "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
         return frame, sent

@@ -1,7 +1,7 @@
 """The TX scheduler's one verification stack, simulator-independent part (MR-TXS-*).
 
-* :func:`traffic`: a seeded list of work requests (WRITE and WRITE_IMM of many lengths over
-  the connections and streams, with bad ones: an unknown opcode, a stream beyond the instance,
+* :func:`traffic`: a seeded list of work requests (WRITE, WRITE_IMM, SEND and SEND_IMM of many
+  lengths over the connections and streams, with bad ones: an opcode this slice does not send, a stream beyond the instance,
   a message with more chunks than a chunk index names);
 * :class:`Driver`: offers the work requests with idle cycles, random backpressure on every
   output, and closes the loop: every sent event the block emits goes into the retransmit unit's
@@ -23,7 +23,8 @@ from . import protocol as P
 from .driver import CounterReadout, run_alone
 from .retransmit import RetransmitModel
 from .rx import pack, unpack
-from .tx_sched import (OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel)
+from .tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel,
+                       has_imm, is_send)
 from .wire import MrdhFlag
 
 
@@ -32,9 +33,18 @@ def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, 
             "rkey": rkey, "length": length, "imm": imm}
 
 
-def traffic(sem, n, *, seed=0, bad=True, max_len=None):
-    """``n`` work requests for the instance of ``sem`` (a :class:`TxSchedModel`), wr_id 0..n-1."""
+def send_variant(rng, op, sends):
+    """MR-TXS-056: WRITE or WRITE_IMM ``op`` turned into SEND or SEND_IMM with probability
+    ``sends``, drawn from ``rng`` (a generator of its own, so a workload's other draws are those
+    of a workload of writes)."""
+    return op + OP_SEND if rng.random() < sends else op
+
+
+def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5):
+    """``n`` work requests for the instance of ``sem`` (a :class:`TxSchedModel`), wr_id 0..n-1;
+    a share ``sends`` of the good opcodes are SEND or SEND_IMM (MR-TXS-056)."""
     rng = random.Random(seed)
+    send_rng = random.Random(seed ^ 0x5E4D)
     mtu = sem.mtu
     max_len = max_len or 5 * mtu
     items = []
@@ -44,9 +54,9 @@ def traffic(sem, n, *, seed=0, bad=True, max_len=None):
         r = rng.random()
         length = rng.choice([0, 1, mtu - 1, mtu, mtu + 1, rng.randrange(max_len + 1),
                              rng.randrange(max_len + 1)])
-        op = OP_WRITE_IMM if rng.random() < 0.4 else OP_WRITE
+        op = send_variant(send_rng, OP_WRITE_IMM if rng.random() < 0.4 else OP_WRITE, sends)
         if bad and r < 0.04:
-            op = rng.randrange(2, 8)                         # MR-TXS-011: not sent by this slice
+            op = 4 + rng.randrange(2, 8) % 4                 # MR-TXS-011: not sent by this slice
         elif bad and r < 0.07:
             stream = sem.streams + rng.randrange(16)         # beyond the instance
         elif bad and r < 0.09:
@@ -254,6 +264,20 @@ def packets_by_cycle(model, drv):
     return out
 
 
+def recv_seqs(items, sem):
+    """MR-TXS-057: each good SEND's or SEND_IMM's ``recv_seq`` by ``wr_id``: its rank among the
+    good sends of its (connection, stream) in posting order (writes and refused requests not
+    counted), modulo 2^32."""
+    n = defaultdict(int)
+    out = {}
+    for w in items:
+        if is_send(w["op"]) and sem.wr_status(w) == STATUS_OK:
+            key = (w["conn"], w["stream"])
+            out[w["wr_id"]] = n[key] & 0xFFFFFFFF
+            n[key] += 1
+    return out
+
+
 def run_model(model, items, *, seed=0, **kw):
     """:class:`TxSchedCycleModel` alone through the driver; returns the driver's results."""
     drv = Driver(model.lay, items, seed=seed, **kw)
@@ -291,6 +315,7 @@ def check(sem, items, res):
     for key, ids in posted.items():
         for k, wid in enumerate(ids):
             msg_of[(key[0], key[1], k)] = by_id[wid]
+    rseq = recv_seqs(items, sem)
     assert len(res["frames"]) == len(res["sent"]), "a sent event per frame request"
     next_psn = defaultdict(int)
     sent_chunks = defaultdict(list)
@@ -310,10 +335,14 @@ def check(sem, items, res):
         want_flags = ((MrdhFlag.FIRST if off == 0 else 0)
                       | (MrdhFlag.LAST if off + fr["payload_len"] >= w["length"] else 0))
         assert fr["mrdh_flags"] & ~MrdhFlag.RETX == want_flags
-        assert fr["bth_opcode"] == (0xC1 if w["op"] == OP_WRITE_IMM else 0xC0)
+        # MR-TXS-056..058: the opcode 0xC0 + op; a send's RETH VA and R_Key 0 and its receive
+        # sequence; the immediate of either _IMM opcode
+        assert fr["bth_opcode"] == 0xC0 + w["op"]
+        snd = is_send(w["op"])
         assert (fr["reth_va"], fr["reth_rkey"], fr["reth_dma_len"], fr["mrdh_msg_len"]) == (
-            w["va"], w["rkey"], w["length"], w["length"])
-        assert fr["imm_imm"] == (w["imm"] if w["op"] == OP_WRITE_IMM else 0)
+            0 if snd else w["va"], 0 if snd else w["rkey"], w["length"], w["length"])
+        assert fr["mrsh_recv_seq"] == (rseq[w["wr_id"]] if snd else 0), "MRSH recv_seq (MR-TXS-057)"
+        assert fr["imm_imm"] == (w["imm"] if has_imm(w["op"]) else 0)
         assert fr["laddr"] == w["laddr"]
         mk = (fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])
         if fr["mrdh_flags"] & MrdhFlag.RETX:
@@ -344,8 +373,8 @@ def _endpoint_pair(paths, streams, *, first_window=0, init_window_bdp=1.0, max_w
           "announce": False}        # the TX engine sends no announcement (hw-engine.md section 6)
     a, b = Endpoint("10.0.0.1", **kw), Endpoint("10.0.0.2", **kw)
     ca = a.connect(conn_id, "10.0.0.2", 20, paths=paths, streams=streams)
-    b.connect(20, "10.0.0.1", conn_id, paths=paths, streams=streams)
-    return a, b, ca
+    cb = b.connect(20, "10.0.0.1", conn_id, paths=paths, streams=streams)
+    return a, b, ca, cb
 
 
 def _model_for(a, ca, conns, streams, depth):
@@ -358,24 +387,45 @@ def _model_for(a, ca, conns, streams, depth):
                         path_pkts=P.SEND_WINDOW - 1, ack_every=a.ack_every, resend_depth=64)
 
 
-def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, **ep_kw):
-    """The endpoint pair of a comparison and its writes (MR-TXS-051, MR-TX-152), a namespace of
-    ``rng, a, b, ca, msgs, src, dst, ks, kd, sem``: ``msgs`` ``(stream, length, imm or None)`` (random: 1 to ``depth``
-    per stream), sorted by stream (MR-ENG-030: streams enter the endpoint's round robin in the
-    order of their first post); ``src``, ``dst`` the source (random bytes) and destination
-    buffers, ``ks``, ``kd`` their memory keys; ``sem`` the scheduler's model with the endpoint's constants."""
+def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, sends=0.5, **ep_kw):
+    """The endpoint pair of a comparison and its writes and sends (MR-TXS-051, MR-TX-152), a
+    namespace of ``rng, a, b, ca, cb, msgs, src, dst, ks, kd, sem``: ``msgs`` ``(stream, length,
+    imm or None, send)`` (random: 1 to ``depth`` per stream, a share ``sends`` of them sends,
+    MR-TXS-056, drawn from a generator of their own; a 3-tuple is a write), sorted by stream
+    (MR-ENG-030: streams enter the endpoint's round robin in the order of their first post);
+    ``src``, ``dst`` the source (random bytes) and destination buffers, ``ks``, ``kd`` their
+    memory keys; ``sem`` the scheduler's model with the endpoint's constants."""
     rng = random.Random(seed)
-    a, b, ca = _endpoint_pair(paths, streams, conn_id=conn, **ep_kw)
+    send_rng = random.Random(seed ^ 0x5E4D)
+    a, b, ca, cb = _endpoint_pair(paths, streams, conn_id=conn, **ep_kw)
     msgs = msgs or [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(20_000)]),
                      rng.choice([None, rng.randrange(1 << 32)]))
                     for s in range(streams) for _ in range(rng.randrange(1, depth + 1))]
+    msgs = [m if len(m) == 4 else (*m, send_rng.random() < sends) for m in msgs]
     total = sum(m[1] for m in msgs)
     src = bytearray(rng.randbytes(total + 1))
     dst = bytearray(len(src))
     ks, kd = a.reg_mr(src), b.reg_mr(dst)
-    return SimpleNamespace(rng=rng, a=a, b=b, ca=ca, msgs=sorted(msgs, key=lambda m: m[0]),
+    return SimpleNamespace(rng=rng, a=a, b=b, ca=ca, cb=cb, msgs=sorted(msgs, key=lambda m: m[0]),
                            src=src, dst=dst, ks=ks, kd=kd,
                            sem=_model_for(a, ca, conns, streams, depth))
+
+
+def post_msg(w, conn, k, m, off, *, laddr):
+    """Post message ``m`` = ``(stream, length, imm or None, send)`` of ``endpoint_writes``'s
+    namespace ``w`` on the endpoint, its source at ``off`` of ``src``: a write to ``off`` of
+    ``dst``, or a send (MR-PLC-004) whose receive the peer posts first, at ``off`` of ``dst``
+    (so no send meets a missing receive, MR-TXS-059). Returns the scheduler's work request
+    (wr_id ``k``, host address ``laddr``)."""
+    stream, length, imm, send = m
+    if send:
+        w.cb.post_recv(stream, w.kd, off, length, wr_id=k)
+        w.ca.post_send(stream, w.ks, off, length, wr_id=k, imm=imm)
+        op = OP_SEND if imm is None else OP_SEND_IMM
+        return wr_item(conn, stream, length, wr_id=k, op=op, laddr=laddr, imm=imm or 0)
+    w.ca.post_write(stream, w.ks, off, length, off, w.kd, wr_id=k, imm=imm)
+    return wr_item(conn, stream, length, wr_id=k, op=OP_WRITE if imm is None else OP_WRITE_IMM,
+                   laddr=laddr, va=off, rkey=w.kd, imm=imm or 0)
 
 
 def _fields(frame):
@@ -402,25 +452,23 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
     sender processed goes through the retransmit unit's semantics (RetransmitModel), whose
     acknowledged and lost records are reported to the scheduler in the same order. At each
     frame of the endpoint the scheduler's next packet must carry the same descriptor fields
-    (path, PSN, offset, length, flags, stream, message, opcode, AckReq, RETH, immediate).
-    Returns the number of frames compared and the retransmissions among them."""
+    (path, PSN, offset, length, flags, stream, message, opcode, AckReq, RETH, MRSH, immediate).
+    Writes and sends (MR-TXS-059). Returns the number of frames compared and the retransmissions among them."""
     from .endpoint import Frame
     from .loopback import LoopFaults, Loopback
 
     w = endpoint_writes(seed, paths=paths, streams=streams, depth=depth, conn=conn, conns=conns,
                         msgs=msgs, **ep_kw)
-    a, b, ca, msgs, src, dst, ks, kd, sem = (w.a, w.b, w.ca, w.msgs, w.src, w.dst, w.ks, w.kd, w.sem)
+    a, b, ca, msgs, src, dst, sem = (w.a, w.b, w.ca, w.msgs, w.src, w.dst, w.sem)
     total = sum(m[1] for m in msgs)
     off = 0
     counts = defaultdict(int)
-    for k, (stream, length, imm) in enumerate(msgs):
-        assert counts[stream] < depth, "the comparison posts at most `depth` writes per stream"
-        counts[stream] += 1
-        ca.post_write(stream, ks, off, length, off, kd, wr_id=k, imm=imm)
-        cqe = sem.wr(wr_item(conn, stream, length, wr_id=k, op=OP_WRITE if imm is None else OP_WRITE_IMM,
-                             laddr=off, va=off, rkey=kd, imm=imm or 0))
+    for k, m in enumerate(msgs):
+        assert counts[m[0]] < depth, "the comparison posts at most `depth` messages per stream"
+        counts[m[0]] += 1
+        cqe = sem.wr(post_msg(w, conn, k, m, off, laddr=off))
         assert cqe is None
-        off += length
+        off += m[1]
 
     events = []
     orig_frame, orig_ack = ca._frame, ca._on_ack

@@ -129,19 +129,39 @@ def _endpoint_run(width, seed, *, rtl, **kw):
 @pytest.mark.parametrize("seed,kw", [(0, dict(streams=4, depth=2, init_window_bdp=0.2)),
                                      (1, dict(streams=2, depth=4, init_window_bdp=2.0))])
 def test_endpoint_bytes_until_blocked(seed, kw):
-    """MR-TX-152 (a), MR-TXS-051 (a): on the endpoint's writes, without ACKs, the engine (model;
-    its RTL is the lockstep's) emits the endpoint's frames byte for byte, ICRC included, until
-    both block."""
+    """MR-TX-152 (a), MR-TXS-051 (a), MR-TX-155: on the endpoint's writes and sends, without
+    ACKs, the engine (model; its RTL is the lockstep's) emits the endpoint's frames byte for
+    byte, ICRC included, until both block."""
     want, got = _endpoint_run(64, seed, rtl=False, **kw)
     assert len(want) >= 3
+    assert got == want
+
+
+#: MR-TX-155: sends between writes on one stream, so a send's receive sequence is not its
+#: message number, and sends on two streams (each counts on its own): (stream, length, imm, send)
+_SENDS = [(0, 1500, None, False), (0, 2100, None, True), (0, 0, 5, False), (0, 1024, 9, True),
+          (1, 700, 3, True), (1, 1025, None, True), (1, 3000, 11, False), (1, 1, None, True)]
+
+
+def test_endpoint_bytes_sends_between_writes():
+    """MR-TX-155, MR-TXS-056..058, MR-TX-152 (a): sends and writes interleaved on each stream:
+    the engine's frames are the endpoint's byte for byte (MR_SEND and MR_SEND_IMM with MRSH,
+    receive sequences 0, 1 on stream 0 at messages 1 and 3, 0..2 on stream 1)."""
+    from metaroce.models import codec
+    want, got = _endpoint_run(64, 2, rtl=False, streams=2, depth=4, init_window_bdp=2.0,
+                              msgs=_SENDS)
+    seqs = {(f.mrdh.stream, f.mrdh.msg, f.mrsh.recv_seq) for f in map(codec.decode, want) if f.mrsh}
+    assert seqs == {(0, 1, 0), (0, 3, 1), (1, 0, 0), (1, 1, 1), (1, 3, 2)}
     assert got == want
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [64, 512])
 def test_endpoint_bytes_until_blocked_rtl(width):
-    """MR-TX-152 (a) on the RTL, in lockstep with the model."""
-    want, got = _endpoint_run(width, 1, rtl=True, streams=2, depth=4, init_window_bdp=2.0)
+    """MR-TX-152 (a), MR-TX-155 on the RTL, in lockstep with the model: writes and sends
+    interleaved (`_SENDS`)."""
+    want, got = _endpoint_run(width, 2, rtl=True, streams=2, depth=4, init_window_bdp=2.0,
+                              msgs=_SENDS)
     assert got == want
 
 
@@ -249,8 +269,8 @@ def _lossy(width, seed, rtl):
 
 
 def test_endpoint_bytes_lossy_loopback():
-    """MR-TX-152 (b), MR-TXS-051 (b): over the lossy loopback, the scheduler's frame requests
-    are the endpoint's, resends included (asserted by endpoint_compare); through the data path
+    """MR-TX-152 (b), MR-TXS-051 (b), MR-TX-155: over the lossy loopback, writes and sends
+    mixed, the scheduler's frame requests are the endpoint's, resends included (asserted by endpoint_compare); through the data path
     (model; its RTL is the lockstep's) they become the endpoint's frames byte for byte, ICRC
     included."""
     want, got, reqs = _lossy(512, 1, rtl=False)

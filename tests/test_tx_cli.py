@@ -33,11 +33,14 @@ def test_bench_tx_model_rates():
 
 def test_replay_tx_inputs(tmp_path):
     """MR-TX-154: the work-request file and the ACK frames become the engine's inputs; without
-    ACKs a lossless receiver completes every work request (the cycle model)."""
+    ACKs a lossless receiver completes every work request (the cycle model). MR-TX-155: "send"
+    and "send_imm" are sends: MR_SEND / MR_SEND_IMM with the stream's receive sequences."""
     spec = {"seed": 3, "connections": [{"conn": 0, "dest_qp": 20, "local_qp": 1,
                                         "sports": [49152, 49153, 49154, 49155]}],
             "work_requests": [{"conn": 0, "stream": 0, "op": "write", "length": 3000, "rkey": 7},
-                              {"conn": 0, "stream": 1, "op": "write_imm", "length": 100, "imm": 5}]}
+                              {"conn": 0, "stream": 1, "op": "write_imm", "length": 100, "imm": 5},
+                              {"conn": 0, "stream": 1, "op": "send", "length": 10},
+                              {"conn": 0, "stream": 1, "op": "send_imm", "length": 20, "imm": 6}]}
     model = TxCycleModel(64)
     items, mem, image, tm, acks = xc.replay_inputs(spec, [], model.lay, paths=4)
     drv = xc.ReplayDriver(model.lay, 64, items, mem, tm, acks, image=image)
@@ -45,8 +48,11 @@ def test_replay_tx_inputs(tmp_path):
         inp = drv.inputs()
         drv.observe(inp, model.step(inp))
         drv.settle(model.active)
-    assert [c["status"] for c in drv.res["cqe"]] == [0, 0]
-    assert [f.udp.sport for f in drv.res["frames"]] == [49152, 49153, 49154, 49155]
+    assert [c["status"] for c in drv.res["cqe"]] == [0, 0, 0, 0]
+    fs = drv.res["frames"]
+    assert [f.udp.sport for f in fs[:4]] == [49152, 49153, 49154, 49155]
+    sends = [(f.bth.opcode, f.mrsh.recv_seq, f.imm, len(f.payload)) for f in fs if f.mrsh]
+    assert sends == [(0xC2, 0, None, 10), (0xC3, 1, 6, 20)]
 
 
 def test_replay_tx_errors(tmp_path):

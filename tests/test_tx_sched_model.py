@@ -5,7 +5,7 @@ import pytest
 
 from metaroce.models import protocol as P
 from metaroce.models import tx_sched_cases as tc
-from metaroce.models.tx_sched import (OP_WRITE_IMM, SMALL, STATUS_LOC_LEN_ERR,
+from metaroce.models.tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, SMALL, STATUS_LOC_LEN_ERR,
                                       STATUS_LOC_QP_OP_ERR, TxSchedCycleModel, TxSchedModel)
 from metaroce.models.wire import MrdhFlag
 
@@ -51,6 +51,42 @@ def test_bad_work_requests_complete_at_once():
                              "status": status, "op": f["op"], "length": f["length"]}
     assert sem.wr(tc.wr_item(0, 1, (1 << 20) * 256, wr_id=4)) is None
     assert sem.decide() is None or sem.decide()[0] == "packet"
+
+
+def test_send_receive_sequence_per_stream():
+    """MR-TXS-056..058: SEND and SEND_IMM are queued as writes are; each takes its stream's
+    receive sequence when queued (writes and refused requests take none; each stream of each
+    connection counts on its own; modulo 2^32), and every packet of a send carries it in MRSH
+    with the opcode 0xC0 + op, RETH VA and R_Key 0 and the immediate of a SEND_IMM."""
+    sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20))
+    posts = [(0, 0, OP_SEND), (0, 0, OP_WRITE), (0, 0, OP_SEND_IMM), (0, 1, OP_SEND),
+             (1, 0, OP_SEND_IMM), (1, 0, OP_WRITE_IMM)]
+    for k, (c, s, op) in enumerate(posts):
+        assert sem.wr(tc.wr_item(c, s, 2000, wr_id=k, op=op, va=0xAB00 + k, rkey=0x77,
+                                 imm=0x1000 + k)) is None
+    # refused: an opcode of the next slices, a stream beyond the instance: no sequence taken
+    assert sem.wr(tc.wr_item(0, 0, 10, wr_id=9, op=4))["status"] == STATUS_LOC_QP_OP_ERR
+    assert sem.wr(tc.wr_item(0, 3, 10, wr_id=10, op=OP_SEND))["status"] == STATUS_LOC_QP_OP_ERR
+    assert sem.q[sem.qi(0, 0)]["send_seq"] == 2 and sem.q[sem.qi(0, 1)]["send_seq"] == 1
+    want = {0: (0xC2, 0), 1: (0xC0, 0), 2: (0xC3, 1), 3: (0xC2, 0), 4: (0xC3, 0), 5: (0xC1, 0)}
+    frames = [fr for fr, _ in drain(sem)]
+    assert len(frames) == 2 * len(posts)
+    for fr in frames:
+        k = next(k for k, (c, s, _) in enumerate(posts)
+                 if (c, s) == (fr["conn"], fr["mrdh_stream"])
+                 and sum(1 for c2, s2, _ in posts[:k] if (c2, s2) == (c, s)) == fr["mrdh_msg"])
+        op = posts[k][2]
+        assert (fr["bth_opcode"], fr["mrsh_recv_seq"]) == want[k]
+        send = op in (OP_SEND, OP_SEND_IMM)
+        assert (fr["reth_va"], fr["reth_rkey"]) == ((0, 0) if send else (0xAB00 + k, 0x77))
+        assert fr["reth_dma_len"] == fr["mrdh_msg_len"] == 2000
+        assert fr["imm_imm"] == (0x1000 + k if op in (OP_WRITE_IMM, OP_SEND_IMM) else 0)
+    # modulo 2^32
+    q = sem.q[sem.qi(1, 1)]
+    q["send_seq"] = 0xFFFF_FFFF
+    sem.wr(tc.wr_item(1, 1, 0, wr_id=11, op=OP_SEND))
+    sem.wr(tc.wr_item(1, 1, 0, wr_id=12, op=OP_SEND_IMM))
+    assert [e["recv_seq"] for e in q["ring"][:2]] == [0xFFFF_FFFF, 0] and q["send_seq"] == 1
 
 
 def drain_n(sem, n):
@@ -154,11 +190,13 @@ def test_endpoint_over_lossy_loopback(seed):
     """MR-TXS-051, MR-REL-003: the endpoint's writes over the lossy loopback (windows that do
     not bind); each ACK it processed goes through the retransmit unit's semantics and its
     reports to the scheduler: the scheduler's next packet is the endpoint's at every frame,
-    resends included. (Seeds whose losses are all found by SACK gaps: tail probes, MR-REL-010,
+    resends included; writes and sends mixed (MR-TXS-059). (Seeds whose losses are all found by SACK gaps: tail probes, MR-REL-010,
     are outside the retransmit unit's slice.)"""
     import random
     rng = random.Random(seed)
-    msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7])) for s in range(2) for _ in range(4)]
+    kind = random.Random(seed ^ 0x5E4D)         # MR-TXS-059: writes and sends mixed
+    msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7]), kind.random() < 0.5)
+            for s in range(2) for _ in range(4)]
     r = tc.endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
                             init_window_bdp=100.0, max_window_bdp=100.0)
     assert r["retransmits"] >= 10 and not r["stats"].get("tail_probes")
