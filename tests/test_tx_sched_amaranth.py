@@ -492,3 +492,39 @@ def test_report_next_chunk_wrong_forms_fail(wrong):
                   conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
     with pytest.raises((_InvariantBroken, Mismatch)):
         _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
+
+
+# MR-TXS-057/058's wrong forms, each loaded in place of the RTL by replacing its text in
+# hdl/tx_sched.py: the stream's send_seq never advancing, the intake's correction for a send of
+# the same stream acted on at that edge left out, the frame queue's recv_seq not rebuilt
+SEND_SEQ_WRONG = {
+    "send_seq_not_advanced": ("w_rseq1.eq(in_rseq_after)", "w_rseq1.eq(in_rseq_own)"),
+    "same_stream_send_not_forwarded": ("hit_send = in_wr_hit & wr.op[1]", "hit_send = Const(0, 1)"),
+    "recv_seq_not_rebuilt": ("fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0))",
+                             "fr_out.mrsh_recv_seq.eq(0)"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(SEND_SEQ_WRONG))
+def test_send_seq_wrong_forms_fail(wrong):
+    """MR-TXS-057, MR-TXS-058: each wrong form of the receive sequence's RTL (``send_seq`` not
+    advancing, the intake's forward of a same-stream send acting at that edge left out,
+    ``mrsh_recv_seq`` not rebuilt at the frame queue's output), loaded in place of the RTL,
+    fails the lockstep of ``test_lockstep_random[1]``'s traffic (sends mixed in). (Slow: three
+    elaborations; measured on branch sd19: mismatches at cycles 27, 147 and 27; the RTL as
+    written runs the same traffic and driver to the end, 354 cycles, 0 mismatches.)"""
+    import importlib.util
+    import types
+    spec = importlib.util.find_spec("metaroce.hdl.tx_sched")
+    src = open(spec.origin).read()
+    old, new = SEND_SEQ_WRONG[wrong]
+    assert src.count(old) == 1, old
+    mod = types.ModuleType("metaroce.hdl._tx_sched_wrong")
+    mod.__package__ = "metaroce.hdl"
+    exec(compile(src.replace(old, new), spec.origin, "exec"), mod.__dict__)
+    items = tc.traffic(TxSchedModel(**SMALL), 40, seed=1)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, seed=1, p_idle=0.2, p_bp=0.4)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
