@@ -171,7 +171,7 @@ class TxSched(wiring.Component):
         send = Array(Signal(ptr_w, name=f"send{q}") for q in range(Q))
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
         msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
-        # MR-TXS-057: each stream's receive sequence, the recv_seq of its next SEND
+        # MR-TXS-058: each stream's receive sequence, the recv_seq of its next SEND
         send_seq = Array(Signal(32, name=f"send_seq{q}") for q in range(Q))
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
         # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input),
@@ -196,7 +196,7 @@ class TxSched(wiring.Component):
         e_out = Array(Signal(OUT_BITS, name=f"out{e}") for e in range(E))
         e_idle = Array(Signal(init=1, name=f"idle{e}") for e in range(E))     # out == 0
         # MR-TXS-043: the message's length is read with its descriptor (LUT RAM), not kept
-        # in a register per entry; MR-TXS-058: `op` (bit 0 immediate, bit 1 send), a send's
+        # in a register per entry; MR-TXS-059: `op` (bit 0 immediate, bit 1 send), a send's
         # recv_seq in the place of its VA
         desc_lay = data.StructLayout({"op": 2, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
                                       "imm": 32, "msg": 32, "len": 32})
@@ -235,7 +235,7 @@ class TxSched(wiring.Component):
         # MR-TXS-044: the frame queue holds the frame request's fields that vary, the output
         # rebuilds the rest (the opcode from op and a bit set in every frame, the offset's
         # low bits, the DMA length equal to the message length, the narrow fields' high bits;
-        # MR-TXS-058: a send's VA 0 and its recv_seq from the VA's place)
+        # MR-TXS-059: a send's VA 0 and its recv_seq from the VA's place)
         fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 2, "ack_req": 1,
                                     "psn": psn_w, "flags": 3, "path": pb, "stream": sb, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
@@ -251,7 +251,7 @@ class TxSched(wiring.Component):
         # a slot never written (all 0) shows an all-0 frame, as the unpacked ring would
         m.d.comb += [
             fr_out.conn.eq(fq_out.conn), fr_out.laddr.eq(fq_out.laddr),
-            # MR-TXS-056: the wire opcode is 0xC0 + op
+            # MR-TXS-057: the wire opcode is 0xC0 + op
             fr_out.bth_opcode.eq(Mux(fq_out.op_set, int(Op.MR_WRITE) | fq_out.op, 0)),
             fr_out.bth_ack_req.eq(fq_out.ack_req), fr_out.bth_psn.eq(fq_out.psn),
             fr_out.mrdh_flags.eq(fq_out.flags), fr_out.mrdh_path.eq(fq_out.path),
@@ -539,7 +539,7 @@ class TxSched(wiring.Component):
         w_full = Signal(name="w_full")          # its ring has no free entry
         w_msg = Signal(32, name="w_msg")        # its message number (MR-TXS-039)
         w_msg1 = Signal(32, name="w_msg1")      # its stream's msg_next after it
-        w_rseq = Signal(32, name="w_rseq")      # MR-TXS-057: its recv_seq (a send's)
+        w_rseq = Signal(32, name="w_rseq")      # MR-TXS-058: its recv_seq (a send's)
         w_rseq1 = Signal(32, name="w_rseq1")    # its stream's send_seq after it
         # MR-TXS-048: "the register holds a request that may act" (a good one with ring room, a
         # refused one with completion-queue room) as one register, from the next values of
@@ -889,7 +889,7 @@ class TxSched(wiring.Component):
         in_msg = read(msg_next, i_wqi, "in_msg")
         in_msg1 = A.add(in_msg, 1, name="in_msg1")
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
-        # MR-TXS-057: its recv_seq and the stream's send_seq after it likewise (one further when
+        # MR-TXS-058: its recv_seq and the stream's send_seq after it likewise (one further when
         # a send of its stream is acted on at this edge; only a send advances it)
         in_rseq = read(send_seq, i_wqi, "in_rseq")
         in_rseq1 = A.add(in_rseq, 1, name="in_rseq1")

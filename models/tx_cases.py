@@ -348,7 +348,7 @@ def check(sem: TxSchedModel, items, drv):
         # sends) and no RETH, a write's RETH; the immediate of an _IMM opcode on every packet
         assert f.bth.opcode == Op.MR_WRITE + w["op"]
         if is_send(w["op"]):
-            assert f.reth is None and f.mrsh.recv_seq == rseq[w["wr_id"]], "MRSH (MR-TXS-057)"
+            assert f.reth is None and f.mrsh.recv_seq == rseq[w["wr_id"]], "MRSH (MR-TXS-058)"
             assert f.mrdh.msg_len == w["length"]
         else:
             assert f.mrsh is None and (f.reth.va, f.reth.rkey, f.reth.dma_len, f.mrdh.msg_len) == (

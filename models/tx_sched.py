@@ -35,7 +35,7 @@ __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleMo
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
            "INPUTS", "OUTPUTS"]
 
-#: MR-TXS-002, MR-TXS-056: work-request opcodes (records.TX_MSG ``op``: write, write with
+#: MR-TXS-002, MR-TXS-057: work-request opcodes (records.TX_MSG ``op``: write, write with
 #: immediate, send, send with immediate; 4..7 are refused).
 OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM = 0, 1, 2, 3
 #: MR-TXS-011: completion statuses (verbs IBV_WC_* numbers, as endpoint.Status).
@@ -51,19 +51,19 @@ OUT_DEPTH = 4
 #: MR-TXS-001: the small instance's parameters.
 SMALL = dict(conns=2, streams=2, paths=4, depth=4, chunk_window=16, mtu=1024, cwnd=12_500,
              conn_window=50_000, path_pkts=32, ack_every=4, resend_depth=8)
-#: MR-TXS-056: the wire opcode of each work-request opcode is 0xC0 + op
+#: MR-TXS-057: the wire opcode of each work-request opcode is 0xC0 + op
 _WIRE_OP = {OP_WRITE: int(Op.MR_WRITE), OP_WRITE_IMM: int(Op.MR_WRITE_IMM),
             OP_SEND: int(Op.MR_SEND), OP_SEND_IMM: int(Op.MR_SEND_IMM)}
 assert all(v == int(Op.MR_WRITE) + k for k, v in _WIRE_OP.items())
 
 
 def is_send(op):
-    """MR-TXS-056: a SEND or SEND_IMM work request (op's bit 1 of the four sent ops)."""
+    """MR-TXS-057: a SEND or SEND_IMM work request (op's bit 1 of the four sent ops)."""
     return op in (OP_SEND, OP_SEND_IMM)
 
 
 def has_imm(op):
-    """MR-TXS-058: a WRITE_IMM or SEND_IMM (op's bit 0): its packets carry the immediate."""
+    """MR-TXS-059: a WRITE_IMM or SEND_IMM (op's bit 0): its packets carry the immediate."""
     return op in (OP_WRITE_IMM, OP_SEND_IMM)
 _STREAM_FIELD = 16              # MRDH stream is 16 bits (MR-WIRE-071)
 
@@ -157,7 +157,7 @@ class TxSchedModel:
         self.path_pkts, self.ack_every, self.resend_depth = path_pkts, ack_every, resend_depth
         self.lay = layouts(conns, streams, paths, depth)
         # MR-TXS-012: one ring of message entries per (connection, stream)
-        # MR-TXS-057: and its receive sequence, the recv_seq of its next SEND
+        # MR-TXS-058: and its receive sequence, the recv_seq of its next SEND
         self.q = [{"ring": [None] * depth, "tail": 0, "send": 0, "done": 0, "msg_next": 0,
                    "send_seq": 0} for _ in range(conns * streams)]
         # MR-TXS-013: per connection; MR-CONN-004: each starts its path rotation at conn mod paths
@@ -215,7 +215,7 @@ class TxSchedModel:
     def wr(self, f):
         """Take a work request: a bad one returns its error completion at once (MR-TXS-011); a
         good one is queued (returns None), a SEND or SEND_IMM with its stream's next receive
-        sequence (MR-TXS-057)."""
+        sequence (MR-TXS-058)."""
         st = self.wr_status(f)
         if st:
             return self.cqe_of(f, st)
@@ -440,7 +440,7 @@ class TxSchedModel:
         flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= e["length"] else 0)
                  | (MrdhFlag.RETX if kind == "resend" else 0))
         slot = s * self.depth + i
-        # MR-TXS-058: a send names no remote address (RETH VA and R_Key 0) and its receive
+        # MR-TXS-059: a send names no remote address (RETH VA and R_Key 0) and its receive
         # sequence (MRSH) on every packet; the immediate of either _IMM opcode on every packet
         send_op = is_send(e["op"])
         frame = {"conn": c, "laddr": e["laddr"],

@@ -34,7 +34,7 @@ def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, 
 
 
 def send_variant(rng, op, sends):
-    """MR-TXS-056: WRITE or WRITE_IMM ``op`` turned into SEND or SEND_IMM with probability
+    """MR-TXS-057: WRITE or WRITE_IMM ``op`` turned into SEND or SEND_IMM with probability
     ``sends``, drawn from ``rng`` (a generator of its own, so a workload's other draws are those
     of a workload of writes)."""
     return op + OP_SEND if rng.random() < sends else op
@@ -42,7 +42,7 @@ def send_variant(rng, op, sends):
 
 def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5):
     """``n`` work requests for the instance of ``sem`` (a :class:`TxSchedModel`), wr_id 0..n-1;
-    a share ``sends`` of the good opcodes are SEND or SEND_IMM (MR-TXS-056)."""
+    a share ``sends`` of the good opcodes are SEND or SEND_IMM (MR-TXS-057)."""
     rng = random.Random(seed)
     send_rng = random.Random(seed ^ 0x5E4D)
     mtu = sem.mtu
@@ -265,7 +265,7 @@ def packets_by_cycle(model, drv):
 
 
 def recv_seqs(items, sem):
-    """MR-TXS-057: each good SEND's or SEND_IMM's ``recv_seq`` by ``wr_id``: its rank among the
+    """MR-TXS-058: each good SEND's or SEND_IMM's ``recv_seq`` by ``wr_id``: its rank among the
     good sends of its (connection, stream) in posting order (writes and refused requests not
     counted), modulo 2^32."""
     n = defaultdict(int)
@@ -335,13 +335,13 @@ def check(sem, items, res):
         want_flags = ((MrdhFlag.FIRST if off == 0 else 0)
                       | (MrdhFlag.LAST if off + fr["payload_len"] >= w["length"] else 0))
         assert fr["mrdh_flags"] & ~MrdhFlag.RETX == want_flags
-        # MR-TXS-056..058: the opcode 0xC0 + op; a send's RETH VA and R_Key 0 and its receive
+        # MR-TXS-057..059: the opcode 0xC0 + op; a send's RETH VA and R_Key 0 and its receive
         # sequence; the immediate of either _IMM opcode
         assert fr["bth_opcode"] == 0xC0 + w["op"]
         snd = is_send(w["op"])
         assert (fr["reth_va"], fr["reth_rkey"], fr["reth_dma_len"], fr["mrdh_msg_len"]) == (
             0 if snd else w["va"], 0 if snd else w["rkey"], w["length"], w["length"])
-        assert fr["mrsh_recv_seq"] == (rseq[w["wr_id"]] if snd else 0), "MRSH recv_seq (MR-TXS-057)"
+        assert fr["mrsh_recv_seq"] == (rseq[w["wr_id"]] if snd else 0), "MRSH recv_seq (MR-TXS-058)"
         assert fr["imm_imm"] == (w["imm"] if has_imm(w["op"]) else 0)
         assert fr["laddr"] == w["laddr"]
         mk = (fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])
@@ -391,7 +391,7 @@ def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, send
     """The endpoint pair of a comparison and its writes and sends (MR-TXS-051, MR-TX-152), a
     namespace of ``rng, a, b, ca, cb, msgs, src, dst, ks, kd, sem``: ``msgs`` ``(stream, length,
     imm or None, send)`` (random: 1 to ``depth`` per stream, a share ``sends`` of them sends,
-    MR-TXS-056, drawn from a generator of their own; a 3-tuple is a write), sorted by stream
+    MR-TXS-057, drawn from a generator of their own; a 3-tuple is a write), sorted by stream
     (MR-ENG-030: streams enter the endpoint's round robin in the order of their first post);
     ``src``, ``dst`` the source (random bytes) and destination buffers, ``ks``, ``kd`` their
     memory keys; ``sem`` the scheduler's model with the endpoint's constants."""
@@ -415,7 +415,7 @@ def post_msg(w, conn, k, m, off, *, laddr):
     """Post message ``m`` = ``(stream, length, imm or None, send)`` of ``endpoint_writes``'s
     namespace ``w`` on the endpoint, its source at ``off`` of ``src``: a write to ``off`` of
     ``dst``, or a send (MR-PLC-004) whose receive the peer posts first, at ``off`` of ``dst``
-    (so no send meets a missing receive, MR-TXS-059). Returns the scheduler's work request
+    (so no send meets a missing receive, MR-TXS-060). Returns the scheduler's work request
     (wr_id ``k``, host address ``laddr``)."""
     stream, length, imm, send = m
     if send:
@@ -453,7 +453,7 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
     acknowledged and lost records are reported to the scheduler in the same order. At each
     frame of the endpoint the scheduler's next packet must carry the same descriptor fields
     (path, PSN, offset, length, flags, stream, message, opcode, AckReq, RETH, MRSH, immediate).
-    Writes and sends (MR-TXS-059). Returns the number of frames compared and the retransmissions among them."""
+    Writes and sends (MR-TXS-060). Returns the number of frames compared and the retransmissions among them."""
     from .endpoint import Frame
     from .loopback import LoopFaults, Loopback
 

@@ -144,7 +144,7 @@ _SENDS = [(0, 1500, None, False), (0, 2100, None, True), (0, 0, 5, False), (0, 1
 
 
 def test_endpoint_bytes_sends_between_writes():
-    """MR-TX-155, MR-TXS-056..058, MR-TX-152 (a): sends and writes interleaved on each stream:
+    """MR-TX-155, MR-TXS-057..059, MR-TX-152 (a): sends and writes interleaved on each stream:
     the engine's frames are the endpoint's byte for byte (MR_SEND and MR_SEND_IMM with MRSH,
     receive sequences 0, 1 on stream 0 at messages 1 and 3, 0..2 on stream 1)."""
     from metaroce.models import codec

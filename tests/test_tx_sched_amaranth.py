@@ -494,7 +494,7 @@ def test_report_next_chunk_wrong_forms_fail(wrong):
         _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
 
 
-# MR-TXS-057/058's wrong forms, each loaded in place of the RTL by replacing its text in
+# MR-TXS-058/058's wrong forms, each loaded in place of the RTL by replacing its text in
 # hdl/tx_sched.py: the stream's send_seq never advancing, the intake's correction for a send of
 # the same stream acted on at that edge left out, the frame queue's recv_seq not rebuilt
 SEND_SEQ_WRONG = {
@@ -508,7 +508,7 @@ SEND_SEQ_WRONG = {
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong", sorted(SEND_SEQ_WRONG))
 def test_send_seq_wrong_forms_fail(wrong):
-    """MR-TXS-057, MR-TXS-058: each wrong form of the receive sequence's RTL (``send_seq`` not
+    """MR-TXS-058, MR-TXS-059: each wrong form of the receive sequence's RTL (``send_seq`` not
     advancing, the intake's forward of a same-stream send acting at that edge left out,
     ``mrsh_recv_seq`` not rebuilt at the frame queue's output), loaded in place of the RTL,
     fails the lockstep of ``test_lockstep_random[1]``'s traffic (sends mixed in). (Slow: three

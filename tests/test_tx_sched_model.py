@@ -54,7 +54,7 @@ def test_bad_work_requests_complete_at_once():
 
 
 def test_send_receive_sequence_per_stream():
-    """MR-TXS-056..058: SEND and SEND_IMM are queued as writes are; each takes its stream's
+    """MR-TXS-057..059: SEND and SEND_IMM are queued as writes are; each takes its stream's
     receive sequence when queued (writes and refused requests take none; each stream of each
     connection counts on its own; modulo 2^32), and every packet of a send carries it in MRSH
     with the opcode 0xC0 + op, RETH VA and R_Key 0 and the immediate of a SEND_IMM."""
@@ -190,11 +190,11 @@ def test_endpoint_over_lossy_loopback(seed):
     """MR-TXS-051, MR-REL-003: the endpoint's writes over the lossy loopback (windows that do
     not bind); each ACK it processed goes through the retransmit unit's semantics and its
     reports to the scheduler: the scheduler's next packet is the endpoint's at every frame,
-    resends included; writes and sends mixed (MR-TXS-059). (Seeds whose losses are all found by SACK gaps: tail probes, MR-REL-010,
+    resends included; writes and sends mixed (MR-TXS-060). (Seeds whose losses are all found by SACK gaps: tail probes, MR-REL-010,
     are outside the retransmit unit's slice.)"""
     import random
     rng = random.Random(seed)
-    kind = random.Random(seed ^ 0x5E4D)         # MR-TXS-059: writes and sends mixed
+    kind = random.Random(seed ^ 0x5E4D)         # MR-TXS-060: writes and sends mixed
     msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7]), kind.random() < 0.5)
             for s in range(2) for _ in range(4)]
     r = tc.endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
