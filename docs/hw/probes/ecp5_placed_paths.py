@@ -1,0 +1,190 @@
+"""The slowest register -> register paths of a *placed* ECP5 design, by nextpnr's own
+pre-routing wire estimate (not part of the design).
+
+nextpnr 0.11 prints only a post-placement Fmax, no critical path, and its ``--report`` after
+``--no-route`` holds no path (checked: ``critical_paths`` empty, ``detailed_net_timings``
+empty). This reads the design nextpnr wrote after placement (``--no-route --write
+placed.json``), takes every arc's delay from ``Arch::predictDelay`` of nextpnr's ECP5 arch
+(speed 8: ``76 * (6 + max(dx-5,0) + max(dy-5,0) + 2 * (min(dx,5) + min(dy,5)))`` ps between
+the driver's and the sink's tile; 0 on a carry chain FCO -> FCI and into FXA/FXB), adds
+approximate cell delays (below) and prints the slowest endpoints with the path into each:
+each hop's cell, the wire's estimate and its tile distance, and the net names.
+
+Approximate cell delays (ps; the speed-8 figures of the results pages where measured: EBR
+clock-to-out 4,260, flip-flop clock-to-out 400 and setup 200): a LUT input to F 240, into
+OFX 150, a carry chain 60 per slice, block RAM setup 150. Wires dominate (87 % of the RX's
+routed critical path), so these only order near ties. The slowest path's figure is meant to
+come near nextpnr's post-placement Fmax for the same design (printed beside it from the log
+when given).
+
+    .venv/bin/python docs/hw/probes/ecp5_placed_paths.py DIR/placed.json [N] [DIR/nextpnr.log]
+"""
+import collections
+import json
+import re
+import sys
+
+PS_PER_UNIT = 120 - 22 * 2          # nextpnr's args.speed: 6 -> 0, 7 -> 1, 8 -> 2
+CLK_TO_Q = {"TRELLIS_FF": 400, "DP16KD": 4260, "TRELLIS_RAMW": 0}
+SETUP = {"TRELLIS_FF": 200, "DP16KD": 150, "TRELLIS_COMB": 150, "TRELLIS_RAMW": 150}
+COMB_PS = {"F": 240, "OFX": 150, "FCO": 60}
+# ports of a TRELLIS_COMB that end a path (its LUT-RAM write side), not pass through it
+COMB_SINKS = ("WCK", "WRE", "WAD0", "WAD1", "WAD2", "WAD3", "WD", "DI0", "DI1")
+
+
+def bel_xy(cell):
+    m = re.match(r"X(\d+)/Y(\d+)/", cell["attributes"].get("NEXTPNR_BEL", ""))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def wire_ps(drv, drv_port, snk, snk_port):
+    """nextpnr's ``Arch::predictDelay`` (ECP5), without its same-slice direct-wire zeros."""
+    if (drv_port == "FCO" and snk_port == "FCI") or snk_port in ("FXA", "FXB"):
+        return 0, 0
+    a, b = bel_xy(drv), bel_xy(snk)
+    if a is None or b is None:
+        return 0, 0
+    dx, dy = abs(a[0] - b[0]), abs(a[1] - b[1])
+    units = 6 + max(dx - 5, 0) + max(dy - 5, 0) + 2 * (min(dx, 5) + min(dy, 5))
+    return PS_PER_UNIT * units, dx + dy
+
+
+def analyse(path):
+    d = json.load(open(path))
+    top = [m for m in d["modules"].values() if m.get("attributes", {}).get("top")] or list(d["modules"].values())
+    mod = top[0]
+    cells = mod["cells"]
+    names = {}
+    for n, net in mod["netnames"].items():
+        for b in net["bits"]:
+            if isinstance(b, int) and (b not in names or names[b].startswith("$")):
+                names[b] = n
+    driver, sinks = {}, collections.defaultdict(list)
+    for cn, c in cells.items():
+        dirs = c.get("port_directions", {})
+        for p, bits in c["connections"].items():
+            for b in bits:
+                if not isinstance(b, int):
+                    continue
+                if dirs.get(p) == "output":
+                    driver[b] = (cn, p)
+                elif dirs.get(p) == "input":
+                    sinks[b].append((cn, p))
+
+    def comb(cn):
+        return cells[cn]["type"] == "TRELLIS_COMB"
+
+    # arrival at each comb cell output (ps) and its predecessor, in topological order
+    indeg = collections.Counter()
+    comb_in = collections.defaultdict(list)      # comb cell -> its input bits that pass through
+    for cn, c in cells.items():
+        if not comb(cn):
+            continue
+        for p, bits in c["connections"].items():
+            if c["port_directions"].get(p) == "input" and p not in COMB_SINKS:
+                for b in bits:
+                    if isinstance(b, int) and b in driver:
+                        comb_in[cn].append((p, b))
+                        if comb(driver[b][0]):
+                            indeg[cn] += 1
+    # start points: every output of a sequential cell
+    out_time = {}                                 # bit -> (time at driver output, hop info)
+    for b, (cn, p) in driver.items():
+        t = cells[cn]["type"]
+        if t != "TRELLIS_COMB":
+            out_time[b] = (CLK_TO_Q.get(t, 0), None)
+    ready = collections.deque(cn for cn in comb_in if indeg[cn] == 0)
+    ready.extend(cn for cn, c in cells.items() if comb(cn) and cn not in comb_in)
+    done = set()
+    while ready:
+        cn = ready.popleft()
+        if cn in done:
+            continue
+        done.add(cn)
+        c = cells[cn]
+        best = (0, None)
+        for p, b in comb_in.get(cn, ()):
+            if b not in out_time:
+                continue
+            dcell, dport = driver[b]
+            w, dist = wire_ps(cells[dcell], dport, c, p)
+            t = out_time[b][0] + w
+            if t > best[0]:
+                best = (t, (b, p, w, dist))
+        for p, bits in c["connections"].items():
+            if c["port_directions"].get(p) != "output":
+                continue
+            for b in bits:
+                if isinstance(b, int):
+                    out_time[b] = (best[0] + COMB_PS.get(p, 240), (cn, best[1]))
+                    for scn, _ in sinks.get(b, ()):
+                        if comb(scn) and scn not in done:
+                            indeg[scn] -= 1
+                            if indeg[scn] <= 0:
+                                ready.append(scn)
+    loops = sum(1 for cn in comb_in if cn not in done)
+    # endpoints: inputs of sequential cells (and a comb cell's LUT-RAM write ports)
+    ends = []
+    for cn, c in cells.items():
+        t = c["type"]
+        for p, bits in c["connections"].items():
+            if c["port_directions"].get(p) != "input" or p in ("CLK", "CLKA", "CLKB", "WCK"):
+                continue
+            if t == "TRELLIS_COMB" and p not in COMB_SINKS:
+                continue
+            for b in bits:
+                if isinstance(b, int) and b in out_time and b in driver:
+                    dcell, dport = driver[b]
+                    w, dist = wire_ps(cells[dcell], dport, c, p)
+                    ends.append((out_time[b][0] + w + SETUP.get(t, 150), cn, p, b, w, dist))
+    ends.sort(key=lambda e: e[0], reverse=True)
+    return cells, names, driver, out_time, ends, loops
+
+
+def trace(cells, names, driver, out_time, b):
+    """The hops into bit ``b``: (driver cell, its type, net name, wire ps into the next cell,
+    tile distance), from the start register."""
+    hops = []
+    while b is not None:
+        cn, _ = driver[b]
+        info = out_time[b][1]
+        hops.append((cn, cells[cn]["type"], names.get(b, "?")))
+        if info is None or info[1] is None:
+            break
+        b = info[1][0]
+        hops[-1] += (info[1][2], info[1][3])
+    return hops[::-1]
+
+
+def main(argv):
+    n = int(argv[2]) if len(argv) > 2 else 10
+    cells, names, driver, out_time, ends, loops = analyse(argv[1])
+    if len(argv) > 3:
+        fm = re.findall(r"Max frequency for clock '[^']*': ([\d.]+) MHz", open(argv[3]).read())
+        if fm:
+            print(f"nextpnr's post-placement estimate: {fm[-1]} MHz ({1e6 / float(fm[-1]):.0f} ps)")
+    print(f"cells {len(cells)}; comb loops cut {loops}; slowest endpoint {ends[0][0]} ps "
+          f"({1e6 / ends[0][0]:.2f} MHz)")
+    hist = collections.Counter(e[0] // 2000 * 2000 for e in ends)
+    print("endpoints by arrival (ps, 2,000 ps buckets):", dict(sorted(hist.items())))
+    shown, seen = 0, set()
+    for t, cn, p, b, w, dist in ends:
+        hops = trace(cells, names, driver, out_time, b)
+        key = (hops[0][0], cn)
+        if key in seen:
+            continue
+        seen.add(key)
+        wires = sum(h[3] for h in hops if len(h) > 3) + w
+        print(f"\n{t} ps ({1e6 / t:.1f} MHz), wires {wires} ps, {len(hops) - 1} comb cells: "
+              f"{hops[0][2]} -> {cells[cn]['type']}.{p} of {cn[:70]}")
+        for h in hops:
+            into = f"(wire in {h[3]:5d} ps, {h[4]:3d} tiles) " if len(h) > 3 else " " * 32
+            print(f"    {into}{h[1]:12s} {h[2][:90]}")
+        print(f"    (wire in {w:5d} ps, {dist:3d} tiles) {cells[cn]['type']}.{p}")
+        shown += 1
+        if shown >= n:
+            break
+
+
+if __name__ == "__main__":
+    main(sys.argv)
