@@ -24,10 +24,12 @@ import json
 import re
 import sys
 
-PS_PER_UNIT = 120 - 22 * 2          # nextpnr's args.speed: 6 -> 0, 7 -> 1, 8 -> 2
+PS_PER_UNIT = int(__import__("os").environ.get("PS_PER_UNIT", 61))
 CLK_TO_Q = {"TRELLIS_FF": 400, "DP16KD": 4260, "TRELLIS_RAMW": 0}
 SETUP = {"TRELLIS_FF": 200, "DP16KD": 150, "TRELLIS_COMB": 150, "TRELLIS_RAMW": 150}
-COMB_PS = {"F": 240, "OFX": 150, "FCO": 60}
+COMB_PS = {"F": 180, "OFX": 193, "FCO": 60}
+COMB_DEPS = {"F": ("A", "B", "C", "D", "FCI"), "FCO": ("A", "B", "C", "D", "FCI"),
+             "OFX": ("A", "B", "C", "D", "M", "F1", "FXA", "FXB")}
 # ports of a TRELLIS_COMB that end a path (its LUT-RAM write side), not pass through it
 COMB_SINKS = ("WCK", "WRE", "WAD0", "WAD1", "WAD2", "WAD3", "WD", "DI0", "DI1")
 
@@ -72,57 +74,40 @@ def analyse(path):
                     sinks[b].append((cn, p))
 
     def comb(cn):
-        return cells[cn]["type"] == "TRELLIS_COMB"
-
-    # arrival at each comb cell output (ps) and its predecessor, in topological order
-    indeg = collections.Counter()
-    comb_in = collections.defaultdict(list)      # comb cell -> its input bits that pass through
-    for cn, c in cells.items():
-        if not comb(cn):
-            continue
-        for p, bits in c["connections"].items():
-            if c["port_directions"].get(p) == "input" and p not in COMB_SINKS:
-                for b in bits:
-                    if isinstance(b, int) and b in driver:
-                        comb_in[cn].append((p, b))
-                        if comb(driver[b][0]):
-                            indeg[cn] += 1
-    # start points: every output of a sequential cell
-    out_time = {}                                 # bit -> (time at driver output, hop info)
-    for b, (cn, p) in driver.items():
-        t = cells[cn]["type"]
-        if t != "TRELLIS_COMB":
-            out_time[b] = (CLK_TO_Q.get(t, 0), None)
-    ready = collections.deque(cn for cn in comb_in if indeg[cn] == 0)
-    ready.extend(cn for cn, c in cells.items() if comb(cn) and cn not in comb_in)
-    done = set()
-    while ready:
-        cn = ready.popleft()
-        if cn in done:
-            continue
-        done.add(cn)
         c = cells[cn]
-        best = (0, None)
-        for p, b in comb_in.get(cn, ()):
-            if b not in out_time:
-                continue
-            dcell, dport = driver[b]
-            w, dist = wire_ps(cells[dcell], dport, c, p)
-            t = out_time[b][0] + w
-            if t > best[0]:
-                best = (t, (b, p, w, dist))
-        for p, bits in c["connections"].items():
-            if c["port_directions"].get(p) != "output":
-                continue
-            for b in bits:
-                if isinstance(b, int):
-                    out_time[b] = (best[0] + COMB_PS.get(p, 240), (cn, best[1]))
-                    for scn, _ in sinks.get(b, ()):
-                        if comb(scn) and scn not in done:
-                            indeg[scn] -= 1
-                            if indeg[scn] <= 0:
-                                ready.append(scn)
-    loops = sum(1 for cn in comb_in if cn not in done)
+        return c["type"] == "TRELLIS_COMB" and c["parameters"].get("MODE") != "RAMW_BLOCK"
+
+    # arrival at each output bit (ps) and the hop into it, pin to pin: F from the LUT inputs
+    # (and FCI), OFX from them and M, F1, FXA, FXB (PFUMX, L6MUX21), FCO from the LUT inputs
+    # and FCI; a whole-cell arc would close false loops through a slice's paired LUTs
+    out_time = {}                                 # bit -> (time at driver output, hop info)
+    pins = {}
+    for cn, c in cells.items():
+        if comb(cn):
+            pins[cn] = {p: [b for b in bits if isinstance(b, int) and b in driver]
+                        for p, bits in c["connections"].items()
+                        if c["port_directions"].get(p) == "input" and p not in COMB_SINKS}
+
+    def arrival(b):
+        if b in out_time:
+            return out_time[b][0]
+        cn, port = driver[b]
+        c = cells[cn]
+        if not comb(cn):
+            out_time[b] = (CLK_TO_Q.get(c["type"], 0), None)
+            return out_time[b][0]
+        out_time[b] = (0, None)                   # a loop closing here is cut
+        best = (-10**9, None)                     # no driven input: a constant, no path
+        for p in COMB_DEPS.get(port, ()):
+            for ib in pins[cn].get(p, ()):
+                dcell, dport = driver[ib]
+                w, dist = wire_ps(cells[dcell], dport, c, p)
+                t = arrival(ib) + w
+                if t > best[0]:
+                    best = (t, (ib, p, w, dist))
+        out_time[b] = (best[0] + COMB_PS.get(port, 240), (cn, best[1]))
+        return out_time[b][0]
+
     # endpoints: inputs of sequential cells (and a comb cell's LUT-RAM write ports)
     ends = []
     for cn, c in cells.items():
@@ -130,15 +115,15 @@ def analyse(path):
         for p, bits in c["connections"].items():
             if c["port_directions"].get(p) != "input" or p in ("CLK", "CLKA", "CLKB", "WCK"):
                 continue
-            if t == "TRELLIS_COMB" and p not in COMB_SINKS:
+            if comb(cn) and p not in COMB_SINKS:
                 continue
             for b in bits:
-                if isinstance(b, int) and b in out_time and b in driver:
+                if isinstance(b, int) and b in driver:
                     dcell, dport = driver[b]
                     w, dist = wire_ps(cells[dcell], dport, c, p)
-                    ends.append((out_time[b][0] + w + SETUP.get(t, 150), cn, p, b, w, dist))
+                    ends.append((arrival(b) + w + SETUP.get(t, 150), cn, p, b, w, dist))
     ends.sort(key=lambda e: e[0], reverse=True)
-    return cells, names, driver, out_time, ends, loops
+    return cells, names, driver, out_time, ends
 
 
 def trace(cells, names, driver, out_time, b):
@@ -152,20 +137,20 @@ def trace(cells, names, driver, out_time, b):
         if info is None or info[1] is None:
             break
         b = info[1][0]
-        hops[-1] += (info[1][2], info[1][3])
+        hops[-1] += (info[1][2], info[1][3], info[1][1])
     return hops[::-1]
 
 
 def main(argv):
     n = int(argv[2]) if len(argv) > 2 else 10
-    cells, names, driver, out_time, ends, loops = analyse(argv[1])
+    cells, names, driver, out_time, ends = analyse(argv[1])
     if len(argv) > 3:
         fm = re.findall(r"Max frequency for clock '[^']*': ([\d.]+) MHz", open(argv[3]).read())
         if fm:
             print(f"nextpnr's post-placement estimate: {fm[-1]} MHz ({1e6 / float(fm[-1]):.0f} ps)")
-    print(f"cells {len(cells)}; comb loops cut {loops}; slowest endpoint {ends[0][0]} ps "
+    print(f"cells {len(cells)}; slowest endpoint {ends[0][0]} ps "
           f"({1e6 / ends[0][0]:.2f} MHz)")
-    hist = collections.Counter(e[0] // 2000 * 2000 for e in ends)
+    hist = collections.Counter(e[0] // 2000 * 2000 for e in ends if e[0] >= 0)
     print("endpoints by arrival (ps, 2,000 ps buckets):", dict(sorted(hist.items())))
     shown, seen = 0, set()
     for t, cn, p, b, w, dist in ends:
@@ -178,8 +163,8 @@ def main(argv):
         print(f"\n{t} ps ({1e6 / t:.1f} MHz), wires {wires} ps, {len(hops) - 1} comb cells: "
               f"{hops[0][2]} -> {cells[cn]['type']}.{p} of {cn[:70]}")
         for h in hops:
-            into = f"(wire in {h[3]:5d} ps, {h[4]:3d} tiles) " if len(h) > 3 else " " * 32
-            print(f"    {into}{h[1]:12s} {h[2][:90]}")
+            into = f"(wire in {h[3]:5d} ps, {h[4]:3d} tiles) {h[5]:>3s}" if len(h) > 3 else " " * 35
+            print(f"    {into} {h[1]:12s} {h[2][:90]}")
         print(f"    (wire in {w:5d} ps, {dist:3d} tiles) {cells[cn]['type']}.{p}")
         shown += 1
         if shown >= n:
@@ -187,4 +172,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    import threading
+    sys.setrecursionlimit(1_000_000)
+    threading.stack_size(512 * 1024 * 1024)     # the arrival recursion is as deep as a path
+    th = threading.Thread(target=main, args=(sys.argv,))
+    th.start()
+    th.join()
