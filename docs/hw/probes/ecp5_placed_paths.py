@@ -4,18 +4,22 @@ pre-routing wire estimate (not part of the design).
 nextpnr 0.11 prints only a post-placement Fmax, no critical path, and its ``--report`` after
 ``--no-route`` holds no path (checked: ``critical_paths`` empty, ``detailed_net_timings``
 empty). This reads the design nextpnr wrote after placement (``--no-route --write
-placed.json``), takes every arc's delay from ``Arch::predictDelay`` of nextpnr's ECP5 arch
-(speed 8: ``76 * (6 + max(dx-5,0) + max(dy-5,0) + 2 * (min(dx,5) + min(dy,5)))`` ps between
-the driver's and the sink's tile; 0 on a carry chain FCO -> FCI and into FXA/FXB), adds
-approximate cell delays (below) and prints the slowest endpoints with the path into each:
-each hop's cell, the wire's estimate and its tile distance, and the net names.
+placed.json``), takes every arc's delay in the form of ``Arch::predictDelay`` of nextpnr's
+ECP5 arch: ``PS_PER_UNIT * (6 + max(dx-5,0) + max(dy-5,0) + 2 * (min(dx,5) + min(dy,5)))`` ps
+between the driver's and the sink's tile; 0 on a carry chain FCO -> FCI and into FXA/FXB. The
+source read gives 76 ps per unit at speed 8, which overshoots 0.11's printed estimate by 23 % on
+both designs tried; 61 (the default; ``PS_PER_UNIT=`` in the environment overrides it) brings
+the slowest path within 1 % of nextpnr's figure on the RX (21,715 against 21,801 ps) and 5 %
+on a 2,345-cell test design (docs/hw/rx-results.md, "Branch rx19"). It walks every path pin
+to pin (F from the LUT inputs and FCI; OFX from them and M, F1, FXA, FXB; FCO from the LUT
+inputs and FCI) and prints the slowest endpoints with the path into each: each hop's input
+pin, the wire's estimate and its tile distance, the cell and the net names.
 
-Approximate cell delays (ps; the speed-8 figures of the results pages where measured: EBR
-clock-to-out 4,260, flip-flop clock-to-out 400 and setup 200): a LUT input to F 240, into
-OFX 150, a carry chain 60 per slice, block RAM setup 150. Wires dominate (87 % of the RX's
-routed critical path), so these only order near ties. The slowest path's figure is meant to
-come near nextpnr's post-placement Fmax for the same design (printed beside it from the log
-when given).
+Cell delays (ps): a LUT input to F 180 and M/FXA/FXB to OFX 193 (nextpnr's figures in a
+routed report), a carry chain 60 per slice; EBR clock-to-out 4,260, flip-flop clock-to-out 400
+and setup 200 (the results pages' routed paths), block RAM setup 150. Wires are 84-89 % of the
+RX's slowest placed paths, so these only order near ties. A cell with no driven input (the
+packer's constants) starts no path.
 
     .venv/bin/python docs/hw/probes/ecp5_placed_paths.py DIR/placed.json [N] [DIR/nextpnr.log]
 """
