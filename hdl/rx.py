@@ -48,6 +48,11 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
 from ..models.wire import Op
 from .muxes import pick as _pick
 
+#: MR-RX-125: the hold cycle (the value of ``hold``) in which sl_row takes the slow record's
+#: new row from the path table's write register: H1, the hold's first cycle, the one cycle
+#: that register holds it
+SL_ROW_LOAD = HOLD_CYCLES
+
 __all__ = ["Rx", "rx_256x4"]
 
 
@@ -197,7 +202,7 @@ def _table(m, name, shape, depth, *, collision_x, poison, collided):
     return rd, wr, data
 
 
-def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None):
+def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None, with_wb=False):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
@@ -206,7 +211,8 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     the read data. With ``reread`` the read and its forward run every cycle (the caller's
     ``addr`` names the waiting record's row during a hold), else only when ``advance``. The
     register loads when ``advance`` or ``load`` (a write of a hold cycle, in ``now``).
-    Returns the row register."""
+    Returns the row register, and with ``with_wb`` also the register of the cycle before's
+    write data (``{name}_wb_prev``, loaded with every read)."""
     row = Signal(len(rd.data), name=f"{name}_row")
     fwd_prev, wb_prev = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_wb_prev")
     read = Const(1, 1) if reread else advance
@@ -218,7 +224,7 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
         value = Mux(cond, wdata, value)
     with m.If(advance if load is None else advance | load):
         m.d.sync += row.eq(value)
-    return row
+    return (row, wb_prev) if with_wb else row
 
 
 def _same_row(m, name, addr, advance):
@@ -708,7 +714,9 @@ class Rx(wiring.Component):
         # and fills the slide's base, H2 finds the all-ones groups of 8 and counts the holes in
         # groups of 16, H3 the first group with a 0 and the run of ones from cum, H4 the
         # advance and the bits to clear (the run rotated back), H5 writes the row.
-        sl_row = Signal(lay.path_mem)     # the row as the fast update left it; cum before it
+        # the row as the fast update left it (cum before the slow update's advance); loaded in
+        # H1 from the path table's write register, not from S4's new row (MR-RX-125)
+        sl_row = Signal(lay.path_mem)
         sl_cum = Signal(24)
         sl_addr = Signal(row_bits)
         sl_cum_hi_p1 = Signal(15)
@@ -719,7 +727,7 @@ class Rx(wiring.Component):
         sl_step = Signal()
         assert HOLD_CYCLES >= 4
         with m.If(advance):
-            m.d.sync += [sl_row.eq(nrow), sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
+            m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
                          sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum),
                          hold.eq(Mux(slow, HOLD_CYCLES, 0)), holding.eq(slow), slow_write.eq(0)]
         with m.Else():
@@ -832,9 +840,17 @@ class Rx(wiring.Component):
         # the slow update's write (H5) into S4's row register goes through the write port's
         # data mux too (one mux per bit fewer than its own)
         slow_fwd = slow_write & path_same_s5
-        path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
-                                   advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
-                                   reread=True, load=slow_fwd, rd_data=path_data)
+        path_row, path_wb_prev = _registered_row(
+            m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
+            advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
+            reread=True, load=slow_fwd, rd_data=path_data, with_wb=True)
+        # MR-RX-125 (for timing, not behaviour): the slow record's new row reaches sl_row a cycle
+        # later, in H1, from the write register the path row's forward already loads with it
+        # (the table's write data of the cycle that started the hold: S4's new row, as the hold
+        # starts only after an accepted record, no hold write, no configuration write), so S4's
+        # update cone no longer drives sl_row's 653 flip-flops; sl_row is read only in H5
+        with m.If(hold == SL_ROW_LOAD):
+            m.d.sync += sl_row.eq(path_wb_prev)
         m.d.comb += s4_row.eq(path_row)
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),

