@@ -145,7 +145,9 @@ class HeadRegFIFO(wiring.Component):
     (``r_data`` is the head slot's content, also while empty: ``models.fifo.SyncFifoModel``),
     with the head kept in a register. The ring (LUT RAM) is read at the slot after the head,
     a cycle ahead; the head register takes that read at a pop, or the written entry when the
-    write lands on the next head's slot. ``r_data`` and ``r_rdy`` are flip-flops."""
+    write lands on the next head's slot. ``r_data`` and ``r_rdy`` are flip-flops, and so is
+    ``w_rdy`` (MR-TX-073: ``level != depth`` after the edge, so a writer's decision starts at
+    a flip-flop, not at a comparison of ``level``)."""
 
     def __init__(self, *, width, depth):
         assert depth >= 2
@@ -171,7 +173,11 @@ class HeadRegFIFO(wiring.Component):
         def step(p):
             return Mux(p == depth - 1, 0, p + 1)
 
-        m.d.comb += [self.w_rdy.eq(level != depth), self.r_rdy.eq(nonempty),
+        # MR-TX-073: room after the edge: a write alone fills the last slot when one was
+        # left, a pop alone leaves room, else as it is
+        w_rdy = Signal(init=1)
+        m.d.sync += w_rdy.eq(Mux(do_w & ~do_r, level != depth - 1, do_r | w_rdy))
+        m.d.comb += [self.w_rdy.eq(w_rdy), self.r_rdy.eq(nonempty),
                      self.r_data.eq(head),
                      wr.en.eq(do_w), wr.addr.eq(w_ptr), wr.data.eq(self.w_data),
                      rd.addr.eq(r_next)]
@@ -335,7 +341,6 @@ class Retransmit(wiring.Component):
 
         # -- the walker's and the wheel's state (used by stage 0's arbitration)
         w_state = Signal(2)             # 0 idle, 1 start, 2 walk
-        w_kind = Signal(2)
         w_row = Signal(rb)
         w_conn = Signal(cb)
         w_path = Signal(8)
@@ -350,6 +355,10 @@ class Retransmit(wiring.Component):
         w_acked = Signal(P.SACK_BITS)
         w_smp = Signal()                # MR-TX-054: the trigger record is ahead in this walk
         w_trig = Signal(9)
+        # MR-TX-073: the job's kind as the flag kind == JOB_EXPIRE, and w_trig == 0 as a flag
+        # set with w_trig, so the walker's advance and the estimator's start begin at flip-flops
+        w_expire = Signal()
+        w_trig_zero = Signal(init=1)
         w_t_ack = Signal(records.TIME_BITS)
         w_ce = Signal(Shape.cast(lay.job["ce"].shape).width)
         # MR-TX-070: the bytes and packets the walk's ACK acknowledged so far
@@ -757,6 +766,7 @@ class Retransmit(wiring.Component):
 
         # the estimator's state (MR-TX-054), the walker hands it the trigger record's sample
         e_stage = Signal(range(EST_CYCLES + 1))
+        e_start = Signal()              # the walker hands a sample to the idle estimator
         e_row = Signal(rb)
         e_t_sent, e_t_ack = Signal(records.TIME_BITS), Signal(records.TIME_BITS)
 
@@ -781,11 +791,12 @@ class Retransmit(wiring.Component):
                      ackev_q.w_en.eq(ev_valid), ackev_q.w_data.eq(ev_w)]
 
         def take_job():
-            m.d.sync += [w_state.eq(1), w_kind.eq(qjob.kind), w_row.eq(qjob.row),
+            m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),
                          w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
                          w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
                          w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
-                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack), w_ce.eq(qjob.ce)]
+                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack), w_ce.eq(qjob.ce),
+                         w_expire.eq(qjob.kind == JOB_EXPIRE), w_trig_zero.eq(qjob.trig == 0)]
 
         with m.Switch(w_state):
             with m.Case(0):
@@ -801,7 +812,7 @@ class Retransmit(wiring.Component):
                 m.d.sync += [w_cursor.eq(head_rd.data), w_left.eq(w_n), w_left_one.eq(w_n == 1),
                              w_state.eq(2), w_bytes.eq(0), w_pkts.eq(0)]
             with m.Case(2):
-                expire = w_kind == JOB_EXPIRE
+                expire = w_expire
                 to_acked = ~expire & w_acked[0]
                 to_resend = ~to_acked & w_skip_zero
                 # MR-TX-071: an ACK's last record waits for room for its event
@@ -825,12 +836,13 @@ class Retransmit(wiring.Component):
                     with m.Else():
                         # MR-TX-054: the trigger record, acknowledged: its sample to the
                         # estimator if it is idle
-                        with m.If(w_smp & (w_trig == 0)):
+                        with m.If(w_smp & w_trig_zero):
                             m.d.sync += w_smp.eq(0)
-                            with m.If(to_acked & (e_stage == 0)):
-                                m.d.sync += [e_stage.eq(1), e_row.eq(w_row),
+                            m.d.comb += e_start.eq(to_acked & (e_stage == 0))
+                            with m.If(e_start):
+                                m.d.sync += [e_row.eq(w_row),
                                              e_t_sent.eq(rec.t_sent), e_t_ack.eq(w_t_ack)]
-                        m.d.sync += w_trig.eq(w_trig - 1)
+                        m.d.sync += [w_trig.eq(w_trig - 1), w_trig_zero.eq(w_trig == 1)]
                         m.d.comb += [free_push.eq(1), free_wr.data.eq(w_cursor),
                                      last.eq(w_left_one)]
                         # MR-TX-070: the record's bytes and packet if acknowledged; at the
@@ -896,6 +908,10 @@ class Retransmit(wiring.Component):
                                       Mux(Mux(e_a_big, e_a_hi, e_b_hi), RTO_MAX_NS, larger))),
                      rto_q.w_data.eq(rto_w)]
         with m.Switch(e_stage):
+            # MR-TX-073: the start in the idle stage's case, so only bit 0 waits for it
+            with m.Case(0):
+                with m.If(e_start):
+                    m.d.sync += e_stage.eq(1)
             with m.Case(1):
                 m.d.sync += e_stage.eq(2)
             with m.Case(2):
@@ -996,7 +1012,13 @@ class Retransmit(wiring.Component):
         clears_cur = check_take & (cur_head == st_rd_cur.data)
         m.d.sync += cur_valid.eq(Mux(ct_moves, slot_valid.bit_select(ct_inc[:sb], 1),
                                      Mux(ins_sets_cur, 1, Mux(clears_cur, 0, cur_valid))))
-        self.probe = {"slot_valid": slot_valid, "cur_valid": cur_valid, "ct": ct}
+        self.probe = {"slot_valid": slot_valid, "cur_valid": cur_valid, "ct": ct,
+                      "w_trig": w_trig, "w_trig_zero": w_trig_zero, "w_expire": w_expire,
+                      "w_state": w_state, "e_start": e_start, "e_stage": e_stage,
+                      "job_r_en": job_q.r_en, "job_kind": qjob.kind,
+                      **{f"{n}_{p}": getattr(q, p) for n, q in (
+                          ("acked_q", acked_q), ("resend_q", resend_q), ("error_q", error_q),
+                          ("ackev_q", ackev_q)) for p in ("w_rdy", "level")}}
 
         # -- outputs and counters (MR-TX-040)
         m.d.comb += [

@@ -1008,18 +1008,33 @@ class TxSched(wiring.Component):
                                      _named(m, x_other, f"q_ok_other{qi}"),
                                      _named(m, x_adv, f"q_ok_adv{qi}"))
             has = sn != tl
-            new_here = act_new[c] & (cand_r[c]["s"] == s) if S > 1 else act_new[c]
+            # MR-TXS-056: the candidate's new chunk of this stream and its last, from the
+            # candidate's registers (true only if the step takes it)
+            cand_new = ~cand_r[c]["resend"] & ((cand_r[c]["s"] == s) if S > 1 else 1)
             last_hot = cand_r[c]["new_last_hot"][s] if S > 1 else cand_r[c]["new_last_hot"]
-            adv_s = (act[c] & last_hot) | (comp_act & (comp_q == qi) & comp_unsent)
+            comp_adv = comp_act & (comp_q == qi) & comp_unsent     # a completion's send move
             adv_t = take_wr & w_qhot[qi]
-            # MR-TXS-054: the send entry's nnb after the edge: at send + 1 after a send move
-            nn = e_nnb_n[qi * D:(qi + 1) * D]
-            nn_here = _pick(nn, sn[:db]) if D > 1 else nn[0]
-            nn_adv = _pick(nn, sn1[:db]) if D > 1 else nn[0]
-            m.d.sync += q_nnb[qi].eq(Mux(adv_s, nn_adv, nn_here))
-            m.d.sync += q_ok[qi].eq(Mux(adv_t, ~has | x_other,
-                                        Mux(adv_s, x_adv,
-                                            has & Mux(new_here, x_new, x_other))))
+            # MR-TXS-054: the send entry's nnb after the edge: at send + 1 after a send move.
+            # MR-TXS-056: the entries' nnb after a step of this connection (a new chunk of the
+            # candidate's entry) and after any other edge (a refill), each read at the entry
+            # after the edge; the step's one-hot bit selects last
+            def nnb_at(nn, moved):
+                return Mux(moved, _pick(nn, sn1[:db]), _pick(nn, sn[:db])) if D > 1 else nn[0]
+            nn_step = [Mux(cand_r[c]["new_e_hot"][e - c * sd],
+                           Mux(e_left[e] == 1, e_lastnb[e], mtu), e_nnb[e]) for e in ents]
+            nn_rest = [Mux(take_wr & w_ehot[e], Mux(w_nchm1 == 0, w_lastnb, mtu), e_nnb[e])
+                       for e in ents]
+            nnb_step = _named(m, nnb_at(nn_step, last_hot), f"q_nnb_step{qi}")
+            nnb_rest = _named(m, nnb_at(nn_rest, comp_adv), f"q_nnb_rest{qi}")
+            m.d.sync += q_nnb[qi].eq(Mux(act[c], nnb_step, nnb_rest))
+            # MR-TXS-056: q_ok after a step of this connection and after any other edge (a
+            # step excludes a work request's take and a completion), each from registers; the
+            # step's one-hot bit selects last
+            ok_step = _named(m, Mux(last_hot, x_adv, has & Mux(cand_new, x_new, x_other)),
+                             f"q_ok_step{qi}")
+            ok_rest = _named(m, Mux(adv_t, ~has | x_other,
+                                    Mux(comp_adv, x_adv, has & x_other)), f"q_ok_rest{qi}")
+            m.d.sync += q_ok[qi].eq(Mux(act[c], ok_step, ok_rest))
         for qi in range(Q):
             with m.If(take_wr & w_qhot[qi]):
                 m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1),

@@ -338,3 +338,114 @@ def test_wheel_cur_valid_wrong_forms_fail(wrong):
     except Mismatch:
         return
     assert core.mismatches or bad, "the wrong form passed"
+
+
+# MR-TX-073's wrong forms, each loaded in place of the RTL (``_retransmit_with``) with the
+# traffic that reaches it: a write filling the last slot keeps the room, a pop does not give
+# the room back, the expiry flag from the wrong kind, w_trig's flag not following a decrement,
+# the estimator's sample taken while it is busy
+WALKER_WRONG = {
+    "fill_keeps_room": ("ackev", ("Mux(do_w & ~do_r, level != depth - 1, ",
+                                  "Mux(do_w & ~do_r, 1, ")),
+    "pop_no_room": ("ackev", ("level != depth - 1, do_r | w_rdy)", "level != depth - 1, w_rdy)")),
+    "expire_wrong_kind": ("timers", ("w_expire.eq(qjob.kind == JOB_EXPIRE)",
+                                     "w_expire.eq(qjob.kind == JOB_WALK)")),
+    "trig_flag_stale": ("rtt", ("w_trig.eq(w_trig - 1), w_trig_zero.eq(w_trig == 1)",
+                                "w_trig.eq(w_trig - 1)")),
+    "start_while_busy": ("rtt", ("e_start.eq(to_acked & (e_stage == 0))", "e_start.eq(to_acked)")),
+}
+QUEUES = ("acked_q", "resend_q", "error_q", "ackev_q")
+
+
+def _walker_flags_run(case, dut_cls=Retransmit):
+    """One lockstep of ``dut_cls`` with an observer of MR-TX-073's registers: ``(core, bad,
+    seen)``, ``bad`` the cycles where a queue's ``w_rdy`` differs from ``level != 16``, the
+    trigger flag from ``w_trig == 0`` or the expiry flag from the kind of the job last taken
+    (``job_q``'s head at its take) on the RTL's own state. Cases: ``timers`` (a path losing
+    everything: expiry walks; outputs ready one cycle in four), ``ackev`` (``m_ackev`` ready one
+    cycle in 20: its queue full), ``rtt`` (RTT samples on eight paths, ACKs a cycle apart while
+    the estimator is busy)."""
+    from metaroce.models.retransmit import JOB_EXPIRE, JOB_RESTART, OUT_DEPTH
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
+    kw = {"p_idle": 0.2, "p_bp": 0.75}
+    if case == "timers":
+        seed, items = 3, rc.traffic(*SMALL, 300, seed=3, black_hole=6, rto_ns=3000)
+    elif case == "ackev":
+        seed, items, timers = 4, rc.traffic(*SMALL, 200, seed=4), {}
+        kw = {"p_idle": 0.0, "p_bp": 0.1, "p_bp_ev": 0.95}
+    else:
+        rows = [(c, p) for c in range(2) for p in range(4)]
+        items = [rc.sent_item(c, p, k, chunk=3 * i + k) for i, (c, p) in enumerate(rows)
+                 for k in range(3)]
+        for k in (0, 1):
+            for i, (c, p) in enumerate(rows):
+                items += [rc.wait_item(150 + 90 * i * (1 if k == 0 else (-1) ** i)) if i % 3 else
+                          ("wait", 0), rc.ack_item(c, p, k + 1, 0, psn=k)]
+        seed, timers = 11, {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
+        kw = {"p_idle": 0.0, "p_bp": 0.2, "ns_per_cycle": 1, "idle_ns": 1}
+    dut = dut_cls(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2], **timers)
+    model = RetransmitCycleModel(64, *SMALL, **timers)
+    drv = rc.Driver(model.lay, items, seed=seed, **kw)
+    bad = []
+    seen = dict.fromkeys(("cycles", "expiry_walk", "trig_to_zero", "starts", "busy_trig")
+                         + tuple(f"{q}_full" for q in QUEUES), 0)
+
+    async def watch(ctx):
+        pr, last = dut.probe, None
+        async for _ in ctx.tick().sample():
+            v = {n: ctx.get(s) for n, s in pr.items()}
+            why = [q for q in QUEUES if v[f"{q}_w_rdy"] != (v[f"{q}_level"] != OUT_DEPTH)]
+            if v["w_trig_zero"] != (v["w_trig"] == 0):
+                why.append("w_trig_zero")
+            if last is not None:
+                took = last["job_r_en"] and last["job_kind"] != JOB_RESTART
+                if took and v["w_expire"] != (last["job_kind"] == JOB_EXPIRE):
+                    why.append("w_expire")
+                if not took and last["w_state"] and v["w_expire"] != last["w_expire"]:
+                    why.append("w_expire moved")
+                seen["trig_to_zero"] += v["w_trig_zero"] and not last["w_trig_zero"] and not took
+            if why:
+                bad.append((seen["cycles"], why))
+            for q in QUEUES:
+                seen[f"{q}_full"] += v[f"{q}_level"] == OUT_DEPTH
+            seen["expiry_walk"] += v["w_state"] == 2 and v["w_expire"]
+            seen["starts"] += v["e_start"]
+            seen["busy_trig"] += v["w_state"] == 2 and v["w_trig_zero"] and v["e_stage"] != 0
+            seen["cycles"] += 1
+            last = v
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    return core, bad, seen
+
+
+@pytest.mark.parametrize("case", ["timers", "ackev", "rtt"])
+def test_walker_flags_registered_exact(case):
+    """MR-TX-073, MR-TX-065, MR-TX-054, MR-TX-032: the output queues' registered room equals
+    ``level != 16``, the trigger flag ``w_trig == 0`` and the expiry flag the kind of the job
+    taken, on the RTL's own state in every cycle, and the lockstep with the model has 0
+    mismatches: expiry walks with the outputs mostly stalled (``timers``: the acknowledged
+    queue full, the trigger flag set by decrements), the ACK events' queue full (``ackev``),
+    RTT samples arriving while the estimator is busy (``rtt``, ``ackev``)."""
+    core, bad, seen = _walker_flags_run(case)
+    assert core.mismatches == 0
+    assert not bad, bad[:5]
+    if case == "timers":
+        assert seen["expiry_walk"] >= 20 and seen["acked_q_full"] >= 100, seen
+        assert seen["trig_to_zero"] >= 3, seen
+    elif case == "ackev":
+        assert seen["ackev_q_full"] >= 100 and seen["busy_trig"] >= 4, seen
+    else:
+        assert seen["starts"] >= 8 and seen["busy_trig"] >= 4, seen
+
+
+@pytest.mark.parametrize("wrong", sorted(WALKER_WRONG))
+def test_walker_flags_wrong_forms_fail(wrong):
+    """MR-TX-073: each wrong form (a write filling the last slot keeps the room, a pop does not
+    give it back, the expiry flag from the wrong kind, the trigger flag not following a
+    decrement, the estimator's sample taken while it is busy), loaded in place of the RTL,
+    fails the lockstep or the invariants."""
+    case, (old, new) = WALKER_WRONG[wrong]
+    try:
+        core, bad, _ = _walker_flags_run(case, _retransmit_with(old, new))
+    except Mismatch:
+        return
+    assert core.mismatches or bad, "the wrong form passed"

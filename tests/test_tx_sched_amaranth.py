@@ -337,28 +337,23 @@ class _FailingDriver(tc.Driver):
         return inp
 
 
-@pytest.mark.parametrize("params,seed", [
-    pytest.param(SMALL, 21, marks=pytest.mark.slow),
-    (dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
-          conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 22)])
-def test_stream_terms_registered_exact(params, seed):
-    """MR-TXS-049, MR-TXS-054, MR-TXS-027, MR-TXS-033: each stream's registered term `q_ok`
-    (its send message exists, is not failed, has its next chunk in the chunk window) and
-    registered bytes `q_nnb` (its send entry's next chunk's bytes) equal their definitions on
-    the RTL's own state in every cycle, under traffic that moves every term of
-    it: new chunks and last chunks (send moves), window moves, work requests on empty rings,
-    message and connection failures on random cycles (also in the cycle of a send move or a
-    window move), failed messages completed before their end; and the lockstep with the model
-    has 0 mismatches. The default case is the instance with a chunk window of 4 (its windows
-    shut and open): each of four wrong forms, loaded in place of the RTL, fails it (the
-    failure of the cycle left out, the entry at `send` read after a send move, the window's
-    move left out, the new chunk's `ahead + 1` left out); the small instance (slow; its chunk
-    window of 16 never shuts here) catches the first two."""
+STREAM_TERMS_CW4 = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+                       conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
+
+
+class _StreamTermBroken(Exception):
+    """A stream's registered term differs from its definition (a wrong form's run stops)."""
+
+
+def _stream_terms_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
+    """The failing driver's lockstep of ``dut_cls`` with an observer of each stream's `q_ok` and
+    `q_nnb` against their definitions on the RTL's own state: ``(core, bad, seen, model,
+    drv)``; with ``stop_on_bad`` the first difference raises ``_StreamTermBroken``."""
     model = TxSchedCycleModel(64, **params)
     items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000)
     drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
                          p_fail=0.02, p_error=0.005)
-    dut = TxSched(64, **params)
+    dut = dut_cls(64, **params)
     bad, seen = [], {"cycles": 0, "flips": 0, "nnb_moves": 0}
     last_nnb = [0] * (params["conns"] * params["streams"])
 
@@ -381,6 +376,8 @@ def test_stream_terms_registered_exact(params, seed):
                 nnb, want_nnb = ctx.get(pr["q_nnb"][qi]), ctx.get(pr["nnb"][e])
                 if nnb != want_nnb:
                     bad.append((seen["cycles"], qi, "nnb", nnb, want_nnb))
+                if bad and stop_on_bad:
+                    raise _StreamTermBroken(bad[0])
                 seen["nnb_moves"] += nnb != last_nnb[qi]
                 last_nnb[qi] = nnb
             seen["flips"] += last is not None and qok != last
@@ -388,12 +385,65 @@ def test_stream_terms_registered_exact(params, seed):
             seen["cycles"] += 1
 
     core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    return core, bad, seen, model, drv
+
+
+@pytest.mark.parametrize("params,seed", [
+    pytest.param(SMALL, 21, marks=pytest.mark.slow), (STREAM_TERMS_CW4, 22)])
+def test_stream_terms_registered_exact(params, seed):
+    """MR-TXS-049, MR-TXS-054, MR-TXS-056, MR-TXS-027, MR-TXS-033: each stream's registered term
+    `q_ok` (its send message exists, is not failed, has its next chunk in the chunk window) and
+    registered bytes `q_nnb` (its send entry's next chunk's bytes) equal their definitions on
+    the RTL's own state in every cycle, under traffic that moves every term of
+    it: new chunks and last chunks (send moves), window moves, work requests on empty rings,
+    message and connection failures on random cycles (also in the cycle of a send move or a
+    window move), failed messages completed before their end; and the lockstep with the model
+    has 0 mismatches. The default case is the instance with a chunk window of 4 (its windows
+    shut and open): each of four wrong forms, loaded in place of the RTL, fails it (the
+    failure of the cycle left out, the entry at `send` read after a send move, the window's
+    move left out, the new chunk's `ahead + 1` left out); the small instance (slow; its chunk
+    window of 16 never shuts here) catches the first two. MR-TXS-056's values after a step
+    and after any other edge, selected by the step's bit last: wrong forms of them fail too
+    (``test_stream_terms_step_wrong_forms_fail``)."""
+    core, bad, seen, model, drv = _stream_terms_run(params, seed)
     assert core.mismatches == 0
     assert not bad, bad[:5]
     kinds = [e[0] for e in model.events]
     assert drv.fails > 5 and "fail" in kinds
     assert any(c["status"] in (4, 12) for c in drv.res["cqe"])
     assert seen["cycles"] > 400 and seen["flips"] > 50 and seen["nnb_moves"] > 20
+
+
+# MR-TXS-056's wrong forms, each loaded in place of the RTL by replacing its text in
+# hdl/tx_sched.py: after a step, the new chunk's `ahead + 1` or the last chunk's send move
+# left out, or the entries' nnb read without the step's new chunk; after another edge, a
+# completion's send move left out
+STEP_WRONG = {
+    "step_new_chunk_left_out": ("has & Mux(cand_new, x_new, x_other)", "has & x_other"),
+    "step_send_move_left_out": ("Mux(last_hot, x_adv, has", "Mux(0, x_adv, has"),
+    "step_nnb_not_stepped": ("Mux(act[c], nnb_step, nnb_rest)", "nnb_rest"),
+    "rest_completion_move_left_out": ("Mux(comp_adv, x_adv, has & x_other)", "has & x_other"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(STEP_WRONG))
+def test_stream_terms_step_wrong_forms_fail(wrong):
+    """MR-TXS-056: each wrong form of the streams' registered terms after the step or after
+    another edge (the step's new chunk or send move left out, the entries' next-chunk bytes
+    read without the step's new chunk, a completion's send move left out), loaded in place of
+    the RTL, breaks the invariant of ``test_stream_terms_registered_exact`` (its default case)
+    or the lockstep."""
+    import importlib.util
+    import types
+    spec = importlib.util.find_spec("metaroce.hdl.tx_sched")
+    src = open(spec.origin).read()
+    old, new = STEP_WRONG[wrong]
+    assert src.count(old) == 1, old
+    mod = types.ModuleType("metaroce.hdl._tx_sched_wrong")
+    mod.__package__ = "metaroce.hdl"
+    exec(compile(src.replace(old, new), spec.origin, "exec"), mod.__dict__)
+    with pytest.raises((_StreamTermBroken, Mismatch)):
+        _stream_terms_run(STREAM_TERMS_CW4, 22, dut_cls=mod.TxSched, stop_on_bad=True)
 
 
 @pytest.mark.parametrize("params,seed,floor", [
