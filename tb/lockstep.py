@@ -747,3 +747,17 @@ def model_port_lists(model, dut=None, exclude: Sequence[str] = ("clk",)) -> tupl
     return ins, outs
 
 
+def wrong_form(module: str, old: str, new: str):
+    """The RTL module ``metaroce.hdl.<module>`` with the one occurrence of ``old`` in its source
+    replaced by ``new``, loaded as a module of its own: a wrong form of a block, for the negative
+    controls that show a lockstep or an invariant catches it."""
+    import importlib.util
+    import types
+    spec = importlib.util.find_spec(f"metaroce.hdl.{module}")
+    with open(spec.origin) as f:
+        src = f.read()
+    assert src.count(old) == 1, old
+    mod = types.ModuleType(f"metaroce.hdl._{module}_wrong")
+    mod.__package__ = "metaroce.hdl"
+    exec(compile(src.replace(old, new), spec.origin, "exec"), mod.__dict__)
+    return mod

@@ -13,7 +13,7 @@ from amaranth.hdl import Module
 from metaroce.hdl.retransmit import Retransmit, retransmit_256x4
 from metaroce.models import retransmit_cases as rc
 from metaroce.models.retransmit import CTR, SMALL, RetransmitCycleModel
-from metaroce.tb.lockstep import Mismatch, run_amaranth
+from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
 
 
 def run_lockstep(items, *, inst=SMALL, seed=0, timers=None, width=64, **kw):
@@ -280,15 +280,7 @@ CUR_VALID_WRONG = {
 def _retransmit_with(old, new):
     """``Retransmit`` built from hdl/retransmit.py with ``old`` (once in the file) replaced by
     ``new``: a wrong form for a negative control."""
-    import importlib.util
-    import types
-    spec = importlib.util.find_spec("metaroce.hdl.retransmit")
-    src = open(spec.origin).read()
-    assert src.count(old) == 1, old
-    mod = types.ModuleType("metaroce.hdl._retransmit_wrong")
-    mod.__package__ = "metaroce.hdl"
-    exec(compile(src.replace(old, new), spec.origin, "exec"), mod.__dict__)
-    return mod.Retransmit
+    return wrong_form("retransmit", old, new).Retransmit
 
 
 def _wheel_cur_valid_run(dut_cls=Retransmit, seed=3, slot_log2=12):

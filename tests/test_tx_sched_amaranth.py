@@ -15,7 +15,7 @@ from metaroce.hdl.tx_sched import TxSched, tx_sched_small
 from metaroce.models import frame_builder as fb
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
-from metaroce.tb.lockstep import Mismatch, run_amaranth
+from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
 
 
 def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, **kw):
@@ -414,20 +414,6 @@ def test_stream_terms_registered_exact(params, seed):
     assert seen["cycles"] > 400 and seen["flips"] > 50 and seen["nnb_moves"] > 20
 
 
-def _tx_sched_with(old, new):
-    """``hdl/tx_sched.py`` with the one occurrence of ``old`` replaced by ``new``, loaded as a
-    module of its own: a wrong form of the RTL for the wrong-forms tests."""
-    import importlib.util
-    import types
-    spec = importlib.util.find_spec("metaroce.hdl.tx_sched")
-    src = open(spec.origin).read()
-    assert src.count(old) == 1, old
-    mod = types.ModuleType("metaroce.hdl._tx_sched_wrong")
-    mod.__package__ = "metaroce.hdl"
-    exec(compile(src.replace(old, new), spec.origin, "exec"), mod.__dict__)
-    return mod
-
-
 # MR-TXS-056's wrong forms, each loaded in place of the RTL by replacing its text in
 # hdl/tx_sched.py: after a step, the new chunk's `ahead + 1` or the last chunk's send move
 # left out, or the entries' nnb read without the step's new chunk; after another edge, a
@@ -447,7 +433,7 @@ def test_stream_terms_step_wrong_forms_fail(wrong):
     read without the step's new chunk, a completion's send move left out), loaded in place of
     the RTL, breaks the invariant of ``test_stream_terms_registered_exact`` (its default case)
     or the lockstep."""
-    mod = _tx_sched_with(*STEP_WRONG[wrong])
+    mod = wrong_form("tx_sched", *STEP_WRONG[wrong])
     with pytest.raises((_StreamTermBroken, Mismatch)):
         _stream_terms_run(STREAM_TERMS_CW4, 22, dut_cls=mod.TxSched, stop_on_bad=True)
 
@@ -535,7 +521,7 @@ def test_report_next_chunk_wrong_forms_fail(wrong):
     report's value not following its entry, a refill's 0 left out, a new chunk's + 1 left
     out), loaded in place of the RTL, breaks the invariant of
     ``test_report_next_chunk_registered_exact`` (its default case) or the lockstep."""
-    mod = _tx_sched_with(*NEXT_AFTER_WRONG[wrong])
+    mod = wrong_form("tx_sched", *NEXT_AFTER_WRONG[wrong])
     params = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
                   conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
     with pytest.raises((_InvariantBroken, Mismatch)):
@@ -562,7 +548,7 @@ def test_send_seq_wrong_forms_fail(wrong):
     fails the lockstep of ``test_lockstep_random[1]``'s traffic (sends mixed in). (Slow: three
     elaborations; measured on branch sd19: mismatches at cycles 27, 147 and 27; the RTL as
     written runs the same traffic and driver to the end, 354 cycles, 0 mismatches.)"""
-    mod = _tx_sched_with(*SEND_SEQ_WRONG[wrong])
+    mod = wrong_form("tx_sched", *SEND_SEQ_WRONG[wrong])
     items = tc.traffic(TxSchedModel(**SMALL), 40, seed=1)
     model = TxSchedCycleModel(64, **SMALL)
     drv = tc.Driver(model.lay, items, seed=1, p_idle=0.2, p_bp=0.4)
