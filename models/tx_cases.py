@@ -29,6 +29,7 @@ from .rx import pack, unpack
 from .tx import template_of
 from .tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR, STATUS_OK,
                        STATUS_RETRY_EXC_ERR, TxSchedModel, has_imm, is_send)
+from .tx_sched_cases import kind_rng, recv_seqs
 from .tx_sched_cases import traffic as sched_traffic
 from .wire import MrdhFlag, Op
 
@@ -321,7 +322,6 @@ def check(sem: TxSchedModel, items, drv):
             posted[(w["conn"], w["stream"])].append(w["wr_id"])
     assert dict(order) == dict(posted), "completions in posting order per stream (MR-EXO-004)"
     msg_of = {(k[0], k[1], n): by_id[wid] for k, ids in posted.items() for n, wid in enumerate(ids)}
-    from .tx_sched_cases import recv_seqs
     rseq = recv_seqs(items, sem)
     tm = {t["dest_qp"]: t for t in drv.tmpls}
     next_psn = defaultdict(int)
@@ -440,7 +440,7 @@ def endpoint_lossy(seed, *, conns=2):
     from .tx_sched_cases import endpoint_compare
     rng = random.Random(seed)
     # MR-TX-155: writes and sends mixed (the kind from a generator of its own)
-    kind = random.Random(seed ^ 0x5E4D)
+    kind = kind_rng(seed)
     msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7]), kind.random() < 0.5)
             for s in range(2) for _ in range(4)]
     r = endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
@@ -462,7 +462,7 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
     the payload's address; every ``bad_every``-th in the host memory's error window
     (MR-TX-124)."""
     rng = random.Random(seed)
-    kind = random.Random(seed ^ 0x5E4D)
+    kind = kind_rng(seed)
     out = []
     for i in range(n):
         ln = rng.choice([0, 1, 7, 8, 9, rng.randrange(max_len + 1), rng.randrange(max_len + 1)])

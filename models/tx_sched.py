@@ -31,7 +31,8 @@ from .rx import pack, unpack
 from .wire import MrdhFlag, Op
 
 __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleModel", "SMALL",
-           "OP_WRITE", "OP_WRITE_IMM", "OP_SEND", "OP_SEND_IMM", "is_send", "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
+           "OP_WRITE", "OP_WRITE_IMM", "OP_SEND", "OP_SEND_IMM", "is_send", "has_imm",
+           "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
            "INPUTS", "OUTPUTS"]
 
@@ -65,6 +66,8 @@ def is_send(op):
 def has_imm(op):
     """MR-TXS-059: a WRITE_IMM or SEND_IMM (op's bit 0): its packets carry the immediate."""
     return op in (OP_WRITE_IMM, OP_SEND_IMM)
+
+
 _STREAM_FIELD = 16              # MRDH stream is 16 bits (MR-WIRE-071)
 
 

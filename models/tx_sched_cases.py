@@ -33,6 +33,12 @@ def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, 
             "rkey": rkey, "length": length, "imm": imm}
 
 
+def kind_rng(seed):
+    """MR-TXS-057: the generator that draws which work requests are sends, apart from the
+    workload's own (so a workload's other draws are those of a workload of writes)."""
+    return random.Random(seed ^ 0x5E4D)
+
+
 def send_variant(rng, op, sends):
     """MR-TXS-057: WRITE or WRITE_IMM ``op`` turned into SEND or SEND_IMM with probability
     ``sends``, drawn from ``rng`` (a generator of its own, so a workload's other draws are those
@@ -44,7 +50,7 @@ def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5):
     """``n`` work requests for the instance of ``sem`` (a :class:`TxSchedModel`), wr_id 0..n-1;
     a share ``sends`` of the good opcodes are SEND or SEND_IMM (MR-TXS-057)."""
     rng = random.Random(seed)
-    send_rng = random.Random(seed ^ 0x5E4D)
+    send_rng = kind_rng(seed)
     mtu = sem.mtu
     max_len = max_len or 5 * mtu
     items = []
@@ -396,7 +402,7 @@ def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, send
     ``src``, ``dst`` the source (random bytes) and destination buffers, ``ks``, ``kd`` their
     memory keys; ``sem`` the scheduler's model with the endpoint's constants."""
     rng = random.Random(seed)
-    send_rng = random.Random(seed ^ 0x5E4D)
+    send_rng = kind_rng(seed)
     a, b, ca, cb = _endpoint_pair(paths, streams, conn_id=conn, **ep_kw)
     msgs = msgs or [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(20_000)]),
                      rng.choice([None, rng.randrange(1 << 32)]))

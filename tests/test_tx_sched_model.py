@@ -194,7 +194,7 @@ def test_endpoint_over_lossy_loopback(seed):
     are outside the retransmit unit's slice.)"""
     import random
     rng = random.Random(seed)
-    kind = random.Random(seed ^ 0x5E4D)         # MR-TXS-060: writes and sends mixed
+    kind = tc.kind_rng(seed)         # MR-TXS-060: writes and sends mixed
     msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7]), kind.random() < 0.5)
             for s in range(2) for _ in range(4)]
     r = tc.endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
