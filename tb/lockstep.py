@@ -58,7 +58,7 @@ from .streams import SEP
 RECENT_CYCLES = 512
 
 __all__ = ["CycleModel", "Mismatch", "CombinationalOutput", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
-           "model_port_lists", "port_values", "run_amaranth"]
+           "model_port_lists", "port_values", "run_amaranth", "AmaranthSim", "shared_sim"]
 
 
 class CycleModel(Protocol):
@@ -679,23 +679,34 @@ def drive_amaranth(sim, core: Core, driver, signals: Mapping[str, object], *,
     cycle, sets ``driver.inputs()`` (plus ``extra_inputs()``, e.g. a random reset) on
     ``signals`` (``{port name: Amaranth value}``), reads every output, compares through
     ``core`` and ticks, until ``driver.finished``."""
+    sim.add_testbench(_amaranth_bench(core, driver, signals, busy=busy, extra_inputs=extra_inputs))
+
+
+def _amaranth_bench(core: Core, driver, signals: Mapping[str, object], *,
+                    busy: Callable[[], bool] | None = None, extra_inputs: Callable | None = None):
+    """The testbench coroutine function of :func:`drive_amaranth`."""
     busy = busy or (lambda: False)
     outs_names = core.outputs
 
     async def bench(ctx):
+        # an input keeping its value is not set again: every ``ctx.set`` settles the whole
+        # design, and this bench alone drives the inputs (from their reset values at its start)
+        held = {}
         while not driver.finished:
             ins = driver.inputs()
             if extra_inputs is not None:
                 ins.update(extra_inputs())
             for n, v in ins.items():
-                ctx.set(signals[n], v)
+                if held.get(n) != v:
+                    ctx.set(signals[n], v)
+                    held[n] = v
             outs = {n: ctx.get(signals[n]) for n in outs_names}
             core.compare(ins, outs)
             driver.observe(ins, outs)
             driver.settle(busy)
             await ctx.tick()
 
-    sim.add_testbench(bench)
+    return bench
 
 
 def port_values(dut, names: Iterable[str]) -> dict:
@@ -717,21 +728,102 @@ def run_amaranth(dut, model, driver, *, busy: Callable[[], bool] | None = None,
     ports as the port list, every output compared every cycle (:func:`drive_amaranth`) until
     the driver finishes. ``background``: more testbench coroutines (observers) run beside it.
     Returns the :class:`Core` (``mismatches``, ``cycle``)."""
-    from amaranth.hdl import ClockDomain, Module
-    from amaranth.sim import Simulator
-    top = Module()
-    top.domains.sync = ClockDomain()
-    top.submodules.dut = dut
-    ins, outs = model_port_lists(model)
-    sig = port_values(dut, ins + outs)
-    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, on_cycle=on_cycle)
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    drive_amaranth(sim, core, driver, sig, busy=busy or model.busy, extra_inputs=extra_inputs)
-    for process in background:
-        sim.add_testbench(process, background=True)
-    sim.run()
-    return core
+    return AmaranthSim(dut).run(model, driver, busy=busy, on_cycle=on_cycle,
+                                extra_inputs=extra_inputs, background=background)
+
+
+class AmaranthSim:
+    """``dut``'s Amaranth simulation, elaborated and compiled once (for a large block most of a
+    short run's time) and run once per lockstep run. Between runs ``Simulator.reset()`` puts
+    every signal, memory, clock and testbench back to its start, so a run on a used simulation
+    is the run on a new one. One testbench and :data:`BACKGROUND_SLOTS` background ones call
+    the current run's coroutines."""
+
+    BACKGROUND_SLOTS = 4
+
+    def __init__(self, dut):
+        from amaranth.hdl import ClockDomain, Module
+        from amaranth.sim import Simulator
+        top = Module()
+        top.domains.sync = ClockDomain()
+        top.submodules.dut = dut
+        self.dut = dut
+        self.runs = 0
+        self._main = None
+        self._background = ()
+        self.sim = Simulator(top)
+        self.sim.add_clock(1e-8)
+
+        async def main(ctx):
+            await self._main(ctx)
+        self.sim.add_testbench(main)
+        for k in range(self.BACKGROUND_SLOTS):
+            self.sim.add_testbench(self._slot(k), background=True)
+
+    def _slot(self, k):
+        async def slot(ctx):
+            if k < len(self._background):
+                await self._background[k](ctx)
+        return slot
+
+    def run(self, model, driver, *, busy: Callable[[], bool] | None = None, on_cycle=None,
+            extra_inputs: Callable | None = None, background=()) -> Core:
+        """One lockstep run (as :func:`run_amaranth`) on this simulation, from its start."""
+        if len(background) > self.BACKGROUND_SLOTS:
+            raise ValueError(f"at most {self.BACKGROUND_SLOTS} background testbenches")
+        ins, outs = model_port_lists(model)
+        sig = port_values(self.dut, ins + outs)
+        core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, on_cycle=on_cycle)
+        self._main = _amaranth_bench(core, driver, sig, busy=busy or model.busy, extra_inputs=extra_inputs)
+        self._background = tuple(background)
+        if self.runs:
+            self.sim.reset()
+        self.runs += 1
+        self.sim.run()
+        return core
+
+
+#: Simulations :func:`shared_sim` keeps per process (the small RX's takes some 500 MB).
+KEPT_SIMS = 3
+_shared_sims: collections.OrderedDict = collections.OrderedDict()
+
+
+def _design_globals() -> list:
+    """The values of the loaded ``metaroce`` modules' globals (but ``tb``'s) and of the
+    attributes of the classes they define, in a fixed order: what elaborating a design can
+    read, and what a test may monkeypatch."""
+    import sys
+    seen = []
+    for modname in sorted(sys.modules):
+        mod = sys.modules[modname]
+        if not modname.startswith("metaroce.") or modname.startswith("metaroce.tb") or mod is None:
+            continue
+        for name, value in list(vars(mod).items()):
+            seen.append((modname, name, value))
+            if isinstance(value, type) and value.__module__ == modname:
+                seen += [(modname, f"{name}.{attr}", v) for attr, v in list(vars(value).items())]
+    return seen
+
+
+def shared_sim(key, make_dut: Callable[[], object]) -> AmaranthSim:
+    """The :class:`AmaranthSim` of ``make_dut()`` this process made for ``key`` before (the
+    last :data:`KEPT_SIMS` are kept), else a new one. ``key`` names the design's parameters;
+    the identities of the design modules' globals and class attributes are part of the key
+    (the values kept alive with the simulation, so an identity is never reused), so a design
+    made while a test monkeypatched one of them is shared with no run but the same patch's
+    (such a test had better make its own :class:`AmaranthSim`: a shared one takes a place)."""
+    now = _design_globals()
+    full = (key, tuple((m, n, id(v)) for m, n, v in now))
+    if full in _shared_sims:
+        _shared_sims.move_to_end(full)
+        return _shared_sims[full][1]
+    asim = AmaranthSim(make_dut())
+    # the key as it was before elaboration (which may import more modules: the next lookup of
+    # the same design then misses once)
+    _shared_sims[full] = (now, asim)
+    while len(_shared_sims) > KEPT_SIMS:
+        _shared_sims.popitem(last=False)
+    return asim
 
 
 def model_port_lists(model, dut=None, exclude: Sequence[str] = ("clk",)) -> tuple[list[str], list[str]]:

@@ -17,15 +17,16 @@ from metaroce.hdl.rx import COLLISION_X_TABLES, Rx
 from metaroce.models import rx_cases as rc
 from metaroce.models.rx import (CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, SMALL as SMALL_INSTANCE,
                                 TABLE_CONN, TABLE_KEY, RxCode, RxCycleModel)
-from metaroce.tb.lockstep import Mismatch, run_amaranth
+from metaroce.tb.lockstep import AmaranthSim, Mismatch, shared_sim
 
 SMALL = (256, 4, 256)
 
 
-def run_rx(dut, model, drv, *, on_cycle=None):
-    """The lockstep of ``dut`` against ``model`` in the Amaranth simulator
-    (``tb.lockstep.run_amaranth``), counting per table the cycles whose read met a write of
+def run_rx(asim, model, drv, *, on_cycle=None):
+    """The lockstep of ``asim.dut`` against ``model`` on the Amaranth simulation ``asim``
+    (``tb.lockstep.AmaranthSim``), counting per table the cycles whose read met a write of
     its row (``dut.collided``, MR-RX-119). Returns the core and those counts."""
+    dut = asim.dut
     collided = dict.fromkeys(dut.collided, 0)
 
     async def count(ctx):
@@ -34,22 +35,30 @@ def run_rx(dut, model, drv, *, on_cycle=None):
             for name, flag in dut.collided.items():
                 collided[name] += ctx.get(flag)
 
-    core = run_amaranth(dut, model, drv, on_cycle=on_cycle, background=[count])
+    core = asim.run(model, drv, on_cycle=on_cycle, background=[count])
     return core, collided
 
 
-def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, collision_x=COLLISION_X_TABLES, **kw):
+def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, collision_x=COLLISION_X_TABLES,
+                 share=True, **kw):
     """RTL and model on the same inputs, every output compared every cycle; returns the
     driver's results (MR-RX-070). MR-RX-119: the tables in ``collision_x`` (MR-FLOW-028's
     attribute) return inverted data from a read that met a write of its row (the RTL's
     ``poison``), so the lockstep fails if the RX uses such a read; ``res["collided"]`` counts
-    those reads per table."""
+    those reads per table. ``share``: the simulation of the design may be one made before in
+    this process (``tb.lockstep.shared_sim``); off for a monkeypatched design."""
     lay = setup.lay
-    dut = Rx(width, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams,
-             collision_x=collision_x, poison=True)
+    params = dict(conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams,
+                  collision_x=frozenset(collision_x), poison=True)
+    # one simulation per design in a worker, reset between runs (elaborating and compiling the
+    # RX takes longer than most of these runs)
+    if share:
+        asim = shared_sim(("rx", width, *sorted(params.items())), lambda: Rx(width, **params))
+    else:
+        asim = AmaranthSim(Rx(width, **params))
     model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams)
     drv = rc.make_driver(width, setup, cases, seed=seed, **kw)
-    core, collided = run_rx(dut, model, drv, on_cycle=on_cycle)
+    core, collided = run_rx(asim, model, drv, on_cycle=on_cycle)
     assert core.mismatches == 0
     res = dict(drv.res, compared=core.cycle, collided=collided)
     if check:
@@ -113,7 +122,7 @@ def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
     monkeypatch.setattr(hdl_rx, "SL_ROW_LOAD", hdl_rx.SL_ROW_LOAD - 1)
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     with pytest.raises(Mismatch):
-        run_lockstep(64, s, rc.burst_slow(s, 20, kind="slide", plen=5), seed=9, p_idle=0.1, p_bp=0.2)
+        run_lockstep(64, s, rc.burst_slow(s, 20, kind="slide", plen=5), seed=9, p_idle=0.1, p_bp=0.2, share=False)
 
 
 @pytest.mark.parametrize("width,shape", [(64, "both"), (512, "bp"), (128, "idle")])
@@ -405,7 +414,7 @@ def test_own_write_forwards_catch_no_forward(monkeypatch):
     monkeypatch.setattr(hdl_rx, "_registered_row", without_now)
     s = rc.Setup(*SMALL, seed=21)
     with pytest.raises(Mismatch):
-        run_lockstep(64, s, rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0)
+        run_lockstep(64, s, rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0, share=False)
 
 
 def test_collision_marks_only_where_unused():
@@ -478,4 +487,4 @@ def test_psn_neighbours_catch_wrong(fault, monkeypatch):
     monkeypatch.setattr(hdl_rx, "_psn_neighbours", _PSN_NEIGHBOUR_FAULTS[fault](hdl_rx._psn_neighbours))
     s = rc.Setup(*SMALL, seed=21)
     with pytest.raises(Mismatch):
-        run_lockstep(64, s, rc.window_cases(s) + rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0)
+        run_lockstep(64, s, rc.window_cases(s) + rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0, share=False)

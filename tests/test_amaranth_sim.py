@@ -1,0 +1,78 @@
+"""MR-FLOW-036: a lockstep run on a reused Amaranth simulation (``tb.lockstep.AmaranthSim``,
+``shared_sim``) is the run on a new one; a design made under a monkeypatch is not shared.
+The congestion-window block (small, cheap to elaborate) stands in for the RX, whose tests share
+their simulations this way."""
+import gc
+import inspect
+
+import pytest
+
+from metaroce.hdl.cwnd import Cwnd
+from metaroce.models import cwnd_cases as cc
+from metaroce.models import protocol as P
+from metaroce.models.cwnd import SMALL, CwndCycleModel, CwndModel
+from metaroce.tb import lockstep
+
+CONFIG = {"mtu": 1024, "beta_q": P.Q_ONE // 2 + 1, "cap": 60_000}
+
+
+def _run(asim, seed, *, on_cycle=None):
+    """One lockstep run on ``asim``: its driver's results and the cycles compared."""
+    model = CwndCycleModel(64, **SMALL)
+    items = cc.traffic(CwndModel(**SMALL), 30, seed=seed)
+    drv = cc.Driver(model.lay, items, CONFIG, seed=seed, p_idle=0.3, p_bp=0.5)
+    core = asim.run(model, drv, busy=model.busy, on_cycle=on_cycle)
+    assert core.mismatches == 0
+    return repr(drv.res), core.cycle
+
+
+def test_reused_simulation_runs_as_a_new_one(monkeypatch):
+    """MR-FLOW-036: runs on one simulation (another seed between, and a run stopped by an
+    exception) equal the same runs on new simulations, cycle for cycle and result for result.
+    Negative control: without ``Simulator.reset`` between runs the second run is not the first."""
+    fresh = {seed: _run(lockstep.AmaranthSim(Cwnd(64, **SMALL)), seed) for seed in (1, 2)}
+    assert fresh[1] != fresh[2] and fresh[1][1] > 100
+    asim = lockstep.AmaranthSim(Cwnd(64, **SMALL))
+    assert _run(asim, 1) == fresh[1]
+    assert _run(asim, 2) == fresh[2]
+
+    def stop(cycle, ins, outs):
+        if cycle == 50:
+            raise RuntimeError("stopped")
+    with pytest.raises(RuntimeError, match="stopped"):
+        _run(asim, 2, on_cycle=stop)
+    assert _run(asim, 1) == fresh[1]
+    assert asim.runs == 4
+
+    monkeypatch.setattr(type(asim.sim), "reset", lambda self: None)
+    assert _run(asim, 1) != fresh[1]
+
+
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
+def test_shared_simulation_by_key_and_globals(monkeypatch):
+    """MR-FLOW-036: ``shared_sim`` gives the simulation made for the same key before, another
+    for another key, and another while a global of a design module is monkeypatched (a wrong
+    form must not be run as the right one, nor the right one as a wrong form)."""
+    import metaroce.hdl.cwnd as hdl_cwnd
+    monkeypatch.setattr(lockstep, "_shared_sims", type(lockstep._shared_sims)())
+    made = []
+
+    def make(**kw):
+        made.append(Cwnd(64, **SMALL, **kw))
+        return made[-1]
+    first = lockstep.shared_sim(("cwnd", 2), lambda: make(div_bits=2))
+    assert lockstep.shared_sim(("cwnd", 2), lambda: make(div_bits=2)) is first
+    other = lockstep.shared_sim(("cwnd", 1), lambda: make(div_bits=1))
+    assert other is not first and len(made) == 2
+    name, fn = next((n, v) for n, v in vars(hdl_cwnd).items()
+                    if inspect.isfunction(v) and v.__module__ == hdl_cwnd.__name__)
+    with monkeypatch.context() as m:
+        m.setattr(hdl_cwnd, name, lambda *a, **kw: fn(*a, **kw))
+        patched = lockstep.shared_sim(("cwnd", 2), lambda: make(div_bits=2))
+        assert patched is not first and len(made) == 3
+    assert lockstep.shared_sim(("cwnd", 2), lambda: make(div_bits=2)) is first
+    assert first.dut is made[0] and len(made) == 3
+    # these simulations never ran: their testbench coroutines go now, under this test's filter
+    lockstep._shared_sims.clear()
+    del first, other, patched
+    gc.collect()
