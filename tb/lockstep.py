@@ -689,17 +689,12 @@ def _amaranth_bench(core: Core, driver, signals: Mapping[str, object], *,
     outs_names = core.outputs
 
     async def bench(ctx):
-        # an input keeping its value is not set again: every ``ctx.set`` settles the whole
-        # design, and this bench alone drives the inputs (from their reset values at its start)
-        held = {}
         while not driver.finished:
             ins = driver.inputs()
             if extra_inputs is not None:
                 ins.update(extra_inputs())
             for n, v in ins.items():
-                if held.get(n) != v:
-                    ctx.set(signals[n], v)
-                    held[n] = v
+                ctx.set(signals[n], v)
             outs = {n: ctx.get(signals[n]) for n in outs_names}
             core.compare(ins, outs)
             driver.observe(ins, outs)
