@@ -529,3 +529,37 @@ def test_window_port_is_a_field_subset_of_cwnd_update(conns, paths):
     ours = dict(layouts(conns=conns, streams=2, paths=paths, depth=4).cwnd)
     assert set(ours) == {"conn", "path", "cwnd"} and set(upd) - set(ours) == {"wsum", "debt"}
     assert all(ours[k].shape == upd[k].shape for k in ours)
+
+
+def test_read_row_from_first_frame():
+    """MR-TXS-065 (the outstanding-read row, designed): the first transmission of each READ
+    request (MR_READ without RETX) carries every field of the RX's table 6 row but ``wr_id``
+    (models.rx.layouts().rd: ``msg``, ``base``, ``length``; the row's address from ``conn``,
+    ``mrdh_stream`` and ``mrdh_msg``), so the engine top can write the row from it; each READ's
+    first frame request comes once, before any resend of it."""
+    from collections import defaultdict
+
+    from metaroce.models.rx import layouts as rx_layouts
+    model = TxSchedCycleModel(64, **SMALL)
+    items = tc.traffic(model.sem, 60, seed=4, reads=0.5)
+    res = tc.run_model(model, items, seed=4, p_bp=0.3)
+    sem = TxSchedModel(**SMALL)
+    posted = defaultdict(list)
+    for w in items:
+        if sem.wr_status(w) == 0:
+            posted[(w["conn"], w["stream"])].append(w)
+    want = {(c, s, n): {"msg": n, "base": w["laddr"], "length": w["length"]}
+            for (c, s), ws in posted.items() for n, w in enumerate(ws) if w["op"] == OP_READ}
+    rows, seen = {}, set()
+    for fr in res["frames"]:
+        if fr["bth_opcode"] != 0xC6:
+            continue
+        key = (fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])
+        if not fr["mrdh_flags"] & MrdhFlag.RETX:
+            assert key not in seen and key not in rows, "one first transmission per READ"
+            rows[key] = {"msg": fr["mrdh_msg"], "base": fr["laddr"], "length": fr["reth_dma_len"]}
+        else:
+            assert key in rows, "a READ's resend after its first transmission"
+        seen.add(key)
+    assert len(want) >= 10 and rows == want
+    assert set(rows[next(iter(rows))]) | {"valid", "wr_id"} == set(rx_layouts().rd.members)
