@@ -39,7 +39,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
-from ..models.tx_sched import (OP_SEND_IMM, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
+from ..models.tx_sched import (OP_READ, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
                                STATUS_LOC_QP_OP_ERR, check_params, layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
@@ -197,8 +197,8 @@ class TxSched(wiring.Component):
         e_idle = Array(Signal(init=1, name=f"idle{e}") for e in range(E))     # out == 0
         # MR-TXS-043: the message's length is read with its descriptor (LUT RAM), not kept
         # in a register per entry; MR-TXS-059: `op` (bit 0 immediate, bit 1 send), a send's
-        # recv_seq in the place of its VA
-        desc_lay = data.StructLayout({"op": 2, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
+        # recv_seq in the place of its VA; MR-TXS-063: bit 2 READ, its length the READ's
+        desc_lay = data.StructLayout({"op": 3, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
                                       "imm": 32, "msg": 32, "len": 32})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
@@ -236,7 +236,7 @@ class TxSched(wiring.Component):
         # rebuilds the rest (the opcode from op and a bit set in every frame, the offset's
         # low bits, the DMA length equal to the message length, the narrow fields' high bits;
         # MR-TXS-059: a send's VA 0 and its recv_seq from the VA's place)
-        fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 2, "ack_req": 1,
+        fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 3, "ack_req": 1,
                                     "psn": psn_w, "flags": 3, "path": pb, "stream": sb, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
                                     "imm": 32, "nb": nb_w})
@@ -251,13 +251,14 @@ class TxSched(wiring.Component):
         # a slot never written (all 0) shows an all-0 frame, as the unpacked ring would
         m.d.comb += [
             fr_out.conn.eq(fq_out.conn), fr_out.laddr.eq(fq_out.laddr),
-            # MR-TXS-057: the wire opcode is 0xC0 + op
-            fr_out.bth_opcode.eq(Mux(fq_out.op_set, int(Op.MR_WRITE) | fq_out.op, 0)),
+            # MR-TXS-057: the wire opcode is 0xC0 + op; MR-TXS-063: READ (op 4) 0xC6
+            fr_out.bth_opcode.eq(Mux(fq_out.op_set, int(Op.MR_WRITE) | Cat(
+                fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2]), 0)),
             fr_out.bth_ack_req.eq(fq_out.ack_req), fr_out.bth_psn.eq(fq_out.psn),
             fr_out.mrdh_flags.eq(fq_out.flags), fr_out.mrdh_path.eq(fq_out.path),
             fr_out.mrdh_stream.eq(fq_out.stream), fr_out.mrdh_msg.eq(fq_out.msg),
             fr_out.mrdh_offset.eq(Cat(Const(0, mtu_log2), fq_out.chunk)),
-            fr_out.mrdh_msg_len.eq(fq_out.len),
+            fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2], 0, fq_out.len)),       # MR-TXS-063
             fr_out.reth_va.eq(Mux(fq_out.op[1], 0, fq_out.va)),
             fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0)),
             fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
@@ -521,12 +522,14 @@ class TxSched(wiring.Component):
         i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
         in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
         w_len1 = A.sub(win.length, 1, "w_len1")
-        w_bad_op = (win.op > OP_SEND_IMM) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
+        # MR-TXS-011, MR-TXS-061: ops 0..4 are sent; a READ is one chunk of no payload
+        w_bad_op = (win.op > OP_READ) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
+        in_read = win.op == OP_READ
         w_bad_len = (win.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
         in_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
-        in_nchm1 = Mux(win.length == 0, 0, w_len1 >> mtu_log2)[:chunk_w]
+        in_nchm1 = Mux((win.length == 0) | in_read, 0, w_len1 >> mtu_log2)[:chunk_w]
         in_low = win.length[:mtu_log2]
-        in_lastnb = Mux(in_low != 0, in_low, Mux(win.length == 0, 0, mtu))
+        in_lastnb = Mux(in_read, 0, Mux(in_low != 0, in_low, Mux(win.length == 0, 0, mtu)))
         in_count = count(in_tail, in_done)
         wr = Signal(lay.wr)                     # the register (MR-TXS-037)
         wq_valid = Signal()
@@ -926,7 +929,7 @@ class TxSched(wiring.Component):
         er = self.s_error.payload
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
-                     desc_wr.data.eq(Cat(wr.op[:2], wr.wr_id, wr.laddr,
+                     desc_wr.data.eq(Cat(wr.op, wr.wr_id, wr.laddr,
                                          Mux(wr.op[1], w_rseq, wr.va), Mux(wr.op[1], 0, wr.rkey),
                                          wr.imm, w_msg, wr.length))]
         e_hit = []                              # a failure marks the entry at this edge

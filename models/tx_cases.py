@@ -27,9 +27,10 @@ from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout, run_alone
 from .rx import pack, unpack
 from .tx import template_of
-from .tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR, STATUS_OK,
-                       STATUS_RETRY_EXC_ERR, TxSchedModel, has_imm, is_send)
-from .tx_sched_cases import kind_rng, recv_seqs
+from .tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
+                       STATUS_OK, STATUS_RETRY_EXC_ERR, TxSchedModel, has_imm, is_read, is_send,
+                       msg_len, wire_op)
+from .tx_sched_cases import kind_rng, read_rng, recv_seqs
 from .tx_sched_cases import traffic as sched_traffic
 from .wire import MrdhFlag, Op
 
@@ -71,11 +72,11 @@ def wr_status(sem: TxSchedModel, w, mem_layout, dead=()):
     """MR-TX-150: the status a work request completes with: the scheduler's refusal
     (MR-TXS-011); LOC_PROT_ERR when its payload reads fail (MR-TX-124); RETRY_EXC_ERR on a
     connection whose every frame is lost (``dead``: the retry limit's error, MR-TX-125); else
-    0 (as the reference endpoint's ``Status``)."""
+    0 (as the reference endpoint's ``Status``). A READ request reads no payload (MR-TX-161)."""
     st = sem.wr_status(w)
     if st:
         return st
-    if w["length"] and mem_layout.in_bad(w["laddr"]):
+    if msg_len(w["op"], w["length"]) and mem_layout.in_bad(w["laddr"]):
         return STATUS_LOC_PROT_ERR
     return STATUS_RETRY_EXC_ERR if w["conn"] in dead else STATUS_OK
 
@@ -345,22 +346,27 @@ def check(sem: TxSchedModel, items, drv):
         w = msg_of[(conn, f.mrdh.stream, f.mrdh.msg)]
         off = f.mrdh.offset
         # MR-TX-155: the opcode 0xC0 + op; a send's MRSH (its rank among its stream's good
-        # sends) and no RETH, a write's RETH; the immediate of an _IMM opcode on every packet
-        assert f.bth.opcode == Op.MR_WRITE + w["op"]
+        # sends) and no RETH, a write's RETH; the immediate of an _IMM opcode on every packet;
+        # MR-TX-161: a READ request MR_READ, its RETH, message length 0, no payload
+        assert f.bth.opcode == wire_op(w["op"])
+        ml = msg_len(w["op"], w["length"])
         if is_send(w["op"]):
             assert f.reth is None and f.mrsh.recv_seq == rseq[w["wr_id"]], "MRSH (MR-TXS-058)"
             assert f.mrdh.msg_len == w["length"]
         else:
             assert f.mrsh is None and (f.reth.va, f.reth.rkey, f.reth.dma_len, f.mrdh.msg_len) == (
-                w["va"], w["rkey"], w["length"], w["length"])
+                w["va"], w["rkey"], w["length"], ml)
+        assert not is_read(w["op"]) or (off, f.mrdh.flags & ~MrdhFlag.RETX) == (
+            0, MrdhFlag.FIRST | MrdhFlag.LAST)
         assert f.imm == (w["imm"] if has_imm(w["op"]) else None)
-        assert len(f.payload) == P.chunk_bytes(w["length"], off // mtu, mtu)
+        assert len(f.payload) == P.chunk_bytes(ml, off // mtu, mtu)
         assert f.payload == drv.mem.read(w["laddr"] + off, len(f.payload)), "payload from host memory"
         chunks[(conn, f.mrdh.stream, f.mrdh.msg)].add(off // mtu)
         retx += bool(f.mrdh.flags & MrdhFlag.RETX)
     for k, w in msg_of.items():
         if status[w["wr_id"]] == STATUS_OK:
-            assert chunks[k] == set(range(P.chunk_count(w["length"], mtu))), f"every chunk of {w['wr_id']}"
+            assert chunks[k] == set(range(P.chunk_count(msg_len(w["op"], w["length"]), mtu))), \
+                f"every chunk of {w['wr_id']}"
     return {"retransmits": retx, "frames": len(res["frames"])}
 
 
@@ -441,8 +447,10 @@ def endpoint_lossy(seed, *, conns=2):
     rng = random.Random(seed)
     # MR-TX-155: writes and sends mixed (the kind from a generator of its own)
     kind = kind_rng(seed)
+    rd = read_rng(seed)             # MR-TX-161: and READs
     msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7]), kind.random() < 0.5)
             for s in range(2) for _ in range(4)]
+    msgs = [(s, n, None, "read") if rd.random() < 0.25 else (s, n, i, k) for s, n, i, k in msgs]
     r = endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
                          init_window_bdp=100.0, max_window_bdp=100.0)
     a, ca = r["endpoint"]

@@ -31,14 +31,15 @@ from .rx import pack, unpack
 from .wire import MrdhFlag, Op
 
 __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleModel", "SMALL",
-           "OP_WRITE", "OP_WRITE_IMM", "OP_SEND", "OP_SEND_IMM", "is_send", "has_imm",
+           "OP_WRITE", "OP_WRITE_IMM", "OP_SEND", "OP_SEND_IMM", "OP_READ", "is_send", "has_imm",
+           "is_read", "msg_len", "wire_op",
            "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
            "INPUTS", "OUTPUTS"]
 
-#: MR-TXS-002, MR-TXS-057: work-request opcodes (records.TX_MSG ``op``: write, write with
-#: immediate, send, send with immediate; 4..7 are refused).
-OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM = 0, 1, 2, 3
+#: MR-TXS-002, MR-TXS-057, MR-TXS-061: work-request opcodes (records.TX_MSG ``op``: write,
+#: write with immediate, send, send with immediate, READ; 5..7 are refused).
+OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ = 0, 1, 2, 3, 4
 #: MR-TXS-011: completion statuses (verbs IBV_WC_* numbers, as endpoint.Status).
 STATUS_OK = 0
 STATUS_LOC_LEN_ERR = 1          # the message has more chunks than a chunk index names
@@ -53,9 +54,27 @@ OUT_DEPTH = 4
 SMALL = dict(conns=2, streams=2, paths=4, depth=4, chunk_window=16, mtu=1024, cwnd=12_500,
              conn_window=50_000, path_pkts=32, ack_every=4, resend_depth=8)
 #: MR-TXS-057: the wire opcode of each work-request opcode is 0xC0 + op
+#: (MR-TXS-063: and READ's is MR_READ 0xC6, the RTL's 0xC0 | {op2, op1 | op2, op0})
 _WIRE_OP = {OP_WRITE: int(Op.MR_WRITE), OP_WRITE_IMM: int(Op.MR_WRITE_IMM),
-            OP_SEND: int(Op.MR_SEND), OP_SEND_IMM: int(Op.MR_SEND_IMM)}
-assert all(v == int(Op.MR_WRITE) + k for k, v in _WIRE_OP.items())
+            OP_SEND: int(Op.MR_SEND), OP_SEND_IMM: int(Op.MR_SEND_IMM), OP_READ: int(Op.MR_READ)}
+assert all(v == int(Op.MR_WRITE) | (k & 1) | ((k >> 1 | k >> 2) & 1) << 1 | (k >> 2) << 2
+           for k, v in _WIRE_OP.items())
+
+
+def wire_op(op):
+    """MR-TXS-057, MR-TXS-063: the BTH opcode of a work request's packets."""
+    return _WIRE_OP[op]
+
+
+def is_read(op):
+    """MR-TXS-061: a READ work request."""
+    return op == OP_READ
+
+
+def msg_len(op, length):
+    """MR-TXS-062: the length of the message a work request sends: a READ request carries no
+    payload (its ``length`` is the READ's, RETH's DMA length), every other op its ``length``."""
+    return 0 if op == OP_READ else length
 
 
 def is_send(op):
@@ -223,7 +242,7 @@ class TxSchedModel:
         if st:
             return self.cqe_of(f, st)
         q = self.q[self.qi(f["conn"], f["stream"])]
-        n = P.chunk_count(f["length"], self.mtu)
+        n = P.chunk_count(msg_len(f["op"], f["length"]), self.mtu)       # MR-TXS-062: a READ 1
         rs = 0
         if is_send(f["op"]):
             rs = q["send_seq"]
@@ -252,7 +271,7 @@ class TxSchedModel:
         e = self.entry_of(c, f["slot"])
         if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"]:
             return False
-        nbytes = P.chunk_bytes(e["length"], f["chunk"], self.mtu)
+        nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), f["chunk"], self.mtu)
         ps, cs = self.path[c * self.paths + p], self.conn[c]
         ps["inflight"] = max(0, ps["inflight"] - nbytes)
         ps["pkts"] = max(0, ps["pkts"] - 1)
@@ -384,7 +403,7 @@ class TxSchedModel:
             return ("drop", c)
         qi, i, chunk = w
         e = self.q[qi]["ring"][i]
-        nbytes = P.chunk_bytes(e["length"], chunk, self.mtu)
+        nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), chunk, self.mtu)
         cs = self.conn[c]
         if cs["inflight"] and cs["inflight"] + nbytes > self.conn_window:
             return None                                 # MR-CC-001: the connection window
@@ -414,7 +433,8 @@ class TxSchedModel:
         q = self.q[qi]
         e = q["ring"][i]
         s = qi % self.streams
-        nbytes = P.chunk_bytes(e["length"], chunk, self.mtu)
+        ml = msg_len(e["op"], e["length"])
+        nbytes = P.chunk_bytes(ml, chunk, self.mtu)
         off = chunk * self.mtu
         ps = self.path[c * self.paths + p]
         psn = ps["next_psn"]
@@ -440,16 +460,17 @@ class TxSchedModel:
                or cs["unsent"] + len(cs["retx"]) < self.paths)
         if req:
             ps["since_req"] = 0
-        flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= e["length"] else 0)
+        flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= ml else 0)
                  | (MrdhFlag.RETX if kind == "resend" else 0))
         slot = s * self.depth + i
         # MR-TXS-059: a send names no remote address (RETH VA and R_Key 0) and its receive
-        # sequence (MRSH) on every packet; the immediate of either _IMM opcode on every packet
+        # sequence (MRSH) on every packet; the immediate of either _IMM opcode on every packet;
+        # MR-TXS-063: a READ request MR_READ with message length 0, its RETH's DMA length the READ's
         send_op = is_send(e["op"])
         frame = {"conn": c, "laddr": e["laddr"],
-                 "bth_opcode": _WIRE_OP[e["op"]], "bth_ack_req": int(req), "bth_psn": psn,
+                 "bth_opcode": wire_op(e["op"]), "bth_ack_req": int(req), "bth_psn": psn,
                  "mrdh_flags": int(flags), "mrdh_path": p, "mrdh_stream": s, "mrdh_msg": e["msg"],
-                 "mrdh_offset": off, "mrdh_msg_len": e["length"],
+                 "mrdh_offset": off, "mrdh_msg_len": ml,
                  "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
                  "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
                  "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes}

@@ -23,8 +23,8 @@ from . import protocol as P
 from .driver import CounterReadout, run_alone
 from .retransmit import RetransmitModel
 from .rx import pack, unpack
-from .tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel,
-                       has_imm, is_send)
+from .tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK,
+                       TxSchedModel, has_imm, is_read, is_send, msg_len)
 from .wire import MrdhFlag
 
 
@@ -39,6 +39,12 @@ def kind_rng(seed):
     return random.Random(seed ^ 0x5E4D)
 
 
+def read_rng(seed):
+    """MR-TXS-061: the generator that draws which work requests are READs, apart from the
+    workload's and the sends' (so the other draws are those of a workload without READs)."""
+    return random.Random(seed ^ 0x4EAD)
+
+
 def send_variant(rng, op, sends):
     """MR-TXS-057: WRITE or WRITE_IMM ``op`` turned into SEND or SEND_IMM with probability
     ``sends``, drawn from ``rng`` (a generator of its own, so a workload's other draws are those
@@ -46,11 +52,13 @@ def send_variant(rng, op, sends):
     return op + OP_SEND if rng.random() < sends else op
 
 
-def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5):
+def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5, reads=0.15):
     """``n`` work requests for the instance of ``sem`` (a :class:`TxSchedModel`), wr_id 0..n-1;
-    a share ``sends`` of the good opcodes are SEND or SEND_IMM (MR-TXS-057)."""
+    a share ``sends`` of the good opcodes are SEND or SEND_IMM (MR-TXS-057), then a share
+    ``reads`` of them READ (MR-TXS-061)."""
     rng = random.Random(seed)
     send_rng = kind_rng(seed)
+    rd_rng = read_rng(seed)
     mtu = sem.mtu
     max_len = max_len or 5 * mtu
     items = []
@@ -61,10 +69,12 @@ def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5):
         length = rng.choice([0, 1, mtu - 1, mtu, mtu + 1, rng.randrange(max_len + 1),
                              rng.randrange(max_len + 1)])
         op = send_variant(send_rng, OP_WRITE_IMM if rng.random() < 0.4 else OP_WRITE, sends)
+        if rd_rng.random() < reads:
+            op = OP_READ
         if bad and r < 0.04:
-            # MR-TXS-011: an opcode 4..7, not sent by this slice. The draw is the one of the
-            # old ``rng.randrange(2, 8)`` (6 and 7 twice as often), so a seed's workload stays.
-            op = (6, 7, 4, 5, 6, 7)[rng.randrange(6)]
+            # MR-TXS-011: an opcode 5..7, not sent by this slice. The draw is rd20's
+            # ``5 + rng.randrange(2, 8) % 3`` (5, 6, 7 equally often), so a seed's workload stays.
+            op = (7, 5, 6, 7, 5, 6)[rng.randrange(6)]
         elif bad and r < 0.07:
             stream = sem.streams + rng.randrange(16)         # beyond the instance
         elif bad and r < 0.09:
@@ -339,16 +349,20 @@ def check(sem, items, res):
         off = fr["mrdh_offset"]
         chunk = off // mtu
         assert off == chunk * mtu == s["chunk"] * mtu
-        assert fr["payload_len"] == P.chunk_bytes(w["length"], chunk, mtu), "chunk length (MR-CONN-005)"
+        ml = msg_len(w["op"], w["length"])
+        assert fr["payload_len"] == P.chunk_bytes(ml, chunk, mtu), "chunk length (MR-CONN-005)"
         want_flags = ((MrdhFlag.FIRST if off == 0 else 0)
-                      | (MrdhFlag.LAST if off + fr["payload_len"] >= w["length"] else 0))
+                      | (MrdhFlag.LAST if off + fr["payload_len"] >= ml else 0))
         assert fr["mrdh_flags"] & ~MrdhFlag.RETX == want_flags
         # MR-TXS-057..059: the opcode 0xC0 + op; a send's RETH VA and R_Key 0 and its receive
-        # sequence; the immediate of either _IMM opcode
-        assert fr["bth_opcode"] == 0xC0 + w["op"]
+        # sequence; the immediate of either _IMM opcode; MR-TXS-063: a READ request MR_READ,
+        # FIRST and LAST, no payload, message length 0, its RETH's DMA length the READ's
+        assert fr["bth_opcode"] == (0xC6 if is_read(w["op"]) else 0xC0 + w["op"])
+        assert not is_read(w["op"]) or (off, fr["payload_len"], want_flags) == (
+            0, 0, MrdhFlag.FIRST | MrdhFlag.LAST)
         snd = is_send(w["op"])
         assert (fr["reth_va"], fr["reth_rkey"], fr["reth_dma_len"], fr["mrdh_msg_len"]) == (
-            0 if snd else w["va"], 0 if snd else w["rkey"], w["length"], w["length"])
+            0 if snd else w["va"], 0 if snd else w["rkey"], w["length"], ml)
         assert fr["mrsh_recv_seq"] == (rseq[w["wr_id"]] if snd else 0), "MRSH recv_seq (MR-TXS-058)"
         assert fr["imm_imm"] == (w["imm"] if has_imm(w["op"]) else 0)
         assert fr["laddr"] == w["laddr"]
@@ -366,7 +380,8 @@ def check(sem, items, res):
     assert n_retx <= sum(lost.values()), "no resend without a lost report (MR-REL-003)"
     for (conn, stream, msg), w in msg_of.items():
         got = set(sent_chunks[(conn, stream, msg)])
-        assert got == set(range(P.chunk_count(w["length"], mtu))), f"every chunk of {w['wr_id']} sent"
+        assert got == set(range(P.chunk_count(msg_len(w["op"], w["length"]), mtu))), \
+            f"every chunk of {w['wr_id']} sent"
     return {"retransmits": n_retx}
 
 
@@ -395,21 +410,28 @@ def _model_for(a, ca, conns, streams, depth):
                         path_pkts=P.SEND_WINDOW - 1, ack_every=a.ack_every, resend_depth=64)
 
 
-def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, sends=0.5, **ep_kw):
-    """The endpoint pair of a comparison and its writes and sends (MR-TXS-051, MR-TX-152), a
-    namespace of ``rng, a, b, ca, cb, msgs, src, dst, ks, kd, sem``: ``msgs`` ``(stream, length,
-    imm or None, send)`` (random: 1 to ``depth`` per stream, a share ``sends`` of them sends,
-    MR-TXS-057, drawn from a generator of their own; a 3-tuple is a write), sorted by stream
+def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, sends=0.5,
+                    reads=0.2, **ep_kw):
+    """The endpoint pair of a comparison and its writes, sends and READs (MR-TXS-051,
+    MR-TX-152), a namespace of ``rng, a, b, ca, cb, msgs, src, dst, ks, kd, sem``: ``msgs``
+    ``(stream, length, imm or None, kind)``, ``kind`` False for a write, True for a send,
+    ``"read"`` for a READ (random: 1 to ``depth`` per stream, a share ``sends`` of them sends,
+    MR-TXS-057, then a share ``reads`` READs, MR-TXS-061, each drawn from a generator of its
+    own; a 3-tuple is a write), sorted by stream
     (MR-ENG-030: streams enter the endpoint's round robin in the order of their first post);
     ``src``, ``dst`` the source (random bytes) and destination buffers, ``ks``, ``kd`` their
     memory keys; ``sem`` the scheduler's model with the endpoint's constants."""
     rng = random.Random(seed)
     send_rng = kind_rng(seed)
+    explicit = msgs is not None
     a, b, ca, cb = _endpoint_pair(paths, streams, conn_id=conn, **ep_kw)
     msgs = msgs or [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(20_000)]),
                      rng.choice([None, rng.randrange(1 << 32)]))
                     for s in range(streams) for _ in range(rng.randrange(1, depth + 1))]
     msgs = [m if len(m) == 4 else (*m, send_rng.random() < sends) for m in msgs]
+    if reads and not explicit:
+        rd = read_rng(seed)
+        msgs = [(m[0], m[1], None, "read") if rd.random() < reads else m for m in msgs]
     total = sum(m[1] for m in msgs)
     src = bytearray(rng.randbytes(total + 1))
     dst = bytearray(len(src))
@@ -420,12 +442,18 @@ def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, send
 
 
 def post_msg(w, conn, k, m, off, *, laddr):
-    """Post message ``m`` = ``(stream, length, imm or None, send)`` of ``endpoint_writes``'s
+    """Post message ``m`` = ``(stream, length, imm or None, kind)`` of ``endpoint_writes``'s
     namespace ``w`` on the endpoint, its source at ``off`` of ``src``: a write to ``off`` of
     ``dst``, or a send (MR-PLC-004) whose receive the peer posts first, at ``off`` of ``dst``
-    (so no send meets a missing receive, MR-TXS-060). Returns the scheduler's work request
-    (wr_id ``k``, host address ``laddr``)."""
+    (so no send meets a missing receive, MR-TXS-060), or a READ (MR-TXS-061) of ``off`` of the
+    peer's ``dst`` (first filled with bytes of its own) into ``off`` of ``src``, so that after a
+    run ``src == dst`` holds for every kind. Returns the scheduler's work request (wr_id ``k``,
+    host address ``laddr``)."""
     stream, length, imm, send = m
+    if send == "read":
+        w.dst[off:off + length] = random.Random(off * 31 + k).randbytes(length)
+        w.ca.post_read(stream, w.ks, off, length, off, w.kd, wr_id=k)
+        return wr_item(conn, stream, length, wr_id=k, op=OP_READ, laddr=laddr, va=off, rkey=w.kd)
     if send:
         w.cb.post_recv(stream, w.kd, off, length, wr_id=k)
         w.ca.post_send(stream, w.ks, off, length, wr_id=k, imm=imm)

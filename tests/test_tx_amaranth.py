@@ -155,13 +155,37 @@ def test_endpoint_bytes_sends_between_writes():
     assert got == want
 
 
+#: MR-TX-161: READs between writes and sends on each stream (a READ of 0 bytes among them), so
+#: a READ takes a message number and no receive sequence: (stream, length, imm, kind)
+_READS = [(0, 1500, None, False), (0, 5000, None, "read"), (0, 2100, None, True),
+          (0, 0, None, "read"), (1, 700, 3, True), (1, 1025, None, "read"), (1, 3000, 11, False),
+          (1, 1, None, True)]
+
+
+def test_endpoint_bytes_reads_between_writes_and_sends():
+    """MR-TX-161, MR-TXS-061..063, MR-TX-152 (a): READs interleaved with writes and sends on
+    each stream: the engine's frames are the endpoint's byte for byte (MR_READ with MRDH and
+    RETH, message length 0, the READ's DMA length, no payload; the sends' receive sequences
+    skip the READs)."""
+    from metaroce.models import codec
+    want, got = _endpoint_run(64, 2, rtl=False, streams=2, depth=4, init_window_bdp=2.0,
+                              msgs=_READS)
+    fs = list(map(codec.decode, want))
+    reads = {(f.mrdh.stream, f.mrdh.msg, f.reth.dma_len, f.mrdh.msg_len, len(f.payload))
+             for f in fs if f.bth.opcode == 0xC6}
+    assert reads == {(0, 1, 5000, 0, 0), (0, 3, 0, 0, 0), (1, 1, 1025, 0, 0)}
+    seqs = {(f.mrdh.stream, f.mrdh.msg, f.mrsh.recv_seq) for f in fs if f.mrsh}
+    assert seqs == {(0, 2, 0), (1, 0, 0), (1, 3, 1)}
+    assert got == want
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [64, 512])
 def test_endpoint_bytes_until_blocked_rtl(width):
-    """MR-TX-152 (a), MR-TX-155 on the RTL, in lockstep with the model: writes and sends
-    interleaved (`_SENDS`)."""
+    """MR-TX-152 (a), MR-TX-155, MR-TX-161 on the RTL, in lockstep with the model: writes,
+    sends and READs interleaved (`_READS`)."""
     want, got = _endpoint_run(width, 2, rtl=True, streams=2, depth=4, init_window_bdp=2.0,
-                              msgs=_SENDS)
+                              msgs=_READS)
     assert got == want
 
 
@@ -273,7 +297,7 @@ def test_endpoint_bytes_lossy_loopback():
     mixed, the scheduler's frame requests are the endpoint's, resends included (asserted by endpoint_compare); through the data path
     (model; its RTL is the lockstep's) they become the endpoint's frames byte for byte, ICRC
     included."""
-    want, got, reqs = _lossy(512, 1, rtl=False)
+    want, got, reqs = _lossy(512, 24, rtl=False)
     assert sum(1 for q in reqs if q["mrdh_flags"] & MrdhFlag.RETX) >= 10     # resends
     assert got == want
 
@@ -281,7 +305,7 @@ def test_endpoint_bytes_lossy_loopback():
 @pytest.mark.slow
 def test_endpoint_bytes_lossy_loopback_rtl():
     """MR-TX-152 (b) on the data path's RTL, in lockstep with its model."""
-    want, got, _ = _lossy(512, 1, rtl=True)
+    want, got, _ = _lossy(512, 24, rtl=True)
     assert got == want
 
 

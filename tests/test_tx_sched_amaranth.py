@@ -15,6 +15,7 @@ from metaroce.hdl.tx_sched import TxSched, tx_sched_small
 from metaroce.models import frame_builder as fb
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
+from metaroce.models.wire import MrdhFlag
 from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
 
 
@@ -552,5 +553,51 @@ def test_send_seq_wrong_forms_fail(wrong):
     items = tc.traffic(TxSchedModel(**SMALL), 40, seed=1)
     model = TxSchedCycleModel(64, **SMALL)
     drv = tc.Driver(model.lay, items, seed=1, p_idle=0.2, p_bp=0.4)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+
+
+def _read_traffic():
+    """MR-TXS-061: 40 work requests, half of the good ones READs (with writes, sends and bad
+    ones between them)."""
+    return tc.traffic(TxSchedModel(**SMALL), 40, seed=3, reads=0.5)
+
+
+def test_lockstep_reads():
+    """MR-TXS-061..064, MR-TXS-050: READ requests among writes and sends, lossy delivery, idle
+    cycles and backpressure: 0 mismatches; the checker requires each READ's frame (MR_READ,
+    FIRST and LAST, offset 0, message length 0, its RETH, no payload, resent only after a lost
+    report) and its completion (op 4, the READ's length, in posting order)."""
+    items = _read_traffic()
+    res = run_lockstep(items, seed=3, p_idle=0.2, p_bp=0.4)
+    reads = [f for f in res["frames"] if f["bth_opcode"] == 0xC6]
+    assert len(reads) >= 8 and any(f["mrdh_flags"] & MrdhFlag.RETX for f in res["frames"])
+    assert sum(1 for c in res["cqe"] if c["op"] == 4 and c["status"] == 0) >= 8
+
+
+# MR-TXS-063's wrong forms, each loaded in place of the RTL by replacing its text in
+# hdl/tx_sched.py: the READ's opcode as 0xC0 + op (0xC4, an ACK), its message length not
+# zeroed at the frame queue's output, its length chunked as a write's at the intake
+READ_WRONG = {
+    "read_opcode_c0_plus_op": (
+        "int(Op.MR_WRITE) | Cat(\n                fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])",
+        "int(Op.MR_WRITE) | fq_out.op"),
+    "read_msg_len_not_zeroed": ("fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2], 0, fq_out.len))",
+                                "fr_out.mrdh_msg_len.eq(fq_out.len)"),
+    "read_chunked_as_write": ("in_lastnb = Mux(in_read, 0, ", "in_lastnb = Mux(0, 0, "),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(READ_WRONG))
+def test_read_wrong_forms_fail(wrong):
+    """MR-TXS-062, MR-TXS-063: each wrong form of the READ's RTL (the opcode 0xC0 + op, the
+    message length not zeroed, the READ's payload bytes counted as a write's), loaded in place
+    of the RTL, fails the lockstep of ``test_lockstep_reads``'s traffic. (Slow: three
+    elaborations.)"""
+    mod = wrong_form("tx_sched", *READ_WRONG[wrong])
+    items = _read_traffic()
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, seed=3, p_idle=0.2, p_bp=0.4)
     with pytest.raises(Mismatch):
         run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)

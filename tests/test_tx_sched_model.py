@@ -5,7 +5,8 @@ import pytest
 
 from metaroce.models import protocol as P
 from metaroce.models import tx_sched_cases as tc
-from metaroce.models.tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, SMALL, STATUS_LOC_LEN_ERR,
+from metaroce.models.tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, SMALL,
+                                      STATUS_LOC_LEN_ERR,
                                       STATUS_LOC_QP_OP_ERR, TxSchedCycleModel, TxSchedModel)
 from metaroce.models.wire import MrdhFlag
 
@@ -43,7 +44,7 @@ def test_bad_work_requests_complete_at_once():
     """MR-TXS-011: an opcode this slice does not send, a stream beyond the instance, a message
     with more chunks than a chunk index names: an error completion at once, nothing queued."""
     sem = TxSchedModel(**dict(SMALL, mtu=256))
-    for f, status in ((tc.wr_item(0, 0, 10, wr_id=1, op=4), STATUS_LOC_QP_OP_ERR),
+    for f, status in ((tc.wr_item(0, 0, 10, wr_id=1, op=5), STATUS_LOC_QP_OP_ERR),
                       (tc.wr_item(1, 2, 10, wr_id=2), STATUS_LOC_QP_OP_ERR),
                       (tc.wr_item(0, 1, (1 << 20) * 256 + 1, wr_id=3), STATUS_LOC_LEN_ERR)):
         assert sem.wr_room(f)
@@ -65,7 +66,7 @@ def test_send_receive_sequence_per_stream():
         assert sem.wr(tc.wr_item(c, s, 2000, wr_id=k, op=op, va=0xAB00 + k, rkey=0x77,
                                  imm=0x1000 + k)) is None
     # refused: an opcode of the next slices, a stream beyond the instance: no sequence taken
-    assert sem.wr(tc.wr_item(0, 0, 10, wr_id=9, op=4))["status"] == STATUS_LOC_QP_OP_ERR
+    assert sem.wr(tc.wr_item(0, 0, 10, wr_id=9, op=5))["status"] == STATUS_LOC_QP_OP_ERR
     assert sem.wr(tc.wr_item(0, 3, 10, wr_id=10, op=OP_SEND))["status"] == STATUS_LOC_QP_OP_ERR
     assert sem.q[sem.qi(0, 0)]["send_seq"] == 2 and sem.q[sem.qi(0, 1)]["send_seq"] == 1
     want = {0: (0xC2, 0), 1: (0xC0, 0), 2: (0xC3, 1), 3: (0xC2, 0), 4: (0xC3, 0), 5: (0xC1, 0)}
@@ -87,6 +88,57 @@ def test_send_receive_sequence_per_stream():
     sem.wr(tc.wr_item(1, 1, 0, wr_id=11, op=OP_SEND))
     sem.wr(tc.wr_item(1, 1, 0, wr_id=12, op=OP_SEND_IMM))
     assert [e["recv_seq"] for e in q["ring"][:2]] == [0xFFFF_FFFF, 0] and q["send_seq"] == 1
+
+
+def test_read_request():
+    """MR-TXS-061..064: a READ (op 4) is queued as a one-chunk message of no payload: it takes
+    its stream's message number and no receive sequence; its frame request is MR_READ (0xC6),
+    FIRST and LAST, offset 0, message length 0, the READ's RETH (DMA length the READ's length),
+    no payload, no bytes in flight but one packet; a lost report resends it (RETX, a new PSN);
+    its acknowledgment completes it with op 4 and the READ's length. Opcodes 5..7 stay refused
+    and a READ of more chunks than a chunk index names is refused LOC_LEN_ERR (MR-TXS-011)."""
+    sem = TxSchedModel(**dict(SMALL, mtu=256))
+    assert sem.wr(tc.wr_item(0, 0, (1 << 20) * 256 + 1, wr_id=7, op=OP_READ))["status"] == \
+        STATUS_LOC_LEN_ERR
+    for op in (5, 6, 7):
+        assert sem.wr(tc.wr_item(0, 0, 10, wr_id=8, op=op))["status"] == STATUS_LOC_QP_OP_ERR
+    assert sem.wr(tc.wr_item(0, 0, 300, wr_id=0, op=OP_SEND, laddr=1)) is None
+    assert sem.wr(tc.wr_item(0, 0, 70_000, wr_id=1, op=OP_READ, laddr=0x5000, va=0xABC0,
+                             rkey=0x77, imm=0x1234)) is None
+    assert sem.wr(tc.wr_item(0, 0, 300, wr_id=2, op=OP_SEND, laddr=2)) is None
+    q = sem.q[sem.qi(0, 0)]
+    assert q["ring"][1]["msg"] == 1 and q["ring"][1]["nchunks"] == 1 and q["send_seq"] == 2
+    out = drain(sem)
+    rd = [(fr, st) for fr, st in out if fr["mrdh_msg"] == 1]
+    assert len(out) == 5 and len(rd) == 1
+    fr, st = rd[0]
+    assert fr == {"conn": 0, "laddr": 0x5000, "bth_opcode": 0xC6, "bth_ack_req": fr["bth_ack_req"],
+                  "bth_psn": fr["bth_psn"], "mrdh_flags": MrdhFlag.FIRST | MrdhFlag.LAST,
+                  "mrdh_path": fr["mrdh_path"], "mrdh_stream": 0, "mrdh_msg": 1, "mrdh_offset": 0,
+                  "mrdh_msg_len": 0, "reth_va": 0xABC0, "reth_rkey": 0x77, "reth_dma_len": 70_000,
+                  "mrsh_recv_seq": 0, "imm_imm": 0, "payload_len": 0}
+    assert st["nbytes"] == 0 and st["chunk"] == 0
+    p = fr["mrdh_path"]
+    ps = sem.path[p]
+    assert ps["pkts"] >= 1 and ps["inflight"] == sum(
+        s["nbytes"] for f, s in out if f["mrdh_path"] == p)
+    # the sends' recv_seq 0 and 1: the READ between them took none
+    assert sorted(f["mrsh_recv_seq"] for f, _ in out if f["bth_opcode"] == 0xC2) == [0, 0, 1, 1]
+    rep = {"conn": 0, "path": p, "slot": st["slot"], "chunk": 0, "abort": 0}
+    assert sem.report(rep, lost=True)
+    (fr2, st2), = drain(sem)
+    assert fr2["bth_opcode"] == 0xC6 and fr2["mrdh_flags"] == MrdhFlag.FIRST | MrdhFlag.LAST | \
+        MrdhFlag.RETX and st2["nbytes"] == 0
+    # the first send completes first (posting order), then the READ on its request's ACK
+    for f, s in out:
+        if f["mrdh_msg"] == 0:
+            sem.report({"conn": 0, "path": s["path"], "slot": s["slot"], "chunk": s["chunk"],
+                        "abort": 0}, lost=False)
+    assert sem.complete(sem.completion())["wr_id"] == 0
+    assert sem.completion() is None
+    assert sem.report(dict(rep, path=st2["path"]), lost=False)
+    assert sem.complete(sem.completion()) == {"conn": 0, "stream": 0, "wr_id": 1, "status": 0,
+                                              "op": OP_READ, "length": 70_000}
 
 
 def drain_n(sem, n):
@@ -185,22 +237,26 @@ def test_endpoint_until_blocked(seed):
     assert r["frames"] >= 3
 
 
-@pytest.mark.parametrize("seed", [1, 2, 5, 6])
+@pytest.mark.parametrize("seed", [4, 12, 24, 37])
 def test_endpoint_over_lossy_loopback(seed):
     """MR-TXS-051, MR-REL-003: the endpoint's writes over the lossy loopback (windows that do
     not bind); each ACK it processed goes through the retransmit unit's semantics and its
     reports to the scheduler: the scheduler's next packet is the endpoint's at every frame,
-    resends included; writes and sends mixed (MR-TXS-060). (Seeds whose losses are all found by SACK gaps: tail probes, MR-REL-010,
+    resends included; writes, sends and READs mixed (MR-TXS-060, MR-TXS-061..063: the READ
+    requests' frames, their resends and the READ data arriving in the requester's buffer). (Seeds whose losses are all found by SACK gaps: tail probes, MR-REL-010,
     are outside the retransmit unit's slice.)"""
     import random
     rng = random.Random(seed)
     kind = tc.kind_rng(seed)         # MR-TXS-060: writes and sends mixed
+    rd = tc.read_rng(seed)           # MR-TXS-061: and READs
     msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7]), kind.random() < 0.5)
             for s in range(2) for _ in range(4)]
+    msgs = [(s, n, None, "read") if rd.random() < 0.25 else (s, n, i, k) for s, n, i, k in msgs]
     r = tc.endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
                             init_window_bdp=100.0, max_window_bdp=100.0)
     assert r["retransmits"] >= 10 and not r["stats"].get("tail_probes")
     assert r["frames"] == r["stats"]["data_packets_sent"]
+    assert sum(q["bth_opcode"] == 0xC6 for q in r["requests"]) >= 2        # READ requests
 
 
 def test_registered_candidates_rest_a_connection_one_cycle():
@@ -473,3 +529,37 @@ def test_window_port_is_a_field_subset_of_cwnd_update(conns, paths):
     ours = dict(layouts(conns=conns, streams=2, paths=paths, depth=4).cwnd)
     assert set(ours) == {"conn", "path", "cwnd"} and set(upd) - set(ours) == {"wsum", "debt"}
     assert all(ours[k].shape == upd[k].shape for k in ours)
+
+
+def test_read_row_from_first_frame():
+    """MR-TXS-065 (the outstanding-read row, designed): the first transmission of each READ
+    request (MR_READ without RETX) carries every field of the RX's table 6 row but ``wr_id``
+    (models.rx.layouts().rd: ``msg``, ``base``, ``length``; the row's address from ``conn``,
+    ``mrdh_stream`` and ``mrdh_msg``), so the engine top can write the row from it; each READ's
+    first frame request comes once, before any resend of it."""
+    from collections import defaultdict
+
+    from metaroce.models.rx import layouts as rx_layouts
+    model = TxSchedCycleModel(64, **SMALL)
+    items = tc.traffic(model.sem, 60, seed=4, reads=0.5)
+    res = tc.run_model(model, items, seed=4, p_bp=0.3)
+    sem = TxSchedModel(**SMALL)
+    posted = defaultdict(list)
+    for w in items:
+        if sem.wr_status(w) == 0:
+            posted[(w["conn"], w["stream"])].append(w)
+    want = {(c, s, n): {"msg": n, "base": w["laddr"], "length": w["length"]}
+            for (c, s), ws in posted.items() for n, w in enumerate(ws) if w["op"] == OP_READ}
+    rows, seen = {}, set()
+    for fr in res["frames"]:
+        if fr["bth_opcode"] != 0xC6:
+            continue
+        key = (fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])
+        if not fr["mrdh_flags"] & MrdhFlag.RETX:
+            assert key not in seen and key not in rows, "one first transmission per READ"
+            rows[key] = {"msg": fr["mrdh_msg"], "base": fr["laddr"], "length": fr["reth_dma_len"]}
+        else:
+            assert key in rows, "a READ's resend after its first transmission"
+        seen.add(key)
+    assert len(want) >= 10 and rows == want
+    assert set(rows[next(iter(rows))]) | {"valid", "wr_id"} == set(rx_layouts().rd.members)
