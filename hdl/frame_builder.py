@@ -286,6 +286,7 @@ class FrameBuilder(wiring.Component):
         # a down counter of beats to X's beat with "before it" (full) and "in it" (part)
         # flags and the lane mask of X's beat; plus the payload-beat, last-fed and last beats.
         en = Signal()
+        en_next = Signal()
         active = Signal()
         hdr_sr = Signal(NBEATS_HDR * W)
         keep_sr = Signal(NBEATS_HDR * NB * 2)
@@ -308,17 +309,62 @@ class FrameBuilder(wiring.Component):
         h_full, h_part = bounds["h"][1:]
         need = Signal()
         m.d.comb += need.eq(active & ~h_full & bounds["np"][1])
+        # MR-TXF-065: the terms of go and of the header registers' enables are flip-flops,
+        # loaded with their values for the next cycle (from the next state below): go_np and
+        # go_p split go by whether it waits for a payload beat, so go is one LUT of two
+        # flip-flops and s_payload.valid; hdr_ld, hdr_ce_up and hdr_ce_x drive the header
+        # registers' load select and enables (about 1,700 flip-flops) with no logic between.
+        go_np = Signal(name="go_np")                      # en & active & ~need
+        go_p = Signal(name="go_p")                        # en & need
+        hdr_ld = Signal(name="hdr_ld", init=1)            # ~active | last beat: load, not shift
+        hdr_ce_up = Signal(name="hdr_ce_up", init=1)      # en | ~active: beats 1.. move
+        hdr_ce_x = Signal(name="hdr_ce_x", init=1)        # ~active | go_np: beat 0 moves
         go = Signal()
-        m.d.comb += [go.eq(en & active & (~need | self.s_payload.valid)),
-                     self.s_payload.ready.eq(en & need),
+        m.d.comb += [go.eq(go_np | (go_p & self.s_payload.valid)),
+                     self.s_payload.ready.eq(go_p),
                      go_g.eq(en & valid[S - 1] & (~active | (go & bounds["last"][2])))]
-
+        # the next state of active, en and the boundaries' flags the terms read
+        active_next = Signal()
+        m.d.comb += active_next.eq(Mux(go_g, 1, Mux(go & bounds["last"][2], 0, active)))
         g_beats = {"h": g["h"][LG:], "pe": g["pe"][LG:], "e": g["e"][LG:], "l": g["l"][LG:],
                    "np": g_hnp, "fb": g_fb, "last": g_last}
+
+        def full_next(nme):
+            cnt, full, _ = bounds[nme]
+            return Mux(go_g, g_beats[nme] != 0, Mux(go & full, cnt[1:] != 0, full))
+
+        def part_next(nme):
+            cnt, full, part = bounds[nme]
+            return Mux(go_g, g_beats[nme] == 0,
+                       Mux(go, Mux(full, (cnt[1:] == 0) & cnt[0], 0), part))
+        need_next = Signal()
+        m.d.comb += need_next.eq(active_next & ~full_next("h") & full_next("np"))
+        m.d.sync += [go_np.eq(en_next & active_next & ~need_next),
+                     go_p.eq(en_next & need_next),
+                     hdr_ld.eq(~active_next | part_next("last")),
+                     hdr_ce_up.eq(en_next | ~active_next),
+                     hdr_ce_x.eq(~active_next | (en_next & active_next & ~need_next))]
+
+        # MR-TXF-065: the header registers, per beat: beat 0 moves with go (its enable waits
+        # for the payload beat), beats 1.. whenever the pipeline advances (past the header's
+        # last beat their bytes are never read again); all load G's header while no frame is
+        # active (read only after go_g's load) and at a frame's last beat, else shift.
+        ce0 = Signal()
+        m.d.comb += ce0.eq(hdr_ce_x | (go_p & self.s_payload.valid))
+        for sr, new, bits in ((hdr_sr, Cat(*hdr_bytes), W), (keep_sr, crc_keep, 2 * NB),
+                              (ones_sr, crc_ones, 2 * NB), (sum_sr, ck_sum, NB),
+                              (patch_sr, ck_patch, NB)):
+            nxt = Mux(hdr_ld, new, sr[bits:])
+            with m.If(ce0):
+                m.d.sync += sr[:bits].eq(nxt[:bits])
+            with m.If(hdr_ce_up):
+                m.d.sync += sr[bits:].eq(nxt[bits:])
+        # for tests: the registered terms and the state they stand for (MR-TXF-065)
+        self.probe = {"go_np": go_np, "go_p": go_p, "hdr_ld": hdr_ld, "hdr_ce_up": hdr_ce_up,
+                      "hdr_ce_x": hdr_ce_x, "en": en, "active": active, "need": need,
+                      "last_part": bounds["last"][2]}
         with m.If(go_g):
-            m.d.sync += [active.eq(1), first.eq(1),
-                         hdr_sr.eq(Cat(*hdr_bytes)), keep_sr.eq(crc_keep), ones_sr.eq(crc_ones),
-                         sum_sr.eq(ck_sum), patch_sr.eq(ck_patch), f_v6.eq(gd.ipv6),
+            m.d.sync += [active.eq(1), first.eq(1), f_v6.eq(gd.ipv6),
                          f_vlan.eq(gd.vlan_en),
                          shift.eq(g["h"][:LG]), n_zero.eq(-g["e"][:LG]), es2.eq(g["e"][:2]),
                          e_nz.eq(g["e"][:LG] != 0)]
@@ -328,8 +374,7 @@ class FrameBuilder(wiring.Component):
             for nme, th in thermo.items():
                 m.d.sync += th.eq(Cat(*[g[nme][:LG] > j for j in range(NB)]))
         with m.Elif(go):
-            m.d.sync += [hdr_sr.eq(hdr_sr[W:]), keep_sr.eq(keep_sr[2 * NB:]), ones_sr.eq(ones_sr[2 * NB:]),
-                         sum_sr.eq(sum_sr[NB:]), patch_sr.eq(patch_sr[NB:]), first.eq(0)]
+            m.d.sync += first.eq(0)
             for nme, (cnt, full, part) in bounds.items():
                 with m.If(full):
                     m.d.sync += [cnt.eq(cnt - 1), full.eq(cnt[1:] != 0),
@@ -436,7 +481,7 @@ class FrameBuilder(wiring.Component):
         w_beat = Signal(W)
         m.d.comb += w_beat.eq(in_data)
         v0, v1 = Signal(), Signal()
-        push, in_data, in_keep, in_last = self._udp6(m, en, d4, w_beat, ~v1)
+        push, in_data, in_keep, in_last = self._udp6(m, en, en_next, d4, w_beat, ~v1)
         e0_data, e0_keep, e0_last = Signal(W), Signal(NB), Signal()
         e1_data, e1_keep, e1_last = Signal(W), Signal(NB), Signal()
         pop = Signal()
@@ -462,12 +507,13 @@ class FrameBuilder(wiring.Component):
         return m
 
     # ------------------------------------------------------------------------------------------
-    def _udp6(self, m, en, d4, beat, skid_room):
+    def _udp6(self, m, en, en_next, d4, beat, skid_room):
         """MR-TXF-060..064: D4's beats into the output FIFO; the ones' complement sum of each
         IPv6 frame from its beats as written (byte columns, an adder tree, an accumulator, five
         folding stages) into a record queue; the FIFO's head beat leaves (into the skid buffer,
         when ``skid_room``) once it is an IPv4 beat or its frame's record is there, the
-        checksum patched into its two bytes. Drives ``en``; returns (push, data, keep, last)."""
+        checksum patched into its two bytes. Drives ``en`` and its next value ``en_next``;
+        returns (push, data, keep, last)."""
         W = self.width
         NB = W // 8
         depth = out_fifo_depth(W)
@@ -478,7 +524,8 @@ class FrameBuilder(wiring.Component):
         # en is a flip-flop (it enables most of the pipeline): set when, before this cycle's
         # write, a slot and a record would be left after one more write
         room = Signal(init=1)
-        m.d.sync += room.eq((ofifo.level < depth - 2) & (rec_used < REC_DEPTH - 1))
+        m.d.comb += en_next.eq((ofifo.level < depth - 2) & (rec_used < REC_DEPTH - 1))
+        m.d.sync += room.eq(en_next)
         m.d.comb += en.eq(room)
         write = en & d4["valid"]
         w = Signal(ent)

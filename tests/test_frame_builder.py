@@ -22,7 +22,7 @@ from metaroce.models.frame_builder import (DESC_FIELDS, FrameBuilderModel, build
                                            expected_bytes, frame_of_desc, pack_desc, unpack_desc)
 from metaroce.models.headers import TABLE
 from metaroce.models.wire import Op
-from metaroce.tb.lockstep import model_port_lists, run_amaranth
+from metaroce.tb.lockstep import Mismatch, model_port_lists, run_amaranth, wrong_form
 
 
 def run_model(width, cases, **kw):
@@ -358,3 +358,99 @@ def test_rtl_ipv6_records_and_fifo():
     assert core.mismatches == 0
     fc.check(cases, drv.res, 64)
     assert REC_DEPTH - 1 <= most[0] <= REC_DEPTH      # the record limit held the pipeline
+
+
+# ------------------------------------------------------------------ MR-TXF-065: header register enables
+
+def _ipv6_burst_cases(n, seed=5):
+    """Short writes, four in five over IPv6: behind heavy backpressure their checksum records
+    run out and the pipeline waits (``en`` low) with frames in F."""
+    rng = random.Random(seed)
+    return [fc.case_of_frame(fc._rand_frame(rng, Op.MR_WRITE, rng.randrange(40), int(i % 5 != 4),
+                                            rng.randrange(2))) for i in range(n)]
+
+
+# the runs that move every term: payload beats arriving after their header's last beat (512
+# bits, a one- or two-beat header), and the pipeline waiting with a frame in F (64 bits)
+HDR_RUNS = {
+    "payload_waits_512": lambda: (512, fc.endpoint_ops_cases(512), dict(seed=3, p_idle=0.5, p_bp=0.3)),
+    "records_full_64": lambda: (64, _ipv6_burst_cases(24), dict(seed=5, p_idle=0.0, p_bp=0.85)),
+}
+
+
+def _hdr_terms_run(run, dut_cls=FrameBuilder, observe=True):
+    """One of ``HDR_RUNS`` in lockstep: ``(core, bad, seen)``, ``bad`` the cycles whose
+    registered terms differ from their definitions on the RTL's own state, ``seen`` counts
+    of the cycles that exercise them. Raises ``Mismatch`` on the first output mismatch."""
+    width, cases, kw = HDR_RUNS[run]()
+    dut = dut_cls(width)
+    model = FrameBuilderModel(width)
+    drv = fc.Driver(width, cases, **kw)
+    bad, seen = [], dict.fromkeys(("cycles", "active", "stalled", "beat0_waits", "loads_at_last"), 0)
+
+    async def watch(ctx):
+        pr = dut.probe
+        async for _ in ctx.tick().sample():
+            v = {k: ctx.get(s) for k, s in pr.items()}
+            pv = ctx.get(dut.s_payload.valid)
+            want = {"go_np": v["en"] & v["active"] & (1 - v["need"]),
+                    "go_p": v["en"] & v["need"],
+                    "hdr_ld": (1 - v["active"]) | v["last_part"],
+                    "hdr_ce_up": v["en"] | (1 - v["active"]),
+                    "hdr_ce_x": (1 - v["active"]) | (v["en"] & v["active"] & (1 - v["need"]))}
+            if any(v[k] != want[k] for k in want):
+                bad.append((seen["cycles"], v))
+            seen["cycles"] += 1
+            seen["active"] += v["active"]
+            seen["stalled"] += v["active"] & (1 - v["en"])
+            seen["beat0_waits"] += v["go_p"] & (1 - pv)
+            seen["loads_at_last"] += v["active"] & v["last_part"] & v["en"]
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch] if observe else [])
+    fc.check(cases, drv.res, width)
+    return core, bad, seen
+
+
+@pytest.mark.parametrize("run", sorted(HDR_RUNS))
+def test_header_register_terms_registered_exact(run):
+    """MR-TXF-065, MR-TXF-042, MR-TXF-043: the registered terms of ``go`` and of the header
+    registers' load select and enables (``go_np``, ``go_p``, ``hdr_ld``, ``hdr_ce_up``,
+    ``hdr_ce_x``) equal their definitions on the RTL's own state in every cycle, under runs
+    where the payload beat comes after its header's last beat (512 bits) and where the
+    pipeline waits with a frame in F (checksum records full, 64 bits); the lockstep with the
+    model has 0 mismatches and every frame is the codec's."""
+    core, bad, seen = _hdr_terms_run(run)
+    assert core.mismatches == 0
+    assert not bad, bad[:3]
+    assert seen["active"] > 100 and seen["loads_at_last"] > 10, seen
+    if run == "payload_waits_512":
+        assert seen["beat0_waits"] > 10, seen
+    else:
+        assert seen["stalled"] > 20, seen
+
+
+# MR-TXF-065's wrong forms, each loaded in place of the RTL by replacing its text in
+# hdl/frame_builder.py, with the run that reaches it: beat 0 moving without its payload beat,
+# no load at a frame's last beat, beats 1.. moving while the pipeline waits, the terms
+# registered from this cycle's state instead of the next
+HDR_WRONG = {
+    "beat0_not_waiting_for_payload": (("ce0.eq(hdr_ce_x | (go_p & self.s_payload.valid))",
+                                       "ce0.eq(hdr_ce_x | go_p)"), "payload_waits_512"),
+    "no_load_at_last_beat": (('hdr_ld.eq(~active_next | part_next("last"))', "hdr_ld.eq(~active_next)"),
+                             "payload_waits_512"),
+    "upper_beats_move_while_waiting": (("hdr_ce_up.eq(en_next | ~active_next)", "hdr_ce_up.eq(1)"),
+                                       "records_full_64"),
+    "terms_a_cycle_late": (("go_np.eq(en_next & active_next & ~need_next)", "go_np.eq(en & active & ~need)"),
+                           "payload_waits_512"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(HDR_WRONG))
+def test_header_register_terms_wrong_forms_fail(wrong):
+    """MR-TXF-065: each wrong form of the registered terms (beat 0 moving without its payload
+    beat, no load of the next header at a frame's last beat, beats 1.. moving while the
+    pipeline waits, the terms registered from this cycle's state), loaded in place of the
+    RTL, fails the lockstep with the model or the frames' check (no invariant observer)."""
+    (old, new), run = HDR_WRONG[wrong]
+    cls = wrong_form("frame_builder", old, new).FrameBuilder
+    with pytest.raises((Mismatch, AssertionError)):
+        _hdr_terms_run(run, cls, observe=False)
