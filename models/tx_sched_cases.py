@@ -25,7 +25,7 @@ from .retransmit import RetransmitModel
 from .rx import pack, unpack
 from .tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK,
                        TxSchedModel, has_imm, is_read, is_send, msg_len)
-from .wire import MrdhFlag
+from .wire import MrdhFlag, Op
 
 
 def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, imm=0):
@@ -86,14 +86,38 @@ def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5, reads=0.15):
     return items
 
 
+def responses(sem, n, *, seed=0, err=0.2, max_len=None):
+    """MR-TXS-066: ``n`` READ responses for ``s_rsp`` of the instance of ``sem``, from a
+    generator of their own: a requester's stream and a message number (unique per connection
+    and stream), a local address, lengths of 0, around the MTU and random; a share ``err`` of
+    them refused (``err``, flag ERROR, no payload)."""
+    rng = random.Random(seed ^ 0x8E5)
+    mtu = sem.mtu
+    max_len = max_len or 5 * mtu
+    out, keys = [], set()
+    while len(out) < n:
+        conn, stream, msg = rng.randrange(sem.conns), rng.randrange(sem.streams), rng.randrange(1 << 32)
+        if (conn, stream, msg) in keys:
+            continue
+        keys.add((conn, stream, msg))
+        length = rng.choice([0, 1, mtu - 1, mtu, mtu + 1, rng.randrange(max_len + 1)])
+        out.append({"conn": conn, "stream": stream, "msg": msg, "laddr": rng.randrange(1 << 64),
+                    "length": length, "err": int(rng.random() < err)})
+    return out
+
+
 class Driver(CounterReadout):
     """Sources for ``s_wr``, ``s_acked`` and ``s_resend``, sinks for ``m_frame``, ``m_sent``
     and ``m_cqe``, and the loop through the retransmit unit's semantics and a lossy receiver,
     all from one seed (see the module docstring)."""
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
-                 p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000):
+                 p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=()):
         self.lay = lay
+        # MR-TXS-066: READ responses offered on s_rsp, and m_rsp_done's backpressure, from a
+        # generator of their own (the other draws are those of a run without responses)
+        self.rsps, self.rsp_i, self.rsp_offer = list(rsps), 0, None
+        self.rsp_rng = random.Random(seed ^ 0x8E5D)
         self.rng = random.Random(seed)
         # MR-TXS-028: window writes on s_cwnd in a fraction p_cwnd of the cycles until every
         # work request has completed, from a generator of their own (the other draws are those
@@ -110,7 +134,7 @@ class Driver(CounterReadout):
         self.n_counters = 0
         self.read_counters = False
         self.quiet_cycles = 3
-        self.limit = 20_000 + 400 * len(self.items)
+        self.limit = 20_000 + 400 * (len(self.items) + len(self.rsps))
         self._readout_reset()
         self.rtx = RetransmitModel(lay.conns, lay.paths, 1 << 14)
         self.rx = defaultdict(lambda: [0, 0])              # (conn, path) -> receiver cum, sack
@@ -118,12 +142,14 @@ class Driver(CounterReadout):
         self.offer = {"acked": None, "resend": None}
         self.silent = 0
         self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
-                    "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": []}
+                    "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": [],
+                    "rsp_done": []}
 
     @property
     def sent_all(self):
         return (self.i >= len(self.items) and self.presenting is None
-                and len(self.res["cqe"]) == len(self.items))
+                and len(self.res["cqe"]) == len(self.items)
+                and len(self.res["rsp_done"]) == len(self.rsps))
 
     def _ack(self, conn, path):
         cum, sack = self.rx[(conn, path)]
@@ -153,9 +179,18 @@ class Driver(CounterReadout):
         inp = {"s_wr__valid": 0, "s_wr__payload": 0, "s_acked__valid": 0, "s_acked__payload": 0,
                "s_resend__valid": 0, "s_resend__payload": 0, "now": self.now,
                "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1,
-               "s_cwnd__valid": 0, "s_cwnd__payload": 0}
+               "s_cwnd__valid": 0, "s_cwnd__payload": 0, "s_rsp__valid": 0, "s_rsp__payload": 0,
+               "m_rsp_done__ready": 1}
         if self._phase:
             return inp
+        rr = self.rsp_rng
+        if self.rsps:
+            if self.rsp_offer is None and self.rsp_i < len(self.rsps) and rr.random() >= 0.7:
+                self.rsp_offer = self.rsps[self.rsp_i]
+            if self.rsp_offer is not None:
+                inp["s_rsp__valid"] = 1
+                inp["s_rsp__payload"] = pack(self.lay.rsp, self.rsp_offer)
+            inp["m_rsp_done__ready"] = int(rr.random() >= self.p_bp)
         if self.presenting is None and self.i < len(self.items) and rng.random() >= self.p_idle:
             self.presenting = self.items[self.i]
         if self.presenting is not None:
@@ -195,7 +230,13 @@ class Driver(CounterReadout):
             res["frames"].append(unpack(self.lay.frame, out["m_frame__payload"]))
         if out["m_cqe__valid"] and inp["m_cqe__ready"]:
             res["cqe"].append(unpack(self.lay.cqe, out["m_cqe__payload"]))
-        active = out["m_frame__valid"] or out["m_sent__valid"] or out["m_cqe__valid"]
+        if self.rsp_offer is not None and out.get("s_rsp__ready"):
+            self.rsp_offer = None
+            self.rsp_i += 1
+        if out.get("m_rsp_done__valid") and inp["m_rsp_done__ready"]:
+            res["rsp_done"].append(unpack(self.lay.rsp_done, out["m_rsp_done__payload"]))
+        active = (out["m_frame__valid"] or out["m_sent__valid"] or out["m_cqe__valid"]
+                  or out.get("m_rsp_done__valid"))
         if out["m_sent__valid"] and inp["m_sent__ready"]:
             s = unpack(self.lay.sent, out["m_sent__payload"])
             res["sent"].append(s)
@@ -210,8 +251,8 @@ class Driver(CounterReadout):
             if s["req"] or rng.random() < self.p_ack:
                 self._ack(*key)
         pending = self.acked_q or self.resend_q or any(v is not None for v in self.offer.values())
-        self.silent = 0 if active or pending or out["s_wr__ready"] and inp["s_wr__valid"] \
-            else self.silent + 1
+        self.silent = 0 if (active or pending or out["s_wr__ready"] and inp["s_wr__valid"]
+                            or out.get("s_rsp__ready") and inp["s_rsp__valid"]) else self.silent + 1
         if self.silent > 12:
             self._flush()
             self.silent = 0
@@ -303,7 +344,40 @@ def run_model(model, items, *, seed=0, **kw):
     return drv.res
 
 
-def check(sem, items, res):
+def check_responses(sem, rsps, res):
+    """MR-TXS-066..070: every READ response's frames (MR_READ_RESP, the requester's stream and
+    message number, its chunks' offsets and lengths, FIRST and LAST, flag ERROR and no payload
+    for a refused one, message length the length, no RETH, MRSH or immediate, the response's
+    local address) and one record on ``m_rsp_done`` per response (status 0 here: no failures
+    are offered)."""
+    mtu = sem.mtu
+    by_key = {(r["conn"], r["stream"], r["msg"]): r for r in rsps}
+    done = [(d["conn"], d["stream"], d["msg"]) for d in res["rsp_done"]]
+    assert sorted(done) == sorted(by_key), "one m_rsp_done record per response (MR-TXS-070)"
+    assert all(d["status"] == 0 for d in res["rsp_done"])
+    chunks = defaultdict(set)
+    for fr in res["frames"]:
+        if fr["bth_opcode"] != int(Op.MR_READ_RESP):
+            continue
+        r = by_key[(fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])]
+        ml = 0 if r["err"] else r["length"]
+        off = fr["mrdh_offset"]
+        chunk = off // mtu
+        assert off == chunk * mtu and fr["payload_len"] == P.chunk_bytes(ml, chunk, mtu)
+        want_flags = ((MrdhFlag.FIRST if off == 0 else 0)
+                      | (MrdhFlag.LAST if off + fr["payload_len"] >= ml else 0)
+                      | (MrdhFlag.ERROR if r["err"] else 0))
+        assert fr["mrdh_flags"] & ~MrdhFlag.RETX == want_flags, "response flags (MR-TXS-068)"
+        assert (fr["mrdh_msg_len"], fr["reth_va"], fr["reth_rkey"], fr["reth_dma_len"],
+                fr["mrsh_recv_seq"], fr["imm_imm"], fr["laddr"]) == (ml, 0, 0, ml, 0, 0, r["laddr"])
+        chunks[(r["conn"], r["stream"], r["msg"])].add(chunk)
+    for key, r in by_key.items():
+        assert chunks[key] == set(range(P.chunk_count(0 if r["err"] else r["length"], mtu))), \
+            f"every chunk of response {key} sent"
+    return len(rsps)
+
+
+def check(sem, items, res, rsps=()):
     """MR-TXS-050: the block's output against the work requests. ``sem``: a
     :class:`TxSchedModel` of the instance (parameters only). Every work request completes once
     (bad ones with their error, good ones with success, in posting order per stream, MR-EXO-004);
@@ -335,6 +409,7 @@ def check(sem, items, res):
             msg_of[(key[0], key[1], k)] = by_id[wid]
     rseq = recv_seqs(items, sem)
     assert len(res["frames"]) == len(res["sent"]), "a sent event per frame request"
+    n_rsp = check_responses(sem, rsps, res)
     next_psn = defaultdict(int)
     sent_chunks = defaultdict(list)
     lost = defaultdict(int)
@@ -345,6 +420,8 @@ def check(sem, items, res):
         next_psn[key] = P.psn_add(next_psn[key], 1)
         assert (s["conn"], s["path"], s["nbytes"], s["req"]) == (fr["conn"], fr["mrdh_path"],
                                                                   fr["payload_len"], fr["bth_ack_req"])
+        if fr["bth_opcode"] == int(Op.MR_READ_RESP):
+            continue                                    # check_responses
         w = msg_of[(fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])]
         off = fr["mrdh_offset"]
         chunk = off // mtu
@@ -382,7 +459,7 @@ def check(sem, items, res):
         got = set(sent_chunks[(conn, stream, msg)])
         assert got == set(range(P.chunk_count(msg_len(w["op"], w["length"]), mtu))), \
             f"every chunk of {w['wr_id']} sent"
-    return {"retransmits": n_retx}
+    return {"retransmits": n_retx, "responses": n_rsp}
 
 
 # ------------------------------------------------------------------ the reference endpoint

@@ -35,7 +35,7 @@ def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, 
 
     core = run_amaranth(dut, model, drv, busy=model.busy, on_cycle=on_cycle)
     assert core.mismatches == 0
-    summary = tc.check(TxSchedModel(**params), items, drv.res)
+    summary = tc.check(TxSchedModel(**params), items, drv.res, kw.get("rsps", ()))
     return dict(drv.res, compared=core.cycle, packets=packets, **summary)
 
 
@@ -582,7 +582,7 @@ READ_WRONG = {
     "read_opcode_c0_plus_op": (
         "int(Op.MR_WRITE) | Cat(\n                fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])",
         "int(Op.MR_WRITE) | fq_out.op"),
-    "read_msg_len_not_zeroed": ("fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2], 0, fq_out.len))",
+    "read_msg_len_not_zeroed": ("fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2] & ~fq_out.op[0], 0, fq_out.len))",
                                 "fr_out.mrdh_msg_len.eq(fq_out.len)"),
     "read_chunked_as_write": ("in_lastnb = Mux(in_read, 0, ", "in_lastnb = Mux(0, 0, "),
 }
@@ -601,3 +601,20 @@ def test_read_wrong_forms_fail(wrong):
     drv = tc.Driver(model.lay, items, seed=3, p_idle=0.2, p_bp=0.4)
     with pytest.raises(Mismatch):
         run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+
+
+def test_lockstep_read_responses():
+    """MR-TXS-066..071, MR-TXS-050: READ responses on s_rsp (a fifth of them refused, ERROR)
+    among writes, sends, READs and bad work requests, lossy delivery, idle cycles, backpressure
+    and window writes: 0 mismatches; the checker requires each response's frames (MR_READ_RESP,
+    the requester's stream and message, chunks, flags, message length, the local address; one
+    ERROR packet of no payload) and one m_rsp_done record per response; the work requests'
+    message numbers and completions are unchanged by the responses in the last stream's ring."""
+    sem = TxSchedModel(**SMALL)
+    items = tc.traffic(sem, 40, seed=2)
+    rsps = tc.responses(sem, 16, seed=2)
+    res = run_lockstep(items, seed=2, p_idle=0.2, p_bp=0.4, p_cwnd=0.1, cwnd_hi=8000, rsps=rsps)
+    rf = [f for f in res["frames"] if f["bth_opcode"] == 0xC7]
+    assert res["responses"] == 16 and len(rf) > 16
+    assert any(f["mrdh_flags"] & MrdhFlag.ERROR for f in rf)
+    assert any(f["mrdh_flags"] & MrdhFlag.RETX for f in res["frames"])
