@@ -93,11 +93,14 @@ INPUTS = (("s_wr__payload", "s_wr__valid", "s_ack__payload", "s_ack__valid", "s_
            "s_cfg__valid", "m_axis__tready", "m_cqe__ready", "m_error__ready", "now", "reg_addr")
           + tuple("m_axi__" + n for n in AXI_IN)
           # MR-TX-105: the congestion windows' setup writes and configuration
-          + ("s_cw_setup__payload", "s_cw_setup__valid", "cc_on", "cc_beta_q", "cc_cap"))
+          + ("s_cw_setup__payload", "s_cw_setup__valid", "cc_on", "cc_beta_q", "cc_cap")
+          # MR-TX-171: READ responses in, their records out (the scheduler's)
+          + ("s_rsp__payload", "s_rsp__valid", "m_rsp_done__ready"))
 OUTPUTS = (("s_wr__ready", "s_ack__ready", "s_cfg__ready", "s_cw_setup__ready")
            + tuple("m_axis__" + n for n in AXIS_OUT)
            + ("m_cqe__payload", "m_cqe__valid", "m_error__payload", "m_error__valid", "reg_data")
-           + tuple("m_axi__" + n for n in AXI_OUT))
+           + tuple("m_axi__" + n for n in AXI_OUT)
+           + ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid"))
 
 
 @dataclass(frozen=True)
@@ -374,7 +377,9 @@ class TxCycleModel:
                          "s_fail__valid": fail_valid, "s_fail__payload": fail,
                          "s_error__valid": int(ro["m_error__valid"] and g("m_error__ready", 0)),
                          "s_error__payload": ro["m_error__payload"],
-                         "s_cwnd__valid": co["m_update__valid"], "s_cwnd__payload": cw_write})
+                         "s_cwnd__valid": co["m_update__valid"], "s_cwnd__payload": cw_write,
+                         **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
+                                                 "m_rsp_done__ready")}})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
         assert resend_valid == ro["m_resend__valid"]
         do = data.step({"s_frame__payload": so["m_frame__payload"], "s_frame__valid": so["m_frame__valid"],
@@ -384,7 +389,8 @@ class TxCycleModel:
                "s_cfg__ready": do["s_cfg__ready"], "s_cw_setup__ready": co["s_setup__ready"],
                "m_cqe__payload": so["m_cqe__payload"], "m_cqe__valid": so["m_cqe__valid"],
                "m_error__payload": ro["m_error__payload"], "m_error__valid": ro["m_error__valid"],
-               "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"]}
+               "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"],
+               **{n: so[n] for n in ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid")}}
         # MR-TX-126: the events of this cycle, counted after the next edge
         now = []
         if do["m_axis__tvalid"] and g("m_axis__tready", 0) and do["m_axis__tlast"]:
