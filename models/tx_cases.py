@@ -27,7 +27,7 @@ from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout, run_alone
 from .rx import pack, unpack
 from .tx import template_of
-from .tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
+from .tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
                        STATUS_OK, STATUS_RETRY_EXC_ERR, TxSchedModel, has_imm, is_read, is_send,
                        msg_len, wire_op)
 from .tx_sched_cases import kind_rng, read_rng, recv_seqs
@@ -36,7 +36,7 @@ from .tx_sched_cases import traffic as sched_traffic
 from .wire import MrdhFlag, Op
 
 __all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_beats",
-           "endpoint_frames", "endpoint_template", "endpoint_lossy", "data_requests",
+           "endpoint_frames", "endpoint_template", "endpoint_lossy", "endpoint_responses", "responses", "data_requests",
            "expected_data_frames", "expected_data_errors", "read_fails", "wr_status",
            "check_counters", "DataDriver", "BenchDriver", "AckBurstDriver", "ack_record"]
 
@@ -516,6 +516,24 @@ def endpoint_lossy(seed, *, conns=2):
     return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, r["src"]
 
 
+def endpoint_responses(seed, *, conns=2, **kw):
+    """MR-TX-172, MR-TXS-071: the endpoint as the responder of a peer's READs over the loopback
+    (:func:`~metaroce.models.tx_sched_cases.endpoint_responses`, which asserts the scheduler's
+    frame requests field by field); its response frames and the frame requests with ``laddr``
+    in a host memory holding the responder's region. Returns ``(frame requests, the endpoint's
+    frame bytes, templates, memory layout, image, the comparison's result)``."""
+    from .tx_sched_cases import endpoint_responses as compare
+    r = compare(seed, conns=conns, **kw)
+    b, cb = r["endpoint"]
+    lay = Layout(len(r["region"]) + 4096)
+    reqs = [dict(q, laddr=lay.base + q["laddr"]) for q in r["requests"]]
+    tm = [template_of(c, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * r["paths"])
+          for c in range(conns)]
+    conn = reqs[0]["conn"]
+    tm[conn] = endpoint_template(b, cb, conn, r["paths"])
+    return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, r["region"], r
+
+
 def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
     """``n`` random frame requests for the data path (MR-TX-151): every connection and path,
     WRITE, WRITE_IMM, SEND and SEND_IMM (MR-TX-155; the kind from a generator of its own),
@@ -744,9 +762,10 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
 
     ``spec``: ``{"connections": [{"conn", "eth_dst", "eth_src", "ip_src", "ip_dst", "dest_qp",
     "pkey", "sports": [one per path], "local_qp", "dscp", "ttl"}], "work_requests": [{"conn",
-    "stream", "op": "write" | "write_imm", "length", "va", "rkey", "imm"}], "seed"}``: each
-    work request's payload is bytes of ``random.Random(seed)``, placed one after the other in
-    the host memory. Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
+    "stream", "op": "write" | "write_imm" | "send" | "send_imm" | "read", "length", "va", "rkey",
+    "imm"}], "seed"}``: each work request's payload is bytes of ``random.Random(seed)``, placed
+    one after the other in the host memory (a READ request, MR-TXS-061, reads none: its
+    ``length`` is the READ's, its ``va`` and ``rkey`` the peer's). Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
     its destination QP (a connection's ``local_qp``, default its index)."""
     if not isinstance(spec, dict) or not isinstance(spec.get("work_requests"), list):
         raise ReplayError("the work-request file needs a \"work_requests\" list")
@@ -774,7 +793,8 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
     for k in range(lay.conns):
         local.setdefault(k, k)
     rng = random.Random(int(spec.get("seed", 1)))
-    ops = {"write": 0, "write_imm": OP_WRITE_IMM, "send": OP_SEND, "send_imm": OP_SEND_IMM}
+    ops = {"write": 0, "write_imm": OP_WRITE_IMM, "send": OP_SEND, "send_imm": OP_SEND_IMM,
+           "read": OP_READ}
     items, total = [], 0
     for k, w in enumerate(spec["work_requests"]):
         try:
@@ -786,7 +806,7 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
                           "wr_id": k & 0xFFFF, "laddr": total, "va": int(w.get("va", 0)),
                           "rkey": int(w.get("rkey", 0)), "length": length,
                           "imm": int(w.get("imm", 0)) if has_imm(op) else 0})
-            total += length
+            total += msg_len(op, length)
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, ReplayError):
                 raise

@@ -645,3 +645,99 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
     return {"frames": n_frames, "retransmits": n_retx, "stats": dict(a.stats),
             "requests": requests, "endpoint_frames": frames, "endpoint": (a, ca), "src": bytes(src),
             "paths": paths}
+
+
+def endpoint_responses(seed=0, *, paths=4, streams=2, depth=4, conns=2, reads=None, bad=(),
+                       loss=0.0, drop_until=60e-6, **ep_kw):
+    """MR-TXS-071: the reference endpoint as the responder and :class:`TxSchedModel` on the
+    same READ responses. Endpoint ``a`` posts ``reads`` ``(stream, length)`` (random: two per
+    stream) to endpoint ``b``, whose region holds random bytes; those of index in ``bad`` name a
+    key ``b`` does not have (``b`` answers them ERROR, MR-VERB-004). Over the loopback (``b``'s
+    data frames lost with probability ``loss`` before ``drop_until``), ``b`` executes each READ
+    at its stream's delivery point; each execution becomes an ``s_rsp`` item
+    ``{conn, stream, msg, laddr, length, err}`` (``laddr`` the offset of the bytes in ``b``'s
+    region) given to the scheduler at that point, and every ACK ``b`` processed goes through
+    the retransmit unit's semantics to the scheduler. At each frame of ``b`` the scheduler's
+    next packet must carry the same descriptor fields. Returns the number of frames, the frame
+    requests, ``b``'s frames, its endpoint and connection, its region's bytes and the
+    responses' completion records."""
+    from .loopback import LoopFaults, Loopback
+    from .tx_sched import rsp_item
+
+    rng = random.Random(seed)
+    a, b, ca, cb = _endpoint_pair(paths, streams, **ep_kw)
+    conn = cb.local_id % conns
+    assert conn % paths == cb.local_id % paths, "the path rotation starts alike (MR-CONN-004)"
+    reads = reads or [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(6000)]))
+                      for s in range(streams) for _ in range(2)]
+    assert len(reads) <= depth, "the responses share the last stream's ring (MR-TXS-067)"
+    region = bytearray(rng.randbytes(sum(n for _, n in reads) + 1))
+    local = bytearray(len(region))
+    kl, kr = a.reg_mr(local), b.reg_mr(region)
+    off = 0
+    for k, (s, n) in enumerate(reads):
+        ca.post_read(s, kl, off, n, off, kr + 1000 if k in bad else kr, wr_id=k)
+        off += n
+    sem = _model_for(b, cb, conns, streams, depth)
+
+    events = []
+    orig_frame, orig_ack, orig_exec = cb._frame, cb._on_ack, cb._execute
+
+    def frame(*args):
+        f = orig_frame(*args)
+        events.append(("frame", f))
+        return f
+
+    def on_ack(ack, now, bth_psn=0):
+        events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
+                               "reason": 0, "cum": ack.cum_psn, "sack": ack.sack, "ce_count": 0,
+                               "ece": 0, "sport": 0}))
+        return orig_ack(ack, now, bth_psn)
+
+    def execute(m):
+        va, _, length, _ = m.req
+        orig_exec(m)
+        r = cb.rsp[(m.stream, m.msg)]
+        events.append(("rsp", {"conn": conn, "stream": m.stream, "msg": m.msg, "laddr": va,
+                               "length": length, "err": int(r.err)}))
+
+    cb._frame, cb._on_ack, cb._execute = frame, on_ack, execute
+    drop_rng = random.Random(seed + 1)
+
+    def drop_if(f, now):
+        return f.mrdh is not None and now < drop_until and drop_rng.random() < loss
+
+    lb = Loopback(a, b, faults_ba=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6)
+    lb.run(until=0.02)
+    good = [k for k in range(len(reads)) if k not in bad]
+    for k in good:
+        o = sum(n for _, n in reads[:k])
+        assert local[o:o + reads[k][1]] == region[o:o + reads[k][1]], "the READs completed"
+
+    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
+    requests, frames, done = [], [], []
+    for kind, ev in events:
+        if kind == "rsp":
+            assert sem.wr(rsp_item(ev, sem.streams)) is None
+            continue
+        if kind == "ack":
+            for d in rtx.ack(ev):
+                sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
+                            "abort": d.abort}, lost=d.kind == "resend")
+            while (qi := sem.completion()) is not None:
+                done.append(sem.complete(qi))
+            continue
+        act = sem.decide()
+        while act is not None and act[0] == "drop":
+            sem.apply(act)
+            act = sem.decide()
+        assert act is not None, f"frame {len(frames)}: the endpoint sent, the scheduler has nothing"
+        ours, sent = sem.apply(act)
+        diff = compare_frame(ours, ev)
+        assert not diff, f"frame {len(frames)}: {diff} ({dict(b.stats)})"
+        assert rtx.sent(sent)
+        requests.append(ours)
+        frames.append(ev)
+    return {"frames": len(frames), "requests": requests, "endpoint_frames": frames,
+            "endpoint": (b, cb), "region": bytes(region), "paths": paths, "done": done,
+            "reads": reads}
