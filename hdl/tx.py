@@ -143,7 +143,7 @@ class TxJoin(wiring.Component):
         sl = lay.sched
         db, sb = max(1, (sl.depth - 1).bit_length()), max(1, (sl.streams - 1).bit_length())
         fid = Signal(sl.fail)
-        m.d.comb += [fid.conn.eq(fr.conn), fid.slot.eq(Cat(fr.mrdh_msg[:db], fr.mrdh_stream[:sb])),
+        m.d.comb += [fid.conn.eq(fr.conn), fid.slot.eq(fr.slot),     # MR-TXS-069
                      ids.w_en.eq(take), ids.w_data.eq(fid),
                      self.m_id.payload.eq(ids.r_data), self.m_id.valid.eq(ids.r_rdy),
                      ids.r_en.eq(self.m_id.ready)]
@@ -164,7 +164,7 @@ class TxJoin(wiring.Component):
                          d.bth_pkey.eq(t.pkey), d.bth_dest_qp.eq(t.dest_qp),
                          d.mrdh_version.eq(MRDH_VERSION)]
             for name, _ in lay.sched.frame:
-                if name not in ("conn", "laddr"):
+                if name not in ("conn", "laddr", "slot"):
                     m.d.sync += getattr(d, name).eq(getattr(fr, name))
         with m.Else():
             with m.If(self.m_cmd.ready):

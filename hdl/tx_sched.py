@@ -245,7 +245,7 @@ class TxSched(wiring.Component):
         fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 3, "ack_req": 1,
                                     "psn": psn_w, "flags": 4, "path": pb, "stream": 16, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
-                                    "imm": 32, "nb": nb_w})
+                                    "imm": 32, "nb": nb_w, "slot": 3})
         m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=fq_lay.size, depth=OUT_DEPTH)
         m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
@@ -280,7 +280,8 @@ class TxSched(wiring.Component):
             fr_out.reth_va.eq(Mux(fq_out.op[1], 0, fq_out.va)),
             fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0)),
             fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
-            fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb)]
+            fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb),
+            fr_out.slot.eq(fq_out.slot)]                                    # MR-TXS-069
 
         def room_reg(q, name):
             """MR-TXS-039: ``q.w_rdy`` as a register of its own, set from the queue's level and
@@ -772,6 +773,7 @@ class TxSched(wiring.Component):
             frame.msg.eq(desc.msg), frame.chunk.eq(g_chunk), frame.len.eq(g_len),
             frame.va.eq(desc.va), frame.rkey.eq(desc.rkey),
             frame.imm.eq(Mux(desc.op[0], desc.imm, 0)), frame.nb.eq(g_nb),
+            frame.slot.eq(sent.slot),
         ]
         sent = Signal(lay.sent)
         m.d.comb += [

@@ -70,9 +70,12 @@ def id_depth(outstanding):
 
 
 def slot_of(fr, streams, depth):
-    """MR-TXS-012: a frame request's message slot: ``stream x depth + msg mod depth`` (a
-    stream's message numbers and ring entries advance together from 0)."""
-    return (fr["mrdh_stream"] % streams) * depth + fr["mrdh_msg"] % depth
+    """MR-TXS-069: a frame request's message slot, its field ``slot`` (a READ response's
+    stream and message are the requester's, and the responses in the last stream's ring
+    advance its entries but not its message numbers, so the slot is not derived from them);
+    ``streams`` and ``depth`` bound it."""
+    assert fr.get("slot", 0) < streams * depth
+    return fr.get("slot", 0)
 
 #: MR-TX-121: the template's fields besides the per-path UDP source ports (``sport``: path i
 #: in bits 16i .. 16i + 15).
@@ -158,7 +161,7 @@ def desc_of(fr, t, paths):
          "udp_sport": (t["sport"] >> 16 * path) & 0xFFFF, "udp_dport": wire.ROCE_PORT,
          "bth_pkey": t["pkey"], "bth_dest_qp": t["dest_qp"], "mrdh_version": MRDH_VERSION}
     for k, v in fr.items():
-        if k not in ("conn", "laddr"):
+        if k not in ("conn", "laddr", "slot"):
             d[k] = v
     return d
 

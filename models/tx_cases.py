@@ -559,6 +559,7 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
                     "reth_rkey": rng.randrange(1 << 32), "reth_dma_len": rng.randrange(1 << 32),
                     "imm_imm": rng.randrange(1 << 32) if op == Op.MR_WRITE_IMM else 0,
                     "mrsh_recv_seq": 0, "payload_len": ln})
+        out[-1]["slot"] = out[-1]["mrdh_msg"] % (lay.sched.streams * lay.sched.depth)     # MR-TXS-069
         if send:
             out[-1].update(bth_opcode=op + 2, mrsh_recv_seq=kind.getrandbits(32))
     return out

@@ -175,7 +175,10 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                "mrdh_stream": _STREAM_FIELD, "mrdh_msg": 32, "mrdh_offset": 32,
                                "mrdh_msg_len": 32, "reth_va": 64, "reth_rkey": 32,
                                "reth_dma_len": 32, "mrsh_recv_seq": 32, "imm_imm": 32,
-                               "payload_len": 14})
+                               "payload_len": 14,
+                               # MR-TXS-069: the message slot (not a descriptor field): the
+                               # data path's read errors name it (m_fail)
+                               "slot": 3})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
@@ -516,7 +519,8 @@ class TxSchedModel:
                  "mrdh_offset": off, "mrdh_msg_len": ml,
                  "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
                  "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
-                 "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes}
+                 "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes,
+                 "slot": slot}
         sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
                 "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
         return frame, sent

@@ -420,6 +420,7 @@ def check(sem, items, res, rsps=()):
         next_psn[key] = P.psn_add(next_psn[key], 1)
         assert (s["conn"], s["path"], s["nbytes"], s["req"]) == (fr["conn"], fr["mrdh_path"],
                                                                   fr["payload_len"], fr["bth_ack_req"])
+        assert fr["slot"] == s["slot"], "the frame request names its slot (MR-TXS-069)"
         if fr["bth_opcode"] == int(Op.MR_READ_RESP):
             continue                                    # check_responses
         w = msg_of[(fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])]
