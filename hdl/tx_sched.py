@@ -764,6 +764,7 @@ class TxSched(wiring.Component):
                  | Mux(g_resend, int(MrdhFlag.RETX), 0)
                  | Mux(desc.err, int(MrdhFlag.ERROR), 0))                   # MR-TXS-068
         g_rsp = desc.op == OP_READ_RESP
+        g_slot = Cat(g_idx[:db], g_s[:sb]) if (D > 1 and S > 1) else (g_idx if D > 1 else g_s)
         frame = Signal(fq_lay)
         m.d.comb += [
             frame.conn.eq(pick), frame.laddr.eq(desc.laddr), frame.op_set.eq(1),
@@ -773,12 +774,12 @@ class TxSched(wiring.Component):
             frame.msg.eq(desc.msg), frame.chunk.eq(g_chunk), frame.len.eq(g_len),
             frame.va.eq(desc.va), frame.rkey.eq(desc.rkey),
             frame.imm.eq(Mux(desc.op[0], desc.imm, 0)), frame.nb.eq(g_nb),
-            frame.slot.eq(sent.slot),
+            frame.slot.eq(g_slot),
         ]
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
-            sent.slot.eq(Cat(g_idx[:db], g_s[:sb]) if (D > 1 and S > 1) else (g_idx if D > 1 else g_s)),
+            sent.slot.eq(g_slot),
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now),
         ]
