@@ -159,7 +159,8 @@ def test_adder_forms_agree():
 def test_joins_the_retransmit_unit_and_the_frame_builder():
     """MR-TXS-002, MR-TXS-040: ``m_sent`` is the retransmit unit's ``s_sent`` and ``s_acked`` /
     ``s_resend`` its ``m_acked`` / ``m_resend`` (wiring.connect joins them); every field of
-    ``m_frame`` but ``conn`` and ``laddr`` is a field of the frame builder's descriptor, with its
+    ``m_frame`` but ``conn``, ``laddr`` and ``slot`` (MR-TXS-069: the sent event's slot, for
+    the data path's read errors) is a field of the frame builder's descriptor, with its
     width."""
     from metaroce.hdl.retransmit import Retransmit
     txs = tx_sched_small()
@@ -171,8 +172,9 @@ def test_joins_the_retransmit_unit_and_the_frame_builder():
     wiring.connect(top, rtx.m_resend, txs.s_resend)
     desc = dict(fb.DESC_FIELDS)
     for name, f in txs.lay.frame:
-        if name not in ("conn", "laddr"):
+        if name not in ("conn", "laddr", "slot"):
             assert desc[name] == f.width, name
+    assert txs.lay.frame["slot"].width == txs.lay.sent["slot"].width
 
 
 @pytest.mark.parametrize("seed", [5])
