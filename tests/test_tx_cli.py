@@ -35,7 +35,7 @@ def test_replay_tx_inputs(tmp_path):
     """MR-TX-154: the work-request file and the ACK frames become the engine's inputs; without
     ACKs a lossless receiver completes every work request (the cycle model). MR-TX-155: "send"
     and "send_imm" are sends: MR_SEND / MR_SEND_IMM with the stream's receive sequences;
-    MR-TXS-061: "read" a READ request (MR_READ, its RETH, no payload; completion op 4)."""
+    MR-TXS-061, MR-TX-178: "read" a READ request (MR_READ, its RETH, no payload; completion op 4)."""
     spec = {"seed": 3, "connections": [{"conn": 0, "dest_qp": 20, "local_qp": 1,
                                         "sports": [49152, 49153, 49154, 49155]}],
             "work_requests": [{"conn": 0, "stream": 0, "op": "write", "length": 3000, "rkey": 7},

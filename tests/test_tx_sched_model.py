@@ -567,7 +567,8 @@ def test_read_row_from_first_frame():
 
 
 def test_read_response_entry():
-    """MR-TXS-066..070: a READ response taken from s_rsp is an entry of the last stream's ring
+    """MR-TXS-066..070, MR-TXS-072: a READ response taken from s_rsp is an entry of the last
+    stream's ring (shared with that stream's work requests)
     with the requester's message number (the stream's msg_next and send_seq untouched: the
     write after it is message 0 with the next ring entry, so its slot is not msg mod depth,
     MR-TXS-069); its frames are MR_READ_RESP with the requester's stream, message, offsets,
