@@ -506,14 +506,21 @@ def endpoint_lossy(seed, *, conns=2):
     msgs = [(s, n, None, "read") if rd.random() < 0.25 else (s, n, i, k) for s, n, i, k in msgs]
     r = endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
                          init_window_bdp=100.0, max_window_bdp=100.0)
-    a, ca = r["endpoint"]
-    lay = Layout(len(r["src"]) + 4096)
+    return _data_inputs(r, r["src"], conns)
+
+
+def _data_inputs(r, image, conns):
+    """A comparison ``r``'s frame requests for the data path (``laddr`` in a host memory
+    holding ``image``), the endpoint's frame bytes, the templates (the endpoint connection's
+    at its index), the memory layout and ``image``."""
+    ep, c = r["endpoint"]
+    lay = Layout(len(image) + 4096)
     reqs = [dict(q, laddr=lay.base + q["laddr"]) for q in r["requests"]]
-    tm = [template_of(c, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * r["paths"])
-          for c in range(conns)]
+    tm = [template_of(k, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * r["paths"])
+          for k in range(conns)]
     conn = reqs[0]["conn"]
-    tm[conn] = endpoint_template(a, ca, conn, r["paths"])
-    return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, r["src"]
+    tm[conn] = endpoint_template(ep, c, conn, r["paths"])
+    return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, image
 
 
 def endpoint_responses(seed, *, conns=2, **kw):
@@ -524,14 +531,7 @@ def endpoint_responses(seed, *, conns=2, **kw):
     frame bytes, templates, memory layout, image, the comparison's result)``."""
     from .tx_sched_cases import endpoint_responses as compare
     r = compare(seed, conns=conns, **kw)
-    b, cb = r["endpoint"]
-    lay = Layout(len(r["region"]) + 4096)
-    reqs = [dict(q, laddr=lay.base + q["laddr"]) for q in r["requests"]]
-    tm = [template_of(c, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * r["paths"])
-          for c in range(conns)]
-    conn = reqs[0]["conn"]
-    tm[conn] = endpoint_template(b, cb, conn, r["paths"])
-    return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, r["region"], r
+    return (*_data_inputs(r, r["region"], conns), r)
 
 
 def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):

@@ -556,6 +556,63 @@ def compare_frame(ours, f):
     return diff
 
 
+def _record(c, conn):
+    """The events of endpoint connection ``c`` in order, as a list it fills: ``("frame",
+    frame)`` per data frame it builds, ``("ack", record)`` per ACK it processes (the RX
+    engine's ``m_ack`` layout, for the retransmit unit's semantics)."""
+    events = []
+    orig_frame, orig_ack = c._frame, c._on_ack
+
+    def frame(*args):
+        f = orig_frame(*args)
+        events.append(("frame", f))
+        return f
+
+    def on_ack(ack, now, bth_psn=0):
+        events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
+                               "reason": 0, "cum": ack.cum_psn, "sack": ack.sack, "ce_count": 0,
+                               "ece": 0, "sport": 0}))
+        return orig_ack(ack, now, bth_psn)
+
+    c._frame, c._on_ack = frame, on_ack
+    return events
+
+
+def _replay(sem, events, ep, collect=False):
+    """MR-TXS-051, MR-TXS-071: the endpoint ``ep``'s recorded ``events`` given to the scheduler
+    ``sem`` in order: an ACK through the retransmit unit's semantics to reports, a READ
+    response (``"rsp"``) to ``s_rsp``'s item, and at each frame the scheduler's next packet,
+    whose descriptor fields must be the frame's. ``(frame requests, frames, completions)``,
+    the completions taken after each ACK when ``collect``."""
+    from .tx_sched import rsp_item
+    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
+    requests, frames, done = [], [], []
+    for kind, ev in events:
+        if kind == "rsp":
+            assert sem.wr(rsp_item(ev, sem.streams)) is None
+            continue
+        if kind == "ack":
+            for d in rtx.ack(ev):
+                sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
+                            "abort": d.abort}, lost=d.kind == "resend")
+            while collect and (qi := sem.completion()) is not None:
+                done.append(sem.complete(qi))
+            continue
+        act = sem.decide()
+        while act is not None and act[0] == "drop":
+            sem.apply(act)
+            act = sem.decide()
+        assert act is not None, (f"frame {len(frames)}: the endpoint sent, the scheduler has "
+                                 f"nothing ({dict(ep.stats)})")
+        ours, sent = sem.apply(act)
+        diff = compare_frame(ours, ev)
+        assert not diff, f"frame {len(frames)}: {diff} ({dict(ep.stats)})"
+        assert rtx.sent(sent)
+        requests.append(ours)
+        frames.append(ev)
+    return requests, frames, done
+
+
 def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopback=True,
                      drop_until=60e-6, depth=4, conn=1, conns=2, **ep_kw):
     """MR-TXS-051: the reference endpoint's sender and :class:`TxSchedModel` on the same writes.
@@ -584,21 +641,7 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
         assert cqe is None
         off += m[1]
 
-    events = []
-    orig_frame, orig_ack = ca._frame, ca._on_ack
-
-    def frame(*args):
-        f = orig_frame(*args)
-        events.append(("frame", f))
-        return f
-
-    def on_ack(ack, now, bth_psn=0):
-        events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
-                               "reason": 0, "cum": ack.cum_psn, "sack": ack.sack, "ce_count": 0,
-                               "ece": 0, "sport": 0}))
-        return orig_ack(ack, now, bth_psn)
-
-    ca._frame, ca._on_ack = frame, on_ack
+    events = _record(ca, conn)
     if loopback:
         drop_rng = random.Random(seed + 1)
 
@@ -616,29 +659,9 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
                 break
             t += 1e-9
 
-    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
-    n_frames = n_retx = 0
-    requests, frames = [], []
-    for kind, ev in events:
-        if kind == "ack":
-            for d in rtx.ack(ev):
-                sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                            "abort": d.abort}, lost=d.kind == "resend")
-            continue
-        act = sem.decide()
-        while act is not None and act[0] == "drop":
-            sem.apply(act)
-            act = sem.decide()
-        assert act is not None, (f"frame {n_frames}: the endpoint sent, the scheduler has "
-                                 f"nothing ({dict(a.stats)})")
-        ours, sent = sem.apply(act)
-        diff = compare_frame(ours, ev)
-        assert not diff, f"frame {n_frames}: {diff} ({dict(a.stats)})"
-        assert rtx.sent(sent)
-        requests.append(ours)
-        frames.append(ev)
-        n_frames += 1
-        n_retx += bool(ours["mrdh_flags"] & MrdhFlag.RETX)
+    requests, frames, _ = _replay(sem, events, a)
+    n_frames = len(frames)
+    n_retx = sum(1 for q in requests if q["mrdh_flags"] & MrdhFlag.RETX)
     if not loopback:
         act = sem.decide()
         assert act is None, f"the endpoint blocked after {n_frames} frames, the scheduler did not"
@@ -663,7 +686,6 @@ def endpoint_responses(seed=0, *, paths=4, streams=2, depth=4, conns=2, reads=No
     requests, ``b``'s frames, its endpoint and connection, its region's bytes and the
     responses' completion records."""
     from .loopback import LoopFaults, Loopback
-    from .tx_sched import rsp_item
 
     rng = random.Random(seed)
     a, b, ca, cb = _endpoint_pair(paths, streams, **ep_kw)
@@ -681,19 +703,8 @@ def endpoint_responses(seed=0, *, paths=4, streams=2, depth=4, conns=2, reads=No
         off += n
     sem = _model_for(b, cb, conns, streams, depth)
 
-    events = []
-    orig_frame, orig_ack, orig_exec = cb._frame, cb._on_ack, cb._execute
-
-    def frame(*args):
-        f = orig_frame(*args)
-        events.append(("frame", f))
-        return f
-
-    def on_ack(ack, now, bth_psn=0):
-        events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
-                               "reason": 0, "cum": ack.cum_psn, "sack": ack.sack, "ce_count": 0,
-                               "ece": 0, "sport": 0}))
-        return orig_ack(ack, now, bth_psn)
+    events = _record(cb, conn)
+    orig_exec = cb._execute
 
     def execute(m):
         va, _, length, _ = m.req
@@ -702,7 +713,7 @@ def endpoint_responses(seed=0, *, paths=4, streams=2, depth=4, conns=2, reads=No
         events.append(("rsp", {"conn": conn, "stream": m.stream, "msg": m.msg, "laddr": va,
                                "length": length, "err": int(r.err)}))
 
-    cb._frame, cb._on_ack, cb._execute = frame, on_ack, execute
+    cb._execute = execute
     drop_rng = random.Random(seed + 1)
 
     def drop_if(f, now):
@@ -715,30 +726,7 @@ def endpoint_responses(seed=0, *, paths=4, streams=2, depth=4, conns=2, reads=No
         o = sum(n for _, n in reads[:k])
         assert local[o:o + reads[k][1]] == region[o:o + reads[k][1]], "the READs completed"
 
-    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
-    requests, frames, done = [], [], []
-    for kind, ev in events:
-        if kind == "rsp":
-            assert sem.wr(rsp_item(ev, sem.streams)) is None
-            continue
-        if kind == "ack":
-            for d in rtx.ack(ev):
-                sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                            "abort": d.abort}, lost=d.kind == "resend")
-            while (qi := sem.completion()) is not None:
-                done.append(sem.complete(qi))
-            continue
-        act = sem.decide()
-        while act is not None and act[0] == "drop":
-            sem.apply(act)
-            act = sem.decide()
-        assert act is not None, f"frame {len(frames)}: the endpoint sent, the scheduler has nothing"
-        ours, sent = sem.apply(act)
-        diff = compare_frame(ours, ev)
-        assert not diff, f"frame {len(frames)}: {diff} ({dict(b.stats)})"
-        assert rtx.sent(sent)
-        requests.append(ours)
-        frames.append(ev)
+    requests, frames, done = _replay(sem, events, b, collect=True)
     return {"frames": len(frames), "requests": requests, "endpoint_frames": frames,
             "endpoint": (b, cb), "region": bytes(region), "paths": paths, "done": done,
             "reads": reads}
