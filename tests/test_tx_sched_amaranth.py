@@ -620,3 +620,30 @@ def test_lockstep_read_responses():
     assert res["responses"] == 16 and len(rf) > 16
     assert any(f["mrdh_flags"] & MrdhFlag.ERROR for f in rf)
     assert any(f["mrdh_flags"] & MrdhFlag.RETX for f in res["frames"])
+
+
+# MR-TXS-067/068's wrong forms: a response advancing its stream's msg_next, a response's frame
+# without flag ERROR, a response's frame naming the ring's stream instead of the requester's
+RSP_WRONG = {
+    "rsp_advances_msg_next": ("w_msg1.eq(Mux(in_rsp, Mux(in_wr_hit_msg, in_msg1, in_msg),",
+                              "w_msg1.eq(Mux(0, Mux(in_wr_hit_msg, in_msg1, in_msg),"),
+    "rsp_no_error_flag": ("| Mux(desc.err, int(MrdhFlag.ERROR), 0))", ")"),
+    "rsp_ring_stream": ("frame.stream.eq(Mux(g_rsp, desc.wr_id, g_s))", "frame.stream.eq(g_s)"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(RSP_WRONG))
+def test_read_response_wrong_forms_fail(wrong):
+    """MR-TXS-067, MR-TXS-068: each wrong form of the responses' RTL, loaded in place of the
+    RTL, fails the lockstep of ``test_lockstep_read_responses``'s traffic. (Slow: three
+    elaborations.)"""
+    mod = wrong_form("tx_sched", *RSP_WRONG[wrong])
+    sem = TxSchedModel(**SMALL)
+    items = tc.traffic(sem, 40, seed=2)
+    rsps = tc.responses(sem, 16, seed=2)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, seed=2, p_idle=0.2, p_bp=0.4, p_cwnd=0.1, cwnd_hi=8000,
+                    rsps=rsps)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
