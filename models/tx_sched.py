@@ -1,6 +1,8 @@
 """Golden model of the TX scheduler (docs/spec/hw-tx-sched.md, MR-TXS-*): work requests in,
 per-stream queues, round robin over connections and streams, resends first, chunking at the
-MTU, a PSN per path, path choice by window room; frame requests and sent events out.
+MTU, a PSN per path, path choice by window room; frame requests and sent events out. READ
+responses (the responder side, MR-TXS-066..072) come on ``s_rsp`` into the last stream's ring
+and leave a record on ``m_rsp_done``.
 
 Two layers, both built on :mod:`metaroce.models.protocol` (``chunk_count``, ``chunk_bytes``,
 ``chunk_ack``, ``chunk_window_open``, ``psn_add``):

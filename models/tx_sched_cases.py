@@ -11,7 +11,10 @@
   are ACKed and their remaining (lost) records timed out;
 * :func:`check`: what the block emitted, against the work requests (MR-TXS-050);
 * :func:`endpoint_compare`: the reference endpoint's sender and :class:`TxSchedModel` (with the
-  retransmit unit's semantics between them) on the same work requests (MR-TXS-051).
+  retransmit unit's semantics between them) on the same work requests (MR-TXS-051);
+* :func:`responses`, :func:`check_responses`: READ responses for ``s_rsp`` and their check
+  (MR-TXS-066..071); :func:`endpoint_responses`: the endpoint as the responder of a peer's
+  READs and :class:`TxSchedModel` on the same responses (MR-TXS-071).
 """
 from __future__ import annotations
 
