@@ -408,7 +408,8 @@ class Engine(wiring.Component):
 
 #: the halves' ports joined inside the engine (MR-ENG-135)
 _RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data")
-_TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data")
+# MR-TX-171: the TX half's READ responses are the RX half's to feed (not built): tied off
+_TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done")
 
 
 def _forward(m, inner, outer, member):

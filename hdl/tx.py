@@ -15,6 +15,8 @@ m_axi       out   AXI4 read master for the payload (the DMA's)
 m_axis      out   frames, Ethernet header to ICRC (the frame builder's)
 m_cqe       out   completions (the scheduler's; failed messages too, MR-TX-124/125)
 m_error     out   retry-limit reports (the retransmit unit's)
+s_rsp       in    READ responses to send (the scheduler's ``s_rsp``, MR-TX-171)
+m_rsp_done  out   READ responses acknowledged or failed (the scheduler's ``m_rsp_done``)
 now         in    the engine's nanosecond clock
 reg_addr    in    counter read (``reg_data`` out, a cycle later): the retransmit unit's 0..10,
                   the engine's 11..15 (MR-TX-126)
@@ -141,7 +143,7 @@ class TxJoin(wiring.Component):
         sl = lay.sched
         db, sb = max(1, (sl.depth - 1).bit_length()), max(1, (sl.streams - 1).bit_length())
         fid = Signal(sl.fail)
-        m.d.comb += [fid.conn.eq(fr.conn), fid.slot.eq(Cat(fr.mrdh_msg[:db], fr.mrdh_stream[:sb])),
+        m.d.comb += [fid.conn.eq(fr.conn), fid.slot.eq(fr.slot),     # MR-TXS-069
                      ids.w_en.eq(take), ids.w_data.eq(fid),
                      self.m_id.payload.eq(ids.r_data), self.m_id.valid.eq(ids.r_rdy),
                      ids.r_en.eq(self.m_id.ready)]
@@ -162,7 +164,7 @@ class TxJoin(wiring.Component):
                          d.bth_pkey.eq(t.pkey), d.bth_dest_qp.eq(t.dest_qp),
                          d.mrdh_version.eq(MRDH_VERSION)]
             for name, _ in lay.sched.frame:
-                if name not in ("conn", "laddr"):
+                if name not in ("conn", "laddr", "slot"):
                     m.d.sync += getattr(d, name).eq(getattr(fr, name))
         with m.Else():
             with m.If(self.m_cmd.ready):
@@ -263,6 +265,9 @@ class Tx(wiring.Component):
             "m_axis": Out(axis_signature(width, user=True)),
             "m_cqe": Out(stream.Signature(lay.sched.cqe)),
             "m_error": Out(stream.Signature(lay.rtx.error)),
+            # MR-TX-171: READ responses (the responder side), the scheduler's ports
+            "s_rsp": In(stream.Signature(lay.sched.rsp)),
+            "m_rsp_done": Out(stream.Signature(lay.sched.rsp_done)),
             "s_cw_setup": In(stream.Signature(lay.cw.setup)),
             "cc_on": In(1),
             "cc_beta_q": In(cwnd_model.BETA_BITS),
@@ -301,6 +306,8 @@ class Tx(wiring.Component):
         m.d.comb += [sched.s_error.valid.eq(rtx.m_error.valid & self.m_error.ready),
                      sched.s_error.payload.eq(rtx.m_error.payload)]
         wiring.connect(m, flipped(self.s_wr), sched.s_wr)
+        wiring.connect(m, flipped(self.s_rsp), sched.s_rsp)
+        wiring.connect(m, sched.m_rsp_done, flipped(self.m_rsp_done))
         wiring.connect(m, flipped(self.s_ack), rtx.s_ack)
         wiring.connect(m, flipped(self.s_cfg), dp.s_cfg)
         wiring.connect(m, dp.m_axi, flipped(self.m_axi))

@@ -22,6 +22,9 @@ s_fail     in     a message failed {conn, slot, status} (a payload read error; a
 s_error    in     a connection failed {conn, path, status} (the retransmit unit's ``m_error``)
 s_cwnd     in     a path's window {conn, path, cwnd} (``Cwnd``'s ``m_update`` fields; always
                   ready; MR-TXS-028/029)
+s_rsp      in     a READ response to send {conn, stream, msg, laddr, length, err} (MR-TXS-066)
+m_rsp_done out    a READ response acknowledged (or failed) {conn, stream, msg, status}
+                  (MR-TXS-070)
 ========== ====== ========================================================================
 
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
@@ -39,7 +42,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
-from ..models.tx_sched import (OP_READ, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
+from ..models.tx_sched import (OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
                                STATUS_LOC_QP_OP_ERR, check_params, layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
@@ -142,6 +145,8 @@ class TxSched(wiring.Component):
             "s_fail": In(stream.Signature(lay.fail)),
             "s_error": In(stream.Signature(lay.error)),
             "s_cwnd": In(stream.Signature(lay.cwnd)),
+            "s_rsp": In(stream.Signature(lay.rsp)),
+            "m_rsp_done": Out(stream.Signature(lay.rsp_done)),
         })
 
     def elaborate(self, platform):
@@ -198,8 +203,9 @@ class TxSched(wiring.Component):
         # MR-TXS-043: the message's length is read with its descriptor (LUT RAM), not kept
         # in a register per entry; MR-TXS-059: `op` (bit 0 immediate, bit 1 send), a send's
         # recv_seq in the place of its VA; MR-TXS-063: bit 2 READ, its length the READ's
+        # MR-TXS-069: a READ response is op 7, the requester's stream in wr_id's place, `err`
         desc_lay = data.StructLayout({"op": 3, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
-                                      "imm": 32, "msg": 32, "len": 32})
+                                      "imm": 32, "msg": 32, "len": 32, "err": 1})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
         desc_rd_cq = desc_mem.read_port(domain="comb")
@@ -237,16 +243,27 @@ class TxSched(wiring.Component):
         # low bits, the DMA length equal to the message length, the narrow fields' high bits;
         # MR-TXS-059: a send's VA 0 and its recv_seq from the VA's place)
         fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 3, "ack_req": 1,
-                                    "psn": psn_w, "flags": 3, "path": pb, "stream": sb, "msg": 32,
+                                    "psn": psn_w, "flags": 4, "path": pb, "stream": 16, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
-                                    "imm": 32, "nb": nb_w})
+                                    "imm": 32, "nb": nb_w, "slot": 3})
         m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=fq_lay.size, depth=OUT_DEPTH)
         m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
-        m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size, depth=OUT_DEPTH)
-        for q, port in ((frame_q, self.m_frame), (sent_q, self.m_sent), (cqe_q, self.m_cqe)):
+        # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
+        # response's record, which leaves on m_rsp_done instead of m_cqe
+        m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size + 1, depth=OUT_DEPTH)
+        for q, port in ((frame_q, self.m_frame), (sent_q, self.m_sent)):
             m.d.comb += [port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
             if q is not frame_q:
                 m.d.comb += port.payload.eq(q.r_data)
+        cq_head = data.View(lay.cqe, cqe_q.r_data[:lay.cqe.size])
+        cq_rsp = cqe_q.r_data[lay.cqe.size]
+        m.d.comb += [self.m_cqe.payload.eq(cq_head), self.m_cqe.valid.eq(cqe_q.r_rdy & ~cq_rsp),
+                     self.m_rsp_done.valid.eq(cqe_q.r_rdy & cq_rsp),
+                     self.m_rsp_done.payload.conn.eq(cq_head.conn),
+                     self.m_rsp_done.payload.stream.eq(cq_head.stream),
+                     self.m_rsp_done.payload.msg.eq(cq_head.length),
+                     self.m_rsp_done.payload.status.eq(cq_head.status),
+                     cqe_q.r_en.eq(Mux(cq_rsp, self.m_rsp_done.ready, self.m_cqe.ready))]
         fq_out, fr_out = data.View(fq_lay, frame_q.r_data), self.m_frame.payload
         # a slot never written (all 0) shows an all-0 frame, as the unpacked ring would
         m.d.comb += [
@@ -258,11 +275,13 @@ class TxSched(wiring.Component):
             fr_out.mrdh_flags.eq(fq_out.flags), fr_out.mrdh_path.eq(fq_out.path),
             fr_out.mrdh_stream.eq(fq_out.stream), fr_out.mrdh_msg.eq(fq_out.msg),
             fr_out.mrdh_offset.eq(Cat(Const(0, mtu_log2), fq_out.chunk)),
-            fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2], 0, fq_out.len)),       # MR-TXS-063
+            # MR-TXS-063: a READ request's 0 (op 4; a response, op 7, its length)
+            fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2] & ~fq_out.op[0], 0, fq_out.len)),
             fr_out.reth_va.eq(Mux(fq_out.op[1], 0, fq_out.va)),
             fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0)),
             fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
-            fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb)]
+            fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb),
+            fr_out.slot.eq(fq_out.slot)]                                    # MR-TXS-069
 
         def room_reg(q, name):
             """MR-TXS-039: ``q.w_rdy`` as a register of its own, set from the queue's level and
@@ -518,14 +537,25 @@ class TxSched(wiring.Component):
         # -- work requests (MR-TXS-010, MR-TXS-011, MR-TXS-037): the port's request is decoded
         # and registered with its status, its entry and its ring's fullness (corrected for this
         # edge's action); the register's request is the action
-        win = self.s_wr.payload
+        # MR-TXS-067: a READ response on s_rsp enters the register before a work request, as a
+        # request of op 7 on the last stream's ring, its message number its own
+        rin = self.s_rsp.payload
+        in_rsp = self.s_rsp.valid
+        win = Signal(lay.wr, name="win")
+        m.d.comb += win.eq(self.s_wr.payload)
+        with m.If(in_rsp):
+            m.d.comb += [win.op.eq(OP_READ_RESP), win.conn.eq(rin.conn), win.stream.eq(S - 1),
+                         win.wr_id.eq(rin.stream), win.laddr.eq(rin.laddr), win.va.eq(0),
+                         win.rkey.eq(0), win.length.eq(Mux(rin.err, 0, rin.length)),
+                         win.imm.eq(0)]
         i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
         in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
         w_len1 = A.sub(win.length, 1, "w_len1")
         # MR-TXS-011, MR-TXS-061: ops 0..4 are sent; a READ is one chunk of no payload
-        w_bad_op = (win.op > OP_READ) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
+        w_bad_op = ((win.op > OP_READ) & ~in_rsp) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
         in_read = win.op == OP_READ
-        w_bad_len = (win.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
+        # MR-TXS-067: a response is never refused (its READ was bounded at the requester)
+        w_bad_len = ~in_rsp & (win.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
         in_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
         in_nchm1 = Mux((win.length == 0) | in_read, 0, w_len1 >> mtu_log2)[:chunk_w]
         in_low = win.length[:mtu_log2]
@@ -544,6 +574,8 @@ class TxSched(wiring.Component):
         w_msg1 = Signal(32, name="w_msg1")      # its stream's msg_next after it
         w_rseq = Signal(32, name="w_rseq")      # MR-TXS-058: its recv_seq (a send's)
         w_rseq1 = Signal(32, name="w_rseq1")    # its stream's send_seq after it
+        w_rsp = Signal(name="w_rsp")            # MR-TXS-067: a READ response (from s_rsp)
+        w_err = Signal(name="w_err")            # and refused at the responder (flag ERROR)
         # MR-TXS-048: "the register holds a request that may act" (a good one with ring room, a
         # refused one with completion-queue room) as one register, from the next values of
         # its terms; and the request's entry, stream and connection as one-hot bits registered
@@ -553,8 +585,9 @@ class TxSched(wiring.Component):
         w_qhot = Signal(Q, name="w_qhot")
         w_chot = Signal(C, name="w_chot")
         take_wr = _named(m, ~busy & ~comp & w_go, "take_wr")
-        m.d.comb += self.s_wr.ready.eq(~wq_valid | take_wr)
-        wr_in = self.s_wr.ready & self.s_wr.valid
+        m.d.comb += [self.s_rsp.ready.eq(~wq_valid | take_wr),
+                     self.s_wr.ready.eq((~wq_valid | take_wr) & ~in_rsp)]
+        wr_in = self.s_rsp.ready & (self.s_wr.valid | in_rsp)
 
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
@@ -728,20 +761,25 @@ class TxSched(wiring.Component):
         g_len = desc.len
         psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
-                 | Mux(g_resend, int(MrdhFlag.RETX), 0))
+                 | Mux(g_resend, int(MrdhFlag.RETX), 0)
+                 | Mux(desc.err, int(MrdhFlag.ERROR), 0))                   # MR-TXS-068
+        g_rsp = desc.op == OP_READ_RESP
+        g_slot = Cat(g_idx[:db], g_s[:sb]) if (D > 1 and S > 1) else (g_idx if D > 1 else g_s)
         frame = Signal(fq_lay)
         m.d.comb += [
             frame.conn.eq(pick), frame.laddr.eq(desc.laddr), frame.op_set.eq(1),
             frame.op.eq(desc.op), frame.ack_req.eq(req), frame.psn.eq(psn),
-            frame.flags.eq(flags), frame.path.eq(g_path), frame.stream.eq(g_s),
+            frame.flags.eq(flags), frame.path.eq(g_path),
+            frame.stream.eq(Mux(g_rsp, desc.wr_id, g_s)),                  # MR-TXS-068
             frame.msg.eq(desc.msg), frame.chunk.eq(g_chunk), frame.len.eq(g_len),
             frame.va.eq(desc.va), frame.rkey.eq(desc.rkey),
             frame.imm.eq(Mux(desc.op[0], desc.imm, 0)), frame.nb.eq(g_nb),
+            frame.slot.eq(g_slot),
         ]
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
-            sent.slot.eq(Cat(g_idx[:db], g_s[:sb]) if (D > 1 and S > 1) else (g_idx if D > 1 else g_s)),
+            sent.slot.eq(g_slot),
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now),
         ]
@@ -751,15 +789,19 @@ class TxSched(wiring.Component):
         # -- the completion stream: completions and refused work requests
         cqe = Signal(lay.cqe)
         cq_desc = data.View(desc_lay, desc_rd_cq.data)
+        cq_is_rsp = comp & (cq_desc.op == OP_READ_RESP)
         with m.If(comp):
+            # MR-TXS-070: a response's record: the requester's stream, its message number in
+            # the length's place
             m.d.comb += [cqe.conn.eq(comp_q >> sb if S > 1 else comp_q),
-                         cqe.stream.eq(comp_q[:sb] if S > 1 else 0),
+                         cqe.stream.eq(Mux(cq_is_rsp, cq_desc.wr_id, comp_q[:sb] if S > 1 else 0)),
                          cqe.wr_id.eq(cq_desc.wr_id), cqe.status.eq(comp_status),
-                         cqe.op.eq(cq_desc.op), cqe.length.eq(cq_desc.len)]
+                         cqe.op.eq(cq_desc.op),
+                         cqe.length.eq(Mux(cq_is_rsp, cq_desc.msg, cq_desc.len))]
         with m.Else():
             m.d.comb += [cqe.conn.eq(wr.conn), cqe.stream.eq(wr.stream), cqe.wr_id.eq(wr.wr_id),
                          cqe.status.eq(w_status), cqe.op.eq(wr.op), cqe.length.eq(wr.length)]
-        m.d.comb += [cqe_q.w_en.eq(comp | (take_wr & w_bad)), cqe_q.w_data.eq(cqe)]
+        m.d.comb += [cqe_q.w_en.eq(comp | (take_wr & w_bad)), cqe_q.w_data.eq(Cat(cqe, cq_is_rsp))]
 
         # -- the actions (one per cycle); each register written by its own index compare, the
         # arithmetic on its own value (no adder after a wide mux)
@@ -881,6 +923,9 @@ class TxSched(wiring.Component):
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
         w_e = _named(m, Cat(w_idx[:db], w_qi) if D > 1 else w_qi, "w_e")
+        # MR-TXS-067: a response neither takes nor advances msg_next nor send_seq
+        w_send = wr.op[1] & ~w_rsp
+        in_send = win.op[1] & ~in_rsp
         # MR-TXS-037: the request taken into the register, its entry and fullness corrected for
         # this edge's action (a request of its stream taken, a completion of its stream), and
         # the fullness of a request held kept up to date
@@ -889,6 +934,7 @@ class TxSched(wiring.Component):
         # MR-TXS-039: its message number and the next one, read from its stream's `msg_next`
         # (one further when a request of its stream is acted on at this edge; a request held
         # keeps them: only its own action changes its stream's count)
+        in_wr_hit_msg = in_wr_hit & ~w_rsp
         in_msg = read(msg_next, i_wqi, "in_msg")
         in_msg1 = A.add(in_msg, 1, name="in_msg1")
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
@@ -897,9 +943,9 @@ class TxSched(wiring.Component):
         in_rseq = read(send_seq, i_wqi, "in_rseq")
         in_rseq1 = A.add(in_rseq, 1, name="in_rseq1")
         in_rseq2 = A.add(in_rseq, 2, name="in_rseq2")
-        hit_send = in_wr_hit & wr.op[1]
+        hit_send = in_wr_hit & w_send
         in_rseq_own = Mux(hit_send, in_rseq1, in_rseq)
-        in_rseq_after = Mux(win.op[1], Mux(hit_send, in_rseq2, in_rseq1), in_rseq_own)
+        in_rseq_after = Mux(in_send, Mux(hit_send, in_rseq2, in_rseq1), in_rseq_own)
         in_idx = _named(m, (in_tail[:db] + in_wr_hit)[:db], "in_widx")
         in_good = in_status == 0
         # the next values of the register's valid bit, status test and ring fullness (a request
@@ -913,8 +959,10 @@ class TxSched(wiring.Component):
         with m.If(wr_in):
             m.d.sync += [wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
                          w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
-                         w_msg.eq(Mux(in_wr_hit, in_msg1, in_msg)),
-                         w_msg1.eq(Mux(in_wr_hit, in_msg2, in_msg1)),
+                         w_msg.eq(Mux(in_rsp, rin.msg, Mux(in_wr_hit_msg, in_msg1, in_msg))),
+                         w_msg1.eq(Mux(in_rsp, Mux(in_wr_hit_msg, in_msg1, in_msg),
+                                       Mux(in_wr_hit_msg, in_msg2, in_msg1))),
+                         w_rsp.eq(in_rsp), w_err.eq(in_rsp & rin.err),
                          w_rseq.eq(in_rseq_own), w_rseq1.eq(in_rseq_after),
                          w_idx.eq(in_idx),
                          w_ehot.eq(Cat(*((Cat(in_idx, i_wqi) if D > 1 else i_wqi) == e
@@ -930,8 +978,8 @@ class TxSched(wiring.Component):
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op, wr.wr_id, wr.laddr,
-                                         Mux(wr.op[1], w_rseq, wr.va), Mux(wr.op[1], 0, wr.rkey),
-                                         wr.imm, w_msg, wr.length))]
+                                         Mux(w_send, w_rseq, wr.va), Mux(wr.op[1], 0, wr.rkey),
+                                         wr.imm, w_msg, wr.length, w_err))]
         e_hit = []                              # a failure marks the entry at this edge
         for e in range(E):
             next_more = A.add(e_next[e], 1, name=f"next_more{e}")

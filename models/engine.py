@@ -374,7 +374,8 @@ class MacTxArbModel:
 ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe"}
 #: MR-ENG-105, MR-ENG-135: the halves' ports joined inside the engine
 _RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_")
-_TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data")
+# MR-TX-171: the TX half's READ responses are the RX half's to feed (not built): tied off
+_TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__")
 
 
 def _tx_name(n):

@@ -70,9 +70,12 @@ def id_depth(outstanding):
 
 
 def slot_of(fr, streams, depth):
-    """MR-TXS-012: a frame request's message slot: ``stream x depth + msg mod depth`` (a
-    stream's message numbers and ring entries advance together from 0)."""
-    return (fr["mrdh_stream"] % streams) * depth + fr["mrdh_msg"] % depth
+    """MR-TXS-069: a frame request's message slot, its field ``slot`` (a READ response's
+    stream and message are the requester's, and the responses in the last stream's ring
+    advance its entries but not its message numbers, so the slot is not derived from them);
+    ``streams`` and ``depth`` bound it."""
+    assert fr.get("slot", 0) < streams * depth
+    return fr.get("slot", 0)
 
 #: MR-TX-121: the template's fields besides the per-path UDP source ports (``sport``: path i
 #: in bits 16i .. 16i + 15).
@@ -93,11 +96,14 @@ INPUTS = (("s_wr__payload", "s_wr__valid", "s_ack__payload", "s_ack__valid", "s_
            "s_cfg__valid", "m_axis__tready", "m_cqe__ready", "m_error__ready", "now", "reg_addr")
           + tuple("m_axi__" + n for n in AXI_IN)
           # MR-TX-105: the congestion windows' setup writes and configuration
-          + ("s_cw_setup__payload", "s_cw_setup__valid", "cc_on", "cc_beta_q", "cc_cap"))
+          + ("s_cw_setup__payload", "s_cw_setup__valid", "cc_on", "cc_beta_q", "cc_cap")
+          # MR-TX-171: READ responses in, their records out (the scheduler's)
+          + ("s_rsp__payload", "s_rsp__valid", "m_rsp_done__ready"))
 OUTPUTS = (("s_wr__ready", "s_ack__ready", "s_cfg__ready", "s_cw_setup__ready")
            + tuple("m_axis__" + n for n in AXIS_OUT)
            + ("m_cqe__payload", "m_cqe__valid", "m_error__payload", "m_error__valid", "reg_data")
-           + tuple("m_axi__" + n for n in AXI_OUT))
+           + tuple("m_axi__" + n for n in AXI_OUT)
+           + ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid"))
 
 
 @dataclass(frozen=True)
@@ -155,7 +161,7 @@ def desc_of(fr, t, paths):
          "udp_sport": (t["sport"] >> 16 * path) & 0xFFFF, "udp_dport": wire.ROCE_PORT,
          "bth_pkey": t["pkey"], "bth_dest_qp": t["dest_qp"], "mrdh_version": MRDH_VERSION}
     for k, v in fr.items():
-        if k not in ("conn", "laddr"):
+        if k not in ("conn", "laddr", "slot"):
             d[k] = v
     return d
 
@@ -374,7 +380,9 @@ class TxCycleModel:
                          "s_fail__valid": fail_valid, "s_fail__payload": fail,
                          "s_error__valid": int(ro["m_error__valid"] and g("m_error__ready", 0)),
                          "s_error__payload": ro["m_error__payload"],
-                         "s_cwnd__valid": co["m_update__valid"], "s_cwnd__payload": cw_write})
+                         "s_cwnd__valid": co["m_update__valid"], "s_cwnd__payload": cw_write,
+                         **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
+                                                 "m_rsp_done__ready")}})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
         assert resend_valid == ro["m_resend__valid"]
         do = data.step({"s_frame__payload": so["m_frame__payload"], "s_frame__valid": so["m_frame__valid"],
@@ -384,7 +392,8 @@ class TxCycleModel:
                "s_cfg__ready": do["s_cfg__ready"], "s_cw_setup__ready": co["s_setup__ready"],
                "m_cqe__payload": so["m_cqe__payload"], "m_cqe__valid": so["m_cqe__valid"],
                "m_error__payload": ro["m_error__payload"], "m_error__valid": ro["m_error__valid"],
-               "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"]}
+               "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"],
+               **{n: so[n] for n in ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid")}}
         # MR-TX-126: the events of this cycle, counted after the next edge
         now = []
         if do["m_axis__tvalid"] and g("m_axis__tready", 0) and do["m_axis__tlast"]:

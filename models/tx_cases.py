@@ -27,15 +27,16 @@ from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout, run_alone
 from .rx import pack, unpack
 from .tx import template_of
-from .tx_sched import (OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
+from .tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
                        STATUS_OK, STATUS_RETRY_EXC_ERR, TxSchedModel, has_imm, is_read, is_send,
                        msg_len, wire_op)
 from .tx_sched_cases import kind_rng, read_rng, recv_seqs
+from .tx_sched_cases import responses as sched_responses
 from .tx_sched_cases import traffic as sched_traffic
 from .wire import MrdhFlag, Op
 
 __all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_beats",
-           "endpoint_frames", "endpoint_template", "endpoint_lossy", "data_requests",
+           "endpoint_frames", "endpoint_template", "endpoint_lossy", "endpoint_responses", "responses", "data_requests",
            "expected_data_frames", "expected_data_errors", "read_fails", "wr_status",
            "check_counters", "DataDriver", "BenchDriver", "AckBurstDriver", "ack_record"]
 
@@ -66,6 +67,18 @@ def traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad=True, bad_reads=0
     for w in items:
         w["laddr"] += lay.bad_base if w.pop("_bad_read") else lay.base
     return items, lay
+
+
+def responses(sem: TxSchedModel, n, mem_layout, *, seed=0, err=0.2, max_len=None):
+    """MR-TX-171: ``n`` READ responses for ``s_rsp`` (the scheduler's
+    :func:`~metaroce.models.tx_sched_cases.responses`), their bytes inside the host memory's
+    good window (the engine reads them from ``laddr + offset``)."""
+    rs = sched_responses(sem, n, seed=seed, err=err, max_len=max_len)
+    rng = random.Random(seed + 77)
+    for r in rs:
+        r["length"] = min(r["length"], mem_layout.size)
+        r["laddr"] = mem_layout.base + rng.randrange(mem_layout.size - r["length"] + 1)
+    return rs
 
 
 def wr_status(sem: TxSchedModel, w, mem_layout, dead=()):
@@ -107,8 +120,12 @@ class Driver(CounterReadout):
     def __init__(self, lay, width, items, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
                  loss=0.1, p_ack=0.3, p_axi=0.3, latency=(1, 40), ns_per_cycle=4, image=None,
                  acks=True, expect_frames=None, dead=(), counters=False, cw_setups=(), cc=None,
-                 ce_paths=(), ack_delay=0):
+                 ce_paths=(), ack_delay=0, rsps=()):
         self.lay, self.nb = lay, width // 8
+        # MR-TX-171: READ responses on s_rsp and m_rsp_done's backpressure, from a generator
+        # of their own (the other draws are those of a run without responses)
+        self.rsps, self.rsp_i, self.rsp_offer = list(rsps), 0, None
+        self.rsp_rng = random.Random(seed ^ 0x8E5D)
         self.rng = random.Random(seed)
         self.items = list(items)
         self.tmpls = list(tmpls)
@@ -125,7 +142,7 @@ class Driver(CounterReadout):
         self.n_counters = 16 if counters else 0         # MR-TX-040, MR-TX-126: every address
         self.read_counters = counters
         self.quiet_cycles = 3
-        self.limit = 40_000 + 3_000 * len(self.items)
+        self.limit = 40_000 + 3_000 * (len(self.items) + len(self.rsps))
         self._readout_reset()
         self.qp_conn = {t["dest_qp"]: t["conn"] for t in self.tmpls}
         # MR-TX-105..107: the windows' setup writes, offered before the templates, each as
@@ -144,14 +161,15 @@ class Driver(CounterReadout):
         self.flushed = False
         self.res = {"frames": [], "raw": [], "cqe": [], "errors": [], "cycles": 0, "lost": 0,
                     "acks": 0, "timeouts": 0, "counters": None, "taken": [], "ack_taken": [],
-                    "bad_frames": [], "emitted": []}
+                    "bad_frames": [], "emitted": [], "rsp_done": []}
 
     @property
     def sent_all(self):
         if self.expect_frames is not None:
             return self.i >= len(self.items) and len(self.res["frames"]) >= self.expect_frames
         return (self.i >= len(self.items) and self.presenting is None
-                and len(self.res["cqe"]) == len(self.items))
+                and len(self.res["cqe"]) == len(self.items)
+                and len(self.res["rsp_done"]) == len(self.rsps))
 
     def _ack(self, conn, path):
         cum, sack = self.rx[(conn, path)]
@@ -168,7 +186,8 @@ class Driver(CounterReadout):
         inp = {"s_wr__valid": 0, "s_wr__payload": 0, "s_ack__valid": 0, "s_ack__payload": 0,
                "s_cfg__valid": 0, "s_cfg__payload": 0, "now": self.now, "reg_addr": 0,
                "m_axis__tready": 1, "m_cqe__ready": 1, "m_error__ready": 1,
-               "s_cw_setup__valid": 0, "s_cw_setup__payload": 0}
+               "s_cw_setup__valid": 0, "s_cw_setup__payload": 0, "s_rsp__valid": 0,
+               "s_rsp__payload": 0, "m_rsp_done__ready": 1}
         self.mem.inputs(inp, self.cycle)
         inp.update(self.cc)
         if self._phase:
@@ -193,6 +212,14 @@ class Driver(CounterReadout):
             inp["s_ack__payload"] = pack(self.lay.rtx.ack, self.ack_offer)
         for name in ("m_axis__tready", "m_cqe__ready", "m_error__ready"):
             inp[name] = int(rng.random() >= self.p_bp)
+        rr = self.rsp_rng
+        if self.rsps and self.ci >= len(self.tmpls):
+            if self.rsp_offer is None and self.rsp_i < len(self.rsps) and rr.random() >= 0.7:
+                self.rsp_offer = self.rsps[self.rsp_i]
+            if self.rsp_offer is not None:
+                inp["s_rsp__valid"] = 1
+                inp["s_rsp__payload"] = pack(self.lay.sched.rsp, self.rsp_offer)
+            inp["m_rsp_done__ready"] = int(rr.random() >= self.p_bp)
         return inp
 
     def _frame(self, raw, tuser=0):
@@ -248,6 +275,12 @@ class Driver(CounterReadout):
             res["cqe"].append(unpack(self.lay.sched.cqe, out["m_cqe__payload"]))
         if out["m_error__valid"] and inp["m_error__ready"]:
             res["errors"].append(unpack(self.lay.rtx.error, out["m_error__payload"]))
+        if self.rsp_offer is not None and out.get("s_rsp__ready"):
+            self.rsp_offer = None
+            self.rsp_i += 1
+        if out.get("m_rsp_done__valid") and inp["m_rsp_done__ready"]:
+            active = True
+            res["rsp_done"].append(unpack(self.lay.sched.rsp_done, out["m_rsp_done__payload"]))
         pending = self.ack_q or self.ack_later or self.ack_offer is not None or not self.mem.idle
         self.silent = 0 if active or pending else self.silent + 1
         # quiet with work requests open, or with the retransmit unit's timers still running
@@ -291,7 +324,7 @@ def run_model(model, items, mem_layout, tmpls, *, seed=0, **kw):
     return drv
 
 
-def check(sem: TxSchedModel, items, drv):
+def check(sem: TxSchedModel, items, drv, rsps=()):
     """MR-TX-150: every work request completes once with its status (:func:`wr_status`), the
     queued ones in posting order per stream; every frame not marked bad decodes (IPv4 checksum
     and ICRC good), carries its connection's template and its work request's fields, and its
@@ -328,6 +361,12 @@ def check(sem: TxSchedModel, items, drv):
     next_psn = defaultdict(int)
     chunks = defaultdict(set)
     retx = 0
+    # MR-TX-171..173: the READ responses: one m_rsp_done record each, their frames' fields and
+    # the host memory's bytes at laddr + offset
+    rsp_of = {(r["conn"], r["stream"], r["msg"]): r for r in rsps}
+    assert sorted((d["conn"], d["stream"], d["msg"]) for d in res["rsp_done"]) == sorted(rsp_of)
+    assert all(d["status"] == STATUS_OK for d in res["rsp_done"])
+    rsp_chunks = defaultdict(set)
     # a frame marked bad: a failing read's (MR-TX-124); its PSN is taken all the same
     for f in res["bad_frames"]:
         w = msg_of[(tm[f.bth.dest_qp]["conn"], f.mrdh.stream, f.mrdh.msg)]
@@ -342,6 +381,18 @@ def check(sem: TxSchedModel, items, drv):
         assert f.bth.psn == next_psn[(conn, path)], "PSNs in order per path (MR-SEQ-001)"
         next_psn[(conn, path)] = P.psn_add(f.bth.psn, 1)
         if bad:
+            continue
+        if f.bth.opcode == Op.MR_READ_RESP:
+            r = rsp_of[(conn, f.mrdh.stream, f.mrdh.msg)]
+            ml, off = 0 if r["err"] else r["length"], f.mrdh.offset
+            want = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.ERROR if r["err"] else 0)
+                    | (MrdhFlag.LAST if off + len(f.payload) >= ml else 0))
+            assert (f.reth, f.mrsh, f.imm, f.mrdh.msg_len) == (None, None, None, ml)
+            assert f.mrdh.flags & ~MrdhFlag.RETX == want, "response flags (MR-TXS-068)"
+            assert len(f.payload) == P.chunk_bytes(ml, off // mtu, mtu)
+            assert f.payload == drv.mem.read(r["laddr"] + off, len(f.payload)), "response bytes"
+            rsp_chunks[(conn, f.mrdh.stream, f.mrdh.msg)].add(off // mtu)
+            retx += bool(f.mrdh.flags & MrdhFlag.RETX)
             continue
         w = msg_of[(conn, f.mrdh.stream, f.mrdh.msg)]
         off = f.mrdh.offset
@@ -367,7 +418,9 @@ def check(sem: TxSchedModel, items, drv):
         if status[w["wr_id"]] == STATUS_OK:
             assert chunks[k] == set(range(P.chunk_count(msg_len(w["op"], w["length"]), mtu))), \
                 f"every chunk of {w['wr_id']}"
-    return {"retransmits": retx, "frames": len(res["frames"])}
+    for k, r in rsp_of.items():
+        assert rsp_chunks[k] == set(range(P.chunk_count(0 if r["err"] else r["length"], mtu)))
+    return {"retransmits": retx, "frames": len(res["frames"]), "responses": len(rsps)}
 
 
 def check_counters(drv):
@@ -453,14 +506,32 @@ def endpoint_lossy(seed, *, conns=2):
     msgs = [(s, n, None, "read") if rd.random() < 0.25 else (s, n, i, k) for s, n, i, k in msgs]
     r = endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
                          init_window_bdp=100.0, max_window_bdp=100.0)
-    a, ca = r["endpoint"]
-    lay = Layout(len(r["src"]) + 4096)
+    return _data_inputs(r, r["src"], conns)
+
+
+def _data_inputs(r, image, conns):
+    """A comparison ``r``'s frame requests for the data path (``laddr`` in a host memory
+    holding ``image``), the endpoint's frame bytes, the templates (the endpoint connection's
+    at its index), the memory layout and ``image``."""
+    ep, c = r["endpoint"]
+    lay = Layout(len(image) + 4096)
     reqs = [dict(q, laddr=lay.base + q["laddr"]) for q in r["requests"]]
-    tm = [template_of(c, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * r["paths"])
-          for c in range(conns)]
+    tm = [template_of(k, eth_dst=0, eth_src=0, ip_src=0, ip_dst=0, sports=[0] * r["paths"])
+          for k in range(conns)]
     conn = reqs[0]["conn"]
-    tm[conn] = endpoint_template(a, ca, conn, r["paths"])
-    return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, r["src"]
+    tm[conn] = endpoint_template(ep, c, conn, r["paths"])
+    return reqs, [codec.encode(f) for f in r["endpoint_frames"]], tm, lay, image
+
+
+def endpoint_responses(seed, *, conns=2, **kw):
+    """MR-TX-172, MR-TXS-071: the endpoint as the responder of a peer's READs over the loopback
+    (:func:`~metaroce.models.tx_sched_cases.endpoint_responses`, which asserts the scheduler's
+    frame requests field by field); its response frames and the frame requests with ``laddr``
+    in a host memory holding the responder's region. Returns ``(frame requests, the endpoint's
+    frame bytes, templates, memory layout, image, the comparison's result)``."""
+    from .tx_sched_cases import endpoint_responses as compare
+    r = compare(seed, conns=conns, **kw)
+    return (*_data_inputs(r, r["region"], conns), r)
 
 
 def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
@@ -488,6 +559,7 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
                     "reth_rkey": rng.randrange(1 << 32), "reth_dma_len": rng.randrange(1 << 32),
                     "imm_imm": rng.randrange(1 << 32) if op == Op.MR_WRITE_IMM else 0,
                     "mrsh_recv_seq": 0, "payload_len": ln})
+        out[-1]["slot"] = out[-1]["mrdh_msg"] % (lay.sched.streams * lay.sched.depth)     # MR-TXS-069
         if send:
             out[-1].update(bth_opcode=op + 2, mrsh_recv_seq=kind.getrandbits(32))
     return out
@@ -691,9 +763,10 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
 
     ``spec``: ``{"connections": [{"conn", "eth_dst", "eth_src", "ip_src", "ip_dst", "dest_qp",
     "pkey", "sports": [one per path], "local_qp", "dscp", "ttl"}], "work_requests": [{"conn",
-    "stream", "op": "write" | "write_imm", "length", "va", "rkey", "imm"}], "seed"}``: each
-    work request's payload is bytes of ``random.Random(seed)``, placed one after the other in
-    the host memory. Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
+    "stream", "op": "write" | "write_imm" | "send" | "send_imm" | "read", "length", "va", "rkey",
+    "imm"}], "seed"}``: each work request's payload is bytes of ``random.Random(seed)``, placed
+    one after the other in the host memory (a READ request, MR-TXS-061, reads none: its
+    ``length`` is the READ's, its ``va`` and ``rkey`` the peer's). Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
     its destination QP (a connection's ``local_qp``, default its index)."""
     if not isinstance(spec, dict) or not isinstance(spec.get("work_requests"), list):
         raise ReplayError("the work-request file needs a \"work_requests\" list")
@@ -721,7 +794,8 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
     for k in range(lay.conns):
         local.setdefault(k, k)
     rng = random.Random(int(spec.get("seed", 1)))
-    ops = {"write": 0, "write_imm": OP_WRITE_IMM, "send": OP_SEND, "send_imm": OP_SEND_IMM}
+    ops = {"write": 0, "write_imm": OP_WRITE_IMM, "send": OP_SEND, "send_imm": OP_SEND_IMM,
+           "read": OP_READ}
     items, total = [], 0
     for k, w in enumerate(spec["work_requests"]):
         try:
@@ -733,7 +807,7 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
                           "wr_id": k & 0xFFFF, "laddr": total, "va": int(w.get("va", 0)),
                           "rkey": int(w.get("rkey", 0)), "length": length,
                           "imm": int(w.get("imm", 0)) if has_imm(op) else 0})
-            total += length
+            total += msg_len(op, length)
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, ReplayError):
                 raise

@@ -1,6 +1,8 @@
 """Golden model of the TX scheduler (docs/spec/hw-tx-sched.md, MR-TXS-*): work requests in,
 per-stream queues, round robin over connections and streams, resends first, chunking at the
-MTU, a PSN per path, path choice by window room; frame requests and sent events out.
+MTU, a PSN per path, path choice by window room; frame requests and sent events out. READ
+responses (the responder side, MR-TXS-066..072) come on ``s_rsp`` into the last stream's ring
+and leave a record on ``m_rsp_done``.
 
 Two layers, both built on :mod:`metaroce.models.protocol` (``chunk_count``, ``chunk_bytes``,
 ``chunk_ack``, ``chunk_window_open``, ``psn_add``):
@@ -32,7 +34,7 @@ from .wire import MrdhFlag, Op
 
 __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleModel", "SMALL",
            "OP_WRITE", "OP_WRITE_IMM", "OP_SEND", "OP_SEND_IMM", "OP_READ", "is_send", "has_imm",
-           "is_read", "msg_len", "wire_op",
+           "OP_READ_RESP", "is_read", "is_rsp", "msg_len", "wire_op", "rsp_item",
            "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
            "INPUTS", "OUTPUTS"]
@@ -40,6 +42,9 @@ __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleMo
 #: MR-TXS-002, MR-TXS-057, MR-TXS-061: work-request opcodes (records.TX_MSG ``op``: write,
 #: write with immediate, send, send with immediate, READ; 5..7 are refused).
 OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ = 0, 1, 2, 3, 4
+#: MR-TXS-066: a READ response's entry (records.TX_MSG's "response"); it comes on ``s_rsp``,
+#: never from ``s_wr`` (where op 7 stays refused, MR-TXS-011)
+OP_READ_RESP = 7
 #: MR-TXS-011: completion statuses (verbs IBV_WC_* numbers, as endpoint.Status).
 STATUS_OK = 0
 STATUS_LOC_LEN_ERR = 1          # the message has more chunks than a chunk index names
@@ -58,12 +63,29 @@ SMALL = dict(conns=2, streams=2, paths=4, depth=4, chunk_window=16, mtu=1024, cw
 _WIRE_OP = {OP_WRITE: int(Op.MR_WRITE), OP_WRITE_IMM: int(Op.MR_WRITE_IMM),
             OP_SEND: int(Op.MR_SEND), OP_SEND_IMM: int(Op.MR_SEND_IMM), OP_READ: int(Op.MR_READ)}
 assert all(v == int(Op.MR_WRITE) | (k & 1) | ((k >> 1 | k >> 2) & 1) << 1 | (k >> 2) << 2
-           for k, v in _WIRE_OP.items())
+           for k, v in {**_WIRE_OP, OP_READ_RESP: int(Op.MR_READ_RESP)}.items())
 
 
 def wire_op(op):
-    """MR-TXS-057, MR-TXS-063: the BTH opcode of a work request's packets."""
-    return _WIRE_OP[op]
+    """MR-TXS-057, MR-TXS-063: the BTH opcode of a work request's packets; MR-TXS-068: a READ
+    response's MR_READ_RESP (0xC7, the same formula)."""
+    return int(Op.MR_READ_RESP) if op == OP_READ_RESP else _WIRE_OP[op]
+
+
+def is_rsp(f):
+    """MR-TXS-066: a READ response's entry (taken from ``s_rsp``)."""
+    return bool(f.get("rsp"))
+
+
+def rsp_item(r, streams):
+    """MR-TXS-066/067: a READ response ``r`` of ``s_rsp`` (``{conn, stream, msg, laddr, length,
+    err}``) as the work-request register holds it: op READ_RESP in the ring of the last stream
+    (``streams - 1``, MR-TXS-067), the requester's stream in ``wr_id``'s place and its message
+    number in ``msg``; no VA, key or immediate; an ``err`` response a message of length 0
+    (one packet, flag ERROR, MR-VERB-004)."""
+    return {"op": OP_READ_RESP, "conn": r["conn"], "stream": streams - 1, "wr_id": r["stream"],
+            "laddr": r["laddr"], "va": 0, "rkey": 0, "length": 0 if r["err"] else r["length"],
+            "imm": 0, "rsp": 1, "msg": r["msg"], "err": r["err"]}
 
 
 def is_read(op):
@@ -135,6 +157,8 @@ class Layouts:
     fail: data.StructLayout
     error: data.StructLayout
     cwnd: data.StructLayout
+    rsp: data.StructLayout
+    rsp_done: data.StructLayout
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -153,15 +177,23 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                "mrdh_stream": _STREAM_FIELD, "mrdh_msg": 32, "mrdh_offset": 32,
                                "mrdh_msg_len": 32, "reth_va": 64, "reth_rkey": 32,
                                "reth_dma_len": 32, "mrsh_recv_seq": 32, "imm_imm": 32,
-                               "payload_len": 14})
+                               "payload_len": 14,
+                               # MR-TXS-069: the message slot (not a descriptor field): the
+                               # data path's read errors name it (m_fail)
+                               "slot": 3})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
     # MR-TXS-028: a path's window, the fields conn, path, cwnd of the Cwnd block's m_update
     cwnd = data.StructLayout({"conn": cb, "path": (paths - 1).bit_length(),
                               "cwnd": records.BYTES_BITS})
+    # MR-TXS-066: a READ response to send (the RX's, at the READ's delivery point); MR-TXS-070:
+    # its last chunk acknowledged (or its failure), the responder resource to free
+    rsp = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "laddr": 64,
+                             "length": 32, "err": 1})
+    rsp_done = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "status": 5})
     return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend, fail,
-                   rl.error, cwnd)
+                   rl.error, cwnd, rsp, rsp_done)
 
 
 class TxSchedModel:
@@ -218,6 +250,8 @@ class TxSchedModel:
 
     # -- work requests (MR-TXS-010, MR-TXS-011)
     def wr_status(self, f):
+        if is_rsp(f):
+            return STATUS_OK            # MR-TXS-067: a response is never refused
         if f["op"] not in _WIRE_OP or f["stream"] >= self.streams:
             return STATUS_LOC_QP_OP_ERR
         if P.chunk_count(f["length"], self.mtu) > 1 << records.CHUNK_BITS:
@@ -231,6 +265,11 @@ class TxSchedModel:
         return self._count(self.q[self.qi(f["conn"], f["stream"])]) < self.depth
 
     def cqe_of(self, f, status):
+        if is_rsp(f):
+            # MR-TXS-070: the responder's record, in the completion queue's entry (the
+            # requester's stream in both stream and wr_id, the message number in length's place)
+            return {"conn": f["conn"], "stream": f["wr_id"], "wr_id": f["wr_id"],
+                    "status": status, "op": OP_READ_RESP, "length": f["msg"], "rsp": 1}
         return {"conn": f["conn"], "stream": f["stream"], "wr_id": f["wr_id"], "status": status,
                 "op": f["op"], "length": f["length"]}
 
@@ -244,14 +283,21 @@ class TxSchedModel:
         q = self.q[self.qi(f["conn"], f["stream"])]
         n = P.chunk_count(msg_len(f["op"], f["length"]), self.mtu)       # MR-TXS-062: a READ 1
         rs = 0
-        if is_send(f["op"]):
+        rsp = is_rsp(f)
+        if rsp:
+            # MR-TXS-067: the requester's message number, not the stream's; a response
+            # is not counted in the chunk index bound (MR-TXS-061 bounds the READ)
+            if n > 1 << records.CHUNK_BITS:
+                raise ValueError(f"a READ response of {f['length']} bytes exceeds the chunk index")
+        elif is_send(f["op"]):
             rs = q["send_seq"]
             q["send_seq"] = (rs + 1) & 0xFFFFFFFF
         q["ring"][q["tail"] % self.depth] = dict(
-            f, msg=q["msg_next"], recv_seq=rs, nchunks=n, next_chunk=0, ack_base=0, ack_bits=0,
-            status=0, out=0)
+            f, msg=f["msg"] if rsp else q["msg_next"], recv_seq=rs, nchunks=n, next_chunk=0,
+            ack_base=0, ack_bits=0, status=0, out=0)
         q["tail"] = (q["tail"] + 1) % (2 * self.depth)
-        q["msg_next"] = (q["msg_next"] + 1) & 0xFFFFFFFF
+        if not rsp:
+            q["msg_next"] = (q["msg_next"] + 1) & 0xFFFFFFFF
         self.conn[f["conn"]]["unsent"] += n
         return None
 
@@ -461,7 +507,8 @@ class TxSchedModel:
         if req:
             ps["since_req"] = 0
         flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= ml else 0)
-                 | (MrdhFlag.RETX if kind == "resend" else 0))
+                 | (MrdhFlag.RETX if kind == "resend" else 0)
+                 | (MrdhFlag.ERROR if e.get("err") else 0))         # MR-TXS-068
         slot = s * self.depth + i
         # MR-TXS-059: a send names no remote address (RETH VA and R_Key 0) and its receive
         # sequence (MRSH) on every packet; the immediate of either _IMM opcode on every packet;
@@ -469,11 +516,13 @@ class TxSchedModel:
         send_op = is_send(e["op"])
         frame = {"conn": c, "laddr": e["laddr"],
                  "bth_opcode": wire_op(e["op"]), "bth_ack_req": int(req), "bth_psn": psn,
-                 "mrdh_flags": int(flags), "mrdh_path": p, "mrdh_stream": s, "mrdh_msg": e["msg"],
+                 "mrdh_flags": int(flags), "mrdh_path": p,
+                 "mrdh_stream": e["wr_id"] if is_rsp(e) else s, "mrdh_msg": e["msg"],
                  "mrdh_offset": off, "mrdh_msg_len": ml,
                  "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
                  "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
-                 "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes}
+                 "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes,
+                 "slot": slot}
         sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
                 "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
         return frame, sent
@@ -484,10 +533,30 @@ class TxSchedModel:
 INPUTS = ("s_wr__payload", "s_wr__valid", "s_acked__payload", "s_acked__valid",
           "s_resend__payload", "s_resend__valid", "m_frame__ready", "m_sent__ready",
           "m_cqe__ready", "now", "s_fail__payload", "s_fail__valid", "s_error__payload",
-          "s_error__valid", "s_cwnd__payload", "s_cwnd__valid")
+          "s_error__valid", "s_cwnd__payload", "s_cwnd__valid", "s_rsp__payload", "s_rsp__valid",
+          "m_rsp_done__ready")
 OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload",
            "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid",
-           "s_fail__ready", "s_error__ready", "s_cwnd__ready")
+           "s_fail__ready", "s_error__ready", "s_cwnd__ready", "s_rsp__ready",
+           "m_rsp_done__payload", "m_rsp_done__valid")
+
+
+def cqe_entry(lay, cqe):
+    """MR-TXS-070: the completion queue's entry: the completion's bits and, above them, whether
+    it is a READ response's record (for ``m_rsp_done``) rather than a completion."""
+    rsp = cqe.pop("rsp", 0)
+    return pack(lay.cqe, cqe) | rsp << lay.cqe.size
+
+
+def cqe_outputs(lay, head, level):
+    """MR-TXS-070: the completion queue's head split between ``m_cqe`` and ``m_rsp_done``:
+    ``(cqe payload, cqe valid, rsp_done payload, rsp_done valid, is a response)``."""
+    c = unpack(lay.cqe, head)
+    rsp = (head >> lay.cqe.size) & 1
+    done = pack(lay.rsp_done, {"conn": c["conn"], "stream": c["stream"], "msg": c["length"],
+                               "status": c["status"]})
+    return (head & ((1 << lay.cqe.size) - 1), int(level > 0 and not rsp), done,
+            int(level > 0 and bool(rsp)), rsp)
 
 
 class TxSchedCycleModel:
@@ -596,7 +665,11 @@ class TxSchedCycleModel:
         wr_ready = int(wr is None or take_wr)
         if take_wr:
             self.wq = None
-        if wr_ready and g("s_wr__valid", 0):
+        # MR-TXS-067: a READ response on s_rsp goes into the register before a work request
+        rsp_valid = g("s_rsp__valid", 0)
+        if wr_ready and rsp_valid:
+            self.wq = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), sem.streams)
+        elif wr_ready and g("s_wr__valid", 0):
             self.wq = unpack(lay.wr, g("s_wr__payload", 0))
         sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
                  and self.sent_q.level < OUT_DEPTH)
@@ -611,11 +684,15 @@ class TxSchedCycleModel:
         eligible = {c: a for c, a in self.cand.items()
                     if c not in self.touched and c not in comp_conns}
         touched = {x["conn"] for x in (fail, error) if x is not None}
-        out = {"s_wr__ready": wr_ready, "s_acked__ready": 1, "s_resend__ready": resend_ready,
+        cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
+                                                                     self.cqe_q.level)
+        out = {"s_wr__ready": int(wr_ready and not rsp_valid), "s_rsp__ready": wr_ready,
+               "m_rsp_done__payload": done_pay, "m_rsp_done__valid": done_valid,
+               "s_acked__ready": 1, "s_resend__ready": resend_ready,
                "s_fail__ready": 1, "s_error__ready": 1, "s_cwnd__ready": 1,
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
-               "m_cqe__payload": self.cqe_q.head, "m_cqe__valid": int(self.cqe_q.level > 0)}
+               "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
         frame = sent = cqe = None
         # MR-TXS-036: last cycle's acknowledged chunk counted at this edge (after this cycle's
         # decisions above, before this cycle's report: the forward); its connection is touched
@@ -664,7 +741,8 @@ class TxSchedCycleModel:
                             pack(lay.frame, frame) if frame else 0)
         self.sent_q.update(g("m_sent__ready", 0), sent is not None,
                            pack(lay.sent, sent) if sent else 0)
-        self.cqe_q.update(g("m_cqe__ready", 0), cqe is not None, pack(lay.cqe, cqe) if cqe else 0)
+        self.cqe_q.update(g("m_rsp_done__ready" if cq_rsp else "m_cqe__ready", 0), cqe is not None,
+                          cqe_entry(lay, cqe) if cqe else 0)
         return out
 
 

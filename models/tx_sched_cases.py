@@ -11,7 +11,10 @@
   are ACKed and their remaining (lost) records timed out;
 * :func:`check`: what the block emitted, against the work requests (MR-TXS-050);
 * :func:`endpoint_compare`: the reference endpoint's sender and :class:`TxSchedModel` (with the
-  retransmit unit's semantics between them) on the same work requests (MR-TXS-051).
+  retransmit unit's semantics between them) on the same work requests (MR-TXS-051);
+* :func:`responses`, :func:`check_responses`: READ responses for ``s_rsp`` and their check
+  (MR-TXS-066..071); :func:`endpoint_responses`: the endpoint as the responder of a peer's
+  READs and :class:`TxSchedModel` on the same responses (MR-TXS-071).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from .retransmit import RetransmitModel
 from .rx import pack, unpack
 from .tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK,
                        TxSchedModel, has_imm, is_read, is_send, msg_len)
-from .wire import MrdhFlag
+from .wire import MrdhFlag, Op
 
 
 def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, imm=0):
@@ -86,14 +89,38 @@ def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5, reads=0.15):
     return items
 
 
+def responses(sem, n, *, seed=0, err=0.2, max_len=None):
+    """MR-TXS-066: ``n`` READ responses for ``s_rsp`` of the instance of ``sem``, from a
+    generator of their own: a requester's stream and a message number (unique per connection
+    and stream), a local address, lengths of 0, around the MTU and random; a share ``err`` of
+    them refused (``err``, flag ERROR, no payload)."""
+    rng = random.Random(seed ^ 0x8E5)
+    mtu = sem.mtu
+    max_len = max_len or 5 * mtu
+    out, keys = [], set()
+    while len(out) < n:
+        conn, stream, msg = rng.randrange(sem.conns), rng.randrange(sem.streams), rng.randrange(1 << 32)
+        if (conn, stream, msg) in keys:
+            continue
+        keys.add((conn, stream, msg))
+        length = rng.choice([0, 1, mtu - 1, mtu, mtu + 1, rng.randrange(max_len + 1)])
+        out.append({"conn": conn, "stream": stream, "msg": msg, "laddr": rng.randrange(1 << 64),
+                    "length": length, "err": int(rng.random() < err)})
+    return out
+
+
 class Driver(CounterReadout):
     """Sources for ``s_wr``, ``s_acked`` and ``s_resend``, sinks for ``m_frame``, ``m_sent``
     and ``m_cqe``, and the loop through the retransmit unit's semantics and a lossy receiver,
     all from one seed (see the module docstring)."""
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
-                 p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000):
+                 p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=()):
         self.lay = lay
+        # MR-TXS-066: READ responses offered on s_rsp, and m_rsp_done's backpressure, from a
+        # generator of their own (the other draws are those of a run without responses)
+        self.rsps, self.rsp_i, self.rsp_offer = list(rsps), 0, None
+        self.rsp_rng = random.Random(seed ^ 0x8E5D)
         self.rng = random.Random(seed)
         # MR-TXS-028: window writes on s_cwnd in a fraction p_cwnd of the cycles until every
         # work request has completed, from a generator of their own (the other draws are those
@@ -110,7 +137,7 @@ class Driver(CounterReadout):
         self.n_counters = 0
         self.read_counters = False
         self.quiet_cycles = 3
-        self.limit = 20_000 + 400 * len(self.items)
+        self.limit = 20_000 + 400 * (len(self.items) + len(self.rsps))
         self._readout_reset()
         self.rtx = RetransmitModel(lay.conns, lay.paths, 1 << 14)
         self.rx = defaultdict(lambda: [0, 0])              # (conn, path) -> receiver cum, sack
@@ -118,12 +145,14 @@ class Driver(CounterReadout):
         self.offer = {"acked": None, "resend": None}
         self.silent = 0
         self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
-                    "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": []}
+                    "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": [],
+                    "rsp_done": []}
 
     @property
     def sent_all(self):
         return (self.i >= len(self.items) and self.presenting is None
-                and len(self.res["cqe"]) == len(self.items))
+                and len(self.res["cqe"]) == len(self.items)
+                and len(self.res["rsp_done"]) == len(self.rsps))
 
     def _ack(self, conn, path):
         cum, sack = self.rx[(conn, path)]
@@ -153,9 +182,18 @@ class Driver(CounterReadout):
         inp = {"s_wr__valid": 0, "s_wr__payload": 0, "s_acked__valid": 0, "s_acked__payload": 0,
                "s_resend__valid": 0, "s_resend__payload": 0, "now": self.now,
                "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1,
-               "s_cwnd__valid": 0, "s_cwnd__payload": 0}
+               "s_cwnd__valid": 0, "s_cwnd__payload": 0, "s_rsp__valid": 0, "s_rsp__payload": 0,
+               "m_rsp_done__ready": 1}
         if self._phase:
             return inp
+        rr = self.rsp_rng
+        if self.rsps:
+            if self.rsp_offer is None and self.rsp_i < len(self.rsps) and rr.random() >= 0.7:
+                self.rsp_offer = self.rsps[self.rsp_i]
+            if self.rsp_offer is not None:
+                inp["s_rsp__valid"] = 1
+                inp["s_rsp__payload"] = pack(self.lay.rsp, self.rsp_offer)
+            inp["m_rsp_done__ready"] = int(rr.random() >= self.p_bp)
         if self.presenting is None and self.i < len(self.items) and rng.random() >= self.p_idle:
             self.presenting = self.items[self.i]
         if self.presenting is not None:
@@ -195,7 +233,13 @@ class Driver(CounterReadout):
             res["frames"].append(unpack(self.lay.frame, out["m_frame__payload"]))
         if out["m_cqe__valid"] and inp["m_cqe__ready"]:
             res["cqe"].append(unpack(self.lay.cqe, out["m_cqe__payload"]))
-        active = out["m_frame__valid"] or out["m_sent__valid"] or out["m_cqe__valid"]
+        if self.rsp_offer is not None and out.get("s_rsp__ready"):
+            self.rsp_offer = None
+            self.rsp_i += 1
+        if out.get("m_rsp_done__valid") and inp["m_rsp_done__ready"]:
+            res["rsp_done"].append(unpack(self.lay.rsp_done, out["m_rsp_done__payload"]))
+        active = (out["m_frame__valid"] or out["m_sent__valid"] or out["m_cqe__valid"]
+                  or out.get("m_rsp_done__valid"))
         if out["m_sent__valid"] and inp["m_sent__ready"]:
             s = unpack(self.lay.sent, out["m_sent__payload"])
             res["sent"].append(s)
@@ -210,8 +254,8 @@ class Driver(CounterReadout):
             if s["req"] or rng.random() < self.p_ack:
                 self._ack(*key)
         pending = self.acked_q or self.resend_q or any(v is not None for v in self.offer.values())
-        self.silent = 0 if active or pending or out["s_wr__ready"] and inp["s_wr__valid"] \
-            else self.silent + 1
+        self.silent = 0 if (active or pending or out["s_wr__ready"] and inp["s_wr__valid"]
+                            or out.get("s_rsp__ready") and inp["s_rsp__valid"]) else self.silent + 1
         if self.silent > 12:
             self._flush()
             self.silent = 0
@@ -303,7 +347,40 @@ def run_model(model, items, *, seed=0, **kw):
     return drv.res
 
 
-def check(sem, items, res):
+def check_responses(sem, rsps, res):
+    """MR-TXS-066..070: every READ response's frames (MR_READ_RESP, the requester's stream and
+    message number, its chunks' offsets and lengths, FIRST and LAST, flag ERROR and no payload
+    for a refused one, message length the length, no RETH, MRSH or immediate, the response's
+    local address) and one record on ``m_rsp_done`` per response (status 0 here: no failures
+    are offered)."""
+    mtu = sem.mtu
+    by_key = {(r["conn"], r["stream"], r["msg"]): r for r in rsps}
+    done = [(d["conn"], d["stream"], d["msg"]) for d in res["rsp_done"]]
+    assert sorted(done) == sorted(by_key), "one m_rsp_done record per response (MR-TXS-070)"
+    assert all(d["status"] == 0 for d in res["rsp_done"])
+    chunks = defaultdict(set)
+    for fr in res["frames"]:
+        if fr["bth_opcode"] != int(Op.MR_READ_RESP):
+            continue
+        r = by_key[(fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])]
+        ml = 0 if r["err"] else r["length"]
+        off = fr["mrdh_offset"]
+        chunk = off // mtu
+        assert off == chunk * mtu and fr["payload_len"] == P.chunk_bytes(ml, chunk, mtu)
+        want_flags = ((MrdhFlag.FIRST if off == 0 else 0)
+                      | (MrdhFlag.LAST if off + fr["payload_len"] >= ml else 0)
+                      | (MrdhFlag.ERROR if r["err"] else 0))
+        assert fr["mrdh_flags"] & ~MrdhFlag.RETX == want_flags, "response flags (MR-TXS-068)"
+        assert (fr["mrdh_msg_len"], fr["reth_va"], fr["reth_rkey"], fr["reth_dma_len"],
+                fr["mrsh_recv_seq"], fr["imm_imm"], fr["laddr"]) == (ml, 0, 0, ml, 0, 0, r["laddr"])
+        chunks[(r["conn"], r["stream"], r["msg"])].add(chunk)
+    for key, r in by_key.items():
+        assert chunks[key] == set(range(P.chunk_count(0 if r["err"] else r["length"], mtu))), \
+            f"every chunk of response {key} sent"
+    return len(rsps)
+
+
+def check(sem, items, res, rsps=()):
     """MR-TXS-050: the block's output against the work requests. ``sem``: a
     :class:`TxSchedModel` of the instance (parameters only). Every work request completes once
     (bad ones with their error, good ones with success, in posting order per stream, MR-EXO-004);
@@ -335,6 +412,7 @@ def check(sem, items, res):
             msg_of[(key[0], key[1], k)] = by_id[wid]
     rseq = recv_seqs(items, sem)
     assert len(res["frames"]) == len(res["sent"]), "a sent event per frame request"
+    n_rsp = check_responses(sem, rsps, res)
     next_psn = defaultdict(int)
     sent_chunks = defaultdict(list)
     lost = defaultdict(int)
@@ -345,6 +423,9 @@ def check(sem, items, res):
         next_psn[key] = P.psn_add(next_psn[key], 1)
         assert (s["conn"], s["path"], s["nbytes"], s["req"]) == (fr["conn"], fr["mrdh_path"],
                                                                   fr["payload_len"], fr["bth_ack_req"])
+        assert fr["slot"] == s["slot"], "the frame request names its slot (MR-TXS-069)"
+        if fr["bth_opcode"] == int(Op.MR_READ_RESP):
+            continue                                    # check_responses
         w = msg_of[(fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"])]
         off = fr["mrdh_offset"]
         chunk = off // mtu
@@ -382,7 +463,7 @@ def check(sem, items, res):
         got = set(sent_chunks[(conn, stream, msg)])
         assert got == set(range(P.chunk_count(msg_len(w["op"], w["length"]), mtu))), \
             f"every chunk of {w['wr_id']} sent"
-    return {"retransmits": n_retx}
+    return {"retransmits": n_retx, "responses": n_rsp}
 
 
 # ------------------------------------------------------------------ the reference endpoint
@@ -478,6 +559,63 @@ def compare_frame(ours, f):
     return diff
 
 
+def _record(c, conn):
+    """The events of endpoint connection ``c`` in order, as a list it fills: ``("frame",
+    frame)`` per data frame it builds, ``("ack", record)`` per ACK it processes (the RX
+    engine's ``m_ack`` layout, for the retransmit unit's semantics)."""
+    events = []
+    orig_frame, orig_ack = c._frame, c._on_ack
+
+    def frame(*args):
+        f = orig_frame(*args)
+        events.append(("frame", f))
+        return f
+
+    def on_ack(ack, now, bth_psn=0):
+        events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
+                               "reason": 0, "cum": ack.cum_psn, "sack": ack.sack, "ce_count": 0,
+                               "ece": 0, "sport": 0}))
+        return orig_ack(ack, now, bth_psn)
+
+    c._frame, c._on_ack = frame, on_ack
+    return events
+
+
+def _replay(sem, events, ep, collect=False):
+    """MR-TXS-051, MR-TXS-071: the endpoint ``ep``'s recorded ``events`` given to the scheduler
+    ``sem`` in order: an ACK through the retransmit unit's semantics to reports, a READ
+    response (``"rsp"``) to ``s_rsp``'s item, and at each frame the scheduler's next packet,
+    whose descriptor fields must be the frame's. ``(frame requests, frames, completions)``,
+    the completions taken after each ACK when ``collect``."""
+    from .tx_sched import rsp_item
+    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
+    requests, frames, done = [], [], []
+    for kind, ev in events:
+        if kind == "rsp":
+            assert sem.wr(rsp_item(ev, sem.streams)) is None
+            continue
+        if kind == "ack":
+            for d in rtx.ack(ev):
+                sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
+                            "abort": d.abort}, lost=d.kind == "resend")
+            while collect and (qi := sem.completion()) is not None:
+                done.append(sem.complete(qi))
+            continue
+        act = sem.decide()
+        while act is not None and act[0] == "drop":
+            sem.apply(act)
+            act = sem.decide()
+        assert act is not None, (f"frame {len(frames)}: the endpoint sent, the scheduler has "
+                                 f"nothing ({dict(ep.stats)})")
+        ours, sent = sem.apply(act)
+        diff = compare_frame(ours, ev)
+        assert not diff, f"frame {len(frames)}: {diff} ({dict(ep.stats)})"
+        assert rtx.sent(sent)
+        requests.append(ours)
+        frames.append(ev)
+    return requests, frames, done
+
+
 def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopback=True,
                      drop_until=60e-6, depth=4, conn=1, conns=2, **ep_kw):
     """MR-TXS-051: the reference endpoint's sender and :class:`TxSchedModel` on the same writes.
@@ -506,21 +644,7 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
         assert cqe is None
         off += m[1]
 
-    events = []
-    orig_frame, orig_ack = ca._frame, ca._on_ack
-
-    def frame(*args):
-        f = orig_frame(*args)
-        events.append(("frame", f))
-        return f
-
-    def on_ack(ack, now, bth_psn=0):
-        events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
-                               "reason": 0, "cum": ack.cum_psn, "sack": ack.sack, "ce_count": 0,
-                               "ece": 0, "sport": 0}))
-        return orig_ack(ack, now, bth_psn)
-
-    ca._frame, ca._on_ack = frame, on_ack
+    events = _record(ca, conn)
     if loopback:
         drop_rng = random.Random(seed + 1)
 
@@ -538,29 +662,9 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
                 break
             t += 1e-9
 
-    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
-    n_frames = n_retx = 0
-    requests, frames = [], []
-    for kind, ev in events:
-        if kind == "ack":
-            for d in rtx.ack(ev):
-                sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                            "abort": d.abort}, lost=d.kind == "resend")
-            continue
-        act = sem.decide()
-        while act is not None and act[0] == "drop":
-            sem.apply(act)
-            act = sem.decide()
-        assert act is not None, (f"frame {n_frames}: the endpoint sent, the scheduler has "
-                                 f"nothing ({dict(a.stats)})")
-        ours, sent = sem.apply(act)
-        diff = compare_frame(ours, ev)
-        assert not diff, f"frame {n_frames}: {diff} ({dict(a.stats)})"
-        assert rtx.sent(sent)
-        requests.append(ours)
-        frames.append(ev)
-        n_frames += 1
-        n_retx += bool(ours["mrdh_flags"] & MrdhFlag.RETX)
+    requests, frames, _ = _replay(sem, events, a)
+    n_frames = len(frames)
+    n_retx = sum(1 for q in requests if q["mrdh_flags"] & MrdhFlag.RETX)
     if not loopback:
         act = sem.decide()
         assert act is None, f"the endpoint blocked after {n_frames} frames, the scheduler did not"
@@ -568,3 +672,64 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
     return {"frames": n_frames, "retransmits": n_retx, "stats": dict(a.stats),
             "requests": requests, "endpoint_frames": frames, "endpoint": (a, ca), "src": bytes(src),
             "paths": paths}
+
+
+def endpoint_responses(seed=0, *, paths=4, streams=2, depth=4, conns=2, reads=None, bad=(),
+                       loss=0.0, drop_until=60e-6, **ep_kw):
+    """MR-TXS-071: the reference endpoint as the responder and :class:`TxSchedModel` on the
+    same READ responses. Endpoint ``a`` posts ``reads`` ``(stream, length)`` (random: two per
+    stream) to endpoint ``b``, whose region holds random bytes; those of index in ``bad`` name a
+    key ``b`` does not have (``b`` answers them ERROR, MR-VERB-004). Over the loopback (``b``'s
+    data frames lost with probability ``loss`` before ``drop_until``), ``b`` executes each READ
+    at its stream's delivery point; each execution becomes an ``s_rsp`` item
+    ``{conn, stream, msg, laddr, length, err}`` (``laddr`` the offset of the bytes in ``b``'s
+    region) given to the scheduler at that point, and every ACK ``b`` processed goes through
+    the retransmit unit's semantics to the scheduler. At each frame of ``b`` the scheduler's
+    next packet must carry the same descriptor fields. Returns the number of frames, the frame
+    requests, ``b``'s frames, its endpoint and connection, its region's bytes and the
+    responses' completion records."""
+    from .loopback import LoopFaults, Loopback
+
+    rng = random.Random(seed)
+    a, b, ca, cb = _endpoint_pair(paths, streams, **ep_kw)
+    conn = cb.local_id % conns
+    assert conn % paths == cb.local_id % paths, "the path rotation starts alike (MR-CONN-004)"
+    reads = reads or [(s, rng.choice([0, 1, 1023, 1024, 1025, rng.randrange(6000)]))
+                      for s in range(streams) for _ in range(2)]
+    assert len(reads) <= depth, "the responses share the last stream's ring (MR-TXS-067)"
+    region = bytearray(rng.randbytes(sum(n for _, n in reads) + 1))
+    local = bytearray(len(region))
+    kl, kr = a.reg_mr(local), b.reg_mr(region)
+    off = 0
+    for k, (s, n) in enumerate(reads):
+        ca.post_read(s, kl, off, n, off, kr + 1000 if k in bad else kr, wr_id=k)
+        off += n
+    sem = _model_for(b, cb, conns, streams, depth)
+
+    events = _record(cb, conn)
+    orig_exec = cb._execute
+
+    def execute(m):
+        va, _, length, _ = m.req
+        orig_exec(m)
+        r = cb.rsp[(m.stream, m.msg)]
+        events.append(("rsp", {"conn": conn, "stream": m.stream, "msg": m.msg, "laddr": va,
+                               "length": length, "err": int(r.err)}))
+
+    cb._execute = execute
+    drop_rng = random.Random(seed + 1)
+
+    def drop_if(f, now):
+        return f.mrdh is not None and now < drop_until and drop_rng.random() < loss
+
+    lb = Loopback(a, b, faults_ba=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6)
+    lb.run(until=0.02)
+    good = [k for k in range(len(reads)) if k not in bad]
+    for k in good:
+        o = sum(n for _, n in reads[:k])
+        assert local[o:o + reads[k][1]] == region[o:o + reads[k][1]], "the READs completed"
+
+    requests, frames, done = _replay(sem, events, b, collect=True)
+    return {"frames": len(frames), "requests": requests, "endpoint_frames": frames,
+            "endpoint": (b, cb), "region": bytes(region), "paths": paths, "done": done,
+            "reads": reads}

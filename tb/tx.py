@@ -8,7 +8,8 @@ comparison is the lockstep core of :mod:`metaroce.tb.lockstep` (every output eve
 
 ``tx_lockstep``: ``TX_WRS`` random work requests (seed ``TX_SEED``, payloads up to ``TX_MAXLEN``
 bytes) with bad ones, random idle cycles and backpressure on every output, random AXI read
-latency, lost frames and their resends, then the checker. The instance is the small one
+latency, lost frames and their resends, ``TX_RSPS`` READ responses on ``s_rsp`` (default 10,
+MR-TX-171), then the checker. The instance is the small one
 (models.tx.SMALL). Results to ``TX_OUT`` (JSON) if set.
 
 ``tx_bench``: the same engine without idle cycles or backpressure, one connection's work
@@ -62,12 +63,15 @@ async def tx_lockstep(dut):
     sem = _sem()
     items, lay = xc.traffic(sem, int(os.environ.get("TX_WRS", "40")), seed=seed,
                             max_len=int(os.environ.get("TX_MAXLEN", "2500")))
+    # MR-TX-171: READ responses on s_rsp among the work requests
+    rsps = xc.responses(sem, int(os.environ.get("TX_RSPS", "10")), lay, seed=seed,
+                        max_len=int(os.environ.get("TX_MAXLEN", "2500")))
     drv = xc.Driver(model.lay, width, items, lay, xc.templates(SMALL["conns"], SMALL["paths"]),
-                    seed=seed, p_idle=0.2, p_bp=0.3, loss=0.15)
+                    seed=seed, p_idle=0.2, p_bp=0.3, loss=0.15, rsps=rsps)
     t0 = time.perf_counter()
     n = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
-    summary = xc.check(sem, items, drv)
+    summary = xc.check(sem, items, drv, rsps)
     assert h.mismatches == 0
     out = os.environ.get("TX_OUT")
     if out:
@@ -75,7 +79,8 @@ async def tx_lockstep(dut):
             json.dump({"work_requests": len(items), "cycles": n, "frames": summary["frames"],
                        "retransmits": summary["retransmits"], "lost": drv.res["lost"],
                        "acks": drv.res["acks"], "timeouts": drv.res["timeouts"],
-                       "completions": len(drv.res["cqe"]),
+                       "completions": len(drv.res["cqe"]), "responses": len(rsps),
+                       "rsp_done": len(drv.res["rsp_done"]),
                        "lockstep_cycles_per_s": round(n / wall) if wall else None,
                        "mismatches": h.mismatches}, f)
 

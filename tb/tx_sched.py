@@ -10,7 +10,8 @@ of :mod:`metaroce.tb.lockstep` (:func:`drive`: every output compared every cycle
 random idle cycles and backpressure on every output, lost packets and their resends, random
 window writes on ``s_cwnd`` in a fraction ``TXS_PCWND`` (default 0.2) of the cycles, below
 8,000 bytes (they bind), 0 or above the bound
-(MR-TXS-028/029), then the checker. The instance is the small one (models.tx_sched.SMALL). Results to ``TXS_OUT`` (JSON)
+(MR-TXS-028/029), ``TXS_RSPS`` READ responses on ``s_rsp`` (default 40, a fifth refused,
+MR-TXS-066..071), then the checker. The instance is the small one (models.tx_sched.SMALL). Results to ``TXS_OUT`` (JSON)
 if set.
 """
 from __future__ import annotations
@@ -37,12 +38,13 @@ async def tx_sched_lockstep(dut):
         getattr(dut, name).value = 0
     await h.start(monitor=False)
     items = tc.traffic(model.sem, int(os.environ.get("TXS_WRS", "300")), seed=seed)
+    rsps = tc.responses(model.sem, int(os.environ.get("TXS_RSPS", "40")), seed=seed)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4,
-                    p_cwnd=float(os.environ.get("TXS_PCWND", "0.2")), cwnd_hi=8000)
+                    p_cwnd=float(os.environ.get("TXS_PCWND", "0.2")), cwnd_hi=8000, rsps=rsps)
     t0 = time.perf_counter()
     n = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
-    summary = tc.check(TxSchedModel(**SMALL), items, drv.res)
+    summary = tc.check(TxSchedModel(**SMALL), items, drv.res, rsps)
     assert h.mismatches == 0
     out = os.environ.get("TXS_OUT")
     if out:
@@ -50,6 +52,7 @@ async def tx_sched_lockstep(dut):
             json.dump({"work_requests": len(items), "cycles": n, "packets": len(drv.res["frames"]),
                        "retransmits": summary["retransmits"], "lost": drv.res["lost"],
                        "timeouts": drv.res["timeouts"], "completions": len(drv.res["cqe"]),
+                       "responses": len(rsps), "rsp_done": len(drv.res["rsp_done"]),
                        "cwnd_writes": len(drv.res["cwnd_writes"]),
                        "lockstep_cycles_per_s": round(n / wall) if wall else None,
                        "mismatches": h.mismatches}, f)

@@ -198,7 +198,11 @@ def test_joined_with_wiring_connect():
     assert isinstance(t.data, TxData)
     sig = t.signature.members
     assert set(sig) == {"s_wr", "s_ack", "s_cfg", "m_axi", "m_axis", "m_cqe", "m_error", "now",
-                        "reg_addr", "reg_data", "s_cw_setup", "cc_on", "cc_beta_q", "cc_cap"}
+                        "reg_addr", "reg_data", "s_cw_setup", "cc_on", "cc_beta_q", "cc_cap",
+                        "s_rsp", "m_rsp_done"}
+    # MR-TX-171: the READ responses' ports are the scheduler's
+    for name in ("s_rsp", "m_rsp_done"):
+        assert sig[name].signature == t.sched.signature.members[name].signature
     # MR-TX-070, MR-TX-106: the unit's ACK event is the Cwnd block's s_ack, flipped; the
     # scheduler's window write is m_update's conn, path and cwnd
     assert t.rtx.signature.members["m_ackev"].signature.flip() == \
@@ -299,6 +303,54 @@ def test_endpoint_bytes_lossy_loopback():
     included."""
     want, got, reqs = _lossy(512, 24, rtl=False)
     assert sum(1 for q in reqs if q["mrdh_flags"] & MrdhFlag.RETX) >= 10     # resends
+    assert got == want
+
+
+#: MR-TX-172: the responder's cases: READs of 0, around the MTU and of tens of kB on both
+#: streams, one refused (ERROR), without losses; and over the lossy loopback (seed 5: resends)
+_RSP_READS = [(0, 1500), (0, 0), (1, 1025), (1, 3000)]
+
+
+def _responses(width, rtl, lossy):
+    import random
+    if lossy:
+        rng = random.Random(5)
+        kw = dict(reads=[(s, rng.randrange(20_000, 50_000)) for s in range(2) for _ in range(2)],
+                  bad=(2,), loss=0.05, drop_until=40e-6, init_window_bdp=100.0,
+                  max_window_bdp=100.0)
+        seed = 5
+    else:
+        kw, seed = dict(reads=_RSP_READS, bad=(3,)), 1
+    reqs, want, tmpls, mem, image, r = xc.endpoint_responses(seed, **kw)
+    drv = run_data(width, reqs, mem, tmpls, rtl=rtl, seed=seed, image=image, p_idle=0.0,
+                   p_bp=0.1)
+    return want, drv.res["raw"], reqs
+
+
+@pytest.mark.parametrize("lossy", [False, True])
+def test_endpoint_bytes_read_responses(lossy):
+    """MR-TX-172, MR-TXS-071: the endpoint serving a peer's READs over the loopback: the
+    scheduler, given each response on s_rsp where the endpoint executes the READ, sends the
+    endpoint's frame requests (asserted field by field, resends included over the lossy
+    loopback), and through the data path (model; its RTL is the lockstep's) they become the
+    endpoint's MR_READ_RESP frames byte for byte, ICRC included: MRDH only, the requester's
+    stream and message, the region's bytes, one ERROR frame of no payload for the refused READ."""
+    from metaroce.models import codec
+    want, got, reqs = _responses(64, False, lossy)
+    fs = list(map(codec.decode, want))
+    assert all(f.bth.opcode == 0xC7 and f.reth is None and f.mrsh is None for f in fs)
+    errs = [f for f in fs if f.mrdh.flags & MrdhFlag.ERROR]
+    assert len(errs) == 1 and errs[0].payload == b"" and errs[0].mrdh.msg_len == 0
+    assert not lossy or sum(1 for q in reqs if q["mrdh_flags"] & MrdhFlag.RETX) >= 3
+    assert len(want) >= (100 if lossy else 6)
+    assert got == want
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [64, 512])
+def test_endpoint_bytes_read_responses_rtl(width):
+    """MR-TX-172 on the data path's RTL, in lockstep with its model (the lossy case)."""
+    want, got, _ = _responses(width, True, True)
     assert got == want
 
 

@@ -34,13 +34,16 @@ def test_bench_tx_model_rates():
 def test_replay_tx_inputs(tmp_path):
     """MR-TX-154: the work-request file and the ACK frames become the engine's inputs; without
     ACKs a lossless receiver completes every work request (the cycle model). MR-TX-155: "send"
-    and "send_imm" are sends: MR_SEND / MR_SEND_IMM with the stream's receive sequences."""
+    and "send_imm" are sends: MR_SEND / MR_SEND_IMM with the stream's receive sequences;
+    MR-TXS-061, MR-TX-178: "read" a READ request (MR_READ, its RETH, no payload; completion op 4)."""
     spec = {"seed": 3, "connections": [{"conn": 0, "dest_qp": 20, "local_qp": 1,
                                         "sports": [49152, 49153, 49154, 49155]}],
             "work_requests": [{"conn": 0, "stream": 0, "op": "write", "length": 3000, "rkey": 7},
                               {"conn": 0, "stream": 1, "op": "write_imm", "length": 100, "imm": 5},
                               {"conn": 0, "stream": 1, "op": "send", "length": 10},
-                              {"conn": 0, "stream": 1, "op": "send_imm", "length": 20, "imm": 6}]}
+                              {"conn": 0, "stream": 1, "op": "send_imm", "length": 20, "imm": 6},
+                              {"conn": 0, "stream": 0, "op": "read", "length": 5000, "va": 64,
+                               "rkey": 9}]}
     model = TxCycleModel(64)
     items, mem, image, tm, acks = xc.replay_inputs(spec, [], model.lay, paths=4)
     drv = xc.ReplayDriver(model.lay, 64, items, mem, tm, acks, image=image)
@@ -48,11 +51,15 @@ def test_replay_tx_inputs(tmp_path):
         inp = drv.inputs()
         drv.observe(inp, model.step(inp))
         drv.settle(model.active)
-    assert [c["status"] for c in drv.res["cqe"]] == [0, 0, 0, 0]
+    assert [c["status"] for c in drv.res["cqe"]] == [0, 0, 0, 0, 0]
+    assert [c["op"] for c in drv.res["cqe"] if c["stream"] == 0] == [0, 4]
     fs = drv.res["frames"]
     assert [f.udp.sport for f in fs[:4]] == [49152, 49153, 49154, 49155]
     sends = [(f.bth.opcode, f.mrsh.recv_seq, f.imm, len(f.payload)) for f in fs if f.mrsh]
     assert sends == [(0xC2, 0, None, 10), (0xC3, 1, 6, 20)]
+    reads = [(f.reth.va, f.reth.rkey, f.reth.dma_len, f.mrdh.msg_len, len(f.payload))
+             for f in fs if f.bth.opcode == 0xC6]
+    assert reads == [(64, 9, 5000, 0, 0)]
 
 
 def test_replay_tx_errors(tmp_path):
@@ -67,7 +74,8 @@ def test_replay_tx_errors(tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1 and "error" in r.stderr
     r = _cli("bench", "tx", "--sizes", "0")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
-    for spec in ({"connections": []}, {"work_requests": [{"conn": 0, "op": "read", "length": 1}]}):
+    for spec in ({"connections": []},
+                 {"work_requests": [{"conn": 0, "op": "fetch_add", "length": 1}]}):
         try:
             xc.replay_inputs(spec, [], TxCycleModel(64).lay, paths=4)
         except xc.ReplayError:

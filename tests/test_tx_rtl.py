@@ -5,7 +5,8 @@ backpressure on every output, random AXI read latency; then the checker. One cac
 build per width. Behind ``slow`` (the scheduler alone builds in tens of minutes on a loaded
 machine); the Amaranth lockstep of the data path is in the default run.
 
-Knobs: TX_WRS (work requests, default 40), TX_SEED, TX_MAXLEN.
+Knobs: TX_WRS (work requests, default 40), TX_RSPS (READ responses, default 10), TX_SEED,
+TX_MAXLEN.
 """
 import json
 import os
@@ -22,7 +23,7 @@ from metaroce.tb import build as tb_build
 def test_tx_rtl_lockstep(tmp_path, width):
     b = tb_build.build(blocks.get("tx"), width)
     out = tmp_path / "tx.json"
-    env = {"TX_WRS": os.environ.get("TX_WRS", "40"), "TX_SEED": os.environ.get("TX_SEED", "7"),
+    env = {"TX_WRS": os.environ.get("TX_WRS", "40"), "TX_RSPS": os.environ.get("TX_RSPS", "10"), "TX_SEED": os.environ.get("TX_SEED", "7"),
            "TX_MAXLEN": os.environ.get("TX_MAXLEN", "2500"), "TX_OUT": str(out),
            "COCOTB_TEST_FILTER": "tx_lockstep$"}
     results = vl.run(b, "metaroce.tb.tx", extra_env=env)
@@ -31,6 +32,8 @@ def test_tx_rtl_lockstep(tmp_path, width):
     row = json.loads(out.read_text())
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"]
+    assert row["rsp_done"] == row["responses"] > 0           # MR-TX-171
+    print(row)
 
 
 @pytest.mark.slow

@@ -35,7 +35,7 @@ def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, 
 
     core = run_amaranth(dut, model, drv, busy=model.busy, on_cycle=on_cycle)
     assert core.mismatches == 0
-    summary = tc.check(TxSchedModel(**params), items, drv.res)
+    summary = tc.check(TxSchedModel(**params), items, drv.res, kw.get("rsps", ()))
     return dict(drv.res, compared=core.cycle, packets=packets, **summary)
 
 
@@ -159,7 +159,8 @@ def test_adder_forms_agree():
 def test_joins_the_retransmit_unit_and_the_frame_builder():
     """MR-TXS-002, MR-TXS-040: ``m_sent`` is the retransmit unit's ``s_sent`` and ``s_acked`` /
     ``s_resend`` its ``m_acked`` / ``m_resend`` (wiring.connect joins them); every field of
-    ``m_frame`` but ``conn`` and ``laddr`` is a field of the frame builder's descriptor, with its
+    ``m_frame`` but ``conn``, ``laddr`` and ``slot`` (MR-TXS-069: the sent event's slot, for
+    the data path's read errors) is a field of the frame builder's descriptor, with its
     width."""
     from metaroce.hdl.retransmit import Retransmit
     txs = tx_sched_small()
@@ -171,8 +172,9 @@ def test_joins_the_retransmit_unit_and_the_frame_builder():
     wiring.connect(top, rtx.m_resend, txs.s_resend)
     desc = dict(fb.DESC_FIELDS)
     for name, f in txs.lay.frame:
-        if name not in ("conn", "laddr"):
+        if name not in ("conn", "laddr", "slot"):
             assert desc[name] == f.width, name
+    assert txs.lay.frame["slot"].width == txs.lay.sent["slot"].width
 
 
 @pytest.mark.parametrize("seed", [5])
@@ -582,7 +584,7 @@ READ_WRONG = {
     "read_opcode_c0_plus_op": (
         "int(Op.MR_WRITE) | Cat(\n                fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])",
         "int(Op.MR_WRITE) | fq_out.op"),
-    "read_msg_len_not_zeroed": ("fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2], 0, fq_out.len))",
+    "read_msg_len_not_zeroed": ("fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2] & ~fq_out.op[0], 0, fq_out.len))",
                                 "fr_out.mrdh_msg_len.eq(fq_out.len)"),
     "read_chunked_as_write": ("in_lastnb = Mux(in_read, 0, ", "in_lastnb = Mux(0, 0, "),
 }
@@ -599,5 +601,49 @@ def test_read_wrong_forms_fail(wrong):
     items = _read_traffic()
     model = TxSchedCycleModel(64, **SMALL)
     drv = tc.Driver(model.lay, items, seed=3, p_idle=0.2, p_bp=0.4)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+
+
+def test_lockstep_read_responses():
+    """MR-TXS-066..071, MR-TXS-050: READ responses on s_rsp (a fifth of them refused, ERROR)
+    among writes, sends, READs and bad work requests, lossy delivery, idle cycles, backpressure
+    and window writes: 0 mismatches; the checker requires each response's frames (MR_READ_RESP,
+    the requester's stream and message, chunks, flags, message length, the local address; one
+    ERROR packet of no payload) and one m_rsp_done record per response; the work requests'
+    message numbers and completions are unchanged by the responses in the last stream's ring."""
+    sem = TxSchedModel(**SMALL)
+    items = tc.traffic(sem, 40, seed=2)
+    rsps = tc.responses(sem, 16, seed=2)
+    res = run_lockstep(items, seed=2, p_idle=0.2, p_bp=0.4, p_cwnd=0.1, cwnd_hi=8000, rsps=rsps)
+    rf = [f for f in res["frames"] if f["bth_opcode"] == 0xC7]
+    assert res["responses"] == 16 and len(rf) > 16
+    assert any(f["mrdh_flags"] & MrdhFlag.ERROR for f in rf)
+    assert any(f["mrdh_flags"] & MrdhFlag.RETX for f in res["frames"])
+
+
+# MR-TXS-067/068's wrong forms: a response advancing its stream's msg_next, a response's frame
+# without flag ERROR, a response's frame naming the ring's stream instead of the requester's
+RSP_WRONG = {
+    "rsp_advances_msg_next": ("w_msg1.eq(Mux(in_rsp, Mux(in_wr_hit_msg, in_msg1, in_msg),",
+                              "w_msg1.eq(Mux(0, Mux(in_wr_hit_msg, in_msg1, in_msg),"),
+    "rsp_no_error_flag": ("| Mux(desc.err, int(MrdhFlag.ERROR), 0))", ")"),
+    "rsp_ring_stream": ("frame.stream.eq(Mux(g_rsp, desc.wr_id, g_s))", "frame.stream.eq(g_s)"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(RSP_WRONG))
+def test_read_response_wrong_forms_fail(wrong):
+    """MR-TXS-067, MR-TXS-068: each wrong form of the responses' RTL, loaded in place of the
+    RTL, fails the lockstep of ``test_lockstep_read_responses``'s traffic. (Slow: three
+    elaborations.)"""
+    mod = wrong_form("tx_sched", *RSP_WRONG[wrong])
+    sem = TxSchedModel(**SMALL)
+    items = tc.traffic(sem, 40, seed=2)
+    rsps = tc.responses(sem, 16, seed=2)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, seed=2, p_idle=0.2, p_bp=0.4, p_cwnd=0.1, cwnd_hi=8000,
+                    rsps=rsps)
     with pytest.raises(Mismatch):
         run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)

@@ -5,6 +5,7 @@ import pytest
 
 from metaroce.models import protocol as P
 from metaroce.models import tx_sched_cases as tc
+from metaroce.models.tx_sched import rsp_item
 from metaroce.models.tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, SMALL,
                                       STATUS_LOC_LEN_ERR,
                                       STATUS_LOC_QP_OP_ERR, TxSchedCycleModel, TxSchedModel)
@@ -116,7 +117,7 @@ def test_read_request():
                   "bth_psn": fr["bth_psn"], "mrdh_flags": MrdhFlag.FIRST | MrdhFlag.LAST,
                   "mrdh_path": fr["mrdh_path"], "mrdh_stream": 0, "mrdh_msg": 1, "mrdh_offset": 0,
                   "mrdh_msg_len": 0, "reth_va": 0xABC0, "reth_rkey": 0x77, "reth_dma_len": 70_000,
-                  "mrsh_recv_seq": 0, "imm_imm": 0, "payload_len": 0}
+                  "mrsh_recv_seq": 0, "imm_imm": 0, "payload_len": 0, "slot": 1}
     assert st["nbytes"] == 0 and st["chunk"] == 0
     p = fr["mrdh_path"]
     ps = sem.path[p]
@@ -563,3 +564,57 @@ def test_read_row_from_first_frame():
         seen.add(key)
     assert len(want) >= 10 and rows == want
     assert set(rows[next(iter(rows))]) | {"valid", "wr_id"} == set(rx_layouts().rd.members)
+
+
+def test_read_response_entry():
+    """MR-TXS-066..070, MR-TXS-072: a READ response taken from s_rsp is an entry of the last
+    stream's ring (shared with that stream's work requests)
+    with the requester's message number (the stream's msg_next and send_seq untouched: the
+    write after it is message 0 with the next ring entry, so its slot is not msg mod depth,
+    MR-TXS-069); its frames are MR_READ_RESP with the requester's stream, message, offsets,
+    message length and the local address; a refused one is one packet, FIRST, LAST and ERROR,
+    no payload, message length 0; each completes as a record for m_rsp_done (the requester's
+    stream, the message number), not a host completion."""
+    sem = TxSchedModel(**SMALL)
+    S = sem.streams
+    r_ok = {"conn": 1, "stream": 0, "msg": 0xDEAD, "laddr": 0x9000, "length": 2100, "err": 0}
+    r_err = {"conn": 1, "stream": 1, "msg": 5, "laddr": 0x100, "length": 4000, "err": 1}
+    for r in (r_ok, r_err):
+        assert sem.wr(rsp_item(r, S)) is None
+    assert sem.wr(tc.wr_item(1, S - 1, 10, wr_id=9, op=OP_SEND)) is None
+    q = sem.q[sem.qi(1, S - 1)]
+    assert (q["tail"], q["msg_next"], q["send_seq"]) == (3, 1, 1)
+    out = drain(sem)
+    rf = [(f, s) for f, s in out if f["bth_opcode"] == 0xC7]
+    b0 = (S - 1) * sem.depth                # the ring's first slot
+    assert [(f["mrdh_stream"], f["mrdh_msg"], f["mrdh_offset"], f["payload_len"], f["mrdh_flags"],
+             f["mrdh_msg_len"], f["laddr"], f["slot"]) for f, _ in rf] == [
+        (0, 0xDEAD, 0, 1024, MrdhFlag.FIRST, 2100, 0x9000, b0),
+        (0, 0xDEAD, 1024, 1024, 0, 2100, 0x9000, b0),
+        (0, 0xDEAD, 2048, 52, MrdhFlag.LAST, 2100, 0x9000, b0),
+        (1, 5, 0, 0, MrdhFlag.FIRST | MrdhFlag.LAST | MrdhFlag.ERROR, 0, 0x100, b0 + 1)]
+    assert all((f["reth_va"], f["reth_rkey"], f["mrsh_recv_seq"], f["imm_imm"]) == (0, 0, 0, 0)
+               for f, _ in rf)
+    send = [f for f, _ in out if f["bth_opcode"] == 0xC2]
+    assert [(f["mrdh_msg"], f["mrsh_recv_seq"], f["slot"]) for f in send] == [(0, 0, b0 + 2)]
+    for f, s in out:
+        sem.report({"conn": s["conn"], "path": s["path"], "slot": s["slot"], "chunk": s["chunk"],
+                    "abort": 0}, lost=False)
+    done = []
+    while (qi := sem.completion()) is not None:
+        done.append(sem.complete(qi))
+    assert [(d["stream"], d["length"], d.get("rsp", 0)) for d in done] == [
+        (0, 0xDEAD, 1), (1, 5, 1), (S - 1, 10, 0)]
+
+
+@pytest.mark.parametrize("seed,kw", [(1, dict(reads=[(0, 1500), (0, 0), (1, 1025), (1, 3000)],
+                                               bad=(3,))), (0, {})])
+def test_endpoint_compare_read_responses(seed, kw):
+    """MR-TXS-071: the reference endpoint serving a peer's READs over the loopback and the
+    scheduler given each response where the endpoint executes the READ: the same frame
+    requests field by field (asserted by ``endpoint_responses``), a refused READ's ERROR frame
+    among them; every response's record once its chunks are acknowledged."""
+    r = tc.endpoint_responses(seed, **kw)
+    assert r["frames"] >= len(r["reads"]) and len(r["done"]) == len(r["reads"])
+    assert all(q["bth_opcode"] == 0xC7 for q in r["requests"])
+    assert bool(kw) == any(q["mrdh_flags"] & MrdhFlag.ERROR for q in r["requests"])

@@ -1,10 +1,11 @@
 """TX scheduler RTL (hdl/tx_sched.py, the small instance) against its cycle model under
 Verilator, every output compared every cycle (MR-TXS-050, tb/tx_sched.py): random work
 requests with bad ones, lost packets and their resends, idle cycles and backpressure on every
-output, random window writes on s_cwnd (MR-TXS-028/029/049); then the checker. One cached Verilator build. Behind ``slow`` (a build of minutes);
+output, random window writes on s_cwnd (MR-TXS-028/029/049), READ responses on s_rsp
+(MR-TXS-066..071); then the checker. One cached Verilator build. Behind ``slow`` (a build of minutes);
 the Amaranth lockstep of the same RTL is in the default run.
 
-Knobs: TXS_WRS (work requests, default 300), TXS_SEED.
+Knobs: TXS_WRS (work requests, default 300), TXS_RSPS (READ responses, default 40), TXS_SEED.
 """
 import json
 import os
@@ -21,10 +22,12 @@ def test_tx_sched_rtl_lockstep(tmp_path):
     b = tb_build.build(blocks.get("tx_sched"), 64)
     out = tmp_path / "txs.json"
     env = {"TXS_WRS": os.environ.get("TXS_WRS", "300"), "TXS_SEED": os.environ.get("TXS_SEED", "7"),
-           "TXS_OUT": str(out), "COCOTB_TEST_FILTER": "tx_sched_lockstep$"}
+           "TXS_RSPS": os.environ.get("TXS_RSPS", "40"), "TXS_OUT": str(out), "COCOTB_TEST_FILTER": "tx_sched_lockstep$"}
     results = vl.run(b, "metaroce.tb.tx_sched", extra_env=env)
     n_tests, failures, skipped = vl.results_summary(results)
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
+    print(row)
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"] and row["timeouts"] and row["cwnd_writes"]
+    assert row["rsp_done"] == row["responses"] > 0
