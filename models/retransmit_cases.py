@@ -37,21 +37,29 @@ def wait_item(ns):
 
 
 def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, bad=True,
-            black_hole=0, rto_ns=RTO_NS):
+            black_hole=0, rto_ns=RTO_NS, ack_loss=0.0, shared=0):
     """``n`` sent packets over ``n_paths`` (connection, path) pairs and the ACKs of a receiver
     that loses each packet with probability ``loss`` (``protocol.rx_accept``); with ``bad``
     also stale ACKs (held back and released later), ACKs covering PSNs never sent, NAKs,
-    sent packets with a wrong PSN and out-of-range paths."""
+    sent packets with a wrong PSN and out-of-range paths. MR-TX-162: ``ack_loss``, the
+    probability that an ACK the receiver sends is lost (the next one repairs it); ``shared``
+    > 0 draws the pairs from that many connections, so that several paths of a connection
+    carry traffic and a timer that expires while another path is healthy sends a tail probe
+    (the black hole's path is then on one of them, its first expiry a probe)."""
     rng = random.Random(seed)
     sem = RetransmitModel(conns, paths, pool)
-    pairs = sorted({(rng.randrange(conns), rng.randrange(paths)) for _ in range(n_paths)})
+    if shared:
+        cs = rng.sample(range(conns), shared)
+        pairs = sorted({(rng.choice(cs), rng.randrange(paths)) for _ in range(n_paths)})
+    else:
+        pairs = sorted({(rng.randrange(conns), rng.randrange(paths)) for _ in range(n_paths)})
     rx = {pr: [0, 0] for pr in pairs}                    # receiver: cum, sack (MR-TX-012: PSN 0)
     # MR-TX-064: a path whose every packet is lost: one packet, then a wait past its deadline,
     # ``black_hole`` times (the backoff doubles each time)
     holes = []
     if black_hole:
         while len(holes) < 1:
-            pr = (rng.randrange(conns), rng.randrange(paths))
+            pr = (rng.choice(pairs)[0] if shared else rng.randrange(conns), rng.randrange(paths))
             if pr not in pairs:
                 holes.append(pr)
     hole_at = sorted(rng.sample(range(n), min(black_hole, n)))
@@ -62,6 +70,8 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
     sent = 0
 
     def emit_ack(pr):
+        if ack_loss and rng.random() < ack_loss:
+            return                                       # lost on the way back
         cum, sack = rx[pr]
         it = ack_item(pr[0], pr[1], cum, sack, psn=P.psn_add(cum, -1))
         if bad and rng.random() < 0.1:
@@ -78,7 +88,9 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
             sem.sent(items[-1][1])
             hole_psn += 1
             # long enough for the timer at its backoff, plus a slot and the wheel's lag
-            items.append(wait_item((rto_ns << min(k, BACKOFF_MAX_LOG2)) + 3 * 1024 + 2000))
+            # (the first expiry may be a tail probe, MR-TX-162: the timeout one RTO later)
+            items.append(wait_item((rto_ns << min(k, BACKOFF_MAX_LOG2)) * (2 if shared and not k else 1)
+                                   + 3 * 1024 + 2000))
         pr = rng.choice(pairs)
         st = sem.state(sem.row(*pr))
         t += rng.randrange(1, 50)
@@ -148,8 +160,8 @@ def replay(model, events):
     errors, the counters and the semantics' final state."""
     lay = model.lay
     sem = RetransmitModel(lay.conns, lay.paths, lay.pool, rto_ns=model.rto_ns,
-                          retry_limit=model.retry_limit)
-    acked, resend, errors, late, ackevs = [], [], [], [], []
+                          retry_limit=model.retry_limit, probes=model.probes)
+    acked, resend, errors, late, ackevs, probes = [], [], [], [], [], []
     for ev in events:
         if ev[0] == "sent":
             sem.sent(ev[1])
@@ -158,6 +170,14 @@ def replay(model, events):
                 (acked if d.kind == "acked" else resend).append(d)
             if sem.ackev is not None:
                 ackevs.append(sem.ackev)
+        elif ev[0] == "probe":
+            # MR-TX-162: the timer was due and the probe's conditions held
+            _, conn, path, now = ev
+            dl = sem.deadline(sem.row(conn, path))
+            assert dl is not None and time_due(dl, now), f"early probe of path {conn}.{path}"
+            late.append(P.time_dist(dl, now))
+            probes.append(pack(lay.probe, {"conn": conn, "path": path,
+                                           "psn": sem.probe(conn, path, now)}))
         elif ev[0] == "rto":
             _, conn, path, sample, rto = ev
             assert sem.rtt_sample(conn, path, sample) == rto, f"RTO of path {conn}.{path}"
@@ -167,13 +187,14 @@ def replay(model, events):
             dl = sem.deadline(sem.row(conn, path))
             assert dl is not None and time_due(dl, now), f"early timeout of path {conn}.{path}"
             late.append(P.time_dist(dl, now))
+            assert not sem.probes_now(conn, path), f"timeout of {conn}.{path} where a probe was due"
             out, err = sem.timeout(conn, path)
             resend += out
             if err:
                 errors.append(pack(lay.error, {"conn": conn, "path": path,
                                                "status": STATUS_RETRY_EXC}))
     return {"acked": acked, "resend": resend, "errors": errors, "counters": sem.counters,
-            "late": late, "sem": sem, "ackev": ackevs}
+            "late": late, "sem": sem, "ackev": ackevs, "probes": probes}
 
 
 def check(model, res):
@@ -189,6 +210,8 @@ def check(model, res):
     assert res["acked"] == norm(exp["acked"]), "acknowledged records"
     assert res["resend"] == norm(exp["resend"]), "records reported lost"
     assert res["error"] == exp["errors"], "error reports"
+    if "probe" in res:
+        assert res["probe"] == exp["probes"], "tail probes (MR-TX-162)"
     if "ackev" in res:
         # MR-TX-070: one event per resolving ACK, in ACK order, with what it acknowledged
         # (srtt is the estimator's timing, compared cycle by cycle in the lockstep)
@@ -225,6 +248,7 @@ class Driver(CounterReadout):
         self.lay = lay
         self.rng = random.Random(seed)
         self.rng_ev = random.Random(seed + 0x5EED)
+        self.rng_pr = random.Random(seed + 0x9B0E)     # MR-TX-164: m_probe's backpressure
         self.p_idle, self.p_bp = p_idle, p_bp
         self.p_bp_ev = p_bp if p_bp_ev is None else p_bp_ev
         self.items = list(items)
@@ -241,7 +265,8 @@ class Driver(CounterReadout):
         self.limit = 4000 + waits + 60 * len(self.items) * (1 + int(10 * p_bp)) + (
             (RTO_NS << BACKOFF_MAX_LOG2) // idle_ns)
         self._readout_reset()
-        self.res = {"acked": [], "resend": [], "error": [], "ackev": [], "taken": [], "acked_cycles": [],
+        self.res = {"acked": [], "resend": [], "error": [], "ackev": [], "probe": [], "taken": [],
+                    "acked_cycles": [],
                     "resend_cycles": [], "cycles": 0, "counters": None}
 
     @property
@@ -254,7 +279,7 @@ class Driver(CounterReadout):
                "now": self.now}
         if self._phase:
             inp.update({"m_acked__ready": 1, "m_resend__ready": 1, "m_error__ready": 1,
-                        "m_ackev__ready": 1,
+                        "m_ackev__ready": 1, "m_probe__ready": 1,
                         "reg_addr": self._readout_addr()})
             return inp
         if self.wait_until is not None and P.time_dist(self.wait_until, self.now) >= 0:
@@ -278,6 +303,7 @@ class Driver(CounterReadout):
         # MR-TX-071: m_ackev's backpressure from a generator of its own (the other draws
         # stay those of the traffic before the port existed)
         inp["m_ackev__ready"] = int(self.rng_ev.random() >= self.p_bp_ev)
+        inp["m_probe__ready"] = int(self.rng_pr.random() >= self.p_bp)
         inp["reg_addr"] = rng.randrange(16)
         return inp
 
@@ -293,7 +319,7 @@ class Driver(CounterReadout):
                 self.presenting = None
                 self.i += 1
                 res["taken"].append(self.cycle)
-        for name in ("acked", "resend", "error", "ackev"):
+        for name in ("acked", "resend", "error", "ackev", "probe"):
             if out[f"m_{name}__valid"] and inp[f"m_{name}__ready"]:
                 res[name].append(out[f"m_{name}__payload"])
                 if name in ("acked", "resend"):

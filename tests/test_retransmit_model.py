@@ -172,7 +172,7 @@ SLOT = 1 << TIMERS["slot_log2"]
 
 def _run_timed(items, **kw):
     """The cycle model on a realistic clock (4 ns per cycle throughout), no backpressure."""
-    m = RetransmitCycleModel(64, *SMALL, **TIMERS)
+    m = RetransmitCycleModel(64, *SMALL, **TIMERS, probes=kw.pop("probes", True))
     res = rc.run_model(m, items, p_idle=0.0, p_bp=kw.pop("p_bp", 0.0), ns_per_cycle=4, idle_ns=4,
                        **kw)
     exp = rc.check_items(m, items, res)
@@ -426,3 +426,75 @@ def test_ack_event_srtt_timing(trig, fresh):
     row = (CONN << m.lay.path_bits) | PATH
     assert ev["pkts"] == 8 and m.est[row][0] != 10_000
     assert ev["srtt"] == (m.est[row][0] if fresh else 10_000)
+
+
+# ------------------------------------------------------------------ tail probes (MR-TX-162..166)
+
+def _probe_items(answer=None):
+    """Path 0 of the connection acknowledged (healthy, MR-TX-163), then two packets on path
+    ``PATH`` whose ACK is lost; with ``answer`` (a trigger PSN) the probe's ACK comes after the
+    first expiry and before the second."""
+    items = [rc.sent_item(CONN, 0, 0, chunk=50), rc.ack_item(CONN, 0, 1, 0, psn=0),
+             rc.sent_item(CONN, PATH, 0, chunk=1), rc.sent_item(CONN, PATH, 1, chunk=2)]
+    if answer is not None:
+        items += [rc.wait_item(TIMERS["rto_ns"] + 6 * SLOT), rc.ack_item(CONN, PATH, 2, 0, psn=answer)]
+    return items
+
+
+def _probes(m):
+    return [e[3] for e in m.events if e[0] == "probe"]
+
+
+def test_tail_probe_then_timeout():
+    """MR-TX-162 (MR-REL-010): the first expiry of a path's timer while another path of the
+    connection is healthy sends a tail probe (the newest PSN, on m_probe) instead of declaring
+    the live records lost, and re-arms the timer one RTO from the probe; the next expiry
+    without progress is the timeout, which reports every live record lost."""
+    m, res, exp = _run_timed(_probe_items())
+    sent = _sent_times(m)
+    (t_probe,), (t_out,) = _probes(m), _timeouts(m)
+    rto = TIMERS["rto_ns"]
+    assert sent[1] + rto <= t_probe <= sent[1] + rto + 2 * SLOT
+    assert t_probe + rto <= t_out <= t_probe + rto + 2 * SLOT
+    assert [rc.unpack(m.lay.probe, w) for w in res["probe"]] == [{"conn": CONN, "path": PATH, "psn": 1}]
+    assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [1, 2]
+    assert (m.counters[CTR["tail_probes"]], m.counters[CTR["timeouts"]]) == (1, 1)
+
+
+def test_no_probe_without_healthy_path_or_when_off():
+    """MR-TX-162, MR-TX-163, MR-TX-166: without another healthy path of the connection (path 0
+    never acknowledged), or with ``probes=False``, the first expiry is the timeout."""
+    items = [it for it in _probe_items() if it[0] != "ack"]
+    for its, kw in ((items, {}), (_probe_items(), {"probes": False})):
+        m, res, _ = _run_timed(its, **kw)
+        assert not _probes(m) and not res["probe"]
+        assert [e[2] for e in m.events if e[0] == "timeout"].count(PATH) == 1
+        assert m.counters[CTR["tail_probes"]] == 0
+
+
+@pytest.mark.parametrize("trigger", [1, 0])
+def test_tail_probe_answered(trigger):
+    """MR-TX-162, MR-TX-165 (MR-REL-005, MR-REL-010): the probe's ACK arrives before the second
+    expiry: no timeout, nothing reported lost. Triggered by the probed PSN (1) the ACK gives no
+    RTT sample (the probe re-sent it: ambiguous); triggered by PSN 0, never probed, it does."""
+    m, res, _ = _run_timed(_probe_items(answer=trigger))
+    assert len(_probes(m)) == 1 and not _timeouts(m) and not res["resend"]
+    assert [x["chunk"] for x in rc.decode(m.lay, res["acked"])] == [50, 1, 2]
+    samples = [e for e in m.events if e[0] == "rto" and e[2] == PATH]
+    assert len(samples) == (0 if trigger == 1 else 1)
+
+
+def test_probe_health_after_timeout():
+    """MR-TX-163: a timeout makes its path unhealthy: a second path's expiry then finds no
+    healthy path and times out, until an ACK's progress makes a path healthy again; MR-TX-162: a
+    path with a timeout since its progress (not active) is not probed."""
+    p2 = 2
+    items = _probe_items() + [rc.wait_item(3 * TIMERS["rto_ns"]), rc.sent_item(CONN, p2, 0, chunk=7),
+                              rc.wait_item(3 * TIMERS["rto_ns"]), rc.sent_item(CONN, PATH, 2, chunk=3),
+                              rc.wait_item(3 * TIMERS["rto_ns"])]
+    m, res, _ = _run_timed(items)
+    # path 0 healthy: PATH probes, then times out; p2 then probes (path 0 still healthy); PATH,
+    # timed out without progress since, times out at once
+    kinds = [(e[0], e[2]) for e in m.events if e[0] in ("probe", "timeout")]
+    assert kinds == [("probe", PATH), ("timeout", PATH), ("probe", p2), ("timeout", p2),
+                     ("timeout", PATH)]
