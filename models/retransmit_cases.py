@@ -361,7 +361,7 @@ def ack_burst(conns, paths, pool, *, seed=0, n_rows=4, per_row=4, avoid=()):
 # ------------------------------------------------------------------ the reference endpoint
 
 def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_until=60e-6,
-                 conn=5, ce=0.0, ep_kw=None):
+                 conn=5, ce=0.0, ep_kw=None, ack_loss=0.0):
     """The reference endpoint (:class:`metaroce.models.endpoint.Endpoint`) sending writes over
     the loopback, with each data frame sent before ``drop_until`` (s) lost with probability
     ``loss`` (later ones are not, so every loss is followed by traffic on its path and is found
@@ -374,7 +374,13 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     ACK that resolved records (MR-TX-070: what the congestion windows see), the endpoint's
     ``{path, bytes, pkts, ce, now, srtt, cwnd}`` (its SACK resolution's acknowledged bytes and
     packets, the CE count it takes, its time in ns, the path's srtt and every path window after
-    the ACK), and ``"cc_setup"``: the windows, floor and coupling it started with."""
+    the ACK), and ``"cc_setup"``: the windows, floor and coupling it started with.
+    MR-TX-167: ``ack_loss``, the probability that an ACK on the way back is lost; ``"expiries"``,
+    each expiry of the sender's tail-loss timer: ``{"at", "path", "now", "kind", "lost"}``, at
+    the position ``at`` in ``items`` (before that item), ``kind`` "probe" (a tail probe,
+    MR-REL-010), "timeout" (MR-REL-006), "xpath" (a silent-path verdict, MR-REL-009) or None
+    (not due yet), ``lost`` the records a timeout declared lost. A probe (a PSN re-sent) is
+    not an item: the unit records a PSN once."""
     from .endpoint import ABORT, Endpoint
     from .loopback import LoopFaults, Loopback
     from .retransmit import Decision
@@ -400,12 +406,16 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     state = {"now": 0, "in_ack": None}
     orig_next, orig_frame = ca._next_frame, ca._frame
     orig_ack, orig_acked, orig_lost = ca._on_ack, ca._chunk_acked, ca._mark_lost
+    orig_timeout, orig_probe_send = ca._on_timeout, ca._probe_send
+    expiries = []
 
     def next_frame(now):
         state["now"] = now
         return orig_next(now)
 
     def frame(m, i, off, nbytes, p, psn, is_retx, ack_req):
+        if state.get("probing"):
+            return orig_frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
         slot_of.setdefault((id(m), i), m.slot)
         items.append(sent_item(conn, p.idx, psn, slot=m.slot, chunk=i & 0xFFFFF, nbytes=nbytes,
                                req=int(bool(ack_req)), abort=int(i == ABORT), t=state["now"]))
@@ -445,7 +455,31 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
                                           i & 0xFFFFF, int(i == ABORT)))
         return orig_acked(m, i)
 
+    def on_timeout(p, now):
+        st = a.stats
+        before = (st.get("tail_probes", 0), st.get("timeouts", 0), st.get("xpath_losses", 0))
+        ex = {"at": len(items), "path": p.idx, "now": now, "kind": None, "lost": []}
+        state["in_to"] = ex["lost"]
+        try:
+            return orig_timeout(p, now)
+        finally:
+            state["in_to"] = None
+            after = (st.get("tail_probes", 0), st.get("timeouts", 0), st.get("xpath_losses", 0))
+            ex["kind"] = next((k for k, b, c in zip(("probe", "timeout", "xpath"), before, after)
+                               if c != b), None)
+            expiries.append(ex)
+
+    def probe_send(p, psn, rec, now):
+        state["probing"] = True
+        try:
+            return orig_probe_send(p, psn, rec, now)
+        finally:
+            state["probing"] = False
+
     def mark_lost(p, rec, requeue=True):
+        if state.get("in_to") is not None and not rec.lost:
+            state["in_to"].append(Decision("resend", conn, p.idx, slot_of[(id(rec.msg), rec.idx)],
+                                           rec.idx & 0xFFFFF, int(rec.idx == ABORT)))
         if state["in_ack"] is not None and not rec.lost:
             decisions[-1].append(Decision("resend", conn, p.idx, slot_of[(id(rec.msg), rec.idx)],
                                           rec.idx & 0xFFFFF, int(rec.idx == ABORT)))
@@ -453,13 +487,50 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
 
     ca._next_frame, ca._frame = next_frame, frame
     ca._on_ack, ca._chunk_acked, ca._mark_lost = on_ack, chunk_acked, mark_lost
+    ca._on_timeout, ca._probe_send = on_timeout, probe_send
     drop_rng = random.Random(seed + 1)
 
     def drop_if(f, now):
         return f.mrdh is not None and now < drop_until and drop_rng.random() < loss
 
-    lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if, ce=ce), seed=seed, delay=1.5e-6)
+    lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if, ce=ce), seed=seed, delay=1.5e-6,
+                  faults_ba=LoopFaults(ctrl_loss=ack_loss) if ack_loss else None)
     lb.run(until=0.02)
     assert dst == src, "the transfer completed"
     return {"items": items, "decisions": decisions, "stats": dict(a.stats), "cc": cc,
-            "cc_setup": cc_setup}
+            "cc_setup": cc_setup, "expiries": expiries}
+
+
+def endpoint_expiries(r, conn=5):
+    """MR-TX-167: ``r`` (:func:`endpoint_run`) replayed through :class:`RetransmitModel` (the
+    small instance), with the unit's decision at each expiry of the endpoint's timer: a list of
+    ``(endpoint kind, unit kind, endpoint lost, unit lost)``, the unit's kind "probe" or
+    "timeout" (``RetransmitModel.expire``), or "off" when its timer is not running. A
+    silent-path verdict of the endpoint (MR-REL-009, not in the unit) is applied to the unit as
+    a timeout (every live record lost, the path unhealthy) and listed as ("xpath", ...). Also
+    returns the per-ACK decisions, to compare with ``r["decisions"]``."""
+    from .retransmit import SMALL
+    sem = RetransmitModel(*SMALL)
+    out, acks = [], []
+    ex = list(r["expiries"])
+    items = r["items"]
+    for i in range(len(items) + 1):
+        while ex and ex[0]["at"] == i:
+            e = ex.pop(0)
+            if e["kind"] is None:
+                continue
+            st = sem.state(sem.row(conn, e["path"]))
+            if not st["timer_on"]:
+                out.append((e["kind"], "off", e["lost"], []))
+            elif e["kind"] == "xpath":
+                out.append(("xpath", "timeout", e["lost"], sem.timeout(conn, e["path"])[0]))
+            else:
+                res = sem.expire(conn, e["path"], e["now"])
+                out.append((e["kind"], res[0], e["lost"], res[1] if res[0] == "timeout" else []))
+        if i < len(items):
+            kind, f = items[i]
+            if kind == "sent":
+                sem.sent(f)
+            else:
+                acks.append(sem.ack(f))
+    return out, acks
