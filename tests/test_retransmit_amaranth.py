@@ -515,3 +515,40 @@ def test_probes_off_leaves_m_probe_idle():
     assert core.mismatches == 0
     rc.check_items(model, items, drv.res)
     assert not drv.res["probe"] and model.counters[CTR["timeouts"]] >= 3
+
+
+def _health_forward_items(gap):
+    """MR-TX-163: connection 9's path 1 due while a stream of stale ACKs of its path 0 holds
+    the wheel's check back (an ACK goes first, MR-TX-033); the stream ends with path 0's first
+    progress (its health bit set) followed by ``gap`` stale ACKs, so the check reaches S1b one
+    (``gap`` 0: S1b's forward) or two (``gap`` 1: S1a's forward) events after that write."""
+    c = 9
+    items = [rc.sent_item(c, 1, 0), rc.sent_item(c, 0, 0), rc.wait_item(2600)]
+    return items + [rc.ack_item(c, 0, 0, 0)] * 200 + [rc.ack_item(c, 0, 1, 0, psn=0)] + \
+        [rc.ack_item(c, 0, 1, 0)] * gap
+
+
+HEALTH_WRONG = {
+    0: ("health.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))", "health.eq(h_base)"),
+    1: ("h_base.eq(Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data))", "h_base.eq(h_rd.data)"),
+}
+
+
+@pytest.mark.parametrize("gap", [0, 1])
+def test_health_forwarded(gap):
+    """MR-TX-163, MR-TX-035: the check right behind the connection's first progress sees its
+    health bit (a probe, not a timeout): 0 mismatches; with the forward of that stage removed
+    from the RTL (it reads the health memory's old row) the lockstep fails."""
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
+    kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
+    res = run_lockstep(_health_forward_items(gap), timers=timers, **kw)
+    assert [e[0] for e in res["model"].events if e[0] in ("probe", "timeout")] == ["probe", "timeout"]
+    dut = _retransmit_with(*HEALTH_WRONG[gap])(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2],
+                                                **timers)
+    model = RetransmitCycleModel(64, *SMALL, **timers)
+    drv = rc.Driver(model.lay, _health_forward_items(gap), **kw)
+    try:
+        core = run_amaranth(dut, model, drv, busy=model.busy)
+    except Mismatch:
+        return
+    assert core.mismatches, "the wrong form passed"
