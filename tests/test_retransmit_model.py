@@ -557,3 +557,32 @@ def test_probe_decisions_match_reference_endpoint_sweep():
                 n[a] += 1
     assert n["runs"] >= 145 and n["agree"] >= n["runs"] - 4, n
     assert n["probe"] > 1000 and n["timeout"] > 100, n
+
+
+def test_probe_contract_for_the_scheduler():
+    """hw-tx-sched.md section 10 (MR-TXS-079..085, the scheduler's part, not built): the unit's
+    side of it. MR-TXS-079, MR-TX-166: the TX top (RTL and model) keeps the unit's probes off
+    and has no m_probe port, its counters at their addresses. MR-TXS-080: the probe names the
+    path's newest PSN, whose record (the chunk to re-send) is live in the unit. MR-TXS-081: a
+    probe takes no record and no PSN (the unit's pool and next PSN unchanged; the PSN offered
+    again on s_sent would be refused). MR-TXS-082/083: the probe's answer resolves it (the
+    path's floor passes it: a probe found resolved is dropped) and is the path's progress
+    that ends its probing. MR-TXS-084/085 (pacing, the scheduler's verification) have no unit
+    side beyond MR-TX-162's timer from the check."""
+    from metaroce.hdl.tx import Tx
+    from metaroce.models.tx import TX_CTR_BASE, TxCycleModel
+    tx, txm = Tx(64), TxCycleModel(64)
+    assert not tx.rtx.probes and not txm.rtx.probes and "m_probe" not in tx.signature.members
+    assert TX_CTR_BASE == CTR["tail_probes"] == 11
+    m = RetransmitModel(*SMALL)
+    _send(m, [0], path=0)
+    m.ack(rc.ack_item(CONN, 0, 1, 0, psn=0)[1])
+    _send(m, range(3))
+    st = m.state(m.row(CONN, PATH))
+    used, nxt = m.used, st["next_psn"]
+    kind, psn = m.expire(CONN, PATH, 5000)
+    assert (kind, psn) == ("probe", 2) and st["recs"][-1]["chunk"] == 102
+    assert (m.used, st["next_psn"], m.counters[CTR["sent"]]) == (used, nxt, 4)
+    assert not m.sent(rc.sent_item(CONN, PATH, psn)[1])
+    m.ack(rc.ack_item(CONN, PATH, 3, 0, psn=2)[1])
+    assert P.psn_dist(psn, st["floor"]) > 0 and not st["probed"]
