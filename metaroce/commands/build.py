@@ -33,11 +33,14 @@ def add_arguments(p):
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="ecp5-85: go on with a stopped, interrupted or failed build from its "
                         "first stage not done (the run directory its report or error names)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="ecp5-85: limit of each tool's run (Yosys, nextpnr, ecppack), in seconds "
+                        "(default 7,200; MR-FLOW-037)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, router=None,
-           stop_after=None, resume=None):
+           stop_after=None, resume=None, timeout=None):
     """Build ``blk`` at ``width`` for ``target``; return the ``--json`` object."""
     from ..cli import CliError
     from .verilog import make_verilog
@@ -47,11 +50,14 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, 
     freq = DEFAULT_FREQ[target] if freq is None else freq
     if not freq > 0:
         raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
-    staged = {"--router": router, "--stop-after": stop_after, "--resume": resume}
+    staged = {"--router": router, "--stop-after": stop_after, "--resume": resume,
+              "--timeout": timeout}
     if target == "xcvu9p" and any(v is not None for v in staged.values()):
         used = [k for k, v in staged.items() if v is not None]
         raise CliError(f"{', '.join(used)} {'applies' if len(used) == 1 else 'apply'} "
                        f"to --target ecp5-85 only")
+    from .pnr import DEFAULT_TIMEOUT_S, check_timeout
+    timeout = DEFAULT_TIMEOUT_S if timeout is None else check_timeout(timeout)
     if router is not None and router not in fpga_build.ROUTERS:
         raise CliError(f"unknown router {router!r} (known: {', '.join(fpga_build.ROUTERS)})")
     if stop_after is not None and stop_after not in fpga_build.STAGES[:-1]:
@@ -69,10 +75,11 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, 
             rep = fpga_build.build_ecp5(text, blk.name, ports, freq_mhz=freq, seed=seed,
                                         keep_dir=out, kept_check=kept_check,
                                         router=router or fpga_build.DEFAULT_ROUTER,
-                                        stop_after=stop_after, resume=resume)
+                                        stop_after=stop_after, resume=resume, timeout=timeout)
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
-    return {"block": blk.name, "width": width, **rep}
+    return {"block": blk.name, "width": width, **rep,
+            **({"timeout_s": timeout} if target != "xcvu9p" else {})}
 
 
 def run(args):
@@ -80,7 +87,7 @@ def run(args):
     blk = block_and_width(args)
     out = report(blk, args.width, target=args.target, freq=args.freq, seed=args.seed,
                  out=args.out, kept_check=args.kept_check, router=args.router,
-                 stop_after=args.stop_after, resume=args.resume)
+                 stop_after=args.stop_after, resume=args.resume, timeout=args.timeout)
     if args.json:
         print(json.dumps(out))
         return 0

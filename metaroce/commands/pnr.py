@@ -7,6 +7,17 @@ import sys
 
 HELP = "place and route a hardware block on the ECP5-85 (nextpnr) and report its Fmax"
 
+#: Each tool run's limit (MR-FLOW-037): the RX at 256 x 4 routes in about 4,400 s at load 6-10.
+DEFAULT_TIMEOUT_S = 7200.0
+
+
+def check_timeout(timeout):
+    """MR-FLOW-037: a tool limit is a positive number of seconds; else one line."""
+    from ..cli import CliError
+    if not timeout > 0:
+        raise CliError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+    return timeout
+
 
 def add_arguments(p):
     p.add_argument("block", help="block name (see metaroce/blocks.py), e.g. parser")
@@ -21,13 +32,17 @@ def add_arguments(p):
                    help="stop after this stage: place (no routing; the placer's Fmax estimate and "
                         "placed.json, MR-FLOW-033)")
     p.add_argument("--out", metavar="DIR", help="keep the run's files (Verilog, logs, report.json) in DIR")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help=f"limit of each tool's run (Yosys, nextpnr), in seconds (default "
+                        f"{DEFAULT_TIMEOUT_S:,.0f}; MR-FLOW-037)")
     p.add_argument("--exact", action="store_true",
                    help="place the block named even where it names a smaller ECP5 instance "
                         "(rx places rx_256x4 unless --exact)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_after=""):
+def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_after="",
+           timeout=DEFAULT_TIMEOUT_S):
     """Place and route ``blk`` at ``width``; return the ``--json`` object."""
     from ..cli import CliError
     from .verilog import make_verilog
@@ -38,10 +53,11 @@ def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_a
         raise CliError(f"unknown router {router!r} (known: {', '.join(pnr.ROUTERS)})")
     if stop_after and stop_after not in pnr.STOP_STAGES:
         raise CliError(f"unknown stage {stop_after!r} for --stop-after (known: {', '.join(pnr.STOP_STAGES)})")
+    check_timeout(timeout)
     text = make_verilog(blk, width, for_synthesis=True, platform=pnr.ECP5)
     try:
         rep = pnr.place_and_route(text, blk.name, freq_mhz=freq, seed=seed, keep_dir=out,
-                                  router=router, stop_after=stop_after)
+                                  router=router, stop_after=stop_after, timeout=timeout)
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
     return {"block": blk.name, "width": width, "device": rep.device,
@@ -50,7 +66,7 @@ def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_a
             "placed_estimate_mhz": rep.placed_estimate_mhz, "stopped_after": stop_after or None,
             "luts": rep.luts, "ffs": rep.ffs, "brams": rep.brams, "lutram_luts": rep.lutram,
             "carry_luts": rep.carry_luts, "slices_comb": rep.slices_comb, "seed": seed,
-            "router": router,
+            "router": router, "timeout_s": timeout,
             "clocks": rep.clocks, "critical_path": rep.critical_path,
             "flow": (f"synth_ecp5 -top {blk.name} -noiopad (MR-FLOW-026's memory policy between "
                      f"its halves); nextpnr-ecp5 --85k --speed 8 "
@@ -74,7 +90,7 @@ def placed_block(args):
 def run(args):
     blk = placed_block(args)
     out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out, router=args.router,
-                 stop_after=args.stop_after)
+                 stop_after=args.stop_after, timeout=args.timeout)
     if args.json:
         print(json.dumps(out))
         return 0
