@@ -14,6 +14,8 @@ m_acked        out    a record acknowledged {conn, path, slot, chunk, abort}
 m_resend       out    a record proven lost by the SACK {conn, path, slot, chunk, abort}
 m_ackev        out    per resolving ACK, what it acknowledged on its path: the Cwnd block's
                       ``s_ack`` {conn, path, bytes, pkts, ce, now, srtt} (MR-TX-070/071)
+m_probe        out    a tail probe: re-send the path's newest PSN as is {conn, path, psn}
+                      (MR-TX-162..164; never valid with ``probes=False``, MR-TX-166)
 reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-TX-040)
 ============== ====== ===================================================================
 
@@ -201,12 +203,13 @@ class Retransmit(wiring.Component):
     """The retransmit unit's first slice (docs/spec/hw-tx.md)."""
 
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
-                 retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None):
+                 retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
+        self.probes = bool(probes)      # MR-TX-166: tail probes on (the TX top keeps them off)
         # MR-TX-066, for simulation only: the block-RAM tables' read data inverted in the cycle
         # after the read met a write of the same row ("same": what the block RAM may return under
         # MR-FLOW-028) or of another row ("other": a negative control); counted on
@@ -224,6 +227,7 @@ class Retransmit(wiring.Component):
             "m_resend": Out(stream.Signature(lay.resend)),
             "m_error": Out(stream.Signature(lay.error)),
             "m_ackev": Out(stream.Signature(lay.ackev)),
+            "m_probe": Out(stream.Signature(lay.probe)),
             "now": In(records.TIME_BITS),
             "reg_addr": In(range(16)),
             "reg_data": Out(COUNTER_BITS),
@@ -278,6 +282,13 @@ class Retransmit(wiring.Component):
         m.submodules.resend_q = resend_q = HeadRegFIFO(width=lay.resend.size, depth=OUT_DEPTH)
         m.submodules.error_q = error_q = HeadRegFIFO(width=lay.error.size, depth=OUT_DEPTH)
         m.submodules.ackev_q = ackev_q = HeadRegFIFO(width=lay.ackev.size, depth=OUT_DEPTH)
+        m.submodules.probe_q = probe_q = HeadRegFIFO(width=lay.probe.size, depth=OUT_DEPTH)
+        # MR-TX-163: a connection's paths' health bits (set by progress, cleared by a timeout);
+        # MR-TX-165: a record's probe bit (its ACK gives no RTT sample)
+        m.submodules.health_mem = health_mem = memory.Memory(shape=lay.paths, depth=lay.conns, init=[])
+        h_rd, h_wr = health_mem.read_port(), health_mem.write_port()
+        m.submodules.prb_mem = prb_mem = memory.Memory(shape=1, depth=lay.pool, init=[])
+        prb_rd, prb_wr = prb_mem.read_port(), prb_mem.write_port()
         # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
         dur = records.DUR_BITS
         rto_lay = data.StructLayout({"row": rb, "rto": dur})
@@ -413,7 +424,8 @@ class Retransmit(wiring.Component):
         # event, the one that cycle may take
         credit = Signal(init=1)
         m.d.sync += credit.eq(room(job_q.level, JOB_DEPTH - 1) & room(ins_q.level, INS_DEPTH - 1)
-                              & room(error_q.level, OUT_DEPTH - 1))
+                              & room(error_q.level, OUT_DEPTH - 1)
+                              & room(probe_q.level, OUT_DEPTH - 1))
         m.d.comb += self.s_ack.ready.eq(credit)
         ack_take = self.s_ack.valid & credit
         rto_req = rto_q.r_rdy
@@ -511,6 +523,21 @@ class Retransmit(wiring.Component):
                      s1_base.eq(Mux(wb_valid & s1a_same, wb_data, path_rd_data))]
         fwd = wb_valid & s1_same
         row = data.View(lay.path, Mux(fwd, wb_data, s1_base))
+        # MR-TX-163: the connection's health bits, read and forwarded as the path row is
+        # (MR-TX-035), by the connection's part of the row index
+        hwb_valid, hwb_data = Signal(), Signal(lay.paths)
+        s1a_hsame, s1_hsame, h_base = Signal(), Signal(), Signal(lay.paths)
+        m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
+        m.d.sync += [s1a_hsame.eq(s1_valid & (path_rd.addr[pb:] == s1_row[pb:])),
+                     s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
+                     h_base.eq(Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data))]
+        health = Signal(lay.paths)
+        m.d.comb += health.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))
+        path_bit = Signal(lay.paths)
+        m.d.comb += path_bit.eq(Const(1, lay.paths) << s1_row[:pb])
+        h_write, h_new = Signal(), Signal(lay.paths)
+        m.d.comb += [h_wr.en.eq(h_write), h_wr.addr.eq(s1_row[pb:]), h_wr.data.eq(h_new)]
+        m.d.sync += [hwb_valid.eq(h_write), hwb_data.eq(h_new)]
         # MR-TX-038: row-dependent terms on S1a's row and on the previous write in
         # parallel, selected by the registered forward flag
         mem_row, wb_row = data.View(lay.path, s1_base), data.View(lay.path, wb_data)
@@ -575,6 +602,9 @@ class Retransmit(wiring.Component):
         push_job = Signal()
         push_ins = Signal()
         push_err = Signal()
+        push_probe = Signal()
+        s2_probe = Signal()
+        s2_psn = Signal(psn_bits)       # MR-TX-162: the probe's PSN, the path's newest
 
         s2_t_live = Signal(records.TIME_BITS)
         s2_rto_x = Signal(tb)
@@ -605,6 +635,7 @@ class Retransmit(wiring.Component):
                              nrow.listed.eq(1)]
             with m.If(sent_ok):
                 m.d.comb += [free_pop.eq(1), rec_wr.en.eq(1), link_wr.en.eq(~empty),
+                             prb_wr.en.eq(1), prb_wr.addr.eq(free_head), prb_wr.data.eq(0),
                              inc["sent"].eq(1), row_write.eq(1), push_job.eq(empty),
                              push_ins.eq(no_live & ~row.listed)]
             with m.Else():
@@ -650,7 +681,7 @@ class Retransmit(wiring.Component):
             # MR-TX-067: the row's new fields are those of an ACK that resolves, whatever the
             # ACK is; the decision (the 24-bit tests) gates the write and the pushes only
             m.d.comb += [nrow.floor.eq(new_floor), nrow.backoff.eq(0), nrow.rto_x.eq(row.rto),
-                         nrow.consec.eq(0)]
+                         nrow.consec.eq(0), nrow.probed.eq(0)]
             # MR-TX-052, MR-TX-055: the oldest live record resolved: the timer restarts
             # from the send time of the path's newest record if live records remain
             with m.If(moved):
@@ -668,7 +699,8 @@ class Retransmit(wiring.Component):
                 m.d.comb += inc["acks_stale"].eq(1)
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
-                             push_ins.eq(moved & to_next & ~row.listed)]
+                             push_ins.eq(moved & to_next & ~row.listed),
+                             h_write.eq(1), h_new.eq(health | path_bit)]
 
         # RTO (MR-TX-054): the estimator's new RTO; a timer not backed off uses it at once
         rto_field = Signal(dur)
@@ -686,10 +718,20 @@ class Retransmit(wiring.Component):
             dsum, dcarry = _csa(now, ~r.t_live, ~rto_now(r))
             return ~_sum_bit(dsum, Cat(Const(1, 1), dcarry[:tb - 1]), tb - 1, 1)
         due = both(due_of)
+        # MR-TX-162: the expiry sends a tail probe: probes on, none sent at the last expiry, the
+        # path active (no timeout since its progress) and another path of the connection healthy
+        probe_go = (Const(int(self.probes), 1) & ~row.probed & (row.consec == 0)
+                    & (health & ~path_bit).any())
         with m.If(is_check):
             m.d.comb += [row_write.eq(1), nrow.listed.eq(0)]
-            with m.If(row.timer_on & due):
+            with m.If(row.timer_on & due & probe_go):
+                # the timer runs again from now (the insert's deadline: now + rto x 2^backoff)
+                m.d.comb += [inc["tail_probes"].eq(1), push_probe.eq(1), push_ins.eq(1),
+                             nrow.probed.eq(1), nrow.t_live.eq(now), nrow.listed.eq(1),
+                             prb_wr.en.eq(1), prb_wr.addr.eq(row.tail), prb_wr.data.eq(1)]
+            with m.Elif(row.timer_on & due):
                 m.d.comb += [inc["timeouts"].eq(1), push_job.eq(1),
+                             h_write.eq(1), h_new.eq(health & ~path_bit), nrow.probed.eq(0),
                              nrow.lost_upto.eq(row.next_psn), nrow.timer_on.eq(0),
                              nrow.consec.eq(consec),
                              nrow.backoff.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, BACKOFF_MAX_LOG2,
@@ -710,8 +752,9 @@ class Retransmit(wiring.Component):
                      s2_sack.eq(s1_ack.sack),
                      s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
                      s2_trig.eq(trig), s2_trig_near.eq(trig_near)]
-        m.d.sync += [s2_valid.eq(push_job | push_ins | push_err), s2_job.eq(push_job),
+        m.d.sync += [s2_valid.eq(push_job | push_ins | push_err | push_probe), s2_job.eq(push_job),
                      s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
+                     s2_probe.eq(push_probe), s2_psn.eq(row.next_psn - 1),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
         m.d.comb += [path_wr.en.eq(row_write), path_wr.addr.eq(s1_row), path_wr.data.eq(nrow)]
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
@@ -745,11 +788,12 @@ class Retransmit(wiring.Component):
         s2b_conn = Signal(cb)
         s2b_path = Signal(8)
         s2b_job_push, s2b_ins_push, s2b_err_push = Signal(), Signal(), Signal()
+        s2b_probe_push, s2b_psn = Signal(), Signal(psn_bits)
         m.d.sync += [s2b_valid.eq(s2_valid), s2b_job_push.eq(s2_job), s2b_ins_push.eq(s2_ins),
                      s2b_err_push.eq(s2_err), s2b_job.eq(job), s2b_part.eq(part_shift),
                      s2b_amt_lo.eq(amt[:lo_bits]), s2b_below.eq(below_cum & n_mask),
                      s2b_mask.eq(n_mask), s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
-                     s2b_path.eq(s2_path)]
+                     s2b_path.eq(s2_path), s2b_probe_push.eq(s2_probe), s2b_psn.eq(s2_psn)]
 
         # -- stage S2b: the rest of the shift, the bitmap, then the pushes
         shifted = Signal(P.SACK_BITS)
@@ -763,6 +807,9 @@ class Retransmit(wiring.Component):
         err = Signal(lay.error)
         m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
                      error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
+        prb = Signal(lay.probe)
+        m.d.comb += [prb.conn.eq(s2b_conn), prb.path.eq(s2b_path), prb.psn.eq(s2b_psn),
+                     probe_q.w_en.eq(s2b_probe_push), probe_q.w_data.eq(prb)]
 
         # the estimator's state (MR-TX-054), the walker hands it the trigger record's sample
         e_stage = Signal(range(EST_CYCLES + 1))
@@ -773,7 +820,7 @@ class Retransmit(wiring.Component):
         # -- the walker (MR-TX-032): one record per cycle from the path's head
         qjob = data.View(lay.job, job_q.r_data)
         walk_addr = Signal(pw)
-        m.d.comb += [rec_rd.addr.eq(walk_addr), link_rd.addr.eq(walk_addr),
+        m.d.comb += [rec_rd.addr.eq(walk_addr), link_rd.addr.eq(walk_addr), prb_rd.addr.eq(walk_addr),
                      head_rd.addr.eq(Mux(w_state == 1, w_row, qjob.row))]
         report = Signal(lay.acked)
         m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
@@ -838,7 +885,8 @@ class Retransmit(wiring.Component):
                         # estimator if it is idle
                         with m.If(w_smp & w_trig_zero):
                             m.d.sync += w_smp.eq(0)
-                            m.d.comb += e_start.eq(to_acked & (e_stage == 0))
+                            # MR-TX-165: a probed record's ACK is ambiguous: no sample
+                            m.d.comb += e_start.eq(to_acked & (e_stage == 0) & ~prb_rd.data)
                             with m.If(e_start):
                                 m.d.sync += [e_row.eq(w_row),
                                              e_t_sent.eq(rec.t_sent), e_t_ack.eq(w_t_ack)]
@@ -1030,6 +1078,8 @@ class Retransmit(wiring.Component):
             error_q.r_en.eq(self.m_error.ready),
             self.m_ackev.valid.eq(ackev_q.r_rdy), self.m_ackev.payload.eq(ackev_q.r_data),
             ackev_q.r_en.eq(self.m_ackev.ready),
+            self.m_probe.valid.eq(probe_q.r_rdy), self.m_probe.payload.eq(probe_q.r_data),
+            probe_q.r_en.eq(self.m_probe.ready),
         ]
         ctr = Array(counters)
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, ctr[self.reg_addr], 0))

@@ -249,8 +249,9 @@ class Tx(wiring.Component):
         self.sched_kw = {k: sched_kw.get(k, SMALL[k]) for k in _SCHED_KW}
         self.sched = TxSched(width, conns=conns, streams=streams, paths=paths, depth=depth,
                              **self.sched_kw)
+        # MR-TX-166: probes off while the scheduler does not take m_probe (MR-TXS-079)
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
-                              retry_limit=retry_limit, slot_log2=slot_log2)
+                              retry_limit=retry_limit, slot_log2=slot_log2, probes=False)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
                            pool=pool, outstanding=outstanding)
         # MR-TX-105: the congestion windows (paths <= 8, MR-CW-001)

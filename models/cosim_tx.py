@@ -38,7 +38,8 @@ from .cosim import (CLOCK_HZ, INTO, Config, FabricMac, RtlPeer, _source, build_f
                     reference_receiver, run_loop, write_bounds)
 from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout
-from .retransmit import CTR, N_COUNTERS
+from .retransmit import CTR
+from .tx import TX_CTR_BASE
 from .rx import pack, unpack
 from .rx_cases import LOCAL_ADDR, PEER_ADDR
 from .tx import SMALL, TxCycleModel, layouts, template_of
@@ -98,7 +99,8 @@ class _TxLoop(CounterReadout):
                     "mac_stalls": 0, "peak_acks_queued": 0, "counters": None, "cycles": 0}
         self.qp_conn = {QP_TX + t["conn"]: t["conn"] for t in tmpls}
         self.t_done = None
-        self.n_counters = N_COUNTERS
+        # the unit's counters the TX top maps (MR-TX-166: not tail_probes, its probes are off)
+        self.n_counters = TX_CTR_BASE
         self.read_counters = True
         self.quiet_cycles = self.QUIET
         self.limit = float("inf")      # the fabric time bound below instead

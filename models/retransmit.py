@@ -33,7 +33,7 @@ from .rx import pack, unpack
 
 __all__ = ["Layouts", "layouts", "check_params", "RetransmitModel", "RetransmitCycleModel",
            "Decision", "JOB_DEPTH", "OUT_DEPTH", "COUNTER_BITS", "N_COUNTERS", "CTR",
-           "retransmit_model_256x4", "SMALL", "ackev_ce", "srtt0", "CE_MAX"]
+           "retransmit_model_256x4", "SMALL", "ackev_ce", "srtt0", "CE_MAX", "probe_ok"]
 
 #: MR-TX-001: the small instance (connections, paths, pool records).
 SMALL = (256, 4, 1024)
@@ -82,7 +82,7 @@ STATUS_RETRY_EXC = 12
 COUNTER_BITS = 64
 CTR = {name: i for i, name in enumerate((
     "sent", "sent_bad", "acks", "acks_stale", "acks_bad", "naks", "acked", "gap_losses",
-    "timeouts", "timeout_losses", "errors"))}
+    "timeouts", "timeout_losses", "errors", "tail_probes"))}
 N_COUNTERS = len(CTR)
 
 
@@ -119,6 +119,7 @@ class Layouts:
     job: data.StructLayout
     insert: data.StructLayout
     ackev: data.StructLayout
+    probe: data.StructLayout
 
 
 def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
@@ -150,6 +151,7 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
         "t_new": records.TIME_BITS,             # MR-TX-055: the newest record's send time
         "timer_on": 1, "listed": 1,
         "backoff": 3, "consec": 4,              # MR-TX-061
+        "probed": 1,                            # MR-TX-162: the timer's last expiry sent a probe
         # MR-TX-054: the path's RTO, and the timer's rto x 2^backoff (MR-TX-038: kept so that
         # the deadline needs no shift by backoff), each xor rto_ns so that 0 at reset is rto_ns
         "rto": records.DUR_BITS,
@@ -169,8 +171,10 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
     ackev = data.StructLayout({"conn": cb, "path": pb, "bytes": cwnd_model.BYTES_BITS,
                                "pkts": cwnd_model.PKTS_BITS, "ce": cwnd_model.PKTS_BITS,
                                "now": records.TIME_BITS, "srtt": records.TIME_BITS})
+    # MR-TX-162: a tail probe: the path's newest PSN, to re-send as is with AckReq
+    probe = data.StructLayout({"conn": cb, "path": 8, "psn": psn})
     return Layouts(conns, paths, pool, cb, pb, ptr, sent, ack, report, report, error, rec, path,
-                   job, insert, ackev)
+                   job, insert, ackev, probe)
 
 
 #: MR-TX-070: an ACK event's CE count saturates at 2^9 - 1 (the Cwnd block clamps it to the
@@ -190,6 +194,14 @@ def srtt0(rto_ns):
 
 
 JOB_WALK, JOB_RESTART, JOB_EXPIRE = 0, 1, 2
+
+
+def probe_ok(probes, probed, consec, health, path):
+    """MR-TX-162/163: a due timer sends a tail probe instead of timing out when probes are on,
+    its last expiry sent none (``probed``), the path is active (no timeout since its last
+    progress: ``consec`` 0) and another path of the connection is healthy (a bit of the
+    connection's ``health`` mask other than ``path``'s)."""
+    return bool(probes and not probed and consec == 0 and health & ~(1 << path))
 
 
 def deadline(t_live, rto_x):
@@ -219,11 +231,12 @@ class RetransmitModel:
     """The unit's semantics, one event at a time (MR-TX-020..024, MR-TX-052, MR-TX-061, MR-TX-064)."""
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, *,
-                 rto_ns=RTO_NS, retry_limit=RETRY_LIMIT):
+                 rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, probes=True):
         check_params(conns, paths, pool, rto_ns, retry_limit)
         self.lay = layouts(conns, paths, pool)
-        self.rto_ns, self.retry_limit = rto_ns, retry_limit
+        self.rto_ns, self.retry_limit, self.probes = rto_ns, retry_limit, bool(probes)
         self.path = {}          # row -> dict: the path row's fields and "recs", a deque in PSN order
+        self.health = {}        # MR-TX-163: conn -> its paths' health bits
         self.used = 0
         self.ackev = None       # MR-TX-070: the last ACK's event (without srtt), None if none
         self.counters = [0] * N_COUNTERS
@@ -236,6 +249,7 @@ class RetransmitModel:
         if st is None:
             st = self.path[row] = {"floor": 0, "next_psn": 0, "lost_upto": 0, "t_live": 0,
                                    "t_new": 0, "timer_on": 0, "backoff": 0, "consec": 0, "recs": deque(),
+                                   "probed": 0,
                                    "rto": self.rto_ns, "rto_x": self.rto_ns, "est": None}
         return st
 
@@ -324,7 +338,9 @@ class RetransmitModel:
             elif j >= lost_n:
                 self._count("gap_losses")
                 out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
-        st.update(backoff=0, consec=0, rto_x=st["rto"])     # MR-TX-061: progress
+        st.update(backoff=0, consec=0, rto_x=st["rto"], probed=0)     # MR-TX-061: progress
+        # MR-TX-163: progress makes the path healthy
+        self.health[a["conn"]] = self.health.get(a["conn"], 0) | (1 << (a["path"] & (self.lay.paths - 1)))
         # MR-TX-070: what the ACK newly acknowledged on its path, for the congestion windows
         self.ackev = {"conn": a["conn"], "path": a["path"], "bytes": nbytes, "pkts": pkts,
                       "ce": ackev_ce(a), "now": now}
@@ -337,12 +353,40 @@ class RetransmitModel:
                 st.update(t_live=st["t_new"], timer_on=1)
         return out
 
+    def probes_now(self, conn, path):
+        """MR-TX-162: whether the path's timer, expiring now, sends a tail probe (else it times
+        out)."""
+        st = self.state(self.row(conn, path))
+        return probe_ok(self.probes, st["probed"], st["consec"], self.health.get(conn, 0),
+                        path & (self.lay.paths - 1))
+
+    def probe(self, conn, path, now):
+        """MR-TX-162: the expiry sends a tail probe: the path's newest PSN (returned); the timer
+        runs again from ``now`` for one RTO x 2^backoff (``probe_dl``); its newest record is
+        marked probed (MR-TX-165: its ACK gives no RTT sample)."""
+        st = self.state(self.row(conn, path))
+        assert st["timer_on"] and self.probes_now(conn, path), "a probe needs MR-TX-162's conditions"
+        st.update(probed=1, t_live=now & P.TIME_MASK)
+        st["recs"][-1]["probe"] = 1
+        self._count("tail_probes")
+        return P.psn_add(st["next_psn"], -1)
+
+    def expire(self, conn, path, now):
+        """MR-TX-162, MR-TX-063: the path's timer expired: ``("probe", psn)`` or ``("timeout",
+        decisions, error)``."""
+        if self.probes_now(conn, path):
+            return ("probe", self.probe(conn, path, now))
+        return ("timeout",) + self.timeout(conn, path)
+
     def timeout(self, conn, path):
         """MR-TX-063/064: the path's timer expired: every live record is reported lost, the
         backoff doubles, and a timeout beyond the retry limit is an error. Returns
         ``(decisions, error)``."""
         st = self.state(self.row(conn, path))
         assert st["timer_on"], "a timeout needs a running timer"
+        # MR-TX-163: a timeout makes the path unhealthy; MR-TX-162: the next expiry's first
+        st["probed"] = 0
+        self.health[conn] = self.health.get(conn, 0) & ~(1 << (path & (self.lay.paths - 1)))
         skip = P.psn_dist(st["floor"], st["lost_upto"])
         out = []
         for r in list(st["recs"])[skip:]:
@@ -361,11 +405,11 @@ class RetransmitModel:
 # ------------------------------------------------------------------ cycle timing
 
 INPUTS = ("s_sent__payload", "s_sent__valid", "s_ack__payload", "s_ack__valid",
-          "m_acked__ready", "m_resend__ready", "m_error__ready", "m_ackev__ready", "now",
-          "reg_addr")
+          "m_acked__ready", "m_resend__ready", "m_error__ready", "m_ackev__ready",
+          "m_probe__ready", "now", "reg_addr")
 OUTPUTS = ("s_sent__ready", "s_ack__ready", "m_acked__payload", "m_acked__valid",
            "m_resend__payload", "m_resend__valid", "m_error__payload", "m_error__valid",
-           "m_ackev__payload", "m_ackev__valid", "reg_data")
+           "m_ackev__payload", "m_ackev__valid", "m_probe__payload", "m_probe__valid", "reg_data")
 
 _IDLE, _START, _WALK = 0, 1, 2
 
@@ -381,17 +425,20 @@ class RetransmitCycleModel:
 
     ``events`` logs, in the order the path-table pipeline applied them, every event that changes
     a path: ``("sent", fields)``, ``("ack", fields, now)``, ``("timeout", conn, path, now)``,
-    ``("rto", conn, path, sample, rto)`` (MR-TX-054); replaying
+    ``("rto", conn, path, sample, rto)`` (MR-TX-054), ``("probe", conn, path, now)``
+    (MR-TX-162); replaying
     it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050)."""
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
-                 *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2):
+                 *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, probes=True):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
         self.lay = layouts(conns, paths, pool)
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
+        self.probes = bool(probes)      # MR-TX-166
+        self.health = {}                # MR-TX-163: conn -> its paths' health bits
         self.counters = [0] * N_COUNTERS
         # MR-TX-040: a count lands in its counter one cycle after its event
         self.counts_now, self.counts_late = [], []
@@ -414,6 +461,7 @@ class RetransmitCycleModel:
         self.acked_q = SyncFifoModel(OUT_DEPTH)
         self.resend_q = SyncFifoModel(OUT_DEPTH)
         self.error_q = SyncFifoModel(OUT_DEPTH)
+        self.probe_q = SyncFifoModel(OUT_DEPTH)     # MR-TX-164
         self.rto_q = SyncFifoModel(RTO_DEPTH)    # MR-TX-054: {row, rto} to the path rows
         self.est = {}                   # row -> (srtt, rttvar): the estimator's memory
         self.est_srtt = {}              # row -> srtt as the memory holds it (written at EST_WRITE)
@@ -460,7 +508,7 @@ class RetransmitCycleModel:
                     or self.ins_q.level or self.ins_r or self.ins_r2 or self.rto_q.level
                     or self.e_stage or self.w_state != _IDLE or self.acked_q.level
                     or self.resend_q.level or self.error_q.level or self.ackev_q.level
-                    or self.ackev_pend is not None)
+                    or self.probe_q.level or self.ackev_pend is not None)
 
     def _row(self, row):
         r = self.path.get(row)
@@ -496,7 +544,8 @@ class RetransmitCycleModel:
         credit = self.credit_r
         self.credit_r = (self.job_q.level + inflight < JOB_DEPTH - 1
                          and self.ins_q.level + inflight < INS_DEPTH - 1
-                         and self.error_q.level + inflight < OUT_DEPTH - 1)
+                         and self.error_q.level + inflight < OUT_DEPTH - 1
+                         and self.probe_q.level + inflight < OUT_DEPTH - 1)
         # -- what is taken (MR-TX-033): an ACK, an RTO, the wheel's check, a sent packet
         ack_valid = g("s_ack__valid", 0)
         ack_ready = int(credit)
@@ -519,15 +568,16 @@ class RetransmitCycleModel:
             "m_resend__payload": self.resend_q.head, "m_resend__valid": int(self.resend_q.level > 0),
             "m_error__payload": self.error_q.head, "m_error__valid": int(self.error_q.level > 0),
             "m_ackev__payload": self.ackev_q.head, "m_ackev__valid": int(self.ackev_q.level > 0),
+            "m_probe__payload": self.probe_q.head, "m_probe__valid": int(self.probe_q.level > 0),
             "reg_data": self.reg_data,
         }
         addr = g("reg_addr", 0)
         self.reg_data = self.counters[addr] if addr < N_COUNTERS else 0
 
         # -- stage S2b: push the job, the wheel insert and the error report
-        job_push = ins_push = err_push = None
+        job_push = ins_push = err_push = probe_push = None
         if self.s2b is not None:
-            job_push, ins_push, err_push = self.s2b
+            job_push, ins_push, err_push, probe_push = self.s2b
         # -- the walker (MR-TX-032)
         job_pop = False
         ackev_pend = None
@@ -590,7 +640,8 @@ class RetransmitCycleModel:
                     # estimator if it is idle
                     if self.w_smp and self.w_trig == 0:
                         self.w_smp = 0
-                        if kind == "acked" and self.e_stage == 0:
+                        # MR-TX-165: a probed record's ACK is ambiguous: no sample
+                        if kind == "acked" and self.e_stage == 0 and not r.get("probe"):
                             est_take = (j["row"], P.time_dist(r["t_sent"], j["t_ack"]))
                     self.w_trig = (self.w_trig - 1) & 511
                     if kind == "acked":
@@ -663,8 +714,8 @@ class RetransmitCycleModel:
         if self.s1b is not None:
             s2 = self._stage1(self.s1b, now)
             free_pop = s2[3] if s2 else False
-            s2 = s2[:3] if s2 else None
-            if s2 == (None, None, None):
+            s2 = s2[:3] + s2[4:] if s2 else None
+            if s2 == (None, None, None, None):
                 s2 = None
         self.s2b = self.s2
         self.s2 = s2
@@ -698,6 +749,7 @@ class RetransmitCycleModel:
         self.acked_q.update(g("m_acked__ready", 0), acked_push is not None, acked_push)
         self.resend_q.update(g("m_resend__ready", 0), resend_push is not None, resend_push)
         self.error_q.update(g("m_error__ready", 0), err_push is not None, err_push)
+        self.probe_q.update(g("m_probe__ready", 0), probe_push is not None, probe_push)
         self.ackev_q.update(g("m_ackev__ready", 0), ackev_push is not None, ackev_push)
         self.ackev_pend = ackev_pend
         # -- the estimator (MR-TX-054): a sample taken, then its RTO pushed EST_CYCLES later
@@ -728,15 +780,16 @@ class RetransmitCycleModel:
         return out
 
     def _stage1(self, op, now):
-        """S1 of one event: returns ``(job, insert, error, free_pop)`` or None."""
+        """S1 of one event: returns ``(job, insert, error, free_pop, probe)`` or None."""
         lay = self.lay
         kind, f = op
         row_i = f["row"] if kind in ("rto", "check") else \
             (f["conn"] << lay.path_bits) | (f["path"] & (lay.paths - 1))
         row = self._row(row_i)
         new = dict(row)
-        job = ins = err = None
+        job = ins = err = prb = None
         free_pop = False
+        conn_i, path_i = self._conn_path(row_i)
 
         def arm():
             nonlocal ins
@@ -755,6 +808,7 @@ class RetransmitCycleModel:
             ptr = self.free_mem[self.free_rd]
             free_pop = True
             self.rec[ptr] = {k: f[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")}
+            self.rec[ptr]["probe"] = 0
             if row["floor"] == row["next_psn"]:
                 job = {"kind": JOB_RESTART, "row": row_i, "ptr": ptr}
             else:
@@ -782,7 +836,9 @@ class RetransmitCycleModel:
             self._count("acks")
             floor = P.psn_add(row["floor"], n)
             lost_n = min(n, P.psn_dist(row["floor"], row["lost_upto"]))
-            new.update(floor=floor, backoff=0, consec=0, rto_x=row["rto"])
+            new.update(floor=floor, backoff=0, consec=0, rto_x=row["rto"], probed=0)
+            # MR-TX-163: progress makes the path healthy
+            self.health[conn_i] = self.health.get(conn_i, 0) | (1 << path_i)
             if P.psn_dist(row["lost_upto"], floor) > 0:
                 # MR-TX-052, MR-TX-055: the oldest live record resolved: the timer restarts
                 # from the send time of the path's newest record
@@ -806,15 +862,28 @@ class RetransmitCycleModel:
         else:   # check: the wheel popped the path (MR-TX-063)
             new["listed"] = 0
             rto_x = row["rto_x"] ^ self.rto_ns
-            if row["timer_on"] and time_due(deadline(row["t_live"], rto_x), now):
-                conn, path = self._conn_path(row_i)
+            due = row["timer_on"] and time_due(deadline(row["t_live"], rto_x), now)
+            if due and probe_ok(self.probes, row["probed"], row["consec"],
+                                self.health.get(conn_i, 0), path_i):
+                # MR-TX-162: a tail probe of the newest PSN; the timer runs again from now
+                self.events.append(("probe", conn_i, path_i, now))
+                self._count("tail_probes")
+                self.rec[row["tail"]]["probe"] = 1
+                new.update(probed=1, t_live=now, listed=1)
+                ins = {"row": row_i, "deadline": deadline(now, rto_x)}
+                prb = pack(lay.probe, {"conn": conn_i, "path": path_i,
+                                       "psn": P.psn_add(row["next_psn"], -1)})
+            elif due:
+                conn, path = conn_i, path_i
+                # MR-TX-163: the path is unhealthy until its next progress
+                self.health[conn] = self.health.get(conn, 0) & ~(1 << path)
                 self.events.append(("timeout", conn, path, now))
                 self._count("timeouts")
                 job = {"kind": JOB_EXPIRE, "row": row_i, "conn": conn, "path": path,
                        "n": P.psn_dist(row["lost_upto"], row["next_psn"]),
                        "skip": P.psn_dist(row["floor"], row["lost_upto"]), "acked": 0}
                 consec = min(row["consec"] + 1, CONSEC_MAX)
-                new.update(lost_upto=row["next_psn"], timer_on=0, consec=consec,
+                new.update(lost_upto=row["next_psn"], timer_on=0, consec=consec, probed=0,
                            backoff=min(row["backoff"] + 1, BACKOFF_MAX_LOG2),
                            rto_x=rto_x_doubled(rto_x, row["backoff"]) ^ self.rto_ns)
                 if consec == self.retry_limit + 1:
@@ -824,7 +893,7 @@ class RetransmitCycleModel:
                 new["listed"] = 1
                 ins = {"row": row_i, "deadline": deadline(row["t_live"], rto_x)}
         self.path[row_i] = new
-        return job, ins, err, free_pop
+        return job, ins, err, free_pop, prb
 
 
 def retransmit_model_256x4(width=64):

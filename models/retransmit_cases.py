@@ -37,21 +37,29 @@ def wait_item(ns):
 
 
 def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, bad=True,
-            black_hole=0, rto_ns=RTO_NS):
+            black_hole=0, rto_ns=RTO_NS, ack_loss=0.0, shared=0):
     """``n`` sent packets over ``n_paths`` (connection, path) pairs and the ACKs of a receiver
     that loses each packet with probability ``loss`` (``protocol.rx_accept``); with ``bad``
     also stale ACKs (held back and released later), ACKs covering PSNs never sent, NAKs,
-    sent packets with a wrong PSN and out-of-range paths."""
+    sent packets with a wrong PSN and out-of-range paths. MR-TX-162: ``ack_loss``, the
+    probability that an ACK the receiver sends is lost (the next one repairs it); ``shared``
+    > 0 draws the pairs from that many connections, so that several paths of a connection
+    carry traffic and a timer that expires while another path is healthy sends a tail probe
+    (the black hole's path is then on one of them, its first expiry a probe)."""
     rng = random.Random(seed)
     sem = RetransmitModel(conns, paths, pool)
-    pairs = sorted({(rng.randrange(conns), rng.randrange(paths)) for _ in range(n_paths)})
+    if shared:
+        cs = rng.sample(range(conns), shared)
+        pairs = sorted({(rng.choice(cs), rng.randrange(paths)) for _ in range(n_paths)})
+    else:
+        pairs = sorted({(rng.randrange(conns), rng.randrange(paths)) for _ in range(n_paths)})
     rx = {pr: [0, 0] for pr in pairs}                    # receiver: cum, sack (MR-TX-012: PSN 0)
     # MR-TX-064: a path whose every packet is lost: one packet, then a wait past its deadline,
     # ``black_hole`` times (the backoff doubles each time)
     holes = []
     if black_hole:
         while len(holes) < 1:
-            pr = (rng.randrange(conns), rng.randrange(paths))
+            pr = (rng.choice(pairs)[0] if shared else rng.randrange(conns), rng.randrange(paths))
             if pr not in pairs:
                 holes.append(pr)
     hole_at = sorted(rng.sample(range(n), min(black_hole, n)))
@@ -62,6 +70,8 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
     sent = 0
 
     def emit_ack(pr):
+        if ack_loss and rng.random() < ack_loss:
+            return                                       # lost on the way back
         cum, sack = rx[pr]
         it = ack_item(pr[0], pr[1], cum, sack, psn=P.psn_add(cum, -1))
         if bad and rng.random() < 0.1:
@@ -78,7 +88,9 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
             sem.sent(items[-1][1])
             hole_psn += 1
             # long enough for the timer at its backoff, plus a slot and the wheel's lag
-            items.append(wait_item((rto_ns << min(k, BACKOFF_MAX_LOG2)) + 3 * 1024 + 2000))
+            # (the first expiry may be a tail probe, MR-TX-162: the timeout one RTO later)
+            items.append(wait_item((rto_ns << min(k, BACKOFF_MAX_LOG2)) * (2 if shared and not k else 1)
+                                   + 3 * 1024 + 2000))
         pr = rng.choice(pairs)
         st = sem.state(sem.row(*pr))
         t += rng.randrange(1, 50)
@@ -148,8 +160,8 @@ def replay(model, events):
     errors, the counters and the semantics' final state."""
     lay = model.lay
     sem = RetransmitModel(lay.conns, lay.paths, lay.pool, rto_ns=model.rto_ns,
-                          retry_limit=model.retry_limit)
-    acked, resend, errors, late, ackevs = [], [], [], [], []
+                          retry_limit=model.retry_limit, probes=model.probes)
+    acked, resend, errors, late, ackevs, probes = [], [], [], [], [], []
     for ev in events:
         if ev[0] == "sent":
             sem.sent(ev[1])
@@ -158,6 +170,14 @@ def replay(model, events):
                 (acked if d.kind == "acked" else resend).append(d)
             if sem.ackev is not None:
                 ackevs.append(sem.ackev)
+        elif ev[0] == "probe":
+            # MR-TX-162: the timer was due and the probe's conditions held
+            _, conn, path, now = ev
+            dl = sem.deadline(sem.row(conn, path))
+            assert dl is not None and time_due(dl, now), f"early probe of path {conn}.{path}"
+            late.append(P.time_dist(dl, now))
+            probes.append(pack(lay.probe, {"conn": conn, "path": path,
+                                           "psn": sem.probe(conn, path, now)}))
         elif ev[0] == "rto":
             _, conn, path, sample, rto = ev
             assert sem.rtt_sample(conn, path, sample) == rto, f"RTO of path {conn}.{path}"
@@ -167,13 +187,14 @@ def replay(model, events):
             dl = sem.deadline(sem.row(conn, path))
             assert dl is not None and time_due(dl, now), f"early timeout of path {conn}.{path}"
             late.append(P.time_dist(dl, now))
+            assert not sem.probes_now(conn, path), f"timeout of {conn}.{path} where a probe was due"
             out, err = sem.timeout(conn, path)
             resend += out
             if err:
                 errors.append(pack(lay.error, {"conn": conn, "path": path,
                                                "status": STATUS_RETRY_EXC}))
     return {"acked": acked, "resend": resend, "errors": errors, "counters": sem.counters,
-            "late": late, "sem": sem, "ackev": ackevs}
+            "late": late, "sem": sem, "ackev": ackevs, "probes": probes}
 
 
 def check(model, res):
@@ -189,6 +210,8 @@ def check(model, res):
     assert res["acked"] == norm(exp["acked"]), "acknowledged records"
     assert res["resend"] == norm(exp["resend"]), "records reported lost"
     assert res["error"] == exp["errors"], "error reports"
+    if "probe" in res:
+        assert res["probe"] == exp["probes"], "tail probes (MR-TX-162)"
     if "ackev" in res:
         # MR-TX-070: one event per resolving ACK, in ACK order, with what it acknowledged
         # (srtt is the estimator's timing, compared cycle by cycle in the lockstep)
@@ -225,6 +248,7 @@ class Driver(CounterReadout):
         self.lay = lay
         self.rng = random.Random(seed)
         self.rng_ev = random.Random(seed + 0x5EED)
+        self.rng_pr = random.Random(seed + 0x9B0E)     # MR-TX-164: m_probe's backpressure
         self.p_idle, self.p_bp = p_idle, p_bp
         self.p_bp_ev = p_bp if p_bp_ev is None else p_bp_ev
         self.items = list(items)
@@ -241,7 +265,8 @@ class Driver(CounterReadout):
         self.limit = 4000 + waits + 60 * len(self.items) * (1 + int(10 * p_bp)) + (
             (RTO_NS << BACKOFF_MAX_LOG2) // idle_ns)
         self._readout_reset()
-        self.res = {"acked": [], "resend": [], "error": [], "ackev": [], "taken": [], "acked_cycles": [],
+        self.res = {"acked": [], "resend": [], "error": [], "ackev": [], "probe": [], "taken": [],
+                    "acked_cycles": [],
                     "resend_cycles": [], "cycles": 0, "counters": None}
 
     @property
@@ -254,7 +279,7 @@ class Driver(CounterReadout):
                "now": self.now}
         if self._phase:
             inp.update({"m_acked__ready": 1, "m_resend__ready": 1, "m_error__ready": 1,
-                        "m_ackev__ready": 1,
+                        "m_ackev__ready": 1, "m_probe__ready": 1,
                         "reg_addr": self._readout_addr()})
             return inp
         if self.wait_until is not None and P.time_dist(self.wait_until, self.now) >= 0:
@@ -278,6 +303,7 @@ class Driver(CounterReadout):
         # MR-TX-071: m_ackev's backpressure from a generator of its own (the other draws
         # stay those of the traffic before the port existed)
         inp["m_ackev__ready"] = int(self.rng_ev.random() >= self.p_bp_ev)
+        inp["m_probe__ready"] = int(self.rng_pr.random() >= self.p_bp)
         inp["reg_addr"] = rng.randrange(16)
         return inp
 
@@ -293,7 +319,7 @@ class Driver(CounterReadout):
                 self.presenting = None
                 self.i += 1
                 res["taken"].append(self.cycle)
-        for name in ("acked", "resend", "error", "ackev"):
+        for name in ("acked", "resend", "error", "ackev", "probe"):
             if out[f"m_{name}__valid"] and inp[f"m_{name}__ready"]:
                 res[name].append(out[f"m_{name}__payload"])
                 if name in ("acked", "resend"):
@@ -335,7 +361,7 @@ def ack_burst(conns, paths, pool, *, seed=0, n_rows=4, per_row=4, avoid=()):
 # ------------------------------------------------------------------ the reference endpoint
 
 def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_until=60e-6,
-                 conn=5, ce=0.0, ep_kw=None):
+                 conn=5, ce=0.0, ep_kw=None, ack_loss=0.0):
     """The reference endpoint (:class:`metaroce.models.endpoint.Endpoint`) sending writes over
     the loopback, with each data frame sent before ``drop_until`` (s) lost with probability
     ``loss`` (later ones are not, so every loss is followed by traffic on its path and is found
@@ -348,7 +374,13 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     ACK that resolved records (MR-TX-070: what the congestion windows see), the endpoint's
     ``{path, bytes, pkts, ce, now, srtt, cwnd}`` (its SACK resolution's acknowledged bytes and
     packets, the CE count it takes, its time in ns, the path's srtt and every path window after
-    the ACK), and ``"cc_setup"``: the windows, floor and coupling it started with."""
+    the ACK), and ``"cc_setup"``: the windows, floor and coupling it started with.
+    MR-TX-167: ``ack_loss``, the probability that an ACK on the way back is lost; ``"expiries"``,
+    each expiry of the sender's tail-loss timer: ``{"at", "path", "now", "kind", "lost"}``, at
+    the position ``at`` in ``items`` (before that item), ``kind`` "probe" (a tail probe,
+    MR-REL-010), "timeout" (MR-REL-006), "xpath" (a silent-path verdict, MR-REL-009) or None
+    (not due yet), ``lost`` the records a timeout declared lost. A probe (a PSN re-sent) is
+    not an item: the unit records a PSN once."""
     from .endpoint import ABORT, Endpoint
     from .loopback import LoopFaults, Loopback
     from .retransmit import Decision
@@ -374,12 +406,16 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     state = {"now": 0, "in_ack": None}
     orig_next, orig_frame = ca._next_frame, ca._frame
     orig_ack, orig_acked, orig_lost = ca._on_ack, ca._chunk_acked, ca._mark_lost
+    orig_timeout, orig_probe_send = ca._on_timeout, ca._probe_send
+    expiries = []
 
     def next_frame(now):
         state["now"] = now
         return orig_next(now)
 
     def frame(m, i, off, nbytes, p, psn, is_retx, ack_req):
+        if state.get("probing"):
+            return orig_frame(m, i, off, nbytes, p, psn, is_retx, ack_req)
         slot_of.setdefault((id(m), i), m.slot)
         items.append(sent_item(conn, p.idx, psn, slot=m.slot, chunk=i & 0xFFFFF, nbytes=nbytes,
                                req=int(bool(ack_req)), abort=int(i == ABORT), t=state["now"]))
@@ -419,7 +455,31 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
                                           i & 0xFFFFF, int(i == ABORT)))
         return orig_acked(m, i)
 
+    def on_timeout(p, now):
+        st = a.stats
+        before = (st.get("tail_probes", 0), st.get("timeouts", 0), st.get("xpath_losses", 0))
+        ex = {"at": len(items), "path": p.idx, "now": now, "kind": None, "lost": []}
+        state["in_to"] = ex["lost"]
+        try:
+            return orig_timeout(p, now)
+        finally:
+            state["in_to"] = None
+            after = (st.get("tail_probes", 0), st.get("timeouts", 0), st.get("xpath_losses", 0))
+            ex["kind"] = next((k for k, b, c in zip(("probe", "timeout", "xpath"), before, after)
+                               if c != b), None)
+            expiries.append(ex)
+
+    def probe_send(p, psn, rec, now):
+        state["probing"] = True
+        try:
+            return orig_probe_send(p, psn, rec, now)
+        finally:
+            state["probing"] = False
+
     def mark_lost(p, rec, requeue=True):
+        if state.get("in_to") is not None and not rec.lost:
+            state["in_to"].append(Decision("resend", conn, p.idx, slot_of[(id(rec.msg), rec.idx)],
+                                           rec.idx & 0xFFFFF, int(rec.idx == ABORT)))
         if state["in_ack"] is not None and not rec.lost:
             decisions[-1].append(Decision("resend", conn, p.idx, slot_of[(id(rec.msg), rec.idx)],
                                           rec.idx & 0xFFFFF, int(rec.idx == ABORT)))
@@ -427,13 +487,50 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
 
     ca._next_frame, ca._frame = next_frame, frame
     ca._on_ack, ca._chunk_acked, ca._mark_lost = on_ack, chunk_acked, mark_lost
+    ca._on_timeout, ca._probe_send = on_timeout, probe_send
     drop_rng = random.Random(seed + 1)
 
     def drop_if(f, now):
         return f.mrdh is not None and now < drop_until and drop_rng.random() < loss
 
-    lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if, ce=ce), seed=seed, delay=1.5e-6)
+    lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if, ce=ce), seed=seed, delay=1.5e-6,
+                  faults_ba=LoopFaults(ctrl_loss=ack_loss) if ack_loss else None)
     lb.run(until=0.02)
     assert dst == src, "the transfer completed"
     return {"items": items, "decisions": decisions, "stats": dict(a.stats), "cc": cc,
-            "cc_setup": cc_setup}
+            "cc_setup": cc_setup, "expiries": expiries}
+
+
+def endpoint_expiries(r, conn=5):
+    """MR-TX-167: ``r`` (:func:`endpoint_run`) replayed through :class:`RetransmitModel` (the
+    small instance), with the unit's decision at each expiry of the endpoint's timer: a list of
+    ``(endpoint kind, unit kind, endpoint lost, unit lost)``, the unit's kind "probe" or
+    "timeout" (``RetransmitModel.expire``), or "off" when its timer is not running. A
+    silent-path verdict of the endpoint (MR-REL-009, not in the unit) is applied to the unit as
+    a timeout (every live record lost, the path unhealthy) and listed as ("xpath", ...). Also
+    returns the per-ACK decisions, to compare with ``r["decisions"]``."""
+    from .retransmit import SMALL
+    sem = RetransmitModel(*SMALL)
+    out, acks = [], []
+    ex = list(r["expiries"])
+    items = r["items"]
+    for i in range(len(items) + 1):
+        while ex and ex[0]["at"] == i:
+            e = ex.pop(0)
+            if e["kind"] is None:
+                continue
+            st = sem.state(sem.row(conn, e["path"]))
+            if not st["timer_on"]:
+                out.append((e["kind"], "off", e["lost"], []))
+            elif e["kind"] == "xpath":
+                out.append(("xpath", "timeout", e["lost"], sem.timeout(conn, e["path"])[0]))
+            else:
+                res = sem.expire(conn, e["path"], e["now"])
+                out.append((e["kind"], res[0], e["lost"], res[1] if res[0] == "timeout" else []))
+        if i < len(items):
+            kind, f = items[i]
+            if kind == "sent":
+                sem.sent(f)
+            else:
+                acks.append(sem.ack(f))
+    return out, acks

@@ -55,8 +55,9 @@ MRDH_VERSION = 1
 ERR_DEPTH = 8
 
 #: MR-TX-126: the engine's own 64-bit counters, read at ``reg_addr`` TX_CTR_BASE + index (after
-#: the retransmit unit's, MR-TX-040).
-TX_CTR_BASE = rtx_model.N_COUNTERS
+#: the retransmit unit's, MR-TX-040; its ``tail_probes`` is not mapped: the TX top keeps the
+#: unit's probes off, MR-TX-166, and its own counters keep their addresses).
+TX_CTR_BASE = rtx_model.CTR["tail_probes"]
 TX_CTR = {name: i for i, name in enumerate(("frames", "frames_bad", "resends", "completions",
                                             "completions_err"))}
 assert TX_CTR_BASE + len(TX_CTR) <= 16, "reg_addr is 4 bits"
@@ -315,8 +316,9 @@ class TxCycleModel:
         kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
                                                     "path_pkts", "ack_every", "resend_depth")}
         self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, **kw)
+        # MR-TX-166: probes off while the scheduler does not take m_probe (MR-TXS-079)
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
-                                        retry_limit=retry_limit, slot_log2=slot_log2)
+                                        retry_limit=retry_limit, slot_log2=slot_log2, probes=False)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
                                      outstanding=outstanding)
         # MR-TX-105: the congestion windows, their MTU the scheduler's

@@ -6,9 +6,10 @@ The unit's one verification stack: traffic, driver and checker are
 tests); the comparison is the lockstep core of :mod:`metaroce.tb.lockstep` (:func:`drive`:
 every output compared every cycle).
 
-``retransmit_lockstep``: ``RTX_EVENTS`` random sent packets (seed ``RTX_SEED``) with their lossy
-ACKs, stale, bad and NAK items and a path that loses everything (timeouts with backoff up to
-the retry limit's error report), random idle cycles and backpressure on every output, then the
+``retransmit_lockstep``: ``RTX_EVENTS`` random sent packets (seed ``RTX_SEED``) over two
+connections' paths with their lossy ACKs (1 in 8 lost on the way back), stale, bad and NAK
+items and a path that loses everything (a tail probe, MR-TX-162, then timeouts with backoff up
+to the retry limit's error report), random idle cycles and backpressure on every output, then the
 checker; then a burst of back-to-back ACKs, each taken in one cycle (MR-TX-034). Results to
 ``RTX_OUT`` (JSON) if set. Instance: ``RTX_CONNS``, ``RTX_PATHS``, ``RTX_POOL`` (default
 256 x 4, 1,024 records).
@@ -43,8 +44,9 @@ async def retransmit_lockstep(dut):
         getattr(dut, name).value = 0
     await h.start(monitor=False)
 
+    # MR-TX-162: two connections' paths, 1 ACK in 8 lost: tail probes, then timeouts
     items = rc.traffic(conns, paths, pool, int(os.environ.get("RTX_EVENTS", "1500")), seed=seed,
-                       black_hole=10)
+                       black_hole=10, ack_loss=0.125, shared=2)
     drv = rc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n1 = await drive(h, drv, busy=model.busy)
@@ -67,6 +69,7 @@ async def retransmit_lockstep(dut):
                        "records_per_cycle": burst_rate(drv2.res),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
                        "counters": counts, "ack_events": len(drv.res["ackev"]),
+                       "probes": len(drv.res["probe"]),
                        "mismatches": h.mismatches}, f)
 
 

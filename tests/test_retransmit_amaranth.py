@@ -352,7 +352,8 @@ WALKER_WRONG = {
                                      "w_expire.eq(qjob.kind == JOB_WALK)")),
     "trig_flag_stale": ("rtt", ("w_trig.eq(w_trig - 1), w_trig_zero.eq(w_trig == 1)",
                                 "w_trig.eq(w_trig - 1)")),
-    "start_while_busy": ("rtt", ("e_start.eq(to_acked & (e_stage == 0))", "e_start.eq(to_acked)")),
+    "start_while_busy": ("rtt", ("e_start.eq(to_acked & (e_stage == 0) & ~prb_rd.data)",
+                                 "e_start.eq(to_acked & ~prb_rd.data)")),
 }
 QUEUES = ("acked_q", "resend_q", "error_q", "ackev_q")
 
@@ -443,3 +444,111 @@ def test_walker_flags_wrong_forms_fail(wrong):
     except Mismatch:
         return
     assert core.mismatches or bad, "the wrong form passed"
+
+
+# ------------------------------------------------------------------ tail probes (MR-TX-162..166)
+
+PROBE_TIMERS = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
+
+
+@pytest.mark.parametrize("seed", [3, pytest.param(5, marks=pytest.mark.slow)])
+def test_lockstep_tail_probes(seed):
+    """MR-TX-162..165, MR-TX-050: traffic over two connections' paths with lost ACKs (1 in 8)
+    and a path of one of them that loses everything: timers expiring while another path of
+    the connection is healthy send tail probes (m_probe compared every cycle, under
+    backpressure), the next expiries time out; 0 mismatches, every probe and timeout due and
+    of the kind the semantics decides (MR-TX-050's replay)."""
+    items = rc.traffic(*SMALL, 300, seed=seed, black_hole=6, rto_ns=3000, ack_loss=0.125, shared=2)
+    res = run_lockstep(items, seed=seed, timers=PROBE_TIMERS, p_idle=0.2, p_bp=0.4)
+    c = res["model"].counters
+    assert len(res["probe"]) == c[CTR["tail_probes"]] >= 5 and c[CTR["timeouts"]] >= 6
+
+
+def _answered_probe_items():
+    """Path 0 of connection 3 acknowledged; path 1's two packets' ACK lost, probed, the probe's
+    ACK (triggered by the probed PSN) before the second expiry; then a packet on path 1 lost,
+    whose timeout's date shows whether that ACK gave an RTT sample (MR-TX-165)."""
+    c, p = 3, 1
+    return [rc.sent_item(c, 0, 0), rc.ack_item(c, 0, 1, 0, psn=0), rc.sent_item(c, p, 0),
+            rc.sent_item(c, p, 1), rc.wait_item(3000 + 6 * 256), rc.ack_item(c, p, 2, 0, psn=1),
+            rc.sent_item(c, p, 2, chunk=9)]
+
+
+def test_lockstep_tail_probe_answered():
+    """MR-TX-162, MR-TX-165, MR-TX-050: the probe answered before the second expiry (no
+    timeout), its ACK without an RTT sample, a later tail probed and timed out one RTO (the
+    initial one) later: 0 mismatches."""
+    res = run_lockstep(_answered_probe_items(), seed=2, timers=PROBE_TIMERS, p_idle=0.0, p_bp=0.2,
+                       ns_per_cycle=4, idle_ns=4)
+    m = res["model"]
+    # the answer's progress clears the probe: the lost tail is probed again, then times out
+    assert [e[0] for e in m.events if e[0] in ("probe", "timeout")] == ["probe", "probe", "timeout"]
+    assert not [e for e in m.events if e[0] == "rto" and e[2] == 1]
+
+
+def test_lockstep_tail_probe_sample_wrong_form_fails():
+    """MR-TX-165: the RTL taking the probed record's RTT sample (the walker's test of its probe
+    bit removed) fails the lockstep of the answered probe."""
+    dut_cls = _retransmit_with("e_start.eq(to_acked & (e_stage == 0) & ~prb_rd.data)",
+                               "e_start.eq(to_acked & (e_stage == 0))")
+    dut = dut_cls(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2], **PROBE_TIMERS)
+    model = RetransmitCycleModel(64, *SMALL, **PROBE_TIMERS)
+    drv = rc.Driver(model.lay, _answered_probe_items(), seed=2, p_idle=0.0, p_bp=0.2,
+                    ns_per_cycle=4, idle_ns=4)
+    try:
+        core = run_amaranth(dut, model, drv, busy=model.busy)
+    except Mismatch:
+        return
+    assert core.mismatches, "the wrong form passed"
+
+
+def test_probes_off_leaves_m_probe_idle():
+    """MR-TX-166: with ``probes=False`` (the TX top's setting) the same traffic never probes:
+    m_probe stays idle, every expiry is a timeout, 0 mismatches against the model with probes
+    off."""
+    items = rc.traffic(*SMALL, 150, seed=3, black_hole=3, rto_ns=3000, ack_loss=0.125, shared=2)
+    conns, paths, pool = SMALL
+    dut = Retransmit(64, conns=conns, paths=paths, pool=pool, probes=False, **PROBE_TIMERS)
+    model = RetransmitCycleModel(64, conns, paths, pool, probes=False, **PROBE_TIMERS)
+    drv = rc.Driver(model.lay, items, seed=3, p_idle=0.2, p_bp=0.4)
+    core = run_amaranth(dut, model, drv, busy=model.busy)
+    assert core.mismatches == 0
+    rc.check_items(model, items, drv.res)
+    assert not drv.res["probe"] and model.counters[CTR["timeouts"]] >= 3
+
+
+def _health_forward_items(gap):
+    """MR-TX-163: connection 9's path 1 due while a stream of stale ACKs of its path 0 holds
+    the wheel's check back (an ACK goes first, MR-TX-033); the stream ends with path 0's first
+    progress (its health bit set) followed by ``gap`` stale ACKs, so the check reaches S1b one
+    (``gap`` 0: S1b's forward) or two (``gap`` 1: S1a's forward) events after that write."""
+    c = 9
+    items = [rc.sent_item(c, 1, 0), rc.sent_item(c, 0, 0), rc.wait_item(2600)]
+    return items + [rc.ack_item(c, 0, 0, 0)] * 200 + [rc.ack_item(c, 0, 1, 0, psn=0)] + \
+        [rc.ack_item(c, 0, 1, 0)] * gap
+
+
+HEALTH_WRONG = {
+    0: ("health.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))", "health.eq(h_base)"),
+    1: ("h_base.eq(Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data))", "h_base.eq(h_rd.data)"),
+}
+
+
+@pytest.mark.parametrize("gap", [0, 1])
+def test_health_forwarded(gap):
+    """MR-TX-163, MR-TX-035: the check right behind the connection's first progress sees its
+    health bit (a probe, not a timeout): 0 mismatches; with the forward of that stage removed
+    from the RTL (it reads the health memory's old row) the lockstep fails."""
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
+    kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
+    res = run_lockstep(_health_forward_items(gap), timers=timers, **kw)
+    assert [e[0] for e in res["model"].events if e[0] in ("probe", "timeout")] == ["probe", "timeout"]
+    dut = _retransmit_with(*HEALTH_WRONG[gap])(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2],
+                                                **timers)
+    model = RetransmitCycleModel(64, *SMALL, **timers)
+    drv = rc.Driver(model.lay, _health_forward_items(gap), **kw)
+    try:
+        core = run_amaranth(dut, model, drv, busy=model.busy)
+    except Mismatch:
+        return
+    assert core.mismatches, "the wrong form passed"

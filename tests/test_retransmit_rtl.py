@@ -1,6 +1,7 @@
 """Retransmit unit RTL (hdl/retransmit.py, the 256 x 4 x 1,024 instance) against its cycle
 model under Verilator, every output compared every cycle (MR-TX-050, tb/retransmit.py): random
-sends and lossy ACKs, timeouts and the retry limit's error report (MR-TX-060..064), with idle
+sends and lossy ACKs (ACKs lost too), tail probes (MR-TX-162), timeouts and the retry limit's
+error report (MR-TX-060..064), with idle
 cycles and backpressure, then a burst of ACKs taken at one per cycle (MR-TX-034). One cached Verilator build.
 
 Knobs: RTX_EVENTS (sent packets, default 1500), RTX_SEED.
@@ -31,3 +32,4 @@ def test_retransmit_rtl_lockstep(tmp_path):
     assert row["records_per_cycle"] >= 0.45            # MR-TX-032: n + 1 cycles per job
     c = row["counters"]
     assert c["gap_losses"] and c["timeouts"] >= 10 and c["errors"] == 1 and c["acks_stale"]
+    assert row["probes"] == c["tail_probes"] >= 5          # MR-TX-162: lost ACKs, healthy paths
