@@ -25,7 +25,7 @@ from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
                  TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
-                 pack, payload_layout, unpack)
+                 meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
 
 #: MR-RX-061: cycles in a row with ``s_meta.ready`` high and no record taken before a
@@ -392,7 +392,7 @@ def bad_cases(s: Setup, *, op=Op.MR_WRITE):
         s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13, op=op),
         s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14, op=op),
         s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15, op=op),
-        s.other(Op.MR_READ), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
+        s.other(Op.MR_FETCH_ADD), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
     ]
     if small is not None:
         out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16, op=op))
@@ -607,6 +607,137 @@ def read_cases(s: Setup, *, conn=0, stream=0):
     return out
 
 
+def _with_meta(meta, values):
+    """A flat META_LAYOUT record with some fields replaced (``{path tuple: value}``)."""
+    from .parser import META_FIELDS
+    for path, off, width in META_FIELDS:
+        if path in values:
+            meta = (meta & ~(((1 << width) - 1) << off)) | (values[path] << off)
+    return meta
+
+
+def read_request(s: Setup, c: Conn, msg, *, key: Key | None = None, va=None, length=None, **kw):
+    """One READ request (MR_READ: MRDH with msg_len 0, RETH with the READ's VA, R_Key and
+    length, no payload) as message ``msg`` of its stream (MR-RX-126)."""
+    key = key or s.keys[1]
+    if length is None:
+        length = s.rng.randint(0, 3 * s.mtu)
+    if va is None:
+        va = s.rng.randrange(0, max(1, key.length - length))
+    kw.setdefault("plen", 0)
+    kw.setdefault("msg_len", 0)
+    kw.setdefault("name", f"rq{msg}")
+    return s.write(c, op=Op.MR_READ, key=key, va=va, dma_len=length, msg=msg, **kw)
+
+
+def read_request_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-126..133: READ requests at the responder, their stream's messages: one at the
+    delivery point (executed at once); one behind a WRITE_IMM of two chunks whose last chunk
+    comes after it (executed after that message, in one delivery with its completion); a
+    refused key, a refused range and a region without the right (accepted, answered by ERROR
+    items, in order); two READs
+    delivered by one chunk (a bundle of two items); a duplicate PSN (acknowledged) and a resend
+    with a new PSN after execution (a duplicate chunk, not executed again); the malformed
+    ones (LENGTH, CHUNK, STREAM, path, no connection, P_Key, PSN window), which are NAKed or
+    dropped before the sequence state and the message table."""
+    c = s.conns[conn]
+    rng = s.rng
+    mtu = s.mtu
+    k = s.keys[1]
+    msg = c.msg.get(stream, 0)
+    c.msg[stream] = msg + 8
+
+    def path():
+        return rng.randrange(c.n_paths)
+
+    def rq(m, **kw):
+        kw.setdefault("stream", stream)
+        kw.setdefault("path", path())
+        kw.setdefault("expect", RxCode.ACCEPTED)
+        return read_request(s, c, m, **kw)
+    out = [rq(msg, name="rq-now", ack_req=1)]
+    # a WRITE_IMM of two chunks (message msg+1) and a READ (msg+2) that waits for it
+    wlen = mtu + 8
+    va = rng.randrange(0, k.length - wlen)
+    wr = [s.write(c, op=Op.MR_WRITE_IMM, path=path(), stream=stream, offset=j * mtu,
+                  plen=min(mtu, wlen - j * mtu), msg_len=wlen, key=k, va=va, msg=msg + 1,
+                  expect=RxCode.ACCEPTED, name=f"rq-w{j}") for j in range(2)]
+    out += [wr[0], rq(msg + 2, name="rq-behind"), wr[1]]
+    # a refused key and a refused range (MR-VERB-002): accepted, ERROR items in order; the
+    # range one first (d = 1), the key one at the delivery point delivers both
+    out += [rq(msg + 4, va=k.length - 4, length=8, name="rq-range"),
+            rq(msg + 3, key=Key(k.rkey ^ (1 << 31), 0, 0, 0), va=0, length=16, name="rq-key")]
+    # two READs delivered by one chunk: msg+6 first, then msg+5
+    two = [rq(msg + 6, length=0, name="rq-zero"), rq(msg + 5, va=(1 << 32) + 8, length=8, name="rq-va-high")]
+    out += two
+    # a region without ACCESS_REMOTE_READ (written for this case, revoked after it): refused
+    kb = s.lay.key_bits
+    idx = next(i for i in range(s.lay.keys) if i not in {x.rkey & (s.lay.keys - 1) for x in s.keys})
+    wk = Key((rng.getrandbits(32 - kb) << kb) | idx, rng.getrandbits(64), 1 << 16,
+             P.ACCESS_REMOTE_WRITE | P.ACCESS_LOCAL_WRITE)
+    out += [s.key_write(wk), rq(msg + 7, key=wk, va=0, length=8, name="rq-no-right"), s.key_write(wk, valid=0)]
+    # a duplicate PSN (acknowledged) and the same request resent with a new PSN (a duplicate chunk)
+    out.append(replace(out[0], expect=RxCode.DUPLICATE, name="rq-dup-psn"))
+    out.append(rq(msg, name="rq-resent", va=0, length=8))
+    # malformed ones (nothing executes, no message slot taken)
+    far = P.psn_add(c.psn[0], 1 << 22)
+    # with payload the parser drops it (LENGTH); the RX's own LENGTH check (msg_len 0) sees
+    # such a record only when another source makes it: forged here past the parser
+    with_payload = rq(msg + 8, msg_len=8, plen=8, expect=RxCode.PARSER_DROP, name="rq-payload")
+    good = rq(msg + 8, expect=None, name="rq-length")
+    forged = replace(good, meta=_with_meta(good.meta, {("mrdh", "msg_len"): 8, ("payload_len",): 8}),
+                     payload=bytes(rng.getrandbits(8) for _ in range(8)), expect=RxCode.LENGTH)
+    out += [with_payload, forged,
+            rq(msg + 8, msg_len=8, expect=RxCode.CHUNK, name="rq-chunk"),
+            rq(msg + 8, stream=9, expect=RxCode.STREAM, name="rq-stream"),
+            rq(msg + 8, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="rq-path"),
+            rq(msg + 8, qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name="rq-no-conn"),
+            rq(msg + 8, pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name="rq-pkey"),
+            rq(msg + 8, path=0, psn=far, expect=RxCode.PSN_WINDOW, name="rq-window"),
+            rq(msg + 8, corrupt=True, psn=3, expect=None, name="rq-parser-drop")]
+    return out
+
+
+def random_read_requests(s: Setup, n=40):
+    """MR-RX-126..133: random READ requests among each connection's streams, in order and out
+    of order (two messages of a stream swapped), on random paths, some refused (key or range),
+    some duplicated (the same PSN, or resent with a new one), with plain writes between them."""
+    rng = s.rng
+    out = []
+    for i in range(n):
+        c = rng.choice(s.conns)
+        stream = rng.randrange(c.n_streams)
+        msgs = []
+        for _ in range(2):
+            m = c.msg.get(stream, 0)
+            c.msg[stream] = m + 1
+            msgs.append(m)
+        pkts = []
+        for m in msgs:
+            r = rng.random()
+            p = rng.randrange(c.n_paths)
+            if r < 0.3:
+                k = rng.choice(s.keys[:3])
+                pkts.append(s.write(c, path=p, stream=stream, key=k, plen=rng.randint(0, 40),
+                                    msg=m, name=f"rr{i}.w{m}"))
+                continue
+            kw = {}
+            if r < 0.4:
+                kw = {"key": Key(s.keys[0].rkey ^ (1 << 30), 0, 0, 0), "va": 0, "length": 8}
+            elif r < 0.5:
+                k = rng.choice(s.keys)
+                kw = {"key": k, "va": k.length - rng.randint(0, 8), "length": rng.randint(9, 64)}
+            else:
+                kw = {"key": rng.choice(s.keys)}
+            pkts.append(read_request(s, c, m, path=p, stream=stream, name=f"rr{i}.r{m}", **kw))
+        if rng.random() < 0.4:
+            pkts.reverse()
+        out += pkts
+        if rng.random() < 0.2:
+            out.append(replace(rng.choice(pkts), expect=None))          # the same PSN again
+    return out
+
+
 def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
     """A random mix over every connection and path: in order, reordered, lost (skipped PSNs),
     duplicated, CE-marked, AckReq, bad packets; with ``cfg`` a few rows rewritten mid-traffic
@@ -689,8 +820,9 @@ class Driver(CounterReadout):
         self.width = width
         self.nb = width // 8
         self.rng = random.Random(seed)
+        self.rng_rsp = random.Random(seed + 0x525350)
         self.p_idle, self.p_bp = p_idle, p_bp
-        outs = ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready")
+        outs = ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready", "m_rsp__ready")
         self.p_bp_of = dict.fromkeys(outs, p_bp if not isinstance(p_bp, dict) else 0.0)
         if isinstance(p_bp, dict):
             self.p_bp_of.update(p_bp)
@@ -712,7 +844,7 @@ class Driver(CounterReadout):
         self._cur = bytearray()
         self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * max(self.p_bp_of.values())))
         self.limit += sum(it.cycles for it in self.items if isinstance(it, Idle))
-        self.res = {"ack": [], "place": [], "data": [], "cqe": [], "meta_taken": [], "payload_taken": [],
+        self.res = {"ack": [], "place": [], "data": [], "cqe": [], "rsp": [], "meta_taken": [], "payload_taken": [],
                     "ack_cycles": [], "cycles": 0, "counters": None, "beside_taken": 0}
         self.cfg_beside = list(cfg_beside)
         self.beside_next = 0        # the next of cfg_beside
@@ -739,7 +871,7 @@ class Driver(CounterReadout):
         self.beside_offered = False
         if self._phase:
             inp.update({"m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1,
-                        "m_cqe__ready": 1, "reg_addr": self._readout_addr()})
+                        "m_cqe__ready": 1, "m_rsp__ready": 1, "reg_addr": self._readout_addr()})
             return inp
         if self.presenting is None and self.i < len(self.items) and isinstance(self.items[self.i], Idle):
             it = self.items[self.i]
@@ -774,6 +906,8 @@ class Driver(CounterReadout):
             inp["s_payload__payload"] = self.beats[0]
         for n in ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready"):
             inp[n] = int(rng.random() >= self.p_bp_of[n])
+        # MR-RX-131: from a generator of its own, so that the other inputs' stimulus is unchanged
+        inp["m_rsp__ready"] = int(self.rng_rsp.random() >= self.p_bp_of["m_rsp__ready"])
         inp["reg_addr"] = rng.randrange(32) if self.poll_regs else 0
         return inp
 
@@ -807,6 +941,8 @@ class Driver(CounterReadout):
             res["place"].append(out["m_place__payload"])
         if out.get("m_cqe__valid") and inp.get("m_cqe__ready"):
             res["cqe"].append(out["m_cqe__payload"])
+        if out.get("m_rsp__valid") and inp.get("m_rsp__ready"):
+            res["rsp"].append(out["m_rsp__payload"])
         if out["m_data__valid"] and inp["m_data__ready"]:
             b = unpack(self.beat, out["m_data__payload"])
             n = b["keep"].bit_length()
@@ -824,7 +960,7 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050)."""
     rx = RxModel(conns, paths, keys, streams=streams)
-    outs, acks, places, data, cqes = [], [], [], [], []
+    outs, acks, places, data, cqes, rsps = [], [], [], [], [], []
     for it in items:
         if isinstance(it, CfgWrite):
             rx.write_cfg(it.table, it.addr, it.value)
@@ -840,7 +976,8 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
         if o.steer:
             data.append(it.payload)
         cqes += [pack(rx.lay.cqe, c) for c in o.cqes or ()]
-    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes,
+        rsps += [pack(rx.lay.rsp, r) for r in o.rsps or ()]
+    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes, "rsp": rsps,
             "counters": list(rx.counters)}
 
 
@@ -853,11 +990,11 @@ def check(items, res, conns, paths, keys, streams=records.STREAMS):
         if c.expect is not None:
             assert o.code == c.expect, f"case {c.name}: model says {o.code.name}, built for {c.expect.name}"
     lay = layouts(conns, paths, keys, streams=streams)
-    for name in ("ack", "place", "cqe"):
+    for name in ("ack", "place", "cqe", "rsp"):
         got, want = res[name], exp[name]
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:
-                layout = {"ack": lay.ack, "place": lay.place, "cqe": lay.cqe}[name]
+                layout = {"ack": lay.ack, "place": lay.place, "cqe": lay.cqe, "rsp": lay.rsp}[name]
                 raise AssertionError(f"{name} #{i}: got {unpack(layout, g)}, expected {unpack(layout, w)}")
         assert len(got) == len(want), f"{name}: {len(got)} transfers, expected {len(want)}"
     assert res["data"] == exp["data"], "written payload bytes differ"
@@ -985,13 +1122,42 @@ def post_of(s: Setup, w: CfgWrite):
     raise ValueError(f"receive {r} outside every region")
 
 
-def endpoint_reference(ep, s: Setup, cases):
+def record_responses(ep, key_base):
+    """MR-RX-131: the READ requests the endpoint ``ep`` executes (``_execute``, MR-VERB-002..004),
+    as tuples comparable with :func:`responses`: ``(conn, stream, msg, laddr, length, err)``,
+    ``laddr`` the region's host address of the READ's VA (``key_base``: R_Key -> base), 0 when
+    refused. Returns the list the endpoint's connections append to."""
+    got = []
+    for qp, c in ep._conns.items():
+        def execute(m, c=c, qp=qp, run=c._execute):
+            va, rkey, length, _ = m.req
+            run(m)
+            err = c.rsp[(m.stream, m.msg)].err
+            got.append((qp, m.stream, m.msg, 0 if err else (key_base[rkey] + va) % (1 << 64), length, int(err)))
+        c._execute = execute
+    return got
+
+
+def responses(s: Setup, rsps):
+    """The RX engine's response items (flat ``m_rsp`` payloads) as tuples (MR-RX-131)."""
+    out = []
+    for v in rsps:
+        r = unpack(s.lay.rsp, v)
+        out.append((r["conn"], r["stream"], r["msg"], r["laddr"], r["length"], r["err"]))
+    return out
+
+
+def endpoint_reference(ep, s: Setup, cases, rsps=None):
     """Feed the frames of ``cases`` the RX slice handles (MR_WRITE/MR_WRITE_IMM/MR_SEND/
-    MR_SEND_IMM the parser kept) to the endpoint at one instant (no timer fires), a receive
+    MR_SEND_IMM/MR_READ the parser kept) to the endpoint at one instant (no timer fires), a receive
     posted (table 5) as the endpoint's ``post_recv``; return its ACK/NAK frames as tuples
-    comparable with :func:`requests` and its registered buffers."""
+    comparable with :func:`requests` and its registered buffers. With ``rsps`` (a list), the
+    READ requests the endpoint executes are appended to it (:func:`record_responses`); the
+    response frames it sends are not returned."""
     from .codec import decode
     out = []
+    if rsps is not None:
+        got = record_responses(ep, {k.rkey: k.base for k in s.keys})
     for c in cases:
         if isinstance(c, CfgWrite) and c.table == TABLE_RECV:
             qp, stream, lkey, off, length, wr_id = post_of(s, c)
@@ -1000,13 +1166,21 @@ def endpoint_reference(ep, s: Setup, cases):
         if not isinstance(c, Case) or c.drop:
             continue
         f = decode(c.frame)
-        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM):
+        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ):
             continue
+        msg_len = meta_fields(c.meta)["mrdh"]["msg_len"]
+        if len(c.payload) != len(f.payload) or msg_len != f.mrdh.msg_len:
+            # a record forged past the parser (read_request_cases): the frame it describes
+            f = replace(f, payload=c.payload, mrdh=replace(f.mrdh, msg_len=msg_len))
         ep.receive(f, 0.0)
         while (g := ep.next_packet(0.0)) is not None:
+            if g.bth.opcode == Op.MR_READ_RESP:
+                continue                # MR-VERB-003: the response data (the TX side's)
             r = _norm_frame(g)
             assert r[1] == f.bth.dest_qp, "an ACK to another connection (a hint update?)"
             out.append(r)
+    if rsps is not None:
+        rsps.extend(got)
     return out, {k.rkey: bytes(ep._mrs[k.rkey][0]) for k in s.keys}
 
 
@@ -1732,7 +1906,7 @@ def coverage_suite(s: Setup, n_random=150):
     :func:`message_toggle_cases`) and the random mix (with rows rewritten mid-traffic)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
-              for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
+              for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_FETCH_ADD, Op.RC_WRITE_ONLY,
                          Op.RC_SEND_ONLY, Op.RC_ACK) for corrupt in (False, True)]
     head = (stream_bound_cases(s) + window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
             + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others)

