@@ -665,7 +665,7 @@ def read_request_cases(s: Setup, *, conn=0, stream=0):
     out += [wr[0], rq(msg + 2, name="rq-behind"), wr[1]]
     # a refused key and a refused range (MR-VERB-002): accepted, ERROR items in order; the
     # range one first (d = 1), the key one at the delivery point delivers both
-    out += [rq(msg + 4, va=k.length - 4, length=8, name="rq-range"),
+    out += [rq(msg + 4, va=k.length - 4, length=0xFFFFFFF0 | rng.getrandbits(4), name="rq-range"),
             rq(msg + 3, key=Key(k.rkey ^ (1 << 31), 0, 0, 0), va=0, length=16, name="rq-key")]
     # two READs delivered by one chunk: msg+6 first, then msg+5
     two = [rq(msg + 6, length=0, name="rq-zero"), rq(msg + 5, va=(1 << 32) + 8, length=8, name="rq-va-high")]
@@ -681,13 +681,13 @@ def read_request_cases(s: Setup, *, conn=0, stream=0):
     out.append(rq(msg, name="rq-resent", va=0, length=8))
     # malformed ones (nothing executes, no message slot taken)
     far = P.psn_add(c.psn[0], 1 << 22)
-    # with payload the parser drops it (LENGTH); the RX's own LENGTH check (msg_len 0) sees
-    # such a record only when another source makes it: forged here past the parser
-    with_payload = rq(msg + 8, msg_len=8, plen=8, expect=RxCode.PARSER_DROP, name="rq-payload")
+    # with payload the parser drops it (its LENGTH, a record without fields); the RX's own
+    # LENGTH check (msg_len 0) sees such a record only when another source makes it: forged
+    # here past the parser
     good = rq(msg + 8, expect=None, name="rq-length")
     forged = replace(good, meta=_with_meta(good.meta, {("mrdh", "msg_len"): 8, ("payload_len",): 8}),
                      payload=bytes(rng.getrandbits(8) for _ in range(8)), expect=RxCode.LENGTH)
-    out += [with_payload, forged,
+    out += [forged,
             rq(msg + 8, msg_len=8, expect=RxCode.CHUNK, name="rq-chunk"),
             rq(msg + 8, stream=9, expect=RxCode.STREAM, name="rq-stream"),
             rq(msg + 8, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="rq-path"),
@@ -1268,6 +1268,9 @@ class Traffic:
     cqes: list = field(default_factory=list)
     #: MR-RX-105: receives the receiving host posted, as ``(frames arrived before, CfgWrite)``
     posts: list = field(default_factory=list)
+    #: MR-RX-133: the READ requests the receiving endpoint executed, in order (tuples as
+    #: :func:`responses`)
+    rsps: list = field(default_factory=list)
 
     @property
     def items(self):
@@ -1328,7 +1331,8 @@ def forged_writes(s: Setup, n):
 def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
                      seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
                      rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0,
-                     imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0, reads=0.0):
+                     imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0, reads=0.0,
+                     read_reqs=0.0):
     """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
     ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
     their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
@@ -1360,7 +1364,10 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     RDMA READs the receiving endpoint posts to the sender (MR-RX-113): it reads the piece of
     the sender's source into its region; each READ request's first send is an
     outstanding-read write (table 6) in ``traffic.items``; the receiving endpoint keeps one
-    READ per connection in flight (``max_tx_msgs`` = 2, MR-VERB-006)."""
+    READ per connection in flight (``max_tx_msgs`` = 2, MR-VERB-006). A fraction ``read_reqs``
+    are RDMA READs the sender posts to the receiver (MR-RX-133): READ requests among the frames
+    that reach the receiver, which executes them and sends the responses back (the READ's bytes
+    land in the sender's source piece); ``traffic.rsps`` records the requests it executed."""
     from metaroce.sim.faults import Faults
     from metaroce.sim.topology import Fabric, host_addr
     from .codec import encode
@@ -1382,7 +1389,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     # a connection started and not completed (MR-RX-083: the message table's slots per stream)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
                   chunk_window=CHUNK_RING, announce=False,      # the engine sends none (MR-CC-021)
-                  **({"max_tx_msgs": MSG_SLOTS} if sends else {}), **ep_kw)
+                  **({"max_tx_msgs": MSG_SLOTS} if sends or read_reqs else {}), **ep_kw)
     sender, receiver = fab.hosts
     sender.ep, receiver.ep = tx, rx
     rng = random.Random(seed + 3)
@@ -1409,15 +1416,21 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
         send = sends and r < sends
         if reads and not send and r < sends + reads:
             send = "read"
+        elif read_reqs and not send and r < sends + reads + read_reqs:
+            send = "rreq"
         value = rng.getrandbits(32) if imm and rng.random() < (0.5 if send else imm) else None
         posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i, value, send))
-        sources.append((k.rkey, va, src[a:b]))
+        if send != "rreq":
+            sources.append((k.rkey, va, src[a:b]))
     recvs = {}          # (qp, stream) -> receives still to post, in order: (rkey, va, length, wr_id)
     rd_rows = {}        # (qp, stream, msg) -> the READ's (base, length, wr_id)
     for qp, stream, a, n, va, rkey, wr, value, send in posted:
         if send == "read":
             m = rx._conns[qp].post_read(stream, rkey, va, n, a, lkey, wr)
             rd_rows[(qp, stream, m.msg)] = (s.keys[[k.rkey for k in s.keys].index(rkey)].base + va, n, wr)
+        elif send == "rreq":
+            # MR-RX-133: the sender reads the receiver's region into its source piece
+            tconn[qp].post_read(stream, lkey, a, n, va, rkey, wr)
         elif send:
             tconn[qp].post_send(stream, lkey, a, n, wr_id=wr, imm=value)
             room = next(k.length for k in s.keys if k.rkey == rkey) - va
@@ -1425,6 +1438,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
         else:
             tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr, imm=value)
     posts = []
+    executed = record_responses(rx, {k.rkey: k.base for k in s.keys})
     next_recv = dict.fromkeys(recvs, 0)
     open_recvs = dict.fromkeys(recvs, 0)
     key_base = {k.rkey: k.base for k in s.keys}
@@ -1504,8 +1518,9 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
              "sim_time": fab.sim.now}
     stats["sends"] = sum(1 for p in posted if p[8] is True)
     stats["reads"] = n_reads
+    stats["read_reqs"] = sum(1 for p in posted if p[8] == "rreq")
     stats["rnr_naks"] = sum(1 for a in acks if a[0] == "nak" and a[3] == NakReason.RNR)
-    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts)
+    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts, executed)
 
 
 def same_completions(got, want):
@@ -1733,6 +1748,8 @@ def opcode_class(case: Case):
         return "send"
     if op == Op.MR_READ_RESP:
         return "read_resp"
+    if op == Op.MR_READ:
+        return "read_req"
     return "mr_other" if op >= 0xC0 else "rc"
 
 
@@ -1926,6 +1943,6 @@ def coverage_suite(s: Setup, n_random=150):
         rsp(mrdh_path=s.lay.paths + 3, psn=3, expect=RxCode.BAD_PATH, name="rd-path"),
         rsp(psn=far, expect=RxCode.PSN_WINDOW, name="rd-window"),
         rsp(corrupt=True, psn=4, name="rd-parser-drop")]
-    return (head + sends + reads
+    return (head + sends + reads + read_request_cases(s, conn=3)
             + message_cases(s, conn=4) + long_read_cases(s) + toggle_cases(s) + message_toggle_cases(s)
             + random_traffic(s, n_random))

@@ -45,6 +45,14 @@ def test_model_read_requests_equal_endpoint(seed):
             RxCode.BAD_PKEY, RxCode.PSN_WINDOW, RxCode.DUPLICATE} <= codes
 
 
+def test_parser_drops_read_request_with_payload():
+    """MR-RX-127: a READ request with payload never reaches the RX's LENGTH check from the
+    parser, which drops it (its LENGTH); read_request_cases forges that record past the parser."""
+    s = rc.Setup(*DIMS, seed=4)
+    case = rc.read_request(s, s.conns[0], 0, msg_len=8, plen=8)
+    assert case.drop and case.expect == RxCode.PARSER_DROP
+
+
 @pytest.mark.parametrize("seed", [0, 3])
 def test_cycle_model_read_requests(seed):
     """MR-RX-131, MR-RX-132: the cycle model with idle cycles and backpressure on every output
@@ -57,3 +65,37 @@ def test_cycle_model_read_requests(seed):
     assert len(res["rsp"]) >= 20
     msgs = [unpack(s.lay.rsp, v)["msg"] for v in res["rsp"]]
     assert len(set(msgs)) > 1
+
+
+def test_rtl_read_requests():
+    """MR-RX-126..133, MR-RX-070: the READ-request cases and random READ requests in lockstep
+    with idle cycles and backpressure on every output (m_rsp at 0.5), 0 mismatches on every
+    port every cycle; the outputs and counters as the model says, and the response items,
+    ACK/NAK requests and completion records equal the reference endpoint's."""
+    from test_rx_amaranth import run_lockstep
+    ep, s, cases = _cases(5)
+    res = run_lockstep(64, s, cases, seed=5, p_idle=0.2, p_bp={"m_ack__ready": 0.3, "m_place__ready": 0.3,
+                                                             "m_data__ready": 0.3, "m_cqe__ready": 0.4,
+                                                             "m_rsp__ready": 0.5})
+    got = []
+    ref, _ = rc.endpoint_reference(ep, s, cases, rsps=got)
+    assert rc.requests(s, res["ack"]) == ref
+    assert rc.completions(s, res["cqe"]) == [rc.cq_tuple(c) for c in ep.poll_cq()]
+    assert rc.responses(s, res["rsp"]) == got and sum(r[5] for r in got) >= 8
+
+
+@pytest.mark.parametrize("seed,streams", [(1, None), (2, 1), (6, 2)])
+def test_model_read_request_traffic_equal_endpoint(seed, streams):
+    """MR-RX-133: the reference endpoint's traffic with READs the sender posts to the receiver
+    (their requests arrive under loss, reordering and duplication, among WRITEs, WRITE_IMMs,
+    SENDs and forged packets; the responses go back): the cycle model's response items equal
+    the requests the receiving endpoint executed, in order, and its ACK/NAK stream, memory
+    image and completions equal the endpoint's."""
+    s, tr = rc.endpoint_traffic(nbytes=16384, loss=0.05, reorder=0.2, dup=0.05, seed=seed, hostile=12,
+                                imm=0.5, sends=0.2, read_reqs=0.4, n_writes=12, n_streams=streams)
+    assert tr.stats["read_reqs"] >= 2
+    res = rc.run_model(64, s, tr.items, seed=seed, p_idle=0.2, p_bp=0.4)
+    assert rc.requests(s, res["ack"]) == tr.acks
+    assert rc.memory_image(s, res["place"], res["data"]) == tr.memory
+    assert rc.same_completions(rc.completions(s, res["cqe"]), tr.cqes)
+    assert rc.responses(s, res["rsp"]) == tr.rsps and len(tr.rsps) == tr.stats["read_reqs"]
