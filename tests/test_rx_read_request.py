@@ -1,5 +1,5 @@
 """READ requests at the RX engine, the responder side (docs/spec/hw-rx.md section 7d,
-MR-RX-126..140): the model against the reference endpoint, the cycle model and the RTL in
+MR-RX-126..133): the model against the reference endpoint, the cycle model and the RTL in
 lockstep with backpressure on ``m_rsp``."""
 import pytest
 
@@ -113,7 +113,7 @@ def test_rtl_read_request_traffic_verilator(tmp_path):
     from metaroce.tb import build as tb_build
     b = tb_build.build(blocks.get("rx_256x4"), 64)
     out = tmp_path / "traffic.json"
-    env = {"RX_SEED": "71", "RX_TRAFFIC_BYTES": "16384", "RX_TRAFFIC_LOSS": "0.05",
+    env = {"RX_SEED": "75", "RX_TRAFFIC_BYTES": "16384", "RX_TRAFFIC_LOSS": "0.05",
            "RX_TRAFFIC_REORDER": "0.2", "RX_TRAFFIC_DUP": "0.05", "RX_TRAFFIC_HOSTILE": "8",
            "RX_TRAFFIC_WRITES": "12", "RX_TRAFFIC_IMM": "0.5", "RX_TRAFFIC_SENDS": "0.2",
            "RX_TRAFFIC_READ_REQS": "0.4", "RX_TRAFFIC_OUT": str(out),
@@ -124,4 +124,27 @@ def test_rtl_read_request_traffic_verilator(tmp_path):
     row = json.loads(out.read_text())
     print(json.dumps(row))
     assert row["mismatches"] == 0 and row["acks_equal"] and row["memory_equal"] and row["completions_equal"]
-    assert row["responses_equal"] and row["responses"] == row["traffic"]["read_reqs"] >= 2
+    assert row["responses_equal"] and row["responses"] == row["traffic"]["read_reqs"] >= 5
+    assert row["traffic"]["lost"] > 0 and row["traffic"]["duplicated"] > 0
+
+
+def test_difference_key_checked_at_arrival():
+    """MR-RX-134: a READ request waiting for an earlier message of its stream executes with the
+    verdict of its arrival: its key row revoked before it executes, the RX still answers with
+    the region's address (err 0) where the endpoint, which checks again (MR-VERB-004), answers
+    with an ERROR response."""
+    ep, s = rc.endpoint_setup(seed=8, n_streams=1, max_rd_atomic=1 << 20)
+    c, k, wk = s.conns[0], s.keys[1], s.keys[0]
+    w = s.write(c, op=rc.Op.MR_WRITE_IMM, offset=0, plen=s.mtu, msg_len=s.mtu + 8, key=wk, va=0, msg=0,
+                expect=RxCode.ACCEPTED, name="w0")
+    rq = rc.read_request(s, c, 1, key=k, va=64, length=32, expect=RxCode.ACCEPTED)
+    last = s.write(c, op=rc.Op.MR_WRITE_IMM, offset=s.mtu, plen=8, msg_len=s.mtu + 8, key=wk, va=0, msg=0,
+                   expect=RxCode.ACCEPTED, name="w1")
+    cases = [w, rq, s.key_write(k, valid=0), last]
+    exp = rc.expected(s.writes + cases, *DIMS)
+    assert rc.responses(s, exp["rsp"]) == [(c.qp, 0, 1, (k.base + 64) % (1 << 64), 32, 0)]
+    got = []
+    rc.endpoint_reference(ep, s, cases[:2], rsps=got)
+    ep._mrs[k.rkey] = (ep._mrs[k.rkey][0], 0)     # the region's rights withdrawn meanwhile
+    rc.endpoint_reference(ep, s, cases[3:], rsps=got)
+    assert got == [(c.qp, 0, 1, 0, 32, 1)]
