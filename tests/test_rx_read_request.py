@@ -67,6 +67,7 @@ def test_cycle_model_read_requests(seed):
     assert len(set(msgs)) > 1
 
 
+@pytest.mark.slow       # 150 s; the default run has READ requests in Verilator's rx_lockstep and the test below
 def test_rtl_read_requests():
     """MR-RX-126..133, MR-RX-070: the READ-request cases and random READ requests in lockstep
     with idle cycles and backpressure on every output (m_rsp at 0.5), 0 mismatches on every
