@@ -14,6 +14,7 @@ m_ack          out   ACK/NAK requests for the TX side (MR-RX-030, MR-RX-031)
 m_place        out   placement commands {conn, addr, length} of accepted writes (MR-RX-032)
 m_data         out   the payload beats of accepted writes, in command order (MR-RX-033)
 m_cqe          out   completion records: WRITE_IMM, SEND, READ (MR-RX-084/085, MR-RX-104, MR-RX-112)
+m_rsp          out   READ requests executed, for the TX side's responses (MR-RX-131)
 reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-050)
 ============== ===== =====================================================================
 
@@ -277,6 +278,37 @@ def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     return Cat(*parts)
 
 
+def _bundle(m, layout, ok, items):
+    """MR-RX-085, MR-RX-131: a queue entry of ``layout`` ({last, the items}) holding the
+    ``items`` whose ``ok`` bit is set, from entry 0 in order; ``last`` the index of the last."""
+    n = len(items)
+    bundle = Signal(layout)
+    entries = bundle[next(name for name, _ in layout if name != "last")]
+    m.d.comb += bundle.last.eq(sum(ok[i] for i in range(n)) - 1)
+    for p in range(n):
+        with m.Switch(ok):
+            for pattern in range(1 << n):
+                ones = [i for i in range(n) if pattern >> i & 1]
+                if p < len(ones):
+                    with m.Case(pattern):
+                        m.d.comb += entries[p].eq(items[ones[p]])
+    return bundle
+
+
+def _bundle_out(m, name, layout, q, port, n):
+    """A bundle queue's head shown on ``port`` one item after another (an index register);
+    the bundle leaves the queue with its last item (MR-RX-085, MR-RX-131)."""
+    sel = Signal(range(n), name=f"{name}_sel")
+    head = data.View(layout, q.r_data)
+    entries = head[next(f for f, _ in layout if f != "last")]
+    take = q.r_rdy & port.ready
+    at_last = sel == head.last
+    with m.If(take):
+        m.d.sync += sel.eq(Mux(at_last, 0, sel + 1))
+    m.d.comb += [port.valid.eq(q.r_rdy), port.payload.eq(_pick([entries[i].as_value() for i in range(n)], sel)),
+                 q.r_en.eq(take & at_last)]
+
+
 class Rx(wiring.Component):
     """The RX engine's first slice (docs/spec/hw-rx.md). ``collision_x``: the tables with
     MR-FLOW-028's attribute (MR-RX-119; :data:`COLLISION_X_TABLES`); ``poison`` (simulation
@@ -303,6 +335,7 @@ class Rx(wiring.Component):
             "m_place": Out(stream.Signature(lay.place)),
             "m_data": Out(stream.Signature(beat)),
             "m_cqe": Out(stream.Signature(lay.cqe)),
+            "m_rsp": Out(stream.Signature(lay.rsp)),
             "reg_addr": In(range(32)),
             "reg_data": Out(COUNTER_BITS),
         })
@@ -324,6 +357,8 @@ class Rx(wiring.Component):
         m.submodules.place_q = place_q = fifo.SyncFIFO(width=lay.place.size, depth=FIFO_DEPTH)
         m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=1, depth=FIFO_DEPTH)
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe_bundle.size, depth=FIFO_DEPTH)
+        # MR-RX-131: the response items of READ requests, one bundle per delivery as m_cqe's
+        m.submodules.rsp_q = rsp_q = fifo.SyncFIFO(width=lay.rsp_bundle.size, depth=FIFO_DEPTH)
         # MR-RX-001: the per-stream tables hold `streams` rows per connection (index bits sb)
         sb, esb = lay.stream_bits, records.STREAM_BITS
 
@@ -380,7 +415,8 @@ class Rx(wiring.Component):
         m.d.comb += credits.eq(advance & (ack_q.level + inflight < FIFO_DEPTH)
                                & (place_q.level + inflight < FIFO_DEPTH)
                                & (steer_q.level + inflight < FIFO_DEPTH)
-                               & (cqe_q.level + inflight < FIFO_DEPTH))
+                               & (cqe_q.level + inflight < FIFO_DEPTH)
+                               & (rsp_q.level + inflight < FIFO_DEPTH))
         # MR-RX-093: a due timer enters the pipeline in place of a record
         m.d.comb += [fire.eq(credits & t_due),
                      meta_ready.eq(credits & (timer_q.level + inflight < TIMER_DEPTH) & ~fire),
@@ -406,7 +442,7 @@ class Rx(wiring.Component):
 
         # S0, the row stage (MR-RX-040): the record taken, its rows being read
         s0 = Signal(META_LAYOUT)
-        s0_write, s0_send, s0_read = Signal(), Signal(), Signal()
+        s0_write, s0_send, s0_read, s0_rreq = Signal(), Signal(), Signal(), Signal()
         s0_timer, s0_trow, s0_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
         with m.If(advance):
             # the record's bits load whenever the stage advances, taken or not (their value is
@@ -419,25 +455,29 @@ class Rx(wiring.Component):
                          # checks start from a register, not from an opcode compare (MR-RX-049)
                          s0_write.eq(take & ((op_in == Op.MR_WRITE) | (op_in == Op.MR_WRITE_IMM))),
                          s0_send.eq(take & ((op_in == Op.MR_SEND) | (op_in == Op.MR_SEND_IMM))),
-                         s0_read.eq(take & (op_in == Op.MR_READ_RESP))]
+                         s0_read.eq(take & (op_in == Op.MR_READ_RESP)),
+                         s0_rreq.eq(take & (op_in == Op.MR_READ))]
         # S1: the record and its four rows, registered as S0 moves on
         s1 = Signal(META_LAYOUT)
-        is_write, is_send, is_read = Signal(), Signal(), Signal()
+        # is_rreq: a READ request (MR-RX-126)
+        is_write, is_send, is_read, is_rreq = Signal(), Signal(), Signal(), Signal()
         s1_timer, s1_trow, s1_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
         conn_row, key_row = Signal(lay.conn.size), Signal(lay.key.size)
         recv_row, rd_row = Signal(lay.recv.size), Signal(lay.rd.size)
         with m.If(advance):
             m.d.sync += [s1_valid.eq(s0_valid), s1_timer.eq(s0_timer), s1_trow.eq(s0_trow),
                          s1_tgen.eq(s0_tgen), s1.eq(s0), is_write.eq(s0_write), is_send.eq(s0_send),
-                         is_read.eq(s0_read), conn_row.eq(conn_data), key_row.eq(key_data),
+                         is_read.eq(s0_read), is_rreq.eq(s0_rreq), conn_row.eq(conn_data), key_row.eq(key_data),
                          recv_row.eq(recv_data), rd_row.eq(rd_data)]
 
         # what every stage hands on besides its checks
         carry = data.StructLayout({"conn": cb, "path": 8, "row": row_bits, "psn": 24, "ack_req": 1,
                                    "ce": 1, "sport": 16, "plen": 16, "steer": 1,
                                    # the message stage's (MR-RX-080..083)
-                                   "stream": esb, "msg": 32, "msg_len": 32, "imm": 32, "kind": 2,
+                                   "stream": esb, "msg": 32, "msg_len": 32, "imm": 32, "kind": 3,
                                    "wr_id": 64, "read": 1,
+                                   # MR-RX-128: a READ request refused (key, right or range)
+                                   "err": 1,
                                    "chunk": pos_bits + EPOCH_BITS,
                                    # a timer event's (MR-RX-093)
                                    "timer": 1, "gen": GEN_BITS})
@@ -470,9 +510,11 @@ class Rx(wiring.Component):
                      s1_carry.sport.eq(s1.udp.sport), s1_carry.plen.eq(plen),
                      s1_carry.steer.eq(~s1.drop & (plen != 0)),
                      s1_carry.stream.eq(mrdh.stream[:sb]), s1_carry.msg.eq(mrdh.msg),
-                     s1_carry.msg_len.eq(mrdh.msg_len), s1_carry.imm.eq(s1.imm),
+                     s1_carry.msg_len.eq(mrdh.msg_len),
+                     # MR-RX-130: a READ request's slot keeps its length in imm
+                     s1_carry.imm.eq(Mux(is_rreq, reth.dma_len, s1.imm)),
                      s1_carry.kind.eq(Cat((bth.opcode == Op.MR_WRITE_IMM) | (bth.opcode == Op.MR_SEND_IMM),
-                                          is_send)),
+                                          is_send, is_rreq)),
                      s1_carry.wr_id.eq(Mux(r_match, recv.wr_id, Mux(rd_match, rd.wr_id, 0))),
                      s1_carry.read.eq(is_read),
                      s1_carry.chunk.eq((mrdh.offset >> mtu_log2)[:pos_bits + EPOCH_BITS]),
@@ -482,16 +524,18 @@ class Rx(wiring.Component):
                          s1_carry.path.eq(s1_trow[:pb]), s1_carry.steer.eq(0), s1_carry.plen.eq(0),
                          s1_carry.ack_req.eq(0), s1_carry.ce.eq(0)]
         hit = key.valid & (key.rkey == reth.rkey)
-        assert P.ACCESS_REMOTE_WRITE == 1 << 1
+        assert P.ACCESS_REMOTE_WRITE == 1 << 1 and P.ACCESS_REMOTE_READ == 1 << 2
         # MR-RX-020's flags in its order; chunk and bounds are finished in S3; the RETH's only
         # for a write (MR-RX-100); a SEND's receive match (MR-RX-102)
         flags = data.StructLayout({"drop": 1, "op": 1, "conn": 1, "pkey": 1, "path": 1, "stream": 1,
                                    "align": 1, "short": 1, "empty": 1, "length": 1, "access": 1,
                                    "va_high": 1, "write": 1, "send": 1, "r_valid": 1, "r_match": 1,
-                                   "read": 1, "rd_valid": 1, "rd_match": 1, "ord_ne": 1})
+                                   "read": 1, "rd_valid": 1, "rd_match": 1, "ord_ne": 1,
+                                   # MR-RX-127/128: a READ request; its key, right or VA refused
+                                   "rreq": 1, "rq_refused": 1})
         s1_flags = Signal(flags)
         m.d.comb += [
-            s1_flags.drop.eq(s1.drop), s1_flags.op.eq(~is_write & ~is_send & ~is_read),
+            s1_flags.drop.eq(s1.drop), s1_flags.op.eq(~is_write & ~is_send & ~is_read & ~is_rreq),
             s1_flags.conn.eq((bth.dest_qp[cb:] != 0) | ~conn.valid),
             s1_flags.pkey.eq(bth.pkey != conn.pkey),
             s1_flags.path.eq(mrdh.path > conn.n_paths_m1),
@@ -499,12 +543,14 @@ class Rx(wiring.Component):
             s1_flags.align.eq((mrdh.offset & (mtu - 1)) != 0),
             s1_flags.short.eq(plen != mtu),
             s1_flags.empty.eq((plen == 0) & (mrdh.msg_len != 0)),
-            s1_flags.length.eq((is_write & (reth.dma_len != mrdh.msg_len)) | (rd_match & (rd.length != mrdh.msg_len))),
+            s1_flags.length.eq((is_write & (reth.dma_len != mrdh.msg_len)) | (rd_match & (rd.length != mrdh.msg_len))
+                               | (is_rreq & (mrdh.msg_len != 0))),
             s1_flags.access.eq(is_write & (~hit | ~key.access[1])),
             s1_flags.va_high.eq(is_write & (reth.va[32:] != 0)),
             s1_flags.write.eq(is_write), s1_flags.send.eq(is_send), s1_flags.r_valid.eq(recv.valid),
             s1_flags.r_match.eq(r_match), s1_flags.read.eq(is_read), s1_flags.rd_valid.eq(rd.valid),
-            s1_flags.rd_match.eq(rd_match),
+            s1_flags.rd_match.eq(rd_match), s1_flags.rreq.eq(is_rreq),
+            s1_flags.rq_refused.eq(is_rreq & (~hit | ~key.access[2] | (reth.va[32:] != 0))),
             # protocol.seq_lt32: the difference's sign, and not exactly 2^31 apart
             s1_flags.ord_ne.eq(ord_a[:31] != ~ord_b[:31]),
         ]
@@ -515,9 +561,11 @@ class Rx(wiring.Component):
         m.d.comb += [
             s1_end.lo.eq(_add_prefix(mrdh.offset[:LIMB], plen)), s1_end.hi0.eq(mrdh.offset[LIMB:32]),
             s1_end.hi1.eq(_add_prefix(mrdh.offset[LIMB:32], Const(1, LIMB))), s1_end.ref.eq(mrdh.msg_len),
-            s1_bnd.lo.eq(_add_prefix(reth.va[:LIMB], mrdh.msg_len[:LIMB])),
-            s1_bnd.hi0.eq(_add_prefix(reth.va[LIMB:32], mrdh.msg_len[LIMB:32])),
-            s1_bnd.hi1.eq(_add_prefix(reth.va[LIMB:32], mrdh.msg_len[LIMB:32], carry_in=1)),
+            # the RETH's DMA length: a READ request's range (MR-RX-128); a write's equals
+            # msg_len whenever the bounds decide (LENGTH comes first)
+            s1_bnd.lo.eq(_add_prefix(reth.va[:LIMB], reth.dma_len[:LIMB])),
+            s1_bnd.hi0.eq(_add_prefix(reth.va[LIMB:32], reth.dma_len[LIMB:32])),
+            s1_bnd.hi1.eq(_add_prefix(reth.va[LIMB:32], reth.dma_len[LIMB:32], carry_in=1)),
             s1_bnd.ref.eq(key.length),
         ]
         # MR-RX-102: msg_len against the receive's length (compared in S2/S3 as the bounds);
@@ -546,7 +594,8 @@ class Rx(wiring.Component):
                 # MR-RX-112: a READ response's is its READ's destination + offset
                 *[r.eq(v) for r, v in zip(s2_addr_limbs, _address_limbs(m,
                     (recv.base & is_send.replicate(64)) | (rd.base & is_read.replicate(64))
-                    | (key.base & is_write.replicate(64)), reth.va & is_write.replicate(64), mrdh.offset))],
+                    | (key.base & (is_write | is_rreq).replicate(64)), reth.va & (is_write | is_rreq).replicate(64),
+                    mrdh.offset))],
             ]
 
         # -- S2: the limbs' compares; the placement address's limb carries (MR-RX-046)
@@ -646,6 +695,10 @@ class Rx(wiring.Component):
                 s4_late.eq(s3_rnr | s3_rbounds), s4_stale.eq(s3_stale),
                 s4_late_code.eq(Mux(s3_rnr, RxCode.RNR, RxCode.RECV_BOUNDS)),
                 s4_late_reason.eq(Mux(s3_rnr, NAK_OF[RxCode.RNR], NAK_OF[RxCode.RECV_BOUNDS])),
+                # MR-RX-128, MR-RX-130: a READ request's refusal, and its host address into the
+                # slot's wr_id (both from S3's registers; nothing of S4 reads them)
+                s4_carry.err.eq(f.rreq & (f.rq_refused | bnd_gt)),
+                s4_carry.wr_id.eq(Mux(f.rreq, s3_addr, s3_carry.wr_id)),
             ]
 
         # -- S4: the window stage (MR-RX-024..029, MR-RX-013, MR-RX-042, MR-RX-048). The row
@@ -990,6 +1043,7 @@ class Rx(wiring.Component):
             clear = hit & m_fresh
             m.d.comb += [slots_new[j].valid.eq(hit | old_slot.valid),
                          slots_new[j].kind.eq(Mux(hit, mc.kind, old_slot.kind)),
+                         slots_new[j].err.eq(Mux(clear, mc.err, old_slot.err)),
                          slots_new[j].msg_len.eq(Mux(hit, mc.msg_len, old_slot.msg_len)),
                          slots_new[j].imm.eq(Mux(hit, mc.imm, old_slot.imm)),
                          slots_new[j].wr_id.eq(Mux(clear, mc.wr_id, old_slot.wr_id)),
@@ -1027,8 +1081,11 @@ class Rx(wiring.Component):
         m.d.comb += [new_row.next.eq(next_out)]
         for j in range(n_slots):
             m.d.comb += new_row.slots[j].eq(slots_out[j])
-        # the records: which of the run make one (S6 packs them, MR-RX-116)
-        rec_ok = [run[i] & order[i].kind.any() for i in range(n_slots)]
+        # the records: which of the run make one (S6 packs them, MR-RX-116); which are READ
+        # requests executed (a response item each, MR-RX-131)
+        rec_ok = [run[i] & order[i].kind[:2].any() for i in range(n_slots)]
+        rsp_ok = [run[i] & order[i].kind[2] for i in range(n_slots)]
+        any_rsp = Cat(*rsp_ok).any()
         n_rec = Signal(range(n_slots + 1))
         m.d.comb += n_rec.eq(sum(rec_ok))
         m_step = push & s5_accepted & ~mc.read
@@ -1085,48 +1142,50 @@ class Rx(wiring.Component):
         # S6: the bundle into its queue (MR-RX-085). MR-RX-116: S5 registers the delivery's
         # pieces (which of the run make a record, their slots, their message numbers) and S6
         # packs them, so the message stage and the packing are in different cycles
-        rec_fields = data.StructLayout({"kind": 2, "msg_len": 32, "imm": 32, "wr_id": 64, "msg": 32})
+        rec_fields = data.StructLayout({"kind": 2, "msg_len": 32, "imm": 32, "wr_id": 64, "msg": 32, "err": 1})
         s6_rec_ok, s6_read = Signal(n_slots), Signal()
+        s6_cqe, s6_rsp, s6_rsp_ok = Signal(), Signal(), Signal(n_slots)
         s6_rec = [Signal(rec_fields, name=f"s6_rec{i}") for i in range(n_slots)]
         s6_conn, s6_stream = Signal(cb), Signal(esb)
         s6_rd = Signal(rec_fields)
-        m.d.sync += [s6_valid.eq((m_step & m_new & (n_rec != 0)) | r_cqe),
-                     s6_rec_ok.eq(Cat(*rec_ok)), s6_read.eq(mc.read),
+        # s6_valid (the records in flight, MR-RX-041) counts a record whose delivery makes a
+        # completion bundle, a response bundle or both once: each queue takes one entry of it
+        m.d.sync += [s6_cqe.eq((m_step & m_new & (n_rec != 0)) | r_cqe),
+                     s6_rsp.eq(m_step & m_new & any_rsp),
+                     s6_valid.eq((m_step & m_new & ((n_rec != 0) | any_rsp)) | r_cqe),
+                     s6_rec_ok.eq(Cat(*rec_ok)), s6_rsp_ok.eq(Cat(*rsp_ok)), s6_read.eq(mc.read),
                      s6_conn.eq(mc.conn), s6_stream.eq(mc.stream),
                      s6_rd.msg_len.eq(mc.msg_len), s6_rd.wr_id.eq(mc.wr_id), s6_rd.msg.eq(mc.msg)]
         for i in range(n_slots):
-            m.d.sync += [s6_rec[i].kind.eq(order[i].kind), s6_rec[i].msg_len.eq(order[i].msg_len),
+            m.d.sync += [s6_rec[i].kind.eq(order[i].kind[:2]), s6_rec[i].err.eq(order[i].err),
+                         s6_rec[i].msg_len.eq(order[i].msg_len),
                          s6_rec[i].imm.eq(order[i].imm), s6_rec[i].wr_id.eq(order[i].wr_id),
                          s6_rec[i].msg.eq(m_next_plus[i])]
-        bundle = Signal(lay.cqe_bundle)
-        m.d.comb += bundle.last.eq(sum(s6_rec_ok) - 1)
-        for p in range(n_slots):
-            with m.Switch(s6_rec_ok):
-                for pattern in range(1 << n_slots):
-                    ones = [i for i in range(n_slots) if pattern >> i & 1]
-                    if p < len(ones):
-                        i = ones[p]
-                        rec = s6_rec[i]
-                        with m.Case(pattern):
-                            m.d.comb += [bundle.cqes[p].conn.eq(s6_conn), bundle.cqes[p].stream.eq(s6_stream),
-                                         bundle.cqes[p].msg.eq(rec.msg),
-                                         bundle.cqes[p].opcode.eq(Mux(rec.kind[1], WC_RECV, WC_RECV_RDMA_WITH_IMM)),
-                                         bundle.cqes[p].length.eq(rec.msg_len), bundle.cqes[p].imm.eq(rec.imm),
-                                         bundle.cqes[p].with_imm.eq(rec.kind[0]),
-                                         bundle.cqes[p].wr_id.eq(Mux(rec.kind[1], rec.wr_id, 0))]
+        cqe_items = []
+        for i, rec in enumerate(s6_rec):
+            item = Signal(lay.cqe, name=f"s6_cqe{i}")
+            m.d.comb += [item.conn.eq(s6_conn), item.stream.eq(s6_stream), item.msg.eq(rec.msg),
+                         item.opcode.eq(Mux(rec.kind[1], WC_RECV, WC_RECV_RDMA_WITH_IMM)),
+                         item.length.eq(rec.msg_len), item.imm.eq(rec.imm), item.with_imm.eq(rec.kind[0]),
+                         item.wr_id.eq(Mux(rec.kind[1], rec.wr_id, 0))]
+            cqe_items.append(item)
+        bundle = _bundle(m, lay.cqe_bundle, s6_rec_ok, cqe_items)
+        # MR-RX-131: the response items of the READ requests the delivery executed: the slot's
+        # host address (none when refused) and length, the stream's message number
+        rsp_items = []
+        for i, rec in enumerate(s6_rec):
+            item = Signal(lay.rsp, name=f"s6_rsp{i}")
+            m.d.comb += [item.conn.eq(s6_conn), item.stream.eq(s6_stream), item.msg.eq(rec.msg),
+                         item.laddr.eq(Mux(rec.err, 0, rec.wr_id)), item.length.eq(rec.imm), item.err.eq(rec.err)]
+            rsp_items.append(item)
+        m.d.comb += [rsp_q.w_en.eq(s6_rsp), rsp_q.w_data.eq(_bundle(m, lay.rsp_bundle, s6_rsp_ok, rsp_items))]
         r_bundle = Signal(lay.cqe_bundle)
         m.d.comb += [r_bundle.cqes[0].conn.eq(s6_conn), r_bundle.cqes[0].stream.eq(s6_stream),
                      r_bundle.cqes[0].msg.eq(s6_rd.msg), r_bundle.cqes[0].opcode.eq(WC_RDMA_READ),
                      r_bundle.cqes[0].length.eq(s6_rd.msg_len), r_bundle.cqes[0].wr_id.eq(s6_rd.wr_id)]
-        m.d.comb += [cqe_q.w_en.eq(s6_valid), cqe_q.w_data.eq(Mux(s6_read, r_bundle.as_value(), bundle.as_value()))]
-        cqe_sel = Signal(range(n_slots))
-        head = data.View(lay.cqe_bundle, cqe_q.r_data)
-        cqe_take = cqe_q.r_rdy & self.m_cqe.ready
-        at_last = cqe_sel == head.last
-        with m.If(cqe_take):
-            m.d.sync += cqe_sel.eq(Mux(at_last, 0, cqe_sel + 1))
-        m.d.comb += [self.m_cqe.valid.eq(cqe_q.r_rdy), self.m_cqe.payload.eq(_pick([head.cqes[i].as_value() for i in range(n_slots)], cqe_sel)),
-                     cqe_q.r_en.eq(cqe_take & at_last)]
+        m.d.comb += [cqe_q.w_en.eq(s6_cqe), cqe_q.w_data.eq(Mux(s6_read, r_bundle.as_value(), bundle.as_value()))]
+        _bundle_out(m, "cqe", lay.cqe_bundle, cqe_q, self.m_cqe, n_slots)
+        _bundle_out(m, "rsp", lay.rsp_bundle, rsp_q, self.m_rsp, n_slots)
 
         # -- outputs
         m.d.comb += [

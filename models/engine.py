@@ -196,6 +196,7 @@ class EngineRxModel:
             "s_cfg__payload": ro["m_cfg__payload"], "s_cfg__valid": ro["m_cfg__valid"],
             "m_ack__ready": g("m_ack__ready", 0), "m_place__ready": do["s_place__ready"],
             "m_data__ready": do["s_data__ready"], "m_cqe__ready": g("m_cqe__ready", 0),
+            "m_rsp__ready": 1,      # MR-RX-131: taken and dropped until the TX side's s_rsp joins it
             "reg_addr": ro["reg_addr"]})
         pay_ready = self.pack.step(po["m_payload__tvalid"], po["m_payload__tdata"],
                                    po["m_payload__tkeep"], po["m_payload__tlast"],

@@ -44,7 +44,7 @@ __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts",
            "WC_RECV_RDMA_WITH_IMM", "chunk_new", "ACK_DELAY_RESET", "TIMER_DEPTH", "GEN_BITS",
            "TIME_BITS", "TABLE_RECV", "RECV_SLOTS", "WC_RECV", "SEND_OPS", "WRITE_OPS", "LATE_CODES",
            "KIND_IMM", "KIND_SEND", "msg_kind",
-           "TABLE_READ", "RD_SLOTS", "WC_RDMA_READ"]
+           "TABLE_READ", "RD_SLOTS", "WC_RDMA_READ", "KIND_READ", "READ_REQ_OP"]
 
 
 class RxCode(IntEnum):
@@ -89,7 +89,9 @@ LATE_CODES = (RxCode.RNR, RxCode.RECV_BOUNDS)
 #: is NOT_HANDLED.
 WRITE_OPS = (int(Op.MR_WRITE), int(Op.MR_WRITE_IMM))
 SEND_OPS = (int(Op.MR_SEND), int(Op.MR_SEND_IMM))
-DATA_OPS = WRITE_OPS + SEND_OPS + (int(Op.MR_READ_RESP),)
+#: MR-RX-126: READ requests (the responder side) are handled too
+READ_REQ_OP = int(Op.MR_READ)
+DATA_OPS = WRITE_OPS + SEND_OPS + (int(Op.MR_READ_RESP), READ_REQ_OP)
 
 #: MR-RX-050: counters, 64 bits each: one per RxCode, then these.
 COUNTER_BITS = 64
@@ -148,14 +150,15 @@ WC_RECV = 128
 WC_RDMA_READ = 2
 
 #: MR-RX-104: a message slot's kind: bit 0 the message carries an immediate, bit 1 it is a
-#: SEND; kind 0 (a plain WRITE) completes without a record.
-KIND_IMM, KIND_SEND = 1, 2
+#: SEND; kind 0 (a plain WRITE) completes without a record. MR-RX-130: bit 2 a READ request
+#: (its delivery is a response item on m_rsp, not a completion record).
+KIND_IMM, KIND_SEND, KIND_READ = 1, 2, 4
 
 
 def msg_kind(opcode):
-    """MR-RX-104: the message-slot kind of a data opcode."""
+    """MR-RX-104, MR-RX-130: the message-slot kind of a data opcode."""
     return (KIND_IMM * int(opcode in (Op.MR_WRITE_IMM, Op.MR_SEND_IMM))
-            | KIND_SEND * int(opcode in SEND_OPS))
+            | KIND_SEND * int(opcode in SEND_OPS) | KIND_READ * int(opcode == READ_REQ_OP))
 
 
 class MsgCode(IntEnum):
@@ -216,6 +219,8 @@ class Layouts:
     rd_bits: int
     rd: data.StructLayout           # MR-RX-110: an outstanding READ (written by configuration)
     rd_state: data.StructLayout     # MR-RX-110: its placed bytes and chunk ring (the message stage's)
+    rsp: data.StructLayout          # MR-RX-131: a READ request's response item (m_rsp)
+    rsp_bundle: data.StructLayout   # MR-RX-131: the response items one chunk delivers
     streams: int = records.STREAMS  # MR-RX-001: stream rows per connection in the per-stream tables
     stream_bits: int = records.STREAM_BITS
 
@@ -254,7 +259,9 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     cfg = data.StructLayout({"table": 3, "addr": max(cb + pb, kb, cb + esb + rb, cb + esb + rdb), "data": row_bits})
     # MR-RX-080..082: the message table's row: the stream's next message to deliver and one
     # slot per message number modulo msg_slots (placed bytes, the chunk ring)
-    msg_slot = data.StructLayout({"valid": 1, "done": 1, "kind": 2, "msg_len": 32, "placed": 32,
+    # MR-RX-130: a READ request's slot keeps its length in `imm`, its host address in `wr_id`
+    # and its refusal (ACCESS or BOUNDS) in `err`
+    msg_slot = data.StructLayout({"valid": 1, "done": 1, "kind": 3, "err": 1, "msg_len": 32, "placed": 32,
                                   "imm": 32, "wr_id": 64, "ring": chunk_ring * (1 + EPOCH_BITS)})
     msg_row = data.StructLayout({"next": records.SEQ_BITS,
                                  "slots": data.ArrayLayout(msg_slot, msg_slots)})
@@ -262,9 +269,13 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
                              "opcode": 8, "length": 32, "imm": 32, "with_imm": 1, "wr_id": 64})
     cqe_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
                                     "cqes": data.ArrayLayout(cqe, msg_slots)})
+    # MR-RX-131: the TX side's input s_rsp takes these field names and widths (branch tx22)
+    rsp = data.StructLayout({"conn": cb, "stream": 16, "msg": 32, "laddr": 64, "length": 32, "err": 1})
+    rsp_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
+                                    "rsps": data.ArrayLayout(rsp, msg_slots)})
     return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg,
                    msg_slots, chunk_ring, msg_slot, msg_row, cqe, cqe_bundle, recv_slots, rb, recv,
-                   rd_slots, rdb, rd, rd_state, streams, sb)
+                   rd_slots, rdb, rd, rd_state, rsp, rsp_bundle, streams, sb)
 
 
 def payload_layout(width):
@@ -340,6 +351,7 @@ class Outcome:
     msg: MsgCode | None = None      # the message stage's verdict on an accepted chunk (MR-RX-083)
     arm: tuple | None = None        # MR-RX-092: (path row, generation) of a delayed-ACK timer
     cqes: list | None = None        # completion records it delivers (dicts of Layouts.cqe)
+    rsps: list | None = None        # MR-RX-131: READ requests it executes (dicts of Layouts.rsp)
 
 
 @dataclass
@@ -367,6 +379,7 @@ class _Static:
     stale: bool = False     # MR-RX-103: a SEND of a receive already reposted: accepted, not placed
     wr_id: int = 0          # MR-RX-104: the matched receive's
     rd_row: int | None = None   # MR-RX-111: a READ response's outstanding-read row
+    err: int = 0            # MR-RX-128: a READ request whose key or range is refused
 
 
 class RxModel:
@@ -469,7 +482,8 @@ class RxModel:
         mtu = 1 << self.mtu_log2
         send = bth["opcode"] in SEND_OPS
         read = bth["opcode"] == Op.MR_READ_RESP
-        code = None
+        rreq = bth["opcode"] == READ_REQ_OP
+        code, err = None, 0
         if meta["drop"]:
             code = RxCode.PARSER_DROP
         elif bth["opcode"] not in DATA_OPS:
@@ -493,6 +507,16 @@ class RxModel:
                     code = RxCode.LENGTH
             elif not (rd["valid"] and P.seq_lt32(mrdh["msg"], rd["msg"])):
                 code = RxCode.NO_READ
+        elif rreq:
+            # MR-RX-127/128 (MR-VERB-002): a one-packet message without payload (msg_len 0,
+            # else LENGTH); a key or range refused is no drop: the request is accepted and
+            # answered in order by an ERROR response (err)
+            if mrdh["msg_len"] != 0:
+                code = RxCode.LENGTH
+            else:
+                hit = key["valid"] and key["rkey"] == reth["rkey"]
+                err = int(P.check_access(key["length"] if hit else None, key["access"],
+                                         P.ACCESS_REMOTE_READ, reth["va"], reth["dma_len"]) is not None)
         elif reth["dma_len"] != mrdh["msg_len"]:
             code = RxCode.LENGTH
         else:
@@ -524,13 +548,18 @@ class RxModel:
             addr = (rd["base"] + mrdh["offset"]) & P.U64_MASK
         else:
             addr = (key["base"] + reth["va"] + mrdh["offset"]) & P.U64_MASK
+        imm = meta["imm"]
+        if rreq:
+            # MR-RX-130: the message slot keeps the request's host address (in wr_id) and length
+            # (in imm: a READ request carries no immediate)
+            wr_id, imm = addr, reth["dma_len"]
         stream = mrdh["stream"] & ((1 << records.STREAM_BITS) - 1)
         return _Static(code, ci, path, row, bth["psn"], bth["ack_req"], int(meta["ip"]["ecn"] == 3),
                        meta["udp"]["sport"], plen, addr, steer,
                        msg_row=(ci << records.STREAM_BITS) | stream, stream=stream, msg=mrdh["msg"],
                        msg_len=mrdh["msg_len"], chunk=mrdh["offset"] >> self.mtu_log2,
-                       kind=msg_kind(bth["opcode"]), imm=meta["imm"], late=late, stale=stale,
-                       wr_id=wr_id, rd_row=self.rd_index(meta) if read else None)
+                       kind=msg_kind(bth["opcode"]), imm=imm, late=late, stale=stale,
+                       wr_id=wr_id, rd_row=self.rd_index(meta) if read else None, err=err)
 
     # -- the sequence state (MR-RX-024..031)
     def dynamic(self, st: _Static) -> Outcome:
@@ -571,16 +600,17 @@ class RxModel:
         place = {"conn": st.conn, "addr": st.addr, "length": st.plen} if st.plen and not st.stale else None
         if st.stale:
             steer = 0 if st.steer else None     # MR-RX-103: its buffer is another receive's now
+        rsps = []
         if st.rd_row is not None:
             mcode, cqes = (MsgCode.DUP, []) if st.stale else self.read_chunk(st)
         else:
-            mcode, cqes = self.message(st)
+            mcode, cqes, rsps = self.message(st)
         # MR-RX-092: the first unacknowledged packet since the path's last ACK arms the timer
         arm = (st.path_row, row["ack_timer"] & GEN_MASK) if (
             ack is None and row["pending"] == 0 and self.ack_delay) else None
         return Outcome(RxCode.ACCEPTED, ack=ack, place=place, steer=steer, ce=st.ce,
                        abandoned=abandoned, placed_bytes=0 if st.stale else st.plen, msg=mcode,
-                       cqes=cqes, arm=arm)
+                       cqes=cqes, arm=arm, rsps=rsps)
 
     def timer(self, path_row, gen):
         """MR-RX-093: a delayed-ACK timer of path row ``path_row`` armed at ACK generation
@@ -600,7 +630,8 @@ class RxModel:
     def message(self, st):
         """An accepted chunk in its message: its slot, the chunk ring, the placed bytes, and
         the completion records of the messages it lets the stream deliver, in message order
-        (MR-EXO-001, MR-EXO-002, MR-EXO-004). Returns ``(MsgCode, [cqe dicts])``."""
+        (MR-EXO-001, MR-EXO-002, MR-EXO-004), and the READ requests it executes (MR-RX-131).
+        Returns ``(MsgCode, [cqe dicts], [rsp dicts])``."""
         lay = self.lay
         n = lay.msg_slots
         row = self.msgs.get(st.msg_row)
@@ -608,26 +639,26 @@ class RxModel:
             row = self.msgs[st.msg_row] = {"next": 0, "slots": [None] * n}
         d = (st.msg - row["next"]) & 0xFFFFFFFF
         if d >= 1 << 31:
-            return MsgCode.DUP, []          # MR-EXO-005: its message is delivered
+            return MsgCode.DUP, [], []      # MR-EXO-005: its message is delivered
         if d >= n:
-            return MsgCode.REFUSED, []      # MR-SEC-006: beyond the stream's slots
+            return MsgCode.REFUSED, [], []  # MR-SEC-006: beyond the stream's slots
         k = st.msg % n
         slot = row["slots"][k]
         if slot is None:
-            slot = {"done": 0, "kind": st.kind, "msg_len": st.msg_len, "placed": 0,
+            slot = {"done": 0, "kind": st.kind, "err": st.err, "msg_len": st.msg_len, "placed": 0,
                     "imm": st.imm, "wr_id": st.wr_id, "ring": [0] * lay.chunk_ring}
         elif slot["msg_len"] != st.msg_len or slot["kind"] != st.kind:
-            return MsgCode.REFUSED, []      # not the message its slot holds
+            return MsgCode.REFUSED, [], []  # not the message its slot holds
         pos = st.chunk % lay.chunk_ring
         epoch = (st.chunk // lay.chunk_ring) & ((1 << EPOCH_BITS) - 1)
         if not chunk_new(slot["ring"][pos], epoch):
-            return MsgCode.DUP, []          # MR-EXO-002: placed before
+            return MsgCode.DUP, [], []      # MR-EXO-002: placed before
         # the endpoint keeps the immediate of the last new chunk (every chunk carries it)
         slot = dict(slot, ring=list(slot["ring"]), placed=slot["placed"] + st.plen, imm=st.imm)
         slot["ring"][pos] = (1 << EPOCH_BITS) | epoch
         slot["done"] = int(slot["placed"] == slot["msg_len"])
         row["slots"][k] = slot
-        cqes = []
+        cqes, rsps = [], []
         if slot["done"] and d == 0:
             # MR-EXO-004: this message and the done ones after it deliver, in order
             nxt = row["next"]
@@ -636,7 +667,13 @@ class RxModel:
                 s = row["slots"][j]
                 if s is None or not s["done"]:
                     break
-                if s["kind"]:
+                if s["kind"] & KIND_READ:
+                    # MR-RX-131: a READ request executes at its stream's delivery point; a
+                    # refused one (err) is answered by an ERROR response and reads nothing
+                    rsps.append({"conn": st.conn, "stream": st.stream, "msg": nxt,
+                                 "laddr": 0 if s["err"] else s["wr_id"], "length": s["imm"],
+                                 "err": s["err"]})
+                elif s["kind"]:
                     # MR-RX-084, MR-RX-104: a WRITE_IMM's record, or a SEND's with its receive's wr_id
                     send = s["kind"] & KIND_SEND
                     cqes.append({"conn": st.conn, "stream": st.stream, "msg": nxt, "status": 0,
@@ -646,7 +683,7 @@ class RxModel:
                 row["slots"][j] = None
                 nxt = (nxt + 1) & 0xFFFFFFFF
             row["next"] = nxt
-        return MsgCode.NEW, cqes
+        return MsgCode.NEW, cqes, rsps
 
     def read_chunk(self, st):
         """MR-RX-112: an accepted chunk of a READ response in its outstanding-read row: new
@@ -707,10 +744,10 @@ class RxModel:
 
 INPUTS = ("s_meta__payload", "s_meta__valid", "s_payload__payload", "s_payload__valid",
           "s_cfg__payload", "s_cfg__valid", "m_ack__ready", "m_place__ready", "m_data__ready",
-          "m_cqe__ready", "reg_addr")
+          "m_cqe__ready", "m_rsp__ready", "reg_addr")
 OUTPUTS = ("s_meta__ready", "s_payload__ready", "s_cfg__ready", "m_ack__payload", "m_ack__valid",
            "m_place__payload", "m_place__valid", "m_data__payload", "m_data__valid",
-           "m_cqe__payload", "m_cqe__valid", "reg_data")
+           "m_cqe__payload", "m_cqe__valid", "m_rsp__payload", "m_rsp__valid", "reg_data")
 
 
 def pack_bundle(lay, cqes):
@@ -723,11 +760,24 @@ def pack_bundle(lay, cqes):
     return word
 
 
-def bundle_entry(lay, word, i):
-    """Record ``i`` (flat) of a flat bundle, and the bundle's last index."""
-    off = lay.cqe_bundle["cqes"].offset + i * lay.cqe.size
-    last = word & ((1 << lay.cqe_bundle["last"].width) - 1)
-    return (word >> off) & ((1 << lay.cqe.size) - 1), last
+def pack_rsp_bundle(lay, rsps):
+    """MR-RX-131: the response items one chunk delivers as one queue entry, as
+    :func:`pack_bundle`."""
+    word = pack(lay.rsp_bundle, {"last": len(rsps) - 1})
+    off = lay.rsp_bundle["rsps"].offset
+    for i, r in enumerate(rsps):
+        word |= pack(lay.rsp, r) << (off + i * lay.rsp.size)
+    return word
+
+
+def bundle_entry(lay, word, i, bundle=None, item=None):
+    """Record ``i`` (flat) of a flat bundle, and the bundle's last index (a completion
+    bundle, or ``bundle`` of ``item`` records)."""
+    bundle = lay.cqe_bundle if bundle is None else bundle
+    item = lay.cqe if item is None else item
+    off = bundle[next(n for n, _ in bundle if n != "last")].offset + i * item.size
+    last = word & ((1 << bundle["last"].width) - 1)
+    return (word >> off) & ((1 << item.size) - 1), last
 
 
 GEN_MASK = (1 << GEN_BITS) - 1
@@ -777,9 +827,12 @@ class RxCycleModel:
         self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
-        self.ack_q, self.place_q, self.steer_q, self.cqe_q = (SyncFifoModel(FIFO_DEPTH) for _ in range(4))
-        self.s6 = None          # MR-RX-085: a completion bundle pushed the cycle after S5
+        self.ack_q, self.place_q, self.steer_q, self.cqe_q, self.rsp_q = (
+            SyncFifoModel(FIFO_DEPTH) for _ in range(5))
+        # MR-RX-085, MR-RX-131: (completion bundle, response bundle) pushed the cycle after S5
+        self.s6 = None
         self.cqe_sel = 0        # the record of the head bundle m_cqe shows
+        self.rsp_sel = 0        # the item of the head bundle m_rsp shows
         self.now = 0            # MR-RX-091: the cycle counter (TIME_BITS)
         self.timer_q = collections.deque()  # MR-RX-091: (path row, generation, due)
         self.t_due = False      # MR-RX-093: the head tested due in the cycle before
@@ -799,7 +852,8 @@ class RxCycleModel:
     def busy(self):
         return bool(self.s0 or self.s1 or any(self.checks) or self.s4 or self.s5 or self.hold
                     or self.s6 is not None or self.timer_q
-                    or self.ack_q.level or self.place_q.level or self.steer_q.level or self.cqe_q.level)
+                    or self.ack_q.level or self.place_q.level or self.steer_q.level or self.cqe_q.level
+                    or self.rsp_q.level)
 
     def _window(self, st):
         """S4: the window stage (:meth:`RxModel.dynamic`); sets the hold of a slow update."""
@@ -821,7 +875,8 @@ class RxCycleModel:
         holding = self.hold > 0
         inflight = sum(x is not None for x in (self.s0, self.s1, *self.checks, self.s4, self.s5, self.s6))
         credits = not holding and all(q.level + inflight < FIFO_DEPTH
-                                      for q in (self.ack_q, self.place_q, self.steer_q, self.cqe_q))
+                                      for q in (self.ack_q, self.place_q, self.steer_q, self.cqe_q,
+                                                self.rsp_q))
         # MR-RX-093: a due timer enters the pipeline instead of a record
         tq = self.timer_q
         fire = credits and self.t_due
@@ -832,6 +887,7 @@ class RxCycleModel:
                                                                        or self.s4.code is None))
                         and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED))
         cqe_word, cqe_last = bundle_entry(lay, self.cqe_q.head, self.cqe_sel)
+        rsp_word, rsp_last = bundle_entry(lay, self.rsp_q.head, self.rsp_sel, lay.rsp_bundle, lay.rsp)
         have = self.steer_q.level > 0
         head = self.steer_q.head if have else 0
         pay = g("s_payload__payload", 0)
@@ -844,13 +900,14 @@ class RxCycleModel:
             "m_place__payload": self.place_q.head, "m_place__valid": int(self.place_q.level > 0),
             "m_data__payload": pay, "m_data__valid": int(have and head and bool(pay_valid)),
             "m_cqe__payload": cqe_word, "m_cqe__valid": int(self.cqe_q.level > 0),
+            "m_rsp__payload": rsp_word, "m_rsp__valid": int(self.rsp_q.level > 0),
             "reg_data": self.reg_data,
         }
         addr = g("reg_addr", 0)
         self.reg_data = rx.counters[addr] if addr < N_COUNTERS else 0
 
         ack = place = steer = arm = None
-        bundle = self.s6
+        bundle, rsp_bundle = self.s6 or (None, None)
         self.s6 = None
         if holding:
             self.hold -= 1
@@ -861,8 +918,9 @@ class RxCycleModel:
                 ack = None if o.ack is None else pack(lay.ack, o.ack)
                 place = None if o.place is None else pack(lay.place, o.place)
                 steer = o.steer
-                if o.cqes:
-                    self.s6 = pack_bundle(lay, o.cqes)
+                if o.cqes or o.rsps:
+                    self.s6 = (pack_bundle(lay, o.cqes) if o.cqes else None,
+                               pack_rsp_bundle(lay, o.rsps) if o.rsps else None)
                 if o.arm is not None:
                     arm = (*o.arm, (self.now + rx.ack_delay) & TIME_MASK)
                 rx.count(o)
@@ -899,6 +957,11 @@ class RxCycleModel:
         if cqe_take:
             self.cqe_sel = 0 if self.cqe_sel == cqe_last else self.cqe_sel + 1
         self.cqe_q.update(cqe_take and self.cqe_sel == 0, bundle is not None, bundle or 0)
+        # MR-RX-131: m_rsp likewise
+        rsp_take = self.rsp_q.level > 0 and g("m_rsp__ready", 0)
+        if rsp_take:
+            self.rsp_sel = 0 if self.rsp_sel == rsp_last else self.rsp_sel + 1
+        self.rsp_q.update(rsp_take and self.rsp_sel == 0, rsp_bundle is not None, rsp_bundle or 0)
         if arm is not None:
             tq.append(arm)
         self.t_due = t_due

@@ -25,7 +25,7 @@ from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
                  TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
-                 pack, payload_layout, unpack)
+                 meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
 
 #: MR-RX-061: cycles in a row with ``s_meta.ready`` high and no record taken before a
@@ -392,7 +392,7 @@ def bad_cases(s: Setup, *, op=Op.MR_WRITE):
         s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13, op=op),
         s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14, op=op),
         s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15, op=op),
-        s.other(Op.MR_READ), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
+        s.other(Op.MR_FETCH_ADD), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
     ]
     if small is not None:
         out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16, op=op))
@@ -607,6 +607,137 @@ def read_cases(s: Setup, *, conn=0, stream=0):
     return out
 
 
+def _with_meta(meta, values):
+    """A flat META_LAYOUT record with some fields replaced (``{path tuple: value}``)."""
+    from .parser import META_FIELDS
+    for path, off, width in META_FIELDS:
+        if path in values:
+            meta = (meta & ~(((1 << width) - 1) << off)) | (values[path] << off)
+    return meta
+
+
+def read_request(s: Setup, c: Conn, msg, *, key: Key | None = None, va=None, length=None, **kw):
+    """One READ request (MR_READ: MRDH with msg_len 0, RETH with the READ's VA, R_Key and
+    length, no payload) as message ``msg`` of its stream (MR-RX-126)."""
+    key = key or s.keys[1]
+    if length is None:
+        length = s.rng.randint(0, 3 * s.mtu)
+    if va is None:
+        va = s.rng.randrange(0, max(1, key.length - length))
+    kw.setdefault("plen", 0)
+    kw.setdefault("msg_len", 0)
+    kw.setdefault("name", f"rq{msg}")
+    return s.write(c, op=Op.MR_READ, key=key, va=va, dma_len=length, msg=msg, **kw)
+
+
+def read_request_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-126..133: READ requests at the responder, their stream's messages: one at the
+    delivery point (executed at once); one behind a WRITE_IMM of two chunks whose last chunk
+    comes after it (executed after that message, in one delivery with its completion); a
+    refused key, a refused range and a region without the right (accepted, answered by ERROR
+    items, in order); two READs
+    delivered by one chunk (a bundle of two items); a duplicate PSN (acknowledged) and a resend
+    with a new PSN after execution (a duplicate chunk, not executed again); the malformed
+    ones (LENGTH, CHUNK, STREAM, path, no connection, P_Key, PSN window), which are NAKed or
+    dropped before the sequence state and the message table."""
+    c = s.conns[conn]
+    rng = s.rng
+    mtu = s.mtu
+    k = s.keys[1]
+    msg = c.msg.get(stream, 0)
+    c.msg[stream] = msg + 8
+
+    def path():
+        return rng.randrange(c.n_paths)
+
+    def rq(m, **kw):
+        kw.setdefault("stream", stream)
+        kw.setdefault("path", path())
+        kw.setdefault("expect", RxCode.ACCEPTED)
+        return read_request(s, c, m, **kw)
+    out = [rq(msg, name="rq-now", ack_req=1)]
+    # a WRITE_IMM of two chunks (message msg+1) and a READ (msg+2) that waits for it
+    wlen = mtu + 8
+    va = rng.randrange(0, k.length - wlen)
+    wr = [s.write(c, op=Op.MR_WRITE_IMM, path=path(), stream=stream, offset=j * mtu,
+                  plen=min(mtu, wlen - j * mtu), msg_len=wlen, key=k, va=va, msg=msg + 1,
+                  expect=RxCode.ACCEPTED, name=f"rq-w{j}") for j in range(2)]
+    out += [wr[0], rq(msg + 2, name="rq-behind"), wr[1]]
+    # a refused key and a refused range (MR-VERB-002): accepted, ERROR items in order; the
+    # range one first (d = 1), the key one at the delivery point delivers both
+    out += [rq(msg + 4, va=k.length - 4, length=0xFFFFFFF0 | rng.getrandbits(4), name="rq-range"),
+            rq(msg + 3, key=Key(k.rkey ^ (1 << 31), 0, 0, 0), va=0, length=16, name="rq-key")]
+    # two READs delivered by one chunk: msg+6 first, then msg+5
+    two = [rq(msg + 6, length=0, name="rq-zero"), rq(msg + 5, va=(1 << 32) + 8, length=8, name="rq-va-high")]
+    out += two
+    # a region without ACCESS_REMOTE_READ (written for this case, revoked after it): refused
+    kb = s.lay.key_bits
+    idx = next(i for i in range(s.lay.keys) if i not in {x.rkey & (s.lay.keys - 1) for x in s.keys})
+    wk = Key((rng.getrandbits(32 - kb) << kb) | idx, rng.getrandbits(64), 1 << 16,
+             P.ACCESS_REMOTE_WRITE | P.ACCESS_LOCAL_WRITE)
+    out += [s.key_write(wk), rq(msg + 7, key=wk, va=0, length=8, name="rq-no-right"), s.key_write(wk, valid=0)]
+    # a duplicate PSN (acknowledged) and the same request resent with a new PSN (a duplicate chunk)
+    out.append(replace(out[0], expect=RxCode.DUPLICATE, name="rq-dup-psn"))
+    out.append(rq(msg, name="rq-resent", va=0, length=8))
+    # malformed ones (nothing executes, no message slot taken)
+    far = P.psn_add(c.psn[0], 1 << 22)
+    # with payload the parser drops it (its LENGTH, a record without fields); the RX's own
+    # LENGTH check (msg_len 0) sees such a record only when another source makes it: forged
+    # here past the parser
+    good = rq(msg + 8, expect=None, name="rq-length")
+    forged = replace(good, meta=_with_meta(good.meta, {("mrdh", "msg_len"): 8, ("payload_len",): 8}),
+                     payload=bytes(rng.getrandbits(8) for _ in range(8)), expect=RxCode.LENGTH)
+    out += [forged,
+            rq(msg + 8, msg_len=8, expect=RxCode.CHUNK, name="rq-chunk"),
+            rq(msg + 8, stream=9, expect=RxCode.STREAM, name="rq-stream"),
+            rq(msg + 8, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="rq-path"),
+            rq(msg + 8, qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name="rq-no-conn"),
+            rq(msg + 8, pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name="rq-pkey"),
+            rq(msg + 8, path=0, psn=far, expect=RxCode.PSN_WINDOW, name="rq-window"),
+            rq(msg + 8, corrupt=True, psn=3, expect=None, name="rq-parser-drop")]
+    return out
+
+
+def random_read_requests(s: Setup, n=40):
+    """MR-RX-126..133: random READ requests among each connection's streams, in order and out
+    of order (two messages of a stream swapped), on random paths, some refused (key or range),
+    some duplicated (the same PSN, or resent with a new one), with plain writes between them."""
+    rng = s.rng
+    out = []
+    for i in range(n):
+        c = rng.choice(s.conns)
+        stream = rng.randrange(c.n_streams)
+        msgs = []
+        for _ in range(2):
+            m = c.msg.get(stream, 0)
+            c.msg[stream] = m + 1
+            msgs.append(m)
+        pkts = []
+        for m in msgs:
+            r = rng.random()
+            p = rng.randrange(c.n_paths)
+            if r < 0.3:
+                k = rng.choice(s.keys[:3])
+                pkts.append(s.write(c, path=p, stream=stream, key=k, plen=rng.randint(0, 40),
+                                    msg=m, name=f"rr{i}.w{m}"))
+                continue
+            kw = {}
+            if r < 0.4:
+                kw = {"key": Key(s.keys[0].rkey ^ (1 << 30), 0, 0, 0), "va": 0, "length": 8}
+            elif r < 0.5:
+                k = rng.choice(s.keys)
+                kw = {"key": k, "va": k.length - rng.randint(0, 8), "length": rng.randint(9, 64)}
+            else:
+                kw = {"key": rng.choice(s.keys)}
+            pkts.append(read_request(s, c, m, path=p, stream=stream, name=f"rr{i}.r{m}", **kw))
+        if rng.random() < 0.4:
+            pkts.reverse()
+        out += pkts
+        if rng.random() < 0.2:
+            out.append(replace(rng.choice(pkts), expect=None))          # the same PSN again
+    return out
+
+
 def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
     """A random mix over every connection and path: in order, reordered, lost (skipped PSNs),
     duplicated, CE-marked, AckReq, bad packets; with ``cfg`` a few rows rewritten mid-traffic
@@ -689,8 +820,9 @@ class Driver(CounterReadout):
         self.width = width
         self.nb = width // 8
         self.rng = random.Random(seed)
+        self.rng_rsp = random.Random(seed + 0x525350)
         self.p_idle, self.p_bp = p_idle, p_bp
-        outs = ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready")
+        outs = ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready", "m_rsp__ready")
         self.p_bp_of = dict.fromkeys(outs, p_bp if not isinstance(p_bp, dict) else 0.0)
         if isinstance(p_bp, dict):
             self.p_bp_of.update(p_bp)
@@ -712,7 +844,7 @@ class Driver(CounterReadout):
         self._cur = bytearray()
         self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * max(self.p_bp_of.values())))
         self.limit += sum(it.cycles for it in self.items if isinstance(it, Idle))
-        self.res = {"ack": [], "place": [], "data": [], "cqe": [], "meta_taken": [], "payload_taken": [],
+        self.res = {"ack": [], "place": [], "data": [], "cqe": [], "rsp": [], "meta_taken": [], "payload_taken": [],
                     "ack_cycles": [], "cycles": 0, "counters": None, "beside_taken": 0}
         self.cfg_beside = list(cfg_beside)
         self.beside_next = 0        # the next of cfg_beside
@@ -739,7 +871,7 @@ class Driver(CounterReadout):
         self.beside_offered = False
         if self._phase:
             inp.update({"m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1,
-                        "m_cqe__ready": 1, "reg_addr": self._readout_addr()})
+                        "m_cqe__ready": 1, "m_rsp__ready": 1, "reg_addr": self._readout_addr()})
             return inp
         if self.presenting is None and self.i < len(self.items) and isinstance(self.items[self.i], Idle):
             it = self.items[self.i]
@@ -774,6 +906,8 @@ class Driver(CounterReadout):
             inp["s_payload__payload"] = self.beats[0]
         for n in ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready"):
             inp[n] = int(rng.random() >= self.p_bp_of[n])
+        # MR-RX-131: from a generator of its own, so that the other inputs' stimulus is unchanged
+        inp["m_rsp__ready"] = int(self.rng_rsp.random() >= self.p_bp_of["m_rsp__ready"])
         inp["reg_addr"] = rng.randrange(32) if self.poll_regs else 0
         return inp
 
@@ -807,6 +941,8 @@ class Driver(CounterReadout):
             res["place"].append(out["m_place__payload"])
         if out.get("m_cqe__valid") and inp.get("m_cqe__ready"):
             res["cqe"].append(out["m_cqe__payload"])
+        if out.get("m_rsp__valid") and inp.get("m_rsp__ready"):
+            res["rsp"].append(out["m_rsp__payload"])
         if out["m_data__valid"] and inp["m_data__ready"]:
             b = unpack(self.beat, out["m_data__payload"])
             n = b["keep"].bit_length()
@@ -824,7 +960,7 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050)."""
     rx = RxModel(conns, paths, keys, streams=streams)
-    outs, acks, places, data, cqes = [], [], [], [], []
+    outs, acks, places, data, cqes, rsps = [], [], [], [], [], []
     for it in items:
         if isinstance(it, CfgWrite):
             rx.write_cfg(it.table, it.addr, it.value)
@@ -840,7 +976,8 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
         if o.steer:
             data.append(it.payload)
         cqes += [pack(rx.lay.cqe, c) for c in o.cqes or ()]
-    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes,
+        rsps += [pack(rx.lay.rsp, r) for r in o.rsps or ()]
+    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes, "rsp": rsps,
             "counters": list(rx.counters)}
 
 
@@ -853,11 +990,11 @@ def check(items, res, conns, paths, keys, streams=records.STREAMS):
         if c.expect is not None:
             assert o.code == c.expect, f"case {c.name}: model says {o.code.name}, built for {c.expect.name}"
     lay = layouts(conns, paths, keys, streams=streams)
-    for name in ("ack", "place", "cqe"):
+    for name in ("ack", "place", "cqe", "rsp"):
         got, want = res[name], exp[name]
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:
-                layout = {"ack": lay.ack, "place": lay.place, "cqe": lay.cqe}[name]
+                layout = {"ack": lay.ack, "place": lay.place, "cqe": lay.cqe, "rsp": lay.rsp}[name]
                 raise AssertionError(f"{name} #{i}: got {unpack(layout, g)}, expected {unpack(layout, w)}")
         assert len(got) == len(want), f"{name}: {len(got)} transfers, expected {len(want)}"
     assert res["data"] == exp["data"], "written payload bytes differ"
@@ -985,13 +1122,42 @@ def post_of(s: Setup, w: CfgWrite):
     raise ValueError(f"receive {r} outside every region")
 
 
-def endpoint_reference(ep, s: Setup, cases):
+def record_responses(ep, key_base):
+    """MR-RX-131: the READ requests the endpoint ``ep`` executes (``_execute``, MR-VERB-002..004),
+    as tuples comparable with :func:`responses`: ``(conn, stream, msg, laddr, length, err)``,
+    ``laddr`` the region's host address of the READ's VA (``key_base``: R_Key -> base), 0 when
+    refused. Returns the list the endpoint's connections append to."""
+    got = []
+    for qp, c in ep._conns.items():
+        def execute(m, c=c, qp=qp, run=c._execute):
+            va, rkey, length, _ = m.req
+            run(m)
+            err = c.rsp[(m.stream, m.msg)].err
+            got.append((qp, m.stream, m.msg, 0 if err else (key_base[rkey] + va) % (1 << 64), length, int(err)))
+        c._execute = execute
+    return got
+
+
+def responses(s: Setup, rsps):
+    """The RX engine's response items (flat ``m_rsp`` payloads) as tuples (MR-RX-131)."""
+    out = []
+    for v in rsps:
+        r = unpack(s.lay.rsp, v)
+        out.append((r["conn"], r["stream"], r["msg"], r["laddr"], r["length"], r["err"]))
+    return out
+
+
+def endpoint_reference(ep, s: Setup, cases, rsps=None):
     """Feed the frames of ``cases`` the RX slice handles (MR_WRITE/MR_WRITE_IMM/MR_SEND/
-    MR_SEND_IMM the parser kept) to the endpoint at one instant (no timer fires), a receive
+    MR_SEND_IMM/MR_READ the parser kept) to the endpoint at one instant (no timer fires), a receive
     posted (table 5) as the endpoint's ``post_recv``; return its ACK/NAK frames as tuples
-    comparable with :func:`requests` and its registered buffers."""
+    comparable with :func:`requests` and its registered buffers. With ``rsps`` (a list), the
+    READ requests the endpoint executes are appended to it (:func:`record_responses`); the
+    response frames it sends are not returned."""
     from .codec import decode
     out = []
+    if rsps is not None:
+        got = record_responses(ep, {k.rkey: k.base for k in s.keys})
     for c in cases:
         if isinstance(c, CfgWrite) and c.table == TABLE_RECV:
             qp, stream, lkey, off, length, wr_id = post_of(s, c)
@@ -1000,13 +1166,21 @@ def endpoint_reference(ep, s: Setup, cases):
         if not isinstance(c, Case) or c.drop:
             continue
         f = decode(c.frame)
-        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM):
+        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ):
             continue
+        msg_len = meta_fields(c.meta)["mrdh"]["msg_len"]
+        if len(c.payload) != len(f.payload) or msg_len != f.mrdh.msg_len:
+            # a record forged past the parser (read_request_cases): the frame it describes
+            f = replace(f, payload=c.payload, mrdh=replace(f.mrdh, msg_len=msg_len))
         ep.receive(f, 0.0)
         while (g := ep.next_packet(0.0)) is not None:
+            if g.bth.opcode == Op.MR_READ_RESP:
+                continue                # MR-VERB-003: the response data (the TX side's)
             r = _norm_frame(g)
             assert r[1] == f.bth.dest_qp, "an ACK to another connection (a hint update?)"
             out.append(r)
+    if rsps is not None:
+        rsps.extend(got)
     return out, {k.rkey: bytes(ep._mrs[k.rkey][0]) for k in s.keys}
 
 
@@ -1094,6 +1268,9 @@ class Traffic:
     cqes: list = field(default_factory=list)
     #: MR-RX-105: receives the receiving host posted, as ``(frames arrived before, CfgWrite)``
     posts: list = field(default_factory=list)
+    #: MR-RX-133: the READ requests the receiving endpoint executed, in order (tuples as
+    #: :func:`responses`)
+    rsps: list = field(default_factory=list)
 
     @property
     def items(self):
@@ -1154,7 +1331,8 @@ def forged_writes(s: Setup, n):
 def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, nbytes=16384, loss=0.0, reorder=0.0, dup=0.0,
                      seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
                      rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0,
-                     imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0, reads=0.0):
+                     imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0, reads=0.0,
+                     read_reqs=0.0):
     """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
     ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
     their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
@@ -1186,7 +1364,10 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     RDMA READs the receiving endpoint posts to the sender (MR-RX-113): it reads the piece of
     the sender's source into its region; each READ request's first send is an
     outstanding-read write (table 6) in ``traffic.items``; the receiving endpoint keeps one
-    READ per connection in flight (``max_tx_msgs`` = 2, MR-VERB-006)."""
+    READ per connection in flight (``max_tx_msgs`` = 2, MR-VERB-006). A fraction ``read_reqs``
+    are RDMA READs the sender posts to the receiver (MR-RX-133): READ requests among the frames
+    that reach the receiver, which executes them and sends the responses back (the READ's bytes
+    land in the sender's source piece); ``traffic.rsps`` records the requests it executed."""
     from metaroce.sim.faults import Faults
     from metaroce.sim.topology import Fabric, host_addr
     from .codec import encode
@@ -1208,7 +1389,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     # a connection started and not completed (MR-RX-083: the message table's slots per stream)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
                   chunk_window=CHUNK_RING, announce=False,      # the engine sends none (MR-CC-021)
-                  **({"max_tx_msgs": MSG_SLOTS} if sends else {}), **ep_kw)
+                  **({"max_tx_msgs": MSG_SLOTS} if sends or read_reqs else {}), **ep_kw)
     sender, receiver = fab.hosts
     sender.ep, receiver.ep = tx, rx
     rng = random.Random(seed + 3)
@@ -1235,15 +1416,21 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
         send = sends and r < sends
         if reads and not send and r < sends + reads:
             send = "read"
+        elif read_reqs and not send and r < sends + reads + read_reqs:
+            send = "rreq"
         value = rng.getrandbits(32) if imm and rng.random() < (0.5 if send else imm) else None
         posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i, value, send))
-        sources.append((k.rkey, va, src[a:b]))
+        if send != "rreq":
+            sources.append((k.rkey, va, src[a:b]))
     recvs = {}          # (qp, stream) -> receives still to post, in order: (rkey, va, length, wr_id)
     rd_rows = {}        # (qp, stream, msg) -> the READ's (base, length, wr_id)
     for qp, stream, a, n, va, rkey, wr, value, send in posted:
         if send == "read":
             m = rx._conns[qp].post_read(stream, rkey, va, n, a, lkey, wr)
             rd_rows[(qp, stream, m.msg)] = (s.keys[[k.rkey for k in s.keys].index(rkey)].base + va, n, wr)
+        elif send == "rreq":
+            # MR-RX-133: the sender reads the receiver's region into its source piece
+            tconn[qp].post_read(stream, lkey, a, n, va, rkey, wr)
         elif send:
             tconn[qp].post_send(stream, lkey, a, n, wr_id=wr, imm=value)
             room = next(k.length for k in s.keys if k.rkey == rkey) - va
@@ -1251,6 +1438,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
         else:
             tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr, imm=value)
     posts = []
+    executed = record_responses(rx, {k.rkey: k.base for k in s.keys})
     next_recv = dict.fromkeys(recvs, 0)
     open_recvs = dict.fromkeys(recvs, 0)
     key_base = {k.rkey: k.base for k in s.keys}
@@ -1330,8 +1518,9 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
              "sim_time": fab.sim.now}
     stats["sends"] = sum(1 for p in posted if p[8] is True)
     stats["reads"] = n_reads
+    stats["read_reqs"] = sum(1 for p in posted if p[8] == "rreq")
     stats["rnr_naks"] = sum(1 for a in acks if a[0] == "nak" and a[3] == NakReason.RNR)
-    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts)
+    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts, executed)
 
 
 def same_completions(got, want):
@@ -1559,6 +1748,8 @@ def opcode_class(case: Case):
         return "send"
     if op == Op.MR_READ_RESP:
         return "read_resp"
+    if op == Op.MR_READ:
+        return "read_req"
     return "mr_other" if op >= 0xC0 else "rc"
 
 
@@ -1732,7 +1923,7 @@ def coverage_suite(s: Setup, n_random=150):
     :func:`message_toggle_cases`) and the random mix (with rows rewritten mid-traffic)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
-              for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_READ, Op.RC_WRITE_ONLY,
+              for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_FETCH_ADD, Op.RC_WRITE_ONLY,
                          Op.RC_SEND_ONLY, Op.RC_ACK) for corrupt in (False, True)]
     head = (stream_bound_cases(s) + window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
             + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others)
@@ -1752,6 +1943,6 @@ def coverage_suite(s: Setup, n_random=150):
         rsp(mrdh_path=s.lay.paths + 3, psn=3, expect=RxCode.BAD_PATH, name="rd-path"),
         rsp(psn=far, expect=RxCode.PSN_WINDOW, name="rd-window"),
         rsp(corrupt=True, psn=4, name="rd-parser-drop")]
-    return (head + sends + reads
+    return (head + sends + reads + read_request_cases(s, conn=3)
             + message_cases(s, conn=4) + long_read_cases(s) + toggle_cases(s) + message_toggle_cases(s)
             + random_traffic(s, n_random))

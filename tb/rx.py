@@ -12,7 +12,7 @@ cocotb tests here:
     ``metaroce bench rx``: packets and payload beats per cycle and ACK latency of same-path
     bursts per payload size, and the lockstep speed.
 ``rx_lockstep``
-    the window, bad-input, SEND, READ-response and burst cases plus ``RX_RANDOM`` random
+    the window, bad-input, SEND, READ-response, READ-request and burst cases plus ``RX_RANDOM`` random
     packets (seed ``RX_SEED``)
     with random idle cycles and backpressure on every output, then the checker; then a
     same-path burst without idle or backpressure, which must be taken at one record per cycle,
@@ -60,11 +60,11 @@ def _instance():
 
 
 def _traffic_mix():
-    """The endpoint traffic's mix (MR-RX-105, MR-RX-113) from ``RX_TRAFFIC_SENDS``/``_READS``/
-    ``_IMM`` (fractions of the messages), ``RX_TRAFFIC_RECV_DELAY`` (s before the first
+    """The endpoint traffic's mix (MR-RX-105, MR-RX-113, MR-RX-133) from ``RX_TRAFFIC_SENDS``/
+    ``_READS``/``_READ_REQS``/``_IMM`` (fractions of the messages), ``RX_TRAFFIC_RECV_DELAY`` (s before the first
     receives: RNR NAKs) and ``RX_TRAFFIC_STREAMS`` (streams of every connection)."""
     env = os.environ.get
-    mix = {k: float(env(f"RX_TRAFFIC_{k.upper()}", "0")) for k in ("sends", "reads", "imm", "recv_delay")}
+    mix = {k: float(env(f"RX_TRAFFIC_{k.upper()}", "0")) for k in ("sends", "reads", "imm", "recv_delay", "read_reqs")}
     if env("RX_TRAFFIC_STREAMS"):
         mix["n_streams"] = int(env("RX_TRAFFIC_STREAMS"))
     if env("RX_TRAFFIC_WRITES"):
@@ -224,15 +224,18 @@ async def rx_endpoint_traffic(dut):
     acks_equal = rc.requests(s, drv.res["ack"]) == tr.acks
     memory_equal = rc.memory_image(s, drv.res["place"], drv.res["data"]) == tr.memory
     cqes_equal = rc.same_completions(rc.completions(s, drv.res["cqe"]), tr.cqes)
+    # MR-RX-133: the READ requests executed, against the ones the receiving endpoint executed
+    rsps_equal = rc.responses(s, drv.res["rsp"]) == tr.rsps
     with open(os.environ["RX_TRAFFIC_OUT"], "w") as f:
         json.dump({"width": width, "frames": len(tr.cases), "cycles": n,
                    "lockstep_cycles_per_s": round(n / wall) if wall else None,
                    "mismatches": h.mismatches, "acks_equal": acks_equal, "memory_equal": memory_equal,
                    "completions_equal": cqes_equal, "completions": len(drv.res["cqe"]),
+                   "responses_equal": rsps_equal, "responses": len(drv.res["rsp"]),
                    "endpoint_acks": len(tr.acks), "rtl_requests": len(drv.res["ack"]),
                    "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
                    "traffic": tr.stats}, f)
-    assert h.mismatches == 0 and acks_equal and memory_equal and cqes_equal
+    assert h.mismatches == 0 and acks_equal and memory_equal and cqes_equal and rsps_equal
 
 
 @cocotb.test(skip=_special_run())
@@ -250,8 +253,10 @@ async def rx_lockstep(dut):
     s = rc.Setup(conns, paths, keys, streams=streams, seed=seed)
     # SENDs and READ responses (MR-RX-100..105, MR-RX-110..113: RNR, RECV_BOUNDS, NO_READ, LENGTH,
     # stale and duplicate chunks) on two connections, before the random mix that shares their streams
+    # READ requests (MR-RX-126..133): the cases on one connection, random ones on every one
     cases = (rc.stream_bound_cases(s) + rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=1)
              + rc.send_cases(s, conn=2) + rc.read_cases(s, conn=3) + rc.burst_same_path(s, 16, plen=9)
+             + rc.read_request_cases(s, conn=4) + rc.random_read_requests(s, 30)
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
     drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
@@ -289,7 +294,8 @@ async def rx_lockstep(dut):
                        "packets_per_cycle": round(len(taken) / (taken[-1] - taken[0] + 1), 3),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
                        "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
-                       "completions": len(drv.res["cqe"]), "timer_acks_equal": timer_acks_equal,
+                       "completions": len(drv.res["cqe"]), "responses": len(drv.res["rsp"]),
+                       "timer_acks_equal": timer_acks_equal,
                        "mismatches": h.mismatches}, f)
 
 
