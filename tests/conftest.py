@@ -6,6 +6,10 @@ normally takes milliseconds can exceed either, and Hypothesis then fails the tes
 this suite may depend on wall-clock time, so both are off for every property test (tests
 that set their own settings inherit this profile).
 """
+import json
+import os
+import resource
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -164,5 +168,37 @@ class _WorkerOrder:
             items[:] = first_block_order(items, workers)
 
 
+def _cpu_seconds():
+    """(this process's user+sys CPU seconds, its waited-for children's)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+class _CpuTimes:
+    """MR-FLOW-038: with ``METAROCE_CPU_TIMES=FILE`` each test's CPU seconds (setup, call and
+    teardown) are appended to FILE as one JSON line per test and worker: ``cpu_s`` the worker
+    process's user+sys delta over the test, ``children_s`` that of the subprocesses it waited
+    for (Verilator, compilers). CPU seconds, unlike durations, compare at any machine load."""
+
+    def __init__(self, path):
+        self.path = path
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        own0, kids0 = _cpu_seconds()
+        yield
+        own1, kids1 = _cpu_seconds()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        line = json.dumps({"nodeid": item.nodeid, "worker": worker, "cpu_s": round(own1 - own0, 4),
+                           "children_s": round(kids1 - kids0, 4)})
+        # one write per line on an O_APPEND file: the workers' lines do not interleave
+        with open(self.path, "a") as f:
+            f.write(line + "\n")
+
+
 def pytest_configure(config):
     config.pluginmanager.register(_WorkerOrder(), "metaroce-worker-order")
+    path = os.environ.get("METAROCE_CPU_TIMES")
+    if path:
+        config.pluginmanager.register(_CpuTimes(os.path.abspath(path)), "metaroce-cpu-times")
