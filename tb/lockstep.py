@@ -58,7 +58,8 @@ from .streams import SEP
 RECENT_CYCLES = 512
 
 __all__ = ["CycleModel", "Mismatch", "CombinationalOutput", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
-           "model_port_lists", "port_values", "run_amaranth", "AmaranthSim", "shared_sim"]
+           "model_port_lists", "port_values", "run_amaranth", "AmaranthSim", "shared_sim",
+           "source_closure"]
 
 
 class CycleModel(Protocol):
@@ -800,15 +801,51 @@ def _design_globals() -> list:
     return seen
 
 
-def shared_sim(key, make_dut: Callable[[], object]) -> AmaranthSim:
+def source_closure(modules) -> dict:
+    """MR-FLOW-040: ``{module name: SHA-256 of its source}`` of ``modules`` (modules or their
+    names) and of every ``metaroce`` module they reach through their globals (imported modules,
+    the modules of imported functions and classes), transitively. A module made from edited
+    source (:func:`wrong_form`) is hashed on that source."""
+    import hashlib
+    import importlib
+    import sys
+    import types
+    todo = [importlib.import_module(m) if isinstance(m, str) else m for m in modules]
+    out = {}
+    while todo:
+        mod = todo.pop()
+        if mod.__name__ in out:
+            continue
+        src = getattr(mod, "__source__", None)
+        if src is None:
+            with open(mod.__file__, "rb") as f:
+                src = f.read()
+        out[mod.__name__] = hashlib.sha256(src if isinstance(src, bytes) else src.encode()).hexdigest()
+        for value in list(vars(mod).values()):
+            if isinstance(value, types.ModuleType):
+                dep = value
+            else:
+                dep = sys.modules.get(getattr(value, "__module__", None) or "")
+            if dep is not None and dep.__name__.startswith("metaroce.") and getattr(dep, "__file__", None) \
+                    and dep.__name__ not in out:
+                todo.append(dep)
+    return out
+
+
+def shared_sim(key, make_dut: Callable[[], object], modules=()) -> AmaranthSim:
     """The :class:`AmaranthSim` of ``make_dut()`` this process made for ``key`` before (the
     last :data:`KEPT_SIMS` are kept), else a new one. ``key`` names the design's parameters;
     the identities of the design modules' globals and class attributes are part of the key
     (the values kept alive with the simulation, so an identity is never reused), so a design
     made while a test monkeypatched one of them is shared with no run but the same patch's
-    (such a test had better make its own :class:`AmaranthSim`: a shared one takes a place)."""
+    (such a test had better make its own :class:`AmaranthSim`: a shared one takes a place).
+    MR-FLOW-040: so is the source of ``modules`` (the modules that define the design) and of
+    their import closure (:func:`source_closure`): a design of a module made from other source
+    (a wrong form, which is in no ``sys.modules`` entry) shares no simulation with the right
+    one under the same ``key``."""
     now = _design_globals()
-    full = (key, tuple((m, n, id(v)) for m, n, v in now))
+    sources = tuple(sorted(source_closure(modules).items()))
+    full = (key, sources, tuple((m, n, id(v)) for m, n, v in now))
     if full in _shared_sims:
         _shared_sims.move_to_end(full)
         return _shared_sims[full][1]
@@ -846,5 +883,6 @@ def wrong_form(module: str, old: str, new: str):
     assert src.count(old) == 1, old
     mod = types.ModuleType(f"metaroce.hdl._{module}_wrong")
     mod.__package__ = "metaroce.hdl"
-    exec(compile(src.replace(old, new), spec.origin, "exec"), mod.__dict__)
+    mod.__source__ = src.replace(old, new)      # source_closure hashes this, not the file
+    exec(compile(mod.__source__, spec.origin, "exec"), mod.__dict__)
     return mod

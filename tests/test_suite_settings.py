@@ -52,3 +52,50 @@ def test_each_worker_block_starts_with_its_long_group():
     assert [i.nodeid for i in out[:len(LONGEST_FIRST[0])]] == list(LONGEST_FIRST[0])
     assert [i.nodeid for i in out[block:block + len(LONGEST_FIRST[1])]] == list(LONGEST_FIRST[1])
     assert first_block_order(items, 1)[:len(LONGEST_FIRST[0])] == out[:len(LONGEST_FIRST[0])]
+
+
+_CPU_TESTS = '''
+import subprocess, sys, time
+
+def _burn(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+def test_burns():
+    _burn(0.3)
+
+def test_sleeps():
+    time.sleep(0.3)
+
+def test_child_burns():
+    subprocess.run([sys.executable, "-c",
+                    "import time\\nend = time.process_time() + 0.3\\nwhile time.process_time() < end: pass"], check=True)
+'''
+
+
+def test_cpu_times_record(tmp_path):
+    """MR-FLOW-038: with METAROCE_CPU_TIMES=FILE a run (here a tiny one on two xdist workers)
+    appends one JSON line per test: its worker, the worker's CPU seconds over the test and its
+    waited-for children's, so a test that burns 0.3 s of CPU records at least that much, one that
+    sleeps almost none, and a subprocess's CPU is counted as the children's."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    tests = Path(__file__).resolve().parent
+    (tmp_path / "test_tiny.py").write_text(_CPU_TESTS)
+    record = tmp_path / "cpu.jsonl"
+    env = dict(os.environ, METAROCE_CPU_TIMES=str(record),
+               PYTHONPATH=os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest",
+                          "-n", "2", "--rootdir", str(tmp_path), str(tmp_path / "test_tiny.py")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert "3 passed" in out.stdout, out.stdout + out.stderr
+    rows = {r["nodeid"].split("::")[1]: r for r in map(json.loads, record.read_text().splitlines())}
+    assert sorted(rows) == ["test_burns", "test_child_burns", "test_sleeps"]
+    assert {r["worker"] for r in rows.values()} <= {"gw0", "gw1"}
+    assert rows["test_burns"]["cpu_s"] >= 0.3 and rows["test_burns"]["children_s"] == 0
+    assert rows["test_sleeps"]["cpu_s"] < 0.1
+    assert rows["test_child_burns"]["children_s"] >= 0.3 and rows["test_child_burns"]["cpu_s"] < 0.3
