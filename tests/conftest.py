@@ -121,7 +121,7 @@ LONGEST_FIRST = (
      "tests/test_lockstep.py::test_lockstep_catches_planted_bug",
      "tests/test_lockstep.py::test_drive_registered_outputs[combinational]",
      "tests/test_rx_amaranth.py::test_placement_address_limbs"),
-    ("tests/test_rx_amaranth.py::test_rtl_on_send_traffic[64-1-1-3e-05-0.3]",
+    ("tests/test_rx_amaranth.py::test_rtl_on_send_traffic[512-1-1-3e-05-0.3]",
      "tests/test_rx_amaranth.py::test_delayed_ack_timer",
      "tests/test_build.py::test_build_tables",
      "tests/test_engine_whole.py::test_engine_model_loopback",
