@@ -5,7 +5,8 @@ summed per file, and two runs compared (MR-FLOW-039)::
 
 prints a Markdown table of CPU seconds (the workers' and their children's) per test file, the
 files under 1 % of the run's total as one row, and the whole run; with ``--top N`` the N
-costliest tests of the last file.
+costliest tests of the last file; with ``--longest-first N`` its N costliest default-run tests
+split in two groups by longest processing time first (tests/conftest.py's LONGEST_FIRST).
 """
 import argparse
 import collections
@@ -54,15 +55,32 @@ def table(*runs, share=0.01):
     return "\n".join(lines)
 
 
+def longest_first(costs, n, groups=2, exclude=()):
+    """MR-FLOW-041: the ``n`` costliest tests of ``costs`` (but ``exclude``) dealt, costliest
+    first, to the group of least total so far: ``groups`` tuples of node ids, each costliest
+    first."""
+    out = [[] for _ in range(groups)]
+    totals = [0.0] * groups
+    for nodeid, s in [kv for kv in costs.most_common() if kv[0] not in exclude][:n]:
+        k = totals.index(min(totals))
+        out[k].append(nodeid)
+        totals[k] += s
+    return tuple(tuple(g) for g in out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("records", nargs="+")
     ap.add_argument("--top", type=int, default=0)
+    ap.add_argument("--longest-first", type=int, default=0)
     a = ap.parse_args(argv)
     runs = [load(p) for p in a.records]
     print(table(*runs))
     for nodeid, s in runs[-1].most_common(a.top):
         print(f"{s:8.1f}  {nodeid}")
+    if a.longest_first:
+        for group in longest_first(runs[-1], a.longest_first):
+            print("(" + "\n ".join(f'"{nodeid}",  # {runs[-1][nodeid]:.0f} s' for nodeid in group) + "),")
 
 
 if __name__ == "__main__":

@@ -99,3 +99,26 @@ def test_cpu_times_record(tmp_path):
     assert rows["test_burns"]["cpu_s"] >= 0.3 and rows["test_burns"]["children_s"] == 0
     assert rows["test_sleeps"]["cpu_s"] < 0.1
     assert rows["test_child_burns"]["children_s"] >= 0.3 and rows["test_child_burns"]["cpu_s"] < 0.3
+
+
+def test_cpu_times_per_file_and_longest_first(tmp_path):
+    """MR-FLOW-039, MR-FLOW-041: tests/cpu_times.py sums a record's CPU seconds (worker and
+    children, a test recorded twice counted twice) per file, compares two runs, and deals the
+    costliest tests to two groups, costliest first, each to the group of least total."""
+    import json
+    import cpu_times
+    rows = [("tests/test_a.py::t1", 10.0, 50.0), ("tests/test_a.py::t2", 30.0, 0.0),
+            ("tests/test_b.py::t3", 35.0, 0.0), ("tests/test_b.py::t4", 1.0, 0.0),
+            ("tests/test_b.py::t4", 1.0, 0.5)]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps({"nodeid": n, "worker": "gw0", "cpu_s": c, "children_s": k}) + "\n"
+                            for n, c, k in rows))
+    costs = cpu_times.load(path)
+    assert costs["tests/test_a.py::t1"] == 60.0 and costs["tests/test_b.py::t4"] == 2.5
+    assert cpu_times.per_file(costs) == {"tests/test_a.py": 90.0, "tests/test_b.py": 37.5}
+    half = {k: v / 2 for k, v in costs.items()}
+    lines = cpu_times.table(costs, type(costs)(half)).splitlines()
+    assert "| tests/test_a.py | 90 | 45 | -50% |" in lines
+    assert lines[-1] == "| **all** (4 / 4 tests) | 128 | 64 | -50% |"
+    assert cpu_times.longest_first(costs, 3) == (("tests/test_a.py::t1",),
+                                                 ("tests/test_b.py::t3", "tests/test_a.py::t2"))
