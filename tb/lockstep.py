@@ -58,7 +58,8 @@ from .streams import SEP
 RECENT_CYCLES = 512
 
 __all__ = ["CycleModel", "Mismatch", "CombinationalOutput", "Core", "Lockstep", "drive", "drive_amaranth", "read_int",
-           "model_port_lists", "port_values", "run_amaranth", "AmaranthSim", "shared_sim"]
+           "model_port_lists", "port_values", "run_amaranth", "AmaranthSim", "shared_sim",
+           "source_closure"]
 
 
 class CycleModel(Protocol):
@@ -783,32 +784,97 @@ KEPT_SIMS = 3
 _shared_sims: collections.OrderedDict = collections.OrderedDict()
 
 
-def _design_globals() -> list:
-    """The values of the loaded ``metaroce`` modules' globals (but ``tb``'s) and of the
-    attributes of the classes they define, in a fixed order: what elaborating a design can
-    read, and what a test may monkeypatch."""
+def _design_globals(only=None) -> list:
+    """The values of the loaded ``metaroce`` modules' globals (but ``tb``'s; with ``only``,
+    those of the modules it names) and of the attributes of the classes they define, in a
+    fixed order: what elaborating a design can read, and what a test may monkeypatch."""
     import sys
     seen = []
     for modname in sorted(sys.modules):
         mod = sys.modules[modname]
         if not modname.startswith("metaroce.") or modname.startswith("metaroce.tb") or mod is None:
             continue
+        if only is not None and modname not in only:
+            continue
         for name, value in list(vars(mod).items()):
+            if only is not None and getattr(value, "__name__", None) == f"{modname}.{name}":
+                continue    # a package's submodule, bound when first imported anywhere
             seen.append((modname, name, value))
             if isinstance(value, type) and value.__module__ == modname:
                 seen += [(modname, f"{name}.{attr}", v) for attr, v in list(vars(value).items())]
     return seen
 
 
-def shared_sim(key, make_dut: Callable[[], object]) -> AmaranthSim:
+def _imported_names(src, package) -> set:
+    """The absolute names of the ``metaroce`` modules (and packages) ``src`` imports, at any
+    depth (function-level imports too); ``from X import y`` names ``X.y`` when that is a module."""
+    import ast
+    import importlib.util
+    out = set()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package) \
+                if node.level else node.module
+            out.add(base)
+            for a in node.names:
+                name = f"{base}.{a.name}"
+                if name.startswith("metaroce.") and importlib.util.find_spec(base) is not None:
+                    try:
+                        if importlib.util.find_spec(name) is not None:
+                            out.add(name)
+                    except ModuleNotFoundError:
+                        pass
+    return {n for n in out if n == "metaroce" or n.startswith("metaroce.")}
+
+
+_closure_cache: dict = {}
+
+
+def source_closure(modules) -> dict:
+    """MR-FLOW-040: ``{module name: SHA-256 of its source}`` of ``modules`` (modules or their
+    names) and of every ``metaroce`` module their source imports (at any depth of the source,
+    function-level imports included), transitively. A module made from edited source
+    (:func:`wrong_form`, its ``__source__``) is hashed on that source."""
+    import hashlib
+    import importlib
+    todo = [importlib.import_module(m) if isinstance(m, str) else m for m in modules]
+    out = {}
+    while todo:
+        mod = todo.pop()
+        if mod.__name__ in out:
+            continue
+        src = getattr(mod, "__source__", None)
+        if src is None:
+            with open(mod.__file__, "rb") as f:
+                src = f.read()
+        src = src if isinstance(src, bytes) else src.encode()
+        digest = hashlib.sha256(src).hexdigest()
+        out[mod.__name__] = digest
+        package = mod.__package__ if mod.__package__ is not None else mod.__name__.rpartition(".")[0]
+        if (package, digest) not in _closure_cache:
+            _closure_cache[package, digest] = _imported_names(src, package)
+        todo += [importlib.import_module(n) for n in sorted(_closure_cache[package, digest]) if n not in out]
+    return out
+
+
+def shared_sim(key, make_dut: Callable[[], object], modules=()) -> AmaranthSim:
     """The :class:`AmaranthSim` of ``make_dut()`` this process made for ``key`` before (the
     last :data:`KEPT_SIMS` are kept), else a new one. ``key`` names the design's parameters;
     the identities of the design modules' globals and class attributes are part of the key
     (the values kept alive with the simulation, so an identity is never reused), so a design
     made while a test monkeypatched one of them is shared with no run but the same patch's
-    (such a test had better make its own :class:`AmaranthSim`: a shared one takes a place)."""
-    now = _design_globals()
-    full = (key, tuple((m, n, id(v)) for m, n, v in now))
+    (such a test had better make its own :class:`AmaranthSim`: a shared one takes a place).
+    MR-FLOW-040: so is the source of ``modules`` (the modules that define the design) and of
+    their import closure (:func:`source_closure`): a design of a module made from other source
+    (a wrong form, which is in no ``sys.modules`` entry) shares no simulation with the right
+    one under the same ``key``."""
+    sources = tuple(sorted(source_closure(modules).items()))
+    # with the closure known, only its modules' globals can change the design: a module
+    # imported later (by a test's stimulus) does not make the same design miss
+    now = _design_globals(dict(sources) if modules else None)
+    full = (key, sources, tuple((m, n, id(v)) for m, n, v in now))
     if full in _shared_sims:
         _shared_sims.move_to_end(full)
         return _shared_sims[full][1]
@@ -846,5 +912,6 @@ def wrong_form(module: str, old: str, new: str):
     assert src.count(old) == 1, old
     mod = types.ModuleType(f"metaroce.hdl._{module}_wrong")
     mod.__package__ = "metaroce.hdl"
-    exec(compile(src.replace(old, new), spec.origin, "exec"), mod.__dict__)
+    mod.__source__ = src.replace(old, new)      # source_closure hashes this, not the file
+    exec(compile(mod.__source__, spec.origin, "exec"), mod.__dict__)
     return mod

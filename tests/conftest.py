@@ -6,6 +6,10 @@ normally takes milliseconds can exceed either, and Hypothesis then fails the tes
 this suite may depend on wall-clock time, so both are off for every property test (tests
 that set their own settings inherit this profile).
 """
+import json
+import os
+import resource
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -104,24 +108,30 @@ BUDGET_SLOW = {
 }
 
 
-# The longest tests of the default run (fresh-clone `--durations`, about 10-210 s each), split
-# in two by longest processing time first. pytest-xdist's load scheduler (3.x) first hands each
-# worker a block of consecutive items (a quarter of its share), then the rest as workers free
-# up: so each group is put at the head of one worker's first block, and no long test starts
-# last and leaves the other core idle (the spread between 10 and 11.5 minutes of otherwise
-# equal runs). Order only: nothing is skipped; without xdist the order is left alone.
+# The longest tests of the default run, split in two by longest processing time first (MR-FLOW-041:
+# `tests/cpu_times.py RECORD --longest-first 12` on the CPU record of a cold-cache run,
+# 2026-12-04, with this branch's changes measured on their own; docs/hw/verification.md).
+# pytest-xdist's load scheduler (3.x) first hands each worker a block of consecutive items (a
+# quarter of its share), then the rest as workers free up: so each group is put at the head of
+# one worker's first block, and no long test starts last and leaves the other core idle. The RX's
+# two other default Verilator tests follow its lockstep in its worker, so that they find its
+# build made instead of waiting on its lock in the other. Order only: nothing is skipped;
+# without xdist the order is left alone.
 LONGEST_FIRST = (
-    ("tests/test_rx_rtl.py::test_rx_rtl_lockstep[64]",
-     "tests/test_rx_amaranth.py::test_rtl_sends[64-1]",
-     "tests/test_rx_amaranth.py::test_same_path_burst_one_per_cycle[64]",
-     "tests/test_lockstep.py::test_lockstep_catches_planted_bug",
-     "tests/test_lockstep.py::test_drive_registered_outputs[combinational]",
-     "tests/test_rx_amaranth.py::test_placement_address_limbs"),
-    ("tests/test_rx_amaranth.py::test_rtl_on_send_traffic[64-1-1-3e-05-0.3]",
-     "tests/test_rx_amaranth.py::test_delayed_ack_timer",
-     "tests/test_build.py::test_build_tables",
-     "tests/test_engine_whole.py::test_engine_model_loopback",
-     "tests/test_toolchain.py::test_smoke_simulation_passes"),
+    ("tests/test_rx_rtl.py::test_rx_rtl_lockstep[64]",                        # 123 s (Verilator build)
+     "tests/test_rx_rtl.py::test_rx_rtl_endpoint_traffic[64-65-32768-0.4-0.3-None]",
+     "tests/test_rx_rtl.py::test_rx_rtl_send_traffic_at_64",
+     "tests/test_rx_amaranth.py::test_default_instance_small_run",             # 24 s
+     "tests/test_rx_amaranth.py::test_delayed_ack_timer",                      # 22 s
+     "tests/test_rx_amaranth.py::test_slow_updates[slide]",                    # 20 s
+     "tests/test_toolchain.py::test_smoke_simulation_passes"),                 # 19 s
+    ("tests/test_build.py::test_build_timeout_reaches_every_tool_run",         # 85 s (YoWASP's compile)
+     "tests/test_tx_sched_amaranth.py::test_report_next_chunk_registered_exact[params1-32-floor1]",  # 30 s
+     "tests/test_rx_amaranth.py::test_collision_marks_only_where_unused",       # 25 s
+     "tests/test_lockstep.py::test_lockstep_catches_planted_bug",               # 23 s
+     "tests/test_lockstep.py::test_drive_registered_outputs[combinational]",    # 21 s
+     "tests/test_tx_sched_amaranth.py::test_stream_terms_registered_exact[params1-22]",  # 20 s
+     "tests/test_rx_amaranth.py::test_same_path_burst_one_per_cycle[512]"),     # 19 s
 )
 
 
@@ -164,5 +174,37 @@ class _WorkerOrder:
             items[:] = first_block_order(items, workers)
 
 
+def _cpu_seconds():
+    """(this process's user+sys CPU seconds, its waited-for children's)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+class _CpuTimes:
+    """MR-FLOW-038: with ``METAROCE_CPU_TIMES=FILE`` each test's CPU seconds (setup, call and
+    teardown) are appended to FILE as one JSON line per test and worker: ``cpu_s`` the worker
+    process's user+sys delta over the test, ``children_s`` that of the subprocesses it waited
+    for (Verilator, compilers). CPU seconds, unlike durations, compare at any machine load."""
+
+    def __init__(self, path):
+        self.path = path
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        own0, kids0 = _cpu_seconds()
+        yield
+        own1, kids1 = _cpu_seconds()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        line = json.dumps({"nodeid": item.nodeid, "worker": worker, "cpu_s": round(own1 - own0, 4),
+                           "children_s": round(kids1 - kids0, 4)})
+        # one write per line on an O_APPEND file: the workers' lines do not interleave
+        with open(self.path, "a") as f:
+            f.write(line + "\n")
+
+
 def pytest_configure(config):
     config.pluginmanager.register(_WorkerOrder(), "metaroce-worker-order")
+    path = os.environ.get("METAROCE_CPU_TIMES")
+    if path:
+        config.pluginmanager.register(_CpuTimes(os.path.abspath(path)), "metaroce-cpu-times")

@@ -76,3 +76,46 @@ def test_shared_simulation_by_key_and_globals(monkeypatch):
     lockstep._shared_sims.clear()
     del first, other, patched
     gc.collect()
+
+
+def test_source_closure_names_the_design_and_its_imports():
+    """MR-FLOW-040: the import closure of the congestion-window RTL holds its module, the RTL
+    helpers and the models it imports (transitively), each with its source's hash; a wrong form
+    (edited source) hashes differently from the right module."""
+    import hashlib
+    import metaroce.hdl.cwnd as hdl_cwnd
+    closure = lockstep.source_closure(["metaroce.hdl.cwnd"])
+    assert {"metaroce.hdl.cwnd", "metaroce.hdl.arith", "metaroce.models.cwnd", "metaroce.models.protocol"} <= set(closure)
+    with open(hdl_cwnd.__file__, "rb") as f:
+        assert closure["metaroce.hdl.cwnd"] == hashlib.sha256(f.read()).hexdigest()
+    wrong = lockstep.wrong_form("cwnd", "from .arith import", "from .arith import _Arith,")
+    assert lockstep.source_closure([wrong])[wrong.__name__] != closure["metaroce.hdl.cwnd"]
+
+
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
+def test_shared_simulation_keyed_on_source(monkeypatch):
+    """MR-FLOW-040: under one key, a design of a wrong form (a module made from edited source,
+    in no ``sys.modules`` entry, so the globals' identities do not tell it apart) gets its own
+    simulation when its module is named in ``modules``; the right design's is shared again, also
+    while a module outside the design's import closure is patched, not while one inside is."""
+    monkeypatch.setattr(lockstep, "_shared_sims", type(lockstep._shared_sims)())
+    wrong = lockstep.wrong_form("cwnd", "from .arith import", "from .arith import _Arith,")
+    right = lockstep.shared_sim(("cwnd",), lambda: Cwnd(64, **SMALL), modules=["metaroce.hdl.cwnd"])
+    other = lockstep.shared_sim(("cwnd",), lambda: wrong.Cwnd(64, **SMALL), modules=[wrong])
+    assert other is not right and type(other.dut) is wrong.Cwnd
+    assert lockstep.shared_sim(("cwnd",), lambda: Cwnd(64, **SMALL), modules=["metaroce.hdl.cwnd"]) is right
+    # only the closure's globals count: a patch outside it (a module the design never imports)
+    # keeps the shared simulation, one inside it does not
+    import metaroce.hdl.cwnd as hdl_cwnd
+    import metaroce.models.endpoint as endpoint
+    assert "metaroce.models.endpoint" not in lockstep.source_closure(["metaroce.hdl.cwnd"])
+    with monkeypatch.context() as m:
+        m.setattr(endpoint, "Endpoint", type("Endpoint", (), {}))
+        assert lockstep.shared_sim(("cwnd",), lambda: Cwnd(64, **SMALL), modules=["metaroce.hdl.cwnd"]) is right
+        real = hdl_cwnd._named
+        m.setattr(hdl_cwnd, "_named", lambda *a, **kw: real(*a, **kw))
+        patched = lockstep.shared_sim(("cwnd",), lambda: Cwnd(64, **SMALL), modules=["metaroce.hdl.cwnd"])
+        assert patched is not right
+    lockstep._shared_sims.clear()
+    del right, other, patched
+    gc.collect()
