@@ -48,30 +48,30 @@ class AxiLiteSignature(wiring.Signature):
 class Regs(wiring.Component):
     """The host register block (docs/spec/hw-regs.md)."""
 
-    def __init__(self, *, conns=4096, paths=8, keys=1024, parser=True, tx=True):
+    def __init__(self, *, conns=4096, paths=8, keys=1024, parser=True, tx=True, eng=False):
         try:
             self.lay = lay = layouts(conns, paths, keys)
         except ValueError:
             self._MustUse__silence = True       # never built: no "unused" warning at exit
             raise
-        self.map = register_map(lay, parser=parser, tx=tx)
+        self.map = register_map(lay, parser=parser, tx=tx, eng=eng)
         ports = {
             "s_axil": In(AxiLiteSignature()),
             "m_cfg": Out(stream.Signature(lay.cfg)),
             "reg_addr": Out(range(32)),
             "reg_data": In(COUNTER_BITS),
         }
-        for src in self.map.sources[1:]:        # MR-REG-033/034: 4-bit selects
+        for src in self.map.sources[1:]:        # MR-REG-033/034, MR-ENG-143: 4-bit selects
             ports[f"{src}_reg_addr"] = Out(range(16))
             ports[f"{src}_reg_data"] = In(COUNTER_BITS)
         super().__init__(ports)
 
     @classmethod
-    def for_rx(cls, rx, *, parser=False, tx=False):
+    def for_rx(cls, rx, *, parser=False, tx=False, eng=False):
         """The register block of the RX engine ``rx`` (an ``hdl.rx.Rx``): the same sizes; the
-        parser's and the TX half's counters when asked."""
+        parser's, the TX half's and the engine's own counters when asked."""
         lay = rx.lay
-        return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys, parser=parser, tx=tx)
+        return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys, parser=parser, tx=tx, eng=eng)
 
     def elaborate(self, platform):
         m = Module()
