@@ -3,7 +3,9 @@ the whole engine (``Engine``, MR-ENG-130..: the receive half, the TX half ``hdl.
 ACK paths between them and the MAC transmit arbiter; see :class:`Engine`).
 
 ``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, streams=8, chunk_ring=16,
-max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16, peer_acks=False, tx_counters=False)`` (MR-ENG-100); ``tx_counters=True``
+max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16, peer_acks=False, tx_counters=False,
+responses=False)`` (MR-ENG-100); ``responses=True`` brings the RX engine's ``m_rsp`` out and adds the
+engine's own counter window (``eng_reg_addr`` out, ``eng_reg_data`` in, MR-ENG-140/143); ``tx_counters=True``
 adds the register block's ``tx_reg_addr`` (out) and ``tx_reg_data`` (in), the TX half's counter
 window (MR-ENG-105, MR-REG-034), which ``Engine`` joins to its TX half; ``mac_clock=True`` puts ``s_axis`` in a
 ``mac`` clock domain, crossed to the core clock in an ``AsyncFIFO``, the parser then dropping
@@ -399,7 +401,12 @@ class Engine(wiring.Component):
 
         s_axis -> EngineRx --(data)--> placement DMA -> m_axi
                      |  +--m_peer_ack--> AckIn --s_ack--> Tx --m_axis--+
+                     |  +--m_rsp--> RspJoin --s_rsp--^  |              |
+                     |                 ^---m_rsp_done---+              |
                      +--m_ack--> AckOut --> FrameBuilder --m_axis------+-> MacTxArb -> m_axis
+
+    READ responses (MR-ENG-140..144): the receive half's items through :class:`RspJoin` to the
+    TX half, whose ``m_rsp_done`` records ``RspJoin`` counts (read through ``s_axil``).
 
     Golden model: :class:`metaroce.models.engine.EngineModel`."""
 

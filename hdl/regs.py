@@ -1,7 +1,7 @@
 """The host register block: an AXI4-Lite slave in front of the RX engine, with the parser's and
 the TX half's counters (docs/spec/hw-regs.md, MR-REG-*; engine.md MR-ENG-006).
 
-``Regs(*, conns=4096, paths=8, keys=1024, parser=True, tx=True)`` serves the RX instance of the
+``Regs(*, conns=4096, paths=8, keys=1024, parser=True, tx=True, eng=False)`` serves the RX instance of the
 same sizes, with the parser's and the TX half's counters or without (MR-REG-001). Ports
 (MR-REG-002):
 
@@ -14,6 +14,7 @@ reg_addr       out   the RX engine's counter select
 reg_data       in    the RX engine's counter value, one cycle after ``reg_addr``
 parser_reg_*   out/in the parser's counter select and value (with ``parser``)
 tx_reg_*       out/in the TX half's counter select and value (with ``tx``)
+eng_reg_*      out/in the whole engine's own counter select and value (with ``eng``, MR-ENG-143)
 ============== ===== =====================================================================
 
 ``wiring.connect(m, regs.m_cfg, rx.s_cfg)`` joins it to ``hdl.rx.Rx``; ``reg_addr``/``reg_data``

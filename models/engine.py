@@ -19,7 +19,8 @@ register block's, a function of its state).
 The whole engine (MR-ENG-130..): :class:`EngineModel` composes ``EngineRxModel(peer_acks=True)``,
 :class:`~metaroce.models.tx.TxCycleModel`, :class:`AckInModel`, :class:`AckOutModel`, a second
 :class:`~metaroce.models.frame_builder.FrameBuilderModel` for the ACK frames and
-:class:`MacTxArbModel`, stepped in MR-ENG-136's order.
+:class:`MacTxArbModel`, stepped in MR-ENG-136's order, and :class:`RspJoinModel` (the READ
+responses from the receive half to the TX half, MR-ENG-140..144).
 
 models/ never imports hdl/.
 """
