@@ -299,17 +299,17 @@ def ack_desc(rec, row):
 
 
 class _AckFifo:
-    """AckIn's 1-entry SyncFIFO: ``ready`` not full, ``valid`` not empty (both
-    of its state only), the head read without a register."""
+    """AckIn's (and RspJoin's) SyncFIFO: ``ready`` not full, ``valid`` not empty (both of its
+    state only), the head read without a register."""
 
-    def __init__(self):
-        self.q = SyncFifoModel(ACK_FIFO_DEPTH)
+    def __init__(self, depth=ACK_FIFO_DEPTH):
+        self.q = SyncFifoModel(depth)
 
     def busy(self):
         return self.q.level > 0
 
     def in_ready(self):
-        return int(self.q.level < ACK_FIFO_DEPTH)
+        return int(self.q.level < self.q.depth)
 
     def out(self):
         return int(self.q.level > 0), self.q.head
@@ -335,26 +335,17 @@ RSP_FIFO_DEPTH = 1
 ENG_CTR = {"rsp_items": 0, "rsp_done": 1, "rsp_failed": 2}
 
 
-class RspJoinModel:
+class RspJoinModel(_AckFifo):
     """MR-ENG-140..143: the RX engine's READ response items (``m_rsp``) into the TX half's
     ``s_rsp`` through a 1-entry FIFO (both sides' handshake of its state only); the TX half's
     ``m_rsp_done`` records always taken and counted (:data:`ENG_CTR`, 64 bits each); the counter
     ``reg_addr`` selects is ``reg_data`` in the next cycle (a register, MR-REG-041)."""
 
     def __init__(self, done_layout):
-        self.q = SyncFifoModel(RSP_FIFO_DEPTH)
+        super().__init__(RSP_FIFO_DEPTH)
         self.done_lay = done_layout
         self.ctr = [0] * len(ENG_CTR)
         self.reg_data = 0
-
-    def busy(self):
-        return self.q.level > 0
-
-    def in_ready(self):
-        return int(self.q.level < RSP_FIFO_DEPTH)
-
-    def out(self):
-        return int(self.q.level > 0), self.q.head
 
     def step(self, in_valid, item, out_ready, done_valid, done, reg_addr):
         """One clock: the RX engine's item, the TX half's ``s_rsp.ready``, its ``m_rsp_done``
