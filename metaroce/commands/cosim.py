@@ -191,7 +191,8 @@ def run(args):
     else:
         ref = cosim.run_reference(cfg, timer=True, hints=False)
     res["reference"] = {"goodput_vs_limit": ref["goodput_vs_limit"], "ok": ref["ok"],
-                        "what": REFERENCE["peer" if peer else "endpoint" if endpoint else args.direction]}
+                        "what": REFERENCE["peer" if peer else "endpoint" if endpoint else args.direction]
+                        .replace("same writes", "same READs" if args.verb == "read" else "same writes")}
     res = {"scenario": args.scenario, "direction": args.direction, "peer": args.peer,
            "engine_sim": args.engine, **({} if tx else {"receiver": args.engine}), **res}
     head = ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
