@@ -605,8 +605,9 @@ def model_counters(model):
     p = model.rx.parser
     return {"rx": list(model.rx.rx.rx.counters),
             "parser": list(p.cnt) + [p.cnt_overflow],
+            # MR-TX-126: the unit's counters below TX_CTR_BASE (its tail_probes is not mapped)
             "tx": list(model.tx.rtx.counters)[:TX_CTR_BASE] + list(model.tx.counters),
-            "eng": list(model.rsp.ctr)}
+            "eng": list(model.rsp.ctr)}                 # MR-ENG-143
 
 
 def check_counter_loop(cl: CounterLoop, model, region, source, bad):
