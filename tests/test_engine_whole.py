@@ -417,8 +417,9 @@ class _RspJoinDriver:
 def test_rsp_join_lockstep_amaranth():
     """MR-ENG-141..143: RspJoin (RTL, Amaranth simulator) and RspJoinModel in lockstep, every
     output every cycle, on random items with random readies, done records (some failed) and
-    counter selects (beyond the three counters too): 0 mismatches; items pass in order, one a
-    cycle at most two cycles apart (the 1-entry FIFO), every done record taken."""
+    counter selects (beyond the three counters too): 0 mismatches (so the items leave as the
+    model's FIFO passes them, the counters read as the model's), every item taken and counted,
+    every done record taken and counted, failed ones apart."""
     from metaroce.hdl.engine import RspJoin
     from metaroce.tb.lockstep import run_amaranth
     lay = engine_layouts().sched
