@@ -304,7 +304,7 @@ def test_lockstep_refused_on_full_completion_queue():
     items = []
     for k in range(80):
         if rng.random() < 0.7:
-            items.append(tc.wr_item(rng.randrange(2), 0, 100, wr_id=k, op=5))
+            items.append(tc.wr_item(rng.randrange(2), 0, 100, wr_id=k, op=7))
         else:
             items.append(tc.wr_item(rng.randrange(2), rng.randrange(2), rng.choice([0, 1, 1024]),
                                     wr_id=k))
@@ -536,8 +536,8 @@ def test_report_next_chunk_wrong_forms_fail(wrong):
 # the same stream acted on at that edge left out, the frame queue's recv_seq not rebuilt
 SEND_SEQ_WRONG = {
     "send_seq_not_advanced": ("w_rseq1.eq(in_rseq_after)", "w_rseq1.eq(in_rseq_own)"),
-    "same_stream_send_not_forwarded": ("hit_send = in_wr_hit & wr.op[1]", "hit_send = Const(0, 1)"),
-    "recv_seq_not_rebuilt": ("fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0))",
+    "same_stream_send_not_forwarded": ("hit_send = in_wr_hit & w_send", "hit_send = Const(0, 1)"),
+    "recv_seq_not_rebuilt": ("fr_out.mrsh_recv_seq.eq(Mux(o_send, fq_out.va[:32], 0))",
                              "fr_out.mrsh_recv_seq.eq(0)"),
 }
 
@@ -582,10 +582,11 @@ def test_lockstep_reads():
 # zeroed at the frame queue's output, its length chunked as a write's at the intake
 READ_WRONG = {
     "read_opcode_c0_plus_op": (
-        "int(Op.MR_WRITE) | Cat(\n                fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])",
+        "int(Op.MR_WRITE) | Cat(fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])",
         "int(Op.MR_WRITE) | fq_out.op"),
-    "read_msg_len_not_zeroed": ("fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2] & ~fq_out.op[0], 0, fq_out.len))",
-                                "fr_out.mrdh_msg_len.eq(fq_out.len)"),
+    "read_msg_len_not_zeroed": (
+        "fr_out.mrdh_msg_len.eq(Mux(o_read, 0, Mux(o_atomic, fq_out.nb, fq_out.len)))",
+        "fr_out.mrdh_msg_len.eq(Mux(o_atomic, fq_out.nb, fq_out.len))"),
     "read_chunked_as_write": ("in_lastnb = Mux(in_read, 0, ", "in_lastnb = Mux(0, 0, "),
 }
 
@@ -601,6 +602,56 @@ def test_read_wrong_forms_fail(wrong):
     items = _read_traffic()
     model = TxSchedCycleModel(64, **SMALL)
     drv = tc.Driver(model.lay, items, seed=3, p_idle=0.2, p_bp=0.4)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+
+
+def _atomic_traffic():
+    """MR-TXS-104: 40 work requests, a third of the good ones atomics (some of a length other
+    than 8, refused), with writes, sends, READs and bad ones between them."""
+    return tc.traffic(TxSchedModel(**SMALL), 40, seed=4, atomics=0.35, atomic_bad_len=0.3)
+
+
+def test_lockstep_atomics():
+    """MR-TXS-096..100, MR-TXS-104, MR-TXS-050: compare-and-swap and fetch-and-add requests
+    among writes, sends and READs, lossy delivery, idle cycles and backpressure: 0 mismatches;
+    the checker requires each atomic's frame (MR_CMP_SWAP or MR_FETCH_ADD, FIRST and LAST,
+    offset 0, its operands' bytes as message length and payload, RETH with DMA length 8, the
+    operands in the frame request, resent only after a lost report) and its completion (its op,
+    length 8, in posting order; LOC_LEN_ERR for another length)."""
+    from metaroce.models.tx_sched import STATUS_LOC_LEN_ERR
+    items = _atomic_traffic()
+    res = run_lockstep(items, seed=4, p_idle=0.2, p_bp=0.4)
+    at = [f for f in res["frames"] if f["bth_opcode"] in (0xC8, 0xC9)]
+    assert {f["bth_opcode"] for f in at} == {0xC8, 0xC9} and len(at) >= 6
+    assert any(f["mrdh_flags"] & MrdhFlag.RETX for f in res["frames"])
+    assert sum(1 for c in res["cqe"] if c["op"] in (5, 6) and c["status"] == 0) >= 6
+    assert any(c["op"] in (5, 6) and c["status"] == STATUS_LOC_LEN_ERR for c in res["cqe"])
+
+
+# MR-TXS-098/099's wrong forms: the atomics' opcode as READ's formula gives it (0xC7, 0xC6),
+# their message length the stored 8, op 6's bit 1 taken as a send's (its VA and R_Key replaced
+# by a receive sequence and 0), the compare value kept for a fetch-and-add
+ATOMIC_WRONG = {
+    "atomic_opcode_read_formula": ("o_atomic, int(Op.MR_CMP_SWAP) | fq_out.op[1],",
+                                   "0, int(Op.MR_CMP_SWAP) | fq_out.op[1],"),
+    "atomic_msg_len_stored": ("Mux(o_read, 0, Mux(o_atomic, fq_out.nb, fq_out.len))",
+                              "Mux(o_read, 0, fq_out.len)"),
+    "fetch_add_as_send": ("w_send = _op_kind(wr.op)[0]", "w_send = wr.op[1]"),
+    "fetch_add_keeps_compare": ("Mux(w_atomic & wr.op[0], wr.compare, 0)",
+                                "Mux(w_atomic, wr.compare, 0)"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(ATOMIC_WRONG))
+def test_atomic_wrong_forms_fail(wrong):
+    """MR-TXS-098, MR-TXS-099: each wrong form of the atomics' RTL, loaded in place of the
+    RTL, fails the lockstep of ``test_lockstep_atomics``'s traffic. (Slow: four
+    elaborations.)"""
+    mod = wrong_form("tx_sched", *ATOMIC_WRONG[wrong])
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, _atomic_traffic(), seed=4, p_idle=0.2, p_bp=0.4)
     with pytest.raises(Mismatch):
         run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
 

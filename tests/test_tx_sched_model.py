@@ -45,7 +45,7 @@ def test_bad_work_requests_complete_at_once():
     """MR-TXS-011: an opcode this slice does not send, a stream beyond the instance, a message
     with more chunks than a chunk index names: an error completion at once, nothing queued."""
     sem = TxSchedModel(**dict(SMALL, mtu=256))
-    for f, status in ((tc.wr_item(0, 0, 10, wr_id=1, op=5), STATUS_LOC_QP_OP_ERR),
+    for f, status in ((tc.wr_item(0, 0, 10, wr_id=1, op=7), STATUS_LOC_QP_OP_ERR),
                       (tc.wr_item(1, 2, 10, wr_id=2), STATUS_LOC_QP_OP_ERR),
                       (tc.wr_item(0, 1, (1 << 20) * 256 + 1, wr_id=3), STATUS_LOC_LEN_ERR)):
         assert sem.wr_room(f)
@@ -67,7 +67,7 @@ def test_send_receive_sequence_per_stream():
         assert sem.wr(tc.wr_item(c, s, 2000, wr_id=k, op=op, va=0xAB00 + k, rkey=0x77,
                                  imm=0x1000 + k)) is None
     # refused: an opcode of the next slices, a stream beyond the instance: no sequence taken
-    assert sem.wr(tc.wr_item(0, 0, 10, wr_id=9, op=5))["status"] == STATUS_LOC_QP_OP_ERR
+    assert sem.wr(tc.wr_item(0, 0, 10, wr_id=9, op=7))["status"] == STATUS_LOC_QP_OP_ERR
     assert sem.wr(tc.wr_item(0, 3, 10, wr_id=10, op=OP_SEND))["status"] == STATUS_LOC_QP_OP_ERR
     assert sem.q[sem.qi(0, 0)]["send_seq"] == 2 and sem.q[sem.qi(0, 1)]["send_seq"] == 1
     want = {0: (0xC2, 0), 1: (0xC0, 0), 2: (0xC3, 1), 3: (0xC2, 0), 4: (0xC3, 0), 5: (0xC1, 0)}
@@ -96,13 +96,12 @@ def test_read_request():
     its stream's message number and no receive sequence; its frame request is MR_READ (0xC6),
     FIRST and LAST, offset 0, message length 0, the READ's RETH (DMA length the READ's length),
     no payload, no bytes in flight but one packet; a lost report resends it (RETX, a new PSN);
-    its acknowledgment completes it with op 4 and the READ's length. Opcodes 5..7 stay refused
+    its acknowledgment completes it with op 4 and the READ's length. Opcode 7 stays refused
     and a READ of more chunks than a chunk index names is refused LOC_LEN_ERR (MR-TXS-011)."""
     sem = TxSchedModel(**dict(SMALL, mtu=256))
     assert sem.wr(tc.wr_item(0, 0, (1 << 20) * 256 + 1, wr_id=7, op=OP_READ))["status"] == \
         STATUS_LOC_LEN_ERR
-    for op in (5, 6, 7):
-        assert sem.wr(tc.wr_item(0, 0, 10, wr_id=8, op=op))["status"] == STATUS_LOC_QP_OP_ERR
+    assert sem.wr(tc.wr_item(0, 0, 10, wr_id=8, op=7))["status"] == STATUS_LOC_QP_OP_ERR
     assert sem.wr(tc.wr_item(0, 0, 300, wr_id=0, op=OP_SEND, laddr=1)) is None
     assert sem.wr(tc.wr_item(0, 0, 70_000, wr_id=1, op=OP_READ, laddr=0x5000, va=0xABC0,
                              rkey=0x77, imm=0x1234)) is None
@@ -117,7 +116,8 @@ def test_read_request():
                   "bth_psn": fr["bth_psn"], "mrdh_flags": MrdhFlag.FIRST | MrdhFlag.LAST,
                   "mrdh_path": fr["mrdh_path"], "mrdh_stream": 0, "mrdh_msg": 1, "mrdh_offset": 0,
                   "mrdh_msg_len": 0, "reth_va": 0xABC0, "reth_rkey": 0x77, "reth_dma_len": 70_000,
-                  "mrsh_recv_seq": 0, "imm_imm": 0, "payload_len": 0, "slot": 1}
+                  "mrsh_recv_seq": 0, "imm_imm": 0, "payload_len": 0, "slot": 1, "swap": 0,
+                  "compare": 0}
     assert st["nbytes"] == 0 and st["chunk"] == 0
     p = fr["mrdh_path"]
     ps = sem.path[p]
@@ -140,6 +140,59 @@ def test_read_request():
     assert sem.report(dict(rep, path=st2["path"]), lost=False)
     assert sem.complete(sem.completion()) == {"conn": 0, "stream": 0, "wr_id": 1, "status": 0,
                                               "op": OP_READ, "length": 70_000}
+
+
+def test_atomic_request():
+    """MR-TXS-096..100: a compare-and-swap (op 5) and a fetch-and-add (op 6) of length 8 are
+    queued as one-chunk messages of their operands (16 and 8 bytes): each takes its stream's
+    message number and no receive sequence; its frame request is MR_CMP_SWAP (0xC8) or
+    MR_FETCH_ADD (0xC9), FIRST and LAST, offset 0, message length and payload the operands'
+    bytes, RETH with the request's VA and R_Key and DMA length 8, no immediate, the operands in
+    ``swap`` and ``compare`` (a fetch-and-add's compare 0); its bytes count in flight; a lost
+    report resends it (RETX, a new PSN); its acknowledgment completes it with its op and length
+    8. An atomic of another length is refused LOC_LEN_ERR."""
+    from metaroce.models.tx_sched import OP_CMP_SWAP, OP_FETCH_ADD
+    sem = TxSchedModel(**dict(SMALL, mtu=256))
+    for n in (0, 7, 16, 1 << 31):
+        assert sem.wr(tc.wr_item(0, 0, n, wr_id=9, op=OP_CMP_SWAP))["status"] == STATUS_LOC_LEN_ERR
+    assert sem.wr(tc.wr_item(0, 0, 300, wr_id=0, op=OP_SEND, laddr=1)) is None
+    assert sem.wr(tc.wr_item(0, 0, 8, wr_id=1, op=OP_CMP_SWAP, laddr=0x5000, va=0xABC0, rkey=0x77,
+                             imm=0x1234, swap=0x1122334455667788, compare=0x99AA)) is None
+    assert sem.wr(tc.wr_item(0, 0, 8, wr_id=2, op=OP_FETCH_ADD, laddr=0x6000, va=0xBC8, rkey=0x78,
+                             swap=5, compare=0xDEAD)) is None
+    assert sem.wr(tc.wr_item(0, 0, 300, wr_id=3, op=OP_SEND, laddr=2)) is None
+    q = sem.q[sem.qi(0, 0)]
+    assert [e["nchunks"] for e in q["ring"]] == [2, 1, 1, 2] and q["send_seq"] == 2
+    out = drain(sem)
+    got = {fr["mrdh_msg"]: (fr, st) for fr, st in out if fr["mrdh_msg"] in (1, 2)}
+    assert len(out) == 6
+    base = {"conn": 0, "mrdh_flags": MrdhFlag.FIRST | MrdhFlag.LAST, "mrdh_stream": 0,
+            "mrdh_offset": 0, "reth_dma_len": 8, "mrsh_recv_seq": 0, "imm_imm": 0}
+    for msg, want in ((1, dict(laddr=0x5000, bth_opcode=0xC8, mrdh_msg_len=16, reth_va=0xABC0,
+                               reth_rkey=0x77, payload_len=16, slot=1, swap=0x1122334455667788,
+                               compare=0x99AA)),
+                      (2, dict(laddr=0x6000, bth_opcode=0xC9, mrdh_msg_len=8, reth_va=0xBC8,
+                               reth_rkey=0x78, payload_len=8, slot=2, swap=5, compare=0))):
+        fr, st = got[msg]
+        assert {k: fr[k] for k in {**base, **want}} == {**base, **want}
+        assert (st["nbytes"], st["chunk"]) == (want["payload_len"], 0)
+    assert sorted(f["mrsh_recv_seq"] for f, _ in out if f["bth_opcode"] == 0xC2) == [0, 0, 1, 1]
+    fr, st = got[2]
+    rep = {"conn": 0, "path": st["path"], "slot": st["slot"], "chunk": 0, "abort": 0}
+    assert sem.report(rep, lost=True)
+    (fr2, st2), = drain(sem)
+    assert (fr2["bth_opcode"], fr2["mrdh_flags"], fr2["swap"], st2["nbytes"]) == (
+        0xC9, MrdhFlag.FIRST | MrdhFlag.LAST | MrdhFlag.RETX, 5, 8)
+    assert fr2["bth_psn"] != fr["bth_psn"] or fr2["mrdh_path"] != fr["mrdh_path"]
+    for f, s in out:
+        sem.report({"conn": 0, "path": s["path"], "slot": s["slot"], "chunk": s["chunk"],
+                    "abort": 0}, lost=False)
+    sem.report(dict(rep, path=st2["path"]), lost=False)
+    done = []
+    while (qi := sem.completion()) is not None:
+        done.append(sem.complete(qi))
+    assert [(c["wr_id"], c["op"], c["length"], c["status"]) for c in done] == [
+        (0, OP_SEND, 300, 0), (1, OP_CMP_SWAP, 8, 0), (2, OP_FETCH_ADD, 8, 0), (3, OP_SEND, 300, 0)]
 
 
 def drain_n(sem, n):
