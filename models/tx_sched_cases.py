@@ -27,8 +27,8 @@ from .driver import CounterReadout, run_alone
 from .retransmit import RetransmitModel
 from .rx import pack, unpack
 from .tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP, OP_SEND,
-                       OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel, has_imm,
-                       is_atomic, is_read, is_send, msg_len, wire_op)
+                       OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel,
+                       atomic_operands, has_imm, is_atomic, is_read, is_send, msg_len, wire_op)
 from .wire import MrdhFlag, Op
 
 
@@ -551,9 +551,11 @@ def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, send
     src = bytearray(rng.randbytes(total + 1))
     dst = bytearray(len(src))
     ks, kd = a.reg_mr(src), b.reg_mr(dst)
+    # MR-TXS-104: the atomics' targets, 8-byte aligned slots of a region of the peer's own
+    abuf = bytearray(8 * len(msgs))
     return SimpleNamespace(rng=rng, a=a, b=b, ca=ca, cb=cb, msgs=sorted(msgs, key=lambda m: m[0]),
-                           src=src, dst=dst, ks=ks, kd=kd,
-                           sem=_model_for(a, ca, conns, streams, depth))
+                           src=src, dst=dst, ks=ks, kd=kd, abuf=abuf, ka=b.reg_mr(abuf),
+                           atomics=[], sem=_model_for(a, ca, conns, streams, depth))
 
 
 def post_msg(w, conn, k, m, off, *, laddr):
@@ -561,10 +563,28 @@ def post_msg(w, conn, k, m, off, *, laddr):
     namespace ``w`` on the endpoint, its source at ``off`` of ``src``: a write to ``off`` of
     ``dst``, or a send (MR-PLC-004) whose receive the peer posts first, at ``off`` of ``dst``
     (so no send meets a missing receive, MR-TXS-060), or a READ (MR-TXS-061) of ``off`` of the
-    peer's ``dst`` (first filled with bytes of its own) into ``off`` of ``src``, so that after a
+    peer's ``dst`` (first filled with bytes of its own) into ``off`` of ``src``, or an atomic
+    (``"cas"`` or ``"fadd"``, length 8, MR-TXS-104) on slot ``k`` of the peer's ``abuf`` (a
+    random value), its original value landing at ``off`` of ``src`` (``dst`` there holds that
+    value first; ``w.atomics`` gets the slot and its value after the atomic), so that after a
     run ``src == dst`` holds for every kind. Returns the scheduler's work request (wr_id ``k``,
     host address ``laddr``)."""
     stream, length, imm, send = m
+    if send in ("cas", "fadd"):
+        assert length == ATOMIC_LEN
+        r = random.Random(off * 31 + k)
+        orig = r.getrandbits(64)
+        cas = send == "cas"
+        operand = r.getrandbits(64)
+        compare = orig if r.random() < 0.5 else r.getrandbits(64)
+        w.abuf[8 * k:8 * k + 8] = orig.to_bytes(8, "little")
+        w.dst[off:off + 8] = orig.to_bytes(8, "little")
+        w.ca.post_atomic(stream, "cmp_swap" if cas else "fetch_add", w.ks, off, 8 * k, w.ka,
+                         wr_id=k, add=operand, swap=operand, compare=compare)
+        w.atomics.append((8 * k, P.atomic_apply(cas, orig, operand, compare)))
+        return wr_item(conn, stream, ATOMIC_LEN, wr_id=k, op=OP_CMP_SWAP if cas else OP_FETCH_ADD,
+                       laddr=laddr, va=8 * k, rkey=w.ka, swap=operand,
+                       compare=compare if cas else 0)
     if send == "read":
         w.dst[off:off + length] = random.Random(off * 31 + k).randbytes(length)
         w.ca.post_read(stream, w.ks, off, length, off, w.kd, wr_id=k)
@@ -590,6 +610,10 @@ def compare_frame(ours, f):
     d = _fields(f)
     diff = {k: (v, d.get(k, 0)) for k, v in ours.items() if k in d or k == "imm_imm"
             if v != d.get(k, 0)}
+    # MR-TXS-098: an atomic's operands are the endpoint frame's payload
+    op = {int(Op.MR_CMP_SWAP): OP_CMP_SWAP, int(Op.MR_FETCH_ADD): OP_FETCH_ADD}.get(ours["bth_opcode"])
+    if op is not None and atomic_operands(op, ours["swap"], ours["compare"]) != f.payload:
+        diff["operands"] = (atomic_operands(op, ours["swap"], ours["compare"]), f.payload)
     return diff
 
 
@@ -688,6 +712,8 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
         lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6)
         lb.run(until=0.02)
         assert dst[:total] == src[:total], "the endpoint's transfer completed"
+        for slot, new in w.atomics:
+            assert int.from_bytes(w.abuf[slot:slot + 8], "little") == new, "the atomic executed"
     else:
         t = 0.0
         while True:
