@@ -27,7 +27,7 @@ from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout, run_alone
 from .rx import pack, unpack
 from .tx import template_of
-from .tx_sched import (ATOMIC_LEN, OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
+from .tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
                        STATUS_OK, STATUS_RETRY_EXC_ERR, TxSchedModel, atomic_operands, has_imm,
                        is_atomic, is_read, is_send, msg_len, wire_op)
 from .tx_sched_cases import atomic_rng, kind_rng, read_rng, recv_seqs
@@ -788,10 +788,13 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
 
     ``spec``: ``{"connections": [{"conn", "eth_dst", "eth_src", "ip_src", "ip_dst", "dest_qp",
     "pkey", "sports": [one per path], "local_qp", "dscp", "ttl"}], "work_requests": [{"conn",
-    "stream", "op": "write" | "write_imm" | "send" | "send_imm" | "read", "length", "va", "rkey",
-    "imm"}], "seed"}``: each work request's payload is bytes of ``random.Random(seed)``, placed
-    one after the other in the host memory (a READ request, MR-TXS-061, reads none: its
-    ``length`` is the READ's, its ``va`` and ``rkey`` the peer's). Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
+    "stream", "op": "write" | "write_imm" | "send" | "send_imm" | "read" | "cmp_swap" |
+    "fetch_add", "length", "va", "rkey", "imm", "swap", "compare"}], "seed"}``: each work
+    request's payload is bytes of ``random.Random(seed)``, placed one after the other in the
+    host memory (a READ request, MR-TXS-061, reads none: its ``length`` is the READ's, its ``va``
+    and ``rkey`` the peer's; an atomic, MR-TX-195, none either: its payload is its operands
+    ``swap`` (the add value of a fetch_add) and ``compare``, its ``length`` 8 by default; it
+    takes its operands' 16 or 8 bytes of the host memory, unread). Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
     its destination QP (a connection's ``local_qp``, default its index)."""
     if not isinstance(spec, dict) or not isinstance(spec.get("work_requests"), list):
         raise ReplayError("the work-request file needs a \"work_requests\" list")
@@ -820,18 +823,22 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
         local.setdefault(k, k)
     rng = random.Random(int(spec.get("seed", 1)))
     ops = {"write": 0, "write_imm": OP_WRITE_IMM, "send": OP_SEND, "send_imm": OP_SEND_IMM,
-           "read": OP_READ}
+           "read": OP_READ, "cmp_swap": OP_CMP_SWAP, "fetch_add": OP_FETCH_ADD}
     items, total = [], 0
     for k, w in enumerate(spec["work_requests"]):
         try:
             op = ops[w.get("op", "write")]
-            length = int(w["length"])
+            length = int(w["length"] if "length" in w or not is_atomic(op) else ATOMIC_LEN)
             if not 0 <= length < 1 << 24:
                 raise ReplayError(f"work request {k}: length {length} outside 0..16 MiB")
             items.append({"op": op, "conn": int(w.get("conn", 0)), "stream": int(w.get("stream", 0)),
                           "wr_id": k & 0xFFFF, "laddr": total, "va": int(w.get("va", 0)),
                           "rkey": int(w.get("rkey", 0)), "length": length,
-                          "imm": int(w.get("imm", 0)) if has_imm(op) else 0})
+                          "imm": int(w.get("imm", 0)) if has_imm(op) else 0,
+                          # MR-TX-195: an atomic's operands (64 bits each)
+                          "swap": int(w.get("swap", 0)) & ((1 << 64) - 1) if is_atomic(op) else 0,
+                          "compare": int(w.get("compare", 0)) & ((1 << 64) - 1)
+                          if op == OP_CMP_SWAP else 0})
             total += msg_len(op, length)
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, ReplayError):

@@ -362,9 +362,10 @@ def test_endpoint_bytes_lossy_loopback_atomics(width, rtl):
     """MR-TX-193, MR-TX-152 (b): over the lossy loopback, atomics among writes, sends and READs
     (a third of the messages; seed 9: an atomic resent; the seeds whose losses need a tail
     probe, MR-REL-010, are outside the slice): the scheduler's frame requests are the
-    endpoint's, resends included (the operands too, asserted by endpoint_compare); through the data path's RTL in
-    lockstep with its model they become the endpoint's frames byte for byte."""
-    want, got, reqs = _lossy(width, 9, rtl=True, atomics=0.35)
+    endpoint's, resends included (the operands too, asserted by endpoint_compare); through
+    the data path (model; its RTL in lockstep with the model in the slow runs) they become the
+    endpoint's frames byte for byte."""
+    want, got, reqs = _lossy(width, 9, rtl=rtl, atomics=0.35)
     at = [q for q in reqs if q["bth_opcode"] in (0xC8, 0xC9)]
     assert len(at) >= 4 and any(q["mrdh_flags"] & MrdhFlag.RETX for q in at)   # one resent
     assert sum(1 for q in reqs if q["mrdh_flags"] & MrdhFlag.RETX) >= 5

@@ -313,6 +313,28 @@ def test_endpoint_over_lossy_loopback(seed):
     assert sum(q["bth_opcode"] == 0xC6 for q in r["requests"]) >= 2        # READ requests
 
 
+@pytest.mark.parametrize("seed", [9, 18])
+def test_endpoint_atomics_over_lossy_loopback(seed):
+    """MR-TXS-100, MR-TXS-104, MR-TXS-051: atomics (a third of the messages, from a generator of
+    their own) among writes, sends and READs over the lossy loopback: the scheduler's next
+    packet is the endpoint's at every frame, resends included, an atomic's operands its payload
+    (compare_frame), one atomic resent with a new PSN; every atomic executed once on the peer's
+    region (endpoint_compare). (Seeds whose losses are all found by SACK gaps, as above.)"""
+    import random
+    rng = random.Random(seed)
+    kind, rd, at = tc.kind_rng(seed), tc.read_rng(seed), tc.atomic_rng(seed)
+    msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7]), kind.random() < 0.5)
+            for s in range(2) for _ in range(4)]
+    msgs = [(s, n, None, "read") if rd.random() < 0.25 else (s, n, i, k) for s, n, i, k in msgs]
+    msgs = [(m[0], 8, None, at.choice(("cas", "fadd"))) if at.random() < 0.35 else m
+            for m in msgs]
+    r = tc.endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
+                            init_window_bdp=100.0, max_window_bdp=100.0)
+    assert not r["stats"].get("tail_probes")
+    ats = [q for q in r["requests"] if q["bth_opcode"] in (0xC8, 0xC9)]
+    assert len(ats) >= 4 and any(q["mrdh_flags"] & MrdhFlag.RETX for q in ats)
+
+
 def test_registered_candidates_rest_a_connection_one_cycle():
     """MR-TXS-033: a connection whose state changed at an edge (here: it sent a packet) sits out
     the next cycle's pick, so no connection has frames in two consecutive cycles; the other
