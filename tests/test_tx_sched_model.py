@@ -150,7 +150,8 @@ def test_atomic_request():
     bytes, RETH with the request's VA and R_Key and DMA length 8, no immediate, the operands in
     ``swap`` and ``compare`` (a fetch-and-add's compare 0); its bytes count in flight; a lost
     report resends it (RETX, a new PSN); its acknowledgment completes it with its op and length
-    8. An atomic of another length is refused LOC_LEN_ERR."""
+    8. An atomic of another length is refused LOC_LEN_ERR. MR-TXS-102: its bytes count in its
+    path's bytes in flight."""
     from metaroce.models.tx_sched import OP_CMP_SWAP, OP_FETCH_ADD
     sem = TxSchedModel(**dict(SMALL, mtu=256))
     for n in (0, 7, 16, 1 << 31):
@@ -176,6 +177,7 @@ def test_atomic_request():
         fr, st = got[msg]
         assert {k: fr[k] for k in {**base, **want}} == {**base, **want}
         assert (st["nbytes"], st["chunk"]) == (want["payload_len"], 0)
+    assert sum(p["inflight"] for p in sem.path) == sum(s["nbytes"] for _, s in out) == 2 * 300 + 24
     assert sorted(f["mrsh_recv_seq"] for f, _ in out if f["bth_opcode"] == 0xC2) == [0, 0, 1, 1]
     fr, st = got[2]
     rep = {"conn": 0, "path": st["path"], "slot": st["slot"], "chunk": 0, "abort": 0}
@@ -311,6 +313,62 @@ def test_endpoint_over_lossy_loopback(seed):
     assert r["retransmits"] >= 10 and not r["stats"].get("tail_probes")
     assert r["frames"] == r["stats"]["data_packets_sent"]
     assert sum(q["bth_opcode"] == 0xC6 for q in r["requests"]) >= 2        # READ requests
+
+
+def test_atomic_layouts_keep_the_other_ops_bits():
+    """MR-TXS-105, MR-TXS-103: ``s_wr``'s fields of the other ops keep their bit positions (the
+    operands are above ``imm``), the frame request's likewise (the operands above ``slot``); the
+    widths at the small instance; op 7 is still refused LOC_QP_OP_ERR and ops 0..4 and a
+    response carry no operands in their frame requests."""
+    from metaroce.models.tx_sched import layouts, rsp_item
+    lay = layouts()
+    old_wr = ("op", "conn", "stream", "wr_id", "laddr", "va", "rkey", "length", "imm")
+    assert [n for n, _ in lay.wr][:len(old_wr)] == list(old_wr)
+    assert [n for n, _ in lay.wr][len(old_wr):] == ["swap", "compare"]
+    assert lay.wr["swap"].offset == 260 and lay.wr.size == 388
+    assert [n for n, _ in lay.frame][-3:] == ["slot", "swap", "compare"] and lay.frame.size == 559
+    sem = TxSchedModel(**dict(SMALL, mtu=256))
+    assert sem.wr(tc.wr_item(0, 0, 8, wr_id=1, op=7, swap=1))["status"] == STATUS_LOC_QP_OP_ERR
+    for k, op in enumerate((OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ)):
+        assert sem.wr(tc.wr_item(k % 2, k // 2 % 2, 300, wr_id=k, op=op, swap=5, compare=6)) is None
+    assert sem.wr(rsp_item({"conn": 1, "stream": 0, "msg": 9, "laddr": 0, "length": 10, "err": 0},
+                           sem.streams)) is None
+    out = drain(sem)
+    assert len(out) == 10 and all((f["swap"], f["compare"]) == (0, 0) for f, _ in out)
+
+
+def test_atomic_first_frame_names_the_outstanding_read_row():
+    """MR-TXS-101 (the response's placement, designed): the first transmission of each atomic
+    carries every field of the outstanding-read row but ``wr_id`` (``conn``, ``mrdh_stream``,
+    ``mrdh_msg``, ``laddr`` as base, ``reth_dma_len`` 8 as the length of the 8 original bytes);
+    and the reference endpoint answers an atomic with an MR_READ_RESP of those 8 bytes
+    (little-endian) named by the request's stream and message number."""
+    from metaroce.models.tx_sched import OP_FETCH_ADD
+    from metaroce.models.endpoint import Endpoint
+    sem = TxSchedModel(**dict(SMALL, mtu=256))
+    assert sem.wr(tc.wr_item(1, 1, 8, wr_id=4, op=OP_FETCH_ADD, laddr=0x7000, va=16, rkey=3,
+                             swap=2)) is None
+    (fr, _), = drain(sem)
+    assert (fr["conn"], fr["mrdh_stream"], fr["mrdh_msg"], fr["laddr"], fr["reth_dma_len"]) == (
+        1, 1, 0, 0x7000, 8) and not fr["mrdh_flags"] & MrdhFlag.RETX
+    a, b = Endpoint("10.0.0.1", mtu=1024), Endpoint("10.0.0.2", mtu=1024)
+    ca = a.connect(1, "10.0.0.2", 2, paths=1, streams=2)
+    cb = b.connect(2, "10.0.0.1", 1, paths=1, streams=2)
+    local, region = bytearray(8), bytearray((41).to_bytes(8, "little") + bytes(8))
+    ca.post_atomic(1, "fetch_add", a.reg_mr(local), 0, 0, b.reg_mr(region), wr_id=4, add=2)
+    from metaroce.models.loopback import Loopback
+    seen = []
+    orig = cb._frame
+
+    def frame(*args):
+        f = orig(*args)
+        seen.append(f)
+        return f
+    cb._frame = frame
+    Loopback(a, b, seed=1, delay=1.5e-6).run(until=0.001)
+    rsp = [f for f in seen if f.bth.opcode == 0xC7]
+    assert [(f.mrdh.stream, f.mrdh.msg, f.payload) for f in rsp] == [(1, 0, (41).to_bytes(8, "little"))]
+    assert local == (41).to_bytes(8, "little") and region[:8] == (43).to_bytes(8, "little")
 
 
 @pytest.mark.parametrize("seed", [9, 18])
