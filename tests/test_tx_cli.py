@@ -31,6 +31,18 @@ def test_bench_tx_model_rates():
     assert row["packets"] == 16 and row["latency_cycles"] > 0
 
 
+def _replay_model(spec):
+    """MR-TX-154: the cycle model through the replay driver on ``spec``, without ACKs."""
+    model = TxCycleModel(64)
+    items, mem, image, tm, acks = xc.replay_inputs(spec, [], model.lay, paths=4)
+    drv = xc.ReplayDriver(model.lay, 64, items, mem, tm, acks, image=image)
+    while not drv.finished:
+        inp = drv.inputs()
+        drv.observe(inp, model.step(inp))
+        drv.settle(model.active)
+    return drv
+
+
 def test_replay_tx_inputs(tmp_path):
     """MR-TX-154: the work-request file and the ACK frames become the engine's inputs; without
     ACKs a lossless receiver completes every work request (the cycle model). MR-TX-155: "send"
@@ -44,13 +56,7 @@ def test_replay_tx_inputs(tmp_path):
                               {"conn": 0, "stream": 1, "op": "send_imm", "length": 20, "imm": 6},
                               {"conn": 0, "stream": 0, "op": "read", "length": 5000, "va": 64,
                                "rkey": 9}]}
-    model = TxCycleModel(64)
-    items, mem, image, tm, acks = xc.replay_inputs(spec, [], model.lay, paths=4)
-    drv = xc.ReplayDriver(model.lay, 64, items, mem, tm, acks, image=image)
-    while not drv.finished:
-        inp = drv.inputs()
-        drv.observe(inp, model.step(inp))
-        drv.settle(model.active)
+    drv = _replay_model(spec)
     assert [c["status"] for c in drv.res["cqe"]] == [0, 0, 0, 0, 0]
     assert [c["op"] for c in drv.res["cqe"] if c["stream"] == 0] == [0, 4]
     fs = drv.res["frames"]
@@ -73,13 +79,7 @@ def test_replay_tx_atomics():
                               {"conn": 0, "stream": 1, "op": "fetch_add", "va": 8, "rkey": 9,
                                "swap": 3, "compare": 99},
                               {"conn": 0, "stream": 1, "op": "fetch_add", "length": 16}]}
-    model = TxCycleModel(64)
-    items, mem, image, tm, acks = xc.replay_inputs(spec, [], model.lay, paths=4)
-    drv = xc.ReplayDriver(model.lay, 64, items, mem, tm, acks, image=image)
-    while not drv.finished:
-        inp = drv.inputs()
-        drv.observe(inp, model.step(inp))
-        drv.settle(model.active)
+    drv = _replay_model(spec)
     assert sorted((c["wr_id"], c["op"], c["length"], c["status"]) for c in drv.res["cqe"]) == [
         (0, 5, 8, 0), (1, 0, 100, 0), (2, 6, 8, 0), (3, 6, 16, 1)]
     at = [(f.bth.opcode, f.reth.va, f.reth.dma_len, f.mrdh.msg_len, f.payload)

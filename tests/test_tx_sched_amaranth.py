@@ -531,6 +531,17 @@ def test_report_next_chunk_wrong_forms_fail(wrong):
         _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
 
 
+def assert_wrong_form_fails(form, items, seed, **kw):
+    """The RTL with ``form`` (``(text, replacement)`` in hdl/tx_sched.py) loaded in place of
+    hdl/tx_sched.py mismatches its model on ``items`` (driver seed ``seed``, 20 % idle inputs,
+    40 % backpressure, ``kw`` for the driver)."""
+    mod = wrong_form("tx_sched", *form)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4, **kw)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+
+
 # MR-TXS-058/059's wrong forms, each loaded in place of the RTL by replacing its text in
 # hdl/tx_sched.py: the stream's send_seq never advancing, the intake's correction for a send of
 # the same stream acted on at that edge left out, the frame queue's recv_seq not rebuilt
@@ -551,12 +562,7 @@ def test_send_seq_wrong_forms_fail(wrong):
     fails the lockstep of ``test_lockstep_random[1]``'s traffic (sends mixed in). (Slow: three
     elaborations; measured on branch sd19: mismatches at cycles 27, 147 and 27; the RTL as
     written runs the same traffic and driver to the end, 354 cycles, 0 mismatches.)"""
-    mod = wrong_form("tx_sched", *SEND_SEQ_WRONG[wrong])
-    items = tc.traffic(TxSchedModel(**SMALL), 40, seed=1)
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, seed=1, p_idle=0.2, p_bp=0.4)
-    with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert_wrong_form_fails(SEND_SEQ_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1), 1)
 
 
 def _read_traffic():
@@ -598,12 +604,7 @@ def test_read_wrong_forms_fail(wrong):
     message length not zeroed, the READ's payload bytes counted as a write's), loaded in place
     of the RTL, fails the lockstep of ``test_lockstep_reads``'s traffic. (Slow: three
     elaborations.)"""
-    mod = wrong_form("tx_sched", *READ_WRONG[wrong])
-    items = _read_traffic()
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, seed=3, p_idle=0.2, p_bp=0.4)
-    with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert_wrong_form_fails(READ_WRONG[wrong], _read_traffic(), 3)
 
 
 def _atomic_traffic():
@@ -649,11 +650,7 @@ def test_atomic_wrong_forms_fail(wrong):
     """MR-TXS-098, MR-TXS-099: each wrong form of the atomics' RTL, loaded in place of the
     RTL, fails the lockstep of ``test_lockstep_atomics``'s traffic. (Slow: four
     elaborations.)"""
-    mod = wrong_form("tx_sched", *ATOMIC_WRONG[wrong])
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, _atomic_traffic(), seed=4, p_idle=0.2, p_bp=0.4)
-    with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert_wrong_form_fails(ATOMIC_WRONG[wrong], _atomic_traffic(), 4)
 
 
 def test_lockstep_read_responses():
@@ -689,12 +686,6 @@ def test_read_response_wrong_forms_fail(wrong):
     """MR-TXS-067, MR-TXS-068: each wrong form of the responses' RTL, loaded in place of the
     RTL, fails the lockstep of ``test_lockstep_read_responses``'s traffic. (Slow: three
     elaborations.)"""
-    mod = wrong_form("tx_sched", *RSP_WRONG[wrong])
     sem = TxSchedModel(**SMALL)
-    items = tc.traffic(sem, 40, seed=2)
-    rsps = tc.responses(sem, 16, seed=2)
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, seed=2, p_idle=0.2, p_bp=0.4, p_cwnd=0.1, cwnd_hi=8000,
-                    rsps=rsps)
-    with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert_wrong_form_fails(RSP_WRONG[wrong], tc.traffic(sem, 40, seed=2), 2, p_cwnd=0.1,
+                            cwnd_hi=8000, rsps=tc.responses(sem, 16, seed=2))
