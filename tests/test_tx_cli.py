@@ -101,7 +101,7 @@ def test_replay_tx_errors(tmp_path):
     r = _cli("bench", "tx", "--sizes", "0")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     for spec in ({"connections": []},
-                 {"work_requests": [{"conn": 0, "op": "fetch_add", "length": 1}]}):
+                 {"work_requests": [{"conn": 0, "op": "send_inv", "length": 1}]}):
         try:
             xc.replay_inputs(spec, [], TxCycleModel(64).lay, paths=4)
         except xc.ReplayError:
