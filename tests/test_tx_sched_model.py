@@ -371,6 +371,19 @@ def test_atomic_first_frame_names_the_outstanding_read_row():
     assert local == (41).to_bytes(8, "little") and region[:8] == (43).to_bytes(8, "little")
 
 
+def test_endpoint_atomics_until_blocked():
+    """MR-TXS-104, MR-TXS-051 (a): compare-and-swap and fetch-and-add posted between writes,
+    sends and a READ on two streams, without ACKs: the scheduler's frame requests are the
+    endpoint's field by field until both block, an atomic's operands its frame's payload."""
+    msgs = [(0, 1500, None, False), (0, 8, None, "cas"), (0, 2100, None, True),
+            (0, 8, None, "fadd"), (1, 700, 3, True), (1, 8, None, "fadd"), (1, 1025, None, "read"),
+            (1, 8, None, "cas")]
+    r = tc.endpoint_compare(2, msgs=msgs, loopback=False, streams=2, depth=4,
+                            init_window_bdp=2.0)
+    ops = [q["bth_opcode"] for q in r["requests"]]
+    assert ops.count(0xC8) == 2 and ops.count(0xC9) == 2 and r["frames"] >= 10
+
+
 @pytest.mark.parametrize("seed", [9, 18])
 def test_endpoint_atomics_over_lossy_loopback(seed):
     """MR-TXS-100, MR-TXS-104, MR-TXS-051: atomics (a third of the messages, from a generator of
