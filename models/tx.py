@@ -101,8 +101,8 @@ def inline_beats(src, width):
     """MR-TX-192: the payload beats ``{data, keep, last}`` (packed) of an inline entry ``src``:
     the operands in network order (the swap or add value, then a compare-and-swap's compare
     value, MR-WIRE-076) laid out as the DMA lays out a payload (MR-DMR-021)."""
-    from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, atomic_operands
-    ops = atomic_operands(OP_CMP_SWAP if src["cas"] else OP_FETCH_ADD, src["swap"], src["compare"])
+    ops = sched_model.atomic_operands(sched_model.OP_CMP_SWAP if src["cas"] else
+                                      sched_model.OP_FETCH_ADD, src["swap"], src["compare"])
     lay = payload_layout(width)
     return [pack(lay, {"data": d, "keep": k, "last": last})
             for d, k, last in out_beats(ops, width // 8)]

@@ -589,7 +589,6 @@ def expected_data_frames(reqs, tmpls, mem, paths):
     read fails (MR-TX-124) is None (its payload is whatever the bus gave)."""
     from .frame_builder import DESC_LAYOUT, builder_bytes
     from .tx import cmd_of, desc_of, is_atomic_frame
-    from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD
     by_conn = {t["conn"]: t for t in tmpls}
     out = []
     for fr in reqs:
