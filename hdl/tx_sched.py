@@ -11,7 +11,8 @@ form). Ports (MR-TXS-002), all
 ========== ====== ========================================================================
 port       dir    meaning
 ========== ====== ========================================================================
-s_wr       in     a work request {op, conn, stream, wr_id, laddr, va, rkey, length, imm}
+s_wr       in     a work request {op, conn, stream, wr_id, laddr, va, rkey, length, imm, swap,
+                  compare} (the last two an atomic's operands, MR-TXS-096)
 s_acked    in     the retransmit unit's ``m_acked``: a record acknowledged
 s_resend   in     the retransmit unit's ``m_resend``: a record lost, its chunk to resend
 m_frame    out    a frame request (the frame builder's descriptor fields the scheduler owns)
@@ -42,7 +43,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
-from ..models.tx_sched import (OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
+from ..models.tx_sched import (ATOMIC_LEN, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
                                STATUS_LOC_QP_OP_ERR, check_params, layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
@@ -103,6 +104,13 @@ def _lowest_zero(v):
     lo_any, lo_idx = _lowest_zero(v[:n // 2])
     hi_any, hi_idx = _lowest_zero(v[n // 2:])
     return lo_any | hi_any, Mux(lo_any, Cat(lo_idx, Const(0, 1)), Cat(hi_idx, Const(1, 1)))
+
+
+def _op_kind(op):
+    """MR-TXS-059, MR-TXS-063, MR-TXS-099: the kind bits of a 3-bit ``op``: ``(send, imm,
+    read, atomic)`` (SEND/SEND_IMM; WRITE_IMM/SEND_IMM; READ; CMP_SWAP/FETCH_ADD). Bits 0 and 1
+    name the immediate and the send only below op 4 (op 5 is 101, op 6 110)."""
+    return (op[1] & ~op[2], op[0] & ~op[2], op[2] & ~op[1] & ~op[0], op[2] & (op[0] ^ op[1]))
 
 
 def _first(valid):
@@ -208,6 +216,11 @@ class TxSched(wiring.Component):
                                       "imm": 32, "msg": 32, "len": 32, "err": 1})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
+        # MR-TXS-099: an atomic's operands (0 for the other ops) in a memory of their own, read
+        # by the candidates only (the completion's read port leaves them out)
+        opnd_lay = data.StructLayout({"swap": 64, "compare": 64})
+        m.submodules.opnd_mem = opnd_mem = memory.Memory(shape=opnd_lay, depth=E, init=[])
+        opnd_wr = opnd_mem.write_port()
         desc_rd_cq = desc_mem.read_port(domain="comb")
         c_rr = Array(Signal(pb, init=c % PA, name=f"rr{c}") for c in range(C))
         c_srr = Array(Signal(sb, name=f"srr{c}") for c in range(C))
@@ -245,7 +258,8 @@ class TxSched(wiring.Component):
         fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 3, "ack_req": 1,
                                     "psn": psn_w, "flags": 4, "path": pb, "stream": 16, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
-                                    "imm": 32, "nb": nb_w, "slot": 3})
+                                    "imm": 32, "nb": nb_w, "slot": 3,
+                                    "swap": 64, "compare": 64})     # MR-TXS-099
         m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=fq_lay.size, depth=OUT_DEPTH)
         m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
@@ -265,20 +279,26 @@ class TxSched(wiring.Component):
                      self.m_rsp_done.payload.status.eq(cq_head.status),
                      cqe_q.r_en.eq(Mux(cq_rsp, self.m_rsp_done.ready, self.m_cqe.ready))]
         fq_out, fr_out = data.View(fq_lay, frame_q.r_data), self.m_frame.payload
+        o_send, _, o_read, o_atomic = _op_kind(fq_out.op)
         # a slot never written (all 0) shows an all-0 frame, as the unpacked ring would
         m.d.comb += [
             fr_out.conn.eq(fq_out.conn), fr_out.laddr.eq(fq_out.laddr),
-            # MR-TXS-057: the wire opcode is 0xC0 + op; MR-TXS-063: READ (op 4) 0xC6
-            fr_out.bth_opcode.eq(Mux(fq_out.op_set, int(Op.MR_WRITE) | Cat(
-                fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2]), 0)),
+            # MR-TXS-057: the wire opcode is 0xC0 + op; MR-TXS-063: READ (op 4) 0xC6;
+            # MR-TXS-098: CMP_SWAP (op 5) 0xC8, FETCH_ADD (op 6) 0xC9
+            fr_out.bth_opcode.eq(Mux(fq_out.op_set, Mux(
+                o_atomic, int(Op.MR_CMP_SWAP) | fq_out.op[1],
+                int(Op.MR_WRITE) | Cat(fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])),
+                0)),
             fr_out.bth_ack_req.eq(fq_out.ack_req), fr_out.bth_psn.eq(fq_out.psn),
             fr_out.mrdh_flags.eq(fq_out.flags), fr_out.mrdh_path.eq(fq_out.path),
             fr_out.mrdh_stream.eq(fq_out.stream), fr_out.mrdh_msg.eq(fq_out.msg),
             fr_out.mrdh_offset.eq(Cat(Const(0, mtu_log2), fq_out.chunk)),
-            # MR-TXS-063: a READ request's 0 (op 4; a response, op 7, its length)
-            fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2] & ~fq_out.op[0], 0, fq_out.len)),
-            fr_out.reth_va.eq(Mux(fq_out.op[1], 0, fq_out.va)),
-            fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0)),
+            # MR-TXS-063: a READ request's 0 (op 4; a response, op 7, its length);
+            # MR-TXS-098: an atomic's its operands' bytes (its payload's, 16 or 8)
+            fr_out.mrdh_msg_len.eq(Mux(o_read, 0, Mux(o_atomic, fq_out.nb, fq_out.len))),
+            fr_out.reth_va.eq(Mux(o_send, 0, fq_out.va)),
+            fr_out.mrsh_recv_seq.eq(Mux(o_send, fq_out.va[:32], 0)),
+            fr_out.swap.eq(fq_out.swap), fr_out.compare.eq(fq_out.compare),
             fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
             fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb),
             fr_out.slot.eq(fq_out.slot)]                                    # MR-TXS-069
@@ -551,15 +571,20 @@ class TxSched(wiring.Component):
         i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
         in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
         w_len1 = A.sub(win.length, 1, "w_len1")
-        # MR-TXS-011, MR-TXS-061: ops 0..4 are sent; a READ is one chunk of no payload
-        w_bad_op = ((win.op > OP_READ) & ~in_rsp) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
+        # MR-TXS-011, MR-TXS-061, MR-TXS-096: ops 0..6 are sent; a READ is one chunk of no
+        # payload; an atomic one chunk of its operands (its length must be 8: nchunks - 1 is 0)
+        w_bad_op = ((win.op == OP_READ_RESP) & ~in_rsp) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
         in_read = win.op == OP_READ
+        _, _, _, in_atomic = _op_kind(win.op)
         # MR-TXS-067: a response is never refused (its READ was bounded at the requester)
-        w_bad_len = ~in_rsp & (win.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
+        w_bad_len = ~in_rsp & Mux(in_atomic, win.length != ATOMIC_LEN, (win.length != 0) & (
+            (w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0))
         in_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
         in_nchm1 = Mux((win.length == 0) | in_read, 0, w_len1 >> mtu_log2)[:chunk_w]
         in_low = win.length[:mtu_log2]
-        in_lastnb = Mux(in_read, 0, Mux(in_low != 0, in_low, Mux(win.length == 0, 0, mtu)))
+        # MR-TXS-097: a compare-and-swap's 16 bytes (a fetch-and-add's 8 are its length's)
+        in_lastnb = Mux(in_read, 0, Mux(in_atomic & win.op[0], 16,
+                                        Mux(in_low != 0, in_low, Mux(win.length == 0, 0, mtu))))
         in_count = count(in_tail, in_done)
         wr = Signal(lay.wr)                     # the register (MR-TXS-037)
         wq_valid = Signal()
@@ -713,7 +738,8 @@ class TxSched(wiring.Component):
             # the entry's descriptor and length and the row's PSN are unchanged), so the frame
             # queue's write data is the pick's mux of registers, no LUT-RAM read after the pick
             desc_rd = desc_mem.read_port(domain="comb")
-            m.d.comb += desc_rd.addr.eq(src_e)
+            opnd_rd = opnd_mem.read_port(domain="comb")             # MR-TXS-099
+            m.d.comb += [desc_rd.addr.eq(src_e), opnd_rd.addr.eq(src_e)]
             src_psn = _named(m, by_path(list(p_psn[c * PA:(c + 1) * PA])), f"src_psn{c}")
             # the enables' registered bits: the entry of a packet, of a new chunk, the stream of
             # a new last chunk, the row of a packet (a drop is a resend: new means no resend)
@@ -723,7 +749,8 @@ class TxSched(wiring.Component):
                              pkt_e_hot=pkt_e_hot, new_e_hot=new_e_hot,
                              new_last_hot=Mux(nonempty, 0, s_hot),
                              pkt_path_hot=Mux(drop, 0, Cat(*p_hot)),
-                             desc=desc_rd.data.as_value(), psn=src_psn,
+                             desc=desc_rd.data.as_value(), opnd=opnd_rd.data.as_value(),
+                             psn=src_psn,
                              qi=src_qi, idx=src_idx,
                              chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
                              nb=nb, req=req, s=s_pick))
@@ -758,6 +785,7 @@ class TxSched(wiring.Component):
         g_e = _named(m, Cat(g_idx[:db], g_qi) if D > 1 else g_qi, "g_e")
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
         desc = data.View(desc_lay, g("desc"))
+        opnd = data.View(opnd_lay, g("opnd"))
         g_len = desc.len
         psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
@@ -773,8 +801,8 @@ class TxSched(wiring.Component):
             frame.stream.eq(Mux(g_rsp, desc.wr_id, g_s)),                  # MR-TXS-068
             frame.msg.eq(desc.msg), frame.chunk.eq(g_chunk), frame.len.eq(g_len),
             frame.va.eq(desc.va), frame.rkey.eq(desc.rkey),
-            frame.imm.eq(Mux(desc.op[0], desc.imm, 0)), frame.nb.eq(g_nb),
-            frame.slot.eq(g_slot),
+            frame.imm.eq(Mux(_op_kind(desc.op)[1], desc.imm, 0)), frame.nb.eq(g_nb),
+            frame.slot.eq(g_slot), frame.swap.eq(opnd.swap), frame.compare.eq(opnd.compare),
         ]
         sent = Signal(lay.sent)
         m.d.comb += [
@@ -924,8 +952,9 @@ class TxSched(wiring.Component):
             m.d.sync += conn_rr.eq(pick + 1)
         w_e = _named(m, Cat(w_idx[:db], w_qi) if D > 1 else w_qi, "w_e")
         # MR-TXS-067: a response neither takes nor advances msg_next nor send_seq
-        w_send = wr.op[1] & ~w_rsp
-        in_send = win.op[1] & ~in_rsp
+        # MR-TXS-099: op's bit 1 is a send's below op 4 only (op 6 is a fetch-and-add)
+        w_send = _op_kind(wr.op)[0]
+        in_send = _op_kind(win.op)[0]
         # MR-TXS-037: the request taken into the register, its entry and fullness corrected for
         # this edge's action (a request of its stream taken, a completion of its stream), and
         # the fullness of a request held kept up to date
@@ -976,9 +1005,15 @@ class TxSched(wiring.Component):
         f_ok = self.s_fail.valid & ((fl.slot >> sdb) == 0 if sdb < 3 else 1)
         er = self.s_error.payload
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
+        # MR-TXS-099: the operands with the descriptor (0 but an atomic's; the compare value a
+        # compare-and-swap's only)
+        _, _, _, w_atomic = _op_kind(wr.op)
+        m.d.comb += [opnd_wr.addr.eq(w_e), opnd_wr.en.eq(wr_act),
+                     opnd_wr.data.eq(Cat(Mux(w_atomic, wr.swap, 0),
+                                         Mux(w_atomic & wr.op[0], wr.compare, 0)))]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op, wr.wr_id, wr.laddr,
-                                         Mux(w_send, w_rseq, wr.va), Mux(wr.op[1], 0, wr.rkey),
+                                         Mux(w_send, w_rseq, wr.va), Mux(w_send, 0, wr.rkey),
                                          wr.imm, w_msg, wr.length, w_err))]
         e_hit = []                              # a failure marks the entry at this edge
         for e in range(E):

@@ -35,13 +35,19 @@ from .wire import MrdhFlag, Op
 __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleModel", "SMALL",
            "OP_WRITE", "OP_WRITE_IMM", "OP_SEND", "OP_SEND_IMM", "OP_READ", "is_send", "has_imm",
            "OP_READ_RESP", "is_read", "is_rsp", "msg_len", "wire_op", "rsp_item",
+           "OP_CMP_SWAP", "OP_FETCH_ADD", "ATOMIC_LEN", "is_atomic", "atomic_operands",
            "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
            "INPUTS", "OUTPUTS"]
 
-#: MR-TXS-002, MR-TXS-057, MR-TXS-061: work-request opcodes (records.TX_MSG ``op``: write,
-#: write with immediate, send, send with immediate, READ; 5..7 are refused).
+#: MR-TXS-002, MR-TXS-057, MR-TXS-061, MR-TXS-096: work-request opcodes (records.TX_MSG ``op``:
+#: write, write with immediate, send, send with immediate, READ, compare-and-swap, fetch-and-add;
+#: 7 is refused).
 OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ = 0, 1, 2, 3, 4
+OP_CMP_SWAP, OP_FETCH_ADD = 5, 6
+#: MR-TXS-096: an atomic's length (its RETH DMA length, the 8 bytes of the original value it
+#: returns, MR-VERB-010); a work request of another length is refused (LOC_LEN_ERR)
+ATOMIC_LEN = 8
 #: MR-TXS-066: a READ response's entry (records.TX_MSG's "response"); it comes on ``s_rsp``,
 #: never from ``s_wr`` (where op 7 stays refused, MR-TXS-011)
 OP_READ_RESP = 7
@@ -59,10 +65,13 @@ OUT_DEPTH = 4
 SMALL = dict(conns=2, streams=2, paths=4, depth=4, chunk_window=16, mtu=1024, cwnd=12_500,
              conn_window=50_000, path_pkts=32, ack_every=4, resend_depth=8)
 #: MR-TXS-057: the wire opcode of each work-request opcode is 0xC0 + op
-#: (MR-TXS-063: and READ's is MR_READ 0xC6, the RTL's 0xC0 | {op2, op1 | op2, op0})
+#: (MR-TXS-063: and READ's is MR_READ 0xC6, the RTL's 0xC0 | {op2, op1 | op2, op0};
+#: MR-TXS-098: the atomics' MR_CMP_SWAP 0xC8 and MR_FETCH_ADD 0xC9, the RTL's 0xC8 | op1)
 _WIRE_OP = {OP_WRITE: int(Op.MR_WRITE), OP_WRITE_IMM: int(Op.MR_WRITE_IMM),
-            OP_SEND: int(Op.MR_SEND), OP_SEND_IMM: int(Op.MR_SEND_IMM), OP_READ: int(Op.MR_READ)}
-assert all(v == int(Op.MR_WRITE) | (k & 1) | ((k >> 1 | k >> 2) & 1) << 1 | (k >> 2) << 2
+            OP_SEND: int(Op.MR_SEND), OP_SEND_IMM: int(Op.MR_SEND_IMM), OP_READ: int(Op.MR_READ),
+            OP_CMP_SWAP: int(Op.MR_CMP_SWAP), OP_FETCH_ADD: int(Op.MR_FETCH_ADD)}
+assert all(v == (int(Op.MR_CMP_SWAP) | (k >> 1 & 1) if k >> 2 & 1 and (k ^ k >> 1) & 1
+                 else int(Op.MR_WRITE) | (k & 1) | ((k >> 1 | k >> 2) & 1) << 1 | (k >> 2) << 2)
            for k, v in {**_WIRE_OP, OP_READ_RESP: int(Op.MR_READ_RESP)}.items())
 
 
@@ -93,9 +102,27 @@ def is_read(op):
     return op == OP_READ
 
 
+def is_atomic(op):
+    """MR-TXS-096: a compare-and-swap or fetch-and-add work request."""
+    return op in (OP_CMP_SWAP, OP_FETCH_ADD)
+
+
+def atomic_operands(op, swap, compare):
+    """MR-TXS-098, MR-WIRE-076: an atomic request's payload, its operands in network order
+    (the swap or add value, then a compare-and-swap's compare value), as the reference
+    endpoint's ``post_atomic`` builds it; ``b""`` for any other op."""
+    if op == OP_CMP_SWAP:
+        return swap.to_bytes(8, "big") + compare.to_bytes(8, "big")
+    return swap.to_bytes(8, "big") if op == OP_FETCH_ADD else b""
+
+
 def msg_len(op, length):
     """MR-TXS-062: the length of the message a work request sends: a READ request carries no
-    payload (its ``length`` is the READ's, RETH's DMA length), every other op its ``length``."""
+    payload (its ``length`` is the READ's, RETH's DMA length); MR-TXS-097: an atomic its
+    operands (16 bytes for compare-and-swap, 8 for fetch-and-add); every other op its
+    ``length``."""
+    if is_atomic(op):
+        return len(atomic_operands(op, 0, 0))
     return 0 if op == OP_READ else length
 
 
@@ -166,8 +193,10 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
     """The block's port layouts (MR-TXS-002)."""
     cb = (conns - 1).bit_length()
     rl = rtx_model.layouts(conns, paths, 1024)
+    # MR-TXS-096: an atomic's operands after the fields of the other ops (whose bits stay)
     wr = data.StructLayout({"op": 3, "conn": cb, "stream": _STREAM_FIELD, "wr_id": 16,
-                            "laddr": 64, "va": 64, "rkey": 32, "length": 32, "imm": 32})
+                            "laddr": 64, "va": 64, "rkey": 32, "length": 32, "imm": 32,
+                            "swap": 64, "compare": 64})
     cqe = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "wr_id": 16, "status": 5,
                              "op": 3, "length": 32})
     # MR-TXS-040: the fields named as the frame builder's descriptor (models/frame_builder.py
@@ -180,7 +209,10 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                "payload_len": 14,
                                # MR-TXS-069: the message slot (not a descriptor field): the
                                # data path's read errors name it (m_fail)
-                               "slot": 3})
+                               "slot": 3,
+                               # MR-TXS-098: an atomic's operands (not descriptor fields: the
+                               # join stage makes them its payload, hw-tx.md MR-TX-191)
+                               "swap": 64, "compare": 64})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
@@ -254,6 +286,9 @@ class TxSchedModel:
             return STATUS_OK            # MR-TXS-067: a response is never refused
         if f["op"] not in _WIRE_OP or f["stream"] >= self.streams:
             return STATUS_LOC_QP_OP_ERR
+        if is_atomic(f["op"]):
+            # MR-TXS-096: an atomic names 8 bytes
+            return STATUS_LOC_LEN_ERR if f["length"] != ATOMIC_LEN else STATUS_OK
         if P.chunk_count(f["length"], self.mtu) > 1 << records.CHUNK_BITS:
             return STATUS_LOC_LEN_ERR
         return STATUS_OK
@@ -522,7 +557,10 @@ class TxSchedModel:
                  "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
                  "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
                  "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes,
-                 "slot": slot}
+                 "slot": slot,
+                 # MR-TXS-098: an atomic's operands (the compare value a compare-and-swap's)
+                 "swap": e.get("swap", 0) if is_atomic(e["op"]) else 0,
+                 "compare": e.get("compare", 0) if e["op"] == OP_CMP_SWAP else 0}
         sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
                 "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
         return frame, sent

@@ -26,14 +26,16 @@ from . import protocol as P
 from .driver import CounterReadout, run_alone
 from .retransmit import RetransmitModel
 from .rx import pack, unpack
-from .tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK,
-                       TxSchedModel, has_imm, is_read, is_send, msg_len)
+from .tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP, OP_SEND,
+                       OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel,
+                       atomic_operands, has_imm, is_atomic, is_read, is_send, msg_len, wire_op)
 from .wire import MrdhFlag, Op
 
 
-def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, imm=0):
+def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, imm=0, swap=0,
+            compare=0):
     return {"op": op, "conn": conn, "stream": stream, "wr_id": wr_id, "laddr": laddr, "va": va,
-            "rkey": rkey, "length": length, "imm": imm}
+            "rkey": rkey, "length": length, "imm": imm, "swap": swap, "compare": compare}
 
 
 def kind_rng(seed):
@@ -48,6 +50,24 @@ def read_rng(seed):
     return random.Random(seed ^ 0x4EAD)
 
 
+def atomic_rng(seed):
+    """MR-TXS-104: the generator that draws which work requests are atomics and their operands,
+    apart from the others (so the other draws are those of a workload without atomics)."""
+    return random.Random(seed ^ 0xA70C)
+
+
+def atomic_variant(rng, w, atomics, bad_len=0.1):
+    """MR-TXS-104: work request ``w`` turned, with probability ``atomics``, into a
+    compare-and-swap or a fetch-and-add of length 8 (of another length, refused with
+    LOC_LEN_ERR, with probability ``bad_len``) with random operands, drawn from ``rng``."""
+    if rng.random() >= atomics:
+        return w
+    op = rng.choice((OP_CMP_SWAP, OP_FETCH_ADD))
+    length = rng.choice((0, 16, rng.randrange(1 << 32))) if rng.random() < bad_len else ATOMIC_LEN
+    return dict(w, op=op, length=length, va=rng.randrange(1 << 61) << 3,
+                swap=rng.randrange(1 << 64), compare=rng.randrange(1 << 64))
+
+
 def send_variant(rng, op, sends):
     """MR-TXS-057: WRITE or WRITE_IMM ``op`` turned into SEND or SEND_IMM with probability
     ``sends``, drawn from ``rng`` (a generator of its own, so a workload's other draws are those
@@ -55,13 +75,16 @@ def send_variant(rng, op, sends):
     return op + OP_SEND if rng.random() < sends else op
 
 
-def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5, reads=0.15):
+def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5, reads=0.15, atomics=0.1,
+            atomic_bad_len=0.1):
     """``n`` work requests for the instance of ``sem`` (a :class:`TxSchedModel`), wr_id 0..n-1;
     a share ``sends`` of the good opcodes are SEND or SEND_IMM (MR-TXS-057), then a share
-    ``reads`` of them READ (MR-TXS-061)."""
+    ``reads`` of them READ (MR-TXS-061), then a share ``atomics`` of those left atomics
+    (MR-TXS-104), a share ``atomic_bad_len`` of those of a length other than 8."""
     rng = random.Random(seed)
     send_rng = kind_rng(seed)
     rd_rng = read_rng(seed)
+    at_rng = atomic_rng(seed)
     mtu = sem.mtu
     max_len = max_len or 5 * mtu
     items = []
@@ -75,17 +98,21 @@ def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5, reads=0.15):
         if rd_rng.random() < reads:
             op = OP_READ
         if bad and r < 0.04:
-            # MR-TXS-011: an opcode 5..7, not sent by this slice. The draw is rd20's
-            # ``5 + rng.randrange(2, 8) % 3`` (5, 6, 7 equally often), so a seed's workload stays.
-            op = (7, 5, 6, 7, 5, 6)[rng.randrange(6)]
+            # MR-TXS-011: opcode 7, not sent (the atomics 5 and 6 are, MR-TXS-096). The draw is
+            # rd20's ``5 + rng.randrange(2, 8) % 3``, so a seed's workload stays.
+            rng.randrange(6)
+            op = OP_READ_RESP
         elif bad and r < 0.07:
             stream = sem.streams + rng.randrange(16)         # beyond the instance
         elif bad and r < 0.09:
             length = rng.randrange(((1 << 20) * mtu) + 1, 1 << 32) if (1 << 20) * mtu < (1 << 32) \
                 else length
-        items.append(wr_item(conn, stream, length, wr_id=k, op=op,
-                             laddr=rng.randrange(1 << 64), va=rng.randrange(1 << 64),
-                             rkey=rng.randrange(1 << 32), imm=rng.randrange(1 << 32)))
+        w = wr_item(conn, stream, length, wr_id=k, op=op, laddr=rng.randrange(1 << 64),
+                    va=rng.randrange(1 << 64), rkey=rng.randrange(1 << 32),
+                    imm=rng.randrange(1 << 32))
+        # MR-TXS-104: the good requests' share of atomics (a refused one stays as drawn)
+        items.append(atomic_variant(at_rng, w, atomics if sem.wr_status(w) == STATUS_OK else 0,
+                                    atomic_bad_len))
     return items
 
 
@@ -438,9 +465,16 @@ def check(sem, items, res, rsps=()):
         # MR-TXS-057..059: the opcode 0xC0 + op; a send's RETH VA and R_Key 0 and its receive
         # sequence; the immediate of either _IMM opcode; MR-TXS-063: a READ request MR_READ,
         # FIRST and LAST, no payload, message length 0, its RETH's DMA length the READ's
-        assert fr["bth_opcode"] == (0xC6 if is_read(w["op"]) else 0xC0 + w["op"])
+        assert fr["bth_opcode"] == wire_op(w["op"])
         assert not is_read(w["op"]) or (off, fr["payload_len"], want_flags) == (
             0, 0, MrdhFlag.FIRST | MrdhFlag.LAST)
+        # MR-TXS-097/098: an atomic one packet of its operands (16 or 8 bytes, message length
+        # the same), its RETH's DMA length 8; the operands in the frame request, 0 otherwise
+        atomic = is_atomic(w["op"])
+        assert not atomic or (off, want_flags) == (0, MrdhFlag.FIRST | MrdhFlag.LAST)
+        assert (fr["swap"], fr["compare"]) == (
+            w["swap"] if atomic else 0, w["compare"] if w["op"] == OP_CMP_SWAP else 0), \
+            "atomic operands (MR-TXS-098)"
         snd = is_send(w["op"])
         assert (fr["reth_va"], fr["reth_rkey"], fr["reth_dma_len"], fr["mrdh_msg_len"]) == (
             0 if snd else w["va"], 0 if snd else w["rkey"], w["length"], ml)
@@ -517,9 +551,11 @@ def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, send
     src = bytearray(rng.randbytes(total + 1))
     dst = bytearray(len(src))
     ks, kd = a.reg_mr(src), b.reg_mr(dst)
+    # MR-TXS-104: the atomics' targets, 8-byte aligned slots of a region of the peer's own
+    abuf = bytearray(8 * len(msgs))
     return SimpleNamespace(rng=rng, a=a, b=b, ca=ca, cb=cb, msgs=sorted(msgs, key=lambda m: m[0]),
-                           src=src, dst=dst, ks=ks, kd=kd,
-                           sem=_model_for(a, ca, conns, streams, depth))
+                           src=src, dst=dst, ks=ks, kd=kd, abuf=abuf, ka=b.reg_mr(abuf),
+                           atomics=[], sem=_model_for(a, ca, conns, streams, depth))
 
 
 def post_msg(w, conn, k, m, off, *, laddr):
@@ -527,10 +563,28 @@ def post_msg(w, conn, k, m, off, *, laddr):
     namespace ``w`` on the endpoint, its source at ``off`` of ``src``: a write to ``off`` of
     ``dst``, or a send (MR-PLC-004) whose receive the peer posts first, at ``off`` of ``dst``
     (so no send meets a missing receive, MR-TXS-060), or a READ (MR-TXS-061) of ``off`` of the
-    peer's ``dst`` (first filled with bytes of its own) into ``off`` of ``src``, so that after a
+    peer's ``dst`` (first filled with bytes of its own) into ``off`` of ``src``, or an atomic
+    (``"cas"`` or ``"fadd"``, length 8, MR-TXS-104) on slot ``k`` of the peer's ``abuf`` (a
+    random value), its original value landing at ``off`` of ``src`` (``dst`` there holds that
+    value first; ``w.atomics`` gets the slot and its value after the atomic), so that after a
     run ``src == dst`` holds for every kind. Returns the scheduler's work request (wr_id ``k``,
     host address ``laddr``)."""
     stream, length, imm, send = m
+    if send in ("cas", "fadd"):
+        assert length == ATOMIC_LEN
+        r = random.Random(off * 31 + k)
+        orig = r.getrandbits(64)
+        cas = send == "cas"
+        operand = r.getrandbits(64)
+        compare = orig if r.random() < 0.5 else r.getrandbits(64)
+        w.abuf[8 * k:8 * k + 8] = orig.to_bytes(8, "little")
+        w.dst[off:off + 8] = orig.to_bytes(8, "little")
+        w.ca.post_atomic(stream, "cmp_swap" if cas else "fetch_add", w.ks, off, 8 * k, w.ka,
+                         wr_id=k, add=operand, swap=operand, compare=compare)
+        w.atomics.append((8 * k, P.atomic_apply(cas, orig, operand, compare)))
+        return wr_item(conn, stream, ATOMIC_LEN, wr_id=k, op=OP_CMP_SWAP if cas else OP_FETCH_ADD,
+                       laddr=laddr, va=8 * k, rkey=w.ka, swap=operand,
+                       compare=compare if cas else 0)
     if send == "read":
         w.dst[off:off + length] = random.Random(off * 31 + k).randbytes(length)
         w.ca.post_read(stream, w.ks, off, length, off, w.kd, wr_id=k)
@@ -556,6 +610,10 @@ def compare_frame(ours, f):
     d = _fields(f)
     diff = {k: (v, d.get(k, 0)) for k, v in ours.items() if k in d or k == "imm_imm"
             if v != d.get(k, 0)}
+    # MR-TXS-098: an atomic's operands are the endpoint frame's payload
+    op = {int(Op.MR_CMP_SWAP): OP_CMP_SWAP, int(Op.MR_FETCH_ADD): OP_FETCH_ADD}.get(ours["bth_opcode"])
+    if op is not None and atomic_operands(op, ours["swap"], ours["compare"]) != f.payload:
+        diff["operands"] = (atomic_operands(op, ours["swap"], ours["compare"]), f.payload)
     return diff
 
 
@@ -654,6 +712,8 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
         lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6)
         lb.run(until=0.02)
         assert dst[:total] == src[:total], "the endpoint's transfer completed"
+        for slot, new in w.atomics:
+            assert int.from_bytes(w.abuf[slot:slot + 8], "little") == new, "the atomic executed"
     else:
         t = 0.0
         while True:

@@ -54,5 +54,8 @@ async def tx_sched_lockstep(dut):
                        "timeouts": drv.res["timeouts"], "completions": len(drv.res["cqe"]),
                        "responses": len(rsps), "rsp_done": len(drv.res["rsp_done"]),
                        "cwnd_writes": len(drv.res["cwnd_writes"]),
+                       # MR-TXS-104: the atomics' frame requests
+                       "atomic_frames": sum(1 for f in drv.res["frames"]
+                                            if f["bth_opcode"] in (0xC8, 0xC9)),
                        "lockstep_cycles_per_s": round(n / wall) if wall else None,
                        "mismatches": h.mismatches}, f)

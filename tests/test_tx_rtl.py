@@ -33,6 +33,7 @@ def test_tx_rtl_lockstep(tmp_path, width):
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"]
     assert row["rsp_done"] == row["responses"] > 0           # MR-TX-171
+    assert row["atomic_frames"] > 0                          # MR-TX-194
     print(row)
 
 

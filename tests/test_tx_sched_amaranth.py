@@ -159,9 +159,9 @@ def test_adder_forms_agree():
 def test_joins_the_retransmit_unit_and_the_frame_builder():
     """MR-TXS-002, MR-TXS-040: ``m_sent`` is the retransmit unit's ``s_sent`` and ``s_acked`` /
     ``s_resend`` its ``m_acked`` / ``m_resend`` (wiring.connect joins them); every field of
-    ``m_frame`` but ``conn``, ``laddr`` and ``slot`` (MR-TXS-069: the sent event's slot, for
-    the data path's read errors) is a field of the frame builder's descriptor, with its
-    width."""
+    ``m_frame`` but ``conn``, ``laddr``, ``slot`` (MR-TXS-069: the sent event's slot, for
+    the data path's read errors) and an atomic's operands (MR-TXS-098: the join stage's
+    payload) is a field of the frame builder's descriptor, with its width."""
     from metaroce.hdl.retransmit import Retransmit
     txs = tx_sched_small()
     rtx = Retransmit(64, conns=SMALL["conns"], paths=SMALL["paths"], pool=1024)
@@ -172,7 +172,7 @@ def test_joins_the_retransmit_unit_and_the_frame_builder():
     wiring.connect(top, rtx.m_resend, txs.s_resend)
     desc = dict(fb.DESC_FIELDS)
     for name, f in txs.lay.frame:
-        if name not in ("conn", "laddr", "slot"):
+        if name not in ("conn", "laddr", "slot", "swap", "compare"):
             assert desc[name] == f.width, name
     assert txs.lay.frame["slot"].width == txs.lay.sent["slot"].width
 
@@ -304,7 +304,7 @@ def test_lockstep_refused_on_full_completion_queue():
     items = []
     for k in range(80):
         if rng.random() < 0.7:
-            items.append(tc.wr_item(rng.randrange(2), 0, 100, wr_id=k, op=5))
+            items.append(tc.wr_item(rng.randrange(2), 0, 100, wr_id=k, op=7))
         else:
             items.append(tc.wr_item(rng.randrange(2), rng.randrange(2), rng.choice([0, 1, 1024]),
                                     wr_id=k))
@@ -353,7 +353,8 @@ def _stream_terms_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
     `q_nnb` against their definitions on the RTL's own state: ``(core, bad, seen, model,
     drv)``; with ``stop_on_bad`` the first difference raises ``_StreamTermBroken``."""
     model = TxSchedCycleModel(64, **params)
-    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000)
+    # the workload the coverage floors were measured on (no atomics: MR-TXS-104's draws)
+    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000, atomics=0)
     drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
                          p_fail=0.02, p_error=0.005)
     dut = dut_cls(64, **params)
@@ -474,7 +475,8 @@ def _report_next_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
     an observer of `ba_next`/`br_next` against their entries' `next`: ``(core, bad, seen,
     items, driver)``; with ``stop_on_bad`` the first difference raises ``_InvariantBroken``."""
     model = TxSchedCycleModel(64, **params)
-    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000)
+    # the workload the coverage floors were measured on (no atomics: MR-TXS-104's draws)
+    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000, atomics=0)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.1, p_bp=0.2, loss=0.15)
     dut = dut_cls(64, **params)
     sdb = (params["streams"] * params["depth"] - 1).bit_length()
@@ -531,13 +533,24 @@ def test_report_next_chunk_wrong_forms_fail(wrong):
         _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
 
 
+def assert_wrong_form_fails(form, items, seed, **kw):
+    """The RTL with ``form`` (``(text, replacement)`` in hdl/tx_sched.py) loaded in place of
+    hdl/tx_sched.py mismatches its model on ``items`` (driver seed ``seed``, 20 % idle inputs,
+    40 % backpressure, ``kw`` for the driver)."""
+    mod = wrong_form("tx_sched", *form)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4, **kw)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+
+
 # MR-TXS-058/059's wrong forms, each loaded in place of the RTL by replacing its text in
 # hdl/tx_sched.py: the stream's send_seq never advancing, the intake's correction for a send of
 # the same stream acted on at that edge left out, the frame queue's recv_seq not rebuilt
 SEND_SEQ_WRONG = {
     "send_seq_not_advanced": ("w_rseq1.eq(in_rseq_after)", "w_rseq1.eq(in_rseq_own)"),
-    "same_stream_send_not_forwarded": ("hit_send = in_wr_hit & wr.op[1]", "hit_send = Const(0, 1)"),
-    "recv_seq_not_rebuilt": ("fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0))",
+    "same_stream_send_not_forwarded": ("hit_send = in_wr_hit & w_send", "hit_send = Const(0, 1)"),
+    "recv_seq_not_rebuilt": ("fr_out.mrsh_recv_seq.eq(Mux(o_send, fq_out.va[:32], 0))",
                              "fr_out.mrsh_recv_seq.eq(0)"),
 }
 
@@ -551,12 +564,7 @@ def test_send_seq_wrong_forms_fail(wrong):
     fails the lockstep of ``test_lockstep_random[1]``'s traffic (sends mixed in). (Slow: three
     elaborations; measured on branch sd19: mismatches at cycles 27, 147 and 27; the RTL as
     written runs the same traffic and driver to the end, 354 cycles, 0 mismatches.)"""
-    mod = wrong_form("tx_sched", *SEND_SEQ_WRONG[wrong])
-    items = tc.traffic(TxSchedModel(**SMALL), 40, seed=1)
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, seed=1, p_idle=0.2, p_bp=0.4)
-    with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert_wrong_form_fails(SEND_SEQ_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1), 1)
 
 
 def _read_traffic():
@@ -582,10 +590,11 @@ def test_lockstep_reads():
 # zeroed at the frame queue's output, its length chunked as a write's at the intake
 READ_WRONG = {
     "read_opcode_c0_plus_op": (
-        "int(Op.MR_WRITE) | Cat(\n                fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])",
+        "int(Op.MR_WRITE) | Cat(fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])",
         "int(Op.MR_WRITE) | fq_out.op"),
-    "read_msg_len_not_zeroed": ("fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2] & ~fq_out.op[0], 0, fq_out.len))",
-                                "fr_out.mrdh_msg_len.eq(fq_out.len)"),
+    "read_msg_len_not_zeroed": (
+        "fr_out.mrdh_msg_len.eq(Mux(o_read, 0, Mux(o_atomic, fq_out.nb, fq_out.len)))",
+        "fr_out.mrdh_msg_len.eq(Mux(o_atomic, fq_out.nb, fq_out.len))"),
     "read_chunked_as_write": ("in_lastnb = Mux(in_read, 0, ", "in_lastnb = Mux(0, 0, "),
 }
 
@@ -597,12 +606,53 @@ def test_read_wrong_forms_fail(wrong):
     message length not zeroed, the READ's payload bytes counted as a write's), loaded in place
     of the RTL, fails the lockstep of ``test_lockstep_reads``'s traffic. (Slow: three
     elaborations.)"""
-    mod = wrong_form("tx_sched", *READ_WRONG[wrong])
-    items = _read_traffic()
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, seed=3, p_idle=0.2, p_bp=0.4)
-    with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert_wrong_form_fails(READ_WRONG[wrong], _read_traffic(), 3)
+
+
+def _atomic_traffic():
+    """MR-TXS-104: 40 work requests, a third of the good ones atomics (some of a length other
+    than 8, refused), with writes, sends, READs and bad ones between them."""
+    return tc.traffic(TxSchedModel(**SMALL), 40, seed=4, atomics=0.35, atomic_bad_len=0.3)
+
+
+def test_lockstep_atomics():
+    """MR-TXS-096..100, MR-TXS-104, MR-TXS-050: compare-and-swap and fetch-and-add requests
+    among writes, sends and READs, lossy delivery, idle cycles and backpressure: 0 mismatches;
+    the checker requires each atomic's frame (MR_CMP_SWAP or MR_FETCH_ADD, FIRST and LAST,
+    offset 0, its operands' bytes as message length and payload, RETH with DMA length 8, the
+    operands in the frame request, resent only after a lost report) and its completion (its op,
+    length 8, in posting order; LOC_LEN_ERR for another length)."""
+    from metaroce.models.tx_sched import STATUS_LOC_LEN_ERR
+    items = _atomic_traffic()
+    res = run_lockstep(items, seed=4, p_idle=0.2, p_bp=0.4)
+    at = [f for f in res["frames"] if f["bth_opcode"] in (0xC8, 0xC9)]
+    assert {f["bth_opcode"] for f in at} == {0xC8, 0xC9} and len(at) >= 6
+    assert any(f["mrdh_flags"] & MrdhFlag.RETX for f in res["frames"])
+    assert sum(1 for c in res["cqe"] if c["op"] in (5, 6) and c["status"] == 0) >= 6
+    assert any(c["op"] in (5, 6) and c["status"] == STATUS_LOC_LEN_ERR for c in res["cqe"])
+
+
+# MR-TXS-098/099's wrong forms: the atomics' opcode as READ's formula gives it (0xC7, 0xC6),
+# their message length the stored 8, op 6's bit 1 taken as a send's (its VA and R_Key replaced
+# by a receive sequence and 0), the compare value kept for a fetch-and-add
+ATOMIC_WRONG = {
+    "atomic_opcode_read_formula": ("o_atomic, int(Op.MR_CMP_SWAP) | fq_out.op[1],",
+                                   "0, int(Op.MR_CMP_SWAP) | fq_out.op[1],"),
+    "atomic_msg_len_stored": ("Mux(o_read, 0, Mux(o_atomic, fq_out.nb, fq_out.len))",
+                              "Mux(o_read, 0, fq_out.len)"),
+    "fetch_add_as_send": ("w_send = _op_kind(wr.op)[0]", "w_send = wr.op[1]"),
+    "fetch_add_keeps_compare": ("Mux(w_atomic & wr.op[0], wr.compare, 0)",
+                                "Mux(w_atomic, wr.compare, 0)"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(ATOMIC_WRONG))
+def test_atomic_wrong_forms_fail(wrong):
+    """MR-TXS-098, MR-TXS-099: each wrong form of the atomics' RTL, loaded in place of the
+    RTL, fails the lockstep of ``test_lockstep_atomics``'s traffic. (Slow: four
+    elaborations.)"""
+    assert_wrong_form_fails(ATOMIC_WRONG[wrong], _atomic_traffic(), 4)
 
 
 def test_lockstep_read_responses():
@@ -638,12 +688,6 @@ def test_read_response_wrong_forms_fail(wrong):
     """MR-TXS-067, MR-TXS-068: each wrong form of the responses' RTL, loaded in place of the
     RTL, fails the lockstep of ``test_lockstep_read_responses``'s traffic. (Slow: three
     elaborations.)"""
-    mod = wrong_form("tx_sched", *RSP_WRONG[wrong])
     sem = TxSchedModel(**SMALL)
-    items = tc.traffic(sem, 40, seed=2)
-    rsps = tc.responses(sem, 16, seed=2)
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, seed=2, p_idle=0.2, p_bp=0.4, p_cwnd=0.1, cwnd_hi=8000,
-                    rsps=rsps)
-    with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert_wrong_form_fails(RSP_WRONG[wrong], tc.traffic(sem, 40, seed=2), 2, p_cwnd=0.1,
+                            cwnd_hi=8000, rsps=tc.responses(sem, 16, seed=2))

@@ -31,3 +31,4 @@ def test_tx_sched_rtl_lockstep(tmp_path):
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"] and row["timeouts"] and row["cwnd_writes"]
     assert row["rsp_done"] == row["responses"] > 0
+    assert row["atomic_frames"] > 0                          # MR-TXS-104
