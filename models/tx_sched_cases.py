@@ -562,14 +562,39 @@ def compare_frame(ours, f):
 def _record(c, conn):
     """The events of endpoint connection ``c`` in order, as a list it fills: ``("frame",
     frame)`` per data frame it builds, ``("ack", record)`` per ACK it processes (the RX
-    engine's ``m_ack`` layout, for the retransmit unit's semantics)."""
+    engine's ``m_ack`` layout, for the retransmit unit's semantics); MR-TXS-093: ``("expire",
+    {path, now, kind})`` per expiry of a path's tail-loss timer (``kind`` "probe", "timeout",
+    "xpath" for a silent-path verdict, MR-REL-009, or None when nothing was due) and
+    ``("probe", frame)`` per tail probe it sends (MR-REL-010, after its expiry)."""
     events = []
     orig_frame, orig_ack = c._frame, c._on_ack
+    orig_timeout, orig_probe_send = c._on_timeout, c._probe_send
+    state = {"probing": False}
 
     def frame(*args):
         f = orig_frame(*args)
-        events.append(("frame", f))
+        events.append(("probe" if state["probing"] else "frame", f))
         return f
+
+    def on_timeout(p, now):
+        st = c.ep.stats
+        keys = ("tail_probes", "timeouts", "xpath_losses")
+        before = [st.get(k, 0) for k in keys]
+        ex = {"conn": conn, "path": p.idx, "now": int(now) & P.TIME_MASK, "kind": None}
+        events.append(("expire", ex))
+        try:
+            return orig_timeout(p, now)
+        finally:
+            after = [st.get(k, 0) for k in keys]
+            ex["kind"] = next((n for n, b, a in zip(("probe", "timeout", "xpath"), before, after)
+                               if a != b), None)
+
+    def probe_send(*args):
+        state["probing"] = True
+        try:
+            return orig_probe_send(*args)
+        finally:
+            state["probing"] = False
 
     def on_ack(ack, now, bth_psn=0):
         events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
@@ -578,6 +603,7 @@ def _record(c, conn):
         return orig_ack(ack, now, bth_psn)
 
     c._frame, c._on_ack = frame, on_ack
+    c._on_timeout, c._probe_send = on_timeout, probe_send
     return events
 
 
@@ -590,16 +616,49 @@ def _replay(sem, events, ep, collect=False):
     from .tx_sched import rsp_item
     rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
     requests, frames, done = [], [], []
+    probe = None                # MR-TXS-093: the frame request of the unit's last tail probe
+
+    def report(ds):
+        for d in ds:
+            sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
+                        "abort": d.abort}, lost=d.kind == "resend")
+
     for kind, ev in events:
         if kind == "rsp":
             assert sem.wr(rsp_item(ev, sem.streams)) is None
             continue
         if kind == "ack":
-            for d in rtx.ack(ev):
-                sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                            "abort": d.abort}, lost=d.kind == "resend")
+            report(rtx.ack(ev))
             while collect and (qi := sem.completion()) is not None:
                 done.append(sem.complete(qi))
+            continue
+        if kind == "expire":
+            # MR-TXS-093: the unit's decision at the endpoint's expiry (MR-TX-162): a probe to
+            # the scheduler's s_probe, or a timeout whose lost records are reported; the
+            # endpoint's silent-path verdict (MR-REL-009, not in the unit) as a timeout
+            if ev["kind"] is None:
+                continue
+            conn = ev["conn"]
+            st = rtx.state(rtx.row(conn, ev["path"]))
+            assert st["timer_on"], f"expiry {ev}: the unit's timer is not running"
+            if ev["kind"] == "xpath":
+                res = ("timeout", rtx.timeout(conn, ev["path"])[0])
+            else:
+                res = rtx.expire(conn, ev["path"], ev["now"])
+            assert res[0] == ev["kind"], f"expiry {ev}: the unit decides {res[0]} (MR-TX-163)"
+            if res[0] == "probe":
+                probe = sem.probe({"conn": conn, "path": ev["path"], "psn": res[1]})
+                assert probe is not None, f"expiry {ev}: the scheduler drops the probe"
+            else:
+                report(res[1])
+            continue
+        if kind == "probe":
+            assert probe is not None, "the endpoint probed, the unit did not"
+            diff = compare_frame(probe, ev)
+            assert not diff, f"probe after frame {len(frames)}: {diff}"
+            requests.append(probe)
+            frames.append(ev)
+            probe = None
             continue
         act = sem.decide()
         while act is not None and act[0] == "drop":
@@ -617,7 +676,7 @@ def _replay(sem, events, ep, collect=False):
 
 
 def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopback=True,
-                     drop_until=60e-6, depth=4, conn=1, conns=2, **ep_kw):
+                     drop_until=60e-6, depth=4, conn=1, conns=2, ack_loss=0.0, **ep_kw):
     """MR-TXS-051: the reference endpoint's sender and :class:`TxSchedModel` on the same writes.
 
     Without ``loopback`` the endpoint's frames are drawn until it blocks (no ACK comes back: the
@@ -651,7 +710,9 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
         def drop_if(f, now):
             return f.mrdh is not None and now < drop_until and drop_rng.random() < loss
 
-        lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6)
+        # MR-TXS-093: with ack_loss, ACKs lost on the way back (the endpoint's tail probes)
+        lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6,
+                      faults_ba=LoopFaults(ctrl_loss=ack_loss) if ack_loss else None)
         lb.run(until=0.02)
         assert dst[:total] == src[:total], "the endpoint's transfer completed"
     else:
@@ -665,11 +726,12 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
     requests, frames, _ = _replay(sem, events, a)
     n_frames = len(frames)
     n_retx = sum(1 for q in requests if q["mrdh_flags"] & MrdhFlag.RETX)
+    n_probes = sum(1 for k, _ in events if k == "probe")
     if not loopback:
         act = sem.decide()
         assert act is None, f"the endpoint blocked after {n_frames} frames, the scheduler did not"
     # the frame requests and the endpoint's frames, for the frame-level comparison (MR-TX-152)
-    return {"frames": n_frames, "retransmits": n_retx, "stats": dict(a.stats),
+    return {"frames": n_frames, "retransmits": n_retx, "probes": n_probes, "stats": dict(a.stats),
             "requests": requests, "endpoint_frames": frames, "endpoint": (a, ca), "src": bytes(src),
             "paths": paths}
 
