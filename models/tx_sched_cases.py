@@ -8,7 +8,11 @@
   semantics (:class:`~metaroce.models.retransmit.RetransmitModel`) and a lossy receiver
   (``protocol.rx_accept``), whose ACKs produce the acknowledged and lost records offered back on
   ``s_acked`` and ``s_resend``; when the block falls quiet with records unresolved, the paths
-  are ACKed and their remaining (lost) records timed out;
+  are ACKed and their remaining (lost) records timed out; with ``p_probe`` it offers tail
+  probes on ``s_probe`` (MR-TXS-092: the unit's decision at that timeout, a probe where
+  another path is healthy, and random probes of a path's newest or an older PSN, some with
+  an ACK of the path at the same time, so that the packet may be resolved before the
+  scheduler takes the probe), and delivers the probe frames to the lossy receiver;
 * :func:`check`: what the block emitted, against the work requests (MR-TXS-050);
 * :func:`endpoint_compare`: the reference endpoint's sender and :class:`TxSchedModel` (with the
   retransmit unit's semantics between them) on the same work requests (MR-TXS-051);
@@ -115,8 +119,14 @@ class Driver(CounterReadout):
     all from one seed (see the module docstring)."""
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
-                 p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=()):
+                 p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=(),
+                 p_probe=0.0):
         self.lay = lay
+        # MR-TXS-092: tail probes offered on s_probe and the probe frames' fate, from a
+        # generator of their own (the other draws are those of a run without probes)
+        self.p_probe, self.probe_q, self.probe_offer = p_probe, deque(), None
+        self.pr_rng = random.Random(seed ^ 0x9B0E)
+        self.psn_seen = defaultdict(int)            # (conn, path) -> next PSN among frames
         # MR-TXS-066: READ responses offered on s_rsp, and m_rsp_done's backpressure, from a
         # generator of their own (the other draws are those of a run without responses)
         self.rsps, self.rsp_i, self.rsp_offer = list(rsps), 0, None
@@ -146,7 +156,7 @@ class Driver(CounterReadout):
         self.silent = 0
         self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
                     "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": [],
-                    "rsp_done": []}
+                    "rsp_done": [], "probes": [], "probe_frames": 0, "unit_probes": 0}
 
     @property
     def sent_all(self):
@@ -171,6 +181,12 @@ class Driver(CounterReadout):
             conn, path = row >> self.rtx.lay.path_bits, row & (self.lay.paths - 1)
             self._ack(conn, path)
             if st["floor"] != st["next_psn"] and st["timer_on"]:
+                if self.p_probe and self.rtx.probes_now(conn, path):
+                    # MR-TX-162: the unit's first expiry with another path healthy: a probe
+                    psn = self.rtx.probe(conn, path, self.now)
+                    self.probe_q.append({"conn": conn, "path": path, "psn": psn})
+                    self.res["unit_probes"] += 1
+                    continue
                 out, _ = self.rtx.timeout(conn, path)
                 self.res["timeouts"] += 1
                 for d in out:
@@ -183,6 +199,7 @@ class Driver(CounterReadout):
                "s_resend__valid": 0, "s_resend__payload": 0, "now": self.now,
                "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1,
                "s_cwnd__valid": 0, "s_cwnd__payload": 0, "s_rsp__valid": 0, "s_rsp__payload": 0,
+               "s_probe__valid": 0, "s_probe__payload": 0,
                "m_rsp_done__ready": 1}
         if self._phase:
             return inp
@@ -207,6 +224,8 @@ class Driver(CounterReadout):
                 inp[f"s_{kind}__payload"] = pack(self.lay.report, self.offer[kind])
         for name in ("m_frame__ready", "m_sent__ready", "m_cqe__ready"):
             inp[name] = int(rng.random() >= self.p_bp)
+        if self.p_probe:
+            self._offer_probe(inp)
         if self.p_cwnd and not self.sent_all and self.cw_rng.random() < self.p_cwnd:
             cr = self.cw_rng
             r = cr.random()
@@ -215,6 +234,39 @@ class Driver(CounterReadout):
             inp["s_cwnd__valid"], inp["s_cwnd__payload"] = 1, pack(self.lay.cwnd, w)
             self.res["cwnd_writes"].append(w)
         return inp
+
+    def _offer_probe(self, inp):
+        """MR-TXS-092: a probe from the queue (the unit's), or now and then a random one of a
+        path with records unresolved: its newest PSN, or (one in five) an older one (to be
+        dropped), with (one in two) an ACK of the path at once."""
+        pr = self.pr_rng
+        if self.probe_offer is None and not self.probe_q and pr.random() < self.p_probe:
+            rows = [row for row, st in self.rtx.path.items() if st["floor"] != st["next_psn"]]
+            if rows:
+                row = pr.choice(sorted(rows))
+                st = self.rtx.path[row]
+                conn, path = row >> self.rtx.lay.path_bits, row & (self.lay.paths - 1)
+                back = 1 if pr.random() >= 0.2 else 1 + pr.randrange(1, 4)
+                self.probe_q.append({"conn": conn, "path": path,
+                                     "psn": P.psn_add(st["next_psn"], -back)})
+                if pr.random() < 0.5:
+                    self._ack(conn, path)
+        if self.probe_offer is None and self.probe_q:
+            self.probe_offer = self.probe_q.popleft()
+        if self.probe_offer is not None:
+            inp["s_probe__valid"] = 1
+            inp["s_probe__payload"] = pack(self.lay.probe, self.probe_offer)
+
+    def _probe_frame(self, fr):
+        """MR-TXS-092: a probe's frame (a PSN sent before on its path) reaches the lossy
+        receiver, which acknowledges it (AckReq)."""
+        key = (fr["conn"], fr["mrdh_path"])
+        self.res["probe_frames"] += 1
+        if self.pr_rng.random() >= self.loss:
+            cum, sack = self.rx[key]
+            if P.rx_classify(cum, sack, fr["bth_psn"]) == P.RX_NEW:
+                self.rx[key][0], self.rx[key][1], _ = P.rx_accept(cum, sack, fr["bth_psn"])
+        self._ack(*key)
 
     def observe(self, inp, out):
         self.now = (self.now + self.ns_per_cycle) & P.TIME_MASK
@@ -229,8 +281,17 @@ class Driver(CounterReadout):
             if self.offer[kind] is not None and out[f"s_{kind}__ready"]:
                 res["reports"].append((kind, self.offer[kind]))
                 self.offer[kind] = None
+        if self.probe_offer is not None and out.get("s_probe__ready"):
+            res["probes"].append(self.probe_offer)
+            self.probe_offer = None
         if out["m_frame__valid"] and inp["m_frame__ready"]:
-            res["frames"].append(unpack(self.lay.frame, out["m_frame__payload"]))
+            fr = unpack(self.lay.frame, out["m_frame__payload"])
+            res["frames"].append(fr)
+            key = (fr["conn"], fr["mrdh_path"])
+            if fr["bth_psn"] != self.psn_seen[key]:
+                self._probe_frame(fr)
+            else:
+                self.psn_seen[key] = P.psn_add(fr["bth_psn"], 1)
         if out["m_cqe__valid"] and inp["m_cqe__ready"]:
             res["cqe"].append(unpack(self.lay.cqe, out["m_cqe__payload"]))
         if self.rsp_offer is not None and out.get("s_rsp__ready"):
@@ -253,7 +314,8 @@ class Driver(CounterReadout):
                 res["lost"] += 1
             if s["req"] or rng.random() < self.p_ack:
                 self._ack(*key)
-        pending = self.acked_q or self.resend_q or any(v is not None for v in self.offer.values())
+        pending = (self.acked_q or self.resend_q or any(v is not None for v in self.offer.values())
+                   or self.probe_q or self.probe_offer is not None)
         self.silent = 0 if (active or pending or out["s_wr__ready"] and inp["s_wr__valid"]
                             or out.get("s_rsp__ready") and inp["s_rsp__valid"]) else self.silent + 1
         if self.silent > 12:
@@ -411,13 +473,14 @@ def check(sem, items, res, rsps=()):
         for k, wid in enumerate(ids):
             msg_of[(key[0], key[1], k)] = by_id[wid]
     rseq = recv_seqs(items, sem)
-    assert len(res["frames"]) == len(res["sent"]), "a sent event per frame request"
+    frames = check_probes(res)
+    assert len(frames) == len(res["sent"]), "a sent event per frame request (none per probe)"
     n_rsp = check_responses(sem, rsps, res)
     next_psn = defaultdict(int)
     sent_chunks = defaultdict(list)
     lost = defaultdict(int)
     reports = iter(res["reports"])
-    for fr, s in zip(res["frames"], res["sent"]):
+    for fr, s in zip(frames, res["sent"]):
         key = (fr["conn"], fr["mrdh_path"])
         assert fr["bth_psn"] == s["psn"] == next_psn[key], "PSNs in order per path (MR-SEQ-001)"
         next_psn[key] = P.psn_add(next_psn[key], 1)
@@ -457,13 +520,42 @@ def check(sem, items, res, rsps=()):
     for kind, r in reports:
         if kind == "resend":
             lost[(r["conn"], r["slot"], r["chunk"])] += 1
-    n_retx = sum(1 for fr in res["frames"] if fr["mrdh_flags"] & MrdhFlag.RETX)
+    n_retx = sum(1 for fr in frames if fr["mrdh_flags"] & MrdhFlag.RETX)
     assert n_retx <= sum(lost.values()), "no resend without a lost report (MR-REL-003)"
     for (conn, stream, msg), w in msg_of.items():
         got = set(sent_chunks[(conn, stream, msg)])
         assert got == set(range(P.chunk_count(msg_len(w["op"], w["length"]), mtu))), \
             f"every chunk of {w['wr_id']} sent"
-    return {"retransmits": n_retx, "responses": n_rsp}
+    return {"retransmits": n_retx, "responses": n_rsp, "probes": len(res["frames"]) - len(frames)}
+
+
+def check_probes(res):
+    """MR-TXS-080..082, MR-TXS-092: the probe frames among ``res["frames"]``: a frame whose PSN
+    is not its path's next is a probe's, and it re-sends its path's newest packet as it was
+    (every field of that packet's frame request, AckReq and RETX set), for a probe taken on
+    ``s_probe`` (no more frames of a PSN than probes of it). Returns the other frames (each
+    with its sent event)."""
+    offered = defaultdict(int)
+    for pr in res.get("probes", ()):
+        offered[(pr["conn"], pr["path"], pr["psn"])] += 1
+    last, first, out = {}, {}, []
+    for fr in res["frames"]:
+        key = (fr["conn"], fr["mrdh_path"])
+        psn = fr["bth_psn"]
+        if key in last and psn != P.psn_add(last[key], 1):
+            k3 = (*key, psn)
+            assert offered[k3] > 0, f"a frame of PSN {psn} of path {key} again without a probe"
+            offered[k3] -= 1
+            assert psn == last[key], "a probe re-sends its path's newest packet (MR-TXS-080)"
+            want = dict(first[k3], bth_ack_req=1,
+                        mrdh_flags=first[k3]["mrdh_flags"] | MrdhFlag.RETX)
+            assert fr == want, f"the probe of {k3}: {fr}, want {want}"
+            continue
+        assert psn == (P.psn_add(last[key], 1) if key in last else 0)
+        last[key] = psn
+        first[(*key, psn)] = fr
+        out.append(fr)
+    return out
 
 
 # ------------------------------------------------------------------ the reference endpoint
