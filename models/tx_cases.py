@@ -525,6 +525,16 @@ def endpoint_lossy(seed, *, conns=2):
     return _data_inputs(r, r["src"], conns)
 
 
+def endpoint_probes(seed, *, paths=2, conns=2):
+    """MR-TX-180, MR-TXS-093: the endpoint's writes and sends over a loopback losing data
+    frames and ACKs (:func:`~metaroce.models.tx_sched_cases.endpoint_probes`, which asserts the
+    scheduler's frame requests field by field, tail probes included); the data path's inputs
+    as :func:`endpoint_lossy`'s."""
+    from .tx_sched_cases import endpoint_probes as compare
+    r = compare(seed, paths=paths)
+    return _data_inputs(r, r["src"], conns)
+
+
 def _data_inputs(r, image, conns):
     """A comparison ``r``'s frame requests for the data path (``laddr`` in a host memory
     holding ``image``), the endpoint's frame bytes, the templates (the endpoint connection's

@@ -699,6 +699,16 @@ def _record(c, conn):
     return events
 
 
+class Diverged(AssertionError):
+    """MR-TXS-093: the scheduler (or the unit's semantics before it) departs from the endpoint:
+    ``kind`` "decision" (an expiry the unit decides otherwise, MR-TX-163) or "frame", after
+    ``timeouts`` of the endpoint's timeouts (path verdicts, MR-PATH-002, not in this slice)."""
+
+    def __init__(self, msg, kind, timeouts):
+        super().__init__(msg)
+        self.kind, self.timeouts = kind, timeouts
+
+
 def _replay(sem, events, ep, collect=False):
     """MR-TXS-051, MR-TXS-071: the endpoint ``ep``'s recorded ``events`` given to the scheduler
     ``sem`` in order: an ACK through the retransmit unit's semantics to reports, a READ
@@ -709,6 +719,7 @@ def _replay(sem, events, ep, collect=False):
     rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
     requests, frames, done = [], [], []
     probe = None                # MR-TXS-093: the frame request of the unit's last tail probe
+    timeouts = 0
 
     def report(ds):
         for d in ds:
@@ -737,11 +748,14 @@ def _replay(sem, events, ep, collect=False):
                 res = ("timeout", rtx.timeout(conn, ev["path"])[0])
             else:
                 res = rtx.expire(conn, ev["path"], ev["now"])
-            assert res[0] == ev["kind"], f"expiry {ev}: the unit decides {res[0]} (MR-TX-163)"
+            if res[0] != ev["kind"]:
+                raise Diverged(f"expiry {ev}: the unit decides {res[0]} (MR-TX-163)",
+                               "decision", timeouts)
             if res[0] == "probe":
                 probe = sem.probe({"conn": conn, "path": ev["path"], "psn": res[1]})
                 assert probe is not None, f"expiry {ev}: the scheduler drops the probe"
             else:
+                timeouts += 1
                 report(res[1])
             continue
         if kind == "probe":
@@ -760,7 +774,8 @@ def _replay(sem, events, ep, collect=False):
                                  f"nothing ({dict(ep.stats)})")
         ours, sent = sem.apply(act)
         diff = compare_frame(ours, ev)
-        assert not diff, f"frame {len(frames)}: {diff} ({dict(ep.stats)})"
+        if diff:
+            raise Diverged(f"frame {len(frames)}: {diff} ({dict(ep.stats)})", "frame", timeouts)
         assert rtx.sent(sent)
         requests.append(ours)
         frames.append(ev)
@@ -823,9 +838,65 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
         act = sem.decide()
         assert act is None, f"the endpoint blocked after {n_frames} frames, the scheduler did not"
     # the frame requests and the endpoint's frames, for the frame-level comparison (MR-TX-152)
-    return {"frames": n_frames, "retransmits": n_retx, "probes": n_probes, "stats": dict(a.stats),
+    return {"frames": n_frames, "retransmits": n_retx, "probes": n_probes, "events": events,
+            "stats": dict(a.stats),
             "requests": requests, "endpoint_frames": frames, "endpoint": (a, ca), "src": bytes(src),
             "paths": paths}
+
+
+#: MR-TXS-093: the lost-ACK runs: 3 % of the data frames and 30 % of the ACKs lost throughout
+#: (so the endpoint's timers expire and send tail probes), windows that neither bind nor grow
+PROBE_RUN = dict(loss=0.03, drop_until=1.0, ack_loss=0.3, init_window_bdp=100.0,
+                 max_window_bdp=100.0)
+
+
+def endpoint_probes(seed=0, *, paths=2, streams=2, **kw):
+    """MR-TXS-093: :func:`endpoint_compare` on a lost-ACK run (:data:`PROBE_RUN`): three writes
+    or sends of 8 to 40 kB per stream; at each expiry of the endpoint's timer the unit's
+    semantics decide (a probe to the scheduler's ``probe``, or a timeout), and each probe
+    frame of the endpoint must be the scheduler's probe's. Raises :class:`Diverged` where the
+    two part."""
+    rng = random.Random(seed)
+    msgs = [(s, rng.randrange(8000, 40_000), None) for s in range(streams) for _ in range(3)]
+    return endpoint_compare(seed, paths=paths, streams=streams, msgs=msgs,
+                            **dict(PROBE_RUN, **kw))
+
+
+def resends_on_probed_paths(events):
+    """MR-TXS-083: of the endpoint's resends (RETX frames, not probes), those it sent on a path
+    between that path's tail probe and its next ACK (the path still tail-probed):
+    ``(resends, on probed paths)``."""
+    probed, n, on = set(), 0, 0
+    for kind, ev in events:
+        if kind == "expire" and ev["kind"] == "probe":
+            probed.add(ev["path"])
+        elif kind == "expire" and ev["kind"] in ("timeout", "xpath") or kind == "ack":
+            probed.discard(ev["path"])
+        elif kind == "frame" and ev.mrdh.flags & MrdhFlag.RETX:
+            n += 1
+            on += ev.mrdh.path in probed
+    return n, on
+
+
+def endpoint_probe_sweep(seeds, paths=(2, 4)):
+    """MR-TXS-093: :func:`endpoint_probes` over ``seeds`` for each path count: the runs that
+    agree frame for frame (``agree``, with their ``frames`` and ``probes``), and those that
+    part, by why: ``health`` (the endpoint times out where the unit probes: its 4-RTT health
+    age, MR-TX-163), ``after_timeout`` (the frames part after an endpoint timeout: its path
+    verdicts, MR-PATH-002, are not in this slice), ``other``."""
+    n = defaultdict(int)
+    for p in paths:
+        for seed in seeds:
+            try:
+                r = endpoint_probes(seed, paths=p)
+            except Diverged as e:
+                n["health" if e.kind == "decision" else "after_timeout" if e.timeouts
+                  else "other"] += 1
+                continue
+            n["agree"] += 1
+            n["frames"] += r["frames"]
+            n["probes"] += r["probes"]
+    return dict(n)
 
 
 def endpoint_responses(seed=0, *, paths=4, streams=2, depth=4, conns=2, reads=None, bad=(),
