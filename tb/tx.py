@@ -81,6 +81,7 @@ async def tx_lockstep(dut):
                        "acks": drv.res["acks"], "timeouts": drv.res["timeouts"],
                        "completions": len(drv.res["cqe"]), "responses": len(rsps),
                        "rsp_done": len(drv.res["rsp_done"]),
+                       "probes": summary["probes"],                 # MR-TX-179
                        "lockstep_cycles_per_s": round(n / wall) if wall else None,
                        "mismatches": h.mismatches}, f)
 

@@ -1,6 +1,6 @@
 """The joined TX engine's RTL (hdl/tx.py, the small instance) against its cycle model under
 Verilator, every output compared every cycle (MR-TX-150, tb/tx.py): random work requests with
-bad ones, template writes, lost frames and their resends (SACK gaps and timeouts), idle cycles,
+bad ones, template writes, lost frames and their resends (SACK gaps, tail probes and timeouts), idle cycles,
 backpressure on every output, random AXI read latency; then the checker. One cached Verilator
 build per width. Behind ``slow`` (the scheduler alone builds in tens of minutes on a loaded
 machine); the Amaranth lockstep of the data path is in the default run.
@@ -33,6 +33,7 @@ def test_tx_rtl_lockstep(tmp_path, width):
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"]
     assert row["rsp_done"] == row["responses"] > 0           # MR-TX-171
+    assert row["probes"] > 0                                 # MR-TX-179: tail probes
     print(row)
 
 
