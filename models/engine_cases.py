@@ -604,7 +604,7 @@ def model_counters(model):
     """The counters of an ``EngineModel`` by source, as its register block reads them."""
     from .tx import TX_CTR_BASE
     p = model.rx.parser
-    # MR-TX-181: the retransmit unit's counters below the TX's own (its tail_probes unmapped)
+    # MR-TX-126, MR-TX-181: the unit's counters below TX_CTR_BASE (its tail_probes is not mapped)
     return {"rx": list(model.rx.rx.rx.counters),
             "parser": list(p.cnt) + [p.cnt_overflow],
             "tx": list(model.tx.rtx.counters)[:TX_CTR_BASE] + list(model.tx.counters)}
