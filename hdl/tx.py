@@ -285,9 +285,9 @@ class Tx(wiring.Component):
         self.sched_kw = {k: sched_kw.get(k, SMALL[k]) for k in _SCHED_KW}
         self.sched = TxSched(width, conns=conns, streams=streams, paths=paths, depth=depth,
                              **self.sched_kw)
-        # MR-TX-166: probes off while the scheduler does not take m_probe (MR-TXS-079)
+        # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
-                              retry_limit=retry_limit, slot_log2=slot_log2, probes=False)
+                              retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
                            pool=pool, outstanding=outstanding)
         # MR-TX-105: the congestion windows (paths <= 8, MR-CW-001)
@@ -336,6 +336,7 @@ class Tx(wiring.Component):
         wiring.connect(m, sched.m_sent, rtx.s_sent)
         wiring.connect(m, rtx.m_acked, sched.s_acked)
         wiring.connect(m, rtx.m_resend, sched.s_resend)
+        wiring.connect(m, rtx.m_probe, sched.s_probe)              # MR-TX-179
         wiring.connect(m, sched.m_frame, dp.s_frame)
         # MR-TX-124/125: the data path's read errors and the retransmit unit's retry-limit
         # reports (as they leave on m_error) fail messages in the scheduler

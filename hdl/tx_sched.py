@@ -155,6 +155,7 @@ class TxSched(wiring.Component):
             "s_cwnd": In(stream.Signature(lay.cwnd)),
             "s_rsp": In(stream.Signature(lay.rsp)),
             "m_rsp_done": Out(stream.Signature(lay.rsp_done)),
+            "s_probe": In(stream.Signature(lay.probe)),
         })
 
     def elaborate(self, platform):
@@ -217,7 +218,7 @@ class TxSched(wiring.Component):
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
         # MR-TXS-099: an atomic's operands (0 for the other ops) in a memory of their own, read
-        # by the candidates only (the completion's read port leaves them out)
+        # by the candidates and the probe (MR-TXS-080; the completion's read port leaves them out)
         opnd_lay = data.StructLayout({"swap": 64, "compare": 64})
         m.submodules.opnd_mem = opnd_mem = memory.Memory(shape=opnd_lay, depth=E, init=[])
         opnd_wr = opnd_mem.write_port()
@@ -250,6 +251,15 @@ class TxSched(wiring.Component):
         p_cwm = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"pcwm{r}")
                       for r in range(C * PA))
         conn_rr = Signal(cb)
+        # MR-TXS-080: per path row, its newest packet's record (slot, chunk, bytes, FIRST, LAST),
+        # written with every packet on the row; `p_tv`: that packet's message has not completed
+        # since (cleared by the completion of its entry), so the record still names it
+        p_tslot = Array(Signal(3, name=f"tslot{r}") for r in range(C * PA))
+        p_tchunk = Array(Signal(chunk_w, name=f"tchunk{r}") for r in range(C * PA))
+        p_tnb = Array(Signal(nb_w, name=f"tnb{r}") for r in range(C * PA))
+        p_tfirst = Array(Signal(name=f"tfirst{r}") for r in range(C * PA))
+        p_tlast = Array(Signal(name=f"tlast{r}") for r in range(C * PA))
+        p_tv = Array(Signal(name=f"tv{r}") for r in range(C * PA))
 
         # MR-TXS-044: the frame queue holds the frame request's fields that vary, the output
         # rebuilds the rest (the opcode from op and a bit set in every frame, the offset's
@@ -338,6 +348,10 @@ class TxSched(wiring.Component):
         def of_conn(arr, c, slot):
             """``arr``'s element of connection ``c``'s entry ``slot`` (a slot-way read)."""
             return _pick(arr[c * sd:(c + 1) * sd], slot[:sdb]) if sdb else arr[c]
+
+        def slot_of(idx, s_):
+            """A message slot (MR-TXS-012): stream x depth + ring index."""
+            return Cat(idx[:db], s_[:sb])
 
         # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034, MR-TXS-046): a report taken on
         # a port in cycle t waits in the port's boundary register in t+1 with its LAST term and
@@ -770,7 +784,45 @@ class TxSched(wiring.Component):
                         for c, x in enumerate(cand_r)], conn_rr, C))]
         pick = _named(m, Cat(*(Cat(*(sel[c] for c in range(C) if (c >> b) & 1)).any()
                                for b in range(cb))) if C > 1 else Const(0, 1), "pick")[:cb]
-        step_ok = _named(m, sched, "step_ok")
+        # -- tail probes (MR-TXS-080..082, MR-TXS-086): the port's boundary register; its probe
+        # decided on each cycle's state and registered; the decision of the cycle before acts
+        # when the probe's connection was untouched at the edge between (so it is the present
+        # state's, as a candidate's, MR-TXS-033), before the scheduling step
+        pb_valid = Signal(name="pb_valid")
+        pbr = Signal(lay.probe, name="probe_b")
+        pb_psn1 = Signal(psn_w, name="pb_psn1")         # the probe's PSN + 1, from the intake
+        pd_valid = Signal(name="pd_valid")
+        probe_go = _named(m, pb_valid & pd_valid & ~touched.bit_select(pbr.conn, 1), "probe_go")
+        probe_act = _named(m, sched & probe_go, "probe_act")
+        m.d.comb += self.s_probe.ready.eq(~pb_valid | probe_act)
+        load_pb = self.s_probe.ready & self.s_probe.valid
+        m.d.sync += pb_valid.eq(load_pb | (pb_valid & ~probe_act))
+        m.d.sync += pd_valid.eq(pb_valid & ~probe_act)
+        with m.If(load_pb):
+            m.d.sync += [pbr.eq(self.s_probe.payload),
+                         pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
+        pb_row = _named(m, Cat(pbr.path[:pb], pbr.conn), "pb_row")
+        pb_slot = read(p_tslot, pb_row, "pb_tslot")
+        pb_e = _named(m, Cat(pb_slot[:sdb], pbr.conn) if sdb else pbr.conn, "pb_e")
+        # MR-TXS-082: dropped unless the path is in the instance, the PSN is its newest, the
+        # path has a packet in flight, the record names a live message and that is not failed
+        pb_ok = ((pbr.path >> pb) == 0) & (read(p_psn, pb_row, "pb_psn_row") == pb_psn1)
+        pb_ok = pb_ok & (read(p_pkts, pb_row, "pb_pkts") != 0) & read(p_tv, pb_row, "pb_tv")
+        pb_ok = _named(m, pb_ok & ~read(e_fail, pb_e, "pb_fail"), "pb_ok")
+        pb_desc = desc_mem.read_port(domain="comb")
+        pb_opnd = opnd_mem.read_port(domain="comb")                # MR-TXS-098: a probed atomic's
+        m.d.comb += [pb_desc.addr.eq(pb_e), pb_opnd.addr.eq(pb_e)]
+        pd_opnd = Signal(opnd_lay, name="pd_opnd")
+        m.d.sync += pd_opnd.eq(pb_opnd.data)
+        pd_ok, pd_desc = Signal(name="pd_ok"), Signal(desc_lay, name="pd_desc")
+        pd_chunk, pd_nb = Signal(chunk_w, name="pd_chunk"), Signal(nb_w, name="pd_nb")
+        pd_first, pd_last, pd_slot = Signal(name="pd_first"), Signal(name="pd_last"), Signal(3, name="pd_slot")
+        m.d.sync += [pd_ok.eq(pb_ok), pd_desc.eq(pb_desc.data), pd_slot.eq(pb_slot),
+                     pd_chunk.eq(read(p_tchunk, pb_row, "pb_tchunk")),
+                     pd_nb.eq(read(p_tnb, pb_row, "pb_tnb")),
+                     pd_first.eq(read(p_tfirst, pb_row, "pb_tfirst")),
+                     pd_last.eq(read(p_tlast, pb_row, "pb_tlast"))]
+        step_ok = _named(m, sched & ~probe_go, "step_ok")
         act = [_named(m, step_ok & sel[c], f"act{c}") for c in range(C)]
         act_pkt = [_named(m, act[c] & ~x["drop"], f"act_pkt{c}") for c, x in enumerate(cand_r)]
         act_new = [_named(m, act[c] & ~x["resend"], f"act_new{c}") for c, x in enumerate(cand_r)]
@@ -786,24 +838,29 @@ class TxSched(wiring.Component):
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
         desc = data.View(desc_lay, g("desc"))
         opnd = data.View(opnd_lay, g("opnd"))
-        g_len = desc.len
         psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
                  | Mux(g_resend, int(MrdhFlag.RETX), 0)
                  | Mux(desc.err, int(MrdhFlag.ERROR), 0))                   # MR-TXS-068
-        g_rsp = desc.op == OP_READ_RESP
-        g_slot = Cat(g_idx[:db], g_s[:sb]) if (D > 1 and S > 1) else (g_idx if D > 1 else g_s)
-        frame = Signal(fq_lay)
-        m.d.comb += [
-            frame.conn.eq(pick), frame.laddr.eq(desc.laddr), frame.op_set.eq(1),
-            frame.op.eq(desc.op), frame.ack_req.eq(req), frame.psn.eq(psn),
-            frame.flags.eq(flags), frame.path.eq(g_path),
-            frame.stream.eq(Mux(g_rsp, desc.wr_id, g_s)),                  # MR-TXS-068
-            frame.msg.eq(desc.msg), frame.chunk.eq(g_chunk), frame.len.eq(g_len),
-            frame.va.eq(desc.va), frame.rkey.eq(desc.rkey),
-            frame.imm.eq(Mux(_op_kind(desc.op)[1], desc.imm, 0)), frame.nb.eq(g_nb),
-            frame.slot.eq(g_slot), frame.swap.eq(opnd.swap), frame.compare.eq(opnd.compare),
-        ]
+        g_slot = slot_of(g_idx, g_s)
+
+        def frame_of(name, conn, desc, opnd, flags, req, psn, path, chunk, nb, slot):
+            """The frame queue's entry of a packet (MR-TXS-040, MR-TXS-044)."""
+            f = Signal(fq_lay, name=name)
+            s_ = slot[db:] if D > 1 else slot
+            m.d.comb += [
+                f.conn.eq(conn), f.laddr.eq(desc.laddr), f.op_set.eq(1),
+                f.op.eq(desc.op), f.ack_req.eq(req), f.psn.eq(psn),
+                f.flags.eq(flags), f.path.eq(path),
+                f.stream.eq(Mux(desc.op == OP_READ_RESP, desc.wr_id, s_)),   # MR-TXS-068
+                f.msg.eq(desc.msg), f.chunk.eq(chunk), f.len.eq(desc.len),
+                f.va.eq(desc.va), f.rkey.eq(desc.rkey),
+                f.imm.eq(Mux(_op_kind(desc.op)[1], desc.imm, 0)), f.nb.eq(nb),
+                f.slot.eq(slot), f.swap.eq(opnd.swap), f.compare.eq(opnd.compare),   # MR-TXS-098
+            ]
+            return f
+
+        frame = frame_of("frame", pick, desc, opnd, flags, req, psn, g_path, g_chunk, g_nb, g_slot)
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
@@ -811,7 +868,13 @@ class TxSched(wiring.Component):
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now),
         ]
-        m.d.comb += [frame_q.w_en.eq(pkt_act), frame_q.w_data.eq(frame),
+        # MR-TXS-080: the probed packet's frame as it was, RETX and AckReq set; no sent event
+        pflags = (Mux(pd_first, int(MrdhFlag.FIRST), 0) | Mux(pd_last, int(MrdhFlag.LAST), 0)
+                  | int(MrdhFlag.RETX) | Mux(pd_desc.err, int(MrdhFlag.ERROR), 0))
+        pframe = frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd, pflags, 1, pbr.psn, pbr.path[:pb],
+                          pd_chunk, pd_nb, pd_slot)
+        m.d.comb += [frame_q.w_en.eq(pkt_act | (probe_act & pd_ok)),
+                     frame_q.w_data.eq(Mux(probe_act, pframe, frame)),
                      sent_q.w_en.eq(pkt_act), sent_q.w_data.eq(sent)]
 
         # -- the completion stream: completions and refused work requests
@@ -909,7 +972,14 @@ class TxSched(wiring.Component):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
                                  p_room[row].eq(Mux(over, room_next, room_empty)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
+                # MR-TXS-080: the completion of the record's message
+                with m.If(comp_act & (comp_conn == c) & (p_tslot[row][:sdb] == comp_e[:sdb])):
+                    m.d.sync += p_tv[row].eq(0)
                 with m.If(act[c] & x["pkt_path_hot"][p]):
+                    m.d.sync += [p_tslot[row].eq(slot_of(x["idx"], x["qi"])),
+                                 p_tchunk[row].eq(x["chunk"]), p_tnb[row].eq(x["nb"]),
+                                 p_tfirst[row].eq(x["first"]), p_tlast[row].eq(x["last"]),
+                                 p_tv[row].eq(1)]
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_next),
                                  p_room[row].eq(room_next),
                                  p_pkts[row].eq(pkts_next),

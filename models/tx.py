@@ -56,8 +56,8 @@ MRDH_VERSION = 1
 ERR_DEPTH = 8
 
 #: MR-TX-126: the engine's own 64-bit counters, read at ``reg_addr`` TX_CTR_BASE + index (after
-#: the retransmit unit's, MR-TX-040; its ``tail_probes`` is not mapped: the TX top keeps the
-#: unit's probes off, MR-TX-166, and its own counters keep their addresses).
+#: the retransmit unit's, MR-TX-040; its ``tail_probes`` is not mapped, MR-TX-181: the address
+#: is 4 bits, and a probe's frame, which carries RETX, is counted in ``resends``).
 TX_CTR_BASE = rtx_model.CTR["tail_probes"]
 TX_CTR = {name: i for i, name in enumerate(("frames", "frames_bad", "resends", "completions",
                                             "completions_err"))}
@@ -371,9 +371,9 @@ class TxCycleModel:
         kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
                                                     "path_pkts", "ack_every", "resend_depth")}
         self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, **kw)
-        # MR-TX-166: probes off while the scheduler does not take m_probe (MR-TXS-079)
+        # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
-                                        retry_limit=retry_limit, slot_log2=slot_log2, probes=False)
+                                        retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
                                      outstanding=outstanding)
         # MR-TX-105: the congestion windows, their MTU the scheduler's
@@ -405,6 +405,7 @@ class TxCycleModel:
         # the retransmit unit's reports and the scheduler's queue heads, before the edge
         resend_valid = int(rtx.resend_q.level > 0)
         resend_ready = sched.resend_ready()     # MR-TXS-046: on the scheduler's registers only
+        probe_ready = sched.probe_ready()       # MR-TXS-086: likewise
         sq = sched.sent_q
         # MR-TX-106: the unit's ACK events to the congestion windows while cc_on (dropped
         # otherwise); their updates to the scheduler's path windows (ready always 1)
@@ -422,6 +423,7 @@ class TxCycleModel:
                        "m_acked__ready": 1, "m_resend__ready": resend_ready,
                        "m_error__ready": g("m_error__ready", 0), "now": g("now", 0),
                        "m_ackev__ready": int(co["s_ack__ready"] or not cc_on),
+                       "m_probe__ready": probe_ready,
                        "reg_addr": g("reg_addr", 0)})
         data = self.data
         frame_ready = data.join.frame_ready(data.dma.outputs()["s_cmd__ready"],
@@ -438,9 +440,12 @@ class TxCycleModel:
                          "s_error__valid": int(ro["m_error__valid"] and g("m_error__ready", 0)),
                          "s_error__payload": ro["m_error__payload"],
                          "s_cwnd__valid": co["m_update__valid"], "s_cwnd__payload": cw_write,
+                         "s_probe__valid": ro["m_probe__valid"],
+                         "s_probe__payload": ro["m_probe__payload"],
                          **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
                                                  "m_rsp_done__ready")}})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
+        assert so["s_probe__ready"] == probe_ready
         assert resend_valid == ro["m_resend__valid"]
         do = data.step({"s_frame__payload": so["m_frame__payload"], "s_frame__valid": so["m_frame__valid"],
                         "m_fail__ready": 1,

@@ -330,7 +330,8 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
     queued ones in posting order per stream; every frame not marked bad decodes (IPv4 checksum
     and ICRC good), carries its connection's template and its work request's fields, and its
     payload is the host memory's bytes at ``laddr + offset``; the frames marked bad are those of
-    the failing reads; PSNs run 0, 1, ... per path; every chunk of every message that completes
+    the failing reads; PSNs run 0, 1, ... per path, but a tail probe's, which re-sends its
+    path's newest packet as it was with AckReq and RETX (MR-TX-179); every chunk of every message that completes
     with status 0 is sent. A connection that is not ``dead`` may still reach a path's retry
     limit when the random losses take a path's packets across its timeouts: a work request of a
     connection whose retry limit's error left on ``m_error`` may complete RETRY_EXC_ERR
@@ -360,6 +361,8 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
     rseq = recv_seqs(items, sem)
     tm = {t["dest_qp"]: t for t in drv.tmpls}
     next_psn = defaultdict(int)
+    first = {}                          # (conn, path) -> its newest frame (a probe's packet)
+    probes = 0
     chunks = defaultdict(set)
     retx = 0
     # MR-TX-171..173: the READ responses: one m_rsp_done record each, their frames' fields and
@@ -379,8 +382,20 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
         assert f.eth.dst == _mac(t["eth_dst"]) and f.eth.src == _mac(t["eth_src"])
         assert f.udp.sport == (t["sport"] >> 16 * path) & 0xFFFF and f.bth.pkey == t["pkey"]
         assert (f.ip.dscp, f.ip.ecn, f.ip.ttl) == (t["ip_dscp"], t["ip_ecn"], t["ip_ttl"])
-        assert f.bth.psn == next_psn[(conn, path)], "PSNs in order per path (MR-SEQ-001)"
+        if f.bth.psn != next_psn[(conn, path)]:
+            # MR-TX-179, MR-TXS-080: a tail probe re-sends its path's newest packet as it was,
+            # with AckReq and RETX set (no new PSN)
+            f0 = first[(conn, path)]
+            assert f.bth.psn == f0.bth.psn, "PSNs in order per path (MR-SEQ-001), or a probe"
+            assert f.bth.ack_req == 1 and f.mrdh.flags == f0.mrdh.flags | MrdhFlag.RETX
+            assert ((f.bth.opcode, f.mrdh.stream, f.mrdh.msg, f.mrdh.offset, f.mrdh.msg_len,
+                     f.reth, f.mrsh, f.imm, f.payload)
+                    == (f0.bth.opcode, f0.mrdh.stream, f0.mrdh.msg, f0.mrdh.offset,
+                        f0.mrdh.msg_len, f0.reth, f0.mrsh, f0.imm, f0.payload)), "the probe's packet"
+            probes += 1
+            continue
         next_psn[(conn, path)] = P.psn_add(f.bth.psn, 1)
+        first[(conn, path)] = f
         if bad:
             continue
         if f.bth.opcode == Op.MR_READ_RESP:
@@ -425,7 +440,8 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
                 f"every chunk of {w['wr_id']}"
     for k, r in rsp_of.items():
         assert rsp_chunks[k] == set(range(P.chunk_count(0 if r["err"] else r["length"], mtu)))
-    return {"retransmits": retx, "frames": len(res["frames"]), "responses": len(rsps)}
+    return {"retransmits": retx, "frames": len(res["frames"]), "responses": len(rsps),
+            "probes": probes}
 
 
 def check_counters(drv):
@@ -516,6 +532,16 @@ def endpoint_lossy(seed, *, conns=2, atomics=0.0):
                 else m for m in msgs]
     r = endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
                          init_window_bdp=100.0, max_window_bdp=100.0)
+    return _data_inputs(r, r["src"], conns)
+
+
+def endpoint_probes(seed, *, paths=2, conns=2):
+    """MR-TX-180, MR-TXS-093: the endpoint's writes and sends over a loopback losing data
+    frames and ACKs (:func:`~metaroce.models.tx_sched_cases.endpoint_probes`, which asserts the
+    scheduler's frame requests field by field, tail probes included); the data path's inputs
+    as :func:`endpoint_lossy`'s."""
+    from .tx_sched_cases import endpoint_probes as compare
+    r = compare(seed, paths=paths)
     return _data_inputs(r, r["src"], conns)
 
 

@@ -186,6 +186,7 @@ class Layouts:
     cwnd: data.StructLayout
     rsp: data.StructLayout
     rsp_done: data.StructLayout
+    probe: data.StructLayout
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -224,8 +225,9 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
     rsp = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "laddr": 64,
                              "length": 32, "err": 1})
     rsp_done = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "status": 5})
+    # MR-TXS-079: a tail probe, the retransmit unit's m_probe {conn, path, psn}
     return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend, fail,
-                   rl.error, cwnd, rsp, rsp_done)
+                   rl.error, cwnd, rsp, rsp_done, rl.probe)
 
 
 class TxSchedModel:
@@ -249,9 +251,10 @@ class TxSchedModel:
         # MR-TXS-013: per connection; MR-CONN-004: each starts its path rotation at conn mod paths
         self.conn = [{"rr": c % paths, "srr": 0, "inflight": 0, "unsent": 0, "retx": deque()}
                      for c in range(conns)]
-        # MR-TXS-014: per path; MR-TXS-028: its window, from the cwnd parameter at reset
-        self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0, "cwnd": cwnd}
-                     for _ in range(conns * paths)]
+        # MR-TXS-014: per path; MR-TXS-028: its window, from the cwnd parameter at reset;
+        # MR-TXS-080: its newest packet's record (entry, slot, chunk), for a tail probe
+        self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0, "cwnd": cwnd,
+                      "tail": None} for _ in range(conns * paths)]
         self.cwnd_max = (1 << records.BYTES_BITS) - 1 - mtu
         self.conn_rr = 0
         self.pending = None             # MR-TXS-036: (entry, chunk) acknowledged, not yet counted
@@ -514,9 +517,7 @@ class TxSchedModel:
         q = self.q[qi]
         e = q["ring"][i]
         s = qi % self.streams
-        ml = msg_len(e["op"], e["length"])
-        nbytes = P.chunk_bytes(ml, chunk, self.mtu)
-        off = chunk * self.mtu
+        nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), chunk, self.mtu)
         ps = self.path[c * self.paths + p]
         psn = ps["next_psn"]
         ps["next_psn"] = P.psn_add(psn, 1)
@@ -541,29 +542,57 @@ class TxSchedModel:
                or cs["unsent"] + len(cs["retx"]) < self.paths)
         if req:
             ps["since_req"] = 0
-        flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= ml else 0)
-                 | (MrdhFlag.RETX if kind == "resend" else 0)
-                 | (MrdhFlag.ERROR if e.get("err") else 0))         # MR-TXS-068
         slot = s * self.depth + i
+        ps["tail"] = (e, slot, chunk)                   # MR-TXS-080
+        frame = self._frame(c, e, slot, chunk, p, psn, req, kind == "resend")
+        sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
+                "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
+        return frame, sent
+
+    def _frame(self, c, e, slot, chunk, p, psn, req, retx):
+        """MR-TXS-040: the frame request of chunk ``chunk`` of entry ``e`` (message slot
+        ``slot``) on path ``p`` with PSN ``psn``, AckReq ``req`` and flag RETX ``retx``."""
+        ml = msg_len(e["op"], e["length"])
+        nbytes = P.chunk_bytes(ml, chunk, self.mtu)
+        off = chunk * self.mtu
+        flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= ml else 0)
+                 | (MrdhFlag.RETX if retx else 0)
+                 | (MrdhFlag.ERROR if e.get("err") else 0))         # MR-TXS-068
         # MR-TXS-059: a send names no remote address (RETH VA and R_Key 0) and its receive
         # sequence (MRSH) on every packet; the immediate of either _IMM opcode on every packet;
         # MR-TXS-063: a READ request MR_READ with message length 0, its RETH's DMA length the READ's
         send_op = is_send(e["op"])
-        frame = {"conn": c, "laddr": e["laddr"],
-                 "bth_opcode": wire_op(e["op"]), "bth_ack_req": int(req), "bth_psn": psn,
-                 "mrdh_flags": int(flags), "mrdh_path": p,
-                 "mrdh_stream": e["wr_id"] if is_rsp(e) else s, "mrdh_msg": e["msg"],
-                 "mrdh_offset": off, "mrdh_msg_len": ml,
-                 "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
-                 "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
-                 "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes,
-                 "slot": slot,
-                 # MR-TXS-098: an atomic's operands (the compare value a compare-and-swap's)
-                 "swap": e.get("swap", 0) if is_atomic(e["op"]) else 0,
-                 "compare": e.get("compare", 0) if e["op"] == OP_CMP_SWAP else 0}
-        sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
-                "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
-        return frame, sent
+        return {"conn": c, "laddr": e["laddr"],
+                "bth_opcode": wire_op(e["op"]), "bth_ack_req": int(req), "bth_psn": psn,
+                "mrdh_flags": int(flags), "mrdh_path": p,
+                "mrdh_stream": e["wr_id"] if is_rsp(e) else slot // self.depth, "mrdh_msg": e["msg"],
+                "mrdh_offset": off, "mrdh_msg_len": ml,
+                "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
+                "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
+                "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes,
+                "slot": slot,
+                # MR-TXS-098: an atomic's operands (the compare value a compare-and-swap's)
+                "swap": e.get("swap", 0) if is_atomic(e["op"]) else 0,
+                "compare": e.get("compare", 0) if e["op"] == OP_CMP_SWAP else 0}
+
+    # -- tail probes (MR-TXS-080..082)
+    def probe(self, pr):
+        """MR-TXS-080..082: the retransmit unit's tail probe ``pr`` ({conn, path, psn}): the frame
+        request re-sending the path's newest packet as is (its PSN, path, chunk and fields,
+        RETX and AckReq set; no sent event, no count changes), or None (dropped) when the path
+        is beyond the instance, ``psn`` is not the path's newest PSN, the path has no packet in
+        flight (the probed packet was resolved meanwhile), or the packet's message has
+        completed or failed since it was sent."""
+        c, p = pr["conn"], pr["path"]
+        if p >= self.paths:
+            return None
+        ps = self.path[c * self.paths + p]
+        t = ps["tail"]
+        if (t is None or P.psn_add(pr["psn"], 1) != ps["next_psn"] or not ps["pkts"]
+                or self.entry_of(c, t[1]) is not t[0] or t[0]["status"]):
+            return None
+        e, slot, chunk = t
+        return self._frame(c, e, slot, chunk, p, pr["psn"], True, True)
 
 
 # ------------------------------------------------------------------ cycle timing
@@ -572,11 +601,11 @@ INPUTS = ("s_wr__payload", "s_wr__valid", "s_acked__payload", "s_acked__valid",
           "s_resend__payload", "s_resend__valid", "m_frame__ready", "m_sent__ready",
           "m_cqe__ready", "now", "s_fail__payload", "s_fail__valid", "s_error__payload",
           "s_error__valid", "s_cwnd__payload", "s_cwnd__valid", "s_rsp__payload", "s_rsp__valid",
-          "m_rsp_done__ready")
+          "m_rsp_done__ready", "s_probe__payload", "s_probe__valid")
 OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload",
            "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid",
            "s_fail__ready", "s_error__ready", "s_cwnd__ready", "s_rsp__ready",
-           "m_rsp_done__payload", "m_rsp_done__valid")
+           "m_rsp_done__payload", "m_rsp_done__valid", "s_probe__ready")
 
 
 def cqe_entry(lay, cqe):
@@ -633,6 +662,8 @@ class TxSchedCycleModel:
         self.wq = None                  # MR-TXS-037: the work request held in the register
         self.cw_b = None                # MR-TXS-029: a window write taken from s_cwnd last cycle
         self.cw_d = None                # and the one taken the cycle before, written at this edge
+        self.pb = None                  # MR-TXS-086: the tail probe in its boundary register
+        self.pd = None                  # MR-TXS-086: its decision, made last cycle: (frame or None,)
         self.events = []
 
     @staticmethod
@@ -647,6 +678,7 @@ class TxSchedCycleModel:
                     or self.qcomp
                     or self.wq is not None
                     or self.cw_b is not None or self.cw_d is not None
+                    or self.pb is not None
                     or sem.completion() is not None or sem.decide() is not None)
 
     def take_lost(self):
@@ -665,14 +697,42 @@ class TxSchedCycleModel:
         empty or taken at this edge (on registers only)."""
         return int(self.br is None or self.take_lost())
 
+    def _sched_terms(self):
+        """MR-TXS-030: ``(busy, comp, take_wr, sched)`` before the edge, on registers."""
+        sem = self.sem
+        busy = self.rep is not None
+        comp = self.comp
+        cqe_room = self.cqe_q.level < OUT_DEPTH
+        if busy or not cqe_room or (comp is not None and comp // sem.streams in self.touched):
+            comp = None
+        wr = self.wq
+        take_wr = (wr is not None and not busy and comp is None
+                   and (cqe_room if sem.wr_status(wr) else sem.wr_room(wr)))
+        sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
+                 and self.sent_q.level < OUT_DEPTH)
+        return busy, comp, take_wr, sched
+
+    def probe_go(self):
+        """MR-TXS-086: the probe in the boundary register may act: decided last cycle, its
+        connection untouched at the edge since (its decision is the present state's)."""
+        return (self.pb is not None and self.pd is not None
+                and self.pb["conn"] not in self.touched)
+
+    def probe_ready(self):
+        """MR-TXS-086: ``s_probe.ready`` before the edge: the boundary register empty or its
+        probe acted on in this cycle (on registers only)."""
+        return int(self.pb is None or (self.probe_go() and self._sched_terms()[3]))
+
     def step(self, inputs):
         g = inputs.get
         lay, sem = self.lay, self.sem
         take_lost = self.take_lost()
         resend_ready = int(self.br is None or take_lost)
+        # MR-TXS-030: the cycle's action's terms, on registers (before the registers move)
+        busy, comp, take_wr, sched = self._sched_terms()
         # MR-TXS-034: the report taken last cycle is this cycle's action; this cycle's (from a
         # boundary register, MR-TXS-046) waits
-        held, busy = self.rep, self.rep is not None
+        held = self.rep
         if self.ba is not None:
             self.rep = (False, self.ba)
         else:
@@ -683,11 +743,7 @@ class TxSchedCycleModel:
             self.br = None
         if resend_ready and g("s_resend__valid", 0):
             self.br = unpack(lay.report, g("s_resend__payload", 0))
-        cqe_room = self.cqe_q.level < OUT_DEPTH
-        # MR-TXS-035: last cycle's completion, unless its connection changed at the edge
-        comp = self.comp
-        if busy or not cqe_room or (comp is not None and comp // sem.streams in self.touched):
-            comp = None
+        # MR-TXS-035: last cycle's completion (comp), unless its connection changed at the edge
         # MR-TXS-045: the next completion picked among the streams that completed on last
         # cycle's state, but those of connections changed at the edge and the register's own
         # stream; this cycle's streams that complete, for the next pick
@@ -698,8 +754,6 @@ class TxSchedCycleModel:
         # MR-TXS-037: the work request in the register is the action (its room on this cycle's
         # state); the port takes the next one when the register empties or is taken this cycle
         wr = self.wq
-        take_wr = (wr is not None and not busy and comp is None
-                   and (cqe_room if sem.wr_status(wr) else sem.wr_room(wr)))
         wr_ready = int(wr is None or take_wr)
         if take_wr:
             self.wq = None
@@ -709,8 +763,17 @@ class TxSchedCycleModel:
             self.wq = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), sem.streams)
         elif wr_ready and g("s_wr__valid", 0):
             self.wq = unpack(lay.wr, g("s_wr__payload", 0))
-        sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
-                 and self.sent_q.level < OUT_DEPTH)
+        # MR-TXS-086: the probe decided last cycle goes before the scheduling step; the port
+        # loads the boundary register when it empties; the probe held is decided again on this
+        # cycle's state for the next
+        probe_act = sched and self.probe_go()
+        probe_ready = int(self.pb is None or probe_act)
+        pb = self.pb
+        pd_next = None if pb is None or probe_act else (sem.probe(pb),)
+        if probe_ready and g("s_probe__valid", 0):
+            self.pb = unpack(lay.probe, g("s_probe__payload", 0))
+        elif probe_act:
+            self.pb = None
         # MR-TXS-027: failures are always taken; they mark the entries live before the edge
         fail = unpack(lay.fail, g("s_fail__payload", 0)) if g("s_fail__valid", 0) else None
         error = unpack(lay.error, g("s_error__payload", 0)) if g("s_error__valid", 0) else None
@@ -728,6 +791,7 @@ class TxSchedCycleModel:
                "m_rsp_done__payload": done_pay, "m_rsp_done__valid": done_valid,
                "s_acked__ready": 1, "s_resend__ready": resend_ready,
                "s_fail__ready": 1, "s_error__ready": 1, "s_cwnd__ready": 1,
+               "s_probe__ready": probe_ready,
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
@@ -753,6 +817,11 @@ class TxSchedCycleModel:
             self.events.append(("wr", wr))
             cqe = sem.wr(wr)
             touched.add(wr["conn"])
+        elif probe_act:
+            # MR-TXS-080..082: the probed packet's frame request as it was (or a drop); no
+            # sent event, no state changes, its connection untouched
+            self.events.append(("probe", pb, self.pd[0] is not None))
+            frame = self.pd[0]
         elif sched:
             act = sem.decide(eligible)
             if act is not None:
@@ -772,6 +841,7 @@ class TxSchedCycleModel:
         self.cw_d = self.cw_b
         self.cw_b = unpack(lay.cwnd, g("s_cwnd__payload", 0)) if g("s_cwnd__valid", 0) else None
         self.cand, self.touched, self.comp, self.qcomp = cand, touched, comp_next, qcomp_next
+        self.pd = pd_next
         if targets:
             self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))
         sem.fail(targets)

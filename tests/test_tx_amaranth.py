@@ -372,6 +372,31 @@ def test_endpoint_bytes_lossy_loopback_atomics(width, rtl):
     assert got == want
 
 
+@pytest.mark.parametrize("seed,paths", [(1, 2), (0, 4)])
+def test_endpoint_bytes_tail_probes(seed, paths):
+    """MR-TX-180, MR-TXS-093: over a loopback that loses data frames and ACKs, the endpoint's
+    tail probes among its frames: the scheduler, given the retransmit unit's probe at each of
+    the endpoint's expiries that probes, sends the endpoint's frame requests (asserted by
+    endpoint_probes), and through the data path (model; its RTL is the lockstep's) every frame,
+    each probe (its path's newest packet again, AckReq and RETX set) included, is the
+    endpoint's byte for byte, ICRC included. (Runs without an endpoint timeout: a timeout gives
+    the path a new entropy, MR-PATH-002, which the template, written once, does not follow.)"""
+    from metaroce.models import codec
+    reqs, want, tmpls, mem, image = xc.endpoint_probes(seed, paths=paths)
+    drv = run_data(64, reqs, mem, tmpls, rtl=False, seed=seed, image=image, p_idle=0.0, p_bp=0.1)
+    psns = [(f.mrdh.path, f.bth.psn) for f in map(codec.decode, want)]
+    assert len(psns) - len(set(psns)) >= 3                  # the probes: PSNs sent again
+    assert drv.res["raw"] == want
+
+
+@pytest.mark.slow
+def test_endpoint_bytes_tail_probes_rtl():
+    """MR-TX-180 on the data path's RTL, in lockstep with its model (seed 0, 4 paths)."""
+    reqs, want, tmpls, mem, image = xc.endpoint_probes(0, paths=4)
+    drv = run_data(512, reqs, mem, tmpls, rtl=True, seed=0, image=image, p_idle=0.0, p_bp=0.1)
+    assert drv.res["raw"] == want
+
+
 #: MR-TX-172: the responder's cases: READs of 0, around the MTU and of tens of kB on both
 #: streams, one refused (ERROR), without losses; and over the lossy loopback (seed 5: resends)
 _RSP_READS = [(0, 1500), (0, 0), (1, 1025), (1, 3000)]

@@ -243,7 +243,8 @@ class _Script:
     def inputs(self):
         base = {"s_wr__valid": 0, "s_wr__payload": 0, "s_acked__valid": 0, "s_acked__payload": 0,
                 "s_resend__valid": 0, "s_resend__payload": 0, "now": 0,
-                "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+                "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1,
+                "s_probe__valid": 0, "s_probe__payload": 0}
         step = self.steps[self.k] if self.k < len(self.steps) else {}
         return dict(base, **(step(self.seen) if callable(step) else step))
 
@@ -678,7 +679,8 @@ RSP_WRONG = {
     "rsp_advances_msg_next": ("w_msg1.eq(Mux(in_rsp, Mux(in_wr_hit_msg, in_msg1, in_msg),",
                               "w_msg1.eq(Mux(0, Mux(in_wr_hit_msg, in_msg1, in_msg),"),
     "rsp_no_error_flag": ("| Mux(desc.err, int(MrdhFlag.ERROR), 0))", ")"),
-    "rsp_ring_stream": ("frame.stream.eq(Mux(g_rsp, desc.wr_id, g_s))", "frame.stream.eq(g_s)"),
+    "rsp_ring_stream": ("f.stream.eq(Mux(desc.op == OP_READ_RESP, desc.wr_id, s_))",
+                        "f.stream.eq(s_)"),
 }
 
 
@@ -691,3 +693,124 @@ def test_read_response_wrong_forms_fail(wrong):
     sem = TxSchedModel(**SMALL)
     assert_wrong_form_fails(RSP_WRONG[wrong], tc.traffic(sem, 40, seed=2), 2, p_cwnd=0.1,
                             cwnd_hi=8000, rsps=tc.responses(sem, 16, seed=2))
+
+
+def _probe_run(seed=4, p_probe=0.2, atomics=0.0):
+    # the probe runs' workloads as probe23 chose them, before atomics (at23) drew from traffic
+    sem = TxSchedModel(**SMALL)
+    items = tc.traffic(sem, 40, seed=seed, atomics=atomics)
+    return items, dict(seed=seed, p_idle=0.2, p_bp=0.4, p_cwnd=0.05, cwnd_hi=8000, p_probe=p_probe)
+
+
+@pytest.mark.parametrize("seed,p_probe,atomics", [(4, 0.2, 0.0), (9, 0.002, 0.0), (7, 0.2, 0.5)])
+def test_lockstep_probes(seed, p_probe, atomics):
+    """MR-TXS-079..082, MR-TXS-086, MR-TXS-092: tail probes offered on s_probe among lossy
+    traffic with window writes, idle cycles and backpressure: 0 mismatches; the checker requires
+    each probe frame to be its path's newest packet's frame as it was with AckReq and RETX set,
+    for a probe taken, and no sent event for it. Seed 4: many random probes of a path's newest
+    PSN or an older one, half of them with an ACK of the path at once (some dropped: a PSN not
+    the newest, or its packet resolved meanwhile, MR-TXS-082); seed 9: the unit's probes where
+    the block falls quiet with tail losses and another path is healthy (MR-TX-162); seed 7 with
+    atomics: probes of atomics among them (MR-TXS-098's operands re-sent)."""
+    items, kw = _probe_run(seed, p_probe, atomics)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, **kw)
+    core = run_amaranth(TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert core.mismatches == 0
+    summary = tc.check(TxSchedModel(**SMALL), items, drv.res)
+    if atomics:
+        # MR-TXS-080, MR-TXS-098: a probe of an atomic re-sends its operands (the checker
+        # compares every field of the probed packet's frame request, swap and compare included)
+        kept = {id(f) for f in tc.check_probes(drv.res)}
+        probed = [f for f in drv.res["frames"] if id(f) not in kept]
+        assert any(f["bth_opcode"] in (0xC8, 0xC9) for f in probed), "no atomic probed"
+    acted = [e for e in model.events if e[0] == "probe"]
+    assert len(acted) == len(drv.res["probes"])
+    assert summary["probes"] == sum(1 for e in acted if e[2])
+    if p_probe > 0.1 and not atomics:
+        assert summary["probes"] > 10 and sum(1 for e in acted if not e[2]) > 10
+    elif not atomics:
+        assert drv.res["unit_probes"] >= 3 and summary["probes"] >= 3
+
+
+def _completed_tail_steps(lay):
+    """A one-chunk write sent on a path, reported lost (its resend goes on the next path), then
+    acknowledged on the first (the late ACK of a record a timeout reported, MR-TXS-020's double
+    report): the message completes with its resend still counted in flight; then a probe of the
+    resend's PSN. ``(steps, sent)``: the script and the sent events seen."""
+    sent = []
+
+    def seen_sent(seen):
+        for o in seen[len(sent_seen):]:
+            sent_seen.append(o)
+            if o["m_sent__valid"]:
+                sent.append(tc.unpack(lay.sent, o["m_sent__payload"]))
+        return {}
+    sent_seen = []
+
+    def report(kind, k):
+        def step(seen):
+            seen_sent(seen)
+            s = sent[k]
+            r = {"conn": 0, "path": s["path"], "slot": s["slot"], "chunk": 0, "abort": 0}
+            return {f"s_{kind}__valid": 1, f"s_{kind}__payload": tc.pack(lay.report, r)}
+        return step
+
+    def probe(seen):
+        seen_sent(seen)
+        s = sent[1]
+        return {"s_probe__valid": 1, "s_probe__payload": tc.pack(
+            lay.probe, {"conn": 0, "path": s["path"], "psn": s["psn"]})}
+
+    wr = {"s_wr__valid": 1, "s_wr__payload": tc.pack(lay.wr, tc.wr_item(0, 0, 100, wr_id=7))}
+    steps = ([wr] + [seen_sent] * 12 + [report("resend", 0)] + [seen_sent] * 14
+             + [report("acked", 0)] + [seen_sent] * 14 + [probe])
+    return steps, sent
+
+
+def test_probe_of_a_completed_message_dropped():
+    """MR-TXS-080, MR-TXS-082, MR-TXS-087: the path's record of its newest packet names a
+    message that completed (its chunk acknowledged through another PSN while the packet is
+    still counted in flight): the probe is dropped, no frame (the RTL without the record's
+    clear at the completion sends a frame of the freed entry: ``probe_tail_kept`` fails here).
+    0 mismatches."""
+    model = TxSchedCycleModel(64, **SMALL)
+    steps, sent = _completed_tail_steps(model.lay)
+    core = run_amaranth(TxSched(64, **SMALL), model, _Script(steps), busy=model.busy)
+    assert core.mismatches == 0 and len(sent) == 2 and sent[0]["path"] != sent[1]["path"]
+    kinds = [e[0] for e in model.events]
+    assert "complete" in kinds and model.sem.path[sent[1]["path"]]["pkts"] == 1
+    assert [e[2] for e in model.events if e[0] == "probe"] == [False]
+
+
+# MR-TXS-080/082/086's wrong forms: the probe's frame without RETX; a probe of an older PSN not
+# dropped; the registered decision taken although its connection was touched at the edge; the
+# path's record not cleared by its message's completion
+PROBE_WRONG = {
+    "probe_no_retx": ("| int(MrdhFlag.RETX) | Mux(pd_desc.err", "| Mux(pd_desc.err"),
+    "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
+    "probe_touched": ("pb_valid & pd_valid & ~touched.bit_select(pbr.conn, 1)",
+                      "pb_valid & pd_valid"),
+    "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
+    # MR-TXS-098: a probed atomic's operands from the candidate's read, not the probe's
+    "probe_no_operands": ('frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd,',
+                          'frame_of("probe_frame", pbr.conn, pd_desc, opnd,'),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(PROBE_WRONG))
+def test_probe_wrong_forms_fail(wrong):
+    """MR-TXS-080, MR-TXS-082, MR-TXS-086: each wrong form of the probes' RTL, loaded in place of
+    the RTL, fails the lockstep of ``test_lockstep_probes``'s traffic (seed 4, many probes), or
+    for the record kept after its message's completion (not met by that traffic),
+    ``test_probe_of_a_completed_message_dropped``'s. (Slow: four elaborations.)"""
+    mod = wrong_form("tx_sched", *PROBE_WRONG[wrong])
+    model = TxSchedCycleModel(64, **SMALL)
+    if wrong == "probe_tail_kept":
+        drv = _Script(_completed_tail_steps(model.lay)[0])
+    else:
+        items, kw = _probe_run(*((7, 0.2, 0.5) if wrong == "probe_no_operands" else (4, 0.2)))
+        drv = tc.Driver(model.lay, items, **kw)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
