@@ -413,9 +413,10 @@ def test_message_rows_back_to_back():
 def test_path_row_forwards():
     """MR-RX-117: the path row read in S2 and registered in S3: records of one path at
     distances 1 and 2, and 3 behind other paths' (MR-RX-138, MR-RX-140: the write in the
-    port's registers), slow updates followed by their path's next record in S4, in S3 during
-    the hold and in S2 after it, a path-row configuration write beside its path's record in S3, with no
-    idle cycle and no backpressure: 0 mismatches (each of the five forwards disabled on its
+    port's registers), slow updates followed by their path's next record in S4 (MR-RX-139:
+    H5's write into S4's row register, a mux of its own), in S3 during the hold and in S2
+    after it, a path-row configuration write beside its path's record in S3, with no idle
+    cycle and no backpressure: 0 mismatches (each of the five forwards disabled on its
     own makes this test fail). MR-RX-120: S4's ring lookups and count test are taken from the
     row register these forwards fill, so each forward checks them too."""
     s = rc.Setup(*SMALL, seed=21, ack_every=1)
