@@ -416,7 +416,7 @@ def test_path_row_forwards():
     port's registers), slow updates followed by their path's next record in S4 (MR-RX-139:
     H5's write into S4's row register, a mux of its own), in S3 during the hold and in S2
     after it, a path-row configuration write beside its path's record in S3, with no idle
-    cycle and no backpressure: 0 mismatches (each of the five forwards disabled on its
+    cycle and no backpressure: 0 mismatches (each of the forwards disabled on its
     own makes this test fail). MR-RX-120: S4's ring lookups and count test are taken from the
     row register these forwards fill, so each forward checks them too."""
     s = rc.Setup(*SMALL, seed=21, ack_every=1)
