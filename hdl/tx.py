@@ -39,9 +39,10 @@ from ..models import cwnd as cwnd_model
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
-from ..models.tx import ERR_DEPTH, MRDH_VERSION, SMALL, TX_CTR, TX_CTR_BASE, id_depth, layouts
+from ..models.tx import (ERR_DEPTH, MRDH_VERSION, SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, id_depth,
+                         layouts)
 from ..models.tx_sched import STATUS_LOC_PROT_ERR
-from ..models.wire import ROCE_PORT, MrdhFlag
+from ..models.wire import ROCE_PORT, MrdhFlag, Op
 from .cwnd import Cwnd
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
@@ -94,7 +95,8 @@ class TxJoin(wiring.Component):
     """MR-TX-120..124: the template memory, an input register with the address adds (S1), and
     the fork of a frame request into a read command and a frame descriptor, each in an output
     register (S2), and the commands' messages ``{conn, slot}`` in a queue (``m_id``, one per
-    command in order, for the done records)."""
+    command in order, for the done records); MR-TX-192: the payload sources of the frames with
+    payload in a queue (``m_src``, one per such frame in order: the DMA's or the operands)."""
 
     def __init__(self, lay, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -105,6 +107,7 @@ class TxJoin(wiring.Component):
             "m_cmd": Out(stream.Signature(lay.cmd)),
             "m_desc": Out(stream.Signature(DESC_LAYOUT)),
             "m_id": Out(stream.Signature(lay.sched.fail)),
+            "m_src": Out(stream.Signature(SRC_LAYOUT)),
         })
 
     def elaborate(self, platform):
@@ -129,7 +132,9 @@ class TxJoin(wiring.Component):
         desc_free = ~self.m_desc.valid | self.m_desc.ready
         # MR-TX-124: the message queue (LUT RAM), pushed with the command
         m.submodules.ids = ids = fifo.SyncFIFO(width=lay.sched.fail.size, depth=self.id_depth)
-        take = s1_valid & cmd_free & desc_free & ids.w_rdy
+        # MR-TX-192: the payload sources (LUT RAM), pushed with the command for a frame with payload
+        m.submodules.srcq = srcq = fifo.SyncFIFO(width=SRC_LAYOUT.size, depth=self.id_depth)
+        take = s1_valid & cmd_free & desc_free & ids.w_rdy & srcq.w_rdy
         m.d.comb += self.s_frame.ready.eq(~s1_valid | take)
         inp = self.s_frame.payload
         with m.If(self.s_frame.valid & self.s_frame.ready):
@@ -147,6 +152,14 @@ class TxJoin(wiring.Component):
                      ids.w_en.eq(take), ids.w_data.eq(fid),
                      self.m_id.payload.eq(ids.r_data), self.m_id.valid.eq(ids.r_rdy),
                      ids.r_en.eq(self.m_id.ready)]
+        # MR-TX-191: an atomic's payload is its operands (MR-TXS-098): no read
+        atomic = (fr.bth_opcode == int(Op.MR_CMP_SWAP)) | (fr.bth_opcode == int(Op.MR_FETCH_ADD))
+        src = Signal(SRC_LAYOUT)
+        m.d.comb += [src.inline.eq(atomic), src.cas.eq(fr.bth_opcode == int(Op.MR_CMP_SWAP)),
+                     src.swap.eq(Mux(atomic, fr.swap, 0)), src.compare.eq(Mux(atomic, fr.compare, 0)),
+                     srcq.w_en.eq(take & (fr.payload_len != 0)), srcq.w_data.eq(src),
+                     self.m_src.payload.eq(srcq.r_data), self.m_src.valid.eq(srcq.r_rdy),
+                     srcq.r_en.eq(self.m_src.ready)]
         path = fr.mrdh_path[:max(1, (lay.paths - 1).bit_length())]
         addr = _piece_select(m, s1_pieces, ADDR_PIECE)
         with m.If(take):
@@ -154,7 +167,7 @@ class TxJoin(wiring.Component):
                          # MR-TX-122: the payload's address
                          self.m_cmd.payload.conn.eq(fr.conn),
                          self.m_cmd.payload.addr.eq(addr),
-                         self.m_cmd.payload.length.eq(fr.payload_len)]
+                         self.m_cmd.payload.length.eq(Mux(atomic, 0, fr.payload_len))]
             d = self.m_desc.payload
             m.d.sync += [d.eq(0),
                          d.eth_dst.eq(t.eth_dst), d.eth_src.eq(t.eth_src),
@@ -164,7 +177,7 @@ class TxJoin(wiring.Component):
                          d.bth_pkey.eq(t.pkey), d.bth_dest_qp.eq(t.dest_qp),
                          d.mrdh_version.eq(MRDH_VERSION)]
             for name, _ in lay.sched.frame:
-                if name not in ("conn", "laddr", "slot"):
+                if name not in ("conn", "laddr", "slot", "swap", "compare"):
                     m.d.sync += getattr(d, name).eq(getattr(fr, name))
         with m.Else():
             with m.If(self.m_cmd.ready):
@@ -202,7 +215,30 @@ class TxData(wiring.Component):
         wiring.connect(m, flipped(self.s_cfg), join.s_cfg)
         wiring.connect(m, join.m_cmd, dma.s_cmd)
         wiring.connect(m, join.m_desc, fb.s_desc)
-        wiring.connect(m, dma.m_data, fb.s_payload)
+        # MR-TX-192: the frame builder's payload from the payload-source queue's head: the
+        # operands' beats (beat k of an inline entry) or the DMA's beats, each entry popped by
+        # its last beat
+        src, dm, fp = join.m_src, dma.m_data, fb.s_payload
+        nb = self.width // 8
+        ops = Cat(*(v[8 * (7 - j):8 * (8 - j)] for v in (src.payload.swap, src.payload.compare)
+                    for j in range(8)))
+        cas = src.payload.cas
+        k = Signal(name="inline_k")
+        inline = src.valid & src.payload.inline
+        if nb >= 16:
+            i_data, i_keep, i_last = ops, Mux(cas, 0xFFFF, 0xFF), Const(1, 1)
+        else:
+            i_data, i_keep, i_last = Mux(k, ops[64:], ops[:64]), Const(0xFF, 8), k | ~cas
+        with m.If(inline):
+            m.d.comb += [fp.valid.eq(1), fp.payload.data.eq(i_data), fp.payload.keep.eq(i_keep),
+                         fp.payload.last.eq(i_last)]
+        with m.Else():
+            m.d.comb += [fp.valid.eq(src.valid & dm.valid), fp.payload.eq(dm.payload),
+                         dm.ready.eq(src.valid & fp.ready)]
+        moved = fp.valid & fp.ready
+        m.d.comb += src.ready.eq(moved & fp.payload.last)
+        with m.If(moved):
+            m.d.sync += k.eq(Mux(fp.payload.last, 0, k + 1))
         wiring.connect(m, dma.m_axi, flipped(self.m_axi))
         # MR-TX-124: each done record pops its command's message; its error bit waits for its
         # frame's last beat (tuser) and a failed read is reported on m_fail; a frame that ends
@@ -249,9 +285,9 @@ class Tx(wiring.Component):
         self.sched_kw = {k: sched_kw.get(k, SMALL[k]) for k in _SCHED_KW}
         self.sched = TxSched(width, conns=conns, streams=streams, paths=paths, depth=depth,
                              **self.sched_kw)
-        # MR-TX-166: probes off while the scheduler does not take m_probe (MR-TXS-079)
+        # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
-                              retry_limit=retry_limit, slot_log2=slot_log2, probes=False)
+                              retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
                            pool=pool, outstanding=outstanding)
         # MR-TX-105: the congestion windows (paths <= 8, MR-CW-001)
@@ -300,6 +336,7 @@ class Tx(wiring.Component):
         wiring.connect(m, sched.m_sent, rtx.s_sent)
         wiring.connect(m, rtx.m_acked, sched.s_acked)
         wiring.connect(m, rtx.m_resend, sched.s_resend)
+        wiring.connect(m, rtx.m_probe, sched.s_probe)              # MR-TX-179
         wiring.connect(m, sched.m_frame, dp.s_frame)
         # MR-TX-124/125: the data path's read errors and the retransmit unit's retry-limit
         # reports (as they leave on m_error) fail messages in the scheduler

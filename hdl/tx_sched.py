@@ -11,7 +11,8 @@ form). Ports (MR-TXS-002), all
 ========== ====== ========================================================================
 port       dir    meaning
 ========== ====== ========================================================================
-s_wr       in     a work request {op, conn, stream, wr_id, laddr, va, rkey, length, imm}
+s_wr       in     a work request {op, conn, stream, wr_id, laddr, va, rkey, length, imm, swap,
+                  compare} (the last two an atomic's operands, MR-TXS-096)
 s_acked    in     the retransmit unit's ``m_acked``: a record acknowledged
 s_resend   in     the retransmit unit's ``m_resend``: a record lost, its chunk to resend
 m_frame    out    a frame request (the frame builder's descriptor fields the scheduler owns)
@@ -42,7 +43,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
-from ..models.tx_sched import (OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
+from ..models.tx_sched import (ATOMIC_LEN, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
                                STATUS_LOC_QP_OP_ERR, check_params, layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
@@ -105,6 +106,13 @@ def _lowest_zero(v):
     return lo_any | hi_any, Mux(lo_any, Cat(lo_idx, Const(0, 1)), Cat(hi_idx, Const(1, 1)))
 
 
+def _op_kind(op):
+    """MR-TXS-059, MR-TXS-063, MR-TXS-099: the kind bits of a 3-bit ``op``: ``(send, imm,
+    read, atomic)`` (SEND/SEND_IMM; WRITE_IMM/SEND_IMM; READ; CMP_SWAP/FETCH_ADD). Bits 0 and 1
+    name the immediate and the send only below op 4 (op 5 is 101, op 6 110)."""
+    return (op[1] & ~op[2], op[0] & ~op[2], op[2] & ~op[1] & ~op[0], op[2] & (op[0] ^ op[1]))
+
+
 def _first(valid):
     """``(any, index)`` of the lowest set bit of ``valid``."""
     nb = _bits(len(valid))
@@ -147,6 +155,7 @@ class TxSched(wiring.Component):
             "s_cwnd": In(stream.Signature(lay.cwnd)),
             "s_rsp": In(stream.Signature(lay.rsp)),
             "m_rsp_done": Out(stream.Signature(lay.rsp_done)),
+            "s_probe": In(stream.Signature(lay.probe)),
         })
 
     def elaborate(self, platform):
@@ -208,6 +217,11 @@ class TxSched(wiring.Component):
                                       "imm": 32, "msg": 32, "len": 32, "err": 1})
         m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
         desc_wr = desc_mem.write_port()
+        # MR-TXS-099: an atomic's operands (0 for the other ops) in a memory of their own, read
+        # by the candidates and the probe (MR-TXS-080; the completion's read port leaves them out)
+        opnd_lay = data.StructLayout({"swap": 64, "compare": 64})
+        m.submodules.opnd_mem = opnd_mem = memory.Memory(shape=opnd_lay, depth=E, init=[])
+        opnd_wr = opnd_mem.write_port()
         desc_rd_cq = desc_mem.read_port(domain="comb")
         c_rr = Array(Signal(pb, init=c % PA, name=f"rr{c}") for c in range(C))
         c_srr = Array(Signal(sb, name=f"srr{c}") for c in range(C))
@@ -237,6 +251,15 @@ class TxSched(wiring.Component):
         p_cwm = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"pcwm{r}")
                       for r in range(C * PA))
         conn_rr = Signal(cb)
+        # MR-TXS-080: per path row, its newest packet's record (slot, chunk, bytes, FIRST, LAST),
+        # written with every packet on the row; `p_tv`: that packet's message has not completed
+        # since (cleared by the completion of its entry), so the record still names it
+        p_tslot = Array(Signal(3, name=f"tslot{r}") for r in range(C * PA))
+        p_tchunk = Array(Signal(chunk_w, name=f"tchunk{r}") for r in range(C * PA))
+        p_tnb = Array(Signal(nb_w, name=f"tnb{r}") for r in range(C * PA))
+        p_tfirst = Array(Signal(name=f"tfirst{r}") for r in range(C * PA))
+        p_tlast = Array(Signal(name=f"tlast{r}") for r in range(C * PA))
+        p_tv = Array(Signal(name=f"tv{r}") for r in range(C * PA))
 
         # MR-TXS-044: the frame queue holds the frame request's fields that vary, the output
         # rebuilds the rest (the opcode from op and a bit set in every frame, the offset's
@@ -245,7 +268,8 @@ class TxSched(wiring.Component):
         fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 3, "ack_req": 1,
                                     "psn": psn_w, "flags": 4, "path": pb, "stream": 16, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
-                                    "imm": 32, "nb": nb_w, "slot": 3})
+                                    "imm": 32, "nb": nb_w, "slot": 3,
+                                    "swap": 64, "compare": 64})     # MR-TXS-099
         m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=fq_lay.size, depth=OUT_DEPTH)
         m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
@@ -265,20 +289,26 @@ class TxSched(wiring.Component):
                      self.m_rsp_done.payload.status.eq(cq_head.status),
                      cqe_q.r_en.eq(Mux(cq_rsp, self.m_rsp_done.ready, self.m_cqe.ready))]
         fq_out, fr_out = data.View(fq_lay, frame_q.r_data), self.m_frame.payload
+        o_send, _, o_read, o_atomic = _op_kind(fq_out.op)
         # a slot never written (all 0) shows an all-0 frame, as the unpacked ring would
         m.d.comb += [
             fr_out.conn.eq(fq_out.conn), fr_out.laddr.eq(fq_out.laddr),
-            # MR-TXS-057: the wire opcode is 0xC0 + op; MR-TXS-063: READ (op 4) 0xC6
-            fr_out.bth_opcode.eq(Mux(fq_out.op_set, int(Op.MR_WRITE) | Cat(
-                fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2]), 0)),
+            # MR-TXS-057: the wire opcode is 0xC0 + op; MR-TXS-063: READ (op 4) 0xC6;
+            # MR-TXS-098: CMP_SWAP (op 5) 0xC8, FETCH_ADD (op 6) 0xC9
+            fr_out.bth_opcode.eq(Mux(fq_out.op_set, Mux(
+                o_atomic, int(Op.MR_CMP_SWAP) | fq_out.op[1],
+                int(Op.MR_WRITE) | Cat(fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])),
+                0)),
             fr_out.bth_ack_req.eq(fq_out.ack_req), fr_out.bth_psn.eq(fq_out.psn),
             fr_out.mrdh_flags.eq(fq_out.flags), fr_out.mrdh_path.eq(fq_out.path),
             fr_out.mrdh_stream.eq(fq_out.stream), fr_out.mrdh_msg.eq(fq_out.msg),
             fr_out.mrdh_offset.eq(Cat(Const(0, mtu_log2), fq_out.chunk)),
-            # MR-TXS-063: a READ request's 0 (op 4; a response, op 7, its length)
-            fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2] & ~fq_out.op[0], 0, fq_out.len)),
-            fr_out.reth_va.eq(Mux(fq_out.op[1], 0, fq_out.va)),
-            fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0)),
+            # MR-TXS-063: a READ request's 0 (op 4; a response, op 7, its length);
+            # MR-TXS-098: an atomic's its operands' bytes (its payload's, 16 or 8)
+            fr_out.mrdh_msg_len.eq(Mux(o_read, 0, Mux(o_atomic, fq_out.nb, fq_out.len))),
+            fr_out.reth_va.eq(Mux(o_send, 0, fq_out.va)),
+            fr_out.mrsh_recv_seq.eq(Mux(o_send, fq_out.va[:32], 0)),
+            fr_out.swap.eq(fq_out.swap), fr_out.compare.eq(fq_out.compare),
             fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
             fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb),
             fr_out.slot.eq(fq_out.slot)]                                    # MR-TXS-069
@@ -318,6 +348,10 @@ class TxSched(wiring.Component):
         def of_conn(arr, c, slot):
             """``arr``'s element of connection ``c``'s entry ``slot`` (a slot-way read)."""
             return _pick(arr[c * sd:(c + 1) * sd], slot[:sdb]) if sdb else arr[c]
+
+        def slot_of(idx, s_):
+            """A message slot (MR-TXS-012): stream x depth + ring index."""
+            return Cat(idx[:db], s_[:sb])
 
         # -- the report datapath (MR-TXS-020, MR-TXS-021, MR-TXS-034, MR-TXS-046): a report taken on
         # a port in cycle t waits in the port's boundary register in t+1 with its LAST term and
@@ -551,15 +585,20 @@ class TxSched(wiring.Component):
         i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
         in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
         w_len1 = A.sub(win.length, 1, "w_len1")
-        # MR-TXS-011, MR-TXS-061: ops 0..4 are sent; a READ is one chunk of no payload
-        w_bad_op = ((win.op > OP_READ) & ~in_rsp) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
+        # MR-TXS-011, MR-TXS-061, MR-TXS-096: ops 0..6 are sent; a READ is one chunk of no
+        # payload; an atomic one chunk of its operands (its length must be 8: nchunks - 1 is 0)
+        w_bad_op = ((win.op == OP_READ_RESP) & ~in_rsp) | ((win.stream >> sb) != 0 if S > 1 else win.stream != 0)
         in_read = win.op == OP_READ
+        _, _, _, in_atomic = _op_kind(win.op)
         # MR-TXS-067: a response is never refused (its READ was bounded at the requester)
-        w_bad_len = ~in_rsp & (win.length != 0) & ((w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0)
+        w_bad_len = ~in_rsp & Mux(in_atomic, win.length != ATOMIC_LEN, (win.length != 0) & (
+            (w_len1 >> (records.CHUNK_BITS + mtu_log2)) != 0))
         in_status = Mux(w_bad_op, STATUS_LOC_QP_OP_ERR, Mux(w_bad_len, STATUS_LOC_LEN_ERR, 0))
         in_nchm1 = Mux((win.length == 0) | in_read, 0, w_len1 >> mtu_log2)[:chunk_w]
         in_low = win.length[:mtu_log2]
-        in_lastnb = Mux(in_read, 0, Mux(in_low != 0, in_low, Mux(win.length == 0, 0, mtu)))
+        # MR-TXS-097: a compare-and-swap's 16 bytes (a fetch-and-add's 8 are its length's)
+        in_lastnb = Mux(in_read, 0, Mux(in_atomic & win.op[0], 16,
+                                        Mux(in_low != 0, in_low, Mux(win.length == 0, 0, mtu))))
         in_count = count(in_tail, in_done)
         wr = Signal(lay.wr)                     # the register (MR-TXS-037)
         wq_valid = Signal()
@@ -713,7 +752,8 @@ class TxSched(wiring.Component):
             # the entry's descriptor and length and the row's PSN are unchanged), so the frame
             # queue's write data is the pick's mux of registers, no LUT-RAM read after the pick
             desc_rd = desc_mem.read_port(domain="comb")
-            m.d.comb += desc_rd.addr.eq(src_e)
+            opnd_rd = opnd_mem.read_port(domain="comb")             # MR-TXS-099
+            m.d.comb += [desc_rd.addr.eq(src_e), opnd_rd.addr.eq(src_e)]
             src_psn = _named(m, by_path(list(p_psn[c * PA:(c + 1) * PA])), f"src_psn{c}")
             # the enables' registered bits: the entry of a packet, of a new chunk, the stream of
             # a new last chunk, the row of a packet (a drop is a resend: new means no resend)
@@ -723,7 +763,8 @@ class TxSched(wiring.Component):
                              pkt_e_hot=pkt_e_hot, new_e_hot=new_e_hot,
                              new_last_hot=Mux(nonempty, 0, s_hot),
                              pkt_path_hot=Mux(drop, 0, Cat(*p_hot)),
-                             desc=desc_rd.data.as_value(), psn=src_psn,
+                             desc=desc_rd.data.as_value(), opnd=opnd_rd.data.as_value(),
+                             psn=src_psn,
                              qi=src_qi, idx=src_idx,
                              chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
                              nb=nb, req=req, s=s_pick))
@@ -743,7 +784,45 @@ class TxSched(wiring.Component):
                         for c, x in enumerate(cand_r)], conn_rr, C))]
         pick = _named(m, Cat(*(Cat(*(sel[c] for c in range(C) if (c >> b) & 1)).any()
                                for b in range(cb))) if C > 1 else Const(0, 1), "pick")[:cb]
-        step_ok = _named(m, sched, "step_ok")
+        # -- tail probes (MR-TXS-080..082, MR-TXS-086): the port's boundary register; its probe
+        # decided on each cycle's state and registered; the decision of the cycle before acts
+        # when the probe's connection was untouched at the edge between (so it is the present
+        # state's, as a candidate's, MR-TXS-033), before the scheduling step
+        pb_valid = Signal(name="pb_valid")
+        pbr = Signal(lay.probe, name="probe_b")
+        pb_psn1 = Signal(psn_w, name="pb_psn1")         # the probe's PSN + 1, from the intake
+        pd_valid = Signal(name="pd_valid")
+        probe_go = _named(m, pb_valid & pd_valid & ~touched.bit_select(pbr.conn, 1), "probe_go")
+        probe_act = _named(m, sched & probe_go, "probe_act")
+        m.d.comb += self.s_probe.ready.eq(~pb_valid | probe_act)
+        load_pb = self.s_probe.ready & self.s_probe.valid
+        m.d.sync += pb_valid.eq(load_pb | (pb_valid & ~probe_act))
+        m.d.sync += pd_valid.eq(pb_valid & ~probe_act)
+        with m.If(load_pb):
+            m.d.sync += [pbr.eq(self.s_probe.payload),
+                         pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
+        pb_row = _named(m, Cat(pbr.path[:pb], pbr.conn), "pb_row")
+        pb_slot = read(p_tslot, pb_row, "pb_tslot")
+        pb_e = _named(m, Cat(pb_slot[:sdb], pbr.conn) if sdb else pbr.conn, "pb_e")
+        # MR-TXS-082: dropped unless the path is in the instance, the PSN is its newest, the
+        # path has a packet in flight, the record names a live message and that is not failed
+        pb_ok = ((pbr.path >> pb) == 0) & (read(p_psn, pb_row, "pb_psn_row") == pb_psn1)
+        pb_ok = pb_ok & (read(p_pkts, pb_row, "pb_pkts") != 0) & read(p_tv, pb_row, "pb_tv")
+        pb_ok = _named(m, pb_ok & ~read(e_fail, pb_e, "pb_fail"), "pb_ok")
+        pb_desc = desc_mem.read_port(domain="comb")
+        pb_opnd = opnd_mem.read_port(domain="comb")                # MR-TXS-098: a probed atomic's
+        m.d.comb += [pb_desc.addr.eq(pb_e), pb_opnd.addr.eq(pb_e)]
+        pd_opnd = Signal(opnd_lay, name="pd_opnd")
+        m.d.sync += pd_opnd.eq(pb_opnd.data)
+        pd_ok, pd_desc = Signal(name="pd_ok"), Signal(desc_lay, name="pd_desc")
+        pd_chunk, pd_nb = Signal(chunk_w, name="pd_chunk"), Signal(nb_w, name="pd_nb")
+        pd_first, pd_last, pd_slot = Signal(name="pd_first"), Signal(name="pd_last"), Signal(3, name="pd_slot")
+        m.d.sync += [pd_ok.eq(pb_ok), pd_desc.eq(pb_desc.data), pd_slot.eq(pb_slot),
+                     pd_chunk.eq(read(p_tchunk, pb_row, "pb_tchunk")),
+                     pd_nb.eq(read(p_tnb, pb_row, "pb_tnb")),
+                     pd_first.eq(read(p_tfirst, pb_row, "pb_tfirst")),
+                     pd_last.eq(read(p_tlast, pb_row, "pb_tlast"))]
+        step_ok = _named(m, sched & ~probe_go, "step_ok")
         act = [_named(m, step_ok & sel[c], f"act{c}") for c in range(C)]
         act_pkt = [_named(m, act[c] & ~x["drop"], f"act_pkt{c}") for c, x in enumerate(cand_r)]
         act_new = [_named(m, act[c] & ~x["resend"], f"act_new{c}") for c, x in enumerate(cand_r)]
@@ -758,24 +837,30 @@ class TxSched(wiring.Component):
         g_e = _named(m, Cat(g_idx[:db], g_qi) if D > 1 else g_qi, "g_e")
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
         desc = data.View(desc_lay, g("desc"))
-        g_len = desc.len
+        opnd = data.View(opnd_lay, g("opnd"))
         psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
                  | Mux(g_resend, int(MrdhFlag.RETX), 0)
                  | Mux(desc.err, int(MrdhFlag.ERROR), 0))                   # MR-TXS-068
-        g_rsp = desc.op == OP_READ_RESP
-        g_slot = Cat(g_idx[:db], g_s[:sb]) if (D > 1 and S > 1) else (g_idx if D > 1 else g_s)
-        frame = Signal(fq_lay)
-        m.d.comb += [
-            frame.conn.eq(pick), frame.laddr.eq(desc.laddr), frame.op_set.eq(1),
-            frame.op.eq(desc.op), frame.ack_req.eq(req), frame.psn.eq(psn),
-            frame.flags.eq(flags), frame.path.eq(g_path),
-            frame.stream.eq(Mux(g_rsp, desc.wr_id, g_s)),                  # MR-TXS-068
-            frame.msg.eq(desc.msg), frame.chunk.eq(g_chunk), frame.len.eq(g_len),
-            frame.va.eq(desc.va), frame.rkey.eq(desc.rkey),
-            frame.imm.eq(Mux(desc.op[0], desc.imm, 0)), frame.nb.eq(g_nb),
-            frame.slot.eq(g_slot),
-        ]
+        g_slot = slot_of(g_idx, g_s)
+
+        def frame_of(name, conn, desc, opnd, flags, req, psn, path, chunk, nb, slot):
+            """The frame queue's entry of a packet (MR-TXS-040, MR-TXS-044)."""
+            f = Signal(fq_lay, name=name)
+            s_ = slot[db:] if D > 1 else slot
+            m.d.comb += [
+                f.conn.eq(conn), f.laddr.eq(desc.laddr), f.op_set.eq(1),
+                f.op.eq(desc.op), f.ack_req.eq(req), f.psn.eq(psn),
+                f.flags.eq(flags), f.path.eq(path),
+                f.stream.eq(Mux(desc.op == OP_READ_RESP, desc.wr_id, s_)),   # MR-TXS-068
+                f.msg.eq(desc.msg), f.chunk.eq(chunk), f.len.eq(desc.len),
+                f.va.eq(desc.va), f.rkey.eq(desc.rkey),
+                f.imm.eq(Mux(_op_kind(desc.op)[1], desc.imm, 0)), f.nb.eq(nb),
+                f.slot.eq(slot), f.swap.eq(opnd.swap), f.compare.eq(opnd.compare),   # MR-TXS-098
+            ]
+            return f
+
+        frame = frame_of("frame", pick, desc, opnd, flags, req, psn, g_path, g_chunk, g_nb, g_slot)
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
@@ -783,7 +868,13 @@ class TxSched(wiring.Component):
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now),
         ]
-        m.d.comb += [frame_q.w_en.eq(pkt_act), frame_q.w_data.eq(frame),
+        # MR-TXS-080: the probed packet's frame as it was, RETX and AckReq set; no sent event
+        pflags = (Mux(pd_first, int(MrdhFlag.FIRST), 0) | Mux(pd_last, int(MrdhFlag.LAST), 0)
+                  | int(MrdhFlag.RETX) | Mux(pd_desc.err, int(MrdhFlag.ERROR), 0))
+        pframe = frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd, pflags, 1, pbr.psn, pbr.path[:pb],
+                          pd_chunk, pd_nb, pd_slot)
+        m.d.comb += [frame_q.w_en.eq(pkt_act | (probe_act & pd_ok)),
+                     frame_q.w_data.eq(Mux(probe_act, pframe, frame)),
                      sent_q.w_en.eq(pkt_act), sent_q.w_data.eq(sent)]
 
         # -- the completion stream: completions and refused work requests
@@ -881,7 +972,14 @@ class TxSched(wiring.Component):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
                                  p_room[row].eq(Mux(over, room_next, room_empty)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
+                # MR-TXS-080: the completion of the record's message
+                with m.If(comp_act & (comp_conn == c) & (p_tslot[row][:sdb] == comp_e[:sdb])):
+                    m.d.sync += p_tv[row].eq(0)
                 with m.If(act[c] & x["pkt_path_hot"][p]):
+                    m.d.sync += [p_tslot[row].eq(slot_of(x["idx"], x["qi"])),
+                                 p_tchunk[row].eq(x["chunk"]), p_tnb[row].eq(x["nb"]),
+                                 p_tfirst[row].eq(x["first"]), p_tlast[row].eq(x["last"]),
+                                 p_tv[row].eq(1)]
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_next),
                                  p_room[row].eq(room_next),
                                  p_pkts[row].eq(pkts_next),
@@ -924,8 +1022,9 @@ class TxSched(wiring.Component):
             m.d.sync += conn_rr.eq(pick + 1)
         w_e = _named(m, Cat(w_idx[:db], w_qi) if D > 1 else w_qi, "w_e")
         # MR-TXS-067: a response neither takes nor advances msg_next nor send_seq
-        w_send = wr.op[1] & ~w_rsp
-        in_send = win.op[1] & ~in_rsp
+        # MR-TXS-099: op's bit 1 is a send's below op 4 only (op 6 is a fetch-and-add)
+        w_send = _op_kind(wr.op)[0]
+        in_send = _op_kind(win.op)[0]
         # MR-TXS-037: the request taken into the register, its entry and fullness corrected for
         # this edge's action (a request of its stream taken, a completion of its stream), and
         # the fullness of a request held kept up to date
@@ -976,9 +1075,15 @@ class TxSched(wiring.Component):
         f_ok = self.s_fail.valid & ((fl.slot >> sdb) == 0 if sdb < 3 else 1)
         er = self.s_error.payload
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
+        # MR-TXS-099: the operands with the descriptor (0 but an atomic's; the compare value a
+        # compare-and-swap's only)
+        _, _, _, w_atomic = _op_kind(wr.op)
+        m.d.comb += [opnd_wr.addr.eq(w_e), opnd_wr.en.eq(wr_act),
+                     opnd_wr.data.eq(Cat(Mux(w_atomic, wr.swap, 0),
+                                         Mux(w_atomic & wr.op[0], wr.compare, 0)))]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op, wr.wr_id, wr.laddr,
-                                         Mux(w_send, w_rseq, wr.va), Mux(wr.op[1], 0, wr.rkey),
+                                         Mux(w_send, w_rseq, wr.va), Mux(w_send, 0, wr.rkey),
                                          wr.imm, w_msg, wr.length, w_err))]
         e_hit = []                              # a failure marks the entry at this edge
         for e in range(E):

@@ -99,7 +99,7 @@ class _TxLoop(CounterReadout):
                     "mac_stalls": 0, "peak_acks_queued": 0, "counters": None, "cycles": 0}
         self.qp_conn = {QP_TX + t["conn"]: t["conn"] for t in tmpls}
         self.t_done = None
-        # the unit's counters the TX top maps (MR-TX-166: not tail_probes, its probes are off)
+        # the unit's counters the TX top maps (MR-TX-181: not tail_probes, the address is 4 bits)
         self.n_counters = TX_CTR_BASE
         self.read_counters = True
         self.quiet_cycles = self.QUIET

@@ -113,7 +113,7 @@ def tx_counter_names():
     TX half's own (MR-TX-126), as its ``reg_addr`` numbers them."""
     from .retransmit import CTR
     from .tx import TX_CTR, TX_CTR_BASE as TX_OWN
-    # the unit's counters below the TX's own (MR-TX-166: its tail_probes is not mapped)
+    # the unit's counters below the TX's own (MR-TX-181: its tail_probes is not mapped)
     names = [n.upper() for n, i in sorted(CTR.items(), key=lambda kv: kv[1]) if i < TX_OWN]
     assert len(names) == TX_OWN
     names += [n.upper() for n, _ in sorted(TX_CTR.items(), key=lambda kv: kv[1])]

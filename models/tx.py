@@ -29,9 +29,9 @@ from amaranth.lib import data
 from . import cwnd as cwnd_model
 from . import retransmit as rtx_model
 from . import tx_sched as sched_model
-from .dma_read import CMD_DEPTH, INTAKE_STAGES, DmaReadCycleModel, cmd_layout
+from .dma_read import CMD_DEPTH, INTAKE_STAGES, DmaReadCycleModel, cmd_layout, out_beats
 from .fifo import SyncFifoModel
-from .frame_builder import DESC_LAYOUT, FrameBuilderModel
+from .frame_builder import DESC_LAYOUT, FrameBuilderModel, payload_layout
 from .retransmit import RetransmitCycleModel
 from .rx import pack, unpack
 from .tx_sched import SMALL as SCHED_SMALL
@@ -41,7 +41,8 @@ from . import wire
 __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd_of",
            "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
-           "id_depth", "slot_of", "TX_CTR", "TX_CTR_BASE"]
+           "id_depth", "slot_of", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
+           "src_of", "inline_beats"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
 #: a retransmit pool of 256 records (every path's 32 packets in flight), 16 read commands
@@ -55,8 +56,8 @@ MRDH_VERSION = 1
 ERR_DEPTH = 8
 
 #: MR-TX-126: the engine's own 64-bit counters, read at ``reg_addr`` TX_CTR_BASE + index (after
-#: the retransmit unit's, MR-TX-040; its ``tail_probes`` is not mapped: the TX top keeps the
-#: unit's probes off, MR-TX-166, and its own counters keep their addresses).
+#: the retransmit unit's, MR-TX-040; its ``tail_probes`` is not mapped, MR-TX-181: the address
+#: is 4 bits, and a probe's frame, which carries RETX, is counted in ``resends``).
 TX_CTR_BASE = rtx_model.CTR["tail_probes"]
 TX_CTR = {name: i for i, name in enumerate(("frames", "frames_bad", "resends", "completions",
                                             "completions_err"))}
@@ -77,6 +78,35 @@ def slot_of(fr, streams, depth):
     ``streams`` and ``depth`` bound it."""
     assert fr.get("slot", 0) < streams * depth
     return fr.get("slot", 0)
+
+#: MR-TX-192: an entry of the join stage's payload-source queue, one per frame with payload in
+#: order: from the DMA (``inline`` 0) or the frame request's atomic operands (``inline`` 1;
+#: ``cas``: 16 bytes, swap then compare, else the 8 of the add value)
+SRC_LAYOUT = data.StructLayout({"inline": 1, "cas": 1, "swap": 64, "compare": 64})
+
+
+def is_atomic_frame(fr):
+    """MR-TX-191: a frame request of an atomic (MR_CMP_SWAP or MR_FETCH_ADD, MR-TXS-098)."""
+    return fr["bth_opcode"] in (int(wire.Op.MR_CMP_SWAP), int(wire.Op.MR_FETCH_ADD))
+
+
+def src_of(fr):
+    """MR-TX-192: the payload-source entry of frame request ``fr`` (one with payload)."""
+    at = is_atomic_frame(fr)
+    return {"inline": int(at), "cas": int(fr["bth_opcode"] == int(wire.Op.MR_CMP_SWAP)),
+            "swap": fr.get("swap", 0) if at else 0, "compare": fr.get("compare", 0) if at else 0}
+
+
+def inline_beats(src, width):
+    """MR-TX-192: the payload beats ``{data, keep, last}`` (packed) of an inline entry ``src``:
+    the operands in network order (the swap or add value, then a compare-and-swap's compare
+    value, MR-WIRE-076) laid out as the DMA lays out a payload (MR-DMR-021)."""
+    ops = sched_model.atomic_operands(sched_model.OP_CMP_SWAP if src["cas"] else
+                                      sched_model.OP_FETCH_ADD, src["swap"], src["compare"])
+    lay = payload_layout(width)
+    return [pack(lay, {"data": d, "keep": k, "last": last})
+            for d, k, last in out_beats(ops, width // 8)]
+
 
 #: MR-TX-121: the template's fields besides the per-path UDP source ports (``sport``: path i
 #: in bits 16i .. 16i + 15).
@@ -147,9 +177,10 @@ def template_of(conn, *, eth_dst, eth_src, ip_src, ip_dst, sports, ip_dscp=26, i
 
 def cmd_of(fr):
     """MR-TX-122: the payload read of a frame request: ``laddr + mrdh_offset`` modulo 2^64
-    (MR-TXS-040: the scheduler leaves the add to the DMA side) for ``payload_len`` bytes."""
+    (MR-TXS-040: the scheduler leaves the add to the DMA side) for ``payload_len`` bytes;
+    MR-TX-191: none (length 0) for an atomic, whose payload is its operands."""
     return {"conn": fr["conn"], "addr": (fr["laddr"] + fr["mrdh_offset"]) & ((1 << 64) - 1),
-            "length": fr["payload_len"]}
+            "length": 0 if is_atomic_frame(fr) else fr["payload_len"]}
 
 
 def desc_of(fr, t, paths):
@@ -162,7 +193,7 @@ def desc_of(fr, t, paths):
          "udp_sport": (t["sport"] >> 16 * path) & 0xFFFF, "udp_dport": wire.ROCE_PORT,
          "bth_pkey": t["pkey"], "bth_dest_qp": t["dest_qp"], "mrdh_version": MRDH_VERSION}
     for k, v in fr.items():
-        if k not in ("conn", "laddr", "slot"):
+        if k not in ("conn", "laddr", "slot", "swap", "compare"):
             d[k] = v
     return d
 
@@ -175,7 +206,9 @@ class TxJoinModel:
     registers are empty or being taken (their consumers' readies are registers in the DMA and
     the frame builder) and the queue has room: both registers load (the template read then) and
     the queue is pushed in that cycle. S1 takes a request (``s_frame.ready``) when it is empty or
-    moving on."""
+    moving on. MR-TX-192: a frame with payload also pushes its payload-source entry (``src``,
+    popped by the data path as its last payload beat goes to the frame builder); S1 moves on
+    only while that queue has room too."""
 
     def __init__(self, lay: TxLayouts, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -183,14 +216,17 @@ class TxJoinModel:
         self.cmd = (0, 0)               # valid, payload
         self.desc = (0, 0)
         self.ids = SyncFifoModel(id_depth(outstanding))
+        self.src = SyncFifoModel(id_depth(outstanding))         # MR-TX-192
         self.s1 = None                  # the request in S1
 
     def busy(self):
-        return bool(self.s1 is not None or self.cmd[0] or self.desc[0] or self.ids.level)
+        return bool(self.s1 is not None or self.cmd[0] or self.desc[0] or self.ids.level
+                    or self.src.level)
 
     def _move(self, cmd_ready, desc_ready):
         return (self.s1 is not None and (not self.cmd[0] or bool(cmd_ready))
-                and (not self.desc[0] or bool(desc_ready)) and self.ids.level < self.ids.depth)
+                and (not self.desc[0] or bool(desc_ready)) and self.ids.level < self.ids.depth
+                and self.src.level < self.src.depth)
 
     def frame_ready(self, cmd_ready, desc_ready):
         return int(self.s1 is None or self._move(cmd_ready, desc_ready))
@@ -200,7 +236,7 @@ class TxJoinModel:
         return unpack(self.lay.sched.fail, self.ids.head)
 
     def step(self, frame_valid, frame_payload, cfg_valid, cfg_payload, cmd_ready, desc_ready,
-             id_pop=0):
+             id_pop=0, src_pop=0):
         lay = self.lay
         take = self._move(cmd_ready, desc_ready)
         fr = self.s1 if take else None
@@ -222,6 +258,8 @@ class TxJoinModel:
             self.tmpl[c["conn"]] = c
         self.ids.update(id_pop, take, pack(lay.sched.fail, {
             "conn": fr["conn"], "slot": slot_of(fr, lay.sched.streams, lay.sched.depth)}) if take else 0)
+        has_payload = take and fr["payload_len"] != 0
+        self.src.update(src_pop, has_payload, pack(SRC_LAYOUT, src_of(fr)) if has_payload else 0)
         return take
 
 
@@ -244,6 +282,7 @@ class TxDataCycleModel:
         self.errq = SyncFifoModel(ERR_DEPTH)
         self.debt = 0
         self.dma_errors = 0
+        self.k = 0                      # MR-TX-192: the beat of the inline payload at the head
 
     @staticmethod
     def port_names():
@@ -264,10 +303,25 @@ class TxDataCycleModel:
         return 1, pack(self.lay.sched.fail, {"conn": idh["conn"], "slot": idh["slot"],
                                               "status": sched_model.STATUS_LOC_PROT_ERR})
 
+    def payload(self, do, fo):
+        """MR-TX-192: the frame builder's ``s_payload`` (valid, payload) and the DMA's
+        ``m_data`` ready, by the payload-source queue's head: its inline beat ``k``, or the
+        DMA's beat, or nothing while the queue is empty."""
+        src = self.join.src
+        if not src.level:
+            return 0, 0, 0
+        head = unpack(SRC_LAYOUT, src.head)
+        if head["inline"]:
+            return 1, inline_beats(head, self.width)[self.k], 0
+        return do["m_data__valid"], do["m_data__payload"], fo["s_payload__ready"]
+
     def step(self, inputs):
         g = inputs.get
         do, fo = self.dma.outputs(), self.fb.outputs()
         jc, jd = self.join.cmd, self.join.desc
+        pay_valid, pay, data_ready = self.payload(do, fo)
+        moved = bool(pay_valid and fo["s_payload__ready"])
+        last = moved and bool(unpack(payload_layout(self.width), pay)["last"])
         frame_ready = self.join.frame_ready(do["s_cmd__ready"], fo["s_desc__ready"])
         # MR-TX-124: the done record's error bit, its message and the frame's end
         err = unpack(self.dma.done, do["m_done__payload"])["error"]
@@ -283,13 +337,14 @@ class TxDataCycleModel:
         if done_take and err:
             self.dma_errors += 1
         self.join.step(g("s_frame__valid", 0), g("s_frame__payload", 0), g("s_cfg__valid", 0),
-                       g("s_cfg__payload", 0), do["s_cmd__ready"], fo["s_desc__ready"], done_take)
+                       g("s_cfg__payload", 0), do["s_cmd__ready"], fo["s_desc__ready"], done_take,
+                       last)
+        self.k = 0 if last else self.k + int(moved)
         self.dma.step({"s_cmd__payload": jc[1], "s_cmd__valid": jc[0],
-                       "m_data__ready": fo["s_payload__ready"], "m_done__ready": done_ready,
+                       "m_data__ready": data_ready, "m_done__ready": done_ready,
                        **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
         self.fb.step({"s_desc__payload": jd[1], "s_desc__valid": jd[0],
-                      "s_payload__payload": do["m_data__payload"],
-                      "s_payload__valid": do["m_data__valid"],
+                      "s_payload__payload": pay, "s_payload__valid": pay_valid,
                       "m_axis__tready": g("m_axis__tready", 0)})
         debt = self.debt
         self.debt += int(end and not has_err and not own) - int(done_take and debt != 0)
@@ -316,9 +371,9 @@ class TxCycleModel:
         kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
                                                     "path_pkts", "ack_every", "resend_depth")}
         self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, **kw)
-        # MR-TX-166: probes off while the scheduler does not take m_probe (MR-TXS-079)
+        # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
-                                        retry_limit=retry_limit, slot_log2=slot_log2, probes=False)
+                                        retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
                                      outstanding=outstanding)
         # MR-TX-105: the congestion windows, their MTU the scheduler's
@@ -350,6 +405,7 @@ class TxCycleModel:
         # the retransmit unit's reports and the scheduler's queue heads, before the edge
         resend_valid = int(rtx.resend_q.level > 0)
         resend_ready = sched.resend_ready()     # MR-TXS-046: on the scheduler's registers only
+        probe_ready = sched.probe_ready()       # MR-TXS-086: likewise
         sq = sched.sent_q
         # MR-TX-106: the unit's ACK events to the congestion windows while cc_on (dropped
         # otherwise); their updates to the scheduler's path windows (ready always 1)
@@ -367,6 +423,7 @@ class TxCycleModel:
                        "m_acked__ready": 1, "m_resend__ready": resend_ready,
                        "m_error__ready": g("m_error__ready", 0), "now": g("now", 0),
                        "m_ackev__ready": int(co["s_ack__ready"] or not cc_on),
+                       "m_probe__ready": probe_ready,
                        "reg_addr": g("reg_addr", 0)})
         data = self.data
         frame_ready = data.join.frame_ready(data.dma.outputs()["s_cmd__ready"],
@@ -383,9 +440,12 @@ class TxCycleModel:
                          "s_error__valid": int(ro["m_error__valid"] and g("m_error__ready", 0)),
                          "s_error__payload": ro["m_error__payload"],
                          "s_cwnd__valid": co["m_update__valid"], "s_cwnd__payload": cw_write,
+                         "s_probe__valid": ro["m_probe__valid"],
+                         "s_probe__payload": ro["m_probe__payload"],
                          **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
                                                  "m_rsp_done__ready")}})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
+        assert so["s_probe__ready"] == probe_ready
         assert resend_valid == ro["m_resend__valid"]
         do = data.step({"s_frame__payload": so["m_frame__payload"], "s_frame__valid": so["m_frame__valid"],
                         "m_fail__ready": 1,

@@ -27,10 +27,10 @@ from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout, run_alone
 from .rx import pack, unpack
 from .tx import template_of
-from .tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
-                       STATUS_OK, STATUS_RETRY_EXC_ERR, TxSchedModel, has_imm, is_read, is_send,
-                       msg_len, wire_op)
-from .tx_sched_cases import kind_rng, read_rng, recv_seqs
+from .tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
+                       STATUS_OK, STATUS_RETRY_EXC_ERR, TxSchedModel, atomic_operands, has_imm,
+                       is_atomic, is_read, is_send, msg_len, wire_op)
+from .tx_sched_cases import atomic_rng, kind_rng, read_rng, recv_seqs
 from .tx_sched_cases import responses as sched_responses
 from .tx_sched_cases import traffic as sched_traffic
 from .wire import MrdhFlag, Op
@@ -85,11 +85,12 @@ def wr_status(sem: TxSchedModel, w, mem_layout, dead=()):
     """MR-TX-150: the status a work request completes with: the scheduler's refusal
     (MR-TXS-011); LOC_PROT_ERR when its payload reads fail (MR-TX-124); RETRY_EXC_ERR on a
     connection whose every frame is lost (``dead``: the retry limit's error, MR-TX-125); else
-    0 (as the reference endpoint's ``Status``). A READ request reads no payload (MR-TX-161)."""
+    0 (as the reference endpoint's ``Status``). A READ request reads no payload (MR-TX-161), nor
+    does an atomic (its payload is its operands, MR-TX-191)."""
     st = sem.wr_status(w)
     if st:
         return st
-    if msg_len(w["op"], w["length"]) and mem_layout.in_bad(w["laddr"]):
+    if msg_len(w["op"], w["length"]) and not is_atomic(w["op"]) and mem_layout.in_bad(w["laddr"]):
         return STATUS_LOC_PROT_ERR
     return STATUS_RETRY_EXC_ERR if w["conn"] in dead else STATUS_OK
 
@@ -329,7 +330,8 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
     queued ones in posting order per stream; every frame not marked bad decodes (IPv4 checksum
     and ICRC good), carries its connection's template and its work request's fields, and its
     payload is the host memory's bytes at ``laddr + offset``; the frames marked bad are those of
-    the failing reads; PSNs run 0, 1, ... per path; every chunk of every message that completes
+    the failing reads; PSNs run 0, 1, ... per path, but a tail probe's, which re-sends its
+    path's newest packet as it was with AckReq and RETX (MR-TX-179); every chunk of every message that completes
     with status 0 is sent. A connection that is not ``dead`` may still reach a path's retry
     limit when the random losses take a path's packets across its timeouts: a work request of a
     connection whose retry limit's error left on ``m_error`` may complete RETRY_EXC_ERR
@@ -359,6 +361,8 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
     rseq = recv_seqs(items, sem)
     tm = {t["dest_qp"]: t for t in drv.tmpls}
     next_psn = defaultdict(int)
+    first = {}                          # (conn, path) -> its newest frame (a probe's packet)
+    probes = 0
     chunks = defaultdict(set)
     retx = 0
     # MR-TX-171..173: the READ responses: one m_rsp_done record each, their frames' fields and
@@ -378,8 +382,20 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
         assert f.eth.dst == _mac(t["eth_dst"]) and f.eth.src == _mac(t["eth_src"])
         assert f.udp.sport == (t["sport"] >> 16 * path) & 0xFFFF and f.bth.pkey == t["pkey"]
         assert (f.ip.dscp, f.ip.ecn, f.ip.ttl) == (t["ip_dscp"], t["ip_ecn"], t["ip_ttl"])
-        assert f.bth.psn == next_psn[(conn, path)], "PSNs in order per path (MR-SEQ-001)"
+        if f.bth.psn != next_psn[(conn, path)]:
+            # MR-TX-179, MR-TXS-080: a tail probe re-sends its path's newest packet as it was,
+            # with AckReq and RETX set (no new PSN)
+            f0 = first[(conn, path)]
+            assert f.bth.psn == f0.bth.psn, "PSNs in order per path (MR-SEQ-001), or a probe"
+            assert f.bth.ack_req == 1 and f.mrdh.flags == f0.mrdh.flags | MrdhFlag.RETX
+            assert ((f.bth.opcode, f.mrdh.stream, f.mrdh.msg, f.mrdh.offset, f.mrdh.msg_len,
+                     f.reth, f.mrsh, f.imm, f.payload)
+                    == (f0.bth.opcode, f0.mrdh.stream, f0.mrdh.msg, f0.mrdh.offset,
+                        f0.mrdh.msg_len, f0.reth, f0.mrsh, f0.imm, f0.payload)), "the probe's packet"
+            probes += 1
+            continue
         next_psn[(conn, path)] = P.psn_add(f.bth.psn, 1)
+        first[(conn, path)] = f
         if bad:
             continue
         if f.bth.opcode == Op.MR_READ_RESP:
@@ -407,11 +423,15 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
         else:
             assert f.mrsh is None and (f.reth.va, f.reth.rkey, f.reth.dma_len, f.mrdh.msg_len) == (
                 w["va"], w["rkey"], w["length"], ml)
-        assert not is_read(w["op"]) or (off, f.mrdh.flags & ~MrdhFlag.RETX) == (
+        assert not (is_read(w["op"]) or is_atomic(w["op"])) or (off, f.mrdh.flags & ~MrdhFlag.RETX) == (
             0, MrdhFlag.FIRST | MrdhFlag.LAST)
         assert f.imm == (w["imm"] if has_imm(w["op"]) else None)
         assert len(f.payload) == P.chunk_bytes(ml, off // mtu, mtu)
-        assert f.payload == drv.mem.read(w["laddr"] + off, len(f.payload)), "payload from host memory"
+        if is_atomic(w["op"]):
+            # MR-TX-191: an atomic's payload is its operands, in network order
+            assert f.payload == atomic_operands(w["op"], w["swap"], w["compare"]), "operands"
+        else:
+            assert f.payload == drv.mem.read(w["laddr"] + off, len(f.payload)), "payload from host memory"
         chunks[(conn, f.mrdh.stream, f.mrdh.msg)].add(off // mtu)
         retx += bool(f.mrdh.flags & MrdhFlag.RETX)
     for k, w in msg_of.items():
@@ -420,7 +440,8 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
                 f"every chunk of {w['wr_id']}"
     for k, r in rsp_of.items():
         assert rsp_chunks[k] == set(range(P.chunk_count(0 if r["err"] else r["length"], mtu)))
-    return {"retransmits": retx, "frames": len(res["frames"]), "responses": len(rsps)}
+    return {"retransmits": retx, "frames": len(res["frames"]), "responses": len(rsps),
+            "probes": probes}
 
 
 def check_counters(drv):
@@ -489,7 +510,7 @@ def endpoint_frames(seed=0, *, streams=2, depth=4, paths=4, conn=1, conns=2, **e
     return want, items, lay, bytes(src), tm, params
 
 
-def endpoint_lossy(seed, *, conns=2):
+def endpoint_lossy(seed, *, conns=2, atomics=0.0):
     """MR-TX-152 (b), MR-TXS-051 (b): the endpoint's writes over the lossy loopback (as
     tests/test_tx_sched_model.py's, windows that do not bind); the scheduler's semantics, with
     the retransmit unit's between them on the ACKs the endpoint processed, give the endpoint's
@@ -504,8 +525,23 @@ def endpoint_lossy(seed, *, conns=2):
     msgs = [(s, rng.randrange(30_000, 60_000), rng.choice([None, 7]), kind.random() < 0.5)
             for s in range(2) for _ in range(4)]
     msgs = [(s, n, None, "read") if rd.random() < 0.25 else (s, n, i, k) for s, n, i, k in msgs]
+    if atomics:
+        # MR-TX-193: and atomics (from a generator of their own)
+        at = atomic_rng(seed)
+        msgs = [(m[0], ATOMIC_LEN, None, at.choice(("cas", "fadd"))) if at.random() < atomics
+                else m for m in msgs]
     r = endpoint_compare(seed, msgs=msgs, loopback=True, loss=0.05, drop_until=40e-6,
                          init_window_bdp=100.0, max_window_bdp=100.0)
+    return _data_inputs(r, r["src"], conns)
+
+
+def endpoint_probes(seed, *, paths=2, conns=2):
+    """MR-TX-180, MR-TXS-093: the endpoint's writes and sends over a loopback losing data
+    frames and ACKs (:func:`~metaroce.models.tx_sched_cases.endpoint_probes`, which asserts the
+    scheduler's frame requests field by field, tail probes included); the data path's inputs
+    as :func:`endpoint_lossy`'s."""
+    from .tx_sched_cases import endpoint_probes as compare
+    r = compare(seed, paths=paths)
     return _data_inputs(r, r["src"], conns)
 
 
@@ -534,14 +570,16 @@ def endpoint_responses(seed, *, conns=2, **kw):
     return (*_data_inputs(r, r["region"], conns), r)
 
 
-def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
+def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0, atomics=0.0):
     """``n`` random frame requests for the data path (MR-TX-151): every connection and path,
     WRITE, WRITE_IMM, SEND and SEND_IMM (MR-TX-155; the kind from a generator of its own),
     payloads 0..``max_len`` bytes anywhere in the host memory (any alignment); laddr + offset is
     the payload's address; every ``bad_every``-th in the host memory's error window
-    (MR-TX-124)."""
+    (MR-TX-124); a share ``atomics`` MR_CMP_SWAP or MR_FETCH_ADD with random operands, their
+    payload the operands (MR-TX-191/192; from a generator of its own)."""
     rng = random.Random(seed)
     kind = kind_rng(seed)
+    at = random.Random(seed ^ 0xA70C)
     out = []
     for i in range(n):
         ln = rng.choice([0, 1, 7, 8, 9, rng.randrange(max_len + 1), rng.randrange(max_len + 1)])
@@ -562,6 +600,12 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0):
         out[-1]["slot"] = out[-1]["mrdh_msg"] % (lay.sched.streams * lay.sched.depth)     # MR-TXS-069
         if send:
             out[-1].update(bth_opcode=op + 2, mrsh_recv_seq=kind.getrandbits(32))
+        if at.random() < atomics:
+            cas = at.random() < 0.5
+            out[-1].update(bth_opcode=int(Op.MR_CMP_SWAP if cas else Op.MR_FETCH_ADD),
+                           payload_len=16 if cas else 8, mrdh_msg_len=16 if cas else 8,
+                           reth_dma_len=8, imm_imm=0, mrsh_recv_seq=0,
+                           swap=at.getrandbits(64), compare=at.getrandbits(64) if cas else 0)
     return out
 
 
@@ -570,12 +614,18 @@ def expected_data_frames(reqs, tmpls, mem, paths):
     stage's descriptor, the payload read from the host memory at laddr + offset; a frame whose
     read fails (MR-TX-124) is None (its payload is whatever the bus gave)."""
     from .frame_builder import DESC_LAYOUT, builder_bytes
-    from .tx import cmd_of, desc_of
+    from .tx import cmd_of, desc_of, is_atomic_frame
     by_conn = {t["conn"]: t for t in tmpls}
     out = []
     for fr in reqs:
         d = unpack(DESC_LAYOUT, pack(DESC_LAYOUT, desc_of(fr, by_conn[fr["conn"]], paths)))
         c = cmd_of(fr)
+        if is_atomic_frame(fr):
+            # MR-TX-191: the operands are the payload, no read
+            out.append(builder_bytes(d, atomic_operands(
+                OP_CMP_SWAP if fr["bth_opcode"] == Op.MR_CMP_SWAP else OP_FETCH_ADD,
+                fr["swap"], fr["compare"])))
+            continue
         out.append(None if read_fails(mem.lay, c) else builder_bytes(d, mem.read(c["addr"], c["length"])))
     return out
 
@@ -763,10 +813,13 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
 
     ``spec``: ``{"connections": [{"conn", "eth_dst", "eth_src", "ip_src", "ip_dst", "dest_qp",
     "pkey", "sports": [one per path], "local_qp", "dscp", "ttl"}], "work_requests": [{"conn",
-    "stream", "op": "write" | "write_imm" | "send" | "send_imm" | "read", "length", "va", "rkey",
-    "imm"}], "seed"}``: each work request's payload is bytes of ``random.Random(seed)``, placed
-    one after the other in the host memory (a READ request, MR-TXS-061, reads none: its
-    ``length`` is the READ's, its ``va`` and ``rkey`` the peer's). Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
+    "stream", "op": "write" | "write_imm" | "send" | "send_imm" | "read" | "cmp_swap" |
+    "fetch_add", "length", "va", "rkey", "imm", "swap", "compare"}], "seed"}``: each work
+    request's payload is bytes of ``random.Random(seed)``, placed one after the other in the
+    host memory (a READ request, MR-TXS-061, reads none: its ``length`` is the READ's, its ``va``
+    and ``rkey`` the peer's; an atomic, MR-TX-195, none either: its payload is its operands
+    ``swap`` (the add value of a fetch_add) and ``compare``, its ``length`` 8 by default; it
+    takes its operands' 16 or 8 bytes of the host memory, unread). Each ACK frame (MR_ACK or MR_NAK with its MRAH) names its connection by
     its destination QP (a connection's ``local_qp``, default its index)."""
     if not isinstance(spec, dict) or not isinstance(spec.get("work_requests"), list):
         raise ReplayError("the work-request file needs a \"work_requests\" list")
@@ -795,18 +848,22 @@ def replay_inputs(spec, ack_frames, lay, *, paths):
         local.setdefault(k, k)
     rng = random.Random(int(spec.get("seed", 1)))
     ops = {"write": 0, "write_imm": OP_WRITE_IMM, "send": OP_SEND, "send_imm": OP_SEND_IMM,
-           "read": OP_READ}
+           "read": OP_READ, "cmp_swap": OP_CMP_SWAP, "fetch_add": OP_FETCH_ADD}
     items, total = [], 0
     for k, w in enumerate(spec["work_requests"]):
         try:
             op = ops[w.get("op", "write")]
-            length = int(w["length"])
+            length = int(w["length"] if "length" in w or not is_atomic(op) else ATOMIC_LEN)
             if not 0 <= length < 1 << 24:
                 raise ReplayError(f"work request {k}: length {length} outside 0..16 MiB")
             items.append({"op": op, "conn": int(w.get("conn", 0)), "stream": int(w.get("stream", 0)),
                           "wr_id": k & 0xFFFF, "laddr": total, "va": int(w.get("va", 0)),
                           "rkey": int(w.get("rkey", 0)), "length": length,
-                          "imm": int(w.get("imm", 0)) if has_imm(op) else 0})
+                          "imm": int(w.get("imm", 0)) if has_imm(op) else 0,
+                          # MR-TX-195: an atomic's operands (64 bits each)
+                          "swap": int(w.get("swap", 0)) & ((1 << 64) - 1) if is_atomic(op) else 0,
+                          "compare": int(w.get("compare", 0)) & ((1 << 64) - 1)
+                          if op == OP_CMP_SWAP else 0})
             total += msg_len(op, length)
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, ReplayError):

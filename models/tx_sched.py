@@ -35,13 +35,19 @@ from .wire import MrdhFlag, Op
 __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleModel", "SMALL",
            "OP_WRITE", "OP_WRITE_IMM", "OP_SEND", "OP_SEND_IMM", "OP_READ", "is_send", "has_imm",
            "OP_READ_RESP", "is_read", "is_rsp", "msg_len", "wire_op", "rsp_item",
+           "OP_CMP_SWAP", "OP_FETCH_ADD", "ATOMIC_LEN", "is_atomic", "atomic_operands",
            "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
            "INPUTS", "OUTPUTS"]
 
-#: MR-TXS-002, MR-TXS-057, MR-TXS-061: work-request opcodes (records.TX_MSG ``op``: write,
-#: write with immediate, send, send with immediate, READ; 5..7 are refused).
+#: MR-TXS-002, MR-TXS-057, MR-TXS-061, MR-TXS-096: work-request opcodes (records.TX_MSG ``op``:
+#: write, write with immediate, send, send with immediate, READ, compare-and-swap, fetch-and-add;
+#: 7 is refused).
 OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ = 0, 1, 2, 3, 4
+OP_CMP_SWAP, OP_FETCH_ADD = 5, 6
+#: MR-TXS-096: an atomic's length (its RETH DMA length, the 8 bytes of the original value it
+#: returns, MR-VERB-010); a work request of another length is refused (LOC_LEN_ERR)
+ATOMIC_LEN = 8
 #: MR-TXS-066: a READ response's entry (records.TX_MSG's "response"); it comes on ``s_rsp``,
 #: never from ``s_wr`` (where op 7 stays refused, MR-TXS-011)
 OP_READ_RESP = 7
@@ -59,10 +65,13 @@ OUT_DEPTH = 4
 SMALL = dict(conns=2, streams=2, paths=4, depth=4, chunk_window=16, mtu=1024, cwnd=12_500,
              conn_window=50_000, path_pkts=32, ack_every=4, resend_depth=8)
 #: MR-TXS-057: the wire opcode of each work-request opcode is 0xC0 + op
-#: (MR-TXS-063: and READ's is MR_READ 0xC6, the RTL's 0xC0 | {op2, op1 | op2, op0})
+#: (MR-TXS-063: and READ's is MR_READ 0xC6, the RTL's 0xC0 | {op2, op1 | op2, op0};
+#: MR-TXS-098: the atomics' MR_CMP_SWAP 0xC8 and MR_FETCH_ADD 0xC9, the RTL's 0xC8 | op1)
 _WIRE_OP = {OP_WRITE: int(Op.MR_WRITE), OP_WRITE_IMM: int(Op.MR_WRITE_IMM),
-            OP_SEND: int(Op.MR_SEND), OP_SEND_IMM: int(Op.MR_SEND_IMM), OP_READ: int(Op.MR_READ)}
-assert all(v == int(Op.MR_WRITE) | (k & 1) | ((k >> 1 | k >> 2) & 1) << 1 | (k >> 2) << 2
+            OP_SEND: int(Op.MR_SEND), OP_SEND_IMM: int(Op.MR_SEND_IMM), OP_READ: int(Op.MR_READ),
+            OP_CMP_SWAP: int(Op.MR_CMP_SWAP), OP_FETCH_ADD: int(Op.MR_FETCH_ADD)}
+assert all(v == (int(Op.MR_CMP_SWAP) | (k >> 1 & 1) if k >> 2 & 1 and (k ^ k >> 1) & 1
+                 else int(Op.MR_WRITE) | (k & 1) | ((k >> 1 | k >> 2) & 1) << 1 | (k >> 2) << 2)
            for k, v in {**_WIRE_OP, OP_READ_RESP: int(Op.MR_READ_RESP)}.items())
 
 
@@ -93,9 +102,27 @@ def is_read(op):
     return op == OP_READ
 
 
+def is_atomic(op):
+    """MR-TXS-096: a compare-and-swap or fetch-and-add work request."""
+    return op in (OP_CMP_SWAP, OP_FETCH_ADD)
+
+
+def atomic_operands(op, swap, compare):
+    """MR-TXS-098, MR-WIRE-076: an atomic request's payload, its operands in network order
+    (the swap or add value, then a compare-and-swap's compare value), as the reference
+    endpoint's ``post_atomic`` builds it; ``b""`` for any other op."""
+    if op == OP_CMP_SWAP:
+        return swap.to_bytes(8, "big") + compare.to_bytes(8, "big")
+    return swap.to_bytes(8, "big") if op == OP_FETCH_ADD else b""
+
+
 def msg_len(op, length):
     """MR-TXS-062: the length of the message a work request sends: a READ request carries no
-    payload (its ``length`` is the READ's, RETH's DMA length), every other op its ``length``."""
+    payload (its ``length`` is the READ's, RETH's DMA length); MR-TXS-097: an atomic its
+    operands (16 bytes for compare-and-swap, 8 for fetch-and-add); every other op its
+    ``length``."""
+    if is_atomic(op):
+        return len(atomic_operands(op, 0, 0))
     return 0 if op == OP_READ else length
 
 
@@ -159,6 +186,7 @@ class Layouts:
     cwnd: data.StructLayout
     rsp: data.StructLayout
     rsp_done: data.StructLayout
+    probe: data.StructLayout
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -166,8 +194,10 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
     """The block's port layouts (MR-TXS-002)."""
     cb = (conns - 1).bit_length()
     rl = rtx_model.layouts(conns, paths, 1024)
+    # MR-TXS-096: an atomic's operands after the fields of the other ops (whose bits stay)
     wr = data.StructLayout({"op": 3, "conn": cb, "stream": _STREAM_FIELD, "wr_id": 16,
-                            "laddr": 64, "va": 64, "rkey": 32, "length": 32, "imm": 32})
+                            "laddr": 64, "va": 64, "rkey": 32, "length": 32, "imm": 32,
+                            "swap": 64, "compare": 64})
     cqe = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "wr_id": 16, "status": 5,
                              "op": 3, "length": 32})
     # MR-TXS-040: the fields named as the frame builder's descriptor (models/frame_builder.py
@@ -180,7 +210,10 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                "payload_len": 14,
                                # MR-TXS-069: the message slot (not a descriptor field): the
                                # data path's read errors name it (m_fail)
-                               "slot": 3})
+                               "slot": 3,
+                               # MR-TXS-098: an atomic's operands (not descriptor fields: the
+                               # join stage makes them its payload, hw-tx.md MR-TX-191)
+                               "swap": 64, "compare": 64})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
@@ -192,8 +225,9 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
     rsp = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "laddr": 64,
                              "length": 32, "err": 1})
     rsp_done = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "status": 5})
+    # MR-TXS-079: a tail probe, the retransmit unit's m_probe {conn, path, psn}
     return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend, fail,
-                   rl.error, cwnd, rsp, rsp_done)
+                   rl.error, cwnd, rsp, rsp_done, rl.probe)
 
 
 class TxSchedModel:
@@ -217,9 +251,10 @@ class TxSchedModel:
         # MR-TXS-013: per connection; MR-CONN-004: each starts its path rotation at conn mod paths
         self.conn = [{"rr": c % paths, "srr": 0, "inflight": 0, "unsent": 0, "retx": deque()}
                      for c in range(conns)]
-        # MR-TXS-014: per path; MR-TXS-028: its window, from the cwnd parameter at reset
-        self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0, "cwnd": cwnd}
-                     for _ in range(conns * paths)]
+        # MR-TXS-014: per path; MR-TXS-028: its window, from the cwnd parameter at reset;
+        # MR-TXS-080: its newest packet's record (entry, slot, chunk), for a tail probe
+        self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0, "cwnd": cwnd,
+                      "tail": None} for _ in range(conns * paths)]
         self.cwnd_max = (1 << records.BYTES_BITS) - 1 - mtu
         self.conn_rr = 0
         self.pending = None             # MR-TXS-036: (entry, chunk) acknowledged, not yet counted
@@ -254,6 +289,9 @@ class TxSchedModel:
             return STATUS_OK            # MR-TXS-067: a response is never refused
         if f["op"] not in _WIRE_OP or f["stream"] >= self.streams:
             return STATUS_LOC_QP_OP_ERR
+        if is_atomic(f["op"]):
+            # MR-TXS-096: an atomic names 8 bytes
+            return STATUS_LOC_LEN_ERR if f["length"] != ATOMIC_LEN else STATUS_OK
         if P.chunk_count(f["length"], self.mtu) > 1 << records.CHUNK_BITS:
             return STATUS_LOC_LEN_ERR
         return STATUS_OK
@@ -479,9 +517,7 @@ class TxSchedModel:
         q = self.q[qi]
         e = q["ring"][i]
         s = qi % self.streams
-        ml = msg_len(e["op"], e["length"])
-        nbytes = P.chunk_bytes(ml, chunk, self.mtu)
-        off = chunk * self.mtu
+        nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), chunk, self.mtu)
         ps = self.path[c * self.paths + p]
         psn = ps["next_psn"]
         ps["next_psn"] = P.psn_add(psn, 1)
@@ -506,26 +542,57 @@ class TxSchedModel:
                or cs["unsent"] + len(cs["retx"]) < self.paths)
         if req:
             ps["since_req"] = 0
-        flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= ml else 0)
-                 | (MrdhFlag.RETX if kind == "resend" else 0)
-                 | (MrdhFlag.ERROR if e.get("err") else 0))         # MR-TXS-068
         slot = s * self.depth + i
+        ps["tail"] = (e, slot, chunk)                   # MR-TXS-080
+        frame = self._frame(c, e, slot, chunk, p, psn, req, kind == "resend")
+        sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
+                "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
+        return frame, sent
+
+    def _frame(self, c, e, slot, chunk, p, psn, req, retx):
+        """MR-TXS-040: the frame request of chunk ``chunk`` of entry ``e`` (message slot
+        ``slot``) on path ``p`` with PSN ``psn``, AckReq ``req`` and flag RETX ``retx``."""
+        ml = msg_len(e["op"], e["length"])
+        nbytes = P.chunk_bytes(ml, chunk, self.mtu)
+        off = chunk * self.mtu
+        flags = ((MrdhFlag.FIRST if off == 0 else 0) | (MrdhFlag.LAST if off + nbytes >= ml else 0)
+                 | (MrdhFlag.RETX if retx else 0)
+                 | (MrdhFlag.ERROR if e.get("err") else 0))         # MR-TXS-068
         # MR-TXS-059: a send names no remote address (RETH VA and R_Key 0) and its receive
         # sequence (MRSH) on every packet; the immediate of either _IMM opcode on every packet;
         # MR-TXS-063: a READ request MR_READ with message length 0, its RETH's DMA length the READ's
         send_op = is_send(e["op"])
-        frame = {"conn": c, "laddr": e["laddr"],
-                 "bth_opcode": wire_op(e["op"]), "bth_ack_req": int(req), "bth_psn": psn,
-                 "mrdh_flags": int(flags), "mrdh_path": p,
-                 "mrdh_stream": e["wr_id"] if is_rsp(e) else s, "mrdh_msg": e["msg"],
-                 "mrdh_offset": off, "mrdh_msg_len": ml,
-                 "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
-                 "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
-                 "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes,
-                 "slot": slot}
-        sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
-                "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
-        return frame, sent
+        return {"conn": c, "laddr": e["laddr"],
+                "bth_opcode": wire_op(e["op"]), "bth_ack_req": int(req), "bth_psn": psn,
+                "mrdh_flags": int(flags), "mrdh_path": p,
+                "mrdh_stream": e["wr_id"] if is_rsp(e) else slot // self.depth, "mrdh_msg": e["msg"],
+                "mrdh_offset": off, "mrdh_msg_len": ml,
+                "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
+                "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
+                "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes,
+                "slot": slot,
+                # MR-TXS-098: an atomic's operands (the compare value a compare-and-swap's)
+                "swap": e.get("swap", 0) if is_atomic(e["op"]) else 0,
+                "compare": e.get("compare", 0) if e["op"] == OP_CMP_SWAP else 0}
+
+    # -- tail probes (MR-TXS-080..082)
+    def probe(self, pr):
+        """MR-TXS-080..082: the retransmit unit's tail probe ``pr`` ({conn, path, psn}): the frame
+        request re-sending the path's newest packet as is (its PSN, path, chunk and fields,
+        RETX and AckReq set; no sent event, no count changes), or None (dropped) when the path
+        is beyond the instance, ``psn`` is not the path's newest PSN, the path has no packet in
+        flight (the probed packet was resolved meanwhile), or the packet's message has
+        completed or failed since it was sent."""
+        c, p = pr["conn"], pr["path"]
+        if p >= self.paths:
+            return None
+        ps = self.path[c * self.paths + p]
+        t = ps["tail"]
+        if (t is None or P.psn_add(pr["psn"], 1) != ps["next_psn"] or not ps["pkts"]
+                or self.entry_of(c, t[1]) is not t[0] or t[0]["status"]):
+            return None
+        e, slot, chunk = t
+        return self._frame(c, e, slot, chunk, p, pr["psn"], True, True)
 
 
 # ------------------------------------------------------------------ cycle timing
@@ -534,11 +601,11 @@ INPUTS = ("s_wr__payload", "s_wr__valid", "s_acked__payload", "s_acked__valid",
           "s_resend__payload", "s_resend__valid", "m_frame__ready", "m_sent__ready",
           "m_cqe__ready", "now", "s_fail__payload", "s_fail__valid", "s_error__payload",
           "s_error__valid", "s_cwnd__payload", "s_cwnd__valid", "s_rsp__payload", "s_rsp__valid",
-          "m_rsp_done__ready")
+          "m_rsp_done__ready", "s_probe__payload", "s_probe__valid")
 OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload",
            "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid",
            "s_fail__ready", "s_error__ready", "s_cwnd__ready", "s_rsp__ready",
-           "m_rsp_done__payload", "m_rsp_done__valid")
+           "m_rsp_done__payload", "m_rsp_done__valid", "s_probe__ready")
 
 
 def cqe_entry(lay, cqe):
@@ -595,6 +662,8 @@ class TxSchedCycleModel:
         self.wq = None                  # MR-TXS-037: the work request held in the register
         self.cw_b = None                # MR-TXS-029: a window write taken from s_cwnd last cycle
         self.cw_d = None                # and the one taken the cycle before, written at this edge
+        self.pb = None                  # MR-TXS-086: the tail probe in its boundary register
+        self.pd = None                  # MR-TXS-086: its decision, made last cycle: (frame or None,)
         self.events = []
 
     @staticmethod
@@ -609,6 +678,7 @@ class TxSchedCycleModel:
                     or self.qcomp
                     or self.wq is not None
                     or self.cw_b is not None or self.cw_d is not None
+                    or self.pb is not None
                     or sem.completion() is not None or sem.decide() is not None)
 
     def take_lost(self):
@@ -627,14 +697,42 @@ class TxSchedCycleModel:
         empty or taken at this edge (on registers only)."""
         return int(self.br is None or self.take_lost())
 
+    def _sched_terms(self):
+        """MR-TXS-030: ``(busy, comp, take_wr, sched)`` before the edge, on registers."""
+        sem = self.sem
+        busy = self.rep is not None
+        comp = self.comp
+        cqe_room = self.cqe_q.level < OUT_DEPTH
+        if busy or not cqe_room or (comp is not None and comp // sem.streams in self.touched):
+            comp = None
+        wr = self.wq
+        take_wr = (wr is not None and not busy and comp is None
+                   and (cqe_room if sem.wr_status(wr) else sem.wr_room(wr)))
+        sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
+                 and self.sent_q.level < OUT_DEPTH)
+        return busy, comp, take_wr, sched
+
+    def probe_go(self):
+        """MR-TXS-086: the probe in the boundary register may act: decided last cycle, its
+        connection untouched at the edge since (its decision is the present state's)."""
+        return (self.pb is not None and self.pd is not None
+                and self.pb["conn"] not in self.touched)
+
+    def probe_ready(self):
+        """MR-TXS-086: ``s_probe.ready`` before the edge: the boundary register empty or its
+        probe acted on in this cycle (on registers only)."""
+        return int(self.pb is None or (self.probe_go() and self._sched_terms()[3]))
+
     def step(self, inputs):
         g = inputs.get
         lay, sem = self.lay, self.sem
         take_lost = self.take_lost()
         resend_ready = int(self.br is None or take_lost)
+        # MR-TXS-030: the cycle's action's terms, on registers (before the registers move)
+        busy, comp, take_wr, sched = self._sched_terms()
         # MR-TXS-034: the report taken last cycle is this cycle's action; this cycle's (from a
         # boundary register, MR-TXS-046) waits
-        held, busy = self.rep, self.rep is not None
+        held = self.rep
         if self.ba is not None:
             self.rep = (False, self.ba)
         else:
@@ -645,11 +743,7 @@ class TxSchedCycleModel:
             self.br = None
         if resend_ready and g("s_resend__valid", 0):
             self.br = unpack(lay.report, g("s_resend__payload", 0))
-        cqe_room = self.cqe_q.level < OUT_DEPTH
-        # MR-TXS-035: last cycle's completion, unless its connection changed at the edge
-        comp = self.comp
-        if busy or not cqe_room or (comp is not None and comp // sem.streams in self.touched):
-            comp = None
+        # MR-TXS-035: last cycle's completion (comp), unless its connection changed at the edge
         # MR-TXS-045: the next completion picked among the streams that completed on last
         # cycle's state, but those of connections changed at the edge and the register's own
         # stream; this cycle's streams that complete, for the next pick
@@ -660,8 +754,6 @@ class TxSchedCycleModel:
         # MR-TXS-037: the work request in the register is the action (its room on this cycle's
         # state); the port takes the next one when the register empties or is taken this cycle
         wr = self.wq
-        take_wr = (wr is not None and not busy and comp is None
-                   and (cqe_room if sem.wr_status(wr) else sem.wr_room(wr)))
         wr_ready = int(wr is None or take_wr)
         if take_wr:
             self.wq = None
@@ -671,8 +763,17 @@ class TxSchedCycleModel:
             self.wq = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), sem.streams)
         elif wr_ready and g("s_wr__valid", 0):
             self.wq = unpack(lay.wr, g("s_wr__payload", 0))
-        sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
-                 and self.sent_q.level < OUT_DEPTH)
+        # MR-TXS-086: the probe decided last cycle goes before the scheduling step; the port
+        # loads the boundary register when it empties; the probe held is decided again on this
+        # cycle's state for the next
+        probe_act = sched and self.probe_go()
+        probe_ready = int(self.pb is None or probe_act)
+        pb = self.pb
+        pd_next = None if pb is None or probe_act else (sem.probe(pb),)
+        if probe_ready and g("s_probe__valid", 0):
+            self.pb = unpack(lay.probe, g("s_probe__payload", 0))
+        elif probe_act:
+            self.pb = None
         # MR-TXS-027: failures are always taken; they mark the entries live before the edge
         fail = unpack(lay.fail, g("s_fail__payload", 0)) if g("s_fail__valid", 0) else None
         error = unpack(lay.error, g("s_error__payload", 0)) if g("s_error__valid", 0) else None
@@ -690,6 +791,7 @@ class TxSchedCycleModel:
                "m_rsp_done__payload": done_pay, "m_rsp_done__valid": done_valid,
                "s_acked__ready": 1, "s_resend__ready": resend_ready,
                "s_fail__ready": 1, "s_error__ready": 1, "s_cwnd__ready": 1,
+               "s_probe__ready": probe_ready,
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
@@ -715,6 +817,11 @@ class TxSchedCycleModel:
             self.events.append(("wr", wr))
             cqe = sem.wr(wr)
             touched.add(wr["conn"])
+        elif probe_act:
+            # MR-TXS-080..082: the probed packet's frame request as it was (or a drop); no
+            # sent event, no state changes, its connection untouched
+            self.events.append(("probe", pb, self.pd[0] is not None))
+            frame = self.pd[0]
         elif sched:
             act = sem.decide(eligible)
             if act is not None:
@@ -734,6 +841,7 @@ class TxSchedCycleModel:
         self.cw_d = self.cw_b
         self.cw_b = unpack(lay.cwnd, g("s_cwnd__payload", 0)) if g("s_cwnd__valid", 0) else None
         self.cand, self.touched, self.comp, self.qcomp = cand, touched, comp_next, qcomp_next
+        self.pd = pd_next
         if targets:
             self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))
         sem.fail(targets)

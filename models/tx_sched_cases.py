@@ -8,7 +8,11 @@
   semantics (:class:`~metaroce.models.retransmit.RetransmitModel`) and a lossy receiver
   (``protocol.rx_accept``), whose ACKs produce the acknowledged and lost records offered back on
   ``s_acked`` and ``s_resend``; when the block falls quiet with records unresolved, the paths
-  are ACKed and their remaining (lost) records timed out;
+  are ACKed and their remaining (lost) records timed out; with ``p_probe`` it offers tail
+  probes on ``s_probe`` (MR-TXS-092: the unit's decision at that timeout, a probe where
+  another path is healthy, and random probes of a path's newest or an older PSN, some with
+  an ACK of the path at the same time, so that the packet may be resolved before the
+  scheduler takes the probe), and delivers the probe frames to the lossy receiver;
 * :func:`check`: what the block emitted, against the work requests (MR-TXS-050);
 * :func:`endpoint_compare`: the reference endpoint's sender and :class:`TxSchedModel` (with the
   retransmit unit's semantics between them) on the same work requests (MR-TXS-051);
@@ -26,14 +30,16 @@ from . import protocol as P
 from .driver import CounterReadout, run_alone
 from .retransmit import RetransmitModel
 from .rx import pack, unpack
-from .tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK,
-                       TxSchedModel, has_imm, is_read, is_send, msg_len)
+from .tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP, OP_SEND,
+                       OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel,
+                       atomic_operands, has_imm, is_atomic, is_read, is_send, msg_len, wire_op)
 from .wire import MrdhFlag, Op
 
 
-def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, imm=0):
+def wr_item(conn, stream, length, *, wr_id, op=OP_WRITE, laddr=0, va=0, rkey=0, imm=0, swap=0,
+            compare=0):
     return {"op": op, "conn": conn, "stream": stream, "wr_id": wr_id, "laddr": laddr, "va": va,
-            "rkey": rkey, "length": length, "imm": imm}
+            "rkey": rkey, "length": length, "imm": imm, "swap": swap, "compare": compare}
 
 
 def kind_rng(seed):
@@ -48,6 +54,24 @@ def read_rng(seed):
     return random.Random(seed ^ 0x4EAD)
 
 
+def atomic_rng(seed):
+    """MR-TXS-104: the generator that draws which work requests are atomics and their operands,
+    apart from the others (so the other draws are those of a workload without atomics)."""
+    return random.Random(seed ^ 0xA70C)
+
+
+def atomic_variant(rng, w, atomics, bad_len=0.1):
+    """MR-TXS-104: work request ``w`` turned, with probability ``atomics``, into a
+    compare-and-swap or a fetch-and-add of length 8 (of another length, refused with
+    LOC_LEN_ERR, with probability ``bad_len``) with random operands, drawn from ``rng``."""
+    if rng.random() >= atomics:
+        return w
+    op = rng.choice((OP_CMP_SWAP, OP_FETCH_ADD))
+    length = rng.choice((0, 16, rng.randrange(1 << 32))) if rng.random() < bad_len else ATOMIC_LEN
+    return dict(w, op=op, length=length, va=rng.randrange(1 << 61) << 3,
+                swap=rng.randrange(1 << 64), compare=rng.randrange(1 << 64))
+
+
 def send_variant(rng, op, sends):
     """MR-TXS-057: WRITE or WRITE_IMM ``op`` turned into SEND or SEND_IMM with probability
     ``sends``, drawn from ``rng`` (a generator of its own, so a workload's other draws are those
@@ -55,13 +79,16 @@ def send_variant(rng, op, sends):
     return op + OP_SEND if rng.random() < sends else op
 
 
-def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5, reads=0.15):
+def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5, reads=0.15, atomics=0.1,
+            atomic_bad_len=0.1):
     """``n`` work requests for the instance of ``sem`` (a :class:`TxSchedModel`), wr_id 0..n-1;
     a share ``sends`` of the good opcodes are SEND or SEND_IMM (MR-TXS-057), then a share
-    ``reads`` of them READ (MR-TXS-061)."""
+    ``reads`` of them READ (MR-TXS-061), then a share ``atomics`` of those left atomics
+    (MR-TXS-104), a share ``atomic_bad_len`` of those of a length other than 8."""
     rng = random.Random(seed)
     send_rng = kind_rng(seed)
     rd_rng = read_rng(seed)
+    at_rng = atomic_rng(seed)
     mtu = sem.mtu
     max_len = max_len or 5 * mtu
     items = []
@@ -75,17 +102,21 @@ def traffic(sem, n, *, seed=0, bad=True, max_len=None, sends=0.5, reads=0.15):
         if rd_rng.random() < reads:
             op = OP_READ
         if bad and r < 0.04:
-            # MR-TXS-011: an opcode 5..7, not sent by this slice. The draw is rd20's
-            # ``5 + rng.randrange(2, 8) % 3`` (5, 6, 7 equally often), so a seed's workload stays.
-            op = (7, 5, 6, 7, 5, 6)[rng.randrange(6)]
+            # MR-TXS-011: opcode 7, not sent (the atomics 5 and 6 are, MR-TXS-096). The draw is
+            # rd20's ``5 + rng.randrange(2, 8) % 3``, so a seed's workload stays.
+            rng.randrange(6)
+            op = OP_READ_RESP
         elif bad and r < 0.07:
             stream = sem.streams + rng.randrange(16)         # beyond the instance
         elif bad and r < 0.09:
             length = rng.randrange(((1 << 20) * mtu) + 1, 1 << 32) if (1 << 20) * mtu < (1 << 32) \
                 else length
-        items.append(wr_item(conn, stream, length, wr_id=k, op=op,
-                             laddr=rng.randrange(1 << 64), va=rng.randrange(1 << 64),
-                             rkey=rng.randrange(1 << 32), imm=rng.randrange(1 << 32)))
+        w = wr_item(conn, stream, length, wr_id=k, op=op, laddr=rng.randrange(1 << 64),
+                    va=rng.randrange(1 << 64), rkey=rng.randrange(1 << 32),
+                    imm=rng.randrange(1 << 32))
+        # MR-TXS-104: the good requests' share of atomics (a refused one stays as drawn)
+        items.append(atomic_variant(at_rng, w, atomics if sem.wr_status(w) == STATUS_OK else 0,
+                                    atomic_bad_len))
     return items
 
 
@@ -115,8 +146,14 @@ class Driver(CounterReadout):
     all from one seed (see the module docstring)."""
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
-                 p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=()):
+                 p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=(),
+                 p_probe=0.0):
         self.lay = lay
+        # MR-TXS-092: tail probes offered on s_probe and the probe frames' fate, from a
+        # generator of their own (the other draws are those of a run without probes)
+        self.p_probe, self.probe_q, self.probe_offer = p_probe, deque(), None
+        self.pr_rng = random.Random(seed ^ 0x9B0E)
+        self.psn_seen = defaultdict(int)            # (conn, path) -> next PSN among frames
         # MR-TXS-066: READ responses offered on s_rsp, and m_rsp_done's backpressure, from a
         # generator of their own (the other draws are those of a run without responses)
         self.rsps, self.rsp_i, self.rsp_offer = list(rsps), 0, None
@@ -146,7 +183,7 @@ class Driver(CounterReadout):
         self.silent = 0
         self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
                     "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": [],
-                    "rsp_done": []}
+                    "rsp_done": [], "probes": [], "probe_frames": 0, "unit_probes": 0}
 
     @property
     def sent_all(self):
@@ -171,6 +208,12 @@ class Driver(CounterReadout):
             conn, path = row >> self.rtx.lay.path_bits, row & (self.lay.paths - 1)
             self._ack(conn, path)
             if st["floor"] != st["next_psn"] and st["timer_on"]:
+                if self.p_probe and self.rtx.probes_now(conn, path):
+                    # MR-TX-162: the unit's first expiry with another path healthy: a probe
+                    psn = self.rtx.probe(conn, path, self.now)
+                    self.probe_q.append({"conn": conn, "path": path, "psn": psn})
+                    self.res["unit_probes"] += 1
+                    continue
                 out, _ = self.rtx.timeout(conn, path)
                 self.res["timeouts"] += 1
                 for d in out:
@@ -183,6 +226,7 @@ class Driver(CounterReadout):
                "s_resend__valid": 0, "s_resend__payload": 0, "now": self.now,
                "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1,
                "s_cwnd__valid": 0, "s_cwnd__payload": 0, "s_rsp__valid": 0, "s_rsp__payload": 0,
+               "s_probe__valid": 0, "s_probe__payload": 0,
                "m_rsp_done__ready": 1}
         if self._phase:
             return inp
@@ -207,6 +251,8 @@ class Driver(CounterReadout):
                 inp[f"s_{kind}__payload"] = pack(self.lay.report, self.offer[kind])
         for name in ("m_frame__ready", "m_sent__ready", "m_cqe__ready"):
             inp[name] = int(rng.random() >= self.p_bp)
+        if self.p_probe:
+            self._offer_probe(inp)
         if self.p_cwnd and not self.sent_all and self.cw_rng.random() < self.p_cwnd:
             cr = self.cw_rng
             r = cr.random()
@@ -215,6 +261,39 @@ class Driver(CounterReadout):
             inp["s_cwnd__valid"], inp["s_cwnd__payload"] = 1, pack(self.lay.cwnd, w)
             self.res["cwnd_writes"].append(w)
         return inp
+
+    def _offer_probe(self, inp):
+        """MR-TXS-092: a probe from the queue (the unit's), or now and then a random one of a
+        path with records unresolved: its newest PSN, or (one in five) an older one (to be
+        dropped), with (one in two) an ACK of the path at once."""
+        pr = self.pr_rng
+        if self.probe_offer is None and not self.probe_q and pr.random() < self.p_probe:
+            rows = [row for row, st in self.rtx.path.items() if st["floor"] != st["next_psn"]]
+            if rows:
+                row = pr.choice(sorted(rows))
+                st = self.rtx.path[row]
+                conn, path = row >> self.rtx.lay.path_bits, row & (self.lay.paths - 1)
+                back = 1 if pr.random() >= 0.2 else 1 + pr.randrange(1, 4)
+                self.probe_q.append({"conn": conn, "path": path,
+                                     "psn": P.psn_add(st["next_psn"], -back)})
+                if pr.random() < 0.5:
+                    self._ack(conn, path)
+        if self.probe_offer is None and self.probe_q:
+            self.probe_offer = self.probe_q.popleft()
+        if self.probe_offer is not None:
+            inp["s_probe__valid"] = 1
+            inp["s_probe__payload"] = pack(self.lay.probe, self.probe_offer)
+
+    def _probe_frame(self, fr):
+        """MR-TXS-092: a probe's frame (a PSN sent before on its path) reaches the lossy
+        receiver, which acknowledges it (AckReq)."""
+        key = (fr["conn"], fr["mrdh_path"])
+        self.res["probe_frames"] += 1
+        if self.pr_rng.random() >= self.loss:
+            cum, sack = self.rx[key]
+            if P.rx_classify(cum, sack, fr["bth_psn"]) == P.RX_NEW:
+                self.rx[key][0], self.rx[key][1], _ = P.rx_accept(cum, sack, fr["bth_psn"])
+        self._ack(*key)
 
     def observe(self, inp, out):
         self.now = (self.now + self.ns_per_cycle) & P.TIME_MASK
@@ -229,8 +308,17 @@ class Driver(CounterReadout):
             if self.offer[kind] is not None and out[f"s_{kind}__ready"]:
                 res["reports"].append((kind, self.offer[kind]))
                 self.offer[kind] = None
+        if self.probe_offer is not None and out.get("s_probe__ready"):
+            res["probes"].append(self.probe_offer)
+            self.probe_offer = None
         if out["m_frame__valid"] and inp["m_frame__ready"]:
-            res["frames"].append(unpack(self.lay.frame, out["m_frame__payload"]))
+            fr = unpack(self.lay.frame, out["m_frame__payload"])
+            res["frames"].append(fr)
+            key = (fr["conn"], fr["mrdh_path"])
+            if fr["bth_psn"] != self.psn_seen[key]:
+                self._probe_frame(fr)
+            else:
+                self.psn_seen[key] = P.psn_add(fr["bth_psn"], 1)
         if out["m_cqe__valid"] and inp["m_cqe__ready"]:
             res["cqe"].append(unpack(self.lay.cqe, out["m_cqe__payload"]))
         if self.rsp_offer is not None and out.get("s_rsp__ready"):
@@ -253,7 +341,8 @@ class Driver(CounterReadout):
                 res["lost"] += 1
             if s["req"] or rng.random() < self.p_ack:
                 self._ack(*key)
-        pending = self.acked_q or self.resend_q or any(v is not None for v in self.offer.values())
+        pending = (self.acked_q or self.resend_q or any(v is not None for v in self.offer.values())
+                   or self.probe_q or self.probe_offer is not None)
         self.silent = 0 if (active or pending or out["s_wr__ready"] and inp["s_wr__valid"]
                             or out.get("s_rsp__ready") and inp["s_rsp__valid"]) else self.silent + 1
         if self.silent > 12:
@@ -411,13 +500,14 @@ def check(sem, items, res, rsps=()):
         for k, wid in enumerate(ids):
             msg_of[(key[0], key[1], k)] = by_id[wid]
     rseq = recv_seqs(items, sem)
-    assert len(res["frames"]) == len(res["sent"]), "a sent event per frame request"
+    frames = check_probes(res)
+    assert len(frames) == len(res["sent"]), "a sent event per frame request (none per probe)"
     n_rsp = check_responses(sem, rsps, res)
     next_psn = defaultdict(int)
     sent_chunks = defaultdict(list)
     lost = defaultdict(int)
     reports = iter(res["reports"])
-    for fr, s in zip(res["frames"], res["sent"]):
+    for fr, s in zip(frames, res["sent"]):
         key = (fr["conn"], fr["mrdh_path"])
         assert fr["bth_psn"] == s["psn"] == next_psn[key], "PSNs in order per path (MR-SEQ-001)"
         next_psn[key] = P.psn_add(next_psn[key], 1)
@@ -438,9 +528,16 @@ def check(sem, items, res, rsps=()):
         # MR-TXS-057..059: the opcode 0xC0 + op; a send's RETH VA and R_Key 0 and its receive
         # sequence; the immediate of either _IMM opcode; MR-TXS-063: a READ request MR_READ,
         # FIRST and LAST, no payload, message length 0, its RETH's DMA length the READ's
-        assert fr["bth_opcode"] == (0xC6 if is_read(w["op"]) else 0xC0 + w["op"])
+        assert fr["bth_opcode"] == wire_op(w["op"])
         assert not is_read(w["op"]) or (off, fr["payload_len"], want_flags) == (
             0, 0, MrdhFlag.FIRST | MrdhFlag.LAST)
+        # MR-TXS-097/098: an atomic one packet of its operands (16 or 8 bytes, message length
+        # the same), its RETH's DMA length 8; the operands in the frame request, 0 otherwise
+        atomic = is_atomic(w["op"])
+        assert not atomic or (off, want_flags) == (0, MrdhFlag.FIRST | MrdhFlag.LAST)
+        assert (fr["swap"], fr["compare"]) == (
+            w["swap"] if atomic else 0, w["compare"] if w["op"] == OP_CMP_SWAP else 0), \
+            "atomic operands (MR-TXS-098)"
         snd = is_send(w["op"])
         assert (fr["reth_va"], fr["reth_rkey"], fr["reth_dma_len"], fr["mrdh_msg_len"]) == (
             0 if snd else w["va"], 0 if snd else w["rkey"], w["length"], ml)
@@ -457,13 +554,42 @@ def check(sem, items, res, rsps=()):
     for kind, r in reports:
         if kind == "resend":
             lost[(r["conn"], r["slot"], r["chunk"])] += 1
-    n_retx = sum(1 for fr in res["frames"] if fr["mrdh_flags"] & MrdhFlag.RETX)
+    n_retx = sum(1 for fr in frames if fr["mrdh_flags"] & MrdhFlag.RETX)
     assert n_retx <= sum(lost.values()), "no resend without a lost report (MR-REL-003)"
     for (conn, stream, msg), w in msg_of.items():
         got = set(sent_chunks[(conn, stream, msg)])
         assert got == set(range(P.chunk_count(msg_len(w["op"], w["length"]), mtu))), \
             f"every chunk of {w['wr_id']} sent"
-    return {"retransmits": n_retx, "responses": n_rsp}
+    return {"retransmits": n_retx, "responses": n_rsp, "probes": len(res["frames"]) - len(frames)}
+
+
+def check_probes(res):
+    """MR-TXS-080..082, MR-TXS-092: the probe frames among ``res["frames"]``: a frame whose PSN
+    is not its path's next is a probe's, and it re-sends its path's newest packet as it was
+    (every field of that packet's frame request, AckReq and RETX set), for a probe taken on
+    ``s_probe`` (no more frames of a PSN than probes of it). Returns the other frames (each
+    with its sent event)."""
+    offered = defaultdict(int)
+    for pr in res.get("probes", ()):
+        offered[(pr["conn"], pr["path"], pr["psn"])] += 1
+    last, first, out = {}, {}, []
+    for fr in res["frames"]:
+        key = (fr["conn"], fr["mrdh_path"])
+        psn = fr["bth_psn"]
+        if key in last and psn != P.psn_add(last[key], 1):
+            k3 = (*key, psn)
+            assert offered[k3] > 0, f"a frame of PSN {psn} of path {key} again without a probe"
+            offered[k3] -= 1
+            assert psn == last[key], "a probe re-sends its path's newest packet (MR-TXS-080)"
+            want = dict(first[k3], bth_ack_req=1,
+                        mrdh_flags=first[k3]["mrdh_flags"] | MrdhFlag.RETX)
+            assert fr == want, f"the probe of {k3}: {fr}, want {want}"
+            continue
+        assert psn == (P.psn_add(last[key], 1) if key in last else 0)
+        last[key] = psn
+        first[(*key, psn)] = fr
+        out.append(fr)
+    return out
 
 
 # ------------------------------------------------------------------ the reference endpoint
@@ -517,9 +643,11 @@ def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, send
     src = bytearray(rng.randbytes(total + 1))
     dst = bytearray(len(src))
     ks, kd = a.reg_mr(src), b.reg_mr(dst)
+    # MR-TXS-104: the atomics' targets, 8-byte aligned slots of a region of the peer's own
+    abuf = bytearray(8 * len(msgs))
     return SimpleNamespace(rng=rng, a=a, b=b, ca=ca, cb=cb, msgs=sorted(msgs, key=lambda m: m[0]),
-                           src=src, dst=dst, ks=ks, kd=kd,
-                           sem=_model_for(a, ca, conns, streams, depth))
+                           src=src, dst=dst, ks=ks, kd=kd, abuf=abuf, ka=b.reg_mr(abuf),
+                           atomics=[], sem=_model_for(a, ca, conns, streams, depth))
 
 
 def post_msg(w, conn, k, m, off, *, laddr):
@@ -527,10 +655,28 @@ def post_msg(w, conn, k, m, off, *, laddr):
     namespace ``w`` on the endpoint, its source at ``off`` of ``src``: a write to ``off`` of
     ``dst``, or a send (MR-PLC-004) whose receive the peer posts first, at ``off`` of ``dst``
     (so no send meets a missing receive, MR-TXS-060), or a READ (MR-TXS-061) of ``off`` of the
-    peer's ``dst`` (first filled with bytes of its own) into ``off`` of ``src``, so that after a
+    peer's ``dst`` (first filled with bytes of its own) into ``off`` of ``src``, or an atomic
+    (``"cas"`` or ``"fadd"``, length 8, MR-TXS-104) on slot ``k`` of the peer's ``abuf`` (a
+    random value), its original value landing at ``off`` of ``src`` (``dst`` there holds that
+    value first; ``w.atomics`` gets the slot and its value after the atomic), so that after a
     run ``src == dst`` holds for every kind. Returns the scheduler's work request (wr_id ``k``,
     host address ``laddr``)."""
     stream, length, imm, send = m
+    if send in ("cas", "fadd"):
+        assert length == ATOMIC_LEN
+        r = random.Random(off * 31 + k)
+        orig = r.getrandbits(64)
+        cas = send == "cas"
+        operand = r.getrandbits(64)
+        compare = orig if r.random() < 0.5 else r.getrandbits(64)
+        w.abuf[8 * k:8 * k + 8] = orig.to_bytes(8, "little")
+        w.dst[off:off + 8] = orig.to_bytes(8, "little")
+        w.ca.post_atomic(stream, "cmp_swap" if cas else "fetch_add", w.ks, off, 8 * k, w.ka,
+                         wr_id=k, add=operand, swap=operand, compare=compare)
+        w.atomics.append((8 * k, P.atomic_apply(cas, orig, operand, compare)))
+        return wr_item(conn, stream, ATOMIC_LEN, wr_id=k, op=OP_CMP_SWAP if cas else OP_FETCH_ADD,
+                       laddr=laddr, va=8 * k, rkey=w.ka, swap=operand,
+                       compare=compare if cas else 0)
     if send == "read":
         w.dst[off:off + length] = random.Random(off * 31 + k).randbytes(length)
         w.ca.post_read(stream, w.ks, off, length, off, w.kd, wr_id=k)
@@ -556,20 +702,49 @@ def compare_frame(ours, f):
     d = _fields(f)
     diff = {k: (v, d.get(k, 0)) for k, v in ours.items() if k in d or k == "imm_imm"
             if v != d.get(k, 0)}
+    # MR-TXS-098: an atomic's operands are the endpoint frame's payload
+    op = {int(Op.MR_CMP_SWAP): OP_CMP_SWAP, int(Op.MR_FETCH_ADD): OP_FETCH_ADD}.get(ours["bth_opcode"])
+    if op is not None and atomic_operands(op, ours["swap"], ours["compare"]) != f.payload:
+        diff["operands"] = (atomic_operands(op, ours["swap"], ours["compare"]), f.payload)
     return diff
 
 
 def _record(c, conn):
     """The events of endpoint connection ``c`` in order, as a list it fills: ``("frame",
     frame)`` per data frame it builds, ``("ack", record)`` per ACK it processes (the RX
-    engine's ``m_ack`` layout, for the retransmit unit's semantics)."""
+    engine's ``m_ack`` layout, for the retransmit unit's semantics); MR-TXS-093: ``("expire",
+    {path, now, kind})`` per expiry of a path's tail-loss timer (``kind`` "probe", "timeout",
+    "xpath" for a silent-path verdict, MR-REL-009, or None when nothing was due) and
+    ``("probe", frame)`` per tail probe it sends (MR-REL-010, after its expiry)."""
     events = []
     orig_frame, orig_ack = c._frame, c._on_ack
+    orig_timeout, orig_probe_send = c._on_timeout, c._probe_send
+    state = {"probing": False}
 
     def frame(*args):
         f = orig_frame(*args)
-        events.append(("frame", f))
+        events.append(("probe" if state["probing"] else "frame", f))
         return f
+
+    def on_timeout(p, now):
+        st = c.ep.stats
+        keys = ("tail_probes", "timeouts", "xpath_losses")
+        before = [st.get(k, 0) for k in keys]
+        ex = {"conn": conn, "path": p.idx, "now": int(now) & P.TIME_MASK, "kind": None}
+        events.append(("expire", ex))
+        try:
+            return orig_timeout(p, now)
+        finally:
+            after = [st.get(k, 0) for k in keys]
+            ex["kind"] = next((n for n, b, a in zip(("probe", "timeout", "xpath"), before, after)
+                               if a != b), None)
+
+    def probe_send(*args):
+        state["probing"] = True
+        try:
+            return orig_probe_send(*args)
+        finally:
+            state["probing"] = False
 
     def on_ack(ack, now, bth_psn=0):
         events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
@@ -578,7 +753,18 @@ def _record(c, conn):
         return orig_ack(ack, now, bth_psn)
 
     c._frame, c._on_ack = frame, on_ack
+    c._on_timeout, c._probe_send = on_timeout, probe_send
     return events
+
+
+class Diverged(AssertionError):
+    """MR-TXS-093: the scheduler (or the unit's semantics before it) departs from the endpoint:
+    ``kind`` "decision" (an expiry the unit decides otherwise, MR-TX-163) or "frame", after
+    ``timeouts`` of the endpoint's timeouts (path verdicts, MR-PATH-002, not in this slice)."""
+
+    def __init__(self, msg, kind, timeouts):
+        super().__init__(msg)
+        self.kind, self.timeouts = kind, timeouts
 
 
 def _replay(sem, events, ep, collect=False):
@@ -590,16 +776,53 @@ def _replay(sem, events, ep, collect=False):
     from .tx_sched import rsp_item
     rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
     requests, frames, done = [], [], []
+    probe = None                # MR-TXS-093: the frame request of the unit's last tail probe
+    timeouts = 0
+
+    def report(ds):
+        for d in ds:
+            sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
+                        "abort": d.abort}, lost=d.kind == "resend")
+
     for kind, ev in events:
         if kind == "rsp":
             assert sem.wr(rsp_item(ev, sem.streams)) is None
             continue
         if kind == "ack":
-            for d in rtx.ack(ev):
-                sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                            "abort": d.abort}, lost=d.kind == "resend")
+            report(rtx.ack(ev))
             while collect and (qi := sem.completion()) is not None:
                 done.append(sem.complete(qi))
+            continue
+        if kind == "expire":
+            # MR-TXS-093: the unit's decision at the endpoint's expiry (MR-TX-162): a probe to
+            # the scheduler's s_probe, or a timeout whose lost records are reported; the
+            # endpoint's silent-path verdict (MR-REL-009, not in the unit) as a timeout
+            if ev["kind"] is None:
+                continue
+            conn = ev["conn"]
+            st = rtx.state(rtx.row(conn, ev["path"]))
+            assert st["timer_on"], f"expiry {ev}: the unit's timer is not running"
+            if ev["kind"] == "xpath":
+                res = ("timeout", rtx.timeout(conn, ev["path"])[0])
+            else:
+                res = rtx.expire(conn, ev["path"], ev["now"])
+            if res[0] != ev["kind"]:
+                raise Diverged(f"expiry {ev}: the unit decides {res[0]} (MR-TX-163)",
+                               "decision", timeouts)
+            if res[0] == "probe":
+                probe = sem.probe({"conn": conn, "path": ev["path"], "psn": res[1]})
+                assert probe is not None, f"expiry {ev}: the scheduler drops the probe"
+            else:
+                timeouts += 1
+                report(res[1])
+            continue
+        if kind == "probe":
+            assert probe is not None, "the endpoint probed, the unit did not"
+            diff = compare_frame(probe, ev)
+            assert not diff, f"probe after frame {len(frames)}: {diff}"
+            requests.append(probe)
+            frames.append(ev)
+            probe = None
             continue
         act = sem.decide()
         while act is not None and act[0] == "drop":
@@ -609,7 +832,8 @@ def _replay(sem, events, ep, collect=False):
                                  f"nothing ({dict(ep.stats)})")
         ours, sent = sem.apply(act)
         diff = compare_frame(ours, ev)
-        assert not diff, f"frame {len(frames)}: {diff} ({dict(ep.stats)})"
+        if diff:
+            raise Diverged(f"frame {len(frames)}: {diff} ({dict(ep.stats)})", "frame", timeouts)
         assert rtx.sent(sent)
         requests.append(ours)
         frames.append(ev)
@@ -617,7 +841,7 @@ def _replay(sem, events, ep, collect=False):
 
 
 def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopback=True,
-                     drop_until=60e-6, depth=4, conn=1, conns=2, **ep_kw):
+                     drop_until=60e-6, depth=4, conn=1, conns=2, ack_loss=0.0, **ep_kw):
     """MR-TXS-051: the reference endpoint's sender and :class:`TxSchedModel` on the same writes.
 
     Without ``loopback`` the endpoint's frames are drawn until it blocks (no ACK comes back: the
@@ -651,9 +875,13 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
         def drop_if(f, now):
             return f.mrdh is not None and now < drop_until and drop_rng.random() < loss
 
-        lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6)
+        # MR-TXS-093: with ack_loss, ACKs lost on the way back (the endpoint's tail probes)
+        lb = Loopback(a, b, faults_ab=LoopFaults(drop_if=drop_if), seed=seed, delay=1.5e-6,
+                      faults_ba=LoopFaults(ctrl_loss=ack_loss) if ack_loss else None)
         lb.run(until=0.02)
         assert dst[:total] == src[:total], "the endpoint's transfer completed"
+        for slot, new in w.atomics:
+            assert int.from_bytes(w.abuf[slot:slot + 8], "little") == new, "the atomic executed"
     else:
         t = 0.0
         while True:
@@ -665,13 +893,70 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
     requests, frames, _ = _replay(sem, events, a)
     n_frames = len(frames)
     n_retx = sum(1 for q in requests if q["mrdh_flags"] & MrdhFlag.RETX)
+    n_probes = sum(1 for k, _ in events if k == "probe")
     if not loopback:
         act = sem.decide()
         assert act is None, f"the endpoint blocked after {n_frames} frames, the scheduler did not"
     # the frame requests and the endpoint's frames, for the frame-level comparison (MR-TX-152)
-    return {"frames": n_frames, "retransmits": n_retx, "stats": dict(a.stats),
+    return {"frames": n_frames, "retransmits": n_retx, "probes": n_probes, "events": events,
+            "stats": dict(a.stats),
             "requests": requests, "endpoint_frames": frames, "endpoint": (a, ca), "src": bytes(src),
             "paths": paths}
+
+
+#: MR-TXS-093: the lost-ACK runs: 3 % of the data frames and 30 % of the ACKs lost throughout
+#: (so the endpoint's timers expire and send tail probes), windows that neither bind nor grow
+PROBE_RUN = dict(loss=0.03, drop_until=1.0, ack_loss=0.3, init_window_bdp=100.0,
+                 max_window_bdp=100.0)
+
+
+def endpoint_probes(seed=0, *, paths=2, streams=2, **kw):
+    """MR-TXS-093: :func:`endpoint_compare` on a lost-ACK run (:data:`PROBE_RUN`): three writes
+    or sends of 8 to 40 kB per stream; at each expiry of the endpoint's timer the unit's
+    semantics decide (a probe to the scheduler's ``probe``, or a timeout), and each probe
+    frame of the endpoint must be the scheduler's probe's. Raises :class:`Diverged` where the
+    two part."""
+    rng = random.Random(seed)
+    msgs = [(s, rng.randrange(8000, 40_000), None) for s in range(streams) for _ in range(3)]
+    return endpoint_compare(seed, paths=paths, streams=streams, msgs=msgs,
+                            **dict(PROBE_RUN, **kw))
+
+
+def resends_on_probed_paths(events):
+    """MR-TXS-083: of the endpoint's resends (RETX frames, not probes), those it sent on a path
+    between that path's tail probe and its next ACK (the path still tail-probed):
+    ``(resends, on probed paths)``."""
+    probed, n, on = set(), 0, 0
+    for kind, ev in events:
+        if kind == "expire" and ev["kind"] == "probe":
+            probed.add(ev["path"])
+        elif kind == "expire" and ev["kind"] in ("timeout", "xpath") or kind == "ack":
+            probed.discard(ev["path"])
+        elif kind == "frame" and ev.mrdh.flags & MrdhFlag.RETX:
+            n += 1
+            on += ev.mrdh.path in probed
+    return n, on
+
+
+def endpoint_probe_sweep(seeds, paths=(2, 4)):
+    """MR-TXS-093: :func:`endpoint_probes` over ``seeds`` for each path count: the runs that
+    agree frame for frame (``agree``, with their ``frames`` and ``probes``), and those that
+    part, by why: ``health`` (the endpoint times out where the unit probes: its 4-RTT health
+    age, MR-TX-163), ``after_timeout`` (the frames part after an endpoint timeout: its path
+    verdicts, MR-PATH-002, are not in this slice), ``other``."""
+    n = defaultdict(int)
+    for p in paths:
+        for seed in seeds:
+            try:
+                r = endpoint_probes(seed, paths=p)
+            except Diverged as e:
+                n["health" if e.kind == "decision" else "after_timeout" if e.timeouts
+                  else "other"] += 1
+                continue
+            n["agree"] += 1
+            n["frames"] += r["frames"]
+            n["probes"] += r["probes"]
+    return dict(n)
 
 
 def endpoint_responses(seed=0, *, paths=4, streams=2, depth=4, conns=2, reads=None, bad=(),

@@ -81,6 +81,10 @@ async def tx_lockstep(dut):
                        "acks": drv.res["acks"], "timeouts": drv.res["timeouts"],
                        "completions": len(drv.res["cqe"]), "responses": len(rsps),
                        "rsp_done": len(drv.res["rsp_done"]),
+                       # MR-TX-194: the atomics' frames (MR_CMP_SWAP, MR_FETCH_ADD)
+                       "atomic_frames": sum(1 for f, _ in drv.res["emitted"]
+                                            if f.bth.opcode in (0xC8, 0xC9)),
+                       "probes": summary["probes"],                 # MR-TX-179
                        "lockstep_cycles_per_s": round(n / wall) if wall else None,
                        "mismatches": h.mismatches}, f)
 

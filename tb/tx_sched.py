@@ -11,7 +11,9 @@ random idle cycles and backpressure on every output, lost packets and their rese
 window writes on ``s_cwnd`` in a fraction ``TXS_PCWND`` (default 0.2) of the cycles, below
 8,000 bytes (they bind), 0 or above the bound
 (MR-TXS-028/029), ``TXS_RSPS`` READ responses on ``s_rsp`` (default 40, a fifth refused,
-MR-TXS-066..071), then the checker. The instance is the small one (models.tx_sched.SMALL). Results to ``TXS_OUT`` (JSON)
+MR-TXS-066..071), tail probes on ``s_probe`` (MR-TXS-092: random ones in a fraction
+``TXS_PPROBE``, default 0.01, of the cycles, and the unit's where the block falls quiet with tail
+losses), then the checker. The instance is the small one (models.tx_sched.SMALL). Results to ``TXS_OUT`` (JSON)
 if set.
 """
 from __future__ import annotations
@@ -40,7 +42,8 @@ async def tx_sched_lockstep(dut):
     items = tc.traffic(model.sem, int(os.environ.get("TXS_WRS", "300")), seed=seed)
     rsps = tc.responses(model.sem, int(os.environ.get("TXS_RSPS", "40")), seed=seed)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4,
-                    p_cwnd=float(os.environ.get("TXS_PCWND", "0.2")), cwnd_hi=8000, rsps=rsps)
+                    p_cwnd=float(os.environ.get("TXS_PCWND", "0.2")), cwnd_hi=8000, rsps=rsps,
+                    p_probe=float(os.environ.get("TXS_PPROBE", "0.01")))
     t0 = time.perf_counter()
     n = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
@@ -54,5 +57,10 @@ async def tx_sched_lockstep(dut):
                        "timeouts": drv.res["timeouts"], "completions": len(drv.res["cqe"]),
                        "responses": len(rsps), "rsp_done": len(drv.res["rsp_done"]),
                        "cwnd_writes": len(drv.res["cwnd_writes"]),
+                       # MR-TXS-104: the atomics' frame requests
+                       "atomic_frames": sum(1 for f in drv.res["frames"]
+                                            if f["bth_opcode"] in (0xC8, 0xC9)),
+                       "probes": len(drv.res["probes"]), "probe_frames": summary["probes"],
+                       "unit_probes": drv.res["unit_probes"],
                        "lockstep_cycles_per_s": round(n / wall) if wall else None,
                        "mismatches": h.mismatches}, f)

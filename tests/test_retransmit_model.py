@@ -560,19 +560,19 @@ def test_probe_decisions_match_reference_endpoint_sweep():
 
 
 def test_probe_contract_for_the_scheduler():
-    """hw-tx-sched.md section 10 (MR-TXS-079..085, the scheduler's part, not built): the unit's
-    side of it. MR-TXS-079, MR-TX-166: the TX top (RTL and model) keeps the unit's probes off
-    and has no m_probe port, its counters at their addresses. MR-TXS-080: the probe names the
+    """hw-tx-sched.md section 10 (MR-TXS-079..085, the scheduler's part): the unit's side of it.
+    MR-TXS-079, MR-TX-179: the TX top (RTL and model) has the unit's probes on, joined to the
+    scheduler inside (no m_probe port of the top), its counters at their addresses (MR-TX-181:
+    the unit's tail_probes not mapped). MR-TXS-080: the probe names the
     path's newest PSN, whose record (the chunk to re-send) is live in the unit. MR-TXS-081: a
     probe takes no record and no PSN (the unit's pool and next PSN unchanged; the PSN offered
-    again on s_sent would be refused). MR-TXS-082/083: the probe's answer resolves it (the
-    path's floor passes it: a probe found resolved is dropped) and is the path's progress
-    that ends its probing. MR-TXS-084/085 (pacing, the scheduler's verification) have no unit
-    side beyond MR-TX-162's timer from the check."""
+    again on s_sent would be refused). MR-TXS-082: the probe's answer resolves it (the path's
+    floor passes it). MR-TXS-084/085 (pacing, the scheduler's verification) have no unit side
+    beyond MR-TX-162's timer from the check."""
     from metaroce.hdl.tx import Tx
     from metaroce.models.tx import TX_CTR_BASE, TxCycleModel
     tx, txm = Tx(64), TxCycleModel(64)
-    assert not tx.rtx.probes and not txm.rtx.probes and "m_probe" not in tx.signature.members
+    assert tx.rtx.probes and txm.rtx.probes and "m_probe" not in tx.signature.members
     assert TX_CTR_BASE == CTR["tail_probes"] == 11
     m = RetransmitModel(*SMALL)
     _send(m, [0], path=0)

@@ -179,6 +179,40 @@ def test_endpoint_bytes_reads_between_writes_and_sends():
     assert got == want
 
 
+#: MR-TX-193: compare-and-swap and fetch-and-add between writes, sends and READs on each
+#: stream, so an atomic takes a message number and no receive sequence: (stream, length, imm, kind)
+_ATOMICS = [(0, 1500, None, False), (0, 8, None, "cas"), (0, 2100, None, True),
+            (0, 8, None, "fadd"), (1, 700, 3, True), (1, 8, None, "fadd"), (1, 1025, None, "read"),
+            (1, 8, None, "cas")]
+
+
+def test_endpoint_bytes_atomics_between_writes_sends_reads():
+    """MR-TX-193, MR-TXS-096..100, MR-TX-152 (a): atomics interleaved with writes, sends and a
+    READ on each stream: the engine's frames are the endpoint's byte for byte (MR_CMP_SWAP and
+    MR_FETCH_ADD with MRDH and RETH, DMA length 8, the operands as payload, 16 or 8 bytes; the
+    sends' receive sequences skip the atomics)."""
+    from metaroce.models import codec
+    want, got = _endpoint_run(64, 2, rtl=False, streams=2, depth=4, init_window_bdp=2.0,
+                              msgs=_ATOMICS)
+    fs = list(map(codec.decode, want))
+    at = sorted((f.mrdh.stream, f.mrdh.msg, f.bth.opcode, f.reth.dma_len, f.mrdh.msg_len,
+                 len(f.payload)) for f in fs if f.bth.opcode in (0xC8, 0xC9))
+    assert at == [(0, 1, 0xC8, 8, 16, 16), (0, 3, 0xC9, 8, 8, 8), (1, 1, 0xC9, 8, 8, 8),
+                  (1, 3, 0xC8, 8, 16, 16)]
+    seqs = {(f.mrdh.stream, f.mrdh.msg, f.mrsh.recv_seq) for f in fs if f.mrsh}
+    assert seqs == {(0, 2, 0), (1, 0, 0)}
+    assert got == want
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [64, 512])
+def test_endpoint_bytes_atomics_rtl(width):
+    """MR-TX-193 on the RTL, in lockstep with the model (`_ATOMICS`)."""
+    want, got = _endpoint_run(width, 2, rtl=True, streams=2, depth=4, init_window_bdp=2.0,
+                              msgs=_ATOMICS)
+    assert got == want
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [64, 512])
 def test_endpoint_bytes_until_blocked_rtl(width):
@@ -252,6 +286,22 @@ def test_data_path_lockstep_64():
     assert drv.res["raw"] == xc.expected_data_frames(reqs, tmpls, drv.mem, 4)
 
 
+@pytest.mark.parametrize("width", [64, pytest.param(512, marks=pytest.mark.slow)])
+def test_data_path_atomics(width):
+    """MR-TX-191, MR-TX-192, MR-TX-194: atomic frame requests (MR_CMP_SWAP, MR_FETCH_ADD) among
+    writes and sends (some of no payload), idle inputs, backpressure and random AXI latency:
+    0 mismatches; an atomic's frame carries its operands as payload (no read of the host
+    memory: its read command has length 0) between the DMA's payloads, in order."""
+    from metaroce.models.dma_read_cases import Layout
+    model_lay = TxDataCycleModel(width, **_DATA).lay
+    mem = Layout(8192)
+    reqs = xc.data_requests(model_lay, 16, mem, seed=6, max_len=300, atomics=0.4)
+    assert {0xC8, 0xC9} <= {q["bth_opcode"] for q in reqs}
+    tmpls = xc.templates(2, 4)
+    drv = run_data(width, reqs, mem, tmpls, rtl=True, seed=6)
+    assert drv.res["raw"] == xc.expected_data_frames(reqs, tmpls, drv.mem, 4)
+
+
 def _data_frames_match(drv, reqs, tmpls, paths=4):
     want = xc.expected_data_frames(reqs, tmpls, drv.mem, paths)
     assert len(drv.res["raw"]) == len(want)
@@ -289,8 +339,8 @@ def test_data_path_lockstep_512():
     assert drv.res["raw"] == xc.expected_data_frames(reqs, tmpls, drv.mem, 4)
 
 
-def _lossy(width, seed, rtl):
-    reqs, want, tmpls, mem, image = xc.endpoint_lossy(seed)
+def _lossy(width, seed, rtl, atomics=0.0):
+    reqs, want, tmpls, mem, image = xc.endpoint_lossy(seed, atomics=atomics)
     drv = run_data(width, reqs, mem, tmpls, rtl=rtl, seed=seed, image=image, p_idle=0.0,
                    p_bp=0.1)
     return want, drv.res["raw"], reqs
@@ -304,6 +354,47 @@ def test_endpoint_bytes_lossy_loopback():
     want, got, reqs = _lossy(512, 24, rtl=False)
     assert sum(1 for q in reqs if q["mrdh_flags"] & MrdhFlag.RETX) >= 10     # resends
     assert got == want
+
+
+@pytest.mark.parametrize("width,rtl", [(64, False), pytest.param(64, True, marks=pytest.mark.slow),
+                                       pytest.param(512, True, marks=pytest.mark.slow)])
+def test_endpoint_bytes_lossy_loopback_atomics(width, rtl):
+    """MR-TX-193, MR-TX-152 (b): over the lossy loopback, atomics among writes, sends and READs
+    (a third of the messages; seed 9: an atomic resent; the seeds whose losses need a tail
+    probe, MR-REL-010, are outside the slice): the scheduler's frame requests are the
+    endpoint's, resends included (the operands too, asserted by endpoint_compare); through
+    the data path (model; its RTL in lockstep with the model in the slow runs) they become the
+    endpoint's frames byte for byte."""
+    want, got, reqs = _lossy(width, 9, rtl=rtl, atomics=0.35)
+    at = [q for q in reqs if q["bth_opcode"] in (0xC8, 0xC9)]
+    assert len(at) >= 4 and any(q["mrdh_flags"] & MrdhFlag.RETX for q in at)   # one resent
+    assert sum(1 for q in reqs if q["mrdh_flags"] & MrdhFlag.RETX) >= 5
+    assert got == want
+
+
+@pytest.mark.parametrize("seed,paths", [(1, 2), (0, 4)])
+def test_endpoint_bytes_tail_probes(seed, paths):
+    """MR-TX-180, MR-TXS-093: over a loopback that loses data frames and ACKs, the endpoint's
+    tail probes among its frames: the scheduler, given the retransmit unit's probe at each of
+    the endpoint's expiries that probes, sends the endpoint's frame requests (asserted by
+    endpoint_probes), and through the data path (model; its RTL is the lockstep's) every frame,
+    each probe (its path's newest packet again, AckReq and RETX set) included, is the
+    endpoint's byte for byte, ICRC included. (Runs without an endpoint timeout: a timeout gives
+    the path a new entropy, MR-PATH-002, which the template, written once, does not follow.)"""
+    from metaroce.models import codec
+    reqs, want, tmpls, mem, image = xc.endpoint_probes(seed, paths=paths)
+    drv = run_data(64, reqs, mem, tmpls, rtl=False, seed=seed, image=image, p_idle=0.0, p_bp=0.1)
+    psns = [(f.mrdh.path, f.bth.psn) for f in map(codec.decode, want)]
+    assert len(psns) - len(set(psns)) >= 3                  # the probes: PSNs sent again
+    assert drv.res["raw"] == want
+
+
+@pytest.mark.slow
+def test_endpoint_bytes_tail_probes_rtl():
+    """MR-TX-180 on the data path's RTL, in lockstep with its model (seed 0, 4 paths)."""
+    reqs, want, tmpls, mem, image = xc.endpoint_probes(0, paths=4)
+    drv = run_data(512, reqs, mem, tmpls, rtl=True, seed=0, image=image, p_idle=0.0, p_bp=0.1)
+    assert drv.res["raw"] == want
 
 
 #: MR-TX-172: the responder's cases: READs of 0, around the MTU and of tens of kB on both

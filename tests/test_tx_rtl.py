@@ -1,6 +1,6 @@
 """The joined TX engine's RTL (hdl/tx.py, the small instance) against its cycle model under
 Verilator, every output compared every cycle (MR-TX-150, tb/tx.py): random work requests with
-bad ones, template writes, lost frames and their resends (SACK gaps and timeouts), idle cycles,
+bad ones, template writes, lost frames and their resends (SACK gaps, tail probes and timeouts), idle cycles,
 backpressure on every output, random AXI read latency; then the checker. One cached Verilator
 build per width. Behind ``slow`` (the scheduler alone builds in tens of minutes on a loaded
 machine); the Amaranth lockstep of the data path is in the default run.
@@ -21,9 +21,11 @@ from metaroce.tb import build as tb_build
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [64, 512])
 def test_tx_rtl_lockstep(tmp_path, width):
+    # seed 1: after atomics (at23) and the unit's probes (probe23) changed seed 7's workload,
+    # its 64-bit run had no tail probe; seed 1 has resends, timeouts, probes and atomics at both
     b = tb_build.build(blocks.get("tx"), width)
     out = tmp_path / "tx.json"
-    env = {"TX_WRS": os.environ.get("TX_WRS", "40"), "TX_RSPS": os.environ.get("TX_RSPS", "10"), "TX_SEED": os.environ.get("TX_SEED", "7"),
+    env = {"TX_WRS": os.environ.get("TX_WRS", "40"), "TX_RSPS": os.environ.get("TX_RSPS", "10"), "TX_SEED": os.environ.get("TX_SEED", "1"),
            "TX_MAXLEN": os.environ.get("TX_MAXLEN", "2500"), "TX_OUT": str(out),
            "COCOTB_TEST_FILTER": "tx_lockstep$"}
     results = vl.run(b, "metaroce.tb.tx", extra_env=env)
@@ -33,6 +35,8 @@ def test_tx_rtl_lockstep(tmp_path, width):
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"]
     assert row["rsp_done"] == row["responses"] > 0           # MR-TX-171
+    assert row["atomic_frames"] > 0                          # MR-TX-194
+    assert row["probes"] > 0                                 # MR-TX-179: tail probes
     print(row)
 
 

@@ -159,9 +159,9 @@ def test_adder_forms_agree():
 def test_joins_the_retransmit_unit_and_the_frame_builder():
     """MR-TXS-002, MR-TXS-040: ``m_sent`` is the retransmit unit's ``s_sent`` and ``s_acked`` /
     ``s_resend`` its ``m_acked`` / ``m_resend`` (wiring.connect joins them); every field of
-    ``m_frame`` but ``conn``, ``laddr`` and ``slot`` (MR-TXS-069: the sent event's slot, for
-    the data path's read errors) is a field of the frame builder's descriptor, with its
-    width."""
+    ``m_frame`` but ``conn``, ``laddr``, ``slot`` (MR-TXS-069: the sent event's slot, for
+    the data path's read errors) and an atomic's operands (MR-TXS-098: the join stage's
+    payload) is a field of the frame builder's descriptor, with its width."""
     from metaroce.hdl.retransmit import Retransmit
     txs = tx_sched_small()
     rtx = Retransmit(64, conns=SMALL["conns"], paths=SMALL["paths"], pool=1024)
@@ -172,7 +172,7 @@ def test_joins_the_retransmit_unit_and_the_frame_builder():
     wiring.connect(top, rtx.m_resend, txs.s_resend)
     desc = dict(fb.DESC_FIELDS)
     for name, f in txs.lay.frame:
-        if name not in ("conn", "laddr", "slot"):
+        if name not in ("conn", "laddr", "slot", "swap", "compare"):
             assert desc[name] == f.width, name
     assert txs.lay.frame["slot"].width == txs.lay.sent["slot"].width
 
@@ -243,7 +243,8 @@ class _Script:
     def inputs(self):
         base = {"s_wr__valid": 0, "s_wr__payload": 0, "s_acked__valid": 0, "s_acked__payload": 0,
                 "s_resend__valid": 0, "s_resend__payload": 0, "now": 0,
-                "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+                "m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1,
+                "s_probe__valid": 0, "s_probe__payload": 0}
         step = self.steps[self.k] if self.k < len(self.steps) else {}
         return dict(base, **(step(self.seen) if callable(step) else step))
 
@@ -304,7 +305,7 @@ def test_lockstep_refused_on_full_completion_queue():
     items = []
     for k in range(80):
         if rng.random() < 0.7:
-            items.append(tc.wr_item(rng.randrange(2), 0, 100, wr_id=k, op=5))
+            items.append(tc.wr_item(rng.randrange(2), 0, 100, wr_id=k, op=7))
         else:
             items.append(tc.wr_item(rng.randrange(2), rng.randrange(2), rng.choice([0, 1, 1024]),
                                     wr_id=k))
@@ -353,7 +354,8 @@ def _stream_terms_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
     `q_nnb` against their definitions on the RTL's own state: ``(core, bad, seen, model,
     drv)``; with ``stop_on_bad`` the first difference raises ``_StreamTermBroken``."""
     model = TxSchedCycleModel(64, **params)
-    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000)
+    # the workload the coverage floors were measured on (no atomics: MR-TXS-104's draws)
+    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000, atomics=0)
     drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
                          p_fail=0.02, p_error=0.005)
     dut = dut_cls(64, **params)
@@ -474,7 +476,8 @@ def _report_next_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
     an observer of `ba_next`/`br_next` against their entries' `next`: ``(core, bad, seen,
     items, driver)``; with ``stop_on_bad`` the first difference raises ``_InvariantBroken``."""
     model = TxSchedCycleModel(64, **params)
-    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000)
+    # the workload the coverage floors were measured on (no atomics: MR-TXS-104's draws)
+    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000, atomics=0)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.1, p_bp=0.2, loss=0.15)
     dut = dut_cls(64, **params)
     sdb = (params["streams"] * params["depth"] - 1).bit_length()
@@ -531,13 +534,24 @@ def test_report_next_chunk_wrong_forms_fail(wrong):
         _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
 
 
+def assert_wrong_form_fails(form, items, seed, **kw):
+    """The RTL with ``form`` (``(text, replacement)`` in hdl/tx_sched.py) loaded in place of
+    hdl/tx_sched.py mismatches its model on ``items`` (driver seed ``seed``, 20 % idle inputs,
+    40 % backpressure, ``kw`` for the driver)."""
+    mod = wrong_form("tx_sched", *form)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4, **kw)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+
+
 # MR-TXS-058/059's wrong forms, each loaded in place of the RTL by replacing its text in
 # hdl/tx_sched.py: the stream's send_seq never advancing, the intake's correction for a send of
 # the same stream acted on at that edge left out, the frame queue's recv_seq not rebuilt
 SEND_SEQ_WRONG = {
     "send_seq_not_advanced": ("w_rseq1.eq(in_rseq_after)", "w_rseq1.eq(in_rseq_own)"),
-    "same_stream_send_not_forwarded": ("hit_send = in_wr_hit & wr.op[1]", "hit_send = Const(0, 1)"),
-    "recv_seq_not_rebuilt": ("fr_out.mrsh_recv_seq.eq(Mux(fq_out.op[1], fq_out.va[:32], 0))",
+    "same_stream_send_not_forwarded": ("hit_send = in_wr_hit & w_send", "hit_send = Const(0, 1)"),
+    "recv_seq_not_rebuilt": ("fr_out.mrsh_recv_seq.eq(Mux(o_send, fq_out.va[:32], 0))",
                              "fr_out.mrsh_recv_seq.eq(0)"),
 }
 
@@ -551,12 +565,7 @@ def test_send_seq_wrong_forms_fail(wrong):
     fails the lockstep of ``test_lockstep_random[1]``'s traffic (sends mixed in). (Slow: three
     elaborations; measured on branch sd19: mismatches at cycles 27, 147 and 27; the RTL as
     written runs the same traffic and driver to the end, 354 cycles, 0 mismatches.)"""
-    mod = wrong_form("tx_sched", *SEND_SEQ_WRONG[wrong])
-    items = tc.traffic(TxSchedModel(**SMALL), 40, seed=1)
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, seed=1, p_idle=0.2, p_bp=0.4)
-    with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert_wrong_form_fails(SEND_SEQ_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1), 1)
 
 
 def _read_traffic():
@@ -582,10 +591,11 @@ def test_lockstep_reads():
 # zeroed at the frame queue's output, its length chunked as a write's at the intake
 READ_WRONG = {
     "read_opcode_c0_plus_op": (
-        "int(Op.MR_WRITE) | Cat(\n                fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])",
+        "int(Op.MR_WRITE) | Cat(fq_out.op[0], fq_out.op[1] | fq_out.op[2], fq_out.op[2])",
         "int(Op.MR_WRITE) | fq_out.op"),
-    "read_msg_len_not_zeroed": ("fr_out.mrdh_msg_len.eq(Mux(fq_out.op[2] & ~fq_out.op[0], 0, fq_out.len))",
-                                "fr_out.mrdh_msg_len.eq(fq_out.len)"),
+    "read_msg_len_not_zeroed": (
+        "fr_out.mrdh_msg_len.eq(Mux(o_read, 0, Mux(o_atomic, fq_out.nb, fq_out.len)))",
+        "fr_out.mrdh_msg_len.eq(Mux(o_atomic, fq_out.nb, fq_out.len))"),
     "read_chunked_as_write": ("in_lastnb = Mux(in_read, 0, ", "in_lastnb = Mux(0, 0, "),
 }
 
@@ -597,12 +607,53 @@ def test_read_wrong_forms_fail(wrong):
     message length not zeroed, the READ's payload bytes counted as a write's), loaded in place
     of the RTL, fails the lockstep of ``test_lockstep_reads``'s traffic. (Slow: three
     elaborations.)"""
-    mod = wrong_form("tx_sched", *READ_WRONG[wrong])
-    items = _read_traffic()
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, seed=3, p_idle=0.2, p_bp=0.4)
-    with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert_wrong_form_fails(READ_WRONG[wrong], _read_traffic(), 3)
+
+
+def _atomic_traffic():
+    """MR-TXS-104: 40 work requests, a third of the good ones atomics (some of a length other
+    than 8, refused), with writes, sends, READs and bad ones between them."""
+    return tc.traffic(TxSchedModel(**SMALL), 40, seed=4, atomics=0.35, atomic_bad_len=0.3)
+
+
+def test_lockstep_atomics():
+    """MR-TXS-096..100, MR-TXS-104, MR-TXS-050: compare-and-swap and fetch-and-add requests
+    among writes, sends and READs, lossy delivery, idle cycles and backpressure: 0 mismatches;
+    the checker requires each atomic's frame (MR_CMP_SWAP or MR_FETCH_ADD, FIRST and LAST,
+    offset 0, its operands' bytes as message length and payload, RETH with DMA length 8, the
+    operands in the frame request, resent only after a lost report) and its completion (its op,
+    length 8, in posting order; LOC_LEN_ERR for another length)."""
+    from metaroce.models.tx_sched import STATUS_LOC_LEN_ERR
+    items = _atomic_traffic()
+    res = run_lockstep(items, seed=4, p_idle=0.2, p_bp=0.4)
+    at = [f for f in res["frames"] if f["bth_opcode"] in (0xC8, 0xC9)]
+    assert {f["bth_opcode"] for f in at} == {0xC8, 0xC9} and len(at) >= 6
+    assert any(f["mrdh_flags"] & MrdhFlag.RETX for f in res["frames"])
+    assert sum(1 for c in res["cqe"] if c["op"] in (5, 6) and c["status"] == 0) >= 6
+    assert any(c["op"] in (5, 6) and c["status"] == STATUS_LOC_LEN_ERR for c in res["cqe"])
+
+
+# MR-TXS-098/099's wrong forms: the atomics' opcode as READ's formula gives it (0xC7, 0xC6),
+# their message length the stored 8, op 6's bit 1 taken as a send's (its VA and R_Key replaced
+# by a receive sequence and 0), the compare value kept for a fetch-and-add
+ATOMIC_WRONG = {
+    "atomic_opcode_read_formula": ("o_atomic, int(Op.MR_CMP_SWAP) | fq_out.op[1],",
+                                   "0, int(Op.MR_CMP_SWAP) | fq_out.op[1],"),
+    "atomic_msg_len_stored": ("Mux(o_read, 0, Mux(o_atomic, fq_out.nb, fq_out.len))",
+                              "Mux(o_read, 0, fq_out.len)"),
+    "fetch_add_as_send": ("w_send = _op_kind(wr.op)[0]", "w_send = wr.op[1]"),
+    "fetch_add_keeps_compare": ("Mux(w_atomic & wr.op[0], wr.compare, 0)",
+                                "Mux(w_atomic, wr.compare, 0)"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(ATOMIC_WRONG))
+def test_atomic_wrong_forms_fail(wrong):
+    """MR-TXS-098, MR-TXS-099: each wrong form of the atomics' RTL, loaded in place of the
+    RTL, fails the lockstep of ``test_lockstep_atomics``'s traffic. (Slow: four
+    elaborations.)"""
+    assert_wrong_form_fails(ATOMIC_WRONG[wrong], _atomic_traffic(), 4)
 
 
 def test_lockstep_read_responses():
@@ -628,7 +679,8 @@ RSP_WRONG = {
     "rsp_advances_msg_next": ("w_msg1.eq(Mux(in_rsp, Mux(in_wr_hit_msg, in_msg1, in_msg),",
                               "w_msg1.eq(Mux(0, Mux(in_wr_hit_msg, in_msg1, in_msg),"),
     "rsp_no_error_flag": ("| Mux(desc.err, int(MrdhFlag.ERROR), 0))", ")"),
-    "rsp_ring_stream": ("frame.stream.eq(Mux(g_rsp, desc.wr_id, g_s))", "frame.stream.eq(g_s)"),
+    "rsp_ring_stream": ("f.stream.eq(Mux(desc.op == OP_READ_RESP, desc.wr_id, s_))",
+                        "f.stream.eq(s_)"),
 }
 
 
@@ -638,12 +690,127 @@ def test_read_response_wrong_forms_fail(wrong):
     """MR-TXS-067, MR-TXS-068: each wrong form of the responses' RTL, loaded in place of the
     RTL, fails the lockstep of ``test_lockstep_read_responses``'s traffic. (Slow: three
     elaborations.)"""
-    mod = wrong_form("tx_sched", *RSP_WRONG[wrong])
     sem = TxSchedModel(**SMALL)
-    items = tc.traffic(sem, 40, seed=2)
-    rsps = tc.responses(sem, 16, seed=2)
+    assert_wrong_form_fails(RSP_WRONG[wrong], tc.traffic(sem, 40, seed=2), 2, p_cwnd=0.1,
+                            cwnd_hi=8000, rsps=tc.responses(sem, 16, seed=2))
+
+
+def _probe_run(seed=4, p_probe=0.2, atomics=0.0):
+    # the probe runs' workloads as probe23 chose them, before atomics (at23) drew from traffic
+    sem = TxSchedModel(**SMALL)
+    items = tc.traffic(sem, 40, seed=seed, atomics=atomics)
+    return items, dict(seed=seed, p_idle=0.2, p_bp=0.4, p_cwnd=0.05, cwnd_hi=8000, p_probe=p_probe)
+
+
+@pytest.mark.parametrize("seed,p_probe,atomics", [(4, 0.2, 0.0), (9, 0.002, 0.0), (7, 0.2, 0.5)])
+def test_lockstep_probes(seed, p_probe, atomics):
+    """MR-TXS-079..082, MR-TXS-086, MR-TXS-092: tail probes offered on s_probe among lossy
+    traffic with window writes, idle cycles and backpressure: 0 mismatches; the checker requires
+    each probe frame to be its path's newest packet's frame as it was with AckReq and RETX set,
+    for a probe taken, and no sent event for it. Seed 4: many random probes of a path's newest
+    PSN or an older one, half of them with an ACK of the path at once (some dropped: a PSN not
+    the newest, or its packet resolved meanwhile, MR-TXS-082); seed 9: the unit's probes where
+    the block falls quiet with tail losses and another path is healthy (MR-TX-162); seed 7 with
+    atomics: probes of atomics among them (MR-TXS-098's operands re-sent)."""
+    items, kw = _probe_run(seed, p_probe, atomics)
     model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, seed=2, p_idle=0.2, p_bp=0.4, p_cwnd=0.1, cwnd_hi=8000,
-                    rsps=rsps)
+    drv = tc.Driver(model.lay, items, **kw)
+    core = run_amaranth(TxSched(64, **SMALL), model, drv, busy=model.busy)
+    assert core.mismatches == 0
+    summary = tc.check(TxSchedModel(**SMALL), items, drv.res)
+    if atomics:
+        # MR-TXS-080, MR-TXS-098: a probe of an atomic re-sends its operands (the checker
+        # compares every field of the probed packet's frame request, swap and compare included)
+        kept = {id(f) for f in tc.check_probes(drv.res)}
+        probed = [f for f in drv.res["frames"] if id(f) not in kept]
+        assert any(f["bth_opcode"] in (0xC8, 0xC9) for f in probed), "no atomic probed"
+    acted = [e for e in model.events if e[0] == "probe"]
+    assert len(acted) == len(drv.res["probes"])
+    assert summary["probes"] == sum(1 for e in acted if e[2])
+    if p_probe > 0.1 and not atomics:
+        assert summary["probes"] > 10 and sum(1 for e in acted if not e[2]) > 10
+    elif not atomics:
+        assert drv.res["unit_probes"] >= 3 and summary["probes"] >= 3
+
+
+def _completed_tail_steps(lay):
+    """A one-chunk write sent on a path, reported lost (its resend goes on the next path), then
+    acknowledged on the first (the late ACK of a record a timeout reported, MR-TXS-020's double
+    report): the message completes with its resend still counted in flight; then a probe of the
+    resend's PSN. ``(steps, sent)``: the script and the sent events seen."""
+    sent = []
+
+    def seen_sent(seen):
+        for o in seen[len(sent_seen):]:
+            sent_seen.append(o)
+            if o["m_sent__valid"]:
+                sent.append(tc.unpack(lay.sent, o["m_sent__payload"]))
+        return {}
+    sent_seen = []
+
+    def report(kind, k):
+        def step(seen):
+            seen_sent(seen)
+            s = sent[k]
+            r = {"conn": 0, "path": s["path"], "slot": s["slot"], "chunk": 0, "abort": 0}
+            return {f"s_{kind}__valid": 1, f"s_{kind}__payload": tc.pack(lay.report, r)}
+        return step
+
+    def probe(seen):
+        seen_sent(seen)
+        s = sent[1]
+        return {"s_probe__valid": 1, "s_probe__payload": tc.pack(
+            lay.probe, {"conn": 0, "path": s["path"], "psn": s["psn"]})}
+
+    wr = {"s_wr__valid": 1, "s_wr__payload": tc.pack(lay.wr, tc.wr_item(0, 0, 100, wr_id=7))}
+    steps = ([wr] + [seen_sent] * 12 + [report("resend", 0)] + [seen_sent] * 14
+             + [report("acked", 0)] + [seen_sent] * 14 + [probe])
+    return steps, sent
+
+
+def test_probe_of_a_completed_message_dropped():
+    """MR-TXS-080, MR-TXS-082, MR-TXS-087: the path's record of its newest packet names a
+    message that completed (its chunk acknowledged through another PSN while the packet is
+    still counted in flight): the probe is dropped, no frame (the RTL without the record's
+    clear at the completion sends a frame of the freed entry: ``probe_tail_kept`` fails here).
+    0 mismatches."""
+    model = TxSchedCycleModel(64, **SMALL)
+    steps, sent = _completed_tail_steps(model.lay)
+    core = run_amaranth(TxSched(64, **SMALL), model, _Script(steps), busy=model.busy)
+    assert core.mismatches == 0 and len(sent) == 2 and sent[0]["path"] != sent[1]["path"]
+    kinds = [e[0] for e in model.events]
+    assert "complete" in kinds and model.sem.path[sent[1]["path"]]["pkts"] == 1
+    assert [e[2] for e in model.events if e[0] == "probe"] == [False]
+
+
+# MR-TXS-080/082/086's wrong forms: the probe's frame without RETX; a probe of an older PSN not
+# dropped; the registered decision taken although its connection was touched at the edge; the
+# path's record not cleared by its message's completion
+PROBE_WRONG = {
+    "probe_no_retx": ("| int(MrdhFlag.RETX) | Mux(pd_desc.err", "| Mux(pd_desc.err"),
+    "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
+    "probe_touched": ("pb_valid & pd_valid & ~touched.bit_select(pbr.conn, 1)",
+                      "pb_valid & pd_valid"),
+    "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
+    # MR-TXS-098: a probed atomic's operands from the candidate's read, not the probe's
+    "probe_no_operands": ('frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd,',
+                          'frame_of("probe_frame", pbr.conn, pd_desc, opnd,'),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(PROBE_WRONG))
+def test_probe_wrong_forms_fail(wrong):
+    """MR-TXS-080, MR-TXS-082, MR-TXS-086: each wrong form of the probes' RTL, loaded in place of
+    the RTL, fails the lockstep of ``test_lockstep_probes``'s traffic (seed 4, many probes), or
+    for the record kept after its message's completion (not met by that traffic),
+    ``test_probe_of_a_completed_message_dropped``'s. (Slow: four elaborations.)"""
+    mod = wrong_form("tx_sched", *PROBE_WRONG[wrong])
+    model = TxSchedCycleModel(64, **SMALL)
+    if wrong == "probe_tail_kept":
+        drv = _Script(_completed_tail_steps(model.lay)[0])
+    else:
+        items, kw = _probe_run(*((7, 0.2, 0.5) if wrong == "probe_no_operands" else (4, 0.2)))
+        drv = tc.Driver(model.lay, items, **kw)
     with pytest.raises(Mismatch):
         run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)

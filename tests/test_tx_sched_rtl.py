@@ -2,10 +2,11 @@
 Verilator, every output compared every cycle (MR-TXS-050, tb/tx_sched.py): random work
 requests with bad ones, lost packets and their resends, idle cycles and backpressure on every
 output, random window writes on s_cwnd (MR-TXS-028/029/049), READ responses on s_rsp
-(MR-TXS-066..071); then the checker. One cached Verilator build. Behind ``slow`` (a build of minutes);
+(MR-TXS-066..071), tail probes on s_probe (MR-TXS-092); then the checker. One cached Verilator build. Behind ``slow`` (a build of minutes);
 the Amaranth lockstep of the same RTL is in the default run.
 
-Knobs: TXS_WRS (work requests, default 300), TXS_RSPS (READ responses, default 40), TXS_SEED.
+Knobs: TXS_WRS (work requests, default 300), TXS_RSPS (READ responses, default 40),
+TXS_PPROBE (random tail probes per cycle, default 0.01), TXS_SEED.
 """
 import json
 import os
@@ -19,9 +20,11 @@ from metaroce.tb import build as tb_build
 
 @pytest.mark.slow
 def test_tx_sched_rtl_lockstep(tmp_path):
+    # seed 2: with the unit's probes (probe23) most tail expiries probe; seeds 1, 3, 4 and 7 then
+    # have no timeout, seed 2 has one (and atomics, probes, resends)
     b = tb_build.build(blocks.get("tx_sched"), 64)
     out = tmp_path / "txs.json"
-    env = {"TXS_WRS": os.environ.get("TXS_WRS", "300"), "TXS_SEED": os.environ.get("TXS_SEED", "7"),
+    env = {"TXS_WRS": os.environ.get("TXS_WRS", "300"), "TXS_SEED": os.environ.get("TXS_SEED", "2"),
            "TXS_RSPS": os.environ.get("TXS_RSPS", "40"), "TXS_OUT": str(out), "COCOTB_TEST_FILTER": "tx_sched_lockstep$"}
     results = vl.run(b, "metaroce.tb.tx_sched", extra_env=env)
     n_tests, failures, skipped = vl.results_summary(results)
@@ -31,3 +34,5 @@ def test_tx_sched_rtl_lockstep(tmp_path):
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"] and row["timeouts"] and row["cwnd_writes"]
     assert row["rsp_done"] == row["responses"] > 0
+    assert row["atomic_frames"] > 0                          # MR-TXS-104
+    assert row["probes"] >= row["probe_frames"] > 0
