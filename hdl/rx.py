@@ -203,7 +203,7 @@ def _table(m, name, shape, depth, *, collision_x, poison, collided):
     return rd, wr, data
 
 
-def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None, with_wb=False):
+def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None, late=None):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
@@ -212,20 +212,27 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     the read data. With ``reread`` the read and its forward run every cycle (the caller's
     ``addr`` names the waiting record's row during a hold), else only when ``advance``. The
     register loads when ``advance`` or ``load`` (a write of a hold cycle, in ``now``).
-    Returns the row register, and with ``with_wb`` also the register of the cycle before's
-    write data (``{name}_wb_prev``, loaded with every read)."""
+    MR-RX-138: with ``late`` (``(en, addr, data)``, this cycle's write, which the port's
+    registers perform in the next cycle) the write of the cycle before is ``late``'s when it hit
+    the address read, else the port's (``late``'s of two cycles before), chosen as the read is
+    made: one forward register either way."""
     row = Signal(len(rd.data), name=f"{name}_row")
-    fwd_prev, wb_prev = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_wb_prev")
+    fwd_prev, fwd_data = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_fwd_data")
     read = Const(1, 1) if reread else advance
     m.d.comb += [rd.addr.eq(addr), rd.en.eq(read)]
+    hit, data = wr.en & (wr.addr == addr), wr.data
+    if late is not None:
+        late_en, late_addr, late_data = late
+        late_hit = late_en & (late_addr == addr)
+        hit, data = late_hit | hit, Mux(late_hit, late_data, data)
     with m.If(read):
-        m.d.sync += [fwd_prev.eq(wr.en & (wr.addr == addr)), wb_prev.eq(wr.data)]
-    value = Mux(fwd_prev, wb_prev, rd.data if rd_data is None else rd_data)
+        m.d.sync += [fwd_prev.eq(hit), fwd_data.eq(data)]
+    value = Mux(fwd_prev, fwd_data, rd.data if rd_data is None else rd_data)
     for cond, wdata in reversed(now):
         value = Mux(cond, wdata, value)
     with m.If(advance if load is None else advance | load):
         m.d.sync += row.eq(value)
-    return (row, wb_prev) if with_wb else row
+    return row
 
 
 def _same_row(m, name, addr, advance):
@@ -887,21 +894,38 @@ class Rx(wiring.Component):
             m.d.sync += path_same_s5.eq(path_same)
         cfg_path_hit = cfg_take & (cfg.table == TABLE_PATH) & (cfg.addr[:row_bits] == s3_carry.row)
         # this cycle's write outside a hold: S4's or a configuration write, never both
-        # (cfg_ready), so one mux serves the write port and the forward of either
+        # (cfg_ready), so one mux serves the write and the forward of either
         path_wdata = Signal(lay.path_mem.size)
         m.d.comb += path_wdata.eq(Mux(ok, nrow.as_value(), cfg_row.as_value()))
-        # the slow update's write (H5) into S4's row register goes through the write port's
-        # data mux too (one mux per bit fewer than its own)
-        slow_fwd = slow_write & path_same_s5
-        path_row, path_wb_prev = _registered_row(
+        # MR-RX-138 (for timing, not behaviour): the table is written a cycle late from the
+        # write registers (`path_wb_*`: this cycle's write, S4's, the configuration's or H5's),
+        # so no write-data select reaches the block RAM's inputs
+        path_we, path_wa, path_wd = Signal(), Signal(row_bits), Signal(lay.path_mem.size)
+        m.d.comb += [
+            path_we.eq((ok & advance) | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
+            path_wa.eq(Mux(slow_write, sl_addr, Mux(ok, s4_carry.row, cfg.addr[:row_bits]))),
+            path_wd.eq(Mux(slow_write, slow_row.as_value(), path_wdata)),
+        ]
+        path_wb_en, path_wb_addr = Signal(), Signal(row_bits)
+        path_wb_prev = Signal(lay.path_mem.size)
+        m.d.sync += [path_wb_en.eq(path_we), path_wb_addr.eq(path_wa), path_wb_prev.eq(path_wd)]
+        # MR-RX-139: H5's write into S4's row register has a mux of its own, the last before the
+        # register, its condition a register (`hold == 2` in H4 and S5's row S4's), so
+        # `slow_write`'s select of the write data is on no forward into the row register
+        slow_fwd = Signal()
+        with m.If(advance):
+            m.d.sync += slow_fwd.eq(0)
+        with m.Else():
+            m.d.sync += slow_fwd.eq((hold == 2) & path_same_s5)
+        path_row = _registered_row(
             m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
-            advance, [((ok & path_same) | cfg_path_hit | slow_fwd, path_wr.data)],
-            reread=True, load=slow_fwd, rd_data=path_data, with_wb=True)
+            advance, [(slow_fwd, slow_row.as_value()), ((ok & path_same) | cfg_path_hit, path_wdata)],
+            reread=True, load=slow_fwd, rd_data=path_data, late=(path_we, path_wa, path_wd))
         # MR-RX-125 (for timing, not behaviour): the slow record's new row reaches sl_row a cycle
-        # later, in H1, from the write register the path row's forward already loads with it
-        # (the table's write data of the cycle that started the hold: S4's new row, as the hold
-        # starts only after an accepted record, no hold write, no configuration write), so S4's
-        # update cone no longer drives sl_row's 653 flip-flops; sl_row is read only in H5
+        # later, in H1, from the write register (the table's write data of the cycle that
+        # started the hold: S4's new row, as the hold starts only after an accepted record, no
+        # hold write, no configuration write), so S4's update cone no longer drives sl_row's
+        # 653 flip-flops; sl_row is read only in H5
         with m.If(hold == SL_ROW_LOAD):
             m.d.sync += sl_row.eq(path_wb_prev)
         m.d.comb += s4_row.eq(path_row)
@@ -912,9 +936,7 @@ class Rx(wiring.Component):
             key_wr.data.eq(cfg.data[:lay.key.size]),
             recv_wr.en.eq(cfg_take & (cfg.table == TABLE_RECV) & recv_cfg_held), recv_wr.addr.eq(recv_cfg_row),
             recv_wr.data.eq(cfg.data[:lay.recv.size]),
-            path_wr.en.eq((ok & advance) | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
-            path_wr.addr.eq(Mux(slow_write, sl_addr, Mux(ok, s4_carry.row, cfg.addr[:row_bits]))),
-            path_wr.data.eq(Mux(slow_write, slow_row.as_value(), path_wdata)),
+            path_wr.en.eq(path_wb_en), path_wr.addr.eq(path_wb_addr), path_wr.data.eq(path_wb_prev),
         ]
 
         # -- S5: the outputs into their queues, the counters (MR-RX-030..033, MR-RX-050)

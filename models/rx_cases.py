@@ -294,10 +294,11 @@ def burst_slow(s: Setup, n=32, *, kind="slide", plen=0):
 
 def path_forward_cases(s: Setup, rounds=4):
     """MR-RX-117: records of one path at distances 1 and 2 in record order (the path row's
-    write of the same cycle, then of the cycle before, forwarded into the row S3 registers),
-    filled gaps (slow updates) followed by their path's next record at distance 1 (S4's row
-    register takes the hold's write) and at distance 2 behind another path's (S3's re-read
-    during the hold), and a path-row configuration write taken while its path's record is in
+    write of the same cycle, then of the cycle before, forwarded into the row S3 registers)
+    and 3 behind two other paths' (MR-RX-138: the write in the port's registers), filled gaps
+    (slow updates) followed by their path's next record at distance 1 (S4's row register
+    takes the hold's write), at distance 2 behind another path's (S3's re-read during the
+    hold) and at distance 3 behind two (the hold's write in the port's registers), and a path-row configuration write taken while its path's record is in
     S3 (two accepted records, two bad ones, then the record: ``cfg_ready`` opens just then).
     For a lockstep run without idle cycles or backpressure and with ``quiet_cfg=False``."""
     c = s.conns[0]
@@ -306,13 +307,17 @@ def path_forward_cases(s: Setup, rounds=4):
         out += [s.write(c, path=0, plen=4, name=f"b2b{r}.{i}") for i in range(3)]
         for i in range(3):
             out += [s.write(c, path=0, plen=4, name=f"alt{r}.{i}"), s.write(c, path=1, plen=4, name=f"alt{r}.{i}'")]
-        for other in (False, True):
+        # MR-RX-138: distance 3 behind other paths' records (the write still in the port's
+        # registers when the read is made)
+        for i in range(2):
+            out += [s.write(c, path=p, plen=4, name=f"d3{r}.{i}.{p}") for p in (0, 1, 2)]
+        out.append(s.write(c, path=0, plen=4, name=f"d3{r}.end"))
+        for other in range(3):
             base = c.psn[0]
             c.psn[0] = P.psn_add(base, 3)
             out += [s.write(c, path=0, psn=P.psn_add(base, 1), plen=4, name=f"gap{r}"),
                     s.write(c, path=0, psn=base, plen=4, name=f"fill{r}")]
-            if other:
-                out.append(s.write(c, path=1, plen=4, name=f"between{r}"))
+            out += [s.write(c, path=p, plen=4, name=f"between{r}.{p}") for p in range(1, other + 1)]
             out.append(s.write(c, path=0, psn=P.psn_add(base, 2), plen=4, name=f"after{r}"))
         out += [s.write(c, path=0, plen=4, name=f"acc{r}.{i}") for i in range(2)]
         out += [s.write(c, path=0, plen=4, pkey=c.pkey ^ 1, expect=RxCode.BAD_PKEY, name=f"bad{r}.{i}")

@@ -10,7 +10,7 @@ import re
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module
+from amaranth.hdl import Const, Module
 from amaranth.sim import Simulator
 
 from metaroce.hdl.rx import COLLISION_X_TABLES, Rx
@@ -412,9 +412,11 @@ def test_message_rows_back_to_back():
 
 def test_path_row_forwards():
     """MR-RX-117: the path row read in S2 and registered in S3: records of one path at
-    distances 1 and 2, slow updates followed by their path's next record in S4 and in S3
-    during the hold, a path-row configuration write beside its path's record in S3, with no
-    idle cycle and no backpressure: 0 mismatches (each of the five forwards disabled on its
+    distances 1 and 2, and 3 behind other paths' (MR-RX-138, MR-RX-140: the write in the
+    port's registers), slow updates followed by their path's next record in S4 (MR-RX-139:
+    H5's write into S4's row register, a mux of its own), in S3 during the hold and in S2
+    after it, a path-row configuration write beside its path's record in S3, with no idle
+    cycle and no backpressure: 0 mismatches (each of the forwards disabled on its
     own makes this test fail). MR-RX-120: S4's ring lookups and count test are taken from the
     row register these forwards fill, so each forward checks them too."""
     s = rc.Setup(*SMALL, seed=21, ack_every=1)
@@ -423,6 +425,28 @@ def test_path_row_forwards():
     assert res["counters"][RxCode.ACCEPTED] >= 4 * 16
     # MR-RX-119: path-row reads met writes of their rows (poisoned, unused: the forwards)
     assert res["collided"]["path"] > 0
+
+
+@pytest.mark.slow
+def test_path_row_forwards_catch_no_port_forward(monkeypatch):
+    """MR-RX-138, MR-RX-140 (negative control): with the path table's port write (the write
+    registers' write, made two cycles before the row is used) taken out of the path row's
+    forward, the lockstep of test_path_row_forwards fails, so that test checks the records at
+    distance 3 (behind other paths' and behind a slow update)."""
+    import types
+    import metaroce.hdl.rx as hdl_rx
+    real = hdl_rx._registered_row
+
+    def without_port(m, name, rd, wr, *args, **kw):
+        if name == "path":
+            wr = types.SimpleNamespace(en=Const(0, 1), addr=wr.addr, data=wr.data)
+        return real(m, name, rd, wr, *args, **kw)
+
+    monkeypatch.setattr(hdl_rx, "_registered_row", without_port)
+    s = rc.Setup(*SMALL, seed=21, ack_every=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.path_forward_cases(s), seed=2, p_idle=0.0, p_bp=0.0, quiet_cfg=False,
+                     check=False, share=False)
 
 
 def test_own_write_forwards():
