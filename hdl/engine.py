@@ -3,7 +3,9 @@ the whole engine (``Engine``, MR-ENG-130..: the receive half, the TX half ``hdl.
 ACK paths between them and the MAC transmit arbiter; see :class:`Engine`).
 
 ``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, streams=8, chunk_ring=16,
-max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16, peer_acks=False, tx_counters=False)`` (MR-ENG-100); ``tx_counters=True``
+max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16, peer_acks=False, tx_counters=False,
+responses=False)`` (MR-ENG-100); ``responses=True`` brings the RX engine's ``m_rsp`` out and adds the
+engine's own counter window (``eng_reg_addr`` out, ``eng_reg_data`` in, MR-ENG-140/143); ``tx_counters=True``
 adds the register block's ``tx_reg_addr`` (out) and ``tx_reg_data`` (in), the TX half's counter
 window (MR-ENG-105, MR-REG-034), which ``Engine`` joins to its TX half; ``mac_clock=True`` puts ``s_axis`` in a
 ``mac`` clock domain, crossed to the core clock in an ``AsyncFIFO``, the parser then dropping
@@ -41,7 +43,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import records
 from ..models.dma_write import OUTSTANDING
-from ..models.engine import ACK_FIFO_DEPTH, ENGINE_TX_NAMES, engine_tx_params
+from ..models.engine import ACK_FIFO_DEPTH, ENG_CTR, ENGINE_TX_NAMES, RSP_FIFO_DEPTH, engine_tx_params
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import CHUNK_RING, SMALL as RX_SMALL, payload_layout
@@ -140,9 +142,10 @@ class EngineRx(wiring.Component):
 
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
-                 mac_fifo_depth=16, peer_acks=False, tx_counters=False):
+                 mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False):
         self.peer_acks = bool(peer_acks)
         self.tx_counters = bool(tx_counters)
+        self.responses = bool(responses)
         if not isinstance(mac_clock, bool):
             self._MustUse__silence = True
             raise ValueError(f"mac_clock must be a bool, not {mac_clock!r}")
@@ -159,7 +162,8 @@ class EngineRx(wiring.Component):
                                ("rx", lambda: Rx(width, conns=conns, paths=paths, keys=keys, streams=streams,
                                                  chunk_ring=chunk_ring)),
                                ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
-                               ("regs", lambda: Regs.for_rx(self.rx, parser=True, tx=self.tx_counters))):
+                               ("regs", lambda: Regs.for_rx(self.rx, parser=True, tx=self.tx_counters,
+                                                            eng=self.responses))):
                 setattr(self, name, make())
                 made.append(getattr(self, name))
         except ValueError:
@@ -184,6 +188,11 @@ class EngineRx(wiring.Component):
             ports["tx_reg_data"] = In(64)
         if self.peer_acks:
             ports["m_peer_ack"] = Out(sig(self.parser, "m_meta"))     # MR-ENG-131
+        if self.responses:
+            # MR-ENG-140/143: the RX engine's READ response items, the engine's counter window
+            ports["m_rsp"] = Out(sig(self.rx, "m_rsp"))
+            ports["eng_reg_addr"] = Out(4)
+            ports["eng_reg_data"] = In(64)
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -225,9 +234,14 @@ class EngineRx(wiring.Component):
         wiring.connect(m, rx.m_data, dma.s_data)
         wiring.connect(m, rx.m_ack, wiring.flipped(self.m_ack))
         wiring.connect(m, rx.m_cqe, wiring.flipped(self.m_cqe))
-        # MR-RX-131: the READ requests' response items are the TX scheduler's (s_rsp), which the
-        # engine top joins; until then they are taken and dropped, so that they never hold the RX
-        m.d.comb += rx.m_rsp.ready.eq(1)
+        if self.responses:
+            # MR-ENG-140: the READ requests' response items go to the TX half's s_rsp
+            wiring.connect(m, rx.m_rsp, wiring.flipped(self.m_rsp))
+            m.d.comb += [self.eng_reg_addr.eq(regs.eng_reg_addr), regs.eng_reg_data.eq(self.eng_reg_data)]
+        else:
+            # MR-RX-131: the receive half alone has no TX side: taken and dropped, so that they
+            # never hold the RX
+            m.d.comb += rx.m_rsp.ready.eq(1)
         wiring.connect(m, dma.m_axi, wiring.flipped(self.m_axi))
         wiring.connect(m, dma.m_done, wiring.flipped(self.m_done))
         wiring.connect(m, wiring.flipped(self.s_axil), regs.s_axil)
@@ -275,6 +289,41 @@ class AckIn(wiring.Component):
                      s.ready.eq(q.w_rdy), q.w_data.eq(rec),
                      q.w_en.eq(s.valid & (p.bth.dest_qp < self.conns)),
                      o.valid.eq(q.r_rdy), o.payload.eq(q.r_data), q.r_en.eq(o.ready)]
+        return m
+
+
+class RspJoin(wiring.Component):
+    """MR-ENG-140..143: the RX engine's READ response items (``s_rsp``) into the TX half's
+    ``s_rsp`` (``m_rsp``) through a 1-entry SyncFIFO; the TX half's ``m_rsp_done`` records
+    (``s_done``) always taken and counted in 64-bit counters (``models.engine.ENG_CTR``), read
+    by ``reg_addr`` / ``reg_data`` (a register, the previous cycle's select, MR-REG-041)."""
+
+    def __init__(self, rsp_layout, done_layout):
+        super().__init__({"s_rsp": In(stream.Signature(rsp_layout)),
+                          "m_rsp": Out(stream.Signature(rsp_layout)),
+                          "s_done": In(stream.Signature(done_layout)),
+                          "reg_addr": In(4), "reg_data": Out(64)})
+
+    def elaborate(self, platform):
+        m = Module()
+        s, o, d = self.s_rsp, self.m_rsp, self.s_done
+        m.submodules.q = q = fifo.SyncFIFO(width=len(o.payload.as_value()), depth=RSP_FIFO_DEPTH)
+        m.d.comb += [s.ready.eq(q.w_rdy), q.w_data.eq(s.payload), q.w_en.eq(s.valid),
+                     o.valid.eq(q.r_rdy), o.payload.eq(q.r_data), q.r_en.eq(o.ready), d.ready.eq(1)]
+        ctr = [Signal(64, name=f"ctr_{n}") for n, _ in sorted(ENG_CTR.items(), key=lambda kv: kv[1])]
+        failed = d.payload.status != 0
+        with m.If(s.valid & q.w_rdy):
+            m.d.sync += ctr[ENG_CTR["rsp_items"]].eq(ctr[ENG_CTR["rsp_items"]] + 1)
+        with m.If(d.valid & ~failed):
+            m.d.sync += ctr[ENG_CTR["rsp_done"]].eq(ctr[ENG_CTR["rsp_done"]] + 1)
+        with m.If(d.valid & failed):
+            m.d.sync += ctr[ENG_CTR["rsp_failed"]].eq(ctr[ENG_CTR["rsp_failed"]] + 1)
+        with m.Switch(self.reg_addr):
+            for i, c in enumerate(ctr):
+                with m.Case(i):
+                    m.d.sync += self.reg_data.eq(c)
+            with m.Default():
+                m.d.sync += self.reg_data.eq(0)
         return m
 
 
@@ -352,7 +401,12 @@ class Engine(wiring.Component):
 
         s_axis -> EngineRx --(data)--> placement DMA -> m_axi
                      |  +--m_peer_ack--> AckIn --s_ack--> Tx --m_axis--+
+                     |  +--m_rsp--> RspJoin --s_rsp--^  |              |
+                     |                 ^---m_rsp_done---+              |
                      +--m_ack--> AckOut --> FrameBuilder --m_axis------+-> MacTxArb -> m_axis
+
+    READ responses (MR-ENG-140..144): the receive half's items through :class:`RspJoin` to the
+    TX half, whose ``m_rsp_done`` records ``RspJoin`` counts (read through ``s_axil``).
 
     Golden model: :class:`metaroce.models.engine.EngineModel`."""
 
@@ -362,7 +416,8 @@ class Engine(wiring.Component):
         # MR-ENG-130: the RX chunk ring takes a peer of the same instance's chunk window
         self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
-                                outstanding=outstanding, peer_acks=True, tx_counters=True)
+                                outstanding=outstanding, peer_acks=True, tx_counters=True,
+                                responses=True)
         self.tx = Tx(width, conns=conns, paths=paths, **kw)
         self.width, self.conns = width, conns
         sig = lambda blk, name: blk.signature.members[name].signature      # noqa: E731
@@ -385,6 +440,7 @@ class Engine(wiring.Component):
         m.submodules.ack_out = ack_out = AckOut(self.conns, rxh.lay.ack, tx.lay.cfg)
         m.submodules.ack_fb = ack_fb = FrameBuilder(self.width)
         m.submodules.arb = arb = MacTxArb(self.width)
+        m.submodules.rsp = rsp = RspJoin(tx.lay.sched.rsp, tx.lay.sched.rsp_done)
         for name in self.rx_half.signature.members:
             if name not in _RX_INTERNAL:
                 _forward(m, getattr(rxh, name), getattr(self, name), rxh.signature.members[name])
@@ -395,6 +451,11 @@ class Engine(wiring.Component):
         m.d.comb += [tx.reg_addr.eq(rxh.tx_reg_addr), rxh.tx_reg_data.eq(tx.reg_data)]
         wiring.connect(m, rxh.m_peer_ack, ack_in.s_meta)
         wiring.connect(m, ack_in.m_ack, tx.s_ack)
+        # MR-ENG-140..143: READ responses from the receive half to the TX half, their records counted
+        wiring.connect(m, rxh.m_rsp, rsp.s_rsp)
+        wiring.connect(m, rsp.m_rsp, tx.s_rsp)
+        wiring.connect(m, tx.m_rsp_done, rsp.s_done)
+        m.d.comb += [rsp.reg_addr.eq(rxh.eng_reg_addr), rxh.eng_reg_data.eq(rsp.reg_data)]
         wiring.connect(m, rxh.m_ack, ack_out.s_ack)
         wiring.connect(m, ack_out.m_desc, ack_fb.s_desc)
         m.d.comb += ack_fb.s_payload.valid.eq(0)
@@ -410,8 +471,9 @@ class Engine(wiring.Component):
 
 
 #: the halves' ports joined inside the engine (MR-ENG-135)
-_RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data")
-# MR-TX-171: the TX half's READ responses are the RX half's to feed (not built): tied off
+_RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data", "m_rsp", "eng_reg_addr",
+                "eng_reg_data")
+# MR-ENG-140: the TX half's READ responses come from the receive half, their records to RspJoin
 _TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done")
 
 

@@ -1,7 +1,7 @@
 """The host register block: an AXI4-Lite slave in front of the RX engine, with the parser's and
 the TX half's counters (docs/spec/hw-regs.md, MR-REG-*; engine.md MR-ENG-006).
 
-``Regs(*, conns=4096, paths=8, keys=1024, parser=True, tx=True)`` serves the RX instance of the
+``Regs(*, conns=4096, paths=8, keys=1024, parser=True, tx=True, eng=False)`` serves the RX instance of the
 same sizes, with the parser's and the TX half's counters or without (MR-REG-001). Ports
 (MR-REG-002):
 
@@ -14,6 +14,7 @@ reg_addr       out   the RX engine's counter select
 reg_data       in    the RX engine's counter value, one cycle after ``reg_addr``
 parser_reg_*   out/in the parser's counter select and value (with ``parser``)
 tx_reg_*       out/in the TX half's counter select and value (with ``tx``)
+eng_reg_*      out/in the whole engine's own counter select and value (with ``eng``, MR-ENG-143)
 ============== ===== =====================================================================
 
 ``wiring.connect(m, regs.m_cfg, rx.s_cfg)`` joins it to ``hdl.rx.Rx``; ``reg_addr``/``reg_data``
@@ -48,30 +49,30 @@ class AxiLiteSignature(wiring.Signature):
 class Regs(wiring.Component):
     """The host register block (docs/spec/hw-regs.md)."""
 
-    def __init__(self, *, conns=4096, paths=8, keys=1024, parser=True, tx=True):
+    def __init__(self, *, conns=4096, paths=8, keys=1024, parser=True, tx=True, eng=False):
         try:
             self.lay = lay = layouts(conns, paths, keys)
         except ValueError:
             self._MustUse__silence = True       # never built: no "unused" warning at exit
             raise
-        self.map = register_map(lay, parser=parser, tx=tx)
+        self.map = register_map(lay, parser=parser, tx=tx, eng=eng)
         ports = {
             "s_axil": In(AxiLiteSignature()),
             "m_cfg": Out(stream.Signature(lay.cfg)),
             "reg_addr": Out(range(32)),
             "reg_data": In(COUNTER_BITS),
         }
-        for src in self.map.sources[1:]:        # MR-REG-033/034: 4-bit selects
+        for src in self.map.sources[1:]:        # MR-REG-033/034, MR-ENG-143: 4-bit selects
             ports[f"{src}_reg_addr"] = Out(range(16))
             ports[f"{src}_reg_data"] = In(COUNTER_BITS)
         super().__init__(ports)
 
     @classmethod
-    def for_rx(cls, rx, *, parser=False, tx=False):
+    def for_rx(cls, rx, *, parser=False, tx=False, eng=False):
         """The register block of the RX engine ``rx`` (an ``hdl.rx.Rx``): the same sizes; the
-        parser's and the TX half's counters when asked."""
+        parser's, the TX half's and the engine's own counters when asked."""
         lay = rx.lay
-        return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys, parser=parser, tx=tx)
+        return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys, parser=parser, tx=tx, eng=eng)
 
     def elaborate(self, platform):
         m = Module()

@@ -123,6 +123,10 @@ class Config:
     #: chunk ring; None: the instance's, ``engine_tx_params``); model runs only (the RTL is the
     #: block ``engine`` as built)
     chunk_window: int | None = None
+    #: MR-ENG-146: the whole-engine runs' verb: ``write`` (each side WRITEs its bytes to the
+    #: peer) or ``read`` (each side READs the peer's bytes: the data's receiver posts READs and
+    #: the data's sender answers them)
+    verb: str = "write"
 
     @property
     def ack_delay_s(self):
@@ -151,6 +155,8 @@ class Config:
             raise ValueError("ack_every must be in 1..15")
         if not 8 <= self.mtu_log2 <= 13:
             raise ValueError("mtu_log2 must be in 8..13 (frames up to the parser's 9,216 bytes)")
+        if self.verb not in ("write", "read"):
+            raise ValueError(f"verb must be write or read, not {self.verb!r}")
 
     @property
     def link_bps(self):

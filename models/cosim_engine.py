@@ -37,12 +37,13 @@ from .dma_write_cases import HostMemory as WriteMemory
 from .engine import AXIL, PairPorts, engine_layouts, engine_tx_params
 from .engine_cases import _host_window
 from .regs import register_map
-from .rx import SMALL as RX_SMALL, pack, unpack
+from .rx import SMALL as RX_SMALL, WC_RDMA_READ, pack, unpack
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 from .tx import SMALL, template_of
 from .tx_cases import frames_of_beats
-from .tx_sched import OP_WRITE
+from .tx_sched import OP_READ, OP_WRITE
 from .tx_sched_cases import wr_item
+from .wire import MrdhFlag, Op
 
 __all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "PeerCosim",
            "run_peer_model", "EndpointCosim", "run_endpoint_model", "ENDPOINT_QP"]
@@ -67,6 +68,10 @@ class Loopback:
             self.rx.append(raw)
 
     idle = True
+
+
+#: the BTH opcode's byte in a frame the engine sends (Ethernet, IPv4 without options, UDP)
+_BTH_OPCODE = 14 + 20 + 8
 
 
 class EngineLoop:
@@ -94,6 +99,12 @@ class EngineLoop:
                                latency=latency, image=image)
         self.tmpls, self.items, self.mac = list(tmpls), list(items), mac
         self.done_layout = done_layout(setup.lay.conns)
+        self.rx_lay = setup.lay
+        self.mtu = setup.mtu
+        # MR-ENG-145: the READs this engine answers, {(stream, msg): (host address, length)}
+        # (None: no check), and the offsets of each one's response frames seen on m_axis
+        self.served = None
+        self.rsp_seen = collections.defaultdict(set)
         self.cycle = 0
         self.phase = 0
         self.ci = self.wi = 0
@@ -103,7 +114,8 @@ class EngineLoop:
         self._rd_names = None
         self.limit = limit if limit is not None else 200_000 + 50 * sum(w["length"] for w in items)
         self.res = {"frames_out": 0, "frames_in": 0, "tx_cqe": [], "rx_cqe": [], "done": 0,
-                    "done_errors": 0, "errors": [], "bypass": 0, "peak_mac_beats": 0}
+                    "done_errors": 0, "errors": [], "bypass": 0, "peak_mac_beats": 0,
+                    "read_cqe": [], "rsp_frames": 0, "rsp_errors": []}
         self._idle = {"s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tvalid": 0, "s_axis__tlast": 0,
                       "s_axis__tuser": 0,
                       "s_wr__valid": 0, "s_wr__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
@@ -174,13 +186,18 @@ class EngineLoop:
             self.out_beats.append((out["m_axis__tdata"], out["m_axis__tkeep"]))
             if out["m_axis__tlast"]:
                 res["frames_out"] += 1
-                self.mac.send(frames_of_beats(self.out_beats, self.nb)[0],
-                              (self.cycle - len(self.out_beats) + 1) / CLOCK_HZ)
+                raw = frames_of_beats(self.out_beats, self.nb)[0]
+                if self.served is not None and len(raw) > _BTH_OPCODE and raw[_BTH_OPCODE] == Op.MR_READ_RESP:
+                    self._check_response(raw)
+                self.mac.send(raw, (self.cycle - len(self.out_beats) + 1) / CLOCK_HZ)
                 self.out_beats = []
         if out["m_tx_cqe__valid"] and inp["m_tx_cqe__ready"]:
             res["tx_cqe"].append((self.cycle, unpack(self.lay.sched.cqe, out["m_tx_cqe__payload"])))
         if out["m_cqe__valid"] and inp["m_cqe__ready"]:
             res["rx_cqe"].append(out["m_cqe__payload"])
+            c = unpack(self.rx_lay.cqe, out["m_cqe__payload"])
+            if c["opcode"] == WC_RDMA_READ:         # MR-RX-112: a READ of this engine completed
+                res["read_cqe"].append((self.cycle, c))
         if out["m_done__valid"] and inp["m_done__ready"]:
             res["done"] += 1
             if unpack(self.done_layout, out["m_done__payload"])["error"] != RESP_OKAY:
@@ -192,8 +209,59 @@ class EngineLoop:
         self.cycle += 1
 
     @property
+    def reads(self):
+        """The READ work requests among the items (each completes twice: its request's delivery
+        on ``m_tx_cqe``, MR-TXS-064, and the READ on ``m_cqe``, MR-RX-112)."""
+        return [w for w in self.items if w["op"] == OP_READ]
+
+    def serve(self, entries):
+        """MR-ENG-145: check every READ response frame the engine sends against ``entries``
+        ``{(stream, msg): (host address, length)}``: the READs the peer posts to it."""
+        self.served = dict(entries)
+
+    def _check_response(self, raw):
+        """One MR_READ_RESP frame leaving ``m_axis``: it answers a READ the peer posted, its
+        message length is the READ's, its payload the payload memory's bytes at the READ's
+        address + its offset, FIRST and LAST where the message starts and ends."""
+        res = self.res
+        res["rsp_frames"] += 1
+        f = codec.decode(raw)
+        key = (f.mrdh.stream, f.mrdh.msg)
+        if key not in self.served:
+            res["rsp_errors"].append(f"a response to no READ {key}")
+            return
+        addr, length = self.served[key]
+        off, pay = f.mrdh.offset, bytes(f.payload)
+        first, last = f.mrdh.flags & MrdhFlag.FIRST, f.mrdh.flags & MrdhFlag.LAST
+        why = ("message length" if f.mrdh.msg_len != length else
+               "beyond the READ" if off + len(pay) > length or off % self.mtu else
+               "FIRST/LAST flags" if bool(first) != (off == 0) or bool(last) != (off + len(pay) == length) else
+               "payload bytes" if pay != bytes(self.rmem.read(addr + off, len(pay))) else None)
+        if why:
+            res["rsp_errors"].append(f"READ {key} offset {off}: {why}")
+        self.rsp_seen[key].add(off)
+
+    def responses_ok(self):
+        """MR-ENG-145: no bad response frame, and every served READ's chunks all sent."""
+        if self.served is None:
+            return True
+        want = {k: set(range(0, n, self.mtu)) or {0} for k, (_, n) in self.served.items()}
+        return not self.res["rsp_errors"] and all(self.rsp_seen[k] >= v for k, v in want.items())
+
+    def wrs_ok(self):
+        """Every work request completed once with success on ``m_tx_cqe`` and every READ once
+        with success on ``m_cqe`` (MR-RX-112)."""
+        res = self.res
+        ok = (sorted(c["wr_id"] for _, c in res["tx_cqe"]) == sorted(w["wr_id"] for w in self.items)
+              and all(c["status"] == 0 for _, c in res["tx_cqe"]))
+        reads = {w["wr_id"]: w["length"] for w in self.reads}
+        got = [(c["wr_id"], c["length"], c["status"]) for _, c in res["read_cqe"]]
+        return ok and sorted(got) == sorted((w, n, 0) for w, n in reads.items())
+
+    @property
     def all_done(self):
-        return len(self.res["tx_cqe"]) >= len(self.items)
+        return (len(self.res["tx_cqe"]) >= len(self.items)
+                and len(self.res["read_cqe"]) >= len(self.reads))
 
     def settle(self, busy):
         if self.phase == 0:
@@ -217,17 +285,25 @@ class EngineLoop:
 
 
 def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, latency=(1, 40),
-                 ack_every=4, ack_delay=390):
+                 ack_every=4, ack_delay=390, verb="write"):
     """MR-ENG-137: an engine that writes to itself. Returns ``(driver, setup, region, source)``:
     connection 1 (the one row ``Setup`` gives two connections), 4 paths, 2 streams, PSNs from 0,
     MTU 1,024 (the TX half's); its template addresses the engine itself (DestQP 1); ``n_writes``
-    WRITEs of the source to the region of key 0, lost frames (both ways) at ``loss``."""
+    WRITEs of the source to the region of key 0, lost frames (both ways) at ``loss``.
+
+    ``verb`` ``read`` (MR-ENG-145): the engine READs its own memory instead: ``n_writes`` READs
+    (at most its outstanding-read rows, :func:`read_plan`) of the source, which its payload
+    memory holds at key 0's region, into the region of key 1 (``region``); its receive half
+    executes each request and its TX half sends the response, whose frames are checked as
+    they leave ``m_axis`` (:meth:`EngineLoop.serve`) and placed by its receive half."""
     rng = random.Random(seed)
     lay = engine_layouts()
     s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=seed, n_conns=1,
               mtu_log2=10, ack_every=ack_every, ack_delay=ack_delay, uniform_psn=True, n_streams=SMALL["streams"],
               first_psn=0)
     s.keys[0].length = max(s.keys[0].length, nbytes + 64)
+    if verb == "read":
+        s.keys[1].length = max(s.keys[1].length, nbytes + 64)
     wlay = _host_window(s, random.Random(seed + 77))
     c = s.conns[0]
     region = s.keys[0]
@@ -240,28 +316,81 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     rlay = ReadLayout(nbytes + 4096)
     cuts = sorted(rng.sample(range(1, nbytes), n_writes - 1)) if n_writes > 1 else []
     bounds = [0, *cuts, nbytes]
+    mac = Loopback(loss, random.Random(seed + 9))
+    if verb == "read":
+        pieces = [(i % SMALL["streams"], a, b - a) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+        dst = s.keys[1]
+        items = read_plan(s, c.qp, pieces, dst, region.rkey)
+        drv = EngineLoop(width, lay, s, wlay, tmpls, items, rlay, served_image(region, rlay, source), mac,
+                         seed=seed, p_bp=p_bp, latency=latency)
+        drv.serve(served_reads(pieces, region))
+        return drv, s, dst, source
     items = [wr_item(c.qp, i % SMALL["streams"], b - a, wr_id=100 + i, op=OP_WRITE,
                      laddr=rlay.base + a, va=a, rkey=region.rkey)
              for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
-    mac = Loopback(loss, random.Random(seed + 9))
     drv = EngineLoop(width, lay, s, wlay, tmpls, items, rlay, source, mac, seed=seed, p_bp=p_bp,
                      latency=latency)
     return drv, s, region, source
 
 
+def _msg_numbers(pieces):
+    """The message number each piece's work request takes on its stream (every work request of
+    the stream a READ: MR-TXS-010 numbers a stream's messages from 0)."""
+    seen = collections.Counter()
+    out = []
+    for stream, _, _ in pieces:
+        out.append(seen[stream])
+        seen[stream] += 1
+    return out
+
+
+def read_plan(setup, qp, pieces, dst, rkey, wr_base=100):
+    """MR-ENG-145: READ work requests (op 4) of ``pieces`` ``[(stream, offset, length)]`` of the
+    peer's region ``rkey`` (VA = offset), READ ``i`` landing at ``dst.base`` + offset, and their
+    outstanding-read rows (table 6, MR-RX-110) appended to ``setup.writes``, which the driver
+    writes through AXI4-Lite before traffic (the host's part until the engine writes the row
+    itself, MR-TXS-065). A stream holds at most ``rd_slots`` READs of a run (one row each)."""
+    items = []
+    for i, ((stream, a, n), msg) in enumerate(zip(pieces, _msg_numbers(pieces))):
+        if msg >= setup.lay.rd_slots:
+            raise ValueError(f"stream {stream} has {setup.lay.rd_slots} outstanding-read rows")
+        items.append(wr_item(qp, stream, n, wr_id=wr_base + i, op=OP_READ, laddr=dst.base + a, va=a, rkey=rkey))
+        setup.writes.append(setup.read_write(qp, stream, msg, dst.base + a, n, wr_base + i))
+    return items
+
+
+def served_reads(pieces, region):
+    """MR-ENG-145: the READs a peer posts of ``pieces`` of ``region`` as
+    :meth:`EngineLoop.serve` takes them: ``{(stream, msg): (host address, length)}``."""
+    return {(stream, msg): (region.base + a, n) for (stream, a, n), msg in zip(pieces, _msg_numbers(pieces))}
+
+
+def served_image(region, rlay, source):
+    """The payload memory's image of an engine that answers READs of ``source`` at ``region``:
+    the source at the region's address (the TX half reads a response's bytes at the RX's
+    ``base + va``, MR-RX-131)."""
+    off = region.base - rlay.base
+    assert 0 <= off and off + len(source) <= 2 * rlay.size
+    return bytes(off) + source
+
+
 def check(drv, region, source):
     """MR-ENG-137: the region holds the source byte for byte, every work request completed once
-    with success, every placement OKAY, no retry-limit report, nothing bypassed. Returns a
-    summary."""
+    with success (a READ also on ``m_cqe``), every READ response frame sent right and every
+    chunk of each (MR-ENG-145), every placement OKAY, no retry-limit report, nothing bypassed.
+    Returns a summary."""
     got = region_image(drv, region, len(source))
     assert got == source, "the placed bytes are not the source"
     res = drv.res
     wrs = sorted(c["wr_id"] for _, c in res["tx_cqe"])
     assert wrs == sorted(w["wr_id"] for w in drv.items), "every work request completes once"
     assert all(c["status"] == 0 for _, c in res["tx_cqe"]), "with success"
+    assert drv.wrs_ok(), "every READ completes once with success (MR-RX-112)"
+    assert drv.responses_ok(), f"READ responses: {res['rsp_errors'][:3]} or chunks never sent"
     assert res["done_errors"] == 0 and not res["errors"] and res["bypass"] == 0
     return {"cycles": drv.cycle, "frames_out": res["frames_out"], "frames_in": res["frames_in"],
-            "lost": drv.mac.lost if hasattr(drv.mac, "lost") else None, "placements": res["done"]}
+            "lost": drv.mac.lost if hasattr(drv.mac, "lost") else None, "placements": res["done"],
+            "rsp_frames": res["rsp_frames"], "reads": len(res["read_cqe"])}
 
 
 def engine_kw(cfg):
@@ -274,13 +403,20 @@ def engine_chunk_window(cfg):
     return engine_tx_params(engine_kw(cfg))["chunk_window"]
 
 
+#: MR-ENG-146: the READs of one side in a ``read`` run: one outstanding-read row each (the RX
+#: engine's ``rd_slots``, 2, on each of the TX half's 2 streams, MR-RX-110)
+READS_PER_RUN = 2 * SMALL["streams"]
+
+
 def _writes_of(cfg, nbytes, rng):
     """The WRITEs of ``nbytes`` one side posts, ``[(stream, offset, length)]``: ``cfg.n_writes``
     consecutive pieces of its source (:func:`~metaroce.models.cosim.write_bounds`), WR ``i`` on
-    stream ``i mod`` the TX half's streams, each to the same offset of the peer's region."""
+    stream ``i mod`` the TX half's streams, each to the same offset of the peer's region. In a
+    ``read`` run (MR-ENG-146) the pieces the peer READs, at most :data:`READS_PER_RUN`."""
     if not nbytes:
         return []
-    bounds = write_bounds(Config(nbytes=nbytes, n_writes=min(cfg.n_writes, nbytes)), rng)
+    n = min(cfg.n_writes, READS_PER_RUN) if cfg.verb == "read" else cfg.n_writes
+    bounds = write_bounds(Config(nbytes=nbytes, n_writes=min(n, nbytes)), rng)
     return [(i % SMALL["streams"], a, b - a) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
 
@@ -298,16 +434,24 @@ def _endpoint_writes(cfg, nbytes):
 
 
 def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, latency,
-                 peer_qp=None, peer_rkey=None, into=None):
+                 peer_qp=None, peer_rkey=None, into=None, reads=None, served=None):
     """One engine of MR-ENG-138: its rows (``Setup`` of ``cfg.seed``: the same connection and
     keys on both sides), its template towards the peer, its WRITEs of ``nbytes`` to the peer's
     region of key 0, its MAC on ``host``. ``peer_qp``, ``peer_rkey``: the peer's connection id
     and region key when the peer is not an engine of the same rows (MR-ENG-139). Returns
-    ``(driver, setup, region, source)``."""
+    ``(driver, setup, region, source)``.
+
+    ``cfg.verb`` ``read`` (MR-ENG-146): its ``nbytes`` of source are in its payload memory at
+    key 0's region, where the peer READs ``served`` (``[(stream, offset, length)]``, checked on
+    ``m_axis``, :meth:`EngineLoop.serve`); it READs ``reads`` of the peer's region (key 0, or
+    ``peer_rkey``) into its region of key 1, the returned ``region``."""
+    read = cfg.verb == "read"
     s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=cfg.seed, n_conns=1,
               mtu_log2=10, ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
               n_streams=SMALL["streams"], first_psn=0)
     s.keys[0].length = max(s.keys[0].length, cfg.nbytes + 64)
+    if read:
+        s.keys[1].length = max(s.keys[1].length, cfg.nbytes + 64)
     wlay = _host_window(s, random.Random(cfg.seed + 77))
     c = s.conns[0]
     eth = codec.Eth()
@@ -318,11 +462,20 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
              for k in range(SMALL["conns"])]
     source = random.Random(src_seed).randbytes(nbytes)
     rlay = ReadLayout(nbytes + 4096)
+    rkey = s.keys[0].rkey if peer_rkey is None else peer_rkey
+    mac = FabricMac(host, cfg.mac_cut_through, into=into, width=cfg.width)
+    if read:
+        items = read_plan(s, c.qp, reads, s.keys[1], rkey)
+        drv = EngineLoop(cfg.width, engine_layouts(), s, wlay, tmpls, items, rlay,
+                         served_image(s.keys[0], rlay, source), mac, seed=seed, p_bp=p_bp,
+                         latency=latency, limit=float("inf"))
+        drv.serve(served_reads(served, s.keys[0]))
+        return drv, s, s.keys[1], source
     items = [wr_item(c.qp, stream, length, wr_id=100 + i, op=OP_WRITE, laddr=rlay.base + a, va=a,
-                     rkey=s.keys[0].rkey if peer_rkey is None else peer_rkey)
+                     rkey=rkey)
              for i, (stream, a, length) in enumerate(writes)]
     drv = EngineLoop(cfg.width, engine_layouts(), s, wlay, tmpls, items, rlay, source,
-                     FabricMac(host, cfg.mac_cut_through, into=into, width=cfg.width), seed=seed, p_bp=p_bp, latency=latency, limit=float("inf"))
+                     mac, seed=seed, p_bp=p_bp, latency=latency, limit=float("inf"))
     return drv, s, s.keys[0], source
 
 
@@ -359,23 +512,23 @@ class EndpointCosim:
                                 chunk_window=engine_chunk_window(cfg))
         self.ep = ep
         self.ep_dst = bytearray(max(eng_bytes, 1))
-        ep_rkey = ep.reg_mr(self.ep_dst)
         fab.hosts[self.eng_host].ep = RtlPeer(eng_addr)
         fab.hosts[self.ep_host].ep = ep
-        self.eng, s, self.region, self.eng_src = _engine_side(
-            cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
-            p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey,
-            into=link_into(fab, fab.hosts[self.eng_host]))
-        c = s.conns[0]
-        # the engine's paths start at PSN 0 both ways (MR-TX-012, Setup(first_psn=0))
-        conn = ep.connect(ENDPOINT_QP, eng_addr, c.qp, paths=c.n_paths, streams=c.n_streams,
-                          pkey=c.pkey, init_psn=0, peer_init_psn=0)
-        self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
-        lkey = ep.reg_mr(bytearray(self.ep_src))
-        self.ep_writes = writes = _endpoint_writes(cfg, ep_bytes)
-        self.ep_wrs = len(writes)
-        for i, (stream, a, length) in enumerate(writes):
-            conn.post_write(stream, lkey, a, length, a, self.region.rkey, wr_id=100 + i)
+        if cfg.verb == "read":
+            self._setup_reads(cfg, ep, ep_bytes, eng_bytes, eng_addr, ep_addr, p_bp)
+        else:
+            ep_rkey = ep.reg_mr(self.ep_dst)
+            self.eng, s, self.region, self.eng_src = _engine_side(
+                cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
+                p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey,
+                into=link_into(fab, fab.hosts[self.eng_host]))
+            conn = self._connect(ep, s, eng_addr)
+            self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
+            lkey = ep.reg_mr(bytearray(self.ep_src))
+            self.ep_writes = writes = _endpoint_writes(cfg, ep_bytes)
+            self.ep_wrs = len(writes)
+            for i, (stream, a, length) in enumerate(writes):
+                conn.post_write(stream, lkey, a, length, a, self.region.rkey, wr_id=100 + i)
         self.ep_done = []
 
         def completion(host, t, comp):
@@ -389,6 +542,34 @@ class EndpointCosim:
         self.pair = pair
         if pair:
             self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
+
+    @staticmethod
+    def _connect(ep, s, eng_addr):
+        """The endpoint's connection to the engine's (the engine's paths start at PSN 0 both
+        ways, MR-TX-012, ``Setup(first_psn=0)``)."""
+        c = s.conns[0]
+        return ep.connect(ENDPOINT_QP, eng_addr, c.qp, paths=c.n_paths, streams=c.n_streams,
+                          pkey=c.pkey, init_psn=0, peer_init_psn=0)
+
+    def _setup_reads(self, cfg, ep, ep_bytes, eng_bytes, eng_addr, ep_addr, p_bp):
+        """MR-ENG-146: each side READs the other's bytes: the engine READs the endpoint's source
+        (its pieces :func:`_endpoint_writes`, the endpoint's region of it) into its region of
+        key 1; the endpoint READs the engine's (the engine's pieces, its region of key 0) into
+        ``ep_dst``; the engine checks every response frame it sends."""
+        fab = self.fab
+        self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
+        src_key = ep.reg_mr(bytearray(self.ep_src))
+        eng_pieces = _side_plan(cfg, cfg.seed + 20, eng_bytes)[1]
+        self.ep_writes = _endpoint_writes(cfg, ep_bytes)
+        self.eng, s, self.region, self.eng_src = _engine_side(
+            cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
+            p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=src_key,
+            into=link_into(fab, fab.hosts[self.eng_host]), reads=self.ep_writes, served=eng_pieces)
+        conn = self._connect(ep, s, eng_addr)
+        dst_key = ep.reg_mr(self.ep_dst)
+        self.ep_wrs = len(eng_pieces)
+        for i, (stream, a, n) in enumerate(eng_pieces):
+            conn.post_read(stream, dst_key, a, n, a, s.keys[0].rkey, wr_id=100 + i)
 
     @property
     def finished(self):
@@ -424,15 +605,19 @@ class EndpointCosim:
         got_eng = region_image(eng, self.region, len(self.ep_src))
         got_ep = bytes(self.ep_dst[:len(self.eng_src)])
         sha = lambda x: hashlib.sha256(x).hexdigest()      # noqa: E731
-        eng_ok = (sorted(c["wr_id"] for _, c in eng.res["tx_cqe"]) == sorted(w["wr_id"] for w in eng.items)
-                  and all(c["status"] == 0 for _, c in eng.res["tx_cqe"]))
+        eng_ok = eng.wrs_ok() and eng.responses_ok()
         ep_ok = len(self.ep_done) == self.ep_wrs and all(st == 0 for _, st in self.ep_done)
+        # the last completion of the cfg.nbytes: the sender's WRITEs or the receiver's READs
+        # (MR-ENG-146)
+        ep_last = max((t for t, _ in self.ep_done), default=None)
+        eng_done = eng.res["tx_cqe"] if cfg.verb == "write" else eng.res["read_cqe"]
+        cyc = max((cyc for cyc, _ in eng_done), default=None)
+        eng_last = cyc * self.period if cyc is not None else None
         if self.direction == "rx":
-            t = max((t for t, _ in self.ep_done), default=None)
+            t = ep_last if cfg.verb == "write" else eng_last
             got, src = got_eng, self.ep_src
         else:
-            cyc = max((cyc for cyc, _ in eng.res["tx_cqe"]), default=None)
-            t = cyc * self.period if cyc is not None else None
+            t = eng_last if cfg.verb == "write" else ep_last
             got, src = got_ep, self.eng_src
         goodput = cfg.nbytes * 8 / t if t else 0.0
         match = got_eng == self.ep_src and got_ep == self.eng_src
@@ -447,7 +632,11 @@ class EndpointCosim:
                 **_figures(cfg, self.fab, goodput, t),
                 "engine": {"host": f"h{self.eng_host}", "frames_out": eng.res["frames_out"],
                            "frames_in": eng.res["frames_in"], "placements": eng.res["done"],
-                           "errors": len(eng.res["errors"]), "bypass": eng.res["bypass"]},
+                           "errors": len(eng.res["errors"]), "bypass": eng.res["bypass"],
+                           **({"reads_completed": len(eng.res["read_cqe"]),
+                               "response_frames": eng.res["rsp_frames"],
+                               "response_errors": eng.res["rsp_errors"][:5]}
+                              if cfg.verb == "read" else {})},
                 "endpoint": {"host": f"h{self.ep_host}", "retransmitted": st.get("retransmitted", 0),
                              "acks_sent": st.get("acks_sent", 0), "naks_sent": st.get("naks_sent", 0),
                              "timeouts": st.get("timeouts", 0)},
@@ -488,12 +677,14 @@ class PeerCosim:
         h0.ep, h1.ep = RtlPeer(PEER_ADDR), RtlPeer(LOCAL_ADDR)
         assert (host_addr(0), host_addr(1)) == (PEER_ADDR, LOCAL_ADDR)
         lat = cfg.latency
+        # MR-ENG-146: in a read run h1 READs h0's pieces and h0 h1's (the back traffic)
+        plan_a, plan_b = reference_writes(cfg, "peer")
         self.a, _, self.region_a, self.src_a = _engine_side(
             cfg, cfg.seed + 10, cfg.nbytes, PEER_ADDR, LOCAL_ADDR, cfg.seed + 3, h0, p_bp=p_bp, latency=lat,
-            into=link_into(fab, h0))
+            into=link_into(fab, h0), reads=plan_b, served=plan_a)
         self.b, _, self.region_b, self.src_b = _engine_side(
             cfg, cfg.seed + 20, self.back, LOCAL_ADDR, PEER_ADDR, cfg.seed + 4, h1, p_bp=p_bp, latency=lat,
-            into=link_into(fab, h1))
+            into=link_into(fab, h1), reads=plan_a, served=plan_b)
         self.pair = pair
         self.progress = progress
         self.peer_model = None if pair else EngineModel(cfg.width, **engine_kw(cfg))
@@ -554,12 +745,10 @@ class PeerCosim:
         got_b = region_image(self.b, self.region_b, len(self.src_a))
         got_a = region_image(self.a, self.region_a, len(self.src_b))
         sha = lambda x: hashlib.sha256(x).hexdigest()      # noqa: E731
-        ok_wrs = []
-        for d in (self.a, self.b):
-            wrs = sorted(c["wr_id"] for _, c in d.res["tx_cqe"])
-            ok_wrs.append(wrs == sorted(w["wr_id"] for w in d.items)
-                          and all(c["status"] == 0 for _, c in d.res["tx_cqe"]))
-        t_done = max((cyc for cyc, _ in self.a.res["tx_cqe"]), default=None)
+        ok_wrs = [d.wrs_ok() and d.responses_ok() for d in (self.a, self.b)]
+        # the last completion of the cfg.nbytes into h1: h0's WRITEs, or h1's READs
+        done = self.a.res["tx_cqe"] if cfg.verb == "write" else self.b.res["read_cqe"]
+        t_done = max((cyc for cyc, _ in done), default=None)
         t = t_done * self.period if t_done is not None else None
         goodput = cfg.nbytes * 8 / t if t else 0.0
         match = sha(got_b) == sha(self.src_a) and got_a == self.src_b
@@ -571,7 +760,11 @@ class PeerCosim:
                 **_figures(cfg, self.fab, goodput, t),
                 "engines": {name: {"frames_out": d.res["frames_out"], "frames_in": d.res["frames_in"],
                                    "placements": d.res["done"], "errors": len(d.res["errors"]),
-                                   "peak_mac_beats": d.res["peak_mac_beats"]}
+                                   "peak_mac_beats": d.res["peak_mac_beats"],
+                                   **({"reads_completed": len(d.res["read_cqe"]),
+                                       "response_frames": d.res["rsp_frames"],
+                                       "response_errors": d.res["rsp_errors"][:5]}
+                                      if cfg.verb == "read" else {})}
                             for name, d in (("h0", self.a), ("h1", self.b))},
                 "config": _config_of(cfg)}
 
@@ -609,7 +802,7 @@ def reference_writes(cfg: Config, kind, direction="rx"):
     """MR-ENG-138/139: the WRITEs of ``h0`` and of ``h1`` (``[(stream, offset, length)]``) in the
     run of ``kind`` ``peer`` (two engines, :class:`PeerCosim`) or ``endpoint``
     (:class:`EndpointCosim` of ``direction``): ``h0`` writes ``cfg.nbytes``, ``h1`` the back
-    traffic."""
+    traffic. In a ``read`` run (MR-ENG-146) the pieces of each side's bytes the other READs."""
     back = cfg.nbytes // 8 if cfg.back is None else cfg.back
     if kind == "peer":
         return _side_plan(cfg, cfg.seed + 10, cfg.nbytes)[1], _side_plan(cfg, cfg.seed + 20, back)[1]
@@ -624,7 +817,9 @@ def run_reference_pair(cfg: Config, writes, back_writes):
     delayed-ACK time and chunk window, rate-hint pushes off), one connection of the engine's 4
     paths and 2 streams, PSNs from 0, over the same fabric; ``h0`` posts ``writes`` and ``h1``
     ``back_writes`` at time 0, as the engines do. Returns ``{"ok", "goodput_vs_limit",
-    "goodput_gbps", "sim_time_s"}``: the goodput of ``h0``'s bytes (its last completion)."""
+    "goodput_gbps", "sim_time_s"}``: the goodput of ``h0``'s bytes (its last completion). In a
+    ``read`` run (MR-ENG-146) each host READs the other's pieces instead, and the goodput is of
+    ``h1``'s READs of ``h0``'s bytes."""
     from .cosim import reference_receiver
     check_config(cfg)
     fab = build_fabric(cfg)
@@ -636,26 +831,34 @@ def run_reference_pair(cfg: Config, writes, back_writes):
     srcs = [random.Random(cfg.seed + 3 + h).randbytes(sum(n for _, _, n in w)) for h, w in enumerate(plans)]
     dsts = [bytearray(max(1, len(srcs[1 - h]))) for h in range(2)]
     rkeys = [ep.reg_mr(d) for ep, d in zip(eps, dsts)]
+    read = cfg.verb == "read"
+    # MR-ENG-146: in a read run host h READs the other's pieces from the other's source
+    src_keys = [ep.reg_mr(bytearray(src)) for ep, src in zip(eps, srcs)] if read else None
+    posted = [plans[1 - h] if read else plans[h] for h in range(2)]
     done = ([], [])
     for h, ep in enumerate(eps):
         fab.hosts[h].ep = ep
         conn = ep.connect(qps[h], addrs[1 - h], qps[1 - h], paths=SMALL["paths"], streams=SMALL["streams"],
                           init_psn=0, peer_init_psn=0)
-        lkey = ep.reg_mr(bytearray(srcs[h]))
-        for i, (stream, a, n) in enumerate(plans[h]):
-            conn.post_write(stream, lkey, a, n, a, rkeys[1 - h], wr_id=100 + i)
+        if read:
+            for i, (stream, a, n) in enumerate(posted[h]):
+                conn.post_read(stream, rkeys[h], a, n, a, src_keys[1 - h], wr_id=100 + i)
+        else:
+            lkey = ep.reg_mr(bytearray(srcs[h]))
+            for i, (stream, a, n) in enumerate(plans[h]):
+                conn.post_write(stream, lkey, a, n, a, rkeys[1 - h], wr_id=100 + i)
 
         def completion(host, t, c, h=h):
             done[h].append((t, int(c.status)))
-            if all(len(d) >= len(p) for d, p in zip(done, plans)):
+            if all(len(d) >= len(p) for d, p in zip(done, posted)):
                 fab.sim.stop()
         fab.hosts[h].on_completion = completion
     for host in fab.hosts:
         host.kick()
     ideal = cfg.nbytes * 8 / cfg.limit_bps
     fab.sim.run(until=cfg.max_time if cfg.max_time is not None else 50 * ideal + 2000 * cfg.rtt)
-    t = max((d[0] for d in done[0]), default=None)
-    ok = (all(len(d) == len(p) and all(st == 0 for _, st in d) for d, p in zip(done, plans))
+    t = max((d[0] for d in done[1 if read else 0]), default=None)
+    ok = (all(len(d) == len(p) and all(st == 0 for _, st in d) for d, p in zip(done, posted))
           and all(bytes(dsts[1 - h][:len(srcs[h])]) == srcs[h] for h in range(2)))
     goodput = cfg.nbytes * 8 / t if t and ok else 0.0
     return {"ok": ok, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4),

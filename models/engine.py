@@ -19,7 +19,8 @@ register block's, a function of its state).
 The whole engine (MR-ENG-130..): :class:`EngineModel` composes ``EngineRxModel(peer_acks=True)``,
 :class:`~metaroce.models.tx.TxCycleModel`, :class:`AckInModel`, :class:`AckOutModel`, a second
 :class:`~metaroce.models.frame_builder.FrameBuilderModel` for the ACK frames and
-:class:`MacTxArbModel`, stepped in MR-ENG-136's order.
+:class:`MacTxArbModel`, stepped in MR-ENG-136's order, and :class:`RspJoinModel` (the READ
+responses from the receive half to the TX half, MR-ENG-140..144).
 
 models/ never imports hdl/.
 """
@@ -38,7 +39,7 @@ from .wire import ROCE_PORT, Op
 
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
-           "AckInModel", "AckOutModel", "MacTxArbModel", "EngineModel", "engine_model_small",
+           "AckInModel", "AckOutModel", "RspJoinModel", "RSP_FIFO_DEPTH", "ENG_CTR", "MacTxArbModel", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
@@ -156,16 +157,17 @@ class EngineRxModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
-                 peer_acks=False, tx_counters=False):
+                 peer_acks=False, tx_counters=False, responses=False):
         self.width = width
         self.peer_acks = peer_acks
         self.tx_counters = tx_counters
+        self.responses = responses
         self.parser = ParserModel(width, max_frame=max_frame)
         self.pack = PackModel(width)
         self.rx = RxCycleModel(width, conns, paths, keys, streams=streams, chunk_ring=chunk_ring)
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
         # MR-ENG-105: the register block reads the parser's counters (and the TX half's)
-        self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters)
+        self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters, eng=responses)
         self.lay = self.rx.lay
         self.keep_mask = (1 << width // 8) - 1
 
@@ -177,6 +179,9 @@ class EngineRxModel:
         if self.peer_acks:
             ins.append("m_peer_ack__ready")
             outs += ["m_peer_ack__payload", "m_peer_ack__valid"]
+        if self.responses:
+            ins += ["m_rsp__ready", "eng_reg_data"]
+            outs += ["m_rsp__payload", "m_rsp__valid", "eng_reg_addr"]
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
@@ -196,7 +201,9 @@ class EngineRxModel:
             "s_cfg__payload": ro["m_cfg__payload"], "s_cfg__valid": ro["m_cfg__valid"],
             "m_ack__ready": g("m_ack__ready", 0), "m_place__ready": do["s_place__ready"],
             "m_data__ready": do["s_data__ready"], "m_cqe__ready": g("m_cqe__ready", 0),
-            "m_rsp__ready": 1,      # MR-RX-131: taken and dropped until the TX side's s_rsp joins it
+            # MR-RX-131, MR-ENG-140: the TX half's in the whole engine; the receive half alone
+            # takes and drops them
+            "m_rsp__ready": g("m_rsp__ready", 0) if self.responses else 1,
             "reg_addr": ro["reg_addr"]})
         pay_ready = self.pack.step(po["m_payload__tvalid"], po["m_payload__tdata"],
                                    po["m_payload__tkeep"], po["m_payload__tlast"],
@@ -215,7 +222,8 @@ class EngineRxModel:
             **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
         self.regs.step({**{"s_axil__" + n: g("s_axil__" + n, 0) for n in AXIL},
                         "m_cfg__ready": rx_out["s_cfg__ready"], "reg_data": rx_out["reg_data"],
-                        "parser_reg_data": po["reg_data"], "tx_reg_data": g("tx_reg_data", 0)})
+                        "parser_reg_data": po["reg_data"], "tx_reg_data": g("tx_reg_data", 0),
+                        "eng_reg_data": g("eng_reg_data", 0)})
         out = {n: po[n] for n in ("s_axis__tready", "m_bypass__tdata", "m_bypass__tkeep",
                                   "m_bypass__tvalid", "m_bypass__tlast")}
         out.update({"m_ack__payload": rx_out["m_ack__payload"], "m_ack__valid": rx_out["m_ack__valid"],
@@ -228,6 +236,9 @@ class EngineRxModel:
         if self.peer_acks:
             out.update({"m_peer_ack__payload": po["m_meta__payload"],
                         "m_peer_ack__valid": int(bool(po["m_meta__valid"] and to_ack))})
+        if self.responses:
+            out.update({"m_rsp__payload": rx_out["m_rsp__payload"], "m_rsp__valid": rx_out["m_rsp__valid"],
+                        "eng_reg_addr": ro["eng_reg_addr"]})
         return out
 
 
@@ -288,17 +299,17 @@ def ack_desc(rec, row):
 
 
 class _AckFifo:
-    """AckIn's 1-entry SyncFIFO: ``ready`` not full, ``valid`` not empty (both
-    of its state only), the head read without a register."""
+    """AckIn's (and RspJoin's) SyncFIFO: ``ready`` not full, ``valid`` not empty (both of its
+    state only), the head read without a register."""
 
-    def __init__(self):
-        self.q = SyncFifoModel(ACK_FIFO_DEPTH)
+    def __init__(self, depth=ACK_FIFO_DEPTH):
+        self.q = SyncFifoModel(depth)
 
     def busy(self):
         return self.q.level > 0
 
     def in_ready(self):
-        return int(self.q.level < ACK_FIFO_DEPTH)
+        return int(self.q.level < self.q.depth)
 
     def out(self):
         return int(self.q.level > 0), self.q.head
@@ -314,6 +325,40 @@ class AckInModel(_AckFifo):
     def step(self, in_valid, meta, out_ready):
         rec = peer_ack_record(meta, self.conns) if in_valid and self.in_ready() else None
         self.q.update(out_ready, rec is not None, pack(self.lay, rec) if rec is not None else 0)
+
+
+#: MR-ENG-141: slots of RspJoin's FIFO (a READ request is a frame of at least two beats, so one
+#: item a frame passes; as AckIn's).
+RSP_FIFO_DEPTH = 1
+#: MR-ENG-143: the whole engine's own counters (``eng_reg_addr`` numbers them): READ response
+#: items handed from the RX engine to the TX half, responses completed (status 0) and failed.
+ENG_CTR = {"rsp_items": 0, "rsp_done": 1, "rsp_failed": 2}
+
+
+class RspJoinModel(_AckFifo):
+    """MR-ENG-140..143: the RX engine's READ response items (``m_rsp``) into the TX half's
+    ``s_rsp`` through a 1-entry FIFO (both sides' handshake of its state only); the TX half's
+    ``m_rsp_done`` records always taken and counted (:data:`ENG_CTR`, 64 bits each); the counter
+    ``reg_addr`` selects is ``reg_data`` in the next cycle (a register, MR-REG-041)."""
+
+    def __init__(self, done_layout):
+        super().__init__(RSP_FIFO_DEPTH)
+        self.done_lay = done_layout
+        self.ctr = [0] * len(ENG_CTR)
+        self.reg_data = 0
+
+    def step(self, in_valid, item, out_ready, done_valid, done, reg_addr):
+        """One clock: the RX engine's item, the TX half's ``s_rsp.ready``, its ``m_rsp_done``
+        record and the register block's counter select."""
+        self.reg_data = self.ctr[reg_addr] if reg_addr < len(self.ctr) else 0
+        push = bool(in_valid) and self.in_ready()
+        self.q.update(out_ready, push, item)
+        mask = (1 << 64) - 1
+        if push:
+            self.ctr[ENG_CTR["rsp_items"]] = (self.ctr[ENG_CTR["rsp_items"]] + 1) & mask
+        if done_valid:
+            k = ENG_CTR["rsp_failed"] if unpack(self.done_lay, done)["status"] else ENG_CTR["rsp_done"]
+            self.ctr[k] = (self.ctr[k] + 1) & mask
 
 
 class AckOutModel:
@@ -374,8 +419,8 @@ class MacTxArbModel:
 #: MR-ENG-135: the TX half's ports the engine names otherwise
 ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe"}
 #: MR-ENG-105, MR-ENG-135: the halves' ports joined inside the engine
-_RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_")
-# MR-TX-171: the TX half's READ responses are the RX half's to feed (not built): tied off
+_RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_", "m_rsp__", "eng_reg_")
+# MR-ENG-140: the TX half's READ responses are fed by the receive half, their records counted
 _TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__")
 
 
@@ -395,10 +440,12 @@ class EngineModel:
         self.width = width
         self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
-                                outstanding=outstanding, peer_acks=True, tx_counters=True)
+                                outstanding=outstanding, peer_acks=True, tx_counters=True,
+                                responses=True)
         self.tx = TxCycleModel(width, conns, kw.pop("streams"), paths, kw.pop("depth"), **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
+        self.rsp = RspJoinModel(lay.sched.rsp_done)
         self.ack_out = AckOutModel(conns, self.rx.lay.ack, lay.cfg)
         self.ack_fb = FrameBuilderModel(width)
         self.arb = MacTxArbModel()
@@ -415,30 +462,35 @@ class EngineModel:
 
     def busy(self):
         return (self.rx.busy() or self.tx.busy() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy())
+                or self.arb.busy() or self.rsp.busy())
 
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers."""
         return (self.rx.busy() or self.tx.active() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy())
+                or self.arb.busy() or self.rsp.busy())
 
     def step(self, inputs):
         g = inputs.get
         fo = self.ack_fb.outputs()
         ack_ready, data_ready = self.arb.readies(g("m_axis__tready", 0), fo["m_axis__tvalid"])
         in_valid, in_head = self.ack_in.out()
-        # the TX half first (MR-ENG-136): its inputs are state only (AckIn's head, the
-        # arbiter's ready, the register block's counter select), and its counter value is the
-        # register block's input
+        rsp_valid, rsp_head = self.rsp.out()
+        ro = self.rx.regs.outputs()
+        # the TX half first (MR-ENG-136): its inputs are state only (AckIn's and RspJoin's
+        # heads, the arbiter's ready, the register block's counter select), and its counter
+        # value is the register block's input
         tx_in = {n: g(_tx_name(n), 0) for n in self.tx.port_names()["inputs"]}
         tx_in.update({"s_ack__valid": in_valid, "s_ack__payload": in_head,
-                      "m_axis__tready": data_ready,
-                      "reg_addr": self.rx.regs.outputs()["tx_reg_addr"]})
+                      "m_axis__tready": data_ready, "reg_addr": ro["tx_reg_addr"],
+                      "s_rsp__valid": rsp_valid, "s_rsp__payload": rsp_head, "m_rsp_done__ready": 1})
         tx_out = self.tx.step(tx_in)
         rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
-                               "m_ack__ready": fo["s_desc__ready"], "tx_reg_data": tx_out["reg_data"]})
+                               "m_ack__ready": fo["s_desc__ready"], "tx_reg_data": tx_out["reg_data"],
+                               "m_rsp__ready": self.rsp.in_ready(), "eng_reg_data": self.rsp.reg_data})
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
+        self.rsp.step(rx_out["m_rsp__valid"], rx_out["m_rsp__payload"], tx_out["s_rsp__ready"],
+                      tx_out["m_rsp_done__valid"], tx_out["m_rsp_done__payload"], ro["eng_reg_addr"])
         out_valid = rx_out["m_ack__valid"]
         out_desc = self.ack_out.desc(rx_out["m_ack__payload"]) if out_valid else 0
         self.ack_out.step(g("s_cfg__valid", 0), g("s_cfg__payload", 0))

@@ -533,7 +533,7 @@ class CounterLoop:
     engine marks bad (``tuser``) is dropped by the loop's MAC (``mark_bad``, when it has one).
     ``counters`` (after the run): ``{source: [values]}``."""
 
-    def __init__(self, loop, *, sources=("rx", "parser", "tx"), seed=0, p_idle=0.2, p_bp=0.3):
+    def __init__(self, loop, *, sources=("rx", "parser", "tx", "eng"), seed=0, p_idle=0.2, p_bp=0.3):
         self.loop = loop
         self.readout = rgc.Driver(rgc.counter_items(sources), seed=seed, p_idle=p_idle, p_bp=p_bp)
 
@@ -565,8 +565,8 @@ class CounterLoop:
 
     @property
     def counters(self):
-        """The values read, ``{source: [values]}`` (MR-REG-030/033/034)."""
-        return rgc.counters_by_source(register_map(), self.readout)
+        """The values read, ``{source: [values]}`` (MR-REG-030/033/034, MR-ENG-143)."""
+        return rgc.counters_by_source(register_map(eng=True), self.readout)
 
 
 #: MR-ENG-105: the TX half's retry limit in :func:`tx_counter_run` (two timeouts in a row on a
@@ -607,7 +607,8 @@ def model_counters(model):
     # MR-TX-126, MR-TX-181: the unit's counters below TX_CTR_BASE (its tail_probes is not mapped)
     return {"rx": list(model.rx.rx.rx.counters),
             "parser": list(p.cnt) + [p.cnt_overflow],
-            "tx": list(model.tx.rtx.counters)[:TX_CTR_BASE] + list(model.tx.counters)}
+            "tx": list(model.tx.rtx.counters)[:TX_CTR_BASE] + list(model.tx.counters),
+            "eng": list(model.rsp.ctr)}                 # MR-ENG-143
 
 
 def check_counter_loop(cl: CounterLoop, model, region, source, bad):
@@ -622,6 +623,7 @@ def check_counter_loop(cl: CounterLoop, model, region, source, bad):
     assert got["rx"] == want["rx"], f"RX counters {got['rx']} != {want['rx']}"
     assert got["parser"] == want["parser"], f"parser counters {got['parser']} != {want['parser']}"
     assert got["tx"] == want["tx"], f"TX counters {got['tx']} != {want['tx']}"
+    assert got["eng"] == want["eng"], f"engine counters {got['eng']} != {want['eng']}"
     tx = dict(zip(tx_counter_names(), got["tx"]))
     still = [n for n, v in tx.items() if v == 0 and n != "SENT_BAD"]
     assert not still, f"TX counters that never moved: {still}"

@@ -31,7 +31,7 @@ __all__ = ["Reg", "RegMap", "register_map", "RegFile", "RegsCycleModel", "markdo
            "regs_model_256x4", "ADDR_BITS", "OKAY", "SLVERR", "ID",
            "VERSION", "ERR_WRITE", "ERR_READ", "ERR_COMMIT", "CTR_BASE", "PARSER_CTR_BASE",
            "TX_CTR_BASE", "CFG_DATA_BASE", "MAX_DATA_WORDS", "INPUTS", "OUTPUTS", "SOURCES",
-           "ctr_base", "port_lists"]
+           "ctr_base", "port_lists", "ENG_CTR_BASE", "eng_counter_names"]
 
 #: MR-REG-002: byte address bits of the AXI4-Lite port (a 4 KiB window).
 ADDR_BITS = 12
@@ -51,12 +51,14 @@ CTR_BASE = 0x100
 #: their ``reg_addr`` is 4 bits, the held address's bits [6:3]).
 PARSER_CTR_BASE = 0x200
 TX_CTR_BASE = 0x280
+#: MR-ENG-143: the whole engine's own counters (its READ responses' join), after the TX half's
+ENG_CTR_BASE = 0x300
 #: MR-REG-030/033/034: the counter sources, their windows and their ports' name prefixes
 #: (``<prefix>reg_addr`` out, ``<prefix>reg_data`` in).
-SOURCES = ("rx", "parser", "tx")
-_BASE = {"rx": CTR_BASE, "parser": PARSER_CTR_BASE, "tx": TX_CTR_BASE}
-_PREFIX = {"rx": "", "parser": "parser_", "tx": "tx_"}
-_ADDR_BITS = {"rx": 5, "parser": 4, "tx": 4}
+SOURCES = ("rx", "parser", "tx", "eng")
+_BASE = {"rx": CTR_BASE, "parser": PARSER_CTR_BASE, "tx": TX_CTR_BASE, "eng": ENG_CTR_BASE}
+_PREFIX = {"rx": "", "parser": "parser_", "tx": "tx_", "eng": "eng_"}
+_ADDR_BITS = {"rx": 5, "parser": 4, "tx": 4, "eng": 4}
 #: MR-REG-011: the global registers' reset values, by GLOBAL field: the RX engine's
 #: ``<FIELD>_RESET`` constant (0 for a field without one).
 GLOBAL_RESET = {name: getattr(_rx, f"{name.upper()}_RESET", 0) for name, _ in GLOBAL}
@@ -121,9 +123,17 @@ def tx_counter_names():
     return names
 
 
-_NAMES = {"rx": counter_names, "parser": parser_counter_names, "tx": tx_counter_names}
-_REG_PREFIX = {"rx": "CTR_", "parser": "PARSER_", "tx": "TX_"}
-_WHAT = {"rx": "RX counter", "parser": "parser counter", "tx": "TX counter"}
+def eng_counter_names():
+    """MR-ENG-143: the whole engine's own counters (``models.engine.ENG_CTR``): the READ
+    responses handed from the RX engine to the TX half, those completed and those failed."""
+    from .engine import ENG_CTR
+    return [n.upper() for n, _ in sorted(ENG_CTR.items(), key=lambda kv: kv[1])]
+
+
+_NAMES = {"rx": counter_names, "parser": parser_counter_names, "tx": tx_counter_names,
+          "eng": eng_counter_names}
+_REG_PREFIX = {"rx": "CTR_", "parser": "PARSER_", "tx": "TX_", "eng": "ENG_"}
+_WHAT = {"rx": "RX counter", "parser": "parser counter", "tx": "TX counter", "eng": "engine counter"}
 
 
 def ctr_base(source):
@@ -131,10 +141,10 @@ def ctr_base(source):
     return _BASE[source]
 
 
-def port_lists(parser=True, tx=True):
+def port_lists(parser=True, tx=True, eng=False):
     """MR-REG-002: ``(inputs, outputs)``, the Verilog names of the block's ports with the parser's
-    and the TX half's counter ports or without."""
-    srcs = [s for s, on in (("parser", parser), ("tx", tx)) if on]
+    and the TX half's counter ports or without (and the engine's own, MR-ENG-143)."""
+    srcs = [s for s, on in (("parser", parser), ("tx", tx), ("eng", eng)) if on]
     return (_INPUTS + tuple(_PREFIX[s] + "reg_data" for s in srcs),
             _OUTPUTS + tuple(_PREFIX[s] + "reg_addr" for s in srcs))
 
@@ -161,12 +171,13 @@ def _log2(n):
     return (n - 1).bit_length()
 
 
-def register_map(lay=None, *, parser=True, tx=True) -> RegMap:
+def register_map(lay=None, *, parser=True, tx=True, eng=False) -> RegMap:
     """MR-REG-010..013, MR-REG-020, MR-REG-030/033/034: the registers of the block serving the RX
     instance ``lay`` (``models.rx.layouts(...)``; default the engine's instance), with the
-    parser's and the TX half's counter windows or without (MR-REG-001)."""
+    parser's and the TX half's counter windows or without (MR-REG-001); ``eng``: the whole
+    engine's own counters at 0x300 (MR-ENG-143)."""
     lay = lay or layouts()
-    sources = [s for s, on in (("rx", True), ("parser", parser), ("tx", tx)) if on]
+    sources = [s for s, on in (("rx", True), ("parser", parser), ("tx", tx), ("eng", eng)) if on]
     names = {s: _NAMES[s]() for s in sources}
     cfg = dict(lay.cfg)
     data_bits, addr_bits = cfg["data"].width, cfg["addr"].width
@@ -183,10 +194,12 @@ def register_map(lay=None, *, parser=True, tx=True) -> RegMap:
         Reg("ERROR", 0x00C, 3, W1C, 0,
             "sticky: [0] a write answered SLVERR, [1] a read answered SLVERR, "
             "[2] a commit of table 0 refused", "error"),
-        Reg("CTR_COUNTS", 0x03C, 24, RO,
-            len(names["rx"]) | len(names.get("parser", ())) << 8 | len(names.get("tx", ())) << 16,
-            "counters: [7:0] RX (at 0x100), [15:8] parser (at 0x200), [23:16] TX (at 0x280); "
-            "0: none (MR-REG-013)", "const"),
+        # MR-ENG-143: bits [31:24] the engine's own counters (at 0x300), in the map that has them
+        Reg("CTR_COUNTS", 0x03C, 32 if eng else 24, RO,
+            len(names["rx"]) | len(names.get("parser", ())) << 8 | len(names.get("tx", ())) << 16
+            | len(names.get("eng", ())) << 24,
+            "counters: [7:0] RX (at 0x100), [15:8] parser (at 0x200), [23:16] TX (at 0x280)"
+            + (", [31:24] engine (at 0x300)" if eng else "") + "; 0: none (MR-REG-013)", "const"),
     ]
     for i, (name, f) in enumerate(GLOBAL):
         regs.append(Reg(f"GLOBAL_{name.upper()}", 0x010 + 4 * i, f.width, RW, GLOBAL_RESET.get(name, 0),
@@ -255,8 +268,8 @@ def strobe_mask(strb):
 class RegFile:
     """The registers' state and the effect of one access (MR-REG-004, MR-REG-010/011/012, MR-REG-020..024, MR-REG-030/031)."""
 
-    def __init__(self, lay=None, *, parser=True, tx=True):
-        self.map = register_map(lay, parser=parser, tx=tx)
+    def __init__(self, lay=None, *, parser=True, tx=True, eng=False):
+        self.map = register_map(lay, parser=parser, tx=tx, eng=eng)
         self.lay = self.map.lay
         self.words = self.map.by_word()
         self.value = {r.name: r.reset for r in self.map.regs if r.kind in ("store", "global")}
@@ -355,10 +368,11 @@ class RegsCycleModel:
     once per clock with every input port's value, returning every output port's value in the
     same cycle. Every output is a register or a function of registers only."""
 
-    def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, *, parser=True, tx=True):
-        self.rf = RegFile(layouts(conns, paths, keys), parser=parser, tx=tx)
+    def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, *, parser=True, tx=True,
+                 eng=False):
+        self.rf = RegFile(layouts(conns, paths, keys), parser=parser, tx=tx, eng=eng)
         self.lay = self.rf.lay
-        self.parser, self.tx = parser, tx
+        self.parser, self.tx, self.eng = parser, tx, eng
         self.sources = self.rf.map.sources
         self.aw_full = self.w_full = 0
         self.aw_addr = self.w_data = self.w_strb = 0
@@ -370,7 +384,7 @@ class RegsCycleModel:
         self.log = []                   # (kind, ...) per completed access, for tests
 
     def port_names(self):
-        ins, outs = port_lists(self.parser, self.tx)
+        ins, outs = port_lists(self.parser, self.tx, self.eng)
         return {"inputs": list(ins), "outputs": list(outs)}
 
     def busy(self):

@@ -150,8 +150,10 @@ SHAPES = {"none": (0.0, 0.0), "idle": (0.4, 0.0), "bp": (0.0, 0.5), "both": (0.3
 
 
 def n_source_counters(source):
-    """How many counters a source's port has (MR-RX-050, MR-HW-060, MR-TX-040/126)."""
-    return {"rx": N_COUNTERS, "parser": len(parser_counter_names()), "tx": len(tx_counter_names())}[source]
+    """How many counters a source's port has (MR-RX-050, MR-HW-060, MR-TX-040/126, MR-ENG-143)."""
+    from .regs import eng_counter_names
+    return {"rx": N_COUNTERS, "parser": len(parser_counter_names()), "tx": len(tx_counter_names()),
+            "eng": len(eng_counter_names())}[source]
 
 
 class Counters:

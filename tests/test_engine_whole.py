@@ -288,3 +288,210 @@ def test_ack_path_rtl_builds_the_endpoints_frames():
     sim.add_process(sink)
     sim.run()
     assert frames == want
+
+
+# ------------------------------------------------------------------ READs (MR-ENG-140..146)
+
+def _read_loopback_model(nbytes, seed, loss, **kw):
+    """The engine READing its own memory over the lossy loopback (model), then its own counters
+    read through ``s_axil`` (MR-ENG-143), run until the TX half is idle (its responses
+    acknowledged, so that every item has its ``m_rsp_done`` record)."""
+    from metaroce.models import engine_cases as ec
+    from metaroce.models.cosim import run_loop
+    drv, s, region, src = ce.loopback_run(64, nbytes, seed=seed, loss=loss, verb="read", **kw)
+    cl = ec.CounterLoop(drv, sources=("eng",), seed=seed)
+    m = EngineModel(64)
+    run_loop(cl, m, m.busy)
+    return drv, cl, m, region, src
+
+
+def test_engine_model_loopback_reads():
+    """MR-ENG-140..145, MR-TX-186 on the model: 6,000 bytes READ by the engine from itself in 3 READs at
+    10 % loss: its receive half executes each request, the item goes through RspJoin to its TX
+    half, whose response frames leave ``m_axis`` with the payload memory's bytes (checked frame
+    by frame) and come back to be placed; the destination equals the source, every READ
+    completes once on ``m_cqe`` (and its request on ``m_tx_cqe``), and the engine's counters
+    read through AXI4-Lite say 3 items, 3 responses done, 0 failed (the model's own)."""
+    drv, cl, m, region, src = _read_loopback_model(6000, seed=2, loss=0.1)
+    r = ce.check(drv, region, src)
+    assert r["lost"] > 0 and r["reads"] == 3 and r["rsp_frames"] >= 6
+    assert cl.counters["eng"] == list(m.rsp.ctr) == [3, 3, 0]
+
+
+def test_engine_model_read_response_check_fails_on_a_wrong_read():
+    """MR-ENG-145, negative controls: the response frames checked against a READ of another
+    length (the served table altered) fail the run's check, and so do responses to a READ the
+    peer never posted (its entry removed)."""
+    from metaroce.models.cosim import run_loop
+    for alter, why in (("length", "message length"), ("remove", "a response to no READ")):
+        drv, s, region, src = ce.loopback_run(64, 1500, seed=4, loss=0.0, verb="read", n_writes=2)
+        k = next(iter(drv.served))
+        if alter == "length":
+            drv.served[k] = (drv.served[k][0], drv.served[k][1] + 1)
+        else:
+            del drv.served[k]
+        m = EngineModel(64)
+        run_loop(drv, m, m.active)
+        with pytest.raises(AssertionError, match="READ responses"):
+            ce.check(drv, region, src)
+        assert any(why in e for e in drv.res["rsp_errors"])
+
+
+def test_read_plan_writes_a_row_per_read():
+    """MR-ENG-146/147: a run's READs each take an outstanding-read row (table 6, MR-RX-110),
+    written by the host before traffic: ``rd_slots`` per stream, the row's message number the
+    READ's on its stream; a third READ on a stream of 2 rows is refused."""
+    from metaroce.models.rx import TABLE_READ, unpack
+    from metaroce.models.rx_cases import Setup
+    s = Setup(2, 4, 256, streams=4, seed=1, n_conns=1, mtu_log2=10, n_streams=2, first_psn=0)
+    dst = s.keys[1]
+    n0 = len(s.writes)
+    items = ce.read_plan(s, 1, [(0, 0, 10), (1, 10, 20), (0, 30, 5), (1, 35, 1)], dst, 0x1234)
+    rows = [unpack(s.lay.rd, w.value) | {"row": w.addr} for w in s.writes[n0:] if w.table == TABLE_READ]
+    assert [r["msg"] for r in rows] == [0, 0, 1, 1] and [w["op"] for w in items] == [4] * 4
+    assert [r["base"] - dst.base for r in rows] == [0, 10, 30, 35] and [r["wr_id"] for r in rows] == [100, 101, 102, 103]
+    assert ce.served_reads([(0, 0, 10), (1, 10, 20), (0, 30, 5)], dst)[(0, 1)] == (dst.base + 30, 5)
+    with pytest.raises(ValueError, match="outstanding-read rows"):
+        ce.read_plan(s, 1, [(0, 0, 1)] * 3, dst, 0x1234)
+
+
+class _RspJoinPorts:
+    """``RspJoinModel`` with the RTL block's ports (``hdl.engine.RspJoin``) for the lockstep."""
+
+    def __init__(self, lay):
+        from metaroce.models.engine import RspJoinModel
+        self.j, self.lay = RspJoinModel(lay.rsp_done), lay
+
+    def port_names(self):
+        return {"inputs": ["s_rsp__payload", "s_rsp__valid", "m_rsp__ready", "s_done__payload",
+                           "s_done__valid", "reg_addr"],
+                "outputs": ["s_rsp__ready", "m_rsp__payload", "m_rsp__valid", "s_done__ready",
+                            "reg_data"]}
+
+    def busy(self):
+        return self.j.busy()
+
+    def step(self, i):
+        v, head = self.j.out()
+        out = {"s_rsp__ready": self.j.in_ready(), "m_rsp__payload": head, "m_rsp__valid": v,
+               "s_done__ready": 1, "reg_data": self.j.reg_data}
+        self.j.step(i["s_rsp__valid"], i["s_rsp__payload"], i["m_rsp__ready"], i["s_done__valid"],
+                    i["s_done__payload"], i["reg_addr"])
+        return out
+
+
+class _RspJoinDriver:
+    """Random items, readies, done records (a third failed) and counter selects."""
+
+    def __init__(self, lay, seed, cycles=400):
+        import random
+        from metaroce.models.rx import pack
+        self.rng, self.lay, self.pack, self.left = random.Random(seed), lay, pack, cycles
+        self.items = self.taken = self.done = 0
+
+    @property
+    def finished(self):
+        return self.left <= 0
+
+    def inputs(self):
+        r, lay = self.rng, self.lay
+        return {"s_rsp__valid": int(r.random() < 0.6),
+                "s_rsp__payload": self.pack(lay.rsp, {"conn": r.randrange(2), "stream": r.randrange(2),
+                                                      "msg": r.getrandbits(32), "laddr": r.getrandbits(64),
+                                                      "length": r.getrandbits(20), "err": r.randrange(2)}),
+                "m_rsp__ready": int(r.random() < 0.5), "s_done__valid": int(r.random() < 0.3),
+                "s_done__payload": self.pack(lay.rsp_done, {"conn": 1, "stream": 1, "msg": 7,
+                                                            "status": r.choice([0, 0, 12])}),
+                "reg_addr": r.randrange(5)}
+
+    def observe(self, inp, out):
+        self.items += inp["s_rsp__valid"] and out["s_rsp__ready"]
+        self.taken += out["m_rsp__valid"] and inp["m_rsp__ready"]
+        self.done += inp["s_done__valid"]
+        self.left -= 1
+
+    def settle(self, busy):
+        pass
+
+
+def test_rsp_join_lockstep_amaranth():
+    """MR-ENG-141..143: RspJoin (RTL, Amaranth simulator) and RspJoinModel in lockstep, every
+    output every cycle, on random items with random readies, done records (some failed) and
+    counter selects (beyond the three counters too): 0 mismatches (so the items leave as the
+    model's FIFO passes them, the counters read as the model's), every item taken and counted,
+    every done record taken and counted, failed ones apart."""
+    from metaroce.hdl.engine import RspJoin
+    from metaroce.tb.lockstep import run_amaranth
+    lay = engine_layouts().sched
+    model = _RspJoinPorts(lay)
+    drv = _RspJoinDriver(lay, seed=5)
+    core = run_amaranth(RspJoin(lay.rsp, lay.rsp_done), model, drv)
+    assert core.mismatches == 0
+    ctr = model.j.ctr
+    assert drv.items == ctr[0] > 50 and drv.taken >= drv.items - 1 and ctr[1] + ctr[2] == drv.done
+    assert ctr[1] > 0 and ctr[2] > 0
+
+
+def test_two_engines_model_reads(capsys):
+    """MR-ENG-146: ``metaroce cosim --peer rtl --engine model --verb read``: h1 READs 8 KiB of
+    h0's memory and h0 1 KiB of h1's at 5 % loss; each engine answers the other's READs (every
+    response frame checked); both destinations equal their sources, every READ completes once;
+    the reference endpoints' READs complete too."""
+    import json
+    from metaroce.cli import main
+    assert main(["cosim", "--peer", "rtl", "--engine", "model", "--json", "--bytes", "8192",
+                 "--loss", "0.05", "--seed", "3", "--verb", "read"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert list(r)[:6] == ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
+    assert r["ok"] and r["sha256_match"] and r["wrs_completed_ok"] and r["reference"]["ok"]
+    assert r["config"]["verb"] == "read"
+    for h in ("h0", "h1"):
+        e = r["engines"][h]
+        assert e["reads_completed"] >= 1 and e["response_frames"] >= 1 and not e["response_errors"]
+    assert main(["cosim", "--verb", "read", "--engine", "model"]) == 2      # READs need whole engines
+
+
+@pytest.mark.parametrize("direction", ["rx", "tx"])
+def test_engine_endpoint_model_reads(direction):
+    """MR-ENG-146 with the reference endpoint (model): ``rx``, the engine READs 8 KiB of the
+    endpoint's memory and answers its READs of 1 KiB; ``tx``, the other way round. The endpoint
+    takes the engine's responses (its own READs complete, its buffer equals the engine's
+    source) and answers the engine's READs."""
+    from metaroce.models import cosim, cosim_tx
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 8192, "loss": 0.05, "seed": 3,
+                          "verb": "read"})
+    r = ce.run_endpoint_model(cfg, direction)
+    assert r["ok"] and r["sha256_match"] and r["engine"]["reads_completed"] >= 1
+    assert r["engine"]["response_frames"] >= 1 and not r["engine"]["response_errors"]
+
+
+@pytest.mark.slow
+def test_engine_lockstep_amaranth_read():
+    """MR-ENG-140..145 on the RTL (Amaranth simulator): the engine READing 1,100 bytes of its
+    own memory in one READ over the loopback, in lockstep with EngineModel, every output every
+    cycle, with backpressure on every output and random AXI latencies: the request goes out of
+    ``m_axis`` and comes back to the receive half, which executes it; the TX half's two
+    response frames leave ``m_axis`` (checked) and are placed; 0 mismatches."""
+    from metaroce.hdl.engine import Engine
+    from metaroce.tb.lockstep import run_amaranth
+    drv, s, region, src = ce.loopback_run(64, 1100, seed=3, loss=0.0, n_writes=1, verb="read")
+    model = EngineModel(64, max_frame=2048)
+    core = run_amaranth(Engine(64, max_frame=2048), model, drv, busy=model.active)
+    assert core.mismatches == 0
+    r = ce.check(drv, region, src)
+    assert r["reads"] == 1 and r["rsp_frames"] >= 2 and model.rsp.ctr[0] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["peer", "pair"])
+def test_two_engines_reads_rtl_lockstep(kind):
+    """MR-ENG-146 on the RTL (Verilator): READs between two engines, ``peer`` the block
+    ``engine`` on h1 against its model on h0, ``pair`` both RTL (the pair build); the RTL's
+    model alongside in lockstep, every output every cycle: 0 mismatches; 32 KiB at 2 % loss."""
+    from metaroce.commands.cosim import run_rtl
+    from metaroce.models import cosim, cosim_tx
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 32 * 1024, "loss": 0.02,
+                          "seed": 2, "verb": "read"})
+    r = run_rtl(cfg, lockstep=True, direction=kind)
+    assert r["ok"] and r["mismatches"] == 0
+    assert all(e["reads_completed"] >= 1 and e["response_frames"] >= 1 for e in r["engines"].values())

@@ -63,6 +63,10 @@ def add_arguments(p):
     p.add_argument("--back", type=int, default=None,
                    help="with --peer rtl or endpoint: the bytes h1 writes back to h0 at the same "
                         "time (default an eighth of --bytes; 0: none)")
+    p.add_argument("--verb", choices=("write", "read"), default="write",
+                   help="with --peer rtl or endpoint: each side WRITEs its bytes to the other "
+                        "(default) or READs the other's (MR-ENG-146: the data's receiver posts the "
+                        "READs, the sender's engine answers them)")
     p.add_argument("--mac", choices=("cut-through", "store-and-forward"), default="cut-through",
                    help="the engine's MAC streams a frame as it crosses the wire, both ways "
                         "(default), or store and forward (the earlier harness): a frame sent is "
@@ -139,6 +143,8 @@ def run(args):
         raise CliError("--seed must be >= 0")
     if args.back is not None and not (peer or endpoint):
         raise CliError("--back is h1's writes back: only with --peer rtl or endpoint")
+    if args.verb != "write" and not (peer or endpoint):
+        raise CliError("--verb read runs READs between whole engines: only with --peer rtl or endpoint")
     if args.back is not None and not 0 <= args.back <= (1 << 30):
         raise CliError("--back must be in 0..1073741824")
     whole = peer or endpoint                    # the whole engine: its TX half's MTU and connections
@@ -149,7 +155,7 @@ def run(args):
         raise CliError("--ack-every must be in 1..15")
     over, _ = cosim.SCENARIOS[args.scenario]
     cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}),
-                          **({"n_conns": 1, "back": args.back} if whole else {}),
+                          **({"n_conns": 1, "back": args.back, "verb": args.verb} if whole else {}),
                           "mac_cut_through": args.mac == "cut-through",
                           "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
@@ -185,7 +191,8 @@ def run(args):
     else:
         ref = cosim.run_reference(cfg, timer=True, hints=False)
     res["reference"] = {"goodput_vs_limit": ref["goodput_vs_limit"], "ok": ref["ok"],
-                        "what": REFERENCE["peer" if peer else "endpoint" if endpoint else args.direction]}
+                        "what": REFERENCE["peer" if peer else "endpoint" if endpoint else args.direction]
+                        .replace("same writes", "same READs" if args.verb == "read" else "same writes")}
     res = {"scenario": args.scenario, "direction": args.direction, "peer": args.peer,
            "engine_sim": args.engine, **({} if tx else {"receiver": args.engine}), **res}
     head = ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
@@ -193,7 +200,8 @@ def run(args):
     if args.json:
         print(json.dumps(res))
     elif whole:
-        who = "two engines" if peer else f"engine <-> endpoint, {args.direction}"
+        who = ("two engines" if peer else f"engine <-> endpoint, {args.direction}") + (
+            ", READs" if args.verb == "read" else "")
         print(f"cosim {args.scenario} ({who}): {'ok' if res['ok'] else 'FAILED'}: "
               f"{res['bytes']} bytes h0 -> h1 and {res['bytes_back']} back, sha256 "
               f"{'match' if res['sha256_match'] else 'MISMATCH'}, WRs "
