@@ -260,6 +260,11 @@ class TxSched(wiring.Component):
         p_tfirst = Array(Signal(name=f"tfirst{r}") for r in range(C * PA))
         p_tlast = Array(Signal(name=f"tlast{r}") for r in range(C * PA))
         p_tv = Array(Signal(name=f"tv{r}") for r in range(C * PA))
+        # MR-TXS-113: per path row its state (probing, retired; neither: active) and its
+        # collapsed bit (MR-TXS-115: a reroute's window of one MTU until its next ACK)
+        p_prb = Array(Signal(name=f"prb{r}") for r in range(C * PA))
+        p_ret = Array(Signal(name=f"ret{r}") for r in range(C * PA))
+        p_col = Array(Signal(name=f"col{r}") for r in range(C * PA))
 
         # MR-TXS-044: the frame queue holds the frame request's fields that vary, the output
         # rebuilds the rest (the opcode from op and a bit set in every frame, the offset's
@@ -714,11 +719,19 @@ class TxSched(wiring.Component):
                 # ones and a low bit set (no compare)
                 rm = p_room[row]
                 room_ok = ~rm[-1] | (rm[mtu_log2:].all() & rm[:mtu_log2].any())
-                p_ok.append(_named(m, room_ok, f"pinfl_ok{row}")
-                            & A.gt(Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
-                p_since_req.append(p_since[row] >= self.ack_every - 1)
-                p_fill.append(Mux(nonempty, h_fill[p],
-                                  by_stream([f[p] for f in s_fill], f"s_fill{c}_{p}")))
+                # MR-TXS-115: collapsed, the window is one MTU: bytes in flight below it
+                room_ok = Mux(p_col[row], (p_infl[row] >> mtu_log2) == 0, room_ok)
+                act_ok = (_named(m, room_ok, f"pinfl_ok{row}")
+                          & A.gt(Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
+                # MR-TXS-117: a probing path takes a packet that is not a resend when it has
+                # none in flight; a retired one none
+                p_ok.append(_named(m, Mux(p_prb[row], (p_pkts[row] == 0) & ~nonempty,
+                                          act_ok & ~p_ret[row]), f"p_ok{row}"))
+                p_since_req.append((p_since[row] >= self.ack_every - 1) | p_prb[row])
+                # MR-TXS-115: the fill term on a window of one MTU: anything in flight after it
+                p_fill.append(Mux(p_col[row], nb.any() | p_infl[row].any(),
+                                  Mux(nonempty, h_fill[p],
+                                      by_stream([f[p] for f in s_fill], f"s_fill{c}_{p}"))))
             # the path pick as one-hot bits (MR-TXS-023's round robin, path 0 when none fits,
             # as the index pick was): the PSN, AckReq terms and row bits are AND-OR reads of
             # them, not a mux tree after the index's mux chain (512 bits: 10 LUT levels from
@@ -792,12 +805,15 @@ class TxSched(wiring.Component):
         pbr = Signal(lay.probe, name="probe_b")
         pb_psn1 = Signal(psn_w, name="pb_psn1")         # the probe's PSN + 1, from the intake
         pd_valid = Signal(name="pd_valid")
-        probe_go = _named(m, pb_valid & pd_valid & ~touched.bit_select(pbr.conn, 1), "probe_go")
+        probe_go = _named(m, pb_valid & pd_valid & ~pbr.to & ~touched.bit_select(pbr.conn, 1),
+                          "probe_go")
         probe_act = _named(m, sched & probe_go, "probe_act")
-        m.d.comb += self.s_probe.ready.eq(~pb_valid | probe_act)
+        # MR-TXS-118: a timeout's verdict in the register acts in the cycle after its load
+        v_act = _named(m, pb_valid & pbr.to, "v_act")
+        m.d.comb += self.s_probe.ready.eq(~pb_valid | probe_act | pbr.to)
         load_pb = self.s_probe.ready & self.s_probe.valid
-        m.d.sync += pb_valid.eq(load_pb | (pb_valid & ~probe_act))
-        m.d.sync += pd_valid.eq(pb_valid & ~probe_act)
+        m.d.sync += pb_valid.eq(load_pb | (pb_valid & ~probe_act & ~v_act))
+        m.d.sync += pd_valid.eq(pb_valid & ~probe_act & ~v_act)
         with m.If(load_pb):
             m.d.sync += [pbr.eq(self.s_probe.payload),
                          pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
@@ -901,6 +917,7 @@ class TxSched(wiring.Component):
         lost_act = _named(m, rep_act & rr_lost & ~rr_was_acked & ~read(e_fail, r_e, "r_fail"),
                           "lost_act")
         wr_act = _named(m, take_wr & ~w_bad, "wr_act")
+        rep_restore = _named(m, busy & ~rr_lost & ((rep.path >> pb) == 0), "rep_restore")
         comp_act = _named(m, ~busy & comp, "comp_act")
         new_act = _named(m, Cat(*act_new).any(), "new_act")
         # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
@@ -936,7 +953,8 @@ class TxSched(wiring.Component):
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
                                       | (self.s_error.valid & (er_conn == c))
                                       | (wb_valid & (wb_conn == c))
-                                      | cw_d_conn[c])
+                                      | cw_d_conn[c]
+                                      | (v_act & (pbr.conn == c)))          # MR-TXS-118
         def rep_or_pkt(v, rep_sub, nb, name):
             """MR-TXS-042: ``v`` after a report of ``r_nb`` bytes (``busy``: less when
             ``rep_sub``, else more) or a packet of ``nb`` (the other way): a report and a packet
@@ -972,6 +990,19 @@ class TxSched(wiring.Component):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
                                  p_room[row].eq(Mux(over, room_next, room_empty)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
+                # MR-TXS-116: an acknowledged report restores the path (active, its window),
+                # whether or not it still names a live message
+                with m.If(rep_restore & (r_row == row)):
+                    m.d.sync += [p_prb[row].eq(0), p_ret[row].eq(0), p_col[row].eq(0)]
+                # MR-TXS-114/115/118: a verdict after it at the same edge (its write wins)
+                with m.If(v_act & (pb_row == row) & ((pbr.path >> pb) == 0)):
+                    with m.Switch(pbr.verdict):
+                        with m.Case(P.PATH_SUSPECT):
+                            m.d.sync += [p_prb[row].eq(1), p_ret[row].eq(0)]
+                        with m.Case(P.PATH_RETIRE):
+                            m.d.sync += [p_prb[row].eq(0), p_ret[row].eq(1)]
+                        with m.Case(P.PATH_REROUTE):
+                            m.d.sync += p_col[row].eq(1)
                 # MR-TXS-080: the completion of the record's message
                 with m.If(comp_act & (comp_conn == c) & (p_tslot[row][:sdb] == comp_e[:sdb])):
                     m.d.sync += p_tv[row].eq(0)

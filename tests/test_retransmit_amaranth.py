@@ -461,7 +461,12 @@ def test_lockstep_tail_probes(seed):
     items = rc.traffic(*SMALL, 300, seed=seed, black_hole=6, rto_ns=3000, ack_loss=0.125, shared=2)
     res = run_lockstep(items, seed=seed, timers=PROBE_TIMERS, p_idle=0.2, p_bp=0.4)
     c = res["model"].counters
-    assert len(res["probe"]) == c[CTR["tail_probes"]] >= 5 and c[CTR["timeouts"]] >= 6
+    # MR-TX-197: and each timeout's verdict on m_probe (MR-TX-201: counted by kind)
+    assert len(res["probe"]) == c[CTR["tail_probes"]] + c[CTR["timeouts"]]
+    assert c[CTR["tail_probes"]] >= 5 and c[CTR["timeouts"]] >= 6
+    assert c[CTR["timeouts"]] == sum(c[CTR[k]] for k in ("path_keeps", "path_reroutes",
+                                                         "paths_suspected", "paths_retired"))
+    assert c[CTR["paths_suspected"]] and c[CTR["path_reroutes"]]
 
 
 def _answered_probe_items():
@@ -514,7 +519,9 @@ def test_probes_off_leaves_m_probe_idle():
     core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0
     rc.check_items(model, items, drv.res)
-    assert not drv.res["probe"] and model.counters[CTR["timeouts"]] >= 3
+    # MR-TX-197: m_probe carries the timeouts' verdicts only
+    assert all(rc.unpack(model.lay.probe, w)["to"] for w in drv.res["probe"])
+    assert len(drv.res["probe"]) == model.counters[CTR["timeouts"]] >= 3
 
 
 def _health_forward_items(gap):
@@ -529,7 +536,7 @@ def _health_forward_items(gap):
 
 
 HEALTH_WRONG = {
-    0: ("health.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))", "health.eq(h_base)"),
+    0: ("health_row.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))", "health_row.eq(h_base)"),
     1: ("h_base.eq(Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data))", "h_base.eq(h_rd.data)"),
 }
 

@@ -456,18 +456,26 @@ def test_tail_probe_then_timeout():
     rto = TIMERS["rto_ns"]
     assert sent[1] + rto <= t_probe <= sent[1] + rto + 2 * SLOT
     assert t_probe + rto <= t_out <= t_probe + rto + 2 * SLOT
-    assert [rc.unpack(m.lay.probe, w) for w in res["probe"]] == [{"conn": CONN, "path": PATH, "psn": 1}]
+    # MR-TX-197: the timeout's verdict follows on m_probe: suspected (path 0 healthy, no ECN)
+    assert [rc.unpack(m.lay.probe, w) for w in res["probe"]] == [
+        {"conn": CONN, "path": PATH, "psn": 1, "to": 0, "verdict": 0},
+        {"conn": CONN, "path": PATH, "psn": 0, "to": 1, "verdict": P.PATH_SUSPECT}]
     assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [1, 2]
     assert (m.counters[CTR["tail_probes"]], m.counters[CTR["timeouts"]]) == (1, 1)
+    assert m.counters[CTR["paths_suspected"]] == 1
 
 
 def test_no_probe_without_healthy_path_or_when_off():
-    """MR-TX-162, MR-TX-163, MR-TX-166: without another healthy path of the connection (path 0
+    """MR-TX-162, MR-TX-163, MR-TX-166, MR-TX-197: without another healthy path of the connection (path 0
     never acknowledged), or with ``probes=False``, the first expiry is the timeout."""
     items = [it for it in _probe_items() if it[0] != "ack"]
-    for its, kw in ((items, {}), (_probe_items(), {"probes": False})):
+    # MR-TX-197: m_probe carries the timeout's verdict only: reroute without a healthy path,
+    # suspect with path 0 healthy (probes off)
+    for its, kw, v in ((items, {}, P.PATH_REROUTE), (_probe_items(), {"probes": False}, P.PATH_SUSPECT)):
         m, res, _ = _run_timed(its, **kw)
-        assert not _probes(m) and not res["probe"]
+        assert not _probes(m)
+        assert [x for w in res["probe"] if (x := rc.unpack(m.lay.probe, w))["path"] == PATH] == [
+            {"conn": CONN, "path": PATH, "psn": 0, "to": 1, "verdict": v}]
         assert [e[2] for e in m.events if e[0] == "timeout"].count(PATH) == 1
         assert m.counters[CTR["tail_probes"]] == 0
 
