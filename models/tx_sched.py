@@ -62,6 +62,8 @@ STATUS_RETRY_EXC_ERR = 12
 #: MR-TXS-113: a path's state (MR-PATH-002/003): active, probing (one packet at a time, no
 #: resend, until an acknowledged report of the path), retired (no data)
 PATH_ACTIVE, PATH_PROBING, PATH_RETIRED = 0, 1, 2
+#: MR-TXS-121: a path's entropy generation, counted modulo 16
+GEN_BITS = 4
 
 #: MR-TXS-031: slots of each output queue.
 OUT_DEPTH = 4
@@ -228,7 +230,10 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                "slot": 3,
                                # MR-TXS-098: an atomic's operands (not descriptor fields: the
                                # join stage makes them its payload, hw-tx.md MR-TX-191)
-                               "swap": 64, "compare": 64})
+                               "swap": 64, "compare": 64,
+                               # MR-TXS-121: the path's entropy generation (the join stage's
+                               # UDP source port, protocol.entropy_next)
+                               "gen": GEN_BITS})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
@@ -270,7 +275,8 @@ class TxSchedModel:
         # MR-TXS-080: its newest packet's record (entry, slot, chunk), for a tail probe
         # MR-TXS-113: its state and its collapsed bit (a reroute's window of one MTU, MR-TXS-115)
         self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0, "cwnd": cwnd,
-                      "tail": None, "state": PATH_ACTIVE, "col": 0} for _ in range(conns * paths)]
+                      "tail": None, "state": PATH_ACTIVE, "col": 0, "gen": 0}
+                     for _ in range(conns * paths)]
         self.cwnd_max = (1 << records.BYTES_BITS) - 1 - mtu
         self.conn_rr = 0
         self.pending = None             # MR-TXS-036: (entry, chunk) acknowledged, not yet counted
@@ -518,6 +524,9 @@ class TxSchedModel:
         ps["state"] = path_state_after(ps["state"], pr["verdict"])
         if pr["verdict"] == P.PATH_REROUTE:
             ps["col"] = 1
+        if pr["verdict"] in (P.PATH_REROUTE, P.PATH_SUSPECT):
+            # MR-TXS-121: a new entropy (the endpoint's _reroute)
+            ps["gen"] = (ps["gen"] + 1) % (1 << GEN_BITS)
 
     def decide_conn(self, c):
         """Connection ``c``'s scheduling action: None, ("drop", c) or ("packet", c, kind, qi,
@@ -617,7 +626,8 @@ class TxSchedModel:
                 "slot": slot,
                 # MR-TXS-098: an atomic's operands (the compare value a compare-and-swap's)
                 "swap": e.get("swap", 0) if is_atomic(e["op"]) else 0,
-                "compare": e.get("compare", 0) if e["op"] == OP_CMP_SWAP else 0}
+                "compare": e.get("compare", 0) if e["op"] == OP_CMP_SWAP else 0,
+                "gen": self.path[c * self.paths + p]["gen"]}
 
     # -- tail probes (MR-TXS-080..082)
     def probe(self, pr):
