@@ -260,10 +260,10 @@ class TxSched(wiring.Component):
         p_tfirst = Array(Signal(name=f"tfirst{r}") for r in range(C * PA))
         p_tlast = Array(Signal(name=f"tlast{r}") for r in range(C * PA))
         p_tv = Array(Signal(name=f"tv{r}") for r in range(C * PA))
-        # MR-TXS-113: per path row its state (probing, retired; neither: active) and its
-        # collapsed bit (MR-TXS-115: a reroute's window of one MTU until its next ACK)
+        # MR-TXS-113: per path row its state (probing, else active; MR-TXS-120: no retired
+        # state in this slice) and its collapsed bit (MR-TXS-115: a reroute's window of one
+        # MTU until its next ACK)
         p_prb = Array(Signal(name=f"prb{r}") for r in range(C * PA))
-        p_ret = Array(Signal(name=f"ret{r}") for r in range(C * PA))
         p_col = Array(Signal(name=f"col{r}") for r in range(C * PA))
         # MR-TXS-121: per path row its entropy generation (the join stage's UDP source port)
         p_gen = Array(Signal(GEN_BITS, name=f"gen{r}") for r in range(C * PA))
@@ -728,9 +728,9 @@ class TxSched(wiring.Component):
                 act_ok = (_named(m, room_ok, f"pinfl_ok{row}")
                           & A.gt(Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
                 # MR-TXS-117: a probing path takes a packet that is not a resend when it has
-                # none in flight; a retired one none
-                p_ok.append(_named(m, Mux(p_prb[row], (p_pkts[row] == 0) & ~nonempty,
-                                          act_ok & ~p_ret[row]), f"p_ok{row}"))
+                # none in flight
+                p_ok.append(_named(m, Mux(p_prb[row], (p_pkts[row] == 0) & ~nonempty, act_ok),
+                                   f"p_ok{row}"))
                 p_since_req.append((p_since[row] >= self.ack_every - 1) | p_prb[row])
                 # MR-TXS-115: the fill term on a window of one MTU: anything in flight after it
                 p_fill.append(Mux(p_col[row], nb.any() | p_infl[row].any(),
@@ -1002,15 +1002,14 @@ class TxSched(wiring.Component):
                 # MR-TXS-116: an acknowledged report restores the path (active, its window),
                 # whether or not it still names a live message
                 with m.If(rep_restore & (r_row == row)):
-                    m.d.sync += [p_prb[row].eq(0), p_ret[row].eq(0), p_col[row].eq(0)]
+                    m.d.sync += [p_prb[row].eq(0), p_col[row].eq(0)]
                 # MR-TXS-114/115/118: a verdict after it at the same edge (its write wins)
                 with m.If(v_act & (pb_row == row) & ((pbr.path >> pb) == 0)):
                     with m.Switch(pbr.verdict):
-                        with m.Case(P.PATH_SUSPECT):
-                            m.d.sync += [p_prb[row].eq(1), p_ret[row].eq(0),
+                        # MR-TXS-120: a retirement is a suspicion in this slice
+                        with m.Case(P.PATH_SUSPECT, P.PATH_RETIRE):
+                            m.d.sync += [p_prb[row].eq(1),
                                          p_gen[row].eq(p_gen[row] + 1)]            # MR-TXS-121
-                        with m.Case(P.PATH_RETIRE):
-                            m.d.sync += [p_prb[row].eq(0), p_ret[row].eq(1)]
                         with m.Case(P.PATH_REROUTE):
                             m.d.sync += [p_col[row].eq(1), p_gen[row].eq(p_gen[row] + 1)]
                 # MR-TXS-080: the completion of the record's message

@@ -60,7 +60,8 @@ STATUS_LOC_QP_OP_ERR = 2        # an opcode this slice does not send, or a strea
 STATUS_LOC_PROT_ERR = 4
 STATUS_RETRY_EXC_ERR = 12
 #: MR-TXS-113: a path's state (MR-PATH-002/003): active, probing (one packet at a time, no
-#: resend, until an acknowledged report of the path), retired (no data)
+#: resend, until an acknowledged report of the path); retired (no data) is designed, not
+#: entered in this slice (MR-TXS-120)
 PATH_ACTIVE, PATH_PROBING, PATH_RETIRED = 0, 1, 2
 #: MR-TXS-121: a path's entropy generation, counted modulo 16
 GEN_BITS = 4
@@ -105,12 +106,11 @@ def rsp_item(r, streams):
 
 def path_state_after(state, verdict):
     """MR-TXS-114: a path's state after a timeout's verdict (hw-tx.md MR-TX-197, the endpoint's
-    ``_verdict``): suspected, probing; retired, retired (MR-TXS-120); a reroute or congestion
+    ``_verdict``): suspected, probing; MR-TXS-120: retired, probing too (without the unit's
+    probe timer, MR-TX-200, a retired path would never be probed); a reroute or congestion
     keeps the state."""
-    if verdict == P.PATH_SUSPECT:
+    if verdict in (P.PATH_SUSPECT, P.PATH_RETIRE):
         return PATH_PROBING
-    if verdict == P.PATH_RETIRE:
-        return PATH_RETIRED
     return state
 
 
@@ -524,8 +524,8 @@ class TxSchedModel:
         ps["state"] = path_state_after(ps["state"], pr["verdict"])
         if pr["verdict"] == P.PATH_REROUTE:
             ps["col"] = 1
-        if pr["verdict"] in (P.PATH_REROUTE, P.PATH_SUSPECT):
-            # MR-TXS-121: a new entropy (the endpoint's _reroute)
+        if pr["verdict"] != P.PATH_KEEP:
+            # MR-TXS-121: a new entropy (the endpoint's _reroute; a retired path's at its probe)
             ps["gen"] = (ps["gen"] + 1) % (1 << GEN_BITS)
 
     def decide_conn(self, c):

@@ -934,15 +934,18 @@ def test_rerouted_path_window_of_one_mtu():
     assert sem.path[2]["state"] == PATH_ACTIVE and not sem.path[2]["col"]
 
 
-def test_retired_path_carries_nothing():
-    """MR-TXS-120 (MR-PATH-003): a RETIRE verdict: path 0 takes no packet, new or resent, until
-    an acknowledged report of it restores it."""
+def test_retired_path_probing_with_a_new_entropy():
+    """MR-TXS-120, MR-TXS-121 (MR-PATH-003/005): without the unit's probe timer (MR-TX-200) a
+    RETIRE verdict makes the path probing at once, with a new entropy (the endpoint reroutes a
+    retired path when it probes it): one packet at a time, its frame requests' ``gen`` counted
+    up by each new-route verdict (SUSPECT, REROUTE, RETIRE; not KEEP)."""
     sem = _one_path_sem()
-    sem.path_event({"conn": 0, "path": 0, "verdict": P.PATH_RETIRE})
-    assert sem.path[0]["state"] == PATH_RETIRED
-    sent = [sem.apply(sem.decide()) for _ in range(6)]
-    assert 0 not in [s["path"] for _, s in sent]
-    s1 = sent[0][1]
-    sem.report({"conn": 0, "path": 0, "slot": s1["slot"], "chunk": s1["chunk"], "abort": 0},
-               lost=False)
-    assert sem.path[0]["state"] == PATH_ACTIVE
+    assert sem.apply(sem.decide())[0]["gen"] == 0
+    for v, gen in ((P.PATH_SUSPECT, 1), (P.PATH_KEEP, 1), (P.PATH_REROUTE, 2), (P.PATH_RETIRE, 3)):
+        sem.path_event({"conn": 0, "path": 1, "verdict": v})
+        assert sem.path[1]["gen"] == gen and sem.path[1]["state"] == PATH_PROBING
+    sent = [sem.apply(sem.decide()) for _ in range(5)]
+    on1 = [f for f, s in sent if s["path"] == 1]
+    assert len(on1) == 1 and on1[0]["gen"] == 3 and on1[0]["bth_ack_req"] == 1
+    assert all(f["gen"] == 0 for f, s in sent if s["path"] != 1)
+    assert PATH_RETIRED not in [p["state"] for p in sem.path]
