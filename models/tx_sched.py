@@ -107,7 +107,7 @@ def rsp_item(r, streams):
 def path_state_after(state, verdict):
     """MR-TXS-114: a path's state after a timeout's verdict (hw-tx.md MR-TX-197, the endpoint's
     ``_verdict``): suspected, probing; MR-TXS-120: retired, probing too (without the unit's
-    probe timer, MR-TX-200, a retired path would never be probed); a reroute or congestion
+    probe timer, hw-tx.md section 1.5c, a retired path would never be probed); a reroute or congestion
     keeps the state."""
     if verdict in (P.PATH_SUSPECT, P.PATH_RETIRE):
         return PATH_PROBING

@@ -60,7 +60,10 @@ async def tx_sched_lockstep(dut):
                        # MR-TXS-104: the atomics' frame requests
                        "atomic_frames": sum(1 for f in drv.res["frames"]
                                             if f["bth_opcode"] in (0xC8, 0xC9)),
-                       "probes": len(drv.res["probes"]), "probe_frames": summary["probes"],
+                       "probes": sum(1 for p in drv.res["probes"] if not p.get("to")),
+                       "probe_frames": summary["probes"],
+                       # MR-TXS-119: the timeouts' path verdicts offered, by kind
+                       "verdicts": {str(k): v for k, v in sorted(drv.res["verdicts"].items())},
                        "unit_probes": drv.res["unit_probes"],
                        "lockstep_cycles_per_s": round(n / wall) if wall else None,
                        "mismatches": h.mismatches}, f)

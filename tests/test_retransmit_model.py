@@ -596,7 +596,7 @@ def test_probe_contract_for_the_scheduler():
     assert P.psn_dist(psn, st["floor"]) > 0 and not st["probed"]
 
 
-# ------------------------------------------------------------------ path verdicts (MR-TX-196..202)
+# ------------------------------------------------------------------ path verdicts (MR-TX-196..199, MR-TX-201/202)
 
 def _verdicts(m, path=PATH):
     return [x["verdict"] for w in m if (x := rc.unpack(SMALL_LAY.probe, w))["to"] and x["path"] == path]

@@ -935,7 +935,7 @@ def test_rerouted_path_window_of_one_mtu():
 
 
 def test_retired_path_probing_with_a_new_entropy():
-    """MR-TXS-120, MR-TXS-121 (MR-PATH-003/005): without the unit's probe timer (MR-TX-200) a
+    """MR-TXS-120, MR-TXS-121 (MR-PATH-003/005): without the unit's probe timer (hw-tx.md section 1.5c) a
     RETIRE verdict makes the path probing at once, with a new entropy (the endpoint reroutes a
     retired path when it probes it): one packet at a time, its frame requests' ``gen`` counted
     up by each new-route verdict (SUSPECT, REROUTE, RETIRE; not KEEP)."""
