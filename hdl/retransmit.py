@@ -750,10 +750,6 @@ class Retransmit(wiring.Component):
                                                  row.backoff + 1)),
                              nrow.rto_x.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, row.rto_x,
                                                rto_x_doubled))]
-                for v, name in ((P.PATH_KEEP, "path_keeps"), (P.PATH_REROUTE, "path_reroutes"),
-                                (P.PATH_SUSPECT, "paths_suspected"),
-                                (P.PATH_RETIRE, "paths_retired")):
-                    m.d.comb += inc[name].eq(verdict == v)         # MR-TX-201
                 with m.If(consec == self.retry_limit + 1):
                     m.d.comb += [inc["errors"].eq(1), push_err.eq(1)]
             with m.Elif(row.timer_on):
@@ -768,10 +764,14 @@ class Retransmit(wiring.Component):
                      s2_sack.eq(s1_ack.sack),
                      s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
                      s2_trig.eq(trig), s2_trig_near.eq(trig_near)]
+        # MR-TX-201: a verdict counted from its S2a registers (the decode off S1b's path)
+        for v, name in ((P.PATH_KEEP, "path_keeps"), (P.PATH_REROUTE, "path_reroutes"),
+                        (P.PATH_SUSPECT, "paths_suspected"), (P.PATH_RETIRE, "paths_retired")):
+            m.d.comb += inc[name].eq(s2_probe & s2_to & (s2_verdict == v))
         m.d.sync += [s2_valid.eq(push_job | push_ins | push_err | push_probe), s2_job.eq(push_job),
                      s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
-                     s2_probe.eq(push_probe), s2_psn.eq(Mux(s1_to, 0, row.next_psn - 1)),
-                     s2_to.eq(s1_to), s2_verdict.eq(Mux(s1_to, verdict, 0)),
+                     s2_probe.eq(push_probe), s2_psn.eq(row.next_psn - 1),
+                     s2_to.eq(s1_to), s2_verdict.eq(verdict),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
         m.d.comb += [path_wr.en.eq(row_write), path_wr.addr.eq(s1_row), path_wr.data.eq(nrow)]
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
@@ -827,8 +827,11 @@ class Retransmit(wiring.Component):
         m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
                      error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
         prb = Signal(lay.probe)
-        m.d.comb += [prb.conn.eq(s2b_conn), prb.path.eq(s2b_path), prb.psn.eq(s2b_psn),
-                     prb.to.eq(s2b_to), prb.verdict.eq(s2b_verdict),
+        # MR-TX-197: a verdict's PSN 0, a probe's verdict 0 (selected after the registers, off
+        # S1b's timeout decision)
+        m.d.comb += [prb.conn.eq(s2b_conn), prb.path.eq(s2b_path),
+                     prb.psn.eq(Mux(s2b_to, 0, s2b_psn)),
+                     prb.to.eq(s2b_to), prb.verdict.eq(Mux(s2b_to, s2b_verdict, 0)),
                      probe_q.w_en.eq(s2b_probe_push), probe_q.w_data.eq(prb)]
 
         # the estimator's state (MR-TX-054), the walker hands it the trigger record's sample

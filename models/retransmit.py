@@ -747,6 +747,11 @@ class RetransmitCycleModel:
             s2 = s2[:3] + s2[4:] if s2 else None
             if s2 == (None, None, None, None):
                 s2 = None
+        if self.s2 is not None and self.s2[3] is not None:
+            # MR-TX-201: a verdict is counted from its S2a registers (a cycle after the timeout)
+            prb = unpack(lay.probe, self.s2[3])
+            if prb["to"]:
+                self._count(_VERDICT_CTR[prb["verdict"]])
         self.s2b = self.s2
         self.s2 = s2
         self.s1b = self.s1a
@@ -909,7 +914,6 @@ class RetransmitCycleModel:
                 # MR-TX-196/197: the timeout's path verdict, on the health before this timeout
                 v = path_verdict(min(row["consec"] + 1, CONSEC_MAX), self.ecn.get(conn, 0),
                                  self.health.get(conn, 0), path)
-                self._count(_VERDICT_CTR[v])
                 prb = pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
                                        "verdict": v})
                 # MR-TX-163: the path is unhealthy until its next progress

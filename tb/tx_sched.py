@@ -42,6 +42,7 @@ async def tx_sched_lockstep(dut):
     items = tc.traffic(model.sem, int(os.environ.get("TXS_WRS", "300")), seed=seed)
     rsps = tc.responses(model.sem, int(os.environ.get("TXS_RSPS", "40")), seed=seed)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4,
+                    loss=float(os.environ.get("TXS_LOSS", "0.1")),      # MR-TXS-119
                     p_cwnd=float(os.environ.get("TXS_PCWND", "0.2")), cwnd_hi=8000, rsps=rsps,
                     p_probe=float(os.environ.get("TXS_PPROBE", "0.01")))
     t0 = time.perf_counter()
