@@ -11,6 +11,7 @@ from amaranth.back import verilog
 from amaranth.hdl import Module
 
 from metaroce.hdl.retransmit import Retransmit, retransmit_256x4
+from metaroce.models import protocol as P
 from metaroce.models import retransmit_cases as rc
 from metaroce.models.retransmit import CTR, SMALL, RetransmitCycleModel
 from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
@@ -559,3 +560,18 @@ def test_health_forwarded(gap):
     except Mismatch:
         return
     assert core.mismatches, "the wrong form passed"
+
+
+def test_lockstep_verdict_keep_on_ecn():
+    """MR-TX-196, MR-TX-198, MR-TX-201: the connection's ECN bit through the RTL: path 0
+    acknowledged with ECE, path 1's packet lost: its tail probe, then the timeout's verdict KEEP
+    (congestion) where it would be a suspicion without the bit (``test_lockstep_tail_probes``);
+    0 mismatches (m_probe and the counters compared every cycle)."""
+    c = 9
+    ece = dict(rc.ack_item(c, 0, 1, 0, psn=0)[1], ece=1, ce_count=2)
+    items = [rc.sent_item(c, 0, 0), ("ack", ece), rc.sent_item(c, 1, 0), rc.wait_item(14000)]
+    res = run_lockstep(items, timers=PROBE_TIMERS, p_idle=0.0, p_bp=0.3)
+    got = [rc.unpack(res["model"].lay.probe, w) for w in res["probe"]]
+    assert [(x["path"], x["to"], x["verdict"]) for x in got] == [(1, 0, 0), (1, 1, P.PATH_KEEP)]
+    cnt = res["model"].counters
+    assert cnt[CTR["path_keeps"]] == 1 and cnt[CTR["timeouts"]] == 1
