@@ -24,7 +24,7 @@ from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
-                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
+                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, MRDH_ERROR, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
                  meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
 
@@ -154,7 +154,7 @@ class Setup:
     def write(self, conn: Conn, *, path=0, psn=None, stream=0, offset=0, msg_len=None, plen=None,
               key: Key | None = None, va=None, dma_len=None, pkey=None, qp=None, ack_req=0, ecn=2,
               sport=None, op=Op.MR_WRITE, expect=None, name="write", corrupt=False, mrdh_path=None,
-              msg=None, recv_seq=0, payload=None):
+              msg=None, recv_seq=0, payload=None, flags=0):
         """One MR_WRITE packet as the parser emits it (meta from the frame's verdict). ``msg``:
         the MRDH message number; by default the next one of (connection, stream) for a packet
         that may be accepted, 0 for one built to fail (the endpoint never reads it then). With
@@ -179,7 +179,7 @@ class Setup:
             else:
                 msg = 0
         kw = {"mrdh": MRDH(path=path if mrdh_path is None else mrdh_path, stream=stream,
-                           msg=msg, offset=offset, msg_len=msg_len)}
+                           msg=msg, offset=offset, msg_len=msg_len, flags=flags)}
         if op in SEND_OPS:
             kw["mrsh"] = MRSH(recv_seq)
         elif op == Op.MR_READ_RESP:
@@ -206,11 +206,12 @@ class Setup:
             "valid": valid, "recv_seq": recv_seq, "base": base, "length": length, "wr_id": wr_id}),
             f"recv{qp}.{stream}.{recv_seq}")
 
-    def read_write(self, qp, stream, msg, base, length, wr_id, valid=1):
-        """MR-RX-110: an outstanding READ's row, as the TX side writes it when the request leaves."""
+    def read_write(self, qp, stream, msg, base, length, wr_id, valid=1, op=0):
+        """MR-RX-110: an outstanding READ's row, as the TX side writes it when the request leaves
+        (MR-RX-159: ``op`` an atomic's, RD_OP_*; its ``length`` 8)."""
         row = (((qp << 3) | stream) << self.lay.rd_bits) | (msg & (self.lay.rd_slots - 1))
         return CfgWrite(TABLE_READ, row, pack(self.lay.rd, {
-            "valid": valid, "msg": msg, "base": base, "length": length, "wr_id": wr_id}),
+            "valid": valid, "msg": msg, "base": base, "length": length, "wr_id": wr_id, "op": op}),
             f"read{qp}.{stream}.{msg}")
 
     def other(self, op, *, name=None, expect=RxCode.NOT_HANDLED, plen=16, corrupt=False):
@@ -612,6 +613,123 @@ def read_cases(s: Setup, *, conn=0, stream=0):
     return out
 
 
+def atomic_response_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-159..161: atomic responses (MR_READ_RESP of 8 bytes) and ERROR responses against the
+    outstanding-read rows: a compare-and-swap's and a fetch-and-add's 8 bytes (placed, completed
+    COMP_SWAP / FETCH_ADD with byte_len 8), a duplicate PSN and a resent copy after completion
+    (a duplicate chunk), a response of another length (LENGTH), an ERROR response to an atomic
+    and to a READ (nothing placed, completed REM_ACCESS_ERR with the request's length), an ERROR
+    response with payload length (LENGTH) and one after completion (a duplicate chunk)."""
+    c = s.conns[conn]
+    k = s.keys[1]
+    rng = s.rng
+    base_msg = rng.getrandbits(31)
+    out = []
+
+    def issue(msg, length, op):
+        out.append(s.read_write(c.qp, stream, msg, k.base + 8 * rng.randrange(k.length // 8 - 8),
+                                length, rng.getrandbits(64), op=op))
+
+    def resp(msg, msg_len, expect=RxCode.ACCEPTED, name="at", **kw):
+        kw.setdefault("stream", stream)
+        return s.write(c, op=Op.MR_READ_RESP, path=rng.randrange(c.n_paths), offset=0, plen=kw.pop("plen", msg_len),
+                       msg_len=msg_len, msg=msg, expect=expect, name=f"{name}{msg}", **kw)
+    m = base_msg
+    issue(m, 8, RD_OP_CMP_SWAP)
+    out.append(resp(m, 8, name="at-cas"))
+    out.append(replace(out[-1], expect=RxCode.DUPLICATE, name="at-dup-psn"))
+    out.append(resp(m, 8, name="at-after-done"))
+    issue(m + 1, 8, RD_OP_FETCH_ADD)
+    out.append(resp(m + 1, 16, expect=RxCode.LENGTH, name="at-length"))
+    out.append(resp(m + 1, 8, name="at-fadd"))
+    # ERROR responses (MRDH ERROR, msg_len 0, no payload): an atomic's, a READ's
+    issue(m + 2, 8, RD_OP_FETCH_ADD)
+    out.append(resp(m + 2, 8, plen=0, flags=MRDH_ERROR, expect=RxCode.CHUNK, name="at-err-chunk"))
+    out.append(resp(m + 2, 0, flags=MRDH_ERROR, name="at-error"))
+    issue(m + 3, 3 * s.mtu, RD_OP_READ)
+    out.append(resp(m + 3, 0, flags=MRDH_ERROR, name="rd-error"))
+    out.append(resp(m + 3, 0, flags=MRDH_ERROR, name="rd-error-again"))
+    return out
+
+
+def atomic_request(s: Setup, c: Conn, msg, *, cas=True, key: Key | None = None, va=None,
+                   operand=None, compare=None, **kw):
+    """One atomic request (MR_CMP_SWAP or MR_FETCH_ADD: MRDH, RETH with the 8 bytes' VA, R_Key
+    and DMA length 8, the operands as payload, 64-bit big-endian: swap then compare, or the
+    value to add; MR-WIRE-076) as message ``msg`` of its stream (MR-RX-151)."""
+    key = key or s.keys[1]
+    rng = s.rng
+    if va is None:
+        va = 8 * rng.randrange(max(1, key.length // 8 - 1))
+    operand = rng.getrandbits(64) if operand is None else operand
+    payload = operand.to_bytes(8, "big")
+    if cas:
+        payload += (rng.getrandbits(64) if compare is None else compare).to_bytes(8, "big")
+    kw.setdefault("plen", len(payload))
+    kw.setdefault("msg_len", len(payload))
+    kw.setdefault("dma_len", 8)
+    kw.setdefault("name", f"{'cas' if cas else 'fadd'}{msg}")
+    kw.setdefault("payload", payload[:kw["plen"]] + bytes(max(0, kw["plen"] - len(payload))))
+    return s.write(c, op=Op.MR_CMP_SWAP if cas else Op.MR_FETCH_ADD, key=key, va=va, msg=msg, **kw)
+
+
+def atomic_request_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-151..157: atomic requests at the responder, messages of their stream: a
+    fetch-and-add at the delivery point; a compare-and-swap behind a WRITE_IMM of two chunks that
+    writes its 8 bytes (it executes after that message, in one delivery with its completion, and
+    its compare value is what the write put there); a refused key, range and right (accepted,
+    ERROR items in order); two atomics delivered by one chunk; a duplicate PSN and a resend after
+    execution (not executed again); the malformed ones (DMA length, msg_len, misaligned VA,
+    stream, path, no connection, P_Key, PSN window, parser drop)."""
+    c = s.conns[conn]
+    rng = s.rng
+    mtu = s.mtu
+    k = s.keys[1]
+    msg = c.msg.get(stream, 0)
+    c.msg[stream] = msg + 8
+
+    def path():
+        return rng.randrange(c.n_paths)
+
+    def at(m, **kw):
+        kw.setdefault("stream", stream)
+        kw.setdefault("path", path())
+        kw.setdefault("expect", RxCode.ACCEPTED)
+        return atomic_request(s, c, m, **kw)
+    out = [at(msg, cas=False, name="at-now", ack_req=1)]
+    wlen = mtu + 8
+    va = 8 * rng.randrange((k.length - wlen) // 8)
+    data = bytes(rng.getrandbits(8) for _ in range(wlen))
+    wr = [s.write(c, op=Op.MR_WRITE_IMM, path=path(), stream=stream, offset=j * mtu,
+                  plen=min(mtu, wlen - j * mtu), msg_len=wlen, key=k, va=va, msg=msg + 1,
+                  payload=data[j * mtu:(j + 1) * mtu], expect=RxCode.ACCEPTED, name=f"at-w{j}")
+          for j in range(2)]
+    tgt = va + mtu          # in the write's second chunk: its bytes reach memory last
+    cmp = int.from_bytes(data[mtu:mtu + 8], "little")
+    out += [wr[0], at(msg + 2, va=tgt, compare=cmp, name="at-behind"), wr[1]]
+    out += [at(msg + 4, va=k.length, name="at-range"),
+            at(msg + 3, key=Key(k.rkey ^ (1 << 31), 0, 0, 0), va=0, cas=False, name="at-key")]
+    out += [at(msg + 6, cas=False, name="at-two-b"), at(msg + 5, name="at-two-a")]
+    ro = s.keys[3] if len(s.keys) > 3 and not s.keys[3].access & P.ACCESS_REMOTE_ATOMIC else None
+    if ro is not None:
+        out.append(at(msg + 7, key=ro, va=0, cas=False, name="at-no-right"))
+    else:
+        out.append(at(msg + 7, cas=False, name="at-last"))
+    out.append(replace(out[0], expect=RxCode.DUPLICATE, name="at-dup-psn"))
+    out.append(at(msg, cas=False, name="at-resent"))
+    far = P.psn_add(c.psn[0], 1 << 22)
+    out += [at(msg + 8, dma_len=4, expect=RxCode.LENGTH, name="at-dma-len"),
+            at(msg + 8, cas=False, plen=16, msg_len=16, expect=RxCode.LENGTH, name="at-msg-len"),
+            at(msg + 8, va=8 * rng.randrange(64) + 4, expect=RxCode.CHUNK, name="at-misaligned"),
+            at(msg + 8, stream=9, expect=RxCode.STREAM, name="at-stream"),
+            at(msg + 8, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="at-path"),
+            at(msg + 8, qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name="at-no-conn"),
+            at(msg + 8, pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name="at-pkey"),
+            at(msg + 8, path=0, psn=far, expect=RxCode.PSN_WINDOW, name="at-window"),
+            at(msg + 8, corrupt=True, psn=3, expect=None, name="at-parser-drop")]
+    return out
+
+
 def _with_meta(meta, values):
     """A flat META_LAYOUT record with some fields replaced (``{path tuple: value}``)."""
     from .parser import META_FIELDS
@@ -826,8 +944,10 @@ class Driver(CounterReadout):
         self.nb = width // 8
         self.rng = random.Random(seed)
         self.rng_rsp = random.Random(seed + 0x525350)
+        self.rng_atom = random.Random(seed + 0x41544F)
         self.p_idle, self.p_bp = p_idle, p_bp
-        outs = ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready", "m_rsp__ready")
+        outs = ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready", "m_rsp__ready",
+                "m_atom__ready")
         self.p_bp_of = dict.fromkeys(outs, p_bp if not isinstance(p_bp, dict) else 0.0)
         if isinstance(p_bp, dict):
             self.p_bp_of.update(p_bp)
@@ -849,7 +969,8 @@ class Driver(CounterReadout):
         self._cur = bytearray()
         self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * max(self.p_bp_of.values())))
         self.limit += sum(it.cycles for it in self.items if isinstance(it, Idle))
-        self.res = {"ack": [], "place": [], "data": [], "cqe": [], "rsp": [], "meta_taken": [], "payload_taken": [],
+        self.res = {"ack": [], "place": [], "data": [], "cqe": [], "rsp": [], "atom": [], "meta_taken": [],
+                    "payload_taken": [],
                     "ack_cycles": [], "cycles": 0, "counters": None, "beside_taken": 0}
         self.cfg_beside = list(cfg_beside)
         self.beside_next = 0        # the next of cfg_beside
@@ -876,7 +997,8 @@ class Driver(CounterReadout):
         self.beside_offered = False
         if self._phase:
             inp.update({"m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1,
-                        "m_cqe__ready": 1, "m_rsp__ready": 1, "reg_addr": self._readout_addr()})
+                        "m_cqe__ready": 1, "m_rsp__ready": 1, "m_atom__ready": 1,
+                        "reg_addr": self._readout_addr()})
             return inp
         if self.presenting is None and self.i < len(self.items) and isinstance(self.items[self.i], Idle):
             it = self.items[self.i]
@@ -913,6 +1035,7 @@ class Driver(CounterReadout):
             inp[n] = int(rng.random() >= self.p_bp_of[n])
         # MR-RX-131: from a generator of its own, so that the other inputs' stimulus is unchanged
         inp["m_rsp__ready"] = int(self.rng_rsp.random() >= self.p_bp_of["m_rsp__ready"])
+        inp["m_atom__ready"] = int(self.rng_atom.random() >= self.p_bp_of["m_atom__ready"])
         inp["reg_addr"] = rng.randrange(32) if self.poll_regs else 0
         return inp
 
@@ -948,6 +1071,8 @@ class Driver(CounterReadout):
             res["cqe"].append(out["m_cqe__payload"])
         if out.get("m_rsp__valid") and inp.get("m_rsp__ready"):
             res["rsp"].append(out["m_rsp__payload"])
+        if out.get("m_atom__valid") and inp.get("m_atom__ready"):
+            res["atom"].append(out["m_atom__payload"])
         if out["m_data__valid"] and inp["m_data__ready"]:
             b = unpack(self.beat, out["m_data__payload"])
             n = b["keep"].bit_length()
@@ -965,7 +1090,7 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050)."""
     rx = RxModel(conns, paths, keys, streams=streams)
-    outs, acks, places, data, cqes, rsps = [], [], [], [], [], []
+    outs, acks, places, data, cqes, rsps, atoms = [], [], [], [], [], [], []
     for it in items:
         if isinstance(it, CfgWrite):
             rx.write_cfg(it.table, it.addr, it.value)
@@ -982,7 +1107,8 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
             data.append(it.payload)
         cqes += [pack(rx.lay.cqe, c) for c in o.cqes or ()]
         rsps += [pack(rx.lay.rsp, r) for r in o.rsps or ()]
-    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes, "rsp": rsps,
+        atoms += [pack(rx.lay.atom, r) for r in o.atoms or ()]
+    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes, "rsp": rsps, "atom": atoms,
             "counters": list(rx.counters)}
 
 
@@ -995,11 +1121,11 @@ def check(items, res, conns, paths, keys, streams=records.STREAMS):
         if c.expect is not None:
             assert o.code == c.expect, f"case {c.name}: model says {o.code.name}, built for {c.expect.name}"
     lay = layouts(conns, paths, keys, streams=streams)
-    for name in ("ack", "place", "cqe", "rsp"):
-        got, want = res[name], exp[name]
+    for name in ("ack", "place", "cqe", "rsp", "atom"):
+        got, want = res.get(name, []), exp[name]
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:
-                layout = {"ack": lay.ack, "place": lay.place, "cqe": lay.cqe, "rsp": lay.rsp}[name]
+                layout = {"ack": lay.ack, "place": lay.place, "cqe": lay.cqe, "rsp": lay.rsp, "atom": lay.atom}[name]
                 raise AssertionError(f"{name} #{i}: got {unpack(layout, g)}, expected {unpack(layout, w)}")
         assert len(got) == len(want), f"{name}: {len(got)} transfers, expected {len(want)}"
     assert res["data"] == exp["data"], "written payload bytes differ"
@@ -1127,20 +1253,82 @@ def post_of(s: Setup, w: CfgWrite):
     raise ValueError(f"receive {r} outside every region")
 
 
-def record_responses(ep, key_base):
+def record_responses(ep, key_base, atoms=None):
     """MR-RX-131: the READ requests the endpoint ``ep`` executes (``_execute``, MR-VERB-002..004),
     as tuples comparable with :func:`responses`: ``(conn, stream, msg, laddr, length, err)``,
     ``laddr`` the region's host address of the READ's VA (``key_base``: R_Key -> base), 0 when
-    refused. Returns the list the endpoint's connections append to."""
+    refused. Returns the list the endpoint's connections append to. MR-RX-157: the atomics it
+    executes are appended to ``atoms`` (when given) as :func:`atomics` tuples followed by the
+    operands and the original value the response carries: ``(conn, stream, msg, laddr, cas,
+    err, operands, orig)``."""
     got = []
     for qp, c in ep._conns.items():
         def execute(m, c=c, qp=qp, run=c._execute):
-            va, rkey, length, _ = m.req
+            va, rkey, length, operands = m.req
+            op = m.op
             run(m)
-            err = c.rsp[(m.stream, m.msg)].err
-            got.append((qp, m.stream, m.msg, 0 if err else (key_base[rkey] + va) % (1 << 64), length, int(err)))
+            r = c.rsp[(m.stream, m.msg)]
+            laddr = 0 if r.err else (key_base[rkey] + va) % (1 << 64)
+            if op == Op.MR_READ:
+                got.append((qp, m.stream, m.msg, laddr, length, int(r.err)))
+            elif atoms is not None:
+                atoms.append((qp, m.stream, m.msg, laddr, int(op == Op.MR_CMP_SWAP), int(r.err),
+                              bytes(operands), bytes(r.mv) if not r.err else b""))
         c._execute = execute
     return got
+
+
+def atomics(s: Setup, items):
+    """MR-RX-155: the RX engine's atomic execution items (flat ``m_atom`` payloads) as tuples
+    ``(conn, stream, msg, laddr, cas, err)``."""
+    out = []
+    for v in items:
+        r = unpack(s.lay.atom, v)
+        out.append((r["conn"], r["stream"], r["msg"], r["laddr"], r["cas"], r["err"]))
+    return out
+
+
+def execute_atomics(s: Setup, exp, cases):
+    """MR-RX-156: the executor's side of the atomics, as a test oracle: the memory image of the
+    placements with each atomic item applied at its point in the RX's output order (after the
+    placements of its record and of every earlier record: the delivery point), its operands
+    taken from its request's payload (``cases``, keyed by connection, stream, message), with
+    ``protocol.atomic_apply`` on 64-bit little-endian memory. Returns ``(memory, [(item tuple,
+    original 8 bytes or b"" when refused)])``."""
+    ops = {}
+    for c in cases:
+        if isinstance(c, Case) and not c.drop:
+            mt = meta_fields(c.meta)
+            if mt["bth"]["opcode"] in (Op.MR_CMP_SWAP, Op.MR_FETCH_ADD):
+                ops.setdefault((mt["bth"]["dest_qp"], mt["mrdh"]["stream"], mt["mrdh"]["msg"]), c.payload)
+    bufs = {k.rkey: bytearray(k.length) for k in s.keys}
+
+    def locate(addr, n):
+        for k in s.keys:
+            off = (addr - k.base) % (1 << 64)
+            if off + n <= k.length:
+                return bufs[k.rkey], off
+        raise AssertionError(f"{addr:#x} outside every region")
+    done = []
+    data = iter(exp["data"])
+    for o in exp["outcomes"]:
+        if o.place is not None:
+            d = next(data)
+            buf, off = locate(o.place["addr"], len(d))
+            buf[off:off + len(d)] = d
+        for a in o.atoms or ():
+            t = (a["conn"], a["stream"], a["msg"], a["laddr"], a["cas"], a["err"])
+            if a["err"]:
+                done.append((t, b""))
+                continue
+            operands = ops[(a["conn"], a["stream"], a["msg"])]
+            buf, off = locate(a["laddr"], 8)
+            orig = int.from_bytes(buf[off:off + 8], "little")
+            new = P.atomic_apply(bool(a["cas"]), orig, int.from_bytes(operands[:8], "big"),
+                                 int.from_bytes(operands[8:16], "big") if a["cas"] else 0)
+            buf[off:off + 8] = new.to_bytes(8, "little")
+            done.append((t, orig.to_bytes(8, "little")))
+    return {k: bytes(b) for k, b in bufs.items()}, done
 
 
 def responses(s: Setup, rsps):
@@ -1152,7 +1340,7 @@ def responses(s: Setup, rsps):
     return out
 
 
-def endpoint_reference(ep, s: Setup, cases, rsps=None):
+def endpoint_reference(ep, s: Setup, cases, rsps=None, atoms=None):
     """Feed the frames of ``cases`` the RX slice handles (MR_WRITE/MR_WRITE_IMM/MR_SEND/
     MR_SEND_IMM/MR_READ the parser kept) to the endpoint at one instant (no timer fires), a receive
     posted (table 5) as the endpoint's ``post_recv``; return its ACK/NAK frames as tuples
@@ -1161,8 +1349,8 @@ def endpoint_reference(ep, s: Setup, cases, rsps=None):
     response frames it sends are not returned."""
     from .codec import decode
     out = []
-    if rsps is not None:
-        got = record_responses(ep, {k.rkey: k.base for k in s.keys})
+    if rsps is not None or atoms is not None:
+        got = record_responses(ep, {k.rkey: k.base for k in s.keys}, atoms)
     for c in cases:
         if isinstance(c, CfgWrite) and c.table == TABLE_RECV:
             qp, stream, lkey, off, length, wr_id = post_of(s, c)
@@ -1171,7 +1359,8 @@ def endpoint_reference(ep, s: Setup, cases, rsps=None):
         if not isinstance(c, Case) or c.drop:
             continue
         f = decode(c.frame)
-        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ):
+        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ,
+                                Op.MR_CMP_SWAP, Op.MR_FETCH_ADD):
             continue
         msg_len = meta_fields(c.meta)["mrdh"]["msg_len"]
         if len(c.payload) != len(f.payload) or msg_len != f.mrdh.msg_len:

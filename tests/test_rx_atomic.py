@@ -1,0 +1,108 @@
+"""Atomics at the RX engine (docs/spec/hw-rx.md section 7e, MR-RX-151..163): the responder's
+checks, sequencing and exactly-once execution point (items on ``m_atom``), the requester's
+atomic and ERROR responses; the model against the reference endpoint, the cycle model and the
+RTL in lockstep with backpressure on ``m_atom``."""
+import pytest
+
+from metaroce.models import rx_cases as rc
+from metaroce.models.rx import (MsgCode, RD_OP_WC, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, WC_REM_ACCESS_ERR,
+                                RxCode, unpack)
+
+DIMS = (256, 4, 256)
+BP = {"m_ack__ready": 0.3, "m_place__ready": 0.3, "m_data__ready": 0.3, "m_cqe__ready": 0.4,
+      "m_rsp__ready": 0.3, "m_atom__ready": 0.6}
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _request_cases(seed):
+    ep, s = rc.endpoint_setup(seed=seed, n_streams=2, max_rd_atomic=1 << 20)
+    cases = (rc.atomic_request_cases(s) + rc.atomic_request_cases(s, conn=1, stream=1)
+             + rc.read_request_cases(s, conn=2))
+    return ep, s, cases
+
+
+def _endpoint_equal(ep, s, cases, res):
+    """MR-RX-157: the ACK/NAK stream, completions, READ response items and atomic items equal
+    the endpoint's on the same frames; the placements with each atomic item applied at its point
+    of the output order (the executor, rc.execute_atomics) give the endpoint's memory and the
+    original values its responses carry."""
+    got, atoms = [], []
+    ref, mem = rc.endpoint_reference(ep, s, cases, rsps=got, atoms=atoms)
+    assert rc.requests(s, res["ack"]) == ref
+    assert rc.completions(s, res["cqe"]) == [rc.cq_tuple(c) for c in ep.poll_cq()]
+    assert rc.responses(s, res["rsp"]) == got
+    assert rc.atomics(s, res["atom"]) == [a[:6] for a in atoms]
+    exp = rc.expected(s.writes + cases, *DIMS)
+    image, done = rc.execute_atomics(s, exp, s.writes + cases)
+    assert image == mem
+    assert [d[1] for d in done] == [a[7] for a in atoms]
+    return atoms
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_model_atomic_requests_equal_endpoint(seed):
+    """MR-RX-151..157: atomic requests (at the delivery point, a compare-and-swap behind a
+    WRITE_IMM that writes its 8 bytes, refused key, range and right, two delivered by one
+    chunk, a duplicate PSN, a resend after execution, every malformed kind) among READ
+    requests: every case has the outcome it was built for and the model equals the reference
+    endpoint (ACK/NAK stream, completions, items, memory after execution, original values)."""
+    ep, s, cases = _request_cases(seed)
+    exp = rc.expected(s.writes + cases, *DIMS)
+    for c, o in zip([c for c in cases if isinstance(c, rc.Case)], exp["outcomes"]):
+        assert c.expect is None or o.code == c.expect, c.name
+    atoms = _endpoint_equal(ep, s, cases, exp)
+    assert len(atoms) == 14 and sum(a[5] for a in atoms) == 6
+    # the compare-and-swap behind the write found the write's bytes and swapped
+    behind = [a for a in atoms if a[2] == 2 and a[0] == s.conns[0].qp]
+    assert behind and behind[0][4] == 1 and behind[0][7] == behind[0][6][8:16][::-1]
+    # nothing of an atomic is placed: its operands are not host bytes (MR-RX-154)
+    assert all(o.place is None for c, o in zip(cases, exp["outcomes"])
+               if isinstance(c, rc.Case) and c.name.startswith("at-") and not c.name.startswith("at-w"))
+
+
+def test_model_atomic_and_error_responses():
+    """MR-RX-159..161: an atomic response's 8 bytes are placed at its row's buffer and complete
+    COMP_SWAP / FETCH_ADD with byte_len 8, once (a duplicate PSN, a copy after completion); a
+    response of another length is LENGTH; an ERROR response (msg_len 0) places nothing and
+    completes the atomic or READ REM_ACCESS_ERR with the request's length; an ERROR packet with
+    msg_len is CHUNK; a second ERROR response is a duplicate chunk."""
+    s = rc.Setup(*DIMS, seed=3)
+    cases = rc.atomic_response_cases(s)
+    exp = rc.expected(s.writes + cases, *DIMS)
+    outs = dict(zip([c.name.rstrip("0123456789") for c in cases if isinstance(c, rc.Case)], exp["outcomes"]))
+    for c, o in zip([c for c in cases if isinstance(c, rc.Case)], exp["outcomes"]):
+        assert o.code == c.expect, c.name
+    cq = [unpack(s.lay.cqe, v) for v in exp["cqe"]]
+    assert [(c["opcode"], c["status"], c["length"]) for c in cq] == [
+        (WC_COMP_SWAP, 0, 8), (WC_FETCH_ADD, 0, 8), (WC_FETCH_ADD, WC_REM_ACCESS_ERR, 8),
+        (WC_RDMA_READ, WC_REM_ACCESS_ERR, 3 * s.mtu)]
+    assert outs["at-cas"].place["length"] == 8 and outs["at-fadd"].place["length"] == 8
+    assert outs["at-error"].place is None and outs["rd-error"].place is None
+    assert outs["at-after-done"].msg == MsgCode.DUP and outs["rd-error-again"].msg == MsgCode.DUP
+    assert RD_OP_WC[:3] == (WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_cycle_model_atomics(seed):
+    """MR-RX-155, MR-RX-158: the cycle model with idle cycles and backpressure on every output
+    (m_atom at 0.6) gives the packet model's items, ACKs, completions and counters."""
+    ep, s, cases = _request_cases(seed)
+    cases = cases + rc.atomic_response_cases(s, conn=2, stream=1)
+    res = rc.run_model(64, s, cases, seed=seed, p_idle=0.2, p_bp=BP)
+    assert len(res["atom"]) == 14
+
+
+def test_rtl_atomics():
+    """MR-RX-151..161, MR-RX-070: atomic requests (with READ requests) and atomic and ERROR
+    responses in lockstep with idle cycles and backpressure on every output (m_atom at 0.6), 0
+    mismatches on every port every cycle; outputs and counters as the model says; the RTL's
+    ACK/NAK stream, completions and items equal the reference endpoint's."""
+    from test_rx_amaranth import run_lockstep
+    ep, s, cases = _request_cases(5)
+    res = run_lockstep(64, s, cases, seed=5, p_idle=0.2, p_bp=BP)
+    assert len(_endpoint_equal(ep, s, cases, res)) == 14
+    s2 = rc.Setup(*DIMS, seed=6)
+    res = run_lockstep(64, s2, rc.atomic_response_cases(s2) + rc.atomic_response_cases(s2, conn=1, stream=1),
+                       seed=6, p_idle=0.2, p_bp=BP)
+    assert sorted({unpack(s2.lay.cqe, v)["opcode"] for v in res["cqe"]}) == [WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD]
