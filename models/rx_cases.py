@@ -398,7 +398,7 @@ def bad_cases(s: Setup, *, op=Op.MR_WRITE):
         s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13, op=op),
         s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14, op=op),
         s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15, op=op),
-        s.other(Op.MR_FETCH_ADD), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
+        s.other(Op.MR_NAK), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
     ]
     if small is not None:
         out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16, op=op))
@@ -2117,7 +2117,7 @@ def coverage_suite(s: Setup, n_random=150):
     :func:`message_toggle_cases`) and the random mix (with rows rewritten mid-traffic)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
-              for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_FETCH_ADD, Op.RC_WRITE_ONLY,
+              for op in (Op.MR_ACK, Op.MR_NAK, Op.RC_WRITE_ONLY,
                          Op.RC_SEND_ONLY, Op.RC_ACK) for corrupt in (False, True)]
     head = (stream_bound_cases(s) + window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
             + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others)
