@@ -12,7 +12,7 @@ cocotb tests here:
     ``metaroce bench rx``: packets and payload beats per cycle and ACK latency of same-path
     bursts per payload size, and the lockstep speed.
 ``rx_lockstep``
-    the window, bad-input, SEND, READ-response, READ-request and burst cases plus ``RX_RANDOM`` random
+    the window, bad-input, SEND, READ-response, READ-request, atomic and burst cases plus ``RX_RANDOM`` random
     packets (seed ``RX_SEED``)
     with random idle cycles and backpressure on every output, then the checker; then a
     same-path burst without idle or backpressure, which must be taken at one record per cycle,
@@ -257,6 +257,8 @@ async def rx_lockstep(dut):
     cases = (rc.stream_bound_cases(s) + rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=1)
              + rc.send_cases(s, conn=2) + rc.read_cases(s, conn=3) + rc.burst_same_path(s, 16, plen=9)
              + rc.read_request_cases(s, conn=4) + rc.random_read_requests(s, 30)
+             # atomics (MR-RX-151..161): requests on a stream of their own, responses beside READs'
+             + rc.atomic_request_cases(s, conn=4, stream=1) + rc.atomic_response_cases(s, conn=2, stream=2)
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
     drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
@@ -295,6 +297,7 @@ async def rx_lockstep(dut):
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
                        "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
                        "completions": len(drv.res["cqe"]), "responses": len(drv.res["rsp"]),
+                       "atomics": len(drv.res["atom"]),
                        "timer_acks_equal": timer_acks_equal,
                        "mismatches": h.mismatches}, f)
 
