@@ -44,7 +44,7 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
                          N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM, WC_RECV, RECV_SLOTS,
                          LATE_CODES, NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_MSG,
-                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, SMALL, RD_OP_WC, WC_REM_ACCESS_ERR, RxCode, layouts,
+                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, SMALL, CAP_COUNT_BITS, RD_OP_WC, WC_REM_ACCESS_ERR, RxCode, layouts,
                          payload_layout)
 from ..models.wire import Op
 from .muxes import pick as _pick
@@ -363,7 +363,13 @@ class Rx(wiring.Component):
 
         m.submodules.ack_q = ack_q = fifo.SyncFIFO(width=lay.ack.size, depth=FIFO_DEPTH)
         m.submodules.place_q = place_q = fifo.SyncFIFO(width=lay.place.size, depth=FIFO_DEPTH)
-        m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=1, depth=FIFO_DEPTH)
+        # MR-RX-033, MR-RX-163: a steering entry: the beats out on m_data (keep), or an atomic's
+        # operands captured into the operand table's row, after the atomic bundles pushed up to
+        # its own push have read theirs (mark)
+        n_slots = lay.msg_slots
+        opd_row_bits = cb + lay.stream_bits + (n_slots - 1).bit_length()
+        steer_entry = data.StructLayout({"keep": 1, "cap": 1, "row": max(1, opd_row_bits), "mark": CAP_COUNT_BITS})
+        m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=steer_entry.size, depth=FIFO_DEPTH)
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe_bundle.size, depth=FIFO_DEPTH)
         # MR-RX-131: the response items of READ requests, one bundle per delivery as m_cqe's
         m.submodules.rsp_q = rsp_q = fifo.SyncFIFO(width=lay.rsp_bundle.size, depth=FIFO_DEPTH)
@@ -1032,7 +1038,7 @@ class Rx(wiring.Component):
         placew = Signal(lay.place)
         m.d.comb += [placew.conn.eq(s5_carry.conn), placew.addr.eq(s5_addr), placew.length.eq(s5_carry.plen),
                      place_q.w_data.eq(placew), place_q.w_en.eq(push & s5_place),
-                     steer_q.w_data.eq(s5_steer), steer_q.w_en.eq(push & s5_steer_en)]
+                     steer_q.w_en.eq(push & s5_steer_en)]
 
         # -- the message stage beside S5 (MR-RX-080..085): the row of {connection, stream} read in
         # S3 and registered in S4 with the writes of both cycles forwarded (MR-RX-115), the chunk accounted, the
@@ -1199,6 +1205,7 @@ class Rx(wiring.Component):
         s6_rec_ok, s6_read = Signal(n_slots), Signal()
         s6_cqe, s6_rsp, s6_rsp_ok = Signal(), Signal(), Signal(n_slots)
         s6_atom, s6_atom_ok = Signal(), Signal(n_slots)
+        s6_mark = Signal(CAP_COUNT_BITS)    # MR-RX-165: the captures its atomic bundle waits for
         s6_rec = [Signal(rec_fields, name=f"s6_rec{i}") for i in range(n_slots)]
         s6_conn, s6_stream = Signal(cb), Signal(esb)
         s6_rd = Signal(rec_fields)
@@ -1240,11 +1247,13 @@ class Rx(wiring.Component):
         # address (none when refused), compare-and-swap or fetch-and-add, the refusal
         atom_items = []
         for i, rec in enumerate(s6_rec):
-            item = Signal(lay.atom, name=f"s6_atom{i}")
+            item = Signal(lay.atom_entry, name=f"s6_atom{i}")
             m.d.comb += [item.conn.eq(s6_conn), item.stream.eq(s6_stream), item.msg.eq(rec.msg),
                          item.laddr.eq(Mux(rec.err, 0, rec.wr_id)), item.cas.eq(rec.kind[0]), item.err.eq(rec.err)]
             atom_items.append(item)
-        m.d.comb += [atom_q.w_en.eq(s6_atom), atom_q.w_data.eq(_bundle(m, lay.atom_bundle, s6_atom_ok, atom_items))]
+        atom_w = Signal(lay.atom_bundle)
+        m.d.comb += [atom_w.eq(_bundle(m, lay.atom_bundle, s6_atom_ok, atom_items)), atom_q.w_en.eq(s6_atom),
+                     atom_q.w_data.eq(atom_w)]
         r_bundle = Signal(lay.cqe_bundle)
         # MR-RX-159/160: the request's opcode (RD_OP_WC) and length, REM_ACCESS_ERR for an ERROR
         m.d.comb += [r_bundle.cqes[0].conn.eq(s6_conn), r_bundle.cqes[0].stream.eq(s6_stream),
@@ -1255,7 +1264,44 @@ class Rx(wiring.Component):
         m.d.comb += [cqe_q.w_en.eq(s6_cqe), cqe_q.w_data.eq(Mux(s6_read, r_bundle.as_value(), bundle.as_value()))]
         _bundle_out(m, "cqe", lay.cqe_bundle, cqe_q, self.m_cqe, n_slots)
         _bundle_out(m, "rsp", lay.rsp_bundle, rsp_q, self.m_rsp, n_slots)
-        _bundle_out(m, "atom", lay.atom_bundle, atom_q, self.m_atom, n_slots)
+        # -- MR-RX-163..166: the atomics' operands and m_atom's output stage
+        opd_rd, opd_wr, opd_data = table("opd", 128, lay.conns << (sb + slot_bits))
+        cap_in, cap_out = Signal(CAP_COUNT_BITS), Signal(CAP_COUNT_BITS)
+        aq_in, aq_read = Signal(CAP_COUNT_BITS), Signal(CAP_COUNT_BITS)
+        # an accepted new atomic (kind 5 or 6) captures its payload into its slot's row
+        mc_atom = mc.kind[2] & mc.kind[:2].any()
+        s5_cap = Signal()
+        m.d.comb += s5_cap.eq(m_step & m_new & mc_atom)
+        steer_w = Signal(steer_entry)
+        m.d.comb += [steer_w.keep.eq(s5_steer), steer_w.cap.eq(s5_cap),
+                     steer_w.row.eq(Cat(mc.msg[:slot_bits], mc.stream[:sb], mc.conn)),
+                     steer_w.mark.eq(aq_in + s6_atom), steer_q.w_data.eq(steer_w)]
+        m.d.sync += [cap_in.eq(cap_in + (steer_q.w_en & s5_cap)), aq_in.eq(aq_in + s6_atom),
+                     s6_mark.eq(cap_in + s5_cap)]
+        m.d.comb += atom_w.mark.eq(s6_mark)
+        # the output register: the head bundle's items one by one once its captures are done,
+        # each loaded with its operand row's read
+        a_head = data.View(lay.atom_bundle, atom_q.r_data)
+        a_sel = Signal(range(n_slots), name="atom_sel")
+        a_entry = Signal(lay.atom_entry)
+        m.d.comb += a_entry.eq(_pick([a_head.atoms[i].as_value() for i in range(n_slots)], a_sel))
+        a_last = a_sel == a_head.last
+        a_load = Signal()
+        ao_valid, ao_entry = Signal(), Signal(lay.atom_entry)
+        m.d.comb += [a_load.eq(atom_q.r_rdy & ~(cap_out - a_head.mark)[CAP_COUNT_BITS - 1]
+                               & (~ao_valid | self.m_atom.ready)),
+                     opd_rd.addr.eq(Cat(a_entry.msg[:slot_bits], a_entry.stream[:sb], a_entry.conn)),
+                     opd_rd.en.eq(a_load), atom_q.r_en.eq(a_load & a_last)]
+        with m.If(a_load):
+            m.d.sync += [ao_valid.eq(1), ao_entry.eq(a_entry), a_sel.eq(Mux(a_last, 0, a_sel + 1))]
+        with m.Elif(self.m_atom.ready):
+            m.d.sync += ao_valid.eq(0)
+        m.d.sync += aq_read.eq(aq_read + (a_load & a_last))
+
+        def big_endian(word):
+            return Cat(*[word[8 * (7 - i):8 * (8 - i)] for i in range(8)])
+        m.d.comb += [self.m_atom.valid.eq(ao_valid),
+                     self.m_atom.payload.eq(Cat(ao_entry, big_endian(opd_data[:64]), big_endian(opd_data[64:])))]
 
         # -- outputs
         m.d.comb += [
@@ -1264,16 +1310,31 @@ class Rx(wiring.Component):
             self.m_place.valid.eq(place_q.r_rdy), self.m_place.payload.eq(place_q.r_data),
             place_q.r_en.eq(self.m_place.ready),
         ]
-        # payload steering (MR-RX-033): each payload packet's beats go out or are dropped
+        # payload steering (MR-RX-033): each payload packet's beats go out or are dropped, or
+        # (MR-RX-163) an atomic's are captured once the items before it have read their operands
         have = steer_q.r_rdy
-        head = steer_q.r_data[0]
+        hd = data.View(steer_entry, steer_q.r_data)
         pay = self.s_payload
+        cap_ok = ~(aq_read - hd.mark)[CAP_COUNT_BITS - 1]
         m.d.comb += [
-            pay.ready.eq(have & (~head | self.m_data.ready)),
-            self.m_data.valid.eq(have & head & pay.valid),
+            pay.ready.eq(have & Mux(hd.cap, cap_ok, ~hd.keep | self.m_data.ready)),
+            self.m_data.valid.eq(have & hd.keep & pay.valid),
             self.m_data.payload.eq(pay.payload),
             steer_q.r_en.eq(pay.valid & pay.ready & pay.payload.last),
         ]
+        cap_acc, cap_beat = Signal(128), Signal()
+        masked = Signal(self.width)
+        m.d.comb += masked.eq(pay.payload.data & Cat(*[k.replicate(8) for k in pay.payload.keep]))
+        cap_new = Signal(128)
+        if self.width == 64:
+            m.d.comb += cap_new.eq(Mux(cap_beat, Cat(cap_acc[:64], masked), Cat(masked, Const(0, 64))))
+        else:
+            m.d.comb += cap_new.eq(Mux(cap_beat, cap_acc, masked[:128]))
+        cap_take = pay.valid & pay.ready & hd.cap
+        with m.If(cap_take):
+            m.d.sync += [cap_acc.eq(cap_new), cap_beat.eq(~pay.payload.last)]
+        m.d.comb += [opd_wr.en.eq(cap_take & pay.payload.last), opd_wr.addr.eq(hd.row), opd_wr.data.eq(cap_new)]
+        m.d.sync += cap_out.eq(cap_out + (cap_take & pay.payload.last))
 
         # MR-RX-047: no 64-bit carry chain in a counter. A +1 counter counts in 16-bit pieces,
         # a piece counting when every lower piece is all ones (registered flags); a counter with

@@ -128,6 +128,9 @@ RING_BITS = 2 * P.SACK_BITS
 
 #: MR-RX-041: slots of each output queue (ACK/NAK requests, placement commands, payload steering).
 FIFO_DEPTH = 16
+#: MR-RX-165: bits of the counters that order operand captures and atomic items (modulo, compared
+#: in the half space: at most FIFO_DEPTH steering entries and FIFO_DEPTH bundles outstanding)
+CAP_COUNT_BITS = 6
 
 #: MR-RX-060: configuration tables (``s_cfg`` ``table`` field).
 TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH, TABLE_MSG, TABLE_RECV, TABLE_READ = 0, 1, 2, 3, 4, 5, 6
@@ -242,6 +245,7 @@ class Layouts:
     rsp_bundle: data.StructLayout   # MR-RX-131: the response items one chunk delivers
     atom: data.StructLayout         # MR-RX-155: an atomic request's execution item (m_atom)
     atom_bundle: data.StructLayout  # MR-RX-155: the execution items one chunk delivers
+    atom_entry: data.StructLayout   # MR-RX-155: an item in the atomic queue (without its operands)
     streams: int = records.STREAMS  # MR-RX-001: stream rows per connection in the per-stream tables
     stream_bits: int = records.STREAM_BITS
 
@@ -297,12 +301,17 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
                                     "rsps": data.ArrayLayout(rsp, msg_slots)})
     # MR-RX-155: an atomic executed at its delivery point: the requester's stream and message,
     # the host address of its 8 bytes (0 when refused), the operation, the refusal
-    atom = data.StructLayout({"conn": cb, "stream": 16, "msg": 32, "laddr": 64, "cas": 1, "err": 1})
+    # MR-RX-164: and its operands, as values (the payload's big-endian words): the swap or add
+    # value, the compare value (0 for fetch-and-add)
+    atom_entry = data.StructLayout({"conn": cb, "stream": 16, "msg": 32, "laddr": 64, "cas": 1, "err": 1})
+    atom = data.StructLayout({**{n: f.shape for n, f in atom_entry}, "operand": 64, "compare": 64})
+    # MR-RX-155, MR-RX-165: the atomic queue's entry: the items without their operands, and
+    # the count of operand captures that must be done before they are shown (`mark`)
     atom_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
-                                     "atoms": data.ArrayLayout(atom, msg_slots)})
+                                     "atoms": data.ArrayLayout(atom_entry, msg_slots), "mark": CAP_COUNT_BITS})
     return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg,
                    msg_slots, chunk_ring, msg_slot, msg_row, cqe, cqe_bundle, recv_slots, rb, recv,
-                   rd_slots, rdb, rd, rd_state, rsp, rsp_bundle, atom, atom_bundle, streams, sb)
+                   rd_slots, rdb, rd, rd_state, rsp, rsp_bundle, atom, atom_bundle, atom_entry, streams, sb)
 
 
 def payload_layout(width):
@@ -380,6 +389,7 @@ class Outcome:
     cqes: list | None = None        # completion records it delivers (dicts of Layouts.cqe)
     rsps: list | None = None        # MR-RX-131: READ requests it executes (dicts of Layouts.rsp)
     atoms: list | None = None       # MR-RX-155: atomics it executes (dicts of Layouts.atom)
+    cap_row: int | None = None      # MR-RX-163: a new atomic: its operands' row (its payload captured)
 
 
 @dataclass
@@ -660,9 +670,18 @@ class RxModel:
         # MR-RX-092: the first unacknowledged packet since the path's last ACK arms the timer
         arm = (st.path_row, row["ack_timer"] & GEN_MASK) if (
             ack is None and row["pending"] == 0 and self.ack_delay) else None
-        return Outcome(RxCode.ACCEPTED, ack=ack, place=place, steer=steer, ce=st.ce,
+        # MR-RX-163: a new atomic's operands go to the operand table's row of its message slot
+        cap_row = self.operand_row(st.conn, st.stream, st.msg) if st.atom and mcode == MsgCode.NEW else None
+        return Outcome(RxCode.ACCEPTED, ack=ack, place=place, steer=steer, ce=st.ce, cap_row=cap_row,
                        abandoned=abandoned, placed_bytes=st.plen if placing else 0, msg=mcode,
                        cqes=cqes, arm=arm, rsps=rsps, atoms=atoms)
+
+    def operand_row(self, conn, stream, msg):
+        """MR-RX-163: the operand table's row of an atomic: {connection, stream, msg mod
+        msg_slots} (its message slot's)."""
+        lay = self.lay
+        sb = (lay.msg_slots - 1).bit_length()
+        return (((conn << lay.stream_bits) | (stream & (lay.streams - 1))) << sb) | (msg & (lay.msg_slots - 1))
 
     def timer(self, path_row, gen):
         """MR-RX-093: a delayed-ACK timer of path row ``path_row`` armed at ACK generation
@@ -899,7 +918,13 @@ class RxCycleModel:
         self.s6 = None
         self.cqe_sel = 0        # the record of the head bundle m_cqe shows
         self.rsp_sel = 0        # the item of the head bundle m_rsp shows
-        self.atom_sel = 0       # the item of the head bundle m_atom shows
+        self.atom_sel = 0       # the next item of the head bundle the output stage loads
+        # MR-RX-163..166: the operand table, the capture of the head steering entry's beats,
+        # the counters that order captures and items, and m_atom's output register
+        self.opd = {}
+        self.cap_acc = self.cap_beat = 0
+        self.cap_in = self.cap_out = self.aq_in = self.aq_read = 0
+        self.ao_valid, self.ao_entry, self.ao_opd = False, 0, 0
         self.now = 0            # MR-RX-091: the cycle counter (TIME_BITS)
         self.timer_q = collections.deque()  # MR-RX-091: (path row, generation, due)
         self.t_due = False      # MR-RX-093: the head tested due in the cycle before
@@ -912,6 +937,31 @@ class RxCycleModel:
         self.reg_data = 0
         self.log = []           # outcomes in order, for tests
 
+    def _atom_payload(self):
+        """MR-RX-164: m_atom's item: the output register's entry and the operands read with it
+        (the payload's big-endian words)."""
+        lay = self.lay
+        opd = self.ao_opd
+        operand = int.from_bytes((opd & ((1 << 64) - 1)).to_bytes(8, "little"), "big")
+        compare = int.from_bytes((opd >> 64).to_bytes(8, "little"), "big")
+        return (self.ao_entry | operand << lay.atom["operand"].offset
+                | compare << lay.atom["compare"].offset)
+
+    def _capture(self, beat, last, row):
+        """MR-RX-163: a beat of an atomic's payload into the capture register (its bytes by
+        ``keep``, at the beat's place in the 16 operand bytes); its last beat writes the row."""
+        nb = self.width // 8
+        data = beat & ((1 << self.width) - 1)
+        keep = (beat >> self.width) & ((1 << nb) - 1)
+        mask = sum(0xFF << (8 * i) for i in range(nb) if keep >> i & 1)
+        acc = (self.cap_acc | (data & mask) << (8 * nb * self.cap_beat)) & ((1 << 128) - 1)
+        if last:
+            self.opd[row] = acc
+            self.cap_acc = self.cap_beat = 0
+            self.cap_out = (self.cap_out + 1) & ((1 << CAP_COUNT_BITS) - 1)
+        else:
+            self.cap_acc, self.cap_beat = acc, self.cap_beat + 1
+
     @staticmethod
     def port_names():
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
@@ -920,7 +970,7 @@ class RxCycleModel:
         return bool(self.s0 or self.s1 or any(self.checks) or self.s4 or self.s5 or self.hold
                     or self.s6 is not None or self.timer_q
                     or self.ack_q.level or self.place_q.level or self.steer_q.level or self.cqe_q.level
-                    or self.rsp_q.level or self.atom_q.level)
+                    or self.rsp_q.level or self.atom_q.level or self.ao_valid)
 
     def _window(self, st):
         """S4: the window stage (:meth:`RxModel.dynamic`); sets the hold of a slow update."""
@@ -955,13 +1005,21 @@ class RxCycleModel:
                         and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED))
         cqe_word, cqe_last = bundle_entry(lay, self.cqe_q.head, self.cqe_sel)
         rsp_word, rsp_last = bundle_entry(lay, self.rsp_q.head, self.rsp_sel, lay.rsp_bundle, lay.rsp)
-        atom_word, atom_last = bundle_entry(lay, self.atom_q.head, self.atom_sel, lay.atom_bundle, lay.atom)
+        # MR-RX-165: the atomic queue's head bundle is shown once the captures it waits for are done
+        cmask, chalf = (1 << CAP_COUNT_BITS) - 1, 1 << (CAP_COUNT_BITS - 1)
+        a_head = self.atom_q.head
+        a_entry, a_last = bundle_entry(lay, a_head, self.atom_sel, lay.atom_bundle, lay.atom_entry)
+        a_mark = (a_head >> lay.atom_bundle["mark"].offset) & cmask
+        a_load = (self.atom_q.level > 0 and ((self.cap_out - a_mark) & cmask) < chalf
+                  and (not self.ao_valid or g("m_atom__ready", 0)))
         have = self.steer_q.level > 0
-        head = self.steer_q.head if have else 0
+        head, cap, cap_row, cap_mark = self.steer_q.head if have else (0, 0, 0, 0)
         pay = g("s_payload__payload", 0)
         pay_valid = g("s_payload__valid", 0)
         data_ready = g("m_data__ready", 0)
-        pay_ready = int(have and (not head or bool(data_ready)))
+        # MR-RX-163/166: a capture waits until every item pushed before it has read its operands
+        pay_ready = int(have and (((self.aq_read - cap_mark) & cmask) < chalf if cap
+                                  else (not head or bool(data_ready))))
         out = {
             "s_meta__ready": meta_ready, "s_payload__ready": pay_ready, "s_cfg__ready": cfg_ready,
             "m_ack__payload": self.ack_q.head, "m_ack__valid": int(self.ack_q.level > 0),
@@ -969,7 +1027,7 @@ class RxCycleModel:
             "m_data__payload": pay, "m_data__valid": int(have and head and bool(pay_valid)),
             "m_cqe__payload": cqe_word, "m_cqe__valid": int(self.cqe_q.level > 0),
             "m_rsp__payload": rsp_word, "m_rsp__valid": int(self.rsp_q.level > 0),
-            "m_atom__payload": atom_word, "m_atom__valid": int(self.atom_q.level > 0),
+            "m_atom__payload": self._atom_payload(), "m_atom__valid": int(self.ao_valid),
             "reg_data": self.reg_data,
         }
         addr = g("reg_addr", 0)
@@ -977,6 +1035,7 @@ class RxCycleModel:
 
         ack = place = steer = arm = None
         bundle, rsp_bundle, atom_bundle = self.s6 or (None, None, None)
+        steer_cap, steer_row = 0, 0
         self.s6 = None
         if holding:
             self.hold -= 1
@@ -987,10 +1046,15 @@ class RxCycleModel:
                 ack = None if o.ack is None else pack(lay.ack, o.ack)
                 place = None if o.place is None else pack(lay.place, o.place)
                 steer = o.steer
+                steer_cap = int(o.cap_row is not None)
+                steer_row = o.cap_row or 0
                 if o.cqes or o.rsps or o.atoms:
+                    # MR-RX-165: an atomic bundle waits for the captures pushed up to this S5
+                    mark = (self.cap_in + steer_cap) & ((1 << CAP_COUNT_BITS) - 1)
                     self.s6 = (pack_bundle(lay, o.cqes) if o.cqes else None,
                                pack_rsp_bundle(lay, o.rsps) if o.rsps else None,
-                               pack_rsp_bundle(lay, o.atoms, lay.atom_bundle, lay.atom) if o.atoms else None)
+                               (pack_rsp_bundle(lay, o.atoms, lay.atom_bundle, lay.atom_entry)
+                                | mark << lay.atom_bundle["mark"].offset) if o.atoms else None)
                 if o.arm is not None:
                     arm = (*o.arm, (self.now + rx.ack_delay) & TIME_MASK)
                 rx.count(o)
@@ -1021,7 +1085,15 @@ class RxCycleModel:
         pay_take = pay_ready and pay_valid
         self.ack_q.update(g("m_ack__ready", 0), ack is not None, ack or 0)
         self.place_q.update(g("m_place__ready", 0), place is not None, place or 0)
-        self.steer_q.update(pay_take and (pay >> self.last_bit) & 1, steer is not None, steer or 0)
+        pay_last = (pay >> self.last_bit) & 1
+        if pay_take and cap:
+            self._capture(pay, pay_last, cap_row)
+        # MR-RX-166: a capture entry waits for the atomic bundles pushed up to this cycle
+        pushed = int(atom_bundle is not None)
+        self.steer_q.update(pay_take and pay_last, steer is not None,
+                            (steer or 0, steer_cap, steer_row, (self.aq_in + pushed) & cmask))
+        self.aq_in = (self.aq_in + pushed) & cmask
+        self.cap_in = (self.cap_in + int(steer is not None and steer_cap)) & cmask
         # MR-RX-085: m_cqe shows the head bundle's records one by one
         cqe_take = self.cqe_q.level > 0 and g("m_cqe__ready", 0)
         if cqe_take:
@@ -1032,11 +1104,19 @@ class RxCycleModel:
         if rsp_take:
             self.rsp_sel = 0 if self.rsp_sel == rsp_last else self.rsp_sel + 1
         self.rsp_q.update(rsp_take and self.rsp_sel == 0, rsp_bundle is not None, rsp_bundle or 0)
-        # MR-RX-155: m_atom likewise
-        atom_take = self.atom_q.level > 0 and g("m_atom__ready", 0)
-        if atom_take:
-            self.atom_sel = 0 if self.atom_sel == atom_last else self.atom_sel + 1
-        self.atom_q.update(atom_take and self.atom_sel == 0, atom_bundle is not None, atom_bundle or 0)
+        # MR-RX-164: m_atom's output register loads the head bundle's items one by one, each with
+        # its operands read from the table
+        if a_load:
+            e = unpack(lay.atom_entry, a_entry)
+            self.ao_entry = a_entry
+            self.ao_opd = self.opd.get(rx.operand_row(e["conn"], e["stream"], e["msg"]), 0)
+            self.ao_valid = True
+            self.atom_sel = 0 if self.atom_sel == a_last else self.atom_sel + 1
+            if self.atom_sel == 0:
+                self.aq_read = (self.aq_read + 1) & cmask
+        elif self.ao_valid and g("m_atom__ready", 0):
+            self.ao_valid = False
+        self.atom_q.update(a_load and self.atom_sel == 0, atom_bundle is not None, atom_bundle or 0)
         if arm is not None:
             tq.append(arm)
         self.t_due = t_due

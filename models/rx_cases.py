@@ -24,7 +24,7 @@ from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
-                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, MRDH_ERROR, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
+                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
                  meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
 
@@ -861,6 +861,52 @@ def random_read_requests(s: Setup, n=40):
     return out
 
 
+def random_atomics(s: Setup, n=40, *, conns=None):
+    """MR-RX-151..166: random atomic requests, two messages of a stream at a time (in order or
+    swapped), on random paths, some refused (key or range), some with a WRITE between them,
+    some duplicated (the same PSN, or resent with a new PSN after execution): consecutive
+    messages of a stream reuse its message slots, so an item waiting on ``m_atom`` meets the
+    capture of the next atomic of its slot (MR-RX-166). ``conns``: the connections to use."""
+    rng = s.rng
+    out = []
+    pool = [s.conns[i] for i in conns] if conns is not None else s.conns
+    for i in range(n):
+        c = rng.choice(pool)
+        stream = rng.randrange(c.n_streams)
+        msgs = []
+        for _ in range(2):
+            m = c.msg.get(stream, 0)
+            c.msg[stream] = m + 1
+            msgs.append(m)
+        pkts = []
+        for m in msgs:
+            r = rng.random()
+            p = rng.randrange(c.n_paths)
+            if r < 0.2:
+                pkts.append(s.write(c, path=p, stream=stream, key=s.keys[1], plen=rng.randint(0, 40),
+                                    msg=m, name=f"ra{i}.w{m}"))
+                continue
+            kw = {}
+            if r < 0.3:
+                kw = {"key": Key(s.keys[1].rkey ^ (1 << 30), 0, 0, 0), "va": 0}
+            elif r < 0.35:
+                kw = {"va": s.keys[1].length}
+            pkts.append(atomic_request(s, c, m, cas=rng.random() < 0.5, path=p, stream=stream,
+                                       name=f"ra{i}.a{m}", expect=RxCode.ACCEPTED, **kw))
+        if rng.random() < 0.4:
+            pkts.reverse()
+        out += pkts
+        if rng.random() < 0.2:
+            out.append(replace(rng.choice(pkts), expect=None))          # the same PSN again
+        if rng.random() < 0.1:
+            a = pkts[0]
+            mt = meta_fields(a.meta)
+            if mt["bth"]["opcode"] in ATOMIC_OPS:     # resent with a new PSN: not executed again
+                out.append(atomic_request(s, c, mt["mrdh"]["msg"], cas=mt["bth"]["opcode"] == Op.MR_CMP_SWAP,
+                                          stream=stream, name=f"ra{i}.resent", expect=RxCode.ACCEPTED))
+    return out
+
+
 def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
     """A random mix over every connection and path: in order, reordered, lost (skipped PSNs),
     duplicated, CE-marked, AckReq, bad packets; with ``cfg`` a few rows rewritten mid-traffic
@@ -1091,6 +1137,7 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050)."""
     rx = RxModel(conns, paths, keys, streams=streams)
     outs, acks, places, data, cqes, rsps, atoms = [], [], [], [], [], [], []
+    opd = {}        # MR-RX-163: the operand table: row -> the captured payload
     for it in items:
         if isinstance(it, CfgWrite):
             rx.write_cfg(it.table, it.addr, it.value)
@@ -1107,7 +1154,13 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
             data.append(it.payload)
         cqes += [pack(rx.lay.cqe, c) for c in o.cqes or ()]
         rsps += [pack(rx.lay.rsp, r) for r in o.rsps or ()]
-        atoms += [pack(rx.lay.atom, r) for r in o.atoms or ()]
+        if o.cap_row is not None:
+            opd[o.cap_row] = it.payload
+        for r in o.atoms or ():
+            # MR-RX-164: the item with its operands, the payload's big-endian words
+            p = opd[rx.operand_row(r["conn"], r["stream"], r["msg"])]
+            atoms.append(pack(rx.lay.atom, dict(r, operand=int.from_bytes(p[:8], "big"),
+                                                compare=int.from_bytes(p[8:16], "big"))))
     return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes, "rsp": rsps, "atom": atoms,
             "counters": list(rx.counters)}
 

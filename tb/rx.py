@@ -260,6 +260,7 @@ async def rx_lockstep(dut):
              # atomics (MR-RX-151..161): requests on a stream of their own, responses beside READs'
              + rc.atomic_request_cases(s, conn=4, stream=s.conns[4].n_streams - 1)
              + rc.atomic_response_cases(s, conn=2, stream=s.conns[2].n_streams - 1)
+             + rc.random_atomics(s, 20, conns=(4, 5))
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
     drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()

@@ -33,6 +33,9 @@ def _endpoint_equal(ep, s, cases, res):
     assert rc.completions(s, res["cqe"]) == [rc.cq_tuple(c) for c in ep.poll_cq()]
     assert rc.responses(s, res["rsp"]) == got
     assert rc.atomics(s, res["atom"]) == [a[:6] for a in atoms]
+    # MR-RX-164: each item's operands are its request's (the payload's big-endian words)
+    assert [(it["operand"], it["compare"]) for it in (unpack(s.lay.atom, v) for v in res["atom"])] == [
+        (int.from_bytes(a[6][:8], "big"), int.from_bytes(a[6][8:16], "big")) for a in atoms]
     exp = rc.expected(s.writes + cases, *DIMS)
     image, done = rc.execute_atomics(s, exp, s.writes + cases)
     assert image == mem
@@ -106,3 +109,62 @@ def test_rtl_atomics():
     res = run_lockstep(64, s2, rc.atomic_response_cases(s2) + rc.atomic_response_cases(s2, conn=1, stream=1),
                        seed=6, p_idle=0.2, p_bp=BP)
     assert sorted({unpack(s2.lay.cqe, v)["opcode"] for v in res["cqe"]}) == [WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD]
+
+
+def _random_cases(seed, n=60):
+    ep, s = rc.endpoint_setup(seed=seed, n_streams=2, max_rd_atomic=1 << 20)
+    return ep, s, rc.random_atomics(s, n)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_model_random_atomics_equal_endpoint(seed):
+    """MR-RX-151..157, MR-RX-164: random atomics (slots reused, refusals, duplicates, resends,
+    writes between) against the reference endpoint: items, operands, memory after execution,
+    original values, ACK/NAK stream."""
+    ep, s, cases = _random_cases(seed)
+    exp = rc.expected(s.writes + cases, *DIMS)
+    atoms = _endpoint_equal(ep, s, cases, exp)
+    assert len(atoms) >= 60
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_cycle_model_operands_under_backpressure(seed):
+    """MR-RX-163..166: with m_atom nearly always stalled (0.9) and payload beats idle, every
+    item still carries its own request's operands (check() compares them with the packet
+    model's, taken from the request's payload): an item is shown only after its capture, and a
+    capture into a slot's row waits until the items pushed before it have read theirs."""
+    _, s, cases = _random_cases(seed)
+    res = rc.run_model(64, s, cases, seed=seed, p_idle=0.3, p_bp=dict(BP, m_atom__ready=0.9))
+    assert len(res["atom"]) >= 60
+
+
+@pytest.mark.parametrize("gate", ["capture", "item"])
+def test_cycle_model_without_gates_fails(monkeypatch, gate):
+    """Negative controls of MR-RX-165/166: a cycle model whose captures do not wait for the
+    items pushed before them (``capture``: the steering entry's mark always passed), or whose
+    items do not wait for their captures (``item``: the bundle's mark always passed), shows an
+    item with another request's operands under m_atom backpressure and idle payload beats,
+    which check() catches."""
+    from metaroce.models import rx as rxm
+    _, s, cases = _random_cases(2)
+    real = rxm.RxCycleModel.step
+    wrap = 1 << rxm.CAP_COUNT_BITS
+
+    def step(self, inputs):
+        if gate == "capture":
+            self.aq_read = (self.aq_in + 8) % wrap
+        else:
+            self.cap_out = (self.cap_in + 8) % wrap
+        return real(self, inputs)
+    monkeypatch.setattr(rxm.RxCycleModel, "step", step)
+    with pytest.raises(AssertionError, match="atom"):
+        rc.run_model(64, s, cases, seed=2, p_idle=0.3, p_bp=dict(BP, m_atom__ready=0.9))
+
+
+def test_rtl_random_atomics_operands():
+    """MR-RX-163..166, MR-RX-070: random atomics in lockstep with m_atom nearly always stalled
+    (0.85) and idle payload beats: 0 mismatches, every item with its request's operands."""
+    from test_rx_amaranth import run_lockstep
+    ep, s, cases = _random_cases(7, 40)
+    res = run_lockstep(64, s, cases, seed=7, p_idle=0.3, p_bp=dict(BP, m_atom__ready=0.85))
+    assert len(_endpoint_equal(ep, s, cases, res)) >= 40
