@@ -1398,12 +1398,14 @@ def endpoint_reference(ep, s: Setup, cases, rsps=None, atoms=None):
     MR_SEND_IMM/MR_READ the parser kept) to the endpoint at one instant (no timer fires), a receive
     posted (table 5) as the endpoint's ``post_recv``; return its ACK/NAK frames as tuples
     comparable with :func:`requests` and its registered buffers. With ``rsps`` (a list), the
-    READ requests the endpoint executes are appended to it (:func:`record_responses`); the
-    response frames it sends are not returned."""
+    READ requests the endpoint executes are appended to it (:func:`record_responses`); with
+    ``atoms`` (a list) the atomics it executes, with their operands and original values
+    (MR-RX-157); the response frames it sends are not returned."""
     from .codec import decode
     out = []
+    got_atoms = []
     if rsps is not None or atoms is not None:
-        got = record_responses(ep, {k.rkey: k.base for k in s.keys}, atoms)
+        got = record_responses(ep, {k.rkey: k.base for k in s.keys}, got_atoms)
     for c in cases:
         if isinstance(c, CfgWrite) and c.table == TABLE_RECV:
             qp, stream, lkey, off, length, wr_id = post_of(s, c)
@@ -1428,6 +1430,8 @@ def endpoint_reference(ep, s: Setup, cases, rsps=None, atoms=None):
             out.append(r)
     if rsps is not None:
         rsps.extend(got)
+    if atoms is not None:
+        atoms.extend(got_atoms)
     return out, {k.rkey: bytes(ep._mrs[k.rkey][0]) for k in s.keys}
 
 
