@@ -652,6 +652,34 @@ def atomic_response_cases(s: Setup, *, conn=0, stream=0):
     return out
 
 
+def _request_maker(s: Setup, conn, stream, make):
+    """The request cases' start (MR-RX-133, MR-RX-157): the connection, eight message numbers
+    of the stream taken (the first returned), and ``req(m, **kw)``: ``make(s, c, m, ...)`` on
+    that stream, a random path, built to be accepted unless told."""
+    c = s.conns[conn]
+    msg = c.msg.get(stream, 0)
+    c.msg[stream] = msg + 8
+
+    def req(m, **kw):
+        kw.setdefault("stream", stream)
+        kw.setdefault("path", s.rng.randrange(c.n_paths))
+        kw.setdefault("expect", RxCode.ACCEPTED)
+        return make(s, c, m, **kw)
+    return c, msg, req
+
+
+def _refused_before_sequence(s: Setup, c: Conn, req, msg, prefix):
+    """The request cases refused before the sequence state and the message table (MR-SEC-007):
+    stream, path, no connection, P_Key, PSN window, parser drop."""
+    far = P.psn_add(c.psn[0], 1 << 22)
+    return [req(msg, stream=9, expect=RxCode.STREAM, name=f"{prefix}-stream"),
+            req(msg, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name=f"{prefix}-path"),
+            req(msg, qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name=f"{prefix}-no-conn"),
+            req(msg, pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name=f"{prefix}-pkey"),
+            req(msg, path=0, psn=far, expect=RxCode.PSN_WINDOW, name=f"{prefix}-window"),
+            req(msg, corrupt=True, psn=3, expect=None, name=f"{prefix}-parser-drop")]
+
+
 def atomic_request(s: Setup, c: Conn, msg, *, cas=True, key: Key | None = None, va=None,
                    operand=None, compare=None, **kw):
     """One atomic request (MR_CMP_SWAP or MR_FETCH_ADD: MRDH, RETH with the 8 bytes' VA, R_Key
@@ -681,21 +709,13 @@ def atomic_request_cases(s: Setup, *, conn=0, stream=0):
     ERROR items in order); two atomics delivered by one chunk; a duplicate PSN and a resend after
     execution (not executed again); the malformed ones (DMA length, msg_len, misaligned VA,
     stream, path, no connection, P_Key, PSN window, parser drop)."""
-    c = s.conns[conn]
     rng = s.rng
     mtu = s.mtu
     k = s.keys[1]
-    msg = c.msg.get(stream, 0)
-    c.msg[stream] = msg + 8
+    c, msg, at = _request_maker(s, conn, stream, atomic_request)
 
     def path():
         return rng.randrange(c.n_paths)
-
-    def at(m, **kw):
-        kw.setdefault("stream", stream)
-        kw.setdefault("path", path())
-        kw.setdefault("expect", RxCode.ACCEPTED)
-        return atomic_request(s, c, m, **kw)
     out = [at(msg, cas=False, name="at-now", ack_req=1)]
     wlen = mtu + 8
     va = 8 * rng.randrange((k.length - wlen) // 8)
@@ -717,17 +737,10 @@ def atomic_request_cases(s: Setup, *, conn=0, stream=0):
         out.append(at(msg + 7, cas=False, name="at-last"))
     out.append(replace(out[0], expect=RxCode.DUPLICATE, name="at-dup-psn"))
     out.append(at(msg, cas=False, name="at-resent"))
-    far = P.psn_add(c.psn[0], 1 << 22)
     out += [at(msg + 8, dma_len=4, expect=RxCode.LENGTH, name="at-dma-len"),
             at(msg + 8, cas=False, plen=16, msg_len=16, expect=RxCode.LENGTH, name="at-msg-len"),
-            at(msg + 8, va=8 * rng.randrange(64) + 4, expect=RxCode.CHUNK, name="at-misaligned"),
-            at(msg + 8, stream=9, expect=RxCode.STREAM, name="at-stream"),
-            at(msg + 8, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="at-path"),
-            at(msg + 8, qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name="at-no-conn"),
-            at(msg + 8, pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name="at-pkey"),
-            at(msg + 8, path=0, psn=far, expect=RxCode.PSN_WINDOW, name="at-window"),
-            at(msg + 8, corrupt=True, psn=3, expect=None, name="at-parser-drop")]
-    return out
+            at(msg + 8, va=8 * rng.randrange(64) + 4, expect=RxCode.CHUNK, name="at-misaligned")]
+    return out + _refused_before_sequence(s, c, at, msg + 8, "at")
 
 
 def _with_meta(meta, values):
@@ -763,21 +776,13 @@ def read_request_cases(s: Setup, *, conn=0, stream=0):
     with a new PSN after execution (a duplicate chunk, not executed again); the malformed
     ones (LENGTH, CHUNK, STREAM, path, no connection, P_Key, PSN window), which are NAKed or
     dropped before the sequence state and the message table."""
-    c = s.conns[conn]
     rng = s.rng
     mtu = s.mtu
     k = s.keys[1]
-    msg = c.msg.get(stream, 0)
-    c.msg[stream] = msg + 8
+    c, msg, rq = _request_maker(s, conn, stream, read_request)
 
     def path():
         return rng.randrange(c.n_paths)
-
-    def rq(m, **kw):
-        kw.setdefault("stream", stream)
-        kw.setdefault("path", path())
-        kw.setdefault("expect", RxCode.ACCEPTED)
-        return read_request(s, c, m, **kw)
     out = [rq(msg, name="rq-now", ack_req=1)]
     # a WRITE_IMM of two chunks (message msg+1) and a READ (msg+2) that waits for it
     wlen = mtu + 8
@@ -803,22 +808,14 @@ def read_request_cases(s: Setup, *, conn=0, stream=0):
     out.append(replace(out[0], expect=RxCode.DUPLICATE, name="rq-dup-psn"))
     out.append(rq(msg, name="rq-resent", va=0, length=8))
     # malformed ones (nothing executes, no message slot taken)
-    far = P.psn_add(c.psn[0], 1 << 22)
     # with payload the parser drops it (its LENGTH, a record without fields); the RX's own
     # LENGTH check (msg_len 0) sees such a record only when another source makes it: forged
     # here past the parser
     good = rq(msg + 8, expect=None, name="rq-length")
     forged = replace(good, meta=_with_meta(good.meta, {("mrdh", "msg_len"): 8, ("payload_len",): 8}),
                      payload=bytes(rng.getrandbits(8) for _ in range(8)), expect=RxCode.LENGTH)
-    out += [forged,
-            rq(msg + 8, msg_len=8, expect=RxCode.CHUNK, name="rq-chunk"),
-            rq(msg + 8, stream=9, expect=RxCode.STREAM, name="rq-stream"),
-            rq(msg + 8, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="rq-path"),
-            rq(msg + 8, qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name="rq-no-conn"),
-            rq(msg + 8, pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name="rq-pkey"),
-            rq(msg + 8, path=0, psn=far, expect=RxCode.PSN_WINDOW, name="rq-window"),
-            rq(msg + 8, corrupt=True, psn=3, expect=None, name="rq-parser-drop")]
-    return out
+    out += [forged, rq(msg + 8, msg_len=8, expect=RxCode.CHUNK, name="rq-chunk")]
+    return out + _refused_before_sequence(s, c, rq, msg + 8, "rq")
 
 
 def random_read_requests(s: Setup, n=40):
