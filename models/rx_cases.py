@@ -818,44 +818,50 @@ def read_request_cases(s: Setup, *, conn=0, stream=0):
     return out + _refused_before_sequence(s, c, rq, msg + 8, "rq")
 
 
-def random_read_requests(s: Setup, n=40):
-    """MR-RX-126..133: random READ requests among each connection's streams, in order and out
-    of order (two messages of a stream swapped), on random paths, some refused (key or range),
-    some duplicated (the same PSN, or resent with a new one), with plain writes between them."""
+def _random_pairs(s: Setup, n, pool, packet):
+    """Random request traffic's shape (MR-RX-133, MR-RX-157): ``n`` times two consecutive
+    messages of a random stream of a connection of ``pool``, each ``packet(i, c, stream, msg, r,
+    path)`` (``r`` uniform in [0, 1)), swapped with probability 0.4, one of them again with the
+    same PSN with probability 0.2. Yields ``(i, c, stream, pkts, out)``: the pair, and the
+    packets to send."""
     rng = s.rng
-    out = []
     for i in range(n):
-        c = rng.choice(s.conns)
+        c = rng.choice(pool)
         stream = rng.randrange(c.n_streams)
         msgs = []
         for _ in range(2):
             m = c.msg.get(stream, 0)
             c.msg[stream] = m + 1
             msgs.append(m)
-        pkts = []
-        for m in msgs:
-            r = rng.random()
-            p = rng.randrange(c.n_paths)
-            if r < 0.3:
-                k = rng.choice(s.keys[:3])
-                pkts.append(s.write(c, path=p, stream=stream, key=k, plen=rng.randint(0, 40),
-                                    msg=m, name=f"rr{i}.w{m}"))
-                continue
-            kw = {}
-            if r < 0.4:
-                kw = {"key": Key(s.keys[0].rkey ^ (1 << 30), 0, 0, 0), "va": 0, "length": 8}
-            elif r < 0.5:
-                k = rng.choice(s.keys)
-                kw = {"key": k, "va": k.length - rng.randint(0, 8), "length": rng.randint(9, 64)}
-            else:
-                kw = {"key": rng.choice(s.keys)}
-            pkts.append(read_request(s, c, m, path=p, stream=stream, name=f"rr{i}.r{m}", **kw))
+        pkts = [packet(i, c, stream, m, rng.random(), rng.randrange(c.n_paths)) for m in msgs]
         if rng.random() < 0.4:
             pkts.reverse()
-        out += pkts
+        out = list(pkts)
         if rng.random() < 0.2:
             out.append(replace(rng.choice(pkts), expect=None))          # the same PSN again
-    return out
+        yield i, c, stream, pkts, out
+
+
+def random_read_requests(s: Setup, n=40):
+    """MR-RX-126..133: random READ requests among each connection's streams, in order and out
+    of order (two messages of a stream swapped), on random paths, some refused (key or range),
+    some duplicated (the same PSN, or resent with a new one), with plain writes between them."""
+    rng = s.rng
+
+    def packet(i, c, stream, m, r, p):
+        if r < 0.3:
+            k = rng.choice(s.keys[:3])
+            return s.write(c, path=p, stream=stream, key=k, plen=rng.randint(0, 40), msg=m, name=f"rr{i}.w{m}")
+        kw = {}
+        if r < 0.4:
+            kw = {"key": Key(s.keys[0].rkey ^ (1 << 30), 0, 0, 0), "va": 0, "length": 8}
+        elif r < 0.5:
+            k = rng.choice(s.keys)
+            kw = {"key": k, "va": k.length - rng.randint(0, 8), "length": rng.randint(9, 64)}
+        else:
+            kw = {"key": rng.choice(s.keys)}
+        return read_request(s, c, m, path=p, stream=stream, name=f"rr{i}.r{m}", **kw)
+    return [pkt for *_, out in _random_pairs(s, n, s.conns, packet) for pkt in out]
 
 
 def random_atomics(s: Setup, n=40, *, conns=None):
@@ -865,43 +871,27 @@ def random_atomics(s: Setup, n=40, *, conns=None):
     messages of a stream reuse its message slots, so an item waiting on ``m_atom`` meets the
     capture of the next atomic of its slot (MR-RX-166). ``conns``: the connections to use."""
     rng = s.rng
-    out = []
+
+    def packet(i, c, stream, m, r, p):
+        if r < 0.2:
+            return s.write(c, path=p, stream=stream, key=s.keys[1], plen=rng.randint(0, 40), msg=m, name=f"ra{i}.w{m}")
+        kw = {}
+        if r < 0.3:
+            kw = {"key": Key(s.keys[1].rkey ^ (1 << 30), 0, 0, 0), "va": 0}
+        elif r < 0.35:
+            kw = {"va": s.keys[1].length}
+        return atomic_request(s, c, m, cas=rng.random() < 0.5, path=p, stream=stream, name=f"ra{i}.a{m}",
+                              expect=RxCode.ACCEPTED, **kw)
     pool = [s.conns[i] for i in conns] if conns is not None else s.conns
-    for i in range(n):
-        c = rng.choice(pool)
-        stream = rng.randrange(c.n_streams)
-        msgs = []
-        for _ in range(2):
-            m = c.msg.get(stream, 0)
-            c.msg[stream] = m + 1
-            msgs.append(m)
-        pkts = []
-        for m in msgs:
-            r = rng.random()
-            p = rng.randrange(c.n_paths)
-            if r < 0.2:
-                pkts.append(s.write(c, path=p, stream=stream, key=s.keys[1], plen=rng.randint(0, 40),
-                                    msg=m, name=f"ra{i}.w{m}"))
-                continue
-            kw = {}
-            if r < 0.3:
-                kw = {"key": Key(s.keys[1].rkey ^ (1 << 30), 0, 0, 0), "va": 0}
-            elif r < 0.35:
-                kw = {"va": s.keys[1].length}
-            pkts.append(atomic_request(s, c, m, cas=rng.random() < 0.5, path=p, stream=stream,
-                                       name=f"ra{i}.a{m}", expect=RxCode.ACCEPTED, **kw))
-        if rng.random() < 0.4:
-            pkts.reverse()
-        out += pkts
-        if rng.random() < 0.2:
-            out.append(replace(rng.choice(pkts), expect=None))          # the same PSN again
+    result = []
+    for i, c, stream, pkts, out in _random_pairs(s, n, pool, packet):
+        result += out
         if rng.random() < 0.1:
-            a = pkts[0]
-            mt = meta_fields(a.meta)
+            mt = meta_fields(pkts[0].meta)
             if mt["bth"]["opcode"] in ATOMIC_OPS:     # resent with a new PSN: not executed again
-                out.append(atomic_request(s, c, mt["mrdh"]["msg"], cas=mt["bth"]["opcode"] == Op.MR_CMP_SWAP,
-                                          stream=stream, name=f"ra{i}.resent", expect=RxCode.ACCEPTED))
-    return out
+                result.append(atomic_request(s, c, mt["mrdh"]["msg"], cas=mt["bth"]["opcode"] == Op.MR_CMP_SWAP,
+                                             stream=stream, name=f"ra{i}.resent", expect=RxCode.ACCEPTED))
+    return result
 
 
 def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
