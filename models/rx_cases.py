@@ -24,7 +24,7 @@ from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
-                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
+                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_WC, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
                  meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
 
@@ -1342,33 +1342,50 @@ def execute_atomics(s: Setup, exp, cases):
             if mt["bth"]["opcode"] in (Op.MR_CMP_SWAP, Op.MR_FETCH_ADD):
                 ops.setdefault((mt["bth"]["dest_qp"], mt["mrdh"]["stream"], mt["mrdh"]["msg"]), c.payload)
     bufs = {k.rkey: bytearray(k.length) for k in s.keys}
-
-    def locate(addr, n):
-        for k in s.keys:
-            off = (addr - k.base) % (1 << 64)
-            if off + n <= k.length:
-                return bufs[k.rkey], off
-        raise AssertionError(f"{addr:#x} outside every region")
     done = []
     data = iter(exp["data"])
     for o in exp["outcomes"]:
         if o.place is not None:
             d = next(data)
-            buf, off = locate(o.place["addr"], len(d))
+            buf, off = _locate(s, bufs, o.place["addr"], len(d))
             buf[off:off + len(d)] = d
         for a in o.atoms or ():
             t = (a["conn"], a["stream"], a["msg"], a["laddr"], a["cas"], a["err"])
-            if a["err"]:
-                done.append((t, b""))
-                continue
-            operands = ops[(a["conn"], a["stream"], a["msg"])]
-            buf, off = locate(a["laddr"], 8)
-            orig = int.from_bytes(buf[off:off + 8], "little")
-            new = P.atomic_apply(bool(a["cas"]), orig, int.from_bytes(operands[:8], "big"),
-                                 int.from_bytes(operands[8:16], "big") if a["cas"] else 0)
-            buf[off:off + 8] = new.to_bytes(8, "little")
-            done.append((t, orig.to_bytes(8, "little")))
+            p = ops[(a["conn"], a["stream"], a["msg"])]
+            done.append((t, _apply_atomic(s, bufs, dict(a, operand=int.from_bytes(p[:8], "big"),
+                                                           compare=int.from_bytes(p[8:16], "big")))))
     return {k: bytes(b) for k, b in bufs.items()}, done
+
+
+def _locate(s: Setup, bufs, addr, n):
+    """The region buffer of ``bufs`` and the offset of host address ``addr`` (``n`` bytes)."""
+    for k in s.keys:
+        off = (addr - k.base) % (1 << 64)
+        if off + n <= k.length:
+            return bufs[k.rkey], off
+    raise AssertionError(f"{addr:#x} outside every region")
+
+
+def _apply_atomic(s: Setup, bufs, item):
+    """MR-RX-156: one execution item (a dict of ``Layouts.atom``) on ``bufs`` (rkey ->
+    bytearray): ``protocol.atomic_apply`` on the 8 little-endian bytes at ``laddr``; returns the
+    original 8 bytes (b"" for a refused item, which touches nothing)."""
+    if item["err"]:
+        return b""
+    buf, off = _locate(s, bufs, item["laddr"], 8)
+    orig = int.from_bytes(buf[off:off + 8], "little")
+    new = P.atomic_apply(bool(item["cas"]), orig, item["operand"], item["compare"] if item["cas"] else 0)
+    buf[off:off + 8] = new.to_bytes(8, "little")
+    return orig.to_bytes(8, "little")
+
+
+def apply_atomics(s: Setup, memory, items):
+    """MR-RX-156/157: the executor on a memory image (rkey -> bytes, as :func:`memory_image`):
+    the ``m_atom`` items (flat payloads, with their operands) applied in their order; returns the
+    new image and each item's original 8 bytes (b"" when refused)."""
+    bufs = {k: bytearray(v) for k, v in memory.items()}
+    origs = [_apply_atomic(s, bufs, unpack(s.lay.atom, v)) for v in items]
+    return {k: bytes(b) for k, b in bufs.items()}, origs
 
 
 def responses(s: Setup, rsps):
@@ -1509,6 +1526,9 @@ class Traffic:
     #: MR-RX-133: the READ requests the receiving endpoint executed, in order (tuples as
     #: :func:`responses`)
     rsps: list = field(default_factory=list)
+    #: MR-RX-157: the atomics the receiving endpoint executed, in order (tuples as
+    #: :func:`record_responses`' ``atoms``: the item, the operands, the original value)
+    atoms: list = field(default_factory=list)
 
     @property
     def items(self):
@@ -1570,7 +1590,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
                      seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
                      rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0,
                      imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0, reads=0.0,
-                     read_reqs=0.0):
+                     read_reqs=0.0, atomics=0.0, atomic_reqs=0.0):
     """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
     ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
     their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
@@ -1605,7 +1625,12 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     READ per connection in flight (``max_tx_msgs`` = 2, MR-VERB-006). A fraction ``read_reqs``
     are RDMA READs the sender posts to the receiver (MR-RX-133): READ requests among the frames
     that reach the receiver, which executes them and sends the responses back (the READ's bytes
-    land in the sender's source piece); ``traffic.rsps`` records the requests it executed."""
+    land in the sender's source piece); ``traffic.rsps`` records the requests it executed. A
+    fraction ``atomics`` are atomics the receiving endpoint posts to the sender (MR-RX-159: their
+    responses reach the receiver, each request's first send an outstanding-read write with its
+    ``op``; the original 8 bytes land in 8 bytes of the receiver's region), a fraction
+    ``atomic_reqs`` atomics the sender posts to the receiver on 8 bytes of its regions reserved
+    for each (MR-RX-157: ``traffic.atoms`` records the ones it executed, in order)."""
     from metaroce.sim.faults import Faults
     from metaroce.sim.topology import Fabric, host_addr
     from .codec import encode
@@ -1622,17 +1647,20 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     ep_kw = {"line_rate_bps": rate_bps, "base_rtt": rtt}
     rx, s = endpoint_setup(conns, paths, keys, streams=streams, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
                            n_conns=n_conns, ack_delay=NO_ACK_DELAY if ack_delay is None else ack_delay,
-                           n_streams=n_streams, **({"max_tx_msgs": MSG_SLOTS} if reads else {}), **ep_kw)
+                           n_streams=n_streams, **({"max_tx_msgs": MSG_SLOTS} if reads or atomics else {}), **ep_kw)
     # with SENDs, whose RNR holds a message open, the sender keeps at most MSG_SLOTS messages of
     # a connection started and not completed (MR-RX-083: the message table's slots per stream)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
                   chunk_window=CHUNK_RING, announce=False,      # the engine sends none (MR-CC-021)
-                  **({"max_tx_msgs": MSG_SLOTS} if sends or read_reqs else {}), **ep_kw)
+                  **({"max_tx_msgs": MSG_SLOTS} if sends or read_reqs or atomic_reqs else {}), **ep_kw)
     sender, receiver = fab.hosts
     sender.ep, receiver.ep = tx, rx
     rng = random.Random(seed + 3)
     src = bytes(rng.getrandbits(8) for _ in range(nbytes))
     lkey = tx.reg_mr(bytearray(src))
+    # MR-RX-157/159: the sender's 8-byte words for the receiver's atomics, and for the results
+    # of its own (apart from the source, which its writes read while they are sent)
+    tx_words = tx.reg_mr(bytearray(rng.getrandbits(8) for _ in range(512))) if atomics or atomic_reqs else None
     tconn = {c.qp: tx.connect(c.qp | 0x800000, LOCAL_ADDR, c.qp, paths=c.n_paths,
                               streams=c.n_streams, pkey=c.pkey, init_psn=c.psn[0])
              for c in s.conns}
@@ -1656,19 +1684,40 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
             send = "read"
         elif read_reqs and not send and r < sends + reads + read_reqs:
             send = "rreq"
+        elif atomics and not send and r < sends + reads + read_reqs + atomics:
+            send = "atomic"
+        elif atomic_reqs and not send and r < sends + reads + read_reqs + atomics + atomic_reqs:
+            send = "areq"
+        if send in ("atomic", "areq"):
+            # 8 aligned bytes of the piece's range: the result, or the atomic's target
+            va = (va + 7) & ~7
+            fill[k.rkey] = max(fill[k.rkey], va + 8)
         value = rng.getrandbits(32) if imm and rng.random() < (0.5 if send else imm) else None
         posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i, value, send))
-        if send != "rreq":
+        if send not in ("rreq", "atomic", "areq"):
             sources.append((k.rkey, va, src[a:b]))
     recvs = {}          # (qp, stream) -> receives still to post, in order: (rkey, va, length, wr_id)
-    rd_rows = {}        # (qp, stream, msg) -> the READ's (base, length, wr_id)
+    rd_rows = {}        # (qp, stream, msg) -> the READ's (base, length, wr_id, op)
+    key_base0 = {k.rkey: k.base for k in s.keys}
     for qp, stream, a, n, va, rkey, wr, value, send in posted:
         if send == "read":
             m = rx._conns[qp].post_read(stream, rkey, va, n, a, lkey, wr)
-            rd_rows[(qp, stream, m.msg)] = (s.keys[[k.rkey for k in s.keys].index(rkey)].base + va, n, wr)
+            rd_rows[(qp, stream, m.msg)] = (key_base0[rkey] + va, n, wr, RD_OP_READ)
         elif send == "rreq":
             # MR-RX-133: the sender reads the receiver's region into its source piece
             tconn[qp].post_read(stream, lkey, a, n, va, rkey, wr)
+        elif send in ("atomic", "areq"):
+            cas = rng.random() < 0.5
+            kw = {"swap": rng.getrandbits(64), "compare": rng.getrandbits(64)} if cas else {"add": rng.getrandbits(64)}
+            word = 8 * (wr % 64)
+            if send == "atomic":
+                # MR-RX-159: the receiver's atomic on the sender's word, its result at va
+                m = rx._conns[qp].post_atomic(stream, "cmp_swap" if cas else "fetch_add", rkey, va, word,
+                                              tx_words, wr, **kw)
+                rd_rows[(qp, stream, m.msg)] = (key_base0[rkey] + va, 8, wr, RD_OP_CMP_SWAP if cas else RD_OP_FETCH_ADD)
+            else:
+                # MR-RX-157: the sender's atomic on the receiver's 8 bytes at va
+                tconn[qp].post_atomic(stream, "cmp_swap" if cas else "fetch_add", tx_words, word, va, rkey, wr, **kw)
         elif send:
             tconn[qp].post_send(stream, lkey, a, n, wr_id=wr, imm=value)
             room = next(k.length for k in s.keys if k.rkey == rkey) - va
@@ -1676,7 +1725,8 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
         else:
             tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr, imm=value)
     posts = []
-    executed = record_responses(rx, {k.rkey: k.base for k in s.keys})
+    executed_atoms = []
+    executed = record_responses(rx, {k.rkey: k.base for k in s.keys}, executed_atoms)
     next_recv = dict.fromkeys(recvs, 0)
     open_recvs = dict.fromkeys(recvs, 0)
     key_base = {k.rkey: k.base for k in s.keys}
@@ -1702,12 +1752,14 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
 
     def sent(f, now):
         op = f.bth.opcode
-        if op == Op.MR_READ:
-            # MR-RX-110: the TX side writes the outstanding-read row when the request first leaves
+        if op in (Op.MR_READ, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD):
+            # MR-RX-110: the TX side writes the outstanding-read row when the request first
+            # leaves (MR-RX-159: an atomic's with its op)
             k = (f.bth.dest_qp & 0x7FFFFF, f.mrdh.stream, f.mrdh.msg)
             if k not in rd_sent:
                 rd_sent.add(k)
-                posts.append((len(frames), s.read_write(*k, *rd_rows[k])))
+                base, length, wr, rop = rd_rows[k]
+                posts.append((len(frames), s.read_write(*k, base, length, wr, op=rop)))
         elif op in (Op.MR_ACK, Op.MR_NAK):
             acks.append(_norm_frame(f))
     receiver.tx_hook = sent
@@ -1721,7 +1773,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
             if c.opcode == WC_RECV:
                 open_recvs[(c.conn, c.stream)] -= 1
                 post_recvs(c.conn, c.stream)
-            if c.opcode != WC_RDMA_READ:
+            if c.opcode not in RD_OP_WC:
                 return
         done.append((host.name, c.wr_id, int(c.status)))
         if len(done) == len(posted):
@@ -1737,7 +1789,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     receiver.kick()
     fab.sim.run(until=until)
     fab.sim.run(until=fab.sim.now + 8 * rtt)        # the last ACKs and any late copies
-    want = sorted((receiver.name if p[8] == "read" else sender.name, p[6], 0) for p in posted)
+    want = sorted((receiver.name if p[8] in ("read", "atomic") else sender.name, p[6], 0) for p in posted)
     if sorted(done) != want:
         raise AssertionError(f"transfer incomplete or failed: completions {sorted(done)}")
     assert not rx._ctrl, "ACKs left unsent"
@@ -1757,8 +1809,10 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     stats["sends"] = sum(1 for p in posted if p[8] is True)
     stats["reads"] = n_reads
     stats["read_reqs"] = sum(1 for p in posted if p[8] == "rreq")
+    stats["atomics"] = sum(1 for p in posted if p[8] == "atomic")
+    stats["atomic_reqs"] = sum(1 for p in posted if p[8] == "areq")
     stats["rnr_naks"] = sum(1 for a in acks if a[0] == "nak" and a[3] == NakReason.RNR)
-    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts, executed)
+    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts, executed, executed_atoms)
 
 
 def same_completions(got, want):
@@ -1766,8 +1820,8 @@ def same_completions(got, want):
     the receive side's (RECV, RECV_RDMA_WITH_IMM) in order; the READs' (RDMA_READ) as a set,
     since the endpoint completes a requester's work in its send-queue order, which the TX side
     keeps, not the RX engine."""
-    def split(cs):
-        return ([c for c in cs if c[3] != WC_RDMA_READ], sorted(c for c in cs if c[3] == WC_RDMA_READ))
+    def split(cs):          # MR-RX-159: an atomic's completion is the requester's too
+        return ([c for c in cs if c[3] not in RD_OP_WC], sorted(c for c in cs if c[3] in RD_OP_WC))
     return split(got) == split(want)
 
 
@@ -1785,7 +1839,7 @@ def completions(s: Setup, cqes):
         c = unpack(s.lay.cqe, v)
         out.append((c["conn"], c["stream"], c["status"], c["opcode"], c["length"],
                     c["imm"] if c["with_imm"] else None,
-                    c["wr_id"] if c["opcode"] in (WC_RECV, WC_RDMA_READ) else None))
+                    c["wr_id"] if c["opcode"] == WC_RECV or c["opcode"] in RD_OP_WC else None))
     return out
 
 

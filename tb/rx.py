@@ -61,10 +61,12 @@ def _instance():
 
 def _traffic_mix():
     """The endpoint traffic's mix (MR-RX-105, MR-RX-113, MR-RX-133) from ``RX_TRAFFIC_SENDS``/
-    ``_READS``/``_READ_REQS``/``_IMM`` (fractions of the messages), ``RX_TRAFFIC_RECV_DELAY`` (s before the first
+    ``_READS``/``_READ_REQS``/``_ATOMICS``/``_ATOMIC_REQS``/``_IMM`` (fractions of the messages, MR-RX-157),
+    ``RX_TRAFFIC_RECV_DELAY`` (s before the first
     receives: RNR NAKs) and ``RX_TRAFFIC_STREAMS`` (streams of every connection)."""
     env = os.environ.get
-    mix = {k: float(env(f"RX_TRAFFIC_{k.upper()}", "0")) for k in ("sends", "reads", "imm", "recv_delay", "read_reqs")}
+    mix = {k: float(env(f"RX_TRAFFIC_{k.upper()}", "0"))
+           for k in ("sends", "reads", "imm", "recv_delay", "read_reqs", "atomics", "atomic_reqs")}
     if env("RX_TRAFFIC_STREAMS"):
         mix["n_streams"] = int(env("RX_TRAFFIC_STREAMS"))
     if env("RX_TRAFFIC_WRITES"):
@@ -222,7 +224,11 @@ async def rx_endpoint_traffic(dut):
     wall = time.perf_counter() - t0
     exp = rc.check(items, drv.res, conns, paths, keys, streams)
     acks_equal = rc.requests(s, drv.res["ack"]) == tr.acks
-    memory_equal = rc.memory_image(s, drv.res["place"], drv.res["data"]) == tr.memory
+    # MR-RX-157: the placements, then the atomics executed in the RTL's item order with its operands
+    memory, origs = rc.apply_atomics(s, rc.memory_image(s, drv.res["place"], drv.res["data"]), drv.res["atom"])
+    memory_equal = memory == tr.memory
+    atoms_equal = (rc.atomics(s, drv.res["atom"]) == [a[:6] for a in tr.atoms]
+                   and origs == [a[7] for a in tr.atoms])
     cqes_equal = rc.same_completions(rc.completions(s, drv.res["cqe"]), tr.cqes)
     # MR-RX-133: the READ requests executed, against the ones the receiving endpoint executed
     rsps_equal = rc.responses(s, drv.res["rsp"]) == tr.rsps
@@ -232,10 +238,11 @@ async def rx_endpoint_traffic(dut):
                    "mismatches": h.mismatches, "acks_equal": acks_equal, "memory_equal": memory_equal,
                    "completions_equal": cqes_equal, "completions": len(drv.res["cqe"]),
                    "responses_equal": rsps_equal, "responses": len(drv.res["rsp"]),
+                   "atomics_equal": atoms_equal, "atomics": len(drv.res["atom"]),
                    "endpoint_acks": len(tr.acks), "rtl_requests": len(drv.res["ack"]),
                    "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
                    "traffic": tr.stats}, f)
-    assert h.mismatches == 0 and acks_equal and memory_equal and cqes_equal and rsps_equal
+    assert h.mismatches == 0 and acks_equal and memory_equal and cqes_equal and rsps_equal and atoms_equal
 
 
 @cocotb.test(skip=_special_run())

@@ -190,3 +190,58 @@ def test_difference_key_checked_at_arrival():
     ep._mrs[k.rkey] = (ep._mrs[k.rkey][0], 0)     # the region's rights withdrawn meanwhile
     rc.endpoint_reference(ep, s, cases[3:], atoms=atoms)
     assert [a[:6] for a in atoms] == [(c.qp, 0, 1, 0, 0, 1)]
+
+
+def _traffic_equal(s, tr, res):
+    """MR-RX-157, MR-RX-159: the run's ACK/NAK stream, completions (the atomics' at the
+    requester among them) and READ items equal the receiving endpoint's; its placements with
+    its atomic items executed in their order (their own operands) equal the endpoint's memory,
+    and the original values its responses carried."""
+    assert rc.requests(s, res["ack"]) == tr.acks
+    memory, origs = rc.apply_atomics(s, rc.memory_image(s, res["place"], res["data"]), res["atom"])
+    assert memory == tr.memory
+    assert rc.atomics(s, res["atom"]) == [a[:6] for a in tr.atoms] and origs == [a[7] for a in tr.atoms]
+    assert rc.same_completions(rc.completions(s, res["cqe"]), tr.cqes)
+    assert rc.responses(s, res["rsp"]) == tr.rsps
+
+
+@pytest.mark.parametrize("seed,streams", [(1, None), (2, 1), (4, 2)])
+def test_model_atomic_traffic_equal_endpoint(seed, streams):
+    """MR-RX-157, MR-RX-159: the reference endpoint's traffic with atomics both ways (the
+    receiver's, whose responses arrive; the sender's, which the receiver executes) among
+    WRITEs, SENDs, READs both ways, under loss, reordering, duplication and forged packets,
+    through the cycle model with idle cycles and backpressure: equal to the endpoint."""
+    s, tr = rc.endpoint_traffic(nbytes=16384, loss=0.05, reorder=0.2, dup=0.05, seed=seed, hostile=12, imm=0.5,
+                                sends=0.1, reads=0.15, read_reqs=0.15, atomics=0.2, atomic_reqs=0.25, n_writes=24,
+                                n_streams=streams)
+    assert tr.stats["atomics"] >= 2 and tr.stats["atomic_reqs"] >= 2
+    res = rc.run_model(64, s, tr.items, seed=seed, p_idle=0.2, p_bp=0.4)
+    _traffic_equal(s, tr, res)
+    assert sum(1 for v in res["cqe"] if unpack(s.lay.cqe, v)["opcode"] in (WC_COMP_SWAP, WC_FETCH_ADD)) == tr.stats["atomics"]
+
+
+def test_rtl_atomic_traffic_verilator(tmp_path):
+    """MR-RX-157, MR-RX-159, MR-RX-070: that traffic into the 256 x 4 RTL under Verilator in
+    lockstep with the model (idle cycles, backpressure on every output, m_atom too): 0
+    mismatches; memory after the items' execution, originals, items, ACK/NAK stream and
+    completions equal the receiving endpoint's."""
+    import json
+    from metaroce import blocks
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    b = tb_build.build(blocks.get("rx_256x4"), 64)
+    out = tmp_path / "traffic.json"
+    env = {"RX_SEED": "4", "RX_TRAFFIC_BYTES": "16384", "RX_TRAFFIC_LOSS": "0.05",
+           "RX_TRAFFIC_REORDER": "0.2", "RX_TRAFFIC_DUP": "0.05", "RX_TRAFFIC_HOSTILE": "8",
+           "RX_TRAFFIC_WRITES": "24", "RX_TRAFFIC_IMM": "0.5", "RX_TRAFFIC_SENDS": "0.1",
+           "RX_TRAFFIC_READS": "0.15", "RX_TRAFFIC_READ_REQS": "0.15", "RX_TRAFFIC_ATOMICS": "0.2",
+           "RX_TRAFFIC_ATOMIC_REQS": "0.25", "RX_TRAFFIC_STREAMS": "2", "RX_TRAFFIC_OUT": str(out),
+           "COCOTB_TEST_FILTER": "rx_endpoint_traffic$"}
+    results = vl.run(b, "metaroce.tb.rx", extra_env=env)
+    n_tests, failures, skipped = vl.results_summary(results)
+    assert n_tests == 1 and not failures and not skipped
+    row = json.loads(out.read_text())
+    print(json.dumps(row))
+    assert row["mismatches"] == 0 and row["acks_equal"] and row["memory_equal"] and row["completions_equal"]
+    assert row["responses_equal"] and row["atomics_equal"] and row["atomics"] == row["traffic"]["atomic_reqs"] >= 2
+    assert row["traffic"]["atomics"] >= 2 and row["traffic"]["lost"] > 0
