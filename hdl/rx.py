@@ -13,8 +13,10 @@ s_cfg          in    configuration writes {table, addr, data} (MR-RX-060)
 m_ack          out   ACK/NAK requests for the TX side (MR-RX-030, MR-RX-031)
 m_place        out   placement commands {conn, addr, length} of accepted writes (MR-RX-032)
 m_data         out   the payload beats of accepted writes, in command order (MR-RX-033)
-m_cqe          out   completion records: WRITE_IMM, SEND, READ (MR-RX-084/085, MR-RX-104, MR-RX-112)
+m_cqe          out   completion records: WRITE_IMM, SEND, READ, atomics (MR-RX-084/085, MR-RX-104, MR-RX-112,
+                     MR-RX-159/160)
 m_rsp          out   READ requests executed, for the TX side's responses (MR-RX-131)
+m_atom         out   atomics at their execution point, with their operands (MR-RX-155, MR-RX-164)
 reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-050)
 ============== ===== =====================================================================
 
