@@ -39,7 +39,7 @@ from .parser import _wide_counter
 from ..models import records
 from ..models.retransmit import (CE_MAX, BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, EST_CYCLES,
                                  EST_WRITE, INS_DEPTH, JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK,
-                                 N_COUNTERS, OUT_DEPTH, RETRY_LIMIT, RTO_DEPTH, RTO_MAX_NS,
+                                 N_COUNTERS, OUT_DEPTH, RETIRE_AFTER, RETRY_LIMIT, RTO_DEPTH, RTO_MAX_NS,
                                  RTO_MIN_NS, SAMPLE_MAX, RTO_NS, SLOT_LOG2, SMALL,
                                  STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts, srtt0)
 
@@ -285,7 +285,9 @@ class Retransmit(wiring.Component):
         m.submodules.probe_q = probe_q = HeadRegFIFO(width=lay.probe.size, depth=OUT_DEPTH)
         # MR-TX-163: a connection's paths' health bits (set by progress, cleared by a timeout);
         # MR-TX-165: a record's probe bit (its ACK gives no RTT sample)
-        m.submodules.health_mem = health_mem = memory.Memory(shape=lay.paths, depth=lay.conns, init=[])
+        # MR-TX-198: and above them the connection's ECN bit (its last resolving ACK echoed ECE)
+        m.submodules.health_mem = health_mem = memory.Memory(shape=lay.paths + 1, depth=lay.conns,
+                                                             init=[])
         h_rd, h_wr = health_mem.read_port(), health_mem.write_port()
         m.submodules.prb_mem = prb_mem = memory.Memory(shape=1, depth=lay.pool, init=[])
         prb_rd, prb_wr = prb_mem.read_port(), prb_mem.write_port()
@@ -525,17 +527,18 @@ class Retransmit(wiring.Component):
         row = data.View(lay.path, Mux(fwd, wb_data, s1_base))
         # MR-TX-163: the connection's health bits, read and forwarded as the path row is
         # (MR-TX-035), by the connection's part of the row index
-        hwb_valid, hwb_data = Signal(), Signal(lay.paths)
-        s1a_hsame, s1_hsame, h_base = Signal(), Signal(), Signal(lay.paths)
+        hwb_valid, hwb_data = Signal(), Signal(lay.paths + 1)
+        s1a_hsame, s1_hsame, h_base = Signal(), Signal(), Signal(lay.paths + 1)
         m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
         m.d.sync += [s1a_hsame.eq(s1_valid & (path_rd.addr[pb:] == s1_row[pb:])),
                      s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
                      h_base.eq(Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data))]
-        health = Signal(lay.paths)
-        m.d.comb += health.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))
+        health_row = Signal(lay.paths + 1)
+        m.d.comb += health_row.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))
+        health, ecn = health_row[:lay.paths], health_row[lay.paths]
         path_bit = Signal(lay.paths)
         m.d.comb += path_bit.eq(Const(1, lay.paths) << s1_row[:pb])
-        h_write, h_new = Signal(), Signal(lay.paths)
+        h_write, h_new = Signal(), Signal(lay.paths + 1)
         m.d.comb += [h_wr.en.eq(h_write), h_wr.addr.eq(s1_row[pb:]), h_wr.data.eq(h_new)]
         m.d.sync += [hwb_valid.eq(h_write), hwb_data.eq(h_new)]
         # MR-TX-038: row-dependent terms on S1a's row and on the previous write in
@@ -605,6 +608,7 @@ class Retransmit(wiring.Component):
         push_probe = Signal()
         s2_probe = Signal()
         s2_psn = Signal(psn_bits)       # MR-TX-162: the probe's PSN, the path's newest
+        s2_to, s2_verdict = Signal(), Signal(2)     # MR-TX-197: a timeout's verdict instead
 
         s2_t_live = Signal(records.TIME_BITS)
         s2_rto_x = Signal(tb)
@@ -700,7 +704,7 @@ class Retransmit(wiring.Component):
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
                              push_ins.eq(moved & to_next & ~row.listed),
-                             h_write.eq(1), h_new.eq(health | path_bit)]
+                             h_write.eq(1), h_new.eq(Cat(health | path_bit, s1_ack.ece))]
 
         # RTO (MR-TX-054): the estimator's new RTO; a timer not backed off uses it at once
         rto_field = Signal(dur)
@@ -722,6 +726,13 @@ class Retransmit(wiring.Component):
         # path active (no timeout since its progress) and another path of the connection healthy
         probe_go = (Const(int(self.probes), 1) & ~row.probed & (row.consec == 0)
                     & (health & ~path_bit).any())
+        # MR-TX-196: a timeout's path verdict (protocol.path_on_timeout on the consecutive
+        # timeouts with this one, the ECN bit and the other paths' health)
+        others = (health & ~path_bit).any()
+        verdict = Signal(2)
+        m.d.comb += verdict.eq(Mux(ecn, P.PATH_KEEP, Mux(~others, P.PATH_REROUTE, Mux(
+            consec >= RETIRE_AFTER, P.PATH_RETIRE, P.PATH_SUSPECT))))
+        s1_to = Signal()                # MR-TX-197: the push on m_probe is a verdict
         with m.If(is_check):
             m.d.comb += [row_write.eq(1), nrow.listed.eq(0)]
             with m.If(row.timer_on & due & probe_go):
@@ -731,7 +742,8 @@ class Retransmit(wiring.Component):
                              prb_wr.en.eq(1), prb_wr.addr.eq(row.tail), prb_wr.data.eq(1)]
             with m.Elif(row.timer_on & due):
                 m.d.comb += [inc["timeouts"].eq(1), push_job.eq(1),
-                             h_write.eq(1), h_new.eq(health & ~path_bit), nrow.probed.eq(0),
+                             h_write.eq(1), h_new.eq(Cat(health & ~path_bit, ecn)),
+                             nrow.probed.eq(0), push_probe.eq(1), s1_to.eq(1),
                              nrow.lost_upto.eq(row.next_psn), nrow.timer_on.eq(0),
                              nrow.consec.eq(consec),
                              nrow.backoff.eq(Mux(row.backoff == BACKOFF_MAX_LOG2, BACKOFF_MAX_LOG2,
@@ -752,9 +764,14 @@ class Retransmit(wiring.Component):
                      s2_sack.eq(s1_ack.sack),
                      s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
                      s2_trig.eq(trig), s2_trig_near.eq(trig_near)]
+        # MR-TX-201: a verdict counted from its S2a registers (the decode off S1b's path)
+        for v, name in ((P.PATH_KEEP, "path_keeps"), (P.PATH_REROUTE, "path_reroutes"),
+                        (P.PATH_SUSPECT, "paths_suspected"), (P.PATH_RETIRE, "paths_retired")):
+            m.d.comb += inc[name].eq(s2_probe & s2_to & (s2_verdict == v))
         m.d.sync += [s2_valid.eq(push_job | push_ins | push_err | push_probe), s2_job.eq(push_job),
                      s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
                      s2_probe.eq(push_probe), s2_psn.eq(row.next_psn - 1),
+                     s2_to.eq(s1_to), s2_verdict.eq(verdict),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
         m.d.comb += [path_wr.en.eq(row_write), path_wr.addr.eq(s1_row), path_wr.data.eq(nrow)]
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
@@ -789,11 +806,13 @@ class Retransmit(wiring.Component):
         s2b_path = Signal(8)
         s2b_job_push, s2b_ins_push, s2b_err_push = Signal(), Signal(), Signal()
         s2b_probe_push, s2b_psn = Signal(), Signal(psn_bits)
+        s2b_to, s2b_verdict = Signal(), Signal(2)
         m.d.sync += [s2b_valid.eq(s2_valid), s2b_job_push.eq(s2_job), s2b_ins_push.eq(s2_ins),
                      s2b_err_push.eq(s2_err), s2b_job.eq(job), s2b_part.eq(part_shift),
                      s2b_amt_lo.eq(amt[:lo_bits]), s2b_below.eq(below_cum & n_mask),
                      s2b_mask.eq(n_mask), s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
-                     s2b_path.eq(s2_path), s2b_probe_push.eq(s2_probe), s2b_psn.eq(s2_psn)]
+                     s2b_path.eq(s2_path), s2b_probe_push.eq(s2_probe), s2b_psn.eq(s2_psn),
+                     s2b_to.eq(s2_to), s2b_verdict.eq(s2_verdict)]
 
         # -- stage S2b: the rest of the shift, the bitmap, then the pushes
         shifted = Signal(P.SACK_BITS)
@@ -808,7 +827,11 @@ class Retransmit(wiring.Component):
         m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
                      error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
         prb = Signal(lay.probe)
-        m.d.comb += [prb.conn.eq(s2b_conn), prb.path.eq(s2b_path), prb.psn.eq(s2b_psn),
+        # MR-TX-197: a verdict's PSN 0, a probe's verdict 0 (selected after the registers, off
+        # S1b's timeout decision)
+        m.d.comb += [prb.conn.eq(s2b_conn), prb.path.eq(s2b_path),
+                     prb.psn.eq(Mux(s2b_to, 0, s2b_psn)),
+                     prb.to.eq(s2b_to), prb.verdict.eq(Mux(s2b_to, s2b_verdict, 0)),
                      probe_q.w_en.eq(s2b_probe_push), probe_q.w_data.eq(prb)]
 
         # the estimator's state (MR-TX-054), the walker hands it the trigger record's sample

@@ -36,13 +36,14 @@ from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out, flipped
 
 from ..models import cwnd as cwnd_model
+from ..models import protocol as P
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.tx import (ERR_DEPTH, MRDH_VERSION, SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, id_depth,
                          layouts)
-from ..models.tx_sched import STATUS_LOC_PROT_ERR
-from ..models.wire import ROCE_PORT, MrdhFlag, Op
+from ..models.tx_sched import GEN_BITS, STATUS_LOC_PROT_ERR
+from ..models.wire import ENTROPY_MASK, ROCE_PORT, MrdhFlag, Op
 from .cwnd import Cwnd
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
@@ -162,6 +163,12 @@ class TxJoin(wiring.Component):
                      srcq.r_en.eq(self.m_src.ready)]
         path = fr.mrdh_path[:max(1, (lay.paths - 1).bit_length())]
         addr = _piece_select(m, s1_pieces, ADDR_PIECE)
+        # MR-TXS-121: the path's UDP source port after its generation's new routes
+        # (protocol.entropy_next: the template's port for generation 0, else the xor with a
+        # table of the step's multiples in the entropy range)
+        t_sport = t.sport.word_select(path, 16)
+        steps = Array(Const((g * P.ENTROPY_STEP) & ENTROPY_MASK, 14) for g in range(1 << GEN_BITS))
+        sport = Mux(fr.gen == 0, t_sport, Cat(t_sport[:14] ^ steps[fr.gen], Const(0b11, 2)))
         with m.If(take):
             m.d.sync += [self.m_cmd.valid.eq(1), self.m_desc.valid.eq(1),
                          # MR-TX-122: the payload's address
@@ -173,11 +180,11 @@ class TxJoin(wiring.Component):
                          d.eth_dst.eq(t.eth_dst), d.eth_src.eq(t.eth_src),
                          d.ip_dscp.eq(t.ip_dscp), d.ip_ecn.eq(t.ip_ecn), d.ip_ttl.eq(t.ip_ttl),
                          d.ip_src.eq(t.ip_src), d.ip_dst.eq(t.ip_dst),
-                         d.udp_sport.eq(t.sport.word_select(path, 16)), d.udp_dport.eq(ROCE_PORT),
+                         d.udp_sport.eq(sport), d.udp_dport.eq(ROCE_PORT),
                          d.bth_pkey.eq(t.pkey), d.bth_dest_qp.eq(t.dest_qp),
                          d.mrdh_version.eq(MRDH_VERSION)]
             for name, _ in lay.sched.frame:
-                if name not in ("conn", "laddr", "slot", "swap", "compare"):
+                if name not in ("conn", "laddr", "slot", "swap", "compare", "gen"):
                     m.d.sync += getattr(d, name).eq(getattr(fr, name))
         with m.Else():
             with m.If(self.m_cmd.ready):

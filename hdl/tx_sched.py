@@ -43,7 +43,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
-from ..models.tx_sched import (ATOMIC_LEN, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
+from ..models.tx_sched import (ATOMIC_LEN, GEN_BITS, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
                                STATUS_LOC_QP_OP_ERR, check_params, layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
@@ -260,6 +260,13 @@ class TxSched(wiring.Component):
         p_tfirst = Array(Signal(name=f"tfirst{r}") for r in range(C * PA))
         p_tlast = Array(Signal(name=f"tlast{r}") for r in range(C * PA))
         p_tv = Array(Signal(name=f"tv{r}") for r in range(C * PA))
+        # MR-TXS-113: per path row its state (probing, else active; MR-TXS-120: no retired
+        # state in this slice) and its collapsed bit (MR-TXS-115: a reroute's window of one
+        # MTU until its next ACK)
+        p_prb = Array(Signal(name=f"prb{r}") for r in range(C * PA))
+        p_col = Array(Signal(name=f"col{r}") for r in range(C * PA))
+        # MR-TXS-121: per path row its entropy generation (the join stage's UDP source port)
+        p_gen = Array(Signal(GEN_BITS, name=f"gen{r}") for r in range(C * PA))
 
         # MR-TXS-044: the frame queue holds the frame request's fields that vary, the output
         # rebuilds the rest (the opcode from op and a bit set in every frame, the offset's
@@ -269,7 +276,8 @@ class TxSched(wiring.Component):
                                     "psn": psn_w, "flags": 4, "path": pb, "stream": 16, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
                                     "imm": 32, "nb": nb_w, "slot": 3,
-                                    "swap": 64, "compare": 64})     # MR-TXS-099
+                                    "swap": 64, "compare": 64,      # MR-TXS-099
+                                    "gen": GEN_BITS})               # MR-TXS-121
         m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=fq_lay.size, depth=OUT_DEPTH)
         m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
@@ -311,7 +319,8 @@ class TxSched(wiring.Component):
             fr_out.swap.eq(fq_out.swap), fr_out.compare.eq(fq_out.compare),
             fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
             fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb),
-            fr_out.slot.eq(fq_out.slot)]                                    # MR-TXS-069
+            fr_out.slot.eq(fq_out.slot),                                    # MR-TXS-069
+            fr_out.gen.eq(fq_out.gen)]                                      # MR-TXS-121
 
         def room_reg(q, name):
             """MR-TXS-039: ``q.w_rdy`` as a register of its own, set from the queue's level and
@@ -714,11 +723,19 @@ class TxSched(wiring.Component):
                 # ones and a low bit set (no compare)
                 rm = p_room[row]
                 room_ok = ~rm[-1] | (rm[mtu_log2:].all() & rm[:mtu_log2].any())
-                p_ok.append(_named(m, room_ok, f"pinfl_ok{row}")
-                            & A.gt(Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
-                p_since_req.append(p_since[row] >= self.ack_every - 1)
-                p_fill.append(Mux(nonempty, h_fill[p],
-                                  by_stream([f[p] for f in s_fill], f"s_fill{c}_{p}")))
+                # MR-TXS-115: collapsed, the window is one MTU: bytes in flight below it
+                room_ok = Mux(p_col[row], (p_infl[row] >> mtu_log2) == 0, room_ok)
+                act_ok = (_named(m, room_ok, f"pinfl_ok{row}")
+                          & A.gt(Const(self.path_pkts, 8), p_pkts[row], f"pkts_ok{row}"))
+                # MR-TXS-117: a probing path takes a packet that is not a resend when it has
+                # none in flight
+                p_ok.append(_named(m, Mux(p_prb[row], (p_pkts[row] == 0) & ~nonempty, act_ok),
+                                   f"p_ok{row}"))
+                p_since_req.append((p_since[row] >= self.ack_every - 1) | p_prb[row])
+                # MR-TXS-115: the fill term on a window of one MTU: anything in flight after it
+                p_fill.append(Mux(p_col[row], nb.any() | p_infl[row].any(),
+                                  Mux(nonempty, h_fill[p],
+                                      by_stream([f[p] for f in s_fill], f"s_fill{c}_{p}"))))
             # the path pick as one-hot bits (MR-TXS-023's round robin, path 0 when none fits,
             # as the index pick was): the PSN, AckReq terms and row bits are AND-OR reads of
             # them, not a mux tree after the index's mux chain (512 bits: 10 LUT levels from
@@ -765,6 +782,7 @@ class TxSched(wiring.Component):
                              pkt_path_hot=Mux(drop, 0, Cat(*p_hot)),
                              desc=desc_rd.data.as_value(), opnd=opnd_rd.data.as_value(),
                              psn=src_psn,
+                             gen=by_path(list(p_gen[c * PA:(c + 1) * PA])),     # MR-TXS-121
                              qi=src_qi, idx=src_idx,
                              chunk=src_chunk, last=src_last, first=src_first, path=p_pick,
                              nb=nb, req=req, s=s_pick))
@@ -792,12 +810,15 @@ class TxSched(wiring.Component):
         pbr = Signal(lay.probe, name="probe_b")
         pb_psn1 = Signal(psn_w, name="pb_psn1")         # the probe's PSN + 1, from the intake
         pd_valid = Signal(name="pd_valid")
-        probe_go = _named(m, pb_valid & pd_valid & ~touched.bit_select(pbr.conn, 1), "probe_go")
+        probe_go = _named(m, pb_valid & pd_valid & ~pbr.to & ~touched.bit_select(pbr.conn, 1),
+                          "probe_go")
         probe_act = _named(m, sched & probe_go, "probe_act")
-        m.d.comb += self.s_probe.ready.eq(~pb_valid | probe_act)
+        # MR-TXS-118: a timeout's verdict in the register acts in the cycle after its load
+        v_act = _named(m, pb_valid & pbr.to, "v_act")
+        m.d.comb += self.s_probe.ready.eq(~pb_valid | probe_act | pbr.to)
         load_pb = self.s_probe.ready & self.s_probe.valid
-        m.d.sync += pb_valid.eq(load_pb | (pb_valid & ~probe_act))
-        m.d.sync += pd_valid.eq(pb_valid & ~probe_act)
+        m.d.sync += pb_valid.eq(load_pb | (pb_valid & ~probe_act & ~v_act))
+        m.d.sync += pd_valid.eq(pb_valid & ~probe_act & ~v_act)
         with m.If(load_pb):
             m.d.sync += [pbr.eq(self.s_probe.payload),
                          pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
@@ -817,6 +838,8 @@ class TxSched(wiring.Component):
         pd_ok, pd_desc = Signal(name="pd_ok"), Signal(desc_lay, name="pd_desc")
         pd_chunk, pd_nb = Signal(chunk_w, name="pd_chunk"), Signal(nb_w, name="pd_nb")
         pd_first, pd_last, pd_slot = Signal(name="pd_first"), Signal(name="pd_last"), Signal(3, name="pd_slot")
+        pd_gen = Signal(GEN_BITS, name="pd_gen")           # MR-TXS-121: the path's entropy now
+        m.d.sync += pd_gen.eq(read(p_gen, pb_row, "pb_gen"))
         m.d.sync += [pd_ok.eq(pb_ok), pd_desc.eq(pb_desc.data), pd_slot.eq(pb_slot),
                      pd_chunk.eq(read(p_tchunk, pb_row, "pb_tchunk")),
                      pd_nb.eq(read(p_tnb, pb_row, "pb_tnb")),
@@ -844,7 +867,7 @@ class TxSched(wiring.Component):
                  | Mux(desc.err, int(MrdhFlag.ERROR), 0))                   # MR-TXS-068
         g_slot = slot_of(g_idx, g_s)
 
-        def frame_of(name, conn, desc, opnd, flags, req, psn, path, chunk, nb, slot):
+        def frame_of(name, conn, desc, opnd, flags, req, psn, path, chunk, nb, slot, gen):
             """The frame queue's entry of a packet (MR-TXS-040, MR-TXS-044)."""
             f = Signal(fq_lay, name=name)
             s_ = slot[db:] if D > 1 else slot
@@ -857,10 +880,12 @@ class TxSched(wiring.Component):
                 f.va.eq(desc.va), f.rkey.eq(desc.rkey),
                 f.imm.eq(Mux(_op_kind(desc.op)[1], desc.imm, 0)), f.nb.eq(nb),
                 f.slot.eq(slot), f.swap.eq(opnd.swap), f.compare.eq(opnd.compare),   # MR-TXS-098
+                f.gen.eq(gen),                                                      # MR-TXS-121
             ]
             return f
 
-        frame = frame_of("frame", pick, desc, opnd, flags, req, psn, g_path, g_chunk, g_nb, g_slot)
+        frame = frame_of("frame", pick, desc, opnd, flags, req, psn, g_path, g_chunk, g_nb, g_slot,
+                         g("gen"))
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
@@ -872,7 +897,7 @@ class TxSched(wiring.Component):
         pflags = (Mux(pd_first, int(MrdhFlag.FIRST), 0) | Mux(pd_last, int(MrdhFlag.LAST), 0)
                   | int(MrdhFlag.RETX) | Mux(pd_desc.err, int(MrdhFlag.ERROR), 0))
         pframe = frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd, pflags, 1, pbr.psn, pbr.path[:pb],
-                          pd_chunk, pd_nb, pd_slot)
+                          pd_chunk, pd_nb, pd_slot, pd_gen)
         m.d.comb += [frame_q.w_en.eq(pkt_act | (probe_act & pd_ok)),
                      frame_q.w_data.eq(Mux(probe_act, pframe, frame)),
                      sent_q.w_en.eq(pkt_act), sent_q.w_data.eq(sent)]
@@ -901,6 +926,7 @@ class TxSched(wiring.Component):
         lost_act = _named(m, rep_act & rr_lost & ~rr_was_acked & ~read(e_fail, r_e, "r_fail"),
                           "lost_act")
         wr_act = _named(m, take_wr & ~w_bad, "wr_act")
+        rep_restore = _named(m, busy & ~rr_lost & ((rep.path >> pb) == 0), "rep_restore")
         comp_act = _named(m, ~busy & comp, "comp_act")
         new_act = _named(m, Cat(*act_new).any(), "new_act")
         # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
@@ -936,7 +962,8 @@ class TxSched(wiring.Component):
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
                                       | (self.s_error.valid & (er_conn == c))
                                       | (wb_valid & (wb_conn == c))
-                                      | cw_d_conn[c])
+                                      | cw_d_conn[c]
+                                      | (v_act & (pbr.conn == c)))          # MR-TXS-118
         def rep_or_pkt(v, rep_sub, nb, name):
             """MR-TXS-042: ``v`` after a report of ``r_nb`` bytes (``busy``: less when
             ``rep_sub``, else more) or a packet of ``nb`` (the other way): a report and a packet
@@ -972,6 +999,19 @@ class TxSched(wiring.Component):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
                                  p_room[row].eq(Mux(over, room_next, room_empty)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
+                # MR-TXS-116: an acknowledged report restores the path (active, its window),
+                # whether or not it still names a live message
+                with m.If(rep_restore & (r_row == row)):
+                    m.d.sync += [p_prb[row].eq(0), p_col[row].eq(0)]
+                # MR-TXS-114/115/118: a verdict after it at the same edge (its write wins)
+                with m.If(v_act & (pb_row == row) & ((pbr.path >> pb) == 0)):
+                    with m.Switch(pbr.verdict):
+                        # MR-TXS-120: a retirement is a suspicion in this slice
+                        with m.Case(P.PATH_SUSPECT, P.PATH_RETIRE):
+                            m.d.sync += [p_prb[row].eq(1),
+                                         p_gen[row].eq(p_gen[row] + 1)]            # MR-TXS-121
+                        with m.Case(P.PATH_REROUTE):
+                            m.d.sync += [p_col[row].eq(1), p_gen[row].eq(p_gen[row] + 1)]
                 # MR-TXS-080: the completion of the record's message
                 with m.If(comp_act & (comp_conn == c) & (p_tslot[row][:sdb] == comp_e[:sdb])):
                     m.d.sync += p_tv[row].eq(0)

@@ -580,8 +580,9 @@ def tx_counter_run(width=64, *, nbytes=8192, seed=2, p_bp=0.2):
     (``sent_bad`` counts a scheduler numbering PSNs wrongly, MR-TX-020: no traffic moves it):
     two WRITEs of ``nbytes`` and a third whose payload read fails (the read memory's error
     window: a frame marked bad, MR-TX-124, dropped by the MAC; a LOC_PROT_ERR completion), a
-    :class:`ScriptedLoopback` losing data frames 1 (a gap, found by SACK), 7 and 10 (a tail and
-    its resend: two timeouts in a row, with :data:`TX_COUNTER_RETRY_LIMIT` a retry-limit report),
+    :class:`ScriptedLoopback` losing data frames 1 (a gap, found by SACK), 7 and 10..15 (a tail,
+    its probe and what follows: two timeouts in a row of one path, with
+    :data:`TX_COUNTER_RETRY_LIMIT` a retry-limit report),
     replaying an ACK (stale) and forging a bad ACK and a NAK; then every counter read through
     AXI4-Lite (:class:`CounterLoop`). The engine takes ``retry_limit=TX_COUNTER_RETRY_LIMIT``.
     Returns ``(counter loop, setup, region, source, bad work request)``."""
@@ -594,9 +595,11 @@ def tx_counter_run(width=64, *, nbytes=8192, seed=2, p_bp=0.2):
     bad = wr_item(c.qp, 1, 48, wr_id=200, op=OP_WRITE, laddr=drv.rmem.lay.bad_base, va=nbytes,
                   rkey=region.rkey)
     drv.items.append(bad)
-    # 1: a gap; 7: a tail, whose tail probe (10, MR-TX-179) and then resend (11) are lost too,
-    # so its path times out twice (the retry limit)
-    drv.mac = ScriptedLoopback(drop_data={1, 7, 10, 11}, replay_at=3, forge_at=4)
+    # 1: a gap; 7: a tail, whose tail probe (10, MR-TX-179) and the frames after it (11..15)
+    # are lost too: since the path verdicts (hw-tx-sched.md MR-TXS-114/117) a timed-out path
+    # is probing and the resend goes on another path, so the loss runs on until a path times
+    # out twice in a row (every path unhealthy: a reroute keeps it active; the retry limit)
+    drv.mac = ScriptedLoopback(drop_data={1, 7, 10, 11, 12, 13, 14, 15}, replay_at=3, forge_at=4)
     return CounterLoop(drv, seed=seed + 5, p_bp=p_bp), s, region, source, bad
 
 

@@ -614,6 +614,22 @@ def path_on_timeout(consecutive_timeouts, ecn_recent, others_healthy=True, *, re
     return PATH_SUSPECT
 
 
+#: MR-TXS-121: the step between a path's entropies after each new-route verdict (odd, so the
+#: generations 0..2^14-1 of one port are distinct)
+ENTROPY_STEP = 0x1F35
+
+
+def entropy_next(sport, gen):
+    """MR-TXS-121 (MR-PATH-002): a path's UDP source port after ``gen`` new-route verdicts, from
+    its template's ``sport``: ``sport`` itself for generation 0, else a port of the entropy
+    range (0xC000-0xFFFF) that differs from it and from every other generation's (the
+    hardware's form of the endpoint's new ``entropy_for`` seed: an xor with a constant's
+    multiple, no multiplier)."""
+    if not gen:
+        return sport
+    return wire.ENTROPY_BASE | ((sport ^ (gen * ENTROPY_STEP)) & wire.ENTROPY_MASK)
+
+
 def entropy_for(seed):
     """A UDP source port in the entropy range 0xC000-0xFFFF for ``seed`` (MR-PATH-002, MR-WIRE-041)."""
     x = (seed * 0x9E3779B1 + 0x7F4A7C15) & 0xFFFFFFFF

@@ -33,7 +33,8 @@ from .rx import pack, unpack
 
 __all__ = ["Layouts", "layouts", "check_params", "RetransmitModel", "RetransmitCycleModel",
            "Decision", "JOB_DEPTH", "OUT_DEPTH", "COUNTER_BITS", "N_COUNTERS", "CTR",
-           "retransmit_model_256x4", "SMALL", "ackev_ce", "srtt0", "CE_MAX", "probe_ok"]
+           "retransmit_model_256x4", "SMALL", "ackev_ce", "srtt0", "CE_MAX", "probe_ok",
+           "path_verdict", "RETIRE_AFTER"]
 
 #: MR-TX-001: the small instance (connections, paths, pool records).
 SMALL = (256, 4, 1024)
@@ -75,6 +76,10 @@ def rto_of_sample(est, sample):
     srtt, rttvar = P.rtt_update_ns(srtt, rttvar, min(max(sample, 0), SAMPLE_MAX))
     return (srtt, rttvar), P.rto_value_ns(srtt, rttvar, rto_min=RTO_MIN_NS, rto_max=RTO_MAX_NS)
 
+#: MR-TX-196, MR-PATH-003: timeouts in a row (without progress, another path healthy) after
+#: which a path is retired (the reference endpoint's ``retire_after`` default)
+RETIRE_AFTER = 3
+
 #: MR-TX-064: the status of the error report (verbs IBV_WC_RETRY_EXC_ERR, endpoint.Status).
 STATUS_RETRY_EXC = 12
 
@@ -82,7 +87,9 @@ STATUS_RETRY_EXC = 12
 COUNTER_BITS = 64
 CTR = {name: i for i, name in enumerate((
     "sent", "sent_bad", "acks", "acks_stale", "acks_bad", "naks", "acked", "gap_losses",
-    "timeouts", "timeout_losses", "errors", "tail_probes"))}
+    "timeouts", "timeout_losses", "errors", "tail_probes",
+    # MR-TX-201, MR-PATH-006: the timeouts' path verdicts, by kind
+    "path_keeps", "path_reroutes", "paths_suspected", "paths_retired"))}
 N_COUNTERS = len(CTR)
 
 
@@ -172,7 +179,8 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
                                "pkts": cwnd_model.PKTS_BITS, "ce": cwnd_model.PKTS_BITS,
                                "now": records.TIME_BITS, "srtt": records.TIME_BITS})
     # MR-TX-162: a tail probe: the path's newest PSN, to re-send as is with AckReq
-    probe = data.StructLayout({"conn": cb, "path": 8, "psn": psn})
+    # MR-TX-197: or a timeout's path verdict (``to`` 1, ``verdict`` protocol.PATH_*; psn 0)
+    probe = data.StructLayout({"conn": cb, "path": 8, "psn": psn, "to": 1, "verdict": 2})
     return Layouts(conns, paths, pool, cb, pb, ptr, sent, ack, report, report, error, rec, path,
                    job, insert, ackev, probe)
 
@@ -194,6 +202,9 @@ def srtt0(rto_ns):
 
 
 JOB_WALK, JOB_RESTART, JOB_EXPIRE = 0, 1, 2
+#: MR-TX-201: each verdict's counter
+_VERDICT_CTR = {P.PATH_KEEP: "path_keeps", P.PATH_REROUTE: "path_reroutes",
+                P.PATH_SUSPECT: "paths_suspected", P.PATH_RETIRE: "paths_retired"}
 
 
 def probe_ok(probes, probed, consec, health, path):
@@ -202,6 +213,14 @@ def probe_ok(probes, probed, consec, health, path):
     progress: ``consec`` 0) and another path of the connection is healthy (a bit of the
     connection's ``health`` mask other than ``path``'s)."""
     return bool(probes and not probed and consec == 0 and health & ~(1 << path))
+
+
+def path_verdict(consec, ecn, health, path):
+    """MR-TX-196: a timeout's path verdict (MR-PATH-001..003, ``protocol.path_on_timeout``):
+    ``consec`` counts this timeout, ``ecn`` is the connection's ECN bit (MR-TX-198), another
+    path is healthy when a bit of ``health`` other than ``path``'s is set (MR-TX-163)."""
+    return P.path_on_timeout(consec, bool(ecn), bool(health & ~(1 << path)),
+                             retire_after=RETIRE_AFTER)
 
 
 def deadline(t_live, rto_x):
@@ -237,6 +256,7 @@ class RetransmitModel:
         self.rto_ns, self.retry_limit, self.probes = rto_ns, retry_limit, bool(probes)
         self.path = {}          # row -> dict: the path row's fields and "recs", a deque in PSN order
         self.health = {}        # MR-TX-163: conn -> its paths' health bits
+        self.ecn = {}           # MR-TX-198: conn -> its last resolving ACK echoed ECE
         self.used = 0
         self.ackev = None       # MR-TX-070: the last ACK's event (without srtt), None if none
         self.counters = [0] * N_COUNTERS
@@ -341,6 +361,7 @@ class RetransmitModel:
         st.update(backoff=0, consec=0, rto_x=st["rto"], probed=0)     # MR-TX-061: progress
         # MR-TX-163: progress makes the path healthy
         self.health[a["conn"]] = self.health.get(a["conn"], 0) | (1 << (a["path"] & (self.lay.paths - 1)))
+        self.ecn[a["conn"]] = a["ece"]      # MR-TX-198
         # MR-TX-070: what the ACK newly acknowledged on its path, for the congestion windows
         self.ackev = {"conn": a["conn"], "path": a["path"], "bytes": nbytes, "pkts": pkts,
                       "ce": ackev_ce(a), "now": now}
@@ -371,12 +392,19 @@ class RetransmitModel:
         self._count("tail_probes")
         return P.psn_add(st["next_psn"], -1)
 
+    def verdict_now(self, conn, path):
+        """MR-TX-196: the path verdict of a timeout of the path now (before :meth:`timeout`)."""
+        st = self.state(self.row(conn, path))
+        return path_verdict(min(st["consec"] + 1, CONSEC_MAX), self.ecn.get(conn, 0),
+                            self.health.get(conn, 0), path & (self.lay.paths - 1))
+
     def expire(self, conn, path, now):
         """MR-TX-162, MR-TX-063: the path's timer expired: ``("probe", psn)`` or ``("timeout",
-        decisions, error)``."""
+        decisions, error, verdict)`` (MR-TX-196)."""
         if self.probes_now(conn, path):
             return ("probe", self.probe(conn, path, now))
-        return ("timeout",) + self.timeout(conn, path)
+        v = self.verdict_now(conn, path)
+        return ("timeout",) + self.timeout(conn, path) + (v,)
 
     def timeout(self, conn, path):
         """MR-TX-063/064: the path's timer expired: every live record is reported lost, the
@@ -384,6 +412,7 @@ class RetransmitModel:
         ``(decisions, error)``."""
         st = self.state(self.row(conn, path))
         assert st["timer_on"], "a timeout needs a running timer"
+        self._count(_VERDICT_CTR[self.verdict_now(conn, path)])    # MR-TX-201
         # MR-TX-163: a timeout makes the path unhealthy; MR-TX-162: the next expiry's first
         st["probed"] = 0
         self.health[conn] = self.health.get(conn, 0) & ~(1 << (path & (self.lay.paths - 1)))
@@ -439,6 +468,7 @@ class RetransmitCycleModel:
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.probes = bool(probes)      # MR-TX-166
         self.health = {}                # MR-TX-163: conn -> its paths' health bits
+        self.ecn = {}                   # MR-TX-198: conn -> its last resolving ACK echoed ECE
         self.counters = [0] * N_COUNTERS
         # MR-TX-040: a count lands in its counter one cycle after its event
         self.counts_now, self.counts_late = [], []
@@ -717,6 +747,11 @@ class RetransmitCycleModel:
             s2 = s2[:3] + s2[4:] if s2 else None
             if s2 == (None, None, None, None):
                 s2 = None
+        if self.s2 is not None and self.s2[3] is not None:
+            # MR-TX-201: a verdict is counted from its S2a registers (a cycle after the timeout)
+            prb = unpack(lay.probe, self.s2[3])
+            if prb["to"]:
+                self._count(_VERDICT_CTR[prb["verdict"]])
         self.s2b = self.s2
         self.s2 = s2
         self.s1b = self.s1a
@@ -839,6 +874,7 @@ class RetransmitCycleModel:
             new.update(floor=floor, backoff=0, consec=0, rto_x=row["rto"], probed=0)
             # MR-TX-163: progress makes the path healthy
             self.health[conn_i] = self.health.get(conn_i, 0) | (1 << path_i)
+            self.ecn[conn_i] = f["ece"]     # MR-TX-198
             if P.psn_dist(row["lost_upto"], floor) > 0:
                 # MR-TX-052, MR-TX-055: the oldest live record resolved: the timer restarts
                 # from the send time of the path's newest record
@@ -875,6 +911,11 @@ class RetransmitCycleModel:
                                        "psn": P.psn_add(row["next_psn"], -1)})
             elif due:
                 conn, path = conn_i, path_i
+                # MR-TX-196/197: the timeout's path verdict, on the health before this timeout
+                v = path_verdict(min(row["consec"] + 1, CONSEC_MAX), self.ecn.get(conn, 0),
+                                 self.health.get(conn, 0), path)
+                prb = pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
+                                       "verdict": v})
                 # MR-TX-163: the path is unhealthy until its next progress
                 self.health[conn] = self.health.get(conn, 0) & ~(1 << path)
                 self.events.append(("timeout", conn, path, now))

@@ -188,6 +188,9 @@ def replay(model, events):
             assert dl is not None and time_due(dl, now), f"early timeout of path {conn}.{path}"
             late.append(P.time_dist(dl, now))
             assert not sem.probes_now(conn, path), f"timeout of {conn}.{path} where a probe was due"
+            # MR-TX-197: the timeout's path verdict leaves on m_probe, in the probes' order
+            probes.append(pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
+                                           "verdict": sem.verdict_now(conn, path)}))
             out, err = sem.timeout(conn, path)
             resend += out
             if err:

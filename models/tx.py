@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from amaranth.lib import data
 
 from . import cwnd as cwnd_model
+from . import protocol as P
 from . import retransmit as rtx_model
 from . import tx_sched as sched_model
 from .dma_read import CMD_DEPTH, INTAKE_STAGES, DmaReadCycleModel, cmd_layout, out_beats
@@ -190,10 +191,12 @@ def desc_of(fr, t, paths):
     path = fr["mrdh_path"] & (paths - 1)
     d = {"eth_dst": t["eth_dst"], "eth_src": t["eth_src"], "ip_dscp": t["ip_dscp"],
          "ip_ecn": t["ip_ecn"], "ip_ttl": t["ip_ttl"], "ip_src": t["ip_src"], "ip_dst": t["ip_dst"],
-         "udp_sport": (t["sport"] >> 16 * path) & 0xFFFF, "udp_dport": wire.ROCE_PORT,
+         # MR-TXS-121: the path's entropy after its generation's new routes
+         "udp_sport": P.entropy_next((t["sport"] >> 16 * path) & 0xFFFF, fr.get("gen", 0)),
+         "udp_dport": wire.ROCE_PORT,
          "bth_pkey": t["pkey"], "bth_dest_qp": t["dest_qp"], "mrdh_version": MRDH_VERSION}
     for k, v in fr.items():
-        if k not in ("conn", "laddr", "slot", "swap", "compare"):
+        if k not in ("conn", "laddr", "slot", "swap", "compare", "gen"):
             d[k] = v
     return d
 

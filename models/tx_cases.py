@@ -371,6 +371,7 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
     assert sorted((d["conn"], d["stream"], d["msg"]) for d in res["rsp_done"]) == sorted(rsp_of)
     assert all(d["status"] == STATUS_OK for d in res["rsp_done"])
     rsp_chunks = defaultdict(set)
+    gen_seen = defaultdict(int)
     # a frame marked bad: a failing read's (MR-TX-124); its PSN is taken all the same
     for f in res["bad_frames"]:
         w = msg_of[(tm[f.bth.dest_qp]["conn"], f.mrdh.stream, f.mrdh.msg)]
@@ -380,7 +381,12 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
         conn, path = t["conn"], f.mrdh.path
         assert f.ip.src == _ip(t["ip_src"]) and f.ip.dst == _ip(t["ip_dst"])
         assert f.eth.dst == _mac(t["eth_dst"]) and f.eth.src == _mac(t["eth_src"])
-        assert f.udp.sport == (t["sport"] >> 16 * path) & 0xFFFF and f.bth.pkey == t["pkey"]
+        # MR-TXS-121: the path's port after its new routes, generations never going back
+        # (a frame decided before a verdict leaves before those decided after it)
+        gens = {P.entropy_next((t["sport"] >> 16 * path) & 0xFFFF, g): g for g in range(16)}
+        assert f.udp.sport in gens and gens[f.udp.sport] >= gen_seen[(conn, path)]
+        gen_seen[(conn, path)] = gens[f.udp.sport]
+        assert f.bth.pkey == t["pkey"]
         assert (f.ip.dscp, f.ip.ecn, f.ip.ttl) == (t["ip_dscp"], t["ip_ecn"], t["ip_ttl"])
         if f.bth.psn != next_psn[(conn, path)]:
             # MR-TX-179, MR-TXS-080: a tail probe re-sends its path's newest packet as it was,
@@ -441,7 +447,7 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
     for k, r in rsp_of.items():
         assert rsp_chunks[k] == set(range(P.chunk_count(0 if r["err"] else r["length"], mtu)))
     return {"retransmits": retx, "frames": len(res["frames"]), "responses": len(rsps),
-            "probes": probes}
+            "probes": probes, "new_routes": sum(1 for g in gen_seen.values() if g)}
 
 
 def check_counters(drv):
@@ -576,10 +582,13 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0, atom
     payloads 0..``max_len`` bytes anywhere in the host memory (any alignment); laddr + offset is
     the payload's address; every ``bad_every``-th in the host memory's error window
     (MR-TX-124); a share ``atomics`` MR_CMP_SWAP or MR_FETCH_ADD with random operands, their
-    payload the operands (MR-TX-191/192; from a generator of its own)."""
+    payload the operands (MR-TX-191/192; from a generator of its own); half of them with a path
+    entropy generation 1..15 (MR-TXS-121: the join stage's UDP source port
+    ``protocol.entropy_next``; from a generator of its own)."""
     rng = random.Random(seed)
     kind = kind_rng(seed)
     at = random.Random(seed ^ 0xA70C)
+    gr = random.Random(seed ^ 0x6E7)
     out = []
     for i in range(n):
         ln = rng.choice([0, 1, 7, 8, 9, rng.randrange(max_len + 1), rng.randrange(max_len + 1)])
@@ -598,6 +607,7 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0, atom
                     "imm_imm": rng.randrange(1 << 32) if op == Op.MR_WRITE_IMM else 0,
                     "mrsh_recv_seq": 0, "payload_len": ln})
         out[-1]["slot"] = out[-1]["mrdh_msg"] % (lay.sched.streams * lay.sched.depth)     # MR-TXS-069
+        out[-1]["gen"] = gr.randrange(1, 16) if gr.random() < 0.5 else 0                 # MR-TXS-121
         if send:
             out[-1].update(bth_opcode=op + 2, mrsh_recv_seq=kind.getrandbits(32))
         if at.random() < atomics:

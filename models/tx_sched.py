@@ -38,7 +38,7 @@ __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleMo
            "OP_CMP_SWAP", "OP_FETCH_ADD", "ATOMIC_LEN", "is_atomic", "atomic_operands",
            "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
-           "INPUTS", "OUTPUTS"]
+           "INPUTS", "OUTPUTS", "PATH_ACTIVE", "PATH_PROBING", "PATH_RETIRED", "path_state_after"]
 
 #: MR-TXS-002, MR-TXS-057, MR-TXS-061, MR-TXS-096: work-request opcodes (records.TX_MSG ``op``:
 #: write, write with immediate, send, send with immediate, READ, compare-and-swap, fetch-and-add;
@@ -59,6 +59,13 @@ STATUS_LOC_QP_OP_ERR = 2        # an opcode this slice does not send, or a strea
 #: connection's retry limit (MR-ENG-040).
 STATUS_LOC_PROT_ERR = 4
 STATUS_RETRY_EXC_ERR = 12
+#: MR-TXS-113: a path's state (MR-PATH-002/003): active, probing (one packet at a time, no
+#: resend, until an acknowledged report of the path); retired (no data) is designed, not
+#: entered in this slice (MR-TXS-120)
+PATH_ACTIVE, PATH_PROBING, PATH_RETIRED = 0, 1, 2
+#: MR-TXS-121: a path's entropy generation, counted modulo 16
+GEN_BITS = 4
+
 #: MR-TXS-031: slots of each output queue.
 OUT_DEPTH = 4
 #: MR-TXS-001: the small instance's parameters.
@@ -95,6 +102,16 @@ def rsp_item(r, streams):
     return {"op": OP_READ_RESP, "conn": r["conn"], "stream": streams - 1, "wr_id": r["stream"],
             "laddr": r["laddr"], "va": 0, "rkey": 0, "length": 0 if r["err"] else r["length"],
             "imm": 0, "rsp": 1, "msg": r["msg"], "err": r["err"]}
+
+
+def path_state_after(state, verdict):
+    """MR-TXS-114: a path's state after a timeout's verdict (hw-tx.md MR-TX-197, the endpoint's
+    ``_verdict``): suspected, probing; MR-TXS-120: retired, probing too (without the unit's
+    probe timer, hw-tx.md section 1.5c, a retired path would never be probed); a reroute or congestion
+    keeps the state."""
+    if verdict in (P.PATH_SUSPECT, P.PATH_RETIRE):
+        return PATH_PROBING
+    return state
 
 
 def is_read(op):
@@ -213,7 +230,10 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                "slot": 3,
                                # MR-TXS-098: an atomic's operands (not descriptor fields: the
                                # join stage makes them its payload, hw-tx.md MR-TX-191)
-                               "swap": 64, "compare": 64})
+                               "swap": 64, "compare": 64,
+                               # MR-TXS-121: the path's entropy generation (the join stage's
+                               # UDP source port, protocol.entropy_next)
+                               "gen": GEN_BITS})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
@@ -253,8 +273,10 @@ class TxSchedModel:
                      for c in range(conns)]
         # MR-TXS-014: per path; MR-TXS-028: its window, from the cwnd parameter at reset;
         # MR-TXS-080: its newest packet's record (entry, slot, chunk), for a tail probe
+        # MR-TXS-113: its state and its collapsed bit (a reroute's window of one MTU, MR-TXS-115)
         self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0, "cwnd": cwnd,
-                      "tail": None} for _ in range(conns * paths)]
+                      "tail": None, "state": PATH_ACTIVE, "col": 0, "gen": 0}
+                     for _ in range(conns * paths)]
         self.cwnd_max = (1 << records.BYTES_BITS) - 1 - mtu
         self.conn_rr = 0
         self.pending = None             # MR-TXS-036: (entry, chunk) acknowledged, not yet counted
@@ -352,6 +374,10 @@ class TxSchedModel:
         acknowledged chunk is not counted here: ``self.pending`` holds ``(entry, chunk)`` for
         :meth:`apply_window` (MR-TXS-036)."""
         c, p = f["conn"], f["path"]
+        if p < self.paths and not lost:
+            # MR-TXS-116: an ACK acknowledged a packet of the path (whatever its message's state
+            # now): active, its window its own
+            self.path[c * self.paths + p].update(state=PATH_ACTIVE, col=0)
         e = self.entry_of(c, f["slot"])
         if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"]:
             return False
@@ -465,16 +491,42 @@ class TxSchedModel:
                 return ("new", (qi, i, e["next_chunk"]))
         return None
 
-    def _path(self, c):
+    def window(self, ps):
+        """MR-TXS-115: a path's window: one MTU while collapsed by a reroute, else its own."""
+        return self.mtu if ps["col"] else ps["cwnd"]
+
+    def path_ok(self, ps, retx):
+        """MR-TXS-025, MR-TXS-117: the path takes the packet: active with room (bytes in flight
+        below its window, packets below the bound); probing with no packet in flight and the
+        packet not a resend (MR-PATH-005); retired never."""
+        if ps["state"] == PATH_PROBING:
+            return not ps["pkts"] and not retx
+        return (ps["state"] == PATH_ACTIVE and ps["inflight"] < self.window(ps)
+                and ps["pkts"] < self.path_pkts)
+
+    def _path(self, c, retx=False):
         """MR-CONN-004, MR-CC-001, MR-SEQ-006, MR-TXS-028: the first path from the rotation
-        with room (bytes in flight below its window, packets below the bound)."""
+        that takes the packet (:meth:`path_ok`)."""
         cs = self.conn[c]
         for k in range(self.paths):
             p = (cs["rr"] + k) % self.paths
-            ps = self.path[c * self.paths + p]
-            if ps["inflight"] < ps["cwnd"] and ps["pkts"] < self.path_pkts:
+            if self.path_ok(self.path[c * self.paths + p], retx):
                 return p
         return None
+
+    def path_event(self, pr):
+        """MR-TXS-114/115: a timeout's verdict ``pr`` ({conn, path, verdict}, hw-tx.md
+        MR-TX-197): the path's state after it, and a reroute collapses its window to one MTU
+        until its next acknowledged report. A path beyond the instance is ignored."""
+        if pr["path"] >= self.paths:
+            return
+        ps = self.path[pr["conn"] * self.paths + pr["path"]]
+        ps["state"] = path_state_after(ps["state"], pr["verdict"])
+        if pr["verdict"] == P.PATH_REROUTE:
+            ps["col"] = 1
+        if pr["verdict"] != P.PATH_KEEP:
+            # MR-TXS-121: a new entropy (the endpoint's _reroute; a retired path's at its probe)
+            ps["gen"] = (ps["gen"] + 1) % (1 << GEN_BITS)
 
     def decide_conn(self, c):
         """Connection ``c``'s scheduling action: None, ("drop", c) or ("packet", c, kind, qi,
@@ -491,7 +543,7 @@ class TxSchedModel:
         cs = self.conn[c]
         if cs["inflight"] and cs["inflight"] + nbytes > self.conn_window:
             return None                                 # MR-CC-001: the connection window
-        p = self._path(c)
+        p = self._path(c, kind == "resend")
         if p is None:
             return None
         return ("packet", c, kind, qi, i, chunk, p)
@@ -537,9 +589,10 @@ class TxSchedModel:
         cs["rr"] = (p + 1) % self.paths
         self.conn_rr = (c + 1) % self.conns
         # MR-SEQ-009: AckReq every ack_every packets of a path, on the packet that fills the
-        # path's window (its own, MR-TXS-028), and while fewer chunks than paths are left to send
-        req = (ps["since_req"] >= self.ack_every or ps["inflight"] + self.mtu > ps["cwnd"]
-               or cs["unsent"] + len(cs["retx"]) < self.paths)
+        # path's window (its own, MR-TXS-028; MR-TXS-115: one MTU while collapsed), while fewer
+        # chunks than paths are left to send, and on a probing path's packet (MR-TXS-117)
+        req = (ps["since_req"] >= self.ack_every or ps["inflight"] + self.mtu > self.window(ps)
+               or cs["unsent"] + len(cs["retx"]) < self.paths or ps["state"] == PATH_PROBING)
         if req:
             ps["since_req"] = 0
         slot = s * self.depth + i
@@ -573,18 +626,20 @@ class TxSchedModel:
                 "slot": slot,
                 # MR-TXS-098: an atomic's operands (the compare value a compare-and-swap's)
                 "swap": e.get("swap", 0) if is_atomic(e["op"]) else 0,
-                "compare": e.get("compare", 0) if e["op"] == OP_CMP_SWAP else 0}
+                "compare": e.get("compare", 0) if e["op"] == OP_CMP_SWAP else 0,
+                "gen": self.path[c * self.paths + p]["gen"]}
 
     # -- tail probes (MR-TXS-080..082)
     def probe(self, pr):
-        """MR-TXS-080..082: the retransmit unit's tail probe ``pr`` ({conn, path, psn}): the frame
+        """MR-TXS-080..082: the retransmit unit's tail probe ``pr`` ({conn, path, psn}; MR-TXS-114:
+        a verdict, ``to`` set, is :meth:`path_event`'s and never a frame): the frame
         request re-sending the path's newest packet as is (its PSN, path, chunk and fields,
         RETX and AckReq set; no sent event, no count changes), or None (dropped) when the path
         is beyond the instance, ``psn`` is not the path's newest PSN, the path has no packet in
         flight (the probed packet was resolved meanwhile), or the packet's message has
         completed or failed since it was sent."""
         c, p = pr["conn"], pr["path"]
-        if p >= self.paths:
+        if p >= self.paths or pr.get("to"):
             return None
         ps = self.path[c * self.paths + p]
         t = ps["tail"]
@@ -715,13 +770,19 @@ class TxSchedCycleModel:
     def probe_go(self):
         """MR-TXS-086: the probe in the boundary register may act: decided last cycle, its
         connection untouched at the edge since (its decision is the present state's)."""
-        return (self.pb is not None and self.pd is not None
+        return (self.pb is not None and self.pd is not None and not self.pb["to"]
                 and self.pb["conn"] not in self.touched)
+
+    def verdict_act(self):
+        """MR-TXS-118: the boundary register holds a timeout's verdict: it acts in this cycle,
+        whatever the cycle's action."""
+        return self.pb is not None and bool(self.pb["to"])
 
     def probe_ready(self):
         """MR-TXS-086: ``s_probe.ready`` before the edge: the boundary register empty or its
         probe acted on in this cycle (on registers only)."""
-        return int(self.pb is None or (self.probe_go() and self._sched_terms()[3]))
+        return int(self.pb is None or self.verdict_act()
+                   or (self.probe_go() and self._sched_terms()[3]))
 
     def step(self, inputs):
         g = inputs.get
@@ -767,12 +828,13 @@ class TxSchedCycleModel:
         # loads the boundary register when it empties; the probe held is decided again on this
         # cycle's state for the next
         probe_act = sched and self.probe_go()
-        probe_ready = int(self.pb is None or probe_act)
+        v_act = self.verdict_act()
+        probe_ready = int(self.pb is None or probe_act or v_act)
         pb = self.pb
-        pd_next = None if pb is None or probe_act else (sem.probe(pb),)
+        pd_next = None if pb is None or probe_act or v_act else (sem.probe(pb),)
         if probe_ready and g("s_probe__valid", 0):
             self.pb = unpack(lay.probe, g("s_probe__payload", 0))
-        elif probe_act:
+        elif probe_act or v_act:
             self.pb = None
         # MR-TXS-027: failures are always taken; they mark the entries live before the edge
         fail = unpack(lay.fail, g("s_fail__payload", 0)) if g("s_fail__valid", 0) else None
@@ -830,6 +892,12 @@ class TxSchedCycleModel:
                 r = sem.apply(act, g("now", 0))
                 if r is not None:
                     frame, sent = r
+        # MR-TXS-118: a verdict changes its path's state at this edge, after this cycle's action
+        # (a report's restore of the same path included); its connection is touched
+        if v_act:
+            self.events.append(("verdict", pb))
+            sem.path_event(pb)
+            touched.add(pb["conn"])
         # MR-TXS-029: the window write taken two cycles ago changes its path's window at this
         # edge, after this cycle's action (whose AckReq was decided on the old window); its
         # connection is touched; the port is always ready

@@ -183,7 +183,8 @@ class Driver(CounterReadout):
         self.silent = 0
         self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
                     "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": [],
-                    "rsp_done": [], "probes": [], "probe_frames": 0, "unit_probes": 0}
+                    "rsp_done": [], "probes": [], "probe_frames": 0, "unit_probes": 0,
+                    "verdicts": defaultdict(int)}
 
     @property
     def sent_all(self):
@@ -214,6 +215,10 @@ class Driver(CounterReadout):
                     self.probe_q.append({"conn": conn, "path": path, "psn": psn})
                     self.res["unit_probes"] += 1
                     continue
+                # MR-TXS-119: the timeout's path verdict follows on s_probe (the unit's m_probe)
+                self.probe_q.append({"conn": conn, "path": path, "psn": 0, "to": 1,
+                                     "verdict": self.rtx.verdict_now(conn, path)})
+                self.res["verdicts"][self.probe_q[-1]["verdict"]] += 1
                 out, _ = self.rtx.timeout(conn, path)
                 self.res["timeouts"] += 1
                 for d in out:
@@ -251,7 +256,7 @@ class Driver(CounterReadout):
                 inp[f"s_{kind}__payload"] = pack(self.lay.report, self.offer[kind])
         for name in ("m_frame__ready", "m_sent__ready", "m_cqe__ready"):
             inp[name] = int(rng.random() >= self.p_bp)
-        if self.p_probe:
+        if self.p_probe or self.probe_q or self.probe_offer is not None:   # MR-TXS-119: verdicts too
             self._offer_probe(inp)
         if self.p_cwnd and not self.sent_all and self.cw_rng.random() < self.p_cwnd:
             cr = self.cw_rng
@@ -571,7 +576,8 @@ def check_probes(res):
     with its sent event)."""
     offered = defaultdict(int)
     for pr in res.get("probes", ()):
-        offered[(pr["conn"], pr["path"], pr["psn"])] += 1
+        if not pr.get("to"):                # MR-TXS-119: a verdict is no probe
+            offered[(pr["conn"], pr["path"], pr["psn"])] += 1
     last, first, out = {}, {}, []
     for fr in res["frames"]:
         key = (fr["conn"], fr["mrdh_path"])
@@ -803,7 +809,8 @@ def _replay(sem, events, ep, collect=False):
             st = rtx.state(rtx.row(conn, ev["path"]))
             assert st["timer_on"], f"expiry {ev}: the unit's timer is not running"
             if ev["kind"] == "xpath":
-                res = ("timeout", rtx.timeout(conn, ev["path"])[0])
+                v = rtx.verdict_now(conn, ev["path"])
+                res = ("timeout",) + rtx.timeout(conn, ev["path"]) + (v,)
             else:
                 res = rtx.expire(conn, ev["path"], ev["now"])
             if res[0] != ev["kind"]:
@@ -815,6 +822,8 @@ def _replay(sem, events, ep, collect=False):
             else:
                 timeouts += 1
                 report(res[1])
+                # MR-TXS-114/115: the unit's verdict (MR-TX-196/197) to the path's state
+                sem.path_event({"conn": conn, "path": ev["path"], "verdict": res[3]})
             continue
         if kind == "probe":
             assert probe is not None, "the endpoint probed, the unit did not"

@@ -24,6 +24,7 @@ import cocotb
 
 from metaroce.models import retransmit_cases as rc
 from metaroce.models.retransmit import CTR, RetransmitCycleModel
+from metaroce.models.rx import unpack
 
 from .lockstep import Lockstep, drive, model_port_lists
 
@@ -69,7 +70,11 @@ async def retransmit_lockstep(dut):
                        "records_per_cycle": burst_rate(drv2.res),
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
                        "counters": counts, "ack_events": len(drv.res["ackev"]),
-                       "probes": len(drv.res["probe"]),
+                       # MR-TX-197: m_probe's tail probes and the timeouts' verdicts
+                       "probes": sum(1 for w in drv.res["probe"]
+                                     if not unpack(model.lay.probe, w)["to"]),
+                       "verdicts": sum(1 for w in drv.res["probe"]
+                                       if unpack(model.lay.probe, w)["to"]),
                        "mismatches": h.mismatches}, f)
 
 

@@ -42,6 +42,7 @@ async def tx_sched_lockstep(dut):
     items = tc.traffic(model.sem, int(os.environ.get("TXS_WRS", "300")), seed=seed)
     rsps = tc.responses(model.sem, int(os.environ.get("TXS_RSPS", "40")), seed=seed)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4,
+                    loss=float(os.environ.get("TXS_LOSS", "0.1")),      # MR-TXS-119
                     p_cwnd=float(os.environ.get("TXS_PCWND", "0.2")), cwnd_hi=8000, rsps=rsps,
                     p_probe=float(os.environ.get("TXS_PPROBE", "0.01")))
     t0 = time.perf_counter()
@@ -60,7 +61,10 @@ async def tx_sched_lockstep(dut):
                        # MR-TXS-104: the atomics' frame requests
                        "atomic_frames": sum(1 for f in drv.res["frames"]
                                             if f["bth_opcode"] in (0xC8, 0xC9)),
-                       "probes": len(drv.res["probes"]), "probe_frames": summary["probes"],
+                       "probes": sum(1 for p in drv.res["probes"] if not p.get("to")),
+                       "probe_frames": summary["probes"],
+                       # MR-TXS-119: the timeouts' path verdicts offered, by kind
+                       "verdicts": {str(k): v for k, v in sorted(drv.res["verdicts"].items())},
                        "unit_probes": drv.res["unit_probes"],
                        "lockstep_cycles_per_s": round(n / wall) if wall else None,
                        "mismatches": h.mismatches}, f)

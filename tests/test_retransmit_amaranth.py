@@ -11,6 +11,7 @@ from amaranth.back import verilog
 from amaranth.hdl import Module
 
 from metaroce.hdl.retransmit import Retransmit, retransmit_256x4
+from metaroce.models import protocol as P
 from metaroce.models import retransmit_cases as rc
 from metaroce.models.retransmit import CTR, SMALL, RetransmitCycleModel
 from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
@@ -461,7 +462,12 @@ def test_lockstep_tail_probes(seed):
     items = rc.traffic(*SMALL, 300, seed=seed, black_hole=6, rto_ns=3000, ack_loss=0.125, shared=2)
     res = run_lockstep(items, seed=seed, timers=PROBE_TIMERS, p_idle=0.2, p_bp=0.4)
     c = res["model"].counters
-    assert len(res["probe"]) == c[CTR["tail_probes"]] >= 5 and c[CTR["timeouts"]] >= 6
+    # MR-TX-197: and each timeout's verdict on m_probe (MR-TX-201: counted by kind)
+    assert len(res["probe"]) == c[CTR["tail_probes"]] + c[CTR["timeouts"]]
+    assert c[CTR["tail_probes"]] >= 5 and c[CTR["timeouts"]] >= 6
+    assert c[CTR["timeouts"]] == sum(c[CTR[k]] for k in ("path_keeps", "path_reroutes",
+                                                         "paths_suspected", "paths_retired"))
+    assert c[CTR["paths_suspected"]] and c[CTR["path_reroutes"]]
 
 
 def _answered_probe_items():
@@ -514,7 +520,9 @@ def test_probes_off_leaves_m_probe_idle():
     core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0
     rc.check_items(model, items, drv.res)
-    assert not drv.res["probe"] and model.counters[CTR["timeouts"]] >= 3
+    # MR-TX-197: m_probe carries the timeouts' verdicts only
+    assert all(rc.unpack(model.lay.probe, w)["to"] for w in drv.res["probe"])
+    assert len(drv.res["probe"]) == model.counters[CTR["timeouts"]] >= 3
 
 
 def _health_forward_items(gap):
@@ -529,7 +537,7 @@ def _health_forward_items(gap):
 
 
 HEALTH_WRONG = {
-    0: ("health.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))", "health.eq(h_base)"),
+    0: ("health_row.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))", "health_row.eq(h_base)"),
     1: ("h_base.eq(Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data))", "h_base.eq(h_rd.data)"),
 }
 
@@ -552,3 +560,18 @@ def test_health_forwarded(gap):
     except Mismatch:
         return
     assert core.mismatches, "the wrong form passed"
+
+
+def test_lockstep_verdict_keep_on_ecn():
+    """MR-TX-196, MR-TX-198, MR-TX-201: the connection's ECN bit through the RTL: path 0
+    acknowledged with ECE, path 1's packet lost: its tail probe, then the timeout's verdict KEEP
+    (congestion) where it would be a suspicion without the bit (``test_lockstep_tail_probes``);
+    0 mismatches (m_probe and the counters compared every cycle)."""
+    c = 9
+    ece = dict(rc.ack_item(c, 0, 1, 0, psn=0)[1], ece=1, ce_count=2)
+    items = [rc.sent_item(c, 0, 0), ("ack", ece), rc.sent_item(c, 1, 0), rc.wait_item(14000)]
+    res = run_lockstep(items, timers=PROBE_TIMERS, p_idle=0.0, p_bp=0.3)
+    got = [rc.unpack(res["model"].lay.probe, w) for w in res["probe"]]
+    assert [(x["path"], x["to"], x["verdict"]) for x in got] == [(1, 0, 0), (1, 1, P.PATH_KEEP)]
+    cnt = res["model"].counters
+    assert cnt[CTR["path_keeps"]] == 1 and cnt[CTR["timeouts"]] == 1

@@ -456,18 +456,26 @@ def test_tail_probe_then_timeout():
     rto = TIMERS["rto_ns"]
     assert sent[1] + rto <= t_probe <= sent[1] + rto + 2 * SLOT
     assert t_probe + rto <= t_out <= t_probe + rto + 2 * SLOT
-    assert [rc.unpack(m.lay.probe, w) for w in res["probe"]] == [{"conn": CONN, "path": PATH, "psn": 1}]
+    # MR-TX-197: the timeout's verdict follows on m_probe: suspected (path 0 healthy, no ECN)
+    assert [rc.unpack(m.lay.probe, w) for w in res["probe"]] == [
+        {"conn": CONN, "path": PATH, "psn": 1, "to": 0, "verdict": 0},
+        {"conn": CONN, "path": PATH, "psn": 0, "to": 1, "verdict": P.PATH_SUSPECT}]
     assert [x["chunk"] for x in rc.decode(m.lay, res["resend"])] == [1, 2]
     assert (m.counters[CTR["tail_probes"]], m.counters[CTR["timeouts"]]) == (1, 1)
+    assert m.counters[CTR["paths_suspected"]] == 1
 
 
 def test_no_probe_without_healthy_path_or_when_off():
-    """MR-TX-162, MR-TX-163, MR-TX-166: without another healthy path of the connection (path 0
+    """MR-TX-162, MR-TX-163, MR-TX-166, MR-TX-197: without another healthy path of the connection (path 0
     never acknowledged), or with ``probes=False``, the first expiry is the timeout."""
     items = [it for it in _probe_items() if it[0] != "ack"]
-    for its, kw in ((items, {}), (_probe_items(), {"probes": False})):
+    # MR-TX-197: m_probe carries the timeout's verdict only: reroute without a healthy path,
+    # suspect with path 0 healthy (probes off)
+    for its, kw, v in ((items, {}, P.PATH_REROUTE), (_probe_items(), {"probes": False}, P.PATH_SUSPECT)):
         m, res, _ = _run_timed(its, **kw)
-        assert not _probes(m) and not res["probe"]
+        assert not _probes(m)
+        assert [x for w in res["probe"] if (x := rc.unpack(m.lay.probe, w))["path"] == PATH] == [
+            {"conn": CONN, "path": PATH, "psn": 0, "to": 1, "verdict": v}]
         assert [e[2] for e in m.events if e[0] == "timeout"].count(PATH) == 1
         assert m.counters[CTR["tail_probes"]] == 0
 
@@ -586,3 +594,65 @@ def test_probe_contract_for_the_scheduler():
     assert not m.sent(rc.sent_item(CONN, PATH, psn)[1])
     m.ack(rc.ack_item(CONN, PATH, 3, 0, psn=2)[1])
     assert P.psn_dist(psn, st["floor"]) > 0 and not st["probed"]
+
+
+# ------------------------------------------------------------------ path verdicts (MR-TX-196..199, MR-TX-201/202)
+
+def _verdicts(m, path=PATH):
+    return [x["verdict"] for w in m if (x := rc.unpack(SMALL_LAY.probe, w))["to"] and x["path"] == path]
+
+
+SMALL_LAY = RetransmitModel(*SMALL).lay
+
+
+def test_verdict_keep_on_ecn_and_retire_after_three():
+    """MR-TX-196, MR-TX-198, MR-TX-199 (MR-PATH-001..003): path 0 of the connection acknowledged
+    with ECE (the connection's ECN bit set): path 1's timeout is congestion (KEEP); an unmarked
+    ACK of path 0 clears the bit: the next timeouts of path 1 are suspicions, the third in a row
+    (``consec`` 3) a retirement, each timeout's backoff growing as before; a timeout with no
+    path healthy (path 0's timed out too) a reroute; the counters by kind (MR-TX-201) sum to
+    ``timeouts``."""
+    sem = RetransmitModel(*SMALL, probes=False)
+    got = []
+
+    def timeout(path=PATH):
+        st = sem.state(sem.row(CONN, path))
+        b = st["backoff"]
+        got.append(sem.verdict_now(CONN, path))
+        sem.timeout(CONN, path)
+        assert st["backoff"] == min(b + 1, 6)
+
+    sem.sent(rc.sent_item(CONN, 0, 0)[1])
+    sem.ack(dict(rc.ack_item(CONN, 0, 1, 0)[1], ece=1, ce_count=1))
+    psn = 0
+    for _ in range(4):
+        sem.sent(rc.sent_item(CONN, PATH, psn)[1])
+        psn += 1
+        timeout()
+        if len(got) == 1:
+            sem.sent(rc.sent_item(CONN, 0, 1)[1])
+            sem.ack(rc.ack_item(CONN, 0, 2, 0)[1])      # unmarked: the ECN bit cleared
+            # progress of path 1 between: its consec restarts (the KEEP counted one)
+            sem.ack(rc.ack_item(CONN, PATH, psn, 0)[1])
+    sem.sent(rc.sent_item(CONN, 0, 2)[1])
+    timeout(0)
+    sem.sent(rc.sent_item(CONN, PATH, psn)[1])
+    timeout()
+    assert got == [P.PATH_KEEP, P.PATH_SUSPECT, P.PATH_SUSPECT, P.PATH_RETIRE, P.PATH_REROUTE,
+                   P.PATH_REROUTE]
+    c = sem.counters
+    assert (c[CTR["path_keeps"]], c[CTR["paths_suspected"]], c[CTR["paths_retired"]],
+            c[CTR["path_reroutes"]]) == (1, 2, 1, 2)
+    assert sum(c[CTR[k]] for k in ("path_keeps", "paths_suspected", "paths_retired",
+                                   "path_reroutes")) == c[CTR["timeouts"]] == 6
+
+
+def test_cycle_model_verdicts_in_order_with_probes():
+    """MR-TX-197, MR-TX-202: on the cycle model the verdicts leave on m_probe in the order of
+    their check events, after the path's probe: a probe, then the timeout's SUSPECT (path 0
+    healthy); with path 0 never acknowledged a REROUTE at once; the replay's verdicts are
+    ``RetransmitModel.verdict_now``'s (check_items compares them)."""
+    m, res, _ = _run_timed(_probe_items())
+    assert _verdicts(res["probe"]) == [P.PATH_SUSPECT]
+    m, res, _ = _run_timed([it for it in _probe_items() if it[0] != "ack"])
+    assert _verdicts(res["probe"]) == [P.PATH_REROUTE]

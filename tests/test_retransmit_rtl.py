@@ -33,3 +33,4 @@ def test_retransmit_rtl_lockstep(tmp_path):
     c = row["counters"]
     assert c["gap_losses"] and c["timeouts"] >= 10 and c["errors"] == 1 and c["acks_stale"]
     assert row["probes"] == c["tail_probes"] >= 5          # MR-TX-162: lost ACKs, healthy paths
+    assert row["verdicts"] == c["timeouts"]                 # MR-TX-197: one per timeout

@@ -98,6 +98,20 @@ def test_model_failures(seed):
     assert st[4] and st[12] and st[0] and drv.res["bad_frames"] and drv.res["errors"]
 
 
+def test_model_new_routes_after_timeouts():
+    """MR-TXS-121, MR-TX-197 (MR-PATH-002): the dead connection's timeouts are verdicts from the
+    retransmit unit to the scheduler (no other path healthy: reroutes); its frames after them
+    leave with a new UDP source port (``protocol.entropy_next`` of the template's, checked by
+    ``tx_cases.check`` on every frame: the port of a generation no lower than the path's
+    last)."""
+    sem = sched_sem(SMALL)
+    items, lay = xc.traffic(sem, 8, seed=1, max_len=1200, bad_reads=3)
+    drv = xc.run_model(TxCycleModel(64, **SMALL), items, lay, xc.templates(2, 4), seed=1,
+                       loss=0.1, dead=(1,))
+    s = xc.check(sem, items, drv)
+    assert s["new_routes"] >= 2
+
+
 @pytest.mark.slow
 def test_lockstep_failures_64():
     """MR-TX-124..126, MR-TX-150: the failures on the RTL in lockstep, 0 mismatches, the

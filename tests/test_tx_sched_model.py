@@ -8,7 +8,8 @@ from metaroce.models import tx_sched_cases as tc
 from metaroce.models.tx_sched import rsp_item
 from metaroce.models.tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, SMALL,
                                       STATUS_LOC_LEN_ERR,
-                                      STATUS_LOC_QP_OP_ERR, TxSchedCycleModel, TxSchedModel)
+                                      STATUS_LOC_QP_OP_ERR, TxSchedCycleModel, TxSchedModel,
+                                      PATH_ACTIVE, PATH_PROBING, PATH_RETIRED)
 from metaroce.models.wire import MrdhFlag
 
 
@@ -117,7 +118,7 @@ def test_read_request():
                   "mrdh_path": fr["mrdh_path"], "mrdh_stream": 0, "mrdh_msg": 1, "mrdh_offset": 0,
                   "mrdh_msg_len": 0, "reth_va": 0xABC0, "reth_rkey": 0x77, "reth_dma_len": 70_000,
                   "mrsh_recv_seq": 0, "imm_imm": 0, "payload_len": 0, "slot": 1, "swap": 0,
-                  "compare": 0}
+                  "compare": 0, "gen": 0}
     assert st["nbytes"] == 0 and st["chunk"] == 0
     p = fr["mrdh_path"]
     ps = sem.path[p]
@@ -326,7 +327,9 @@ def test_atomic_layouts_keep_the_other_ops_bits():
     assert [n for n, _ in lay.wr][:len(old_wr)] == list(old_wr)
     assert [n for n, _ in lay.wr][len(old_wr):] == ["swap", "compare"]
     assert lay.wr["swap"].offset == 260 and lay.wr.size == 388
-    assert [n for n, _ in lay.frame][-3:] == ["slot", "swap", "compare"] and lay.frame.size == 559
+    # MR-TXS-121: and the entropy generation after them (4 bits, 563 from 559)
+    assert [n for n, _ in lay.frame][-4:] == ["slot", "swap", "compare", "gen"]
+    assert lay.frame["gen"].offset == 559 and lay.frame.size == 563
     sem = TxSchedModel(**dict(SMALL, mtu=256))
     assert sem.wr(tc.wr_item(0, 0, 8, wr_id=1, op=7, swap=1))["status"] == STATUS_LOC_QP_OP_ERR
     for k, op in enumerate((OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ)):
@@ -849,10 +852,101 @@ def test_endpoint_resends_on_tail_probed_paths():
 
 @pytest.mark.slow
 def test_endpoint_tail_probes_sweep():
-    """MR-TXS-093: the lost-ACK comparison over seeds 0..49 on 2 and 4 paths: 78 of the 100
-    runs agree on every frame, tail probes included (342 of them); the others part after an
-    endpoint timeout (its path verdicts, MR-PATH-002, not in this slice) or where the endpoint
-    times out and the unit probes (MR-TX-163's health age); none at a probe. (About 3 minutes.)"""
+    """MR-TXS-093, MR-TXS-125: the lost-ACK comparison over seeds 0..49 on 2 and 4 paths: 97 of
+    the 100 runs agree on every frame (78 before the path verdicts), tail probes included (449
+    of them); the 3 others part where the endpoint's healthy path (acknowledged within 4 RTTs)
+    is not the unit's health bit (MR-TX-163): 2 where the endpoint times out and the unit
+    probes, 1 after a timeout whose verdict the health age makes a reroute at the endpoint and a
+    suspicion at the unit; none at a probe."""
     n = tc.endpoint_probe_sweep(range(50))
-    assert n["agree"] >= 78 and n["probes"] >= 300, n
+    assert n["agree"] >= 97 and n["probes"] >= 400, n
     assert not n.get("other") and n["agree"] + n.get("after_timeout", 0) + n.get("health", 0) == 100
+
+
+@pytest.mark.parametrize("seed,paths", [(6, 2), (8, 2), (2, 4), (11, 4)])
+def test_endpoint_path_verdicts(seed, paths):
+    """MR-TXS-125, MR-TXS-114..117 (MR-PATH-001/002/005): runs of the lost-ACK comparison whose
+    endpoint times a path out and suspects it (another path healthy) or reroutes it: the unit's
+    verdicts given to the scheduler, every frame after them is the endpoint's (the suspected
+    path's one packet at a time with AckReq, no resend on it, its restore by the ACK of its
+    packet). These runs parted at the first frame after the timeout before the path states."""
+    r = tc.endpoint_probes(seed, paths=paths)
+    st = r["stats"]
+    assert st["timeouts"] and st.get("paths_suspected") and r["frames"] == st["data_packets_sent"]
+
+
+def _one_path_sem(paths_state=None):
+    """A write of 8 chunks on connection 0 of the small instance (4 paths)."""
+    sem = TxSchedModel(**SMALL)
+    assert sem.wr(tc.wr_item(0, 0, 8000, wr_id=1)) is None
+    return sem
+
+
+def test_suspected_path_one_packet_at_a_time():
+    """MR-TXS-113, MR-TXS-114, MR-TXS-116, MR-TXS-117 (MR-PATH-002/005): a SUSPECT verdict makes
+    path 0 probing: it takes a new chunk only with nothing in flight, with AckReq, never a
+    resend (a resend waits for an active path); an acknowledged report of its packet restores
+    it (active); a lost report does not."""
+    sem = _one_path_sem()
+    sem.path_event({"conn": 0, "path": 0, "verdict": P.PATH_SUSPECT})
+    assert sem.path[0]["state"] == PATH_PROBING
+    sent = [sem.apply(sem.decide()) for _ in range(6)]
+    on0 = [(f, s) for f, s in sent if s["path"] == 0]
+    assert len(on0) == 1 and on0[0][0]["bth_ack_req"] == 1
+    # only the other paths while its packet is in flight
+    assert [s["path"] for _, s in sent] == [0, 1, 2, 3, 1, 2]
+    # a lost report: no restore; its resend does not go on path 0 although it is empty
+    f0, s0 = on0[0]
+    rep = {"conn": 0, "path": 0, "slot": s0["slot"], "chunk": s0["chunk"], "abort": 0}
+    sem.report(rep, lost=True)
+    assert sem.path[0]["state"] == PATH_PROBING and sem.path[0]["pkts"] == 0
+    act = sem.decide()
+    assert act[2] == "resend" and act[6] != 0
+    for p in (1, 2, 3):                         # every active path full: the resend waits
+        sem.path[p]["pkts"] = SMALL["path_pkts"]
+    assert sem.decide() is None
+    # an acknowledged report of the path's packet (a late ACK): active again
+    sem.report(rep, lost=False)
+    assert sem.path[0]["state"] == PATH_ACTIVE and sem.path_ok(sem.path[0], True)
+
+
+def test_rerouted_path_window_of_one_mtu():
+    """MR-TXS-115: a REROUTE verdict keeps path 0 active with a window of one MTU until its next
+    acknowledged report: one packet of 1,024 bytes, then none while it is in flight; its
+    AckReq set (the packet fills the window); the state unchanged by the reroute, the window its
+    own again after the ACK."""
+    sem = _one_path_sem()
+    sem.path_event({"conn": 0, "path": 0, "verdict": P.PATH_REROUTE})
+    assert sem.path[0]["state"] == PATH_ACTIVE and sem.path[0]["col"]
+    sent = [sem.apply(sem.decide()) for _ in range(6)]
+    on0 = [(f, s) for f, s in sent if s["path"] == 0]
+    assert len(on0) == 1 and on0[0][0]["bth_ack_req"] == 1
+    s0 = on0[0][1]
+    sem.report({"conn": 0, "path": 0, "slot": s0["slot"], "chunk": s0["chunk"], "abort": 0},
+               lost=False)
+    assert not sem.path[0]["col"] and sem.window(sem.path[0]) == SMALL["cwnd"]
+    # a reroute of a probing path keeps it probing (the endpoint's _verdict)
+    sem.path_event({"conn": 0, "path": 1, "verdict": P.PATH_SUSPECT})
+    sem.path_event({"conn": 0, "path": 1, "verdict": P.PATH_REROUTE})
+    assert sem.path[1]["state"] == PATH_PROBING
+    # KEEP changes nothing here (the windows', hw-cwnd.md section 8); beyond the instance ignored
+    sem.path_event({"conn": 0, "path": 2, "verdict": P.PATH_KEEP})
+    sem.path_event({"conn": 0, "path": SMALL["paths"], "verdict": P.PATH_SUSPECT})
+    assert sem.path[2]["state"] == PATH_ACTIVE and not sem.path[2]["col"]
+
+
+def test_retired_path_probing_with_a_new_entropy():
+    """MR-TXS-120, MR-TXS-121 (MR-PATH-003/005): without the unit's probe timer (hw-tx.md section 1.5c) a
+    RETIRE verdict makes the path probing at once, with a new entropy (the endpoint reroutes a
+    retired path when it probes it): one packet at a time, its frame requests' ``gen`` counted
+    up by each new-route verdict (SUSPECT, REROUTE, RETIRE; not KEEP)."""
+    sem = _one_path_sem()
+    assert sem.apply(sem.decide())[0]["gen"] == 0
+    for v, gen in ((P.PATH_SUSPECT, 1), (P.PATH_KEEP, 1), (P.PATH_REROUTE, 2), (P.PATH_RETIRE, 3)):
+        sem.path_event({"conn": 0, "path": 1, "verdict": v})
+        assert sem.path[1]["gen"] == gen and sem.path[1]["state"] == PATH_PROBING
+    sent = [sem.apply(sem.decide()) for _ in range(5)]
+    on1 = [f for f, s in sent if s["path"] == 1]
+    assert len(on1) == 1 and on1[0]["gen"] == 3 and on1[0]["bth_ack_req"] == 1
+    assert all(f["gen"] == 0 for f, s in sent if s["path"] != 1)
+    assert PATH_RETIRED not in [p["state"] for p in sem.path]
