@@ -67,6 +67,9 @@ def add_arguments(p):
                    help="with --peer rtl or endpoint: each side WRITEs its bytes to the other "
                         "(default) or READs the other's (MR-ENG-146: the data's receiver posts the "
                         "READs, the sender's engine answers them)")
+    p.add_argument("--writes", type=int, default=None, dest="n_writes",
+                   help="with --peer rtl or endpoint: the work requests each side's bytes are cut "
+                        "into (WRITEs, or READs with --verb read; WR i on stream i mod 2; default 6)")
     p.add_argument("--mac", choices=("cut-through", "store-and-forward"), default="cut-through",
                    help="the engine's MAC streams a frame as it crosses the wire, both ways "
                         "(default), or store and forward (the earlier harness): a frame sent is "
@@ -145,6 +148,10 @@ def run(args):
         raise CliError("--back is h1's writes back: only with --peer rtl or endpoint")
     if args.verb != "write" and not (peer or endpoint):
         raise CliError("--verb read runs READs between whole engines: only with --peer rtl or endpoint")
+    if args.n_writes is not None and not (peer or endpoint):
+        raise CliError("--writes cuts a whole engine's work requests: only with --peer rtl or endpoint")
+    if args.n_writes is not None and not 1 <= args.n_writes <= 4096:
+        raise CliError("--writes must be in 1..4096")
     if args.back is not None and not 0 <= args.back <= (1 << 30):
         raise CliError("--back must be in 0..1073741824")
     whole = peer or endpoint                    # the whole engine: its TX half's MTU and connections
@@ -156,6 +163,7 @@ def run(args):
     over, _ = cosim.SCENARIOS[args.scenario]
     cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}),
                           **({"n_conns": 1, "back": args.back, "verb": args.verb} if whole else {}),
+                          **({"n_writes": args.n_writes} if args.n_writes is not None else {}),
                           "mac_cut_through": args.mac == "cut-through",
                           "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
