@@ -338,7 +338,7 @@ def test_engine_model_read_response_check_fails_on_a_wrong_read():
 
 
 def test_read_plan_writes_no_row():
-    """MR-ENG-148, MR-ENG-146: a run's READs are work requests only: the host writes no
+    """MR-ENG-148, MR-ENG-146/147: a run's READs are work requests only: the host writes no
     outstanding-read row (table 6), so a stream takes any number of READs (here 3 on one
     stream, more than its 2 rows)."""
     from metaroce.models.rx import TABLE_READ
@@ -365,11 +365,12 @@ def _many_reads_model(rd_rows_cls=None, max_cycles=None):
 
 
 def test_engine_model_loopback_many_reads():
-    """MR-ENG-148..152 on the model: 16 READs on 2 streams (8 a stream, 4 times its 2
+    """MR-ENG-148..152, MR-TXS-106..108 on the model: 16 READs on 2 streams (8 a stream, 4 times its 2
     outstanding-read rows) of 20,000 bytes of the engine's own memory at 5 % loss, with
     backpressure: the engine writes each READ's row as the scheduler takes it (16 rows written,
     none by the host), holds the READs whose row is busy (cycles waited), frees each row by its
-    READ's RDMA_READ record; every READ completes once, the destination equals the source."""
+    READ's RDMA_READ record; every READ completes once, the destination equals the source, and
+    the host still gets two records a READ (MR-ENG-154: its request's and the READ's)."""
     drv, m, region, src = _many_reads_model()
     r = ce.check(drv, region, src)
     assert r["reads"] == 16 and m.rd.writes == 16 and m.rd.waits > 0 and m.rd.busy == {}
@@ -377,9 +378,9 @@ def test_engine_model_loopback_many_reads():
 
 
 def test_engine_model_reads_fail_without_the_row_write():
-    """MR-ENG-148, negative control: the engine's row write dropped (RdRows' register emptied
-    without the RX taking it): the responses find no row (no_read), no READ completes and the
-    run does not finish in ten times the cycles the good run takes."""
+    """MR-ENG-148/149, negative control: the engine's row write dropped (RdRows' register emptied
+    without the RX taking it on ``s_cfg_eng``): the responses find no row (no_read), and the run
+    does not finish in ten times the cycles the good run takes."""
     from metaroce.models.engine import RdRowsModel
 
     class NoWrite(RdRowsModel):
@@ -516,6 +517,24 @@ def test_engine_lockstep_amaranth_read():
     assert core.mismatches == 0
     r = ce.check(drv, region, src)
     assert r["reads"] == 1 and r["rsp_frames"] >= 2 and model.rsp.ctr[0] == 1
+
+
+@pytest.mark.slow
+def test_two_engines_many_reads_rtl_lockstep():
+    """MR-ENG-148..153, MR-TXS-106..108 on the RTL (Verilator, the pair build): h1 READs 64 KiB
+    of h0 in 32 READs (16 a stream, 8 times its 2 outstanding-read rows) and h0 8 KiB of h1 in
+    32 more, at 2 % loss, every output of both engines and both host memories back-pressured at
+    20 % (so the completion records that free the rows wait too): the engines write every row
+    and hold the READs for them; ``EnginePairModel`` in lockstep, 0 mismatches; both
+    destinations equal their sources, every READ completes once (MR-ENG-154: its request on
+    ``m_tx_cqe`` and the READ on ``m_cqe``)."""
+    from metaroce.commands.cosim import run_rtl
+    from metaroce.models import cosim, cosim_tx
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 64 * 1024, "loss": 0.02,
+                          "seed": 2, "verb": "read", "n_writes": 32})
+    r = run_rtl(cfg, lockstep=True, direction="pair", p_bp=0.2)
+    assert r["ok"] and r["sha256_match"] and r["mismatches"] == 0
+    assert all(e["reads_completed"] == 32 for e in r["engines"].values())
 
 
 @pytest.mark.slow

@@ -93,12 +93,14 @@ def add_arguments(p):
                         "(MTU 1,024 and 2 connections: the block tx; --ack-every defaults to 4)")
 
 
-def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direction="rx"):
+def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direction="rx", p_bp=0.0):
     """One closed-loop run of the RTL (``tb/cosim.py``) on the cached Verilator build of the
     small instance at ``cfg.width`` (``direction`` rx: ``engine_rx_256x4`` receiving; tx: the
     block ``tx`` sending; peer: the block ``engine`` on h1, its model on h0; pair: two
     ``engine`` instances, :func:`metaroce.tb.build.pair_build`; endpoint: one ``engine`` of the
-    pair build against a model endpoint, ``endpoint_direction`` rx or tx, MR-ENG-139); returns
+    pair build against a model endpoint, ``endpoint_direction`` rx or tx, MR-ENG-139; ``p_bp``:
+    with peer or pair, the engines' outputs and host memories back-pressured at that
+    probability, MR-ENG-153); returns
     the result dict (raises RuntimeError with the log's path when the simulation wrote none)."""
     from dataclasses import asdict
 
@@ -115,7 +117,8 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direc
         out = Path(tmp) / "result.json"
         log = Path(tmp) / "sim.log"
         env = {"COSIM_CONFIG": json.dumps(raw), "COSIM_OUT": str(out),
-               "COSIM_LOCKSTEP": "1" if lockstep else "0", "COSIM_DIRECTION": endpoint_direction}
+               "COSIM_LOCKSTEP": "1" if lockstep else "0", "COSIM_DIRECTION": endpoint_direction,
+               "COSIM_P_BP": str(p_bp)}
         vl.run(b, "metaroce.tb.cosim", testcase=test, extra_env=env, run_dir=Path(tmp) / "run", log_file=log,
                check=False)
         if not out.is_file():
