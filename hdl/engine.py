@@ -43,7 +43,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import records
 from ..models.dma_write import OUTSTANDING
-from ..models.engine import ACK_FIFO_DEPTH, ENG_CTR, ENGINE_TX_NAMES, RSP_FIFO_DEPTH, engine_tx_params
+from ..models.engine import (ACK_FIFO_DEPTH, ENG_CTR, ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH,
+                              engine_tx_params)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_RDMA_READ, payload_layout
@@ -522,7 +523,7 @@ class Engine(wiring.Component):
             if name not in _RX_INTERNAL:
                 _forward(m, getattr(rxh, name), getattr(self, name), rxh.signature.members[name])
         for name, mem in tx.signature.members.items():
-            if name not in _TX_INTERNAL + ("s_cfg",):
+            if name not in _TX_INTERNAL + ("s_cfg", "s_wr"):
                 _forward(m, getattr(tx, name), getattr(self, ENGINE_TX_NAMES.get(name, name)), mem)
         # MR-ENG-105: the TX half's counters through the register block (MR-REG-034)
         m.d.comb += [tx.reg_addr.eq(rxh.tx_reg_addr), rxh.tx_reg_data.eq(tx.reg_data)]
@@ -537,6 +538,12 @@ class Engine(wiring.Component):
         m.submodules.rd_rows = rdr = RdRows(self.conns, tx.sched.streams, rxh.lay, tx.lay.sched.rd,
                                             tx.lay.sched.cqe)
         wiring.connect(m, tx.m_rd, rdr.s_rd)
+        # MR-ENG-155: the work requests through a 1-entry FIFO, so that s_wr.ready stays a
+        # function of state (the scheduler's ready of a READ depends on the READ's row)
+        m.submodules.wr_q = wq = fifo.SyncFIFO(width=len(tx.s_wr.payload.as_value()), depth=WR_FIFO_DEPTH)
+        m.d.comb += [self.s_wr.ready.eq(wq.w_rdy), wq.w_data.eq(self.s_wr.payload),
+                     wq.w_en.eq(self.s_wr.valid), tx.s_wr.valid.eq(wq.r_rdy),
+                     tx.s_wr.payload.eq(wq.r_data), wq.r_en.eq(tx.s_wr.ready)]
         wiring.connect(m, rdr.m_cfg, rxh.s_cfg_eng)
         m.d.comb += [rdr.cqe.eq(rxh.m_cqe.payload), rdr.cqe_take.eq(rxh.m_cqe.valid & self.m_cqe.ready),
                      rdr.tx_cqe.eq(tx.m_cqe.payload),

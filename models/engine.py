@@ -41,7 +41,7 @@ from .wire import ROCE_PORT, Op
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "RspJoinModel", "RdRowsModel", "rd_row_write", "RSP_FIFO_DEPTH", "ENG_CTR", "MacTxArbModel", "EngineModel", "engine_model_small",
-           "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
+           "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
 
@@ -310,6 +310,10 @@ def ack_desc(rec, row):
     return d
 
 
+#: MR-ENG-155: the work requests' FIFO in front of the TX half's s_wr
+WR_FIFO_DEPTH = 1
+
+
 class _AckFifo:
     """AckIn's (and RspJoin's) SyncFIFO: ``ready`` not full, ``valid`` not empty (both of its
     state only), the head read without a register."""
@@ -529,6 +533,7 @@ class EngineModel:
         self.rsp = RspJoinModel(lay.sched.rsp_done)
         # MR-ENG-148: the outstanding-read rows written by the engine
         self.rd = RdRowsModel(conns, streams, self.rx.lay, lay.sched.rd, self.rx.lay.cqe, lay.sched.cqe)
+        self.wr_q = _AckFifo(WR_FIFO_DEPTH)     # MR-ENG-155
         self.ack_out = AckOutModel(conns, self.rx.lay.ack, lay.cfg)
         self.ack_fb = FrameBuilderModel(width)
         self.arb = MacTxArbModel()
@@ -545,12 +550,12 @@ class EngineModel:
 
     def busy(self):
         return (self.rx.busy() or self.tx.busy() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any())
+                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy())
 
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers."""
         return (self.rx.busy() or self.tx.active() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any())
+                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy())
 
     def step(self, inputs):
         g = inputs.get
@@ -568,7 +573,10 @@ class EngineModel:
                       "s_rsp__valid": rsp_valid, "s_rsp__payload": rsp_head, "m_rsp_done__ready": 1})
         # MR-ENG-150: the READ's row ready, on s_wr's READ (its message number from the
         # scheduler's registers) and RdRows' state
-        rd_ready = self.rd.ready(self.tx.sched.rd_request(g("s_wr__payload", 0)))
+        wr_valid, wr_head = self.wr_q.out()
+        wr_in_ready = self.wr_q.in_ready()
+        tx_in.update({"s_wr__valid": wr_valid, "s_wr__payload": wr_head})
+        rd_ready = self.rd.ready(self.tx.sched.rd_request(wr_head))
         tx_in["m_rd__ready"] = rd_ready
         tx_out = self.tx.step(tx_in)
         cfg_valid, cfg_pay = self.rd.out()
@@ -576,6 +584,8 @@ class EngineModel:
                                "m_ack__ready": fo["s_desc__ready"], "tx_reg_data": tx_out["reg_data"],
                                "m_rsp__ready": self.rsp.in_ready(), "eng_reg_data": self.rsp.reg_data,
                                "s_cfg_eng__valid": cfg_valid, "s_cfg_eng__payload": cfg_pay})
+        self.wr_q.q.update(wr_valid and tx_out["s_wr__ready"], g("s_wr__valid", 0) and wr_in_ready,
+                           g("s_wr__payload", 0))
         self.rd.step(tx_out["m_rd__valid"], tx_out["m_rd__payload"], rd_ready,
                      rx_out["s_cfg_eng__ready"],
                      rx_out["m_cqe__valid"] and g("m_cqe__ready", 0), rx_out["m_cqe__payload"],
@@ -597,6 +607,7 @@ class EngineModel:
         out.update({_tx_name(n): v for n, v in tx_out.items()
                     if not n.startswith(_TX_INTERNAL + ("m_axis__",))})
         out.update(ao)
+        out["s_wr__ready"] = wr_in_ready
         return out
 
 
