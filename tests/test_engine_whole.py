@@ -521,13 +521,14 @@ def test_engine_lockstep_amaranth_read():
 
 @pytest.mark.slow
 def test_two_engines_many_reads_rtl_lockstep():
-    """MR-ENG-148..153, MR-TXS-106..108 on the RTL (Verilator, the pair build): h1 READs 64 KiB
+    """MR-ENG-148..153, MR-ENG-155, MR-TXS-106..108 on the RTL (Verilator, the pair build): h1 READs 64 KiB
     of h0 in 32 READs (16 a stream, 8 times its 2 outstanding-read rows) and h0 8 KiB of h1 in
     32 more, at 2 % loss, every output of both engines and both host memories back-pressured at
     20 % (so the completion records that free the rows wait too): the engines write every row
     and hold the READs for them; ``EnginePairModel`` in lockstep, 0 mismatches; both
     destinations equal their sources, every READ completes once (MR-ENG-154: its request on
-    ``m_tx_cqe`` and the READ on ``m_cqe``)."""
+    ``m_tx_cqe`` and the READ on ``m_cqe``). The drivers check that every output is a function
+    of the engines' state (MR-ENG-155's FIFO keeps ``s_wr.ready`` so)."""
     from metaroce.commands.cosim import run_rtl
     from metaroce.models import cosim, cosim_tx
     cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 64 * 1024, "loss": 0.02,
