@@ -470,14 +470,16 @@ def test_rsp_join_lockstep_amaranth():
 
 
 def test_two_engines_model_reads(capsys):
-    """MR-ENG-146: ``metaroce cosim --peer rtl --engine model --verb read``: h1 READs 8 KiB of
-    h0's memory and h0 1 KiB of h1's at 5 % loss; each engine answers the other's READs (every
-    response frame checked); both destinations equal their sources, every READ completes once;
-    the reference endpoints' READs complete too."""
+    """MR-ENG-146, MR-ENG-124's ``--writes``: ``metaroce cosim --peer rtl --engine model --verb
+    read --writes 12``: h1 READs 8 KiB of h0's memory and h0 1 KiB of h1's at 5 % loss, 12 READs
+    each (6 a stream, 3 times its rows: the engines write the rows, MR-ENG-148); each engine
+    answers the other's READs (every response frame checked); both destinations equal their
+    sources, every READ completes once; the reference endpoints' READs complete too.
+    ``--writes`` without a whole engine is MR-CLI-001's exit 2."""
     import json
     from metaroce.cli import main
     assert main(["cosim", "--peer", "rtl", "--engine", "model", "--json", "--bytes", "8192",
-                 "--loss", "0.05", "--seed", "3", "--verb", "read"]) == 0
+                 "--loss", "0.05", "--seed", "3", "--verb", "read", "--writes", "12"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert list(r)[:6] == ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
     assert r["ok"] and r["sha256_match"] and r["wrs_completed_ok"] and r["reference"]["ok"]
@@ -486,6 +488,9 @@ def test_two_engines_model_reads(capsys):
         e = r["engines"][h]
         assert e["reads_completed"] >= 1 and e["response_frames"] >= 1 and not e["response_errors"]
     assert main(["cosim", "--verb", "read", "--engine", "model"]) == 2      # READs need whole engines
+    assert main(["cosim", "--writes", "3", "--engine", "model"]) == 2
+    for h in ("h0", "h1"):
+        assert r["engines"][h]["reads_completed"] == 12
 
 
 @pytest.mark.parametrize("direction", ["rx", "tx"])
