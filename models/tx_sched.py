@@ -652,6 +652,9 @@ class TxSchedCycleModel:
         self.width = width
         # MR-TXS-106: with rd_rows, a READ is queued only with m_rd.ready (the engine's row)
         self.rd_rows = bool(rd_rows)
+        if self.rd_rows:
+            self.port_names = lambda: {"inputs": [*INPUTS, "m_rd__ready"],
+                                       "outputs": [*OUTPUTS, "m_rd__payload", "m_rd__valid"]}
         self.sem = TxSchedModel(conns, streams, paths, depth, **kw)
         self.lay = self.sem.lay
         self.frame_q = SyncFifoModel(OUT_DEPTH)
@@ -718,6 +721,23 @@ class TxSchedCycleModel:
                  and self.sent_q.level < OUT_DEPTH)
         return busy, comp, take_wr, sched
 
+    def rd_port(self, inputs):
+        """MR-TXS-106: ``m_rd``'s payload as the RTL drives it in every cycle (valid or not): the
+        fields of the request entering the register (a response's as MR-TXS-067 maps it) and
+        its stream's next message number (one further as in :meth:`rd_request`)."""
+        g, sem = inputs.get, self.sem
+        if g("s_rsp__valid", 0):
+            f = rsp_item(unpack(self.lay.rsp, g("s_rsp__payload", 0)), sem.streams)
+        else:
+            f = unpack(self.lay.wr, g("s_wr__payload", 0))
+        qi = sem.qi(f["conn"], f["stream"] & (sem.streams - 1))
+        w = self.wq
+        hit = (w is not None and self._sched_terms()[2] and not is_rsp(w) and not sem.wr_status(w)
+               and sem.qi(w["conn"], w["stream"] & (sem.streams - 1)) == qi)
+        return pack(self.lay.rd, {"conn": f["conn"], "stream": f["stream"],
+                                  "msg": (sem.q[qi]["msg_next"] + hit) & 0xFFFFFFFF,
+                                  "laddr": f["laddr"], "length": f["length"], "wr_id": f["wr_id"]})
+
     def rd_request(self, payload):
         """MR-TXS-106: the outstanding-read row's fields of the work request ``payload`` on
         ``s_wr`` when it is a good READ (None otherwise), with the message number it takes: its
@@ -750,6 +770,7 @@ class TxSchedCycleModel:
         lay, sem = self.lay, self.sem
         # MR-TXS-106: the READ on s_wr and its row (before the registers move)
         rd = self.rd_request(g("s_wr__payload", 0)) if self.rd_rows else None
+        rd_pay = self.rd_port(inputs) if self.rd_rows else 0
         rd_ready = g("m_rd__ready", 0) if self.rd_rows else 1
         take_lost = self.take_lost()
         resend_ready = int(self.br is None or take_lost)
@@ -824,7 +845,7 @@ class TxSchedCycleModel:
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
         if self.rd_rows:
-            out.update({"m_rd__valid": rd_valid, "m_rd__payload": pack(lay.rd, rd) if rd else 0})
+            out.update({"m_rd__valid": rd_valid, "m_rd__payload": rd_pay})
         frame = sent = cqe = None
         # MR-TXS-036: last cycle's acknowledged chunk counted at this edge (after this cycle's
         # decisions above, before this cycle's report: the forward); its connection is touched
