@@ -402,6 +402,7 @@ class RdRowsModel:
         self.pend = None                # the row write waiting for the RX's s_cfg
         self.writes = 0                 # rows written (for the runs' figures)
         self.waits = 0                  # cycles a READ waited for its row
+        self.pend_wait = self.pend_max = 0      # cycles a row write waited for the RX (MR-ENG-152)
 
     def index(self, conn, stream, msg):
         return (conn * self.streams + stream) * self.slots + (msg % self.slots)
@@ -420,8 +421,11 @@ class RdRowsModel:
     def step(self, rd_valid, rd, rd_ready, cfg_ready, cqe_take, cqe, tx_cqe_take, tx_cqe):
         """One clock: the scheduler's ``m_rd`` (packed) and the ready given it, the RX's
         ``s_cfg_eng.ready``, the RX's ``m_cqe`` and the TX half's ``m_cqe`` records taken."""
-        if self.pend is not None and cfg_ready:
-            self.pend = None
+        if self.pend is not None:
+            self.pend_max = max(self.pend_max, self.pend_wait)
+            self.pend_wait = 0 if cfg_ready else self.pend_wait + 1
+            if cfg_ready:
+                self.pend = None
         if rd_valid and not rd_ready:
             self.waits += 1
         if rd_valid and rd_ready:
