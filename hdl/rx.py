@@ -13,8 +13,10 @@ s_cfg          in    configuration writes {table, addr, data} (MR-RX-060)
 m_ack          out   ACK/NAK requests for the TX side (MR-RX-030, MR-RX-031)
 m_place        out   placement commands {conn, addr, length} of accepted writes (MR-RX-032)
 m_data         out   the payload beats of accepted writes, in command order (MR-RX-033)
-m_cqe          out   completion records: WRITE_IMM, SEND, READ (MR-RX-084/085, MR-RX-104, MR-RX-112)
+m_cqe          out   completion records: WRITE_IMM, SEND, READ, atomics (MR-RX-084/085, MR-RX-104, MR-RX-112,
+                     MR-RX-159/160)
 m_rsp          out   READ requests executed, for the TX side's responses (MR-RX-131)
+m_atom         out   atomics at their execution point, with their operands (MR-RX-155, MR-RX-164)
 reg_addr/data  in/out 64-bit counter read, one cycle after the address (MR-RX-050)
 ============== ===== =====================================================================
 
@@ -44,7 +46,7 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
                          N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM, WC_RECV, RECV_SLOTS,
                          LATE_CODES, NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_MSG,
-                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, SMALL, WC_RDMA_READ, RxCode, layouts,
+                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, SMALL, CAP_COUNT_BITS, RD_OP_WC, WC_REM_ACCESS_ERR, RxCode, layouts,
                          payload_layout)
 from ..models.wire import Op
 from .muxes import pick as _pick
@@ -343,6 +345,7 @@ class Rx(wiring.Component):
             "m_data": Out(stream.Signature(beat)),
             "m_cqe": Out(stream.Signature(lay.cqe)),
             "m_rsp": Out(stream.Signature(lay.rsp)),
+            "m_atom": Out(stream.Signature(lay.atom)),
             "reg_addr": In(range(32)),
             "reg_data": Out(COUNTER_BITS),
         })
@@ -362,10 +365,18 @@ class Rx(wiring.Component):
 
         m.submodules.ack_q = ack_q = fifo.SyncFIFO(width=lay.ack.size, depth=FIFO_DEPTH)
         m.submodules.place_q = place_q = fifo.SyncFIFO(width=lay.place.size, depth=FIFO_DEPTH)
-        m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=1, depth=FIFO_DEPTH)
+        # MR-RX-033, MR-RX-163: a steering entry: the beats out on m_data (keep), or an atomic's
+        # operands captured into the operand table's row, after the atomic bundles pushed up to
+        # its own push have read theirs (mark)
+        n_slots = lay.msg_slots
+        opd_row_bits = cb + lay.stream_bits + (n_slots - 1).bit_length()
+        steer_entry = data.StructLayout({"keep": 1, "cap": 1, "row": max(1, opd_row_bits), "mark": CAP_COUNT_BITS})
+        m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=steer_entry.size, depth=FIFO_DEPTH)
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe_bundle.size, depth=FIFO_DEPTH)
         # MR-RX-131: the response items of READ requests, one bundle per delivery as m_cqe's
         m.submodules.rsp_q = rsp_q = fifo.SyncFIFO(width=lay.rsp_bundle.size, depth=FIFO_DEPTH)
+        # MR-RX-155: the atomics' execution items, likewise
+        m.submodules.atom_q = atom_q = fifo.SyncFIFO(width=lay.atom_bundle.size, depth=FIFO_DEPTH)
         # MR-RX-001: the per-stream tables hold `streams` rows per connection (index bits sb)
         sb, esb = lay.stream_bits, records.STREAM_BITS
 
@@ -423,7 +434,8 @@ class Rx(wiring.Component):
                                & (place_q.level + inflight < FIFO_DEPTH)
                                & (steer_q.level + inflight < FIFO_DEPTH)
                                & (cqe_q.level + inflight < FIFO_DEPTH)
-                               & (rsp_q.level + inflight < FIFO_DEPTH))
+                               & (rsp_q.level + inflight < FIFO_DEPTH)
+                               & (atom_q.level + inflight < FIFO_DEPTH))
         # MR-RX-093: a due timer enters the pipeline in place of a record
         m.d.comb += [fire.eq(credits & t_due),
                      meta_ready.eq(credits & (timer_q.level + inflight < TIMER_DEPTH) & ~fire),
@@ -450,6 +462,7 @@ class Rx(wiring.Component):
         # S0, the row stage (MR-RX-040): the record taken, its rows being read
         s0 = Signal(META_LAYOUT)
         s0_write, s0_send, s0_read, s0_rreq = Signal(), Signal(), Signal(), Signal()
+        s0_atom = Signal()      # MR-RX-151: MR_CMP_SWAP or MR_FETCH_ADD
         s0_timer, s0_trow, s0_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
         with m.If(advance):
             # the record's bits load whenever the stage advances, taken or not (their value is
@@ -463,18 +476,21 @@ class Rx(wiring.Component):
                          s0_write.eq(take & ((op_in == Op.MR_WRITE) | (op_in == Op.MR_WRITE_IMM))),
                          s0_send.eq(take & ((op_in == Op.MR_SEND) | (op_in == Op.MR_SEND_IMM))),
                          s0_read.eq(take & (op_in == Op.MR_READ_RESP)),
-                         s0_rreq.eq(take & (op_in == Op.MR_READ))]
+                         s0_rreq.eq(take & (op_in == Op.MR_READ)),
+                         s0_atom.eq(take & ((op_in == Op.MR_CMP_SWAP) | (op_in == Op.MR_FETCH_ADD)))]
         # S1: the record and its four rows, registered as S0 moves on
         s1 = Signal(META_LAYOUT)
         # is_rreq: a READ request (MR-RX-126)
         is_write, is_send, is_read, is_rreq = Signal(), Signal(), Signal(), Signal()
+        is_atom = Signal()
         s1_timer, s1_trow, s1_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
         conn_row, key_row = Signal(lay.conn.size), Signal(lay.key.size)
         recv_row, rd_row = Signal(lay.recv.size), Signal(lay.rd.size)
         with m.If(advance):
             m.d.sync += [s1_valid.eq(s0_valid), s1_timer.eq(s0_timer), s1_trow.eq(s0_trow),
                          s1_tgen.eq(s0_tgen), s1.eq(s0), is_write.eq(s0_write), is_send.eq(s0_send),
-                         is_read.eq(s0_read), is_rreq.eq(s0_rreq), conn_row.eq(conn_data), key_row.eq(key_data),
+                         is_read.eq(s0_read), is_rreq.eq(s0_rreq), is_atom.eq(s0_atom),
+                         conn_row.eq(conn_data), key_row.eq(key_data),
                          recv_row.eq(recv_data), rd_row.eq(rd_data)]
 
         # what every stage hands on besides its checks
@@ -506,6 +522,9 @@ class Rx(wiring.Component):
         rd = data.View(lay.rd, rd_row)
         rd_match = Signal()
         m.d.comb += rd_match.eq(is_read & rd.valid & (rd.msg == mrdh.msg))
+        # MR-RX-160: an ERROR response (its length 0); MR-RX-152: an atomic's operation
+        rd_error = is_read & mrdh.flags[3]
+        cas = bth.opcode[0] == (Op.MR_CMP_SWAP & 1)
         # the order of the 32-bit sequence space (protocol.seq_lt32): recv_seq against the
         # receive row's, a response's msg against the READ row's
         ord_a, ord_b = Signal(32), Signal(32)
@@ -519,9 +538,13 @@ class Rx(wiring.Component):
                      s1_carry.stream.eq(mrdh.stream[:sb]), s1_carry.msg.eq(mrdh.msg),
                      s1_carry.msg_len.eq(mrdh.msg_len),
                      # MR-RX-130: a READ request's slot keeps its length in imm
-                     s1_carry.imm.eq(Mux(is_rreq, reth.dma_len, s1.imm)),
-                     s1_carry.kind.eq(Cat((bth.opcode == Op.MR_WRITE_IMM) | (bth.opcode == Op.MR_SEND_IMM),
-                                          is_send, is_rreq)),
+                     # MR-RX-153: an atomic's likewise; MR-RX-159: a READ response's the row's
+                     # length (an ERROR response has msg_len 0)
+                     s1_carry.imm.eq(Mux(is_rreq | is_atom, reth.dma_len, Mux(is_read, rd.length, s1.imm))),
+                     # MR-RX-153: an atomic's kind 5 or 6; MR-RX-159: a READ response's the row's op
+                     s1_carry.kind.eq(Mux(is_read, rd.op, Cat(
+                         ((bth.opcode == Op.MR_WRITE_IMM) | (bth.opcode == Op.MR_SEND_IMM)) | (is_atom & cas),
+                         is_send | (is_atom & ~cas), is_rreq | is_atom))),
                      s1_carry.wr_id.eq(Mux(r_match, recv.wr_id, Mux(rd_match, rd.wr_id, 0))),
                      s1_carry.read.eq(is_read),
                      s1_carry.chunk.eq((mrdh.offset >> mtu_log2)[:pos_bits + EPOCH_BITS]),
@@ -539,10 +562,13 @@ class Rx(wiring.Component):
                                    "va_high": 1, "write": 1, "send": 1, "r_valid": 1, "r_match": 1,
                                    "read": 1, "rd_valid": 1, "rd_match": 1, "ord_ne": 1,
                                    # MR-RX-127/128: a READ request; its key, right or VA refused
-                                   "rreq": 1, "rq_refused": 1})
+                                   "rreq": 1, "rq_refused": 1,
+                                   # MR-RX-152: an atomic; its VA not 8-byte aligned.
+                                   # MR-RX-160: an ERROR response
+                                   "atom": 1, "misalign": 1, "rerr": 1})
         s1_flags = Signal(flags)
         m.d.comb += [
-            s1_flags.drop.eq(s1.drop), s1_flags.op.eq(~is_write & ~is_send & ~is_read & ~is_rreq),
+            s1_flags.drop.eq(s1.drop), s1_flags.op.eq(~is_write & ~is_send & ~is_read & ~is_rreq & ~is_atom),
             s1_flags.conn.eq((bth.dest_qp[cb:] != 0) | ~conn.valid),
             s1_flags.pkey.eq(bth.pkey != conn.pkey),
             s1_flags.path.eq(mrdh.path > conn.n_paths_m1),
@@ -550,14 +576,19 @@ class Rx(wiring.Component):
             s1_flags.align.eq((mrdh.offset & (mtu - 1)) != 0),
             s1_flags.short.eq(plen != mtu),
             s1_flags.empty.eq((plen == 0) & (mrdh.msg_len != 0)),
-            s1_flags.length.eq((is_write & (reth.dma_len != mrdh.msg_len)) | (rd_match & (rd.length != mrdh.msg_len))
-                               | (is_rreq & (mrdh.msg_len != 0))),
+            s1_flags.length.eq((is_write & (reth.dma_len != mrdh.msg_len))
+                               | (rd_match & (Mux(rd_error, 0, rd.length) != mrdh.msg_len))
+                               | (is_rreq & (mrdh.msg_len != 0))
+                               | (is_atom & ((reth.dma_len != 8) | (mrdh.msg_len != Mux(cas, 16, 8))))),
+            s1_flags.atom.eq(is_atom), s1_flags.misalign.eq(is_atom & (reth.va[:3] != 0)),
+            s1_flags.rerr.eq(rd_error),
             s1_flags.access.eq(is_write & (~hit | ~key.access[1])),
             s1_flags.va_high.eq(is_write & (reth.va[32:] != 0)),
             s1_flags.write.eq(is_write), s1_flags.send.eq(is_send), s1_flags.r_valid.eq(recv.valid),
             s1_flags.r_match.eq(r_match), s1_flags.read.eq(is_read), s1_flags.rd_valid.eq(rd.valid),
             s1_flags.rd_match.eq(rd_match), s1_flags.rreq.eq(is_rreq),
-            s1_flags.rq_refused.eq(is_rreq & (~hit | ~key.access[2] | (reth.va[32:] != 0))),
+            s1_flags.rq_refused.eq((is_rreq & (~hit | ~key.access[2] | (reth.va[32:] != 0)))
+                                   | (is_atom & (~hit | ~key.access[3] | (reth.va[32:] != 0)))),
             # protocol.seq_lt32: the difference's sign, and not exactly 2^31 apart
             s1_flags.ord_ne.eq(ord_a[:31] != ~ord_b[:31]),
         ]
@@ -601,7 +632,8 @@ class Rx(wiring.Component):
                 # MR-RX-112: a READ response's is its READ's destination + offset
                 *[r.eq(v) for r, v in zip(s2_addr_limbs, _address_limbs(m,
                     (recv.base & is_send.replicate(64)) | (rd.base & is_read.replicate(64))
-                    | (key.base & (is_write | is_rreq).replicate(64)), reth.va & (is_write | is_rreq).replicate(64),
+                    | (key.base & (is_write | is_rreq | is_atom).replicate(64)),
+                    reth.va & (is_write | is_rreq | is_atom).replicate(64),
                     mrdh.offset))],
             ]
 
@@ -644,7 +676,9 @@ class Rx(wiring.Component):
         checks = [
             (f.drop, RxCode.PARSER_DROP), (f.op, RxCode.NOT_HANDLED), (f.conn, RxCode.NO_CONNECTION),
             (f.pkey, RxCode.BAD_PKEY), (f.path, RxCode.BAD_PATH), (f.stream, RxCode.STREAM),
-            (chunk_bad, RxCode.CHUNK), (f.length, RxCode.LENGTH), (f.access, RxCode.ACCESS),
+            (chunk_bad, RxCode.CHUNK), (f.length, RxCode.LENGTH),
+            # MR-RX-152: a misaligned atomic, INVALID_REQUEST, counted as chunk
+            (f.misalign, RxCode.CHUNK), (f.access, RxCode.ACCESS),
             (f.va_high | (f.write & bnd_gt), RxCode.BOUNDS),
             # MR-RX-111: no READ in the row, nor an earlier one it replaced
             (f.read & ~f.rd_match & ~(f.rd_valid & s3_r_behind), RxCode.NO_READ),
@@ -699,13 +733,15 @@ class Rx(wiring.Component):
                 # psn + 1's one-hot is psn's rotated by one: one decoder for both
                 s4_oh.eq(s3_oh), s4_oh_next.eq(s3_oh.rotate_left(1)),
                 s4_psn_p1.eq(s3_psn_p1), s4_psn_hi_m1.eq(s3_psn_hi_m1),
-                s4_late.eq(s3_rnr | s3_rbounds), s4_stale.eq(s3_stale),
+                # MR-RX-154: an atomic is not placed either (its payload is its operands)
+                s4_late.eq(s3_rnr | s3_rbounds), s4_stale.eq(s3_stale | f.atom),
                 s4_late_code.eq(Mux(s3_rnr, RxCode.RNR, RxCode.RECV_BOUNDS)),
                 s4_late_reason.eq(Mux(s3_rnr, NAK_OF[RxCode.RNR], NAK_OF[RxCode.RECV_BOUNDS])),
                 # MR-RX-128, MR-RX-130: a READ request's refusal, and its host address into the
                 # slot's wr_id (both from S3's registers; nothing of S4 reads them)
-                s4_carry.err.eq(f.rreq & (f.rq_refused | bnd_gt)),
-                s4_carry.wr_id.eq(Mux(f.rreq, s3_addr, s3_carry.wr_id)),
+                # MR-RX-153: an atomic's likewise; MR-RX-160: an ERROR response's flag
+                s4_carry.err.eq(((f.rreq | f.atom) & (f.rq_refused | bnd_gt)) | f.rerr),
+                s4_carry.wr_id.eq(Mux(f.rreq | f.atom, s3_addr, s3_carry.wr_id)),
             ]
 
         # -- S4: the window stage (MR-RX-024..029, MR-RX-013, MR-RX-042, MR-RX-048). The row
@@ -1004,7 +1040,7 @@ class Rx(wiring.Component):
         placew = Signal(lay.place)
         m.d.comb += [placew.conn.eq(s5_carry.conn), placew.addr.eq(s5_addr), placew.length.eq(s5_carry.plen),
                      place_q.w_data.eq(placew), place_q.w_en.eq(push & s5_place),
-                     steer_q.w_data.eq(s5_steer), steer_q.w_en.eq(push & s5_steer_en)]
+                     steer_q.w_en.eq(push & s5_steer_en)]
 
         # -- the message stage beside S5 (MR-RX-080..085): the row of {connection, stream} read in
         # S3 and registered in S4 with the writes of both cycles forwarded (MR-RX-115), the chunk accounted, the
@@ -1105,9 +1141,12 @@ class Rx(wiring.Component):
             m.d.comb += new_row.slots[j].eq(slots_out[j])
         # the records: which of the run make one (S6 packs them, MR-RX-116); which are READ
         # requests executed (a response item each, MR-RX-131)
-        rec_ok = [run[i] & order[i].kind[:2].any() for i in range(n_slots)]
-        rsp_ok = [run[i] & order[i].kind[2] for i in range(n_slots)]
+        # MR-RX-155: kind bit 2 with bit 0 or 1 an atomic (an execution item on m_atom)
+        rec_ok = [run[i] & ~order[i].kind[2] & order[i].kind[:2].any() for i in range(n_slots)]
+        rsp_ok = [run[i] & order[i].kind[2] & ~order[i].kind[:2].any() for i in range(n_slots)]
+        atom_ok = [run[i] & order[i].kind[2] & order[i].kind[:2].any() for i in range(n_slots)]
         any_rsp = Cat(*rsp_ok).any()
+        any_atom = Cat(*atom_ok).any()
         n_rec = Signal(range(n_slots + 1))
         m.d.comb += n_rec.eq(sum(rec_ok))
         m_step = push & s5_accepted & ~mc.read
@@ -1167,17 +1206,22 @@ class Rx(wiring.Component):
         rec_fields = data.StructLayout({"kind": 2, "msg_len": 32, "imm": 32, "wr_id": 64, "msg": 32, "err": 1})
         s6_rec_ok, s6_read = Signal(n_slots), Signal()
         s6_cqe, s6_rsp, s6_rsp_ok = Signal(), Signal(), Signal(n_slots)
+        s6_atom, s6_atom_ok = Signal(), Signal(n_slots)
+        s6_mark = Signal(CAP_COUNT_BITS)    # MR-RX-165: the captures its atomic bundle waits for
         s6_rec = [Signal(rec_fields, name=f"s6_rec{i}") for i in range(n_slots)]
         s6_conn, s6_stream = Signal(cb), Signal(esb)
         s6_rd = Signal(rec_fields)
         # s6_valid (the records in flight, MR-RX-041) counts a record whose delivery makes a
         # completion bundle, a response bundle or both once: each queue takes one entry of it
         m.d.sync += [s6_cqe.eq((m_step & m_new & (n_rec != 0)) | r_cqe),
-                     s6_rsp.eq(m_step & m_new & any_rsp),
-                     s6_valid.eq((m_step & m_new & ((n_rec != 0) | any_rsp)) | r_cqe),
-                     s6_rec_ok.eq(Cat(*rec_ok)), s6_rsp_ok.eq(Cat(*rsp_ok)), s6_read.eq(mc.read),
-                     s6_conn.eq(mc.conn), s6_stream.eq(mc.stream),
-                     s6_rd.msg_len.eq(mc.msg_len), s6_rd.wr_id.eq(mc.wr_id), s6_rd.msg.eq(mc.msg)]
+                     s6_rsp.eq(m_step & m_new & any_rsp), s6_atom.eq(m_step & m_new & any_atom),
+                     s6_valid.eq((m_step & m_new & ((n_rec != 0) | any_rsp | any_atom)) | r_cqe),
+                     s6_rec_ok.eq(Cat(*rec_ok)), s6_rsp_ok.eq(Cat(*rsp_ok)), s6_atom_ok.eq(Cat(*atom_ok)),
+                     s6_read.eq(mc.read), s6_conn.eq(mc.conn), s6_stream.eq(mc.stream),
+                     # MR-RX-159/160: a READ response's record: the row's length (in imm), op
+                     # (in kind) and the ERROR flag (in err)
+                     s6_rd.msg_len.eq(mc.imm), s6_rd.wr_id.eq(mc.wr_id), s6_rd.msg.eq(mc.msg),
+                     s6_rd.kind.eq(mc.kind[:2]), s6_rd.err.eq(mc.err)]
         for i in range(n_slots):
             m.d.sync += [s6_rec[i].kind.eq(order[i].kind[:2]), s6_rec[i].err.eq(order[i].err),
                          s6_rec[i].msg_len.eq(order[i].msg_len),
@@ -1201,13 +1245,65 @@ class Rx(wiring.Component):
                          item.laddr.eq(Mux(rec.err, 0, rec.wr_id)), item.length.eq(rec.imm), item.err.eq(rec.err)]
             rsp_items.append(item)
         m.d.comb += [rsp_q.w_en.eq(s6_rsp), rsp_q.w_data.eq(_bundle(m, lay.rsp_bundle, s6_rsp_ok, rsp_items))]
+        # MR-RX-155: the execution items of the atomics the delivery reached: the 8 bytes' host
+        # address (none when refused), compare-and-swap or fetch-and-add, the refusal
+        atom_items = []
+        for i, rec in enumerate(s6_rec):
+            item = Signal(lay.atom_entry, name=f"s6_atom{i}")
+            m.d.comb += [item.conn.eq(s6_conn), item.stream.eq(s6_stream), item.msg.eq(rec.msg),
+                         item.laddr.eq(Mux(rec.err, 0, rec.wr_id)), item.cas.eq(rec.kind[0]), item.err.eq(rec.err)]
+            atom_items.append(item)
+        atom_w = Signal(lay.atom_bundle)
+        m.d.comb += [atom_w.eq(_bundle(m, lay.atom_bundle, s6_atom_ok, atom_items)), atom_q.w_en.eq(s6_atom),
+                     atom_q.w_data.eq(atom_w)]
         r_bundle = Signal(lay.cqe_bundle)
+        # MR-RX-159/160: the request's opcode (RD_OP_WC) and length, REM_ACCESS_ERR for an ERROR
         m.d.comb += [r_bundle.cqes[0].conn.eq(s6_conn), r_bundle.cqes[0].stream.eq(s6_stream),
-                     r_bundle.cqes[0].msg.eq(s6_rd.msg), r_bundle.cqes[0].opcode.eq(WC_RDMA_READ),
+                     r_bundle.cqes[0].msg.eq(s6_rd.msg),
+                     r_bundle.cqes[0].opcode.eq(Array([Const(w, 8) for w in RD_OP_WC])[s6_rd.kind]),
+                     r_bundle.cqes[0].status.eq(Mux(s6_rd.err, WC_REM_ACCESS_ERR, 0)),
                      r_bundle.cqes[0].length.eq(s6_rd.msg_len), r_bundle.cqes[0].wr_id.eq(s6_rd.wr_id)]
         m.d.comb += [cqe_q.w_en.eq(s6_cqe), cqe_q.w_data.eq(Mux(s6_read, r_bundle.as_value(), bundle.as_value()))]
         _bundle_out(m, "cqe", lay.cqe_bundle, cqe_q, self.m_cqe, n_slots)
         _bundle_out(m, "rsp", lay.rsp_bundle, rsp_q, self.m_rsp, n_slots)
+        # -- MR-RX-163..166: the atomics' operands and m_atom's output stage
+        opd_rd, opd_wr, opd_data = table("opd", 128, lay.conns << (sb + slot_bits))
+        cap_in, cap_out = Signal(CAP_COUNT_BITS), Signal(CAP_COUNT_BITS)
+        aq_in, aq_read = Signal(CAP_COUNT_BITS), Signal(CAP_COUNT_BITS)
+        # an accepted new atomic (kind 5 or 6) captures its payload into its slot's row
+        mc_atom = mc.kind[2] & mc.kind[:2].any()
+        s5_cap = Signal()
+        m.d.comb += s5_cap.eq(m_step & m_new & mc_atom)
+        steer_w = Signal(steer_entry)
+        m.d.comb += [steer_w.keep.eq(s5_steer), steer_w.cap.eq(s5_cap),
+                     steer_w.row.eq(Cat(mc.msg[:slot_bits], mc.stream[:sb], mc.conn)),
+                     steer_w.mark.eq(aq_in + s6_atom), steer_q.w_data.eq(steer_w)]
+        m.d.sync += [cap_in.eq(cap_in + (steer_q.w_en & s5_cap)), aq_in.eq(aq_in + s6_atom),
+                     s6_mark.eq(cap_in + s5_cap)]
+        m.d.comb += atom_w.mark.eq(s6_mark)
+        # the output register: the head bundle's items one by one once its captures are done,
+        # each loaded with its operand row's read
+        a_head = data.View(lay.atom_bundle, atom_q.r_data)
+        a_sel = Signal(range(n_slots), name="atom_sel")
+        a_entry = Signal(lay.atom_entry)
+        m.d.comb += a_entry.eq(_pick([a_head.atoms[i].as_value() for i in range(n_slots)], a_sel))
+        a_last = a_sel == a_head.last
+        a_load = Signal()
+        ao_valid, ao_entry = Signal(), Signal(lay.atom_entry)
+        m.d.comb += [a_load.eq(atom_q.r_rdy & ~(cap_out - a_head.mark)[CAP_COUNT_BITS - 1]
+                               & (~ao_valid | self.m_atom.ready)),
+                     opd_rd.addr.eq(Cat(a_entry.msg[:slot_bits], a_entry.stream[:sb], a_entry.conn)),
+                     opd_rd.en.eq(a_load), atom_q.r_en.eq(a_load & a_last)]
+        with m.If(a_load):
+            m.d.sync += [ao_valid.eq(1), ao_entry.eq(a_entry), a_sel.eq(Mux(a_last, 0, a_sel + 1))]
+        with m.Elif(self.m_atom.ready):
+            m.d.sync += ao_valid.eq(0)
+        m.d.sync += aq_read.eq(aq_read + (a_load & a_last))
+
+        def big_endian(word):
+            return Cat(*[word[8 * (7 - i):8 * (8 - i)] for i in range(8)])
+        m.d.comb += [self.m_atom.valid.eq(ao_valid),
+                     self.m_atom.payload.eq(Cat(ao_entry, big_endian(opd_data[:64]), big_endian(opd_data[64:])))]
 
         # -- outputs
         m.d.comb += [
@@ -1216,16 +1312,31 @@ class Rx(wiring.Component):
             self.m_place.valid.eq(place_q.r_rdy), self.m_place.payload.eq(place_q.r_data),
             place_q.r_en.eq(self.m_place.ready),
         ]
-        # payload steering (MR-RX-033): each payload packet's beats go out or are dropped
+        # payload steering (MR-RX-033): each payload packet's beats go out or are dropped, or
+        # (MR-RX-163) an atomic's are captured once the items before it have read their operands
         have = steer_q.r_rdy
-        head = steer_q.r_data[0]
+        hd = data.View(steer_entry, steer_q.r_data)
         pay = self.s_payload
+        cap_ok = ~(aq_read - hd.mark)[CAP_COUNT_BITS - 1]
         m.d.comb += [
-            pay.ready.eq(have & (~head | self.m_data.ready)),
-            self.m_data.valid.eq(have & head & pay.valid),
+            pay.ready.eq(have & Mux(hd.cap, cap_ok, ~hd.keep | self.m_data.ready)),
+            self.m_data.valid.eq(have & hd.keep & pay.valid),
             self.m_data.payload.eq(pay.payload),
             steer_q.r_en.eq(pay.valid & pay.ready & pay.payload.last),
         ]
+        cap_acc, cap_beat = Signal(128), Signal()
+        masked = Signal(self.width)
+        m.d.comb += masked.eq(pay.payload.data & Cat(*[k.replicate(8) for k in pay.payload.keep]))
+        cap_new = Signal(128)
+        if self.width == 64:
+            m.d.comb += cap_new.eq(Mux(cap_beat, Cat(cap_acc[:64], masked), Cat(masked, Const(0, 64))))
+        else:
+            m.d.comb += cap_new.eq(Mux(cap_beat, cap_acc, masked[:128]))
+        cap_take = pay.valid & pay.ready & hd.cap
+        with m.If(cap_take):
+            m.d.sync += [cap_acc.eq(cap_new), cap_beat.eq(~pay.payload.last)]
+        m.d.comb += [opd_wr.en.eq(cap_take & pay.payload.last), opd_wr.addr.eq(hd.row), opd_wr.data.eq(cap_new)]
+        m.d.sync += cap_out.eq(cap_out + (cap_take & pay.payload.last))
 
         # MR-RX-047: no 64-bit carry chain in a counter. A +1 counter counts in 16-bit pieces,
         # a piece counting when every lower piece is all ones (registered flags); a counter with

@@ -44,7 +44,9 @@ __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts",
            "WC_RECV_RDMA_WITH_IMM", "chunk_new", "ACK_DELAY_RESET", "TIMER_DEPTH", "GEN_BITS",
            "TIME_BITS", "TABLE_RECV", "RECV_SLOTS", "WC_RECV", "SEND_OPS", "WRITE_OPS", "LATE_CODES",
            "KIND_IMM", "KIND_SEND", "msg_kind",
-           "TABLE_READ", "RD_SLOTS", "WC_RDMA_READ", "KIND_READ", "READ_REQ_OP"]
+           "TABLE_READ", "RD_SLOTS", "WC_RDMA_READ", "KIND_READ", "READ_REQ_OP", "ATOMIC_OPS",
+           "WC_COMP_SWAP", "WC_FETCH_ADD", "WC_REM_ACCESS_ERR", "RD_OP_READ", "RD_OP_CMP_SWAP",
+           "RD_OP_FETCH_ADD", "RD_OP_WC", "KIND_CMP_SWAP", "KIND_FETCH_ADD", "MRDH_ERROR"]
 
 
 class RxCode(IntEnum):
@@ -91,7 +93,11 @@ WRITE_OPS = (int(Op.MR_WRITE), int(Op.MR_WRITE_IMM))
 SEND_OPS = (int(Op.MR_SEND), int(Op.MR_SEND_IMM))
 #: MR-RX-126: READ requests (the responder side) are handled too
 READ_REQ_OP = int(Op.MR_READ)
-DATA_OPS = WRITE_OPS + SEND_OPS + (int(Op.MR_READ_RESP), READ_REQ_OP)
+#: MR-RX-151: atomic requests (the responder side) too
+ATOMIC_OPS = (int(Op.MR_CMP_SWAP), int(Op.MR_FETCH_ADD))
+DATA_OPS = WRITE_OPS + SEND_OPS + (int(Op.MR_READ_RESP), READ_REQ_OP) + ATOMIC_OPS
+#: MR-RX-160: the MRDH flag of an ERROR response (MR-WIRE-076, MR-VERB-004)
+MRDH_ERROR = 0x8
 
 #: MR-RX-050: counters, 64 bits each: one per RxCode, then these.
 COUNTER_BITS = 64
@@ -122,6 +128,9 @@ RING_BITS = 2 * P.SACK_BITS
 
 #: MR-RX-041: slots of each output queue (ACK/NAK requests, placement commands, payload steering).
 FIFO_DEPTH = 16
+#: MR-RX-165: bits of the counters that order operand captures and atomic items (modulo, compared
+#: in the half space: at most FIFO_DEPTH steering entries and FIFO_DEPTH bundles outstanding)
+CAP_COUNT_BITS = 6
 
 #: MR-RX-060: configuration tables (``s_cfg`` ``table`` field).
 TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH, TABLE_MSG, TABLE_RECV, TABLE_READ = 0, 1, 2, 3, 4, 5, 6
@@ -148,15 +157,28 @@ WC_RECV_RDMA_WITH_IMM = 129
 WC_RECV = 128
 #: MR-RX-112: the completion opcode of a READ at the requester (IBV_WC_RDMA_READ).
 WC_RDMA_READ = 2
+#: MR-RX-160, MR-VERB-013: an atomic's completion opcodes at the requester (IBV_WC_COMP_SWAP,
+#: IBV_WC_FETCH_ADD) and the status of a request its responder refused (IBV_WC_REM_ACCESS_ERR)
+WC_COMP_SWAP, WC_FETCH_ADD, WC_REM_ACCESS_ERR = 3, 4, 10
+#: MR-RX-159: the outstanding-read row's ``op`` (what the request was), and its completion opcode
+RD_OP_READ, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD = 0, 1, 2
+RD_OP_WC = (WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ)
 
 #: MR-RX-104: a message slot's kind: bit 0 the message carries an immediate, bit 1 it is a
 #: SEND; kind 0 (a plain WRITE) completes without a record. MR-RX-130: bit 2 a READ request
 #: (its delivery is a response item on m_rsp, not a completion record).
 KIND_IMM, KIND_SEND, KIND_READ = 1, 2, 4
+#: MR-RX-153: an atomic request's slot: bit 2 (a request) with bit 0 (compare-and-swap) or bit 1
+#: (fetch-and-add), which never meet bit 2 otherwise
+KIND_CMP_SWAP, KIND_FETCH_ADD = KIND_READ | 1, KIND_READ | 2
 
 
 def msg_kind(opcode):
-    """MR-RX-104, MR-RX-130: the message-slot kind of a data opcode."""
+    """MR-RX-104, MR-RX-130, MR-RX-153: the message-slot kind of a data opcode."""
+    if opcode == Op.MR_CMP_SWAP:
+        return KIND_CMP_SWAP
+    if opcode == Op.MR_FETCH_ADD:
+        return KIND_FETCH_ADD
     return (KIND_IMM * int(opcode in (Op.MR_WRITE_IMM, Op.MR_SEND_IMM))
             | KIND_SEND * int(opcode in SEND_OPS) | KIND_READ * int(opcode == READ_REQ_OP))
 
@@ -221,6 +243,9 @@ class Layouts:
     rd_state: data.StructLayout     # MR-RX-110: its placed bytes and chunk ring (the message stage's)
     rsp: data.StructLayout          # MR-RX-131: a READ request's response item (m_rsp)
     rsp_bundle: data.StructLayout   # MR-RX-131: the response items one chunk delivers
+    atom: data.StructLayout         # MR-RX-155: an atomic request's execution item (m_atom)
+    atom_bundle: data.StructLayout  # MR-RX-155: the execution items one chunk delivers
+    atom_entry: data.StructLayout   # MR-RX-155: an item in the atomic queue (without its operands)
     streams: int = records.STREAMS  # MR-RX-001: stream rows per connection in the per-stream tables
     stream_bits: int = records.STREAM_BITS
 
@@ -252,7 +277,8 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     recv = data.StructLayout({"valid": 1, "recv_seq": 32, "base": 64, "length": 32, "wr_id": 64})
     rdb = (rd_slots - 1).bit_length()
     # MR-RX-110: one outstanding READ per {connection, stream, msg mod rd_slots}
-    rd = data.StructLayout({"valid": 1, "msg": 32, "base": 64, "length": 32, "wr_id": 64})
+    # MR-RX-159: `op` what the request was (RD_OP_*: a READ or an atomic), its completion's opcode
+    rd = data.StructLayout({"valid": 1, "msg": 32, "base": 64, "length": 32, "wr_id": 64, "op": 2})
     rd_state = data.StructLayout({"done": 1, "placed": 32, "ring": chunk_ring * (1 + EPOCH_BITS)})
     # the configuration address of a per-stream row keeps the record's stream field whole
     esb = records.STREAM_BITS
@@ -273,9 +299,19 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     rsp = data.StructLayout({"conn": cb, "stream": 16, "msg": 32, "laddr": 64, "length": 32, "err": 1})
     rsp_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
                                     "rsps": data.ArrayLayout(rsp, msg_slots)})
+    # MR-RX-155: an atomic executed at its delivery point: the requester's stream and message,
+    # the host address of its 8 bytes (0 when refused), the operation, the refusal
+    # MR-RX-164: and its operands, as values (the payload's big-endian words): the swap or add
+    # value, the compare value (0 for fetch-and-add)
+    atom_entry = data.StructLayout({"conn": cb, "stream": 16, "msg": 32, "laddr": 64, "cas": 1, "err": 1})
+    atom = data.StructLayout({**{n: f.shape for n, f in atom_entry}, "operand": 64, "compare": 64})
+    # MR-RX-155, MR-RX-165: the atomic queue's entry: the items without their operands, and
+    # the count of operand captures that must be done before they are shown (`mark`)
+    atom_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
+                                     "atoms": data.ArrayLayout(atom_entry, msg_slots), "mark": CAP_COUNT_BITS})
     return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg,
                    msg_slots, chunk_ring, msg_slot, msg_row, cqe, cqe_bundle, recv_slots, rb, recv,
-                   rd_slots, rdb, rd, rd_state, rsp, rsp_bundle, streams, sb)
+                   rd_slots, rdb, rd, rd_state, rsp, rsp_bundle, atom, atom_bundle, atom_entry, streams, sb)
 
 
 def payload_layout(width):
@@ -319,7 +355,7 @@ def unpack(layout, value):
 _META_USED = [(path, off, (1 << w) - 1) for path, off, w in META_FIELDS
               if path in {("drop",), ("payload_len",), ("ip", "ecn"), ("udp", "sport"), ("imm",)}
               or (path[0] == "bth" and path[1] in ("opcode", "pkey", "dest_qp", "ack_req", "psn"))
-              or (path[0] == "mrdh" and path[1] in ("path", "stream", "msg", "offset", "msg_len"))
+              or (path[0] == "mrdh" and path[1] in ("flags", "path", "stream", "msg", "offset", "msg_len"))
               or (path[0] == "reth" and path[1] in ("va", "rkey", "dma_len"))
               or path == ("mrsh", "recv_seq")]
 
@@ -352,6 +388,8 @@ class Outcome:
     arm: tuple | None = None        # MR-RX-092: (path row, generation) of a delayed-ACK timer
     cqes: list | None = None        # completion records it delivers (dicts of Layouts.cqe)
     rsps: list | None = None        # MR-RX-131: READ requests it executes (dicts of Layouts.rsp)
+    atoms: list | None = None       # MR-RX-155: atomics it executes (dicts of Layouts.atom)
+    cap_row: int | None = None      # MR-RX-163: a new atomic: its operands' row (its payload captured)
 
 
 @dataclass
@@ -379,7 +417,9 @@ class _Static:
     stale: bool = False     # MR-RX-103: a SEND of a receive already reposted: accepted, not placed
     wr_id: int = 0          # MR-RX-104: the matched receive's
     rd_row: int | None = None   # MR-RX-111: a READ response's outstanding-read row
-    err: int = 0            # MR-RX-128: a READ request whose key or range is refused
+    err: int = 0            # MR-RX-128: a READ request whose key or range is refused;
+    #                         MR-RX-160: an ERROR response
+    atom: bool = False      # MR-RX-151: an atomic request (its operands are not placed)
 
 
 class RxModel:
@@ -483,6 +523,9 @@ class RxModel:
         send = bth["opcode"] in SEND_OPS
         read = bth["opcode"] == Op.MR_READ_RESP
         rreq = bth["opcode"] == READ_REQ_OP
+        atom = bth["opcode"] in ATOMIC_OPS
+        # MR-RX-160: an ERROR response (msg_len 0, no payload) ends its request in error
+        error = int(read and bool(mrdh["flags"] & MRDH_ERROR))
         code, err = None, 0
         if meta["drop"]:
             code = RxCode.PARSER_DROP
@@ -503,7 +546,7 @@ class RxModel:
         elif read:
             # MR-RX-111: the READ it answers (the endpoint's _validate_resp)
             if rd["valid"] and rd["msg"] == mrdh["msg"]:
-                if mrdh["msg_len"] != rd["length"]:
+                if mrdh["msg_len"] != (0 if error else rd["length"]):
                     code = RxCode.LENGTH
             elif not (rd["valid"] and P.seq_lt32(mrdh["msg"], rd["msg"])):
                 code = RxCode.NO_READ
@@ -517,6 +560,18 @@ class RxModel:
                 hit = key["valid"] and key["rkey"] == reth["rkey"]
                 err = int(P.check_access(key["length"] if hit else None, key["access"],
                                          P.ACCESS_REMOTE_READ, reth["va"], reth["dma_len"]) is not None)
+        elif atom:
+            # MR-RX-152 (MR-VERB-002, MR-VERB-011): the operands (msg_len 16 or 8) and 8 bytes
+            # named (DMA length 8), else LENGTH; an 8-byte aligned VA, else INVALID_REQUEST
+            # (counted as chunk); key, ACCESS_REMOTE_ATOMIC and range refused: err, as a READ's
+            if reth["dma_len"] != 8 or mrdh["msg_len"] != (16 if bth["opcode"] == Op.MR_CMP_SWAP else 8):
+                code = RxCode.LENGTH
+            elif reth["va"] & 7:
+                code = RxCode.CHUNK
+            else:
+                hit = key["valid"] and key["rkey"] == reth["rkey"]
+                err = int(P.check_access(key["length"] if hit else None, key["access"],
+                                         P.ACCESS_REMOTE_ATOMIC, reth["va"], 8) is not None)
         elif reth["dma_len"] != mrdh["msg_len"]:
             code = RxCode.LENGTH
         else:
@@ -549,17 +604,22 @@ class RxModel:
         else:
             addr = (key["base"] + reth["va"] + mrdh["offset"]) & P.U64_MASK
         imm = meta["imm"]
-        if rreq:
+        kind = msg_kind(bth["opcode"])
+        if rreq or atom:
             # MR-RX-130: the message slot keeps the request's host address (in wr_id) and length
-            # (in imm: a READ request carries no immediate)
+            # (in imm: a READ request carries no immediate); MR-RX-153: an atomic's likewise
             wr_id, imm = addr, reth["dma_len"]
+        elif read:
+            # MR-RX-159/160: the READ stage's record takes the row's length (an ERROR response
+            # has msg_len 0), its op and the ERROR flag
+            imm, kind, err = rd["length"], rd["op"], error
         stream = mrdh["stream"] & ((1 << records.STREAM_BITS) - 1)
         return _Static(code, ci, path, row, bth["psn"], bth["ack_req"], int(meta["ip"]["ecn"] == 3),
                        meta["udp"]["sport"], plen, addr, steer,
                        msg_row=(ci << records.STREAM_BITS) | stream, stream=stream, msg=mrdh["msg"],
                        msg_len=mrdh["msg_len"], chunk=mrdh["offset"] >> self.mtu_log2,
-                       kind=msg_kind(bth["opcode"]), imm=imm, late=late, stale=stale,
-                       wr_id=wr_id, rd_row=self.rd_index(meta) if read else None, err=err)
+                       kind=kind, imm=imm, late=late, stale=stale,
+                       wr_id=wr_id, rd_row=self.rd_index(meta) if read else None, err=err, atom=atom)
 
     # -- the sequence state (MR-RX-024..031)
     def dynamic(self, st: _Static) -> Outcome:
@@ -597,20 +657,31 @@ class RxModel:
         else:
             new.update(ce=ce, pending=pending, last_psn=st.psn, last_sport=st.sport)
         self.path[st.path_row] = new
-        place = {"conn": st.conn, "addr": st.addr, "length": st.plen} if st.plen and not st.stale else None
-        if st.stale:
+        # MR-RX-154: an atomic's payload is its operands, not bytes to place
+        placing = st.plen and not st.stale and not st.atom
+        place = {"conn": st.conn, "addr": st.addr, "length": st.plen} if placing else None
+        if st.stale or st.atom:
             steer = 0 if st.steer else None     # MR-RX-103: its buffer is another receive's now
-        rsps = []
+        rsps, atoms = [], []
         if st.rd_row is not None:
             mcode, cqes = (MsgCode.DUP, []) if st.stale else self.read_chunk(st)
         else:
-            mcode, cqes, rsps = self.message(st)
+            mcode, cqes, rsps, atoms = self.message(st)
         # MR-RX-092: the first unacknowledged packet since the path's last ACK arms the timer
         arm = (st.path_row, row["ack_timer"] & GEN_MASK) if (
             ack is None and row["pending"] == 0 and self.ack_delay) else None
-        return Outcome(RxCode.ACCEPTED, ack=ack, place=place, steer=steer, ce=st.ce,
-                       abandoned=abandoned, placed_bytes=0 if st.stale else st.plen, msg=mcode,
-                       cqes=cqes, arm=arm, rsps=rsps)
+        # MR-RX-163: a new atomic's operands go to the operand table's row of its message slot
+        cap_row = self.operand_row(st.conn, st.stream, st.msg) if st.atom and mcode == MsgCode.NEW else None
+        return Outcome(RxCode.ACCEPTED, ack=ack, place=place, steer=steer, ce=st.ce, cap_row=cap_row,
+                       abandoned=abandoned, placed_bytes=st.plen if placing else 0, msg=mcode,
+                       cqes=cqes, arm=arm, rsps=rsps, atoms=atoms)
+
+    def operand_row(self, conn, stream, msg):
+        """MR-RX-163: the operand table's row of an atomic: {connection, stream, msg mod
+        msg_slots} (its message slot's)."""
+        lay = self.lay
+        sb = (lay.msg_slots - 1).bit_length()
+        return (((conn << lay.stream_bits) | (stream & (lay.streams - 1))) << sb) | (msg & (lay.msg_slots - 1))
 
     def timer(self, path_row, gen):
         """MR-RX-093: a delayed-ACK timer of path row ``path_row`` armed at ACK generation
@@ -631,7 +702,8 @@ class RxModel:
         """An accepted chunk in its message: its slot, the chunk ring, the placed bytes, and
         the completion records of the messages it lets the stream deliver, in message order
         (MR-EXO-001, MR-EXO-002, MR-EXO-004), and the READ requests it executes (MR-RX-131).
-        Returns ``(MsgCode, [cqe dicts], [rsp dicts])``."""
+        MR-RX-155: and the atomics it executes. Returns ``(MsgCode, [cqe dicts], [rsp dicts],
+        [atom dicts])``."""
         lay = self.lay
         n = lay.msg_slots
         row = self.msgs.get(st.msg_row)
@@ -639,26 +711,26 @@ class RxModel:
             row = self.msgs[st.msg_row] = {"next": 0, "slots": [None] * n}
         d = (st.msg - row["next"]) & 0xFFFFFFFF
         if d >= 1 << 31:
-            return MsgCode.DUP, [], []      # MR-EXO-005: its message is delivered
+            return MsgCode.DUP, [], [], []      # MR-EXO-005: its message is delivered
         if d >= n:
-            return MsgCode.REFUSED, [], []  # MR-SEC-006: beyond the stream's slots
+            return MsgCode.REFUSED, [], [], []  # MR-SEC-006: beyond the stream's slots
         k = st.msg % n
         slot = row["slots"][k]
         if slot is None:
             slot = {"done": 0, "kind": st.kind, "err": st.err, "msg_len": st.msg_len, "placed": 0,
                     "imm": st.imm, "wr_id": st.wr_id, "ring": [0] * lay.chunk_ring}
         elif slot["msg_len"] != st.msg_len or slot["kind"] != st.kind:
-            return MsgCode.REFUSED, [], []  # not the message its slot holds
+            return MsgCode.REFUSED, [], [], []  # not the message its slot holds
         pos = st.chunk % lay.chunk_ring
         epoch = (st.chunk // lay.chunk_ring) & ((1 << EPOCH_BITS) - 1)
         if not chunk_new(slot["ring"][pos], epoch):
-            return MsgCode.DUP, [], []      # MR-EXO-002: placed before
+            return MsgCode.DUP, [], [], []      # MR-EXO-002: placed before
         # the endpoint keeps the immediate of the last new chunk (every chunk carries it)
         slot = dict(slot, ring=list(slot["ring"]), placed=slot["placed"] + st.plen, imm=st.imm)
         slot["ring"][pos] = (1 << EPOCH_BITS) | epoch
         slot["done"] = int(slot["placed"] == slot["msg_len"])
         row["slots"][k] = slot
-        cqes, rsps = [], []
+        cqes, rsps, atoms = [], [], []
         if slot["done"] and d == 0:
             # MR-EXO-004: this message and the done ones after it deliver, in order
             nxt = row["next"]
@@ -667,7 +739,13 @@ class RxModel:
                 s = row["slots"][j]
                 if s is None or not s["done"]:
                     break
-                if s["kind"] & KIND_READ:
+                if s["kind"] in (KIND_CMP_SWAP, KIND_FETCH_ADD):
+                    # MR-RX-155 (MR-VERB-012): an atomic executes here, once: its item names the
+                    # 8 bytes; a refused one (err) is answered by an ERROR response
+                    atoms.append({"conn": st.conn, "stream": st.stream, "msg": nxt,
+                                  "laddr": 0 if s["err"] else s["wr_id"],
+                                  "cas": int(s["kind"] == KIND_CMP_SWAP), "err": s["err"]})
+                elif s["kind"] & KIND_READ:
                     # MR-RX-131: a READ request executes at its stream's delivery point; a
                     # refused one (err) is answered by an ERROR response and reads nothing
                     rsps.append({"conn": st.conn, "stream": st.stream, "msg": nxt,
@@ -683,7 +761,7 @@ class RxModel:
                 row["slots"][j] = None
                 nxt = (nxt + 1) & 0xFFFFFFFF
             row["next"] = nxt
-        return MsgCode.NEW, cqes, rsps
+        return MsgCode.NEW, cqes, rsps, atoms
 
     def read_chunk(self, st):
         """MR-RX-112: an accepted chunk of a READ response in its outstanding-read row: new
@@ -704,8 +782,11 @@ class RxModel:
         cqes = []
         if state["placed"] == st.msg_len:
             state["done"] = 1
-            cqes.append({"conn": st.conn, "stream": st.stream, "msg": st.msg, "status": 0,
-                         "opcode": WC_RDMA_READ, "length": st.msg_len, "imm": 0, "with_imm": 0,
+            # MR-RX-159/160: the request's completion opcode and length (the row's), an ERROR
+            # response's status REM_ACCESS_ERR
+            cqes.append({"conn": st.conn, "stream": st.stream, "msg": st.msg,
+                         "status": WC_REM_ACCESS_ERR if st.err else 0,
+                         "opcode": RD_OP_WC[st.kind & 3], "length": st.imm, "imm": 0, "with_imm": 0,
                          "wr_id": st.wr_id})
         self.rd_state[st.rd_row] = state
         return MsgCode.NEW, cqes
@@ -744,10 +825,11 @@ class RxModel:
 
 INPUTS = ("s_meta__payload", "s_meta__valid", "s_payload__payload", "s_payload__valid",
           "s_cfg__payload", "s_cfg__valid", "m_ack__ready", "m_place__ready", "m_data__ready",
-          "m_cqe__ready", "m_rsp__ready", "reg_addr")
+          "m_cqe__ready", "m_rsp__ready", "m_atom__ready", "reg_addr")
 OUTPUTS = ("s_meta__ready", "s_payload__ready", "s_cfg__ready", "m_ack__payload", "m_ack__valid",
            "m_place__payload", "m_place__valid", "m_data__payload", "m_data__valid",
-           "m_cqe__payload", "m_cqe__valid", "m_rsp__payload", "m_rsp__valid", "reg_data")
+           "m_cqe__payload", "m_cqe__valid", "m_rsp__payload", "m_rsp__valid", "m_atom__payload",
+           "m_atom__valid", "reg_data")
 
 
 def pack_bundle(lay, cqes):
@@ -760,13 +842,15 @@ def pack_bundle(lay, cqes):
     return word
 
 
-def pack_rsp_bundle(lay, rsps):
+def pack_rsp_bundle(lay, rsps, bundle=None, item=None):
     """MR-RX-131: the response items one chunk delivers as one queue entry, as
-    :func:`pack_bundle`."""
-    word = pack(lay.rsp_bundle, {"last": len(rsps) - 1})
-    off = lay.rsp_bundle["rsps"].offset
+    :func:`pack_bundle` (MR-RX-155: ``bundle`` and ``item`` the atomics' layouts)."""
+    bundle = lay.rsp_bundle if bundle is None else bundle
+    item = lay.rsp if item is None else item
+    word = pack(bundle, {"last": len(rsps) - 1})
+    off = bundle[next(n for n, _ in bundle if n != "last")].offset
     for i, r in enumerate(rsps):
-        word |= pack(lay.rsp, r) << (off + i * lay.rsp.size)
+        word |= pack(item, r) << (off + i * item.size)
     return word
 
 
@@ -827,12 +911,20 @@ class RxCycleModel:
         self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
-        self.ack_q, self.place_q, self.steer_q, self.cqe_q, self.rsp_q = (
-            SyncFifoModel(FIFO_DEPTH) for _ in range(5))
-        # MR-RX-085, MR-RX-131: (completion bundle, response bundle) pushed the cycle after S5
+        self.ack_q, self.place_q, self.steer_q, self.cqe_q, self.rsp_q, self.atom_q = (
+            SyncFifoModel(FIFO_DEPTH) for _ in range(6))
+        # MR-RX-085, MR-RX-131, MR-RX-155: (completion, response, atomic bundle) pushed the
+        # cycle after S5
         self.s6 = None
         self.cqe_sel = 0        # the record of the head bundle m_cqe shows
         self.rsp_sel = 0        # the item of the head bundle m_rsp shows
+        self.atom_sel = 0       # the next item of the head bundle the output stage loads
+        # MR-RX-163..166: the operand table, the capture of the head steering entry's beats,
+        # the counters that order captures and items, and m_atom's output register
+        self.opd = {}
+        self.cap_acc = self.cap_beat = 0
+        self.cap_in = self.cap_out = self.aq_in = self.aq_read = 0
+        self.ao_valid, self.ao_entry, self.ao_opd = False, 0, 0
         self.now = 0            # MR-RX-091: the cycle counter (TIME_BITS)
         self.timer_q = collections.deque()  # MR-RX-091: (path row, generation, due)
         self.t_due = False      # MR-RX-093: the head tested due in the cycle before
@@ -845,6 +937,31 @@ class RxCycleModel:
         self.reg_data = 0
         self.log = []           # outcomes in order, for tests
 
+    def _atom_payload(self):
+        """MR-RX-164: m_atom's item: the output register's entry and the operands read with it
+        (the payload's big-endian words)."""
+        lay = self.lay
+        opd = self.ao_opd
+        operand = int.from_bytes((opd & ((1 << 64) - 1)).to_bytes(8, "little"), "big")
+        compare = int.from_bytes((opd >> 64).to_bytes(8, "little"), "big")
+        return (self.ao_entry | operand << lay.atom["operand"].offset
+                | compare << lay.atom["compare"].offset)
+
+    def _capture(self, beat, last, row):
+        """MR-RX-163: a beat of an atomic's payload into the capture register (its bytes by
+        ``keep``, at the beat's place in the 16 operand bytes); its last beat writes the row."""
+        nb = self.width // 8
+        data = beat & ((1 << self.width) - 1)
+        keep = (beat >> self.width) & ((1 << nb) - 1)
+        mask = sum(0xFF << (8 * i) for i in range(nb) if keep >> i & 1)
+        acc = (self.cap_acc | (data & mask) << (8 * nb * self.cap_beat)) & ((1 << 128) - 1)
+        if last:
+            self.opd[row] = acc
+            self.cap_acc = self.cap_beat = 0
+            self.cap_out = (self.cap_out + 1) & ((1 << CAP_COUNT_BITS) - 1)
+        else:
+            self.cap_acc, self.cap_beat = acc, self.cap_beat + 1
+
     @staticmethod
     def port_names():
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
@@ -853,7 +970,7 @@ class RxCycleModel:
         return bool(self.s0 or self.s1 or any(self.checks) or self.s4 or self.s5 or self.hold
                     or self.s6 is not None or self.timer_q
                     or self.ack_q.level or self.place_q.level or self.steer_q.level or self.cqe_q.level
-                    or self.rsp_q.level)
+                    or self.rsp_q.level or self.atom_q.level or self.ao_valid)
 
     def _window(self, st):
         """S4: the window stage (:meth:`RxModel.dynamic`); sets the hold of a slow update."""
@@ -876,7 +993,7 @@ class RxCycleModel:
         inflight = sum(x is not None for x in (self.s0, self.s1, *self.checks, self.s4, self.s5, self.s6))
         credits = not holding and all(q.level + inflight < FIFO_DEPTH
                                       for q in (self.ack_q, self.place_q, self.steer_q, self.cqe_q,
-                                                self.rsp_q))
+                                                self.rsp_q, self.atom_q))
         # MR-RX-093: a due timer enters the pipeline instead of a record
         tq = self.timer_q
         fire = credits and self.t_due
@@ -888,12 +1005,21 @@ class RxCycleModel:
                         and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED))
         cqe_word, cqe_last = bundle_entry(lay, self.cqe_q.head, self.cqe_sel)
         rsp_word, rsp_last = bundle_entry(lay, self.rsp_q.head, self.rsp_sel, lay.rsp_bundle, lay.rsp)
+        # MR-RX-165: the atomic queue's head bundle is shown once the captures it waits for are done
+        cmask, chalf = (1 << CAP_COUNT_BITS) - 1, 1 << (CAP_COUNT_BITS - 1)
+        a_head = self.atom_q.head
+        a_entry, a_last = bundle_entry(lay, a_head, self.atom_sel, lay.atom_bundle, lay.atom_entry)
+        a_mark = (a_head >> lay.atom_bundle["mark"].offset) & cmask
+        a_load = (self.atom_q.level > 0 and ((self.cap_out - a_mark) & cmask) < chalf
+                  and (not self.ao_valid or g("m_atom__ready", 0)))
         have = self.steer_q.level > 0
-        head = self.steer_q.head if have else 0
+        head, cap, cap_row, cap_mark = self.steer_q.head if have else (0, 0, 0, 0)
         pay = g("s_payload__payload", 0)
         pay_valid = g("s_payload__valid", 0)
         data_ready = g("m_data__ready", 0)
-        pay_ready = int(have and (not head or bool(data_ready)))
+        # MR-RX-163/166: a capture waits until every item pushed before it has read its operands
+        pay_ready = int(have and (((self.aq_read - cap_mark) & cmask) < chalf if cap
+                                  else (not head or bool(data_ready))))
         out = {
             "s_meta__ready": meta_ready, "s_payload__ready": pay_ready, "s_cfg__ready": cfg_ready,
             "m_ack__payload": self.ack_q.head, "m_ack__valid": int(self.ack_q.level > 0),
@@ -901,13 +1027,15 @@ class RxCycleModel:
             "m_data__payload": pay, "m_data__valid": int(have and head and bool(pay_valid)),
             "m_cqe__payload": cqe_word, "m_cqe__valid": int(self.cqe_q.level > 0),
             "m_rsp__payload": rsp_word, "m_rsp__valid": int(self.rsp_q.level > 0),
+            "m_atom__payload": self._atom_payload(), "m_atom__valid": int(self.ao_valid),
             "reg_data": self.reg_data,
         }
         addr = g("reg_addr", 0)
         self.reg_data = rx.counters[addr] if addr < N_COUNTERS else 0
 
         ack = place = steer = arm = None
-        bundle, rsp_bundle = self.s6 or (None, None)
+        bundle, rsp_bundle, atom_bundle = self.s6 or (None, None, None)
+        steer_cap, steer_row = 0, 0
         self.s6 = None
         if holding:
             self.hold -= 1
@@ -918,9 +1046,15 @@ class RxCycleModel:
                 ack = None if o.ack is None else pack(lay.ack, o.ack)
                 place = None if o.place is None else pack(lay.place, o.place)
                 steer = o.steer
-                if o.cqes or o.rsps:
+                steer_cap = int(o.cap_row is not None)
+                steer_row = o.cap_row or 0
+                if o.cqes or o.rsps or o.atoms:
+                    # MR-RX-165: an atomic bundle waits for the captures pushed up to this S5
+                    mark = (self.cap_in + steer_cap) & ((1 << CAP_COUNT_BITS) - 1)
                     self.s6 = (pack_bundle(lay, o.cqes) if o.cqes else None,
-                               pack_rsp_bundle(lay, o.rsps) if o.rsps else None)
+                               pack_rsp_bundle(lay, o.rsps) if o.rsps else None,
+                               (pack_rsp_bundle(lay, o.atoms, lay.atom_bundle, lay.atom_entry)
+                                | mark << lay.atom_bundle["mark"].offset) if o.atoms else None)
                 if o.arm is not None:
                     arm = (*o.arm, (self.now + rx.ack_delay) & TIME_MASK)
                 rx.count(o)
@@ -951,7 +1085,15 @@ class RxCycleModel:
         pay_take = pay_ready and pay_valid
         self.ack_q.update(g("m_ack__ready", 0), ack is not None, ack or 0)
         self.place_q.update(g("m_place__ready", 0), place is not None, place or 0)
-        self.steer_q.update(pay_take and (pay >> self.last_bit) & 1, steer is not None, steer or 0)
+        pay_last = (pay >> self.last_bit) & 1
+        if pay_take and cap:
+            self._capture(pay, pay_last, cap_row)
+        # MR-RX-166: a capture entry waits for the atomic bundles pushed up to this cycle
+        pushed = int(atom_bundle is not None)
+        self.steer_q.update(pay_take and pay_last, steer is not None,
+                            (steer or 0, steer_cap, steer_row, (self.aq_in + pushed) & cmask))
+        self.aq_in = (self.aq_in + pushed) & cmask
+        self.cap_in = (self.cap_in + int(steer is not None and steer_cap)) & cmask
         # MR-RX-085: m_cqe shows the head bundle's records one by one
         cqe_take = self.cqe_q.level > 0 and g("m_cqe__ready", 0)
         if cqe_take:
@@ -962,6 +1104,19 @@ class RxCycleModel:
         if rsp_take:
             self.rsp_sel = 0 if self.rsp_sel == rsp_last else self.rsp_sel + 1
         self.rsp_q.update(rsp_take and self.rsp_sel == 0, rsp_bundle is not None, rsp_bundle or 0)
+        # MR-RX-164: m_atom's output register loads the head bundle's items one by one, each with
+        # its operands read from the table
+        if a_load:
+            e = unpack(lay.atom_entry, a_entry)
+            self.ao_entry = a_entry
+            self.ao_opd = self.opd.get(rx.operand_row(e["conn"], e["stream"], e["msg"]), 0)
+            self.ao_valid = True
+            self.atom_sel = 0 if self.atom_sel == a_last else self.atom_sel + 1
+            if self.atom_sel == 0:
+                self.aq_read = (self.aq_read + 1) & cmask
+        elif self.ao_valid and g("m_atom__ready", 0):
+            self.ao_valid = False
+        self.atom_q.update(a_load and self.atom_sel == 0, atom_bundle is not None, atom_bundle or 0)
         if arm is not None:
             tq.append(arm)
         self.t_due = t_due

@@ -24,7 +24,7 @@ from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
-                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
+                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_WC, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
                  meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
 
@@ -154,7 +154,7 @@ class Setup:
     def write(self, conn: Conn, *, path=0, psn=None, stream=0, offset=0, msg_len=None, plen=None,
               key: Key | None = None, va=None, dma_len=None, pkey=None, qp=None, ack_req=0, ecn=2,
               sport=None, op=Op.MR_WRITE, expect=None, name="write", corrupt=False, mrdh_path=None,
-              msg=None, recv_seq=0, payload=None):
+              msg=None, recv_seq=0, payload=None, flags=0):
         """One MR_WRITE packet as the parser emits it (meta from the frame's verdict). ``msg``:
         the MRDH message number; by default the next one of (connection, stream) for a packet
         that may be accepted, 0 for one built to fail (the endpoint never reads it then). With
@@ -179,7 +179,7 @@ class Setup:
             else:
                 msg = 0
         kw = {"mrdh": MRDH(path=path if mrdh_path is None else mrdh_path, stream=stream,
-                           msg=msg, offset=offset, msg_len=msg_len)}
+                           msg=msg, offset=offset, msg_len=msg_len, flags=flags)}
         if op in SEND_OPS:
             kw["mrsh"] = MRSH(recv_seq)
         elif op == Op.MR_READ_RESP:
@@ -206,11 +206,12 @@ class Setup:
             "valid": valid, "recv_seq": recv_seq, "base": base, "length": length, "wr_id": wr_id}),
             f"recv{qp}.{stream}.{recv_seq}")
 
-    def read_write(self, qp, stream, msg, base, length, wr_id, valid=1):
-        """MR-RX-110: an outstanding READ's row, as the TX side writes it when the request leaves."""
+    def read_write(self, qp, stream, msg, base, length, wr_id, valid=1, op=0):
+        """MR-RX-110: an outstanding READ's row, as the TX side writes it when the request leaves
+        (MR-RX-159: ``op`` an atomic's, RD_OP_*; its ``length`` 8)."""
         row = (((qp << 3) | stream) << self.lay.rd_bits) | (msg & (self.lay.rd_slots - 1))
         return CfgWrite(TABLE_READ, row, pack(self.lay.rd, {
-            "valid": valid, "msg": msg, "base": base, "length": length, "wr_id": wr_id}),
+            "valid": valid, "msg": msg, "base": base, "length": length, "wr_id": wr_id, "op": op}),
             f"read{qp}.{stream}.{msg}")
 
     def other(self, op, *, name=None, expect=RxCode.NOT_HANDLED, plen=16, corrupt=False):
@@ -397,7 +398,7 @@ def bad_cases(s: Setup, *, op=Op.MR_WRITE):
         s.write(c, va=s.keys[0].length - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-end", psn=13, op=op),
         s.write(c, va=(1 << 64) - 4, plen=8, expect=RxCode.BOUNDS, name="bounds-wrap", psn=14, op=op),
         s.write(c, corrupt=True, name="parser-drop", plen=40, psn=15, op=op),
-        s.other(Op.MR_FETCH_ADD), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
+        s.other(Op.MR_NAK), s.other(Op.MR_ACK), s.other(Op.RC_WRITE_ONLY),
     ]
     if small is not None:
         out.append(s.write(small, mrdh_path=small.n_paths, expect=RxCode.BAD_PATH, name="path-beyond-conn", psn=16, op=op))
@@ -612,6 +613,136 @@ def read_cases(s: Setup, *, conn=0, stream=0):
     return out
 
 
+def atomic_response_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-159..161: atomic responses (MR_READ_RESP of 8 bytes) and ERROR responses against the
+    outstanding-read rows: a compare-and-swap's and a fetch-and-add's 8 bytes (placed, completed
+    COMP_SWAP / FETCH_ADD with byte_len 8), a duplicate PSN and a resent copy after completion
+    (a duplicate chunk), a response of another length (LENGTH), an ERROR response to an atomic
+    and to a READ (nothing placed, completed REM_ACCESS_ERR with the request's length), an ERROR
+    response with payload length (LENGTH) and one after completion (a duplicate chunk)."""
+    c = s.conns[conn]
+    k = s.keys[1]
+    rng = s.rng
+    base_msg = rng.getrandbits(31)
+    out = []
+
+    def issue(msg, length, op):
+        out.append(s.read_write(c.qp, stream, msg, k.base + 8 * rng.randrange(k.length // 8 - 8),
+                                length, rng.getrandbits(64), op=op))
+
+    def resp(msg, msg_len, expect=RxCode.ACCEPTED, name="at", **kw):
+        kw.setdefault("stream", stream)
+        return s.write(c, op=Op.MR_READ_RESP, path=rng.randrange(c.n_paths), offset=0, plen=kw.pop("plen", msg_len),
+                       msg_len=msg_len, msg=msg, expect=expect, name=f"{name}{msg}", **kw)
+    m = base_msg
+    issue(m, 8, RD_OP_CMP_SWAP)
+    out.append(resp(m, 8, name="at-cas"))
+    out.append(replace(out[-1], expect=RxCode.DUPLICATE, name="at-dup-psn"))
+    out.append(resp(m, 8, name="at-after-done"))
+    issue(m + 1, 8, RD_OP_FETCH_ADD)
+    out.append(resp(m + 1, 16, expect=RxCode.LENGTH, name="at-length"))
+    out.append(resp(m + 1, 8, name="at-fadd"))
+    # ERROR responses (MRDH ERROR, msg_len 0, no payload): an atomic's, a READ's
+    issue(m + 2, 8, RD_OP_FETCH_ADD)
+    out.append(resp(m + 2, 8, plen=0, flags=MRDH_ERROR, expect=RxCode.CHUNK, name="at-err-chunk"))
+    out.append(resp(m + 2, 0, flags=MRDH_ERROR, name="at-error"))
+    issue(m + 3, 3 * s.mtu, RD_OP_READ)
+    out.append(resp(m + 3, 0, flags=MRDH_ERROR, name="rd-error"))
+    out.append(resp(m + 3, 0, flags=MRDH_ERROR, name="rd-error-again"))
+    return out
+
+
+def _request_maker(s: Setup, conn, stream, make):
+    """The request cases' start (MR-RX-133, MR-RX-157): the connection, eight message numbers
+    of the stream taken (the first returned), and ``req(m, **kw)``: ``make(s, c, m, ...)`` on
+    that stream, a random path, built to be accepted unless told."""
+    c = s.conns[conn]
+    msg = c.msg.get(stream, 0)
+    c.msg[stream] = msg + 8
+
+    def req(m, **kw):
+        kw.setdefault("stream", stream)
+        kw.setdefault("path", s.rng.randrange(c.n_paths))
+        kw.setdefault("expect", RxCode.ACCEPTED)
+        return make(s, c, m, **kw)
+    return c, msg, req
+
+
+def _refused_before_sequence(s: Setup, c: Conn, req, msg, prefix):
+    """The request cases refused before the sequence state and the message table (MR-SEC-007):
+    stream, path, no connection, P_Key, PSN window, parser drop."""
+    far = P.psn_add(c.psn[0], 1 << 22)
+    return [req(msg, stream=9, expect=RxCode.STREAM, name=f"{prefix}-stream"),
+            req(msg, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name=f"{prefix}-path"),
+            req(msg, qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name=f"{prefix}-no-conn"),
+            req(msg, pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name=f"{prefix}-pkey"),
+            req(msg, path=0, psn=far, expect=RxCode.PSN_WINDOW, name=f"{prefix}-window"),
+            req(msg, corrupt=True, psn=3, expect=None, name=f"{prefix}-parser-drop")]
+
+
+def atomic_request(s: Setup, c: Conn, msg, *, cas=True, key: Key | None = None, va=None,
+                   operand=None, compare=None, **kw):
+    """One atomic request (MR_CMP_SWAP or MR_FETCH_ADD: MRDH, RETH with the 8 bytes' VA, R_Key
+    and DMA length 8, the operands as payload, 64-bit big-endian: swap then compare, or the
+    value to add; MR-WIRE-076) as message ``msg`` of its stream (MR-RX-151)."""
+    key = key or s.keys[1]
+    rng = s.rng
+    if va is None:
+        va = 8 * rng.randrange(max(1, key.length // 8 - 1))
+    operand = rng.getrandbits(64) if operand is None else operand
+    payload = operand.to_bytes(8, "big")
+    if cas:
+        payload += (rng.getrandbits(64) if compare is None else compare).to_bytes(8, "big")
+    kw.setdefault("plen", len(payload))
+    kw.setdefault("msg_len", len(payload))
+    kw.setdefault("dma_len", 8)
+    kw.setdefault("name", f"{'cas' if cas else 'fadd'}{msg}")
+    kw.setdefault("payload", payload[:kw["plen"]] + bytes(max(0, kw["plen"] - len(payload))))
+    return s.write(c, op=Op.MR_CMP_SWAP if cas else Op.MR_FETCH_ADD, key=key, va=va, msg=msg, **kw)
+
+
+def atomic_request_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-151..157: atomic requests at the responder, messages of their stream: a
+    fetch-and-add at the delivery point; a compare-and-swap behind a WRITE_IMM of two chunks that
+    writes its 8 bytes (it executes after that message, in one delivery with its completion, and
+    its compare value is what the write put there); a refused key, range and right (accepted,
+    ERROR items in order); two atomics delivered by one chunk; a duplicate PSN and a resend after
+    execution (not executed again); the malformed ones (DMA length, msg_len, misaligned VA,
+    stream, path, no connection, P_Key, PSN window, parser drop)."""
+    rng = s.rng
+    mtu = s.mtu
+    k = s.keys[1]
+    c, msg, at = _request_maker(s, conn, stream, atomic_request)
+
+    def path():
+        return rng.randrange(c.n_paths)
+    out = [at(msg, cas=False, name="at-now", ack_req=1)]
+    wlen = mtu + 8
+    va = 8 * rng.randrange((k.length - wlen) // 8)
+    data = bytes(rng.getrandbits(8) for _ in range(wlen))
+    wr = [s.write(c, op=Op.MR_WRITE_IMM, path=path(), stream=stream, offset=j * mtu,
+                  plen=min(mtu, wlen - j * mtu), msg_len=wlen, key=k, va=va, msg=msg + 1,
+                  payload=data[j * mtu:(j + 1) * mtu], expect=RxCode.ACCEPTED, name=f"at-w{j}")
+          for j in range(2)]
+    tgt = va + mtu          # in the write's second chunk: its bytes reach memory last
+    cmp = int.from_bytes(data[mtu:mtu + 8], "little")
+    out += [wr[0], at(msg + 2, va=tgt, compare=cmp, name="at-behind"), wr[1]]
+    out += [at(msg + 4, va=k.length, name="at-range"),
+            at(msg + 3, key=Key(k.rkey ^ (1 << 31), 0, 0, 0), va=0, cas=False, name="at-key")]
+    out += [at(msg + 6, cas=False, name="at-two-b"), at(msg + 5, name="at-two-a")]
+    ro = s.keys[3] if len(s.keys) > 3 and not s.keys[3].access & P.ACCESS_REMOTE_ATOMIC else None
+    if ro is not None:
+        out.append(at(msg + 7, key=ro, va=0, cas=False, name="at-no-right"))
+    else:
+        out.append(at(msg + 7, cas=False, name="at-last"))
+    out.append(replace(out[0], expect=RxCode.DUPLICATE, name="at-dup-psn"))
+    out.append(at(msg, cas=False, name="at-resent"))
+    out += [at(msg + 8, dma_len=4, expect=RxCode.LENGTH, name="at-dma-len"),
+            at(msg + 8, cas=False, plen=16, msg_len=16, expect=RxCode.LENGTH, name="at-msg-len"),
+            at(msg + 8, va=8 * rng.randrange(64) + 4, expect=RxCode.CHUNK, name="at-misaligned")]
+    return out + _refused_before_sequence(s, c, at, msg + 8, "at")
+
+
 def _with_meta(meta, values):
     """A flat META_LAYOUT record with some fields replaced (``{path tuple: value}``)."""
     from .parser import META_FIELDS
@@ -645,21 +776,13 @@ def read_request_cases(s: Setup, *, conn=0, stream=0):
     with a new PSN after execution (a duplicate chunk, not executed again); the malformed
     ones (LENGTH, CHUNK, STREAM, path, no connection, P_Key, PSN window), which are NAKed or
     dropped before the sequence state and the message table."""
-    c = s.conns[conn]
     rng = s.rng
     mtu = s.mtu
     k = s.keys[1]
-    msg = c.msg.get(stream, 0)
-    c.msg[stream] = msg + 8
+    c, msg, rq = _request_maker(s, conn, stream, read_request)
 
     def path():
         return rng.randrange(c.n_paths)
-
-    def rq(m, **kw):
-        kw.setdefault("stream", stream)
-        kw.setdefault("path", path())
-        kw.setdefault("expect", RxCode.ACCEPTED)
-        return read_request(s, c, m, **kw)
     out = [rq(msg, name="rq-now", ack_req=1)]
     # a WRITE_IMM of two chunks (message msg+1) and a READ (msg+2) that waits for it
     wlen = mtu + 8
@@ -685,22 +808,38 @@ def read_request_cases(s: Setup, *, conn=0, stream=0):
     out.append(replace(out[0], expect=RxCode.DUPLICATE, name="rq-dup-psn"))
     out.append(rq(msg, name="rq-resent", va=0, length=8))
     # malformed ones (nothing executes, no message slot taken)
-    far = P.psn_add(c.psn[0], 1 << 22)
     # with payload the parser drops it (its LENGTH, a record without fields); the RX's own
     # LENGTH check (msg_len 0) sees such a record only when another source makes it: forged
     # here past the parser
     good = rq(msg + 8, expect=None, name="rq-length")
     forged = replace(good, meta=_with_meta(good.meta, {("mrdh", "msg_len"): 8, ("payload_len",): 8}),
                      payload=bytes(rng.getrandbits(8) for _ in range(8)), expect=RxCode.LENGTH)
-    out += [forged,
-            rq(msg + 8, msg_len=8, expect=RxCode.CHUNK, name="rq-chunk"),
-            rq(msg + 8, stream=9, expect=RxCode.STREAM, name="rq-stream"),
-            rq(msg + 8, mrdh_path=s.lay.paths + 3, expect=RxCode.BAD_PATH, name="rq-path"),
-            rq(msg + 8, qp=s.free_qp, psn=1, expect=RxCode.NO_CONNECTION, name="rq-no-conn"),
-            rq(msg + 8, pkey=c.pkey ^ 0x0101, psn=2, expect=RxCode.BAD_PKEY, name="rq-pkey"),
-            rq(msg + 8, path=0, psn=far, expect=RxCode.PSN_WINDOW, name="rq-window"),
-            rq(msg + 8, corrupt=True, psn=3, expect=None, name="rq-parser-drop")]
-    return out
+    out += [forged, rq(msg + 8, msg_len=8, expect=RxCode.CHUNK, name="rq-chunk")]
+    return out + _refused_before_sequence(s, c, rq, msg + 8, "rq")
+
+
+def _random_pairs(s: Setup, n, pool, packet):
+    """Random request traffic's shape (MR-RX-133, MR-RX-157): ``n`` times two consecutive
+    messages of a random stream of a connection of ``pool``, each ``packet(i, c, stream, msg, r,
+    path)`` (``r`` uniform in [0, 1)), swapped with probability 0.4, one of them again with the
+    same PSN with probability 0.2. Yields ``(i, c, stream, pkts, out)``: the pair, and the
+    packets to send."""
+    rng = s.rng
+    for i in range(n):
+        c = rng.choice(pool)
+        stream = rng.randrange(c.n_streams)
+        msgs = []
+        for _ in range(2):
+            m = c.msg.get(stream, 0)
+            c.msg[stream] = m + 1
+            msgs.append(m)
+        pkts = [packet(i, c, stream, m, rng.random(), rng.randrange(c.n_paths)) for m in msgs]
+        if rng.random() < 0.4:
+            pkts.reverse()
+        out = list(pkts)
+        if rng.random() < 0.2:
+            out.append(replace(rng.choice(pkts), expect=None))          # the same PSN again
+        yield i, c, stream, pkts, out
 
 
 def random_read_requests(s: Setup, n=40):
@@ -708,39 +847,51 @@ def random_read_requests(s: Setup, n=40):
     of order (two messages of a stream swapped), on random paths, some refused (key or range),
     some duplicated (the same PSN, or resent with a new one), with plain writes between them."""
     rng = s.rng
-    out = []
-    for i in range(n):
-        c = rng.choice(s.conns)
-        stream = rng.randrange(c.n_streams)
-        msgs = []
-        for _ in range(2):
-            m = c.msg.get(stream, 0)
-            c.msg[stream] = m + 1
-            msgs.append(m)
-        pkts = []
-        for m in msgs:
-            r = rng.random()
-            p = rng.randrange(c.n_paths)
-            if r < 0.3:
-                k = rng.choice(s.keys[:3])
-                pkts.append(s.write(c, path=p, stream=stream, key=k, plen=rng.randint(0, 40),
-                                    msg=m, name=f"rr{i}.w{m}"))
-                continue
-            kw = {}
-            if r < 0.4:
-                kw = {"key": Key(s.keys[0].rkey ^ (1 << 30), 0, 0, 0), "va": 0, "length": 8}
-            elif r < 0.5:
-                k = rng.choice(s.keys)
-                kw = {"key": k, "va": k.length - rng.randint(0, 8), "length": rng.randint(9, 64)}
-            else:
-                kw = {"key": rng.choice(s.keys)}
-            pkts.append(read_request(s, c, m, path=p, stream=stream, name=f"rr{i}.r{m}", **kw))
-        if rng.random() < 0.4:
-            pkts.reverse()
-        out += pkts
-        if rng.random() < 0.2:
-            out.append(replace(rng.choice(pkts), expect=None))          # the same PSN again
-    return out
+
+    def packet(i, c, stream, m, r, p):
+        if r < 0.3:
+            k = rng.choice(s.keys[:3])
+            return s.write(c, path=p, stream=stream, key=k, plen=rng.randint(0, 40), msg=m, name=f"rr{i}.w{m}")
+        kw = {}
+        if r < 0.4:
+            kw = {"key": Key(s.keys[0].rkey ^ (1 << 30), 0, 0, 0), "va": 0, "length": 8}
+        elif r < 0.5:
+            k = rng.choice(s.keys)
+            kw = {"key": k, "va": k.length - rng.randint(0, 8), "length": rng.randint(9, 64)}
+        else:
+            kw = {"key": rng.choice(s.keys)}
+        return read_request(s, c, m, path=p, stream=stream, name=f"rr{i}.r{m}", **kw)
+    return [pkt for *_, out in _random_pairs(s, n, s.conns, packet) for pkt in out]
+
+
+def random_atomics(s: Setup, n=40, *, conns=None):
+    """MR-RX-151..166: random atomic requests, two messages of a stream at a time (in order or
+    swapped), on random paths, some refused (key or range), some with a WRITE between them,
+    some duplicated (the same PSN, or resent with a new PSN after execution): consecutive
+    messages of a stream reuse its message slots, so an item waiting on ``m_atom`` meets the
+    capture of the next atomic of its slot (MR-RX-166). ``conns``: the connections to use."""
+    rng = s.rng
+
+    def packet(i, c, stream, m, r, p):
+        if r < 0.2:
+            return s.write(c, path=p, stream=stream, key=s.keys[1], plen=rng.randint(0, 40), msg=m, name=f"ra{i}.w{m}")
+        kw = {}
+        if r < 0.3:
+            kw = {"key": Key(s.keys[1].rkey ^ (1 << 30), 0, 0, 0), "va": 0}
+        elif r < 0.35:
+            kw = {"va": s.keys[1].length}
+        return atomic_request(s, c, m, cas=rng.random() < 0.5, path=p, stream=stream, name=f"ra{i}.a{m}",
+                              expect=RxCode.ACCEPTED, **kw)
+    pool = [s.conns[i] for i in conns] if conns is not None else s.conns
+    result = []
+    for i, c, stream, pkts, out in _random_pairs(s, n, pool, packet):
+        result += out
+        if rng.random() < 0.1:
+            mt = meta_fields(pkts[0].meta)
+            if mt["bth"]["opcode"] in ATOMIC_OPS:     # resent with a new PSN: not executed again
+                result.append(atomic_request(s, c, mt["mrdh"]["msg"], cas=mt["bth"]["opcode"] == Op.MR_CMP_SWAP,
+                                             stream=stream, name=f"ra{i}.resent", expect=RxCode.ACCEPTED))
+    return result
 
 
 def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
@@ -826,8 +977,10 @@ class Driver(CounterReadout):
         self.nb = width // 8
         self.rng = random.Random(seed)
         self.rng_rsp = random.Random(seed + 0x525350)
+        self.rng_atom = random.Random(seed + 0x41544F)
         self.p_idle, self.p_bp = p_idle, p_bp
-        outs = ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready", "m_rsp__ready")
+        outs = ("m_ack__ready", "m_place__ready", "m_data__ready", "m_cqe__ready", "m_rsp__ready",
+                "m_atom__ready")
         self.p_bp_of = dict.fromkeys(outs, p_bp if not isinstance(p_bp, dict) else 0.0)
         if isinstance(p_bp, dict):
             self.p_bp_of.update(p_bp)
@@ -849,7 +1002,8 @@ class Driver(CounterReadout):
         self._cur = bytearray()
         self.limit = 2000 + 200 * len(self.items) * (1 + int(10 * max(self.p_bp_of.values())))
         self.limit += sum(it.cycles for it in self.items if isinstance(it, Idle))
-        self.res = {"ack": [], "place": [], "data": [], "cqe": [], "rsp": [], "meta_taken": [], "payload_taken": [],
+        self.res = {"ack": [], "place": [], "data": [], "cqe": [], "rsp": [], "atom": [], "meta_taken": [],
+                    "payload_taken": [],
                     "ack_cycles": [], "cycles": 0, "counters": None, "beside_taken": 0}
         self.cfg_beside = list(cfg_beside)
         self.beside_next = 0        # the next of cfg_beside
@@ -876,7 +1030,8 @@ class Driver(CounterReadout):
         self.beside_offered = False
         if self._phase:
             inp.update({"m_ack__ready": 1, "m_place__ready": 1, "m_data__ready": 1,
-                        "m_cqe__ready": 1, "m_rsp__ready": 1, "reg_addr": self._readout_addr()})
+                        "m_cqe__ready": 1, "m_rsp__ready": 1, "m_atom__ready": 1,
+                        "reg_addr": self._readout_addr()})
             return inp
         if self.presenting is None and self.i < len(self.items) and isinstance(self.items[self.i], Idle):
             it = self.items[self.i]
@@ -913,6 +1068,7 @@ class Driver(CounterReadout):
             inp[n] = int(rng.random() >= self.p_bp_of[n])
         # MR-RX-131: from a generator of its own, so that the other inputs' stimulus is unchanged
         inp["m_rsp__ready"] = int(self.rng_rsp.random() >= self.p_bp_of["m_rsp__ready"])
+        inp["m_atom__ready"] = int(self.rng_atom.random() >= self.p_bp_of["m_atom__ready"])
         inp["reg_addr"] = rng.randrange(32) if self.poll_regs else 0
         return inp
 
@@ -948,6 +1104,8 @@ class Driver(CounterReadout):
             res["cqe"].append(out["m_cqe__payload"])
         if out.get("m_rsp__valid") and inp.get("m_rsp__ready"):
             res["rsp"].append(out["m_rsp__payload"])
+        if out.get("m_atom__valid") and inp.get("m_atom__ready"):
+            res["atom"].append(out["m_atom__payload"])
         if out["m_data__valid"] and inp["m_data__ready"]:
             b = unpack(self.beat, out["m_data__payload"])
             n = b["keep"].bit_length()
@@ -965,7 +1123,8 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050)."""
     rx = RxModel(conns, paths, keys, streams=streams)
-    outs, acks, places, data, cqes, rsps = [], [], [], [], [], []
+    outs, acks, places, data, cqes, rsps, atoms = [], [], [], [], [], [], []
+    opd = {}        # MR-RX-163: the operand table: row -> the captured payload
     for it in items:
         if isinstance(it, CfgWrite):
             rx.write_cfg(it.table, it.addr, it.value)
@@ -982,7 +1141,14 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
             data.append(it.payload)
         cqes += [pack(rx.lay.cqe, c) for c in o.cqes or ()]
         rsps += [pack(rx.lay.rsp, r) for r in o.rsps or ()]
-    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes, "rsp": rsps,
+        if o.cap_row is not None:
+            opd[o.cap_row] = it.payload
+        for r in o.atoms or ():
+            # MR-RX-164: the item with its operands, the payload's big-endian words
+            p = opd[rx.operand_row(r["conn"], r["stream"], r["msg"])]
+            atoms.append(pack(rx.lay.atom, dict(r, operand=int.from_bytes(p[:8], "big"),
+                                                compare=int.from_bytes(p[8:16], "big"))))
+    return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes, "rsp": rsps, "atom": atoms,
             "counters": list(rx.counters)}
 
 
@@ -995,11 +1161,11 @@ def check(items, res, conns, paths, keys, streams=records.STREAMS):
         if c.expect is not None:
             assert o.code == c.expect, f"case {c.name}: model says {o.code.name}, built for {c.expect.name}"
     lay = layouts(conns, paths, keys, streams=streams)
-    for name in ("ack", "place", "cqe", "rsp"):
-        got, want = res[name], exp[name]
+    for name in ("ack", "place", "cqe", "rsp", "atom"):
+        got, want = res.get(name, []), exp[name]
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:
-                layout = {"ack": lay.ack, "place": lay.place, "cqe": lay.cqe, "rsp": lay.rsp}[name]
+                layout = {"ack": lay.ack, "place": lay.place, "cqe": lay.cqe, "rsp": lay.rsp, "atom": lay.atom}[name]
                 raise AssertionError(f"{name} #{i}: got {unpack(layout, g)}, expected {unpack(layout, w)}")
         assert len(got) == len(want), f"{name}: {len(got)} transfers, expected {len(want)}"
     assert res["data"] == exp["data"], "written payload bytes differ"
@@ -1127,20 +1293,99 @@ def post_of(s: Setup, w: CfgWrite):
     raise ValueError(f"receive {r} outside every region")
 
 
-def record_responses(ep, key_base):
+def record_responses(ep, key_base, atoms=None):
     """MR-RX-131: the READ requests the endpoint ``ep`` executes (``_execute``, MR-VERB-002..004),
     as tuples comparable with :func:`responses`: ``(conn, stream, msg, laddr, length, err)``,
     ``laddr`` the region's host address of the READ's VA (``key_base``: R_Key -> base), 0 when
-    refused. Returns the list the endpoint's connections append to."""
+    refused. Returns the list the endpoint's connections append to. MR-RX-157: the atomics it
+    executes are appended to ``atoms`` (when given) as :func:`atomics` tuples followed by the
+    operands and the original value the response carries: ``(conn, stream, msg, laddr, cas,
+    err, operands, orig)``."""
     got = []
     for qp, c in ep._conns.items():
         def execute(m, c=c, qp=qp, run=c._execute):
-            va, rkey, length, _ = m.req
+            va, rkey, length, operands = m.req
+            op = m.op
             run(m)
-            err = c.rsp[(m.stream, m.msg)].err
-            got.append((qp, m.stream, m.msg, 0 if err else (key_base[rkey] + va) % (1 << 64), length, int(err)))
+            r = c.rsp[(m.stream, m.msg)]
+            laddr = 0 if r.err else (key_base[rkey] + va) % (1 << 64)
+            if op == Op.MR_READ:
+                got.append((qp, m.stream, m.msg, laddr, length, int(r.err)))
+            elif atoms is not None:
+                atoms.append((qp, m.stream, m.msg, laddr, int(op == Op.MR_CMP_SWAP), int(r.err),
+                              bytes(operands), bytes(r.mv) if not r.err else b""))
         c._execute = execute
     return got
+
+
+def atomics(s: Setup, items):
+    """MR-RX-155: the RX engine's atomic execution items (flat ``m_atom`` payloads) as tuples
+    ``(conn, stream, msg, laddr, cas, err)``."""
+    out = []
+    for v in items:
+        r = unpack(s.lay.atom, v)
+        out.append((r["conn"], r["stream"], r["msg"], r["laddr"], r["cas"], r["err"]))
+    return out
+
+
+def execute_atomics(s: Setup, exp, cases):
+    """MR-RX-156: the executor's side of the atomics, as a test oracle: the memory image of the
+    placements with each atomic item applied at its point in the RX's output order (after the
+    placements of its record and of every earlier record: the delivery point), its operands
+    taken from its request's payload (``cases``, keyed by connection, stream, message), with
+    ``protocol.atomic_apply`` on 64-bit little-endian memory. Returns ``(memory, [(item tuple,
+    original 8 bytes or b"" when refused)])``."""
+    ops = {}
+    for c in cases:
+        if isinstance(c, Case) and not c.drop:
+            mt = meta_fields(c.meta)
+            if mt["bth"]["opcode"] in (Op.MR_CMP_SWAP, Op.MR_FETCH_ADD):
+                ops.setdefault((mt["bth"]["dest_qp"], mt["mrdh"]["stream"], mt["mrdh"]["msg"]), c.payload)
+    bufs = {k.rkey: bytearray(k.length) for k in s.keys}
+    done = []
+    data = iter(exp["data"])
+    for o in exp["outcomes"]:
+        if o.place is not None:
+            d = next(data)
+            buf, off = _locate(s, bufs, o.place["addr"], len(d))
+            buf[off:off + len(d)] = d
+        for a in o.atoms or ():
+            t = (a["conn"], a["stream"], a["msg"], a["laddr"], a["cas"], a["err"])
+            p = ops[(a["conn"], a["stream"], a["msg"])]
+            done.append((t, _apply_atomic(s, bufs, dict(a, operand=int.from_bytes(p[:8], "big"),
+                                                           compare=int.from_bytes(p[8:16], "big")))))
+    return {k: bytes(b) for k, b in bufs.items()}, done
+
+
+def _locate(s: Setup, bufs, addr, n):
+    """The region buffer of ``bufs`` and the offset of host address ``addr`` (``n`` bytes)."""
+    for k in s.keys:
+        off = (addr - k.base) % (1 << 64)
+        if off + n <= k.length:
+            return bufs[k.rkey], off
+    raise AssertionError(f"{addr:#x} outside every region")
+
+
+def _apply_atomic(s: Setup, bufs, item):
+    """MR-RX-156: one execution item (a dict of ``Layouts.atom``) on ``bufs`` (rkey ->
+    bytearray): ``protocol.atomic_apply`` on the 8 little-endian bytes at ``laddr``; returns the
+    original 8 bytes (b"" for a refused item, which touches nothing)."""
+    if item["err"]:
+        return b""
+    buf, off = _locate(s, bufs, item["laddr"], 8)
+    orig = int.from_bytes(buf[off:off + 8], "little")
+    new = P.atomic_apply(bool(item["cas"]), orig, item["operand"], item["compare"] if item["cas"] else 0)
+    buf[off:off + 8] = new.to_bytes(8, "little")
+    return orig.to_bytes(8, "little")
+
+
+def apply_atomics(s: Setup, memory, items):
+    """MR-RX-156/157: the executor on a memory image (rkey -> bytes, as :func:`memory_image`):
+    the ``m_atom`` items (flat payloads, with their operands) applied in their order; returns the
+    new image and each item's original 8 bytes (b"" when refused)."""
+    bufs = {k: bytearray(v) for k, v in memory.items()}
+    origs = [_apply_atomic(s, bufs, unpack(s.lay.atom, v)) for v in items]
+    return {k: bytes(b) for k, b in bufs.items()}, origs
 
 
 def responses(s: Setup, rsps):
@@ -1152,17 +1397,19 @@ def responses(s: Setup, rsps):
     return out
 
 
-def endpoint_reference(ep, s: Setup, cases, rsps=None):
+def endpoint_reference(ep, s: Setup, cases, rsps=None, atoms=None):
     """Feed the frames of ``cases`` the RX slice handles (MR_WRITE/MR_WRITE_IMM/MR_SEND/
     MR_SEND_IMM/MR_READ the parser kept) to the endpoint at one instant (no timer fires), a receive
     posted (table 5) as the endpoint's ``post_recv``; return its ACK/NAK frames as tuples
     comparable with :func:`requests` and its registered buffers. With ``rsps`` (a list), the
-    READ requests the endpoint executes are appended to it (:func:`record_responses`); the
-    response frames it sends are not returned."""
+    READ requests the endpoint executes are appended to it (:func:`record_responses`); with
+    ``atoms`` (a list) the atomics it executes, with their operands and original values
+    (MR-RX-157); the response frames it sends are not returned."""
     from .codec import decode
     out = []
-    if rsps is not None:
-        got = record_responses(ep, {k.rkey: k.base for k in s.keys})
+    got_atoms = []
+    if rsps is not None or atoms is not None:
+        got = record_responses(ep, {k.rkey: k.base for k in s.keys}, got_atoms)
     for c in cases:
         if isinstance(c, CfgWrite) and c.table == TABLE_RECV:
             qp, stream, lkey, off, length, wr_id = post_of(s, c)
@@ -1171,7 +1418,8 @@ def endpoint_reference(ep, s: Setup, cases, rsps=None):
         if not isinstance(c, Case) or c.drop:
             continue
         f = decode(c.frame)
-        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ):
+        if f.bth.opcode not in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ,
+                                Op.MR_CMP_SWAP, Op.MR_FETCH_ADD):
             continue
         msg_len = meta_fields(c.meta)["mrdh"]["msg_len"]
         if len(c.payload) != len(f.payload) or msg_len != f.mrdh.msg_len:
@@ -1186,6 +1434,8 @@ def endpoint_reference(ep, s: Setup, cases, rsps=None):
             out.append(r)
     if rsps is not None:
         rsps.extend(got)
+    if atoms is not None:
+        atoms.extend(got_atoms)
     return out, {k.rkey: bytes(ep._mrs[k.rkey][0]) for k in s.keys}
 
 
@@ -1276,6 +1526,9 @@ class Traffic:
     #: MR-RX-133: the READ requests the receiving endpoint executed, in order (tuples as
     #: :func:`responses`)
     rsps: list = field(default_factory=list)
+    #: MR-RX-157: the atomics the receiving endpoint executed, in order (tuples as
+    #: :func:`record_responses`' ``atoms``: the item, the operands, the original value)
+    atoms: list = field(default_factory=list)
 
     @property
     def items(self):
@@ -1337,7 +1590,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
                      seed=0, n_conns=3, n_writes=6, mtu_log2=8, ack_every=4, rtt=10e-6,
                      rate_bps=100e9, bottleneck=0.5, ecn_packets=4, until=0.05, hostile=0,
                      imm=0.0, n_streams=None, ack_delay=None, sends=0.0, recv_delay=0.0, reads=0.0,
-                     read_reqs=0.0):
+                     read_reqs=0.0, atomics=0.0, atomic_reqs=0.0):
     """The reference endpoint's real traffic (MR-RX-071): a sender :class:`Endpoint` (host 0,
     ``PEER_ADDR``) writes ``nbytes`` in ``n_writes`` RDMA WRITEs, spread over the connections,
     their streams and the three writable regions, to a receiver :class:`Endpoint` (host 1,
@@ -1372,7 +1625,12 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     READ per connection in flight (``max_tx_msgs`` = 2, MR-VERB-006). A fraction ``read_reqs``
     are RDMA READs the sender posts to the receiver (MR-RX-133): READ requests among the frames
     that reach the receiver, which executes them and sends the responses back (the READ's bytes
-    land in the sender's source piece); ``traffic.rsps`` records the requests it executed."""
+    land in the sender's source piece); ``traffic.rsps`` records the requests it executed. A
+    fraction ``atomics`` are atomics the receiving endpoint posts to the sender (MR-RX-159: their
+    responses reach the receiver, each request's first send an outstanding-read write with its
+    ``op``; the original 8 bytes land in 8 bytes of the receiver's region), a fraction
+    ``atomic_reqs`` atomics the sender posts to the receiver on 8 bytes of its regions reserved
+    for each (MR-RX-157: ``traffic.atoms`` records the ones it executed, in order)."""
     from metaroce.sim.faults import Faults
     from metaroce.sim.topology import Fabric, host_addr
     from .codec import encode
@@ -1389,17 +1647,20 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     ep_kw = {"line_rate_bps": rate_bps, "base_rtt": rtt}
     rx, s = endpoint_setup(conns, paths, keys, streams=streams, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
                            n_conns=n_conns, ack_delay=NO_ACK_DELAY if ack_delay is None else ack_delay,
-                           n_streams=n_streams, **({"max_tx_msgs": MSG_SLOTS} if reads else {}), **ep_kw)
+                           n_streams=n_streams, **({"max_tx_msgs": MSG_SLOTS} if reads or atomics else {}), **ep_kw)
     # with SENDs, whose RNR holds a message open, the sender keeps at most MSG_SLOTS messages of
     # a connection started and not completed (MR-RX-083: the message table's slots per stream)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
                   chunk_window=CHUNK_RING, announce=False,      # the engine sends none (MR-CC-021)
-                  **({"max_tx_msgs": MSG_SLOTS} if sends or read_reqs else {}), **ep_kw)
+                  **({"max_tx_msgs": MSG_SLOTS} if sends or read_reqs or atomic_reqs else {}), **ep_kw)
     sender, receiver = fab.hosts
     sender.ep, receiver.ep = tx, rx
     rng = random.Random(seed + 3)
     src = bytes(rng.getrandbits(8) for _ in range(nbytes))
     lkey = tx.reg_mr(bytearray(src))
+    # MR-RX-157/159: the sender's 8-byte words for the receiver's atomics, and for the results
+    # of its own (apart from the source, which its writes read while they are sent)
+    tx_words = tx.reg_mr(bytearray(rng.getrandbits(8) for _ in range(512))) if atomics or atomic_reqs else None
     tconn = {c.qp: tx.connect(c.qp | 0x800000, LOCAL_ADDR, c.qp, paths=c.n_paths,
                               streams=c.n_streams, pkey=c.pkey, init_psn=c.psn[0])
              for c in s.conns}
@@ -1423,19 +1684,40 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
             send = "read"
         elif read_reqs and not send and r < sends + reads + read_reqs:
             send = "rreq"
+        elif atomics and not send and r < sends + reads + read_reqs + atomics:
+            send = "atomic"
+        elif atomic_reqs and not send and r < sends + reads + read_reqs + atomics + atomic_reqs:
+            send = "areq"
+        if send in ("atomic", "areq"):
+            # 8 aligned bytes of the piece's range: the result, or the atomic's target
+            va = (va + 7) & ~7
+            fill[k.rkey] = max(fill[k.rkey], va + 8)
         value = rng.getrandbits(32) if imm and rng.random() < (0.5 if send else imm) else None
         posted.append((c.qp, stream, a, b - a, va, k.rkey, 100 + i, value, send))
-        if send != "rreq":
+        if send not in ("rreq", "atomic", "areq"):
             sources.append((k.rkey, va, src[a:b]))
     recvs = {}          # (qp, stream) -> receives still to post, in order: (rkey, va, length, wr_id)
-    rd_rows = {}        # (qp, stream, msg) -> the READ's (base, length, wr_id)
+    rd_rows = {}        # (qp, stream, msg) -> the READ's (base, length, wr_id, op)
+    key_base0 = {k.rkey: k.base for k in s.keys}
     for qp, stream, a, n, va, rkey, wr, value, send in posted:
         if send == "read":
             m = rx._conns[qp].post_read(stream, rkey, va, n, a, lkey, wr)
-            rd_rows[(qp, stream, m.msg)] = (s.keys[[k.rkey for k in s.keys].index(rkey)].base + va, n, wr)
+            rd_rows[(qp, stream, m.msg)] = (key_base0[rkey] + va, n, wr, RD_OP_READ)
         elif send == "rreq":
             # MR-RX-133: the sender reads the receiver's region into its source piece
             tconn[qp].post_read(stream, lkey, a, n, va, rkey, wr)
+        elif send in ("atomic", "areq"):
+            cas = rng.random() < 0.5
+            kw = {"swap": rng.getrandbits(64), "compare": rng.getrandbits(64)} if cas else {"add": rng.getrandbits(64)}
+            word = 8 * (wr % 64)
+            if send == "atomic":
+                # MR-RX-159: the receiver's atomic on the sender's word, its result at va
+                m = rx._conns[qp].post_atomic(stream, "cmp_swap" if cas else "fetch_add", rkey, va, word,
+                                              tx_words, wr, **kw)
+                rd_rows[(qp, stream, m.msg)] = (key_base0[rkey] + va, 8, wr, RD_OP_CMP_SWAP if cas else RD_OP_FETCH_ADD)
+            else:
+                # MR-RX-157: the sender's atomic on the receiver's 8 bytes at va
+                tconn[qp].post_atomic(stream, "cmp_swap" if cas else "fetch_add", tx_words, word, va, rkey, wr, **kw)
         elif send:
             tconn[qp].post_send(stream, lkey, a, n, wr_id=wr, imm=value)
             room = next(k.length for k in s.keys if k.rkey == rkey) - va
@@ -1443,7 +1725,8 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
         else:
             tconn[qp].post_write(stream, lkey, a, n, va, rkey, wr_id=wr, imm=value)
     posts = []
-    executed = record_responses(rx, {k.rkey: k.base for k in s.keys})
+    executed_atoms = []
+    executed = record_responses(rx, {k.rkey: k.base for k in s.keys}, executed_atoms)
     next_recv = dict.fromkeys(recvs, 0)
     open_recvs = dict.fromkeys(recvs, 0)
     key_base = {k.rkey: k.base for k in s.keys}
@@ -1469,12 +1752,14 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
 
     def sent(f, now):
         op = f.bth.opcode
-        if op == Op.MR_READ:
-            # MR-RX-110: the TX side writes the outstanding-read row when the request first leaves
+        if op in (Op.MR_READ, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD):
+            # MR-RX-110: the TX side writes the outstanding-read row when the request first
+            # leaves (MR-RX-159: an atomic's with its op)
             k = (f.bth.dest_qp & 0x7FFFFF, f.mrdh.stream, f.mrdh.msg)
             if k not in rd_sent:
                 rd_sent.add(k)
-                posts.append((len(frames), s.read_write(*k, *rd_rows[k])))
+                base, length, wr, rop = rd_rows[k]
+                posts.append((len(frames), s.read_write(*k, base, length, wr, op=rop)))
         elif op in (Op.MR_ACK, Op.MR_NAK):
             acks.append(_norm_frame(f))
     receiver.tx_hook = sent
@@ -1488,7 +1773,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
             if c.opcode == WC_RECV:
                 open_recvs[(c.conn, c.stream)] -= 1
                 post_recvs(c.conn, c.stream)
-            if c.opcode != WC_RDMA_READ:
+            if c.opcode not in RD_OP_WC:
                 return
         done.append((host.name, c.wr_id, int(c.status)))
         if len(done) == len(posted):
@@ -1504,7 +1789,7 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     receiver.kick()
     fab.sim.run(until=until)
     fab.sim.run(until=fab.sim.now + 8 * rtt)        # the last ACKs and any late copies
-    want = sorted((receiver.name if p[8] == "read" else sender.name, p[6], 0) for p in posted)
+    want = sorted((receiver.name if p[8] in ("read", "atomic") else sender.name, p[6], 0) for p in posted)
     if sorted(done) != want:
         raise AssertionError(f"transfer incomplete or failed: completions {sorted(done)}")
     assert not rx._ctrl, "ACKs left unsent"
@@ -1524,8 +1809,10 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     stats["sends"] = sum(1 for p in posted if p[8] is True)
     stats["reads"] = n_reads
     stats["read_reqs"] = sum(1 for p in posted if p[8] == "rreq")
+    stats["atomics"] = sum(1 for p in posted if p[8] == "atomic")
+    stats["atomic_reqs"] = sum(1 for p in posted if p[8] == "areq")
     stats["rnr_naks"] = sum(1 for a in acks if a[0] == "nak" and a[3] == NakReason.RNR)
-    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts, executed)
+    return s, Traffic(cases, acks, memory, sources, stats, times, rx_cqes, posts, executed, executed_atoms)
 
 
 def same_completions(got, want):
@@ -1533,8 +1820,8 @@ def same_completions(got, want):
     the receive side's (RECV, RECV_RDMA_WITH_IMM) in order; the READs' (RDMA_READ) as a set,
     since the endpoint completes a requester's work in its send-queue order, which the TX side
     keeps, not the RX engine."""
-    def split(cs):
-        return ([c for c in cs if c[3] != WC_RDMA_READ], sorted(c for c in cs if c[3] == WC_RDMA_READ))
+    def split(cs):          # MR-RX-159: an atomic's completion is the requester's too
+        return ([c for c in cs if c[3] not in RD_OP_WC], sorted(c for c in cs if c[3] in RD_OP_WC))
     return split(got) == split(want)
 
 
@@ -1552,7 +1839,7 @@ def completions(s: Setup, cqes):
         c = unpack(s.lay.cqe, v)
         out.append((c["conn"], c["stream"], c["status"], c["opcode"], c["length"],
                     c["imm"] if c["with_imm"] else None,
-                    c["wr_id"] if c["opcode"] in (WC_RECV, WC_RDMA_READ) else None))
+                    c["wr_id"] if c["opcode"] == WC_RECV or c["opcode"] in RD_OP_WC else None))
     return out
 
 
@@ -1928,7 +2215,7 @@ def coverage_suite(s: Setup, n_random=150):
     :func:`message_toggle_cases`) and the random mix (with rows rewritten mid-traffic)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
-              for op in (Op.MR_ACK, Op.MR_NAK, Op.MR_FETCH_ADD, Op.RC_WRITE_ONLY,
+              for op in (Op.MR_ACK, Op.MR_NAK, Op.RC_WRITE_ONLY,
                          Op.RC_SEND_ONLY, Op.RC_ACK) for corrupt in (False, True)]
     head = (stream_bound_cases(s) + window_cases(s) + window_cases(s, op=Op.MR_WRITE_IMM, conn=2) + bad_cases(s)
             + bad_cases(s, op=Op.MR_WRITE_IMM) + burst_same_path(s, 24, plen=9) + others)

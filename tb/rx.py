@@ -12,7 +12,7 @@ cocotb tests here:
     ``metaroce bench rx``: packets and payload beats per cycle and ACK latency of same-path
     bursts per payload size, and the lockstep speed.
 ``rx_lockstep``
-    the window, bad-input, SEND, READ-response, READ-request and burst cases plus ``RX_RANDOM`` random
+    the window, bad-input, SEND, READ-response, READ-request, atomic and burst cases plus ``RX_RANDOM`` random
     packets (seed ``RX_SEED``)
     with random idle cycles and backpressure on every output, then the checker; then a
     same-path burst without idle or backpressure, which must be taken at one record per cycle,
@@ -61,10 +61,12 @@ def _instance():
 
 def _traffic_mix():
     """The endpoint traffic's mix (MR-RX-105, MR-RX-113, MR-RX-133) from ``RX_TRAFFIC_SENDS``/
-    ``_READS``/``_READ_REQS``/``_IMM`` (fractions of the messages), ``RX_TRAFFIC_RECV_DELAY`` (s before the first
+    ``_READS``/``_READ_REQS``/``_ATOMICS``/``_ATOMIC_REQS``/``_IMM`` (fractions of the messages, MR-RX-157),
+    ``RX_TRAFFIC_RECV_DELAY`` (s before the first
     receives: RNR NAKs) and ``RX_TRAFFIC_STREAMS`` (streams of every connection)."""
     env = os.environ.get
-    mix = {k: float(env(f"RX_TRAFFIC_{k.upper()}", "0")) for k in ("sends", "reads", "imm", "recv_delay", "read_reqs")}
+    mix = {k: float(env(f"RX_TRAFFIC_{k.upper()}", "0"))
+           for k in ("sends", "reads", "imm", "recv_delay", "read_reqs", "atomics", "atomic_reqs")}
     if env("RX_TRAFFIC_STREAMS"):
         mix["n_streams"] = int(env("RX_TRAFFIC_STREAMS"))
     if env("RX_TRAFFIC_WRITES"):
@@ -222,7 +224,11 @@ async def rx_endpoint_traffic(dut):
     wall = time.perf_counter() - t0
     exp = rc.check(items, drv.res, conns, paths, keys, streams)
     acks_equal = rc.requests(s, drv.res["ack"]) == tr.acks
-    memory_equal = rc.memory_image(s, drv.res["place"], drv.res["data"]) == tr.memory
+    # MR-RX-157: the placements, then the atomics executed in the RTL's item order with its operands
+    memory, origs = rc.apply_atomics(s, rc.memory_image(s, drv.res["place"], drv.res["data"]), drv.res["atom"])
+    memory_equal = memory == tr.memory
+    atoms_equal = (rc.atomics(s, drv.res["atom"]) == [a[:6] for a in tr.atoms]
+                   and origs == [a[7] for a in tr.atoms])
     cqes_equal = rc.same_completions(rc.completions(s, drv.res["cqe"]), tr.cqes)
     # MR-RX-133: the READ requests executed, against the ones the receiving endpoint executed
     rsps_equal = rc.responses(s, drv.res["rsp"]) == tr.rsps
@@ -232,10 +238,11 @@ async def rx_endpoint_traffic(dut):
                    "mismatches": h.mismatches, "acks_equal": acks_equal, "memory_equal": memory_equal,
                    "completions_equal": cqes_equal, "completions": len(drv.res["cqe"]),
                    "responses_equal": rsps_equal, "responses": len(drv.res["rsp"]),
+                   "atomics_equal": atoms_equal, "atomics": len(drv.res["atom"]),
                    "endpoint_acks": len(tr.acks), "rtl_requests": len(drv.res["ack"]),
                    "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
                    "traffic": tr.stats}, f)
-    assert h.mismatches == 0 and acks_equal and memory_equal and cqes_equal and rsps_equal
+    assert h.mismatches == 0 and acks_equal and memory_equal and cqes_equal and rsps_equal and atoms_equal
 
 
 @cocotb.test(skip=_special_run())
@@ -257,6 +264,10 @@ async def rx_lockstep(dut):
     cases = (rc.stream_bound_cases(s) + rc.window_cases(s) + rc.bad_cases(s) + rc.send_cases(s, conn=1) + rc.read_cases(s, conn=1)
              + rc.send_cases(s, conn=2) + rc.read_cases(s, conn=3) + rc.burst_same_path(s, 16, plen=9)
              + rc.read_request_cases(s, conn=4) + rc.random_read_requests(s, 30)
+             # atomics (MR-RX-151..161): requests on a stream of their own, responses beside READs'
+             + rc.atomic_request_cases(s, conn=4, stream=s.conns[4].n_streams - 1)
+             + rc.atomic_response_cases(s, conn=2, stream=s.conns[2].n_streams - 1)
+             + rc.random_atomics(s, 20, conns=(4, 5))
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
     drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
@@ -295,6 +306,7 @@ async def rx_lockstep(dut):
                        "lockstep_cycles_per_s": round(n1 / wall) if wall else None,
                        "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in RxCode},
                        "completions": len(drv.res["cqe"]), "responses": len(drv.res["rsp"]),
+                       "atomics": len(drv.res["atom"]),
                        "timer_acks_equal": timer_acks_equal,
                        "mismatches": h.mismatches}, f)
 

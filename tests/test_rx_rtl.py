@@ -35,6 +35,7 @@ def test_rx_rtl_lockstep(width, tmp_path):
     outcomes = row["outcomes"]
     assert outcomes["RNR"] >= 6 and outcomes["RECV_BOUNDS"] >= 2 and outcomes["NO_READ"] >= 2
     assert row["completions"] >= 12
+    assert row["atomics"] >= 30             # MR-RX-157: the atomic cases and random atomics, once each
     assert row["timer_acks_equal"]          # MR-RX-093/094: the delayed-ACK timer's ACKs
 
 

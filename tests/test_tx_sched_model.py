@@ -709,7 +709,8 @@ def test_read_row_from_first_frame():
             assert key in rows, "a READ's resend after its first transmission"
         seen.add(key)
     assert len(want) >= 10 and rows == want
-    assert set(rows[next(iter(rows))]) | {"valid", "wr_id"} == set(rx_layouts().rd.members)
+    # MR-RX-159: the row's `op` (READ or an atomic) is the frame's opcode
+    assert set(rows[next(iter(rows))]) | {"valid", "wr_id", "op"} == set(rx_layouts().rd.members)
 
 
 def test_read_response_entry():
