@@ -43,10 +43,12 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import records
 from ..models.dma_write import OUTSTANDING
-from ..models.engine import ACK_FIFO_DEPTH, ENG_CTR, ENGINE_TX_NAMES, RSP_FIFO_DEPTH, engine_tx_params
+from ..models.engine import (ACK_FIFO_DEPTH, ENG_CTR, ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH,
+                              engine_tx_params)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
-from ..models.rx import CHUNK_RING, SMALL as RX_SMALL, payload_layout
+from ..models.rx import CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_RDMA_READ, payload_layout
+from ..models.tx_sched import OP_READ
 from .dma_write import DmaWrite
 from .frame_builder import FrameBuilder
 from .parser import Parser, axis_signature
@@ -142,7 +144,8 @@ class EngineRx(wiring.Component):
 
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
-                 mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False):
+                 mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False, rd_rows=False):
+        self.rd_rows = bool(rd_rows)
         self.peer_acks = bool(peer_acks)
         self.tx_counters = bool(tx_counters)
         self.responses = bool(responses)
@@ -193,6 +196,9 @@ class EngineRx(wiring.Component):
             ports["m_rsp"] = Out(sig(self.rx, "m_rsp"))
             ports["eng_reg_addr"] = Out(4)
             ports["eng_reg_data"] = In(64)
+        if self.rd_rows:
+            # MR-ENG-149: the engine's own configuration writes (the outstanding-read rows)
+            ports["s_cfg_eng"] = In(sig(self.rx, "s_cfg").flip())
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -229,7 +235,14 @@ class EngineRx(wiring.Component):
             wiring.connect(m, parser.m_meta, rx.s_meta)
         wiring.connect(m, parser.m_payload, pack.s_axis)
         wiring.connect(m, pack.m_payload, rx.s_payload)
-        wiring.connect(m, regs.m_cfg, rx.s_cfg)
+        if self.rd_rows:
+            # MR-ENG-149: the engine's row write before the host's (a mux, no register)
+            e, h, c = self.s_cfg_eng, regs.m_cfg, rx.s_cfg
+            m.d.comb += [c.valid.eq(e.valid | h.valid),
+                         c.payload.eq(Mux(e.valid, e.payload.as_value(), h.payload.as_value())),
+                         e.ready.eq(c.ready), h.ready.eq(c.ready & ~e.valid)]
+        else:
+            wiring.connect(m, regs.m_cfg, rx.s_cfg)
         wiring.connect(m, rx.m_place, dma.s_place)
         wiring.connect(m, rx.m_data, dma.s_data)
         wiring.connect(m, rx.m_ack, wiring.flipped(self.m_ack))
@@ -327,6 +340,70 @@ class RspJoin(wiring.Component):
         return m
 
 
+class RdRows(wiring.Component):
+    """MR-ENG-148..152: the engine's writer of the RX's outstanding-read rows. ``s_rd`` (the
+    scheduler's READ queued) is taken when its row ``{conn, stream, msg mod rd_slots}`` is not
+    busy and no write is pending (``ready`` on state and the payload, itself the scheduler's
+    register); the row becomes busy and its table-6 write waits in one register for the RX
+    (``m_cfg``). ``cqe``/``cqe_take`` (the RX's completion taken by the host) frees the row of
+    an RDMA_READ record of the same ``msg``; ``tx_cqe``/``tx_cqe_take`` (the TX half's) the
+    row of a failed READ request of the same ``wr_id``. Model: ``models.engine.RdRowsModel``."""
+
+    def __init__(self, conns, streams, rx_lay, rd_layout, tx_cqe_layout):
+        self.conns, self.streams, self.rx_lay = conns, streams, rx_lay
+        super().__init__({"s_rd": In(stream.Signature(rd_layout)),
+                          "m_cfg": Out(stream.Signature(rx_lay.cfg)),
+                          "cqe": In(rx_lay.cqe), "cqe_take": In(1),
+                          "tx_cqe": In(tx_cqe_layout), "tx_cqe_take": In(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        lay = self.rx_lay
+        slots, rdb = lay.rd_slots, lay.rd_bits
+        sb = (self.streams - 1).bit_length()
+        cb = (self.conns - 1).bit_length()
+        rows = self.conns * self.streams * slots
+        busy = Signal(rows)
+        r_msg = [Signal(32, name=f"rd_msg{i}") for i in range(rows)]
+        r_wr = [Signal(16, name=f"rd_wr{i}") for i in range(rows)]
+        pend = Signal(lay.cfg)
+        pend_valid = Signal()
+
+        def index(conn, strm, msg):
+            return Cat(msg[:rdb], strm[:sb], conn[:cb])
+
+        s, o = self.s_rd, self.m_cfg
+        p = s.payload
+        idx = index(p.conn, p.stream, p.msg)
+        m.d.comb += [s.ready.eq(~pend_valid & ~busy.bit_select(idx, 1)),
+                     o.valid.eq(pend_valid), o.payload.eq(pend)]
+        take = s.valid & s.ready
+        with m.If(o.valid & o.ready):
+            m.d.sync += pend_valid.eq(0)
+        row = Signal(lay.rd)
+        addr = Signal(len(pend.addr))
+        m.d.comb += [row.valid.eq(1), row.msg.eq(p.msg), row.base.eq(p.laddr),
+                     row.length.eq(p.length), row.wr_id.eq(p.wr_id),
+                     addr.eq(Cat(p.msg[:rdb], p.stream[:records.STREAM_BITS], p.conn))]
+        with m.If(take):
+            m.d.sync += [pend_valid.eq(1), pend.table.eq(TABLE_READ), pend.addr.eq(addr),
+                         pend.data.eq(row)]
+        # frees: the RX's RDMA_READ record of the row's READ, the TX half's failure of it
+        c, t = self.cqe, self.tx_cqe
+        c_hit = self.cqe_take & (c.opcode == WC_RDMA_READ) & ((c.stream >> sb) == 0)
+        c_idx = index(c.conn, c.stream, c.msg)
+        t_hit = self.tx_cqe_take & (t.op == OP_READ) & (t.status != 0) & ((t.stream >> sb) == 0)
+        t_base = Cat(t.stream[:sb], t.conn[:cb])
+        for i in range(rows):
+            with m.If(take & (idx == i)):
+                m.d.sync += [busy[i].eq(1), r_msg[i].eq(p.msg), r_wr[i].eq(p.wr_id)]
+            free_c = c_hit & (c_idx == i) & (r_msg[i] == c.msg)
+            free_t = t_hit & (t_base == (i >> rdb)) & (r_wr[i] == t.wr_id)
+            with m.If(busy[i] & (free_c | free_t)):
+                m.d.sync += busy[i].eq(0)
+        return m
+
+
 class AckOut(wiring.Component):
     """MR-ENG-133: the RX engine's ACK/NAK requests (``s_ack``) into frame descriptors
     (``m_desc``), combinationally (no queue: ``s_ack.ready`` is ``m_desc.ready``; the MRAH and
@@ -417,8 +494,9 @@ class Engine(wiring.Component):
         self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True)
-        self.tx = Tx(width, conns=conns, paths=paths, **kw)
+                                responses=True, rd_rows=True)
+        # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
+        self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, **kw)
         self.width, self.conns = width, conns
         sig = lambda blk, name: blk.signature.members[name].signature      # noqa: E731
         ports = {}
@@ -445,7 +523,7 @@ class Engine(wiring.Component):
             if name not in _RX_INTERNAL:
                 _forward(m, getattr(rxh, name), getattr(self, name), rxh.signature.members[name])
         for name, mem in tx.signature.members.items():
-            if name not in _TX_INTERNAL + ("s_cfg",):
+            if name not in _TX_INTERNAL + ("s_cfg", "s_wr"):
                 _forward(m, getattr(tx, name), getattr(self, ENGINE_TX_NAMES.get(name, name)), mem)
         # MR-ENG-105: the TX half's counters through the register block (MR-REG-034)
         m.d.comb += [tx.reg_addr.eq(rxh.tx_reg_addr), rxh.tx_reg_data.eq(tx.reg_data)]
@@ -456,6 +534,20 @@ class Engine(wiring.Component):
         wiring.connect(m, rsp.m_rsp, tx.s_rsp)
         wiring.connect(m, tx.m_rsp_done, rsp.s_done)
         m.d.comb += [rsp.reg_addr.eq(rxh.eng_reg_addr), rxh.eng_reg_data.eq(rsp.reg_data)]
+        # MR-ENG-148..152: the outstanding-read rows written by the engine, freed by the records
+        m.submodules.rd_rows = rdr = RdRows(self.conns, tx.sched.streams, rxh.lay, tx.lay.sched.rd,
+                                            tx.lay.sched.cqe)
+        wiring.connect(m, tx.m_rd, rdr.s_rd)
+        # MR-ENG-155: the work requests through a 1-entry FIFO, so that s_wr.ready stays a
+        # function of state (the scheduler's ready of a READ depends on the READ's row)
+        m.submodules.wr_q = wq = fifo.SyncFIFO(width=len(tx.s_wr.payload.as_value()), depth=WR_FIFO_DEPTH)
+        m.d.comb += [self.s_wr.ready.eq(wq.w_rdy), wq.w_data.eq(self.s_wr.payload),
+                     wq.w_en.eq(self.s_wr.valid), tx.s_wr.valid.eq(wq.r_rdy),
+                     tx.s_wr.payload.eq(wq.r_data), wq.r_en.eq(tx.s_wr.ready)]
+        wiring.connect(m, rdr.m_cfg, rxh.s_cfg_eng)
+        m.d.comb += [rdr.cqe.eq(rxh.m_cqe.payload), rdr.cqe_take.eq(rxh.m_cqe.valid & self.m_cqe.ready),
+                     rdr.tx_cqe.eq(tx.m_cqe.payload),
+                     rdr.tx_cqe_take.eq(tx.m_cqe.valid & self.m_tx_cqe.ready)]
         wiring.connect(m, rxh.m_ack, ack_out.s_ack)
         wiring.connect(m, ack_out.m_desc, ack_fb.s_desc)
         m.d.comb += ack_fb.s_payload.valid.eq(0)
@@ -472,9 +564,9 @@ class Engine(wiring.Component):
 
 #: the halves' ports joined inside the engine (MR-ENG-135)
 _RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data", "m_rsp", "eng_reg_addr",
-                "eng_reg_data")
+                "eng_reg_data", "s_cfg_eng")
 # MR-ENG-140: the TX half's READ responses come from the receive half, their records to RspJoin
-_TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done")
+_TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done", "m_rd")
 
 
 def _forward(m, inner, outer, member):

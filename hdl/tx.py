@@ -285,13 +285,16 @@ class Tx(wiring.Component):
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], pool=SMALL["pool"],
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
-                 retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, **sched_kw):
+                 retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
+                 **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
         self.sched_kw = {k: sched_kw.get(k, SMALL[k]) for k in _SCHED_KW}
+        # MR-TXS-106: rd_rows brings the scheduler's m_rd out (the engine writes the READ rows)
+        self.rd_rows = bool(rd_rows)
         self.sched = TxSched(width, conns=conns, streams=streams, paths=paths, depth=depth,
-                             **self.sched_kw)
+                             rd_rows=self.rd_rows, **self.sched_kw)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
                               retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
@@ -301,7 +304,8 @@ class Tx(wiring.Component):
         self.cwnd = Cwnd(width, conns, paths)
         self.width = width
         self.lay = lay = self.data.lay
-        super().__init__({
+        rd_port = {"m_rd": Out(stream.Signature(lay.sched.rd))} if self.rd_rows else {}
+        super().__init__({**rd_port,
             "s_wr": In(stream.Signature(lay.sched.wr)),
             "s_ack": In(stream.Signature(lay.rtx.ack)),
             "s_cfg": In(stream.Signature(lay.cfg)),
@@ -351,6 +355,8 @@ class Tx(wiring.Component):
         m.d.comb += [sched.s_error.valid.eq(rtx.m_error.valid & self.m_error.ready),
                      sched.s_error.payload.eq(rtx.m_error.payload)]
         wiring.connect(m, flipped(self.s_wr), sched.s_wr)
+        if self.rd_rows:
+            wiring.connect(m, sched.m_rd, flipped(self.m_rd))
         wiring.connect(m, flipped(self.s_rsp), sched.s_rsp)
         wiring.connect(m, sched.m_rsp_done, flipped(self.m_rsp_done))
         wiring.connect(m, flipped(self.s_ack), rtx.s_ack)

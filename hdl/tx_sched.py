@@ -131,7 +131,7 @@ class TxSched(wiring.Component):
                  paths=SMALL["paths"], depth=SMALL["depth"], chunk_window=SMALL["chunk_window"],
                  mtu=SMALL["mtu"], cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
-                 resend_depth=SMALL["resend_depth"], carry_chain=None):
+                 resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
@@ -142,7 +142,10 @@ class TxSched(wiring.Component):
         self.chunk_window, self.mtu, self.cwnd, self.conn_window = chunk_window, mtu, cwnd, conn_window
         self.path_pkts, self.ack_every, self.resend_depth = path_pkts, ack_every, resend_depth
         self.lay = lay = layouts(conns, streams, paths, depth)
-        super().__init__({
+        self.rd_rows = bool(rd_rows)
+        # MR-TXS-106: with rd_rows, the READ queued and its row (the engine top's, MR-ENG-148)
+        rd_port = {"m_rd": Out(stream.Signature(lay.rd))} if self.rd_rows else {}
+        super().__init__({**rd_port,
             "s_wr": In(stream.Signature(lay.wr)),
             "s_acked": In(stream.Signature(lay.report)),
             "s_resend": In(stream.Signature(lay.report)),
@@ -633,9 +636,12 @@ class TxSched(wiring.Component):
         w_qhot = Signal(Q, name="w_qhot")
         w_chot = Signal(C, name="w_chot")
         take_wr = _named(m, ~busy & ~comp & w_go, "take_wr")
+        # MR-TXS-107: a good READ on s_wr whose outstanding-read row is not free waits at the
+        # port (never in the register, which a READ response must always reach, MR-TXS-067)
+        rd_block = Signal(name="rd_block")
         m.d.comb += [self.s_rsp.ready.eq(~wq_valid | take_wr),
-                     self.s_wr.ready.eq((~wq_valid | take_wr) & ~in_rsp)]
-        wr_in = self.s_rsp.ready & (self.s_wr.valid | in_rsp)
+                     self.s_wr.ready.eq((~wq_valid | take_wr) & ~in_rsp & ~rd_block)]
+        wr_in = self.s_rsp.ready & ((self.s_wr.valid & ~rd_block) | in_rsp)
 
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
@@ -1077,6 +1083,16 @@ class TxSched(wiring.Component):
         in_msg = read(msg_next, i_wqi, "in_msg")
         in_msg1 = A.add(in_msg, 1, name="in_msg1")
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
+        if self.rd_rows:
+            # MR-TXS-106: the READ taken from s_wr, with the message number it takes, on m_rd
+            # (the engine writes its row); its ready is the row's (MR-TXS-107)
+            rd = self.m_rd
+            in_rd = in_read & (in_status == 0) & ~in_rsp
+            m.d.comb += [rd.valid.eq(self.s_wr.valid & in_rd & (~wq_valid | take_wr)),
+                         rd.payload.conn.eq(win.conn), rd.payload.stream.eq(win.stream),
+                         rd.payload.msg.eq(Mux(in_wr_hit_msg, in_msg1, in_msg)),
+                         rd.payload.laddr.eq(win.laddr), rd.payload.length.eq(win.length),
+                         rd.payload.wr_id.eq(win.wr_id), rd_block.eq(in_rd & ~rd.ready)]
         # MR-TXS-058: its recv_seq and the stream's send_seq after it likewise (one further when
         # a send of its stream is acted on at this edge; only a send advances it)
         in_rseq = read(send_seq, i_wqi, "in_rseq")

@@ -292,7 +292,7 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     WRITEs of the source to the region of key 0, lost frames (both ways) at ``loss``.
 
     ``verb`` ``read`` (MR-ENG-145): the engine READs its own memory instead: ``n_writes`` READs
-    (at most its outstanding-read rows, :func:`read_plan`) of the source, which its payload
+    (:func:`read_plan`; the engine writes their outstanding-read rows, MR-ENG-148) of the source, which its payload
     memory holds at key 0's region, into the region of key 1 (``region``); its receive half
     executes each request and its TX half sends the response, whose frames are checked as
     they leave ``m_axis`` (:meth:`EngineLoop.serve`) and placed by its receive half."""
@@ -346,17 +346,12 @@ def _msg_numbers(pieces):
 
 def read_plan(setup, qp, pieces, dst, rkey, wr_base=100):
     """MR-ENG-145: READ work requests (op 4) of ``pieces`` ``[(stream, offset, length)]`` of the
-    peer's region ``rkey`` (VA = offset), READ ``i`` landing at ``dst.base`` + offset, and their
-    outstanding-read rows (table 6, MR-RX-110) appended to ``setup.writes``, which the driver
-    writes through AXI4-Lite before traffic (the host's part until the engine writes the row
-    itself, MR-TXS-065). A stream holds at most ``rd_slots`` READs of a run (one row each)."""
-    items = []
-    for i, ((stream, a, n), msg) in enumerate(zip(pieces, _msg_numbers(pieces))):
-        if msg >= setup.lay.rd_slots:
-            raise ValueError(f"stream {stream} has {setup.lay.rd_slots} outstanding-read rows")
-        items.append(wr_item(qp, stream, n, wr_id=wr_base + i, op=OP_READ, laddr=dst.base + a, va=a, rkey=rkey))
-        setup.writes.append(setup.read_write(qp, stream, msg, dst.base + a, n, wr_base + i))
-    return items
+    peer's region ``rkey`` (VA = offset), READ ``i`` landing at ``dst.base`` + offset. Their
+    outstanding-read rows (table 6, MR-RX-110) are the engine's to write as each READ is queued
+    (MR-ENG-148): the host writes none, so a stream has any number of READs in a run.
+    ``setup`` is the engine's rows (unchanged)."""
+    return [wr_item(qp, stream, n, wr_id=wr_base + i, op=OP_READ, laddr=dst.base + a, va=a, rkey=rkey)
+            for i, (stream, a, n) in enumerate(pieces)]
 
 
 def served_reads(pieces, region):
@@ -403,20 +398,15 @@ def engine_chunk_window(cfg):
     return engine_tx_params(engine_kw(cfg))["chunk_window"]
 
 
-#: MR-ENG-146: the READs of one side in a ``read`` run: one outstanding-read row each (the RX
-#: engine's ``rd_slots``, 2, on each of the TX half's 2 streams, MR-RX-110)
-READS_PER_RUN = 2 * SMALL["streams"]
-
-
 def _writes_of(cfg, nbytes, rng):
     """The WRITEs of ``nbytes`` one side posts, ``[(stream, offset, length)]``: ``cfg.n_writes``
     consecutive pieces of its source (:func:`~metaroce.models.cosim.write_bounds`), WR ``i`` on
     stream ``i mod`` the TX half's streams, each to the same offset of the peer's region. In a
-    ``read`` run (MR-ENG-146) the pieces the peer READs, at most :data:`READS_PER_RUN`."""
+    ``read`` run (MR-ENG-146) the pieces the peer READs (any number: the engine writes their
+    outstanding-read rows, MR-ENG-148)."""
     if not nbytes:
         return []
-    n = min(cfg.n_writes, READS_PER_RUN) if cfg.verb == "read" else cfg.n_writes
-    bounds = write_bounds(Config(nbytes=nbytes, n_writes=min(n, nbytes)), rng)
+    bounds = write_bounds(Config(nbytes=nbytes, n_writes=min(cfg.n_writes, nbytes)), rng)
     return [(i % SMALL["streams"], a, b - a) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
 
 

@@ -30,17 +30,18 @@ from . import records
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
-from .rx import CHUNK_RING, SMALL as RX_SMALL, RxCycleModel, pack, payload_layout
+from .rx import CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_RDMA_READ, RxCycleModel, pack, payload_layout
 from .fifo import SyncFifoModel
 from .frame_builder import FrameBuilderModel, pack_desc
 from .parser import META_FIELDS
 from .rx import unpack
+from .tx_sched import OP_READ
 from .wire import ROCE_PORT, Op
 
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
-           "AckInModel", "AckOutModel", "RspJoinModel", "RSP_FIFO_DEPTH", "ENG_CTR", "MacTxArbModel", "EngineModel", "engine_model_small",
-           "ACK_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
+           "AckInModel", "AckOutModel", "RspJoinModel", "RdRowsModel", "rd_row_write", "RSP_FIFO_DEPTH", "ENG_CTR", "MacTxArbModel", "EngineModel", "engine_model_small",
+           "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
 
@@ -157,8 +158,9 @@ class EngineRxModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
-                 peer_acks=False, tx_counters=False, responses=False):
+                 peer_acks=False, tx_counters=False, responses=False, rd_rows=False):
         self.width = width
+        self.rd_rows = rd_rows
         self.peer_acks = peer_acks
         self.tx_counters = tx_counters
         self.responses = responses
@@ -182,6 +184,9 @@ class EngineRxModel:
         if self.responses:
             ins += ["m_rsp__ready", "eng_reg_data"]
             outs += ["m_rsp__payload", "m_rsp__valid", "eng_reg_addr"]
+        if self.rd_rows:
+            ins += ["s_cfg_eng__payload", "s_cfg_eng__valid"]
+            outs.append("s_cfg_eng__ready")
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
@@ -194,11 +199,15 @@ class EngineRxModel:
                           self.regs.outputs())
         # MR-ENG-131: the peer's ACK and NAK records leave on m_peer_ack instead of s_meta
         to_ack = self.peer_acks and is_peer_ack(po["m_meta__payload"])
+        # MR-ENG-149: the engine's own row writes go before the host's
+        eng_cfg = bool(self.rd_rows and g("s_cfg_eng__valid", 0))
+        cfg_valid, cfg_pay = ((1, g("s_cfg_eng__payload", 0)) if eng_cfg
+                              else (ro["m_cfg__valid"], ro["m_cfg__payload"]))
         rx_out = self.rx.step({
             "s_meta__payload": po["m_meta__payload"],
             "s_meta__valid": po["m_meta__valid"] and not to_ack,
             "s_payload__payload": ko["payload"], "s_payload__valid": ko["valid"],
-            "s_cfg__payload": ro["m_cfg__payload"], "s_cfg__valid": ro["m_cfg__valid"],
+            "s_cfg__payload": cfg_pay, "s_cfg__valid": cfg_valid,
             "m_ack__ready": g("m_ack__ready", 0), "m_place__ready": do["s_place__ready"],
             "m_data__ready": do["s_data__ready"], "m_cqe__ready": g("m_cqe__ready", 0),
             # MR-RX-131, MR-ENG-140: the TX half's in the whole engine; the receive half alone
@@ -221,7 +230,8 @@ class EngineRxModel:
             "m_done__ready": g("m_done__ready", 0),
             **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
         self.regs.step({**{"s_axil__" + n: g("s_axil__" + n, 0) for n in AXIL},
-                        "m_cfg__ready": rx_out["s_cfg__ready"], "reg_data": rx_out["reg_data"],
+                        "m_cfg__ready": int(rx_out["s_cfg__ready"] and not eng_cfg),
+                        "reg_data": rx_out["reg_data"],
                         "parser_reg_data": po["reg_data"], "tx_reg_data": g("tx_reg_data", 0),
                         "eng_reg_data": g("eng_reg_data", 0)})
         out = {n: po[n] for n in ("s_axis__tready", "m_bypass__tdata", "m_bypass__tkeep",
@@ -239,6 +249,8 @@ class EngineRxModel:
         if self.responses:
             out.update({"m_rsp__payload": rx_out["m_rsp__payload"], "m_rsp__valid": rx_out["m_rsp__valid"],
                         "eng_reg_addr": ro["eng_reg_addr"]})
+        if self.rd_rows:
+            out["s_cfg_eng__ready"] = rx_out["s_cfg__ready"]
         return out
 
 
@@ -296,6 +308,10 @@ def ack_desc(rec, row):
               "mrah_ce_count": rec["ce_count"], "mrah_cum_psn": rec["cum"],
               "mrah_trigger_psn": rec["psn"], "mrah_sack": rec["sack"]})
     return d
+
+
+#: MR-ENG-155: the work requests' FIFO in front of the TX half's s_wr
+WR_FIFO_DEPTH = 1
 
 
 class _AckFifo:
@@ -361,6 +377,78 @@ class RspJoinModel(_AckFifo):
             self.ctr[k] = (self.ctr[k] + 1) & mask
 
 
+def rd_row_write(rx_lay, conn, stream, msg, base, length, wr_id):
+    """MR-ENG-148: the RX's configuration write (``s_cfg``, table 6, MR-RX-060/110) of a READ's
+    outstanding-read row: address ``(conn x 8 + stream) x rd_slots + msg mod rd_slots``."""
+    addr = (((conn << records.STREAM_BITS) | stream) << rx_lay.rd_bits) | (msg & (rx_lay.rd_slots - 1))
+    row = pack(rx_lay.rd, {"valid": 1, "msg": msg, "base": base, "length": length, "wr_id": wr_id})
+    return pack(rx_lay.cfg, {"table": TABLE_READ, "addr": addr, "data": row})
+
+
+class RdRowsModel:
+    """MR-ENG-148..152: the engine's writer of the RX's outstanding-read rows. Per row
+    ``{conn, stream, msg mod rd_slots}`` of the TX half's streams: ``busy``, the READ's ``msg``
+    and ``wr_id``. ``ready(rd)`` (the scheduler's ``m_rd.ready``, on state and the register's
+    READ only): the row not busy and no write pending; a READ taken makes its row busy and its
+    write pending (``m_cfg``, one register) until the RX takes it; a row is freed by the RX's
+    RDMA_READ record of its READ (``m_cqe`` taken, the same ``msg``) or by the TX half's failure
+    record of it (``m_tx_cqe`` taken, op READ, status not 0, the same ``wr_id``)."""
+
+    def __init__(self, conns, streams, rx_lay, rd_lay, cqe_lay, tx_cqe_lay):
+        self.conns, self.streams = conns, streams
+        self.rx_lay, self.rd_lay, self.cqe_lay, self.tx_cqe_lay = rx_lay, rd_lay, cqe_lay, tx_cqe_lay
+        self.slots = rx_lay.rd_slots
+        self.busy = {}                  # row index -> (msg, wr_id)
+        self.pend = None                # the row write waiting for the RX's s_cfg
+        self.writes = 0                 # rows written (for the runs' figures)
+        self.waits = 0                  # cycles a READ waited for its row
+        self.pend_wait = self.pend_max = 0      # cycles a row write waited for the RX (MR-ENG-152)
+
+    def index(self, conn, stream, msg):
+        return (conn * self.streams + stream) * self.slots + (msg % self.slots)
+
+    def busy_any(self):
+        return self.pend is not None
+
+    def ready(self, rd):
+        """``m_rd.ready`` for the scheduler's register's READ ``rd`` (a dict or None)."""
+        return int(self.pend is None and (rd is None or self.index(rd["conn"], rd["stream"], rd["msg"])
+                                          not in self.busy))
+
+    def out(self):
+        return int(self.pend is not None), self.pend or 0
+
+    def step(self, rd_valid, rd, rd_ready, cfg_ready, cqe_take, cqe, tx_cqe_take, tx_cqe):
+        """One clock: the scheduler's ``m_rd`` (packed) and the ready given it, the RX's
+        ``s_cfg_eng.ready``, the RX's ``m_cqe`` and the TX half's ``m_cqe`` records taken."""
+        if self.pend is not None:
+            self.pend_max = max(self.pend_max, self.pend_wait)
+            self.pend_wait = 0 if cfg_ready else self.pend_wait + 1
+            if cfg_ready:
+                self.pend = None
+        if rd_valid and not rd_ready:
+            self.waits += 1
+        if rd_valid and rd_ready:
+            r = unpack(self.rd_lay, rd)
+            self.busy[self.index(r["conn"], r["stream"], r["msg"])] = (r["msg"], r["wr_id"])
+            self.pend = rd_row_write(self.rx_lay, r["conn"], r["stream"], r["msg"], r["laddr"],
+                                     r["length"], r["wr_id"])
+            self.writes += 1
+        if cqe_take:
+            c = unpack(self.cqe_lay, cqe)
+            if c["opcode"] == WC_RDMA_READ and c["stream"] < self.streams:
+                k = self.index(c["conn"], c["stream"], c["msg"])
+                if self.busy.get(k, (None,))[0] == c["msg"]:
+                    del self.busy[k]
+        if tx_cqe_take:
+            c = unpack(self.tx_cqe_lay, tx_cqe)
+            if c["op"] == OP_READ and c["status"] and c["stream"] < self.streams:
+                for j in range(self.slots):
+                    k = (c["conn"] * self.streams + c["stream"]) * self.slots + j
+                    if self.busy.get(k, (None, None))[1] == c["wr_id"]:
+                        del self.busy[k]
+
+
 class AckOutModel:
     """MR-ENG-133: the RX engine's ACK/NAK requests into frame descriptors, no queue (the
     descriptor is combinational, straight into the ACK frame builder); the template rows written
@@ -419,9 +507,9 @@ class MacTxArbModel:
 #: MR-ENG-135: the TX half's ports the engine names otherwise
 ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe"}
 #: MR-ENG-105, MR-ENG-135: the halves' ports joined inside the engine
-_RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_", "m_rsp__", "eng_reg_")
+_RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_", "m_rsp__", "eng_reg_", "s_cfg_eng__")
 # MR-ENG-140: the TX half's READ responses are fed by the receive half, their records counted
-_TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__")
+_TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__", "m_rd__")
 
 
 def _tx_name(n):
@@ -441,11 +529,15 @@ class EngineModel:
         self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True)
-        self.tx = TxCycleModel(width, conns, kw.pop("streams"), paths, kw.pop("depth"), **kw)
+                                responses=True, rd_rows=True)
+        streams = kw.pop("streams")
+        self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True, **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
         self.rsp = RspJoinModel(lay.sched.rsp_done)
+        # MR-ENG-148: the outstanding-read rows written by the engine
+        self.rd = RdRowsModel(conns, streams, self.rx.lay, lay.sched.rd, self.rx.lay.cqe, lay.sched.cqe)
+        self.wr_q = _AckFifo(WR_FIFO_DEPTH)     # MR-ENG-155
         self.ack_out = AckOutModel(conns, self.rx.lay.ack, lay.cfg)
         self.ack_fb = FrameBuilderModel(width)
         self.arb = MacTxArbModel()
@@ -462,12 +554,12 @@ class EngineModel:
 
     def busy(self):
         return (self.rx.busy() or self.tx.busy() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy() or self.rsp.busy())
+                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy())
 
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers."""
         return (self.rx.busy() or self.tx.active() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy() or self.rsp.busy())
+                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy())
 
     def step(self, inputs):
         g = inputs.get
@@ -483,10 +575,25 @@ class EngineModel:
         tx_in.update({"s_ack__valid": in_valid, "s_ack__payload": in_head,
                       "m_axis__tready": data_ready, "reg_addr": ro["tx_reg_addr"],
                       "s_rsp__valid": rsp_valid, "s_rsp__payload": rsp_head, "m_rsp_done__ready": 1})
+        # MR-ENG-150: the READ's row ready, on s_wr's READ (its message number from the
+        # scheduler's registers) and RdRows' state
+        wr_valid, wr_head = self.wr_q.out()
+        wr_in_ready = self.wr_q.in_ready()
+        tx_in.update({"s_wr__valid": wr_valid, "s_wr__payload": wr_head})
+        rd_ready = self.rd.ready(self.tx.sched.rd_request(wr_head))
+        tx_in["m_rd__ready"] = rd_ready
         tx_out = self.tx.step(tx_in)
+        cfg_valid, cfg_pay = self.rd.out()
         rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
                                "m_ack__ready": fo["s_desc__ready"], "tx_reg_data": tx_out["reg_data"],
-                               "m_rsp__ready": self.rsp.in_ready(), "eng_reg_data": self.rsp.reg_data})
+                               "m_rsp__ready": self.rsp.in_ready(), "eng_reg_data": self.rsp.reg_data,
+                               "s_cfg_eng__valid": cfg_valid, "s_cfg_eng__payload": cfg_pay})
+        self.wr_q.q.update(wr_valid and tx_out["s_wr__ready"], g("s_wr__valid", 0) and wr_in_ready,
+                           g("s_wr__payload", 0))
+        self.rd.step(tx_out["m_rd__valid"], tx_out["m_rd__payload"], rd_ready,
+                     rx_out["s_cfg_eng__ready"],
+                     rx_out["m_cqe__valid"] and g("m_cqe__ready", 0), rx_out["m_cqe__payload"],
+                     tx_out["m_cqe__valid"] and g("m_tx_cqe__ready", 0), tx_out["m_cqe__payload"])
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
         self.rsp.step(rx_out["m_rsp__valid"], rx_out["m_rsp__payload"], tx_out["s_rsp__ready"],
@@ -504,6 +611,7 @@ class EngineModel:
         out.update({_tx_name(n): v for n, v in tx_out.items()
                     if not n.startswith(_TX_INTERNAL + ("m_axis__",))})
         out.update(ao)
+        out["s_wr__ready"] = wr_in_ready
         return out
 
 

@@ -367,13 +367,15 @@ class TxCycleModel:
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, pool=SMALL["pool"],
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
-                 retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, **sched_kw):
+                 retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
+                 **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        self.rd_rows = bool(rd_rows)        # MR-TXS-106: the scheduler's m_rd out
         kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
                                                     "path_pkts", "ack_every", "resend_depth")}
-        self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, **kw)
+        self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, rd_rows=rd_rows, **kw)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
@@ -446,7 +448,7 @@ class TxCycleModel:
                          "s_probe__valid": ro["m_probe__valid"],
                          "s_probe__payload": ro["m_probe__payload"],
                          **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
-                                                 "m_rsp_done__ready")}})
+                                                 "m_rsp_done__ready", "m_rd__ready")}})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
         assert so["s_probe__ready"] == probe_ready
         assert resend_valid == ro["m_resend__valid"]
@@ -459,6 +461,8 @@ class TxCycleModel:
                "m_error__payload": ro["m_error__payload"], "m_error__valid": ro["m_error__valid"],
                "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"],
                **{n: so[n] for n in ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid")}}
+        if self.rd_rows:
+            out.update({n: so[n] for n in ("m_rd__payload", "m_rd__valid")})
         # MR-TX-126: the events of this cycle, counted after the next edge
         now = []
         if do["m_axis__tvalid"] and g("m_axis__tready", 0) and do["m_axis__tlast"]:

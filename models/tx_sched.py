@@ -204,6 +204,7 @@ class Layouts:
     rsp: data.StructLayout
     rsp_done: data.StructLayout
     probe: data.StructLayout
+    rd: data.StructLayout
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -245,9 +246,12 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
     rsp = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "laddr": 64,
                              "length": 32, "err": 1})
     rsp_done = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "status": 5})
+    # MR-TXS-106: a READ queued (``rd_rows=True``): its outstanding-read row's fields
+    rd = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "laddr": 64,
+                            "length": 32, "wr_id": 16})
     # MR-TXS-079: a tail probe, the retransmit unit's m_probe {conn, path, psn}
     return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend, fail,
-                   rl.error, cwnd, rsp, rsp_done, rl.probe)
+                   rl.error, cwnd, rsp, rsp_done, rl.probe, rd)
 
 
 class TxSchedModel:
@@ -697,10 +701,15 @@ class TxSchedCycleModel:
     failures changed (``touched``). ``events`` logs every action in order."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
-                 paths=SMALL["paths"], depth=SMALL["depth"], **kw):
+                 paths=SMALL["paths"], depth=SMALL["depth"], *, rd_rows=False, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-TXS-106: with rd_rows, a READ is queued only with m_rd.ready (the engine's row)
+        self.rd_rows = bool(rd_rows)
+        if self.rd_rows:
+            self.port_names = lambda: {"inputs": [*INPUTS, "m_rd__ready"],
+                                       "outputs": [*OUTPUTS, "m_rd__payload", "m_rd__valid"]}
         self.sem = TxSchedModel(conns, streams, paths, depth, **kw)
         self.lay = self.sem.lay
         self.frame_q = SyncFifoModel(OUT_DEPTH)
@@ -767,6 +776,39 @@ class TxSchedCycleModel:
                  and self.sent_q.level < OUT_DEPTH)
         return busy, comp, take_wr, sched
 
+    def rd_port(self, inputs):
+        """MR-TXS-106: ``m_rd``'s payload as the RTL drives it in every cycle (valid or not): the
+        fields of the request entering the register (a response's as MR-TXS-067 maps it) and
+        its stream's next message number (one further as in :meth:`rd_request`)."""
+        g, sem = inputs.get, self.sem
+        if g("s_rsp__valid", 0):
+            f = rsp_item(unpack(self.lay.rsp, g("s_rsp__payload", 0)), sem.streams)
+        else:
+            f = unpack(self.lay.wr, g("s_wr__payload", 0))
+        qi = sem.qi(f["conn"], f["stream"] & (sem.streams - 1))
+        w = self.wq
+        hit = (w is not None and self._sched_terms()[2] and not is_rsp(w) and not sem.wr_status(w)
+               and sem.qi(w["conn"], w["stream"] & (sem.streams - 1)) == qi)
+        return pack(self.lay.rd, {"conn": f["conn"], "stream": f["stream"],
+                                  "msg": (sem.q[qi]["msg_next"] + hit) & 0xFFFFFFFF,
+                                  "laddr": f["laddr"], "length": f["length"], "wr_id": f["wr_id"]})
+
+    def rd_request(self, payload):
+        """MR-TXS-106: the outstanding-read row's fields of the work request ``payload`` on
+        ``s_wr`` when it is a good READ (None otherwise), with the message number it takes: its
+        stream's ``msg_next``, one further when the register's request of the same stream is
+        acted on in this cycle (on registers and the port only)."""
+        sem = self.sem
+        f = unpack(self.lay.wr, payload)
+        if not self.rd_rows or not is_read(f["op"]) or sem.wr_status(f):
+            return None
+        q = sem.q[sem.qi(f["conn"], f["stream"])]
+        w = self.wq
+        hit = (w is not None and self._sched_terms()[2] and not is_rsp(w) and not sem.wr_status(w)
+               and (w["conn"], w["stream"]) == (f["conn"], f["stream"]))
+        return {"conn": f["conn"], "stream": f["stream"], "msg": (q["msg_next"] + hit) & 0xFFFFFFFF,
+                "laddr": f["laddr"], "length": f["length"], "wr_id": f["wr_id"]}
+
     def probe_go(self):
         """MR-TXS-086: the probe in the boundary register may act: decided last cycle, its
         connection untouched at the edge since (its decision is the present state's)."""
@@ -787,6 +829,10 @@ class TxSchedCycleModel:
     def step(self, inputs):
         g = inputs.get
         lay, sem = self.lay, self.sem
+        # MR-TXS-106: the READ on s_wr and its row (before the registers move)
+        rd = self.rd_request(g("s_wr__payload", 0)) if self.rd_rows else None
+        rd_pay = self.rd_port(inputs) if self.rd_rows else 0
+        rd_ready = g("m_rd__ready", 0) if self.rd_rows else 1
         take_lost = self.take_lost()
         resend_ready = int(self.br is None or take_lost)
         # MR-TXS-030: the cycle's action's terms, on registers (before the registers move)
@@ -820,9 +866,12 @@ class TxSchedCycleModel:
             self.wq = None
         # MR-TXS-067: a READ response on s_rsp goes into the register before a work request
         rsp_valid = g("s_rsp__valid", 0)
+        # MR-TXS-107: a READ whose row is not free waits at the port
+        rd_valid = int(bool(rd is not None and wr_ready and not rsp_valid and g("s_wr__valid", 0)))
+        port_ready = int(wr_ready and not rsp_valid and (rd is None or rd_ready))
         if wr_ready and rsp_valid:
             self.wq = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), sem.streams)
-        elif wr_ready and g("s_wr__valid", 0):
+        elif port_ready and g("s_wr__valid", 0):
             self.wq = unpack(lay.wr, g("s_wr__payload", 0))
         # MR-TXS-086: the probe decided last cycle goes before the scheduling step; the port
         # loads the boundary register when it empties; the probe held is decided again on this
@@ -849,7 +898,7 @@ class TxSchedCycleModel:
         touched = {x["conn"] for x in (fail, error) if x is not None}
         cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
                                                                      self.cqe_q.level)
-        out = {"s_wr__ready": int(wr_ready and not rsp_valid), "s_rsp__ready": wr_ready,
+        out = {"s_wr__ready": port_ready, "s_rsp__ready": wr_ready,
                "m_rsp_done__payload": done_pay, "m_rsp_done__valid": done_valid,
                "s_acked__ready": 1, "s_resend__ready": resend_ready,
                "s_fail__ready": 1, "s_error__ready": 1, "s_cwnd__ready": 1,
@@ -857,6 +906,8 @@ class TxSchedCycleModel:
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
+        if self.rd_rows:
+            out.update({"m_rd__valid": rd_valid, "m_rd__payload": rd_pay})
         frame = sent = cqe = None
         # MR-TXS-036: last cycle's acknowledged chunk counted at this edge (after this cycle's
         # decisions above, before this cycle's report: the forward); its connection is touched

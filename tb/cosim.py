@@ -47,6 +47,12 @@ def _config(width):
     return Config(**{**raw, "width": width}), os.environ.get("COSIM_LOCKSTEP", "0") == "1"
 
 
+def _p_bp():
+    """MR-ENG-153: ``COSIM_P_BP``, the backpressure of the engines' outputs and host memories
+    in a run of two engines (default 0)."""
+    return float(os.environ.get("COSIM_P_BP", "0"))
+
+
 async def _run(dut, model, drv, lockstep, busy, *, registered):
     """The loop on the RTL (with the model alongside when ``lockstep``); the result to
     ``COSIM_OUT``; fails unless ``ok`` and, with lockstep, 0 mismatches."""
@@ -102,7 +108,7 @@ async def engine_peer_cosim(dut):
     width = len(dut.m_axis__tdata)
     cfg, lockstep = _config(width)
     model = EngineModel(width)
-    await _run(dut, model, PeerCosim(cfg), lockstep, model.active, registered=True)
+    await _run(dut, model, PeerCosim(cfg, p_bp=_p_bp()), lockstep, model.active, registered=True)
 
 
 @cocotb.test()
@@ -114,8 +120,8 @@ async def engine_pair_cosim(dut):
     width = len(dut.h0__m_axis__tdata)
     cfg, lockstep = _config(width)
     model = EnginePairModel(width)
-    await _run(dut, model, PeerCosim(cfg, pair=True, progress=_progress()), lockstep, model.active,
-               registered=True)
+    await _run(dut, model, PeerCosim(cfg, pair=True, progress=_progress(), p_bp=_p_bp()), lockstep,
+               model.active, registered=True)
 
 
 @cocotb.test()

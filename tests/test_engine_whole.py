@@ -337,22 +337,61 @@ def test_engine_model_read_response_check_fails_on_a_wrong_read():
         assert any(why in e for e in drv.res["rsp_errors"])
 
 
-def test_read_plan_writes_a_row_per_read():
-    """MR-ENG-146/147: a run's READs each take an outstanding-read row (table 6, MR-RX-110),
-    written by the host before traffic: ``rd_slots`` per stream, the row's message number the
-    READ's on its stream; a third READ on a stream of 2 rows is refused."""
-    from metaroce.models.rx import TABLE_READ, unpack
+def test_read_plan_writes_no_row():
+    """MR-ENG-148, MR-ENG-146/147: a run's READs are work requests only: the host writes no
+    outstanding-read row (table 6), so a stream takes any number of READs (here 3 on one
+    stream, more than its 2 rows)."""
+    from metaroce.models.rx import TABLE_READ
     from metaroce.models.rx_cases import Setup
     s = Setup(2, 4, 256, streams=4, seed=1, n_conns=1, mtu_log2=10, n_streams=2, first_psn=0)
     dst = s.keys[1]
     n0 = len(s.writes)
-    items = ce.read_plan(s, 1, [(0, 0, 10), (1, 10, 20), (0, 30, 5), (1, 35, 1)], dst, 0x1234)
-    rows = [unpack(s.lay.rd, w.value) | {"row": w.addr} for w in s.writes[n0:] if w.table == TABLE_READ]
-    assert [r["msg"] for r in rows] == [0, 0, 1, 1] and [w["op"] for w in items] == [4] * 4
-    assert [r["base"] - dst.base for r in rows] == [0, 10, 30, 35] and [r["wr_id"] for r in rows] == [100, 101, 102, 103]
-    assert ce.served_reads([(0, 0, 10), (1, 10, 20), (0, 30, 5)], dst)[(0, 1)] == (dst.base + 30, 5)
-    with pytest.raises(ValueError, match="outstanding-read rows"):
-        ce.read_plan(s, 1, [(0, 0, 1)] * 3, dst, 0x1234)
+    pieces = [(0, 0, 10), (1, 10, 20), (0, 30, 5), (1, 35, 1), (0, 36, 4)]
+    items = ce.read_plan(s, 1, pieces, dst, 0x1234)
+    assert len(s.writes) == n0 and not any(w.table == TABLE_READ for w in s.writes)
+    assert [w["op"] for w in items] == [4] * 5 and [w["wr_id"] for w in items] == list(range(100, 105))
+    assert [w["laddr"] - dst.base for w in items] == [0, 10, 30, 35, 36]
+    assert ce.served_reads(pieces, dst)[(0, 2)] == (dst.base + 36, 4)
+
+
+def _many_reads_model(rd_rows_cls=None, max_cycles=None):
+    from metaroce.models.cosim import run_loop
+    drv, s, region, src = ce.loopback_run(64, 20000, seed=2, loss=0.05, verb="read", n_writes=16)
+    m = EngineModel(64)
+    if rd_rows_cls is not None:
+        m.rd.__class__ = rd_rows_cls
+    run_loop(drv, m, m.active, max_cycles=max_cycles)
+    return drv, m, region, src
+
+
+def test_engine_model_loopback_many_reads():
+    """MR-ENG-148..152, MR-TXS-106..108 on the model: 16 READs on 2 streams (8 a stream, 4 times its 2
+    outstanding-read rows) of 20,000 bytes of the engine's own memory at 5 % loss, with
+    backpressure: the engine writes each READ's row as the scheduler takes it (16 rows written,
+    none by the host), holds the READs whose row is busy (cycles waited), frees each row by its
+    READ's RDMA_READ record; every READ completes once, the destination equals the source, and
+    the host still gets two records a READ (MR-ENG-154: its request's and the READ's)."""
+    drv, m, region, src = _many_reads_model()
+    r = ce.check(drv, region, src)
+    assert r["reads"] == 16 and m.rd.writes == 16 and m.rd.waits > 0 and m.rd.busy == {}
+    # MR-ENG-152: a row write waits for the RX a few cycles at most, far below a round trip
+    assert m.rd.pend_max <= 8
+    assert len(drv.res["tx_cqe"]) == 16
+
+
+def test_engine_model_reads_fail_without_the_row_write():
+    """MR-ENG-148/149, negative control: the engine's row write dropped (RdRows' register emptied
+    without the RX taking it on ``s_cfg_eng``): the responses find no row (no_read), and the run
+    does not finish in ten times the cycles the good run takes."""
+    from metaroce.models.engine import RdRowsModel
+
+    class NoWrite(RdRowsModel):
+        def out(self):
+            return 0, 0
+
+    drv, *_ = _many_reads_model()
+    with pytest.raises(AssertionError, match="not finished"):
+        bad, *_ = _many_reads_model(NoWrite, max_cycles=10 * drv.cycle)
 
 
 class _RspJoinPorts:
@@ -433,14 +472,16 @@ def test_rsp_join_lockstep_amaranth():
 
 
 def test_two_engines_model_reads(capsys):
-    """MR-ENG-146: ``metaroce cosim --peer rtl --engine model --verb read``: h1 READs 8 KiB of
-    h0's memory and h0 1 KiB of h1's at 5 % loss; each engine answers the other's READs (every
-    response frame checked); both destinations equal their sources, every READ completes once;
-    the reference endpoints' READs complete too."""
+    """MR-ENG-146, MR-ENG-124's ``--writes``: ``metaroce cosim --peer rtl --engine model --verb
+    read --writes 12``: h1 READs 8 KiB of h0's memory and h0 1 KiB of h1's at 5 % loss, 12 READs
+    each (6 a stream, 3 times its rows: the engines write the rows, MR-ENG-148); each engine
+    answers the other's READs (every response frame checked); both destinations equal their
+    sources, every READ completes once; the reference endpoints' READs complete too.
+    ``--writes`` without a whole engine is MR-CLI-001's exit 2."""
     import json
     from metaroce.cli import main
     assert main(["cosim", "--peer", "rtl", "--engine", "model", "--json", "--bytes", "8192",
-                 "--loss", "0.05", "--seed", "3", "--verb", "read"]) == 0
+                 "--loss", "0.05", "--seed", "3", "--verb", "read", "--writes", "12"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert list(r)[:6] == ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
     assert r["ok"] and r["sha256_match"] and r["wrs_completed_ok"] and r["reference"]["ok"]
@@ -449,6 +490,9 @@ def test_two_engines_model_reads(capsys):
         e = r["engines"][h]
         assert e["reads_completed"] >= 1 and e["response_frames"] >= 1 and not e["response_errors"]
     assert main(["cosim", "--verb", "read", "--engine", "model"]) == 2      # READs need whole engines
+    assert main(["cosim", "--writes", "3", "--engine", "model"]) == 2
+    for h in ("h0", "h1"):
+        assert r["engines"][h]["reads_completed"] == 12
 
 
 @pytest.mark.parametrize("direction", ["rx", "tx"])
@@ -480,6 +524,25 @@ def test_engine_lockstep_amaranth_read():
     assert core.mismatches == 0
     r = ce.check(drv, region, src)
     assert r["reads"] == 1 and r["rsp_frames"] >= 2 and model.rsp.ctr[0] == 1
+
+
+@pytest.mark.slow
+def test_two_engines_many_reads_rtl_lockstep():
+    """MR-ENG-148..153, MR-ENG-155, MR-TXS-106..108 on the RTL (Verilator, the pair build): h1 READs 64 KiB
+    of h0 in 32 READs (16 a stream, 8 times its 2 outstanding-read rows) and h0 8 KiB of h1 in
+    32 more, at 2 % loss, every output of both engines and both host memories back-pressured at
+    20 % (so the completion records that free the rows wait too): the engines write every row
+    and hold the READs for them; ``EnginePairModel`` in lockstep, 0 mismatches; both
+    destinations equal their sources, every READ completes once (MR-ENG-154: its request on
+    ``m_tx_cqe`` and the READ on ``m_cqe``). The drivers check that every output is a function
+    of the engines' state (MR-ENG-155's FIFO keeps ``s_wr.ready`` so)."""
+    from metaroce.commands.cosim import run_rtl
+    from metaroce.models import cosim, cosim_tx
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 64 * 1024, "loss": 0.02,
+                          "seed": 2, "verb": "read", "n_writes": 32})
+    r = run_rtl(cfg, lockstep=True, direction="pair", p_bp=0.2)
+    assert r["ok"] and r["sha256_match"] and r["mismatches"] == 0
+    assert all(e["reads_completed"] == 32 for e in r["engines"].values())
 
 
 @pytest.mark.slow

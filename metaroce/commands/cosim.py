@@ -67,6 +67,9 @@ def add_arguments(p):
                    help="with --peer rtl or endpoint: each side WRITEs its bytes to the other "
                         "(default) or READs the other's (MR-ENG-146: the data's receiver posts the "
                         "READs, the sender's engine answers them)")
+    p.add_argument("--writes", type=int, default=None, dest="n_writes",
+                   help="with --peer rtl or endpoint: the work requests each side's bytes are cut "
+                        "into (WRITEs, or READs with --verb read; WR i on stream i mod 2; default 6)")
     p.add_argument("--mac", choices=("cut-through", "store-and-forward"), default="cut-through",
                    help="the engine's MAC streams a frame as it crosses the wire, both ways "
                         "(default), or store and forward (the earlier harness): a frame sent is "
@@ -90,12 +93,14 @@ def add_arguments(p):
                         "(MTU 1,024 and 2 connections: the block tx; --ack-every defaults to 4)")
 
 
-def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direction="rx"):
+def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direction="rx", p_bp=0.0):
     """One closed-loop run of the RTL (``tb/cosim.py``) on the cached Verilator build of the
     small instance at ``cfg.width`` (``direction`` rx: ``engine_rx_256x4`` receiving; tx: the
     block ``tx`` sending; peer: the block ``engine`` on h1, its model on h0; pair: two
     ``engine`` instances, :func:`metaroce.tb.build.pair_build`; endpoint: one ``engine`` of the
-    pair build against a model endpoint, ``endpoint_direction`` rx or tx, MR-ENG-139); returns
+    pair build against a model endpoint, ``endpoint_direction`` rx or tx, MR-ENG-139; ``p_bp``:
+    with peer or pair, the engines' outputs and host memories back-pressured at that
+    probability, MR-ENG-153); returns
     the result dict (raises RuntimeError with the log's path when the simulation wrote none)."""
     from dataclasses import asdict
 
@@ -112,7 +117,8 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direc
         out = Path(tmp) / "result.json"
         log = Path(tmp) / "sim.log"
         env = {"COSIM_CONFIG": json.dumps(raw), "COSIM_OUT": str(out),
-               "COSIM_LOCKSTEP": "1" if lockstep else "0", "COSIM_DIRECTION": endpoint_direction}
+               "COSIM_LOCKSTEP": "1" if lockstep else "0", "COSIM_DIRECTION": endpoint_direction,
+               "COSIM_P_BP": str(p_bp)}
         vl.run(b, "metaroce.tb.cosim", testcase=test, extra_env=env, run_dir=Path(tmp) / "run", log_file=log,
                check=False)
         if not out.is_file():
@@ -145,6 +151,10 @@ def run(args):
         raise CliError("--back is h1's writes back: only with --peer rtl or endpoint")
     if args.verb != "write" and not (peer or endpoint):
         raise CliError("--verb read runs READs between whole engines: only with --peer rtl or endpoint")
+    if args.n_writes is not None and not (peer or endpoint):
+        raise CliError("--writes cuts a whole engine's work requests: only with --peer rtl or endpoint")
+    if args.n_writes is not None and not 1 <= args.n_writes <= 4096:
+        raise CliError("--writes must be in 1..4096")
     if args.back is not None and not 0 <= args.back <= (1 << 30):
         raise CliError("--back must be in 0..1073741824")
     whole = peer or endpoint                    # the whole engine: its TX half's MTU and connections
@@ -156,6 +166,7 @@ def run(args):
     over, _ = cosim.SCENARIOS[args.scenario]
     cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}),
                           **({"n_conns": 1, "back": args.back, "verb": args.verb} if whole else {}),
+                          **({"n_writes": args.n_writes} if args.n_writes is not None else {}),
                           "mac_cut_through": args.mac == "cut-through",
                           "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
