@@ -255,6 +255,9 @@ class EngineRx(wiring.Component):
             # MR-RX-131: the receive half alone has no TX side: taken and dropped, so that they
             # never hold the RX
             m.d.comb += rx.m_rsp.ready.eq(1)
+        # MR-ENG-156: no atomic executor yet: the items are taken and discarded, so that an
+        # atomic never holds the RX (held, the capture of the third would stop the payload)
+        m.d.comb += rx.m_atom.ready.eq(1)
         wiring.connect(m, dma.m_axi, wiring.flipped(self.m_axi))
         wiring.connect(m, dma.m_done, wiring.flipped(self.m_done))
         wiring.connect(m, wiring.flipped(self.s_axil), regs.s_axil)

@@ -213,6 +213,8 @@ class EngineRxModel:
             # MR-RX-131, MR-ENG-140: the TX half's in the whole engine; the receive half alone
             # takes and drops them
             "m_rsp__ready": g("m_rsp__ready", 0) if self.responses else 1,
+            # MR-ENG-156: no executor yet: atomic items are taken and discarded, never held
+            "m_atom__ready": 1,
             "reg_addr": ro["reg_addr"]})
         pay_ready = self.pack.step(po["m_payload__tvalid"], po["m_payload__tdata"],
                                    po["m_payload__tkeep"], po["m_payload__tlast"],
