@@ -37,7 +37,7 @@ from .dma_write_cases import HostMemory as WriteMemory
 from .engine import AXIL, PairPorts, engine_layouts, engine_tx_params
 from .engine_cases import _host_window
 from .regs import register_map
-from .rx import SMALL as RX_SMALL, WC_RDMA_READ, pack, unpack
+from .rx import MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_RDMA_READ, pack, unpack
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 from .tx import SMALL, template_of
 from .tx_cases import frames_of_beats
@@ -498,8 +498,9 @@ class EndpointCosim:
         ep_bytes, eng_bytes = (cfg.nbytes, back) if direction == "rx" else (back, cfg.nbytes)
         self.fab = fab = build_fabric(cfg)
         ep_addr, eng_addr = addrs[self.ep_host], addrs[self.eng_host]
+        # MR-ENG-157: the endpoint sends within the engine RX's message slots per stream
         ep = reference_receiver(cfg, timer=True, hints=False, addr=ep_addr,
-                                chunk_window=engine_chunk_window(cfg))
+                                chunk_window=engine_chunk_window(cfg), max_tx_msgs=RX_MSG_SLOTS)
         self.ep = ep
         self.ep_dst = bytearray(max(eng_bytes, 1))
         fab.hosts[self.eng_host].ep = RtlPeer(eng_addr)

@@ -509,6 +509,24 @@ def test_engine_endpoint_model_reads(direction):
     assert r["engine"]["response_frames"] >= 1 and not r["engine"]["response_errors"]
 
 
+def test_engine_answers_many_endpoint_reads():
+    """MR-ENG-157: the endpoint posts 24 READs of 512 bytes of the engine's memory (more than the
+    engine RX's message slots per stream at once, had the endpoint its default bound of 8): with
+    its message bound the RX's, every READ is answered and completes, no chunk is refused by the
+    RX's message table (counter 20), and the endpoint's buffer equals the engine's source."""
+    from metaroce.models import cosim, cosim_tx
+    from metaroce.models.rx import CTR_MSG_REFUSED
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 12288, "loss": 0.0, "seed": 1,
+                          "verb": "read", "back": 4, "n_writes": 24})
+    sim = ce.EndpointCosim(cfg, "tx")
+    from metaroce.models.engine import EngineModel
+    m = EngineModel(cfg.width, **ce.engine_kw(cfg))
+    r = ce.run_loop(sim, m, m.active).result()
+    assert r["ok"] and r["sha256_match"] and r["engine"]["response_frames"] >= 24
+    assert m.rx.rx.rx.counters[CTR_MSG_REFUSED] == 0
+    assert m.rsp.ctr[0] == 24
+
+
 @pytest.mark.slow
 def test_engine_lockstep_amaranth_read():
     """MR-ENG-140..145 on the RTL (Amaranth simulator): the engine READing 1,100 bytes of its
