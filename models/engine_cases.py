@@ -104,6 +104,14 @@ def engine_traffic(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"],
     return Run(s, lay, frames, cases, bypass, tr)
 
 
+def atomic_traffic(nbytes, seed):
+    """MR-ENG-156: the endpoint's writes with atomic requests among them (5 % loss); returns the
+    run and how many of its frames are atomic requests (MR_CMP_SWAP, MR_FETCH_ADD: the BTH
+    opcode after the Ethernet, IPv4 and UDP headers)."""
+    run = engine_traffic(nbytes=nbytes, seed=seed, loss=0.05, n_writes=12, atomic_reqs=0.5)
+    return run, sum(1 for c in run.cases if c.frame[42] in (0xC8, 0xC9))
+
+
 def line_rate_run(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"], n=64, plen=64, seed=0):
     """MR-ENG-112: ``n`` in-order writes of one path, ``plen`` payload bytes each, back to back
     (:func:`rx_cases.burst_same_path`), as a :class:`Run` without an endpoint record."""
