@@ -180,10 +180,7 @@ def check_counters(run: Run, drv: "Driver"):
     places = [rc.unpack(s.lay.place, p) for p in exp["place"]]
     assert [(d["conn"], d["length"], d["error"]) for d in done] == [
         (p["conn"], p["length"], RESP_OKAY) for p in places], "done records are not the placements"
-    image = bytearray(run.lay.size)
-    for data, p in zip(exp["data"], exp["place"]):
-        apply(image, run.lay.base, rc.unpack(s.lay.place, p)["addr"], data)
-    assert drv.mem.image == image, "the host memory is not the placements' image"
+    assert drv.mem.image == placed_image(run, exp), "the host memory is not the placements' image"
     want = [0] * PARSER_COUNTERS
     for kind, f in run.frames:
         if kind != "cfg":
@@ -211,10 +208,7 @@ def check_line_rate(run: Run, drv: "Driver"):
     assert all(o.code == rc.RxCode.ACCEPTED for o in exp["outcomes"])
     done = [dunpack(_done_layout(s.lay), d) for d in drv.res["done"]]
     assert len(done) == sum(1 for c in run.cases if c.payload) and not any(d["error"] for d in done)
-    image = bytearray(run.lay.size)
-    for data, p in zip(exp["data"], exp["place"]):
-        apply(image, run.lay.base, rc.unpack(s.lay.place, p)["addr"], data)
-    assert drv.mem.image == image, "the host memory is not the placements' image"
+    assert drv.mem.image == placed_image(run, exp), "the host memory is not the placements' image"
     return {"beats": len(taken), "cycles": span}
 
 
@@ -409,6 +403,15 @@ class Driver(Phases):
         return rgc.counters_by_source(self.rmap, self.readout)["parser"]
 
 
+def placed_image(run: Run, exp):
+    """The host window as the RX model's placements (``rx_cases.expected``'s ``data`` at each
+    ``place`` address) leave it, from zero."""
+    image = bytearray(run.lay.size)
+    for data, p in zip(exp["data"], exp["place"]):
+        apply(image, run.lay.base, rc.unpack(run.setup.lay.place, p)["addr"], data)
+    return image
+
+
 def region_images(run: Run, mem: HostMemory):
     """The key regions' bytes in the host memory, by R_Key (as ``Traffic.memory``)."""
     out = {}
@@ -444,10 +447,7 @@ def check(run: Run, drv: Driver, *, executed=True):
         memory_equal = images == tr.memory
         assert memory_equal, "the host memory is not the receiving endpoint's"
     else:
-        image = bytearray(run.lay.size)
-        for data, p in zip(exp["data"], exp["place"]):
-            apply(image, run.lay.base, rc.unpack(lay.place, p)["addr"], data)
-        memory_equal = drv.mem.image == image
+        memory_equal = drv.mem.image == placed_image(run, exp)
         assert memory_equal, "the host memory is not the placements' image"
     rest = bytearray(drv.mem.image)
     for k in s.keys:
