@@ -1227,6 +1227,26 @@ def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
 PEER_ADDR, LOCAL_ADDR = "10.0.0.1", "10.0.0.2"
 
 
+def key_withdrawn_run(request, dims, **collect):
+    """MR-RX-134/162's difference: ``request(s, conn, key)`` (message 1 of stream 0, on key 1)
+    delivered behind a WRITE_IMM of two chunks (message 0), the key's row written invalid
+    between the request and the write's last chunk. Runs the reference endpoint over the same
+    cases with the region's rights withdrawn in the same place (its lists given as ``collect``,
+    e.g. ``rsps=[]``); returns the setup, the connection, the key and the RX's expectation
+    (checked at arrival)."""
+    ep, s = endpoint_setup(seed=8, n_streams=1, max_rd_atomic=1 << 20)
+    c, k, wk = s.conns[0], s.keys[1], s.keys[0]
+    w = [s.write(c, op=Op.MR_WRITE_IMM, offset=j * s.mtu, plen=s.mtu if j == 0 else 8,
+                 msg_len=s.mtu + 8, key=wk, va=0, msg=0, expect=RxCode.ACCEPTED, name=f"w{j}")
+         for j in range(2)]
+    cases = [w[0], request(s, c, k), s.key_write(k, valid=0), w[1]]
+    exp = expected(s.writes + cases, *dims)
+    endpoint_reference(ep, s, cases[:2], **collect)
+    ep._mrs[k.rkey] = (ep._mrs[k.rkey][0], 0)     # the region's rights withdrawn meanwhile
+    endpoint_reference(ep, s, cases[3:], **collect)
+    return s, c, k, exp
+
+
 def endpoint_setup(conns=256, paths=4, keys=256, *, streams=records.STREAMS, seed=0, mtu_log2=8, ack_every=4, n_conns=6,
                    addr=LOCAL_ADDR, n_streams=None, ack_delay_cycles=0, **ep_kw):
     """The reference transport (:class:`metaroce.models.endpoint.Endpoint`) as a receiver and a

@@ -175,20 +175,11 @@ def test_difference_key_checked_at_arrival():
     with the verdict of its arrival: its key row revoked before it executes, the RX's item
     still names the 8 bytes (err 0) where the endpoint, which checks again (MR-VERB-004),
     answers with an ERROR response."""
-    ep, s = rc.endpoint_setup(seed=8, n_streams=1, max_rd_atomic=1 << 20)
-    c, k, wk = s.conns[0], s.keys[1], s.keys[0]
-    w = s.write(c, op=rc.Op.MR_WRITE_IMM, offset=0, plen=s.mtu, msg_len=s.mtu + 8, key=wk, va=0, msg=0,
-                expect=RxCode.ACCEPTED, name="w0")
-    at = rc.atomic_request(s, c, 1, cas=False, key=k, va=64, expect=RxCode.ACCEPTED)
-    last = s.write(c, op=rc.Op.MR_WRITE_IMM, offset=s.mtu, plen=8, msg_len=s.mtu + 8, key=wk, va=0, msg=0,
-                   expect=RxCode.ACCEPTED, name="w1")
-    cases = [w, at, s.key_write(k, valid=0), last]
-    exp = rc.expected(s.writes + cases, *DIMS)
-    assert rc.atomics(s, exp["atom"]) == [(c.qp, 0, 1, (k.base + 64) % (1 << 64), 0, 0)]
     atoms = []
-    rc.endpoint_reference(ep, s, cases[:2], atoms=atoms)
-    ep._mrs[k.rkey] = (ep._mrs[k.rkey][0], 0)     # the region's rights withdrawn meanwhile
-    rc.endpoint_reference(ep, s, cases[3:], atoms=atoms)
+    s, c, k, exp = rc.key_withdrawn_run(
+        lambda s, c, k: rc.atomic_request(s, c, 1, cas=False, key=k, va=64, expect=RxCode.ACCEPTED),
+        DIMS, atoms=atoms)
+    assert rc.atomics(s, exp["atom"]) == [(c.qp, 0, 1, (k.base + 64) % (1 << 64), 0, 0)]
     assert [a[:6] for a in atoms] == [(c.qp, 0, 1, 0, 0, 1)]
 
 

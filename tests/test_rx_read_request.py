@@ -134,18 +134,9 @@ def test_difference_key_checked_at_arrival():
     verdict of its arrival: its key row revoked before it executes, the RX still answers with
     the region's address (err 0) where the endpoint, which checks again (MR-VERB-004), answers
     with an ERROR response."""
-    ep, s = rc.endpoint_setup(seed=8, n_streams=1, max_rd_atomic=1 << 20)
-    c, k, wk = s.conns[0], s.keys[1], s.keys[0]
-    w = s.write(c, op=rc.Op.MR_WRITE_IMM, offset=0, plen=s.mtu, msg_len=s.mtu + 8, key=wk, va=0, msg=0,
-                expect=RxCode.ACCEPTED, name="w0")
-    rq = rc.read_request(s, c, 1, key=k, va=64, length=32, expect=RxCode.ACCEPTED)
-    last = s.write(c, op=rc.Op.MR_WRITE_IMM, offset=s.mtu, plen=8, msg_len=s.mtu + 8, key=wk, va=0, msg=0,
-                   expect=RxCode.ACCEPTED, name="w1")
-    cases = [w, rq, s.key_write(k, valid=0), last]
-    exp = rc.expected(s.writes + cases, *DIMS)
-    assert rc.responses(s, exp["rsp"]) == [(c.qp, 0, 1, (k.base + 64) % (1 << 64), 32, 0)]
     got = []
-    rc.endpoint_reference(ep, s, cases[:2], rsps=got)
-    ep._mrs[k.rkey] = (ep._mrs[k.rkey][0], 0)     # the region's rights withdrawn meanwhile
-    rc.endpoint_reference(ep, s, cases[3:], rsps=got)
+    s, c, k, exp = rc.key_withdrawn_run(
+        lambda s, c, k: rc.read_request(s, c, 1, key=k, va=64, length=32, expect=RxCode.ACCEPTED),
+        DIMS, rsps=got)
+    assert rc.responses(s, exp["rsp"]) == [(c.qp, 0, 1, (k.base + 64) % (1 << 64), 32, 0)]
     assert got == [(c.qp, 0, 1, 0, 32, 1)]
