@@ -369,14 +369,63 @@ def test_engine_model_loopback_many_reads():
     outstanding-read rows) of 20,000 bytes of the engine's own memory at 5 % loss, with
     backpressure: the engine writes each READ's row as the scheduler takes it (16 rows written,
     none by the host), holds the READs whose row is busy (cycles waited), frees each row by its
-    READ's RDMA_READ record; every READ completes once, the destination equals the source, and
-    the host still gets two records a READ (MR-ENG-154: its request's and the READ's)."""
+    READ's completion (the join's, MR-ENG-203); every READ completes once, the destination
+    equals the source, and the host gets one completion a READ (MR-ENG-196..202, MR-ENG-213: on
+    ``m_tx_cqe``, op READ, the READ's length, each stream's in posting order; no RDMA_READ
+    record on ``m_cqe``), each made of the RX's record."""
     drv, m, region, src = _many_reads_model()
     r = ce.check(drv, region, src)
     assert r["reads"] == 16 and m.rd.writes == 16 and m.rd.waits > 0 and m.rd.busy == {}
     # MR-ENG-152: a row write waits for the RX a few cycles at most, far below a round trip
     assert m.rd.pend_max <= 8
-    assert len(drv.res["tx_cqe"]) == 16
+    assert len(drv.res["tx_cqe"]) == 16 and drv.posting_order_ok() and drv.res["requester_on_cqe"] == 0
+    assert not drv.res["rx_cqe"] and m.cq.joined == 16 and m.cq.unmatched == 0
+    want = ce.completions_by_stream([(w["stream"], w["wr_id"], 0, 2, w["length"]) for w in drv.items])
+    assert ce.completions_by_stream(drv.completions()) == want
+
+
+def test_engine_model_two_records_without_the_join():
+    """MR-ENG-196, MR-ENG-154: ``EngineModel(cq_join=False)``: the earlier behaviour, a READ's
+    request record on ``m_tx_cqe`` and its RDMA_READ record on ``m_cqe`` (the host joins them);
+    the same run completes, every READ twice."""
+    from metaroce.models.cosim import run_loop
+    drv, s, region, src = ce.loopback_run(64, 6000, seed=2, loss=0.05, verb="read", n_writes=6)
+    drv.cq_join = False
+    m = EngineModel(64, cq_join=False)
+    run_loop(drv, m, m.active)
+    r = ce.check(drv, region, src)
+    assert r["reads"] == 6 and len(drv.res["tx_cqe"]) == 6 and len(drv.res["rx_cqe"]) == 6
+    assert m.cq is None
+
+
+def test_engine_model_reads_fail_with_a_reordering_join():
+    """MR-ENG-212, negative control at the engine: the join's stream queues serving their newest
+    record first (the model's ``CqJoinModel.q`` replaced): the 16-READ loopback's completions
+    leave a stream out of posting order, and the run's check fails."""
+    from metaroce.models.cosim import run_loop
+    from metaroce.models.fifo import SyncFifoModel
+
+    class Lifo(SyncFifoModel):
+        @property
+        def head(self):
+            return self.mem[(self.produce - 1) % self.depth]
+
+        def update(self, pop, push, value=0):
+            pop, push = bool(pop) and self.level > 0, bool(push) and self.level < self.depth
+            if pop:
+                self.produce = (self.produce - 1) % self.depth
+            if push:
+                self.mem[self.produce] = value
+                self.produce = (self.produce + 1) % self.depth
+            self.level += int(push) - int(pop)
+
+    drv, s, region, src = ce.loopback_run(64, 20000, seed=2, loss=0.05, verb="read", n_writes=16)
+    m = EngineModel(64)
+    m.cq.q = [Lifo(q.depth) for q in m.cq.q]
+    run_loop(drv, m, m.active)
+    assert not drv.posting_order_ok()
+    with pytest.raises(AssertionError, match="MR-RX-112"):
+        ce.check(drv, region, src)
 
 
 def test_engine_model_reads_fail_without_the_row_write():
@@ -493,6 +542,8 @@ def test_two_engines_model_reads(capsys):
     assert main(["cosim", "--writes", "3", "--engine", "model"]) == 2
     for h in ("h0", "h1"):
         assert r["engines"][h]["reads_completed"] == 12
+        # MR-ENG-213: one completion a READ, each stream's in posting order, as the reference's
+        assert r["engines"][h]["completions_digest"] == r["reference"]["completions_digest"][h]
 
 
 @pytest.mark.parametrize("direction", ["rx", "tx"])
@@ -507,6 +558,10 @@ def test_engine_endpoint_model_reads(direction):
     r = ce.run_endpoint_model(cfg, direction)
     assert r["ok"] and r["sha256_match"] and r["engine"]["reads_completed"] >= 1
     assert r["engine"]["response_frames"] >= 1 and not r["engine"]["response_errors"]
+    # MR-ENG-213: the engine's completions (one a READ, each stream's in posting order) are the
+    # reference endpoint's on the same READs
+    ref = ce.run_reference_pair(cfg, *ce.reference_writes(cfg, "endpoint", direction))
+    assert ref["ok"] and r["engine"]["completions_digest"] == ref["completions_digest"][int(r["engine"]["host"][1])]
 
 
 def test_engine_answers_many_endpoint_reads():
