@@ -9,8 +9,9 @@ import pytest
 
 from metaroce.models import cosim_engine as ce
 from metaroce.models.engine import CQ_DEPTH, CqJoinModel, EngineModel, engine_layouts
-from metaroce.models.rx import WC_RDMA_READ, WC_REM_ACCESS_ERR, layouts as rx_layouts, pack, unpack
-from metaroce.models.tx_sched import OP_READ, OP_WRITE, STATUS_LOC_QP_OP_ERR, STATUS_RETRY_EXC_ERR
+from metaroce.models.rx import RD_OP_WC, WC_RDMA_READ, WC_REM_ACCESS_ERR, layouts as rx_layouts, pack, unpack
+from metaroce.models.tx_sched import (OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_WRITE, STATUS_LOC_QP_OP_ERR,
+                                      STATUS_RETRY_EXC_ERR)
 
 CONNS, STREAMS, SLOTS = 2, 2, 2
 
@@ -23,9 +24,9 @@ def _lays():
 class _CqJoinPorts:
     """``CqJoinModel`` with the RTL block's ports (``hdl.engine.CqJoin``) for the lockstep."""
 
-    def __init__(self, lay, rx_cqe, join_cls=CqJoinModel):
+    def __init__(self, lay, rx_cqe, join_cls=CqJoinModel, **kw):
         self.lay = lay
-        self.j = join_cls(CONNS, STREAMS, SLOTS, lay.cqe, rx_cqe, lay.rd, lay.wr)
+        self.j = join_cls(CONNS, STREAMS, SLOTS, lay.cqe, rx_cqe, lay.rd, lay.wr, **kw)
 
     def port_names(self):
         return {"inputs": ["s_tx__payload", "s_tx__valid", "s_rx__payload", "s_rx__valid", "rd", "rd_take",
@@ -56,8 +57,9 @@ class _HalvesDriver:
     with REM_ACCESS_ERR), of a failed READ sometimes, and records of no READ; the host's ready
     random."""
 
-    def __init__(self, lay, rx_cqe, seed, n_wrs=160, p_ready=0.6):
+    def __init__(self, lay, rx_cqe, seed, n_wrs=160, p_ready=0.6, atomics=False):
         self.rng, self.lay, self.rx_cqe = random.Random(seed), lay, rx_cqe
+        self.atomics = atomics
         self.n_wrs, self.p_ready = n_wrs, p_ready
         self.posted = 0
         self.msg_next = collections.Counter()
@@ -85,12 +87,14 @@ class _HalvesDriver:
         conn, stream = r.randrange(CONNS), r.randrange(STREAMS)
         bad = r.random() < 0.08
         op = OP_READ if r.random() < 0.45 else OP_WRITE
+        if self.atomics and op == OP_READ and r.random() < 0.5:
+            op = r.choice([OP_CMP_SWAP, OP_FETCH_ADD])
         k = (conn, stream)
         inp.update({"wr_conn": conn, "wr_stream": stream + (STREAMS if bad else 0)})
         self._pending = None
         row = self.msg_next[k] % SLOTS
         if (self.posted < self.n_wrs and r.random() < 0.5 and self.outstanding[k] < CQ_DEPTH
-                and (bad or op != OP_READ or (k, row) not in self.busy_rows)):
+                and (bad or op == OP_WRITE or (k, row) not in self.busy_rows)):
             wr_id = r.getrandbits(16)
             w = {"wr_id": wr_id, "op": op, "conn": conn, "stream": stream + (STREAMS if bad else 0),
                  "length": 8 if op == OP_READ and r.random() < 0.2 else r.randrange(1, 5000)}
@@ -100,7 +104,7 @@ class _HalvesDriver:
             else:
                 w["msg"] = self.msg_next[k]
                 w["status"] = 0
-                if op == OP_READ:
+                if op in (OP_READ, OP_CMP_SWAP, OP_FETCH_ADD):
                     w["row"] = row
                     w["fail"] = r.random() < 0.1
                     w["rx_status"] = WC_REM_ACCESS_ERR if r.random() < 0.1 else 0
@@ -126,7 +130,7 @@ class _HalvesDriver:
             w = self.rx_todo.pop(r.randrange(len(self.rx_todo)))
             inp.update({"s_rx__valid": 1, "s_rx__payload": pack(self.rx_cqe, {
                 "conn": w["conn"], "stream": w["stream"], "msg": w["msg"], "status": w["rx_status"],
-                "opcode": WC_RDMA_READ, "length": w["length"], "wr_id": w["wr_id"]})})
+                "opcode": RD_OP_WC[w["op"] - OP_READ], "length": w["length"], "wr_id": w["wr_id"]})})
         elif r.random() < 0.01:
             self.bogus += 1
             inp.update({"s_rx__valid": 1, "s_rx__payload": pack(self.rx_cqe, {
@@ -147,7 +151,7 @@ class _HalvesDriver:
                 self.msg_next[k] += 1
                 self.ring[k].append(w)
                 self.want[k].append((w["wr_id"], w["status"] or w.get("rx_status", 0)))
-                if w["op"] == OP_READ:
+                if w["op"] != OP_WRITE:
                     self.busy_rows.add((k, w["row"]))
                     if w["rx"]:
                         self.rx_todo.append(w)
@@ -268,3 +272,23 @@ def test_cq_join_negative_controls():
     drv = _HalvesDriver(lay, rx_cqe, seed=1, n_wrs=300, p_ready=0.2)
     with pytest.raises(AssertionError, match="stopped"):
         _run_model(model, drv)
+
+
+def test_cq_join_model_atomics():
+    """MR-ENG-207: the atomics joined as READs (``rd_ops`` with CMP_SWAP and FETCH_ADD, their
+    RX records COMP_SWAP / FETCH_ADD, MR-RX-159): on the random halves with atomics among the
+    READs, every work request once, each stream's in posting order with its joined status; the
+    model only (the TX half offers no atomic on ``m_rd`` yet, so the engine writes no atomic's
+    row)."""
+    lay, rx_cqe = _lays()
+    model = _CqJoinPorts(lay, rx_cqe, rd_ops=(OP_READ, OP_CMP_SWAP, OP_FETCH_ADD))
+    drv = _HalvesDriver(lay, rx_cqe, seed=4, n_wrs=300, p_ready=0.3, atomics=True)
+    _run_model(model, drv)
+    assert dict(drv.got) == dict(drv.want) and sorted(drv.refused_got) == sorted(drv.refused_want)
+    assert model.j.joined > 30
+    # negative control: the same traffic with the engine's rd_ops (READ only) is joined wrong
+    # (the atomics' records wait for nothing and leave the READ rows' order behind)
+    model = _CqJoinPorts(lay, rx_cqe)
+    drv = _HalvesDriver(lay, rx_cqe, seed=4, n_wrs=300, p_ready=0.3, atomics=True)
+    _run_model(model, drv)
+    assert dict(drv.got) != dict(drv.want)
