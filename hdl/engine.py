@@ -780,3 +780,13 @@ def _forward(m, inner, outer, member):
 def engine_small(width=64):
     """MR-ENG-130: the block ``engine``: 2 connections x 4 paths, 256 keys, 32 bursts."""
     return Engine(width)
+
+
+def cq_join_small(width=64):
+    """MR-ENG-209: the completion join of ``engine_small`` alone (its resources; ``width``
+    changes nothing): 2 connections x 2 streams, 2 READ rows a stream, queues of CQ_DEPTH."""
+    from ..models.engine import engine_layouts
+    from ..models.rx import layouts as rx_layouts
+    lay = engine_layouts().sched
+    rx_cqe = rx_layouts(2, 4, 256, streams=RX_SMALL["streams"]).cqe
+    return CqJoin(2, 2, 2, lay.cqe, rx_cqe, lay.rd)

@@ -177,7 +177,8 @@ class _HalvesDriver:
 
 
 def test_cq_join_lockstep_amaranth():
-    """MR-ENG-196..205, MR-ENG-212: CqJoin (RTL, Amaranth simulator) and CqJoinModel in
+    """MR-ENG-196..205 (MR-ENG-197, MR-ENG-198, MR-ENG-199, MR-ENG-200, MR-ENG-201, MR-ENG-203,
+    MR-ENG-204, MR-ENG-206, MR-ENG-208: refused records out of order; MR-ENG-210, MR-ENG-211): CqJoin (RTL, Amaranth simulator) and CqJoinModel in
     lockstep, every output every cycle, on 160 random work requests of 2 connections x 2
     streams (READs and WRITEs, some refused), their TX records in ring order, each READ's RX
     record before or after its TX record (some REM_ACCESS_ERR, some READ requests failed), RX
@@ -292,3 +293,15 @@ def test_cq_join_model_atomics():
     drv = _HalvesDriver(lay, rx_cqe, seed=4, n_wrs=300, p_ready=0.3, atomics=True)
     _run_model(model, drv)
     assert dict(drv.got) != dict(drv.want)
+
+
+def test_cq_join_small_memory():
+    """MR-ENG-208/209: the small engine's join (``cq_join_small``): 4 queues of CQ_DEPTH
+    entries of 76 bits (the TX record's 73, ``own``, ``wait``, the row's bit) and 4 READ-order
+    FIFOs of 2 row bits, its ports those of the lockstep."""
+    from metaroce.hdl.engine import cq_join_small
+    lay, _ = _lays()
+    assert lay.cqe.size == 73
+    sub = cq_join_small().elaborate(None).submodules
+    fifos = {n: (sub[n].width, sub[n].depth) for n in [f"q{k}" for k in range(4)] + [f"order{k}" for k in range(4)]}
+    assert fifos == {**{f"q{k}": (76, CQ_DEPTH) for k in range(4)}, **{f"order{k}": (1, 2) for k in range(4)}}

@@ -370,7 +370,8 @@ def test_engine_model_loopback_many_reads():
     backpressure: the engine writes each READ's row as the scheduler takes it (16 rows written,
     none by the host), holds the READs whose row is busy (cycles waited), frees each row by its
     READ's completion (the join's, MR-ENG-203); every READ completes once, the destination
-    equals the source, and the host gets one completion a READ (MR-ENG-196..202, MR-ENG-213: on
+    equals the source, and the host gets one completion a READ (MR-ENG-196..202, MR-ENG-202,
+    MR-ENG-205: the run ends, MR-ENG-213, MR-ENG-215: on
     ``m_tx_cqe``, op READ, the READ's length, each stream's in posting order; no RDMA_READ
     record on ``m_cqe``), each made of the RX's record."""
     drv, m, region, src = _many_reads_model()
