@@ -607,9 +607,10 @@ def test_two_engines_many_reads_rtl_lockstep():
     32 more, at 2 % loss, every output of both engines and both host memories back-pressured at
     20 % (so the completion records that free the rows wait too): the engines write every row
     and hold the READs for them; ``EnginePairModel`` in lockstep, 0 mismatches; both
-    destinations equal their sources, every READ completes once (MR-ENG-154: its request on
-    ``m_tx_cqe`` and the READ on ``m_cqe``). The drivers check that every output is a function
-    of the engines' state (MR-ENG-155's FIFO keeps ``s_wr.ready`` so)."""
+    destinations equal their sources, every READ completes once (MR-ENG-196..214: one record a
+    READ on ``m_tx_cqe``, each stream's in posting order, as the reference endpoints'
+    completions). The drivers check that every output is a function of the engines' state
+    (MR-ENG-155's FIFO keeps ``s_wr.ready`` so; MR-ENG-199's hold too)."""
     from metaroce.commands.cosim import run_rtl
     from metaroce.models import cosim, cosim_tx
     cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 64 * 1024, "loss": 0.02,
@@ -617,6 +618,17 @@ def test_two_engines_many_reads_rtl_lockstep():
     r = run_rtl(cfg, lockstep=True, direction="pair", p_bp=0.2)
     assert r["ok"] and r["sha256_match"] and r["mismatches"] == 0
     assert all(e["reads_completed"] == 32 for e in r["engines"].values())
+    _assert_reference_completions(cfg, r, "peer")
+
+
+def _assert_reference_completions(cfg, r, kind, direction="rx"):
+    """MR-ENG-213/214: every engine's completions (one a work request, each stream's in posting
+    order, ``ok`` checks it) equal the reference endpoints' on the same work requests."""
+    ref = ce.run_reference_pair(cfg, *ce.reference_writes(cfg, kind, direction))
+    assert ref["ok"]
+    engines = r["engines"] if "engines" in r else {r["engine"]["host"]: r["engine"]}
+    for h, e in engines.items():
+        assert e["completions_digest"] == ref["completions_digest"][int(h[1])], h
 
 
 @pytest.mark.slow
@@ -624,7 +636,8 @@ def test_two_engines_many_reads_rtl_lockstep():
 def test_two_engines_reads_rtl_lockstep(kind):
     """MR-ENG-146 on the RTL (Verilator): READs between two engines, ``peer`` the block
     ``engine`` on h1 against its model on h0, ``pair`` both RTL (the pair build); the RTL's
-    model alongside in lockstep, every output every cycle: 0 mismatches; 32 KiB at 2 % loss."""
+    model alongside in lockstep, every output every cycle: 0 mismatches; 32 KiB at 2 % loss;
+    MR-ENG-214: one completion a READ, as the reference endpoints' (MR-ENG-213)."""
     from metaroce.commands.cosim import run_rtl
     from metaroce.models import cosim, cosim_tx
     cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 32 * 1024, "loss": 0.02,
@@ -632,3 +645,21 @@ def test_two_engines_reads_rtl_lockstep(kind):
     r = run_rtl(cfg, lockstep=True, direction=kind)
     assert r["ok"] and r["mismatches"] == 0
     assert all(e["reads_completed"] >= 1 and e["response_frames"] >= 1 for e in r["engines"].values())
+    _assert_reference_completions(cfg, r, "peer")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("direction", ["rx", "tx"])
+def test_engine_endpoint_reads_rtl_lockstep(direction):
+    """MR-ENG-146, MR-ENG-214 on the RTL (Verilator, one engine of the pair build against the
+    reference endpoint, ``EnginePairModel`` in lockstep): the READ runs of
+    ``test_engine_endpoint_model_reads`` (8 KiB at 5 % loss): ok, 0 mismatches, and the engine's
+    completions (one a READ, each stream's in posting order) are the reference endpoints' on the
+    same READs (MR-ENG-213)."""
+    from metaroce.commands.cosim import run_rtl
+    from metaroce.models import cosim, cosim_tx
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 8192, "loss": 0.05, "seed": 3,
+                          "verb": "read"})
+    r = run_rtl(cfg, lockstep=True, direction="endpoint", endpoint_direction=direction)
+    assert r["ok"] and r["mismatches"] == 0 and r["engine"]["reads_completed"] >= 1
+    _assert_reference_completions(cfg, r, "endpoint", direction)
