@@ -277,9 +277,8 @@ class EngineLoop:
     def posting_order_ok(self):
         """MR-ENG-201: each stream's completions are its work requests' ``wr_id``s in posting
         order."""
-        return completions_by_stream(self.completions(), ids=True) == {
-            k: v for k, v in completions_by_stream([(w["stream"], w["wr_id"]) for w in self.items],
-                                                   ids=True).items()}
+        posted = completions_by_stream([(w["stream"], w["wr_id"]) for w in self.items], ids=True)
+        return completions_by_stream(self.completions(), ids=True) == posted
 
     @property
     def all_done(self):
