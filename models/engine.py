@@ -42,7 +42,8 @@ from .wire import ROCE_PORT, Op
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "RspJoinModel", "RdRowsModel", "CqJoinModel", "CQ_DEPTH",
-           "CQ_RD_OPS", "CQ_RX_OPCODES", "CQ_REFUSED", "WC_OF_OP", "host_completion", "rd_row_write", "RSP_FIFO_DEPTH", "ENG_CTR", "MacTxArbModel", "EngineModel", "engine_model_small",
+           "CQ_RD_OPS", "CQ_RX_OPCODES", "CQ_REFUSED", "WC_OF_OP", "host_completion", "rd_row_write",
+           "RSP_FIFO_DEPTH", "ENG_CTR", "MacTxArbModel", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
@@ -553,7 +554,8 @@ class CqJoinModel:
                 self.unmatched = (self.unmatched + 1) & 0xFFFFFFFF
         # the output register
         if not self.out[0] or out_ready:
-            k = next((j % self.nq for j in range(self.rr, self.rr + self.nq) if self._may_leave(j % self.nq)), None)
+            order = [j % self.nq for j in range(self.rr, self.rr + self.nq)]     # round robin
+            k = next((j for j in order if self._may_leave(j)), None)
             if k is None:
                 self.out = (0, self.out[1])
             else:

@@ -178,7 +178,8 @@ class _HalvesDriver:
 
 def test_cq_join_lockstep_amaranth():
     """MR-ENG-196..205 (MR-ENG-197, MR-ENG-198, MR-ENG-199, MR-ENG-200, MR-ENG-201, MR-ENG-203,
-    MR-ENG-204, MR-ENG-206, MR-ENG-208: refused records out of order; MR-ENG-210, MR-ENG-211): CqJoin (RTL, Amaranth simulator) and CqJoinModel in
+    MR-ENG-204, MR-ENG-206, MR-ENG-208: refused records out of order; MR-ENG-210, MR-ENG-211):
+    CqJoin (RTL, Amaranth simulator) and CqJoinModel in
     lockstep, every output every cycle, on 160 random work requests of 2 connections x 2
     streams (READs and WRITEs, some refused), their TX records in ring order, each READ's RX
     record before or after its TX record (some REM_ACCESS_ERR, some READ requests failed), RX

@@ -562,7 +562,8 @@ def test_engine_endpoint_model_reads(direction):
     # MR-ENG-213: the engine's completions (one a READ, each stream's in posting order) are the
     # reference endpoint's on the same READs
     ref = ce.run_reference_pair(cfg, *ce.reference_writes(cfg, "endpoint", direction))
-    assert ref["ok"] and r["engine"]["completions_digest"] == ref["completions_digest"][int(r["engine"]["host"][1])]
+    host = int(r["engine"]["host"][1])
+    assert ref["ok"] and r["engine"]["completions_digest"] == ref["completions_digest"][host]
 
 
 def test_engine_answers_many_endpoint_reads():
