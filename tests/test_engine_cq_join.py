@@ -303,9 +303,10 @@ def test_cq_join_small_memory():
     from metaroce.hdl.engine import cq_join_small
     lay, _ = _lays()
     assert lay.cqe.size == 73
-    sub = cq_join_small().elaborate(None).submodules
+    j = cq_join_small()
+    mod = j.elaborate(None)
     names = [f"q{k}" for k in range(4)] + [f"order{k}" for k in range(4)]
-    fifos = {n: (sub[n].width, sub[n].depth) for n in names}
-    for n in names:                 # elaborated for their shapes only
-        sub[n]._MustUse__silence = True
+    fifos = {n: (mod.submodules[n].width, mod.submodules[n].depth) for n in names}
+    for e in [j, mod] + [mod.submodules[n] for n in names]:    # elaborated for their shapes only
+        e._MustUse__silence = True
     assert fifos == {**{f"q{k}": (76, CQ_DEPTH) for k in range(4)}, **{f"order{k}": (1, 2) for k in range(4)}}
