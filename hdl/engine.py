@@ -38,13 +38,13 @@ Structure (MR-ENG-102), every join a ``wiring.connect`` of the blocks' own inter
 Golden model: :class:`metaroce.models.engine.EngineRxModel`, cycle by cycle on every port.
 """
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import fifo, memory, stream, wiring
+from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import records
 from ..models.dma_write import OUTSTANDING
-from ..models.engine import (ACK_FIFO_DEPTH, ENG_CTR, ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH,
-                              engine_tx_params)
+from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ_RX_OPCODES, ENG_CTR,
+                              ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH, engine_tx_params)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_RDMA_READ, payload_layout
@@ -56,7 +56,7 @@ from .regs import Regs
 from .rx import Rx
 from .tx import Tx
 
-__all__ = ["EngineRx", "PayloadPack", "engine_rx_256x4"]
+__all__ = ["EngineRx", "PayloadPack", "engine_rx_256x4", "CqJoin"]
 
 
 class PayloadPack(wiring.Component):
@@ -352,12 +352,17 @@ class RdRows(wiring.Component):
     an RDMA_READ record of the same ``msg``; ``tx_cqe``/``tx_cqe_take`` (the TX half's) the
     row of a failed READ request of the same ``wr_id``. Model: ``models.engine.RdRowsModel``."""
 
-    def __init__(self, conns, streams, rx_lay, rd_layout, tx_cqe_layout):
+    def __init__(self, conns, streams, rx_lay, rd_layout, tx_cqe_layout, *, join=False):
         self.conns, self.streams, self.rx_lay = conns, streams, rx_lay
-        super().__init__({"s_rd": In(stream.Signature(rd_layout)),
-                          "m_cfg": Out(stream.Signature(rx_lay.cfg)),
-                          "cqe": In(rx_lay.cqe), "cqe_take": In(1),
+        # MR-ENG-203: with the completion join the rows are freed by it (``free``/``free_row``)
+        self.join = join
+        ports = {"s_rd": In(stream.Signature(rd_layout)), "m_cfg": Out(stream.Signature(rx_lay.cfg))}
+        if join:
+            ports.update({"free": In(1), "free_row": In(range(max(2, conns * streams * rx_lay.rd_slots)))})
+        else:
+            ports.update({"cqe": In(rx_lay.cqe), "cqe_take": In(1),
                           "tx_cqe": In(tx_cqe_layout), "tx_cqe_take": In(1)})
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -391,6 +396,13 @@ class RdRows(wiring.Component):
         with m.If(take):
             m.d.sync += [pend_valid.eq(1), pend.table.eq(TABLE_READ), pend.addr.eq(addr),
                          pend.data.eq(row)]
+        if self.join:
+            for i in range(rows):
+                with m.If(take & (idx == i)):
+                    m.d.sync += busy[i].eq(1)
+                with m.If(self.free & (self.free_row == i)):
+                    m.d.sync += busy[i].eq(0)
+            return m
         # frees: the RX's RDMA_READ record of the row's READ, the TX half's failure of it
         c, t = self.cqe, self.tx_cqe
         c_hit = self.cqe_take & (c.opcode == WC_RDMA_READ) & ((c.stream >> sb) == 0)
@@ -404,6 +416,160 @@ class RdRows(wiring.Component):
             free_t = t_hit & (t_base == (i >> rdb)) & (r_wr[i] == t.wr_id)
             with m.If(busy[i] & (free_c | free_t)):
                 m.d.sync += busy[i].eq(0)
+        return m
+
+
+class CqJoin(wiring.Component):
+    """MR-ENG-196..205: the completion join: one host completion per work request. ``s_tx`` (the
+    TX half's records, always taken) into ``conns x streams`` queues of ``depth``; a READ's
+    record takes its stream's oldest READ row (``order``, pushed by ``rd``/``rd_take``, the
+    ``m_rd`` transfer) and, successful, waits at its queue's head for the row's RX record
+    (``s_rx``, always taken: pending, the same ``msg``); ``m_cqe`` a register loaded round robin
+    from the heads that may leave, a READ's with the RX's status, its row freed (``free``,
+    ``free_row``); ``wr_hold``: the stream of ``wr_conn``/``wr_stream`` at ``depth`` work
+    requests taken (``wr_take``) and not dequeued; ``unmatched`` counts RX records of no pending
+    READ. Model: ``models.engine.CqJoinModel``."""
+
+    def __init__(self, conns, streams, rd_slots, cqe_layout, rx_cqe_layout, rd_layout, *,
+                 depth=CQ_DEPTH, rd_ops=CQ_RD_OPS):
+        assert streams & (streams - 1) == 0 and rd_slots & (rd_slots - 1) == 0
+        self.conns, self.streams, self.slots, self.depth = conns, streams, rd_slots, depth
+        self.cqe_layout, self.rd_ops = cqe_layout, tuple(rd_ops)
+        nrows = conns * streams * rd_slots
+        super().__init__({"s_tx": In(stream.Signature(cqe_layout)),
+                          "s_rx": In(stream.Signature(rx_cqe_layout)),
+                          "rd": In(rd_layout), "rd_take": In(1),
+                          "wr_conn": In(max(1, (conns - 1).bit_length())), "wr_stream": In(16),
+                          "wr_take": In(1), "wr_hold": Out(1),
+                          "m_cqe": Out(stream.Signature(cqe_layout)),
+                          "free": Out(1), "free_row": Out(range(max(2, nrows))),
+                          "unmatched": Out(32)})
+
+    def elaborate(self, platform):
+        m = Module()
+        conns, streams, slots, depth = self.conns, self.streams, self.slots, self.depth
+        sb = (streams - 1).bit_length()
+        cb = (conns - 1).bit_length()
+        rdb = (slots - 1).bit_length()
+        nq = conns * streams
+        nrows = nq * slots
+        rw = max(1, rdb)
+        entry = data.StructLayout({"rec": self.cqe_layout, "own": 1, "wait": 1, "row": rw})
+        qs = []
+        for k in range(nq):
+            q = fifo.SyncFIFO(width=entry.size, depth=depth)
+            o = fifo.SyncFIFO(width=rw, depth=slots)
+            m.submodules[f"q{k}"], m.submodules[f"order{k}"] = q, o
+            qs.append((q, o))
+        count = [Signal(range(depth + 1), name=f"count{k}") for k in range(nq)]
+        pend = Signal(nrows)
+        rx_in = Signal(nrows)
+        r_msg = [Signal(32, name=f"row_msg{i}") for i in range(nrows)]
+        r_st = [Signal(5, name=f"row_status{i}") for i in range(nrows)]
+        rr = Signal(range(max(2, nq)))
+        out = self.m_cqe
+
+        def qindex(conn, strm):
+            return Cat(strm[:sb], conn[:cb]) if sb + cb else Const(0, 1)
+
+        # MR-ENG-199: s_wr held at the stream's bound (state and the FIFO head only)
+        kw = qindex(self.wr_conn, self.wr_stream)
+        for k in range(nq):
+            with m.If(kw == k):
+                m.d.comb += self.wr_hold.eq(count[k] >= depth)
+        # the heads that may leave: not a READ waiting, or its row's RX record in
+        heads = [data.View(entry, q.r_data) for q, _ in qs]
+        may = Signal(nq)
+        for k, (q, _) in enumerate(qs):
+            h = heads[k]
+            ri = Signal(range(max(2, nrows)), name=f"head_row{k}")
+            m.d.comb += ri.eq(k * slots + h.row[:rdb] if rdb else k * slots)
+            m.d.comb += may[k].eq(q.r_rdy & (~h.wait | rx_in.bit_select(ri, 1)))
+        # round robin from rr: the first that may leave
+        rot = Signal(nq)
+        m.d.comb += rot.eq(Cat(may, may).bit_select(rr, nq))
+        off = Signal(range(max(2, nq)))
+        for j in reversed(range(nq)):
+            with m.If(rot[j]):
+                m.d.comb += off.eq(j)
+        pick = Signal(range(max(2, nq)))
+        m.d.comb += pick.eq(Mux(rr + off >= nq, rr + off - nq, rr + off))
+        free_out = ~out.valid | out.ready
+        load = Signal()
+        m.d.comb += load.eq(free_out & (may != 0))
+        sel = Signal(entry)
+        for k in range(nq):
+            with m.If(pick == k):
+                m.d.comb += sel.eq(heads[k])
+        row_i = Signal(range(max(2, nrows)))
+        m.d.comb += row_i.eq(pick * slots + (sel.row[:rdb] if rdb else 0))
+        rec = Signal(self.cqe_layout)
+        m.d.comb += rec.eq(sel.rec)
+        with m.If(sel.wait):
+            for i in range(nrows):
+                with m.If(row_i == i):
+                    m.d.comb += rec.status.eq(r_st[i])
+        with m.If(free_out):
+            m.d.sync += out.valid.eq(load)
+        with m.If(load):
+            m.d.sync += [out.payload.eq(rec), rr.eq(Mux(pick == nq - 1, 0, pick + 1))]
+        m.d.comb += [self.free.eq(load & sel.own), self.free_row.eq(Mux(load & sel.own, row_i, 0))]
+        # the TX half's record into its stream's queue; a READ's takes the stream's oldest row
+        t = self.s_tx
+        tr = t.payload
+        kt = qindex(tr.conn, tr.stream)
+        refused = Const(0)
+        for st in CQ_REFUSED:
+            refused = refused | (tr.status == st)
+        rd_op = Const(0)
+        for op in self.rd_ops:
+            rd_op = rd_op | (tr.op == op)
+        m.d.comb += t.ready.eq(1)
+        for k, (q, o) in enumerate(qs):
+            hit = t.valid & (kt == k)
+            own = rd_op & ~refused & o.r_rdy
+            e = Signal(entry, name=f"push{k}")
+            m.d.comb += [e.rec.eq(tr), e.own.eq(own), e.wait.eq(own & (tr.status == 0)),
+                         e.row.eq(Mux(own, o.r_data, 0)),
+                         q.w_data.eq(e), q.w_en.eq(hit), q.r_en.eq(load & (pick == k)),
+                         o.r_en.eq(hit & own)]
+        # the READ taken on m_rd: its row pending, its place in the stream's order
+        p = self.rd
+        kr = qindex(p.conn, p.stream)
+        for k, (_, o) in enumerate(qs):
+            m.d.comb += [o.w_data.eq(p.msg[:rw] if rdb else 0), o.w_en.eq(self.rd_take & (kr == k))]
+        ri_take = Signal(range(max(2, nrows)))
+        m.d.comb += ri_take.eq(kr * slots + (p.msg[:rdb] if rdb else 0))
+        # the RX's record of a pending READ (the same msg), else counted
+        c = self.s_rx
+        cr = c.payload
+        m.d.comb += c.ready.eq(1)
+        ri_rx = Signal(range(max(2, nrows)))
+        m.d.comb += ri_rx.eq(qindex(cr.conn, cr.stream) * slots + (cr.msg[:rdb] if rdb else 0))
+        in_range = ((cr.stream >> sb) == 0) & ((cr.conn >> cb) == 0 if cb < len(cr.conn) else 1)
+        rx_hit = Signal()
+        msg_eq = Signal()
+        for i in range(nrows):
+            with m.If(ri_rx == i):
+                m.d.comb += msg_eq.eq(r_msg[i] == cr.msg)
+        m.d.comb += rx_hit.eq(c.valid & in_range & pend.bit_select(ri_rx, 1) & msg_eq)
+        with m.If(c.valid & ~rx_hit):
+            m.d.sync += self.unmatched.eq(self.unmatched + 1)
+        for i in range(nrows):
+            with m.If(self.rd_take & (ri_take == i)):
+                m.d.sync += [pend[i].eq(1), rx_in[i].eq(0), r_msg[i].eq(p.msg)]
+            with m.If(rx_hit & (ri_rx == i)):
+                m.d.sync += [rx_in[i].eq(1), r_st[i].eq(cr.status)]
+            with m.If(self.free & (row_i == i)):
+                m.d.sync += [pend[i].eq(0), rx_in[i].eq(0)]
+        # the bound's counts: a work request taken in, a record dequeued
+        for k in range(nq):
+            up = self.wr_take & (kw == k)
+            down = load & (pick == k)
+            with m.If(up & ~down):
+                m.d.sync += count[k].eq(count[k] + 1)
+            with m.Elif(down & ~up):
+                m.d.sync += count[k].eq(count[k] - 1)
         return m
 
 
@@ -491,8 +657,10 @@ class Engine(wiring.Component):
     Golden model: :class:`metaroce.models.engine.EngineModel`."""
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],
-                 max_frame=9216, outstanding=32, **tx_kw):
+                 max_frame=9216, outstanding=32, cq_join=True, **tx_kw):
         kw = engine_tx_params(tx_kw)
+        # MR-ENG-196: one host completion per work request (CqJoin); False: the two records
+        self.cq_join = bool(cq_join)
         # MR-ENG-130: the RX chunk ring takes a peer of the same instance's chunk window
         self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
@@ -522,11 +690,13 @@ class Engine(wiring.Component):
         m.submodules.ack_fb = ack_fb = FrameBuilder(self.width)
         m.submodules.arb = arb = MacTxArb(self.width)
         m.submodules.rsp = rsp = RspJoin(tx.lay.sched.rsp, tx.lay.sched.rsp_done)
+        # MR-ENG-197: with the join, both completion ports are the join's
+        joined = ("m_cqe",) if self.cq_join else ()
         for name in self.rx_half.signature.members:
-            if name not in _RX_INTERNAL:
+            if name not in _RX_INTERNAL + joined:
                 _forward(m, getattr(rxh, name), getattr(self, name), rxh.signature.members[name])
         for name, mem in tx.signature.members.items():
-            if name not in _TX_INTERNAL + ("s_cfg", "s_wr"):
+            if name not in _TX_INTERNAL + ("s_cfg", "s_wr") + joined:
                 _forward(m, getattr(tx, name), getattr(self, ENGINE_TX_NAMES.get(name, name)), mem)
         # MR-ENG-105: the TX half's counters through the register block (MR-REG-034)
         m.d.comb += [tx.reg_addr.eq(rxh.tx_reg_addr), rxh.tx_reg_data.eq(tx.reg_data)]
@@ -539,18 +709,22 @@ class Engine(wiring.Component):
         m.d.comb += [rsp.reg_addr.eq(rxh.eng_reg_addr), rxh.eng_reg_data.eq(rsp.reg_data)]
         # MR-ENG-148..152: the outstanding-read rows written by the engine, freed by the records
         m.submodules.rd_rows = rdr = RdRows(self.conns, tx.sched.streams, rxh.lay, tx.lay.sched.rd,
-                                            tx.lay.sched.cqe)
+                                            tx.lay.sched.cqe, join=self.cq_join)
         wiring.connect(m, tx.m_rd, rdr.s_rd)
         # MR-ENG-155: the work requests through a 1-entry FIFO, so that s_wr.ready stays a
         # function of state (the scheduler's ready of a READ depends on the READ's row)
         m.submodules.wr_q = wq = fifo.SyncFIFO(width=len(tx.s_wr.payload.as_value()), depth=WR_FIFO_DEPTH)
+        wr_hold = Signal()              # MR-ENG-199: the join's bound (0 without the join)
         m.d.comb += [self.s_wr.ready.eq(wq.w_rdy), wq.w_data.eq(self.s_wr.payload),
-                     wq.w_en.eq(self.s_wr.valid), tx.s_wr.valid.eq(wq.r_rdy),
-                     tx.s_wr.payload.eq(wq.r_data), wq.r_en.eq(tx.s_wr.ready)]
+                     wq.w_en.eq(self.s_wr.valid), tx.s_wr.valid.eq(wq.r_rdy & ~wr_hold),
+                     tx.s_wr.payload.eq(wq.r_data), wq.r_en.eq(tx.s_wr.ready & ~wr_hold)]
         wiring.connect(m, rdr.m_cfg, rxh.s_cfg_eng)
-        m.d.comb += [rdr.cqe.eq(rxh.m_cqe.payload), rdr.cqe_take.eq(rxh.m_cqe.valid & self.m_cqe.ready),
-                     rdr.tx_cqe.eq(tx.m_cqe.payload),
-                     rdr.tx_cqe_take.eq(tx.m_cqe.valid & self.m_tx_cqe.ready)]
+        if self.cq_join:
+            self._join_completions(m, rxh, tx, rdr, wr_hold)
+        else:
+            m.d.comb += [rdr.cqe.eq(rxh.m_cqe.payload), rdr.cqe_take.eq(rxh.m_cqe.valid & self.m_cqe.ready),
+                         rdr.tx_cqe.eq(tx.m_cqe.payload),
+                         rdr.tx_cqe_take.eq(tx.m_cqe.valid & self.m_tx_cqe.ready)]
         wiring.connect(m, rxh.m_ack, ack_out.s_ack)
         wiring.connect(m, ack_out.m_desc, ack_fb.s_desc)
         m.d.comb += ack_fb.s_payload.valid.eq(0)
@@ -563,6 +737,27 @@ class Engine(wiring.Component):
                      ack_out.s_cfg.payload.eq(self.s_cfg.payload),
                      self.s_cfg.ready.eq(tx.s_cfg.ready)]
         return m
+
+    def _join_completions(self, m, rxh, tx, rdr, wr_hold):
+        """MR-ENG-196..205: the TX half's records and the RX's requester records (RDMA_READ,
+        COMP_SWAP, FETCH_ADD) into CqJoin, always taken; ``m_tx_cqe`` the join's, ``m_cqe`` the
+        RX's receive records only; the READ rows freed by the join; ``s_wr`` held at its bound."""
+        m.submodules.cq_join = cq = CqJoin(self.conns, tx.sched.streams, rxh.lay.rd_slots, tx.lay.sched.cqe,
+                                           rxh.lay.cqe, tx.lay.sched.rd)
+        rc = rxh.m_cqe
+        req = Const(0)
+        for op in CQ_RX_OPCODES:
+            req = req | (rc.payload.opcode == op)
+        m.d.comb += [cq.s_tx.valid.eq(tx.m_cqe.valid), cq.s_tx.payload.eq(tx.m_cqe.payload),
+                     tx.m_cqe.ready.eq(1),
+                     cq.s_rx.valid.eq(rc.valid & req), cq.s_rx.payload.eq(rc.payload),
+                     self.m_cqe.valid.eq(rc.valid & ~req), self.m_cqe.payload.eq(rc.payload),
+                     rc.ready.eq(req | self.m_cqe.ready),
+                     cq.rd.eq(tx.m_rd.payload), cq.rd_take.eq(tx.m_rd.valid & tx.m_rd.ready),
+                     cq.wr_conn.eq(tx.s_wr.payload.conn), cq.wr_stream.eq(tx.s_wr.payload.stream),
+                     wr_hold.eq(cq.wr_hold), cq.wr_take.eq(tx.s_wr.valid & tx.s_wr.ready),
+                     rdr.free.eq(cq.free), rdr.free_row.eq(cq.free_row)]
+        wiring.connect(m, cq.m_cqe, wiring.flipped(self.m_tx_cqe))
 
 
 #: the halves' ports joined inside the engine (MR-ENG-135)
@@ -585,3 +780,13 @@ def _forward(m, inner, outer, member):
 def engine_small(width=64):
     """MR-ENG-130: the block ``engine``: 2 connections x 4 paths, 256 keys, 32 bursts."""
     return Engine(width)
+
+
+def cq_join_small(width=64):
+    """MR-ENG-209: the completion join of ``engine_small`` alone (its resources; ``width``
+    changes nothing): 2 connections x 2 streams, 2 READ rows a stream, queues of CQ_DEPTH."""
+    from ..models.engine import engine_layouts
+    from ..models.rx import layouts as rx_layouts
+    lay = engine_layouts().sched
+    rx_cqe = rx_layouts(2, 4, 256, streams=RX_SMALL["streams"]).cqe
+    return CqJoin(2, 2, 2, lay.cqe, rx_cqe, lay.rd)

@@ -34,7 +34,7 @@ from .dma_read_cases import HostMemory as ReadMemory
 from .dma_read_cases import Layout as ReadLayout
 from .dma_write import RESP_OKAY, done_layout
 from .dma_write_cases import HostMemory as WriteMemory
-from .engine import AXIL, PairPorts, engine_layouts, engine_tx_params
+from .engine import AXIL, CQ_RD_OPS, CQ_RX_OPCODES, PairPorts, engine_layouts, engine_tx_params, host_completion
 from .engine_cases import _host_window
 from .regs import register_map
 from .rx import MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_RDMA_READ, pack, unpack
@@ -115,7 +115,10 @@ class EngineLoop:
         self.limit = limit if limit is not None else 200_000 + 50 * sum(w["length"] for w in items)
         self.res = {"frames_out": 0, "frames_in": 0, "tx_cqe": [], "rx_cqe": [], "done": 0,
                     "done_errors": 0, "errors": [], "bypass": 0, "peak_mac_beats": 0,
-                    "read_cqe": [], "rsp_frames": 0, "rsp_errors": []}
+                    "read_cqe": [], "rsp_frames": 0, "rsp_errors": [], "requester_on_cqe": 0}
+        # MR-ENG-196: the engine joins a READ's two records into one on m_tx_cqe (EngineModel's
+        # and Engine's default); False: the earlier two records (the READ's on m_cqe)
+        self.cq_join = True
         self._idle = {"s_axis__tdata": 0, "s_axis__tkeep": 0, "s_axis__tvalid": 0, "s_axis__tlast": 0,
                       "s_axis__tuser": 0,
                       "s_wr__valid": 0, "s_wr__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
@@ -192,11 +195,16 @@ class EngineLoop:
                 self.mac.send(raw, (self.cycle - len(self.out_beats) + 1) / CLOCK_HZ)
                 self.out_beats = []
         if out["m_tx_cqe__valid"] and inp["m_tx_cqe__ready"]:
-            res["tx_cqe"].append((self.cycle, unpack(self.lay.sched.cqe, out["m_tx_cqe__payload"])))
+            c = unpack(self.lay.sched.cqe, out["m_tx_cqe__payload"])
+            res["tx_cqe"].append((self.cycle, c))
+            if self.cq_join and c["op"] in CQ_RD_OPS:     # MR-ENG-198: the READ's one completion
+                res["read_cqe"].append((self.cycle, c))
         if out["m_cqe__valid"] and inp["m_cqe__ready"]:
             res["rx_cqe"].append(out["m_cqe__payload"])
             c = unpack(self.rx_lay.cqe, out["m_cqe__payload"])
-            if c["opcode"] == WC_RDMA_READ:         # MR-RX-112: a READ of this engine completed
+            if self.cq_join and c["opcode"] in CQ_RX_OPCODES:
+                res["requester_on_cqe"] += 1        # MR-ENG-197: the join's, never the host's
+            elif c["opcode"] == WC_RDMA_READ:       # MR-RX-112: a READ of this engine completed
                 res["read_cqe"].append((self.cycle, c))
         if out["m_done__valid"] and inp["m_done__ready"]:
             res["done"] += 1
@@ -249,17 +257,33 @@ class EngineLoop:
         return not self.res["rsp_errors"] and all(self.rsp_seen[k] >= v for k, v in want.items())
 
     def wrs_ok(self):
-        """Every work request completed once with success on ``m_tx_cqe`` and every READ once
-        with success on ``m_cqe`` (MR-RX-112)."""
+        """Every work request completed once with success on ``m_tx_cqe``, each stream's in
+        posting order (MR-EXO-004, MR-ENG-201), and every READ once with success and its length
+        (with the join, MR-ENG-198: its one record on ``m_tx_cqe``, no requester record on
+        ``m_cqe``; without, on ``m_cqe``, MR-RX-112)."""
         res = self.res
         ok = (sorted(c["wr_id"] for _, c in res["tx_cqe"]) == sorted(w["wr_id"] for w in self.items)
-              and all(c["status"] == 0 for _, c in res["tx_cqe"]))
+              and all(c["status"] == 0 for _, c in res["tx_cqe"]) and self.posting_order_ok()
+              and res["requester_on_cqe"] == 0)
         reads = {w["wr_id"]: w["length"] for w in self.reads}
         got = [(c["wr_id"], c["length"], c["status"]) for _, c in res["read_cqe"]]
         return ok and sorted(got) == sorted((w, n, 0) for w, n in reads.items())
 
+    def completions(self):
+        """MR-ENG-202: the host's work completions in the order taken from ``m_tx_cqe``:
+        ``[(stream, wr_id, status, opcode, byte_len)]`` (:func:`host_completion`)."""
+        return [host_completion(c) for _, c in self.res["tx_cqe"]]
+
+    def posting_order_ok(self):
+        """MR-ENG-201: each stream's completions are its work requests' ``wr_id``s in posting
+        order."""
+        posted = completions_by_stream([(w["stream"], w["wr_id"]) for w in self.items], ids=True)
+        return completions_by_stream(self.completions(), ids=True) == posted
+
     @property
     def all_done(self):
+        if self.cq_join:
+            return len(self.res["tx_cqe"]) >= len(self.items)
         return (len(self.res["tx_cqe"]) >= len(self.items)
                 and len(self.res["read_cqe"]) >= len(self.reads))
 
@@ -282,6 +306,24 @@ class EngineLoop:
         if self.cycle > self.limit:
             raise AssertionError(f"no progress after {self.cycle} cycles: {len(self.res['tx_cqe'])} of "
                                  f"{len(self.items)} work requests completed, {self.res['frames_out']} frames out")
+
+
+def completions_by_stream(comps, ids=False):
+    """MR-ENG-202: completions ``[(stream, wr_id, ...)]`` per stream, each stream's in the order
+    given (``ids``: the ``wr_id``s only): the order verbs defines (MR-EXO-004), streams being
+    independent."""
+    out = collections.defaultdict(list)
+    for c in comps:
+        out[c[0]].append(c[1] if ids else tuple(c))
+    return dict(out)
+
+
+def completions_digest(comps):
+    """MR-ENG-202: a digest of ``completions_by_stream(comps)`` (the streams in order), equal for
+    two hosts whose every stream completed the same work requests in the same order with the
+    same status, opcode and length."""
+    per = completions_by_stream(comps)
+    return hashlib.sha256(repr(sorted(per.items())).encode()).hexdigest()[:16]
 
 
 def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, latency=(1, 40),
@@ -624,6 +666,7 @@ class EndpointCosim:
                 "engine": {"host": f"h{self.eng_host}", "frames_out": eng.res["frames_out"],
                            "frames_in": eng.res["frames_in"], "placements": eng.res["done"],
                            "errors": len(eng.res["errors"]), "bypass": eng.res["bypass"],
+                           "completions_digest": completions_digest(eng.completions()),
                            **({"reads_completed": len(eng.res["read_cqe"]),
                                "response_frames": eng.res["rsp_frames"],
                                "response_errors": eng.res["rsp_errors"][:5]}
@@ -752,6 +795,7 @@ class PeerCosim:
                 "engines": {name: {"frames_out": d.res["frames_out"], "frames_in": d.res["frames_in"],
                                    "placements": d.res["done"], "errors": len(d.res["errors"]),
                                    "peak_mac_beats": d.res["peak_mac_beats"],
+                                   "completions_digest": completions_digest(d.completions()),
                                    **({"reads_completed": len(d.res["read_cqe"]),
                                        "response_frames": d.res["rsp_frames"],
                                        "response_errors": d.res["rsp_errors"][:5]}
@@ -827,6 +871,7 @@ def run_reference_pair(cfg: Config, writes, back_writes):
     src_keys = [ep.reg_mr(bytearray(src)) for ep, src in zip(eps, srcs)] if read else None
     posted = [plans[1 - h] if read else plans[h] for h in range(2)]
     done = ([], [])
+    comps = ([], [])                # MR-ENG-202: each host's completions, in the order made
     for h, ep in enumerate(eps):
         fab.hosts[h].ep = ep
         conn = ep.connect(qps[h], addrs[1 - h], qps[1 - h], paths=SMALL["paths"], streams=SMALL["streams"],
@@ -841,6 +886,7 @@ def run_reference_pair(cfg: Config, writes, back_writes):
 
         def completion(host, t, c, h=h):
             done[h].append((t, int(c.status)))
+            comps[h].append((c.stream, c.wr_id, int(c.status), int(c.opcode), c.byte_len))
             if all(len(d) >= len(p) for d, p in zip(done, posted)):
                 fab.sim.stop()
         fab.hosts[h].on_completion = completion
@@ -853,4 +899,5 @@ def run_reference_pair(cfg: Config, writes, back_writes):
           and all(bytes(dsts[1 - h][:len(srcs[h])]) == srcs[h] for h in range(2)))
     goodput = cfg.nbytes * 8 / t if t and ok else 0.0
     return {"ok": ok, "goodput_vs_limit": round(goodput / cfg.limit_bps, 4),
-            "goodput_gbps": round(goodput / 1e9, 4), "sim_time_s": t}
+            "goodput_gbps": round(goodput / 1e9, 4), "sim_time_s": t,
+            "completions": list(comps), "completions_digest": [completions_digest(c) for c in comps]}

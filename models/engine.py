@@ -30,17 +30,20 @@ from . import records
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
-from .rx import CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_RDMA_READ, RxCycleModel, pack, payload_layout
+from .rx import (CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ,
+                 RxCycleModel, bundle_entry, pack, payload_layout)
 from .fifo import SyncFifoModel
 from .frame_builder import FrameBuilderModel, pack_desc
 from .parser import META_FIELDS
 from .rx import unpack
-from .tx_sched import OP_READ
+from .tx_sched import OP_READ, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR
 from .wire import ROCE_PORT, Op
 
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
-           "AckInModel", "AckOutModel", "RspJoinModel", "RdRowsModel", "rd_row_write", "RSP_FIFO_DEPTH", "ENG_CTR", "MacTxArbModel", "EngineModel", "engine_model_small",
+           "AckInModel", "AckOutModel", "RspJoinModel", "RdRowsModel", "CqJoinModel", "CQ_DEPTH",
+           "CQ_RD_OPS", "CQ_RX_OPCODES", "CQ_REFUSED", "WC_OF_OP", "host_completion", "rd_row_write",
+           "RSP_FIFO_DEPTH", "ENG_CTR", "MacTxArbModel", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
@@ -396,8 +399,10 @@ class RdRowsModel:
     RDMA_READ record of its READ (``m_cqe`` taken, the same ``msg``) or by the TX half's failure
     record of it (``m_tx_cqe`` taken, op READ, status not 0, the same ``wr_id``)."""
 
-    def __init__(self, conns, streams, rx_lay, rd_lay, cqe_lay, tx_cqe_lay):
+    def __init__(self, conns, streams, rx_lay, rd_lay, cqe_lay, tx_cqe_lay, *, join=False):
         self.conns, self.streams = conns, streams
+        # MR-ENG-203: with the completion join a row is freed by the join (``step``'s ``free``)
+        self.join = join
         self.rx_lay, self.rd_lay, self.cqe_lay, self.tx_cqe_lay = rx_lay, rd_lay, cqe_lay, tx_cqe_lay
         self.slots = rx_lay.rd_slots
         self.busy = {}                  # row index -> (msg, wr_id)
@@ -420,9 +425,10 @@ class RdRowsModel:
     def out(self):
         return int(self.pend is not None), self.pend or 0
 
-    def step(self, rd_valid, rd, rd_ready, cfg_ready, cqe_take, cqe, tx_cqe_take, tx_cqe):
+    def step(self, rd_valid, rd, rd_ready, cfg_ready, cqe_take, cqe, tx_cqe_take, tx_cqe, free=None):
         """One clock: the scheduler's ``m_rd`` (packed) and the ready given it, the RX's
-        ``s_cfg_eng.ready``, the RX's ``m_cqe`` and the TX half's ``m_cqe`` records taken."""
+        ``s_cfg_eng.ready``, the RX's ``m_cqe`` and the TX half's ``m_cqe`` records taken;
+        with ``join`` (MR-ENG-203) instead of the records the row ``free`` the join frees."""
         if self.pend is not None:
             self.pend_max = max(self.pend_max, self.pend_wait)
             self.pend_wait = 0 if cfg_ready else self.pend_wait + 1
@@ -436,6 +442,10 @@ class RdRowsModel:
             self.pend = rd_row_write(self.rx_lay, r["conn"], r["stream"], r["msg"], r["laddr"],
                                      r["length"], r["wr_id"])
             self.writes += 1
+        if self.join:
+            if free is not None:
+                del self.busy[free]
+            return
         if cqe_take:
             c = unpack(self.cqe_lay, cqe)
             if c["opcode"] == WC_RDMA_READ and c["stream"] < self.streams:
@@ -449,6 +459,145 @@ class RdRowsModel:
                     k = (c["conn"] * self.streams + c["stream"]) * self.slots + j
                     if self.busy.get(k, (None, None))[1] == c["wr_id"]:
                         del self.busy[k]
+
+
+# ------------------------------------------------------------------ the completion join (MR-ENG-196..)
+
+#: MR-ENG-199: slots of each stream's queue of the completion join, and the bound of the work
+#: requests of a stream taken and not yet completed to the host (``s_wr`` held at it)
+CQ_DEPTH = 8
+#: MR-ENG-198: the work requests whose completion is the RX's record (a READ; the atomics join
+#: the same way once the TX half offers them on ``m_rd``, MR-ENG-211)
+CQ_RD_OPS = (OP_READ,)
+#: MR-ENG-197: the RX's requester records (MR-RX-112/159), taken by the join, not the host
+CQ_RX_OPCODES = (WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD)
+#: MR-ENG-200: the statuses of a work request the TX half refused (MR-TXS-011: no ring entry,
+#: no row); a READ failed with any other status (MR-TXS-027) owned a row
+CQ_REFUSED = (STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR)
+#: MR-ENG-202: the verbs completion opcode (models.endpoint.WcOpcode) of a work request's op
+#: (records.TX_MSG): WRITE/WRITE_IMM RDMA_WRITE, SEND/SEND_IMM SEND, READ RDMA_READ, the atomics
+WC_OF_OP = {0: 1, 1: 1, 2: 0, 3: 0, 4: 2, 5: 3, 6: 4}
+
+
+def host_completion(rec):
+    """MR-ENG-202: the host's work completion of a record of the engine's ``m_tx_cqe`` (a dict):
+    ``(stream, wr_id, status, opcode, byte_len)`` as the reference endpoint's ``Completion``."""
+    return (rec["stream"], rec["wr_id"], rec["status"], WC_OF_OP.get(rec["op"], -1), rec["length"])
+
+
+class CqJoinModel:
+    """MR-ENG-196..205: the engine's completion join. Every record of the TX half's ``m_cqe`` is
+    taken in the cycle it is offered and queued in its stream's queue (``conns x streams``
+    queues of :data:`CQ_DEPTH`, the stream's low bits); a READ's (:data:`CQ_RD_OPS`, not
+    refused) takes its stream's oldest READ row (``order``, pushed as the READ entered the TX
+    half on ``m_rd``) and, successful, waits at its queue's head until the RX's record of that
+    row (``rows``: pending, ``msg``, RX record in, its status), which the join takes from the
+    RX's ``m_cqe`` (:data:`CQ_RX_OPCODES`). The output register ``m_cqe`` (the engine's
+    ``m_tx_cqe``) loads, when empty or taken, the first head that may leave from the queue after
+    the last one served (round robin); a READ's record leaves with the RX's status, and its row
+    is freed (``free``, for ``RdRows``). ``hold(head)``: the stream of the work request at the
+    engine's ``s_wr`` FIFO head has :data:`CQ_DEPTH` work requests taken and not yet dequeued."""
+
+    def __init__(self, conns, streams, rd_slots, cqe_lay, rx_cqe_lay, rd_lay, wr_lay, *,
+                 depth=CQ_DEPTH, rd_ops=CQ_RD_OPS):
+        assert streams & (streams - 1) == 0 and rd_slots & (rd_slots - 1) == 0
+        self.conns, self.streams, self.slots, self.depth = conns, streams, rd_slots, depth
+        self.cqe_lay, self.rx_lay, self.rd_lay, self.wr_lay = cqe_lay, rx_cqe_lay, rd_lay, wr_lay
+        self.rd_ops = tuple(rd_ops)
+        self.nq = conns * streams
+        self.q = [SyncFifoModel(depth) for _ in range(self.nq)]         # (record, own, wait, row)
+        self.order = [SyncFifoModel(rd_slots) for _ in range(self.nq)]  # READ rows in posting order
+        self.count = [0] * self.nq
+        self.rows = [None] * (self.nq * rd_slots)       # [msg, rx_in, rx_status] of a pending READ
+        self.rr = 0
+        self.out = (0, 0)
+        self.free = None                # the row freed by the last step
+        self.unmatched = 0              # RX records matching no pending READ (dropped, counted)
+        self.joined = self.holds = self.level_max = 0
+
+    def qi(self, conn, stream):
+        return conn * self.streams + (stream & (self.streams - 1))
+
+    def busy(self):
+        return bool(self.out[0] or any(q.level for q in self.q))
+
+    def hold(self, wr_head):
+        """``s_wr`` held: the head's stream at its bound (on state only)."""
+        f = unpack(self.wr_lay, wr_head)
+        return int(self.count[self.qi(f["conn"], f["stream"])] >= self.depth)
+
+    def outputs(self):
+        return self.out
+
+    def _may_leave(self, k):
+        q = self.q[k]
+        if not q.level:
+            return False
+        _, _, wait, row = q.head
+        return not wait or self.rows[k * self.slots + row][1] == 1
+
+    def step(self, wr_take, wr_head, rd_take, rd, tx_valid, tx_rec, rx_valid, rx_rec, out_ready):
+        """One clock: the work request taken by the TX half (its packed ``s_wr`` payload), the
+        READ taken on ``m_rd``, the TX half's and the RX's records (always taken) and the host's
+        ``m_tx_cqe.ready``."""
+        pops, pushes = [False] * self.nq, [None] * self.nq
+        self.free = None
+        # the RX's record of a pending READ (on the state before the edge)
+        rx_hit = None
+        if rx_valid:
+            c = unpack(self.rx_lay, rx_rec)
+            i = self.qi(c["conn"], c["stream"]) * self.slots + (c["msg"] & (self.slots - 1))
+            row = self.rows[i] if c["stream"] < self.streams and c["conn"] < self.conns else None
+            if row is not None and row[0] == c["msg"]:
+                rx_hit = (i, c["status"])
+            else:
+                self.unmatched = (self.unmatched + 1) & 0xFFFFFFFF
+        # the output register
+        if not self.out[0] or out_ready:
+            order = [j % self.nq for j in range(self.rr, self.rr + self.nq)]     # round robin
+            k = next((j for j in order if self._may_leave(j)), None)
+            if k is None:
+                self.out = (0, self.out[1])
+            else:
+                rec, own, wait, row = self.q[k].head
+                if own:
+                    i = k * self.slots + row
+                    if wait:
+                        rec = pack(self.cqe_lay, {**unpack(self.cqe_lay, rec), "status": self.rows[i][2]})
+                        self.joined += 1
+                    self.free = i
+                self.out = (1, rec)
+                self.rr = (k + 1) % self.nq
+                self.count[k] -= 1
+                pops[k] = True
+        # the TX half's record into its stream's queue; a READ's takes its row
+        order_pop = [False] * self.nq
+        if tx_valid:
+            r = unpack(self.cqe_lay, tx_rec)
+            k = self.qi(r["conn"], r["stream"])
+            own = r["op"] in self.rd_ops and r["status"] not in CQ_REFUSED and self.order[k].level > 0
+            row = self.order[k].head if own else 0
+            pushes[k] = (tx_rec, int(own), int(own and r["status"] == 0), row)
+            order_pop[k] = own
+        order_push = [None] * self.nq
+        if rd_take:
+            r = unpack(self.rd_lay, rd)
+            k = self.qi(r["conn"], r["stream"])
+            row = r["msg"] & (self.slots - 1)
+            order_push[k] = row
+            self.rows[k * self.slots + row] = [r["msg"], 0, 0]
+        if rx_hit is not None:
+            self.rows[rx_hit[0]][1:] = [1, rx_hit[1]]
+        if self.free is not None:
+            self.rows[self.free] = None
+        if wr_take:
+            f = unpack(self.wr_lay, wr_head)
+            self.count[self.qi(f["conn"], f["stream"])] += 1
+        for k in range(self.nq):
+            self.q[k].update(pops[k], pushes[k] is not None, pushes[k])
+            self.order[k].update(order_pop[k], order_push[k] is not None, order_push[k] or 0)
+            self.level_max = max(self.level_max, self.q[k].level)
+            assert self.count[k] <= self.depth and self.q[k].level <= self.count[k]
 
 
 class AckOutModel:
@@ -524,7 +673,7 @@ class EngineModel:
     """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``."""
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
-                 outstanding=32, **tx_kw):
+                 outstanding=32, cq_join=True, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         self.width = width
@@ -538,7 +687,12 @@ class EngineModel:
         self.ack_in = AckInModel(conns, lay.rtx.ack)
         self.rsp = RspJoinModel(lay.sched.rsp_done)
         # MR-ENG-148: the outstanding-read rows written by the engine
-        self.rd = RdRowsModel(conns, streams, self.rx.lay, lay.sched.rd, self.rx.lay.cqe, lay.sched.cqe)
+        self.rd = RdRowsModel(conns, streams, self.rx.lay, lay.sched.rd, self.rx.lay.cqe, lay.sched.cqe,
+                              join=cq_join)
+        # MR-ENG-196..: one host completion per work request (the READs' joined with the RX's)
+        self.cq_join = cq_join
+        self.cq = (CqJoinModel(conns, streams, self.rx.lay.rd_slots, lay.sched.cqe, self.rx.lay.cqe,
+                               lay.sched.rd, lay.sched.wr) if cq_join else None)
         self.wr_q = _AckFifo(WR_FIFO_DEPTH)     # MR-ENG-155
         self.ack_out = AckOutModel(conns, self.rx.lay.ack, lay.cfg)
         self.ack_fb = FrameBuilderModel(width)
@@ -556,12 +710,23 @@ class EngineModel:
 
     def busy(self):
         return (self.rx.busy() or self.tx.busy() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy())
+                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy()
+                or (self.cq_join and self.cq.busy()))
 
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers."""
         return (self.rx.busy() or self.tx.active() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy())
+                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy()
+                or (self.cq_join and self.cq.busy()))
+
+    def _rx_cqe_to_join(self):
+        """MR-ENG-197: the RX's ``m_cqe`` head is a requester record (the join's, not the
+        host's): on the RX's state (its completion queue's head bundle and record index)."""
+        rx = self.rx.rx
+        if not rx.cqe_q.level:
+            return False
+        word, _ = bundle_entry(rx.lay, rx.cqe_q.head, rx.cqe_sel)
+        return unpack(rx.lay.cqe, word)["opcode"] in CQ_RX_OPCODES
 
     def step(self, inputs):
         g = inputs.get
@@ -581,21 +746,40 @@ class EngineModel:
         # scheduler's registers) and RdRows' state
         wr_valid, wr_head = self.wr_q.out()
         wr_in_ready = self.wr_q.in_ready()
+        # MR-ENG-199: the work request waits in the FIFO while its stream is at the join's bound
+        if self.cq_join and wr_valid and self.cq.hold(wr_head):
+            wr_valid = 0
+            self.cq.holds += 1
         tx_in.update({"s_wr__valid": wr_valid, "s_wr__payload": wr_head})
         rd_ready = self.rd.ready(self.tx.sched.rd_request(wr_head))
         tx_in["m_rd__ready"] = rd_ready
+        rx_cqe_ready = g("m_cqe__ready", 0)
+        if self.cq_join:
+            # MR-ENG-197: the TX half's records all to the join; the RX's requester records too
+            tx_in["m_cqe__ready"] = 1
+            cq_out = self.cq.outputs()
+            to_join = self._rx_cqe_to_join()
+            rx_cqe_ready = 1 if to_join else rx_cqe_ready
         tx_out = self.tx.step(tx_in)
         cfg_valid, cfg_pay = self.rd.out()
         rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
                                "m_ack__ready": fo["s_desc__ready"], "tx_reg_data": tx_out["reg_data"],
                                "m_rsp__ready": self.rsp.in_ready(), "eng_reg_data": self.rsp.reg_data,
-                               "s_cfg_eng__valid": cfg_valid, "s_cfg_eng__payload": cfg_pay})
-        self.wr_q.q.update(wr_valid and tx_out["s_wr__ready"], g("s_wr__valid", 0) and wr_in_ready,
-                           g("s_wr__payload", 0))
+                               "s_cfg_eng__valid": cfg_valid, "s_cfg_eng__payload": cfg_pay,
+                               "m_cqe__ready": rx_cqe_ready})
+        wr_take = wr_valid and tx_out["s_wr__ready"]
+        self.wr_q.q.update(wr_take, g("s_wr__valid", 0) and wr_in_ready, g("s_wr__payload", 0))
+        rd_take = tx_out["m_rd__valid"] and rd_ready
+        if self.cq_join:
+            self.cq.step(wr_take, wr_head, rd_take, tx_out["m_rd__payload"],
+                         tx_out["m_cqe__valid"], tx_out["m_cqe__payload"],
+                         rx_out["m_cqe__valid"] and to_join, rx_out["m_cqe__payload"],
+                         g("m_tx_cqe__ready", 0))
         self.rd.step(tx_out["m_rd__valid"], tx_out["m_rd__payload"], rd_ready,
                      rx_out["s_cfg_eng__ready"],
                      rx_out["m_cqe__valid"] and g("m_cqe__ready", 0), rx_out["m_cqe__payload"],
-                     tx_out["m_cqe__valid"] and g("m_tx_cqe__ready", 0), tx_out["m_cqe__payload"])
+                     tx_out["m_cqe__valid"] and g("m_tx_cqe__ready", 0), tx_out["m_cqe__payload"],
+                     free=self.cq.free if self.cq_join else None)
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
         self.rsp.step(rx_out["m_rsp__valid"], rx_out["m_rsp__payload"], tx_out["s_rsp__ready"],
@@ -614,6 +798,10 @@ class EngineModel:
                     if not n.startswith(_TX_INTERNAL + ("m_axis__",))})
         out.update(ao)
         out["s_wr__ready"] = wr_in_ready
+        if self.cq_join:
+            # MR-ENG-197: the host's work completions from the join; m_cqe the receive records
+            out["m_tx_cqe__valid"], out["m_tx_cqe__payload"] = cq_out
+            out["m_cqe__valid"] = int(bool(rx_out["m_cqe__valid"]) and not to_join)
         return out
 
 

@@ -369,14 +369,64 @@ def test_engine_model_loopback_many_reads():
     outstanding-read rows) of 20,000 bytes of the engine's own memory at 5 % loss, with
     backpressure: the engine writes each READ's row as the scheduler takes it (16 rows written,
     none by the host), holds the READs whose row is busy (cycles waited), frees each row by its
-    READ's RDMA_READ record; every READ completes once, the destination equals the source, and
-    the host still gets two records a READ (MR-ENG-154: its request's and the READ's)."""
+    READ's completion (the join's, MR-ENG-203); every READ completes once, the destination
+    equals the source, and the host gets one completion a READ (MR-ENG-196..202, MR-ENG-202,
+    MR-ENG-205: the run ends, MR-ENG-213, MR-ENG-215: on
+    ``m_tx_cqe``, op READ, the READ's length, each stream's in posting order; no RDMA_READ
+    record on ``m_cqe``), each made of the RX's record."""
     drv, m, region, src = _many_reads_model()
     r = ce.check(drv, region, src)
     assert r["reads"] == 16 and m.rd.writes == 16 and m.rd.waits > 0 and m.rd.busy == {}
     # MR-ENG-152: a row write waits for the RX a few cycles at most, far below a round trip
     assert m.rd.pend_max <= 8
-    assert len(drv.res["tx_cqe"]) == 16
+    assert len(drv.res["tx_cqe"]) == 16 and drv.posting_order_ok() and drv.res["requester_on_cqe"] == 0
+    assert not drv.res["rx_cqe"] and m.cq.joined == 16 and m.cq.unmatched == 0
+    want = ce.completions_by_stream([(w["stream"], w["wr_id"], 0, 2, w["length"]) for w in drv.items])
+    assert ce.completions_by_stream(drv.completions()) == want
+
+
+def test_engine_model_two_records_without_the_join():
+    """MR-ENG-196, MR-ENG-154: ``EngineModel(cq_join=False)``: the earlier behaviour, a READ's
+    request record on ``m_tx_cqe`` and its RDMA_READ record on ``m_cqe`` (the host joins them);
+    the same run completes, every READ twice."""
+    from metaroce.models.cosim import run_loop
+    drv, s, region, src = ce.loopback_run(64, 6000, seed=2, loss=0.05, verb="read", n_writes=6)
+    drv.cq_join = False
+    m = EngineModel(64, cq_join=False)
+    run_loop(drv, m, m.active)
+    r = ce.check(drv, region, src)
+    assert r["reads"] == 6 and len(drv.res["tx_cqe"]) == 6 and len(drv.res["rx_cqe"]) == 6
+    assert m.cq is None
+
+
+def test_engine_model_reads_fail_with_a_reordering_join():
+    """MR-ENG-212, negative control at the engine: the join's stream queues serving their newest
+    record first (the model's ``CqJoinModel.q`` replaced): the 16-READ loopback's completions
+    leave a stream out of posting order, and the run's check fails."""
+    from metaroce.models.cosim import run_loop
+    from metaroce.models.fifo import SyncFifoModel
+
+    class Lifo(SyncFifoModel):
+        @property
+        def head(self):
+            return self.mem[(self.produce - 1) % self.depth]
+
+        def update(self, pop, push, value=0):
+            pop, push = bool(pop) and self.level > 0, bool(push) and self.level < self.depth
+            if pop:
+                self.produce = (self.produce - 1) % self.depth
+            if push:
+                self.mem[self.produce] = value
+                self.produce = (self.produce + 1) % self.depth
+            self.level += int(push) - int(pop)
+
+    drv, s, region, src = ce.loopback_run(64, 20000, seed=2, loss=0.05, verb="read", n_writes=16)
+    m = EngineModel(64)
+    m.cq.q = [Lifo(q.depth) for q in m.cq.q]
+    run_loop(drv, m, m.active)
+    assert not drv.posting_order_ok()
+    with pytest.raises(AssertionError, match="MR-RX-112"):
+        ce.check(drv, region, src)
 
 
 def test_engine_model_reads_fail_without_the_row_write():
@@ -493,6 +543,8 @@ def test_two_engines_model_reads(capsys):
     assert main(["cosim", "--writes", "3", "--engine", "model"]) == 2
     for h in ("h0", "h1"):
         assert r["engines"][h]["reads_completed"] == 12
+        # MR-ENG-213: one completion a READ, each stream's in posting order, as the reference's
+        assert r["engines"][h]["completions_digest"] == r["reference"]["completions_digest"][h]
 
 
 @pytest.mark.parametrize("direction", ["rx", "tx"])
@@ -507,6 +559,11 @@ def test_engine_endpoint_model_reads(direction):
     r = ce.run_endpoint_model(cfg, direction)
     assert r["ok"] and r["sha256_match"] and r["engine"]["reads_completed"] >= 1
     assert r["engine"]["response_frames"] >= 1 and not r["engine"]["response_errors"]
+    # MR-ENG-213: the engine's completions (one a READ, each stream's in posting order) are the
+    # reference endpoint's on the same READs
+    ref = ce.run_reference_pair(cfg, *ce.reference_writes(cfg, "endpoint", direction))
+    host = int(r["engine"]["host"][1])
+    assert ref["ok"] and r["engine"]["completions_digest"] == ref["completions_digest"][host]
 
 
 def test_engine_answers_many_endpoint_reads():
@@ -551,9 +608,10 @@ def test_two_engines_many_reads_rtl_lockstep():
     32 more, at 2 % loss, every output of both engines and both host memories back-pressured at
     20 % (so the completion records that free the rows wait too): the engines write every row
     and hold the READs for them; ``EnginePairModel`` in lockstep, 0 mismatches; both
-    destinations equal their sources, every READ completes once (MR-ENG-154: its request on
-    ``m_tx_cqe`` and the READ on ``m_cqe``). The drivers check that every output is a function
-    of the engines' state (MR-ENG-155's FIFO keeps ``s_wr.ready`` so)."""
+    destinations equal their sources, every READ completes once (MR-ENG-196..214: one record a
+    READ on ``m_tx_cqe``, each stream's in posting order, as the reference endpoints'
+    completions). The drivers check that every output is a function of the engines' state
+    (MR-ENG-155's FIFO keeps ``s_wr.ready`` so; MR-ENG-199's hold too)."""
     from metaroce.commands.cosim import run_rtl
     from metaroce.models import cosim, cosim_tx
     cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 64 * 1024, "loss": 0.02,
@@ -561,6 +619,17 @@ def test_two_engines_many_reads_rtl_lockstep():
     r = run_rtl(cfg, lockstep=True, direction="pair", p_bp=0.2)
     assert r["ok"] and r["sha256_match"] and r["mismatches"] == 0
     assert all(e["reads_completed"] == 32 for e in r["engines"].values())
+    _assert_reference_completions(cfg, r, "peer")
+
+
+def _assert_reference_completions(cfg, r, kind, direction="rx"):
+    """MR-ENG-213/214: every engine's completions (one a work request, each stream's in posting
+    order, ``ok`` checks it) equal the reference endpoints' on the same work requests."""
+    ref = ce.run_reference_pair(cfg, *ce.reference_writes(cfg, kind, direction))
+    assert ref["ok"]
+    engines = r["engines"] if "engines" in r else {r["engine"]["host"]: r["engine"]}
+    for h, e in engines.items():
+        assert e["completions_digest"] == ref["completions_digest"][int(h[1])], h
 
 
 @pytest.mark.slow
@@ -568,7 +637,8 @@ def test_two_engines_many_reads_rtl_lockstep():
 def test_two_engines_reads_rtl_lockstep(kind):
     """MR-ENG-146 on the RTL (Verilator): READs between two engines, ``peer`` the block
     ``engine`` on h1 against its model on h0, ``pair`` both RTL (the pair build); the RTL's
-    model alongside in lockstep, every output every cycle: 0 mismatches; 32 KiB at 2 % loss."""
+    model alongside in lockstep, every output every cycle: 0 mismatches; 32 KiB at 2 % loss;
+    MR-ENG-214: one completion a READ, as the reference endpoints' (MR-ENG-213)."""
     from metaroce.commands.cosim import run_rtl
     from metaroce.models import cosim, cosim_tx
     cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 32 * 1024, "loss": 0.02,
@@ -576,3 +646,21 @@ def test_two_engines_reads_rtl_lockstep(kind):
     r = run_rtl(cfg, lockstep=True, direction=kind)
     assert r["ok"] and r["mismatches"] == 0
     assert all(e["reads_completed"] >= 1 and e["response_frames"] >= 1 for e in r["engines"].values())
+    _assert_reference_completions(cfg, r, "peer")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("direction", ["rx", "tx"])
+def test_engine_endpoint_reads_rtl_lockstep(direction):
+    """MR-ENG-146, MR-ENG-214 on the RTL (Verilator, one engine of the pair build against the
+    reference endpoint, ``EnginePairModel`` in lockstep): the READ runs of
+    ``test_engine_endpoint_model_reads`` (8 KiB at 5 % loss): ok, 0 mismatches, and the engine's
+    completions (one a READ, each stream's in posting order) are the reference endpoints' on the
+    same READs (MR-ENG-213)."""
+    from metaroce.commands.cosim import run_rtl
+    from metaroce.models import cosim, cosim_tx
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 8192, "loss": 0.05, "seed": 3,
+                          "verb": "read"})
+    r = run_rtl(cfg, lockstep=True, direction="endpoint", endpoint_direction=direction)
+    assert r["ok"] and r["mismatches"] == 0 and r["engine"]["reads_completed"] >= 1
+    _assert_reference_completions(cfg, r, "endpoint", direction)

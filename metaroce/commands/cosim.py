@@ -204,6 +204,8 @@ def run(args):
     res["reference"] = {"goodput_vs_limit": ref["goodput_vs_limit"], "ok": ref["ok"],
                         "what": REFERENCE["peer" if peer else "endpoint" if endpoint else args.direction]
                         .replace("same writes", "same READs" if args.verb == "read" else "same writes")}
+    if whole:       # MR-ENG-202: each host's completions (per stream, in order) as a digest
+        res["reference"]["completions_digest"] = {f"h{h}": d for h, d in enumerate(ref["completions_digest"])}
     res = {"scenario": args.scenario, "direction": args.direction, "peer": args.peer,
            "engine_sim": args.engine, **({} if tx else {"receiver": args.engine}), **res}
     head = ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
