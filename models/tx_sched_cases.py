@@ -787,7 +787,7 @@ class Diverged(AssertionError):
         self.kind, self.timeouts = kind, timeouts
 
 
-def _replay(sem, events, ep, collect=False):
+def _replay(sem, events, ep, collect=False, ages=True):
     """MR-TXS-051, MR-TXS-071: the endpoint ``ep``'s recorded ``events`` given to the scheduler
     ``sem`` in order: an ACK through the retransmit unit's semantics to reports, a READ
     response (``"rsp"``) to ``s_rsp``'s item, and at each frame the scheduler's next packet,
@@ -795,7 +795,7 @@ def _replay(sem, events, ep, collect=False):
     the completions taken after each ACK when ``collect``."""
     from .tx_sched import rsp_item
     # MR-TX-206: the unit's health and ECN ages (MR-TX-203/204) on its own RTT samples
-    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14, ages=True, samples=True)
+    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14, ages=ages, samples=True)
     requests, frames, done = [], [], []
     probe = None                # MR-TXS-093: the frame request of the unit's last tail probe
     timeouts = 0
@@ -868,7 +868,8 @@ def _replay(sem, events, ep, collect=False):
 
 
 def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopback=True,
-                     drop_until=60e-6, depth=4, conn=1, conns=2, ack_loss=0.0, **ep_kw):
+                     drop_until=60e-6, depth=4, conn=1, conns=2, ack_loss=0.0, unit_ages=True,
+                     **ep_kw):
     """MR-TXS-051: the reference endpoint's sender and :class:`TxSchedModel` on the same writes.
 
     Without ``loopback`` the endpoint's frames are drawn until it blocks (no ACK comes back: the
@@ -917,7 +918,7 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
                 break
             t += 1e-9
 
-    requests, frames, _ = _replay(sem, events, a)
+    requests, frames, _ = _replay(sem, events, a, ages=unit_ages)
     n_frames = len(frames)
     n_retx = sum(1 for q in requests if q["mrdh_flags"] & MrdhFlag.RETX)
     n_probes = sum(1 for k, _ in events if k == "probe")

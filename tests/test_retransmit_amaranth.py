@@ -603,7 +603,9 @@ def test_lockstep_ages(seed):
     res = run_lockstep(items, seed=seed, timers=PROBE_TIMERS, ages=True, p_idle=0.2, p_bp=0.4)
     c = res["model"].counters
     assert len(res["probe"]) == c[CTR["tail_probes"]] + c[CTR["timeouts"]]
-    assert c[CTR["timeouts"]] >= 6 and c[CTR["path_keeps"]] and c[CTR["path_reroutes"]]
+    # the samples are tens of ns: the echoes and the progress age out within the RTO, so the
+    # timeouts are reroutes (the directed test below has the KEEP of a recent echo)
+    assert c[CTR["timeouts"]] >= 6 and c[CTR["path_reroutes"]]
     # the RTO events carried the srtt the health memory copies (MR-TX-203)
     assert res["model"].srtt_copy
 
