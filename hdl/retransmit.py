@@ -125,6 +125,14 @@ def _cs_sum(m, a, b, width, name, carry_in=0, piece=8):
     return Cat(*parts)
 
 
+def _inc(x):
+    """``x + 1`` modulo ``2**len(x)`` as logic (bit i flips when every bit below is set), not an
+    adder cell: MR-TX-208, so that Yosys' ``opt_share`` does not merge it with another adder
+    under a mux and put the mux's select in front of the carry chain."""
+    x = Value.cast(x)
+    return Cat(*((x[i] ^ x[:i].all()) if i else ~x[0] for i in range(len(x))))
+
+
 def _behind_short(psn, nf, bits):
     """``psn - nf < 0`` when ``psn - nf`` is known to be in ``[-2**(bits-1), 2**(bits-1))``:
     the sign of the difference of the ``bits`` low bits (MR-TX-067)."""
@@ -1125,9 +1133,11 @@ class Retransmit(wiring.Component):
         with m.Elif(wheel_due):
             with m.If(~cur_valid):
                 with m.If(~ins_q.r_rdy & ~ins_r_valid):
+                    # MR-TX-208: the registers' increments as logic (no adder to share with
+                    # now's, which would put slot_valid's OR before a carry chain)
                     m.d.sync += [ct.eq(Mux(slot_valid.any(), ct_inc, now_slot)),
-                                 ct_inc.eq(Mux(slot_valid.any(), ct_inc + 1, now_slot + 1)),
-                                 ct_far.eq(Mux(slot_valid.any(), ct_far + 1,
+                                 ct_inc.eq(Mux(slot_valid.any(), _inc(ct_inc), now_slot + 1)),
+                                 ct_far.eq(Mux(slot_valid.any(), _inc(ct_far),
                                                now_slot + (WHEEL_SLOTS - 1)))]
             with m.Elif(check_take):
                 with m.If(cur_head == st_rd_cur.data):
