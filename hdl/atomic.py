@@ -73,9 +73,10 @@ class AtomicExec(wiring.Component):
             m.d.comb += idx.eq((item.conn << sb) | item.stream[:sb])
         row = Signal(64)
         m.d.comb += row.eq(self.result_base + (idx << 3))
-        lane = Signal(range(nb))
+        lane = Signal(range(nb))            # the target's lane
+        wlane = Signal(range(nb))           # the written value's: the target's or the row's
         if nb > 8:
-            m.d.comb += lane.eq(item.laddr[:size])
+            m.d.comb += [lane.eq(item.laddr[:size]), wlane.eq(Mux(state == S["AWT"], lane, row[:size]))]
 
         is_ = lambda n: state == S[n]          # noqa: E731
         m.d.comb += [
@@ -89,8 +90,8 @@ class AtomicExec(wiring.Component):
             ax.awid.eq(0), ax.awaddr.eq(Mux(is_("AWT"), item.laddr, row)), ax.awlen.eq(0),
             ax.awsize.eq(size), ax.awburst.eq(INCR),
             ax.awvalid.eq((is_("AWT") | is_("AWR")) & ~aw_done),
-            ax.wdata.eq(Mux(is_("AWT"), new, orig) << (lane * 8)),
-            ax.wstrb.eq(0xFF << lane), ax.wlast.eq(1),
+            ax.wdata.eq(Mux(is_("AWT"), new, orig) << (wlane * 8)),
+            ax.wstrb.eq(0xFF << wlane), ax.wlast.eq(1),
             ax.wvalid.eq((is_("AWT") | is_("AWR")) & ~w_done),
             ax.bready.eq(is_("BT") | is_("BR")),
         ]

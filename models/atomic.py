@@ -104,6 +104,8 @@ class AtomicExecModel:
         """The outputs of this cycle (functions of the state and ``result_base``)."""
         st, it = self.state, self.item
         lane = self._lane()
+        # the written value's lane: the target's, or the result row's (MR-ENG-161)
+        wlane = lane if st == AWT else (self._row(base) % self.nb if self.nb > 8 else 0)
         aw_t = st == AWT and not self.aw_done
         aw_r = st == AWR and not self.aw_done
         w_on = st in (AWT, AWR) and not self.w_done
@@ -119,7 +121,7 @@ class AtomicExecModel:
                "m_axi__awid": 0, "m_axi__awaddr": it["laddr"] if st == AWT else self._row(base),
                "m_axi__awlen": 0, "m_axi__awsize": self.size, "m_axi__awburst": INCR,
                "m_axi__awvalid": int(aw_t or aw_r),
-               "m_axi__wdata": value << (8 * lane), "m_axi__wstrb": 0xFF << lane,
+               "m_axi__wdata": value << (8 * wlane), "m_axi__wstrb": 0xFF << wlane,
                "m_axi__wlast": 1, "m_axi__wvalid": int(w_on),
                "m_axi__bready": int(st in (BT, BR))}
         return out
@@ -129,11 +131,6 @@ class AtomicExecModel:
         base = g("result_base", 0)
         out = self.outputs(base)
         st = self.state
-        # MR-ENG-162: the placement counters, every cycle
-        if g("place_taken", 0):
-            self.taken = (self.taken + 1) & self.mask
-        if g("place_done", 0):
-            self.done = (self.done + 1) & self.mask
         if st == IDLE:
             if g("s_atom__valid", 0):
                 self.item = unpack(self.atom_lay, g("s_atom__payload", 0))
@@ -182,4 +179,9 @@ class AtomicExecModel:
         elif st == RSP:
             if g("m_rsp__ready", 0):
                 self.state = IDLE
+        # MR-ENG-162: the placement counters, every cycle (registers: the state above read them)
+        if g("place_taken", 0):
+            self.taken = (self.taken + 1) & self.mask
+        if g("place_done", 0):
+            self.done = (self.done + 1) & self.mask
         return out
