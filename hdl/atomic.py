@@ -113,8 +113,10 @@ class AtomicExec(wiring.Component):
         with m.Switch(state):
             with m.Case(S["IDLE"]):
                 with m.If(s.valid):
-                    m.d.sync += [item.eq(s.payload), fail.eq(s.payload.err),
-                                 state.eq(Mux(s.payload.err, S["RSP"], S["FENCE"]))]
+                    # MR-ENG-159: a host address not 8-byte aligned is answered ERROR, untouched
+                    bad = s.payload.err | (s.payload.laddr[:3] != 0)
+                    m.d.sync += [item.eq(s.payload), fail.eq(bad),
+                                 state.eq(Mux(bad, S["RSP"], S["FENCE"]))]
             with m.Case(S["FENCE"]):
                 with m.If(~self.place_busy):
                     m.d.sync += [fence.eq(taken_next), hold.eq(1), state.eq(S["DRAIN"])]

@@ -10,7 +10,8 @@ outputs`` with the Verilog port names. One item at a time, in ``m_atom`` order (
 ==========  ===================================================================================
 state       what happens
 ==========  ===================================================================================
-IDLE        ``s_atom.ready``; an item taken: FENCE, or RSP for an ``err`` item (no memory access)
+IDLE        ``s_atom.ready``; an item taken: FENCE, or RSP for an ``err`` item or a host address
+            not 8-byte aligned (no memory access, MR-ENG-159)
 FENCE       wait for a cycle with no placement command waiting (``place_busy`` 0); then ``fence``
             is the placements the DMA has taken, and the DMA's intake is held (``hold_place``)
 DRAIN       wait until the DMA's done records taken equal ``fence`` (every earlier placement's
@@ -134,8 +135,9 @@ class AtomicExecModel:
         if st == IDLE:
             if g("s_atom__valid", 0):
                 self.item = unpack(self.atom_lay, g("s_atom__payload", 0))
-                self.fail = self.item["err"]
-                self.state = RSP if self.item["err"] else FENCE
+                # MR-ENG-159: a host address not 8-byte aligned is answered ERROR, untouched
+                self.fail = int(bool(self.item["err"] or self.item["laddr"] & 7))
+                self.state = RSP if self.fail else FENCE
         elif st == FENCE:
             if not g("place_busy", 0):
                 # nothing waits at the DMA's intake: every placement before the item is taken

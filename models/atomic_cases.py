@@ -22,7 +22,7 @@ from .dma_write_cases import BASE, HostMemory as WriteMemory, Layout
 from .driver import run_alone
 from .rx import layouts, pack, unpack
 
-__all__ = ["SharedMemory", "Renamed", "random_items", "Driver", "oracle", "run_model", "Reexecute", "NoFence", "check"]
+__all__ = ["SharedMemory", "Renamed", "random_items", "Driver", "oracle", "run_model", "Reexecute", "NoFence", "check", "AtomSlave"]
 
 
 class SharedMemory:
@@ -256,3 +256,73 @@ def check(drv, expected):
     assert got == rows, "a result row does not hold its request's original value"
     assert bytes(drv.mem.image) == bytes(img), "the memory is not the oracle's"
     return sum(1 for r in rsps if not r[5])
+
+
+class AtomSlave:
+    """MR-ENG-167: the executor's AXI4 slave in the engine's runs: single-beat bursts (the
+    executor's) over the images of ``mems`` (objects with ``lay.base``, ``lay.size`` and
+    ``image``, read at each access: the placement memory and, in the whole engine, the payload
+    memory the TX half reads the result rows from), random ready, R and B after a random latency,
+    in order. ``writes``: ``(cycle, address, 8 bytes)`` of every write, in order."""
+
+    def __init__(self, mems, width, rng, *, p_bp=0.3, latency=(1, 40), prefix="m_axi_at__"):
+        self.mems, self.nb, self.rng, self.p_bp, self.latency = list(mems), width // 8, rng, p_bp, latency
+        self.p = prefix
+        self.r = collections.deque()        # (release, rdata)
+        self.aw = collections.deque()
+        self.w = collections.deque()
+        self.b = collections.deque()        # release
+        self.last_r = self.last_b = 0
+        self.writes = []
+
+    def _where(self, addr, n):
+        for mem in self.mems:
+            off = addr - mem.lay.base
+            if 0 <= off and off + n <= len(mem.image):
+                return mem, off
+        raise AssertionError(f"executor access outside the host memory at {addr:#x}")
+
+    def inputs(self, inp, cycle):
+        p, rng = self.p, self.rng
+        for n in ("arready", "awready", "wready"):
+            inp[p + n] = int(rng.random() >= self.p_bp)
+        r = self.r and self.r[0][0] <= cycle
+        inp.update({p + "rvalid": int(bool(r)), p + "rdata": self.r[0][1] if r else 0, p + "rresp": 0,
+                    p + "rlast": int(bool(r)), p + "rid": 0})
+        b = self.b and self.b[0] <= cycle
+        inp.update({p + "bvalid": int(bool(b)), p + "bresp": 0, p + "bid": 0})
+
+    def observe(self, inp, out, cycle):
+        p = self.p
+        if out[p + "arvalid"] and inp[p + "arready"]:
+            addr = out[p + "araddr"]
+            assert out[p + "arlen"] == 0 and out[p + "arsize"] == (self.nb - 1).bit_length()
+            first = addr - addr % self.nb
+            mem, off = self._where(first, self.nb)
+            self.last_r = max(self.last_r, cycle + self.rng.randint(*self.latency))
+            self.r.append((self.last_r, int.from_bytes(mem.image[off:off + self.nb], "little")))
+        if out[p + "rready"] and inp[p + "rvalid"]:
+            self.r.popleft()
+        if out[p + "awvalid"] and inp[p + "awready"]:
+            assert out[p + "awlen"] == 0
+            self.aw.append(out[p + "awaddr"])
+        if out[p + "wvalid"] and inp[p + "wready"]:
+            assert out[p + "wlast"]
+            self.w.append((out[p + "wdata"], out[p + "wstrb"]))
+        while self.aw and self.w:
+            addr, (data, strb) = self.aw.popleft(), self.w.popleft()
+            first = addr - addr % self.nb
+            raw = data.to_bytes(self.nb, "little")
+            lanes = [j for j in range(self.nb) if strb >> j & 1]
+            mem, off = self._where(first + lanes[0], len(lanes))
+            for j in lanes:
+                mem.image[off + j - lanes[0]] = raw[j]
+            self.writes.append((cycle, first + lanes[0], bytes(raw[j] for j in lanes)))
+            self.last_b = max(self.last_b, cycle + self.rng.randint(*self.latency))
+            self.b.append(self.last_b)
+        if out[p + "bready"] and inp[p + "bvalid"]:
+            self.b.popleft()
+
+    @property
+    def idle(self):
+        return not (self.r or self.aw or self.w or self.b)

@@ -27,6 +27,7 @@ models/ never imports hdl/.
 from __future__ import annotations
 
 from . import records
+from .atomic import AXI_IN as ATOM_AXI_IN, AXI_OUT as ATOM_AXI_OUT, AtomicExecModel
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
@@ -158,9 +159,10 @@ class EngineRxModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
-                 peer_acks=False, tx_counters=False, responses=False, rd_rows=False):
+                 peer_acks=False, tx_counters=False, responses=False, rd_rows=False, atomics=False):
         self.width = width
         self.rd_rows = rd_rows
+        self.atomics = atomics
         self.peer_acks = peer_acks
         self.tx_counters = tx_counters
         self.responses = responses
@@ -172,6 +174,8 @@ class EngineRxModel:
         self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters, eng=responses)
         self.lay = self.rx.lay
         self.keep_mask = (1 << width // 8) - 1
+        # MR-ENG-158: the atomic executor beside the placement DMA
+        self.atom = AtomicExecModel(width, self.lay.atom, self.lay.rsp) if atomics else None
 
     def port_names(self):
         ins, outs = list(INPUTS), list(OUTPUTS)
@@ -187,11 +191,15 @@ class EngineRxModel:
         if self.rd_rows:
             ins += ["s_cfg_eng__payload", "s_cfg_eng__valid"]
             outs.append("s_cfg_eng__ready")
+        if self.atomics:
+            # MR-ENG-165: the executor's AXI4 master and its result area's base
+            ins += ["m_axi_at__" + n for n in ATOM_AXI_IN] + ["atom_base"]
+            outs += ["m_axi_at__" + n for n in ATOM_AXI_OUT]
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
         return (self.parser.busy() or self.pack.busy() or self.rx.busy() or self.dma.busy()
-                or self.regs.busy())
+                or self.regs.busy() or (self.atom is not None and self.atom.busy()))
 
     def step(self, inputs):
         g = inputs.get
@@ -201,6 +209,13 @@ class EngineRxModel:
         to_ack = self.peer_acks and is_peer_ack(po["m_meta__payload"])
         # MR-ENG-149: the engine's own row writes go before the host's
         eng_cfg = bool(self.rd_rows and g("s_cfg_eng__valid", 0))
+        at = self.atom
+        if at is not None:
+            # MR-ENG-160..163: the executor's outputs are functions of its state
+            ao = at.outputs(g("atom_base", 0))
+            hold = ao["hold_place"]
+        else:
+            ao, hold = None, 0
         cfg_valid, cfg_pay = ((1, g("s_cfg_eng__payload", 0)) if eng_cfg
                               else (ro["m_cfg__valid"], ro["m_cfg__payload"]))
         rx_out = self.rx.step({
@@ -208,13 +223,14 @@ class EngineRxModel:
             "s_meta__valid": po["m_meta__valid"] and not to_ack,
             "s_payload__payload": ko["payload"], "s_payload__valid": ko["valid"],
             "s_cfg__payload": cfg_pay, "s_cfg__valid": cfg_valid,
-            "m_ack__ready": g("m_ack__ready", 0), "m_place__ready": do["s_place__ready"],
+            "m_ack__ready": g("m_ack__ready", 0),
+            "m_place__ready": int(bool(do["s_place__ready"] and not hold)),
             "m_data__ready": do["s_data__ready"], "m_cqe__ready": g("m_cqe__ready", 0),
             # MR-RX-131, MR-ENG-140: the TX half's in the whole engine; the receive half alone
             # takes and drops them
             "m_rsp__ready": g("m_rsp__ready", 0) if self.responses else 1,
-            # MR-ENG-156: no executor yet: atomic items are taken and discarded, never held
-            "m_atom__ready": 1,
+            # MR-ENG-156 without the executor: atomic items are taken and discarded, never held
+            "m_atom__ready": ao["s_atom__ready"] if at is not None else 1,
             "reg_addr": ro["reg_addr"]})
         pay_ready = self.pack.step(po["m_payload__tvalid"], po["m_payload__tdata"],
                                    po["m_payload__tkeep"], po["m_payload__tlast"],
@@ -226,8 +242,18 @@ class EngineRxModel:
             "m_meta__ready": g("m_peer_ack__ready", 0) if to_ack else rx_out["s_meta__ready"],
             "m_payload__tready": pay_ready, "m_bypass__tready": g("m_bypass__tready", 0),
             "reg_addr": ro["parser_reg_addr"]})
+        place_valid = int(bool(rx_out["m_place__valid"] and not hold))
+        if at is not None:
+            # MR-ENG-160..163: the item, the placement handshakes, the merged responses' ready
+            rsp_ready = g("m_rsp__ready", 0) if self.responses else 1
+            at.step({"s_atom__valid": rx_out["m_atom__valid"], "s_atom__payload": rx_out["m_atom__payload"],
+                     "m_rsp__ready": int(bool(rsp_ready and not (self.responses and rx_out["m_rsp__valid"]))),
+                     "result_base": g("atom_base", 0), "place_busy": rx_out["m_place__valid"],
+                     "place_taken": int(bool(place_valid and do["s_place__ready"])),
+                     "place_done": int(bool(do["m_done__valid"] and g("m_done__ready", 0))),
+                     **{"m_axi__" + n: g("m_axi_at__" + n, 0) for n in ATOM_AXI_IN}})
         self.dma.step({
-            "s_place__payload": rx_out["m_place__payload"], "s_place__valid": rx_out["m_place__valid"],
+            "s_place__payload": rx_out["m_place__payload"], "s_place__valid": place_valid,
             "s_data__payload": rx_out["m_data__payload"], "s_data__valid": rx_out["m_data__valid"],
             "m_done__ready": g("m_done__ready", 0),
             **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
@@ -251,6 +277,11 @@ class EngineRxModel:
         if self.responses:
             out.update({"m_rsp__payload": rx_out["m_rsp__payload"], "m_rsp__valid": rx_out["m_rsp__valid"],
                         "eng_reg_addr": ro["eng_reg_addr"]})
+            if at is not None and not rx_out["m_rsp__valid"]:
+                # MR-ENG-160: the executor's items when the RX offers none
+                out.update({"m_rsp__payload": ao["m_rsp__payload"], "m_rsp__valid": ao["m_rsp__valid"]})
+        if at is not None:
+            out.update({"m_axi_at__" + n: ao["m_axi__" + n] for n in ATOM_AXI_OUT})
         if self.rd_rows:
             out["s_cfg_eng__ready"] = rx_out["s_cfg__ready"]
         return out
@@ -261,10 +292,10 @@ def engine_rx_model(width=512):
     return EngineRxModel(width)
 
 
-def engine_rx_model_256x4(width=512):
+def engine_rx_model_256x4(width=512, **kw):
     """The model of the small instance ``hdl.engine.engine_rx_256x4`` (``models.rx.SMALL``: 256 x
     4, 256 keys, 4 streams; 32 bursts outstanding)."""
-    return EngineRxModel(width, **RX_SMALL, outstanding=32)
+    return EngineRxModel(width, **RX_SMALL, outstanding=32, **kw)
 
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
