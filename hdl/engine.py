@@ -47,8 +47,9 @@ from ..models.engine import (ACK_FIFO_DEPTH, ENG_CTR, ENGINE_TX_NAMES, RSP_FIFO_
                               engine_tx_params)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
-from ..models.rx import CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_RDMA_READ, payload_layout
-from ..models.tx_sched import OP_READ
+from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL,
+                         TABLE_READ, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, payload_layout)
+from ..models.tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ
 from .atomic import AtomicExec
 from .dma_write import DmaWrite
 from .frame_builder import FrameBuilder
@@ -398,7 +399,7 @@ class RdRows(wiring.Component):
 
     def __init__(self, conns, streams, rx_lay, rd_layout, tx_cqe_layout):
         self.conns, self.streams, self.rx_lay = conns, streams, rx_lay
-        super().__init__({"s_rd": In(stream.Signature(rd_layout)),
+        super().__init__({"s_rd": In(stream.Signature(rd_layout)), "op": In(3),
                           "m_cfg": Out(stream.Signature(rx_lay.cfg)),
                           "cqe": In(rx_lay.cqe), "cqe_take": In(1),
                           "tx_cqe": In(tx_cqe_layout), "tx_cqe_take": In(1)})
@@ -429,17 +430,22 @@ class RdRows(wiring.Component):
             m.d.sync += pend_valid.eq(0)
         row = Signal(lay.rd)
         addr = Signal(len(pend.addr))
+        # MR-ENG-168: the row's op from the work request's (an atomic's completion opcode)
         m.d.comb += [row.valid.eq(1), row.msg.eq(p.msg), row.base.eq(p.laddr),
                      row.length.eq(p.length), row.wr_id.eq(p.wr_id),
+                     row.op.eq(Mux(self.op == OP_CMP_SWAP, RD_OP_CMP_SWAP,
+                                   Mux(self.op == OP_FETCH_ADD, RD_OP_FETCH_ADD, RD_OP_READ))),
                      addr.eq(Cat(p.msg[:rdb], p.stream[:records.STREAM_BITS], p.conn))]
         with m.If(take):
             m.d.sync += [pend_valid.eq(1), pend.table.eq(TABLE_READ), pend.addr.eq(addr),
                          pend.data.eq(row)]
         # frees: the RX's RDMA_READ record of the row's READ, the TX half's failure of it
         c, t = self.cqe, self.tx_cqe
-        c_hit = self.cqe_take & (c.opcode == WC_RDMA_READ) & ((c.stream >> sb) == 0)
+        c_hit = self.cqe_take & ((c.opcode == WC_RDMA_READ) | (c.opcode == WC_COMP_SWAP)
+                                 | (c.opcode == WC_FETCH_ADD)) & ((c.stream >> sb) == 0)
         c_idx = index(c.conn, c.stream, c.msg)
-        t_hit = self.tx_cqe_take & (t.op == OP_READ) & (t.status != 0) & ((t.stream >> sb) == 0)
+        t_hit = (self.tx_cqe_take & ((t.op == OP_READ) | (t.op == OP_CMP_SWAP) | (t.op == OP_FETCH_ADD))
+                 & (t.status != 0) & ((t.stream >> sb) == 0))
         t_base = Cat(t.stream[:sb], t.conn[:cb])
         for i in range(rows):
             with m.If(take & (idx == i)):
@@ -541,7 +547,7 @@ class Engine(wiring.Component):
         self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True, rd_rows=True)
+                                responses=True, rd_rows=True, atomics=True)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, **kw)
         self.width, self.conns = width, conns
@@ -585,6 +591,7 @@ class Engine(wiring.Component):
         m.submodules.rd_rows = rdr = RdRows(self.conns, tx.sched.streams, rxh.lay, tx.lay.sched.rd,
                                             tx.lay.sched.cqe)
         wiring.connect(m, tx.m_rd, rdr.s_rd)
+        m.d.comb += rdr.op.eq(tx.s_wr.payload.op)          # MR-ENG-168: m_rd is s_wr's request
         # MR-ENG-155: the work requests through a 1-entry FIFO, so that s_wr.ready stays a
         # function of state (the scheduler's ready of a READ depends on the READ's row)
         m.submodules.wr_q = wq = fifo.SyncFIFO(width=len(tx.s_wr.payload.as_value()), depth=WR_FIFO_DEPTH)

@@ -37,15 +37,19 @@ from .dma_write_cases import HostMemory as WriteMemory
 from .engine import AXIL, PairPorts, engine_layouts, engine_tx_params
 from .engine_cases import _host_window
 from .regs import register_map
-from .rx import MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_RDMA_READ, pack, unpack
+from .atomic import result_area_bytes
+from .atomic_cases import AtomSlave
+from .rx import (MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, pack,
+                 unpack)
+from .rx import TABLE_KEY
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 from .tx import SMALL, template_of
 from .tx_cases import frames_of_beats
-from .tx_sched import OP_READ, OP_WRITE
+from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_WRITE
 from .tx_sched_cases import wr_item
 from .wire import MrdhFlag, Op
 
-__all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "PeerCosim",
+__all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "atomic_plan", "check_atomics", "PeerCosim",
            "run_peer_model", "EndpointCosim", "run_endpoint_model", "ENDPOINT_QP"]
 
 
@@ -97,6 +101,15 @@ class EngineLoop:
         self.wmem.initial = bytes(self.wmem.image)
         self.rmem = ReadMemory(rlay, width, random.Random(seed + 3), p_bp=p_bp, p_gap=p_bp,
                                latency=latency, image=image)
+        # MR-ENG-167: the atomic executor's slave: targets in the placement memory, result rows
+        # (MR-ENG-161) in the payload memory beyond the placement window's size (the two test
+        # memories share their base), where the TX half reads its responses' 8 bytes
+        self.rmem.image = bytearray(self.rmem.image)
+        self.atom_base = rlay.base + ((max(len(self.rmem.image), wlay.size) + 4095) & ~4095)
+        self.rmem.image.extend(bytes(self.atom_base - rlay.base + result_area_bytes(setup.lay.conns)
+                                     - len(self.rmem.image)))
+        self.amem = AtomSlave([self.wmem, self.rmem], width, random.Random(seed + 4), p_bp=p_bp,
+                              latency=latency)
         self.tmpls, self.items, self.mac = list(tmpls), list(items), mac
         self.done_layout = done_layout(setup.lay.conns)
         self.rx_lay = setup.lay
@@ -160,6 +173,8 @@ class EngineLoop:
         if not self.mac.can_send(self.cycle / CLOCK_HZ):
             inp["m_axis__tready"] = 0
         self.wmem.inputs(inp, self.cycle)
+        inp["atom_base"] = self.atom_base
+        self.amem.inputs(inp, self.cycle)
         rd = {}
         self.rmem.inputs(rd, self.cycle)
         inp.update({"m_axi_rd__" + k[7:]: v for k, v in rd.items()})
@@ -167,6 +182,7 @@ class EngineLoop:
 
     def observe(self, inp, out):
         self.wmem.observe(inp, out, self.cycle)
+        self.amem.observe(inp, out, self.cycle)
         if self._rd_names is None:      # the read port's names, once (per cycle it cost the most)
             self._rd_names = [[(k, "m_axi__" + k[10:]) for k in d if k.startswith("m_axi_rd__")]
                               for d in (inp, out)]
@@ -196,7 +212,8 @@ class EngineLoop:
         if out["m_cqe__valid"] and inp["m_cqe__ready"]:
             res["rx_cqe"].append(out["m_cqe__payload"])
             c = unpack(self.rx_lay.cqe, out["m_cqe__payload"])
-            if c["opcode"] == WC_RDMA_READ:         # MR-RX-112: a READ of this engine completed
+            # MR-RX-112: a READ of this engine completed; MR-RX-159: an atomic
+            if c["opcode"] in (WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD):
                 res["read_cqe"].append((self.cycle, c))
         if out["m_done__valid"] and inp["m_done__ready"]:
             res["done"] += 1
@@ -212,7 +229,7 @@ class EngineLoop:
     def reads(self):
         """The READ work requests among the items (each completes twice: its request's delivery
         on ``m_tx_cqe``, MR-TXS-064, and the READ on ``m_cqe``, MR-RX-112)."""
-        return [w for w in self.items if w["op"] == OP_READ]
+        return [w for w in self.items if w["op"] in (OP_READ, OP_CMP_SWAP, OP_FETCH_ADD)]
 
     def serve(self, entries):
         """MR-ENG-145: check every READ response frame the engine sends against ``entries``
@@ -273,7 +290,7 @@ class EngineLoop:
         if self.phase == 2:
             return
         if (self.all_done and not self.beats and not self.mac.rx and self.mac.idle and self.wmem.idle
-                and self.rmem.idle and not (busy() if callable(busy) else busy)):
+                and self.rmem.idle and self.amem.idle and not (busy() if callable(busy) else busy)):
             self.quiet += 1
             if self.quiet > self.QUIET:
                 self.phase = 2
@@ -317,6 +334,14 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     cuts = sorted(rng.sample(range(1, nbytes), n_writes - 1)) if n_writes > 1 else []
     bounds = [0, *cuts, nbytes]
     mac = Loopback(loss, random.Random(seed + 9))
+    if verb == "atomic":
+        items, plan = atomic_plan(s, c.qp, n_writes, random.Random(seed + 5))
+        drv = EngineLoop(width, lay, s, wlay, tmpls, items, rlay, source, mac, seed=seed, p_bp=p_bp,
+                         latency=latency)
+        for addr, value in plan["initial"].items():
+            off = addr - wlay.base
+            drv.wmem.image[off:off + 8] = value.to_bytes(8, "little")
+        return drv, s, plan, None
     if verb == "read":
         pieces = [(i % SMALL["streams"], a, b - a) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
         dst = s.keys[1]
@@ -331,6 +356,60 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     drv = EngineLoop(width, lay, s, wlay, tmpls, items, rlay, source, mac, seed=seed, p_bp=p_bp,
                      latency=latency)
     return drv, s, region, source
+
+
+def atomic_plan(setup, qp, n, rng, wr_base=100):
+    """MR-ENG-169: ``n`` atomics (CMP_SWAP or FETCH_ADD, random operands, a compare value that
+    matches half the time) of the engine's connection ``qp`` on key 0's region: stream ``i mod``
+    the TX half's streams, each stream on one 8-byte target of its own (VA ``8 x stream``), so
+    that its atomics run in its message order; atomic ``i``'s original value lands at key 1's
+    region + ``8 i``. The regions' host bases are made 8-byte aligned (MR-ENG-159). Returns the
+    work requests and the plan ``{initial, targets, final, origs}`` (``origs`` by ``wr_id``:
+    ``(laddr, original value, op)``)."""
+    for k in setup.keys:
+        k.base &= ~7
+    rows = {k.rkey & (setup.lay.keys - 1): setup.key_write(k) for k in setup.keys}
+    setup.writes = [rows[w.addr] if w.table == TABLE_KEY else w for w in setup.writes]
+    tgt, dst = setup.keys[0], setup.keys[1]
+    streams = SMALL["streams"]
+    cur = {st: rng.getrandbits(64) for st in range(streams)}
+    initial = {tgt.base + 8 * st: v for st, v in cur.items()}
+    items, origs = [], {}
+    for i in range(n):
+        st = i % streams
+        op = rng.choice((OP_CMP_SWAP, OP_FETCH_ADD))
+        swap = rng.getrandbits(64)
+        compare = (cur[st] if rng.random() < 0.5 else rng.getrandbits(64)) if op == OP_CMP_SWAP else 0
+        laddr = dst.base + 8 * i
+        items.append(wr_item(qp, st, 8, wr_id=wr_base + i, op=op, laddr=laddr, va=8 * st,
+                             rkey=tgt.rkey, swap=swap, compare=compare))
+        origs[wr_base + i] = (laddr, cur[st], op)
+        cur[st] = P.atomic_apply(op == OP_CMP_SWAP, cur[st], swap, compare)
+    final = {tgt.base + 8 * st: v for st, v in cur.items()}
+    return items, {"initial": initial, "final": final, "origs": origs, "targets": set(final)}
+
+
+def check_atomics(drv, plan):
+    """MR-ENG-169: every atomic completed once on ``m_tx_cqe`` (its request's delivery) and once
+    on ``m_cqe`` (COMP_SWAP / FETCH_ADD, status 0, length 8), its original value placed at its
+    ``laddr``, every target's final value the plan's, and each atomic executed once (one write
+    of the executor per atomic to the targets, whatever the losses and resends). Returns a
+    summary."""
+    res = drv.res
+    assert drv.wrs_ok(), "every atomic completes once with success on m_tx_cqe and m_cqe"
+    ops = {c["wr_id"]: c["opcode"] for _, c in res["read_cqe"]}
+    img, base = drv.wmem.image, drv.wlay.base
+    for wr, (laddr, orig, op) in plan["origs"].items():
+        assert ops[wr] == (WC_COMP_SWAP if op == OP_CMP_SWAP else WC_FETCH_ADD), f"wr {wr}: opcode"
+        got = int.from_bytes(img[laddr - base:laddr - base + 8], "little")
+        assert got == orig, f"wr {wr}: original value {got:#x}, expected {orig:#x}"
+    for addr, v in plan["final"].items():
+        assert int.from_bytes(img[addr - base:addr - base + 8], "little") == v, f"target {addr:#x}"
+    target_writes = [w for w in drv.amem.writes if w[1] in plan["targets"]]
+    assert len(target_writes) == len(plan["origs"]), (
+        f"{len(target_writes)} executions of {len(plan['origs'])} atomics")
+    return {"cycles": drv.cycle, "atomics": len(plan["origs"]), "executions": len(target_writes),
+            "lost": drv.mac.lost if hasattr(drv.mac, "lost") else None, "frames_out": res["frames_out"]}
 
 
 def _msg_numbers(pieces):

@@ -31,12 +31,13 @@ from .atomic import AXI_IN as ATOM_AXI_IN, AXI_OUT as ATOM_AXI_OUT, AtomicExecMo
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
-from .rx import CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_RDMA_READ, RxCycleModel, pack, payload_layout
+from .rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL, TABLE_READ,
+                 WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, RxCycleModel, pack, payload_layout)
 from .fifo import SyncFifoModel
 from .frame_builder import FrameBuilderModel, pack_desc
 from .parser import META_FIELDS
 from .rx import unpack
-from .tx_sched import OP_READ
+from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ
 from .wire import ROCE_PORT, Op
 
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
@@ -410,11 +411,22 @@ class RspJoinModel(_AckFifo):
             self.ctr[k] = (self.ctr[k] + 1) & mask
 
 
-def rd_row_write(rx_lay, conn, stream, msg, base, length, wr_id):
+def _field_offset(layout, name):
+    """The bit offset of a top-level field of an Amaranth layout."""
+    for n, f in layout:
+        if n == name:
+            return f.offset
+    raise KeyError(name)
+
+
+def rd_row_write(rx_lay, conn, stream, msg, base, length, wr_id, op=OP_READ):
     """MR-ENG-148: the RX's configuration write (``s_cfg``, table 6, MR-RX-060/110) of a READ's
-    outstanding-read row: address ``(conn x 8 + stream) x rd_slots + msg mod rd_slots``."""
+    outstanding-read row: address ``(conn x 8 + stream) x rd_slots + msg mod rd_slots``;
+    MR-ENG-168: an atomic's (``op`` the work request's) with the row's ``op`` (MR-RX-159)."""
     addr = (((conn << records.STREAM_BITS) | stream) << rx_lay.rd_bits) | (msg & (rx_lay.rd_slots - 1))
-    row = pack(rx_lay.rd, {"valid": 1, "msg": msg, "base": base, "length": length, "wr_id": wr_id})
+    rop = {OP_CMP_SWAP: RD_OP_CMP_SWAP, OP_FETCH_ADD: RD_OP_FETCH_ADD}.get(op, RD_OP_READ)
+    row = pack(rx_lay.rd, {"valid": 1, "msg": msg, "base": base, "length": length, "wr_id": wr_id,
+                           "op": rop})
     return pack(rx_lay.cfg, {"table": TABLE_READ, "addr": addr, "data": row})
 
 
@@ -451,9 +463,10 @@ class RdRowsModel:
     def out(self):
         return int(self.pend is not None), self.pend or 0
 
-    def step(self, rd_valid, rd, rd_ready, cfg_ready, cqe_take, cqe, tx_cqe_take, tx_cqe):
+    def step(self, rd_valid, rd, rd_ready, cfg_ready, cqe_take, cqe, tx_cqe_take, tx_cqe, op=OP_READ):
         """One clock: the scheduler's ``m_rd`` (packed) and the ready given it, the RX's
-        ``s_cfg_eng.ready``, the RX's ``m_cqe`` and the TX half's ``m_cqe`` records taken."""
+        ``s_cfg_eng.ready``, the RX's ``m_cqe`` and the TX half's ``m_cqe`` records taken;
+        ``op`` the work request's on ``s_wr`` (MR-ENG-168)."""
         if self.pend is not None:
             self.pend_max = max(self.pend_max, self.pend_wait)
             self.pend_wait = 0 if cfg_ready else self.pend_wait + 1
@@ -465,17 +478,17 @@ class RdRowsModel:
             r = unpack(self.rd_lay, rd)
             self.busy[self.index(r["conn"], r["stream"], r["msg"])] = (r["msg"], r["wr_id"])
             self.pend = rd_row_write(self.rx_lay, r["conn"], r["stream"], r["msg"], r["laddr"],
-                                     r["length"], r["wr_id"])
+                                     r["length"], r["wr_id"], op)
             self.writes += 1
         if cqe_take:
             c = unpack(self.cqe_lay, cqe)
-            if c["opcode"] == WC_RDMA_READ and c["stream"] < self.streams:
+            if c["opcode"] in (WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD) and c["stream"] < self.streams:
                 k = self.index(c["conn"], c["stream"], c["msg"])
                 if self.busy.get(k, (None,))[0] == c["msg"]:
                     del self.busy[k]
         if tx_cqe_take:
             c = unpack(self.tx_cqe_lay, tx_cqe)
-            if c["op"] == OP_READ and c["status"] and c["stream"] < self.streams:
+            if c["op"] in (OP_READ, OP_CMP_SWAP, OP_FETCH_ADD) and c["status"] and c["stream"] < self.streams:
                 for j in range(self.slots):
                     k = (c["conn"] * self.streams + c["stream"]) * self.slots + j
                     if self.busy.get(k, (None, None))[1] == c["wr_id"]:
@@ -562,7 +575,7 @@ class EngineModel:
         self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True, rd_rows=True)
+                                responses=True, rd_rows=True, atomics=True)
         streams = kw.pop("streams")
         self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True, **kw)
         lay = self.tx.lay
@@ -571,6 +584,7 @@ class EngineModel:
         # MR-ENG-148: the outstanding-read rows written by the engine
         self.rd = RdRowsModel(conns, streams, self.rx.lay, lay.sched.rd, self.rx.lay.cqe, lay.sched.cqe)
         self.wr_q = _AckFifo(WR_FIFO_DEPTH)     # MR-ENG-155
+        self.wr_op_at = _field_offset(lay.sched.wr, "op")
         self.ack_out = AckOutModel(conns, self.rx.lay.ack, lay.cfg)
         self.ack_fb = FrameBuilderModel(width)
         self.arb = MacTxArbModel()
@@ -626,7 +640,8 @@ class EngineModel:
         self.rd.step(tx_out["m_rd__valid"], tx_out["m_rd__payload"], rd_ready,
                      rx_out["s_cfg_eng__ready"],
                      rx_out["m_cqe__valid"] and g("m_cqe__ready", 0), rx_out["m_cqe__payload"],
-                     tx_out["m_cqe__valid"] and g("m_tx_cqe__ready", 0), tx_out["m_cqe__payload"])
+                     tx_out["m_cqe__valid"] and g("m_tx_cqe__ready", 0), tx_out["m_cqe__payload"],
+                     (wr_head >> self.wr_op_at) & 7)       # MR-ENG-168: s_wr's op
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
         self.rsp.step(rx_out["m_rsp__valid"], rx_out["m_rsp__payload"], tx_out["s_rsp__ready"],
