@@ -22,7 +22,7 @@ from .dma_write_cases import BASE, HostMemory as WriteMemory, Layout
 from .driver import run_alone
 from .rx import layouts, pack, unpack
 
-__all__ = ["SharedMemory", "Renamed", "random_items", "Driver", "oracle", "run_model", "Reexecute", "NoFence", "check", "AtomSlave"]
+__all__ = ["SharedMemory", "Renamed", "random_items", "Driver", "oracle", "run_model", "Reexecute", "NoFence", "check", "AtomSlave", "Twice"]
 
 
 class SharedMemory:
@@ -326,3 +326,21 @@ class AtomSlave:
     @property
     def idle(self):
         return not (self.r or self.aw or self.w or self.b)
+
+
+class Twice(AtomicExecModel):
+    """A negative control: an executor that executes an item twice (as one that re-executed a
+    resent request would, MR-VERB-012): after its target write it reads and writes again."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.again = False
+
+    def step(self, inputs):
+        st = self.state
+        out = super().step(inputs)
+        if st == 6 and self.state == AWR and not self.again:        # BT -> AWR: once more
+            self.again, self.state, self.hold = True, 3, 1
+        elif st == 8 and self.state != 8:                            # BR left: the item done
+            self.again = False
+        return out

@@ -49,7 +49,7 @@ from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_WRITE
 from .tx_sched_cases import wr_item
 from .wire import MrdhFlag, Op
 
-__all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "atomic_plan", "check_atomics", "PeerCosim",
+__all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "atomic_plan", "check_atomics", "run_endpoint_atomics_model", "PeerCosim",
            "run_peer_model", "EndpointCosim", "run_endpoint_model", "ENDPOINT_QP"]
 
 
@@ -358,6 +358,14 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     return drv, s, region, source
 
 
+def _align_keys(setup):
+    """MR-ENG-159: the regions' host bases 8-byte aligned, their rows rewritten."""
+    for k in setup.keys:
+        k.base &= ~7
+    rows = {k.rkey & (setup.lay.keys - 1): setup.key_write(k) for k in setup.keys}
+    setup.writes = [rows[w.addr] if w.table == TABLE_KEY else w for w in setup.writes]
+
+
 def atomic_plan(setup, qp, n, rng, wr_base=100):
     """MR-ENG-169: ``n`` atomics (CMP_SWAP or FETCH_ADD, random operands, a compare value that
     matches half the time) of the engine's connection ``qp`` on key 0's region: stream ``i mod``
@@ -366,10 +374,7 @@ def atomic_plan(setup, qp, n, rng, wr_base=100):
     region + ``8 i``. The regions' host bases are made 8-byte aligned (MR-ENG-159). Returns the
     work requests and the plan ``{initial, targets, final, origs}`` (``origs`` by ``wr_id``:
     ``(laddr, original value, op)``)."""
-    for k in setup.keys:
-        k.base &= ~7
-    rows = {k.rkey & (setup.lay.keys - 1): setup.key_write(k) for k in setup.keys}
-    setup.writes = [rows[w.addr] if w.table == TABLE_KEY else w for w in setup.writes]
+    _align_keys(setup)
     tgt, dst = setup.keys[0], setup.keys[1]
     streams = SMALL["streams"]
     cur = {st: rng.getrandbits(64) for st in range(streams)}
@@ -503,7 +508,7 @@ def _endpoint_writes(cfg, nbytes):
 
 
 def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, latency,
-                 peer_qp=None, peer_rkey=None, into=None, reads=None, served=None):
+                 peer_qp=None, peer_rkey=None, into=None, reads=None, served=None, align8=False):
     """One engine of MR-ENG-138: its rows (``Setup`` of ``cfg.seed``: the same connection and
     keys on both sides), its template towards the peer, its WRITEs of ``nbytes`` to the peer's
     region of key 0, its MAC on ``host``. ``peer_qp``, ``peer_rkey``: the peer's connection id
@@ -522,6 +527,8 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     if read:
         s.keys[1].length = max(s.keys[1].length, cfg.nbytes + 64)
     wlay = _host_window(s, random.Random(cfg.seed + 77))
+    if align8:
+        _align_keys(s)          # MR-ENG-159: atomics need 8-byte aligned host addresses
     c = s.conns[0]
     eth = codec.Eth()
     sports, writes = _side_plan(cfg, seed, nbytes)
@@ -562,11 +569,13 @@ class EndpointCosim:
     its host and the other instance idle (every input 0): one Verilator build for MR-ENG-138 and
     MR-ENG-139."""
 
-    def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False):
+    def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False, atomics=0):
         from metaroce.sim.topology import host_addr
         from .cosim import reference_receiver
         if direction not in ("rx", "tx"):
             raise ValueError(f"direction must be rx or tx, not {direction!r}")
+        if atomics and cfg.verb != "write":
+            raise ValueError("atomics go with the write verb")
         check_config(cfg)
         self.cfg, self.direction = cfg, direction
         back = cfg.nbytes // 8 if cfg.back is None else cfg.back
@@ -591,7 +600,7 @@ class EndpointCosim:
             self.eng, s, self.region, self.eng_src = _engine_side(
                 cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
                 p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey,
-                into=link_into(fab, fab.hosts[self.eng_host]))
+                into=link_into(fab, fab.hosts[self.eng_host]), align8=bool(atomics))
             conn = self._connect(ep, s, eng_addr)
             self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
             lkey = ep.reg_mr(bytearray(self.ep_src))
@@ -599,6 +608,9 @@ class EndpointCosim:
             self.ep_wrs = len(writes)
             for i, (stream, a, length) in enumerate(writes):
                 conn.post_write(stream, lkey, a, length, a, self.region.rkey, wr_id=100 + i)
+            self.atomics = None
+            if atomics:
+                self._setup_atomics(cfg, ep, conn, s, atomics)
         self.ep_done = []
 
         def completion(host, t, comp):
@@ -620,6 +632,48 @@ class EndpointCosim:
         c = s.conns[0]
         return ep.connect(ENDPOINT_QP, eng_addr, c.qp, paths=c.n_paths, streams=c.n_streams,
                           pkey=c.pkey, init_psn=0, peer_init_psn=0)
+
+    def _setup_atomics(self, cfg, ep, conn, s, n):
+        """MR-ENG-170: the endpoint posts ``n`` atomics to the engine among its WRITEs: on the
+        engine's region of key 2 (VA ``8 x stream``: each stream's on one target of its own, so
+        they run in its message order; random initial values), CMP_SWAP or FETCH_ADD with random
+        operands, half the compare values matching; atomic ``i``'s original value lands in the
+        endpoint's result buffer at ``8 i``. The plan (``self.atomics``) is the sequential
+        oracle's."""
+        rng = random.Random(cfg.seed + 41)
+        tgt = s.keys[2]
+        streams = s.conns[0].n_streams
+        cur = {st: rng.getrandbits(64) for st in range(streams)}
+        wlay, img = self.eng.wlay, self.eng.wmem.image
+        for st, v in cur.items():
+            off = tgt.base + 8 * st - wlay.base
+            img[off:off + 8] = v.to_bytes(8, "little")
+        self.ep_res = bytearray(8 * n)
+        res_key = ep.reg_mr(self.ep_res)
+        origs = []
+        for i in range(n):
+            st = i % streams
+            cas = rng.random() < 0.5
+            swap = rng.getrandbits(64)
+            compare = (cur[st] if rng.random() < 0.5 else rng.getrandbits(64)) if cas else 0
+            conn.post_atomic(st, "cmp_swap" if cas else "fetch_add", res_key, 8 * i, 8 * st, tgt.rkey,
+                             wr_id=1000 + i, swap=swap, compare=compare, add=swap)
+            origs.append(cur[st])
+            cur[st] = P.atomic_apply(cas, cur[st], swap, compare)
+        self.ep_wrs += n
+        self.atomics = {"origs": origs, "final": {tgt.base + 8 * st: v for st, v in cur.items()}}
+
+    def atomics_result(self):
+        """MR-ENG-170: the endpoint's original values, the engine's targets and its executions
+        against the plan. Returns ``{ok, originals_equal, targets_equal, executions, atomics}``."""
+        a, eng = self.atomics, self.eng
+        got = [int.from_bytes(self.ep_res[8 * i:8 * i + 8], "little") for i in range(len(a["origs"]))]
+        base, img = eng.wlay.base, eng.wmem.image
+        targets = {t: int.from_bytes(img[t - base:t - base + 8], "little") for t in a["final"]}
+        execs = sum(1 for w in eng.amem.writes if w[1] in a["final"])
+        ok_o, ok_t = got == a["origs"], targets == a["final"]
+        return {"ok": ok_o and ok_t and execs == len(got), "originals_equal": ok_o,
+                "targets_equal": ok_t, "executions": execs, "atomics": len(got)}
 
     def _setup_reads(self, cfg, ep, ep_bytes, eng_bytes, eng_addr, ep_addr, p_bp):
         """MR-ENG-146: each side READs the other's bytes: the engine READs the endpoint's source
@@ -711,6 +765,19 @@ class EndpointCosim:
                              "acks_sent": st.get("acks_sent", 0), "naks_sent": st.get("naks_sent", 0),
                              "timeouts": st.get("timeouts", 0)},
                 "config": _config_of(cfg)}
+
+
+def run_endpoint_atomics_model(cfg: Config, n, *, model_cls=None, **kw):
+    """MR-ENG-170: the reference endpoint posting ``n`` atomics (among its WRITEs) to
+    :class:`EngineModel` over the fabric; ``model_cls`` a negative control's executor. Returns
+    ``(result, atomics_result)``."""
+    from .engine import EngineModel
+    m = EngineModel(cfg.width, **engine_kw(cfg))
+    if model_cls is not None:
+        m.rx.atom = model_cls(cfg.width, m.rx.lay.atom, m.rx.lay.rsp)
+    d = EndpointCosim(cfg, "rx", atomics=n, **kw)
+    run_loop(d, m, m.active)
+    return d.result(), d.atomics_result()
 
 
 def run_endpoint_model(cfg: Config, direction="rx", *, pair=False, **kw):
