@@ -21,7 +21,7 @@ from ..models.dma_write import INCR, RESP_OKAY
 from .dma_read import axi4_read_signature
 from .dma_write import axi4_write_signature
 
-__all__ = ["AtomicExec", "axi4_signature"]
+__all__ = ["AtomicExec", "axi4_signature", "atomic_exec"]
 
 
 def axi4_signature(width, id_width=4, addr_width=64):
@@ -151,3 +151,10 @@ class AtomicExec(wiring.Component):
                 with m.If(o.ready):
                     m.d.sync += state.eq(S["IDLE"])
         return m
+
+
+def atomic_exec(width=64):
+    """The block ``atomic`` (``metaroce synth atomic``): the executor of 4,096 connections."""
+    from ..models.rx import layouts
+    lay = layouts()
+    return AtomicExec(width, lay.atom, lay.rsp)

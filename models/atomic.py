@@ -35,7 +35,7 @@ from .dma_write import INCR, RESP_OKAY
 from .rx import pack, unpack
 
 __all__ = ["AtomicExecModel", "RESULT_SLOTS", "CNT_BITS", "result_row", "result_area_bytes",
-           "STATES", "AXI_IN", "AXI_OUT"]
+           "STATES", "AXI_IN", "AXI_OUT", "atomic_exec_model"]
 
 #: MR-ENG-161: result rows per (connection, stream): a request's row is ``msg mod RESULT_SLOTS``.
 RESULT_SLOTS = 16
@@ -187,3 +187,10 @@ class AtomicExecModel:
         if g("place_done", 0):
             self.done = (self.done + 1) & self.mask
         return out
+
+
+def atomic_exec_model(width=64):
+    """The model of the block ``atomic`` (``hdl.atomic.atomic_exec``)."""
+    from .rx import layouts
+    lay = layouts()
+    return AtomicExecModel(width, lay.atom, lay.rsp)
