@@ -16,7 +16,7 @@ import collections
 import random
 
 from . import protocol as P
-from .atomic import AtomicExecModel, RESULT_SLOTS, result_area_bytes, result_row
+from .atomic import AR, AWR, BR, BT, FENCE, AtomicExecModel, RESULT_SLOTS, result_area_bytes, result_row
 from .dma_read_cases import HostMemory as ReadMemory
 from .dma_write_cases import BASE, HostMemory as WriteMemory, Layout
 from .driver import run_alone
@@ -217,8 +217,6 @@ class Reexecute(AtomicExecModel):
         return out
 
 
-AWR = 7
-
 
 class NoFence(AtomicExecModel):
     """A negative control: an executor that reads the target as soon as it takes the item,
@@ -226,8 +224,8 @@ class NoFence(AtomicExecModel):
 
     def step(self, inputs):
         out = super().step(inputs)
-        if self.state == 1:         # FENCE
-            self.state = 3          # AR
+        if self.state == FENCE:
+            self.state = AR
         return out
 
 
@@ -339,8 +337,8 @@ class Twice(AtomicExecModel):
     def step(self, inputs):
         st = self.state
         out = super().step(inputs)
-        if st == 6 and self.state == AWR and not self.again:        # BT -> AWR: once more
-            self.again, self.state, self.hold = True, 3, 1
-        elif st == 8 and self.state != 8:                            # BR left: the item done
+        if st == BT and self.state == AWR and not self.again:       # once more
+            self.again, self.state, self.hold = True, AR, 1
+        elif st == BR and self.state != BR:                          # the item done
             self.again = False
         return out
