@@ -47,8 +47,10 @@ from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ
                               ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH, engine_tx_params)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
-from ..models.rx import CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_RDMA_READ, payload_layout
-from ..models.tx_sched import OP_READ
+from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL,
+                         TABLE_READ, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, payload_layout)
+from ..models.tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ
+from .atomic import AtomicExec
 from .dma_write import DmaWrite
 from .frame_builder import FrameBuilder
 from .parser import Parser, axis_signature
@@ -144,8 +146,10 @@ class EngineRx(wiring.Component):
 
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
-                 mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False, rd_rows=False):
+                 mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False, rd_rows=False,
+                 atomics=False):
         self.rd_rows = bool(rd_rows)
+        self.atomics = bool(atomics)
         self.peer_acks = bool(peer_acks)
         self.tx_counters = bool(tx_counters)
         self.responses = bool(responses)
@@ -166,9 +170,13 @@ class EngineRx(wiring.Component):
                                                  chunk_ring=chunk_ring)),
                                ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
                                ("regs", lambda: Regs.for_rx(self.rx, parser=True, tx=self.tx_counters,
-                                                            eng=self.responses))):
+                                                            eng=self.responses)),
+                               # MR-ENG-158: the atomic executor beside the placement DMA
+                               ("atom", lambda: AtomicExec(width, self.rx.lay.atom, self.rx.lay.rsp)
+                                if self.atomics else None)):
                 setattr(self, name, make())
-                made.append(getattr(self, name))
+                if getattr(self, name) is not None:
+                    made.append(getattr(self, name))
         except ValueError:
             for blk in made + [self]:       # a rejected design is not an unused one
                 blk._MustUse__silence = True
@@ -199,6 +207,10 @@ class EngineRx(wiring.Component):
         if self.rd_rows:
             # MR-ENG-149: the engine's own configuration writes (the outstanding-read rows)
             ports["s_cfg_eng"] = In(sig(self.rx, "s_cfg").flip())
+        if self.atomics:
+            # MR-ENG-165: the executor's AXI4 master and its result area's base address
+            ports["m_axi_at"] = Out(sig(self.atom, "m_axi"))
+            ports["atom_base"] = In(64)
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -243,21 +255,27 @@ class EngineRx(wiring.Component):
                          e.ready.eq(c.ready), h.ready.eq(c.ready & ~e.valid)]
         else:
             wiring.connect(m, regs.m_cfg, rx.s_cfg)
-        wiring.connect(m, rx.m_place, dma.s_place)
+        if self.atomics:
+            _join_atomics(m, self, rx, dma)
+        else:
+            wiring.connect(m, rx.m_place, dma.s_place)
         wiring.connect(m, rx.m_data, dma.s_data)
         wiring.connect(m, rx.m_ack, wiring.flipped(self.m_ack))
         wiring.connect(m, rx.m_cqe, wiring.flipped(self.m_cqe))
         if self.responses:
-            # MR-ENG-140: the READ requests' response items go to the TX half's s_rsp
-            wiring.connect(m, rx.m_rsp, wiring.flipped(self.m_rsp))
+            # MR-ENG-140: the READ requests' response items go to the TX half's s_rsp (with the
+            # executor's, MR-ENG-160, merged by _join_atomics)
+            if not self.atomics:
+                wiring.connect(m, rx.m_rsp, wiring.flipped(self.m_rsp))
             m.d.comb += [self.eng_reg_addr.eq(regs.eng_reg_addr), regs.eng_reg_data.eq(self.eng_reg_data)]
-        else:
+        elif not self.atomics:
             # MR-RX-131: the receive half alone has no TX side: taken and dropped, so that they
             # never hold the RX
             m.d.comb += rx.m_rsp.ready.eq(1)
-        # MR-ENG-156: no atomic executor yet: the items are taken and discarded, so that an
-        # atomic never holds the RX (held, the capture of the third would stop the payload)
-        m.d.comb += rx.m_atom.ready.eq(1)
+        if not self.atomics:
+            # MR-ENG-156 (without the executor, MR-ENG-158): the items are taken and discarded, so
+            # that an atomic never holds the RX (held, the capture of the third would stop the payload)
+            m.d.comb += rx.m_atom.ready.eq(1)
         wiring.connect(m, dma.m_axi, wiring.flipped(self.m_axi))
         wiring.connect(m, dma.m_done, wiring.flipped(self.m_done))
         wiring.connect(m, wiring.flipped(self.s_axil), regs.s_axil)
@@ -270,10 +288,37 @@ class EngineRx(wiring.Component):
         return m
 
 
-def engine_rx_256x4(width=512):
+def engine_rx_256x4(width=512, **kw):
     """The small instance: the RX engine of ``rx_256x4`` (``models.rx.SMALL``: 256 connections x
     4 paths, 256 keys, 4 streams), 32 bursts outstanding."""
-    return EngineRx(width, **RX_SMALL, outstanding=32)
+    return EngineRx(width, **RX_SMALL, outstanding=32, **kw)
+
+
+# ------------------------------------------------------------------ the atomic executor's join (MR-ENG-158..)
+
+def _join_atomics(m, top, rx, dma):
+    """MR-ENG-160..163: the RX's ``m_atom`` to the executor; the placement commands to the DMA
+    through the executor's hold (``hold_place``, a register: no path from the DMA's ready); the
+    executor's placement counters from the DMA's intake and done handshakes; its response items
+    merged with the RX's READ items onto ``m_rsp``, the RX's first (both valids registers), or
+    taken and dropped without a TX side (MR-RX-131's rule)."""
+    at = top.atom
+    m.submodules.atom = at
+    wiring.connect(m, rx.m_atom, at.s_atom)
+    wiring.connect(m, at.m_axi, wiring.flipped(top.m_axi_at))
+    p, d, hold = rx.m_place, dma.s_place, at.hold_place
+    m.d.comb += [d.payload.eq(p.payload), d.valid.eq(p.valid & ~hold), p.ready.eq(d.ready & ~hold),
+                 at.place_busy.eq(p.valid), at.place_taken.eq(p.valid & d.ready & ~hold),
+                 at.place_done.eq(dma.m_done.valid & top.m_done.ready),
+                 at.result_base.eq(top.atom_base)]
+    r, a = rx.m_rsp, at.m_rsp
+    if top.responses:
+        o = top.m_rsp
+        m.d.comb += [o.valid.eq(r.valid | a.valid),
+                     o.payload.eq(Mux(r.valid, r.payload.as_value(), a.payload.as_value())),
+                     r.ready.eq(o.ready), a.ready.eq(o.ready & ~r.valid)]
+    else:
+        m.d.comb += [r.ready.eq(1), a.ready.eq(1)]
 
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
@@ -356,7 +401,8 @@ class RdRows(wiring.Component):
         self.conns, self.streams, self.rx_lay = conns, streams, rx_lay
         # MR-ENG-203: with the completion join the rows are freed by it (``free``/``free_row``)
         self.join = join
-        ports = {"s_rd": In(stream.Signature(rd_layout)), "m_cfg": Out(stream.Signature(rx_lay.cfg))}
+        ports = {"s_rd": In(stream.Signature(rd_layout)), "op": In(3),
+                 "m_cfg": Out(stream.Signature(rx_lay.cfg))}
         if join:
             ports.update({"free": In(1), "free_row": In(range(max(2, conns * streams * rx_lay.rd_slots)))})
         else:
@@ -390,8 +436,11 @@ class RdRows(wiring.Component):
             m.d.sync += pend_valid.eq(0)
         row = Signal(lay.rd)
         addr = Signal(len(pend.addr))
+        # MR-ENG-168: the row's op from the work request's (an atomic's completion opcode)
         m.d.comb += [row.valid.eq(1), row.msg.eq(p.msg), row.base.eq(p.laddr),
                      row.length.eq(p.length), row.wr_id.eq(p.wr_id),
+                     row.op.eq(Mux(self.op == OP_CMP_SWAP, RD_OP_CMP_SWAP,
+                                   Mux(self.op == OP_FETCH_ADD, RD_OP_FETCH_ADD, RD_OP_READ))),
                      addr.eq(Cat(p.msg[:rdb], p.stream[:records.STREAM_BITS], p.conn))]
         with m.If(take):
             m.d.sync += [pend_valid.eq(1), pend.table.eq(TABLE_READ), pend.addr.eq(addr),
@@ -405,9 +454,11 @@ class RdRows(wiring.Component):
             return m
         # frees: the RX's RDMA_READ record of the row's READ, the TX half's failure of it
         c, t = self.cqe, self.tx_cqe
-        c_hit = self.cqe_take & (c.opcode == WC_RDMA_READ) & ((c.stream >> sb) == 0)
+        c_hit = self.cqe_take & ((c.opcode == WC_RDMA_READ) | (c.opcode == WC_COMP_SWAP)
+                                 | (c.opcode == WC_FETCH_ADD)) & ((c.stream >> sb) == 0)
         c_idx = index(c.conn, c.stream, c.msg)
-        t_hit = self.tx_cqe_take & (t.op == OP_READ) & (t.status != 0) & ((t.stream >> sb) == 0)
+        t_hit = (self.tx_cqe_take & ((t.op == OP_READ) | (t.op == OP_CMP_SWAP) | (t.op == OP_FETCH_ADD))
+                 & (t.status != 0) & ((t.stream >> sb) == 0))
         t_base = Cat(t.stream[:sb], t.conn[:cb])
         for i in range(rows):
             with m.If(take & (idx == i)):
@@ -665,7 +716,7 @@ class Engine(wiring.Component):
         self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True, rd_rows=True)
+                                responses=True, rd_rows=True, atomics=True)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, **kw)
         self.width, self.conns = width, conns
@@ -711,6 +762,7 @@ class Engine(wiring.Component):
         m.submodules.rd_rows = rdr = RdRows(self.conns, tx.sched.streams, rxh.lay, tx.lay.sched.rd,
                                             tx.lay.sched.cqe, join=self.cq_join)
         wiring.connect(m, tx.m_rd, rdr.s_rd)
+        m.d.comb += rdr.op.eq(tx.s_wr.payload.op)          # MR-ENG-168: m_rd is s_wr's request
         # MR-ENG-155: the work requests through a 1-entry FIFO, so that s_wr.ready stays a
         # function of state (the scheduler's ready of a READ depends on the READ's row)
         m.submodules.wr_q = wq = fifo.SyncFIFO(width=len(tx.s_wr.payload.as_value()), depth=WR_FIFO_DEPTH)

@@ -1085,9 +1085,10 @@ class TxSched(wiring.Component):
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
         if self.rd_rows:
             # MR-TXS-106: the READ taken from s_wr, with the message number it takes, on m_rd
-            # (the engine writes its row); its ready is the row's (MR-TXS-107)
+            # (the engine writes its row); its ready is the row's (MR-TXS-107); MR-TXS-141: an
+            # atomic too (its response is a READ response of the row, MR-RX-159)
             rd = self.m_rd
-            in_rd = in_read & (in_status == 0) & ~in_rsp
+            in_rd = (in_read | in_atomic) & (in_status == 0) & ~in_rsp
             m.d.comb += [rd.valid.eq(self.s_wr.valid & in_rd & (~wq_valid | take_wr)),
                          rd.payload.conn.eq(win.conn), rd.payload.stream.eq(win.stream),
                          rd.payload.msg.eq(Mux(in_wr_hit_msg, in_msg1, in_msg)),

@@ -120,6 +120,16 @@ BLOCKS: dict[str, Block] = {
         help="placement DMA: RX placement commands and payload to host memory through an AXI4 "
              "write master, 4,096 connections, 256 bursts outstanding (docs/spec/hw-dma.md)",
     ),
+    "atomic": Block(
+        name="atomic",
+        component="metaroce.hdl.atomic:atomic_exec",
+        model="metaroce.models.atomic:atomic_exec_model",
+        tb="",
+        help="atomic executor: the RX's execution items read-modified-written in host memory "
+             "through an AXI4 master, the original value to a result row, an 8-byte READ "
+             "response item (docs/spec/hw-engine.md 5d; verified in the Amaranth simulator and "
+             "inside engine, no Verilator stack of its own)",
+    ),
     "dma_read": Block(
         name="dma_read",
         component="metaroce.hdl.dma_read:DmaRead",

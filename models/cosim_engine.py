@@ -34,18 +34,23 @@ from .dma_read_cases import HostMemory as ReadMemory
 from .dma_read_cases import Layout as ReadLayout
 from .dma_write import RESP_OKAY, done_layout
 from .dma_write_cases import HostMemory as WriteMemory
-from .engine import AXIL, CQ_RD_OPS, CQ_RX_OPCODES, PairPorts, engine_layouts, engine_tx_params, host_completion
+from .engine import (AXIL, CQ_RD_OPS, CQ_RX_OPCODES, WC_OF_OP, PairPorts, engine_layouts, engine_tx_params,
+                     host_completion)
 from .engine_cases import _host_window
 from .regs import register_map
-from .rx import MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_RDMA_READ, pack, unpack
+from .atomic import result_area_bytes
+from .atomic_cases import AtomSlave
+from .rx import (MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, pack,
+                 unpack)
+from .rx import TABLE_KEY
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 from .tx import SMALL, template_of
 from .tx_cases import frames_of_beats
-from .tx_sched import OP_READ, OP_WRITE
+from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_WRITE
 from .tx_sched_cases import wr_item
 from .wire import MrdhFlag, Op
 
-__all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "PeerCosim",
+__all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "atomic_plan", "check_atomics", "run_endpoint_atomics_model", "PeerCosim",
            "run_peer_model", "EndpointCosim", "run_endpoint_model", "ENDPOINT_QP"]
 
 
@@ -97,6 +102,15 @@ class EngineLoop:
         self.wmem.initial = bytes(self.wmem.image)
         self.rmem = ReadMemory(rlay, width, random.Random(seed + 3), p_bp=p_bp, p_gap=p_bp,
                                latency=latency, image=image)
+        # MR-ENG-167: the atomic executor's slave: targets in the placement memory, result rows
+        # (MR-ENG-161) in the payload memory beyond the placement window's size (the two test
+        # memories share their base), where the TX half reads its responses' 8 bytes
+        self.rmem.image = bytearray(self.rmem.image)
+        self.atom_base = rlay.base + ((max(len(self.rmem.image), wlay.size) + 4095) & ~4095)
+        self.rmem.image.extend(bytes(self.atom_base - rlay.base + result_area_bytes(setup.lay.conns)
+                                     - len(self.rmem.image)))
+        self.amem = AtomSlave([self.wmem, self.rmem], width, random.Random(seed + 4), p_bp=p_bp,
+                              latency=latency)
         self.tmpls, self.items, self.mac = list(tmpls), list(items), mac
         self.done_layout = done_layout(setup.lay.conns)
         self.rx_lay = setup.lay
@@ -163,6 +177,8 @@ class EngineLoop:
         if not self.mac.can_send(self.cycle / CLOCK_HZ):
             inp["m_axis__tready"] = 0
         self.wmem.inputs(inp, self.cycle)
+        inp["atom_base"] = self.atom_base
+        self.amem.inputs(inp, self.cycle)
         rd = {}
         self.rmem.inputs(rd, self.cycle)
         inp.update({"m_axi_rd__" + k[7:]: v for k, v in rd.items()})
@@ -170,6 +186,7 @@ class EngineLoop:
 
     def observe(self, inp, out):
         self.wmem.observe(inp, out, self.cycle)
+        self.amem.observe(inp, out, self.cycle)
         if self._rd_names is None:      # the read port's names, once (per cycle it cost the most)
             self._rd_names = [[(k, "m_axi__" + k[10:]) for k in d if k.startswith("m_axi_rd__")]
                               for d in (inp, out)]
@@ -204,7 +221,8 @@ class EngineLoop:
             c = unpack(self.rx_lay.cqe, out["m_cqe__payload"])
             if self.cq_join and c["opcode"] in CQ_RX_OPCODES:
                 res["requester_on_cqe"] += 1        # MR-ENG-197: the join's, never the host's
-            elif c["opcode"] == WC_RDMA_READ:       # MR-RX-112: a READ of this engine completed
+            # MR-RX-112: a READ of this engine completed; MR-RX-159: an atomic
+            elif c["opcode"] in (WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD):
                 res["read_cqe"].append((self.cycle, c))
         if out["m_done__valid"] and inp["m_done__ready"]:
             res["done"] += 1
@@ -220,7 +238,7 @@ class EngineLoop:
     def reads(self):
         """The READ work requests among the items (each completes twice: its request's delivery
         on ``m_tx_cqe``, MR-TXS-064, and the READ on ``m_cqe``, MR-RX-112)."""
-        return [w for w in self.items if w["op"] == OP_READ]
+        return [w for w in self.items if w["op"] in (OP_READ, OP_CMP_SWAP, OP_FETCH_ADD)]
 
     def serve(self, entries):
         """MR-ENG-145: check every READ response frame the engine sends against ``entries``
@@ -297,7 +315,7 @@ class EngineLoop:
         if self.phase == 2:
             return
         if (self.all_done and not self.beats and not self.mac.rx and self.mac.idle and self.wmem.idle
-                and self.rmem.idle and not (busy() if callable(busy) else busy)):
+                and self.rmem.idle and self.amem.idle and not (busy() if callable(busy) else busy)):
             self.quiet += 1
             if self.quiet > self.QUIET:
                 self.phase = 2
@@ -359,6 +377,14 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     cuts = sorted(rng.sample(range(1, nbytes), n_writes - 1)) if n_writes > 1 else []
     bounds = [0, *cuts, nbytes]
     mac = Loopback(loss, random.Random(seed + 9))
+    if verb == "atomic":
+        items, plan = atomic_plan(s, c.qp, n_writes, random.Random(seed + 5))
+        drv = EngineLoop(width, lay, s, wlay, tmpls, items, rlay, source, mac, seed=seed, p_bp=p_bp,
+                         latency=latency)
+        for addr, value in plan["initial"].items():
+            off = addr - wlay.base
+            drv.wmem.image[off:off + 8] = value.to_bytes(8, "little")
+        return drv, s, plan, None
     if verb == "read":
         pieces = [(i % SMALL["streams"], a, b - a) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
         dst = s.keys[1]
@@ -373,6 +399,66 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     drv = EngineLoop(width, lay, s, wlay, tmpls, items, rlay, source, mac, seed=seed, p_bp=p_bp,
                      latency=latency)
     return drv, s, region, source
+
+
+def _align_keys(setup):
+    """MR-ENG-159: the regions' host bases 8-byte aligned, their rows rewritten."""
+    for k in setup.keys:
+        k.base &= ~7
+    rows = {k.rkey & (setup.lay.keys - 1): setup.key_write(k) for k in setup.keys}
+    setup.writes = [rows[w.addr] if w.table == TABLE_KEY else w for w in setup.writes]
+
+
+def atomic_plan(setup, qp, n, rng, wr_base=100):
+    """MR-ENG-169: ``n`` atomics (CMP_SWAP or FETCH_ADD, random operands, a compare value that
+    matches half the time) of the engine's connection ``qp`` on key 0's region: stream ``i mod``
+    the TX half's streams, each stream on one 8-byte target of its own (VA ``8 x stream``), so
+    that its atomics run in its message order; atomic ``i``'s original value lands at key 1's
+    region + ``8 i``. The regions' host bases are made 8-byte aligned (MR-ENG-159). Returns the
+    work requests and the plan ``{initial, targets, final, origs}`` (``origs`` by ``wr_id``:
+    ``(laddr, original value, op)``)."""
+    _align_keys(setup)
+    tgt, dst = setup.keys[0], setup.keys[1]
+    streams = SMALL["streams"]
+    cur = {st: rng.getrandbits(64) for st in range(streams)}
+    initial = {tgt.base + 8 * st: v for st, v in cur.items()}
+    items, origs = [], {}
+    for i in range(n):
+        st = i % streams
+        op = rng.choice((OP_CMP_SWAP, OP_FETCH_ADD))
+        swap = rng.getrandbits(64)
+        compare = (cur[st] if rng.random() < 0.5 else rng.getrandbits(64)) if op == OP_CMP_SWAP else 0
+        laddr = dst.base + 8 * i
+        items.append(wr_item(qp, st, 8, wr_id=wr_base + i, op=op, laddr=laddr, va=8 * st,
+                             rkey=tgt.rkey, swap=swap, compare=compare))
+        origs[wr_base + i] = (laddr, cur[st], op)
+        cur[st] = P.atomic_apply(op == OP_CMP_SWAP, cur[st], swap, compare)
+    final = {tgt.base + 8 * st: v for st, v in cur.items()}
+    return items, {"initial": initial, "final": final, "origs": origs, "targets": set(final)}
+
+
+def check_atomics(drv, plan):
+    """MR-ENG-169: every atomic completed once on ``m_tx_cqe`` (its request's delivery) and once
+    on ``m_cqe`` (COMP_SWAP / FETCH_ADD, status 0, length 8), its original value placed at its
+    ``laddr``, every target's final value the plan's, and each atomic executed once (one write
+    of the executor per atomic to the targets, whatever the losses and resends). Returns a
+    summary."""
+    res = drv.res
+    assert drv.wrs_ok(), "every atomic completes once with success on m_tx_cqe and m_cqe"
+    # the RX's record (``opcode``), or with the join its one record on m_tx_cqe (``op``, MR-ENG-211)
+    ops = {c["wr_id"]: c["opcode"] if "opcode" in c else WC_OF_OP.get(c["op"]) for _, c in res["read_cqe"]}
+    img, base = drv.wmem.image, drv.wlay.base
+    for wr, (laddr, orig, op) in plan["origs"].items():
+        assert ops[wr] == (WC_COMP_SWAP if op == OP_CMP_SWAP else WC_FETCH_ADD), f"wr {wr}: opcode"
+        got = int.from_bytes(img[laddr - base:laddr - base + 8], "little")
+        assert got == orig, f"wr {wr}: original value {got:#x}, expected {orig:#x}"
+    for addr, v in plan["final"].items():
+        assert int.from_bytes(img[addr - base:addr - base + 8], "little") == v, f"target {addr:#x}"
+    target_writes = [w for w in drv.amem.writes if w[1] in plan["targets"]]
+    assert len(target_writes) == len(plan["origs"]), (
+        f"{len(target_writes)} executions of {len(plan['origs'])} atomics")
+    return {"cycles": drv.cycle, "atomics": len(plan["origs"]), "executions": len(target_writes),
+            "lost": drv.mac.lost if hasattr(drv.mac, "lost") else None, "frames_out": res["frames_out"]}
 
 
 def _msg_numbers(pieces):
@@ -466,7 +552,7 @@ def _endpoint_writes(cfg, nbytes):
 
 
 def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, latency,
-                 peer_qp=None, peer_rkey=None, into=None, reads=None, served=None):
+                 peer_qp=None, peer_rkey=None, into=None, reads=None, served=None, align8=False):
     """One engine of MR-ENG-138: its rows (``Setup`` of ``cfg.seed``: the same connection and
     keys on both sides), its template towards the peer, its WRITEs of ``nbytes`` to the peer's
     region of key 0, its MAC on ``host``. ``peer_qp``, ``peer_rkey``: the peer's connection id
@@ -485,6 +571,8 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     if read:
         s.keys[1].length = max(s.keys[1].length, cfg.nbytes + 64)
     wlay = _host_window(s, random.Random(cfg.seed + 77))
+    if align8:
+        _align_keys(s)          # MR-ENG-159: atomics need 8-byte aligned host addresses
     c = s.conns[0]
     eth = codec.Eth()
     sports, writes = _side_plan(cfg, seed, nbytes)
@@ -525,11 +613,13 @@ class EndpointCosim:
     its host and the other instance idle (every input 0): one Verilator build for MR-ENG-138 and
     MR-ENG-139."""
 
-    def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False):
+    def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False, atomics=0):
         from metaroce.sim.topology import host_addr
         from .cosim import reference_receiver
         if direction not in ("rx", "tx"):
             raise ValueError(f"direction must be rx or tx, not {direction!r}")
+        if atomics and cfg.verb != "write":
+            raise ValueError("atomics go with the write verb")
         check_config(cfg)
         self.cfg, self.direction = cfg, direction
         back = cfg.nbytes // 8 if cfg.back is None else cfg.back
@@ -554,7 +644,7 @@ class EndpointCosim:
             self.eng, s, self.region, self.eng_src = _engine_side(
                 cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
                 p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey,
-                into=link_into(fab, fab.hosts[self.eng_host]))
+                into=link_into(fab, fab.hosts[self.eng_host]), align8=bool(atomics))
             conn = self._connect(ep, s, eng_addr)
             self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
             lkey = ep.reg_mr(bytearray(self.ep_src))
@@ -562,6 +652,9 @@ class EndpointCosim:
             self.ep_wrs = len(writes)
             for i, (stream, a, length) in enumerate(writes):
                 conn.post_write(stream, lkey, a, length, a, self.region.rkey, wr_id=100 + i)
+            self.atomics = None
+            if atomics:
+                self._setup_atomics(cfg, ep, conn, s, atomics)
         self.ep_done = []
 
         def completion(host, t, comp):
@@ -583,6 +676,48 @@ class EndpointCosim:
         c = s.conns[0]
         return ep.connect(ENDPOINT_QP, eng_addr, c.qp, paths=c.n_paths, streams=c.n_streams,
                           pkey=c.pkey, init_psn=0, peer_init_psn=0)
+
+    def _setup_atomics(self, cfg, ep, conn, s, n):
+        """MR-ENG-170: the endpoint posts ``n`` atomics to the engine among its WRITEs: on the
+        engine's region of key 2 (VA ``8 x stream``: each stream's on one target of its own, so
+        they run in its message order; random initial values), CMP_SWAP or FETCH_ADD with random
+        operands, half the compare values matching; atomic ``i``'s original value lands in the
+        endpoint's result buffer at ``8 i``. The plan (``self.atomics``) is the sequential
+        oracle's."""
+        rng = random.Random(cfg.seed + 41)
+        tgt = s.keys[2]
+        streams = s.conns[0].n_streams
+        cur = {st: rng.getrandbits(64) for st in range(streams)}
+        wlay, img = self.eng.wlay, self.eng.wmem.image
+        for st, v in cur.items():
+            off = tgt.base + 8 * st - wlay.base
+            img[off:off + 8] = v.to_bytes(8, "little")
+        self.ep_res = bytearray(8 * n)
+        res_key = ep.reg_mr(self.ep_res)
+        origs = []
+        for i in range(n):
+            st = i % streams
+            cas = rng.random() < 0.5
+            swap = rng.getrandbits(64)
+            compare = (cur[st] if rng.random() < 0.5 else rng.getrandbits(64)) if cas else 0
+            conn.post_atomic(st, "cmp_swap" if cas else "fetch_add", res_key, 8 * i, 8 * st, tgt.rkey,
+                             wr_id=1000 + i, swap=swap, compare=compare, add=swap)
+            origs.append(cur[st])
+            cur[st] = P.atomic_apply(cas, cur[st], swap, compare)
+        self.ep_wrs += n
+        self.atomics = {"origs": origs, "final": {tgt.base + 8 * st: v for st, v in cur.items()}}
+
+    def atomics_result(self):
+        """MR-ENG-170: the endpoint's original values, the engine's targets and its executions
+        against the plan. Returns ``{ok, originals_equal, targets_equal, executions, atomics}``."""
+        a, eng = self.atomics, self.eng
+        got = [int.from_bytes(self.ep_res[8 * i:8 * i + 8], "little") for i in range(len(a["origs"]))]
+        base, img = eng.wlay.base, eng.wmem.image
+        targets = {t: int.from_bytes(img[t - base:t - base + 8], "little") for t in a["final"]}
+        execs = sum(1 for w in eng.amem.writes if w[1] in a["final"])
+        ok_o, ok_t = got == a["origs"], targets == a["final"]
+        return {"ok": ok_o and ok_t and execs == len(got), "originals_equal": ok_o,
+                "targets_equal": ok_t, "executions": execs, "atomics": len(got)}
 
     def _setup_reads(self, cfg, ep, ep_bytes, eng_bytes, eng_addr, ep_addr, p_bp):
         """MR-ENG-146: each side READs the other's bytes: the engine READs the endpoint's source
@@ -675,6 +810,19 @@ class EndpointCosim:
                              "acks_sent": st.get("acks_sent", 0), "naks_sent": st.get("naks_sent", 0),
                              "timeouts": st.get("timeouts", 0)},
                 "config": _config_of(cfg)}
+
+
+def run_endpoint_atomics_model(cfg: Config, n, *, model_cls=None, **kw):
+    """MR-ENG-170: the reference endpoint posting ``n`` atomics (among its WRITEs) to
+    :class:`EngineModel` over the fabric; ``model_cls`` a negative control's executor. Returns
+    ``(result, atomics_result)``."""
+    from .engine import EngineModel
+    m = EngineModel(cfg.width, **engine_kw(cfg))
+    if model_cls is not None:
+        m.rx.atom = model_cls(cfg.width, m.rx.lay.atom, m.rx.lay.rsp)
+    d = EndpointCosim(cfg, "rx", atomics=n, **kw)
+    run_loop(d, m, m.active)
+    return d.result(), d.atomics_result()
 
 
 def run_endpoint_model(cfg: Config, direction="rx", *, pair=False, **kw):

@@ -27,16 +27,17 @@ models/ never imports hdl/.
 from __future__ import annotations
 
 from . import records
+from .atomic import AXI_IN as ATOM_AXI_IN, AXI_OUT as ATOM_AXI_OUT, AtomicExecModel
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
-from .rx import (CHUNK_RING, SMALL as RX_SMALL, TABLE_READ, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ,
-                 RxCycleModel, bundle_entry, pack, payload_layout)
+from .rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL, TABLE_READ,
+                 WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, RxCycleModel, bundle_entry, pack, payload_layout)
 from .fifo import SyncFifoModel
 from .frame_builder import FrameBuilderModel, pack_desc
 from .parser import META_FIELDS
 from .rx import unpack
-from .tx_sched import OP_READ, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR
+from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR
 from .wire import ROCE_PORT, Op
 
 __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256x4", "INPUTS",
@@ -161,9 +162,10 @@ class EngineRxModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
-                 peer_acks=False, tx_counters=False, responses=False, rd_rows=False):
+                 peer_acks=False, tx_counters=False, responses=False, rd_rows=False, atomics=False):
         self.width = width
         self.rd_rows = rd_rows
+        self.atomics = atomics
         self.peer_acks = peer_acks
         self.tx_counters = tx_counters
         self.responses = responses
@@ -175,6 +177,8 @@ class EngineRxModel:
         self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters, eng=responses)
         self.lay = self.rx.lay
         self.keep_mask = (1 << width // 8) - 1
+        # MR-ENG-158: the atomic executor beside the placement DMA
+        self.atom = AtomicExecModel(width, self.lay.atom, self.lay.rsp) if atomics else None
 
     def port_names(self):
         ins, outs = list(INPUTS), list(OUTPUTS)
@@ -190,11 +194,15 @@ class EngineRxModel:
         if self.rd_rows:
             ins += ["s_cfg_eng__payload", "s_cfg_eng__valid"]
             outs.append("s_cfg_eng__ready")
+        if self.atomics:
+            # MR-ENG-165: the executor's AXI4 master and its result area's base
+            ins += ["m_axi_at__" + n for n in ATOM_AXI_IN] + ["atom_base"]
+            outs += ["m_axi_at__" + n for n in ATOM_AXI_OUT]
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
         return (self.parser.busy() or self.pack.busy() or self.rx.busy() or self.dma.busy()
-                or self.regs.busy())
+                or self.regs.busy() or (self.atom is not None and self.atom.busy()))
 
     def step(self, inputs):
         g = inputs.get
@@ -204,6 +212,13 @@ class EngineRxModel:
         to_ack = self.peer_acks and is_peer_ack(po["m_meta__payload"])
         # MR-ENG-149: the engine's own row writes go before the host's
         eng_cfg = bool(self.rd_rows and g("s_cfg_eng__valid", 0))
+        at = self.atom
+        if at is not None:
+            # MR-ENG-160..163: the executor's outputs are functions of its state
+            ao = at.outputs(g("atom_base", 0))
+            hold = ao["hold_place"]
+        else:
+            ao, hold = None, 0
         cfg_valid, cfg_pay = ((1, g("s_cfg_eng__payload", 0)) if eng_cfg
                               else (ro["m_cfg__valid"], ro["m_cfg__payload"]))
         rx_out = self.rx.step({
@@ -211,13 +226,14 @@ class EngineRxModel:
             "s_meta__valid": po["m_meta__valid"] and not to_ack,
             "s_payload__payload": ko["payload"], "s_payload__valid": ko["valid"],
             "s_cfg__payload": cfg_pay, "s_cfg__valid": cfg_valid,
-            "m_ack__ready": g("m_ack__ready", 0), "m_place__ready": do["s_place__ready"],
+            "m_ack__ready": g("m_ack__ready", 0),
+            "m_place__ready": int(bool(do["s_place__ready"] and not hold)),
             "m_data__ready": do["s_data__ready"], "m_cqe__ready": g("m_cqe__ready", 0),
             # MR-RX-131, MR-ENG-140: the TX half's in the whole engine; the receive half alone
             # takes and drops them
             "m_rsp__ready": g("m_rsp__ready", 0) if self.responses else 1,
-            # MR-ENG-156: no executor yet: atomic items are taken and discarded, never held
-            "m_atom__ready": 1,
+            # MR-ENG-156 without the executor: atomic items are taken and discarded, never held
+            "m_atom__ready": ao["s_atom__ready"] if at is not None else 1,
             "reg_addr": ro["reg_addr"]})
         pay_ready = self.pack.step(po["m_payload__tvalid"], po["m_payload__tdata"],
                                    po["m_payload__tkeep"], po["m_payload__tlast"],
@@ -229,8 +245,18 @@ class EngineRxModel:
             "m_meta__ready": g("m_peer_ack__ready", 0) if to_ack else rx_out["s_meta__ready"],
             "m_payload__tready": pay_ready, "m_bypass__tready": g("m_bypass__tready", 0),
             "reg_addr": ro["parser_reg_addr"]})
+        place_valid = int(bool(rx_out["m_place__valid"] and not hold))
+        if at is not None:
+            # MR-ENG-160..163: the item, the placement handshakes, the merged responses' ready
+            rsp_ready = g("m_rsp__ready", 0) if self.responses else 1
+            at.step({"s_atom__valid": rx_out["m_atom__valid"], "s_atom__payload": rx_out["m_atom__payload"],
+                     "m_rsp__ready": int(bool(rsp_ready and not (self.responses and rx_out["m_rsp__valid"]))),
+                     "result_base": g("atom_base", 0), "place_busy": rx_out["m_place__valid"],
+                     "place_taken": int(bool(place_valid and do["s_place__ready"])),
+                     "place_done": int(bool(do["m_done__valid"] and g("m_done__ready", 0))),
+                     **{"m_axi__" + n: g("m_axi_at__" + n, 0) for n in ATOM_AXI_IN}})
         self.dma.step({
-            "s_place__payload": rx_out["m_place__payload"], "s_place__valid": rx_out["m_place__valid"],
+            "s_place__payload": rx_out["m_place__payload"], "s_place__valid": place_valid,
             "s_data__payload": rx_out["m_data__payload"], "s_data__valid": rx_out["m_data__valid"],
             "m_done__ready": g("m_done__ready", 0),
             **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
@@ -254,6 +280,11 @@ class EngineRxModel:
         if self.responses:
             out.update({"m_rsp__payload": rx_out["m_rsp__payload"], "m_rsp__valid": rx_out["m_rsp__valid"],
                         "eng_reg_addr": ro["eng_reg_addr"]})
+            if at is not None and not rx_out["m_rsp__valid"]:
+                # MR-ENG-160: the executor's items when the RX offers none
+                out.update({"m_rsp__payload": ao["m_rsp__payload"], "m_rsp__valid": ao["m_rsp__valid"]})
+        if at is not None:
+            out.update({"m_axi_at__" + n: ao["m_axi__" + n] for n in ATOM_AXI_OUT})
         if self.rd_rows:
             out["s_cfg_eng__ready"] = rx_out["s_cfg__ready"]
         return out
@@ -264,10 +295,10 @@ def engine_rx_model(width=512):
     return EngineRxModel(width)
 
 
-def engine_rx_model_256x4(width=512):
+def engine_rx_model_256x4(width=512, **kw):
     """The model of the small instance ``hdl.engine.engine_rx_256x4`` (``models.rx.SMALL``: 256 x
     4, 256 keys, 4 streams; 32 bursts outstanding)."""
-    return EngineRxModel(width, **RX_SMALL, outstanding=32)
+    return EngineRxModel(width, **RX_SMALL, outstanding=32, **kw)
 
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
@@ -382,11 +413,22 @@ class RspJoinModel(_AckFifo):
             self.ctr[k] = (self.ctr[k] + 1) & mask
 
 
-def rd_row_write(rx_lay, conn, stream, msg, base, length, wr_id):
+def _field_offset(layout, name):
+    """The bit offset of a top-level field of an Amaranth layout."""
+    for n, f in layout:
+        if n == name:
+            return f.offset
+    raise KeyError(name)
+
+
+def rd_row_write(rx_lay, conn, stream, msg, base, length, wr_id, op=OP_READ):
     """MR-ENG-148: the RX's configuration write (``s_cfg``, table 6, MR-RX-060/110) of a READ's
-    outstanding-read row: address ``(conn x 8 + stream) x rd_slots + msg mod rd_slots``."""
+    outstanding-read row: address ``(conn x 8 + stream) x rd_slots + msg mod rd_slots``;
+    MR-ENG-168: an atomic's (``op`` the work request's) with the row's ``op`` (MR-RX-159)."""
     addr = (((conn << records.STREAM_BITS) | stream) << rx_lay.rd_bits) | (msg & (rx_lay.rd_slots - 1))
-    row = pack(rx_lay.rd, {"valid": 1, "msg": msg, "base": base, "length": length, "wr_id": wr_id})
+    rop = {OP_CMP_SWAP: RD_OP_CMP_SWAP, OP_FETCH_ADD: RD_OP_FETCH_ADD}.get(op, RD_OP_READ)
+    row = pack(rx_lay.rd, {"valid": 1, "msg": msg, "base": base, "length": length, "wr_id": wr_id,
+                           "op": rop})
     return pack(rx_lay.cfg, {"table": TABLE_READ, "addr": addr, "data": row})
 
 
@@ -425,10 +467,12 @@ class RdRowsModel:
     def out(self):
         return int(self.pend is not None), self.pend or 0
 
-    def step(self, rd_valid, rd, rd_ready, cfg_ready, cqe_take, cqe, tx_cqe_take, tx_cqe, free=None):
+    def step(self, rd_valid, rd, rd_ready, cfg_ready, cqe_take, cqe, tx_cqe_take, tx_cqe, op=OP_READ,
+             free=None):
         """One clock: the scheduler's ``m_rd`` (packed) and the ready given it, the RX's
         ``s_cfg_eng.ready``, the RX's ``m_cqe`` and the TX half's ``m_cqe`` records taken;
-        with ``join`` (MR-ENG-203) instead of the records the row ``free`` the join frees."""
+        ``op`` the work request's on ``s_wr`` (MR-ENG-168); with ``join`` (MR-ENG-203) instead
+        of the records the row ``free`` the join frees."""
         if self.pend is not None:
             self.pend_max = max(self.pend_max, self.pend_wait)
             self.pend_wait = 0 if cfg_ready else self.pend_wait + 1
@@ -440,7 +484,7 @@ class RdRowsModel:
             r = unpack(self.rd_lay, rd)
             self.busy[self.index(r["conn"], r["stream"], r["msg"])] = (r["msg"], r["wr_id"])
             self.pend = rd_row_write(self.rx_lay, r["conn"], r["stream"], r["msg"], r["laddr"],
-                                     r["length"], r["wr_id"])
+                                     r["length"], r["wr_id"], op)
             self.writes += 1
         if self.join:
             if free is not None:
@@ -448,13 +492,13 @@ class RdRowsModel:
             return
         if cqe_take:
             c = unpack(self.cqe_lay, cqe)
-            if c["opcode"] == WC_RDMA_READ and c["stream"] < self.streams:
+            if c["opcode"] in (WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD) and c["stream"] < self.streams:
                 k = self.index(c["conn"], c["stream"], c["msg"])
                 if self.busy.get(k, (None,))[0] == c["msg"]:
                     del self.busy[k]
         if tx_cqe_take:
             c = unpack(self.tx_cqe_lay, tx_cqe)
-            if c["op"] == OP_READ and c["status"] and c["stream"] < self.streams:
+            if c["op"] in (OP_READ, OP_CMP_SWAP, OP_FETCH_ADD) and c["status"] and c["stream"] < self.streams:
                 for j in range(self.slots):
                     k = (c["conn"] * self.streams + c["stream"]) * self.slots + j
                     if self.busy.get(k, (None, None))[1] == c["wr_id"]:
@@ -466,9 +510,9 @@ class RdRowsModel:
 #: MR-ENG-199: slots of each stream's queue of the completion join, and the bound of the work
 #: requests of a stream taken and not yet completed to the host (``s_wr`` held at it)
 CQ_DEPTH = 8
-#: MR-ENG-198: the work requests whose completion is the RX's record (a READ; the atomics join
-#: the same way once the TX half offers them on ``m_rd``, MR-ENG-211)
-CQ_RD_OPS = (OP_READ,)
+#: MR-ENG-198: the work requests whose completion is the RX's record: a READ, and the atomics
+#: (MR-ENG-211), which the TX half offers on ``m_rd`` as READs (MR-TXS-141)
+CQ_RD_OPS = (OP_READ, OP_CMP_SWAP, OP_FETCH_ADD)
 #: MR-ENG-197: the RX's requester records (MR-RX-112/159), taken by the join, not the host
 CQ_RX_OPCODES = (WC_RDMA_READ, WC_COMP_SWAP, WC_FETCH_ADD)
 #: MR-ENG-200: the statuses of a work request the TX half refused (MR-TXS-011: no ring entry,
@@ -680,7 +724,7 @@ class EngineModel:
         self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True, rd_rows=True)
+                                responses=True, rd_rows=True, atomics=True)
         streams = kw.pop("streams")
         self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True, **kw)
         lay = self.tx.lay
@@ -694,6 +738,7 @@ class EngineModel:
         self.cq = (CqJoinModel(conns, streams, self.rx.lay.rd_slots, lay.sched.cqe, self.rx.lay.cqe,
                                lay.sched.rd, lay.sched.wr) if cq_join else None)
         self.wr_q = _AckFifo(WR_FIFO_DEPTH)     # MR-ENG-155
+        self.wr_op_at = _field_offset(lay.sched.wr, "op")
         self.ack_out = AckOutModel(conns, self.rx.lay.ack, lay.cfg)
         self.ack_fb = FrameBuilderModel(width)
         self.arb = MacTxArbModel()
@@ -779,6 +824,7 @@ class EngineModel:
                      rx_out["s_cfg_eng__ready"],
                      rx_out["m_cqe__valid"] and g("m_cqe__ready", 0), rx_out["m_cqe__payload"],
                      tx_out["m_cqe__valid"] and g("m_tx_cqe__ready", 0), tx_out["m_cqe__payload"],
+                     (wr_head >> self.wr_op_at) & 7,       # MR-ENG-168: s_wr's op
                      free=self.cq.free if self.cq_join else None)
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])

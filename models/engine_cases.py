@@ -52,6 +52,25 @@ class Run:
     cases: list
     bypass: list
     traffic: rc.Traffic
+    #: MR-ENG-161: the executor's result area's base in the host window (None: no executor)
+    result_base: int | None = None
+
+
+def with_result_area(run: Run):
+    """MR-ENG-161, MR-ENG-167: the run's host window grown by the executor's result area (after
+    the key regions, 4 KiB aligned); returns the run with ``result_base`` set."""
+    from .atomic import result_area_bytes
+    # MR-ENG-159: the regions' host bases 8-byte aligned (an atomic's host address must be)
+    s = run.setup
+    for k in s.keys:
+        k.base &= ~7
+    rows = {k.rkey & (s.lay.keys - 1): s.key_write(k) for k in s.keys}
+    s.writes = [rows[w.addr] if w.table == TABLE_KEY else w for w in s.writes]
+    base = run.lay.base
+    rbase = base + ((run.lay.size + 4095) & ~4095)
+    run.lay = Layout(rbase - base + result_area_bytes(run.setup.lay.conns))
+    run.result_base = rbase
+    return run
 
 
 def bypass_frames(rng, n):
@@ -104,11 +123,14 @@ def engine_traffic(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"],
     return Run(s, lay, frames, cases, bypass, tr)
 
 
-def atomic_traffic(nbytes, seed):
+def atomic_traffic(nbytes, seed, *, executor=False):
     """MR-ENG-156: the endpoint's writes with atomic requests among them (5 % loss); returns the
     run and how many of its frames are atomic requests (MR_CMP_SWAP, MR_FETCH_ADD: the BTH
-    opcode after the Ethernet, IPv4 and UDP headers)."""
+    opcode after the Ethernet, IPv4 and UDP headers). ``executor`` (MR-ENG-167): the host
+    window grown by the executor's result area (:func:`with_result_area`)."""
     run = engine_traffic(nbytes=nbytes, seed=seed, loss=0.05, n_writes=12, atomic_reqs=0.5)
+    if executor:
+        with_result_area(run)
     return run, sum(1 for c in run.cases if c.frame[42] in (0xC8, 0xC9))
 
 
@@ -319,6 +341,7 @@ class Phases:
         self.cycles = 0
         self.setup_cycles = None        # cycles of the setup phase, once it is done
         self.mem = traffic.mem
+        self.amem = getattr(self, "amem", None)     # MR-ENG-167: the executor's slave, if any
 
     @property
     def finished(self):
@@ -330,15 +353,21 @@ class Phases:
     def inputs(self):
         d = self.phases[self.i]
         if self._is_traffic(d):
-            return d.inputs()
-        inp = d.inputs()
-        del inp["m_cfg__ready"], inp["reg_data"]
-        inp.update(self.IDLE)
-        self.mem.inputs(inp, self._last.cycle)
+            inp = d.inputs()
+        else:
+            inp = d.inputs()
+            del inp["m_cfg__ready"], inp["reg_data"]
+            inp.update(self.IDLE)
+            self.mem.inputs(inp, self._last.cycle)
+        if self.amem is not None:
+            inp["atom_base"] = self.atom_base
+            self.amem.inputs(inp, self.cycles)
         return inp
 
     def observe(self, inp, out):
         d = self.phases[self.i]
+        if self.amem is not None:
+            self.amem.observe(inp, out, self.cycles)
         self.cycles += 1
         if self._is_traffic(d):
             self._last = d
@@ -364,6 +393,7 @@ class Driver(Phases):
 
     def __init__(self, width, run: Run, *, seed=0, p_idle=0.2, p_bp=0.3, latency=LATENCY):
         self.run = run
+        self.amem = None
         self.rmap = register_map(run.setup.lay)
         rng = random.Random(seed)
         rows = [w for cw in run.setup.writes
@@ -392,6 +422,11 @@ class Driver(Phases):
                     rgc.Driver(rgc.counter_items(("rx", "parser")), seed=seed + 2, p_idle=p_idle,
                                p_bp=p_bp), more)
         self.res = self.traffic.res
+        if run.result_base is not None:
+            # MR-ENG-167: the executor's AXI4 slave over the same host memory
+            from .atomic_cases import AtomSlave
+            self.amem = AtomSlave([self.mem], width, random.Random(seed + 31), p_bp=p_bp, latency=latency)
+            self.atom_base = run.result_base
 
     @property
     def rx_counters(self):
@@ -453,6 +488,11 @@ def check(run: Run, drv: Driver, *, executed=True):
     for k in s.keys:
         off = k.base - run.lay.base
         rest[off:off + k.length] = bytes(k.length)
+    rows_equal = None
+    if run.result_base is not None:
+        rows_equal = check_result_rows(run, drv.mem.image)
+        off = run.result_base - run.lay.base
+        rest[off:] = bytes(len(rest) - off)
     assert not any(rest), "bytes written outside the key regions"
     done = [dunpack(_done_layout(lay), d) for d in res["done"]]
     places = [rc.unpack(lay.place, p) for p in exp["place"]]
@@ -468,9 +508,24 @@ def check(run: Run, drv: Driver, *, executed=True):
     return {"frames": len(run.frames), "requests": len(res["ack"]), "placements": len(places),
             "placed_bytes": sum(p["length"] for p in places), "acks_equal": acks_equal,
             "cqes": len(res["cqe"]), "cqes_equal": cqes_equal,
-            "memory_equal": memory_equal,
+            "memory_equal": memory_equal, "rows_equal": rows_equal,
             "outcomes": {c.name: sum(1 for o in exp["outcomes"] if o.code == c) for c in rc.RxCode},
             "traffic": tr.stats}
+
+
+def check_result_rows(run: Run, image):
+    """MR-ENG-161, MR-ENG-167: every result row holds the original value of the last atomic the
+    receiving endpoint executed on that row (``Traffic.atoms``, MR-RX-157), the value the
+    endpoint's response carried. Returns the number of rows checked."""
+    from .atomic import result_row
+    want = {}
+    for conn, stream, msg, laddr, cas, err, operands, orig in run.traffic.atoms:
+        if not err:
+            want[result_row(run.result_base, conn, stream, msg)] = bytes(orig)
+    base = run.lay.base
+    got = {a: bytes(image[a - base:a - base + 8]) for a in want}
+    assert got == want, "a result row does not hold the original value the endpoint answered"
+    return len(want)
 
 
 def _done_layout(lay):
@@ -478,10 +533,14 @@ def _done_layout(lay):
     return done_layout(lay.conns)
 
 
-def run_model(width, run: Run, *, seed=0, executed=True, **kw):
-    """:class:`EngineRxModel` alone through the :class:`Driver`, then :func:`check`."""
+def run_model(width, run: Run, *, seed=0, executed=True, model_cls=None, **kw):
+    """:class:`EngineRxModel` alone through the :class:`Driver`, then :func:`check`; with the
+    executor (MR-ENG-158) when the run has a result area."""
     lay = run.setup.lay
-    model = EngineRxModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, outstanding=32)
+    model = EngineRxModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, outstanding=32,
+                          atomics=run.result_base is not None)
+    if model_cls is not None and model.atom is not None:       # a negative control's executor
+        model.atom = model_cls(width, model.lay.atom, model.lay.rsp)
     drv = Driver(width, run, seed=seed, **kw)
     run_alone(model, drv)
     return drv, check(run, drv, executed=executed)

@@ -800,7 +800,8 @@ class TxSchedCycleModel:
         acted on in this cycle (on registers and the port only)."""
         sem = self.sem
         f = unpack(self.lay.wr, payload)
-        if not self.rd_rows or not is_read(f["op"]) or sem.wr_status(f):
+        # MR-TXS-141: an atomic's row too (its response is a READ response of the row)
+        if not self.rd_rows or not (is_read(f["op"]) or is_atomic(f["op"])) or sem.wr_status(f):
             return None
         q = sem.q[sem.qi(f["conn"], f["stream"])]
         w = self.wq

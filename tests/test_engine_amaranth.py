@@ -175,16 +175,17 @@ def test_engine_every_counter_amaranth():
 
 
 def test_engine_atomics_never_hold_the_rx_amaranth():
-    """MR-ENG-156: atomic requests among the endpoint's writes through the joined RTL in lockstep
-    with the composed model: the atomic items are taken and discarded (no executor yet), the RX
-    never stops; requests, completions and placements are the endpoint's, the host memory the
-    placements' image (held items stop the RX: ``test_engine_model_atomics_never_hold_the_rx``)."""
-    run, n_atomic = ec.atomic_traffic(4096, 3)
+    """MR-ENG-158..167: atomic requests among the endpoint's writes through the joined RTL with
+    the atomic executor (``EngineRx(atomics=True)``) in lockstep with the composed model: 0
+    mismatches; requests, completions and placements are the endpoint's, the host memory the
+    receiving endpoint's after its atomics, every result row the original value it answered."""
+    run, n_atomic = ec.atomic_traffic(4096, 3, executor=True)
     assert n_atomic >= 3
-    dut = engine_rx_256x4(64)
-    model = engine_rx_model_256x4(64)
+    dut = engine_rx_256x4(64, atomics=True)
+    model = engine_rx_model_256x4(64, atomics=True)
     drv = ec.Driver(64, run, seed=3, p_idle=0.2, p_bp=0.3)
     core = run_amaranth(dut, model, drv, busy=model.busy)
     assert core.mismatches == 0
-    summary = ec.check(run, drv, executed=False)
+    summary = ec.check(run, drv)
     assert summary["acks_equal"] and summary["cqes_equal"] and summary["memory_equal"]
+    assert summary["rows_equal"] >= 2 and model.atom.executed >= 2

@@ -279,18 +279,17 @@ def test_cq_join_negative_controls():
 def test_cq_join_model_atomics():
     """MR-ENG-207: the atomics joined as READs (``rd_ops`` with CMP_SWAP and FETCH_ADD, their
     RX records COMP_SWAP / FETCH_ADD, MR-RX-159): on the random halves with atomics among the
-    READs, every work request once, each stream's in posting order with its joined status; the
-    model only (the TX half offers no atomic on ``m_rd`` yet, so the engine writes no atomic's
-    row)."""
+    READs, every work request once, each stream's in posting order with its joined status (the
+    engine's ``CQ_RD_OPS``, the TX half offering the atomics on ``m_rd``, MR-TXS-141)."""
     lay, rx_cqe = _lays()
     model = _CqJoinPorts(lay, rx_cqe, rd_ops=(OP_READ, OP_CMP_SWAP, OP_FETCH_ADD))
     drv = _HalvesDriver(lay, rx_cqe, seed=4, n_wrs=300, p_ready=0.3, atomics=True)
     _run_model(model, drv)
     assert dict(drv.got) == dict(drv.want) and sorted(drv.refused_got) == sorted(drv.refused_want)
     assert model.j.joined > 30
-    # negative control: the same traffic with the engine's rd_ops (READ only) is joined wrong
-    # (the atomics' records wait for nothing and leave the READ rows' order behind)
-    model = _CqJoinPorts(lay, rx_cqe)
+    # negative control: the same traffic with rd_ops READ only is joined wrong (the atomics'
+    # records wait for nothing and leave the READ rows' order behind)
+    model = _CqJoinPorts(lay, rx_cqe, rd_ops=(OP_READ,))
     drv = _HalvesDriver(lay, rx_cqe, seed=4, n_wrs=300, p_ready=0.3, atomics=True)
     _run_model(model, drv)
     assert dict(drv.got) != dict(drv.want)

@@ -129,12 +129,22 @@ def test_engine_model_every_counter_through_axil():
 
 
 def test_engine_model_atomics_never_hold_the_rx():
-    """MR-ENG-156, MR-RX-162: atomic requests among the writes (the endpoint's traffic, 5 % loss):
-    the receive half takes and discards their items (no executor yet), so the RX never stops:
-    every ACK/NAK request, completion and placement is the RX model's and the endpoint's, and
-    the host memory is the placements' image (the endpoint executed the atomics; the engine
-    did not)."""
-    run, n_atomic = ec.atomic_traffic(8192, 3)
-    drv, summary = ec.run_model(64, run, seed=3, p_bp=0.3, executed=False)
+    """MR-ENG-156 (superseded by MR-ENG-158), MR-ENG-167, MR-RX-162: atomic requests among the
+    writes (the endpoint's traffic, 5 % loss) executed by the receive half's atomic executor:
+    the RX never stops (every ACK/NAK request, completion and placement is the RX model's and
+    the endpoint's), the host memory equals the receiving endpoint's (its atomics executed, once
+    each, in their place among the writes) and every result row holds the original value the
+    endpoint's response carried (MR-ENG-161)."""
+    run, n_atomic = ec.atomic_traffic(8192, 3, executor=True)
+    drv, summary = ec.run_model(64, run, seed=3, p_bp=0.3)
     assert summary["acks_equal"] and summary["cqes_equal"] and summary["memory_equal"]
-    assert summary["placements"] > 0 and n_atomic >= 3, n_atomic
+    assert summary["rows_equal"] >= 3 and summary["placements"] > 0 and n_atomic >= 3, n_atomic
+
+
+def test_engine_model_atomics_negative_control():
+    """MR-ENG-167: the same run with an executor that answers a value read after its write (as
+    one re-executing on a resend would, MR-VERB-012) fails the result rows' check."""
+    from metaroce.models.atomic_cases import Reexecute
+    run, _ = ec.atomic_traffic(8192, 3, executor=True)
+    with pytest.raises(AssertionError, match="result row"):
+        ec.run_model(64, run, seed=3, p_bp=0.3, model_cls=Reexecute)

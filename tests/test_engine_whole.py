@@ -664,3 +664,81 @@ def test_engine_endpoint_reads_rtl_lockstep(direction):
     r = run_rtl(cfg, lockstep=True, direction="endpoint", endpoint_direction=direction)
     assert r["ok"] and r["mismatches"] == 0 and r["engine"]["reads_completed"] >= 1
     _assert_reference_completions(cfg, r, "endpoint", direction)
+
+
+# ------------------------------------------------------------------ atomics (MR-ENG-158..169)
+
+def _atomic_loopback_model(n, seed, loss, model_cls=None):
+    from metaroce.models.cosim import run_loop
+    drv, s, plan, _ = ce.loopback_run(64, 64, seed=seed, loss=loss, verb="atomic", n_writes=n)
+    m = EngineModel(64)
+    if model_cls is not None:
+        m.rx.atom = model_cls(64, m.rx.lay.atom, m.rx.lay.rsp)
+    run_loop(drv, m, m.busy)
+    return drv, plan, m
+
+
+def test_engine_model_loopback_atomics():
+    """MR-ENG-158..169, MR-TXS-141, MR-RX-159 on the model: the engine posts 16 atomics
+    (CMP_SWAP and FETCH_ADD, 4 streams, each stream's on one target) to itself over the
+    loopback at 15 % loss: its receive half delivers each request once, the executor reads,
+    modifies and writes the target and keeps the original value in its result row, the TX half
+    answers from the row (resending until acknowledged), the requester's RX places the 8 bytes
+    against the row the engine wrote at intake (op CMP_SWAP / FETCH_ADD) and completes them:
+    every original value and final target value is the sequential oracle's, one execution per
+    atomic whatever the losses."""
+    drv, plan, m = _atomic_loopback_model(16, 2, 0.15)
+    r = ce.check_atomics(drv, plan)
+    assert r["atomics"] == r["executions"] == m.rx.atom.executed == 16 and r["lost"] > 0
+
+
+def test_engine_model_loopback_atomics_negative_control():
+    """MR-ENG-169: an executor that executes an item twice (as one re-executing a resent
+    request) fails the run's check."""
+    drv, plan, m = _atomic_loopback_model(6, 2, 0.0, model_cls=__import__(
+        "metaroce.models.atomic_cases", fromlist=["Twice"]).Twice)
+    with pytest.raises(AssertionError):
+        ce.check_atomics(drv, plan)
+
+
+@pytest.mark.slow
+def test_engine_lockstep_amaranth_atomics():
+    """MR-ENG-158..169 on the RTL (Amaranth simulator): the engine's atomics to itself over the
+    loopback (6 atomics, 10 % loss) in lockstep with EngineModel, every output every cycle,
+    backpressure on every output and random AXI latencies (the executor's master among them):
+    0 mismatches, and the run's check (original values, final targets, one execution each)."""
+    from metaroce.hdl.engine import Engine
+    from metaroce.tb.lockstep import run_amaranth
+    drv, s, plan, _ = ce.loopback_run(64, 64, seed=3, loss=0.1, verb="atomic", n_writes=6)
+    model = EngineModel(64)
+    core = run_amaranth(Engine(64), model, drv, busy=model.active)
+    assert core.mismatches == 0
+    r = ce.check_atomics(drv, plan)
+    assert r["executions"] == 6
+
+
+@pytest.mark.slow
+def test_engine_endpoint_atomics_model():
+    """MR-ENG-170 (interop): the reference endpoint posts 12 atomics (CMP_SWAP and FETCH_ADD,
+    each stream's on one target of the engine's memory) among its WRITEs to the engine
+    (``EngineModel``) over the fabric at 30 % loss and 10 % duplication: every atomic completes at the endpoint with
+    the original value the sequential oracle gives, the engine's targets end at the oracle's
+    final values, and the engine executed each atomic once although the endpoint resent
+    frames (MR-VERB-012); the WRITEs land as before."""
+    from metaroce.models import cosim, cosim_tx
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 4096, "loss": 0.3, "dup": 0.1,
+                          "seed": 3})
+    r, a = ce.run_endpoint_atomics_model(cfg, 12)
+    assert r["ok"] and r["sha256_match"] and r["endpoint"]["retransmitted"] > 0
+    assert r["fabric"]["duplicated"] > 0
+    assert a["ok"] and a["executions"] == a["atomics"] == 12
+
+
+def test_engine_endpoint_atomics_negative_control():
+    """MR-ENG-170: the same run with an executor that executes an item twice (as one
+    re-executing a resent request) does not pass: wrong originals or targets, 2 executions each."""
+    from metaroce.models import cosim, cosim_tx
+    from metaroce.models.atomic_cases import Twice
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 1024, "loss": 0.0, "seed": 3})
+    r, a = ce.run_endpoint_atomics_model(cfg, 4, model_cls=Twice)
+    assert not a["ok"] and a["executions"] == 8

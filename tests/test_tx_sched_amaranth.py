@@ -860,7 +860,7 @@ def test_path_state_wrong_forms_fail(wrong):
 
 
 def test_lockstep_rd_rows():
-    """MR-TXS-106/107: ``rd_rows=True`` (the whole engine's scheduler): random work requests with
+    """MR-TXS-106/107, MR-TXS-141: ``rd_rows=True`` (the whole engine's scheduler): random work requests with
     READs (a third of the good ones), random ``m_rd.ready`` (a READ whose row is not free waits
     at ``s_wr``), lossy delivery, idle cycles and backpressure: the RTL and the model in
     lockstep on every port, ``m_rd`` included (its payload every cycle), 0 mismatches; every
@@ -887,8 +887,11 @@ def test_lockstep_rd_rows():
                         extra_inputs=lambda: {"m_rd__ready": int(rng.random() < 0.5)})
     assert core.mismatches == 0
     tc.check(TxSchedModel(**SMALL), items, drv.res)
-    reads = [w for w in items if w["op"] == 4 and w["stream"] < SMALL["streams"]]
+    # MR-TXS-141: the atomics of a good length are offered too (their rows, hw-engine.md MR-ENG-168)
+    reads = [w for w in items if (w["op"] == 4 or (w["op"] in (5, 6) and w["length"] == 8))
+             and w["stream"] < SMALL["streams"]]
     assert held[0] > 0 and len(offered) == len(reads) > 5
+    assert any(w["op"] in (5, 6) for w in reads)
     sent = {(f["conn"], f["mrdh_stream"], f["mrdh_msg"]) for f in drv.res["frames"]
-            if f["bth_opcode"] == 0xC6}
+            if f["bth_opcode"] in (0xC6, 0xC8, 0xC9)}
     assert {(o["conn"], o["stream"], o["msg"]) for o in offered} == sent
