@@ -721,20 +721,14 @@ def _record(c, conn):
     engine's ``m_ack`` layout, for the retransmit unit's semantics); MR-TXS-093: ``("expire",
     {path, now, kind})`` per expiry of a path's tail-loss timer (``kind`` "probe", "timeout",
     "xpath" for a silent-path verdict, MR-REL-009, or None when nothing was due) and
-    ``("probe", frame)`` per tail probe it sends (MR-REL-010, after its expiry). MR-TX-206: an
-    ACK's record carries the time it was processed (``now``) and ``events.t_sent`` maps each
-    data frame's index in ``events`` to its send time (the retransmit unit's ages and RTT
-    samples)."""
-    events = _Events()
+    ``("probe", frame)`` per tail probe it sends (MR-REL-010, after its expiry)."""
+    events = []
     orig_frame, orig_ack = c._frame, c._on_ack
     orig_timeout, orig_probe_send = c._on_timeout, c._probe_send
     state = {"probing": False}
 
     def frame(*args):
         f = orig_frame(*args)
-        if not state["probing"]:
-            p, psn = args[4], args[5]
-            events.t_sent[len(events)] = p.ring[psn & (P.SEND_WINDOW - 1)].t & P.TIME_MASK
         events.append(("probe" if state["probing"] else "frame", f))
         return f
 
@@ -761,20 +755,12 @@ def _record(c, conn):
     def on_ack(ack, now, bth_psn=0):
         events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
                                "reason": 0, "cum": ack.cum_psn, "sack": ack.sack, "ce_count": 0,
-                               "ece": 0, "sport": 0, "now": int(now) & P.TIME_MASK}))
+                               "ece": 0, "sport": 0}))
         return orig_ack(ack, now, bth_psn)
 
     c._frame, c._on_ack = frame, on_ack
     c._on_timeout, c._probe_send = on_timeout, probe_send
     return events
-
-
-class _Events(list):
-    """:func:`_record`'s events, with ``t_sent``: event index -> a data frame's send time."""
-
-    def __init__(self):
-        super().__init__()
-        self.t_sent = {}
 
 
 class Diverged(AssertionError):
@@ -787,15 +773,14 @@ class Diverged(AssertionError):
         self.kind, self.timeouts = kind, timeouts
 
 
-def _replay(sem, events, ep, collect=False, ages=True):
+def _replay(sem, events, ep, collect=False):
     """MR-TXS-051, MR-TXS-071: the endpoint ``ep``'s recorded ``events`` given to the scheduler
     ``sem`` in order: an ACK through the retransmit unit's semantics to reports, a READ
     response (``"rsp"``) to ``s_rsp``'s item, and at each frame the scheduler's next packet,
     whose descriptor fields must be the frame's. ``(frame requests, frames, completions)``,
     the completions taken after each ACK when ``collect``."""
     from .tx_sched import rsp_item
-    # MR-TX-206: the unit's health and ECN ages (MR-TX-203/204) on its own RTT samples
-    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14, ages=ages, samples=True)
+    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
     requests, frames, done = [], [], []
     probe = None                # MR-TXS-093: the frame request of the unit's last tail probe
     timeouts = 0
@@ -805,13 +790,12 @@ def _replay(sem, events, ep, collect=False, ages=True):
             sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
                         "abort": d.abort}, lost=d.kind == "resend")
 
-    t_sent = getattr(events, "t_sent", {})
-    for k, (kind, ev) in enumerate(events):
+    for kind, ev in events:
         if kind == "rsp":
             assert sem.wr(rsp_item(ev, sem.streams)) is None
             continue
         if kind == "ack":
-            report(rtx.ack(ev, ev.get("now", 0)))
+            report(rtx.ack(ev))
             while collect and (qi := sem.completion()) is not None:
                 done.append(sem.complete(qi))
             continue
@@ -825,8 +809,8 @@ def _replay(sem, events, ep, collect=False, ages=True):
             st = rtx.state(rtx.row(conn, ev["path"]))
             assert st["timer_on"], f"expiry {ev}: the unit's timer is not running"
             if ev["kind"] == "xpath":
-                v = rtx.verdict_now(conn, ev["path"], ev["now"])
-                res = ("timeout",) + rtx.timeout(conn, ev["path"], ev["now"]) + (v,)
+                v = rtx.verdict_now(conn, ev["path"])
+                res = ("timeout",) + rtx.timeout(conn, ev["path"]) + (v,)
             else:
                 res = rtx.expire(conn, ev["path"], ev["now"])
             if res[0] != ev["kind"]:
@@ -859,8 +843,6 @@ def _replay(sem, events, ep, collect=False, ages=True):
         diff = compare_frame(ours, ev)
         if diff:
             raise Diverged(f"frame {len(frames)}: {diff} ({dict(ep.stats)})", "frame", timeouts)
-        if k in t_sent:
-            sent = dict(sent, t_sent=t_sent[k])     # MR-TX-206: the endpoint's send time
         assert rtx.sent(sent)
         requests.append(ours)
         frames.append(ev)
@@ -868,8 +850,7 @@ def _replay(sem, events, ep, collect=False, ages=True):
 
 
 def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopback=True,
-                     drop_until=60e-6, depth=4, conn=1, conns=2, ack_loss=0.0, unit_ages=True,
-                     **ep_kw):
+                     drop_until=60e-6, depth=4, conn=1, conns=2, ack_loss=0.0, **ep_kw):
     """MR-TXS-051: the reference endpoint's sender and :class:`TxSchedModel` on the same writes.
 
     Without ``loopback`` the endpoint's frames are drawn until it blocks (no ACK comes back: the
@@ -918,7 +899,7 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
                 break
             t += 1e-9
 
-    requests, frames, _ = _replay(sem, events, a, ages=unit_ages)
+    requests, frames, _ = _replay(sem, events, a)
     n_frames = len(frames)
     n_retx = sum(1 for q in requests if q["mrdh_flags"] & MrdhFlag.RETX)
     n_probes = sum(1 for k, _ in events if k == "probe")
