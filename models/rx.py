@@ -137,6 +137,9 @@ CAP_COUNT_BITS = 6
 
 #: MR-RX-060: configuration tables (``s_cfg`` ``table`` field).
 TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH, TABLE_MSG, TABLE_RECV, TABLE_READ = 0, 1, 2, 3, 4, 5, 6
+#: MR-RX-173 (RxModel with ``max_rd_atomic`` only, no RTL yet): a responder resource of
+#: connection ``addr`` freed (the TX half's ``m_rsp_done``: a response acknowledged in full)
+TABLE_RSP_FREE = 7
 
 #: MR-RX-110: outstanding-read rows per (connection, stream): READ ``msg`` lives in row
 #: ``msg mod rd_slots``.
@@ -431,8 +434,11 @@ class RxModel:
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
-                 slot_nak=False):
+                 slot_nak=False, max_rd_atomic=None):
         self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
+        # MR-RX-173: responder resources per connection (MR-VERB-005); None: not bounded
+        self.max_rd_atomic = max_rd_atomic
+        self.rsp_used = {}
         # MR-RX-167: the message-slot verdict before the sequence state (NAKed); off: refused
         # after it, in the message stage (MR-RX-083)
         self.slot_nak = slot_nak
@@ -460,6 +466,10 @@ class RxModel:
             self.key[addr & (lay.keys - 1)] = unpack(lay.key, value)
         elif table == TABLE_PATH:
             self.path[addr & (lay.conns * lay.paths - 1)] = unpack(lay.path, value)
+        elif table == TABLE_RSP_FREE:
+            # MR-RX-173: a response acknowledged in full frees its connection's resource
+            ci = addr & (lay.conns - 1)
+            self.rsp_used[ci] = max(0, self.rsp_used.get(ci, 0) - 1)
         elif table in (TABLE_MSG, TABLE_RECV, TABLE_READ) and not self._stream_held(table, addr):
             pass        # MR-RX-060: a per-stream row of a stream beyond the instance's streams
         elif table == TABLE_MSG:
@@ -654,6 +664,11 @@ class RxModel:
             if v is not None:
                 return Outcome(v, ack=self._nak(st, NAK_OF[v]), steer=0 if st.steer else None,
                                msg=MsgCode.REFUSED)
+        if self.max_rd_atomic is not None and self._takes_resource(st) and (
+                self.rsp_used.get(st.conn, 0) >= self.max_rd_atomic):
+            # MR-RX-173 (MR-VERB-005): a new READ or atomic request beyond the connection's
+            # resources is NAKed RNR before the sequence state; the requester resends it
+            return Outcome(RxCode.RNR, ack=self._nak(st, NakReason.RNR), steer=0 if st.steer else None)
         if st.late is not None:
             # MR-RX-102: RNR or a receive too short, for a new PSN: NAKed, the row unchanged
             return Outcome(st.late, ack=self._nak(st, NAK_OF[st.late]), steer=0 if st.steer else None)
@@ -729,6 +744,18 @@ class RxModel:
         r = P.msg_slot_verdict(st.msg, nxt, n, held)
         return None if r is None else (RxCode.MSG_SLOTS if r == NakReason.INVALID_REQUEST else RxCode.LENGTH)
 
+    def _takes_resource(self, st):
+        """MR-RX-173: a READ or atomic request (a message-table record, kind bit 2) whose message
+        is neither delivered nor open: it would take a fresh slot and a responder resource."""
+        if st.rd_row is not None or not st.kind & KIND_READ:
+            return False
+        row = self.msgs.get(st.msg_row)
+        nxt = 0 if row is None else row["next"]
+        d = (st.msg - nxt) & 0xFFFFFFFF
+        if P.seq_lt32(st.msg, nxt) or d >= self.lay.msg_slots:
+            return False
+        return row is None or row["slots"][st.msg % self.lay.msg_slots] is None
+
     def message(self, st):
         """An accepted chunk in its message: its slot, the chunk ring, the placed bytes, and
         the completion records of the messages it lets the stream deliver, in message order
@@ -748,6 +775,8 @@ class RxModel:
         k = st.msg % n
         slot = row["slots"][k]
         if slot is None:
+            if self.max_rd_atomic is not None and st.kind & KIND_READ:
+                self.rsp_used[st.conn] = self.rsp_used.get(st.conn, 0) + 1     # MR-RX-173
             slot = {"done": 0, "kind": st.kind, "err": st.err, "msg_len": st.msg_len, "placed": 0,
                     "imm": st.imm, "wr_id": st.wr_id, "ring": [0] * lay.chunk_ring}
         elif slot["msg_len"] != st.msg_len or slot["kind"] != st.kind:

@@ -24,7 +24,7 @@ from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
-                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_WC, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
+                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, TABLE_RSP_FREE, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_WC, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
                  meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
 
@@ -541,6 +541,39 @@ def slot_cases(s: Setup, *, conn=0, stream=0):
     out.append(w(base + 1, offset=mtu, plen=8, msg_len=mtu + 8, name="close"))
     out.append(w(base + n + 1, plen=8, name="within"))
     c.msg[stream] = base + n + 2
+    return out
+
+
+def rsp_free(c: Conn, stream, msg):
+    """MR-RX-173: the TX half's free of the responder resource of request ``msg`` of
+    ``stream`` (its response acknowledged in full) as a configuration write of
+    ``TABLE_RSP_FREE`` (the RX model reads the connection; the endpoint the request)."""
+    from .rx import TABLE_RSP_FREE
+    return CfgWrite(TABLE_RSP_FREE, c.qp, (stream << 32) | (msg & 0xFFFFFFFF), f"free{c.qp}.{stream}.{msg}")
+
+
+def resource_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-173 (``RxModel(max_rd_atomic=1)``): READ and atomic requests beyond the
+    connection's responder resources: a READ executed at once holds the one resource; the next
+    request (a READ) is NAKed RNR and not accepted; a copy of the first (delivered) is a
+    duplicate chunk, no resource; after the free the second, resent with the same PSN, is
+    accepted; an atomic beyond it RNR until the second's free."""
+    c = s.conns[conn]
+    base = c.msg.get(stream, 0)
+    path = 0
+
+    def rq(m, **kw):
+        kw.setdefault("expect", RxCode.ACCEPTED)
+        kw.setdefault("name", f"res-rq{m - base}")
+        return read_request(s, c, m, path=path, stream=stream, length=8, **kw)
+    first = rq(base)
+    second = rq(base + 1, expect=RxCode.RNR)
+    atom = atomic_request(s, c, base + 2, path=path, stream=stream, expect=RxCode.RNR, name="res-at")
+    out = [first, second, rq(base, name="res-copy"), rsp_free(c, stream, base),
+           replace(second, expect=RxCode.ACCEPTED, name="res-rq1-resent"), atom,
+           rsp_free(c, stream, base + 1), replace(atom, expect=RxCode.ACCEPTED, name="res-at-resent"),
+           rsp_free(c, stream, base + 2)]
+    c.msg[stream] = base + 3
     return out
 
 
@@ -1169,11 +1202,11 @@ class Driver(CounterReadout):
         return f"({self.i}/{len(self.items)} items)"
 
 
-def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=False):
+def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=False, max_rd_atomic=None):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050).
-    ``slot_nak``: the model's MR-RX-167 switch."""
-    rx = RxModel(conns, paths, keys, streams=streams, slot_nak=slot_nak)
+    ``slot_nak``: the model's MR-RX-167 switch; ``max_rd_atomic``: MR-RX-173's bound."""
+    rx = RxModel(conns, paths, keys, streams=streams, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
     outs, acks, places, data, cqes, rsps, atoms = [], [], [], [], [], [], []
     opd = {}        # MR-RX-163: the operand table: row -> the captured payload
     for it in items:
@@ -1482,6 +1515,11 @@ def endpoint_reference(ep, s: Setup, cases, rsps=None, atoms=None):
     if rsps is not None or atoms is not None:
         got = record_responses(ep, {k.rkey: k.base for k in s.keys}, got_atoms)
     for c in cases:
+        if isinstance(c, CfgWrite) and c.table == TABLE_RSP_FREE:
+            # MR-RX-173: the response of (stream, msg) acknowledged in full (MR-VERB-005)
+            conn = ep._conns[c.addr]
+            conn._rsp_done(conn.rsp[(c.value >> 32, c.value & 0xFFFFFFFF)])
+            continue
         if isinstance(c, CfgWrite) and c.table == TABLE_RECV:
             qp, stream, lkey, off, length, wr_id = post_of(s, c)
             ep._conns[qp].post_recv(stream, lkey, off, length, wr_id)

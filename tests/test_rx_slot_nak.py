@@ -99,3 +99,26 @@ def test_slot_nak_off_by_default():
     off = rc.expected(s.writes + cases, *DIMS)
     assert any(o.code == RxCode.MSG_SLOTS for o in on["outcomes"])
     assert not any(o.code == RxCode.MSG_SLOTS for o in off["outcomes"])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_model_responder_resources_equal_endpoint(seed):
+    """MR-RX-173, MR-RX-174 (the packet model only): with ``max_rd_atomic`` 1, a READ request beyond the
+    connection's responder resources is NAKed RNR before the sequence state (its PSN resent
+    later is new), an atomic likewise, each accepted after the TX half's free of the resource
+    (``TABLE_RSP_FREE``); a copy of an executed request takes none. Outcomes, ACK/NAK stream,
+    response and atomic items equal the endpoint's with ``max_rd_atomic`` 1 (its frees by
+    ``_rsp_done``). Negative control: unbounded, the RX accepts what the endpoint RNRs."""
+    ep, s = rc.endpoint_setup(*DIMS, seed=seed, n_streams=1, max_rx_msgs=MSG_SLOTS, max_rd_atomic=1)
+    cases = rc.resource_cases(s) + rc.resource_cases(s, conn=1) + rc.resource_cases(s)
+    exp = rc.expected(s.writes + cases, *DIMS, slot_nak=True, max_rd_atomic=1)
+    for c, o in zip([c for c in cases if isinstance(c, rc.Case)], exp["outcomes"]):
+        assert c.expect is None or o.code == c.expect, c.name
+    rsps = []
+    ref, _ = rc.endpoint_reference(ep, s, cases, rsps=rsps)
+    got = rc.requests(s, exp["ack"])
+    assert got == ref
+    assert sum(1 for r in got if r[0] == "nak" and r[3] == int(NakReason.RNR)) == 6
+    assert rc.responses(s, exp["rsp"]) == rsps and len(rsps) == 6
+    unbounded = rc.expected(s.writes + cases, *DIMS, slot_nak=True)
+    assert rc.requests(s, unbounded["ack"]) != ref
