@@ -1441,3 +1441,9 @@ def rx_256x4(width=512):
     """The small instance (MR-RX-001, ``models.rx.SMALL``): 256 connections x 4 paths, 256
     keys, 4 streams per connection."""
     return Rx(width, **SMALL)
+
+
+def rx_256x4_slot_nak(width=512):
+    """The small instance with MR-RX-167's message-slot verdict in S4 (``slot_nak``), for its
+    resource and depth measurement beside :func:`rx_256x4` (docs/hw/rx-results.md, rnr25)."""
+    return Rx(width, **SMALL, slot_nak=True)
