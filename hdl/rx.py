@@ -182,7 +182,7 @@ def _window_tests(psn, psn_hi_m1, cum, high):
 #: the row read: each is read only through :func:`_registered_row`, which takes that cycle's
 #: write instead. The connection, key, receive and READ tables are not among them: a record
 #: taken in the cycle a configuration write changes its row uses the old row (MR-RX-042).
-COLLISION_X_TABLES = frozenset({"path", "msg", "rds"})
+COLLISION_X_TABLES = frozenset({"path", "msg", "rds", "slotv"})
 
 
 def _table(m, name, shape, depth, *, collision_x, poison, collided):
@@ -326,10 +326,13 @@ class Rx(wiring.Component):
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
-                 collision_x=COLLISION_X_TABLES, poison=False):
+                 collision_x=COLLISION_X_TABLES, poison=False, slot_nak=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-RX-167: the message-slot verdict in S4, before the sequence state (off: MR-RX-083's
+        # refusal after it, in the message stage)
+        self.slot_nak = slot_nak
         # MR-RX-119: the tables with MR-FLOW-028's attribute; with `poison` (simulation only)
         # their reads that met a write of the row return inverted data, flagged in `collided`
         self.collision_x, self.poison = frozenset(collision_x), poison
@@ -744,6 +747,68 @@ class Rx(wiring.Component):
                 s4_carry.wr_id.eq(Mux(f.rreq | f.atom, s3_addr, s3_carry.wr_id)),
             ]
 
+        # driven by the message stage: S5's record writes S4's record's row in this cycle (a new
+        # chunk of the same stream), and the run of messages it delivers (a prefix: k of them)
+        y_take, y_run = Signal(), Signal(n_slots)
+        sv_refused, sv_beyond = Const(0, 1), Const(0, 1)
+        if self.slot_nak:
+            # MR-RX-167..171: the message-slot verdict, taken in S4 before the path row changes.
+            # The verdict table (`slotv`: the message table's `next` and each slot's valid, kind and
+            # msg_len, written with it) is read in S2 and registered as the record enters S4 with the
+            # writes of that cycle and of the one before forwarded (MR-RX-115's form one stage
+            # earlier); the write S5's record makes in S4's cycle (the record just ahead) is applied
+            # in S4 from relations registered with the records and its delivery run.
+            sv_slot_lay = data.StructLayout({"valid": 1, "kind": 3, "msg_len": 32})
+            sv_lay = data.StructLayout({"next": 32, "slots": data.ArrayLayout(sv_slot_lay, n_slots)})
+            sv_rd, sv_wr, sv_data = table("slotv", sv_lay.size, lay.conns << sb)
+
+            def sv_of(value):
+                r = data.View(lay.msg_row, value)
+                return Cat(r.next, *[Cat(r.slots[j].valid, r.slots[j].kind, r.slots[j].msg_len)
+                                     for j in range(n_slots)])
+            sv_addr2 = Cat(s2_carry.stream[:sb], s2_carry.conn)
+            sv_addr3 = Cat(s3_carry.stream[:sb], s3_carry.conn)
+            m.d.comb += [sv_wr.en.eq(msg_wr.en), sv_wr.addr.eq(msg_wr.addr), sv_wr.data.eq(sv_of(msg_wr.data))]
+            # this cycle's write of S3's row: S5's record's (the record two ahead) or a configuration
+            # write (never both, MR-RX-060's cfg_ready)
+            sv_now = msg_wr.en & (msg_wr.addr == sv_addr3)
+            sv = data.View(sv_lay, _registered_row(m, "slotv", sv_rd, sv_wr, Mux(advance, sv_addr2, sv_addr3), advance,
+                                                   [(sv_now, sv_of(msg_wr.data))], reread=True, rd_data=sv_data))
+            # S4's message number less j (j < 2 msg_slots) and less 2^31 + i (i <= msg_slots), for
+            # equalities with the row's next; S4's record against S5's (the record ahead): the
+            # same message, another msg_len or kind
+            sv_minus = [Signal(32, name=f"sv_minus{j}") for j in range(2 * n_slots)]
+            sv_half = [Signal(32, name=f"sv_half{i}") for i in range(n_slots + 1)]
+            y_msg_eq, y_hdr_ne = Signal(), Signal()
+            with m.If(advance):
+                m.d.sync += [*[r.eq(s3_carry.msg - j) for j, r in enumerate(sv_minus)],
+                             *[r.eq(s3_carry.msg - (1 << 31) - i) for i, r in enumerate(sv_half)],
+                             y_msg_eq.eq(s3_carry.msg == s4_carry.msg),
+                             y_hdr_ne.eq((s3_carry.msg_len != s4_carry.msg_len) | (s3_carry.kind != s4_carry.kind))]
+            sv_eq = [Signal(name=f"sv_eq{j}") for j in range(2 * n_slots)]
+            sv_eqh = [Signal(name=f"sv_eqh{i}") for i in range(n_slots + 1)]
+            m.d.comb += [*[e.eq(sv_minus[j] == sv.next) for j, e in enumerate(sv_eq)],
+                         *[e.eq(sv_half[i] == sv.next) for i, e in enumerate(sv_eqh)]]
+            sv_d = Signal(32)
+            m.d.comb += sv_d.eq(s4_carry.msg - sv.next)
+            # after S5's write: next' = next + k, d' = d - k. Delivered (seq_lt32(msg, next')): d < k,
+            # or d in (2^31 + k, 2^32); within the slots: k <= d < k + msg_slots
+            sv_lt_k = Cat(*[sv_eq[j] & y_run[j] for j in range(n_slots)]).any()
+            sv_edge = Cat(*[sv_eqh[i] & (Const(1, 1) if i == 0 else y_run[i - 1]) for i in range(n_slots + 1)]).any()
+            sv_behind = sv_lt_k | (sv_d[31] & ~sv_edge)
+            sv_win = Cat(*[sv_eq[j] & ~y_run[j] if j < n_slots else sv_eq[j] & y_run[j - n_slots]
+                           for j in range(2 * n_slots)]).any()
+            # within the slots and at or after next (not freed by S5's delivery): the slot's message
+            # (S5's record's when it is the same message) against S4's msg_len and kind
+            sv_old = Cat(*[sv_eq[j] & ~y_run[j] for j in range(n_slots)]).any()
+            sv_slot = data.View(sv_slot_lay, _pick([sv.slots[j].as_value() for j in range(n_slots)],
+                                                   s4_carry.msg[:slot_bits]) if slot_bits else sv.slots[0].as_value())
+            sv_ne = (sv_slot.msg_len != s4_carry.msg_len) | (sv_slot.kind != s4_carry.kind)
+            sv_mism = Mux(y_take & y_msg_eq, y_hdr_ne, sv_slot.valid & sv_ne)
+            sv_beyond = ~sv_behind & ~sv_win
+            # a READ response has no message slot (MR-RX-112); a timer event none either
+            sv_refused = ~s4_carry.read & (sv_beyond | (sv_old & sv_mism))
+
         # -- S4: the window stage (MR-RX-024..029, MR-RX-013, MR-RX-042, MR-RX-048). The row
         # is a register: read in S2, registered in S3 with the writes forwarded (MR-RX-117)
         s4_row = Signal(lay.path_mem.size)
@@ -777,8 +842,10 @@ class Rx(wiring.Component):
         ok = s4_valid & ~s4_bad
         tmr = s4_carry.timer
         # MR-RX-102: RNR and RECV_BOUNDS only for a new PSN, one more input of this AND
-        accepted = ok & new & ~tmr & ~s4_late
-        late_nak = ok & new & ~tmr & s4_late
+        # MR-RX-167/168: the message-slot verdict before RNR and RECV_BOUNDS (the endpoint's order)
+        accepted = ok & new & ~tmr & ~s4_late & ~sv_refused
+        late_nak = ok & new & ~tmr & (s4_late | sv_refused)
+        sv_nak = ok & new & ~tmr & sv_refused
         duplicate = ok & dup & ~tmr
         out_nak = ok & outside & ~tmr
         # MR-RX-093: a timer event acknowledges the path when no ACK left it since it was armed
@@ -804,7 +871,9 @@ class Rx(wiring.Component):
         is_nak = (s4_valid & s4_bad & s4_static_nak) | out_nak | late_nak
         send_ack = duplicate | (accepted & ack_now) | t_fire
         final = Mux(s4_bad, s4_code, Mux(outside, RxCode.PSN_WINDOW,
-                                         Mux(dup, RxCode.DUPLICATE, Mux(s4_late, s4_late_code, RxCode.ACCEPTED))))
+                                         Mux(dup, RxCode.DUPLICATE,
+                                             Mux(sv_refused, Mux(sv_beyond, RxCode.MSG_SLOTS, RxCode.LENGTH),
+                                                 Mux(s4_late, s4_late_code, RxCode.ACCEPTED)))))
 
         # -- the slow update (MR-RX-048), over the hold's cycles: H1 rotates the ring to cum
         # and fills the slide's base, H2 finds the all-ones groups of 8 and counts the holes in
@@ -985,13 +1054,17 @@ class Rx(wiring.Component):
         s5_ack = Signal()
         s5_arm, s5_gen = Signal(), Signal(GEN_BITS)
         s5_stale = Signal()
+        s5_sv_nak = Signal()
         with m.If(advance):
             m.d.sync += [
                 s5_valid.eq(s4_valid), s5_carry.eq(s4_carry), s5_addr.eq(s4_addr), s5_accepted.eq(accepted),
-                s5_stale.eq(s4_stale),
+                s5_stale.eq(s4_stale), s5_sv_nak.eq(sv_nak),
                 s5_arm.eq(arm), s5_gen.eq(gen),
                 s5_nak.eq(is_nak), s5_reason.eq(Mux(out_nak, NAK_OF[RxCode.PSN_WINDOW],
-                                                    Mux(s4_bad, s4_nak_reason, s4_late_reason))),
+                                                    Mux(s4_bad, s4_nak_reason,
+                                                        Mux(sv_refused, Mux(sv_beyond, NAK_OF[RxCode.MSG_SLOTS],
+                                                                            NAK_OF[RxCode.LENGTH]),
+                                                            s4_late_reason)))),
                 s5_ack_en.eq(is_nak | send_ack), s5_ack.eq(send_ack),
                 s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
                 # MR-RX-103: a stale SEND is accepted, not placed
@@ -1169,6 +1242,8 @@ class Rx(wiring.Component):
         # the configuration never writes beside an accepted S5 record (cfg_ready), so the
         # stage's write is the only one S4's record can need from this cycle
         m.d.comb += m_fwd_now.eq(m_step & m_new & m_same)
+        # MR-RX-169: this write and its delivery run, for S4's slot verdict
+        m.d.comb += [y_take.eq(m_step & m_new & m_same), y_run.eq(Cat(*[r & y_take for r in run]))]
         # -- the READ stage beside S5 (MR-RX-112): the outstanding READ's accounting, read in S3
         # and registered in S4 as the message row (MR-RX-115), the chunk ring as the message slot's, the record
         # when every byte is placed
@@ -1354,7 +1429,9 @@ class Rx(wiring.Component):
                                              Mux(m_step & m_new, n_rec, Mux(r_cqe, 1, 0)))
         values[CTR_DUP_CHUNKS] = _piece_counter(m, f"ctr{CTR_DUP_CHUNKS}", COUNTER_BITS,
                                                 (m_step & m_dup) | (r_step & ~r_new))[0]
-        values[CTR_MSG_REFUSED] = _piece_counter(m, f"ctr{CTR_MSG_REFUSED}", COUNTER_BITS, m_step & m_refused)[0]
+        # MR-RX-167/168: the chunks the message table refused, NAKed in S4 (none reaches S5 accepted)
+        values[CTR_MSG_REFUSED] = _piece_counter(m, f"ctr{CTR_MSG_REFUSED}", COUNTER_BITS,
+                                                 push & s5_sv_nak if self.slot_nak else m_step & m_refused)[0]
         counters = Array(values)
         m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, counters[self.reg_addr], 0))
         return m
@@ -1364,3 +1441,9 @@ def rx_256x4(width=512):
     """The small instance (MR-RX-001, ``models.rx.SMALL``): 256 connections x 4 paths, 256
     keys, 4 streams per connection."""
     return Rx(width, **SMALL)
+
+
+def rx_256x4_slot_nak(width=512):
+    """The small instance with MR-RX-167's message-slot verdict in S4 (``slot_nak``), for its
+    resource and depth measurement beside :func:`rx_256x4` (docs/hw/rx-results.md, rnr25)."""
+    return Rx(width, **SMALL, slot_nak=True)

@@ -1925,7 +1925,7 @@ class Connection:
                 return NakReason.ABORTED            # MR-ERR-022: never acknowledged as placed
             ep.stats["duplicate_chunks"] += 1       # MR-EXO-005: message already delivered
             return None
-        if ((h.msg - s.next_deliver) & 0xFFFFFFFF) >= ep.max_rx_msgs:
+        if P.msg_beyond(h.msg, s.next_deliver, ep.max_rx_msgs):
             return NakReason.INVALID_REQUEST        # MR-SEC-006
         op = f.bth.opcode
         key = (h.stream, h.msg)
@@ -2005,7 +2005,7 @@ class Connection:
         if P.seq_lt32(h.msg, s.next_deliver):
             ep.stats["aborts_duplicate"] += 1
             return None
-        if ((h.msg - s.next_deliver) & 0xFFFFFFFF) >= ep.max_rx_msgs:
+        if P.msg_beyond(h.msg, s.next_deliver, ep.max_rx_msgs):
             return NakReason.INVALID_REQUEST        # MR-SEC-006
         key = (h.stream, h.msg)
         m = self.rx_open.get(key)

@@ -715,6 +715,26 @@ def seq_lt32(a, b):
     return 0 < d < 0x80000000
 
 
+def msg_beyond(msg, next_deliver, bound):
+    """MR-SEC-006 (MR-RX-167): message ``msg`` of a stream whose next message to deliver is
+    ``next_deliver`` is beyond the stream's message bound ``bound`` (``bound`` or more ahead;
+    a message behind is already delivered, never beyond)."""
+    return ((msg - next_deliver) & 0xFFFFFFFF) >= bound and not seq_lt32(msg, next_deliver)
+
+
+def msg_slot_verdict(msg, next_deliver, bound, held):
+    """MR-SEC-006, MR-RX-167: the message bound's verdict on a new PSN of message ``msg``, taken
+    before any sequence state changes: ``None`` (the message is delivered or within the
+    bound and consistent), :data:`NakReason.INVALID_REQUEST` (beyond the bound) or
+    :data:`NakReason.LENGTH` (``held``: the open message of that number differs in length or
+    opcode; ``False`` when none is open or it matches)."""
+    if seq_lt32(msg, next_deliver):
+        return None
+    if msg_beyond(msg, next_deliver, bound):
+        return NakReason.INVALID_REQUEST
+    return NakReason.LENGTH if held else None
+
+
 #: MR-ERR-003: NAK reasons after which the sender fails the work request instead of retrying.
 FATAL_NAKS = frozenset({NakReason.INVALID_REQUEST, NakReason.ACCESS, NakReason.BOUNDS,
                         NakReason.LENGTH, NakReason.STREAM, NakReason.NO_CONNECTION,

@@ -67,6 +67,7 @@ class RxCode(IntEnum):
     RNR = 13            # MR-RX-102: a SEND's receive is not posted (a new PSN only)
     RECV_BOUNDS = 14    # MR-RX-102: a SEND longer than its receive buffer (a new PSN only)
     NO_READ = 15        # MR-RX-111: a READ response naming no outstanding READ
+    MSG_SLOTS = 16      # MR-RX-167: a new PSN of a message beyond its stream's slots (MR-SEC-006)
 
 
 #: MR-RX-023: the NAK reason of each drop that is answered with a NAK (the others are silent).
@@ -81,11 +82,13 @@ NAK_OF = {
     RxCode.RNR: NakReason.RNR,
     RxCode.RECV_BOUNDS: NakReason.BOUNDS,
     RxCode.NO_READ: NakReason.INVALID_REQUEST,
+    RxCode.MSG_SLOTS: NakReason.INVALID_REQUEST,
 }
 
 #: MR-RX-102: the outcomes decided in the window stage for a new PSN only (after MR-RX-020's
 #: checks and the sequence state, as the endpoint decides them); a duplicate is acknowledged.
-LATE_CODES = (RxCode.RNR, RxCode.RECV_BOUNDS)
+#: MR-RX-167: the message-slot verdict's MSG_SLOTS too (its LENGTH is MR-RX-020's code).
+LATE_CODES = (RxCode.RNR, RxCode.RECV_BOUNDS, RxCode.MSG_SLOTS)
 
 #: MR-RX-021, MR-RX-100: the opcodes this slice places (writes and sends); every other opcode
 #: is NOT_HANDLED.
@@ -134,6 +137,9 @@ CAP_COUNT_BITS = 6
 
 #: MR-RX-060: configuration tables (``s_cfg`` ``table`` field).
 TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH, TABLE_MSG, TABLE_RECV, TABLE_READ = 0, 1, 2, 3, 4, 5, 6
+#: MR-RX-173 (RxModel with ``max_rd_atomic`` only, no RTL yet): a responder resource of
+#: connection ``addr`` freed (the TX half's ``m_rsp_done``: a response acknowledged in full)
+TABLE_RSP_FREE = 7
 
 #: MR-RX-110: outstanding-read rows per (connection, stream): READ ``msg`` lives in row
 #: ``msg mod rd_slots``.
@@ -187,7 +193,8 @@ class MsgCode(IntEnum):
     """MR-RX-083: what the message stage did with an accepted chunk."""
     NEW = 0             # placed into its message's accounting
     DUP = 1             # already placed, or its message already delivered
-    REFUSED = 2         # beyond the slots (MR-SEC-006) or its slot's message differs
+    REFUSED = 2         # beyond the slots (MR-SEC-006) or its slot's message differs (with
+    #                     slot_nak, MR-RX-167: decided before the sequence state, the record NAKed)
 ACK_EVERY_RESET = 4
 #: MR-RX-090: the delayed-ACK time in clock cycles; 0 (reset) switches the timer off.
 ACK_DELAY_RESET = 0
@@ -426,8 +433,15 @@ class RxModel:
     """The RX engine's state and per-packet semantics (MR-RX-020..031)."""
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
-                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS):
+                 chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
+                 slot_nak=False, max_rd_atomic=None):
         self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
+        # MR-RX-173: responder resources per connection (MR-VERB-005); None: not bounded
+        self.max_rd_atomic = max_rd_atomic
+        self.rsp_used = {}
+        # MR-RX-167: the message-slot verdict before the sequence state (NAKed); off: refused
+        # after it, in the message stage (MR-RX-083)
+        self.slot_nak = slot_nak
         self.conn = {}          # row index -> dict (absent rows read as zeros)
         self.key = {}
         self.recv = {}          # MR-RX-101: receive-table row ({conn, stream, slot}) -> dict
@@ -452,6 +466,10 @@ class RxModel:
             self.key[addr & (lay.keys - 1)] = unpack(lay.key, value)
         elif table == TABLE_PATH:
             self.path[addr & (lay.conns * lay.paths - 1)] = unpack(lay.path, value)
+        elif table == TABLE_RSP_FREE:
+            # MR-RX-173: a response acknowledged in full frees its connection's resource
+            ci = addr & (lay.conns - 1)
+            self.rsp_used[ci] = max(0, self.rsp_used.get(ci, 0) - 1)
         elif table in (TABLE_MSG, TABLE_RECV, TABLE_READ) and not self._stream_held(table, addr):
             pass        # MR-RX-060: a per-stream row of a stream beyond the instance's streams
         elif table == TABLE_MSG:
@@ -639,6 +657,18 @@ class RxModel:
             row = dict(row, ce=0, pending=0, ack_timer=_next_gen(row["ack_timer"]))
             self.path[st.path_row] = row
             return Outcome(RxCode.DUPLICATE, ack=ack, steer=0 if st.steer else None)
+        if self.slot_nak and st.rd_row is None:
+            # MR-RX-167/168: the message-slot verdict, before any sequence state changes (the
+            # endpoint's MR-SEC-006 and LENGTH, ahead of its receive's RNR and BOUNDS)
+            v = self.slot_verdict(st)
+            if v is not None:
+                return Outcome(v, ack=self._nak(st, NAK_OF[v]), steer=0 if st.steer else None,
+                               msg=MsgCode.REFUSED)
+        if self.max_rd_atomic is not None and self._takes_resource(st) and (
+                self.rsp_used.get(st.conn, 0) >= self.max_rd_atomic):
+            # MR-RX-173 (MR-VERB-005): a new READ or atomic request beyond the connection's
+            # resources is NAKed RNR before the sequence state; the requester resends it
+            return Outcome(RxCode.RNR, ack=self._nak(st, NakReason.RNR), steer=0 if st.steer else None)
         if st.late is not None:
             # MR-RX-102: RNR or a receive too short, for a new PSN: NAKed, the row unchanged
             return Outcome(st.late, ack=self._nak(st, NAK_OF[st.late]), steer=0 if st.steer else None)
@@ -698,6 +728,34 @@ class RxModel:
         return Outcome(None, ack=ack)
 
     # -- the message stage (MR-RX-080..085)
+    def slot_verdict(self, st):
+        """MR-RX-167/168: the message table's verdict on a new PSN of a message chunk, taken in
+        the window stage before the path row changes: ``None`` (a message delivered before, or
+        within the stream's slots and consistent with the one its slot holds),
+        :data:`RxCode.MSG_SLOTS` (``msg_slots`` or more ahead of the stream's next message,
+        MR-SEC-006: NAK INVALID_REQUEST) or :data:`RxCode.LENGTH` (its slot holds the message
+        with another ``msg_len`` or kind: NAK LENGTH), by ``protocol.msg_slot_verdict``. Within
+        the slots, slot ``msg mod msg_slots`` can only hold message ``msg``."""
+        n = self.lay.msg_slots
+        row = self.msgs.get(st.msg_row)
+        nxt = 0 if row is None else row["next"]
+        slot = None if row is None else row["slots"][st.msg % n]
+        held = slot is not None and (slot["msg_len"] != st.msg_len or slot["kind"] != st.kind)
+        r = P.msg_slot_verdict(st.msg, nxt, n, held)
+        return None if r is None else (RxCode.MSG_SLOTS if r == NakReason.INVALID_REQUEST else RxCode.LENGTH)
+
+    def _takes_resource(self, st):
+        """MR-RX-173: a READ or atomic request (a message-table record, kind bit 2) whose message
+        is neither delivered nor open: it would take a fresh slot and a responder resource."""
+        if st.rd_row is not None or not st.kind & KIND_READ:
+            return False
+        row = self.msgs.get(st.msg_row)
+        nxt = 0 if row is None else row["next"]
+        d = (st.msg - nxt) & 0xFFFFFFFF
+        if P.seq_lt32(st.msg, nxt) or d >= self.lay.msg_slots:
+            return False
+        return row is None or row["slots"][st.msg % self.lay.msg_slots] is None
+
     def message(self, st):
         """An accepted chunk in its message: its slot, the chunk ring, the placed bytes, and
         the completion records of the messages it lets the stream deliver, in message order
@@ -717,6 +775,8 @@ class RxModel:
         k = st.msg % n
         slot = row["slots"][k]
         if slot is None:
+            if self.max_rd_atomic is not None and st.kind & KIND_READ:
+                self.rsp_used[st.conn] = self.rsp_used.get(st.conn, 0) + 1     # MR-RX-173
             slot = {"done": 0, "kind": st.kind, "err": st.err, "msg_len": st.msg_len, "placed": 0,
                     "imm": st.imm, "wr_id": st.wr_id, "ring": [0] * lay.chunk_ring}
         elif slot["msg_len"] != st.msg_len or slot["kind"] != st.kind:
@@ -904,11 +964,11 @@ class RxCycleModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS,
-                 streams=records.STREAMS):
+                 streams=records.STREAMS, slot_nak=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
-        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
+        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams, slot_nak)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
         self.ack_q, self.place_q, self.steer_q, self.cqe_q, self.rsp_q, self.atom_q = (

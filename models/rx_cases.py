@@ -24,7 +24,7 @@ from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
-                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_WC, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
+                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, TABLE_RSP_FREE, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_WC, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
                  meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
 
@@ -429,7 +429,7 @@ def stream_bound_cases(s: Setup):
             CfgWrite(TABLE_CONN, c.qp, pack(lay.conn, dict(conn, n_streams_m1=c.n_streams - 1)), "streams-back")]
 
 
-def message_cases(s: Setup, *, conn=0, stream=0):
+def message_cases(s: Setup, *, conn=0, stream=0, slot_nak=False):
     """MR-RX-080..086: messages of one stream: chunks out of order and resent (duplicate
     chunks), a message done before the one ahead of it (two records in one bundle), a
     plain WRITE between WRITE_IMMs (no record), a zero-length WRITE_IMM, a message of more
@@ -478,11 +478,13 @@ def message_cases(s: Setup, *, conn=0, stream=0):
     out += chunks(base + 6, n, order=order, name="long")
     # a chunk of a delivered message; a message beyond the slots; a length mismatch
     out += chunks(base + 1, 1, name="stale")
-    out += chunks(base + 7 + s.lay.msg_slots, 1, name="beyond")
+    beyond = chunks(base + 7 + s.lay.msg_slots, 1, name="beyond")
+    out += [replace(b, expect=RxCode.MSG_SLOTS if slot_nak else RxCode.ACCEPTED) for b in beyond]   # MR-RX-167
     first = s.write(c, stream=stream, offset=0, plen=mtu, msg_len=2 * mtu, key=k, va=0, msg=base + 7,
                     op=Op.MR_WRITE_IMM, expect=RxCode.ACCEPTED, name="mismatch.0")
     other = s.write(c, stream=stream, offset=mtu, plen=8, msg_len=mtu + 8, key=k, va=0, msg=base + 7,
-                    op=Op.MR_WRITE_IMM, expect=RxCode.ACCEPTED, name="mismatch.1")
+                    op=Op.MR_WRITE_IMM, expect=RxCode.LENGTH if slot_nak else RxCode.ACCEPTED,
+                    name="mismatch.1")      # MR-RX-168
     rest = s.write(c, stream=stream, offset=mtu, plen=mtu, msg_len=2 * mtu, key=k, va=0, msg=base + 7,
                    op=Op.MR_WRITE_IMM, expect=RxCode.ACCEPTED, name="mismatch.fix")
     out += [first, other, rest]
@@ -491,6 +493,87 @@ def message_cases(s: Setup, *, conn=0, stream=0):
     out += chunks(1000, 2, name="reopened")
     out += chunks(base + 8, 1, name="old-number")
     c.msg[stream] = 1001
+    return out
+
+
+def slot_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-167..170 (with ``slot_nak``): a sender beyond its stream's message slots, against
+    the endpoint's MR-SEC-006 bound of ``msg_slots`` on one stream: a WRITE_IMM ``msg_slots``
+    ahead (MSG_SLOTS, NAK INVALID_REQUEST, its PSN not accepted) and resent with the same PSN
+    once the stream delivered (accepted, not a duplicate); a chunk of an open message with
+    another msg_len (LENGTH) right behind the chunk that opened it; a message ``msg_slots``
+    ahead right behind the chunk whose delivery brings it within the slots (accepted), and one
+    ``msg_slots + 1`` ahead there (refused); a message 2^31 ahead (refused, as the endpoint's
+    seq_lt32); a READ request and a SEND beyond the slots (refused before the SEND's RNR);
+    duplicates of refused PSNs are not duplicates. Messages are numbered from the stream's
+    next."""
+    c = s.conns[conn]
+    mtu = s.mtu
+    k = s.keys[0]
+    rng = s.rng
+    n = s.lay.msg_slots
+    base = c.msg.get(stream, 0)
+    path = 0
+
+    def w(msg, *, offset=0, plen=None, msg_len=None, expect=RxCode.ACCEPTED, name="sl", **kw):
+        plen = rng.randint(1, mtu) if plen is None else plen
+        msg_len = offset + plen if msg_len is None else msg_len
+        return s.write(c, path=path, stream=stream, offset=offset, plen=plen, msg_len=msg_len, key=k,
+                       va=rng.randrange(0, k.length - msg_len - 1), op=Op.MR_WRITE_IMM, msg=msg & 0xFFFFFFFF,
+                       expect=expect, name=f"{name}{msg - base}", **kw)
+    out = []
+    far = w(base + n, expect=RxCode.MSG_SLOTS, name="beyond")
+    out.append(far)
+    # message base+1: its first chunk opens the slot, a chunk of another length right behind
+    out.append(w(base + 1, plen=mtu, msg_len=mtu + 8, name="open"))
+    out.append(w(base + 1, offset=mtu, plen=16, msg_len=mtu + 16, expect=RxCode.LENGTH, name="other-len"))
+    # a READ request and a SEND beyond the slots; a message 2^31 ahead
+    out.append(read_request(s, c, (base + n + 1) & 0xFFFFFFFF, path=path, stream=stream, expect=RxCode.MSG_SLOTS,
+                            name="rq-beyond", length=8))
+    out.append(s.send(c, 0, path=path, stream=stream, plen=8, msg=(base + n + 1) & 0xFFFFFFFF,
+                      expect=RxCode.MSG_SLOTS, name="send-beyond"))
+    out.append(w(base + (1 << 31), expect=RxCode.MSG_SLOTS, name="half"))
+    # message base delivers itself (base+1 still open): base+n is now within, base+n+1 not
+    out.append(w(base, name="deliver"))
+    out.append(replace(far, expect=RxCode.ACCEPTED, name="beyond-resent"))    # the same PSN: new
+    out.append(w(base + n + 1, plen=8, expect=RxCode.MSG_SLOTS, name="beyond2"))
+    # base+1's last chunk delivers base+1 and base+n: base+n+1 right behind it is within
+    out.append(w(base + 1, offset=mtu, plen=8, msg_len=mtu + 8, name="close"))
+    out.append(w(base + n + 1, plen=8, name="within"))
+    c.msg[stream] = base + n + 2
+    return out
+
+
+def rsp_free(c: Conn, stream, msg):
+    """MR-RX-173: the TX half's free of the responder resource of request ``msg`` of
+    ``stream`` (its response acknowledged in full) as a configuration write of
+    ``TABLE_RSP_FREE`` (the RX model reads the connection; the endpoint the request)."""
+    from .rx import TABLE_RSP_FREE
+    return CfgWrite(TABLE_RSP_FREE, c.qp, (stream << 32) | (msg & 0xFFFFFFFF), f"free{c.qp}.{stream}.{msg}")
+
+
+def resource_cases(s: Setup, *, conn=0, stream=0):
+    """MR-RX-173 (``RxModel(max_rd_atomic=1)``): READ and atomic requests beyond the
+    connection's responder resources: a READ executed at once holds the one resource; the next
+    request (a READ) is NAKed RNR and not accepted; a copy of the first (delivered) is a
+    duplicate chunk, no resource; after the free the second, resent with the same PSN, is
+    accepted; an atomic beyond it RNR until the second's free."""
+    c = s.conns[conn]
+    base = c.msg.get(stream, 0)
+    path = 0
+
+    def rq(m, **kw):
+        kw.setdefault("expect", RxCode.ACCEPTED)
+        kw.setdefault("name", f"res-rq{m - base}")
+        return read_request(s, c, m, path=path, stream=stream, length=8, **kw)
+    first = rq(base)
+    second = rq(base + 1, expect=RxCode.RNR)
+    atom = atomic_request(s, c, base + 2, path=path, stream=stream, expect=RxCode.RNR, name="res-at")
+    out = [first, second, rq(base, name="res-copy"), rsp_free(c, stream, base),
+           replace(second, expect=RxCode.ACCEPTED, name="res-rq1-resent"), atom,
+           rsp_free(c, stream, base + 1), replace(atom, expect=RxCode.ACCEPTED, name="res-at-resent"),
+           rsp_free(c, stream, base + 2)]
+    c.msg[stream] = base + 3
     return out
 
 
@@ -1119,10 +1202,11 @@ class Driver(CounterReadout):
         return f"({self.i}/{len(self.items)} items)"
 
 
-def expected(items, conns, paths, keys, streams=records.STREAMS):
+def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=False, max_rd_atomic=None):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
-    ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050)."""
-    rx = RxModel(conns, paths, keys, streams=streams)
+    ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050).
+    ``slot_nak``: the model's MR-RX-167 switch; ``max_rd_atomic``: MR-RX-173's bound."""
+    rx = RxModel(conns, paths, keys, streams=streams, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
     outs, acks, places, data, cqes, rsps, atoms = [], [], [], [], [], [], []
     opd = {}        # MR-RX-163: the operand table: row -> the captured payload
     for it in items:
@@ -1152,10 +1236,10 @@ def expected(items, conns, paths, keys, streams=records.STREAMS):
             "counters": list(rx.counters)}
 
 
-def check(items, res, conns, paths, keys, streams=records.STREAMS):
+def check(items, res, conns, paths, keys, streams=records.STREAMS, *, slot_nak=False):
     """The one checker: every case's intended outcome, then the collected streams and the
     counters against :func:`expected` (MR-RX-020..033, MR-RX-050)."""
-    exp = expected(items, conns, paths, keys, streams)
+    exp = expected(items, conns, paths, keys, streams, slot_nak=slot_nak)
     cases = [it for it in items if isinstance(it, Case)]
     for c, o in zip(cases, exp["outcomes"]):
         if c.expect is not None:
@@ -1211,14 +1295,14 @@ class Batches:
         return self.counted(drv)
 
 
-def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, **kw):
+def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, slot_nak=False, **kw):
     """:class:`RxCycleModel` alone through the :class:`Driver`; returns the driver's results."""
     lay = setup.lay
-    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams)
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak)
     drv = make_driver(width, setup, cases, seed=seed, **kw)
     run_alone(model, drv)
     if check_outputs:
-        check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys, lay.streams)
+        check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak)
     return drv.res
 
 
@@ -1248,7 +1332,7 @@ def key_withdrawn_run(request, dims, **collect):
 
 
 def endpoint_setup(conns=256, paths=4, keys=256, *, streams=records.STREAMS, seed=0, mtu_log2=8, ack_every=4, n_conns=6,
-                   addr=LOCAL_ADDR, n_streams=None, ack_delay_cycles=0, **ep_kw):
+                   addr=LOCAL_ADDR, n_streams=None, ack_delay_cycles=0, max_rx_msgs=1 << 20, **ep_kw):
     """The reference transport (:class:`metaroce.models.endpoint.Endpoint`) as a receiver and a
     :class:`Setup` with the same connections (ids, P_Keys, paths, streams, initial PSNs) and
     the same registrations (its random R_Keys, lengths, rights). Its message bound is lifted
@@ -1258,7 +1342,7 @@ def endpoint_setup(conns=256, paths=4, keys=256, *, streams=records.STREAMS, see
     ``ep_kw``: further Endpoint arguments (the traffic runs' ``ack_delay``, rates)."""
     from .endpoint import Endpoint
     rng = random.Random(seed)
-    ep = Endpoint(addr, mtu=1 << mtu_log2, ack_every=ack_every, max_rx_msgs=1 << 20,
+    ep = Endpoint(addr, mtu=1 << mtu_log2, ack_every=ack_every, max_rx_msgs=max_rx_msgs,
                   rng=random.Random(seed + 1), announce=False, **ep_kw)   # as the engine: MR-CC-021
     ep._hint_check = lambda c, now: None
     regions, rows = [], set()
@@ -1431,6 +1515,11 @@ def endpoint_reference(ep, s: Setup, cases, rsps=None, atoms=None):
     if rsps is not None or atoms is not None:
         got = record_responses(ep, {k.rkey: k.base for k in s.keys}, got_atoms)
     for c in cases:
+        if isinstance(c, CfgWrite) and c.table == TABLE_RSP_FREE:
+            # MR-RX-173: the response of (stream, msg) acknowledged in full (MR-VERB-005)
+            conn = ep._conns[c.addr]
+            conn._rsp_done(conn.rsp[(c.value >> 32, c.value & 0xFFFFFFFF)])
+            continue
         if isinstance(c, CfgWrite) and c.table == TABLE_RECV:
             qp, stream, lkey, off, length, wr_id = post_of(s, c)
             ep._conns[qp].post_recv(stream, lkey, off, length, wr_id)

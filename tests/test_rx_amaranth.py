@@ -40,7 +40,7 @@ def run_rx(asim, model, drv, *, on_cycle=None):
 
 
 def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, collision_x=COLLISION_X_TABLES,
-                 share=True, **kw):
+                 share=True, slot_nak=False, **kw):
     """RTL and model on the same inputs, every output compared every cycle; returns the
     driver's results (MR-RX-070). MR-RX-119: the tables in ``collision_x`` (MR-FLOW-028's
     attribute) return inverted data from a read that met a write of its row (the RTL's
@@ -49,7 +49,7 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
     this process (``tb.lockstep.shared_sim``); off for a monkeypatched design."""
     lay = setup.lay
     params = dict(conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams,
-                  collision_x=frozenset(collision_x), poison=True)
+                  collision_x=frozenset(collision_x), poison=True, slot_nak=slot_nak)
     # one simulation per design in a worker, reset between runs (elaborating and compiling the
     # RX takes longer than most of these runs)
     if share:
@@ -57,13 +57,13 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
                           modules=[Rx.__module__])
     else:
         asim = AmaranthSim(Rx(width, **params))
-    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams)
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak)
     drv = rc.make_driver(width, setup, cases, seed=seed, **kw)
     core, collided = run_rx(asim, model, drv, on_cycle=on_cycle)
     assert core.mismatches == 0
     res = dict(drv.res, compared=core.cycle, collided=collided)
     if check:
-        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys, lay.streams)
+        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak)
     return res
 
 
@@ -137,7 +137,8 @@ def test_window_and_bad_inputs(width, shape):
     p_idle, p_bp = rc.SHAPES[shape]
     res = run_lockstep(width, s, cases, seed=7, p_idle=p_idle, p_bp=p_bp)
     codes = res["counters"]
-    for code in set(RxCode) - {RxCode.RNR, RxCode.RECV_BOUNDS, RxCode.NO_READ}:    # test_rtl_sends/reads
+    # test_rtl_sends/reads; MR-RX-172: MSG_SLOTS only with slot_nak (tests/test_rx_slot_nak.py)
+    for code in set(RxCode) - {RxCode.RNR, RxCode.RECV_BOUNDS, RxCode.NO_READ, RxCode.MSG_SLOTS}:
         assert codes[code] > 0, f"{code.name} never reached"
 
 

@@ -48,7 +48,8 @@ def test_every_case_gets_its_intended_outcome():
             assert o.ack is None
         if o.code != RxCode.ACCEPTED:
             assert o.place is None and not o.steer
-    assert seen >= set(RxCode) - {RxCode.PSN_WINDOW}
+    # MR-RX-167: msg_slots only with slot_nak (tests/test_rx_slot_nak.py)
+    assert seen >= set(RxCode) - {RxCode.PSN_WINDOW, RxCode.MSG_SLOTS}
 
 
 def test_rejected_packets_change_no_state():
@@ -218,7 +219,8 @@ def test_model_on_endpoint_traffic(seed, loss, reorder, dup, hostile):
     if reorder:
         assert st["delayed"] > 0
     if hostile:
-        assert codes >= set(RxCode) - {RxCode.PARSER_DROP, RxCode.NOT_HANDLED, RxCode.RECV_BOUNDS}
+        assert codes >= set(RxCode) - {RxCode.PARSER_DROP, RxCode.NOT_HANDLED, RxCode.RECV_BOUNDS,
+                                       RxCode.MSG_SLOTS}       # MR-RX-172: slot_nak off
         assert sum(1 for r in tr.acks if r[0] == "nak") == sum(1 for o in exp["outcomes"]
                                                               if o.ack and o.ack["nak"]) > 0
     assert sum(len(d) for _, _, d in tr.sources) == 32768

@@ -1,0 +1,124 @@
+"""The RX engine's message-slot verdict before the sequence state (docs/spec/hw-rx.md section
+7f, MR-RX-167..172): a sender beyond its stream's message slots is NAKed as the reference
+endpoint NAKs it (MR-SEC-006), its PSN not accepted; the model against the endpoint, the cycle
+model and the RTL in lockstep (Amaranth) with and without backpressure."""
+import pytest
+
+from metaroce.models import rx_cases as rc
+from metaroce.models.rx import CTR_MSG_REFUSED, MSG_SLOTS, RxCode
+from metaroce.models.wire import NakReason
+
+DIMS = (256, 4, 256)
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _cases(seed):
+    ep, s = rc.endpoint_setup(*DIMS, seed=seed, n_streams=1, max_rx_msgs=MSG_SLOTS)
+    cases = rc.slot_cases(s) + rc.slot_cases(s, conn=1) + rc.slot_cases(s)
+    return ep, s, cases
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_model_slot_verdict_equals_endpoint(seed):
+    """MR-RX-167..170: every slot case has its outcome; the ACK/NAK stream (a NAK
+    INVALID_REQUEST for a message ``msg_slots`` or 2^31 ahead, a READ request and a SEND among
+    them, before the SEND's RNR; LENGTH for another length right behind the chunk that opened
+    the message; no ACK naming a refused PSN, and the same PSN accepted once within the slots),
+    the memory image and the completions equal the reference endpoint's with its bound at
+    ``msg_slots`` on one stream. Without ``slot_nak`` (MR-RX-083) the streams differ: the
+    refused PSNs are acknowledged."""
+    ep, s, cases = _cases(seed)
+    exp = rc.expected(s.writes + cases, *DIMS, slot_nak=True)
+    for c, o in zip([c for c in cases if isinstance(c, rc.Case)], exp["outcomes"]):
+        assert c.expect is None or o.code == c.expect, c.name
+    ref, mem = rc.endpoint_reference(ep, s, cases)
+    got = rc.requests(s, exp["ack"])
+    assert got == ref
+    naks = [r for r in got if r[0] == "nak"]
+    assert {r[3] for r in naks} == {int(NakReason.INVALID_REQUEST), int(NakReason.LENGTH)}
+    assert rc.memory_image(s, exp["place"], exp["data"]) == mem
+    assert rc.completions(s, exp["cqe"]) == [rc.cq_tuple(c) for c in ep.poll_cq()]
+    assert exp["counters"][CTR_MSG_REFUSED] == exp["counters"][RxCode.MSG_SLOTS] + sum(
+        1 for c in cases if isinstance(c, rc.Case) and c.name.startswith("other-len"))
+    # negative control: the refusal after the sequence state acknowledges those PSNs
+    off = rc.expected(s.writes + cases, *DIMS)
+    assert rc.requests(s, off["ack"]) != ref
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_cycle_model_slot_verdict(seed):
+    """MR-RX-169: the cycle model with idle cycles and backpressure on every output, and back
+    to back, gives the packet model's outputs and counters with ``slot_nak``."""
+    _, s, cases = _cases(seed)
+    rc.run_model(64, s, cases, seed=seed, p_idle=0.2, p_bp=0.4, slot_nak=True)
+    rc.run_model(64, s, cases, seed=seed, p_idle=0.0, p_bp=0.0, slot_nak=True)
+
+
+def test_message_cases_with_slot_nak():
+    """MR-RX-167/168: the message stage's cases with the verdict in S4: the chunk beyond the
+    slots is MSG_SLOTS, the chunk of another length LENGTH, both counted as refused chunks."""
+    s = rc.Setup(*DIMS, seed=3)
+    cases = rc.message_cases(s, slot_nak=True)
+    exp = rc.expected(s.writes + cases, *DIMS, slot_nak=True)
+    codes = [o.code for o in exp["outcomes"]]
+    assert RxCode.MSG_SLOTS in codes and RxCode.LENGTH in codes
+    assert exp["counters"][CTR_MSG_REFUSED] == 2
+    rc.run_model(64, s, cases, seed=1, p_idle=0.1, p_bp=0.3, slot_nak=True)
+
+
+@pytest.mark.parametrize("p_idle,p_bp", [(0.0, 0.0), (0.2, 0.4)])
+def test_rtl_slot_verdict(p_idle, p_bp):
+    """MR-RX-169..171, MR-RX-070: the RTL with ``slot_nak`` in lockstep with the cycle model
+    (Amaranth, the verdict table poisoned on reads that meet a write, MR-RX-119): the slot
+    cases and the message cases, back to back (the verdict of a record behind the chunk that
+    opens its message or delivers the messages before it) and with idle cycles and
+    backpressure; 0 mismatches, outputs and counters as the packet model says."""
+    from test_rx_amaranth import run_lockstep
+    _, s, cases = _cases(3)
+    s2 = rc.Setup(*DIMS, seed=3, mtu_log2=6)
+    res = run_lockstep(64, s, cases, seed=4, p_idle=p_idle, p_bp=p_bp, slot_nak=True)
+    assert res["counters"][RxCode.MSG_SLOTS] >= 12
+    res = run_lockstep(64, s2, rc.message_cases(s2, slot_nak=True), seed=5, p_idle=p_idle, p_bp=p_bp,
+                       slot_nak=True)
+    assert res["counters"][CTR_MSG_REFUSED] == 2
+
+
+def test_slot_nak_off_by_default():
+    """MR-RX-172: off by default in the RTL and both models; the random traffic's writes open
+    messages they never complete, so with ``slot_nak`` some are NAKed msg_slots, without it
+    none (MR-RX-083 refuses them after the sequence state)."""
+    import inspect
+    from metaroce.hdl.rx import Rx
+    from metaroce.models.rx import RxCycleModel, RxModel
+    for cls in (Rx, RxModel, RxCycleModel):
+        assert inspect.signature(cls).parameters["slot_nak"].default is False
+    s = rc.Setup(*DIMS, seed=2)
+    cases = rc.random_traffic(s, 200)
+    on = rc.expected(s.writes + cases, *DIMS, slot_nak=True)
+    off = rc.expected(s.writes + cases, *DIMS)
+    assert any(o.code == RxCode.MSG_SLOTS for o in on["outcomes"])
+    assert not any(o.code == RxCode.MSG_SLOTS for o in off["outcomes"])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_model_responder_resources_equal_endpoint(seed):
+    """MR-RX-173, MR-RX-174 (the packet model only): with ``max_rd_atomic`` 1, a READ request beyond the
+    connection's responder resources is NAKed RNR before the sequence state (its PSN resent
+    later is new), an atomic likewise, each accepted after the TX half's free of the resource
+    (``TABLE_RSP_FREE``); a copy of an executed request takes none. Outcomes, ACK/NAK stream,
+    response and atomic items equal the endpoint's with ``max_rd_atomic`` 1 (its frees by
+    ``_rsp_done``). Negative control: unbounded, the RX accepts what the endpoint RNRs."""
+    ep, s = rc.endpoint_setup(*DIMS, seed=seed, n_streams=1, max_rx_msgs=MSG_SLOTS, max_rd_atomic=1)
+    cases = rc.resource_cases(s) + rc.resource_cases(s, conn=1) + rc.resource_cases(s)
+    exp = rc.expected(s.writes + cases, *DIMS, slot_nak=True, max_rd_atomic=1)
+    for c, o in zip([c for c in cases if isinstance(c, rc.Case)], exp["outcomes"]):
+        assert c.expect is None or o.code == c.expect, c.name
+    rsps = []
+    ref, _ = rc.endpoint_reference(ep, s, cases, rsps=rsps)
+    got = rc.requests(s, exp["ack"])
+    assert got == ref
+    assert sum(1 for r in got if r[0] == "nak" and r[3] == int(NakReason.RNR)) == 6
+    assert rc.responses(s, exp["rsp"]) == rsps and len(rsps) == 6
+    unbounded = rc.expected(s.writes + cases, *DIMS, slot_nak=True)
+    assert rc.requests(s, unbounded["ack"]) != ref
