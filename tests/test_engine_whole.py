@@ -127,7 +127,8 @@ def test_engine_model_every_counter_through_axil():
     assert tx["SENT_BAD"] == 0 and tx["ERRORS"] >= 1 and tx["FRAMES_BAD"] >= 1 and tx["ACKS_BAD"] >= 1
     assert got["parser"][0] > 0
     r = cl.readout.res["r"]
-    base = {"parser": 2 * 24, "tx": 2 * (24 + 10)}
+    from metaroce.models.rx import N_COUNTERS as RX_COUNTERS
+    base = {"parser": 2 * RX_COUNTERS, "tx": 2 * (RX_COUNTERS + 10)}   # MR-REG-034: after the RX's
     for src_name, k, match in (("tx", 7, "TX counters"), ("parser", 0, "parser counters")):
         i = next(i for i, (j, _, _) in enumerate(r) if j == base[src_name] + 2 * k)
         r[i] = (r[i][0], r[i][1], r[i][2] + 1)
