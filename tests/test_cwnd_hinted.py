@@ -37,7 +37,8 @@ def run_hinted(items, config, *, params=SMALL, seed=0, div_bits=2, **kw):
 
 
 @pytest.mark.parametrize("params, seed, div_bits", [
-    (SMALL, 1, 2), (SMALL, 2, 1), (dict(conns=4, paths=8), 3, 2)])
+    (SMALL, 1, 2), pytest.param(SMALL, 2, 1, marks=pytest.mark.slow),
+    pytest.param(dict(conns=4, paths=8), 3, 2, marks=pytest.mark.slow)])
 def test_hinted_lockstep_random(params, seed, div_bits):
     """MR-CW-060..065: random hinted traffic (hint changes up, down, to 0, above the line rate,
     hint updates that resolve nothing; re-opens, rewrites, inactive paths, CE marks) with idle
@@ -79,7 +80,7 @@ def test_closed_loop_incast_equals_endpoint(scenario):
     assert ctl.moves["move"] > 50 and ctl.moves["refill"] > 10
 
 
-@pytest.mark.parametrize("scenario, n_items", [("incast", 230), ("incast6", 180)])
+@pytest.mark.parametrize("scenario, n_items", [pytest.param("incast", 230, marks=pytest.mark.slow), ("incast6", 180)])
 def test_hinted_lockstep_incast_prefix(scenario, n_items):
     """MR-CW-065: the first records of the endpoint's incast traces (hint changes, refills)
     through the RTL with its control path, back to back: 0 mismatches, and the windows after

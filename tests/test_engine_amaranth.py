@@ -174,6 +174,7 @@ def test_engine_every_counter_amaranth():
     assert min(drv.parser_counters[:OVERFLOW_COUNTER]) > 0       # MR-REG-033
 
 
+@pytest.mark.slow
 def test_engine_atomics_never_hold_the_rx_amaranth():
     """MR-ENG-158..167: atomic requests among the endpoint's writes through the joined RTL with
     the atomic executor (``EngineRx(atomics=True)``) in lockstep with the composed model: 0

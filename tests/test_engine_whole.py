@@ -430,6 +430,7 @@ def test_engine_model_reads_fail_with_a_reordering_join():
         ce.check(drv, region, src)
 
 
+@pytest.mark.slow
 def test_engine_model_reads_fail_without_the_row_write():
     """MR-ENG-148/149, negative control: the engine's row write dropped (RdRows' register emptied
     without the RX taking it on ``s_cfg_eng``): the responses find no row (no_read), and the run
@@ -548,7 +549,7 @@ def test_two_engines_model_reads(capsys):
         assert r["engines"][h]["completions_digest"] == r["reference"]["completions_digest"][h]
 
 
-@pytest.mark.parametrize("direction", ["rx", "tx"])
+@pytest.mark.parametrize("direction", ["rx", pytest.param("tx", marks=pytest.mark.slow)])
 def test_engine_endpoint_model_reads(direction):
     """MR-ENG-146 with the reference endpoint (model): ``rx``, the engine READs 8 KiB of the
     endpoint's memory and answers its READs of 1 KiB; ``tx``, the other way round. The endpoint

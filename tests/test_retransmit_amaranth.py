@@ -245,6 +245,7 @@ def _lockstep_counting_collisions(mode, items, seed, inst=SMALL):
     return core, hits
 
 
+@pytest.mark.slow
 def test_block_ram_collision_reads_unused():
     """MR-TX-066, MR-FLOW-028: a read of the path table, the records, the links or the free
     ring that meets a write of its row is never used: with that read's data inverted in
@@ -413,7 +414,7 @@ def _walker_flags_run(case, dut_cls=Retransmit):
     return core, bad, seen
 
 
-@pytest.mark.parametrize("case", ["timers", "ackev", "rtt"])
+@pytest.mark.parametrize("case", ["timers", "ackev", pytest.param("rtt", marks=pytest.mark.slow)])
 def test_walker_flags_registered_exact(case):
     """MR-TX-073, MR-TX-065, MR-TX-054, MR-TX-032: the output queues' registered room equals
     ``level != 16``, the trigger flag ``w_trig == 0`` and the expiry flag the kind of the job
@@ -433,7 +434,8 @@ def test_walker_flags_registered_exact(case):
         assert seen["starts"] >= 8 and seen["busy_trig"] >= 4, seen
 
 
-@pytest.mark.parametrize("wrong", sorted(WALKER_WRONG))
+@pytest.mark.parametrize("wrong", [pytest.param(w, marks=pytest.mark.slow) if w == "trig_flag_stale" else w
+                                   for w in sorted(WALKER_WRONG)])
 def test_walker_flags_wrong_forms_fail(wrong):
     """MR-TX-073: each wrong form (a write filling the last slot keeps the room, a pop does not
     give it back, the expiry flag from the wrong kind, the trigger flag not following a
@@ -542,7 +544,7 @@ HEALTH_WRONG = {
 }
 
 
-@pytest.mark.parametrize("gap", [0, 1])
+@pytest.mark.parametrize("gap", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_health_forwarded(gap):
     """MR-TX-163, MR-TX-035: the check right behind the connection's first progress sees its
     health bit (a probe, not a timeout): 0 mismatches; with the forward of that stage removed

@@ -86,7 +86,7 @@ def test_bad_parameters():
         Rx(100)
 
 
-@pytest.mark.parametrize("width", [64, 512])
+@pytest.mark.parametrize("width", [64, pytest.param(512, marks=pytest.mark.slow)])
 def test_same_path_burst_one_per_cycle(width):
     """MR-RX-043: back-to-back records of one path are taken one per cycle, with no stall,
     and every one is accepted in order (the forwarded row carries the window)."""
@@ -99,7 +99,7 @@ def test_same_path_burst_one_per_cycle(width):
     assert res["counters"][RxCode.ACCEPTED] == 96
 
 
-@pytest.mark.parametrize("kind", ["slide", "fill"])
+@pytest.mark.parametrize("kind", [pytest.param("slide", marks=pytest.mark.slow), "fill"])
 def test_slow_updates(kind):
     """MR-RX-048, MR-RX-013: back-to-back slides and filled gaps on one path (the hold of a slow
     update, the next record's read after its write), then rows with random SACKs written through
@@ -126,7 +126,7 @@ def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
         run_lockstep(64, s, rc.burst_slow(s, 20, kind="slide", plen=5), seed=9, p_idle=0.1, p_bp=0.2, share=False)
 
 
-@pytest.mark.parametrize("width,shape", [(64, "both"), (512, "bp"), (128, "idle")])
+@pytest.mark.parametrize("width,shape", [(64, "both"), pytest.param(512, "bp", marks=pytest.mark.slow), (128, "idle")])
 def test_window_and_bad_inputs(width, shape):
     """MR-RX-020..033, MR-RX-049, MR-RX-050: reordering, gaps, slides beyond 256, PSNs beyond
     512, duplicates, CE marks, every bad-input class (the checks the RTL splits over S1..S3 with
@@ -164,6 +164,7 @@ def test_config_races_pipeline():
     run_lockstep(64, s, cases, seed=3, p_idle=0.0, p_bp=0.2, quiet_cfg=False, check=False)
 
 
+@pytest.mark.slow
 def test_default_instance_small_run():
     """MR-RX-001: the default 4,096 x 8 instance (32,768 path rows) runs the same stack."""
     s = rc.Setup(4096, 8, 1024, seed=3, n_conns=4)
@@ -309,6 +310,7 @@ def _delayed_ack_run(delay_cycles, **kw):
     return rc.requests(s, res["ack"]) == rc.endpoint_reference_timed(ep, s, items, cycle)
 
 
+@pytest.mark.slow
 def test_delayed_ack_timer():
     """MR-RX-090..094: bursts separated by idle gaps, ack_every 4, the timer on: the RTL equals
     the model cycle by cycle (timer events in the pipeline, generations in the path rows) and
@@ -462,6 +464,7 @@ def test_own_write_forwards():
     assert res["counters"][RxCode.DUPLICATE] == 2 * 4
 
 
+@pytest.mark.slow
 def test_own_write_forwards_catch_no_forward(monkeypatch):
     """MR-RX-117, MR-RX-120, MR-RX-121 (negative control): with the path row register's
     same-cycle forward taken out (S4's own write, a configuration write, H5's write: the
@@ -480,6 +483,7 @@ def test_own_write_forwards_catch_no_forward(monkeypatch):
         run_lockstep(64, s, rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0, share=False)
 
 
+@pytest.mark.slow
 def test_collision_marks_only_where_unused():
     """MR-RX-119, MR-RX-042: configuration writes taken in the same cycle as records (the
     connection and key rows of the records rewritten with the values they hold, offered beside

@@ -161,6 +161,7 @@ def test_cycle_model_without_gates_fails(monkeypatch, gate):
         rc.run_model(64, s, cases, seed=2, p_idle=0.3, p_bp=dict(BP, m_atom__ready=0.9))
 
 
+@pytest.mark.slow
 def test_rtl_random_atomics_operands():
     """MR-RX-163..166, MR-RX-070: random atomics in lockstep with m_atom nearly always stalled
     (0.85) and idle payload beats: 0 mismatches, every item with its request's operands."""
@@ -247,6 +248,7 @@ def test_cycle_model_operands_wide(width):
     assert len(res["atom"]) >= 40
 
 
+@pytest.mark.slow
 def test_rtl_atomics_128():
     """MR-RX-163/164, MR-RX-070: the atomic and ERROR-response cases and random atomics at 128
     bits (one beat of operands) in lockstep: 0 mismatches, and the outputs, counters and items

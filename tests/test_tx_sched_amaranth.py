@@ -394,7 +394,7 @@ def _stream_terms_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
 
 
 @pytest.mark.parametrize("params,seed", [
-    pytest.param(SMALL, 21, marks=pytest.mark.slow), (STREAM_TERMS_CW4, 22)])
+    pytest.param(SMALL, 21, marks=pytest.mark.slow), pytest.param(STREAM_TERMS_CW4, 22, marks=pytest.mark.slow)])
 def test_stream_terms_registered_exact(params, seed):
     """MR-TXS-049, MR-TXS-054, MR-TXS-056, MR-TXS-027, MR-TXS-033: each stream's registered term
     `q_ok` (its send message exists, is not failed, has its next chunk in the chunk window) and
@@ -448,9 +448,9 @@ def test_stream_terms_step_wrong_forms_fail(wrong):
     # cycles: 11 and 11 moves, 2 with an acknowledged report valid, none with a lost one)
     pytest.param(SMALL, 31, dict(a_moved=5, r_moved=5, a_moved_valid=1, r_moved_valid=0),
                  marks=pytest.mark.slow),
-    (dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
-          conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 32,
-     dict(a_moved=20, r_moved=20, a_moved_valid=1, r_moved_valid=1))])
+    pytest.param(dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+                      conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4), 32,
+                 dict(a_moved=20, r_moved=20, a_moved_valid=1, r_moved_valid=1), marks=pytest.mark.slow)])
 def test_report_next_chunk_registered_exact(params, seed, floor):
     """MR-TXS-053, MR-TXS-055, MR-TXS-034, MR-TXS-046: each report boundary register's `next`
     register (`ba_next`, `br_next`) equals its report's entry's `next_chunk` on the RTL's own
