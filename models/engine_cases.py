@@ -682,13 +682,16 @@ def tx_counter_run(width=64, *, nbytes=8192, seed=2, p_bp=0.2):
 
 def model_counters(model):
     """The counters of an ``EngineModel`` by source, as its register block reads them."""
+    from .atomic import ATOM_CTR
     from .tx import TX_CTR_BASE
     p = model.rx.parser
     # MR-TX-126, MR-TX-181: the unit's counters below TX_CTR_BASE (its tail_probes is not mapped)
     return {"rx": list(model.rx.rx.rx.counters),
             "parser": list(p.cnt) + [p.cnt_overflow],
             "tx": list(model.tx.rtx.counters)[:TX_CTR_BASE] + list(model.tx.counters),
-            "eng": list(model.rsp.ctr)}                 # MR-ENG-143
+            # MR-ENG-143; MR-ENG-226: the atomic executor's after the response join's
+            "eng": list(model.rsp.ctr) + (list(model.rx.atom.ctr) if model.rx.atom is not None
+                                          else [0] * len(ATOM_CTR))}
 
 
 def check_counter_loop(cl: CounterLoop, model, region, source, bad):
