@@ -161,6 +161,25 @@ def test_cycle_model_without_gates_fails(monkeypatch, gate):
         rc.run_model(64, s, cases, seed=2, p_idle=0.3, p_bp=dict(BP, m_atom__ready=0.9))
 
 
+def test_cycle_model_placement_mark_one_short_fails(monkeypatch):
+    """Negative control of MR-RX-175/176: a cycle model whose bundles' placement marks count one
+    placement command fewer (as one leaving the delivering record's own out) gives items that
+    differ from the expected ones, which check() catches: the marks are compared."""
+    from metaroce.models import rx as rxm
+    _, s, cases = _random_cases(2)
+    real = rxm.RxCycleModel.step
+    mask = (1 << rxm.PLACE_MARK_BITS) - 1
+
+    def step(self, inputs):
+        self.place_in = (self.place_in - 1) & mask
+        out = real(self, inputs)
+        self.place_in = (self.place_in + 1) & mask
+        return out
+    monkeypatch.setattr(rxm.RxCycleModel, "step", step)
+    with pytest.raises(AssertionError, match="atom"):
+        rc.run_model(64, s, cases, seed=2, p_idle=0.3, p_bp=BP)
+
+
 def test_rtl_random_atomics_operands():
     """MR-RX-163..166, MR-RX-070: random atomics in lockstep with m_atom nearly always stalled
     (0.85) and idle payload beats: 0 mismatches, every item with its request's operands."""
