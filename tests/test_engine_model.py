@@ -130,7 +130,7 @@ def test_engine_model_every_counter_through_axil():
 
 
 def test_engine_model_atomics_never_hold_the_rx():
-    """MR-ENG-156 (superseded by MR-ENG-158), MR-ENG-167, MR-RX-162: atomic requests among the
+    """MR-ENG-156 (superseded by MR-ENG-158), MR-ENG-167, MR-ENG-220, MR-RX-162: atomic requests among the
     writes (the endpoint's traffic, 5 % loss) executed by the receive half's atomic executor:
     the RX never stops (every ACK/NAK request, completion and placement is the RX model's and
     the endpoint's), the host memory equals the receiving endpoint's (its atomics executed, once

@@ -691,7 +691,7 @@ def test_engine_model_loopback_atomics():
     answers from the row (resending until acknowledged), the requester's RX places the 8 bytes
     against the row the engine wrote at intake (op CMP_SWAP / FETCH_ADD) and completes them:
     every original value and final target value is the sequential oracle's, one execution per
-    atomic whatever the losses. MR-ENG-226, MR-REG-061: the executor's counters read through
+    atomic whatever the losses. MR-ENG-226, MR-ENG-227, MR-REG-061: the executor's counters read through
     ``s_axil`` say 16 executed, no ERROR response, no AXI error, and the cycles its items
     waited at their fences (the model's own)."""
     drv, plan, m, cl = _atomic_loopback_model(16, 2, 0.15, counters=True)

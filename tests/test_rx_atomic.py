@@ -88,8 +88,9 @@ def test_model_atomic_and_error_responses():
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_cycle_model_atomics(seed):
-    """MR-RX-155, MR-RX-158: the cycle model with idle cycles and backpressure on every output
-    (m_atom at 0.6) gives the packet model's items, ACKs, completions and counters."""
+    """MR-RX-155, MR-RX-158, MR-RX-175, MR-RX-176: the cycle model with idle cycles and
+    backpressure on every output (m_atom at 0.6) gives the packet model's items (their
+    placement marks included), ACKs, completions and counters."""
     ep, s, cases = _request_cases(seed)
     cases = cases + rc.atomic_response_cases(s, conn=2, stream=1)
     res = rc.run_model(64, s, cases, seed=seed, p_idle=0.2, p_bp=BP)
@@ -162,7 +163,7 @@ def test_cycle_model_without_gates_fails(monkeypatch, gate):
 
 
 def test_cycle_model_placement_mark_one_short_fails(monkeypatch):
-    """Negative control of MR-RX-175/176: a cycle model whose bundles' placement marks count one
+    """Negative control of MR-RX-175, MR-RX-176: a cycle model whose bundles' placement marks count one
     placement command fewer (as one leaving the delivering record's own out) gives items that
     differ from the expected ones, which check() catches: the marks are compared."""
     from metaroce.models import rx as rxm
