@@ -715,15 +715,20 @@ def test_engine_lockstep_amaranth_atomics():
     """MR-ENG-158..169 on the RTL (Amaranth simulator): the engine's atomics to itself over the
     loopback (6 atomics, 10 % loss) in lockstep with EngineModel, every output every cycle,
     backpressure on every output and random AXI latencies (the executor's master among them):
-    0 mismatches, and the run's check (original values, final targets, one execution each)."""
+    0 mismatches, and the run's check (original values, final targets, one execution each).
+    MR-ENG-224, MR-ENG-227: with the executor's CALC state and registered row, and its counters
+    read through ``s_axil`` after the run (the engine window's), equal to the model's."""
     from metaroce.hdl.engine import Engine
+    from metaroce.models import engine_cases as ec
     from metaroce.tb.lockstep import run_amaranth
     drv, s, plan, _ = ce.loopback_run(64, 64, seed=3, loss=0.1, verb="atomic", n_writes=6)
+    cl = ec.CounterLoop(drv, sources=("eng",), seed=3)
     model = EngineModel(64)
-    core = run_amaranth(Engine(64), model, drv, busy=model.active)
-    assert core.mismatches == 0
+    core = run_amaranth(Engine(64), model, cl, busy=model.active)
+    assert core.mismatches == 0 and cl.readout.finished
     r = ce.check_atomics(drv, plan)
     assert r["executions"] == 6
+    assert cl.counters["eng"][3:6] == model.rx.atom.ctr[:3] == [6, 0, 0]
 
 
 @pytest.mark.slow
