@@ -1,15 +1,17 @@
-"""The atomic executor at the engine (docs/spec/hw-engine.md section 5d, MR-ENG-158..165).
+"""The atomic executor at the engine (docs/spec/hw-engine.md section 5d, MR-ENG-158..165,
+MR-ENG-216..227).
 
 ``AtomicExec(width, atom_layout, rsp_layout, slots=RESULT_SLOTS)``: the RX engine's execution
 items on ``s_atom`` (``models.rx.layouts().atom``, MR-RX-155/164), one at a time: after every
-placement the DMA took before the item is written (``place_busy``/``place_taken``/``place_done``,
-MR-ENG-162), the 8 bytes at ``laddr`` read through ``m_axi`` (AXI4, one full-width beat), the
+placement before the item (up to its placement mark ``pmark``, MR-RX-175) is written
+(``place_busy``/``place_taken``/``place_done``, MR-ENG-216), the 8 bytes at ``laddr`` read through ``m_axi`` (AXI4, one full-width beat), the
 new value (``protocol.atomic_apply``, MR-VERB-010) written back, the original value written to
 the request's result row (``result_base`` + MR-ENG-161's index) and the response item
 ``{conn, stream, msg, laddr: the row, length 8, err}`` offered on ``m_rsp`` (the TX half's
 ``s_rsp`` layout): the TX half sends and resends it as an 8-byte READ response from the row,
-never from the target (MR-VERB-012). ``hold_place`` holds the DMA's intake from the fence to the
-target write's B response (MR-ENG-163). Golden model: ``models.atomic.AtomicExecModel``.
+never from the target (MR-VERB-012). ``hold_place`` stops the DMA's intake at the mark and holds
+it to the target write's B response (MR-ENG-163, MR-ENG-217). Counters on ``reg_addr`` /
+``reg_data`` (MR-ENG-226). Golden model: ``models.atomic.AtomicExecModel``.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
