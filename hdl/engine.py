@@ -267,7 +267,14 @@ class EngineRx(wiring.Component):
             # executor's, MR-ENG-160, merged by _join_atomics)
             if not self.atomics:
                 wiring.connect(m, rx.m_rsp, wiring.flipped(self.m_rsp))
-            m.d.comb += [self.eng_reg_addr.eq(regs.eng_reg_addr), regs.eng_reg_data.eq(self.eng_reg_data)]
+            m.d.comb += self.eng_reg_addr.eq(regs.eng_reg_addr)
+            if self.atomics:
+                # MR-ENG-226: the executor's counters beside the response join's (each a register,
+                # 0 outside its own indices)
+                m.d.comb += [self.atom.reg_addr.eq(regs.eng_reg_addr),
+                             regs.eng_reg_data.eq(self.eng_reg_data | self.atom.reg_data)]
+            else:
+                m.d.comb += regs.eng_reg_data.eq(self.eng_reg_data)
         elif not self.atomics:
             # MR-RX-131: the receive half alone has no TX side: taken and dropped, so that they
             # never hold the RX

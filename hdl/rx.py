@@ -46,7 +46,7 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
                          N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM, WC_RECV, RECV_SLOTS,
                          LATE_CODES, NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_MSG,
-                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, SMALL, CAP_COUNT_BITS, RD_OP_WC, WC_REM_ACCESS_ERR, RxCode, layouts,
+                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, SMALL, CAP_COUNT_BITS, PLACE_MARK_BITS, RD_OP_WC, WC_REM_ACCESS_ERR, RxCode, layouts,
                          payload_layout)
 from ..models.wire import Op
 from .muxes import pick as _pick
@@ -1355,7 +1355,11 @@ class Rx(wiring.Component):
                      steer_w.mark.eq(aq_in + s6_atom), steer_q.w_data.eq(steer_w)]
         m.d.sync += [cap_in.eq(cap_in + (steer_q.w_en & s5_cap)), aq_in.eq(aq_in + s6_atom),
                      s6_mark.eq(cap_in + s5_cap)]
-        m.d.comb += atom_w.mark.eq(s6_mark)
+        # MR-RX-175: the placement commands pushed (S5); a bundle's pmark is the count after its
+        # delivering record's S5, that record's own placement included, registered into S6
+        place_in, s6_pmark = Signal(PLACE_MARK_BITS), Signal(PLACE_MARK_BITS)
+        m.d.sync += [place_in.eq(place_in + place_q.w_en), s6_pmark.eq(place_in + place_q.w_en)]
+        m.d.comb += [atom_w.mark.eq(s6_mark), atom_w.pmark.eq(s6_pmark)]
         # the output register: the head bundle's items one by one once its captures are done,
         # each loaded with its operand row's read
         a_head = data.View(lay.atom_bundle, atom_q.r_data)
@@ -1365,12 +1369,14 @@ class Rx(wiring.Component):
         a_last = a_sel == a_head.last
         a_load = Signal()
         ao_valid, ao_entry = Signal(), Signal(lay.atom_entry)
+        ao_pmark = Signal(PLACE_MARK_BITS)      # MR-RX-175: the shown item's placement mark
         m.d.comb += [a_load.eq(atom_q.r_rdy & ~(cap_out - a_head.mark)[CAP_COUNT_BITS - 1]
                                & (~ao_valid | self.m_atom.ready)),
                      opd_rd.addr.eq(Cat(a_entry.msg[:slot_bits], a_entry.stream[:sb], a_entry.conn)),
                      opd_rd.en.eq(a_load), atom_q.r_en.eq(a_load & a_last)]
         with m.If(a_load):
-            m.d.sync += [ao_valid.eq(1), ao_entry.eq(a_entry), a_sel.eq(Mux(a_last, 0, a_sel + 1))]
+            m.d.sync += [ao_valid.eq(1), ao_entry.eq(a_entry), ao_pmark.eq(a_head.pmark),
+                         a_sel.eq(Mux(a_last, 0, a_sel + 1))]
         with m.Elif(self.m_atom.ready):
             m.d.sync += ao_valid.eq(0)
         m.d.sync += aq_read.eq(aq_read + (a_load & a_last))
@@ -1378,7 +1384,8 @@ class Rx(wiring.Component):
         def big_endian(word):
             return Cat(*[word[8 * (7 - i):8 * (8 - i)] for i in range(8)])
         m.d.comb += [self.m_atom.valid.eq(ao_valid),
-                     self.m_atom.payload.eq(Cat(ao_entry, big_endian(opd_data[:64]), big_endian(opd_data[64:])))]
+                     self.m_atom.payload.eq(Cat(ao_entry, big_endian(opd_data[:64]), big_endian(opd_data[64:]),
+                                                ao_pmark))]
 
         # -- outputs
         m.d.comb += [

@@ -16,13 +16,13 @@ import collections
 import random
 
 from . import protocol as P
-from .atomic import AR, AWR, BR, BT, FENCE, AtomicExecModel, RESULT_SLOTS, result_area_bytes, result_row
+from .atomic import AR, AWR, BR, BT, CNT_BITS, FENCE, AtomicExecModel, RESULT_SLOTS, result_area_bytes, result_row
 from .dma_read_cases import HostMemory as ReadMemory
 from .dma_write_cases import BASE, HostMemory as WriteMemory, Layout
 from .driver import run_alone
 from .rx import layouts, pack, unpack
 
-__all__ = ["SharedMemory", "Renamed", "random_items", "Driver", "oracle", "run_model", "Reexecute", "NoFence", "check", "AtomSlave", "Twice"]
+__all__ = ["SharedMemory", "Renamed", "random_items", "Driver", "oracle", "run_model", "Reexecute", "NoFence", "OldFence", "check", "AtomSlave", "Twice"]
 
 
 class SharedMemory:
@@ -122,45 +122,72 @@ def oracle(items, image, base, result_base, slots=RESULT_SLOTS):
 
 class Driver:
     """The executor's ports (module docstring). Results: ``rsps`` (tuples), ``violations``
-    (MR-ENG-162/163 ordering broken), ``cycle``."""
+    (MR-ENG-216/217/163 ordering broken), ``cycle``.
+
+    The items are delivered one by one (at most ``ahead`` delivered and not yet taken), each
+    with its placement mark ``pmark`` (MR-RX-175): the placements pushed up to its delivery.
+    With ``p_stuck`` (MR-ENG-218, the hazard of MR-ENG-162), a placement pushed after ``j``
+    deliveries is with that probability behind an operand capture that waits for the RX's
+    atomic queue (MR-RX-166): its done record comes only once the executor has taken ``j - 1``
+    items (the executor holds one, the RX's output register the next, so the capture of the
+    third waits)."""
 
     def __init__(self, width, conns, items, lay: Layout, result_base, *, seed=0, p_idle=0.3,
-                 p_bp=0.3, latency=(1, 40), p_place=0.3, image=None):
+                 p_bp=0.3, latency=(1, 40), p_place=0.3, image=None, p_stuck=0.0, ahead=4,
+                 p_deliver=0.3, max_cycles=200_000):
         self.rng = random.Random(seed)
         self.lay = layouts(conns=conns)
-        self.items = collections.deque(items)
+        self.items = collections.deque(dict(it) for it in items)
         self.mem = SharedMemory(lay, width, random.Random(seed + 1), p_bp=p_bp, latency=latency,
                                 image=image)
         self.base = result_base
         self.p_idle, self.p_bp, self.p_place = p_idle, p_bp, p_place
+        self.p_stuck, self.ahead, self.p_deliver = p_stuck, ahead, p_deliver
+        self.max_cycles = max_cycles
         self.cycle = 0
         self.rsps = []
         self.violations = []
-        # the placement DMA's intake: placements waiting, taken ones with their done cycle
-        self.waiting = 0
-        self.in_dma = collections.deque()       # (done-from cycle, serial)
+        # the placement DMA's intake: placements waiting (their gates), taken ones with their
+        # done cycle and gate
+        self.waiting = collections.deque()
+        self.in_dma = collections.deque()       # (done-from cycle, serial, gate)
         self.serial = self.done_serial = 0      # placements taken, done records taken
+        self.delivered = self.taken_items = 0   # items delivered (pmark set), taken by the executor
         self.need = None                        # placements the current item must wait for
         self.holding = False                    # between the target read and its write's B
         self.quiet = 0
-        self.may_take = False
         self.finished = False
+        self.stuck = 0                          # placements that were stuck (for the tests' figures)
+        # this cycle's hold_place (a register: the model's, read before its step, as the engine's
+        # comb path from the executor's register to the DMA's intake)
+        self.hold_now = lambda: 0
+
+    def pushed(self):
+        return self.serial + len(self.waiting)
 
     def inputs(self):
         rng = self.rng
         inp = {"s_atom__valid": 0, "s_atom__payload": 0, "result_base": self.base,
-               "m_rsp__ready": int(rng.random() >= self.p_bp)}
-        if self.items and rng.random() >= self.p_idle:
+               "m_rsp__ready": int(rng.random() >= self.p_bp),
+               # MR-ENG-226: every counter select, the executor's and others (read as 0)
+               "reg_addr": rng.randrange(16)}
+        # an item delivered: its mark is the placements pushed so far (MR-RX-175)
+        ahead = self.delivered - self.taken_items
+        if ahead < min(self.ahead, len(self.items)) and (ahead == 0 or rng.random() < self.p_deliver):
+            self.items[ahead]["pmark"] = self.pushed() & ((1 << CNT_BITS) - 1)
+            self.delivered += 1
+        if self.delivered > self.taken_items and rng.random() >= self.p_idle:
             inp.update({"s_atom__valid": 1, "s_atom__payload": pack(self.lay.atom, self.items[0])})
         # new placements arrive while there are items to come
         if self.items and rng.random() < self.p_place:
-            self.waiting += 1
-        inp["place_busy"] = int(self.waiting > 0)
+            stuck = rng.random() < self.p_stuck
+            self.waiting.append(self.delivered - 1 if stuck else -1)
+        inp["place_busy"] = int(bool(self.waiting))
         # the DMA's handshakes as the engine wires them (MR-ENG-163: the intake held): taken only
-        # when last cycle's hold was 0 and a placement was waiting then (hold rises only after a
-        # cycle with none waiting)
-        take = self.may_take and self.waiting > 0 and rng.random() >= self.p_bp
-        done = bool(self.in_dma) and self.in_dma[0][0] <= self.cycle and rng.random() >= self.p_bp
+        # when this cycle's hold (a register) is 0
+        take = not self.hold_now() and bool(self.waiting) and rng.random() >= self.p_bp
+        done = (bool(self.in_dma) and self.in_dma[0][0] <= self.cycle
+                and self.taken_items >= self.in_dma[0][2] and rng.random() >= self.p_bp)
         inp["place_taken"], inp["place_done"] = int(take), int(done)
         self.mem.inputs(inp, self.cycle)
         return inp
@@ -170,10 +197,11 @@ class Driver:
         take = inp["place_taken"]
         if take and out["hold_place"]:
             self.violations.append((self.cycle, "a placement taken while held"))
-        self.may_take = not out["hold_place"] and inp["place_busy"]
         if inp["s_atom__valid"] and out["s_atom__ready"]:
-            self.items.popleft()
-            self.need = self.serial + self.waiting          # every placement before the item
+            it = self.items.popleft()
+            self.taken_items += 1
+            # every placement pushed before the item's delivery (its mark, exact in these runs)
+            self.need = it["pmark"]
         if out["m_axi__arvalid"] and inp["m_axi__arready"]:
             if self.need is None or self.done_serial < self.need:
                 self.violations.append((self.cycle, "read before the earlier placements were done"))
@@ -183,9 +211,10 @@ class Driver:
         if inp["m_axi__bvalid"] and out["m_axi__bready"] and self.holding:
             self.holding = False
         if take:
-            self.waiting -= 1
+            gate = self.waiting.popleft()
+            self.stuck += gate >= 0
             self.serial += 1
-            self.in_dma.append((self.cycle + self.rng.randint(1, 30), self.serial))
+            self.in_dma.append((self.cycle + self.rng.randint(1, 30), self.serial, gate))
         if inp["place_done"]:
             self.in_dma.popleft()
             self.done_serial += 1
@@ -201,7 +230,7 @@ class Driver:
             self.finished = self.quiet > 8
         else:
             self.quiet = 0
-        if self.cycle > 200_000:
+        if self.cycle > self.max_cycles:
             raise AssertionError(f"no progress: {len(self.items)} items left, {len(self.rsps)} responses")
 
 
@@ -229,6 +258,40 @@ class NoFence(AtomicExecModel):
         return out
 
 
+class OldFence(AtomicExecModel):
+    """A negative control (MR-ENG-218): session 25's fence (MR-ENG-162 before MR-ENG-216): after
+    taking an item, wait for a cycle with no placement waiting at the DMA's intake, latch the
+    placements taken then, hold the intake and read once their done records are in. The
+    placements taken include ones after the item; one behind an operand capture that waits for
+    the executor never completes, and the executor and the RX wait for each other."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.old_fence = None
+
+    def step(self, inputs):
+        g = inputs.get
+        if self.state != FENCE:
+            st = self.state
+            out = super().step(inputs)
+            if st != FENCE and self.state == FENCE:
+                self.hold = 0                       # no hold before the fence
+            return out
+        out = self.outputs()
+        self.ctr[3] += 1
+        taken_next = (self.taken + (1 if g("place_taken", 0) else 0)) & self.mask
+        if self.old_fence is None:
+            if not g("place_busy", 0):
+                self.old_fence, self.hold = taken_next, 1
+        elif self.done == self.old_fence:
+            self.old_fence, self.state = None, AR
+        self.row = self._row_of(g("result_base", 0))
+        self.taken = taken_next
+        if g("place_done", 0):
+            self.done = (self.done + 1) & self.mask
+        return out
+
+
 def run_model(width=64, conns=4, n=40, *, seed=0, model_cls=AtomicExecModel, **kw):
     """The executor's model alone through the :class:`Driver`; returns ``(driver, expected)``."""
     rng = random.Random(seed)
@@ -239,6 +302,7 @@ def run_model(width=64, conns=4, n=40, *, seed=0, model_cls=AtomicExecModel, **k
     lay = layouts(conns=conns)
     model = model_cls(width, lay.atom, lay.rsp)
     drv = Driver(width, conns, items, wl, rbase, seed=seed, image=init, **kw)
+    drv.hold_now = lambda: model.hold
     run_alone(model, drv)
     return drv, oracle(items, init, BASE, rbase), model
 

@@ -215,7 +215,7 @@ class EngineRxModel:
         at = self.atom
         if at is not None:
             # MR-ENG-160..163: the executor's outputs are functions of its state
-            ao = at.outputs(g("atom_base", 0))
+            ao = at.outputs()
             hold = ao["hold_place"]
         else:
             ao, hold = None, 0
@@ -254,6 +254,7 @@ class EngineRxModel:
                      "result_base": g("atom_base", 0), "place_busy": rx_out["m_place__valid"],
                      "place_taken": int(bool(place_valid and do["s_place__ready"])),
                      "place_done": int(bool(do["m_done__valid"] and g("m_done__ready", 0))),
+                     "reg_addr": ro["eng_reg_addr"] if self.responses else 0,
                      **{"m_axi__" + n: g("m_axi_at__" + n, 0) for n in ATOM_AXI_IN}})
         self.dma.step({
             "s_place__payload": rx_out["m_place__payload"], "s_place__valid": place_valid,
@@ -264,7 +265,9 @@ class EngineRxModel:
                         "m_cfg__ready": int(rx_out["s_cfg__ready"] and not eng_cfg),
                         "reg_data": rx_out["reg_data"],
                         "parser_reg_data": po["reg_data"], "tx_reg_data": g("tx_reg_data", 0),
-                        "eng_reg_data": g("eng_reg_data", 0)})
+                        # MR-ENG-226: the executor's counters in the engine's window beside the
+                        # response join's (each 0 outside its own indices)
+                        "eng_reg_data": g("eng_reg_data", 0) | (ao["reg_data"] if at is not None else 0)})
         out = {n: po[n] for n in ("s_axis__tready", "m_bypass__tdata", "m_bypass__tkeep",
                                   "m_bypass__tvalid", "m_bypass__tlast")}
         out.update({"m_ack__payload": rx_out["m_ack__payload"], "m_ack__valid": rx_out["m_ack__valid"],

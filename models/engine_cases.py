@@ -34,7 +34,8 @@ from .rx import SMALL as RX_SMALL, TABLE_KEY, payload_layout
 
 __all__ = ["Run", "engine_traffic", "bypass_frames", "line_rate_run", "check_line_rate", "counter_run",
            "check_counters", "Phases", "Driver", "check", "run_model", "ScriptedLoopback", "CounterLoop",
-           "tx_counter_run", "check_counter_loop", "model_counters", "TX_COUNTER_RETRY_LIMIT"]
+           "tx_counter_run", "check_counter_loop", "model_counters", "TX_COUNTER_RETRY_LIMIT",
+           "atomic_hazard_run", "HAZARD_LATENCY"]
 
 #: MR-ENG-110: B latencies of the host memory (cycles after a burst's last W beat).
 LATENCY = (1, 40)
@@ -132,6 +133,21 @@ def atomic_traffic(nbytes, seed, *, executor=False):
     if executor:
         with_result_area(run)
     return run, sum(1 for c in run.cases if c.frame[42] in (0xC8, 0xC9))
+
+
+#: MR-ENG-220: the host memory's B latency of :func:`atomic_hazard_run` (slow: the placements
+#: queue at the DMA's intake while the executor waits in FENCE).
+HAZARD_LATENCY = (150, 300)
+
+
+def atomic_hazard_run(seed=3):
+    """MR-ENG-220: the endpoint's writes with 80 % of its messages atomic requests (5 % loss),
+    the host window grown by the result area; with :data:`HAZARD_LATENCY` and session 25's fence
+    (``atomic_cases.OldFence``) the receive half stops: three atomics are delivered while the
+    executor waits for an empty intake, and a WRITE behind the third's operand capture is taken
+    by the DMA before the intake empties (MR-ENG-162's hazard)."""
+    run = engine_traffic(nbytes=8192, seed=seed, loss=0.05, n_writes=12, atomic_reqs=0.8)
+    return with_result_area(run)
 
 
 def line_rate_run(conns=256, paths=4, keys=256, *, streams=RX_SMALL["streams"], n=64, plen=64, seed=0):
@@ -682,13 +698,16 @@ def tx_counter_run(width=64, *, nbytes=8192, seed=2, p_bp=0.2):
 
 def model_counters(model):
     """The counters of an ``EngineModel`` by source, as its register block reads them."""
+    from .atomic import ATOM_CTR
     from .tx import TX_CTR_BASE
     p = model.rx.parser
     # MR-TX-126, MR-TX-181: the unit's counters below TX_CTR_BASE (its tail_probes is not mapped)
     return {"rx": list(model.rx.rx.rx.counters),
             "parser": list(p.cnt) + [p.cnt_overflow],
             "tx": list(model.tx.rtx.counters)[:TX_CTR_BASE] + list(model.tx.counters),
-            "eng": list(model.rsp.ctr)}                 # MR-ENG-143
+            # MR-ENG-143; MR-ENG-226: the atomic executor's after the response join's
+            "eng": list(model.rsp.ctr) + (list(model.rx.atom.ctr) if model.rx.atom is not None
+                                          else [0] * len(ATOM_CTR))}
 
 
 def check_counter_loop(cl: CounterLoop, model, region, source, bad):

@@ -125,9 +125,16 @@ def tx_counter_names():
 
 def eng_counter_names():
     """MR-ENG-143: the whole engine's own counters (``models.engine.ENG_CTR``): the READ
-    responses handed from the RX engine to the TX half, those completed and those failed."""
+    responses handed from the RX engine to the TX half, those completed and those failed; then
+    (MR-ENG-226, MR-REG-061) the atomic executor's (``models.atomic.ATOM_CTR``, from
+    ``ATOM_CTR_BASE``)."""
+    from .atomic import ATOM_CTR, ATOM_CTR_BASE
     from .engine import ENG_CTR
-    return [n.upper() for n, _ in sorted(ENG_CTR.items(), key=lambda kv: kv[1])]
+    names = [n.upper() for n, _ in sorted(ENG_CTR.items(), key=lambda kv: kv[1])]
+    assert len(names) == ATOM_CTR_BASE
+    names += [n.upper() for n, _ in sorted(ATOM_CTR.items(), key=lambda kv: kv[1])]
+    assert len(names) <= 1 << _ADDR_BITS["eng"]
+    return names
 
 
 _NAMES = {"rx": counter_names, "parser": parser_counter_names, "tx": tx_counter_names,

@@ -134,6 +134,9 @@ FIFO_DEPTH = 16
 #: MR-RX-165: bits of the counters that order operand captures and atomic items (modulo, compared
 #: in the half space: at most FIFO_DEPTH steering entries and FIFO_DEPTH bundles outstanding)
 CAP_COUNT_BITS = 6
+#: MR-RX-175: bits of the placement counter whose value an atomic bundle carries (``pmark``):
+#: the executor compares it with its done records in the half space (hw-engine.md MR-ENG-216)
+PLACE_MARK_BITS = 16
 
 #: MR-RX-060: configuration tables (``s_cfg`` ``table`` field).
 TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH, TABLE_MSG, TABLE_RECV, TABLE_READ = 0, 1, 2, 3, 4, 5, 6
@@ -311,11 +314,15 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     # MR-RX-164: and its operands, as values (the payload's big-endian words): the swap or add
     # value, the compare value (0 for fetch-and-add)
     atom_entry = data.StructLayout({"conn": cb, "stream": 16, "msg": 32, "laddr": 64, "cas": 1, "err": 1})
-    atom = data.StructLayout({**{n: f.shape for n, f in atom_entry}, "operand": 64, "compare": 64})
+    # MR-RX-175: and the placement commands pushed up to its delivering record's (`pmark`)
+    atom = data.StructLayout({**{n: f.shape for n, f in atom_entry}, "operand": 64, "compare": 64,
+                              "pmark": PLACE_MARK_BITS})
     # MR-RX-155, MR-RX-165: the atomic queue's entry: the items without their operands, and
-    # the count of operand captures that must be done before they are shown (`mark`)
+    # the count of operand captures that must be done before they are shown (`mark`);
+    # MR-RX-175: the placement mark its items carry (`pmark`)
     atom_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
-                                     "atoms": data.ArrayLayout(atom_entry, msg_slots), "mark": CAP_COUNT_BITS})
+                                     "atoms": data.ArrayLayout(atom_entry, msg_slots), "mark": CAP_COUNT_BITS,
+                                     "pmark": PLACE_MARK_BITS})
     return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg,
                    msg_slots, chunk_ring, msg_slot, msg_row, cqe, cqe_bundle, recv_slots, rb, recv,
                    rd_slots, rdb, rd, rd_state, rsp, rsp_bundle, atom, atom_bundle, atom_entry, streams, sb)
@@ -985,6 +992,8 @@ class RxCycleModel:
         self.cap_acc = self.cap_beat = 0
         self.cap_in = self.cap_out = self.aq_in = self.aq_read = 0
         self.ao_valid, self.ao_entry, self.ao_opd = False, 0, 0
+        # MR-RX-175: placement commands pushed (S5), and the shown item's placement mark
+        self.place_in = self.ao_pmark = 0
         self.now = 0            # MR-RX-091: the cycle counter (TIME_BITS)
         self.timer_q = collections.deque()  # MR-RX-091: (path row, generation, due)
         self.t_due = False      # MR-RX-093: the head tested due in the cycle before
@@ -1005,7 +1014,7 @@ class RxCycleModel:
         operand = int.from_bytes((opd & ((1 << 64) - 1)).to_bytes(8, "little"), "big")
         compare = int.from_bytes((opd >> 64).to_bytes(8, "little"), "big")
         return (self.ao_entry | operand << lay.atom["operand"].offset
-                | compare << lay.atom["compare"].offset)
+                | compare << lay.atom["compare"].offset | self.ao_pmark << lay.atom["pmark"].offset)
 
     def _capture(self, beat, last, row):
         """MR-RX-163: a beat of an atomic's payload into the capture register (its bytes by
@@ -1111,10 +1120,13 @@ class RxCycleModel:
                 if o.cqes or o.rsps or o.atoms:
                     # MR-RX-165: an atomic bundle waits for the captures pushed up to this S5
                     mark = (self.cap_in + steer_cap) & ((1 << CAP_COUNT_BITS) - 1)
+                    # MR-RX-175: and for the placements pushed up to this S5, its own included
+                    pmark = (self.place_in + int(place is not None)) & ((1 << PLACE_MARK_BITS) - 1)
                     self.s6 = (pack_bundle(lay, o.cqes) if o.cqes else None,
                                pack_rsp_bundle(lay, o.rsps) if o.rsps else None,
                                (pack_rsp_bundle(lay, o.atoms, lay.atom_bundle, lay.atom_entry)
-                                | mark << lay.atom_bundle["mark"].offset) if o.atoms else None)
+                                | mark << lay.atom_bundle["mark"].offset
+                                | pmark << lay.atom_bundle["pmark"].offset) if o.atoms else None)
                 if o.arm is not None:
                     arm = (*o.arm, (self.now + rx.ack_delay) & TIME_MASK)
                 rx.count(o)
@@ -1145,6 +1157,7 @@ class RxCycleModel:
         pay_take = pay_ready and pay_valid
         self.ack_q.update(g("m_ack__ready", 0), ack is not None, ack or 0)
         self.place_q.update(g("m_place__ready", 0), place is not None, place or 0)
+        self.place_in = (self.place_in + int(place is not None)) & ((1 << PLACE_MARK_BITS) - 1)
         pay_last = (pay >> self.last_bit) & 1
         if pay_take and cap:
             self._capture(pay, pay_last, cap_row)
@@ -1171,6 +1184,7 @@ class RxCycleModel:
             self.ao_entry = a_entry
             self.ao_opd = self.opd.get(rx.operand_row(e["conn"], e["stream"], e["msg"]), 0)
             self.ao_valid = True
+            self.ao_pmark = (a_head >> lay.atom_bundle["pmark"].offset) & ((1 << PLACE_MARK_BITS) - 1)
             self.atom_sel = 0 if self.atom_sel == a_last else self.atom_sel + 1
             if self.atom_sel == 0:
                 self.aq_read = (self.aq_read + 1) & cmask

@@ -23,7 +23,7 @@ from . import codec, protocol as P, records
 from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout, run_alone
 from .parser import verdict
-from .rx import (ACK_EVERY_RESET, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
+from .rx import (ACK_EVERY_RESET, PLACE_MARK_BITS, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
                  TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, TABLE_RSP_FREE, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_WC, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
                  meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
@@ -1230,8 +1230,10 @@ def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=Fal
         for r in o.atoms or ():
             # MR-RX-164: the item with its operands, the payload's big-endian words
             p = opd[rx.operand_row(r["conn"], r["stream"], r["msg"])]
+            # MR-RX-175: the placements pushed up to its delivering record's, its own included
             atoms.append(pack(rx.lay.atom, dict(r, operand=int.from_bytes(p[:8], "big"),
-                                                compare=int.from_bytes(p[8:16], "big"))))
+                                                compare=int.from_bytes(p[8:16], "big"),
+                                                pmark=len(places) & ((1 << PLACE_MARK_BITS) - 1))))
     return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes, "rsp": rsps, "atom": atoms,
             "counters": list(rx.counters)}
 

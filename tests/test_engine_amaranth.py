@@ -176,7 +176,8 @@ def test_engine_every_counter_amaranth():
 
 @pytest.mark.slow
 def test_engine_atomics_never_hold_the_rx_amaranth():
-    """MR-ENG-158..167: atomic requests among the endpoint's writes through the joined RTL with
+    """MR-ENG-158..167, MR-ENG-220 (the items with the RX's placement marks, the fence at them):
+    atomic requests among the endpoint's writes through the joined RTL with
     the atomic executor (``EngineRx(atomics=True)``) in lockstep with the composed model: 0
     mismatches; requests, completions and placements are the endpoint's, the host memory the
     receiving endpoint's after its atomics, every result row the original value it answered."""

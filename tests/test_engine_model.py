@@ -130,7 +130,7 @@ def test_engine_model_every_counter_through_axil():
 
 
 def test_engine_model_atomics_never_hold_the_rx():
-    """MR-ENG-156 (superseded by MR-ENG-158), MR-ENG-167, MR-RX-162: atomic requests among the
+    """MR-ENG-156 (superseded by MR-ENG-158), MR-ENG-167, MR-ENG-220, MR-RX-162: atomic requests among the
     writes (the endpoint's traffic, 5 % loss) executed by the receive half's atomic executor:
     the RX never stops (every ACK/NAK request, completion and placement is the RX model's and
     the endpoint's), the host memory equals the receiving endpoint's (its atomics executed, once
@@ -140,6 +140,32 @@ def test_engine_model_atomics_never_hold_the_rx():
     drv, summary = ec.run_model(64, run, seed=3, p_bp=0.3)
     assert summary["acks_equal"] and summary["cqes_equal"] and summary["memory_equal"]
     assert summary["rows_equal"] >= 3 and summary["placements"] > 0 and n_atomic >= 3, n_atomic
+
+
+def test_engine_model_atomic_fence_hazard():
+    """MR-ENG-162's hazard at the receive half, MR-ENG-216..218, MR-ENG-220: the endpoint's
+    traffic with 80 % atomic requests and slow host memory (B after 150..300 cycles,
+    ``engine_cases.atomic_hazard_run``): with the fence at the RX's placement marks the run
+    completes (every ACK/NAK request, completion and placement the endpoint's, the memory its
+    memory after its atomics, every result row its response's value). Negative control: session
+    25's fence (``atomic_cases.OldFence``: an empty intake, then every placement taken) makes
+    no progress on the same run (the driver's limit lowered to 30,000 cycles, over 4 times the
+    run's ~7,000)."""
+    from metaroce.models.atomic_cases import OldFence
+    from metaroce.models.driver import run_alone
+    from metaroce.models.engine import EngineRxModel
+    run = ec.atomic_hazard_run()
+    drv, summary = ec.run_model(64, run, seed=3, p_bp=0.3, latency=ec.HAZARD_LATENCY)
+    assert summary["acks_equal"] and summary["cqes_equal"] and summary["memory_equal"]
+    assert summary["rows_equal"] >= 5 and drv.cycles < 30_000
+    lay = run.setup.lay
+    model = EngineRxModel(64, lay.conns, lay.paths, lay.keys, streams=lay.streams, outstanding=32,
+                          atomics=True)
+    model.atom = OldFence(64, model.lay.atom, model.lay.rsp)
+    drv = ec.Driver(64, run, seed=3, p_bp=0.3, latency=ec.HAZARD_LATENCY)
+    drv.traffic.limit = 30_000
+    with pytest.raises(AssertionError, match="no progress"):
+        run_alone(model, drv)
 
 
 def test_engine_model_atomics_negative_control():

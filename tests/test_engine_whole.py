@@ -316,7 +316,8 @@ def test_engine_model_loopback_reads():
     drv, cl, m, region, src = _read_loopback_model(6000, seed=2, loss=0.1)
     r = ce.check(drv, region, src)
     assert r["lost"] > 0 and r["reads"] == 3 and r["rsp_frames"] >= 6
-    assert cl.counters["eng"] == list(m.rsp.ctr) == [3, 3, 0]
+    # MR-ENG-226: the executor's counters after them, at 0 (no atomics)
+    assert cl.counters["eng"] == list(m.rsp.ctr) + m.rx.atom.ctr == [3, 3, 0, 0, 0, 0, 0]
 
 
 def test_engine_model_read_response_check_fails_on_a_wrong_read():
@@ -670,14 +671,17 @@ def test_engine_endpoint_reads_rtl_lockstep(direction):
 
 # ------------------------------------------------------------------ atomics (MR-ENG-158..169)
 
-def _atomic_loopback_model(n, seed, loss, model_cls=None):
+def _atomic_loopback_model(n, seed, loss, model_cls=None, counters=False):
+    from metaroce.models import engine_cases as ec
     from metaroce.models.cosim import run_loop
     drv, s, plan, _ = ce.loopback_run(64, 64, seed=seed, loss=loss, verb="atomic", n_writes=n)
     m = EngineModel(64)
     if model_cls is not None:
         m.rx.atom = model_cls(64, m.rx.lay.atom, m.rx.lay.rsp)
-    run_loop(drv, m, m.busy)
-    return drv, plan, m
+    # MR-ENG-226: then the engine's own counters read through s_axil
+    loop = ec.CounterLoop(drv, sources=("eng",), seed=seed) if counters else drv
+    run_loop(loop, m, m.busy)
+    return (drv, plan, m, loop) if counters else (drv, plan, m)
 
 
 def test_engine_model_loopback_atomics():
@@ -688,10 +692,14 @@ def test_engine_model_loopback_atomics():
     answers from the row (resending until acknowledged), the requester's RX places the 8 bytes
     against the row the engine wrote at intake (op CMP_SWAP / FETCH_ADD) and completes them:
     every original value and final target value is the sequential oracle's, one execution per
-    atomic whatever the losses."""
-    drv, plan, m = _atomic_loopback_model(16, 2, 0.15)
+    atomic whatever the losses. MR-ENG-226, MR-ENG-227, MR-REG-061: the executor's counters read through
+    ``s_axil`` say 16 executed, no ERROR response, no AXI error, and the cycles its items
+    waited at their fences (the model's own)."""
+    drv, plan, m, cl = _atomic_loopback_model(16, 2, 0.15, counters=True)
     r = ce.check_atomics(drv, plan)
     assert r["atomics"] == r["executions"] == m.rx.atom.executed == 16 and r["lost"] > 0
+    got = cl.counters["eng"]
+    assert got == list(m.rsp.ctr) + m.rx.atom.ctr and got[3:6] == [16, 0, 0] and got[6] >= 16, got
 
 
 def test_engine_model_loopback_atomics_negative_control():
@@ -708,15 +716,20 @@ def test_engine_lockstep_amaranth_atomics():
     """MR-ENG-158..169 on the RTL (Amaranth simulator): the engine's atomics to itself over the
     loopback (6 atomics, 10 % loss) in lockstep with EngineModel, every output every cycle,
     backpressure on every output and random AXI latencies (the executor's master among them):
-    0 mismatches, and the run's check (original values, final targets, one execution each)."""
+    0 mismatches, and the run's check (original values, final targets, one execution each).
+    MR-ENG-224, MR-ENG-227: with the executor's CALC state and registered row, and its counters
+    read through ``s_axil`` after the run (the engine window's), equal to the model's."""
     from metaroce.hdl.engine import Engine
+    from metaroce.models import engine_cases as ec
     from metaroce.tb.lockstep import run_amaranth
     drv, s, plan, _ = ce.loopback_run(64, 64, seed=3, loss=0.1, verb="atomic", n_writes=6)
+    cl = ec.CounterLoop(drv, sources=("eng",), seed=3)
     model = EngineModel(64)
-    core = run_amaranth(Engine(64), model, drv, busy=model.active)
-    assert core.mismatches == 0
+    core = run_amaranth(Engine(64), model, cl, busy=model.active)
+    assert core.mismatches == 0 and cl.readout.finished
     r = ce.check_atomics(drv, plan)
     assert r["executions"] == 6
+    assert cl.counters["eng"][3:6] == model.rx.atom.ctr[:3] == [6, 0, 0]
 
 
 @pytest.mark.slow

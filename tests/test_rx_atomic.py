@@ -88,8 +88,9 @@ def test_model_atomic_and_error_responses():
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_cycle_model_atomics(seed):
-    """MR-RX-155, MR-RX-158: the cycle model with idle cycles and backpressure on every output
-    (m_atom at 0.6) gives the packet model's items, ACKs, completions and counters."""
+    """MR-RX-155, MR-RX-158, MR-RX-175, MR-RX-176: the cycle model with idle cycles and
+    backpressure on every output (m_atom at 0.6) gives the packet model's items (their
+    placement marks included), ACKs, completions and counters."""
     ep, s, cases = _request_cases(seed)
     cases = cases + rc.atomic_response_cases(s, conn=2, stream=1)
     res = rc.run_model(64, s, cases, seed=seed, p_idle=0.2, p_bp=BP)
@@ -159,6 +160,25 @@ def test_cycle_model_without_gates_fails(monkeypatch, gate):
     monkeypatch.setattr(rxm.RxCycleModel, "step", step)
     with pytest.raises(AssertionError, match="atom"):
         rc.run_model(64, s, cases, seed=2, p_idle=0.3, p_bp=dict(BP, m_atom__ready=0.9))
+
+
+def test_cycle_model_placement_mark_one_short_fails(monkeypatch):
+    """Negative control of MR-RX-175, MR-RX-176: a cycle model whose bundles' placement marks count one
+    placement command fewer (as one leaving the delivering record's own out) gives items that
+    differ from the expected ones, which check() catches: the marks are compared."""
+    from metaroce.models import rx as rxm
+    _, s, cases = _random_cases(2)
+    real = rxm.RxCycleModel.step
+    mask = (1 << rxm.PLACE_MARK_BITS) - 1
+
+    def step(self, inputs):
+        self.place_in = (self.place_in - 1) & mask
+        out = real(self, inputs)
+        self.place_in = (self.place_in + 1) & mask
+        return out
+    monkeypatch.setattr(rxm.RxCycleModel, "step", step)
+    with pytest.raises(AssertionError, match="atom"):
+        rc.run_model(64, s, cases, seed=2, p_idle=0.3, p_bp=BP)
 
 
 @pytest.mark.slow
