@@ -160,7 +160,8 @@ def replay(model, events):
     errors, the counters and the semantics' final state."""
     lay = model.lay
     sem = RetransmitModel(lay.conns, lay.paths, lay.pool, rto_ns=model.rto_ns,
-                          retry_limit=model.retry_limit, probes=model.probes)
+                          retry_limit=model.retry_limit, probes=model.probes,
+                          ages=getattr(model, "ages", False))
     acked, resend, errors, late, ackevs, probes = [], [], [], [], [], []
     for ev in events:
         if ev[0] == "sent":
@@ -187,11 +188,11 @@ def replay(model, events):
             dl = sem.deadline(sem.row(conn, path))
             assert dl is not None and time_due(dl, now), f"early timeout of path {conn}.{path}"
             late.append(P.time_dist(dl, now))
-            assert not sem.probes_now(conn, path), f"timeout of {conn}.{path} where a probe was due"
+            assert not sem.probes_now(conn, path, now), f"timeout of {conn}.{path} where a probe was due"
             # MR-TX-197: the timeout's path verdict leaves on m_probe, in the probes' order
             probes.append(pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
-                                           "verdict": sem.verdict_now(conn, path)}))
-            out, err = sem.timeout(conn, path)
+                                           "verdict": sem.verdict_now(conn, path, now)}))
+            out, err = sem.timeout(conn, path, now)
             resend += out
             if err:
                 errors.append(pack(lay.error, {"conn": conn, "path": path,

@@ -852,15 +852,35 @@ def test_endpoint_resends_on_tail_probed_paths():
 
 @pytest.mark.slow
 def test_endpoint_tail_probes_sweep():
-    """MR-TXS-093, MR-TXS-125: the lost-ACK comparison over seeds 0..49 on 2 and 4 paths: 97 of
-    the 100 runs agree on every frame (78 before the path verdicts), tail probes included (449
-    of them); the 3 others part where the endpoint's healthy path (acknowledged within 4 RTTs)
-    is not the unit's health bit (MR-TX-163): 2 where the endpoint times out and the unit
-    probes, 1 after a timeout whose verdict the health age makes a reroute at the endpoint and a
-    suspicion at the unit; none at a probe."""
+    """MR-TXS-093, MR-TXS-125, MR-TX-206: the lost-ACK comparison over seeds 0..49 on 2 and 4
+    paths: 99 of the 100 runs agree on every frame (97 before the health ages, 78 before the
+    path verdicts), tail probes included (469 of them); the one left (seed 19 on 4 paths) parts
+    at an expiry where the endpoint no longer holds the message of the path's newest packet
+    and times out where the unit probes (MR-TX-206)."""
     n = tc.endpoint_probe_sweep(range(50))
-    assert n["agree"] >= 97 and n["probes"] >= 400, n
+    assert n["agree"] >= 99 and n["probes"] >= 450, n
     assert not n.get("other") and n["agree"] + n.get("after_timeout", 0) + n.get("health", 0) == 100
+
+
+@pytest.mark.parametrize("seed", [6, 38])
+def test_endpoint_health_ages(seed):
+    """MR-TX-203, MR-TX-206: runs on 4 paths that parted before the unit's health age (seed 6:
+    the endpoint times out, every other path's last ACK older than its 4 RTTs, where the health
+    bits alone probe; seed 38: a reroute at the endpoint, a suspicion on the bits alone) agree
+    frame for frame with the ages; without them (``unit_ages=False``) they part again."""
+    r = tc.endpoint_probes(seed, paths=4)
+    assert r["frames"] == r["stats"]["data_packets_sent"] and r["stats"]["timeouts"]
+    with pytest.raises(tc.Diverged):
+        tc.endpoint_probes(seed, paths=4, unit_ages=False)
+
+
+def test_endpoint_probe_of_a_completed_message():
+    """MR-TX-206: the one run of the sweep left (seed 19 on 4 paths) parts at an expiry, not at
+    an age: the endpoint's newest record on the path belongs to a message it no longer holds, so
+    it times out where the unit (which knows no messages) probes."""
+    with pytest.raises(tc.Diverged) as e:
+        tc.endpoint_probes(19, paths=4)
+    assert e.value.kind == "decision" and "decides probe" in str(e.value)
 
 
 @pytest.mark.parametrize("seed,paths", [(6, 2), (8, 2), (2, 4), (11, 4)])
