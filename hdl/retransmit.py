@@ -677,7 +677,8 @@ class Retransmit(wiring.Component):
         record = Signal(lay.rec)
         m.d.comb += [record.slot.eq(s1_sent.slot), record.chunk.eq(s1_sent.chunk),
                      record.t_sent.eq(s1_sent.t_sent), record.nbytes.eq(s1_sent.nbytes),
-                     record.req.eq(s1_sent.req), record.abort.eq(s1_sent.abort)]
+                     record.req.eq(s1_sent.req), record.abort.eq(s1_sent.abort),
+                     record.lap.eq(s1_sent.lap)]                                # MR-TX-209
         m.d.comb += [rec_wr.addr.eq(free_head), rec_wr.data.eq(record),
                      link_wr.addr.eq(row.tail), link_wr.data.eq(free_head)]
         # MR-TX-067: the row's new fields are those of a recorded packet whatever sent_ok
@@ -915,6 +916,7 @@ class Retransmit(wiring.Component):
         report = Signal(lay.acked)
         m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
                      report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
+                     report.lap.eq(rec.lap),                                    # MR-TX-209
                      acked_q.w_data.eq(report), resend_q.w_data.eq(report)]
 
         # MR-TX-071: the ACK event of the walk that ended last cycle, its srtt from ev_rd

@@ -138,18 +138,21 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
     rtx = dict(records.RTX)
     slot_bits, chunk_bits = rtx["tx_slot"].width, rtx["chunk"].width
     # MR-TX-002: what the scheduler reports for every data packet it sent
+    # MR-TX-209: ``lap``, the message's ring lap (its ring position's top bit, MR-TXS-142),
+    # kept in the record and returned in its reports so that a late report is told from one
+    # of the slot's next message
     sent = data.StructLayout({"conn": cb, "path": 8, "psn": psn, "slot": slot_bits,
                               "chunk": chunk_bits, "nbytes": rtx["nbytes"].width, "req": 1,
-                              "abort": 1, "t_sent": records.TIME_BITS})
+                              "abort": 1, "t_sent": records.TIME_BITS, "lap": 1})
     # MR-TX-003: the peer RX engine's ACK/NAK request, as it arrives (models/rx.py, MR-RX-030/031)
     ack = rx_model.layouts(conns, paths, 2).ack
     report = data.StructLayout({"conn": cb, "path": 8, "slot": slot_bits, "chunk": chunk_bits,
-                                "abort": 1})
+                                "abort": 1, "lap": 1})
     error = data.StructLayout({"conn": cb, "path": 8, "status": 5})
     # MR-TX-010: a pool record: the fields of records.RTX the unit keeps (its `next` is the
     # separate link memory, MR-TX-011)
     rec = data.StructLayout({"slot": slot_bits, "chunk": chunk_bits, "t_sent": records.TIME_BITS,
-                             "nbytes": rtx["nbytes"].width, "req": 1, "abort": 1})
+                             "nbytes": rtx["nbytes"].width, "req": 1, "abort": 1, "lap": 1})
     # MR-TX-012: the unit's part of path_tx (MR-ENG-022)
     path = data.StructLayout({
         "floor": psn, "next_psn": psn, "tail": ptr,
@@ -251,6 +254,7 @@ class Decision:
     slot: int
     chunk: int
     abort: int = 0
+    lap: int = 0                # MR-TX-209: the record's ring lap, as sent
 
 
 class RetransmitModel:
@@ -358,7 +362,8 @@ class RetransmitModel:
             st.update(t_live=s["t_sent"], timer_on=1)
         st["t_new"] = s["t_sent"]
         st["next_psn"] = P.psn_add(st["next_psn"], 1)
-        st["recs"].append({k: s[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")})
+        st["recs"].append({**{k: s[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")},
+                           "lap": s.get("lap", 0)})
         self.used += 1
         self._count("sent")
         return True
@@ -399,10 +404,12 @@ class RetransmitModel:
                 pkts += 1
                 nbytes += r["nbytes"]
                 self._count("acked")
-                out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
+                out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"],
+                                    r.get("lap", 0)))
             elif j >= lost_n:
                 self._count("gap_losses")
-                out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
+                out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"],
+                                    r.get("lap", 0)))
         st.update(backoff=0, consec=0, rto_x=st["rto"], probed=0)     # MR-TX-061: progress
         # MR-TX-163: progress makes the path healthy
         self.health[a["conn"]] = self.health.get(a["conn"], 0) | (1 << (a["path"] & (self.lay.paths - 1)))
@@ -474,7 +481,8 @@ class RetransmitModel:
         out = []
         for r in list(st["recs"])[skip:]:
             self._count("timeout_losses")
-            out.append(Decision("resend", conn, path, r["slot"], r["chunk"], r["abort"]))
+            out.append(Decision("resend", conn, path, r["slot"], r["chunk"], r["abort"],
+                                    r.get("lap", 0)))
         self._count("timeouts")
         st.update(lost_upto=st["next_psn"], timer_on=0, rto_x=rto_x_doubled(st["rto_x"], st["backoff"]),
                   backoff=min(st["backoff"] + 1, BACKOFF_MAX_LOG2),
@@ -726,10 +734,11 @@ class RetransmitCycleModel:
             ev_room = expire or self.w_left != 1 or self.ackev_q.level < OUT_DEPTH
             if (q is None or q.level < OUT_DEPTH) and ev_room:
                 if kind is not None:
-                    d = Decision(kind, j["conn"], j["path"], r["slot"], r["chunk"], r["abort"])
+                    d = Decision(kind, j["conn"], j["path"], r["slot"], r["chunk"], r["abort"],
+                                    r.get("lap", 0))
                     self.log.append(d)
                     word = pack(lay.acked, {"conn": d.conn, "path": d.path, "slot": d.slot,
-                                            "chunk": d.chunk, "abort": d.abort})
+                                            "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
                     if kind == "acked":
                         acked_push = word
                         self._count("acked")
@@ -922,7 +931,7 @@ class RetransmitCycleModel:
                 return None
             ptr = self.free_mem[self.free_rd]
             free_pop = True
-            self.rec[ptr] = {k: f[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")}
+            self.rec[ptr] = {k: f[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort", "lap")}
             self.rec[ptr]["probe"] = 0
             if row["floor"] == row["next_psn"]:
                 job = {"kind": JOB_RESTART, "row": row_i, "ptr": ptr}

@@ -197,7 +197,7 @@ class Driver(CounterReadout):
         a = {"nak": 0, "conn": conn, "path": path, "psn": 0, "reason": 0, "cum": cum, "sack": sack,
              "ce_count": 0, "ece": 0, "sport": 0}
         for d in self.rtx.ack(a):
-            rep = {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk, "abort": d.abort}
+            rep = {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk, "abort": d.abort, "lap": d.lap}
             (self.acked_q if d.kind == "acked" else self.resend_q).append(rep)
 
     def _flush(self):
@@ -223,7 +223,7 @@ class Driver(CounterReadout):
                 self.res["timeouts"] += 1
                 for d in out:
                     self.resend_q.append({"conn": d.conn, "path": d.path, "slot": d.slot,
-                                          "chunk": d.chunk, "abort": d.abort})
+                                          "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
 
     def inputs(self):
         rng = self.rng
@@ -803,7 +803,7 @@ def _replay(sem, events, ep, collect=False, ages=True):
     def report(ds):
         for d in ds:
             sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                        "abort": d.abort}, lost=d.kind == "resend")
+                        "abort": d.abort, "lap": d.lap}, lost=d.kind == "resend")
 
     t_sent = getattr(events, "t_sent", {})
     for k, (kind, ev) in enumerate(events):

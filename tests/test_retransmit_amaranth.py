@@ -13,7 +13,8 @@ from amaranth.hdl import Module
 from metaroce.hdl.retransmit import Retransmit, retransmit_256x4
 from metaroce.models import protocol as P
 from metaroce.models import retransmit_cases as rc
-from metaroce.models.retransmit import CTR, SMALL, RetransmitCycleModel
+from metaroce.models.retransmit import CTR, SMALL, RetransmitCycleModel, layouts
+from metaroce.models.rx import unpack
 from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
 
 
@@ -58,10 +59,14 @@ def test_lockstep_random(seed):
     sends and lossy ACKs (SACK bits: the new floor from the top bit registered at the take)
     with stale, bad and NAK items, idle cycles and backpressure (``m_ackev`` included): 0
     mismatches, reports, ACK events and counters (read through reg_addr/reg_data) equal the
-    semantics."""
+    semantics. MR-TX-209/210: the sent packets carry both laps, each report returns its
+    record's."""
     items = rc.traffic(*SMALL, 300, seed=seed)
     res = run_lockstep(items, seed=seed, p_idle=0.2, p_bp=0.4)
     assert res["resend"] and res["acked"] and res["ackev"]
+    lay = layouts(*SMALL)
+    laps = {unpack(lay.acked, w)["lap"] for w in res["acked"] + res["resend"]}
+    assert laps == {0, 1}
 
 
 def test_lockstep_ack_events_held():
