@@ -125,6 +125,14 @@ def _cs_sum(m, a, b, width, name, carry_in=0, piece=8):
     return Cat(*parts)
 
 
+def _inc(x):
+    """``x + 1`` modulo ``2**len(x)`` as logic (bit i flips when every bit below is set), not an
+    adder cell: MR-TX-208, so that Yosys' ``opt_share`` does not merge it with another adder
+    under a mux and put the mux's select in front of the carry chain."""
+    x = Value.cast(x)
+    return Cat(*((x[i] ^ x[:i].all()) if i else ~x[0] for i in range(len(x))))
+
+
 def _behind_short(psn, nf, bits):
     """``psn - nf < 0`` when ``psn - nf`` is known to be in ``[-2**(bits-1), 2**(bits-1))``:
     the sign of the difference of the ``bits`` low bits (MR-TX-067)."""
@@ -203,13 +211,15 @@ class Retransmit(wiring.Component):
     """The retransmit unit's first slice (docs/spec/hw-tx.md)."""
 
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
-                 retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True):
+                 retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True,
+                 ages=True):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.probes = bool(probes)      # MR-TX-166: tail probes on (the TX top keeps them off)
+        self.ages = bool(ages)          # MR-TX-203/204: the health and ECN ages
         # MR-TX-066, for simulation only: the block-RAM tables' read data inverted in the cycle
         # after the read met a write of the same row ("same": what the block RAM may return under
         # MR-FLOW-028) or of another row ("other": a negative control); counted on
@@ -286,14 +296,18 @@ class Retransmit(wiring.Component):
         # MR-TX-163: a connection's paths' health bits (set by progress, cleared by a timeout);
         # MR-TX-165: a record's probe bit (its ACK gives no RTT sample)
         # MR-TX-198: and above them the connection's ECN bit (its last resolving ACK echoed ECE)
-        m.submodules.health_mem = health_mem = memory.Memory(shape=lay.paths + 1, depth=lay.conns,
-                                                             init=[])
+        # MR-TX-203/204 (``ages``): above them each path's last progress time and srtt (xor
+        # srtt0: 0 at reset is srtt0) and the connection's last ECE echo's time
+        dur = records.DUR_BITS
+        tw = records.TIME_BITS
+        hw = lay.paths + 1 + (lay.paths * (tw + dur) + tw if self.ages else 0)
+        m.submodules.health_mem = health_mem = memory.Memory(shape=hw, depth=lay.conns, init=[])
         h_rd, h_wr = health_mem.read_port(), health_mem.write_port()
         m.submodules.prb_mem = prb_mem = memory.Memory(shape=1, depth=lay.pool, init=[])
         prb_rd, prb_wr = prb_mem.read_port(), prb_mem.write_port()
         # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
-        dur = records.DUR_BITS
-        rto_lay = data.StructLayout({"row": rb, "rto": dur})
+        # MR-TX-203: with ``ages`` the RTO event carries the new srtt to the health memory
+        rto_lay = data.StructLayout({"row": rb, "rto": dur, **({"srtt": dur} if self.ages else {})})
         m.submodules.rto_q = rto_q = fifo.SyncFIFO(width=rto_lay.size, depth=RTO_DEPTH)
         est_lay = data.StructLayout({"srtt": dur, "rttvar": dur, "valid": 1})
         m.submodules.est_mem = est_mem = memory.Memory(shape=est_lay, depth=rows, init=[])
@@ -462,6 +476,7 @@ class Retransmit(wiring.Component):
         s1a_sent = Signal(lay.sent)
         s1a_int_row = Signal(rb)
         s1a_rto = Signal(dur)
+        s1a_srtt = Signal(dur)          # MR-TX-203: the RTO event's srtt (``ages``)
         m.d.sync += s1a_valid.eq(rto_take | check_take | ack_take | sent_take)
         # MR-TX-068: the SACK's top bit found at the take (from the port's payload), registered
         sack_any, sack_top = Signal(), Signal(range(P.SACK_BITS))
@@ -470,6 +485,8 @@ class Retransmit(wiring.Component):
             m.d.sync += [s1a_kind.eq(1), s1a_ack.eq(ina), sack_any.eq(in_any), sack_top.eq(in_top)]
         with m.Elif(rto_take):
             m.d.sync += [s1a_kind.eq(2), s1a_int_row.eq(qrto.row), s1a_rto.eq(qrto.rto)]
+            if self.ages:
+                m.d.sync += s1a_srtt.eq(qrto.srtt)
         with m.Elif(check_take):
             m.d.sync += [s1a_kind.eq(3), s1a_int_row.eq(cur_head)]
         with m.Elif(sent_take):
@@ -501,6 +518,7 @@ class Retransmit(wiring.Component):
         s1_sent = Signal(lay.sent)
         s1_int_row = Signal(rb)
         s1_rto = Signal(dur)
+        s1_srtt = Signal(dur)
         s1a_row = Signal(rb)
         m.d.comb += s1a_row.eq(row_of(s1a_kind, s1a_sent, s1a_ack, s1a_int_row))
         m.d.sync += [s1_valid.eq(s1a_valid), s1_kind.eq(s1a_kind), s1_ack.eq(s1a_ack),
@@ -508,7 +526,7 @@ class Retransmit(wiring.Component):
                                      Mux(s1a_floor_low[dist_bits], s1a_cum_high_inc,
                                          s1a_ack.cum[dist_bits:]))),
                      s1_sent.eq(s1a_sent),
-                     s1_int_row.eq(s1a_int_row), s1_rto.eq(s1a_rto)]
+                     s1_int_row.eq(s1a_int_row), s1_rto.eq(s1a_rto), s1_srtt.eq(s1a_srtt)]
 
         # -- stage S1b: the path row with forwarding (MR-TX-035)
         s1_row = Signal(rb)
@@ -527,20 +545,53 @@ class Retransmit(wiring.Component):
         row = data.View(lay.path, Mux(fwd, wb_data, s1_base))
         # MR-TX-163: the connection's health bits, read and forwarded as the path row is
         # (MR-TX-035), by the connection's part of the row index
-        hwb_valid, hwb_data = Signal(), Signal(lay.paths + 1)
-        s1a_hsame, s1_hsame, h_base = Signal(), Signal(), Signal(lay.paths + 1)
+        hwb_valid, hwb_data = Signal(), Signal(hw)
+        s1a_hsame, s1_hsame, h_base = Signal(), Signal(), Signal(hw)
         m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
+        h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)
         m.d.sync += [s1a_hsame.eq(s1_valid & (path_rd.addr[pb:] == s1_row[pb:])),
                      s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
-                     h_base.eq(Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data))]
-        health_row = Signal(lay.paths + 1)
-        m.d.comb += health_row.eq(Mux(hwb_valid & s1_hsame, hwb_data, h_base))
-        health, ecn = health_row[:lay.paths], health_row[lay.paths]
+                     h_base.eq(h_base_in)]
+        health_row = Signal(hw)
+        h_fwd = hwb_valid & s1_hsame
+        m.d.comb += health_row.eq(Mux(h_fwd, hwb_data, h_base))
+        health_raw, ecn_raw = health_row[:lay.paths], health_row[lay.paths]
         path_bit = Signal(lay.paths)
         m.d.comb += path_bit.eq(Const(1, lay.paths) << s1_row[:pb])
-        h_write, h_new = Signal(), Signal(lay.paths + 1)
-        m.d.comb += [h_wr.en.eq(h_write), h_wr.addr.eq(s1_row[pb:]), h_wr.data.eq(h_new)]
+        h_write, h_new = Signal(), Signal(hw)
+        m.d.comb += [h_wr.en.eq(h_write), h_wr.addr.eq(s1_row[pb:]), h_wr.data.eq(h_new),
+                     h_new.eq(health_row)]
         m.d.sync += [hwb_valid.eq(h_write), hwb_data.eq(h_new)]
+        srtt0_c = Const(srtt0(self.rto_ns), dur)
+        if self.ages:
+            # MR-TX-203/204: the row's fields; an age is recent while now - t - 4 srtt < 0
+            # (retransmit.recent: a carry-save step and one sign, as the timer's due test)
+            t_off, s_off = lay.paths + 1, lay.paths + 1 + lay.paths * tw
+            e_off = s_off + lay.paths * dur
+
+            def t_ack_of(v, q):
+                return v[t_off + q * tw:t_off + (q + 1) * tw]
+
+            def srtt_x_of(v, q):
+                return v[s_off + q * dur:s_off + (q + 1) * dur]
+
+            def recent_bit(t, srtt_x):
+                s4 = Cat(Const(0, 2), srtt_x ^ srtt0_c, Const(0, tw - dur - 2))
+                dsum, dcarry = _csa(now, ~t, ~s4)
+                return _sum_bit(dsum, Cat(Const(1, 1), dcarry[:tw - 1]), tw - 1, 1)
+            fresh = Signal(lay.paths)
+            m.d.comb += fresh.eq(Cat(*(recent_bit(t_ack_of(health_row, q), srtt_x_of(health_row, q))
+                                       for q in range(lay.paths))))
+            health = health_raw & fresh
+            # MR-TX-204: the timed-out path's srtt, selected a cycle ahead (in S1a from the row
+            # S1b will start from, in S1b's write from the row it forwards), registered
+            srtt_base, srtt_wb = Signal(dur), Signal(dur)
+            s1a_path = s1a_row[:pb]
+            m.d.sync += [srtt_base.eq(Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path]),
+                         srtt_wb.eq(Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path])]
+            ecn = ecn_raw & recent_bit(health_row[e_off:e_off + tw], Mux(h_fwd, srtt_wb, srtt_base))
+        else:
+            health, ecn = health_raw, ecn_raw
         # MR-TX-038: row-dependent terms on S1a's row and on the previous write in
         # parallel, selected by the registered forward flag
         mem_row, wb_row = data.View(lay.path, s1_base), data.View(lay.path, wb_data)
@@ -626,7 +677,8 @@ class Retransmit(wiring.Component):
         record = Signal(lay.rec)
         m.d.comb += [record.slot.eq(s1_sent.slot), record.chunk.eq(s1_sent.chunk),
                      record.t_sent.eq(s1_sent.t_sent), record.nbytes.eq(s1_sent.nbytes),
-                     record.req.eq(s1_sent.req), record.abort.eq(s1_sent.abort)]
+                     record.req.eq(s1_sent.req), record.abort.eq(s1_sent.abort),
+                     record.lap.eq(s1_sent.lap)]                                # MR-TX-209
         m.d.comb += [rec_wr.addr.eq(free_head), rec_wr.data.eq(record),
                      link_wr.addr.eq(row.tail), link_wr.data.eq(free_head)]
         # MR-TX-067: the row's new fields are those of a recorded packet whatever sent_ok
@@ -704,13 +756,29 @@ class Retransmit(wiring.Component):
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
                              push_ins.eq(moved & to_next & ~row.listed),
-                             h_write.eq(1), h_new.eq(Cat(health | path_bit, s1_ack.ece))]
+                             h_write.eq(1), h_new[:lay.paths].eq(health_raw | path_bit)]
+                if self.ages:
+                    # MR-TX-203: the path's progress dated; MR-TX-204: an ECE echo (with CE
+                    # marks) dated, the ECN bit kept
+                    for q in range(lay.paths):
+                        with m.If(s1_row[:pb] == q):
+                            m.d.comb += h_new[t_off + q * tw:t_off + (q + 1) * tw].eq(now)
+                    with m.If(s1_ack.ece & s1_ack.ce_count.any()):
+                        m.d.comb += [h_new[lay.paths].eq(1), h_new[e_off:e_off + tw].eq(now)]
+                else:
+                    m.d.comb += h_new[lay.paths].eq(s1_ack.ece)
 
         # RTO (MR-TX-054): the estimator's new RTO; a timer not backed off uses it at once
         rto_field = Signal(dur)
         m.d.comb += rto_field.eq(s1_rto ^ Const(self.rto_ns, dur))
         with m.If(is_rto):
             m.d.comb += [row_write.eq(1), nrow.rto.eq(rto_field)]
+            if self.ages:
+                # MR-TX-203: the estimator's srtt to the health memory's copy
+                m.d.comb += h_write.eq(1)
+                for q in range(lay.paths):
+                    with m.If(s1_row[:pb] == q):
+                        m.d.comb += srtt_x_of(h_new, q).eq(s1_srtt ^ srtt0_c)
             with m.If(both(lambda r: r.backoff == 0)):
                 m.d.comb += nrow.rto_x.eq(rto_field)
 
@@ -742,7 +810,7 @@ class Retransmit(wiring.Component):
                              prb_wr.en.eq(1), prb_wr.addr.eq(row.tail), prb_wr.data.eq(1)]
             with m.Elif(row.timer_on & due):
                 m.d.comb += [inc["timeouts"].eq(1), push_job.eq(1),
-                             h_write.eq(1), h_new.eq(Cat(health & ~path_bit, ecn)),
+                             h_write.eq(1), h_new[:lay.paths].eq(health_raw & ~path_bit),
                              nrow.probed.eq(0), push_probe.eq(1), s1_to.eq(1),
                              nrow.lost_upto.eq(row.next_psn), nrow.timer_on.eq(0),
                              nrow.consec.eq(consec),
@@ -848,6 +916,7 @@ class Retransmit(wiring.Component):
         report = Signal(lay.acked)
         m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
                      report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
+                     report.lap.eq(rec.lap),                                    # MR-TX-209
                      acked_q.w_data.eq(report), resend_q.w_data.eq(report)]
 
         # MR-TX-071: the ACK event of the walk that ended last cycle, its srtt from ev_rd
@@ -974,6 +1043,12 @@ class Retransmit(wiring.Component):
                                                    ("a_big", "a_lo", "a_hi", "b_lo", "b_hi"))
         larger = Mux(e_a_big, e_a, e_b)
         rto_w = Signal(rto_lay)
+        if self.ages:
+            # MR-TX-203: the new srtt, registered where it is written (stable until the push)
+            e_srtt = Signal(dur)
+            with m.If(e_stage == EST_WRITE):
+                m.d.sync += e_srtt.eq(srtt_f)
+            m.d.comb += rto_w.srtt.eq(e_srtt)
         m.d.comb += [rto_w.row.eq(e_row),
                      rto_w.rto.eq(Mux(Mux(e_a_big, e_a_lo, e_b_lo), RTO_MIN_NS,
                                       Mux(Mux(e_a_big, e_a_hi, e_b_hi), RTO_MAX_NS, larger))),
@@ -1060,9 +1135,11 @@ class Retransmit(wiring.Component):
         with m.Elif(wheel_due):
             with m.If(~cur_valid):
                 with m.If(~ins_q.r_rdy & ~ins_r_valid):
+                    # MR-TX-208: the registers' increments as logic (no adder to share with
+                    # now's, which would put slot_valid's OR before a carry chain)
                     m.d.sync += [ct.eq(Mux(slot_valid.any(), ct_inc, now_slot)),
-                                 ct_inc.eq(Mux(slot_valid.any(), ct_inc + 1, now_slot + 1)),
-                                 ct_far.eq(Mux(slot_valid.any(), ct_far + 1,
+                                 ct_inc.eq(Mux(slot_valid.any(), _inc(ct_inc), now_slot + 1)),
+                                 ct_far.eq(Mux(slot_valid.any(), _inc(ct_far),
                                                now_slot + (WHEEL_SLOTS - 1)))]
             with m.Elif(check_take):
                 with m.If(cur_head == st_rd_cur.data):

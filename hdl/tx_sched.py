@@ -353,6 +353,11 @@ class TxSched(wiring.Component):
             """MR-TXS-012: ring entry ``idx`` is posted and not completed."""
             return (idx - d[:db])[:db] < count(t, d) if D > 1 else count(t, d) != 0
 
+        def lap_of(d, idx):
+            """MR-TXS-142: live ring entry ``idx``'s lap, the top bit of its position (from the
+            ring's ``done``: its position is done + (idx - done) mod depth)."""
+            return d[db] ^ (idx[:db] < d[:db]) if D > 1 else d[0]
+
         def of_stream(arr, qi, ptr):
             """``arr``'s element of stream ``qi``'s ring entry ``ptr`` (a D-way read)."""
             return _pick(arr[qi * D:(qi + 1) * D], ptr[:db]) if D > 1 else arr[qi]
@@ -425,8 +430,10 @@ class TxSched(wiring.Component):
             i_e, i_qi = _named(m, i_e, f"i_e_{tag}"), _named(m, i_qi, f"i_qi_{tag}")
             i_tail = read(tail, i_qi, f"i_tail_{tag}")
             i_done = read(done, i_qi, f"i_done_{tag}")
+            # MR-TXS-142: and the entry's lap is the report's (else a late report of the slot's
+            # previous message)
             i_base = ((r.path < PA) & ((r.slot >> sdb) == 0 if sdb < 3 else 1)
-                      & live(i_tail, i_done, i_idx))
+                      & live(i_tail, i_done, i_idx) & (lap_of(i_done, i_idx) == r.lap))
             # MR-TXS-032: the chunk's distance below next_chunk, saturated at W + 1 (a chunk
             # further down is below ack_base, ahead being at most W)
             i_dist = A.sub(i_next_chunk, r.chunk, f"i_dist_{tag}")
@@ -895,7 +902,7 @@ class TxSched(wiring.Component):
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
-            sent.slot.eq(g_slot),
+            sent.slot.eq(g_slot), sent.lap.eq(lap_of(read(done, g_qi, "g_done"), g_idx)),  # MR-TXS-142
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now),
         ]

@@ -1599,7 +1599,7 @@ class Connection:
         p.backoff = min(p.backoff * 2, 64)
         healthy = self._healthy(p, now)
         # ECN on this path or on the connection (a shared last hop, incast) means congestion.
-        ecn = now - max(p.last_ece, self.last_ece) < 4 * self._srtt_ns(p)
+        ecn = now < P.recent_until(max(p.last_ece, self.last_ece), self._srtt_ns(p))
         action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
         if action == P.PATH_KEEP:
             p.cwnd = max(self.path_floor, p.cwnd // 2)
@@ -1679,7 +1679,7 @@ class Connection:
     def _healthy(self, p, now):
         """Active paths other than ``p`` acknowledged within their last 4 RTTs (MR-PATH-001)."""
         return [q for q in self.paths if q.state == _ACTIVE and q is not p
-                and now - q.last_ack < 4 * self._srtt_ns(q)]
+                and now < P.recent_until(q.last_ack, self._srtt_ns(q))]
 
     def _give_window(self, p, healthy):
         """Keep the connection's total window when a path stops carrying data (MR-PATH-004):

@@ -614,6 +614,17 @@ def path_on_timeout(consecutive_timeouts, ecn_recent, others_healthy=True, *, re
     return PATH_SUSPECT
 
 
+#: MR-PATH-001: a path is healthy while it was acknowledged within its last 4 RTTs; ECN echoes
+#: count as recent for as long (MR-TX-203)
+HEALTH_RTTS = 4
+
+
+def recent_until(t, srtt):
+    """MR-PATH-001, MR-TX-203: the time (ns) until which an event at ``t`` (a path's last ACK,
+    an ECE echo) is recent: ``HEALTH_RTTS`` smoothed RTTs ``srtt`` later."""
+    return t + HEALTH_RTTS * srtt
+
+
 #: MR-TXS-121: the step between a path's entropies after each new-route verdict (odd, so the
 #: generations 0..2^14-1 of one port are distinct)
 ENTROPY_STEP = 0x1F35

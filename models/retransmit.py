@@ -33,7 +33,7 @@ from .rx import pack, unpack
 
 __all__ = ["Layouts", "layouts", "check_params", "RetransmitModel", "RetransmitCycleModel",
            "Decision", "JOB_DEPTH", "OUT_DEPTH", "COUNTER_BITS", "N_COUNTERS", "CTR",
-           "retransmit_model_256x4", "SMALL", "ackev_ce", "srtt0", "CE_MAX", "probe_ok",
+           "retransmit_model_256x4", "SMALL", "ackev_ce", "srtt0", "CE_MAX", "probe_ok", "recent",
            "path_verdict", "RETIRE_AFTER"]
 
 #: MR-TX-001: the small instance (connections, paths, pool records).
@@ -138,18 +138,21 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
     rtx = dict(records.RTX)
     slot_bits, chunk_bits = rtx["tx_slot"].width, rtx["chunk"].width
     # MR-TX-002: what the scheduler reports for every data packet it sent
+    # MR-TX-209: ``lap``, the message's ring lap (its ring position's top bit, MR-TXS-142),
+    # kept in the record and returned in its reports so that a late report is told from one
+    # of the slot's next message
     sent = data.StructLayout({"conn": cb, "path": 8, "psn": psn, "slot": slot_bits,
                               "chunk": chunk_bits, "nbytes": rtx["nbytes"].width, "req": 1,
-                              "abort": 1, "t_sent": records.TIME_BITS})
+                              "abort": 1, "t_sent": records.TIME_BITS, "lap": 1})
     # MR-TX-003: the peer RX engine's ACK/NAK request, as it arrives (models/rx.py, MR-RX-030/031)
     ack = rx_model.layouts(conns, paths, 2).ack
     report = data.StructLayout({"conn": cb, "path": 8, "slot": slot_bits, "chunk": chunk_bits,
-                                "abort": 1})
+                                "abort": 1, "lap": 1})
     error = data.StructLayout({"conn": cb, "path": 8, "status": 5})
     # MR-TX-010: a pool record: the fields of records.RTX the unit keeps (its `next` is the
     # separate link memory, MR-TX-011)
     rec = data.StructLayout({"slot": slot_bits, "chunk": chunk_bits, "t_sent": records.TIME_BITS,
-                             "nbytes": rtx["nbytes"].width, "req": 1, "abort": 1})
+                             "nbytes": rtx["nbytes"].width, "req": 1, "abort": 1, "lap": 1})
     # MR-TX-012: the unit's part of path_tx (MR-ENG-022)
     path = data.StructLayout({
         "floor": psn, "next_psn": psn, "tail": ptr,
@@ -223,6 +226,13 @@ def path_verdict(consec, ecn, health, path):
                              retire_after=RETIRE_AFTER)
 
 
+def recent(t, srtt, now):
+    """MR-TX-203 (MR-PATH-001): an event at ``t`` (a path's last progress, an ECE echo) is
+    recent at ``now`` while ``now`` is before ``protocol.recent_until(t, srtt)`` on the 32-bit
+    ns clock (MR-ENG-050)."""
+    return P.time_lt(now, P.recent_until(t, srtt) & P.TIME_MASK)
+
+
 def deadline(t_live, rto_x):
     """MR-TX-061: the path's deadline: the timer's start (MR-TX-052) plus its RTO x 2^backoff,
     on the 32-bit ns clock (MR-ENG-050)."""
@@ -244,16 +254,23 @@ class Decision:
     slot: int
     chunk: int
     abort: int = 0
+    lap: int = 0                # MR-TX-209: the record's ring lap, as sent
 
 
 class RetransmitModel:
     """The unit's semantics, one event at a time (MR-TX-020..024, MR-TX-052, MR-TX-061, MR-TX-064)."""
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, *,
-                 rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, probes=True):
+                 rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, probes=True, ages=False, samples=False):
         check_params(conns, paths, pool, rto_ns, retry_limit)
         self.lay = layouts(conns, paths, pool)
         self.rto_ns, self.retry_limit, self.probes = rto_ns, retry_limit, bool(probes)
+        # MR-TX-203/204: health and ECN age out 4 RTTs after the path's last progress and the
+        # connection's last ECE echo; MR-TX-206: ``samples``, each resolving ACK's RTT sample
+        # taken into the estimator at once (the replays against the endpoint, which has no RTO
+        # events to give)
+        self.ages, self.samples = bool(ages), bool(samples)
+        self.t_ece = {}         # MR-TX-204: conn -> the time of its last ECE echo
         self.path = {}          # row -> dict: the path row's fields and "recs", a deque in PSN order
         self.health = {}        # MR-TX-163: conn -> its paths' health bits
         self.ecn = {}           # MR-TX-198: conn -> its last resolving ACK echoed ECE
@@ -269,7 +286,7 @@ class RetransmitModel:
         if st is None:
             st = self.path[row] = {"floor": 0, "next_psn": 0, "lost_upto": 0, "t_live": 0,
                                    "t_new": 0, "timer_on": 0, "backoff": 0, "consec": 0, "recs": deque(),
-                                   "probed": 0,
+                                   "probed": 0, "t_ack": 0,
                                    "rto": self.rto_ns, "rto_x": self.rto_ns, "est": None}
         return st
 
@@ -277,6 +294,33 @@ class RetransmitModel:
         """MR-TX-061: the path's deadline, or None while its timer is off."""
         st = self.state(row)
         return deadline(st["t_live"], st["rto_x"]) if st["timer_on"] else None
+
+    def srtt(self, conn, path):
+        """MR-TX-071: the path's smoothed RTT (its estimator's, ``srtt0`` before a sample)."""
+        est = self.state(self.row(conn, path))["est"]
+        return srtt0(self.rto_ns) if est is None else est[0]
+
+    def health_now(self, conn, now=None):
+        """MR-TX-163, MR-TX-203: the connection's health bits at ``now``: with ``ages``, a path's
+        bit only while its last progress is recent (``recent``, its srtt)."""
+        h = self.health.get(conn, 0)
+        if not self.ages:
+            return h
+        assert now is not None, "the health ages need the time (MR-TX-203)"
+        for q in range(self.lay.paths):
+            if (h >> q) & 1 and not recent(self.state(self.row(conn, q))["t_ack"],
+                                           self.srtt(conn, q), now):
+                h &= ~(1 << q)
+        return h
+
+    def ecn_now(self, conn, path, now=None):
+        """MR-TX-198, MR-TX-204: the ECN term of a timeout of ``path``: the connection's ECN bit;
+        with ``ages``, an ECE echo recent by the path's srtt."""
+        e = self.ecn.get(conn, 0)
+        if not self.ages or not e:
+            return e
+        assert now is not None, "the ECN age needs the time (MR-TX-204)"
+        return int(recent(self.t_ece.get(conn, 0), self.srtt(conn, path), now))
 
     def rtt_sample(self, conn, path, sample):
         """MR-TX-054: an RTT sample of the path into its estimator; returns the new RTO (not
@@ -318,7 +362,8 @@ class RetransmitModel:
             st.update(t_live=s["t_sent"], timer_on=1)
         st["t_new"] = s["t_sent"]
         st["next_psn"] = P.psn_add(st["next_psn"], 1)
-        st["recs"].append({k: s[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")})
+        st["recs"].append({**{k: s[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")},
+                           "lap": s.get("lap", 0)})
         self.used += 1
         self._count("sent")
         return True
@@ -344,6 +389,11 @@ class RetransmitModel:
             return []
         self._count("acks")
         lost_n = min(n, P.psn_dist(st["floor"], st["lost_upto"]))
+        d = P.psn_dist(st["floor"], a["psn"])
+        # MR-TX-054, MR-TX-165: the trigger record's sample, when it is acknowledged and not probed
+        sample = None
+        if self.samples and 0 <= d < n and (acked >> d) & 1 and not st["recs"][d].get("probe"):
+            sample = P.time_dist(st["recs"][d]["t_sent"], now)
         floor = st["floor"] = P.psn_add(st["floor"], n)
         out = []
         pkts = nbytes = 0
@@ -354,14 +404,24 @@ class RetransmitModel:
                 pkts += 1
                 nbytes += r["nbytes"]
                 self._count("acked")
-                out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
+                out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"],
+                                    r.get("lap", 0)))
             elif j >= lost_n:
                 self._count("gap_losses")
-                out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"]))
+                out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"],
+                                    r.get("lap", 0)))
         st.update(backoff=0, consec=0, rto_x=st["rto"], probed=0)     # MR-TX-061: progress
         # MR-TX-163: progress makes the path healthy
         self.health[a["conn"]] = self.health.get(a["conn"], 0) | (1 << (a["path"] & (self.lay.paths - 1)))
-        self.ecn[a["conn"]] = a["ece"]      # MR-TX-198
+        if self.ages:
+            # MR-TX-203: the path's progress dated; MR-TX-204: an ECE echo dated, the bit kept
+            st["t_ack"] = now & P.TIME_MASK
+            if ackev_ce(a):
+                self.ecn[a["conn"]], self.t_ece[a["conn"]] = 1, now & P.TIME_MASK
+        else:
+            self.ecn[a["conn"]] = a["ece"]      # MR-TX-198
+        if sample is not None:
+            self.set_rto(a["conn"], a["path"], self.rtt_sample(a["conn"], a["path"], sample))
         # MR-TX-070: what the ACK newly acknowledged on its path, for the congestion windows
         self.ackev = {"conn": a["conn"], "path": a["path"], "bytes": nbytes, "pkts": pkts,
                       "ce": ackev_ce(a), "now": now}
@@ -374,11 +434,11 @@ class RetransmitModel:
                 st.update(t_live=st["t_new"], timer_on=1)
         return out
 
-    def probes_now(self, conn, path):
-        """MR-TX-162: whether the path's timer, expiring now, sends a tail probe (else it times
-        out)."""
+    def probes_now(self, conn, path, now=None):
+        """MR-TX-162: whether the path's timer, expiring ``now``, sends a tail probe (else it
+        times out)."""
         st = self.state(self.row(conn, path))
-        return probe_ok(self.probes, st["probed"], st["consec"], self.health.get(conn, 0),
+        return probe_ok(self.probes, st["probed"], st["consec"], self.health_now(conn, now),
                         path & (self.lay.paths - 1))
 
     def probe(self, conn, path, now):
@@ -386,33 +446,34 @@ class RetransmitModel:
         runs again from ``now`` for one RTO x 2^backoff (``probe_dl``); its newest record is
         marked probed (MR-TX-165: its ACK gives no RTT sample)."""
         st = self.state(self.row(conn, path))
-        assert st["timer_on"] and self.probes_now(conn, path), "a probe needs MR-TX-162's conditions"
+        assert st["timer_on"] and self.probes_now(conn, path, now), "a probe needs MR-TX-162's conditions"
         st.update(probed=1, t_live=now & P.TIME_MASK)
         st["recs"][-1]["probe"] = 1
         self._count("tail_probes")
         return P.psn_add(st["next_psn"], -1)
 
-    def verdict_now(self, conn, path):
-        """MR-TX-196: the path verdict of a timeout of the path now (before :meth:`timeout`)."""
+    def verdict_now(self, conn, path, now=None):
+        """MR-TX-196: the path verdict of a timeout of the path at ``now`` (before
+        :meth:`timeout`)."""
         st = self.state(self.row(conn, path))
-        return path_verdict(min(st["consec"] + 1, CONSEC_MAX), self.ecn.get(conn, 0),
-                            self.health.get(conn, 0), path & (self.lay.paths - 1))
+        return path_verdict(min(st["consec"] + 1, CONSEC_MAX), self.ecn_now(conn, path, now),
+                            self.health_now(conn, now), path & (self.lay.paths - 1))
 
     def expire(self, conn, path, now):
         """MR-TX-162, MR-TX-063: the path's timer expired: ``("probe", psn)`` or ``("timeout",
         decisions, error, verdict)`` (MR-TX-196)."""
-        if self.probes_now(conn, path):
+        if self.probes_now(conn, path, now):
             return ("probe", self.probe(conn, path, now))
-        v = self.verdict_now(conn, path)
-        return ("timeout",) + self.timeout(conn, path) + (v,)
+        v = self.verdict_now(conn, path, now)
+        return ("timeout",) + self.timeout(conn, path, now) + (v,)
 
-    def timeout(self, conn, path):
+    def timeout(self, conn, path, now=None):
         """MR-TX-063/064: the path's timer expired: every live record is reported lost, the
         backoff doubles, and a timeout beyond the retry limit is an error. Returns
         ``(decisions, error)``."""
         st = self.state(self.row(conn, path))
         assert st["timer_on"], "a timeout needs a running timer"
-        self._count(_VERDICT_CTR[self.verdict_now(conn, path)])    # MR-TX-201
+        self._count(_VERDICT_CTR[self.verdict_now(conn, path, now)])   # MR-TX-201
         # MR-TX-163: a timeout makes the path unhealthy; MR-TX-162: the next expiry's first
         st["probed"] = 0
         self.health[conn] = self.health.get(conn, 0) & ~(1 << (path & (self.lay.paths - 1)))
@@ -420,7 +481,8 @@ class RetransmitModel:
         out = []
         for r in list(st["recs"])[skip:]:
             self._count("timeout_losses")
-            out.append(Decision("resend", conn, path, r["slot"], r["chunk"], r["abort"]))
+            out.append(Decision("resend", conn, path, r["slot"], r["chunk"], r["abort"],
+                                    r.get("lap", 0)))
         self._count("timeouts")
         st.update(lost_upto=st["next_psn"], timer_on=0, rto_x=rto_x_doubled(st["rto_x"], st["backoff"]),
                   backoff=min(st["backoff"] + 1, BACKOFF_MAX_LOG2),
@@ -459,7 +521,8 @@ class RetransmitCycleModel:
     it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050)."""
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
-                 *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, probes=True):
+                 *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, probes=True,
+                 ages=True):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
@@ -467,8 +530,12 @@ class RetransmitCycleModel:
         self.lay = layouts(conns, paths, pool)
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.probes = bool(probes)      # MR-TX-166
+        self.ages = bool(ages)          # MR-TX-203/204
         self.health = {}                # MR-TX-163: conn -> its paths' health bits
         self.ecn = {}                   # MR-TX-198: conn -> its last resolving ACK echoed ECE
+        # MR-TX-203/204: the health memory's ages: row -> its last progress's time and its
+        # srtt (the estimator's, copied by the RTO event); conn -> its last ECE echo's time
+        self.t_ack, self.srtt_copy, self.t_ece = {}, {}, {}
         self.counters = [0] * N_COUNTERS
         # MR-TX-040: a count lands in its counter one cycle after its event
         self.counts_now, self.counts_late = [], []
@@ -546,6 +613,26 @@ class RetransmitCycleModel:
 
     def _count(self, name):
         self.counts_now.append(CTR[name])
+
+    def _srtt(self, row):
+        return self.srtt_copy.get(row, srtt0(self.rto_ns))
+
+    def _health_at(self, conn, now):
+        """MR-TX-163, MR-TX-203: the connection's health bits, aged at ``now`` with ``ages``."""
+        h = self.health.get(conn, 0)
+        if self.ages:
+            for q in range(self.lay.paths):
+                r = (conn << self.lay.path_bits) | q
+                if (h >> q) & 1 and not recent(self.t_ack.get(r, 0), self._srtt(r), now):
+                    h &= ~(1 << q)
+        return h
+
+    def _ecn_at(self, conn, row, now):
+        """MR-TX-198, MR-TX-204: the ECN term of a timeout of ``row``."""
+        e = self.ecn.get(conn, 0)
+        if self.ages and e:
+            e = int(recent(self.t_ece.get(conn, 0), self._srtt(row), now))
+        return e
 
     def _conn_path(self, row):
         return row >> self.lay.path_bits, row & (self.lay.paths - 1)
@@ -647,10 +734,11 @@ class RetransmitCycleModel:
             ev_room = expire or self.w_left != 1 or self.ackev_q.level < OUT_DEPTH
             if (q is None or q.level < OUT_DEPTH) and ev_room:
                 if kind is not None:
-                    d = Decision(kind, j["conn"], j["path"], r["slot"], r["chunk"], r["abort"])
+                    d = Decision(kind, j["conn"], j["path"], r["slot"], r["chunk"], r["abort"],
+                                    r.get("lap", 0))
                     self.log.append(d)
                     word = pack(lay.acked, {"conn": d.conn, "path": d.path, "slot": d.slot,
-                                            "chunk": d.chunk, "abort": d.abort})
+                                            "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
                     if kind == "acked":
                         acked_push = word
                         self._count("acked")
@@ -800,7 +888,8 @@ class RetransmitCycleModel:
         elif est_take is not None:
             row_i, sample = est_take
             self.est[row_i], rto = rto_of_sample(self.est.get(row_i), sample)
-            self.e_op = {"row": row_i, "rto": rto, "sample": min(max(sample, 0), SAMPLE_MAX)}
+            self.e_op = {"row": row_i, "rto": rto, "sample": min(max(sample, 0), SAMPLE_MAX),
+                         "srtt": self.est[row_i][0]}
             self.e_stage = 1
         self.rto_q.update(rto_take, rto_push is not None, rto_push)
         if free_push is not None:
@@ -842,7 +931,7 @@ class RetransmitCycleModel:
                 return None
             ptr = self.free_mem[self.free_rd]
             free_pop = True
-            self.rec[ptr] = {k: f[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")}
+            self.rec[ptr] = {k: f[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort", "lap")}
             self.rec[ptr]["probe"] = 0
             if row["floor"] == row["next_psn"]:
                 job = {"kind": JOB_RESTART, "row": row_i, "ptr": ptr}
@@ -874,7 +963,13 @@ class RetransmitCycleModel:
             new.update(floor=floor, backoff=0, consec=0, rto_x=row["rto"], probed=0)
             # MR-TX-163: progress makes the path healthy
             self.health[conn_i] = self.health.get(conn_i, 0) | (1 << path_i)
-            self.ecn[conn_i] = f["ece"]     # MR-TX-198
+            if self.ages:
+                # MR-TX-203: the progress dated; MR-TX-204: an ECE echo dated, the bit kept
+                self.t_ack[row_i] = now
+                if ackev_ce(f):
+                    self.ecn[conn_i], self.t_ece[conn_i] = 1, now
+            else:
+                self.ecn[conn_i] = f["ece"]     # MR-TX-198
             if P.psn_dist(row["lost_upto"], floor) > 0:
                 # MR-TX-052, MR-TX-055: the oldest live record resolved: the timer restarts
                 # from the send time of the path's newest record
@@ -893,14 +988,16 @@ class RetransmitCycleModel:
             conn, path = self._conn_path(row_i)
             self.events.append(("rto", conn, path, f["sample"], f["rto"]))
             new["rto"] = f["rto"] ^ self.rto_ns
+            if self.ages:
+                self.srtt_copy[row_i] = f["srtt"]   # MR-TX-203: the health memory's copy
             if not row["backoff"]:
                 new["rto_x"] = f["rto"] ^ self.rto_ns
         else:   # check: the wheel popped the path (MR-TX-063)
             new["listed"] = 0
             rto_x = row["rto_x"] ^ self.rto_ns
             due = row["timer_on"] and time_due(deadline(row["t_live"], rto_x), now)
-            if due and probe_ok(self.probes, row["probed"], row["consec"],
-                                self.health.get(conn_i, 0), path_i):
+            health = self._health_at(conn_i, now)
+            if due and probe_ok(self.probes, row["probed"], row["consec"], health, path_i):
                 # MR-TX-162: a tail probe of the newest PSN; the timer runs again from now
                 self.events.append(("probe", conn_i, path_i, now))
                 self._count("tail_probes")
@@ -912,8 +1009,8 @@ class RetransmitCycleModel:
             elif due:
                 conn, path = conn_i, path_i
                 # MR-TX-196/197: the timeout's path verdict, on the health before this timeout
-                v = path_verdict(min(row["consec"] + 1, CONSEC_MAX), self.ecn.get(conn, 0),
-                                 self.health.get(conn, 0), path)
+                v = path_verdict(min(row["consec"] + 1, CONSEC_MAX),
+                                 self._ecn_at(conn, row_i, now), health, path)
                 prb = pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
                                        "verdict": v})
                 # MR-TX-163: the path is unhealthy until its next progress

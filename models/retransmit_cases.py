@@ -21,9 +21,10 @@ from .retransmit import (BACKOFF_MAX_LOG2, N_COUNTERS, RTO_NS, STATUS_RETRY_EXC,
                          pack, time_due, unpack)
 
 
-def sent_item(conn, path, psn, slot=0, chunk=0, nbytes=64, req=0, abort=0, t=0):
+def sent_item(conn, path, psn, slot=0, chunk=0, nbytes=64, req=0, abort=0, t=0, lap=0):
     return ("sent", {"conn": conn, "path": path, "psn": psn, "slot": slot, "chunk": chunk,
-                     "nbytes": nbytes, "req": req, "abort": abort, "t_sent": t & 0xFFFFFFFF})
+                     "nbytes": nbytes, "req": req, "abort": abort, "t_sent": t & 0xFFFFFFFF,
+                     "lap": lap})
 
 
 def ack_item(conn, path, cum, sack, psn=0, nak=0, reason=0):
@@ -123,7 +124,8 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
         psn = st["next_psn"]
         it = sent_item(pr[0], pr[1], psn, slot=rng.randrange(8), chunk=rng.randrange(1 << 20),
                        nbytes=rng.randrange(1 << 13), req=rng.randrange(2),
-                       abort=int(rng.random() < 0.02), t=t)
+                       abort=int(rng.random() < 0.02), t=t,
+                       lap=(psn >> 1) & 1)      # MR-TX-209: both laps, the rng's draws unchanged
         items.append(it)
         sem.sent(it[1])
         sent += 1
@@ -160,7 +162,8 @@ def replay(model, events):
     errors, the counters and the semantics' final state."""
     lay = model.lay
     sem = RetransmitModel(lay.conns, lay.paths, lay.pool, rto_ns=model.rto_ns,
-                          retry_limit=model.retry_limit, probes=model.probes)
+                          retry_limit=model.retry_limit, probes=model.probes,
+                          ages=getattr(model, "ages", False))
     acked, resend, errors, late, ackevs, probes = [], [], [], [], [], []
     for ev in events:
         if ev[0] == "sent":
@@ -187,11 +190,11 @@ def replay(model, events):
             dl = sem.deadline(sem.row(conn, path))
             assert dl is not None and time_due(dl, now), f"early timeout of path {conn}.{path}"
             late.append(P.time_dist(dl, now))
-            assert not sem.probes_now(conn, path), f"timeout of {conn}.{path} where a probe was due"
+            assert not sem.probes_now(conn, path, now), f"timeout of {conn}.{path} where a probe was due"
             # MR-TX-197: the timeout's path verdict leaves on m_probe, in the probes' order
             probes.append(pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
-                                           "verdict": sem.verdict_now(conn, path)}))
-            out, err = sem.timeout(conn, path)
+                                           "verdict": sem.verdict_now(conn, path, now)}))
+            out, err = sem.timeout(conn, path, now)
             resend += out
             if err:
                 errors.append(pack(lay.error, {"conn": conn, "path": path,
@@ -209,7 +212,7 @@ def check(model, res):
 
     def norm(ds):
         return [pack(lay.acked, {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                                 "abort": d.abort}) for d in ds]
+                                 "abort": d.abort, "lap": d.lap}) for d in ds]
     assert res["acked"] == norm(exp["acked"]), "acknowledged records"
     assert res["resend"] == norm(exp["resend"]), "records reported lost"
     assert res["error"] == exp["errors"], "error reports"

@@ -297,13 +297,15 @@ class TxSchedModel:
         q = self.q[qi]
         return (idx - q["done"]) % self.depth < self._count(q)
 
-    def entry_of(self, conn, slot):
+    def entry_of(self, conn, slot, lap=None):
         """The entry a report's message slot names (slot = stream x depth + ring index,
-        MR-TXS-012), or None."""
+        MR-TXS-012), or None; with ``lap``, None also when the entry's ring lap is not ``lap``
+        (MR-TXS-142: a late report of the slot's previous message)."""
         s, i = divmod(slot, self.depth)
         if s >= self.streams or not self.live(self.qi(conn, s), i):
             return None
-        return self.q[self.qi(conn, s)]["ring"][i]
+        e = self.q[self.qi(conn, s)]["ring"][i]
+        return None if lap is not None and e["lap"] != lap else e
 
     def chunk_acked(self, e, chunk):
         d = chunk - e["ack_base"]
@@ -356,9 +358,11 @@ class TxSchedModel:
         elif is_send(f["op"]):
             rs = q["send_seq"]
             q["send_seq"] = (rs + 1) & 0xFFFFFFFF
+        # MR-TXS-142: ``lap``, the entry's ring lap (its position's top bit, tail being kept
+        # mod 2 x depth), carried by its packets' records and their reports
         q["ring"][q["tail"] % self.depth] = dict(
             f, msg=f["msg"] if rsp else q["msg_next"], recv_seq=rs, nchunks=n, next_chunk=0,
-            ack_base=0, ack_bits=0, status=0, out=0)
+            ack_base=0, ack_bits=0, status=0, out=0, lap=q["tail"] // self.depth)
         q["tail"] = (q["tail"] + 1) % (2 * self.depth)
         if not rsp:
             q["msg_next"] = (q["msg_next"] + 1) & 0xFFFFFFFF
@@ -382,7 +386,7 @@ class TxSchedModel:
             # MR-TXS-116: an ACK acknowledged a packet of the path (whatever its message's state
             # now): active, its window its own
             self.path[c * self.paths + p].update(state=PATH_ACTIVE, col=0)
-        e = self.entry_of(c, f["slot"])
+        e = self.entry_of(c, f["slot"], f.get("lap", 0))
         if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"]:
             return False
         nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), f["chunk"], self.mtu)
@@ -603,7 +607,7 @@ class TxSchedModel:
         ps["tail"] = (e, slot, chunk)                   # MR-TXS-080
         frame = self._frame(c, e, slot, chunk, p, psn, req, kind == "resend")
         sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
-                "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK}
+                "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK, "lap": e["lap"]}
         return frame, sent
 
     def _frame(self, c, e, slot, chunk, p, psn, req, retx):

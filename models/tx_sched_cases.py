@@ -197,7 +197,7 @@ class Driver(CounterReadout):
         a = {"nak": 0, "conn": conn, "path": path, "psn": 0, "reason": 0, "cum": cum, "sack": sack,
              "ce_count": 0, "ece": 0, "sport": 0}
         for d in self.rtx.ack(a):
-            rep = {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk, "abort": d.abort}
+            rep = {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk, "abort": d.abort, "lap": d.lap}
             (self.acked_q if d.kind == "acked" else self.resend_q).append(rep)
 
     def _flush(self):
@@ -223,7 +223,7 @@ class Driver(CounterReadout):
                 self.res["timeouts"] += 1
                 for d in out:
                     self.resend_q.append({"conn": d.conn, "path": d.path, "slot": d.slot,
-                                          "chunk": d.chunk, "abort": d.abort})
+                                          "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
 
     def inputs(self):
         rng = self.rng
@@ -721,14 +721,20 @@ def _record(c, conn):
     engine's ``m_ack`` layout, for the retransmit unit's semantics); MR-TXS-093: ``("expire",
     {path, now, kind})`` per expiry of a path's tail-loss timer (``kind`` "probe", "timeout",
     "xpath" for a silent-path verdict, MR-REL-009, or None when nothing was due) and
-    ``("probe", frame)`` per tail probe it sends (MR-REL-010, after its expiry)."""
-    events = []
+    ``("probe", frame)`` per tail probe it sends (MR-REL-010, after its expiry). MR-TX-206: an
+    ACK's record carries the time it was processed (``now``) and ``events.t_sent`` maps each
+    data frame's index in ``events`` to its send time (the retransmit unit's ages and RTT
+    samples)."""
+    events = _Events()
     orig_frame, orig_ack = c._frame, c._on_ack
     orig_timeout, orig_probe_send = c._on_timeout, c._probe_send
     state = {"probing": False}
 
     def frame(*args):
         f = orig_frame(*args)
+        if not state["probing"]:
+            p, psn = args[4], args[5]
+            events.t_sent[len(events)] = p.ring[psn & (P.SEND_WINDOW - 1)].t & P.TIME_MASK
         events.append(("probe" if state["probing"] else "frame", f))
         return f
 
@@ -755,12 +761,20 @@ def _record(c, conn):
     def on_ack(ack, now, bth_psn=0):
         events.append(("ack", {"nak": 0, "conn": conn, "path": ack.path, "psn": ack.trigger_psn,
                                "reason": 0, "cum": ack.cum_psn, "sack": ack.sack, "ce_count": 0,
-                               "ece": 0, "sport": 0}))
+                               "ece": 0, "sport": 0, "now": int(now) & P.TIME_MASK}))
         return orig_ack(ack, now, bth_psn)
 
     c._frame, c._on_ack = frame, on_ack
     c._on_timeout, c._probe_send = on_timeout, probe_send
     return events
+
+
+class _Events(list):
+    """:func:`_record`'s events, with ``t_sent``: event index -> a data frame's send time."""
+
+    def __init__(self):
+        super().__init__()
+        self.t_sent = {}
 
 
 class Diverged(AssertionError):
@@ -773,14 +787,15 @@ class Diverged(AssertionError):
         self.kind, self.timeouts = kind, timeouts
 
 
-def _replay(sem, events, ep, collect=False):
+def _replay(sem, events, ep, collect=False, ages=True):
     """MR-TXS-051, MR-TXS-071: the endpoint ``ep``'s recorded ``events`` given to the scheduler
     ``sem`` in order: an ACK through the retransmit unit's semantics to reports, a READ
     response (``"rsp"``) to ``s_rsp``'s item, and at each frame the scheduler's next packet,
     whose descriptor fields must be the frame's. ``(frame requests, frames, completions)``,
     the completions taken after each ACK when ``collect``."""
     from .tx_sched import rsp_item
-    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14)
+    # MR-TX-206: the unit's health and ECN ages (MR-TX-203/204) on its own RTT samples
+    rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14, ages=ages, samples=True)
     requests, frames, done = [], [], []
     probe = None                # MR-TXS-093: the frame request of the unit's last tail probe
     timeouts = 0
@@ -788,14 +803,15 @@ def _replay(sem, events, ep, collect=False):
     def report(ds):
         for d in ds:
             sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                        "abort": d.abort}, lost=d.kind == "resend")
+                        "abort": d.abort, "lap": d.lap}, lost=d.kind == "resend")
 
-    for kind, ev in events:
+    t_sent = getattr(events, "t_sent", {})
+    for k, (kind, ev) in enumerate(events):
         if kind == "rsp":
             assert sem.wr(rsp_item(ev, sem.streams)) is None
             continue
         if kind == "ack":
-            report(rtx.ack(ev))
+            report(rtx.ack(ev, ev.get("now", 0)))
             while collect and (qi := sem.completion()) is not None:
                 done.append(sem.complete(qi))
             continue
@@ -809,8 +825,8 @@ def _replay(sem, events, ep, collect=False):
             st = rtx.state(rtx.row(conn, ev["path"]))
             assert st["timer_on"], f"expiry {ev}: the unit's timer is not running"
             if ev["kind"] == "xpath":
-                v = rtx.verdict_now(conn, ev["path"])
-                res = ("timeout",) + rtx.timeout(conn, ev["path"]) + (v,)
+                v = rtx.verdict_now(conn, ev["path"], ev["now"])
+                res = ("timeout",) + rtx.timeout(conn, ev["path"], ev["now"]) + (v,)
             else:
                 res = rtx.expire(conn, ev["path"], ev["now"])
             if res[0] != ev["kind"]:
@@ -843,6 +859,8 @@ def _replay(sem, events, ep, collect=False):
         diff = compare_frame(ours, ev)
         if diff:
             raise Diverged(f"frame {len(frames)}: {diff} ({dict(ep.stats)})", "frame", timeouts)
+        if k in t_sent:
+            sent = dict(sent, t_sent=t_sent[k])     # MR-TX-206: the endpoint's send time
         assert rtx.sent(sent)
         requests.append(ours)
         frames.append(ev)
@@ -850,7 +868,8 @@ def _replay(sem, events, ep, collect=False):
 
 
 def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopback=True,
-                     drop_until=60e-6, depth=4, conn=1, conns=2, ack_loss=0.0, **ep_kw):
+                     drop_until=60e-6, depth=4, conn=1, conns=2, ack_loss=0.0, unit_ages=True,
+                     **ep_kw):
     """MR-TXS-051: the reference endpoint's sender and :class:`TxSchedModel` on the same writes.
 
     Without ``loopback`` the endpoint's frames are drawn until it blocks (no ACK comes back: the
@@ -899,7 +918,7 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
                 break
             t += 1e-9
 
-    requests, frames, _ = _replay(sem, events, a)
+    requests, frames, _ = _replay(sem, events, a, ages=unit_ages)
     n_frames = len(frames)
     n_retx = sum(1 for q in requests if q["mrdh_flags"] & MrdhFlag.RETX)
     n_probes = sum(1 for k, _ in events if k == "probe")

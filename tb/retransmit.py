@@ -11,7 +11,7 @@ connections' paths with their lossy ACKs (1 in 8 lost on the way back), stale, b
 items and a path that loses everything (a tail probe, MR-TX-162, then timeouts with backoff up
 to the retry limit's error report), random idle cycles and backpressure on every output, then the
 checker; then a burst of back-to-back ACKs, each taken in one cycle (MR-TX-034). Results to
-``RTX_OUT`` (JSON) if set. Instance: ``RTX_CONNS``, ``RTX_PATHS``, ``RTX_POOL`` (default
+``RTX_OUT`` (JSON) if set; ``RTX_NS_PER_CYCLE`` the driver's clock (MR-TX-205). Instance: ``RTX_CONNS``, ``RTX_PATHS``, ``RTX_POOL`` (default
 256 x 4, 1,024 records).
 """
 from __future__ import annotations
@@ -48,7 +48,10 @@ async def retransmit_lockstep(dut):
     # MR-TX-162: two connections' paths, 1 ACK in 8 lost: tail probes, then timeouts
     items = rc.traffic(conns, paths, pool, int(os.environ.get("RTX_EVENTS", "1500")), seed=seed,
                        black_hole=10, ack_loss=0.125, shared=2)
-    drv = rc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4)
+    # MR-TX-205: RTX_NS_PER_CYCLE (default 4): with the ages (MR-TX-203) a clock of a few ns per
+    # cycle makes every RTT sample tens of ns, so every progress ages out before an expiry
+    drv = rc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4,
+                    ns_per_cycle=int(os.environ.get("RTX_NS_PER_CYCLE", "4")))
     t0 = time.perf_counter()
     n1 = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0

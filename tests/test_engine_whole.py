@@ -692,9 +692,12 @@ def test_engine_model_loopback_atomics():
     answers from the row (resending until acknowledged), the requester's RX places the 8 bytes
     against the row the engine wrote at intake (op CMP_SWAP / FETCH_ADD) and completes them:
     every original value and final target value is the sequential oracle's, one execution per
-    atomic whatever the losses. MR-ENG-226, MR-ENG-227, MR-REG-061: the executor's counters read through
-    ``s_axil`` say 16 executed, no ERROR response, no AXI error, and the cycles its items
-    waited at their fences (the model's own)."""
+    atomic whatever the losses. MR-ENG-226, MR-ENG-227, MR-REG-061: the executor's counters read
+    through ``s_axil`` say 16 executed, no ERROR response, no AXI error, and the cycles its items
+    waited at their fences (the model's own). MR-TX-209/210, MR-TXS-142: at this seed (with the
+    health ages, MR-TX-203) a timed-out response packet's late ACK names its slot after the
+    stream's next response took it; its lap tells it apart (before: 15 of 16 completions, a
+    stall)."""
     drv, plan, m, cl = _atomic_loopback_model(16, 2, 0.15, counters=True)
     r = ce.check_atomics(drv, plan)
     assert r["atomics"] == r["executions"] == m.rx.atom.executed == 16 and r["lost"] > 0

@@ -23,6 +23,8 @@ def test_retransmit_rtl_lockstep(tmp_path):
     env = {"RTX_EVENTS": os.environ.get("RTX_EVENTS", "1500"),
            "RTX_SEED": os.environ.get("RTX_SEED", "7"),
            "RTX_CONNS": "256", "RTX_PATHS": "4", "RTX_POOL": "1024", "RTX_OUT": str(out),
+           # MR-TX-205: RTT samples of microseconds, so the aged health (MR-TX-203) lets probes
+           "RTX_NS_PER_CYCLE": os.environ.get("RTX_NS_PER_CYCLE", "256"),
            "COCOTB_TEST_FILTER": "retransmit_lockstep$"}
     results = vl.run(b, "metaroce.tb.retransmit", extra_env=env)
     n_tests, failures, skipped = vl.results_summary(results)
@@ -34,3 +36,4 @@ def test_retransmit_rtl_lockstep(tmp_path):
     assert c["gap_losses"] and c["timeouts"] >= 10 and c["errors"] == 1 and c["acks_stale"]
     assert row["probes"] == c["tail_probes"] >= 5          # MR-TX-162: lost ACKs, healthy paths
     assert row["verdicts"] == c["timeouts"]                 # MR-TX-197: one per timeout
+    assert c["paths_suspected"] and c["path_reroutes"]      # MR-TX-203: aged health both ways

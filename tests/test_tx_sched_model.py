@@ -255,6 +255,39 @@ def test_resends_first_and_stale_resends_dropped():
     assert sem.completion() == 0
 
 
+def test_late_report_of_a_reused_slot_ignored():
+    """MR-TXS-142, MR-TXS-143, MR-TX-209 (issue 12: the engine's atomics loopback at seed 2): a
+    message's packet declared lost by a timeout is resent, the resend acknowledged and the
+    message completed; the stream's messages take its slot again on the ring's next lap. The
+    late ACK of the first packet (the unit reports the timed-out record acknowledged) names the
+    slot with the old lap: ignored, the new message stays in flight. Negative control: the
+    same report with the new entry's lap (what the slot alone named before) completes it."""
+    sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20))
+    depth = SMALL["depth"]
+
+    def rep(s, **kw):
+        return {**{k: s[k] for k in ("conn", "path", "slot", "chunk", "abort", "lap")}, **kw}
+
+    sem.wr(tc.wr_item(0, 0, 100, wr_id=0))
+    (_, first), = drain(sem)
+    assert (first["slot"], first["lap"]) == (0, 0)
+    sem.report(rep(first), lost=True)               # the timeout's report
+    (_, again), = drain(sem)
+    sem.report(rep(again), lost=False)
+    assert sem.complete(sem.completion())["wr_id"] == 0
+    for k in range(1, depth + 1):
+        sem.wr(tc.wr_item(0, 0, 100, wr_id=k))
+        (_, s), = drain(sem)
+        if k < depth:
+            sem.report(rep(s), lost=False)
+            assert sem.complete(sem.completion())["wr_id"] == k
+    assert (s["slot"], s["lap"]) == (0, 1)
+    assert not sem.report(rep(first), lost=False)
+    assert sem.completion() is None and sem.entry_of(0, 0)["out"] == 1
+    assert sem.report(rep(first, lap=1), lost=False)
+    assert sem.complete(sem.completion())["wr_id"] == depth
+
+
 def test_windows_bind():
     """MR-CC-001, MR-SEQ-006, MR-TXS-025: a path takes a packet only below its window and its
     packet bound; the connection only while the packet fits its window (or nothing is in
@@ -446,7 +479,7 @@ def test_registered_report_takes_effect_a_cycle_later():
         model.step(idle)
     sent = [e for e in model.events if e[0] == "packet"]
     assert len(sent) == 1
-    rep = {"conn": 0, "path": sent[0][6], "slot": 0, "chunk": 0, "abort": 0}
+    rep = {"conn": 0, "path": sent[0][6], "slot": 0, "chunk": 0, "abort": 0, "lap": 0}
     n = len(model.events)
     out = model.step(dict(idle, s_acked__valid=1, s_acked__payload=tc.pack(lay.report, rep)))
     assert out["s_acked__ready"] == 1 and model.events[n:] == [] and model.ba == rep
@@ -511,7 +544,7 @@ def test_registered_work_request_is_the_next_cycles_action():
     sent = [e for e in model.events if e[0] == "packet"]
     assert len(sent) == 4 and sum(e[0] == "wr" for e in model.events) == 4
     # the first message's packet acknowledged: it completes, then the held request goes
-    rep = {"conn": 0, "path": sent[0][6], "slot": 0, "chunk": 0, "abort": 0}
+    rep = {"conn": 0, "path": sent[0][6], "slot": 0, "chunk": 0, "abort": 0, "lap": 0}
     out = model.step(dict(offer(wrs[5]), s_acked__valid=1,
                           s_acked__payload=tc.pack(lay.report, rep)))
     n = len(model.events)
@@ -852,15 +885,35 @@ def test_endpoint_resends_on_tail_probed_paths():
 
 @pytest.mark.slow
 def test_endpoint_tail_probes_sweep():
-    """MR-TXS-093, MR-TXS-125: the lost-ACK comparison over seeds 0..49 on 2 and 4 paths: 97 of
-    the 100 runs agree on every frame (78 before the path verdicts), tail probes included (449
-    of them); the 3 others part where the endpoint's healthy path (acknowledged within 4 RTTs)
-    is not the unit's health bit (MR-TX-163): 2 where the endpoint times out and the unit
-    probes, 1 after a timeout whose verdict the health age makes a reroute at the endpoint and a
-    suspicion at the unit; none at a probe."""
+    """MR-TXS-093, MR-TXS-125, MR-TX-206: the lost-ACK comparison over seeds 0..49 on 2 and 4
+    paths: 99 of the 100 runs agree on every frame (97 before the health ages, 78 before the
+    path verdicts), tail probes included (469 of them); the one left (seed 19 on 4 paths) parts
+    at an expiry where the endpoint no longer holds the message of the path's newest packet
+    and times out where the unit probes (MR-TX-206)."""
     n = tc.endpoint_probe_sweep(range(50))
-    assert n["agree"] >= 97 and n["probes"] >= 400, n
+    assert n["agree"] >= 99 and n["probes"] >= 450, n
     assert not n.get("other") and n["agree"] + n.get("after_timeout", 0) + n.get("health", 0) == 100
+
+
+@pytest.mark.parametrize("seed", [6, 38])
+def test_endpoint_health_ages(seed):
+    """MR-TX-203, MR-TX-206: runs on 4 paths that parted before the unit's health age (seed 6:
+    the endpoint times out, every other path's last ACK older than its 4 RTTs, where the health
+    bits alone probe; seed 38: a reroute at the endpoint, a suspicion on the bits alone) agree
+    frame for frame with the ages; without them (``unit_ages=False``) they part again."""
+    r = tc.endpoint_probes(seed, paths=4)
+    assert r["frames"] == r["stats"]["data_packets_sent"] and r["stats"]["timeouts"]
+    with pytest.raises(tc.Diverged):
+        tc.endpoint_probes(seed, paths=4, unit_ages=False)
+
+
+def test_endpoint_probe_of_a_completed_message():
+    """MR-TX-206: the one run of the sweep left (seed 19 on 4 paths) parts at an expiry, not at
+    an age: the endpoint's newest record on the path belongs to a message it no longer holds, so
+    it times out where the unit (which knows no messages) probes."""
+    with pytest.raises(tc.Diverged) as e:
+        tc.endpoint_probes(19, paths=4)
+    assert e.value.kind == "decision" and "decides probe" in str(e.value)
 
 
 @pytest.mark.parametrize("seed,paths", [(6, 2), (8, 2), (2, 4), (11, 4)])
