@@ -493,18 +493,29 @@ class TxSched(wiring.Component):
         resend_room = read(rq_level, rs_conn, "rs_level") < Mux(held, RD - 1, RD)
         take_resend = _named(m, br_valid & ~acked_valid & resend_room, "take_resend")
         m.d.comb += self.s_acked.ready.eq(1)
-        m.d.comb += self.s_resend.ready.eq(~br_valid | take_resend)
-        load_r = self.s_resend.ready & self.s_resend.valid
-        pr_last, pr_nb = last_terms(self.s_resend.payload.as_value(), "pr")
+        # MR-TXS-156: a skid register before the boundary register: s_resend.ready is the skid's
+        # emptiness (a flip-flop), so the unit's report queue does not wait on take_resend;
+        # the boundary register loads from the skid when it holds a report, else from the port
+        sk_valid, sk = Signal(name="rs_sk_valid"), Signal(lay.report, name="rs_sk")
+        m.d.comb += self.s_resend.ready.eq(~sk_valid)
+        src = _named(m, Mux(sk_valid, sk.as_value(), self.s_resend.payload.as_value()), "rs_src")
+        src_valid = sk_valid | self.s_resend.valid
+        br_free = ~br_valid | take_resend
+        load_r = _named(m, br_free & src_valid, "load_r")
+        # MR-TXS-157: the port's report waits in the skid while the boundary register holds one
+        m.d.sync += sk_valid.eq(src_valid & ~br_free)
+        with m.If(~sk_valid):
+            m.d.sync += sk.eq(self.s_resend.payload)
+        pr_last, pr_nb = last_terms(src, "pr")
         hr_last, hr_nb = last_terms(br.as_value(), "hr")
         m.d.sync += [br_valid.eq(load_r | (br_valid & ~take_resend)),
                      br_last.eq(Mux(load_r, pr_last, hr_last)), br_nb.eq(Mux(load_r, pr_nb, hr_nb)),
                      # MR-TXS-055: a held report's entry's next_chunk is br_next itself
-                     br_next.eq(Mux(load_r, next_after(self.s_resend.payload.as_value(), "pr"),
+                     br_next.eq(Mux(load_r, next_after(src, "pr"),
                                     after_edge(_named(m, rep_index(br)[0], "n_e_hr"), br_next,
                                                "hr")))]
         with m.If(load_r):
-            m.d.sync += br.eq(self.s_resend.payload)
+            m.d.sync += br.eq(src)
         busy = rr_valid
 
         # -- path windows (MR-TXS-028, MR-TXS-029, MR-TXS-052): the port's boundary register

@@ -727,6 +727,7 @@ class TxSchedCycleModel:
         self.rep = None                 # MR-TXS-034: (lost, report) taken last cycle
         self.ba = None                  # MR-TXS-046: the boundary registers' reports (acked, lost)
         self.br = None
+        self.rs = None                  # MR-TXS-156: the lost report in the skid before br
         self.wq = None                  # MR-TXS-037: the work request held in the register
         self.cw_b = None                # MR-TXS-029: a window write taken from s_cwnd last cycle
         self.cw_d = None                # and the one taken the cycle before, written at this edge
@@ -742,6 +743,7 @@ class TxSchedCycleModel:
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
                     or self.rep is not None or self.ba is not None or self.br is not None
+                    or self.rs is not None
                     or self.comp is not None or self.win is not None
                     or self.qcomp
                     or self.wq is not None
@@ -761,9 +763,9 @@ class TxSchedCycleModel:
         return self.sem.resend_room(f, held)
 
     def resend_ready(self):
-        """MR-TXS-046: ``s_resend.ready`` before the edge: the lost report's boundary register
-        empty or taken at this edge (on registers only)."""
-        return int(self.br is None or self.take_lost())
+        """MR-TXS-156: ``s_resend.ready`` before the edge: the skid before the lost report's
+        boundary register is empty (a register)."""
+        return int(self.rs is None)
 
     def _sched_terms(self):
         """MR-TXS-030: ``(busy, comp, take_wr, sched)`` before the edge, on registers."""
@@ -839,7 +841,8 @@ class TxSchedCycleModel:
         rd_pay = self.rd_port(inputs) if self.rd_rows else 0
         rd_ready = g("m_rd__ready", 0) if self.rd_rows else 1
         take_lost = self.take_lost()
-        resend_ready = int(self.br is None or take_lost)
+        resend_ready = self.resend_ready()
+        br_free = self.br is None or take_lost
         # MR-TXS-030: the cycle's action's terms, on registers (before the registers move)
         busy, comp, take_wr, sched = self._sched_terms()
         # MR-TXS-034: the report taken last cycle is this cycle's action; this cycle's (from a
@@ -851,10 +854,18 @@ class TxSchedCycleModel:
             self.rep = (True, self.br) if take_lost else None
         # MR-TXS-046: the ports into the boundary registers
         self.ba = unpack(lay.report, g("s_acked__payload", 0)) if g("s_acked__valid", 0) else None
+        # MR-TXS-156/157: the boundary register, emptied or taken, loads from the skid when it
+        # holds a report, else from the port; the port's report waits in the skid otherwise
         if take_lost:
             self.br = None
-        if resend_ready and g("s_resend__valid", 0):
-            self.br = unpack(lay.report, g("s_resend__payload", 0))
+        port = (unpack(lay.report, g("s_resend__payload", 0))
+                if resend_ready and g("s_resend__valid", 0) else None)
+        src = self.rs if self.rs is not None else port
+        if br_free:
+            if src is not None:
+                self.br, self.rs = src, None
+        elif port is not None:
+            self.rs = port
         # MR-TXS-035: last cycle's completion (comp), unless its connection changed at the edge
         # MR-TXS-045: the next completion picked among the streams that completed on last
         # cycle's state, but those of connections changed at the edge and the register's own

@@ -36,7 +36,8 @@ def test_lockstep_64():
     """MR-TX-101..104, MR-TX-150: work requests (bad ones included) over both connections and
     streams, lossy delivery with resends, idle inputs, backpressure on every output, AXI read
     latency and gaps: 0 mismatches at 64 bits; every work request completes, every frame
-    carries its template, its work request's fields and the host memory's bytes. (Slow: the
+    carries its template, its work request's fields and the host memory's bytes; MR-TX-228:
+    with the scheduler's resend skid (MR-TX-226). (Slow: the
     Amaranth simulator compiles the scheduler's combinational decision in minutes and runs it
     at tens of cycles per second; the data path's lockstep is in the default run.)"""
     sem = sched_sem(SMALL)
@@ -58,7 +59,10 @@ def test_lockstep_512():
 
 def test_model_lossy_with_timeouts():
     """MR-TX-150 on the model alone (its RTL equality is the lockstep's): losses found by SACK
-    gaps and by the retransmit unit's timers, every work request completed."""
+    gaps and by the retransmit unit's timers, every work request completed. MR-TX-226..228: the
+    unit's m_resend.ready is the scheduler's skid's emptiness (the model asserts the scheduler's
+    port gives the same); in this traffic the boundary register holds a report in 5 cycles and the
+    skid never fills (the scheduler's own lockstep presses it, MR-TXS-158)."""
     sem = sched_sem(SMALL)
     items, lay = xc.traffic(sem, 30, seed=3, max_len=2500)
     drv = xc.run_model(TxCycleModel(64, **SMALL), items, lay, xc.templates(2, 4), seed=3, loss=0.2)

@@ -895,3 +895,59 @@ def test_lockstep_rd_rows():
     sent = {(f["conn"], f["mrdh_stream"], f["mrdh_msg"]) for f in drv.res["frames"]
             if f["bth_opcode"] in (0xC6, 0xC8, 0xC9)}
     assert {(o["conn"], o["stream"], o["msg"]) for o in offered} == sent
+
+
+#: MR-TXS-158: the resend skid's traffic: a resend FIFO of 2 entries per connection and reports
+#: back to back (30 % loss, acknowledged reports in 90 % of the cycles, no idle report cycles),
+#: so a lost report often waits in the boundary register and the next one in the skid (23 of
+#: the run's 283 cycles, `s_resend` held not ready in 16).
+SKID_PARAMS = dict(SMALL, resend_depth=2)
+SKID_DRIVER = dict(p_idle=0.1, p_bp=0.3, loss=0.3, p_ack=0.9, p_report_idle=0.0)
+
+
+def _skid_run(tx_sched_cls=TxSched):
+    items = tc.traffic(TxSchedModel(**SKID_PARAMS), 30, seed=6, max_len=2000)
+    model = TxSchedCycleModel(64, **SKID_PARAMS)
+    drv = tc.Driver(model.lay, items, seed=6, **SKID_DRIVER)
+    state = {"skid": 0, "held": 0}
+
+    def on_cycle(cycle, ins, outs):
+        state["skid"] += model.rs is not None
+        state["held"] += bool(ins.get("s_resend__valid", 0) and not outs["s_resend__ready"])
+
+    core = run_amaranth(tx_sched_cls(64, **SKID_PARAMS), model, drv, busy=model.busy,
+                        on_cycle=on_cycle)
+    return core, drv, items, state
+
+
+def test_lockstep_resend_skid():
+    """MR-TXS-156..158: the lost reports' skid under pressure (the boundary register held by
+    acknowledged reports and a full resend FIFO): 0 mismatches, `s_resend.ready` from the skid
+    alone, the skid filled and the port held not ready in some cycles; every work request
+    completes, every lost chunk resent (the checker)."""
+    core, drv, items, state = _skid_run()
+    assert core.mismatches == 0
+    assert state["skid"] >= 10 and state["held"] >= 5
+    summary = tc.check(TxSchedModel(**SKID_PARAMS), items, drv.res)
+    assert summary["retransmits"]
+
+
+#: MR-TXS-158's wrong forms: the old ready (the boundary register free or taken: s_resend.ready
+#: then waits on take_resend, and the skid never fills), the boundary register loaded from the
+#: port past a held skid report
+SKID_WRONG = {
+    "ready_from_take": ("m.d.comb += self.s_resend.ready.eq(~sk_valid)",
+                        "m.d.comb += self.s_resend.ready.eq(~br_valid | take_resend)"),
+    "port_past_skid": ("Mux(sk_valid, sk.as_value(), self.s_resend.payload.as_value())",
+                       "self.s_resend.payload.as_value()"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(SKID_WRONG))
+def test_resend_skid_wrong_forms_fail(wrong):
+    """MR-TXS-158: each wrong form of the skid, loaded in place of the RTL, fails the lockstep
+    of ``test_lockstep_resend_skid``. (Slow: an elaboration each.)"""
+    mod = wrong_form("tx_sched", *SKID_WRONG[wrong])
+    with pytest.raises(Mismatch):
+        _skid_run(mod.TxSched)

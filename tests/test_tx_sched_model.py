@@ -468,8 +468,8 @@ def test_registered_report_takes_effect_a_cycle_later():
     counted in the window at the edge of t+3; its stream's completion test is registered in
     t+4, the completion picked in t+5 and taken in t+6; s_acked stays ready; a lost report
     waits in its boundary register while an acknowledged report is in the other or its
-    connection's resend FIFO, counting a lost report held in the report register, is full, and
-    s_resend is then not ready."""
+    connection's resend FIFO, counting a lost report held in the report register, is full
+    (MR-TXS-156: s_resend stays ready, the next report waiting in the skid)."""
     model = TxSchedCycleModel(64, **SMALL)
     lay = model.lay
     wr = tc.wr_item(0, 0, 100, wr_id=5)
@@ -503,9 +503,10 @@ def test_registered_report_takes_effect_a_cycle_later():
     # an acknowledged report in its boundary register goes first: the lost one waits
     model.step(dict(idle, s_acked__valid=1, s_acked__payload=tc.pack(lay.report, rep),
                     s_resend__valid=1, s_resend__payload=tc.pack(lay.report, lost)))
-    assert model.ba == rep and model.br == lost and model.resend_ready() == 0
+    assert model.ba == rep and model.br == lost and model.resend_ready() == 1
+    assert not model.take_lost()
     model.step(idle)
-    assert model.rep == (False, rep) and model.br == lost and model.resend_ready() == 1
+    assert model.rep == (False, rep) and model.br == lost and model.take_lost()
     # the port takes the next lost report as the held one moves on; it waits while the one in
     # the report register may take its FIFO's last entry
     model.step(dict(idle, s_resend__valid=1, s_resend__payload=tc.pack(lay.report, lost)))
@@ -513,9 +514,42 @@ def test_registered_report_takes_effect_a_cycle_later():
     retx = model.sem.conn[0]["retx"]     # (the scheduling steps drop the stale heads meanwhile)
     retx.clear()
     retx.extend([(0, 0)] * (SMALL["resend_depth"] - 1))
-    assert model.resend_ready() == 0
+    assert not model.take_lost() and model.resend_ready() == 1
     model.br = dict(lost, conn=1)
-    assert model.resend_ready() == 1
+    assert model.take_lost()
+
+
+def test_resend_skid_keeps_the_boundary_registers_order():
+    """MR-TXS-156, MR-TXS-157: s_resend.ready is the skid's emptiness: a lost report offered
+    while the boundary register holds one is taken into the skid (the port then not ready), and
+    moves into the boundary register at the edge the held one is taken, the port ready again
+    in the next cycle; with the boundary register free the port's report goes straight in."""
+    model = TxSchedCycleModel(64, **SMALL)
+    lay = model.lay
+    idle = {"m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+    acked = {"conn": 0, "path": 0, "slot": 0, "chunk": 0, "abort": 0}
+    a, b, c = ({"conn": 1, "path": 0, "slot": k, "chunk": 0, "abort": 0} for k in (1, 2, 3))
+
+    def offer(**kw):
+        step = dict(idle)
+        for port, f in kw.items():
+            step.update({f"s_{port}__valid": 1, f"s_{port}__payload": tc.pack(lay.report, f)})
+        return step
+
+    # an acknowledged report holds the boundary register's report for a cycle
+    out = model.step(offer(acked=acked, resend=a))
+    assert out["s_resend__ready"] == 1 and model.br == a and model.rs is None
+    out = model.step(offer(resend=b))
+    assert out["s_resend__ready"] == 1 and model.br == a and model.rs == b
+    assert model.rep == (False, acked) and model.resend_ready() == 0 and model.busy()
+    # not ready: c waits at the port; the held report is taken, the skid's moves on
+    out = model.step(offer(resend=c))
+    assert out["s_resend__ready"] == 0 and model.rep == (True, a) and model.br == b
+    assert model.rs is None
+    # ready again: c goes straight in as b is taken
+    out = model.step(offer(resend=c))
+    assert out["s_resend__ready"] == 1 and model.rep == (True, b) and model.br == c
+    assert model.rs is None
 
 
 def test_registered_work_request_is_the_next_cycles_action():

@@ -34,10 +34,11 @@ def _run(tmp_path, env):
 
 @pytest.mark.slow
 def test_tx_sched_rtl_lockstep(tmp_path):
-    # seed 2: with the unit's probes (probe23) most tail expiries probe; seeds 1, 3, 4 and 7 then
-    # have no timeout, seed 2 has one (and atomics, probes, resends)
+    # seed 5: with the unit's probes (probe23) most tail expiries probe; with the resend skid
+    # (txcut26, MR-TXS-156: the driver's reports are taken in other cycles) seeds 1..4 and 6
+    # have no timeout, seed 5 has one (and atomics, probes, resends; the skid full in 17 cycles)
     row = _run(tmp_path, {"TXS_WRS": os.environ.get("TXS_WRS", "300"),
-                          "TXS_SEED": os.environ.get("TXS_SEED", "2"),
+                          "TXS_SEED": os.environ.get("TXS_SEED", "5"),
                           "TXS_RSPS": os.environ.get("TXS_RSPS", "40")})
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"] and row["timeouts"] and row["cwnd_writes"]
