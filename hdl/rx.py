@@ -326,7 +326,7 @@ class Rx(wiring.Component):
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
-                 collision_x=COLLISION_X_TABLES, poison=False, slot_nak=False):
+                 collision_x=COLLISION_X_TABLES, poison=False, slot_nak=True):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -1443,7 +1443,8 @@ def rx_256x4(width=512):
     return Rx(width, **SMALL)
 
 
-def rx_256x4_slot_nak(width=512):
-    """The small instance with MR-RX-167's message-slot verdict in S4 (``slot_nak``), for its
-    resource and depth measurement beside :func:`rx_256x4` (docs/hw/rx-results.md, rnr25)."""
-    return Rx(width, **SMALL, slot_nak=True)
+def rx_256x4_no_slot_nak(width=512):
+    """The small instance without MR-RX-167's message-slot verdict (``slot_nak`` off, the
+    default before MR-RX-183), for its resource and depth measurement beside :func:`rx_256x4`
+    (docs/hw/rx-results.md, slot26)."""
+    return Rx(width, **SMALL, slot_nak=False)

@@ -434,7 +434,7 @@ class RxModel:
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
-                 slot_nak=False, max_rd_atomic=None):
+                 slot_nak=True, max_rd_atomic=None):
         self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
         # MR-RX-173: responder resources per connection (MR-VERB-005); None: not bounded
         self.max_rd_atomic = max_rd_atomic
@@ -964,7 +964,7 @@ class RxCycleModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS,
-                 streams=records.STREAMS, slot_nak=False):
+                 streams=records.STREAMS, slot_nak=True):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width

@@ -269,6 +269,7 @@ async def rx_lockstep(dut):
              + rc.atomic_response_cases(s, conn=2, stream=s.conns[2].n_streams - 1)
              + rc.random_atomics(s, 20, conns=(4, 5))
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
+    cases = rc.within_slots(s, cases)       # MR-RX-183: a sender within the message slots
     drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n1 = await drive(h, drv, busy=model.busy)
@@ -354,7 +355,7 @@ async def rx_bench(dut):
                      "packets_per_cycle": round(n / (taken[-1] - taken[-n] + 1), 4),
                      "beats_per_cycle": round(len(pay) / (pay[-1] - pay[0] + 1), 4) if pay else None,
                      "latency_cycles": min(lat), "mismatches": h.mismatches})
-    cases = rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400")))
+    cases = rc.within_slots(s, rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))    # MR-RX-183
     drv = rc.Driver(width, cases, s.lay.cfg, seed=3, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     cycles = await drive(h, drv, busy=model.busy)

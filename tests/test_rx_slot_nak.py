@@ -42,7 +42,7 @@ def test_model_slot_verdict_equals_endpoint(seed):
     assert exp["counters"][CTR_MSG_REFUSED] == exp["counters"][RxCode.MSG_SLOTS] + sum(
         1 for c in cases if isinstance(c, rc.Case) and c.name.startswith("other-len"))
     # negative control: the refusal after the sequence state acknowledges those PSNs
-    off = rc.expected(s.writes + cases, *DIMS)
+    off = rc.expected(s.writes + cases, *DIMS, slot_nak=False)
     assert rc.requests(s, off["ack"]) != ref
 
 
@@ -84,21 +84,53 @@ def test_rtl_slot_verdict(p_idle, p_bp):
     assert res["counters"][CTR_MSG_REFUSED] == 2
 
 
-def test_slot_nak_off_by_default():
-    """MR-RX-172: off by default in the RTL and both models; the random traffic's writes open
-    messages they never complete, so with ``slot_nak`` some are NAKed msg_slots, without it
-    none (MR-RX-083 refuses them after the sequence state)."""
+def test_slot_nak_on_by_default():
+    """MR-RX-185: on by default in the RTL, both models and the engine's receive half (RTL and
+    model). MR-RX-183: on the generators' stimulus within the slots (``rc.within_slots``: the
+    window, bad-input, toggle and random cases) the outputs with and without ``slot_nak`` are
+    the same and nothing is refused; negative control: the random traffic as generated opens
+    messages it never completes, which ``slot_nak`` NAKs msg_slots."""
     import inspect
+    from metaroce.hdl.engine import engine_rx_256x4
     from metaroce.hdl.rx import Rx
-    from metaroce.models.rx import RxCycleModel, RxModel
+    from metaroce.models.engine import engine_rx_model_256x4
+    from metaroce.models.rx import MsgCode, RxCycleModel, RxModel
     for cls in (Rx, RxModel, RxCycleModel):
-        assert inspect.signature(cls).parameters["slot_nak"].default is False
+        assert inspect.signature(cls).parameters["slot_nak"].default is True
+    assert engine_rx_256x4(64).rx.slot_nak and engine_rx_model_256x4(64).rx.rx.slot_nak
+    keys = ("ack", "place", "data", "cqe", "rsp", "atom", "counters")
+    for seed in (2, 5):
+        s = rc.Setup(*DIMS, seed=seed)
+        raw = rc.window_cases(s) + rc.bad_cases(s) + rc.toggle_cases(s) + rc.random_traffic(s, 200)
+        cases = rc.within_slots(s, raw)
+        on = rc.expected(s.writes + cases, *DIMS)
+        off = rc.expected(s.writes + cases, *DIMS, slot_nak=False)
+        assert all(on[k] == off[k] for k in keys)
+        assert not any(o.code == RxCode.MSG_SLOTS or o.msg == MsgCode.REFUSED for o in off["outcomes"])
+        assert any(isinstance(c, rc.CfgWrite) and c.name.startswith("reopen") for c in cases)
     s = rc.Setup(*DIMS, seed=2)
-    cases = rc.random_traffic(s, 200)
-    on = rc.expected(s.writes + cases, *DIMS, slot_nak=True)
-    off = rc.expected(s.writes + cases, *DIMS)
-    assert any(o.code == RxCode.MSG_SLOTS for o in on["outcomes"])
-    assert not any(o.code == RxCode.MSG_SLOTS for o in off["outcomes"])
+    raw = rc.random_traffic(s, 200)
+    assert any(o.code == RxCode.MSG_SLOTS for o in rc.expected(s.writes + raw, *DIMS)["outcomes"])
+
+
+@pytest.mark.parametrize("kw", [dict(hostile=12, imm=0.5, n_streams=1), dict(sends=0.5, reads=0.2, imm=0.3),
+                                dict(read_reqs=0.3, atomic_reqs=0.2, atomics=0.2, n_streams=2)])
+def test_endpoint_traffic_within_slots(kw):
+    """MR-RX-184: the reference endpoint's traffic (its sender at ``max_tx_msgs`` = msg_slots, the
+    receiver's message bound at msg_slots) reaches the RX within its slots: with and without
+    ``slot_nak`` the outputs are the same, the receiving endpoint's, and the message table
+    refuses nothing but the forged SEND 2^19 messages ahead (``hostile``: NAKed INVALID_REQUEST
+    by both with ``slot_nak``, RNR by the RX without)."""
+    from metaroce.models.rx import MsgCode
+    s, tr = rc.endpoint_traffic(nbytes=16384, loss=0.05, reorder=0.2, dup=0.05, seed=3, **kw)
+    on = rc.expected(s.writes + tr.items, *DIMS)
+    off = rc.expected(s.writes + tr.items, *DIMS, slot_nak=False)
+    assert rc.requests(s, on["ack"]) == tr.acks and rc.memory_image(s, on["place"], on["data"]) == tr.memory
+    assert not any(o.msg == MsgCode.REFUSED for o in off["outcomes"])
+    forged = sum(1 for o in on["outcomes"] if o.code == RxCode.MSG_SLOTS)
+    assert forged == (kw.get("hostile", 0) + 11) // 12
+    if not forged:
+        assert all(on[k] == off[k] for k in ("ack", "place", "data", "cqe", "rsp", "atom"))
 
 
 @pytest.mark.parametrize("seed", [0, 1])
