@@ -964,11 +964,15 @@ class RxCycleModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS,
-                 streams=records.STREAMS, slot_nak=True):
+                 streams=records.STREAMS, slot_nak=True, max_rd_atomic=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
-        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams, slot_nak)
+        # MR-RX-186: the responder resources are decided in S4 from the packet model's count,
+        # which S5's taking records (the message stage of S4's cycle) and the table 7 writes of
+        # earlier cycles moved
+        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams, slot_nak,
+                          max_rd_atomic)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
         self.ack_q, self.place_q, self.steer_q, self.cqe_q, self.rsp_q, self.atom_q = (

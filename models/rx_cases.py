@@ -588,6 +588,23 @@ def resource_cases(s: Setup, *, conn=0, stream=0):
     return out
 
 
+def random_resource_traffic(s: Setup, n=30, *, p_free=0.2):
+    """MR-RX-186/187: random READ and atomic requests (:func:`random_read_requests`,
+    :func:`random_atomics`, outcomes the model's) with frees of a random connection's
+    resource (table 7, :func:`rsp_free`) among them, for a small ``max_rd_atomic``: requests
+    NAKed RNR, frees meeting requests of their connection in flight, frees of nothing held."""
+    rng = s.rng
+    items = [replace(c, expect=None) if isinstance(c, Case) else c
+             for c in random_read_requests(s, n) + random_atomics(s, n // 2)]
+    rng.shuffle(items)
+    out = []
+    for it in items:
+        out.append(it)
+        if rng.random() < p_free:
+            out.append(rsp_free(rng.choice(s.conns), 0, 0))
+    return out
+
+
 def send_cases(s: Setup, *, conn=0, stream=0):
     """MR-RX-100..105: SENDs of one stream against its receive rows: no receive posted (RNR,
     twice, the second a resend under a new PSN), a SEND too long for its receive (RECV_BOUNDS),
@@ -1289,10 +1306,10 @@ def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=Tru
             "counters": list(rx.counters)}
 
 
-def check(items, res, conns, paths, keys, streams=records.STREAMS, *, slot_nak=True):
+def check(items, res, conns, paths, keys, streams=records.STREAMS, *, slot_nak=True, max_rd_atomic=None):
     """The one checker: every case's intended outcome, then the collected streams and the
     counters against :func:`expected` (MR-RX-020..033, MR-RX-050)."""
-    exp = expected(items, conns, paths, keys, streams, slot_nak=slot_nak)
+    exp = expected(items, conns, paths, keys, streams, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
     cases = [it for it in items if isinstance(it, Case)]
     for c, o in zip(cases, exp["outcomes"]):
         if c.expect is not None:
@@ -1348,14 +1365,16 @@ class Batches:
         return self.counted(drv)
 
 
-def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, slot_nak=True, **kw):
+def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, slot_nak=True, max_rd_atomic=None, **kw):
     """:class:`RxCycleModel` alone through the :class:`Driver`; returns the driver's results."""
     lay = setup.lay
-    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak)
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak,
+                         max_rd_atomic=max_rd_atomic)
     drv = make_driver(width, setup, cases, seed=seed, **kw)
     run_alone(model, drv)
     if check_outputs:
-        check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak)
+        check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak,
+              max_rd_atomic=max_rd_atomic)
     return drv.res
 
 

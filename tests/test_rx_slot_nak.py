@@ -154,3 +154,21 @@ def test_model_responder_resources_equal_endpoint(seed):
     assert rc.responses(s, exp["rsp"]) == rsps and len(rsps) == 6
     unbounded = rc.expected(s.writes + cases, *DIMS, slot_nak=True)
     assert rc.requests(s, unbounded["ack"]) != ref
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_cycle_model_responder_resources(seed):
+    """MR-RX-186, MR-RX-187: the cycle model with ``max_rd_atomic`` (the count decided in S4,
+    moved by S5's taking record and by the table 7 writes of earlier cycles) gives the packet
+    model's outcomes, outputs and counters: the resource cases back to back and with idle
+    cycles and backpressure, and random READ and atomic requests with random frees among them
+    (``max_rd_atomic`` 1: some RNR, some accepted after a free)."""
+    _, s = rc.endpoint_setup(*DIMS, seed=seed, n_streams=1, max_rx_msgs=MSG_SLOTS, max_rd_atomic=1)
+    cases = rc.resource_cases(s) + rc.resource_cases(s, conn=1) + rc.resource_cases(s)
+    for p_idle, p_bp in ((0.0, 0.0), (0.2, 0.4)):
+        res = rc.run_model(64, s, cases, seed=seed, p_idle=p_idle, p_bp=p_bp, max_rd_atomic=1)
+        assert res["counters"][RxCode.RNR] == 6
+    s = rc.Setup(*DIMS, seed=seed)
+    cases = rc.random_resource_traffic(s, 30, p_free=0.1)
+    res = rc.run_model(64, s, cases, seed=seed, p_idle=0.1, p_bp=0.3, max_rd_atomic=1)
+    assert res["counters"][RxCode.RNR] > 0 and res["counters"][RxCode.ACCEPTED] > 0
