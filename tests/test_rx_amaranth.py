@@ -40,7 +40,7 @@ def run_rx(asim, model, drv, *, on_cycle=None):
 
 
 def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, collision_x=COLLISION_X_TABLES,
-                 share=True, slot_nak=True, **kw):
+                 share=True, slot_nak=True, max_rd_atomic=None, **kw):
     """RTL and model on the same inputs, every output compared every cycle; returns the
     driver's results (MR-RX-070). MR-RX-119: the tables in ``collision_x`` (MR-FLOW-028's
     attribute) return inverted data from a read that met a write of its row (the RTL's
@@ -48,8 +48,10 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
     those reads per table. ``share``: the simulation of the design may be one made before in
     this process (``tb.lockstep.shared_sim``); off for a monkeypatched design."""
     lay = setup.lay
+    if max_rd_atomic is not None:
+        collision_x = frozenset(collision_x) | {"rsc"}      # MR-RX-189: poisoned too
     params = dict(conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams,
-                  collision_x=frozenset(collision_x), poison=True, slot_nak=slot_nak)
+                  collision_x=frozenset(collision_x), poison=True, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
     # one simulation per design in a worker, reset between runs (elaborating and compiling the
     # RX takes longer than most of these runs)
     if share:
@@ -57,13 +59,15 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
                           modules=[Rx.__module__])
     else:
         asim = AmaranthSim(Rx(width, **params))
-    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak)
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak,
+                         max_rd_atomic=max_rd_atomic)
     drv = rc.make_driver(width, setup, cases, seed=seed, **kw)
     core, collided = run_rx(asim, model, drv, on_cycle=on_cycle)
     assert core.mismatches == 0
     res = dict(drv.res, compared=core.cycle, collided=collided)
     if check:
-        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak)
+        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak,
+                 max_rd_atomic=max_rd_atomic)
     return res
 
 

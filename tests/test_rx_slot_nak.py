@@ -172,3 +172,37 @@ def test_cycle_model_responder_resources(seed):
     cases = rc.random_resource_traffic(s, 30, p_free=0.1)
     res = rc.run_model(64, s, cases, seed=seed, p_idle=0.1, p_bp=0.3, max_rd_atomic=1)
     assert res["counters"][RxCode.RNR] > 0 and res["counters"][RxCode.ACCEPTED] > 0
+
+
+@pytest.mark.parametrize("p_idle,p_bp", [(0.0, 0.0), (0.2, 0.4)])
+def test_rtl_responder_resources(p_idle, p_bp):
+    """MR-RX-188..191, MR-RX-070: the RTL with ``max_rd_atomic`` 1 in lockstep with the cycle
+    model (Amaranth, the count table poisoned on reads that meet a write, MR-RX-119): the
+    resource cases back to back (the second READ right behind the first, which takes the
+    resource in S5 in the second's S4 cycle) and with idle cycles and backpressure, then random
+    READ and atomic requests with frees among them; 0 mismatches, outputs and counters as the
+    packet model says (RNR NAKs before the sequence state, the resends accepted after the
+    frees). Negative control: the same RTL against a cycle model without the bound mismatches."""
+    from test_rx_amaranth import run_lockstep
+    from metaroce.tb.lockstep import Mismatch
+    _, s = rc.endpoint_setup(*DIMS, seed=5, n_streams=1, max_rx_msgs=MSG_SLOTS, max_rd_atomic=1)
+    cases = rc.resource_cases(s) + rc.resource_cases(s, conn=1) + rc.resource_cases(s)
+    res = run_lockstep(64, s, cases, seed=4, p_idle=p_idle, p_bp=p_bp, max_rd_atomic=1)
+    assert res["counters"][RxCode.RNR] == 6 and len(res["rsp"]) == 6
+    s2 = rc.Setup(*DIMS, seed=3)
+    res = run_lockstep(64, s2, rc.random_resource_traffic(s2, 24, p_free=0.1), seed=6, p_idle=p_idle, p_bp=p_bp,
+                       max_rd_atomic=1)
+    assert res["counters"][RxCode.RNR] > 0 and res["collided"]["rsc"] >= 0
+    if p_idle == 0.0:
+        import test_rx_amaranth as ta
+        from metaroce.hdl.rx import Rx
+        from metaroce.models.rx import RxCycleModel
+        from metaroce.tb.lockstep import AmaranthSim
+        lay = s.lay
+        dut = Rx(64, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams, max_rd_atomic=1)
+        model = RxCycleModel(64, lay.conns, lay.paths, lay.keys, streams=lay.streams)
+        s3 = rc.Setup(*DIMS, seed=5, n_streams=1)
+        drv = rc.make_driver(64, s3, rc.resource_cases(s3), seed=4, p_idle=0.0, p_bp=0.0)
+        with pytest.raises((Mismatch, AssertionError)):
+            core, _ = ta.run_rx(AmaranthSim(dut), model, drv)
+            assert core.mismatches == 0
