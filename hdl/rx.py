@@ -1494,6 +1494,12 @@ def rx_256x4(width=512):
     return Rx(width, **SMALL)
 
 
+def rx_256x4_rsc(width=512):
+    """The small instance with responder resources (MR-RX-188, ``max_rd_atomic`` 1), for its
+    Verilator lockstep (``tb.rx.rx_resources``) and measurement (docs/hw/rx-results.md, slot26)."""
+    return Rx(width, **SMALL, max_rd_atomic=1)
+
+
 def rx_256x4_no_slot_nak(width=512):
     """The small instance without MR-RX-167's message-slot verdict (``slot_nak`` off, the
     default before MR-RX-183), for its resource and depth measurement beside :func:`rx_256x4`

@@ -1198,3 +1198,8 @@ def rx_model_256x4(width=512):
     return RxCycleModel(width, **SMALL)
 
 
+def rx_model_256x4_rsc(width=512):
+    """The model of hdl.rx.rx_256x4_rsc: :data:`SMALL` with ``max_rd_atomic`` 1 (MR-RX-188)."""
+    return RxCycleModel(width, **SMALL, max_rd_atomic=1)
+
+
