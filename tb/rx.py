@@ -279,7 +279,9 @@ async def rx_lockstep(dut):
     # MR-RX-043: back-to-back records of one path, no idle cycles, outputs always ready
     # (the random traffic may have revoked the burst's key: the slow path writes it again)
     burst = rc.burst_same_path(s, 200)
-    drv2 = rc.Driver(width, [s.key_write(k) for k in s.keys] + burst, s.lay.cfg, seed=seed + 1, p_idle=0.0, p_bp=0.0)
+    # MR-RX-183: the stream reopened first if the random traffic left it beyond its slots
+    burst_items = rc.within_slots(s, [s.key_write(k) for k in s.keys] + burst, before=cases)
+    drv2 = rc.Driver(width, burst_items, s.lay.cfg, seed=seed + 1, p_idle=0.0, p_bp=0.0)
     n2 = await drive(h, drv2, busy=model.busy)
     taken = drv2.res["meta_taken"]
     assert len(taken) == 200 and taken[-1] - taken[0] == 199, "not one record per cycle"
@@ -288,7 +290,8 @@ async def rx_lockstep(dut):
     # MR-RX-117, MR-RX-120, MR-RX-121: records of one path back to back that need S4's own write of the
     # cycle before (duplicates at distance 1, high and cum moved, the count test, slow updates)
     own = rc.own_write_cases(s)
-    drv3 = rc.Driver(width, [s.key_write(k) for k in s.keys] + own, s.lay.cfg, seed=seed + 3, p_idle=0.0, p_bp=0.0)
+    own_items = rc.within_slots(s, [s.key_write(k) for k in s.keys] + own, before=cases + burst_items)
+    drv3 = rc.Driver(width, own_items, s.lay.cfg, seed=seed + 3, p_idle=0.0, p_bp=0.0)
     await drive(h, drv3, busy=model.busy)
     n_dup = sum(1 for c in own if c.expect == RxCode.DUPLICATE)
     assert drv3.res["counters"][RxCode.DUPLICATE] == drv2.res["counters"][RxCode.DUPLICATE] + n_dup
