@@ -325,7 +325,10 @@ def path_forward_cases(s: Setup, rounds=4):
         out += [s.write(c, path=0, plen=4, name=f"acc{r}.{i}") for i in range(2)]
         out += [s.write(c, path=0, plen=4, pkey=c.pkey ^ 1, expect=RxCode.BAD_PKEY, name=f"bad{r}.{i}")
                 for i in range(2)]
-        out.append(s.write(c, path=2, plen=4, name=f"cfg_race{r}"))
+        # MR-RX-183: a message delivered before (a duplicate chunk when accepted): whether the
+        # row's write beside it lands before its window stage is the driver's timing, and a
+        # new message refused there would leave its stream behind its slots
+        out.append(s.write(c, path=2, plen=4, name=f"cfg_race{r}", msg=max(0, c.msg.get(0, 0) - 1)))
         out.append(s.path_write(c.qp, 2, c.psn[2]))
     return out
 
