@@ -46,7 +46,8 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
                          N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM, WC_RECV, RECV_SLOTS,
                          LATE_CODES, NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_MSG,
-                         TABLE_PATH, TABLE_RECV, TABLE_READ, RD_SLOTS, SMALL, CAP_COUNT_BITS, PLACE_MARK_BITS, RD_OP_WC, WC_REM_ACCESS_ERR, RxCode, layouts,
+                         TABLE_PATH, TABLE_RECV, TABLE_READ, TABLE_RSP_FREE, RD_SLOTS, SMALL, CAP_COUNT_BITS,
+                         PLACE_MARK_BITS, RD_OP_WC, WC_REM_ACCESS_ERR, RxCode, layouts,
                          payload_layout)
 from ..models.wire import Op
 from .muxes import pick as _pick
@@ -185,17 +186,19 @@ def _window_tests(psn, psn_hi_m1, cum, high):
 COLLISION_X_TABLES = frozenset({"path", "msg", "rds", "slotv"})
 
 
-def _table(m, name, shape, depth, *, collision_x, poison, collided):
+def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=None):
     """A table ``{name}_mem`` with one synchronous read port and one write port; returns the
     ports and the read data the design uses. A table in ``collision_x`` carries MR-FLOW-028's
     attribute. With ``poison`` (simulation only, MR-RX-119) such a table's read data is
     inverted in the cycle after a read that met a write of its row, and ``collided[name]``
-    is that cycle's flag."""
+    is that cycle's flag. ``comb_port`` (a list): an asynchronous read port appended to it."""
     marked = name in collision_x
     mem = memory.Memory(shape=shape, depth=depth, init=[],
                         attrs={"metaroce_collision": "x"} if marked else {})
     m.submodules[f"{name}_mem"] = mem
     rd, wr = mem.read_port(), mem.write_port()
+    if comb_port is not None:
+        comb_port.append(mem.read_port(domain="comb"))
     if not (poison and marked):
         return rd, wr, rd.data
     hit = collided[name]
@@ -326,9 +329,13 @@ class Rx(wiring.Component):
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
-                 collision_x=COLLISION_X_TABLES, poison=False, slot_nak=False):
+                 collision_x=COLLISION_X_TABLES, poison=False, slot_nak=True, max_rd_atomic=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        # MR-RX-188: the responder resources need the slot verdict (a fresh slot is a verdict's)
+        if max_rd_atomic is not None and (not slot_nak or not 1 <= max_rd_atomic <= 255):
+            raise ValueError("max_rd_atomic is 1..255, with slot_nak")
+        self.max_rd_atomic = max_rd_atomic
         self.width = width
         # MR-RX-167: the message-slot verdict in S4, before the sequence state (off: MR-RX-083's
         # refusal after it, in the message stage)
@@ -359,9 +366,9 @@ class Rx(wiring.Component):
         cb, pb, kb = lay.conn_bits, lay.path_bits, lay.key_bits
         row_bits = cb + pb
 
-        def table(name, shape, depth):
+        def table(name, shape, depth, comb_port=None):
             return _table(m, name, shape, depth, collision_x=self.collision_x, poison=self.poison,
-                          collided=self.collided)
+                          collided=self.collided, comb_port=comb_port)
         conn_rd, conn_wr, conn_data = table("conn", lay.conn.size, lay.conns)
         key_rd, key_wr, key_data = table("key", lay.key.size, lay.keys)
         path_rd, path_wr, path_data = table("path", lay.path_mem.size, lay.conns * lay.paths)
@@ -809,6 +816,36 @@ class Rx(wiring.Component):
             # a READ response has no message slot (MR-RX-112); a timer event none either
             sv_refused = ~s4_carry.read & (sv_beyond | (sv_old & sv_mism))
 
+        # MR-RX-188..190: responder resources (MR-VERB-005). A count per connection (`rsc`) of
+        # READ and atomic requests taken and not yet answered in full, read in S2 and registered
+        # into S4 as the verdict table (this cycle's write of S3's row and the cycle before's
+        # forwarded); S5's record's increment of S4's cycle applied in S4 from the registered
+        # equality of their connections. A request whose message takes a fresh slot (within the
+        # slots after S5's write, its slot empty) finding the count at max_rd_atomic is RNR.
+        rsc_rnr, rsc_take, rsc_cnt_next = Const(0, 1), Const(0, 1), None
+        if self.max_rd_atomic is not None:
+            n_rsc = self.max_rd_atomic
+            rsc_bits = n_rsc.bit_length()
+            rsc_comb = []
+            rsc_rd, rsc_wr, rsc_data = table("rsc", rsc_bits, lay.conns, comb_port=rsc_comb)
+            rsc_cfg_rd = rsc_comb[0]
+            rsc_addr3 = s3_carry.conn
+            rsc_now = rsc_wr.en & (rsc_wr.addr == rsc_addr3)
+            rsc_cnt = _registered_row(m, "rsc", rsc_rd, rsc_wr, Mux(advance, s2_carry.conn, rsc_addr3), advance,
+                                      [(rsc_now, rsc_wr.data)], reread=True, rd_data=rsc_data)
+            rsc_same, _ = _same_row(m, "rsc", rsc_addr3, advance)
+            rsc_s5_inc = Signal()       # S5's record takes a resource in this cycle (driven below)
+            rsc_ahead = rsc_same & rsc_s5_inc
+            rsc_full = Mux(rsc_ahead, rsc_cnt >= n_rsc - 1, rsc_cnt >= n_rsc)
+            # a fresh slot: within the slots after S5's write and the slot empty (neither held
+            # in the table nor taken by S5's record of the same message)
+            rsc_fresh = sv_win & ~(sv_old & (sv_slot.valid | (y_take & y_msg_eq)))
+            rsc_req = ~s4_carry.read & ~s4_carry.timer & s4_carry.kind[2] & rsc_fresh
+            rsc_rnr = rsc_req & ~sv_refused & rsc_full
+            rsc_take = rsc_req
+            rsc_cnt_next = Signal(rsc_bits)
+            m.d.comb += rsc_cnt_next.eq(rsc_cnt + 1 + rsc_ahead)
+
         # -- S4: the window stage (MR-RX-024..029, MR-RX-013, MR-RX-042, MR-RX-048). The row
         # is a register: read in S2, registered in S3 with the writes forwarded (MR-RX-117)
         s4_row = Signal(lay.path_mem.size)
@@ -843,8 +880,8 @@ class Rx(wiring.Component):
         tmr = s4_carry.timer
         # MR-RX-102: RNR and RECV_BOUNDS only for a new PSN, one more input of this AND
         # MR-RX-167/168: the message-slot verdict before RNR and RECV_BOUNDS (the endpoint's order)
-        accepted = ok & new & ~tmr & ~s4_late & ~sv_refused
-        late_nak = ok & new & ~tmr & (s4_late | sv_refused)
+        accepted = ok & new & ~tmr & ~s4_late & ~sv_refused & ~rsc_rnr
+        late_nak = ok & new & ~tmr & (s4_late | sv_refused | rsc_rnr)
         sv_nak = ok & new & ~tmr & sv_refused
         duplicate = ok & dup & ~tmr
         out_nak = ok & outside & ~tmr
@@ -873,7 +910,8 @@ class Rx(wiring.Component):
         final = Mux(s4_bad, s4_code, Mux(outside, RxCode.PSN_WINDOW,
                                          Mux(dup, RxCode.DUPLICATE,
                                              Mux(sv_refused, Mux(sv_beyond, RxCode.MSG_SLOTS, RxCode.LENGTH),
-                                                 Mux(s4_late, s4_late_code, RxCode.ACCEPTED)))))
+                                                 Mux(rsc_rnr | s4_late, Mux(rsc_rnr, RxCode.RNR, s4_late_code),
+                                                     RxCode.ACCEPTED)))))
 
         # -- the slow update (MR-RX-048), over the hold's cycles: H1 rotates the ring to cum
         # and fills the slide's base, H2 finds the all-ones groups of 8 and counts the holes in
@@ -1064,7 +1102,7 @@ class Rx(wiring.Component):
                                                     Mux(s4_bad, s4_nak_reason,
                                                         Mux(sv_refused, Mux(sv_beyond, NAK_OF[RxCode.MSG_SLOTS],
                                                                             NAK_OF[RxCode.LENGTH]),
-                                                            s4_late_reason)))),
+                                                            Mux(rsc_rnr, NAK_OF[RxCode.RNR], s4_late_reason))))),
                 s5_ack_en.eq(is_nak | send_ack), s5_ack.eq(send_ack),
                 s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
                 # MR-RX-103: a stale SEND is accepted, not placed
@@ -1244,6 +1282,20 @@ class Rx(wiring.Component):
         m.d.comb += m_fwd_now.eq(m_step & m_new & m_same)
         # MR-RX-169: this write and its delivery run, for S4's slot verdict
         m.d.comb += [y_take.eq(m_step & m_new & m_same), y_run.eq(Cat(*[r & y_take for r in run]))]
+        if self.max_rd_atomic is not None:
+            # MR-RX-189: the count table's one write port: S5's taking record (count + 1, from S4's
+            # register) or a table 7 write (count - 1, not below 0, from the asynchronous read
+            # at its connection); never both in a cycle (cfg_ready: no accepted S5 record)
+            s5_rtake, s5_rcnt = Signal(), Signal(rsc_bits)
+            with m.If(advance):
+                m.d.sync += [s5_rtake.eq(accepted & rsc_take), s5_rcnt.eq(rsc_cnt_next)]
+            free_take = cfg_take & (cfg.table == TABLE_RSP_FREE)
+            m.d.comb += [rsc_cfg_rd.addr.eq(cfg.addr[:cb]), rsc_s5_inc.eq(push & s5_rtake)]
+            m.d.comb += [
+                rsc_wr.en.eq((push & s5_rtake) | (free_take & (rsc_cfg_rd.data != 0))),
+                rsc_wr.addr.eq(Mux(s5_rtake, s5_carry.conn, cfg.addr[:cb])),
+                rsc_wr.data.eq(Mux(s5_rtake, s5_rcnt, rsc_cfg_rd.data - 1)),
+            ]
         # -- the READ stage beside S5 (MR-RX-112): the outstanding READ's accounting, read in S3
         # and registered in S4 as the message row (MR-RX-115), the chunk ring as the message slot's, the record
         # when every byte is placed
@@ -1450,7 +1502,14 @@ def rx_256x4(width=512):
     return Rx(width, **SMALL)
 
 
-def rx_256x4_slot_nak(width=512):
-    """The small instance with MR-RX-167's message-slot verdict in S4 (``slot_nak``), for its
-    resource and depth measurement beside :func:`rx_256x4` (docs/hw/rx-results.md, rnr25)."""
-    return Rx(width, **SMALL, slot_nak=True)
+def rx_256x4_rsc(width=512):
+    """The small instance with responder resources (MR-RX-188, ``max_rd_atomic`` 1), for its
+    Verilator lockstep (``tb.rx.rx_resources``) and measurement (docs/hw/rx-results.md, slot26)."""
+    return Rx(width, **SMALL, max_rd_atomic=1)
+
+
+def rx_256x4_no_slot_nak(width=512):
+    """The small instance without MR-RX-167's message-slot verdict (``slot_nak`` off, the
+    default before MR-RX-183), for its resource and depth measurement beside :func:`rx_256x4`
+    (docs/hw/rx-results.md, slot26)."""
+    return Rx(width, **SMALL, slot_nak=False)

@@ -80,6 +80,13 @@ BLOCKS: dict[str, Block] = {
         tb="metaroce.tb.rx",
         help="RX engine (first slice), small instance: 256 connections x 4 paths",
     ),
+    "rx_256x4_rsc": Block(
+        name="rx_256x4_rsc",
+        component="metaroce.hdl.rx:rx_256x4_rsc",
+        model="metaroce.models.rx:rx_model_256x4_rsc",
+        tb="metaroce.tb.rx",
+        help="RX engine, small instance with responder resources (max_rd_atomic 1, MR-RX-188)",
+    ),
     # The register block has no datapath: ``width`` names the RX width it serves and changes
     # nothing (docs/spec/hw-regs.md, MR-REG-001).
     "regs": Block(

@@ -441,7 +441,7 @@ class RxModel:
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
-                 slot_nak=False, max_rd_atomic=None):
+                 slot_nak=True, max_rd_atomic=None):
         self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
         # MR-RX-173: responder resources per connection (MR-VERB-005); None: not bounded
         self.max_rd_atomic = max_rd_atomic
@@ -971,11 +971,15 @@ class RxCycleModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS,
-                 streams=records.STREAMS, slot_nak=False):
+                 streams=records.STREAMS, slot_nak=True, max_rd_atomic=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
-        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams, slot_nak)
+        # MR-RX-186: the responder resources are decided in S4 from the packet model's count,
+        # which S5's taking records (the message stage of S4's cycle) and the table 7 writes of
+        # earlier cycles moved
+        self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams, slot_nak,
+                          max_rd_atomic)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
         self.ack_q, self.place_q, self.steer_q, self.cqe_q, self.rsp_q, self.atom_q = (
@@ -1206,5 +1210,10 @@ SMALL = {"conns": 256, "paths": 4, "keys": 256, "streams": 4}
 def rx_model_256x4(width=512):
     """The model of the small instance (hdl.rx.rx_256x4), :data:`SMALL`."""
     return RxCycleModel(width, **SMALL)
+
+
+def rx_model_256x4_rsc(width=512):
+    """The model of hdl.rx.rx_256x4_rsc: :data:`SMALL` with ``max_rd_atomic`` 1 (MR-RX-188)."""
+    return RxCycleModel(width, **SMALL, max_rd_atomic=1)
 
 

@@ -173,7 +173,9 @@ class Setup:
         if payload is None:
             payload = bytes(rng.getrandbits(8) for _ in range(plen))
         if msg is None:
-            if expect is None or expect == RxCode.ACCEPTED:
+            # MR-RX-183: a frame built corrupt never reaches the message table (the parser
+            # drops it), so it takes no message number of its stream
+            if (expect is None or expect == RxCode.ACCEPTED) and not corrupt:
                 msg = conn.msg.get(stream, 0)
                 conn.msg[stream] = msg + 1
             else:
@@ -323,7 +325,10 @@ def path_forward_cases(s: Setup, rounds=4):
         out += [s.write(c, path=0, plen=4, name=f"acc{r}.{i}") for i in range(2)]
         out += [s.write(c, path=0, plen=4, pkey=c.pkey ^ 1, expect=RxCode.BAD_PKEY, name=f"bad{r}.{i}")
                 for i in range(2)]
-        out.append(s.write(c, path=2, plen=4, name=f"cfg_race{r}"))
+        # MR-RX-183: a message delivered before (a duplicate chunk when accepted): whether the
+        # row's write beside it lands before its window stage is the driver's timing, and a
+        # new message refused there would leave its stream behind its slots
+        out.append(s.write(c, path=2, plen=4, name=f"cfg_race{r}", msg=max(0, c.msg.get(0, 0) - 1)))
         out.append(s.path_write(c.qp, 2, c.psn[2]))
     return out
 
@@ -356,8 +361,17 @@ def window_cases(s: Setup, *, op=Op.MR_WRITE, conn=0):
     out = []
     base = c.psn[1]
     seq = [0, 2, 1, 1, 3, 5, 4, 300, 7, 6, 513 + 300, 299, 100, 40, 800, 9, 1000]
+    # MR-RX-183: a new message number only for a PSN the window takes as new (the path fresh at
+    # ``base``), so that every message completes at once and the stream stays within its slots;
+    # a duplicate or out-of-window PSN names the message before (it never reaches the table)
+    cum, sack = base, 0
     for d in seq:
-        out.append(s.write(c, path=1, psn=P.psn_add(base, d), plen=8, name=f"win+{d}", op=op))
+        psn = P.psn_add(base, d)
+        new = P.rx_classify(cum, sack, psn) == P.RX_NEW
+        if new:
+            cum, sack, _ = P.rx_accept(cum, sack, psn)
+        msg = None if new else max(0, c.msg.get(0, 0) - 1)
+        out.append(s.write(c, path=1, psn=psn, plen=8, name=f"win+{d}", op=op, msg=msg))
     c.psn[1] = P.psn_add(base, 1001)
     out.append(s.write(c, path=1, psn=P.psn_add(base, 1001 + 513), plen=8, expect=RxCode.PSN_WINDOW,
                        name="beyond512", op=op))
@@ -429,7 +443,7 @@ def stream_bound_cases(s: Setup):
             CfgWrite(TABLE_CONN, c.qp, pack(lay.conn, dict(conn, n_streams_m1=c.n_streams - 1)), "streams-back")]
 
 
-def message_cases(s: Setup, *, conn=0, stream=0, slot_nak=False):
+def message_cases(s: Setup, *, conn=0, stream=0, slot_nak=True):
     """MR-RX-080..086: messages of one stream: chunks out of order and resent (duplicate
     chunks), a message done before the one ahead of it (two records in one bundle), a
     plain WRITE between WRITE_IMMs (no record), a zero-length WRITE_IMM, a message of more
@@ -574,6 +588,23 @@ def resource_cases(s: Setup, *, conn=0, stream=0):
            rsp_free(c, stream, base + 1), replace(atom, expect=RxCode.ACCEPTED, name="res-at-resent"),
            rsp_free(c, stream, base + 2)]
     c.msg[stream] = base + 3
+    return out
+
+
+def random_resource_traffic(s: Setup, n=30, *, p_free=0.2):
+    """MR-RX-186/187: random READ and atomic requests (:func:`random_read_requests`,
+    :func:`random_atomics`, outcomes the model's) with frees of a random connection's
+    resource (table 7, :func:`rsp_free`) among them, for a small ``max_rd_atomic``: requests
+    NAKed RNR, frees meeting requests of their connection in flight, frees of nothing held."""
+    rng = s.rng
+    items = [replace(c, expect=None) if isinstance(c, Case) else c
+             for c in random_read_requests(s, n) + random_atomics(s, n // 2)]
+    rng.shuffle(items)
+    out = []
+    for it in items:
+        out.append(it)
+        if rng.random() < p_free:
+            out.append(rsp_free(rng.choice(s.conns), 0, 0))
     return out
 
 
@@ -1029,6 +1060,48 @@ def random_traffic(s: Setup, n=300, *, cfg=True, bad=True):
     return out
 
 
+def within_slots(s: Setup, items, before=()):
+    """MR-RX-183: the items as a sender within MR-ENG-011 sends them (MR-RX-083's
+    precondition, which ``slot_nak`` NAKs otherwise, MR-RX-167): before a record that would
+    reach the message table as a new PSN beyond its stream's ``msg_slots``, or of another
+    length or kind than the open message its slot holds, the slow path reopens the stream
+    (table 4, MR-RX-086) at ``msg``, as after an abort (MR-ERR-020): the messages before it
+    are never completed, a copy of their chunks later is a duplicate chunk. What the random generators send (writes with a
+    chunk refused or lost and never resent, rows rewritten mid-traffic, bad cases consuming
+    message numbers) opens such messages. Decided by :class:`RxModel` without ``slot_nak``
+    from ``s.writes`` on (then ``before``, the items sent ahead, taken as they are), whose path
+    state does not depend on message numbers; with the reopens inserted, the items' outputs
+    with and without ``slot_nak`` are the same."""
+    from .rx import TABLE_MSG
+    lay = s.lay
+    rx = RxModel(lay.conns, lay.paths, lay.keys, streams=lay.streams)
+    for w in s.writes:
+        rx.write_cfg(w.table, w.addr, w.value)
+    for it in before:
+        if isinstance(it, CfgWrite):
+            rx.write_cfg(it.table, it.addr, it.value)
+        elif isinstance(it, Case):
+            rx.packet(it.meta)
+    out = []
+    for it in items:
+        if isinstance(it, CfgWrite):
+            rx.write_cfg(it.table, it.addr, it.value)
+        elif isinstance(it, Case):
+            meta = meta_fields(it.meta)
+            st = rx.static(meta)
+            if st.code is None and st.rd_row is None:
+                row = rx.path_row(st.path_row)
+                cls = P.rx_classify(row["cum"], row["sack"], st.psn)
+                v = rx.slot_verdict(st) if cls not in (P.RX_OUT, P.RX_DUP) else None
+                if v is not None:
+                    w = CfgWrite(TABLE_MSG, st.msg_row, st.msg, f"reopen{st.msg_row}@{st.msg}")
+                    rx.write_cfg(w.table, w.addr, w.value)
+                    out.append(w)
+            rx.packet(meta)
+        out.append(it)
+    return out
+
+
 # ------------------------------------------------------------------ driver
 
 SHAPES = {"none": (0.0, 0.0), "idle": (0.3, 0.0), "bp": (0.0, 0.5), "both": (0.25, 0.4)}
@@ -1202,7 +1275,7 @@ class Driver(CounterReadout):
         return f"({self.i}/{len(self.items)} items)"
 
 
-def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=False, max_rd_atomic=None):
+def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=True, max_rd_atomic=None):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050).
     ``slot_nak``: the model's MR-RX-167 switch; ``max_rd_atomic``: MR-RX-173's bound."""
@@ -1238,10 +1311,10 @@ def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=Fal
             "counters": list(rx.counters)}
 
 
-def check(items, res, conns, paths, keys, streams=records.STREAMS, *, slot_nak=False):
+def check(items, res, conns, paths, keys, streams=records.STREAMS, *, slot_nak=True, max_rd_atomic=None):
     """The one checker: every case's intended outcome, then the collected streams and the
     counters against :func:`expected` (MR-RX-020..033, MR-RX-050)."""
-    exp = expected(items, conns, paths, keys, streams, slot_nak=slot_nak)
+    exp = expected(items, conns, paths, keys, streams, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
     cases = [it for it in items if isinstance(it, Case)]
     for c, o in zip(cases, exp["outcomes"]):
         if c.expect is not None:
@@ -1297,14 +1370,16 @@ class Batches:
         return self.counted(drv)
 
 
-def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, slot_nak=False, **kw):
+def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, slot_nak=True, max_rd_atomic=None, **kw):
     """:class:`RxCycleModel` alone through the :class:`Driver`; returns the driver's results."""
     lay = setup.lay
-    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak)
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak,
+                         max_rd_atomic=max_rd_atomic)
     drv = make_driver(width, setup, cases, seed=seed, **kw)
     run_alone(model, drv)
     if check_outputs:
-        check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak)
+        check(setup.writes + list(cases), drv.res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak,
+              max_rd_atomic=max_rd_atomic)
     return drv.res
 
 
@@ -1667,7 +1742,7 @@ NO_ACK_DELAY = 1.0
 def forged_writes(s: Setup, n):
     """``n`` forged MR_WRITEs from the sender's address, one of each bad-input class in turn
     (no connection, P_Key, path, stream, chunk, DMA length, unknown R_Key, no write right,
-    bounds, a PSN beyond the window), a SEND naming no receive and a READ response to no READ, for
+    bounds, a PSN beyond the window), a SEND beyond the message slots and a READ response to no READ, for
     :func:`endpoint_traffic`'s ``hostile``. Their PSNs lie 2^22 (the SEND's 400) ahead of the
     connection's first: a NAK naming one is a PSN the sender has not sent, which it drops
     (MR-SEC-151), so the transfer goes on."""
@@ -1687,10 +1762,11 @@ def forged_writes(s: Setup, n):
         lambda: s.write(c, key=k_noacc, va=0, psn=far, plen=8, expect=RxCode.ACCESS),
         lambda: s.write(c, va=s.keys[0].length - 4, plen=8, psn=far, expect=RxCode.BOUNDS),
         lambda: s.write(c, path=0, psn=far, plen=8, expect=RxCode.PSN_WINDOW),
-        # MR-RX-102: a SEND naming a receive never posted, at a new PSN within the window that
-        # the sender does not reach (RNR), of a message number the stream has not delivered
+        # a SEND naming a receive never posted, at a new PSN within the window that the sender
+        # does not reach, of a message 2^19 ahead of the stream: beyond the slots before RNR
+        # (MR-RX-167, MR-RX-184: both the RX and the endpoint NAK it INVALID_REQUEST)
         lambda: s.send(c, 1 << 30, path=0, psn=P.psn_add(c.psn[0], 400), plen=8, msg=1 << 19,
-                       expect=RxCode.RNR),
+                       expect=RxCode.MSG_SLOTS),
         # MR-RX-111: a READ response to no READ
         lambda: s.write(c, op=Op.MR_READ_RESP, psn=far, plen=8, msg=1 << 19, expect=RxCode.NO_READ),
     ]
@@ -1758,12 +1834,14 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     ep_kw = {"line_rate_bps": rate_bps, "base_rtt": rtt}
     rx, s = endpoint_setup(conns, paths, keys, streams=streams, seed=seed, mtu_log2=mtu_log2, ack_every=ack_every,
                            n_conns=n_conns, ack_delay=NO_ACK_DELAY if ack_delay is None else ack_delay,
-                           n_streams=n_streams, **({"max_tx_msgs": MSG_SLOTS} if reads or atomics else {}), **ep_kw)
-    # with SENDs, whose RNR holds a message open, the sender keeps at most MSG_SLOTS messages of
-    # a connection started and not completed (MR-RX-083: the message table's slots per stream)
+                           n_streams=n_streams, **({"max_tx_msgs": MSG_SLOTS} if reads or atomics else {}),
+                           max_rx_msgs=MSG_SLOTS, **ep_kw)
+    # MR-RX-184: the sender keeps at most MSG_SLOTS messages of a connection started and not
+    # completed (MR-ENG-011/013), so of each stream: MR-RX-083's precondition, which the RX's
+    # slot verdict (MR-RX-167, on by default) NAKs INVALID_REQUEST otherwise
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
                   chunk_window=CHUNK_RING, announce=False,      # the engine sends none (MR-CC-021)
-                  **({"max_tx_msgs": MSG_SLOTS} if sends or read_reqs or atomic_reqs else {}), **ep_kw)
+                  max_tx_msgs=MSG_SLOTS, **ep_kw)
     sender, receiver = fab.hosts
     sender.ep, receiver.ep = tx, rx
     rng = random.Random(seed + 3)
@@ -2346,6 +2424,7 @@ def coverage_suite(s: Setup, n_random=150):
         rsp(mrdh_path=s.lay.paths + 3, psn=3, expect=RxCode.BAD_PATH, name="rd-path"),
         rsp(psn=far, expect=RxCode.PSN_WINDOW, name="rd-window"),
         rsp(corrupt=True, psn=4, name="rd-parser-drop")]
-    return (head + sends + reads + read_request_cases(s, conn=3)
-            + message_cases(s, conn=4) + long_read_cases(s) + toggle_cases(s) + message_toggle_cases(s)
-            + random_traffic(s, n_random))
+    # MR-RX-183: within the slots but for the message cases' own chunks beyond them
+    first = within_slots(s, head + sends + reads + read_request_cases(s, conn=3)) + message_cases(s, conn=4)
+    return first + within_slots(s, long_read_cases(s) + toggle_cases(s) + message_toggle_cases(s)
+                                + random_traffic(s, n_random), before=first)

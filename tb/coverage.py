@@ -706,7 +706,8 @@ def rx_bins():
     parser_drop when the parser dropped it (a drop record carries fields only for ICRC drops:
     the others' class is ``none``)."""
     from metaroce.models.rx import LATE_CODES, RxCode
-    # MR-RX-167: msg_slots only with the RX's slot_nak, which the coverage instance leaves off
+    # MR-RX-167/183: msg_slots is not a bin: the suite's sender is within the slots but for the
+    # message cases' one chunk beyond them (tests/test_rx_slot_nak.py covers the outcome)
     codes = [c.name.lower() for c in RxCode if c != RxCode.MSG_SLOTS]
     late = {c.name.lower() for c in LATE_CODES}
     out = [f"{c}/{k}" for k in ("write", "write_imm") for c in codes

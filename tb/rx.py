@@ -96,7 +96,7 @@ async def _timer_batch(h, model, batches, seed, *, conns, paths, keys, streams):
 
 def _special_run():
     return any(os.environ.get(k) for k in ("RX_BENCH_OUT", "RX_TRAFFIC_OUT", "METAROCE_REPLAY_PCAP",
-                                            "METAROCE_COVERAGE_OUT"))
+                                            "METAROCE_COVERAGE_OUT", "RX_MAX_RD_ATOMIC"))
 
 
 async def _harness(dut, conns, paths, keys, streams, *, stop_on_mismatch=True):
@@ -269,6 +269,7 @@ async def rx_lockstep(dut):
              + rc.atomic_response_cases(s, conn=2, stream=s.conns[2].n_streams - 1)
              + rc.random_atomics(s, 20, conns=(4, 5))
              + rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))
+    cases = rc.within_slots(s, cases)       # MR-RX-183: a sender within the message slots
     drv = rc.make_driver(width, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     n1 = await drive(h, drv, busy=model.busy)
@@ -278,7 +279,9 @@ async def rx_lockstep(dut):
     # MR-RX-043: back-to-back records of one path, no idle cycles, outputs always ready
     # (the random traffic may have revoked the burst's key: the slow path writes it again)
     burst = rc.burst_same_path(s, 200)
-    drv2 = rc.Driver(width, [s.key_write(k) for k in s.keys] + burst, s.lay.cfg, seed=seed + 1, p_idle=0.0, p_bp=0.0)
+    # MR-RX-183: the stream reopened first if the random traffic left it beyond its slots
+    burst_items = rc.within_slots(s, [s.key_write(k) for k in s.keys] + burst, before=cases)
+    drv2 = rc.Driver(width, burst_items, s.lay.cfg, seed=seed + 1, p_idle=0.0, p_bp=0.0)
     n2 = await drive(h, drv2, busy=model.busy)
     taken = drv2.res["meta_taken"]
     assert len(taken) == 200 and taken[-1] - taken[0] == 199, "not one record per cycle"
@@ -287,7 +290,8 @@ async def rx_lockstep(dut):
     # MR-RX-117, MR-RX-120, MR-RX-121: records of one path back to back that need S4's own write of the
     # cycle before (duplicates at distance 1, high and cum moved, the count test, slow updates)
     own = rc.own_write_cases(s)
-    drv3 = rc.Driver(width, [s.key_write(k) for k in s.keys] + own, s.lay.cfg, seed=seed + 3, p_idle=0.0, p_bp=0.0)
+    own_items = rc.within_slots(s, [s.key_write(k) for k in s.keys] + own, before=cases + burst_items)
+    drv3 = rc.Driver(width, own_items, s.lay.cfg, seed=seed + 3, p_idle=0.0, p_bp=0.0)
     await drive(h, drv3, busy=model.busy)
     n_dup = sum(1 for c in own if c.expect == RxCode.DUPLICATE)
     assert drv3.res["counters"][RxCode.DUPLICATE] == drv2.res["counters"][RxCode.DUPLICATE] + n_dup
@@ -309,6 +313,43 @@ async def rx_lockstep(dut):
                        "atomics": len(drv.res["atom"]),
                        "timer_acks_equal": timer_acks_equal,
                        "mismatches": h.mismatches}, f)
+
+
+@cocotb.test(skip=not os.environ.get("RX_MAX_RD_ATOMIC"))
+async def rx_resources(dut):
+    """MR-RX-192: an instance built with ``max_rd_atomic`` (``RX_MAX_RD_ATOMIC``, the block
+    ``rx_256x4_rsc``) in lockstep with the cycle model with that bound, idle cycles 0.2 and
+    backpressure 0.4, then back to back: the resource cases (RNR NAKs, frees through table
+    7, the resends accepted) and random READ and atomic requests with frees among them; the
+    outputs and counters checked against the packet model. Figures to ``RX_OUT`` (JSON)."""
+    conns, paths, keys, streams = _instance()
+    bound = int(os.environ["RX_MAX_RD_ATOMIC"])
+    width = (len(dut.s_payload__payload) - 1) * 8 // 9
+    seed = int(os.environ.get("RX_SEED", "1"))
+    model = RxCycleModel(width, conns, paths, keys, streams=streams, max_rd_atomic=bound)
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    s = rc.Setup(conns, paths, keys, streams=streams, seed=seed, n_streams=1)
+    cases = [c for r in range(3) for c in rc.resource_cases(s, conn=r % 2)]
+    cases += rc.random_resource_traffic(s, int(os.environ.get("RX_RANDOM", "60")), p_free=0.1)
+    rnr = 0
+    batches = rc.Batches(width)
+    # the second batch (the same cases after the setup's teardown) first frees whatever the
+    # first left taken: the count table is not the slow path's to reset (MR-RX-189)
+    drain = [rc.rsp_free(c, 0, 0) for c in s.conns for _ in range(bound)]
+    for items, p_idle, p_bp in ((cases, 0.2, 0.4), (drain + cases, 0.0, 0.0)):
+        drv = await _batch(h, model, batches, s, items, seed=seed, p_idle=p_idle, p_bp=p_bp)
+        exp = rc.check(s.writes + items, drv.res, conns, paths, keys, streams, max_rd_atomic=bound)
+        rnr += exp["counters"][RxCode.RNR]
+    out = os.environ.get("RX_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"width": width, "max_rd_atomic": bound, "records": 2 * sum(isinstance(c, rc.Case) for c in cases),
+                       "rnr": rnr, "mismatches": h.mismatches}, f)
+    assert h.mismatches == 0 and rnr > 0
 
 
 @cocotb.test()
@@ -354,7 +395,7 @@ async def rx_bench(dut):
                      "packets_per_cycle": round(n / (taken[-1] - taken[-n] + 1), 4),
                      "beats_per_cycle": round(len(pay) / (pay[-1] - pay[0] + 1), 4) if pay else None,
                      "latency_cycles": min(lat), "mismatches": h.mismatches})
-    cases = rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400")))
+    cases = rc.within_slots(s, rc.random_traffic(s, int(os.environ.get("RX_RANDOM", "400"))))    # MR-RX-183
     drv = rc.Driver(width, cases, s.lay.cfg, seed=3, p_idle=0.2, p_bp=0.4)
     t0 = time.perf_counter()
     cycles = await drive(h, drv, busy=model.busy)

@@ -760,3 +760,23 @@ def test_engine_endpoint_atomics_negative_control():
     cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 1024, "loss": 0.0, "seed": 3})
     r, a = ce.run_endpoint_atomics_model(cfg, 4, model_cls=Twice)
     assert not a["ok"] and a["executions"] == 8
+
+
+@pytest.mark.slow       # about 4 minutes of the engine model on the loaded machine
+def test_engine_fatal_nak_beyond_the_slots(monkeypatch):
+    """MR-ENG-236, MR-ENG-237 (the negative side of MR-ENG-157): the endpoint posting 24 READs
+    of the engine's memory with its default message bound (8): the RX NAKs the READ beyond its
+    stream's slots INVALID_REQUEST before its PSN is accepted (counter msg_slots), the NAK is
+    fatal at the endpoint (MR-ERR-003) and the transfer does not complete: the cosim's
+    endpoint must send within the RX's slots."""
+    from metaroce.models import cosim, cosim_tx
+    from metaroce.models.engine import EngineModel
+    from metaroce.models.rx import RxCode
+    monkeypatch.setattr(ce, "RX_MSG_SLOTS", 8)
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 12288, "loss": 0.0, "seed": 1,
+                          "verb": "read", "back": 4, "n_writes": 24})
+    sim = ce.EndpointCosim(cfg, "tx")
+    m = EngineModel(cfg.width, **ce.engine_kw(cfg))
+    r = ce.run_loop(sim, m, m.active).result()
+    assert not r["ok"] and m.rx.rx.rx.counters[RxCode.MSG_SLOTS] >= 1
+    assert sim.ep.stats["nak_invalid_request"] >= 1

@@ -40,7 +40,7 @@ def run_rx(asim, model, drv, *, on_cycle=None):
 
 
 def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, collision_x=COLLISION_X_TABLES,
-                 share=True, slot_nak=False, **kw):
+                 share=True, slot_nak=True, max_rd_atomic=None, **kw):
     """RTL and model on the same inputs, every output compared every cycle; returns the
     driver's results (MR-RX-070). MR-RX-119: the tables in ``collision_x`` (MR-FLOW-028's
     attribute) return inverted data from a read that met a write of its row (the RTL's
@@ -48,8 +48,10 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
     those reads per table. ``share``: the simulation of the design may be one made before in
     this process (``tb.lockstep.shared_sim``); off for a monkeypatched design."""
     lay = setup.lay
+    if max_rd_atomic is not None:
+        collision_x = frozenset(collision_x) | {"rsc"}      # MR-RX-189: poisoned too
     params = dict(conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams,
-                  collision_x=frozenset(collision_x), poison=True, slot_nak=slot_nak)
+                  collision_x=frozenset(collision_x), poison=True, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
     # one simulation per design in a worker, reset between runs (elaborating and compiling the
     # RX takes longer than most of these runs)
     if share:
@@ -57,13 +59,15 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
                           modules=[Rx.__module__])
     else:
         asim = AmaranthSim(Rx(width, **params))
-    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak)
+    model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak,
+                         max_rd_atomic=max_rd_atomic)
     drv = rc.make_driver(width, setup, cases, seed=seed, **kw)
     core, collided = run_rx(asim, model, drv, on_cycle=on_cycle)
     assert core.mismatches == 0
     res = dict(drv.res, compared=core.cycle, collided=collided)
     if check:
-        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak)
+        rc.check(setup.writes + list(cases), res, lay.conns, lay.paths, lay.keys, lay.streams, slot_nak=slot_nak,
+                 max_rd_atomic=max_rd_atomic)
     return res
 
 
@@ -109,7 +113,7 @@ def test_slow_updates(kind):
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     cases = rc.burst_slow(s, 20, kind=kind, plen=5)
     if kind == "fill":
-        cases += rc.toggle_cases(s)
+        cases = rc.within_slots(s, cases + rc.toggle_cases(s))       # MR-RX-183
     res = run_lockstep(64, s, cases, seed=9, p_idle=0.1, p_bp=0.2)
     assert res["counters"][RxCode.ACCEPTED] >= 20
 
@@ -147,7 +151,7 @@ def test_random_traffic(seed):
     """MR-RX-020..033, MR-RX-040..044, MR-RX-050, MR-RX-060, MR-RX-061: a random mix over every connection and path with rows rewritten between
     packets (keys revoked, paths reopened), backpressure on every output."""
     s = rc.Setup(*SMALL, seed=seed)
-    cases = rc.random_traffic(s, 150)
+    cases = rc.within_slots(s, rc.random_traffic(s, 150))          # MR-RX-183
     run_lockstep(64 if seed % 2 else 256, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
 
 
@@ -187,7 +191,7 @@ def test_rtl_matches_reference_endpoint():
     RTL's ACK/NAK stream equals the endpoint's ACK and NAK frames and its placements give the
     endpoint's memory image (under backpressure on every output)."""
     ep, s = rc.endpoint_setup(seed=21)
-    cases = rc.window_cases(s) + rc.bad_cases(s) + rc.random_traffic(s, 120, cfg=False, bad=False)
+    cases = rc.within_slots(s, rc.window_cases(s) + rc.bad_cases(s) + rc.random_traffic(s, 120, cfg=False, bad=False))
     res = run_lockstep(64, s, cases, seed=2, p_idle=0.2, p_bp=0.4)
     ref, mem = rc.endpoint_reference(ep, s, cases)
     assert rc.requests(s, res["ack"]) == ref
@@ -381,7 +385,8 @@ def test_rtl_on_send_traffic(width, seed, streams, recv_delay, reads):
     assert rc.requests(s, res["ack"]) == tr.acks
     assert rc.memory_image(s, res["place"], res["data"]) == tr.memory
     assert rc.same_completions(rc.completions(s, res["cqe"]), tr.cqes)
-    assert tr.stats["sends"] >= 2 and res["counters"][RxCode.RNR] == tr.stats["rnr_naks"] > 0
+    # MR-RX-184: RNR NAKs from the receives posted late (the forged SEND is msg_slots now)
+    assert tr.stats["sends"] >= 2 and res["counters"][RxCode.RNR] == tr.stats["rnr_naks"] >= (1 if recv_delay else 0)
     assert sum(1 for c in tr.cqes if c[3] == 2) == tr.stats["reads"] >= (1 if reads else 0)
 
 
@@ -524,8 +529,10 @@ def test_engine_tables_take_block_ram(tmp_path):
                    check=True, capture_output=True)
     def listed(name):
         return {line.strip().split("/")[-1] for line in (tmp_path / name).read_text().splitlines() if line.strip()}
-    assert listed("block.txt") == {"path_mem", "msg_mem", "recv_mem", "rd_mem", "rds_mem", "key_mem"}
-    assert listed("marked.txt") == {f"{t}_mem" for t in COLLISION_X_TABLES} == {"path_mem", "msg_mem", "rds_mem"}
+    # MR-RX-169/185: the slot verdict's table (on by default) is wide and read through a register too
+    assert listed("block.txt") == {"path_mem", "msg_mem", "recv_mem", "rd_mem", "rds_mem", "key_mem", "slotv_mem"}
+    assert listed("marked.txt") == {f"{t}_mem" for t in COLLISION_X_TABLES} == {"path_mem", "msg_mem", "rds_mem",
+                                                                               "slotv_mem"}
 
 
 _PSN_NEIGHBOUR_FAULTS = {

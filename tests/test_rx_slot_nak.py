@@ -42,7 +42,7 @@ def test_model_slot_verdict_equals_endpoint(seed):
     assert exp["counters"][CTR_MSG_REFUSED] == exp["counters"][RxCode.MSG_SLOTS] + sum(
         1 for c in cases if isinstance(c, rc.Case) and c.name.startswith("other-len"))
     # negative control: the refusal after the sequence state acknowledges those PSNs
-    off = rc.expected(s.writes + cases, *DIMS)
+    off = rc.expected(s.writes + cases, *DIMS, slot_nak=False)
     assert rc.requests(s, off["ack"]) != ref
 
 
@@ -84,21 +84,53 @@ def test_rtl_slot_verdict(p_idle, p_bp):
     assert res["counters"][CTR_MSG_REFUSED] == 2
 
 
-def test_slot_nak_off_by_default():
-    """MR-RX-172: off by default in the RTL and both models; the random traffic's writes open
-    messages they never complete, so with ``slot_nak`` some are NAKed msg_slots, without it
-    none (MR-RX-083 refuses them after the sequence state)."""
+def test_slot_nak_on_by_default():
+    """MR-RX-185: on by default in the RTL, both models and the engine's receive half (RTL and
+    model). MR-RX-183: on the generators' stimulus within the slots (``rc.within_slots``: the
+    window, bad-input, toggle and random cases) the outputs with and without ``slot_nak`` are
+    the same and nothing is refused; negative control: the random traffic as generated opens
+    messages it never completes, which ``slot_nak`` NAKs msg_slots."""
     import inspect
+    from metaroce.hdl.engine import engine_rx_256x4
     from metaroce.hdl.rx import Rx
-    from metaroce.models.rx import RxCycleModel, RxModel
+    from metaroce.models.engine import engine_rx_model_256x4
+    from metaroce.models.rx import MsgCode, RxCycleModel, RxModel
     for cls in (Rx, RxModel, RxCycleModel):
-        assert inspect.signature(cls).parameters["slot_nak"].default is False
+        assert inspect.signature(cls).parameters["slot_nak"].default is True
+    assert engine_rx_256x4(64).rx.slot_nak and engine_rx_model_256x4(64).rx.rx.slot_nak
+    keys = ("ack", "place", "data", "cqe", "rsp", "atom", "counters")
+    for seed in (2, 5):
+        s = rc.Setup(*DIMS, seed=seed)
+        raw = rc.window_cases(s) + rc.bad_cases(s) + rc.toggle_cases(s) + rc.random_traffic(s, 200)
+        cases = rc.within_slots(s, raw)
+        on = rc.expected(s.writes + cases, *DIMS)
+        off = rc.expected(s.writes + cases, *DIMS, slot_nak=False)
+        assert all(on[k] == off[k] for k in keys)
+        assert not any(o.code == RxCode.MSG_SLOTS or o.msg == MsgCode.REFUSED for o in off["outcomes"])
+        assert any(isinstance(c, rc.CfgWrite) and c.name.startswith("reopen") for c in cases)
     s = rc.Setup(*DIMS, seed=2)
-    cases = rc.random_traffic(s, 200)
-    on = rc.expected(s.writes + cases, *DIMS, slot_nak=True)
-    off = rc.expected(s.writes + cases, *DIMS)
-    assert any(o.code == RxCode.MSG_SLOTS for o in on["outcomes"])
-    assert not any(o.code == RxCode.MSG_SLOTS for o in off["outcomes"])
+    raw = rc.random_traffic(s, 200)
+    assert any(o.code == RxCode.MSG_SLOTS for o in rc.expected(s.writes + raw, *DIMS)["outcomes"])
+
+
+@pytest.mark.parametrize("kw", [dict(hostile=12, imm=0.5, n_streams=1), dict(sends=0.5, reads=0.2, imm=0.3),
+                                dict(read_reqs=0.3, atomic_reqs=0.2, atomics=0.2, n_streams=2)])
+def test_endpoint_traffic_within_slots(kw):
+    """MR-RX-184: the reference endpoint's traffic (its sender at ``max_tx_msgs`` = msg_slots, the
+    receiver's message bound at msg_slots) reaches the RX within its slots: with and without
+    ``slot_nak`` the outputs are the same, the receiving endpoint's, and the message table
+    refuses nothing but the forged SEND 2^19 messages ahead (``hostile``: NAKed INVALID_REQUEST
+    by both with ``slot_nak``, RNR by the RX without)."""
+    from metaroce.models.rx import MsgCode
+    s, tr = rc.endpoint_traffic(nbytes=16384, loss=0.05, reorder=0.2, dup=0.05, seed=3, **kw)
+    on = rc.expected(s.writes + tr.items, *DIMS)
+    off = rc.expected(s.writes + tr.items, *DIMS, slot_nak=False)
+    assert rc.requests(s, on["ack"]) == tr.acks and rc.memory_image(s, on["place"], on["data"]) == tr.memory
+    assert not any(o.msg == MsgCode.REFUSED for o in off["outcomes"])
+    forged = sum(1 for o in on["outcomes"] if o.code == RxCode.MSG_SLOTS)
+    assert forged == (kw.get("hostile", 0) + 11) // 12
+    if not forged:
+        assert all(on[k] == off[k] for k in ("ack", "place", "data", "cqe", "rsp", "atom"))
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -122,3 +154,75 @@ def test_model_responder_resources_equal_endpoint(seed):
     assert rc.responses(s, exp["rsp"]) == rsps and len(rsps) == 6
     unbounded = rc.expected(s.writes + cases, *DIMS, slot_nak=True)
     assert rc.requests(s, unbounded["ack"]) != ref
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_cycle_model_responder_resources(seed):
+    """MR-RX-186, MR-RX-187: the cycle model with ``max_rd_atomic`` (the count decided in S4,
+    moved by S5's taking record and by the table 7 writes of earlier cycles) gives the packet
+    model's outcomes, outputs and counters: the resource cases back to back and with idle
+    cycles and backpressure, and random READ and atomic requests with random frees among them
+    (``max_rd_atomic`` 1: some RNR, some accepted after a free)."""
+    _, s = rc.endpoint_setup(*DIMS, seed=seed, n_streams=1, max_rx_msgs=MSG_SLOTS, max_rd_atomic=1)
+    cases = rc.resource_cases(s) + rc.resource_cases(s, conn=1) + rc.resource_cases(s)
+    for p_idle, p_bp in ((0.0, 0.0), (0.2, 0.4)):
+        res = rc.run_model(64, s, cases, seed=seed, p_idle=p_idle, p_bp=p_bp, max_rd_atomic=1)
+        assert res["counters"][RxCode.RNR] == 6
+    s = rc.Setup(*DIMS, seed=seed)
+    cases = rc.random_resource_traffic(s, 30, p_free=0.1)
+    res = rc.run_model(64, s, cases, seed=seed, p_idle=0.1, p_bp=0.3, max_rd_atomic=1)
+    assert res["counters"][RxCode.RNR] > 0 and res["counters"][RxCode.ACCEPTED] > 0
+
+
+@pytest.mark.parametrize("p_idle,p_bp", [(0.0, 0.0), (0.2, 0.4)])
+def test_rtl_responder_resources(p_idle, p_bp):
+    """MR-RX-188..191, MR-RX-070: the RTL with ``max_rd_atomic`` 1 in lockstep with the cycle
+    model (Amaranth, the count table poisoned on reads that meet a write, MR-RX-119): the
+    resource cases back to back (the second READ right behind the first, which takes the
+    resource in S5 in the second's S4 cycle) and with idle cycles and backpressure, then random
+    READ and atomic requests with frees among them; 0 mismatches, outputs and counters as the
+    packet model says (RNR NAKs before the sequence state, the resends accepted after the
+    frees). Negative control: the same RTL against a cycle model without the bound mismatches."""
+    from test_rx_amaranth import run_lockstep
+    from metaroce.tb.lockstep import Mismatch
+    _, s = rc.endpoint_setup(*DIMS, seed=5, n_streams=1, max_rx_msgs=MSG_SLOTS, max_rd_atomic=1)
+    cases = rc.resource_cases(s) + rc.resource_cases(s, conn=1) + rc.resource_cases(s)
+    res = run_lockstep(64, s, cases, seed=4, p_idle=p_idle, p_bp=p_bp, max_rd_atomic=1)
+    assert res["counters"][RxCode.RNR] == 6 and len(res["rsp"]) == 6
+    s2 = rc.Setup(*DIMS, seed=3)
+    res = run_lockstep(64, s2, rc.random_resource_traffic(s2, 24, p_free=0.1), seed=6, p_idle=p_idle, p_bp=p_bp,
+                       max_rd_atomic=1)
+    assert res["counters"][RxCode.RNR] > 0 and res["collided"]["rsc"] >= 0
+    if p_idle == 0.0:
+        import test_rx_amaranth as ta
+        from metaroce.hdl.rx import Rx
+        from metaroce.models.rx import RxCycleModel
+        from metaroce.tb.lockstep import AmaranthSim
+        lay = s.lay
+        dut = Rx(64, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams, max_rd_atomic=1)
+        model = RxCycleModel(64, lay.conns, lay.paths, lay.keys, streams=lay.streams)
+        s3 = rc.Setup(*DIMS, seed=5, n_streams=1)
+        drv = rc.make_driver(64, s3, rc.resource_cases(s3), seed=4, p_idle=0.0, p_bp=0.0)
+        with pytest.raises((Mismatch, AssertionError)):
+            core, _ = ta.run_rx(AmaranthSim(dut), model, drv)
+            assert core.mismatches == 0
+
+
+@pytest.mark.slow       # a Verilator build of its own instance (tens of minutes on the loaded machine)
+def test_rtl_responder_resources_verilator(tmp_path):
+    """MR-RX-192: ``rx_256x4_rsc`` (``max_rd_atomic`` 1) under Verilator in lockstep with the
+    cycle model (tb.rx.rx_resources): the resource cases and random requests with frees, with
+    idle cycles and backpressure, then back to back; 0 mismatches, RNR NAKs among them."""
+    import json
+    from metaroce import blocks
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    b = tb_build.build(blocks.get("rx_256x4_rsc"), 64)
+    out = tmp_path / "rsc.json"
+    env = {"RX_MAX_RD_ATOMIC": "1", "RX_OUT": str(out), "COCOTB_TEST_FILTER": "rx_resources$"}
+    results = vl.run(b, "metaroce.tb.rx", extra_env=env)
+    n_tests, failures, skipped = vl.results_summary(results)
+    assert n_tests == 1 and not failures and not skipped
+    row = json.loads(out.read_text())
+    print(json.dumps(row))
+    assert row["mismatches"] == 0 and row["rnr"] > 0

@@ -1,5 +1,5 @@
-"""rx-results.md (rnr25): metaroce synth's report for an RX instance by its factory name in hdl/rx.py
-(rx_256x4, rx_256x4_slot_nak), 64 bits. Usage: .venv/bin/python docs/hw/probes/rx_synth_instance.py NAME"""
+"""rx-results.md (rnr25, slot26): metaroce synth's report for an RX instance by its factory name in hdl/rx.py
+(rx_256x4, rx_256x4_no_slot_nak), 64 bits. Usage: .venv/bin/python docs/hw/probes/rx_synth_instance.py NAME"""
 import dataclasses, json, sys
 from metaroce import blocks
 from metaroce.commands.synth import report
