@@ -527,8 +527,8 @@ def test_resend_skid_keeps_the_boundary_registers_order():
     model = TxSchedCycleModel(64, **SMALL)
     lay = model.lay
     idle = {"m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
-    acked = {"conn": 0, "path": 0, "slot": 0, "chunk": 0, "abort": 0}
-    a, b, c = ({"conn": 1, "path": 0, "slot": k, "chunk": 0, "abort": 0} for k in (1, 2, 3))
+    acked = {"conn": 0, "path": 0, "slot": 0, "chunk": 0, "abort": 0, "lap": 0}
+    a, b, c = ({"conn": 1, "path": 0, "slot": k, "chunk": 0, "abort": 0, "lap": 0} for k in (1, 2, 3))
 
     def offer(**kw):
         step = dict(idle)
