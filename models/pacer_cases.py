@@ -1,0 +1,271 @@
+"""The pacing model's verification against the reference endpoint (docs/spec/hw-cwnd.md
+MR-CW-094/095): :func:`pacer_trace` runs the incast traces of MR-CW-056 (and the same incast
+with the endpoint's default configuration: announcements, first windows, the phase rules) and
+records, per connection, every event that moves the endpoint's next send time as
+:class:`~metaroce.models.pacer.Pacer`'s events with ``Connection.pace_until`` after it;
+:func:`replay` runs them through a Pacer per connection and compares after every event.
+
+The endpoint is wrapped, not edited: ``_next_frame`` (a data frame sent, or the pulls ended
+without one), ``_on_ack`` (the sample and the ACK), ``_first_lost`` (the pull's count),
+``_probe_send`` and ``_verdict`` (the reroute verdict, read from ``path_on_timeout``).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from . import protocol as P
+from .pacer import Flags, Pacer
+
+#: MR-CW-094: the incast scenarios (MR-CW-056's two, and "incast_default": the four-sender
+#: incast with the endpoint's default configuration).
+SCENARIOS = ("incast", "incast6", "incast_default", "incast8_default")
+
+
+@contextmanager
+def recording():
+    """MR-CW-094: while in the context, every ``Connection`` of the reference endpoint records
+    its pacing events into the yielded list as ``(conn, local_id, kind, args, pace_until)``:
+    ``kind`` a :class:`Pacer` method, ``pace_until`` the endpoint's after it (``None`` for an
+    ACK's sample, compared after the ACK that carries it; ``verdict``: a timeout that is not a
+    reroute, which must move nothing)."""
+    from metaroce.models import endpoint as E
+    from metaroce.models.codec import wire_len
+
+    events, conns, pull = [], {}, {}
+    C = E.Connection
+    orig = {n: getattr(C, n) for n in ("_next_frame", "_on_ack", "_first_lost", "_probe_send",
+                                       "_verdict")}
+
+    def ci(conn):
+        return conns.setdefault(id(conn), (len(conns), conn.local_id))
+
+    def emit(conn, kind, *args):
+        c, lid = ci(conn)
+        events.append((c, lid, kind, args, conn.pace_until))
+
+    def next_frame(self, now):
+        st = self.ep.stats
+        pulled = self.pulled
+        seen = (st["data_packets_sent"], st["retransmitted"] + st["aborts_sent"])
+        f = orig["_next_frame"](self, now)
+        if st["data_packets_sent"] != seen[0]:
+            emit(self, "sent", now, self.last_wl,
+                 st["retransmitted"] + st["aborts_sent"] != seen[1])
+        elif pulled and not self.pulled:
+            emit(self, "skip_pulls")
+        return f
+
+    def first_lost(self, p):
+        st = self.ep.stats
+        n0 = st["first_window_resends"]
+        orig["_first_lost"](self, p)
+        pull[id(self)] = st["first_window_resends"] - n0
+
+    def on_ack(self, a, now, bth_psn=0):
+        st = self.ep.stats
+        sample = pkts = None
+        if a.path < len(self.paths) and self.receipt_key is None:
+            p = self.paths[a.path]
+            n, acked = P.sack_resolve(p.floor, p.next_psn, a.cum_psn, a.sack)
+            rec = p.rec(a.trigger_psn & 0xFFFFFF) if n > 0 else None
+            if rec is not None and not rec.probe and not rec.free:
+                sample = now - rec.t
+            pkts = sum(1 for j in range(max(0, n)) if (acked >> j) & 1
+                       and p.ring[(p.floor + j) & E.RING_MASK] is not None)
+        seen = (st["acks_received"], st["acks_stale"])
+        pull[id(self)] = 0
+        orig["_on_ack"](self, a, now, bth_psn)
+        if (st["acks_received"], st["acks_stale"]) != (seen[0] + 1, seen[1]):
+            return          # dropped or stale (MR-SEC-151): no pacing state moved
+        assert pkts is not None, "a receipt key: the trace's sample is not read"
+        if sample is not None:
+            c, lid = ci(self)
+            events.append((c, lid, "sample", (now, sample), None))
+        emit(self, "ack", now, a.rate_mbps, pkts, pull[id(self)])
+
+    def probe_send(self, p, psn, rec, now):
+        free = rec.free
+        orig["_probe_send"](self, p, psn, rec, now)
+        emit(self, "probe", now, wire_len(self.ep._ctrl[-1]), free)
+
+    def verdict(self, p, now):
+        seen = []
+        f0 = P.path_on_timeout
+
+        def spy(*a, **k):
+            seen.append(f0(*a, **k))
+            return seen[-1]
+        P.path_on_timeout = spy
+        try:
+            orig["_verdict"](self, p, now)
+        finally:
+            P.path_on_timeout = f0
+        emit(self, "timeout" if seen and seen[0] == P.PATH_REROUTE else "verdict", now)
+
+    for n, f in (("_next_frame", next_frame), ("_on_ack", on_ack), ("_first_lost", first_lost),
+                 ("_probe_send", probe_send), ("_verdict", verdict)):
+        setattr(C, n, f)
+    try:
+        yield events
+    finally:
+        for n, f in orig.items():
+            setattr(C, n, f)
+
+
+def config_of(ep):
+    """The pacing configuration of endpoint ``ep`` (MR-CW-081)."""
+    return {"line_mbps": int(ep.line_rate_bps // 1_000_000), "base_rtt_ns": ep._base_rtt_ns,
+            "mtu": ep.mtu, "seed": ep.seed,
+            "flags": Flags(announce=ep.announce, ack_phase=ep.ack_phase,
+                           probe_turn=ep.probe_turn, lost_first_turn=ep.lost_first_turn,
+                           spread_once=ep.spread_once)}
+
+
+def pacer_trace(scenario="incast", *, until=0.05, size=4 << 20, seed=1):
+    """Run ``scenario`` (:data:`SCENARIOS`) and return ``(config, events)``: the engine's
+    configuration (:func:`config_of`) and the events of :func:`recording`."""
+    from metaroce.sim.harness import Flow, run_writes
+    from metaroce.sim.topology import Fabric
+
+    if scenario in ("incast", "incast_default"):
+        fab = Fabric(8, leaves=2, spines=2, rate_bps=100e9, rtt=10e-6, seed=seed)
+        flows = [Flow(k, 7, size, start=k * 20e-6, paths=4) for k in range(4)]
+    elif scenario == "incast6":
+        fab = Fabric(10, leaves=2, spines=2, rate_bps=100e9, rtt=10e-6, seed=seed)
+        flows = [Flow(k, 9, size // 2, start=k * 20e-6, paths=2) for k in range(6)]
+    elif scenario == "incast8_default":
+        fab = Fabric(10, leaves=2, spines=2, rate_bps=100e9, rtt=10e-6, seed=seed)
+        flows = [Flow(k, 9, size // 2, start=k * 5e-6, paths=2) for k in range(8)]
+    else:
+        raise ValueError(f"scenario {scenario!r}: one of {SCENARIOS}")
+    ep_cfg = {} if scenario.endswith("_default") else dict(first_window=0, announce=False,
+                                                          mtu=4096)
+    with recording() as events:
+        res = run_writes(fab, flows, "metaroce", cfg=ep_cfg, until=until, seed=seed)
+    assert res.all_done
+    return config_of(fab.hosts[0].ep), events
+
+
+def replay(config, events, pacer=Pacer, *, shift=0):
+    """MR-CW-094: the events through a ``pacer`` per connection (opened at time ``shift``);
+    returns ``(checked, mismatches)``: the events whose endpoint time was compared, and the
+    first few mismatches ``(index, event, model's pace_until)``. ``shift`` adds to every time
+    (mod 2^32: the traces across the counter's wrap, MR-CW-083). A ``verdict`` event (a timeout
+    that is not a reroute) is checked to move nothing."""
+    pacers, bad, n = {}, [], 0
+    timed = {"sent", "ack", "probe", "timeout", "verdict", "sample"}
+    for i, (c, lid, kind, args, want) in enumerate(events):
+        pc = pacers.get(c)
+        if pc is None:
+            pc = pacers[c] = pacer(line_mbps=config["line_mbps"], base_rtt_ns=config["base_rtt_ns"],
+                                   mtu=config["mtu"], conn_id=lid, seed=config["seed"],
+                                   flags=config["flags"], t_open=shift)
+        if kind in timed:
+            args = ((args[0] + shift) & P.TIME_MASK,) + tuple(args[1:])
+        if kind != "verdict":
+            getattr(pc, kind)(*args)
+        if want is None:
+            continue
+        n += 1
+        if pc.pace_until != (want + shift) & P.TIME_MASK:
+            bad.append((i, events[i], pc.pace_until))
+            if len(bad) >= 5:
+                break
+    return n, bad
+
+
+def _frames(ep, now, n=256):
+    out = []
+    for _ in range(n):
+        f = ep.next_packet(now)
+        if f is None:
+            break
+        out.append(f)
+    return out
+
+
+def pull_case(after_paced=False):
+    """MR-CW-095: MR-CC-027's pull (the set-up of tests/test_announce.py): two senders announce
+    to one receiver, B's first data packet is lost, the receiver's quiet port pulls it; B takes
+    the answer, then the pull: its resend goes at once outside the pacing, which runs on from
+    it (``after_paced``: B sent a paced frame first, so the resend waits for its turn, the pull
+    owed nothing). Returns ``(config, events)`` of B's connection."""
+    import random
+
+    from metaroce.models.endpoint import Endpoint
+    from metaroce.models.wire import MrahFlag
+
+    rx, mtu = "10.0.0.9", 1024
+    kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
+    b = Endpoint(rx, rng=random.Random(2), **kw)
+    for i in range(4):
+        b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
+    b.reg_mr(bytearray(8 * mtu))
+    with recording() as events:
+        eps = []
+        for addr, peer in (("10.0.0.1", 20), ("10.0.0.2", 21)):
+            ep = Endpoint(addr, rng=random.Random(1), **kw)
+            c = ep.connect(10, rx, peer, paths=4)
+            src = bytearray(random.Random(3).randbytes(8 * mtu))
+            c.post_write(0, ep.reg_mr(src), 0, len(src), 0, 0x1234, wr_id=1)
+            eps.append((ep, c))
+        (ep_a, _), (ep_b, cb) = eps
+        a_ann, a_first = _frames(ep_a, 0.0)[:2]
+        b_ann, _b_first = _frames(ep_b, 0.0)
+        t0 = 1e-6
+        for f in (a_ann, a_first, b_ann):
+            b.receive(f, t0)
+        (answer,) = [f for f in _frames(b, t0) if f.ip.dst == "10.0.0.2"]
+        (pull,) = _frames(b, t0 + 2e-6)
+        assert pull.mrah.flags & MrahFlag.FIRST_LOST
+        t1 = t0 + 2e-6
+        ep_b.receive(answer, t1)
+        if after_paced:
+            _frames(ep_b, cb.pace_until * 1e-9)
+            t2 = cb.pace_until * 1e-9 - 10e-9
+        else:
+            t2 = (int(t1 * 1e9) + cb.pace_until) // 2 * 1e-9
+        ep_b.receive(pull, t2)
+        _frames(ep_b, t2)
+        for _ in range(4):                      # paced on
+            _frames(ep_b, cb.pace_until * 1e-9)
+    assert ep_b.stats["first_window_resends"] == 1
+    return config_of(ep_b), [e for e in events if e[1] == 10 and e[0] == 1]
+
+
+def lost_first_case(on=True):
+    """MR-CW-095: MR-CC-033 (the set-up of tests/test_cc.py): a paced announcing sender whose
+    first window was lost whole and which sent nothing since the answer resends it at its timer
+    once its blind release has passed (``on``; off, at its phase-spread turn). Returns
+    ``(config, events)`` of the sender's connection."""
+    import random
+
+    from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
+    from metaroce.models.endpoint import Endpoint
+    from metaroce.models.wire import MR_ANNOUNCE
+
+    rx, mtu = "10.0.0.9", 1024
+    kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
+    b = Endpoint(rx, rng=random.Random(2), **kw)
+    for i in range(64):
+        b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
+    with recording() as events:
+        ep = Endpoint("10.0.0.64", rng=random.Random(1), lost_first_turn=on, rto_initial=8e-6,
+                      **kw)
+        c = ep.connect(10, rx, 83, paths=4)
+        c.post_write(0, ep.reg_mr(bytearray(8 * mtu)), 0, 8 * mtu, 0, 0x1234, wr_id=1)
+        t0 = 1e-6
+        for i in range(63):
+            b.receive(Frame(eth=Eth(), ip=IP(src=f"10.0.0.{i + 1}", dst=rx, ecn=0),
+                            udp=UDP(sport=0xC000), bth=BTH(opcode=MR_ANNOUNCE, pkey=0xFFFF,
+                                                           dest_qp=20 + i, ack_req=1, psn=0)), t0)
+        ann, _first = _frames(ep, t0)
+        b.receive(ann, t0)                  # the first data packet is lost
+        (answer,) = [f for f in _frames(b, t0) if f.ip.dst == "10.0.0.64"]
+        ep.receive(answer, t0 + 4e-6)
+        timer = c.blind_t0 + c.rto_initial_ns
+        _frames(ep, timer * 1e-9)
+        for _ in range(4):
+            _frames(ep, c.pace_until * 1e-9)
+    assert ep.stats["timeouts"] >= 1
+    return config_of(ep), [e for e in events if e[1] == 10]
