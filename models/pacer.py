@@ -25,7 +25,8 @@ from amaranth.lib import data
 
 from . import protocol as P
 
-__all__ = ["Pacer", "STATE", "RATE_BITS", "WL_BITS", "RTT_BITS", "BLIND_BITS", "GAP_BITS",
+__all__ = ["Pacer", "STATE", "PacerFrameModel", "PacerFrameCycleModel", "frame_layouts",
+           "LAT_FRAME", "BUSY_WRITE", "FRAME_SMALL", "FRAME_LARGE", "pacer_frame_model_small", "RATE_BITS", "WL_BITS", "RTT_BITS", "BLIND_BITS", "GAP_BITS",
            "PULL_BITS", "Flags", "mtu_gap_ns", "FRAME_TIME_BITS"]
 
 TIME_BITS = P.TIME_BITS
@@ -272,3 +273,126 @@ class Pacer:
         rel = self._blind_release()
         if rel is None or not _lt(now, rel):
             self._set(pace_until=now)
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-frame part in RTL (MR-CW-093, MR-CW-097/098): ``hdl/pacer.py`` ``PacerFrame``.
+
+#: MR-CW-097: the instance registered as the block ``pacer_frame`` and the largest.
+FRAME_SMALL = dict(conns=16)
+FRAME_LARGE = dict(conns=4096)
+#: MR-CW-097: cycles from the accepting cycle of a frame to its turn's first valid cycle (read;
+#: LOAD; CMP; ADD_LO; ADD_HI; FIN), and the cycles a write keeps the block busy after the
+#: accepting one (CLAMP; RATE; GAP_BITS division cycles; GAP; WFIN).
+LAT_FRAME = 6
+BUSY_WRITE = GAP_BITS + 4
+FRAME_INPUTS = ["s_write__valid", "s_write__payload", "s_frame__valid", "s_frame__payload",
+                "m_turn__ready", "mtu_wl", "line_mbps"]
+FRAME_OUTPUTS = ["s_write__ready", "s_frame__ready", "m_turn__valid", "m_turn__payload"]
+
+
+def frame_layouts(conns=FRAME_SMALL["conns"]):
+    """MR-CW-097: the per-frame part's ports: a write ``{conn, rate, set_time, time}``, a frame
+    ``{conn, now, force}``, its turn ``{conn, ok, pace_until}``; the record ``{pace_until}`` and
+    ``{gap, paced}``."""
+    if not (1 <= conns <= 1 << 16) or conns & (conns - 1):
+        raise ValueError(f"conns={conns}: a power of two in 1..65,536")
+    cb = max(1, (conns - 1).bit_length())
+    S = data.StructLayout
+    return {"write": S({"conn": cb, "rate": RATE_BITS, "set_time": 1, "time": TIME_BITS}),
+            "frame": S({"conn": cb, "now": TIME_BITS, "force": 1}),
+            "turn": S({"conn": cb, "ok": 1, "pace_until": TIME_BITS}),
+            "gap_rec": S({"gap": GAP_BITS, "paced": 1})}
+
+
+class PacerFrameModel:
+    """MR-CW-093: the per-frame part's semantics, one record per call, per connection the kept
+    gap of a full-MTU frame, whether the connection is paced, and its next send time
+    (``mtu_wl`` the frame's wire length, ``line_mbps`` the line rate: the configuration)."""
+
+    def __init__(self, conns=FRAME_SMALL["conns"], *, mtu_wl=4186, line_mbps=100_000):
+        self.lay = frame_layouts(conns)
+        self.mtu_wl, self.line_mbps = mtu_wl, line_mbps
+        self.pace_until = [0] * conns
+        self.gap = [0] * conns
+        self.paced = [0] * conns
+
+    def write(self, r):
+        """MR-CW-093: the connection's rate (``clamp_hint_mbps``: 0 is the line rate) sets its
+        kept gap ``mtu_gap_ns(mtu_wl, rate)`` and whether it is paced (below the line rate);
+        ``set_time``: its next send time becomes ``time`` (an open, or the control path's
+        re-timing, MR-CW-099)."""
+        c = r["conn"]
+        rate = P.clamp_hint_mbps(r["rate"], self.line_mbps)
+        self.gap[c] = mtu_gap_ns(self.mtu_wl, rate) & ((1 << GAP_BITS) - 1)
+        self.paced[c] = int(rate < self.line_mbps)
+        if r["set_time"]:
+            self.pace_until[c] = r["time"]
+
+    def frame(self, r):
+        """MR-CW-093: a full-MTU frame of the connection offered at ``now``: it takes the turn
+        (``ok``) when ``now`` is not before the next send time, or ``force`` (a frame that goes
+        whatever the time: a probe of MR-CC-024); a frame that takes it moves a paced
+        connection's next send time to max(next, now) + the kept gap. Returns the turn
+        ``{conn, ok, pace_until}`` (the next send time after it)."""
+        c, now = r["conn"], r["now"]
+        pu = self.pace_until[c]
+        ok = int(bool(r["force"]) or not _lt(now, pu))
+        if ok and self.paced[c]:
+            pu = self.pace_until[c] = (_max(pu, now) + self.gap[c]) & P.TIME_MASK
+        return {"conn": c, "ok": ok, "pace_until": pu}
+
+
+class PacerFrameCycleModel:
+    """MR-CW-097, cycle by cycle: idle, the block takes a write (first: ``s_frame.ready`` is
+    low while ``s_write.valid``) or a frame; a write keeps it busy ``BUSY_WRITE`` cycles after
+    the accepting one and answers nothing; a frame's turn is valid ``LAT_FRAME`` cycles after,
+    held until taken, the block idle the cycle after. ``m_turn.payload`` keeps the last turn."""
+
+    def __init__(self, width=64, conns=FRAME_SMALL["conns"]):
+        self.sem = PacerFrameModel(conns)
+        self.lay = self.sem.lay
+        self.wait = 0
+        self.busy_w = 0
+        self.pending = None
+        self.valid = 0
+        self.payload = 0
+
+    @staticmethod
+    def port_names():
+        return {"inputs": list(FRAME_INPUTS), "outputs": list(FRAME_OUTPUTS)}
+
+    def busy(self):
+        return self.pending is not None or bool(self.valid) or bool(self.busy_w)
+
+    def step(self, inputs):
+        from .rx import pack, unpack
+        g = inputs.get
+        idle = self.pending is None and not self.valid and not self.busy_w
+        wv = g("s_write__valid", 0)
+        out = {"s_write__ready": int(idle), "s_frame__ready": int(idle and not wv),
+               "m_turn__valid": self.valid, "m_turn__payload": self.payload}
+        sem = self.sem
+        sem.mtu_wl, sem.line_mbps = g("mtu_wl", 0), g("line_mbps", 0)
+        if self.valid:
+            if g("m_turn__ready", 0):
+                self.valid = 0
+        elif self.pending is not None:
+            self.wait -= 1
+            if self.wait == 0:
+                self.valid, self.payload, self.pending = 1, self.pending, None
+        elif self.busy_w:
+            self.busy_w -= 1
+        elif wv:
+            sem.write(unpack(self.lay["write"], g("s_write__payload", 0)))
+            self.busy_w = BUSY_WRITE
+        elif g("s_frame__valid", 0):
+            self.pending = pack(self.lay["turn"],
+                                sem.frame(unpack(self.lay["frame"], g("s_frame__payload", 0))))
+            self.wait = LAT_FRAME - 1
+        return out
+
+
+def pacer_frame_model_small(width=64):
+    """MR-CW-097: the registered instance's cycle model."""
+    return PacerFrameCycleModel(width, **FRAME_SMALL)

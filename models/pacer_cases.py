@@ -11,10 +11,13 @@ without one), ``_on_ack`` (the sample and the ACK), ``_first_lost`` (the pull's 
 """
 from __future__ import annotations
 
+import random
 from contextlib import contextmanager
 
 from . import protocol as P
+from .cwnd_cases import Driver
 from .pacer import Flags, Pacer
+from .rx import pack, unpack
 
 #: MR-CW-094: the incast scenarios (MR-CW-056's two, and "incast_default": the four-sender
 #: incast with the endpoint's default configuration).
@@ -269,3 +272,109 @@ def lost_first_case(on=True):
             _frames(ep, c.pace_until * 1e-9)
     assert ep.stats["timeouts"] >= 1
     return config_of(ep), [e for e in events if e[1] == 10]
+
+
+# -- the per-frame part's lockstep (MR-CW-098) ------------------------------------------------
+
+def frame_items(conns, n, *, seed=0, line_mbps=100_000, t0=(1 << 32) - 2_000_000):
+    """MR-CW-098: ``n`` records for the per-frame part: every connection opened first (a
+    write with its time), then frames (``now`` advancing from ``t0`` across the counter's wrap,
+    some before the next send time, some forced) and writes (rates 0, 1, around and above the
+    line rate, the field's largest, random; some with a time)."""
+    from .pacer import RATE_BITS
+    rng = random.Random(seed)
+    edge = [0, 1, 2, line_mbps - 1, line_mbps, line_mbps + 1, (1 << RATE_BITS) - 1]
+    now = t0
+
+    def rate():
+        return rng.choice(edge) if rng.random() < 0.3 else rng.randrange(1_000, line_mbps)
+    items = [("write", {"conn": c, "rate": rate(), "set_time": 1, "time": now & P.TIME_MASK})
+             for c in range(conns)]
+    for _ in range(n):
+        now += rng.choice([0, 1, rng.randrange(200), rng.randrange(20_000),
+                           rng.randrange(100_000)])
+        c = rng.randrange(conns)
+        if rng.random() < 0.15:
+            items.append(("write", {"conn": c, "rate": rate(), "set_time": int(rng.random() < 0.5),
+                                    "time": (now + rng.randrange(-5_000, 50_000)) & P.TIME_MASK}))
+        else:
+            items.append(("frame", {"conn": c, "now": now & P.TIME_MASK,
+                                    "force": int(rng.random() < 0.1)}))
+    return items
+
+
+class FrameDriver(Driver):
+    """Sources for ``s_write`` and ``s_frame`` (one record offered at a time, in order, idle
+    cycles), a sink for ``m_turn`` with random backpressure; ``config`` the static inputs
+    (``mtu_wl``, ``line_mbps``)."""
+
+    def __init__(self, lay, items, config, *, seed=0, p_idle=0.2, p_bp=0.3):
+        self.lay = lay
+        self.rng = random.Random(seed)
+        self.items = list(items)
+        self.config = dict(config)
+        self.p_idle, self.p_bp = p_idle, p_bp
+        self.i = 0
+        self.cycle = 0
+        self.n_counters = 0
+        self.read_counters = False
+        self.quiet_cycles = 3
+        self.limit = 1_000 + 60 * len(self.items)
+        self.res = {"taken": [], "turns": []}
+        self._offer = None
+        self._readout_reset()
+
+    @property
+    def sent_all(self):
+        return self.i >= len(self.items)
+
+    def _stuck(self):
+        return f"(record {self.i} of {len(self.items)})"
+
+    def inputs(self):
+        rng = self.rng
+        ins = {"s_write__valid": 0, "s_write__payload": 0, "s_frame__valid": 0,
+               "s_frame__payload": 0, "m_turn__ready": int(rng.random() >= self.p_bp)}
+        ins.update(self.config)
+        # MR-CW-097: the static inputs three cycles before the first record (the dividend's
+        # register stages)
+        if (self._offer is None and not self.sent_all and self.cycle >= 3
+                and rng.random() >= self.p_idle):
+            self._offer = self.items[self.i]
+        if self._offer is not None:
+            kind, rec = self._offer
+            ins[f"s_{kind}__valid"] = 1
+            ins[f"s_{kind}__payload"] = pack(self.lay[kind], rec)
+        return ins
+
+    def observe(self, ins, outs):
+        if self._readout_observe(outs):
+            return
+        for port in ("s_write", "s_frame"):
+            if ins[port + "__valid"] and outs[port + "__ready"]:
+                self.res["taken"].append(self._offer)
+                self._offer = None
+                self.i += 1
+        if outs["m_turn__valid"] and ins["m_turn__ready"]:
+            self.res["turns"].append(unpack(self.lay["turn"], outs["m_turn__payload"]))
+        self.cycle += 1
+
+
+def check_frames(conns, config, taken, turns):
+    """MR-CW-098: one turn per frame taken, in order, each ``PacerFrameModel``'s replaying the
+    records as taken; returns counts of the turns taken, refused and forced."""
+    from .pacer import PacerFrameModel
+    sem = PacerFrameModel(conns, **config)
+    want = []
+    for kind, rec in taken:
+        if kind == "write":
+            sem.write(rec)
+        else:
+            want.append((rec, sem.frame(rec)))
+    assert len(turns) == len(want), (len(turns), len(want))
+    counts = {"ok": 0, "refused": 0, "forced": 0}
+    for k, ((rec, w), got) in enumerate(zip(want, turns)):
+        assert got == w, f"frame {k} {rec}: got {got}, expected {w}"
+        counts["ok" if w["ok"] else "refused"] += 1
+        counts["forced"] += rec["force"] and w["ok"]
+    return counts

@@ -1,0 +1,67 @@
+"""Pacing's per-frame part (hdl/pacer.py ``PacerFrame``, docs/spec/hw-cwnd.md MR-CW-093,
+MR-CW-097/098) against its cycle model (models/pacer.py ``PacerFrameCycleModel``): every output
+compared every cycle by the lockstep core (tb/lockstep.py) in the Amaranth simulator, with idle
+cycles and random backpressure; then the checker; negative controls (wrong forms) mismatch."""
+import pytest
+
+from metaroce.hdl.pacer import PacerFrame
+from metaroce.models import pacer as pm
+from metaroce.models import pacer_cases as pc
+from metaroce.models import protocol as P
+from metaroce.tb.lockstep import Mismatch, run_amaranth
+
+
+def _run(conns, n, seed, config, **kw):
+    items = pc.frame_items(conns, n, seed=seed, line_mbps=config["line_mbps"])
+    model = pm.PacerFrameCycleModel(64, conns)
+    drv = pc.FrameDriver(model.lay, items, config, seed=seed)
+    core = run_amaranth(PacerFrame(conns, **kw), model, drv, busy=model.busy)
+    return core, drv, items
+
+
+@pytest.mark.parametrize("conns, seed, mtu_wl, line", [
+    (16, 1, 4186, 100_000), (1, 2, 1114, 400_000), (4, 3, 8191, 25_000)])
+def test_pacer_frame_lockstep(conns, seed, mtu_wl, line):
+    """MR-CW-098, MR-CW-093, MR-CW-097: writes (rates 0, 1, around and above the line rate, the
+    field's largest; with and without a time) and frames (before, at and after the next send
+    time, forced, across the 32-bit wrap) with idle cycles and backpressure: 0 mismatches; the
+    turns are ``PacerFrameModel``'s; the kept gap is ``protocol.pacing_gap_ns``'s."""
+    config = {"mtu_wl": mtu_wl, "line_mbps": line}
+    core, drv, items = _run(conns, 300, seed, config)
+    assert core.mismatches == 0
+    counts = pc.check_frames(conns, config, drv.res["taken"], drv.res["turns"])
+    assert counts["ok"] > 100 and counts["refused"] > 5 and counts["forced"] > 5
+    nows = [r["now"] for k, r in items if k == "frame"]
+    assert min(nows) < 1 << 20 and max(nows) > (1 << 32) - (1 << 20)    # across the wrap
+    sem = pm.PacerFrameModel(conns, **config)
+    sem.write({"conn": 0, "rate": 1, "set_time": 0, "time": 0})
+    assert sem.gap[0] == P.pacing_gap_ns(mtu_wl, 1) and sem.paced[0]
+    sem.write({"conn": 0, "rate": 0, "set_time": 0, "time": 0})
+    assert not sem.paced[0]
+
+
+@pytest.mark.parametrize("wrong", ["floor", "plain_max"])
+def test_pacer_frame_wrong_forms_mismatch(wrong):
+    """MR-CW-098: negative controls: the gap rounded down instead of up, and max(next, now) as
+    plain integers instead of on the wrapping counter, each mismatch the cycle model."""
+    with pytest.raises(Mismatch):
+        _run(16, 300, 1, {"mtu_wl": 4186, "line_mbps": 100_000}, wrong=wrong)
+
+
+def test_pacer_frame_latencies():
+    """MR-CW-097: a frame's turn is valid ``LAT_FRAME`` cycles after it was taken; a write keeps
+    the block busy ``BUSY_WRITE`` cycles; the write is taken first."""
+    model = pm.PacerFrameCycleModel(64, 2)
+    lay = model.lay
+    from metaroce.models.rx import pack
+    cfg = {"mtu_wl": 4186, "line_mbps": 100_000}
+    w = pack(lay["write"], {"conn": 1, "rate": 1000, "set_time": 1, "time": 50})
+    f = pack(lay["frame"], {"conn": 1, "now": 60, "force": 0})
+    out = model.step(dict(cfg, s_write__valid=1, s_write__payload=w, s_frame__valid=1,
+                          s_frame__payload=f))
+    assert out["s_write__ready"] == 1 and out["s_frame__ready"] == 0
+    for _ in range(pm.BUSY_WRITE):
+        assert model.step(dict(cfg, s_frame__valid=1, s_frame__payload=f))["s_frame__ready"] == 0
+    assert model.step(dict(cfg, s_frame__valid=1, s_frame__payload=f))["s_frame__ready"] == 1
+    outs = [model.step(dict(cfg, m_turn__ready=1)) for _ in range(pm.LAT_FRAME + 1)]
+    assert [o["m_turn__valid"] for o in outs] == [0] * (pm.LAT_FRAME - 1) + [1, 0]
