@@ -378,3 +378,48 @@ def check_frames(conns, config, taken, turns):
         counts["ok" if w["ok"] else "refused"] += 1
         counts["forced"] += rec["force"] and w["ok"]
     return counts
+
+
+def split_replay(config, events, mtu_wl, *, write_time=True):
+    """MR-CW-099: the split of MR-CW-082 on a trace: per connection the per-frame part
+    (``PacerFrameModel``) takes every full-MTU frame (``wl`` = ``mtu_wl``) whose gap is the
+    kept one (no queue stretch, not a pulled resend); every other event goes to a ``Pacer`` (the
+    other owners' rules), which writes the per-frame part's rate and, when it moved it, its next
+    send time (``s_write`` with ``set_time``). Returns ``{"checked", "frames", "writes",
+    "other_frames", "bad"}``: the per-frame part's ``pace_until`` against the endpoint's after
+    every event (``bad``: the first few mismatches). ``write_time`` False (a negative control):
+    the writes carry the rate only."""
+    from .pacer import PacerFrameModel
+    pacers, parts = {}, {}
+    res = {"checked": 0, "frames": 0, "writes": 0, "other_frames": 0, "bad": []}
+    for i, (c, lid, kind, args, want) in enumerate(events):
+        if c not in pacers:
+            pacers[c] = Pacer(line_mbps=config["line_mbps"], base_rtt_ns=config["base_rtt_ns"],
+                              mtu=config["mtu"], conn_id=lid, seed=config["seed"],
+                              flags=config["flags"])
+            parts[c] = PacerFrameModel(1, mtu_wl=mtu_wl, line_mbps=config["line_mbps"])
+            parts[c].write({"conn": 0, "rate": 0, "set_time": 1, "time": 0})    # the open
+        pc, part = pacers[c], parts[c]
+        before = (pc.pace_until, pc.state["rate"])
+        mine = (kind == "sent" and args[1] == mtu_wl and not (pc.state["pulled"] and args[2])
+                and pc._gap(mtu_wl) == P.pacing_gap_ns(mtu_wl, pc.state["rate"]))
+        if kind != "verdict":
+            getattr(pc, kind)(*args)
+        if mine:
+            turn = part.frame({"conn": 0, "now": args[0] & P.TIME_MASK, "force": 0})
+            assert turn["ok"] or not part.paced[0], (i, events[i])
+            res["frames"] += 1
+        else:
+            res["other_frames"] += kind == "sent"
+            if (pc.pace_until, pc.state["rate"]) != before or kind == "sent":
+                part.write({"conn": 0, "rate": pc.state["rate"], "set_time": int(write_time),
+                            "time": pc.pace_until})
+                res["writes"] += 1
+        if want is None:
+            continue
+        res["checked"] += 1
+        if part.pace_until[0] != want & P.TIME_MASK:
+            res["bad"].append((i, events[i], part.pace_until[0]))
+            if len(res["bad"]) >= 5:
+                break
+    return res

@@ -65,3 +65,15 @@ def test_pacer_frame_latencies():
     assert model.step(dict(cfg, s_frame__valid=1, s_frame__payload=f))["s_frame__ready"] == 1
     outs = [model.step(dict(cfg, m_turn__ready=1)) for _ in range(pm.LAT_FRAME + 1)]
     assert [o["m_turn__valid"] for o in outs] == [0] * (pm.LAT_FRAME - 1) + [1, 0]
+
+
+def test_pacer_frame_rate():
+    """MR-CW-097: frames offered back to back with the turns taken at once: one taken every
+    ``LAT_FRAME`` + 1 = 7 cycles."""
+    from metaroce.models.rx import pack
+    model = pm.PacerFrameCycleModel(64, 2)
+    f = pack(model.lay["frame"], {"conn": 0, "now": 60, "force": 0})
+    ins = {"mtu_wl": 4186, "line_mbps": 100_000, "s_frame__valid": 1, "s_frame__payload": f,
+           "m_turn__ready": 1}
+    takes = [c for c in range(70) if model.step(ins)["s_frame__ready"]]
+    assert takes == list(range(0, 70, pm.LAT_FRAME + 1))

@@ -136,10 +136,10 @@ def test_pacer_without_a_rule_disagrees(wrong, case):
 
 
 def test_record_and_phase_hash():
-    """MR-CW-083: the record's fields and width (under 300 bits per connection); the phase hash
+    """MR-CW-083: the record's fields and width (231 bits per connection); the phase hash
     kept is ``protocol.phase_spread_ns``'s."""
     assert sum(1 for v in STATE.members.values() if v == P.TIME_BITS) == 4
-    assert STATE.size <= 300
+    assert STATE.size == 231
     for cid in range(1, 64):
         k = P.phase_k(cid, 7)
         assert P.phase_spread_ns(20_480, cid, 7) == (20_480 * k) >> 8 and 0 <= k < 256
@@ -181,3 +181,18 @@ def test_scheduler_events():
     gap = P.pacing_gap_ns(100, 1_000)
     assert near.pace_until == 3 + gap != (P.TIME_MASK - 10 + gap) & P.TIME_MASK
     assert not near.eligible(2 + gap) and near.eligible(3 + gap)
+
+
+@pytest.mark.parametrize("scenario", ["incast", "incast6", "incast_default"])
+def test_split_per_frame_part_and_writes_equal_the_endpoint(scenario):
+    """MR-CW-099, MR-CW-093, MR-CW-082: the split on the traces: the per-frame part
+    (``PacerFrameModel``) takes every full-MTU frame whose gap is the kept one (98 % of the
+    frames) and the other owners (a ``Pacer``) write its rate and next send time when they move
+    them: its ``pace_until`` equals the endpoint's after every event; without the writes' time
+    (the rate only) it does not."""
+    config, events = trace(scenario)
+    res = pc.split_replay(config, events, 4186)
+    assert res["bad"] == [] and res["checked"] > 5000
+    assert res["frames"] > 0.95 * (res["frames"] + res["other_frames"])
+    assert res["writes"] < 0.06 * res["checked"]
+    assert pc.split_replay(config, events, 4186, write_time=False)["bad"]
