@@ -77,3 +77,19 @@ def test_pacer_frame_rate():
            "m_turn__ready": 1}
     takes = [c for c in range(70) if model.step(ins)["s_frame__ready"]]
     assert takes == list(range(0, 70, pm.LAT_FRAME + 1))
+
+
+def test_pacer_frame_verilog_port_names():
+    """MR-CW-097: the Verilog ports of the registered block are the cycle model's plus clk and
+    rst."""
+    import re
+
+    from amaranth.back import verilog
+
+    from metaroce.hdl.pacer import pacer_frame_small
+    v = verilog.convert(pacer_frame_small(), name="pacer_frame")
+    top = v[v.index("module pacer_frame("):]
+    top = top[:top.index("endmodule")]
+    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    names = pm.PacerFrameCycleModel.port_names()
+    assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}

@@ -46,7 +46,8 @@ def counting():
 
 @pytest.mark.parametrize("scenario", ["incast", "incast6", "incast_default"])
 def test_pacer_equals_the_endpoint_on_incast_traces(scenario):
-    """MR-CW-094, MR-CW-084, MR-CW-086, MR-CW-087, MR-CW-089..091: a Pacer per connection, fed
+    """MR-CW-094, MR-CW-081, MR-CW-084, MR-CW-086, MR-CW-087, MR-CW-089, MR-CW-090, MR-CW-091: a
+    Pacer per connection (the endpoint's configuration and switches), fed
     the endpoint's events (frames sent, ACKs with their samples, probes), has the endpoint's
     next send time after every one of them, to the ns, also with every time shifted across the
     32-bit counter's wrap (MR-CW-083); the traces re-time on rate changes and samples, release
