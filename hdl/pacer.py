@@ -71,7 +71,7 @@ class PacerFrame(wiring.Component):
         A = _CwArith(m, getattr(platform, "carry_chain", False) if self.carry_chain is None
                      else self.carry_chain)
         lay, GB, RB, TB = self.lay, model.GAP_BITS, model.RATE_BITS, P.TIME_BITS
-        NB = GB                                           # the dividend: (8,191 + 24) x 8,000 < 2^26
+        NB = GB                         # the dividend: (8,191 + 24) x 8,000 < 2^26
 
         m.submodules.time_mem = time_mem = memory.Memory(shape=TB, depth=self.conns, init=[])
         m.submodules.gap_mem = gap_mem = memory.Memory(shape=lay["gap_rec"], depth=self.conns,
@@ -136,7 +136,8 @@ class PacerFrame(wiring.Component):
                 shifted = Cat(x[NB - 1], rem[:RB])
                 diff = A.sub(Cat(shifted, Const(0, 1)), rate, name="ddiff")   # RB + 2 bits
                 ge = ~diff[RB + 1]
-                m.d.sync += [rem.eq(Mux(ge, diff[:RB + 1], shifted)), quot.eq(Cat(ge, quot[:GB - 1])),
+                m.d.sync += [rem.eq(Mux(ge, diff[:RB + 1], shifted)),
+                             quot.eq(Cat(ge, quot[:GB - 1])),
                              x.eq(Cat(Const(0, 1), x[:NB - 1])), count.eq(count - 1)]
                 with m.If(count == 1):
                     m.next = "GAP"

@@ -15,8 +15,11 @@ method per event that moves it, each named by the unit that owns it in hardware 
 
 Every time is MR-ENG-050's wrapping 32-bit ns and every compare ``protocol.time_lt``; the
 integer forms are ``protocol``'s (``pacing_gap_ns``, ``queue_paced_gap_ns``,
-``blind_release_ns``, ``phase_spread_ns``). ``eligible(now)`` is the scheduler's test.
-models/ never imports hdl/.
+``blind_release_ns``, ``phase_k``). ``eligible(now)`` is the scheduler's test.
+
+The per-frame part in RTL (``hdl/pacer.py`` ``PacerFrame``, MR-CW-093/097):
+:class:`PacerFrameModel` (its semantics) and :class:`PacerFrameCycleModel` (cycle by cycle, for
+the lockstep). models/ never imports hdl/.
 """
 from __future__ import annotations
 
@@ -25,9 +28,9 @@ from amaranth.lib import data
 
 from . import protocol as P
 
-__all__ = ["Pacer", "STATE", "PacerFrameModel", "PacerFrameCycleModel", "frame_layouts",
-           "LAT_FRAME", "BUSY_WRITE", "FRAME_SMALL", "FRAME_LARGE", "pacer_frame_model_small", "RATE_BITS", "WL_BITS", "RTT_BITS", "BLIND_BITS", "GAP_BITS",
-           "PULL_BITS", "Flags", "mtu_gap_ns", "FRAME_TIME_BITS"]
+__all__ = ["Pacer", "STATE", "Flags", "mtu_gap_ns", "RATE_BITS", "WL_BITS", "RTT_BITS",
+           "BLIND_BITS", "GAP_BITS", "PULL_BITS", "PacerFrameModel", "PacerFrameCycleModel",
+           "frame_layouts", "LAT_FRAME", "BUSY_WRITE", "FRAME_SMALL", "pacer_frame_model_small"]
 
 TIME_BITS = P.TIME_BITS
 #: MR-CW-083: field widths: a rate in Mb/s (MR-CW-060's 19 bits); a frame's wire length (at
@@ -41,7 +44,6 @@ RTT_BITS = 24
 BLIND_BITS = 24
 GAP_BITS = 26
 PULL_BITS = 12
-FRAME_TIME_BITS = TIME_BITS
 
 #: MR-CW-083: one connection's record (the TX's per-connection pacing state).
 STATE = data.StructLayout({
@@ -278,9 +280,8 @@ class Pacer:
 # ---------------------------------------------------------------------------------------------
 # The per-frame part in RTL (MR-CW-093, MR-CW-097/098): ``hdl/pacer.py`` ``PacerFrame``.
 
-#: MR-CW-097: the instance registered as the block ``pacer_frame`` and the largest.
+#: MR-CW-097: the instance registered as the block ``pacer_frame``.
 FRAME_SMALL = dict(conns=16)
-FRAME_LARGE = dict(conns=4096)
 #: MR-CW-097: cycles from the accepting cycle of a frame to its turn's first valid cycle (read;
 #: LOAD; CMP; ADD_LO; ADD_HI; FIN), and the cycles a write keeps the block busy after the
 #: accepting one (CLAMP; RATE; GAP_BITS division cycles; GAP; WFIN).
