@@ -20,7 +20,11 @@ def _run(conns, n, seed, config, **kw):
 
 
 @pytest.mark.parametrize("conns, seed, mtu_wl, line", [
-    (16, 1, 4186, 100_000), (1, 2, 1114, 400_000), (4, 3, 8191, 25_000)])
+    (16, 1, 4186, 100_000),
+    # the 1- and 4-connection instances and the extreme frame lengths (the default run keeps
+    # the registered instance)
+    pytest.param(1, 2, 1114, 400_000, marks=pytest.mark.slow),
+    pytest.param(4, 3, 8191, 25_000, marks=pytest.mark.slow)])
 def test_pacer_frame_lockstep(conns, seed, mtu_wl, line):
     """MR-CW-098, MR-CW-093, MR-CW-097: writes (rates 0, 1, around and above the line rate, the
     field's largest; with and without a time) and frames (before, at and after the next send
