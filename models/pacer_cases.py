@@ -124,9 +124,11 @@ def config_of(ep):
                            spread_once=ep.spread_once)}
 
 
-def pacer_trace(scenario="incast", *, until=0.05, size=4 << 20, seed=1):
+def pacer_trace(scenario="incast", *, until=0.05, size=4 << 20, seed=1, switches=None):
     """Run ``scenario`` (:data:`SCENARIOS`) and return ``(config, events)``: the engine's
-    configuration (:func:`config_of`) and the events of :func:`recording`."""
+    configuration (:func:`config_of`) and the events of :func:`recording`. ``switches``: the
+    endpoint's pacing switches to change (``ack_phase``, ``probe_turn``, ``spread_once``,
+    ``lost_first_turn``)."""
     from metaroce.sim.harness import Flow, run_writes
     from metaroce.sim.topology import Fabric
 
@@ -143,6 +145,7 @@ def pacer_trace(scenario="incast", *, until=0.05, size=4 << 20, seed=1):
         raise ValueError(f"scenario {scenario!r}: one of {SCENARIOS}")
     ep_cfg = {} if scenario.endswith("_default") else dict(first_window=0, announce=False,
                                                           mtu=4096)
+    ep_cfg.update(switches or {})
     with recording() as events:
         res = run_writes(fab, flows, "metaroce", cfg=ep_cfg, until=until, seed=seed)
     assert res.all_done

@@ -44,7 +44,7 @@ def counting():
     return Count, hits
 
 
-@pytest.mark.parametrize("scenario", ["incast", "incast6", "incast_default"])
+@pytest.mark.parametrize("scenario", ["incast", "incast6", "incast_default", "incast8_default"])
 def test_pacer_equals_the_endpoint_on_incast_traces(scenario):
     """MR-CW-094, MR-CW-081, MR-CW-084, MR-CW-086, MR-CW-087, MR-CW-089, MR-CW-090, MR-CW-091: a
     Pacer per connection (the endpoint's configuration and switches), fed
@@ -59,8 +59,9 @@ def test_pacer_equals_the_endpoint_on_incast_traces(scenario):
     kinds = collections.Counter(e[2] for e in events)
     assert kinds["sent"] >= 3072 and kinds["ack"] >= 2880 and kinds["sample"] > 2800
     assert hits["_retime_rate"] > 25 and hits["sample"] > 4 and hits["sent"] > 2800
-    if scenario == "incast_default":
-        assert hits["_phase"] >= 3 and hits["probe"] >= 1 and config["flags"].announce
+    if scenario.endswith("_default"):
+        assert hits["_phase"] >= 3 and config["flags"].announce
+        assert hits["probe"] >= (scenario == "incast_default")
     else:
         assert hits["_blind"] >= 6 and not config["flags"].announce
     last = max(e[3][0] for e in events if e[2] in ("sent", "ack"))
@@ -197,3 +198,15 @@ def test_split_per_frame_part_and_writes_equal_the_endpoint(scenario):
     assert res["frames"] > 0.95 * (res["frames"] + res["other_frames"])
     assert res["writes"] < 0.06 * res["checked"]
     assert pc.split_replay(config, events, 4186, write_time=False)["bad"]
+
+
+def test_pacer_follows_the_endpoints_switches():
+    """MR-CW-081, MR-CW-094: the eight-sender incast with the endpoint's switches of MR-CC-028,
+    MR-CC-032, MR-CC-033 and MR-CC-034 off: the Pacer with the endpoint's switches equals it
+    after every event; with the default switches it does not."""
+    off = dict(ack_phase=False, probe_turn=False, spread_once=False, lost_first_turn=False)
+    config, events = pc.pacer_trace("incast8_default", switches=off)
+    assert not (config["flags"].ack_phase or config["flags"].spread_once)
+    n, bad = pc.replay(config, events)
+    assert bad == [] and n > 8000
+    assert pc.replay(dict(config, flags=Flags()), events)[1]
