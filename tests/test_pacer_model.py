@@ -9,7 +9,7 @@ import pytest
 
 from metaroce.models import pacer_cases as pc
 from metaroce.models import protocol as P
-from metaroce.models.pacer import STATE, Flags, Pacer
+from metaroce.models.pacer import BLIND_BITS, RTT_BITS, STATE, Flags, Pacer
 
 _TRACES = {}
 
@@ -66,6 +66,14 @@ def test_pacer_equals_the_endpoint_on_incast_traces(scenario):
         assert hits["_blind"] >= 6 and not config["flags"].announce
     last = max(e[3][0] for e in events if e[2] in ("sent", "ack"))
     assert pc.replay(config, events, shift=(1 << 32) - last // 2) == (n, [])
+    # MR-CW-083: no saturation reached: the samples and the blind bytes within their fields
+    assert max(e[3][1] for e in events if e[2] == "sent") < 1 << 13
+    assert max(e[3][1] for e in events if e[2] == "sample") < (1 << RTT_BITS) - 1
+    blind = collections.Counter()
+    for c, _, kind, args, _ in events:
+        if kind == "sent":
+            blind[c] += args[1] + P.WIRE_OVERHEAD       # at most what the blind bytes count
+    assert max(blind.values()) < (1 << BLIND_BITS) - 1
 
 
 @pytest.mark.parametrize("case", ["pull", "pull_after", "lost_on", "lost_off"])
