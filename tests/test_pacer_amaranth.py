@@ -97,3 +97,12 @@ def test_pacer_frame_verilog_port_names():
     ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
     names = pm.PacerFrameCycleModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
+
+
+def test_pacer_frame_lockstep_carry_form():
+    """MR-CW-097/098: the carry-chain form of the adds and compares (``carry_chain=True``: what
+    ``metaroce pnr`` places) in lockstep with the same cycle model: 0 mismatches."""
+    config = {"mtu_wl": 4186, "line_mbps": 100_000}
+    core, drv, _ = _run(16, 150, 4, config, carry_chain=True)
+    assert core.mismatches == 0
+    assert pc.check_frames(16, config, drv.res["taken"], drv.res["turns"])["ok"] > 50
