@@ -204,6 +204,17 @@ BLOCKS: dict[str, Block] = {
              "the band per hinted event, hint changes and refills reported for the control "
              "path (docs/spec/hw-cwnd.md section 6)",
     ),
+    # Pacing, the per-frame part (issue 12; docs/spec/hw-cwnd.md MR-CW-097): no data path,
+    # ``width`` changes nothing.
+    "pacer_frame": Block(
+        name="pacer_frame",
+        component="metaroce.hdl.pacer:pacer_frame_small",
+        model="metaroce.models.pacer:pacer_frame_model_small",
+        tb="metaroce.tb.pacer",
+        help="pacing, the per-frame part, small instance: 16 connections; the kept gap of a "
+             "full-MTU frame and the next send time (docs/spec/hw-cwnd.md section 7)",
+        widths=(64,),
+    ),
     # The TX engine's joined slice: scheduler, retransmit unit, join stage, payload DMA and
     # frame builder (docs/spec/hw-tx.md section 2, MR-TX-100).
     "tx": Block(

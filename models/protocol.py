@@ -314,12 +314,18 @@ def initial_rto_ns(rto_initial_ns, conn_id, seed=0):
     return rto_initial_ns + ((rto_initial_ns * k) >> 10)
 
 
+def phase_k(conn_id, seed=0):
+    """MR-CC-023, MR-CW-083: the connection's phase hash k in 0..255 of :func:`phase_spread_ns`
+    (fixed at the connection's open: the pacing record keeps it)."""
+    return entropy_for(conn_id * 2654435761 + seed) & 0xFF
+
+
 def phase_spread_ns(gap_ns, conn_id, seed=0):
     """MR-CC-023: how long an announcing connection's first paced frame waits beyond its
     release: ``gap_ns`` x k / 256, ``k`` in 0..255 a hash of the connection id (and the
-    endpoint's seed), so that senders answered within nanoseconds of each other do not send
-    their paced frames in one burst every gap."""
-    return (int(gap_ns) * (entropy_for(conn_id * 2654435761 + seed) & 0xFF)) >> 8
+    endpoint's seed, :func:`phase_k`), so that senders answered within nanoseconds of each
+    other do not send their paced frames in one burst every gap."""
+    return (int(gap_ns) * phase_k(conn_id, seed)) >> 8
 
 
 def path_window_floor(mtu, n_paths):

@@ -1,0 +1,220 @@
+"""The pacing model (models/pacer.py ``Pacer``, docs/spec/hw-cwnd.md section 7, MR-CW-081..096)
+against the reference endpoint's next send time (``Connection.pace_until``) after every event
+of the incast traces of MR-CW-056 (and the incast with the endpoint's defaults) and of the
+directed cases of MR-CC-027 and MR-CC-033; each rule's negative control (a Pacer without it)
+disagrees."""
+import collections
+
+import pytest
+
+from metaroce.models import pacer_cases as pc
+from metaroce.models import protocol as P
+from metaroce.models.pacer import BLIND_BITS, RTT_BITS, STATE, Flags, Pacer
+
+_TRACES = {}
+
+
+def trace(name):
+    """The recorded events of a scenario or directed case, run once per module."""
+    if name not in _TRACES:
+        cases = {"pull": lambda: pc.pull_case(), "pull_after": lambda: pc.pull_case(True),
+                 "lost_on": lambda: pc.lost_first_case(True),
+                 "lost_off": lambda: pc.lost_first_case(False)}
+        _TRACES[name] = cases[name]() if name in cases else pc.pacer_trace(name)
+    return _TRACES[name]
+
+
+def counting():
+    """A Pacer that counts, per rule, the events in which the rule moved the next send time or
+    the pulls owed."""
+    hits = collections.Counter()
+
+    class Count(Pacer):
+        pass
+    for m in ("ack", "_retime_rate", "_blind", "_phase", "sample", "probe", "timeout", "sent",
+              "skip_pulls"):
+        f = getattr(Pacer, m)
+
+        def g(self, *a, _f=f, _m=m):
+            before = (self.state["pace_until"], self.state["pulled"])
+            r = _f(self, *a)
+            hits[_m] += (self.state["pace_until"], self.state["pulled"]) != before
+            return r
+        setattr(Count, m, g)
+    return Count, hits
+
+
+@pytest.mark.parametrize("scenario", ["incast", "incast6", "incast_default", "incast8_default"])
+def test_pacer_equals_the_endpoint_on_incast_traces(scenario):
+    """MR-CW-094, MR-CW-081, MR-CW-084, MR-CW-086, MR-CW-087, MR-CW-089, MR-CW-090, MR-CW-091: a
+    Pacer per connection (the endpoint's configuration and switches), fed
+    the endpoint's events (frames sent, ACKs with their samples, probes), has the endpoint's
+    next send time after every one of them, to the ns, also with every time shifted across the
+    32-bit counter's wrap (MR-CW-083); the traces re-time on rate changes and samples, release
+    blind bytes, and (with the defaults) set the first paced frame's phase and pace probes."""
+    config, events = trace(scenario)
+    Count, hits = counting()
+    n, bad = pc.replay(config, events, Count)
+    assert bad == [] and n > 5000
+    kinds = collections.Counter(e[2] for e in events)
+    assert kinds["sent"] >= 3072 and kinds["ack"] >= 2880 and kinds["sample"] > 2800
+    assert hits["_retime_rate"] > 25 and hits["sample"] > 4 and hits["sent"] > 2800
+    if scenario.endswith("_default"):
+        assert hits["_phase"] >= 3 and config["flags"].announce
+        assert hits["probe"] >= (scenario == "incast_default")
+    else:
+        assert hits["_blind"] >= 6 and not config["flags"].announce
+    last = max(e[3][0] for e in events if e[2] in ("sent", "ack"))
+    assert pc.replay(config, events, shift=(1 << 32) - last // 2) == (n, [])
+    # MR-CW-083: no saturation reached: the samples and the blind bytes within their fields
+    assert max(e[3][1] for e in events if e[2] == "sent") < 1 << 13
+    assert max(e[3][1] for e in events if e[2] == "sample") < (1 << RTT_BITS) - 1
+    blind = collections.Counter()
+    for c, _, kind, args, _ in events:
+        if kind == "sent":
+            blind[c] += args[1] + P.WIRE_OVERHEAD       # at most what the blind bytes count
+    assert max(blind.values()) < (1 << BLIND_BITS) - 1
+
+
+@pytest.mark.parametrize("case", ["pull", "pull_after", "lost_on", "lost_off"])
+def test_pacer_equals_the_endpoint_on_directed_cases(case):
+    """MR-CW-095, MR-CW-085, MR-CW-088, MR-CW-092: the pulled resend of a first window lost at
+    a quiet port goes at once and the pacing runs on from it (owed only when nothing paced went
+    since the answer); a first window lost whole goes at its timer after the blind release
+    (with the rule; without it, at the phase turn): the endpoint's next send time after every
+    event, also across the counter's wrap."""
+    config, events = trace(case)
+    Count, hits = counting()
+    assert pc.replay(config, events, Count) == (len(events), [])
+    kinds = collections.Counter(e[2] for e in events)
+    if case == "pull":
+        assert hits["ack"] == 2 and kinds["sent"] >= 5     # the pull owed one resend
+    if case == "pull_after":
+        assert hits["ack"] == 1                            # nothing owed: a paced frame went
+    if case.startswith("lost"):
+        assert kinds["timeout"] >= 1 and hits["timeout"] == (case == "lost_on")
+    assert pc.replay(config, events, shift=(1 << 32) - 5000) == (len(events), [])
+
+
+class _NoRetime(Pacer):
+    def _retime_rate(self, old_rate):
+        pass
+
+
+class _NoBlind(Pacer):
+    def _blind(self, *a):
+        pass
+
+
+class _NoPhase(Pacer):
+    def _phase(self, *a):
+        pass
+
+
+class _NoSampleRetime(Pacer):
+    def sample(self, now, rtt):
+        self.state["rtt_last"] = rtt
+
+
+class _NoStretch(Pacer):
+    def _gap(self, wl):
+        return P.pacing_gap_ns(wl, self.state["rate"])
+
+
+class _NoTimeout(Pacer):
+    def timeout(self, now):
+        pass
+
+
+class _NoPull(Pacer):
+    def ack(self, now, hint, pkts, pulls=0):
+        Pacer.ack(self, now, hint, pkts, 0)
+
+
+@pytest.mark.parametrize("wrong, case", [
+    (_NoRetime, "incast"), (_NoBlind, "incast6"), (_NoPhase, "incast_default"),
+    (_NoSampleRetime, "incast"), (_NoStretch, "incast6"), (_NoTimeout, "lost_on"),
+    (_NoPull, "pull")])
+def test_pacer_without_a_rule_disagrees(wrong, case):
+    """MR-CW-096: negative controls: a Pacer without the re-timing of a rate change (MR-CC-006),
+    the blind release (MR-CC-016), the phase (MR-CC-023/028), the sample's re-timing
+    (MR-CC-029), the queue stretch (MR-CC-015), the lost first window's turn (MR-CC-033), the
+    pull (MR-CC-027) differs from the endpoint."""
+    config, events = trace(case)
+    n, bad = pc.replay(config, events, wrong)
+    assert bad, wrong.__name__
+
+
+def test_record_and_phase_hash():
+    """MR-CW-083: the record's fields and width (231 bits per connection); the phase hash
+    kept is ``protocol.phase_spread_ns``'s."""
+    assert sum(1 for v in STATE.members.values() if v == P.TIME_BITS) == 4
+    assert STATE.size == 231
+    for cid in range(1, 64):
+        k = P.phase_k(cid, 7)
+        assert P.phase_spread_ns(20_480, cid, 7) == (20_480 * k) >> 8 and 0 <= k < 256
+        assert Pacer(line_mbps=100_000, base_rtt_ns=4_000, mtu=1024, conn_id=cid,
+                     seed=7).state["phase_k"] == k
+
+
+def test_scheduler_events():
+    """MR-CW-084/085: a frame is eligible from its next send time on (the wrapping compare);
+    each paced frame moves it a gap on from max(next, now); at the line rate nothing moves; a
+    pulled resend goes outside the pacing and restarts it from itself; new work while pulls
+    are owed ends them."""
+    pc_ = Pacer(line_mbps=100_000, base_rtt_ns=10_000, mtu=4096, flags=Flags(), t_open=100)
+    pc_.sent(100, 4180)
+    assert pc_.pace_until == 100 and pc_.eligible(100)         # line rate: not paced
+    pc_.ack(200, 25_000, 1)
+    gap = P.pacing_gap_ns(4180, 25_000)
+    assert pc_.pace_until == 100 + gap                           # MR-CC-006: from the last frame
+    assert not pc_.eligible(99 + gap) and pc_.eligible(100 + gap)
+    pc_.sent(150 + gap, 4180)
+    assert pc_.pace_until == 150 + 2 * gap
+    pc_.sent(160 + gap, 4180)                                   # early (the caller's): still on
+    assert pc_.pace_until == 150 + 3 * gap
+    pc_.state["pulled"] = 2
+    pc_.sent(170 + gap, 4180, retx=True)                         # a pulled resend
+    assert pc_.pace_until == 170 + 2 * gap and pc_.state["pulled"] == 1
+    pc_.sent(180 + gap, 4180, retx=False)                        # new work ends the pulls
+    assert pc_.state["pulled"] == 0 and pc_.pace_until == 170 + 3 * gap
+    pc_.state["pulled"] = 1
+    pc_.skip_pulls()
+    assert pc_.state["pulled"] == 0
+    # MR-CW-083: across the counter's wrap, max(next, now) is the later on the counter; the
+    # integers' max (the wrong form) would keep the old time
+    near = Pacer(line_mbps=100_000, base_rtt_ns=10_000, mtu=4096, flags=Flags(announce=False),
+                 t_open=P.TIME_MASK - 10)
+    near.ack(P.TIME_MASK - 5, 1_000, 0)
+    assert not near.eligible(P.TIME_MASK - 11) and near.eligible(3)
+    near.sent(3, 100)
+    gap = P.pacing_gap_ns(100, 1_000)
+    assert near.pace_until == 3 + gap != (P.TIME_MASK - 10 + gap) & P.TIME_MASK
+    assert not near.eligible(2 + gap) and near.eligible(3 + gap)
+
+
+@pytest.mark.parametrize("scenario", ["incast", "incast6", "incast_default"])
+def test_split_per_frame_part_and_writes_equal_the_endpoint(scenario):
+    """MR-CW-099, MR-CW-093, MR-CW-082: the split on the traces: the per-frame part
+    (``PacerFrameModel``) takes every full-MTU frame whose gap is the kept one (98 % of the
+    frames) and the other owners (a ``Pacer``) write its rate and next send time when they move
+    them: its ``pace_until`` equals the endpoint's after every event; without the writes' time
+    (the rate only) it does not."""
+    config, events = trace(scenario)
+    res = pc.split_replay(config, events, 4186)
+    assert res["bad"] == [] and res["checked"] > 5000
+    assert res["frames"] > 0.95 * (res["frames"] + res["other_frames"])
+    assert res["writes"] < 0.06 * res["checked"]
+    assert pc.split_replay(config, events, 4186, write_time=False)["bad"]
+
+
+def test_pacer_follows_the_endpoints_switches():
+    """MR-CW-081, MR-CW-094: the eight-sender incast with the endpoint's switches of MR-CC-028,
+    MR-CC-032, MR-CC-033 and MR-CC-034 off: the Pacer with the endpoint's switches equals it
+    after every event; with the default switches it does not."""
+    off = dict(ack_phase=False, probe_turn=False, spread_once=False, lost_first_turn=False)
+    config, events = pc.pacer_trace("incast8_default", switches=off)
+    assert not (config["flags"].ack_phase or config["flags"].spread_once)
+    n, bad = pc.replay(config, events)
+    assert bad == [] and n > 8000
+    assert pc.replay(dict(config, flags=Flags()), events)[1]
