@@ -726,11 +726,27 @@ def seq_lt32(a, b):
     return 0 < d < 0x80000000
 
 
+MSG_WITHIN = 0      # msg_window: within the stream's message bound
+MSG_BEYOND = 1      # msg_window: ``bound`` or more ahead (MR-SEC-006)
+MSG_DELIVERED = 2   # msg_window: behind the next message to deliver, already delivered
+
+
+def msg_window(msg, next_deliver, bound):
+    """MR-EXO-004, MR-SEC-006 (MR-RX-167): where message ``msg`` of a stream whose next message
+    to deliver is ``next_deliver`` lies: :data:`MSG_DELIVERED` (strictly before it in 32-bit
+    sequence space, :func:`seq_lt32`), :data:`MSG_BEYOND` (``bound`` or more ahead) or
+    :data:`MSG_WITHIN`. One call for the receiver's every data packet."""
+    d = (msg - next_deliver) & 0xFFFFFFFF
+    if d > 0x80000000:          # seq_lt32(msg, next_deliver), written out
+        return MSG_DELIVERED
+    return MSG_BEYOND if d >= bound else MSG_WITHIN
+
+
 def msg_beyond(msg, next_deliver, bound):
     """MR-SEC-006 (MR-RX-167): message ``msg`` of a stream whose next message to deliver is
     ``next_deliver`` is beyond the stream's message bound ``bound`` (``bound`` or more ahead;
     a message behind is already delivered, never beyond)."""
-    return ((msg - next_deliver) & 0xFFFFFFFF) >= bound and not seq_lt32(msg, next_deliver)
+    return msg_window(msg, next_deliver, bound) == MSG_BEYOND
 
 
 def msg_slot_verdict(msg, next_deliver, bound, held):
@@ -739,9 +755,10 @@ def msg_slot_verdict(msg, next_deliver, bound, held):
     bound and consistent), :data:`NakReason.INVALID_REQUEST` (beyond the bound) or
     :data:`NakReason.LENGTH` (``held``: the open message of that number differs in length or
     opcode; ``False`` when none is open or it matches)."""
-    if seq_lt32(msg, next_deliver):
+    w = msg_window(msg, next_deliver, bound)
+    if w == MSG_DELIVERED:
         return None
-    if msg_beyond(msg, next_deliver, bound):
+    if w == MSG_BEYOND:
         return NakReason.INVALID_REQUEST
     return NakReason.LENGTH if held else None
 

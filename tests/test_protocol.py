@@ -372,6 +372,24 @@ def test_check_stream_and_seq():
     assert not P.seq_lt32(5, 5)
 
 
+def test_msg_window_is_seq_lt32_and_the_bound():
+    """MR-EXO-004, MR-SEC-006: ``msg_window`` (the receiver's one call per data packet) says
+    delivered exactly when ``seq_lt32(msg, next_deliver)``, beyond exactly when the message is
+    ``bound`` or more ahead and not behind, across the 32-bit wrap and the half-space edge."""
+    import random
+    rng = random.Random(27)
+    edges = [0, 1, 2, 0x7FFFFFFF, 0x80000000, 0x80000001, 0xFFFFFFFE, 0xFFFFFFFF]
+    cases = [(nd, (nd + d) & 0xFFFFFFFF) for nd in edges + [12345] for d in edges + [3, 4, 5]]
+    cases += [(rng.getrandbits(32), rng.getrandbits(32)) for _ in range(2000)]
+    for nd, msg in cases:
+        for bound in (1, 4, 64, 0x80000000):
+            w = P.msg_window(msg, nd, bound)
+            behind = P.seq_lt32(msg, nd)
+            beyond = ((msg - nd) & 0xFFFFFFFF) >= bound and not behind
+            assert (w == P.MSG_DELIVERED) == behind
+            assert (w == P.MSG_BEYOND) == beyond == P.msg_beyond(msg, nd, bound)
+            assert (w == P.MSG_WITHIN) == (not behind and not beyond)
+
 # ---------------------------------------------------------------------------------------------
 # Integer time and fixed-point arithmetic (MR-ENG-050..053)
 
