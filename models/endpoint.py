@@ -1815,7 +1815,7 @@ class Connection:
                 ep._nak(self, f, h.path, reason)
                 return
         psn = f.bth.psn
-        cls = P.rx_classify(p.rx_cum, p.rx_sack, psn)
+        cls, cum, sack, ab = P.rx_admit(p.rx_cum, p.rx_sack, psn)     # stored once placed
         if cls == P.RX_OUT:
             ep._nak(self, f, h.path, NakReason.PSN_WINDOW)        # MR-SEC-003
             return
@@ -1832,7 +1832,8 @@ class Connection:
         gap = psn != p.rx_high
         if ((psn - p.rx_high) & _PSN_MASK) < _PSN_HALF:      # psn_dist(rx_high, psn) >= 0
             p.rx_high = (psn + 1) & P.PSN_MASK
-        p.rx_cum, p.rx_sack, ab = P.rx_accept(p.rx_cum, p.rx_sack, psn)
+        p.rx_cum = cum
+        p.rx_sack = sack
         if ab:
             st["abandoned_psns"] += ab
         st["rx_data_packets"] += 1

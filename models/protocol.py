@@ -76,34 +76,19 @@ RX_DUP = 1          # already seen (or behind the window): drop the payload, ACK
 RX_OUT = 2          # too far ahead: outside the window, NAK PSN_WINDOW (MR-SEC-003)
 
 
-def rx_classify(cum, sack, psn):
-    """Classify an arriving data PSN against a path's receive state (MR-SEQ-005, MR-SEC-003).
-
-    ``cum`` is the next PSN expected in order, ``sack`` the bitmap above it. Returns
-    :data:`RX_NEW`, :data:`RX_DUP` (behind ``cum`` or already SACKed) or :data:`RX_OUT`
-    (more than :data:`RX_WINDOW` ahead of ``cum``).
-    """
+def rx_admit(cum, sack, psn):
+    """Classify an arriving data PSN against a path's receive state and, for a new one, record
+    its arrival (MR-SEQ-005..008, MR-SEC-003): :func:`rx_classify` and :func:`rx_accept` in one
+    call (the receiver's every data packet). Returns ``(cls, cum, sack, abandoned)``: for
+    :data:`RX_NEW` the state after the arrival, else the state given and 0. Pure: the caller
+    stores the new state once it keeps the packet."""
     d = (psn - cum) & PSN_MASK          # psn_dist(cum, psn), written out (every data packet)
     if d >= PSN_HALF:
-        return RX_DUP
+        return RX_DUP, cum, sack, 0
     if d > RX_WINDOW:
-        return RX_OUT
+        return RX_OUT, cum, sack, 0
     if d >= 1 and d <= SACK_BITS and (sack >> (d - 1)) & 1:
-        return RX_DUP
-    return RX_NEW
-
-
-def rx_accept(cum, sack, psn):
-    """Record the arrival of a new ``psn`` (classified :data:`RX_NEW`) (MR-SEQ-005..008).
-
-    Returns ``(cum, sack, abandoned)``. ``cum`` advances over every PSN received in order.
-    When ``psn`` lies beyond the 256-bit bitmap (``cum + 256 < psn <= cum + 512``) the
-    window slides (MR-SEQ-008): the oldest holes are abandoned (counted in ``abandoned``) so
-    that ``psn`` fits; the sender has already resolved them as lost (MR-SEQ-006).
-    """
-    d = (psn - cum) & PSN_MASK          # psn_dist(cum, psn), written out (every data packet)
-    if d >= PSN_HALF:
-        d -= PSN_MOD
+        return RX_DUP, cum, sack, 0
     b = (sack << 1) | (1 << d)          # bit 0 stands for cum itself
     abandoned = 0
     if d > SACK_BITS:
@@ -112,7 +97,30 @@ def rx_accept(cum, sack, psn):
         abandoned = s - bin(b & low).count("1")
         b |= low
     t = (~b & (b + 1)).bit_length() - 1     # _trailing_ones(b), written out (every data packet)
-    return (cum + t) & PSN_MASK, (b >> t) >> 1, abandoned
+    return RX_NEW, (cum + t) & PSN_MASK, (b >> t) >> 1, abandoned
+
+
+def rx_classify(cum, sack, psn):
+    """Classify an arriving data PSN against a path's receive state (MR-SEQ-005, MR-SEC-003).
+
+    ``cum`` is the next PSN expected in order, ``sack`` the bitmap above it. Returns
+    :data:`RX_NEW`, :data:`RX_DUP` (behind ``cum`` or already SACKed) or :data:`RX_OUT`
+    (more than :data:`RX_WINDOW` ahead of ``cum``).
+    """
+    return rx_admit(cum, sack, psn)[0]
+
+
+def rx_accept(cum, sack, psn):
+    """Record the arrival of a new ``psn`` (classified :data:`RX_NEW`) (MR-SEQ-005..008).
+
+    Returns ``(cum, sack, abandoned)``. ``cum`` advances over every PSN received in order.
+    When ``psn`` lies beyond the 256-bit bitmap (``cum + 256 < psn <= cum + 512``) the
+    window slides (MR-SEQ-008): the oldest holes are abandoned (counted in ``abandoned``) so
+    that ``psn`` fits; the sender has already resolved them as lost (MR-SEQ-006). A PSN not
+    new leaves the state as it is.
+    """
+    _, cum, sack, abandoned = rx_admit(cum, sack, psn)
+    return cum, sack, abandoned
 
 
 # ---------------------------------------------------------------------------------------------

@@ -372,6 +372,20 @@ def test_check_stream_and_seq():
     assert not P.seq_lt32(5, 5)
 
 
+def test_rx_admit_is_classify_then_accept():
+    """MR-SEQ-005..008, MR-SEC-003: ``rx_admit`` (the receiver's one call per data packet) gives
+    ``rx_classify``'s class and, for a new PSN only, ``rx_accept``'s state; a duplicate or a PSN
+    beyond the window leaves the state as given."""
+    cum, sack = 100, 0b1011 << 3
+    for psn in list(range(90, 100 + P.RX_WINDOW + 3)) + [P.PSN_MASK, 5]:
+        cls, c2, s2, ab = P.rx_admit(cum, sack, psn)
+        assert cls == P.rx_classify(cum, sack, psn)
+        if cls == P.RX_NEW:
+            assert (c2, s2, ab) == P.rx_accept(cum, sack, psn)
+        else:
+            assert (c2, s2, ab) == (cum, sack, 0)
+
+
 def test_msg_window_is_seq_lt32_and_the_bound():
     """MR-EXO-004, MR-SEC-006: ``msg_window`` (the receiver's one call per data packet) says
     delivered exactly when ``seq_lt32(msg, next_deliver)``, beyond exactly when the message is
