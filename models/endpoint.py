@@ -1807,9 +1807,8 @@ class Connection:
             # The checks that depend only on the packet and the registrations: stream
             # (MR-SEC-002), chunk (MR-PLC-003), and for writes the RETH length (LENGTH), key and
             # bounds (MR-SEC-004, MR-SEC-005); READ responses and requests by their own.
-            reason = P.check_stream(h.stream, self.n_streams)
-            if reason is None:
-                reason = P.check_chunk(h.offset, len(f.payload), h.msg_len, ep.mtu)
+            reason = P.check_packet(h.stream, self.n_streams, h.offset, len(f.payload), h.msg_len,
+                                    ep.mtu)
             if reason is None:
                 if op == _OP_WRITE or op == _OP_WRITE_IMM:
                     reth = f.reth

@@ -693,13 +693,11 @@ def chunk_ack(ack_base, ack_bits, chunk, window):
     return ack_base + t, b >> t, True
 
 
-def check_chunk(offset, length, msg_len, mtu):
-    """Validate a data packet's place in its message (MR-PLC-003, MR-EXO-002).
-
-    Every packet but the last of a message carries exactly ``mtu`` bytes at an offset that
-    is a multiple of ``mtu``, so a chunk is named by its offset and duplicates can never be
-    counted twice. Returns ``None`` or :class:`NakReason.INVALID_REQUEST`.
-    """
+def check_packet(stream, n_streams, offset, length, msg_len, mtu):
+    """:func:`check_stream` (MR-SEC-002), then :func:`check_chunk` (MR-PLC-003, MR-EXO-002), in
+    one call (the receiver's every data packet). Returns ``None`` or the :class:`NakReason`."""
+    if not 0 <= stream < n_streams:
+        return NakReason.STREAM
     if offset % mtu or offset + length > msg_len:
         return NakReason.INVALID_REQUEST
     if length != mtu and offset + length != msg_len:
@@ -707,6 +705,16 @@ def check_chunk(offset, length, msg_len, mtu):
     if length == 0 and msg_len != 0:
         return NakReason.INVALID_REQUEST
     return None
+
+
+def check_chunk(offset, length, msg_len, mtu):
+    """Validate a data packet's place in its message (MR-PLC-003, MR-EXO-002).
+
+    Every packet but the last of a message carries exactly ``mtu`` bytes at an offset that
+    is a multiple of ``mtu``, so a chunk is named by its offset and duplicates can never be
+    counted twice. Returns ``None`` or :class:`NakReason.INVALID_REQUEST`.
+    """
+    return check_packet(0, 1, offset, length, msg_len, mtu)
 
 
 def check_access(region_len, region_access, needed, va, length):

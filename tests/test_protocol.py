@@ -386,6 +386,16 @@ def test_rx_admit_is_classify_then_accept():
             assert (c2, s2, ab) == (cum, sack, 0)
 
 
+def test_check_packet_is_stream_then_chunk():
+    """MR-SEC-002, MR-PLC-003: ``check_packet`` (the receiver's one call per data packet) is
+    ``check_stream``'s verdict first, then ``check_chunk``'s."""
+    for stream in (-1, 0, 1, 3, 4):
+        for off, ln, msg_len in ((0, 4096, 10000), (8192, 1808, 10000), (0, 0, 0), (100, 4096, 10000),
+                                 (4096, 1000, 10000), (8192, 4096, 10000), (0, 0, 10)):
+            want = P.check_stream(stream, 4) or P.check_chunk(off, ln, msg_len, 4096)
+            assert P.check_packet(stream, 4, off, ln, msg_len, 4096) == want
+
+
 def test_msg_window_is_seq_lt32_and_the_bound():
     """MR-EXO-004, MR-SEC-006: ``msg_window`` (the receiver's one call per data packet) says
     delivered exactly when ``seq_lt32(msg, next_deliver)``, beyond exactly when the message is
