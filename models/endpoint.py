@@ -17,7 +17,6 @@ from __future__ import annotations
 import heapq
 import struct
 from collections import Counter, deque
-from operator import attrgetter
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -179,7 +178,6 @@ NS = P.NS_PER_S
 _NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
 _XOK_NONE = 1 << 62     # _Path.xok: no due time (later than any send time)
 _XOK_STALE = -(1 << 62)     # _Path.xok: not known
-_XOK_OF = attrgetter("xok")
 _IDLE, _BLOCKED, _PACED = 0, 1, 2
 _DATA_OPS = frozenset((_OP_WRITE, _OP_WRITE_IMM, _OP_SEND, _OP_SEND_IMM, _OP_READ_RESP, _OP_READ,
                        _OP_CMP_SWAP, _OP_FETCH_ADD))
@@ -1375,10 +1373,7 @@ class Connection:
             self.xok_need = need
             for q in self.paths:
                 q.xok = _XOK_STALE
-        paths = self.paths
-        if min(map(_XOK_OF, paths)) >= t_wit:
-            return              # every path passes the first test below (the common case), in C
-        for q in paths:
+        for q in self.paths:
             if q.xok >= t_wit:
                 continue        # the test below in one compare
             xc = q.xcache
