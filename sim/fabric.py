@@ -101,11 +101,11 @@ class Sim:
         left = -1 if max_events is None or max_events < 0 else max_events     # -1: no limit
         self.stopped = False
         while T and left:
-            t = T[0]
+            t = pop(T)
             if t > until:
+                heappush(T, t)      # not due: back (the times are distinct, so the order stays)
                 self.now = until
                 break
-            pop(T)
             self.now = t
             # The bucket leaves the map before it runs: an event scheduled meanwhile for this
             # time starts a new bucket of the same time, which runs right after (the order of
