@@ -1804,26 +1804,7 @@ class Connection:
             reason = P.check_stream(h.stream, self.n_streams) or (
                 NakReason.INVALID_REQUEST if f.payload else None)
         else:
-            # The checks that depend only on the packet and the registrations: stream
-            # (MR-SEC-002), chunk (MR-PLC-003), and for writes the RETH length (LENGTH), key and
-            # bounds (MR-SEC-004, MR-SEC-005); READ responses and requests by their own.
-            reason = P.check_packet(h.stream, self.n_streams, h.offset, len(f.payload), h.msg_len,
-                                    ep.mtu)
-            if reason is None:
-                if op == _OP_WRITE or op == _OP_WRITE_IMM:
-                    reth = f.reth
-                    if reth.dma_len != h.msg_len:
-                        reason = NakReason.LENGTH
-                    else:
-                        mr = ep._mrs.get(reth.rkey)
-                        # MR-SEC-005: the whole message must fit, so a bad write places no byte.
-                        reason = P.check_access(None if mr is None else len(mr[0]),
-                                                0 if mr is None else mr[1], P.ACCESS_REMOTE_WRITE,
-                                                reth.va, h.msg_len)
-                elif op == _OP_READ_RESP:
-                    reason = self._validate_resp(h)
-                elif op in _REQ_OPS:
-                    reason = self._validate_req(op, h, f.reth)
+            reason = self._validate(f)
         if reason is not None:
             if (reason == NakReason.ACCESS or reason == NakReason.BOUNDS) and f.bth.opcode in _REQ_OPS:
                 # MR-VERB-002: a refused READ/atomic is answered in its stream's order by an ERROR
@@ -1870,6 +1851,30 @@ class Connection:
             p.rx_last = (psn, f.udp.sport)
             if p.rx_pending == 1:
                 ep._push(now + ep._ack_delay_ns, 3, p, p.rx_ack_token)
+
+    def _validate(self, f):
+        """MR-SEC-007: the checks that depend only on the packet and the registrations:
+        stream (MR-SEC-002), chunk (MR-PLC-003), and for writes the RETH length (LENGTH), key and
+        bounds (MR-SEC-004, MR-SEC-005). ``None`` or the :class:`NakReason`."""
+        ep = self.ep
+        h = f.mrdh
+        r = P.check_packet(h.stream, self.n_streams, h.offset, len(f.payload), h.msg_len, ep.mtu)
+        if r is not None:
+            return r
+        op = f.bth.opcode
+        if op == _OP_WRITE or op == _OP_WRITE_IMM:
+            reth = f.reth
+            if reth.dma_len != h.msg_len:
+                return NakReason.LENGTH
+            mr = ep._mrs.get(reth.rkey)
+            # MR-SEC-005: the whole message must fit, so a bad write places no byte at all.
+            return P.check_access(None if mr is None else len(mr[0]), 0 if mr is None else mr[1],
+                                  P.ACCESS_REMOTE_WRITE, reth.va, h.msg_len)
+        if op == _OP_READ_RESP:
+            return self._validate_resp(h)
+        if op in _REQ_OPS:
+            return self._validate_req(op, h, f.reth)
+        return None
 
     def _validate_req(self, op, h, reth):
         """MR-VERB-002, MR-VERB-011: a READ request carries no payload (msg_len 0) and its
