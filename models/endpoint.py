@@ -2546,7 +2546,9 @@ class Endpoint(VerbsHost):
         ready = self._ready
         if not ready:
             return None
-        for _ in range(len(ready)):
+        turns = len(ready)          # each ready connection once (a counter: no range object)
+        while turns:
+            turns -= 1
             c = ready.popleft()
             r = c._next_frame(now)
             if type(r) is Frame:
@@ -2956,7 +2958,7 @@ def ack_frame(addr, peer_addr, pkey, peer_id, sport, path, cum, sack, ce, rate_m
     a.version = 1
     a.flags = (_MRAH_ECE if ce else 0) | (_MRAH_FIRST_LOST if first_lost else 0)     # MR-CC-027
     a.path = path
-    a.ce_count = min(ce, 0xFFFF)
+    a.ce_count = ce if ce <= 0xFFFF else 0xFFFF      # min(ce, 0xFFFF), written out (every ACK)
     a.cum_psn = cum
     a.rate_mbps = rate_mbps
     a.trigger_psn = trigger_psn

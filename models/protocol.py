@@ -235,7 +235,14 @@ def rto_value_ns(srtt, rttvar, *, min_rtts_q=3 * Q_ONE // 2, rto_min=2_000, rto_
     clamped to ``rto_max``, all in ns; ``min_rtts_q`` is the multiplier in Q16 (1.5 = 98304)."""
     if srtt is None:
         return initial
-    return min(rto_max, max((min_rtts_q * srtt) >> Q, srtt + 4 * rttvar, rto_min))
+    # min(rto_max, max(...)) written out: the builtins' calls cost more than the tests (every ACK)
+    v = (min_rtts_q * srtt) >> Q
+    w = srtt + 4 * rttvar
+    if w > v:
+        v = w
+    if rto_min > v:
+        v = rto_min
+    return v if v < rto_max else rto_max
 
 
 def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, beta_q=Q_ONE // 2,
@@ -257,9 +264,16 @@ def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, b
         cut = (cwnd * ((beta_q * min(Q_ONE, ce_q)) >> Q)) >> Q
         return max(int(cwnd_min), cwnd - cut), True
     if acked_bytes > 0:
-        total = cwnd if cwnd_sum is None else max(cwnd, int(cwnd_sum))
+        # the min and max of the formula written out, as the builtins' calls cost more (every ACK)
+        total = cwnd
+        if cwnd_sum is not None:
+            s = int(cwnd_sum)
+            if s > cwnd:
+                total = s
         if sum_max is None or total < sum_max:
-            cwnd = min(int(cwnd_max), cwnd + (mtu * int(acked_bytes)) // max(1, total))
+            grown = cwnd + (mtu * int(acked_bytes)) // (total if total > 1 else 1)
+            cap = int(cwnd_max)
+            cwnd = grown if grown < cap else cap
     return cwnd, False
 
 

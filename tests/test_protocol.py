@@ -396,6 +396,24 @@ def test_check_packet_is_stream_then_chunk():
             assert P.check_packet(stream, 4, off, ln, msg_len, 4096) == want
 
 
+@given(st.one_of(st.none(), st.integers(0, 1 << 30)), st.integers(0, 1 << 30), st.integers(0, 1 << 20),
+       st.integers(0, 1 << 24), st.integers(1, 1 << 20))
+def test_rto_and_aimd_written_out_are_the_formulas(srtt, rttvar, rto_min, span, mtu):
+    """MR-REL-006, MR-CC-011, MR-ENG-052/053: ``rto_value_ns`` and ``aimd_fx``'s increase, with
+    their min and max written out (every ACK), are the formulas with the builtins."""
+    rto_max = rto_min + span
+    q = 3 * P.Q_ONE // 2
+    want = 40_000 if srtt is None else min(rto_max, max((q * srtt) >> P.Q, srtt + 4 * rttvar, rto_min))
+    assert P.rto_value_ns(srtt, rttvar, min_rtts_q=q, rto_min=rto_min, rto_max=rto_max) == want
+    cwnd, acked, cmax = rttvar + 1, rto_min + 1, rto_max + mtu
+    for csum, smax in ((None, None), (srtt, None), (srtt, span), (cwnd // 2, cwnd)):
+        total = cwnd if csum is None else max(cwnd, int(csum))
+        want = min(cmax, cwnd + (mtu * acked) // max(1, total)) if smax is None or total < smax else cwnd
+        got = P.aimd_fx(cwnd, acked, 0, False, mtu=mtu, cwnd_min=1, cwnd_max=cmax, cwnd_sum=csum,
+                        sum_max=smax)
+        assert got == (want, False)
+
+
 def test_msg_window_is_seq_lt32_and_the_bound():
     """MR-EXO-004, MR-SEC-006: ``msg_window`` (the receiver's one call per data packet) says
     delivered exactly when ``seq_lt32(msg, next_deliver)``, beyond exactly when the message is
