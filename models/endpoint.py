@@ -611,93 +611,53 @@ class Connection:
 
     # -- sender internals ------------------------------------------------------------------------
 
-    def _next_work(self):
-        """MR-REL-003: resends first; then MR-ENG-030: the streams with unsent chunks in round
-        robin, one packet per turn. Returns ``(msg, chunk, is_retx, k)``, ``k`` the position
-        of the stream in ``s_active``, or ``None``."""
+    def _slot_wanted(self, s):
+        """Another stream with unsent work holds no message slot (MR-ENG-030)."""
+        return any(t != s and not self.s_slots[t] for t in self.s_active)
+
+    def _next_frame(self, now):
+        if self.pace_until > now and not self.pulled:
+            return _PACED
+        ep = self.ep
+        # The work: MR-REL-003: resends first; then MR-ENG-030: the streams with unsent chunks
+        # in round robin, one packet per turn (``k``: the stream's position in ``s_active``).
         retx = self.retx
         while retx:
             m, i = retx[0]
             if m.is_acked(i) or (m.done and i != ABORT):
                 retx.popleft()
                 continue
-            return m, i, True, -1
-        act = self.s_active
-        k = 0
-        while k < len(act):
-            s = act[k]
-            q = self.stx[s]
-            m = q[0]
-            if m.done:              # failed while being sent (MR-ERR-003)
-                q.popleft()
-                self.unsent -= m.nchunks - m.next_chunk
-                if not q:
-                    del act[k]
-                continue
-            k += 1
-            if m.slot is None and (not self.free_slots or (
-                    self.s_slots[s] and len(self.free_slots) < 2 and self._slot_wanted(s))):
-                # MR-ENG-013/030: no slot; a stream that holds one leaves the last one to a
-                # stream that holds none.
-                continue
-            if m.next_chunk >= m.ack_base + self.ep.chunk_window:
-                continue            # MR-ENG-012: the message's chunk window is full
-            if m.rd and m.slot is None and self.rd_slots >= self.ep.max_tx_msgs - 1:
-                continue            # MR-VERB-006: one slot stays for work that needs no peer slot
-            return m, m.next_chunk, False, k - 1
-        return None
-
-    def _slot_wanted(self, s):
-        """Another stream with unsent work holds no message slot (MR-ENG-030)."""
-        return any(t != s and not self.s_slots[t] for t in self.s_active)
-
-    def _pick_path(self, nbytes, retx=False):
-        # a path has room in its ring when psn_dist(floor, next_psn) < SEND_WINDOW, written on
-        # the unsigned distance: not SEND_WINDOW <= (next_psn - floor) mod 2^24 < 2^23
-        paths = self.paths
-        n = len(paths)
-        rr = self.rr
-        if n > 1 and self.inflight and self.rate_bps < self.ep.line_rate_bps:
-            # MR-CC-011: a paced connection sprays in proportion to its windows: first skip the
-            # paths that carry more than one packet beyond their window's share of the bytes
-            # in flight, so a connection paced below its windows still moves its traffic off
-            # the paths ECN has cut (with equal windows this is the plain round robin; without
-            # pacing the windows themselves bind).
-            total, inflight = self.cwnd_sum, self.inflight
-            for k in range(n):
-                p = paths[(rr + k) % n]
-                if (p.state == _ACTIVE and p.inflight < p.cwnd
-                        and (p.inflight - nbytes) * total <= p.cwnd * inflight
-                        and not _SEND_WINDOW <= ((p.next_psn - p.floor) & _PSN_MASK) < _PSN_HALF):
-                    self.rr = (rr + k + 1) % n
-                    return p
-        for k in range(n):
-            p = paths[(rr + k) % n]
-            st = p.state
-            if st == _ACTIVE:
-                # MR-CC-011: a path with any room takes a packet; the connection's coupled
-                # window (the sum of the path windows) bounds the total (_next_frame).
-                if (p.inflight < p.cwnd
-                        and not _SEND_WINDOW <= ((p.next_psn - p.floor) & _PSN_MASK) < _PSN_HALF):
-                    self.rr = (rr + k + 1) % n
-                    return p
-            elif st == _PROBING and not retx:
-                # MR-PATH-005: one probe packet at a time on a path being tested; never a
-                # resend (MR-REL-003), which would risk a chunk twice on a failed route.
-                if p.live == 0 and not _SEND_WINDOW <= ((p.next_psn - p.floor) & _PSN_MASK) < _PSN_HALF:
-                    self.rr = (rr + k + 1) % n
-                    return p
-        return None
-
-    def _next_frame(self, now):
-        if self.pace_until > now and not self.pulled:
-            return _PACED
-        w = self._next_work()
-        if w is None:
-            return _IDLE
+            is_retx, k = True, -1
+            break
+        else:
+            act = self.s_active
+            k = 0
+            while k < len(act):
+                s = act[k]
+                q = self.stx[s]
+                m = q[0]
+                if m.done:              # failed while being sent (MR-ERR-003)
+                    q.popleft()
+                    self.unsent -= m.nchunks - m.next_chunk
+                    if not q:
+                        del act[k]
+                    continue
+                k += 1
+                if m.slot is None and (not self.free_slots or (
+                        self.s_slots[s] and len(self.free_slots) < 2 and self._slot_wanted(s))):
+                    # MR-ENG-013/030: no slot; a stream that holds one leaves the last one to a
+                    # stream that holds none.
+                    continue
+                if m.next_chunk >= m.ack_base + ep.chunk_window:
+                    continue            # MR-ENG-012: the message's chunk window is full
+                if m.rd and m.slot is None and self.rd_slots >= ep.max_tx_msgs - 1:
+                    continue            # MR-VERB-006: one slot stays for work that needs no peer slot
+                break
+            else:
+                return _IDLE
+            i, is_retx, k = m.next_chunk, False, k - 1
         if self.announce_due:
             return self._announce_frame()
-        m, i, is_retx, k = w
         unpaced = False
         if self.pulled:
             # MR-CC-027: the pulled first-window resends (at the front of the resends) go at
@@ -708,7 +668,6 @@ class Connection:
                 self.pulled = 0
                 if self.pace_until > now:
                     return _PACED
-        ep = self.ep
         off = i * ep.mtu if i != ABORT else 0
         nbytes = (ep.mtu if ep.mtu <= m.length - off else m.length - off) if i != ABORT else 0  # MR-WIRE-083: none
         if self.inflight and (self.inflight + nbytes > self.window or self.inflight + nbytes > (
@@ -721,9 +680,49 @@ class Connection:
             ep.stats["rtx_pool_full"] += 1
             ep._pool_waiters[self.local_id] = self
             return _BLOCKED
-        p = self._pick_path(nbytes, is_retx)
+        # The path, round robin from ``rr``. A path has room in its ring when psn_dist(floor,
+        # next_psn) < SEND_WINDOW, written on the unsigned distance: not SEND_WINDOW <=
+        # (next_psn - floor) mod 2^24 < 2^23.
+        paths = self.paths
+        npaths = len(paths)
+        rr = self.rr
+        p = None
+        if npaths > 1 and self.inflight and self.rate_bps < ep.line_rate_bps:
+            # MR-CC-011: a paced connection sprays in proportion to its windows: first skip the
+            # paths that carry more than one packet beyond their window's share of the bytes
+            # in flight, so a connection paced below its windows still moves its traffic off
+            # the paths ECN has cut (with equal windows this is the plain round robin; without
+            # pacing the windows themselves bind).
+            total, inflight = self.cwnd_sum, self.inflight
+            for j in range(npaths):
+                q = paths[(rr + j) % npaths]
+                if (q.state == _ACTIVE and q.inflight < q.cwnd
+                        and (q.inflight - nbytes) * total <= q.cwnd * inflight
+                        and not _SEND_WINDOW <= ((q.next_psn - q.floor) & _PSN_MASK) < _PSN_HALF):
+                    self.rr = (rr + j + 1) % npaths
+                    p = q
+                    break
         if p is None:
-            return _BLOCKED
+            for j in range(npaths):
+                q = paths[(rr + j) % npaths]
+                qs = q.state
+                if qs == _ACTIVE:
+                    # MR-CC-011: a path with any room takes a packet; the connection's coupled
+                    # window (the sum of the path windows) bounds the total (above).
+                    if (q.inflight < q.cwnd
+                            and not _SEND_WINDOW <= ((q.next_psn - q.floor) & _PSN_MASK) < _PSN_HALF):
+                        self.rr = (rr + j + 1) % npaths
+                        p = q
+                        break
+                elif qs == _PROBING and not is_retx:
+                    # MR-PATH-005: one probe packet at a time on a path being tested; never a
+                    # resend (MR-REL-003), which would risk a chunk twice on a failed route.
+                    if q.live == 0 and not _SEND_WINDOW <= ((q.next_psn - q.floor) & _PSN_MASK) < _PSN_HALF:
+                        self.rr = (rr + j + 1) % npaths
+                        p = q
+                        break
+            else:
+                return _BLOCKED
         twin = None
         if is_retx:
             self.retx.popleft()
@@ -1816,7 +1815,7 @@ class Connection:
                 ep._nak(self, f, h.path, reason)
                 return
         psn = f.bth.psn
-        cls = P.rx_classify(p.rx_cum, p.rx_sack, psn)
+        cls, cum, sack, ab = P.rx_admit(p.rx_cum, p.rx_sack, psn)     # stored once placed
         if cls == P.RX_OUT:
             ep._nak(self, f, h.path, NakReason.PSN_WINDOW)        # MR-SEC-003
             return
@@ -1833,7 +1832,8 @@ class Connection:
         gap = psn != p.rx_high
         if ((psn - p.rx_high) & _PSN_MASK) < _PSN_HALF:      # psn_dist(rx_high, psn) >= 0
             p.rx_high = (psn + 1) & P.PSN_MASK
-        p.rx_cum, p.rx_sack, ab = P.rx_accept(p.rx_cum, p.rx_sack, psn)
+        p.rx_cum = cum
+        p.rx_sack = sack
         if ab:
             st["abandoned_psns"] += ab
         st["rx_data_packets"] += 1
@@ -1858,10 +1858,7 @@ class Connection:
         bounds (MR-SEC-004, MR-SEC-005). ``None`` or the :class:`NakReason`."""
         ep = self.ep
         h = f.mrdh
-        r = P.check_stream(h.stream, self.n_streams)
-        if r is not None:
-            return r
-        r = P.check_chunk(h.offset, len(f.payload), h.msg_len, ep.mtu)
+        r = P.check_packet(h.stream, self.n_streams, h.offset, len(f.payload), h.msg_len, ep.mtu)
         if r is not None:
             return r
         op = f.bth.opcode
@@ -1920,13 +1917,14 @@ class Connection:
             return self._place_resp(f, h)
         n = len(f.payload)
         s = self.rx[h.stream]
-        if P.seq_lt32(h.msg, s.next_deliver):
+        w = P.msg_window(h.msg, s.next_deliver, ep.max_rx_msgs)
+        if w:
+            if w == P.MSG_BEYOND:
+                return NakReason.INVALID_REQUEST    # MR-SEC-006
             if self._was_aborted(s, h.msg):
                 return NakReason.ABORTED            # MR-ERR-022: never acknowledged as placed
             ep.stats["duplicate_chunks"] += 1       # MR-EXO-005: message already delivered
             return None
-        if P.msg_beyond(h.msg, s.next_deliver, ep.max_rx_msgs):
-            return NakReason.INVALID_REQUEST        # MR-SEC-006
         op = f.bth.opcode
         key = (h.stream, h.msg)
         m = self.rx_open.get(key)
@@ -2002,10 +2000,11 @@ class Connection:
         ep = self.ep
         h = f.mrdh
         s = self.rx[h.stream]
-        if P.seq_lt32(h.msg, s.next_deliver):
+        w = P.msg_window(h.msg, s.next_deliver, ep.max_rx_msgs)
+        if w == P.MSG_DELIVERED:
             ep.stats["aborts_duplicate"] += 1
             return None
-        if P.msg_beyond(h.msg, s.next_deliver, ep.max_rx_msgs):
+        if w == P.MSG_BEYOND:
             return NakReason.INVALID_REQUEST        # MR-SEC-006
         key = (h.stream, h.msg)
         m = self.rx_open.get(key)
@@ -2547,7 +2546,9 @@ class Endpoint(VerbsHost):
         ready = self._ready
         if not ready:
             return None
-        for _ in range(len(ready)):
+        turns = len(ready)          # each ready connection once (a counter: no range object)
+        while turns:
+            turns -= 1
             c = ready.popleft()
             r = c._next_frame(now)
             if type(r) is Frame:
@@ -2957,7 +2958,7 @@ def ack_frame(addr, peer_addr, pkey, peer_id, sport, path, cum, sack, ce, rate_m
     a.version = 1
     a.flags = (_MRAH_ECE if ce else 0) | (_MRAH_FIRST_LOST if first_lost else 0)     # MR-CC-027
     a.path = path
-    a.ce_count = min(ce, 0xFFFF)
+    a.ce_count = ce if ce <= 0xFFFF else 0xFFFF      # min(ce, 0xFFFF), written out (every ACK)
     a.cum_psn = cum
     a.rate_mbps = rate_mbps
     a.trigger_psn = trigger_psn

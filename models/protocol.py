@@ -76,34 +76,19 @@ RX_DUP = 1          # already seen (or behind the window): drop the payload, ACK
 RX_OUT = 2          # too far ahead: outside the window, NAK PSN_WINDOW (MR-SEC-003)
 
 
-def rx_classify(cum, sack, psn):
-    """Classify an arriving data PSN against a path's receive state (MR-SEQ-005, MR-SEC-003).
-
-    ``cum`` is the next PSN expected in order, ``sack`` the bitmap above it. Returns
-    :data:`RX_NEW`, :data:`RX_DUP` (behind ``cum`` or already SACKed) or :data:`RX_OUT`
-    (more than :data:`RX_WINDOW` ahead of ``cum``).
-    """
+def rx_admit(cum, sack, psn):
+    """Classify an arriving data PSN against a path's receive state and, for a new one, record
+    its arrival (MR-SEQ-005..008, MR-SEC-003): :func:`rx_classify` and :func:`rx_accept` in one
+    call (the receiver's every data packet). Returns ``(cls, cum, sack, abandoned)``: for
+    :data:`RX_NEW` the state after the arrival, else the state given and 0. Pure: the caller
+    stores the new state once it keeps the packet."""
     d = (psn - cum) & PSN_MASK          # psn_dist(cum, psn), written out (every data packet)
     if d >= PSN_HALF:
-        return RX_DUP
+        return RX_DUP, cum, sack, 0
     if d > RX_WINDOW:
-        return RX_OUT
+        return RX_OUT, cum, sack, 0
     if d >= 1 and d <= SACK_BITS and (sack >> (d - 1)) & 1:
-        return RX_DUP
-    return RX_NEW
-
-
-def rx_accept(cum, sack, psn):
-    """Record the arrival of a new ``psn`` (classified :data:`RX_NEW`) (MR-SEQ-005..008).
-
-    Returns ``(cum, sack, abandoned)``. ``cum`` advances over every PSN received in order.
-    When ``psn`` lies beyond the 256-bit bitmap (``cum + 256 < psn <= cum + 512``) the
-    window slides (MR-SEQ-008): the oldest holes are abandoned (counted in ``abandoned``) so
-    that ``psn`` fits; the sender has already resolved them as lost (MR-SEQ-006).
-    """
-    d = (psn - cum) & PSN_MASK          # psn_dist(cum, psn), written out (every data packet)
-    if d >= PSN_HALF:
-        d -= PSN_MOD
+        return RX_DUP, cum, sack, 0
     b = (sack << 1) | (1 << d)          # bit 0 stands for cum itself
     abandoned = 0
     if d > SACK_BITS:
@@ -112,7 +97,30 @@ def rx_accept(cum, sack, psn):
         abandoned = s - bin(b & low).count("1")
         b |= low
     t = (~b & (b + 1)).bit_length() - 1     # _trailing_ones(b), written out (every data packet)
-    return (cum + t) & PSN_MASK, (b >> t) >> 1, abandoned
+    return RX_NEW, (cum + t) & PSN_MASK, (b >> t) >> 1, abandoned
+
+
+def rx_classify(cum, sack, psn):
+    """Classify an arriving data PSN against a path's receive state (MR-SEQ-005, MR-SEC-003).
+
+    ``cum`` is the next PSN expected in order, ``sack`` the bitmap above it. Returns
+    :data:`RX_NEW`, :data:`RX_DUP` (behind ``cum`` or already SACKed) or :data:`RX_OUT`
+    (more than :data:`RX_WINDOW` ahead of ``cum``).
+    """
+    return rx_admit(cum, sack, psn)[0]
+
+
+def rx_accept(cum, sack, psn):
+    """Record the arrival of a new ``psn`` (classified :data:`RX_NEW`) (MR-SEQ-005..008).
+
+    Returns ``(cum, sack, abandoned)``. ``cum`` advances over every PSN received in order.
+    When ``psn`` lies beyond the 256-bit bitmap (``cum + 256 < psn <= cum + 512``) the
+    window slides (MR-SEQ-008): the oldest holes are abandoned (counted in ``abandoned``) so
+    that ``psn`` fits; the sender has already resolved them as lost (MR-SEQ-006). A PSN not
+    new leaves the state as it is.
+    """
+    _, cum, sack, abandoned = rx_admit(cum, sack, psn)
+    return cum, sack, abandoned
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,7 +235,14 @@ def rto_value_ns(srtt, rttvar, *, min_rtts_q=3 * Q_ONE // 2, rto_min=2_000, rto_
     clamped to ``rto_max``, all in ns; ``min_rtts_q`` is the multiplier in Q16 (1.5 = 98304)."""
     if srtt is None:
         return initial
-    return min(rto_max, max((min_rtts_q * srtt) >> Q, srtt + 4 * rttvar, rto_min))
+    # min(rto_max, max(...)) written out: the builtins' calls cost more than the tests (every ACK)
+    v = (min_rtts_q * srtt) >> Q
+    w = srtt + 4 * rttvar
+    if w > v:
+        v = w
+    if rto_min > v:
+        v = rto_min
+    return v if v < rto_max else rto_max
 
 
 def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, beta_q=Q_ONE // 2,
@@ -249,9 +264,16 @@ def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, b
         cut = (cwnd * ((beta_q * min(Q_ONE, ce_q)) >> Q)) >> Q
         return max(int(cwnd_min), cwnd - cut), True
     if acked_bytes > 0:
-        total = cwnd if cwnd_sum is None else max(cwnd, int(cwnd_sum))
+        # the min and max of the formula written out, as the builtins' calls cost more (every ACK)
+        total = cwnd
+        if cwnd_sum is not None:
+            s = int(cwnd_sum)
+            if s > cwnd:
+                total = s
         if sum_max is None or total < sum_max:
-            cwnd = min(int(cwnd_max), cwnd + (mtu * int(acked_bytes)) // max(1, total))
+            grown = cwnd + (mtu * int(acked_bytes)) // (total if total > 1 else 1)
+            cap = int(cwnd_max)
+            cwnd = grown if grown < cap else cap
     return cwnd, False
 
 
@@ -691,13 +713,11 @@ def chunk_ack(ack_base, ack_bits, chunk, window):
     return ack_base + t, b >> t, True
 
 
-def check_chunk(offset, length, msg_len, mtu):
-    """Validate a data packet's place in its message (MR-PLC-003, MR-EXO-002).
-
-    Every packet but the last of a message carries exactly ``mtu`` bytes at an offset that
-    is a multiple of ``mtu``, so a chunk is named by its offset and duplicates can never be
-    counted twice. Returns ``None`` or :class:`NakReason.INVALID_REQUEST`.
-    """
+def check_packet(stream, n_streams, offset, length, msg_len, mtu):
+    """:func:`check_stream` (MR-SEC-002), then :func:`check_chunk` (MR-PLC-003, MR-EXO-002), in
+    one call (the receiver's every data packet). Returns ``None`` or the :class:`NakReason`."""
+    if not 0 <= stream < n_streams:
+        return NakReason.STREAM
     if offset % mtu or offset + length > msg_len:
         return NakReason.INVALID_REQUEST
     if length != mtu and offset + length != msg_len:
@@ -705,6 +725,16 @@ def check_chunk(offset, length, msg_len, mtu):
     if length == 0 and msg_len != 0:
         return NakReason.INVALID_REQUEST
     return None
+
+
+def check_chunk(offset, length, msg_len, mtu):
+    """Validate a data packet's place in its message (MR-PLC-003, MR-EXO-002).
+
+    Every packet but the last of a message carries exactly ``mtu`` bytes at an offset that
+    is a multiple of ``mtu``, so a chunk is named by its offset and duplicates can never be
+    counted twice. Returns ``None`` or :class:`NakReason.INVALID_REQUEST`.
+    """
+    return check_packet(0, 1, offset, length, msg_len, mtu)
 
 
 def check_access(region_len, region_access, needed, va, length):
@@ -732,11 +762,27 @@ def seq_lt32(a, b):
     return 0 < d < 0x80000000
 
 
+MSG_WITHIN = 0      # msg_window: within the stream's message bound
+MSG_BEYOND = 1      # msg_window: ``bound`` or more ahead (MR-SEC-006)
+MSG_DELIVERED = 2   # msg_window: behind the next message to deliver, already delivered
+
+
+def msg_window(msg, next_deliver, bound):
+    """MR-EXO-004, MR-SEC-006 (MR-RX-167): where message ``msg`` of a stream whose next message
+    to deliver is ``next_deliver`` lies: :data:`MSG_DELIVERED` (strictly before it in 32-bit
+    sequence space, :func:`seq_lt32`), :data:`MSG_BEYOND` (``bound`` or more ahead) or
+    :data:`MSG_WITHIN`. One call for the receiver's every data packet."""
+    d = (msg - next_deliver) & 0xFFFFFFFF
+    if d > 0x80000000:          # seq_lt32(msg, next_deliver), written out
+        return MSG_DELIVERED
+    return MSG_BEYOND if d >= bound else MSG_WITHIN
+
+
 def msg_beyond(msg, next_deliver, bound):
     """MR-SEC-006 (MR-RX-167): message ``msg`` of a stream whose next message to deliver is
     ``next_deliver`` is beyond the stream's message bound ``bound`` (``bound`` or more ahead;
     a message behind is already delivered, never beyond)."""
-    return ((msg - next_deliver) & 0xFFFFFFFF) >= bound and not seq_lt32(msg, next_deliver)
+    return msg_window(msg, next_deliver, bound) == MSG_BEYOND
 
 
 def msg_slot_verdict(msg, next_deliver, bound, held):
@@ -745,9 +791,10 @@ def msg_slot_verdict(msg, next_deliver, bound, held):
     bound and consistent), :data:`NakReason.INVALID_REQUEST` (beyond the bound) or
     :data:`NakReason.LENGTH` (``held``: the open message of that number differs in length or
     opcode; ``False`` when none is open or it matches)."""
-    if seq_lt32(msg, next_deliver):
+    w = msg_window(msg, next_deliver, bound)
+    if w == MSG_DELIVERED:
         return None
-    if msg_beyond(msg, next_deliver, bound):
+    if w == MSG_BEYOND:
         return NakReason.INVALID_REQUEST
     return NakReason.LENGTH if held else None
 

@@ -101,11 +101,11 @@ class Sim:
         left = -1 if max_events is None or max_events < 0 else max_events     # -1: no limit
         self.stopped = False
         while T and left:
-            t = T[0]
+            t = pop(T)
             if t > until:
+                heappush(T, t)      # not due: back (the times are distinct, so the order stays)
                 self.now = until
                 break
-            pop(T)
             self.now = t
             # The bucket leaves the map before it runs: an event scheduled meanwhile for this
             # time starts a new bucket of the same time, which runs right after (the order of
@@ -1098,10 +1098,7 @@ class Host:
         if ep is None:
             return
         now = self.sim.now
-        nics = self.nics
-        planes = len(nics)
-        hdr = _HDR_LEN
-        fifo = NIC_TX_FIFO_FRAMES
+        # what only a frame needs is looked up below it: about half the calls are idle polls
         while self._free > 0 and self._stalled is None:
             f = ep.next_packet(now)
             if f is None:
@@ -1117,7 +1114,7 @@ class Host:
                 return
             if self.wire_bytes:
                 f = codec.decode(codec.encode(f))
-            n = hdr.get((f.bth.opcode, f.eth.vlan is None, f.ip.version))
+            n = _HDR_LEN.get((f.bth.opcode, f.eth.vlan is None, f.ip.version))
             if n is None:
                 f._wl = frame_len(f)
             else:                       # frame_len inlined
@@ -1126,13 +1123,14 @@ class Host:
             self.tx += 1
             if self.tx_hook is not None:
                 self.tx_hook(f, now)
-            nic = nics[0] if planes == 1 else nics[plane_of(f, planes)]
+            nics = self.nics
+            nic = nics[0] if len(nics) == 1 else nics[plane_of(f, len(nics))]
             q = nic.q
             if nic.busy or (nic.paused and nic.blocked(f)):
                 if not q and not nic.busy:
                     self._free -= 1         # a paused idle port now has its next frame waiting
                 q.append(f)
-                if len(q) > fifo:
+                if len(q) > NIC_TX_FIFO_FRAMES:
                     self._stalled = nic     # FIFO full: the engine holds this frame (MR-FAB-021)
             else:
                 if not q:

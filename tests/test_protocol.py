@@ -372,6 +372,66 @@ def test_check_stream_and_seq():
     assert not P.seq_lt32(5, 5)
 
 
+def test_rx_admit_is_classify_then_accept():
+    """MR-SEQ-005..008, MR-SEC-003: ``rx_admit`` (the receiver's one call per data packet) gives
+    ``rx_classify``'s class and, for a new PSN only, ``rx_accept``'s state; a duplicate or a PSN
+    beyond the window leaves the state as given."""
+    cum, sack = 100, 0b1011 << 3
+    for psn in list(range(90, 100 + P.RX_WINDOW + 3)) + [P.PSN_MASK, 5]:
+        cls, c2, s2, ab = P.rx_admit(cum, sack, psn)
+        assert cls == P.rx_classify(cum, sack, psn)
+        if cls == P.RX_NEW:
+            assert (c2, s2, ab) == P.rx_accept(cum, sack, psn)
+        else:
+            assert (c2, s2, ab) == (cum, sack, 0)
+
+
+def test_check_packet_is_stream_then_chunk():
+    """MR-SEC-002, MR-PLC-003: ``check_packet`` (the receiver's one call per data packet) is
+    ``check_stream``'s verdict first, then ``check_chunk``'s."""
+    for stream in (-1, 0, 1, 3, 4):
+        for off, ln, msg_len in ((0, 4096, 10000), (8192, 1808, 10000), (0, 0, 0), (100, 4096, 10000),
+                                 (4096, 1000, 10000), (8192, 4096, 10000), (0, 0, 10)):
+            want = P.check_stream(stream, 4) or P.check_chunk(off, ln, msg_len, 4096)
+            assert P.check_packet(stream, 4, off, ln, msg_len, 4096) == want
+
+
+@given(st.one_of(st.none(), st.integers(0, 1 << 30)), st.integers(0, 1 << 30), st.integers(0, 1 << 20),
+       st.integers(0, 1 << 24), st.integers(1, 1 << 20))
+def test_rto_and_aimd_written_out_are_the_formulas(srtt, rttvar, rto_min, span, mtu):
+    """MR-REL-006, MR-CC-011, MR-ENG-052/053: ``rto_value_ns`` and ``aimd_fx``'s increase, with
+    their min and max written out (every ACK), are the formulas with the builtins."""
+    rto_max = rto_min + span
+    q = 3 * P.Q_ONE // 2
+    want = 40_000 if srtt is None else min(rto_max, max((q * srtt) >> P.Q, srtt + 4 * rttvar, rto_min))
+    assert P.rto_value_ns(srtt, rttvar, min_rtts_q=q, rto_min=rto_min, rto_max=rto_max) == want
+    cwnd, acked, cmax = rttvar + 1, rto_min + 1, rto_max + mtu
+    for csum, smax in ((None, None), (srtt, None), (srtt, span), (cwnd // 2, cwnd)):
+        total = cwnd if csum is None else max(cwnd, int(csum))
+        want = min(cmax, cwnd + (mtu * acked) // max(1, total)) if smax is None or total < smax else cwnd
+        got = P.aimd_fx(cwnd, acked, 0, False, mtu=mtu, cwnd_min=1, cwnd_max=cmax, cwnd_sum=csum,
+                        sum_max=smax)
+        assert got == (want, False)
+
+
+def test_msg_window_is_seq_lt32_and_the_bound():
+    """MR-EXO-004, MR-SEC-006: ``msg_window`` (the receiver's one call per data packet) says
+    delivered exactly when ``seq_lt32(msg, next_deliver)``, beyond exactly when the message is
+    ``bound`` or more ahead and not behind, across the 32-bit wrap and the half-space edge."""
+    import random
+    rng = random.Random(27)
+    edges = [0, 1, 2, 0x7FFFFFFF, 0x80000000, 0x80000001, 0xFFFFFFFE, 0xFFFFFFFF]
+    cases = [(nd, (nd + d) & 0xFFFFFFFF) for nd in edges + [12345] for d in edges + [3, 4, 5]]
+    cases += [(rng.getrandbits(32), rng.getrandbits(32)) for _ in range(2000)]
+    for nd, msg in cases:
+        for bound in (1, 4, 64, 0x80000000):
+            w = P.msg_window(msg, nd, bound)
+            behind = P.seq_lt32(msg, nd)
+            beyond = ((msg - nd) & 0xFFFFFFFF) >= bound and not behind
+            assert (w == P.MSG_DELIVERED) == behind
+            assert (w == P.MSG_BEYOND) == beyond == P.msg_beyond(msg, nd, bound)
+            assert (w == P.MSG_WITHIN) == (not behind and not beyond)
+
 # ---------------------------------------------------------------------------------------------
 # Integer time and fixed-point arithmetic (MR-ENG-050..053)
 

@@ -7,10 +7,17 @@
 # fixed hash seed.
 #
 #   docs/probes/sim_callgrind.sh [MODE] [PYTHON]     # MODE metaroce|fabric|rocev2, default metaroce
+#   KEEP=DIR docs/probes/sim_callgrind.sh ...        # keeps the two callgrind files in DIR, for
+#                                                    # docs/probes/sim_callgrind_groups.py
+# Another commit: PYTHONPATH=DIR/pkg as sim_trace_digest.py says, run from outside DIR (python -c
+# puts the working directory first on sys.path: DIR's own metaroce/, which has no models/ or sim/,
+# would be imported, and the editable install would then answer for models and sim from the
+# worktree).
 set -e
 mode=${1:-metaroce}
 py=${2:-.venv/bin/python}
-tmp=$(mktemp -d)
+tmp=${KEEP:-$(mktemp -d)}
+mkdir -p "$tmp"
 res=""
 for n in 300 1300; do
   OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONHASHSEED=0 setarch "$(uname -m)" -R \
@@ -21,5 +28,5 @@ print('PACKETS', simspeed.one_run({'mode': '$mode', 'hosts': 8, 'packets': $n})[
   pk=$(grep "^PACKETS" "$tmp/log.$n" | awk '{print $2}')
   res="$res $ir $pk"
 done
-rm -rf "$tmp"
+[ -n "$KEEP" ] || rm -rf "$tmp"
 echo "$res" | awk -v m="$mode" '{printf "%s: %.0f instructions per packet (%d packets more)\n", m, ($3-$1)/($4-$2), $4-$2}'
