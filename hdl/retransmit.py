@@ -425,7 +425,7 @@ class Retransmit(wiring.Component):
         s1a_kind = Signal(2)            # 0 sent, 1 ack, 2 rto, 3 check
         s1_valid = Signal()             # S1b (the stage that applies the event to its row)
         s1_kind = Signal(2)
-        s2_valid = Signal()             # S2a
+        s2_valid = Signal()             # S2a (something to push: MR-TX-212, not a register)
         s2b_valid = Signal()
         # level + in flight (S1a, S1b, S2a, S2b) < depth, as comparisons with constants
         # selected by the count (MR-TX-038)
@@ -579,19 +579,28 @@ class Retransmit(wiring.Component):
                 s4 = Cat(Const(0, 2), srtt_x ^ srtt0_c, Const(0, tw - dur - 2))
                 dsum, dcarry = _csa(now, ~t, ~s4)
                 return _sum_bit(dsum, Cat(Const(1, 1), dcarry[:tw - 1]), tw - 1, 1)
-            fresh = Signal(lay.paths)
-            m.d.comb += fresh.eq(Cat(*(recent_bit(t_ack_of(health_row, q), srtt_x_of(health_row, q))
-                                       for q in range(lay.paths))))
-            health = health_raw & fresh
+            # MR-TX-211: the ages on the read row and on the previous write in parallel,
+            # selected by the registered forward flag after the sign (MR-TX-038 (4)), so the
+            # forward mux is not in front of the carry-save step; "another path healthy" is
+            # ORed on each side too
+            def others_of(v):
+                bits = v[:lay.paths] & Cat(*(recent_bit(t_ack_of(v, q), srtt_x_of(v, q))
+                                             for q in range(lay.paths)))
+                return (bits & ~path_bit).any()
+            others_aged = Signal()
+            m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data), others_of(h_base)))
             # MR-TX-204: the timed-out path's srtt, selected a cycle ahead (in S1a from the row
             # S1b will start from, in S1b's write from the row it forwards), registered
             srtt_base, srtt_wb = Signal(dur), Signal(dur)
             s1a_path = s1a_row[:pb]
             m.d.sync += [srtt_base.eq(Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path]),
                          srtt_wb.eq(Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path])]
-            ecn = ecn_raw & recent_bit(health_row[e_off:e_off + tw], Mux(h_fwd, srtt_wb, srtt_base))
+            ecn_fresh = Mux(h_fwd, recent_bit(hwb_data[e_off:e_off + tw], srtt_wb),
+                            recent_bit(h_base[e_off:e_off + tw], srtt_base))
+            ecn = ecn_raw & ecn_fresh
         else:
-            health, ecn = health_raw, ecn_raw
+            ecn = ecn_raw
+            others_aged = (health_raw & ~path_bit).any()
         # MR-TX-038: row-dependent terms on S1a's row and on the previous write in
         # parallel, selected by the registered forward flag
         mem_row, wb_row = data.View(lay.path, s1_base), data.View(lay.path, wb_data)
@@ -756,17 +765,33 @@ class Retransmit(wiring.Component):
             with m.Else():
                 m.d.comb += [inc["acks"].eq(1), push_job.eq(1), row_write.eq(1),
                              push_ins.eq(moved & to_next & ~row.listed),
-                             h_write.eq(1), h_new[:lay.paths].eq(health_raw | path_bit)]
-                if self.ages:
-                    # MR-TX-203: the path's progress dated; MR-TX-204: an ECE echo (with CE
-                    # marks) dated, the ECN bit kept
-                    for q in range(lay.paths):
-                        with m.If(s1_row[:pb] == q):
-                            m.d.comb += h_new[t_off + q * tw:t_off + (q + 1) * tw].eq(now)
-                    with m.If(s1_ack.ece & s1_ack.ce_count.any()):
-                        m.d.comb += [h_new[lay.paths].eq(1), h_new[e_off:e_off + tw].eq(now)]
-                else:
-                    m.d.comb += h_new[lay.paths].eq(s1_ack.ece)
+                             h_write.eq(1)]
+
+        # MR-TX-213: the health row's new value by the event's kind alone (what the event writes
+        # if it writes); S1b's decisions give the write enable only, so the row's data and its
+        # forward register do not wait for them
+        with m.If(is_ack):
+            # a resolving ACK (MR-TX-163)
+            m.d.comb += h_new[:lay.paths].eq(health_raw | path_bit)
+            if self.ages:
+                # MR-TX-203: the path's progress dated; MR-TX-204: an ECE echo (with CE
+                # marks) dated, the ECN bit kept
+                for q in range(lay.paths):
+                    with m.If(s1_row[:pb] == q):
+                        m.d.comb += h_new[t_off + q * tw:t_off + (q + 1) * tw].eq(now)
+                with m.If(s1_ack.ece & s1_ack.ce_count.any()):
+                    m.d.comb += [h_new[lay.paths].eq(1), h_new[e_off:e_off + tw].eq(now)]
+            else:
+                m.d.comb += h_new[lay.paths].eq(s1_ack.ece)
+        with m.Elif(is_rto):
+            if self.ages:
+                # MR-TX-203: the estimator's srtt to the health memory's copy
+                for q in range(lay.paths):
+                    with m.If(s1_row[:pb] == q):
+                        m.d.comb += srtt_x_of(h_new, q).eq(s1_srtt ^ srtt0_c)
+        with m.Elif(is_check):
+            # a timeout (MR-TX-163)
+            m.d.comb += h_new[:lay.paths].eq(health_raw & ~path_bit)
 
         # RTO (MR-TX-054): the estimator's new RTO; a timer not backed off uses it at once
         rto_field = Signal(dur)
@@ -776,9 +801,6 @@ class Retransmit(wiring.Component):
             if self.ages:
                 # MR-TX-203: the estimator's srtt to the health memory's copy
                 m.d.comb += h_write.eq(1)
-                for q in range(lay.paths):
-                    with m.If(s1_row[:pb] == q):
-                        m.d.comb += srtt_x_of(h_new, q).eq(s1_srtt ^ srtt0_c)
             with m.If(both(lambda r: r.backoff == 0)):
                 m.d.comb += nrow.rto_x.eq(rto_field)
 
@@ -793,10 +815,10 @@ class Retransmit(wiring.Component):
         # MR-TX-162: the expiry sends a tail probe: probes on, none sent at the last expiry, the
         # path active (no timeout since its progress) and another path of the connection healthy
         probe_go = (Const(int(self.probes), 1) & ~row.probed & (row.consec == 0)
-                    & (health & ~path_bit).any())
+                    & others_aged)
         # MR-TX-196: a timeout's path verdict (protocol.path_on_timeout on the consecutive
         # timeouts with this one, the ECN bit and the other paths' health)
-        others = (health & ~path_bit).any()
+        others = others_aged
         verdict = Signal(2)
         m.d.comb += verdict.eq(Mux(ecn, P.PATH_KEEP, Mux(~others, P.PATH_REROUTE, Mux(
             consec >= RETIRE_AFTER, P.PATH_RETIRE, P.PATH_SUSPECT))))
@@ -810,7 +832,7 @@ class Retransmit(wiring.Component):
                              prb_wr.en.eq(1), prb_wr.addr.eq(row.tail), prb_wr.data.eq(1)]
             with m.Elif(row.timer_on & due):
                 m.d.comb += [inc["timeouts"].eq(1), push_job.eq(1),
-                             h_write.eq(1), h_new[:lay.paths].eq(health_raw & ~path_bit),
+                             h_write.eq(1),
                              nrow.probed.eq(0), push_probe.eq(1), s1_to.eq(1),
                              nrow.lost_upto.eq(row.next_psn), nrow.timer_on.eq(0),
                              nrow.consec.eq(consec),
@@ -836,7 +858,10 @@ class Retransmit(wiring.Component):
         for v, name in ((P.PATH_KEEP, "path_keeps"), (P.PATH_REROUTE, "path_reroutes"),
                         (P.PATH_SUSPECT, "paths_suspected"), (P.PATH_RETIRE, "paths_retired")):
             m.d.comb += inc[name].eq(s2_probe & s2_to & (s2_verdict == v))
-        m.d.sync += [s2_valid.eq(push_job | push_ins | push_err | push_probe), s2_job.eq(push_job),
+        # MR-TX-212: S2a's valid is the OR of its push flags after the registers, not a
+        # register of the OR of S1b's decisions (one LUT level off S1b's deepest paths)
+        m.d.comb += s2_valid.eq(s2_job | s2_ins | s2_err | s2_probe)
+        m.d.sync += [s2_job.eq(push_job),
                      s2_ins.eq(push_ins), s2_err.eq(push_err), s2_row.eq(s1_row),
                      s2_probe.eq(push_probe), s2_psn.eq(row.next_psn - 1),
                      s2_to.eq(s1_to), s2_verdict.eq(verdict),

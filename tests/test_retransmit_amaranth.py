@@ -547,7 +547,7 @@ def _health_forward_items(gap):
 
 
 HEALTH_WRONG = {
-    0: ("health_row.eq(Mux(h_fwd, hwb_data, h_base))", "health_row.eq(h_base)"),
+    0: ("h_fwd = hwb_valid & s1_hsame", "h_fwd = Const(0, 1)"),
     1: ("h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)", "h_base_in = h_rd.data"),
 }
 
@@ -645,8 +645,8 @@ def _verdicts(res):
 
 
 AGES_WRONG = {
-    "health": ("health = health_raw & fresh", "health = health_raw"),
-    "ecn": ("ecn = ecn_raw & recent_bit(", "ecn = ecn_raw | 0 & recent_bit("),
+    "health": ("bits = v[:lay.paths] & Cat(", "bits = v[:lay.paths] | 0 & Cat("),
+    "ecn": ("ecn = ecn_raw & ecn_fresh", "ecn = ecn_raw | 0 & ecn_fresh"),
 }
 
 
@@ -692,3 +692,46 @@ def test_wheel_increment_as_logic():
     sim.add_testbench(bench)
     sim.run()
     assert got == [(v + 1) % 128 for v in range(128)]
+
+
+# ------------------------------------------------------------------ S1b's depth with the ages (MR-TX-211..214)
+
+S1B_DEPTH_WRONG = {
+    # MR-TX-211: "another path healthy" from the read row alone (the forward side dropped)
+    "others_read_row_only": ("m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data), others_of(h_base)))",
+                             "m.d.comb += others_aged.eq(others_of(h_base))"),
+    # MR-TX-212: S2a's valid without the job flag (the inflight count short)
+    "s2_valid_without_job": ("m.d.comb += s2_valid.eq(s2_job | s2_ins | s2_err | s2_probe)",
+                             "m.d.comb += s2_valid.eq(s2_ins | s2_err | s2_probe)"),
+    # MR-TX-213: the health row's data by the wrong kind (a timeout writes an ACK's)
+    "timeout_writes_ack_data": ("        with m.If(is_ack):\n            # a resolving ACK (MR-TX-163)",
+                                "        with m.If(is_ack | is_check):\n            # a resolving ACK (MR-TX-163)"),
+}
+
+
+def _s1b_depth_run(case, dut_cls):
+    if case == "others_read_row_only":
+        kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
+        return run_lockstep(_health_forward_items(0), ages=True, dut_cls=dut_cls,
+                            timers={"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}, **kw)
+    if case == "s2_valid_without_job":
+        items = rc.traffic(*SMALL, 300, seed=1)
+        return run_lockstep(items, seed=1, ages=True, dut_cls=dut_cls, p_idle=0.0, p_bp=0.9)
+    items = _with_ece(rc.traffic(*SMALL, 300, seed=3, black_hole=6, rto_ns=3000,
+                                 ack_loss=0.125, shared=2), 3)
+    return run_lockstep(items, seed=3, timers=PROBE_TIMERS, ages=True, dut_cls=dut_cls,
+                        p_idle=0.2, p_bp=0.4)
+
+
+@pytest.mark.parametrize("case", sorted(S1B_DEPTH_WRONG))
+def test_s1b_depth_wrong_forms_fail(case):
+    """MR-TX-211..214: each run passes with the RTL as built (0 mismatches, ages on) and fails
+    with the wrong form: "another path healthy" without the forward side (the check right behind
+    the connection's first progress), S2a's valid without the job flag (the take credit's
+    inflight count short under heavy backpressure), a timeout writing an ACK's health data."""
+    _s1b_depth_run(case, Retransmit)
+    try:
+        _s1b_depth_run(case, _retransmit_with(*S1B_DEPTH_WRONG[case]))
+    except (Mismatch, AssertionError):
+        return
+    raise AssertionError("the wrong form passed")
