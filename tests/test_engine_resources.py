@@ -1,4 +1,4 @@
-"""The responder resources at the engine (docs/spec/hw-engine.md section 5f, MR-ENG-239..252):
+"""The responder resources at the engine (docs/spec/hw-engine.md section 5f):
 the TX half's ``m_rsp_done`` records freeing the RX's ``max_rd_atomic`` count through
 RspJoin's queue of frees (table 7 writes on the receive half's ``s_cfg_eng``, after RdRows'
 row writes and before the host's)."""
@@ -10,54 +10,116 @@ from metaroce.models.engine import EngineModel, RspJoinModel, engine_layouts, rs
 from metaroce.models.rx import RxCode
 
 
-def _endpoint_reads(n_reads, max_rd_atomic, *, join_cls=None, max_cycles=None, seed=1, loss=0.0,
-                    monkeypatch=None):
+def _endpoint_reads(monkeypatch, n_reads, max_rd_atomic, *, join_cls=None, max_cycles=None, seed=1):
     """The run of MR-ENG-157's ``test_engine_answers_many_endpoint_reads`` (the endpoint READs
-    512-byte pieces of the engine's memory on 2 streams) against
+    512-byte pieces of the engine's memory on 2 streams, no loss) against
     ``EngineModel(max_rd_atomic=)``; ``join_cls`` replaces the engine's RspJoinModel class.
-    The endpoint's message bound 3 (``max_tx_msgs``, MR-ENG-013): 2 READs of the connection at
-    once (MR-VERB-006 keeps one slot), within the RX's 2 message slots of a stream however they
-    arrive (MR-ENG-157)."""
+    The endpoint's message bound 3 (``max_tx_msgs``, MR-ENG-013): 2 READs of the connection in
+    flight (MR-VERB-006 keeps one slot), within the RX's 2 message slots of a stream however
+    they arrive (MR-ENG-157). Run until the engine is idle (its last response's ACK in)."""
     from metaroce.models import cosim, cosim_tx
     monkeypatch.setattr(ce, "RX_MSG_SLOTS", 3)
-    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 512 * n_reads, "loss": loss,
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 512 * n_reads, "loss": 0.0,
                           "seed": seed, "verb": "read", "back": 4, "n_writes": n_reads})
     sim = ce.EndpointCosim(cfg, "tx")
     m = EngineModel(cfg.width, max_rd_atomic=max_rd_atomic, **ce.engine_kw(cfg))
     if join_cls is not None:
         m.rsp.__class__ = join_cls
-    loop = ce.run_loop(sim, m, m.active, max_cycles=max_cycles)
-    return sim, m, loop
+    ce.run_loop(sim, m, m.busy, max_cycles=max_cycles)
+    return sim, m
+
+
+def drain_frees(drv, m, limit=20_000):
+    """Step the loop on after its end until every response item the TX half took has its
+    record and every record's free was taken by the RX (the run ends at the last completion,
+    before the peer's ACK of the last response reaches the TX half). Returns the cycles."""
+    j = m.rsp
+    for n in range(limit):
+        if j.ctr[1] + j.ctr[2] == j.ctr[0] and j.free_q.level == 0 and not j.busy():
+            return n
+        inp = drv.inputs()
+        drv.observe(inp, m.step(inp))
+    raise AssertionError(f"frees not drained after {limit} cycles: {j.ctr}, {j.free_q.level} waiting")
+
+
+def _rx(m):
+    """The engine's packet-level RX model (its counters and responder resource counts)."""
+    return m.rx.rx.rx
 
 
 def test_engine_default_resources():
-    """MR-ENG-239/241: the whole engine's RX is built with ``max_rd_atomic`` =
-    ``records.RD_ATOMIC`` (8, the endpoint's default) and RspJoin's queue of frees holds
-    ``conns x max_rd_atomic`` (16 at the small engine); ``max_rd_atomic=None`` builds neither
-    (the engine before the join)."""
+    """MR-ENG-239, MR-ENG-241, MR-ENG-251, MR-ENG-252: the whole engine's RX is built with
+    ``max_rd_atomic`` = ``records.RD_ATOMIC`` (8, the endpoint's default: the bound MR-ENG-161's
+    rows need) and RspJoin's queue of frees holds ``conns x max_rd_atomic`` (16 entries of the
+    connection's 1 bit at the small engine); ``max_rd_atomic=None`` builds neither (the engine
+    before the join)."""
     m = EngineModel(64)
-    assert m.max_rd_atomic == records.RD_ATOMIC == 8 and m.rx.rx.rx.max_rd_atomic == 8
+    assert m.max_rd_atomic == records.RD_ATOMIC == 8 and _rx(m).max_rd_atomic == 8
     assert m.rsp.free_q.depth == rsp_free_depth(2, 8) == 16
+    assert m.lay.sched.rsp_done["conn"].shape.width == 1
     off = EngineModel(64, max_rd_atomic=None)
-    assert off.rx.rx.rx.max_rd_atomic is None and off.rsp.free_q is None and off.rsp.free_out() == (0, 0)
+    assert _rx(off).max_rd_atomic is None and off.rsp.free_q is None and off.rsp.free_out() == (0, 0)
 
 
-def test_engine_rnr_beyond_max_rd_atomic(monkeypatch):
-    """MR-ENG-243..245 on the model: the endpoint READs 12 pieces of the engine's memory with up
-    to 2 READs of the connection at once against an engine built with ``max_rd_atomic`` 1:
-    the RX NAKs a READ beyond the one held RNR (RX counter 13; the endpoint's ``nak_rnr``),
-    the endpoint resends each after its RNR delay (MR-ENG-041), the TX half's records free the
-    resources (one table 7 write per response), and every READ is answered and completes: the
-    endpoint's buffer equals the engine's source, none failed, no message-slot NAK."""
-    sim, m, loop = _endpoint_reads(12, 1, monkeypatch=monkeypatch)
-    r = loop.result()
+def test_engine_rnr_within_the_bound(monkeypatch):
+    """MR-ENG-243, MR-ENG-245, MR-ENG-240 on the model: the endpoint READs 12 pieces of the
+    engine's memory with up to 2 READs of the connection in flight against the engine with
+    ``max_rd_atomic`` 2: a READ sent as its predecessor's response arrived reaches the RX before
+    that response's ACK freed its resource and is NAKed RNR (RX counter rnr; the endpoint's
+    ``nak_rnr``), resent after the RNR delay (MR-ENG-041) and accepted; every READ is answered
+    and completes (the endpoint's buffer equals the engine's source, no RNR retry exceeded, no
+    message-slot NAK); once idle every response's record has freed its resource: 12 items, 12
+    records, 12 table 7 writes taken, the count at 0, the queue empty."""
+    sim, m = _endpoint_reads(monkeypatch, 12, 2)
+    r = sim.result()
     assert r["ok"] and r["sha256_match"], r
-    rnr = m.rx.rx.rx.counters[RxCode.RNR]
-    assert rnr >= 1 and sim.ep.stats["nak_rnr"] == rnr
-    assert sim.ep.stats["rnr_retry_exceeded"] == 0 and m.rx.rx.rx.counters[RxCode.MSG_SLOTS] == 0
-    # every response's record freed its resource: the count back at 0, the queue empty
+    assert _rx(m).counters[RxCode.RNR] >= 1 and sim.ep.stats["nak_rnr"] >= 1
+    assert sim.ep.stats["rnr_retry_exceeded"] == 0 and _rx(m).counters[RxCode.MSG_SLOTS] == 0
+    drain_frees(sim, m)
     assert m.rsp.ctr[0] == m.rsp.ctr[1] == m.rsp.frees == 12 and m.rsp.ctr[2] == 0
-    assert m.rx.rx.rx.rsp_used.get(0, 0) == 0 and m.rsp.free_q.level == 0
+    assert not any(_rx(m).rsp_used.values()) and m.rsp.free_q.level == 0
+
+
+class _DropFrees(RspJoinModel):
+    """MR-ENG-248's wrong join: the records are counted but their frees never queued."""
+
+    def _free_push(self, conn):
+        return conn
+
+    def step(self, in_valid, item, out_ready, done_valid, done, reg_addr, free_ready=0):
+        super().step(in_valid, item, out_ready, done_valid, done, reg_addr, 0)
+        self.free_q.level = 0
+
+
+@pytest.mark.slow       # a stall: runs until max_cycles
+def test_engine_stalls_when_frees_are_dropped(monkeypatch):
+    """MR-ENG-248, negative control: MR-ENG-245's run with a join that drops the frees: once 2
+    READs are taken every later READ is NAKed RNR for ever, and the run does not finish in 4
+    times the good run's cycles (about 55,000)."""
+    with pytest.raises(AssertionError, match="not finished"):
+        _endpoint_reads(monkeypatch, 12, 2, join_cls=_DropFrees, max_cycles=220_000)
+
+
+@pytest.mark.slow       # a stall: runs until max_cycles
+def test_engine_rnr_stall_beyond_the_bound(monkeypatch):
+    """MR-ENG-244 (found, measured): the endpoint with 2 READs of the connection in flight
+    against the engine with ``max_rd_atomic`` 1: a stream's READ NAKed RNR while its later READ,
+    arriving after a free, takes the resource and waits for it at the stream's delivery point:
+    every resend of the earlier READ is NAKed RNR, the endpoint fails it after its RNR retries
+    (RNR_RETRY_EXC_ERR) and sends aborts the engine's RX does not handle, and the run does not
+    finish; the count stays at the bound with no response item left to free it."""
+    sims = []
+
+    class Keep(ce.EndpointCosim):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            sims.append(self)
+
+    monkeypatch.setattr(ce, "EndpointCosim", Keep)
+    with pytest.raises(AssertionError, match="not finished"):
+        _endpoint_reads(monkeypatch, 12, 1, max_cycles=250_000)
+    ep = sims[0].ep
+    assert ep.stats["rnr_retry_exceeded"] >= 1 and ep.stats["nak_rnr"] > 8
 
 
 class _RspFreePorts:
@@ -165,3 +227,23 @@ def test_rsp_join_frees_lockstep_amaranth():
     from metaroce.tb.lockstep import Mismatch
     with pytest.raises(Mismatch, match="m_free__valid"):
         _rsp_free_lockstep(drop=True)
+
+
+@pytest.mark.slow       # the whole engine in the Amaranth simulator: minutes
+def test_engine_lockstep_amaranth_resources():
+    """MR-ENG-249: the whole engine's RTL with the resources at 8 and RspJoin's queue of frees
+    (Amaranth simulator) in lockstep with EngineModel, every output every cycle, with
+    backpressure on every output and random AXI latencies: the engine READs 3,000 bytes of its
+    own memory in 4 READs over the loopback (2 a stream, all 4 in flight: 4 resources taken);
+    0 mismatches, the run's check passes, and the responses' records freed the resources
+    (table 7 writes on ``s_cfg_eng`` beside RdRows' row writes)."""
+    from metaroce.hdl.engine import Engine
+    from metaroce.tb.lockstep import run_amaranth
+    drv, s, region, src = ce.loopback_run(64, 3000, seed=5, loss=0.0, n_writes=4, verb="read")
+    model = EngineModel(64, max_frame=2048)
+    core = run_amaranth(Engine(64, max_frame=2048), model, drv, busy=model.busy)
+    assert core.mismatches == 0
+    r = ce.check(drv, region, src)
+    j = model.rsp
+    assert r["reads"] == 4 and j.ctr[0] == 4 and j.frees >= 1
+    assert sum(_rx(model).rsp_used.values()) == j.ctr[0] - j.frees
