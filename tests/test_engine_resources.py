@@ -56,7 +56,7 @@ def test_engine_default_resources():
     m = EngineModel(64)
     assert m.max_rd_atomic == records.RD_ATOMIC == 8 and _rx(m).max_rd_atomic == 8
     assert m.rsp.free_q.depth == rsp_free_depth(2, 8) == 16
-    assert m.lay.sched.rsp_done["conn"].shape.width == 1
+    assert m.lay.sched.rsp_done["conn"].width == 1
     off = EngineModel(64, max_rd_atomic=None)
     assert _rx(off).max_rd_atomic is None and off.rsp.free_q is None and off.rsp.free_out() == (0, 0)
 
