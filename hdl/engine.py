@@ -728,7 +728,9 @@ class Engine(wiring.Component):
                      +--m_ack--> AckOut --> FrameBuilder --m_axis------+-> MacTxArb -> m_axis
 
     READ responses (MR-ENG-140..144): the receive half's items through :class:`RspJoin` to the
-    TX half, whose ``m_rsp_done`` records ``RspJoin`` counts (read through ``s_axil``).
+    TX half, whose ``m_rsp_done`` records ``RspJoin`` counts (read through ``s_axil``) and, with
+    ``max_rd_atomic`` (the RX's responder resources, default ``records.RD_ATOMIC``), queues as
+    table 7 frees to the receive half's ``s_cfg_eng`` after RdRows' row writes (MR-ENG-239..242).
 
     Golden model: :class:`metaroce.models.engine.EngineModel`."""
 
