@@ -1,6 +1,6 @@
 """rsc27 (docs/hw/engine-results.md): RspJoin with and without its queue of frees (the engine's new
 logic, MR-ENG-241/252), synthesized with the project's flow (metaroce.sim.synth.synthesize)."""
-import json, sys
+import json
 from amaranth.back import verilog
 from metaroce.hdl.engine import RspJoin
 from metaroce.models.engine import engine_layouts, rsp_free_depth
