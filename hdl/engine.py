@@ -44,11 +44,12 @@ from amaranth.lib.wiring import In, Out
 from ..models import records
 from ..models.dma_write import OUTSTANDING
 from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ_RX_OPCODES, ENG_CTR,
-                              ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH, engine_tx_params)
+                              ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH, engine_tx_params,
+                              rsp_free_depth)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL,
-                         TABLE_READ, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, payload_layout)
+                         TABLE_READ, TABLE_RSP_FREE, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, payload_layout)
 from ..models.tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ
 from .atomic import AtomicExec
 from .dma_write import DmaWrite
@@ -147,8 +148,10 @@ class EngineRx(wiring.Component):
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
                  mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False, rd_rows=False,
-                 atomics=False):
+                 atomics=False, max_rd_atomic=None):
         self.rd_rows = bool(rd_rows)
+        # MR-ENG-239: the RX's responder resources (hw-rx.md MR-RX-188), freed on s_cfg_eng
+        self.max_rd_atomic = max_rd_atomic
         self.atomics = bool(atomics)
         self.peer_acks = bool(peer_acks)
         self.tx_counters = bool(tx_counters)
@@ -167,7 +170,7 @@ class EngineRx(wiring.Component):
                                                           drop_on_full=mac_clock)),
                                ("pack", lambda: PayloadPack(width)),
                                ("rx", lambda: Rx(width, conns=conns, paths=paths, keys=keys, streams=streams,
-                                                 chunk_ring=chunk_ring)),
+                                                 chunk_ring=chunk_ring, max_rd_atomic=max_rd_atomic)),
                                ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
                                ("regs", lambda: Regs.for_rx(self.rx, parser=True, tx=self.tx_counters,
                                                             eng=self.responses)),
@@ -364,13 +367,20 @@ class RspJoin(wiring.Component):
     """MR-ENG-140..143: the RX engine's READ response items (``s_rsp``) into the TX half's
     ``s_rsp`` (``m_rsp``) through a 1-entry SyncFIFO; the TX half's ``m_rsp_done`` records
     (``s_done``) always taken and counted in 64-bit counters (``models.engine.ENG_CTR``), read
-    by ``reg_addr`` / ``reg_data`` (a register, the previous cycle's select, MR-REG-041)."""
+    by ``reg_addr`` / ``reg_data`` (a register, the previous cycle's select, MR-REG-041).
+    MR-ENG-240..242: with ``free_depth`` (and ``cfg_layout``, the RX's ``s_cfg``) each record's
+    connection also enters a SyncFIFO of frees whose head leaves on ``m_free`` as a table 7
+    write (``TABLE_RSP_FREE``, ``addr`` the connection)."""
 
-    def __init__(self, rsp_layout, done_layout):
-        super().__init__({"s_rsp": In(stream.Signature(rsp_layout)),
-                          "m_rsp": Out(stream.Signature(rsp_layout)),
-                          "s_done": In(stream.Signature(done_layout)),
-                          "reg_addr": In(4), "reg_data": Out(64)})
+    def __init__(self, rsp_layout, done_layout, *, cfg_layout=None, free_depth=0):
+        self.free_depth, self.cfg_layout = free_depth, cfg_layout
+        ports = {"s_rsp": In(stream.Signature(rsp_layout)),
+                 "m_rsp": Out(stream.Signature(rsp_layout)),
+                 "s_done": In(stream.Signature(done_layout)),
+                 "reg_addr": In(4), "reg_data": Out(64)}
+        if free_depth:
+            ports["m_free"] = Out(stream.Signature(cfg_layout))
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -378,6 +388,14 @@ class RspJoin(wiring.Component):
         m.submodules.q = q = fifo.SyncFIFO(width=len(o.payload.as_value()), depth=RSP_FIFO_DEPTH)
         m.d.comb += [s.ready.eq(q.w_rdy), q.w_data.eq(s.payload), q.w_en.eq(s.valid),
                      o.valid.eq(q.r_rdy), o.payload.eq(q.r_data), q.r_en.eq(o.ready), d.ready.eq(1)]
+        if self.free_depth:
+            # MR-ENG-241: never full when a record comes (a free waiting is a resource counted)
+            f = self.m_free
+            cb = len(d.payload.conn)
+            m.submodules.free_q = fq = fifo.SyncFIFO(width=cb, depth=self.free_depth)
+            m.d.comb += [fq.w_data.eq(d.payload.conn), fq.w_en.eq(d.valid),
+                         f.valid.eq(fq.r_rdy), f.payload.table.eq(TABLE_RSP_FREE),
+                         f.payload.addr.eq(fq.r_data), fq.r_en.eq(f.ready)]
         ctr = [Signal(64, name=f"ctr_{n}") for n, _ in sorted(ENG_CTR.items(), key=lambda kv: kv[1])]
         failed = d.payload.status != 0
         with m.If(s.valid & q.w_rdy):
@@ -710,20 +728,25 @@ class Engine(wiring.Component):
                      +--m_ack--> AckOut --> FrameBuilder --m_axis------+-> MacTxArb -> m_axis
 
     READ responses (MR-ENG-140..144): the receive half's items through :class:`RspJoin` to the
-    TX half, whose ``m_rsp_done`` records ``RspJoin`` counts (read through ``s_axil``).
+    TX half, whose ``m_rsp_done`` records ``RspJoin`` counts (read through ``s_axil``) and, with
+    ``max_rd_atomic`` (the RX's responder resources, default ``records.RD_ATOMIC``), queues as
+    table 7 frees to the receive half's ``s_cfg_eng`` after RdRows' row writes (MR-ENG-239..242).
 
     Golden model: :class:`metaroce.models.engine.EngineModel`."""
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],
-                 max_frame=9216, outstanding=32, cq_join=True, **tx_kw):
+                 max_frame=9216, outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, **tx_kw):
         kw = engine_tx_params(tx_kw)
+        # MR-ENG-239: the RX's responder resources, freed by the TX half's m_rsp_done records
+        # (None: unbounded and no frees, the engine before rsc27)
+        self.max_rd_atomic = max_rd_atomic
         # MR-ENG-196: one host completion per work request (CqJoin); False: the two records
         self.cq_join = bool(cq_join)
         # MR-ENG-130: the RX chunk ring takes a peer of the same instance's chunk window
         self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True, rd_rows=True, atomics=True)
+                                responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, **kw)
         self.width, self.conns = width, conns
@@ -747,7 +770,10 @@ class Engine(wiring.Component):
         m.submodules.ack_out = ack_out = AckOut(self.conns, rxh.lay.ack, tx.lay.cfg)
         m.submodules.ack_fb = ack_fb = FrameBuilder(self.width)
         m.submodules.arb = arb = MacTxArb(self.width)
-        m.submodules.rsp = rsp = RspJoin(tx.lay.sched.rsp, tx.lay.sched.rsp_done)
+        # MR-ENG-240/241: with the resources, RspJoin's queue of frees
+        free_depth = rsp_free_depth(self.conns, self.max_rd_atomic) if self.max_rd_atomic is not None else 0
+        m.submodules.rsp = rsp = RspJoin(tx.lay.sched.rsp, tx.lay.sched.rsp_done,
+                                         cfg_layout=rxh.lay.cfg, free_depth=free_depth)
         # MR-ENG-197: with the join, both completion ports are the join's
         joined = ("m_cqe",) if self.cq_join else ()
         for name in self.rx_half.signature.members:
@@ -777,7 +803,14 @@ class Engine(wiring.Component):
         m.d.comb += [self.s_wr.ready.eq(wq.w_rdy), wq.w_data.eq(self.s_wr.payload),
                      wq.w_en.eq(self.s_wr.valid), tx.s_wr.valid.eq(wq.r_rdy & ~wr_hold),
                      tx.s_wr.payload.eq(wq.r_data), wq.r_en.eq(tx.s_wr.ready & ~wr_hold)]
-        wiring.connect(m, rdr.m_cfg, rxh.s_cfg_eng)
+        if free_depth:
+            # MR-ENG-242: RdRows' row write before the queue's free (a mux of state, no register)
+            r, f, e = rdr.m_cfg, rsp.m_free, rxh.s_cfg_eng
+            m.d.comb += [e.valid.eq(r.valid | f.valid),
+                         e.payload.eq(Mux(r.valid, r.payload.as_value(), f.payload.as_value())),
+                         r.ready.eq(e.ready), f.ready.eq(e.ready & ~r.valid)]
+        else:
+            wiring.connect(m, rdr.m_cfg, rxh.s_cfg_eng)
         if self.cq_join:
             self._join_completions(m, rxh, tx, rdr, wr_hold)
         else:

@@ -32,6 +32,7 @@ from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import RegsCycleModel
 from .rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL, TABLE_READ,
+                 TABLE_RSP_FREE,
                  WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, RxCycleModel, bundle_entry, pack, payload_layout)
 from .fifo import SyncFifoModel
 from .frame_builder import FrameBuilderModel, pack_desc
@@ -44,7 +45,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "RspJoinModel", "RdRowsModel", "CqJoinModel", "CQ_DEPTH",
            "CQ_RD_OPS", "CQ_RX_OPCODES", "CQ_REFUSED", "WC_OF_OP", "host_completion", "rd_row_write",
-           "RSP_FIFO_DEPTH", "ENG_CTR", "MacTxArbModel", "EngineModel", "engine_model_small",
+           "RSP_FIFO_DEPTH", "ENG_CTR", "rsp_free_write", "rsp_free_depth", "MacTxArbModel", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
@@ -162,7 +163,8 @@ class EngineRxModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
-                 peer_acks=False, tx_counters=False, responses=False, rd_rows=False, atomics=False):
+                 peer_acks=False, tx_counters=False, responses=False, rd_rows=False, atomics=False,
+                 max_rd_atomic=None):
         self.width = width
         self.rd_rows = rd_rows
         self.atomics = atomics
@@ -171,7 +173,10 @@ class EngineRxModel:
         self.responses = responses
         self.parser = ParserModel(width, max_frame=max_frame)
         self.pack = PackModel(width)
-        self.rx = RxCycleModel(width, conns, paths, keys, streams=streams, chunk_ring=chunk_ring)
+        # MR-ENG-239: the responder resources (hw-rx.md MR-RX-186), freed by table 7 writes on
+        # s_cfg_eng (the whole engine's, MR-ENG-240)
+        self.rx = RxCycleModel(width, conns, paths, keys, streams=streams, chunk_ring=chunk_ring,
+                               max_rd_atomic=max_rd_atomic)
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
         # MR-ENG-105: the register block reads the parser's counters (and the TX half's)
         self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters, eng=responses)
@@ -390,30 +395,72 @@ RSP_FIFO_DEPTH = 1
 ENG_CTR = {"rsp_items": 0, "rsp_done": 1, "rsp_failed": 2}
 
 
+def rsp_free_write(cfg_lay, conn):
+    """MR-ENG-240: the RX's configuration write (``s_cfg``, table 7 ``TABLE_RSP_FREE``,
+    hw-rx.md MR-RX-173) that frees one responder resource of connection ``conn``."""
+    return pack(cfg_lay, {"table": TABLE_RSP_FREE, "addr": conn, "data": 0})
+
+
+def rsp_free_depth(conns, max_rd_atomic):
+    """MR-ENG-241: the depth of RspJoin's queue of frees: ``conns x max_rd_atomic``, the
+    resources the RX can hold at once (a free waiting in the queue is a resource still counted
+    at the RX, so the queue is never full when a record comes)."""
+    return conns * max_rd_atomic
+
+
 class RspJoinModel(_AckFifo):
     """MR-ENG-140..143: the RX engine's READ response items (``m_rsp``) into the TX half's
     ``s_rsp`` through a 1-entry FIFO (both sides' handshake of its state only); the TX half's
     ``m_rsp_done`` records always taken and counted (:data:`ENG_CTR`, 64 bits each); the counter
-    ``reg_addr`` selects is ``reg_data`` in the next cycle (a register, MR-REG-041)."""
+    ``reg_addr`` selects is ``reg_data`` in the next cycle (a register, MR-REG-041).
+    MR-ENG-240..242: with ``free_depth`` (and ``cfg_lay``, the RX's ``s_cfg`` layout) each
+    record's connection also enters a queue of frees whose head is a table 7 write
+    (:func:`rsp_free_write`, ``free_out``), popped by ``step``'s ``free_ready``."""
 
-    def __init__(self, done_layout):
+    def __init__(self, done_layout, *, cfg_lay=None, free_depth=0):
         super().__init__(RSP_FIFO_DEPTH)
         self.done_lay = done_layout
         self.ctr = [0] * len(ENG_CTR)
         self.reg_data = 0
+        self.cfg_lay = cfg_lay
+        self.free_q = SyncFifoModel(free_depth) if free_depth else None
+        self.frees = 0                  # table 7 writes taken by the RX (for the runs' figures)
+        self.free_max = 0               # the queue's highest level (MR-ENG-241)
 
-    def step(self, in_valid, item, out_ready, done_valid, done, reg_addr):
+    def busy(self):
+        return super().busy() or (self.free_q is not None and self.free_q.level > 0)
+
+    def free_out(self):
+        """MR-ENG-240: ``(valid, payload)`` of the queue's head table 7 write (both of state)."""
+        if self.free_q is None:
+            return 0, 0
+        return int(self.free_q.level > 0), rsp_free_write(self.cfg_lay, self.free_q.head)
+
+    def _free_push(self, conn):
+        """MR-ENG-241: the queue is never full when a record comes (a model error otherwise)."""
+        assert self.free_q.level < self.free_q.depth, "MR-ENG-241: RspJoin's free queue overflows"
+        return conn
+
+    def step(self, in_valid, item, out_ready, done_valid, done, reg_addr, free_ready=0):
         """One clock: the RX engine's item, the TX half's ``s_rsp.ready``, its ``m_rsp_done``
-        record and the register block's counter select."""
+        record, the register block's counter select and the RX's ready for the queue's head
+        free (``s_cfg_eng.ready`` and no row write of RdRows before it, MR-ENG-242)."""
         self.reg_data = self.ctr[reg_addr] if reg_addr < len(self.ctr) else 0
         push = bool(in_valid) and self.in_ready()
         self.q.update(out_ready, push, item)
         mask = (1 << 64) - 1
         if push:
             self.ctr[ENG_CTR["rsp_items"]] = (self.ctr[ENG_CTR["rsp_items"]] + 1) & mask
+        rec = unpack(self.done_lay, done) if done_valid else None
         if done_valid:
-            k = ENG_CTR["rsp_failed"] if unpack(self.done_lay, done)["status"] else ENG_CTR["rsp_done"]
+            k = ENG_CTR["rsp_failed"] if rec["status"] else ENG_CTR["rsp_done"]
             self.ctr[k] = (self.ctr[k] + 1) & mask
+        if self.free_q is not None:
+            pop = bool(free_ready) and self.free_q.level > 0
+            self.frees += int(pop)
+            conn = self._free_push(rec["conn"]) if done_valid else 0
+            self.free_q.update(pop, done_valid, conn)
+            self.free_max = max(self.free_max, self.free_q.level)
 
 
 def _field_offset(layout, name):
@@ -720,19 +767,24 @@ class EngineModel:
     """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``."""
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
-                 outstanding=32, cq_join=True, **tx_kw):
+                 outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         self.width = width
+        # MR-ENG-239: the responder resources at the RX (None: unbounded, no frees, as before)
+        self.max_rd_atomic = max_rd_atomic
         self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True, rd_rows=True, atomics=True)
+                                responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic)
         streams = kw.pop("streams")
         self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True, **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
-        self.rsp = RspJoinModel(lay.sched.rsp_done)
+        # MR-ENG-240/241: the TX half's m_rsp_done records also free the RX's resources
+        self.rsp = (RspJoinModel(lay.sched.rsp_done, cfg_lay=self.rx.lay.cfg,
+                                 free_depth=rsp_free_depth(conns, max_rd_atomic))
+                    if max_rd_atomic is not None else RspJoinModel(lay.sched.rsp_done))
         # MR-ENG-148: the outstanding-read rows written by the engine
         self.rd = RdRowsModel(conns, streams, self.rx.lay, lay.sched.rd, self.rx.lay.cqe, lay.sched.cqe,
                               join=cq_join)
@@ -810,6 +862,11 @@ class EngineModel:
             rx_cqe_ready = 1 if to_join else rx_cqe_ready
         tx_out = self.tx.step(tx_in)
         cfg_valid, cfg_pay = self.rd.out()
+        # MR-ENG-242: RdRows' row write first, then the queue's head free (both of state)
+        free_valid, free_pay = self.rsp.free_out()
+        free_first = bool(free_valid and not cfg_valid)
+        if free_first:
+            cfg_valid, cfg_pay = free_valid, free_pay
         rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
                                "m_ack__ready": fo["s_desc__ready"], "tx_reg_data": tx_out["reg_data"],
                                "m_rsp__ready": self.rsp.in_ready(), "eng_reg_data": self.rsp.reg_data,
@@ -824,7 +881,7 @@ class EngineModel:
                          rx_out["m_cqe__valid"] and to_join, rx_out["m_cqe__payload"],
                          g("m_tx_cqe__ready", 0))
         self.rd.step(tx_out["m_rd__valid"], tx_out["m_rd__payload"], rd_ready,
-                     rx_out["s_cfg_eng__ready"],
+                     rx_out["s_cfg_eng__ready"] and not free_first,
                      rx_out["m_cqe__valid"] and g("m_cqe__ready", 0), rx_out["m_cqe__payload"],
                      tx_out["m_cqe__valid"] and g("m_tx_cqe__ready", 0), tx_out["m_cqe__payload"],
                      (wr_head >> self.wr_op_at) & 7,       # MR-ENG-168: s_wr's op
@@ -832,7 +889,8 @@ class EngineModel:
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
         self.rsp.step(rx_out["m_rsp__valid"], rx_out["m_rsp__payload"], tx_out["s_rsp__ready"],
-                      tx_out["m_rsp_done__valid"], tx_out["m_rsp_done__payload"], ro["eng_reg_addr"])
+                      tx_out["m_rsp_done__valid"], tx_out["m_rsp_done__payload"], ro["eng_reg_addr"],
+                      free_ready=free_first and rx_out["s_cfg_eng__ready"])
         out_valid = rx_out["m_ack__valid"]
         out_desc = self.ack_out.desc(rx_out["m_ack__payload"]) if out_valid else 0
         self.ack_out.step(g("s_cfg__valid", 0), g("s_cfg__payload", 0))

@@ -385,6 +385,14 @@ def test_engine_model_loopback_many_reads():
     assert not drv.res["rx_cqe"] and m.cq.joined == 16 and m.cq.unmatched == 0
     want = ce.completions_by_stream([(w["stream"], w["wr_id"], 0, 2, w["length"]) for w in drv.items])
     assert ce.completions_by_stream(drv.completions()) == want
+    # MR-ENG-246: the responder resources on (max_rd_atomic 8): the engine's 4 READs in flight
+    # take them without an RNR, and every response's record frees its resource (MR-ENG-240)
+    from metaroce.models.rx import RxCode
+    from test_engine_resources import drain_frees
+    drain_frees(drv, m)
+    rx = m.rx.rx.rx
+    assert rx.max_rd_atomic == 8 and rx.counters[RxCode.RNR] == 0 and not any(rx.rsp_used.values())
+    assert m.rsp.ctr[0] == m.rsp.ctr[1] == m.rsp.frees == 16 and m.rsp.free_max >= 1
 
 
 def test_engine_model_two_records_without_the_join():
@@ -703,6 +711,10 @@ def test_engine_model_loopback_atomics():
     assert r["atomics"] == r["executions"] == m.rx.atom.executed == 16 and r["lost"] > 0
     got = cl.counters["eng"]
     assert got == list(m.rsp.ctr) + m.rx.atom.ctr and got[3:6] == [16, 0, 0] and got[6] >= 16, got
+    # MR-ENG-246: each atomic took a responder resource, freed by its response's record
+    from test_engine_resources import drain_frees
+    drain_frees(cl, m)
+    assert m.rsp.frees == 16 and not any(m.rx.rx.rx.rsp_used.values())
 
 
 def test_engine_model_loopback_atomics_negative_control():
@@ -764,7 +776,8 @@ def test_engine_endpoint_atomics_negative_control():
 
 @pytest.mark.slow       # about 4 minutes of the engine model on the loaded machine
 def test_engine_fatal_nak_beyond_the_slots(monkeypatch):
-    """MR-ENG-236, MR-ENG-237 (the negative side of MR-ENG-157): the endpoint posting 24 READs
+    """MR-ENG-236, MR-ENG-237 (the negative side of MR-ENG-157), MR-ENG-250 (the responder
+    resources on, the default, relax nothing): the endpoint posting 24 READs
     of the engine's memory with its default message bound (8): the RX NAKs the READ beyond its
     stream's slots INVALID_REQUEST before its PSN is accepted (counter msg_slots), the NAK is
     fatal at the endpoint (MR-ERR-003) and the transfer does not complete: the cosim's
