@@ -210,9 +210,9 @@ class TxJoinModel:
     the frame builder) and the queue has room: both registers load (the template read then) and
     the queue is pushed in that cycle. S1 loads a request when it is empty or moving on: the
     skid's (MR-TX-229), else the port's; the port's goes to the skid when S1 does not load it,
-    and ``s_frame.ready`` is the skid's emptiness. MR-TX-192: a frame with payload also pushes its payload-source entry (``src``,
-    popped by the data path as its last payload beat goes to the frame builder); S1 moves on
-    only while that queue has room too."""
+    and ``s_frame.ready`` is the skid's emptiness. MR-TX-192: a frame with payload also pushes
+    its payload-source entry (``src``, popped by the data path as its last payload beat goes to
+    the frame builder); S1 moves on only while that queue has room too."""
 
     def __init__(self, lay: TxLayouts, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -225,8 +225,8 @@ class TxJoinModel:
         self.sk = None                  # MR-TX-229: the request in the skid before S1
 
     def busy(self):
-        return bool(self.s1 is not None or self.sk is not None or self.cmd[0] or self.desc[0] or self.ids.level
-                    or self.src.level)
+        return bool(self.s1 is not None or self.sk is not None or self.cmd[0] or self.desc[0]
+                    or self.ids.level or self.src.level)
 
     def _move(self, cmd_ready, desc_ready):
         return (self.s1 is not None and (not self.cmd[0] or bool(cmd_ready))
