@@ -97,7 +97,8 @@ class TxJoin(wiring.Component):
     the fork of a frame request into a read command and a frame descriptor, each in an output
     register (S2), and the commands' messages ``{conn, slot}`` in a queue (``m_id``, one per
     command in order, for the done records); MR-TX-192: the payload sources of the frames with
-    payload in a queue (``m_src``, one per such frame in order: the DMA's or the operands)."""
+    payload in a queue (``m_src``, one per such frame in order: the DMA's or the operands);
+    MR-TX-229: a skid register before S1 (``s_frame.ready`` from a flip-flop)."""
 
     def __init__(self, lay, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -136,9 +137,20 @@ class TxJoin(wiring.Component):
         # MR-TX-192: the payload sources (LUT RAM), pushed with the command for a frame with payload
         m.submodules.srcq = srcq = fifo.SyncFIFO(width=SRC_LAYOUT.size, depth=self.id_depth)
         take = s1_valid & cmd_free & desc_free & ids.w_rdy & srcq.w_rdy
-        m.d.comb += self.s_frame.ready.eq(~s1_valid | take)
-        inp = self.s_frame.payload
-        with m.If(self.s_frame.valid & self.s_frame.ready):
+        s1_free = ~s1_valid | take
+        # MR-TX-229: a skid register before S1; s_frame.ready is its emptiness (a flip-flop),
+        # so the scheduler's frame queue read no longer waits on S1's move (take); S1 loads
+        # from the skid when it holds a request, else from the port, under the same rule
+        sk = Signal(lay.sched.frame, name="frame_skid")
+        sk_valid = Signal(name="frame_skid_valid")
+        m.d.comb += self.s_frame.ready.eq(~sk_valid)
+        with m.If(~sk_valid):
+            m.d.sync += sk.eq(self.s_frame.payload)
+        in_valid = sk_valid | self.s_frame.valid
+        m.d.sync += sk_valid.eq(in_valid & ~s1_free)
+        inp = Signal(lay.sched.frame, name="s1_in")
+        m.d.comb += inp.eq(Mux(sk_valid, sk.as_value(), self.s_frame.payload.as_value()))
+        with m.If(in_valid & s1_free):
             # MR-TX-122: no carry crosses a piece in S1 (the request comes from the
             # scheduler's frame queue read); S2 resolves the carries between the pieces
             m.d.sync += [s1_valid.eq(1), fr.eq(inp)]

@@ -208,10 +208,11 @@ class TxJoinModel:
     messages (``ids``, popped by the done records). S1's request moves on when both output
     registers are empty or being taken (their consumers' readies are registers in the DMA and
     the frame builder) and the queue has room: both registers load (the template read then) and
-    the queue is pushed in that cycle. S1 takes a request (``s_frame.ready``) when it is empty or
-    moving on. MR-TX-192: a frame with payload also pushes its payload-source entry (``src``,
-    popped by the data path as its last payload beat goes to the frame builder); S1 moves on
-    only while that queue has room too."""
+    the queue is pushed in that cycle. S1 loads a request when it is empty or moving on: the
+    skid's (MR-TX-229), else the port's; the port's goes to the skid when S1 does not load it,
+    and ``s_frame.ready`` is the skid's emptiness. MR-TX-192: a frame with payload also pushes
+    its payload-source entry (``src``, popped by the data path as its last payload beat goes to
+    the frame builder); S1 moves on only while that queue has room too."""
 
     def __init__(self, lay: TxLayouts, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -221,18 +222,20 @@ class TxJoinModel:
         self.ids = SyncFifoModel(id_depth(outstanding))
         self.src = SyncFifoModel(id_depth(outstanding))         # MR-TX-192
         self.s1 = None                  # the request in S1
+        self.sk = None                  # MR-TX-229: the request in the skid before S1
 
     def busy(self):
-        return bool(self.s1 is not None or self.cmd[0] or self.desc[0] or self.ids.level
-                    or self.src.level)
+        return bool(self.s1 is not None or self.sk is not None or self.cmd[0] or self.desc[0]
+                    or self.ids.level or self.src.level)
 
     def _move(self, cmd_ready, desc_ready):
         return (self.s1 is not None and (not self.cmd[0] or bool(cmd_ready))
                 and (not self.desc[0] or bool(desc_ready)) and self.ids.level < self.ids.depth
                 and self.src.level < self.src.depth)
 
-    def frame_ready(self, cmd_ready, desc_ready):
-        return int(self.s1 is None or self._move(cmd_ready, desc_ready))
+    def frame_ready(self):
+        """MR-TX-229: ``s_frame.ready``, the skid's emptiness (a register)."""
+        return int(self.sk is None)
 
     def id_head(self):
         """The oldest command's message ``{conn, slot}`` (MR-TX-124)."""
@@ -243,10 +246,14 @@ class TxJoinModel:
         lay = self.lay
         take = self._move(cmd_ready, desc_ready)
         fr = self.s1 if take else None
-        if frame_valid and self.frame_ready(cmd_ready, desc_ready):
-            self.s1 = unpack(lay.sched.frame, frame_payload)
-        elif take:
-            self.s1 = None
+        # MR-TX-229: S1 loads (when empty or moving on) from the skid, else from the port; the
+        # port's request goes to the skid when S1 does not load and the skid is empty
+        port = unpack(lay.sched.frame, frame_payload) if frame_valid and self.sk is None else None
+        if self.s1 is None or take:
+            self.s1 = self.sk if self.sk is not None else port
+            self.sk = None
+        elif self.sk is None:
+            self.sk = port
         if take:
             t = self.tmpl[fr["conn"]]
             self.cmd = (1, pack(lay.cmd, cmd_of(fr)))
@@ -325,7 +332,7 @@ class TxDataCycleModel:
         pay_valid, pay, data_ready = self.payload(do, fo)
         moved = bool(pay_valid and fo["s_payload__ready"])
         last = moved and bool(unpack(payload_layout(self.width), pay)["last"])
-        frame_ready = self.join.frame_ready(do["s_cmd__ready"], fo["s_desc__ready"])
+        frame_ready = self.join.frame_ready()
         # MR-TX-124: the done record's error bit, its message and the frame's end
         err = unpack(self.dma.done, do["m_done__payload"])["error"]
         take_ok = self.debt != 0 or self.errq.level < ERR_DEPTH
@@ -431,8 +438,7 @@ class TxCycleModel:
                        "m_probe__ready": probe_ready,
                        "reg_addr": g("reg_addr", 0)})
         data = self.data
-        frame_ready = data.join.frame_ready(data.dma.outputs()["s_cmd__ready"],
-                                            data.fb.outputs()["s_desc__ready"])
+        frame_ready = data.join.frame_ready()          # MR-TX-229: a register
         fail_valid, fail = data.fail_outputs()
         so = sched.step({"s_wr__payload": g("s_wr__payload", 0), "s_wr__valid": g("s_wr__valid", 0),
                          "s_acked__payload": ro["m_acked__payload"], "s_acked__valid": ro["m_acked__valid"],

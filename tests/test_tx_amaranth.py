@@ -320,6 +320,105 @@ def test_data_path_atomics(width):
     assert drv.res["raw"] == xc.expected_data_frames(reqs, tmpls, drv.mem, 4)
 
 
+def _skid_run(tx_mod=None, seed=7):
+    """The data path under heavy backpressure (``m_axis`` ready in 40 % of the cycles, no idle
+    requests), so the join stage's S1 is held while the next request is offered: the skid's
+    traffic (MR-TX-229..231). ``tx_mod``: a module in place of ``hdl.tx`` (a wrong form)."""
+    from metaroce.models.dma_read_cases import Layout
+    from metaroce.tb.lockstep import run_amaranth as run
+    model = TxDataCycleModel(64, **_DATA)
+    mem = Layout(8192)
+    reqs = xc.data_requests(model.lay, 12, mem, seed=seed, max_len=200, atomics=0.3)
+    tmpls = xc.templates(2, 4)
+    drv = xc.DataDriver(model.lay, 64, reqs, mem, tmpls, seed=seed, p_idle=0.0, p_bp=0.6)
+    state = {"skid": 0, "held": 0}
+
+    def on_cycle(cycle, ins, outs):
+        state["skid"] += model.join.sk is not None
+        state["held"] += bool(ins["s_frame__valid"] and not outs["s_frame__ready"])
+    data = (tx_mod.TxData if tx_mod else TxData)(64, **_DATA)
+    core = run(data, model, drv, busy=model.busy, on_cycle=on_cycle)
+    return core, drv, reqs, tmpls, state
+
+
+def test_data_path_frame_skid():
+    """MR-TX-229..231: the skid before the join stage's S1 under backpressure: 0 mismatches
+    (``s_frame.ready`` the skid's emptiness), the skid filled and the port held not ready in
+    some cycles, every frame the frame builder's bytes of its request, in order."""
+    core, drv, reqs, tmpls, state = _skid_run()
+    assert core.mismatches == 0
+    assert state["skid"] >= 10 and state["held"] >= 5, state
+    assert drv.res["raw"] == xc.expected_data_frames(reqs, tmpls, drv.mem, 4)
+
+
+#: MR-TX-231's wrong forms: the old ready (S1 empty or moving on: the skid never fills, so
+#: the port's ready differs from the model's), S1 loaded from the port past a held skid request
+FRAME_SKID_WRONG = {
+    "ready_from_take": ("m.d.comb += self.s_frame.ready.eq(~sk_valid)",
+                        "m.d.comb += self.s_frame.ready.eq(s1_free & ~sk_valid)"),
+    "port_past_skid": ("Mux(sk_valid, sk.as_value(), self.s_frame.payload.as_value())",
+                       "self.s_frame.payload.as_value()"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(FRAME_SKID_WRONG))
+def test_data_path_frame_skid_wrong_forms_fail(wrong):
+    """MR-TX-231: each wrong form of the skid, in place of the RTL, fails the lockstep of
+    ``test_data_path_frame_skid``."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    mod = wrong_form("tx", *FRAME_SKID_WRONG[wrong])
+    with pytest.raises(Mismatch):
+        _skid_run(mod)
+
+
+def _old_join(model):
+    """MR-TX-230's reference: ``model``'s join stage without the skid (``s_frame.ready`` = S1
+    empty or moving on, a request taken only into S1), the form before MR-TX-229."""
+    j, dm, fbm = model.data.join, model.data.dma, model.data.fb
+    j.frame_ready = lambda: int(j.s1 is None or j._move(dm.outputs()["s_cmd__ready"],
+                                                          fbm.outputs()["s_desc__ready"]))
+    step = j.step
+
+    def old_step(fv, fp, cv, cp, cmd_ready, desc_ready, *rest):
+        free = j.s1 is None or j._move(cmd_ready, desc_ready)
+        return step(int(fv and free), fp, cv, cp, cmd_ready, desc_ready, *rest)
+    j.step = old_step
+
+
+def _axis_trace(old, seed, n, loss, max_len):
+    sem = sched_sem(SMALL)
+    items, lay = xc.traffic(sem, n, seed=seed, max_len=max_len)
+    model = TxCycleModel(64, **SMALL)
+    if old:
+        _old_join(model)
+    trace, skid = [], [0]
+    step = model.step
+
+    def traced(inp):
+        out = step(inp)
+        skid[0] += model.data.join.sk is not None
+        trace.append(tuple(out[k] for k in sorted(out) if k.startswith("m_axis")))
+        return out
+    model.step = traced
+    drv = xc.run_model(model, items, lay, xc.templates(2, 4), seed=seed, loss=loss)
+    xc.check(sem, items, drv)
+    return trace, skid[0]
+
+
+def test_model_frame_skid_same_frames():
+    """MR-TX-230: the TX model with the join stage's skid against the same model without it
+    (``_old_join``), 30 work requests at 30 % loss: the skid holds a request in many cycles, and
+    every ``m_axis`` beat leaves in the same cycle (the scheduler's frame queue does not fill in
+    this traffic); the reference's own check: its skid never holds a request. And where the
+    queue fills (40 work requests up to 4,000 bytes, seed 7) the frames leave at other cycles,
+    every work request still completing (``tx_cases.check``): the comparison sees a change."""
+    new, skid = _axis_trace(False, 5, 30, 0.3, 2500)
+    old, old_skid = _axis_trace(True, 5, 30, 0.3, 2500)
+    assert skid >= 500 and old_skid == 0
+    assert new == old
+    assert _axis_trace(False, 7, 40, 0.15, 4000)[0] != _axis_trace(True, 7, 40, 0.15, 4000)[0]
+
+
 def _data_frames_match(drv, reqs, tmpls, paths=4):
     want = xc.expected_data_frames(reqs, tmpls, drv.mem, paths)
     assert len(drv.res["raw"]) == len(want)
