@@ -312,20 +312,8 @@ class FrameDriver(Driver):
     (``mtu_wl``, ``line_mbps``)."""
 
     def __init__(self, lay, items, config, *, seed=0, p_idle=0.2, p_bp=0.3):
-        self.lay = lay
-        self.rng = random.Random(seed)
-        self.items = list(items)
-        self.config = dict(config)
-        self.p_idle, self.p_bp = p_idle, p_bp
-        self.i = 0
-        self.cycle = 0
-        self.n_counters = 0
-        self.read_counters = False
-        self.quiet_cycles = 3
-        self.limit = 1_000 + 60 * len(self.items)
+        super().__init__(lay, items, config, seed=seed, p_idle=p_idle, p_bp=p_bp)
         self.res = {"taken": [], "turns": []}
-        self._offer = None
-        self._readout_reset()
 
     @property
     def sent_all(self):
