@@ -252,10 +252,7 @@ class EngineRx(wiring.Component):
         wiring.connect(m, pack.m_payload, rx.s_payload)
         if self.rd_rows:
             # MR-ENG-149: the engine's row write before the host's (a mux, no register)
-            e, h, c = self.s_cfg_eng, regs.m_cfg, rx.s_cfg
-            m.d.comb += [c.valid.eq(e.valid | h.valid),
-                         c.payload.eq(Mux(e.valid, e.payload.as_value(), h.payload.as_value())),
-                         e.ready.eq(c.ready), h.ready.eq(c.ready & ~e.valid)]
+            _first_of_two(m, self.s_cfg_eng, regs.m_cfg, rx.s_cfg)
         else:
             wiring.connect(m, regs.m_cfg, rx.s_cfg)
         if self.atomics:
@@ -296,6 +293,14 @@ class EngineRx(wiring.Component):
         if self.tx_counters:
             m.d.comb += [self.tx_reg_addr.eq(regs.tx_reg_addr), regs.tx_reg_data.eq(self.tx_reg_data)]
         return m
+
+
+def _first_of_two(m, first, second, out):
+    """Two streams into ``out``, ``first`` before ``second`` (a mux, no register): ``second``
+    is taken only in a cycle ``first`` offers nothing (MR-ENG-149, MR-ENG-242)."""
+    m.d.comb += [out.valid.eq(first.valid | second.valid),
+                 out.payload.eq(Mux(first.valid, first.payload.as_value(), second.payload.as_value())),
+                 first.ready.eq(out.ready), second.ready.eq(out.ready & ~first.valid)]
 
 
 def engine_rx_256x4(width=512, **kw):
@@ -805,10 +810,7 @@ class Engine(wiring.Component):
                      tx.s_wr.payload.eq(wq.r_data), wq.r_en.eq(tx.s_wr.ready & ~wr_hold)]
         if free_depth:
             # MR-ENG-242: RdRows' row write before the queue's free (a mux of state, no register)
-            r, f, e = rdr.m_cfg, rsp.m_free, rxh.s_cfg_eng
-            m.d.comb += [e.valid.eq(r.valid | f.valid),
-                         e.payload.eq(Mux(r.valid, r.payload.as_value(), f.payload.as_value())),
-                         r.ready.eq(e.ready), f.ready.eq(e.ready & ~r.valid)]
+            _first_of_two(m, rdr.m_cfg, rsp.m_free, rxh.s_cfg_eng)
         else:
             wiring.connect(m, rdr.m_cfg, rxh.s_cfg_eng)
         if self.cq_join:
