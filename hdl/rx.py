@@ -790,39 +790,45 @@ class Rx(wiring.Component):
             sv_parts = []
             _registered_row(m, "slotv", sv_rd, sv_wr, Mux(advance, sv_addr2, sv_addr3), advance,
                             [(sv_now, sv_of(msg_wr.data))], reread=True, rd_data=sv_data, parts=sv_parts)
-            sv_base, sv_in = (data.View(sv_lay, v) for v in sv_parts)
+            sv_base = data.View(sv_lay, sv_parts[0])
             # MR-RX-200..203: the verdict's terms, taken in S3 from the row as it is registered
             # (the relations the S4 form took from that register) and registered with the record,
             # so S4 only selects among registers by S5's run. S3's record against the row's next:
             # d = msg - next; equal to j (j < 2 msg_slots), to 2^31 + i (i <= msg_slots), its
-            # sign. The next loaded is S5's write's (S5's row's next + its run's length k: d - k,
-            # from one difference and constants, per k) or, without it, one from registers and the
-            # read (the forward, the read, a configuration write's)
+            # sign; and the slot of S3's message: valid, another msg_len or kind. Per candidate
+            # row (the forward or the read; this cycle's write: S5's, whose next is S5's row's
+            # next + its run's length k, so d - k per k, or a configuration write's), the write's
+            # select applied last (MR-RX-201)
             sv_s5_rec, sv_s5_next, sv_cfg_next = Signal(), Signal(32), Signal(32)     # driven below
             sv_s5_len = Signal(n_slots + 1)     # S5's run's length, one-hot (driven below)
             s3_msg = s3_carry.msg
-            sv_from_s5 = sv_now & sv_s5_rec
-            sv_d_a, sv_d_b = Signal(32), Signal(32)
-            m.d.comb += [sv_d_a.eq(s3_msg - Mux(sv_now, sv_cfg_next, sv_base.next)),
-                         sv_d_b.eq(s3_msg - sv_s5_next)]
+            sv_d_base, sv_d_cfg, sv_d_s5 = Signal(32), Signal(32), Signal(32)
+            m.d.comb += [sv_d_base.eq(s3_msg - sv_base.next), sv_d_cfg.eq(s3_msg - sv_cfg_next),
+                         sv_d_s5.eq(s3_msg - sv_s5_next)]
             lens = [(k, sv_s5_len[k] if SV_S5_RUN else Const(int(k == 0), 1)) for k in range(n_slots + 1)]
+            sv_wr_row = data.View(sv_lay, sv_of(msg_wr.data))
+
+            def sv_slot_of(row):
+                return data.View(sv_slot_lay, _pick([row.slots[j].as_value() for j in range(n_slots)],
+                                                    s3_msg[:slot_bits]) if slot_bits else row.slots[0].as_value())
+
+            def sv_slot_terms(row):
+                slot = sv_slot_of(row)
+                return Cat(slot.valid, (slot.msg_len != s3_carry.msg_len) | (slot.kind != s3_carry.kind))
 
             def sv_term(test):
-                """The term of the loaded next: S5's write's per run length k, else the other's."""
-                return Mux(sv_from_s5, Cat(*[on & test(sv_d_b, k) for k, on in lens]).any(), test(sv_d_a, 0))
+                """The term per candidate, chosen last by this cycle's write (the deep selects):
+                S5's write's per its run's length k, a configuration write's, else the base's."""
+                s5 = Cat(*[on & test(sv_d_s5, k) for k, on in lens]).any()
+                return Mux(sv_now, Mux(sv_s5_rec, s5, test(sv_d_cfg, 0)), test(sv_d_base, 0))
             sv_eq = [Signal(name=f"sv_eq{j}") for j in range(2 * n_slots)]
             sv_eqh = [Signal(name=f"sv_eqh{i}") for i in range(n_slots + 1)]
             sv_neg, sv_valid, sv_ne = Signal(), Signal(), Signal()
-            # the slot of S3's message in the row as loaded (S5's write's slots: its msg_len and
-            # kind need no run; a slot its run delivers is empty) against S3's msg_len and kind
-            sv3_slot = data.View(sv_slot_lay, _pick([sv_in.slots[j].as_value() for j in range(n_slots)],
-                                                    s3_msg[:slot_bits]) if slot_bits else sv_in.slots[0].as_value())
             with m.If(advance):
                 m.d.sync += [*[e.eq(sv_term(lambda d, k, j=j: d == j + k)) for j, e in enumerate(sv_eq)],
                              *[e.eq(sv_term(lambda d, k, i=i: d == (1 << 31) + i + k)) for i, e in enumerate(sv_eqh)],
                              sv_neg.eq(sv_term(lambda d, k: (d - k)[31])),
-                             sv_valid.eq(sv3_slot.valid),
-                             sv_ne.eq((sv3_slot.msg_len != s3_carry.msg_len) | (sv3_slot.kind != s3_carry.kind))]
+                             Cat(sv_valid, sv_ne).eq(Mux(sv_now, sv_slot_terms(sv_wr_row), sv_slot_terms(sv_base)))]
             # S4's record against S5's (the record ahead): the same message, another msg_len or kind
             y_msg_eq, y_hdr_ne = Signal(), Signal()
             with m.If(advance):
