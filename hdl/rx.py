@@ -184,6 +184,9 @@ def _window_tests(psn, psn_hi_m1, cum, high):
 #: write instead. The connection, key, receive and READ tables are not among them: a record
 #: taken in the cycle a configuration write changes its row uses the old row (MR-RX-042).
 COLLISION_X_TABLES = frozenset({"path", "msg", "rds", "slotv"})
+# MR-RX-201: S3's verdict terms for S5's write take its run's length (False: a wrong form that
+# ignores it, for the negative control)
+SV_S5_RUN = True
 
 
 def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=None):
@@ -208,7 +211,8 @@ def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=No
     return rd, wr, data
 
 
-def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None, late=None):
+def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None, late=None,
+                    parts=None):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
@@ -220,7 +224,8 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     MR-RX-138: with ``late`` (``(en, addr, data)``, this cycle's write, which the port's
     registers perform in the next cycle) the write of the cycle before is ``late``'s when it hit
     the address read, else the port's (``late``'s of two cycles before), chosen as the read is
-    made: one forward register either way."""
+    made: one forward register either way. MR-RX-200: ``parts`` (a list) receives the value the
+    register loads before this cycle's writes (from registers and the read) and with them."""
     row = Signal(len(rd.data), name=f"{name}_row")
     fwd_prev, fwd_data = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_fwd_data")
     read = Const(1, 1) if reread else advance
@@ -233,8 +238,11 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     with m.If(read):
         m.d.sync += [fwd_prev.eq(hit), fwd_data.eq(data)]
     value = Mux(fwd_prev, fwd_data, rd.data if rd_data is None else rd_data)
+    base = value
     for cond, wdata in reversed(now):
         value = Mux(cond, wdata, value)
+    if parts is not None:
+        parts += [base, value]
     with m.If(advance if load is None else advance | load):
         m.d.sync += row.eq(value)
     return row
@@ -779,39 +787,64 @@ class Rx(wiring.Component):
             # this cycle's write of S3's row: S5's record's (the record two ahead) or a configuration
             # write (never both, MR-RX-060's cfg_ready)
             sv_now = msg_wr.en & (msg_wr.addr == sv_addr3)
-            sv = data.View(sv_lay, _registered_row(m, "slotv", sv_rd, sv_wr, Mux(advance, sv_addr2, sv_addr3), advance,
-                                                   [(sv_now, sv_of(msg_wr.data))], reread=True, rd_data=sv_data))
-            # S4's message number less j (j < 2 msg_slots) and less 2^31 + i (i <= msg_slots), for
-            # equalities with the row's next; S4's record against S5's (the record ahead): the
-            # same message, another msg_len or kind
-            sv_minus = [Signal(32, name=f"sv_minus{j}") for j in range(2 * n_slots)]
-            sv_half = [Signal(32, name=f"sv_half{i}") for i in range(n_slots + 1)]
-            y_msg_eq, y_hdr_ne = Signal(), Signal()
-            with m.If(advance):
-                m.d.sync += [*[r.eq(s3_carry.msg - j) for j, r in enumerate(sv_minus)],
-                             *[r.eq(s3_carry.msg - (1 << 31) - i) for i, r in enumerate(sv_half)],
-                             y_msg_eq.eq(s3_carry.msg == s4_carry.msg),
-                             y_hdr_ne.eq((s3_carry.msg_len != s4_carry.msg_len) | (s3_carry.kind != s4_carry.kind))]
+            sv_parts = []
+            _registered_row(m, "slotv", sv_rd, sv_wr, Mux(advance, sv_addr2, sv_addr3), advance,
+                            [(sv_now, sv_of(msg_wr.data))], reread=True, rd_data=sv_data, parts=sv_parts)
+            sv_base = data.View(sv_lay, sv_parts[0])
+            # MR-RX-200..203: the verdict's terms, taken in S3 from the row as it is registered
+            # (the relations the S4 form took from that register) and registered with the record,
+            # so S4 only selects among registers by S5's run. S3's record against the row's next:
+            # d = msg - next; equal to j (j < 2 msg_slots), to 2^31 + i (i <= msg_slots), its
+            # sign; and the slot of S3's message: valid, another msg_len or kind. Per candidate
+            # row (the forward or the read; this cycle's write: S5's, whose next is S5's row's
+            # next + its run's length k, so d - k per k, or a configuration write's), the write's
+            # select applied last (MR-RX-201)
+            sv_s5_rec, sv_s5_next, sv_cfg_next = Signal(), Signal(32), Signal(32)     # driven below
+            sv_s5_len = Signal(n_slots + 1)     # S5's run's length, one-hot (driven below)
+            s3_msg = s3_carry.msg
+            sv_d_base, sv_d_cfg, sv_d_s5 = Signal(32), Signal(32), Signal(32)
+            m.d.comb += [sv_d_base.eq(s3_msg - sv_base.next), sv_d_cfg.eq(s3_msg - sv_cfg_next),
+                         sv_d_s5.eq(s3_msg - sv_s5_next)]
+            lens = [(k, sv_s5_len[k] if SV_S5_RUN else Const(int(k == 0), 1)) for k in range(n_slots + 1)]
+            sv_wr_row = data.View(sv_lay, sv_of(msg_wr.data))
+
+            def sv_slot_of(row):
+                return data.View(sv_slot_lay, _pick([row.slots[j].as_value() for j in range(n_slots)],
+                                                    s3_msg[:slot_bits]) if slot_bits else row.slots[0].as_value())
+
+            def sv_slot_terms(row):
+                slot = sv_slot_of(row)
+                return Cat(slot.valid, (slot.msg_len != s3_carry.msg_len) | (slot.kind != s3_carry.kind))
+
+            def sv_term(test):
+                """The term per candidate, chosen last by this cycle's write (the deep selects):
+                S5's write's per its run's length k, a configuration write's, else the base's."""
+                s5 = Cat(*[on & test(sv_d_s5, k) for k, on in lens]).any()
+                return Mux(sv_now, Mux(sv_s5_rec, s5, test(sv_d_cfg, 0)), test(sv_d_base, 0))
             sv_eq = [Signal(name=f"sv_eq{j}") for j in range(2 * n_slots)]
             sv_eqh = [Signal(name=f"sv_eqh{i}") for i in range(n_slots + 1)]
-            m.d.comb += [*[e.eq(sv_minus[j] == sv.next) for j, e in enumerate(sv_eq)],
-                         *[e.eq(sv_half[i] == sv.next) for i, e in enumerate(sv_eqh)]]
-            sv_d = Signal(32)
-            m.d.comb += sv_d.eq(s4_carry.msg - sv.next)
+            sv_neg, sv_valid, sv_ne = Signal(), Signal(), Signal()
+            with m.If(advance):
+                m.d.sync += [*[e.eq(sv_term(lambda d, k, j=j: d == j + k)) for j, e in enumerate(sv_eq)],
+                             *[e.eq(sv_term(lambda d, k, i=i: d == (1 << 31) + i + k)) for i, e in enumerate(sv_eqh)],
+                             sv_neg.eq(sv_term(lambda d, k: (d - k)[31])),
+                             Cat(sv_valid, sv_ne).eq(Mux(sv_now, sv_slot_terms(sv_wr_row), sv_slot_terms(sv_base)))]
+            # S4's record against S5's (the record ahead): the same message, another msg_len or kind
+            y_msg_eq, y_hdr_ne = Signal(), Signal()
+            with m.If(advance):
+                m.d.sync += [y_msg_eq.eq(s3_carry.msg == s4_carry.msg),
+                             y_hdr_ne.eq((s3_carry.msg_len != s4_carry.msg_len) | (s3_carry.kind != s4_carry.kind))]
             # after S5's write: next' = next + k, d' = d - k. Delivered (seq_lt32(msg, next')): d < k,
             # or d in (2^31 + k, 2^32); within the slots: k <= d < k + msg_slots
             sv_lt_k = Cat(*[sv_eq[j] & y_run[j] for j in range(n_slots)]).any()
             sv_edge = Cat(*[sv_eqh[i] & (Const(1, 1) if i == 0 else y_run[i - 1]) for i in range(n_slots + 1)]).any()
-            sv_behind = sv_lt_k | (sv_d[31] & ~sv_edge)
+            sv_behind = sv_lt_k | (sv_neg & ~sv_edge)
             sv_win = Cat(*[sv_eq[j] & ~y_run[j] if j < n_slots else sv_eq[j] & y_run[j - n_slots]
                            for j in range(2 * n_slots)]).any()
             # within the slots and at or after next (not freed by S5's delivery): the slot's message
             # (S5's record's when it is the same message) against S4's msg_len and kind
             sv_old = Cat(*[sv_eq[j] & ~y_run[j] for j in range(n_slots)]).any()
-            sv_slot = data.View(sv_slot_lay, _pick([sv.slots[j].as_value() for j in range(n_slots)],
-                                                   s4_carry.msg[:slot_bits]) if slot_bits else sv.slots[0].as_value())
-            sv_ne = (sv_slot.msg_len != s4_carry.msg_len) | (sv_slot.kind != s4_carry.kind)
-            sv_mism = Mux(y_take & y_msg_eq, y_hdr_ne, sv_slot.valid & sv_ne)
+            sv_mism = Mux(y_take & y_msg_eq, y_hdr_ne, sv_valid & sv_ne)
             sv_beyond = ~sv_behind & ~sv_win
             # a READ response has no message slot (MR-RX-112); a timer event none either
             sv_refused = ~s4_carry.read & (sv_beyond | (sv_old & sv_mism))
@@ -839,7 +872,7 @@ class Rx(wiring.Component):
             rsc_full = Mux(rsc_ahead, rsc_cnt >= n_rsc - 1, rsc_cnt >= n_rsc)
             # a fresh slot: within the slots after S5's write and the slot empty (neither held
             # in the table nor taken by S5's record of the same message)
-            rsc_fresh = sv_win & ~(sv_old & (sv_slot.valid | (y_take & y_msg_eq)))
+            rsc_fresh = sv_win & ~(sv_old & (sv_valid | (y_take & y_msg_eq)))
             rsc_req = ~s4_carry.read & ~s4_carry.timer & s4_carry.kind[2] & rsc_fresh
             rsc_rnr = rsc_req & ~sv_refused & rsc_full
             rsc_take = rsc_req
@@ -1282,6 +1315,13 @@ class Rx(wiring.Component):
         m.d.comb += m_fwd_now.eq(m_step & m_new & m_same)
         # MR-RX-169: this write and its delivery run, for S4's slot verdict
         m.d.comb += [y_take.eq(m_step & m_new & m_same), y_run.eq(Cat(*[r & y_take for r in run]))]
+        if self.slot_nak:
+            # MR-RX-201: S5's write for the verdict's S3 terms: its row's next and run length (a
+            # prefix: one-hot from adjacent bits), and a configuration write's next
+            m.d.comb += [sv_s5_rec.eq(s5_msg_rec), sv_s5_next.eq(mrow.next), sv_cfg_next.eq(cfg.data[:32]),
+                         sv_s5_len.eq(Cat(*[(Const(1, 1) if k == 0 else run[k - 1]) & (Const(1, 1) if k == n_slots
+                                                                                      else ~run[k])
+                                            for k in range(n_slots + 1)]))]
         if self.max_rd_atomic is not None:
             # MR-RX-189: the count table's one write port: S5's taking record (count + 1, from S4's
             # register) or a table 7 write (count - 1, not below 0, from the asynchronous read

@@ -69,7 +69,7 @@ def test_message_cases_with_slot_nak():
 
 @pytest.mark.parametrize("p_idle,p_bp", [(0.0, 0.0), (0.2, 0.4)])
 def test_rtl_slot_verdict(p_idle, p_bp):
-    """MR-RX-169..171, MR-RX-070: the RTL with ``slot_nak`` in lockstep with the cycle model
+    """MR-RX-169..171, MR-RX-070, MR-RX-200..202: the RTL with ``slot_nak`` in lockstep with the cycle model
     (Amaranth, the verdict table poisoned on reads that meet a write, MR-RX-119): the slot
     cases and the message cases, back to back (the verdict of a record behind the chunk that
     opens its message or delivers the messages before it) and with idle cycles and
@@ -82,6 +82,20 @@ def test_rtl_slot_verdict(p_idle, p_bp):
     res = run_lockstep(64, s2, rc.message_cases(s2, slot_nak=True), seed=5, p_idle=p_idle, p_bp=p_bp,
                        slot_nak=True)
     assert res["counters"][CTR_MSG_REFUSED] == 2
+
+
+def test_rtl_slot_verdict_terms_catch_no_run(monkeypatch):
+    """MR-RX-203 (negative control): with S3's verdict terms for S5's write taken as if its
+    run delivered nothing (`hdl.rx.SV_S5_RUN` off: next' = S5's row's next), the back-to-back
+    lockstep of test_rtl_slot_verdict (the message brought within the slots by the delivery
+    of the record two ahead) fails, so that test checks the run's length in the S3 terms."""
+    import metaroce.hdl.rx as hdl_rx
+    from test_rx_amaranth import run_lockstep
+    from metaroce.tb.lockstep import Mismatch
+    monkeypatch.setattr(hdl_rx, "SV_S5_RUN", False)
+    _, s, cases = _cases(3)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=4, p_idle=0.0, p_bp=0.0, slot_nak=True, share=False)
 
 
 def test_slot_nak_on_by_default():
