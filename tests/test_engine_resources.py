@@ -76,10 +76,10 @@ def test_engine_default_resources():
 
 
 def test_engine_offer_and_requester_check():
-    """MR-ENG-253, MR-ENG-256: the engine's offer at a connection's open is its build's: the
+    """MR-ENG-253, MR-ENG-256, MR-ENG-257: the engine's offer at a connection's open is its build's: the
     RX's ``max_rd_atomic`` (8; None built without the count) and its message slots (2 a stream)
     as ``max_rx_msgs``; the cosim's endpoint agrees from it ``max_tx_msgs`` 2 (MR-ENG-157's
-    value, no longer set by hand) and the depth 8. As requester the engine keeps at most
+    value, no longer set by hand: MR-ENG-257's runs unchanged) and the depth 8. As requester the engine keeps at most
     ``rd_slots x streams`` (2 x 2 = 4) READs and atomics of a connection in flight (MR-ENG-150),
     a build parameter: its check refuses a peer offering fewer responder resources (ValueError)
     and passes the endpoint's 8 and a peer's 4."""

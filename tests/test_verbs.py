@@ -476,7 +476,7 @@ def _agreed_pair(offer_b, **kw):
 
 @pytest.mark.parametrize("agree", [True, False])
 def test_initiator_depth_bound(agree):
-    """MR-VERB-014, MR-VERB-015: ``a`` posts 8 READs on 4 streams to ``b`` with 2 responder
+    """MR-VERB-014..016: ``a`` posts 8 READs on 4 streams to ``b`` with 2 responder
     resources. Connected with ``b``'s offer, ``a``'s initiator depth is 2: after every frame it
     sends, at most 2 READs are started and not answered (the others wait, unsent), the peak is
     2, and every READ completes with success, none failed by RNR retries. Negative control
@@ -509,7 +509,7 @@ def test_initiator_depth_bound(agree):
 
 
 def test_initiator_depth_atomics():
-    """MR-VERB-014: atomics count in the initiator depth with READs: an endpoint of depth 1
+    """MR-VERB-014, MR-VERB-016: atomics count in the initiator depth with READs: an endpoint of depth 1
     (its own ``max_init_rd_atomic``, no offer) keeps one of its 6 fetch-adds on 3 streams in
     flight at a time; each executes once (the sum), each completes."""
     a, b, ca, cb = pair(streams=3, max_init_rd_atomic=1)
@@ -535,7 +535,7 @@ def test_initiator_depth_atomics():
 
 
 def test_open_limits_agreement():
-    """MR-VERB-015: ``protocol.open_limits``: ``max_tx_msgs`` the smaller of the own and the
+    """MR-VERB-015, MR-VERB-016: ``protocol.open_limits``: ``max_tx_msgs`` the smaller of the own and the
     peer's ``max_rx_msgs``, the initiator depth the smaller of the own and the peer's
     ``max_rd_atomic``; None on a side: no bound from it; no offer: the own values; a bound below
     1 or not an integer a ValueError. ``Endpoint.open_offer`` is its ``max_rd_atomic`` and
