@@ -393,16 +393,15 @@ class Connection:
     # attribute possible (tests, probes).
     __slots__ = ("ack_loss", "announce_due", "answered", "blind_bytes", "blind_t0", "cut_debt",
                  "cut_end", "cut_left", "cwnd_sum", "ep", "free_slots", "head_twin", "held",
-                 "in_ready", "inflight", "init_psn", "last_ece", "last_progress", "last_tx",
-                 "last_wl", "local_id", "msg_next", "n_streams", "pace_until", "path_floor",
+                 "in_ready", "inflight", "init_psn", "init_rd_atomic", "last_ece", "last_progress",
+                 "last_tx", "last_wl", "local_id", "msg_next", "n_streams", "pace_until", "path_floor",
                  "paths", "peer_addr", "peer_id", "peer_init_psn", "pkey", "prog_armed", "pulled",
-                 "ramp", "rate_bps", "rd_cap", "rd_out", "rd_slots", "receipt_key", "retx", "rr", "rsp",
-                 "rsp_used", "rto_initial_ns", "rtt_last", "rx", "rx_hint", "rx_hint_age",
+                 "ramp", "rate_bps", "rd_cap", "rd_out", "rd_slots", "receipt_key", "retx", "rr",
+                 "rsp", "rsp_used", "rto_initial_ns", "rtt_last", "rx", "rx_hint", "rx_hint_age",
                  "rx_hint_path", "rx_hint_psn", "rx_hint_sport", "rx_iv_bytes", "rx_iv_epoch",
                  "rx_iv_prev", "rx_more", "rx_open", "s_active", "s_slots", "send_seq", "spread",
-                 "spread_probe", "ss", "ssq", "stx", "t_answer", "init_rd_atomic", "tx_hdrs", "tx_msgs",
-                 "unsent", "window",
-                 "xneed", "xok_need", "__dict__", "__weakref__")
+                 "spread_probe", "ss", "ssq", "stx", "t_answer", "tx_hdrs", "tx_msgs", "unsent",
+                 "window", "xneed", "xok_need", "__dict__", "__weakref__")
 
     def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams, pkey=0xFFFF,
                  init_psn=None, peer_init_psn=None, receipt_key=None, peer_offer=None):
@@ -2411,7 +2410,8 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC, max_init_rd_atomic=R.RD_ATOMIC, resend_twice=None, announce=True, announce_go=False,
+                 max_rd_atomic=R.RD_ATOMIC, max_init_rd_atomic=R.RD_ATOMIC, resend_twice=None,
+                 announce=True, announce_go=False,
                  pull_first_lost=True, ack_phase=True, probe_turn=True, lost_first_turn=True,
                  spread_once=True, rng=None):
         _check_config(locals())

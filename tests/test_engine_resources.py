@@ -146,11 +146,12 @@ def test_engine_stalls_when_frees_are_dropped(monkeypatch):
 @pytest.mark.parametrize("n_reads", [4, pytest.param(12, marks=pytest.mark.slow)])
 def test_engine_reads_within_the_agreed_depth(monkeypatch, n_reads):
     """MR-ENG-254, MR-VERB-014, MR-VERB-015 (MR-ENG-244's run with the agreement; 12 READs
-    ``slow``, 4 by default): the endpoint wanting 2 READs of the connection in flight (``max_tx_msgs`` 3) against the engine with
-    ``max_rd_atomic`` 1, connected with the engine's offer: its initiator depth is 1, it never
-    has more than 1 READ started and not answered, and every READ completes (the buffer the
-    engine's source, no RNR retry exceeded, no request failed, no message-slot NAK); an RNR
-    NAK, if any, is MR-ENG-243's transient one; once idle the count is 0 (12 frees)."""
+    ``slow``, 4 by default): the endpoint wanting 2 READs of the connection in flight
+    (``max_tx_msgs`` 3) against the engine with ``max_rd_atomic`` 1, connected with the engine's
+    offer: its initiator depth is 1, it never has more than 1 READ started and not answered, and
+    every READ completes (the buffer the engine's source, no RNR retry exceeded, no request
+    failed, no message-slot NAK); an RNR NAK, if any, is MR-ENG-243's transient one; once idle
+    the count is 0 (every READ's resource freed)."""
     sim, m = _endpoint_reads(monkeypatch, n_reads, 1)
     conn = sim.ep._conns[ce.ENDPOINT_QP]
     assert (conn.tx_msgs, conn.init_rd_atomic, conn.rd_cap) == (3, 1, 1)
