@@ -34,15 +34,15 @@ from .dma_read_cases import HostMemory as ReadMemory
 from .dma_read_cases import Layout as ReadLayout
 from .dma_write import RESP_OKAY, done_layout
 from .dma_write_cases import HostMemory as WriteMemory
-from .engine import (AXIL, CQ_RD_OPS, CQ_RX_OPCODES, WC_OF_OP, PairPorts, engine_layouts, engine_tx_params,
-                     host_completion)
+from .engine import (AXIL, CQ_RD_OPS, CQ_RX_OPCODES, WC_OF_OP, PairPorts, engine_layouts, engine_offer,
+                     engine_peer_check, engine_tx_params, host_completion)
 from .engine_cases import _host_window
 from .regs import register_map
 from .atomic import result_area_bytes
 from .atomic_cases import AtomSlave
 from .rx import (MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, pack,
                  unpack)
-from .rx import TABLE_KEY
+from .rx import RD_SLOTS as RX_RD_SLOTS, TABLE_KEY
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
 from .tx import SMALL, template_of
 from .tx_cases import frames_of_beats
@@ -611,9 +611,11 @@ class EndpointCosim:
     the same time. The driver's ports are the engine's (``EngineModel.port_names()``); with
     ``pair`` those of the pair build (:class:`PairPorts`), the engine under test the instance of
     its host and the other instance idle (every input 0): one Verilator build for MR-ENG-138 and
-    MR-ENG-139."""
+    MR-ENG-139. ``offer``: the engine's :class:`~metaroce.models.protocol.OpenOffer` the
+    endpoint connects with (MR-VERB-015, MR-ENG-254); None: the default build's
+    (:func:`~metaroce.models.engine.engine_offer`, the RX's ``MSG_SLOTS``)."""
 
-    def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False, atomics=0):
+    def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False, atomics=0, offer=None):
         from metaroce.sim.topology import host_addr
         from .cosim import reference_receiver
         if direction not in ("rx", "tx"):
@@ -630,9 +632,13 @@ class EndpointCosim:
         ep_bytes, eng_bytes = (cfg.nbytes, back) if direction == "rx" else (back, cfg.nbytes)
         self.fab = fab = build_fabric(cfg)
         ep_addr, eng_addr = addrs[self.ep_host], addrs[self.eng_host]
-        # MR-ENG-157: the endpoint sends within the engine RX's message slots per stream
+        # MR-ENG-253/254: the endpoint's bounds agreed at the open from the engine's offer (its
+        # build's: the RX's message slots per stream, MR-ENG-157, and max_rd_atomic, MR-ENG-244)
+        self.offer = engine_offer(msg_slots=RX_MSG_SLOTS) if offer is None else offer
         ep = reference_receiver(cfg, timer=True, hints=False, addr=ep_addr,
-                                chunk_window=engine_chunk_window(cfg), max_tx_msgs=RX_MSG_SLOTS)
+                                chunk_window=engine_chunk_window(cfg))
+        # MR-ENG-256: the engine's own initiator depth against the endpoint's offer
+        engine_peer_check(ep.open_offer(), SMALL["streams"], RX_RD_SLOTS)
         self.ep = ep
         self.ep_dst = bytearray(max(eng_bytes, 1))
         fab.hosts[self.eng_host].ep = RtlPeer(eng_addr)
@@ -645,7 +651,7 @@ class EndpointCosim:
                 cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
                 p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey,
                 into=link_into(fab, fab.hosts[self.eng_host]), align8=bool(atomics))
-            conn = self._connect(ep, s, eng_addr)
+            conn = self._connect(ep, s, eng_addr, self.offer)
             self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
             lkey = ep.reg_mr(bytearray(self.ep_src))
             self.ep_writes = writes = _endpoint_writes(cfg, ep_bytes)
@@ -670,12 +676,12 @@ class EndpointCosim:
             self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
 
     @staticmethod
-    def _connect(ep, s, eng_addr):
+    def _connect(ep, s, eng_addr, offer):
         """The endpoint's connection to the engine's (the engine's paths start at PSN 0 both
-        ways, MR-TX-012, ``Setup(first_psn=0)``)."""
+        ways, MR-TX-012, ``Setup(first_psn=0)``), with the engine's ``offer`` (MR-VERB-015)."""
         c = s.conns[0]
         return ep.connect(ENDPOINT_QP, eng_addr, c.qp, paths=c.n_paths, streams=c.n_streams,
-                          pkey=c.pkey, init_psn=0, peer_init_psn=0)
+                          pkey=c.pkey, init_psn=0, peer_init_psn=0, peer_offer=offer)
 
     def _setup_atomics(self, cfg, ep, conn, s, n):
         """MR-ENG-170: the endpoint posts ``n`` atomics to the engine among its WRITEs: on the
@@ -733,7 +739,7 @@ class EndpointCosim:
             cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
             p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=src_key,
             into=link_into(fab, fab.hosts[self.eng_host]), reads=self.ep_writes, served=eng_pieces)
-        conn = self._connect(ep, s, eng_addr)
+        conn = self._connect(ep, s, eng_addr, self.offer)
         dst_key = ep.reg_mr(self.ep_dst)
         self.ep_wrs = len(eng_pieces)
         for i, (stream, a, n) in enumerate(eng_pieces):

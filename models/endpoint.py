@@ -393,18 +393,18 @@ class Connection:
     # attribute possible (tests, probes).
     __slots__ = ("ack_loss", "announce_due", "answered", "blind_bytes", "blind_t0", "cut_debt",
                  "cut_end", "cut_left", "cwnd_sum", "ep", "free_slots", "head_twin", "held",
-                 "in_ready", "inflight", "init_psn", "last_ece", "last_progress", "last_tx",
-                 "last_wl", "local_id", "msg_next", "n_streams", "pace_until", "path_floor",
+                 "in_ready", "inflight", "init_psn", "init_rd_atomic", "last_ece", "last_progress",
+                 "last_tx", "last_wl", "local_id", "msg_next", "n_streams", "pace_until", "path_floor",
                  "paths", "peer_addr", "peer_id", "peer_init_psn", "pkey", "prog_armed", "pulled",
-                 "ramp", "rate_bps", "rd_out", "rd_slots", "receipt_key", "retx", "rr", "rsp",
-                 "rsp_used", "rto_initial_ns", "rtt_last", "rx", "rx_hint", "rx_hint_age",
+                 "ramp", "rate_bps", "rd_cap", "rd_out", "rd_slots", "receipt_key", "retx", "rr",
+                 "rsp", "rsp_used", "rto_initial_ns", "rtt_last", "rx", "rx_hint", "rx_hint_age",
                  "rx_hint_path", "rx_hint_psn", "rx_hint_sport", "rx_iv_bytes", "rx_iv_epoch",
                  "rx_iv_prev", "rx_more", "rx_open", "s_active", "s_slots", "send_seq", "spread",
-                 "spread_probe", "ss", "ssq", "stx", "t_answer", "tx_hdrs", "unsent", "window",
-                 "xneed", "xok_need", "__dict__", "__weakref__")
+                 "spread_probe", "ss", "ssq", "stx", "t_answer", "tx_hdrs", "tx_msgs", "unsent",
+                 "window", "xneed", "xok_need", "__dict__", "__weakref__")
 
     def __init__(self, ep, local_id, peer_addr, peer_id, paths, streams, pkey=0xFFFF,
-                 init_psn=None, peer_init_psn=None, receipt_key=None):
+                 init_psn=None, peer_init_psn=None, receipt_key=None, peer_offer=None):
         # MR-ENG-011: the engine's limits, checked by the slow path before any state exists.
         if not 1 <= paths <= ep.max_paths:
             raise ValueError(f"paths must be 1..{ep.max_paths}, got {paths}")
@@ -418,6 +418,12 @@ class Connection:
         self.init_psn = ep.initial_psn if init_psn is None else init_psn
         self.peer_init_psn = ep.initial_psn if peer_init_psn is None else peer_init_psn
         self.n_streams = streams
+        # MR-VERB-014/015: the requester's bounds agreed at the open from the peer's offer
+        lim = P.open_limits(ep.max_tx_msgs, ep.max_init_rd_atomic, peer_offer)
+        self.tx_msgs, self.init_rd_atomic = lim
+        # MR-VERB-006 and MR-VERB-014 in one: READ/atomic requests holding slots stay below this
+        self.rd_cap = lim.max_tx_msgs - 1 if lim.max_init_rd_atomic is None else min(
+            lim.max_tx_msgs - 1, lim.max_init_rd_atomic)
         # MR-CC-011: a path's window may fall to MTU / paths, so that the connection's windows
         # together fall to one MTU, the floor of a single-path connection.
         self.path_floor = P.path_window_floor(ep.mtu, paths)
@@ -440,7 +446,7 @@ class Connection:
         self.rsp = {}               # responder: (stream, msg) -> response message (MR-VERB-005)
         self.rsp_used = 0           # responder resources taken (accepted requests), MR-VERB-005
         self.rd_slots = 0           # message slots held by READ/atomic requests (MR-VERB-006)
-        self.free_slots = list(range(ep.max_tx_msgs - 1, -1, -1))   # MR-ENG-013
+        self.free_slots = list(range(self.tx_msgs - 1, -1, -1))   # MR-ENG-013
         self.rx_open = {}           # (stream, msg) -> _RxMsg; at most max_rx_msgs (MR-ENG-015)
         self.msg_next = [0] * streams
         self.send_seq = [0] * streams
@@ -591,7 +597,7 @@ class Connection:
         return m
 
     def _rd_check(self):
-        if self.ep.max_tx_msgs < 2:
+        if self.tx_msgs < 2:
             raise ValueError("READ and atomics need max_tx_msgs >= 2 (MR-VERB-006)")
 
     def post_recv(self, stream, lkey, loffset, length, wr_id):
@@ -650,8 +656,10 @@ class Connection:
                     continue
                 if m.next_chunk >= m.ack_base + ep.chunk_window:
                     continue            # MR-ENG-012: the message's chunk window is full
-                if m.rd and m.slot is None and self.rd_slots >= ep.max_tx_msgs - 1:
-                    continue            # MR-VERB-006: one slot stays for work that needs no peer slot
+                if m.rd and m.slot is None and self.rd_slots >= self.rd_cap:
+                    # MR-VERB-006: one slot stays for work that needs no peer slot; MR-VERB-014:
+                    # the initiator depth (the request waits, unsent and not failed)
+                    continue
                 break
             else:
                 return _IDLE
@@ -2194,6 +2202,8 @@ def _check_config(cfg):
     integer("retry_cnt", 1)
     integer("rnr_retry", 0)
     integer("max_rd_atomic", 1)
+    if cfg["max_init_rd_atomic"] is not None:
+        integer("max_init_rd_atomic", 1)
     if cfg["chunk_window"] is not None:
         integer("chunk_window", 1, 1 << 20)
 
@@ -2338,6 +2348,11 @@ class Endpoint(VerbsHost):
     - ``rnr_retry`` (7), ``rnr_delay`` (8 x base_rtt): RNR resends and their delay (MR-ENG-041).
     - ``max_rd_atomic`` (8): READ/atomic requests a connection accepts and has not finished
       answering (responder resources, MR-VERB-005); beyond them a request is NAKed RNR.
+    - ``max_init_rd_atomic`` (8, the default peer's ``max_rd_atomic``): the initiator depth,
+      READ/atomic requests of a connection started and not answered in full; a request beyond
+      waits (MR-VERB-014). None: no bound but MR-VERB-006's. A connection opened with the
+      peer's offer takes the smaller of this and the peer's ``max_rd_atomic``, and of
+      ``max_tx_msgs`` and the peer's ``max_rx_msgs`` (``connect(peer_offer=)``, MR-VERB-015).
     Every argument is checked; a bad value is a ValueError naming it (MR-ENG-042).
     - ``seed`` (0): varies the initial path entropies.
     - ``rng`` (None): a ``random.Random`` the R_Keys are drawn from, for reproducible
@@ -2380,7 +2395,8 @@ class Endpoint(VerbsHost):
                  "_silent", "_wr_timeout_ns", "ack_delay", "ack_every", "ack_phase", "addr",
                  "announce", "announce_go", "base_rtt", "bdp", "beta", "chunk_window", "cwnd_max",
                  "first_window", "init_window_bdp", "initial_psn", "line_rate_bps",
-                 "lost_first_turn", "max_outstanding", "spread_once", "max_paths", "max_rd_atomic",
+                 "lost_first_turn", "max_outstanding", "spread_once", "max_init_rd_atomic", "max_paths",
+                 "max_rd_atomic",
                  "max_rx_msgs", "max_streams", "max_tx_msgs", "max_window_bdp", "mtu",
                  "probe_interval", "probe_turn", "pull_first_lost", "reorder_allow",
                  "resend_twice", "retire_after", "retry_cnt", "rnr_delay", "rnr_retry",
@@ -2394,7 +2410,8 @@ class Endpoint(VerbsHost):
                  initial_psn=0, first_window=1, reorder_allow=None, max_tx_msgs=8,
                  max_outstanding=RTX_POOL, sq_depth=4096, max_paths=256, max_streams=65536,
                  retry_cnt=7, wr_timeout=None, rnr_retry=7, rnr_delay=None, chunk_window=None,
-                 max_rd_atomic=R.RD_ATOMIC, resend_twice=None, announce=True, announce_go=False,
+                 max_rd_atomic=R.RD_ATOMIC, max_init_rd_atomic=R.RD_ATOMIC, resend_twice=None,
+                 announce=True, announce_go=False,
                  pull_first_lost=True, ack_phase=True, probe_turn=True, lost_first_turn=True,
                  spread_once=True, rng=None):
         _check_config(locals())
@@ -2457,6 +2474,7 @@ class Endpoint(VerbsHost):
         self._wr_timeout_ns = P.to_ns(self.wr_timeout)
         self._rnr_delay_ns = P.to_ns(self.rnr_delay)
         self.max_rd_atomic = max_rd_atomic      # MR-VERB-005: responder resources per connection
+        self.max_init_rd_atomic = max_init_rd_atomic    # MR-VERB-014: initiator depth (own)
         self._rtx_used = 0          # MR-ENG-013: outstanding-packet records in use
         self._pool_waiters = {}     # connections waiting for a free record
         self.seed = seed
@@ -2498,15 +2516,25 @@ class Endpoint(VerbsHost):
 
     # -- verbs -----------------------------------------------------------------------------------
 
+    def open_offer(self):
+        """MR-VERB-015: what this endpoint advertises when a connection opens: its responder
+        resources ``max_rd_atomic`` (MR-VERB-005) and ``max_rx_msgs`` (MR-ENG-015)."""
+        return P.OpenOffer(self.max_rd_atomic, self.max_rx_msgs)
+
     def connect(self, local_id, peer_addr, peer_id, *, paths=8, streams=1, pkey=0xFFFF,
-                init_psn=None, peer_init_psn=None, receipt_key=None):
+                init_psn=None, peer_init_psn=None, receipt_key=None, peer_offer=None):
         """Open a connection (MR-CONN-001..003); the peer calls it with the ids mirrored.
         ``pkey``: the BTH P_Key of every packet both ways (MR-SEC-008). ``init_psn`` and
         ``peer_init_psn``: the first PSN every path sends and the first it expects from the
         peer (the handshake's, MR-CONN-107); ``None`` takes the endpoint's ``initial_psn``.
         ``receipt_key``: 16 bytes shared with the peer (the handshake's, MR-SEC-153): every ACK and
         NAK carries a proof of receipt and only ACKs and NAKs with a valid one are taken; None
-        (the default, and on authenticated connections) disables it."""
+        (the default, and on authenticated connections) disables it. ``peer_offer``: the peer's
+        :class:`~metaroce.models.protocol.OpenOffer` (its ``open_offer()``, the handshake's,
+        MR-VERB-015): the connection's ``tx_msgs`` and initiator depth ``init_rd_atomic`` are
+        ``protocol.open_limits`` of the endpoint's own and the offer; None: the own values."""
+        if peer_offer is not None and not isinstance(peer_offer, P.OpenOffer):
+            raise ValueError(f"peer_offer must be a protocol.OpenOffer, got {peer_offer!r}")
         if not 0 <= local_id < 1 << 24 or not 0 <= peer_id < 1 << 24:
             raise ValueError("connection ids are 24-bit (BTH DestQP)")
         if not 0 <= pkey <= 0xFFFF:
@@ -2519,7 +2547,7 @@ class Endpoint(VerbsHost):
         if receipt_key is not None and (not isinstance(receipt_key, bytes) or len(receipt_key) != 16):
             raise ValueError("receipt_key must be 16 bytes")
         c = Connection(self, local_id, peer_addr, peer_id, paths, streams, pkey, init_psn, peer_init_psn,
-                       receipt_key)
+                       receipt_key, peer_offer)
         self._conns[local_id] = c
         return c
 

@@ -408,6 +408,38 @@ def rsp_free_depth(conns, max_rd_atomic):
     return conns * max_rd_atomic
 
 
+def engine_offer(max_rd_atomic=records.RD_ATOMIC, msg_slots=None):
+    """MR-ENG-253: what the engine advertises when a connection opens (MR-VERB-015): its build
+    parameters, the RX's responder resources ``max_rd_atomic`` (MR-ENG-239; None: built without
+    the count, no bound) and its message slots ``msg_slots`` (per stream, MR-ENG-157; None: the
+    RX's ``MSG_SLOTS``) as ``max_rx_msgs``: a peer within them per connection is within them
+    per stream."""
+    from .protocol import OpenOffer
+    from .rx import MSG_SLOTS
+    return OpenOffer(max_rd_atomic, MSG_SLOTS if msg_slots is None else msg_slots)
+
+
+def engine_init_rd_atomic(streams, rd_slots):
+    """MR-ENG-256: the engine's initiator depth, its build's: RdRows' rows of a connection
+    (``streams x rd_slots``, MR-ENG-150), READ and atomic requests in flight at most."""
+    return streams * rd_slots
+
+
+def engine_peer_check(offer, streams, rd_slots):
+    """MR-ENG-256: the check of the engine's build against a peer's offer at a connection's
+    open (MR-VERB-015): the engine cannot lower its initiator depth to the agreement (no such
+    register in this RTL), so a peer that offers fewer responder resources than
+    :func:`engine_init_rd_atomic` is refused (ValueError) instead of met with the stall of
+    MR-ENG-244. Returns the agreed depth (the engine's)."""
+    from .protocol import open_limits
+    depth = engine_init_rd_atomic(streams, rd_slots)
+    agreed = open_limits(1, depth, offer).max_init_rd_atomic
+    if agreed < depth:
+        raise ValueError(f"the peer offers max_rd_atomic {offer.max_rd_atomic}, below the engine's "
+                         f"initiator depth {depth} (rd_slots {rd_slots} x streams {streams}, MR-ENG-150)")
+    return depth
+
+
 class RspJoinModel(_AckFifo):
     """MR-ENG-140..143: the RX engine's READ response items (``m_rsp``) into the TX half's
     ``s_rsp`` through a 1-entry FIFO (both sides' handshake of its state only); the TX half's
@@ -798,6 +830,19 @@ class EngineModel:
         self.ack_fb = FrameBuilderModel(width)
         self.arb = MacTxArbModel()
         self.lay = lay
+
+    def open_offer(self):
+        """MR-ENG-253: the engine's offer at a connection's open, from this build."""
+        return engine_offer(self.max_rd_atomic, self.rx.lay.msg_slots)
+
+    @property
+    def init_rd_atomic(self):
+        """MR-ENG-256: this build's initiator depth (RdRows' rows of a connection)."""
+        return engine_init_rd_atomic(self.rd.streams, self.rd.slots)
+
+    def check_peer(self, offer):
+        """MR-ENG-256: :func:`engine_peer_check` of this build against a peer's offer."""
+        return engine_peer_check(offer, self.rd.streams, self.rd.slots)
 
     def port_names(self):
         rx = self.rx.port_names()

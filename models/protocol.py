@@ -10,6 +10,8 @@ for PSN ``cum + 1 + i`` where ``cum`` is the next PSN expected in order (MR-WIRE
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from . import wire
 from .wire import NakReason
 
@@ -819,3 +821,37 @@ def atomic_apply(op_is_cas, orig, operand, compare):
         return operand if orig == compare else orig
     return (orig + operand) & U64_MASK
 
+
+class OpenOffer(NamedTuple):
+    """MR-VERB-015: what one side of a connection advertises when the connection opens (the
+    slow path's exchange, as RC's responder resources and initiator depth). None: nothing
+    advertised, no bound from that side (an engine built without the count, MR-ENG-239)."""
+    max_rd_atomic: int | None       # responder resources per connection (MR-VERB-005)
+    max_rx_msgs: int | None         # messages it holds open at its receiver (MR-ENG-015, MR-ENG-157)
+
+
+class OpenLimits(NamedTuple):
+    """MR-VERB-015: the requester's bounds on one connection, agreed at its open."""
+    max_tx_msgs: int                # messages started and not completed (MR-ENG-013)
+    max_init_rd_atomic: int | None  # initiator depth: READ/atomic requests in flight (MR-VERB-014)
+
+
+def open_limits(max_tx_msgs, max_init_rd_atomic, offer):
+    """MR-VERB-015: this side's bounds on a connection from its own configuration and the peer's
+    :class:`OpenOffer`: ``max_tx_msgs`` the smaller of its own and the peer's ``max_rx_msgs``
+    (MR-ENG-015), the initiator depth the smaller of its own ``max_init_rd_atomic`` and the
+    peer's ``max_rd_atomic`` (MR-VERB-014). A None on either side is no bound from that side
+    (both None: no initiator depth beyond MR-VERB-006's). ``offer`` None: the peer advertised
+    nothing, the own values. ValueError on a bound below 1."""
+    for name, v in (("max_tx_msgs", max_tx_msgs), ("max_init_rd_atomic", max_init_rd_atomic),
+                    *(((f"peer {k}", v) for k, v in offer._asdict().items()) if offer is not None else ())):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"{name} must be an integer >= 1 or None, got {v!r}")
+    if max_tx_msgs is None:
+        raise ValueError("max_tx_msgs must be an integer >= 1, got None")
+    if offer is None:
+        return OpenLimits(max_tx_msgs, max_init_rd_atomic)
+
+    def least(own, peer):
+        return own if peer is None else peer if own is None else min(own, peer)
+    return OpenLimits(least(max_tx_msgs, offer.max_rx_msgs), least(max_init_rd_atomic, offer.max_rd_atomic))

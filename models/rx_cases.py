@@ -1838,10 +1838,11 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
                            max_rx_msgs=MSG_SLOTS, **ep_kw)
     # MR-RX-184: the sender keeps at most MSG_SLOTS messages of a connection started and not
     # completed (MR-ENG-011/013), so of each stream: MR-RX-083's precondition, which the RX's
-    # slot verdict (MR-RX-167, on by default) NAKs INVALID_REQUEST otherwise
+    # slot verdict (MR-RX-167, on by default) NAKs INVALID_REQUEST otherwise; agreed at each
+    # connection's open from the receiver's offer (its max_rx_msgs MSG_SLOTS, MR-VERB-015)
     tx = Endpoint(PEER_ADDR, mtu=mtu, ack_every=ack_every, rng=random.Random(seed + 2),
                   chunk_window=CHUNK_RING, announce=False,      # the engine sends none (MR-CC-021)
-                  max_tx_msgs=MSG_SLOTS, **ep_kw)
+                  **ep_kw)
     sender, receiver = fab.hosts
     sender.ep, receiver.ep = tx, rx
     rng = random.Random(seed + 3)
@@ -1851,7 +1852,8 @@ def endpoint_traffic(conns=256, paths=4, keys=256, *, streams=records.STREAMS, n
     # of its own (apart from the source, which its writes read while they are sent)
     tx_words = tx.reg_mr(bytearray(rng.getrandbits(8) for _ in range(512))) if atomics or atomic_reqs else None
     tconn = {c.qp: tx.connect(c.qp | 0x800000, LOCAL_ADDR, c.qp, paths=c.n_paths,
-                              streams=c.n_streams, pkey=c.pkey, init_psn=c.psn[0])
+                              streams=c.n_streams, pkey=c.pkey, init_psn=c.psn[0],
+                              peer_offer=rx.open_offer())
              for c in s.conns}
     # the writes: consecutive pieces of the source, each to its own range of a region
     cuts = sorted(rng.sample(range(1, nbytes), min(n_writes, nbytes) - 1)) if n_writes > 1 else []

@@ -10,21 +10,35 @@ from metaroce.models.engine import EngineModel, RspJoinModel, engine_layouts, rs
 from metaroce.models.rx import RxCode
 
 
-def _endpoint_reads(monkeypatch, n_reads, max_rd_atomic, *, join_cls=None, max_cycles=None, seed=1):
+def _endpoint_reads(monkeypatch, n_reads, max_rd_atomic, *, join_cls=None, max_cycles=None, seed=1,
+                    agree=True):
     """The run of MR-ENG-157's ``test_engine_answers_many_endpoint_reads`` (the endpoint READs
     512-byte pieces of the engine's memory on 2 streams, no loss) against
     ``EngineModel(max_rd_atomic=)``; ``join_cls`` replaces the engine's RspJoinModel class.
-    The endpoint's message bound 3 (``max_tx_msgs``, MR-ENG-013): 2 READs of the connection in
-    flight (MR-VERB-006 keeps one slot), within the RX's 2 message slots of a stream however
-    they arrive (MR-ENG-157). Run until the engine is idle (its last response's ACK in)."""
+    The endpoint's message bound 3 (``max_tx_msgs``, MR-ENG-013, agreed from an offer of 3
+    messages): 2 READs of the connection wanted in flight (MR-VERB-006 keeps one slot), within
+    the RX's 2 message slots of a stream however they arrive (MR-ENG-157). ``agree``: the offer
+    carries the engine's ``max_rd_atomic`` and the endpoint's initiator depth is the agreement's
+    (MR-VERB-015, MR-ENG-254); False: the offer carries none (the bound off: the endpoint's own
+    8). Run until the engine is idle (its last response's ACK in)."""
     from metaroce.models import cosim, cosim_tx
-    monkeypatch.setattr(ce, "RX_MSG_SLOTS", 3)
+    from metaroce.models.engine import engine_offer
     cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 512 * n_reads, "loss": 0.0,
                           "seed": seed, "verb": "read", "back": 4, "n_writes": n_reads})
-    sim = ce.EndpointCosim(cfg, "tx")
+    offer = engine_offer(max_rd_atomic if agree else None, msg_slots=3)
+    sim = ce.EndpointCosim(cfg, "tx", offer=offer)
     m = EngineModel(cfg.width, max_rd_atomic=max_rd_atomic, **ce.engine_kw(cfg))
     if join_cls is not None:
         m.rsp.__class__ = join_cls
+    conn, send = sim.ep._conns[ce.ENDPOINT_QP], sim.ep.next_packet
+    sim.rd_peak = 0
+
+    def watched(now):
+        # the endpoint's READs started and not answered (MR-VERB-014), after every send
+        f = send(now)
+        sim.rd_peak = max(sim.rd_peak, conn.rd_slots)
+        return f
+    sim.ep.next_packet = watched
     ce.run_loop(sim, m, m.busy, max_cycles=max_cycles)
     return sim, m
 
@@ -61,6 +75,34 @@ def test_engine_default_resources():
     assert _rx(off).max_rd_atomic is None and off.rsp.free_q is None and off.rsp.free_out() == (0, 0)
 
 
+def test_engine_offer_and_requester_check():
+    """MR-ENG-253, MR-ENG-256, MR-ENG-257: the engine's offer at a connection's open is its build's: the
+    RX's ``max_rd_atomic`` (8; None built without the count) and its message slots (2 a stream)
+    as ``max_rx_msgs``; the cosim's endpoint agrees from it ``max_tx_msgs`` 2 (MR-ENG-157's
+    value, no longer set by hand: MR-ENG-257's runs unchanged) and the depth 8. As requester the engine keeps at most
+    ``rd_slots x streams`` (2 x 2 = 4) READs and atomics of a connection in flight (MR-ENG-150),
+    a build parameter: its check refuses a peer offering fewer responder resources (ValueError)
+    and passes the endpoint's 8 and a peer's 4."""
+    from metaroce.models import cosim, cosim_tx, protocol as P
+    from metaroce.models.engine import engine_init_rd_atomic, engine_offer, engine_peer_check
+    m = EngineModel(64)
+    assert m.open_offer() == engine_offer() == P.OpenOffer(8, 2)
+    assert EngineModel(64, max_rd_atomic=None).open_offer() == P.OpenOffer(None, 2)
+    assert m.init_rd_atomic == engine_init_rd_atomic(2, 2) == 4
+    assert m.check_peer(P.OpenOffer(8, 8)) == m.check_peer(P.OpenOffer(4, 1)) == 4
+    assert m.check_peer(P.OpenOffer(None, None)) == 4
+    with pytest.raises(ValueError, match="initiator depth 4"):
+        m.check_peer(P.OpenOffer(3, 8))
+    with pytest.raises(ValueError, match="below"):
+        engine_peer_check(P.OpenOffer(1, 8), 1, 2)
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 2048, "loss": 0.0, "verb": "read",
+                          "back": 4, "n_writes": 4})
+    sim = ce.EndpointCosim(cfg, "tx")
+    conn = sim.ep._conns[ce.ENDPOINT_QP]
+    assert sim.offer == m.open_offer() and sim.ep.max_tx_msgs == 8
+    assert (conn.tx_msgs, conn.init_rd_atomic, conn.rd_cap) == (2, 8, 1)
+
+
 def test_engine_rnr_within_the_bound(monkeypatch):
     """MR-ENG-243, MR-ENG-245, MR-ENG-240 on the model: the endpoint READs 12 pieces of the
     engine's memory with up to 2 READs of the connection in flight against the engine with
@@ -71,6 +113,7 @@ def test_engine_rnr_within_the_bound(monkeypatch):
     message-slot NAK); once idle every response's record has freed its resource: 12 items, 12
     records, 12 table 7 writes taken, the count at 0, the queue empty."""
     sim, m = _endpoint_reads(monkeypatch, 12, 2)
+    assert sim.rd_peak == 2
     r = sim.result()
     assert r["ok"] and r["sha256_match"], r
     assert _rx(m).counters[RxCode.RNR] >= 1 and sim.ep.stats["nak_rnr"] >= 1
@@ -100,14 +143,40 @@ def test_engine_stalls_when_frees_are_dropped(monkeypatch):
         _endpoint_reads(monkeypatch, 12, 2, join_cls=_DropFrees, max_cycles=220_000)
 
 
+@pytest.mark.parametrize("n_reads", [4, pytest.param(12, marks=pytest.mark.slow)])
+def test_engine_reads_within_the_agreed_depth(monkeypatch, n_reads):
+    """MR-ENG-254, MR-VERB-014, MR-VERB-015 (MR-ENG-244's run with the agreement; 12 READs
+    ``slow``, 4 by default): the endpoint wanting 2 READs of the connection in flight
+    (``max_tx_msgs`` 3) against the engine with ``max_rd_atomic`` 1, connected with the engine's
+    offer: its initiator depth is 1, it never has more than 1 READ started and not answered, and
+    every READ completes (the buffer the engine's source, no RNR retry exceeded, no request
+    failed, no message-slot NAK); an RNR NAK, if any, is MR-ENG-243's transient one; once idle
+    the count is 0 (every READ's resource freed)."""
+    sim, m = _endpoint_reads(monkeypatch, n_reads, 1)
+    conn = sim.ep._conns[ce.ENDPOINT_QP]
+    assert (conn.tx_msgs, conn.init_rd_atomic, conn.rd_cap) == (3, 1, 1)
+    assert sim.rd_peak == 1
+    r = sim.result()
+    assert r["ok"] and r["sha256_match"], r
+    assert sim.ep.stats["rnr_retry_exceeded"] == 0 and _rx(m).counters[RxCode.MSG_SLOTS] == 0
+    drain_frees(sim, m)
+    assert m.rsp.ctr[0] == m.rsp.ctr[1] == m.rsp.frees == n_reads and m.rsp.ctr[2] == 0
+    assert not any(_rx(m).rsp_used.values())
+    sim.figures = {"cycles": r["cycles"], "rx_rnr": _rx(m).counters[RxCode.RNR],
+                   "nak_rnr": sim.ep.stats["nak_rnr"]}
+    print(f"agreed depth 1, {n_reads} READs:", sim.figures)
+
+
 @pytest.mark.slow       # a stall: runs until max_cycles
 def test_engine_rnr_stall_beyond_the_bound(monkeypatch):
-    """MR-ENG-244 (found, measured): the endpoint with 2 READs of the connection in flight
-    against the engine with ``max_rd_atomic`` 1: a stream's READ NAKed RNR while its later READ,
-    arriving after a free, takes the resource and waits for it at the stream's delivery point:
-    every resend of the earlier READ is NAKed RNR, the endpoint fails it after its RNR retries
-    (RNR_RETRY_EXC_ERR) and sends aborts the engine's RX does not handle, and the run does not
-    finish; the count stays at the bound with no response item left to free it."""
+    """MR-ENG-244 (found, measured), MR-ENG-255 (the negative control of MR-ENG-254): the
+    endpoint with 2 READs of the connection in flight against the engine with ``max_rd_atomic``
+    1, the offer without it (the bound off: the endpoint's own depth 8): a stream's READ NAKed
+    RNR while its later READ, arriving after a free, takes the resource and waits for it at the
+    stream's delivery point: every resend of the earlier READ is NAKed RNR, the endpoint fails it
+    after its RNR retries (RNR_RETRY_EXC_ERR) and sends aborts the engine's RX does not handle,
+    and the run does not finish; the count stays at the bound with no response item left to
+    free it."""
     sims = []
 
     class Keep(ce.EndpointCosim):
@@ -117,8 +186,9 @@ def test_engine_rnr_stall_beyond_the_bound(monkeypatch):
 
     monkeypatch.setattr(ce, "EndpointCosim", Keep)
     with pytest.raises(AssertionError, match="not finished"):
-        _endpoint_reads(monkeypatch, 12, 1, max_cycles=250_000)
+        _endpoint_reads(monkeypatch, 12, 1, max_cycles=250_000, agree=False)
     ep = sims[0].ep
+    assert sims[0].rd_peak == 2
     assert ep.stats["rnr_retry_exceeded"] >= 1 and ep.stats["nak_rnr"] > 8
 
 

@@ -461,3 +461,111 @@ def test_roce_duplicate_atomic_beyond_saved_results_is_nak():
     nak = b.next_packet(2e-6)
     assert nak.bth.opcode == Op.RC_ACK and nak.aeth.syndrome == 0x61
     assert _u64(remote, 0) == 3 and b.stats["atomics_executed"] == 3
+
+
+def _agreed_pair(offer_b, **kw):
+    """``pair``'s endpoints; ``a`` connects with ``b``'s offer when ``offer_b`` (MR-VERB-015)."""
+    kw.setdefault("mtu", MTU)
+    kw.setdefault("line_rate_bps", 100e9)
+    kw.setdefault("base_rtt", 4e-6)
+    a, b = Endpoint(A, **kw), Endpoint(B, **kw)
+    ca = a.connect(10, B, 20, paths=4, streams=4, peer_offer=b.open_offer() if offer_b else None)
+    cb = b.connect(20, A, 10, paths=4, streams=4, peer_offer=a.open_offer() if offer_b else None)
+    return a, b, ca, cb
+
+
+@pytest.mark.parametrize("agree", [True, False])
+def test_initiator_depth_bound(agree):
+    """MR-VERB-014..016: ``a`` posts 8 READs on 4 streams to ``b`` with 2 responder
+    resources. Connected with ``b``'s offer, ``a``'s initiator depth is 2: after every frame it
+    sends, at most 2 READs are started and not answered (the others wait, unsent), the peak is
+    2, and every READ completes with success, none failed by RNR retries. Negative control
+    (``agree`` False, the bound off: depth 8, MR-VERB-006's 7 slots): more than 2 are started at
+    once and the responder NAKs RNR (MR-VERB-005)."""
+    a, b, ca, cb = _agreed_pair(agree, max_rd_atomic=2, max_tx_msgs=8)
+    assert (ca.tx_msgs, ca.init_rd_atomic, ca.rd_cap) == ((8, 2, 2) if agree else (8, 8, 7))
+    remote, rkey = _mem(b, 100_000, seed=20)
+    local, lkey = _mem(a, 100_000, seed=21)
+    for i in range(8):
+        ca.post_read(i % 4, lkey, i * 12_000, 12_000, i * 12_000, rkey, wr_id=i)
+    counts = []
+    send = a.next_packet
+
+    def spy(now):
+        f = send(now)
+        counts.append((ca.rd_slots, len(ca.rd_out)))
+        return f
+    a.next_packet = spy
+    lb = _run(a, b, until=0.05)
+    txc, _ = lb.completions
+    assert sorted(c.wr_id for c in txc) == list(range(8))
+    assert all(c.status == Status.SUCCESS for c in txc) and a.stats["rnr_retry_exceeded"] == 0
+    assert local[:96_000] == remote[:96_000]
+    peak = max(max(c) for c in counts)
+    if agree:
+        assert peak == 2
+    else:
+        assert peak > 2 and b.stats["rsp_full"] > 0 and a.stats["nak_rnr"] > 0
+
+
+def test_initiator_depth_atomics():
+    """MR-VERB-014, MR-VERB-016: atomics count in the initiator depth with READs: an endpoint of depth 1
+    (its own ``max_init_rd_atomic``, no offer) keeps one of its 6 fetch-adds on 3 streams in
+    flight at a time; each executes once (the sum), each completes."""
+    a, b, ca, cb = pair(streams=3, max_init_rd_atomic=1)
+    assert ca.rd_cap == 1
+    target = bytearray(8)
+    tkey = b.reg_mr(target)
+    res = bytearray(8 * 6)
+    rkey = a.reg_mr(res)
+    for i in range(6):
+        ca.post_atomic(i % 3, "fetch_add", rkey, 8 * i, 0, tkey, wr_id=i, add=1 << i)
+    peak = []
+    send = a.next_packet
+
+    def spy(now):
+        f = send(now)
+        peak.append(len(ca.rd_out))
+        return f
+    a.next_packet = spy
+    lb = _run(a, b)
+    txc, _ = lb.completions
+    assert sorted(c.wr_id for c in txc) == list(range(6)) and all(c.status == Status.SUCCESS for c in txc)
+    assert int.from_bytes(target, "little") == 63 and max(peak) == 1
+
+
+def test_open_limits_agreement():
+    """MR-VERB-015, MR-VERB-016: ``protocol.open_limits``: ``max_tx_msgs`` the smaller of the own and the
+    peer's ``max_rx_msgs``, the initiator depth the smaller of the own and the peer's
+    ``max_rd_atomic``; None on a side: no bound from it; no offer: the own values; a bound below
+    1 or not an integer a ValueError. ``Endpoint.open_offer`` is its ``max_rd_atomic`` and
+    ``max_rx_msgs``; ``connect(peer_offer=)`` applies the agreement to the connection only
+    (the endpoint's own values stay), and MR-VERB-006's check takes the agreed ``max_tx_msgs``."""
+    from metaroce.models import protocol as P
+    O, L = P.OpenOffer, P.OpenLimits
+    assert P.open_limits(8, 8, O(1, 3)) == L(3, 1)
+    assert P.open_limits(2, 4, O(8, 8)) == L(2, 4)
+    assert P.open_limits(8, 8, None) == L(8, 8)
+    assert P.open_limits(8, None, O(None, None)) == L(8, None)
+    assert P.open_limits(8, None, O(5, None)) == L(8, 5)
+    assert P.open_limits(8, 3, O(None, 16)) == L(8, 3)
+    for bad in ((0, 8, None), (8, 0, None), (8, 8, O(0, 8)), (8, 8, O(8, -1)), (8, 8, O(True, 8)),
+                (None, 8, None), (8, 2.0, None)):
+        with pytest.raises(ValueError):
+            P.open_limits(*bad)
+    a = Endpoint(A, max_rd_atomic=3, max_rx_msgs=5)
+    assert a.open_offer() == O(3, 5)
+    b = Endpoint(B, max_tx_msgs=8, max_init_rd_atomic=None)
+    c = b.connect(1, A, 2, streams=2, peer_offer=a.open_offer())
+    assert (c.tx_msgs, c.init_rd_atomic, c.rd_cap, len(c.free_slots)) == (5, 3, 3, 5)
+    assert b.max_tx_msgs == 8 and b.max_init_rd_atomic is None
+    assert b.connect(3, A, 4).rd_cap == 7
+    one = b.connect(5, A, 6, peer_offer=O(8, 1))
+    _, lkey = _mem(b, 64)
+    with pytest.raises(ValueError, match="max_tx_msgs"):
+        one.post_read(0, lkey, 0, 8, 0, 1, wr_id=1)
+    with pytest.raises(ValueError, match="peer_offer"):
+        b.connect(7, A, 8, peer_offer=(8, 8))
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="max_init_rd_atomic"):
+            Endpoint(A, max_init_rd_atomic=bad)
