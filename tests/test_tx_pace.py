@@ -134,3 +134,23 @@ def test_lockstep_condition_ignored_fails():
     mismatches the model on the default lockstep's run."""
     with pytest.raises(Mismatch):
         _lockstep(1, 12, {"pace_ignored": True})
+
+
+@pytest.mark.slow
+def test_tx_sched_paced_rtl_lockstep(tmp_path):
+    """MR-TXS-166: the join under Verilator (tb/tx_pace.py ``tx_pace_lockstep``, the block
+    ``tx_sched_paced``): 200 random work requests, 0 mismatches, no packet early."""
+    import json
+
+    from metaroce.blocks import BLOCKS
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    b = tb_build.build(BLOCKS["tx_sched_paced"], 64)
+    out = tmp_path / "tx_pace.json"
+    env = {"TXP_SEED": "1", "TXP_WRS": "200", "TXP_OUT": str(out),
+           "COCOTB_TEST_FILTER": "tx_pace_lockstep$"}
+    results = vl.run(b, "metaroce.tb.tx_pace", extra_env=env)
+    n_tests, failures, skipped = vl.results_summary(results)
+    assert n_tests == 1 and not failures and not skipped
+    row = json.loads(out.read_text())
+    assert row["mismatches"] == 0 and row["charged"] > 50 and row["moved"] > 10
