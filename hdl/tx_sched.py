@@ -26,6 +26,9 @@ s_cwnd     in     a path's window {conn, path, cwnd} (``Cwnd``'s ``m_update`` fi
 s_rsp      in     a READ response to send {conn, stream, msg, laddr, length, err} (MR-TXS-066)
 m_rsp_done out    a READ response acknowledged (or failed) {conn, stream, msg, status}
                   (MR-TXS-070)
+m_pace     out    with ``pacing``: a full-MTU packet's charge to the pacer {conn, now, force}
+                  (PacerFrame's ``s_frame``, MR-TXS-161)
+s_turn     in     with ``pacing``: the pacer's turn {conn, ok, pace_until} (MR-TXS-162)
 ========== ====== ========================================================================
 
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
@@ -1299,7 +1302,6 @@ class TxSched(wiring.Component):
             with m.If(act[qi // S] & cand_r[qi // S]["new_last_hot"][qi % S]):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
-
 
     def _pace(self, m, A, act_pkt, cand_r, pend, late, mtu_log2):
         """MR-TXS-161/162: a full-MTU packet's charge (`pend`, `ask`, its time `t_ask`), the
