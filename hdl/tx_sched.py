@@ -29,6 +29,8 @@ m_rsp_done out    a READ response acknowledged (or failed) {conn, stream, msg, s
 m_pace     out    with ``pacing``: a full-MTU packet's charge to the pacer {conn, now, force}
                   (PacerFrame's ``s_frame``, MR-TXS-161)
 s_turn     in     with ``pacing``: the pacer's turn {conn, ok, pace_until} (MR-TXS-162)
+s_retime   in     with ``pacing``: a write the pacer takes {conn, rate, set_time, time}
+                  (MR-TXS-167)
 ========== ====== ========================================================================
 
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
@@ -156,7 +158,9 @@ class TxSched(wiring.Component):
         if self.pacing:
             self.pace_lay = pacer_layouts(conns)
             rd_port.update({"m_pace": Out(stream.Signature(self.pace_lay["frame"])),
-                            "s_turn": In(stream.Signature(self.pace_lay["turn"]))})
+                            "s_turn": In(stream.Signature(self.pace_lay["turn"])),
+                            # MR-TXS-167: the pacer's writes as it takes them
+                            "s_retime": In(stream.Signature(self.pace_lay["write"]))})
         super().__init__({**rd_port,
             "s_wr": In(stream.Signature(lay.wr)),
             "s_acked": In(stream.Signature(lay.report)),
@@ -842,6 +846,11 @@ class TxSched(wiring.Component):
                 r[k] = Signal(len(Value.cast(v)), name=f"cand{c}_{k}")
                 m.d.sync += r[k].eq(v)
             cand_r.append(r)
+        if self.pacing:
+            # MR-TXS-167: a packet's candidate also needs its connection due in this cycle (a
+            # re-timing write may have set `late` at the edge since its decision)
+            for c, r in enumerate(cand_r):
+                r["ready"] = r["ready"] & (r["drop"] | pace_due[c])
         # the pick as one-hot bits; each connection's step enable is its bit and the step's
         # (MR-TXS-039), the index (the fields' mux) encoded from them
         sel = [_named(m, v, f"sel{c}") for c, v in enumerate(
@@ -1324,7 +1333,8 @@ class TxSched(wiring.Component):
                 m.d.comb += first.eq(c)
         m.d.comb += [self.m_pace.valid.eq(ask.any()), self.m_pace.payload.conn.eq(first),
                      self.m_pace.payload.now.eq(Array(t_ask)[first]),
-                     self.m_pace.payload.force.eq(1), self.s_turn.ready.eq(1)]
+                     self.m_pace.payload.force.eq(1), self.s_turn.ready.eq(1),
+                     self.s_retime.ready.eq(1)]
         taken = self.m_pace.valid & self.m_pace.ready
         turn = self.s_turn.payload
         for c in range(C):
@@ -1335,10 +1345,16 @@ class TxSched(wiring.Component):
             with m.Else():
                 with m.If(taken & (first == c)):
                     m.d.sync += ask[c].eq(0)
+            # MR-TXS-167: a write with a time, of a connection with no turn asked for
+            rt = self.s_retime.payload
+            retime = (self.s_retime.valid & rt.set_time & (rt.conn == c) & ~pend[c] & ~charge)
             with m.If(back):
                 moved = (turn.pace_until != seen[c]) & time_lt(t_ask[c], turn.pace_until,
                                                                f"pace_ahead{c}")
                 m.d.sync += [pend[c].eq(0), seen[c].eq(turn.pace_until), late[c].eq(moved)]
+            with m.Elif(retime):
+                m.d.sync += [seen[c].eq(rt.time),
+                             late[c].eq(time_lt(self.now, rt.time, f"pace_rt{c}"))]
             with m.Else():
                 m.d.sync += late[c].eq(late[c] & time_lt(self.now, seen[c], f"pace_wait{c}"))
 

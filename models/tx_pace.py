@@ -3,7 +3,8 @@ MR-TXS-159..166; hw-cwnd.md section 7.4): :class:`PacedTxSchedCycleModel` is the
 of ``hdl/tx_pace.py`` ``PacedTxSched``: the scheduler with the pacing condition
 (``TxSchedCycleModel(pacing=True)``) and the per-frame pacer (``PacerFrameCycleModel``), the
 scheduler's ``m_pace`` into the pacer's ``s_frame`` and the pacer's ``m_turn`` into the
-scheduler's ``s_turn``. models/ never imports hdl/.
+scheduler's ``s_turn``; the write the pacer takes also into the scheduler's ``s_retime``
+(MR-TXS-167). models/ never imports hdl/.
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ __all__ = ["PacedTxSchedCycleModel", "PACE_INPUTS", "PACE_OUTPUTS", "tx_sched_pa
 #: static configuration)
 PACE_INPUTS = ["s_pace_write__valid", "s_pace_write__payload", "mtu_wl", "line_mbps"]
 PACE_OUTPUTS = ["s_pace_write__ready"]
-_INNER_IN = {"m_pace__ready", "s_turn__valid", "s_turn__payload"}
-_INNER_OUT = {"m_pace__valid", "m_pace__payload", "s_turn__ready"}
+_INNER_IN = {"m_pace__ready", "s_turn__valid", "s_turn__payload", "s_retime__valid",
+             "s_retime__payload"}
+_INNER_OUT = {"m_pace__valid", "m_pace__payload", "s_turn__ready", "s_retime__ready"}
 
 
 class PacedTxSchedCycleModel:
@@ -25,10 +27,12 @@ class PacedTxSchedCycleModel:
     ``m_turn`` from its registers and ``s_write.valid``; the scheduler's step on them; the
     pacer's step on the scheduler's ``m_pace`` (``m_turn.ready`` is 1: the scheduler's
     ``s_turn`` is always ready). ``kw``: ``TxSchedModel``'s (``pace_ignored`` for the
-    negative control)."""
+    negative control); ``retime`` False (negative control only): the pacer's writes do not
+    reach the scheduler (MR-TXS-167)."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
-                 paths=SMALL["paths"], depth=SMALL["depth"], **kw):
+                 paths=SMALL["paths"], depth=SMALL["depth"], retime=True, **kw):
+        self.retime = retime
         self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, pacing=True, **kw)
         self.pacer = pacer_model.PacerFrameCycleModel(width, conns=conns)
         self.sem, self.lay = self.sched.sem, self.sched.lay
@@ -54,8 +58,10 @@ class PacedTxSchedCycleModel:
         idle = p.pending is None and not p.valid and not p.busy_w
         wv = g("s_pace_write__valid", 0)
         si = dict(inputs)
+        # MR-TXS-167: the write the pacer takes in this cycle goes to the scheduler too
         si.update({"m_pace__ready": int(idle and not wv), "s_turn__valid": p.valid,
-                   "s_turn__payload": p.payload})
+                   "s_turn__payload": p.payload, "s_retime__valid": int(idle and bool(wv) and self.retime),
+                   "s_retime__payload": g("s_pace_write__payload", 0)})
         n = len(self.events)
         so = self.sched.step(si)
         now = g("now", 0)

@@ -30,22 +30,24 @@ def mtu_wire(mtu):
 class PacedDriver(Driver):
     """MR-TXS-166: the scheduler's driver with the pacer's write port. ``rates``: the rate each
     connection is opened at (Mb/s, 0 the line rate); ``p_rate``: the fraction of cycles with a
-    rate write (no time) of a random connection, a rate from ``rate_choices``."""
+    rate write of a random connection, a rate from ``rate_choices``; ``p_retime``: the share of
+    those writes that also set the time (MR-TXS-167: ``now`` - 200 to ``now`` + 600 ns)."""
 
     def __init__(self, lay, items, *, mtu, rates, p_rate=0.01,
-                 rate_choices=(0, 100_000, 200_000, 300_000, 400_000, 500_000), open_at=4, **kw):
+                 rate_choices=(0, 100_000, 200_000, 300_000, 400_000, 500_000), open_at=4,
+                 p_retime=0.0, **kw):
         super().__init__(lay, items, **kw)
         self.wl, self.pace_lay = mtu_wire(mtu), pacer_model.frame_layouts(lay.conns)
         self.opens = [{"conn": c, "rate": r, "set_time": 1} for c, r in enumerate(rates)]
         self.p_rate, self.rate_choices, self.open_at = p_rate, rate_choices, open_at
         self.pw_rng = random.Random(kw.get("seed", 0) ^ 0x9ACE)
-        self.pw_offer = None
+        self.pw_offer, self.pw_open, self.p_retime = None, False, p_retime
         self.res["pace_writes"] = []
 
     def inputs(self):
         # the work requests wait for the opens (the first slice's writers write the time only at
         # the open, MR-TXS-166)
-        hold = self.opens or self.pw_offer is not None and self.pw_offer["set_time"]
+        hold = bool(self.opens) or self.pw_open
         if hold:
             saved, self.presenting = self.presenting, None
             i, self.i = self.i, len(self.items)
@@ -54,12 +56,15 @@ class PacedDriver(Driver):
             self.presenting, self.i = saved, i
         inp.update({"mtu_wl": self.wl, "line_mbps": LINE_MBPS})
         if self.pw_offer is None and self.cycle >= self.open_at:
+            r = self.pw_rng
             if self.opens:
-                self.pw_offer = dict(self.opens.pop(0), time=self.now)
-            elif not self.sent_all and self.pw_rng.random() < self.p_rate:
-                self.pw_offer = {"conn": self.pw_rng.randrange(self.lay.conns),
-                                 "rate": self.pw_rng.choice(self.rate_choices),
-                                 "set_time": 0, "time": 0}
+                self.pw_offer, self.pw_open = dict(self.opens.pop(0), time=self.now), True
+            elif not self.sent_all and r.random() < self.p_rate:
+                self.pw_offer = {"conn": r.randrange(self.lay.conns),
+                                 "rate": r.choice(self.rate_choices), "set_time": 0, "time": 0}
+                if self.p_retime and r.random() < self.p_retime:
+                    self.pw_offer.update(set_time=1,
+                                         time=(self.now + r.randrange(-200, 600)) & P.TIME_MASK)
         inp["s_pace_write__valid"] = int(self.pw_offer is not None)
         inp["s_pace_write__payload"] = (pack(self.pace_lay["write"], self.pw_offer)
                                         if self.pw_offer is not None else 0)
@@ -68,7 +73,7 @@ class PacedDriver(Driver):
     def observe(self, inp, out):
         if self.pw_offer is not None and out.get("s_pace_write__ready"):
             self.res["pace_writes"].append((self.cycle, self.pw_offer))
-            self.pw_offer = None
+            self.pw_offer, self.pw_open = None, False
         super().observe(inp, out)
 
 

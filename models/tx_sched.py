@@ -635,11 +635,14 @@ class TxSchedModel:
         c = next((c for c, ps in enumerate(self.pace) if ps["ask"]), None)
         return c is not None, {"conn": c or 0, "now": self.pace[c or 0]["t_ask"], "force": 1}
 
-    def pace_edge(self, now, turn=None, taken=None):
+    def pace_edge(self, now, turn=None, taken=None, retime=None):
         """MR-TXS-161/162, at the edge after the cycle's action: ``taken`` (a connection) its
         request taken by the pacer; ``turn`` (``{conn, ok, pace_until}``) a turn back: `pend`
-        clears, `late` when the time moved and is after the charged packet's; every other
-        connection stays late only while ``now`` is before its `seen`."""
+        clears, `late` when the time moved and is after the charged packet's; MR-TXS-167:
+        ``retime`` (the pacer's write ``{conn, rate, set_time, time}`` taken in the cycle) with
+        ``set_time``, of a connection without a turn asked for (after this cycle's packet):
+        `seen` its time, `late` while ``now`` is before it; every other connection stays late
+        only while ``now`` is before its `seen`."""
         now &= P.TIME_MASK
         if taken is not None:
             self.pace[taken]["ask"] = 0
@@ -648,6 +651,9 @@ class TxSchedModel:
                 pu = turn["pace_until"]
                 ps.update(pend=0, late=int(pu != ps["seen"] and P.time_lt(ps["t_ask"], pu)),
                           seen=pu)
+            elif (retime is not None and retime["set_time"] and retime["conn"] == c
+                  and not ps["pend"]):
+                ps.update(seen=retime["time"], late=int(P.time_lt(now, retime["time"])))
             else:
                 ps["late"] = int(ps["late"] and P.time_lt(now, ps["seen"]))
 
@@ -762,8 +768,10 @@ class TxSchedCycleModel:
             self.pace_lay = pacer_model.frame_layouts(conns)
             names = self.port_names()
             self.port_names = lambda: {
-                "inputs": [*names["inputs"], "m_pace__ready", "s_turn__valid", "s_turn__payload"],
-                "outputs": [*names["outputs"], "m_pace__valid", "m_pace__payload", "s_turn__ready"]}
+                "inputs": [*names["inputs"], "m_pace__ready", "s_turn__valid", "s_turn__payload",
+                           "s_retime__valid", "s_retime__payload"],
+                "outputs": [*names["outputs"], "m_pace__valid", "m_pace__payload", "s_turn__ready",
+                            "s_retime__ready"]}
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
@@ -961,6 +969,10 @@ class TxSchedCycleModel:
         comp_conns = {qi // S for qi in self.qcomp}
         eligible = {c: a for c, a in self.cand.items()
                     if c not in self.touched and c not in comp_conns}
+        if sem.pace is not None and not sem.pace_ignored:
+            # MR-TXS-167: a packet's candidate also needs its connection due in this cycle (a
+            # re-timing write may have set `late` at the edge since its decision)
+            eligible = {c: a for c, a in eligible.items() if a[0] == "drop" or sem.due(c)}
         touched = {x["conn"] for x in (fail, error) if x is not None}
         cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
                                                                      self.cqe_q.level)
@@ -979,7 +991,7 @@ class TxSchedCycleModel:
             pace_valid, pace_req = sem.pace_request()
             out.update({"m_pace__valid": int(pace_valid),
                         "m_pace__payload": pack(self.pace_lay["frame"], pace_req),
-                        "s_turn__ready": 1})
+                        "s_turn__ready": 1, "s_retime__ready": 1})
         frame = sent = cqe = None
         # MR-TXS-036: last cycle's acknowledged chunk counted at this edge (after this cycle's
         # decisions above, before this cycle's report: the forward); its connection is touched
@@ -1034,7 +1046,10 @@ class TxSchedCycleModel:
             sem.pace_edge(g("now", 0),
                           unpack(self.pace_lay["turn"], g("s_turn__payload", 0))
                           if g("s_turn__valid", 0) else None,
-                          pace_req["conn"] if pace_valid and g("m_pace__ready", 0) else None)
+                          pace_req["conn"] if pace_valid and g("m_pace__ready", 0) else None,
+                          # MR-TXS-167: a re-timing write the pacer took in this cycle
+                          unpack(self.pace_lay["write"], g("s_retime__payload", 0))
+                          if g("s_retime__valid", 0) else None)
         self.cw_d = self.cw_b
         self.cw_b = unpack(lay.cwnd, g("s_cwnd__payload", 0)) if g("s_cwnd__valid", 0) else None
         self.cand, self.touched, self.comp, self.qcomp = cand, touched, comp_next, qcomp_next

@@ -25,28 +25,35 @@ def _driver(model, items, seed, **kw):
     return pc.PacedDriver(model.lay, items, mtu=SMALL["mtu"], seed=seed, **kw)
 
 
-def _model_run(seed, n=30, **kw):
+def _model_run(seed, n=30, drv_kw=None, **kw):
     items = _items(seed, n)
     model = PacedTxSchedCycleModel(64, **SMALL, **kw)
-    drv = run_alone(model, _driver(model, items, seed))
+    drv = run_alone(model, _driver(model, items, seed, **(drv_kw or {})))
     return model, drv, items
 
 
+#: MR-TXS-167's runs: a rate write in 3 % of the cycles, half of them with a time
+RETIME = dict(p_rate=0.03, p_retime=0.5)
+
+
 def test_pacing_off_is_the_block_as_it_was():
-    """MR-TXS-159: without ``pacing`` (the default) neither the RTL nor the cycle model has the
-    pacer's ports; with it both have ``m_pace`` and ``s_turn`` of PacerFrame's layouts."""
+    """MR-TXS-159, MR-TXS-167: without ``pacing`` (the default) neither the RTL nor the cycle
+    model has the pacer's ports; with it both have ``m_pace``, ``s_turn`` and ``s_retime`` of
+    PacerFrame's layouts."""
     plain = TxSchedCycleModel(64, **SMALL).port_names()
     paced = TxSchedCycleModel(64, **SMALL, pacing=True).port_names()
     assert not any("pace" in n or "turn" in n for n in plain["inputs"] + plain["outputs"])
-    assert set(paced["inputs"]) - set(plain["inputs"]) == {"m_pace__ready", "s_turn__valid",
-                                                            "s_turn__payload"}
-    assert set(paced["outputs"]) - set(plain["outputs"]) == {"m_pace__valid", "m_pace__payload",
-                                                              "s_turn__ready"}
+    assert set(paced["inputs"]) - set(plain["inputs"]) == {
+        "m_pace__ready", "s_turn__valid", "s_turn__payload", "s_retime__valid",
+        "s_retime__payload"}
+    assert set(paced["outputs"]) - set(plain["outputs"]) == {
+        "m_pace__valid", "m_pace__payload", "s_turn__ready", "s_retime__ready"}
     assert "m_pace" not in TxSched(64, **SMALL).signature.members
     sig = TxSched(64, **SMALL, pacing=True).signature.members
     lay = pm.frame_layouts(SMALL["conns"])
     assert sig["m_pace"].signature.members["payload"].shape == lay["frame"]
     assert sig["s_turn"].signature.members["payload"].shape == lay["turn"]
+    assert sig["s_retime"].signature.members["payload"].shape == lay["write"]
 
 
 def test_join_ports_are_the_models():
@@ -106,10 +113,31 @@ def test_model_turn_timing(rate, interval):
         assert all(8 <= now - pu < 12 for _, now, pu, _ in model.packets[2:])
 
 
-def _lockstep(seed, n, dut_kw=None):
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_model_retimed_frames_not_early(seed):
+    """MR-TXS-167: with re-timing writes (a time 200 ns before to 600 ns after ``now``) in the
+    run, still no packet leaves before its connection's ``pace_until`` in the pacer (a charge
+    may now be forced: its frame left before a write moved the time); MR-TXS-050's checker."""
+    model, drv, items = _model_run(seed, drv_kw=RETIME)
+    r = pc.check_paced(model, SMALL["mtu"])
+    assert r["early"] == [] and r["charges_in_order"]
+    assert sum(1 for _, w in drv.res["pace_writes"] if w["set_time"]) >= 4 + SMALL["conns"]
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+
+
+def test_model_retime_not_joined_sends_early():
+    """MR-TXS-167, negative control: the pacer's writes kept from the scheduler
+    (``retime=False``): packets leave before ``pace_until`` on seeds 1, 3 and 4 of
+    ``test_model_retimed_frames_not_early``."""
+    early = [len(pc.check_paced(_model_run(seed, drv_kw=RETIME, retime=False)[0],
+                                SMALL["mtu"])["early"]) for seed in (1, 3, 4)]
+    assert all(early), early
+
+
+def _lockstep(seed, n, dut_kw=None, drv_kw=None):
     items = _items(seed, n)
     model = PacedTxSchedCycleModel(64, **SMALL)
-    drv = _driver(model, items, seed)
+    drv = _driver(model, items, seed, **(drv_kw or {}))
     core = run_amaranth(PacedTxSched(64, **SMALL, **(dut_kw or {})), model, drv, busy=model.busy)
     return core, model, drv, items
 
@@ -129,6 +157,25 @@ def test_lockstep_paced(seed, n):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 3])
+def test_lockstep_retimed(seed):
+    """MR-TXS-167: the RTL join against its model with re-timing writes (MR-TXS-167's runs):
+    0 mismatches, no packet early. (Slow: the default lockstep covers the join.)"""
+    core, model, drv, items = _lockstep(seed, 30, drv_kw=RETIME)
+    assert core.mismatches == 0
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+    assert pc.check_paced(model, SMALL["mtu"])["early"] == []
+
+
+@pytest.mark.slow
+def test_lockstep_retime_not_joined_fails():
+    """MR-TXS-167, negative control: the RTL join without the writes into ``s_retime``
+    (``PacedTxSched(retime=False)``) mismatches the model on seed 1's retimed run."""
+    with pytest.raises(Mismatch):
+        _lockstep(1, 30, {"retime": False}, RETIME)
+
+
+@pytest.mark.slow
 def test_lockstep_condition_ignored_fails():
     """MR-TXS-166, negative control: the RTL with the condition left out (``pace_ignored``)
     mismatches the model on the default lockstep's run."""
@@ -139,7 +186,8 @@ def test_lockstep_condition_ignored_fails():
 @pytest.mark.slow
 def test_tx_sched_paced_rtl_lockstep(tmp_path):
     """MR-TXS-166: the join under Verilator (tb/tx_pace.py ``tx_pace_lockstep``, the block
-    ``tx_sched_paced``): 200 random work requests, 0 mismatches, no packet early."""
+    ``tx_sched_paced``): 200 random work requests, rate writes in 3 % of the cycles, half of
+    them with a time (MR-TXS-167): 0 mismatches, no packet early."""
     import json
 
     from metaroce.blocks import BLOCKS
@@ -154,3 +202,4 @@ def test_tx_sched_paced_rtl_lockstep(tmp_path):
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
     assert row["mismatches"] == 0 and row["charged"] > 50 and row["moved"] > 10
+    assert row["retimes"] > 20
