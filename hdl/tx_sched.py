@@ -1315,8 +1315,8 @@ class TxSched(wiring.Component):
     def _pace(self, m, A, act_pkt, cand_r, pend, late, mtu_log2):
         """MR-TXS-161/162: a full-MTU packet's charge (`pend`, `ask`, its time `t_ask`), the
         request on ``m_pace`` (the lowest connection asking, from registers), the turn on
-        ``s_turn`` (`pend` cleared, `seen` its time, `late` when the time moved and is after
-        `t_ask`) and `late` kept while ``now`` is before `seen`."""
+        ``s_turn`` (`pend` cleared, `seen` its time, `late` when the time moved), MR-TXS-167's
+        writes, and `late` kept while ``now`` is before `seen`."""
         C, TB = self.conns, P.TIME_BITS
         ask = Signal(C, name="pace_ask")
         t_ask = [Signal(TB, name=f"pace_t_ask{c}") for c in range(C)]
@@ -1349,8 +1349,8 @@ class TxSched(wiring.Component):
             rt = self.s_retime.payload
             retime = (self.s_retime.valid & rt.set_time & (rt.conn == c) & ~pend[c] & ~charge)
             with m.If(back):
-                moved = (turn.pace_until != seen[c]) & time_lt(t_ask[c], turn.pace_until,
-                                                               f"pace_ahead{c}")
+                # late when the time moved (then after t_ask, or cleared at the next edge)
+                moved = turn.pace_until != seen[c]
                 m.d.sync += [pend[c].eq(0), seen[c].eq(turn.pace_until), late[c].eq(moved)]
             with m.Elif(retime):
                 m.d.sync += [seen[c].eq(rt.time),

@@ -638,7 +638,7 @@ class TxSchedModel:
     def pace_edge(self, now, turn=None, taken=None, retime=None):
         """MR-TXS-161/162, at the edge after the cycle's action: ``taken`` (a connection) its
         request taken by the pacer; ``turn`` (``{conn, ok, pace_until}``) a turn back: `pend`
-        clears, `late` when the time moved and is after the charged packet's; MR-TXS-167:
+        clears, `late` when the time moved; MR-TXS-167:
         ``retime`` (the pacer's write ``{conn, rate, set_time, time}`` taken in the cycle) with
         ``set_time``, of a connection without a turn asked for (after this cycle's packet):
         `seen` its time, `late` while ``now`` is before it; every other connection stays late
@@ -649,8 +649,9 @@ class TxSchedModel:
         for c, ps in enumerate(self.pace):
             if turn is not None and turn["conn"] == c:
                 pu = turn["pace_until"]
-                ps.update(pend=0, late=int(pu != ps["seen"] and P.time_lt(ps["t_ask"], pu)),
-                          seen=pu)
+                # late when the time moved (a moved time is after the charged packet's, or the
+                # compare of the next edge clears it)
+                ps.update(pend=0, late=int(pu != ps["seen"]), seen=pu)
             elif (retime is not None and retime["set_time"] and retime["conn"] == c
                   and not ps["pend"]):
                 ps.update(seen=retime["time"], late=int(P.time_lt(now, retime["time"])))
