@@ -26,6 +26,11 @@ s_cwnd     in     a path's window {conn, path, cwnd} (``Cwnd``'s ``m_update`` fi
 s_rsp      in     a READ response to send {conn, stream, msg, laddr, length, err} (MR-TXS-066)
 m_rsp_done out    a READ response acknowledged (or failed) {conn, stream, msg, status}
                   (MR-TXS-070)
+m_pace     out    with ``pacing``: a full-MTU packet's charge to the pacer {conn, now, force}
+                  (PacerFrame's ``s_frame``, MR-TXS-161)
+s_turn     in     with ``pacing``: the pacer's turn {conn, ok, pace_until} (MR-TXS-162)
+s_retime   in     with ``pacing``: a write the pacer takes {conn, rate, set_time, time}
+                  (MR-TXS-167)
 ========== ====== ========================================================================
 
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
@@ -43,6 +48,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
+from ..models.pacer import frame_layouts as pacer_layouts
 from ..models.tx_sched import (ATOMIC_LEN, GEN_BITS, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
                                STATUS_LOC_QP_OP_ERR, check_params, layouts)
 
@@ -131,7 +137,8 @@ class TxSched(wiring.Component):
                  paths=SMALL["paths"], depth=SMALL["depth"], chunk_window=SMALL["chunk_window"],
                  mtu=SMALL["mtu"], cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
-                 resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False):
+                 resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False,
+                 pacing=False, pace_ignored=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
@@ -145,6 +152,15 @@ class TxSched(wiring.Component):
         self.rd_rows = bool(rd_rows)
         # MR-TXS-106: with rd_rows, the READ queued and its row (the engine top's, MR-ENG-148)
         rd_port = {"m_rd": Out(stream.Signature(lay.rd))} if self.rd_rows else {}
+        # MR-TXS-159: with pacing, the pacer's ports (hdl/pacer.py PacerFrame's s_frame and
+        # m_turn); ``pace_ignored`` (negative controls only): the condition left out
+        self.pacing, self.pace_ignored = bool(pacing), pace_ignored
+        if self.pacing:
+            self.pace_lay = pacer_layouts(conns)
+            rd_port.update({"m_pace": Out(stream.Signature(self.pace_lay["frame"])),
+                            "s_turn": In(stream.Signature(self.pace_lay["turn"])),
+                            # MR-TXS-167: the pacer's writes as it takes them
+                            "s_retime": In(stream.Signature(self.pace_lay["write"]))})
         super().__init__({**rd_port,
             "s_wr": In(stream.Signature(lay.wr)),
             "s_acked": In(stream.Signature(lay.report)),
@@ -675,6 +691,14 @@ class TxSched(wiring.Component):
                       "wb": wb, "next": e_next, "ba": ba, "br": br, "ba_next": ba_next,
                       "br_next": br_next, "ba_valid": ba_valid, "br_valid": br_valid,
                       "q_nnb": q_nnb, "nnb": e_nnb}
+        # MR-TXS-160: the pacing condition per connection (registers): no turn asked for and not
+        # back (`pend`), not waiting for the last turn's time (`late`)
+        if self.pacing:
+            pace_pend = Signal(C, name="pace_pend")
+            pace_late = Signal(C, name="pace_late")
+            pace_due = [_named(m, ~pace_pend[c] & ~pace_late[c], f"pace_due{c}") for c in range(C)]
+            if self.pace_ignored:
+                pace_due = [Const(1, 1)] * C
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
@@ -800,7 +824,10 @@ class TxSched(wiring.Component):
             # a new last chunk, the row of a packet (a drop is a resend: new means no resend)
             pkt_e_hot = Mux(drop, 0, e_hot)
             new_e_hot = Mux(nonempty, 0, e_hot)
-            cand.append(dict(ready=drop | (have & fits & p_any), drop=drop, resend=nonempty,
+            go = have & fits & p_any
+            if self.pacing:
+                go = go & pace_due[c]                          # MR-TXS-160
+            cand.append(dict(ready=drop | go, drop=drop, resend=nonempty,
                              pkt_e_hot=pkt_e_hot, new_e_hot=new_e_hot,
                              new_last_hot=Mux(nonempty, 0, s_hot),
                              pkt_path_hot=Mux(drop, 0, Cat(*p_hot)),
@@ -819,6 +846,11 @@ class TxSched(wiring.Component):
                 r[k] = Signal(len(Value.cast(v)), name=f"cand{c}_{k}")
                 m.d.sync += r[k].eq(v)
             cand_r.append(r)
+        if self.pacing:
+            # MR-TXS-167: a packet's candidate also needs its connection due in this cycle (a
+            # re-timing write may have set `late` at the edge since its decision)
+            for c, r in enumerate(cand_r):
+                r["ready"] = r["ready"] & (r["drop"] | pace_due[c])
         # the pick as one-hot bits; each connection's step enable is its bit and the step's
         # (MR-TXS-039), the index (the fields' mux) encoded from them
         sel = [_named(m, v, f"sel{c}") for c, v in enumerate(
@@ -874,6 +906,8 @@ class TxSched(wiring.Component):
         act_pkt = [_named(m, act[c] & ~x["drop"], f"act_pkt{c}") for c, x in enumerate(cand_r)]
         act_new = [_named(m, act[c] & ~x["resend"], f"act_new{c}") for c, x in enumerate(cand_r)]
         pkt_act = _named(m, Cat(*act_pkt).any(), "pkt_act")
+        if self.pacing:
+            self._pace(m, A, act_pkt, cand_r, pace_pend, pace_late, mtu_log2)
 
         def g(name):
             return read([x[name] for x in cand_r], pick, f"g_{name}")
@@ -1277,6 +1311,52 @@ class TxSched(wiring.Component):
             with m.If(act[qi // S] & cand_r[qi // S]["new_last_hot"][qi % S]):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
+
+    def _pace(self, m, A, act_pkt, cand_r, pend, late, mtu_log2):
+        """MR-TXS-161/162: a full-MTU packet's charge (`pend`, `ask`, its time `t_ask`), the
+        request on ``m_pace`` (the lowest connection asking, from registers), the turn on
+        ``s_turn`` (`pend` cleared, `seen` its time, `late` when the time moved), MR-TXS-167's
+        writes, and `late` kept while ``now`` is before `seen`."""
+        C, TB = self.conns, P.TIME_BITS
+        ask = Signal(C, name="pace_ask")
+        t_ask = [Signal(TB, name=f"pace_t_ask{c}") for c in range(C)]
+        seen = [Signal(TB, name=f"pace_seen{c}") for c in range(C)]
+
+        def time_lt(a, b, name):
+            # MR-ENG-050: a before b, the sign of b - a beside the inequality (hdl.cwnd's form)
+            t = TB - 1
+            return (a != b) & ~(a[t] ^ b[t] ^ A.gt(a[:t], b[:t], name))
+        # the request: the lowest connection asking (a priority pick of registers)
+        first = Signal(range(C), name="pace_first")
+        for c in reversed(range(C)):
+            with m.If(ask[c]):
+                m.d.comb += first.eq(c)
+        m.d.comb += [self.m_pace.valid.eq(ask.any()), self.m_pace.payload.conn.eq(first),
+                     self.m_pace.payload.now.eq(Array(t_ask)[first]),
+                     self.m_pace.payload.force.eq(1), self.s_turn.ready.eq(1),
+                     self.s_retime.ready.eq(1)]
+        taken = self.m_pace.valid & self.m_pace.ready
+        turn = self.s_turn.payload
+        for c in range(C):
+            charge = act_pkt[c] & cand_r[c]["nb"][mtu_log2]      # one MTU: the top bit
+            back = self.s_turn.valid & (turn.conn == c)
+            with m.If(charge):
+                m.d.sync += [pend[c].eq(1), ask[c].eq(1), t_ask[c].eq(self.now)]
+            with m.Else():
+                with m.If(taken & (first == c)):
+                    m.d.sync += ask[c].eq(0)
+            # MR-TXS-167: a write with a time, of a connection with no turn asked for
+            rt = self.s_retime.payload
+            retime = (self.s_retime.valid & rt.set_time & (rt.conn == c) & ~pend[c] & ~charge)
+            with m.If(back):
+                # late when the time moved (then after t_ask, or cleared at the next edge)
+                moved = turn.pace_until != seen[c]
+                m.d.sync += [pend[c].eq(0), seen[c].eq(turn.pace_until), late[c].eq(moved)]
+            with m.Elif(retime):
+                m.d.sync += [seen[c].eq(rt.time),
+                             late[c].eq(time_lt(self.now, rt.time, f"pace_rt{c}"))]
+            with m.Else():
+                m.d.sync += late[c].eq(late[c] & time_lt(self.now, seen[c], f"pace_wait{c}"))
 
 
 def tx_sched_small(width=64):

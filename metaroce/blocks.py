@@ -183,6 +183,17 @@ BLOCKS: dict[str, Block] = {
              "work requests, round robin, resends first, chunking, PSNs, path windows "
              "(docs/spec/hw-tx-sched.md)",
     ),
+    # The scheduler with the pacing condition and the per-frame pacer joined (issue 12,
+    # docs/spec/hw-tx-sched.md MR-TXS-164): no data path, ``width`` changes nothing.
+    "tx_sched_paced": Block(
+        name="tx_sched_paced",
+        component="metaroce.hdl.tx_pace:tx_sched_paced_small",
+        model="metaroce.models.tx_pace:tx_sched_paced_model_small",
+        tb="metaroce.tb.tx_pace",
+        help="TX scheduler's small instance with pacing: the per-frame pacer's turn as a "
+             "scheduling condition (docs/spec/hw-tx-sched.md section 14)",
+        widths=(64,),
+    ),
     # The congestion window table (issue 12, first slice): no data path, ``width`` changes
     # nothing (MR-CW-001).
     "cwnd": Block(

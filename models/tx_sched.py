@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from amaranth.lib import data
 
+from . import pacer as pacer_model
 from . import protocol as P
 from . import records
 from . import retransmit as rtx_model
@@ -261,10 +262,16 @@ class TxSchedModel:
                  depth=SMALL["depth"], *, chunk_window=SMALL["chunk_window"], mtu=SMALL["mtu"],
                  cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
-                 resend_depth=SMALL["resend_depth"]):
+                 resend_depth=SMALL["resend_depth"], pacing=False, pace_ignored=False):
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
                      path_pkts, ack_every, resend_depth)
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        # MR-TXS-159/160: with pacing, per connection the pacing condition's state (a turn asked
+        # for and not back, the m_pace request, waiting for `seen`, the charged packet's time);
+        # ``pace_ignored`` (negative controls only): the condition left out of the decision
+        self.pace = ([{"pend": 0, "ask": 0, "late": 0, "seen": 0, "t_ask": 0}
+                      for _ in range(conns)] if pacing else None)
+        self.pace_ignored = pace_ignored
         self.chunk_window, self.mtu, self.cwnd, self.conn_window = chunk_window, mtu, cwnd, conn_window
         self.path_pkts, self.ack_every, self.resend_depth = path_pkts, ack_every, resend_depth
         self.lay = layouts(conns, streams, paths, depth)
@@ -545,6 +552,8 @@ class TxSchedModel:
         kind, w = cand
         if kind == "drop":
             return ("drop", c)
+        if self.pace is not None and not self.pace_ignored and not self.due(c):
+            return None                                 # MR-TXS-160: its turn is not due
         qi, i, chunk = w
         e = self.q[qi]["ring"][i]
         nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), chunk, self.mtu)
@@ -606,9 +615,48 @@ class TxSchedModel:
         slot = s * self.depth + i
         ps["tail"] = (e, slot, chunk)                   # MR-TXS-080
         frame = self._frame(c, e, slot, chunk, p, psn, req, kind == "resend")
+        if self.pace is not None and nbytes == self.mtu:
+            # MR-TXS-161: a full-MTU packet charges the pacer with its time
+            self.pace[c].update(pend=1, ask=1, t_ask=now & P.TIME_MASK)
         sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
                 "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK, "lap": e["lap"]}
         return frame, sent
+
+    # -- pacing (MR-TXS-159..163)
+    def due(self, c):
+        """MR-TXS-160: connection ``c``'s paced turn is due (no turn asked for and not back, not
+        waiting for its next send time)."""
+        ps = self.pace[c]
+        return not ps["pend"] and not ps["late"]
+
+    def pace_request(self):
+        """MR-TXS-161: ``m_pace``'s (valid, fields): the lowest connection with a turn to ask
+        for, ``{conn, now: t_ask, force: 1}`` (connection 0's fields when none)."""
+        c = next((c for c, ps in enumerate(self.pace) if ps["ask"]), None)
+        return c is not None, {"conn": c or 0, "now": self.pace[c or 0]["t_ask"], "force": 1}
+
+    def pace_edge(self, now, turn=None, taken=None, retime=None):
+        """MR-TXS-161/162, at the edge after the cycle's action: ``taken`` (a connection) its
+        request taken by the pacer; ``turn`` (``{conn, ok, pace_until}``) a turn back: `pend`
+        clears, `late` when the time moved; MR-TXS-167:
+        ``retime`` (the pacer's write ``{conn, rate, set_time, time}`` taken in the cycle) with
+        ``set_time``, of a connection without a turn asked for (after this cycle's packet):
+        `seen` its time, `late` while ``now`` is before it; every other connection stays late
+        only while ``now`` is before its `seen`."""
+        now &= P.TIME_MASK
+        if taken is not None:
+            self.pace[taken]["ask"] = 0
+        for c, ps in enumerate(self.pace):
+            if turn is not None and turn["conn"] == c:
+                pu = turn["pace_until"]
+                # late when the time moved (a moved time is after the charged packet's, or the
+                # compare of the next edge clears it)
+                ps.update(pend=0, late=int(pu != ps["seen"]), seen=pu)
+            elif (retime is not None and retime["set_time"] and retime["conn"] == c
+                  and not ps["pend"]):
+                ps.update(seen=retime["time"], late=int(P.time_lt(now, retime["time"])))
+            else:
+                ps["late"] = int(ps["late"] and P.time_lt(now, ps["seen"]))
 
     def _frame(self, c, e, slot, chunk, p, psn, req, retx):
         """MR-TXS-040: the frame request of chunk ``chunk`` of entry ``e`` (message slot
@@ -716,6 +764,15 @@ class TxSchedCycleModel:
                                        "outputs": [*OUTPUTS, "m_rd__payload", "m_rd__valid"]}
         self.sem = TxSchedModel(conns, streams, paths, depth, **kw)
         self.lay = self.sem.lay
+        if self.sem.pace is not None:
+            # MR-TXS-159: the pacer's ports (hw-cwnd.md MR-CW-097's s_frame and m_turn)
+            self.pace_lay = pacer_model.frame_layouts(conns)
+            names = self.port_names()
+            self.port_names = lambda: {
+                "inputs": [*names["inputs"], "m_pace__ready", "s_turn__valid", "s_turn__payload",
+                           "s_retime__valid", "s_retime__payload"],
+                "outputs": [*names["outputs"], "m_pace__valid", "m_pace__payload", "s_turn__ready",
+                            "s_retime__ready"]}
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
@@ -749,6 +806,8 @@ class TxSchedCycleModel:
                     or self.wq is not None
                     or self.cw_b is not None or self.cw_d is not None
                     or self.pb is not None
+                    or (sem.pace is not None
+                        and any(p["pend"] or p["ask"] or p["late"] for p in sem.pace))
                     or sem.completion() is not None or sem.decide() is not None)
 
     def take_lost(self):
@@ -911,6 +970,10 @@ class TxSchedCycleModel:
         comp_conns = {qi // S for qi in self.qcomp}
         eligible = {c: a for c, a in self.cand.items()
                     if c not in self.touched and c not in comp_conns}
+        if sem.pace is not None and not sem.pace_ignored:
+            # MR-TXS-167: a packet's candidate also needs its connection due in this cycle (a
+            # re-timing write may have set `late` at the edge since its decision)
+            eligible = {c: a for c, a in eligible.items() if a[0] == "drop" or sem.due(c)}
         touched = {x["conn"] for x in (fail, error) if x is not None}
         cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
                                                                      self.cqe_q.level)
@@ -924,6 +987,12 @@ class TxSchedCycleModel:
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
         if self.rd_rows:
             out.update({"m_rd__valid": rd_valid, "m_rd__payload": rd_pay})
+        if sem.pace is not None:
+            # MR-TXS-161: the request on registers, before the edge
+            pace_valid, pace_req = sem.pace_request()
+            out.update({"m_pace__valid": int(pace_valid),
+                        "m_pace__payload": pack(self.pace_lay["frame"], pace_req),
+                        "s_turn__ready": 1, "s_retime__ready": 1})
         frame = sent = cqe = None
         # MR-TXS-036: last cycle's acknowledged chunk counted at this edge (after this cycle's
         # decisions above, before this cycle's report: the forward); its connection is touched
@@ -973,6 +1042,15 @@ class TxSchedCycleModel:
             self.events.append(("cwnd", w))
             sem.set_cwnd(w["conn"], w["path"], w["cwnd"])
             touched.add(w["conn"])
+        if sem.pace is not None:
+            # MR-TXS-161/162: the request taken and the turn back, after the cycle's action
+            sem.pace_edge(g("now", 0),
+                          unpack(self.pace_lay["turn"], g("s_turn__payload", 0))
+                          if g("s_turn__valid", 0) else None,
+                          pace_req["conn"] if pace_valid and g("m_pace__ready", 0) else None,
+                          # MR-TXS-167: a re-timing write the pacer took in this cycle
+                          unpack(self.pace_lay["write"], g("s_retime__payload", 0))
+                          if g("s_retime__valid", 0) else None)
         self.cw_d = self.cw_b
         self.cw_b = unpack(lay.cwnd, g("s_cwnd__payload", 0)) if g("s_cwnd__valid", 0) else None
         self.cand, self.touched, self.comp, self.qcomp = cand, touched, comp_next, qcomp_next

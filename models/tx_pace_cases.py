@@ -1,0 +1,94 @@
+"""The pacer's join into the TX scheduler: driver and checks (docs/spec/hw-tx-sched.md
+MR-TXS-165/166). :class:`PacedDriver` is the scheduler's driver of MR-TXS-050 (work requests,
+the closed loop through the retransmit unit's semantics and a lossy receiver, idle cycles and
+backpressure; ``now`` advancing ``ns_per_cycle`` a cycle) with the pacer's port: every
+connection opened (``set_time`` at the driver's ``now``, some at a rate below the line rate),
+then rate writes (no time) in a fraction of the cycles. :func:`check_paced` checks MR-TXS-165
+on :class:`models.tx_pace.PacedTxSchedCycleModel`'s record."""
+from __future__ import annotations
+
+import random
+
+from . import pacer as pacer_model
+from . import protocol as P
+from .rx import pack
+from .tx_sched_cases import Driver
+
+__all__ = ["PacedDriver", "check_paced", "LINE_MBPS", "mtu_wire"]
+
+#: the line rate of the runs: at 4 ns a cycle and an MTU of 1,024 bytes (1,114 on the wire with
+#: 90 bytes of headers) a full frame's gap is 23 ns at the line rate, 92 ns at a quarter of it
+LINE_MBPS = 400_000
+
+
+def mtu_wire(mtu):
+    """The pacer's ``mtu_wl`` for the scheduler's MTU: the payload and a data frame's headers
+    (``Pacer.DATA_HDR``)."""
+    return mtu + pacer_model.Pacer.DATA_HDR
+
+
+class PacedDriver(Driver):
+    """MR-TXS-166: the scheduler's driver with the pacer's write port. ``rates``: the rate each
+    connection is opened at (Mb/s, 0 the line rate); ``p_rate``: the fraction of cycles with a
+    rate write of a random connection, a rate from ``rate_choices``; ``p_retime``: the share of
+    those writes that also set the time (MR-TXS-167: ``now`` - 200 to ``now`` + 600 ns)."""
+
+    def __init__(self, lay, items, *, mtu, rates, p_rate=0.01,
+                 rate_choices=(0, 100_000, 200_000, 300_000, 400_000, 500_000), open_at=4,
+                 p_retime=0.0, **kw):
+        super().__init__(lay, items, **kw)
+        self.wl, self.pace_lay = mtu_wire(mtu), pacer_model.frame_layouts(lay.conns)
+        self.opens = [{"conn": c, "rate": r, "set_time": 1} for c, r in enumerate(rates)]
+        self.p_rate, self.rate_choices, self.open_at = p_rate, rate_choices, open_at
+        self.pw_rng = random.Random(kw.get("seed", 0) ^ 0x9ACE)
+        self.pw_offer, self.pw_open, self.p_retime = None, False, p_retime
+        self.res["pace_writes"] = []
+
+    def inputs(self):
+        # the work requests wait for the opens (the first slice's writers write the time only at
+        # the open, MR-TXS-166)
+        hold = bool(self.opens) or self.pw_open
+        if hold:
+            saved, self.presenting = self.presenting, None
+            i, self.i = self.i, len(self.items)
+        inp = super().inputs()
+        if hold:
+            self.presenting, self.i = saved, i
+        inp.update({"mtu_wl": self.wl, "line_mbps": LINE_MBPS})
+        if self.pw_offer is None and self.cycle >= self.open_at:
+            r = self.pw_rng
+            if self.opens:
+                self.pw_offer, self.pw_open = dict(self.opens.pop(0), time=self.now), True
+            elif not self.sent_all and r.random() < self.p_rate:
+                self.pw_offer = {"conn": r.randrange(self.lay.conns),
+                                 "rate": r.choice(self.rate_choices), "set_time": 0, "time": 0}
+                if self.p_retime and r.random() < self.p_retime:
+                    self.pw_offer.update(set_time=1,
+                                         time=(self.now + r.randrange(-200, 600)) & P.TIME_MASK)
+        inp["s_pace_write__valid"] = int(self.pw_offer is not None)
+        inp["s_pace_write__payload"] = (pack(self.pace_lay["write"], self.pw_offer)
+                                        if self.pw_offer is not None else 0)
+        return inp
+
+    def observe(self, inp, out):
+        if self.pw_offer is not None and out.get("s_pace_write__ready"):
+            self.res["pace_writes"].append((self.cycle, self.pw_offer))
+            self.pw_offer, self.pw_open = None, False
+        super().observe(inp, out)
+
+
+def check_paced(model, mtu):
+    """MR-TXS-165 on a :class:`PacedTxSchedCycleModel` run: every packet left at a ``now`` not
+    before its connection's ``pace_until`` in the pacer then; every charge would have taken its
+    turn unforced; the full-MTU packets are charged once each, in order, per connection.
+    Returns counts (packets, charged, of them the ones the pacer moved the time for, and the
+    packets early)."""
+    early = [(c, now, pu) for c, now, pu, _ in model.packets if P.time_lt(now, pu)]
+    forced = [ch for ch in model.charges if P.time_lt(ch[1], ch[2])]
+    conns = {c for c, *_ in model.packets}
+    charged = {c: [now for c2, now, _, ch in model.packets if ch and c2 == c] for c in conns}
+    taken = {c: [now for c2, now, _, _ in model.charges if c2 == c] for c in conns}
+    moved = sum(1 for _, _, b, a in model.charges if a != b)
+    return {"packets": len(model.packets), "charged": sum(map(len, charged.values())),
+            "moved": moved,
+            "early": early, "forced": forced, "charges_in_order": charged == taken}

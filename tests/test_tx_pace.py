@@ -1,0 +1,205 @@
+"""The pacer joined into the TX scheduler, first slice (docs/spec/hw-tx-sched.md section 14,
+MR-TXS-159..166): the scheduler's cycle model with the pacing condition and the per-frame
+pacer's cycle model joined (models/tx_pace.py), its property (MR-TXS-165) and the RTL join
+(hdl/tx_pace.py) against it in the Amaranth simulator."""
+import pytest
+
+from metaroce.hdl.tx_pace import PacedTxSched
+from metaroce.hdl.tx_sched import TxSched
+from metaroce.models import pacer as pm
+from metaroce.models import tx_pace_cases as pc
+from metaroce.models import tx_sched_cases as tc
+from metaroce.models.driver import run_alone
+from metaroce.models.tx_pace import PacedTxSchedCycleModel
+from metaroce.models.tx_sched import OP_WRITE, SMALL, TxSchedCycleModel, TxSchedModel
+from metaroce.tb.lockstep import Mismatch, run_amaranth
+
+
+def _items(seed, n=30):
+    return tc.traffic(TxSchedModel(**SMALL), n, seed=seed, max_len=6 * SMALL["mtu"], sends=0.3,
+                      reads=0.05, atomics=0.05)
+
+
+def _driver(model, items, seed, **kw):
+    kw = dict(dict(rates=[100_000, 0], p_idle=0.2, p_bp=0.4, p_rate=0.01), **kw)
+    return pc.PacedDriver(model.lay, items, mtu=SMALL["mtu"], seed=seed, **kw)
+
+
+def _model_run(seed, n=30, drv_kw=None, **kw):
+    items = _items(seed, n)
+    model = PacedTxSchedCycleModel(64, **SMALL, **kw)
+    drv = run_alone(model, _driver(model, items, seed, **(drv_kw or {})))
+    return model, drv, items
+
+
+#: MR-TXS-167's runs: a rate write in 3 % of the cycles, half of them with a time
+RETIME = dict(p_rate=0.03, p_retime=0.5)
+
+
+def test_pacing_off_is_the_block_as_it_was():
+    """MR-TXS-159, MR-TXS-167: without ``pacing`` (the default) neither the RTL nor the cycle
+    model has the pacer's ports; with it both have ``m_pace``, ``s_turn`` and ``s_retime`` of
+    PacerFrame's layouts."""
+    plain = TxSchedCycleModel(64, **SMALL).port_names()
+    paced = TxSchedCycleModel(64, **SMALL, pacing=True).port_names()
+    assert not any("pace" in n or "turn" in n for n in plain["inputs"] + plain["outputs"])
+    assert set(paced["inputs"]) - set(plain["inputs"]) == {
+        "m_pace__ready", "s_turn__valid", "s_turn__payload", "s_retime__valid",
+        "s_retime__payload"}
+    assert set(paced["outputs"]) - set(plain["outputs"]) == {
+        "m_pace__valid", "m_pace__payload", "s_turn__ready", "s_retime__ready"}
+    assert "m_pace" not in TxSched(64, **SMALL).signature.members
+    sig = TxSched(64, **SMALL, pacing=True).signature.members
+    lay = pm.frame_layouts(SMALL["conns"])
+    assert sig["m_pace"].signature.members["payload"].shape == lay["frame"]
+    assert sig["s_turn"].signature.members["payload"].shape == lay["turn"]
+    assert sig["s_retime"].signature.members["payload"].shape == lay["write"]
+
+
+def test_join_ports_are_the_models():
+    """MR-TXS-164: the join's ports are the scheduler's, the pacer's write port as
+    ``s_pace_write``, ``mtu_wl`` and ``line_mbps``: the model's port names."""
+    names = PacedTxSchedCycleModel(64, **SMALL).port_names()
+    flat = set()
+    for name, member in PacedTxSched(64, **SMALL).signature.members.items():
+        if member.is_port:
+            flat.add(name)
+        else:
+            flat |= {f"{name}__{k}" for k in member.signature.members}
+    assert flat == set(names["inputs"]) | set(names["outputs"])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_model_paced_frames_not_early(seed):
+    """MR-TXS-160..162, MR-TXS-165: on the joined model (one connection opened below the line
+    rate, the other at it, random rate writes, random traffic with losses, idle cycles and
+    backpressure): no packet leaves before its connection's ``pace_until`` in the pacer, no
+    charge needs its ``force``, every full-MTU packet is charged once, in order, and the pacer
+    moved the time for some; every work request completes (MR-TXS-050's checker)."""
+    model, drv, items = _model_run(seed)
+    r = pc.check_paced(model, SMALL["mtu"])
+    assert r["early"] == [] and r["forced"] == [] and r["charges_in_order"]
+    assert r["charged"] >= 15 and r["moved"] >= 3 and r["packets"] > r["charged"]
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_model_condition_ignored_sends_early(seed):
+    """MR-TXS-165, negative control: the scheduler with the condition left out of its decision
+    (``pace_ignored``) sends packets before ``pace_until`` on the same runs."""
+    model, _, _ = _model_run(seed, pace_ignored=True)
+    r = pc.check_paced(model, SMALL["mtu"])
+    assert r["early"] and r["forced"]
+
+
+@pytest.mark.parametrize("rate, interval", [(0, 9), (100_000, 25), (50_000, 48)])
+def test_model_turn_timing(rate, interval):
+    """MR-TXS-161..163: one connection alone, one 8-MTU WRITE, no idle cycles, no
+    backpressure, no loss, no ACKs before the end: at the line rate a full-MTU packet every 9
+    cycles (the pacer's round trip); paced, one every gap (92 and 183 ns at 4 ns a cycle)
+    rounded up to cycles plus 2, each 2 cycles after the first cycle whose ``now`` is not before
+    its ``pace_until``."""
+    items = [tc.wr_item(0, 0, 8 * SMALL["mtu"], wr_id=0, op=OP_WRITE)]
+    model = PacedTxSchedCycleModel(64, **SMALL)
+    run_alone(model, _driver(model, items, 0, rates=[rate, 0], p_idle=0, p_bp=0, p_rate=0,
+                             loss=0, p_ack=0))
+    t = [now for _, now, _, _ in model.packets]
+    assert len(t) == 8
+    assert [(b - a) // 4 for a, b in zip(t[1:], t[2:])] == [interval] * 6
+    gap = pm.mtu_gap_ns(pc.mtu_wire(SMALL["mtu"]), rate or pc.LINE_MBPS)
+    assert (interval - 2) * 4 >= gap > (interval - 3) * 4 or rate == 0
+    if rate:
+        # the first cycle whose now is not before pace_until, then 2 cycles (decided, taken)
+        assert all(8 <= now - pu < 12 for _, now, pu, _ in model.packets[2:])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_model_retimed_frames_not_early(seed):
+    """MR-TXS-167: with re-timing writes (a time 200 ns before to 600 ns after ``now``) in the
+    run, still no packet leaves before its connection's ``pace_until`` in the pacer (a charge
+    may now be forced: its frame left before a write moved the time); MR-TXS-050's checker."""
+    model, drv, items = _model_run(seed, drv_kw=RETIME)
+    r = pc.check_paced(model, SMALL["mtu"])
+    assert r["early"] == [] and r["charges_in_order"]
+    assert sum(1 for _, w in drv.res["pace_writes"] if w["set_time"]) >= 4 + SMALL["conns"]
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+
+
+def test_model_retime_not_joined_sends_early():
+    """MR-TXS-167, negative control: the pacer's writes kept from the scheduler
+    (``retime=False``): packets leave before ``pace_until`` on seeds 1, 3 and 4 of
+    ``test_model_retimed_frames_not_early``."""
+    early = [len(pc.check_paced(_model_run(seed, drv_kw=RETIME, retime=False)[0],
+                                SMALL["mtu"])["early"]) for seed in (1, 3, 4)]
+    assert all(early), early
+
+
+def _lockstep(seed, n, dut_kw=None, drv_kw=None):
+    items = _items(seed, n)
+    model = PacedTxSchedCycleModel(64, **SMALL)
+    drv = _driver(model, items, seed, **(drv_kw or {}))
+    core = run_amaranth(PacedTxSched(64, **SMALL, **(dut_kw or {})), model, drv, busy=model.busy)
+    return core, model, drv, items
+
+
+@pytest.mark.parametrize("seed, n", [(1, 12), pytest.param(2, 30, marks=pytest.mark.slow),
+                                     pytest.param(3, 30, marks=pytest.mark.slow)])
+def test_lockstep_paced(seed, n):
+    """MR-TXS-159..164, MR-TXS-166: the RTL join (TxSched with pacing and PacerFrame) against
+    its cycle model, every output every cycle, random traffic with losses, idle cycles, random
+    backpressure on every output, the pacer's opens and rate writes: 0 mismatches; then
+    MR-TXS-050's checker and MR-TXS-165's."""
+    core, model, drv, items = _lockstep(seed, n)
+    assert core.mismatches == 0
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+    r = pc.check_paced(model, SMALL["mtu"])
+    assert r["early"] == [] and r["forced"] == [] and r["charges_in_order"] and r["moved"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 3])
+def test_lockstep_retimed(seed):
+    """MR-TXS-167: the RTL join against its model with re-timing writes (MR-TXS-167's runs):
+    0 mismatches, no packet early. (Slow: the default lockstep covers the join.)"""
+    core, model, drv, items = _lockstep(seed, 30, drv_kw=RETIME)
+    assert core.mismatches == 0
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+    assert pc.check_paced(model, SMALL["mtu"])["early"] == []
+
+
+@pytest.mark.slow
+def test_lockstep_retime_not_joined_fails():
+    """MR-TXS-167, negative control: the RTL join without the writes into ``s_retime``
+    (``PacedTxSched(retime=False)``) mismatches the model on seed 1's retimed run."""
+    with pytest.raises(Mismatch):
+        _lockstep(1, 30, {"retime": False}, RETIME)
+
+
+@pytest.mark.slow
+def test_lockstep_condition_ignored_fails():
+    """MR-TXS-166, negative control: the RTL with the condition left out (``pace_ignored``)
+    mismatches the model on the default lockstep's run."""
+    with pytest.raises(Mismatch):
+        _lockstep(1, 12, {"pace_ignored": True})
+
+
+@pytest.mark.slow
+def test_tx_sched_paced_rtl_lockstep(tmp_path):
+    """MR-TXS-166: the join under Verilator (tb/tx_pace.py ``tx_pace_lockstep``, the block
+    ``tx_sched_paced``): 200 random work requests, rate writes in 3 % of the cycles, half of
+    them with a time (MR-TXS-167): 0 mismatches, no packet early."""
+    import json
+
+    from metaroce.blocks import BLOCKS
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    b = tb_build.build(BLOCKS["tx_sched_paced"], 64)
+    out = tmp_path / "tx_pace.json"
+    env = {"TXP_SEED": "1", "TXP_WRS": "200", "TXP_OUT": str(out),
+           "COCOTB_TEST_FILTER": "tx_pace_lockstep$"}
+    results = vl.run(b, "metaroce.tb.tx_pace", extra_env=env)
+    n_tests, failures, skipped = vl.results_summary(results)
+    assert n_tests == 1 and not failures and not skipped
+    row = json.loads(out.read_text())
+    assert row["mismatches"] == 0 and row["charged"] > 50 and row["moved"] > 10
+    assert row["retimes"] > 20
