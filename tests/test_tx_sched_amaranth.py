@@ -409,12 +409,13 @@ BR_WINDOW_PARAMS = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mt
                         cwnd=600, conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
 
 
+@pytest.mark.slow
 def test_lost_report_window_registered_exact():
     """MR-TXS-171..173, MR-TXS-047: the boundary register's window registers equal their
     definition on the RTL's state in every cycle under lossy traffic (the entry's window moved
     while its lost report waits, its window pending at the intake, entries refilled), and the
     lockstep with the model has 0 mismatches. Wrong forms fail
-    (``test_lost_report_window_wrong_forms_fail``)."""
+    (``test_lost_report_window_wrong_forms_fail``). (Slow: about 10 s of lockstep.)"""
     core, bad, seen, items, drv = _br_window_run(BR_WINDOW_PARAMS, 34)
     assert core.mismatches == 0
     assert not bad, bad[:5]
