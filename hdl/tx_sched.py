@@ -497,12 +497,20 @@ class TxSched(wiring.Component):
         # forwarded), registered; the acknowledged report acted on in this cycle is added below
         rr_was_acked = Signal()
         lr_e = in_r["e"]
-        lr_fwd = _named(m, wb_valid & (wb_e == lr_e), "lr_fwd")
-        lr_base = _named(m, Mux(lr_fwd, wb_base, read(e_base, lr_e, "e_base_lr")), "lr_base")
-        lr_bits = _named(m, Mux(lr_fwd, wb_b, read(e_bits, lr_e, "e_bits_lr")), "lr_bits")
-        lr_below = A.gt(lr_base, br.chunk, "lr_below")
-        lr_lo = _named(m, (br.chunk[:wb] - lr_base[:wb])[:wb], "lr_lo")
-        lr_was_acked = lr_below | lr_bits.bit_select(lr_lo, 1)
+        # MR-TXS-171: the boundary register's entry's window (`ack_base`, bits) as registers
+        # beside it, and whether the pending window (wb) names that entry as a register: the
+        # test on each from registers, the forward bit picking last (MR-TXS-172: their loads)
+        br_wbase, br_wbits = Signal(chunk_w, name="br_wbase"), Signal(W, name="br_wbits")
+        br_wfwd = Signal(name="br_wfwd")
+
+        def lr_test(base, bits, tag):
+            """MR-TXS-047's test of br's chunk on the window ``base``/``bits``."""
+            below = A.gt(base, br.chunk, f"lr_below_{tag}")
+            lo = _named(m, (br.chunk[:wb] - base[:wb])[:wb], f"lr_lo_{tag}")
+            return below | bits.bit_select(lo, 1)
+
+        lr_was_acked = _named(m, Mux(br_wfwd, lr_test(wb_base, wb_b, "fwd"),
+                                     lr_test(br_wbase, br_wbits, "reg")), "lr_was_acked")
         # a lost report in the register may take the FIFO's last entry at this edge
         rs_conn = br.conn
         held = rr_valid & rr_lost & (r_conn == rs_conn)
@@ -690,7 +698,10 @@ class TxSched(wiring.Component):
         self.probe = {"q_ok": q_ok, "send": send, "tail": tail, "ahead": e_ahead, "fail": e_fail,
                       "wb": wb, "next": e_next, "ba": ba, "br": br, "ba_next": ba_next,
                       "br_next": br_next, "ba_valid": ba_valid, "br_valid": br_valid,
-                      "q_nnb": q_nnb, "nnb": e_nnb}
+                      "q_nnb": q_nnb, "nnb": e_nnb,
+                      # MR-TXS-171: br's window registers and the state they stand for
+                      "br_wbase": br_wbase, "br_wbits": br_wbits, "br_wfwd": br_wfwd,
+                      "base": e_base, "bits": e_bits, "wb_valid": wb_valid, "wb_e": wb_e}
         # MR-TXS-160: the pacing condition per connection (registers): no turn asked for and not
         # back (`pend`), not waiting for the last turn's time (`late`)
         if self.pacing:
@@ -1000,6 +1011,23 @@ class TxSched(wiring.Component):
         b_moved = _named(m, wb_b >> ones, "b_moved")
         base_moved = A.add(wb_base, ones, name="base_moved")
         ahead_moved = _named(m, wb_ahead - ones, "ahead_moved")
+        # MR-TXS-172: br's entry's window after this edge (the loaded report's entry, else the
+        # held one's, whose registers are their value before it): 0 at a refill, the pending
+        # window's move when it names the entry, else as it is; the forward bit: the report
+        # acknowledged now names that entry (its window is pending in the next cycle)
+        def window_after(e, base, bits, tag):
+            refill = read(e_refill, e, f"w_refill_{tag}")
+            moved = _named(m, wb_valid & (wb_e == e), f"w_moved_{tag}")
+            return (Mux(refill, 0, Mux(moved, base_moved, base)),
+                    Mux(refill, 0, Mux(moved, b_moved, bits)))
+
+        w_e_pr = _named(m, rep_index(data.View(lay.report, src))[0], "w_e_pr")
+        ld_base, ld_bits = window_after(w_e_pr, read(e_base, w_e_pr, "e_base_pr"),
+                                        read(e_bits, w_e_pr, "e_bits_pr"), "pr")
+        hd_base, hd_bits = window_after(lr_e, br_wbase, br_wbits, "hr")
+        m.d.sync += [br_wbase.eq(Mux(load_r, ld_base, hd_base)),
+                     br_wbits.eq(Mux(load_r, ld_bits, hd_bits)),
+                     br_wfwd.eq(ack_act & Mux(load_r, r_e == w_e_pr, r_e == lr_e))]
         # MR-TXS-034: the report taken into the register, its checks corrected for this edge's
         # action (a completion of its entry; its entry's next chunk sent)
         i_kill = comp_act & (comp_e == i_e)

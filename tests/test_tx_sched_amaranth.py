@@ -294,6 +294,178 @@ def test_lost_report_acknowledged_by_the_report_before():
     assert "drop" not in kinds
 
 
+def _ack_then_lost_run(gap, extra_acks=0, dut_cls=TxSched):
+    """MR-TXS-171..174: one message sent, then an acknowledged report of its chunk 0 offered in a
+    cycle and a lost report of the same chunk (another path) offered ``gap`` cycles later, with
+    ``extra_acks`` acknowledged reports of a chunk not sent (ignored) offered in the cycles
+    after the first, so the lost one waits in its boundary register while the acknowledged one
+    acts and its window moves. ``(core, model)``."""
+    model = TxSchedCycleModel(64, **SMALL)
+    lay = model.lay
+    sent_paths = []
+
+    def wait_sent(seen):
+        for o in seen:
+            if o["m_sent__valid"]:
+                f = tc.unpack(lay.sent, o["m_sent__payload"])
+                if f["conn"] == 0 and f["path"] not in sent_paths:
+                    sent_paths.append(f["path"])
+        return {}
+
+    def rep(chunk, other_path=False):
+        p = sent_paths[0]
+        return {"conn": 0, "path": (p + other_path) % SMALL["paths"], "slot": 0, "chunk": chunk,
+                "abort": 0}
+
+    def ack(chunk):
+        return lambda seen: {"s_acked__valid": 1, "s_acked__payload": tc.pack(lay.report, rep(chunk))}
+
+    def lost(seen):
+        return {"s_resend__valid": 1, "s_resend__payload": tc.pack(lay.report, rep(0, True))}
+
+    def both(seen):
+        return dict(ack(5)(seen) if extra_acks else {}, **lost(seen))
+
+    after = [ack(5)] * extra_acks + [{}] * 6
+    if gap == 0:
+        tail = [lambda seen: dict(ack(0)(seen), **lost(seen))] + after
+    else:
+        tail = [ack(0)] + after[:gap - 1] + [both] + after[gap:]
+    steps = ([{"s_wr__valid": 1, "s_wr__payload": tc.pack(lay.wr, tc.wr_item(0, 0, 100, wr_id=7))}]
+             + [wait_sent] * 12 + tail)
+    drv = _Script(steps)
+    core = run_amaranth(dut_cls(64, **SMALL), model, drv, busy=model.busy)
+    return core, model
+
+
+@pytest.mark.parametrize("gap,extra_acks", [
+    (0, 1), (0, 2), (2, 0), (3, 0),
+    *(pytest.param(g, x, marks=pytest.mark.slow) for g, x in ((1, 0), (4, 0), (1, 2), (2, 3)))])
+def test_lost_report_of_a_chunk_acknowledged_just_before(gap, extra_acks):
+    """MR-TXS-171..174, MR-TXS-047: a lost report of a chunk whose acknowledged report acts
+    just before it is taken: offered in the same cycle or 1..4 cycles after (the acknowledged
+    report acting in the lost one's intake cycle, its window pending when the lost one loads
+    its boundary register or at its intake, moved at the edge it loads, moved before), and held
+    in its boundary register behind acknowledged reports while that window is pending and
+    moves. Never queued for resend; 0 mismatches."""
+    core, model = _ack_then_lost_run(gap, extra_acks)
+    assert core.mismatches == 0
+    kinds = [e[0] for e in model.events]
+    assert kinds.count("acked") == 1 + extra_acks and kinds.count("resend") == 1
+    assert "complete" in kinds and "drop" not in kinds
+    assert not any(model.sem.conn[c]["retx"] for c in range(SMALL["conns"]))
+    assert not any(e[0] == "packet" and e[2] == "resend" for e in model.events)
+
+
+class _WindowBroken(Exception):
+    pass
+
+
+def _br_window_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
+    """MR-TXS-171..173: the lossy lockstep of ``test_report_next_chunk_registered_exact``'s
+    workload with an observer of the boundary register's window registers against their
+    definition on the RTL's own state in every cycle (`br_wbase`/`br_wbits`: the entry's
+    `ack_base`/bits of `br`'s report; `br_wfwd`: the pending window names that entry):
+    ``(core, bad, seen, items, driver)``; with ``stop_on_bad`` the first difference raises
+    ``_WindowBroken``."""
+    model = TxSchedCycleModel(64, **params)
+    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000, atomics=0)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.1, p_bp=0.2, loss=0.15, p_ack=0.6)
+    dut = dut_cls(64, **params)
+    sdb = (params["streams"] * params["depth"] - 1).bit_length()
+    bad = []
+    seen = {"cycles": 0, "valid": 0, "fwd": 0, "moved": 0, "refill": 0, "held_moved": 0}
+
+    async def watch(ctx):
+        pr = dut.probe
+        prev = None
+        async for _ in ctx.tick().sample():
+            base = [ctx.get(x) for x in pr["base"]]
+            bits = [ctx.get(x) for x in pr["bits"]]
+            rep = ctx.get(pr["br"])
+            raw = ctx.get(pr["br"].as_value())
+            e = (rep.conn << sdb) | (rep.slot & ((1 << sdb) - 1))
+            want = (base[e], bits[e], int(ctx.get(pr["wb_valid"]) and ctx.get(pr["wb_e"]) == e))
+            got = (ctx.get(pr["br_wbase"]), ctx.get(pr["br_wbits"]), ctx.get(pr["br_wfwd"]))
+            if got != want:
+                bad.append((seen["cycles"], e, got, want))
+                if stop_on_bad:
+                    raise _WindowBroken(bad[0])
+            valid = ctx.get(pr["br_valid"])
+            seen["valid"] += valid
+            seen["fwd"] += valid and want[2]
+            if prev is not None and prev[0][e] != (base[e], bits[e]):
+                seen["moved"] += 1
+                seen["refill"] += (base[e], bits[e]) == (0, 0)
+                seen["held_moved"] += valid and prev[1] == raw and prev[2]
+            prev = (list(zip(base, bits)), raw, valid)
+            seen["cycles"] += 1
+
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    return core, bad, seen, items, drv
+
+
+BR_WINDOW_PARAMS = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256,
+                        cwnd=600, conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
+
+
+@pytest.mark.slow
+def test_lost_report_window_registered_exact():
+    """MR-TXS-171..173, MR-TXS-047: the boundary register's window registers equal their
+    definition on the RTL's state in every cycle under lossy traffic (the entry's window moved
+    while its lost report waits, its window pending at the intake, entries refilled), and the
+    lockstep with the model has 0 mismatches. Wrong forms fail
+    (``test_lost_report_window_wrong_forms_fail``). (Slow: about 10 s of lockstep.)"""
+    core, bad, seen, items, drv = _br_window_run(BR_WINDOW_PARAMS, 34)
+    assert core.mismatches == 0
+    assert not bad, bad[:5]
+    assert tc.check(TxSchedModel(**BR_WINDOW_PARAMS), items, drv.res)["retransmits"]
+    print(seen)
+    assert seen["cycles"] > 400 and seen["valid"] > 20
+    print(seen)
+    assert all(seen[k] > 0 for k in ("fwd", "moved", "refill", "held_moved")), seen
+
+
+#: MR-TXS-174's wrong forms, each loaded in place of the RTL by replacing its text in
+#: hdl/tx_sched.py, with the directed case of ``_ack_then_lost_run`` whose lockstep it fails
+#: (None: it fails the invariant of ``test_lost_report_window_registered_exact`` only, a
+#: refilled entry's lost report being ignored whatever its test)
+BR_WINDOW_WRONG = {
+    "fwd_left_out": (("br_wfwd.eq(ack_act & Mux(load_r, r_e == w_e_pr, r_e == lr_e))",
+                      "br_wfwd.eq(0)"), (2, 0)),
+    "fwd_held_left_out": (("Mux(load_r, r_e == w_e_pr, r_e == lr_e)",
+                           "Mux(load_r, r_e == w_e_pr, 0)"), (0, 1)),
+    "load_unmoved": (('window_after(w_e_pr, read(e_base, w_e_pr, "e_base_pr"),\n'
+                      '                                        read(e_bits, w_e_pr, "e_bits_pr"), "pr")',
+                      '(read(e_base, w_e_pr, "e_base_pr"), read(e_bits, w_e_pr, "e_bits_pr"))'),
+                     (3, 0)),
+    "held_not_followed": (('hd_base, hd_bits = window_after(lr_e, br_wbase, br_wbits, "hr")',
+                           "hd_base, hd_bits = br_wbase, br_wbits"), (0, 2)),
+    "refill_left_out": (("return (Mux(refill, 0, Mux(moved, base_moved, base)),\n"
+                         "                    Mux(refill, 0, Mux(moved, b_moved, bits)))",
+                         "return (Mux(moved, base_moved, base), Mux(moved, b_moved, bits))"),
+                        None),
+}
+
+
+@pytest.mark.parametrize("wrong", [w if w == "fwd_left_out" else pytest.param(w, marks=pytest.mark.slow)
+                                   for w in sorted(BR_WINDOW_WRONG)])
+def test_lost_report_window_wrong_forms_fail(wrong):
+    """MR-TXS-174: each wrong form of the boundary register's window registers (the pending
+    window's forward left out, at a load or for a held report; the window's move at the load
+    left out; a held report's registers not following the move; a refill's 0 left out),
+    loaded in place of the RTL, fails: the lockstep of its directed case, and the invariant
+    of ``test_lost_report_window_registered_exact``. (All but the first slow: an elaboration
+    each.)"""
+    form, case = BR_WINDOW_WRONG[wrong]
+    mod = wrong_form("tx_sched", *form)
+    if case is not None:
+        with pytest.raises(Mismatch):
+            _ack_then_lost_run(*case, dut_cls=mod.TxSched)
+    with pytest.raises((_WindowBroken, Mismatch)):
+        _br_window_run(BR_WINDOW_PARAMS, 34, dut_cls=mod.TxSched, stop_on_bad=True)
+
+
 def test_lockstep_refused_on_full_completion_queue():
     """MR-TXS-048, MR-TXS-011, MR-TXS-039: refused work requests back to back with good ones,
     under heavy backpressure on every output, so the completion queue fills and drains while a
