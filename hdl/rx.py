@@ -190,6 +190,9 @@ SV_S5_RUN = True
 # MR-RX-206: S4's decision terms for S5 take S5's write of this cycle as the row when it writes
 # S4's record's row (False: a wrong form that always takes the read, for the negative control)
 NX_FWD = True
+# MR-RX-205: the forwarded candidate's message-done test from S4's rest less S5's plen
+# (False: through S5's placed-bytes adder, the same function, for the depth comparison)
+NX_DONE = True
 
 
 def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=None):
@@ -1216,11 +1219,12 @@ class Rx(wiring.Component):
 
         ent_w = 1 + EPOCH_BITS
 
-        def msg_stage(mrow, mc, m_msg_minus, m_rest, pfx, given=None):
+        def msg_stage(mrow, mc, m_msg_minus, m_rest, pfx, given=None, done_of=None):
             """The message stage of record ``mc`` on message row ``mrow`` (MR-RX-080..083): its
             decision (new chunk, message done, the delivery run) and the row it writes. With
             ``given`` (``(new, done, run)``, registers: MR-RX-205) the decision is those registers,
-            so the row written follows from registers and one adder."""
+            so the row written follows from registers and one adder. ``done_of(fresh)``: the
+            message-done test in place of the row's placed bytes against ``m_rest``."""
             m_dist = Signal(32, name=f"{pfx}_dist")
             m.d.comb += m_dist.eq(mc.msg - mrow.next)
             m_behind = m_dist[31]                   # only the counters read it (MR-RX-123)
@@ -1251,7 +1255,7 @@ class Rx(wiring.Component):
             # MR-RX-124: a prefix adder, as the row's write data and forward follow it
             m.d.comb += m_placed.eq(_add_prefix(Mux(m_fresh, 0, slot.placed), Cat(mc.plen, Const(0, 16)))[:32])
             m_done = Signal(name=f"{pfx}_done")     # the record's message is complete with this chunk
-            m.d.comb += m_done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)
+            m.d.comb += m_done.eq(Mux(m_fresh, 0, slot.placed) == m_rest if done_of is None else done_of(m_fresh))
             if given is not None:
                 m_new, m_done, run_given = given
             # each slot's new value from its own old one (the record's slot: its chunk entry set,
@@ -1315,7 +1319,21 @@ class Rx(wiring.Component):
             m.d.comb += new_row.slots[j].eq(m_stage["slots_out"][j])
         s4_rec = s4_carry
         nx_base = msg_stage(data.View(lay.msg_row, msg_parts[0]), s4_rec, s4_msg_minus, s4_rest, "nxr")
-        nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw")
+        # on S5's written row, S4's slot holds S5's placed bytes (old + S5's plen, an adder)
+        # when both name one slot: S4's message is done when old == S4's rest - S5's plen,
+        # registered as the records move, so no adder precedes the compare (MR-RX-205)
+        s4_rest_m5 = Signal(32)
+        with m.If(advance):
+            m.d.sync += s4_rest_m5.eq(s3_carry.msg_len - s3_carry.plen - s4_carry.plen)
+        k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
+        k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
+        old4 = data.View(lay.msg_slot, _pick([mrow.slots[j].as_value() for j in range(n_slots)], k4)
+                         if slot_bits else mrow.slots[0].as_value())
+
+        def nxw_done(fresh):
+            return Mux(fresh, s4_rest == 0, Mux(k4 == k5, Mux(old4.valid, old4.placed, 0) == s4_rest_m5,
+                                                old4.placed == s4_rest))
+        nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None)
         with m.If(advance):
             for reg, key in ((nx_new, "new"), (nx_done, "done")):
                 m.d.sync += reg.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow[key], nx_base[key]))
