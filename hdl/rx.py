@@ -30,7 +30,8 @@ gap holds the pipeline for HOLD_CYCLES (MR-RX-048). Beside S5, the message stage
 reads the message table row of the record's {connection, stream} (read in S3, registered in S4
 with the writes of those two cycles forwarded, MR-RX-115), accounts the
 chunk, delivers the stream's completed messages in order and hands their completion records to
-S6, which queues them for ``m_cqe``.
+S6, which queues them for ``m_cqe``; its decision (a new chunk, the delivery run) is taken in S4
+and registered, so S4's verdict selects by registers (MR-RX-204).
 
 Golden model: :class:`metaroce.models.rx.RxCycleModel`, cycle by cycle on every port.
 """
