@@ -30,7 +30,8 @@ gap holds the pipeline for HOLD_CYCLES (MR-RX-048). Beside S5, the message stage
 reads the message table row of the record's {connection, stream} (read in S3, registered in S4
 with the writes of those two cycles forwarded, MR-RX-115), accounts the
 chunk, delivers the stream's completed messages in order and hands their completion records to
-S6, which queues them for ``m_cqe``.
+S6, which queues them for ``m_cqe``; its decision (a new chunk, the delivery run) is taken in S4
+and registered, so S4's verdict selects by registers (MR-RX-204).
 
 Golden model: :class:`metaroce.models.rx.RxCycleModel`, cycle by cycle on every port.
 """
@@ -187,6 +188,12 @@ COLLISION_X_TABLES = frozenset({"path", "msg", "rds", "slotv"})
 # MR-RX-201: S3's verdict terms for S5's write take its run's length (False: a wrong form that
 # ignores it, for the negative control)
 SV_S5_RUN = True
+# MR-RX-206: S4's decision terms for S5 take S5's write of this cycle as the row when it writes
+# S4's record's row (False: a wrong form that always takes the read, for the negative control)
+NX_FWD = True
+# MR-RX-205: the forwarded candidate's message-done test from S4's rest less S5's plen
+# (False: through S5's placed-bytes adder, the same function, for the depth comparison)
+NX_DONE = True
 
 
 def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=None):
@@ -1193,96 +1200,145 @@ class Rx(wiring.Component):
         m.d.comb += msg_addr.eq(Cat(s3_carry.stream[:sb], s3_carry.conn))
         m_same, msg_addr_s4 = _same_row(m, "msg", msg_addr, advance)
         m_fwd_now, new_row = Signal(), Signal(lay.msg_row)
+        msg_parts = []
         # read every cycle, S4's row again during a hold (a plain synchronous read port, for
         # MR-FLOW-026's block RAM; as the path row's)
         mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, Mux(advance, msg_addr, msg_addr_s4),
                                                       advance, [(m_fwd_now, new_row.as_value())], reread=True,
-                                                      rd_data=msg_data))
+                                                      rd_data=msg_data, parts=msg_parts))
         mc = s5_carry
+        # MR-RX-204: the record's msg - j and msg_len - plen registered as it enters S4 (for S4's
+        # decision terms, MR-RX-205) and moved into S5 with it
+        s4_msg_minus = [Signal(32, name=f"s4_msg_minus{j}") for j in range(n_slots)]
+        s4_rest = Signal(32)
         m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
         m_rest = Signal(32)
         with m.If(advance):
-            m.d.sync += [*[r.eq(s4_carry.msg - j) for j, r in enumerate(m_msg_minus)],
-                         m_rest.eq(s4_carry.msg_len - s4_carry.plen)]
-        m_dist = Signal(32)
-        m.d.comb += m_dist.eq(mc.msg - mrow.next)
-        m_behind = m_dist[31]                   # only the counters read it (MR-RX-123)
-        # the loop's compares are equalities against registered operands: msg - j == next for
-        # each slot distance j; placed == msg_len - plen; next + k computed beside the decision
-        m_eq = [Signal(name=f"m_eq{j}") for j in range(n_slots)]
-        for j in range(n_slots):
-            m.d.comb += m_eq[j].eq(m_msg_minus[j] == mrow.next)
-        m_in_slots = Cat(*m_eq).any()
-        m_next_plus = [Signal(32, name=f"m_next_plus{k}") for k in range(n_slots + 1)]
-        for k in range(n_slots + 1):
-            m.d.comb += m_next_plus[k].eq(mrow.next + k)
-        m_k = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
-        slot = Signal(lay.msg_slot)
-        m.d.comb += slot.eq(_pick([mrow.slots[j].as_value() for j in range(n_slots)], m_k))
-        m_fresh = ~slot.valid
-        m_mismatch = slot.valid & ((slot.msg_len != mc.msg_len) | (slot.kind != mc.kind))
+            m.d.sync += [*[r.eq(s3_carry.msg - j) for j, r in enumerate(s4_msg_minus)],
+                         s4_rest.eq(s3_carry.msg_len - s3_carry.plen),
+                         *[r.eq(r4) for r, r4 in zip(m_msg_minus, s4_msg_minus)], m_rest.eq(s4_rest)]
+
         ent_w = 1 + EPOCH_BITS
-        m_pos = mc.chunk[:pos_bits]
-        m_epoch = mc.chunk[pos_bits:]
-        entry = Signal(ent_w)
-        m.d.comb += entry.eq(Mux(m_fresh, 0, _pick(_words(slot.ring, ent_w), m_pos)))
-        epoch_prev = Signal(EPOCH_BITS)
-        m.d.comb += epoch_prev.eq(m_epoch - 1)
-        chunk_new = ~entry[EPOCH_BITS] | (entry[:EPOCH_BITS] == epoch_prev)
-        m_refused = (~m_behind & ~m_in_slots) | (m_in_slots & m_mismatch)
-        m_new = m_in_slots & ~m_mismatch & chunk_new
+
+        def msg_stage(mrow, mc, m_msg_minus, m_rest, pfx, given=None, done_of=None):
+            """The message stage of record ``mc`` on message row ``mrow`` (MR-RX-080..083): its
+            decision (new chunk, message done, the delivery run) and the row it writes. With
+            ``given`` (``(new, done, run)``, registers: MR-RX-205) the decision is those registers,
+            so the row written follows from registers and one adder. ``done_of(fresh)``: the
+            message-done test in place of the row's placed bytes against ``m_rest``."""
+            m_dist = Signal(32, name=f"{pfx}_dist")
+            m.d.comb += m_dist.eq(mc.msg - mrow.next)
+            m_behind = m_dist[31]                   # only the counters read it (MR-RX-123)
+            # the loop's compares are equalities against registered operands: msg - j == next for
+            # each slot distance j; placed == msg_len - plen; next + k computed beside the decision
+            m_eq = [Signal(name=f"{pfx}_eq{j}") for j in range(n_slots)]
+            for j in range(n_slots):
+                m.d.comb += m_eq[j].eq(m_msg_minus[j] == mrow.next)
+            m_in_slots = Cat(*m_eq).any()
+            m_next_plus = [Signal(32, name=f"{pfx}_next_plus{k}") for k in range(n_slots + 1)]
+            for k in range(n_slots + 1):
+                m.d.comb += m_next_plus[k].eq(mrow.next + k)
+            m_k = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
+            slot = Signal(lay.msg_slot, name=f"{pfx}_slot")
+            m.d.comb += slot.eq(_pick([mrow.slots[j].as_value() for j in range(n_slots)], m_k))
+            m_fresh = ~slot.valid
+            m_mismatch = slot.valid & ((slot.msg_len != mc.msg_len) | (slot.kind != mc.kind))
+            m_pos = mc.chunk[:pos_bits]
+            m_epoch = mc.chunk[pos_bits:]
+            entry = Signal(ent_w, name=f"{pfx}_entry")
+            m.d.comb += entry.eq(Mux(m_fresh, 0, _pick(_words(slot.ring, ent_w), m_pos)))
+            epoch_prev = Signal(EPOCH_BITS, name=f"{pfx}_epoch_prev")
+            m.d.comb += epoch_prev.eq(m_epoch - 1)
+            chunk_new = ~entry[EPOCH_BITS] | (entry[:EPOCH_BITS] == epoch_prev)
+            m_refused = (~m_behind & ~m_in_slots) | (m_in_slots & m_mismatch)
+            m_new = m_in_slots & ~m_mismatch & chunk_new
+            m_placed = Signal(32, name=f"{pfx}_placed")
+            # MR-RX-124: a prefix adder, as the row's write data and forward follow it
+            m.d.comb += m_placed.eq(_add_prefix(Mux(m_fresh, 0, slot.placed), Cat(mc.plen, Const(0, 16)))[:32])
+            m_done = Signal(name=f"{pfx}_done")     # the record's message is complete with this chunk
+            m.d.comb += m_done.eq(Mux(m_fresh, 0, slot.placed) == m_rest if done_of is None else done_of(m_fresh))
+            if given is not None:
+                m_new, m_done, run_given = given
+            # each slot's new value from its own old one (the record's slot: its chunk entry set,
+            # emptied first when fresh): not from the picked slot, so no pick feeds the wide fields
+            slots_new = [Signal(lay.msg_slot, name=f"{pfx}_slot{j}") for j in range(n_slots)]
+            for j in range(n_slots):
+                old_slot, hit = mrow.slots[j], (m_k == j) if slot_bits else Const(1, 1)
+                clear = hit & m_fresh
+                m.d.comb += [slots_new[j].valid.eq(hit | old_slot.valid),
+                             slots_new[j].kind.eq(Mux(hit, mc.kind, old_slot.kind)),
+                             slots_new[j].err.eq(Mux(clear, mc.err, old_slot.err)),
+                             slots_new[j].msg_len.eq(Mux(hit, mc.msg_len, old_slot.msg_len)),
+                             slots_new[j].imm.eq(Mux(hit, mc.imm, old_slot.imm)),
+                             slots_new[j].wr_id.eq(Mux(clear, mc.wr_id, old_slot.wr_id)),
+                             slots_new[j].placed.eq(Mux(hit, m_placed, old_slot.placed)),
+                             slots_new[j].done.eq(Mux(hit, m_done, old_slot.done))]
+                for i in range(ring_n):
+                    m.d.comb += slots_new[j].ring[i * ent_w:(i + 1) * ent_w].eq(
+                        Mux(hit & (m_pos == i), Cat(m_epoch, Const(1, 1)),
+                            Mux(clear, 0, old_slot.ring[i * ent_w:(i + 1) * ent_w])))
+            # delivery: the run of done slots from the stream's next message (only when this chunk
+            # completed that message)
+            m_start = mrow.next[:slot_bits] if slot_bits else Const(0, 1)
+            deliver_ok = m_done & m_eq[0]
+            run = []
+            prev = deliver_ok
+            order = []
+            for i in range(n_slots):
+                sel_slot = Signal(lay.msg_slot, name=f"{pfx}_ord{i}")
+                m.d.comb += sel_slot.eq(_pick([x.as_value() for x in slots_new], (m_start + i)[:slot_bits])
+                                        if slot_bits else slots_new[0])
+                bit = Signal(name=f"{pfx}_run{i}")
+                m.d.comb += bit.eq(run_given[i] if given is not None else prev & sel_slot.valid & sel_slot.done)
+                prev = bit
+                run.append(bit)
+                order.append(sel_slot)
+            slots_out = [Signal(lay.msg_slot, name=f"{pfx}_out{j}") for j in range(n_slots)]
+            for j in range(n_slots):
+                cleared = Cat(*[run[i] & ((m_start + i)[:slot_bits] == j if slot_bits else Const(1, 1))
+                                for i in range(n_slots)]).any()
+                m.d.comb += [slots_out[j].eq(slots_new[j]), slots_out[j].valid.eq(slots_new[j].valid & ~cleared)]
+            # the run is a prefix (run[i] implies run[i - 1]): next + (its length) by priority
+            next_out = m_next_plus[0]
+            for i in range(n_slots):
+                next_out = Mux(run[i], m_next_plus[i + 1], next_out)
+            return dict(new=m_new, done=m_done, run=run, refused=m_refused, order=order, slots_out=slots_out,
+                        next_out=next_out, next_plus=m_next_plus, pos=m_pos, epoch_prev=epoch_prev)
+
+        # MR-RX-204..206: S5's decision (a new chunk, its message done, the delivery run) taken in
+        # S4 for S4's record, on each row the message row register may load (the read, or S5's
+        # write of this cycle: the run that S4's verdict selects by is then a register, not the
+        # message stage behind S5's registers), and registered with the record
+        nx_new, nx_done, nx_run = Signal(), Signal(), Signal(n_slots)
+        m_stage = msg_stage(mrow, mc, m_msg_minus, m_rest, "m", given=(nx_new, nx_done, nx_run))
+        run, order, m_new = m_stage["run"], m_stage["order"], m_stage["new"]
+        m_refused, m_next_plus, m_pos = m_stage["refused"], m_stage["next_plus"], m_stage["pos"]
+        epoch_prev, m_epoch = m_stage["epoch_prev"], mc.chunk[pos_bits:]
         m_dup = ~m_refused & ~m_new
-        m_placed = Signal(32)
-        # MR-RX-124: a prefix adder, as the row's write data and forward follow it
-        m.d.comb += m_placed.eq(_add_prefix(Mux(m_fresh, 0, slot.placed), Cat(mc.plen, Const(0, 16)))[:32])
-        m_done = Signal()     # the record's message is complete with this chunk
-        m.d.comb += m_done.eq(Mux(m_fresh, 0, slot.placed) == m_rest)
-        # each slot's new value from its own old one (the record's slot: its chunk entry set,
-        # emptied first when fresh): not from the picked slot, so no pick feeds the wide fields
-        slots_new = [Signal(lay.msg_slot, name=f"m_slot{j}") for j in range(n_slots)]
+        m.d.comb += [new_row.next.eq(m_stage["next_out"])]
         for j in range(n_slots):
-            old_slot, hit = mrow.slots[j], (m_k == j) if slot_bits else Const(1, 1)
-            clear = hit & m_fresh
-            m.d.comb += [slots_new[j].valid.eq(hit | old_slot.valid),
-                         slots_new[j].kind.eq(Mux(hit, mc.kind, old_slot.kind)),
-                         slots_new[j].err.eq(Mux(clear, mc.err, old_slot.err)),
-                         slots_new[j].msg_len.eq(Mux(hit, mc.msg_len, old_slot.msg_len)),
-                         slots_new[j].imm.eq(Mux(hit, mc.imm, old_slot.imm)),
-                         slots_new[j].wr_id.eq(Mux(clear, mc.wr_id, old_slot.wr_id)),
-                         slots_new[j].placed.eq(Mux(hit, m_placed, old_slot.placed)),
-                         slots_new[j].done.eq(Mux(hit, m_done, old_slot.done))]
-            for i in range(ring_n):
-                m.d.comb += slots_new[j].ring[i * ent_w:(i + 1) * ent_w].eq(
-                    Mux(hit & (m_pos == i), Cat(m_epoch, Const(1, 1)),
-                        Mux(clear, 0, old_slot.ring[i * ent_w:(i + 1) * ent_w])))
-        # delivery: the run of done slots from the stream's next message (only when this chunk
-        # completed that message)
-        m_start = mrow.next[:slot_bits] if slot_bits else Const(0, 1)
-        deliver_ok = m_done & m_eq[0]
-        run = []
-        prev = deliver_ok
-        order = []
-        for i in range(n_slots):
-            sel_slot = Signal(lay.msg_slot, name=f"m_ord{i}")
-            m.d.comb += sel_slot.eq(_pick([x.as_value() for x in slots_new], (m_start + i)[:slot_bits])
-                                    if slot_bits else slots_new[0])
-            bit = Signal(name=f"m_run{i}")
-            m.d.comb += bit.eq(prev & sel_slot.valid & sel_slot.done)
-            prev = bit
-            run.append(bit)
-            order.append(sel_slot)
-        slots_out = [Signal(lay.msg_slot, name=f"m_out{j}") for j in range(n_slots)]
-        for j in range(n_slots):
-            cleared = Cat(*[run[i] & ((m_start + i)[:slot_bits] == j if slot_bits else Const(1, 1))
-                            for i in range(n_slots)]).any()
-            m.d.comb += [slots_out[j].eq(slots_new[j]), slots_out[j].valid.eq(slots_new[j].valid & ~cleared)]
-        # the run is a prefix (run[i] implies run[i - 1]): next + (its length) by priority
-        next_out = m_next_plus[0]
-        for i in range(n_slots):
-            next_out = Mux(run[i], m_next_plus[i + 1], next_out)
-        m.d.comb += [new_row.next.eq(next_out)]
-        for j in range(n_slots):
-            m.d.comb += new_row.slots[j].eq(slots_out[j])
+            m.d.comb += new_row.slots[j].eq(m_stage["slots_out"][j])
+        s4_rec = s4_carry
+        nx_base = msg_stage(data.View(lay.msg_row, msg_parts[0]), s4_rec, s4_msg_minus, s4_rest, "nxr")
+        # on S5's written row, S4's slot holds S5's placed bytes (old + S5's plen, an adder)
+        # when both name one slot: S4's message is done when old == S4's rest - S5's plen,
+        # registered as the records move, so no adder precedes the compare (MR-RX-205)
+        s4_rest_m5 = Signal(32)
+        with m.If(advance):
+            m.d.sync += s4_rest_m5.eq(s3_carry.msg_len - s3_carry.plen - s4_carry.plen)
+        k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
+        k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
+        old4 = data.View(lay.msg_slot, _pick([mrow.slots[j].as_value() for j in range(n_slots)], k4)
+                         if slot_bits else mrow.slots[0].as_value())
+
+        def nxw_done(fresh):
+            return Mux(fresh, s4_rest == 0, Mux(k4 == k5, Mux(old4.valid, old4.placed, 0) == s4_rest_m5,
+                                                old4.placed == s4_rest))
+        nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None)
+        with m.If(advance):
+            for reg, key in ((nx_new, "new"), (nx_done, "done")):
+                m.d.sync += reg.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow[key], nx_base[key]))
+            m.d.sync += nx_run.eq(Mux(m_fwd_now if NX_FWD else 0, Cat(*nx_wrow["run"]), Cat(*nx_base["run"])))
         # the records: which of the run make one (S6 packs them, MR-RX-116); which are READ
         # requests executed (a response item each, MR-RX-131)
         # MR-RX-155: kind bit 2 with bit 0 or 1 an atomic (an execution item on m_atom)

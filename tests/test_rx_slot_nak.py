@@ -69,10 +69,11 @@ def test_message_cases_with_slot_nak():
 
 @pytest.mark.parametrize("p_idle,p_bp", [(0.0, 0.0), (0.2, 0.4)])
 def test_rtl_slot_verdict(p_idle, p_bp):
-    """MR-RX-169..171, MR-RX-070, MR-RX-200..202: the RTL with ``slot_nak`` in lockstep with the cycle model
-    (Amaranth, the verdict table poisoned on reads that meet a write, MR-RX-119): the slot
-    cases and the message cases, back to back (the verdict of a record behind the chunk that
-    opens its message or delivers the messages before it) and with idle cycles and
+    """MR-RX-169..171, MR-RX-070, MR-RX-200..202, MR-RX-204..206: the RTL with ``slot_nak`` in
+    lockstep with the cycle model (Amaranth, the verdict table poisoned on reads that meet a
+    write, MR-RX-119): the slot cases and the message cases, back to back (the verdict of a
+    record behind the chunk that opens its message or delivers the messages before it; S4's
+    decision for S5 on the row S5's write of the cycle gives) and with idle cycles and
     backpressure; 0 mismatches, outputs and counters as the packet model says."""
     from test_rx_amaranth import run_lockstep
     _, s, cases = _cases(3)
@@ -97,6 +98,22 @@ def test_rtl_slot_verdict_terms_catch_no_run(monkeypatch):
     with pytest.raises(Mismatch):
         run_lockstep(64, s, cases, seed=4, p_idle=0.0, p_bp=0.0, slot_nak=True, share=False)
 
+
+def test_rtl_msg_decision_in_s4_catch_no_forward(monkeypatch):
+    """MR-RX-207 (negative control): with S4's decision terms for S5 (MR-RX-204) always taken
+    on the row read (`hdl.rx.NX_FWD` off: S5's write of the cycle to S4's record's row not
+    taken), the back-to-back lockstep of the message cases (test_rtl_slot_verdict's second run,
+    here at 512 bits, the cheaper simulation: each chunk of a message right behind the one
+    before, the row it needs S5's write of that cycle) fails, so that test checks the forwarded
+    candidate of the registered decision."""
+    import metaroce.hdl.rx as hdl_rx
+    from test_rx_amaranth import run_lockstep
+    from metaroce.tb.lockstep import Mismatch
+    monkeypatch.setattr(hdl_rx, "NX_FWD", False)
+    s2 = rc.Setup(*DIMS, seed=3, mtu_log2=6)
+    with pytest.raises(Mismatch):
+        run_lockstep(512, s2, rc.message_cases(s2, slot_nak=True), seed=5, p_idle=0.0, p_bp=0.0,
+                     slot_nak=True, share=False)
 
 def test_slot_nak_on_by_default():
     """MR-RX-185: on by default in the RTL, both models and the engine's receive half (RTL and
