@@ -25,6 +25,10 @@ cc_on       in    the retransmit unit's ACK events drive the windows (else dropp
 cc_beta_q   in    beta in Q16 and the window cap (``cc_cap``): ``Cwnd``'s configuration
 =========== ===== ======================================================================
 
+With ``pacing`` (MR-TX-232..234; off by default) the scheduler is ``PacedTxSched`` (the
+per-frame pacer beside it) and the ports add ``s_pace_write`` (the pacer's writes: the open, a
+rate), ``mtu_wl`` and ``line_mbps`` (the pacer's static configuration).
+
 The congestion windows (MR-TX-105/106): the retransmit unit's ``m_ackev`` to ``Cwnd.s_ack``
 while ``cc_on``, ``Cwnd.m_update``'s ``conn``, ``path``, ``cwnd`` to the scheduler's
 ``s_cwnd``.
@@ -49,6 +53,7 @@ from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
 from .parser import _wide_counter, axis_signature
 from .retransmit import Retransmit
+from .tx_pace import PacedTxSched
 from .tx_sched import TxSched
 
 __all__ = ["TxJoin", "TxData", "Tx", "tx_small"]
@@ -298,15 +303,22 @@ class Tx(wiring.Component):
                  paths=SMALL["paths"], depth=SMALL["depth"], pool=SMALL["pool"],
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
-                 **sched_kw):
+                 pacing=False, pace_ignored=False, **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
         self.sched_kw = {k: sched_kw.get(k, SMALL[k]) for k in _SCHED_KW}
         # MR-TXS-106: rd_rows brings the scheduler's m_rd out (the engine writes the READ rows)
         self.rd_rows = bool(rd_rows)
-        self.sched = TxSched(width, conns=conns, streams=streams, paths=paths, depth=depth,
-                             rd_rows=self.rd_rows, **self.sched_kw)
+        # MR-TX-232: pacing builds the scheduler paced (PacedTxSched: the pacer beside it);
+        # pace_ignored (negative control only, MR-TX-238) leaves the condition out of its decision
+        self.pacing = bool(pacing)
+        if pace_ignored and not self.pacing:
+            raise ValueError("pace_ignored needs pacing")
+        sched_cls = PacedTxSched if self.pacing else TxSched
+        extra = {"pace_ignored": True} if pace_ignored else {}
+        self.sched = sched_cls(width, conns=conns, streams=streams, paths=paths, depth=depth,
+                               rd_rows=self.rd_rows, **self.sched_kw, **extra)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
                               retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
@@ -317,6 +329,10 @@ class Tx(wiring.Component):
         self.width = width
         self.lay = lay = self.data.lay
         rd_port = {"m_rd": Out(stream.Signature(lay.sched.rd))} if self.rd_rows else {}
+        # MR-TX-233: the pacer's writes and configuration, the paced scheduler's own ports
+        if self.pacing:
+            ps = self.sched.signature.members
+            rd_port.update({n: ps[n] for n in ("s_pace_write", "mtu_wl", "line_mbps")})
         super().__init__({**rd_port,
             "s_wr": In(stream.Signature(lay.sched.wr)),
             "s_ack": In(stream.Signature(lay.rtx.ack)),
@@ -369,6 +385,9 @@ class Tx(wiring.Component):
         wiring.connect(m, flipped(self.s_wr), sched.s_wr)
         if self.rd_rows:
             wiring.connect(m, sched.m_rd, flipped(self.m_rd))
+        if self.pacing:
+            wiring.connect(m, flipped(self.s_pace_write), sched.s_pace_write)
+            m.d.comb += [sched.mtu_wl.eq(self.mtu_wl), sched.line_mbps.eq(self.line_mbps)]
         wiring.connect(m, flipped(self.s_rsp), sched.s_rsp)
         wiring.connect(m, sched.m_rsp_done, flipped(self.m_rsp_done))
         wiring.connect(m, flipped(self.s_ack), rtx.s_ack)

@@ -9,7 +9,9 @@ of the blocks it joins, stepped as the RTL (hdl/tx.py) wires them, plus the join
   (:class:`~metaroce.models.frame_builder.FrameBuilderModel`);
 * :class:`TxCycleModel`: the engine's TX half (MR-TX-101): the scheduler
   (:class:`~metaroce.models.tx_sched.TxSchedCycleModel`), the retransmit unit
-  (:class:`~metaroce.models.retransmit.RetransmitCycleModel`) and the data path.
+  (:class:`~metaroce.models.retransmit.RetransmitCycleModel`) and the data path; with
+  ``pacing`` (MR-TX-232..234) the scheduler joined to the per-frame pacer
+  (:class:`~metaroce.models.tx_pace.PacedTxSchedCycleModel`) in the scheduler's place.
 
 It is not a second description of any block: each block's timing is its own model's. One clock
 (MR-TX-104): the outputs of the DMA, the frame builder, the join stage and the retransmit unit's
@@ -36,6 +38,7 @@ from .frame_builder import DESC_LAYOUT, FrameBuilderModel, payload_layout
 from .retransmit import RetransmitCycleModel
 from .rx import pack, unpack
 from .tx_sched import SMALL as SCHED_SMALL
+from .tx_pace import PACE_INPUTS, PACE_OUTPUTS, PacedTxSchedCycleModel
 from .tx_sched import TxSchedCycleModel
 from . import wire
 
@@ -375,14 +378,27 @@ class TxCycleModel:
                  paths=SMALL["paths"], depth=SMALL["depth"], *, pool=SMALL["pool"],
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
-                 **sched_kw):
+                 pacing=False, pace_ignored=False, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
         self.rd_rows = bool(rd_rows)        # MR-TXS-106: the scheduler's m_rd out
         kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
                                                     "path_pkts", "ack_every", "resend_depth")}
-        self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, rd_rows=rd_rows, **kw)
+        # MR-TX-232: paced, the scheduler is PacedTxSchedCycleModel's (the pacer beside it);
+        # ``sched`` stays the scheduler itself (its registers are read below), ``paced`` steps
+        self.pacing = bool(pacing)
+        if pace_ignored and not self.pacing:
+            raise ValueError("pace_ignored needs pacing")
+        self.paced = None
+        if self.pacing:
+            extra = {"pace_ignored": True} if pace_ignored else {}
+            self.paced = PacedTxSchedCycleModel(width, conns, streams, paths, depth,
+                                                rd_rows=rd_rows, **kw, **extra)
+            self.sched = self.paced.sched
+        else:
+            self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, rd_rows=rd_rows,
+                                           **kw)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
@@ -398,17 +414,22 @@ class TxCycleModel:
         self.reg_own = 0
         self.reg_addr_late = 0
 
-    @staticmethod
-    def port_names():
-        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+    def port_names(self=None):
+        """MR-TX-103, MR-TX-233: INPUTS and OUTPUTS, and the pacer's ports when paced (also
+        callable on the class: the default engine's)."""
+        ins, outs = list(INPUTS), list(OUTPUTS)
+        if self is not None and self.pacing:
+            ins, outs = ins + PACE_INPUTS, outs + PACE_OUTPUTS
+        return {"inputs": ins, "outputs": outs}
 
     def busy(self):
-        return self.sched.busy() or self.rtx.busy() or self.data.busy() or self.cwnd.busy()
+        return ((self.paced or self.sched).busy() or self.rtx.busy() or self.data.busy()
+                or self.cwnd.busy())
 
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers (a replay ends
         while a timer waits)."""
-        return bool(self.sched.busy() or self.data.busy() or self.rtx.working()
+        return bool((self.paced or self.sched).busy() or self.data.busy() or self.rtx.working()
                     or self.cwnd.busy())
 
     def step(self, inputs):
@@ -440,7 +461,11 @@ class TxCycleModel:
         data = self.data
         frame_ready = data.join.frame_ready()          # MR-TX-229: a register
         fail_valid, fail = data.fail_outputs()
-        so = sched.step({"s_wr__payload": g("s_wr__payload", 0), "s_wr__valid": g("s_wr__valid", 0),
+        # MR-TX-234: paced, the join steps the scheduler and the pacer (the pacer's inputs too)
+        pace_in = ({n: g(n, 0) for n in ("s_pace_write__valid", "s_pace_write__payload",
+                                         "mtu_wl", "line_mbps")} if self.pacing else {})
+        so = (self.paced or sched).step({**pace_in, "s_wr__payload": g("s_wr__payload", 0),
+                                         "s_wr__valid": g("s_wr__valid", 0),
                          "s_acked__payload": ro["m_acked__payload"], "s_acked__valid": ro["m_acked__valid"],
                          "s_resend__payload": ro["m_resend__payload"],
                          "s_resend__valid": ro["m_resend__valid"],
@@ -469,6 +494,8 @@ class TxCycleModel:
                **{n: so[n] for n in ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid")}}
         if self.rd_rows:
             out.update({n: so[n] for n in ("m_rd__payload", "m_rd__valid")})
+        if self.pacing:
+            out["s_pace_write__ready"] = so["s_pace_write__ready"]
         # MR-TX-126: the events of this cycle, counted after the next edge
         now = []
         if do["m_axis__tvalid"] and g("m_axis__tready", 0) and do["m_axis__tlast"]:

@@ -4,17 +4,22 @@ the closed loop through the retransmit unit's semantics and a lossy receiver, id
 backpressure; ``now`` advancing ``ns_per_cycle`` a cycle) with the pacer's port: every
 connection opened (``set_time`` at the driver's ``now``, some at a rate below the line rate),
 then rate writes (no time) in a fraction of the cycles. :func:`check_paced` checks MR-TXS-165
-on :class:`models.tx_pace.PacedTxSchedCycleModel`'s record."""
+on :class:`models.tx_pace.PacedTxSchedCycleModel`'s record. The TX engine's (hw-tx.md
+MR-TX-236/237): :class:`PacedTxDriver` (the engine's driver with the same write port, the
+mixin :class:`PaceWrites`), :func:`check_spacing` and :func:`check_frames_left`."""
 from __future__ import annotations
 
 import random
 
+from . import codec
 from . import pacer as pacer_model
 from . import protocol as P
 from .rx import pack
+from .tx_cases import Driver as TxDriver
 from .tx_sched_cases import Driver
 
-__all__ = ["PacedDriver", "check_paced", "LINE_MBPS", "mtu_wire"]
+__all__ = ["PaceWrites", "PacedDriver", "PacedTxDriver", "check_frames_left", "check_spacing",
+           "check_paced", "LINE_MBPS", "mtu_wire"]
 
 #: the line rate of the runs: at 4 ns a cycle and an MTU of 1,024 bytes (1,114 on the wire with
 #: 90 bytes of headers) a full frame's gap is 23 ns at the line rate, 92 ns at a quarter of it
@@ -27,16 +32,19 @@ def mtu_wire(mtu):
     return mtu + pacer_model.Pacer.DATA_HDR
 
 
-class PacedDriver(Driver):
-    """MR-TXS-166: the scheduler's driver with the pacer's write port. ``rates``: the rate each
-    connection is opened at (Mb/s, 0 the line rate); ``p_rate``: the fraction of cycles with a
-    rate write of a random connection, a rate from ``rate_choices``; ``p_retime``: the share of
-    those writes that also set the time (MR-TXS-167: ``now`` - 200 to ``now`` + 600 ns)."""
+class PaceWrites:
+    """MR-TXS-166, MR-TX-236: the pacer's write port on a driver (a mixin before the driver's
+    class, whose ``items``, ``i``, ``presenting``, ``now``, ``cycle`` and ``sent_all`` it uses).
+    ``rates``: the rate each connection is opened at (Mb/s, 0 the line rate); ``p_rate``: the
+    fraction of cycles with a rate write of a random connection, a rate from ``rate_choices``;
+    ``p_retime``: the share of those writes that also set the time (MR-TXS-167: ``now`` - 200
+    to ``now`` + 600 ns)."""
 
-    def __init__(self, lay, items, *, mtu, rates, p_rate=0.01,
+    def __init__(self, *args, mtu, rates, p_rate=0.01,
                  rate_choices=(0, 100_000, 200_000, 300_000, 400_000, 500_000), open_at=4,
                  p_retime=0.0, **kw):
-        super().__init__(lay, items, **kw)
+        super().__init__(*args, **kw)
+        lay = self.lay
         self.wl, self.pace_lay = mtu_wire(mtu), pacer_model.frame_layouts(lay.conns)
         self.opens = [{"conn": c, "rate": r, "set_time": 1} for c, r in enumerate(rates)]
         self.p_rate, self.rate_choices, self.open_at = p_rate, rate_choices, open_at
@@ -75,6 +83,66 @@ class PacedDriver(Driver):
             self.res["pace_writes"].append((self.cycle, self.pw_offer))
             self.pw_offer, self.pw_open = None, False
         super().observe(inp, out)
+
+
+class PacedDriver(PaceWrites, Driver):
+    """MR-TXS-166: the scheduler's driver (MR-TXS-050) with the pacer's write port
+    (:class:`PaceWrites`)."""
+
+
+class PacedTxDriver(PaceWrites, TxDriver):
+    """MR-TX-236: the TX engine's driver (``tx_cases.Driver``, MR-TX-150) with the pacer's write
+    port (:class:`PaceWrites`); it also keeps each frame's connection and the ``now`` of the
+    cycle its last beat left (``res["left"]``, for :func:`check_frames_left`)."""
+
+    def _frame(self, raw, tuser=0):
+        conn = self.qp_conn[codec.decode(raw).bth.dest_qp]
+        self.res.setdefault("left", []).append((conn, (self.now - self.ns_per_cycle) & P.TIME_MASK))
+        super()._frame(raw, tuser)
+
+
+def _bounds(paced):
+    """Per connection, each packet's earliest time: its ``pace_until`` in the pacer when it was
+    decided and, for a charged packet after the connection's first, the ``pace_until`` the
+    connection's previous charge set (a charge is taken some cycles after its packet's
+    decision, so the pacer's time at the decision may not yet hold the previous packet)."""
+    after = {}
+    for c, _, _, a in paced.charges:
+        after.setdefault(c, []).append(a)
+    per, k = {}, {}
+    for c, now, pu, ch in paced.packets:
+        b = [pu]
+        if ch:
+            j = k.get(c, 0)
+            k[c] = j + 1
+            if 0 < j <= len(after.get(c, ())):
+                b.append(after[c][j - 1])
+        per.setdefault(c, []).append((now, b))
+    return per
+
+
+def check_spacing(paced):
+    """MR-TX-237: the packets decided before one of their bounds (:func:`_bounds`):
+    ``(conn, now, bound)``."""
+    return [(c, now, x) for c, v in _bounds(paced).items() for now, b in v for x in b
+            if P.time_lt(now, x)]
+
+
+def check_frames_left(paced, left):
+    """MR-TX-237: on the TX engine, frame k of a connection on ``m_axis`` (bad ones too) is the
+    connection's packet k of the scheduler (the data path keeps the order); it left at a ``now``
+    not before that packet's bounds (:func:`_bounds`). ``paced``: the engine model's
+    :class:`PacedTxSchedCycleModel`; ``left``: :class:`PacedTxDriver`'s ``res["left"]``.
+    Returns the frames early ``(conn, now left, bound)``, the frames and whether each
+    connection's frames are its packets in number."""
+    per, early, k = _bounds(paced), [], {}
+    for c, now in left:
+        i = k.get(c, 0)
+        k[c] = i + 1
+        if i < len(per.get(c, ())):
+            early += [(c, now, x) for x in per[c][i][1] if P.time_lt(now, x)]
+    return {"early": early, "frames": len(left),
+            "same_count": set(k) == set(per) and all(k[c] == len(v) for c, v in per.items())}
 
 
 def check_paced(model, mtu):
