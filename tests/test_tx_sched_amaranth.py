@@ -231,6 +231,18 @@ def test_pnr_elaborates_the_carry_form(monkeypatch):
     assert forms == [True, False, False]
 
 
+def _sent_paths_of_conn0(lay, sent_paths):
+    """A script step that records, in order, the paths connection 0's packets were sent on."""
+    def wait_sent(seen):
+        for o in seen:
+            if o["m_sent__valid"]:
+                f = tc.unpack(lay.sent, o["m_sent__payload"])
+                if f["conn"] == 0 and f["path"] not in sent_paths:
+                    sent_paths.append(f["path"])
+        return {}
+    return wait_sent
+
+
 class _Script:
     """A directed driver: the input dicts of ``steps`` (a list; each step is the cycle's inputs
     or a callable of the outputs seen so far returning them), then idle until the model is
@@ -267,14 +279,7 @@ def test_lost_report_acknowledged_by_the_report_before():
     model = TxSchedCycleModel(64, **SMALL)
     lay = model.lay
     sent_paths = []
-
-    def wait_sent(seen):
-        for o in seen:
-            if o["m_sent__valid"]:
-                f = tc.unpack(lay.sent, o["m_sent__payload"])
-                if f["conn"] == 0 and f["path"] not in sent_paths:
-                    sent_paths.append(f["path"])
-        return {}
+    wait_sent = _sent_paths_of_conn0(lay, sent_paths)
 
     def both(seen):
         p = sent_paths[0]
@@ -303,14 +308,7 @@ def _ack_then_lost_run(gap, extra_acks=0, dut_cls=TxSched):
     model = TxSchedCycleModel(64, **SMALL)
     lay = model.lay
     sent_paths = []
-
-    def wait_sent(seen):
-        for o in seen:
-            if o["m_sent__valid"]:
-                f = tc.unpack(lay.sent, o["m_sent__payload"])
-                if f["conn"] == 0 and f["path"] not in sent_paths:
-                    sent_paths.append(f["path"])
-        return {}
+    wait_sent = _sent_paths_of_conn0(lay, sent_paths)
 
     def rep(chunk, other_path=False):
         p = sent_paths[0]
