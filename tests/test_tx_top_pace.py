@@ -1,4 +1,4 @@
-"""The paced scheduler in the TX top (docs/spec/hw-tx.md section 2.9, MR-TX-232..240):
+"""The paced scheduler in the TX top (docs/spec/hw-tx.md section 2.9, MR-TX-232..239):
 ``Tx(pacing=True)`` (hdl/tx.py: ``PacedTxSched`` in the scheduler's place) and its cycle model
 ``TxCycleModel(pacing=True)`` (models/tx.py), driven by the engine's driver with the pacer's
 write port (``tx_pace_cases.PacedTxDriver``); the lockstep in the Amaranth simulator."""
