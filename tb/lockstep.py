@@ -49,6 +49,7 @@ from __future__ import annotations
 import collections
 import functools
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
@@ -898,6 +899,16 @@ def model_port_lists(model, dut=None, exclude: Sequence[str] = ("clk",)) -> tupl
     ins = [n for n in ins if n not in exclude]
     outs = [n for n in outs if n not in exclude]
     return ins, outs
+
+
+def verilog_ports(component, name: str) -> set[str]:
+    """The input and output names of ``component`` converted to Verilog as module ``name``:
+    the tests that a block's Verilog ports are its cycle model's (``port_names()``)."""
+    from amaranth.back import verilog
+    text = verilog.convert(component, name=name)
+    top = text[text.index(f"module {name}("):]
+    top = top[:top.index("endmodule")]
+    return set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
 
 
 def wrong_form(module: str, old: str, new: str):

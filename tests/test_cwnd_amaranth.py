@@ -2,16 +2,14 @@
 simulator: every output port compared on every cycle by the lockstep core shared with the
 Verilator testbench (tb/lockstep.py), driven by the block's one driver (models/cwnd_cases.py:
 idle cycles, random backpressure); then the checker (MR-CW-041)."""
-import re
 
 import pytest
-from amaranth.back import verilog
 
 from metaroce.hdl.cwnd import Cwnd, cwnd_small
 from metaroce.models import cwnd_cases as cc
 from metaroce.models import protocol as P
 from metaroce.models.cwnd import SMALL, CwndCycleModel, CwndModel
-from metaroce.tb.lockstep import run_amaranth
+from metaroce.tb.lockstep import run_amaranth, verilog_ports
 
 
 def run_lockstep(items, config, *, params=SMALL, seed=0, div_bits=2, carry_chain=None, **kw):
@@ -63,10 +61,7 @@ def test_lockstep_endpoint_trace_whole():
 @pytest.mark.slow
 def test_verilog_port_names():
     """MR-CW-002: the Verilog ports are exactly the model's ports plus clk and rst."""
-    v = verilog.convert(cwnd_small(), name="cwnd")
-    top = v[v.index("module cwnd("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(cwnd_small(), "cwnd")
     names = CwndCycleModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
 

@@ -6,10 +6,8 @@ in the Amaranth simulator (default) and under Verilator (slow); and the block wi
 path against the unsplit model and the endpoint's incast traces."""
 import json
 import os
-import re
 
 import pytest
-from amaranth.back import verilog
 
 from metaroce import blocks
 from metaroce.hdl.cwnd import Cwnd, cwnd_hinted_small
@@ -18,7 +16,7 @@ from metaroce.models import protocol as P
 from metaroce.models.cwnd import (LAT_ACK, LAT_MOVE, LAT_SETUP, SMALL, TRACE, CwndControl,
                                   CwndCycleModel, CwndModel, lat_hint)
 from metaroce.models.rx import pack
-from metaroce.tb.lockstep import run_amaranth
+from metaroce.tb.lockstep import run_amaranth, verilog_ports
 
 CFG = {"mtu": 1024, "beta_q": P.Q_ONE // 2, "cap": 60_000, "line_mbps": 100_000,
        "base_rtt_ns": 10_000}
@@ -156,10 +154,7 @@ def test_refused_event_and_move_writes():
 
 def test_hinted_verilog_port_names():
     """MR-CW-060: the hinted block's Verilog ports are its cycle model's plus clk and rst."""
-    v = verilog.convert(cwnd_hinted_small(), name="cwnd")
-    top = v[v.index("module cwnd("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(cwnd_hinted_small(), "cwnd")
     names = CwndCycleModel(64, **SMALL, hints=True).port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
     assert {"line_mbps", "base_rtt_ns"} <= ports

@@ -7,10 +7,8 @@ cycles on s_cmd, random backpressure on AR, m_data and m_done, random R latency 
 cycles with R gaps, error responses); then the one checker compares the bursts, the payload
 beats and the done records with the rules.
 """
-import re
 
 import pytest
-from amaranth.back import verilog
 from amaranth.hdl import Fragment, Module
 from amaranth.lib import wiring
 
@@ -18,7 +16,7 @@ from metaroce.hdl.dma_read import DmaRead
 from metaroce.hdl.frame_builder import FrameBuilder
 from metaroce.models import dma_read_cases as dc
 from metaroce.models.dma_read import DmaReadCycleModel
-from metaroce.tb.lockstep import run_amaranth
+from metaroce.tb.lockstep import run_amaranth, verilog_ports
 
 
 def run_lockstep(width, lay, cmds, *, conns=256, seed=0, max_burst=256, outstanding=256, **kw):
@@ -35,10 +33,7 @@ def run_lockstep(width, lay, cmds, *, conns=256, seed=0, max_burst=256, outstand
 
 def test_verilog_port_names():
     """MR-DMR-002: the Verilog ports are exactly the model's ports plus clk and rst."""
-    v = verilog.convert(DmaRead(64, conns=256), name="dma_read")
-    top = v[v.index("module dma_read("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(DmaRead(64, conns=256), "dma_read")
     names = DmaReadCycleModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
 

@@ -7,10 +7,8 @@ cycles on both inputs, random backpressure on AW, W and m_done, random B latency
 cycles, error responses); then the one checker compares the host memory image, the bursts and
 the done records with the rules.
 """
-import re
 
 import pytest
-from amaranth.back import verilog
 from amaranth.hdl import Fragment, Module
 from amaranth.lib import wiring
 
@@ -18,7 +16,7 @@ from metaroce.hdl.dma_write import DmaWrite
 from metaroce.hdl.rx import Rx
 from metaroce.models import dma_write_cases as dc
 from metaroce.models.dma_write import DmaWriteCycleModel
-from metaroce.tb.lockstep import run_amaranth
+from metaroce.tb.lockstep import run_amaranth, verilog_ports
 
 
 def run_lockstep(width, lay, cmds, *, conns=256, seed=0, max_burst=256, outstanding=256, **kw):
@@ -35,10 +33,7 @@ def run_lockstep(width, lay, cmds, *, conns=256, seed=0, max_burst=256, outstand
 
 def test_verilog_port_names():
     """MR-DMA-002: the Verilog ports are exactly the model's ports plus clk and rst."""
-    v = verilog.convert(DmaWrite(64, conns=256), name="dma_write")
-    top = v[v.index("module dma_write("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(DmaWrite(64, conns=256), "dma_write")
     names = DmaWriteCycleModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
 

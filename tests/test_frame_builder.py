@@ -5,11 +5,9 @@ One verification stack (models/frame_builder_cases.py): the same cases, driver a
 the Verilator testbench (tb/frame_builder.py, tests/test_frame_builder_rtl.py).
 """
 import random
-import re
 import zlib
 
 import pytest
-from amaranth.back import verilog
 from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
@@ -22,7 +20,7 @@ from metaroce.models.frame_builder import (DESC_FIELDS, FrameBuilderModel, build
                                            expected_bytes, frame_of_desc, pack_desc, unpack_desc)
 from metaroce.models.headers import TABLE
 from metaroce.models.wire import Op
-from metaroce.tb.lockstep import Mismatch, model_port_lists, run_amaranth, wrong_form
+from metaroce.tb.lockstep import Mismatch, model_port_lists, run_amaranth, verilog_ports, wrong_form
 
 
 def run_model(width, cases, **kw):
@@ -235,10 +233,7 @@ def test_model_one_beat_frames_every_other_cycle():
 
 def test_verilog_ports_are_the_model_ports():
     """MR-TXF-002: the Verilog ports are the model's ports plus clk and rst."""
-    v = verilog.convert(FrameBuilder(64), name="frame_builder")
-    top = v[v.index("module frame_builder("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(FrameBuilder(64), "frame_builder")
     model = FrameBuilderModel(64)
     ins, outs = model_port_lists(model)
     assert ports == set(ins) | set(outs) | {"clk", "rst"}

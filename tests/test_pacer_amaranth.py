@@ -8,7 +8,7 @@ from metaroce.hdl.pacer import PacerFrame
 from metaroce.models import pacer as pm
 from metaroce.models import pacer_cases as pc
 from metaroce.models import protocol as P
-from metaroce.tb.lockstep import Mismatch, run_amaranth
+from metaroce.tb.lockstep import Mismatch, run_amaranth, verilog_ports
 
 
 def _run(conns, n, seed, config, **kw):
@@ -86,15 +86,8 @@ def test_pacer_frame_rate():
 def test_pacer_frame_verilog_port_names():
     """MR-CW-097: the Verilog ports of the registered block are the cycle model's plus clk and
     rst."""
-    import re
-
-    from amaranth.back import verilog
-
     from metaroce.hdl.pacer import pacer_frame_small
-    v = verilog.convert(pacer_frame_small(), name="pacer_frame")
-    top = v[v.index("module pacer_frame("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(pacer_frame_small(), "pacer_frame")
     names = pm.PacerFrameCycleModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
 

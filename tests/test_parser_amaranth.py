@@ -7,7 +7,6 @@ then the collected streams are checked against the codec by the one checker: met
 bypass frames intact (MR-HW-032), counters (MR-HW-060).
 """
 import random
-import re
 import sys
 
 import pytest
@@ -22,7 +21,7 @@ from metaroce.models import parser_cases as pc
 from metaroce.models import wire
 from metaroce.models.parser import ParserModel, verdict
 from metaroce.models.wire import Op, Reason
-from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists
+from metaroce.tb.lockstep import Core, drive_amaranth, model_port_lists, verilog_ports
 from test_parser_model import LINE_SIZES, _frame_of_size, check_frames_kept, scapy_cases
 
 # lib.crc chains its XORs one by one; the Python simulator recurses through the chain.
@@ -80,10 +79,7 @@ def run_lockstep(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, 
 
 def test_verilog_port_names():
     """MR-HW-002: the Verilog ports are exactly the model's ports plus clk."""
-    v = verilog.convert(Parser(64), name="parser")
-    top = v[v.index("module parser("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(Parser(64), "parser")
     names = ParserModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk"}
 

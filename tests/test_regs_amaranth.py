@@ -7,16 +7,14 @@ then the responses, read data and records are checked by the one checker against
 file replaying the accesses one at a time.
 """
 import random
-import re
 
 import pytest
-from amaranth.back import verilog
 
 from metaroce.hdl.regs import Regs
 from metaroce.models import regs_cases as rc
 from metaroce.models.regs import RegsCycleModel, register_map
 from metaroce.models.rx import layouts
-from metaroce.tb.lockstep import run_amaranth
+from metaroce.tb.lockstep import run_amaranth, verilog_ports
 
 SMALL = (256, 4, 256)
 
@@ -35,10 +33,7 @@ def run_lockstep(items, *, inst=SMALL, seed=0, check=True, **kw):
 
 def test_verilog_port_names():
     """MR-REG-002: the Verilog ports are exactly the model's ports plus clk and rst."""
-    v = verilog.convert(Regs(conns=256, paths=4, keys=256), name="regs")
-    top = v[v.index("module regs("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(Regs(conns=256, paths=4, keys=256), "regs")
     names = RegsCycleModel(256, 4, 256).port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
     assert {"parser_reg_addr", "parser_reg_data", "tx_reg_addr", "tx_reg_data"} <= ports

@@ -15,7 +15,7 @@ from metaroce.models import protocol as P
 from metaroce.models import retransmit_cases as rc
 from metaroce.models.retransmit import CTR, SMALL, RetransmitCycleModel, layouts
 from metaroce.models.rx import unpack
-from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
+from metaroce.tb.lockstep import Mismatch, run_amaranth, verilog_ports, wrong_form
 
 
 def run_lockstep(items, *, inst=SMALL, seed=0, timers=None, width=64, ages=False, dut_cls=Retransmit,
@@ -35,10 +35,7 @@ def run_lockstep(items, *, inst=SMALL, seed=0, timers=None, width=64, ages=False
 
 def test_verilog_port_names():
     """MR-TX-002: the Verilog ports are exactly the model's ports plus clk and rst."""
-    v = verilog.convert(retransmit_256x4(), name="retransmit")
-    top = v[v.index("module retransmit("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(retransmit_256x4(), "retransmit")
     names = RetransmitCycleModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
 

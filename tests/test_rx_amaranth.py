@@ -6,7 +6,6 @@ cycles on the inputs, random backpressure on the three outputs, counter reads); 
 collected streams and counters are checked by the one checker against the model run one
 packet at a time, and every case against the outcome it was built for.
 """
-import re
 
 import pytest
 from amaranth.back import verilog
@@ -17,7 +16,7 @@ from metaroce.hdl.rx import COLLISION_X_TABLES, Rx
 from metaroce.models import rx_cases as rc
 from metaroce.models.rx import (CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, SMALL as SMALL_INSTANCE,
                                 TABLE_CONN, TABLE_KEY, RxCode, RxCycleModel)
-from metaroce.tb.lockstep import AmaranthSim, Mismatch, shared_sim
+from metaroce.tb.lockstep import AmaranthSim, Mismatch, shared_sim, verilog_ports
 
 SMALL = (256, 4, 256)
 
@@ -73,10 +72,7 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
 
 def test_verilog_port_names():
     """MR-RX-002: the Verilog ports are exactly the model's ports plus clk and rst."""
-    v = verilog.convert(Rx(64, conns=256, paths=4, keys=256), name="rx")
-    top = v[v.index("module rx("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(Rx(64, conns=256, paths=4, keys=256), "rx")
     names = RxCycleModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
 

@@ -4,10 +4,8 @@ the Verilator testbench (tb/lockstep.py), driven by the block's one driver
 (models/tx_sched_cases.py: idle cycles, random backpressure, the loop through the retransmit
 unit's semantics and a lossy receiver); then the checker (MR-TXS-050).
 """
-import re
 
 import pytest
-from amaranth.back import verilog
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
@@ -16,7 +14,7 @@ from metaroce.models import frame_builder as fb
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
 from metaroce.models.wire import MrdhFlag
-from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
+from metaroce.tb.lockstep import Mismatch, run_amaranth, verilog_ports, wrong_form
 
 
 def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, **kw):
@@ -44,10 +42,7 @@ def test_verilog_port_names():
     """MR-TXS-002: the Verilog ports are exactly the model's ports plus clk and rst. (Slow: the
     conversion takes minutes on a loaded machine; the Verilator lockstep of
     test_tx_sched_rtl.py drives and reads every one of these ports in the default run.)"""
-    v = verilog.convert(tx_sched_small(), name="tx_sched")
-    top = v[v.index("module tx_sched("):]
-    top = top[:top.index("endmodule")]
-    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[[^\]]+\]\s*)?(\w+);", top, re.M))
+    ports = verilog_ports(tx_sched_small(), "tx_sched")
     names = TxSchedCycleModel.port_names()
     assert ports == set(names["inputs"]) | set(names["outputs"]) | {"clk", "rst"}
 
