@@ -747,6 +747,10 @@ class Engine(wiring.Component):
     ``max_rd_atomic`` (the RX's responder resources, default ``records.RD_ATOMIC``), queues as
     table 7 frees to the receive half's ``s_cfg_eng`` after RdRows' row writes (MR-ENG-239..242).
 
+    ``pacing`` (MR-ENG-258/259, default off): the TX half ``Tx(pacing=True)``, its pacer's
+    configuration and writes from the register block's pacing window (hw-regs.md MR-REG-062..065),
+    joined inside: the same ports.
+
     Golden model: :class:`metaroce.models.engine.EngineModel`."""
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],

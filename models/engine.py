@@ -807,7 +807,8 @@ def _tx_name(n):
 
 
 class EngineModel:
-    """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``."""
+    """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``;
+    ``pacing`` (MR-ENG-258/259) as the RTL's."""
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
                  outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, pacing=False, **tx_kw):
