@@ -148,8 +148,10 @@ class EngineRx(wiring.Component):
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
                  mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False, rd_rows=False,
-                 atomics=False, max_rd_atomic=None):
+                 atomics=False, max_rd_atomic=None, pacing=False):
         self.rd_rows = bool(rd_rows)
+        # MR-ENG-259: the register block's pacing window, its ports out (the whole engine's TX)
+        self.pacing = bool(pacing)
         # MR-ENG-239: the RX's responder resources (hw-rx.md MR-RX-188), freed on s_cfg_eng
         self.max_rd_atomic = max_rd_atomic
         self.atomics = bool(atomics)
@@ -173,7 +175,7 @@ class EngineRx(wiring.Component):
                                                  chunk_ring=chunk_ring, max_rd_atomic=max_rd_atomic)),
                                ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
                                ("regs", lambda: Regs.for_rx(self.rx, parser=True, tx=self.tx_counters,
-                                                            eng=self.responses)),
+                                                            eng=self.responses, pacing=self.pacing)),
                                # MR-ENG-158: the atomic executor beside the placement DMA
                                ("atom", lambda: AtomicExec(width, self.rx.lay.atom, self.rx.lay.rsp)
                                 if self.atomics else None)):
@@ -214,6 +216,10 @@ class EngineRx(wiring.Component):
             # MR-ENG-165: the executor's AXI4 master and its result area's base address
             ports["m_axi_at"] = Out(sig(self.atom, "m_axi"))
             ports["atom_base"] = In(64)
+        if self.pacing:
+            # MR-ENG-259: the pacing window's write and configuration (MR-REG-065)
+            for name in ("m_pace", "pace_mtu_wl", "pace_line_mbps"):
+                ports[name] = self.regs.signature.members[name]
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -238,6 +244,10 @@ class EngineRx(wiring.Component):
         else:
             wiring.connect(m, wiring.flipped(self.s_axis), parser.s_axis)
         wiring.connect(m, parser.m_bypass, wiring.flipped(self.m_bypass))
+        if self.pacing:
+            wiring.connect(m, regs.m_pace, wiring.flipped(self.m_pace))
+            m.d.comb += [self.pace_mtu_wl.eq(regs.pace_mtu_wl),
+                         self.pace_line_mbps.eq(regs.pace_line_mbps)]
         if self.peer_acks:
             # MR-ENG-131: the peer's ACK and NAK records to m_peer_ack, the others to the RX engine
             meta, pa = parser.m_meta, self.m_peer_ack
@@ -737,11 +747,18 @@ class Engine(wiring.Component):
     ``max_rd_atomic`` (the RX's responder resources, default ``records.RD_ATOMIC``), queues as
     table 7 frees to the receive half's ``s_cfg_eng`` after RdRows' row writes (MR-ENG-239..242).
 
+    ``pacing`` (MR-ENG-258/259, default off): the TX half ``Tx(pacing=True)``, its pacer's
+    configuration and writes from the register block's pacing window (hw-regs.md MR-REG-062..065),
+    joined inside: the same ports.
+
     Golden model: :class:`metaroce.models.engine.EngineModel`."""
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],
-                 max_frame=9216, outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, **tx_kw):
+                 max_frame=9216, outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC,
+                 pacing=False, **tx_kw):
         kw = engine_tx_params(tx_kw)
+        # MR-ENG-258: the TX half paced (Tx(pacing=True)), its pacer set through s_axil
+        self.pacing = bool(pacing)
         # MR-ENG-239: the RX's responder resources, freed by the TX half's m_rsp_done records
         # (None: unbounded and no frees, the engine before rsc27)
         self.max_rd_atomic = max_rd_atomic
@@ -751,9 +768,12 @@ class Engine(wiring.Component):
         self.rx_half = EngineRx(width, conns=conns, paths=paths, keys=keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic)
+                                responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
+                                pacing=self.pacing)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
-        self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, **kw)
+        self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, **kw)
+        # the scheduler's streams (the paced scheduler, MR-ENG-258, is a join without its own)
+        self.tx_streams = kw["streams"]
         self.width, self.conns = width, conns
         sig = lambda blk, name: blk.signature.members[name].signature      # noqa: E731
         ports = {}
@@ -789,6 +809,10 @@ class Engine(wiring.Component):
                 _forward(m, getattr(tx, name), getattr(self, ENGINE_TX_NAMES.get(name, name)), mem)
         # MR-ENG-105: the TX half's counters through the register block (MR-REG-034)
         m.d.comb += [tx.reg_addr.eq(rxh.tx_reg_addr), rxh.tx_reg_data.eq(tx.reg_data)]
+        if self.pacing:
+            # MR-ENG-259: the pacing window's writes and configuration to the TX half's pacer
+            wiring.connect(m, rxh.m_pace, tx.s_pace_write)
+            m.d.comb += [tx.mtu_wl.eq(rxh.pace_mtu_wl), tx.line_mbps.eq(rxh.pace_line_mbps)]
         wiring.connect(m, rxh.m_peer_ack, ack_in.s_meta)
         wiring.connect(m, ack_in.m_ack, tx.s_ack)
         # MR-ENG-140..143: READ responses from the receive half to the TX half, their records counted
@@ -797,7 +821,7 @@ class Engine(wiring.Component):
         wiring.connect(m, tx.m_rsp_done, rsp.s_done)
         m.d.comb += [rsp.reg_addr.eq(rxh.eng_reg_addr), rxh.eng_reg_data.eq(rsp.reg_data)]
         # MR-ENG-148..152: the outstanding-read rows written by the engine, freed by the records
-        m.submodules.rd_rows = rdr = RdRows(self.conns, tx.sched.streams, rxh.lay, tx.lay.sched.rd,
+        m.submodules.rd_rows = rdr = RdRows(self.conns, self.tx_streams, rxh.lay, tx.lay.sched.rd,
                                             tx.lay.sched.cqe, join=self.cq_join)
         wiring.connect(m, tx.m_rd, rdr.s_rd)
         m.d.comb += rdr.op.eq(tx.s_wr.payload.op)          # MR-ENG-168: m_rd is s_wr's request
@@ -836,7 +860,7 @@ class Engine(wiring.Component):
         """MR-ENG-196..205: the TX half's records and the RX's requester records (RDMA_READ,
         COMP_SWAP, FETCH_ADD) into CqJoin, always taken; ``m_tx_cqe`` the join's, ``m_cqe`` the
         RX's receive records only; the READ rows freed by the join; ``s_wr`` held at its bound."""
-        m.submodules.cq_join = cq = CqJoin(self.conns, tx.sched.streams, rxh.lay.rd_slots, tx.lay.sched.cqe,
+        m.submodules.cq_join = cq = CqJoin(self.conns, self.tx_streams, rxh.lay.rd_slots, tx.lay.sched.cqe,
                                            rxh.lay.cqe, tx.lay.sched.rd)
         rc = rxh.m_cqe
         req = Const(0)
@@ -856,9 +880,11 @@ class Engine(wiring.Component):
 
 #: the halves' ports joined inside the engine (MR-ENG-135)
 _RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data", "m_rsp", "eng_reg_addr",
-                "eng_reg_data", "s_cfg_eng")
-# MR-ENG-140: the TX half's READ responses come from the receive half, their records to RspJoin
-_TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done", "m_rd")
+                "eng_reg_data", "s_cfg_eng", "m_pace", "pace_mtu_wl", "pace_line_mbps")
+# MR-ENG-140: the TX half's READ responses come from the receive half, their records to RspJoin;
+# MR-ENG-259: its pacer's writes and configuration from the register block
+_TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done", "m_rd",
+                "s_pace_write", "mtu_wl", "line_mbps")
 
 
 def _forward(m, inner, outer, member):

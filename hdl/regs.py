@@ -49,13 +49,15 @@ class AxiLiteSignature(wiring.Signature):
 class Regs(wiring.Component):
     """The host register block (docs/spec/hw-regs.md)."""
 
-    def __init__(self, *, conns=4096, paths=8, keys=1024, parser=True, tx=True, eng=False):
+    def __init__(self, *, conns=4096, paths=8, keys=1024, parser=True, tx=True, eng=False,
+                 pacing=False):
         try:
             self.lay = lay = layouts(conns, paths, keys)
         except ValueError:
             self._MustUse__silence = True       # never built: no "unused" warning at exit
             raise
-        self.map = register_map(lay, parser=parser, tx=tx, eng=eng)
+        self.pacing = bool(pacing)
+        self.map = register_map(lay, parser=parser, tx=tx, eng=eng, pacing=self.pacing)
         ports = {
             "s_axil": In(AxiLiteSignature()),
             "m_cfg": Out(stream.Signature(lay.cfg)),
@@ -65,14 +67,20 @@ class Regs(wiring.Component):
         for src in self.map.sources[1:]:        # MR-REG-033/034, MR-ENG-143: 4-bit selects
             ports[f"{src}_reg_addr"] = Out(range(16))
             ports[f"{src}_reg_data"] = In(COUNTER_BITS)
+        if self.pacing:
+            # MR-REG-065: the pacer's write (hw-cwnd.md MR-CW-097's s_write) and its configuration
+            from ..models.pacer import RATE_BITS, WL_BITS, frame_layouts
+            ports.update({"m_pace": Out(stream.Signature(frame_layouts(conns)["write"])),
+                          "pace_mtu_wl": Out(WL_BITS), "pace_line_mbps": Out(RATE_BITS)})
         super().__init__(ports)
 
     @classmethod
-    def for_rx(cls, rx, *, parser=False, tx=False, eng=False):
+    def for_rx(cls, rx, *, parser=False, tx=False, eng=False, pacing=False):
         """The register block of the RX engine ``rx`` (an ``hdl.rx.Rx``): the same sizes; the
-        parser's, the TX half's and the engine's own counters when asked."""
+        parser's, the TX half's and the engine's own counters when asked; the pacing window."""
         lay = rx.lay
-        return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys, parser=parser, tx=tx, eng=eng)
+        return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys, parser=parser, tx=tx, eng=eng,
+                   pacing=pacing)
 
     def elaborate(self, platform):
         m = Module()
@@ -185,6 +193,10 @@ class Regs(wiring.Component):
                 with m.Case(r.offset >> 2):
                     m.d.comb += w_hot.eq(1 << k)
         execute = aw_full & w_full & ~b_valid & ~cfg_valid
+        if self.pacing:
+            # MR-REG-065: a pending pacer write holds the writes as a pending record does
+            pace_valid, pace_set_time, emit_pace = Signal(), Signal(), Signal()
+            execute = execute & ~pace_valid
         mask = Signal(32)
         m.d.comb += mask.eq(Cat(*(w_strb[i].replicate(8) for i in range(4))))
         wr_commit_err, emit_row, emit_global = Signal(), Signal(), Signal()
@@ -197,6 +209,11 @@ class Regs(wiring.Component):
                 go = sel & w_strb[0] & w_data[0]
                 to_global = store["CFG_TABLE"] == TABLE_GLOBAL
                 m.d.comb += [wr_commit_err.eq(go & to_global), emit_row.eq(go & ~to_global)]
+            elif r.kind == "pace_commit":
+                # MR-REG-064: bit 0 (with its strobe) sends the write, bit 1 its set_time
+                m.d.comb += emit_pace.eq(sel & w_strb[0] & w_data[0])
+                with m.If(execute & sel & w_strb[0] & w_data[0]):
+                    m.d.sync += pace_set_time.eq(w_data[1])
             else:
                 st = store[r.name]
                 with m.If(execute & sel):
@@ -214,10 +231,23 @@ class Regs(wiring.Component):
             m.d.sync += b_valid.eq(0)
         with m.If(cfg_valid & self.m_cfg.ready):
             m.d.sync += [cfg_valid.eq(0), b_valid.eq(1), b_resp.eq(OKAY)]
+        if self.pacing:
+            # MR-REG-063/065: the configuration and the pending write, registers only
+            pw = self.m_pace.payload
+            m.d.comb += [self.m_pace.valid.eq(pace_valid), pw.conn.eq(store["PACE_CONN"]),
+                         pw.rate.eq(store["PACE_RATE"]), pw.set_time.eq(pace_set_time),
+                         pw.time.eq(store["PACE_TIME"]),
+                         self.pace_mtu_wl.eq(store["PACE_MTU_WL"]),
+                         self.pace_line_mbps.eq(store["PACE_LINE_MBPS"])]
+            with m.If(pace_valid & self.m_pace.ready):
+                m.d.sync += [pace_valid.eq(0), b_valid.eq(1), b_resp.eq(OKAY)]
         with m.If(execute):
             m.d.sync += [aw_full.eq(0), w_full.eq(0)]
             with m.If(emit_row | emit_global):
                 m.d.sync += [cfg_valid.eq(1), cfg_global.eq(emit_global)]
+            if self.pacing:
+                with m.Elif(emit_pace):
+                    m.d.sync += pace_valid.eq(1)
             with m.Else():
                 m.d.sync += [b_valid.eq(1), b_resp.eq(wr_resp)]
         with m.If(bus.awvalid & ~aw_full):

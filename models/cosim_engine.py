@@ -50,7 +50,7 @@ from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_WRITE
 from .tx_sched_cases import wr_item
 from .wire import MrdhFlag, Op
 
-__all__ = ["Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "atomic_plan", "check_atomics", "run_endpoint_atomics_model", "PeerCosim",
+__all__ = ["pace_writes", "Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "atomic_plan", "check_atomics", "run_endpoint_atomics_model", "PeerCosim",
            "run_peer_model", "EndpointCosim", "run_endpoint_model", "ENDPOINT_QP"]
 
 
@@ -89,13 +89,17 @@ class EngineLoop:
     QUIET = 64
 
     def __init__(self, width, lay, setup, wlay, tmpls, items, rlay, image, mac, *, seed=0,
-                 p_bp=0.2, latency=(1, 40), limit=None):
+                 p_bp=0.2, latency=(1, 40), limit=None, pace=None):
         self.width, self.nb, self.lay, self.wlay = width, width // 8, lay, wlay
         self.rng = random.Random(seed)
         self.p_bp = p_bp
         rmap = register_map(setup.lay)
         rows = [w for cw in setup.writes
                 for w in rgc.row_writes(rmap, cw.table, cw.addr, cw.value, name=cw.name)]
+        # MR-ENG-260: a paced engine's pacer set up through s_axil after the rows (pace_writes)
+        self.pace = pace
+        if pace is not None:
+            rows += pace_writes(setup.lay, **pace)
         self.regs = rgc.Driver(rows, seed=seed + 1, p_idle=0.0, p_bp=0.0)
         self.wmem = WriteMemory(wlay, width, random.Random(seed + 2), p_bp=p_bp, latency=latency)
         self.wmem.image = bytearray(wlay.size)
@@ -200,6 +204,7 @@ class EngineLoop:
             self.ci += 1
         if inp["s_wr__valid"] and out["s_wr__ready"]:
             self.wi += 1
+            res.setdefault("wr_at", inp["now"])     # MR-ENG-261: the first work request's now
         if inp["s_axis__tvalid"] and out["s_axis__tready"]:
             self.beats.popleft()
         if out["m_axis__tvalid"] and inp["m_axis__tready"]:
@@ -207,6 +212,11 @@ class EngineLoop:
             if out["m_axis__tlast"]:
                 res["frames_out"] += 1
                 raw = frames_of_beats(self.out_beats, self.nb)[0]
+                if raw[_BTH_OPCODE] not in (Op.MR_ACK, Op.MR_NAK):
+                    # MR-ENG-261: a data frame's connection (its DestQP, the loopback's
+                    # templates') and the now of the cycle its last beat left, and its length
+                    qp = int.from_bytes(raw[_BTH_OPCODE + 5:_BTH_OPCODE + 8], "big")
+                    res.setdefault("left", []).append((qp, inp["now"], len(raw)))
                 if self.served is not None and len(raw) > _BTH_OPCODE and raw[_BTH_OPCODE] == Op.MR_READ_RESP:
                     self._check_response(raw)
                 self.mac.send(raw, (self.cycle - len(self.out_beats) + 1) / CLOCK_HZ)
@@ -326,6 +336,23 @@ class EngineLoop:
                                  f"{len(self.items)} work requests completed, {self.res['frames_out']} frames out")
 
 
+def pace_writes(rx_lay, *, mtu_wl, line_mbps, rates):
+    """MR-ENG-260: the host's AXI4-Lite writes that set up a paced engine's pacer (the pacing
+    window, hw-regs.md MR-REG-062..064): the static configuration first (a rate's gap is
+    computed when the rate is written, MR-CW-097), then per connection of ``rates`` ``{conn:
+    Mb/s}`` (0: the line rate) its open: the rate with ``set_time``, the next send time 0."""
+    rmap = register_map(rx_lay, pacing=True)
+    off = lambda name: rmap.get(name).offset            # noqa: E731
+    out = [rgc.Write(off("PACE_MTU_WL"), mtu_wl, name="pace.mtu_wl"),
+           rgc.Write(off("PACE_LINE_MBPS"), line_mbps, name="pace.line_mbps")]
+    for conn, rate in rates.items():
+        out += [rgc.Write(off("PACE_CONN"), conn, name=f"pace.{conn}.conn"),
+                rgc.Write(off("PACE_RATE"), rate, name=f"pace.{conn}.rate"),
+                rgc.Write(off("PACE_TIME"), 0, name=f"pace.{conn}.time"),
+                rgc.Write(off("PACE_COMMIT"), 0b11, name=f"pace.{conn}.open")]
+    return out
+
+
 def completions_by_stream(comps, ids=False):
     """MR-ENG-202: completions ``[(stream, wr_id, ...)]`` per stream, each stream's in the order
     given (``ids``: the ``wr_id``s only): the order verbs defines (MR-EXO-004), streams being
@@ -345,7 +372,7 @@ def completions_digest(comps):
 
 
 def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, latency=(1, 40),
-                 ack_every=4, ack_delay=390, verb="write"):
+                 ack_every=4, ack_delay=390, verb="write", pace=None):
     """MR-ENG-137: an engine that writes to itself. Returns ``(driver, setup, region, source)``:
     connection 1 (the one row ``Setup`` gives two connections), 4 paths, 2 streams, PSNs from 0,
     MTU 1,024 (the TX half's); its template addresses the engine itself (DestQP 1); ``n_writes``
@@ -355,7 +382,12 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     (:func:`read_plan`; the engine writes their outstanding-read rows, MR-ENG-148) of the source, which its payload
     memory holds at key 0's region, into the region of key 1 (``region``); its receive half
     executes each request and its TX half sends the response, whose frames are checked as
-    they leave ``m_axis`` (:meth:`EngineLoop.serve`) and placed by its receive half."""
+    they leave ``m_axis`` (:meth:`EngineLoop.serve`) and placed by its receive half.
+
+    ``pace`` (MR-ENG-260, WRITEs only): the paced engine's pacer set up through ``s_axil``
+    (:func:`pace_writes`' arguments). Every run keeps its data frames (``res["left"]``:
+    DestQP, ``now`` of the last beat, length) and the ``now`` its first work request was taken
+    (``res["wr_at"]``)."""
     rng = random.Random(seed)
     lay = engine_layouts()
     s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=seed, n_conns=1,
@@ -397,7 +429,7 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
                      laddr=rlay.base + a, va=a, rkey=region.rkey)
              for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
     drv = EngineLoop(width, lay, s, wlay, tmpls, items, rlay, source, mac, seed=seed, p_bp=p_bp,
-                     latency=latency)
+                     latency=latency, pace=pace)
     return drv, s, region, source
 
 

@@ -30,7 +30,7 @@ from . import records
 from .atomic import AXI_IN as ATOM_AXI_IN, AXI_OUT as ATOM_AXI_OUT, AtomicExecModel
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
-from .regs import RegsCycleModel
+from .regs import PACE_INPUTS, PACE_OUTPUTS, RegsCycleModel
 from .rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL, TABLE_READ,
                  TABLE_RSP_FREE,
                  WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, RxCycleModel, bundle_entry, pack, payload_layout)
@@ -164,8 +164,9 @@ class EngineRxModel:
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
                  peer_acks=False, tx_counters=False, responses=False, rd_rows=False, atomics=False,
-                 max_rd_atomic=None):
+                 max_rd_atomic=None, pacing=False):
         self.width = width
+        self.pacing = pacing            # MR-ENG-259: the register block's pacing window
         self.rd_rows = rd_rows
         self.atomics = atomics
         self.peer_acks = peer_acks
@@ -179,7 +180,8 @@ class EngineRxModel:
                                max_rd_atomic=max_rd_atomic)
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
         # MR-ENG-105: the register block reads the parser's counters (and the TX half's)
-        self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters, eng=responses)
+        self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters, eng=responses,
+                                   pacing=pacing)
         self.lay = self.rx.lay
         self.keep_mask = (1 << width // 8) - 1
         # MR-ENG-158: the atomic executor beside the placement DMA
@@ -203,6 +205,9 @@ class EngineRxModel:
             # MR-ENG-165: the executor's AXI4 master and its result area's base
             ins += ["m_axi_at__" + n for n in ATOM_AXI_IN] + ["atom_base"]
             outs += ["m_axi_at__" + n for n in ATOM_AXI_OUT]
+        if self.pacing:
+            ins += list(PACE_INPUTS)
+            outs += list(PACE_OUTPUTS)
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
@@ -272,7 +277,8 @@ class EngineRxModel:
                         "parser_reg_data": po["reg_data"], "tx_reg_data": g("tx_reg_data", 0),
                         # MR-ENG-226: the executor's counters in the engine's window beside the
                         # response join's (each 0 outside its own indices)
-                        "eng_reg_data": g("eng_reg_data", 0) | (ao["reg_data"] if at is not None else 0)})
+                        "eng_reg_data": g("eng_reg_data", 0) | (ao["reg_data"] if at is not None else 0),
+                        "m_pace__ready": g("m_pace__ready", 0)})
         out = {n: po[n] for n in ("s_axis__tready", "m_bypass__tdata", "m_bypass__tkeep",
                                   "m_bypass__tvalid", "m_bypass__tlast")}
         out.update({"m_ack__payload": rx_out["m_ack__payload"], "m_ack__valid": rx_out["m_ack__valid"],
@@ -295,6 +301,8 @@ class EngineRxModel:
             out.update({"m_axi_at__" + n: ao["m_axi__" + n] for n in ATOM_AXI_OUT})
         if self.rd_rows:
             out["s_cfg_eng__ready"] = rx_out["s_cfg__ready"]
+        if self.pacing:
+            out.update({n: ro[n] for n in PACE_OUTPUTS})
         return out
 
 
@@ -784,9 +792,12 @@ class MacTxArbModel:
 #: MR-ENG-135: the TX half's ports the engine names otherwise
 ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe"}
 #: MR-ENG-105, MR-ENG-135: the halves' ports joined inside the engine
-_RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_", "m_rsp__", "eng_reg_", "s_cfg_eng__")
-# MR-ENG-140: the TX half's READ responses are fed by the receive half, their records counted
-_TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__", "m_rd__")
+_RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_", "m_rsp__", "eng_reg_", "s_cfg_eng__", "m_pace__",
+                "pace_")
+# MR-ENG-140: the TX half's READ responses are fed by the receive half, their records counted;
+# MR-ENG-259: its pacer's writes and configuration from the register block
+_TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__", "m_rd__",
+                "s_pace_write__", "mtu_wl", "line_mbps")
 
 
 def _tx_name(n):
@@ -796,21 +807,26 @@ def _tx_name(n):
 
 
 class EngineModel:
-    """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``."""
+    """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``;
+    ``pacing`` (MR-ENG-258/259) as the RTL's."""
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
-                 outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, **tx_kw):
+                 outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, pacing=False, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         self.width = width
+        # MR-ENG-258: the TX half paced (TxCycleModel(pacing=True)), its pacer set through s_axil
+        self.pacing = bool(pacing)
         # MR-ENG-239: the responder resources at the RX (None: unbounded, no frees, as before)
         self.max_rd_atomic = max_rd_atomic
         self.rx = EngineRxModel(width, conns, paths, keys, streams=rx_streams,
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
-                                responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic)
+                                responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
+                                pacing=self.pacing)
         streams = kw.pop("streams")
-        self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True, **kw)
+        self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True,
+                               pacing=self.pacing, **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
         # MR-ENG-240/241: the TX half's m_rsp_done records also free the RX's resources
@@ -887,6 +903,11 @@ class EngineModel:
         tx_in.update({"s_ack__valid": in_valid, "s_ack__payload": in_head,
                       "m_axis__tready": data_ready, "reg_addr": ro["tx_reg_addr"],
                       "s_rsp__valid": rsp_valid, "s_rsp__payload": rsp_head, "m_rsp_done__ready": 1})
+        if self.pacing:
+            # MR-ENG-259: the pacing window's write and configuration (registers, MR-REG-065)
+            tx_in.update({"s_pace_write__valid": ro["m_pace__valid"],
+                          "s_pace_write__payload": ro["m_pace__payload"],
+                          "mtu_wl": ro["pace_mtu_wl"], "line_mbps": ro["pace_line_mbps"]})
         # MR-ENG-150: the READ's row ready, on s_wr's READ (its message number from the
         # scheduler's registers) and RdRows' state
         wr_valid, wr_head = self.wr_q.out()
@@ -916,7 +937,8 @@ class EngineModel:
                                "m_ack__ready": fo["s_desc__ready"], "tx_reg_data": tx_out["reg_data"],
                                "m_rsp__ready": self.rsp.in_ready(), "eng_reg_data": self.rsp.reg_data,
                                "s_cfg_eng__valid": cfg_valid, "s_cfg_eng__payload": cfg_pay,
-                               "m_cqe__ready": rx_cqe_ready})
+                               "m_cqe__ready": rx_cqe_ready,
+                               "m_pace__ready": tx_out.get("s_pace_write__ready", 0)})
         wr_take = wr_valid and tx_out["s_wr__ready"]
         self.wr_q.q.update(wr_take, g("s_wr__valid", 0) and wr_in_ready, g("s_wr__payload", 0))
         rd_take = tx_out["m_rd__valid"] and rd_ready

@@ -31,7 +31,8 @@ __all__ = ["Reg", "RegMap", "register_map", "RegFile", "RegsCycleModel", "markdo
            "regs_model_256x4", "ADDR_BITS", "OKAY", "SLVERR", "ID",
            "VERSION", "ERR_WRITE", "ERR_READ", "ERR_COMMIT", "CTR_BASE", "PARSER_CTR_BASE",
            "TX_CTR_BASE", "CFG_DATA_BASE", "MAX_DATA_WORDS", "INPUTS", "OUTPUTS", "SOURCES",
-           "ctr_base", "port_lists", "ENG_CTR_BASE", "eng_counter_names"]
+           "ctr_base", "port_lists", "ENG_CTR_BASE", "eng_counter_names", "PACE_BASE",
+           "PACE_INPUTS", "PACE_OUTPUTS"]
 
 #: MR-REG-002: byte address bits of the AXI4-Lite port (a 4 KiB window).
 ADDR_BITS = 12
@@ -53,6 +54,11 @@ PARSER_CTR_BASE = 0x200
 TX_CTR_BASE = 0x280
 #: MR-ENG-143: the whole engine's own counters (its READ responses' join), after the TX half's
 ENG_CTR_BASE = 0x300
+#: MR-REG-062: the pacing window (with ``pacing``): after the engine's counter window
+PACE_BASE = 0x380
+#: MR-REG-065: the ports the pacing window adds (the pacer's write, its static configuration)
+PACE_INPUTS = ("m_pace__ready",)
+PACE_OUTPUTS = ("m_pace__payload", "m_pace__valid", "pace_mtu_wl", "pace_line_mbps")
 #: MR-REG-030/033/034: the counter sources, their windows and their ports' name prefixes
 #: (``<prefix>reg_addr`` out, ``<prefix>reg_data`` in).
 SOURCES = ("rx", "parser", "tx", "eng")
@@ -148,12 +154,13 @@ def ctr_base(source):
     return _BASE[source]
 
 
-def port_lists(parser=True, tx=True, eng=False):
+def port_lists(parser=True, tx=True, eng=False, pacing=False):
     """MR-REG-002: ``(inputs, outputs)``, the Verilog names of the block's ports with the parser's
-    and the TX half's counter ports or without (and the engine's own, MR-ENG-143)."""
+    and the TX half's counter ports or without (and the engine's own, MR-ENG-143; the pacing
+    window's, MR-REG-065)."""
     srcs = [s for s, on in (("parser", parser), ("tx", tx), ("eng", eng)) if on]
-    return (_INPUTS + tuple(_PREFIX[s] + "reg_data" for s in srcs),
-            _OUTPUTS + tuple(_PREFIX[s] + "reg_addr" for s in srcs))
+    return (_INPUTS + tuple(_PREFIX[s] + "reg_data" for s in srcs) + (PACE_INPUTS if pacing else ()),
+            _OUTPUTS + tuple(_PREFIX[s] + "reg_addr" for s in srcs) + (PACE_OUTPUTS if pacing else ()))
 
 
 @dataclass(frozen=True)
@@ -178,11 +185,12 @@ def _log2(n):
     return (n - 1).bit_length()
 
 
-def register_map(lay=None, *, parser=True, tx=True, eng=False) -> RegMap:
+def register_map(lay=None, *, parser=True, tx=True, eng=False, pacing=False) -> RegMap:
     """MR-REG-010..013, MR-REG-020, MR-REG-030/033/034: the registers of the block serving the RX
     instance ``lay`` (``models.rx.layouts(...)``; default the engine's instance), with the
     parser's and the TX half's counter windows or without (MR-REG-001); ``eng``: the whole
-    engine's own counters at 0x300 (MR-ENG-143)."""
+    engine's own counters at 0x300 (MR-ENG-143); ``pacing``: the pacing window at 0x380
+    (MR-REG-062..064)."""
     lay = lay or layouts()
     sources = [s for s, on in (("rx", True), ("parser", parser), ("tx", tx), ("eng", eng)) if on]
     names = {s: _NAMES[s]() for s in sources}
@@ -232,9 +240,35 @@ def register_map(lay=None, *, parser=True, tx=True, eng=False) -> RegMap:
                             f"{what} {i} bits [31:0]; latches bits [63:32] (MR-REG-031)", "ctr_lo", i, src))
             regs.append(Reg(f"{pre}{n}_HI", base + 8 * i + 4, 32, RO, 0,
                             f"{what} {i} bits [63:32] (MR-REG-031)", "ctr_hi", i, src))
+    if pacing:
+        regs += pace_registers(lay.conns)
     offsets = [r.offset for r in regs]
     assert len(set(offsets)) == len(offsets) and all(o % 4 == 0 and o < 1 << ADDR_BITS for o in offsets)
     return RegMap(lay, tuple(regs), words, tuple(sources))
+
+
+def pace_registers(conns):
+    """MR-REG-062..064: the pacing window's registers (the engine's pacer, hw-cwnd.md MR-CW-097:
+    its static configuration and its write ``{conn, rate, set_time, time}``). Resets 0: with
+    ``PACE_LINE_MBPS`` 0 no rate is below the line rate, so nothing is paced until configured."""
+    from .pacer import RATE_BITS, WL_BITS
+    cb = max(1, _log2(conns))
+    b = PACE_BASE
+    return [
+        Reg("PACE_MTU_WL", b, WL_BITS, RW, 0,
+            "pacer: a full-MTU data frame's wire length in bytes (static; write before the rates, MR-REG-063)",
+            "store"),
+        Reg("PACE_LINE_MBPS", b + 0x4, RATE_BITS, RW, 0,
+            "pacer: the line rate in Mb/s (static; 0: nothing paced, MR-REG-063)", "store"),
+        Reg("PACE_CONN", b + 0x8, cb, RW, 0, "pacer write window: the connection", "store"),
+        Reg("PACE_RATE", b + 0xC, RATE_BITS, RW, 0,
+            "pacer write window: the connection's rate in Mb/s (0: the line rate)", "store"),
+        Reg("PACE_TIME", b + 0x10, 32, RW, 0,
+            "pacer write window: the next send time (ns), taken with set_time", "store"),
+        Reg("PACE_COMMIT", b + 0x14, 2, WO, 0,
+            "pacer write window: writing bit 0 sends {PACE_CONN, PACE_RATE, set_time = bit 1, "
+            "PACE_TIME} as one pacer write (MR-REG-064)", "pace_commit"),
+    ]
 
 
 def markdown_table(rmap: RegMap | None = None):
@@ -275,8 +309,9 @@ def strobe_mask(strb):
 class RegFile:
     """The registers' state and the effect of one access (MR-REG-004, MR-REG-010/011/012, MR-REG-020..024, MR-REG-030/031)."""
 
-    def __init__(self, lay=None, *, parser=True, tx=True, eng=False):
-        self.map = register_map(lay, parser=parser, tx=tx, eng=eng)
+    def __init__(self, lay=None, *, parser=True, tx=True, eng=False, pacing=False):
+        self.map = register_map(lay, parser=parser, tx=tx, eng=eng, pacing=pacing)
+        self.pace_set_time = 0          # MR-REG-064: the last pacing commit's bit 1
         self.lay = self.map.lay
         self.words = self.map.by_word()
         self.value = {r.name: r.reset for r in self.map.regs if r.kind in ("store", "global")}
@@ -302,9 +337,15 @@ class RegFile:
             return {"table": TABLE_GLOBAL, "addr": 0, "data": self.global_row()}
         return {"table": self.value["CFG_TABLE"], "addr": self.value["CFG_ADDR"], "data": self.row_data()}
 
+    def pace_record(self):
+        """MR-REG-064: the pacer write the pacing window sends ``{conn, rate, set_time, time}``."""
+        v = self.value
+        return {"conn": v["PACE_CONN"], "rate": v["PACE_RATE"], "set_time": self.pace_set_time,
+                "time": v["PACE_TIME"]}
+
     def write(self, addr, data, strb):
-        """One write: ``(resp, emit, err_set, err_clear)``; ``emit`` is None, ``"global"`` or
-        ``"row"`` (the record to send, :meth:`record`). Storage changes at once; the error bits
+        """One write: ``(resp, emit, err_set, err_clear)``; ``emit`` is None, ``"global"``,
+        ``"row"`` (the record to send, :meth:`record`) or ``"pace"`` (:meth:`pace_record`). Storage changes at once; the error bits
         are the caller's to apply (MR-REG-012: a clear and a set in one cycle keep the set)."""
         r = self.decode(addr)
         mask = strobe_mask(strb)
@@ -318,6 +359,12 @@ class RegFile:
             if self.value["CFG_TABLE"] == TABLE_GLOBAL:
                 return SLVERR, None, ERR_COMMIT, 0
             return OKAY, "row", 0, 0
+        if r.kind == "pace_commit":
+            # MR-REG-064: bit 0 (with its strobe) sends the write; bit 1 is its set_time
+            if not (strb & 1 and data & 1):
+                return OKAY, None, 0, 0
+            self.pace_set_time = data >> 1 & 1
+            return OKAY, "pace", 0, 0
         old = self.value[r.name]
         self.value[r.name] = ((old & ~mask) | (data & mask)) & r.mask
         return OKAY, ("global" if r.kind == "global" else None), 0, 0
@@ -376,10 +423,14 @@ class RegsCycleModel:
     same cycle. Every output is a register or a function of registers only."""
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, *, parser=True, tx=True,
-                 eng=False):
-        self.rf = RegFile(layouts(conns, paths, keys), parser=parser, tx=tx, eng=eng)
+                 eng=False, pacing=False):
+        self.rf = RegFile(layouts(conns, paths, keys), parser=parser, tx=tx, eng=eng, pacing=pacing)
         self.lay = self.rf.lay
-        self.parser, self.tx, self.eng = parser, tx, eng
+        self.parser, self.tx, self.eng, self.pacing = parser, tx, eng, pacing
+        if pacing:
+            from .pacer import frame_layouts
+            self.pace_lay = frame_layouts(self.lay.conns)["write"]
+        self.pace_valid = 0             # MR-REG-065: the pacer write pending on m_pace
         self.sources = self.rf.map.sources
         self.aw_full = self.w_full = 0
         self.aw_addr = self.w_data = self.w_strb = 0
@@ -391,12 +442,12 @@ class RegsCycleModel:
         self.log = []                   # (kind, ...) per completed access, for tests
 
     def port_names(self):
-        ins, outs = port_lists(self.parser, self.tx, self.eng)
+        ins, outs = port_lists(self.parser, self.tx, self.eng, self.pacing)
         return {"inputs": list(ins), "outputs": list(outs)}
 
     def busy(self):
         return bool(self.aw_full or self.w_full or self.b_valid or self.cfg_valid or self.rd1
-                    or self.rd2 or self.r_valid)
+                    or self.rd2 or self.r_valid or self.pace_valid)
 
     def outputs(self):
         """This cycle's outputs (MR-REG-043: from registers only, so known before the inputs)."""
@@ -411,6 +462,12 @@ class RegsCycleModel:
         }
         for src in self.sources[1:]:
             out[_PREFIX[src] + "reg_addr"] = counter_index(self.ar_addr, src)
+        if self.pacing:
+            # MR-REG-063/065: the static configuration and the pending write, all registers
+            v = self.rf.value
+            out.update({"m_pace__payload": pack(self.pace_lay, self.rf.pace_record()),
+                        "m_pace__valid": self.pace_valid,
+                        "pace_mtu_wl": v["PACE_MTU_WL"], "pace_line_mbps": v["PACE_LINE_MBPS"]})
         return out
 
     def step(self, inputs):
@@ -427,7 +484,8 @@ class RegsCycleModel:
             err_set |= e
             rd_done = (resp, value)
         # write: executes once address and data are held and nothing is pending (MR-REG-040)
-        execute = self.aw_full and self.w_full and not self.b_valid and not self.cfg_valid
+        execute = (self.aw_full and self.w_full and not self.b_valid and not self.cfg_valid
+                   and not self.pace_valid)
         emit = None
         if execute:
             resp, emit, e, c = rf.write(self.aw_addr, self.w_data, self.w_strb)
@@ -441,9 +499,15 @@ class RegsCycleModel:
         if self.cfg_valid and g("m_cfg__ready", 0):
             self.cfg_valid = 0
             self.b_valid, self.b_resp = 1, OKAY
+        if self.pace_valid and g("m_pace__ready", 0):
+            # MR-REG-065: B once the pacer write was taken, as MR-REG-024's
+            self.pace_valid = 0
+            self.b_valid, self.b_resp = 1, OKAY
         if execute:
             if emit is None:
                 self.b_valid, self.b_resp = 1, resp
+            elif emit == "pace":
+                self.pace_valid = 1
             else:
                 self.cfg_valid, self.cfg_global = 1, int(emit == "global")
         # AW and W

@@ -224,8 +224,9 @@ class Driver(CounterReadout):
     ``cycles``."""
 
     def __init__(self, items, *, seed=0, p_idle=0.3, p_bp=0.4, overlap=False, quiet_cycles=4,
-                 sources=("rx",)):
+                 sources=("rx",), pacing=False):
         self.items = list(items)
+        self.pacing = pacing            # MR-REG-065: a random-ready sink on m_pace
         self.rng = random.Random(seed)
         self.p_idle, self.p_bp = p_idle, p_bp
         self.overlap = overlap
@@ -240,7 +241,7 @@ class Driver(CounterReadout):
         self.next_item = 0          # without overlap: the next item to start
         self.w = None               # [index, aw_at, w_at, aw_done, w_done]
         self.r = None               # [index, ar_at, ar_done]
-        self.res = {"b": [], "r": [], "cfg": [], "span": {}, "cycles": 0}
+        self.res = {"b": [], "r": [], "cfg": [], "pace": [], "span": {}, "cycles": 0}
 
     def _delay(self):
         if self.p_idle == 0:
@@ -289,7 +290,7 @@ class Driver(CounterReadout):
             i, ar_at, ar_done = self.r
             if not ar_done and c >= ar_at:
                 inp[AXIL + "arvalid"], inp[AXIL + "araddr"] = 1, self.items[i].addr
-        for n in (AXIL + "bready", AXIL + "rready", "m_cfg__ready"):
+        for n in (AXIL + "bready", AXIL + "rready", "m_cfg__ready") + (("m_pace__ready",) if self.pacing else ()):
             inp[n] = int(self.p_bp == 0 or rng.random() >= self.p_bp)
         inp.update(self.ctr.inputs())
         return inp
@@ -320,6 +321,8 @@ class Driver(CounterReadout):
             raise AssertionError(f"cycle {c}: an R response without a read")
         if out["m_cfg__valid"] and inp["m_cfg__ready"]:
             res["cfg"].append(out["m_cfg__payload"])
+        if self.pacing and out["m_pace__valid"] and inp["m_pace__ready"]:
+            res["pace"].append(out["m_pace__payload"])
         self.ctr.clock(c, Counters.addrs(out))
         self.cycle += 1
 
@@ -336,6 +339,11 @@ def check(items, res, ctr: Counters, lay, rf: RegFile | None = None):
     64-bit value. ``rf``: the register file as an earlier run left it (default: reset). Returns
     the replayed register file."""
     rf = rf or RegFile(lay)
+    pacing = any(r.kind == "pace_commit" for r in rf.map.regs)
+    if pacing:
+        from .pacer import frame_layouts
+        pace_lay = frame_layouts(lay.conns)["write"]
+    paces = []
     b = dict((i, resp) for i, resp in res["b"])
     r = dict((i, (resp, data)) for i, resp, data in res["r"])
     assert len(b) + len(r) == len(items), f"{len(b) + len(r)} responses for {len(items)} accesses"
@@ -345,7 +353,9 @@ def check(items, res, ctr: Counters, lay, rf: RegFile | None = None):
         if isinstance(it, Write):
             resp, emit, es, ec = rf.write(it.addr, it.data, it.strb)
             rf.apply_error(es, ec)
-            if emit is not None:
+            if emit == "pace":
+                paces.append(pack(pace_lay, rf.pace_record()))      # MR-REG-064
+            elif emit is not None:
                 records.append(pack(lay.cfg, rf.record(emit == "global")))
             assert b[i] == resp, f"access {i} {it}: BRESP {b[i]}, expected {resp}"
             continue
@@ -376,7 +386,31 @@ def check(items, res, ctr: Counters, lay, rf: RegFile | None = None):
             f"access {i} {it}: read {got_resp}/{got:#x}, expected {resp}/{want:#x}")
     assert res["cfg"] == records, (
         f"records sent: {[unpack(lay.cfg, v) for v in res['cfg']]}, expected {[unpack(lay.cfg, v) for v in records]}")
+    if pacing:
+        assert res["pace"] == paces, (
+            f"pacer writes sent: {[unpack(pace_lay, v) for v in res['pace']]}, "
+            f"expected {[unpack(pace_lay, v) for v in paces]}")
     return rf
+
+
+def pace_items(rmap, rng, n=40):
+    """MR-REG-062..065: accesses of the pacing window: the configuration and the write window's
+    registers written (random data and strobes) and read back, commits with and without bit 0
+    and bit 1 (set_time), reads of the WO commit (SLVERR), in a random order."""
+    regs = [r for r in rmap.regs if r.name.startswith("PACE_")]
+    commit = rmap.get("PACE_COMMIT")
+    out = []
+    for _ in range(n):
+        r = commit if rng.random() < 0.3 else rng.choice(regs)
+        if r is commit:
+            out.append(Write(r.offset, rng.choice([1, 3, 3, 2, 0, rng.getrandbits(32)]),
+                             rng.choice([0xF, 0xF, 0xF, 0x1, 0xE]), name="pace.commit"))
+        elif rng.random() < 0.6:
+            out.append(Write(r.offset, rng.getrandbits(32), rng.choice([0xF, 0xF, 0x3, 0xC, 0x5]),
+                             name=r.name.lower()))
+        if rng.random() < 0.5:
+            out.append(Read(rng.choice(regs).offset, name="pace.read"))
+    return out
 
 
 def run_model(items, lay_args=(256, 4, 256), *, seed=0, checked=True, parser=True, tx=True, **kw):
