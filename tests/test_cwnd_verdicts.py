@@ -120,13 +120,15 @@ def test_verdict_lockstep_random():
     verdicts of each kind and restores, idle cycles and backpressure on ``m_update``: 0
     mismatches, every update the block's semantics' (no share-out); negative controls: a cycle
     model with KEEP without the floor, or without the collapsed window's raise, mismatches."""
-    items = cc.traffic(CwndModel(**SMALL, verdicts=True), 150, seed=2, verdicts=True)
+    items = cc.traffic(CwndModel(**SMALL, verdicts=True), 150, seed=4, verdicts=True)
+    kinds = {("restore" if r["restore"] else r["verdict"]) for k, r in items if k == "path"}
+    assert kinds == {KEEP, REROUTE, SUSPECT, RETIRE, "restore"}
     sim = AmaranthSim(Cwnd(64, **SMALL, verdicts=True))
-    core, drv = _lockstep(sim, items, seed=2, p_idle=0.3, p_bp=0.5)
+    core, drv = _lockstep(sim, items, seed=4, p_idle=0.3, p_bp=0.5)
     assert core.mismatches == 0
     res = cc.check(CwndModel(**SMALL, verdicts=True, share_out=False), CFG, drv.res["taken"],
                    drv.res["updates"])
-    assert res["acks"] > 100 and res["records"] - res["acks"] > 30
+    assert res["acks"] > 100 and res["records"] - res["acks"] > 25
 
     class NoRaise(CwndModel):
         def ack(self, e):
