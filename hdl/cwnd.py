@@ -16,6 +16,11 @@ The layouts and latencies are the cycle model's (models/cwnd.py).
 hint, the band (the unit ``CwndBand`` or the one kept in the connection record), the
 acknowledged window clamped to the path cap; hint changes refused and refills reported for the
 control path, which writes the moved windows through the setup port (move writes).
+
+``Cwnd(..., verdicts=True)`` (MR-CW-106..112): the path verdicts' port ``s_path`` (the
+retransmit unit's KEEP / REROUTE / SUSPECT / RETIRE and the scheduler's restore), taken like a
+setup write; a rerouted path's ``collapsed`` bit and the connection's initial share, which the
+path's next clean ACK raises its window to (two more cycles for that event).
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from metaroce.models import protocol as P
 
 from .arith import _Arith, _ext, _named
 
-__all__ = ["Cwnd", "cwnd_small", "cwnd_hinted_small", "CwndBand", "cwnd_band"]
+__all__ = ["Cwnd", "cwnd_small", "cwnd_hinted_small", "cwnd_verdicts_small", "CwndBand", "cwnd_band"]
 
 
 def _time_lt(a, b):
@@ -117,17 +122,22 @@ class Cwnd(wiring.Component):
     a record is in flight). ``hints`` (MR-CW-060..064): the hinted block: the ACK's rate hint,
     the band unit (MR-CW-059) per hinted event, the acknowledged window clamped to the path
     cap, a hint change refused (``move``), a due refill reported (``refill``), move writes;
-    ``line_mbps`` and ``base_rtt_ns`` join the configuration."""
+    ``line_mbps`` and ``base_rtt_ns`` join the configuration. ``verdicts`` (MR-CW-106..112):
+    the path verdicts' port ``s_path`` (not with ``hints``: not built)."""
 
     def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"],
-                 div_bits=model.DIV_BITS, hints=False, carry_chain=None):
+                 div_bits=model.DIV_BITS, hints=False, carry_chain=None, verdicts=False):
         if div_bits not in (1, 2):
             self._MustUse__silence = True       # never elaborated: no warning for it
             raise ValueError(f"div_bits={div_bits}: 1 or 2 quotient bits per cycle")
+        if verdicts and hints:
+            self._MustUse__silence = True
+            raise ValueError("verdicts with hints: not built (MR-CW-106)")
         self.div_bits = div_bits
         self.hints = hints
+        self.verdicts = verdicts
         self.carry_chain = carry_chain          # MR-CW-032: None = the platform's
-        self.lay = lay = model.layouts(conns, paths, hints=hints)
+        self.lay = lay = model.layouts(conns, paths, hints=hints, verdicts=verdicts)
         self.conns, self.paths = conns, paths
         ports = {
             "s_ack": In(stream.Signature(lay.ack)),
@@ -139,6 +149,8 @@ class Cwnd(wiring.Component):
         }
         if hints:
             ports.update(line_mbps=In(model.RATE_BITS), base_rtt_ns=In(model.RTT_BITS))
+        if verdicts:
+            ports["s_path"] = In(stream.Signature(lay.verdict))
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -230,6 +242,16 @@ class Cwnd(wiring.Component):
         upd = Signal(lay.update)
         m.d.comb += self.m_update.payload.eq(upd)
         H = self.hints
+        V = self.verdicts
+        floor_ev = crec.floor                   # the floor of an ACK event's cut and debt
+        if V:
+            # MR-CW-106..108: the verdict taken, the path's new active and collapsed bits, the
+            # floor of this event (the share on a collapsed path's clean ACK), the raise
+            vr = Signal(lay.verdict)
+            vact = Signal()
+            vcol = Signal()
+            floor_ev = vflr = Signal(WB)
+            vup = Signal(WB)
         if H:
             # MR-CW-060/061: the band unit, the event's rate and band, the path cap's excess
             m.submodules.band = band = CwndBand()
@@ -258,12 +280,23 @@ class Cwnd(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += [self.s_setup.ready.eq(1), self.s_ack.ready.eq(~self.s_setup.valid)]
+                if V:
+                    # MR-CW-106: a verdict after a setup write, before an ACK event
+                    m.d.comb += [self.s_path.ready.eq(~self.s_setup.valid),
+                                 self.s_ack.ready.eq(~self.s_setup.valid & ~self.s_path.valid)]
                 sp, ap = self.s_setup.payload, self.s_ack.payload
                 m.d.comb += [conn_rd.en.eq(1), path_rd.en.eq(1)]
                 with m.If(self.s_setup.valid):
                     m.d.comb += [conn_rd.addr.eq(sp.conn), path_rd.addr.eq(path_addr(sp.conn, sp.path))]
                     m.d.sync += su.eq(sp)
                     m.next = "SETUP"
+                if V:
+                    vp = self.s_path.payload
+                    with m.Elif(self.s_path.valid):
+                        m.d.comb += [conn_rd.addr.eq(vp.conn),
+                                     path_rd.addr.eq(path_addr(vp.conn, vp.path))]
+                        m.d.sync += vr.eq(vp)
+                        m.next = "VLOAD"
                 with m.Else():
                     m.d.comb += [conn_rd.addr.eq(ap.conn), path_rd.addr.eq(path_addr(ap.conn, ap.path))]
                     with m.If(self.s_ack.valid):
@@ -297,6 +330,9 @@ class Cwnd(wiring.Component):
                 # W without the old window: the difference, then the choice (no mux before the
                 # subtraction; an old window counts only without open)
                 less = A.sub(crec.wsum, prec.cwnd, "su_less")
+                if V:
+                    # MR-CW-108: the initial share, at least the floor
+                    m.d.sync += crec.share.eq(A.max(su.share, su.floor, "su_share"))
                 m.d.sync += [
                     cwnd3.eq(cwnd_w),
                     wbase.eq(Mux(opn, 0, Mux(old_on, less, crec.wsum))),
@@ -320,6 +356,8 @@ class Cwnd(wiring.Component):
                     path_wr.addr.eq(path_addr(su.conn, su.path)), path_wr.en.eq(1),
                     path_wr.data.cwnd.eq(cwnd3), path_wr.data.active.eq(su.active),
                 ]
+                if V:
+                    m.d.comb += conn_wr.data.share.eq(crec.share)      # (collapsed 0)
                 m.d.sync += [upd.conn.eq(su.conn), upd.path.eq(su.path), upd.cwnd.eq(cwnd3),
                              upd.wsum.eq(A.max(wsum2, self.mtu, "su_weff")),
                              upd.debt.eq(crec.cut_debt)]
@@ -347,6 +385,11 @@ class Cwnd(wiring.Component):
                 m.d.sync += [crec.eq(cr), prec.eq(pr), ce.eq(A.min(ev.ce, ev.pkts, "ce_now")),
                              div_s.eq(ds), div_c.eq(dc)]
                 m.next = "ACC"
+                if V:
+                    # MR-CW-108: a collapsed path's event takes RAISE1/2 first
+                    m.d.sync += vflr.eq(cr.floor)
+                    with m.If(pr.collapsed):
+                        m.next = "RAISE1"
                 if H:
                     # MR-CW-061: the event's rate (MR-SEC-151's clamp); hint 0: as unhinted
                     h = ev.hint
@@ -391,6 +434,55 @@ class Cwnd(wiring.Component):
                                  crec.wsum.eq(A.sub(crec.wsum, Mux(prec.active, over, 0),
                                                     "clamp_wsum"))]
                     m.next = "ACC"
+            if V:
+                with m.State("RAISE1"):
+                    # MR-CW-108: an event with packets and no CE mark on a collapsed path: its
+                    # floor is the initial share, the window raised to it (the raise first)
+                    clean = (ev.pkts != 0) & (ce == 0)
+                    m.d.sync += vup.eq(Mux(clean, A.pos_sub(crec.share, prec.cwnd, "raise_sub"),
+                                           0))
+                    with m.If(clean):
+                        m.d.sync += vflr.eq(crec.share)
+                    m.next = "RAISE2"
+                with m.State("RAISE2"):
+                    m.d.sync += [prec.cwnd.eq(A.add(prec.cwnd, vup, name="raise_add")[:WB]),
+                                 crec.wsum.eq(A.add(crec.wsum, Mux(prec.active, vup, 0),
+                                                    name="raise_wsum")[:sb])]
+                    m.next = "ACC"
+                with m.State("VLOAD"):
+                    m.d.sync += [crec.eq(cr), prec.eq(pr)]
+                    m.next = "VWIN"
+                with m.State("VWIN"):
+                    # MR-CW-107..110: the path's new window, active and collapsed bits; W
+                    # without its old window
+                    v = vr.verdict
+                    keep = A.max(prec.cwnd[1:], crec.floor, "keep_max")
+                    susp = (v == P.PATH_SUSPECT) | (v == P.PATH_RETIRE)
+                    m.d.sync += [
+                        cwnd3.eq(Mux(vr.restore, crec.share,
+                                     Mux(v == P.PATH_KEEP, keep,
+                                         Mux(v == P.PATH_REROUTE, self.mtu, prec.cwnd)))),
+                        vact.eq(vr.restore | (prec.active & ~susp)),
+                        vcol.eq(~vr.restore & ((v == P.PATH_REROUTE) | prec.collapsed)),
+                        wbase.eq(Mux(prec.active, A.sub(crec.wsum, prec.cwnd, "v_less"),
+                                     crec.wsum)),
+                    ]
+                    m.next = "VW"
+                with m.State("VW"):
+                    m.d.sync += wsum2.eq(Mux(vact, A.add(wbase, cwnd3, name="v_wsum"), wbase))
+                    m.next = "VFIN"
+                with m.State("VFIN"):
+                    m.d.comb += [
+                        conn_wr.addr.eq(vr.conn), conn_wr.en.eq(1), conn_wr.data.eq(crec),
+                        conn_wr.data.wsum.eq(wsum2),
+                        path_wr.addr.eq(path_addr(vr.conn, vr.path)), path_wr.en.eq(1),
+                        path_wr.data.eq(prec), path_wr.data.cwnd.eq(cwnd3),
+                        path_wr.data.active.eq(vact), path_wr.data.collapsed.eq(vcol),
+                    ]
+                    m.d.sync += [upd.conn.eq(vr.conn), upd.path.eq(vr.path), upd.cwnd.eq(cwnd3),
+                                 upd.wsum.eq(A.max(wsum2, self.mtu, "v_weff")),
+                                 upd.debt.eq(crec.cut_debt)]
+                    m.next = "OUT"
             with m.State("ACC"):
                 # MR-CW-010/011: W, the accumulators and the end of the path's observation
                 # window
@@ -411,14 +503,14 @@ class Cwnd(wiring.Component):
                           Mux(prec.cwnd == 0, 1, prec.cwnd))
                 ws, wc = A.product(beta_mtu, ce_acc, "want_mul")
                 ls, lc = A.product(w, self.beta_q, "left_mul")
-                fl = A.sub(Cat(prec.cwnd, Const(0, 1)), crec.floor, "can_sub")
+                fl = A.sub(Cat(prec.cwnd, Const(0, 1)), floor_ev, "can_sub")
                 m.d.sync += [
                     want_s.eq(ws), want_c.eq(wc), left_s.eq(ls), left_c.eq(lc),
                     dividend.eq(A.add_hi(div_s, div_c, KD, div_lo, "div_hi")),
                     divisor.eq(dvs),
                     inc_ok.eq((ev.pkts != 0) & (ce == 0) & (ev.bytes != 0)),
                     can.eq(Mux(fl[WB], 0, fl[:WB])),
-                    cwnd_fl.eq(Mux(fl[WB], prec.cwnd, crec.floor)),
+                    cwnd_fl.eq(Mux(fl[WB], prec.cwnd, floor_ev)),
                     wbase.eq(Mux(prec.active, A.sub(crec.wsum, prec.cwnd, "wbase_sub"),
                                  crec.wsum)),
                 ]
@@ -521,7 +613,7 @@ class Cwnd(wiring.Component):
             with m.State("DEBT1"):
                 # MR-CW-015: the cut debt from this window, down to its floor; W with the
                 # window (less the debt's part in DEBT3)
-                m.d.sync += [give.eq(A.pos_sub(cwnd2, crec.floor, "give_sub")),
+                m.d.sync += [give.eq(A.pos_sub(cwnd2, floor_ev, "give_sub")),
                              wc2.eq(A.add(wbase, cwnd2, name="wc2_add"))]
                 if H:
                     m.d.sync += wadj2.eq(A.add(_ext(wadj, sb + 1), cwnd2, name="wadj2_add"))
@@ -549,6 +641,10 @@ class Cwnd(wiring.Component):
                     path_wr.data.ack_acc.eq(Mux(end, 0, ack_acc)),
                     path_wr.data.next_dec.eq(next_dec), path_wr.data.active.eq(prec.active),
                 ]
+                if V:
+                    # MR-CW-108: an event with packets clears the bit
+                    m.d.comb += [conn_wr.data.share.eq(crec.share),
+                                 path_wr.data.collapsed.eq(prec.collapsed & (ev.pkts == 0))]
                 m.d.sync += [upd.conn.eq(ev.conn), upd.path.eq(ev.path), upd.cwnd.eq(cwnd3),
                              upd.wsum.eq(A.max(wsum2, self.mtu, "upd_weff")), upd.debt.eq(debt2)]
                 if H:
@@ -575,6 +671,11 @@ class Cwnd(wiring.Component):
 def cwnd_small(width=64):
     """The small instance (MR-CW-001): 2 connections x 4 paths."""
     return Cwnd(width, **model.SMALL)
+
+
+def cwnd_verdicts_small(width=64):
+    """The small instance with the path verdicts' port (MR-CW-106)."""
+    return Cwnd(width, **model.SMALL, verdicts=True)
 
 
 def cwnd_hinted_small(width=64):

@@ -215,6 +215,17 @@ BLOCKS: dict[str, Block] = {
              "the band per hinted event, hint changes and refills reported for the control "
              "path (docs/spec/hw-cwnd.md section 6)",
     ),
+    # The first slice's windows with the path verdicts' port (docs/spec/hw-cwnd.md section 8,
+    # MR-CW-106..112).
+    "cwnd_verdicts": Block(
+        name="cwnd_verdicts",
+        component="metaroce.hdl.cwnd:cwnd_verdicts_small",
+        model="metaroce.models.cwnd:cwnd_model_verdicts_small",
+        tb="metaroce.tb.cwnd",
+        help="congestion windows (first slice) with path verdicts, small instance: 2 "
+             "connections x 4 paths; KEEP, REROUTE (collapsed), SUSPECT/RETIRE out of W, "
+             "restore (docs/spec/hw-cwnd.md section 8)",
+    ),
     # Pacing, the per-frame part (issue 12; docs/spec/hw-cwnd.md MR-CW-097): no data path,
     # ``width`` changes nothing.
     "pacer_frame": Block(

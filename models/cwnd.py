@@ -31,7 +31,8 @@ __all__ = ["SMALL", "LARGE", "TRACE", "cwnd_model_hinted_trace", "Layouts", "lay
            "QUOT_BITS", "DIV_BITS", "lat_ack", "LAT_ACK", "LAT_SETUP", "INPUTS", "OUTPUTS", "cwnd_model_small",
            "inc_divisor", "band_layouts", "band_model", "LAT_BAND", "CwndBandCycleModel",
            "band_model_cycles", "band_move", "refill_windows", "CwndControl", "LAT_MOVE",
-           "lat_hint", "HINT_INPUTS", "cwnd_model_hinted_small"]
+           "lat_hint", "HINT_INPUTS", "cwnd_model_hinted_small", "VERDICT_INPUTS",
+           "VERDICT_OUTPUTS", "LAT_PATH", "LAT_RAISE", "cwnd_model_verdicts_small"]
 
 #: MR-CW-001: the small and the large instance.
 SMALL = dict(conns=2, paths=4)
@@ -84,6 +85,14 @@ INPUTS = ["s_ack__valid", "s_ack__payload", "s_setup__valid", "s_setup__payload"
 OUTPUTS = ["s_ack__ready", "s_setup__ready", "m_update__valid", "m_update__payload"]
 #: MR-CW-060: the hinted block's inputs (the band's configuration added).
 HINT_INPUTS = INPUTS + ["line_mbps", "base_rtt_ns"]
+#: MR-CW-106: the path verdicts' port.
+VERDICT_INPUTS = ["s_path__valid", "s_path__payload"]
+VERDICT_OUTPUTS = ["s_path__ready"]
+#: MR-CW-112: a verdict's or restore's update, as a setup write's (read; LOAD; the window; W;
+#: the writes).
+LAT_PATH = 5
+#: MR-CW-108: the extra cycles of an ACK event on a collapsed path (RAISE1/2).
+LAT_RAISE = 2
 
 
 def _pow2(name, v, lo, hi):
@@ -110,11 +119,13 @@ class Layouts:
     path_rec: data.StructLayout
     conn_rec: data.StructLayout
     hints: bool = False
+    verdict: data.StructLayout = None      # MR-CW-106: the s_path record (``verdicts``)
+    verdicts: bool = False
 
 
-def layouts(conns=SMALL["conns"], paths=SMALL["paths"], hints=False):
+def layouts(conns=SMALL["conns"], paths=SMALL["paths"], hints=False, verdicts=False):
     """MR-CW-002..004: port and table record layouts; ``hints`` (MR-CW-060): the hinted
-    block's added fields."""
+    block's added fields; ``verdicts`` (MR-CW-106): the path verdicts' port and fields."""
     check_params(conns, paths)
     cb = max(1, (conns - 1).bit_length())
     pb = max(1, (paths - 1).bit_length())
@@ -124,8 +135,8 @@ def layouts(conns=SMALL["conns"], paths=SMALL["paths"], hints=False):
     setup = {"conn": cb, "path": pb, "cwnd": WIN_BITS, "active": 1, "open": 1,
              "fresh": 1, "floor": WIN_BITS, "multi": 1}
     update = {"conn": cb, "path": pb, "cwnd": WIN_BITS, "wsum": sb, "debt": sb}
-    path_rec = data.StructLayout({"cwnd": WIN_BITS, "ce_acc": ACC_BITS, "ack_acc": ACC_BITS,
-                                  "next_dec": TIME_BITS, "active": 1})
+    path_rec = {"cwnd": WIN_BITS, "ce_acc": ACC_BITS, "ack_acc": ACC_BITS,
+                "next_dec": TIME_BITS, "active": 1}
     conn_rec = {"wsum": sb, "cut_end": TIME_BITS, "cut_left": sb, "cut_debt": sb,
                 "floor": WIN_BITS, "multi": 1}
     if hints:                                   # MR-CW-060
@@ -135,9 +146,16 @@ def layouts(conns=SMALL["conns"], paths=SMALL["paths"], hints=False):
         # MR-CW-066: the band of the connection's rate and path count, kept
         conn_rec.update(rate=RATE_BITS, n_paths=4, bvalid=1, bcap=WIN_BITS, bsum=WIN_BITS,
                         bwin=WIN_BITS)
+    verdict = None
+    if verdicts:                                # MR-CW-106
+        setup["share"] = WIN_BITS
+        path_rec["collapsed"] = 1
+        conn_rec["share"] = WIN_BITS
+        verdict = data.StructLayout({"conn": cb, "path": pb, "verdict": 2, "restore": 1,
+                                     "healthy": paths})
     S = data.StructLayout
-    return Layouts(conns, paths, cb, pb, sb, S(ack), S(setup), S(update), path_rec, S(conn_rec),
-                   hints)
+    return Layouts(conns, paths, cb, pb, sb, S(ack), S(setup), S(update), S(path_rec),
+                   S(conn_rec), hints, verdict, verdicts)
 
 
 #: MR-CW-059: the hinted band unit's widths: a rate in Mb/s (at most 524,287: 400 Gb/s fits),
@@ -223,21 +241,29 @@ class CwndModel:
     ``split`` (MR-CW-060..062): the hinted block's own semantics, without the control path's
     moves: a hint change refuses the event (``move``), a refill is only reported (``refill``),
     move writes; its updates carry ``rate``, ``move`` and ``refill``. Unsplit (the default),
-    the block and its control path together (MR-CW-050..055)."""
+    the block and its control path together (MR-CW-050..055).
+
+    ``verdict(rec)`` (MR-CW-106..112): a path verdict or restore on the ``s_path`` port
+    (``verdicts``: the layouts with the port and the ``share``/``collapsed`` fields).
+    ``share_out`` (MR-CW-111): a suspected or retired path's window is shared out to the
+    healthy paths (the endpoint's ``_give_window``); without it (the block's RTL, MR-CW-112)
+    the path only leaves W."""
 
     def __init__(self, conns=SMALL["conns"], paths=SMALL["paths"], *, mtu=4096,
                  beta_q=P.Q_ONE // 2, cap=(1 << WIN_BITS) - 1, line_mbps=LINE_MBPS,
-                 base_rtt_ns=BASE_RTT_NS, split=False):
+                 base_rtt_ns=BASE_RTT_NS, split=False, verdicts=False, share_out=True):
         self.split = split
-        self.lay = layouts(conns, paths, hints=split)
+        self.share_out = share_out
+        self.lay = layouts(conns, paths, hints=split, verdicts=verdicts)
         self.conns, self.paths = conns, paths
         self.mtu, self.beta_q, self.cap = mtu, beta_q, cap
         self.line_mbps, self.base_rtt_ns = line_mbps, base_rtt_ns
         z = {n: 0 for n in ("cwnd", "ce_acc", "ack_acc", "next_dec", "active", "srtt",
-                            "last_ece", "ece_seen")}
+                            "last_ece", "ece_seen", "collapsed")}
         self.path = [[dict(z) for _ in range(paths)] for _ in range(conns)]
         self.conn = [{n: 0 for n in ("wsum", "cut_end", "cut_left", "cut_debt", "floor", "multi",
-                                     "n_paths", "rate", "hinted", "bvalid", "bcap", "bsum")}
+                                     "n_paths", "rate", "hinted", "bvalid", "bcap", "bsum",
+                                     "share")}
                      for _ in range(conns)]
         self.cached = False      # MR-CW-066: the latest hinted event found its band kept
 
@@ -290,12 +316,13 @@ class CwndModel:
             cs.update(wsum=0, cut_end=0, cut_left=0, cut_debt=0, n_paths=0,
                       rate=self.line_mbps, hinted=0)
         cs["floor"], cs["multi"] = r["floor"], r["multi"]
+        cs["share"] = max(r.get("share", 0), r["floor"])       # MR-CW-108: at least the floor
         cs["wsum"] = cs["wsum"] - old + (cwnd if r["active"] else 0)
         if (r["open"] or r["fresh"]) and r["active"]:
             # MR-CW-052: the connection's path count (4 bits, MR-CW-060)
             cs["n_paths"] = (cs["n_paths"] + 1) & 15
         ps.update(cwnd=cwnd, ce_acc=0, ack_acc=0, next_dec=0, active=r["active"],
-                  srtt=self.base_rtt_ns, ece_seen=0, last_ece=0)
+                  srtt=self.base_rtt_ns, ece_seen=0, last_ece=0, collapsed=0)
         return self._update(c, p)
 
     def conn_window(self, c):
@@ -377,8 +404,19 @@ class CwndModel:
         if not pkts:
             return self._update(c, p, cwin=cwin)     # MR-CW-010: resolves nothing, changes nothing
         cap = band[1] if band else self.cap
-        w = self.w_eff(c)
         floor = cs["floor"]
+        if ps["collapsed"]:
+            # MR-CW-108: a collapsed path's next ACK with packets clears the bit; without a CE
+            # mark or a hint its floor for this event is the initial share (the endpoint's
+            # wmin), the window raised to it first (W with it)
+            ps["collapsed"] = 0
+            if not band and not ce:
+                floor = cs["share"]
+                if ps["cwnd"] < floor:
+                    if ps["active"]:
+                        cs["wsum"] += floor - ps["cwnd"]
+                    ps["cwnd"] = floor
+        w = self.w_eff(c)
         ps["ce_acc"] = min(ACC_MAX, ps["ce_acc"] + ce)       # MR-CW-011
         ps["ack_acc"] = min(ACC_MAX, ps["ack_acc"] + pkts)
         old = cwnd = ps["cwnd"]
@@ -413,6 +451,45 @@ class CwndModel:
         return self._update(c, p, cwin=cwin)
 
 
+    def verdict(self, r):
+        """MR-CW-106..112: a path verdict (the retransmit unit's, MR-TX-197: KEEP, REROUTE,
+        SUSPECT, RETIRE) or, with ``restore``, the scheduler's restore of the path (MR-TXS-116);
+        W follows the window of an active path. Returns the path's update."""
+        c, p = r["conn"], r["path"]
+        cs, ps = self.conn[c], self.path[c][p]
+        old, on = ps["cwnd"], ps["active"]
+        if r["restore"]:
+            # MR-CW-109 (MR-PATH-005): active again with the initial share
+            ps.update(cwnd=cs["share"], active=1, collapsed=0)
+            cs["wsum"] += cs["share"] - (old if on else 0)
+            return self._update(c, p)
+        v = r["verdict"]
+        if v == P.PATH_KEEP:                         # MR-CW-107: halved, down to the floor
+            new = P.keep_window(old, cs["floor"])
+        elif v == P.PATH_REROUTE:                    # MR-CW-108: one MTU, collapsed
+            new = self.mtu
+            ps["collapsed"] = 1
+        else:
+            # MR-CW-110/111 (MR-PATH-004): an active path leaves W; its window shared out to
+            # the healthy paths (the endpoint's _give_window), each at most the cap
+            if on:
+                if self.share_out:
+                    healthy = [k for k in range(self.paths) if k != p and r["healthy"] >> k & 1]
+                    for k in healthy:
+                        q = self.path[c][k]
+                        w = P.shared_window(q["cwnd"], old, len(healthy), self.cap)
+                        if q["active"]:
+                            cs["wsum"] += w - q["cwnd"]
+                        q["cwnd"] = w
+                ps["active"] = 0
+                cs["wsum"] -= old
+            return self._update(c, p)
+        if on:
+            cs["wsum"] += new - old
+        ps["cwnd"] = new
+        return self._update(c, p)
+
+
 class CwndCycleModel:
     """The block cycle by cycle (MR-CW-030): idle, it takes a setup write (first) or an ACK
     event; the update is valid ``LAT_SETUP`` or ``LAT_ACK`` cycles after, held until taken; the
@@ -421,13 +498,15 @@ class CwndCycleModel:
     update ``LAT_MOVE`` after, a hinted event's ``lat_hint``)."""
 
     def __init__(self, width=64, conns=SMALL["conns"], paths=SMALL["paths"], div_bits=DIV_BITS,
-                 hints=False):
+                 hints=False, verdicts=False):
         self.lat_ack = lat_ack(div_bits)
         self.div_bits = div_bits
         self.hints = hints
-        self.sem = CwndModel(conns, paths, split=hints)
+        self.verdicts = verdicts
+        # MR-CW-112: the block does not share a window out
+        self.sem = CwndModel(conns, paths, split=hints, verdicts=verdicts, share_out=False)
         self.lay = self.sem.lay
-        if hints:                                    # the instance's port list (lockstep)
+        if hints or verdicts:                        # the instance's port list (lockstep)
             self.port_names = self.ports
         self.wait = 0            # cycles until the pending update is valid
         self.pending = None      # the update being computed (packed)
@@ -439,8 +518,14 @@ class CwndCycleModel:
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     def ports(self):
-        """The instance's ports (MR-CW-060: the hinted block has the band's configuration)."""
-        return {"inputs": list(HINT_INPUTS if self.hints else INPUTS), "outputs": list(OUTPUTS)}
+        """The instance's ports (MR-CW-060: the hinted block has the band's configuration;
+        MR-CW-106: the verdicts' port)."""
+        ins = list(HINT_INPUTS if self.hints else INPUTS)
+        outs = list(OUTPUTS)
+        if self.verdicts:
+            ins += VERDICT_INPUTS
+            outs += VERDICT_OUTPUTS
+        return {"inputs": ins, "outputs": outs}
 
     def busy(self):
         return self.pending is not None or bool(self.valid)
@@ -449,8 +534,12 @@ class CwndCycleModel:
         g = inputs.get
         idle = self.pending is None and not self.valid
         setup_valid = g("s_setup__valid", 0)
-        out = {"s_ack__ready": int(idle and not setup_valid), "s_setup__ready": int(idle),
+        path_valid = g("s_path__valid", 0) if self.verdicts else 0
+        out = {"s_ack__ready": int(idle and not setup_valid and not path_valid),
+               "s_setup__ready": int(idle),
                "m_update__valid": self.valid, "m_update__payload": self.payload}
+        if self.verdicts:                            # MR-CW-106: after setup, before ACKs
+            out["s_path__ready"] = int(idle and not setup_valid)
         sem, lay = self.sem, self.lay
         if self.hints:
             sem.config(g("mtu", 0), g("beta_q", 0), g("cap", 0), g("line_mbps", 0),
@@ -467,12 +556,18 @@ class CwndCycleModel:
         elif setup_valid:
             self.pending = pack(lay.update, sem.setup(unpack(lay.setup, g("s_setup__payload", 0))))
             self.wait = LAT_SETUP - 1
+        elif path_valid:
+            self.pending = pack(lay.update, sem.verdict(unpack(lay.verdict,
+                                                               g("s_path__payload", 0))))
+            self.wait = LAT_PATH - 1
         elif g("s_ack__valid", 0):
             ev = unpack(lay.ack, g("s_ack__payload", 0))
+            # MR-CW-108: a collapsed path's event takes two cycles more (RAISE1/2)
+            lat = self.lat_ack + (LAT_RAISE if sem.path[ev["conn"]][ev["path"]]["collapsed"]
+                                  else 0)
             upd = sem.ack(ev)
             self.pending = pack(lay.update, upd)
-            lat = self.lat_ack                       # MR-CW-064
-            if self.hints and ev["hint"]:
+            if self.hints and ev["hint"]:         # MR-CW-064
                 lat = LAT_MOVE if upd["move"] else lat_hint(self.div_bits, sem.cached)
             self.wait = lat - 1
         return out
@@ -485,6 +580,11 @@ def cwnd_model_small(width=64):
 def cwnd_model_hinted_small(width=64):
     """MR-CW-060: the hinted block's small instance."""
     return CwndCycleModel(width, **SMALL, hints=True)
+
+
+def cwnd_model_verdicts_small(width=64):
+    """MR-CW-106: the small instance with the path verdicts' port."""
+    return CwndCycleModel(width, **SMALL, verdicts=True)
 
 
 def cwnd_model_hinted_trace(width=64):

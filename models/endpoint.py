@@ -427,7 +427,7 @@ class Connection:
         # MR-CC-011: a path's window may fall to MTU / paths, so that the connection's windows
         # together fall to one MTU, the floor of a single-path connection.
         self.path_floor = P.path_window_floor(ep.mtu, paths)
-        cw = max(self.path_floor, ep.bdp * ep.init_window_bdp / paths)
+        cw = P.initial_path_window(self.path_floor, ep.bdp, ep.init_window_bdp, paths)
         self.paths = [_Path(self, i, P.entropy_for(local_id * 4099 + i * 131 + ep.seed * 7919), cw,
                             ep._probe_interval_ns) for i in range(paths)]
         # MR-CONN-004: each connection starts its rotation at its own path, so that an endpoint
@@ -1300,7 +1300,8 @@ class Connection:
                 p.cwnd = int(cap)
         elif p.collapsed and pkts and not ce:
             # The receiver is not shared and the path delivers again: back to the initial window.
-            wmin = max(wmin, ep.bdp * ep.init_window_bdp / len(self.paths))
+            # (MR-CW-108: the block's setup write carries this share)
+            wmin = P.initial_path_window(wmin, ep.bdp, ep.init_window_bdp, len(self.paths))
         if pkts:
             p.collapsed = False
         if p.cwnd < wmin:
@@ -1355,7 +1356,8 @@ class Connection:
             if p.state == _PROBING:     # MR-PATH-005: probe answered, path restored
                 p.state = _ACTIVE
                 p.xok = _XOK_STALE
-                p.cwnd = int(max(self.path_floor, ep.bdp * ep.init_window_bdp / len(self.paths)))
+                p.cwnd = P.initial_path_window(self.path_floor, ep.bdp, ep.init_window_bdp,
+                                               len(self.paths))     # MR-CW-109
                 self._sum_windows()
                 p.probe_interval = ep._probe_interval_ns
                 st["paths_restored" if p.retired_before else "paths_cleared"] += 1
@@ -1609,7 +1611,7 @@ class Connection:
         ecn = now < P.recent_until(max(p.last_ece, self.last_ece), self._srtt_ns(p))
         action = P.path_on_timeout(p.consec_to, ecn, bool(healthy), retire_after=ep.retire_after)
         if action == P.PATH_KEEP:
-            p.cwnd = max(self.path_floor, p.cwnd // 2)
+            p.cwnd = P.keep_window(p.cwnd, self.path_floor)     # MR-CW-107
         elif action == P.PATH_REROUTE:
             # No path is healthy (incast that lost whole windows before any ACK, a dead
             # receiver): nothing is known, so restart from one packet, like TCP after an RTO,
@@ -1692,9 +1694,9 @@ class Connection:
         """Keep the connection's total window when a path stops carrying data (MR-PATH-004):
         its window is shared out to the healthy paths."""
         ep = self.ep
-        share = p.cwnd / len(healthy)
+        n = len(healthy)
         for q in healthy:
-            q.cwnd = int(min(ep.cwnd_max, q.cwnd + share))
+            q.cwnd = P.shared_window(q.cwnd, p.cwnd, n, ep.cwnd_max)     # MR-CW-111
 
     def _retire(self, p, now):
         """MR-PATH-003: stop using the path; probe it after ``probe_interval`` (doubling)."""

@@ -358,6 +358,29 @@ def path_window_floor(mtu, n_paths):
     return max(1, mtu // max(1, n_paths))
 
 
+def initial_path_window(path_floor, bdp, init_window_bdp, n_paths):
+    """MR-CC-008, MR-PATH-005, MR-CW-108: a path's share of the initial window: ``bdp`` (bytes)
+    x ``init_window_bdp`` over the connection's ``n_paths``, at least ``path_floor``, in whole
+    bytes (a restored path's window and the lower bound a collapsed path's next clean ACK
+    raises its window to; the block takes it from its setup write)."""
+    return int(max(path_floor, bdp * init_window_bdp / n_paths))
+
+
+def keep_window(cwnd, path_floor):
+    """MR-PATH-001, MR-CW-107: a congestion timeout (the KEEP verdict) halves the path's window,
+    down to the path floor."""
+    return max(path_floor, cwnd // 2)
+
+
+def shared_window(cwnd, given, n_healthy, cwnd_max):
+    """MR-PATH-004, MR-CW-111: a healthy path's window ``cwnd`` after a suspected or retired
+    path's window ``given`` is shared out to the ``n_healthy`` healthy paths: its part added, at
+    most ``cwnd_max``, in whole bytes. For integer windows and cap this is
+    ``min(cwnd_max, cwnd + given // n_healthy)`` (the fraction ``k / n`` of the float share is
+    at least 1/8 or 0 exactly), the block's form."""
+    return int(min(cwnd_max, cwnd + given / n_healthy))
+
+
 def ce_fraction_q(ce_count, packets):
     """The CE-marked fraction ``ce_count / packets`` in Q16, at most ``Q_ONE`` (MR-ENG-053)."""
     return min(Q_ONE, (ce_count << Q) // max(1, packets))
