@@ -298,3 +298,21 @@ def test_engine_tx_msgs_against_the_offer():
     assert engine_tx_msgs_within(None, 2, 4) and engine_tx_msgs_within(P.OpenOffer(8, None), 2, 4)
     assert not engine_tx_msgs_within(m.open_offer(), 2, TX_SMALL["depth"])
     assert m.open_offer() == engine_offer() and m.open_offer().max_rx_msgs == 2
+
+
+@pytest.mark.slow       # two Yosys runs of RdRows
+def test_rd_rows_depth_cost():
+    """MR-ENG-281: RdRows of the small engine with the depth against the depth term constant
+    true (the registers removed: RdRows as before cap29), the project's xcup flow: 4 FFs more
+    (2 connections x 2 bits), at most 20 LUTs more (47 against 33 measured)."""
+    from amaranth.back import verilog
+    from metaroce.hdl.engine import RdRows
+    from metaroce.sim import synth
+    lay, rx_lay = _lays()
+    reps = {}
+    for cap in (False, True):
+        text = verilog.convert(RdRows(CONNS, STREAMS, rx_lay, lay.sched.rd, lay.sched.cqe, join=True, cap=cap),
+                               name="rd_rows")
+        reps[cap] = synth.synthesize(text, "rd_rows")
+    assert reps[True].ffs - reps[False].ffs == 4
+    assert 0 < reps[True].luts - reps[False].luts <= 20
