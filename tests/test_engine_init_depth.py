@@ -316,3 +316,30 @@ def test_rd_rows_depth_cost():
         reps[cap] = synth.synthesize(text, "rd_rows")
     assert reps[True].ffs - reps[False].ffs == 4
     assert 0 < reps[True].luts - reps[False].luts <= 20
+
+
+@pytest.mark.slow       # a stall: runs until max_cycles (about 5 times the good run's 40,548)
+def test_engine_reads_stall_without_the_cap():
+    """MR-ENG-277: MR-ENG-276's 12 READs against ``max_rd_atomic`` 1 with RdRows ignoring the
+    depth: the engine holds 4 rows at once and the run does not finish in 200,000 cycles (with
+    the depth: 40,548), MR-ENG-244's stall with the engine as the requester."""
+    sims = []
+
+    class Keep(ce.EndpointCosim):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            sims.append(self)
+
+    orig = ce.EndpointCosim
+    ce.EndpointCosim = Keep
+    try:
+        with pytest.raises(AssertionError, match="not finished"):
+            _engine_reads(12, 1, cap=False, max_cycles=200_000)
+    finally:
+        ce.EndpointCosim = orig
+    sim = sims[0]
+    done = len(sim.eng.res["read_cqe"])
+    assert done < 12 and sim.ep.stats.get("rsp_full", 0) > 8
+    print("stall without the depth:", {"reads_completed": done, "rnr_naks": sim.ep.stats.get("rsp_full", 0),
+                                       "engine_errors": len(sim.eng.res["errors"]),
+                                       "tx_cqe": [c for c in sim.eng.res["tx_cqe"]][:12]})
