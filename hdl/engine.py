@@ -49,7 +49,7 @@ from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL,
-                         TABLE_READ, TABLE_RSP_FREE, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, payload_layout)
+                         TABLE_INIT_DEPTH, TABLE_READ, TABLE_RSP_FREE, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, payload_layout)
 from ..models.tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ
 from .atomic import AtomicExec
 from .dma_write import DmaWrite
@@ -212,6 +212,9 @@ class EngineRx(wiring.Component):
         if self.rd_rows:
             # MR-ENG-149: the engine's own configuration writes (the outstanding-read rows)
             ports["s_cfg_eng"] = In(sig(self.rx, "s_cfg").flip())
+            # MR-ENG-272: the record the RX engine takes on its s_cfg (RdRows' depths)
+            ports["cfg_tap"] = Out(self.rx.lay.cfg)
+            ports["cfg_tap_take"] = Out(1)
         if self.atomics:
             # MR-ENG-165: the executor's AXI4 master and its result area's base address
             ports["m_axi_at"] = Out(sig(self.atom, "m_axi"))
@@ -263,6 +266,8 @@ class EngineRx(wiring.Component):
         if self.rd_rows:
             # MR-ENG-149: the engine's row write before the host's (a mux, no register)
             _first_of_two(m, self.s_cfg_eng, regs.m_cfg, rx.s_cfg)
+            m.d.comb += [self.cfg_tap.eq(rx.s_cfg.payload),
+                         self.cfg_tap_take.eq(rx.s_cfg.valid & rx.s_cfg.ready)]
         else:
             wiring.connect(m, regs.m_cfg, rx.s_cfg)
         if self.atomics:
@@ -435,14 +440,20 @@ class RdRows(wiring.Component):
     register); the row becomes busy and its table-6 write waits in one register for the RX
     (``m_cfg``). ``cqe``/``cqe_take`` (the RX's completion taken by the host) frees the row of
     an RDMA_READ record of the same ``msg``; ``tx_cqe``/``tx_cqe_take`` (the TX half's) the
-    row of a failed READ request of the same ``wr_id``. Model: ``models.engine.RdRowsModel``."""
+    row of a failed READ request of the same ``wr_id``. MR-ENG-271..276: ``cfg_tap``/
+    ``cfg_tap_take`` (the record the RX engine takes on its ``s_cfg``): a table 8 record sets its
+    connection's initiator depth; ``s_rd`` also waits while its connection holds that many rows.
+    Model: ``models.engine.RdRowsModel``."""
 
-    def __init__(self, conns, streams, rx_lay, rd_layout, tx_cqe_layout, *, join=False):
+    def __init__(self, conns, streams, rx_lay, rd_layout, tx_cqe_layout, *, join=False, cap=True):
         self.conns, self.streams, self.rx_lay = conns, streams, rx_lay
         # MR-ENG-203: with the completion join the rows are freed by it (``free``/``free_row``)
         self.join = join
+        # MR-ENG-273: False only for a negative control (the depths kept, never applied)
+        self.cap = cap
         ports = {"s_rd": In(stream.Signature(rd_layout)), "op": In(3),
-                 "m_cfg": Out(stream.Signature(rx_lay.cfg))}
+                 "m_cfg": Out(stream.Signature(rx_lay.cfg)),
+                 "cfg_tap": In(rx_lay.cfg), "cfg_tap_take": In(1)}
         if join:
             ports.update({"free": In(1), "free_row": In(range(max(2, conns * streams * rx_lay.rd_slots)))})
         else:
@@ -469,7 +480,20 @@ class RdRows(wiring.Component):
         s, o = self.s_rd, self.m_cfg
         p = s.payload
         idx = index(p.conn, p.stream, p.msg)
-        m.d.comb += [s.ready.eq(~pend_valid & ~busy.bit_select(idx, 1)),
+        # MR-ENG-272/273: per connection its depth (0: the full depth, the reset; a table 8
+        # value from the full depth up is stored as 0) and whether it holds fewer rows than it
+        per = self.streams * slots
+        db = max(1, (per - 1).bit_length())
+        under = Signal(self.conns)
+        tap = self.cfg_tap
+        tap_d = tap.data[:8]
+        for c in range(self.conns):
+            dep = Signal(db, name=f"init_depth{c}")
+            held = sum(busy[c * per + j] for j in range(per))
+            m.d.comb += under[c].eq((dep == 0) | (held < dep) | Const(int(not self.cap), 1))
+            with m.If(self.cfg_tap_take & (tap.table == TABLE_INIT_DEPTH) & (tap.addr[:cb] == c)):
+                m.d.sync += dep.eq(Mux(tap_d >= per, 0, tap_d))
+        m.d.comb += [s.ready.eq(~pend_valid & ~busy.bit_select(idx, 1) & under.bit_select(p.conn[:cb], 1)),
                      o.valid.eq(pend_valid), o.payload.eq(pend)]
         take = s.valid & s.ready
         with m.If(o.valid & o.ready):
@@ -825,6 +849,8 @@ class Engine(wiring.Component):
                                             tx.lay.sched.cqe, join=self.cq_join)
         wiring.connect(m, tx.m_rd, rdr.s_rd)
         m.d.comb += rdr.op.eq(tx.s_wr.payload.op)          # MR-ENG-168: m_rd is s_wr's request
+        # MR-ENG-272: the host's table 8 rows as the RX engine takes them
+        m.d.comb += [rdr.cfg_tap.eq(rxh.cfg_tap), rdr.cfg_tap_take.eq(rxh.cfg_tap_take)]
         # MR-ENG-155: the work requests through a 1-entry FIFO, so that s_wr.ready stays a
         # function of state (the scheduler's ready of a READ depends on the READ's row)
         m.submodules.wr_q = wq = fifo.SyncFIFO(width=len(tx.s_wr.payload.as_value()), depth=WR_FIFO_DEPTH)
@@ -880,7 +906,8 @@ class Engine(wiring.Component):
 
 #: the halves' ports joined inside the engine (MR-ENG-135)
 _RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data", "m_rsp", "eng_reg_addr",
-                "eng_reg_data", "s_cfg_eng", "m_pace", "pace_mtu_wl", "pace_line_mbps")
+                "eng_reg_data", "s_cfg_eng", "m_pace", "pace_mtu_wl", "pace_line_mbps",
+                "cfg_tap", "cfg_tap_take")
 # MR-ENG-140: the TX half's READ responses come from the receive half, their records to RspJoin;
 # MR-ENG-259: its pacer's writes and configuration from the register block
 _TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done", "m_rd",

@@ -214,17 +214,19 @@ def write_bounds(cfg: Config, rng):
 
 
 def reference_receiver(cfg: Config, *, timer=True, hints=True, addr=LOCAL_ADDR, chunk_window=None,
-                       max_tx_msgs=8):
+                       max_tx_msgs=8, max_rd_atomic=None):
     """MR-ENG-123: a receiving :class:`Endpoint` on ``h1``: ``cfg``'s MTU, ACK policy and link,
     its delayed-ACK timer ``cfg.ack_delay_s`` (``timer`` False: none within the run) and its
     rate-hint pushes (``hints`` False: off, MR-CC-009; its ACKs still carry the hint); ``addr``
     its host's address, ``chunk_window`` its chunk window when it sends (MR-ENG-139) and
-    ``max_tx_msgs`` its message bound when it sends (MR-ENG-157: the engine's RX's per stream)."""
+    ``max_tx_msgs`` its message bound when it sends (MR-ENG-157: the engine's RX's per stream);
+    ``max_rd_atomic`` its responder resources (None: the endpoint's default, MR-VERB-005)."""
     from .endpoint import Endpoint
     from .rx_cases import NO_ACK_DELAY
     rx = Endpoint(addr, mtu=1 << cfg.mtu_log2, ack_every=cfg.ack_every, max_rx_msgs=1 << 20,
                   chunk_window=chunk_window, announce=False,    # as the engine: MR-CC-021
                   max_tx_msgs=max_tx_msgs,
+                  **({} if max_rd_atomic is None else {"max_rd_atomic": max_rd_atomic}),
                   rng=random.Random(cfg.seed + 1), line_rate_bps=cfg.link_bps, base_rtt=cfg.rtt,
                   ack_delay=cfg.ack_delay_s if timer and cfg.ack_delay_cycles else NO_ACK_DELAY)
     if not hints:

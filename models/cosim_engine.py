@@ -35,15 +35,15 @@ from .dma_read_cases import Layout as ReadLayout
 from .dma_write import RESP_OKAY, done_layout
 from .dma_write_cases import HostMemory as WriteMemory
 from .engine import (AXIL, CQ_RD_OPS, CQ_RX_OPCODES, WC_OF_OP, PairPorts, engine_layouts, engine_offer,
-                     engine_peer_check, engine_tx_params, host_completion)
+                     engine_init_rd_atomic, engine_peer_check, engine_tx_params, host_completion)
 from .engine_cases import _host_window
 from .regs import register_map
 from .atomic import result_area_bytes
 from .atomic_cases import AtomSlave
 from .rx import (MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, pack,
                  unpack)
-from .rx import RD_SLOTS as RX_RD_SLOTS, TABLE_KEY
-from .rx_cases import LOCAL_ADDR, PEER_ADDR, Setup
+from .rx import RD_SLOTS as RX_RD_SLOTS, TABLE_INIT_DEPTH, TABLE_KEY
+from .rx_cases import LOCAL_ADDR, PEER_ADDR, CfgWrite, Setup
 from .tx import SMALL, template_of
 from .tx_cases import frames_of_beats
 from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_WRITE
@@ -101,6 +101,7 @@ class EngineLoop:
         if pace is not None:
             rows += pace_writes(setup.lay, **pace)
         self.regs = rgc.Driver(rows, seed=seed + 1, p_idle=0.0, p_bp=0.0)
+        self.cfg_writes = list(setup.writes)        # the rows written, for the runs' checks
         self.wmem = WriteMemory(wlay, width, random.Random(seed + 2), p_bp=p_bp, latency=latency)
         self.wmem.image = bytearray(wlay.size)
         self.wmem.initial = bytes(self.wmem.image)
@@ -372,7 +373,7 @@ def completions_digest(comps):
 
 
 def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, latency=(1, 40),
-                 ack_every=4, ack_delay=390, verb="write", pace=None):
+                 ack_every=4, ack_delay=390, verb="write", pace=None, init_depth=None):
     """MR-ENG-137: an engine that writes to itself. Returns ``(driver, setup, region, source)``:
     connection 1 (the one row ``Setup`` gives two connections), 4 paths, 2 streams, PSNs from 0,
     MTU 1,024 (the TX half's); its template addresses the engine itself (DestQP 1); ``n_writes``
@@ -387,7 +388,8 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     ``pace`` (MR-ENG-260, WRITEs only): the paced engine's pacer set up through ``s_axil``
     (:func:`pace_writes`' arguments). Every run keeps its data frames (``res["left"]``:
     DestQP, ``now`` of the last beat, length) and the ``now`` its first work request was taken
-    (``res["wr_at"]``)."""
+    (``res["wr_at"]``).
+    ``init_depth``: the connection's table 8 row (MR-ENG-272) written at its setup (None: none)."""
     rng = random.Random(seed)
     lay = engine_layouts()
     s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=seed, n_conns=1,
@@ -398,6 +400,8 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
         s.keys[1].length = max(s.keys[1].length, nbytes + 64)
     wlay = _host_window(s, random.Random(seed + 77))
     c = s.conns[0]
+    if init_depth is not None:
+        s.writes.append(CfgWrite(TABLE_INIT_DEPTH, c.qp, init_depth, f"depth{c.qp}"))
     region = s.keys[0]
     eth = 0x02_00_00_00_00_02
     tmpls = [template_of(k, eth_dst=eth, eth_src=eth, ip_src=LOCAL_ADDR, ip_dst=LOCAL_ADDR,
@@ -584,7 +588,8 @@ def _endpoint_writes(cfg, nbytes):
 
 
 def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, latency,
-                 peer_qp=None, peer_rkey=None, into=None, reads=None, served=None, align8=False):
+                 peer_qp=None, peer_rkey=None, into=None, reads=None, served=None, align8=False,
+                 init_depth=None):
     """One engine of MR-ENG-138: its rows (``Setup`` of ``cfg.seed``: the same connection and
     keys on both sides), its template towards the peer, its WRITEs of ``nbytes`` to the peer's
     region of key 0, its MAC on ``host``. ``peer_qp``, ``peer_rkey``: the peer's connection id
@@ -594,7 +599,9 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     ``cfg.verb`` ``read`` (MR-ENG-146): its ``nbytes`` of source are in its payload memory at
     key 0's region, where the peer READs ``served`` (``[(stream, offset, length)]``, checked on
     ``m_axis``, :meth:`EngineLoop.serve`); it READs ``reads`` of the peer's region (key 0, or
-    ``peer_rkey``) into its region of key 1, the returned ``region``."""
+    ``peer_rkey``) into its region of key 1, the returned ``region``. ``init_depth``: the
+    connection's initiator depth agreed at the open (MR-ENG-274), written as its table 8 row
+    (MR-ENG-272) when below the build's; None: no row (the full depth)."""
     read = cfg.verb == "read"
     s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=cfg.seed, n_conns=1,
               mtu_log2=10, ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
@@ -606,6 +613,8 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     if align8:
         _align_keys(s)          # MR-ENG-159: atomics need 8-byte aligned host addresses
     c = s.conns[0]
+    if init_depth is not None and init_depth < engine_init_rd_atomic(SMALL["streams"], RX_RD_SLOTS):
+        s.writes.append(CfgWrite(TABLE_INIT_DEPTH, c.qp, init_depth, f"depth{c.qp}"))
     eth = codec.Eth()
     sports, writes = _side_plan(cfg, seed, nbytes)
     tmpls = [template_of(k, eth_dst=eth.dst, eth_src=eth.src, ip_src=addr, ip_dst=peer_addr,
@@ -645,9 +654,12 @@ class EndpointCosim:
     its host and the other instance idle (every input 0): one Verilator build for MR-ENG-138 and
     MR-ENG-139. ``offer``: the engine's :class:`~metaroce.models.protocol.OpenOffer` the
     endpoint connects with (MR-VERB-015, MR-ENG-254); None: the default build's
-    (:func:`~metaroce.models.engine.engine_offer`, the RX's ``MSG_SLOTS``)."""
+    (:func:`~metaroce.models.engine.engine_offer`, the RX's ``MSG_SLOTS``). ``ep_max_rd_atomic``:
+    the endpoint's responder resources (None: its default, 8); the engine's initiator depth on
+    the connection is the agreement's (MR-ENG-274), its table 8 row written when below 4."""
 
-    def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False, atomics=0, offer=None):
+    def __init__(self, cfg: Config, direction="rx", *, p_bp=0.0, pair=False, atomics=0, offer=None,
+                 ep_max_rd_atomic=None):
         from metaroce.sim.topology import host_addr
         from .cosim import reference_receiver
         if direction not in ("rx", "tx"):
@@ -668,9 +680,10 @@ class EndpointCosim:
         # build's: the RX's message slots per stream, MR-ENG-157, and max_rd_atomic, MR-ENG-244)
         self.offer = engine_offer(msg_slots=RX_MSG_SLOTS) if offer is None else offer
         ep = reference_receiver(cfg, timer=True, hints=False, addr=ep_addr,
-                                chunk_window=engine_chunk_window(cfg))
-        # MR-ENG-256: the engine's own initiator depth against the endpoint's offer
-        engine_peer_check(ep.open_offer(), SMALL["streams"], RX_RD_SLOTS)
+                                chunk_window=engine_chunk_window(cfg),
+                                **({} if ep_max_rd_atomic is None else {"max_rd_atomic": ep_max_rd_atomic}))
+        # MR-ENG-274: the engine's own initiator depth agreed from the endpoint's offer
+        self.init_depth = engine_peer_check(ep.open_offer(), SMALL["streams"], RX_RD_SLOTS)
         self.ep = ep
         self.ep_dst = bytearray(max(eng_bytes, 1))
         fab.hosts[self.eng_host].ep = RtlPeer(eng_addr)
@@ -682,7 +695,8 @@ class EndpointCosim:
             self.eng, s, self.region, self.eng_src = _engine_side(
                 cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
                 p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey,
-                into=link_into(fab, fab.hosts[self.eng_host]), align8=bool(atomics))
+                into=link_into(fab, fab.hosts[self.eng_host]), align8=bool(atomics),
+                init_depth=self.init_depth)
             conn = self._connect(ep, s, eng_addr, self.offer)
             self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
             lkey = ep.reg_mr(bytearray(self.ep_src))
@@ -770,7 +784,8 @@ class EndpointCosim:
         self.eng, s, self.region, self.eng_src = _engine_side(
             cfg, cfg.seed + 20, eng_bytes, eng_addr, ep_addr, cfg.seed + 4, fab.hosts[self.eng_host],
             p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=src_key,
-            into=link_into(fab, fab.hosts[self.eng_host]), reads=self.ep_writes, served=eng_pieces)
+            into=link_into(fab, fab.hosts[self.eng_host]), reads=self.ep_writes, served=eng_pieces,
+            init_depth=self.init_depth)
         conn = self._connect(ep, s, eng_addr, self.offer)
         dst_key = ep.reg_mr(self.ep_dst)
         self.ep_wrs = len(eng_pieces)

@@ -32,7 +32,7 @@ from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import PACE_INPUTS, PACE_OUTPUTS, RegsCycleModel
 from .rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL, TABLE_READ,
-                 TABLE_RSP_FREE,
+                 TABLE_RSP_FREE, TABLE_INIT_DEPTH,
                  WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, RxCycleModel, bundle_entry, pack, payload_layout)
 from .fifo import SyncFifoModel
 from .frame_builder import FrameBuilderModel, pack_desc
@@ -45,6 +45,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "OUTPUTS", "rotate_down", "meta_field", "is_peer_ack", "peer_ack_record", "ack_desc",
            "AckInModel", "AckOutModel", "RspJoinModel", "RdRowsModel", "CqJoinModel", "CQ_DEPTH",
            "CQ_RD_OPS", "CQ_RX_OPCODES", "CQ_REFUSED", "WC_OF_OP", "host_completion", "rd_row_write",
+           "init_depth_write", "init_depth_of", "engine_tx_msgs", "engine_tx_msgs_within",
            "RSP_FIFO_DEPTH", "ENG_CTR", "rsp_free_write", "rsp_free_depth", "MacTxArbModel", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
@@ -200,7 +201,8 @@ class EngineRxModel:
             outs += ["m_rsp__payload", "m_rsp__valid", "eng_reg_addr"]
         if self.rd_rows:
             ins += ["s_cfg_eng__payload", "s_cfg_eng__valid"]
-            outs.append("s_cfg_eng__ready")
+            # MR-ENG-272: the record the RX engine takes on its s_cfg, for RdRows' depths
+            outs += ["s_cfg_eng__ready", "cfg_tap", "cfg_tap_take"]
         if self.atomics:
             # MR-ENG-165: the executor's AXI4 master and its result area's base
             ins += ["m_axi_at__" + n for n in ATOM_AXI_IN] + ["atom_base"]
@@ -301,6 +303,8 @@ class EngineRxModel:
             out.update({"m_axi_at__" + n: ao["m_axi__" + n] for n in ATOM_AXI_OUT})
         if self.rd_rows:
             out["s_cfg_eng__ready"] = rx_out["s_cfg__ready"]
+            out["cfg_tap"] = cfg_pay
+            out["cfg_tap_take"] = int(bool(cfg_valid and rx_out["s_cfg__ready"]))
         if self.pacing:
             out.update({n: ro[n] for n in PACE_OUTPUTS})
         return out
@@ -434,18 +438,29 @@ def engine_init_rd_atomic(streams, rd_slots):
 
 
 def engine_peer_check(offer, streams, rd_slots):
-    """MR-ENG-256: the check of the engine's build against a peer's offer at a connection's
-    open (MR-VERB-015): the engine cannot lower its initiator depth to the agreement (no such
-    register in this RTL), so a peer that offers fewer responder resources than
-    :func:`engine_init_rd_atomic` is refused (ValueError) instead of met with the stall of
-    MR-ENG-244. Returns the agreed depth (the engine's)."""
+    """MR-ENG-274 (was MR-ENG-256's refusal): the engine's initiator depth on a connection from a
+    peer's offer at its open (MR-VERB-015): the smaller of its build's
+    (:func:`engine_init_rd_atomic`) and the peer's ``max_rd_atomic`` (None: no bound, the build's),
+    which the host writes as the connection's table 8 row (:func:`init_depth_write`) when it is
+    below the build's. A peer offering 0 responder resources is refused (ValueError, MR-VERB-015's
+    bound below 1): the engine has no depth 0 (its table 8 value 0 is the full depth). Returns the
+    agreed depth."""
     from .protocol import open_limits
     depth = engine_init_rd_atomic(streams, rd_slots)
-    agreed = open_limits(1, depth, offer).max_init_rd_atomic
-    if agreed < depth:
-        raise ValueError(f"the peer offers max_rd_atomic {offer.max_rd_atomic}, below the engine's "
-                         f"initiator depth {depth} (rd_slots {rd_slots} x streams {streams}, MR-ENG-150)")
-    return depth
+    return open_limits(1, depth, offer).max_init_rd_atomic
+
+
+def engine_tx_msgs(streams, depth):
+    """MR-ENG-280: the messages of a connection the engine's TX half may hold started and not
+    completed: its scheduler's rings (``depth`` a stream, hw-tx-sched.md MR-TXS-012)."""
+    return streams * depth
+
+
+def engine_tx_msgs_within(offer, streams, depth):
+    """MR-ENG-280: whether the engine's TX half stays within a peer's ``max_rx_msgs`` (None or
+    no offer: no bound) without a cap: no register lowers :func:`engine_tx_msgs`."""
+    lim = None if offer is None else offer.max_rx_msgs
+    return lim is None or engine_tx_msgs(streams, depth) <= lim
 
 
 class RspJoinModel(_AckFifo):
@@ -522,6 +537,22 @@ def rd_row_write(rx_lay, conn, stream, msg, base, length, wr_id, op=OP_READ):
     return pack(rx_lay.cfg, {"table": TABLE_READ, "addr": addr, "data": row})
 
 
+def init_depth_write(cfg_lay, conn, depth):
+    """MR-ENG-272: the configuration write (``s_cfg`` record, table 8 ``TABLE_INIT_DEPTH``)
+    that sets connection ``conn``'s initiator depth: ``data`` bits [7:0] the depth, 0 the
+    build's full depth (the reset value, and a torn-down row's)."""
+    if not 0 <= depth <= 0xFF:
+        raise ValueError(f"an initiator depth is 0..255, not {depth!r}")
+    return pack(cfg_lay, {"table": TABLE_INIT_DEPTH, "addr": conn, "data": depth})
+
+
+def init_depth_of(value, full):
+    """MR-ENG-273: the depth a table 8 row's ``data`` [7:0] gives a connection of ``full`` rows:
+    0 and every value from ``full`` up are the full depth, 1..full-1 itself."""
+    v = value & 0xFF
+    return full if v == 0 or v >= full else v
+
+
 class RdRowsModel:
     """MR-ENG-148..152: the engine's writer of the RX's outstanding-read rows. Per row
     ``{conn, stream, msg mod rd_slots}`` of the TX half's streams: ``busy``, the READ's ``msg``
@@ -542,6 +573,13 @@ class RdRowsModel:
         self.writes = 0                 # rows written (for the runs' figures)
         self.waits = 0                  # cycles a READ waited for its row
         self.pend_wait = self.pend_max = 0      # cycles a row write waited for the RX (MR-ENG-152)
+        # MR-ENG-271..274: each connection's initiator depth (rows it may hold), the full depth
+        # (streams x rd_slots) at reset; a table 8 record the RX takes sets it
+        self.full = streams * self.slots
+        self.depth = [self.full] * conns
+        self.cap = True                 # False: the negative control's RdRows (the depth ignored)
+        self.cap_waits = 0              # cycles a READ waited for its connection's depth
+        self.peak = [0] * conns         # rows of a connection held at once, the most seen
 
     def index(self, conn, stream, msg):
         return (conn * self.streams + stream) * self.slots + (msg % self.slots)
@@ -549,20 +587,41 @@ class RdRowsModel:
     def busy_any(self):
         return self.pend is not None
 
+    def held(self, conn):
+        """MR-ENG-273: the rows connection ``conn`` holds (its READs and atomics in flight)."""
+        lo = conn * self.streams * self.slots
+        return sum(1 for k in self.busy if lo <= k < lo + self.full)
+
+    def under_depth(self, conn):
+        """MR-ENG-273: connection ``conn`` holds fewer rows than its depth."""
+        return not self.cap or self.held(conn) < self.depth[conn]
+
     def ready(self, rd):
-        """``m_rd.ready`` for the scheduler's register's READ ``rd`` (a dict or None)."""
-        return int(self.pend is None and (rd is None or self.index(rd["conn"], rd["stream"], rd["msg"])
-                                          not in self.busy))
+        """``m_rd.ready`` for the scheduler's register's READ ``rd`` (a dict or None): MR-ENG-150's
+        row free, and MR-ENG-273's connection under its depth."""
+        return int(self.pend is None and (rd is None or (
+            self.index(rd["conn"], rd["stream"], rd["msg"]) not in self.busy
+            and self.under_depth(rd["conn"] % self.conns))))
 
     def out(self):
         return int(self.pend is not None), self.pend or 0
 
     def step(self, rd_valid, rd, rd_ready, cfg_ready, cqe_take, cqe, tx_cqe_take, tx_cqe, op=OP_READ,
-             free=None):
+             free=None, tap_take=0, tap=0):
         """One clock: the scheduler's ``m_rd`` (packed) and the ready given it, the RX's
         ``s_cfg_eng.ready``, the RX's ``m_cqe`` and the TX half's ``m_cqe`` records taken;
         ``op`` the work request's on ``s_wr`` (MR-ENG-168); with ``join`` (MR-ENG-203) instead
-        of the records the row ``free`` the join frees."""
+        of the records the row ``free`` the join frees; ``tap_take``/``tap`` the record the RX
+        took on its ``s_cfg`` (MR-ENG-272: a table 8 one sets its connection's depth)."""
+        if rd_valid and not rd_ready and rd is not None:
+            r = unpack(self.rd_lay, rd)
+            if (self.pend is None and self.index(r["conn"], r["stream"], r["msg"]) not in self.busy
+                    and not self.under_depth(r["conn"] % self.conns)):
+                self.cap_waits += 1
+        if tap_take:
+            c = unpack(self.rx_lay.cfg, tap)
+            if c["table"] == TABLE_INIT_DEPTH:
+                self.depth[c["addr"] % self.conns] = init_depth_of(c["data"], self.full)
         if self.pend is not None:
             self.pend_max = max(self.pend_max, self.pend_wait)
             self.pend_wait = 0 if cfg_ready else self.pend_wait + 1
@@ -576,6 +635,8 @@ class RdRowsModel:
             self.pend = rd_row_write(self.rx_lay, r["conn"], r["stream"], r["msg"], r["laddr"],
                                      r["length"], r["wr_id"], op)
             self.writes += 1
+            c = r["conn"] % self.conns
+            self.peak[c] = max(self.peak[c], self.held(c))
         if self.join:
             if free is not None:
                 del self.busy[free]
@@ -793,7 +854,7 @@ class MacTxArbModel:
 ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe"}
 #: MR-ENG-105, MR-ENG-135: the halves' ports joined inside the engine
 _RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_", "m_rsp__", "eng_reg_", "s_cfg_eng__", "m_pace__",
-                "pace_")
+                "pace_", "cfg_tap")
 # MR-ENG-140: the TX half's READ responses are fed by the receive half, their records counted;
 # MR-ENG-259: its pacer's writes and configuration from the register block
 _TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__", "m_rd__",
@@ -857,7 +918,8 @@ class EngineModel:
         return engine_init_rd_atomic(self.rd.streams, self.rd.slots)
 
     def check_peer(self, offer):
-        """MR-ENG-256: :func:`engine_peer_check` of this build against a peer's offer."""
+        """MR-ENG-274: :func:`engine_peer_check` of this build against a peer's offer (the
+        connection's agreed initiator depth)."""
         return engine_peer_check(offer, self.rd.streams, self.rd.slots)
 
     def port_names(self):
@@ -952,7 +1014,8 @@ class EngineModel:
                      rx_out["m_cqe__valid"] and g("m_cqe__ready", 0), rx_out["m_cqe__payload"],
                      tx_out["m_cqe__valid"] and g("m_tx_cqe__ready", 0), tx_out["m_cqe__payload"],
                      (wr_head >> self.wr_op_at) & 7,       # MR-ENG-168: s_wr's op
-                     free=self.cq.free if self.cq_join else None)
+                     free=self.cq.free if self.cq_join else None,
+                     tap_take=rx_out["cfg_tap_take"], tap=rx_out["cfg_tap"])     # MR-ENG-272
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
         self.rsp.step(rx_out["m_rsp__valid"], rx_out["m_rsp__payload"], tx_out["s_rsp__ready"],

@@ -222,7 +222,7 @@ def register_map(lay=None, *, parser=True, tx=True, eng=False, pacing=False) -> 
                         "global", i))
     regs += [
         Reg("CFG_TABLE", 0x040, cfg["table"].width, RW, 0,
-            "row window: table (1 connection, 2 key, 3 path, 4 message-table stream row, 5 receive row, 6 outstanding READ; 0 is refused)", "store"),
+            "row window: table (1 connection, 2 key, 3 path, 4 message-table stream row, 5 receive row, 6 outstanding READ, 8 initiator depth; 0 is refused)", "store"),
         Reg("CFG_ADDR", 0x044, addr_bits, RW, 0, "row window: row index in that table", "store"),
         Reg("CFG_COMMIT", 0x048, 1, WO, 0,
             "row window: writing 1 to bit 0 sends {CFG_TABLE, CFG_ADDR, CFG_DATA} as one row (MR-REG-022)",

@@ -44,7 +44,7 @@ __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts",
            "WC_RECV_RDMA_WITH_IMM", "chunk_new", "ACK_DELAY_RESET", "TIMER_DEPTH", "GEN_BITS",
            "TIME_BITS", "TABLE_RECV", "RECV_SLOTS", "WC_RECV", "SEND_OPS", "WRITE_OPS", "LATE_CODES",
            "KIND_IMM", "KIND_SEND", "msg_kind",
-           "TABLE_READ", "RD_SLOTS", "WC_RDMA_READ", "KIND_READ", "READ_REQ_OP", "ATOMIC_OPS",
+           "TABLE_READ", "TABLE_INIT_DEPTH", "RD_SLOTS", "WC_RDMA_READ", "KIND_READ", "READ_REQ_OP", "ATOMIC_OPS",
            "WC_COMP_SWAP", "WC_FETCH_ADD", "WC_REM_ACCESS_ERR", "RD_OP_READ", "RD_OP_CMP_SWAP",
            "RD_OP_FETCH_ADD", "RD_OP_WC", "KIND_CMP_SWAP", "KIND_FETCH_ADD", "MRDH_ERROR"]
 
@@ -143,6 +143,9 @@ TABLE_GLOBAL, TABLE_CONN, TABLE_KEY, TABLE_PATH, TABLE_MSG, TABLE_RECV, TABLE_RE
 #: MR-RX-173 (RxModel with ``max_rd_atomic`` only, no RTL yet): a responder resource of
 #: connection ``addr`` freed (the TX half's ``m_rsp_done``: a response acknowledged in full)
 TABLE_RSP_FREE = 7
+#: hw-engine.md MR-ENG-271/272 (cap29): the whole engine's per-connection initiator depth
+#: (RdRows' cap, not the RX's: the RX takes a record of this table and ignores it)
+TABLE_INIT_DEPTH = 8
 
 #: MR-RX-110: outstanding-read rows per (connection, stream): READ ``msg`` lives in row
 #: ``msg mod rd_slots``.
@@ -292,7 +295,8 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     rd_state = data.StructLayout({"done": 1, "placed": 32, "ring": chunk_ring * (1 + EPOCH_BITS)})
     # the configuration address of a per-stream row keeps the record's stream field whole
     esb = records.STREAM_BITS
-    cfg = data.StructLayout({"table": 3, "addr": max(cb + pb, kb, cb + esb + rb, cb + esb + rdb), "data": row_bits})
+    # MR-ENG-272: 4 bits of table, the engine's own tables 8.. beyond the RX's 0..7
+    cfg = data.StructLayout({"table": 4, "addr": max(cb + pb, kb, cb + esb + rb, cb + esb + rdb), "data": row_bits})
     # MR-RX-080..082: the message table's row: the stream's next message to deliver and one
     # slot per message number modulo msg_slots (placed bytes, the chunk ring)
     # MR-RX-130: a READ request's slot keeps its length in `imm`, its host address in `wr_id`

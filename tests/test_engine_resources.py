@@ -76,13 +76,13 @@ def test_engine_default_resources():
 
 
 def test_engine_offer_and_requester_check():
-    """MR-ENG-253, MR-ENG-256, MR-ENG-257: the engine's offer at a connection's open is its build's: the
+    """MR-ENG-253, MR-ENG-256, MR-ENG-257, MR-ENG-274: the engine's offer at a connection's open is its build's: the
     RX's ``max_rd_atomic`` (8; None built without the count) and its message slots (2 a stream)
     as ``max_rx_msgs``; the cosim's endpoint agrees from it ``max_tx_msgs`` 2 (MR-ENG-157's
     value, no longer set by hand: MR-ENG-257's runs unchanged) and the depth 8. As requester the engine keeps at most
-    ``rd_slots x streams`` (2 x 2 = 4) READs and atomics of a connection in flight (MR-ENG-150),
-    a build parameter: its check refuses a peer offering fewer responder resources (ValueError)
-    and passes the endpoint's 8 and a peer's 4."""
+    ``rd_slots x streams`` (2 x 2 = 4) READs and atomics of a connection in flight (MR-ENG-150);
+    since cap29 its depth on a connection is the agreement's, min(4, the peer's offer) (None:
+    4), written as the connection's table 8 row; a peer offering 0 is refused (ValueError)."""
     from metaroce.models import cosim, cosim_tx, protocol as P
     from metaroce.models.engine import engine_init_rd_atomic, engine_offer, engine_peer_check
     m = EngineModel(64)
@@ -91,16 +91,17 @@ def test_engine_offer_and_requester_check():
     assert m.init_rd_atomic == engine_init_rd_atomic(2, 2) == 4
     assert m.check_peer(P.OpenOffer(8, 8)) == m.check_peer(P.OpenOffer(4, 1)) == 4
     assert m.check_peer(P.OpenOffer(None, None)) == 4
-    with pytest.raises(ValueError, match="initiator depth 4"):
-        m.check_peer(P.OpenOffer(3, 8))
-    with pytest.raises(ValueError, match="below"):
-        engine_peer_check(P.OpenOffer(1, 8), 1, 2)
+    assert [m.check_peer(P.OpenOffer(k, 8)) for k in (1, 2, 3)] == [1, 2, 3]
+    assert engine_peer_check(P.OpenOffer(1, 8), 1, 2) == 1 and engine_peer_check(P.OpenOffer(8, 8), 1, 2) == 2
+    with pytest.raises(ValueError, match="max_rd_atomic"):
+        m.check_peer(P.OpenOffer(0, 8))
     cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 2048, "loss": 0.0, "verb": "read",
                           "back": 4, "n_writes": 4})
     sim = ce.EndpointCosim(cfg, "tx")
     conn = sim.ep._conns[ce.ENDPOINT_QP]
     assert sim.offer == m.open_offer() and sim.ep.max_tx_msgs == 8
     assert (conn.tx_msgs, conn.init_rd_atomic, conn.rd_cap) == (2, 8, 1)
+    assert sim.init_depth == 4 and not any(w.table == 8 for w in sim.eng.cfg_writes)
 
 
 def test_engine_rnr_within_the_bound(monkeypatch):
