@@ -1,4 +1,4 @@
-"""Path verdicts and the congestion windows (docs/spec/hw-cwnd.md section 8, MR-CW-106..116):
+"""Path verdicts and the congestion windows (docs/spec/hw-cwnd.md section 8, MR-CW-106..115):
 the ``s_path`` records (the retransmit unit's KEEP / REROUTE / SUSPECT / RETIRE, the scheduler's
 restore) in ``CwndModel`` against the reference endpoint's windows after its own verdicts, and
 ``Cwnd(..., verdicts=True)`` in lockstep with its cycle model (random backpressure, negative
