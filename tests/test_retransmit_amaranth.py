@@ -539,7 +539,8 @@ def _health_forward_items(gap):
     """MR-TX-163: connection 9's path 1 due while a stream of stale ACKs of its path 0 holds
     the wheel's check back (an ACK goes first, MR-TX-033); the stream ends with path 0's first
     progress (its health bit set) followed by ``gap`` stale ACKs, so the check reaches S1b one
-    (``gap`` 0: S1b's forward) or two (``gap`` 1: S1a's forward) events after that write."""
+    (``gap`` 0: S1b's forward), two (``gap`` 1: S1a's forward) or three (``gap`` 2: S1a's
+    forward of the memory's late write, MR-TX-241) events after that write."""
     c = 9
     items = [rc.sent_item(c, 1, 0), rc.sent_item(c, 0, 0), rc.wait_item(2600)]
     return items + [rc.ack_item(c, 0, 0, 0)] * 200 + [rc.ack_item(c, 0, 1, 0, psn=0)] + \
@@ -548,15 +549,18 @@ def _health_forward_items(gap):
 
 HEALTH_WRONG = {
     0: ("h_fwd = hwb_valid & s1_hsame", "h_fwd = Const(0, 1)"),
-    1: ("h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)", "h_base_in = h_rd.data"),
+    1: ("Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))",
+        "Mux(0, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))"),
+    # MR-TX-241's forward of the write made at the read's own edge dropped
+    2: ("Mux(s1a_hsame_prev, hwb_prev, h_rd.data)", "h_rd.data"),
 }
 
 
-@pytest.mark.parametrize("gap", [0, pytest.param(1, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("gap", [0, pytest.param(1, marks=pytest.mark.slow), 2])
 def test_health_forwarded(gap):
-    """MR-TX-163, MR-TX-035: the check right behind the connection's first progress sees its
-    health bit (a probe, not a timeout): 0 mismatches; with the forward of that stage removed
-    from the RTL (it reads the health memory's old row) the lockstep fails."""
+    """MR-TX-163, MR-TX-035, MR-TX-241: the check right behind the connection's first progress
+    sees its health bit (a probe, not a timeout): 0 mismatches; with the forward of that stage
+    removed from the RTL (it reads the health memory's old row) the lockstep fails."""
     timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
     kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
     res = run_lockstep(_health_forward_items(gap), timers=timers, **kw)
@@ -732,6 +736,33 @@ def test_s1b_depth_wrong_forms_fail(case):
     _s1b_depth_run(case, Retransmit)
     try:
         _s1b_depth_run(case, _retransmit_with(*S1B_DEPTH_WRONG[case]))
+    except (Mismatch, AssertionError):
+        return
+    raise AssertionError("the wrong form passed")
+
+
+# ------------------------------------------------------------------ the tables written from registers (MR-TX-240..243)
+
+LATE_WRITE_WRONG = {
+    # MR-TX-240: the path table's forward of the write made at the read's own edge dropped
+    "path_prev_dropped": ("Mux(s1a_same_prev, wb_prev, path_rd_data)", "path_rd_data"),
+    # MR-TX-240: that forward's hit decided against S1b's row instead of the write's
+    "path_prev_wrong_row": ("s1a_same_prev.eq(wb_valid & (path_rd.addr == wb_addr))",
+                            "s1a_same_prev.eq(wb_valid & (path_rd.addr == s1_row))"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LATE_WRITE_WRONG))
+def test_late_write_wrong_forms_fail(case):
+    """MR-TX-240, MR-TX-243: the path table written a cycle after S1b from the forward register
+    (``test_lockstep_random``'s traffic, seed 1, passes with the RTL as built); with the new
+    forward of the write made at the read's edge dropped, or its hit decided on the wrong row,
+    the lockstep fails (the read misses that write)."""
+    items = rc.traffic(*SMALL, 300, seed=1)
+    run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4)
+    wrong = _retransmit_with(*LATE_WRITE_WRONG[case])
+    try:
+        run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, dut_cls=wrong)
     except (Mismatch, AssertionError):
         return
     raise AssertionError("the wrong form passed")
