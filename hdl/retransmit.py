@@ -592,28 +592,41 @@ class Retransmit(wiring.Component):
             def srtt_x_of(v, q):
                 return v[s_off + q * dur:s_off + (q + 1) * dur]
 
-            def recent_bit(t, srtt_x):
-                s4 = Cat(Const(0, 2), srtt_x ^ srtt0_c, Const(0, tw - dur - 2))
-                dsum, dcarry = _csa(now, ~t, ~s4)
-                return _sum_bit(dsum, Cat(Const(1, 1), dcarry[:tw - 1]), tw - 1, 1)
+            # MR-TX-244: each age's deadline t + 4 srtt (mod 2^32) computed a cycle ahead and
+            # registered beside its row: from S1a's candidate (h_base_in) into h_dl_base, from
+            # S1b's write (h_new) into h_dl_wb; recent is now - deadline < 0, one sign of the
+            # input and a register (no carry-save step in front of the carry chain)
+            def deadline(t, srtt_x):
+                return (t + Cat(Const(0, 2), srtt_x ^ srtt0_c))[:tw]
+
+            def recent_by(dl):
+                return _sum_bit(now, ~dl, tw - 1, 1)
+            dl_base = [Signal(tw, name=f"h_dl_base{q}") for q in range(lay.paths)]
+            dl_wb = [Signal(tw, name=f"h_dl_wb{q}") for q in range(lay.paths)]
+            m.d.sync += [dl_base[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))
+                         for q in range(lay.paths)]
+            m.d.sync += [dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))
+                         for q in range(lay.paths)]
+
             # MR-TX-211: the ages on the read row and on the previous write in parallel,
             # selected by the registered forward flag after the sign (MR-TX-038 (4)), so the
-            # forward mux is not in front of the carry-save step; "another path healthy" is
-            # ORed on each side too
-            def others_of(v):
-                bits = v[:lay.paths] & Cat(*(recent_bit(t_ack_of(v, q), srtt_x_of(v, q))
-                                             for q in range(lay.paths)))
+            # forward mux is not in front of the sign; "another path healthy" is ORed on each
+            # side too
+            def others_of(v, dls):
+                bits = v[:lay.paths] & Cat(*(recent_by(dl) for dl in dls))
                 return (bits & ~path_bit).any()
             others_aged = Signal()
-            m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data), others_of(h_base)))
-            # MR-TX-204: the timed-out path's srtt, selected a cycle ahead (in S1a from the row
-            # S1b will start from, in S1b's write from the row it forwards), registered
-            srtt_base, srtt_wb = Signal(dur), Signal(dur)
+            m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data, dl_wb), others_of(h_base, dl_base)))
+            # MR-TX-204, MR-TX-244: the ECN echo's deadline with the timed-out path's srtt,
+            # selected a cycle ahead (in S1a from the row S1b will start from, in S1b's write
+            # from the row it forwards), registered
+            edl_base, edl_wb = Signal(tw), Signal(tw)
             s1a_path = s1a_row[:pb]
-            m.d.sync += [srtt_base.eq(Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path]),
-                         srtt_wb.eq(Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path])]
-            ecn_fresh = Mux(h_fwd, recent_bit(hwb_data[e_off:e_off + tw], srtt_wb),
-                            recent_bit(h_base[e_off:e_off + tw], srtt_base))
+            m.d.sync += [edl_base.eq(deadline(h_base_in[e_off:e_off + tw],
+                                              Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path])),
+                         edl_wb.eq(deadline(h_new[e_off:e_off + tw],
+                                            Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path]))]
+            ecn_fresh = Mux(h_fwd, recent_by(edl_wb), recent_by(edl_base))
             ecn = ecn_raw & ecn_fresh
         else:
             ecn = ecn_raw

@@ -500,13 +500,24 @@ def test_lockstep_tail_probe_answered():
     assert not [e for e in m.events if e[0] == "rto" and e[2] == 1]
 
 
-def test_lockstep_tail_probe_sample_wrong_form_fails():
-    """MR-TX-165: the RTL taking the probed record's RTT sample (the walker's test of its probe
-    bit removed) fails the lockstep of the answered probe. Without the ages, as its positive
-    test (``run_lockstep``'s default): with them path 0's progress has aged out by path 1's
-    expiry at these few-ns RTT samples, so path 1 times out instead of being probed."""
-    dut_cls = _retransmit_with("e_start.eq(to_acked & (e_stage == 0) & ~prb_rd.data)",
-                               "e_start.eq(to_acked & (e_stage == 0))")
+PROBE_BIT_WRONG = {
+    # MR-TX-165: the walker's test of the probe bit removed
+    "sample_taken": ("e_start.eq(to_acked & (e_stage == 0) & ~prb_rd.data)",
+                     "e_start.eq(to_acked & (e_stage == 0))"),
+    # MR-TX-242: the late write from S1b's registered write dropped (the bit never set)
+    "late_write_dropped": ("prb_wr.en.eq(prb_s1.en)", "prb_wr.en.eq(0)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROBE_BIT_WRONG))
+def test_lockstep_tail_probe_sample_wrong_form_fails(case):
+    """MR-TX-165, MR-TX-242: the RTL taking the probed record's RTT sample (the walker's test of
+    its probe bit removed, or the bit's late write from S1b's registered write dropped) fails
+    the lockstep of the answered probe (``test_lockstep_tail_probe_answered``, which passes with
+    the bit written a cycle after S1b). Without the ages, as its positive test
+    (``run_lockstep``'s default): with them path 0's progress has aged out by path 1's expiry
+    at these few-ns RTT samples, so path 1 times out instead of being probed."""
+    dut_cls = _retransmit_with(*PROBE_BIT_WRONG[case])
     dut = dut_cls(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2], ages=False, **PROBE_TIMERS)
     model = RetransmitCycleModel(64, *SMALL, ages=False, **PROBE_TIMERS)
     drv = rc.Driver(model.lay, _answered_probe_items(), seed=2, p_idle=0.0, p_bp=0.2,
@@ -702,8 +713,8 @@ def test_wheel_increment_as_logic():
 
 S1B_DEPTH_WRONG = {
     # MR-TX-211: "another path healthy" from the read row alone (the forward side dropped)
-    "others_read_row_only": ("m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data), others_of(h_base)))",
-                             "m.d.comb += others_aged.eq(others_of(h_base))"),
+    "others_read_row_only": ("others_aged.eq(Mux(h_fwd, others_of(hwb_data, dl_wb), others_of(h_base, dl_base)))",
+                             "others_aged.eq(others_of(h_base, dl_base))"),
     # MR-TX-212: S2a's valid without the job flag (the inflight count short)
     "s2_valid_without_job": ("m.d.comb += s2_valid.eq(s2_job | s2_ins | s2_err | s2_probe)",
                              "m.d.comb += s2_valid.eq(s2_ins | s2_err | s2_probe)"),
@@ -763,6 +774,37 @@ def test_late_write_wrong_forms_fail(case):
     wrong = _retransmit_with(*LATE_WRITE_WRONG[case])
     try:
         run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, dut_cls=wrong)
+    except (Mismatch, AssertionError):
+        return
+    raise AssertionError("the wrong form passed")
+
+
+# MR-TX-244's wrong forms: the forward side's deadlines from the forward register (a write
+# late), the read side's from the memory's read without S1a's forward
+AGE_DEADLINE_WRONG = {
+    "wb_deadline_stale": ("dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))",
+                          "dl_wb[q].eq(deadline(t_ack_of(hwb_data, q), srtt_x_of(hwb_data, q)))"),
+    "base_deadline_unforwarded": ("dl_base[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))",
+                                  "dl_base[q].eq(deadline(t_ack_of(h_rd.data, q), srtt_x_of(h_rd.data, q)))"),
+}
+
+
+@pytest.mark.parametrize("case", ["wb_deadline_stale",
+                                  pytest.param("base_deadline_unforwarded", marks=pytest.mark.slow)])
+def test_age_deadlines_wrong_forms_fail(case):
+    """MR-TX-244: the ages' deadlines registered a cycle ahead on both candidate rows: the check
+    right behind the connection's first progress (S1b's forward, or S1a's for the read side)
+    with the ages on probes (path 0 recent) with the RTL as built, 0 mismatches; with the
+    deadline taken from the wrong register (the forward register, a write late; the read
+    without S1a's forward) path 0 is not recent and the lockstep fails."""
+    gap = 0 if case == "wb_deadline_stale" else 1
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
+    kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
+    res = run_lockstep(_health_forward_items(gap), ages=True, timers=timers, **kw)
+    assert [e[0] for e in res["model"].events if e[0] in ("probe", "timeout")][:1] == ["probe"]
+    wrong = _retransmit_with(*AGE_DEADLINE_WRONG[case])
+    try:
+        run_lockstep(_health_forward_items(gap), ages=True, timers=timers, dut_cls=wrong, **kw)
     except (Mismatch, AssertionError):
         return
     raise AssertionError("the wrong form passed")
