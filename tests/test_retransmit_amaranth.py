@@ -780,8 +780,11 @@ def test_late_write_wrong_forms_fail(case):
 
 
 # MR-TX-244's wrong forms: the forward side's deadlines not from S1b's write (from S1a's
-# candidate row), the read side's from the memory's read without S1a's forward
+# candidate row, or from the forward register: a write late), the read side's from the
+# memory's read without S1a's forward
 AGE_DEADLINE_WRONG = {
+    "wb_deadline_stale": ("dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))",
+                          "dl_wb[q].eq(deadline(t_ack_of(hwb_data, q), srtt_x_of(hwb_data, q)))"),
     "wb_deadline_unwritten": ("dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))",
                               "dl_wb[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))"),
     "base_deadline_unforwarded": ("dl_base[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))",
@@ -789,14 +792,23 @@ AGE_DEADLINE_WRONG = {
 }
 
 
-@pytest.mark.parametrize("case", ["wb_deadline_unwritten",
+@pytest.mark.parametrize("case", ["wb_deadline_unwritten", "wb_deadline_stale",
                                   pytest.param("base_deadline_unforwarded", marks=pytest.mark.slow)])
 def test_age_deadlines_wrong_forms_fail(case):
     """MR-TX-244: the ages' deadlines registered a cycle ahead on both candidate rows: the check
     right behind the connection's first progress (S1b's forward, or S1a's for the read side)
     with the ages on probes (path 0 recent) with the RTL as built, 0 mismatches; with the
     deadline taken from the wrong row (S1a's candidate instead of S1b's write; the read without
-    S1a's forward) path 0 is not recent and the lockstep fails."""
+    S1a's forward) path 0 is not recent and the lockstep fails. The forward register's
+    deadline (a write late) equals S1b's write there (the stale ACKs ahead date path 0 too):
+    it fails ``test_lockstep_ages``' traffic (seed 3), whose positive run is that test."""
+    if case == "wb_deadline_stale":
+        items = _with_ece(rc.traffic(*SMALL, 300, seed=3, black_hole=6, rto_ns=3000,
+                                     ack_loss=0.125, shared=2), 3)
+        with pytest.raises(Mismatch):
+            run_lockstep(items, seed=3, timers=PROBE_TIMERS, ages=True, p_idle=0.2, p_bp=0.4,
+                         dut_cls=_retransmit_with(*AGE_DEADLINE_WRONG[case]))
+        return
     gap = 0 if case == "wb_deadline_unwritten" else 1
     timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
     kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
