@@ -305,6 +305,9 @@ class Retransmit(wiring.Component):
         h_rd, h_wr = health_mem.read_port(), health_mem.write_port()
         m.submodules.prb_mem = prb_mem = memory.Memory(shape=1, depth=lay.pool, init=[])
         prb_rd, prb_wr = prb_mem.read_port(), prb_mem.write_port()
+        # MR-TX-242: S1b's write of a probe bit (prb_s1) is made a cycle later from registers
+        prb_s1 = Signal(data.StructLayout({"en": 1, "addr": pw, "data": 1}))
+        m.d.sync += [prb_wr.en.eq(prb_s1.en), prb_wr.addr.eq(prb_s1.addr), prb_wr.data.eq(prb_s1.data)]
         # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
         # MR-TX-203: with ``ages`` the RTO event carries the new srtt to the health memory
         rto_lay = data.StructLayout({"row": rb, "rto": dur, **({"srtt": dur} if self.ages else {})})
@@ -538,18 +541,31 @@ class Retransmit(wiring.Component):
         s1a_same = Signal()             # the taken event's row is the row S1b holds (MR-TX-035)
         s1_same = Signal()              # S1b's row is the row S1b held a cycle before
         s1_base = Signal(lay.path.size)
+        # MR-TX-240: the table is written a cycle late, from the forward register (wb_*), so
+        # the take's read also misses the write of its own edge: wb_prev holds it in S1a and
+        # s1a_same_prev says it hit the row read (decided in the take cycle, as s1a_same)
+        wb_prev = Signal(lay.path.size)
+        s1a_same_prev = Signal()
         m.d.sync += [s1a_same.eq(s1_valid & (path_rd.addr == s1_row)),
+                     s1a_same_prev.eq(wb_valid & (path_rd.addr == wb_addr)),
+                     wb_prev.eq(wb_data),
                      s1_same.eq(s1_valid & s1a_valid & (s1a_row == s1_row)),
-                     s1_base.eq(Mux(wb_valid & s1a_same, wb_data, path_rd_data))]
+                     s1_base.eq(Mux(wb_valid & s1a_same, wb_data,
+                                    Mux(s1a_same_prev, wb_prev, path_rd_data)))]
         fwd = wb_valid & s1_same
         row = data.View(lay.path, Mux(fwd, wb_data, s1_base))
         # MR-TX-163: the connection's health bits, read and forwarded as the path row is
         # (MR-TX-035), by the connection's part of the row index
-        hwb_valid, hwb_data = Signal(), Signal(hw)
+        hwb_valid, hwb_addr, hwb_data = Signal(), Signal(cb), Signal(hw)
         s1a_hsame, s1_hsame, h_base = Signal(), Signal(), Signal(hw)
+        # MR-TX-241: the health memory written a cycle late from hwb_*, its read's own edge's
+        # write forwarded from hwb_prev in S1a (as MR-TX-240's path table)
+        hwb_prev, s1a_hsame_prev = Signal(hw), Signal()
         m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
-        h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)
-        m.d.sync += [s1a_hsame.eq(s1_valid & (path_rd.addr[pb:] == s1_row[pb:])),
+        h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
+        m.d.sync += [s1a_hsame_prev.eq(hwb_valid & (path_rd.addr[pb:] == hwb_addr)),
+                     hwb_prev.eq(hwb_data),
+                     s1a_hsame.eq(s1_valid & (path_rd.addr[pb:] == s1_row[pb:])),
                      s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
                      h_base.eq(h_base_in)]
         health_row = Signal(hw)
@@ -559,9 +575,10 @@ class Retransmit(wiring.Component):
         path_bit = Signal(lay.paths)
         m.d.comb += path_bit.eq(Const(1, lay.paths) << s1_row[:pb])
         h_write, h_new = Signal(), Signal(hw)
-        m.d.comb += [h_wr.en.eq(h_write), h_wr.addr.eq(s1_row[pb:]), h_wr.data.eq(h_new),
+        # MR-TX-241: S1b's decision ends at hwb_valid, not at the memory's write enable
+        m.d.comb += [h_wr.en.eq(hwb_valid), h_wr.addr.eq(hwb_addr), h_wr.data.eq(hwb_data),
                      h_new.eq(health_row)]
-        m.d.sync += [hwb_valid.eq(h_write), hwb_data.eq(h_new)]
+        m.d.sync += [hwb_valid.eq(h_write), hwb_addr.eq(s1_row[pb:]), hwb_data.eq(h_new)]
         srtt0_c = Const(srtt0(self.rto_ns), dur)
         if self.ages:
             # MR-TX-203/204: the row's fields; an age is recent while now - t - 4 srtt < 0
@@ -575,28 +592,41 @@ class Retransmit(wiring.Component):
             def srtt_x_of(v, q):
                 return v[s_off + q * dur:s_off + (q + 1) * dur]
 
-            def recent_bit(t, srtt_x):
-                s4 = Cat(Const(0, 2), srtt_x ^ srtt0_c, Const(0, tw - dur - 2))
-                dsum, dcarry = _csa(now, ~t, ~s4)
-                return _sum_bit(dsum, Cat(Const(1, 1), dcarry[:tw - 1]), tw - 1, 1)
+            # MR-TX-244: each age's deadline t + 4 srtt (mod 2^32) computed a cycle ahead and
+            # registered beside its row: from S1a's candidate (h_base_in) into h_dl_base, from
+            # S1b's write (h_new) into h_dl_wb; recent is now - deadline < 0, one sign of the
+            # input and a register (no carry-save step in front of the carry chain)
+            def deadline(t, srtt_x):
+                return (t + Cat(Const(0, 2), srtt_x ^ srtt0_c))[:tw]
+
+            def recent_by(dl):
+                return _sum_bit(now, ~dl, tw - 1, 1)
+            dl_base = [Signal(tw, name=f"h_dl_base{q}") for q in range(lay.paths)]
+            dl_wb = [Signal(tw, name=f"h_dl_wb{q}") for q in range(lay.paths)]
+            m.d.sync += [dl_base[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))
+                         for q in range(lay.paths)]
+            m.d.sync += [dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))
+                         for q in range(lay.paths)]
+
             # MR-TX-211: the ages on the read row and on the previous write in parallel,
             # selected by the registered forward flag after the sign (MR-TX-038 (4)), so the
-            # forward mux is not in front of the carry-save step; "another path healthy" is
-            # ORed on each side too
-            def others_of(v):
-                bits = v[:lay.paths] & Cat(*(recent_bit(t_ack_of(v, q), srtt_x_of(v, q))
-                                             for q in range(lay.paths)))
+            # forward mux is not in front of the sign; "another path healthy" is ORed on each
+            # side too
+            def others_of(v, dls):
+                bits = v[:lay.paths] & Cat(*(recent_by(dl) for dl in dls))
                 return (bits & ~path_bit).any()
             others_aged = Signal()
-            m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data), others_of(h_base)))
-            # MR-TX-204: the timed-out path's srtt, selected a cycle ahead (in S1a from the row
-            # S1b will start from, in S1b's write from the row it forwards), registered
-            srtt_base, srtt_wb = Signal(dur), Signal(dur)
+            m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data, dl_wb), others_of(h_base, dl_base)))
+            # MR-TX-204, MR-TX-244: the ECN echo's deadline with the timed-out path's srtt,
+            # selected a cycle ahead (in S1a from the row S1b will start from, in S1b's write
+            # from the row it forwards), registered
+            edl_base, edl_wb = Signal(tw), Signal(tw)
             s1a_path = s1a_row[:pb]
-            m.d.sync += [srtt_base.eq(Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path]),
-                         srtt_wb.eq(Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path])]
-            ecn_fresh = Mux(h_fwd, recent_bit(hwb_data[e_off:e_off + tw], srtt_wb),
-                            recent_bit(h_base[e_off:e_off + tw], srtt_base))
+            m.d.sync += [edl_base.eq(deadline(h_base_in[e_off:e_off + tw],
+                                              Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path])),
+                         edl_wb.eq(deadline(h_new[e_off:e_off + tw],
+                                            Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path]))]
+            ecn_fresh = Mux(h_fwd, recent_by(edl_wb), recent_by(edl_base))
             ecn = ecn_raw & ecn_fresh
         else:
             ecn = ecn_raw
@@ -700,7 +730,7 @@ class Retransmit(wiring.Component):
                              nrow.listed.eq(1)]
             with m.If(sent_ok):
                 m.d.comb += [free_pop.eq(1), rec_wr.en.eq(1), link_wr.en.eq(~empty),
-                             prb_wr.en.eq(1), prb_wr.addr.eq(free_head), prb_wr.data.eq(0),
+                             prb_s1.en.eq(1), prb_s1.addr.eq(free_head), prb_s1.data.eq(0),
                              inc["sent"].eq(1), row_write.eq(1), push_job.eq(empty),
                              push_ins.eq(no_live & ~row.listed)]
             with m.Else():
@@ -829,7 +859,7 @@ class Retransmit(wiring.Component):
                 # the timer runs again from now (the insert's deadline: now + rto x 2^backoff)
                 m.d.comb += [inc["tail_probes"].eq(1), push_probe.eq(1), push_ins.eq(1),
                              nrow.probed.eq(1), nrow.t_live.eq(now), nrow.listed.eq(1),
-                             prb_wr.en.eq(1), prb_wr.addr.eq(row.tail), prb_wr.data.eq(1)]
+                             prb_s1.en.eq(1), prb_s1.addr.eq(row.tail), prb_s1.data.eq(1)]
             with m.Elif(row.timer_on & due):
                 m.d.comb += [inc["timeouts"].eq(1), push_job.eq(1),
                              h_write.eq(1),
@@ -866,7 +896,8 @@ class Retransmit(wiring.Component):
                      s2_probe.eq(push_probe), s2_psn.eq(row.next_psn - 1),
                      s2_to.eq(s1_to), s2_verdict.eq(verdict),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
-        m.d.comb += [path_wr.en.eq(row_write), path_wr.addr.eq(s1_row), path_wr.data.eq(nrow)]
+        # MR-TX-240: the row's write from the forward register, a cycle after S1b
+        m.d.comb += [path_wr.en.eq(wb_valid), path_wr.addr.eq(wb_addr), path_wr.data.eq(wb_data)]
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
 
         # -- stage S2a: the acknowledged bitmap relative to the floor (MR-TX-032): the SACK

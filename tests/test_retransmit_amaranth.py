@@ -497,13 +497,24 @@ def test_lockstep_tail_probe_answered():
     assert not [e for e in m.events if e[0] == "rto" and e[2] == 1]
 
 
-def test_lockstep_tail_probe_sample_wrong_form_fails():
-    """MR-TX-165: the RTL taking the probed record's RTT sample (the walker's test of its probe
-    bit removed) fails the lockstep of the answered probe. Without the ages, as its positive
-    test (``run_lockstep``'s default): with them path 0's progress has aged out by path 1's
-    expiry at these few-ns RTT samples, so path 1 times out instead of being probed."""
-    dut_cls = _retransmit_with("e_start.eq(to_acked & (e_stage == 0) & ~prb_rd.data)",
-                               "e_start.eq(to_acked & (e_stage == 0))")
+PROBE_BIT_WRONG = {
+    # MR-TX-165: the walker's test of the probe bit removed
+    "sample_taken": ("e_start.eq(to_acked & (e_stage == 0) & ~prb_rd.data)",
+                     "e_start.eq(to_acked & (e_stage == 0))"),
+    # MR-TX-242: the late write from S1b's registered write dropped (the bit never set)
+    "late_write_dropped": ("prb_wr.en.eq(prb_s1.en)", "prb_wr.en.eq(0)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROBE_BIT_WRONG))
+def test_lockstep_tail_probe_sample_wrong_form_fails(case):
+    """MR-TX-165, MR-TX-242: the RTL taking the probed record's RTT sample (the walker's test of
+    its probe bit removed, or the bit's late write from S1b's registered write dropped) fails
+    the lockstep of the answered probe (``test_lockstep_tail_probe_answered``, which passes with
+    the bit written a cycle after S1b). Without the ages, as its positive test
+    (``run_lockstep``'s default): with them path 0's progress has aged out by path 1's expiry
+    at these few-ns RTT samples, so path 1 times out instead of being probed."""
+    dut_cls = _retransmit_with(*PROBE_BIT_WRONG[case])
     dut = dut_cls(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2], ages=False, **PROBE_TIMERS)
     model = RetransmitCycleModel(64, *SMALL, ages=False, **PROBE_TIMERS)
     drv = rc.Driver(model.lay, _answered_probe_items(), seed=2, p_idle=0.0, p_bp=0.2,
@@ -536,7 +547,8 @@ def _health_forward_items(gap):
     """MR-TX-163: connection 9's path 1 due while a stream of stale ACKs of its path 0 holds
     the wheel's check back (an ACK goes first, MR-TX-033); the stream ends with path 0's first
     progress (its health bit set) followed by ``gap`` stale ACKs, so the check reaches S1b one
-    (``gap`` 0: S1b's forward) or two (``gap`` 1: S1a's forward) events after that write."""
+    (``gap`` 0: S1b's forward), two (``gap`` 1: S1a's forward) or three (``gap`` 2: S1a's
+    forward of the memory's late write, MR-TX-241) events after that write."""
     c = 9
     items = [rc.sent_item(c, 1, 0), rc.sent_item(c, 0, 0), rc.wait_item(2600)]
     return items + [rc.ack_item(c, 0, 0, 0)] * 200 + [rc.ack_item(c, 0, 1, 0, psn=0)] + \
@@ -545,15 +557,18 @@ def _health_forward_items(gap):
 
 HEALTH_WRONG = {
     0: ("h_fwd = hwb_valid & s1_hsame", "h_fwd = Const(0, 1)"),
-    1: ("h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)", "h_base_in = h_rd.data"),
+    1: ("Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))",
+        "Mux(0, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))"),
+    # MR-TX-241's forward of the write made at the read's own edge dropped
+    2: ("Mux(s1a_hsame_prev, hwb_prev, h_rd.data)", "h_rd.data"),
 }
 
 
-@pytest.mark.parametrize("gap", [0, pytest.param(1, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("gap", [0, pytest.param(1, marks=pytest.mark.slow), 2])
 def test_health_forwarded(gap):
-    """MR-TX-163, MR-TX-035: the check right behind the connection's first progress sees its
-    health bit (a probe, not a timeout): 0 mismatches; with the forward of that stage removed
-    from the RTL (it reads the health memory's old row) the lockstep fails."""
+    """MR-TX-163, MR-TX-035, MR-TX-241: the check right behind the connection's first progress
+    sees its health bit (a probe, not a timeout): 0 mismatches; with the forward of that stage
+    removed from the RTL (it reads the health memory's old row) the lockstep fails."""
     timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
     kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
     res = run_lockstep(_health_forward_items(gap), timers=timers, **kw)
@@ -695,8 +710,8 @@ def test_wheel_increment_as_logic():
 
 S1B_DEPTH_WRONG = {
     # MR-TX-211: "another path healthy" from the read row alone (the forward side dropped)
-    "others_read_row_only": ("m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data), others_of(h_base)))",
-                             "m.d.comb += others_aged.eq(others_of(h_base))"),
+    "others_read_row_only": ("others_aged.eq(Mux(h_fwd, others_of(hwb_data, dl_wb), others_of(h_base, dl_base)))",
+                             "others_aged.eq(others_of(h_base, dl_base))"),
     # MR-TX-212: S2a's valid without the job flag (the inflight count short)
     "s2_valid_without_job": ("m.d.comb += s2_valid.eq(s2_job | s2_ins | s2_err | s2_probe)",
                              "m.d.comb += s2_valid.eq(s2_ins | s2_err | s2_probe)"),
@@ -729,6 +744,76 @@ def test_s1b_depth_wrong_forms_fail(case):
     _s1b_depth_run(case, Retransmit)
     try:
         _s1b_depth_run(case, _retransmit_with(*S1B_DEPTH_WRONG[case]))
+    except (Mismatch, AssertionError):
+        return
+    raise AssertionError("the wrong form passed")
+
+
+# ------------------------------------------------------------------ the tables written from registers (MR-TX-240..243)
+
+LATE_WRITE_WRONG = {
+    # MR-TX-240: the path table's forward of the write made at the read's own edge dropped
+    "path_prev_dropped": ("Mux(s1a_same_prev, wb_prev, path_rd_data)", "path_rd_data"),
+    # MR-TX-240: that forward's hit decided against S1b's row instead of the write's
+    "path_prev_wrong_row": ("s1a_same_prev.eq(wb_valid & (path_rd.addr == wb_addr))",
+                            "s1a_same_prev.eq(wb_valid & (path_rd.addr == s1_row))"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LATE_WRITE_WRONG))
+def test_late_write_wrong_forms_fail(case):
+    """MR-TX-240, MR-TX-243: the path table written a cycle after S1b from the forward register
+    (``test_lockstep_random``'s traffic, seed 1, passes with the RTL as built); with the new
+    forward of the write made at the read's edge dropped, or its hit decided on the wrong row,
+    the lockstep fails (the read misses that write)."""
+    items = rc.traffic(*SMALL, 300, seed=1)
+    run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4)
+    wrong = _retransmit_with(*LATE_WRITE_WRONG[case])
+    try:
+        run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, dut_cls=wrong)
+    except (Mismatch, AssertionError):
+        return
+    raise AssertionError("the wrong form passed")
+
+
+# MR-TX-244's wrong forms: the forward side's deadlines not from S1b's write (from S1a's
+# candidate row, or from the forward register: a write late), the read side's from the
+# memory's read without S1a's forward
+AGE_DEADLINE_WRONG = {
+    "wb_deadline_stale": ("dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))",
+                          "dl_wb[q].eq(deadline(t_ack_of(hwb_data, q), srtt_x_of(hwb_data, q)))"),
+    "wb_deadline_unwritten": ("dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))",
+                              "dl_wb[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))"),
+    "base_deadline_unforwarded": ("dl_base[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))",
+                                  "dl_base[q].eq(deadline(t_ack_of(h_rd.data, q), srtt_x_of(h_rd.data, q)))"),
+}
+
+
+@pytest.mark.parametrize("case", ["wb_deadline_unwritten", "wb_deadline_stale",
+                                  pytest.param("base_deadline_unforwarded", marks=pytest.mark.slow)])
+def test_age_deadlines_wrong_forms_fail(case):
+    """MR-TX-244: the ages' deadlines registered a cycle ahead on both candidate rows: the check
+    right behind the connection's first progress (S1b's forward, or S1a's for the read side)
+    with the ages on probes (path 0 recent) with the RTL as built, 0 mismatches; with the
+    deadline taken from the wrong row (S1a's candidate instead of S1b's write; the read without
+    S1a's forward) path 0 is not recent and the lockstep fails. The forward register's
+    deadline (a write late) equals S1b's write there (the stale ACKs ahead date path 0 too):
+    it fails ``test_lockstep_ages``' traffic (seed 3), whose positive run is that test."""
+    if case == "wb_deadline_stale":
+        items = _with_ece(rc.traffic(*SMALL, 300, seed=3, black_hole=6, rto_ns=3000,
+                                     ack_loss=0.125, shared=2), 3)
+        with pytest.raises(Mismatch):
+            run_lockstep(items, seed=3, timers=PROBE_TIMERS, ages=True, p_idle=0.2, p_bp=0.4,
+                         dut_cls=_retransmit_with(*AGE_DEADLINE_WRONG[case]))
+        return
+    gap = 0 if case == "wb_deadline_unwritten" else 1
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
+    kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
+    res = run_lockstep(_health_forward_items(gap), ages=True, timers=timers, **kw)
+    assert [e[0] for e in res["model"].events if e[0] in ("probe", "timeout")][:1] == ["probe"]
+    wrong = _retransmit_with(*AGE_DEADLINE_WRONG[case])
+    try:
+        run_lockstep(_health_forward_items(gap), ages=True, timers=timers, dut_cls=wrong, **kw)
     except (Mismatch, AssertionError):
         return
     raise AssertionError("the wrong form passed")
