@@ -101,7 +101,8 @@ async def tx_paced_bench(dut):
     n = int(os.environ.get("TXP_BENCH_PACKETS", "8"))
     rate = int(os.environ.get("TXP_BENCH_RATE", "5000"))
     model, h = await _harness(dut, width)
-    drv = bench.driver(model.lay, width, n, rate)
+    drv = bench.driver(model.lay, width, n, rate,
+                       int(os.environ.get("TXP_BENCH_BYTES", "0")) or None)
     t0 = time.perf_counter()
     cycles = await drive(h, drv, busy=model.active)
     row = bench.row(drv, width, rate, cycles, time.perf_counter() - t0, h.mismatches,

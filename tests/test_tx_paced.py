@@ -44,11 +44,11 @@ def test_block_registered():
     assert not blocks.get("tx").make_component(64).pacing          # tx stays unpaced
 
 
-def _model_rows(rates, packets=4, **model_kw):
+def _model_rows(rates, packets=4, wr_bytes=None, **model_kw):
     rows = []
     for rate in rates:
         model = TxCycleModel(64, **SMALL, pacing=True, **model_kw)
-        drv = bench.driver(model.lay, 64, packets, rate)
+        drv = bench.driver(model.lay, 64, packets, rate, wr_bytes)
         run_alone(model, drv, busy=model.active)
         rows.append(bench.row(drv, 64, rate, drv.cycle, 0, None, "model"))
     return rows
@@ -85,6 +85,20 @@ def test_bench_model_condition_ignored_early():
     (``summary.not_early`` would be false)."""
     (r,) = _model_rows([10_000], pace_ignored=True)
     assert r["min_spacing_ns"] < r["gap_ns"]
+
+
+def test_bench_model_short_last_packet_uncharged():
+    """MR-TX-250 (``--wr-bytes``), MR-TXS-161 in the engine: WRITEs of 1.5 MTUs at 10 Gb/s, a
+    full-MTU packet and a 512-byte one each: the short one is not charged, so it follows its
+    full one at the gap and the next full one follows it at the data path's pace (602 wire bytes,
+    76 beats): the wire rate is about 1.4 times the connection's (what hw-tx-sched.md section 14
+    leaves out, the gap of a frame shorter than an MTU)."""
+    (r,) = _model_rows([10_000], wr_bytes=1_536)
+    assert r["packets"] == 8 and r["wr_bytes"] == 1_536
+    assert r["min_spacing_ns"] == -(-602 // 8) * NS
+    assert 13_000 < r["achieved_mbps"] < 15_000          # 13,745
+    (full,) = _model_rows([10_000])
+    assert full["achieved_mbps"] <= 10_000
 
 
 @pytest.mark.slow
