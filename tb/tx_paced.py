@@ -13,6 +13,8 @@ before its bounds); the comparison is the lockstep core of :mod:`metaroce.tb.loc
 cycles, more than the data path's time for a frame, so the pacer binds), connection 1 at the line
 rate, rate writes in 1 % of the cycles; idle cycles, backpressure on every output, random AXI
 read latency, lost frames and their resends. Results to ``TXP_OUT`` (JSON) if set.
+``TXP_PACE_IGNORED=1`` (negative control): the model without the scheduler's pacing condition
+against the paced RTL, which must mismatch.
 
 ``tx_paced_bench``: a row of ``metaroce bench tx_paced --sim verilator`` (MR-TX-250, the driver
 of :mod:`metaroce.benches.tx_paced`). Results to ``TXP_BENCH_OUT``.
@@ -40,9 +42,10 @@ def _sem():
                         **{k: SMALL[k] for k in _SCHED})
 
 
-async def _harness(dut, width, *, first=True):
-    """A fresh paced model and the RTL reset (the clock started by the first call only)."""
-    model = TxCycleModel(width, **SMALL, pacing=True)
+async def _harness(dut, width, *, first=True, pace_ignored=False):
+    """A fresh paced model and the RTL reset (the clock started by the first call only);
+    ``pace_ignored``: the model with the scheduler's condition left out (negative control)."""
+    model = TxCycleModel(width, **SMALL, pacing=True, pace_ignored=pace_ignored)
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs)
     for name in ins:
@@ -60,7 +63,9 @@ async def tx_paced_lockstep(dut):
     width = _width(dut)
     seed = int(os.environ.get("TXP_SEED", "1"))
     rate = int(os.environ.get("TXP_RATE", "5000"))
-    model, h = await _harness(dut, width)
+    # MR-TX-249's negative control: TXP_PACE_IGNORED=1 steps the model without the condition
+    model, h = await _harness(dut, width,
+                              pace_ignored=os.environ.get("TXP_PACE_IGNORED") == "1")
     items, lay = xc.traffic(_sem(), int(os.environ.get("TXP_WRS", "30")), seed=seed,
                             max_len=6 * SMALL["mtu"])
     drv = pc.PacedTxDriver(model.lay, width, items, lay,

@@ -136,6 +136,26 @@ def test_tx_paced_rtl_lockstep(tmp_path, seed):
 
 
 @pytest.mark.slow
+def test_tx_paced_rtl_lockstep_wrong_model_fails(tmp_path):
+    """MR-TX-249, negative control under Verilator: the same run (seed 1) against the model
+    with the scheduler's pacing condition left out (``pace_ignored``) fails: a mismatch (the
+    model sends a packet the RTL holds), no results written."""
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    b = tb_build.build(blocks.get("tx_paced"), 64)
+    out = tmp_path / "txp.json"
+    env = {"TXP_SEED": "1", "TXP_PACE_IGNORED": "1", "TXP_OUT": str(out),
+           "COCOTB_TEST_FILTER": "tx_paced_lockstep$"}
+    results = vl.run(b, "metaroce.tb.tx_paced", extra_env=env, log_file=str(tmp_path / "sim.log"),
+                     check=False)
+    n_tests, failures, skipped = vl.results_summary(results)
+    assert n_tests == 1 and len(failures) == 1 and not out.exists()
+    # seed 1: at cycle 65, reg_data (the sent counter) 5 in the RTL, 6 in the model
+    assert "RTL/model mismatch" in failures[0][1]
+    print(failures[0][1])
+
+
+@pytest.mark.slow
 def test_tx_paced_rtl_bench():
     """MR-TX-250: ``bench tx_paced --sim verilator``'s rows at 5 Gb/s (gap 1,821 ns) and the line
     rate are the model's, 0 mismatches; the 5 Gb/s spacing is the gap in whole cycles and 2
