@@ -56,7 +56,7 @@ from .retransmit import Retransmit
 from .tx_pace import PacedTxSched
 from .tx_sched import TxSched
 
-__all__ = ["TxJoin", "TxData", "Tx", "tx_small"]
+__all__ = ["TxJoin", "TxData", "Tx", "tx_small", "tx_paced_small"]
 
 _SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
 
@@ -423,3 +423,7 @@ def tx_small(width=64):
     """MR-TX-100: the small instance (models.tx.SMALL), the block ``tx``."""
     return Tx(width, **SMALL)
 
+
+def tx_paced_small(width=64):
+    """MR-TX-248: the small instance with pacing (MR-TX-232), the block ``tx_paced``."""
+    return Tx(width, **SMALL, pacing=True)

@@ -250,6 +250,19 @@ BLOCKS: dict[str, Block] = {
         shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
                 "fb": r"^fb$"},
     ),
+    # The TX engine's joined slice with the pacer in the scheduler (issue 12; hw-tx.md section
+    # 2.9, MR-TX-248): the pacer's write port and configuration added to tx's ports.
+    "tx_paced": Block(
+        name="tx_paced",
+        component="metaroce.hdl.tx:tx_paced_small",
+        model="metaroce.models.tx:tx_model_paced_small",
+        tb="metaroce.tb.tx_paced",
+        help="TX engine (joined slice) with pacing, small instance: tx's scheduler joined to the "
+             "per-frame pacer (a connection's frames spaced by its rate; docs/spec/hw-tx.md "
+             "section 2.9)",
+        shares={"sched": r"^sched$", "pacer": r"^pacer$", "rtx": r"^rtx$", "join": r"^join$",
+                "dma": r"^dma$", "fb": r"^fb$"},
+    ),
     # The whole engine: both halves, the ACK paths between them, the MAC transmit arbiter
     # (docs/spec/hw-engine.md section 5, MR-ENG-130).
     "engine": Block(

@@ -524,3 +524,8 @@ class TxCycleModel:
 def tx_model_small(width=64):
     """The model of the small instance ``hdl.tx.tx_small`` (MR-TX-100)."""
     return TxCycleModel(width, **SMALL)
+
+
+def tx_model_paced_small(width=64):
+    """The model of ``hdl.tx.tx_paced_small``, the block ``tx_paced`` (MR-TX-248)."""
+    return TxCycleModel(width, **SMALL, pacing=True)

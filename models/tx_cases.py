@@ -118,6 +118,10 @@ class Driver(CounterReadout):
     """Sources for ``s_cfg``, ``s_wr`` and ``s_ack``, sinks for ``m_axis``, ``m_cqe`` and
     ``m_error``, the host memory and the lossy receiver, all from one seed (module docstring)."""
 
+    #: quiet cycles (nothing moving, work open) before the driver ACKs every path, then moves
+    #: ``now`` on past the retransmit unit's timers
+    QUIET = 60
+
     def __init__(self, lay, width, items, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
                  loss=0.1, p_ack=0.3, p_axi=0.3, latency=(1, 40), ns_per_cycle=4, image=None,
                  acks=True, expect_frames=None, dead=(), counters=False, cw_setups=(), cc=None,
@@ -287,7 +291,7 @@ class Driver(CounterReadout):
         # quiet with work requests open, or with the retransmit unit's timers still running
         # after the last completion (a lost tail PSN whose chunk was acknowledged through its
         # resend): ACK every path, then let the timers expire
-        if self.acks and self.silent > 60:
+        if self.acks and self.silent > self.QUIET:
             if not self.flushed:
                 # every path's state, to resolve what the SACKs show lost (MR-REL-002)
                 for (conn, path) in list(self.rx):

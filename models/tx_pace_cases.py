@@ -15,10 +15,11 @@ from . import codec
 from . import pacer as pacer_model
 from . import protocol as P
 from .rx import pack
+from .tx_cases import BenchDriver
 from .tx_cases import Driver as TxDriver
 from .tx_sched_cases import Driver
 
-__all__ = ["PaceWrites", "PacedDriver", "PacedTxDriver", "check_frames_left", "check_spacing",
+__all__ = ["PaceWrites", "PacedDriver", "PacedTxDriver", "PacedBenchDriver", "bench_row", "check_frames_left", "check_spacing",
            "check_paced", "LINE_MBPS", "mtu_wire"]
 
 #: the line rate of the runs: at 4 ns a cycle and an MTU of 1,024 bytes (1,114 on the wire with
@@ -99,6 +100,57 @@ class PacedTxDriver(PaceWrites, TxDriver):
         conn = self.qp_conn[codec.decode(raw).bth.dest_qp]
         self.res.setdefault("left", []).append((conn, (self.now - self.ns_per_cycle) & P.TIME_MASK))
         super()._frame(raw, tuser)
+
+
+
+class PacedBenchDriver(PaceWrites, BenchDriver):
+    """MR-TX-250: ``bench tx_paced``'s run: the TX engine's bench driver (MR-TX-153: no idle
+    cycles, no backpressure, an AXI read latency of one cycle, every frame ACKed at once) with
+    ``n`` WRITEs of ``nbytes`` (default one MTU: one full-MTU packet each) all of connection 0
+    (its streams in turn), connection 0 opened at ``rate`` Mb/s (0: the line rate), connection 1
+    at the line rate, no rate writes after the opens; no loss, so no timer need expire: the
+    driver never moves ``now`` on while the pacer holds the frames (its quiet rule,
+    ``tx_cases.Driver.QUIET``, would), and a run ends on the model's ``active`` (the retransmit
+    unit's idle timers not counted)."""
+
+    QUIET = 1 << 30
+
+    def __init__(self, lay, width, n, rate, *, mtu, paths, nbytes=None):
+        from .tx_sched import OP_WRITE
+        from .tx_sched_cases import wr_item
+        nbytes = nbytes or mtu
+        super().__init__(lay, width, n, nbytes, paths=paths, mtu=mtu, rates=[rate, 0],
+                         p_rate=0.0)
+        # the bench driver's items, moved to connection 0 (their payloads where they were)
+        self.items = [wr_item(0, k % lay.sched.streams, nbytes, wr_id=k, op=OP_WRITE,
+                              laddr=it["laddr"], va=k * nbytes, rkey=1)
+                      for k, it in enumerate(self.items)]
+        self.wr_bytes = nbytes
+
+
+def bench_row(drv, width, rate, mtu, cycles, wall, mismatches, sim):
+    """MR-TX-250: one row of ``bench tx_paced`` from a finished :class:`PacedBenchDriver` run:
+    the kept gap of connection 0's rate (``pacer.mtu_gap_ns`` of a full-MTU frame's wire length;
+    0 at the line rate, where the pacer does not space), the frames' spacing on ``m_axis``
+    (first beat to first beat, from the second frame on: the first waits for its payload's read)
+    in ns, its mean and least, and the wire rate over those frames (``achieved_mbps``: each
+    frame's bytes and ``protocol.WIRE_OVERHEAD`` from the second frame's first beat to the last
+    one's)."""
+    wl = mtu_wire(mtu)
+    line = P.clamp_hint_mbps(rate, LINE_MBPS)
+    gap = pacer_model.mtu_gap_ns(wl, line) if line < LINE_MBPS else 0
+    ns = drv.ns_per_cycle
+    fb = drv.first_beats
+    steps = [(b - a) * ns for a, b in zip(fb[1:], fb[2:])]
+    mean = sum(steps) / len(steps) if steps else None
+    bits = sum((len(r) + P.WIRE_OVERHEAD) * 8 for r in drv.res["raw"][1:-1])
+    return {"width": width, "rate_mbps": rate, "line_mbps": LINE_MBPS,
+            "wr_bytes": drv.wr_bytes, "frame_wire_bytes": wl,
+            "gap_ns": gap, "packets": len(fb), "spacing_ns": round(mean) if mean else None,
+            "min_spacing_ns": min(steps) if steps else None,
+            "achieved_mbps": round(bits * 1000 / sum(steps)) if steps else None,
+            "lockstep_cycles_per_s": round(cycles / wall) if wall and sim != "model" else None,
+            "mismatches": mismatches, "sim": sim}
 
 
 def _bounds(paced):

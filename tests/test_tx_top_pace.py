@@ -18,7 +18,7 @@ from metaroce.models.tx_sched_cases import wr_item
 from metaroce.tb.lockstep import Mismatch, run_amaranth
 
 _SCHED = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
-#: MR-TX-236: connection 0 opened at 5 Gb/s (a full frame's gap 1,783 ns, about 446 cycles: more
+#: MR-TX-236: connection 0 opened at 5 Gb/s (a full frame's gap 1,821 ns, about 456 cycles: more
 #: than the data path's time for a frame, so the pacer binds), connection 1 at the line rate;
 #: rate writes in 1 % of the cycles from these rates
 PACE = dict(rates=[5_000, 0], p_rate=0.01, rate_choices=(5_000, 10_000, 0))
@@ -36,8 +36,8 @@ def _flat(sig):
     return out
 
 
-#: MR-TX-236: the default lockstep's pacing: connection 0 at 50 Gb/s (a full frame's gap 179 ns,
-#: 45 cycles), no rate writes after the opens, no loss
+#: MR-TX-236: the default lockstep's pacing: connection 0 at 50 Gb/s (a full frame's gap 183 ns,
+#: 46 cycles), no rate writes after the opens, no loss
 SHORT = dict(rates=[50_000, 0], p_rate=0.0)
 
 
