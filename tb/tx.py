@@ -40,9 +40,10 @@ def _sem():
                         **{k: SMALL[k] for k in _SCHED})
 
 
-async def _harness(dut, width, *, first=True):
-    """A fresh model and the RTL reset (the clock started by the first call only)."""
-    model = TxCycleModel(width, **SMALL)
+async def _harness(dut, width, *, first=True, **model_kw):
+    """A fresh model (``TxCycleModel``'s options ``model_kw``) and the RTL reset (the clock
+    started by the first call only)."""
+    model = TxCycleModel(width, **SMALL, **model_kw)
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs)
     for name in ins:

@@ -29,33 +29,16 @@ import cocotb
 
 from metaroce.models import tx_cases as xc
 from metaroce.models import tx_pace_cases as pc
-from metaroce.models.tx import SMALL, TxCycleModel
-from metaroce.models.tx_sched import TxSchedModel
+from metaroce.models.tx import SMALL
 
-from .lockstep import Lockstep, drive, model_port_lists
-
-_SCHED = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
-
-
-def _sem():
-    return TxSchedModel(SMALL["conns"], SMALL["streams"], SMALL["paths"], SMALL["depth"],
-                        **{k: SMALL[k] for k in _SCHED})
+from .lockstep import drive
+from .tx import _harness as tx_harness, _sem, _width
 
 
 async def _harness(dut, width, *, first=True, pace_ignored=False):
-    """A fresh paced model and the RTL reset (the clock started by the first call only);
-    ``pace_ignored``: the model with the scheduler's condition left out (negative control)."""
-    model = TxCycleModel(width, **SMALL, pacing=True, pace_ignored=pace_ignored)
-    ins, outs = model_port_lists(model)
-    h = Lockstep(dut, model, ins, outs)
-    for name in ins:
-        getattr(dut, name).value = 0
-    await h.start(monitor=False, start_clock=first)
-    return model, h
-
-
-def _width(dut):
-    return len(dut.m_axis__tdata)
+    """tb/tx.py's harness with the paced model; ``pace_ignored``: the model with the scheduler's
+    condition left out (negative control)."""
+    return await tx_harness(dut, width, first=first, pacing=True, pace_ignored=pace_ignored)
 
 
 @cocotb.test()

@@ -206,3 +206,17 @@ def dma_bench_run(args, ui, *, block, test, env_prefix):
 def _dma_bench_one(job):
     block, width, test, env, out_var = job
     return verilator_rows(block, width, test, env, out_var=out_var)
+
+
+def model_or_amaranth(model, drv, sim, make_dut, busy):
+    """Run a block bench's driver ``drv`` to its end: against ``model`` alone when ``sim`` is
+    "model" (returns None), else with the RTL ``make_dut()`` beside it in the Amaranth
+    simulator, every output compared every cycle (returns the lockstep core's mismatches)."""
+    if sim == "model":
+        while not drv.finished:
+            inp = drv.inputs()
+            drv.observe(inp, model.step(inp))
+            drv.settle(busy)
+        return None
+    from metaroce.tb.lockstep import run_amaranth
+    return run_amaranth(make_dut(), model, drv, busy=busy).mismatches

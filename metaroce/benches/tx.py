@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 
-from ._common import verilator_rows, widths_and_sizes
+from ._common import model_or_amaranth, verilator_rows, widths_and_sizes
 
 HELP = "TX engine (joined, small instance): packets/beats per cycle, ACKs per cycle, latency"
 
@@ -37,23 +37,14 @@ def add_arguments(p):
 def measure(width, nbytes, packets, sim):
     """One row (MR-TX-153) with the RTL in ``sim`` (or the model alone)."""
     from metaroce.models import tx_cases as xc
+    from metaroce.hdl.tx import tx_small
     from metaroce.models.tx import SMALL, TxCycleModel
     rows = {}
     for kind, cls in (("run", xc.BenchDriver), ("acks", xc.AckBurstDriver)):
         model = TxCycleModel(width, **SMALL)
         drv = cls(model.lay, width, packets, nbytes, paths=SMALL["paths"])
         t0 = time.perf_counter()
-        mism = None
-        if sim == "model":
-            while not drv.finished:
-                inp = drv.inputs()
-                drv.observe(inp, model.step(inp))
-                drv.settle(model.busy)
-        else:
-            from metaroce.hdl.tx import tx_small
-            from metaroce.tb.lockstep import run_amaranth
-            core = run_amaranth(tx_small(width), model, drv, busy=model.busy)
-            mism = core.mismatches
+        mism = model_or_amaranth(model, drv, sim, lambda: tx_small(width), model.busy)
         wall = time.perf_counter() - t0
         rows[kind] = (drv.row(width, nbytes), drv.cycle, wall, mism)
     r, cycles, wall, mism = rows["run"]

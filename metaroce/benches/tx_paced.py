@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from ._common import WIDTHS, parse_list, verilator_rows
+from ._common import WIDTHS, model_or_amaranth, parse_list, verilator_rows
 
 HELP = "TX engine with pacing (small instance): frame spacing on m_axis per pacing rate"
 
@@ -51,21 +51,12 @@ def row(drv, width, rate, cycles, wall, mismatches, sim):
 
 def measure(width, rate, packets, sim, wr_bytes=None):
     """One row (MR-TX-250) with the RTL in ``sim`` (or the model alone)."""
+    from metaroce.hdl.tx import tx_paced_small
     from metaroce.models.tx import SMALL, TxCycleModel
     model = TxCycleModel(width, **SMALL, pacing=True)
     drv = driver(model.lay, width, packets, rate, wr_bytes)
     t0 = time.perf_counter()
-    mism = None
-    if sim == "model":
-        while not drv.finished:
-            inp = drv.inputs()
-            drv.observe(inp, model.step(inp))
-            drv.settle(model.active)
-    else:
-        from metaroce.hdl.tx import tx_paced_small
-        from metaroce.tb.lockstep import run_amaranth
-        core = run_amaranth(tx_paced_small(width), model, drv, busy=model.active)
-        mism = core.mismatches
+    mism = model_or_amaranth(model, drv, sim, lambda: tx_paced_small(width), model.active)
     return row(drv, width, rate, drv.cycle, time.perf_counter() - t0, mism, sim)
 
 
