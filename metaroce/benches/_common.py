@@ -77,6 +77,14 @@ def parse_list(text, conv=float):
 WIDTHS = (64, 128, 256, 512)
 
 
+def check_widths(ws, widths=WIDTHS):
+    """A one-line CliError for a width in ``ws`` that is not one of ``widths``."""
+    from ..cli import CliError
+    for w in ws:
+        if w not in widths:
+            raise CliError(f"width {w} not supported (use {', '.join(map(str, widths))})")
+
+
 def widths_and_sizes(args, lo, hi, what="payload size", widths=WIDTHS):
     """``args.widths`` and ``args.sizes`` as lists of ints, each width one of ``widths`` and each
     size in ``lo..hi`` bytes (``what`` names it); a one-line CliError otherwise."""
@@ -86,9 +94,7 @@ def widths_and_sizes(args, lo, hi, what="payload size", widths=WIDTHS):
         sizes = parse_list(args.sizes, int)
     except ValueError as e:
         raise CliError(str(e)) from None
-    for w in ws:
-        if w not in widths:
-            raise CliError(f"width {w} not supported (use {', '.join(map(str, widths))})")
+    check_widths(ws, widths)
     for s in sizes:
         if not lo <= s <= hi:
             raise CliError(f"{what} {s} outside {lo}..{hi} bytes")

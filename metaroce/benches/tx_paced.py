@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from ._common import WIDTHS, model_or_amaranth, parse_list, verilator_rows
+from ._common import check_widths, model_or_amaranth, parse_list, verilator_rows
 
 HELP = "TX engine with pacing (small instance): frame spacing on m_axis per pacing rate"
 
@@ -75,9 +75,7 @@ def run(args, ui):
         widths, rates = parse_list(args.widths, int), parse_list(args.rates, int)
     except ValueError as e:
         raise CliError(str(e)) from None
-    for w in widths:
-        if w not in WIDTHS:
-            raise CliError(f"width {w} not supported (use {', '.join(map(str, WIDTHS))})")
+    check_widths(widths)
     for r in rates:
         if not 0 <= r < 1 << 19:
             raise CliError(f"rate {r} outside 0..{(1 << 19) - 1} Mb/s")
