@@ -175,6 +175,9 @@ NAK_STATUS = {
 
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
 NS = P.NS_PER_S
+# NS as a float (exact): a float time times it is the same product as ``now * NS`` (the int is
+# converted exactly), and CPython 3.11 specialises the float-by-float multiply (MR-ENG-050)
+_NS_F = float(NS)
 _NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
 _XOK_NONE = 1 << 62     # _Path.xok: no due time (later than any send time)
 _XOK_STALE = -(1 << 62)     # _Path.xok: not known
@@ -750,11 +753,15 @@ class Connection:
             self.unsent -= 1
             act = self.s_active
             s = act[k]
-            del act[k]
             if m.next_chunk >= m.nchunks:
                 self.stx[s].popleft()
-            if self.stx[s]:
-                act.append(s)       # MR-ENG-030: to the back of the round robin
+            if not self.stx[s]:
+                del act[k]
+            elif k != len(act) - 1:
+                # MR-ENG-030: to the back of the round robin (the last one stays: deleting and
+                # appending it would free and grow the list's storage on every packet)
+                del act[k]
+                act.append(s)
         if self.last_progress is None:
             self.last_progress = now        # MR-ENG-040: work outstanding from now
             if not self.prog_armed:
@@ -2566,7 +2573,7 @@ class Endpoint(VerbsHost):
     def next_packet(self, now):
         """The next frame to put on the wire at ``now`` (seconds), or ``None``:
         ``VerbsHost.next_packet`` at ``now`` in integer ns (MR-ENG-050), with ``_serve`` inlined."""
-        now = int(now * NS + 0.5)
+        now = int(now * _NS_F + 0.5)
         t = self._timers
         if t and t[0][0] <= now:
             self._run_timers(now)
@@ -2608,13 +2615,13 @@ class Endpoint(VerbsHost):
                 heapq.heappop(t)
                 obj.prog_armed = False
                 continue
-            return d / NS if d > now * NS else now
+            return d / NS if d > now * _NS_F else now
         return None
 
     def receive(self, frame, now):
         """A frame arrived from the wire (data, ACK or NAK) at ``now`` (seconds)
         (MR-ERR-001..002)."""
-        now = int(now * NS + 0.5)       # MR-ENG-050: converted once, integer ns inside
+        now = int(now * _NS_F + 0.5)    # MR-ENG-050: converted once, integer ns inside
         t = self._timers
         if t and t[0][0] <= now:
             self._run_timers(now)
