@@ -353,12 +353,12 @@ class Link:
 
     @property
     def rate(self):
+        """Bits per second (a new rate empties the ``ser_time`` memo)."""
         return self._rate
 
     @rate.setter
     def rate(self, rate_bps):
-        self._rate = rate_bps
-        self._ser = {}
+        self._rate, self._ser = rate_bps, {}
 
     @property
     def pcap(self):
