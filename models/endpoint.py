@@ -175,8 +175,10 @@ NAK_STATUS = {
 
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
 NS = P.NS_PER_S
-# NS as a float (exact): a float time times it is the same product as ``now * NS`` (the int is
-# converted exactly), and CPython 3.11 specialises the float-by-float multiply (MR-ENG-050)
+# MR-ENG-050: a time in seconds to integer ns is ``int(now * NS + 0.5)``, written
+# ``(now * _NS_F + 0.5).__trunc__()``: NS as a float is exact, so the product is the same, and
+# CPython 3.11 specialises the float-by-float multiply; ``float.__trunc__`` is what ``int()`` of a
+# float runs, without the call of the ``int`` type (about 500 machine instructions less)
 _NS_F = float(NS)
 _NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
 _XOK_NONE = 1 << 62     # _Path.xok: no due time (later than any send time)
@@ -753,15 +755,11 @@ class Connection:
             self.unsent -= 1
             act = self.s_active
             s = act[k]
+            del act[k]
             if m.next_chunk >= m.nchunks:
                 self.stx[s].popleft()
-            if not self.stx[s]:
-                del act[k]
-            elif k != len(act) - 1:
-                # MR-ENG-030: to the back of the round robin (the last one stays: deleting and
-                # appending it would free and grow the list's storage on every packet)
-                del act[k]
-                act.append(s)
+            if self.stx[s]:
+                act.append(s)       # MR-ENG-030: to the back of the round robin
         if self.last_progress is None:
             self.last_progress = now        # MR-ENG-040: work outstanding from now
             if not self.prog_armed:
@@ -930,7 +928,7 @@ class Connection:
         return _data_frame(hdrs[0], hdrs[1], u, op, self.pkey, self.peer_id, 1 if ack_req else 0, psn,
                            flags, p.idx, m.stream, m.msg, off, m.length, reth,
                            MRSH(m.recv_seq) if m.recv_seq is not None else None, m.imm,
-                           bytes(m.mv[off:off + nbytes]))
+                           m.mv[off:off + nbytes].tobytes())     # = bytes(...), without the type's call
 
     def _rearm(self, p):
         """MR-REL-006: the timer runs from the send time of the path's oldest live packet;
@@ -2573,7 +2571,7 @@ class Endpoint(VerbsHost):
     def next_packet(self, now):
         """The next frame to put on the wire at ``now`` (seconds), or ``None``:
         ``VerbsHost.next_packet`` at ``now`` in integer ns (MR-ENG-050), with ``_serve`` inlined."""
-        now = int(now * _NS_F + 0.5)
+        now = (now * _NS_F + 0.5).__trunc__()      # int(now * NS + 0.5), see _NS_F
         t = self._timers
         if t and t[0][0] <= now:
             self._run_timers(now)
@@ -2621,7 +2619,7 @@ class Endpoint(VerbsHost):
     def receive(self, frame, now):
         """A frame arrived from the wire (data, ACK or NAK) at ``now`` (seconds)
         (MR-ERR-001..002)."""
-        now = int(now * _NS_F + 0.5)    # MR-ENG-050: converted once, integer ns inside
+        now = (now * _NS_F + 0.5).__trunc__()      # MR-ENG-050: int(now * NS + 0.5), see _NS_F
         t = self._timers
         if t and t[0][0] <= now:
             self._run_timers(now)
