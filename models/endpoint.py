@@ -249,16 +249,13 @@ class _SMsg:
 
 class _Rec:
     """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001).
-    ``Connection._next_frame`` builds it field by field (every packet): a new field goes there too."""
+    ``Connection._next_frame`` builds it field by field (every packet; no ``__init__``: a class
+    without one is made by a plain ``_Rec()``, cheaper than ``object.__new__(_Rec)``): ``msg``,
+    ``idx`` (chunk), ``t`` (send time, ns), ``nbytes``; ``lost`` (resolved, or declared lost: no
+    longer in flight), ``probe``, ``req`` (sent with BTH AckReq: the receiver ACKs it at once),
+    ``free`` (a first-window packet outside the hinted window, MR-CC-007), ``twin`` ((record,
+    path) of a doubled resend's other copy, MR-REL-012). A new field goes there too."""
     __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free", "twin")
-
-    def __init__(self, msg, idx, t, nbytes):
-        self.msg, self.idx, self.t, self.nbytes = msg, idx, t, nbytes
-        self.lost = False           # resolved, or declared lost: no longer in flight
-        self.probe = False
-        self.req = False            # sent with BTH AckReq: the receiver ACKs it at once
-        self.free = False           # first-window packet outside the hinted window (MR-CC-007)
-        self.twin = None            # (record, path) of a doubled resend's other copy (MR-REL-012)
 
 
 class _Path:
@@ -767,7 +764,7 @@ class Connection:
                 ep._push(now + ep._wr_timeout_ns, 5, self, 0)
         psn = p.next_psn
         p.next_psn = (psn + 1) & P.PSN_MASK
-        rec = _new(_Rec)            # _Rec(m, i, now, nbytes) without the __init__ call
+        rec = _Rec()                # every field set below (_Rec has no __init__)
         rec.msg = m
         rec.idx = i
         rec.t = now
@@ -1123,7 +1120,7 @@ class Connection:
                 return
         ring = p.ring
         rec = p.rec(trigger) if n else None
-        wit = None
+        wit = None          # the witness for MR-REL-009: the send time of the packet timed here
         if rec is not None and not rec.probe:
             sample = now - rec.t
             if p.min_rtt is None or sample < p.min_rtt:
@@ -1143,7 +1140,8 @@ class Connection:
                     self.rtt_last = sample
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
-            wit = (rec.t, sample - p.min_rtt)
+            wit = rec.t
+            wit_q = sample - p.min_rtt      # the queueing delay it saw
         pkts = nbytes = 0
         d_trig = (trigger - floor) & _PSN_MASK     # = psn_dist(floor, trigger) wherever j below can equal it
         reqs_seen = reqs_lost = 0
@@ -1370,7 +1368,7 @@ class Connection:
         if n > 0:
             self._rearm(p)
         if wit is not None and len(self.paths) > 1:
-            self._xpath(p, wit[0], wit[1], now)
+            self._xpath(p, wit, wit_q, now)
         if not self.in_ready:
             ep._make_ready(self)
 
