@@ -175,6 +175,11 @@ NAK_STATUS = {
 
 _ACTIVE, _RETIRED, _PROBING = 0, 1, 2
 NS = P.NS_PER_S
+# MR-ENG-050: a time in seconds to integer ns is ``int(now * NS + 0.5)``, written
+# ``(now * _NS_F + 0.5).__trunc__()``: NS as a float is exact, so the product is the same, and
+# CPython 3.11 specialises the float-by-float multiply; ``float.__trunc__`` is what ``int()`` of a
+# float runs, without the call of the ``int`` type (about 500 machine instructions less)
+_NS_F = float(NS)
 _NEVER = -(1 << 62)     # ns: "long ago" for last-event times (MR-ENG-050)
 _XOK_NONE = 1 << 62     # _Path.xok: no due time (later than any send time)
 _XOK_STALE = -(1 << 62)     # _Path.xok: not known
@@ -244,16 +249,13 @@ class _SMsg:
 
 class _Rec:
     """One transmitted PSN on a path, kept until an ACK resolves it (MR-REL-001).
-    ``Connection._next_frame`` builds it field by field (every packet): a new field goes there too."""
+    ``Connection._next_frame`` builds it field by field (every packet; no ``__init__``: a class
+    without one is made by a plain ``_Rec()``, cheaper than ``object.__new__(_Rec)``): ``msg``,
+    ``idx`` (chunk), ``t`` (send time, ns), ``nbytes``; ``lost`` (resolved, or declared lost: no
+    longer in flight), ``probe``, ``req`` (sent with BTH AckReq: the receiver ACKs it at once),
+    ``free`` (a first-window packet outside the hinted window, MR-CC-007), ``twin`` ((record,
+    path) of a doubled resend's other copy, MR-REL-012). A new field goes there too."""
     __slots__ = ("msg", "idx", "t", "nbytes", "lost", "probe", "req", "free", "twin")
-
-    def __init__(self, msg, idx, t, nbytes):
-        self.msg, self.idx, self.t, self.nbytes = msg, idx, t, nbytes
-        self.lost = False           # resolved, or declared lost: no longer in flight
-        self.probe = False
-        self.req = False            # sent with BTH AckReq: the receiver ACKs it at once
-        self.free = False           # first-window packet outside the hinted window (MR-CC-007)
-        self.twin = None            # (record, path) of a doubled resend's other copy (MR-REL-012)
 
 
 class _Path:
@@ -762,7 +764,7 @@ class Connection:
                 ep._push(now + ep._wr_timeout_ns, 5, self, 0)
         psn = p.next_psn
         p.next_psn = (psn + 1) & P.PSN_MASK
-        rec = _new(_Rec)            # _Rec(m, i, now, nbytes) without the __init__ call
+        rec = _Rec()                # every field set below (_Rec has no __init__)
         rec.msg = m
         rec.idx = i
         rec.t = now
@@ -923,7 +925,7 @@ class Connection:
         return _data_frame(hdrs[0], hdrs[1], u, op, self.pkey, self.peer_id, 1 if ack_req else 0, psn,
                            flags, p.idx, m.stream, m.msg, off, m.length, reth,
                            MRSH(m.recv_seq) if m.recv_seq is not None else None, m.imm,
-                           bytes(m.mv[off:off + nbytes]))
+                           m.mv[off:off + nbytes].tobytes())     # = bytes(...), without the type's call
 
     def _rearm(self, p):
         """MR-REL-006: the timer runs from the send time of the path's oldest live packet;
@@ -1118,7 +1120,7 @@ class Connection:
                 return
         ring = p.ring
         rec = p.rec(trigger) if n else None
-        wit = None
+        wit = None          # the witness for MR-REL-009: the send time of the packet timed here
         if rec is not None and not rec.probe:
             sample = now - rec.t
             if p.min_rtt is None or sample < p.min_rtt:
@@ -1138,7 +1140,8 @@ class Connection:
                     self.rtt_last = sample
             p.srtt, p.rttvar = P.rtt_update_ns(p.srtt, p.rttvar, sample)   # MR-REL-005, MR-ENG-052
             p.backoff = 1
-            wit = (rec.t, sample - p.min_rtt)
+            wit = rec.t
+            wit_q = sample - p.min_rtt      # the queueing delay it saw
         pkts = nbytes = 0
         d_trig = (trigger - floor) & _PSN_MASK     # = psn_dist(floor, trigger) wherever j below can equal it
         reqs_seen = reqs_lost = 0
@@ -1365,7 +1368,7 @@ class Connection:
         if n > 0:
             self._rearm(p)
         if wit is not None and len(self.paths) > 1:
-            self._xpath(p, wit[0], wit[1], now)
+            self._xpath(p, wit, wit_q, now)
         if not self.in_ready:
             ep._make_ready(self)
 
@@ -2210,6 +2213,15 @@ def _check_config(cfg):
         integer("chunk_window", 1, 1 << 20)
 
 
+class Stats(Counter):
+    """An endpoint's ``stats``: a :class:`~collections.Counter` whose stores run the dict's own
+    code. ``Counter.__delitem__`` is Python (no KeyError for a missing key), and with it CPython
+    sends every store into the counter (``stats[k] += 1``, several per packet) through a
+    Python-level slot and ``dict.__setitem__``: about 1,000 machine instructions each. Here
+    ``del`` is the dict's (a missing key raises KeyError; nothing deletes these counters)."""
+    __delitem__ = dict.__delitem__
+
+
 class VerbsHost:
     """What every endpoint kind shares (the contract in ``docs/endpoint-api.md``): memory
     registration, the completion queue, the ready list the NIC serves, drop counters.
@@ -2225,7 +2237,7 @@ class VerbsHost:
         self._ready = deque()
         self._timers = []
         self._tseq = 0
-        self.stats = Counter()
+        self.stats = Stats()
 
     def reg_mr(self, buf, access=ACCESS_ALL):
         """Register ``buf`` (a bytearray) and return its key (rkey == lkey) (MR-PLC-002)."""
@@ -2363,7 +2375,7 @@ class Endpoint(VerbsHost):
       as RC QPs exchange their starting PSNs); exercises the 2^24 wrap (MR-SEQ-001). A
       connection's own ``init_psn``/``peer_init_psn`` override it (MR-CONN-107).
 
-    ``stats`` (a ``Counter``; counters only increase). Sender: ``packets_sent`` (all frames),
+    ``stats`` (a ``Counter``, :class:`Stats`; counters only increase). Sender: ``packets_sent`` (all frames),
     ``data_packets_sent``, ``retransmitted``, ``gap_losses`` (MR-REL-002), ``timeouts``,
     ``spurious_retransmits`` (a chunk acknowledged twice, MR-REL-004), ``xpath_losses``
     (MR-REL-009), ``acks_received``, ``acks_stale`` (MR-SEC-151: resolved nothing, ignored),
@@ -2566,7 +2578,7 @@ class Endpoint(VerbsHost):
     def next_packet(self, now):
         """The next frame to put on the wire at ``now`` (seconds), or ``None``:
         ``VerbsHost.next_packet`` at ``now`` in integer ns (MR-ENG-050), with ``_serve`` inlined."""
-        now = int(now * NS + 0.5)
+        now = (now * _NS_F + 0.5).__trunc__()      # int(now * NS + 0.5), see _NS_F
         t = self._timers
         if t and t[0][0] <= now:
             self._run_timers(now)
@@ -2608,13 +2620,13 @@ class Endpoint(VerbsHost):
                 heapq.heappop(t)
                 obj.prog_armed = False
                 continue
-            return d / NS if d > now * NS else now
+            return d / NS if d > now * _NS_F else now
         return None
 
     def receive(self, frame, now):
         """A frame arrived from the wire (data, ACK or NAK) at ``now`` (seconds)
         (MR-ERR-001..002)."""
-        now = int(now * NS + 0.5)       # MR-ENG-050: converted once, integer ns inside
+        now = (now * _NS_F + 0.5).__trunc__()      # MR-ENG-050: int(now * NS + 0.5), see _NS_F
         t = self._timers
         if t and t[0][0] <= now:
             self._run_timers(now)

@@ -223,7 +223,8 @@ def rtt_update_ns(srtt, rttvar, sample):
     ``srtt`` is ``None`` before the first sample. Shifts of negative values round toward minus
     infinity (an arithmetic shift in the RTL), so the estimator never drifts upward by rounding.
     """
-    sample = int(sample)
+    if type(sample) is not int:     # int(sample), without the int type's call for an int (every ACK)
+        sample = int(sample)
     if srtt is None:
         return sample, sample >> 1
     err = sample - srtt
@@ -259,7 +260,8 @@ def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, b
     no increase while it is at least ``sum_max`` (the connection window's cap).
     Returns ``(cwnd, decreased)``; loss alone changes nothing.
     """
-    cwnd = int(cwnd)
+    if type(cwnd) is not int:       # int(cwnd); the tests skip the int type's call (every ACK)
+        cwnd = int(cwnd)
     if ce_q > 0:
         if not may_decrease:
             return cwnd, False
@@ -269,12 +271,13 @@ def aimd_fx(cwnd, acked_bytes, ce_q, may_decrease, *, mtu, cwnd_min, cwnd_max, b
         # the min and max of the formula written out, as the builtins' calls cost more (every ACK)
         total = cwnd
         if cwnd_sum is not None:
-            s = int(cwnd_sum)
+            s = cwnd_sum if type(cwnd_sum) is int else int(cwnd_sum)
             if s > cwnd:
                 total = s
         if sum_max is None or total < sum_max:
-            grown = cwnd + (mtu * int(acked_bytes)) // (total if total > 1 else 1)
-            cap = int(cwnd_max)
+            grown = cwnd + (mtu * (acked_bytes if type(acked_bytes) is int else int(acked_bytes))
+                            ) // (total if total > 1 else 1)
+            cap = cwnd_max if type(cwnd_max) is int else int(cwnd_max)
             cwnd = grown if grown < cap else cap
     return cwnd, False
 

@@ -117,6 +117,15 @@ class Sim:
                     heappush(T, t)
                     del b[left:]
                 left -= len(b)
+            if len(b) == 1:
+                # one event at this time (most times): no iterator, nothing to put back (an
+                # event that raises is consumed, as below)
+                fn, arg = b[0]
+                n += 1
+                fn(arg)
+                if self.stopped:
+                    break
+                continue
             it = iter(b)
             try:
                 for fn, arg in it:
@@ -164,6 +173,7 @@ def push(sim, t, fn, arg):
 
 
 _HDR_LEN = {}
+_HDR_LEN4 = {}      # opcode -> _HDR_LEN[(opcode, True, 4)]: untagged IPv4 (most frames), no tuple key
 
 
 def frame_len(frame):
@@ -180,6 +190,8 @@ def frame_len(frame):
             n = _HDR_LEN[key] = wire_len(frame)
         finally:
             frame.payload = saved
+        if key[1] and ip.version == 4:
+            _HDR_LEN4[key[0]] = n
     plen = len(frame.payload)
     return n + plen + (-plen) % 4
 
@@ -303,14 +315,18 @@ class Link:
             raise ValueError(f"link {name}: rate must be > 0 and delay >= 0")
         self.sim = sim
         self.name = name
-        self.rate = float(rate_bps)
+        self._rate = float(rate_bps)
+        self._ser = {}          # frame size -> ser_time(size): every hop needs it (a dict read)
         self.delay = float(delay)
         self.dst = dst
         self.dst_port = dst_port
         self.plane = plane
         self._up = True
         self._hist = []         # (time, up) of every state change, for frames sent ahead
-        self.pcap = None
+        self._pcap = None
+        # an arrival's one test for what most links never have: a pcap, or corrupted frames
+        # (bytes, made by carry's faults) that may be on the way
+        self._taps = False
         self.src_tx = None      # the OutPort or NicPort that sends on this link (PFC pauses it)
         # counters (``stats``): attributes, which the per-frame paths add to cheaply
         self.frames = self.bytes = self.delivered = self.lost = self.down_drops = 0
@@ -336,6 +352,25 @@ class Link:
         return {k: getattr(self, k) for k in _LINK_COUNTERS}
 
     @property
+    def rate(self):
+        """Bits per second (a new rate empties the ``ser_time`` memo)."""
+        return self._rate
+
+    @rate.setter
+    def rate(self, rate_bps):
+        self._rate, self._ser = rate_bps, {}
+
+    @property
+    def pcap(self):
+        """A :class:`~metaroce.models.pcap.Writer` that gets every frame the link delivers, or None."""
+        return self._pcap
+
+    @pcap.setter
+    def pcap(self, writer):
+        self._pcap = writer
+        self._taps = self._taps or writer is not None
+
+    @property
     def up(self):
         return self._up
 
@@ -353,7 +388,9 @@ class Link:
         return True
 
     def ser_time(self, size):
-        return (size + FRAME_OVERHEAD) * 8.0 / self.rate
+        """Seconds on the wire of a ``size``-byte frame (MR-FAB-001); memoised in ``_ser``."""
+        ser = self._ser[size] = (size + FRAME_OVERHEAD) * 8.0 / self._rate
+        return ser
 
     def carry(self, frame, ser, start=None):
         """Called when ``frame`` starts serialising, or earlier with its future ``start`` time
@@ -390,6 +427,7 @@ class Link:
             bit = rng.randrange(14 * 8, len(data) * 8)   # IP header onward
             data[bit >> 3] ^= 1 << (bit & 7)
             frame = bytes(data)
+            self._taps = True       # from now on an arrival may be bytes
         d = fl.extra_delay(rng)
         if d:
             self.delayed += 1
@@ -409,9 +447,16 @@ class Link:
             self.down_drops += 1
             return
         self.delivered += 1
-        if self.pcap is not None:
+        if self._taps:
+            self._deliver_tapped(frame)
+            return
+        self.dst.receive(frame, self.dst_port)
+
+    def _deliver_tapped(self, frame):
+        """Delivery on a link with a pcap or that corrupted frames (``_taps``)."""
+        if self._pcap is not None:
             data = frame if isinstance(frame, bytes) else codec.encode(_copy_frame(frame))
-            self.pcap.write(data, self.sim.now)
+            self._pcap.write(data, self.sim.now)
         if type(frame) is bytes:
             self.dst.receive_bytes(frame, self.dst_port)
             return
@@ -422,11 +467,8 @@ class Link:
             self.down_drops += 1
             return
         self.delivered += 1
-        if self.pcap is not None:
-            data = frame if isinstance(frame, bytes) else codec.encode(_copy_frame(frame))
-            self.pcap.write(data, self.sim.now)
-        if type(frame) is bytes:
-            self.dst.receive_bytes(frame, self.dst_port)
+        if self._taps:
+            self._deliver_tapped(frame)
             return
         self.dst.receive(frame, self.dst_port)
 
@@ -692,7 +734,10 @@ class OutPort:
         if self.qlog is not None:
             self.qlog.append((now, qbytes))
         link = self.link
-        ser = (size + FRAME_OVERHEAD) * 8.0 / link.rate
+        try:
+            ser = link._ser[size]         # link.ser_time(size), memoised
+        except KeyError:
+            ser = link.ser_time(size)
         start = self.free_at if self.free_at > now else now
         end = start + ser
         self.free_at = end
@@ -726,9 +771,14 @@ class OutPort:
         the data behind it is delayed by it (the link's time is conserved; a queued data frame
         may overlap a control frame on the wire by that frame's few nanoseconds)."""
         cdeps = self.cdeps
-        cbytes = self.cbytes
-        while cdeps and cdeps[0][0] < now:
-            cbytes -= cdeps.popleft()[1]
+        if self.cfree_at < now:
+            # every queued control frame has left (the common case), as in _enqueue_fifo
+            cbytes = 0
+            cdeps.clear()
+        else:
+            cbytes = self.cbytes
+            while cdeps and cdeps[0][0] < now:
+                cbytes -= cdeps.popleft()[1]
         if self.buffer is not None and cbytes + size > self.buffer:
             self.cbytes = cbytes
             self._drop()
@@ -740,7 +790,10 @@ class OutPort:
         if self.cfree_at > start:
             start = self.cfree_at
         link = self.link
-        ser = (size + FRAME_OVERHEAD) * 8.0 / link.rate
+        try:
+            ser = link._ser[size]         # link.ser_time(size), memoised
+        except KeyError:
+            ser = link.ser_time(size)
         end = start + ser
         self.cfree_at = end
         self.free_at = (self.free_at if self.free_at > now else now) + ser
@@ -795,7 +848,7 @@ class OutPort:
             self._on_ctrl = True
             self.busy = True
             link = self.link
-            ser = (frame._wl + FRAME_OVERHEAD) * 8.0 / link.rate
+            ser = (frame._wl + FRAME_OVERHEAD) * 8.0 / link._rate
             link.carry(frame, ser)
             push(self.sim, self.sim.now + ser, self._done, None)
             return
@@ -809,7 +862,7 @@ class OutPort:
             return
         self.busy = True
         link = self.link
-        ser = (frame._wl + FRAME_OVERHEAD) * 8.0 / link.rate
+        ser = (frame._wl + FRAME_OVERHEAD) * 8.0 / link._rate
         link.carry(frame, ser)
         push(self.sim, self.sim.now + ser, self._done, None)
 
@@ -860,7 +913,8 @@ class Switch:
         self.seed = zlib.crc32(f"{seed}:{name}".encode())
         self.ports = []
         self.routes = {}        # dst IP -> tuple of OutPort (equal cost): change by add_route/drop_route
-        self._fwd = {}          # (dst, src, sport, dport, proto) -> OutPort: routes and ECMP, cached
+        self._one = {}          # dst IP -> OutPort of the routes with one next hop (no 5-tuple needed)
+        self._fwd = {}          # (dst, src, sport, dport, proto) -> OutPort: ECMP routes, cached
         self.rx = self.no_route = self.fcs_drops = self.pauses_sent = 0     # counters (``stats``)
         self.pfc = pfc
         self.ing = {}           # PFC: (ingress link, priority) -> bytes queued in this switch
@@ -882,10 +936,15 @@ class Switch:
                 "pauses_sent": self.pauses_sent}
 
     def add_route(self, dst_ip, ports):
-        self.routes[dst_ip] = tuple(ports)
+        hops = self.routes[dst_ip] = tuple(ports)
+        if len(hops) == 1:
+            self._one[dst_ip] = hops[0]
+        else:
+            self._one.pop(dst_ip, None)
         self._fwd.clear()
 
     def drop_route(self, dst_ip):
+        self._one.pop(dst_ip, None)
         if self.routes.pop(dst_ip, None) is not None:
             self._fwd.clear()
 
@@ -924,13 +983,15 @@ class Switch:
         for a 5-tuple is cached until the routes change (add_route, drop_route)."""
         self.rx += 1
         ip = frame.ip
-        u = frame.udp
-        key = (ip.dst, ip.src, u.sport, u.dport, ip.proto)
-        port = self._fwd.get(key)
+        port = self._one.get(ip.dst)
         if port is None:
-            port = self._forward(frame, key)
+            u = frame.udp
+            key = (ip.dst, ip.src, u.sport, u.dport, ip.proto)
+            port = self._fwd.get(key)
             if port is None:
-                return
+                port = self._forward(frame, key)
+                if port is None:
+                    return
         if self.pfc is None:
             # port.enqueue's dispatch, inlined (every hop)
             if port._fifo:
@@ -975,13 +1036,16 @@ class NicPort:
         self.q = deque()
         self.busy = False
         self.paused = set()
-        self._on_done = self._done      # bound once (see Link._on_arrive)
+        self._done_ev = (self._done, None)  # its "done" event, built once (see Link._on_arrive)
 
     def start(self, frame):
         self.busy = True
         link = self.link
         size = frame._wl
-        ser = (size + FRAME_OVERHEAD) * 8.0 / link.rate
+        try:
+            ser = link._ser[size]         # link.ser_time(size), memoised
+        except KeyError:
+            ser = link.ser_time(size)
         sim = self.host.sim
         if link.faults is not None:
             link.carry(frame, ser)
@@ -1003,10 +1067,10 @@ class NicPort:
         t = sim.now + ser
         b = sim._b.get(t)
         if b is None:
-            sim._b[t] = [(self._on_done, None)]
+            sim._b[t] = [self._done_ev]
             heappush(sim._t, t)
         else:
-            b.append((self._on_done, None))
+            b.append(self._done_ev)
 
     def blocked(self, frame):
         return self.busy or (self.paused and frame.eth.pcp in self.paused)
@@ -1114,7 +1178,10 @@ class Host:
                 return
             if self.wire_bytes:
                 f = codec.decode(codec.encode(f))
-            n = _HDR_LEN.get((f.bth.opcode, f.eth.vlan is None, f.ip.version))
+            if f.eth.vlan is None and f.ip.version == 4:
+                n = _HDR_LEN4.get(f.bth.opcode)
+            else:
+                n = _HDR_LEN.get((f.bth.opcode, f.eth.vlan is None, f.ip.version))
             if n is None:
                 f._wl = frame_len(f)
             else:                       # frame_len inlined

@@ -1170,3 +1170,74 @@ def test_control_queue_serves_acks_first(control, shared):
     # every frame's serialisation is on the link once: the last data frame ends at the sum
     assert sink.got[-1][2] == pytest.approx(6 * ser + ser_ack + 1e-6)
     assert port.stats["enqueued"] == 7 and port.stats["drops"] == 0
+
+
+def test_switch_and_link_memos_follow_route_and_rate_changes():
+    """MR-FAB-001, MR-FAB-012: what the hot paths memoise (a route with one next hop, a link's
+    serialisation time per size, the taps test of an arrival) follows every change: a route
+    from ECMP to one hop and back, a dropped route, a new link rate, a pcap set later. And
+    MR-FAB-000: an event that raises alone at its time is consumed; the run goes on after it."""
+    sim = Sim()
+    sinks = [_Sink() for _ in range(3)]
+    links = [Link(sim, f"s{i}", 100e9, 1e-6, sinks[i]) for i in range(3)]
+    sw = fabric.Switch(sim, "sw")
+    ports = [sw.add_port(OutPort(sim, ln)) for ln in links]
+
+    def send(dst, sport=7):
+        f = _frame_of(64)
+        f.ip.dst = dst
+        f.udp.sport = sport
+        sw.receive(f)
+        sim.run()
+        return [len(s.got) for s in sinks]
+
+    sw.add_route("10.0.0.9", ports[:2])                 # ECMP: by the 5-tuple
+    for sport in range(40):
+        send("10.0.0.9", sport)
+    assert len(sinks[0].got) + len(sinks[1].got) == 40 and sinks[0].got and sinks[1].got
+    assert not sinks[2].got
+    sw.add_route("10.0.0.9", [ports[2]])                # one hop now, whatever the 5-tuple
+    before = [len(s.got) for s in sinks]
+    assert send("10.0.0.9", 3) == [before[0], before[1], 1] and send("10.0.0.9", 4)[2] == 2
+    sw.add_route("10.0.0.9", [ports[0], ports[1]])     # back to ECMP: the one-hop entry goes
+    assert send("10.0.0.9", 5)[2] == 2
+    sw.drop_route("10.0.0.9")
+    assert send("10.0.0.9", 6)[2] == 2 and sw.no_route == 1
+
+    # a link's rate changed after frames went: the next frame takes the new rate
+    ln = links[2]
+    sw.add_route("10.0.0.8", [ports[2]])
+    size = _frame_of(64)._wl
+    assert ln.ser_time(size) == (size + FRAME_OVERHEAD) * 8.0 / 100e9 == ln._ser[size]
+    ln.rate = 25e9
+    assert ln._ser == {}
+    t0 = sim.now
+    send("10.0.0.8")
+    assert sim.now == pytest.approx(t0 + (size + FRAME_OVERHEAD) * 8.0 / 25e9 + 1e-6, rel=1e-12)
+
+    # a pcap set later sees the next arrival
+    class Cap:
+        n = 0
+
+        def write(self, data, t):
+            Cap.n += 1
+    ln.pcap = Cap()
+    send("10.0.0.8")
+    assert Cap.n == 1 and ln.pcap is not None
+    ln.pcap = None
+    send("10.0.0.8")
+    assert Cap.n == 1
+
+    # one event alone at its time raises: consumed, the later one still runs
+    log = []
+
+    def boom(_):
+        raise RuntimeError("x")
+    t = sim.now
+    sim.at(t + 1e-6, boom)
+    sim.at(t + 2e-6, log.append, "after")
+    with pytest.raises(RuntimeError):
+        sim.run()
+    assert sim.pending() == 1 and sim.now == t + 1e-6
+    sim.run()
+    assert log == ["after"]

@@ -12,7 +12,9 @@
 # Another commit: PYTHONPATH=DIR/pkg as sim_trace_digest.py says, run from outside DIR (python -c
 # puts the working directory first on sys.path: DIR's own metaroce/, which has no models/ or sim/,
 # would be imported, and the editable install would then answer for models and sim from the
-# worktree).
+# worktree). Measure an archive, not a tree being edited: with PYTHONDONTWRITEBYTECODE=1 each of
+# the two runs compiles what it imports, and a file changed in between adds the difference of the
+# compilations (thousands of instructions per packet) to the result.
 set -e
 mode=${1:-metaroce}
 py=${2:-.venv/bin/python}
