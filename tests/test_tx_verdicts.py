@@ -255,12 +255,14 @@ class RestoreDriver(tc.Driver):
         super().observe(inp, out)
 
 
+@pytest.mark.slow
 def test_sched_restores_lockstep():
     """MR-TXS-183..187: the scheduler with restores against its model in the Amaranth simulator
     on ``test_lockstep_path_states``'s traffic (60 % loss, the timeouts' verdicts, window
     writes, idle cycles, backpressure) with ``m_restore.ready`` random: 0 mismatches on every
     port, the checker passes, restores taken, each naming a path the scheduler holds active
-    after the take."""
+    after the take. (Slow: the scheduler's Amaranth elaboration and 40 work requests, about
+    100 s at load 10 on 2 cores.)"""
     from metaroce.hdl.tx_sched import TxSched
     from metaroce.tb.lockstep import run_amaranth
     seed = 1
