@@ -166,9 +166,10 @@ def trace():
 
 
 def tx_join_form(items, expected):
-    """MR-TX-260: the trace as the TX join gives it: ``healthy`` 0, and each restore before the
-    ACK event it followed (the scheduler restores at the ACK's first acknowledged report, the
-    unit's event leaves at the walk's end), with the states kept where they were."""
+    """MR-TX-260: the trace as the TX join may give it: ``healthy`` 0, and each restore before
+    the ACK event it followed (the scheduler restores at the ACK's first acknowledged report,
+    the unit's event leaves at the walk's end: the two race; this order is the one further
+    from the endpoint's), with the states kept where they were."""
     its = [(k, dict(r, healthy=0) if k == "path" else r) for k, r in items]
     exps = list(expected)
     for j, (k, r) in enumerate(its):
