@@ -49,11 +49,11 @@ def settled(model):
 
 
 class StateWatch:
-    """MR-TX-259: on every settled cycle after connection 0's setup writes, its windows'
-    active bits against the scheduler's path states (active or not)."""
+    """MR-TX-259: on every settled cycle after the setup writes, the windows' active bits of
+    ``conns`` against the scheduler's path states (active or not)."""
 
-    def __init__(self, model, drv):
-        self.model, self.drv = model, drv
+    def __init__(self, model, drv, conns=(0,)):
+        self.model, self.drv, self.conns = model, drv, conns
         self.compared, self.differ, self.first = 0, 0, None
 
     def __call__(self, cycle, ins, outs):
@@ -61,12 +61,14 @@ class StateWatch:
         if self.drv.cw_i < len(self.drv.cw_setups) or not settled(m):
             return
         paths = SMALL["paths"]
-        a = [p["active"] for p in m.cwnd.sem.path[0]]
-        b = [int(m.sched.sem.path[p]["state"] == PATH_ACTIVE) for p in range(paths)]
-        self.compared += 1
-        if a != b:
-            self.differ += 1
-            self.first = self.first or (cycle, a, b)
+        for c in self.conns:
+            a = [p["active"] for p in m.cwnd.sem.path[c]]
+            b = [int(m.sched.sem.path[c * paths + p]["state"] == PATH_ACTIVE)
+                 for p in range(paths)]
+            self.compared += 1
+            if a != b:
+                self.differ += 1
+                self.first = self.first or (cycle, c, a, b)
 
 
 def model_run(restores=True):
@@ -156,6 +158,41 @@ def test_down_path_model_without_restores():
     assert [p["active"] for p in cw.path[0]] == [1, 0, 1, 1]
     assert sched.path[1]["state"] == PATH_ACTIVE
     assert cw.conn[0]["wsum"] == sum(p["cwnd"] for k, p in enumerate(cw.path[0]) if k != 1)
+
+
+def random_run(seed, cc_on, verdicts, n=30):
+    """MR-TX-263: MR-TX-150's random traffic (both connections, 15 % loss, idle cycles,
+    backpressure, the timers' expiries), both connections' windows opened by setup writes."""
+    sem = TxSchedModel(**SMALL_SCHED)
+    items, lay = xc.traffic(sem, n, seed=seed, max_len=4000)
+    setups = xc.cc_setups(SMALL, 0) + xc.cc_setups(SMALL, 1)
+    if verdicts:
+        setups = [dict(x, share=SHARE) for x in setups]
+    model = TxCycleModel(64, **SMALL, verdicts=verdicts)
+    drv = xc.Driver(model.lay, 64, items, lay, xc.templates(SMALL["conns"], SMALL["paths"]),
+                    seed=seed, loss=0.15, cw_setups=setups,
+                    cc={"cc_on": cc_on, "cc_beta_q": P.Q_ONE, "cc_cap": xc.CC_CAP})
+    watch = StateWatch(model, drv, conns=(0, 1))
+    run_alone(model, drv, on_cycle=watch if verdicts else None)
+    xc.check(sem, items, drv)
+    return drv, model, watch
+
+
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow),
+                                  pytest.param(3, marks=pytest.mark.slow),
+                                  pytest.param(5, marks=pytest.mark.slow),
+                                  pytest.param(7, marks=pytest.mark.slow)])
+def test_random_traffic_model(seed):
+    """MR-TX-263 (model): on MR-TX-150's random lossy traffic with ``verdicts`` every work
+    request completes and the checker passes, with ``cc_on`` and without; with ``cc_on`` the
+    windows' active bits follow the scheduler's states on every settled cycle; with ``cc_on``
+    low the frames (bytes and cycles) are the default engine's."""
+    drv0, _, _ = random_run(seed, 0, False)
+    drv1, _, _ = random_run(seed, 0, True)
+    frames = [list(zip(d.res["frame_cycles"], d.res["raw"])) for d in (drv0, drv1)]
+    assert frames[0] == frames[1] and drv0.res["timeouts"] > 0
+    drv2, model, watch = random_run(seed, 1, True)
+    assert watch.compared > 1000 and watch.differ == 0, watch.first
 
 
 # -- MR-TX-260/261: the endpoint's "verdicts" trace in the TX join's form
