@@ -354,3 +354,26 @@ def test_tx_verdicts_lockstep_without_restores_fails():
     from metaroce.tb.lockstep import Mismatch
     with pytest.raises(Mismatch):
         tx_lockstep(restores_rtl=False)
+
+
+@pytest.mark.slow
+def test_tx_verdicts_lockstep_random():
+    """MR-TX-262, MR-TX-263 on the RTL: ``test_random_traffic_model[1]``'s run with ``cc_on``
+    (both connections, 15 % loss, the timers' expiries, REROUTE verdicts into the windows) in
+    lockstep: 0 mismatches, the checker passes, the windows' active bits follow the states."""
+    from metaroce.hdl.tx import Tx
+    from metaroce.tb.lockstep import run_amaranth
+    sem = TxSchedModel(**SMALL_SCHED)
+    items, lay = xc.traffic(sem, 30, seed=1, max_len=4000)
+    setups = [dict(x, share=SHARE) for x in xc.cc_setups(SMALL, 0) + xc.cc_setups(SMALL, 1)]
+    model = TxCycleModel(64, **SMALL, verdicts=True)
+    drv = xc.Driver(model.lay, 64, items, lay, xc.templates(SMALL["conns"], SMALL["paths"]),
+                    seed=1, loss=0.15, cw_setups=setups,
+                    cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": xc.CC_CAP})
+    watch = StateWatch(model, drv, conns=(0, 1))
+    core = run_amaranth(Tx(64, **SMALL, verdicts=True), model, drv, busy=model.busy,
+                        on_cycle=watch)
+    assert core.mismatches == 0
+    xc.check(sem, items, drv)
+    assert any(k == "path" for k, _ in model.cw_log)
+    assert watch.compared > 1000 and watch.differ == 0, watch.first
