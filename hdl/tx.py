@@ -31,7 +31,9 @@ rate), ``mtu_wl`` and ``line_mbps`` (the pacer's static configuration).
 
 The congestion windows (MR-TX-105/106): the retransmit unit's ``m_ackev`` to ``Cwnd.s_ack``
 while ``cc_on``, ``Cwnd.m_update``'s ``conn``, ``path``, ``cwnd`` to the scheduler's
-``s_cwnd``.
+``s_cwnd``. With ``verdicts`` (MR-TX-256..258; off by default) the windows take the path
+verdicts too: the unit's ``m_probe`` verdicts forked to ``Cwnd.s_path`` and the scheduler's
+restores (``m_restore``) before them; ``s_cw_setup`` carries the share.
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """

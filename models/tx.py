@@ -11,7 +11,9 @@ of the blocks it joins, stepped as the RTL (hdl/tx.py) wires them, plus the join
   (:class:`~metaroce.models.tx_sched.TxSchedCycleModel`), the retransmit unit
   (:class:`~metaroce.models.retransmit.RetransmitCycleModel`) and the data path; with
   ``pacing`` (MR-TX-232..234) the scheduler joined to the per-frame pacer
-  (:class:`~metaroce.models.tx_pace.PacedTxSchedCycleModel`) in the scheduler's place.
+  (:class:`~metaroce.models.tx_pace.PacedTxSchedCycleModel`) in the scheduler's place; with
+  ``verdicts`` (MR-TX-256..258) the unit's path verdicts and the scheduler's restores into the
+  windows.
 
 It is not a second description of any block: each block's timing is its own model's. One clock
 (MR-TX-104): the outputs of the DMA, the frame builder, the join stage and the retransmit unit's
