@@ -31,7 +31,9 @@ rate), ``mtu_wl`` and ``line_mbps`` (the pacer's static configuration).
 
 The congestion windows (MR-TX-105/106): the retransmit unit's ``m_ackev`` to ``Cwnd.s_ack``
 while ``cc_on``, ``Cwnd.m_update``'s ``conn``, ``path``, ``cwnd`` to the scheduler's
-``s_cwnd``.
+``s_cwnd``. With ``verdicts`` (MR-TX-256..258; off by default) the windows take the path
+verdicts too: the unit's ``m_probe`` verdicts forked to ``Cwnd.s_path`` and the scheduler's
+restores (``m_restore``) before them; ``s_cw_setup`` carries the share.
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
@@ -56,7 +58,7 @@ from .retransmit import Retransmit
 from .tx_pace import PacedTxSched
 from .tx_sched import TxSched
 
-__all__ = ["TxJoin", "TxData", "Tx", "tx_small", "tx_paced_small"]
+__all__ = ["TxJoin", "TxData", "Tx", "tx_small", "tx_paced_small", "tx_verdicts_small"]
 
 _SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
 
@@ -303,7 +305,7 @@ class Tx(wiring.Component):
                  paths=SMALL["paths"], depth=SMALL["depth"], pool=SMALL["pool"],
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
-                 pacing=False, pace_ignored=False, **sched_kw):
+                 pacing=False, pace_ignored=False, verdicts=False, restores=True, **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -315,8 +317,19 @@ class Tx(wiring.Component):
         self.pacing = bool(pacing)
         if pace_ignored and not self.pacing:
             raise ValueError("pace_ignored needs pacing")
+        # MR-TX-256: verdicts joins the unit's path verdicts and the scheduler's restores into
+        # the windows (Cwnd(verdicts=True)); restores False (with verdicts: the negative
+        # control of MR-TX-261 only) drops the restores instead
+        self.verdicts = bool(verdicts)
+        if not restores and not self.verdicts:
+            raise ValueError("restores=False needs verdicts")
+        if self.verdicts and self.pacing:
+            raise ValueError("verdicts with pacing is not built")
+        self.join_restores = bool(restores)
         sched_cls = PacedTxSched if self.pacing else TxSched
         extra = {"pace_ignored": True} if pace_ignored else {}
+        if self.verdicts:
+            extra["restores"] = True
         self.sched = sched_cls(width, conns=conns, streams=streams, paths=paths, depth=depth,
                                rd_rows=self.rd_rows, **self.sched_kw, **extra)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
@@ -325,9 +338,10 @@ class Tx(wiring.Component):
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
                            pool=pool, outstanding=outstanding)
         # MR-TX-105: the congestion windows (paths <= 8, MR-CW-001)
-        self.cwnd = Cwnd(width, conns, paths)
+        self.cwnd = Cwnd(width, conns, paths, verdicts=self.verdicts)
         self.width = width
-        self.lay = lay = self.data.lay
+        self.lay = lay = (layouts(conns, streams, paths, depth, pool, verdicts=True)
+                          if self.verdicts else self.data.lay)
         rd_port = {"m_rd": Out(stream.Signature(lay.sched.rd))} if self.rd_rows else {}
         # MR-TX-233: the pacer's writes and configuration, the paced scheduler's own ports
         if self.pacing:
@@ -375,7 +389,10 @@ class Tx(wiring.Component):
         wiring.connect(m, sched.m_sent, rtx.s_sent)
         wiring.connect(m, rtx.m_acked, sched.s_acked)
         wiring.connect(m, rtx.m_resend, sched.s_resend)
-        wiring.connect(m, rtx.m_probe, sched.s_probe)              # MR-TX-179
+        if self.verdicts:
+            self._join_verdicts(m, cc_on)
+        else:
+            wiring.connect(m, rtx.m_probe, sched.s_probe)          # MR-TX-179
         wiring.connect(m, sched.m_frame, dp.s_frame)
         # MR-TX-124/125: the data path's read errors and the retransmit unit's retry-limit
         # reports (as they leave on m_error) fail messages in the scheduler
@@ -419,9 +436,43 @@ class Tx(wiring.Component):
         return m
 
 
+    def _join_verdicts(self, m, cc_on):
+        """MR-TX-257/258: the unit's ``m_probe`` forked to the scheduler's ``s_probe`` and, for
+        a verdict (``to``), to the windows' ``s_path``; the scheduler's ``m_restore`` to
+        ``s_path`` first (the scheduler holds ``s_probe.ready`` low while it offers one,
+        MR-TXS-186, so the two never meet); while ``cc_on`` is low both are dropped."""
+        rtx, sched, cw = self.rtx, self.sched, self.cwnd
+        pr, sp, rs = rtx.m_probe, cw.s_path, sched.m_restore
+        to = pr.payload.to
+        path_ready = Signal(name="path_ready")
+        m.d.comb += path_ready.eq(sp.ready | ~cc_on)
+        go = ~to | path_ready
+        m.d.comb += [sched.s_probe.payload.eq(pr.payload),
+                     sched.s_probe.valid.eq(pr.valid & go),
+                     pr.ready.eq(sched.s_probe.ready & go)]
+        r_valid = rs.valid if self.join_restores else Const(0, 1)
+        v_valid = pr.valid & to & sched.s_probe.ready
+        pb = self.lay.cw.path_bits
+        with m.If(r_valid):
+            m.d.comb += [sp.payload.conn.eq(rs.payload.conn), sp.payload.path.eq(rs.payload.path),
+                         sp.payload.restore.eq(1)]
+        with m.Else():
+            m.d.comb += [sp.payload.conn.eq(pr.payload.conn), sp.payload.path.eq(pr.payload.path[:pb]),
+                         sp.payload.verdict.eq(pr.payload.verdict)]
+        m.d.comb += [sp.valid.eq((r_valid | v_valid) & cc_on),
+                     # the negative control's restores are taken and dropped
+                     rs.ready.eq(path_ready if self.join_restores else 1)]
+
+
 def tx_small(width=64):
     """MR-TX-100: the small instance (models.tx.SMALL), the block ``tx``."""
     return Tx(width, **SMALL)
+
+
+def tx_verdicts_small(width=64):
+    """MR-TX-256: the small instance with the path verdicts in the windows, the block
+    ``tx_verdicts``."""
+    return Tx(width, **SMALL, verdicts=True)
 
 
 def tx_paced_small(width=64):

@@ -49,6 +49,7 @@ from amaranth.lib.wiring import In, Out
 from ..models import protocol as P
 from ..models import records
 from ..models.pacer import frame_layouts as pacer_layouts
+from ..models.tx_sched import restore_layout
 from ..models.tx_sched import (ATOMIC_LEN, GEN_BITS, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
                                STATUS_LOC_QP_OP_ERR, check_params, layouts)
 
@@ -138,7 +139,7 @@ class TxSched(wiring.Component):
                  mtu=SMALL["mtu"], cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
                  resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False,
-                 pacing=False, pace_ignored=False):
+                 pacing=False, pace_ignored=False, restores=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
@@ -155,6 +156,11 @@ class TxSched(wiring.Component):
         # MR-TXS-159: with pacing, the pacer's ports (hdl/pacer.py PacerFrame's s_frame and
         # m_turn); ``pace_ignored`` (negative controls only): the condition left out
         self.pacing, self.pace_ignored = bool(pacing), pace_ignored
+        # MR-TXS-183: with restores, the acknowledged reports' restores of probing paths on
+        # m_restore {conn, path} (the TX top's windows, hw-tx.md MR-TX-256)
+        self.restores = bool(restores)
+        if self.restores:
+            rd_port["m_restore"] = Out(stream.Signature(restore_layout(conns, paths)))
         if self.pacing:
             self.pace_lay = pacer_layouts(conns)
             rd_port.update({"m_pace": Out(stream.Signature(self.pace_lay["frame"])),
@@ -882,7 +888,13 @@ class TxSched(wiring.Component):
         probe_act = _named(m, sched & probe_go, "probe_act")
         # MR-TXS-118: a timeout's verdict in the register acts in the cycle after its load
         v_act = _named(m, pb_valid & pbr.to, "v_act")
-        m.d.comb += self.s_probe.ready.eq(~pb_valid | probe_act | pbr.to)
+        probe_ready = ~pb_valid | probe_act | pbr.to
+        if self.restores:
+            # MR-TXS-186: no probe taken while a restore is offered (a verdict never passes
+            # it); the offer (r_valid) below, MR-TXS-184
+            r_valid = Signal(name="restore_valid")
+            probe_ready = probe_ready & ~r_valid
+        m.d.comb += self.s_probe.ready.eq(probe_ready)
         load_pb = self.s_probe.ready & self.s_probe.valid
         m.d.sync += pb_valid.eq(load_pb | (pb_valid & ~probe_act & ~v_act))
         m.d.sync += pd_valid.eq(pb_valid & ~probe_act & ~v_act)
@@ -890,6 +902,21 @@ class TxSched(wiring.Component):
             m.d.sync += [pbr.eq(self.s_probe.payload),
                          pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
         pb_row = _named(m, Cat(pbr.path[:pb], pbr.conn), "pb_row")
+        # MR-TXS-184/185: per path row a restore not yet given on m_restore (restores only);
+        # the row whose verdict is in the boundary register is not offered (the verdict wins)
+        if self.restores:
+            p_rst = [Signal(name=f"rst{r}") for r in range(C * PA)]
+            pb_in = _named(m, v_act & ((pbr.path >> pb) == 0), "pb_in")
+            r_off = [_named(m, p_rst[r] & ~(pb_in & (pb_row == r)), f"rst_off{r}")
+                     for r in range(C * PA)]
+            r_sel = [_named(m, r_off[r] & ~Cat(*r_off[:r]).any() if r else r_off[r],
+                            f"rst_sel{r}") for r in range(C * PA)]
+            r_idx = Cat(*(Cat(*(r_sel[r] for r in range(C * PA) if (r >> b) & 1)).any()
+                          for b in range((C * PA - 1).bit_length()))) if C * PA > 1 else Const(0, 1)
+            r_take = _named(m, r_valid & self.m_restore.ready, "restore_take")
+            m.d.comb += [r_valid.eq(Cat(*r_off).any()), self.m_restore.valid.eq(r_valid),
+                         self.m_restore.payload.path.eq(r_idx[:pb]),
+                         self.m_restore.payload.conn.eq(r_idx[pb:])]
         pb_slot = read(p_tslot, pb_row, "pb_tslot")
         pb_e = _named(m, Cat(pb_slot[:sdb], pbr.conn) if sdb else pbr.conn, "pb_e")
         # MR-TXS-082: dropped unless the path is in the instance, the PSN is its newest, the
@@ -1087,6 +1114,12 @@ class TxSched(wiring.Component):
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
                 # MR-TXS-116: an acknowledged report restores the path (active, its window),
                 # whether or not it still names a live message
+                if self.restores:
+                    # MR-TXS-184: cleared when taken; set by the restore of a probing path
+                    with m.If(r_take & r_sel[row]):
+                        m.d.sync += p_rst[row].eq(0)
+                    with m.If(rep_restore & (r_row == row) & p_prb[row]):
+                        m.d.sync += p_rst[row].eq(1)
                 with m.If(rep_restore & (r_row == row)):
                     m.d.sync += [p_prb[row].eq(0), p_col[row].eq(0)]
                 # MR-TXS-114/115/118: a verdict after it at the same edge (its write wins)
@@ -1096,6 +1129,8 @@ class TxSched(wiring.Component):
                         with m.Case(P.PATH_SUSPECT, P.PATH_RETIRE):
                             m.d.sync += [p_prb[row].eq(1),
                                          p_gen[row].eq(p_gen[row] + 1)]            # MR-TXS-121
+                            if self.restores:
+                                m.d.sync += p_rst[row].eq(0)                       # MR-TXS-185
                         with m.Case(P.PATH_REROUTE):
                             m.d.sync += [p_col[row].eq(1), p_gen[row].eq(p_gen[row] + 1)]
                 # MR-TXS-080: the completion of the record's message

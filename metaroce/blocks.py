@@ -263,6 +263,20 @@ BLOCKS: dict[str, Block] = {
         shares={"sched": r"^sched$", "pacer": r"^pacer$", "rtx": r"^rtx$", "join": r"^join$",
                 "dma": r"^dma$", "fb": r"^fb$"},
     ),
+    # The TX engine's joined slice with the path verdicts in its windows (issue 12; hw-tx.md
+    # section 2.11, MR-TX-256): tx's ports, the setup write with the share.
+    "tx_verdicts": Block(
+        name="tx_verdicts",
+        component="metaroce.hdl.tx:tx_verdicts_small",
+        model="metaroce.models.tx:tx_model_verdicts_small",
+        tb="metaroce.tb.tx",
+        help="TX engine (joined slice) with the path verdicts in its congestion windows, small "
+             "instance: the retransmit unit's verdicts and the scheduler's restores into "
+             "Cwnd(verdicts=True) (docs/spec/hw-tx.md section 2.11; no Verilator testbench of "
+             "its own yet)",
+        shares={"sched": r"^sched$", "rtx": r"^rtx$", "cwnd": r"^cwnd$", "join": r"^join$",
+                "dma": r"^dma$", "fb": r"^fb$"},
+    ),
     # The whole engine: both halves, the ACK paths between them, the MAC transmit arbiter
     # (docs/spec/hw-engine.md section 5, MR-ENG-130).
     "engine": Block(

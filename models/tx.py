@@ -11,7 +11,9 @@ of the blocks it joins, stepped as the RTL (hdl/tx.py) wires them, plus the join
   (:class:`~metaroce.models.tx_sched.TxSchedCycleModel`), the retransmit unit
   (:class:`~metaroce.models.retransmit.RetransmitCycleModel`) and the data path; with
   ``pacing`` (MR-TX-232..234) the scheduler joined to the per-frame pacer
-  (:class:`~metaroce.models.tx_pace.PacedTxSchedCycleModel`) in the scheduler's place.
+  (:class:`~metaroce.models.tx_pace.PacedTxSchedCycleModel`) in the scheduler's place; with
+  ``verdicts`` (MR-TX-256..258) the unit's path verdicts and the scheduler's restores into the
+  windows.
 
 It is not a second description of any block: each block's timing is its own model's. One clock
 (MR-TX-104): the outputs of the DMA, the frame builder, the join stage and the retransmit unit's
@@ -46,7 +48,7 @@ __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd
            "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
            "id_depth", "slot_of", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
-           "src_of", "inline_beats"]
+           "src_of", "inline_beats", "path_record", "tx_model_verdicts_small"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
 #: a retransmit pool of 256 records (every path's 32 packets in flight), 16 read commands
@@ -153,13 +155,27 @@ class TxLayouts:
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
-            depth=SMALL["depth"], pool=SMALL["pool"]):
+            depth=SMALL["depth"], pool=SMALL["pool"], verdicts=False):
     """The engine's port layouts (MR-TX-103): the scheduler's ``wr`` and ``cqe``, the retransmit
-    unit's ``ack`` and ``error``, the template write ``cfg`` (MR-TX-121) and the DMA command."""
+    unit's ``ack`` and ``error``, the template write ``cfg`` (MR-TX-121) and the DMA command;
+    ``verdicts`` (MR-TX-256): the windows' layouts with the verdicts (``s_cw_setup`` gains
+    ``share``, MR-CW-106)."""
     sl = sched_model.layouts(conns, streams, paths, depth)
     rl = rtx_model.layouts(conns, paths, pool)
     cfg = data.StructLayout({"conn": sl.conn_bits, **dict(TMPL_FIELDS), "sport": 16 * paths})
-    return TxLayouts(conns, paths, sl, rl, cfg, cmd_layout(conns), cwnd_model.layouts(conns, paths))
+    return TxLayouts(conns, paths, sl, rl, cfg, cmd_layout(conns),
+                     cwnd_model.layouts(conns, paths, verdicts=verdicts))
+
+
+def path_record(lay, restore=None, probe=None):
+    """MR-TX-257: the windows' ``s_path`` record of the scheduler's restore ``{conn, path}``
+    (``restore`` 1) or of the retransmit unit's verdict ``{conn, path, psn, to, verdict}``
+    (``healthy`` 0: the block without the share-out ignores it, MR-CW-112)."""
+    if restore is not None:
+        return {"conn": restore["conn"], "path": restore["path"], "verdict": 0, "restore": 1,
+                "healthy": 0}
+    return {"conn": probe["conn"], "path": probe["path"] & ((1 << lay.cw.path_bits) - 1),
+            "verdict": probe["verdict"], "restore": 0, "healthy": 0}
 
 
 def template_of(conn, *, eth_dst, eth_src, ip_src, ip_dst, sports, ip_dscp=26, ip_ecn=2,
@@ -378,10 +394,17 @@ class TxCycleModel:
                  paths=SMALL["paths"], depth=SMALL["depth"], *, pool=SMALL["pool"],
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
-                 pacing=False, pace_ignored=False, **sched_kw):
+                 pacing=False, pace_ignored=False, verdicts=False, restores=True, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-TX-256: the path verdicts and the scheduler's restores into the windows;
+        # ``restores`` False (with verdicts: the negative control of MR-TX-261 only) leaves the
+        # restores out of the join (the scheduler's port taken and dropped)
+        self.verdicts = bool(verdicts)
+        if not restores and not self.verdicts:
+            raise ValueError("restores=False needs verdicts")
+        self.join_restores = bool(restores)
         self.rd_rows = bool(rd_rows)        # MR-TXS-106: the scheduler's m_rd out
         kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
                                                     "path_pkts", "ack_every", "resend_depth")}
@@ -393,21 +416,27 @@ class TxCycleModel:
         self.paced = None
         if self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
+            if self.verdicts:
+                raise ValueError("verdicts with pacing is not built")
             self.paced = PacedTxSchedCycleModel(width, conns, streams, paths, depth,
                                                 rd_rows=rd_rows, **kw, **extra)
             self.sched = self.paced.sched
         else:
             self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, rd_rows=rd_rows,
-                                           **kw)
+                                           restores=self.verdicts, **kw)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
                                      outstanding=outstanding)
         # MR-TX-105: the congestion windows, their MTU the scheduler's
-        self.cwnd = cwnd_model.CwndCycleModel(width, conns, paths)
+        self.cwnd = cwnd_model.CwndCycleModel(width, conns, paths, verdicts=self.verdicts)
         self.cw_mtu = kw["mtu"]
-        self.lay = self.data.lay
+        self.lay = (layouts(conns, streams, paths, depth, pool, verdicts=True) if self.verdicts
+                    else self.data.lay)
+        # MR-TX-257: with verdicts, the records the windows took in order: ("path", s_path
+        # record) and ("ack", ACK event)
+        self.cw_log = []
         # MR-TX-126: registered increments, counted a cycle later; the read registered
         self.counters = [0] * len(TX_CTR)
         self.counts_late = []
@@ -443,12 +472,36 @@ class TxCycleModel:
         # MR-TX-106: the unit's ACK events to the congestion windows while cc_on (dropped
         # otherwise); their updates to the scheduler's path windows (ready always 1)
         cc_on = g("cc_on", 0)
-        co = self.cwnd.step({"s_ack__valid": int(cc_on and rtx.ackev_q.level > 0),
-                             "s_ack__payload": rtx.ackev_q.head,
-                             "s_setup__valid": g("s_cw_setup__valid", 0),
-                             "s_setup__payload": g("s_cw_setup__payload", 0),
-                             "m_update__ready": 1, "mtu": self.cw_mtu,
-                             "beta_q": g("cc_beta_q", 0), "cap": g("cc_cap", 0)})
+        cw_in = {"s_ack__valid": int(cc_on and rtx.ackev_q.level > 0),
+                 "s_ack__payload": rtx.ackev_q.head,
+                 "s_setup__valid": g("s_cw_setup__valid", 0),
+                 "s_setup__payload": g("s_cw_setup__payload", 0),
+                 "m_update__ready": 1, "mtu": self.cw_mtu,
+                 "beta_q": g("cc_beta_q", 0), "cap": g("cc_cap", 0)}
+        to = False
+        if self.verdicts:
+            # MR-TX-257/258: the scheduler's restore (registers) first, else the unit's verdict
+            # at the head of its probe queue once the scheduler's s_probe is ready (it is not
+            # while a restore is offered, MR-TXS-186); while cc_on, one record at a time
+            r_valid, r_pay = sched.restore_outputs()
+            r_valid = r_valid and self.join_restores
+            head = unpack(self.lay.rtx.probe, rtx.probe_q.head)
+            to = bool(rtx.probe_q.level > 0 and head["to"])
+            if r_valid:
+                rec = path_record(self.lay, restore=unpack(sched.restore_lay, r_pay))
+            else:
+                rec = path_record(self.lay, probe=head)
+            cw_in["s_path__valid"] = int(bool(cc_on and (r_valid or (to and probe_ready))))
+            cw_in["s_path__payload"] = pack(self.lay.cw.verdict, rec)
+        co = self.cwnd.step(cw_in)
+        # MR-TX-258: a verdict waits for the windows' s_path too (cc_on); a tail probe does not
+        path_ready = bool(co.get("s_path__ready", 0) or not cc_on)
+        probe_pass = int(bool(probe_ready and (not to or path_ready)))
+        if self.verdicts:
+            if cw_in["s_path__valid"] and co["s_path__ready"]:
+                self.cw_log.append(("path", rec))
+            elif cw_in["s_ack__valid"] and co["s_ack__ready"]:
+                self.cw_log.append(("ack", unpack(self.lay.cw.ack, cw_in["s_ack__payload"])))
         upd = unpack(self.lay.cw.update, co["m_update__payload"])
         cw_write = pack(sched.lay.cwnd, {k: upd[k] for k in ("conn", "path", "cwnd")})
         ro = rtx.step({"s_sent__payload": sq.head, "s_sent__valid": int(sq.level > 0),
@@ -456,7 +509,7 @@ class TxCycleModel:
                        "m_acked__ready": 1, "m_resend__ready": resend_ready,
                        "m_error__ready": g("m_error__ready", 0), "now": g("now", 0),
                        "m_ackev__ready": int(co["s_ack__ready"] or not cc_on),
-                       "m_probe__ready": probe_ready,
+                       "m_probe__ready": probe_pass if self.verdicts else probe_ready,
                        "reg_addr": g("reg_addr", 0)})
         data = self.data
         frame_ready = data.join.frame_ready()          # MR-TX-229: a register
@@ -476,8 +529,11 @@ class TxCycleModel:
                          "s_error__valid": int(ro["m_error__valid"] and g("m_error__ready", 0)),
                          "s_error__payload": ro["m_error__payload"],
                          "s_cwnd__valid": co["m_update__valid"], "s_cwnd__payload": cw_write,
-                         "s_probe__valid": ro["m_probe__valid"],
+                         "s_probe__valid": int(bool(ro["m_probe__valid"] and (not to or path_ready))),
                          "s_probe__payload": ro["m_probe__payload"],
+                         # MR-TX-257: the restore taken with the windows' s_path (dropped
+                         # while cc_on is low, or, negative control, without restores)
+                         "m_restore__ready": int(path_ready or not self.join_restores),
                          **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
                                                  "m_rsp_done__ready", "m_rd__ready")}})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
@@ -524,6 +580,11 @@ class TxCycleModel:
 def tx_model_small(width=64):
     """The model of the small instance ``hdl.tx.tx_small`` (MR-TX-100)."""
     return TxCycleModel(width, **SMALL)
+
+
+def tx_model_verdicts_small(width=64):
+    """The model of ``hdl.tx.tx_verdicts_small``, the block ``tx_verdicts`` (MR-TX-256)."""
+    return TxCycleModel(width, **SMALL, verdicts=True)
 
 
 def tx_model_paced_small(width=64):

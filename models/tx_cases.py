@@ -125,7 +125,7 @@ class Driver(CounterReadout):
     def __init__(self, lay, width, items, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
                  loss=0.1, p_ack=0.3, p_axi=0.3, latency=(1, 40), ns_per_cycle=4, image=None,
                  acks=True, expect_frames=None, dead=(), counters=False, cw_setups=(), cc=None,
-                 ce_paths=(), ack_delay=0, rsps=()):
+                 ce_paths=(), ack_delay=0, rsps=(), down=None):
         self.lay, self.nb = lay, width // 8
         # MR-TX-171: READ responses on s_rsp and m_rsp_done's backpressure, from a generator
         # of their own (the other draws are those of a run without responses)
@@ -156,6 +156,9 @@ class Driver(CounterReadout):
         self.cw_setups, self.cw_i = list(cw_setups), 0
         self.cc = dict(cc or {})
         self.ce_paths = frozenset(ce_paths)
+        # MR-TX-259: {(conn, path): (first cycle, last cycle)}: the path's route down then, its
+        # frames and their ACKs lost
+        self.down = dict(down or {})
         # MR-TX-107: each ACK offered ``ack_delay`` cycles after its frame (a path's packets
         # in flight then follow its window)
         self.ack_delay, self.ack_later = ack_delay, deque()
@@ -176,7 +179,14 @@ class Driver(CounterReadout):
                 and len(self.res["cqe"]) == len(self.items)
                 and len(self.res["rsp_done"]) == len(self.rsps))
 
+    def is_down(self, conn, path):
+        """MR-TX-259: the path's route is down in this cycle."""
+        span = self.down.get((conn, path))
+        return span is not None and span[0] <= self.cycle <= span[1]
+
     def _ack(self, conn, path):
+        if self.is_down(conn, path):
+            return
         cum, sack = self.rx[(conn, path)]
         ce = (conn, path) in self.ce_paths
         q = self.ack_q
@@ -242,7 +252,7 @@ class Driver(CounterReadout):
             return
         conn, path = self.qp_conn[f.bth.dest_qp], f.mrdh.path
         key = (conn, path)
-        if conn not in self.dead and self.rng.random() >= self.loss:
+        if conn not in self.dead and self.rng.random() >= self.loss and not self.is_down(conn, path):
             cum, sack = self.rx[key]
             if P.rx_classify(cum, sack, f.bth.psn) == P.RX_NEW:
                 self.rx[key][0], self.rx[key][1], _ = P.rx_accept(cum, sack, f.bth.psn)

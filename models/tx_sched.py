@@ -39,7 +39,8 @@ __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleMo
            "OP_CMP_SWAP", "OP_FETCH_ADD", "ATOMIC_LEN", "is_atomic", "atomic_operands",
            "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
-           "INPUTS", "OUTPUTS", "PATH_ACTIVE", "PATH_PROBING", "PATH_RETIRED", "path_state_after"]
+           "INPUTS", "OUTPUTS", "PATH_ACTIVE", "PATH_PROBING", "PATH_RETIRED", "path_state_after",
+           "restore_layout", "RESTORE_INPUTS", "RESTORE_OUTPUTS"]
 
 #: MR-TXS-002, MR-TXS-057, MR-TXS-061, MR-TXS-096: work-request opcodes (records.TX_MSG ``op``:
 #: write, write with immediate, send, send with immediate, READ, compare-and-swap, fetch-and-add;
@@ -255,6 +256,12 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                    rl.error, cwnd, rsp, rsp_done, rl.probe, rd)
 
 
+def restore_layout(conns=SMALL["conns"], paths=SMALL["paths"]):
+    """MR-TXS-183: ``m_restore``'s record ``{conn, path}``, the widths of ``s_cwnd``'s fields."""
+    return data.StructLayout({"conn": (conns - 1).bit_length(),
+                              "path": (paths - 1).bit_length()})
+
+
 class TxSchedModel:
     """The scheduler's semantics, one event per call (MR-TXS-010..014, MR-TXS-020..026)."""
 
@@ -286,7 +293,9 @@ class TxSchedModel:
         # MR-TXS-080: its newest packet's record (entry, slot, chunk), for a tail probe
         # MR-TXS-113: its state and its collapsed bit (a reroute's window of one MTU, MR-TXS-115)
         self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0, "cwnd": cwnd,
-                      "tail": None, "state": PATH_ACTIVE, "col": 0, "gen": 0}
+                      "tail": None, "state": PATH_ACTIVE, "col": 0, "gen": 0,
+                      # MR-TXS-184: a restore not yet given on m_restore (``restores`` only)
+                      "rst": 0}
                      for _ in range(conns * paths)]
         self.cwnd_max = (1 << records.BYTES_BITS) - 1 - mtu
         self.conn_rr = 0
@@ -391,8 +400,11 @@ class TxSchedModel:
         c, p = f["conn"], f["path"]
         if p < self.paths and not lost:
             # MR-TXS-116: an ACK acknowledged a packet of the path (whatever its message's state
-            # now): active, its window its own
-            self.path[c * self.paths + p].update(state=PATH_ACTIVE, col=0)
+            # now): active, its window its own; MR-TXS-184: a probing path's restore is pending
+            ps = self.path[c * self.paths + p]
+            if ps["state"] != PATH_ACTIVE:
+                ps["rst"] = 1
+            ps.update(state=PATH_ACTIVE, col=0)
         e = self.entry_of(c, f["slot"], f.get("lap", 0))
         if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"]:
             return False
@@ -537,6 +549,8 @@ class TxSchedModel:
             return
         ps = self.path[pr["conn"] * self.paths + pr["path"]]
         ps["state"] = path_state_after(ps["state"], pr["verdict"])
+        if pr["verdict"] in (P.PATH_SUSPECT, P.PATH_RETIRE):
+            ps["rst"] = 0           # MR-TXS-185: the verdict after it wins; its restore goes
         if pr["verdict"] == P.PATH_REROUTE:
             ps["col"] = 1
         if pr["verdict"] != P.PATH_KEEP:
@@ -717,6 +731,9 @@ OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload
            "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid",
            "s_fail__ready", "s_error__ready", "s_cwnd__ready", "s_rsp__ready",
            "m_rsp_done__payload", "m_rsp_done__valid", "s_probe__ready")
+#: MR-TXS-183: the restore port's names (``restores``)
+RESTORE_INPUTS = ["m_restore__ready"]
+RESTORE_OUTPUTS = ["m_restore__payload", "m_restore__valid"]
 
 
 def cqe_entry(lay, cqe):
@@ -753,10 +770,14 @@ class TxSchedCycleModel:
     failures changed (``touched``). ``events`` logs every action in order."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
-                 paths=SMALL["paths"], depth=SMALL["depth"], *, rd_rows=False, **kw):
+                 paths=SMALL["paths"], depth=SMALL["depth"], *, rd_rows=False, restores=False,
+                 **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-TXS-183: with restores, the acknowledged reports' restores of probing paths leave
+        # on m_restore (the TX top's windows, hw-tx.md MR-TX-256)
+        self.restores = bool(restores)
         # MR-TXS-106: with rd_rows, a READ is queued only with m_rd.ready (the engine's row)
         self.rd_rows = bool(rd_rows)
         if self.rd_rows:
@@ -773,6 +794,11 @@ class TxSchedCycleModel:
                            "s_retime__valid", "s_retime__payload"],
                 "outputs": [*names["outputs"], "m_pace__valid", "m_pace__payload", "s_turn__ready",
                             "s_retime__ready"]}
+        if self.restores:
+            names2 = self.port_names()
+            self.port_names = lambda: {"inputs": [*names2["inputs"], *RESTORE_INPUTS],
+                                       "outputs": [*names2["outputs"], *RESTORE_OUTPUTS]}
+            self.restore_lay = restore_layout(conns, paths)
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
@@ -806,6 +832,7 @@ class TxSchedCycleModel:
                     or self.wq is not None
                     or self.cw_b is not None or self.cw_d is not None
                     or self.pb is not None
+                    or (self.restores and any(ps["rst"] for ps in sem.path))     # MR-TXS-184
                     or (sem.pace is not None
                         and any(p["pend"] or p["ask"] or p["late"] for p in sem.pace))
                     or sem.completion() is not None or sem.decide() is not None)
@@ -886,9 +913,30 @@ class TxSchedCycleModel:
         whatever the cycle's action."""
         return self.pb is not None and bool(self.pb["to"])
 
+    def restore_row(self):
+        """MR-TXS-184: the path row ``m_restore`` offers before the edge (None: not valid): the
+        lowest row with a pending restore, but not one whose verdict is in the boundary
+        register (MR-TXS-185: it acts at the next edge and wins); registers only."""
+        if not self.restores:
+            return None
+        sem = self.sem
+        vrow = (self.pb["conn"] * sem.paths + self.pb["path"]
+                if self.verdict_act() and self.pb["path"] < sem.paths else None)
+        return next((r for r, ps in enumerate(sem.path) if ps["rst"] and r != vrow), None)
+
+    def restore_outputs(self):
+        """MR-TXS-183: ``(m_restore valid, payload)`` before the edge."""
+        r = self.restore_row()
+        if r is None:
+            return 0, 0
+        return 1, pack(self.restore_lay, {"conn": r // self.sem.paths, "path": r % self.sem.paths})
+
     def probe_ready(self):
         """MR-TXS-086: ``s_probe.ready`` before the edge: the boundary register empty or its
-        probe acted on in this cycle (on registers only)."""
+        probe acted on in this cycle (on registers only); MR-TXS-186: with ``restores``, not
+        while ``m_restore`` offers a restore (a verdict never passes a restore before it)."""
+        if self.restore_row() is not None:
+            return 0
         return int(self.pb is None or self.verdict_act()
                    or (self.probe_go() and self._sched_terms()[3]))
 
@@ -953,7 +1001,9 @@ class TxSchedCycleModel:
         # cycle's state for the next
         probe_act = sched and self.probe_go()
         v_act = self.verdict_act()
-        probe_ready = int(self.pb is None or probe_act or v_act)
+        # MR-TXS-183/186: the restore offered (registers), and no probe taken while it is
+        r_row = self.restore_row()
+        probe_ready = int((self.pb is None or probe_act or v_act) and r_row is None)
         pb = self.pb
         pd_next = None if pb is None or probe_act or v_act else (sem.probe(pb),)
         if probe_ready and g("s_probe__valid", 0):
@@ -987,6 +1037,12 @@ class TxSchedCycleModel:
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
         if self.rd_rows:
             out.update({"m_rd__valid": rd_valid, "m_rd__payload": rd_pay})
+        if self.restores:
+            out["m_restore__valid"], out["m_restore__payload"] = self.restore_outputs()
+            if r_row is not None and g("m_restore__ready", 0):
+                # MR-TXS-184: taken, cleared at this edge (before this cycle's report, whose
+                # restore of another probing path may set a bit at the same edge)
+                sem.path[r_row]["rst"] = 0
         if sem.pace is not None:
             # MR-TXS-161: the request on registers, before the edge
             pace_valid, pace_req = sem.pace_request()
