@@ -7,7 +7,7 @@ gap, hint, latest RTT sample) and timeouts, all in base RTTs.
     .venv/bin/python docs/probes/incast_senders.py SENDERS single|fat_tree STAGGER_US BYTES [S1,S2,...]
 
 EP (environment) sets endpoint options (``EP=lost_first_turn=1``), SEED the seed (default 1); NLOG bounds the events printed
-per sender (default 40). Seed 1, 400 Gb/s, 10 us,
+per sender (default 40). 400 Gb/s, 10 us,
 buffer 2 BDP, 8 paths, as the bench.
 """
 

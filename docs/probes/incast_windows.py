@@ -3,7 +3,7 @@ instrumentation behind MR-CC-023..025 in docs/benchmarks.md, "incast-announce").
 
     .venv/bin/python docs/probes/incast_windows.py SENDERS [single|fat_tree] [ANNOUNCE 1|0] [STAGGER_US] [BYTES]
 
-Runs the bench's run (400 Gb/s, 10 us, buffer 2 BDP, 8 paths, seed 1) with the endpoint's
+Runs the bench's run (400 Gb/s, 10 us, buffer 2 BDP, 8 paths, seed SEED) with the endpoint's
 ``announce`` on or off and prints the convergence time, the receiver port's drops, and for each
 window length of :func:`metaroce.benches.incast.analyse` the last window start that fails, with
 up to five failing senders, their packets in it and the packets due. Environment: ``EP`` sets
