@@ -948,6 +948,14 @@ class Connection:
         return P.rto_value_ns(p.srtt, p.rttvar, min_rtts_q=ep._min_rtts_q, rto_min=ep._rto_min_ns,
                               rto_max=ep._rto_max_ns, initial=self.rto_initial_ns) * p.backoff
 
+    def _release(self, mbps):
+        """MR-CC-016: the blind release at ``mbps``; MR-CC-035 (``count_wait``, an announcing
+        connection paced below the line rate): not within one base RTT of its first frame."""
+        ep = self.ep
+        if ep.count_wait and ep.announce and mbps * 1e6 < ep.line_rate_bps:
+            return P.counted_release_ns(self.blind_t0, self.blind_bytes, mbps, ep._base_rtt_ns)
+        return P.blind_release_ns(self.blind_t0, self.blind_bytes, mbps)
+
     def _gap(self, wire_bytes):
         """MR-CC-006, MR-ENG-053: the pacing gap after a frame, in integer ns of the hinted Mb/s;
         MR-CC-015, MR-CC-020: longer while the latest RTT sample exceeds 1.5 base RTTs."""
@@ -1213,8 +1221,7 @@ class Connection:
             # MR-CC-016: each hint prices what was sent blind, before the receiver's first
             # answer: the first window counts as paced at the hint from its first frame on, so
             # the queue that N first windows built drains before the senders add to it.
-            self.pace_until = max(self.pace_until, P.blind_release_ns(
-                self.blind_t0, self.blind_bytes, max(1, int(self.rate_bps // 1e6))))
+            self.pace_until = max(self.pace_until, self._release(max(1, int(self.rate_bps // 1e6))))
         if self.spread:
             if pkts:
                 self.spread = False
@@ -1223,8 +1230,7 @@ class Connection:
                     # MR-CC-028: the bottleneck has served the first window; the next paced
                     # frame keeps that slot, one gap on, instead of the hashed phase
                     mbps = max(1, int(self.rate_bps // 1e6))
-                    self.pace_until = max(P.blind_release_ns(
-                        self.blind_t0, self.blind_bytes, mbps),
+                    self.pace_until = max(self._release(mbps),
                         now - ep._base_rtt_ns + P.pacing_gap_ns(self.last_wl, mbps))
             elif a.rate_mbps and self.rate_bps < ep.line_rate_bps and (
                     self.rate_bps != old_rate or not answered) and not (
@@ -1235,7 +1241,7 @@ class Connection:
                 # MR-CC-034: only its first paced frame; after a frame (a resend, MR-CC-027/033)
                 # the hint re-times from that frame (MR-CC-006 above).
                 mbps = max(1, int(self.rate_bps // 1e6))
-                rel = max(now, P.blind_release_ns(self.blind_t0, self.blind_bytes, mbps))
+                rel = max(now, self._release(mbps))
                 self.pace_until = max(self.pace_until, rel + P.phase_spread_ns(
                     P.pacing_gap_ns(ep.mtu + _DATA_HDR, mbps), self.local_id, ep.seed))
         # MR-CC-007: while hinted, the connection keeps at most 1.5 hinted BDPs in flight, so
@@ -1633,8 +1639,7 @@ class Connection:
                 # the first answer; once its blind release has passed, the resend goes now:
                 # the timer (MR-CC-014) is already spread, the phase spread (MR-CC-023) would
                 # add up to one more gap of silence
-                rel = P.blind_release_ns(self.blind_t0, self.blind_bytes,
-                                         max(1, int(self.rate_bps // 1e6)))
+                rel = self._release(max(1, int(self.rate_bps // 1e6)))
                 if rel <= now:
                     self.pace_until = now
         elif action == P.PATH_RETIRE:
@@ -2355,6 +2360,10 @@ class Endpoint(VerbsHost):
     - ``spread_once`` (True): the phase spread of MR-CC-023 applies only while the connection
       has sent nothing since the receiver's first answer; a later hint re-times its next frame
       from its last one (MR-CC-034; off, MR-CC-033 broke a held-out incast).
+    - ``count_wait`` (False): an announcing sender paced below the line rate sends its first
+      paced frame no sooner than one base RTT after its first frame: a hint that came sooner
+      may be the count of the near senders only (MR-CC-035; off: it broke the fat tree at
+      1,024 senders).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2408,7 +2417,7 @@ class Endpoint(VerbsHost):
                  "_share_iv", "_share_pkts", "_share_prev", "_share_prev_set", "_share_seen",
                  "_silent", "_wr_timeout_ns", "ack_delay", "ack_every", "ack_phase", "addr",
                  "announce", "announce_go", "base_rtt", "bdp", "beta", "chunk_window", "cwnd_max",
-                 "first_window", "init_window_bdp", "initial_psn", "line_rate_bps",
+                 "count_wait", "first_window", "init_window_bdp", "initial_psn", "line_rate_bps",
                  "lost_first_turn", "max_outstanding", "spread_once", "max_init_rd_atomic", "max_paths",
                  "max_rd_atomic",
                  "max_rx_msgs", "max_streams", "max_tx_msgs", "max_window_bdp", "mtu",
@@ -2427,7 +2436,7 @@ class Endpoint(VerbsHost):
                  max_rd_atomic=R.RD_ATOMIC, max_init_rd_atomic=R.RD_ATOMIC, resend_twice=None,
                  announce=True, announce_go=False,
                  pull_first_lost=True, ack_phase=True, probe_turn=True, lost_first_turn=True,
-                 spread_once=True, rng=None):
+                 spread_once=True, count_wait=False, rng=None):
         _check_config(locals())
         self.addr = addr
         # MR-REL-012: on unless the endpoint runs as the RTL engine of this version (announce
@@ -2440,6 +2449,7 @@ class Endpoint(VerbsHost):
         self.probe_turn = bool(probe_turn)  # MR-CC-032: a paced probe waits for its turn
         self.lost_first_turn = bool(lost_first_turn)    # MR-CC-033: no phase after a lost start
         self.spread_once = bool(spread_once)    # MR-CC-034: the spread only before a frame
+        self.count_wait = bool(count_wait)      # MR-CC-035: no paced frame in the first RTT
         self.mtu = mtu
         self.line_rate_bps = float(line_rate_bps)
         self.base_rtt = base_rtt

@@ -66,12 +66,13 @@ class Flags:
     """MR-CW-081: the endpoint's switches of the pacing rules (its configuration), each the
     endpoint's default: ``announce`` (MR-CC-021..024: the spread and the paced probes),
     ``ack_phase`` (MR-CC-028), ``probe_turn`` (MR-CC-032), ``lost_first_turn`` (MR-CC-033),
-    ``spread_once`` (MR-CC-034)."""
+    ``spread_once`` (MR-CC-034), ``count_wait`` (MR-CC-035)."""
 
     def __init__(self, announce=True, ack_phase=True, probe_turn=True, lost_first_turn=True,
-                 spread_once=True):
+                 spread_once=True, count_wait=False):
         self.announce, self.ack_phase, self.probe_turn = announce, ack_phase, probe_turn
         self.lost_first_turn, self.spread_once = lost_first_turn, spread_once
+        self.count_wait = count_wait
 
 
 def mtu_gap_ns(mtu_wire_bytes, rate_mbps):
@@ -132,11 +133,17 @@ class Pacer:
         return gap
 
     def _blind_release(self):
-        """MR-CC-016 at the connection's rate; ``None`` with no blind bytes."""
+        """MR-CC-016 at the connection's rate; ``None`` with no blind bytes. MR-CC-035: an
+        announcing connection paced below the line rate not within one base RTT of its first
+        frame (``protocol.counted_release_ns`` on wrapping times)."""
         s = self.state
         if not s["blind_bytes"]:
             return None
-        return P.blind_release_ns(s["blind_t0"], s["blind_bytes"], s["rate"]) & P.TIME_MASK
+        rel = P.blind_release_ns(s["blind_t0"], s["blind_bytes"], s["rate"]) & P.TIME_MASK
+        fl = self.flags
+        if fl.count_wait and fl.announce and self._paced():
+            rel = _max(rel, (s["blind_t0"] + self.base_rtt_ns) & P.TIME_MASK)
+        return rel
 
     def _before_answer(self):
         """Nothing paced has gone since the first answer (the endpoint's ``last_tx < t_answer``;

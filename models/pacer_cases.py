@@ -121,14 +121,14 @@ def config_of(ep):
             "mtu": ep.mtu, "seed": ep.seed,
             "flags": Flags(announce=ep.announce, ack_phase=ep.ack_phase,
                            probe_turn=ep.probe_turn, lost_first_turn=ep.lost_first_turn,
-                           spread_once=ep.spread_once)}
+                           spread_once=ep.spread_once, count_wait=ep.count_wait)}
 
 
 def pacer_trace(scenario="incast", *, until=0.05, size=4 << 20, seed=1, switches=None):
     """Run ``scenario`` (:data:`SCENARIOS`) and return ``(config, events)``: the engine's
     configuration (:func:`config_of`) and the events of :func:`recording`. ``switches``: the
     endpoint's pacing switches to change (``ack_phase``, ``probe_turn``, ``spread_once``,
-    ``lost_first_turn``)."""
+    ``lost_first_turn``, ``count_wait``)."""
     from metaroce.sim.harness import Flow, run_writes
     from metaroce.sim.topology import Fabric
 

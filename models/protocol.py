@@ -333,6 +333,14 @@ def blind_release_ns(t_first_ns, wire_bytes, rate_mbps):
     return int(t_first_ns) + -(-int(wire_bytes) * 8 * 1000 // max(1, int(rate_mbps)))
 
 
+def counted_release_ns(t_first_ns, wire_bytes, rate_mbps, base_rtt_ns):
+    """MR-CC-035: the blind release of MR-CC-016, and not before one base RTT after the first
+    frame: until then the receiver may not yet have counted the senders that started with this
+    one on longer paths (their announcements take up to half the base RTT to arrive, its update
+    at most the other half to come back), so a hint that came sooner may still fall."""
+    return max(blind_release_ns(t_first_ns, wire_bytes, rate_mbps), int(t_first_ns) + int(base_rtt_ns))
+
+
 def initial_rto_ns(rto_initial_ns, conn_id, seed=0):
     """MR-CC-014: a connection's timer before any RTT sample: ``rto_initial`` x (1 + k / 1024),
     ``k`` in 0..255 a hash of the connection id (and the endpoint's seed): up to a quarter

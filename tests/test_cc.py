@@ -619,6 +619,59 @@ def test_first_window_lost_whole_goes_at_its_timer(on):
         assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
 
 
+@pytest.mark.parametrize("wait", [True, False])
+def test_first_paced_frame_waits_one_base_rtt(wait):
+    """MR-CC-035: a sender on a short path is answered while the receiver has counted few
+    senders (a high hint whose blind release, MR-CC-016, has passed at once); with
+    ``count_wait`` its first paced frame still waits until one base RTT after its first frame,
+    so the receiver's update for the senders counted since (MR-CC-009, a lower hint) arrives
+    first and prices its first window at the lower hint; with it off the frame leaves at once,
+    under the high hint."""
+    import random
+
+    from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
+    from metaroce.models.wire import MR_ANNOUNCE
+    rx, mtu = "10.0.0.9", 1024
+    kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
+
+    def frames(ep, now):
+        return list(iter(lambda: ep.next_packet(now), None))
+    b = Endpoint(rx, rng=random.Random(2), **kw)
+    for i in range(3):
+        b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
+        b.receive(Frame(eth=Eth(), ip=IP(src=f"10.0.0.{i + 1}", dst=rx, ecn=0), udp=UDP(sport=0xC000),
+                        bth=BTH(opcode=MR_ANNOUNCE, pkey=0xFFFF, dest_qp=20 + i, ack_req=1, psn=0)), 0)
+    frames(b, 0)
+    ep = Endpoint("10.0.0.64", rng=random.Random(1), count_wait=wait, **kw)
+    c = ep.connect(10, rx, 83, paths=4)
+    b.connect(83, "10.0.0.64", 10, paths=4)
+    c.post_write(0, ep.reg_mr(bytearray(16 * mtu)), 0, 16 * mtu, 0, 0x1234, wr_id=1)
+    t0 = 1e-6
+    ann, first = frames(ep, t0)
+    b.receive(ann, t0 + 0.5e-6)         # a short path: a quarter of the base RTT each way
+    (answer,) = [f for f in frames(b, t0 + 0.5e-6) if f.ip.dst == "10.0.0.64"]
+    ep.receive(answer, t0 + 1e-6)
+    high = int(c.rate_bps // 1e6)
+    assert high == 25_000               # four senders counted
+    assert P.blind_release_ns(c.blind_t0, c.blind_bytes, high) < round((t0 + 1e-6) * 1e9)
+    early = frames(ep, t0 + 2.5e-6)     # before the update
+    # the receiver counts 60 more senders whose announcements came the long way; its update
+    # (a repeat of its newest ACK with the lower hint) reaches the sender before one base RTT
+    upd = copy.deepcopy(answer)
+    upd.mrah.rate_mbps = P.fair_share_mbps(100e9, 64, 0.0)
+    ep.receive(upd, t0 + 3e-6)
+    low = int(c.rate_bps // 1e6)
+    assert low < high // 10
+    release = P.blind_release_ns(c.blind_t0, c.blind_bytes, low)
+    if wait:
+        assert early == [] and c.last_tx == c.blind_t0
+        assert c.pace_until >= release      # the first window priced at the lower hint
+        assert frames(ep, (release - 1) * 1e-9) == []
+    else:
+        assert len(early) == 1 and early[0].mrdh is not None     # sent under the high hint
+        assert c.last_tx > c.blind_t0
+
+
 @pytest.mark.parametrize("once", [True, False])
 def test_later_hint_keeps_the_phase_of_a_frame_sent(once):
     """MR-CC-034: once an announcing sender has sent a frame after the receiver's first answer

@@ -19,7 +19,9 @@ def trace(name):
     if name not in _TRACES:
         cases = {"pull": lambda: pc.pull_case(), "pull_after": lambda: pc.pull_case(True),
                  "lost_on": lambda: pc.lost_first_case(True),
-                 "lost_off": lambda: pc.lost_first_case(False)}
+                 "lost_off": lambda: pc.lost_first_case(False),
+                 "incast_default_wait": lambda: pc.pacer_trace(
+                     "incast_default", switches=dict(count_wait=True))}
         _TRACES[name] = cases[name]() if name in cases else pc.pacer_trace(name)
     return _TRACES[name]
 
@@ -44,25 +46,34 @@ def counting():
     return Count, hits
 
 
-@pytest.mark.parametrize("scenario", ["incast", "incast6", "incast_default", "incast8_default"])
+@pytest.mark.parametrize("scenario", ["incast", "incast6", "incast_default", "incast8_default",
+                                      "incast_default_wait"])
 def test_pacer_equals_the_endpoint_on_incast_traces(scenario):
     """MR-CW-094, MR-CW-081, MR-CW-084, MR-CW-086, MR-CW-087, MR-CW-089, MR-CW-090, MR-CW-091: a
     Pacer per connection (the endpoint's configuration and switches), fed
     the endpoint's events (frames sent, ACKs with their samples, probes), has the endpoint's
     next send time after every one of them, to the ns, also with every time shifted across the
     32-bit counter's wrap (MR-CW-083); the traces re-time on rate changes and samples, release
-    blind bytes, and (with the defaults) set the first paced frame's phase and pace probes."""
+    blind bytes, and (with the defaults) set the first paced frame's phase and pace probes;
+    with ``count_wait`` (MR-CC-035) the first paced frames wait a base RTT after the first
+    frame."""
     config, events = trace(scenario)
     Count, hits = counting()
     n, bad = pc.replay(config, events, Count)
     assert bad == [] and n > 5000
     kinds = collections.Counter(e[2] for e in events)
     assert kinds["sent"] >= 3072 and kinds["ack"] >= 2880 and kinds["sample"] > 2800
-    assert hits["_retime_rate"] > 25 and hits["sample"] > 4 and hits["sent"] > 2800
+    assert hits["sent"] > 2800
+    if scenario.endswith("_wait"):
+        # MR-CC-035: the blind release holds the first paced frames to a base RTT
+        assert hits["_retime_rate"] > 15 and hits["_phase"] >= 3 and hits["_blind"] >= 3
+        assert config["flags"].count_wait
+    else:
+        assert hits["_retime_rate"] > 25 and hits["sample"] > 4
     if scenario.endswith("_default"):
         assert hits["_phase"] >= 3 and config["flags"].announce
-        assert hits["probe"] >= (scenario == "incast_default")
-    else:
+        assert hits["probe"] >= (scenario == "incast_default") and not config["flags"].count_wait
+    elif not scenario.endswith("_wait"):
         assert hits["_blind"] >= 6 and not config["flags"].announce
     last = max(e[3][0] for e in events if e[2] in ("sent", "ack"))
     assert pc.replay(config, events, shift=(1 << 32) - last // 2) == (n, [])
@@ -126,6 +137,17 @@ class _NoTimeout(Pacer):
         pass
 
 
+class _NoCountWait(Pacer):
+    def _blind_release(self):
+        fl = self.flags
+        self.flags = Flags(fl.announce, fl.ack_phase, fl.probe_turn, fl.lost_first_turn,
+                           fl.spread_once, count_wait=False)
+        try:
+            return Pacer._blind_release(self)
+        finally:
+            self.flags = fl
+
+
 class _NoPull(Pacer):
     def ack(self, now, hint, pkts, pulls=0):
         Pacer.ack(self, now, hint, pkts, 0)
@@ -134,12 +156,12 @@ class _NoPull(Pacer):
 @pytest.mark.parametrize("wrong, case", [
     (_NoRetime, "incast"), (_NoBlind, "incast6"), (_NoPhase, "incast_default"),
     (_NoSampleRetime, "incast"), (_NoStretch, "incast6"), (_NoTimeout, "lost_on"),
-    (_NoPull, "pull")])
+    (_NoPull, "pull"), (_NoCountWait, "incast_default_wait")])
 def test_pacer_without_a_rule_disagrees(wrong, case):
     """MR-CW-096: negative controls: a Pacer without the re-timing of a rate change (MR-CC-006),
     the blind release (MR-CC-016), the phase (MR-CC-023/028), the sample's re-timing
     (MR-CC-029), the queue stretch (MR-CC-015), the lost first window's turn (MR-CC-033), the
-    pull (MR-CC-027) differs from the endpoint."""
+    pull (MR-CC-027), the wait of one base RTT (MR-CC-035) differs from the endpoint."""
     config, events = trace(case)
     n, bad = pc.replay(config, events, wrong)
     assert bad, wrong.__name__
@@ -218,3 +240,26 @@ def test_pacer_follows_the_endpoints_switches():
     n, bad = pc.replay(config, events)
     assert bad == [] and n > 8000
     assert pc.replay(dict(config, flags=Flags()), events)[1]
+
+
+def test_first_paced_frame_waits_a_base_rtt():
+    """MR-CC-035 (MR-CW-087): an announcing connection answered with a hint whose blind release
+    has passed still waits until one base RTT after its first frame (plus its phase, MR-CC-023);
+    with ``count_wait`` off it goes at the release and its phase; at the line rate no wait."""
+    gap = P.pacing_gap_ns(4096 + Pacer.DATA_HDR, 25_000)
+    for wait in (True, False):
+        pc_ = Pacer(line_mbps=100_000, base_rtt_ns=10_000, mtu=4096, flags=Flags(count_wait=wait),
+                    t_open=100)
+        pc_.sent(100, 4180)
+        pc_.ack(2_000, 25_000, 0)
+        rel = P.blind_release_ns(100, 4180 + P.WIRE_OVERHEAD, 25_000)
+        assert rel < 2_000
+        if wait:
+            assert 100 + 10_000 <= pc_.pace_until <= 100 + 10_000 + gap
+        else:
+            assert 2_000 <= pc_.pace_until <= 2_000 + gap
+    go = Pacer(line_mbps=100_000, base_rtt_ns=10_000, mtu=4096, flags=Flags(count_wait=True),
+               t_open=100)
+    go.sent(100, 4180)
+    go.ack(2_000, 100_000, 0)
+    assert go.pace_until < 2_000

@@ -19,4 +19,4 @@ row = incast.one_run({"protocol": "metaroce", "senders": n, "total": total, "min
                       "stagger": stagger, "seed": seed, "topology": topo})
 row.pop("_series")
 row.pop("wall_s")
-print(json.dumps(dict(row, options=opts)))
+print(json.dumps(dict(row, seed=seed, stagger=stagger, options=opts)))

@@ -6,8 +6,8 @@ gap, hint, latest RTT sample) and timeouts, all in base RTTs.
 
     .venv/bin/python docs/probes/incast_senders.py SENDERS single|fat_tree STAGGER_US BYTES [S1,S2,...]
 
-EP (environment) sets endpoint options (``EP=lost_first_turn=1``); NLOG bounds the events printed
-per sender (default 40). Seed 1, 400 Gb/s, 10 us,
+EP (environment) sets endpoint options (``EP=lost_first_turn=1``), SEED the seed (default 1); NLOG bounds the events printed
+per sender (default 40). 400 Gb/s, 10 us,
 buffer 2 BDP, 8 paths, as the bench.
 """
 
@@ -18,7 +18,8 @@ from metaroce.models import endpoint as E
 RTT, RATE, MTU = incast.RTT, incast.RATE, incast.MTU
 n = int(sys.argv[1]); topo = sys.argv[2]; stagger = float(sys.argv[3]); size = int(sys.argv[4])
 watch = [int(x) for x in sys.argv[5].split(",") if x] if len(sys.argv) > 5 else []
-fab, port = incast.fabric(n, topo)
+SEED = int(__import__("os").environ.get("SEED", "1"))    # the bench's --seed
+fab, port = incast.fabric(n, topo, SEED)
 port.qlog = []
 log = {}
 og = E.Connection._gap
@@ -53,7 +54,7 @@ cfg = dict(incast.endpoint_cfg("metaroce"))
 for kv in filter(None, __import__("os").environ.get("EP", "").split(",")):
     cfg[kv.split("=")[0]] = int(kv.split("=")[1])     # EP="lost_first_turn=1": endpoint options
 bin_w = RTT / 4
-res = run_writes(fab, flows, "metaroce", cfg=cfg, seed=1, until=1.0, meter_bin=bin_w)
+res = run_writes(fab, flows, "metaroce", cfg=cfg, seed=SEED, until=1.0, meter_bin=bin_w)
 t_last = max(f.start for f in flows)
 t_first = min(r.t_done for r in res.flows if r.t_done is not None)
 fair = incast.payload_rate(RATE, MTU) / n

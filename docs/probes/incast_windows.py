@@ -3,11 +3,11 @@ instrumentation behind MR-CC-023..025 in docs/benchmarks.md, "incast-announce").
 
     .venv/bin/python docs/probes/incast_windows.py SENDERS [single|fat_tree] [ANNOUNCE 1|0] [STAGGER_US] [BYTES]
 
-Runs the bench's run (400 Gb/s, 10 us, buffer 2 BDP, 8 paths, seed 1) with the endpoint's
+Runs the bench's run (400 Gb/s, 10 us, buffer 2 BDP, 8 paths, seed SEED) with the endpoint's
 ``announce`` on or off and prints the convergence time, the receiver port's drops, and for each
 window length of :func:`metaroce.benches.incast.analyse` the last window start that fails, with
 up to five failing senders, their packets in it and the packets due. Environment: ``EP`` sets
-endpoint options (``EP=ack_phase=0``), ``FAB`` the fabric's (``FAB=control_priority=0``).
+endpoint options (``EP=ack_phase=0``), ``FAB`` the fabric's (``FAB=control_priority=0``), ``SEED`` the seed (default 1).
 """
 import sys, numpy as np
 from metaroce.benches import incast
@@ -17,7 +17,8 @@ n = int(sys.argv[1]); topo = sys.argv[2] if len(sys.argv) > 2 else "single"
 ann = (sys.argv[3] != "0") if len(sys.argv) > 3 else True
 stagger = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
 size = max((64 << 20) // n, 1 << 20) if len(sys.argv) <= 5 else int(sys.argv[5])
-fab, port = incast.fabric(n, topo, **{kv.split("=")[0]: int(kv.split("=")[1]) for kv in
+SEED = int(__import__("os").environ.get("SEED", "1"))    # the bench's --seed
+fab, port = incast.fabric(n, topo, SEED, **{kv.split("=")[0]: int(kv.split("=")[1]) for kv in
                                       filter(None, __import__("os").environ.get("FAB", "").split(","))})
 flows = [Flow(i, n, size, start=i * stagger * 1e-6, paths=8) for i in range(n)]
 cfg = dict(incast.endpoint_cfg("metaroce")); cfg["announce"] = ann
@@ -25,7 +26,7 @@ cfg = dict(incast.endpoint_cfg("metaroce")); cfg["announce"] = ann
 for kv in filter(None, __import__("os").environ.get("EP", "").split(",")):
     k, v = kv.split("="); cfg[k] = int(v)
 bin_w = RTT / 4
-res = run_writes(fab, flows, "metaroce", cfg=cfg, seed=1, until=1.0, meter_bin=bin_w)
+res = run_writes(fab, flows, "metaroce", cfg=cfg, seed=SEED, until=1.0, meter_bin=bin_w)
 t_last = max(f.start for f in flows)
 done = [r.t_done for r in res.flows if r.t_done is not None]
 t_first = min(done)
