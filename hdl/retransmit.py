@@ -467,14 +467,23 @@ class Retransmit(wiring.Component):
         sent_take = self.s_sent.valid & self.s_sent.ready
         ina, ins = self.s_ack.payload, self.s_sent.payload
         rec = data.View(lay.rec, rec_data)
-        with m.If(ack_take):
-            m.d.comb += path_rd.addr.eq(Cat(ina.path[:pb], ina.conn))
-        with m.Elif(rto_take):
-            m.d.comb += path_rd.addr.eq(qrto.row)
-        with m.Elif(check_take):
-            m.d.comb += path_rd.addr.eq(cur_head)
-        with m.Else():
-            m.d.comb += path_rd.addr.eq(Cat(ins.path[:pb], ins.conn))
+        # MR-TX-264: the take's four candidate rows, in the take's priority (MR-TX-033); the
+        # read address is selected from them, and the hit flags below are compared on each
+        # candidate and selected after the compare by the same decision
+        take_rows = tuple(Value.cast(r)[:rb] for r in (Cat(ina.path[:pb], ina.conn), qrto.row,
+                                                         cur_head, Cat(ins.path[:pb], ins.conn)))
+
+        def by_take(ack_v, rto_v, check_v, sent_v):
+            """The value of the event taken (the sent packet's when nothing is: the read
+            address's default), as the take's priority (MR-TX-033)."""
+            return Mux(ack_take, ack_v, Mux(rto_take, rto_v, Mux(check_take, check_v, sent_v)))
+
+        def hit(cand_eq):
+            """``cand_eq(row)`` on the read address, as MR-TX-264's compare of every candidate
+            row selected by the take after it."""
+            return by_take(*(cand_eq(r) for r in take_rows))
+
+        m.d.comb += path_rd.addr.eq(by_take(*take_rows))
         s1a_ack = Signal(lay.ack)
         s1a_sent = Signal(lay.sent)
         s1a_int_row = Signal(rb)
@@ -546,8 +555,8 @@ class Retransmit(wiring.Component):
         # s1a_same_prev says it hit the row read (decided in the take cycle, as s1a_same)
         wb_prev = Signal(lay.path.size)
         s1a_same_prev = Signal()
-        m.d.sync += [s1a_same.eq(s1_valid & (path_rd.addr == s1_row)),
-                     s1a_same_prev.eq(wb_valid & (path_rd.addr == wb_addr)),
+        m.d.sync += [s1a_same.eq(s1_valid & hit(lambda r: r == s1_row)),
+                     s1a_same_prev.eq(wb_valid & hit(lambda r: r == wb_addr)),
                      wb_prev.eq(wb_data),
                      s1_same.eq(s1_valid & s1a_valid & (s1a_row == s1_row)),
                      s1_base.eq(Mux(wb_valid & s1a_same, wb_data,
@@ -563,9 +572,9 @@ class Retransmit(wiring.Component):
         hwb_prev, s1a_hsame_prev = Signal(hw), Signal()
         m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
         h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
-        m.d.sync += [s1a_hsame_prev.eq(hwb_valid & (path_rd.addr[pb:] == hwb_addr)),
+        m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
                      hwb_prev.eq(hwb_data),
-                     s1a_hsame.eq(s1_valid & (path_rd.addr[pb:] == s1_row[pb:])),
+                     s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:])),
                      s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
                      h_base.eq(h_base_in)]
         health_row = Signal(hw)

@@ -755,8 +755,8 @@ LATE_WRITE_WRONG = {
     # MR-TX-240: the path table's forward of the write made at the read's own edge dropped
     "path_prev_dropped": ("Mux(s1a_same_prev, wb_prev, path_rd_data)", "path_rd_data"),
     # MR-TX-240: that forward's hit decided against S1b's row instead of the write's
-    "path_prev_wrong_row": ("s1a_same_prev.eq(wb_valid & (path_rd.addr == wb_addr))",
-                            "s1a_same_prev.eq(wb_valid & (path_rd.addr == s1_row))"),
+    "path_prev_wrong_row": ("s1a_same_prev.eq(wb_valid & hit(lambda r: r == wb_addr))",
+                            "s1a_same_prev.eq(wb_valid & hit(lambda r: r == s1_row))"),
 }
 
 
