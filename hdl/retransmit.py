@@ -287,7 +287,10 @@ class Retransmit(wiring.Component):
         free_data = read_data(free_rd, free_wr, "free")
 
         m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
-        m.submodules.ins_q = ins_q = fifo.SyncFIFO(width=lay.insert.size, depth=INS_DEPTH)
+        # MR-TX-265: the insert queue's and the RTO queue's heads and r_rdy in flip-flops
+        # (MR-TX-065's queue), so the take decision does not start at a level compare and the
+        # RTO's row at a LUT-RAM read
+        m.submodules.ins_q = ins_q = HeadRegFIFO(width=lay.insert.size, depth=INS_DEPTH)
         m.submodules.acked_q = acked_q = HeadRegFIFO(width=lay.acked.size, depth=OUT_DEPTH)
         m.submodules.resend_q = resend_q = HeadRegFIFO(width=lay.resend.size, depth=OUT_DEPTH)
         m.submodules.error_q = error_q = HeadRegFIFO(width=lay.error.size, depth=OUT_DEPTH)
@@ -311,7 +314,7 @@ class Retransmit(wiring.Component):
         # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
         # MR-TX-203: with ``ages`` the RTO event carries the new srtt to the health memory
         rto_lay = data.StructLayout({"row": rb, "rto": dur, **({"srtt": dur} if self.ages else {})})
-        m.submodules.rto_q = rto_q = fifo.SyncFIFO(width=rto_lay.size, depth=RTO_DEPTH)
+        m.submodules.rto_q = rto_q = HeadRegFIFO(width=rto_lay.size, depth=RTO_DEPTH)   # MR-TX-265
         est_lay = data.StructLayout({"srtt": dur, "rttvar": dur, "valid": 1})
         m.submodules.est_mem = est_mem = memory.Memory(shape=est_lay, depth=rows, init=[])
         est_rd, est_wr = est_mem.read_port(), est_mem.write_port()

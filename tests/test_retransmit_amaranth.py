@@ -185,10 +185,11 @@ def test_lockstep_rtt_estimator():
     assert m.counters[CTR["timeouts"]] == 8   # one tail per path of _rtt_items
 
 
-@pytest.mark.parametrize("depth", [2, 5, 16])
+@pytest.mark.parametrize("depth", [2, 4, 5, 16])
 def test_head_reg_fifo_is_the_ring(depth):
-    """MR-TX-065: the output queue with its head in a register shows, every cycle, what the
-    ring read without a register shows (``SyncFifoModel``: payload while empty included), under
+    """MR-TX-065, MR-TX-265 (depth 4: the RTO queue; 16: the insert and output queues): the
+    queue with its head in a register shows, every cycle, what the ring read without a
+    register shows (``SyncFifoModel``: payload while empty included), under
     random pushes and pops that fill and drain it; ``r_data`` and ``r_rdy`` do not follow the
     cycle's inputs (they are flip-flops)."""
     import random
@@ -817,3 +818,47 @@ def test_age_deadlines_wrong_forms_fail(case):
     except (Mismatch, AssertionError):
         return
     raise AssertionError("the wrong form passed")
+
+
+# ------------------------------------------------------------------ the take's hit flags on each candidate (MR-TX-264..266)
+
+# MR-TX-264's wrong forms: one hit flag of the take compared on the wrong candidate row (the
+# others as built), loaded in place of the RTL; the traffic whose lockstep the RTL passes
+# (the random lockstep's, seed 1; the timers', seed 1) fails with it
+TAKE_HIT_WRONG = {
+    # the sent packet's late-write hit (s1a_same_prev) compared on the ACK port's row
+    "sent_prev_on_ack_row": ("s1a_same_prev.eq(wb_valid & hit(lambda r: r == wb_addr))",
+                             "s1a_same_prev.eq(wb_valid & by_take(*(r == wb_addr for r in "
+                             "take_rows[:3] + take_rows[:1])))", "random"),
+    # the ACK's S1b hit (s1a_same) compared on the sent packet's row
+    "ack_same_on_sent_row": ("s1a_same.eq(s1_valid & hit(lambda r: r == s1_row))",
+                             "s1a_same.eq(s1_valid & by_take(*(r == s1_row for r in "
+                             "take_rows[3:] + take_rows[1:])))", "random"),
+    # the RTO's S1b hit compared on the wheel's row
+    "rto_same_on_check_row": ("s1a_same.eq(s1_valid & hit(lambda r: r == s1_row))",
+                              "s1a_same.eq(s1_valid & by_take(*(r == s1_row for r in "
+                              "take_rows[:1] + take_rows[2:3] + take_rows[2:])))", "random"),
+    # the check's health hit (s1a_hsame) compared on the RTO queue's row
+    "check_hsame_on_rto_row": ("s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:]))",
+                               "s1a_hsame.eq(s1_valid & by_take(*(r[pb:] == s1_row[pb:] for r in "
+                               "take_rows[:2] + take_rows[1:2] + take_rows[3:])))", "timers"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAKE_HIT_WRONG))
+def test_take_hits_wrong_candidate_fail(case):
+    """MR-TX-264, MR-TX-266: the take's hit flags are compared on each candidate row and
+    selected by the take after the compare; with one flag compared on another candidate's row
+    (the sent packet's late-write hit on the ACK's row, the ACK's S1b hit on the sent packet's,
+    the RTO's on the wheel's, the check's health hit on the RTO's) the lockstep fails: on the
+    random traffic (seed 1, which the RTL as built passes in ``test_lockstep_random[1]``) or
+    the timers' (seed 1, the RTL as built run here first: 0 mismatches)."""
+    old, new, traffic = TAKE_HIT_WRONG[case]
+    if traffic == "random":
+        items, kw = rc.traffic(*SMALL, 300, seed=1), {}
+    else:
+        items = rc.traffic(*SMALL, 300, seed=1, black_hole=6, rto_ns=3000)
+        kw = {"timers": {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}}
+        run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, **kw)     # the RTL as built passes
+    with pytest.raises(Mismatch):
+        run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, dut_cls=_retransmit_with(old, new), **kw)
