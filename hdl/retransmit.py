@@ -478,8 +478,10 @@ class Retransmit(wiring.Component):
 
         def by_take(ack_v, rto_v, check_v, sent_v):
             """The value of the event taken (the sent packet's when nothing is: the read
-            address's default), as the take's priority (MR-TX-033)."""
-            return Mux(ack_take, ack_v, Mux(rto_take, rto_v, Mux(check_take, check_v, sent_v)))
+            address's default), as the take's priority (MR-TX-033). MR-TX-267: each select
+            without the terms of the selects before it (rto_take is rto_req where no ACK is
+            taken; check_take is check_req & credit where neither is)."""
+            return Mux(ack_take, ack_v, Mux(rto_req, rto_v, Mux(check_req & credit, check_v, sent_v)))
 
         def hit(cand_eq):
             """``cand_eq(row)`` on the read address, as MR-TX-264's compare of every candidate

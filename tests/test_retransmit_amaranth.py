@@ -842,23 +842,31 @@ TAKE_HIT_WRONG = {
     "check_hsame_on_rto_row": ("s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:]))",
                                "s1a_hsame.eq(s1_valid & by_take(*(r[pb:] == s1_row[pb:] for r in "
                                "take_rows[:2] + take_rows[1:2] + take_rows[3:])))", "timers"),
+    # MR-TX-267: the ACK's select without the credit (an ACK offered, not taken, while an RTO
+    # or a check is: heavy backpressure)
+    "ack_select_without_credit": ("return Mux(ack_take, ack_v, Mux(rto_req, rto_v, ",
+                                  "return Mux(self.s_ack.valid, ack_v, Mux(rto_req, rto_v, ", "heavy_bp"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(TAKE_HIT_WRONG))
 def test_take_hits_wrong_candidate_fail(case):
-    """MR-TX-264, MR-TX-266: the take's hit flags are compared on each candidate row and
-    selected by the take after the compare; with one flag compared on another candidate's row
-    (the sent packet's late-write hit on the ACK's row, the ACK's S1b hit on the sent packet's,
-    the RTO's on the wheel's, the check's health hit on the RTO's) the lockstep fails: on the
-    random traffic (seed 1, which the RTL as built passes in ``test_lockstep_random[1]``) or
-    the timers' (seed 1, the RTL as built run here first: 0 mismatches)."""
+    """MR-TX-264, MR-TX-266, MR-TX-267: the take's hit flags are compared on each candidate
+    row and selected by the take after the compare; with one flag compared on another
+    candidate's row (the sent packet's late-write hit on the ACK's row, the ACK's S1b hit on the
+    sent packet's, the RTO's on the wheel's, the check's health hit on the RTO's), or the
+    select of the ACK's candidate without the credit, the lockstep fails: on the random traffic
+    (seed 1, which the RTL as built passes in ``test_lockstep_random[1]``), the timers' (seed 1)
+    or the random traffic under heavy backpressure (seed 1, ``p_bp`` 0.9), the last two run
+    here first with the RTL as built: 0 mismatches."""
     old, new, traffic = TAKE_HIT_WRONG[case]
-    if traffic == "random":
-        items, kw = rc.traffic(*SMALL, 300, seed=1), {}
-    else:
+    kw = {"p_idle": 0.2, "p_bp": 0.9 if traffic == "heavy_bp" else 0.4}
+    if traffic == "timers":
         items = rc.traffic(*SMALL, 300, seed=1, black_hole=6, rto_ns=3000)
-        kw = {"timers": {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}}
-        run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, **kw)     # the RTL as built passes
+        kw["timers"] = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
+    else:
+        items = rc.traffic(*SMALL, 300, seed=1)
+    if traffic != "random":
+        run_lockstep(items, seed=1, **kw)     # the RTL as built passes (0 mismatches)
     with pytest.raises(Mismatch):
-        run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, dut_cls=_retransmit_with(old, new), **kw)
+        run_lockstep(items, seed=1, dut_cls=_retransmit_with(old, new), **kw)
