@@ -230,6 +230,10 @@ class Retransmit(wiring.Component):
         self.collision_hits = {n: Signal(name=f"{n}_collision_hit")
                                for n in ("path", "rec", "link", "free")}
         self.lay = lay = layouts(conns, paths, pool)
+        # MR-TX-268: a health memory of two rows or fewer is flip-flops (the synthesis maps such
+        # memories to logic): read at a registered address, so the take's select drives one
+        # flip-flop, not a 2:1 mux per bit of the row
+        self.health_read_in_ffs = conns <= 2
         super().__init__({
             "s_sent": In(stream.Signature(lay.sent)),
             "s_ack": In(stream.Signature(lay.ack)),
@@ -305,7 +309,9 @@ class Retransmit(wiring.Component):
         tw = records.TIME_BITS
         hw = lay.paths + 1 + (lay.paths * (tw + dur) + tw if self.ages else 0)
         m.submodules.health_mem = health_mem = memory.Memory(shape=hw, depth=lay.conns, init=[])
-        h_rd, h_wr = health_mem.read_port(), health_mem.write_port()
+        # MR-TX-268: in flip-flops, read without a clock at the take's connection registered
+        h_rd = health_mem.read_port(domain="comb" if self.health_read_in_ffs else "sync")
+        h_wr = health_mem.write_port()
         m.submodules.prb_mem = prb_mem = memory.Memory(shape=1, depth=lay.pool, init=[])
         prb_rd, prb_wr = prb_mem.read_port(), prb_mem.write_port()
         # MR-TX-242: S1b's write of a probe bit (prb_s1) is made a cycle later from registers
@@ -575,7 +581,13 @@ class Retransmit(wiring.Component):
         # MR-TX-241: the health memory written a cycle late from hwb_*, its read's own edge's
         # write forwarded from hwb_prev in S1a (as MR-TX-240's path table)
         hwb_prev, s1a_hsame_prev = Signal(hw), Signal()
-        m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
+        if self.health_read_in_ffs:
+            # MR-TX-268: the row after the edge's write (MR-TX-241's forward gives the same)
+            h_rd_conn = Signal(cb)
+            m.d.sync += h_rd_conn.eq(path_rd.addr[pb:])
+            m.d.comb += h_rd.addr.eq(h_rd_conn)
+        else:
+            m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
         h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
         m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
                      hwb_prev.eq(hwb_data),

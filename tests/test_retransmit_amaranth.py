@@ -870,3 +870,43 @@ def test_take_hits_wrong_candidate_fail(case):
         run_lockstep(items, seed=1, **kw)     # the RTL as built passes (0 mismatches)
     with pytest.raises(Mismatch):
         run_lockstep(items, seed=1, dut_cls=_retransmit_with(old, new), **kw)
+
+
+# ------------------------------------------------------------------ the health row read in flip-flops (MR-TX-268)
+
+TWO_CONNS = (2, 4, 256)         # the TX's instance (models.tx.SMALL): its health memory is flip-flops
+HEALTH_FF_WRONG = {
+    # the read without a clock at the take's address, not registered: S1a sees the next take's row
+    "address_unregistered": ("m.d.comb += h_rd.addr.eq(h_rd_conn)",
+                             "m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])"),
+    # the read at S1b's connection
+    "address_of_s1b": ("m.d.comb += h_rd.addr.eq(h_rd_conn)", "m.d.comb += h_rd.addr.eq(s1_row[pb:])"),
+}
+
+
+def _two_conns_run(dut_cls=Retransmit):
+    items = _with_ece(rc.traffic(*TWO_CONNS, 300, seed=3, black_hole=6, rto_ns=3000,
+                                 ack_loss=0.125), 3)
+    return run_lockstep(items, inst=TWO_CONNS, seed=3, timers=PROBE_TIMERS, ages=True,
+                        dut_cls=dut_cls, p_idle=0.2, p_bp=0.4)
+
+
+def test_health_read_in_flip_flops():
+    """MR-TX-268, MR-TX-241, MR-TX-050: with two connections (the TX's instance) the health
+    memory is read without a clock at the take's connection, registered; with the ages on,
+    tail probes and timeouts over both connections (every read of a row meets writes of it),
+    the lockstep has 0 mismatches (the read sees the write of its edge: MR-TX-241's forward
+    gives the same row)."""
+    assert Retransmit(64, conns=2, paths=4, pool=256).health_read_in_ffs
+    assert not Retransmit(64, conns=256, paths=4, pool=1024).health_read_in_ffs
+    res = _two_conns_run()
+    c = res["model"].counters
+    assert c[CTR["timeouts"]] + c[CTR["tail_probes"]] >= 3, c
+
+
+@pytest.mark.parametrize("case", sorted(HEALTH_FF_WRONG))
+def test_health_read_in_flip_flops_wrong_forms_fail(case):
+    """MR-TX-268: the read at the take's address not registered (S1a reads the next take's
+    connection) or at S1b's connection fails the two-connection lockstep."""
+    with pytest.raises(Mismatch):
+        _two_conns_run(_retransmit_with(*HEALTH_FF_WRONG[case]))
