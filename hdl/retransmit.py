@@ -230,6 +230,10 @@ class Retransmit(wiring.Component):
         self.collision_hits = {n: Signal(name=f"{n}_collision_hit")
                                for n in ("path", "rec", "link", "free")}
         self.lay = lay = layouts(conns, paths, pool)
+        # MR-TX-268: a health memory of two rows or fewer is flip-flops (the synthesis maps such
+        # memories to logic): read at a registered address, so the take's select drives one
+        # flip-flop, not a 2:1 mux per bit of the row
+        self.health_read_in_ffs = conns <= 2
         super().__init__({
             "s_sent": In(stream.Signature(lay.sent)),
             "s_ack": In(stream.Signature(lay.ack)),
@@ -287,7 +291,10 @@ class Retransmit(wiring.Component):
         free_data = read_data(free_rd, free_wr, "free")
 
         m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
-        m.submodules.ins_q = ins_q = fifo.SyncFIFO(width=lay.insert.size, depth=INS_DEPTH)
+        # MR-TX-265: the insert queue's and the RTO queue's heads and r_rdy in flip-flops
+        # (MR-TX-065's queue), so the take decision does not start at a level compare and the
+        # RTO's row at a LUT-RAM read
+        m.submodules.ins_q = ins_q = HeadRegFIFO(width=lay.insert.size, depth=INS_DEPTH)
         m.submodules.acked_q = acked_q = HeadRegFIFO(width=lay.acked.size, depth=OUT_DEPTH)
         m.submodules.resend_q = resend_q = HeadRegFIFO(width=lay.resend.size, depth=OUT_DEPTH)
         m.submodules.error_q = error_q = HeadRegFIFO(width=lay.error.size, depth=OUT_DEPTH)
@@ -302,7 +309,9 @@ class Retransmit(wiring.Component):
         tw = records.TIME_BITS
         hw = lay.paths + 1 + (lay.paths * (tw + dur) + tw if self.ages else 0)
         m.submodules.health_mem = health_mem = memory.Memory(shape=hw, depth=lay.conns, init=[])
-        h_rd, h_wr = health_mem.read_port(), health_mem.write_port()
+        # MR-TX-268: in flip-flops, read without a clock at the take's connection registered
+        h_rd = health_mem.read_port(domain="comb" if self.health_read_in_ffs else "sync")
+        h_wr = health_mem.write_port()
         m.submodules.prb_mem = prb_mem = memory.Memory(shape=1, depth=lay.pool, init=[])
         prb_rd, prb_wr = prb_mem.read_port(), prb_mem.write_port()
         # MR-TX-242: S1b's write of a probe bit (prb_s1) is made a cycle later from registers
@@ -311,7 +320,7 @@ class Retransmit(wiring.Component):
         # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
         # MR-TX-203: with ``ages`` the RTO event carries the new srtt to the health memory
         rto_lay = data.StructLayout({"row": rb, "rto": dur, **({"srtt": dur} if self.ages else {})})
-        m.submodules.rto_q = rto_q = fifo.SyncFIFO(width=rto_lay.size, depth=RTO_DEPTH)
+        m.submodules.rto_q = rto_q = HeadRegFIFO(width=rto_lay.size, depth=RTO_DEPTH)   # MR-TX-265
         est_lay = data.StructLayout({"srtt": dur, "rttvar": dur, "valid": 1})
         m.submodules.est_mem = est_mem = memory.Memory(shape=est_lay, depth=rows, init=[])
         est_rd, est_wr = est_mem.read_port(), est_mem.write_port()
@@ -467,14 +476,25 @@ class Retransmit(wiring.Component):
         sent_take = self.s_sent.valid & self.s_sent.ready
         ina, ins = self.s_ack.payload, self.s_sent.payload
         rec = data.View(lay.rec, rec_data)
-        with m.If(ack_take):
-            m.d.comb += path_rd.addr.eq(Cat(ina.path[:pb], ina.conn))
-        with m.Elif(rto_take):
-            m.d.comb += path_rd.addr.eq(qrto.row)
-        with m.Elif(check_take):
-            m.d.comb += path_rd.addr.eq(cur_head)
-        with m.Else():
-            m.d.comb += path_rd.addr.eq(Cat(ins.path[:pb], ins.conn))
+        # MR-TX-264: the take's four candidate rows, in the take's priority (MR-TX-033); the
+        # read address is selected from them, and the hit flags below are compared on each
+        # candidate and selected after the compare by the same decision
+        take_rows = tuple(Value.cast(r)[:rb] for r in (Cat(ina.path[:pb], ina.conn), qrto.row,
+                                                         cur_head, Cat(ins.path[:pb], ins.conn)))
+
+        def by_take(ack_v, rto_v, check_v, sent_v):
+            """The value of the event taken (the sent packet's when nothing is: the read
+            address's default), as the take's priority (MR-TX-033). MR-TX-267: each select
+            without the terms of the selects before it (rto_take is rto_req where no ACK is
+            taken; check_take is check_req & credit where neither is)."""
+            return Mux(ack_take, ack_v, Mux(rto_req, rto_v, Mux(check_req & credit, check_v, sent_v)))
+
+        def hit(cand_eq):
+            """``cand_eq(row)`` on the read address, as MR-TX-264's compare of every candidate
+            row selected by the take after it."""
+            return by_take(*(cand_eq(r) for r in take_rows))
+
+        m.d.comb += path_rd.addr.eq(by_take(*take_rows))
         s1a_ack = Signal(lay.ack)
         s1a_sent = Signal(lay.sent)
         s1a_int_row = Signal(rb)
@@ -546,8 +566,8 @@ class Retransmit(wiring.Component):
         # s1a_same_prev says it hit the row read (decided in the take cycle, as s1a_same)
         wb_prev = Signal(lay.path.size)
         s1a_same_prev = Signal()
-        m.d.sync += [s1a_same.eq(s1_valid & (path_rd.addr == s1_row)),
-                     s1a_same_prev.eq(wb_valid & (path_rd.addr == wb_addr)),
+        m.d.sync += [s1a_same.eq(s1_valid & hit(lambda r: r == s1_row)),
+                     s1a_same_prev.eq(wb_valid & hit(lambda r: r == wb_addr)),
                      wb_prev.eq(wb_data),
                      s1_same.eq(s1_valid & s1a_valid & (s1a_row == s1_row)),
                      s1_base.eq(Mux(wb_valid & s1a_same, wb_data,
@@ -561,11 +581,17 @@ class Retransmit(wiring.Component):
         # MR-TX-241: the health memory written a cycle late from hwb_*, its read's own edge's
         # write forwarded from hwb_prev in S1a (as MR-TX-240's path table)
         hwb_prev, s1a_hsame_prev = Signal(hw), Signal()
-        m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
+        if self.health_read_in_ffs:
+            # MR-TX-268: the row after the edge's write (MR-TX-241's forward gives the same)
+            h_rd_conn = Signal(cb)
+            m.d.sync += h_rd_conn.eq(path_rd.addr[pb:])
+            m.d.comb += h_rd.addr.eq(h_rd_conn)
+        else:
+            m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
         h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
-        m.d.sync += [s1a_hsame_prev.eq(hwb_valid & (path_rd.addr[pb:] == hwb_addr)),
+        m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
                      hwb_prev.eq(hwb_data),
-                     s1a_hsame.eq(s1_valid & (path_rd.addr[pb:] == s1_row[pb:])),
+                     s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:])),
                      s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
                      h_base.eq(h_base_in)]
         health_row = Signal(hw)

@@ -185,10 +185,11 @@ def test_lockstep_rtt_estimator():
     assert m.counters[CTR["timeouts"]] == 8   # one tail per path of _rtt_items
 
 
-@pytest.mark.parametrize("depth", [2, 5, 16])
+@pytest.mark.parametrize("depth", [2, 4, 5, 16])
 def test_head_reg_fifo_is_the_ring(depth):
-    """MR-TX-065: the output queue with its head in a register shows, every cycle, what the
-    ring read without a register shows (``SyncFifoModel``: payload while empty included), under
+    """MR-TX-065, MR-TX-265 (depth 4: the RTO queue; 16: the insert and output queues): the
+    queue with its head in a register shows, every cycle, what the ring read without a
+    register shows (``SyncFifoModel``: payload while empty included), under
     random pushes and pops that fill and drain it; ``r_data`` and ``r_rdy`` do not follow the
     cycle's inputs (they are flip-flops)."""
     import random
@@ -755,8 +756,8 @@ LATE_WRITE_WRONG = {
     # MR-TX-240: the path table's forward of the write made at the read's own edge dropped
     "path_prev_dropped": ("Mux(s1a_same_prev, wb_prev, path_rd_data)", "path_rd_data"),
     # MR-TX-240: that forward's hit decided against S1b's row instead of the write's
-    "path_prev_wrong_row": ("s1a_same_prev.eq(wb_valid & (path_rd.addr == wb_addr))",
-                            "s1a_same_prev.eq(wb_valid & (path_rd.addr == s1_row))"),
+    "path_prev_wrong_row": ("s1a_same_prev.eq(wb_valid & hit(lambda r: r == wb_addr))",
+                            "s1a_same_prev.eq(wb_valid & hit(lambda r: r == s1_row))"),
 }
 
 
@@ -817,3 +818,95 @@ def test_age_deadlines_wrong_forms_fail(case):
     except (Mismatch, AssertionError):
         return
     raise AssertionError("the wrong form passed")
+
+
+# ------------------------------------------------------------------ the take's hit flags on each candidate (MR-TX-264..266)
+
+# MR-TX-264's wrong forms: one hit flag of the take compared on the wrong candidate row (the
+# others as built), loaded in place of the RTL; the traffic whose lockstep the RTL passes
+# (the random lockstep's, seed 1; the timers', seed 1) fails with it
+TAKE_HIT_WRONG = {
+    # the sent packet's late-write hit (s1a_same_prev) compared on the ACK port's row
+    "sent_prev_on_ack_row": ("s1a_same_prev.eq(wb_valid & hit(lambda r: r == wb_addr))",
+                             "s1a_same_prev.eq(wb_valid & by_take(*(r == wb_addr for r in "
+                             "take_rows[:3] + take_rows[:1])))", "random"),
+    # the ACK's S1b hit (s1a_same) compared on the sent packet's row
+    "ack_same_on_sent_row": ("s1a_same.eq(s1_valid & hit(lambda r: r == s1_row))",
+                             "s1a_same.eq(s1_valid & by_take(*(r == s1_row for r in "
+                             "take_rows[3:] + take_rows[1:])))", "random"),
+    # the RTO's S1b hit compared on the wheel's row
+    "rto_same_on_check_row": ("s1a_same.eq(s1_valid & hit(lambda r: r == s1_row))",
+                              "s1a_same.eq(s1_valid & by_take(*(r == s1_row for r in "
+                              "take_rows[:1] + take_rows[2:3] + take_rows[2:])))", "random"),
+    # the check's health hit (s1a_hsame) compared on the RTO queue's row
+    "check_hsame_on_rto_row": ("s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:]))",
+                               "s1a_hsame.eq(s1_valid & by_take(*(r[pb:] == s1_row[pb:] for r in "
+                               "take_rows[:2] + take_rows[1:2] + take_rows[3:])))", "timers"),
+    # MR-TX-267: the ACK's select without the credit (an ACK offered, not taken, while an RTO
+    # or a check is: heavy backpressure)
+    "ack_select_without_credit": ("return Mux(ack_take, ack_v, Mux(rto_req, rto_v, ",
+                                  "return Mux(self.s_ack.valid, ack_v, Mux(rto_req, rto_v, ", "heavy_bp"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAKE_HIT_WRONG))
+def test_take_hits_wrong_candidate_fail(case):
+    """MR-TX-264, MR-TX-266, MR-TX-267: the take's hit flags are compared on each candidate
+    row and selected by the take after the compare; with one flag compared on another
+    candidate's row (the sent packet's late-write hit on the ACK's row, the ACK's S1b hit on the
+    sent packet's, the RTO's on the wheel's, the check's health hit on the RTO's), or the
+    select of the ACK's candidate without the credit, the lockstep fails: on the random traffic
+    (seed 1, which the RTL as built passes in ``test_lockstep_random[1]``), the timers' (seed 1)
+    or the random traffic under heavy backpressure (seed 1, ``p_bp`` 0.9), the last two run
+    here first with the RTL as built: 0 mismatches."""
+    old, new, traffic = TAKE_HIT_WRONG[case]
+    kw = {"p_idle": 0.2, "p_bp": 0.9 if traffic == "heavy_bp" else 0.4}
+    if traffic == "timers":
+        items = rc.traffic(*SMALL, 300, seed=1, black_hole=6, rto_ns=3000)
+        kw["timers"] = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
+    else:
+        items = rc.traffic(*SMALL, 300, seed=1)
+    if traffic != "random":
+        run_lockstep(items, seed=1, **kw)     # the RTL as built passes (0 mismatches)
+    with pytest.raises(Mismatch):
+        run_lockstep(items, seed=1, dut_cls=_retransmit_with(old, new), **kw)
+
+
+# ------------------------------------------------------------------ the health row read in flip-flops (MR-TX-268)
+
+TWO_CONNS = (2, 4, 256)         # the TX's instance (models.tx.SMALL): its health memory is flip-flops
+HEALTH_FF_WRONG = {
+    # the read without a clock at the take's address, not registered: S1a sees the next take's row
+    "address_unregistered": ("m.d.comb += h_rd.addr.eq(h_rd_conn)",
+                             "m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])"),
+    # the read at S1b's connection
+    "address_of_s1b": ("m.d.comb += h_rd.addr.eq(h_rd_conn)", "m.d.comb += h_rd.addr.eq(s1_row[pb:])"),
+}
+
+
+def _two_conns_run(dut_cls=Retransmit):
+    items = _with_ece(rc.traffic(*TWO_CONNS, 300, seed=3, black_hole=6, rto_ns=3000,
+                                 ack_loss=0.125), 3)
+    return run_lockstep(items, inst=TWO_CONNS, seed=3, timers=PROBE_TIMERS, ages=True,
+                        dut_cls=dut_cls, p_idle=0.2, p_bp=0.4)
+
+
+def test_health_read_in_flip_flops():
+    """MR-TX-268, MR-TX-241, MR-TX-050: with two connections (the TX's instance) the health
+    memory is read without a clock at the take's connection, registered; with the ages on,
+    tail probes and timeouts over both connections (every read of a row meets writes of it),
+    the lockstep has 0 mismatches (the read sees the write of its edge: MR-TX-241's forward
+    gives the same row)."""
+    assert Retransmit(64, conns=2, paths=4, pool=256).health_read_in_ffs
+    assert not Retransmit(64, conns=256, paths=4, pool=1024).health_read_in_ffs
+    res = _two_conns_run()
+    c = res["model"].counters
+    assert c[CTR["timeouts"]] + c[CTR["tail_probes"]] >= 3, c
+
+
+@pytest.mark.parametrize("case", sorted(HEALTH_FF_WRONG))
+def test_health_read_in_flip_flops_wrong_forms_fail(case):
+    """MR-TX-268: the read at the take's address not registered (S1a reads the next take's
+    connection) or at S1b's connection fails the two-connection lockstep."""
+    with pytest.raises(Mismatch):
+        _two_conns_run(_retransmit_with(*HEALTH_FF_WRONG[case]))
