@@ -279,12 +279,15 @@ def lost_first_case(on=True):
 
 # -- the per-frame part's lockstep (MR-CW-098) ------------------------------------------------
 
-def frame_items(conns, n, *, seed=0, line_mbps=100_000, t0=(1 << 32) - 2_000_000):
+def frame_items(conns, n, *, seed=0, line_mbps=100_000, t0=(1 << 32) - 2_000_000,
+                mtu_wl=4186, p_short=0.3):
     """MR-CW-098: ``n`` records for the per-frame part: every connection opened first (a
     write with its time), then frames (``now`` advancing from ``t0`` across the counter's wrap,
     some before the next send time, some forced) and writes (rates 0, 1, around and above the
-    line rate, the field's largest, random; some with a time)."""
-    from .pacer import RATE_BITS
+    line rate, the field's largest, random; some with a time). MR-CW-102: a frame's ``wl`` is
+    ``mtu_wl`` but in ``p_short`` of them: a shorter or longer one (a header's 74 bytes, one
+    byte either side of ``mtu_wl``, the field's largest, random)."""
+    from .pacer import RATE_BITS, WL_BITS
     rng = random.Random(seed)
     edge = [0, 1, 2, line_mbps - 1, line_mbps, line_mbps + 1, (1 << RATE_BITS) - 1]
     now = t0
@@ -301,8 +304,12 @@ def frame_items(conns, n, *, seed=0, line_mbps=100_000, t0=(1 << 32) - 2_000_000
             items.append(("write", {"conn": c, "rate": rate(), "set_time": int(rng.random() < 0.5),
                                     "time": (now + rng.randrange(-5_000, 50_000)) & P.TIME_MASK}))
         else:
+            wl = mtu_wl
+            if rng.random() < p_short:
+                wl = (rng.choice([74, mtu_wl - 1, mtu_wl + 1, (1 << WL_BITS) - 1])
+                      if rng.random() < 0.3 else rng.randrange(74, mtu_wl))
             items.append(("frame", {"conn": c, "now": now & P.TIME_MASK,
-                                    "force": int(rng.random() < 0.1)}))
+                                    "force": int(rng.random() < 0.1), "wl": wl}))
     return items
 
 
@@ -371,7 +378,7 @@ def check_frames(conns, config, taken, turns):
     return counts
 
 
-def split_replay(config, events, mtu_wl, *, write_time=True):
+def split_replay(config, events, mtu_wl, *, write_time=True, short=False):
     """MR-CW-099: the split of MR-CW-082 on a trace: per connection the per-frame part
     (``PacerFrameModel``) takes every full-MTU frame (``wl`` = ``mtu_wl``) whose gap is the
     kept one (no queue stretch, not a pulled resend); every other event goes to a ``Pacer`` (the
@@ -379,7 +386,9 @@ def split_replay(config, events, mtu_wl, *, write_time=True):
     send time (``s_write`` with ``set_time``). Returns ``{"checked", "frames", "writes",
     "other_frames", "bad"}``: the per-frame part's ``pace_until`` against the endpoint's after
     every event (``bad``: the first few mismatches). ``write_time`` False (a negative control):
-    the writes carry the rate only."""
+    the writes carry the rate only. ``short`` (MR-CW-104): the per-frame part also takes every
+    frame of another wire length whose gap is the plain one, with its ``wl`` (its own gap,
+    MR-CW-100)."""
     from .pacer import PacerFrameModel
     pacers, parts = {}, {}
     res = {"checked": 0, "frames": 0, "writes": 0, "other_frames": 0, "bad": []}
@@ -392,12 +401,14 @@ def split_replay(config, events, mtu_wl, *, write_time=True):
             parts[c].write({"conn": 0, "rate": 0, "set_time": 1, "time": 0})    # the open
         pc, part = pacers[c], parts[c]
         before = (pc.pace_until, pc.state["rate"])
-        mine = (kind == "sent" and args[1] == mtu_wl and not (pc.state["pulled"] and args[2])
-                and pc._gap(mtu_wl) == P.pacing_gap_ns(mtu_wl, pc.state["rate"]))
+        mine = (kind == "sent" and (short or args[1] == mtu_wl)
+                and not (pc.state["pulled"] and args[2])
+                and pc._gap(args[1]) == P.pacing_gap_ns(args[1], pc.state["rate"]))
         if kind != "verdict":
             getattr(pc, kind)(*args)
         if mine:
-            turn = part.frame({"conn": 0, "now": args[0] & P.TIME_MASK, "force": 0})
+            turn = part.frame({"conn": 0, "now": args[0] & P.TIME_MASK, "force": 0,
+                               "wl": args[1]})
             assert turn["ok"] or not part.paced[0], (i, events[i])
             res["frames"] += 1
         else:

@@ -45,7 +45,7 @@ def test_pacing_off_is_the_block_as_it_was():
     assert not any("pace" in n or "turn" in n for n in plain["inputs"] + plain["outputs"])
     assert set(paced["inputs"]) - set(plain["inputs"]) == {
         "m_pace__ready", "s_turn__valid", "s_turn__payload", "s_retime__valid",
-        "s_retime__payload"}
+        "s_retime__payload", "line_mbps"}
     assert set(paced["outputs"]) - set(plain["outputs"]) == {
         "m_pace__valid", "m_pace__payload", "s_turn__ready", "s_retime__ready"}
     assert "m_pace" not in TxSched(64, **SMALL).signature.members
@@ -86,10 +86,14 @@ def test_model_paced_frames_not_early(seed):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_model_condition_ignored_sends_early(seed):
     """MR-TXS-165, negative control: the scheduler with the condition left out of its decision
-    (``pace_ignored``) sends packets before ``pace_until`` on the same runs."""
+    (``pace_ignored``) sends packets before ``pace_until`` on the same runs. (Whether a charge
+    then needs its ``force`` depends on which of the connection's packets' charges the pacer
+    sees: one request register per connection, MR-TXS-161, overwritten by the next packet's
+    charge; since MR-TXS-176 charges every packet of a paced connection, seeds 2 and 3 have
+    none.)"""
     model, _, _ = _model_run(seed, pace_ignored=True)
     r = pc.check_paced(model, SMALL["mtu"])
-    assert r["early"] and r["forced"]
+    assert r["early"] and (r["forced"] or seed != 1)
 
 
 @pytest.mark.parametrize("rate, interval", [(0, 9), (100_000, 25), (50_000, 48)])
@@ -132,6 +136,60 @@ def test_model_retime_not_joined_sends_early():
     early = [len(pc.check_paced(_model_run(seed, drv_kw=RETIME, retime=False)[0],
                                 SMALL["mtu"])["early"]) for seed in (1, 3, 4)]
     assert all(early), early
+
+
+#: MR-TXS-178's runs: connection 0 paced at 20 Gb/s throughout (its full frame's gap 455 ns, a
+#: 512-byte packet's 250: longer than the short charge's round trip of 37 cycles), connection 1
+#: at the line rate; no rate writes after the opens; READ responses on s_rsp too
+SHORT = dict(rates=[20_000, 0], p_rate=0.0)
+
+
+def _short_run(seed, **kw):
+    items = tc.traffic(TxSchedModel(**SMALL), 30, seed=seed, max_len=3 * SMALL["mtu"],
+                       sends=0.3, reads=0.15, atomics=0.15)
+    rsps = tc.responses(TxSchedModel(**SMALL), 6, seed=seed, max_len=2 * SMALL["mtu"])
+    model = PacedTxSchedCycleModel(64, **SMALL, **kw)
+    drv = run_alone(model, _driver(model, items, seed, rsps=rsps, **SHORT))
+    return model, drv, items, rsps
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_model_short_frames_own_gap(seed):
+    """MR-TXS-175..178: random traffic (short last chunks, SENDs, READ requests, atomics, READ
+    responses) with losses, idle cycles and backpressure: every packet of the paced connection
+    is charged with its wire length and follows the one before by at least that one's own gap
+    (``check_gaps``); none leaves before ``pace_until``, no charge forced, charged in order;
+    every work request and response completes."""
+    model, drv, items, rsps = _short_run(seed)
+    g = pc.check_gaps(model, SHORT["rates"])
+    assert g["close"] == [] and g["pairs"] >= 10 and g["short"] >= 3
+    r = pc.check_paced(model, SMALL["mtu"])
+    assert r["early"] == [] and r["forced"] == [] and r["charges_in_order"]
+    # the paced connection's packets are all charged, the line rate's short ones not
+    ch = [(c, wl) for (c, _, _, x), wl in zip(model.packets, model.packet_wl) if x]
+    assert sum(c == 0 for c, _ in ch) == sum(p[0] == 0 for p in model.packets)
+    assert all(wl >= SMALL["mtu"] + 74 for c, wl in ch if c == 1)       # full MTUs only
+    assert {wl for c, wl in ch if c == 0} >= {90, 74 + 4}        # a READ request, a response
+    tc.check(TxSchedModel(**SMALL), items, drv.res, rsps=rsps)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_model_full_only_charge_too_close(seed):
+    """MR-TXS-178, negative control: the first slice's charge (full-MTU packets only,
+    ``pace_full_only``) on the same runs: a packet follows a short one closer than its gap."""
+    model, *_ = _short_run(seed, pace_full_only=True)
+    assert pc.check_gaps(model, SHORT["rates"])["close"]
+
+
+def test_packet_wire_lengths():
+    """MR-TXS-175: a packet's wire length is the endpoint's ``wire_len`` of its frame (IPv4,
+    untagged): the opcode's headers and the payload padded to 4 bytes."""
+    from metaroce.models import codec, tx_sched as ts
+    for op in range(8):
+        for n in (0, 1, 3, 4, 511, 1024):
+            f = codec.make(ts.wire_op(op), bytes(n))
+            assert ts.packet_wl(op, n) == codec.wire_len(f) == len(codec.encode(f)), (op, n)
+    assert ts.packet_wl(OP_WRITE, SMALL["mtu"]) == pc.mtu_wire(SMALL["mtu"])
 
 
 def _lockstep(seed, n, dut_kw=None, drv_kw=None):
