@@ -306,7 +306,8 @@ def frame_items(conns, n, *, seed=0, line_mbps=100_000, t0=(1 << 32) - 2_000_000
         else:
             wl = mtu_wl
             if rng.random() < p_short:
-                wl = (rng.choice([74, mtu_wl - 1, mtu_wl + 1, (1 << WL_BITS) - 1])
+                wl = (min(rng.choice([74, mtu_wl - 1, mtu_wl + 1, (1 << WL_BITS) - 1]),
+                          (1 << WL_BITS) - 1)
                       if rng.random() < 0.3 else rng.randrange(74, mtu_wl))
             items.append(("frame", {"conn": c, "now": now & P.TIME_MASK,
                                     "force": int(rng.random() < 0.1), "wl": wl}))
@@ -360,17 +361,20 @@ class FrameDriver(Driver):
 
 def check_frames(conns, config, taken, turns):
     """MR-CW-098: one turn per frame taken, in order, each ``PacerFrameModel``'s replaying the
-    records as taken; returns counts of the turns taken, refused and forced."""
+    records as taken; returns counts of the turns taken, refused and forced, and of the short
+    frames of a paced connection taking theirs (MR-CW-102)."""
     from .pacer import PacerFrameModel
     sem = PacerFrameModel(conns, **config)
-    want = []
+    want, short = [], 0
     for kind, rec in taken:
         if kind == "write":
             sem.write(rec)
         else:
+            short += sem.short(rec) and (rec["force"] or not P.time_lt(rec["now"],
+                                                                        sem.pace_until[rec["conn"]]))
             want.append((rec, sem.frame(rec)))
     assert len(turns) == len(want), (len(turns), len(want))
-    counts = {"ok": 0, "refused": 0, "forced": 0}
+    counts = {"ok": 0, "refused": 0, "forced": 0, "short": short}
     for k, ((rec, w), got) in enumerate(zip(want, turns)):
         assert got == w, f"frame {k} {rec}: got {got}, expected {w}"
         counts["ok" if w["ok"] else "refused"] += 1
@@ -378,7 +382,7 @@ def check_frames(conns, config, taken, turns):
     return counts
 
 
-def split_replay(config, events, mtu_wl, *, write_time=True, short=False):
+def split_replay(config, events, mtu_wl, *, write_time=True):
     """MR-CW-099: the split of MR-CW-082 on a trace: per connection the per-frame part
     (``PacerFrameModel``) takes every full-MTU frame (``wl`` = ``mtu_wl``) whose gap is the
     kept one (no queue stretch, not a pulled resend); every other event goes to a ``Pacer`` (the
@@ -386,9 +390,7 @@ def split_replay(config, events, mtu_wl, *, write_time=True, short=False):
     send time (``s_write`` with ``set_time``). Returns ``{"checked", "frames", "writes",
     "other_frames", "bad"}``: the per-frame part's ``pace_until`` against the endpoint's after
     every event (``bad``: the first few mismatches). ``write_time`` False (a negative control):
-    the writes carry the rate only. ``short`` (MR-CW-104): the per-frame part also takes every
-    frame of another wire length whose gap is the plain one, with its ``wl`` (its own gap,
-    MR-CW-100)."""
+    the writes carry the rate only."""
     from .pacer import PacerFrameModel
     pacers, parts = {}, {}
     res = {"checked": 0, "frames": 0, "writes": 0, "other_frames": 0, "bad": []}
@@ -401,9 +403,8 @@ def split_replay(config, events, mtu_wl, *, write_time=True, short=False):
             parts[c].write({"conn": 0, "rate": 0, "set_time": 1, "time": 0})    # the open
         pc, part = pacers[c], parts[c]
         before = (pc.pace_until, pc.state["rate"])
-        mine = (kind == "sent" and (short or args[1] == mtu_wl)
-                and not (pc.state["pulled"] and args[2])
-                and pc._gap(args[1]) == P.pacing_gap_ns(args[1], pc.state["rate"]))
+        mine = (kind == "sent" and args[1] == mtu_wl and not (pc.state["pulled"] and args[2])
+                and pc._gap(mtu_wl) == P.pacing_gap_ns(mtu_wl, pc.state["rate"]))
         if kind != "verdict":
             getattr(pc, kind)(*args)
         if mine:
