@@ -241,6 +241,37 @@ def test_lockstep_condition_ignored_fails():
         _lockstep(1, 12, {"pace_ignored": True})
 
 
+def _short_lockstep(seed, n, dut_kw=None):
+    items = tc.traffic(TxSchedModel(**SMALL), n, seed=seed, max_len=3 * SMALL["mtu"],
+                       sends=0.3, reads=0.15, atomics=0.15)
+    rsps = tc.responses(TxSchedModel(**SMALL), 4, seed=seed, max_len=2 * SMALL["mtu"])
+    model = PacedTxSchedCycleModel(64, **SMALL)
+    drv = _driver(model, items, seed, rsps=rsps, **SHORT)
+    core = run_amaranth(PacedTxSched(64, **SMALL, **(dut_kw or {})), model, drv,
+                        busy=model.busy)
+    return core, model, drv, items, rsps
+
+
+@pytest.mark.parametrize("seed, n", [(1, 12), pytest.param(2, 30, marks=pytest.mark.slow)])
+def test_lockstep_short_frames(seed, n):
+    """MR-TXS-175..177, MR-TXS-179: the RTL join against its model on MR-TXS-178's traffic
+    (short last chunks, SENDs, READ requests, atomics, READ responses; connection 0 paced at
+    20 Gb/s) with losses, idle cycles and random backpressure: 0 mismatches; every packet of
+    the paced connection follows the one before by its own gap; MR-TXS-050's checker."""
+    core, model, drv, items, rsps = _short_lockstep(seed, n)
+    assert core.mismatches == 0
+    g = pc.check_gaps(model, SHORT["rates"])
+    assert g["close"] == [] and g["short"] >= 3
+    tc.check(TxSchedModel(**SMALL), items, drv.res, rsps=rsps)
+
+
+def test_lockstep_full_only_fails():
+    """MR-TXS-179, negative control: the RTL join charging the full-MTU packets only
+    (``TxSched(pace_full_only=True)``, the first slice's charge) mismatches the model."""
+    with pytest.raises(Mismatch):
+        _short_lockstep(1, 12, {"pace_full_only": True})
+
+
 @pytest.mark.slow
 def test_tx_sched_paced_rtl_lockstep(tmp_path):
     """MR-TXS-166: the join under Verilator (tb/tx_pace.py ``tx_pace_lockstep``, the block
