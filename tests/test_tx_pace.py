@@ -7,6 +7,7 @@ import pytest
 from metaroce.hdl.tx_pace import PacedTxSched
 from metaroce.hdl.tx_sched import TxSched
 from metaroce.models import pacer as pm
+from metaroce.models import protocol as P
 from metaroce.models import tx_pace_cases as pc
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.driver import run_alone
@@ -115,6 +116,26 @@ def test_model_turn_timing(rate, interval):
     if rate:
         # the first cycle whose now is not before pace_until, then 2 cycles (decided, taken)
         assert all(8 <= now - pu < 12 for _, now, pu, _ in model.packets[2:])
+
+
+@pytest.mark.parametrize("rate, interval", [(200_000, 38), (5_000, 74)])
+def test_model_short_turn_timing(rate, interval):
+    """MR-TXS-180: one connection alone, 8 WRITEs of 64 bytes (154 wire bytes), no idle cycles,
+    no backpressure: paced, each short packet's turn is back ``LAT_SHORT`` = 34 cycles after the
+    pacer took it, so the packets go one per 38 cycles at most (152 ns: at 200 Gb/s, gap 8 ns)
+    or one per gap rounded up to cycles plus 2 (5 Gb/s: 285 ns, 74 cycles); at the line rate
+    they are not charged (the data path's pace, 2 cycles)."""
+    assert pm.LAT_SHORT == 34
+    for r, want in [(rate, interval), (0, 2)]:
+        items = [tc.wr_item(0, k % 2, 64, wr_id=k, op=OP_WRITE) for k in range(8)]
+        model = PacedTxSchedCycleModel(64, **SMALL)
+        run_alone(model, _driver(model, items, 0, rates=[r, 0], p_idle=0, p_bp=0, p_rate=0,
+                                 loss=0, p_ack=0))
+        t = [now for _, now, _, _ in model.packets]
+        assert len(t) == 8 and set(model.packet_wl) == {154}
+        steps = [(b - a) // 4 for a, b in zip(t[1:], t[2:])]
+        assert steps == [want] * 6 if r else min(steps) == want
+        assert (interval - 2) * 4 >= P.pacing_gap_ns(154, rate) > (interval - 3) * 4 or rate > 5_000
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
