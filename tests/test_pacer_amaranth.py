@@ -27,10 +27,11 @@ def _run(conns, n, seed, config, **kw):
     pytest.param(1, 2, 1114, 400_000, marks=pytest.mark.slow),
     pytest.param(4, 3, 8191, 25_000, marks=pytest.mark.slow)])
 def test_pacer_frame_lockstep(conns, seed, mtu_wl, line):
-    """MR-CW-098, MR-CW-093, MR-CW-097: writes (rates 0, 1, around and above the line rate, the
-    field's largest; with and without a time) and frames (before, at and after the next send
-    time, forced, across the 32-bit wrap) with idle cycles and backpressure: 0 mismatches; the
-    turns are ``PacerFrameModel``'s; the kept gap is ``protocol.pacing_gap_ns``'s."""
+    """MR-CW-098, MR-CW-093, MR-CW-097, MR-CW-102: writes (rates 0, 1, around and above the
+    line rate, the field's largest; with and without a time) and frames (before, at and after
+    the next send time, forced, across the 32-bit wrap; 30 % of another wire length than
+    ``mtu_wl``) with idle cycles and backpressure: 0 mismatches; the turns are
+    ``PacerFrameModel``'s; the kept gap is ``protocol.pacing_gap_ns``'s."""
     config = {"mtu_wl": mtu_wl, "line_mbps": line}
     core, drv, items = _run(conns, 300, seed, config)
     assert core.mismatches == 0

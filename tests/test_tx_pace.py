@@ -38,9 +38,9 @@ RETIME = dict(p_rate=0.03, p_retime=0.5)
 
 
 def test_pacing_off_is_the_block_as_it_was():
-    """MR-TXS-159, MR-TXS-167: without ``pacing`` (the default) neither the RTL nor the cycle
-    model has the pacer's ports; with it both have ``m_pace``, ``s_turn`` and ``s_retime`` of
-    PacerFrame's layouts."""
+    """MR-TXS-159, MR-TXS-167, MR-TXS-181: without ``pacing`` (the default) neither the RTL nor
+    the cycle model has the pacer's ports; with it both have ``m_pace``, ``s_turn`` and
+    ``s_retime`` of PacerFrame's layouts, and ``line_mbps`` (MR-TXS-177)."""
     plain = TxSchedCycleModel(64, **SMALL).port_names()
     paced = TxSchedCycleModel(64, **SMALL, pacing=True).port_names()
     assert not any("pace" in n or "turn" in n for n in plain["inputs"] + plain["outputs"])
@@ -295,8 +295,9 @@ def test_lockstep_full_only_fails():
 
 @pytest.mark.slow
 def test_tx_sched_paced_rtl_lockstep(tmp_path):
-    """MR-TXS-166: the join under Verilator (tb/tx_pace.py ``tx_pace_lockstep``, the block
-    ``tx_sched_paced``): 200 random work requests, rate writes in 3 % of the cycles, half of
+    """MR-TXS-166, MR-TXS-182: the join under Verilator (tb/tx_pace.py ``tx_pace_lockstep``,
+    the block ``tx_sched_paced``): 200 random work requests (short last chunks of the paced
+    connection among them, each charged its own gap), rate writes in 3 % of the cycles, half of
     them with a time (MR-TXS-167): 0 mismatches, no packet early."""
     import json
 

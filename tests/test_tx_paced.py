@@ -201,3 +201,17 @@ def test_tx_paced_rtl_bench():
     for got, exp in zip(rows, want):
         for k in ("gap_ns", "packets", "spacing_ns", "min_spacing_ns", "achieved_mbps"):
             assert got[k] == exp[k], k
+
+
+@pytest.mark.slow
+def test_tx_paced_rtl_bench_short():
+    """MR-TX-255: ``bench tx_paced --sim verilator --wr-bytes 1536``'s row at 5 Gb/s is the
+    model's, 0 mismatches, at most the rate."""
+    from metaroce.benches._common import verilator_rows
+    (row,) = verilator_rows("tx_paced", 64, "tx_paced_bench", {
+        "TXP_BENCH_RATE": "5000", "TXP_BENCH_PACKETS": "8", "TXP_BENCH_BYTES": "1536"},
+        out_var="TXP_BENCH_OUT")
+    (want,) = _model_rows([5_000], packets=8, wr_bytes=1_536)
+    assert row["mismatches"] == 0 and row["achieved_mbps"] <= 5_000
+    for k in ("gap_ns", "packets", "spacing_ns", "min_spacing_ns", "achieved_mbps"):
+        assert row[k] == want[k], k
