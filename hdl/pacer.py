@@ -97,6 +97,7 @@ class PacerFrame(wiring.Component):
         # MR-CW-101: a short frame's dividend (wl + 24) x 8,000, the same form in two stages
         # from the frame's wl (nb_f registered as the frame is taken, n192_f in LOAD)
         nb_f = Signal(model.WL_BITS + 1)
+        nb_hi = Signal(model.WL_BITS + 1)
         n192_f = Signal(model.WL_BITS + 9)
         sf = Signal()                   # the frame in hand is short, of a paced connection
 
@@ -117,6 +118,11 @@ class PacerFrame(wiring.Component):
         lo = Signal(_LO + 1)
         new = Signal(TB)
         out = Signal(lay["turn"])
+        # MR-CW-101: the port's wl + 24 registered every cycle (no enable: no state decode before
+        # the add), so in LOAD it is the taken frame's; LOAD keeps it (nb_hi) with the sum of
+        # its shifts, for SDVD
+        m.d.sync += nb_f.eq(A.add(Cat(self.s_frame.payload.wl, Const(0, 1)), P.WIRE_OVERHEAD,
+                                  name="nb_f"))
         m.d.comb += [self.m_turn.payload.eq(out), t_rd.addr.eq(self.s_frame.payload.conn),
                      g_rd.addr.eq(self.s_frame.payload.conn)]
 
@@ -128,9 +134,7 @@ class PacerFrame(wiring.Component):
                     m.d.sync += wr.eq(self.s_write.payload)
                     m.next = "CLAMP"
                 with m.Elif(self.s_frame.valid):
-                    m.d.sync += [fr.eq(self.s_frame.payload),
-                                 nb_f.eq(A.add(Cat(self.s_frame.payload.wl, Const(0, 1)),
-                                               P.WIRE_OVERHEAD, name="nb_f"))]
+                    m.d.sync += fr.eq(self.s_frame.payload)
                     m.next = "LOAD"
             # -- a write: the kept gap ---------------------------------------------------
             with m.State("CLAMP"):
@@ -172,7 +176,7 @@ class PacerFrame(wiring.Component):
                 m.next = "IDLE"
             # -- a frame: the turn ------------------------------------------------------------
             with m.State("LOAD"):
-                m.d.sync += [pu.eq(t_rd.data), g.eq(g_rd.data),
+                m.d.sync += [pu.eq(t_rd.data), g.eq(g_rd.data), nb_hi.eq(nb_f),
                              n192_f.eq(A.add(Cat(Const(0, 6), nb_f, Const(0, 2)),
                                              Cat(Const(0, 7), nb_f, Const(0, 1)), name="n192_f"))]
                 # MR-CW-101: a paced connection's frame of another wire length than mtu_wl takes
@@ -185,7 +189,7 @@ class PacerFrame(wiring.Component):
                 with m.Else():
                     m.next = "CMP"
             with m.State("SDVD"):
-                m.d.sync += [x.eq(A.sub(Cat(Const(0, 13), nb_f)[:NB], n192_f, name="n8000_f")),
+                m.d.sync += [x.eq(A.sub(Cat(Const(0, 13), nb_hi)[:NB], n192_f, name="n8000_f")),
                              rate.eq(g.rate), rem.eq(0), quot.eq(0), count.eq(GB)]
                 m.next = "DIV"
             with m.State("CMP"):
