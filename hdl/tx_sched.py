@@ -51,8 +51,8 @@ from ..models import records
 from ..models.pacer import RATE_BITS as pacer_rate_bits
 from ..models.pacer import WL_BITS as pacer_wl_bits
 from ..models.pacer import frame_layouts as pacer_layouts
-from ..models.tx_sched import (WIRE_HDR, ATOMIC_LEN, GEN_BITS, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
-                               STATUS_LOC_QP_OP_ERR, check_params, layouts)
+from ..models.tx_sched import (ATOMIC_LEN, GEN_BITS, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
+                               STATUS_LOC_QP_OP_ERR, WIRE_HDR, check_params, layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16

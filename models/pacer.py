@@ -30,7 +30,8 @@ from . import protocol as P
 
 __all__ = ["Pacer", "STATE", "Flags", "mtu_gap_ns", "RATE_BITS", "WL_BITS", "RTT_BITS",
            "BLIND_BITS", "GAP_BITS", "PULL_BITS", "PacerFrameModel", "PacerFrameCycleModel",
-           "frame_layouts", "LAT_FRAME", "LAT_SHORT", "BUSY_WRITE", "FRAME_SMALL", "pacer_frame_model_small"]
+           "frame_layouts", "LAT_FRAME", "LAT_SHORT", "BUSY_WRITE", "FRAME_SMALL",
+           "pacer_frame_model_small"]
 
 TIME_BITS = P.TIME_BITS
 #: MR-CW-083: field widths: a rate in Mb/s (MR-CW-060's 19 bits); a frame's wire length (at

@@ -370,8 +370,8 @@ def check_frames(conns, config, taken, turns):
         if kind == "write":
             sem.write(rec)
         else:
-            short += sem.short(rec) and (rec["force"] or not P.time_lt(rec["now"],
-                                                                        sem.pace_until[rec["conn"]]))
+            due = not P.time_lt(rec["now"], sem.pace_until[rec["conn"]])
+            short += sem.short(rec) and (rec["force"] or due)
             want.append((rec, sem.frame(rec)))
     assert len(turns) == len(want), (len(turns), len(want))
     counts = {"ok": 0, "refused": 0, "forced": 0, "short": short}
