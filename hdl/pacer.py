@@ -11,8 +11,8 @@ port           dir   meaning
 =============  ====  =========================================================================
 ``s_write``    in    stream ``{conn, rate (19), set_time, time (32)}``: the connection's rate
                      in Mb/s (0: the line rate) and, with ``set_time``, its next send time
-``s_frame``    in    stream ``{conn, now (32), force}``: a full-MTU frame of the connection
-                     offered at ``now`` (``force``: it goes whatever the time)
+``s_frame``    in    stream ``{conn, now (32), force, wl (13)}``: a frame of the connection of
+                     ``wl`` wire bytes offered at ``now`` (``force``: it goes whatever the time)
 ``m_turn``     out   stream ``{conn, ok, pace_until (32)}``: one per frame taken, in order:
                      whether it took the turn and the next send time after it
 ``mtu_wl``     in    13 bits, a full-MTU data frame's wire length (static, MR-CW-097)
@@ -28,6 +28,10 @@ MR-CW-032's form); FIN (the next send time written, the turn registered); the tu
 rate), RATE (MR-SEC-151's clamp); ``GAP_BITS`` = 26 cycles of a restoring divider of
 (``mtu_wl`` + 24) x 8,000 by the rate (one quotient bit a cycle); GAP (the quotient rounded up);
 WFIN (the records written). The dividend is static: three register stages from ``mtu_wl``.
+A frame of a paced connection whose ``wl`` is not ``mtu_wl`` (MR-CW-100/101) takes the write's
+divider after LOAD: SDVD (its dividend (``wl`` + 24) x 8,000, the adds registered as it is taken
+and in LOAD; the connection's clamped rate, kept in the gap record), the 26 division cycles,
+GAP, then CMP..FIN with that gap (``LAT_SHORT`` = 34).
 Adds and compares are ``hdl.cwnd._CwArith``'s (prefix trees in the generic flow, ``+`` where
 the target has a carry chain).
 """
@@ -51,7 +55,8 @@ class PacerFrame(wiring.Component):
     """MR-CW-093, MR-CW-097: the per-frame part of pacing for ``conns`` connections (a power of
     two, 1..65,536). ``carry_chain`` (None: the elaborating platform's) picks the adds' form.
     ``wrong`` (negative controls only): ``"floor"`` rounds the gap down, ``"plain_max"`` takes
-    max(next, now) as plain integers (not on the wrapping counter)."""
+    max(next, now) as plain integers (not on the wrapping counter), ``"kept_gap"`` gives every
+    frame the kept gap (no short frame's division, MR-CW-103)."""
 
     def __init__(self, conns=model.FRAME_SMALL["conns"], *, carry_chain=None, wrong=None):
         self.lay = model.frame_layouts(conns)
@@ -89,6 +94,13 @@ class PacerFrame(wiring.Component):
                                    name="n192")),
                      dividend.eq(A.sub(Cat(Const(0, 13), nb)[:NB], n192, name="n8000"))]
 
+        # MR-CW-101: a short frame's dividend (wl + 24) x 8,000, the same form in two stages
+        # from the frame's wl (nb_f registered as the frame is taken, n192_f in LOAD)
+        nb_f = Signal(model.WL_BITS + 1)
+        nb_hi = Signal(model.WL_BITS + 1)
+        n192_f = Signal(model.WL_BITS + 9)
+        sf = Signal()                   # the frame in hand is short, of a paced connection
+
         wr = Signal(lay["write"])
         fr = Signal(lay["frame"])
         rate = Signal(RB)
@@ -106,6 +118,11 @@ class PacerFrame(wiring.Component):
         lo = Signal(_LO + 1)
         new = Signal(TB)
         out = Signal(lay["turn"])
+        # MR-CW-101: the port's wl + 24 registered every cycle (no enable: no state decode before
+        # the add), so in LOAD it is the taken frame's; LOAD keeps it (nb_hi) with the sum of
+        # its shifts, for SDVD
+        m.d.sync += nb_f.eq(A.add(Cat(self.s_frame.payload.wl, Const(0, 1)), P.WIRE_OVERHEAD,
+                                  name="nb_f"))
         m.d.comb += [self.m_turn.payload.eq(out), t_rd.addr.eq(self.s_frame.payload.conn),
                      g_rd.addr.eq(self.s_frame.payload.conn)]
 
@@ -143,18 +160,38 @@ class PacerFrame(wiring.Component):
                     m.next = "GAP"
             with m.State("GAP"):
                 up = Const(0, 1) if self.wrong == "floor" else (rem != 0)
-                m.d.sync += gap.eq(A.add(quot, up, name="ceil"))
-                m.next = "WFIN"
+                ceil = A.add(quot, up, name="ceil")
+                with m.If(sf):
+                    # MR-CW-101: a short frame's own gap, then the frame's path
+                    m.d.sync += [g.gap.eq(ceil), sf.eq(0)]
+                    m.next = "CMP"
+                with m.Else():
+                    m.d.sync += gap.eq(ceil)
+                    m.next = "WFIN"
             with m.State("WFIN"):
                 m.d.comb += [g_wr.addr.eq(wr.conn), g_wr.data.gap.eq(gap),
-                             g_wr.data.paced.eq(paced), g_wr.en.eq(1),
+                             g_wr.data.paced.eq(paced), g_wr.data.rate.eq(rate), g_wr.en.eq(1),
                              t_wr.addr.eq(wr.conn), t_wr.data.eq(wr.time),
                              t_wr.en.eq(wr.set_time)]
                 m.next = "IDLE"
             # -- a frame: the turn ------------------------------------------------------------
             with m.State("LOAD"):
-                m.d.sync += [pu.eq(t_rd.data), g.eq(g_rd.data)]
-                m.next = "CMP"
+                m.d.sync += [pu.eq(t_rd.data), g.eq(g_rd.data), nb_hi.eq(nb_f),
+                             n192_f.eq(A.add(Cat(Const(0, 6), nb_f, Const(0, 2)),
+                                             Cat(Const(0, 7), nb_f, Const(0, 1)), name="n192_f"))]
+                # MR-CW-101: a paced connection's frame of another wire length than mtu_wl takes
+                # the division (a connection not paced: its time does not move)
+                short = (Const(0, 1) if self.wrong == "kept_gap"
+                         else g_rd.data.paced & (fr.wl != self.mtu_wl))
+                m.d.sync += sf.eq(short)
+                with m.If(short):
+                    m.next = "SDVD"
+                with m.Else():
+                    m.next = "CMP"
+            with m.State("SDVD"):
+                m.d.sync += [x.eq(A.sub(Cat(Const(0, 13), nb_hi)[:NB], n192_f, name="n8000_f")),
+                             rate.eq(g.rate), rem.eq(0), quot.eq(0), count.eq(GB)]
+                m.next = "DIV"
             with m.State("CMP"):
                 if self.wrong == "plain_max":
                     lt = A.gt(pu, fr.now, name="plt")

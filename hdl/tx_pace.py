@@ -30,7 +30,7 @@ class PacedTxSched(wiring.Component):
         self.sched = TxSched(width, pacing=True, **kw)
         self.pacer = PacerFrame(self.sched.conns, carry_chain=kw.get("carry_chain"))
         ports = {name: member for name, member in self.sched.signature.members.items()
-                 if name not in ("m_pace", "s_turn", "s_retime")}
+                 if name not in ("m_pace", "s_turn", "s_retime", "line_mbps")}
         ports.update({"s_pace_write": In(stream.Signature(self.pacer.lay["write"])),
                       "mtu_wl": In(pacer_model.WL_BITS), "line_mbps": In(pacer_model.RATE_BITS)})
         super().__init__(ports)
@@ -50,6 +50,8 @@ class PacedTxSched(wiring.Component):
                 wiring.connect(m, wiring.flipped(self.s_pace_write), pacer.s_write)
             elif name in ("mtu_wl", "line_mbps"):
                 m.d.comb += getattr(pacer, name).eq(getattr(self, name))
+                if name == "line_mbps":             # MR-TXS-177: the scheduler's `paced` too
+                    m.d.comb += sched.line_mbps.eq(self.line_mbps)
             else:
                 ours, theirs = getattr(self, name), getattr(sched, name)
                 if isinstance(ours, wiring.PureInterface) or hasattr(ours, "signature"):

@@ -48,10 +48,12 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
+from ..models.pacer import RATE_BITS as pacer_rate_bits
+from ..models.pacer import WL_BITS as pacer_wl_bits
 from ..models.pacer import frame_layouts as pacer_layouts
 from ..models.tx_sched import restore_layout
 from ..models.tx_sched import (ATOMIC_LEN, GEN_BITS, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
-                               STATUS_LOC_QP_OP_ERR, check_params, layouts)
+                               STATUS_LOC_QP_OP_ERR, WIRE_HDR, check_params, layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16
@@ -139,7 +141,8 @@ class TxSched(wiring.Component):
                  mtu=SMALL["mtu"], cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
                  resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False,
-                 pacing=False, pace_ignored=False, restores=False):
+                 pacing=False, pace_ignored=False, restores=False,
+                 pace_full_only=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
@@ -155,18 +158,22 @@ class TxSched(wiring.Component):
         rd_port = {"m_rd": Out(stream.Signature(lay.rd))} if self.rd_rows else {}
         # MR-TXS-159: with pacing, the pacer's ports (hdl/pacer.py PacerFrame's s_frame and
         # m_turn); ``pace_ignored`` (negative controls only): the condition left out
+        # ``pace_full_only`` (negative controls only): the full-MTU packets charged only
         self.pacing, self.pace_ignored = bool(pacing), pace_ignored
         # MR-TXS-183: with restores, the acknowledged reports' restores of probing paths on
         # m_restore {conn, path} (the TX top's windows, hw-tx.md MR-TX-256)
         self.restores = bool(restores)
         if self.restores:
             rd_port["m_restore"] = Out(stream.Signature(restore_layout(conns, paths)))
+        self.pace_full_only = pace_full_only
         if self.pacing:
             self.pace_lay = pacer_layouts(conns)
             rd_port.update({"m_pace": Out(stream.Signature(self.pace_lay["frame"])),
                             "s_turn": In(stream.Signature(self.pace_lay["turn"])),
                             # MR-TXS-167: the pacer's writes as it takes them
-                            "s_retime": In(stream.Signature(self.pace_lay["write"]))})
+                            "s_retime": In(stream.Signature(self.pace_lay["write"])),
+                            # MR-TXS-177: the line rate, for a write's `paced` bit
+                            "line_mbps": In(pacer_rate_bits)})
         super().__init__({**rd_port,
             "s_wr": In(stream.Signature(lay.wr)),
             "s_acked": In(stream.Signature(lay.report)),
@@ -945,7 +952,7 @@ class TxSched(wiring.Component):
         act_new = [_named(m, act[c] & ~x["resend"], f"act_new{c}") for c, x in enumerate(cand_r)]
         pkt_act = _named(m, Cat(*act_pkt).any(), "pkt_act")
         if self.pacing:
-            self._pace(m, A, act_pkt, cand_r, pace_pend, pace_late, mtu_log2)
+            self._pace(m, A, act_pkt, cand_r, pace_pend, pace_late, mtu_log2, desc_lay)
 
         def g(name):
             return read([x[name] for x in cand_r], pick, f"g_{name}")
@@ -1375,14 +1382,20 @@ class TxSched(wiring.Component):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
 
-    def _pace(self, m, A, act_pkt, cand_r, pend, late, mtu_log2):
-        """MR-TXS-161/162: a full-MTU packet's charge (`pend`, `ask`, its time `t_ask`), the
-        request on ``m_pace`` (the lowest connection asking, from registers), the turn on
-        ``s_turn`` (`pend` cleared, `seen` its time, `late` when the time moved), MR-TXS-167's
-        writes, and `late` kept while ``now`` is before `seen`."""
+    def _pace(self, m, A, act_pkt, cand_r, pend, late, mtu_log2, desc_lay):
+        """MR-TXS-161/162, MR-TXS-175..177: a packet's charge (`pend`, `ask`, its time `t_ask`
+        and wire length `wl`; a full MTU, or shorter of a `paced` connection), the request on
+        ``m_pace`` (the lowest connection asking, from registers), the turn on ``s_turn`` (`pend`
+        cleared, `seen` its time, `late` when the time moved), MR-TXS-167's writes (and
+        MR-TXS-177's `paced` from every write), and `late` kept while ``now`` is before
+        `seen`."""
         C, TB = self.conns, P.TIME_BITS
+        WB = pacer_wl_bits
         ask = Signal(C, name="pace_ask")
+        paced = Signal(C, name="pace_paced")
         t_ask = [Signal(TB, name=f"pace_t_ask{c}") for c in range(C)]
+        wl = [Signal(WB, name=f"pace_wl{c}") for c in range(C)]
+        hdr = Array(Const(WIRE_HDR[op], WB) for op in range(8))
         seen = [Signal(TB, name=f"pace_seen{c}") for c in range(C)]
 
         def time_lt(a, b, name):
@@ -1396,20 +1409,35 @@ class TxSched(wiring.Component):
                 m.d.comb += first.eq(c)
         m.d.comb += [self.m_pace.valid.eq(ask.any()), self.m_pace.payload.conn.eq(first),
                      self.m_pace.payload.now.eq(Array(t_ask)[first]),
+                     self.m_pace.payload.wl.eq(Array(wl)[first]),
                      self.m_pace.payload.force.eq(1), self.s_turn.ready.eq(1),
                      self.s_retime.ready.eq(1)]
         taken = self.m_pace.valid & self.m_pace.ready
         turn = self.s_turn.payload
+        rt = self.s_retime.payload
+        # MR-TXS-177: a write's clamped rate below the line rate (0 is the line rate)
+        rt_paced = _named(m, (rt.rate != 0) & A.gt(self.line_mbps, rt.rate, "pace_rt_paced"),
+                          "pace_rt_paced")
         for c in range(C):
-            charge = act_pkt[c] & cand_r[c]["nb"][mtu_log2]      # one MTU: the top bit
+            nb = cand_r[c]["nb"]
+            full = nb[mtu_log2]                                  # one MTU: the top bit
+            # MR-TXS-176: a full MTU, or shorter of a paced connection
+            charge = act_pkt[c] & (full if self.pace_full_only else full | paced[c])
+            # MR-TXS-175: the packet's wire length: its op's headers and its bytes padded to 4
+            op = data.View(desc_lay, cand_r[c]["desc"]).op
+            hdr_c = _named(m, hdr[op], f"pace_hdr{c}")
+            words = A.add(nb[2:], nb[:2].any(), name=f"pace_words{c}")
+            pkt_wl = A.add(hdr_c, Cat(Const(0, 2), words), name=f"pace_pkt_wl{c}")
             back = self.s_turn.valid & (turn.conn == c)
+            with m.If(self.s_retime.valid & (rt.conn == c)):
+                m.d.sync += paced[c].eq(rt_paced)
             with m.If(charge):
-                m.d.sync += [pend[c].eq(1), ask[c].eq(1), t_ask[c].eq(self.now)]
+                m.d.sync += [pend[c].eq(1), ask[c].eq(1), t_ask[c].eq(self.now),
+                             wl[c].eq(pkt_wl)]
             with m.Else():
                 with m.If(taken & (first == c)):
                     m.d.sync += ask[c].eq(0)
             # MR-TXS-167: a write with a time, of a connection with no turn asked for
-            rt = self.s_retime.payload
             retime = (self.s_retime.valid & rt.set_time & (rt.conn == c) & ~pend[c] & ~charge)
             with m.If(back):
                 # late when the time moved (then after t_ask, or cleared at the next edge)

@@ -30,7 +30,8 @@ from . import protocol as P
 
 __all__ = ["Pacer", "STATE", "Flags", "mtu_gap_ns", "RATE_BITS", "WL_BITS", "RTT_BITS",
            "BLIND_BITS", "GAP_BITS", "PULL_BITS", "PacerFrameModel", "PacerFrameCycleModel",
-           "frame_layouts", "LAT_FRAME", "BUSY_WRITE", "FRAME_SMALL", "pacer_frame_model_small"]
+           "frame_layouts", "LAT_FRAME", "LAT_SHORT", "BUSY_WRITE", "FRAME_SMALL",
+           "pacer_frame_model_small"]
 
 TIME_BITS = P.TIME_BITS
 #: MR-CW-083: field widths: a rate in Mb/s (MR-CW-060's 19 bits); a frame's wire length (at
@@ -294,6 +295,10 @@ FRAME_SMALL = dict(conns=16)
 #: accepting one (CLAMP; RATE; GAP_BITS division cycles; GAP; WFIN).
 LAT_FRAME = 6
 BUSY_WRITE = GAP_BITS + 4
+#: MR-CW-101: cycles from the accepting cycle of a short frame of a paced connection (``wl`` not
+#: ``mtu_wl``) to its turn: the full frame's 6 and its gap's division on the write's path
+#: (SDVD: the dividend; GAP_BITS division cycles; GAP: rounded up)
+LAT_SHORT = LAT_FRAME + GAP_BITS + 2
 FRAME_INPUTS = ["s_write__valid", "s_write__payload", "s_frame__valid", "s_frame__payload",
                 "m_turn__ready", "mtu_wl", "line_mbps"]
 FRAME_OUTPUTS = ["s_write__ready", "s_frame__ready", "m_turn__valid", "m_turn__payload"]
@@ -301,16 +306,17 @@ FRAME_OUTPUTS = ["s_write__ready", "s_frame__ready", "m_turn__valid", "m_turn__p
 
 def frame_layouts(conns=FRAME_SMALL["conns"]):
     """MR-CW-097: the per-frame part's ports: a write ``{conn, rate, set_time, time}``, a frame
-    ``{conn, now, force}``, its turn ``{conn, ok, pace_until}``; the record ``{pace_until}`` and
-    ``{gap, paced}``."""
+    ``{conn, now, force, wl}`` (MR-CW-100: ``wl`` its wire length), its turn ``{conn, ok,
+    pace_until}``; the record ``{pace_until}`` and ``{gap, paced, rate}`` (MR-CW-101: the
+    clamped rate, for a short frame's gap)."""
     if not (1 <= conns <= 1 << 16) or conns & (conns - 1):
         raise ValueError(f"conns={conns}: a power of two in 1..65,536")
     cb = max(1, (conns - 1).bit_length())
     S = data.StructLayout
     return {"write": S({"conn": cb, "rate": RATE_BITS, "set_time": 1, "time": TIME_BITS}),
-            "frame": S({"conn": cb, "now": TIME_BITS, "force": 1}),
+            "frame": S({"conn": cb, "now": TIME_BITS, "force": 1, "wl": WL_BITS}),
             "turn": S({"conn": cb, "ok": 1, "pace_until": TIME_BITS}),
-            "gap_rec": S({"gap": GAP_BITS, "paced": 1})}
+            "gap_rec": S({"gap": GAP_BITS, "paced": 1, "rate": RATE_BITS})}
 
 
 class PacerFrameModel:
@@ -324,6 +330,7 @@ class PacerFrameModel:
         self.pace_until = [0] * conns
         self.gap = [0] * conns
         self.paced = [0] * conns
+        self.rate = [0] * conns         # MR-CW-100: the clamped rate, for a short frame's gap
 
     def write(self, r):
         """MR-CW-093: the connection's rate (``clamp_hint_mbps``: 0 is the line rate) sets its
@@ -334,28 +341,46 @@ class PacerFrameModel:
         rate = P.clamp_hint_mbps(r["rate"], self.line_mbps)
         self.gap[c] = mtu_gap_ns(self.mtu_wl, rate) & ((1 << GAP_BITS) - 1)
         self.paced[c] = int(rate < self.line_mbps)
+        self.rate[c] = rate
         if r["set_time"]:
             self.pace_until[c] = r["time"]
 
+    def short(self, r):
+        """MR-CW-101: the frame takes the division's path: a paced connection's frame whose wire
+        length is not ``mtu_wl``."""
+        return bool(self.paced[r["conn"]]) and r.get("wl", self.mtu_wl) != self.mtu_wl
+
+    def frame_gap(self, r):
+        """MR-CW-100: the gap after the frame: the kept gap for a frame of ``mtu_wl`` wire bytes
+        (or of a connection not paced, whose time does not move), else ``pacing_gap_ns(wl,
+        rate)`` at the connection's clamped rate (MR-CW-084, the endpoint's ``_gap`` without the
+        queue stretch)."""
+        c = r["conn"]
+        if not self.short(r):
+            return self.gap[c]
+        return P.pacing_gap_ns(r["wl"], self.rate[c]) & ((1 << GAP_BITS) - 1)
+
     def frame(self, r):
-        """MR-CW-093: a full-MTU frame of the connection offered at ``now``: it takes the turn
-        (``ok``) when ``now`` is not before the next send time, or ``force`` (a frame that goes
-        whatever the time: a probe of MR-CC-024); a frame that takes it moves a paced
-        connection's next send time to max(next, now) + the kept gap. Returns the turn
-        ``{conn, ok, pace_until}`` (the next send time after it)."""
+        """MR-CW-093, MR-CW-100: a frame of ``wl`` wire bytes (default ``mtu_wl``) of the
+        connection offered at ``now``: it takes the turn (``ok``) when ``now`` is not before the
+        next send time, or ``force`` (a frame that goes whatever the time: a probe of
+        MR-CC-024); a frame that takes it moves a paced connection's next send time to
+        max(next, now) + its gap (:meth:`frame_gap`). Returns the turn ``{conn, ok,
+        pace_until}`` (the next send time after it)."""
         c, now = r["conn"], r["now"]
         pu = self.pace_until[c]
         ok = int(bool(r["force"]) or not _lt(now, pu))
         if ok and self.paced[c]:
-            pu = self.pace_until[c] = (_max(pu, now) + self.gap[c]) & P.TIME_MASK
+            pu = self.pace_until[c] = (_max(pu, now) + self.frame_gap(r)) & P.TIME_MASK
         return {"conn": c, "ok": ok, "pace_until": pu}
 
 
 class PacerFrameCycleModel:
     """MR-CW-097, cycle by cycle: idle, the block takes a write (first: ``s_frame.ready`` is
     low while ``s_write.valid``) or a frame; a write keeps it busy ``BUSY_WRITE`` cycles after
-    the accepting one and answers nothing; a frame's turn is valid ``LAT_FRAME`` cycles after,
-    held until taken, the block idle the cycle after. ``m_turn.payload`` keeps the last turn."""
+    the accepting one and answers nothing; a frame's turn is valid ``LAT_FRAME`` cycles after
+    (MR-CW-101: ``LAT_SHORT`` for a short frame of a paced connection), held until taken, the
+    block idle the cycle after. ``m_turn.payload`` keeps the last turn."""
 
     def __init__(self, width=64, conns=FRAME_SMALL["conns"]):
         self.sem = PacerFrameModel(conns)
@@ -395,9 +420,9 @@ class PacerFrameCycleModel:
             sem.write(unpack(self.lay["write"], g("s_write__payload", 0)))
             self.busy_w = BUSY_WRITE
         elif g("s_frame__valid", 0):
-            self.pending = pack(self.lay["turn"],
-                                sem.frame(unpack(self.lay["frame"], g("s_frame__payload", 0))))
-            self.wait = LAT_FRAME - 1
+            fr = unpack(self.lay["frame"], g("s_frame__payload", 0))
+            self.wait = (LAT_SHORT if sem.short(fr) else LAT_FRAME) - 1
+            self.pending = pack(self.lay["turn"], sem.frame(fr))
         return out
 
 

@@ -279,12 +279,15 @@ def lost_first_case(on=True):
 
 # -- the per-frame part's lockstep (MR-CW-098) ------------------------------------------------
 
-def frame_items(conns, n, *, seed=0, line_mbps=100_000, t0=(1 << 32) - 2_000_000):
+def frame_items(conns, n, *, seed=0, line_mbps=100_000, t0=(1 << 32) - 2_000_000,
+                mtu_wl=4186, p_short=0.3):
     """MR-CW-098: ``n`` records for the per-frame part: every connection opened first (a
     write with its time), then frames (``now`` advancing from ``t0`` across the counter's wrap,
     some before the next send time, some forced) and writes (rates 0, 1, around and above the
-    line rate, the field's largest, random; some with a time)."""
-    from .pacer import RATE_BITS
+    line rate, the field's largest, random; some with a time). MR-CW-102: a frame's ``wl`` is
+    ``mtu_wl`` but in ``p_short`` of them: a shorter or longer one (a header's 74 bytes, one
+    byte either side of ``mtu_wl``, the field's largest, random)."""
+    from .pacer import RATE_BITS, WL_BITS
     rng = random.Random(seed)
     edge = [0, 1, 2, line_mbps - 1, line_mbps, line_mbps + 1, (1 << RATE_BITS) - 1]
     now = t0
@@ -301,8 +304,13 @@ def frame_items(conns, n, *, seed=0, line_mbps=100_000, t0=(1 << 32) - 2_000_000
             items.append(("write", {"conn": c, "rate": rate(), "set_time": int(rng.random() < 0.5),
                                     "time": (now + rng.randrange(-5_000, 50_000)) & P.TIME_MASK}))
         else:
+            wl = mtu_wl
+            if rng.random() < p_short:
+                wl = (min(rng.choice([74, mtu_wl - 1, mtu_wl + 1, (1 << WL_BITS) - 1]),
+                          (1 << WL_BITS) - 1)
+                      if rng.random() < 0.3 else rng.randrange(74, mtu_wl))
             items.append(("frame", {"conn": c, "now": now & P.TIME_MASK,
-                                    "force": int(rng.random() < 0.1)}))
+                                    "force": int(rng.random() < 0.1), "wl": wl}))
     return items
 
 
@@ -353,17 +361,20 @@ class FrameDriver(Driver):
 
 def check_frames(conns, config, taken, turns):
     """MR-CW-098: one turn per frame taken, in order, each ``PacerFrameModel``'s replaying the
-    records as taken; returns counts of the turns taken, refused and forced."""
+    records as taken; returns counts of the turns taken, refused and forced, and of the short
+    frames of a paced connection taking theirs (MR-CW-102)."""
     from .pacer import PacerFrameModel
     sem = PacerFrameModel(conns, **config)
-    want = []
+    want, short = [], 0
     for kind, rec in taken:
         if kind == "write":
             sem.write(rec)
         else:
+            due = not P.time_lt(rec["now"], sem.pace_until[rec["conn"]])
+            short += sem.short(rec) and (rec["force"] or due)
             want.append((rec, sem.frame(rec)))
     assert len(turns) == len(want), (len(turns), len(want))
-    counts = {"ok": 0, "refused": 0, "forced": 0}
+    counts = {"ok": 0, "refused": 0, "forced": 0, "short": short}
     for k, ((rec, w), got) in enumerate(zip(want, turns)):
         assert got == w, f"frame {k} {rec}: got {got}, expected {w}"
         counts["ok" if w["ok"] else "refused"] += 1
@@ -397,7 +408,8 @@ def split_replay(config, events, mtu_wl, *, write_time=True):
         if kind != "verdict":
             getattr(pc, kind)(*args)
         if mine:
-            turn = part.frame({"conn": 0, "now": args[0] & P.TIME_MASK, "force": 0})
+            turn = part.frame({"conn": 0, "now": args[0] & P.TIME_MASK, "force": 0,
+                               "wl": args[1]})
             assert turn["ok"] or not part.paced[0], (i, events[i])
             res["frames"] += 1
         else:

@@ -394,7 +394,8 @@ class TxCycleModel:
                  paths=SMALL["paths"], depth=SMALL["depth"], *, pool=SMALL["pool"],
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
-                 pacing=False, pace_ignored=False, verdicts=False, restores=True, **sched_kw):
+                 pacing=False, pace_ignored=False, verdicts=False, restores=True,
+                 pace_full_only=False, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -418,6 +419,8 @@ class TxCycleModel:
             extra = {"pace_ignored": True} if pace_ignored else {}
             if self.verdicts:
                 raise ValueError("verdicts with pacing is not built")
+            if pace_full_only:          # MR-TX-253's negative control: today's charge
+                extra["pace_full_only"] = True
             self.paced = PacedTxSchedCycleModel(width, conns, streams, paths, depth,
                                                 rd_rows=rd_rows, **kw, **extra)
             self.sched = self.paced.sched

@@ -18,7 +18,7 @@ __all__ = ["PacedTxSchedCycleModel", "PACE_INPUTS", "PACE_OUTPUTS", "tx_sched_pa
 PACE_INPUTS = ["s_pace_write__valid", "s_pace_write__payload", "mtu_wl", "line_mbps"]
 PACE_OUTPUTS = ["s_pace_write__ready"]
 _INNER_IN = {"m_pace__ready", "s_turn__valid", "s_turn__payload", "s_retime__valid",
-             "s_retime__payload"}
+             "s_retime__payload", "line_mbps"}
 _INNER_OUT = {"m_pace__valid", "m_pace__payload", "s_turn__ready", "s_retime__ready"}
 
 
@@ -43,6 +43,8 @@ class PacedTxSchedCycleModel:
         self.packets = []
         #: the charges the pacer took: (conn, now, its pace_until before, after)
         self.charges = []
+        #: MR-TXS-175: each packet's wire length (as ``packets``)
+        self.packet_wl = []
 
     def port_names(self):
         names = self.sched.port_names()
@@ -71,6 +73,7 @@ class PacedTxSchedCycleModel:
                 c = e[1]
                 self.packets.append((c, now, sem.pace_until[c], self.sem.pace[c]["t_ask"] == now
                                      and self.sem.pace[c]["pend"]))
+                self.packet_wl.append(self.sem.last_wl)
         take = idle and not wv and so["m_pace__valid"]
         if take:
             from .rx import unpack

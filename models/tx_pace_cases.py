@@ -20,7 +20,7 @@ from .tx_cases import Driver as TxDriver
 from .tx_sched_cases import Driver
 
 __all__ = ["PaceWrites", "PacedDriver", "PacedTxDriver", "PacedBenchDriver", "bench_row", "check_frames_left", "check_spacing",
-           "check_paced", "LINE_MBPS", "mtu_wire"]
+           "check_paced", "check_gaps", "LINE_MBPS", "mtu_wire"]
 
 #: the line rate of the runs: at 4 ns a cycle and an MTU of 1,024 bytes (1,114 on the wire with
 #: 90 bytes of headers) a full frame's gap is 23 ns at the line rate, 92 ns at a quarter of it
@@ -57,12 +57,17 @@ class PaceWrites:
         # the work requests wait for the opens (the first slice's writers write the time only at
         # the open, MR-TXS-166)
         hold = bool(self.opens) or self.pw_open
+        rsp = getattr(self, "rsps", None)       # and the READ responses (the scheduler's)
         if hold:
             saved, self.presenting = self.presenting, None
             i, self.i = self.i, len(self.items)
+            if rsp:
+                ri, self.rsp_i = self.rsp_i, len(rsp)
         inp = super().inputs()
         if hold:
             self.presenting, self.i = saved, i
+            if rsp:
+                self.rsp_i = ri
         inp.update({"mtu_wl": self.wl, "line_mbps": LINE_MBPS})
         if self.pw_offer is None and self.cycle >= self.open_at:
             r = self.pw_rng
@@ -212,3 +217,28 @@ def check_paced(model, mtu):
     return {"packets": len(model.packets), "charged": sum(map(len, charged.values())),
             "moved": moved,
             "early": early, "forced": forced, "charges_in_order": charged == taken}
+
+
+def check_gaps(model, rates):
+    """MR-TXS-178 on a :class:`PacedTxSchedCycleModel` run whose connections kept the rates
+    they were opened at (``rates``, Mb/s; 0 the line rate; no rate writes after the opens):
+    each packet of a paced connection follows the connection's packet before it by at least
+    that one's own gap, ``pacing_gap_ns`` of its wire length at the rate (MR-CW-084, the
+    endpoint's charge). Returns ``{"pairs", "short", "close"}``: the pairs checked, those whose
+    first packet is shorter than the full MTU's wire length, and the pairs too close
+    ``(conn, now, next now, gap)``."""
+    per = {}
+    for (c, now, _, _), wl in zip(model.packets, model.packet_wl):
+        per.setdefault(c, []).append((now, wl))
+    res = {"pairs": 0, "short": 0, "close": []}
+    for c, v in per.items():
+        rate = P.clamp_hint_mbps(rates[c], LINE_MBPS)
+        if rate >= LINE_MBPS:
+            continue
+        for (a, wl), (b, _) in zip(v, v[1:]):
+            gap = P.pacing_gap_ns(wl, rate)
+            res["pairs"] += 1
+            res["short"] += wl < mtu_wire(model.sem.mtu)
+            if (b - a) & P.TIME_MASK < gap:
+                res["close"].append((c, a, b, gap))
+    return res

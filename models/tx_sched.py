@@ -35,7 +35,8 @@ from .wire import MrdhFlag, Op
 
 __all__ = ["Layouts", "layouts", "check_params", "TxSchedModel", "TxSchedCycleModel", "SMALL",
            "OP_WRITE", "OP_WRITE_IMM", "OP_SEND", "OP_SEND_IMM", "OP_READ", "is_send", "has_imm",
-           "OP_READ_RESP", "is_read", "is_rsp", "msg_len", "wire_op", "rsp_item",
+           "OP_READ_RESP", "is_read", "is_rsp", "msg_len", "wire_op", "rsp_item", "WIRE_HDR",
+           "packet_wl",
            "OP_CMP_SWAP", "OP_FETCH_ADD", "ATOMIC_LEN", "is_atomic", "atomic_operands",
            "STATUS_OK", "STATUS_LOC_LEN_ERR", "STATUS_LOC_QP_OP_ERR",
            "STATUS_LOC_PROT_ERR", "STATUS_RETRY_EXC_ERR", "OUT_DEPTH", "tx_sched_model_small",
@@ -84,10 +85,28 @@ assert all(v == (int(Op.MR_CMP_SWAP) | (k >> 1 & 1) if k >> 2 & 1 and (k ^ k >> 
            for k, v in {**_WIRE_OP, OP_READ_RESP: int(Op.MR_READ_RESP)}.items())
 
 
+#: MR-TXS-175: a packet's wire bytes beyond its payload (padded to 4), per work-request op: the
+#: endpoint's ``wire_len`` of its frame (Ethernet, IPv4 untagged, UDP, BTH, the opcode's
+#: extension headers, ICRC; the template's form that the pacer's ``mtu_wl`` assumes too)
+def _wire_hdr(op):
+    from . import wire
+    return (wire.ETH_HLEN + wire.IPV4_HLEN + wire.UDP_HLEN + wire.BTH_LEN
+            + wire.ext_len(wire_op(op)) + wire.ICRC_LEN)
+
+
+def packet_wl(op, nbytes):
+    """MR-TXS-175: the wire length of a packet of ``nbytes`` payload bytes of a work request of
+    ``op``: :data:`WIRE_HDR` and the payload padded to 4 bytes (the endpoint's ``wire_len``)."""
+    return WIRE_HDR[op] + nbytes + (-nbytes) % 4
+
+
 def wire_op(op):
     """MR-TXS-057, MR-TXS-063: the BTH opcode of a work request's packets; MR-TXS-068: a READ
     response's MR_READ_RESP (0xC7, the same formula)."""
     return int(Op.MR_READ_RESP) if op == OP_READ_RESP else _WIRE_OP[op]
+
+
+WIRE_HDR = {op: _wire_hdr(op) for op in range(8)}
 
 
 def is_rsp(f):
@@ -269,16 +288,19 @@ class TxSchedModel:
                  depth=SMALL["depth"], *, chunk_window=SMALL["chunk_window"], mtu=SMALL["mtu"],
                  cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
-                 resend_depth=SMALL["resend_depth"], pacing=False, pace_ignored=False):
+                 resend_depth=SMALL["resend_depth"], pacing=False, pace_ignored=False,
+                 pace_full_only=False):
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
                      path_pkts, ack_every, resend_depth)
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
         # MR-TXS-159/160: with pacing, per connection the pacing condition's state (a turn asked
         # for and not back, the m_pace request, waiting for `seen`, the charged packet's time);
-        # ``pace_ignored`` (negative controls only): the condition left out of the decision
-        self.pace = ([{"pend": 0, "ask": 0, "late": 0, "seen": 0, "t_ask": 0}
-                      for _ in range(conns)] if pacing else None)
-        self.pace_ignored = pace_ignored
+        # ``pace_ignored`` (negative controls only): the condition left out of the decision;
+        # MR-TXS-175/176: the charged packet's wire length and whether the connection is paced;
+        # ``pace_full_only`` (negative controls only): the full-MTU packets charged only
+        self.pace = ([{"pend": 0, "ask": 0, "late": 0, "seen": 0, "t_ask": 0, "wl": 0,
+                       "paced": 0} for _ in range(conns)] if pacing else None)
+        self.pace_ignored, self.pace_full_only = pace_ignored, pace_full_only
         self.chunk_window, self.mtu, self.cwnd, self.conn_window = chunk_window, mtu, cwnd, conn_window
         self.path_pkts, self.ack_every, self.resend_depth = path_pkts, ack_every, resend_depth
         self.lay = layouts(conns, streams, paths, depth)
@@ -629,9 +651,11 @@ class TxSchedModel:
         slot = s * self.depth + i
         ps["tail"] = (e, slot, chunk)                   # MR-TXS-080
         frame = self._frame(c, e, slot, chunk, p, psn, req, kind == "resend")
-        if self.pace is not None and nbytes == self.mtu:
-            # MR-TXS-161: a full-MTU packet charges the pacer with its time
-            self.pace[c].update(pend=1, ask=1, t_ask=now & P.TIME_MASK)
+        self.last_wl = packet_wl(e["op"], nbytes)       # MR-TXS-175 (recorded for the checks)
+        if self.pace is not None and self.charged(c, nbytes):
+            # MR-TXS-161, MR-TXS-176: a charged packet charges the pacer with its time and its
+            # wire length (MR-TXS-175)
+            self.pace[c].update(pend=1, ask=1, t_ask=now & P.TIME_MASK, wl=self.last_wl)
         sent = {"conn": c, "path": p, "psn": psn, "slot": slot, "chunk": chunk, "nbytes": nbytes,
                 "req": int(req), "abort": 0, "t_sent": now & P.TIME_MASK, "lap": e["lap"]}
         return frame, sent
@@ -643,23 +667,35 @@ class TxSchedModel:
         ps = self.pace[c]
         return not ps["pend"] and not ps["late"]
 
-    def pace_request(self):
-        """MR-TXS-161: ``m_pace``'s (valid, fields): the lowest connection with a turn to ask
-        for, ``{conn, now: t_ask, force: 1}`` (connection 0's fields when none)."""
-        c = next((c for c, ps in enumerate(self.pace) if ps["ask"]), None)
-        return c is not None, {"conn": c or 0, "now": self.pace[c or 0]["t_ask"], "force": 1}
+    def charged(self, c, nbytes):
+        """MR-TXS-176: a packet of connection ``c`` of ``nbytes`` charges the pacer: a full MTU,
+        or shorter of a connection that is ``paced`` (MR-TXS-177; a connection at the line rate
+        is not held for its short packets' turns: its time does not move)."""
+        return nbytes == self.mtu or bool(self.pace[c]["paced"] and not self.pace_full_only)
 
-    def pace_edge(self, now, turn=None, taken=None, retime=None):
+    def pace_request(self):
+        """MR-TXS-161, MR-TXS-175: ``m_pace``'s (valid, fields): the lowest connection with a
+        turn to ask for, ``{conn, now: t_ask, force: 1, wl}`` (connection 0's fields when
+        none)."""
+        c = next((c for c, ps in enumerate(self.pace) if ps["ask"]), None)
+        ps = self.pace[c or 0]
+        return c is not None, {"conn": c or 0, "now": ps["t_ask"], "force": 1, "wl": ps["wl"]}
+
+    def pace_edge(self, now, turn=None, taken=None, retime=None, line_mbps=0):
         """MR-TXS-161/162, at the edge after the cycle's action: ``taken`` (a connection) its
         request taken by the pacer; ``turn`` (``{conn, ok, pace_until}``) a turn back: `pend`
         clears, `late` when the time moved; MR-TXS-167:
         ``retime`` (the pacer's write ``{conn, rate, set_time, time}`` taken in the cycle) with
         ``set_time``, of a connection without a turn asked for (after this cycle's packet):
         `seen` its time, `late` while ``now`` is before it; every other connection stays late
-        only while ``now`` is before its `seen`."""
+        only while ``now`` is before its `seen`. MR-TXS-177: ``retime`` (any write) sets its
+        connection's `paced`: its clamped rate below ``line_mbps``."""
         now &= P.TIME_MASK
         if taken is not None:
             self.pace[taken]["ask"] = 0
+        if retime is not None:
+            self.pace[retime["conn"]]["paced"] = int(
+                P.clamp_hint_mbps(retime["rate"], line_mbps) < line_mbps)
         for c, ps in enumerate(self.pace):
             if turn is not None and turn["conn"] == c:
                 pu = turn["pace_until"]
@@ -791,7 +827,7 @@ class TxSchedCycleModel:
             names = self.port_names()
             self.port_names = lambda: {
                 "inputs": [*names["inputs"], "m_pace__ready", "s_turn__valid", "s_turn__payload",
-                           "s_retime__valid", "s_retime__payload"],
+                           "s_retime__valid", "s_retime__payload", "line_mbps"],
                 "outputs": [*names["outputs"], "m_pace__valid", "m_pace__payload", "s_turn__ready",
                             "s_retime__ready"]}
         if self.restores:
@@ -1106,7 +1142,7 @@ class TxSchedCycleModel:
                           pace_req["conn"] if pace_valid and g("m_pace__ready", 0) else None,
                           # MR-TXS-167: a re-timing write the pacer took in this cycle
                           unpack(self.pace_lay["write"], g("s_retime__payload", 0))
-                          if g("s_retime__valid", 0) else None)
+                          if g("s_retime__valid", 0) else None, g("line_mbps", 0))
         self.cw_d = self.cw_b
         self.cw_b = unpack(lay.cwnd, g("s_cwnd__payload", 0)) if g("s_cwnd__valid", 0) else None
         self.cand, self.touched, self.comp, self.qcomp = cand, touched, comp_next, qcomp_next

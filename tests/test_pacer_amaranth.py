@@ -12,7 +12,8 @@ from metaroce.tb.lockstep import Mismatch, run_amaranth, verilog_ports
 
 
 def _run(conns, n, seed, config, **kw):
-    items = pc.frame_items(conns, n, seed=seed, line_mbps=config["line_mbps"])
+    items = pc.frame_items(conns, n, seed=seed, line_mbps=config["line_mbps"],
+                           mtu_wl=config["mtu_wl"])
     model = pm.PacerFrameCycleModel(64, conns)
     drv = pc.FrameDriver(model.lay, items, config, seed=seed)
     core = run_amaranth(PacerFrame(conns, **kw), model, drv, busy=model.busy)
@@ -26,15 +27,17 @@ def _run(conns, n, seed, config, **kw):
     pytest.param(1, 2, 1114, 400_000, marks=pytest.mark.slow),
     pytest.param(4, 3, 8191, 25_000, marks=pytest.mark.slow)])
 def test_pacer_frame_lockstep(conns, seed, mtu_wl, line):
-    """MR-CW-098, MR-CW-093, MR-CW-097: writes (rates 0, 1, around and above the line rate, the
-    field's largest; with and without a time) and frames (before, at and after the next send
-    time, forced, across the 32-bit wrap) with idle cycles and backpressure: 0 mismatches; the
-    turns are ``PacerFrameModel``'s; the kept gap is ``protocol.pacing_gap_ns``'s."""
+    """MR-CW-098, MR-CW-093, MR-CW-097, MR-CW-102: writes (rates 0, 1, around and above the
+    line rate, the field's largest; with and without a time) and frames (before, at and after
+    the next send time, forced, across the 32-bit wrap; 30 % of another wire length than
+    ``mtu_wl``) with idle cycles and backpressure: 0 mismatches; the turns are
+    ``PacerFrameModel``'s; the kept gap is ``protocol.pacing_gap_ns``'s."""
     config = {"mtu_wl": mtu_wl, "line_mbps": line}
     core, drv, items = _run(conns, 300, seed, config)
     assert core.mismatches == 0
     counts = pc.check_frames(conns, config, drv.res["taken"], drv.res["turns"])
     assert counts["ok"] > 100 and counts["refused"] > 5 and counts["forced"] > 5
+    assert counts["short"] > 20             # MR-CW-102: short frames of paced connections
     nows = [r["now"] for k, r in items if k == "frame"]
     assert min(nows) < 1 << 20 and max(nows) > (1 << 32) - (1 << 20)    # across the wrap
     sem = pm.PacerFrameModel(conns, **config)
@@ -44,10 +47,11 @@ def test_pacer_frame_lockstep(conns, seed, mtu_wl, line):
     assert not sem.paced[0]
 
 
-@pytest.mark.parametrize("wrong", ["floor", "plain_max"])
+@pytest.mark.parametrize("wrong", ["floor", "plain_max", "kept_gap"])
 def test_pacer_frame_wrong_forms_mismatch(wrong):
-    """MR-CW-098: negative controls: the gap rounded down instead of up, and max(next, now) as
-    plain integers instead of on the wrapping counter, each mismatch the cycle model."""
+    """MR-CW-098, MR-CW-103: negative controls: the gap rounded down instead of up, max(next,
+    now) as plain integers instead of on the wrapping counter, and the kept gap for every frame
+    (no short frame's division), each mismatch the cycle model."""
     with pytest.raises(Mismatch):
         _run(16, 300, 1, {"mtu_wl": 4186, "line_mbps": 100_000}, wrong=wrong)
 
@@ -60,7 +64,7 @@ def test_pacer_frame_latencies():
     from metaroce.models.rx import pack
     cfg = {"mtu_wl": 4186, "line_mbps": 100_000}
     w = pack(lay["write"], {"conn": 1, "rate": 1000, "set_time": 1, "time": 50})
-    f = pack(lay["frame"], {"conn": 1, "now": 60, "force": 0})
+    f = pack(lay["frame"], {"conn": 1, "now": 60, "force": 0, "wl": 4186})
     out = model.step(dict(cfg, s_write__valid=1, s_write__payload=w, s_frame__valid=1,
                           s_frame__payload=f))
     assert out["s_write__ready"] == 1 and out["s_frame__ready"] == 0
@@ -71,12 +75,36 @@ def test_pacer_frame_latencies():
     assert [o["m_turn__valid"] for o in outs] == [0] * (pm.LAT_FRAME - 1) + [1, 0]
 
 
+def test_pacer_frame_short_latency_and_gap():
+    """MR-CW-100, MR-CW-101: a frame of a paced connection whose ``wl`` is not ``mtu_wl`` has its
+    turn ``LAT_SHORT`` = 34 cycles after it was taken and its own gap (``pacing_gap_ns(wl,
+    rate)``); a frame of ``mtu_wl`` the kept gap in ``LAT_FRAME``; a short frame of a connection
+    not paced ``LAT_FRAME`` and no move."""
+    from metaroce.models.rx import pack, unpack
+    cfg = {"mtu_wl": 1114, "line_mbps": 400_000}
+    assert pm.LAT_SHORT == 34
+    for rate, wl, lat, pu in [(20_000, 602, pm.LAT_SHORT, 60 + P.pacing_gap_ns(602, 20_000)),
+                              (20_000, 1114, pm.LAT_FRAME, 60 + P.pacing_gap_ns(1114, 20_000)),
+                              (0, 602, pm.LAT_FRAME, 50)]:
+        model = pm.PacerFrameCycleModel(64, 2)
+        lay = model.lay
+        w = pack(lay["write"], {"conn": 1, "rate": rate, "set_time": 1, "time": 50})
+        model.step(dict(cfg, s_write__valid=1, s_write__payload=w))
+        for _ in range(pm.BUSY_WRITE):
+            model.step(cfg)
+        f = pack(lay["frame"], {"conn": 1, "now": 60, "force": 0, "wl": wl})
+        assert model.step(dict(cfg, s_frame__valid=1, s_frame__payload=f))["s_frame__ready"]
+        outs = [model.step(dict(cfg, m_turn__ready=1)) for _ in range(lat + 1)]
+        assert [o["m_turn__valid"] for o in outs] == [0] * (lat - 1) + [1, 0]
+        assert unpack(lay["turn"], outs[lat - 1]["m_turn__payload"])["pace_until"] == pu
+
+
 def test_pacer_frame_rate():
     """MR-CW-097: frames offered back to back with the turns taken at once: one taken every
     ``LAT_FRAME`` + 1 = 7 cycles."""
     from metaroce.models.rx import pack
     model = pm.PacerFrameCycleModel(64, 2)
-    f = pack(model.lay["frame"], {"conn": 0, "now": 60, "force": 0})
+    f = pack(model.lay["frame"], {"conn": 0, "now": 60, "force": 0, "wl": 4186})
     ins = {"mtu_wl": 4186, "line_mbps": 100_000, "s_frame__valid": 1, "s_frame__payload": f,
            "m_turn__ready": 1}
     takes = [c for c in range(70) if model.step(ins)["s_frame__ready"]]

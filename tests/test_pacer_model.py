@@ -263,3 +263,33 @@ def test_first_paced_frame_waits_a_base_rtt():
     go.sent(100, 4180)
     go.ack(2_000, 100_000, 0)
     assert go.pace_until < 2_000
+
+
+def test_frame_model_short_frames_are_the_endpoints_charge():
+    """MR-CW-100, MR-CW-104: ``PacerFrameModel`` charged frames of random wire lengths (74 bytes
+    to beyond ``mtu_wl``) at random rates equals the model of the endpoint's pacing (``Pacer.sent``,
+    MR-CW-084, no queue stretch: no sample) after every frame, across the counter's wrap, the kept
+    gap used exactly for ``mtu_wl``; with the kept gap for every frame (``wl`` left out) it does
+    not."""
+    import random
+    from metaroce.models.pacer import PacerFrameModel
+    rng = random.Random(7)
+    line, mtu_wl = 400_000, 1114
+    for _ in range(20):
+        rate = rng.choice([1, 999, 20_000, rng.randrange(1, line), line - 1, line, 0])
+        ref = Pacer(line_mbps=line, base_rtt_ns=8_000, mtu=1024)
+        ref.state["rate"] = P.clamp_hint_mbps(rate, line)
+        part, kept = (PacerFrameModel(1, mtu_wl=mtu_wl, line_mbps=line) for _ in range(2))
+        now = (1 << 32) - 50_000
+        for m in (part, kept):
+            m.write({"conn": 0, "rate": rate, "set_time": 1, "time": now & P.TIME_MASK})
+        ref.state["pace_until"] = now & P.TIME_MASK
+        differ = 0
+        for _ in range(50):
+            now += rng.choice([0, 10, rng.randrange(5_000)])
+            wl = rng.choice([74, 90, 602, mtu_wl, mtu_wl + 4, rng.randrange(74, 8192)])
+            ref.sent(now, wl)
+            fr = {"conn": 0, "now": now & P.TIME_MASK, "force": 1}
+            assert part.frame(dict(fr, wl=wl))["pace_until"] == ref.pace_until
+            differ += kept.frame(fr)["pace_until"] != ref.pace_until
+        assert bool(differ) == (P.clamp_hint_mbps(rate, line) < line)

@@ -7,8 +7,9 @@ import pytest
 
 @pytest.mark.slow
 def test_pacer_frame_rtl_lockstep(tmp_path):
-    """MR-CW-098, MR-CW-097: 1,000 random records through the registered instance with idle
-    cycles and backpressure: 0 mismatches, every turn ``PacerFrameModel``'s."""
+    """MR-CW-098, MR-CW-097, MR-CW-105: 1,000 random records (MR-CW-102: short frames among
+    them) through the registered instance with idle cycles and backpressure: 0 mismatches,
+    every turn ``PacerFrameModel``'s, short frames of paced connections among them."""
     from metaroce.blocks import BLOCKS
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
@@ -21,3 +22,4 @@ def test_pacer_frame_rtl_lockstep(tmp_path):
     assert n_tests == 1 and not failures and not skipped
     row = json.loads(out.read_text())
     assert row["mismatches"] == 0 and row["ok"] > 500 and row["refused"] > 10
+    assert row["short"] > 50

@@ -7,6 +7,7 @@ import pytest
 from metaroce.hdl.tx_pace import PacedTxSched
 from metaroce.hdl.tx_sched import TxSched
 from metaroce.models import pacer as pm
+from metaroce.models import protocol as P
 from metaroce.models import tx_pace_cases as pc
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.driver import run_alone
@@ -37,15 +38,15 @@ RETIME = dict(p_rate=0.03, p_retime=0.5)
 
 
 def test_pacing_off_is_the_block_as_it_was():
-    """MR-TXS-159, MR-TXS-167: without ``pacing`` (the default) neither the RTL nor the cycle
-    model has the pacer's ports; with it both have ``m_pace``, ``s_turn`` and ``s_retime`` of
-    PacerFrame's layouts."""
+    """MR-TXS-159, MR-TXS-167, MR-TXS-181: without ``pacing`` (the default) neither the RTL nor
+    the cycle model has the pacer's ports; with it both have ``m_pace``, ``s_turn`` and
+    ``s_retime`` of PacerFrame's layouts, and ``line_mbps`` (MR-TXS-177)."""
     plain = TxSchedCycleModel(64, **SMALL).port_names()
     paced = TxSchedCycleModel(64, **SMALL, pacing=True).port_names()
     assert not any("pace" in n or "turn" in n for n in plain["inputs"] + plain["outputs"])
     assert set(paced["inputs"]) - set(plain["inputs"]) == {
         "m_pace__ready", "s_turn__valid", "s_turn__payload", "s_retime__valid",
-        "s_retime__payload"}
+        "s_retime__payload", "line_mbps"}
     assert set(paced["outputs"]) - set(plain["outputs"]) == {
         "m_pace__valid", "m_pace__payload", "s_turn__ready", "s_retime__ready"}
     assert "m_pace" not in TxSched(64, **SMALL).signature.members
@@ -86,10 +87,14 @@ def test_model_paced_frames_not_early(seed):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_model_condition_ignored_sends_early(seed):
     """MR-TXS-165, negative control: the scheduler with the condition left out of its decision
-    (``pace_ignored``) sends packets before ``pace_until`` on the same runs."""
+    (``pace_ignored``) sends packets before ``pace_until`` on the same runs. (Whether a charge
+    then needs its ``force`` depends on which of the connection's packets' charges the pacer
+    sees: one request register per connection, MR-TXS-161, overwritten by the next packet's
+    charge; since MR-TXS-176 charges every packet of a paced connection, seeds 2 and 3 have
+    none.)"""
     model, _, _ = _model_run(seed, pace_ignored=True)
     r = pc.check_paced(model, SMALL["mtu"])
-    assert r["early"] and r["forced"]
+    assert r["early"] and (r["forced"] or seed != 1)
 
 
 @pytest.mark.parametrize("rate, interval", [(0, 9), (100_000, 25), (50_000, 48)])
@@ -113,6 +118,26 @@ def test_model_turn_timing(rate, interval):
         assert all(8 <= now - pu < 12 for _, now, pu, _ in model.packets[2:])
 
 
+@pytest.mark.parametrize("rate, interval", [(200_000, 38), (5_000, 74)])
+def test_model_short_turn_timing(rate, interval):
+    """MR-TXS-180: one connection alone, 8 WRITEs of 64 bytes (154 wire bytes), no idle cycles,
+    no backpressure: paced, each short packet's turn is back ``LAT_SHORT`` = 34 cycles after the
+    pacer took it, so the packets go one per 38 cycles at most (152 ns: at 200 Gb/s, gap 8 ns)
+    or one per gap rounded up to cycles plus 2 (5 Gb/s: 285 ns, 74 cycles); at the line rate
+    they are not charged (the data path's pace, 2 cycles)."""
+    assert pm.LAT_SHORT == 34
+    for r, want in [(rate, interval), (0, 2)]:
+        items = [tc.wr_item(0, k % 2, 64, wr_id=k, op=OP_WRITE) for k in range(8)]
+        model = PacedTxSchedCycleModel(64, **SMALL)
+        run_alone(model, _driver(model, items, 0, rates=[r, 0], p_idle=0, p_bp=0, p_rate=0,
+                                 loss=0, p_ack=0))
+        t = [now for _, now, _, _ in model.packets]
+        assert len(t) == 8 and set(model.packet_wl) == {154}
+        steps = [(b - a) // 4 for a, b in zip(t[1:], t[2:])]
+        assert steps == [want] * 6 if r else min(steps) == want
+        assert (interval - 2) * 4 >= P.pacing_gap_ns(154, rate) > (interval - 3) * 4 or rate > 5_000
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_model_retimed_frames_not_early(seed):
     """MR-TXS-167: with re-timing writes (a time 200 ns before to 600 ns after ``now``) in the
@@ -132,6 +157,60 @@ def test_model_retime_not_joined_sends_early():
     early = [len(pc.check_paced(_model_run(seed, drv_kw=RETIME, retime=False)[0],
                                 SMALL["mtu"])["early"]) for seed in (1, 3, 4)]
     assert all(early), early
+
+
+#: MR-TXS-178's runs: connection 0 paced at 20 Gb/s throughout (its full frame's gap 455 ns, a
+#: 512-byte packet's 250: longer than the short charge's round trip of 37 cycles), connection 1
+#: at the line rate; no rate writes after the opens; READ responses on s_rsp too
+SHORT = dict(rates=[20_000, 0], p_rate=0.0)
+
+
+def _short_run(seed, **kw):
+    items = tc.traffic(TxSchedModel(**SMALL), 30, seed=seed, max_len=3 * SMALL["mtu"],
+                       sends=0.3, reads=0.15, atomics=0.15)
+    rsps = tc.responses(TxSchedModel(**SMALL), 6, seed=seed, max_len=2 * SMALL["mtu"])
+    model = PacedTxSchedCycleModel(64, **SMALL, **kw)
+    drv = run_alone(model, _driver(model, items, seed, rsps=rsps, **SHORT))
+    return model, drv, items, rsps
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_model_short_frames_own_gap(seed):
+    """MR-TXS-175..178: random traffic (short last chunks, SENDs, READ requests, atomics, READ
+    responses) with losses, idle cycles and backpressure: every packet of the paced connection
+    is charged with its wire length and follows the one before by at least that one's own gap
+    (``check_gaps``); none leaves before ``pace_until``, no charge forced, charged in order;
+    every work request and response completes."""
+    model, drv, items, rsps = _short_run(seed)
+    g = pc.check_gaps(model, SHORT["rates"])
+    assert g["close"] == [] and g["pairs"] >= 10 and g["short"] >= 3
+    r = pc.check_paced(model, SMALL["mtu"])
+    assert r["early"] == [] and r["forced"] == [] and r["charges_in_order"]
+    # the paced connection's packets are all charged, the line rate's short ones not
+    ch = [(c, wl) for (c, _, _, x), wl in zip(model.packets, model.packet_wl) if x]
+    assert sum(c == 0 for c, _ in ch) == sum(p[0] == 0 for p in model.packets)
+    assert all(wl >= SMALL["mtu"] + 74 for c, wl in ch if c == 1)       # full MTUs only
+    assert {wl for c, wl in ch if c == 0} >= {90, 74 + 4}        # a READ request, a response
+    tc.check(TxSchedModel(**SMALL), items, drv.res, rsps=rsps)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_model_full_only_charge_too_close(seed):
+    """MR-TXS-178, negative control: the first slice's charge (full-MTU packets only,
+    ``pace_full_only``) on the same runs: a packet follows a short one closer than its gap."""
+    model, *_ = _short_run(seed, pace_full_only=True)
+    assert pc.check_gaps(model, SHORT["rates"])["close"]
+
+
+def test_packet_wire_lengths():
+    """MR-TXS-175: a packet's wire length is the endpoint's ``wire_len`` of its frame (IPv4,
+    untagged): the opcode's headers and the payload padded to 4 bytes."""
+    from metaroce.models import codec, tx_sched as ts
+    for op in range(8):
+        for n in (0, 1, 3, 4, 511, 1024):
+            f = codec.make(ts.wire_op(op), bytes(n))
+            assert ts.packet_wl(op, n) == codec.wire_len(f) == len(codec.encode(f)), (op, n)
+    assert ts.packet_wl(OP_WRITE, SMALL["mtu"]) == pc.mtu_wire(SMALL["mtu"])
 
 
 def _lockstep(seed, n, dut_kw=None, drv_kw=None):
@@ -183,10 +262,43 @@ def test_lockstep_condition_ignored_fails():
         _lockstep(1, 12, {"pace_ignored": True})
 
 
+def _short_lockstep(seed, n, dut_kw=None):
+    items = tc.traffic(TxSchedModel(**SMALL), n, seed=seed, max_len=3 * SMALL["mtu"],
+                       sends=0.3, reads=0.15, atomics=0.15)
+    rsps = tc.responses(TxSchedModel(**SMALL), 2 if n < 12 else 4, seed=seed,
+                        max_len=2 * SMALL["mtu"])
+    model = PacedTxSchedCycleModel(64, **SMALL)
+    drv = _driver(model, items, seed, rsps=rsps, **SHORT)
+    core = run_amaranth(PacedTxSched(64, **SMALL, **(dut_kw or {})), model, drv,
+                        busy=model.busy)
+    return core, model, drv, items, rsps
+
+
+@pytest.mark.parametrize("seed, n", [(1, 6), pytest.param(2, 30, marks=pytest.mark.slow)])
+def test_lockstep_short_frames(seed, n):
+    """MR-TXS-175..177, MR-TXS-179: the RTL join against its model on MR-TXS-178's traffic
+    (short last chunks, SENDs, READ requests, atomics, READ responses; connection 0 paced at
+    20 Gb/s) with losses, idle cycles and random backpressure: 0 mismatches; every packet of
+    the paced connection follows the one before by its own gap; MR-TXS-050's checker."""
+    core, model, drv, items, rsps = _short_lockstep(seed, n)
+    assert core.mismatches == 0
+    g = pc.check_gaps(model, SHORT["rates"])
+    assert g["close"] == [] and g["short"] >= 3
+    tc.check(TxSchedModel(**SMALL), items, drv.res, rsps=rsps)
+
+
+def test_lockstep_full_only_fails():
+    """MR-TXS-179, negative control: the RTL join charging the full-MTU packets only
+    (``TxSched(pace_full_only=True)``, the first slice's charge) mismatches the model."""
+    with pytest.raises(Mismatch):
+        _short_lockstep(1, 6, {"pace_full_only": True})
+
+
 @pytest.mark.slow
 def test_tx_sched_paced_rtl_lockstep(tmp_path):
-    """MR-TXS-166: the join under Verilator (tb/tx_pace.py ``tx_pace_lockstep``, the block
-    ``tx_sched_paced``): 200 random work requests, rate writes in 3 % of the cycles, half of
+    """MR-TXS-166, MR-TXS-182: the join under Verilator (tb/tx_pace.py ``tx_pace_lockstep``,
+    the block ``tx_sched_paced``): 200 random work requests (short last chunks of the paced
+    connection among them, each charged its own gap), rate writes in 3 % of the cycles, half of
     them with a time (MR-TXS-167): 0 mismatches, no packet early."""
     import json
 

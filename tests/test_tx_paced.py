@@ -13,6 +13,7 @@ from metaroce.benches import tx_paced as bench
 from metaroce.hdl.tx import Tx
 from metaroce.hdl.tx_pace import PacedTxSched
 from metaroce.models import pacer as pacer_model
+from metaroce.models import protocol as P
 from metaroce.models import tx_pace_cases as pc
 from metaroce.models.driver import run_alone
 from metaroce.models.tx import SMALL, TxCycleModel
@@ -87,16 +88,32 @@ def test_bench_model_condition_ignored_early():
     assert r["min_spacing_ns"] < r["gap_ns"]
 
 
-def test_bench_model_short_last_packet_uncharged():
-    """MR-TX-250 (``--wr-bytes``), MR-TXS-161 in the engine: WRITEs of 1.5 MTUs at 10 Gb/s, a
-    full-MTU packet and a 512-byte one each: the short one is not charged, so it follows its
-    full one at the gap and the next full one follows it at the data path's pace (602 wire bytes,
-    76 beats): the wire rate is about 1.4 times the connection's (what hw-tx-sched.md section 14
-    leaves out, the gap of a frame shorter than an MTU)."""
-    (r,) = _model_rows([10_000], wr_bytes=1_536)
-    assert r["packets"] == 8 and r["wr_bytes"] == 1_536
+def test_bench_model_short_last_packet_charged():
+    """MR-TX-251, MR-TX-252: WRITEs of 1.5 MTUs at 5 and 10 Gb/s, a full-MTU packet (1,114
+    wire bytes) and a 512-byte one (602) each: every packet is charged its own gap, so each
+    follows the one before at that one's gap in whole cycles and 2 more (MR-TXS-163): 920 ns
+    after a full one at 10 Gb/s, 512 after a short one (its gap 501 ns); the wire rate is at most
+    the connection's."""
+    rows = _model_rows([5_000, 10_000], packets=8, wr_bytes=1_536)
+    for r, rate in zip(rows, (5_000, 10_000)):
+        assert r["packets"] == 16 and r["wr_bytes"] == 1_536
+        short = _expected_spacing(P.pacing_gap_ns(602, rate))
+        full = _expected_spacing(pacer_model.mtu_gap_ns(pc.mtu_wire(SMALL["mtu"]), rate))
+        assert r["min_spacing_ns"] == short
+        assert r["spacing_ns"] == round((7 * full + 7 * short) / 14)
+        assert r["achieved_mbps"] <= rate
+    assert [r["achieved_mbps"] for r in rows] == [4_962, 9_855]
+
+
+def test_bench_model_short_last_packet_uncharged_fails():
+    """MR-TX-253, negative control: the charge of full-MTU packets only (the first slice's,
+    ``pace_full_only``): the short one is not charged, so the next full one follows it at the
+    data path's pace (602 wire bytes, 76 beats) and the wire rate is about 1.4 times the
+    connection's (14,544 Mb/s at 10 Gb/s before this slice, MR-TX-250)."""
+    (r,) = _model_rows([10_000], packets=8, wr_bytes=1_536, pace_full_only=True)
+    assert r["packets"] == 16 and r["wr_bytes"] == 1_536
     assert r["min_spacing_ns"] == -(-602 // 8) * NS
-    assert 13_000 < r["achieved_mbps"] < 15_000          # 13,745
+    assert r["achieved_mbps"] > 1.3 * 10_000
     (full,) = _model_rows([10_000])
     assert full["achieved_mbps"] <= 10_000
 
@@ -109,6 +126,19 @@ def test_bench_amaranth_rows_are_the_models():
     assert got["mismatches"] == 0
     for k in ("gap_ns", "packets", "spacing_ns", "min_spacing_ns", "achieved_mbps"):
         assert got[k] == want[k], k
+
+
+@pytest.mark.slow
+def test_bench_amaranth_short_rows_are_the_models():
+    """MR-TX-254: with a short last packet (``--wr-bytes 1536``) the RTL in the Amaranth
+    simulator gives the model's row at 10 Gb/s, 0 mismatches (the short packets' charges through
+    the scheduler and PacerFrame's division in the engine)."""
+    got = bench.measure(64, 10_000, 4, "amaranth", 1_536)
+    (want,) = _model_rows([10_000], packets=4, wr_bytes=1_536)
+    assert got["mismatches"] == 0 and got["packets"] == 8
+    for k in ("gap_ns", "packets", "spacing_ns", "min_spacing_ns", "achieved_mbps"):
+        assert got[k] == want[k], k
+    assert got["achieved_mbps"] <= 10_000
 
 
 @pytest.mark.slow
@@ -171,3 +201,17 @@ def test_tx_paced_rtl_bench():
     for got, exp in zip(rows, want):
         for k in ("gap_ns", "packets", "spacing_ns", "min_spacing_ns", "achieved_mbps"):
             assert got[k] == exp[k], k
+
+
+@pytest.mark.slow
+def test_tx_paced_rtl_bench_short():
+    """MR-TX-255: ``bench tx_paced --sim verilator --wr-bytes 1536``'s row at 5 Gb/s is the
+    model's, 0 mismatches, at most the rate."""
+    from metaroce.benches._common import verilator_rows
+    (row,) = verilator_rows("tx_paced", 64, "tx_paced_bench", {
+        "TXP_BENCH_RATE": "5000", "TXP_BENCH_PACKETS": "8", "TXP_BENCH_BYTES": "1536"},
+        out_var="TXP_BENCH_OUT")
+    (want,) = _model_rows([5_000], packets=8, wr_bytes=1_536)
+    assert row["mismatches"] == 0 and row["achieved_mbps"] <= 5_000
+    for k in ("gap_ns", "packets", "spacing_ns", "min_spacing_ns", "achieved_mbps"):
+        assert row[k] == want[k], k

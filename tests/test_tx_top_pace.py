@@ -146,8 +146,9 @@ def test_lockstep_paced_tx_short():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_lockstep_paced_tx(seed):
-    """MR-TX-236, MR-TX-237: the lockstep on the random runs of
-    ``test_model_paced_frames_not_early`` (12 work requests, losses, idle cycles, rate writes):
+    """MR-TX-236, MR-TX-237, MR-TX-254: the lockstep on the random runs of
+    ``test_model_paced_frames_not_early`` (12 work requests, losses, idle cycles, rate writes;
+    short last chunks, READs and atomics of the paced connection, each charged its own gap):
     0 mismatches, no packet nor frame before its bounds. (Slow: about 2,500 cycles each.)"""
     _check_lockstep(*_run(seed, 12, rtl=True))
 
