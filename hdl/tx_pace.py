@@ -10,7 +10,7 @@ Golden model: :class:`metaroce.models.tx_pace.PacedTxSchedCycleModel`.
 """
 from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from ..models import pacer as pacer_model
 from ..models.tx_sched import SMALL
