@@ -2363,8 +2363,8 @@ class Endpoint(VerbsHost):
     - ``count_wait`` (False): an announcing sender paced below the line rate sends its first
       paced frame no sooner than one base RTT after its first frame: a hint that came sooner
       may be the count of the near senders only (MR-CC-035); and a receiver does not take its
-      port for quiet (MR-CC-027) before one base RTT after the latest announcement it counted
-      (MR-CC-036).
+      port for quiet (MR-CC-027) before one base RTT after the latest announcement it answered
+      with a paced hint (MR-CC-036).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2538,7 +2538,7 @@ class Endpoint(VerbsHost):
         self._pulling = set()
         self._pull_iv = 0
         self._quiet_armed = False
-        self._last_announce = 0     # MR-CC-036: when the latest announcement was counted
+        self._last_announce = _NEVER    # MR-CC-036: the latest announcement answered paced
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -2761,7 +2761,8 @@ class Endpoint(VerbsHost):
         if not self.pull_first_lost:
             return
         self._silent[c.local_id] = (path, f.udp.sport)     # MR-CC-027: its data is due
-        self._last_announce = now       # MR-CC-036
+        if 0 < hint < self.line_rate_bps // 1e6:
+            self._last_announce = now   # MR-CC-036: answered with a paced hint
         if not self._quiet_armed:
             self._quiet_armed = True
             self._push(now + self._fresh_ns, 7, None, 0)

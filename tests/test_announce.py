@@ -348,6 +348,23 @@ def test_quiet_port_waits_one_base_rtt_after_the_last_announcement(gate):
     assert pull.ip.dst == "10.0.0.2" and pull.mrah.flags & MrahFlag.FIRST_LOST
 
 
+def test_lone_sender_is_pulled_without_the_wait():
+    """MR-CC-036: only an announcement answered with a paced hint holds the quiet check; a lone
+    sender (answered "no limit") whose first data packet is lost is pulled after
+    NEW_SENDER_WINDOW packet times, with ``count_wait`` on as off."""
+    b, _ = receiver(n_conns=1, count_wait=True)
+    ep_a, _ = sender("10.0.0.1", peer=20)
+    a_ann = frames_of(ep_a)[0]
+    t0 = 1e-6
+    b.receive(a_ann, t0)
+    (answer,) = frames_of(b, t0)
+    assert answer.mrah.rate_mbps == 0
+    quiet = P.NEW_SENDER_WINDOW * MTU * 8 / 100e9
+    assert frames_of(b, t0 + 0.95 * quiet) == []
+    (pull,) = frames_of(b, t0 + quiet + 1e-9)
+    assert pull.mrah.flags & MrahFlag.FIRST_LOST and 1.1 * quiet < KW["base_rtt"]
+
+
 def test_first_window_pull_can_be_turned_off():
     """MR-CC-027: a receiver with ``pull_first_lost`` off answers announcements (MR-CC-022) but
     never pulls, however long its port is quiet."""
