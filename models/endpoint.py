@@ -2770,8 +2770,9 @@ class Endpoint(VerbsHost):
     def _quiet_check(self, now):
         """MR-CC-027: when no frame has arrived for ``NEW_SENDER_WINDOW`` MTU packet times (and,
         with ``count_wait``, MR-CC-036, one base RTT has passed since the latest announcement
-        counted), the first data packet of every connection still silent since its announcement
-        is lost: pull them, in the order of their announcements, one every MTU packet time (MR-CC-031)."""
+        answered with a paced hint), the first data packet of every connection still silent since
+        its announcement is lost: pull them, in the order of their announcements, one every MTU
+        packet time (MR-CC-031)."""
         self._quiet_armed = False
         pending = [lid for lid in self._silent if lid not in self._pulling]
         if not pending:
