@@ -2362,8 +2362,9 @@ class Endpoint(VerbsHost):
       from its last one (MR-CC-034; off, MR-CC-033 broke a held-out incast).
     - ``count_wait`` (False): an announcing sender paced below the line rate sends its first
       paced frame no sooner than one base RTT after its first frame: a hint that came sooner
-      may be the count of the near senders only (MR-CC-035; off: it broke the fat tree at
-      1,024 senders).
+      may be the count of the near senders only (MR-CC-035); and a receiver does not take its
+      port for quiet (MR-CC-027) before one base RTT after the latest announcement it answered
+      with a paced hint (MR-CC-036).
     - ``sq_depth`` (4,096): work requests per stream send queue, and receives per stream
       (MR-ENG-014). ``max_paths`` (256), ``max_streams`` (65,536): ``connect`` limits (MR-ENG-011).
     - ``retry_cnt`` (7), ``wr_timeout`` (retry_cnt x rto_max): without progress for this long,
@@ -2411,7 +2412,7 @@ class Endpoint(VerbsHost):
                  "_fresh_ns", "_hint_key", "_hint_val", "_horizon_pkts", "_hosts", "_hosts_prev",
                  "_last_rx", "_lim_mbps", "_min_rtts_q", "_n_est", "_n_lim", "_pkt_bits_ns",
                  "_pool_waiters", "_probe_interval_ns", "_pull_iv", "_pulling", "_pullq",
-                 "_quiet_armed", "_rate", "_reorder_allow_ns", "_rnr_delay_ns", "_rto_initial_ns",
+                 "_last_announce", "_quiet_armed", "_rate", "_reorder_allow_ns", "_rnr_delay_ns", "_rto_initial_ns",
                  "_rto_max_ns", "_rto_min_ns", "_rtx_used", "_share_carry", "_share_ce",
                  "_share_ce_frac", "_share_eid", "_share_epoch", "_share_interval_ns",
                  "_share_iv", "_share_pkts", "_share_prev", "_share_prev_set", "_share_seen",
@@ -2537,6 +2538,7 @@ class Endpoint(VerbsHost):
         self._pulling = set()
         self._pull_iv = 0
         self._quiet_armed = False
+        self._last_announce = _NEVER    # MR-CC-036: the latest announcement answered paced
 
     # -- verbs -----------------------------------------------------------------------------------
 
@@ -2759,21 +2761,30 @@ class Endpoint(VerbsHost):
         if not self.pull_first_lost:
             return
         self._silent[c.local_id] = (path, f.udp.sport)     # MR-CC-027: its data is due
+        if 0 < hint < self.line_rate_bps // 1e6:
+            self._last_announce = now   # MR-CC-036: answered with a paced hint
         if not self._quiet_armed:
             self._quiet_armed = True
             self._push(now + self._fresh_ns, 7, None, 0)
 
     def _quiet_check(self, now):
-        """MR-CC-027: when no frame has arrived for ``NEW_SENDER_WINDOW`` MTU packet times, the
-        first data packet of every connection still silent since its announcement is lost: pull
-        them, in the order of their announcements, one every MTU packet time (MR-CC-031)."""
+        """MR-CC-027: when no frame has arrived for ``NEW_SENDER_WINDOW`` MTU packet times (and,
+        with ``count_wait``, MR-CC-036, one base RTT has passed since the latest announcement
+        answered with a paced hint), the first data packet of every connection still silent since
+        its announcement is lost: pull them, in the order of their announcements, one every MTU
+        packet time (MR-CC-031)."""
         self._quiet_armed = False
         pending = [lid for lid in self._silent if lid not in self._pulling]
         if not pending:
             return
-        if now - self._last_rx < self._fresh_ns:
+        quiet_at = self._last_rx + self._fresh_ns
+        if self.count_wait:
+            # MR-CC-036: first windows announced within the last base RTT may still be on
+            # longer paths, behind queues that the receiver's port does not see
+            quiet_at = max(quiet_at, self._last_announce + self._base_rtt_ns)
+        if now < quiet_at:
             self._quiet_armed = True
-            self._push(self._last_rx + self._fresh_ns, 7, None, 0)
+            self._push(quiet_at, 7, None, 0)
             return
         start = not self._pullq
         self._pullq.extend(pending)

@@ -299,6 +299,72 @@ def test_first_window_lost_at_a_quiet_port_is_pulled():
     assert cb.pace_until >= int(t2 * 1e9) + P.pacing_gap_ns(MTU + 90, int(cb.rate_bps // 1e6)) - 1
 
 
+@pytest.mark.parametrize("gate", [True, False])
+def test_quiet_port_waits_one_base_rtt_after_the_last_announcement(gate):
+    """MR-CC-036: with ``count_wait`` the receiver does not take its port for quiet (MR-CC-027)
+    before one base RTT after the latest announcement it counted: B's first data packet, late
+    behind a queue on a longer path, arrives half a base RTT after its announcement and is not
+    pulled; B's pull, if its packet never came, goes at the last announcement + the base RTT.
+    Without it the port is quiet after NEW_SENDER_WINDOW packet times and B is pulled though
+    its packet was only late."""
+    t0 = 1e-6
+    rtt = 16e-6         # the longest path's, longer than the senders' here
+
+    def rx():
+        ep = Endpoint(RX, rng=random.Random(2), **dict(KW, base_rtt=rtt), count_wait=gate)
+        for i in range(4):
+            ep.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
+        ep.reg_mr(bytearray(8 * MTU))
+        return ep
+    b = rx()
+    ep_a, _ = sender("10.0.0.1", peer=20)
+    ep_b, _ = sender("10.0.0.2", peer=21)
+    a_ann, a_first = frames_of(ep_a)[:2]
+    b_ann, b_first = frames_of(ep_b)
+    for f in (a_ann, a_first, b_ann):
+        b.receive(f, t0)
+    assert not any(f.mrah and f.mrah.flags & MrahFlag.FIRST_LOST for f in frames_of(b, t0))
+    quiet = P.NEW_SENDER_WINDOW * MTU * 8 / 100e9
+    assert 2 * quiet < rtt / 2
+    early = frames_of(b, t0 + 2 * quiet)
+    late = t0 + rtt / 2
+    b.receive(b_first, late)
+    frames_of(b, late)
+    if gate:
+        assert early == [] and b.stats["first_window_pulls"] == 0
+        assert frames_of(b, t0 + 10 * rtt) == [] and b.stats["first_window_pulls"] == 0
+    else:
+        assert [(f.ip.dst, f.mrah.flags & MrahFlag.FIRST_LOST) for f in early] == [
+            ("10.0.0.2", MrahFlag.FIRST_LOST)]
+        assert b.stats["first_window_pulls"] == 1
+    # B's first packet never comes: the pull waits for the base RTT after the announcement
+    b2 = rx()
+    for f in (a_ann, a_first, b_ann):
+        b2.receive(f, t0)
+    frames_of(b2, t0)
+    due = t0 + rtt if gate else t0 + quiet
+    assert frames_of(b2, due - 0.05 * quiet) == []
+    (pull,) = frames_of(b2, due + 1e-9)
+    assert pull.ip.dst == "10.0.0.2" and pull.mrah.flags & MrahFlag.FIRST_LOST
+
+
+def test_lone_sender_is_pulled_without_the_wait():
+    """MR-CC-036: only an announcement answered with a paced hint holds the quiet check; a lone
+    sender (answered "no limit") whose first data packet is lost is pulled after
+    NEW_SENDER_WINDOW packet times, with ``count_wait`` on as off."""
+    b, _ = receiver(n_conns=1, count_wait=True)
+    ep_a, _ = sender("10.0.0.1", peer=20)
+    a_ann = frames_of(ep_a)[0]
+    t0 = 1e-6
+    b.receive(a_ann, t0)
+    (answer,) = frames_of(b, t0)
+    assert answer.mrah.rate_mbps == 0
+    quiet = P.NEW_SENDER_WINDOW * MTU * 8 / 100e9
+    assert frames_of(b, t0 + 0.95 * quiet) == []
+    (pull,) = frames_of(b, t0 + quiet + 1e-9)
+    assert pull.mrah.flags & MrahFlag.FIRST_LOST and 1.1 * quiet < KW["base_rtt"]
+
+
 def test_first_window_pull_can_be_turned_off():
     """MR-CC-027: a receiver with ``pull_first_lost`` off answers announcements (MR-CC-022) but
     never pulls, however long its port is quiet."""
