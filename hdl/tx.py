@@ -166,7 +166,6 @@ class TxJoin(wiring.Component):
         with m.Elif(take):
             m.d.sync += s1_valid.eq(0)
         sl = lay.sched
-        db, sb = max(1, (sl.depth - 1).bit_length()), max(1, (sl.streams - 1).bit_length())
         fid = Signal(sl.fail)
         m.d.comb += [fid.conn.eq(fr.conn), fid.slot.eq(fr.slot),     # MR-TXS-069
                      ids.w_en.eq(take), ids.w_data.eq(fid),

@@ -24,7 +24,7 @@ from .codec import BTH, IP, MRDH, MRSH, RETH, UDP
 from .driver import CounterReadout, run_alone
 from .parser import verdict
 from .rx import (ACK_EVERY_RESET, PLACE_MARK_BITS, CHUNK_RING, CTR_PLACED_BYTES, MSG_SLOTS, N_COUNTERS, SEND_OPS, TABLE_CONN, TABLE_GLOBAL,
-                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, TABLE_RSP_FREE, WC_RDMA_READ, MRDH_ERROR, ATOMIC_OPS, RD_OP_WC, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
+                 TABLE_KEY, TABLE_PATH, TABLE_READ, TABLE_RECV, TABLE_RSP_FREE, MRDH_ERROR, ATOMIC_OPS, RD_OP_WC, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, WC_RECV, GLOBAL, RxCode, RxCycleModel, RxModel, layouts,
                  meta_fields, pack, payload_layout, unpack)
 from .wire import NakReason, Op
 

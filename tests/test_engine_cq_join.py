@@ -7,8 +7,7 @@ import random
 
 import pytest
 
-from metaroce.models import cosim_engine as ce
-from metaroce.models.engine import CQ_DEPTH, CqJoinModel, EngineModel, engine_layouts
+from metaroce.models.engine import CQ_DEPTH, CqJoinModel, engine_layouts
 from metaroce.models.rx import RD_OP_WC, WC_RDMA_READ, WC_REM_ACCESS_ERR, layouts as rx_layouts, pack, unpack
 from metaroce.models.tx_sched import (OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_WRITE, STATUS_LOC_QP_OP_ERR,
                                       STATUS_RETRY_EXC_ERR)
