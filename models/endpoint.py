@@ -2360,7 +2360,7 @@ class Endpoint(VerbsHost):
     - ``spread_once`` (True): the phase spread of MR-CC-023 applies only while the connection
       has sent nothing since the receiver's first answer; a later hint re-times its next frame
       from its last one (MR-CC-034; off, MR-CC-033 broke a held-out incast).
-    - ``count_wait`` (False): an announcing sender paced below the line rate sends its first
+    - ``count_wait`` (True): an announcing sender paced below the line rate sends its first
       paced frame no sooner than one base RTT after its first frame: a hint that came sooner
       may be the count of the near senders only (MR-CC-035); and a receiver does not take its
       port for quiet (MR-CC-027) before one base RTT after the latest announcement it answered
@@ -2437,7 +2437,7 @@ class Endpoint(VerbsHost):
                  max_rd_atomic=R.RD_ATOMIC, max_init_rd_atomic=R.RD_ATOMIC, resend_twice=None,
                  announce=True, announce_go=False,
                  pull_first_lost=True, ack_phase=True, probe_turn=True, lost_first_turn=True,
-                 spread_once=True, count_wait=False, rng=None):
+                 spread_once=True, count_wait=True, rng=None):
         _check_config(locals())
         self.addr = addr
         # MR-REL-012: on unless the endpoint runs as the RTL engine of this version (announce

@@ -70,7 +70,7 @@ class Flags:
     ``spread_once`` (MR-CC-034), ``count_wait`` (MR-CC-035)."""
 
     def __init__(self, announce=True, ack_phase=True, probe_turn=True, lost_first_turn=True,
-                 spread_once=True, count_wait=False):
+                 spread_once=True, count_wait=True):
         self.announce, self.ack_phase, self.probe_turn = announce, ack_phase, probe_turn
         self.lost_first_turn, self.spread_once = lost_first_turn, spread_once
         self.count_wait = count_wait
