@@ -195,14 +195,16 @@ def pull_case(after_paced=False):
     to one receiver, B's first data packet is lost, the receiver's quiet port pulls it; B takes
     the answer, then the pull: its resend goes at once outside the pacing, which runs on from
     it (``after_paced``: B sent a paced frame first, so the resend waits for its turn, the pull
-    owed nothing). Returns ``(config, events)`` of B's connection."""
+    owed nothing). MR-CC-027 alone: every endpoint with ``count_wait`` off (on by default,
+    MR-CC-036 holds the pull a base RTT; :func:`pull_wait_case` is the defaults' timeline).
+    Returns ``(config, events)`` of B's connection."""
     import random
 
     from metaroce.models.endpoint import Endpoint
     from metaroce.models.wire import MrahFlag
 
     rx, mtu = "10.0.0.9", 1024
-    kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
+    kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6, count_wait=False)
     b = Endpoint(rx, rng=random.Random(2), **kw)
     for i in range(4):
         b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
@@ -236,6 +238,60 @@ def pull_case(after_paced=False):
         for _ in range(4):                      # paced on
             _frames(ep_b, cb.pace_until * 1e-9)
     assert ep_b.stats["first_window_resends"] == 1
+    return config_of(ep_b), [e for e in events if e[1] == 10 and e[0] == 1]
+
+
+def pull_wait_case():
+    """MR-CW-095: MR-CC-027's pull with the endpoints' defaults (``count_wait``, MR-CC-035/036;
+    the set-up of tests/test_announce.py's ``test_pull_after_a_paced_answer_meets_the_first_paced_frame``):
+    32 senders announce to one receiver, A's first data packet arrives, B's is lost, the other
+    30 send nothing. B, answered on a short path, sends its first paced frame one base RTT after
+    its first frame; the receiver's pull, held a base RTT after the paced answers, arrives after
+    it and owes nothing: B's resend takes its next turn. Returns ``(config, events)`` of B's
+    connection."""
+    import random
+
+    from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
+    from metaroce.models.endpoint import Endpoint
+    from metaroce.models.wire import MR_ANNOUNCE, MrahFlag
+
+    rx, mtu = "10.0.0.9", 1024
+    kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
+    b = Endpoint(rx, rng=random.Random(2), **kw)
+    for i in range(32):
+        b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
+    b.reg_mr(bytearray(8 * mtu))
+    with recording() as events:
+        eps = []
+        for addr, peer in (("10.0.0.1", 20), ("10.0.0.2", 21)):
+            ep = Endpoint(addr, rng=random.Random(1), **kw)
+            c = ep.connect(10, rx, peer, paths=4)
+            src = bytearray(random.Random(3).randbytes(8 * mtu))
+            c.post_write(0, ep.reg_mr(src), 0, len(src), 0, 0x1234, wr_id=1)
+            eps.append((ep, c))
+        (ep_a, _), (ep_b, cb) = eps
+        a_ann, a_first = _frames(ep_a, 0.0)[:2]
+        b_ann, _b_first = _frames(ep_b, 0.0)
+        t0 = 1e-6
+        for f in (a_ann, a_first, b_ann):
+            b.receive(f, t0)
+        for i in range(2, 32):
+            b.receive(Frame(eth=Eth(), ip=IP(src=f"10.0.0.{i + 1}", dst=rx, ecn=0),
+                            udp=UDP(sport=0xC000 | i % 4),
+                            bth=BTH(opcode=MR_ANNOUNCE, pkey=0xFFFF, dest_qp=20 + i, ack_req=1,
+                                    psn=i % 4)), t0)
+        to_b = [f for f in _frames(b, t0) if f.ip.dst == "10.0.0.2"]
+        pull = next(f for f in _frames(b, t0 + 4e-6 + 1e-9) if f.mrah.flags & MrahFlag.FIRST_LOST)
+        assert pull.ip.dst == "10.0.0.2"
+        for f in to_b:
+            ep_b.receive(f, t0 + 0.5e-6)
+        turn = cb.pace_until
+        _frames(ep_b, turn * 1e-9)                  # the first paced frame
+        t2 = max(t0 + 4.5e-6, (turn + 10) * 1e-9)
+        ep_b.receive(pull, t2)
+        for _ in range(4):                          # the resend at its turn, then paced on
+            _frames(ep_b, cb.pace_until * 1e-9)
+    assert ep_b.stats["first_window_resends"] == 1 and cb.blind_t0 + 4000 <= turn
     return config_of(ep_b), [e for e in events if e[1] == 10 and e[0] == 1]
 
 

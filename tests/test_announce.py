@@ -253,11 +253,13 @@ def test_senders_mid_message_counted_one_interval_on():
 def _b_first_packet_lost(t0):
     """MR-CC-027's set-up: two senders announce to one receiver; A's first data packet arrives
     at ``t0``, B's is lost. Returns the receiver, B's endpoint and connection, B's lost first
-    packet and B's announcement."""
-    b, _ = receiver(n_conns=4)
+    packet and B's announcement. MR-CC-027 alone: every endpoint with ``count_wait`` off (on by
+    default, MR-CC-035/036 would hold the pull and B's first paced frame a base RTT; their own
+    tests are below and in tests/test_cc.py)."""
+    b, _ = receiver(n_conns=4, count_wait=False)
     b.reg_mr(bytearray(8 * MTU))
-    ep_a, _ = sender("10.0.0.1", peer=20)
-    ep_b, cb = sender("10.0.0.2", peer=21)
+    ep_a, _ = sender("10.0.0.1", peer=20, count_wait=False)
+    ep_b, cb = sender("10.0.0.2", peer=21, count_wait=False)
     a_ann, a_first = frames_of(ep_a)[:2]
     b_ann, b_first = frames_of(ep_b)
     for f in (a_ann, a_first, b_ann):
@@ -270,7 +272,7 @@ def test_first_window_lost_at_a_quiet_port_is_pulled():
     the receiver's port fell quiet (no frame for NEW_SENDER_WINDOW MTU packet times) is pulled
     once: an ACK on the announced path with FIRST_LOST. The sender resends its first-window
     packet at once, outside its pacing, and paces on from it; a connection whose data arrived
-    is not pulled."""
+    is not pulled. With ``count_wait`` off (the set-up's): MR-CC-027 alone."""
     t0 = 1e-6
     b, ep_b, cb, b_first, b_ann = _b_first_packet_lost(t0)
     assert b_ann.bth.opcode == MR_ANNOUNCE and b_first.mrdh.offset == 0
@@ -301,17 +303,19 @@ def test_first_window_lost_at_a_quiet_port_is_pulled():
 
 @pytest.mark.parametrize("gate", [True, False])
 def test_quiet_port_waits_one_base_rtt_after_the_last_announcement(gate):
-    """MR-CC-036: with ``count_wait`` the receiver does not take its port for quiet (MR-CC-027)
-    before one base RTT after the latest announcement it counted: B's first data packet, late
-    behind a queue on a longer path, arrives half a base RTT after its announcement and is not
-    pulled; B's pull, if its packet never came, goes at the last announcement + the base RTT.
-    Without it the port is quiet after NEW_SENDER_WINDOW packet times and B is pulled though
-    its packet was only late."""
+    """MR-CC-036: with ``count_wait`` (the default) the receiver does not take its port for quiet
+    (MR-CC-027) before one base RTT after the latest announcement it counted: B's first data
+    packet, late behind a queue on a longer path, arrives half a base RTT after its announcement
+    and is not pulled; B's pull, if its packet never came, goes at the last announcement + the
+    base RTT. Without it (``count_wait=False``, the negative control) the port is quiet after
+    NEW_SENDER_WINDOW packet times and B is pulled though its packet was only late."""
     t0 = 1e-6
     rtt = 16e-6         # the longest path's, longer than the senders' here
+    assert Endpoint(RX).count_wait              # on by default
 
     def rx():
-        ep = Endpoint(RX, rng=random.Random(2), **dict(KW, base_rtt=rtt), count_wait=gate)
+        ep = Endpoint(RX, rng=random.Random(2), **dict(KW, base_rtt=rtt),
+                      **({} if gate else dict(count_wait=False)))
         for i in range(4):
             ep.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
         ep.reg_mr(bytearray(8 * MTU))
@@ -377,7 +381,9 @@ def test_first_window_pull_can_be_turned_off():
 def test_pulled_resend_after_a_paced_frame_takes_its_turn():
     """MR-CC-027: a connection that has already sent a paced frame since the receiver's first
     answer resends its pulled first-window packet at its next pacing turn, not at once (two
-    packets within one gap would exceed its share)."""
+    packets within one gap would exceed its share). With ``count_wait`` off (the set-up's):
+    MR-CC-027 alone; :func:`test_pull_after_a_paced_answer_meets_the_first_paced_frame` is this
+    with the defaults."""
     t0 = 1e-6
     b, ep_b, cb, b_first, _ = _b_first_packet_lost(t0)
     (b_answer,) = [f for f in frames_of(b, t0) if f.ip.dst == "10.0.0.2"]
@@ -396,18 +402,80 @@ def test_pulled_resend_after_a_paced_frame_takes_its_turn():
     assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
 
 
+def test_pull_after_a_paced_answer_meets_the_first_paced_frame():
+    """MR-CC-035, MR-CC-036 with MR-CC-027, the endpoints' defaults (``count_wait`` on): B's first
+    data packet is lost. The receiver, its port quiet after NEW_SENDER_WINDOW packet times, pulls
+    B only one base RTT after the latest announcement it answered with a paced hint; B, answered
+    on a short path with its plain blind release (MR-CC-016) due before one base RTT, sends its
+    first paced frame no sooner than one base RTT after its first frame. So the pull finds that
+    frame sent: B's resend takes its next paced turn (MR-CC-027's second case), not a slot
+    outside the pacing. With ``count_wait`` off (the control,
+    :func:`test_first_window_lost_at_a_quiet_port_is_pulled`) the pull comes after
+    NEW_SENDER_WINDOW packet times and the resend goes at once."""
+    t0 = 1e-6
+    base = KW["base_rtt"]
+    b, _ = receiver(n_conns=32)
+    b.reg_mr(bytearray(8 * MTU))
+    ep_a, _ = sender("10.0.0.1", peer=20)
+    ep_b, cb = sender("10.0.0.2", peer=21)
+    assert b.count_wait and ep_b.count_wait                 # the defaults
+    a_ann, a_first = frames_of(ep_a)[:2]
+    b_ann, b_first = frames_of(ep_b)                        # B's first frame at 0
+    for f in (a_ann, a_first, b_ann):
+        b.receive(f, t0)
+    for i in range(2, 32):                                  # 30 more senders counted, silent
+        b.receive(announcement(f"10.0.0.{i + 1}", 20 + i, path=i % 4), t0)
+    to_b = [f for f in frames_of(b, t0, 256) if f.ip.dst == "10.0.0.2"]   # answer, updates
+    mbps = to_b[-1].mrah.rate_mbps
+    assert 0 < mbps <= LINE_MBPS // 20          # a gap of 2 us and more
+    quiet = P.NEW_SENDER_WINDOW * MTU * 8 / 100e9
+    assert 2 * quiet < base
+    # MR-CC-036: quiet since t0 + quiet, but the paced answers at t0 hold the check a base RTT
+    assert frames_of(b, t0 + 2 * quiet) == [] and frames_of(b, t0 + base - 1e-9) == []
+    pulls = [f for f in frames_of(b, t0 + base + 1e-9) if f.mrah.flags & MrahFlag.FIRST_LOST]
+    assert [f.ip.dst for f in pulls] == ["10.0.0.2"]        # the first silent one, at once
+    (pull,) = pulls
+    # MR-CC-035: B answered at 1.5 us (a short path, 0.5 us each way); its plain release
+    # comes before one base RTT after its first frame, and its first paced frame waits until
+    # then (then its phase, MR-CC-023)
+    t1 = t0 + 0.5e-6
+    for f in to_b:
+        ep_b.receive(f, t1)
+    rate = int(cb.rate_bps // 1e6)
+    assert rate == mbps and cb.blind_t0 == 0
+    assert P.blind_release_ns(cb.blind_t0, cb.blind_bytes, rate) < ep_b._base_rtt_ns
+    turn = cb.pace_until
+    gap = P.pacing_gap_ns(MTU + 90, rate)
+    assert cb.blind_t0 + ep_b._base_rtt_ns <= turn < cb.blind_t0 + ep_b._base_rtt_ns + gap
+    assert frames_of(ep_b, (turn - 1) * 1e-9) == []
+    (paced,) = frames_of(ep_b, turn * 1e-9)
+    assert paced.mrdh.offset == MTU and not paced.mrdh.flags & MrdhFlag.RETX
+    # the pull, one way from the receiver, arrives after that frame
+    t2 = max(t0 + base + 0.5e-6, (turn + 10) * 1e-9)
+    assert int(t2 * 1e9) < cb.pace_until
+    ep_b.receive(pull, t2)
+    assert ep_b.stats["first_window_resends"] == 1
+    assert frames_of(ep_b, t2) == []                        # waits for its turn
+    (resend,) = frames_of(ep_b, cb.pace_until * 1e-9)
+    assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
+    assert resend.payload == b_first.payload
+
+
 @pytest.mark.parametrize("ack_phase", [True, False])
 def test_first_data_ack_sets_the_phase(ack_phase):
     """MR-CC-028: the first ACK of a paced announcing sender's data, arriving before its first
     paced frame, moves that frame to one gap after the bottleneck served its first window
     (now - base RTT + the gap of its last frame, not before the blind release) instead of the
-    hashed spread of MR-CC-023; with ``ack_phase`` off the spread stays."""
+    hashed spread of MR-CC-023; with ``ack_phase`` off the spread stays. MR-CC-028 alone:
+    ``count_wait`` off (on by default, MR-CC-035 would hold the release to the first frame + the
+    base RTT, 4 us, later than both the ACK's slot and the answer here, and the phase could not
+    be told from the release)."""
     t0 = 1e-6
-    b, _ = receiver(n_conns=4)
+    b, _ = receiver(n_conns=4, count_wait=False)
     rkey = b.reg_mr(bytearray(16 * MTU))
     firsts = []
     for i, kw in enumerate(({}, {"ack_phase": ack_phase})):
-        ep = Endpoint(f"10.0.0.{i + 1}", rng=random.Random(1), **KW, **kw)
+        ep = Endpoint(f"10.0.0.{i + 1}", rng=random.Random(1), count_wait=False, **KW, **kw)
         c = ep.connect(10, RX, 20 + i, paths=4)
         c.post_write(0, ep.reg_mr(bytearray(8 * MTU)), 0, 8 * MTU, i * 8 * MTU, rkey, wr_id=1)
         firsts.append(frames_of(ep)[:2])
@@ -515,14 +583,26 @@ def test_probe_of_a_paced_connection_counts_as_its_paced_frame():
 
 def test_pulls_go_one_per_packet_time():
     """MR-CC-031: the connections silent at a quiet port are pulled one per MTU packet time at
-    the receiver's line rate, in the order of their announcements."""
-    b, _ = receiver(n_conns=6)
+    the receiver's line rate, in the order of their announcements. With the defaults
+    (``count_wait``, MR-CC-036) the port counts as quiet one base RTT after the last
+    announcement answered with a paced hint (here later than NEW_SENDER_WINDOW packet times
+    after the last frame); with ``count_wait`` off at NEW_SENDER_WINDOW packet times."""
+    for wait in (True, False):
+        b, _ = receiver(n_conns=6, **({} if wait else dict(count_wait=False)))
+        _pulls_one_per_packet_time(b, wait)
+
+
+def _pulls_one_per_packet_time(b, wait):
     t0 = 1e-6
     for i in range(6):
         b.receive(announcement(f"10.0.0.{i + 1}", 20 + i), t0)
-    frames_of(b, t0, 256)                           # the answers
+    answers = frames_of(b, t0, 256)
+    assert all(0 < f.mrah.rate_mbps < LINE_MBPS for f in answers[1:])     # paced answers
     pkt = b._pkt_bits_ns // b._rate                 # an MTU packet time at the line rate
-    t = int(t0 * 1e9) + b._fresh_ns                 # the port falls quiet
+    assert b._fresh_ns < b._base_rtt_ns
+    # the port falls quiet: MR-CC-027's packet times, or with MR-CC-036 a base RTT after the
+    # last paced answer
+    t = int(t0 * 1e9) + (b._base_rtt_ns if wait else b._fresh_ns)
     got, times = [], []
     while len(got) < 6:
         assert frames_of(b, (t - 1) * 1e-9) == []

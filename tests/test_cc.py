@@ -623,10 +623,10 @@ def test_first_window_lost_whole_goes_at_its_timer(on):
 def test_first_paced_frame_waits_one_base_rtt(wait):
     """MR-CC-035: a sender on a short path is answered while the receiver has counted few
     senders (a high hint whose blind release, MR-CC-016, has passed at once); with
-    ``count_wait`` its first paced frame still waits until one base RTT after its first frame,
+    ``count_wait`` (the default) its first paced frame still waits until one base RTT after its first frame,
     so the receiver's update for the senders counted since (MR-CC-009, a lower hint) arrives
-    first and prices its first window at the lower hint; with it off the frame leaves at once,
-    under the high hint."""
+    first and prices its first window at the lower hint; with it off (``count_wait=False``, the
+    negative control) the frame leaves at once, under the high hint."""
     import random
 
     from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
@@ -642,7 +642,9 @@ def test_first_paced_frame_waits_one_base_rtt(wait):
         b.receive(Frame(eth=Eth(), ip=IP(src=f"10.0.0.{i + 1}", dst=rx, ecn=0), udp=UDP(sport=0xC000),
                         bth=BTH(opcode=MR_ANNOUNCE, pkey=0xFFFF, dest_qp=20 + i, ack_req=1, psn=0)), 0)
     frames(b, 0)
-    ep = Endpoint("10.0.0.64", rng=random.Random(1), count_wait=wait, **kw)
+    ep = Endpoint("10.0.0.64", rng=random.Random(1), **({} if wait else dict(count_wait=False)),
+                  **kw)
+    assert ep.count_wait == wait
     c = ep.connect(10, rx, 83, paths=4)
     b.connect(83, "10.0.0.64", 10, paths=4)
     c.post_write(0, ep.reg_mr(bytearray(16 * mtu)), 0, 16 * mtu, 0, 0x1234, wr_id=1)

@@ -2,7 +2,8 @@
 against the reference endpoint's next send time (``Connection.pace_until``) after every event
 of the incast traces of MR-CW-056 (and the incast with the endpoint's defaults) and of the
 directed cases of MR-CC-027 and MR-CC-033; each rule's negative control (a Pacer without it)
-disagrees."""
+disagrees. The endpoint's defaults include ``count_wait`` (MR-CC-035/036); the default traces
+also run with it off (``_nowait``)."""
 import collections
 
 import pytest
@@ -18,10 +19,11 @@ def trace(name):
     """The recorded events of a scenario or directed case, run once per module."""
     if name not in _TRACES:
         cases = {"pull": lambda: pc.pull_case(), "pull_after": lambda: pc.pull_case(True),
+                 "pull_wait": lambda: pc.pull_wait_case(),
                  "lost_on": lambda: pc.lost_first_case(True),
                  "lost_off": lambda: pc.lost_first_case(False),
-                 "incast_default_wait": lambda: pc.pacer_trace(
-                     "incast_default", switches=dict(count_wait=True))}
+                 "incast_default_nowait": lambda: pc.pacer_trace(
+                     "incast_default", switches=dict(count_wait=False))}
         _TRACES[name] = cases[name]() if name in cases else pc.pacer_trace(name)
     return _TRACES[name]
 
@@ -46,17 +48,32 @@ def counting():
     return Count, hits
 
 
+def paced_in_the_first_rtt(config, events):
+    """MR-CC-035 on a trace: the data frames (not resends) a connection sent, after a hint below
+    the line rate, sooner than one base RTT after its first data frame: ``(conn, ns after it)``."""
+    first, hinted, out = {}, set(), []
+    for c, _, kind, args, _ in events:
+        if kind == "sent":
+            first.setdefault(c, args[0])
+            if c in hinted and not args[2] and args[0] < first[c] + config["base_rtt_ns"]:
+                out.append((c, args[0] - first[c]))
+        elif kind == "ack" and 0 < args[1] < config["line_mbps"]:
+            hinted.add(c)
+    return out
+
+
 @pytest.mark.parametrize("scenario", ["incast", "incast6", "incast_default", "incast8_default",
-                                      "incast_default_wait"])
+                                      "incast_default_nowait"])
 def test_pacer_equals_the_endpoint_on_incast_traces(scenario):
     """MR-CW-094, MR-CW-081, MR-CW-084, MR-CW-086, MR-CW-087, MR-CW-089, MR-CW-090, MR-CW-091: a
     Pacer per connection (the endpoint's configuration and switches), fed
     the endpoint's events (frames sent, ACKs with their samples, probes), has the endpoint's
     next send time after every one of them, to the ns, also with every time shifted across the
     32-bit counter's wrap (MR-CW-083); the traces re-time on rate changes and samples, release
-    blind bytes, and (with the defaults) set the first paced frame's phase and pace probes;
-    with ``count_wait`` (MR-CC-035) the first paced frames wait a base RTT after the first
-    frame."""
+    blind bytes, and (with the defaults) set the first paced frame's phase; with the defaults'
+    ``count_wait`` (MR-CC-035) no connection sends a paced frame within one base RTT of its first
+    frame (the blind release holds it); with it off (``_nowait``) some do, and probes are paced
+    and samples re-time the wait."""
     config, events = trace(scenario)
     Count, hits = counting()
     n, bad = pc.replay(config, events, Count)
@@ -64,16 +81,22 @@ def test_pacer_equals_the_endpoint_on_incast_traces(scenario):
     kinds = collections.Counter(e[2] for e in events)
     assert kinds["sent"] >= 3072 and kinds["ack"] >= 2880 and kinds["sample"] > 2800
     assert hits["sent"] > 2800
-    if scenario.endswith("_wait"):
-        # MR-CC-035: the blind release holds the first paced frames to a base RTT
-        assert hits["_retime_rate"] > 15 and hits["_phase"] >= 3 and hits["_blind"] >= 3
-        assert config["flags"].count_wait
+    early = paced_in_the_first_rtt(config, events)
+    if scenario.endswith("_default"):
+        # the defaults, count_wait on (recorded: the blind release moved the next send time at
+        # 3 of incast_default's 4 senders' answers, 7 of incast8_default's 8; no probe, and no
+        # sample re-timed a wait: the first paced frames go after the first windows' ACKs)
+        assert config["flags"].announce and config["flags"].count_wait
+        assert hits["_blind"] >= 3 and hits["_phase"] >= 3 and hits["_retime_rate"] > 15
+        assert early == []                                      # MR-CC-035
+    elif scenario.endswith("_nowait"):
+        # count_wait off (recorded: 12 paced frames of 2 senders within the first RTT, 7
+        # samples re-timed a wait, 2 probes paced)
+        assert config["flags"].announce and not config["flags"].count_wait
+        assert hits["_retime_rate"] > 25 and hits["sample"] > 4 and hits["_phase"] >= 3
+        assert hits["probe"] >= 1 and len(early) >= 4
     else:
         assert hits["_retime_rate"] > 25 and hits["sample"] > 4
-    if scenario.endswith("_default"):
-        assert hits["_phase"] >= 3 and config["flags"].announce
-        assert hits["probe"] >= (scenario == "incast_default") and not config["flags"].count_wait
-    elif not scenario.endswith("_wait"):
         assert hits["_blind"] >= 6 and not config["flags"].announce
     last = max(e[3][0] for e in events if e[2] in ("sent", "ack"))
     assert pc.replay(config, events, shift=(1 << 32) - last // 2) == (n, [])
@@ -87,13 +110,15 @@ def test_pacer_equals_the_endpoint_on_incast_traces(scenario):
     assert max(blind.values()) < (1 << BLIND_BITS) - 1
 
 
-@pytest.mark.parametrize("case", ["pull", "pull_after", "lost_on", "lost_off"])
+@pytest.mark.parametrize("case", ["pull", "pull_after", "pull_wait", "lost_on", "lost_off"])
 def test_pacer_equals_the_endpoint_on_directed_cases(case):
     """MR-CW-095, MR-CW-085, MR-CW-088, MR-CW-092: the pulled resend of a first window lost at
     a quiet port goes at once and the pacing runs on from it (owed only when nothing paced went
-    since the answer); a first window lost whole goes at its timer after the blind release
-    (with the rule; without it, at the phase turn): the endpoint's next send time after every
-    event, also across the counter's wrap."""
+    since the answer; ``pull``/``pull_after`` with ``count_wait`` off: MR-CC-027 alone;
+    ``pull_wait`` with the defaults: the pull, held a base RTT, comes after the first paced
+    frame, itself held a base RTT, and owes nothing); a first window lost whole goes at its
+    timer after the blind release (with the rule; without it, at the phase turn): the
+    endpoint's next send time after every event, also across the counter's wrap."""
     config, events = trace(case)
     Count, hits = counting()
     assert pc.replay(config, events, Count) == (len(events), [])
@@ -102,6 +127,20 @@ def test_pacer_equals_the_endpoint_on_directed_cases(case):
         assert hits["ack"] == 2 and kinds["sent"] >= 5     # the pull owed one resend
     if case == "pull_after":
         assert hits["ack"] == 1                            # nothing owed: a paced frame went
+    if case == "pull_wait":
+        assert config["flags"].count_wait
+        (i,) = [i for i, e in enumerate(events) if e[2] == "ack" and e[3][3]]     # the pull
+        t_first = min(e[3][0] for e in events if e[2] == "sent")
+        paced = [e[3][0] for e in events[:i] if e[2] == "sent"][1:]
+        assert paced and paced[0] >= t_first + config["base_rtt_ns"]        # MR-CC-035
+        owed = []
+
+        class Owed(Pacer):
+            def ack(self, *a):
+                Pacer.ack(self, *a)
+                owed.append(self.state["pulled"])
+        assert pc.replay(config, events, Owed)[1] == [] and max(owed) == 0     # owed nothing
+        assert [e[3][2] for e in events[i + 1:] if e[2] == "sent"][0]     # then the resend
     if case.startswith("lost"):
         assert kinds["timeout"] >= 1 and hits["timeout"] == (case == "lost_on")
     assert pc.replay(config, events, shift=(1 << 32) - 5000) == (len(events), [])
@@ -156,7 +195,7 @@ class _NoPull(Pacer):
 @pytest.mark.parametrize("wrong, case", [
     (_NoRetime, "incast"), (_NoBlind, "incast6"), (_NoPhase, "incast_default"),
     (_NoSampleRetime, "incast"), (_NoStretch, "incast6"), (_NoTimeout, "lost_on"),
-    (_NoPull, "pull"), (_NoCountWait, "incast_default_wait")])
+    (_NoPull, "pull"), (_NoCountWait, "incast_default"), (_NoCountWait, "pull_wait")])
 def test_pacer_without_a_rule_disagrees(wrong, case):
     """MR-CW-096: negative controls: a Pacer without the re-timing of a rate change (MR-CC-006),
     the blind release (MR-CC-016), the phase (MR-CC-023/028), the sample's re-timing
@@ -184,7 +223,10 @@ def test_scheduler_events():
     each paced frame moves it a gap on from max(next, now); at the line rate nothing moves; a
     pulled resend goes outside the pacing and restarts it from itself; new work while pulls
     are owed ends them."""
-    pc_ = Pacer(line_mbps=100_000, base_rtt_ns=10_000, mtu=4096, flags=Flags(), t_open=100)
+    # MR-CW-084/085 alone: count_wait off (the default's MR-CC-035 would hold the next send
+    # time to the first frame + the base RTT here: test_first_paced_frame_waits_a_base_rtt)
+    pc_ = Pacer(line_mbps=100_000, base_rtt_ns=10_000, mtu=4096, flags=Flags(count_wait=False),
+                t_open=100)
     pc_.sent(100, 4180)
     assert pc_.pace_until == 100 and pc_.eligible(100)         # line rate: not paced
     pc_.ack(200, 25_000, 1)
@@ -243,13 +285,15 @@ def test_pacer_follows_the_endpoints_switches():
 
 
 def test_first_paced_frame_waits_a_base_rtt():
-    """MR-CC-035 (MR-CW-087): an announcing connection answered with a hint whose blind release
-    has passed still waits until one base RTT after its first frame (plus its phase, MR-CC-023);
-    with ``count_wait`` off it goes at the release and its phase; at the line rate no wait."""
+    """MR-CC-035 (MR-CW-087): with the default flags (``count_wait`` on) an announcing connection
+    answered with a hint whose blind release has passed still waits until one base RTT after its
+    first frame (plus its phase, MR-CC-023); with ``count_wait`` off it goes at the release and
+    its phase; at the line rate no wait."""
     gap = P.pacing_gap_ns(4096 + Pacer.DATA_HDR, 25_000)
+    assert Flags().count_wait
     for wait in (True, False):
-        pc_ = Pacer(line_mbps=100_000, base_rtt_ns=10_000, mtu=4096, flags=Flags(count_wait=wait),
-                    t_open=100)
+        pc_ = Pacer(line_mbps=100_000, base_rtt_ns=10_000, mtu=4096,
+                    flags=Flags() if wait else Flags(count_wait=False), t_open=100)
         pc_.sent(100, 4180)
         pc_.ack(2_000, 25_000, 0)
         rel = P.blind_release_ns(100, 4180 + P.WIRE_OVERHEAD, 25_000)
