@@ -50,6 +50,29 @@ def _max(a, b):
     return Mux(a > b, a, b)
 
 
+class _Unconditional:
+    """MR-CW-116: a module's ``d.comb`` stand-in that keeps the statements for the module to
+    add outside any ``If`` or FSM state: a step of an add or compare named inside a state is
+    otherwise zero in the other states, the state's decode in front of every tree (with a
+    constant operand, ``mtu`` in the TX, a ROM of the state)."""
+
+    def __init__(self):
+        self.stmts = []
+        self.d = self
+
+    @property
+    def comb(self):
+        return self
+
+    @comb.setter
+    def comb(self, value):
+        assert value is self
+
+    def __iadd__(self, stmts):
+        self.stmts += stmts if isinstance(stmts, (list, tuple)) else [stmts]
+        return self
+
+
 class _CwArith(_Arith):
     """MR-CW-032: the block's adds, compares and products in the form of the target (MR-TXS-038's
     ``_Arith``: prefix trees in the generic flow, ``+`` where the target has a carry chain)."""
@@ -123,16 +146,23 @@ class Cwnd(wiring.Component):
     the band unit (MR-CW-059) per hinted event, the acknowledged window clamped to the path
     cap, a hint change refused (``move``), a due refill reported (``refill``), move writes;
     ``line_mbps`` and ``base_rtt_ns`` join the configuration. ``verdicts`` (MR-CW-106..112):
-    the path verdicts' port ``s_path`` (not with ``hints``: not built)."""
+    the path verdicts' port ``s_path`` (not with ``hints``: not built); ``share_out``
+    (MR-CW-118..120, with ``verdicts``): a suspected or retired path's window shared out to
+    the verdict's healthy paths (MR-CW-111), one update per healthy path after the path's."""
 
     def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"],
-                 div_bits=model.DIV_BITS, hints=False, carry_chain=None, verdicts=False):
+                 div_bits=model.DIV_BITS, hints=False, carry_chain=None, verdicts=False,
+                 share_out=False):
         if div_bits not in (1, 2):
             self._MustUse__silence = True       # never elaborated: no warning for it
             raise ValueError(f"div_bits={div_bits}: 1 or 2 quotient bits per cycle")
         if verdicts and hints:
             self._MustUse__silence = True
             raise ValueError("verdicts with hints: not built (MR-CW-106)")
+        if share_out and not verdicts:
+            self._MustUse__silence = True
+            raise ValueError("share_out needs verdicts (MR-CW-118)")
+        self.share_out = share_out
         self.div_bits = div_bits
         self.hints = hints
         self.verdicts = verdicts
@@ -159,8 +189,10 @@ class Cwnd(wiring.Component):
         QB = model.QUOT_BITS
         WB = model.WIN_BITS
         sb = lay.sum_bits
-        # MR-CW-032: every add, compare and product in the target's form
-        A = _CwArith(m, getattr(platform, "carry_chain", False) if self.carry_chain is None
+        # MR-CW-032: every add, compare and product in the target's form; MR-CW-116: their
+        # named steps assigned outside the FSM (not gated by its state)
+        steps = _Unconditional()
+        A = _CwArith(steps, getattr(platform, "carry_chain", False) if self.carry_chain is None
                      else self.carry_chain)
         m.submodules.conn_mem = conn_mem = memory.Memory(shape=lay.conn_rec, depth=self.conns,
                                                          init=[])
@@ -252,6 +284,18 @@ class Cwnd(wiring.Component):
             vcol = Signal()
             floor_ev = vflr = Signal(WB)
             vup = Signal(WB)
+        S = self.share_out
+        if S:
+            # MR-CW-118/119: the healthy paths still to share to, their count, the divider's
+            # quotient (the given window first) and remainder, the path being shared to
+            NP = self.paths
+            stodo = Signal(NP)
+            sn = Signal(3)
+            sq = Signal(WB)
+            sr = Signal(3)
+            scount = Signal(range(WB + 1))
+            sk = Signal(range(max(NP, 2)))
+            sgrown = Signal(WB + 1)
         if H:
             # MR-CW-060/061: the band unit, the event's rate and band, the path cap's excess
             m.submodules.band = band = CwndBand()
@@ -467,9 +511,19 @@ class Cwnd(wiring.Component):
                         wbase.eq(Mux(prec.active, A.sub(crec.wsum, prec.cwnd, "v_less"),
                                      crec.wsum)),
                     ]
+                    if S:
+                        # MR-CW-118: an active path leaving W shares its window to the
+                        # verdict's healthy paths other than itself
+                        gives = ~vr.restore & susp & prec.active
+                        m.d.sync += stodo.eq(Mux(gives, Cat(*[vr.healthy[i] & (vr.path != i)
+                                                              for i in range(NP)]), 0))
                     m.next = "VW"
                 with m.State("VW"):
                     m.d.sync += wsum2.eq(Mux(vact, A.add(wbase, cwnd3, name="v_wsum"), wbase))
+                    if S:
+                        # MR-CW-119: the divider's operands: the given window, the count
+                        m.d.sync += [sn.eq(sum(stodo[i] for i in range(NP))), sq.eq(prec.cwnd),
+                                     sr.eq(0), scount.eq(WB)]
                     m.next = "VFIN"
                 with m.State("VFIN"):
                     m.d.comb += [
@@ -482,7 +536,63 @@ class Cwnd(wiring.Component):
                     m.d.sync += [upd.conn.eq(vr.conn), upd.path.eq(vr.path), upd.cwnd.eq(cwnd3),
                                  upd.wsum.eq(A.max(wsum2, self.mtu, "v_weff")),
                                  upd.debt.eq(crec.cut_debt)]
+                    if S:
+                        m.d.sync += crec.wsum.eq(wsum2)     # W for the shares
                     m.next = "OUT"
+                if S:
+                    with m.State("SDIV"):
+                        # MR-CW-119: the part, the given window // the count, one restoring
+                        # quotient bit a cycle (the remainder below the count, at most 6)
+                        sh = Cat(sq[WB - 1], sr)
+                        ge = sh >= sn
+                        m.d.sync += [sr.eq(Mux(ge, sh - sn, sh)[:3]),
+                                     sq.eq(Cat(ge, sq[:WB - 1])), scount.eq(scount - 1)]
+                        with m.If(scount == 1):
+                            m.next = "SNEXT"
+                    with m.State("SNEXT"):
+                        # MR-CW-118: the lowest healthy path left, read
+                        k = Const(0, len(sk))
+                        for i in reversed(range(NP)):
+                            k = Mux(stodo[i], i, k)
+                        m.d.comb += [path_rd.en.eq(1), path_rd.addr.eq(path_addr(vr.conn, k))]
+                        m.d.sync += [sk.eq(k), stodo.eq(stodo & (stodo - 1))]
+                        m.next = "SLOAD"
+                    with m.State("SLOAD"):
+                        m.d.sync += prec.eq(pr)
+                        m.next = "S1"
+                    with m.State("S1"):
+                        # MR-CW-111: the window plus the part; W without the old window
+                        m.d.sync += [
+                            sgrown.eq(A.add(_ext(prec.cwnd, WB + 1), sq, name="sh_add")),
+                            wbase.eq(Mux(prec.active, A.sub(crec.wsum, prec.cwnd, "sh_less"),
+                                         crec.wsum)),
+                        ]
+                        m.next = "S2"
+                    with m.State("S2"):
+                        m.d.sync += cwnd3.eq(A.min(sgrown, _ext(self.cap, WB + 1), "sh_min")[:WB])
+                        m.next = "S3"
+                    with m.State("S3"):
+                        m.d.sync += wsum2.eq(Mux(prec.active, A.add(wbase, cwnd3, name="sh_wsum"),
+                                                 wbase))
+                        m.next = "SFIN"
+                    with m.State("SFIN"):
+                        m.d.comb += [
+                            conn_wr.addr.eq(vr.conn), conn_wr.en.eq(1), conn_wr.data.eq(crec),
+                            conn_wr.data.wsum.eq(wsum2),
+                            path_wr.addr.eq(path_addr(vr.conn, sk)), path_wr.en.eq(1),
+                            path_wr.data.eq(prec), path_wr.data.cwnd.eq(cwnd3),
+                        ]
+                        m.d.sync += [crec.wsum.eq(wsum2),
+                                     upd.conn.eq(vr.conn), upd.path.eq(sk), upd.cwnd.eq(cwnd3),
+                                     upd.wsum.eq(A.max(wsum2, self.mtu, "sh_weff")),
+                                     upd.debt.eq(crec.cut_debt)]
+                        m.next = "SOUT"
+                    with m.State("SOUT"):
+                        m.d.comb += self.m_update.valid.eq(1)
+                        with m.If(self.m_update.ready):
+                            m.next = "SNEXT"
+                            with m.If(stodo == 0):
+                                m.next = "IDLE"
             with m.State("ACC"):
                 # MR-CW-010/011: W, the accumulators and the end of the path's observation
                 # window
@@ -665,6 +775,10 @@ class Cwnd(wiring.Component):
                 m.d.comb += self.m_update.valid.eq(1)
                 with m.If(self.m_update.ready):
                     m.next = "IDLE"
+                    if S:
+                        with m.If(stodo != 0):          # MR-CW-118: the share-out follows
+                            m.next = "SDIV"
+        m.d.comb += steps.stmts
         return m
 
 

@@ -272,8 +272,8 @@ BLOCKS: dict[str, Block] = {
         tb="metaroce.tb.tx",
         help="TX engine (joined slice) with the path verdicts in its congestion windows, small "
              "instance: the retransmit unit's verdicts and the scheduler's restores into "
-             "Cwnd(verdicts=True) (docs/spec/hw-tx.md section 2.11; no Verilator testbench of "
-             "its own yet)",
+             "Cwnd(verdicts=True) (docs/spec/hw-tx.md section 2.11; under Verilator tb/tx.py's "
+             "tx_verdicts, section 2.11a)",
         shares={"sched": r"^sched$", "rtx": r"^rtx$", "cwnd": r"^cwnd$", "join": r"^join$",
                 "dma": r"^dma$", "fb": r"^fb$"},
     ),

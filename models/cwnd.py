@@ -93,6 +93,10 @@ VERDICT_OUTPUTS = ["s_path__ready"]
 LAT_PATH = 5
 #: MR-CW-108: the extra cycles of an ACK event on a collapsed path (RAISE1/2).
 LAT_RAISE = 2
+#: MR-CW-118: the share-out's divider (one quotient bit a cycle), then per healthy path from the
+#: previous update taken to its update valid
+LAT_SHARE_DIV = WIN_BITS
+LAT_SHARE = 7
 
 
 def _pow2(name, v, lo, hi):
@@ -458,6 +462,7 @@ class CwndModel:
         c, p = r["conn"], r["path"]
         cs, ps = self.conn[c], self.path[c][p]
         old, on = ps["cwnd"], ps["active"]
+        self.shared = []                             # MR-CW-118: (path, change of W) each
         if r["restore"]:
             # MR-CW-109 (MR-PATH-005): active again with the initial share
             ps.update(cwnd=cs["share"], active=1, collapsed=0)
@@ -478,6 +483,7 @@ class CwndModel:
                     for k in healthy:
                         q = self.path[c][k]
                         w = P.shared_window(q["cwnd"], old, len(healthy), self.cap)
+                        self.shared.append((k, w - q["cwnd"] if q["active"] else 0))
                         if q["active"]:
                             cs["wsum"] += w - q["cwnd"]
                         q["cwnd"] = w
@@ -489,6 +495,22 @@ class CwndModel:
         ps["cwnd"] = new
         return self._update(c, p)
 
+    def verdict_updates(self, r):
+        """MR-CW-118: the block's updates of an ``s_path`` record: :meth:`verdict`'s, and after
+        a share-out (MR-CW-111) first the path's with W without its window (before the
+        shares), then one per healthy path in path order, each with W after its share."""
+        c, p = r["conn"], r["path"]
+        w = self.conn[c]["wsum"] - self.path[c][p]["cwnd"]
+        u = self.verdict(r)
+        if not self.shared:
+            return [u]
+        out = [dict(u, wsum=max(w, self.mtu))]
+        for k, dw in self.shared:
+            w += dw
+            out.append({"conn": c, "path": k, "cwnd": self.path[c][k]["cwnd"],
+                        "wsum": max(w, self.mtu), "debt": self.conn[c]["cut_debt"]})
+        return out
+
 
 class CwndCycleModel:
     """The block cycle by cycle (MR-CW-030): idle, it takes a setup write (first) or an ACK
@@ -498,13 +520,18 @@ class CwndCycleModel:
     update ``LAT_MOVE`` after, a hinted event's ``lat_hint``)."""
 
     def __init__(self, width=64, conns=SMALL["conns"], paths=SMALL["paths"], div_bits=DIV_BITS,
-                 hints=False, verdicts=False):
+                 hints=False, verdicts=False, share_out=False):
         self.lat_ack = lat_ack(div_bits)
         self.div_bits = div_bits
         self.hints = hints
         self.verdicts = verdicts
-        # MR-CW-112: the block does not share a window out
-        self.sem = CwndModel(conns, paths, split=hints, verdicts=verdicts, share_out=False)
+        # MR-CW-112: the block does not share a window out; MR-CW-118: with share_out it does
+        if share_out and not verdicts:
+            raise ValueError("share_out needs verdicts")
+        self.share_out = share_out
+        self.sem = CwndModel(conns, paths, split=hints, verdicts=verdicts, share_out=share_out)
+        self.queue = []          # MR-CW-118: the share-out's updates still to come
+        self.shares_started = False
         self.lay = self.sem.lay
         if hints or verdicts:                        # the instance's port list (lockstep)
             self.port_names = self.ports
@@ -549,6 +576,11 @@ class CwndCycleModel:
         if self.valid:
             if g("m_update__ready", 0):
                 self.valid = 0
+                if self.queue:                       # MR-CW-118: the next share's update
+                    self.pending = pack(lay.update, self.queue.pop(0))
+                    lat = LAT_SHARE + (0 if self.shares_started else LAT_SHARE_DIV)
+                    self.shares_started = True
+                    self.wait = lat - 1
         elif self.pending is not None:
             self.wait -= 1
             if self.wait == 0:
@@ -557,8 +589,10 @@ class CwndCycleModel:
             self.pending = pack(lay.update, sem.setup(unpack(lay.setup, g("s_setup__payload", 0))))
             self.wait = LAT_SETUP - 1
         elif path_valid:
-            self.pending = pack(lay.update, sem.verdict(unpack(lay.verdict,
-                                                               g("s_path__payload", 0))))
+            r = unpack(lay.verdict, g("s_path__payload", 0))
+            ups = sem.verdict_updates(r) if self.share_out else [sem.verdict(r)]
+            self.pending = pack(lay.update, ups[0])
+            self.queue, self.shares_started = ups[1:], False
             self.wait = LAT_PATH - 1
         elif g("s_ack__valid", 0):
             ev = unpack(lay.ack, g("s_ack__payload", 0))

@@ -459,14 +459,20 @@ class Driver(CounterReadout):
 
 
 def check(sem, config, taken, updates):
-    """MR-CW-041: one update per record taken, each the semantics' update for it."""
+    """MR-CW-041: one update per record taken, each the semantics' update for it (MR-CW-118:
+    a verdict's with the share-out, the path's and then one per healthy path)."""
     sem.config(config["mtu"], config["beta_q"], config["cap"], config.get("line_mbps"),
                config.get("base_rtt_ns"))
-    assert len(updates) == len(taken), (len(updates), len(taken))
-    for k, ((kind, rec), got) in enumerate(zip(taken, updates)):
-        want = {"setup": sem.setup, "ack": sem.ack, "path": sem.verdict}[kind](rec)
+    wants = []
+    for k, (kind, rec) in enumerate(taken):
+        ws = (sem.verdict_updates(rec) if kind == "path"
+              else [{"setup": sem.setup, "ack": sem.ack}[kind](rec)])
+        wants += [(k, kind, rec, w) for w in ws]
+    assert len(updates) == len(wants), (len(updates), len(wants))
+    for (k, kind, rec, want), got in zip(wants, updates):
         assert got == want, f"record {k} ({kind} {rec}): got {got}, expected {want}"
-    return {"records": len(taken), "acks": sum(1 for k, _ in taken if k == "ack")}
+    return {"records": len(taken), "acks": sum(1 for k, _ in taken if k == "ack"),
+            "shares": len(wants) - len(taken)}
 
 
 def run_trace(sem, config, items, expected, verdicts=False):

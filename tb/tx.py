@@ -114,6 +114,82 @@ async def tx_cc(dut):
                        "mismatches": h.mismatches}, f)
 
 
+#: MR-TX-270: the down-path run on the block's own instance (the default ``rto_ns``): connection
+#: 0's windows opened with a share, 10 WRITEs of 16 KiB, each ACK 200 cycles after its frame,
+#: path 1's route down from cycle 500 to 15,000 (long enough for its timeouts to make it
+#: SUSPECT, and for its first probe's ACK after it to restore it)
+VERDICTS_DOWN = {"n": 10, "length": 16384, "ack_delay": 200, "down": {(0, 1): (500, 15000)}}
+
+
+def verdicts_down_driver(lay, width, seed=3):
+    """MR-TX-270's work, host memory and driver (idle cycles 0.2, backpressure 0.3 on every
+    output, random AXI latency)."""
+    v = VERDICTS_DOWN
+    items, wlay = xc.cc_work(SMALL, n=v["n"], length=v["length"])
+    kw = xc.cc_driver_kw(SMALL, True, seed=seed)
+    kw.update(ce_paths=set(), ack_delay=v["ack_delay"], p_idle=0.2, p_bp=0.3, down=v["down"])
+    for s in kw["cw_setups"]:
+        s["share"] = SMALL["cwnd"]
+    return items, xc.Driver(lay, width, items, wlay, xc.templates(SMALL["conns"], SMALL["paths"]),
+                            **kw)
+
+
+def verdicts_random_driver(lay, width, seed=1):
+    """MR-TX-262's random run (MR-TX-150's lossy traffic of both connections, 15 % loss, idle
+    cycles and backpressure, both connections' windows set up with a share, ``cc_on``)."""
+    from metaroce.models import protocol as P
+    items, wlay = xc.traffic(_sem(), 30, seed=seed, max_len=4000)
+    setups = [dict(x, share=SMALL["cwnd"]) for x in xc.cc_setups(SMALL, 0) + xc.cc_setups(SMALL, 1)]
+    return items, xc.Driver(lay, width, items, wlay, xc.templates(SMALL["conns"], SMALL["paths"]),
+                            seed=seed, loss=0.15, cw_setups=setups,
+                            cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": xc.CC_CAP})
+
+
+@cocotb.test()
+async def tx_verdicts(dut):
+    """MR-TX-269..271: the block ``tx_verdicts`` (``Tx(verdicts=True)``) against
+    ``TxCycleModel(verdicts=True)`` under Verilator, every output every cycle: ``TX_VERDICTS_RUN``
+    "down" (MR-TX-270's run) or "random" (MR-TX-262's). ``TX_RESTORES=0`` (MR-TX-271, the
+    negative control): the model without the restores (the RTL keeps them); the run then stops
+    at the first mismatch, which is reported rather than raised. Results to ``TX_OUT``."""
+    from .lockstep import Mismatch
+    width = _width(dut)
+    run = os.environ.get("TX_VERDICTS_RUN", "down")
+    restores = os.environ.get("TX_RESTORES", "1") == "1"
+    model, h = await _harness(dut, width, verdicts=True, restores=restores)
+    make = verdicts_down_driver if run == "down" else verdicts_random_driver
+    items, drv = make(model.lay, width)
+    row = {"run": run, "model_restores": restores, "work_requests": len(items)}
+    t0 = time.perf_counter()
+    try:
+        n = await drive(h, drv, busy=model.busy)
+    except Mismatch as e:
+        if restores:
+            raise
+        row.update(mismatches=max(h.mismatches, 1), first_mismatch=e.cycle, signal=e.signal)
+        n = None
+    wall = time.perf_counter() - t0
+    if n is not None:
+        assert h.mismatches == 0
+        if run == "random":
+            xc.check(_sem(), items, drv)
+        recs = [r for k, r in model.cw_log if k == "path"]
+        cw, sched = model.cwnd.sem, model.sched.sem
+        row.update(mismatches=h.mismatches, cycles=n, completions=len(drv.res["cqe"]),
+                   frames=len(drv.res["frames"]), timeouts=drv.res["timeouts"],
+                   verdicts=[[r["conn"], r["path"], r["verdict"]] for r in recs if not r["restore"]],
+                   restores=[[r["conn"], r["path"]] for r in recs if r["restore"]],
+                   active=[[p["active"] for p in cw.path[c]] for c in range(SMALL["conns"])],
+                   windows=[[p["cwnd"] for p in cw.path[c]] for c in range(SMALL["conns"])],
+                   wsum=[cw.conn[c]["wsum"] for c in range(SMALL["conns"])],
+                   sched_windows=[p["cwnd"] for p in sched.path],
+                   lockstep_cycles_per_s=round(n / wall) if wall else None)
+    out = os.environ.get("TX_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump(row, f)
+
+
 @cocotb.test()
 async def tx_bench(dut):
     """MR-TX-153: ``metaroce bench tx --sim verilator``'s rows."""

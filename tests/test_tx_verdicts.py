@@ -202,12 +202,12 @@ def trace():
     return cc.endpoint_trace(scenario="verdicts", verdicts=True)
 
 
-def tx_join_form(items, expected):
+def tx_join_form(items, expected, keep_healthy=False):
     """MR-TX-260: the trace as the TX join may give it: ``healthy`` 0, and each restore before
     the ACK event it followed (the scheduler restores at the ACK's first acknowledged report,
     the unit's event leaves at the walk's end: the two race; this order is the one further
     from the endpoint's), with the states kept where they were."""
-    its = [(k, dict(r, healthy=0) if k == "path" else r) for k, r in items]
+    its = [(k, dict(r, healthy=0) if k == "path" and not keep_healthy else r) for k, r in items]
     exps = list(expected)
     for j, (k, r) in enumerate(its):
         if k == "path" and r["restore"]:
@@ -221,12 +221,12 @@ def tx_join_form(items, expected):
     return its, exps
 
 
-def follow(config, items, expected, mode="join"):
+def follow(config, items, expected, mode="join", share_out=False):
     """The trace through ``CwndModel(share_out=False)``: ``mode`` "join" (verdicts and
     restores), "no_restores" or "none" (no s_path record: the windows of the TX before the
     join). Returns (records compared, records whose active bits differ from the endpoint's,
     mean relative difference of W, each connection's active bits at the end)."""
-    sem = CwndModel(conns=4, paths=4, verdicts=True, share_out=False)
+    sem = CwndModel(conns=4, paths=4, verdicts=True, share_out=share_out)
     sem.config(**config)
     n = differ = 0
     rel, last = [], {}
@@ -269,6 +269,22 @@ def test_endpoint_trace_in_the_tx_join(trace):
     assert rel * 3 < rel0 and rel * 9 < rel1, (rel, rel0, rel1)
     assert all(all(a) for a in last.values())
     assert sum(a.count(0) for a in last1.values()) >= 3
+
+
+def test_endpoint_trace_share_out_in_the_tx_join(trace):
+    """MR-TX-273: the trace in the join's order with the endpoint's health bits kept (what the
+    join would give if the unit's ``m_probe`` carried them) through the windows with the
+    share-out (hw-cwnd.md MR-CW-118): the active bits the endpoint's, W's mean relative
+    difference under a fifth of the join's without it; in the endpoint's order, none."""
+    config, items, expected = trace
+    its, exps = tx_join_form(items, expected, keep_healthy=True)
+    assert any(k == "path" and r["healthy"] for k, r in its)
+    n, differ, rel, last = follow(config, its, exps, share_out=True)
+    n0, d0, rel0, _ = follow(config, *tx_join_form(items, expected))
+    assert n == n0 > 2500 and differ == d0 == 0
+    assert 0 < rel * 5 < rel0, (rel, rel0)
+    assert all(all(a) for a in last.values())
+    assert follow(config, items, expected, share_out=True)[2] == 0
 
 
 # -- MR-TXS-187: the scheduler's restores in lockstep
