@@ -702,7 +702,8 @@ def rx_bins():
     MR_SEND_IMM) every outcome but not_handled, no_read and the RETH's (length, access,
     bounds); a READ response every outcome but not_handled, access, bounds, rnr, recv_bounds; a
     READ request (MR-RX-127) every outcome but not_handled, access, bounds (accepted with
-    ``err``), rnr, recv_bounds, no_read; any other opcode is not_handled, or
+    ``err``), rnr, recv_bounds, no_read; an atomic request (MR-RX-220) the same as a READ
+    request; any other opcode is not_handled, or
     parser_drop when the parser dropped it (a drop record carries fields only for ICRC drops:
     the others' class is ``none``)."""
     from metaroce.models.rx import LATE_CODES, RxCode
@@ -719,6 +720,9 @@ def rx_bins():
             if c not in ("not_handled", "access", "bounds", "rnr", "recv_bounds")]
     # MR-RX-127/128: a READ request: no row check, its key and range refusals are accepted
     out += [f"{c}/read_req" for c in codes
+            if c not in ("not_handled", "access", "bounds", "rnr", "recv_bounds", "no_read")]
+    # MR-RX-220: an atomic request (MR-RX-151..157) as a READ request: its refusals are accepted
+    out += [f"{c}/atomic" for c in codes
             if c not in ("not_handled", "access", "bounds", "rnr", "recv_bounds", "no_read")]
     out += [f"{c}/{k}" for k in ("mr_other", "rc") for c in ("not_handled", "parser_drop")]
     return out
@@ -746,7 +750,7 @@ def functional_rx(width: int, shapes: dict[str, list[dict]]) -> dict:
             "missing": missing, "bins": {"outcome x class x shape": table},
             "unexpected": other,
             "every_outcome_every_shape": all(
-                any(table[f"{c}/{k}/{shape}"] for k in ("write", "write_imm", "send", "read_resp", "read_req", "mr_other", "rc")
+                any(table[f"{c}/{k}/{shape}"] for k in ("write", "write_imm", "send", "read_resp", "read_req", "atomic", "mr_other", "rc")
                     if f"{c}/{k}/{shape}" in table)
                 for shape in shapes for c in {b.split('/')[0] for b in pairs})}
 
