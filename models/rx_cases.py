@@ -1351,18 +1351,43 @@ class Batches:
     increase since the batch before, modulo 2^64). The caller runs each driver (the model
     alone, or the RTL in lockstep); :meth:`run` is :meth:`driver`, a run, :meth:`counted`.
     A driver's ``place_base`` is the placements of the batches before it, for :func:`check`
-    (MR-RX-175: an atomic item's placement mark counts from reset)."""
+    (MR-RX-175: an atomic item's placement mark counts from reset). :attr:`placed_bound`
+    bounds every ``placed`` value the engine can hold in these batches (MR-RX-222)."""
 
     def __init__(self, width, *, prev=()):
         self.width = width
         self.prev = list(prev)
         self.before = [0] * N_COUNTERS
         self.places = 0
+        self.slot_bytes = {}        # (connection row, msg mod slots, table) -> payload bytes
+        self.max_plen = 0
+
+    @property
+    def placed_bound(self) -> int:
+        """MR-RX-222: a bound on every ``placed`` value (a message slot's, a READ accounting
+        row's, or that plus a record's payload length) in the batches so far: a slot's
+        ``placed`` starts at 0 (reset, a table write, a fresh slot) and grows only by the
+        payload length of a record of its connection row and message number modulo the
+        slots, so it is at most those records' sum; a stage may add another row's record's
+        length (the forwarded row of another record), so the largest record is added."""
+        return max(self.slot_bytes.values(), default=0) + self.max_plen
+
+    def _account(self, lay, items):
+        for it in items:
+            if isinstance(it, Case):
+                mt = meta_fields(it.meta)
+                conn = mt["bth"]["dest_qp"] & (lay.conns - 1)
+                plen = mt["payload_len"]
+                self.max_plen = max(self.max_plen, plen)
+                for table, n in (("msg", lay.msg_slots), ("rd", lay.rd_slots)):
+                    key = (conn, mt["mrdh"]["msg"] % n, table)
+                    self.slot_bytes[key] = self.slot_bytes.get(key, 0) + plen
 
     def driver(self, setup: Setup, cases, **kw) -> Driver:
         """The next batch's driver (its items in ``driver.items``)."""
         items = self.prev + setup.writes + list(cases)
         self.prev = setup.teardown()
+        self._account(setup.lay, items)
         drv = Driver(self.width, items, setup.lay.cfg, **kw)
         drv.place_base = self.places
         return drv
@@ -2411,11 +2436,12 @@ def message_toggle_cases(s: Setup, rounds=6):
     return out
 
 
-def long_message_cases(s: Setup, *, conn=1, stream=0, chunks=(4, 2, 2)):
+def long_message_cases(s: Setup, *, conn=1, stream=0, chunks=(8, 2, 2)):
     """MR-RX-221: messages above 16 KiB at an MTU of 8,192 (the global row's ``mtu_log2`` 13
     for these cases, put back after): a WRITE_IMM of ``chunks[0]`` full chunks and a short
-    last one, its chunks out of order (completed with its byte count, bits 14 and up of the
-    message slot's ``placed`` and of the completion's ``length``); a SEND of ``chunks[1]``
+    last one, its chunks out of order (completed with its byte count, bits 14 to 16 of the
+    message slot's ``placed`` and of the completion's ``length``; under a key of the setup
+    that covers it, or one written for it and revoked after); a SEND of ``chunks[1]``
     full chunks and a short one into a receive posted at a random sequence number; a READ of
     ``chunks[2]`` full chunks and a short one answered in order (the READ accounting row's
     ``placed``). Outcomes are the model's."""
@@ -2435,8 +2461,15 @@ def long_message_cases(s: Setup, *, conn=1, stream=0, chunks=(4, 2, 2)):
     def lengths(n):
         msg_len = n * mtu + rng.randint(1, mtu // 64)
         return msg_len, [min(mtu, msg_len - j * mtu) for j in range(n + 1)]
-    k = next((x for x in s.keys[:3] if x.length >= (chunks[0] + 1) * mtu), s.keys[0])
     msg_len, plens = lengths(chunks[0])
+    k = next((x for x in s.keys[:3] if x.length >= msg_len), None)
+    big = None
+    if k is None:           # a region for it in an unused key row, revoked after
+        used = {x.rkey & (s.lay.keys - 1) for x in s.keys}
+        idx = next(i for i in range(s.lay.keys) if i not in used)
+        k = big = Key((rng.getrandbits(32 - s.lay.key_bits) << s.lay.key_bits) | idx, rng.getrandbits(63),
+                      1 << 20, P.ACCESS_ALL)
+        out.append(s.key_write(big))
     va = rng.randrange(0, k.length - msg_len)
     m = take_msg()
     order = list(range(len(plens)))
@@ -2456,6 +2489,8 @@ def long_message_cases(s: Setup, *, conn=1, stream=0, chunks=(4, 2, 2)):
     out += [s.write(c, op=Op.MR_READ_RESP, path=rng.randrange(c.n_paths), stream=stream, offset=j * mtu,
                     plen=plens[j], msg_len=msg_len, msg=rd_msg, name=f"long-r{j}") for j in range(len(plens))]
     out.append(glob(s.mtu.bit_length() - 1))
+    if big is not None:
+        out.append(s.key_write(big, valid=0))
     return out
 
 

@@ -968,11 +968,96 @@ def _rx_piece_temporaries(points):
     return temps, flags
 
 
-def rx_exclusions(lay, width: int, points=(), counts=None):
+_VL_PLACED_PICK = re.compile(r"^(?:[^?:]+\?\s*)?(\\\S+|[A-Za-z_]\w*)\s*\[(\d+):(\d+)\]\s*(?::\s*32'd0)?$")
+_VL_PLACED_ZERO_FIRST = re.compile(r"^[^?:]+\?\s*32'd0\s*:\s*(\\\S+|[A-Za-z_]\w*)\s*\[(\d+):(\d+)\]$")
+
+
+def _vl_escaped(name: str) -> str:
+    """A named signal as Verilator's coverage shows it: an escaped name (``\\new_row.slots[0]``)
+    with each other character as ``__0`` and its hex code, a second ``_`` of a pair as
+    ``__05F`` (``new_row__02eslots__05b0__05d``, ``wr___05Fdata``)."""
+    if not name.startswith("\\") or name.startswith("\\$"):
+        return _vl_name(name)
+    out, prev = [], ""
+    for c in name[1:].strip():
+        if c == "_" and prev == "_":
+            out.append("__05F")
+        elif c.isalnum() or c == "_":
+            out.append(c)
+        else:
+            out.append(f"__0{ord(c):02x}")
+        prev = c
+    return "".join(out)
+
+
+def _rx_placed_fields(lay, text):
+    """MR-RX-222: the ``placed`` fields of the top module's named signals: ``{Verilog name:
+    [low bit of each 32-bit field]}`` for the signals of the message-slot layout (a slot, as
+    the message stages pick and write it) and of the message row (its slots'), found by
+    their widths, and the message stages' ``*_placed`` adders."""
+    slot = {n: f.offset for n, f in lay.msg_slot}["placed"]
+    # not the READ accounting row's: its bit 31 toggles in the run (with its `done`), which
+    # this bound does not explain (docs/hw/rx-results.md, "cov31")
+    at = {lay.msg_slot.size: [slot],
+          lay.msg_row.size: [{n: f.offset for n, f in lay.msg_row}["slots"] + j * lay.msg_slot.size + slot
+                             for j in range(lay.msg_slots)]}
+    out = {}
+    for hi, lo, name in _VL_DECL.findall(text):
+        w = int(hi) - int(lo) + 1 if hi else 1
+        if name.startswith("\\$"):
+            continue
+        if w in at:
+            out[name] = at[w]
+        elif w == 32 and re.fullmatch(r"(m|nxr|nxw)_placed", name):
+            out[name] = [0]
+    return out
+
+
+def _rx_placed_temporaries(lay, points):
+    """MR-RX-222: ``{name: [low bits]}`` of the named signals carrying ``placed`` fields
+    (:func:`_rx_placed_fields`) and of the temporaries whose every driver is such a field or
+    a choice between it and 0 (``c ? s[69:38] : 32'd0``, the message stage's fresh slot), by
+    the Verilator names of the top module the points name."""
+    out = {}
+    tops = {p.hier for p in points if p.page == "v_toggle" and "." not in p.hier}
+    for path in sorted({p.file for p in points if p.page == "v_toggle" and p.hier in tops}):
+        try:
+            with open(path) as f:
+                verilog = f.read()
+        except OSError:
+            continue
+        for top in tops:
+            text = _module_text(verilog, top)
+            if text is None:
+                continue
+            fields = _rx_placed_fields(lay, text)
+            procedural = {n for n in _VL_PROC.findall(text) if not re.match(r"^\s*assign\b", n)}
+            drivers = defaultdict(list)
+            for lhs, rhs in _VL_CONT.findall(text):
+                drivers[lhs.strip()].append(rhs.strip())
+            for name, rhss in drivers.items():
+                if not name.startswith("\\$") or name in procedural:
+                    continue
+                ok = True
+                for rhs in rhss:
+                    m = _VL_PLACED_PICK.match(rhs) or _VL_PLACED_ZERO_FIRST.match(rhs)
+                    if not (m and int(m.group(2)) - int(m.group(3)) == 31
+                            and int(m.group(3)) in fields.get(m.group(1), ())):
+                        ok = False
+                        break
+                if ok:
+                    out[_vl_name(name)] = [0]
+            for name, lows in fields.items():
+                out[_vl_escaped(name)] = lows
+    return out
+
+
+def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
     """Toggle exclusions of the RX engine (MR-RX-073), each with its reason: bits nothing
     reads, and bits the run's event counts cannot reach. ``points``: the run's coverage points
     (the Verilog they name is read for the counter sums); ``counts``: the counters' final
-    values."""
+    values; ``placed_bound``: a bound on every ``placed`` value in the run (MR-RX-222,
+    ``rx_cases.Batches.placed_bound``)."""
     from metaroce.models.rx import NAK_OF, RxCode
     unread = _rx_meta_unread()
 
@@ -1060,6 +1145,15 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
         for name, (ctr, need) in piece_flags.items():
             rules.append((rf"^{re.escape(name)}$", why_temp,
                           lambda bit, ctr=ctr, need=need: count(ctr) < need))
+    if placed_bound is not None:
+        why_placed = ("placed bytes (MR-RX-222: the message slots' `placed`, "
+                      "in named rows and slots and in temporaries carrying it or 0): bits whose first "
+                      "rise needs more bytes than the run's bound (a slot's records' payload bytes plus "
+                      "the largest record)")
+        for name, lows in _rx_placed_temporaries(lay, points).items():
+            rules.append((rf"^{re.escape(name)}$", why_placed,
+                          lambda bit, lows=lows: bit is not None and any(
+                              lo <= bit < lo + 32 and 1 << (bit - lo) > placed_bound for lo in lows)))
     for name, (ctr, most) in (_rx_counter_sums(points) if counts else {}).items():
         rules.append(_NamedRule(
             rf"^{re.escape(name)}$", "counter sums ctrN + x (the counters of MR-RX-050 whose "

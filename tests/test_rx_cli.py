@@ -195,6 +195,60 @@ def test_coverage_rx_targets(width, tmp_path):
     assert out["targets"]["toggle_98"], out["toggle"]["uncovered"]
 
 
+def test_rx_placed_exclusions(tmp_path):
+    """MR-RX-222: the message slots' ``placed`` bits (a slot-layout signal's field, a message
+    row's slots', the stages' ``*_placed`` adders, and temporaries carrying the field or 0)
+    are excluded only above the run's bound (``placed_bound``: a bit k needs 2^k bytes);
+    bits below it, another field of the slot and a temporary mixing in another value stay;
+    without a bound nothing is excluded (the negative control)."""
+    from metaroce import blocks
+    from metaroce.tb import coverage as cov
+    lay = blocks.get("rx_256x4").make_model(64).lay
+    assert (lay.msg_slot.size, lay.msg_row.size) == (310, 652)
+    verilog = """module rx_256x4(clk);
+  wire [309:0] m_slot;
+  reg [651:0] msg_row = 652'h0;
+  wire [31:0] nxw_placed;
+  wire [31:0] \\$1 ;
+  wire [31:0] \\$2 ;
+  wire [31:0] \\$3 ;
+  assign \\$1  = m_slot[0] ? m_slot[69:38] : 32'd0;
+  assign \\$2  = m_slot[0] ? m_slot[69:38] : \\$9 ;
+  assign \\$3  = m_slot[0] ? m_slot[101:70] : 32'd0;
+endmodule
+"""
+    path = tmp_path / "rx_256x4.v"
+    path.write_text(verilog)
+    slot1 = 32 + 310 + 38               # the message row's slot 1's placed field
+    texts = ["__0241[15]:0->1", "__0241[16]:0->1", "__0242[20]:0->1", "__0243[20]:0->1",
+             "m_slot[53]:0->1", "m_slot[54]:1->0", "m_slot[90]:0->1", f"msg_row[{slot1 + 20}]:0->1",
+             f"msg_row[{slot1 + 2}]:0->1", "nxw_placed[31]:0->1", "nxw_placed[3]:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+
+    def kept(bound):
+        summary = cov.summarise(points, None, cov.rx_exclusions(lay, 64, points, None, placed_bound=bound),
+                                counter_re=cov.RX_COUNTER, max_list=100)
+        return summary["toggle"]["uncovered"], summary["toggle"]["excluded"]
+    got, why = kept(40000)              # 2^15 <= 40,000 < 2^16
+    assert got == sorted(["__0241[15]:0->1", "__0242[20]:0->1", "__0243[20]:0->1", "m_slot[53]:0->1",
+                          "m_slot[90]:0->1", f"msg_row[{slot1 + 2}]:0->1", "nxw_placed[3]:0->1"])
+    assert sum(why.values()) == 4 and all(w.startswith("placed bytes (MR-RX-222") for w in why)
+    assert kept(None)[0] == sorted(texts)
+
+
+def test_batches_placed_bound():
+    """MR-RX-222: ``Batches.placed_bound`` is the largest sum of payload bytes of the records
+    of one connection row and message number modulo the slots, plus the largest record."""
+    from metaroce.models import rx_cases as rc
+    s = rc.Setup(256, 4, 256, seed=2)
+    c = s.conns[0]
+    cases = [s.write(c, plen=100, msg=4), s.write(c, plen=300, msg=6), s.write(c, plen=50, msg=5),
+             s.write(s.conns[1], plen=200, msg=0)]
+    b = rc.Batches(64)
+    b.driver(s, cases)
+    assert b.placed_bound == (100 + 300) + 300     # connection 0, even messages; the largest record
+
+
 def test_rx_counter_piece_exclusions(tmp_path):
     """MR-RX-073, MR-RX-047: the RX counters' pieces (``ctrN_low``, ``ctrN_high``, the low
     piece's carry, the all-ones flags) and the temporaries carrying them (a piece plus one, a

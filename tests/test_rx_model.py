@@ -487,7 +487,7 @@ def test_request_cases_after_a_batch_and_atomic_bins():
 
 def test_long_messages_above_16k():
     """MR-RX-221: ``rc.long_message_cases`` on the cycle model at an MTU of 8,192: every chunk
-    accepted; a WRITE_IMM completion above 32 KiB, a SEND_IMM and a READ completion above
+    accepted; a WRITE_IMM completion above 64 KiB, a SEND_IMM and a READ completion above
     16 KiB, each of its message's whole length; the MTU put back after."""
     from metaroce.models.rx import GLOBAL, TABLE_GLOBAL, WC_RDMA_READ, WC_RECV, WC_RECV_RDMA_WITH_IMM
     lay_args = dict(conns=256, paths=4, keys=256, streams=4)
@@ -499,7 +499,7 @@ def test_long_messages_above_16k():
     cqes = [unpack(s.lay.cqe, v) for v in drv.res["cqe"]]
     lengths = {c["opcode"]: c["length"] for c in cqes}
     assert len(cqes) == 3 and set(lengths) == {WC_RECV_RDMA_WITH_IMM, WC_RECV, WC_RDMA_READ}
-    assert lengths[WC_RECV_RDMA_WITH_IMM] > 1 << 15 and lengths[WC_RECV] > 1 << 14 and lengths[WC_RDMA_READ] > 1 << 14
+    assert lengths[WC_RECV_RDMA_WITH_IMM] > 1 << 16 and lengths[WC_RECV] > 1 << 14 and lengths[WC_RDMA_READ] > 1 << 14
     globs = [unpack(GLOBAL, c.value)["mtu_log2"] for c in cases if isinstance(c, rc.CfgWrite) and c.table == TABLE_GLOBAL]
     assert globs == [13, 8]
 
