@@ -759,7 +759,7 @@ def functional_rx(width: int, shapes: dict[str, list[dict]]) -> dict:
 RX_COUNTER = re.compile(r"^ctr(\d+)$|^(reg_data)$")
 
 
-_RX_META_WIRE = re.compile(r"^(s1|s_meta___05Fpayload)((?:__02e\w+?)*)$")
+_RX_META_WIRE = re.compile(r"^(s0|s1|s_meta___05Fpayload)((?:__02e\w+?)*)$")
 _VL_SUM = re.compile(r"^\s*assign\s+(\\\$\d+)\s*=\s*ctr(\d+)\s*\+\s*(\\\$\w+|[A-Za-z_]\w*)\s*;", re.M)
 _VL_NEXT = re.compile(r"^\s*ctr(\d+)\s*<=\s*(\\\$\d+)\s*;", re.M)
 _VL_WIDTH = re.compile(r"^\s*(?:wire|reg)\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|[A-Za-z_]\w*)\s*(?:=[^;]*)?;", re.M)
@@ -1077,14 +1077,14 @@ def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
     def opcode5(name, bit):
         got = member(name, bit)
         return got is not None and got[0][0] + got[1] == opcode_bit5
-    rules = [_NamedRule(r"^(s1|s_meta___05Fpayload)(__02e\w+)*$",
+    rules = [_NamedRule(r"^(s0|s1|s_meta___05Fpayload)(__02e\w+)*$",
                         "META_LAYOUT bits the RX engine does not read (MR-RX-020 reads drop, "
                         "payload_len, IP ECN, UDP source port, BTH opcode/P_Key/DestQP/AckReq/PSN, "
                         "MRDH path/stream/offset/msg_len, RETH VA/R_Key/DMA length): the s_meta "
-                        "port and its S1 register carry them, nothing reads them (synthesis "
+                        "port and its S0 and S1 registers carry them, nothing reads them (synthesis "
                         "removes those flip-flops)", meta_bit)]
     rules += [
-        _NamedRule(r"^(s1|s_meta___05Fpayload)(__02e\w+)*$", "BTH opcode bit 5: no opcode of the "
+        _NamedRule(r"^(s0|s1|s_meta___05Fpayload)(__02e\w+)*$", "BTH opcode bit 5: no opcode of the "
                    "wire format has it set", opcode5),
         (r"^ones$", "bit 9 of the window update's trailing-ones count: the 513-bit vector "
          "(cum, the 256 SACK bits, a slide's fill below them, the arriving PSN's bit) has at most "
@@ -1095,7 +1095,7 @@ def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
         (r"^s3_ab_mask$", "bit 0 of the abandoned-hole mask stands for cum itself, never received: "
          "the RTL sets it to a constant 0", lambda bit: bit == 0),
         (r"^(s2_plen|s[345]_placed|placew__02elength|m_place___05Fpayload__02elength|"
-         r"(s1|s_meta___05Fpayload)__02epayload_len)$",
+         r"(s0|s1|s_meta___05Fpayload)__02epayload_len)$",
          "payload and placement lengths: bits 14-15 (the parser's largest frame, 9,216 bytes, "
          "is below 2^14)", lambda bit: bit is not None and bit >= 14),
         (r"^mtu$", "the MTU is 1 << mtu_log2 (4 bits): bit 16 of its 17 is constant 0",

@@ -236,6 +236,19 @@ endmodule
     assert kept(None)[0] == sorted(texts)
 
 
+def test_rx_meta_unread_bits_of_s0():
+    """MR-RX-073 (MR-RX-020): the META_LAYOUT bits the engine does not read are excluded on the
+    S0 register (the record taken, MR-RX-040) as on the port and S1: an IP source bit is, a
+    PSN bit (read) is not."""
+    from metaroce import blocks
+    from metaroce.tb import coverage as cov
+    lay = blocks.get("rx_256x4").make_model(64).lay
+    texts = ["s0__02eip__02esrc[3]:0->1", "s1__02eip__02esrc[3]:0->1", "s0__02ebth__02epsn[3]:0->1"]
+    points = [cov.Point("v_toggle", "none.v", 1, t, "rx_256x4", 0) for t in texts]
+    summary = cov.summarise(points, None, cov.rx_exclusions(lay, 64, points), counter_re=cov.RX_COUNTER)
+    assert summary["toggle"]["uncovered"] == ["s0__02ebth__02epsn[3]:0->1"]
+
+
 def test_batches_placed_bound():
     """MR-RX-222: ``Batches.placed_bound`` is the largest sum of payload bytes of the records
     of one connection row and message number modulo the slots, plus the largest record."""
