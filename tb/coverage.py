@@ -467,8 +467,8 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
             if not _temp_reachable(counter_temps[p.hier, name], bit, counts):
                 why = ("counter temporaries (next state, increment, read-out of cntN) the run's "
                        "event count cannot reach")
-        if why is None and constant_bits and bit is not None and \
-                bit in constant_bits.get((p.hier, name), ()):
+        # a one-bit temporary's points name no bit: its bit 0
+        if why is None and constant_bits and (0 if bit is None else bit) in constant_bits.get((p.hier, name), ()):
             why = ("temporaries' bits constant by the netlist's structure (driven by a literal, or "
                    "by &, |, ^ of concatenations with constant bits there, e.g. {hi, 8'h00} & "
                    "{8'h00, lo})")

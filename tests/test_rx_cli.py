@@ -173,7 +173,9 @@ def test_coverage_rx_end_to_end(tmp_path):
     assert out["block"] == "rx_256x4" and out["mismatches"] == 0 and out["problems"] == 0
     func = out["functional"]
     from metaroce.tb.coverage import rx_bins
-    assert func["bins_hit"] == func["bins_total"] == len(rx_bins()) and not func["unexpected"]
+    # MR-RX-167/183: the message cases' one chunk beyond the slots is no bin (rx_bins)
+    assert func["bins_hit"] == func["bins_total"] == len(rx_bins()) and set(func["unexpected"]) <= {
+        "msg_slots/write_imm/both"}
     assert func["every_outcome_every_shape"]
     for kind in ("line", "toggle"):
         assert out[kind]["total"] > 1000 and 0 < out[kind]["covered"] <= out[kind]["total"]
@@ -247,6 +249,23 @@ def test_rx_meta_unread_bits_of_s0():
     points = [cov.Point("v_toggle", "none.v", 1, t, "rx_256x4", 0) for t in texts]
     summary = cov.summarise(points, None, cov.rx_exclusions(lay, 64, points), counter_re=cov.RX_COUNTER)
     assert summary["toggle"]["uncovered"] == ["s0__02ebth__02epsn[3]:0->1"]
+
+
+def test_one_bit_constant_temporaries_excluded(tmp_path):
+    """MR-RX-073: a one-bit temporary driven by a literal (its points name no bit) is excluded as
+    a constant bit of the netlist's structure; one driven by a signal is not."""
+    from metaroce.tb import coverage as cov
+    path = tmp_path / "rx_256x4.v"
+    path.write_text("""module rx_256x4(clk);
+  wire \\$5 ;
+  wire \\$6 ;
+  assign \\$5  = 1'h0;
+  assign \\$6  = clk;
+endmodule
+""")
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in ("__0245:0->1", "__0246:0->1")]
+    summary = cov.summarise(points, None, (), constant_bits=cov.constant_bits_of(points))
+    assert summary["toggle"]["uncovered"] == ["__0246:0->1"] and sum(summary["toggle"]["excluded"].values()) == 1
 
 
 def test_batches_placed_bound():
