@@ -123,7 +123,7 @@ _VL_MODULE = re.compile(r"^module\s+\\?([\w$.]+)\s*\(", re.M)
 _VL_ASSIGN = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)?<?=\s*(.*?)\s*;\s*$",
                         re.M)
 _VL_LITERAL = re.compile(r"^\d+'[hbdo][0-9a-fA-F_]+$")
-_VL_TERM = re.compile(r"^(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
+_VL_TERM = re.compile(r"^(\\\$\d+|\\\$signal\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
 #: ``& { a, b, ... }``: a reduction AND of single bits
 _VL_AND = re.compile(r"^&\s*\{([^}]*)\}$")
 #: the counters' all-ones flags (``cntN_onesK``: bits 16K..16K+15 of cntN are all ones, so the
@@ -173,7 +173,7 @@ def _value_terms(rhs: str):
         m = _VL_TERM.match(t)
         if not m:
             return None
-        out.append((_vl_name(m.group(1)), _slice_low(m.group(2))))
+        out.append((_vl_escaped(m.group(1)), _slice_low(m.group(2))))
     return out
 
 
@@ -863,6 +863,13 @@ def _rx_bounded(points):
     return out
 
 
+#: An assignment (continuous, blocking or not) to a name, Amaranth's unnamed signals too.
+_VL_ASSIGN_ANY = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|\\\$signal\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)?<?=\s*(.*?)\s*;\s*$",
+                            re.M)
+#: Unnamed values of the generated Verilog: Yosys temporaries and Amaranth's unnamed signals.
+_RX_UNNAMED = re.compile(r"^__024(\d+|signal__024\d+)$")
+
+
 def _rx_derived(points, bases):
     """Temporaries whose value is always one of ``bases`` (``{(signal, low bit): family}``:
     a named signal, or its slice from that bit), a choice ``c ? a : b`` among them, or a
@@ -875,34 +882,44 @@ def _rx_derived(points, bases):
         except OSError:
             continue
         sources = defaultdict(list)
-        for lhs, lhs_slice, rhs in _VL_ASSIGN.findall(text):
+        for lhs, lhs_slice, rhs in _VL_ASSIGN_ANY.findall(text):
             if "+" in rhs or lhs_slice:
-                sources[_vl_name(lhs)].append(None)
+                sources[_vl_escaped(lhs)].append(None)
                 continue
             terms = _value_terms(small.sub("1'h0", rhs))
-            sources[_vl_name(lhs)].append(terms)
+            sources[_vl_escaped(lhs)].append(terms)
+        # the greatest fixpoint: a temporary (or an unnamed register, ``$signal$N``, fed back
+        # through its hold and reset muxes) is in a family when every value it takes is a base
+        # of that family, a constant 0 or a candidate of that family; candidates that take
+        # another value drop out until none does (a cycle of registers alone stays in only
+        # with a base among its values)
+        cand = {name for name, assigns in sources.items()
+                if _RX_UNNAMED.match(name) and not any(a is None for a in assigns)}
         derived = {}
         changed = True
         while changed:
             changed = False
-            for name, assigns in sources.items():
-                if name in derived or not _TEMP.match(name) or any(a is None for a in assigns):
-                    continue
-                fams = set()
-                for t, lo in (x for a in assigns for x in a):
-                    if not t:
+            for name in sorted(cand):
+                fams, ok = set(), True
+                for t, lo in (x for a in sources[name] for x in a):
+                    if not t or t == name:
                         continue
                     fam = bases.get((t, lo))
-                    if fam is None and lo == 0:
-                        fam = derived.get(t)
+                    if fam is None and lo == 0 and t in cand:
+                        fam = derived.get(t, "?")
                     if fam is None:
+                        ok = False
                         break
                     fams.add(fam)
-                else:
-                    if len(fams) == 1:
-                        derived[name] = fams.pop()
-                        changed = True
-        out.update(derived)
+                fams.discard("?")
+                if not ok or len(fams) > 1:
+                    cand.discard(name)
+                    derived.pop(name, None)
+                    changed = True
+                elif fams and derived.get(name) != next(iter(fams)):
+                    derived[name] = next(iter(fams))
+                    changed = True
+        out.update({n: f for n, f in derived.items() if n in cand})
     return out
 
 
@@ -976,8 +993,8 @@ def _vl_escaped(name: str) -> str:
     """A named signal as Verilator's coverage shows it: an escaped name (``\\new_row.slots[0]``)
     with each other character as ``__0`` and its hex code, a second ``_`` of a pair as
     ``__05F`` (``new_row__02eslots__05b0__05d``, ``wr___05Fdata``)."""
-    if not name.startswith("\\") or name.startswith("\\$"):
-        return _vl_name(name)
+    if not name.startswith("\\") or re.fullmatch(r"\\\$\d+", name.strip()):
+        return _vl_name(name.strip())
     out, prev = [], ""
     for c in name[1:].strip():
         if c == "_" and prev == "_":
@@ -1116,6 +1133,11 @@ def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
     plen_at = next(off for path, off, _ in META_FIELDS if path == ("payload_len",))
     bases = {(n, 0): k for k, (names, _, _) in enumerate(families) for n in names}
     bases[("s1", plen_at)] = 0          # the record's payload length, as S1 holds it
+    # and as the stages' carries hold it (hdl/rx.py's carry layout: conn, path 8, row, psn 24,
+    # ack_req, ce, sport 16, then plen)
+    carry_plen = 2 * lay.conn_bits + lay.path_bits + 8 + 24 + 1 + 1 + 16
+    for k in range(1, 7):
+        bases[(f"s{k}_carry", carry_plen)] = 0
     for name, fam in _rx_derived(points, bases).items():
         rules.append((rf"^{re.escape(name)}$", families[fam][1], families[fam][2]))
     for name, zero in _rx_bounded(points).items():

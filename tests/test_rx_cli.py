@@ -268,6 +268,39 @@ endmodule
     assert summary["toggle"]["uncovered"] == ["__0246:0->1"] and sum(summary["toggle"]["excluded"].values()) == 1
 
 
+def test_rx_payload_length_family_through_registers(tmp_path):
+    """MR-RX-073: a payload length carried by a stage's carry (``s4_carry``'s ``plen``) into an
+    unnamed register that holds its value (``$signal$N``, fed back through its hold and reset
+    mux) and into the temporaries choosing it or 0: bits 14-15 excluded; a register that can
+    also take another value is not (the negative control)."""
+    from metaroce import blocks
+    from metaroce.tb import coverage as cov
+    lay = blocks.get("rx_256x4").make_model(64).lay
+    lo = 2 * lay.conn_bits + lay.path_bits + 50
+    path = tmp_path / "rx_256x4.v"
+    path.write_text(f"""module rx_256x4(clk);
+  assign \\$1  = \\$2  ? s4_carry[{lo + 15}:{lo}] : 16'h0000;
+  always @* begin
+    \\$3  = \\$signal$7 ;
+    if (\\$4 ) begin
+      \\$3  = \\$1 ;
+    end
+  end
+  always @(posedge clk)
+    \\$signal$7  <= \\$3 ;
+  assign \\$5  = \\$6  ? \\$signal$7  : 16'h0000;
+  always @(posedge clk)
+    \\$signal$8  <= other;
+  assign \\$9  = \\$6  ? \\$signal$7  : \\$signal$8 ;
+endmodule
+""")
+    texts = ["__0241[14]:0->1", "__024signal__0247[15]:0->1", "__0245[14]:1->0", "__0245[13]:0->1",
+             "__0249[14]:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+    summary = cov.summarise(points, None, cov.rx_exclusions(lay, 64, points), counter_re=cov.RX_COUNTER)
+    assert summary["toggle"]["uncovered"] == ["__0245[13]:0->1", "__0249[14]:0->1"]
+
+
 def test_batches_placed_bound():
     """MR-RX-222: ``Batches.placed_bound`` is the largest sum of payload bytes of the records
     of one connection row and message number modulo the slots, plus the largest record."""
