@@ -239,7 +239,7 @@ endmodule
 
 
 def test_rx_meta_unread_bits_of_s0():
-    """MR-RX-073 (MR-RX-020): the META_LAYOUT bits the engine does not read are excluded on the
+    """MR-RX-223 (MR-RX-073, MR-RX-020): the META_LAYOUT bits the engine does not read are excluded on the
     S0 register (the record taken, MR-RX-040) as on the port and S1: an IP source bit is, a
     PSN bit (read) is not."""
     from metaroce import blocks
@@ -252,7 +252,7 @@ def test_rx_meta_unread_bits_of_s0():
 
 
 def test_one_bit_constant_temporaries_excluded(tmp_path):
-    """MR-RX-073: a one-bit temporary driven by a literal (its points name no bit) is excluded as
+    """MR-RX-223: a one-bit temporary driven by a literal (its points name no bit) is excluded as
     a constant bit of the netlist's structure; one driven by a signal is not."""
     from metaroce.tb import coverage as cov
     path = tmp_path / "rx_256x4.v"
@@ -269,7 +269,7 @@ endmodule
 
 
 def test_rx_payload_length_family_through_registers(tmp_path):
-    """MR-RX-073: a payload length carried by a stage's carry (``s4_carry``'s ``plen``) into an
+    """MR-RX-223: a payload length carried by a stage's carry (``s4_carry``'s ``plen``) into an
     unnamed register that holds its value (``$signal$N``, fed back through its hold and reset
     mux) and into the temporaries choosing it or 0: bits 14-15 excluded; a register that can
     also take another value is not (the negative control)."""
