@@ -1275,10 +1275,13 @@ class Driver(CounterReadout):
         return f"({self.i}/{len(self.items)} items)"
 
 
-def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=True, max_rd_atomic=None):
+def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=True, max_rd_atomic=None,
+             place_base=0):
     """The items through :class:`RxModel`, one packet at a time (no timing): the outcomes, the
     ACK/NAK and placement payloads, the written payloads and the counters (MR-RX-020..033, MR-RX-050).
-    ``slot_nak``: the model's MR-RX-167 switch; ``max_rd_atomic``: MR-RX-173's bound."""
+    ``slot_nak``: the model's MR-RX-167 switch; ``max_rd_atomic``: MR-RX-173's bound;
+    ``place_base``: the placements the engine pushed before these items (a batch after others
+    on one engine, :class:`Batches`: MR-RX-175's mark counts from reset)."""
     rx = RxModel(conns, paths, keys, streams=streams, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
     outs, acks, places, data, cqes, rsps, atoms = [], [], [], [], [], [], []
     opd = {}        # MR-RX-163: the operand table: row -> the captured payload
@@ -1306,15 +1309,17 @@ def expected(items, conns, paths, keys, streams=records.STREAMS, *, slot_nak=Tru
             # MR-RX-175: the placements pushed up to its delivering record's, its own included
             atoms.append(pack(rx.lay.atom, dict(r, operand=int.from_bytes(p[:8], "big"),
                                                 compare=int.from_bytes(p[8:16], "big"),
-                                                pmark=len(places) & ((1 << PLACE_MARK_BITS) - 1))))
+                                                pmark=(place_base + len(places)) & ((1 << PLACE_MARK_BITS) - 1))))
     return {"outcomes": outs, "ack": acks, "place": places, "data": data, "cqe": cqes, "rsp": rsps, "atom": atoms,
             "counters": list(rx.counters)}
 
 
-def check(items, res, conns, paths, keys, streams=records.STREAMS, *, slot_nak=True, max_rd_atomic=None):
+def check(items, res, conns, paths, keys, streams=records.STREAMS, *, slot_nak=True, max_rd_atomic=None,
+          place_base=0):
     """The one checker: every case's intended outcome, then the collected streams and the
-    counters against :func:`expected` (MR-RX-020..033, MR-RX-050)."""
-    exp = expected(items, conns, paths, keys, streams, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
+    counters against :func:`expected` (MR-RX-020..033, MR-RX-050; ``place_base`` as there)."""
+    exp = expected(items, conns, paths, keys, streams, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic,
+                   place_base=place_base)
     cases = [it for it in items if isinstance(it, Case)]
     for c, o in zip(cases, exp["outcomes"]):
         if c.expect is not None:
@@ -1344,20 +1349,51 @@ class Batches:
     a batch's items are the previous setup's teardown, then its setup's writes, then its
     cases; :meth:`counted` turns the driver's running counters into the batch's own (the
     increase since the batch before, modulo 2^64). The caller runs each driver (the model
-    alone, or the RTL in lockstep); :meth:`run` is :meth:`driver`, a run, :meth:`counted`."""
+    alone, or the RTL in lockstep); :meth:`run` is :meth:`driver`, a run, :meth:`counted`.
+    A driver's ``place_base`` is the placements of the batches before it, for :func:`check`
+    (MR-RX-175: an atomic item's placement mark counts from reset). :attr:`placed_bound`
+    bounds every ``placed`` value the engine can hold in these batches (MR-RX-222)."""
 
     def __init__(self, width, *, prev=()):
         self.width = width
         self.prev = list(prev)
         self.before = [0] * N_COUNTERS
+        self.places = 0
+        self.slot_bytes = {}        # (connection row, msg mod slots, table) -> payload bytes
+        self.max_plen = 0
+
+    @property
+    def placed_bound(self) -> int:
+        """MR-RX-222: a bound on every ``placed`` value (a message slot's, a READ accounting
+        row's, or that plus a record's payload length) in the batches so far: a slot's
+        ``placed`` starts at 0 (reset, a table write, a fresh slot) and grows only by the
+        payload length of a record of its connection row and message number modulo the
+        slots, so it is at most those records' sum; a stage may add another row's record's
+        length (the forwarded row of another record), so the largest record is added."""
+        return max(self.slot_bytes.values(), default=0) + self.max_plen
+
+    def _account(self, lay, items):
+        for it in items:
+            if isinstance(it, Case):
+                mt = meta_fields(it.meta)
+                conn = mt["bth"]["dest_qp"] & (lay.conns - 1)
+                plen = mt["payload_len"]
+                self.max_plen = max(self.max_plen, plen)
+                for table, n in (("msg", lay.msg_slots), ("rd", lay.rd_slots)):
+                    key = (conn, mt["mrdh"]["msg"] % n, table)
+                    self.slot_bytes[key] = self.slot_bytes.get(key, 0) + plen
 
     def driver(self, setup: Setup, cases, **kw) -> Driver:
         """The next batch's driver (its items in ``driver.items``)."""
         items = self.prev + setup.writes + list(cases)
         self.prev = setup.teardown()
-        return Driver(self.width, items, setup.lay.cfg, **kw)
+        self._account(setup.lay, items)
+        drv = Driver(self.width, items, setup.lay.cfg, **kw)
+        drv.place_base = self.places
+        return drv
 
     def counted(self, drv: Driver) -> Driver:
+        self.places += len(drv.res["place"])
         total = drv.res["counters"]
         drv.res["counters"] = [(a - b) % (1 << 64) for a, b in zip(total, self.before)]
         self.before = total
@@ -2211,12 +2247,14 @@ def replay_items(frames, lay, given=None):
 # ------------------------------------------------------------------ functional coverage
 
 #: MR-RX-073: opcode classes of the functional bins (``none``: a parser drop without fields).
-OPCODE_CLASSES = ("write", "write_imm", "send", "read_resp", "mr_other", "rc", "none")
+OPCODE_CLASSES = ("write", "write_imm", "send", "read_resp", "read_req", "atomic", "mr_other", "rc", "none")
 
 
 def opcode_class(case: Case):
-    """The opcode class of a record (MR-RX-073): MR_WRITE, MR_WRITE_IMM, another MetaRoCE
-    opcode, a RoCEv2 opcode, or ``none`` for a parser drop whose record carries no fields."""
+    """The opcode class of a record (MR-RX-073): MR_WRITE, MR_WRITE_IMM, a SEND, a READ
+    response, a READ request, an atomic request (MR-RX-220: MR_CMP_SWAP, MR_FETCH_ADD), another
+    MetaRoCE opcode, a RoCEv2 opcode, or ``none`` for a parser drop whose record carries no
+    fields."""
     from .parser import unpack_meta
     from .wire import Reason
     m = unpack_meta(case.meta)
@@ -2233,6 +2271,8 @@ def opcode_class(case: Case):
         return "read_resp"
     if op == Op.MR_READ:
         return "read_req"
+    if op in ATOMIC_OPS:
+        return "atomic"
     return "mr_other" if op >= 0xC0 else "rc"
 
 
@@ -2396,6 +2436,76 @@ def message_toggle_cases(s: Setup, rounds=6):
     return out
 
 
+def long_message_cases(s: Setup, *, conn=1, stream=0, chunks=(8, 2, 2)):
+    """MR-RX-221: messages above 16 KiB at an MTU of 8,192 (the global row's ``mtu_log2`` 13
+    for these cases, put back after): a WRITE_IMM of ``chunks[0]`` full chunks and a short
+    last one, its chunks out of order (completed with its byte count, bits 14 to 16 of the
+    message slot's ``placed`` and of the completion's ``length``; under a key of the setup
+    that covers it, or one written for it and revoked after); a SEND of ``chunks[1]``
+    full chunks and a short one into a receive posted at a random sequence number; a READ of
+    ``chunks[2]`` full chunks and a short one answered in order (the READ accounting row's
+    ``placed``). Outcomes are the model's."""
+    rng = s.rng
+    c = s.conns[conn]
+    mtu_log2 = 13
+    mtu = 1 << mtu_log2
+    glob = lambda log2: CfgWrite(TABLE_GLOBAL, 0, pack(GLOBAL, {"ack_every": s.ack_every, "mtu_log2": log2}),
+                                 f"global{s.ack_every}/{log2}")
+    out = [glob(mtu_log2)]
+
+    def take_msg():
+        m = c.msg.get(stream, 0)
+        c.msg[stream] = m + 1
+        return m
+
+    def lengths(n):
+        msg_len = n * mtu + rng.randint(1, mtu // 64)
+        return msg_len, [min(mtu, msg_len - j * mtu) for j in range(n + 1)]
+    msg_len, plens = lengths(chunks[0])
+    k = next((x for x in s.keys[:3] if x.length >= msg_len), None)
+    big = None
+    if k is None:           # a region for it in an unused key row, revoked after
+        used = {x.rkey & (s.lay.keys - 1) for x in s.keys}
+        idx = next(i for i in range(s.lay.keys) if i not in used)
+        k = big = Key((rng.getrandbits(32 - s.lay.key_bits) << s.lay.key_bits) | idx, rng.getrandbits(63),
+                      1 << 20, P.ACCESS_ALL)
+        out.append(s.key_write(big))
+    va = rng.randrange(0, k.length - msg_len)
+    m = take_msg()
+    order = list(range(len(plens)))
+    rng.shuffle(order)
+    out += [s.write(c, op=Op.MR_WRITE_IMM, path=rng.randrange(c.n_paths), stream=stream, offset=j * mtu,
+                    plen=plens[j], msg_len=msg_len, key=k, va=va, msg=m, name=f"long-w{j}") for j in order]
+    msg_len, plens = lengths(chunks[1])
+    q = rng.getrandbits(31)
+    out.append(s.recv_write(c.qp, stream, q, s.keys[0].base + rng.randrange(1 << 12), msg_len + rng.randrange(64),
+                            rng.getrandbits(64)))
+    m = take_msg()
+    out += [s.send(c, q, path=rng.randrange(c.n_paths), stream=stream, offset=j * mtu, plen=plens[j],
+                   msg_len=msg_len, msg=m, imm=True, name=f"long-s{j}") for j in range(len(plens))]
+    msg_len, plens = lengths(chunks[2])
+    rd_msg = rng.getrandbits(31)
+    out.append(s.read_write(c.qp, stream, rd_msg, s.keys[1].base + rng.randrange(64), msg_len, rng.getrandbits(64)))
+    out += [s.write(c, op=Op.MR_READ_RESP, path=rng.randrange(c.n_paths), stream=stream, offset=j * mtu,
+                    plen=plens[j], msg_len=msg_len, msg=rd_msg, name=f"long-r{j}") for j in range(len(plens))]
+    out.append(glob(s.mtu.bit_length() - 1))
+    if big is not None:
+        out.append(s.key_write(big, valid=0))
+    return out
+
+
+def request_cases(s: Setup, n_random=30):
+    """MR-RX-220: the responder's request classes and the atomic responses in the coverage
+    suite: the atomic request cases (:func:`atomic_request_cases`) on connection 4's last
+    stream, the atomic response cases (:func:`atomic_response_cases`) on connection 3's (2's
+    paths are left far ahead by the window cases),
+    ``n_random`` random READ requests and ``2 * n_random // 3`` random atomics (connections
+    4 and 5), as ``rx_lockstep`` sends them. Outcomes are the model's."""
+    return (atomic_request_cases(s, conn=4, stream=s.conns[4].n_streams - 1)
+            + atomic_response_cases(s, conn=3, stream=s.conns[3].n_streams - 1)
+            + random_read_requests(s, n_random) + random_atomics(s, 2 * n_random // 3, conns=(4, 5)))
+
+
 def coverage_suite(s: Setup, n_random=150):
     """MR-RX-073: the cases of one coverage batch: the window and bad-input cases with both
     write opcodes, a same-path burst, other opcodes kept and dropped by the parser, the SEND
@@ -2403,7 +2513,9 @@ def coverage_suite(s: Setup, n_random=150):
     response cases and responses of every check before the READ row (MR-RX-110..112), the
     message cases (:func:`message_cases`) and a READ of more chunks than the ring
     (:func:`long_read_cases`), the toggle stimulus (:func:`toggle_cases`,
-    :func:`message_toggle_cases`) and the random mix (with rows rewritten mid-traffic)."""
+    :func:`message_toggle_cases`), the request classes (:func:`request_cases`, MR-RX-220),
+    messages above 16 KiB (:func:`long_message_cases`, MR-RX-221) and the random mix (with
+    rows rewritten mid-traffic)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
               for op in (Op.MR_ACK, Op.MR_NAK, Op.RC_WRITE_ONLY,
@@ -2429,4 +2541,5 @@ def coverage_suite(s: Setup, n_random=150):
     # MR-RX-183: within the slots but for the message cases' own chunks beyond them
     first = within_slots(s, head + sends + reads + read_request_cases(s, conn=3)) + message_cases(s, conn=4)
     return first + within_slots(s, long_read_cases(s) + toggle_cases(s) + message_toggle_cases(s)
-                                + random_traffic(s, n_random), before=first)
+                                + request_cases(s) + long_message_cases(s) + random_traffic(s, n_random),
+                                before=first)

@@ -123,7 +123,7 @@ _VL_MODULE = re.compile(r"^module\s+\\?([\w$.]+)\s*\(", re.M)
 _VL_ASSIGN = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)?<?=\s*(.*?)\s*;\s*$",
                         re.M)
 _VL_LITERAL = re.compile(r"^\d+'[hbdo][0-9a-fA-F_]+$")
-_VL_TERM = re.compile(r"^(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
+_VL_TERM = re.compile(r"^(\\\$\d+|\\\$signal\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
 #: ``& { a, b, ... }``: a reduction AND of single bits
 _VL_AND = re.compile(r"^&\s*\{([^}]*)\}$")
 #: the counters' all-ones flags (``cntN_onesK``: bits 16K..16K+15 of cntN are all ones, so the
@@ -173,7 +173,7 @@ def _value_terms(rhs: str):
         m = _VL_TERM.match(t)
         if not m:
             return None
-        out.append((_vl_name(m.group(1)), _slice_low(m.group(2))))
+        out.append((_vl_escaped(m.group(1)), _slice_low(m.group(2))))
     return out
 
 
@@ -467,8 +467,8 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
             if not _temp_reachable(counter_temps[p.hier, name], bit, counts):
                 why = ("counter temporaries (next state, increment, read-out of cntN) the run's "
                        "event count cannot reach")
-        if why is None and constant_bits and bit is not None and \
-                bit in constant_bits.get((p.hier, name), ()):
+        # a one-bit temporary's points name no bit: its bit 0
+        if why is None and constant_bits and (0 if bit is None else bit) in constant_bits.get((p.hier, name), ()):
             why = ("temporaries' bits constant by the netlist's structure (driven by a literal, or "
                    "by &, |, ^ of concatenations with constant bits there, e.g. {hi, 8'h00} & "
                    "{8'h00, lo})")
@@ -702,7 +702,8 @@ def rx_bins():
     MR_SEND_IMM) every outcome but not_handled, no_read and the RETH's (length, access,
     bounds); a READ response every outcome but not_handled, access, bounds, rnr, recv_bounds; a
     READ request (MR-RX-127) every outcome but not_handled, access, bounds (accepted with
-    ``err``), rnr, recv_bounds, no_read; any other opcode is not_handled, or
+    ``err``), rnr, recv_bounds, no_read; an atomic request (MR-RX-220) the same as a READ
+    request; any other opcode is not_handled, or
     parser_drop when the parser dropped it (a drop record carries fields only for ICRC drops:
     the others' class is ``none``)."""
     from metaroce.models.rx import LATE_CODES, RxCode
@@ -719,6 +720,9 @@ def rx_bins():
             if c not in ("not_handled", "access", "bounds", "rnr", "recv_bounds")]
     # MR-RX-127/128: a READ request: no row check, its key and range refusals are accepted
     out += [f"{c}/read_req" for c in codes
+            if c not in ("not_handled", "access", "bounds", "rnr", "recv_bounds", "no_read")]
+    # MR-RX-220: an atomic request (MR-RX-151..157) as a READ request: its refusals are accepted
+    out += [f"{c}/atomic" for c in codes
             if c not in ("not_handled", "access", "bounds", "rnr", "recv_bounds", "no_read")]
     out += [f"{c}/{k}" for k in ("mr_other", "rc") for c in ("not_handled", "parser_drop")]
     return out
@@ -746,7 +750,7 @@ def functional_rx(width: int, shapes: dict[str, list[dict]]) -> dict:
             "missing": missing, "bins": {"outcome x class x shape": table},
             "unexpected": other,
             "every_outcome_every_shape": all(
-                any(table[f"{c}/{k}/{shape}"] for k in ("write", "write_imm", "send", "read_resp", "read_req", "mr_other", "rc")
+                any(table[f"{c}/{k}/{shape}"] for k in ("write", "write_imm", "send", "read_resp", "read_req", "atomic", "mr_other", "rc")
                     if f"{c}/{k}/{shape}" in table)
                 for shape in shapes for c in {b.split('/')[0] for b in pairs})}
 
@@ -755,7 +759,7 @@ def functional_rx(width: int, shapes: dict[str, list[dict]]) -> dict:
 RX_COUNTER = re.compile(r"^ctr(\d+)$|^(reg_data)$")
 
 
-_RX_META_WIRE = re.compile(r"^(s1|s_meta___05Fpayload)((?:__02e\w+?)*)$")
+_RX_META_WIRE = re.compile(r"^(s0|s1|s_meta___05Fpayload)((?:__02e\w+?)*)$")
 _VL_SUM = re.compile(r"^\s*assign\s+(\\\$\d+)\s*=\s*ctr(\d+)\s*\+\s*(\\\$\w+|[A-Za-z_]\w*)\s*;", re.M)
 _VL_NEXT = re.compile(r"^\s*ctr(\d+)\s*<=\s*(\\\$\d+)\s*;", re.M)
 _VL_WIDTH = re.compile(r"^\s*(?:wire|reg)\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|[A-Za-z_]\w*)\s*(?:=[^;]*)?;", re.M)
@@ -859,6 +863,13 @@ def _rx_bounded(points):
     return out
 
 
+#: An assignment (continuous, blocking or not) to a name, Amaranth's unnamed signals too.
+_VL_ASSIGN_ANY = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|\\\$signal\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)?<?=\s*(.*?)\s*;\s*$",
+                            re.M)
+#: Unnamed values of the generated Verilog: Yosys temporaries and Amaranth's unnamed signals.
+_RX_UNNAMED = re.compile(r"^__024(\d+|signal__024\d+)$")
+
+
 def _rx_derived(points, bases):
     """Temporaries whose value is always one of ``bases`` (``{(signal, low bit): family}``:
     a named signal, or its slice from that bit), a choice ``c ? a : b`` among them, or a
@@ -871,34 +882,44 @@ def _rx_derived(points, bases):
         except OSError:
             continue
         sources = defaultdict(list)
-        for lhs, lhs_slice, rhs in _VL_ASSIGN.findall(text):
+        for lhs, lhs_slice, rhs in _VL_ASSIGN_ANY.findall(text):
             if "+" in rhs or lhs_slice:
-                sources[_vl_name(lhs)].append(None)
+                sources[_vl_escaped(lhs)].append(None)
                 continue
             terms = _value_terms(small.sub("1'h0", rhs))
-            sources[_vl_name(lhs)].append(terms)
+            sources[_vl_escaped(lhs)].append(terms)
+        # the greatest fixpoint: a temporary (or an unnamed register, ``$signal$N``, fed back
+        # through its hold and reset muxes) is in a family when every value it takes is a base
+        # of that family, a constant 0 or a candidate of that family; candidates that take
+        # another value drop out until none does (a cycle of registers alone stays in only
+        # with a base among its values)
+        cand = {name for name, assigns in sources.items()
+                if _RX_UNNAMED.match(name) and not any(a is None for a in assigns)}
         derived = {}
         changed = True
         while changed:
             changed = False
-            for name, assigns in sources.items():
-                if name in derived or not _TEMP.match(name) or any(a is None for a in assigns):
-                    continue
-                fams = set()
-                for t, lo in (x for a in assigns for x in a):
-                    if not t:
+            for name in sorted(cand):
+                fams, ok = set(), True
+                for t, lo in (x for a in sources[name] for x in a):
+                    if not t or t == name:
                         continue
                     fam = bases.get((t, lo))
-                    if fam is None and lo == 0:
-                        fam = derived.get(t)
+                    if fam is None and lo == 0 and t in cand:
+                        fam = derived.get(t, "?")
                     if fam is None:
+                        ok = False
                         break
                     fams.add(fam)
-                else:
-                    if len(fams) == 1:
-                        derived[name] = fams.pop()
-                        changed = True
-        out.update(derived)
+                fams.discard("?")
+                if not ok or len(fams) > 1:
+                    cand.discard(name)
+                    derived.pop(name, None)
+                    changed = True
+                elif fams and derived.get(name) != next(iter(fams)):
+                    derived[name] = next(iter(fams))
+                    changed = True
+        out.update({n: f for n, f in derived.items() if n in cand})
     return out
 
 
@@ -964,11 +985,96 @@ def _rx_piece_temporaries(points):
     return temps, flags
 
 
-def rx_exclusions(lay, width: int, points=(), counts=None):
+_VL_PLACED_PICK = re.compile(r"^(?:[^?:]+\?\s*)?(\\\S+|[A-Za-z_]\w*)\s*\[(\d+):(\d+)\]\s*(?::\s*32'd0)?$")
+_VL_PLACED_ZERO_FIRST = re.compile(r"^[^?:]+\?\s*32'd0\s*:\s*(\\\S+|[A-Za-z_]\w*)\s*\[(\d+):(\d+)\]$")
+
+
+def _vl_escaped(name: str) -> str:
+    """A named signal as Verilator's coverage shows it: an escaped name (``\\new_row.slots[0]``)
+    with each other character as ``__0`` and its hex code, a second ``_`` of a pair as
+    ``__05F`` (``new_row__02eslots__05b0__05d``, ``wr___05Fdata``)."""
+    if not name.startswith("\\") or re.fullmatch(r"\\\$\d+", name.strip()):
+        return _vl_name(name.strip())
+    out, prev = [], ""
+    for c in name[1:].strip():
+        if c == "_" and prev == "_":
+            out.append("__05F")
+        elif c.isalnum() or c == "_":
+            out.append(c)
+        else:
+            out.append(f"__0{ord(c):02x}")
+        prev = c
+    return "".join(out)
+
+
+def _rx_placed_fields(lay, text):
+    """MR-RX-222: the ``placed`` fields of the top module's named signals: ``{Verilog name:
+    [low bit of each 32-bit field]}`` for the signals of the message-slot layout (a slot, as
+    the message stages pick and write it) and of the message row (its slots'), found by
+    their widths, and the message stages' ``*_placed`` adders."""
+    slot = {n: f.offset for n, f in lay.msg_slot}["placed"]
+    # not the READ accounting row's: its bit 31 toggles in the run (with its `done`), which
+    # this bound does not explain (docs/hw/rx-results.md, "cov31")
+    at = {lay.msg_slot.size: [slot],
+          lay.msg_row.size: [{n: f.offset for n, f in lay.msg_row}["slots"] + j * lay.msg_slot.size + slot
+                             for j in range(lay.msg_slots)]}
+    out = {}
+    for hi, lo, name in _VL_DECL.findall(text):
+        w = int(hi) - int(lo) + 1 if hi else 1
+        if name.startswith("\\$"):
+            continue
+        if w in at:
+            out[name] = at[w]
+        elif w == 32 and re.fullmatch(r"(m|nxr|nxw)_placed", name):
+            out[name] = [0]
+    return out
+
+
+def _rx_placed_temporaries(lay, points):
+    """MR-RX-222: ``{name: [low bits]}`` of the named signals carrying ``placed`` fields
+    (:func:`_rx_placed_fields`) and of the temporaries whose every driver is such a field or
+    a choice between it and 0 (``c ? s[69:38] : 32'd0``, the message stage's fresh slot), by
+    the Verilator names of the top module the points name."""
+    out = {}
+    tops = {p.hier for p in points if p.page == "v_toggle" and "." not in p.hier}
+    for path in sorted({p.file for p in points if p.page == "v_toggle" and p.hier in tops}):
+        try:
+            with open(path) as f:
+                verilog = f.read()
+        except OSError:
+            continue
+        for top in tops:
+            text = _module_text(verilog, top)
+            if text is None:
+                continue
+            fields = _rx_placed_fields(lay, text)
+            procedural = {n for n in _VL_PROC.findall(text) if not re.match(r"^\s*assign\b", n)}
+            drivers = defaultdict(list)
+            for lhs, rhs in _VL_CONT.findall(text):
+                drivers[lhs.strip()].append(rhs.strip())
+            for name, rhss in drivers.items():
+                if not name.startswith("\\$") or name in procedural:
+                    continue
+                ok = True
+                for rhs in rhss:
+                    m = _VL_PLACED_PICK.match(rhs) or _VL_PLACED_ZERO_FIRST.match(rhs)
+                    if not (m and int(m.group(2)) - int(m.group(3)) == 31
+                            and int(m.group(3)) in fields.get(m.group(1), ())):
+                        ok = False
+                        break
+                if ok:
+                    out[_vl_name(name)] = [0]
+            for name, lows in fields.items():
+                out[_vl_escaped(name)] = lows
+    return out
+
+
+def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
     """Toggle exclusions of the RX engine (MR-RX-073), each with its reason: bits nothing
     reads, and bits the run's event counts cannot reach. ``points``: the run's coverage points
     (the Verilog they name is read for the counter sums); ``counts``: the counters' final
-    values."""
+    values; ``placed_bound``: a bound on every ``placed`` value in the run (MR-RX-222,
+    ``rx_cases.Batches.placed_bound``)."""
     from metaroce.models.rx import NAK_OF, RxCode
     unread = _rx_meta_unread()
 
@@ -988,14 +1094,14 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
     def opcode5(name, bit):
         got = member(name, bit)
         return got is not None and got[0][0] + got[1] == opcode_bit5
-    rules = [_NamedRule(r"^(s1|s_meta___05Fpayload)(__02e\w+)*$",
+    rules = [_NamedRule(r"^(s0|s1|s_meta___05Fpayload)(__02e\w+)*$",
                         "META_LAYOUT bits the RX engine does not read (MR-RX-020 reads drop, "
                         "payload_len, IP ECN, UDP source port, BTH opcode/P_Key/DestQP/AckReq/PSN, "
                         "MRDH path/stream/offset/msg_len, RETH VA/R_Key/DMA length): the s_meta "
-                        "port and its S1 register carry them, nothing reads them (synthesis "
+                        "port and its S0 and S1 registers carry them, nothing reads them (synthesis "
                         "removes those flip-flops)", meta_bit)]
     rules += [
-        _NamedRule(r"^(s1|s_meta___05Fpayload)(__02e\w+)*$", "BTH opcode bit 5: no opcode of the "
+        _NamedRule(r"^(s0|s1|s_meta___05Fpayload)(__02e\w+)*$", "BTH opcode bit 5: no opcode of the "
                    "wire format has it set", opcode5),
         (r"^ones$", "bit 9 of the window update's trailing-ones count: the 513-bit vector "
          "(cum, the 256 SACK bits, a slide's fill below them, the arriving PSN's bit) has at most "
@@ -1006,7 +1112,7 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
         (r"^s3_ab_mask$", "bit 0 of the abandoned-hole mask stands for cum itself, never received: "
          "the RTL sets it to a constant 0", lambda bit: bit == 0),
         (r"^(s2_plen|s[345]_placed|placew__02elength|m_place___05Fpayload__02elength|"
-         r"(s1|s_meta___05Fpayload)__02epayload_len)$",
+         r"(s0|s1|s_meta___05Fpayload)__02epayload_len)$",
          "payload and placement lengths: bits 14-15 (the parser's largest frame, 9,216 bytes, "
          "is below 2^14)", lambda bit: bit is not None and bit >= 14),
         (r"^mtu$", "the MTU is 1 << mtu_log2 (4 bits): bit 16 of its 17 is constant 0",
@@ -1027,6 +1133,11 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
     plen_at = next(off for path, off, _ in META_FIELDS if path == ("payload_len",))
     bases = {(n, 0): k for k, (names, _, _) in enumerate(families) for n in names}
     bases[("s1", plen_at)] = 0          # the record's payload length, as S1 holds it
+    # and as the stages' carries hold it (hdl/rx.py's carry layout: conn, path 8, row, psn 24,
+    # ack_req, ce, sport 16, then plen)
+    carry_plen = 2 * lay.conn_bits + lay.path_bits + 8 + 24 + 1 + 1 + 16
+    for k in range(1, 7):
+        bases[(f"s{k}_carry", carry_plen)] = 0
     for name, fam in _rx_derived(points, bases).items():
         rules.append((rf"^{re.escape(name)}$", families[fam][1], families[fam][2]))
     for name, zero in _rx_bounded(points).items():
@@ -1056,6 +1167,15 @@ def rx_exclusions(lay, width: int, points=(), counts=None):
         for name, (ctr, need) in piece_flags.items():
             rules.append((rf"^{re.escape(name)}$", why_temp,
                           lambda bit, ctr=ctr, need=need: count(ctr) < need))
+    if placed_bound is not None:
+        why_placed = ("placed bytes (MR-RX-222: the message slots' `placed`, "
+                      "in named rows and slots and in temporaries carrying it or 0): bits whose first "
+                      "rise needs more bytes than the run's bound (a slot's records' payload bytes plus "
+                      "the largest record)")
+        for name, lows in _rx_placed_temporaries(lay, points).items():
+            rules.append((rf"^{re.escape(name)}$", why_placed,
+                          lambda bit, lows=lows: bit is not None and any(
+                              lo <= bit < lo + 32 and 1 << (bit - lo) > placed_bound for lo in lows)))
     for name, (ctr, most) in (_rx_counter_sums(points) if counts else {}).items():
         rules.append(_NamedRule(
             rf"^{re.escape(name)}$", "counter sums ctrN + x (the counters of MR-RX-050 whose "

@@ -171,10 +171,10 @@ async def rx_coverage(dut):
             drv = await _batch(h, model, batches, setup, cases, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
             items = drv.items
             try:
-                exp = rc.check(items, drv.res, conns, paths, keys, streams)
+                exp = rc.check(items, drv.res, conns, paths, keys, streams, place_base=drv.place_base)
             except AssertionError as e:
                 out["problems"].append(f"{shape}: {str(e).splitlines()[0]}")
-                exp = rc.expected(items, conns, paths, keys, streams)
+                exp = rc.expected(items, conns, paths, keys, streams, place_base=drv.place_base)
             recs = [c for c in items if isinstance(c, rc.Case)]
             points += [{"code": o.code.name.lower(), "class": rc.opcode_class(c)}
                        for c, o in zip(recs, exp["outcomes"])]
@@ -193,10 +193,11 @@ async def rx_coverage(dut):
         drv = await _batch(h, model, batches, s, rc.burst_same_path(s, 48, plen=9),
                            seed=seed * 1000 + 90 + j, p_idle=0.0, p_bp=p_bp)
         try:
-            rc.check(drv.items, drv.res, conns, paths, keys, streams)
+            rc.check(drv.items, drv.res, conns, paths, keys, streams, place_base=drv.place_base)
         except AssertionError as e:
             out["problems"].append(f"stall {stalled}: {str(e).splitlines()[0]}")
     out["counts"] = batches.before
+    out["placed_bound"] = batches.placed_bound      # MR-RX-222: the placed-bytes exclusion
     out["mismatches"] = h.mismatch_cycles
     out["mismatch_reports"] = h.reports[:3]
     out["cycles"] = h.cycle

@@ -458,6 +458,52 @@ def test_message_toggle_cases_reach_wide_fields():
     assert any(c["wr_id"] >> 48 for c in cqes) and any(c["with_imm"] and c["imm"] >> 24 for c in cqes)
 
 
+def test_request_cases_after_a_batch_and_atomic_bins():
+    """MR-RX-220: the coverage suite's request classes (``rc.request_cases``) as the second
+    batch on one cycle model, after a batch that placed: checked with the first batch's
+    placements counted into the atomic items' placement mark (MR-RX-175), every ``atomic``
+    bin of the shape hit; checked as if on a fresh engine (``place_base`` 0) the atomic
+    stream differs (the negative control)."""
+    from metaroce.tb import coverage as cov
+    lay_args = dict(conns=256, paths=4, keys=256, streams=4)
+    model = rx.RxCycleModel(64, **lay_args)
+    batches = rc.Batches(64)
+    s1 = rc.Setup(seed=3, **lay_args)
+    first = batches.run(s1, rc.burst_same_path(s1, 8, plen=9), model=model, seed=3, p_idle=0.0, p_bp=0.0)
+    assert first.place_base == 0 and len(first.res["place"]) == 8
+    s2 = rc.Setup(seed=4, **lay_args)
+    cases = rc.within_slots(s2, rc.request_cases(s2, 6))
+    drv = batches.run(s2, cases, model=model, seed=4, p_idle=0.25, p_bp=0.4)
+    assert drv.place_base == 8 and drv.res["atom"]
+    exp = rc.check(drv.items, drv.res, *lay_args.values(), place_base=drv.place_base)
+    with pytest.raises(AssertionError, match="atom #0"):
+        rc.check(drv.items, drv.res, *lay_args.values())
+    recs = [c for c in drv.items if isinstance(c, rc.Case)]
+    pts = [{"code": o.code.name.lower(), "class": rc.opcode_class(c)} for c, o in zip(recs, exp["outcomes"])]
+    table = cov.functional_rx(64, {"none": pts})["bins"]["outcome x class x shape"]
+    atomic = [k for k in table if k.split("/")[1] == "atomic"]
+    assert len(atomic) == 10 and all(table[k] for k in atomic), [k for k in atomic if not table[k]]
+
+
+def test_long_messages_above_16k():
+    """MR-RX-221: ``rc.long_message_cases`` on the cycle model at an MTU of 8,192: every chunk
+    accepted; a WRITE_IMM completion above 64 KiB, a SEND_IMM and a READ completion above
+    16 KiB, each of its message's whole length; the MTU put back after."""
+    from metaroce.models.rx import GLOBAL, TABLE_GLOBAL, WC_RDMA_READ, WC_RECV, WC_RECV_RDMA_WITH_IMM
+    lay_args = dict(conns=256, paths=4, keys=256, streams=4)
+    s = rc.Setup(seed=9, **lay_args)
+    cases = rc.long_message_cases(s)
+    drv = rc.Batches(64).run(s, cases, model=rx.RxCycleModel(64, **lay_args), seed=9, p_idle=0.2, p_bp=0.4)
+    exp = rc.check(drv.items, drv.res, *lay_args.values())
+    assert all(o.code == RxCode.ACCEPTED for o in exp["outcomes"])
+    cqes = [unpack(s.lay.cqe, v) for v in drv.res["cqe"]]
+    lengths = {c["opcode"]: c["length"] for c in cqes}
+    assert len(cqes) == 3 and set(lengths) == {WC_RECV_RDMA_WITH_IMM, WC_RECV, WC_RDMA_READ}
+    assert lengths[WC_RECV_RDMA_WITH_IMM] > 1 << 16 and lengths[WC_RECV] > 1 << 14 and lengths[WC_RDMA_READ] > 1 << 14
+    globs = [unpack(GLOBAL, c.value)["mtu_log2"] for c in cases if isinstance(c, rc.CfgWrite) and c.table == TABLE_GLOBAL]
+    assert globs == [13, 8]
+
+
 def test_long_read_crosses_the_ring():
     """MR-RX-073, MR-RX-082, MR-RX-112: a READ of more chunks than the ring, two chunks resent
     after the ring moved past them (``rc.long_read_cases``): every chunk accepted, the two

@@ -135,7 +135,8 @@ def run_rx(args, blk):
         points = cov.read_coverage_dat(dat)
         temps, _ = cov.counter_temporaries_of(points, blk.name, "ctr")
         summary = cov.summarise(points, res["counts"],
-                                cov.rx_exclusions(lay, args.width, points, res["counts"]),
+                                cov.rx_exclusions(lay, args.width, points, res["counts"],
+                                                  placed_bound=res.get("placed_bound")),
                                 counter_temps=temps, constant_bits=cov.constant_bits_of(points),
                                 counter_re=cov.RX_COUNTER)
         func = cov.functional_rx(args.width, res["shapes"])

@@ -29,7 +29,7 @@ def main(width=64, seed=1, n_random=150):
         for which, (setup, cases) in (("suite", (s, rc.coverage_suite(s, n_random))), ("endpoint", (s2, tr.items))):
             drv = batches.run(setup, cases, model=model, seed=seed * 1000 + k, p_idle=p_idle, p_bp=p_bp)
             try:
-                rc.check(drv.items, drv.res, conns, paths, keys, streams)
+                rc.check(drv.items, drv.res, conns, paths, keys, streams, place_base=drv.place_base)
                 print(shape, which, "ok")
             except AssertionError as e:
                 print(shape, which, "problem:", str(e).splitlines()[0][:240])
