@@ -1,5 +1,5 @@
 """Cycle model of the row scheduler (docs/spec/hw-tx-sched.md "The row scheduler",
-MR-TXS-200..239): the TX scheduler's per-connection state in block-RAM rows of fixed width,
+MR-TXS-200..235): the TX scheduler's per-connection state in block-RAM rows of fixed width,
 one operation per cycle through a read / register / apply-and-write-back pipeline with
 forwarding, and queues of active connections (to schedule) and of connections with a
 completion (to complete).
@@ -155,7 +155,7 @@ class _Op:
 
 
 class TxSchedRowsModel:
-    """The row scheduler cycle by cycle (MR-TXS-200..239). ``forward=False`` (negative controls
+    """The row scheduler cycle by cycle (MR-TXS-200..235). ``forward=False`` (negative controls
     only) leaves out MR-TXS-221's forwarding: an operation then reads its row without the writes
     of the two operations ahead. ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
