@@ -146,6 +146,48 @@ def unpack_row(rl, word):
     return _unpack(rl.row, word)
 
 
+class RowPipe:
+    """MR-TXS-220/221: the row memory and the pipeline, generic over the operation: an
+    operation (any object with ``conn`` and a writable ``row``) taken in cycle t has its row
+    read at the edge ending t (the memory before that edge's write), is registered in S1 (t+1)
+    and applied in S2 (t+2), where ``apply(op, word) -> (new word, ...)`` gives the row written
+    at the edge ending t+2. Forwarding (``forward``): at the edge into S2 the row written at the
+    previous edge replaces the read when the connections are equal (the op two ahead); in S2 the
+    row written at the previous edge replaces the registered row (the op just ahead). The RTL's
+    form is hdl/tx_sched_rows.py ``RowPipe``."""
+
+    def __init__(self, init, *, forward=True):
+        self.mem = list(init)
+        self.forward = forward
+        self.s1 = self.s2 = None
+        self.wb = None                  # (conn, word): the write at the last edge
+
+    def ops(self):
+        return [o for o in (self.s1, self.s2) if o is not None]
+
+    def edge(self, take, apply):
+        """One clock edge; ``take`` the op taken in this cycle (or None). Returns ``(op applied
+        in S2 or None, apply's result)``."""
+        rd = self.mem[take.conn] if take is not None else None      # before this edge's write
+        x, res, new_wb = self.s2, None, None
+        if x is not None:
+            word = x.row
+            if self.forward and self.wb is not None and self.wb[0] == x.conn:
+                word = self.wb[1]
+            res = apply(x, word)
+            self.mem[x.conn] = res[0]
+            new_wb = (x.conn, res[0])
+        y = self.s1
+        if y is not None and self.forward and self.wb is not None and self.wb[0] == y.conn:
+            y.row = self.wb[1]
+        self.s2 = y
+        if take is not None:
+            take.row = rd
+        self.s1 = take
+        self.wb = new_wb
+        return x, res
+
+
 class _Op:
     """An operation in the pipeline: its kind, connection, payload, and the row it carries."""
     __slots__ = ("kind", "conn", "f", "row")
@@ -181,7 +223,8 @@ class TxSchedRowsModel:
                                 **{k: v for k, v in prm.items()
                                    if k not in ("conns", "streams", "paths", "depth")})
         # MR-TXS-200: the row memory at reset; MR-TXS-205: the descriptor memory
-        self.mem = [self._reset_row(c) for c in range(conns)]
+        self.pipe = RowPipe([self._reset_row(c) for c in range(conns)], forward=forward)
+        self.mem = self.pipe.mem
         self.desc = [0] * (conns * streams * depth)
         # MR-TXS-212/215: the active queue and the completion queue (connection numbers)
         self.active, self.done = deque(), deque()
@@ -189,8 +232,6 @@ class TxSchedRowsModel:
         self.b = {k: None for k in ("verdict", "cwnd", "fail", "acked", "lost", "wr")}
         self.blocked = {"wr": False, "lost": False}      # MR-TXS-217: refused, waiting
         self.in_flight = {"wr": False, "lost": False}
-        self.s1 = self.s2 = None                         # MR-TXS-220: the pipeline's stages
-        self.wb = None                                   # the write of the last edge (conn, row)
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
@@ -366,11 +407,11 @@ class TxSchedRowsModel:
 
     # ------------------------------------------------------------ the arbiter (S0)
     def _room(self, q, kinds):
-        n = sum(1 for o in (self.s1, self.s2) if o is not None and o.kind in kinds)
+        n = sum(1 for o in self.pipe.ops() if o.kind in kinds)
         return q.level + n < OUT_DEPTH
 
     def _cqe_room(self):
-        n = sum(1 for o in (self.s1, self.s2) if o is not None and (
+        n = sum(1 for o in self.pipe.ops() if (
             o.kind == "complete" or (o.kind == "wr" and self.sem.wr_status(o.f))))
         return self.cqe_q.level + n < OUT_DEPTH
 
@@ -401,7 +442,7 @@ class TxSchedRowsModel:
 
     def busy(self):
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level
-                    or self.s1 is not None or self.s2 is not None or self.active or self.done
+                    or self.pipe.ops() or self.active or self.done
                     or any(v is not None for v in self.b.values()))
 
     # ------------------------------------------------------------ one clock
@@ -410,8 +451,6 @@ class TxSchedRowsModel:
         lay, b = self.lay, self.b
         pick = self._pick()
         taken = pick.kind if pick is not None else None
-        # MR-TXS-220: the row read of the op taken (the memory before this edge's write)
-        rd = self.mem[pick.conn] if pick is not None else None
         # MR-TXS-211: a boundary register is ready when empty or taken in this cycle (the work
         # request's and the lost report's stay until applied, MR-TXS-217)
         def free(k):
@@ -429,18 +468,11 @@ class TxSchedRowsModel:
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
-        # ---- the edge
-        # S2: apply and write back (MR-TXS-221: with the write of the op just ahead)
+        # ---- the edge: S2 applies (MR-TXS-220/221), S1 moves to S2, the op taken is read
         frame = sent = cqe = None
-        new_wb = None
-        x = self.s2
+        x, r = self.pipe.edge(pick, lambda op, word: self._apply(op, word, g("now", 0)))
         if x is not None:
-            word = x.row
-            if self.forward and self.wb is not None and self.wb[0] == x.conn:
-                word = self.wb[1]
-            new, frame, sent, cqe, p_act, p_done, refused, res = self._apply(x, word, g("now", 0))
-            self.mem[x.conn] = new
-            new_wb = (x.conn, new)
+            new, frame, sent, cqe, p_act, p_done, refused, res = r
             if x.kind in self.in_flight:
                 self.in_flight[x.kind] = False
                 if refused:
@@ -459,14 +491,7 @@ class TxSchedRowsModel:
                 self.active.append(x.conn)
             if p_done:
                 self.done.append(x.conn)
-        # S1 -> S2 (MR-TXS-221: with the write of the op two ahead, written at the last edge)
-        y = self.s1
-        if y is not None and self.forward and self.wb is not None and self.wb[0] == y.conn:
-            y.row = self.wb[1]
-        self.s2 = y
-        # S0 -> S1: the row read (before this edge's write: it misses it)
         if pick is not None:
-            pick.row = rd
             if pick.kind == "sched":
                 self.active.popleft()
             elif pick.kind == "complete":
@@ -475,8 +500,6 @@ class TxSchedRowsModel:
                 self.in_flight[pick.kind] = True
             else:
                 b[pick.kind] = None
-        self.s1 = pick
-        self.wb = new_wb
         # the ports into the boundary registers (MR-TXS-211)
         if out["s_rsp__ready"] and rsp_valid:
             b["wr"] = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), self.streams)
