@@ -1,5 +1,5 @@
 """Cycle model of the row scheduler (docs/spec/hw-tx-sched.md "The row scheduler",
-MR-TXS-200..235): the TX scheduler's per-connection state in block-RAM rows of fixed width,
+MR-TXS-200..237): the TX scheduler's per-connection state in block-RAM rows of fixed width,
 one operation per cycle through a read / register / apply-and-write-back pipeline with
 forwarding, and queues of active connections (to schedule) and of connections with a
 completion (to complete).
@@ -197,7 +197,7 @@ class _Op:
 
 
 class TxSchedRowsModel:
-    """The row scheduler cycle by cycle (MR-TXS-200..235). ``forward=False`` (negative controls
+    """The row scheduler cycle by cycle (MR-TXS-200..237). ``forward=False`` (negative controls
     only) leaves out MR-TXS-221's forwarding: an operation then reads its row without the writes
     of the two operations ahead. ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
@@ -584,3 +584,62 @@ def replay(model):
             cqes.setdefault(c, []).append(cqe)
     return frames, cqes
 
+
+
+# ------------------------------------------------------------------ the pipeline alone
+
+#: MR-TXS-237: the pipeline check's row (4 lanes of 8 bits) and operation
+LANES, LANE_BITS = 4, 8
+
+
+def lane_layouts(rows):
+    """MR-TXS-237: ``s_op`` ``{conn, lane, add}`` and ``m_wb`` ``{conn, row}``."""
+    cb = _bits(rows)
+    return (data.StructLayout({"conn": cb, "lane": _bits(LANES), "add": LANE_BITS}),
+            data.StructLayout({"conn": cb, "row": LANES * LANE_BITS}))
+
+
+def lane_init(rows):
+    """MR-TXS-237: row ``c`` at reset: every lane ``c`` (mod 256)."""
+    return [sum((c & 0xFF) << (LANE_BITS * k) for k in range(LANES)) for c in range(rows)]
+
+
+def lane_add(word, lane, add):
+    """MR-TXS-237: the pipeline check's operation: lane ``lane`` of the row plus ``add``
+    (mod 256)."""
+    sh = LANE_BITS * lane
+    m = (1 << LANE_BITS) - 1
+    v = ((word >> sh) + add) & m
+    return (word & ~(m << sh)) | v << sh
+
+
+class RowPipeLaneModel:
+    """MR-TXS-237: :class:`RowPipe` as a block with ports, for the RTL's lockstep: an
+    operation on ``s_op`` (taken when valid, every cycle) adds to a lane of its row; ``m_wb``
+    shows the row written at the last edge (its payload kept while not valid)."""
+
+    def __init__(self, rows=4, *, forward=True):
+        self.rows = rows
+        self.op_lay, self.wb_lay = lane_layouts(rows)
+        self.pipe = RowPipe(lane_init(rows), forward=forward)
+        self.payload = 0
+
+    @staticmethod
+    def port_names():
+        return {"inputs": ["s_op__valid", "s_op__payload"],
+                "outputs": ["m_wb__valid", "m_wb__payload"]}
+
+    def busy(self):
+        return bool(self.pipe.ops())
+
+    def step(self, inputs):
+        wb = self.pipe.wb
+        out = {"m_wb__valid": int(wb is not None), "m_wb__payload": self.payload}
+        take = None
+        if inputs.get("s_op__valid", 0):
+            f = unpack(self.op_lay, inputs.get("s_op__payload", 0))
+            take = _Op("lane", f["conn"], f)
+        x, _ = self.pipe.edge(take, lambda op, w: (lane_add(w, op.f["lane"], op.f["add"]),))
+        if x is not None:
+            self.payload = pack(self.wb_lay, {"conn": x.conn, "row": self.pipe.wb[1]})
+        return out
