@@ -28,7 +28,7 @@ from . import records
 from .fifo import SyncFifoModel
 from .rx import pack, unpack
 from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, SMALL, GEN_BITS, TxSchedModel, check_params,
-                       cqe_entry, cqe_outputs, is_rsp, layouts, rsp_item)
+                       cqe_entry, cqe_outputs, layouts, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
            "OP_KINDS", "FWD_DISTANCE", "PIPE_STAGES"]
