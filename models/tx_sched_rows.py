@@ -199,11 +199,13 @@ class _Op:
 class TxSchedRowsModel:
     """The row scheduler cycle by cycle (MR-TXS-200..237). ``forward=False`` (negative controls
     only) leaves out MR-TXS-221's forwarding: an operation then reads its row without the writes
-    of the two operations ahead. ``events`` logs every applied operation in the order of its
+    of the two operations ahead. ``work_filter=False`` (for the figures): MR-TXS-213's entry on
+    any operation, without the work term. ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
-                 paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, **kw):
+                 paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
+                 **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -213,6 +215,8 @@ class TxSchedRowsModel:
             raise ValueError(f"conns must be a power of two in [2, 4096], not {conns!r}")
         check_params(**dict(prm, conns=2))
         self.width, self.forward = width, forward
+        # MR-TXS-213: enter the active queue only with work (False: on any operation)
+        self.work_filter = work_filter
         self.prm = prm
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
@@ -387,13 +391,16 @@ class TxSchedRowsModel:
             op_res = act
         # MR-TXS-213/214: the active queue: a schedule op keeps its connection in it when it
         # acted, lets it go when it found nothing; every other op (unless refused) puts it in
+        # ``work``: chunks not sent once or resends queued (without, decide_conn finds nothing)
+        cs = sem.conn[0]
+        work = bool(cs["unsent"] or cs["retx"]) or not self.work_filter
         push_active = False
         if kind == "sched":
-            if op_res is None:
+            if op_res is None or not work:
                 cr["inq"] = 0
             else:
                 push_active = True
-        elif not refused and not cr["inq"]:
+        elif not refused and not cr["inq"] and work:
             cr["inq"], push_active = 1, True
         # MR-TXS-215: the completion queue, on the new row
         push_done = False
