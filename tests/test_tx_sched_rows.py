@@ -303,3 +303,39 @@ def test_throughput():
     three = frame_cycles(3)
     gaps = [b - a for a, b in zip(three[10:], three[11:])]
     assert min(gaps) == 1 and sum(gaps) / len(gaps) < 1.1
+
+
+def test_connection_failure():
+    """MR-TXS-207, MR-TXS-211: a connection failure on ``s_error`` is an operation on its row:
+    its live messages fail (MR-TXS-027: no chunk more sent, completed with the status once
+    nothing is in flight), the other connection's message completes with success; the replay
+    through TxSchedModel agrees."""
+    from metaroce.models.rx import unpack
+    m = TxSchedRowsModel(64, **SMALL)
+    rdy = {"m_frame__ready": 1, "m_sent__ready": 1, "m_cqe__ready": 1}
+    items = [tc.wr_item(1, 0, 20 * 1024, wr_id=7), tc.wr_item(0, 1, 2 * 1024, wr_id=8)]
+    sent, cqes, k = [], [], 0
+    for cyc in range(120):
+        inp = dict(rdy)
+        if k < len(items):
+            inp.update(s_wr__valid=1, s_wr__payload=pack(m.lay.wr, items[k]))
+        if cyc == 12:
+            inp.update(s_error__valid=1, s_error__payload=pack(m.lay.error,
+                                                               {"conn": 1, "path": 0, "status": 12}))
+        offered = cyc >= 40 and sent and cyc % 2 == 0   # every packet acknowledged, one by one
+        if offered:
+            s = sent[0]
+            inp.update(s_acked__valid=1, s_acked__payload=pack(m.lay.report, {
+                "conn": s["conn"], "path": s["path"], "slot": s["slot"], "chunk": s["chunk"],
+                "abort": 0, "lap": s["lap"]}))
+        out = m.step(inp)
+        k += bool(k < len(items) and out["s_wr__ready"])
+        if offered and out["s_acked__ready"]:
+            sent.pop(0)
+        if out["m_sent__valid"]:
+            sent.append(unpack(m.lay.sent, out["m_sent__payload"]))
+        if out["m_cqe__valid"]:
+            cqes.append(unpack(m.lay.cqe, out["m_cqe__payload"]))
+    assert sorted((c["wr_id"], c["status"]) for c in cqes) == [(7, 12), (8, 0)]
+    frames, _ = replay(m)
+    assert 0 < len(frames[1]) < 20 and len(frames[0]) == 2
