@@ -39,8 +39,10 @@ def completions(res):
 
 def run_rows(prm, n, seed, *, forward=True, limit=None, **kw):
     """The row model through the driver on ``n`` work requests of ``traffic``; the driver's
-    results and the model. Checked every cycle (MR-TXS-212/215): a connection is at most once
-    in the active queue and at most once in the completion queue."""
+    results and the model. Checked every cycle (MR-TXS-212/213/215): a connection is at most
+    once in the active queue and at most once in the completion queue; and (up to 8
+    connections) every connection with an action (``decide_conn`` on its row) is in the
+    active queue or has an operation in the pipeline."""
     m = TxSchedRowsModel(64, **prm, forward=forward)
     items = tc.traffic(TxSchedModel(**dict(prm, conns=min(prm["conns"], 256))), n, seed=seed)
     drv = tc.Driver(m.lay, items, seed=seed, **kw)
@@ -49,12 +51,22 @@ def run_rows(prm, n, seed, *, forward=True, limit=None, **kw):
     def on_cycle(cycle, ins, outs):
         assert len(set(m.active)) == len(m.active), "a connection twice in the active queue"
         assert len(set(m.done)) == len(m.done), "a connection twice in the completion queue"
+        if prm["conns"] > 8:
+            return
+        # MR-TXS-213: no connection with an action is out of both the queue and the pipeline
+        # (its row in memory is then its state: no operation of it in flight)
+        in_pipe = {op.conn for op in m.pipe.ops()}
+        for c in range(m.conns):
+            if c not in in_pipe and c not in m.active:
+                m._load(c, m.mem[c])
+                assert m.sem.decide_conn(0) is None, f"cycle {cycle}: connection {c} left out"
 
     run_alone(m, drv, on_cycle=on_cycle)
     return items, drv.res, m
 
 
 CASES = [(dict(SMALL), 60, 0, {}), (dict(SMALL, conns=4, paths=8), 50, 2, {"p_cwnd": 0.05}),
+         (dict(SMALL, conns=4, cwnd=3000), 40, 5, {}),
          pytest.param(dict(SMALL), 60, 1, {}, marks=pytest.mark.slow),
          pytest.param(dict(SMALL), 60, 3, {}, marks=pytest.mark.slow),
          pytest.param(dict(SMALL, conns=8), 120, 1, {}, marks=pytest.mark.slow),
