@@ -19,7 +19,9 @@ class RowPipe(wiring.Component):
     two ahead); S2 (t+2) takes the row written at the previous edge when the connections are
     equal (the op just ahead), computes ``apply(m, row, arg) -> new row`` and writes it back.
     ``wb_*``: the write at the last edge (registers; ``wb_conn``/``wb_row`` kept while
-    ``wb_valid`` is 0). ``forward=False``: the wrong form without the two forwards."""
+    ``wb_valid`` is 0). ``forward=False``: the wrong form without the two forwards. The
+    forwards' selects are registers (their equality terms decided a cycle ahead), so neither
+    starts at a comparator."""
 
     def __init__(self, rows, row_width, arg_width, apply, *, init=(), forward=True):
         self.rows, self.row_width, self.apply = rows, row_width, apply
@@ -45,11 +47,14 @@ class RowPipe(wiring.Component):
         s2_conn = Signal.like(s1_conn)
         s2_arg = Signal.like(s1_arg)
         s2_row = Signal(W)
+        # the equality terms decided a cycle ahead and registered (MR-TX-035's form): in the
+        # take cycle against the op in S2 (it writes at this edge: next cycle's last write),
+        # in S1 against the op in S2 (the op just ahead of S1's)
         fwd_two = Signal()
         fwd_one = Signal()
         if self.forward:
-            m.d.comb += [fwd_two.eq(self.wb_valid & (self.wb_conn == s1_conn)),
-                         fwd_one.eq(self.wb_valid & (self.wb_conn == s2_conn))]
+            m.d.sync += [fwd_two.eq(s2_valid & (s2_conn == self.take_conn)),
+                         fwd_one.eq(s2_valid & (s2_conn == s1_conn))]
         m.d.sync += [s2_valid.eq(s1_valid), s2_conn.eq(s1_conn), s2_arg.eq(s1_arg),
                      s2_row.eq(Mux(fwd_two, self.wb_row, rd.data))]
         # S2: the write of the op just ahead replaces the registered row

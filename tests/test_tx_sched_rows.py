@@ -245,14 +245,15 @@ class LaneDriver:
         pass
 
 
-def lane_lockstep(rtl_forward, model_forward, seed=0, n=400):
-    from metaroce.hdl.tx_sched_rows import RowPipeLane
+def lane_lockstep(rtl_forward, model_forward, seed=0, n=400, hdl=None):
+    from metaroce.hdl import tx_sched_rows
     from metaroce.models.tx_sched_rows import RowPipeLaneModel
     from metaroce.tb.lockstep import Mismatch, run_amaranth
+    hdl = hdl or tx_sched_rows
     model = RowPipeLaneModel(4, forward=model_forward)
     drv = LaneDriver(model, n, seed)
     try:
-        core = run_amaranth(RowPipeLane(4, forward=rtl_forward), model, drv)
+        core = run_amaranth(hdl.RowPipeLane(4, forward=rtl_forward), model, drv)
     except Mismatch:
         return None
     return core.mismatches, drv, model
@@ -351,3 +352,14 @@ def test_connection_failure():
     assert sorted((c["wr_id"], c["status"]) for c in cqes) == [(7, 12), (8, 0)]
     frames, _ = replay(m)
     assert 0 < len(frames[1]) < 20 and len(frames[0]) == 2
+
+
+@pytest.mark.parametrize("old,new", [
+    ("fwd_two.eq(s2_valid & (s2_conn == self.take_conn))", "fwd_two.eq(0)"),
+    ("fwd_one.eq(s2_valid & (s2_conn == s1_conn))", "fwd_one.eq(0)"),
+    ("fwd_one.eq(s2_valid & (s2_conn == s1_conn))", "fwd_one.eq(s2_conn == s1_conn)")])
+def test_row_pipe_wrong_forms_fail(old, new):
+    """MR-TXS-237, MR-TXS-221 (negative controls): the RTL with one of its two forwards left
+    out, or taken without the write's valid, fails the lockstep."""
+    from metaroce.tb.lockstep import wrong_form
+    assert lane_lockstep(True, True, hdl=wrong_form("tx_sched_rows", old, new)) is None
