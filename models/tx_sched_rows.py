@@ -342,16 +342,17 @@ class TxSchedRowsModel:
         return any(self.sem.completes(s) for s in range(self.streams))
 
     def _apply(self, op, word, now):
-        """MR-TXS-207..209: operation ``op`` on the row ``word`` of its connection: ``(new
-        word, frame, sent, cqe, pushes)`` with ``pushes`` the queues the connection enters
-        (MR-TXS-213/215) and whether a refused operation waits (MR-TXS-217)."""
+        """MR-TXS-207..209: operation ``op`` on the row ``word`` of its connection: ``(new word,
+        frame, sent, completion, enters the active queue, enters the completion queue,
+        refused, result)`` (MR-TXS-213/215/217; ``result``: a schedule op's action, else the
+        completion)."""
         c, kind, f = op.conn, op.kind, op.f
         sem = self.sem
         row = self._load(c, word)
         cr = row["conn"]
         frame = sent = cqe = None
-        popped = False
-        refused = False
+        popped = refused = False
+        act = None
         if kind == "wr":
             g = dict(f, conn=0)
             if not sem.wr_room(g):
@@ -388,15 +389,14 @@ class TxSchedRowsModel:
                 if r is not None:
                     frame, sent = dict(r[0], conn=c), dict(r[1], conn=c)
                 act = (act[0], c) + tuple(act[2:])
-            op_res = act
         # MR-TXS-213/214: the active queue: a schedule op keeps its connection in it when it
-        # acted, lets it go when it found nothing; every other op (unless refused) puts it in
-        # ``work``: chunks not sent once or resends queued (without, decide_conn finds nothing)
+        # acted and work is left, else lets it go; every other op (unless refused) puts it in
+        # when it has work: chunks not sent once or resends queued (without, no action)
         cs = sem.conn[0]
         work = bool(cs["unsent"] or cs["retx"]) or not self.work_filter
         push_active = False
         if kind == "sched":
-            if op_res is None or not work:
+            if act is None or not work:
                 cr["inq"] = 0
             else:
                 push_active = True
@@ -409,8 +409,7 @@ class TxSchedRowsModel:
         if not refused and not cr["incq"] and self._completes():
             cr["incq"], push_done = 1, True
         new = self._store(c, row, popped)
-        res = op_res if kind == "sched" else (cqe if cqe is not None else None)
-        return new, frame, sent, cqe, push_active, push_done, refused, res
+        return new, frame, sent, cqe, push_active, push_done, refused, act if kind == "sched" else cqe
 
     # ------------------------------------------------------------ the arbiter (S0)
     def _room(self, q, kinds):
