@@ -226,7 +226,8 @@ class TxSchedRowsModel:
         self.sem = TxSchedModel(2, streams, paths, depth,
                                 **{k: v for k, v in prm.items()
                                    if k not in ("conns", "streams", "paths", "depth")})
-        # MR-TXS-200: the row memory at reset; MR-TXS-205: the descriptor memory
+        # MR-TXS-200: the row memory at reset; MR-TXS-205: the descriptor memory (read here at
+        # S2, the current records: what the RTL's read with the row and its forwards give)
         self.pipe = RowPipe([self._reset_row(c) for c in range(conns)], forward=forward)
         self.mem = self.pipe.mem
         self.desc = [0] * (conns * streams * depth)
