@@ -19,13 +19,17 @@ class RowPipe(wiring.Component):
     two ahead); S2 (t+2) takes the row written at the previous edge when the connections are
     equal (the op just ahead), computes ``apply(m, row, arg) -> new row`` and writes it back.
     ``wb_*``: the write at the last edge (registers; ``wb_conn``/``wb_row`` kept while
-    ``wb_valid`` is 0). ``forward=False``: the wrong form without the two forwards. The
+    ``wb_valid`` is 0). ``forward=False``: the wrong form without the two forwards.
+    ``collision_garbage`` (simulation only): a read that met a write of its row returns its row
+    inverted (MR-FLOW-028's attribute holds: such a read is never used). The
     forwards' selects are registers (their equality terms decided a cycle ahead), so neither
     starts at a comparator."""
 
-    def __init__(self, rows, row_width, arg_width, apply, *, init=(), forward=True):
+    def __init__(self, rows, row_width, arg_width, apply, *, init=(), forward=True,
+                 collision_garbage=False):
         self.rows, self.row_width, self.apply = rows, row_width, apply
         self.init, self.forward = list(init), forward
+        self.collision_garbage = collision_garbage
         cb = max(1, (rows - 1).bit_length())
         super().__init__({"take_valid": In(1), "take_conn": In(cb), "take_arg": In(arg_width),
                           "wb_valid": Out(1), "wb_conn": Out(cb), "wb_row": Out(row_width)})
@@ -33,10 +37,20 @@ class RowPipe(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         W = self.row_width
-        m.submodules.rows = mem = memory.Memory(shape=W, depth=self.rows, init=self.init)
+        # MR-FLOW-028: a read that meets S2's write of its row is replaced by that write at the
+        # edge into S2 (fwd_two), so the memory may read anything then: no collision logic
+        m.submodules.rows = mem = memory.Memory(shape=W, depth=self.rows, init=self.init,
+                                                attrs={"metaroce_collision": "x"})
         rd = mem.read_port()                     # synchronous, not transparent: misses the edge's write
         wr = mem.write_port()
         m.d.comb += rd.addr.eq(self.take_conn)
+        rd_data = rd.data
+        if self.collision_garbage:
+            # simulation only: the read data of a cycle whose read met a write of its row
+            # inverted, to show it is never used
+            hit = Signal()
+            m.d.sync += hit.eq(wr.en & (wr.addr == rd.addr))
+            rd_data = Mux(hit, ~rd.data, rd.data)
         s1_valid = Signal()
         s1_conn = Signal.like(self.take_conn)
         s1_arg = Signal.like(self.take_arg)
@@ -56,7 +70,7 @@ class RowPipe(wiring.Component):
             m.d.sync += [fwd_two.eq(s2_valid & (s2_conn == self.take_conn)),
                          fwd_one.eq(s2_valid & (s2_conn == s1_conn))]
         m.d.sync += [s2_valid.eq(s1_valid), s2_conn.eq(s1_conn), s2_arg.eq(s1_arg),
-                     s2_row.eq(Mux(fwd_two, self.wb_row, rd.data))]
+                     s2_row.eq(Mux(fwd_two, self.wb_row, rd_data))]
         # S2: the write of the op just ahead replaces the registered row
         row_in = Signal(W)
         m.d.comb += row_in.eq(Mux(fwd_one, self.wb_row, s2_row))
@@ -74,8 +88,8 @@ class RowPipeLane(wiring.Component):
     ``lane_add``): ports ``s_op`` ``{conn, lane, add}`` and ``m_wb`` ``{conn, row}``, the
     ports of ``RowPipeLaneModel``."""
 
-    def __init__(self, rows=4, *, forward=True):
-        self.rows, self.forward = rows, forward
+    def __init__(self, rows=4, *, forward=True, collision_garbage=False):
+        self.rows, self.forward, self.collision_garbage = rows, forward, collision_garbage
         self.op_lay, self.wb_lay = lane_layouts(rows)
         super().__init__({"s_op": In(stream.Signature(self.op_lay, always_ready=True)),
                           "m_wb": Out(stream.Signature(self.wb_lay, always_ready=True))})
@@ -94,7 +108,8 @@ class RowPipeLane(wiring.Component):
 
         m.submodules.pipe = pipe = RowPipe(self.rows, LANES * LANE_BITS,
                                            self.op_lay.size - self.op_lay["conn"].width, apply,
-                                           init=lane_init(self.rows), forward=self.forward)
+                                           init=lane_init(self.rows), forward=self.forward,
+                                           collision_garbage=self.collision_garbage)
         m.d.comb += [pipe.take_valid.eq(self.s_op.valid), pipe.take_conn.eq(self.s_op.p.conn),
                      pipe.take_arg.eq(self.s_op.payload.as_value()[self.op_lay["conn"].width:]),
                      self.m_wb.valid.eq(pipe.wb_valid), self.m_wb.p.conn.eq(pipe.wb_conn),
