@@ -1,0 +1,652 @@
+"""Cycle model of the row scheduler (docs/spec/hw-tx-sched.md "The row scheduler",
+MR-TXS-200..237): the TX scheduler's per-connection state in block-RAM rows of fixed width,
+one operation per cycle through a read / register / apply-and-write-back pipeline with
+forwarding, and queues of active connections (to schedule) and of connections with a
+completion (to complete).
+
+The semantics of an operation on a connection are those of
+:class:`~metaroce.models.tx_sched.TxSchedModel` (one source of truth): the connection's row is
+unpacked into a one-connection instance of it, the operation is applied there, and the row is
+packed back (MR-TXS-201..205: every field a fixed number of bits, checked at every pack). What
+this model adds is the storage (rows, a descriptor memory), the order of operations (the
+arbiter, MR-TXS-210; the queues, MR-TXS-212..216) and their timing (MR-TXS-220..224).
+
+Same ports and stream interface as :class:`~metaroce.models.tx_sched.TxSchedCycleModel`
+(``step(inputs) -> outputs``, the layouts of :func:`~metaroce.models.tx_sched.layouts`), so the
+block's driver (models/tx_sched_cases.py) runs it unchanged. Not in this increment
+(MR-TXS-235): tail probes (a non-verdict ``s_probe`` item raises), pacing, ``m_restore``,
+``m_rd``.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from amaranth.lib import data
+
+from . import protocol as P
+from . import records
+from .fifo import SyncFifoModel
+from .rx import pack, unpack
+from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, SMALL, GEN_BITS, TxSchedModel, check_params,
+                       cqe_entry, cqe_outputs, layouts, rsp_item)
+
+__all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
+           "OP_KINDS", "FWD_DISTANCE", "PIPE_STAGES"]
+
+#: MR-TXS-220: an operation is taken (its row read) in cycle t, registered in t+1 (S1), applied
+#: and written back in t+2 (S2)
+PIPE_STAGES = 2
+#: MR-TXS-221: the read of cycle t misses the writes of the two operations ahead
+FWD_DISTANCE = 2
+#: MR-TXS-210: the operations, in the arbiter's priority
+OP_KINDS = ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "sched")
+
+_CHUNK = records.CHUNK_BITS
+_BYTES = records.BYTES_BITS
+_SLOT = records.TX_SLOT_BITS
+
+
+def _bits(n):
+    """Bits of an index below ``n`` (at least 1)."""
+    return max(1, (n - 1).bit_length())
+
+
+class RowLayouts:
+    """MR-TXS-201..205: the row scheduler's fixed-width records of one instance."""
+
+    def __init__(self, conns, streams, paths, depth, chunk_window, resend_depth):
+        self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        self.resend_depth = resend_depth
+        ptr = (2 * depth - 1).bit_length()               # ring positions mod 2 x depth
+        # MR-TXS-201: the connection's own fields
+        self.conn = data.StructLayout({
+            "rr": _bits(paths), "srr": _bits(streams), "inflight": _BYTES,
+            "unsent": _CHUNK + _SLOT + 1, "rhead": _bits(resend_depth),
+            "rcount": resend_depth.bit_length(), "inq": 1, "incq": 1})
+        # MR-TXS-202: per stream, its ring's pointers and sequence numbers
+        self.stream = data.StructLayout({"tail": ptr, "send": ptr, "done": ptr, "msg_next": 32,
+                                         "send_seq": 32})
+        # MR-TXS-203: per message entry, what a decision reads (the descriptor is elsewhere)
+        self.entry = data.StructLayout({
+            "op": 3, "length": 32, "nchunks": _CHUNK + 1, "next_chunk": _CHUNK + 1,
+            "ack_base": _CHUNK + 1, "ack_bits": chunk_window, "status": 5,
+            "out": (paths * (P.SEND_WINDOW - 1)).bit_length(), "lap": 1, "rsp": 1, "err": 1})
+        # MR-TXS-204: per path
+        self.path = data.StructLayout({
+            "next_psn": 24, "inflight": _BYTES, "pkts": (P.SEND_WINDOW - 1).bit_length(),
+            "since_req": 4, "cwnd": _BYTES, "state": 2, "col": 1, "gen": GEN_BITS,
+            "tail_ok": 1, "tail_slot": _SLOT, "tail_chunk": _CHUNK, "tail_lap": 1})
+        # MR-TXS-201: the resend FIFO's entries (message slot, chunk)
+        self.retx = data.StructLayout({"slot": _SLOT, "chunk": _CHUNK})
+        # MR-TXS-200: the row, one read and one write per cycle
+        self.row = data.StructLayout({
+            "conn": self.conn,
+            "streams": data.ArrayLayout(self.stream, streams),
+            "entries": data.ArrayLayout(self.entry, streams * depth),
+            "paths": data.ArrayLayout(self.path, paths),
+            "retx": data.ArrayLayout(self.retx, resend_depth)})
+        # MR-TXS-205: the descriptor memory's record, one per (connection, message slot)
+        self.desc = data.StructLayout({"laddr": 64, "va": 64, "rkey": 32, "imm": 32, "swap": 64,
+                                       "compare": 64, "wr_id": 16, "msg": 32, "recv_seq": 32})
+
+
+def row_layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
+                depth=SMALL["depth"], chunk_window=SMALL["chunk_window"],
+                resend_depth=SMALL["resend_depth"]):
+    """MR-TXS-200..205: the records of an instance."""
+    return RowLayouts(conns, streams, paths, depth, chunk_window, resend_depth)
+
+
+def _w(shape):
+    """The width of a layout's field shape (a layout, or an int / Shape)."""
+    if isinstance(shape, data.Layout):
+        return shape.size
+    from amaranth.hdl import Shape
+    return Shape.cast(shape).width
+
+
+def _pack(layout, value):
+    """A nested dict (lists for arrays) into the flat integer of ``layout``; ValueError when a
+    value does not fit its field (MR-TXS-200: a row's fields are bounded)."""
+    if isinstance(layout, data.ArrayLayout):
+        w = _w(layout.elem_shape)
+        return sum(_pack(layout.elem_shape, v) << (k * w) for k, v in enumerate(value))
+    if isinstance(layout, data.StructLayout):
+        word = 0
+        for name, field in layout:
+            word |= _pack(field.shape, value[name]) << field.offset
+        return word
+    width = _w(layout)
+    v = int(value)
+    if v < 0 or v >> width:
+        raise ValueError(f"{v} does not fit {width} bits")
+    return v
+
+
+def _unpack(layout, word):
+    if isinstance(layout, data.ArrayLayout):
+        w = _w(layout.elem_shape)
+        m = (1 << w) - 1
+        return [_unpack(layout.elem_shape, (word >> (k * w)) & m) for k in range(layout.length)]
+    if isinstance(layout, data.StructLayout):
+        out = {}
+        for name, field in layout:
+            sz = _w(field.shape)
+            out[name] = _unpack(field.shape, (word >> field.offset) & ((1 << sz) - 1))
+        return out
+    return word
+
+
+def pack_row(rl, row):
+    """MR-TXS-200: a connection's row (nested dict) as its memory word."""
+    return _pack(rl.row, row)
+
+
+def unpack_row(rl, word):
+    return _unpack(rl.row, word)
+
+
+class RowPipe:
+    """MR-TXS-220/221: the row memory and the pipeline, generic over the operation: an
+    operation (any object with ``conn`` and a writable ``row``) taken in cycle t has its row
+    read at the edge ending t (the memory before that edge's write), is registered in S1 (t+1)
+    and applied in S2 (t+2), where ``apply(op, word) -> (new word, ...)`` gives the row written
+    at the edge ending t+2. Forwarding (``forward``): at the edge into S2 the row written at the
+    previous edge replaces the read when the connections are equal (the op two ahead); in S2 the
+    row written at the previous edge replaces the registered row (the op just ahead). The RTL's
+    form is hdl/tx_sched_rows.py ``RowPipe``."""
+
+    def __init__(self, init, *, forward=True):
+        self.mem = list(init)
+        self.forward = forward
+        self.s1 = self.s2 = None
+        self.wb = None                  # (conn, word): the write at the last edge
+
+    def ops(self):
+        return [o for o in (self.s1, self.s2) if o is not None]
+
+    def edge(self, take, apply):
+        """One clock edge; ``take`` the op taken in this cycle (or None). Returns ``(op applied
+        in S2 or None, apply's result)``."""
+        rd = self.mem[take.conn] if take is not None else None      # before this edge's write
+        x, res, new_wb = self.s2, None, None
+        if x is not None:
+            word = x.row
+            if self.forward and self.wb is not None and self.wb[0] == x.conn:
+                word = self.wb[1]
+            res = apply(x, word)
+            self.mem[x.conn] = res[0]
+            new_wb = (x.conn, res[0])
+        y = self.s1
+        if y is not None and self.forward and self.wb is not None and self.wb[0] == y.conn:
+            y.row = self.wb[1]
+        self.s2 = y
+        if take is not None:
+            take.row = rd
+        self.s1 = take
+        self.wb = new_wb
+        return x, res
+
+
+class _Op:
+    """An operation in the pipeline: its kind, connection, payload, and the row it carries."""
+    __slots__ = ("kind", "conn", "f", "row")
+
+    def __init__(self, kind, conn, f):
+        self.kind, self.conn, self.f, self.row = kind, conn, f, None
+
+
+class TxSchedRowsModel:
+    """The row scheduler cycle by cycle (MR-TXS-200..237). ``forward=False`` (negative controls
+    only) leaves out MR-TXS-221's forwarding: an operation then reads its row without the writes
+    of the two operations ahead. ``work_filter=False`` (for the figures): MR-TXS-213's entry on
+    any operation, without the work term. ``events`` logs every applied operation in the order of its
+    write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
+
+    def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
+                 paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
+                 **kw):
+        if width not in (64, 128, 256, 512):
+            raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
+        prm.update(kw)
+        # MR-TXS-200: conns up to 4,096 (the bound of MR-TXS-001 is the register scheduler's)
+        if not (isinstance(conns, int) and 2 <= conns <= 4096 and not conns & (conns - 1)):
+            raise ValueError(f"conns must be a power of two in [2, 4096], not {conns!r}")
+        check_params(**dict(prm, conns=2))
+        self.width, self.forward = width, forward
+        # MR-TXS-213: enter the active queue only with work (False: on any operation)
+        self.work_filter = work_filter
+        self.prm = prm
+        self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
+                              prm["resend_depth"])
+        self.lay = layouts(conns, streams, paths, depth)
+        # one connection's semantics (TxSchedModel), loaded from and stored to a row per op
+        self.sem = TxSchedModel(2, streams, paths, depth,
+                                **{k: v for k, v in prm.items()
+                                   if k not in ("conns", "streams", "paths", "depth")})
+        # MR-TXS-200: the row memory at reset; MR-TXS-205: the descriptor memory (read here at
+        # S2, the current records: what the RTL's read with the row and its forwards give)
+        self.pipe = RowPipe([self._reset_row(c) for c in range(conns)], forward=forward)
+        self.mem = self.pipe.mem
+        self.desc = [0] * (conns * streams * depth)
+        # MR-TXS-212/215: the active queue and the completion queue (connection numbers)
+        self.active, self.done = deque(), deque()
+        # MR-TXS-211: the ports' boundary registers
+        self.b = {k: None for k in ("verdict", "cwnd", "fail", "acked", "lost", "wr")}
+        self.blocked = {"wr": False, "lost": False}      # MR-TXS-217: refused, waiting
+        self.in_flight = {"wr": False, "lost": False}
+        self.frame_q = SyncFifoModel(OUT_DEPTH)
+        self.sent_q = SyncFifoModel(OUT_DEPTH)
+        self.cqe_q = SyncFifoModel(OUT_DEPTH)
+        self.events = []
+        self.counts = {k: 0 for k in OP_KINDS}           # operations applied, per kind
+        self.idle_sched = 0                              # MR-TXS-214: schedule ops that found nothing
+
+    @staticmethod
+    def port_names():
+        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+
+    # ------------------------------------------------------------ rows <-> semantics
+    def _reset_row(self, c):
+        """MR-TXS-206: a connection's row at reset (TxSchedModel's reset state; MR-CONN-004: its
+        path rotation starts at ``c mod paths``)."""
+        S, D, Pn, rl = self.streams, self.depth, self.paths, self.rl
+        row = {"conn": {"rr": c % Pn, "srr": 0, "inflight": 0, "unsent": 0, "rhead": 0,
+                        "rcount": 0, "inq": 0, "incq": 0},
+               "streams": [{"tail": 0, "send": 0, "done": 0, "msg_next": 0, "send_seq": 0}
+                           for _ in range(S)],
+               "entries": [_unpack(rl.entry, 0) for _ in range(S * D)],
+               "paths": [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0,
+                          "cwnd": self.prm["cwnd"], "state": 0, "col": 0, "gen": 0, "tail_ok": 0,
+                          "tail_slot": 0, "tail_chunk": 0, "tail_lap": 0} for _ in range(Pn)],
+               "retx": [{"slot": 0, "chunk": 0} for _ in range(self.prm["resend_depth"])]}
+        return pack_row(rl, row)
+
+    def _load(self, c, word):
+        """The row ``word`` of connection ``c`` into connection 0 of ``self.sem``; returns the
+        unpacked row (its flags and resend pointer are the row's own)."""
+        sem, rl, S, D = self.sem, self.rl, self.streams, self.depth
+        row = unpack_row(rl, word)
+        cr = row["conn"]
+        R = self.prm["resend_depth"]
+        retx = deque((row["retx"][(cr["rhead"] + k) % R]["slot"],
+                      row["retx"][(cr["rhead"] + k) % R]["chunk"]) for k in range(cr["rcount"]))
+        sem.conn[0] = {"rr": cr["rr"], "srr": cr["srr"], "inflight": cr["inflight"],
+                       "unsent": cr["unsent"], "retx": retx}
+        ents = {}
+        for s in range(S):
+            st = row["streams"][s]
+            q = {"ring": [None] * D, "tail": st["tail"], "send": st["send"], "done": st["done"],
+                 "msg_next": st["msg_next"], "send_seq": st["send_seq"]}
+            sem.q[s] = q
+            for i in range(D):
+                if sem.live(s, i):
+                    e = dict(row["entries"][s * D + i])
+                    d = _unpack(rl.desc, self.desc[(c * S + s) * D + i])
+                    e.update(d, conn=c, stream=s)
+                    if e["rsp"]:
+                        e["stream"] = S - 1
+                    q["ring"][i] = e
+                    ents[s * D + i] = e
+        for p in range(self.paths):
+            pr = row["paths"][p]
+            e = ents.get(pr["tail_slot"])
+            tail = ((e, pr["tail_slot"], pr["tail_chunk"])
+                    if pr["tail_ok"] and e is not None and e["lap"] == pr["tail_lap"] else None)
+            sem.path[p] = {k: pr[k] for k in ("next_psn", "inflight", "pkts", "since_req",
+                                              "cwnd", "state", "col", "gen")}
+            sem.path[p].update(tail=tail, rst=0)
+        return row
+
+    def _store(self, c, row, popped):
+        """``self.sem``'s connection 0 back into the row of ``c`` (and its descriptors);
+        ``popped``: the operation took the resend FIFO's head (MR-TXS-201)."""
+        sem, rl, S, D = self.sem, self.rl, self.streams, self.depth
+        R = self.prm["resend_depth"]
+        cs = sem.conn[0]
+        cr = row["conn"]
+        head = (cr["rhead"] + int(popped)) % R
+        if len(cs["retx"]) > R:
+            raise ValueError("the resend FIFO overflows its row (MR-TXS-217 refuses first)")
+        for k, (slot, chunk) in enumerate(cs["retx"]):
+            row["retx"][(head + k) % R] = {"slot": slot, "chunk": chunk}
+        cr.update(rr=cs["rr"], srr=cs["srr"], inflight=cs["inflight"], unsent=cs["unsent"],
+                  rhead=head, rcount=len(cs["retx"]))
+        for s in range(S):
+            q = sem.q[s]
+            row["streams"][s] = {k: q[k] for k in ("tail", "send", "done", "msg_next",
+                                                    "send_seq")}
+            for i in range(D):
+                e = q["ring"][i]
+                if e is None:
+                    continue            # a free entry keeps its old bits (never read)
+                row["entries"][s * D + i] = {k: int(e.get(k, 0)) for k in rl.entry.members}
+                self.desc[(c * S + s) * D + i] = _pack(
+                    rl.desc, {k: int(e.get(k, 0)) for k in rl.desc.members})
+        for p in range(self.paths):
+            ps = sem.path[p]
+            t = ps["tail"]
+            pr = {k: ps[k] for k in ("next_psn", "inflight", "pkts", "since_req", "cwnd",
+                                     "state", "col", "gen")}
+            if t is None:
+                pr.update(tail_ok=0, tail_slot=0, tail_chunk=0, tail_lap=0)
+            else:
+                pr.update(tail_ok=1, tail_slot=t[1], tail_chunk=t[2], tail_lap=t[0]["lap"])
+            row["paths"][p] = pr
+        return pack_row(rl, row)
+
+    # ------------------------------------------------------------ one operation (S2)
+    def _completes(self):
+        """MR-TXS-215: some stream of the loaded connection completes (its oldest message)."""
+        return any(self.sem.completes(s) for s in range(self.streams))
+
+    def _apply(self, op, word, now):
+        """MR-TXS-207..209: operation ``op`` on the row ``word`` of its connection: ``(new word,
+        frame, sent, completion, enters the active queue, enters the completion queue,
+        refused, result)`` (MR-TXS-213/215/217; ``result``: a schedule op's action, else the
+        completion)."""
+        c, kind, f = op.conn, op.kind, op.f
+        sem = self.sem
+        row = self._load(c, word)
+        cr = row["conn"]
+        frame = sent = cqe = None
+        popped = refused = False
+        act = None
+        if kind == "wr":
+            g = dict(f, conn=0)
+            if not sem.wr_room(g):
+                refused = True
+            else:
+                cqe = sem.wr(g)
+                if cqe is not None:
+                    cqe["conn"] = c
+        elif kind in ("acked", "lost"):
+            g = dict(f, conn=0)
+            if kind == "lost" and not sem.resend_room(g):
+                refused = True
+            else:
+                sem.report(g, lost=kind == "lost")
+        elif kind == "complete":
+            qi = next(s for s in range(self.streams) if sem.completes(s))
+            cqe = sem.complete(qi)
+            cqe["conn"] = c
+        elif kind == "cwnd":
+            sem.set_cwnd(0, f["path"], f["cwnd"])
+        elif kind == "verdict":
+            sem.path_event(dict(f, conn=0))
+        elif kind == "fail":
+            fl, er = f
+            sem.fail(sem.fail_targets(dict(fl, conn=0) if fl else None,
+                                      dict(er, conn=0) if er else None))
+        elif kind == "sched":
+            act = sem.decide_conn(0)
+            if act is None:
+                self.idle_sched += 1
+            else:
+                popped = act[0] == "drop" or act[2] == "resend"
+                r = sem.apply(act, now)
+                if r is not None:
+                    frame, sent = dict(r[0], conn=c), dict(r[1], conn=c)
+                act = (act[0], c) + tuple(act[2:])
+        # MR-TXS-213/214: the active queue: a schedule op keeps its connection in it when it
+        # acted and work is left, else lets it go; every other op (unless refused) puts it in
+        # when it has work: chunks not sent once or resends queued (without, no action)
+        cs = sem.conn[0]
+        work = bool(cs["unsent"] or cs["retx"]) or not self.work_filter
+        push_active = False
+        if kind == "sched":
+            if act is None or not work:
+                cr["inq"] = 0
+            else:
+                push_active = True
+        elif not refused and not cr["inq"] and work:
+            cr["inq"], push_active = 1, True
+        # MR-TXS-215: the completion queue, on the new row
+        push_done = False
+        if kind == "complete":
+            cr["incq"] = 0
+        if not refused and not cr["incq"] and self._completes():
+            cr["incq"], push_done = 1, True
+        new = self._store(c, row, popped)
+        return new, frame, sent, cqe, push_active, push_done, refused, act if kind == "sched" else cqe
+
+    # ------------------------------------------------------------ the arbiter (S0)
+    def _room(self, q, kinds):
+        n = sum(1 for o in self.pipe.ops() if o.kind in kinds)
+        return q.level + n < OUT_DEPTH
+
+    def _cqe_room(self):
+        n = sum(1 for o in self.pipe.ops() if (
+            o.kind == "complete" or (o.kind == "wr" and self.sem.wr_status(o.f))))
+        return self.cqe_q.level + n < OUT_DEPTH
+
+    def _pick(self):
+        """MR-TXS-210: the operation taken in this cycle, on registers (None: none)."""
+        b = self.b
+        if b["verdict"] is not None:
+            return _Op("verdict", b["verdict"]["conn"], b["verdict"])
+        if b["cwnd"] is not None:
+            return _Op("cwnd", b["cwnd"]["conn"], b["cwnd"])
+        if b["fail"] is not None:
+            fl, er = b["fail"]
+            return _Op("fail", (fl or er)["conn"], b["fail"])
+        if b["acked"] is not None:
+            return _Op("acked", b["acked"]["conn"], b["acked"])
+        if b["lost"] is not None and not self.in_flight["lost"] and not self.blocked["lost"]:
+            return _Op("lost", b["lost"]["conn"], b["lost"])
+        if self.done and self._cqe_room():
+            return _Op("complete", self.done[0], None)
+        w = b["wr"]
+        if (w is not None and not self.in_flight["wr"] and not self.blocked["wr"]
+                and (not self.sem.wr_status(w) or self._cqe_room())):
+            return _Op("wr", w["conn"], w)
+        if (self.active and self._room(self.frame_q, ("sched",))
+                and self._room(self.sent_q, ("sched",))):
+            return _Op("sched", self.active[0], None)
+        return None
+
+    def busy(self):
+        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level
+                    or self.pipe.ops() or self.active or self.done
+                    or any(v is not None for v in self.b.values()))
+
+    # ------------------------------------------------------------ one clock
+    def step(self, inputs):
+        g = inputs.get
+        lay, b = self.lay, self.b
+        pick = self._pick()
+        taken = pick.kind if pick is not None else None
+        # MR-TXS-211: a boundary register is ready when empty or taken in this cycle (the work
+        # request's and the lost report's stay until applied, MR-TXS-217)
+        def free(k):
+            return b[k] is None or (taken == k and k not in ("wr", "lost"))
+        rsp_valid = g("s_rsp__valid", 0)
+        wr_free = b["wr"] is None
+        cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
+                                                                     self.cqe_q.level)
+        fail_free = free("fail")
+        out = {"s_wr__ready": int(wr_free and not rsp_valid), "s_rsp__ready": int(wr_free),
+               "s_acked__ready": int(free("acked")), "s_resend__ready": int(b["lost"] is None),
+               "s_fail__ready": int(fail_free), "s_error__ready": int(fail_free),
+               "s_cwnd__ready": int(free("cwnd")), "s_probe__ready": int(free("verdict")),
+               "m_rsp_done__payload": done_pay, "m_rsp_done__valid": done_valid,
+               "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
+               "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
+               "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
+        # ---- the edge: S2 applies (MR-TXS-220/221), S1 moves to S2, the op taken is read
+        frame = sent = cqe = None
+        x, r = self.pipe.edge(pick, lambda op, word: self._apply(op, word, g("now", 0)))
+        if x is not None:
+            new, frame, sent, cqe, p_act, p_done, refused, res = r
+            if x.kind in self.in_flight:
+                self.in_flight[x.kind] = False
+                if refused:
+                    self.blocked[x.kind] = True          # MR-TXS-217
+                else:
+                    b[x.kind] = None
+            if not refused:
+                self.counts[x.kind] += 1
+                self.events.append((x.kind, x.conn, x.f, res, frame, sent, cqe, g("now", 0)))
+                # MR-TXS-217: a completion frees a ring entry, a schedule op the resend head
+                for k, unblock in (("wr", "complete"), ("lost", "sched")):
+                    if (self.blocked[k] and x.kind == unblock and b[k] is not None
+                            and b[k]["conn"] == x.conn):
+                        self.blocked[k] = False
+            if p_act:
+                self.active.append(x.conn)
+            if p_done:
+                self.done.append(x.conn)
+        if pick is not None:
+            if pick.kind == "sched":
+                self.active.popleft()
+            elif pick.kind == "complete":
+                self.done.popleft()
+            elif pick.kind in self.in_flight:
+                self.in_flight[pick.kind] = True
+            else:
+                b[pick.kind] = None
+        # the ports into the boundary registers (MR-TXS-211)
+        if out["s_rsp__ready"] and rsp_valid:
+            b["wr"] = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), self.streams)
+        elif out["s_wr__ready"] and g("s_wr__valid", 0):
+            b["wr"] = unpack(lay.wr, g("s_wr__payload", 0))
+        if b["wr"] is None:
+            self.blocked["wr"] = False
+        if out["s_acked__ready"] and g("s_acked__valid", 0):
+            b["acked"] = unpack(lay.report, g("s_acked__payload", 0))
+        if out["s_resend__ready"] and g("s_resend__valid", 0):
+            b["lost"] = unpack(lay.report, g("s_resend__payload", 0))
+            self.blocked["lost"] = False
+        if out["s_cwnd__ready"] and g("s_cwnd__valid", 0):
+            b["cwnd"] = unpack(lay.cwnd, g("s_cwnd__payload", 0))
+        if fail_free and (g("s_fail__valid", 0) or g("s_error__valid", 0)):
+            fl = unpack(lay.fail, g("s_fail__payload", 0)) if g("s_fail__valid", 0) else None
+            er = unpack(lay.error, g("s_error__payload", 0)) if g("s_error__valid", 0) else None
+            if fl and er and fl["conn"] != er["conn"]:
+                raise NotImplementedError("a message and a connection failure of two "
+                                          "connections in one cycle (MR-TXS-235)")
+            b["fail"] = (fl, er)
+        if out["s_probe__ready"] and g("s_probe__valid", 0):
+            pr = unpack(lay.probe, g("s_probe__payload", 0))
+            if not pr.get("to"):
+                raise NotImplementedError("tail probes are not in the row scheduler's first "
+                                          "increment (MR-TXS-235)")
+            b["verdict"] = pr
+        self.frame_q.update(g("m_frame__ready", 0), frame is not None,
+                            pack(lay.frame, frame) if frame else 0)
+        self.sent_q.update(g("m_sent__ready", 0), sent is not None,
+                           pack(lay.sent, sent) if sent else 0)
+        self.cqe_q.update(g("m_rsp_done__ready" if cq_rsp else "m_cqe__ready", 0),
+                          cqe is not None, cqe_entry(lay, dict(cqe)) if cqe else 0)
+        return out
+
+
+def replay(model):
+    """MR-TXS-230: the row scheduler's applied operations (``model.events``, in write-back
+    order) given to :class:`~metaroce.models.tx_sched.TxSchedModel` (every connection in
+    registers) in the same order: each schedule op must find the same action, each packet the
+    same frame request and sent event, each completion the same record. Returns ``{conn:
+    [frame requests]}`` and ``{conn: [completions]}``; AssertionError at the first difference."""
+    prm = model.prm
+    ref = TxSchedModel(prm["conns"], prm["streams"], prm["paths"], prm["depth"],
+                       **{k: v for k, v in prm.items()
+                          if k not in ("conns", "streams", "paths", "depth")})
+    S = model.streams
+    frames, cqes = {}, {}
+    for n, (kind, c, f, res, frame, sent, cqe, now) in enumerate(model.events):
+        where = f"op {n} ({kind}, conn {c})"
+        got = None
+        if kind == "wr":
+            assert ref.wr_room(f), f"{where}: taken without room"
+            got = ref.wr(f)
+            assert got == cqe, f"{where}: completion {cqe}, the scheduler's {got}"
+        elif kind in ("acked", "lost"):
+            assert kind == "acked" or ref.resend_room(f), f"{where}: resend FIFO full"
+            ref.report(f, lost=kind == "lost")
+        elif kind == "complete":
+            qi = next((c * S + s for s in range(S) if ref.completes(c * S + s)), None)
+            assert qi is not None, f"{where}: nothing completes in the scheduler"
+            got = ref.complete(qi)
+            assert got == cqe, f"{where}: completion {cqe}, the scheduler's {got}"
+        elif kind == "cwnd":
+            ref.set_cwnd(c, f["path"], f["cwnd"])
+        elif kind == "verdict":
+            ref.path_event(f)
+        elif kind == "fail":
+            ref.fail(ref.fail_targets(*f))
+        elif kind == "sched":
+            act = ref.decide_conn(c)
+            norm = None if act is None else (act[:2] if act[0] == "drop" else
+                                             act[:3] + (act[3] % S,) + act[4:])
+            assert norm == res, f"{where}: action {res}, the scheduler's {norm}"
+            if act is not None:
+                want = ref.apply(act, now) or (None, None)
+                assert frame == want[0], f"{where}: frame {frame}, the scheduler's {want[0]}"
+                assert sent == want[1], f"{where}: sent {sent}, the scheduler's {want[1]}"
+        if frame is not None:
+            frames.setdefault(c, []).append(frame)
+        if cqe is not None:
+            cqes.setdefault(c, []).append(cqe)
+    return frames, cqes
+
+
+
+# ------------------------------------------------------------------ the pipeline alone
+
+#: MR-TXS-237: the pipeline check's row (4 lanes of 8 bits) and operation
+LANES, LANE_BITS = 4, 8
+
+
+def lane_layouts(rows):
+    """MR-TXS-237: ``s_op`` ``{conn, lane, add}`` and ``m_wb`` ``{conn, row}``."""
+    cb = _bits(rows)
+    return (data.StructLayout({"conn": cb, "lane": _bits(LANES), "add": LANE_BITS}),
+            data.StructLayout({"conn": cb, "row": LANES * LANE_BITS}))
+
+
+def lane_init(rows):
+    """MR-TXS-237: row ``c`` at reset: every lane ``c`` (mod 256)."""
+    return [sum((c & 0xFF) << (LANE_BITS * k) for k in range(LANES)) for c in range(rows)]
+
+
+def lane_add(word, lane, add):
+    """MR-TXS-237: the pipeline check's operation: lane ``lane`` of the row plus ``add``
+    (mod 256)."""
+    sh = LANE_BITS * lane
+    m = (1 << LANE_BITS) - 1
+    v = ((word >> sh) + add) & m
+    return (word & ~(m << sh)) | v << sh
+
+
+class RowPipeLaneModel:
+    """MR-TXS-237: :class:`RowPipe` as a block with ports, for the RTL's lockstep: an
+    operation on ``s_op`` (taken when valid, every cycle) adds to a lane of its row; ``m_wb``
+    shows the row written at the last edge (its payload kept while not valid)."""
+
+    def __init__(self, rows=4, *, forward=True):
+        self.rows = rows
+        self.op_lay, self.wb_lay = lane_layouts(rows)
+        self.pipe = RowPipe(lane_init(rows), forward=forward)
+        self.payload = 0
+
+    @staticmethod
+    def port_names():
+        return {"inputs": ["s_op__valid", "s_op__payload"],
+                "outputs": ["m_wb__valid", "m_wb__payload"]}
+
+    def busy(self):
+        return bool(self.pipe.ops())
+
+    def step(self, inputs):
+        wb = self.pipe.wb
+        out = {"m_wb__valid": int(wb is not None), "m_wb__payload": self.payload}
+        take = None
+        if inputs.get("s_op__valid", 0):
+            f = unpack(self.op_lay, inputs.get("s_op__payload", 0))
+            take = _Op("lane", f["conn"], f)
+        x, _ = self.pipe.edge(take, lambda op, w: (lane_add(w, op.f["lane"], op.f["add"]),))
+        if x is not None:
+            self.payload = pack(self.wb_lay, {"conn": x.conn, "row": self.pipe.wb[1]})
+        return out
