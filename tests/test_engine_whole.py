@@ -9,7 +9,7 @@ import pytest
 
 from metaroce.models import cosim_engine as ce
 from metaroce.models.endpoint import ack_frame, nak_frame
-from metaroce.models.engine import (EngineModel, MacTxArbModel, ack_desc, engine_layouts,
+from metaroce.models.engine import (EngineModel, ack_desc, engine_layouts,
                                     is_peer_ack, peer_ack_record)
 from metaroce.models import codec, parser
 from metaroce.models.frame_builder import builder_bytes, desc_of_frame, pack_desc, unpack_desc
@@ -61,28 +61,6 @@ def test_peer_ack_records_are_ack_record():
         assert is_peer_ack(meta)
         assert peer_ack_record(meta, 2) == ack_record(codec.decode(codec.encode(f)), 1)
         assert peer_ack_record(meta, 1) is None          # DestQP 1 names no connection of 1
-
-
-def test_mac_arbiter_keeps_frames_whole():
-    """MR-ENG-134: whole frames, ACK frames first between frames, a register on the output."""
-    arb = MacTxArbModel()
-    ack = [(1, 10 + i, 0xFF, int(i == 1), 0) for i in range(2)]
-    data = [(1, 20 + i, 0xFF, int(i == 2), 0) for i in range(3)]
-    got = []
-    a = d = 0
-    for cyc in range(12):
-        tready = cyc % 3 != 1
-        out = arb.outputs()
-        if out["m_axis__tvalid"] and tready:
-            got.append(out["m_axis__tdata"])
-        ra, rd = arb.readies(tready, a < len(ack) and cyc >= 1)
-        beats = [ack[a] if a < len(ack) and cyc >= 1 else (0, 0, 0, 0, 0),
-                 data[d] if d < len(data) else (0, 0, 0, 0, 0)]
-        arb.step(tready, beats)
-        a += bool(ra and beats[0][0])
-        d += bool(rd and beats[1][0])
-    # the data frame started before the ACK frame arrived, so it runs to its end first
-    assert got == [20, 21, 22, 10, 11]
 
 
 def test_engine_model_loopback():
