@@ -1,5 +1,6 @@
 """The whole engine (MR-ENG-130..137): the receive half with the peer's ACKs tapped, the TX
-half, the ACK paths between them and the MAC transmit arbiter, in one top (hdl/engine.py
+half and the ACK paths between them, the ACK frames built by the TX half's frame builder
+(MR-ENG-282..287), in one top (hdl/engine.py
 ``Engine``) and its composed model (models/engine.py ``EngineModel``). The stimulus is the
 engine writing to itself over a lossy loopback (models/cosim_engine.py): its data frames are
 placed by its own receive half, whose ACK frames come back to its TX half.
@@ -70,11 +71,49 @@ def test_engine_model_loopback():
     assert r["lost"] > 0 and r["frames_out"] > r["frames_in"]
 
 
-def _lockstep_amaranth(nbytes, seed, loss, **kw):
+class _FrameKinds:
+    """The engine model with its frames on ``m_axis`` sorted by the TX half's kind queue's head
+    (MR-TX-282): ACK frames and data frames, and the ACK frames' first bytes' opcodes."""
+
+    def __init__(self, m):
+        self.m, self.acks, self.data, self.beats, self.ack_ops = m, 0, 0, 0, set()
+
+    def step(self, inp):
+        ack = self.m.tx.data.ack_head()
+        out = self.m.step(inp)
+        if out["m_axis__tvalid"] and inp.get("m_axis__tready", 0):
+            if self.beats == 5 and ack:
+                # beat 5 at 64 bits: bytes 40..47, the BTH's opcode at byte 42 (IPv4, no VLAN)
+                self.ack_ops.add(out["m_axis__tdata"] >> 16 & 0xFF)
+            self.beats = 0 if out["m_axis__tlast"] else self.beats + 1
+            if out["m_axis__tlast"]:
+                self.acks += ack
+                self.data += not ack
+        return out
+
+
+def test_one_builder_frames_and_counters_model():
+    """MR-ENG-282..285 on the model: the loopback's ACK frames leave the TX half's one builder
+    (the kind queue marks them; their opcode MR_ACK), the WRITEs complete and the memory equals
+    the source; the TX half's ``frames`` counter counts the data frames only (MR-TX-283)."""
+    from metaroce.models.cosim import run_loop
+    from metaroce.models.tx import TX_CTR
+    from metaroce.models.wire import Op
+    drv, s, region, src = ce.loopback_run(64, 3 * 1024, seed=4, loss=0.0)
+    m = EngineModel(64)
+    k = _FrameKinds(m)
+    ce.check(run_loop(drv, k, m.active), region, src)
+    for _ in range(3):          # the last increments land a cycle later (MR-TX-126)
+        k.step({})
+    assert k.acks > 0 and k.data > 0 and int(Op.MR_ACK) in k.ack_ops
+    assert m.tx.counters[TX_CTR["frames"]] == k.data
+
+
+def _lockstep_amaranth(nbytes, seed, loss, model_kw=None, **kw):
     from metaroce.hdl.engine import Engine
     from metaroce.tb.lockstep import run_amaranth
     drv, s, region, src = ce.loopback_run(64, nbytes, seed=seed, loss=loss, **kw)
-    model = EngineModel(64, max_frame=2048)
+    model = EngineModel(64, max_frame=2048, **(model_kw or {}))
     core = run_amaranth(Engine(64, max_frame=2048), model, drv, busy=model.active)
     assert core.mismatches == 0
     return ce.check(drv, region, src), core
@@ -119,11 +158,22 @@ def test_engine_model_every_counter_through_axil():
 # 2 cores, most of it building the simulation): slow; the default run has the model tests.
 @pytest.mark.slow
 def test_engine_lockstep_amaranth_short():
-    """MR-ENG-136/137: the RTL (Amaranth simulator) and EngineModel in lockstep, every output
-    every cycle, with backpressure on every output and random AXI latencies: one WRITE of
+    """MR-ENG-136/137, MR-ENG-286: the RTL (Amaranth simulator) and EngineModel in lockstep,
+    every output every cycle, with backpressure on every output and random AXI latencies (the
+    ACK frames from the TX half's one frame builder): one WRITE of
     1,100 bytes to itself (two data frames placed, their ACK frames back into the TX half)."""
     r, core = _lockstep_amaranth(1100, seed=3, loss=0.0, n_writes=1)
     assert r["placements"] >= 2 and r["frames_in"] >= 3 and core.cycle > 500
+
+
+@pytest.mark.slow
+def test_engine_lockstep_amaranth_ack_last_fails():
+    """MR-ENG-286's negative control: the engine model with the data descriptor before the ACK
+    descriptor (``ack_first=False``) against the RTL (ACK first, MR-ENG-283/284) mismatches on
+    the short loopback at 10 % loss."""
+    from metaroce.tb.lockstep import Mismatch
+    with pytest.raises(Mismatch):
+        _lockstep_amaranth(6 * 1024, seed=2, loss=0.1, model_kw={"ack_first": False})
 
 
 @pytest.mark.slow
