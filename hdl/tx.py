@@ -46,8 +46,8 @@ from ..models import protocol as P
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
-from ..models.tx import (ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE,
-                         id_depth, layouts)
+from ..models.tx import (ACK_ONLY_DESC_FIELDS, ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SHARED_DESC_FIELDS,
+                         SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, id_depth, layouts)
 from ..models.tx_sched import GEN_BITS, STATUS_LOC_PROT_ERR
 from ..models.wire import ENTROPY_MASK, ROCE_PORT, MrdhFlag, Op
 from .cwnd import Cwnd
@@ -316,8 +316,13 @@ class TxData(wiring.Component):
         ack, jd, sd, out = self.s_ack_desc, join.m_desc, fb.s_desc, self.m_axis
         m.submodules.kindq = kq = fifo.SyncFIFO(width=1, depth=KIND_DEPTH)
         sel = ack.valid
+        # the shared fields by the choice; the MRAH/MRNH fields the ACK's, the rest the join's
+        # (each read by one kind of frame only, MR-TXF-003): no mux on those
+        for name, _ in DESC_LAYOUT:
+            a, j = getattr(ack.payload, name), getattr(jd.payload, name)
+            m.d.comb += getattr(sd.payload, name).eq(
+                Mux(sel, a, j) if name in SHARED_DESC_FIELDS else a if name in ACK_ONLY_DESC_FIELDS else j)
         m.d.comb += [sd.valid.eq((ack.valid | jd.valid) & kq.w_rdy),
-                     sd.payload.eq(Mux(sel, ack.payload.as_value(), jd.payload.as_value())),
                      ack.ready.eq(sd.ready & kq.w_rdy),
                      jd.ready.eq(sd.ready & kq.w_rdy & ~sel),
                      kq.w_en.eq(sd.valid & sd.ready), kq.w_data.eq(sel),

@@ -47,7 +47,7 @@ from . import wire
 __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd_of",
            "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
-           "id_depth", "slot_of", "KIND_DEPTH", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
+           "id_depth", "slot_of", "KIND_DEPTH", "SHARED_DESC_FIELDS", "ACK_ONLY_DESC_FIELDS", "one_builder_desc", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
            "src_of", "inline_beats", "path_record", "tx_model_verdicts_small"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
@@ -64,6 +64,37 @@ ERR_DEPTH = 8
 #: MR-TX-282: slots of the kind queue (one bit a descriptor the frame builder took, 1 for a
 #: descriptor of ``s_ack_desc``, popped by its frame's last beat on ``m_axis``).
 KIND_DEPTH = 16
+
+#: MR-TX-281: the descriptor fields both kinds of frame read (Ethernet, IP, UDP, BTH, the
+#: payload length), chosen by the arbitration; the MRAH and MRNH fields, which only MR_ACK and
+#: MR_NAK read (MR-TXF-003), are the ACK descriptor's always, every other field the join
+#: stage's always (an ACK or NAK frame reads none of them): no mux on those.
+SHARED_DESC_FIELDS = tuple(n for n, _ in DESC_LAYOUT
+                           if n.startswith(("vlan", "ipv6", "eth_", "ip_", "udp_", "bth_", "payload_len")))
+ACK_ONLY_DESC_FIELDS = tuple(n for n, _ in DESC_LAYOUT if n.startswith(("mrah_", "mrnh_")))
+
+
+def _field_mask(names):
+    mask, at = 0, 0
+    for n, f in DESC_LAYOUT:
+        if n in names:
+            mask |= ((1 << f.width) - 1) << at
+        at += f.width
+    return mask
+
+
+_SHARED_MASK = _field_mask(SHARED_DESC_FIELDS)
+_ACK_MASK = _field_mask(ACK_ONLY_DESC_FIELDS)
+_JOIN_MASK = (1 << DESC_LAYOUT.size) - 1 & ~(_SHARED_MASK | _ACK_MASK)
+
+
+def one_builder_desc(ack_sel, ack, join):
+    """MR-TX-281: the frame builder's packed descriptor from the packed ACK descriptor ``ack``
+    and the join stage's ``join``: the shared fields of the one ``ack_sel`` chooses, the MRAH
+    and MRNH fields the ACK's, the others the join's."""
+    return (((ack if ack_sel else join) & _SHARED_MASK) | (ack & _ACK_MASK)
+            | (join & _JOIN_MASK))
+
 
 #: MR-TX-280: the data path's and the TX half's ports for the ACK descriptors (``ack_desc``).
 ACK_DESC_INPUTS = ["s_ack_desc__payload", "s_ack_desc__valid"]
@@ -406,7 +437,7 @@ class TxDataCycleModel:
             ack_ready = int(bool(desc_ready and room and (self.ack_first or not jd[0])))
             desc_ready = int(bool(desc_ready and room and not ack_sel))
             fb_desc = (int(bool((ack_sel or jd[0]) and room)),
-                       g("s_ack_desc__payload", 0) if ack_sel else jd[1])
+                       one_builder_desc(ack_sel, g("s_ack_desc__payload", 0), jd[1]))
             kind_push = bool(fb_desc[0] and fo["s_desc__ready"])
         if done_take and err:
             self.dma_errors += 1
