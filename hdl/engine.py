@@ -1,6 +1,6 @@
 """The engine's receive half, the RX blocks joined (docs/spec/hw-engine.md, MR-ENG-100..), and
 the whole engine (``Engine``, MR-ENG-130..: the receive half, the TX half ``hdl.tx.Tx``, the
-ACK paths between them and the MAC transmit arbiter; see :class:`Engine`).
+ACK paths between them, one frame builder for data and ACK frames; see :class:`Engine`).
 
 ``EngineRx(width=512, *, conns=4096, paths=8, keys=1024, streams=8, chunk_ring=16,
 max_frame=9216, outstanding=256, mac_clock=False, mac_fifo_depth=16, peer_acks=False, tx_counters=False,
@@ -53,7 +53,6 @@ from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ
 from ..models.tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ
 from .atomic import AtomicExec
 from .dma_write import DmaWrite
-from .frame_builder import FrameBuilder
 from .parser import Parser, axis_signature
 from .regs import Regs
 from .rx import Rx
@@ -727,44 +726,18 @@ class AckOut(wiring.Component):
         return m
 
 
-class MacTxArb(wiring.Component):
-    """MR-ENG-134: whole frames of ``s_ack`` (the ACK frame builder's) and ``s_data`` (the TX
-    half's) onto ``m_axis``, ACK frames first between frames, through an output register."""
-
-    def __init__(self, width):
-        sig = axis_signature(width, user=True)
-        super().__init__({"s_ack": In(sig), "s_data": In(sig), "m_axis": Out(sig)})
-
-    def elaborate(self, platform):
-        m = Module()
-        o, ins = self.m_axis, (self.s_ack, self.s_data)
-        locked = Signal()               # a frame is running
-        lock = Signal()                 # its input (0 ACK, 1 data)
-        free = ~o.tvalid | o.tready
-        sel = Mux(locked, lock, ~self.s_ack.tvalid)
-        m.d.comb += [self.s_ack.tready.eq(free & ~sel), self.s_data.tready.eq(free & sel)]
-        with m.If(free):
-            b = [Mux(sel, getattr(ins[1], n), getattr(ins[0], n))
-                 for n in ("tvalid", "tdata", "tkeep", "tlast", "tuser")]
-            m.d.sync += o.tvalid.eq(b[0])
-            with m.If(b[0]):
-                m.d.sync += [o.tdata.eq(b[1]), o.tkeep.eq(b[2]), o.tlast.eq(b[3]), o.tuser.eq(b[4]),
-                             locked.eq(~b[3]), lock.eq(sel)]
-        return m
-
-
 class Engine(wiring.Component):
-    """MR-ENG-130..136: the whole engine: the receive half (with the peer's ACKs tapped), the TX
-    half, the ACK paths between them and the MAC transmit arbiter (docs/spec/hw-engine.md
-    section 5). Ports: the receive half's but ``m_ack`` (MR-ENG-101), ``m_axis`` (MAC transmit),
+    """MR-ENG-130..136, MR-ENG-282..: the whole engine: the receive half (with the peer's ACKs
+    tapped), the TX half and the ACK paths between them; the ACK descriptors go into the TX
+    half's one frame builder (docs/spec/hw-engine.md section 5). Ports: the receive half's but ``m_ack`` (MR-ENG-101), ``m_axis`` (MAC transmit),
     the TX half's ``s_wr``, ``s_cfg``, ``m_tx_cqe``, ``m_error``, ``now`` and ``m_axi_rd``
     (MR-ENG-135); the TX half's counters are read through ``s_axil`` (MR-ENG-105, MR-REG-034)::
 
         s_axis -> EngineRx --(data)--> placement DMA -> m_axi
-                     |  +--m_peer_ack--> AckIn --s_ack--> Tx --m_axis--+
-                     |  +--m_rsp--> RspJoin --s_rsp--^  |              |
-                     |                 ^---m_rsp_done---+              |
-                     +--m_ack--> AckOut --> FrameBuilder --m_axis------+-> MacTxArb -> m_axis
+                     |  +--m_peer_ack--> AckIn --s_ack--> Tx --m_axis--> m_axis
+                     |  +--m_rsp--> RspJoin --s_rsp--^  ^ |
+                     |                 ^---m_rsp_done---|-+
+                     +--m_ack--> AckOut --s_ack_desc----+
 
     READ responses (MR-ENG-140..144): the receive half's items through :class:`RspJoin` to the
     TX half, whose ``m_rsp_done`` records ``RspJoin`` counts (read through ``s_axil``) and, with
@@ -795,7 +768,9 @@ class Engine(wiring.Component):
                                 responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
                                 pacing=self.pacing)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
-        self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, **kw)
+        # MR-ENG-282: the TX half's one frame builder takes the ACK descriptors too
+        self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,
+                     **kw)
         # the scheduler's streams (the paced scheduler, MR-ENG-258, is a join without its own)
         self.tx_streams = kw["streams"]
         self.width, self.conns = width, conns
@@ -817,8 +792,6 @@ class Engine(wiring.Component):
         m.submodules.ack_in = ack_in = AckIn(self.conns, rxh.signature.members["m_peer_ack"].signature,
                                              tx.lay.rtx.ack)
         m.submodules.ack_out = ack_out = AckOut(self.conns, rxh.lay.ack, tx.lay.cfg)
-        m.submodules.ack_fb = ack_fb = FrameBuilder(self.width)
-        m.submodules.arb = arb = MacTxArb(self.width)
         # MR-ENG-240/241: with the resources, RspJoin's queue of frees
         free_depth = rsp_free_depth(self.conns, self.max_rd_atomic) if self.max_rd_atomic is not None else 0
         m.submodules.rsp = rsp = RspJoin(tx.lay.sched.rsp, tx.lay.sched.rsp_done,
@@ -869,12 +842,11 @@ class Engine(wiring.Component):
             m.d.comb += [rdr.cqe.eq(rxh.m_cqe.payload), rdr.cqe_take.eq(rxh.m_cqe.valid & self.m_cqe.ready),
                          rdr.tx_cqe.eq(tx.m_cqe.payload),
                          rdr.tx_cqe_take.eq(tx.m_cqe.valid & self.m_tx_cqe.ready)]
+        # MR-ENG-282/283: the ACK descriptors into the TX half's frame builder, whose frames
+        # are the MAC's (no second builder, no arbiter)
         wiring.connect(m, rxh.m_ack, ack_out.s_ack)
-        wiring.connect(m, ack_out.m_desc, ack_fb.s_desc)
-        m.d.comb += ack_fb.s_payload.valid.eq(0)
-        wiring.connect(m, ack_fb.m_axis, arb.s_ack)
-        wiring.connect(m, tx.m_axis, arb.s_data)
-        wiring.connect(m, arb.m_axis, wiring.flipped(self.m_axis))
+        wiring.connect(m, ack_out.m_desc, tx.s_ack_desc)
+        wiring.connect(m, tx.m_axis, wiring.flipped(self.m_axis))
         # the template writes go to both the TX half and AckOut (both always ready)
         m.d.comb += [tx.s_cfg.valid.eq(self.s_cfg.valid), tx.s_cfg.payload.eq(self.s_cfg.payload),
                      ack_out.s_cfg.valid.eq(self.s_cfg.valid),
@@ -910,7 +882,7 @@ _RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data", "m_rsp", "e
                 "cfg_tap", "cfg_tap_take")
 # MR-ENG-140: the TX half's READ responses come from the receive half, their records to RspJoin;
 # MR-ENG-259: its pacer's writes and configuration from the register block
-_TX_INTERNAL = ("s_ack", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done", "m_rd",
+_TX_INTERNAL = ("s_ack", "s_ack_desc", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done", "m_rd",
                 "s_pace_write", "mtu_wl", "line_mbps")
 
 

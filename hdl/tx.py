@@ -46,8 +46,8 @@ from ..models import protocol as P
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
-from ..models.tx import (ERR_DEPTH, MRDH_VERSION, SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, id_depth,
-                         layouts)
+from ..models.tx import (ACK_ONLY_DESC_FIELDS, ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SHARED_DESC_FIELDS,
+                         SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, id_depth, layouts)
 from ..models.tx_sched import GEN_BITS, STATUS_LOC_PROT_ERR
 from ..models.wire import ENTROPY_MASK, ROCE_PORT, MrdhFlag, Op
 from .cwnd import Cwnd
@@ -213,16 +213,22 @@ class TxJoin(wiring.Component):
 
 
 class TxData(wiring.Component):
-    """MR-TX-102: the join stage, the payload DMA and the frame builder."""
+    """MR-TX-102: the join stage, the payload DMA and the frame builder; MR-TX-280..282 with
+    ``ack_desc``: the port ``s_ack_desc``, descriptors of frames without payload (the engine's
+    ACKs) into the same frame builder, ahead of the join stage's."""
 
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], pool=SMALL["pool"],
-                 outstanding=SMALL["outstanding"], id_width=4):
+                 outstanding=SMALL["outstanding"], id_width=4, ack_desc=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width, self.conns, self.outstanding, self.id_width = width, conns, outstanding, id_width
         self.lay = lay = layouts(conns, streams, paths, depth, pool)
-        super().__init__({
+        self.ack_desc = bool(ack_desc)
+        # MR-TX-283: the frame on m_axis is an ACK descriptor's (0 without ack_desc)
+        self.out_ack = Signal()
+        ports = {"s_ack_desc": In(stream.Signature(DESC_LAYOUT))} if self.ack_desc else {}
+        super().__init__({**ports,
             "s_frame": In(stream.Signature(lay.sched.frame)),
             "s_cfg": In(stream.Signature(lay.cfg)),
             "m_axi": Out(axi4_read_signature(width, id_width)),
@@ -239,7 +245,10 @@ class TxData(wiring.Component):
         wiring.connect(m, flipped(self.s_frame), join.s_frame)
         wiring.connect(m, flipped(self.s_cfg), join.s_cfg)
         wiring.connect(m, join.m_cmd, dma.s_cmd)
-        wiring.connect(m, join.m_desc, fb.s_desc)
+        if self.ack_desc:
+            self._join_ack_desc(m, join, fb)
+        else:
+            wiring.connect(m, join.m_desc, fb.s_desc)
         # MR-TX-192: the frame builder's payload from the payload-source queue's head: the
         # operands' beats (beat k of an inline entry) or the DMA's beats, each entry popped by
         # its last beat
@@ -284,8 +293,10 @@ class TxData(wiring.Component):
         for name in ("tvalid", "tdata", "tkeep", "tlast"):
             m.d.comb += getattr(out, name).eq(getattr(fb.m_axis, name))
         m.d.comb += [fb.m_axis.tready.eq(out.tready),
-                     out.tuser.eq(fb.m_axis.tuser | (fb.m_axis.tlast & errq.r_rdy & errq.r_data))]
-        end = out.tvalid & out.tready & out.tlast
+                     out.tuser.eq(fb.m_axis.tuser | (fb.m_axis.tlast & errq.r_rdy & errq.r_data
+                                                     & ~self.out_ack))]
+        # MR-TX-282: an ACK frame's end leaves the error queue and the debt alone
+        end = out.tvalid & out.tready & out.tlast & ~self.out_ack
         own = end & ~errq.r_rdy & done_take & (debt == 0)
         m.d.comb += [errq.r_en.eq(end), errq.w_en.eq(done_take & (debt == 0) & ~own),
                      errq.w_data.eq(err)]
@@ -297,6 +308,28 @@ class TxData(wiring.Component):
         return m
 
 
+    def _join_ack_desc(self, m, join, fb):
+        """MR-TX-281/282: ``s_ack_desc`` and the join stage's ``m_desc`` into the builder's
+        ``s_desc``, the ACK descriptor first (a mux, no register; both readies of state: the
+        builder's ready is a register, MR-TXF-041), while the kind queue has room; the kind of
+        each descriptor taken pushed, popped by its frame's last beat on ``m_axis``."""
+        ack, jd, sd, out = self.s_ack_desc, join.m_desc, fb.s_desc, self.m_axis
+        m.submodules.kindq = kq = fifo.SyncFIFO(width=1, depth=KIND_DEPTH)
+        sel = ack.valid
+        # the shared fields by the choice; the MRAH/MRNH fields the ACK's, the rest the join's
+        # (each read by one kind of frame only, MR-TXF-003): no mux on those
+        for name, _ in DESC_LAYOUT:
+            a, j = getattr(ack.payload, name), getattr(jd.payload, name)
+            m.d.comb += getattr(sd.payload, name).eq(
+                Mux(sel, a, j) if name in SHARED_DESC_FIELDS else a if name in ACK_ONLY_DESC_FIELDS else j)
+        m.d.comb += [sd.valid.eq((ack.valid | jd.valid) & kq.w_rdy),
+                     ack.ready.eq(sd.ready & kq.w_rdy),
+                     jd.ready.eq(sd.ready & kq.w_rdy & ~sel),
+                     kq.w_en.eq(sd.valid & sd.ready), kq.w_data.eq(sel),
+                     kq.r_en.eq(out.tvalid & out.tready & out.tlast),
+                     self.out_ack.eq(kq.r_rdy & kq.r_data)]
+
+
 class Tx(wiring.Component):
     """MR-TX-100..104: the TX half of the engine (docs/spec/hw-tx.md section 2)."""
 
@@ -304,7 +337,8 @@ class Tx(wiring.Component):
                  paths=SMALL["paths"], depth=SMALL["depth"], pool=SMALL["pool"],
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
-                 pacing=False, pace_ignored=False, verdicts=False, restores=True, **sched_kw):
+                 pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
+                 **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -334,8 +368,10 @@ class Tx(wiring.Component):
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
                               retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
+        # MR-TX-280: ack_desc adds s_ack_desc (the engine's ACK descriptors into the one builder)
+        self.ack_desc = bool(ack_desc)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
-                           pool=pool, outstanding=outstanding)
+                           pool=pool, outstanding=outstanding, ack_desc=self.ack_desc)
         # MR-TX-105: the congestion windows (paths <= 8, MR-CW-001)
         self.cwnd = Cwnd(width, conns, paths, verdicts=self.verdicts)
         self.width = width
@@ -346,6 +382,8 @@ class Tx(wiring.Component):
         if self.pacing:
             ps = self.sched.signature.members
             rd_port.update({n: ps[n] for n in ("s_pace_write", "mtu_wl", "line_mbps")})
+        if self.ack_desc:
+            rd_port["s_ack_desc"] = self.data.signature.members["s_ack_desc"]
         super().__init__({**rd_port,
             "s_wr": In(stream.Signature(lay.sched.wr)),
             "s_ack": In(stream.Signature(lay.rtx.ack)),
@@ -408,6 +446,8 @@ class Tx(wiring.Component):
         wiring.connect(m, sched.m_rsp_done, flipped(self.m_rsp_done))
         wiring.connect(m, flipped(self.s_ack), rtx.s_ack)
         wiring.connect(m, flipped(self.s_cfg), dp.s_cfg)
+        if self.ack_desc:
+            wiring.connect(m, flipped(self.s_ack_desc), dp.s_ack_desc)
         wiring.connect(m, dp.m_axi, flipped(self.m_axi))
         wiring.connect(m, dp.m_axis, flipped(self.m_axis))
         wiring.connect(m, sched.m_cqe, flipped(self.m_cqe))
@@ -418,7 +458,8 @@ class Tx(wiring.Component):
         axis, fr, cqe = self.m_axis, sched.m_frame, self.m_cqe
         end = axis.tvalid & axis.tready & axis.tlast
         cqe_taken = cqe.valid & cqe.ready
-        events = {"frames": end, "frames_bad": end & axis.tuser,
+        # MR-TX-283: frames counts the data frames (an ACK frame is the receive half's)
+        events = {"frames": end & ~dp.out_ack, "frames_bad": end & ~dp.out_ack & axis.tuser,
                   "resends": fr.valid & fr.ready & ((fr.payload.mrdh_flags & int(MrdhFlag.RETX)) != 0),
                   "completions": cqe_taken, "completions_err": cqe_taken & (cqe.payload.status != 0)}
         ctr = []

@@ -277,8 +277,8 @@ BLOCKS: dict[str, Block] = {
         shares={"sched": r"^sched$", "rtx": r"^rtx$", "cwnd": r"^cwnd$", "join": r"^join$",
                 "dma": r"^dma$", "fb": r"^fb$"},
     ),
-    # The whole engine: both halves, the ACK paths between them, the MAC transmit arbiter
-    # (docs/spec/hw-engine.md section 5, MR-ENG-130).
+    # The whole engine: both halves and the ACK paths between them, the ACK frames built by the
+    # TX half's frame builder (docs/spec/hw-engine.md section 5, MR-ENG-130, MR-ENG-282).
     "engine": Block(
         name="engine",
         component="metaroce.hdl.engine:engine_small",
@@ -287,7 +287,7 @@ BLOCKS: dict[str, Block] = {
         help="the whole engine, small instance: receive half and TX half (2 connections x 4 "
              "paths, MTU 1,024), local ACKs out as frames, the peer's ACKs into the TX half",
         shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
-                "ack_out": r"^ack_out$", "ack_fb": r"^ack_fb$", "arb": r"^arb$"},
+                "ack_out": r"^ack_out$"},
     ),
 }
 

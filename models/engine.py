@@ -17,10 +17,10 @@ counter value and the parser's counter value (MR-ENG-105: the parser's counter s
 register block's, a function of its state).
 
 The whole engine (MR-ENG-130..): :class:`EngineModel` composes ``EngineRxModel(peer_acks=True)``,
-:class:`~metaroce.models.tx.TxCycleModel`, :class:`AckInModel`, :class:`AckOutModel`, a second
-:class:`~metaroce.models.frame_builder.FrameBuilderModel` for the ACK frames and
-:class:`MacTxArbModel`, stepped in MR-ENG-136's order, and :class:`RspJoinModel` (the READ
-responses from the receive half to the TX half, MR-ENG-140..144).
+:class:`~metaroce.models.tx.TxCycleModel` (``ack_desc=True``: its one frame builder takes the
+ACK descriptors too, MR-ENG-282..), :class:`AckInModel`, :class:`AckOutModel`, stepped in
+MR-ENG-136's order, and :class:`RspJoinModel` (the READ responses from the receive half to the
+TX half, MR-ENG-140..144).
 
 models/ never imports hdl/.
 """
@@ -35,7 +35,7 @@ from .rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL 
                  TABLE_RSP_FREE, TABLE_INIT_DEPTH,
                  WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, RxCycleModel, bundle_entry, pack, payload_layout)
 from .fifo import SyncFifoModel
-from .frame_builder import FrameBuilderModel, pack_desc
+from .frame_builder import pack_desc
 from .parser import META_FIELDS
 from .rx import unpack
 from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR
@@ -46,7 +46,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "AckInModel", "AckOutModel", "RspJoinModel", "RdRowsModel", "CqJoinModel", "CQ_DEPTH",
            "CQ_RD_OPS", "CQ_RX_OPCODES", "CQ_REFUSED", "WC_OF_OP", "host_completion", "rd_row_write",
            "init_depth_write", "init_depth_of", "engine_tx_msgs", "engine_tx_msgs_within",
-           "RSP_FIFO_DEPTH", "ENG_CTR", "rsp_free_write", "rsp_free_depth", "MacTxArbModel", "EngineModel", "engine_model_small",
+           "RSP_FIFO_DEPTH", "ENG_CTR", "rsp_free_write", "rsp_free_depth", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
@@ -815,41 +815,6 @@ class AckOutModel:
             self.tmpl[c["conn"]] = c
 
 
-class MacTxArbModel:
-    """MR-ENG-134: whole frames of the ACK builder (input 0) and the TX half (input 1) onto one
-    ``m_axis``, ACK frames first between frames, into an output register."""
-
-    def __init__(self):
-        self.out = (0, 0, 0, 0, 0)      # valid, data, keep, last, user
-        self.lock = None                # the input whose frame is running
-
-    def busy(self):
-        return bool(self.out[0] or self.lock is not None)
-
-    def readies(self, tready, ack_valid):
-        free = not self.out[0] or bool(tready)
-        sel = self.lock if self.lock is not None else (0 if ack_valid else 1)
-        return int(free and sel == 0), int(free and sel == 1)
-
-    def outputs(self):
-        v, d, k, last, u = self.out
-        return {"m_axis__tvalid": v, "m_axis__tdata": d, "m_axis__tkeep": k, "m_axis__tlast": last,
-                "m_axis__tuser": u}
-
-    def step(self, tready, beats):
-        """``beats``: the two inputs' ``(tvalid, tdata, tkeep, tlast, tuser)``."""
-        free = not self.out[0] or bool(tready)
-        if not free:
-            return
-        sel = self.lock if self.lock is not None else (0 if beats[0][0] else 1)
-        b = beats[sel]
-        if b[0]:
-            self.out = tuple(b)
-            self.lock = None if b[3] else sel
-        else:
-            self.out = (0,) + self.out[1:]
-
-
 #: MR-ENG-135: the TX half's ports the engine names otherwise
 ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe"}
 #: MR-ENG-105, MR-ENG-135: the halves' ports joined inside the engine
@@ -857,7 +822,7 @@ _RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_", "m_rsp__", "eng_reg_", "s_
                 "pace_", "cfg_tap")
 # MR-ENG-140: the TX half's READ responses are fed by the receive half, their records counted;
 # MR-ENG-259: its pacer's writes and configuration from the register block
-_TX_INTERNAL = ("s_ack__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__", "m_rd__",
+_TX_INTERNAL = ("s_ack__", "s_ack_desc__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__", "m_rd__",
                 "s_pace_write__", "mtu_wl", "line_mbps")
 
 
@@ -872,7 +837,8 @@ class EngineModel:
     ``pacing`` (MR-ENG-258/259) as the RTL's."""
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
-                 outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, pacing=False, **tx_kw):
+                 outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, pacing=False,
+                 ack_first=True, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         self.width = width
@@ -886,8 +852,10 @@ class EngineModel:
                                 responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
                                 pacing=self.pacing)
         streams = kw.pop("streams")
+        # MR-ENG-282: the ACK descriptors into the TX half's one frame builder (``ack_first``
+        # False: after the data descriptors, MR-ENG-286's negative control only)
         self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True,
-                               pacing=self.pacing, **kw)
+                               pacing=self.pacing, ack_desc=True, ack_first=ack_first, **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
         # MR-ENG-240/241: the TX half's m_rsp_done records also free the RX's resources
@@ -904,8 +872,6 @@ class EngineModel:
         self.wr_q = _AckFifo(WR_FIFO_DEPTH)     # MR-ENG-155
         self.wr_op_at = _field_offset(lay.sched.wr, "op")
         self.ack_out = AckOutModel(conns, self.rx.lay.ack, lay.cfg)
-        self.ack_fb = FrameBuilderModel(width)
-        self.arb = MacTxArbModel()
         self.lay = lay
 
     def open_offer(self):
@@ -932,14 +898,14 @@ class EngineModel:
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
-        return (self.rx.busy() or self.tx.busy() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy()
+        return (self.rx.busy() or self.tx.busy() or self.ack_in.busy()
+                or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy()
                 or (self.cq_join and self.cq.busy()))
 
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers."""
-        return (self.rx.busy() or self.tx.active() or self.ack_in.busy() or self.ack_fb.busy()
-                or self.arb.busy() or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy()
+        return (self.rx.busy() or self.tx.active() or self.ack_in.busy()
+                or self.rsp.busy() or self.rd.busy_any() or self.wr_q.busy()
                 or (self.cq_join and self.cq.busy()))
 
     def _rx_cqe_to_join(self):
@@ -953,17 +919,21 @@ class EngineModel:
 
     def step(self, inputs):
         g = inputs.get
-        fo = self.ack_fb.outputs()
-        ack_ready, data_ready = self.arb.readies(g("m_axis__tready", 0), fo["m_axis__tvalid"])
+        # MR-ENG-283: the RX engine's ACK request (its queue's head, state) through AckOut's
+        # descriptor (the template rows before this cycle's s_cfg write) into the TX half
+        aq = self.rx.rx.ack_q
+        ack_valid, ack_head = int(aq.level > 0), aq.head
+        ack_d = self.ack_out.desc(ack_head) if ack_valid else 0
         in_valid, in_head = self.ack_in.out()
         rsp_valid, rsp_head = self.rsp.out()
         ro = self.rx.regs.outputs()
         # the TX half first (MR-ENG-136): its inputs are state only (AckIn's and RspJoin's
-        # heads, the arbiter's ready, the register block's counter select), and its counter
+        # heads, the RX engine's ACK request, the register block's counter select), and its counter
         # value is the register block's input
         tx_in = {n: g(_tx_name(n), 0) for n in self.tx.port_names()["inputs"]}
         tx_in.update({"s_ack__valid": in_valid, "s_ack__payload": in_head,
-                      "m_axis__tready": data_ready, "reg_addr": ro["tx_reg_addr"],
+                      "s_ack_desc__valid": ack_valid, "s_ack_desc__payload": ack_d,
+                      "reg_addr": ro["tx_reg_addr"],
                       "s_rsp__valid": rsp_valid, "s_rsp__payload": rsp_head, "m_rsp_done__ready": 1})
         if self.pacing:
             # MR-ENG-259: the pacing window's write and configuration (registers, MR-REG-065)
@@ -996,7 +966,8 @@ class EngineModel:
         if free_first:
             cfg_valid, cfg_pay = free_valid, free_pay
         rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
-                               "m_ack__ready": fo["s_desc__ready"], "tx_reg_data": tx_out["reg_data"],
+                               "m_ack__ready": tx_out["s_ack_desc__ready"],
+                               "tx_reg_data": tx_out["reg_data"],
                                "m_rsp__ready": self.rsp.in_ready(), "eng_reg_data": self.rsp.reg_data,
                                "s_cfg_eng__valid": cfg_valid, "s_cfg_eng__payload": cfg_pay,
                                "m_cqe__ready": rx_cqe_ready,
@@ -1021,19 +992,10 @@ class EngineModel:
         self.rsp.step(rx_out["m_rsp__valid"], rx_out["m_rsp__payload"], tx_out["s_rsp__ready"],
                       tx_out["m_rsp_done__valid"], tx_out["m_rsp_done__payload"], ro["eng_reg_addr"],
                       free_ready=free_first and rx_out["s_cfg_eng__ready"])
-        out_valid = rx_out["m_ack__valid"]
-        out_desc = self.ack_out.desc(rx_out["m_ack__payload"]) if out_valid else 0
+        assert rx_out["m_ack__valid"] == ack_valid and rx_out["m_ack__payload"] == ack_head
         self.ack_out.step(g("s_cfg__valid", 0), g("s_cfg__payload", 0))
-        self.ack_fb.step({"s_desc__valid": out_valid, "s_desc__payload": out_desc,
-                          "s_payload__valid": 0, "s_payload__payload": 0, "m_axis__tready": ack_ready})
-        ao = self.arb.outputs()
-        self.arb.step(g("m_axis__tready", 0),
-                      [tuple(fo["m_axis__" + n] for n in ("tvalid", "tdata", "tkeep", "tlast", "tuser")),
-                       tuple(tx_out["m_axis__" + n] for n in ("tvalid", "tdata", "tkeep", "tlast", "tuser"))])
         out = {n: v for n, v in rx_out.items() if not n.startswith(_RX_INTERNAL)}
-        out.update({_tx_name(n): v for n, v in tx_out.items()
-                    if not n.startswith(_TX_INTERNAL + ("m_axis__",))})
-        out.update(ao)
+        out.update({_tx_name(n): v for n, v in tx_out.items() if not n.startswith(_TX_INTERNAL)})
         out["s_wr__ready"] = wr_in_ready
         if self.cq_join:
             # MR-ENG-197: the host's work completions from the join; m_cqe the receive records

@@ -47,7 +47,7 @@ from . import wire
 __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd_of",
            "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
-           "id_depth", "slot_of", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
+           "id_depth", "slot_of", "KIND_DEPTH", "SHARED_DESC_FIELDS", "ACK_ONLY_DESC_FIELDS", "one_builder_desc", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
            "src_of", "inline_beats", "path_record", "tx_model_verdicts_small"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
@@ -60,6 +60,45 @@ MRDH_VERSION = 1
 
 #: MR-TX-124: slots of the queue of done records' error bits waiting for their frame's end.
 ERR_DEPTH = 8
+
+#: MR-TX-282: slots of the kind queue (one bit a descriptor the frame builder took, 1 for a
+#: descriptor of ``s_ack_desc``, popped by its frame's last beat on ``m_axis``).
+KIND_DEPTH = 16
+
+#: MR-TX-281: the descriptor fields both kinds of frame read (Ethernet, IP, UDP, BTH, the
+#: payload length), chosen by the arbitration; the MRAH and MRNH fields, which only MR_ACK and
+#: MR_NAK read (MR-TXF-003), are the ACK descriptor's always, every other field the join
+#: stage's always (an ACK or NAK frame reads none of them): no mux on those.
+SHARED_DESC_FIELDS = tuple(n for n, _ in DESC_LAYOUT
+                           if n.startswith(("vlan", "ipv6", "eth_", "ip_", "udp_", "bth_", "payload_len")))
+ACK_ONLY_DESC_FIELDS = tuple(n for n, _ in DESC_LAYOUT if n.startswith(("mrah_", "mrnh_")))
+
+
+def _field_mask(names):
+    mask, at = 0, 0
+    for n, f in DESC_LAYOUT:
+        if n in names:
+            mask |= ((1 << f.width) - 1) << at
+        at += f.width
+    return mask
+
+
+_SHARED_MASK = _field_mask(SHARED_DESC_FIELDS)
+_ACK_MASK = _field_mask(ACK_ONLY_DESC_FIELDS)
+_JOIN_MASK = (1 << DESC_LAYOUT.size) - 1 & ~(_SHARED_MASK | _ACK_MASK)
+
+
+def one_builder_desc(ack_sel, ack, join):
+    """MR-TX-281: the frame builder's packed descriptor from the packed ACK descriptor ``ack``
+    and the join stage's ``join``: the shared fields of the one ``ack_sel`` chooses, the MRAH
+    and MRNH fields the ACK's, the others the join's."""
+    return (((ack if ack_sel else join) & _SHARED_MASK) | (ack & _ACK_MASK)
+            | (join & _JOIN_MASK))
+
+
+#: MR-TX-280: the data path's and the TX half's ports for the ACK descriptors (``ack_desc``).
+ACK_DESC_INPUTS = ["s_ack_desc__payload", "s_ack_desc__valid"]
+ACK_DESC_OUTPUTS = ["s_ack_desc__ready"]
 
 #: MR-TX-126: the engine's own 64-bit counters, read at ``reg_addr`` TX_CTR_BASE + index (after
 #: the retransmit unit's, MR-TX-040; its ``tail_probes`` is not mapped, MR-TX-181: the address
@@ -302,7 +341,7 @@ class TxDataCycleModel:
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, pool=SMALL["pool"],
-                 outstanding=SMALL["outstanding"]):
+                 outstanding=SMALL["outstanding"], ack_desc=False, ack_first=True):
         self.width = width
         self.lay = layouts(conns, streams, paths, depth, pool)
         self.join = TxJoinModel(self.lay, outstanding)
@@ -312,13 +351,32 @@ class TxDataCycleModel:
         self.debt = 0
         self.dma_errors = 0
         self.k = 0                      # MR-TX-192: the beat of the inline payload at the head
+        # MR-TX-280..282: the ACK descriptors into the one frame builder, ahead of the join's
+        # (``ack_first`` False: the join's first, MR-TX-285's negative control only), and the
+        # kind of each descriptor the builder took, in order
+        self.ack_desc = bool(ack_desc)
+        self.ack_first = bool(ack_first)
+        self.kind = SyncFifoModel(KIND_DEPTH)
 
-    @staticmethod
-    def port_names():
-        return {"inputs": list(DATA_INPUTS), "outputs": list(DATA_OUTPUTS)}
+    def port_names(self=None):
+        ins, outs = list(DATA_INPUTS), list(DATA_OUTPUTS)
+        if self is not None and self.ack_desc:
+            ins, outs = ins + ACK_DESC_INPUTS, outs + ACK_DESC_OUTPUTS
+        return {"inputs": ins, "outputs": outs}
 
     def busy(self):
-        return self.join.busy() or self.dma.busy() or self.fb.busy() or bool(self.errq.level)
+        return (self.join.busy() or self.dma.busy() or self.fb.busy() or bool(self.errq.level)
+                or bool(self.kind.level))
+
+    def ack_head(self):
+        """MR-TX-282: the frame leaving on ``m_axis`` is an ACK descriptor's (the kind queue's
+        head; state)."""
+        return bool(self.ack_desc and self.kind.level and self.kind.head)
+
+    def ack_desc_ready(self):
+        """MR-TX-281: ``s_ack_desc.ready``: the builder's ``s_desc.ready`` (a register) and room
+        in the kind queue (state)."""
+        return int(bool(self.fb.outputs()["s_desc__ready"] and self.kind.level < KIND_DEPTH))
 
     def fail_outputs(self):
         """MR-TX-124: ``(m_fail valid, payload)``, from the state: a done record with its error
@@ -362,17 +420,35 @@ class TxDataCycleModel:
         tuser = int(bool(fo["m_axis__tuser"] or (fo["m_axis__tlast"] and has_err
                                                  and self.errq.head)))
         end = bool(fo["m_axis__tvalid"] and g("m_axis__tready", 0) and fo["m_axis__tlast"])
+        # MR-TX-282: the frame leaving is an ACK descriptor's (the kind queue's head): its
+        # end leaves the error queue and the debt alone, its tuser is the builder's
+        ack_out = self.ack_head()
+        if ack_out:
+            tuser = fo["m_axis__tuser"]
+        kind_end = end
+        end = end and not ack_out
         own = end and not has_err and done_take and self.debt == 0
+        # MR-TX-281: the builder's descriptor: the ACK one first, else the join's; both wait
+        # while the kind queue is full
+        desc_ready, fb_desc = fo["s_desc__ready"], jd
+        if self.ack_desc:
+            room = self.kind.level < KIND_DEPTH
+            ack_sel = bool(g("s_ack_desc__valid", 0)) and (self.ack_first or not jd[0])
+            ack_ready = int(bool(desc_ready and room and (self.ack_first or not jd[0])))
+            desc_ready = int(bool(desc_ready and room and not ack_sel))
+            fb_desc = (int(bool((ack_sel or jd[0]) and room)),
+                       one_builder_desc(ack_sel, g("s_ack_desc__payload", 0), jd[1]))
+            kind_push = bool(fb_desc[0] and fo["s_desc__ready"])
         if done_take and err:
             self.dma_errors += 1
         self.join.step(g("s_frame__valid", 0), g("s_frame__payload", 0), g("s_cfg__valid", 0),
-                       g("s_cfg__payload", 0), do["s_cmd__ready"], fo["s_desc__ready"], done_take,
+                       g("s_cfg__payload", 0), do["s_cmd__ready"], desc_ready, done_take,
                        last)
         self.k = 0 if last else self.k + int(moved)
         self.dma.step({"s_cmd__payload": jc[1], "s_cmd__valid": jc[0],
                        "m_data__ready": data_ready, "m_done__ready": done_ready,
                        **{"m_axi__" + n: g("m_axi__" + n, 0) for n in AXI_IN}})
-        self.fb.step({"s_desc__payload": jd[1], "s_desc__valid": jd[0],
+        self.fb.step({"s_desc__payload": fb_desc[1], "s_desc__valid": fb_desc[0],
                       "s_payload__payload": pay, "s_payload__valid": pay_valid,
                       "m_axis__tready": g("m_axis__tready", 0)})
         debt = self.debt
@@ -380,6 +456,9 @@ class TxDataCycleModel:
         self.errq.update(end, done_take and debt == 0 and not own, err)
         out = {"s_frame__ready": frame_ready, "s_cfg__ready": 1,
                "m_fail__payload": fail, "m_fail__valid": fail_valid}
+        if self.ack_desc:
+            self.kind.update(kind_end, kind_push, int(ack_sel))
+            out["s_ack_desc__ready"] = ack_ready
         out.update({"m_axis__" + n: fo["m_axis__" + n] for n in AXIS_OUT})
         out["m_axis__tuser"] = tuser
         out.update({"m_axi__" + n: do["m_axi__" + n] for n in AXI_OUT})
@@ -395,7 +474,7 @@ class TxCycleModel:
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
-                 pace_full_only=False, **sched_kw):
+                 pace_full_only=False, ack_desc=False, ack_first=True, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -430,8 +509,11 @@ class TxCycleModel:
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
+        # MR-TX-280: ``ack_desc`` adds s_ack_desc, the ACK descriptors into the one builder
+        self.ack_desc = bool(ack_desc)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
-                                     outstanding=outstanding)
+                                     outstanding=outstanding, ack_desc=ack_desc,
+                                     ack_first=ack_first)
         # MR-TX-105: the congestion windows, their MTU the scheduler's
         self.cwnd = cwnd_model.CwndCycleModel(width, conns, paths, verdicts=self.verdicts)
         self.cw_mtu = kw["mtu"]
@@ -452,6 +534,8 @@ class TxCycleModel:
         ins, outs = list(INPUTS), list(OUTPUTS)
         if self is not None and self.pacing:
             ins, outs = ins + PACE_INPUTS, outs + PACE_OUTPUTS
+        if self is not None and self.ack_desc:
+            ins, outs = ins + ACK_DESC_INPUTS, outs + ACK_DESC_OUTPUTS
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
@@ -516,6 +600,7 @@ class TxCycleModel:
                        "reg_addr": g("reg_addr", 0)})
         data = self.data
         frame_ready = data.join.frame_ready()          # MR-TX-229: a register
+        ack_out = data.ack_head()                      # MR-TX-283: state
         fail_valid, fail = data.fail_outputs()
         # MR-TX-234: paced, the join steps the scheduler and the pacer (the pacer's inputs too)
         pace_in = ({n: g(n, 0) for n in ("s_pace_write__valid", "s_pace_write__payload",
@@ -544,7 +629,8 @@ class TxCycleModel:
         assert resend_valid == ro["m_resend__valid"]
         do = data.step({"s_frame__payload": so["m_frame__payload"], "s_frame__valid": so["m_frame__valid"],
                         "m_fail__ready": 1,
-                        **{n: g(n, 0) for n in DATA_INPUTS if n.startswith(("s_cfg", "m_axi", "m_axis"))}})
+                        **{n: g(n, 0) for n in data.port_names()["inputs"]
+                           if n.startswith(("s_cfg", "m_axi", "m_axis", "s_ack_desc"))}})
         out = {"s_wr__ready": so["s_wr__ready"], "s_ack__ready": ro["s_ack__ready"],
                "s_cfg__ready": do["s_cfg__ready"], "s_cw_setup__ready": co["s_setup__ready"],
                "m_cqe__payload": so["m_cqe__payload"], "m_cqe__valid": so["m_cqe__valid"],
@@ -555,9 +641,12 @@ class TxCycleModel:
             out.update({n: so[n] for n in ("m_rd__payload", "m_rd__valid")})
         if self.pacing:
             out["s_pace_write__ready"] = so["s_pace_write__ready"]
+        if self.ack_desc:
+            out["s_ack_desc__ready"] = do["s_ack_desc__ready"]
         # MR-TX-126: the events of this cycle, counted after the next edge
         now = []
-        if do["m_axis__tvalid"] and g("m_axis__tready", 0) and do["m_axis__tlast"]:
+        # MR-TX-283: the data frames only (an ACK frame is the receive half's)
+        if do["m_axis__tvalid"] and g("m_axis__tready", 0) and do["m_axis__tlast"] and not ack_out:
             now.append(TX_CTR["frames"])
             if do["m_axis__tuser"]:
                 now.append(TX_CTR["frames_bad"])

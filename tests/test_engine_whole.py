@@ -1,5 +1,6 @@
 """The whole engine (MR-ENG-130..137): the receive half with the peer's ACKs tapped, the TX
-half, the ACK paths between them and the MAC transmit arbiter, in one top (hdl/engine.py
+half and the ACK paths between them, the ACK frames built by the TX half's frame builder
+(MR-ENG-282..287), in one top (hdl/engine.py
 ``Engine``) and its composed model (models/engine.py ``EngineModel``). The stimulus is the
 engine writing to itself over a lossy loopback (models/cosim_engine.py): its data frames are
 placed by its own receive half, whose ACK frames come back to its TX half.
@@ -9,7 +10,7 @@ import pytest
 
 from metaroce.models import cosim_engine as ce
 from metaroce.models.endpoint import ack_frame, nak_frame
-from metaroce.models.engine import (EngineModel, MacTxArbModel, ack_desc, engine_layouts,
+from metaroce.models.engine import (EngineModel, ack_desc, engine_layouts,
                                     is_peer_ack, peer_ack_record)
 from metaroce.models import codec, parser
 from metaroce.models.frame_builder import builder_bytes, desc_of_frame, pack_desc, unpack_desc
@@ -63,33 +64,49 @@ def test_peer_ack_records_are_ack_record():
         assert peer_ack_record(meta, 1) is None          # DestQP 1 names no connection of 1
 
 
-def test_mac_arbiter_keeps_frames_whole():
-    """MR-ENG-134: whole frames, ACK frames first between frames, a register on the output."""
-    arb = MacTxArbModel()
-    ack = [(1, 10 + i, 0xFF, int(i == 1), 0) for i in range(2)]
-    data = [(1, 20 + i, 0xFF, int(i == 2), 0) for i in range(3)]
-    got = []
-    a = d = 0
-    for cyc in range(12):
-        tready = cyc % 3 != 1
-        out = arb.outputs()
-        if out["m_axis__tvalid"] and tready:
-            got.append(out["m_axis__tdata"])
-        ra, rd = arb.readies(tready, a < len(ack) and cyc >= 1)
-        beats = [ack[a] if a < len(ack) and cyc >= 1 else (0, 0, 0, 0, 0),
-                 data[d] if d < len(data) else (0, 0, 0, 0, 0)]
-        arb.step(tready, beats)
-        a += bool(ra and beats[0][0])
-        d += bool(rd and beats[1][0])
-    # the data frame started before the ACK frame arrived, so it runs to its end first
-    assert got == [20, 21, 22, 10, 11]
-
-
 def test_engine_model_loopback():
     """MR-ENG-137 on the model: 6 KiB written to itself at 10 % loss; memory = source, every WR
     complete, frames lost both ways and recovered."""
     r = _run_model(6 * 1024, seed=2, loss=0.1)
     assert r["lost"] > 0 and r["frames_out"] > r["frames_in"]
+
+
+class _FrameKinds:
+    """The engine model with its frames on ``m_axis`` sorted by the TX half's kind queue's head
+    (MR-TX-282): ACK frames and data frames, and the ACK frames' first bytes' opcodes."""
+
+    def __init__(self, m):
+        self.m, self.acks, self.data, self.beats, self.ack_ops = m, 0, 0, 0, set()
+
+    def step(self, inp):
+        ack = self.m.tx.data.ack_head()
+        out = self.m.step(inp)
+        if out["m_axis__tvalid"] and inp.get("m_axis__tready", 0):
+            if self.beats == 5 and ack:
+                # beat 5 at 64 bits: bytes 40..47, the BTH's opcode at byte 42 (IPv4, no VLAN)
+                self.ack_ops.add(out["m_axis__tdata"] >> 16 & 0xFF)
+            self.beats = 0 if out["m_axis__tlast"] else self.beats + 1
+            if out["m_axis__tlast"]:
+                self.acks += ack
+                self.data += not ack
+        return out
+
+
+def test_one_builder_frames_and_counters_model():
+    """MR-ENG-282..285 on the model: the loopback's ACK frames leave the TX half's one builder
+    (the kind queue marks them; their opcode MR_ACK), the WRITEs complete and the memory equals
+    the source; the TX half's ``frames`` counter counts the data frames only (MR-TX-283)."""
+    from metaroce.models.cosim import run_loop
+    from metaroce.models.tx import TX_CTR
+    from metaroce.models.wire import Op
+    drv, s, region, src = ce.loopback_run(64, 3 * 1024, seed=4, loss=0.0)
+    m = EngineModel(64)
+    k = _FrameKinds(m)
+    ce.check(run_loop(drv, k, m.active), region, src)
+    for _ in range(3):          # the last increments land a cycle later (MR-TX-126)
+        k.step({})
+    assert k.acks > 0 and k.data > 0 and int(Op.MR_ACK) in k.ack_ops
+    assert m.tx.counters[TX_CTR["frames"]] == k.data
 
 
 def _lockstep_amaranth(nbytes, seed, loss, **kw):
@@ -141,8 +158,9 @@ def test_engine_model_every_counter_through_axil():
 # 2 cores, most of it building the simulation): slow; the default run has the model tests.
 @pytest.mark.slow
 def test_engine_lockstep_amaranth_short():
-    """MR-ENG-136/137: the RTL (Amaranth simulator) and EngineModel in lockstep, every output
-    every cycle, with backpressure on every output and random AXI latencies: one WRITE of
+    """MR-ENG-136/137, MR-ENG-286: the RTL (Amaranth simulator) and EngineModel in lockstep,
+    every output every cycle, with backpressure on every output and random AXI latencies (the
+    ACK frames from the TX half's one frame builder): one WRITE of
     1,100 bytes to itself (two data frames placed, their ACK frames back into the TX half)."""
     r, core = _lockstep_amaranth(1100, seed=3, loss=0.0, n_writes=1)
     assert r["placements"] >= 2 and r["frames_in"] >= 3 and core.cycle > 500
