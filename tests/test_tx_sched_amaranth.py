@@ -699,6 +699,37 @@ def test_report_next_chunk_wrong_forms_fail(wrong):
         _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
 
 
+# MR-TXS-188's wrong forms: the flags read at an index without their late terms (the step's
+# act, the work request's take)
+EDGE_FLAGS_WRONG = {
+    "new_without_act": ("new = new_act & read(e_new_hot, e,", "new = read(e_new_hot, e,"),
+    "refill_without_take": ("refill = take_wr & read(list(w_ehot), e,", "refill = read(list(w_ehot), e,"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(EDGE_FLAGS_WRONG))
+def test_edge_flags_wrong_forms_fail(wrong):
+    """MR-TXS-188: each wrong form of the edge's flags read at an index (the registered bit
+    without the step's ``act`` or without ``take_wr``), loaded in place of the RTL, breaks the
+    invariant of ``test_report_next_chunk_registered_exact`` (the run of its default case) or
+    the lockstep; the RTL as built passes the same run (asserted here too)."""
+    params = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+                  conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
+    mod = wrong_form("tx_sched", *EDGE_FLAGS_WRONG[wrong])
+    with pytest.raises((_InvariantBroken, Mismatch)):
+        _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
+
+
+def test_edge_flags_read_exact():
+    """MR-TXS-188: the positive run of ``test_edge_flags_wrong_forms_fail``: the RTL as built
+    keeps MR-TXS-053's invariant on that run with 0 mismatches."""
+    params = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+                  conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
+    core, bad, seen, _, _ = _report_next_run(params, 32)
+    assert core.mismatches == 0 and not bad, bad[:5]
+    assert seen["refill"] > 0 and seen["a_moved"] > 0 and seen["r_moved"] > 0, seen
+
+
 def assert_wrong_form_fails(form, items, seed, **kw):
     """The RTL with ``form`` (``(text, replacement)`` in hdl/tx_sched.py) loaded in place of
     hdl/tx_sched.py mismatches its model on ``items`` (driver seed ``seed``, 20 % idle inputs,
