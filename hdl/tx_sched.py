@@ -282,6 +282,9 @@ class TxSched(wiring.Component):
                     for c in range(C)]
         rq_last = [[Signal(name=f"rq{c}_last{k}") for k in range(RD)] for c in range(C)]
         rq_nb = [[Signal(nb_w, name=f"rq{c}_nb{k}") for k in range(RD)] for c in range(C)]
+        # MR-TXS-189: the head entry's nb as a register (the candidate's window compares of a
+        # resend start at it, not at a RD-way read by the head pointer)
+        rq_hnb = [Signal(nb_w, name=f"rqh{c}_nb") for c in range(C)]
         # MR-TXS-032: the entry is stale (its chunk acknowledged since it was queued)
         rq_stale = [[Signal(name=f"rq{c}_stale{k}") for k in range(RD)] for c in range(C)]
         rq_head = Array(Signal(rq_b, name=f"rqh{c}") for c in range(C))
@@ -754,7 +757,7 @@ class TxSched(wiring.Component):
             # are `bytes <= room` and `bytes > room`.
             c_idle = c_infl[c] == 0
             rows = range(c * PA, (c + 1) * PA)
-            h_nb = read(rq_nb[c], rq_head[c], f"h{c}_nb")
+            h_nb = rq_hnb[c]
             h_fits = c_idle | ~A.gt_room(h_nb, c_room[c], f"h{c}_cgt")
             h_fill = [A.gt_room(h_nb, p_room[row], f"h{c}_pgt{row}") for row in rows]
             # streams: the first from the pointer whose send message exists with its next chunk in
@@ -1195,6 +1198,13 @@ class TxSched(wiring.Component):
                 m.d.sync += c_unsent[c].eq(c_unsent_after)
             with m.If(act[c] & x["resend"]):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
+            # MR-TXS-189: the head's nb after the edge: a report queued into an empty FIFO is
+            # the head; a pop makes the entry after the head the head (a report and a step never
+            # act in one cycle, MR-TXS-030)
+            with m.If(lost_act & (r_conn == c) & (rq_level[c] == 0)):
+                m.d.sync += rq_hnb[c].eq(r_nb)
+            with m.If(act[c] & x["resend"]):
+                m.d.sync += rq_hnb[c].eq(read(rq_nb[c], (rq_head[c] + 1)[:rq_b], f"h{c}_nb_after"))
             with m.If(act_pkt[c]):
                 m.d.sync += [c_infl[c].eq(c_infl_next), c_room[c].eq(c_room_next),
                              c_rr[c].eq(x["path"] + 1)]

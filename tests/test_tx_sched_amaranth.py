@@ -730,6 +730,24 @@ def test_edge_flags_read_exact():
     assert seen["refill"] > 0 and seen["a_moved"] > 0 and seen["r_moved"] > 0, seen
 
 
+# MR-TXS-189's wrong forms: a report queued into an empty FIFO not loaded into the head's nb
+# register; a pop loading the head entry it takes (not the one after it)
+HEAD_NB_WRONG = {
+    "empty_write_left_out": ("m.d.sync += rq_hnb[c].eq(r_nb)", "pass"),
+    "pop_loads_own_head": ("(rq_head[c] + 1)[:rq_b], f\"h{c}_nb_after\")",
+                           "rq_head[c], f\"h{c}_nb_after\")"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(HEAD_NB_WRONG))
+def test_resend_head_nb_wrong_forms_fail(wrong):
+    """MR-TXS-189: each wrong form of the resend FIFO's head `nb` register, loaded in place of
+    the RTL, mismatches its model on ``test_lockstep_random``'s traffic (seed 1, losses), which
+    the RTL as built passes with 0 mismatches."""
+    assert_wrong_form_fails(HEAD_NB_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
+                            1, p_cwnd=0.2, cwnd_hi=8000)
+
+
 def assert_wrong_form_fails(form, items, seed, **kw):
     """The RTL with ``form`` (``(text, replacement)`` in hdl/tx_sched.py) loaded in place of
     hdl/tx_sched.py mismatches its model on ``items`` (driver seed ``seed``, 20 % idle inputs,
