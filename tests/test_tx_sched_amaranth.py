@@ -1003,8 +1003,8 @@ def test_probe_of_a_completed_message_dropped():
 PROBE_WRONG = {
     "probe_no_retx": ("| int(MrdhFlag.RETX) | Mux(pd_desc.err", "| Mux(pd_desc.err"),
     "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
-    "probe_touched": ("pb_valid & pd_valid & ~touched.bit_select(pbr.conn, 1)",
-                      "pb_valid & pd_valid"),
+    "probe_touched": ("pb_valid & pd_valid & ~pbr.to & ~touched.bit_select(pbr.conn, 1)",
+                      "pb_valid & pd_valid & ~pbr.to"),
     "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
     # MR-TXS-098: a probed atomic's operands from the candidate's read, not the probe's
     "probe_no_operands": ('frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd,',
