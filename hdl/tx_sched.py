@@ -225,6 +225,22 @@ class TxSched(wiring.Component):
         e_next_n = [Signal(chunk_w, name=f"next_n{e}") for e in range(E)]
         e_new_chunk = [Signal(name=f"new_chunk{e}") for e in range(E)]
         e_refill = [Signal(name=f"refill{e}") for e in range(E)]
+        # MR-TXS-188: the flags' registered halves (the candidates' new-chunk bits, the work
+        # request's entry bits) and their late terms (the step's `act`, `take_wr`), so a read
+        # of a flag at an index selects among registers and the late term ANDs after it
+        e_new_hot = [Signal(name=f"new_hot{e}") for e in range(E)]
+        w_ehot = Signal(E, name="w_ehot")
+        take_wr = Signal(name="take_wr")
+        act = [Signal(name=f"act{c}") for c in range(C)]
+
+        def edge_flags(e, tag):
+            """MR-TXS-188: ``(new, refill)``, the edge's flags ``e_new_chunk``/``e_refill`` of
+            entry ``e``: the registered bit read at ``e``, then its connection's step or the
+            work request's take."""
+            new_act = read(act, e[sdb:], f"new_act_{tag}") if C > 1 else act[0]
+            new = new_act & read(e_new_hot, e, f"new_hot_{tag}")
+            refill = take_wr & read(list(w_ehot), e, f"wr_hot_{tag}")
+            return new, refill
         e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
         e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
         # MR-TXS-032: derived registers, kept equal to their definitions by every action
@@ -266,6 +282,9 @@ class TxSched(wiring.Component):
                     for c in range(C)]
         rq_last = [[Signal(name=f"rq{c}_last{k}") for k in range(RD)] for c in range(C)]
         rq_nb = [[Signal(nb_w, name=f"rq{c}_nb{k}") for k in range(RD)] for c in range(C)]
+        # MR-TXS-189: the head entry's nb as a register (the candidate's window compares of a
+        # resend start at it, not at a RD-way read by the head pointer)
+        rq_hnb = [Signal(nb_w, name=f"rqh{c}_nb") for c in range(C)]
         # MR-TXS-032: the entry is stale (its chunk acknowledged since it was queued)
         rq_stale = [[Signal(name=f"rq{c}_stale{k}") for k in range(RD)] for c in range(C)]
         rq_head = Array(Signal(rq_b, name=f"rqh{c}") for c in range(C))
@@ -436,8 +455,7 @@ class TxSched(wiring.Component):
         def after_edge(e, now, tag):
             """MR-TXS-055: entry ``e``'s next_chunk after this edge from ``now``, its value
             before it: + 1 for a new chunk, 0 for a refill (the edge's flags read at ``e``)."""
-            new = read(e_new_chunk, e, f"new_chunk_{tag}")
-            refill = read(e_refill, e, f"refill_{tag}")
+            new, refill = edge_flags(e, tag)
             return Mux(new, A.add(now, 1, name=f"next_more_{tag}"), Mux(refill, 0, now))
 
         def next_after(value, tag):
@@ -687,10 +705,9 @@ class TxSched(wiring.Component):
         # its terms; and the request's entry, stream and connection as one-hot bits registered
         # with it (0 for a refused one), so the work request's enables start at registers
         w_go = Signal(name="w_go")
-        w_ehot = Signal(E, name="w_ehot")
         w_qhot = Signal(Q, name="w_qhot")
         w_chot = Signal(C, name="w_chot")
-        take_wr = _named(m, ~busy & ~comp & w_go, "take_wr")
+        m.d.comb += take_wr.eq(~busy & ~comp & w_go)
         # MR-TXS-107: a good READ on s_wr whose outstanding-read row is not free waits at the
         # port (never in the register, which a READ response must always reach, MR-TXS-067)
         rd_block = Signal(name="rd_block")
@@ -740,7 +757,7 @@ class TxSched(wiring.Component):
             # are `bytes <= room` and `bytes > room`.
             c_idle = c_infl[c] == 0
             rows = range(c * PA, (c + 1) * PA)
-            h_nb = read(rq_nb[c], rq_head[c], f"h{c}_nb")
+            h_nb = rq_hnb[c]
             h_fits = c_idle | ~A.gt_room(h_nb, c_room[c], f"h{c}_cgt")
             h_fill = [A.gt_room(h_nb, p_room[row], f"h{c}_pgt{row}") for row in rows]
             # streams: the first from the pointer whose send message exists with its next chunk in
@@ -947,7 +964,7 @@ class TxSched(wiring.Component):
                      pd_first.eq(read(p_tfirst, pb_row, "pb_tfirst")),
                      pd_last.eq(read(p_tlast, pb_row, "pb_tlast"))]
         step_ok = _named(m, sched & ~probe_go, "step_ok")
-        act = [_named(m, step_ok & sel[c], f"act{c}") for c in range(C)]
+        m.d.comb += [act[c].eq(step_ok & sel[c]) for c in range(C)]
         act_pkt = [_named(m, act[c] & ~x["drop"], f"act_pkt{c}") for c, x in enumerate(cand_r)]
         act_new = [_named(m, act[c] & ~x["resend"], f"act_new{c}") for c, x in enumerate(cand_r)]
         pkt_act = _named(m, Cat(*act_pkt).any(), "pkt_act")
@@ -1050,7 +1067,7 @@ class TxSched(wiring.Component):
         # window's move when it names the entry, else as it is; the forward bit: the report
         # acknowledged now names that entry (its window is pending in the next cycle)
         def window_after(e, base, bits, tag):
-            refill = read(e_refill, e, f"w_refill_{tag}")
+            refill = edge_flags(e, f"w_{tag}")[1]
             moved = _named(m, wb_valid & (wb_e == e), f"w_moved_{tag}")
             return (Mux(refill, 0, Mux(moved, base_moved, base)),
                     Mux(refill, 0, Mux(moved, b_moved, bits)))
@@ -1181,6 +1198,13 @@ class TxSched(wiring.Component):
                 m.d.sync += c_unsent[c].eq(c_unsent_after)
             with m.If(act[c] & x["resend"]):
                 m.d.sync += [rq_head[c].eq(rq_head[c] + 1), rq_level[c].eq(rq_level[c] - 1)]
+            # MR-TXS-189: the head's nb after the edge: a report queued into an empty FIFO is
+            # the head; a pop makes the entry after the head the head (a report and a step never
+            # act in one cycle, MR-TXS-030)
+            with m.If(lost_act & (r_conn == c) & (rq_level[c] == 0)):
+                m.d.sync += rq_hnb[c].eq(r_nb)
+            with m.If(act[c] & x["resend"]):
+                m.d.sync += rq_hnb[c].eq(read(rq_nb[c], (rq_head[c] + 1)[:rq_b], f"h{c}_nb_after"))
             with m.If(act_pkt[c]):
                 m.d.sync += [c_infl[c].eq(c_infl_next), c_room[c].eq(c_room_next),
                              c_rr[c].eq(x["path"] + 1)]
@@ -1300,7 +1324,8 @@ class TxSched(wiring.Component):
                 m.d.sync += [e_out[e].eq(out_next), e_idle[e].eq(0)]
             # MR-TXS-053: next_chunk from its input; 0 on a refill, + 1 on a new chunk (never
             # both: one action per cycle), the two flags read by the boundary registers too
-            m.d.comb += [e_new_chunk[e].eq(act[ce] & cand_r[ce]["new_e_hot"][ke]),
+            m.d.comb += [e_new_hot[e].eq(cand_r[ce]["new_e_hot"][ke]),
+                         e_new_chunk[e].eq(act[ce] & cand_r[ce]["new_e_hot"][ke]),
                          e_refill[e].eq(take_wr & w_ehot[e]),
                          e_next_n[e].eq(Mux(e_new_chunk[e], next_more,
                                             Mux(e_refill[e], 0, e_next[e])))]

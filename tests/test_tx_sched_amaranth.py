@@ -699,6 +699,55 @@ def test_report_next_chunk_wrong_forms_fail(wrong):
         _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
 
 
+# MR-TXS-188's wrong forms: the flags read at an index without their late terms (the step's
+# act, the work request's take)
+EDGE_FLAGS_WRONG = {
+    "new_without_act": ("new = new_act & read(e_new_hot, e,", "new = read(e_new_hot, e,"),
+    "refill_without_take": ("refill = take_wr & read(list(w_ehot), e,", "refill = read(list(w_ehot), e,"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(EDGE_FLAGS_WRONG))
+def test_edge_flags_wrong_forms_fail(wrong):
+    """MR-TXS-188: each wrong form of the edge's flags read at an index (the registered bit
+    without the step's ``act`` or without ``take_wr``), loaded in place of the RTL, breaks the
+    invariant of ``test_report_next_chunk_registered_exact`` (the run of its default case) or
+    the lockstep; the RTL as built passes the same run (asserted here too)."""
+    params = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+                  conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
+    mod = wrong_form("tx_sched", *EDGE_FLAGS_WRONG[wrong])
+    with pytest.raises((_InvariantBroken, Mismatch)):
+        _report_next_run(params, 32, dut_cls=mod.TxSched, stop_on_bad=True)
+
+
+def test_edge_flags_read_exact():
+    """MR-TXS-188: the positive run of ``test_edge_flags_wrong_forms_fail``: the RTL as built
+    keeps MR-TXS-053's invariant on that run with 0 mismatches."""
+    params = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+                  conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
+    core, bad, seen, _, _ = _report_next_run(params, 32)
+    assert core.mismatches == 0 and not bad, bad[:5]
+    assert seen["refill"] > 0 and seen["a_moved"] > 0 and seen["r_moved"] > 0, seen
+
+
+# MR-TXS-189's wrong forms: a report queued into an empty FIFO not loaded into the head's nb
+# register; a pop loading the head entry it takes (not the one after it)
+HEAD_NB_WRONG = {
+    "empty_write_left_out": ("m.d.sync += rq_hnb[c].eq(r_nb)", "pass"),
+    "pop_loads_own_head": ("(rq_head[c] + 1)[:rq_b], f\"h{c}_nb_after\")",
+                           "rq_head[c], f\"h{c}_nb_after\")"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(HEAD_NB_WRONG))
+def test_resend_head_nb_wrong_forms_fail(wrong):
+    """MR-TXS-189: each wrong form of the resend FIFO's head `nb` register, loaded in place of
+    the RTL, mismatches its model on ``test_lockstep_random``'s traffic (seed 1, losses), which
+    the RTL as built passes with 0 mismatches."""
+    assert_wrong_form_fails(HEAD_NB_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
+                            1, p_cwnd=0.2, cwnd_hi=8000)
+
+
 def assert_wrong_form_fails(form, items, seed, **kw):
     """The RTL with ``form`` (``(text, replacement)`` in hdl/tx_sched.py) loaded in place of
     hdl/tx_sched.py mismatches its model on ``items`` (driver seed ``seed``, 20 % idle inputs,
@@ -954,8 +1003,8 @@ def test_probe_of_a_completed_message_dropped():
 PROBE_WRONG = {
     "probe_no_retx": ("| int(MrdhFlag.RETX) | Mux(pd_desc.err", "| Mux(pd_desc.err"),
     "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
-    "probe_touched": ("pb_valid & pd_valid & ~touched.bit_select(pbr.conn, 1)",
-                      "pb_valid & pd_valid"),
+    "probe_touched": ("pb_valid & pd_valid & ~pbr.to & ~touched.bit_select(pbr.conn, 1)",
+                      "pb_valid & pd_valid & ~pbr.to"),
     "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
     # MR-TXS-098: a probed atomic's operands from the candidate's read, not the probe's
     "probe_no_operands": ('frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd,',
