@@ -959,11 +959,9 @@ def _rx_piece_sources(text):
     return out
 
 
-def _rx_piece_temporaries(points):
-    """Temporaries carrying an RX counter piece's value (or plus one, or 0), and one-bit
-    temporaries that stay 0 until a piece's flag or compare can rise: ``({name: {(counter,
-    offset)}}, {name: (counter, events)})``, of the top module's Verilog the points name."""
-    temps, flags = {}, {}
+def _top_texts(points):
+    """``(verilog, top, text)`` for each top module the run's toggle points name, from the
+    Verilog files they name (a file that cannot be read is skipped)."""
     tops = {p.hier for p in points if p.page == "v_toggle" and "." not in p.hier}
     for path in sorted({p.file for p in points if p.page == "v_toggle" and p.hier in tops}):
         try:
@@ -973,15 +971,23 @@ def _rx_piece_temporaries(points):
             continue
         for top in tops:
             text = _module_text(verilog, top)
-            if text is None:
-                continue
-            pieces = _rx_piece_sources(text)
-            temps.update(counter_temporaries(verilog, top, "ctr", pieces))
-            named = {}
-            for name in set(re.findall(r"\b(ctr\d+_(?:high_)?ones\d+)\b", text)):
-                named[name] = _rx_piece_need(name, 0)
-            flags.update(_flag_temporaries(text, named, lambda s: pieces.get(s) or (
-                (int(s[3:]), 0) if re.fullmatch(r"ctr\d+", s) else None)))
+            if text is not None:
+                yield verilog, top, text
+
+
+def _rx_piece_temporaries(points):
+    """Temporaries carrying an RX counter piece's value (or plus one, or 0), and one-bit
+    temporaries that stay 0 until a piece's flag or compare can rise: ``({name: {(counter,
+    offset)}}, {name: (counter, events)})``, of the top module's Verilog the points name."""
+    temps, flags = {}, {}
+    for verilog, top, text in _top_texts(points):
+        pieces = _rx_piece_sources(text)
+        temps.update(counter_temporaries(verilog, top, "ctr", pieces))
+        named = {}
+        for name in set(re.findall(r"\b(ctr\d+_(?:high_)?ones\d+)\b", text)):
+            named[name] = _rx_piece_need(name, 0)
+        flags.update(_flag_temporaries(text, named, lambda s: pieces.get(s) or (
+            (int(s[3:]), 0) if re.fullmatch(r"ctr\d+", s) else None)))
     return temps, flags
 
 
@@ -1036,36 +1042,26 @@ def _rx_placed_temporaries(lay, points):
     a choice between it and 0 (``c ? s[69:38] : 32'd0``, the message stage's fresh slot), by
     the Verilator names of the top module the points name."""
     out = {}
-    tops = {p.hier for p in points if p.page == "v_toggle" and "." not in p.hier}
-    for path in sorted({p.file for p in points if p.page == "v_toggle" and p.hier in tops}):
-        try:
-            with open(path) as f:
-                verilog = f.read()
-        except OSError:
-            continue
-        for top in tops:
-            text = _module_text(verilog, top)
-            if text is None:
+    for verilog, top, text in _top_texts(points):
+        fields = _rx_placed_fields(lay, text)
+        procedural = {n for n in _VL_PROC.findall(text) if not re.match(r"^\s*assign\b", n)}
+        drivers = defaultdict(list)
+        for lhs, rhs in _VL_CONT.findall(text):
+            drivers[lhs.strip()].append(rhs.strip())
+        for name, rhss in drivers.items():
+            if not name.startswith("\\$") or name in procedural:
                 continue
-            fields = _rx_placed_fields(lay, text)
-            procedural = {n for n in _VL_PROC.findall(text) if not re.match(r"^\s*assign\b", n)}
-            drivers = defaultdict(list)
-            for lhs, rhs in _VL_CONT.findall(text):
-                drivers[lhs.strip()].append(rhs.strip())
-            for name, rhss in drivers.items():
-                if not name.startswith("\\$") or name in procedural:
-                    continue
-                ok = True
-                for rhs in rhss:
-                    m = _VL_PLACED_PICK.match(rhs) or _VL_PLACED_ZERO_FIRST.match(rhs)
-                    if not (m and int(m.group(2)) - int(m.group(3)) == 31
-                            and int(m.group(3)) in fields.get(m.group(1), ())):
-                        ok = False
-                        break
-                if ok:
-                    out[_vl_name(name)] = [0]
-            for name, lows in fields.items():
-                out[_vl_escaped(name)] = lows
+            ok = True
+            for rhs in rhss:
+                m = _VL_PLACED_PICK.match(rhs) or _VL_PLACED_ZERO_FIRST.match(rhs)
+                if not (m and int(m.group(2)) - int(m.group(3)) == 31
+                        and int(m.group(3)) in fields.get(m.group(1), ())):
+                    ok = False
+                    break
+            if ok:
+                out[_vl_name(name)] = [0]
+        for name, lows in fields.items():
+            out[_vl_escaped(name)] = lows
     return out
 
 
