@@ -2,7 +2,8 @@
 them, MR-ENG-133), synthesised flattened for the ECP5 with MR-FLOW-026's memory policy as the
 build applies it (``new``: after the coarse stage, 2-row memories in flip-flops) or as it was at
 968b338 (``old``: before ``synth_ecp5``, block RAM only). Shows what the ACK frame builder costs
-once the ACK descriptor queue's constant columns can fold (docs/hw/fpga-build.md).
+once the ACK descriptor queue's constant columns can fold (docs/hw/fpga-build.md). Historical:
+since eng31 (MR-ENG-282) the engine has no second frame builder; the probe rebuilds the old path.
 
     python docs/hw/probes/engine_ackpath.py old|new DIR     # writes DIR/ackpath.v, DIR/stat.json
 """

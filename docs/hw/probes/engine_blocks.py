@@ -13,6 +13,7 @@ BLOCKS = {
     "dma_write": "rx_half.dma", "regs": "rx_half.regs", "rx_half (glue)": "rx_half",
     "tx_sched": "tx.sched", "retransmit": "tx.rtx", "tx join": "tx.data.join",
     "dma_read": "tx.data.dma", "frame_builder (TX)": "tx.data.fb", "tx (glue, errq)": "tx",
+    # ack_fb and arb: builds before eng31 (MR-ENG-282: the ACK frames share tx.data.fb since)
     "ack_in": "ack_in", "ack_out": "ack_out", "frame_builder (ACK)": "ack_fb", "arb": "arb",
     "engine (top)": "",
 }
