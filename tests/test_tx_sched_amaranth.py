@@ -1066,11 +1066,15 @@ PATH_WRONG = {
 @pytest.mark.parametrize("wrong", sorted(PATH_WRONG))
 def test_path_state_wrong_forms_fail(wrong):
     """MR-TXS-116, MR-TXS-117, MR-TXS-118: each wrong form of the path states' RTL, loaded in
-    place of the RTL, fails the lockstep of ``test_lockstep_path_states``'s traffic (seed 2: a
-    verdict while its connection has a candidate, which seed 1 does not meet)."""
-    items, kw = _path_state_run(2)
+    place of the RTL, fails the lockstep of ``test_lockstep_path_states``'s traffic at seed 4,
+    which the RTL as built runs to the end (685 cycles, 40 completions, 0 mismatches; measured
+    on branch stk31, the mismatches at cycles 60, 145 and 367). Why seed 4: it meets a verdict
+    while its connection has a candidate of the old state (``verdict_untouched``'s case), which
+    seeds 1, 2 and 5 do not (that form passes them); seeds 3, 6, 7 stall the RTL and the model
+    alike (docs/hw/probes/tx_sched_stall.py), so they are no control."""
+    items, kw = _path_state_run(4)
     kw = {k: v for k, v in kw.items() if k not in ("seed", "p_idle", "p_bp")}
-    assert_wrong_form_fails(PATH_WRONG[wrong], items, 2, **kw)
+    assert_wrong_form_fails(PATH_WRONG[wrong], items, 4, **kw)
 
 
 def test_lockstep_rd_rows():

@@ -1,0 +1,57 @@
+"""The TX scheduler's cycle model alone on ``test_lockstep_path_states``'s traffic (issue 12):
+which seeds finish, and for each that stalls, the state it stalls in.
+
+The run: ``tx_sched_cases.traffic(TxSchedModel(**SMALL), 40, seed=S)`` through the driver with
+``seed=S, p_idle=0.2, p_bp=0.4, loss=0.6, p_cwnd=0.05, cwnd_hi=8000`` (``_path_state_run``).
+For a stalled run it prints the lost report held in ``s_resend``'s boundary register (``br``)
+and in the skid (``rs``), and per connection its resend FIFO's entries, chunks not yet sent,
+and per path ``(state, col, inflight, pkts, cwnd)`` (state 0 active, 1 probing).
+
+    .venv/bin/python docs/hw/probes/tx_sched_stall.py [SEED ...]      # default 1..20
+
+Found (stk31): the stalls are one circular wait. The held lost report's connection has its
+resend FIFO full (MR-TXS-021/034: the report waits for room); the FIFO drains only by resends,
+which only an active path takes (MR-TXS-117: a probing path never a resend); the connection's
+only active path is collapsed (MR-TXS-115, one MTU) and its flight is the held report's own
+packet, which only that report's MR-TXS-020 release would free. Other connections' lost reports
+wait behind it in the skid.
+"""
+import sys
+
+from metaroce.models import tx_sched_cases as tc
+from metaroce.models.driver import run_alone
+from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
+
+
+def run(seed):
+    items = tc.traffic(TxSchedModel(**SMALL), 40, seed=seed)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4, loss=0.6, p_cwnd=0.05,
+                    cwnd_hi=8000)
+    try:
+        run_alone(model, drv)
+    except AssertionError as e:
+        return model, drv, str(e)
+    return model, drv, None
+
+
+def main(seeds):
+    for seed in seeds:
+        model, drv, err = run(seed)
+        if err is None:
+            print(f"seed {seed}: finished, {drv.res['cycles']} cycles, {len(drv.res['cqe'])} "
+                  f"completions, verdicts {dict(sorted(drv.res['verdicts'].items()))}")
+            continue
+        sem = model.sem
+        held = [(k, (r["conn"], r["path"], r["slot"], r["chunk"]))
+                for k, r in (("br", model.br), ("rs", model.rs)) if r]
+        print(f"seed {seed}: STALLED: {err}; held lost reports (conn, path, slot, chunk): {held}")
+        for c in range(sem.conns if hasattr(sem, "conns") else len(sem.conn)):
+            paths = sem.path[c * sem.paths:(c + 1) * sem.paths]
+            print(f"  conn {c}: resend FIFO {len(sem.conn[c]['retx'])} of {sem.resend_depth}, "
+                  f"unsent {sem.conn[c]['unsent']}, paths "
+                  f"{[(p['state'], p['col'], p['inflight'], p['pkts'], p['cwnd']) for p in paths]}")
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or range(1, 21))
