@@ -1038,7 +1038,28 @@ def _path_state_run(seed):
                                                 p_cwnd=0.05, cwnd_hi=8000)
 
 
-@pytest.mark.parametrize("seed", [1, pytest.param(3, marks=pytest.mark.slow)])
+# Seed 3 meets MR-TXS-021's open limitation (stk31): a lost report waiting for its full resend
+# FIFO holds the flight of the connection's only active, collapsed path; model and RTL stall
+# alike (docs/hw/probes/tx_sched_stall.py: seeds 3, 6, 7, 18 of 1..20). Strict: it fails the
+# run once the deadlock is fixed, so the mark cannot outlive the defect.
+_STALL = pytest.mark.xfail(strict=True, raises=AssertionError,
+                           reason="MR-TXS-021 limitation: resend FIFO / collapsed path deadlock (open)")
+
+
+@pytest.mark.parametrize("seed", [1, 4, pytest.param(3, marks=_STALL), pytest.param(6, marks=_STALL)])
+def test_model_finishes_path_state_traffic(seed):
+    """MR-TXS-021, MR-TXS-022: the cycle model alone (the RTL is its lockstep peer) on
+    ``test_lockstep_path_states``'s traffic completes every work request, the checker passes.
+    Seeds 3 and 6 stall today (the open limitation of MR-TXS-021): expected failures, strict."""
+    from metaroce.models.driver import run_alone
+    items, kw = _path_state_run(seed)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = tc.Driver(model.lay, items, **kw)
+    run_alone(model, drv)
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+
+
+@pytest.mark.parametrize("seed", [1, pytest.param(3, marks=[pytest.mark.slow, _STALL])])
 def test_lockstep_path_states(seed):
     """MR-TXS-113..120, MR-TXS-118/119: the timeouts' verdicts (suspicions, reroutes and
     retirements: the driver's receiver loses 60 % of the packets, so paths time out again and
