@@ -190,6 +190,38 @@ def _frames(ep, now, n=256):
     return out
 
 
+def _pull_receiver(rx, mtu, kw, peers):
+    """The pull cases' receiver: ``peers`` connections (QPs 20.., peers 10.0.0.1..) and a region."""
+    import random
+
+    from metaroce.models.endpoint import Endpoint
+    b = Endpoint(rx, rng=random.Random(2), **kw)
+    for i in range(peers):
+        b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
+    b.reg_mr(bytearray(8 * mtu))
+    return b
+
+
+def _two_writers(rx, mtu, kw):
+    """The pull cases' senders A (10.0.0.1) and B (10.0.0.2), each one 8-MTU WRITE to ``rx``:
+    ``(ep_a, (ep_b, conn_b), (A's announcement, A's first packet, B's announcement))``; B's first
+    packet is taken and dropped (lost)."""
+    import random
+
+    from metaroce.models.endpoint import Endpoint
+    eps = []
+    for addr, peer in (("10.0.0.1", 20), ("10.0.0.2", 21)):
+        ep = Endpoint(addr, rng=random.Random(1), **kw)
+        c = ep.connect(10, rx, peer, paths=4)
+        src = bytearray(random.Random(3).randbytes(8 * mtu))
+        c.post_write(0, ep.reg_mr(src), 0, len(src), 0, 0x1234, wr_id=1)
+        eps.append((ep, c))
+    (ep_a, _), (ep_b, cb) = eps
+    a_ann, a_first = _frames(ep_a, 0.0)[:2]
+    b_ann, _b_first = _frames(ep_b, 0.0)
+    return ep_a, (ep_b, cb), (a_ann, a_first, b_ann)
+
+
 def pull_case(after_paced=False):
     """MR-CW-095: MR-CC-027's pull (the set-up of tests/test_announce.py): two senders announce
     to one receiver, B's first data packet is lost, the receiver's quiet port pulls it; B takes
@@ -198,28 +230,13 @@ def pull_case(after_paced=False):
     owed nothing). MR-CC-027 alone: every endpoint with ``count_wait`` off (on by default,
     MR-CC-036 holds the pull a base RTT; :func:`pull_wait_case` is the defaults' timeline).
     Returns ``(config, events)`` of B's connection."""
-    import random
-
-    from metaroce.models.endpoint import Endpoint
     from metaroce.models.wire import MrahFlag
 
     rx, mtu = "10.0.0.9", 1024
     kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6, count_wait=False)
-    b = Endpoint(rx, rng=random.Random(2), **kw)
-    for i in range(4):
-        b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
-    b.reg_mr(bytearray(8 * mtu))
+    b = _pull_receiver(rx, mtu, kw, 4)
     with recording() as events:
-        eps = []
-        for addr, peer in (("10.0.0.1", 20), ("10.0.0.2", 21)):
-            ep = Endpoint(addr, rng=random.Random(1), **kw)
-            c = ep.connect(10, rx, peer, paths=4)
-            src = bytearray(random.Random(3).randbytes(8 * mtu))
-            c.post_write(0, ep.reg_mr(src), 0, len(src), 0, 0x1234, wr_id=1)
-            eps.append((ep, c))
-        (ep_a, _), (ep_b, cb) = eps
-        a_ann, a_first = _frames(ep_a, 0.0)[:2]
-        b_ann, _b_first = _frames(ep_b, 0.0)
+        ep_a, (ep_b, cb), (a_ann, a_first, b_ann) = _two_writers(rx, mtu, kw)
         t0 = 1e-6
         for f in (a_ann, a_first, b_ann):
             b.receive(f, t0)
@@ -249,29 +266,14 @@ def pull_wait_case():
     its first frame; the receiver's pull, held a base RTT after the paced answers, arrives after
     it and owes nothing: B's resend takes its next turn. Returns ``(config, events)`` of B's
     connection."""
-    import random
-
     from metaroce.models.codec import BTH, IP, UDP, Eth, Frame
-    from metaroce.models.endpoint import Endpoint
     from metaroce.models.wire import MR_ANNOUNCE, MrahFlag
 
     rx, mtu = "10.0.0.9", 1024
     kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
-    b = Endpoint(rx, rng=random.Random(2), **kw)
-    for i in range(32):
-        b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
-    b.reg_mr(bytearray(8 * mtu))
+    b = _pull_receiver(rx, mtu, kw, 32)
     with recording() as events:
-        eps = []
-        for addr, peer in (("10.0.0.1", 20), ("10.0.0.2", 21)):
-            ep = Endpoint(addr, rng=random.Random(1), **kw)
-            c = ep.connect(10, rx, peer, paths=4)
-            src = bytearray(random.Random(3).randbytes(8 * mtu))
-            c.post_write(0, ep.reg_mr(src), 0, len(src), 0, 0x1234, wr_id=1)
-            eps.append((ep, c))
-        (ep_a, _), (ep_b, cb) = eps
-        a_ann, a_first = _frames(ep_a, 0.0)[:2]
-        b_ann, _b_first = _frames(ep_b, 0.0)
+        ep_a, (ep_b, cb), (a_ann, a_first, b_ann) = _two_writers(rx, mtu, kw)
         t0 = 1e-6
         for f in (a_ann, a_first, b_ann):
             b.receive(f, t0)
