@@ -11,6 +11,11 @@ from metaroce.sim.scenario import load_scenario, run_scenario, shipped_scenarios
 MTU = 4096
 
 
+def _frames(ep, now):
+    """Every frame ``ep`` sends at ``now``."""
+    return list(iter(lambda: ep.next_packet(now), None))
+
+
 # -- pure functions ------------------------------------------------------------------------------
 
 def test_coupled_increase_is_one_mtu_per_rtt_whatever_the_paths():
@@ -580,8 +585,6 @@ def test_first_window_lost_whole_goes_at_its_timer(on):
     rx, mtu = "10.0.0.9", 1024
     kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
 
-    def frames(ep, now):
-        return list(iter(lambda: ep.next_packet(now), None))
     b = Endpoint(rx, rng=random.Random(2), **kw)
     for i in range(64):
         b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
@@ -594,10 +597,10 @@ def test_first_window_lost_whole_goes_at_its_timer(on):
     for i in range(63):
         b.receive(Frame(eth=Eth(), ip=IP(src=f"10.0.0.{i + 1}", dst=rx, ecn=0), udp=UDP(sport=0xC000),
                         bth=BTH(opcode=MR_ANNOUNCE, pkey=0xFFFF, dest_qp=20 + i, ack_req=1, psn=0)), t0)
-    ann, first = frames(ep, t0)
+    ann, first = _frames(ep, t0)
     assert ann.bth.opcode == MR_ANNOUNCE and first.mrdh.offset == 0
     b.receive(ann, t0)                  # the first data packet is lost
-    (answer,) = [f for f in frames(b, t0) if f.ip.dst == "10.0.0.64"]
+    (answer,) = [f for f in _frames(b, t0) if f.ip.dst == "10.0.0.64"]
     ep.receive(answer, t0 + 4e-6)
     mbps = int(c.rate_bps // 1e6)
     release = P.blind_release_ns(c.blind_t0, c.blind_bytes, mbps)
@@ -605,8 +608,8 @@ def test_first_window_lost_whole_goes_at_its_timer(on):
     timer = c.blind_t0 + c.rto_initial_ns
     assert mbps < 100_000 and release < timer < turn       # the case of MR-CC-033
     t = timer * 1e-9
-    assert frames(ep, t - 1e-9) == []
-    got = frames(ep, t)
+    assert _frames(ep, t - 1e-9) == []
+    got = _frames(ep, t)
     assert ep.stats["timeouts"] == 1
     if on:
         (resend,) = got
@@ -615,7 +618,7 @@ def test_first_window_lost_whole_goes_at_its_timer(on):
         assert c.pace_until == timer + gap
     else:
         assert got == []
-        (resend,) = frames(ep, turn * 1e-9)
+        (resend,) = _frames(ep, turn * 1e-9)
         assert resend.mrdh.offset == 0 and resend.mrdh.flags & MrdhFlag.RETX
 
 
@@ -634,14 +637,12 @@ def test_first_paced_frame_waits_one_base_rtt(wait):
     rx, mtu = "10.0.0.9", 1024
     kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
 
-    def frames(ep, now):
-        return list(iter(lambda: ep.next_packet(now), None))
     b = Endpoint(rx, rng=random.Random(2), **kw)
     for i in range(3):
         b.connect(20 + i, f"10.0.0.{i + 1}", 10, paths=4)
         b.receive(Frame(eth=Eth(), ip=IP(src=f"10.0.0.{i + 1}", dst=rx, ecn=0), udp=UDP(sport=0xC000),
                         bth=BTH(opcode=MR_ANNOUNCE, pkey=0xFFFF, dest_qp=20 + i, ack_req=1, psn=0)), 0)
-    frames(b, 0)
+    _frames(b, 0)
     ep = Endpoint("10.0.0.64", rng=random.Random(1), **({} if wait else dict(count_wait=False)),
                   **kw)
     assert ep.count_wait == wait
@@ -649,14 +650,14 @@ def test_first_paced_frame_waits_one_base_rtt(wait):
     b.connect(83, "10.0.0.64", 10, paths=4)
     c.post_write(0, ep.reg_mr(bytearray(16 * mtu)), 0, 16 * mtu, 0, 0x1234, wr_id=1)
     t0 = 1e-6
-    ann, first = frames(ep, t0)
+    ann, first = _frames(ep, t0)
     b.receive(ann, t0 + 0.5e-6)         # a short path: a quarter of the base RTT each way
-    (answer,) = [f for f in frames(b, t0 + 0.5e-6) if f.ip.dst == "10.0.0.64"]
+    (answer,) = [f for f in _frames(b, t0 + 0.5e-6) if f.ip.dst == "10.0.0.64"]
     ep.receive(answer, t0 + 1e-6)
     high = int(c.rate_bps // 1e6)
     assert high == 25_000               # four senders counted
     assert P.blind_release_ns(c.blind_t0, c.blind_bytes, high) < round((t0 + 1e-6) * 1e9)
-    early = frames(ep, t0 + 2.5e-6)     # before the update
+    early = _frames(ep, t0 + 2.5e-6)     # before the update
     # the receiver counts 60 more senders whose announcements came the long way; its update
     # (a repeat of its newest ACK with the lower hint) reaches the sender before one base RTT
     upd = copy.deepcopy(answer)
@@ -668,7 +669,7 @@ def test_first_paced_frame_waits_one_base_rtt(wait):
     if wait:
         assert early == [] and c.last_tx == c.blind_t0
         assert c.pace_until >= release      # the first window priced at the lower hint
-        assert frames(ep, (release - 1) * 1e-9) == []
+        assert _frames(ep, (release - 1) * 1e-9) == []
     else:
         assert len(early) == 1 and early[0].mrdh is not None     # sent under the high hint
         assert c.last_tx > c.blind_t0
@@ -687,9 +688,6 @@ def test_later_hint_keeps_the_phase_of_a_frame_sent(once):
     rx, mtu = "10.0.0.9", 1024
     kw = dict(mtu=mtu, line_rate_bps=100e9, base_rtt=4e-6)
 
-    def frames(ep, now):
-        return list(iter(lambda: ep.next_packet(now), None))
-
     def announce(b, first, count, t):
         for i in range(first, first + count):
             b.receive(Frame(eth=Eth(), ip=IP(src=f"10.0.{i // 200}.{i % 200 + 1}", dst=rx, ecn=0),
@@ -705,12 +703,12 @@ def test_later_hint_keeps_the_phase_of_a_frame_sent(once):
     c.post_write(0, ep.reg_mr(bytearray(8 * mtu)), 0, 8 * mtu, 0, 0x1234, wr_id=1)
     t0 = 1e-6
     announce(b, 0, 63, t0)
-    ann, first = frames(ep, t0)
+    ann, first = _frames(ep, t0)
     b.receive(ann, t0)                  # the first data packet is lost
-    (answer,) = [f for f in frames(b, t0) if f.ip.dst == "10.0.1.64"]
+    (answer,) = [f for f in _frames(b, t0) if f.ip.dst == "10.0.1.64"]
     ep.receive(answer, t0 + 4e-6)
     timer = c.blind_t0 + c.rto_initial_ns
-    (resend,) = frames(ep, timer * 1e-9)        # MR-CC-033 (on by default)
+    (resend,) = _frames(ep, timer * 1e-9)        # MR-CC-033 (on by default)
     assert c.last_tx == timer and c.spread
     # the receiver's count grows: a hint update (MR-CC-009, a repeat of its newest ACK with a
     # lower hint) arrives before the resend's data ACK
