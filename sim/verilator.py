@@ -30,6 +30,9 @@ build_args=(), public="all", ...) -> Build``
 run_dir=None, check=True, ...) -> pathlib.Path``
     Run cocotb tests against a :class:`Build`; returns the results XML path; raises
     :class:`CocotbTestFailure` (an ``AssertionError``) if any cocotb test failed.
+``run_one(build, test_module, test, env=None, *, out_var=None, **run_kwargs) -> Any``
+    Run exactly one cocotb test; raise unless it passed exactly once; return the JSON it
+    wrote to the file named by ``env[out_var]`` (``None`` without ``out_var``).
 
 Build cache
 -----------
@@ -53,6 +56,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +87,7 @@ __all__ = [
     "top_ports",
     "public_ports_vlt",
     "run",
+    "run_one",
     "results_summary",
 ]
 
@@ -1056,3 +1061,52 @@ def run(build: Build, test_module: str | Sequence[str], testcase: str | Sequence
     if error is not None:
         raise SimulationError(f"Simulator exited with an error after the tests passed: {error!r}")
     return results
+
+
+def _check_one(results_xml: str | os.PathLike, test: str) -> None:
+    """Raise :class:`CocotbTestFailure` unless the results XML holds exactly one cocotb test,
+    passed (not failed, not skipped).  ``test`` names it in the message."""
+    n_tests, failures, skipped = results_summary(results_xml)
+    if n_tests == 1 and not failures and not skipped:
+        return
+    lines = "".join(f"\n  {name}: {msg}" for name, msg in failures)
+    raise CocotbTestFailure(
+        f"cocotb test {test!r}: expected one passed test, got {n_tests} test(s), "
+        f"{len(failures)} failed, {skipped} skipped{lines}\nResults: {results_xml}",
+        failures, Path(results_xml))
+
+
+def run_one(build: Build, test_module: str, test: str, env: Mapping[str, str] | None = None,
+            *, out_var: str | None = None, **run_kwargs: Any) -> Any:
+    """Run the one cocotb test ``test`` of ``test_module`` and return the JSON it wrote.
+
+    The test is selected with ``COCOTB_TEST_FILTER=<test>$`` (a regex, so a parametrised
+    cocotb test is ``"name/param=value"``).  With ``out_var``, ``env[out_var]`` is set to a
+    file in a temporary folder (removed afterwards) that the test writes its JSON row to.
+
+    Args:
+        build, test_module: as :func:`run`.
+        env: the simulation's environment (``extra_env`` of :func:`run`).
+        run_kwargs: passed to :func:`run` (``seed``, ``waves``, ``log_file``, ...).
+
+    Returns:
+        The parsed JSON the test wrote, or ``None`` without ``out_var``.
+
+    Raises:
+        CocotbTestFailure: the test failed or was skipped, or the filter selected not
+            exactly one test.
+        SimulationError: the simulator crashed, no test ran, or no JSON file was written.
+    """
+    env = dict(env or {}, COCOTB_TEST_FILTER=f"{test}$")
+    with tempfile.TemporaryDirectory(prefix="metaroce-run-one-") as tmp:
+        out = Path(tmp) / "row.json"
+        if out_var is not None:
+            env[out_var] = str(out)
+        results = run(build, test_module, extra_env=env, **run_kwargs)
+        _check_one(results, test)
+        if out_var is None:
+            return None
+        if not out.is_file():
+            raise SimulationError(f"cocotb test {test!r} passed but wrote no {out_var} file "
+                                  f"(results: {results})")
+        return json.loads(out.read_text())

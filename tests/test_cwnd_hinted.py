@@ -4,7 +4,6 @@ per-event part in RTL (hdl/cwnd.py ``Cwnd(..., hints=True)``), the moves in the 
 the loop, the checker (``CwndModel(split=True)``), the lockstep core (every output every cycle)
 in the Amaranth simulator (default) and under Verilator (slow); and the block with its control
 path against the unsplit model and the endpoint's incast traces."""
-import json
 import os
 
 import pytest
@@ -168,7 +167,7 @@ HINT_TRACE_BLOCK = blocks.Block(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", ["random", "incast", "incast6"])
-def test_hinted_rtl_lockstep(tmp_path, trace):
+def test_hinted_rtl_lockstep(trace):
     """MR-CW-065 under Verilator (tb/cwnd.py ``hinted_lockstep``): random hinted traffic (the
     registered block ``cwnd_hinted``) and the endpoint's whole incast traces (8 x 4): 0
     mismatches, the windows after every event equal the unsplit model's (random) or the
@@ -177,12 +176,8 @@ def test_hinted_rtl_lockstep(tmp_path, trace):
     from metaroce.tb import build as tb_build
     blk = blocks.get("cwnd_hinted") if trace == "random" else HINT_TRACE_BLOCK
     b = tb_build.build(blk, 64)
-    out = tmp_path / "cwh.json"
     env = {"CW_ACKS": os.environ.get("CW_ACKS", "400"), "CW_SEED": os.environ.get("CW_SEED", "7"),
-           "CW_TRACE": trace, "CW_OUT": str(out), "COCOTB_TEST_FILTER": "hinted_lockstep$"}
-    results = vl.run(b, "metaroce.tb.cwnd", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+           "CW_TRACE": trace}
+    row = vl.run_one(b, "metaroce.tb.cwnd", "hinted_lockstep", env, out_var="CW_OUT")
     assert row["mismatches"] == 0 and row["move"] > 5 and row["refill"] > 3
     assert row["equal"] > (2000 if trace != "random" else 350)

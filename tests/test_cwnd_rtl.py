@@ -5,7 +5,6 @@ build); the Amaranth lockstep of the same RTL is in the default run.
 
 Knobs: CW_ACKS (ACK events, default 400), CW_SEED.
 """
-import json
 import os
 
 import pytest
@@ -16,13 +15,8 @@ from metaroce.tb import build as tb_build
 
 
 @pytest.mark.slow
-def test_cwnd_rtl_lockstep(tmp_path):
+def test_cwnd_rtl_lockstep():
     b = tb_build.build(blocks.get("cwnd"), 64)
-    out = tmp_path / "cw.json"
-    env = {"CW_ACKS": os.environ.get("CW_ACKS", "400"), "CW_SEED": os.environ.get("CW_SEED", "7"),
-           "CW_OUT": str(out), "COCOTB_TEST_FILTER": "cwnd_lockstep$"}
-    results = vl.run(b, "metaroce.tb.cwnd", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+    env = {"CW_ACKS": os.environ.get("CW_ACKS", "400"), "CW_SEED": os.environ.get("CW_SEED", "7")}
+    row = vl.run_one(b, "metaroce.tb.cwnd", "cwnd_lockstep", env, out_var="CW_OUT")
     assert row["mismatches"] == 0 and row["acks"] >= 300

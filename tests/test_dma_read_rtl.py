@@ -17,28 +17,25 @@ from metaroce.sim import verilator as vl
 from metaroce.tb import build as tb_build
 
 
-def _run(width, test, env):
+def _run(width, test, env, out_var=None):
     b = tb_build.build(blocks.get("dma_read"), width)
-    results = vl.run(b, "metaroce.tb.dma_read", extra_env=dict(env, COCOTB_TEST_FILTER=f"{test}$"))
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
+    return vl.run_one(b, "metaroce.tb.dma_read", test, env, out_var=out_var)
 
 
-def _lockstep(width, seed, n, tmp_path):
-    out = tmp_path / "dmr.json"
-    _run(width, "dmr_lockstep", {"DMR_RANDOM": str(n), "DMR_SEED": str(seed), "DMR_OUT": str(out)})
-    rows = {r["run"]: r for r in json.loads(out.read_text())["runs"]}
+def _lockstep(width, seed, n):
+    res = _run(width, "dmr_lockstep", {"DMR_RANDOM": str(n), "DMR_SEED": str(seed)}, "DMR_OUT")
+    rows = {r["run"]: r for r in res["runs"]}
     for name in ("stream64+0", "stream64+5", "stream1500+0", "stream1500+5"):
         assert rows[name]["r_beats_per_cycle"] == 1.0
     assert rows["stream1500+0"]["out_beats_per_cycle"] == 1.0
     return rows
 
 
-def test_dma_read_rtl_lockstep(tmp_path):
+def test_dma_read_rtl_lockstep():
     """MR-DMR-010..013, MR-DMR-020..022, MR-DMR-030/031, MR-DMR-040..045, MR-DMR-050: lockstep
     under Verilator at 64 bits with the driver's host memory."""
     rows = _lockstep(64, int(os.environ.get("DMR_SEED", "64")),
-                     int(os.environ.get("DMR_RANDOM", "300")), tmp_path)
+                     int(os.environ.get("DMR_RANDOM", "300")))
     assert rows["stream64+0"]["out_beats_per_cycle"] == 1.0
 
 
@@ -68,9 +65,9 @@ def test_bench_dma_read(capsys):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width,seed", [(512, 12), (64, 11)])
-def test_dma_read_rtl_wide_and_long(width, seed, tmp_path):
+def test_dma_read_rtl_wide_and_long(width, seed):
     """MR-DMR-050: 512 bits, and a long random run (3,000 commands), under Verilator."""
-    rows = _lockstep(width, seed, 3000 if width == 64 else 300, tmp_path)
+    rows = _lockstep(width, seed, 3000 if width == 64 else 300)
     if width == 512:
         assert rows["stream64+0"]["out_beats_per_cycle"] == 1.0
         _run(512, "dmr_axiram", {"DMR_RANDOM": "300", "DMR_SEED": str(seed)})

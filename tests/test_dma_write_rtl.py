@@ -17,18 +17,14 @@ from metaroce.tb import build as tb_build
 
 
 @pytest.mark.parametrize("width", [64, pytest.param(512, marks=pytest.mark.slow)])
-def test_dma_write_rtl_lockstep(width, tmp_path):
+def test_dma_write_rtl_lockstep(width):
     """MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044, MR-DMA-050: lockstep
     under Verilator with the driver's host memory."""
     b = tb_build.build(blocks.get("dma_write"), width)
-    out = tmp_path / "dma.json"
     env = {"DMA_RANDOM": os.environ.get("DMA_RANDOM", "300"),
-           "DMA_SEED": os.environ.get("DMA_SEED", str(width)), "DMA_OUT": str(out),
-           "COCOTB_TEST_FILTER": "dma_lockstep$"}
-    results = vl.run(b, "metaroce.tb.dma_write", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    rows = {r["run"]: r for r in json.loads(out.read_text())["runs"]}
+           "DMA_SEED": os.environ.get("DMA_SEED", str(width))}
+    res = vl.run_one(b, "metaroce.tb.dma_write", "dma_lockstep", env, out_var="DMA_OUT")
+    rows = {r["run"]: r for r in res["runs"]}
     assert rows["stream64+0"]["w_beats_per_cycle"] == 1.0
     assert rows["stream1500+5"]["w_beats_per_cycle"] == 1.0
 
@@ -40,10 +36,8 @@ def test_dma_write_rtl_axiram(width):
     the model's image and the lockstep holds."""
     b = tb_build.build(blocks.get("dma_write"), width)
     env = {"DMA_RANDOM": os.environ.get("DMA_RANDOM", "300"),
-           "DMA_SEED": os.environ.get("DMA_SEED", str(width)), "COCOTB_TEST_FILTER": "dma_axiram$"}
-    results = vl.run(b, "metaroce.tb.dma_write", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
+           "DMA_SEED": os.environ.get("DMA_SEED", str(width))}
+    vl.run_one(b, "metaroce.tb.dma_write", "dma_axiram", env)
 
 
 def test_bench_dma_write(capsys):
@@ -64,11 +58,8 @@ def test_bench_dma_write(capsys):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width,seed", [(64, 11), (512, 12)])
-def test_dma_write_rtl_long(width, seed, tmp_path):
+def test_dma_write_rtl_long(width, seed):
     """MR-DMA-050: a long random run (3,000 commands) under Verilator, other seeds."""
     b = tb_build.build(blocks.get("dma_write"), width)
-    env = {"DMA_RANDOM": "3000", "DMA_SEED": str(seed), "DMA_OUT": str(tmp_path / "dma.json"),
-           "COCOTB_TEST_FILTER": "dma_lockstep$"}
-    results = vl.run(b, "metaroce.tb.dma_write", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
+    env = {"DMA_RANDOM": "3000", "DMA_SEED": str(seed)}
+    vl.run_one(b, "metaroce.tb.dma_write", "dma_lockstep", env, out_var="DMA_OUT")

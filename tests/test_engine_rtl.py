@@ -4,7 +4,6 @@ output compared every cycle, random ready on every output, random B latency; the
 and the ACK/NAK stream equal the receiving endpoint's, byte for byte. One cached Verilator build
 per width; 64 bits in the default run, 512 bits behind ``slow``.
 """
-import json
 
 import pytest
 
@@ -13,13 +12,9 @@ from metaroce.sim import verilator as vl
 from metaroce.tb import build as tb_build
 
 
-def _run(width, tmp_path, **env):
+def _run(width, **env):
     b = tb_build.build(blocks.get("engine_rx_256x4"), width)
-    out = tmp_path / "engine.json"
-    results = vl.run(b, "metaroce.tb.engine", extra_env={"ENGINE_OUT": str(out), **env})
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    return json.loads(out.read_text())
+    return vl.run_one(b, "metaroce.tb.engine", "engine_endpoint_traffic", env, out_var="ENGINE_OUT")
 
 
 def _check(row):
@@ -30,7 +25,7 @@ def _check(row):
     assert row["line_rate_beats"] == row["line_rate_cycles"] > 0
 
 
-def test_engine_rtl_endpoint_traffic(tmp_path):
+def test_engine_rtl_endpoint_traffic():
     """MR-ENG-110, MR-ENG-112: 64 bits, 16 KiB through 5 % loss, 20 % reordering, 5 %
     duplication, 10 forged writes, 30 % backpressure, B latency up to 40 cycles; then a
     same-path burst at one MAC beat per cycle. The joined blocks (MR-ENG-102), every output
@@ -40,12 +35,12 @@ def test_engine_rtl_endpoint_traffic(tmp_path):
     registers before the traffic) is never between a packet and its ACK (MR-ENG-002), its blocks connected as MR-ENG-005 draws them, joined by
     valid/ready streams and taking back-to-back packets of one path without a stall
     (MR-ENG-009)."""
-    _check(_run(64, tmp_path, ENGINE_SEED="3", ENGINE_BYTES="16384"))
+    _check(_run(64, ENGINE_SEED="3", ENGINE_BYTES="16384"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width,bp,latency", [(512, "0.5", "300"), (64, "0.6", "300")])
-def test_engine_rtl_endpoint_traffic_slow(tmp_path, width, bp, latency):
+def test_engine_rtl_endpoint_traffic_slow(width, bp, latency):
     """MR-ENG-110 at 512 bits and under heavy backpressure and long B latency."""
-    _check(_run(width, tmp_path, ENGINE_SEED=str(width + 7), ENGINE_BYTES="49152", ENGINE_BP=bp,
+    _check(_run(width, ENGINE_SEED=str(width + 7), ENGINE_BYTES="49152", ENGINE_BP=bp,
                 ENGINE_LATENCY=latency, ENGINE_LOSS="0.08"))

@@ -6,7 +6,6 @@ cycles and backpressure, then a burst of ACKs taken at one per cycle (MR-TX-034)
 
 Knobs: RTX_EVENTS (sent packets, default 1500), RTX_SEED.
 """
-import json
 import os
 
 import pytest
@@ -17,19 +16,14 @@ from metaroce.tb import build as tb_build
 
 
 @pytest.mark.slow
-def test_retransmit_rtl_lockstep(tmp_path):
+def test_retransmit_rtl_lockstep():
     b = tb_build.build(blocks.get("retransmit_256x4"), 64)
-    out = tmp_path / "rtx.json"
     env = {"RTX_EVENTS": os.environ.get("RTX_EVENTS", "1500"),
            "RTX_SEED": os.environ.get("RTX_SEED", "7"),
-           "RTX_CONNS": "256", "RTX_PATHS": "4", "RTX_POOL": "1024", "RTX_OUT": str(out),
+           "RTX_CONNS": "256", "RTX_PATHS": "4", "RTX_POOL": "1024",
            # MR-TX-205: RTT samples of microseconds, so the aged health (MR-TX-203) lets probes
-           "RTX_NS_PER_CYCLE": os.environ.get("RTX_NS_PER_CYCLE", "256"),
-           "COCOTB_TEST_FILTER": "retransmit_lockstep$"}
-    results = vl.run(b, "metaroce.tb.retransmit", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+           "RTX_NS_PER_CYCLE": os.environ.get("RTX_NS_PER_CYCLE", "256")}
+    row = vl.run_one(b, "metaroce.tb.retransmit", "retransmit_lockstep", env, out_var="RTX_OUT")
     assert row["mismatches"] == 0 and row["acks_per_cycle"] == 1.0
     assert row["records_per_cycle"] >= 0.45            # MR-TX-032: n + 1 cycles per job
     c = row["counters"]

@@ -232,7 +232,7 @@ def test_model_atomic_traffic_equal_endpoint(seed, streams):
     assert sum(1 for v in res["cqe"] if unpack(s.lay.cqe, v)["opcode"] in (WC_COMP_SWAP, WC_FETCH_ADD)) == tr.stats["atomics"]
 
 
-def test_rtl_atomic_traffic_verilator(tmp_path):
+def test_rtl_atomic_traffic_verilator():
     """MR-RX-157, MR-RX-159, MR-RX-070: that traffic into the 256 x 4 RTL under Verilator in
     lockstep with the model (idle cycles, backpressure on every output, m_atom too): 0
     mismatches; memory after the items' execution, originals, items, ACK/NAK stream and
@@ -242,17 +242,12 @@ def test_rtl_atomic_traffic_verilator(tmp_path):
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
     b = tb_build.build(blocks.get("rx_256x4"), 64)
-    out = tmp_path / "traffic.json"
     env = {"RX_SEED": "4", "RX_TRAFFIC_BYTES": "16384", "RX_TRAFFIC_LOSS": "0.05",
            "RX_TRAFFIC_REORDER": "0.2", "RX_TRAFFIC_DUP": "0.05", "RX_TRAFFIC_HOSTILE": "8",
            "RX_TRAFFIC_WRITES": "24", "RX_TRAFFIC_IMM": "0.5", "RX_TRAFFIC_SENDS": "0.1",
            "RX_TRAFFIC_READS": "0.15", "RX_TRAFFIC_READ_REQS": "0.15", "RX_TRAFFIC_ATOMICS": "0.2",
-           "RX_TRAFFIC_ATOMIC_REQS": "0.25", "RX_TRAFFIC_STREAMS": "2", "RX_TRAFFIC_OUT": str(out),
-           "COCOTB_TEST_FILTER": "rx_endpoint_traffic$"}
-    results = vl.run(b, "metaroce.tb.rx", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+           "RX_TRAFFIC_ATOMIC_REQS": "0.25", "RX_TRAFFIC_STREAMS": "2"}
+    row = vl.run_one(b, "metaroce.tb.rx", "rx_endpoint_traffic", env, out_var="RX_TRAFFIC_OUT")
     print(json.dumps(row))
     assert row["mismatches"] == 0 and row["acks_equal"] and row["memory_equal"] and row["completions_equal"]
     assert row["responses_equal"] and row["atomics_equal"] and row["atomics"] == row["traffic"]["atomic_reqs"] >= 2

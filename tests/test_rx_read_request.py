@@ -102,7 +102,7 @@ def test_model_read_request_traffic_equal_endpoint(seed, streams):
     assert rc.responses(s, res["rsp"]) == tr.rsps and len(tr.rsps) == tr.stats["read_reqs"]
 
 
-def test_rtl_read_request_traffic_verilator(tmp_path):
+def test_rtl_read_request_traffic_verilator():
     """MR-RX-133, MR-RX-070: the reference endpoint's traffic with READs the sender posts to the
     receiver (requests under loss, reordering and duplication, among WRITEs, SENDs and forged
     packets) into the 256 x 4 RTL under Verilator, in lockstep with the model with idle cycles
@@ -113,16 +113,11 @@ def test_rtl_read_request_traffic_verilator(tmp_path):
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
     b = tb_build.build(blocks.get("rx_256x4"), 64)
-    out = tmp_path / "traffic.json"
     env = {"RX_SEED": "75", "RX_TRAFFIC_BYTES": "16384", "RX_TRAFFIC_LOSS": "0.05",
            "RX_TRAFFIC_REORDER": "0.2", "RX_TRAFFIC_DUP": "0.05", "RX_TRAFFIC_HOSTILE": "8",
            "RX_TRAFFIC_WRITES": "12", "RX_TRAFFIC_IMM": "0.5", "RX_TRAFFIC_SENDS": "0.2",
-           "RX_TRAFFIC_READ_REQS": "0.4", "RX_TRAFFIC_OUT": str(out),
-           "COCOTB_TEST_FILTER": "rx_endpoint_traffic$"}
-    results = vl.run(b, "metaroce.tb.rx", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+           "RX_TRAFFIC_READ_REQS": "0.4"}
+    row = vl.run_one(b, "metaroce.tb.rx", "rx_endpoint_traffic", env, out_var="RX_TRAFFIC_OUT")
     print(json.dumps(row))
     assert row["mismatches"] == 0 and row["acks_equal"] and row["memory_equal"] and row["completions_equal"]
     assert row["responses_equal"] and row["responses"] == row["traffic"]["read_reqs"] >= 5

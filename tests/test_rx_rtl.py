@@ -19,16 +19,10 @@ from metaroce.tb import build as tb_build
 
 
 @pytest.mark.parametrize("width", [64, pytest.param(512, marks=pytest.mark.slow)])
-def test_rx_rtl_lockstep(width, tmp_path):
+def test_rx_rtl_lockstep(width):
     b = tb_build.build(blocks.get("rx_256x4"), width)
-    out = tmp_path / "rx.json"
-    env = {"RX_RANDOM": os.environ.get("RX_RANDOM", "400"), "RX_SEED": os.environ.get("RX_SEED", str(width)),
-           "RX_OUT": str(out),
-           "COCOTB_TEST_FILTER": "rx_lockstep$"}
-    results = vl.run(b, "metaroce.tb.rx", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+    env = {"RX_RANDOM": os.environ.get("RX_RANDOM", "400"), "RX_SEED": os.environ.get("RX_SEED", str(width))}
+    row = vl.run_one(b, "metaroce.tb.rx", "rx_lockstep", env, out_var="RX_OUT")
     print(json.dumps(row))                  # the figures, with -rP
     assert row["mismatches"] == 0 and row["packets_per_cycle"] == 1.0
     # MR-RX-100..105, MR-RX-110..113: the SEND and READ-response classes ran (two connections of each)
@@ -39,23 +33,18 @@ def test_rx_rtl_lockstep(width, tmp_path):
     assert row["timer_acks_equal"]          # MR-RX-093/094: the delayed-ACK timer's ACKs
 
 
-def _endpoint_traffic(width, seed, nbytes, sends, reads, streams, tmp_path, *, hostile=10, writes=10):
+def _endpoint_traffic(width, seed, nbytes, sends, reads, streams, *, hostile=10, writes=10):
     """The reference endpoint's traffic (rc.endpoint_traffic with these figures, loss 0.05,
     reordering 0.2, duplication 0.05, WRITE_IMMs half the writes) through the RX under
     Verilator in lockstep with its model (idle cycles 0.2, backpressure 0.4, driver seed
     ``seed``), checked as below; returns the run's figures."""
     b = tb_build.build(blocks.get("rx_256x4"), width)
-    out = tmp_path / "traffic.json"
     env = {"RX_SEED": str(seed), "RX_TRAFFIC_BYTES": str(nbytes),
            "RX_TRAFFIC_LOSS": "0.05", "RX_TRAFFIC_REORDER": "0.2", "RX_TRAFFIC_DUP": "0.05",
            "RX_TRAFFIC_HOSTILE": str(hostile), "RX_TRAFFIC_WRITES": str(writes), "RX_TRAFFIC_IMM": "0.5",
            "RX_TRAFFIC_SENDS": str(sends), "RX_TRAFFIC_READS": str(reads),
-           "RX_TRAFFIC_RECV_DELAY": "3e-5" if sends else "0", "RX_TRAFFIC_STREAMS": str(streams or ""),
-           "RX_TRAFFIC_OUT": str(out), "COCOTB_TEST_FILTER": "rx_endpoint_traffic$"}
-    results = vl.run(b, "metaroce.tb.rx", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+           "RX_TRAFFIC_RECV_DELAY": "3e-5" if sends else "0", "RX_TRAFFIC_STREAMS": str(streams or "")}
+    row = vl.run_one(b, "metaroce.tb.rx", "rx_endpoint_traffic", env, out_var="RX_TRAFFIC_OUT")
     print(json.dumps(row))                  # the figures, with -rP
     assert row["mismatches"] == 0 and row["acks_equal"] and row["memory_equal"] and row["completions_equal"]
     assert row["traffic"]["lost"] > 0 and row["traffic"]["duplicated"] > 0
@@ -73,7 +62,7 @@ def _endpoint_traffic(width, seed, nbytes, sends, reads, streams, tmp_path, *, h
     pytest.param(64, 67, 49152, 0.5, 0.3, 1, marks=pytest.mark.slow),
     pytest.param(512, 513, 49152, 0.4, 0.3, None, marks=pytest.mark.slow),
 ])
-def test_rx_rtl_endpoint_traffic(width, seed, nbytes, sends, reads, streams, tmp_path):
+def test_rx_rtl_endpoint_traffic(width, seed, nbytes, sends, reads, streams):
     """MR-RX-071, MR-RX-105, MR-RX-113: the reference endpoint's real traffic (a sender
     endpoint through the model fabric with loss, reordering and duplication on the data
     direction; WRITEs and WRITE_IMMs, SENDs and SEND_IMMs whose receives are posted late (RNR
@@ -81,16 +70,16 @@ def test_rx_rtl_endpoint_traffic(width, seed, nbytes, sends, reads, streams, tmp
     the RTL under Verilator, in lockstep with the model under random idle cycles and
     backpressure, forged writes among the frames: zero mismatches, the RTL's memory image,
     ACK/NAK stream and completion records equal the receiving endpoint's."""
-    row = _endpoint_traffic(width, seed, nbytes, sends, reads, streams, tmp_path)
+    row = _endpoint_traffic(width, seed, nbytes, sends, reads, streams)
     assert row["outcomes"]["DUPLICATE"] > 0
     assert row["traffic"]["naks"] > 0 and all(row["outcomes"][k] > 0 for k in ("CHUNK", "ACCESS", "PSN_WINDOW"))
 
 
-def test_rx_rtl_send_traffic_at_64(tmp_path):
+def test_rx_rtl_send_traffic_at_64():
     """MR-RX-105, MR-RX-113: test_rx_amaranth.py's default test_rtl_on_send_traffic traffic
     (seed 1: 4,096 bytes, six writes, SENDs 0.4, READs 0.3, one stream, receives 30 us late, 12
     forged packets) at 64 bits under Verilator, the same driver seed: zero mismatches, and the
     RTL's ACK/NAK stream, memory image and completion records equal the receiving endpoint's.
     The Amaranth simulator runs this traffic at 128 bits, where its simulation is cheapest."""
-    row = _endpoint_traffic(64, 1, 4096, 0.4, 0.3, 1, tmp_path, hostile=12, writes=6)
+    row = _endpoint_traffic(64, 1, 4096, 0.4, 0.3, 1, hostile=12, writes=6)
     assert row["outcomes"]["RNR"] > 0 and row["traffic"]["reads"] >= 1

@@ -240,7 +240,7 @@ def test_rtl_responder_resources(p_idle, p_bp):
 
 
 @pytest.mark.slow       # a Verilator build of its own instance (tens of minutes on the loaded machine)
-def test_rtl_responder_resources_verilator(tmp_path):
+def test_rtl_responder_resources_verilator():
     """MR-RX-192: ``rx_256x4_rsc`` (``max_rd_atomic`` 1) under Verilator in lockstep with the
     cycle model (tb.rx.rx_resources): the resource cases and random requests with frees, with
     idle cycles and backpressure, then back to back; 0 mismatches, RNR NAKs among them."""
@@ -249,11 +249,6 @@ def test_rtl_responder_resources_verilator(tmp_path):
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
     b = tb_build.build(blocks.get("rx_256x4_rsc"), 64)
-    out = tmp_path / "rsc.json"
-    env = {"RX_MAX_RD_ATOMIC": "1", "RX_OUT": str(out), "COCOTB_TEST_FILTER": "rx_resources$"}
-    results = vl.run(b, "metaroce.tb.rx", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+    row = vl.run_one(b, "metaroce.tb.rx", "rx_resources", {"RX_MAX_RD_ATOMIC": "1"}, out_var="RX_OUT")
     print(json.dumps(row))
     assert row["mismatches"] == 0 and row["rnr"] > 0

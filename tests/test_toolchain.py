@@ -5,6 +5,7 @@ Builds go to the shared build cache (``$METAROCE_BUILD_DIR`` or
 three small Verilator builds (~8 s each).
 """
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -122,6 +123,57 @@ def test_failing_cocotb_test_fails_the_run(smoke8):
 def test_no_matching_cocotb_test_is_an_error(smoke8):
     with pytest.raises(vl.SimulationError, match="No cocotb test ran"):
         vl.run(smoke8, SMOKE_MODULE, testcase="no_such_test")
+
+
+def test_run_one_returns_the_row_of_one_passed_test(smoke8):
+    """vl.run_one under Verilator: the row smoke_adder wrote; a failing test raises with its
+    message (a filter selecting smoke_must_fail runs it despite its skip)."""
+    row = vl.run_one(smoke8, SMOKE_MODULE, "smoke_adder", out_var="METAROCE_SMOKE_OUT", seed=1234)
+    assert row == {"vectors": 204, "width": 8}
+    with pytest.raises(vl.CocotbTestFailure, match="(?s)1 of 1 .*1 \\+ 1 is not 3") as excinfo:
+        vl.run_one(smoke8, SMOKE_MODULE, "smoke_must_fail", out_var="METAROCE_SMOKE_OUT")
+    assert [name for name, _ in excinfo.value.failures] == ["smoke_must_fail"]
+
+
+def _fake_results(cases, row=None):
+    """A stand-in for vl.run writing a results XML with ``cases`` ((name, child tag or None))
+    and, if ``row``, the JSON row to the file the ``out_var`` names; records its calls."""
+    calls = []
+
+    def run(build, test_module, extra_env=None, **kwargs):
+        calls.append((test_module, dict(extra_env), kwargs))
+        if row is not None:
+            Path(extra_env["OUT"]).write_text(json.dumps(row))
+        xml = Path(extra_env["XML_DIR"]) / "results.xml"
+        body = "".join(f'<testcase name="{n}">' + (f'<{t} message="{t} of {n}"/>' if t else "")
+                       + "</testcase>" for n, t in cases)
+        xml.write_text(f"<testsuites><testsuite>{body}</testsuite></testsuites>")
+        return xml
+    return run, calls
+
+
+def test_run_one_without_verilator(monkeypatch, tmp_path):
+    """vl.run_one's checks on fake results: the filter and the row's file are set; a failure,
+    a skip, two tests or a missing row raise; without ``out_var`` it returns None."""
+    env = {"XML_DIR": str(tmp_path), "KNOB": "3"}
+    run, calls = _fake_results([("t", None)], row={"mismatches": 0})
+    monkeypatch.setattr(vl, "run", run)
+    assert vl.run_one("b", "tb.m", "t", env, out_var="OUT", seed=5) == {"mismatches": 0}
+    (module, sim_env, kwargs), = calls
+    assert module == "tb.m" and kwargs == {"seed": 5} and env == {"XML_DIR": str(tmp_path), "KNOB": "3"}
+    assert sim_env["COCOTB_TEST_FILTER"] == "t$" and sim_env["KNOB"] == "3"
+    assert not Path(sim_env["OUT"]).exists()        # the temporary folder is gone
+    monkeypatch.setattr(vl, "run", _fake_results([("t", None)])[0])
+    assert vl.run_one("b", "tb.m", "t", env) is None
+    with pytest.raises(vl.SimulationError, match="wrote no OUT file"):
+        vl.run_one("b", "tb.m", "t", env, out_var="OUT")
+    for cases, want in (([("t", "failure")], "0 skipped\n  t: failure of t"),
+                        ([("t", "error")], "1 failed"), ([("t", "skipped")], "1 skipped"),
+                        ([("t", None), ("t2", None)], "got 2 test")):
+        monkeypatch.setattr(vl, "run", _fake_results(cases, row={})[0])
+        with pytest.raises(vl.CocotbTestFailure, match=want) as excinfo:
+            vl.run_one("b", "tb.m", "t", env, out_var="OUT")
+        assert excinfo.value.failures == [(n, f"{t} of {n}") for n, t in cases if t in ("failure", "error")]
 
 
 def test_build_cache_hit_and_parameter_miss(smoke8, monkeypatch):

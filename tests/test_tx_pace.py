@@ -295,23 +295,16 @@ def test_lockstep_full_only_fails():
 
 
 @pytest.mark.slow
-def test_tx_sched_paced_rtl_lockstep(tmp_path):
+def test_tx_sched_paced_rtl_lockstep():
     """MR-TXS-166, MR-TXS-182: the join under Verilator (tb/tx_pace.py ``tx_pace_lockstep``,
     the block ``tx_sched_paced``): 200 random work requests (short last chunks of the paced
     connection among them, each charged its own gap), rate writes in 3 % of the cycles, half of
     them with a time (MR-TXS-167): 0 mismatches, no packet early."""
-    import json
-
     from metaroce.blocks import BLOCKS
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
     b = tb_build.build(BLOCKS["tx_sched_paced"], 64)
-    out = tmp_path / "tx_pace.json"
-    env = {"TXP_SEED": "1", "TXP_WRS": "200", "TXP_OUT": str(out),
-           "COCOTB_TEST_FILTER": "tx_pace_lockstep$"}
-    results = vl.run(b, "metaroce.tb.tx_pace", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+    row = vl.run_one(b, "metaroce.tb.tx_pace", "tx_pace_lockstep", {"TXP_SEED": "1", "TXP_WRS": "200"},
+                     out_var="TXP_OUT")
     assert row["mismatches"] == 0 and row["charged"] > 50 and row["moved"] > 10
     assert row["retimes"] > 20

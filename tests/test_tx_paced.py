@@ -3,7 +3,6 @@ its registration, its Verilator lockstep (tb/tx_paced.py, behind ``slow``: the e
 Verilator build is long) and ``bench tx_paced`` (the model's rows in the default run, the
 RTL's in the Amaranth simulator and under Verilator behind ``slow``). The Amaranth-simulator
 lockstep and its negative control are tests/test_tx_top_pace.py's (MR-TX-236..239)."""
-import json
 import os
 
 import pytest
@@ -143,7 +142,7 @@ def test_bench_amaranth_short_rows_are_the_models():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_tx_paced_rtl_lockstep(tmp_path, seed):
+def test_tx_paced_rtl_lockstep(seed):
     """MR-TX-249: the paced engine under Verilator (tb/tx_paced.py ``tx_paced_lockstep``): 30
     random work requests, 10 % loss, idle cycles, backpressure on every output, random AXI
     latency, connection 0 at 5 Gb/s, rate writes: 0 mismatches, every work request completes,
@@ -151,13 +150,8 @@ def test_tx_paced_rtl_lockstep(tmp_path, seed):
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
     b = tb_build.build(blocks.get("tx_paced"), 64)
-    out = tmp_path / "txp.json"
-    env = {"TXP_WRS": os.environ.get("TXP_WRS", "30"), "TXP_SEED": str(seed),
-           "TXP_OUT": str(out), "COCOTB_TEST_FILTER": "tx_paced_lockstep$"}
-    results = vl.run(b, "metaroce.tb.tx_paced", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+    env = {"TXP_WRS": os.environ.get("TXP_WRS", "30"), "TXP_SEED": str(seed)}
+    row = vl.run_one(b, "metaroce.tb.tx_paced", "tx_paced_lockstep", env, out_var="TXP_OUT")
     print(row)
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["early"] == row["forced"] == row["decided_early"] == row["frames_early"] == 0

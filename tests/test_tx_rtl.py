@@ -8,7 +8,6 @@ machine); the Amaranth lockstep of the data path is in the default run.
 Knobs: TX_WRS (work requests, default 40), TX_RSPS (READ responses, default 10), TX_SEED,
 TX_MAXLEN.
 """
-import json
 import os
 
 import pytest
@@ -20,18 +19,13 @@ from metaroce.tb import build as tb_build
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [64, 512])
-def test_tx_rtl_lockstep(tmp_path, width):
+def test_tx_rtl_lockstep(width):
     # seed 1: after atomics (at23) and the unit's probes (probe23) changed seed 7's workload,
     # its 64-bit run had no tail probe; seed 1 has resends, timeouts, probes and atomics at both
     b = tb_build.build(blocks.get("tx"), width)
-    out = tmp_path / "tx.json"
     env = {"TX_WRS": os.environ.get("TX_WRS", "40"), "TX_RSPS": os.environ.get("TX_RSPS", "10"), "TX_SEED": os.environ.get("TX_SEED", "1"),
-           "TX_MAXLEN": os.environ.get("TX_MAXLEN", "2500"), "TX_OUT": str(out),
-           "COCOTB_TEST_FILTER": "tx_lockstep$"}
-    results = vl.run(b, "metaroce.tb.tx", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+           "TX_MAXLEN": os.environ.get("TX_MAXLEN", "2500")}
+    row = vl.run_one(b, "metaroce.tb.tx", "tx_lockstep", env, out_var="TX_OUT")
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"]
     assert row["rsp_done"] == row["responses"] > 0           # MR-TX-171
@@ -41,14 +35,9 @@ def test_tx_rtl_lockstep(tmp_path, width):
 
 
 @pytest.mark.slow
-def test_tx_rtl_cc_lockstep(tmp_path):
+def test_tx_rtl_cc_lockstep():
     """MR-TX-107 under Verilator (tb/tx.py ``tx_cc``): the windows set up, one path's ACKs
     echoing CE: 0 mismatches, that path's window at its floor in the scheduler and the block."""
     b = tb_build.build(blocks.get("tx"), 64)
-    out = tmp_path / "tx_cc.json"
-    env = {"TX_OUT": str(out), "COCOTB_TEST_FILTER": "tx_cc$"}
-    results = vl.run(b, "metaroce.tb.tx", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+    row = vl.run_one(b, "metaroce.tb.tx", "tx_cc", out_var="TX_OUT")
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]

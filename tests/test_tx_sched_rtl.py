@@ -9,7 +9,6 @@ Knobs: TXS_WRS (work requests, default 300), TXS_RSPS (READ responses, default 4
 TXS_PPROBE (random tail probes per cycle, default 0.01), TXS_LOSS (the receiver's loss,
 default 0.1), TXS_SEED.
 """
-import json
 import os
 
 import pytest
@@ -19,25 +18,20 @@ from metaroce.sim import verilator as vl
 from metaroce.tb import build as tb_build
 
 
-def _run(tmp_path, env):
+def _run(env):
     """The cached build's lockstep (tb/tx_sched.py) with ``env``'s knobs: its figures."""
     b = tb_build.build(blocks.get("tx_sched"), 64)
-    out = tmp_path / "txs.json"
-    env = dict(env, TXS_OUT=str(out), COCOTB_TEST_FILTER="tx_sched_lockstep$")
-    results = vl.run(b, "metaroce.tb.tx_sched", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+    row = vl.run_one(b, "metaroce.tb.tx_sched", "tx_sched_lockstep", env, out_var="TXS_OUT")
     print(row)
     return row
 
 
 @pytest.mark.slow
-def test_tx_sched_rtl_lockstep(tmp_path):
+def test_tx_sched_rtl_lockstep():
     # seed 5: with the unit's probes (probe23) most tail expiries probe; with the resend skid
     # (txcut26, MR-TXS-156: the driver's reports are taken in other cycles) seeds 1..4 and 6
     # have no timeout, seed 5 has one (and atomics, probes, resends; the skid full in 17 cycles)
-    row = _run(tmp_path, {"TXS_WRS": os.environ.get("TXS_WRS", "300"),
+    row = _run({"TXS_WRS": os.environ.get("TXS_WRS", "300"),
                           "TXS_SEED": os.environ.get("TXS_SEED", "5"),
                           "TXS_RSPS": os.environ.get("TXS_RSPS", "40")})
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
@@ -48,11 +42,11 @@ def test_tx_sched_rtl_lockstep(tmp_path):
 
 
 @pytest.mark.slow
-def test_tx_sched_rtl_path_states(tmp_path):
+def test_tx_sched_rtl_path_states():
     """MR-TXS-119: the same build on traffic whose receiver loses 60 % of the packets, so paths
     time out again and again: the timeouts' verdicts (suspicions, reroutes, retirements) on
     s_probe change the paths' states; 0 mismatches, the checker passes."""
-    row = _run(tmp_path, {"TXS_WRS": "80", "TXS_SEED": "1", "TXS_RSPS": "0", "TXS_LOSS": "0.6",
+    row = _run({"TXS_WRS": "80", "TXS_SEED": "1", "TXS_RSPS": "0", "TXS_LOSS": "0.6",
                           "TXS_PCWND": "0.05"})
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     v = row["verdicts"]

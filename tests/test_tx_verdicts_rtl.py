@@ -3,7 +3,6 @@
 compared every cycle, with idle cycles, backpressure on every output and random AXI latency
 (MR-TX-269..272). One cached Verilator build of the block (tens of minutes on a loaded
 machine): every test here is behind ``slow``."""
-import json
 
 import pytest
 
@@ -14,26 +13,21 @@ from metaroce.sim import verilator as vl
 from metaroce.tb import build as tb_build
 
 
-def run(tmp_path, kind, restores=True):
+def run(kind, restores=True):
     b = tb_build.build(blocks.get("tx_verdicts"), 64)
-    out = tmp_path / f"tx_verdicts_{kind}.json"
-    env = {"TX_VERDICTS_RUN": kind, "TX_RESTORES": "1" if restores else "0", "TX_OUT": str(out),
-           "COCOTB_TEST_FILTER": "tx_verdicts$"}
-    results = vl.run(b, "metaroce.tb.tx", extra_env=env)
-    n_tests, failures, skipped = vl.results_summary(results)
-    assert n_tests == 1 and not failures and not skipped
-    row = json.loads(out.read_text())
+    env = {"TX_VERDICTS_RUN": kind, "TX_RESTORES": "1" if restores else "0"}
+    row = vl.run_one(b, "metaroce.tb.tx", "tx_verdicts", env, out_var="TX_OUT")
     print(row)
     return row
 
 
 @pytest.mark.slow
-def test_tx_verdicts_rtl_down_path(tmp_path):
+def test_tx_verdicts_rtl_down_path():
     """MR-TX-270: the down-path run on the block's instance: 0 mismatches, every work request
     completed; path 1 made SUSPECT by its timeouts and restored (its window the share again);
     at the end every path active in the windows, W the sum of the windows and the scheduler's
     windows the block's."""
-    row = run(tmp_path, "down")
+    row = run("down")
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"] == 10
     assert [0, 1, P.PATH_SUSPECT] in row["verdicts"] and [0, 1] in row["restores"]
     assert row["active"][0] == [1] * SMALL["paths"]
@@ -42,17 +36,17 @@ def test_tx_verdicts_rtl_down_path(tmp_path):
 
 
 @pytest.mark.slow
-def test_tx_verdicts_rtl_down_path_without_restores_fails(tmp_path):
+def test_tx_verdicts_rtl_down_path_without_restores_fails():
     """MR-TX-271 (negative control): the same run against the model without the restores
     (``TxCycleModel(verdicts=True, restores=False)``): a mismatch."""
-    row = run(tmp_path, "down", restores=False)
+    row = run("down", restores=False)
     assert row["mismatches"] > 0 and row["first_mismatch"] > 500
 
 
 @pytest.mark.slow
-def test_tx_verdicts_rtl_random(tmp_path):
+def test_tx_verdicts_rtl_random():
     """MR-TX-272: MR-TX-262's random lossy run with ``cc_on`` on the block: 0 mismatches, the
     checker passes, verdicts reached the windows."""
-    row = run(tmp_path, "random")
+    row = run("random")
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["verdicts"]
