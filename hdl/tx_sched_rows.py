@@ -1,7 +1,8 @@
-"""Row scheduler RTL (docs/spec/hw-tx-sched.md section 16), first piece: the row pipeline
-(MR-TXS-220/221) generic over the operation, and its check block (MR-TXS-237). The scheduler's
-operations (S2's logic, MR-TXS-207), the arbiter and the queues are not in it yet (section
-16f's plan). Model: models/tx_sched_rows.py ``RowPipe``, ``RowPipeLaneModel``."""
+"""Row scheduler RTL (docs/spec/hw-tx-sched.md section 16): the row pipeline (MR-TXS-220/221)
+generic over the operation and its check block (MR-TXS-237); the scheduler on it,
+``TxSchedRows`` (section 16g, MR-TXS-250..255: S2's operations, the descriptor memory, the
+arbiter, the boundary registers, the connection queues and the output queues). Models:
+models/tx_sched_rows.py ``RowPipe``, ``RowPipeLaneModel``, ``TxSchedRowsModel``."""
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -149,7 +150,7 @@ def _sub0(a, b):
 
 
 class ConnFifo(wiring.Component):
-    """MR-TXS-212/215: a FIFO of connection numbers in a memory of ``conns`` entries (each
+    """MR-TXS-212/215, MR-TXS-251: a FIFO of connection numbers in a memory of ``conns`` entries (each
     connection at most once, so it never overflows), its head read a cycle ahead through a
     transparent synchronous read (the next head's address, so a push into an empty queue is its
     head at the next cycle, as the model's deque)."""
@@ -177,7 +178,7 @@ class ConnFifo(wiring.Component):
 
 
 class TxSchedRows(wiring.Component):
-    """The row scheduler (docs/spec/hw-tx-sched.md section 16, MR-TXS-200..238): the ports of
+    """The row scheduler (docs/spec/hw-tx-sched.md section 16, MR-TXS-250): the ports of
     :class:`~metaroce.hdl.tx_sched.TxSched` (MR-TXS-002; no pacing, restores, READ rows or tail
     probes, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
     the arbiter and the boundary registers (MR-TXS-210/211/217), the active and completion
@@ -289,7 +290,7 @@ class TxSchedRows(wiring.Component):
         m.submodules.active = active = ConnFifo(C)
         m.submodules.done_q = done_q = ConnFifo(C)
 
-        # -- the descriptor memory (MR-TXS-205): a connection's S x D records in one word, read
+        # -- the descriptor memory (MR-TXS-205, MR-TXS-252): a connection's S x D records in one word, read
         # at S1's connection (so its read at the edge into S2 misses only the write of the op
         # just ahead, forwarded in S2 by its slot), written one record at a time
         m.submodules.desc = desc_mem = memory.Memory(shape=SD * desc_w, depth=C, init=[],
@@ -430,7 +431,7 @@ class TxSchedRows(wiring.Component):
             m.d.sync += b_fail_v.eq(0)
         return m
 
-    # ------------------------------------------------------------------ S2 (MR-TXS-207/208)
+    # ------------------------------------------------------------------ S2 (MR-TXS-207/208/253)
     def _s2(self, m, out, row_in, arg_bits, arg_lay, b_wr, w_status, b_lost, d_rd, wbd, wbd_v,
             wbd_conn, wbd_slot, pipe):
         """One operation on the row ``row_in`` (the semantics of TxSchedModel's events on one
