@@ -192,9 +192,11 @@ class TxSchedRows(wiring.Component):
                  paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
+        self._MustUse__silence = True       # a refused instance is no unused design
         if not (isinstance(conns, int) and 2 <= conns <= 4096 and not conns & (conns - 1)):
             raise ValueError(f"conns must be a power of two in [2, 4096], not {conns!r}")
         check_params(**dict(prm, conns=2))
+        self._MustUse__silence = False
         self.width, self.prm, self.forward = width, prm, forward
         self.init_rows = init_rows
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth

@@ -481,12 +481,19 @@ def test_rows_rtl_wrong_forms_fail(old, new, kw):
 
 def test_rows_rtl_instances():
     """MR-TXS-250, MR-TXS-255: the 4,096 x 8 instance is built (row 2,383 bits, descriptor
-    word 8 records of 400 bits; its top level elaborates), and ``conns`` out of 2..4,096 or
-    not a power of two is refused, as the model's."""
+    word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
+    names and layouts, without its optional ones), and ``conns`` out of 2..4,096 or not a
+    power of two is refused, as the model's."""
+    from metaroce.hdl.tx_sched import TxSched
     from metaroce.hdl.tx_sched_rows import TxSchedRows
     dut = TxSchedRows(64, **dict(SMALL, conns=4096, paths=8), init_rows=False)
+    reg = TxSched(64, **dict(SMALL, conns=256, paths=8))
+    dut._MustUse__silence = reg._MustUse__silence = True      # built, not elaborated
     assert dut.rl.row.size == 2383 and dut.rl.desc.size * 8 == 3200
-    assert dut.elaborate(None) is not None
+    assert set(dut.signature.members) == set(reg.signature.members)
+    small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
+    small._MustUse__silence = reg_small._MustUse__silence = True
+    assert small.signature.members == reg_small.signature.members
     for conns in (1, 3, 8192):
         with pytest.raises(ValueError):
             TxSchedRows(64, **dict(SMALL, conns=conns))
