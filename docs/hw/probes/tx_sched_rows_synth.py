@@ -6,10 +6,11 @@ window 16, 8 resends). The rows' reset contents are left out of the Verilog
 (``init_rows=False``: they change no logic, only the text's size). Run from the repository
 root:
 
-    .venv/bin/python docs/hw/probes/tx_sched_rows_synth.py [CONNSxPATHS ...]
+    .venv/bin/python docs/hw/probes/tx_sched_rows_synth.py [--levels] [CONNSxPATHS ...]
 
 (default 4096x8 256x4). Prints one JSON object per instance: LUTs, FFs, block RAMs (RAMB36
-equivalents), LUT RAM, and the LUTs of each module of the hierarchy."""
+equivalents), LUT RAM, and the LUTs of each module of the hierarchy; with ``--levels`` instead
+the generic flow's LUT levels (``sim.synth.lut_levels``, 6-LUTs, MR-FLOW-010)."""
 import json
 import sys
 
@@ -19,9 +20,15 @@ from metaroce.sim import synth
 from metaroce.sim.verilator import generate_verilog
 
 
-def build(conns, paths):
+def build(conns, paths, levels=False):
     dut = TxSchedRows(64, **dict(SMALL, conns=conns, paths=paths), init_rows=False)
     text, _ = synth.drop_zero_memory_init(generate_verilog(dut, "tx_sched_rows"))
+    if levels:
+        lv = synth.lut_levels(text, "tx_sched_rows")
+        return {"conns": conns, "paths": paths, "reg_to_reg": lv.reg_to_reg,
+                "in_to_reg": lv.in_to_reg, "reg_to_out": lv.reg_to_out,
+                "in_to_out": lv.in_to_out, "luts": lv.luts, "path": lv.path,
+                "seconds": lv.seconds, "cached": lv.cached}
     rep = synth.synthesize(text, "tx_sched_rows")
     return {"conns": conns, "paths": paths, "row_bits": dut.rl.row.size, "luts": rep.luts,
             "ffs": rep.ffs, "brams": rep.brams, "urams": rep.total.urams,
@@ -31,9 +38,10 @@ def build(conns, paths):
 
 
 def main(argv):
-    for inst in argv[1:] or ["4096x8", "256x4"]:
+    levels = "--levels" in argv
+    for inst in [a for a in argv[1:] if a != "--levels"] or ["4096x8", "256x4"]:
         c, p = map(int, inst.split("x"))
-        print(json.dumps(build(c, p)), flush=True)
+        print(json.dumps(build(c, p, levels), default=str), flush=True)
 
 
 if __name__ == "__main__":
