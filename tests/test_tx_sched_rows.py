@@ -442,7 +442,8 @@ def test_rows_rtl_refused():
 
     def counting(self, op, word, now):
         r = orig(self, op, word, now)
-        refused[op.kind] += bool(r[6])
+        if r[6]:
+            refused[op.kind] += 1
         return r
     mrows.TxSchedRowsModel._apply = counting
     try:
