@@ -150,10 +150,10 @@ def _sub0(a, b):
 
 
 class ConnFifo(wiring.Component):
-    """MR-TXS-212/215, MR-TXS-251: a FIFO of connection numbers in a memory of ``conns`` entries (each
-    connection at most once, so it never overflows), its head read a cycle ahead through a
-    transparent synchronous read (the next head's address, so a push into an empty queue is its
-    head at the next cycle, as the model's deque)."""
+    """MR-TXS-212/215, MR-TXS-251: a FIFO of connection numbers in a memory of ``conns``
+    entries (each connection at most once, so it never overflows), its head read a cycle ahead
+    through a transparent synchronous read (the next head's address, so a push into an empty
+    queue is its head at the next cycle, as the model's deque)."""
 
     def __init__(self, conns):
         self.conns = conns
@@ -292,9 +292,9 @@ class TxSchedRows(wiring.Component):
         m.submodules.active = active = ConnFifo(C)
         m.submodules.done_q = done_q = ConnFifo(C)
 
-        # -- the descriptor memory (MR-TXS-205, MR-TXS-252): a connection's S x D records in one word, read
-        # at S1's connection (so its read at the edge into S2 misses only the write of the op
-        # just ahead, forwarded in S2 by its slot), written one record at a time
+        # -- the descriptor memory (MR-TXS-205, MR-TXS-252): a connection's S x D records in
+        # one word, read at S1's connection (so its read at the edge into S2 misses only the
+        # write of the op just ahead, forwarded in S2 by its slot), written one record at a time
         m.submodules.desc = desc_mem = memory.Memory(shape=SD * desc_w, depth=C, init=[],
                                                      attrs={"metaroce_collision": "x"})
         d_rd = desc_mem.read_port()
