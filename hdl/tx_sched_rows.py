@@ -1,14 +1,24 @@
-"""Row scheduler RTL (docs/spec/hw-tx-sched.md section 16), first piece: the row pipeline
-(MR-TXS-220/221) generic over the operation, and its check block (MR-TXS-237). The scheduler's
-operations (S2's logic, MR-TXS-207), the arbiter and the queues are not in it yet (section
-16f's plan). Model: models/tx_sched_rows.py ``RowPipe``, ``RowPipeLaneModel``."""
-from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import memory, stream, wiring
+"""Row scheduler RTL (docs/spec/hw-tx-sched.md section 16): the row pipeline (MR-TXS-220/221)
+generic over the operation and its check block (MR-TXS-237); the scheduler on it,
+``TxSchedRows`` (section 16g, MR-TXS-250..255: S2's operations, the descriptor memory, the
+arbiter, the boundary registers, the connection queues and the output queues). Models:
+models/tx_sched_rows.py ``RowPipe``, ``RowPipeLaneModel``, ``TxSchedRowsModel``."""
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..models.tx_sched_rows import LANE_BITS, LANES, lane_init, lane_layouts
+from ..models import protocol as P
+from ..models import records
+from ..models.tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP,
+                               OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, OUT_DEPTH, PATH_ACTIVE,
+                               PATH_PROBING, SMALL, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR,
+                               check_params, layouts)
+from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, lane_init, lane_layouts,
+                                    row_layouts)
+from ..models.wire import MrdhFlag, Op
+from .tx_sched import _first_from, _lowest_zero
 
-__all__ = ["RowPipe", "RowPipeLane"]
+__all__ = ["RowPipe", "RowPipeLane", "ConnFifo", "TxSchedRows"]
 
 
 class RowPipe(wiring.Component):
@@ -31,8 +41,12 @@ class RowPipe(wiring.Component):
         self.init, self.forward = list(init), forward
         self.collision_garbage = collision_garbage
         cb = max(1, (rows - 1).bit_length())
+        # the stages' registers are outputs too: TxSchedRows' arbiter counts the ops in flight,
+        # reads the descriptors at S1's connection and gates S2's pushes by its valid
         super().__init__({"take_valid": In(1), "take_conn": In(cb), "take_arg": In(arg_width),
-                          "wb_valid": Out(1), "wb_conn": Out(cb), "wb_row": Out(row_width)})
+                          "wb_valid": Out(1), "wb_conn": Out(cb), "wb_row": Out(row_width),
+                          "s1_valid": Out(1), "s1_conn": Out(cb), "s1_arg": Out(arg_width),
+                          "s2_valid": Out(1), "s2_conn": Out(cb), "s2_arg": Out(arg_width)})
 
     def elaborate(self, platform):
         m = Module()
@@ -51,15 +65,11 @@ class RowPipe(wiring.Component):
             hit = Signal()
             m.d.sync += hit.eq(wr.en & (wr.addr == rd.addr))
             rd_data = Mux(hit, ~rd.data, rd.data)
-        s1_valid = Signal()
-        s1_conn = Signal.like(self.take_conn)
-        s1_arg = Signal.like(self.take_arg)
+        s1_valid, s1_conn, s1_arg = self.s1_valid, self.s1_conn, self.s1_arg
         m.d.sync += [s1_valid.eq(self.take_valid), s1_conn.eq(self.take_conn),
                      s1_arg.eq(self.take_arg)]
         # S1 -> S2: the write of the op two ahead replaces the read (MR-TXS-221)
-        s2_valid = Signal()
-        s2_conn = Signal.like(s1_conn)
-        s2_arg = Signal.like(s1_arg)
+        s2_valid, s2_conn, s2_arg = self.s2_valid, self.s2_conn, self.s2_arg
         s2_row = Signal(W)
         # the equality terms decided a cycle ahead and registered (MR-TX-035's form): in the
         # take cycle against the op in S2 (it writes at this edge: next cycle's last write),
@@ -115,3 +125,672 @@ class RowPipeLane(wiring.Component):
                      self.m_wb.valid.eq(pipe.wb_valid), self.m_wb.p.conn.eq(pipe.wb_conn),
                      self.m_wb.p.row.eq(pipe.wb_row)]
         return m
+
+
+# ---------------------------------------------------------------------------- the scheduler
+
+#: MR-TXS-210: the operation kinds' codes, in the arbiter's priority (models' OP_KINDS)
+K_VERDICT, K_CWND, K_FAIL, K_ACKED, K_LOST, K_COMPLETE, K_WR, K_SCHED = range(8)
+assert OP_KINDS == ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "sched")
+
+
+def _first_bit(valid):
+    """``(any, index)`` of the lowest set bit of ``valid`` (a list of 1-bit Values)."""
+    nb = max(1, (len(valid) - 1).bit_length())
+    found, idx = Const(0, 1), Const(0, nb)
+    for k in reversed(range(len(valid))):
+        idx = Mux(valid[k], k, idx)
+        found = found | valid[k]
+    return found, idx
+
+
+def _sub0(a, b):
+    """``max(0, a - b)`` (the model's clamps of MR-TXS-020)."""
+    return Mux(a > b, a - b, 0)
+
+
+class ConnFifo(wiring.Component):
+    """MR-TXS-212/215, MR-TXS-251: a FIFO of connection numbers in a memory of ``conns``
+    entries (each connection at most once, so it never overflows), its head read a cycle ahead
+    through a transparent synchronous read (the next head's address, so a push into an empty
+    queue is its head at the next cycle, as the model's deque)."""
+
+    def __init__(self, conns):
+        self.conns = conns
+        cb = max(1, (conns - 1).bit_length())
+        super().__init__({"push": In(1), "push_conn": In(cb), "pop": In(1),
+                          "head": Out(cb), "nonempty": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        n, cb = self.conns, len(self.head)
+        m.submodules.mem = mem = memory.Memory(shape=cb, depth=n, init=[])
+        wr = mem.write_port()
+        rd = mem.read_port(transparent_for=(wr,))
+        rp, wp = Signal(cb), Signal(cb)
+        level = Signal(range(n + 1))
+        m.d.comb += [wr.addr.eq(wp), wr.data.eq(self.push_conn), wr.en.eq(self.push),
+                     rd.addr.eq(rp + self.pop), self.head.eq(rd.data),
+                     self.nonempty.eq(level != 0)]
+        m.d.sync += [rp.eq(rp + self.pop), wp.eq(wp + self.push),
+                     level.eq(level + self.push - self.pop)]
+        return m
+
+
+class TxSchedRows(wiring.Component):
+    """The row scheduler (docs/spec/hw-tx-sched.md section 16, MR-TXS-250): the ports of
+    :class:`~metaroce.hdl.tx_sched.TxSched` (MR-TXS-002; no pacing, restores, READ rows or tail
+    probes, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
+    the arbiter and the boundary registers (MR-TXS-210/211/217), the active and completion
+    queues (:class:`ConnFifo`, MR-TXS-212..215), the output queues (MR-TXS-216) and S2's
+    operations on a row (MR-TXS-207/208, :meth:`_s2`: the semantics of
+    :class:`~metaroce.models.tx_sched.TxSchedModel` on one connection's fields, as
+    models/tx_sched_rows.py ``TxSchedRowsModel._apply``). ``forward=False``: the wrong form
+    without MR-TXS-221's forwards (the rows' and the descriptors'), negative controls only."""
+
+    def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
+                 paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True, **kw):
+        prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
+        prm.update(kw)
+        self._MustUse__silence = True       # a refused instance is no unused design
+        if not (isinstance(conns, int) and 2 <= conns <= 4096 and not conns & (conns - 1)):
+            raise ValueError(f"conns must be a power of two in [2, 4096], not {conns!r}")
+        check_params(**dict(prm, conns=2))
+        self._MustUse__silence = False
+        self.width, self.prm, self.forward = width, prm, forward
+        self.init_rows = init_rows
+        self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
+                              prm["resend_depth"])
+        self.lay = lay = layouts(conns, streams, paths, depth)
+        super().__init__({
+            "s_wr": In(stream.Signature(lay.wr)),
+            "s_acked": In(stream.Signature(lay.report)),
+            "s_resend": In(stream.Signature(lay.report)),
+            "m_frame": Out(stream.Signature(lay.frame)),
+            "m_sent": Out(stream.Signature(lay.sent)),
+            "m_cqe": Out(stream.Signature(lay.cqe)),
+            "now": In(records.TIME_BITS),
+            "s_fail": In(stream.Signature(lay.fail)),
+            "s_error": In(stream.Signature(lay.error)),
+            "s_cwnd": In(stream.Signature(lay.cwnd)),
+            "s_rsp": In(stream.Signature(lay.rsp)),
+            "m_rsp_done": Out(stream.Signature(lay.rsp_done)),
+            "s_probe": In(stream.Signature(lay.probe)),
+        })
+
+    def _reset_rows(self):
+        """MR-TXS-206: the rows at reset, the model's (``TxSchedRowsModel``)."""
+        from ..models.tx_sched_rows import TxSchedRowsModel
+        prm = self.prm
+        model = TxSchedRowsModel(self.width, **prm)
+        return list(model.mem)
+
+    def elaborate(self, platform):
+        m = Module()
+        prm, lay, rl = self.prm, self.lay, self.rl
+        C, S, Pn, D = self.conns, self.streams, self.paths, self.depth
+        R, W, mtu = prm["resend_depth"], prm["chunk_window"], prm["mtu"]
+        mtu_log2 = mtu.bit_length() - 1
+        cb = max(1, (C - 1).bit_length())
+        db, sb, pb = (D - 1).bit_length(), max(1, (S - 1).bit_length()), (Pn - 1).bit_length()
+        rb = (R - 1).bit_length()
+        SD = S * D
+        desc_w = rl.desc.size
+
+        # -- the boundary registers (MR-TXS-211); the work request's in one record with a READ
+        # response's fields (MR-TXS-209: rsp_item)
+        wrb_lay = data.StructLayout({**{k: f.shape for k, f in lay.wr}, "rsp": 1, "msg": 32,
+                                     "err": 1})
+        b_wr, b_wr_v = Signal(wrb_lay), Signal()
+        b_ack, b_ack_v = Signal(lay.report), Signal()
+        b_lost, b_lost_v = Signal(lay.report), Signal()
+        b_cwnd, b_cwnd_v = Signal(lay.cwnd), Signal()
+        b_ver, b_ver_v = Signal(lay.probe), Signal()
+        fail_lay = data.StructLayout({"fl_v": 1, "fl": lay.fail, "er_v": 1, "er": lay.error})
+        b_fail, b_fail_v = Signal(fail_lay), Signal()
+        wr_busy, wr_blocked = Signal(), Signal()          # MR-TXS-217: in flight, refused
+        lost_busy, lost_blocked = Signal(), Signal()
+
+        # -- the operation's argument through the pipeline (what S2 cannot read from a held
+        # boundary register: the work request and the lost report stay in theirs until applied)
+        arg_lay = data.StructLayout({"kind": 3, "cq": 1, "path": 8, "slot": 3, "chunk": 20,
+                                     "lap": 1, "cwnd": records.BYTES_BITS, "verdict": 2,
+                                     "fail": fail_lay})
+
+        # -- the work request's status (MR-TXS-011), on the register
+        def wr_status(w):
+            big = w.length > (1 << (mtu_log2 + records.CHUNK_BITS))       # > 2^20 chunks
+            is_atom = (w.op == OP_CMP_SWAP) | (w.op == OP_FETCH_ADD)
+            qp = (w.op == OP_READ_RESP) | ((w.stream >> sb) != 0 if S > 1 else w.stream != 0)
+            st = Mux(qp, STATUS_LOC_QP_OP_ERR,
+                     Mux(is_atom, Mux(w.length != ATOMIC_LEN, STATUS_LOC_LEN_ERR, 0),
+                         Mux(big, STATUS_LOC_LEN_ERR, 0)))
+            return Mux(w.rsp, 0, st)
+        w_status = Signal(5)
+        m.d.comb += w_status.eq(wr_status(b_wr))
+
+        # -- the output queues (MR-TXS-031/216)
+        m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=lay.frame.size, depth=OUT_DEPTH)
+        m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
+        m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size + 1, depth=OUT_DEPTH)
+        m.d.comb += [self.m_frame.valid.eq(frame_q.r_rdy), frame_q.r_en.eq(self.m_frame.ready),
+                     self.m_frame.payload.eq(frame_q.r_data),
+                     self.m_sent.valid.eq(sent_q.r_rdy), sent_q.r_en.eq(self.m_sent.ready),
+                     self.m_sent.payload.eq(sent_q.r_data)]
+        cq_head = data.View(lay.cqe, cqe_q.r_data[:lay.cqe.size])
+        cq_rsp = cqe_q.r_data[lay.cqe.size]
+        m.d.comb += [self.m_cqe.payload.eq(cq_head), self.m_cqe.valid.eq(cqe_q.r_rdy & ~cq_rsp),
+                     self.m_rsp_done.valid.eq(cqe_q.r_rdy & cq_rsp),
+                     self.m_rsp_done.payload.conn.eq(cq_head.conn),
+                     self.m_rsp_done.payload.stream.eq(cq_head.stream),
+                     self.m_rsp_done.payload.msg.eq(cq_head.length),
+                     self.m_rsp_done.payload.status.eq(cq_head.status),
+                     cqe_q.r_en.eq(Mux(cq_rsp, self.m_rsp_done.ready, self.m_cqe.ready))]
+
+        # -- the queues of connections (MR-TXS-212/215)
+        m.submodules.active = active = ConnFifo(C)
+        m.submodules.done_q = done_q = ConnFifo(C)
+
+        # -- the descriptor memory (MR-TXS-205, MR-TXS-252): a connection's S x D records in
+        # one word, read at S1's connection (so its read at the edge into S2 misses only the
+        # write of the op just ahead, forwarded in S2 by its slot), written one record at a time
+        m.submodules.desc = desc_mem = memory.Memory(shape=SD * desc_w, depth=C, init=[],
+                                                     attrs={"metaroce_collision": "x"})
+        d_rd = desc_mem.read_port()
+        d_wr = desc_mem.write_port(granularity=desc_w)
+        wbd, wbd_v = Signal(rl.desc), Signal()           # the last edge's record write
+        wbd_conn, wbd_slot = Signal(cb), Signal(3)
+
+        # S2's results (driven by _s2 inside the pipeline's module, elaborated after this one)
+        s2 = {"refused": Signal(), "push_active": Signal(), "push_done": Signal(),
+              "pkt": Signal(), "frame": Signal(lay.frame), "sent": Signal(lay.sent),
+              "cqe": Signal(lay.cqe), "cqe_rsp": Signal(), "cqe_v": Signal(),
+              "desc": Signal(rl.desc), "desc_we": Signal(), "desc_slot": Signal(3)}
+
+        def apply(mm, row_in, arg_bits):
+            new = self._s2(mm, s2, row_in, arg_bits, arg_lay, b_wr, w_status, b_lost, d_rd,
+                           wbd, wbd_v, wbd_conn, wbd_slot, pipe)
+            return new
+
+        m.submodules.pipe = pipe = RowPipe(C, rl.row.size, arg_lay.size, apply,
+                                           init=self._reset_rows() if self.init_rows else (),
+                                           forward=self.forward)
+        s1a = data.View(arg_lay, pipe.s1_arg)
+        s2a = data.View(arg_lay, pipe.s2_arg)
+        m.d.comb += d_rd.addr.eq(pipe.s1_conn)
+
+        # -- the arbiter (MR-TXS-210/216), on registers
+        n_sched = (pipe.s1_valid & (s1a.kind == K_SCHED)) + (pipe.s2_valid & (s2a.kind == K_SCHED))
+        n_cq = (pipe.s1_valid & s1a.cq) + (pipe.s2_valid & s2a.cq)
+        cq_room = cqe_q.level + n_cq < OUT_DEPTH
+        out_room = (frame_q.level + n_sched < OUT_DEPTH) & (sent_q.level + n_sched < OUT_DEPTH)
+        can = [b_ver_v, b_cwnd_v, b_fail_v, b_ack_v, b_lost_v & ~lost_busy & ~lost_blocked,
+               done_q.nonempty & cq_room,
+               b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
+               active.nonempty & out_room]
+        take_any, take_kind = _first_bit(can)
+        taken = [Signal(name=f"take_{k}") for k in OP_KINDS]
+        for k, t in enumerate(taken):
+            m.d.comb += t.eq(take_any & (take_kind == k))
+        fail_conn = Mux(b_fail.fl_v, b_fail.fl.conn, b_fail.er.conn)
+        take_conn = Signal(cb)
+        m.d.comb += take_conn.eq(Mux(
+            taken[K_VERDICT], b_ver.conn, Mux(taken[K_CWND], b_cwnd.conn, Mux(
+                taken[K_FAIL], fail_conn, Mux(taken[K_ACKED], b_ack.conn, Mux(
+                    taken[K_LOST], b_lost.conn, Mux(taken[K_COMPLETE], done_q.head, Mux(
+                        taken[K_WR], b_wr.conn, active.head))))))))
+        ta = Signal(arg_lay)
+        rep = data.View(lay.report, Mux(taken[K_ACKED], b_ack.as_value(), b_lost.as_value()))
+        m.d.comb += [ta.kind.eq(take_kind),
+                     ta.cq.eq(taken[K_COMPLETE] | (taken[K_WR] & (w_status != 0))),
+                     ta.path.eq(Mux(taken[K_VERDICT], b_ver.path,
+                                    Mux(taken[K_CWND], b_cwnd.path, rep.path))),
+                     ta.slot.eq(rep.slot), ta.chunk.eq(rep.chunk), ta.lap.eq(rep.lap),
+                     ta.cwnd.eq(b_cwnd.cwnd), ta.verdict.eq(b_ver.verdict), ta.fail.eq(b_fail)]
+        m.d.comb += [pipe.take_valid.eq(take_any), pipe.take_conn.eq(take_conn),
+                     pipe.take_arg.eq(ta), active.pop.eq(taken[K_SCHED]),
+                     done_q.pop.eq(taken[K_COMPLETE])]
+
+        # -- S2's results: the queues' pushes, the outputs, the held registers (MR-TXS-217)
+        s2_ok = pipe.s2_valid
+        refused = s2["refused"]
+        m.d.comb += [active.push.eq(s2_ok & s2["push_active"]), active.push_conn.eq(pipe.s2_conn),
+                     done_q.push.eq(s2_ok & s2["push_done"]), done_q.push_conn.eq(pipe.s2_conn),
+                     frame_q.w_en.eq(s2_ok & s2["pkt"]), frame_q.w_data.eq(s2["frame"]),
+                     sent_q.w_en.eq(s2_ok & s2["pkt"]), sent_q.w_data.eq(s2["sent"]),
+                     cqe_q.w_en.eq(s2_ok & s2["cqe_v"]),
+                     cqe_q.w_data.eq(Cat(s2["cqe"], s2["cqe_rsp"]))]
+        # the descriptor's write and its forward register
+        m.d.comb += [d_wr.addr.eq(pipe.s2_conn), d_wr.data.eq(Cat(*([s2["desc"]] * SD))),
+                     d_wr.en.eq(Mux(s2_ok & s2["desc_we"], 1 << s2["desc_slot"], 0))]
+        m.d.sync += [wbd_v.eq(s2_ok & s2["desc_we"] & self.forward), wbd.eq(s2["desc"]),
+                     wbd_conn.eq(pipe.s2_conn), wbd_slot.eq(s2["desc_slot"])]
+
+        s2_kind = s2a.kind
+        applied = s2_ok & ~refused
+        # -- the boundary registers' next values (the ports' intake after the edge's frees)
+        def free(k, v):
+            return ~v | taken[k]
+        rsp_v = self.s_rsp.valid
+        m.d.comb += [self.s_wr.ready.eq(~b_wr_v & ~rsp_v), self.s_rsp.ready.eq(~b_wr_v),
+                     self.s_acked.ready.eq(free(K_ACKED, b_ack_v)),
+                     self.s_resend.ready.eq(~b_lost_v),
+                     self.s_fail.ready.eq(free(K_FAIL, b_fail_v)),
+                     self.s_error.ready.eq(free(K_FAIL, b_fail_v)),
+                     self.s_cwnd.ready.eq(free(K_CWND, b_cwnd_v)),
+                     self.s_probe.ready.eq(free(K_VERDICT, b_ver_v))]
+        # the work request: applied (or refused) in S2; taken; loaded
+        with m.If(s2_ok & (s2_kind == K_WR)):
+            m.d.sync += wr_busy.eq(0)
+            with m.If(refused):
+                m.d.sync += wr_blocked.eq(1)
+            with m.Else():
+                m.d.sync += b_wr_v.eq(0)
+        with m.Elif(applied & (s2_kind == K_COMPLETE) & b_wr_v & (b_wr.conn == pipe.s2_conn)):
+            m.d.sync += wr_blocked.eq(0)
+        with m.If(taken[K_WR]):
+            m.d.sync += wr_busy.eq(1)
+        r = self.s_rsp.payload
+        with m.If(~b_wr_v & rsp_v):
+            m.d.sync += [b_wr_v.eq(1), wr_blocked.eq(0), b_wr.op.eq(OP_READ_RESP),
+                         b_wr.conn.eq(r.conn), b_wr.stream.eq(S - 1), b_wr.wr_id.eq(r.stream),
+                         b_wr.laddr.eq(r.laddr), b_wr.va.eq(0), b_wr.rkey.eq(0),
+                         b_wr.length.eq(Mux(r.err, 0, r.length)), b_wr.imm.eq(0),
+                         b_wr.swap.eq(0), b_wr.compare.eq(0), b_wr.rsp.eq(1), b_wr.msg.eq(r.msg),
+                         b_wr.err.eq(r.err)]
+        with m.Elif(~b_wr_v & self.s_wr.valid):
+            w = self.s_wr.payload
+            m.d.sync += [b_wr_v.eq(1), wr_blocked.eq(0), b_wr.rsp.eq(0), b_wr.msg.eq(0),
+                         b_wr.err.eq(0)]
+            m.d.sync += [getattr(b_wr, k).eq(getattr(w, k)) for k, _ in lay.wr]
+        # the lost report
+        with m.If(s2_ok & (s2_kind == K_LOST)):
+            m.d.sync += lost_busy.eq(0)
+            with m.If(refused):
+                m.d.sync += lost_blocked.eq(1)
+            with m.Else():
+                m.d.sync += b_lost_v.eq(0)
+        with m.Elif(applied & (s2_kind == K_SCHED) & b_lost_v & (b_lost.conn == pipe.s2_conn)):
+            m.d.sync += lost_blocked.eq(0)
+        with m.If(taken[K_LOST]):
+            m.d.sync += lost_busy.eq(1)
+        with m.If(~b_lost_v & self.s_resend.valid):
+            m.d.sync += [b_lost_v.eq(1), b_lost.eq(self.s_resend.payload), lost_blocked.eq(0)]
+        # the registers freed when taken
+        for k, reg, v, port in ((K_ACKED, b_ack, b_ack_v, self.s_acked),
+                                (K_CWND, b_cwnd, b_cwnd_v, self.s_cwnd),
+                                (K_VERDICT, b_ver, b_ver_v, self.s_probe)):
+            with m.If(port.ready & port.valid):
+                m.d.sync += [v.eq(1), reg.eq(port.payload)]
+            with m.Elif(taken[k]):
+                m.d.sync += v.eq(0)
+        with m.If(self.s_fail.ready & (self.s_fail.valid | self.s_error.valid)):
+            m.d.sync += [b_fail_v.eq(1), b_fail.fl_v.eq(self.s_fail.valid),
+                         b_fail.fl.eq(self.s_fail.payload), b_fail.er_v.eq(self.s_error.valid),
+                         b_fail.er.eq(self.s_error.payload)]
+        with m.Elif(taken[K_FAIL]):
+            m.d.sync += b_fail_v.eq(0)
+        return m
+
+    # ------------------------------------------------------------------ S2 (MR-TXS-207/208/253)
+    def _s2(self, m, out, row_in, arg_bits, arg_lay, b_wr, w_status, b_lost, d_rd, wbd, wbd_v,
+            wbd_conn, wbd_slot, pipe):
+        """One operation on the row ``row_in`` (the semantics of TxSchedModel's events on one
+        connection, MR-TXS-207; the row model's ``_apply``). Returns the row written back; its
+        other results in ``out``."""
+        prm, lay, rl = self.prm, self.lay, self.rl
+        S, Pn, D = self.streams, self.paths, self.depth
+        R, W, mtu = prm["resend_depth"], prm["chunk_window"], prm["mtu"]
+        mtu_log2 = mtu.bit_length() - 1
+        db, pb = (D - 1).bit_length(), (Pn - 1).bit_length()
+        sb = (S - 1).bit_length()
+        rb = (R - 1).bit_length()
+        wb_ = (W - 1).bit_length()
+        SD = S * D
+        cwnd_max = (1 << records.BYTES_BITS) - 1 - mtu
+        r = data.View(rl.row, row_in)
+        a = data.View(arg_lay, arg_bits)
+        conn = pipe.s2_conn
+        kind = a.kind
+        is_k = [Signal(name=f"s2_is_{k}") for k in OP_KINDS]
+        for k, s_ in enumerate(is_k):
+            m.d.comb += s_.eq(kind == k)
+
+        def count(st):
+            return (st.tail - st.done)[:db + 1]
+
+        def live(s, i):
+            st = r.streams[s]
+            return ((i - st.done)[:db]) < count(st)
+
+        live_k = Signal(SD)
+        for s in range(S):
+            for i in range(D):
+                m.d.comb += live_k[s * D + i].eq(live(s, i))
+
+        def msg_len(e):
+            """MR-TXS-062/097: a READ's 0, an atomic's operands, else the length."""
+            return Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16,
+                                               Mux(e.op == OP_FETCH_ADD, 8, e.length)))
+
+        def chunk_bytes(ml, chunk):
+            rem = Signal(signed(34))
+            m.d.comb += rem.eq(ml - (chunk << mtu_log2))
+            return Mux(rem <= 0, 0, Mux(rem >= mtu, mtu, rem[:mtu_log2 + 1]))
+
+        def acked_bit(e, chunk):
+            """protocol.chunk_acked: below the base, or its bit set."""
+            d = (chunk - e.ack_base)[:wb_ + 1]
+            return (chunk < e.ack_base) | (
+                (chunk - e.ack_base < W) & e.ack_bits.bit_select(d[:wb_] if wb_ else 0, 1))
+
+        def completes(rv, s):
+            st = rv.streams[s]
+            e = rv.entries.as_value().word_select(Cat(st.done[:db], Const(s, sb) if sb else Cat()),
+                                                  rl.entry.size)
+            e = data.View(rl.entry, e)
+            return (count(st) != 0) & (((e.status != 0) & (e.out == 0))
+                                       | ((e.status == 0) & (e.ack_base >= e.nchunks)))
+
+        def entry_at(slot):
+            return data.View(rl.entry, r.entries.as_value().word_select(slot[:db + sb],
+                                                                         rl.entry.size))
+
+        def path_at(p):
+            return data.View(rl.path, r.paths.as_value().word_select(p[:pb], rl.path.size))
+
+        def desc_at(slot):
+            """MR-TXS-205: the slot's record, the descriptor write of the op just ahead
+            forwarded (MR-TXS-221)."""
+            rec = d_rd.data.word_select(slot[:db + sb], rl.desc.size)
+            hit = wbd_v & (wbd_conn == conn) & (wbd_slot == slot)
+            return data.View(rl.desc, Mux(hit, wbd.as_value(), rec))
+
+        mid = Signal(rl.row)
+        m.d.comb += mid.eq(r)
+        frame, sent = Signal(lay.frame), Signal(lay.sent)
+        cqe, cqe_rsp, cqe_v = Signal(lay.cqe), Signal(), Signal()
+        pkt, refused, popped = Signal(), Signal(), Signal()
+        act = Signal()                      # a schedule op that acts (packet or drop)
+        desc_rec, desc_we, desc_slot = Signal(rl.desc), Signal(), Signal(3)
+
+        # ---- a work request (MR-TXS-010/011, MR-TXS-209)
+        w = b_wr
+        ws = Signal(sb)
+        m.d.comb += ws.eq(Mux(w.rsp, S - 1, w.stream[:sb]))
+        st_w = data.View(rl.stream, r.streams.as_value().word_select(ws, rl.stream.size)
+                         if S > 1 else r.streams[0].as_value())
+        w_ml = Mux(w.op == OP_READ, 0, Mux(w.op == OP_CMP_SWAP, 16,
+                                           Mux(w.op == OP_FETCH_ADD, 8, w.length)))
+        w_n = Mux(w_ml == 0, 1, ((w_ml - 1) >> mtu_log2) + 1)
+        w_idx = st_w.tail[:db]
+        w_slot = Cat(w_idx, ws)[:3] if sb else w_idx
+        is_send = ((w.op == OP_SEND) | (w.op == OP_SEND_IMM)) & ~w.rsp
+        with m.If(is_k[K_WR]):
+            with m.If(w_status != 0):
+                m.d.comb += [cqe_v.eq(1), cqe.conn.eq(conn), cqe.stream.eq(w.stream),
+                             cqe.wr_id.eq(w.wr_id), cqe.status.eq(w_status), cqe.op.eq(w.op),
+                             cqe.length.eq(w.length)]
+            with m.Elif(count(st_w) >= D):
+                m.d.comb += refused.eq(1)                         # MR-TXS-217
+            with m.Else():
+                for s in range(S):
+                    with m.If(ws == s):
+                        nst = mid.streams[s]
+                        m.d.comb += [nst.tail.eq(st_w.tail + 1),
+                                     nst.msg_next.eq(st_w.msg_next + ~w.rsp),
+                                     nst.send_seq.eq(st_w.send_seq + is_send)]
+                        for i in range(D):
+                            with m.If(w_idx == i):
+                                ne = mid.entries[s * D + i]
+                                m.d.comb += [ne.op.eq(w.op), ne.length.eq(w.length),
+                                             ne.nchunks.eq(w_n), ne.next_chunk.eq(0),
+                                             ne.ack_base.eq(0), ne.ack_bits.eq(0),
+                                             ne.status.eq(0), ne.out.eq(0),
+                                             ne.lap.eq(st_w.tail[db]), ne.rsp.eq(w.rsp),
+                                             ne.err.eq(w.err)]
+                m.d.comb += [mid.conn.unsent.eq(r.conn.unsent + w_n), desc_we.eq(1),
+                             desc_slot.eq(w_slot)]
+                m.d.comb += [desc_rec.laddr.eq(w.laddr), desc_rec.va.eq(w.va),
+                             desc_rec.rkey.eq(w.rkey), desc_rec.imm.eq(w.imm),
+                             desc_rec.swap.eq(w.swap), desc_rec.compare.eq(w.compare),
+                             desc_rec.wr_id.eq(w.wr_id),
+                             desc_rec.msg.eq(Mux(w.rsp, w.msg, st_w.msg_next)),
+                             desc_rec.recv_seq.eq(Mux(is_send, st_w.send_seq, 0))]
+
+        # ---- a report (MR-TXS-020/021, MR-TXS-208: the acknowledged chunk counted here)
+        rp_path, rp_slot, rp_chunk = a.path, a.slot, a.chunk
+        p_ok = (rp_path >> pb) == 0
+        re = entry_at(rp_slot)
+        s_ok = (rp_slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1)
+        r_live = live_k.bit_select(rp_slot[:db + sb], 1) & s_ok
+        r_hit = Signal()
+        m.d.comb += r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk))
+        rps = path_at(rp_path)
+        r_nb = Signal(mtu_log2 + 1)
+        m.d.comb += r_nb.eq(chunk_bytes(msg_len(re), rp_chunk))
+        is_rep = is_k[K_ACKED] | is_k[K_LOST]
+        with m.If(is_k[K_LOST] & (r.conn.rcount >= R)):
+            m.d.comb += refused.eq(1)                             # MR-TXS-217
+        with m.Elif(is_rep):
+            for p in range(Pn):
+                with m.If(rp_path == p):
+                    np_ = mid.paths[p]
+                    with m.If(is_k[K_ACKED]):
+                        m.d.comb += [np_.state.eq(PATH_ACTIVE), np_.col.eq(0)]   # MR-TXS-116
+                    with m.If(r_hit):
+                        m.d.comb += [np_.inflight.eq(_sub0(rps.inflight, r_nb)),
+                                     np_.pkts.eq(_sub0(rps.pkts, 1))]
+            with m.If(r_hit):
+                m.d.comb += mid.conn.inflight.eq(_sub0(r.conn.inflight, r_nb))
+                # protocol.chunk_ack: the chunk's bit, then the base over the trailing ones
+                d = (rp_chunk - re.ack_base)[:wb_ + 1]
+                new_ack = is_k[K_ACKED] & (rp_chunk >= re.ack_base) & (rp_chunk - re.ack_base < W) \
+                    & ~re.ack_bits.bit_select(d[:wb_], 1)
+                bits = Signal(W)
+                m.d.comb += bits.eq(re.ack_bits | (Const(1, W) << d[:wb_]))
+                z_any, z_idx = _lowest_zero(bits)
+                ones = Signal(range(W + 1))
+                m.d.comb += ones.eq(Mux(z_any, z_idx, W))
+                lost_q = is_k[K_LOST] & ~acked_bit(re, rp_chunk) & (re.status == 0)
+                for k in range(SD):
+                    with m.If(rp_slot == k):
+                        ne = mid.entries[k]
+                        m.d.comb += ne.out.eq(_sub0(re.out, 1))
+                        with m.If(new_ack):
+                            m.d.comb += [ne.ack_base.eq(re.ack_base + ones),
+                                         ne.ack_bits.eq(bits >> ones)]
+                with m.If(lost_q):
+                    tail = (r.conn.rhead + r.conn.rcount)[:rb]
+                    for k in range(R):
+                        with m.If(tail == k):
+                            m.d.comb += [mid.retx[k].slot.eq(rp_slot),
+                                         mid.retx[k].chunk.eq(rp_chunk)]
+                    m.d.comb += mid.conn.rcount.eq(r.conn.rcount + 1)
+
+        # ---- a completion (MR-TXS-022/027)
+        c_ok = [Signal(name=f"c_ok{s}") for s in range(S)]
+        for s in range(S):
+            m.d.comb += c_ok[s].eq(completes(r, s))
+        c_any, c_s = _first_bit(c_ok)
+        c_st = data.View(rl.stream, r.streams.as_value().word_select(c_s, rl.stream.size)
+                         if S > 1 else r.streams[0].as_value())
+        c_slot = Cat(c_st.done[:db], c_s)[:3] if sb else c_st.done[:db]
+        ce = entry_at(c_slot)
+        cd = desc_at(c_slot)
+        with m.If(is_k[K_COMPLETE] & c_any):
+            for s in range(S):
+                with m.If(c_s == s):
+                    nst = mid.streams[s]
+                    m.d.comb += nst.done.eq(c_st.done + 1)
+                    with m.If(c_st.send == c_st.done):
+                        m.d.comb += nst.send.eq(c_st.send + 1)
+            with m.If(c_st.send == c_st.done):
+                m.d.comb += mid.conn.unsent.eq(r.conn.unsent - (ce.nchunks - ce.next_chunk))
+            m.d.comb += [cqe_v.eq(1), cqe_rsp.eq(ce.rsp), cqe.conn.eq(conn),
+                         cqe.stream.eq(Mux(ce.rsp, cd.wr_id, c_s)), cqe.wr_id.eq(cd.wr_id),
+                         cqe.status.eq(ce.status), cqe.op.eq(ce.op),
+                         cqe.length.eq(Mux(ce.rsp, cd.msg, ce.length))]
+
+        # ---- a window write (MR-TXS-028) and a verdict (MR-TXS-114/115/121)
+        for p in range(Pn):
+            with m.If(is_k[K_CWND] & (a.path == p)):
+                m.d.comb += mid.paths[p].cwnd.eq(Mux(a.cwnd > cwnd_max, cwnd_max, a.cwnd))
+            with m.If(is_k[K_VERDICT] & (a.path == p)):
+                ps, np_ = r.paths[p], mid.paths[p]
+                v = a.verdict
+                with m.If((v == P.PATH_SUSPECT) | (v == P.PATH_RETIRE)):
+                    m.d.comb += np_.state.eq(PATH_PROBING)
+                with m.If(v == P.PATH_REROUTE):
+                    m.d.comb += np_.col.eq(1)
+                with m.If(v != P.PATH_KEEP):
+                    m.d.comb += np_.gen.eq(ps.gen + 1)
+
+        # ---- a failure (MR-TXS-027): the message's status first, then the connection's
+        f = a.fail
+        for k in range(SD):
+            e = r.entries[k]
+            fl_hit = f.fl_v & (f.fl.slot == k) & (f.fl.status != 0)
+            with m.If(is_k[K_FAIL] & live_k[k] & (e.status == 0)):
+                with m.If(fl_hit):
+                    m.d.comb += mid.entries[k].status.eq(f.fl.status)
+                with m.Elif(f.er_v):
+                    m.d.comb += mid.entries[k].status.eq(f.er.status)
+
+        # ---- a schedule op (MR-TXS-023..026): the connection's action, carried out
+        cr = r.conn
+        rh = data.View(rl.retx, r.retx.as_value().word_select(cr.rhead, rl.retx.size))
+        he = entry_at(rh.slot)
+        h_live = live_k.bit_select(rh.slot[:db + sb], 1) & (
+            (rh.slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1))
+        resend = Signal()
+        drop = Signal()
+        m.d.comb += [resend.eq(cr.rcount != 0),
+                     drop.eq(resend & (~h_live | (rh.chunk >= he.next_chunk)
+                                       | acked_bit(he, rh.chunk) | (he.status != 0)))]
+        # the first stream from srr with a new chunk in its chunk window (MR-ENG-012)
+        s_can = []
+        for s in range(S):
+            st = r.streams[s]
+            e = data.View(rl.entry, r.entries.as_value().word_select(
+                Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db], rl.entry.size))
+            s_can.append((st.send != st.tail) & (e.status == 0)
+                         & (e.next_chunk < e.ack_base + W))
+        n_any, n_s = _first_from(s_can, cr.srr, S)
+        n_st = data.View(rl.stream, r.streams.as_value().word_select(n_s, rl.stream.size)
+                         if S > 1 else r.streams[0].as_value())
+        n_slot = Cat(n_st.send[:db], n_s)[:3] if sb else n_st.send[:db]
+        cand = Signal()
+        g_slot = Signal(3)
+        m.d.comb += [cand.eq(resend | n_any), g_slot.eq(Mux(resend, rh.slot, n_slot))]
+        ge = entry_at(g_slot)
+        g_chunk = Mux(resend, rh.chunk, ge.next_chunk)[:records.CHUNK_BITS]
+        g_ml = msg_len(ge)
+        g_nb = Signal(mtu_log2 + 1)
+        m.d.comb += g_nb.eq(chunk_bytes(g_ml, g_chunk))
+        conn_block = (cr.inflight != 0) & (cr.inflight + g_nb > prm["conn_window"])
+        p_can = []
+        for p in range(Pn):
+            ps = r.paths[p]
+            win = Mux(ps.col, mtu, ps.cwnd)
+            p_can.append(Mux(ps.state == PATH_PROBING, (ps.pkts == 0) & ~resend,
+                             (ps.state == PATH_ACTIVE) & (ps.inflight < win)
+                             & (ps.pkts < prm["path_pkts"])))
+        p_any, g_p = _first_from(p_can, cr.rr, Pn)
+        g_p = g_p[:pb]
+        m.d.comb += [pkt.eq(is_k[K_SCHED] & cand & ~drop & ~conn_block & p_any),
+                     act.eq(is_k[K_SCHED] & (drop | (cand & ~conn_block & p_any)))]
+        gps = path_at(g_p)
+        psn = gps.next_psn
+        unsent_new = Signal.like(cr.unsent)
+        rcount_new = Signal.like(cr.rcount)
+        g_infl = Signal(records.BYTES_BITS + 1)
+        m.d.comb += g_infl.eq(gps.inflight + g_nb)
+        m.d.comb += [unsent_new.eq(cr.unsent - ~resend), rcount_new.eq(cr.rcount - resend)]
+        g_win = Mux(gps.col, mtu, gps.cwnd)
+        req = Signal()
+        m.d.comb += req.eq((gps.since_req + 1 >= prm["ack_every"]) | (g_infl + mtu > g_win)
+                           | (unsent_new + rcount_new < Pn) | (gps.state == PATH_PROBING))
+        with m.If(is_k[K_SCHED] & drop):
+            m.d.comb += popped.eq(1)
+        with m.If(pkt):
+            for p in range(Pn):
+                with m.If(g_p == p):
+                    np_ = mid.paths[p]
+                    m.d.comb += [np_.next_psn.eq(psn + 1), np_.inflight.eq(g_infl),
+                                 np_.pkts.eq(gps.pkts + 1),
+                                 np_.since_req.eq(Mux(req, 0, gps.since_req + 1)),
+                                 np_.tail_ok.eq(1), np_.tail_slot.eq(g_slot),
+                                 np_.tail_chunk.eq(g_chunk), np_.tail_lap.eq(ge.lap)]
+            m.d.comb += [mid.conn.inflight.eq(cr.inflight + g_nb),
+                         mid.conn.rr.eq(g_p + 1)]
+            for k in range(SD):
+                with m.If(g_slot == k):
+                    ne = mid.entries[k]
+                    m.d.comb += ne.out.eq(ge.out + 1)
+                    with m.If(~resend):
+                        m.d.comb += ne.next_chunk.eq(ge.next_chunk + 1)
+            with m.If(resend):
+                m.d.comb += popped.eq(1)
+            with m.Else():
+                m.d.comb += [mid.conn.unsent.eq(unsent_new), mid.conn.srr.eq(n_s + 1)]
+                with m.If(ge.next_chunk + 1 == ge.nchunks):
+                    for s in range(S):
+                        with m.If(n_s == s):
+                            m.d.comb += mid.streams[s].send.eq(n_st.send + 1)
+        with m.If(popped):
+            m.d.comb += [mid.conn.rhead.eq(cr.rhead + 1), mid.conn.rcount.eq(cr.rcount - 1)]
+        # the frame request (MR-TXS-040) and the sent event
+        gd = desc_at(g_slot)
+        send_op = (ge.op == OP_SEND) | (ge.op == OP_SEND_IMM)
+        imm_op = (ge.op == OP_WRITE_IMM) | (ge.op == OP_SEND_IMM)
+        atom = (ge.op == OP_CMP_SWAP) | (ge.op == OP_FETCH_ADD)
+        off = Signal(32)
+        m.d.comb += off.eq(g_chunk << mtu_log2)
+        flags = (Mux(off == 0, int(MrdhFlag.FIRST), 0)
+                 | Mux(off + g_nb >= g_ml, int(MrdhFlag.LAST), 0)
+                 | Mux(resend, int(MrdhFlag.RETX), 0) | Mux(ge.err, int(MrdhFlag.ERROR), 0))
+        o = ge.op
+        wire_op = Mux(o == OP_READ_RESP, int(Op.MR_READ_RESP), Mux(
+            atom, int(Op.MR_CMP_SWAP) | o[1],
+            int(Op.MR_WRITE) | Cat(o[0], o[1] | o[2], o[2])))
+        m.d.comb += [
+            frame.conn.eq(conn), frame.laddr.eq(gd.laddr), frame.bth_opcode.eq(wire_op),
+            frame.bth_ack_req.eq(req), frame.bth_psn.eq(psn), frame.mrdh_flags.eq(flags),
+            frame.mrdh_path.eq(g_p), frame.mrdh_stream.eq(Mux(ge.rsp, gd.wr_id, g_slot >> db)),
+            frame.mrdh_msg.eq(gd.msg), frame.mrdh_offset.eq(off), frame.mrdh_msg_len.eq(g_ml),
+            frame.reth_va.eq(Mux(send_op, 0, gd.va)), frame.reth_rkey.eq(Mux(send_op, 0, gd.rkey)),
+            frame.reth_dma_len.eq(ge.length),
+            frame.mrsh_recv_seq.eq(Mux(send_op, gd.recv_seq, 0)),
+            frame.imm_imm.eq(Mux(imm_op, gd.imm, 0)), frame.payload_len.eq(g_nb),
+            frame.slot.eq(g_slot), frame.swap.eq(Mux(atom, gd.swap, 0)),
+            frame.compare.eq(Mux(o == OP_CMP_SWAP, gd.compare, 0)), frame.gen.eq(gps.gen),
+            sent.conn.eq(conn), sent.path.eq(g_p), sent.psn.eq(psn), sent.slot.eq(g_slot),
+            sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
+            sent.t_sent.eq(self.now), sent.lap.eq(ge.lap)]
+
+        # ---- the queues' bits (MR-TXS-213..215), on the row after the op
+        new = Signal(rl.row)
+        m.d.comb += new.eq(mid)
+        work = (mid.conn.unsent != 0) | (mid.conn.rcount != 0)
+        push_active, push_done = Signal(), Signal()
+        with m.If(is_k[K_SCHED]):
+            with m.If(act & work):
+                m.d.comb += push_active.eq(1)
+            with m.Else():
+                m.d.comb += new.conn.inq.eq(0)
+        with m.Elif(~refused & ~r.conn.inq & work):
+            m.d.comb += [new.conn.inq.eq(1), push_active.eq(1)]
+        incq = Mux(is_k[K_COMPLETE], 0, r.conn.incq)
+        any_c = Cat(*(completes(mid, s) for s in range(S))).any()
+        m.d.comb += new.conn.incq.eq(incq)
+        with m.If(~refused & ~incq & any_c):
+            m.d.comb += [new.conn.incq.eq(1), push_done.eq(1)]
+        final = Signal(rl.row)
+        m.d.comb += final.eq(Mux(refused, r.as_value(), new.as_value()))
+        res = dict(refused=refused, push_active=push_active, push_done=push_done, pkt=pkt,
+                   frame=frame, sent=sent, cqe=cqe, cqe_rsp=cqe_rsp, cqe_v=cqe_v,
+                   desc=desc_rec, desc_we=desc_we, desc_slot=desc_slot)
+        m.d.comb += [out[k].eq(v) for k, v in res.items()]
+        return final

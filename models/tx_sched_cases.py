@@ -147,8 +147,12 @@ class Driver(CounterReadout):
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
                  p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=(),
-                 p_probe=0.0):
+                 p_probe=0.0, p_fail=0.0):
         self.lay = lay
+        # MR-TXS-027, MR-TXS-253: message and connection failures offered on s_fail / s_error
+        # (one connection's, alone or together) in a fraction p_fail of the cycles, from a
+        # generator of their own (the other draws are those of a run without them)
+        self.p_fail, self.fail_offer, self.fl_rng = p_fail, None, random.Random(seed ^ 0xFA11)
         # MR-TXS-092: tail probes offered on s_probe and the probe frames' fate, from a
         # generator of their own (the other draws are those of a run without probes)
         self.p_probe, self.probe_q, self.probe_offer = p_probe, deque(), None
@@ -258,6 +262,8 @@ class Driver(CounterReadout):
             inp[name] = int(rng.random() >= self.p_bp)
         if self.p_probe or self.probe_q or self.probe_offer is not None:   # MR-TXS-119: verdicts too
             self._offer_probe(inp)
+        if self.p_fail:
+            self._offer_fail(inp)
         if self.p_cwnd and not self.sent_all and self.cw_rng.random() < self.p_cwnd:
             cr = self.cw_rng
             r = cr.random()
@@ -266,6 +272,25 @@ class Driver(CounterReadout):
             inp["s_cwnd__valid"], inp["s_cwnd__payload"] = 1, pack(self.lay.cwnd, w)
             self.res["cwnd_writes"].append(w)
         return inp
+
+    def _offer_fail(self, inp):
+        """MR-TXS-253: a message failure (a random slot; status 0 one time in three, which
+        fails nothing), a connection failure (RETRY_EXC_ERR), or both of one connection, held
+        on its port(s) until taken."""
+        fr = self.fl_rng
+        inp.update(s_fail__valid=0, s_fail__payload=0, s_error__valid=0, s_error__payload=0)
+        if self.fail_offer is None and fr.random() < self.p_fail:
+            c, k = fr.randrange(self.lay.conns), fr.random()
+            fl = ({"conn": c, "slot": fr.randrange(8), "status": fr.choice([0, 4, 4])}
+                  if k < 0.7 else None)
+            er = {"conn": c, "path": 0, "status": 12} if k > 0.5 else None
+            self.fail_offer = (fl, er)
+        if self.fail_offer is not None:
+            fl, er = self.fail_offer
+            if fl:
+                inp.update(s_fail__valid=1, s_fail__payload=pack(self.lay.fail, fl))
+            if er:
+                inp.update(s_error__valid=1, s_error__payload=pack(self.lay.error, er))
 
     def _offer_probe(self, inp):
         """MR-TXS-092: a probe from the queue (the unit's), or now and then a random one of a
@@ -313,6 +338,9 @@ class Driver(CounterReadout):
             if self.offer[kind] is not None and out[f"s_{kind}__ready"]:
                 res["reports"].append((kind, self.offer[kind]))
                 self.offer[kind] = None
+        if self.fail_offer is not None and out.get("s_fail__ready"):
+            res.setdefault("fails", []).append(self.fail_offer)
+            self.fail_offer = None
         if self.probe_offer is not None and out.get("s_probe__ready"):
             res["probes"].append(self.probe_offer)
             self.probe_offer = None

@@ -373,3 +373,128 @@ def test_row_pipe_collision_reads_unused():
     mism, drv, _ = lane_lockstep(True, True, garbage=True)
     assert mism == 0
     assert lane_lockstep(False, False, garbage=True) is None
+
+
+# ------------------------------------------------------------------ the scheduler's RTL
+
+def rows_lockstep(prm, n, seed, *, forward=True, hdl=None, rsps=0, **kw):
+    """``hdl/tx_sched_rows.py`` ``TxSchedRows`` in lockstep with ``TxSchedRowsModel`` through
+    the driver, every output port compared every cycle (MR-TXS-254). Returns ``(core, driver,
+    model, items, rsps)``; Mismatch at the first difference."""
+    from metaroce.hdl import tx_sched_rows
+    from metaroce.tb.lockstep import run_amaranth
+    hdl = hdl or tx_sched_rows
+    sem = TxSchedModel(**prm)
+    items = tc.traffic(sem, n, seed=seed)
+    rs = tc.responses(sem, rsps, seed=seed) if rsps else ()
+    model = TxSchedRowsModel(64, **prm)
+    drv = tc.Driver(model.lay, items, seed=seed, rsps=rs, **kw)
+    core = run_amaranth(hdl.TxSchedRows(64, **prm, forward=forward), model, drv,
+                        busy=model.busy)
+    return core, drv, model, items, rs
+
+
+RTL_CASES = [
+    (dict(SMALL), 30, 1, {"p_cwnd": 0.1}),
+    pytest.param(dict(SMALL, conns=4, paths=8), 25, 2, {"p_cwnd": 0.05},
+                 marks=pytest.mark.slow),
+    pytest.param(dict(SMALL), 60, 3, {"p_bp": 0.8}, marks=pytest.mark.slow),
+    pytest.param(dict(SMALL), 60, 4, {"p_idle": 0.5, "p_cwnd": 0.2, "cwnd_hi": 8000},
+                 marks=pytest.mark.slow),
+    pytest.param(dict(SMALL, conns=4, paths=8), 100, 5, {"p_cwnd": 0.05},
+                 marks=pytest.mark.slow),
+    pytest.param(dict(SMALL, conns=8), 100, 6, {}, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("prm,n,seed,kw", RTL_CASES)
+def test_rows_rtl_lockstep(prm, n, seed, kw):
+    """MR-TXS-250..254: the row scheduler's RTL in lockstep with its cycle model through the
+    driver (idle cycles, random backpressure, 10 % loss, reports, timeouts' verdicts, window
+    writes; 2 x 4 and 4 x 8): 0 mismatches, and the register scheduler's checker passes."""
+    core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
+    assert core.mismatches == 0
+    tc.check(TxSchedModel(**prm), items, drv.res)
+    assert model.counts["sched"] >= n and model.counts["acked"] and model.counts["complete"]
+
+
+@pytest.mark.parametrize("seed,n", [(1, 30), pytest.param(2, 60, marks=pytest.mark.slow),
+                                    pytest.param(3, 60, marks=pytest.mark.slow)])
+def test_rows_rtl_failures_and_responses(seed, n):
+    """MR-TXS-253, MR-TXS-254, MR-TXS-209: with message and connection failures on
+    ``s_fail``/``s_error`` (one connection's, alone or together) and READ responses on
+    ``s_rsp``: 0 mismatches; every work request completes once (failed ones with their
+    status)."""
+    core, drv, model, items, rs = rows_lockstep(dict(SMALL), n, seed, rsps=4, p_fail=0.03)
+    assert core.mismatches == 0
+    assert len(drv.res["cqe"]) == n and len(drv.res["rsp_done"]) == 4
+    assert model.counts["fail"] and {4, 12} & {c["status"] for c in drv.res["cqe"]}
+
+
+@pytest.mark.slow
+def test_rows_rtl_refused():
+    """MR-TXS-217, MR-TXS-254: refused operations held and taken again: a 2-entry resend FIFO,
+    1,100-byte path windows and 40 % loss (work requests refused on full rings, a lost report
+    on a full resend FIFO): 0 mismatches."""
+    prm = dict(SMALL, resend_depth=2, cwnd=1100)
+    refused = {"wr": 0, "lost": 0}
+    from metaroce.models import tx_sched_rows as mrows
+    orig = mrows.TxSchedRowsModel._apply
+
+    def counting(self, op, word, now):
+        r = orig(self, op, word, now)
+        if r[6]:
+            refused[op.kind] += 1
+        return r
+    mrows.TxSchedRowsModel._apply = counting
+    try:
+        core, drv, model, items, rs = rows_lockstep(prm, 40, 1, rsps=6, loss=0.4, p_cwnd=0.05)
+    finally:
+        mrows.TxSchedRowsModel._apply = orig
+    assert core.mismatches == 0 and refused["wr"] and refused["lost"]
+    tc.check(TxSchedModel(**prm), items, drv.res, rs)
+
+
+def test_rows_rtl_without_forwarding_fails():
+    """MR-TXS-254 (negative control): the RTL without MR-TXS-221's forwards (the rows' and the
+    descriptors') mismatches the model on the driver's traffic."""
+    from metaroce.tb.lockstep import Mismatch
+    with pytest.raises(Mismatch):
+        rows_lockstep(dict(SMALL), 30, 0, forward=False)
+
+
+@pytest.mark.parametrize("old,new,kw", [
+    # the descriptor's forward (MR-TXS-252) left out
+    ('wbd_v.eq(s2_ok & s2["desc_we"] & self.forward)', "wbd_v.eq(0)", {}),
+    # the queues' head read not transparent (MR-TXS-251): a push into an empty queue is missed
+    pytest.param("rd = mem.read_port(transparent_for=(wr,))", "rd = mem.read_port()", {},
+                 marks=pytest.mark.slow),
+    # the output room without the ops in flight (MR-TXS-216)
+    pytest.param("n_cq = (pipe.s1_valid & s1a.cq) + (pipe.s2_valid & s2a.cq)", "n_cq = 0",
+                 {"p_bp": 0.8}, marks=pytest.mark.slow),
+    pytest.param("n_sched = (pipe.s1_valid & (s1a.kind == K_SCHED)) + (pipe.s2_valid & "
+                 "(s2a.kind == K_SCHED))", "n_sched = 0", {"p_bp": 0.8}, marks=pytest.mark.slow)])
+def test_rows_rtl_wrong_forms_fail(old, new, kw):
+    """MR-TXS-254 (negative controls): each wrong form mismatches the model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    with pytest.raises(Mismatch):
+        rows_lockstep(dict(SMALL), 30, 1, hdl=wrong_form("tx_sched_rows", old, new), **kw)
+
+
+def test_rows_rtl_instances():
+    """MR-TXS-250, MR-TXS-255: the 4,096 x 8 instance is built (row 2,383 bits, descriptor
+    word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
+    names and layouts, without its optional ones), and ``conns`` out of 2..4,096 or not a
+    power of two is refused, as the model's."""
+    from metaroce.hdl.tx_sched import TxSched
+    from metaroce.hdl.tx_sched_rows import TxSchedRows
+    dut = TxSchedRows(64, **dict(SMALL, conns=4096, paths=8), init_rows=False)
+    reg = TxSched(64, **dict(SMALL, conns=256, paths=8))
+    dut._MustUse__silence = reg._MustUse__silence = True      # built, not elaborated
+    assert dut.rl.row.size == 2383 and dut.rl.desc.size * 8 == 3200
+    assert set(dut.signature.members) == set(reg.signature.members)
+    small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
+    small._MustUse__silence = reg_small._MustUse__silence = True
+    assert small.signature.members == reg_small.signature.members
+    for conns in (1, 3, 8192):
+        with pytest.raises(ValueError):
+            TxSchedRows(64, **dict(SMALL, conns=conns))
