@@ -437,8 +437,10 @@ class TxSchedModel:
         ps["pkts"] = max(0, ps["pkts"] - 1)
         cs["inflight"] = max(0, cs["inflight"] - nbytes)
         e["out"] = max(0, e["out"] - 1)
-        if not lost:
-            e["lnq"].discard(f["chunk"])            # MR-TXS-242: acknowledged, not to resend
+        if not lost and "lnq" in e:
+            # MR-TXS-242: acknowledged, not to resend (the row scheduler's entries have no set:
+            # its lost reports wait for room, MR-TXS-217)
+            e["lnq"].discard(f["chunk"])
         if not lost and not window:
             self.pending = (e, f["chunk"])
         elif not lost:
@@ -823,9 +825,9 @@ class TxSchedCycleModel:
 
     One action per cycle, in this priority: the report taken the cycle before (``rep``,
     MR-TXS-034: from the boundary registers ``ba``/``br`` of MR-TXS-046, loaded from the ports
-    a cycle earlier; an acknowledged-record report, or a lost-record report when its
-    connection's resend queue has room), a completion (when the completion queue has
-    room), the work request in the register (``wq``, MR-TXS-037: taken from ``s_wr`` in an
+    a cycle earlier; an acknowledged-record report, else a lost-record report, MR-TXS-240),
+    a refill (``lq``, MR-TXS-244: a lost, not queued chunk into its connection's resend FIFO,
+    decided the cycle before), a completion (when the completion queue has room), the work request in the register (``wq``, MR-TXS-037: taken from ``s_wr`` in an
     earlier cycle), a scheduling step (when the frame and sent queues both have room).
     The completion is the one decided in the previous cycle (``comp``, MR-TXS-035), picked then
     among the streams that completed on the state of the cycle before (``qcomp``, MR-TXS-045), and the
