@@ -733,7 +733,7 @@ def test_edge_flags_read_exact():
 # MR-TXS-189's wrong forms: a report queued into an empty FIFO not loaded into the head's nb
 # register; a pop loading the head entry it takes (not the one after it)
 HEAD_NB_WRONG = {
-    "empty_write_left_out": ("m.d.sync += rq_hnb[c].eq(r_nb)", "pass"),
+    "empty_write_left_out": ("m.d.sync += rq_hnb[c].eq(Mux(busy, r_nb, lq_nb))", "pass"),
     "pop_loads_own_head": ("(rq_head[c] + 1)[:rq_b], f\"h{c}_nb_after\")",
                            "rq_head[c], f\"h{c}_nb_after\")"),
 }
@@ -1156,13 +1156,16 @@ def test_lockstep_rd_rows():
 #: so a lost report often waits in the boundary register and the next one in the skid (23 of
 #: the run's 283 cycles, `s_resend` held not ready in 16).
 SKID_PARAMS = dict(SMALL, resend_depth=2)
-SKID_DRIVER = dict(p_idle=0.1, p_bp=0.3, loss=0.3, p_ack=0.9, p_report_idle=0.0)
+# dl32: 50 % loss and messages to 6,000 bytes, seed 3 (was 30 %, 2,000, seed 6): since
+# MR-TXS-240 a lost report waits only behind acknowledged reports, never for its FIFO's room,
+# so the skid fills only when lost and acknowledged reports come together (seed 6 now 2 cycles)
+SKID_DRIVER = dict(p_idle=0.1, p_bp=0.3, loss=0.5, p_ack=0.9, p_report_idle=0.0)
 
 
 def _skid_run(tx_sched_cls=TxSched):
-    items = tc.traffic(TxSchedModel(**SKID_PARAMS), 30, seed=6, max_len=2000)
+    items = tc.traffic(TxSchedModel(**SKID_PARAMS), 30, seed=3, max_len=6000)
     model = TxSchedCycleModel(64, **SKID_PARAMS)
-    drv = tc.Driver(model.lay, items, seed=6, **SKID_DRIVER)
+    drv = tc.Driver(model.lay, items, seed=3, **SKID_DRIVER)
     state = {"skid": 0, "held": 0}
 
     def on_cycle(cycle, ins, outs):
@@ -1176,7 +1179,7 @@ def _skid_run(tx_sched_cls=TxSched):
 
 def test_lockstep_resend_skid():
     """MR-TXS-156..158: the lost reports' skid under pressure (the boundary register held by
-    acknowledged reports and a full resend FIFO): 0 mismatches, `s_resend.ready` from the skid
+    acknowledged reports; MR-TXS-240: no longer by a full resend FIFO): 0 mismatches, `s_resend.ready` from the skid
     alone, the skid filled and the port held not ready in some cycles; every work request
     completes, every lost chunk resent (the checker)."""
     core, drv, items, state = _skid_run()
