@@ -1074,7 +1074,7 @@ def test_model_lost_report_waiting_stalls(seed):
         _path_state_model(seed, lost_waits=True)
 
 
-@pytest.mark.parametrize("seed", [1, pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed", [1] + [pytest.param(s, marks=pytest.mark.slow) for s in (3, 6, 7, 18)])
 def test_lockstep_path_states(seed):
     """MR-TXS-113..120, MR-TXS-118/119: the timeouts' verdicts (suspicions, reroutes and
     retirements: the driver's receiver loses 60 % of the packets, so paths time out again and
