@@ -1092,7 +1092,7 @@ def test_lockstep_path_states(seed):
 # acknowledged report
 PATH_WRONG = {
     "probing_takes_resend": ("(p_pkts[row] == 0) & ~nonempty", "(p_pkts[row] == 0)"),
-    "verdict_untouched": ("| (v_act & (pbr.conn == c)))", ")"),
+    "verdict_untouched": ("| (v_act & (pbr.conn == c))           # MR-TXS-118", ""),
     "no_restore": ("m.d.sync += [p_prb[row].eq(0), p_col[row].eq(0)]",
                    "m.d.sync += [p_prb[row].eq(p_prb[row])]"),
 }
