@@ -18,6 +18,10 @@ which only an active path takes (MR-TXS-117: a probing path never a resend); the
 only active path is collapsed (MR-TXS-115, one MTU) and its flight is the held report's own
 packet, which only that report's MR-TXS-020 release would free. Other connections' lost reports
 wait behind it in the skid.
+
+Fixed (dl32, hw-tx-sched.md section 18, MR-TXS-240..247): a lost report never waits for its
+FIFO's room; a full FIFO's chunk is kept in its entry's lost-not-queued set and refilled.
+``1-100``: every seed finishes and passes the checker (a finished run prints its refills).
 """
 import sys
 
