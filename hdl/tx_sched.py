@@ -290,6 +290,16 @@ class TxSched(wiring.Component):
         rq_head = Array(Signal(rq_b, name=f"rqh{c}") for c in range(C))
         rq_tail = Array(Signal(rq_b, name=f"rqt{c}") for c in range(C))
         rq_level = Array(Signal(rq_b + 1, name=f"rql{c}") for c in range(C))
+        # MR-TXS-241: per entry its chunks lost and not queued (the FIFO was full), one bit per
+        # chunk modulo the chunk window (such a chunk is sent and not acknowledged: it lies in
+        # [ack_base, ack_base + W), so its low bits name it)
+        e_lnq = Array(Signal(W, name=f"lnq{e}") for e in range(E))
+        # MR-TXS-244: the refill decided the cycle before (its entry and bit), and the action
+        lq_valid = Signal(name="lq_valid")
+        lq_e = Signal(_bits(E), name="lq_e")
+        lq_j = Signal(wb, name="lq_j")
+        fill = Signal(name="fill")
+        lq_conn = lq_e[sdb:] if sdb else lq_e
         p_psn = Array(Signal(psn_w, name=f"psn{r}") for r in range(C * PA))
         p_infl = Array(Signal(bytes_w, name=f"pinfl{r}") for r in range(C * PA))
         p_pkts = Array(Signal(8, name=f"pkts{r}") for r in range(C * PA))
@@ -542,11 +552,9 @@ class TxSched(wiring.Component):
 
         lr_was_acked = _named(m, Mux(br_wfwd, lr_test(wb_base, wb_b, "fwd"),
                                      lr_test(br_wbase, br_wbits, "reg")), "lr_was_acked")
-        # a lost report in the register may take the FIFO's last entry at this edge
-        rs_conn = br.conn
-        held = rr_valid & rr_lost & (r_conn == rs_conn)
-        resend_room = read(rq_level, rs_conn, "rs_level") < Mux(held, RD - 1, RD)
-        take_resend = _named(m, br_valid & ~acked_valid & resend_room, "take_resend")
+        # MR-TXS-240: a lost report is taken whatever its connection's FIFO holds (a full FIFO's
+        # chunk is kept in its entry's set, MR-TXS-241), so its flight is always released
+        take_resend = _named(m, br_valid & ~acked_valid, "take_resend")
         m.d.comb += self.s_acked.ready.eq(1)
         # MR-TXS-156: a skid register before the boundary register: s_resend.ready is the skid's
         # emptiness (a flip-flop), so the unit's report queue does not wait on take_resend;
@@ -651,7 +659,10 @@ class TxSched(wiring.Component):
                      comp_status.eq(read(q_status, next_q, "next_comp_status"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
-        comp = _named(m, ~busy & comp_go & ~touched.bit_select(comp_conn, 1), "comp")
+        # MR-TXS-244: the refill decided last cycle acts unless its connection was touched at
+        # the edge between; second in MR-TXS-030's priority (after the report)
+        m.d.comb += fill.eq(~busy & lq_valid & ~touched.bit_select(lq_conn, 1))
+        comp = _named(m, ~busy & ~fill & comp_go & ~touched.bit_select(comp_conn, 1), "comp")
 
         # -- work requests (MR-TXS-010, MR-TXS-011, MR-TXS-037): the port's request is decoded
         # and registered with its status, its entry and its ring's fullness (corrected for this
@@ -707,7 +718,7 @@ class TxSched(wiring.Component):
         w_go = Signal(name="w_go")
         w_qhot = Signal(Q, name="w_qhot")
         w_chot = Signal(C, name="w_chot")
-        m.d.comb += take_wr.eq(~busy & ~comp & w_go)
+        m.d.comb += take_wr.eq(~busy & ~fill & ~comp & w_go)
         # MR-TXS-107: a good READ on s_wr whose outstanding-read row is not free waits at the
         # port (never in the register, which a READ response must always reach, MR-TXS-067)
         rd_block = Signal(name="rd_block")
@@ -717,7 +728,7 @@ class TxSched(wiring.Component):
 
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
-        sched = ~busy & ~comp & ~take_wr & out_room
+        sched = ~busy & ~fill & ~comp & ~take_wr & out_room
         # MR-TXS-049: per stream, "its send message exists, is not failed and has its next chunk
         # in the chunk window" as a register, loaded from the term's value after the edge, so the
         # stream pick starts at registers (not at the send entry's reads)
@@ -731,7 +742,8 @@ class TxSched(wiring.Component):
                       "q_nnb": q_nnb, "nnb": e_nnb,
                       # MR-TXS-171: br's window registers and the state they stand for
                       "br_wbase": br_wbase, "br_wbits": br_wbits, "br_wfwd": br_wfwd,
-                      "base": e_base, "bits": e_bits, "wb_valid": wb_valid, "wb_e": wb_e}
+                      "base": e_base, "bits": e_bits, "wb_valid": wb_valid, "wb_e": wb_e,
+                      "lnq": e_lnq, "lq_valid": lq_valid}
         # MR-TXS-160: the pacing condition per connection (registers): no turn asked for and not
         # back (`pend`), not waiting for the last turn's time (`late`)
         if self.pacing:
@@ -1049,6 +1061,40 @@ class TxSched(wiring.Component):
         rep_restore = _named(m, busy & ~rr_lost & ((rep.path >> pb) == 0), "rep_restore")
         comp_act = _named(m, ~busy & comp, "comp_act")
         new_act = _named(m, Cat(*act_new).any(), "new_act")
+        # -- lost, not queued (MR-TXS-241..244)
+        # the refill's chunk from its entry's ack_base and its bit (the chunk of [ack_base,
+        # ack_base + W) whose low bits are the bit), its LAST term (the bit is the last chunk's
+        # and that chunk has been sent: `left` all ones, below 2^20 while one is to send) and
+        # its bytes; its entry is untouched since the decision, so these are the present's
+        lq_base = read(e_base, lq_e, "lq_base")
+        lq_hi = A.add_c(lq_base[wb:], 0, lq_j < lq_base[:wb], "lq_hi")
+        lq_chunk = _named(m, Cat(lq_j, lq_hi)[:records.CHUNK_BITS], "lq_chunk")
+        lq_last = _named(m, (lq_j == read(e_nchm1, lq_e, "lq_nchm1")[:wb])
+                         & read(e_left, lq_e, "lq_left").all(), "lq_last")
+        lq_nb = _named(m, Mux(lq_last, read(e_lastnb, lq_e, "lq_lastnb"), mtu), "lq_nb")
+        # the decision on this cycle's state: the lowest entry (connection, then slot) with a
+        # bit set, not failed, its connection's FIFO not full; that entry's lowest bit (each
+        # entry's beside the pick, trees of halves)
+        lq_ok = [_named(m, e_lnq[e].any() & ~e_fail[e] & ~rq_level[e // sd][rq_b], f"lq_ok{e}")
+                 for e in range(E)]
+        lq_any, lq_pick = _lowest_zero(~Cat(*lq_ok))
+        lq_low = [_lowest_zero(~e_lnq[e])[1] for e in range(E)]
+        m.d.sync += [lq_valid.eq(lq_any), lq_e.eq(lq_pick),
+                     lq_j.eq(read(lq_low, lq_pick, "lq_j_next"))]
+        # each entry's bits: a lost report's chunk set when its FIFO is full (its flight left as
+        # any report's, MR-TXS-020); cleared by an acknowledged report of a chunk in the window
+        # (a late one below ack_base names a chunk W further, MR-TXS-242) and by the refill; all
+        # 0 when a work request refills the entry
+        r_full = _named(m, read([lv[rq_b] for lv in rq_level], r_conn, "r_level_full"), "r_full")
+        r_hot = _named(m, Const(1, W) << r_chunk[:wb], "r_lnq_hot")
+        lq_hot = _named(m, Const(1, W) << lq_j, "lq_hot")
+        for e in range(E):
+            with m.If(lost_act & r_full & (r_e == e)):
+                m.d.sync += e_lnq[e].eq(e_lnq[e] | r_hot)
+            with m.If((ack_act & a_in & (r_e == e)) | (fill & (lq_e == e))):
+                m.d.sync += e_lnq[e].eq(e_lnq[e] & ~Mux(busy, r_hot, lq_hot))
+            with m.If(take_wr & w_ehot[e]):
+                m.d.sync += e_lnq[e].eq(0)
         # the acknowledged-chunk window (MR-EXO-002/003, protocol.chunk_ack): bit chunk - ack_base
         # (a sent chunk is below ack_base + W), then ack_base moves over the acknowledged chunks
         # (MR-TXS-036: the bit set and registered with its frame; the move in the next cycle)
@@ -1100,7 +1146,8 @@ class TxSched(wiring.Component):
                                       | (self.s_error.valid & (er_conn == c))
                                       | (wb_valid & (wb_conn == c))
                                       | cw_d_conn[c]
-                                      | (v_act & (pbr.conn == c)))          # MR-TXS-118
+                                      | (v_act & (pbr.conn == c))           # MR-TXS-118
+                                      | (fill & (lq_conn == c)))            # MR-TXS-244
         def rep_or_pkt(v, rep_sub, nb, name):
             """MR-TXS-042: ``v`` after a report of ``r_nb`` bytes (``busy``: less when
             ``rep_sub``, else more) or a packet of ``nb`` (the other way): a report and a packet
@@ -1184,11 +1231,15 @@ class TxSched(wiring.Component):
                 with m.If(ack_act & (r_conn == c) & (r_slot == rq_slot[c][k])
                           & (r_chunk == rq_chunk[c][k])):
                     m.d.sync += rq_stale[c][k].eq(1)
-            with m.If(lost_act & (r_conn == c)):
+            # MR-TXS-241/243: a lost report's chunk when the FIFO has room, else a refill's
+            # (never both: a report and a refill never act in one cycle, `busy` picks)
+            with m.If((lost_act & (r_conn == c) & ~rq_level[c][rq_b]) | (fill & (lq_conn == c))):
                 for k in range(RD):
                     with m.If(rq_tail[c] == k):
-                        m.d.sync += [rq_slot[c][k].eq(r_slot), rq_chunk[c][k].eq(r_chunk),
-                                     rq_last[c][k].eq(r_last), rq_nb[c][k].eq(r_nb),
+                        m.d.sync += [rq_slot[c][k].eq(Mux(busy, r_slot, lq_e[:sdb])),
+                                     rq_chunk[c][k].eq(Mux(busy, r_chunk, lq_chunk)),
+                                     rq_last[c][k].eq(Mux(busy, r_last, lq_last)),
+                                     rq_nb[c][k].eq(Mux(busy, r_nb, lq_nb)),
                                      rq_stale[c][k].eq(0)]
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
             with m.If(take_wr & w_chot[c]):
@@ -1201,8 +1252,8 @@ class TxSched(wiring.Component):
             # MR-TXS-189: the head's nb after the edge: a report queued into an empty FIFO is
             # the head; a pop makes the entry after the head the head (a report and a step never
             # act in one cycle, MR-TXS-030)
-            with m.If(lost_act & (r_conn == c) & (rq_level[c] == 0)):
-                m.d.sync += rq_hnb[c].eq(r_nb)
+            with m.If(((lost_act & (r_conn == c)) | (fill & (lq_conn == c))) & (rq_level[c] == 0)):
+                m.d.sync += rq_hnb[c].eq(Mux(busy, r_nb, lq_nb))
             with m.If(act[c] & x["resend"]):
                 m.d.sync += rq_hnb[c].eq(read(rq_nb[c], (rq_head[c] + 1)[:rq_b], f"h{c}_nb_after"))
             with m.If(act_pkt[c]):

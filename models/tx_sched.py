@@ -400,7 +400,8 @@ class TxSchedModel:
         # mod 2 x depth), carried by its packets' records and their reports
         q["ring"][q["tail"] % self.depth] = dict(
             f, msg=f["msg"] if rsp else q["msg_next"], recv_seq=rs, nchunks=n, next_chunk=0,
-            ack_base=0, ack_bits=0, status=0, out=0, lap=q["tail"] // self.depth)
+            ack_base=0, ack_bits=0, status=0, out=0, lap=q["tail"] // self.depth,
+            lnq=set())                  # MR-TXS-241: its chunks lost, not queued
         q["tail"] = (q["tail"] + 1) % (2 * self.depth)
         if not rsp:
             q["msg_next"] = (q["msg_next"] + 1) & 0xFFFFFFFF
@@ -436,13 +437,42 @@ class TxSchedModel:
         ps["pkts"] = max(0, ps["pkts"] - 1)
         cs["inflight"] = max(0, cs["inflight"] - nbytes)
         e["out"] = max(0, e["out"] - 1)
+        if not lost and "lnq" in e:
+            # MR-TXS-242: acknowledged, not to resend (the row scheduler's entries have no set:
+            # its lost reports wait for room, MR-TXS-217)
+            e["lnq"].discard(f["chunk"])
         if not lost and not window:
             self.pending = (e, f["chunk"])
         elif not lost:
             self.apply_window((e, f["chunk"]))
         elif not self.chunk_acked(e, f["chunk"]) and not e["status"]:
-            cs["retx"].append((f["slot"], f["chunk"]))
+            if len(cs["retx"]) < self.resend_depth:
+                cs["retx"].append((f["slot"], f["chunk"]))
+            else:
+                # MR-TXS-241: the FIFO full: its flight is released all the same (above), the
+                # chunk kept in its entry's lost-not-queued set until the FIFO has room
+                e["lnq"].add(f["chunk"])
         return True
+
+    def refill_pick(self):
+        """MR-TXS-243: the lost-not-queued chunk to move into its connection's resend FIFO, or
+        None: the lowest connection whose FIFO has room with a live entry that is not failed
+        and has one, its lowest such entry (slot order), that entry's chunk lowest modulo
+        ``chunk_window`` (its bit in the RTL's per-entry set): ``(conn, slot, chunk)``."""
+        for c, cs in enumerate(self.conn):
+            if len(cs["retx"]) >= self.resend_depth:
+                continue
+            for slot in range(self.streams * self.depth):
+                e = self.entry_of(c, slot)
+                if e is not None and e["lnq"] and not e["status"]:
+                    return c, slot, min(e["lnq"], key=lambda k: k % self.chunk_window)
+        return None
+
+    def refill(self, pick):
+        """MR-TXS-243: ``refill_pick``'s chunk leaves its entry's set for the FIFO's tail."""
+        c, slot, chunk = pick
+        self.entry_of(c, slot)["lnq"].remove(chunk)
+        self.conn[c]["retx"].append((slot, chunk))
 
     def apply_window(self, pending):
         """MR-EXO-002/003: an acknowledged chunk ``(entry, chunk)`` counted in its entry's
@@ -795,9 +825,9 @@ class TxSchedCycleModel:
 
     One action per cycle, in this priority: the report taken the cycle before (``rep``,
     MR-TXS-034: from the boundary registers ``ba``/``br`` of MR-TXS-046, loaded from the ports
-    a cycle earlier; an acknowledged-record report, or a lost-record report when its
-    connection's resend queue has room), a completion (when the completion queue has
-    room), the work request in the register (``wq``, MR-TXS-037: taken from ``s_wr`` in an
+    a cycle earlier; an acknowledged-record report, else a lost-record report, MR-TXS-240),
+    a refill (``lq``, MR-TXS-244: a lost, not queued chunk into its connection's resend FIFO,
+    decided the cycle before), a completion (when the completion queue has room), the work request in the register (``wq``, MR-TXS-037: taken from ``s_wr`` in an
     earlier cycle), a scheduling step (when the frame and sent queues both have room).
     The completion is the one decided in the previous cycle (``comp``, MR-TXS-035), picked then
     among the streams that completed on the state of the cycle before (``qcomp``, MR-TXS-045), and the
@@ -807,10 +837,13 @@ class TxSchedCycleModel:
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, rd_rows=False, restores=False,
-                 **kw):
+                 lost_waits=False, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-TXS-246 (negative control only): the rule before MR-TXS-240, a lost report waits in
+        # its boundary register for its connection's FIFO room (and so holds its flight)
+        self.lost_waits = bool(lost_waits)
         # MR-TXS-183: with restores, the acknowledged reports' restores of probing paths leave
         # on m_restore (the TX top's windows, hw-tx.md MR-TX-256)
         self.restores = bool(restores)
@@ -852,6 +885,7 @@ class TxSchedCycleModel:
         self.cw_d = None                # and the one taken the cycle before, written at this edge
         self.pb = None                  # MR-TXS-086: the tail probe in its boundary register
         self.pd = None                  # MR-TXS-086: its decision, made last cycle: (frame or None,)
+        self.lq = None                  # MR-TXS-244: the refill decided last cycle (conn, slot, chunk)
         self.events = []
 
     @staticmethod
@@ -868,21 +902,30 @@ class TxSchedCycleModel:
                     or self.wq is not None
                     or self.cw_b is not None or self.cw_d is not None
                     or self.pb is not None
+                    or self.lq is not None or sem.refill_pick() is not None     # MR-TXS-243
                     or (self.restores and any(ps["rst"] for ps in sem.path))     # MR-TXS-184
                     or (sem.pace is not None
                         and any(p["pend"] or p["ask"] or p["late"] for p in sem.pace))
                     or sem.completion() is not None or sem.decide() is not None)
 
     def take_lost(self):
-        """MR-TXS-034/046: the lost report's boundary register is taken into the report register
-        before this edge: no acknowledged report in its boundary register, and room in its
-        connection's resend FIFO counting a lost report of the same connection in the report
-        register."""
+        """MR-TXS-034/046, MR-TXS-240: the lost report's boundary register is taken into the
+        report register before this edge when no acknowledged report is in its boundary
+        register, whatever its connection's resend FIFO holds (``lost_waits``, a negative
+        control: and room in that FIFO counting a lost report of the same connection in the
+        report register, the rule before MR-TXS-240)."""
         f = self.br
         if f is None or self.ba is not None:
             return False
+        if not self.lost_waits:
+            return True
         held = self.rep is not None and self.rep[0] and self.rep[1]["conn"] == f["conn"]
         return self.sem.resend_room(f, held)
+
+    def fill_go(self):
+        """MR-TXS-244: the refill decided last cycle is this cycle's action: no report in the
+        report register, its connection untouched at the edge since (registers only)."""
+        return self.rep is None and self.lq is not None and self.lq[0] not in self.touched
 
     def resend_ready(self):
         """MR-TXS-156: ``s_resend.ready`` before the edge: the skid before the lost report's
@@ -893,14 +936,16 @@ class TxSchedCycleModel:
         """MR-TXS-030: ``(busy, comp, take_wr, sched)`` before the edge, on registers."""
         sem = self.sem
         busy = self.rep is not None
+        fill = self.fill_go()           # MR-TXS-244: second in MR-TXS-030's priority
         comp = self.comp
         cqe_room = self.cqe_q.level < OUT_DEPTH
-        if busy or not cqe_room or (comp is not None and comp // sem.streams in self.touched):
+        if busy or fill or not cqe_room or (comp is not None and comp // sem.streams in self.touched):
             comp = None
         wr = self.wq
-        take_wr = (wr is not None and not busy and comp is None
+        take_wr = (wr is not None and not busy and not fill and comp is None
                    and (cqe_room if sem.wr_status(wr) else sem.wr_room(wr)))
-        sched = (not busy and comp is None and not take_wr and self.frame_q.level < OUT_DEPTH
+        sched = (not busy and not fill and comp is None and not take_wr
+                 and self.frame_q.level < OUT_DEPTH
                  and self.sent_q.level < OUT_DEPTH)
         return busy, comp, take_wr, sched
 
@@ -984,6 +1029,7 @@ class TxSchedCycleModel:
         rd_pay = self.rd_port(inputs) if self.rd_rows else 0
         rd_ready = g("m_rd__ready", 0) if self.rd_rows else 1
         take_lost = self.take_lost()
+        fill = self.fill_go()
         resend_ready = self.resend_ready()
         br_free = self.br is None or take_lost
         # MR-TXS-030: the cycle's action's terms, on registers (before the registers move)
@@ -1017,6 +1063,8 @@ class TxSchedCycleModel:
         comp_next = next((qi for qi in self.qcomp
                           if qi // S not in self.touched and qi != self.comp), None)
         qcomp_next = sem.completions()
+        # MR-TXS-244: the refill decided on this cycle's state, for the next
+        lq_next = sem.refill_pick()
         # MR-TXS-037: the work request in the register is the action (its room on this cycle's
         # state); the port takes the next one when the register empties or is taken this cycle
         wr = self.wq
@@ -1099,6 +1147,11 @@ class TxSchedCycleModel:
             if sem.pending is not None:
                 self.win, sem.pending = (f["conn"], sem.pending), None
             touched.add(f["conn"])
+        elif fill:
+            # MR-TXS-243/244: a lost-not-queued chunk into its connection's FIFO; touched
+            self.events.append(("refill", self.lq))
+            sem.refill(self.lq)
+            touched.add(self.lq[0])
         elif comp is not None:
             self.events.append(("complete", comp))
             cqe = sem.complete(comp)
@@ -1147,6 +1200,7 @@ class TxSchedCycleModel:
         self.cw_b = unpack(lay.cwnd, g("s_cwnd__payload", 0)) if g("s_cwnd__valid", 0) else None
         self.cand, self.touched, self.comp, self.qcomp = cand, touched, comp_next, qcomp_next
         self.pd = pd_next
+        self.lq = lq_next
         if targets:
             self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))
         sem.fail(targets)

@@ -733,7 +733,7 @@ def test_edge_flags_read_exact():
 # MR-TXS-189's wrong forms: a report queued into an empty FIFO not loaded into the head's nb
 # register; a pop loading the head entry it takes (not the one after it)
 HEAD_NB_WRONG = {
-    "empty_write_left_out": ("m.d.sync += rq_hnb[c].eq(r_nb)", "pass"),
+    "empty_write_left_out": ("m.d.sync += rq_hnb[c].eq(Mux(busy, r_nb, lq_nb))", "pass"),
     "pop_loads_own_head": ("(rq_head[c] + 1)[:rq_b], f\"h{c}_nb_after\")",
                            "rq_head[c], f\"h{c}_nb_after\")"),
 }
@@ -1038,28 +1038,43 @@ def _path_state_run(seed):
                                                 p_cwnd=0.05, cwnd_hi=8000)
 
 
-# Seed 3 meets MR-TXS-021's open limitation (stk31): a lost report waiting for its full resend
-# FIFO holds the flight of the connection's only active, collapsed path; model and RTL stall
-# alike (docs/hw/probes/tx_sched_stall.py: seeds 3, 6, 7, 18 of 1..20). Strict: it fails the
-# run once the deadlock is fixed, so the mark cannot outlive the defect.
-_STALL = pytest.mark.xfail(strict=True, raises=AssertionError,
-                           reason="MR-TXS-021 limitation: resend FIFO / collapsed path deadlock (open)")
+#: MR-TXS-245: the seeds of stk31's deadlock (a lost report waiting for its full resend FIFO held
+#: the flight of its connection's only active, collapsed path; docs/hw/probes/tx_sched_stall.py)
+#: and the refills each takes now (MR-TXS-243); seeds 1 and 4 never fill their FIFO
+_DEADLOCK_SEEDS = {3: 3, 6: 2, 7: 5, 18: 2}
 
 
-@pytest.mark.parametrize("seed", [1, 4, pytest.param(3, marks=_STALL), pytest.param(6, marks=_STALL)])
-def test_model_finishes_path_state_traffic(seed):
-    """MR-TXS-021, MR-TXS-022: the cycle model alone (the RTL is its lockstep peer) on
-    ``test_lockstep_path_states``'s traffic completes every work request, the checker passes.
-    Seeds 3 and 6 stall today (the open limitation of MR-TXS-021): expected failures, strict."""
+def _path_state_model(seed, **kw):
     from metaroce.models.driver import run_alone
-    items, kw = _path_state_run(seed)
-    model = TxSchedCycleModel(64, **SMALL)
-    drv = tc.Driver(model.lay, items, **kw)
+    items, dkw = _path_state_run(seed)
+    model = TxSchedCycleModel(64, **SMALL, **kw)
+    drv = tc.Driver(model.lay, items, **dkw)
     run_alone(model, drv)
+    return model, drv, items
+
+
+@pytest.mark.parametrize("seed", [1, 4, 3, 6, 7, 18])
+def test_model_finishes_path_state_traffic(seed):
+    """MR-TXS-021, MR-TXS-022, MR-TXS-245: the cycle model alone (the RTL is its lockstep peer)
+    on ``test_lockstep_path_states``'s traffic completes every work request, the checker passes;
+    seeds 3, 6, 7 and 18 (stk31's stalls) with their FIFO full at a lost report, its chunk kept
+    and refilled (MR-TXS-241..244)."""
+    model, drv, items = _path_state_model(seed)
     tc.check(TxSchedModel(**SMALL), items, drv.res)
+    fills = sum(1 for e in model.events if e[0] == "refill")
+    assert fills == _DEADLOCK_SEEDS.get(seed, 0), fills
 
 
-@pytest.mark.parametrize("seed", [1, pytest.param(3, marks=[pytest.mark.slow, _STALL])])
+@pytest.mark.parametrize("seed", [3, 6])
+def test_model_lost_report_waiting_stalls(seed):
+    """MR-TXS-246: the negative control. The rule before MR-TXS-240 (``lost_waits``: a lost
+    report waits in its boundary register for its FIFO's room, holding its flight) stalls on
+    the same traffic: the driver's progress limit fails the run (it does not hang)."""
+    with pytest.raises(AssertionError, match="no progress"):
+        _path_state_model(seed, lost_waits=True)
+
+
+@pytest.mark.parametrize("seed", [1] + [pytest.param(s, marks=pytest.mark.slow) for s in (3, 6, 7, 18)])
 def test_lockstep_path_states(seed):
     """MR-TXS-113..120, MR-TXS-118/119: the timeouts' verdicts (suspicions, reroutes and
     retirements: the driver's receiver loses 60 % of the packets, so paths time out again and
@@ -1077,7 +1092,7 @@ def test_lockstep_path_states(seed):
 # acknowledged report
 PATH_WRONG = {
     "probing_takes_resend": ("(p_pkts[row] == 0) & ~nonempty", "(p_pkts[row] == 0)"),
-    "verdict_untouched": ("| (v_act & (pbr.conn == c)))", ")"),
+    "verdict_untouched": ("| (v_act & (pbr.conn == c))           # MR-TXS-118", ""),
     "no_restore": ("m.d.sync += [p_prb[row].eq(0), p_col[row].eq(0)]",
                    "m.d.sync += [p_prb[row].eq(p_prb[row])]"),
 }
@@ -1141,13 +1156,16 @@ def test_lockstep_rd_rows():
 #: so a lost report often waits in the boundary register and the next one in the skid (23 of
 #: the run's 283 cycles, `s_resend` held not ready in 16).
 SKID_PARAMS = dict(SMALL, resend_depth=2)
-SKID_DRIVER = dict(p_idle=0.1, p_bp=0.3, loss=0.3, p_ack=0.9, p_report_idle=0.0)
+# dl32: 50 % loss and messages to 6,000 bytes, seed 3 (was 30 %, 2,000, seed 6): since
+# MR-TXS-240 a lost report waits only behind acknowledged reports, never for its FIFO's room,
+# so the skid fills only when lost and acknowledged reports come together (seed 6 now 2 cycles)
+SKID_DRIVER = dict(p_idle=0.1, p_bp=0.3, loss=0.5, p_ack=0.9, p_report_idle=0.0)
 
 
 def _skid_run(tx_sched_cls=TxSched):
-    items = tc.traffic(TxSchedModel(**SKID_PARAMS), 30, seed=6, max_len=2000)
+    items = tc.traffic(TxSchedModel(**SKID_PARAMS), 30, seed=3, max_len=6000)
     model = TxSchedCycleModel(64, **SKID_PARAMS)
-    drv = tc.Driver(model.lay, items, seed=6, **SKID_DRIVER)
+    drv = tc.Driver(model.lay, items, seed=3, **SKID_DRIVER)
     state = {"skid": 0, "held": 0}
 
     def on_cycle(cycle, ins, outs):
@@ -1161,7 +1179,7 @@ def _skid_run(tx_sched_cls=TxSched):
 
 def test_lockstep_resend_skid():
     """MR-TXS-156..158: the lost reports' skid under pressure (the boundary register held by
-    acknowledged reports and a full resend FIFO): 0 mismatches, `s_resend.ready` from the skid
+    acknowledged reports; MR-TXS-240: no longer by a full resend FIFO): 0 mismatches, `s_resend.ready` from the skid
     alone, the skid filled and the port held not ready in some cycles; every work request
     completes, every lost chunk resent (the checker)."""
     core, drv, items, state = _skid_run()
@@ -1190,3 +1208,67 @@ def test_resend_skid_wrong_forms_fail(wrong):
     mod = wrong_form("tx_sched", *SKID_WRONG[wrong])
     with pytest.raises(Mismatch):
         _skid_run(mod.TxSched)
+
+
+# ------------------------------------------------------------------ lost, not queued (MR-TXS-240..247)
+
+#: MR-TXS-247: a resend FIFO of 2 entries per connection under the path states' 60 % loss, so
+#: lost reports find their FIFO full again and again
+LNQ_PARAMS = dict(SMALL, resend_depth=2)
+
+
+def _lnq_run(dut_cls=TxSched, seed=1, n=12):
+    """MR-TXS-247: the lockstep of the RTL ``dut_cls`` with the cycle model on path-state
+    traffic with ``LNQ_PARAMS``; returns ``(core, items, driver, seen)``, ``seen`` counting the
+    model's lost chunks kept (its entries' sets growing) and its refills."""
+    items = tc.traffic(TxSchedModel(**LNQ_PARAMS), n, seed=seed)
+    model = TxSchedCycleModel(64, **LNQ_PARAMS)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4, loss=0.6, p_cwnd=0.05,
+                    cwnd_hi=8000)
+    seen = {"kept": 0, "refills": 0, "prev": 0}
+
+    def on_cycle(cycle, ins, outs):
+        sem = model.sem
+        now = sum(len(e["lnq"]) for q in sem.q for e in q["ring"] if e is not None)
+        fills = sum(1 for e in model.events if e[0] == "refill")
+        # the chunks kept at this edge: the sets' growth, a refill's chunk counted back (an
+        # acknowledged chunk leaving a set makes this a lower bound)
+        seen["kept"] += max(0, now - seen["prev"] + fills - seen["refills"])
+        seen["prev"], seen["refills"] = now, fills
+
+    core = run_amaranth(dut_cls(64, **LNQ_PARAMS), model, drv, busy=model.busy,
+                        on_cycle=on_cycle)
+    return core, items, drv, seen
+
+
+def test_lockstep_lost_not_queued():
+    """MR-TXS-240..244, MR-TXS-247: lost reports meeting a full resend FIFO (2 entries) are
+    taken all the same, their chunks kept per entry and refilled into the FIFO as it drains:
+    0 mismatches with the model under random backpressure and idle inputs, every work request
+    completes, every lost chunk resent (the checker)."""
+    core, items, drv, seen = _lnq_run()
+    assert core.mismatches == 0
+    summary = tc.check(TxSchedModel(**LNQ_PARAMS), items, drv.res)
+    assert summary["retransmits"]
+    print(seen)
+    assert seen["refills"] >= 5 and seen["kept"] >= seen["refills"], seen
+
+
+#: MR-TXS-247's wrong forms, each loaded in place of the RTL by replacing its text in
+#: hdl/tx_sched.py: a full FIFO's lost chunk not kept (never resent), the refill's connection
+#: not touched (its candidate of the state before the refill taken)
+LNQ_WRONG = {
+    "chunk_not_kept": ("m.d.sync += e_lnq[e].eq(e_lnq[e] | r_hot)",
+                       "m.d.sync += e_lnq[e].eq(e_lnq[e])"),
+    "refill_untouched": ("| (fill & (lq_conn == c)))            # MR-TXS-244", ")"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(LNQ_WRONG))
+def test_lost_not_queued_wrong_forms_fail(wrong):
+    """MR-TXS-247: each wrong form of the lost-not-queued RTL fails the lockstep of
+    ``test_lockstep_lost_not_queued``."""
+    mod = wrong_form("tx_sched", *LNQ_WRONG[wrong])
+    with pytest.raises(Mismatch):
+        _lnq_run(mod.TxSched)

@@ -467,9 +467,10 @@ def test_registered_report_takes_effect_a_cycle_later():
     boundary register in t+1, in the report register in t+2 and the action of t+2; its chunk is
     counted in the window at the edge of t+3; its stream's completion test is registered in
     t+4, the completion picked in t+5 and taken in t+6; s_acked stays ready; a lost report
-    waits in its boundary register while an acknowledged report is in the other or its
-    connection's resend FIFO, counting a lost report held in the report register, is full
-    (MR-TXS-156: s_resend stays ready, the next report waiting in the skid)."""
+    waits in its boundary register while an acknowledged report is in the other, not for its
+    connection's resend FIFO's room (MR-TXS-240; MR-TXS-246: the old rule's wait for it,
+    counting a lost report held in the report register, as a negative control) (MR-TXS-156:
+    s_resend stays ready, the next report waiting in the skid)."""
     model = TxSchedCycleModel(64, **SMALL)
     lay = model.lay
     wr = tc.wr_item(0, 0, 100, wr_id=5)
@@ -507,14 +508,19 @@ def test_registered_report_takes_effect_a_cycle_later():
     assert not model.take_lost()
     model.step(idle)
     assert model.rep == (False, rep) and model.br == lost and model.take_lost()
-    # the port takes the next lost report as the held one moves on; it waits while the one in
-    # the report register may take its FIFO's last entry
+    # the port takes the next lost report as the held one moves on; MR-TXS-240: it is taken
+    # whatever its FIFO holds (full here, the one in the report register about to act)
     model.step(dict(idle, s_resend__valid=1, s_resend__payload=tc.pack(lay.report, lost)))
     assert model.rep == (True, lost) and model.br == lost
     retx = model.sem.conn[0]["retx"]     # (the scheduling steps drop the stale heads meanwhile)
     retx.clear()
-    retx.extend([(0, 0)] * (SMALL["resend_depth"] - 1))
-    assert not model.take_lost() and model.resend_ready() == 1
+    retx.extend([(0, 0)] * SMALL["resend_depth"])
+    assert model.take_lost() and model.resend_ready() == 1
+    # MR-TXS-246: the rule before MR-TXS-240 (the negative control) waits for the room,
+    # counting the lost report of the same connection in the report register
+    model.lost_waits = True
+    retx.pop()
+    assert not model.take_lost()
     model.br = dict(lost, conn=1)
     assert model.take_lost()
 

@@ -7,7 +7,10 @@ For a stalled run it prints the lost report held in ``s_resend``'s boundary regi
 and in the skid (``rs``), and per connection its resend FIFO's entries, chunks not yet sent,
 and per path ``(state, col, inflight, pkts, cwnd)`` (state 0 active, 1 probing).
 
-    .venv/bin/python docs/hw/probes/tx_sched_stall.py [SEED ...]      # default 1..20
+    .venv/bin/python docs/hw/probes/tx_sched_stall.py [--lost-waits] [SEED ... | A-B]  # default 1..20
+
+With ``--lost-waits`` the cycle model takes the rule before MR-TXS-240 (the negative control
+of MR-TXS-246: a lost report waits for its FIFO's room).
 
 Found (stk31): the stalls are one circular wait. The held lost report's connection has its
 resend FIFO full (MR-TXS-021/034: the report waits for room); the FIFO drains only by resends,
@@ -15,6 +18,10 @@ which only an active path takes (MR-TXS-117: a probing path never a resend); the
 only active path is collapsed (MR-TXS-115, one MTU) and its flight is the held report's own
 packet, which only that report's MR-TXS-020 release would free. Other connections' lost reports
 wait behind it in the skid.
+
+Fixed (dl32, hw-tx-sched.md section 18, MR-TXS-240..247): a lost report never waits for its
+FIFO's room; a full FIFO's chunk is kept in its entry's lost-not-queued set and refilled.
+``1-100``: every seed finishes and passes the checker (a finished run prints its refills).
 """
 import sys
 
@@ -23,9 +30,9 @@ from metaroce.models.driver import run_alone
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
 
 
-def run(seed):
+def run(seed, lost_waits=False):
     items = tc.traffic(TxSchedModel(**SMALL), 40, seed=seed)
-    model = TxSchedCycleModel(64, **SMALL)
+    model = TxSchedCycleModel(64, **SMALL, lost_waits=lost_waits)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4, loss=0.6, p_cwnd=0.05,
                     cwnd_hi=8000)
     try:
@@ -35,12 +42,17 @@ def run(seed):
     return model, drv, None
 
 
-def main(seeds):
+def main(seeds, lost_waits=False):
     for seed in seeds:
-        model, drv, err = run(seed)
+        model, drv, err = run(seed, lost_waits)
         if err is None:
+            # dl32: the checker's verdict too, and the refills (MR-TXS-243) the run took
+            tc.check(TxSchedModel(**SMALL), tc.traffic(TxSchedModel(**SMALL), 40, seed=seed),
+                     drv.res)
+            fills = sum(1 for e in model.events if e[0] == "refill")
             print(f"seed {seed}: finished, {drv.res['cycles']} cycles, {len(drv.res['cqe'])} "
-                  f"completions, verdicts {dict(sorted(drv.res['verdicts'].items()))}")
+                  f"completions, {fills} refills, checked, "
+                  f"verdicts {dict(sorted(drv.res['verdicts'].items()))}")
             continue
         sem = model.sem
         held = [(k, (r["conn"], r["path"], r["slot"], r["chunk"]))
@@ -54,4 +66,10 @@ def main(seeds):
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or range(1, 21))
+    args = [a for a in sys.argv[1:] if a != "--lost-waits"]
+    rng = [int(a) for a in args if "-" not in a] or range(1, 21)
+    for a in args:                                  # "A-B": seeds A..B
+        if "-" in a:
+            lo, hi = a.split("-")
+            rng = range(int(lo), int(hi) + 1)
+    main(rng, "--lost-waits" in sys.argv)
