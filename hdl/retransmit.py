@@ -640,16 +640,16 @@ class Retransmit(wiring.Component):
             # selected by the registered forward flag after the sign (MR-TX-038 (4)), so the
             # forward mux is not in front of the sign; "another path healthy" is ORed on each
             # side too
-            def bits_of(v, dls):
-                return v[:lay.paths] & Cat(*(recent_by(dl) for dl in dls)) & ~path_bit
-
             def others_of(v, dls):
-                return bits_of(v, dls).any()
+                bits = v[:lay.paths] & Cat(*(recent_by(dl) for dl in dls))
+                return (bits & ~path_bit).any()
             others_aged = Signal()
             m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data, dl_wb), others_of(h_base, dl_base)))
             if self.verdict_health:
                 # MR-TX-300: the same aged bits, each side, selected by the forward flag
-                healthy_bits = Mux(h_fwd, bits_of(hwb_data, dl_wb), bits_of(h_base, dl_base))
+                def aged_others(v, dls):
+                    return v[:lay.paths] & Cat(*map(recent_by, dls)) & ~path_bit
+                healthy_bits = Mux(h_fwd, aged_others(hwb_data, dl_wb), aged_others(h_base, dl_base))
             # MR-TX-204, MR-TX-244: the ECN echo's deadline with the timed-out path's srtt,
             # selected a cycle ahead (in S1a from the row S1b will start from, in S1b's write
             # from the row it forwards), registered
