@@ -25,9 +25,9 @@ PROBE_TIMERS = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
 
 
 def test_options_and_layouts():
-    """MR-TX-300: ``healthy`` on the unit's probe item only with the option, last; the TX's
-    share-out on by default with verdicts, refused without them; ``health_wrong`` only with
-    the share-out."""
+    """MR-TX-300, MR-TX-301, MR-CW-123: ``healthy`` on the unit's probe item only with the
+    option, last; the TX's share-out (the unit's option and the windows') on by default with
+    verdicts, refused without them; ``health_wrong`` only with the share-out."""
     plain, health = rtx_layouts(*RTX_SMALL), rtx_layouts(*RTX_SMALL, health=True)
     assert "healthy" not in dict(plain.probe.members)
     assert list(dict(health.probe.members))[-1] == "healthy"
@@ -175,7 +175,7 @@ def tx_lockstep(**dut_kw):
 
 @pytest.mark.slow
 def test_tx_share_out_lockstep():
-    """MR-TX-304: ``Tx(verdicts=True)`` (the share-out on) against ``TxCycleModel(verdicts=True)``
+    """MR-TX-304, MR-TX-301: ``Tx(verdicts=True)`` (the share-out on) against ``TxCycleModel(verdicts=True)``
     on MR-TX-259's run (idle cycles, backpressure on every output, AXI latency): 0 mismatches,
     MR-TX-259's checks, path 1's window shared out at its SUSPECT."""
     drv, model, watch, core = tx_lockstep()
@@ -246,7 +246,7 @@ def unit_health(items, times, paths=4):
 
 
 def test_endpoint_trace_unit_health_in_the_tx_join(timed_trace):
-    """MR-TX-305: the trace with the unit's health bits in the TX join's order (each restore
+    """MR-TX-305, MR-CW-124: the trace with the unit's health bits in the TX join's order (each restore
     before its ACK's event, MR-TX-260) through the windows with the share-out: the active bits
     the endpoint's after every kept record, W's mean relative difference from the endpoint's
     under a fifth of the join's without the share-out (MR-TX-260's 2.95 %); the unit's bits
