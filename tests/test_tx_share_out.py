@@ -1,5 +1,5 @@
 """The share-out in the TX's windows (docs/spec/hw-tx.md section 2.11b, MR-TX-300..305;
-hw-cwnd.md MR-CW-123..125): the retransmit unit's verdicts carry the health bits they were
+hw-cwnd.md MR-CW-123/124): the retransmit unit's verdicts carry the health bits they were
 decided on (``Retransmit(verdict_health=True)``), the TX join gives them to the windows built
 with the share-out (``Tx(verdicts=True)``, ``share_out`` on by default with verdicts): the unit
 in lockstep with its model and a wrong form, the TX model's down-path run, the TX in lockstep
