@@ -81,22 +81,28 @@ def _stale_health_items():
 
 
 def test_unit_verdict_health_lockstep():
-    """MR-TX-300, MR-TX-302: ``test_lockstep_tail_probes``' traffic (a black-holed path, lost
-    ACKs, backpressure on m_probe) with the option on both, without the ages, and a directed
-    run with them (one other path's progress aged out, one recent): 0 mismatches (m_probe
-    compared every cycle), every item the replay's (the bits ``RetransmitModel.health_now``
-    gives at the expiry, the path's own cleared); verdicts with health bits made, a tail
-    probe's bits 0."""
+    """MR-TX-300, MR-TX-302: the directed run with the ages (one other path's progress aged
+    out, one recent) with the option on both: 0 mismatches (m_probe compared every cycle),
+    every item the replay's (the bits ``RetransmitModel.health_now`` gives at the expiry, the
+    path's own cleared); the tail probe's bits 0, the SUSPECT's the recent path's alone."""
+    got = _unit_run(_stale_health_items(), ages=True, p_idle=0.0, p_bp=0.3, ns_per_cycle=4,
+                    idle_ns=4)
+    assert [(x["path"], x["to"], x["verdict"], x["healthy"]) for x in got][:2] == [
+        (1, 0, 0, 0), (1, 1, P.PATH_SUSPECT, 0b100)], got
+
+
+@pytest.mark.slow
+def test_unit_verdict_health_lockstep_traffic():
+    """MR-TX-302: ``test_lockstep_tail_probes``' traffic (a black-holed path, lost ACKs,
+    backpressure on m_probe; no ages) with the option on both: 0 mismatches, every item the
+    replay's; verdicts with health bits made, tail probes' 0, no item with its own path's bit.
+    (Slow: 300 items, about 30 s at load 13.)"""
     items = rc.traffic(*RTX_SMALL, 300, seed=3, black_hole=6, rto_ns=3000, ack_loss=0.125,
                        shared=2)
     got = _unit_run(items, ages=False, p_idle=0.2, p_bp=0.4)
     assert any(x["to"] and x["healthy"] for x in got)
     assert all(x["healthy"] == 0 for x in got if not x["to"])
     assert all(not (x["healthy"] >> (x["path"] & 3)) & 1 for x in got)
-    got = _unit_run(_stale_health_items(), ages=True, p_idle=0.0, p_bp=0.3, ns_per_cycle=4,
-                    idle_ns=4)
-    assert [(x["path"], x["to"], x["verdict"], x["healthy"]) for x in got][:2] == [
-        (1, 0, 0, 0), (1, 1, P.PATH_SUSPECT, 0b100)], got
 
 
 def test_unit_verdict_health_wrong_form_fails():
