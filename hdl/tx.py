@@ -338,7 +338,7 @@ class Tx(wiring.Component):
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
-                 share_out=None, health_wrong=False, **sched_kw):
+                 share_out=None, health_wrong=False, restore_after_ack=None, **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -368,6 +368,12 @@ class Tx(wiring.Component):
         if health_wrong and not self.share_out:
             raise ValueError("health_wrong needs share_out")
         self.health_wrong = bool(health_wrong)
+        # MR-TX-306: a restore held while the unit has an ACK event not out (so it reaches the
+        # windows after its ACK's event, the endpoint's order); on by default with verdicts
+        self.restore_after_ack = (self.verdicts if restore_after_ack is None
+                                  else bool(restore_after_ack))
+        if self.restore_after_ack and not self.verdicts:
+            raise ValueError("restore_after_ack needs verdicts")
         sched_cls = PacedTxSched if self.pacing else TxSched
         extra = {"pace_ignored": True} if pace_ignored else {}
         if self.verdicts:
@@ -502,7 +508,11 @@ class Tx(wiring.Component):
         m.d.comb += [sched.s_probe.payload.eq(pr.payload.as_value()[:len(sched.s_probe.payload.as_value())]),
                      sched.s_probe.valid.eq(pr.valid & go),
                      pr.ready.eq(sched.s_probe.ready & go)]
-        r_valid = rs.valid if self.join_restores else Const(0, 1)
+        hold = Const(0, 1)
+        if self.restore_after_ack:
+            hold = Signal(name="restore_hold")
+            m.d.comb += hold.eq(cc_on & rtx.ackev_busy)
+        r_valid = rs.valid & ~hold if self.join_restores else Const(0, 1)
         v_valid = pr.valid & to & sched.s_probe.ready
         pb = self.lay.cw.path_bits
         with m.If(r_valid):
@@ -517,7 +527,7 @@ class Tx(wiring.Component):
                 m.d.comb += sp.payload.healthy.eq(h.rotate_left(1) if self.health_wrong else h)
         m.d.comb += [sp.valid.eq((r_valid | v_valid) & cc_on),
                      # the negative control's restores are taken and dropped
-                     rs.ready.eq(path_ready if self.join_restores else 1)]
+                     rs.ready.eq(path_ready & ~hold if self.join_restores else 1)]
 
 
 def tx_small(width=64):

@@ -613,6 +613,11 @@ class RetransmitCycleModel:
                     or self.resend_q.level or self.error_q.level or self.ackev_q.level
                     or self.probe_q.level or self.ackev_pend is not None)
 
+    def ackev_busy(self):
+        """MR-TX-306: an ACK event not out yet: the walker busy, the event of the walk that
+        ended last cycle, or one queued (the registers at the cycle's start)."""
+        return bool(self.w_state != _IDLE or self.ackev_pend is not None or self.ackev_q.level)
+
     def _row(self, row):
         r = self.path.get(row)
         return r if r is not None else unpack(self.lay.path, 0)

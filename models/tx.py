@@ -475,7 +475,8 @@ class TxCycleModel:
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
-                 pace_full_only=False, ack_desc=False, ack_first=True, share_out=None, **sched_kw):
+                 pace_full_only=False, ack_desc=False, ack_first=True, share_out=None,
+                 restore_after_ack=None, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -491,6 +492,11 @@ class TxCycleModel:
         self.share_out = self.verdicts if share_out is None else bool(share_out)
         if self.share_out and not self.verdicts:
             raise ValueError("share_out needs verdicts")
+        # MR-TX-306: a restore held while the unit has an ACK event not out
+        self.restore_after_ack = (self.verdicts if restore_after_ack is None
+                                  else bool(restore_after_ack))
+        if self.restore_after_ack and not self.verdicts:
+            raise ValueError("restore_after_ack needs verdicts")
         self.rd_rows = bool(rd_rows)        # MR-TXS-106: the scheduler's m_rd out
         kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
                                                     "path_pkts", "ack_every", "resend_depth")}
@@ -573,13 +579,16 @@ class TxCycleModel:
                  "s_setup__payload": g("s_cw_setup__payload", 0),
                  "m_update__ready": 1, "mtu": self.cw_mtu,
                  "beta_q": g("cc_beta_q", 0), "cap": g("cc_cap", 0)}
-        to = False
+        to = hold = False
         if self.verdicts:
             # MR-TX-257/258: the scheduler's restore (registers) first, else the unit's verdict
             # at the head of its probe queue once the scheduler's s_probe is ready (it is not
             # while a restore is offered, MR-TXS-186); while cc_on, one record at a time
             r_valid, r_pay = sched.restore_outputs()
-            r_valid = r_valid and self.join_restores
+            # MR-TX-306: held while the unit walks, or its last walk's event or a queued one
+            # is not out (registers)
+            hold = bool(self.restore_after_ack and cc_on and rtx.ackev_busy())
+            r_valid = r_valid and self.join_restores and not hold
             head = unpack(self.lay.rtx.probe, rtx.probe_q.head)
             to = bool(rtx.probe_q.level > 0 and head["to"])
             if r_valid:
@@ -629,7 +638,8 @@ class TxCycleModel:
                          "s_probe__payload": ro["m_probe__payload"],
                          # MR-TX-257: the restore taken with the windows' s_path (dropped
                          # while cc_on is low, or, negative control, without restores)
-                         "m_restore__ready": int(path_ready or not self.join_restores),
+                         "m_restore__ready": int((path_ready and not hold)
+                                                 or not self.join_restores),
                          **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
                                                  "m_rsp_done__ready", "m_rd__ready")}})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1

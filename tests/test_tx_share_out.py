@@ -167,10 +167,12 @@ def test_down_path_share_out_model():
 
 # -- MR-TX-304: the TX in lockstep (the Amaranth simulator)
 
-def tx_lockstep(**dut_kw):
+def tx_lockstep(down=None, **dut_kw):
     from metaroce.hdl.tx import Tx
     from metaroce.tb.lockstep import run_amaranth
     items, lay, kw = down_run()
+    if down is not None:
+        kw["down"] = down
     model = TxCycleModel(64, **SMALL, verdicts=True, rto_ns=RTO_NS)
     drv = xc.Driver(model.lay, 64, items, lay, xc.templates(SMALL["conns"], SMALL["paths"]), **kw)
     watch = StateWatch(model, drv)
@@ -200,6 +202,56 @@ def test_tx_share_out_wrong_forms_fail(wrong):
     kw = {"health_wrong": True} if wrong == "health_wrong" else {"share_out": False}
     with pytest.raises(Mismatch):
         tx_lockstep(**kw)
+
+
+# -- MR-TX-306/307: the restore after its ACK's event
+
+#: MR-TX-307: MR-TX-259's run with path 0 down instead: its restore's ACK event is still in
+#: the unit when the scheduler restores (the restore first without the hold)
+DOWN0 = {(0, 0): (200, 1500)}
+
+
+def _order_run(hold):
+    from tx_restore_order import classify
+    items, lay, kw = down_run()
+    kw["down"] = DOWN0
+    model = TxCycleModel(64, **SMALL, verdicts=True, rto_ns=RTO_NS, restore_after_ack=hold)
+    drv = xc.Driver(model.lay, 64, items, lay, xc.templates(SMALL["conns"], SMALL["paths"]), **kw)
+    watch = StateWatch(model, drv)
+    run_alone(model, drv, on_cycle=watch)
+    assert len(drv.res["cqe"]) == len(items) and all(c["status"] == 0 for c in drv.res["cqe"])
+    assert watch.compared > 1000 and watch.differ == 0, watch.first
+    assert [p["active"] for p in model.cwnd.sem.path[0]] == [1] * SMALL["paths"]
+    return classify(model.cw_log)
+
+
+def test_restore_after_ack_model():
+    """MR-TX-306, MR-TX-307 (model): with path 0 down the restore reaches the windows after its
+    ACK's event with the hold (the default), before it without; both complete every work
+    request with the windows' active bits the scheduler's states on every settled cycle."""
+    import sys
+    sys.path.insert(0, "docs/hw/probes")
+    assert TxCycleModel(64, **SMALL, verdicts=True).restore_after_ack
+    with pytest.raises(ValueError):
+        TxCycleModel(64, **SMALL, restore_after_ack=True)
+    assert _order_run(True) == {"ack_first": 1, "restore_first": 0}
+    assert _order_run(False) == {"ack_first": 0, "restore_first": 1}
+
+
+@pytest.mark.slow
+def test_tx_restore_after_ack_lockstep():
+    """MR-TX-307: the path-0-down run in lockstep (the Amaranth simulator, every output every
+    cycle, backpressure): 0 mismatches, the restore after its ACK's event; negative control:
+    the RTL without the hold (``restore_after_ack=False``) mismatches the model with it."""
+    import sys
+    sys.path.insert(0, "docs/hw/probes")
+    from tx_restore_order import classify
+    from metaroce.tb.lockstep import Mismatch
+    drv, model, watch, core = tx_lockstep(down=DOWN0)
+    assert core.mismatches == 0 and len(drv.res["cqe"]) == 4
+    assert classify(model.cw_log) == {"ack_first": 1, "restore_first": 0}
+    with pytest.raises(Mismatch):
+        tx_lockstep(down=DOWN0, restore_after_ack=False)
 
 
 # -- MR-TX-305: the endpoint's "verdicts" trace with the unit's health rule

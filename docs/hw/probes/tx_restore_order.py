@@ -5,7 +5,9 @@ acknowledging packets since the path's last verdict, else "restore first". Runs 
 down-path run for seeds 1..8 with each of connection 0's four paths down (200..1,500 cycles).
 Run from the repository root:
 
-    .venv/bin/python docs/hw/probes/tx_restore_order.py
+    .venv/bin/python docs/hw/probes/tx_restore_order.py [--no-hold]
+
+``--no-hold``: the join without MR-TX-306's hold (``restore_after_ack=False``).
 """
 import sys
 
@@ -33,12 +35,14 @@ def classify(log):
 
 
 def main():
+    hold = "--no-hold" not in sys.argv
     tot = {"ack_first": 0, "restore_first": 0}
     for seed in range(1, 9):
         for path in range(SMALL["paths"]):
             items, lay, kw = t.down_run(seed)
             kw["down"] = {(0, path): (200, 1500)}
-            model = TxCycleModel(64, **SMALL, verdicts=True, rto_ns=t.RTO_NS)
+            model = TxCycleModel(64, **SMALL, verdicts=True, rto_ns=t.RTO_NS,
+                                 restore_after_ack=hold)
             drv = xc.Driver(model.lay, 64, items, lay,
                             xc.templates(SMALL["conns"], SMALL["paths"]), **kw)
             run_alone(model, drv)
