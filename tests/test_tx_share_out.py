@@ -1,4 +1,4 @@
-"""The share-out in the TX's windows (docs/spec/hw-tx.md section 2.11b, MR-TX-300..305;
+"""The share-out in the TX's windows (docs/spec/hw-tx.md section 2.11b, MR-TX-300..308;
 hw-cwnd.md MR-CW-123/124): the retransmit unit's verdicts carry the health bits they were
 decided on (``Retransmit(verdict_health=True)``), the TX join gives them to the windows built
 with the share-out (``Tx(verdicts=True)``, ``share_out`` on by default with verdicts): the unit
@@ -304,11 +304,12 @@ def unit_health(items, times, paths=4):
 
 
 def test_endpoint_trace_unit_health_in_the_tx_join(timed_trace):
-    """MR-TX-305, MR-CW-124: the trace with the unit's health bits in the TX join's order (each restore
+    """MR-TX-305, MR-TX-308, MR-CW-124: the trace with the unit's health bits in the TX join's order (each restore
     before its ACK's event, MR-TX-260) through the windows with the share-out: the active bits
     the endpoint's after every kept record, W's mean relative difference from the endpoint's
     under a fifth of the join's without the share-out (MR-TX-260's 2.95 %); the unit's bits
-    are the endpoint's on most verdicts."""
+    are the endpoint's on most verdicts. MR-TX-308: with each restore after its ACK's event
+    (MR-TX-306) the difference is under a tenth of that (measured: 0)."""
     (config, items, expected), times = timed_trace
     uitems, differ = unit_health(items, times)
     nverd = sum(k == "path" and not r["restore"] for k, r in items)
@@ -317,9 +318,13 @@ def test_endpoint_trace_unit_health_in_the_tx_join(timed_trace):
     n0, d0, rel0, _ = follow(config, *tx_join_form(items, expected))
     e_its, e_exps = tx_join_form(items, expected, keep_healthy=True)
     rel_ep = follow(config, e_its, e_exps, share_out=True)[2]
+    # MR-TX-308: each restore after its ACK's event (MR-TX-306's hold): the endpoint's order
+    n1, d1, rel1, last1 = follow(config, uitems, expected, share_out=True)
     print(f"\nverdicts {nverd}, unit bits differ {differ}; W mean rel diff: join without "
-          f"share-out {rel0:.4%}, endpoint's bits {rel_ep:.4%}, unit's bits {rel:.4%}")
+          f"share-out {rel0:.4%}, endpoint's bits {rel_ep:.4%}, unit's bits {rel:.4%}, "
+          f"unit's bits with the restores after their ACKs' events {rel1:.4%}")
     assert n == n0 > 2500 and d == d0 == 0
     assert differ * 4 < nverd
     assert 0 < rel * 5 < rel0, (rel, rel0)
     assert all(all(a) for a in last.values())
+    assert n1 == n and d1 == 0 and rel1 * 10 < rel, (rel1, rel)
