@@ -234,7 +234,7 @@ class Retransmit(wiring.Component):
         self.lay = lay = layouts(conns, paths, pool, health=self.verdict_health)
         # MR-TX-306: an ACK event not yet out (the walker busy, the event of the walk that
         # ended last cycle, or one queued): not a port (the unit's lockstep is unchanged), read
-        # by the TX's join, from registers only
+        # by the TX's join, from registers only; driven with verdict_health
         self.ackev_busy = Signal(name="ackev_busy")
         # MR-TX-268: a health memory of two rows or fewer is flip-flops (the synthesis maps such
         # memories to logic): read at a registered address, so the take's select drives one
@@ -1029,7 +1029,8 @@ class Retransmit(wiring.Component):
         m.d.comb += [ev_w.eq(ev), ev_w.srtt.eq(Mux(ev_est.valid, ev_est.srtt, srtt0(self.rto_ns))),
                      ackev_q.w_en.eq(ev_valid), ackev_q.w_data.eq(ev_w)]
 
-        m.d.comb += self.ackev_busy.eq((w_state != 0) | ev_valid | ackev_q.r_rdy)
+        if self.verdict_health:
+            m.d.comb += self.ackev_busy.eq((w_state != 0) | ev_valid | ackev_q.r_rdy)
 
         def take_job():
             m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),

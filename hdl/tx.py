@@ -369,11 +369,11 @@ class Tx(wiring.Component):
             raise ValueError("health_wrong needs share_out")
         self.health_wrong = bool(health_wrong)
         # MR-TX-306: a restore held while the unit has an ACK event not out (so it reaches the
-        # windows after its ACK's event, the endpoint's order); on by default with verdicts
-        self.restore_after_ack = (self.verdicts if restore_after_ack is None
+        # windows after its ACK's event, the endpoint's order); on by default with share_out
+        self.restore_after_ack = (self.share_out if restore_after_ack is None
                                   else bool(restore_after_ack))
-        if self.restore_after_ack and not self.verdicts:
-            raise ValueError("restore_after_ack needs verdicts")
+        if self.restore_after_ack and not self.share_out:
+            raise ValueError("restore_after_ack needs share_out")
         sched_cls = PacedTxSched if self.pacing else TxSched
         extra = {"pace_ignored": True} if pace_ignored else {}
         if self.verdicts:
@@ -508,11 +508,11 @@ class Tx(wiring.Component):
         m.d.comb += [sched.s_probe.payload.eq(pr.payload.as_value()[:len(sched.s_probe.payload.as_value())]),
                      sched.s_probe.valid.eq(pr.valid & go),
                      pr.ready.eq(sched.s_probe.ready & go)]
-        hold = Const(0, 1)
+        r_valid, r_ready = (rs.valid, path_ready) if self.join_restores else (Const(0, 1), 1)
         if self.restore_after_ack:
             hold = Signal(name="restore_hold")
             m.d.comb += hold.eq(cc_on & rtx.ackev_busy)
-        r_valid = rs.valid & ~hold if self.join_restores else Const(0, 1)
+            r_valid, r_ready = (r_valid & ~hold, r_ready & ~hold) if self.join_restores else (r_valid, r_ready)
         v_valid = pr.valid & to & sched.s_probe.ready
         pb = self.lay.cw.path_bits
         with m.If(r_valid):
@@ -527,7 +527,7 @@ class Tx(wiring.Component):
                 m.d.comb += sp.payload.healthy.eq(h.rotate_left(1) if self.health_wrong else h)
         m.d.comb += [sp.valid.eq((r_valid | v_valid) & cc_on),
                      # the negative control's restores are taken and dropped
-                     rs.ready.eq(path_ready & ~hold if self.join_restores else 1)]
+                     rs.ready.eq(r_ready)]
 
 
 def tx_small(width=64):

@@ -493,10 +493,10 @@ class TxCycleModel:
         if self.share_out and not self.verdicts:
             raise ValueError("share_out needs verdicts")
         # MR-TX-306: a restore held while the unit has an ACK event not out
-        self.restore_after_ack = (self.verdicts if restore_after_ack is None
+        self.restore_after_ack = (self.share_out if restore_after_ack is None
                                   else bool(restore_after_ack))
-        if self.restore_after_ack and not self.verdicts:
-            raise ValueError("restore_after_ack needs verdicts")
+        if self.restore_after_ack and not self.share_out:
+            raise ValueError("restore_after_ack needs share_out")
         self.rd_rows = bool(rd_rows)        # MR-TXS-106: the scheduler's m_rd out
         kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
                                                     "path_pkts", "ack_every", "resend_depth")}

@@ -233,7 +233,12 @@ def test_restore_after_ack_model():
     sys.path.insert(0, "docs/hw/probes")
     assert TxCycleModel(64, **SMALL, verdicts=True).restore_after_ack
     with pytest.raises(ValueError):
-        TxCycleModel(64, **SMALL, restore_after_ack=True)
+        TxCycleModel(64, **SMALL, verdicts=True, share_out=False, restore_after_ack=True)
+    from metaroce.hdl.tx import Tx
+    assert Tx(64, **SMALL, verdicts=True).restore_after_ack
+    assert not Tx(64, **SMALL, verdicts=True, share_out=False).restore_after_ack
+    with pytest.raises(ValueError):
+        Tx(64, **SMALL, verdicts=True, share_out=False, restore_after_ack=True)
     assert _order_run(True) == {"ack_first": 1, "restore_first": 0}
     assert _order_run(False) == {"ack_first": 0, "restore_first": 1}
 
