@@ -509,10 +509,11 @@ class Tx(wiring.Component):
                      sched.s_probe.valid.eq(pr.valid & go),
                      pr.ready.eq(sched.s_probe.ready & go)]
         r_valid, r_ready = (rs.valid, path_ready) if self.join_restores else (Const(0, 1), 1)
-        if self.restore_after_ack:
+        if self.restore_after_ack and self.join_restores:
+            # MR-TX-306: the restore held while the unit has an ACK event not out
             hold = Signal(name="restore_hold")
             m.d.comb += hold.eq(cc_on & rtx.ackev_busy)
-            r_valid, r_ready = (r_valid & ~hold, r_ready & ~hold) if self.join_restores else (r_valid, r_ready)
+            r_valid, r_ready = r_valid & ~hold, r_ready & ~hold
         v_valid = pr.valid & to & sched.s_probe.ready
         pb = self.lay.cw.path_bits
         with m.If(r_valid):
