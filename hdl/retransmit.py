@@ -212,7 +212,7 @@ class Retransmit(wiring.Component):
 
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
                  retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True,
-                 ages=True):
+                 ages=True, verdict_health=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
@@ -229,7 +229,13 @@ class Retransmit(wiring.Component):
         self.collision_garbage = collision_garbage
         self.collision_hits = {n: Signal(name=f"{n}_collision_hit")
                                for n in ("path", "rec", "link", "free")}
-        self.lay = lay = layouts(conns, paths, pool)
+        # MR-TX-300: a verdict's m_probe item carries the health bits it was decided on
+        self.verdict_health = bool(verdict_health)
+        self.lay = lay = layouts(conns, paths, pool, health=self.verdict_health)
+        # MR-TX-306: an ACK event not yet out (the walker busy, the event of the walk that
+        # ended last cycle, or one queued): not a port (the unit's lockstep is unchanged), read
+        # by the TX's join, from registers only; driven with verdict_health
+        self.ackev_busy = Signal(name="ackev_busy")
         # MR-TX-268: a health memory of two rows or fewer is flip-flops (the synthesis maps such
         # memories to logic): read at a registered address, so the take's select drives one
         # flip-flop, not a 2:1 mux per bit of the row
@@ -643,6 +649,11 @@ class Retransmit(wiring.Component):
                 return (bits & ~path_bit).any()
             others_aged = Signal()
             m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data, dl_wb), others_of(h_base, dl_base)))
+            if self.verdict_health:
+                # MR-TX-300: the same aged bits, each side, selected by the forward flag
+                def aged_others(v, dls):
+                    return v[:lay.paths] & Cat(*map(recent_by, dls)) & ~path_bit
+                healthy_bits = Mux(h_fwd, aged_others(hwb_data, dl_wb), aged_others(h_base, dl_base))
             # MR-TX-204, MR-TX-244: the ECN echo's deadline with the timed-out path's srtt,
             # selected a cycle ahead (in S1a from the row S1b will start from, in S1b's write
             # from the row it forwards), registered
@@ -657,6 +668,7 @@ class Retransmit(wiring.Component):
         else:
             ecn = ecn_raw
             others_aged = (health_raw & ~path_bit).any()
+            healthy_bits = health_raw & ~path_bit
         # MR-TX-038: row-dependent terms on S1a's row and on the previous write in
         # parallel, selected by the registered forward flag
         mem_row, wb_row = data.View(lay.path, s1_base), data.View(lay.path, wb_data)
@@ -922,6 +934,10 @@ class Retransmit(wiring.Component):
                      s2_probe.eq(push_probe), s2_psn.eq(row.next_psn - 1),
                      s2_to.eq(s1_to), s2_verdict.eq(verdict),
                      s2_conn.eq(s1_row[pb:]), s2_path.eq(s1_row[:pb])]
+        if self.verdict_health:
+            # MR-TX-300: the verdict's health bits through S2a and S2b beside its verdict
+            s2_healthy, s2b_healthy = Signal(lay.paths), Signal(lay.paths)
+            m.d.sync += [s2_healthy.eq(healthy_bits), s2b_healthy.eq(s2_healthy)]
         # MR-TX-240: the row's write from the forward register, a cycle after S1b
         m.d.comb += [path_wr.en.eq(wb_valid), path_wr.addr.eq(wb_addr), path_wr.data.eq(wb_data)]
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
@@ -983,6 +999,8 @@ class Retransmit(wiring.Component):
                      prb.psn.eq(Mux(s2b_to, 0, s2b_psn)),
                      prb.to.eq(s2b_to), prb.verdict.eq(Mux(s2b_to, s2b_verdict, 0)),
                      probe_q.w_en.eq(s2b_probe_push), probe_q.w_data.eq(prb)]
+        if self.verdict_health:
+            m.d.comb += prb.healthy.eq(Mux(s2b_to, s2b_healthy, 0))
 
         # the estimator's state (MR-TX-054), the walker hands it the trigger record's sample
         e_stage = Signal(range(EST_CYCLES + 1))
@@ -1010,6 +1028,9 @@ class Retransmit(wiring.Component):
         ev_w = Signal(lay.ackev)
         m.d.comb += [ev_w.eq(ev), ev_w.srtt.eq(Mux(ev_est.valid, ev_est.srtt, srtt0(self.rto_ns))),
                      ackev_q.w_en.eq(ev_valid), ackev_q.w_data.eq(ev_w)]
+
+        if self.verdict_health:
+            m.d.comb += self.ackev_busy.eq((w_state != 0) | ev_valid | ackev_q.r_rdy)
 
         def take_job():
             m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),

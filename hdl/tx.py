@@ -338,7 +338,7 @@ class Tx(wiring.Component):
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
-                 **sched_kw):
+                 share_out=None, health_wrong=False, restore_after_ack=None, **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -359,6 +359,21 @@ class Tx(wiring.Component):
         if self.verdicts and self.pacing:
             raise ValueError("verdicts with pacing is not built")
         self.join_restores = bool(restores)
+        # MR-TX-300: the windows' share-out (Cwnd(share_out=True)) fed the unit's health bits
+        # on its verdicts; on by default with verdicts (the endpoint's semantics, MR-CW-111).
+        # health_wrong (negative control only, MR-TX-304): the bits given one path over
+        self.share_out = self.verdicts if share_out is None else bool(share_out)
+        if self.share_out and not self.verdicts:
+            raise ValueError("share_out needs verdicts")
+        if health_wrong and not self.share_out:
+            raise ValueError("health_wrong needs share_out")
+        self.health_wrong = bool(health_wrong)
+        # MR-TX-306: a restore held while the unit has an ACK event not out (so it reaches the
+        # windows after its ACK's event, the endpoint's order); on by default with share_out
+        self.restore_after_ack = (self.share_out if restore_after_ack is None
+                                  else bool(restore_after_ack))
+        if self.restore_after_ack and not self.share_out:
+            raise ValueError("restore_after_ack needs share_out")
         sched_cls = PacedTxSched if self.pacing else TxSched
         extra = {"pace_ignored": True} if pace_ignored else {}
         if self.verdicts:
@@ -367,15 +382,17 @@ class Tx(wiring.Component):
                                rd_rows=self.rd_rows, **self.sched_kw, **extra)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
-                              retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
+                              retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
+                              verdict_health=self.share_out)
         # MR-TX-280: ack_desc adds s_ack_desc (the engine's ACK descriptors into the one builder)
         self.ack_desc = bool(ack_desc)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
                            pool=pool, outstanding=outstanding, ack_desc=self.ack_desc)
         # MR-TX-105: the congestion windows (paths <= 8, MR-CW-001)
-        self.cwnd = Cwnd(width, conns, paths, verdicts=self.verdicts)
+        self.cwnd = Cwnd(width, conns, paths, verdicts=self.verdicts, share_out=self.share_out)
         self.width = width
-        self.lay = lay = (layouts(conns, streams, paths, depth, pool, verdicts=True)
+        self.lay = lay = (layouts(conns, streams, paths, depth, pool, verdicts=True,
+                                  share_out=self.share_out)
                           if self.verdicts else self.data.lay)
         rd_port = {"m_rd": Out(stream.Signature(lay.sched.rd))} if self.rd_rows else {}
         # MR-TX-233: the pacer's writes and configuration, the paced scheduler's own ports
@@ -487,10 +504,16 @@ class Tx(wiring.Component):
         path_ready = Signal(name="path_ready")
         m.d.comb += path_ready.eq(sp.ready | ~cc_on)
         go = ~to | path_ready
-        m.d.comb += [sched.s_probe.payload.eq(pr.payload),
+        # the scheduler's item is the unit's low bits (MR-TX-300's healthy is last)
+        m.d.comb += [sched.s_probe.payload.eq(pr.payload.as_value()[:len(sched.s_probe.payload.as_value())]),
                      sched.s_probe.valid.eq(pr.valid & go),
                      pr.ready.eq(sched.s_probe.ready & go)]
-        r_valid = rs.valid if self.join_restores else Const(0, 1)
+        r_valid, r_ready = (rs.valid, path_ready) if self.join_restores else (Const(0, 1), 1)
+        if self.restore_after_ack and self.join_restores:
+            # MR-TX-306: the restore held while the unit has an ACK event not out
+            hold = Signal(name="restore_hold")
+            m.d.comb += hold.eq(cc_on & rtx.ackev_busy)
+            r_valid, r_ready = r_valid & ~hold, r_ready & ~hold
         v_valid = pr.valid & to & sched.s_probe.ready
         pb = self.lay.cw.path_bits
         with m.If(r_valid):
@@ -499,9 +522,13 @@ class Tx(wiring.Component):
         with m.Else():
             m.d.comb += [sp.payload.conn.eq(pr.payload.conn), sp.payload.path.eq(pr.payload.path[:pb]),
                          sp.payload.verdict.eq(pr.payload.verdict)]
+            if self.share_out:
+                # MR-TX-301: the verdict's health bits to the windows' share-out
+                h = pr.payload.healthy
+                m.d.comb += sp.payload.healthy.eq(h.rotate_left(1) if self.health_wrong else h)
         m.d.comb += [sp.valid.eq((r_valid | v_valid) & cc_on),
                      # the negative control's restores are taken and dropped
-                     rs.ready.eq(path_ready if self.join_restores else 1)]
+                     rs.ready.eq(r_ready)]
 
 
 def tx_small(width=64):

@@ -129,8 +129,9 @@ class Layouts:
     probe: data.StructLayout
 
 
-def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
-    """The unit's port and state layouts for one instance (MR-TX-002, MR-TX-010..012)."""
+def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, health=False):
+    """The unit's port and state layouts for one instance (MR-TX-002, MR-TX-010..012);
+    ``health`` (MR-TX-300): the probe item gains ``healthy``, a verdict's health bits."""
     check_params(conns, paths, pool)
     cb, pb = (conns - 1).bit_length(), max(1, (paths - 1).bit_length())
     ptr = (pool - 1).bit_length()
@@ -183,7 +184,10 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL):
                                "now": records.TIME_BITS, "srtt": records.TIME_BITS})
     # MR-TX-162: a tail probe: the path's newest PSN, to re-send as is with AckReq
     # MR-TX-197: or a timeout's path verdict (``to`` 1, ``verdict`` protocol.PATH_*; psn 0)
-    probe = data.StructLayout({"conn": cb, "path": 8, "psn": psn, "to": 1, "verdict": 2})
+    # MR-TX-300: with ``health``, ``healthy`` (paths bits, last: the scheduler's s_probe takes
+    # the item's low bits): a verdict's other paths healthy (aged), 0 on a tail probe
+    probe = data.StructLayout({"conn": cb, "path": 8, "psn": psn, "to": 1, "verdict": 2,
+                               **({"healthy": paths} if health else {})})
     return Layouts(conns, paths, pool, cb, pb, ptr, sent, ack, report, report, error, rec, path,
                    job, insert, ackev, probe)
 
@@ -522,12 +526,14 @@ class RetransmitCycleModel:
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
                  *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, probes=True,
-                 ages=True):
+                 ages=True, verdict_health=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
-        self.lay = layouts(conns, paths, pool)
+        # MR-TX-300: a verdict's item carries the health bits it was decided on
+        self.verdict_health = bool(verdict_health)
+        self.lay = layouts(conns, paths, pool, health=self.verdict_health)
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.probes = bool(probes)      # MR-TX-166
         self.ages = bool(ages)          # MR-TX-203/204
@@ -606,6 +612,11 @@ class RetransmitCycleModel:
                     or self.e_stage or self.w_state != _IDLE or self.acked_q.level
                     or self.resend_q.level or self.error_q.level or self.ackev_q.level
                     or self.probe_q.level or self.ackev_pend is not None)
+
+    def ackev_busy(self):
+        """MR-TX-306: an ACK event not out yet: the walker busy, the event of the walk that
+        ended last cycle, or one queued (the registers at the cycle's start)."""
+        return bool(self.w_state != _IDLE or self.ackev_pend is not None or self.ackev_q.level)
 
     def _row(self, row):
         r = self.path.get(row)
@@ -1011,8 +1022,9 @@ class RetransmitCycleModel:
                 # MR-TX-196/197: the timeout's path verdict, on the health before this timeout
                 v = path_verdict(min(row["consec"] + 1, CONSEC_MAX),
                                  self._ecn_at(conn, row_i, now), health, path)
+                hv = {"healthy": health & ~(1 << path)} if self.verdict_health else {}
                 prb = pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
-                                       "verdict": v})
+                                       "verdict": v, **hv})
                 # MR-TX-163: the path is unhealthy until its next progress
                 self.health[conn] = self.health.get(conn, 0) & ~(1 << path)
                 self.events.append(("timeout", conn, path, now))

@@ -191,9 +191,12 @@ def replay(model, events):
             assert dl is not None and time_due(dl, now), f"early timeout of path {conn}.{path}"
             late.append(P.time_dist(dl, now))
             assert not sem.probes_now(conn, path, now), f"timeout of {conn}.{path} where a probe was due"
-            # MR-TX-197: the timeout's path verdict leaves on m_probe, in the probes' order
+            # MR-TX-197: the timeout's path verdict leaves on m_probe, in the probes' order;
+            # MR-TX-300: with the health bits it was decided on (the other paths')
+            hv = ({"healthy": sem.health_now(conn, now) & ~(1 << path)}
+                  if "healthy" in dict(lay.probe.members) else {})
             probes.append(pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
-                                           "verdict": sem.verdict_now(conn, path, now)}))
+                                           "verdict": sem.verdict_now(conn, path, now), **hv}))
             out, err = sem.timeout(conn, path, now)
             resend += out
             if err:

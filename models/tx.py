@@ -194,13 +194,13 @@ class TxLayouts:
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
-            depth=SMALL["depth"], pool=SMALL["pool"], verdicts=False):
+            depth=SMALL["depth"], pool=SMALL["pool"], verdicts=False, share_out=False):
     """The engine's port layouts (MR-TX-103): the scheduler's ``wr`` and ``cqe``, the retransmit
     unit's ``ack`` and ``error``, the template write ``cfg`` (MR-TX-121) and the DMA command;
     ``verdicts`` (MR-TX-256): the windows' layouts with the verdicts (``s_cw_setup`` gains
-    ``share``, MR-CW-106)."""
+    ``share``, MR-CW-106); ``share_out`` (MR-TX-300): the unit's probe item with ``healthy``."""
     sl = sched_model.layouts(conns, streams, paths, depth)
-    rl = rtx_model.layouts(conns, paths, pool)
+    rl = rtx_model.layouts(conns, paths, pool, health=share_out)
     cfg = data.StructLayout({"conn": sl.conn_bits, **dict(TMPL_FIELDS), "sport": 16 * paths})
     return TxLayouts(conns, paths, sl, rl, cfg, cmd_layout(conns),
                      cwnd_model.layouts(conns, paths, verdicts=verdicts))
@@ -209,12 +209,13 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
 def path_record(lay, restore=None, probe=None):
     """MR-TX-257: the windows' ``s_path`` record of the scheduler's restore ``{conn, path}``
     (``restore`` 1) or of the retransmit unit's verdict ``{conn, path, psn, to, verdict}``
-    (``healthy`` 0: the block without the share-out ignores it, MR-CW-112)."""
+    (``healthy`` the item's health bits with the share-out, MR-TX-301, else 0: the block
+    without the share-out ignores it, MR-CW-112)."""
     if restore is not None:
         return {"conn": restore["conn"], "path": restore["path"], "verdict": 0, "restore": 1,
                 "healthy": 0}
     return {"conn": probe["conn"], "path": probe["path"] & ((1 << lay.cw.path_bits) - 1),
-            "verdict": probe["verdict"], "restore": 0, "healthy": 0}
+            "verdict": probe["verdict"], "restore": 0, "healthy": probe.get("healthy", 0)}
 
 
 def template_of(conn, *, eth_dst, eth_src, ip_src, ip_dst, sports, ip_dscp=26, ip_ecn=2,
@@ -474,7 +475,8 @@ class TxCycleModel:
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
-                 pace_full_only=False, ack_desc=False, ack_first=True, **sched_kw):
+                 pace_full_only=False, ack_desc=False, ack_first=True, share_out=None,
+                 restore_after_ack=None, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -485,6 +487,16 @@ class TxCycleModel:
         if not restores and not self.verdicts:
             raise ValueError("restores=False needs verdicts")
         self.join_restores = bool(restores)
+        # MR-TX-300: the share-out in the windows (the unit's health bits on its verdicts);
+        # by default on with verdicts
+        self.share_out = self.verdicts if share_out is None else bool(share_out)
+        if self.share_out and not self.verdicts:
+            raise ValueError("share_out needs verdicts")
+        # MR-TX-306: a restore held while the unit has an ACK event not out
+        self.restore_after_ack = (self.share_out if restore_after_ack is None
+                                  else bool(restore_after_ack))
+        if self.restore_after_ack and not self.share_out:
+            raise ValueError("restore_after_ack needs share_out")
         self.rd_rows = bool(rd_rows)        # MR-TXS-106: the scheduler's m_rd out
         kw = {k: sched_kw.get(k, SMALL[k]) for k in ("chunk_window", "mtu", "cwnd", "conn_window",
                                                     "path_pkts", "ack_every", "resend_depth")}
@@ -508,17 +520,19 @@ class TxCycleModel:
                                            restores=self.verdicts, **kw)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
-                                        retry_limit=retry_limit, slot_log2=slot_log2, probes=True)
+                                        retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
+                                        verdict_health=self.share_out)
         # MR-TX-280: ``ack_desc`` adds s_ack_desc, the ACK descriptors into the one builder
         self.ack_desc = bool(ack_desc)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
                                      outstanding=outstanding, ack_desc=ack_desc,
                                      ack_first=ack_first)
         # MR-TX-105: the congestion windows, their MTU the scheduler's
-        self.cwnd = cwnd_model.CwndCycleModel(width, conns, paths, verdicts=self.verdicts)
+        self.cwnd = cwnd_model.CwndCycleModel(width, conns, paths, verdicts=self.verdicts,
+                                              share_out=self.share_out)
         self.cw_mtu = kw["mtu"]
-        self.lay = (layouts(conns, streams, paths, depth, pool, verdicts=True) if self.verdicts
-                    else self.data.lay)
+        self.lay = (layouts(conns, streams, paths, depth, pool, verdicts=True,
+                            share_out=self.share_out) if self.verdicts else self.data.lay)
         # MR-TX-257: with verdicts, the records the windows took in order: ("path", s_path
         # record) and ("ack", ACK event)
         self.cw_log = []
@@ -565,13 +579,16 @@ class TxCycleModel:
                  "s_setup__payload": g("s_cw_setup__payload", 0),
                  "m_update__ready": 1, "mtu": self.cw_mtu,
                  "beta_q": g("cc_beta_q", 0), "cap": g("cc_cap", 0)}
-        to = False
+        to = hold = False
         if self.verdicts:
             # MR-TX-257/258: the scheduler's restore (registers) first, else the unit's verdict
             # at the head of its probe queue once the scheduler's s_probe is ready (it is not
             # while a restore is offered, MR-TXS-186); while cc_on, one record at a time
             r_valid, r_pay = sched.restore_outputs()
-            r_valid = r_valid and self.join_restores
+            # MR-TX-306: held while the unit walks, or its last walk's event or a queued one
+            # is not out (registers)
+            hold = bool(self.restore_after_ack and cc_on and rtx.ackev_busy())
+            r_valid = r_valid and self.join_restores and not hold
             head = unpack(self.lay.rtx.probe, rtx.probe_q.head)
             to = bool(rtx.probe_q.level > 0 and head["to"])
             if r_valid:
@@ -621,7 +638,8 @@ class TxCycleModel:
                          "s_probe__payload": ro["m_probe__payload"],
                          # MR-TX-257: the restore taken with the windows' s_path (dropped
                          # while cc_on is low, or, negative control, without restores)
-                         "m_restore__ready": int(path_ready or not self.join_restores),
+                         "m_restore__ready": int((path_ready and not hold)
+                                                 or not self.join_restores),
                          **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
                                                  "m_rsp_done__ready", "m_rd__ready")}})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1

@@ -179,6 +179,8 @@ async def tx_verdicts(dut):
                    frames=len(drv.res["frames"]), timeouts=drv.res["timeouts"],
                    verdicts=[[r["conn"], r["path"], r["verdict"]] for r in recs if not r["restore"]],
                    restores=[[r["conn"], r["path"]] for r in recs if r["restore"]],
+                   # MR-TX-304: each verdict's health bits (the share-out's paths)
+                   healthy=[r["healthy"] for r in recs if not r["restore"]],
                    active=[[p["active"] for p in cw.path[c]] for c in range(SMALL["conns"])],
                    windows=[[p["cwnd"] for p in cw.path[c]] for c in range(SMALL["conns"])],
                    wsum=[cw.conn[c]["wsum"] for c in range(SMALL["conns"])],

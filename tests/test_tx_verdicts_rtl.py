@@ -23,13 +23,17 @@ def run(kind, restores=True):
 
 @pytest.mark.slow
 def test_tx_verdicts_rtl_down_path():
-    """MR-TX-270: the down-path run on the block's instance: 0 mismatches, every work request
-    completed; path 1 made SUSPECT by its timeouts and restored (its window the share again);
+    """MR-TX-270, MR-TX-304: the down-path run on the block's instance (the share-out built):
+    0 mismatches, every work request completed; path 1 made SUSPECT by its timeouts (with the
+    unit's health bits of other paths) and restored (its window the share again);
     at the end every path active in the windows, W the sum of the windows and the scheduler's
     windows the block's."""
     row = run("down")
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"] == 10
     assert [0, 1, P.PATH_SUSPECT] in row["verdicts"] and [0, 1] in row["restores"]
+    # MR-TX-304: the block builds the share-out: the SUSPECT carried the unit's health bits
+    k = row["verdicts"].index([0, 1, P.PATH_SUSPECT])
+    assert row["healthy"][k] and not row["healthy"][k] & 0b10
     assert row["active"][0] == [1] * SMALL["paths"]
     assert row["wsum"][0] == sum(row["windows"][0])
     assert row["sched_windows"][:SMALL["paths"]] == row["windows"][0]

@@ -4,6 +4,10 @@ MR-FLOW-010's levels flow (``metaroce synth``'s ``lut_levels``): the deepest reg
 register path and its nets. Run from the repository root:
 
     .venv/bin/python docs/hw/probes/cwnd_tx_levels.py [--mtu 1024] [--port-mtu] [--share-out] [--tx]
+        [--tx --no-share-out]
+
+``--tx`` is ``tx_verdicts`` as built (the windows' share-out on, hw-tx.md MR-TX-300);
+``--no-share-out`` with it the TX's join without it (``Tx(verdicts=True, share_out=False)``).
 """
 import argparse
 import json
@@ -44,11 +48,14 @@ def main():
     ap.add_argument("--port-mtu", action="store_true", help="the block alone (mtu a port)")
     ap.add_argument("--tx", action="store_true", help="the whole block tx_verdicts")
     ap.add_argument("--share-out", action="store_true", help="Cwnd(share_out=True), mtu a port")
+    ap.add_argument("--no-share-out", action="store_true",
+                    help="with --tx: Tx(verdicts=True, share_out=False)")
     a = ap.parse_args()
     top = "cwnd_tx"
     if a.tx:
-        from metaroce.hdl.tx import tx_verdicts_small
-        top, design = "tx_verdicts", tx_verdicts_small(64)
+        from metaroce.hdl.tx import SMALL, Tx
+        top = "tx_verdicts"
+        design = Tx(64, **SMALL, verdicts=True, share_out=not a.no_share_out)
     elif a.share_out:
         top, design = "cwnd_share_out", Cwnd(64, verdicts=True, share_out=True)
     else:
