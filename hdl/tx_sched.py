@@ -133,6 +133,46 @@ def _first(valid):
     return found, idx
 
 
+class _StagedQueue:
+    """MR-TXS-280: an output queue of ``depth`` entries whose write (the action's decision)
+    loads a stage register, the memory written from the stage at the next edge, so every
+    enable of the memory, its pointers and its level is a register; the head is the stage's
+    entry while the memory holds none, so the port sees the queue of a ``SyncFIFO`` written at
+    the decision's edge, cycle for cycle (its payload while empty too: the memory's slot).
+    MR-TXS-281: ``room`` is a register: the entries (memory and stage) below ``depth`` after
+    the edge. Ports as ``SyncFIFO``'s: ``w_en``/``w_data`` in, ``r_en``; ``r_rdy``/``r_data``."""
+
+    def __init__(self, m, name, width, depth):
+        self.w_en, self.w_data = Signal(name=f"{name}_w_en"), Signal(width, name=f"{name}_w_data")
+        self.r_en = Signal(name=f"{name}_r_en")
+        s_valid, s_data = Signal(name=f"{name}_s_valid"), Signal(width, name=f"{name}_s_data")
+        m.submodules[f"{name}_mem"] = mem = memory.Memory(shape=width, depth=depth, init=[])
+        wp, rp = mem.write_port(), mem.read_port(domain="comb")
+        pw = max(1, (depth - 1).bit_length())
+        w_ptr, r_ptr = Signal(pw, name=f"{name}_w_ptr"), Signal(pw, name=f"{name}_r_ptr")
+        level = Signal(range(depth + 1), name=f"{name}_level")      # the memory's entries
+        # the stage is the head while the memory holds none (r_ptr is then its slot)
+        s_head = _named(m, s_valid & (level == 0), f"{name}_s_head")
+        self.r_rdy = _named(m, s_valid | (level != 0), f"{name}_r_rdy")
+        self.r_data = _named(m, Mux(s_head, s_data, rp.data), f"{name}_r_data")
+        pop = self.r_en & self.r_rdy
+        # the stage loads every cycle: it always drains into the memory at the next edge
+        m.d.sync += [s_valid.eq(self.w_en), s_data.eq(self.w_data)]
+        m.d.comb += [wp.addr.eq(w_ptr), wp.data.eq(s_data), wp.en.eq(s_valid), rp.addr.eq(r_ptr)]
+        with m.If(s_valid):
+            m.d.sync += w_ptr.eq(w_ptr + 1)
+        with m.If(pop):
+            m.d.sync += r_ptr.eq(r_ptr + 1)
+        m.d.sync += level.eq(level + s_valid - pop)
+        # MR-TXS-281: n entries now (level + stage); after the edge n + write - pop < depth.
+        # The decision (w_en) enters this one register's input only
+        n_full = (level == depth) | ((level == depth - 1) & s_valid)
+        n_last = Mux(s_valid, level == depth - 2, level == depth - 1)
+        wr_ = self.w_en
+        self.room = Signal(init=1, name=f"{name}_room")
+        m.d.sync += self.room.eq(Mux(wr_ & ~pop, ~n_last & ~n_full, (~wr_ & pop) | ~n_full))
+
+
 class TxSched(wiring.Component):
     """The TX scheduler's first slice (docs/spec/hw-tx-sched.md)."""
 
@@ -329,8 +369,8 @@ class TxSched(wiring.Component):
                                     "imm": 32, "nb": nb_w, "slot": 3,
                                     "swap": 64, "compare": 64,      # MR-TXS-099
                                     "gen": GEN_BITS})               # MR-TXS-121
-        m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=fq_lay.size, depth=OUT_DEPTH)
-        m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
+        frame_q = _StagedQueue(m, "frame_q", fq_lay.size, OUT_DEPTH)     # MR-TXS-280
+        sent_q = _StagedQueue(m, "sent_q", lay.sent.size, OUT_DEPTH)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
         # response's record, which leaves on m_rsp_done instead of m_cqe
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size + 1, depth=OUT_DEPTH)
@@ -385,7 +425,7 @@ class TxSched(wiring.Component):
             return room, room_n
 
         cq_room, cq_room_n = room_reg(cqe_q, "cq_room")
-        out_room = room_reg(frame_q, "frame_room")[0] & room_reg(sent_q, "sent_room")[0]
+        out_room = frame_q.room & sent_q.room                           # MR-TXS-281
 
         def read(arr, idx, name):
             """``arr[idx]`` read once into a signal (see :func:`_named`), as a tree of 2:1 muxes
