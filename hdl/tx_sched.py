@@ -170,7 +170,9 @@ class _StagedQueue:
         n_last = Mux(s_valid, level == depth - 2, level == depth - 1)
         wr_ = self.w_en
         self.room = Signal(init=1, name=f"{name}_room")
-        m.d.sync += self.room.eq(Mux(wr_ & ~pop, ~n_last & ~n_full, (~wr_ & pop) | ~n_full))
+        self.room_n = _named(m, Mux(wr_ & ~pop, ~n_last & ~n_full, (~wr_ & pop) | ~n_full),
+                             f"{name}_room_n")
+        m.d.sync += self.room.eq(self.room_n)
 
 
 class TxSched(wiring.Component):
@@ -425,7 +427,6 @@ class TxSched(wiring.Component):
             return room, room_n
 
         cq_room, cq_room_n = room_reg(cqe_q, "cq_room")
-        out_room = frame_q.room & sent_q.room                           # MR-TXS-281
 
         def read(arr, idx, name):
             """``arr[idx]`` read once into a signal (see :func:`_named`), as a tree of 2:1 muxes
@@ -684,8 +685,9 @@ class TxSched(wiring.Component):
         comp_status = Signal(5)
         # MR-TXS-048: the registered completion and the completion queue's room, one register
         comp_go = Signal(name="comp_go")
+        comp_go_n = _named(m, next_any & cq_room_n, "comp_go_n")
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
-                     comp_go.eq(next_any & cq_room_n),
+                     comp_go.eq(comp_go_n),
                      comp_unsent.eq(_pick(q_unsent, next_q)),
                      comp_left.eq(read(q_left, next_q, "next_comp_left")),
                      comp_status.eq(read(q_status, next_q, "next_comp_status"))]
@@ -757,7 +759,9 @@ class TxSched(wiring.Component):
 
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
-        sched = ~busy & ~comp & ~take_wr & out_room
+        # MR-TXS-282: "no report, completion or work request acts and both output queues have
+        # room" as one register, loaded from the next values of its terms (below)
+        sched = Signal(init=1, name="sched_r")
         # MR-TXS-049: per stream, "its send message exists, is not failed and has its next chunk
         # in the chunk window" as a register, loaded from the term's value after the edge, so the
         # stream pick starts at registers (not at the send entry's reads)
@@ -1123,7 +1127,8 @@ class TxSched(wiring.Component):
         # action (a completion of its entry; its entry's next chunk sent)
         i_kill = comp_act & (comp_e == i_e)
         i_hit = new_act & (g_e == i_e)
-        m.d.sync += [rr_valid.eq(acked_valid | take_resend), rr_lost.eq(~acked_valid), rr.eq(inc),
+        busy_n = _named(m, acked_valid | take_resend, "busy_n")
+        m.d.sync += [rr_valid.eq(busy_n), rr_lost.eq(~acked_valid), rr.eq(inc),
                      rr_ok.eq(i_["base"] & ~i_kill & (i_["sent"] | (i_["next"] & i_hit))),
                      rr_last.eq(Mux(acked_valid, ba_last, br_last)),
                      # MR-TXS-047: and its chunk when the report acted on now acknowledges it
@@ -1132,8 +1137,10 @@ class TxSched(wiring.Component):
                      rr_nb.eq(Mux(acked_valid, ba_nb, br_nb)),
                      rr_dist.eq(Mux(i_hit & ~i_["far"], i_["d1"], i_["d"]))]
         er_conn = self.s_error.payload.conn
+        touched_n = Signal(C, name="touched_n")
+        m.d.sync += touched.eq(touched_n)
         for c in range(C):
-            m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
+            m.d.comb += touched_n[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
                                       | (take_wr & (wr.conn == c))
                                       | act[c]
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
@@ -1296,8 +1303,13 @@ class TxSched(wiring.Component):
         w_bad_n = Mux(wr_in, ~in_good, w_bad)
         w_full_n = Mux(wr_in, Mux(in_wr_hit, in_count == D - 1, ~in_comp_hit & (in_count == D)),
                        w_full & ~(comp_act & (comp_q == w_qi)))
+        w_go_n = _named(m, w_valid_n & Mux(w_bad_n, cq_room_n, ~w_full_n), "w_go_n")
         m.d.sync += [wq_valid.eq(w_valid_n), w_bad.eq(w_bad_n), w_full.eq(w_full_n),
-                     w_go.eq(w_valid_n & Mux(w_bad_n, cq_room_n, ~w_full_n))]
+                     w_go.eq(w_go_n)]
+        # MR-TXS-282: sched's next value: comp's and take_wr's from the next values of their
+        # registers (comp_go's, touched's at the next completion's connection)
+        comp_n = comp_go_n & ~touched_n.bit_select(next_q >> sb if S > 1 else next_q, 1)
+        m.d.sync += sched.eq(~busy_n & ~comp_n & ~w_go_n & frame_q.room_n & sent_q.room_n)
         with m.If(wr_in):
             m.d.sync += [wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
                          w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),
