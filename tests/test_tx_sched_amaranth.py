@@ -1190,3 +1190,53 @@ def test_resend_skid_wrong_forms_fail(wrong):
     mod = wrong_form("tx_sched", *SKID_WRONG[wrong])
     with pytest.raises(Mismatch):
         _skid_run(mod.TxSched)
+
+
+def _full_queues_run(tx_sched_cls=TxSched, seed=1):
+    """``test_lockstep_random``'s traffic with the output ports held not ready 80 % of the
+    cycles (the frame and sent queues fill); counts the model's cycles with the frame queue
+    full and with a packet written into a queue that is being read."""
+    model = TxSchedCycleModel(64, **SMALL)
+    items = tc.traffic(TxSchedModel(**SMALL), 40, seed=seed)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.8, p_cwnd=0.2, cwnd_hi=8000)
+    state = {"full": 0, "frames": 0}
+
+    def on_cycle(cycle, ins, outs):
+        state["full"] += model.frame_q.level == model.frame_q.depth
+        state["frames"] += bool(outs["m_frame__valid"] and ins.get("m_frame__ready", 0))
+
+    core = run_amaranth(tx_sched_cls(64, **SMALL), model, drv, busy=model.busy,
+                        on_cycle=on_cycle)
+    return core, drv, items, state
+
+
+def test_lockstep_output_queues_full():
+    """MR-TXS-280..282: the frame and sent queues behind their stage registers, the rooms and
+    the `sched` register under 80 % backpressure (the frame queue full in some cycles): 0
+    mismatches (every output's payload compared every cycle, valid or not) and every work
+    request completes (the checker)."""
+    core, drv, items, state = _full_queues_run()
+    assert core.mismatches == 0
+    assert state["full"] >= 20 and state["frames"] >= 40, state
+    assert tc.check(TxSchedModel(**SMALL), items, drv.res)["retransmits"]
+
+
+#: MR-TXS-280..282's wrong forms: the stage shown as the head while the memory holds older
+#: entries; the room blind to the stage's entry; `sched`'s next value with the completion's
+#: `touched` bit before the edge, or without the queues' rooms
+STAGED_WRONG = {
+    "stage_head_always": ("Mux(s_head, s_data, rp.data)", "Mux(s_valid, s_data, rp.data)"),
+    "room_blind_to_stage": ("n_full = (level == depth) | ((level == depth - 1) & s_valid)",
+                            "n_full = level == depth"),
+    "sched_old_touched": ("comp_go_n & ~touched_n.bit_select(", "comp_go_n & ~touched.bit_select("),
+    "sched_without_rooms": ("~w_go_n & frame_q.room_n & sent_q.room_n)", "~w_go_n)"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(STAGED_WRONG))
+def test_staged_queues_wrong_forms_fail(wrong):
+    """MR-TXS-280..282: each wrong form, loaded in place of the RTL, mismatches its model on
+    ``test_lockstep_output_queues_full``'s run, which the RTL as built passes."""
+    mod = wrong_form("tx_sched", *STAGED_WRONG[wrong])
+    with pytest.raises(Mismatch):
+        _full_queues_run(mod.TxSched)
