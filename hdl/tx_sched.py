@@ -951,8 +951,9 @@ class TxSched(wiring.Component):
         pbr = Signal(lay.probe, name="probe_b")
         pb_psn1 = Signal(psn_w, name="pb_psn1")         # the probe's PSN + 1, from the intake
         pd_valid = Signal(name="pd_valid")
-        probe_go = _named(m, pb_valid & pd_valid & ~pbr.to & ~touched.bit_select(pbr.conn, 1),
-                          "probe_go")
+        # MR-TXS-283: "the decision in pd acts" as a register (its next value below, with
+        # touched's next value)
+        probe_go = Signal(name="probe_go")
         probe_act = _named(m, sched & probe_go, "probe_act")
         # MR-TXS-118: a timeout's verdict in the register acts in the cycle after its load
         v_act = _named(m, pb_valid & pbr.to, "v_act")
@@ -965,7 +966,8 @@ class TxSched(wiring.Component):
         m.d.comb += self.s_probe.ready.eq(probe_ready)
         load_pb = self.s_probe.ready & self.s_probe.valid
         m.d.sync += pb_valid.eq(load_pb | (pb_valid & ~probe_act & ~v_act))
-        m.d.sync += pd_valid.eq(pb_valid & ~probe_act & ~v_act)
+        pd_valid_n = _named(m, pb_valid & ~probe_act & ~v_act, "pd_valid_n")
+        m.d.sync += pd_valid.eq(pd_valid_n)
         with m.If(load_pb):
             m.d.sync += [pbr.eq(self.s_probe.payload),
                          pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
@@ -1310,6 +1312,9 @@ class TxSched(wiring.Component):
         # registers (comp_go's, touched's at the next completion's connection)
         comp_n = comp_go_n & ~touched_n.bit_select(next_q >> sb if S > 1 else next_q, 1)
         m.d.sync += sched.eq(~busy_n & ~comp_n & ~w_go_n & frame_q.room_n & sent_q.room_n)
+        # MR-TXS-283: pd valid after the edge means the boundary register kept its probe (it
+        # takes none while it holds one that is not a verdict), so pbr.conn is its connection
+        m.d.sync += probe_go.eq(pd_valid_n & ~touched_n.bit_select(pbr.conn, 1))
         with m.If(wr_in):
             m.d.sync += [wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
                          w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),

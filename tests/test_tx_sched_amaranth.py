@@ -925,7 +925,8 @@ def test_lockstep_probes(seed, p_probe, atomics):
     PSN or an older one, half of them with an ACK of the path at once (some dropped: a PSN not
     the newest, or its packet resolved meanwhile, MR-TXS-082); seed 9: the unit's probes where
     the block falls quiet with tail losses and another path is healthy (MR-TX-162); seed 7 with
-    atomics: probes of atomics among them (MR-TXS-098's operands re-sent)."""
+    atomics: probes of atomics among them (MR-TXS-098's operands re-sent). MR-TXS-283: the
+    probe's `probe_go` register (its wrong form without `touched`: `test_probe_wrong_forms_fail`)."""
     items, kw = _probe_run(seed, p_probe, atomics)
     model = TxSchedCycleModel(64, **SMALL)
     drv = tc.Driver(model.lay, items, **kw)
@@ -1003,8 +1004,8 @@ def test_probe_of_a_completed_message_dropped():
 PROBE_WRONG = {
     "probe_no_retx": ("| int(MrdhFlag.RETX) | Mux(pd_desc.err", "| Mux(pd_desc.err"),
     "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
-    "probe_touched": ("pb_valid & pd_valid & ~pbr.to & ~touched.bit_select(pbr.conn, 1)",
-                      "pb_valid & pd_valid & ~pbr.to"),
+    "probe_touched": ("probe_go.eq(pd_valid_n & ~touched_n.bit_select(pbr.conn, 1))",
+                      "probe_go.eq(pd_valid_n)"),
     "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
     # MR-TXS-098: a probed atomic's operands from the candidate's read, not the probe's
     "probe_no_operands": ('frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd,',
