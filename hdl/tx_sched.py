@@ -139,8 +139,8 @@ class _StagedQueue:
     enable of the memory, its pointers and its level is a register; the head is the stage's
     entry while the memory holds none, so the port sees the queue of a ``SyncFIFO`` written at
     the decision's edge, cycle for cycle (its payload while empty too: the memory's slot).
-    MR-TXS-281: ``room`` is a register: the entries (memory and stage) below ``depth`` after
-    the edge. Ports as ``SyncFIFO``'s: ``w_en``/``w_data`` in, ``r_en``; ``r_rdy``/``r_data``."""
+    MR-TXS-281: ``room_n``: the entries (memory and stage) below ``depth`` after the edge.
+    Ports as ``SyncFIFO``'s: ``w_en``/``w_data`` in, ``r_en``; ``r_rdy``/``r_data``."""
 
     def __init__(self, m, name, width, depth):
         self.w_en, self.w_data = Signal(name=f"{name}_w_en"), Signal(width, name=f"{name}_w_data")
@@ -164,15 +164,13 @@ class _StagedQueue:
         with m.If(pop):
             m.d.sync += r_ptr.eq(r_ptr + 1)
         m.d.sync += level.eq(level + s_valid - pop)
-        # MR-TXS-281: n entries now (level + stage); after the edge n + write - pop < depth.
-        # The decision (w_en) enters this one register's input only
+        # MR-TXS-281: n entries now (level + stage); after the edge n + write - pop < depth
+        # (its register is sched_r, MR-TXS-282, so the decision enters no other input here)
         n_full = (level == depth) | ((level == depth - 1) & s_valid)
         n_last = Mux(s_valid, level == depth - 2, level == depth - 1)
         wr_ = self.w_en
-        self.room = Signal(init=1, name=f"{name}_room")
         self.room_n = _named(m, Mux(wr_ & ~pop, ~n_last & ~n_full, (~wr_ & pop) | ~n_full),
                              f"{name}_room_n")
-        m.d.sync += self.room.eq(self.room_n)
 
 
 class TxSched(wiring.Component):
