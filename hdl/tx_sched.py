@@ -133,6 +133,46 @@ def _first(valid):
     return found, idx
 
 
+class _StagedQueue:
+    """MR-TXS-280: an output queue of ``depth`` entries whose write (the action's decision)
+    loads a stage register, the memory written from the stage at the next edge, so every
+    enable of the memory, its pointers and its level is a register; the head is the stage's
+    entry while the memory holds none, so the port sees the queue of a ``SyncFIFO`` written at
+    the decision's edge, cycle for cycle (its payload while empty too: the memory's slot).
+    MR-TXS-281: ``room_n``: the entries (memory and stage) below ``depth`` after the edge.
+    Ports as ``SyncFIFO``'s: ``w_en``/``w_data`` in, ``r_en``; ``r_rdy``/``r_data``."""
+
+    def __init__(self, m, name, width, depth):
+        self.w_en, self.w_data = Signal(name=f"{name}_w_en"), Signal(width, name=f"{name}_w_data")
+        self.r_en = Signal(name=f"{name}_r_en")
+        s_valid, s_data = Signal(name=f"{name}_s_valid"), Signal(width, name=f"{name}_s_data")
+        m.submodules[f"{name}_mem"] = mem = memory.Memory(shape=width, depth=depth, init=[])
+        wp, rp = mem.write_port(), mem.read_port(domain="comb")
+        pw = max(1, (depth - 1).bit_length())
+        w_ptr, r_ptr = Signal(pw, name=f"{name}_w_ptr"), Signal(pw, name=f"{name}_r_ptr")
+        level = Signal(range(depth + 1), name=f"{name}_level")      # the memory's entries
+        # the stage is the head while the memory holds none (r_ptr is then its slot)
+        s_head = _named(m, s_valid & (level == 0), f"{name}_s_head")
+        self.r_rdy = _named(m, s_valid | (level != 0), f"{name}_r_rdy")
+        self.r_data = _named(m, Mux(s_head, s_data, rp.data), f"{name}_r_data")
+        pop = self.r_en & self.r_rdy
+        # the stage loads every cycle: it always drains into the memory at the next edge
+        m.d.sync += [s_valid.eq(self.w_en), s_data.eq(self.w_data)]
+        m.d.comb += [wp.addr.eq(w_ptr), wp.data.eq(s_data), wp.en.eq(s_valid), rp.addr.eq(r_ptr)]
+        with m.If(s_valid):
+            m.d.sync += w_ptr.eq(w_ptr + 1)
+        with m.If(pop):
+            m.d.sync += r_ptr.eq(r_ptr + 1)
+        m.d.sync += level.eq(level + s_valid - pop)
+        # MR-TXS-281: n entries now (level + stage); after the edge n + write - pop < depth
+        # (its register is sched_r, MR-TXS-282, so the decision enters no other input here)
+        n_full = (level == depth) | ((level == depth - 1) & s_valid)
+        n_last = Mux(s_valid, level == depth - 2, level == depth - 1)
+        wr_ = self.w_en
+        self.room_n = _named(m, Mux(wr_ & ~pop, ~n_last & ~n_full, (~wr_ & pop) | ~n_full),
+                             f"{name}_room_n")
+
+
 class TxSched(wiring.Component):
     """The TX scheduler's first slice (docs/spec/hw-tx-sched.md)."""
 
@@ -339,8 +379,8 @@ class TxSched(wiring.Component):
                                     "imm": 32, "nb": nb_w, "slot": 3,
                                     "swap": 64, "compare": 64,      # MR-TXS-099
                                     "gen": GEN_BITS})               # MR-TXS-121
-        m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=fq_lay.size, depth=OUT_DEPTH)
-        m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
+        frame_q = _StagedQueue(m, "frame_q", fq_lay.size, OUT_DEPTH)     # MR-TXS-280
+        sent_q = _StagedQueue(m, "sent_q", lay.sent.size, OUT_DEPTH)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
         # response's record, which leaves on m_rsp_done instead of m_cqe
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size + 1, depth=OUT_DEPTH)
@@ -395,7 +435,6 @@ class TxSched(wiring.Component):
             return room, room_n
 
         cq_room, cq_room_n = room_reg(cqe_q, "cq_room")
-        out_room = room_reg(frame_q, "frame_room")[0] & room_reg(sent_q, "sent_room")[0]
 
         def read(arr, idx, name):
             """``arr[idx]`` read once into a signal (see :func:`_named`), as a tree of 2:1 muxes
@@ -652,8 +691,9 @@ class TxSched(wiring.Component):
         comp_status = Signal(5)
         # MR-TXS-048: the registered completion and the completion queue's room, one register
         comp_go = Signal(name="comp_go")
+        comp_go_n = _named(m, next_any & cq_room_n, "comp_go_n")
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
-                     comp_go.eq(next_any & cq_room_n),
+                     comp_go.eq(comp_go_n),
                      comp_unsent.eq(_pick(q_unsent, next_q)),
                      comp_left.eq(read(q_left, next_q, "next_comp_left")),
                      comp_status.eq(read(q_status, next_q, "next_comp_status"))]
@@ -728,7 +768,9 @@ class TxSched(wiring.Component):
 
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
-        sched = ~busy & ~fill & ~comp & ~take_wr & out_room
+        # MR-TXS-282: "no report, completion or work request acts and both output queues have
+        # room" as one register, loaded from the next values of its terms (below)
+        sched = Signal(init=1, name="sched_r")
         # MR-TXS-049: per stream, "its send message exists, is not failed and has its next chunk
         # in the chunk window" as a register, loaded from the term's value after the edge, so the
         # stream pick starts at registers (not at the send entry's reads)
@@ -919,8 +961,9 @@ class TxSched(wiring.Component):
         pbr = Signal(lay.probe, name="probe_b")
         pb_psn1 = Signal(psn_w, name="pb_psn1")         # the probe's PSN + 1, from the intake
         pd_valid = Signal(name="pd_valid")
-        probe_go = _named(m, pb_valid & pd_valid & ~pbr.to & ~touched.bit_select(pbr.conn, 1),
-                          "probe_go")
+        # MR-TXS-283: "the decision in pd acts" as a register (its next value below, with
+        # touched's next value)
+        probe_go = Signal(name="probe_go")
         probe_act = _named(m, sched & probe_go, "probe_act")
         # MR-TXS-118: a timeout's verdict in the register acts in the cycle after its load
         v_act = _named(m, pb_valid & pbr.to, "v_act")
@@ -933,7 +976,8 @@ class TxSched(wiring.Component):
         m.d.comb += self.s_probe.ready.eq(probe_ready)
         load_pb = self.s_probe.ready & self.s_probe.valid
         m.d.sync += pb_valid.eq(load_pb | (pb_valid & ~probe_act & ~v_act))
-        m.d.sync += pd_valid.eq(pb_valid & ~probe_act & ~v_act)
+        pd_valid_n = _named(m, pb_valid & ~probe_act & ~v_act, "pd_valid_n")
+        m.d.sync += pd_valid.eq(pd_valid_n)
         with m.If(load_pb):
             m.d.sync += [pbr.eq(self.s_probe.payload),
                          pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
@@ -1129,7 +1173,8 @@ class TxSched(wiring.Component):
         # action (a completion of its entry; its entry's next chunk sent)
         i_kill = comp_act & (comp_e == i_e)
         i_hit = new_act & (g_e == i_e)
-        m.d.sync += [rr_valid.eq(acked_valid | take_resend), rr_lost.eq(~acked_valid), rr.eq(inc),
+        busy_n = _named(m, acked_valid | take_resend, "busy_n")
+        m.d.sync += [rr_valid.eq(busy_n), rr_lost.eq(~acked_valid), rr.eq(inc),
                      rr_ok.eq(i_["base"] & ~i_kill & (i_["sent"] | (i_["next"] & i_hit))),
                      rr_last.eq(Mux(acked_valid, ba_last, br_last)),
                      # MR-TXS-047: and its chunk when the report acted on now acknowledges it
@@ -1138,8 +1183,10 @@ class TxSched(wiring.Component):
                      rr_nb.eq(Mux(acked_valid, ba_nb, br_nb)),
                      rr_dist.eq(Mux(i_hit & ~i_["far"], i_["d1"], i_["d"]))]
         er_conn = self.s_error.payload.conn
+        touched_n = Signal(C, name="touched_n")
+        m.d.sync += touched.eq(touched_n)
         for c in range(C):
-            m.d.sync += touched[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
+            m.d.comb += touched_n[c].eq((busy & (r_conn == c)) | (comp_act & (comp_conn == c))
                                       | (take_wr & (wr.conn == c))
                                       | act[c]
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
@@ -1307,8 +1354,19 @@ class TxSched(wiring.Component):
         w_bad_n = Mux(wr_in, ~in_good, w_bad)
         w_full_n = Mux(wr_in, Mux(in_wr_hit, in_count == D - 1, ~in_comp_hit & (in_count == D)),
                        w_full & ~(comp_act & (comp_q == w_qi)))
+        w_go_n = _named(m, w_valid_n & Mux(w_bad_n, cq_room_n, ~w_full_n), "w_go_n")
         m.d.sync += [wq_valid.eq(w_valid_n), w_bad.eq(w_bad_n), w_full.eq(w_full_n),
-                     w_go.eq(w_valid_n & Mux(w_bad_n, cq_room_n, ~w_full_n))]
+                     w_go.eq(w_go_n)]
+        # MR-TXS-282: sched's next value: comp's and take_wr's from the next values of their
+        # registers (comp_go's, touched's at the next completion's connection)
+        comp_n = comp_go_n & ~touched_n.bit_select(next_q >> sb if S > 1 else next_q, 1)
+        # and the refill's (MR-TXS-244) from lq_valid's and lq_e's next values
+        fill_n = lq_any & ~touched_n.bit_select(lq_pick[sdb:] if sdb else lq_pick, 1)
+        m.d.sync += sched.eq(~busy_n & ~fill_n & ~comp_n
+                             & ~w_go_n & frame_q.room_n & sent_q.room_n)
+        # MR-TXS-283: pd valid after the edge means the boundary register kept its probe (it
+        # takes none while it holds one that is not a verdict), so pbr.conn is its connection
+        m.d.sync += probe_go.eq(pd_valid_n & ~touched_n.bit_select(pbr.conn, 1))
         with m.If(wr_in):
             m.d.sync += [wr.eq(win), w_qi.eq(i_wqi), w_status.eq(in_status),
                          w_nchm1.eq(in_nchm1), w_lastnb.eq(in_lastnb),

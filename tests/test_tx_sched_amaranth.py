@@ -925,7 +925,8 @@ def test_lockstep_probes(seed, p_probe, atomics):
     PSN or an older one, half of them with an ACK of the path at once (some dropped: a PSN not
     the newest, or its packet resolved meanwhile, MR-TXS-082); seed 9: the unit's probes where
     the block falls quiet with tail losses and another path is healthy (MR-TX-162); seed 7 with
-    atomics: probes of atomics among them (MR-TXS-098's operands re-sent)."""
+    atomics: probes of atomics among them (MR-TXS-098's operands re-sent). MR-TXS-283: the
+    probe's `probe_go` register (its wrong form without `touched`: `test_probe_wrong_forms_fail`)."""
     items, kw = _probe_run(seed, p_probe, atomics)
     model = TxSchedCycleModel(64, **SMALL)
     drv = tc.Driver(model.lay, items, **kw)
@@ -1003,8 +1004,8 @@ def test_probe_of_a_completed_message_dropped():
 PROBE_WRONG = {
     "probe_no_retx": ("| int(MrdhFlag.RETX) | Mux(pd_desc.err", "| Mux(pd_desc.err"),
     "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
-    "probe_touched": ("pb_valid & pd_valid & ~pbr.to & ~touched.bit_select(pbr.conn, 1)",
-                      "pb_valid & pd_valid & ~pbr.to"),
+    "probe_touched": ("probe_go.eq(pd_valid_n & ~touched_n.bit_select(pbr.conn, 1))",
+                      "probe_go.eq(pd_valid_n)"),
     "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
     # MR-TXS-098: a probed atomic's operands from the candidate's read, not the probe's
     "probe_no_operands": ('frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd,',
@@ -1261,6 +1262,8 @@ LNQ_WRONG = {
     "chunk_not_kept": ("m.d.sync += e_lnq[e].eq(e_lnq[e] | r_hot)",
                        "m.d.sync += e_lnq[e].eq(e_lnq[e])"),
     "refill_untouched": ("| (fill & (lq_conn == c)))            # MR-TXS-244", ")"),
+    # MR-TXS-282's register without the refill's next value: a step in a refill's cycle
+    "sched_without_fill": ("~busy_n & ~fill_n & ~comp_n", "~busy_n & ~comp_n"),
 }
 
 
@@ -1272,3 +1275,53 @@ def test_lost_not_queued_wrong_forms_fail(wrong):
     mod = wrong_form("tx_sched", *LNQ_WRONG[wrong])
     with pytest.raises(Mismatch):
         _lnq_run(mod.TxSched)
+
+
+def _full_queues_run(tx_sched_cls=TxSched, seed=1):
+    """``test_lockstep_random``'s traffic with the output ports held not ready 80 % of the
+    cycles (the frame and sent queues fill); counts the model's cycles with the frame queue
+    full and with a packet written into a queue that is being read."""
+    model = TxSchedCycleModel(64, **SMALL)
+    items = tc.traffic(TxSchedModel(**SMALL), 40, seed=seed)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.8, p_cwnd=0.2, cwnd_hi=8000)
+    state = {"full": 0, "frames": 0}
+
+    def on_cycle(cycle, ins, outs):
+        state["full"] += model.frame_q.level == model.frame_q.depth
+        state["frames"] += bool(outs["m_frame__valid"] and ins.get("m_frame__ready", 0))
+
+    core = run_amaranth(tx_sched_cls(64, **SMALL), model, drv, busy=model.busy,
+                        on_cycle=on_cycle)
+    return core, drv, items, state
+
+
+def test_lockstep_output_queues_full():
+    """MR-TXS-280..282: the frame and sent queues behind their stage registers, the rooms and
+    the `sched` register under 80 % backpressure (the frame queue full in some cycles): 0
+    mismatches (every output's payload compared every cycle, valid or not) and every work
+    request completes (the checker)."""
+    core, drv, items, state = _full_queues_run()
+    assert core.mismatches == 0
+    assert state["full"] >= 20 and state["frames"] >= 40, state
+    assert tc.check(TxSchedModel(**SMALL), items, drv.res)["retransmits"]
+
+
+#: MR-TXS-280..282's wrong forms: the stage shown as the head while the memory holds older
+#: entries; the room blind to the stage's entry; `sched`'s next value with the completion's
+#: `touched` bit before the edge, or without the queues' rooms
+STAGED_WRONG = {
+    "stage_head_always": ("Mux(s_head, s_data, rp.data)", "Mux(s_valid, s_data, rp.data)"),
+    "room_blind_to_stage": ("n_full = (level == depth) | ((level == depth - 1) & s_valid)",
+                            "n_full = level == depth"),
+    "sched_old_touched": ("comp_go_n & ~touched_n.bit_select(", "comp_go_n & ~touched.bit_select("),
+    "sched_without_rooms": ("~w_go_n & frame_q.room_n & sent_q.room_n)", "~w_go_n)"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(STAGED_WRONG))
+def test_staged_queues_wrong_forms_fail(wrong):
+    """MR-TXS-280..282: each wrong form, loaded in place of the RTL, mismatches its model on
+    ``test_lockstep_output_queues_full``'s run, which the RTL as built passes."""
+    mod = wrong_form("tx_sched", *STAGED_WRONG[wrong])
+    with pytest.raises(Mismatch):
+        _full_queues_run(mod.TxSched)
