@@ -192,7 +192,7 @@ _VL_MODULE = re.compile(r"^module\s+\\?([\w$.]+)\s*\(", re.M)
 _VL_ASSIGN = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)?<?=\s*(.*?)\s*;\s*$",
                         re.M)
 _VL_LITERAL = re.compile(r"^\d+'[hbdo][0-9a-fA-F_]+$")
-_VL_TERM = re.compile(r"^(\\\$\d+|\\\$signal\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
+_VL_TERM = re.compile(r"^(\\\$\d+|\\\$signal\$\d+|\\[^\s\[\]]+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
 #: ``& { a, b, ... }``: a reduction AND of single bits
 _VL_AND = re.compile(r"^&\s*\{([^}]*)\}$")
 #: the counters' all-ones flags (``cntN_onesK``: bits 16K..16K+15 of cntN are all ones, so the
@@ -540,7 +540,9 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
         if why is None and constant_bits and (0 if bit is None else bit) in constant_bits.get((p.hier, name), ()):
             why = ("temporaries' bits constant by the netlist's structure (driven by a literal, or "
                    "by &, |, ^ of concatenations with constant bits there, e.g. {hi, 8'h00} & "
-                   "{8'h00, lo})")
+                   "{8'h00, lo})") if _TEMP.match(name) else (
+                "named wires' bits constant by the netlist's structure (MR-RX-228: a field no "
+                "statement drives, tied to a literal by Amaranth, and its views)")
         if why is not None:
             excluded[why] += 1
         elif _TEMP.match(name):
@@ -697,12 +699,13 @@ def _vl_expr_bits(rhs: str, width: int, widths: dict, known: dict):
     return None if bits is None else (bits + [0] * width)[:width]
 
 
-def constant_temporary_bits(verilog: str, module: str) -> dict[str, dict[int, int]]:
+def constant_temporary_bits(verilog: str, module: str, *, named: bool = False) -> dict[str, dict[int, int]]:
     """Bits of module ``module``'s temporaries (Verilator names) that are constant by the
     netlist's structure: driven by a literal, or by ``&``/``|``/``^`` of concatenations
     whose bits at that position are constant (e.g. ``{hi, 8'h00} & {8'h00, lo}``: bits 0-7
-    are 0).  Only temporaries driven by continuous ``assign`` alone are considered.
-    ``{temporary: {bit: value}}``."""
+    are 0).  Only temporaries driven by continuous ``assign`` alone are considered; with
+    ``named`` (MR-RX-228) named wires too (a field of a struct signal no statement drives,
+    which Amaranth ties to 0, and the views of it). ``{temporary: {bit: value}}``."""
     text = _module_text(verilog, module)
     if text is None:
         return {}
@@ -729,7 +732,7 @@ def constant_temporary_bits(verilog: str, module: str) -> dict[str, dict[int, in
                 hi = int(m.group(2)) if m.group(2) is not None else widths[name] - 1
                 lo = int(m.group(3)) if m.group(3) is not None else (hi if m.group(2) is not None else 0)
                 slots += [(name, i) for i in range(lo, hi + 1)]
-            if not slots or any(not n.startswith("\\$") or n in procedural for n, _ in slots):
+            if not slots or any((not named and not n.startswith("\\$")) or n in procedural for n, _ in slots):
                 continue
             bits = _vl_expr_bits(rhs, len(slots), widths, known)
             if bits is None:
@@ -739,12 +742,13 @@ def constant_temporary_bits(verilog: str, module: str) -> dict[str, dict[int, in
                     known.setdefault(name, {})[i] = v
         if sum(len(v) for v in known.values()) == before:
             break
-    return {_vl_name(n): v for n, v in known.items() if v}
+    return {(_vl_escaped if named else _vl_name)(n): v for n, v in known.items() if v}
 
 
-def constant_bits_of(points: list[Point]) -> dict[tuple[str, str], set[int]]:
+def constant_bits_of(points: list[Point], *, named: bool = False) -> dict[tuple[str, str], set[int]]:
     """:func:`constant_temporary_bits` of every module the toggle points name (Amaranth names
-    a module by its hierarchy), keyed ``(hierarchy, name)`` for :func:`summarise`."""
+    a module by its hierarchy), keyed ``(hierarchy, name)`` for :func:`summarise`; ``named``
+    as there."""
     out: dict = {}
     files = defaultdict(set)
     for p in points:
@@ -757,7 +761,7 @@ def constant_bits_of(points: list[Point]) -> dict[tuple[str, str], set[int]]:
         except OSError:
             continue
         for hier in sorted(hiers):
-            for name, bits in constant_temporary_bits(text, hier).items():
+            for name, bits in constant_temporary_bits(text, hier, named=named).items():
                 out[hier, name] = set(bits)
     return out
 
@@ -1088,8 +1092,7 @@ def _rx_placed_fields(lay, text):
     the message stages pick and write it) and of the message row (its slots'), found by
     their widths, and the message stages' ``*_placed`` adders."""
     slot = {n: f.offset for n, f in lay.msg_slot}["placed"]
-    # not the READ accounting row's: its bit 31 toggles in the run (with its `done`), which
-    # this bound does not explain (docs/hw/rx-results.md, "cov31")
+    # the READ accounting row's: _rx_read_row_placed (MR-RX-226)
     at = {lay.msg_slot.size: [slot],
           lay.msg_row.size: [{n: f.offset for n, f in lay.msg_row}["slots"] + j * lay.msg_slot.size + slot
                              for j in range(lay.msg_slots)]}
@@ -1131,6 +1134,24 @@ def _rx_placed_temporaries(lay, points):
                 out[_vl_name(name)] = [0]
         for name, lows in fields.items():
             out[_vl_escaped(name)] = lows
+    return out
+
+
+def _rx_read_row_placed(lay, points):
+    """MR-RX-226: ``{name: [low bit of placed]}`` of the signals carrying a READ accounting row
+    (MR-RX-112's ``rd_state``: done, placed, ring): the top module's named signals of its width
+    and its table's read data (``$signature__data$N``), found by their widths as MR-RX-222's,
+    and the temporaries and unnamed registers whose every value is one of them or 0
+    (:func:`_rx_derived`: the forward and next-state muxes)."""
+    placed = {n: f.offset for n, f in lay.rd_state}["placed"]
+    bases = {}
+    for verilog, top, text in _top_texts(points):
+        for hi, lo, name in _VL_DECL.findall(text):
+            w = int(hi) - int(lo) + 1 if hi else 1
+            if w == lay.rd_state.size and not re.match(r"^\\\$(\d+|signal\$\d+)$", name):
+                bases[_vl_escaped(name)] = [placed]
+    out = dict(bases)
+    out.update({n: [placed] for n in _rx_derived(points, {(n, 0): 0 for n in bases})})
     return out
 
 
@@ -1239,6 +1260,14 @@ def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
                       "the largest record)")
         for name, lows in _rx_placed_temporaries(lay, points).items():
             rules.append((rf"^{re.escape(name)}$", why_placed,
+                          lambda bit, lows=lows: bit is not None and any(
+                              lo <= bit < lo + 32 and 1 << (bit - lo) > placed_bound for lo in lows)))
+    if placed_bound is not None:
+        why_rd = ("placed bytes of the READ accounting row (MR-RX-226: its `placed`, in the row, "
+                  "its forwards, write and read data and the temporaries carrying them or 0): bits "
+                  "whose first rise needs more bytes than the run's bound (MR-RX-222's)")
+        for name, lows in _rx_read_row_placed(lay, points).items():
+            rules.append((rf"^{re.escape(name)}$", why_rd,
                           lambda bit, lows=lows: bit is not None and any(
                               lo <= bit < lo + 32 and 1 << (bit - lo) > placed_bound for lo in lows)))
     for name, (ctr, most) in (_rx_counter_sums(points) if counts else {}).items():

@@ -137,7 +137,7 @@ def run_rx(args, blk):
         summary = cov.summarise(points, res["counts"],
                                 cov.rx_exclusions(lay, args.width, points, res["counts"],
                                                   placed_bound=res.get("placed_bound")),
-                                counter_temps=temps, constant_bits=cov.constant_bits_of(points),
+                                counter_temps=temps, constant_bits=cov.constant_bits_of(points, named=True),
                                 counter_re=cov.RX_COUNTER)
         func = cov.functional_rx(args.width, res["shapes"])
         _keep(args, blk, dat, res)
