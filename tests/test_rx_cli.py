@@ -459,3 +459,75 @@ int main(int argc, char** argv) {
     assert fixed["wide[0]:0->1"] == 3 and fixed["wide[40]:0->1"] == 1
     assert fixed["wide[32]:0->1"] == fixed["wide[64]:1->0"] == fixed["wide[72]:0->1"] == 0
     assert raw["quad[32]:0->1"] == fixed["quad[32]:0->1"] == 0 and fixed["quad[0]:1->0"] == 3
+
+
+def test_rx_read_row_placed_exclusions(tmp_path):
+    """MR-RX-226: the READ accounting row's ``placed`` (bits 1-32 of a signal of the
+    ``rd_state`` width: the row, its next state, the table's read data ``$signature__data$N``,
+    the temporaries and unnamed registers whose every value is one of them or 0) is excluded
+    only above the run's bound; its ``done`` and ring bits, bits below the bound and a
+    temporary that mixes in another value stay; without a bound nothing is excluded."""
+    from metaroce import blocks
+    from metaroce.tb import coverage as cov
+    lay = blocks.get("rx_256x4").make_model(64).lay
+    w = lay.rd_state.size
+    assert w == 177
+    path = tmp_path / "rx_256x4.v"
+    path.write_text(f"""module rx_256x4(clk);
+  reg [{w - 1}:0] rds_row = {w}'h0;
+  wire [{w - 1}:0] nstate;
+  wire [{w - 1}:0] \\$signature__data$355 ;
+  wire [{w - 1}:0] \\$1 ;
+  wire [{w - 1}:0] \\$2 ;
+  wire [{w - 1}:0] \\$3 ;
+  assign \\$1  = fwd ? rds_row : \\$signature__data$355 ;
+  always @* begin
+    \\$2  = \\$1 ;
+    if (hit) begin
+      \\$2  = nstate;
+    end
+    if (rst) begin
+      \\$2  = {w}'h000;
+    end
+  end
+  assign \\$3  = fwd ? rds_row : other;
+endmodule
+""")
+    texts = ["rds_row[20]:0->1", "rds_row[16]:0->1", "rds_row[0]:0->1", "rds_row[40]:0->1", "nstate[32]:0->1",
+             "__024signature___05Fdata__024355[25]:1->0", "__0241[30]:0->1", "__0242[32]:0->1", "__0243[30]:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+
+    def kept(bound):
+        summary = cov.summarise(points, None, cov.rx_exclusions(lay, 64, points, None, placed_bound=bound),
+                                counter_re=cov.RX_COUNTER, max_list=100)
+        return summary["toggle"]["uncovered"], summary["toggle"]["excluded"]
+    got, why = kept(40000)              # placed bits 0-15 (row bits 1-16) can rise
+    assert got == sorted(["rds_row[16]:0->1", "rds_row[0]:0->1", "rds_row[40]:0->1", "__0243[30]:0->1"])
+    assert sum(why.values()) == 5 and all(w.startswith("placed bytes of the READ accounting row") for w in why)
+    assert kept(None)[0] == sorted(texts)
+
+
+def test_named_wire_constant_bits(tmp_path):
+    """MR-RX-228: a named wire's bits tied to a literal (a field no statement drives) and a view
+    of them are constant by the netlist's structure with ``named``; the bits driven by a
+    signal, a named register and the same wire without ``named`` are not (negative controls)."""
+    from metaroce.tb import coverage as cov
+    path = tmp_path / "rx_256x4.v"
+    path.write_text("""module rx_256x4(clk);
+  wire [7:0] r_bundle;
+  wire [3:0] \\r_bundle.hi ;
+  reg [3:0] held = 4'h0;
+  assign r_bundle[3:0] = clk_sig;
+  assign { r_bundle[7:4] } = 4'h0;
+  assign \\r_bundle.hi  = r_bundle[7:4];
+  always @(posedge clk)
+    held <= 4'h0;
+endmodule
+""")
+    texts = ["r_bundle[5]:0->1", "r_bundle[2]:0->1", "r_bundle__02ehi[1]:0->1", "held[1]:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+    named = cov.summarise(points, None, (), constant_bits=cov.constant_bits_of(points, named=True))
+    assert named["toggle"]["uncovered"] == ["held[1]:0->1", "r_bundle[2]:0->1"]
+    assert all(w.startswith("named wires' bits constant") for w in named["toggle"]["excluded"])
+    plain = cov.summarise(points, None, (), constant_bits=cov.constant_bits_of(points))
+    assert plain["toggle"]["uncovered"] == sorted(texts)
