@@ -1364,13 +1364,24 @@ class Batches:
 
     @property
     def placed_bound(self) -> int:
-        """MR-RX-222: a bound on every ``placed`` value (a message slot's, a READ accounting
-        row's, or that plus a record's payload length) in the batches so far: a slot's
-        ``placed`` starts at 0 (reset, a table write, a fresh slot) and grows only by the
-        payload length of a record of its connection row and message number modulo the
-        slots, so it is at most those records' sum; a stage may add another row's record's
-        length (the forwarded row of another record), so the largest record is added."""
-        return max(self.slot_bytes.values(), default=0) + self.max_plen
+        """MR-RX-222: a bound on every message slot's ``placed`` value (or that plus a record's
+        payload length) in the batches so far: a slot's ``placed`` starts at 0 (reset, a table
+        write, a fresh slot) and grows only by the payload length of a record of its
+        connection row and message number modulo the slots, so it is at most those records'
+        sum; a stage may add another row's record's length (the forwarded row of another
+        record), so the largest record is added. MR-RX-229: a READ response never writes the
+        message table, so its bytes count in :attr:`read_placed_bound` only."""
+        return self._bound("msg")
+
+    @property
+    def read_placed_bound(self) -> int:
+        """MR-RX-226, MR-RX-229: the same bound on every READ accounting row's ``placed``, from
+        the READ responses alone (only they write that row), by connection and message
+        modulo the READ slots, plus the largest record."""
+        return self._bound("rd")
+
+    def _bound(self, table):
+        return max((v for k, v in self.slot_bytes.items() if k[2] == table), default=0) + self.max_plen
 
     def _account(self, lay, items):
         for it in items:
@@ -1379,9 +1390,12 @@ class Batches:
                 conn = mt["bth"]["dest_qp"] & (lay.conns - 1)
                 plen = mt["payload_len"]
                 self.max_plen = max(self.max_plen, plen)
-                for table, n in (("msg", lay.msg_slots), ("rd", lay.rd_slots)):
-                    key = (conn, mt["mrdh"]["msg"] % n, table)
-                    self.slot_bytes[key] = self.slot_bytes.get(key, 0) + plen
+                # MR-RX-229: a READ response's bytes reach the READ row only, another record's
+                # the message table only
+                table = "rd" if mt["bth"]["opcode"] == Op.MR_READ_RESP else "msg"
+                n = lay.rd_slots if table == "rd" else lay.msg_slots
+                key = (conn, mt["mrdh"]["msg"] % n, table)
+                self.slot_bytes[key] = self.slot_bytes.get(key, 0) + plen
 
     def driver(self, setup: Setup, cases, **kw) -> Driver:
         """The next batch's driver (its items in ``driver.items``)."""

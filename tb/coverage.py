@@ -1155,13 +1155,95 @@ def _rx_read_row_placed(lay, points):
     return out
 
 
-def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
+_VL_OPERAND = re.compile(r"^(\\\S+|[A-Za-z_]\w*)\s*(?:\[(\d+)\])?$")
+
+
+def _rx_zero_closure(points, rules):
+    """MR-RX-230: ``{temporary: bits}`` that can never be 1 because the bits they are built
+    of cannot: the seeds are the points ``rules`` (plain ``(regex, reason, predicate)``
+    rules of bits that cannot rise from their initial 0) exclude; a temporary's bit (driven
+    by a continuous assignment alone) joins when it is such a bit itself (``x[k]``), an AND
+    with one, an OR or XOR of two such bits (or a literal 0), or a concatenation's bit that
+    is one. A forward closure, so every bit it names is 0 always; bits that literals alone
+    make 0 are left to the constant-bits rule."""
+    bits_of = defaultdict(set)
+    for p in points:
+        if p.page == "v_toggle":
+            m = re.match(r"^(.*?)(?:\[(\d+)\])?:(0->1|1->0)$", p.text)
+            if m:
+                bits_of[m.group(1)].add(None if m.group(2) is None else int(m.group(2)))
+    zero = set()
+    exact, other = defaultdict(list), []     # ``^name$`` rules looked up by name
+    for r in rules:
+        if isinstance(r, _NamedRule):
+            continue
+        m = re.fullmatch(r"\^((?:[^\\.^$*+?()\[\]{}|]|\\.)*)\$", r[0])
+        if m:
+            exact[re.sub(r"\\(.)", r"\1", m.group(1))].append(r[2])
+        else:
+            other.append(r)
+    for name, bits in bits_of.items():
+        preds = exact.get(name, []) + [pred for regex, _, pred in other if re.search(regex, name)]
+        for pred in preds:
+            zero |= {(name, b or 0) for b in bits if pred(b)}
+    out = defaultdict(set)
+    for verilog, top, text in _top_texts(points):
+        widths = {n: int(hi) - int(lo) + 1 if hi else 1 for hi, lo, n in _VL_DECL.findall(text)}
+        procedural = {n for n in _VL_PROC.findall(text) if not re.match(r"^\s*assign\b", n)}
+        eqs = []                    # (lhs escaped, bit, kind, [operands])
+        for lhs, rhs in _VL_CONT.findall(text):
+            lhs = lhs.strip()
+            if not lhs.startswith("\\$") or lhs in procedural or lhs not in widths:
+                continue
+            name = _vl_escaped(lhs)
+            terms = _vl_terms(rhs)
+            if rhs.strip().startswith("{") and terms and len(terms) == widths[lhs]:
+                for i, t in enumerate(reversed(terms)):
+                    eqs.append((name, i, "=", [t]))
+            elif widths[lhs] == 1:
+                m = re.match(r"^(.+?)\s*([&|^])\s*(.+)$", rhs.strip())
+                eqs.append((name, 0, m.group(2), [m.group(1), m.group(3)]) if m else (name, 0, "=", [rhs.strip()]))
+
+        def closure(zero):
+            """The temporaries' bits the equations make 0 from ``zero`` (grown in place)."""
+            found = set()
+            changed = True
+            while changed:
+                changed = False
+                for name, i, kind, ops in eqs:
+                    if (name, i) in zero:
+                        continue
+                    z = [is_zero(o, zero) for o in ops]
+                    if (kind in "=&" and any(z)) or (kind in "|^" and all(z)):
+                        zero.add((name, i))
+                        found.add((name, i))
+                        changed = True
+            return found
+
+        def is_zero(t, zero):
+            t = t.strip()
+            if re.fullmatch(r"\d+'[hbd]0+", t):
+                return True
+            m = _VL_OPERAND.match(t)
+            if not m or (m.group(2) is None and widths.get(m.group(1), 1) != 1):
+                return False
+            return (_vl_escaped(m.group(1)), int(m.group(2) or 0)) in zero
+        # only what the seeds add: bits 0 by literals alone are the constant-bits rule's
+        for name, i in closure(set(zero)) - closure(set()):
+            out[name].add(i)
+    return dict(out)
+
+
+def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None, read_placed_bound=None):
     """Toggle exclusions of the RX engine (MR-RX-073), each with its reason: bits nothing
     reads, and bits the run's event counts cannot reach. ``points``: the run's coverage points
     (the Verilog they name is read for the counter sums); ``counts``: the counters' final
     values; ``placed_bound``: a bound on every ``placed`` value in the run (MR-RX-222,
-    ``rx_cases.Batches.placed_bound``)."""
+    ``rx_cases.Batches.placed_bound``); ``read_placed_bound``: the READ accounting rows'
+    (MR-RX-226, MR-RX-229; ``placed_bound`` when not given)."""
     from metaroce.models.rx import NAK_OF, RxCode
+    if read_placed_bound is None:
+        read_placed_bound = placed_bound
     unread = _rx_meta_unread()
 
     from metaroce.models.parser import META_FIELDS
@@ -1262,14 +1344,22 @@ def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
             rules.append((rf"^{re.escape(name)}$", why_placed,
                           lambda bit, lows=lows: bit is not None and any(
                               lo <= bit < lo + 32 and 1 << (bit - lo) > placed_bound for lo in lows)))
-    if placed_bound is not None:
+    if read_placed_bound is not None:
         why_rd = ("placed bytes of the READ accounting row (MR-RX-226: its `placed`, in the row, "
                   "its forwards, write and read data and the temporaries carrying them or 0): bits "
                   "whose first rise needs more bytes than the run's bound (MR-RX-222's)")
         for name, lows in _rx_read_row_placed(lay, points).items():
             rules.append((rf"^{re.escape(name)}$", why_rd,
                           lambda bit, lows=lows: bit is not None and any(
-                              lo <= bit < lo + 32 and 1 << (bit - lo) > placed_bound for lo in lows)))
+                              lo <= bit < lo + 32 and 1 << (bit - lo) > read_placed_bound for lo in lows)))
+    if placed_bound is not None or read_placed_bound is not None:
+        # MR-RX-230: the one-bit pieces (the prefix adders' generate, propagate and carry
+        # terms, bit selects) of the placed bits above
+        bound_rules = [r for r in rules if r[1].startswith("placed bytes")]
+        for name, zbits in _rx_zero_closure(points, bound_rules).items():
+            rules.append((rf"^{re.escape(name)}$", "temporaries built of the placed bits above (MR-RX-230: a "
+                          "bit of one, an AND with one, an OR or XOR of two; the prefix adders' terms): 0 "
+                          "whenever those are", lambda bit, zbits=zbits: (bit or 0) in zbits))
     for name, (ctr, most) in (_rx_counter_sums(points) if counts else {}).items():
         rules.append(_NamedRule(
             rf"^{re.escape(name)}$", "counter sums ctrN + x (the counters of MR-RX-050 whose "

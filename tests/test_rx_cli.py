@@ -302,8 +302,9 @@ endmodule
 
 
 def test_batches_placed_bound():
-    """MR-RX-222: ``Batches.placed_bound`` is the largest sum of payload bytes of the records
-    of one connection row and message number modulo the slots, plus the largest record."""
+    """MR-RX-222, MR-RX-229: ``Batches.placed_bound`` is the largest sum of payload bytes of the
+    records of one connection row and message number modulo the slots, plus the largest
+    record; READ responses count in ``read_placed_bound`` (by the READ slots) instead."""
     from metaroce.models import rx_cases as rc
     s = rc.Setup(256, 4, 256, seed=2)
     c = s.conns[0]
@@ -312,6 +313,11 @@ def test_batches_placed_bound():
     b = rc.Batches(64)
     b.driver(s, cases)
     assert b.placed_bound == (100 + 300) + 300     # connection 0, even messages; the largest record
+    # MR-RX-229: READ responses count in the READ rows' bound only
+    reads = [s.write(c, op=rc.Op.MR_READ_RESP, plen=1000, msg=4), s.write(c, op=rc.Op.MR_READ_RESP, plen=900, msg=6)]
+    b2 = rc.Batches(64)
+    b2.driver(s, cases + reads)
+    assert b2.placed_bound == (100 + 300) + 1000 and b2.read_placed_bound == (1000 + 900) + 1000
 
 
 def test_rx_counter_piece_exclusions(tmp_path):
@@ -531,3 +537,50 @@ endmodule
     assert all(w.startswith("named wires' bits constant") for w in named["toggle"]["excluded"])
     plain = cov.summarise(points, None, (), constant_bits=cov.constant_bits_of(points))
     assert plain["toggle"]["uncovered"] == sorted(texts)
+
+
+def test_placed_zero_closure(tmp_path):
+    """MR-RX-230: temporaries built of excluded ``placed`` bits (a bit select of one, an AND
+    with one, an XOR of two, a concatenation's bit) are excluded; an OR with a bit that can
+    rise, an AND of two bits that can, and bits 0 by a literal alone (the constant rule's) are
+    not; without a bound nothing is (the negative control)."""
+    from metaroce import blocks
+    from metaroce.tb import coverage as cov
+    lay = blocks.get("rx_256x4").make_model(64).lay
+    path = tmp_path / "rx_256x4.v"
+    path.write_text("""module rx_256x4(clk);
+  wire [309:0] m_slot;
+  wire [31:0] \\$1 ;
+  wire \\$2 ;
+  wire \\$3 ;
+  wire \\$4 ;
+  wire \\$5 ;
+  wire \\$6 ;
+  wire [1:0] \\$7 ;
+  wire \\$8 ;
+  wire \\$9 ;
+  assign \\$1  = m_slot[0] ? m_slot[69:38] : 32'd0;
+  assign \\$2  = \\$1 [20];
+  assign \\$3  = \\$2  & b;
+  assign \\$4  = \\$1 [20] ^ \\$1 [21];
+  assign \\$5  = \\$1 [20] | \\$1 [3];
+  assign \\$6  = \\$1 [3] & \\$1 [4];
+  assign \\$7  = { \\$2 , \\$6  };
+  assign \\$8  = b & 1'h0;
+  assign \\$9  = \\$1 [3];
+endmodule
+""")
+    texts = ["__0241[20]:0->1", "__0241[21]:0->1", "__0241[3]:0->1", "__0241[4]:0->1",
+             "__0242:0->1", "__0243:0->1", "__0244:0->1", "__0245:0->1", "__0246:0->1", "__0247[1]:0->1",
+             "__0247[0]:0->1", "__0248:0->1", "__0249:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+
+    def kept(bound):
+        summary = cov.summarise(points, None, cov.rx_exclusions(lay, 64, points, None, placed_bound=bound),
+                                counter_re=cov.RX_COUNTER, max_list=100)
+        return summary["toggle"]["uncovered"], summary["toggle"]["excluded"]
+    got, why = kept(40000)              # bits 16 and up of the slot's placed cannot rise
+    assert got == sorted(["__0241[3]:0->1", "__0241[4]:0->1", "__0245:0->1", "__0246:0->1", "__0247[0]:0->1",
+                          "__0248:0->1", "__0249:0->1"])
+    assert why == {next(w for w in why if "MR-RX-222" in w): 2, next(w for w in why if "MR-RX-230" in w): 4}
+    assert kept(None)[0] == sorted(texts)
