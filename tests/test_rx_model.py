@@ -486,7 +486,7 @@ def test_request_cases_after_a_batch_and_atomic_bins():
 
 
 def test_long_messages_above_16k():
-    """MR-RX-221: ``rc.long_message_cases`` on the cycle model at an MTU of 8,192: every chunk
+    """MR-RX-221, MR-RX-227: ``rc.long_message_cases`` on the cycle model at an MTU of 8,192: every chunk
     accepted; a WRITE_IMM completion above 64 KiB, a SEND_IMM and a READ completion above
     16 KiB, each of its message's whole length; the MTU put back after."""
     from metaroce.models.rx import GLOBAL, TABLE_GLOBAL, WC_RDMA_READ, WC_RECV, WC_RECV_RDMA_WITH_IMM
@@ -499,7 +499,8 @@ def test_long_messages_above_16k():
     cqes = [unpack(s.lay.cqe, v) for v in drv.res["cqe"]]
     lengths = {c["opcode"]: c["length"] for c in cqes}
     assert len(cqes) == 3 and set(lengths) == {WC_RECV_RDMA_WITH_IMM, WC_RECV, WC_RDMA_READ}
-    assert lengths[WC_RECV_RDMA_WITH_IMM] > 1 << 16 and lengths[WC_RECV] > 1 << 14 and lengths[WC_RDMA_READ] > 1 << 14
+    # MR-RX-227: the READ above 64 KiB (the READ accounting row's placed bits 15 and 16)
+    assert lengths[WC_RECV_RDMA_WITH_IMM] > 1 << 16 and lengths[WC_RECV] > 1 << 14 and lengths[WC_RDMA_READ] > 1 << 16
     globs = [unpack(GLOBAL, c.value)["mtu_log2"] for c in cases if isinstance(c, rc.CfgWrite) and c.table == TABLE_GLOBAL]
     assert globs == [13, 8]
 
@@ -520,3 +521,33 @@ def test_long_read_crosses_the_ring():
     assert drv.res["counters"][CTR_DUP_CHUNKS] == 2
     cqes = [unpack(s.lay.cqe, v) for v in drv.res["cqe"]]
     assert [c["opcode"] for c in cqes] == [WC_RDMA_READ] and cqes[0]["length"] == unpack(s.lay.rd, cases[0].value)["length"]
+
+
+def test_high_epoch_chunks():
+    """MR-RX-225: ``rc.epoch_cases`` on the cycle model: every chunk of the two open messages
+    and of the READ accepted as a new chunk, every ring position at an epoch with bits 2 to 7
+    set, four again at the next epoch (one of them wrapped to 0 after the top epoch is
+    possible), nothing completed but the reused READ row's one-chunk READ; the READ's and the
+    messages' lengths above the chunks'."""
+    from metaroce.models.parser import unpack_meta
+    from metaroce.models.rx import CTR_DUP_CHUNKS, EPOCH_BITS, WC_RDMA_READ, MsgCode
+    lay_args = dict(conns=256, paths=4, keys=256, streams=4)
+    s = rc.Setup(seed=11, **lay_args)
+    cases = rc.epoch_cases(s)
+    drv = rc.Batches(64).run(s, cases, model=rx.RxCycleModel(64, **lay_args), seed=11, p_idle=0.2, p_bp=0.4)
+    exp = rc.check(drv.items, drv.res, *lay_args.values())
+    recs = [c for c in drv.items if isinstance(c, rc.Case)]
+    assert all(o.code == RxCode.ACCEPTED and o.msg == MsgCode.NEW for o in exp["outcomes"])
+    ring = s.lay.chunk_ring
+    for prefix in ("ep-w0", "ep-w1", "ep-r"):
+        chunks = [unpack_meta(c.meta)["mrdh"]["offset"] // s.mtu for c in recs
+                  if c.name.startswith(prefix + ".") or (prefix == "ep-r" and c.name[4:].isdigit())]
+        assert len(chunks) == ring + 4
+        first = chunks[:ring]
+        assert sorted(k % ring for k in first) == list(range(ring))
+        assert all((k // ring) >> 2 == (1 << EPOCH_BITS) - 1 >> 2 for k in first)
+        assert all(((k // ring) - 1) % (1 << EPOCH_BITS) == first_ep for k, first_ep in zip(
+            chunks[ring:], [next(f // ring for f in first if f % ring == k % ring) for k in chunks[ring:]]))
+    assert drv.res["counters"][CTR_DUP_CHUNKS] == 0
+    cqes = [unpack(s.lay.cqe, v) for v in drv.res["cqe"]]
+    assert [(c["opcode"], c["length"]) for c in cqes] == [(WC_RDMA_READ, 8)]

@@ -136,8 +136,9 @@ def run_rx(args, blk):
         temps, _ = cov.counter_temporaries_of(points, blk.name, "ctr")
         summary = cov.summarise(points, res["counts"],
                                 cov.rx_exclusions(lay, args.width, points, res["counts"],
-                                                  placed_bound=res.get("placed_bound")),
-                                counter_temps=temps, constant_bits=cov.constant_bits_of(points),
+                                                  placed_bound=res.get("placed_bound"),
+                                                  read_placed_bound=res.get("read_placed_bound")),
+                                counter_temps=temps, constant_bits=cov.constant_bits_of(points, named=True),
                                 counter_re=cov.RX_COUNTER)
         func = cov.functional_rx(args.width, res["shapes"])
         _keep(args, blk, dat, res)
