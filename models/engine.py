@@ -47,7 +47,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "CQ_RD_OPS", "CQ_RX_OPCODES", "CQ_REFUSED", "WC_OF_OP", "host_completion", "rd_row_write",
            "init_depth_write", "init_depth_of", "engine_tx_msgs", "engine_tx_msgs_within",
            "RSP_FIFO_DEPTH", "ENG_CTR", "rsp_free_write", "rsp_free_depth", "EngineModel", "engine_model_small",
-           "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS", "ENGINE_CFG_SACK",
+           "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS", "ENGINE_CFG_SACK", "ENGINE_TX_DEPTH",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
 
@@ -1082,6 +1082,13 @@ ENGINE_RTO_NS = 160_000
 #: to restore (docs/hw/fpga-build.md "fit32").
 ENGINE_CFG_SACK = False
 
+#: MR-ENG-289: the whole engine's TX ring depth (the scheduler's ``depth``, messages a stream
+#: posted and not completed, hw-tx-sched.md MR-TXS-012): 2, not the TX block's 4. A peer engine's
+#: RX holds 2 message slots a stream (MR-ENG-157/253), so a third message of a stream started
+#: before the first completes is refused there (MR-ENG-280); the scheduler's per-entry state in
+#: registers halves (docs/hw/fpga-build.md "fit32").
+ENGINE_TX_DEPTH = 2
+
 #: MR-ENG-130: the whole engine's fixed windows (the TX half's ``cwnd`` a path and
 #: ``conn_window``): 6,250 bytes a path, 25,000 a connection, about twice the bandwidth-delay
 #: product of 10 Gb/s at MR-ENG-123's 10 us base RTT, not the TX block's 12,500 and 50,000: the
@@ -1095,21 +1102,23 @@ ENGINE_CONN_WINDOW = 25_000
 def engine_tx_params(tx_kw):
     """MR-ENG-130: the TX half's parameters besides ``conns`` and ``paths``: ``models.tx.SMALL``'s,
     ``rto_ns`` :data:`ENGINE_RTO_NS`, ``chunk_window`` :data:`ENGINE_CHUNK_WINDOW`, ``cwnd``
-    :data:`ENGINE_CWND`, ``conn_window`` :data:`ENGINE_CONN_WINDOW`, then ``tx_kw``."""
+    :data:`ENGINE_CWND`, ``conn_window`` :data:`ENGINE_CONN_WINDOW`, ``depth`` :data:`ENGINE_TX_DEPTH`
+    (MR-ENG-289), then ``tx_kw``."""
     from .tx import SMALL
     kw = {k: v for k, v in SMALL.items() if k not in ("conns", "paths")}
     kw["rto_ns"] = ENGINE_RTO_NS
     kw["chunk_window"] = ENGINE_CHUNK_WINDOW
     kw["cwnd"] = ENGINE_CWND
     kw["conn_window"] = ENGINE_CONN_WINDOW
+    kw["depth"] = ENGINE_TX_DEPTH
     kw.update(tx_kw)
     return kw
 
 
 def engine_layouts(conns=2, paths=4, **tx_kw):
     """The TX half's layouts of ``Engine(conns=conns, paths=paths, **tx_kw)`` (``models.tx.layouts``)."""
-    from .tx import SMALL, layouts
-    kw = {**SMALL, **tx_kw}
+    from .tx import layouts
+    kw = engine_tx_params(tx_kw)
     return layouts(conns, kw["streams"], paths, kw["depth"], kw["pool"])
 
 
