@@ -44,7 +44,7 @@ from amaranth.lib.wiring import In, Out
 from ..models import records
 from ..models.dma_write import OUTSTANDING
 from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ_RX_OPCODES, ENG_CTR,
-                              ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH, engine_tx_params,
+                              ENGINE_CFG_SACK, ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH, engine_tx_params,
                               rsp_free_depth)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
@@ -147,7 +147,7 @@ class EngineRx(wiring.Component):
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
                  mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False, rd_rows=False,
-                 atomics=False, max_rd_atomic=None, pacing=False):
+                 atomics=False, max_rd_atomic=None, pacing=False, cfg_sack=True):
         self.rd_rows = bool(rd_rows)
         # MR-ENG-259: the register block's pacing window, its ports out (the whole engine's TX)
         self.pacing = bool(pacing)
@@ -171,7 +171,8 @@ class EngineRx(wiring.Component):
                                                           drop_on_full=mac_clock)),
                                ("pack", lambda: PayloadPack(width)),
                                ("rx", lambda: Rx(width, conns=conns, paths=paths, keys=keys, streams=streams,
-                                                 chunk_ring=chunk_ring, max_rd_atomic=max_rd_atomic)),
+                                                 chunk_ring=chunk_ring, max_rd_atomic=max_rd_atomic,
+                                                 cfg_sack=cfg_sack)),
                                ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
                                ("regs", lambda: Regs.for_rx(self.rx, parser=True, tx=self.tx_counters,
                                                             eng=self.responses, pacing=self.pacing)),
@@ -766,7 +767,7 @@ class Engine(wiring.Component):
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
                                 responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
-                                pacing=self.pacing)
+                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         # MR-ENG-282: the TX half's one frame builder takes the ACK descriptors too
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,

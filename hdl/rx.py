@@ -344,13 +344,17 @@ class Rx(wiring.Component):
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
-                 collision_x=COLLISION_X_TABLES, poison=False, slot_nak=True, max_rd_atomic=None):
+                 collision_x=COLLISION_X_TABLES, poison=False, slot_nak=True, max_rd_atomic=None,
+                 cfg_sack=True):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         # MR-RX-188: the responder resources need the slot verdict (a fresh slot is a verdict's)
         if max_rd_atomic is not None and (not slot_nak or not 1 <= max_rd_atomic <= 255):
             raise ValueError("max_rd_atomic is 1..255, with slot_nak")
         self.max_rd_atomic = max_rd_atomic
+        # MR-RX-240: off, a configuration write of a path row clears its SACK ring (the field
+        # is not read), and the 512-bit rotator that places it in the ring is not built
+        self.cfg_sack = bool(cfg_sack)
         self.width = width
         # MR-RX-167: the message-slot verdict in S4, before the sequence state (off: MR-RX-083's
         # refusal after it, in the message stage)
@@ -1061,7 +1065,9 @@ class Rx(wiring.Component):
         cfg_path = data.View(lay.path, cfg.data[:lay.path.size])
         cfg_row = Signal(lay.path_mem)
         for name, _ in lay.path:
-            if name == "sack":
+            if name == "sack" and not self.cfg_sack:
+                m.d.comb += cfg_row.ring.eq(0)          # MR-RX-240
+            elif name == "sack":
                 # bit psn mod 512 for the PSNs cum+1 .. cum+256
                 m.d.comb += cfg_row.ring.eq(_rotate(m, Cat(Const(0, 1), cfg_path.sack, Const(0, RING_BITS - 1 - P.SACK_BITS)),
                                                     cfg_path.cum[:9], left=True, name="cfg_rot"))

@@ -47,7 +47,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "CQ_RD_OPS", "CQ_RX_OPCODES", "CQ_REFUSED", "WC_OF_OP", "host_completion", "rd_row_write",
            "init_depth_write", "init_depth_of", "engine_tx_msgs", "engine_tx_msgs_within",
            "RSP_FIFO_DEPTH", "ENG_CTR", "rsp_free_write", "rsp_free_depth", "EngineModel", "engine_model_small",
-           "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS",
+           "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS", "ENGINE_CFG_SACK", "ENGINE_TX_DEPTH",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
 
@@ -165,7 +165,7 @@ class EngineRxModel:
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
                  peer_acks=False, tx_counters=False, responses=False, rd_rows=False, atomics=False,
-                 max_rd_atomic=None, pacing=False):
+                 max_rd_atomic=None, pacing=False, cfg_sack=True):
         self.width = width
         self.pacing = pacing            # MR-ENG-259: the register block's pacing window
         self.rd_rows = rd_rows
@@ -178,7 +178,7 @@ class EngineRxModel:
         # MR-ENG-239: the responder resources (hw-rx.md MR-RX-186), freed by table 7 writes on
         # s_cfg_eng (the whole engine's, MR-ENG-240)
         self.rx = RxCycleModel(width, conns, paths, keys, streams=streams, chunk_ring=chunk_ring,
-                               max_rd_atomic=max_rd_atomic)
+                               max_rd_atomic=max_rd_atomic, cfg_sack=cfg_sack)
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
         # MR-ENG-105: the register block reads the parser's counters (and the TX half's)
         self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters, eng=responses,
@@ -850,7 +850,7 @@ class EngineModel:
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
                                 responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
-                                pacing=self.pacing)
+                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK)
         streams = kw.pop("streams")
         # MR-ENG-282: the ACK descriptors into the TX half's one frame builder (``ack_first``
         # False: after the data descriptors, MR-ENG-286's negative control only)
@@ -1076,6 +1076,19 @@ ENGINE_CHUNK_WINDOW = 32
 ENGINE_RTO_NS = 160_000
 
 
+#: MR-ENG-288: the whole engine's RX takes no SACK from a path row's configuration write (hw-rx.md
+#: MR-RX-240: the write clears the row's SACK ring), so the RX builds no rotator for it: the
+#: engine's path rows are written when a connection is set up or reopened, with no SACK state
+#: to restore (docs/hw/fpga-build.md "fit32").
+ENGINE_CFG_SACK = False
+
+#: MR-ENG-289: the whole engine's TX ring depth (the scheduler's ``depth``, messages a stream
+#: posted and not completed, hw-tx-sched.md MR-TXS-012): 2, not the TX block's 4. A peer engine's
+#: RX holds 2 message slots a stream (MR-ENG-157/253), so a third message of a stream started
+#: before the first completes is refused there (MR-ENG-280); the scheduler's per-entry state in
+#: registers halves (docs/hw/fpga-build.md "fit32").
+ENGINE_TX_DEPTH = 2
+
 #: MR-ENG-130: the whole engine's fixed windows (the TX half's ``cwnd`` a path and
 #: ``conn_window``): 6,250 bytes a path, 25,000 a connection, about twice the bandwidth-delay
 #: product of 10 Gb/s at MR-ENG-123's 10 us base RTT, not the TX block's 12,500 and 50,000: the
@@ -1089,21 +1102,23 @@ ENGINE_CONN_WINDOW = 25_000
 def engine_tx_params(tx_kw):
     """MR-ENG-130: the TX half's parameters besides ``conns`` and ``paths``: ``models.tx.SMALL``'s,
     ``rto_ns`` :data:`ENGINE_RTO_NS`, ``chunk_window`` :data:`ENGINE_CHUNK_WINDOW`, ``cwnd``
-    :data:`ENGINE_CWND`, ``conn_window`` :data:`ENGINE_CONN_WINDOW`, then ``tx_kw``."""
+    :data:`ENGINE_CWND`, ``conn_window`` :data:`ENGINE_CONN_WINDOW`, ``depth`` :data:`ENGINE_TX_DEPTH`
+    (MR-ENG-289), then ``tx_kw``."""
     from .tx import SMALL
     kw = {k: v for k, v in SMALL.items() if k not in ("conns", "paths")}
     kw["rto_ns"] = ENGINE_RTO_NS
     kw["chunk_window"] = ENGINE_CHUNK_WINDOW
     kw["cwnd"] = ENGINE_CWND
     kw["conn_window"] = ENGINE_CONN_WINDOW
+    kw["depth"] = ENGINE_TX_DEPTH
     kw.update(tx_kw)
     return kw
 
 
 def engine_layouts(conns=2, paths=4, **tx_kw):
     """The TX half's layouts of ``Engine(conns=conns, paths=paths, **tx_kw)`` (``models.tx.layouts``)."""
-    from .tx import SMALL, layouts
-    kw = {**SMALL, **tx_kw}
+    from .tx import layouts
+    kw = engine_tx_params(tx_kw)
     return layouts(conns, kw["streams"], paths, kw["depth"], kw["pool"])
 
 

@@ -445,8 +445,10 @@ class RxModel:
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
-                 slot_nak=True, max_rd_atomic=None):
+                 slot_nak=True, max_rd_atomic=None, cfg_sack=True):
         self.lay = layouts(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams)
+        # MR-RX-240: off, a configuration write of a path row clears its SACK (the field unread)
+        self.cfg_sack = cfg_sack
         # MR-RX-173: responder resources per connection (MR-VERB-005); None: not bounded
         self.max_rd_atomic = max_rd_atomic
         self.rsp_used = {}
@@ -476,7 +478,10 @@ class RxModel:
         elif table == TABLE_KEY:
             self.key[addr & (lay.keys - 1)] = unpack(lay.key, value)
         elif table == TABLE_PATH:
-            self.path[addr & (lay.conns * lay.paths - 1)] = unpack(lay.path, value)
+            row = unpack(lay.path, value)
+            if not self.cfg_sack:
+                row["sack"] = 0         # MR-RX-240
+            self.path[addr & (lay.conns * lay.paths - 1)] = row
         elif table == TABLE_RSP_FREE:
             # MR-RX-173: a response acknowledged in full frees its connection's resource
             ci = addr & (lay.conns - 1)
@@ -975,7 +980,7 @@ class RxCycleModel:
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS,
-                 streams=records.STREAMS, slot_nak=True, max_rd_atomic=None):
+                 streams=records.STREAMS, slot_nak=True, max_rd_atomic=None, cfg_sack=True):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -983,7 +988,7 @@ class RxCycleModel:
         # which S5's taking records (the message stage of S4's cycle) and the table 7 writes of
         # earlier cycles moved
         self.rx = RxModel(conns, paths, keys, msg_slots, chunk_ring, recv_slots, rd_slots, streams, slot_nak,
-                          max_rd_atomic)
+                          max_rd_atomic, cfg_sack)
         self.lay = self.rx.lay
         self.last_bit = width + width // 8
         self.ack_q, self.place_q, self.steer_q, self.cqe_q, self.rsp_q, self.atom_q = (

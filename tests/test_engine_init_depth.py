@@ -286,17 +286,16 @@ def test_engine_lockstep_amaranth_init_depth(depth):
 
 def test_engine_tx_msgs_against_the_offer():
     """MR-ENG-280: the engine TX's messages of a connection started and not completed are
-    bounded by its scheduler's rings (2 streams x depth 4 = 8 at the small engine), which no
-    register lowers: within the reference endpoint's offer (its ``max_rx_msgs``, or None), not
-    within an engine's own (2, its RX's slots a stream)."""
+    bounded by its scheduler's rings (2 streams x depth 2 = 4 at the small engine, MR-ENG-289),
+    which no register lowers: within the reference endpoint's offer (its ``max_rx_msgs``, or
+    None), not within an engine's own (2, its RX's slots a stream)."""
     from metaroce.models import protocol as P
-    from metaroce.models.engine import engine_offer, engine_tx_msgs, engine_tx_msgs_within
-    from metaroce.models.tx import SMALL as TX_SMALL
+    from metaroce.models.engine import ENGINE_TX_DEPTH, engine_offer, engine_tx_msgs, engine_tx_msgs_within
     m = EngineModel(64)
-    assert engine_tx_msgs(m.tx.sched.sem.streams, m.tx.sched.sem.depth) == 8 and m.tx.sched.sem.depth == TX_SMALL["depth"]
-    assert engine_tx_msgs_within(P.OpenOffer(8, 8), 2, TX_SMALL["depth"])
+    assert engine_tx_msgs(m.tx.sched.sem.streams, m.tx.sched.sem.depth) == 4 and m.tx.sched.sem.depth == ENGINE_TX_DEPTH
+    assert engine_tx_msgs_within(P.OpenOffer(8, 8), 2, ENGINE_TX_DEPTH)
     assert engine_tx_msgs_within(None, 2, 4) and engine_tx_msgs_within(P.OpenOffer(8, None), 2, 4)
-    assert not engine_tx_msgs_within(m.open_offer(), 2, TX_SMALL["depth"])
+    assert not engine_tx_msgs_within(m.open_offer(), 2, ENGINE_TX_DEPTH)
     assert m.open_offer() == engine_offer() and m.open_offer().max_rx_msgs == 2
 
 

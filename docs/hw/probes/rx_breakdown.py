@@ -67,10 +67,11 @@ def main(argv):
         return report(name, width, work)
     if name == "engine":   # the RX at the whole engine's parameters (engine_rx_ecp5.py's)
         from metaroce.hdl.rx import Rx
-        from metaroce.models.engine import ENGINE_CHUNK_WINDOW
+        from metaroce.models.engine import ENGINE_CFG_SACK, ENGINE_CHUNK_WINDOW
         from metaroce.models.rx import SMALL
+        # MR-ENG-288 (fit32): the engine's RX takes no SACK from path-row writes
         dut = Rx(width, conns=2, paths=4, keys=256, streams=SMALL["streams"],
-                 chunk_ring=ENGINE_CHUNK_WINDOW)
+                 chunk_ring=ENGINE_CHUNK_WINDOW, cfg_sack=ENGINE_CFG_SACK)
     else:
         dut = blocks.get(name).component_factory()(width)
     text = rtlil.convert(dut, name=name, emit_src=True)
