@@ -11,7 +11,6 @@ from metaroce.models import cwnd_cases as cc
 from metaroce.models import protocol as P
 from metaroce.models import retransmit_cases as rc
 from metaroce.models import tx_cases as xc
-from metaroce.models.cwnd import CwndModel
 from metaroce.models.driver import run_alone
 from metaroce.models.retransmit import SMALL as RTX_SMALL
 from metaroce.models.retransmit import RetransmitCycleModel, recent
