@@ -1329,3 +1329,20 @@ def test_last_active_wrong_form_fails():
     items, kw = _last_active_run(5)
     kw = {k: v for k, v in kw.items() if k not in ("seed", "p_idle", "p_bp")}
     assert_wrong_form_fails(LAST_ACTIVE_WRONG, items, 5, **kw)
+
+
+def test_random_probe_after_verdict_carries_new_generation():
+    """MR-TXS-248 (found, open): seed 34 of the stall's setting finishes (80 of 80, no stall),
+    but the checker's probe check fails: a random tail probe (the driver's ``p_probe``) on a
+    path whose generation a verdict counted up since its packet carries the new generation
+    (MR-TXS-121), where the checker wants the packet's first frame; the frames differ in
+    ``gen`` only. With the rule before MR-TXS-290 alike (not this section's rule)."""
+    import re
+    for kept in (True, False):
+        model, drv, items = _last_active_model(34, last_active_kept=kept)
+        assert len(drv.res["cqe"]) == 80
+        with pytest.raises(AssertionError, match="the probe of") as e:
+            tc.check(TxSchedModel(**SMALL), items, drv.res)
+        got, want = (eval(d) for d in re.findall(r"(\{[^}]*\})", str(e.value)))
+        assert {k for k in got if got[k] != want[k]} == {"gen"}, (got, want)
+        assert got["gen"] > want["gen"]

@@ -962,7 +962,10 @@ def test_endpoint_path_verdicts(seed, paths):
     endpoint times a path out and suspects it (another path healthy) or reroutes it: the unit's
     verdicts given to the scheduler, every frame after them is the endpoint's (the suspected
     path's one packet at a time with AckReq, no resend on it, its restore by the ACK of its
-    packet). These runs parted at the first frame after the timeout before the path states."""
+    packet). These runs parted at the first frame after the timeout before the path states.
+    MR-TXS-249: the replay's scheduler keeps the last active path (MR-TXS-290)."""
+    a, _, ca, _ = tc._endpoint_pair(paths, 2)
+    assert tc._model_for(a, ca, 1, 2, 4).last_active_kept
     r = tc.endpoint_probes(seed, paths=paths)
     st = r["stats"]
     assert st["timeouts"] and st.get("paths_suspected") and r["frames"] == st["data_packets_sent"]
