@@ -965,7 +965,7 @@ def test_endpoint_path_verdicts(seed, paths):
     packet). These runs parted at the first frame after the timeout before the path states.
     MR-TXS-249: the replay's scheduler keeps the last active path (MR-TXS-290)."""
     a, _, ca, _ = tc._endpoint_pair(paths, 2)
-    assert tc._model_for(a, ca, 1, 2, 4).last_active_kept
+    assert tc._model_for(a, ca, 2, 2, 4).last_active_kept
     r = tc.endpoint_probes(seed, paths=paths)
     st = r["stats"]
     assert st["timeouts"] and st.get("paths_suspected") and r["frames"] == st["data_packets_sent"]
