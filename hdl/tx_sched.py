@@ -1241,14 +1241,21 @@ class TxSched(wiring.Component):
                 with m.If(rep_restore & (r_row == row)):
                     m.d.sync += [p_prb[row].eq(0), p_col[row].eq(0)]
                 # MR-TXS-114/115/118: a verdict after it at the same edge (its write wins)
+                # MR-TXS-290: another path of the connection active (registers, before the
+                # edge); without one a suspicion or retirement is a reroute
+                others = (_named(m, Cat(*(~p_prb[c * PA + q] for q in range(PA) if q != p)).any(),
+                                 f"others_active{row}") if PA > 1 else Const(0, 1))
                 with m.If(v_act & (pb_row == row) & ((pbr.path >> pb) == 0)):
                     with m.Switch(pbr.verdict):
                         # MR-TXS-120: a retirement is a suspicion in this slice
                         with m.Case(P.PATH_SUSPECT, P.PATH_RETIRE):
-                            m.d.sync += [p_prb[row].eq(1),
-                                         p_gen[row].eq(p_gen[row] + 1)]            # MR-TXS-121
-                            if self.restores:
-                                m.d.sync += p_rst[row].eq(0)                       # MR-TXS-185
+                            with m.If(others):
+                                m.d.sync += p_prb[row].eq(1)
+                                if self.restores:
+                                    m.d.sync += p_rst[row].eq(0)                   # MR-TXS-185
+                            with m.Else():
+                                m.d.sync += p_col[row].eq(1)                       # MR-TXS-290
+                            m.d.sync += p_gen[row].eq(p_gen[row] + 1)              # MR-TXS-121
                         with m.Case(P.PATH_REROUTE):
                             m.d.sync += [p_col[row].eq(1), p_gen[row].eq(p_gen[row] + 1)]
                 # MR-TXS-080: the completion of the record's message

@@ -289,10 +289,14 @@ class TxSchedModel:
                  cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
                  resend_depth=SMALL["resend_depth"], pacing=False, pace_ignored=False,
-                 pace_full_only=False):
+                 pace_full_only=False, last_active_kept=False):
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
                      path_pkts, ack_every, resend_depth)
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        # MR-TXS-290: a suspicion or retirement of a connection's last active path is a reroute
+        # (the register scheduler's cycle model and the endpoint replay set it; the row
+        # scheduler, section 16, keeps the rule before it, and False is MR-TXS-296's control)
+        self.last_active_kept = bool(last_active_kept)
         # MR-TXS-159/160: with pacing, per connection the pacing condition's state (a turn asked
         # for and not back, the m_pace request, waiting for `seen`, the charged packet's time);
         # ``pace_ignored`` (negative controls only): the condition left out of the decision;
@@ -593,19 +597,38 @@ class TxSchedModel:
                 return p
         return None
 
-    def path_event(self, pr):
+    def others_active(self, c, p):
+        """MR-TXS-290: a path of connection ``c`` other than ``p`` is active."""
+        return any(self.path[c * self.paths + q]["state"] == PATH_ACTIVE
+                   for q in range(self.paths) if q != p)
+
+    def verdict_taken(self, pr, others=None):
+        """MR-TXS-290: the verdict the path's state takes: a suspicion or retirement is a
+        reroute when no other path of the connection is active (``others``: that fact, else
+        read on the present state), as the endpoint suspects or retires a path only while
+        another is healthy (MR-PATH-001/004); unchanged without ``last_active_kept``."""
+        v = pr["verdict"]
+        if self.last_active_kept and v in (P.PATH_SUSPECT, P.PATH_RETIRE):
+            if not (self.others_active(pr["conn"], pr["path"]) if others is None else others):
+                return P.PATH_REROUTE
+        return v
+
+    def path_event(self, pr, others=None):
         """MR-TXS-114/115: a timeout's verdict ``pr`` ({conn, path, verdict}, hw-tx.md
         MR-TX-197): the path's state after it, and a reroute collapses its window to one MTU
-        until its next acknowledged report. A path beyond the instance is ignored."""
+        until its next acknowledged report. A path beyond the instance is ignored. MR-TXS-290:
+        the verdict taken is :meth:`verdict_taken`'s (``others``: the cycle model's fact from
+        the state before the cycle's action)."""
         if pr["path"] >= self.paths:
             return
         ps = self.path[pr["conn"] * self.paths + pr["path"]]
-        ps["state"] = path_state_after(ps["state"], pr["verdict"])
-        if pr["verdict"] in (P.PATH_SUSPECT, P.PATH_RETIRE):
+        v = self.verdict_taken(pr, others)
+        ps["state"] = path_state_after(ps["state"], v)
+        if v in (P.PATH_SUSPECT, P.PATH_RETIRE):
             ps["rst"] = 0           # MR-TXS-185: the verdict after it wins; its restore goes
-        if pr["verdict"] == P.PATH_REROUTE:
+        if v == P.PATH_REROUTE:
             ps["col"] = 1
-        if pr["verdict"] != P.PATH_KEEP:
+        if v != P.PATH_KEEP:
             # MR-TXS-121: a new entropy (the endpoint's _reroute; a retired path's at its probe)
             ps["gen"] = (ps["gen"] + 1) % (1 << GEN_BITS)
 
@@ -837,7 +860,7 @@ class TxSchedCycleModel:
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, rd_rows=False, restores=False,
-                 lost_waits=False, **kw):
+                 lost_waits=False, last_active_kept=True, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -852,7 +875,8 @@ class TxSchedCycleModel:
         if self.rd_rows:
             self.port_names = lambda: {"inputs": [*INPUTS, "m_rd__ready"],
                                        "outputs": [*OUTPUTS, "m_rd__payload", "m_rd__valid"]}
-        self.sem = TxSchedModel(conns, streams, paths, depth, **kw)
+        self.sem = TxSchedModel(conns, streams, paths, depth, last_active_kept=last_active_kept,
+                                **kw)
         self.lay = self.sem.lay
         if self.sem.pace is not None:
             # MR-TXS-159: the pacer's ports (hw-cwnd.md MR-CW-097's s_frame and m_turn)
@@ -1085,6 +1109,10 @@ class TxSchedCycleModel:
         # cycle's state for the next
         probe_act = sched and self.probe_go()
         v_act = self.verdict_act()
+        # MR-TXS-290: whether another path of the verdict's connection is active, on the state
+        # before this cycle's action (registers: a restore at the same edge is not seen)
+        v_others = (v_act and self.pb["path"] < sem.paths
+                    and sem.others_active(self.pb["conn"], self.pb["path"]))
         # MR-TXS-183/186: the restore offered (registers), and no probe taken while it is
         r_row = self.restore_row()
         probe_ready = int((self.pb is None or probe_act or v_act) and r_row is None)
@@ -1177,7 +1205,9 @@ class TxSchedCycleModel:
         # (a report's restore of the same path included); its connection is touched
         if v_act:
             self.events.append(("verdict", pb))
-            sem.path_event(pb)
+            if pb["path"] < sem.paths and sem.verdict_taken(pb, v_others) != pb["verdict"]:
+                self.events.append(("kept", pb))        # MR-TXS-290: the last active path
+            sem.path_event(pb, v_others)
             touched.add(pb["conn"])
         # MR-TXS-029: the window write taken two cycles ago changes its path's window at this
         # edge, after this cycle's action (whose AckReq was decided on the old window); its

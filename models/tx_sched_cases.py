@@ -648,7 +648,8 @@ def _model_for(a, ca, conns, streams, depth):
     assert all(p.cwnd == cwnd for p in ca.paths)
     return TxSchedModel(conns, streams, len(ca.paths), depth, chunk_window=a.chunk_window,
                         mtu=a.mtu, cwnd=int(cwnd), conn_window=int(min(ca.window, ca.cwnd_sum)),
-                        path_pkts=P.SEND_WINDOW - 1, ack_every=a.ack_every, resend_depth=64)
+                        path_pkts=P.SEND_WINDOW - 1, ack_every=a.ack_every, resend_depth=64,
+                        last_active_kept=True)         # MR-TXS-290, as the scheduler's
 
 
 def endpoint_writes(seed, *, paths, streams, depth, conn, conns, msgs=None, sends=0.5,

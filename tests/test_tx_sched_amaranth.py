@@ -1325,3 +1325,77 @@ def test_staged_queues_wrong_forms_fail(wrong):
     mod = wrong_form("tx_sched", *STAGED_WRONG[wrong])
     with pytest.raises(Mismatch):
         _full_queues_run(mod.TxSched)
+
+
+def _last_active_run(seed=5):
+    """The Verilator lockstep's traffic at ``TXS_WRS=80 TXS_RSPS=0 TXS_LOSS=0.6
+    TXS_PCWND=0.05`` (tb/tx_sched.py's driver): items and the driver's knobs."""
+    sem = TxSchedModel(**SMALL)
+    return tc.traffic(sem, 80, seed=seed), dict(seed=seed, p_idle=0.2, p_bp=0.4, loss=0.6,
+                                                p_cwnd=0.05, cwnd_hi=8000, p_probe=0.01)
+
+
+def _last_active_model(seed=5, **kw):
+    from metaroce.models.driver import run_alone
+    items, dkw = _last_active_run(seed)
+    model = TxSchedCycleModel(64, **SMALL, **kw)
+    drv = tc.Driver(model.lay, items, **dkw)
+    run_alone(model, drv)
+    return model, drv, items
+
+
+def test_model_keeps_last_active_path():
+    """MR-TXS-290, MR-TXS-295: the cycle model alone on dl32's stall (seed 5 of the Verilator
+    lockstep's 60 % loss traffic: connection 1's four paths probing with a resend queued)
+    completes all 80 work requests, the checker passes, and one suspicion of a connection's
+    last active path was taken as a reroute."""
+    model, drv, items = _last_active_model()
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+    assert len(drv.res["cqe"]) == 80
+    assert sum(1 for e in model.events if e[0] == "kept") == 1
+
+
+def test_model_last_active_lost_stalls():
+    """MR-TXS-296: the negative control. The rule before MR-TXS-290 (``last_active_kept``
+    False: a suspicion may take a connection's last active path) stalls on the same traffic:
+    the driver's progress limit fails the run (79 of 80 completions)."""
+    with pytest.raises(AssertionError, match="no progress.*79 completions"):
+        _last_active_model(last_active_kept=False)
+
+
+@pytest.mark.slow
+def test_lockstep_last_active_kept():
+    """MR-TXS-290..295: the Amaranth lockstep on dl32's stall (seed 5, 1,624 cycles): 0
+    mismatches with random backpressure, every work request completes, the checker passes."""
+    items, kw = _last_active_run(5)
+    res = run_lockstep(items, **kw)
+    assert len(res["cqe"]) == len(items)
+
+
+#: MR-TXS-296's wrong form in the RTL: the rule before MR-TXS-290 (every suspicion probing)
+LAST_ACTIVE_WRONG = ("with m.If(others):", "with m.If(Const(1, 1)):")
+
+
+@pytest.mark.slow
+def test_last_active_wrong_form_fails():
+    """MR-TXS-296: the RTL with the rule before MR-TXS-290 mismatches the model on seed 5."""
+    items, kw = _last_active_run(5)
+    kw = {k: v for k, v in kw.items() if k not in ("seed", "p_idle", "p_bp")}
+    assert_wrong_form_fails(LAST_ACTIVE_WRONG, items, 5, **kw)
+
+
+def test_random_probe_after_verdict_carries_new_generation():
+    """MR-TXS-248 (found, open): seed 34 of the stall's setting finishes (80 of 80, no stall),
+    but the checker's probe check fails: a random tail probe (the driver's ``p_probe``) on a
+    path whose generation a verdict counted up since its packet carries the new generation
+    (MR-TXS-121), where the checker wants the packet's first frame; the frames differ in
+    ``gen`` only. With the rule before MR-TXS-290 alike (not this section's rule)."""
+    import re
+    for kept in (True, False):
+        model, drv, items = _last_active_model(34, last_active_kept=kept)
+        assert len(drv.res["cqe"]) == 80
+        with pytest.raises(AssertionError, match="the probe of") as e:
+            tc.check(TxSchedModel(**SMALL), items, drv.res)
+        got, want = (eval(d) for d in re.findall(r"(\{[^}]*\})", str(e.value)))
+        assert {k for k in got if got[k] != want[k]} == {"gen"}, (got, want)
+        assert got["gen"] > want["gen"]

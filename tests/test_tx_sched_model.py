@@ -962,7 +962,10 @@ def test_endpoint_path_verdicts(seed, paths):
     endpoint times a path out and suspects it (another path healthy) or reroutes it: the unit's
     verdicts given to the scheduler, every frame after them is the endpoint's (the suspected
     path's one packet at a time with AckReq, no resend on it, its restore by the ACK of its
-    packet). These runs parted at the first frame after the timeout before the path states."""
+    packet). These runs parted at the first frame after the timeout before the path states.
+    MR-TXS-249: the replay's scheduler keeps the last active path (MR-TXS-290)."""
+    a, _, ca, _ = tc._endpoint_pair(paths, 2)
+    assert tc._model_for(a, ca, 2, 2, 4).last_active_kept
     r = tc.endpoint_probes(seed, paths=paths)
     st = r["stats"]
     assert st["timeouts"] and st.get("paths_suspected") and r["frames"] == st["data_packets_sent"]
@@ -1043,3 +1046,38 @@ def test_retired_path_probing_with_a_new_entropy():
     assert len(on1) == 1 and on1[0]["gen"] == 3 and on1[0]["bth_ack_req"] == 1
     assert all(f["gen"] == 0 for f, s in sent if s["path"] != 1)
     assert PATH_RETIRED not in [p["state"] for p in sem.path]
+
+
+@pytest.mark.parametrize("verdict", [P.PATH_SUSPECT, P.PATH_RETIRE])
+def test_last_active_path_rerouted_not_probing(verdict):
+    """MR-TXS-290, MR-TXS-291 (MR-PATH-001/004): suspicions make paths 0..2 probing; the same
+    verdict on path 3, the connection's last active path, is a reroute: path 3 stays active,
+    collapsed, with a new generation; a resend then goes on it. An ACK of path 0 (restored,
+    active) makes a later verdict on path 3 a suspicion again. Without ``last_active_kept``
+    (MR-TXS-296's rule before) path 3 probes and the resend finds no path."""
+    for kept in (True, False):
+        sem = TxSchedModel(**SMALL, last_active_kept=kept)
+        assert sem.wr(tc.wr_item(0, 0, 8000, wr_id=1)) is None
+        sent = [sem.apply(sem.decide()) for _ in range(4)]
+        for p in range(3):
+            sem.path_event({"conn": 0, "path": p, "verdict": P.PATH_SUSPECT})
+        sem.path_event({"conn": 0, "path": 3, "verdict": verdict})
+        ps = sem.path[3]
+        assert ps["gen"] == 1
+        if not kept:
+            assert ps["state"] == PATH_PROBING
+        else:
+            assert ps["state"] == PATH_ACTIVE and ps["col"] == 1
+        # every packet lost: a resend queued, nothing in flight
+        for _, s in sent:
+            sem.report({"conn": 0, "path": s["path"], "slot": s["slot"], "chunk": s["chunk"],
+                        "abort": 0}, lost=True)
+        act = sem.decide()
+        if not kept:
+            assert act is None                  # MR-TXS-245's stall: every path probing
+            continue
+        assert act[2] == "resend" and act[6] == 3
+        sem.path[3]["state"] = PATH_ACTIVE
+        sem.path[0]["state"] = PATH_ACTIVE      # an ACK restored path 0 (MR-TXS-116)
+        sem.path_event({"conn": 0, "path": 3, "verdict": verdict})
+        assert sem.path[3]["state"] == PATH_PROBING

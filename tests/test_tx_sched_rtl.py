@@ -51,3 +51,13 @@ def test_tx_sched_rtl_path_states():
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     v = row["verdicts"]
     assert v.get("2", 0) >= 5 and v.get("1", 0) >= 3 and v.get("3", 0) >= 1, v
+
+
+@pytest.mark.slow
+def test_tx_sched_rtl_last_active():
+    """MR-TXS-290, MR-TXS-295: dl32's stall (seed 5 of the path states' knobs, 80 work
+    requests: connection 1's four paths probing with a resend queued, 79 of 80 before) runs to
+    the end under Verilator: 0 mismatches, every work request completes, the checker passes."""
+    row = _run({"TXS_WRS": "80", "TXS_SEED": "5", "TXS_RSPS": "0", "TXS_LOSS": "0.6",
+                "TXS_PCWND": "0.05"})
+    assert row["mismatches"] == 0 and row["completions"] == row["work_requests"] == 80
