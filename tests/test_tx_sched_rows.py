@@ -130,7 +130,7 @@ def _stall_case(seed, **kw):
 
 
 def test_rows_lost_not_queued_finishes_seed_35():
-    """MR-TXS-257..260, MR-TXS-262: stk31's seed 35 (which stalled the rows under MR-TXS-217's
+    """MR-TXS-257, MR-TXS-258, MR-TXS-259, MR-TXS-260, MR-TXS-262: stk31's seed 35 (which stalled the rows under MR-TXS-217's
     old rule) finishes: 40 completions, chunks kept and refilled, the checker, the replay
     (each refill the register scheduler's pick on its connection) and MR-TXS-231 against the
     fixed register scheduler."""
