@@ -202,7 +202,10 @@ class TxSchedRowsModel:
     """The row scheduler cycle by cycle (MR-TXS-200..237). ``forward=False`` (negative controls
     only) leaves out MR-TXS-221's forwarding: an operation then reads its row without the writes
     of the two operations ahead. ``work_filter=False`` (for the figures): MR-TXS-213's entry on
-    any operation, without the work term. ``events`` logs every applied operation in the order of its
+    any operation, without the work term. ``lost_waits=True`` (negative control only, MR-TXS-261):
+MR-TXS-217's old rule, a lost report refused while its resend FIFO is full (rdl32: it is kept in
+its entry's ``lnq`` bits and refilled by a popping schedule op, MR-TXS-256..259; ``refills``
+counts them, each logged as a ``"refill"`` event after its schedule op). ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
