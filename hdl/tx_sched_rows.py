@@ -549,7 +549,7 @@ class TxSchedRows(wiring.Component):
                                              ne.ack_base.eq(0), ne.ack_bits.eq(0),
                                              ne.status.eq(0), ne.out.eq(0),
                                              ne.lap.eq(st_w.tail[db]), ne.rsp.eq(w.rsp),
-                                             ne.err.eq(w.err)]
+                                             ne.err.eq(w.err), ne.lnq.eq(0)]   # MR-TXS-257
                 m.d.comb += [mid.conn.unsent.eq(r.conn.unsent + w_n), desc_we.eq(1),
                              desc_slot.eq(w_slot)]
                 m.d.comb += [desc_rec.laddr.eq(w.laddr), desc_rec.va.eq(w.va),
@@ -571,9 +571,8 @@ class TxSchedRows(wiring.Component):
         r_nb = Signal(mtu_log2 + 1)
         m.d.comb += r_nb.eq(chunk_bytes(msg_len(re), rp_chunk))
         is_rep = is_k[K_ACKED] | is_k[K_LOST]
-        with m.If(is_k[K_LOST] & (r.conn.rcount >= R)):
-            m.d.comb += refused.eq(1)                             # MR-TXS-217
-        with m.Elif(is_rep):
+        # MR-TXS-257: a lost report is never refused (its chunk kept when the FIFO is full)
+        with m.If(is_rep):
             for p in range(Pn):
                 with m.If(rp_path == p):
                     np_ = mid.paths[p]
@@ -594,14 +593,23 @@ class TxSchedRows(wiring.Component):
                 ones = Signal(range(W + 1))
                 m.d.comb += ones.eq(Mux(z_any, z_idx, W))
                 lost_q = is_k[K_LOST] & ~acked_bit(re, rp_chunk) & (re.status == 0)
+                r_full = r.conn.rcount >= R
+                r_bit = Signal(W)
+                m.d.comb += r_bit.eq(Const(1, W) << (rp_chunk[:wb_] if wb_ else 0))
                 for k in range(SD):
                     with m.If(rp_slot == k):
                         ne = mid.entries[k]
                         m.d.comb += ne.out.eq(_sub0(re.out, 1))
+                        # MR-TXS-257: kept when the FIFO is full; an acknowledged chunk at or
+                        # above the base leaves the set (below it, the bit is another chunk's)
+                        with m.If(lost_q & r_full):
+                            m.d.comb += ne.lnq.eq(re.lnq | r_bit)
+                        with m.If(is_k[K_ACKED] & (rp_chunk >= re.ack_base)):
+                            m.d.comb += ne.lnq.eq(re.lnq & ~r_bit)
                         with m.If(new_ack):
                             m.d.comb += [ne.ack_base.eq(re.ack_base + ones),
                                          ne.ack_bits.eq(bits >> ones)]
-                with m.If(lost_q):
+                with m.If(lost_q & ~r_full):
                     tail = (r.conn.rhead + r.conn.rcount)[:rb]
                     for k in range(R):
                         with m.If(tail == k):
@@ -739,8 +747,37 @@ class TxSchedRows(wiring.Component):
                     for s in range(S):
                         with m.If(n_s == s):
                             m.d.comb += mid.streams[s].send.eq(n_st.send + 1)
+        # MR-TXS-258: the refill: a schedule op that pops its FIFO's head moves one kept chunk
+        # to the tail (the lowest live entry not failed with a bit, its lowest bit). The pick
+        # reads S2's row before the op: a schedule op changes no entry's bits, status, base or
+        # liveness, so it is the pick on the row after it (the model's)
+        f_ok = [Signal(name=f"fill_ok{k}") for k in range(SD)]
+        for k in range(SD):
+            e = r.entries[k]
+            m.d.comb += f_ok[k].eq(live_k[k] & (e.status == 0) & (e.lnq != 0))
+        f_any, f_slot = _first_bit(f_ok)
+        fe = data.View(rl.entry, r.entries.as_value().word_select(f_slot, rl.entry.size))
+        fz_any, f_bit = _lowest_zero(~fe.lnq)
+        f_bit = f_bit if wb_ else Const(0, 1)
+        # the chunk: ack_base + ((bit - ack_base) mod W): the bit over the base's high part, one
+        # window more when the bit is below the base's low bits
+        f_chunk = Signal(records.CHUNK_BITS)
+        m.d.comb += f_chunk.eq(Cat(f_bit[:wb_], fe.ack_base[wb_:])
+                               + Mux(f_bit[:wb_] < fe.ack_base[:wb_], W, 0))
+        fill = Signal()
+        m.d.comb += fill.eq(popped & f_any)
         with m.If(popped):
             m.d.comb += [mid.conn.rhead.eq(cr.rhead + 1), mid.conn.rcount.eq(cr.rcount - 1)]
+        with m.If(fill):
+            m.d.comb += mid.conn.rcount.eq(cr.rcount)
+            ftail = (cr.rhead + cr.rcount)[:rb]
+            for k in range(R):
+                with m.If(ftail == k):
+                    m.d.comb += [mid.retx[k].slot.eq(f_slot), mid.retx[k].chunk.eq(f_chunk)]
+            for k in range(SD):
+                with m.If(f_slot == k):
+                    m.d.comb += mid.entries[k].lnq.eq(
+                        fe.lnq & ~(Const(1, W) << (f_bit[:wb_] if wb_ else 0)))
         # the frame request (MR-TXS-040) and the sent event
         gd = desc_at(g_slot)
         send_op = (ge.op == OP_SEND) | (ge.op == OP_SEND_IMM)

@@ -70,7 +70,9 @@ class RowLayouts:
         self.entry = data.StructLayout({
             "op": 3, "length": 32, "nchunks": _CHUNK + 1, "next_chunk": _CHUNK + 1,
             "ack_base": _CHUNK + 1, "ack_bits": chunk_window, "status": 5,
-            "out": (paths * (P.SEND_WINDOW - 1)).bit_length(), "lap": 1, "rsp": 1, "err": 1})
+            "out": (paths * (P.SEND_WINDOW - 1)).bit_length(), "lap": 1, "rsp": 1, "err": 1,
+            # MR-TXS-256: its chunks lost and not queued, bit chunk mod chunk_window
+            "lnq": chunk_window})
         # MR-TXS-204: per path
         self.path = data.StructLayout({
             "next_psn": 24, "inflight": _BYTES, "pkts": (P.SEND_WINDOW - 1).bit_length(),
@@ -200,12 +202,15 @@ class TxSchedRowsModel:
     """The row scheduler cycle by cycle (MR-TXS-200..237). ``forward=False`` (negative controls
     only) leaves out MR-TXS-221's forwarding: an operation then reads its row without the writes
     of the two operations ahead. ``work_filter=False`` (for the figures): MR-TXS-213's entry on
-    any operation, without the work term. ``events`` logs every applied operation in the order of its
+    any operation, without the work term. ``lost_waits=True`` (negative control only, MR-TXS-261):
+MR-TXS-217's old rule, a lost report refused while its resend FIFO is full (rdl32: it is kept in
+its entry's ``lnq`` bits and refilled by a popping schedule op, MR-TXS-256..259; ``refills``
+counts them, each logged as a ``"refill"`` event after its schedule op). ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
-                 **kw):
+                 lost_waits=False, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -215,6 +220,11 @@ class TxSchedRowsModel:
             raise ValueError(f"conns must be a power of two in [2, 4096], not {conns!r}")
         check_params(**dict(prm, conns=2))
         self.width, self.forward = width, forward
+        # MR-TXS-261 (negative control only): MR-TXS-217's old rule, a lost report refused and
+        # held while its FIFO is full (no kept chunks, no refills)
+        self.lost_waits = bool(lost_waits)
+        self._refill = None
+        self.refills = 0                                 # MR-TXS-258: chunks refilled
         # MR-TXS-213: enter the active queue only with work (False: on any operation)
         self.work_filter = work_filter
         self.prm = prm
@@ -284,6 +294,7 @@ class TxSchedRowsModel:
             for i in range(D):
                 if sem.live(s, i):
                     e = dict(row["entries"][s * D + i])
+                    e["lnq"] = self._lnq_set(e)
                     d = _unpack(rl.desc, self.desc[(c * S + s) * D + i])
                     e.update(d, conn=c, stream=s)
                     if e["rsp"]:
@@ -322,7 +333,9 @@ class TxSchedRowsModel:
                 e = q["ring"][i]
                 if e is None:
                     continue            # a free entry keeps its old bits (never read)
-                row["entries"][s * D + i] = {k: int(e.get(k, 0)) for k in rl.entry.members}
+                row["entries"][s * D + i] = {k: int(e.get(k, 0)) for k in rl.entry.members
+                                             if k != "lnq"}
+                row["entries"][s * D + i]["lnq"] = self._lnq_bits(e)
                 self.desc[(c * S + s) * D + i] = _pack(
                     rl.desc, {k: int(e.get(k, 0)) for k in rl.desc.members})
         for p in range(self.paths):
@@ -336,6 +349,31 @@ class TxSchedRowsModel:
                 pr.update(tail_ok=1, tail_slot=t[1], tail_chunk=t[2], tail_lap=t[0]["lap"])
             row["paths"][p] = pr
         return pack_row(rl, row)
+
+    def _lnq_set(self, e):
+        """MR-TXS-256: an entry's lost-not-queued bits as the chunks they name: bit ``b`` the
+        chunk in ``[ack_base, ack_base + chunk_window)`` that is ``b`` modulo the window."""
+        W, base = self.prm["chunk_window"], e["ack_base"]
+        return {base + (b - base) % W for b in range(W) if e["lnq"] >> b & 1}
+
+    def _lnq_bits(self, e):
+        """MR-TXS-256: the set as its bits; every chunk in it lies in the entry's window."""
+        W, base = self.prm["chunk_window"], e["ack_base"]
+        assert all(base <= k < base + W for k in e.get("lnq", ())), "MR-TXS-256"
+        return sum(1 << (k % W) for k in set(e.get("lnq", ())))
+
+    def _refill_pick(self):
+        """MR-TXS-258: the loaded connection's chunk to refill, or None: with room in its FIFO,
+        its lowest live entry not failed with a kept chunk, that entry's lowest bit (the
+        register scheduler's ``refill_pick`` on one connection)."""
+        sem = self.sem
+        if len(sem.conn[0]["retx"]) >= self.prm["resend_depth"]:
+            return None
+        for slot in range(self.streams * self.depth):
+            e = sem.entry_of(0, slot)
+            if e is not None and e["lnq"] and not e["status"]:
+                return slot, min(e["lnq"], key=lambda k: k % self.prm["chunk_window"])
+        return None
 
     # ------------------------------------------------------------ one operation (S2)
     def _completes(self):
@@ -364,8 +402,8 @@ class TxSchedRowsModel:
                     cqe["conn"] = c
         elif kind in ("acked", "lost"):
             g = dict(f, conn=0)
-            if kind == "lost" and not sem.resend_room(g):
-                refused = True
+            if kind == "lost" and self.lost_waits and not sem.resend_room(g):
+                refused = True                  # MR-TXS-217's old rule (MR-TXS-261's control)
             else:
                 sem.report(g, lost=kind == "lost")
         elif kind == "complete":
@@ -390,6 +428,16 @@ class TxSchedRowsModel:
                 if r is not None:
                     frame, sent = dict(r[0], conn=c), dict(r[1], conn=c)
                 act = (act[0], c) + tuple(act[2:])
+        # MR-TXS-258: a schedule op that took its FIFO's head refills one kept chunk (only a
+        # pop makes room: MR-TXS-259's invariant, checked below)
+        self._refill = None
+        if popped and not self.lost_waits:
+            self._refill = self._refill_pick()
+            if self._refill is not None:
+                sem.refill((0,) + self._refill)
+        if not refused and not self.lost_waits:
+            assert self._refill_pick() is None, \
+                f"MR-TXS-259: conn {c} has room and a kept chunk after a {kind} op"
         # MR-TXS-213/214: the active queue: a schedule op keeps its connection in it when it
         # acted and work is left, else lets it go; every other op (unless refused) puts it in
         # when it has work: chunks not sent once or resends queued (without, no action)
@@ -489,6 +537,11 @@ class TxSchedRowsModel:
             if not refused:
                 self.counts[x.kind] += 1
                 self.events.append((x.kind, x.conn, x.f, res, frame, sent, cqe, g("now", 0)))
+                if self._refill is not None:
+                    # MR-TXS-258: the schedule op's refill, logged after it for the replay
+                    self.refills += 1
+                    self.events.append(("refill", x.conn, self._refill, None, None, None, None,
+                                        g("now", 0)))
                 # MR-TXS-217: a completion frees a ring entry, a schedule op the resend head
                 for k, unblock in (("wr", "complete"), ("lost", "sched")):
                     if (self.blocked[k] and x.kind == unblock and b[k] is not None
@@ -563,13 +616,25 @@ def replay(model):
             got = ref.wr(f)
             assert got == cqe, f"{where}: completion {cqe}, the scheduler's {got}"
         elif kind in ("acked", "lost"):
-            assert kind == "acked" or ref.resend_room(f), f"{where}: resend FIFO full"
+            # MR-TXS-257: a lost report on a full FIFO is kept in its entry's set, in both
             ref.report(f, lost=kind == "lost")
         elif kind == "complete":
             qi = next((c * S + s for s in range(S) if ref.completes(c * S + s)), None)
             assert qi is not None, f"{where}: nothing completes in the scheduler"
             got = ref.complete(qi)
             assert got == cqe, f"{where}: completion {cqe}, the scheduler's {got}"
+        elif kind == "refill":
+            # MR-TXS-258/260: the row's refill is the register scheduler's pick on connection c
+            slot, chunk = f
+            assert ref.resend_room({"conn": c}), f"{where}: refill without room"
+            e = ref.entry_of(c, slot)
+            assert e is not None and chunk in e["lnq"] and not e["status"], \
+                f"{where}: chunk {chunk} of slot {slot} not kept"
+            assert all(ref.entry_of(c, k) is None or not ref.entry_of(c, k)["lnq"]
+                       or ref.entry_of(c, k)["status"] for k in range(slot)), \
+                f"{where}: a lower entry keeps a chunk"
+            assert chunk % ref.chunk_window == min(k % ref.chunk_window for k in e["lnq"])
+            ref.refill((c, slot, chunk))
         elif kind == "cwnd":
             ref.set_cwnd(c, f["path"], f["cwnd"])
         elif kind == "verdict":

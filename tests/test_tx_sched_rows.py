@@ -37,13 +37,13 @@ def completions(res):
     return dict(good), sorted(tuple(sorted(c.items())) for c in res["cqe"])
 
 
-def run_rows(prm, n, seed, *, forward=True, limit=None, **kw):
+def run_rows(prm, n, seed, *, forward=True, limit=None, lost_waits=False, **kw):
     """The row model through the driver on ``n`` work requests of ``traffic``; the driver's
     results and the model. Checked every cycle (MR-TXS-212/213/215): a connection is at most
     once in the active queue and at most once in the completion queue; and (up to 8
     connections) every connection with an action (``decide_conn`` on its row) is in the
     active queue or has an operation in the pipeline."""
-    m = TxSchedRowsModel(64, **prm, forward=forward)
+    m = TxSchedRowsModel(64, **prm, forward=forward, lost_waits=lost_waits)
     items = tc.traffic(TxSchedModel(**dict(prm, conns=min(prm["conns"], 256))), n, seed=seed)
     drv = tc.Driver(m.lay, items, seed=seed, **kw)
     drv.limit = limit or drv.limit
@@ -110,17 +110,76 @@ def test_rows_4096_conns_8_paths():
     assert len(m.mem) == 4096 and len(res["frames"]) >= 40
 
 
+#: stk31's traffic (docs/hw/probes/tx_sched_stall.py's driver settings: 60 % loss, path states)
+STALL_KW = dict(p_idle=0.2, p_bp=0.4, loss=0.6, p_cwnd=0.05, cwnd_hi=8000)
+#: the progress limit of the seed-35 runs (cycles): the fixed rule finishes it in 976, seeds
+#: 1..100 in at most 1,815; the driver's own (36,000) would make the stall's run long
+STALL_LIMIT = 4000
+
+
+def _stall_case(seed, **kw):
+    """The row model on stk31's traffic (40 work requests), checked as MR-TXS-230/231 are: the
+    register scheduler's checker, the replay (refills included), and the fixed register
+    scheduler's cycle model (MR-TXS-240..244) on the same seed."""
+    items, res, m = run_rows(dict(SMALL), 40, seed, **STALL_KW, **kw)
+    tc.check(TxSchedModel(**SMALL), items, res)
+    replay(m)
+    reg = TxSchedCycleModel(64, **SMALL)
+    res2 = tc.run_model(reg, items, seed=seed, **STALL_KW)
+    tc.check(TxSchedModel(**SMALL), items, res2)
+    assert per_stream_chunks(res) == per_stream_chunks(res2)
+    assert completions(res) == completions(res2)
+    return res, m
+
+
+def test_rows_lost_not_queued_finishes_seed_35():
+    """MR-TXS-257, MR-TXS-258, MR-TXS-259, MR-TXS-260, MR-TXS-262: stk31's seed 35 (which stalled the rows under MR-TXS-217's
+    old rule) finishes: 40 completions, chunks kept and refilled, the checker, the replay
+    (each refill the register scheduler's pick on its connection) and MR-TXS-231 against the
+    fixed register scheduler."""
+    res, m = _stall_case(35, limit=STALL_LIMIT)
+    assert len(res["cqe"]) == 40 and m.refills > 0
+    assert sum(1 for e in m.events if e[0] == "refill") == m.refills
+
+
+def test_rows_lost_waits_stalls_seed_35():
+    """MR-TXS-261 (negative control): MR-TXS-217's old rule (``lost_waits``: a lost report
+    refused and held while its FIFO is full) stalls on seed 35; the driver's progress limit
+    fails the run rather than hanging (a limit of 4,000 cycles: the fixed rule takes 976)."""
+    with pytest.raises(AssertionError, match="no progress after 4001 cycles"):
+        run_rows(dict(SMALL), 40, 35, lost_waits=True, limit=STALL_LIMIT, **STALL_KW)
+
+
+@pytest.mark.slow
+def test_rows_stall_sweep():
+    """MR-TXS-262: seeds 1..100 of stk31's traffic: every run finishes (as
+    docs/hw/probes/tx_sched_rows_stall.py 1-100), checked as MR-TXS-230/231."""
+    stalls = []
+    for seed in range(1, 101):
+        try:
+            res, m = _stall_case(seed)
+        except AssertionError as e:
+            if "no progress" not in str(e):
+                raise
+            stalls.append(seed)
+            continue
+        assert len(res["cqe"]) == 40
+    assert stalls == []
+
+
 def test_row_widths():
     """MR-TXS-200..206, MR-TXS-233: the row's fields are bounded (a value that does not fit is refused) and
-    its width is the sum of the fields': 2,383 bits at 4,096 x 8 with MR-TXS-001's small shape
-    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 1,910 with 4 paths; the
-    descriptor 400."""
+    its width is the sum of the fields': 2,511 bits at 4,096 x 8 with MR-TXS-001's small shape
+    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,038 with 4 paths; the
+    descriptor 400. MR-TXS-256: the entry's lost-not-queued bits, ``chunk_window`` of them
+    (133 + 16 = 149), 128 bits of the row at the small shape."""
     rl = row_layouts(conns=4096, streams=2, paths=8, depth=4, chunk_window=16, resend_depth=8)
     sizes = {k: getattr(rl, k).size for k in ("conn", "stream", "entry", "path", "retx", "desc")}
-    assert sizes == {"conn": 61, "stream": 73, "entry": 133, "path": 116, "retx": 23,
+    assert sizes == {"conn": 61, "stream": 73, "entry": 149, "path": 116, "retx": 23,
                      "desc": 400}
-    assert rl.row.size == 61 + 2 * 73 + 8 * 133 + 8 * 116 + 8 * 23 == 2383
-    assert row_layouts(paths=4).row.size == 1910
+    assert rl.entry["lnq"].shape == 16
+    assert rl.row.size == 61 + 2 * 73 + 8 * 149 + 8 * 116 + 8 * 23 == 2511
+    assert row_layouts(paths=4).row.size == 2038
     m = TxSchedRowsModel(64, **dict(SMALL, conns=4, paths=8))
     row = unpack_row(m.rl, m.mem[3])
     assert row["conn"]["rr"] == 3 and all(p["cwnd"] == SMALL["cwnd"] for p in row["paths"])
@@ -432,9 +491,9 @@ def test_rows_rtl_failures_and_responses(seed, n):
 
 @pytest.mark.slow
 def test_rows_rtl_refused():
-    """MR-TXS-217, MR-TXS-254: refused operations held and taken again: a 2-entry resend FIFO,
-    1,100-byte path windows and 40 % loss (work requests refused on full rings, a lost report
-    on a full resend FIFO): 0 mismatches."""
+    """MR-TXS-217, MR-TXS-254, MR-TXS-263: refused work requests held and taken again, and lost
+    reports on a full FIFO kept and refilled: a 2-entry resend FIFO, 1,100-byte path windows
+    and 40 % loss (work requests refused on full rings, lost chunks kept): 0 mismatches."""
     prm = dict(SMALL, resend_depth=2, cwnd=1100)
     refused = {"wr": 0, "lost": 0}
     from metaroce.models import tx_sched_rows as mrows
@@ -450,8 +509,20 @@ def test_rows_rtl_refused():
         core, drv, model, items, rs = rows_lockstep(prm, 40, 1, rsps=6, loss=0.4, p_cwnd=0.05)
     finally:
         mrows.TxSchedRowsModel._apply = orig
-    assert core.mismatches == 0 and refused["wr"] and refused["lost"]
+    assert core.mismatches == 0 and refused["wr"] and not refused["lost"] and model.refills
     tc.check(TxSchedModel(**prm), items, drv.res, rs)
+
+
+@pytest.mark.parametrize("seed", [35, pytest.param(3, marks=pytest.mark.slow),
+                                  pytest.param(6, marks=pytest.mark.slow)])
+def test_rows_rtl_lost_not_queued(seed):
+    """MR-TXS-263: the RTL's kept chunks and refills in lockstep with the model on stk31's
+    traffic (60 % loss, path states, window writes, random backpressure): 0 mismatches, every
+    work request completes; seed 35 takes refills."""
+    core, drv, model, items, rs = rows_lockstep(dict(SMALL), 40, seed, **STALL_KW)
+    assert core.mismatches == 0 and len(drv.res["cqe"]) == 40
+    assert model.refills or seed != 35
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
 
 
 def test_rows_rtl_without_forwarding_fails():
@@ -472,16 +543,26 @@ def test_rows_rtl_without_forwarding_fails():
     pytest.param("n_cq = (pipe.s1_valid & s1a.cq) + (pipe.s2_valid & s2a.cq)", "n_cq = 0",
                  {"p_bp": 0.8}, marks=pytest.mark.slow),
     pytest.param("n_sched = (pipe.s1_valid & (s1a.kind == K_SCHED)) + (pipe.s2_valid & "
-                 "(s2a.kind == K_SCHED))", "n_sched = 0", {"p_bp": 0.8}, marks=pytest.mark.slow)])
+                 "(s2a.kind == K_SCHED))", "n_sched = 0", {"p_bp": 0.8}, marks=pytest.mark.slow),
+    # MR-TXS-263: the refill left out (a kept chunk never resent)
+    pytest.param("m.d.comb += fill.eq(popped & f_any)", "m.d.comb += fill.eq(0)", "stall",
+                 marks=pytest.mark.slow),
+    # MR-TXS-263: a full FIFO's lost chunk not kept
+    pytest.param("with m.If(lost_q & r_full):", "with m.If(0):", "stall",
+                 marks=pytest.mark.slow)])
 def test_rows_rtl_wrong_forms_fail(old, new, kw):
-    """MR-TXS-254 (negative controls): each wrong form mismatches the model."""
+    """MR-TXS-254, MR-TXS-263 (negative controls): each wrong form mismatches the model."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
     with pytest.raises(Mismatch):
-        rows_lockstep(dict(SMALL), 30, 1, hdl=wrong_form("tx_sched_rows", old, new), **kw)
+        if kw == "stall":
+            rows_lockstep(dict(SMALL), 40, 35, hdl=hdl, **STALL_KW)
+        else:
+            rows_lockstep(dict(SMALL), 30, 1, hdl=hdl, **kw)
 
 
 def test_rows_rtl_instances():
-    """MR-TXS-250, MR-TXS-255: the 4,096 x 8 instance is built (row 2,383 bits, descriptor
+    """MR-TXS-250, MR-TXS-255: the 4,096 x 8 instance is built (row 2,511 bits, descriptor
     word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
     names and layouts, without its optional ones), and ``conns`` out of 2..4,096 or not a
     power of two is refused, as the model's."""
@@ -490,7 +571,7 @@ def test_rows_rtl_instances():
     dut = TxSchedRows(64, **dict(SMALL, conns=4096, paths=8), init_rows=False)
     reg = TxSched(64, **dict(SMALL, conns=256, paths=8))
     dut._MustUse__silence = reg._MustUse__silence = True      # built, not elaborated
-    assert dut.rl.row.size == 2383 and dut.rl.desc.size * 8 == 3200
+    assert dut.rl.row.size == 2511 and dut.rl.desc.size * 8 == 3200
     assert set(dut.signature.members) == set(reg.signature.members)
     small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
     small._MustUse__silence = reg_small._MustUse__silence = True
