@@ -229,12 +229,11 @@ class TxSchedRows(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         prm, lay, rl = self.prm, self.lay, self.rl
-        C, S, Pn, D = self.conns, self.streams, self.paths, self.depth
-        R, W, mtu = prm["resend_depth"], prm["chunk_window"], prm["mtu"]
+        C, S, D = self.conns, self.streams, self.depth
+        mtu = prm["mtu"]
         mtu_log2 = mtu.bit_length() - 1
         cb = max(1, (C - 1).bit_length())
-        db, sb, pb = (D - 1).bit_length(), max(1, (S - 1).bit_length()), (Pn - 1).bit_length()
-        rb = (R - 1).bit_length()
+        sb = max(1, (S - 1).bit_length())
         SD = S * D
         desc_w = rl.desc.size
 
