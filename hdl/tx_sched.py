@@ -173,6 +173,26 @@ class _StagedQueue:
                              f"{name}_room_n")
 
 
+def sched_ports(lay):
+    """The scheduler's fixed ports on ``layouts(...)`` ``lay`` (MR-TXS-002), shared by
+    :class:`TxSched` and the row scheduler (MR-TXS-250: the same ports)."""
+    return {
+        "s_wr": In(stream.Signature(lay.wr)),
+        "s_acked": In(stream.Signature(lay.report)),
+        "s_resend": In(stream.Signature(lay.report)),
+        "m_frame": Out(stream.Signature(lay.frame)),
+        "m_sent": Out(stream.Signature(lay.sent)),
+        "m_cqe": Out(stream.Signature(lay.cqe)),
+        "now": In(records.TIME_BITS),
+        "s_fail": In(stream.Signature(lay.fail)),
+        "s_error": In(stream.Signature(lay.error)),
+        "s_cwnd": In(stream.Signature(lay.cwnd)),
+        "s_rsp": In(stream.Signature(lay.rsp)),
+        "m_rsp_done": Out(stream.Signature(lay.rsp_done)),
+        "s_probe": In(stream.Signature(lay.probe)),
+    }
+
+
 class TxSched(wiring.Component):
     """The TX scheduler's first slice (docs/spec/hw-tx-sched.md)."""
 
@@ -214,21 +234,7 @@ class TxSched(wiring.Component):
                             "s_retime": In(stream.Signature(self.pace_lay["write"])),
                             # MR-TXS-177: the line rate, for a write's `paced` bit
                             "line_mbps": In(pacer_rate_bits)})
-        super().__init__({**rd_port,
-            "s_wr": In(stream.Signature(lay.wr)),
-            "s_acked": In(stream.Signature(lay.report)),
-            "s_resend": In(stream.Signature(lay.report)),
-            "m_frame": Out(stream.Signature(lay.frame)),
-            "m_sent": Out(stream.Signature(lay.sent)),
-            "m_cqe": Out(stream.Signature(lay.cqe)),
-            "now": In(records.TIME_BITS),
-            "s_fail": In(stream.Signature(lay.fail)),
-            "s_error": In(stream.Signature(lay.error)),
-            "s_cwnd": In(stream.Signature(lay.cwnd)),
-            "s_rsp": In(stream.Signature(lay.rsp)),
-            "m_rsp_done": Out(stream.Signature(lay.rsp_done)),
-            "s_probe": In(stream.Signature(lay.probe)),
-        })
+        super().__init__({**rd_port, **sched_ports(lay)})
 
     def elaborate(self, platform):
         m = Module()

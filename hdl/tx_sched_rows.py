@@ -16,7 +16,7 @@ from ..models.tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, O
 from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, lane_init, lane_layouts,
                                     row_layouts)
 from ..models.wire import MrdhFlag, Op
-from .tx_sched import _first_from, _lowest_zero
+from .tx_sched import _first_from, _lowest_zero, sched_ports
 
 __all__ = ["RowPipe", "RowPipeLane", "ConnFifo", "TxSchedRows"]
 
@@ -203,21 +203,7 @@ class TxSchedRows(wiring.Component):
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"])
         self.lay = lay = layouts(conns, streams, paths, depth)
-        super().__init__({
-            "s_wr": In(stream.Signature(lay.wr)),
-            "s_acked": In(stream.Signature(lay.report)),
-            "s_resend": In(stream.Signature(lay.report)),
-            "m_frame": Out(stream.Signature(lay.frame)),
-            "m_sent": Out(stream.Signature(lay.sent)),
-            "m_cqe": Out(stream.Signature(lay.cqe)),
-            "now": In(records.TIME_BITS),
-            "s_fail": In(stream.Signature(lay.fail)),
-            "s_error": In(stream.Signature(lay.error)),
-            "s_cwnd": In(stream.Signature(lay.cwnd)),
-            "s_rsp": In(stream.Signature(lay.rsp)),
-            "m_rsp_done": Out(stream.Signature(lay.rsp_done)),
-            "s_probe": In(stream.Signature(lay.probe)),
-        })
+        super().__init__(sched_ports(lay))
 
     def _reset_rows(self):
         """MR-TXS-206: the rows at reset, the model's (``TxSchedRowsModel``)."""
