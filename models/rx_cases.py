@@ -2406,6 +2406,16 @@ def long_read_cases(s: Setup, *, conn=-1, stream=0):
     return out
 
 
+def _wide_key(s):
+    """A key at a free index of the key table covering every 32-bit length from address 0
+    (the wide-field stimulus' messages of a random 32-bit length, MR-RX-073/225)."""
+    lay, rng = s.lay, s.rng
+    used = {k.rkey & (lay.keys - 1) for k in s.keys}
+    idx = next(i for i in range(lay.keys) if i not in used)
+    return Key((rng.getrandbits(32 - lay.key_bits) << lay.key_bits) | idx, rng.getrandbits(63),
+               (1 << 32) - 1, P.ACCESS_ALL)
+
+
 def message_toggle_cases(s: Setup, rounds=6):
     """MR-RX-073: stimulus for the message stage's wide fields (MR-RX-080..086, MR-RX-100..105):
     a stream reopened at a random 32-bit message number (table 4), then two WRITE_IMMs done in
@@ -2416,15 +2426,11 @@ def message_toggle_cases(s: Setup, rounds=6):
     stream is reopened at its message number before at the end. Outcomes are the model's."""
     from .rx import TABLE_MSG
     rng = s.rng
-    lay = s.lay
     mtu = s.mtu
     c = s.conns[-1]
     stream = c.n_streams - 1
     row = (c.qp << 3) | stream
-    used = {k.rkey & (lay.keys - 1) for k in s.keys}
-    idx = next(i for i in range(lay.keys) if i not in used)
-    big = Key((rng.getrandbits(32 - lay.key_bits) << lay.key_bits) | idx, rng.getrandbits(63), (1 << 32) - 1,
-              P.ACCESS_ALL)
+    big = _wide_key(s)
     out = [s.key_write(big)]
     before = c.msg.get(stream, 0)
     for i in range(rounds):
@@ -2525,10 +2531,7 @@ def epoch_cases(s: Setup):
     c = s.conns[-1]
     stream = c.n_streams - 1
     row = (c.qp << 3) | stream
-    used = {k.rkey & (lay.keys - 1) for k in s.keys}
-    idx = next(i for i in range(lay.keys) if i not in used)
-    big = Key((rng.getrandbits(32 - lay.key_bits) << lay.key_bits) | idx, rng.getrandbits(63), (1 << 32) - 1,
-              P.ACCESS_ALL)
+    big = _wide_key(s)
     top = (1 << EPOCH_BITS) - 1
 
     def chunks():
