@@ -173,6 +173,20 @@ class _StagedQueue:
                              f"{name}_room_n")
 
 
+def cqe_ports(m, sched, cqe_q, lay):
+    """The completion queue's head onto ``m_cqe`` or, with its response bit (the word's top
+    bit), onto ``m_rsp_done`` (MR-TXS-040, MR-TXS-070); shared by TxSched and TxSchedRows."""
+    cq_head = data.View(lay.cqe, cqe_q.r_data[:lay.cqe.size])
+    cq_rsp = cqe_q.r_data[lay.cqe.size]
+    m.d.comb += [sched.m_cqe.payload.eq(cq_head), sched.m_cqe.valid.eq(cqe_q.r_rdy & ~cq_rsp),
+                 sched.m_rsp_done.valid.eq(cqe_q.r_rdy & cq_rsp),
+                 sched.m_rsp_done.payload.conn.eq(cq_head.conn),
+                 sched.m_rsp_done.payload.stream.eq(cq_head.stream),
+                 sched.m_rsp_done.payload.msg.eq(cq_head.length),
+                 sched.m_rsp_done.payload.status.eq(cq_head.status),
+                 cqe_q.r_en.eq(Mux(cq_rsp, sched.m_rsp_done.ready, sched.m_cqe.ready))]
+
+
 def sched_ports(lay):
     """The scheduler's fixed ports on ``layouts(...)`` ``lay`` (MR-TXS-002), shared by
     :class:`TxSched` and the row scheduler (MR-TXS-250: the same ports)."""
@@ -394,15 +408,7 @@ class TxSched(wiring.Component):
             m.d.comb += [port.valid.eq(q.r_rdy), q.r_en.eq(port.ready)]
             if q is not frame_q:
                 m.d.comb += port.payload.eq(q.r_data)
-        cq_head = data.View(lay.cqe, cqe_q.r_data[:lay.cqe.size])
-        cq_rsp = cqe_q.r_data[lay.cqe.size]
-        m.d.comb += [self.m_cqe.payload.eq(cq_head), self.m_cqe.valid.eq(cqe_q.r_rdy & ~cq_rsp),
-                     self.m_rsp_done.valid.eq(cqe_q.r_rdy & cq_rsp),
-                     self.m_rsp_done.payload.conn.eq(cq_head.conn),
-                     self.m_rsp_done.payload.stream.eq(cq_head.stream),
-                     self.m_rsp_done.payload.msg.eq(cq_head.length),
-                     self.m_rsp_done.payload.status.eq(cq_head.status),
-                     cqe_q.r_en.eq(Mux(cq_rsp, self.m_rsp_done.ready, self.m_cqe.ready))]
+        cqe_ports(m, self, cqe_q, lay)
         fq_out, fr_out = data.View(fq_lay, frame_q.r_data), self.m_frame.payload
         o_send, _, o_read, o_atomic = _op_kind(fq_out.op)
         # a slot never written (all 0) shows an all-0 frame, as the unpacked ring would

@@ -16,7 +16,7 @@ from ..models.tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, O
 from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, lane_init, lane_layouts,
                                     row_layouts)
 from ..models.wire import MrdhFlag, Op
-from .tx_sched import _first_from, _lowest_zero, sched_ports
+from .tx_sched import _first_from, _lowest_zero, cqe_ports, sched_ports
 
 __all__ = ["RowPipe", "RowPipeLane", "ConnFifo", "TxSchedRows"]
 
@@ -263,15 +263,7 @@ class TxSchedRows(wiring.Component):
                      self.m_frame.payload.eq(frame_q.r_data),
                      self.m_sent.valid.eq(sent_q.r_rdy), sent_q.r_en.eq(self.m_sent.ready),
                      self.m_sent.payload.eq(sent_q.r_data)]
-        cq_head = data.View(lay.cqe, cqe_q.r_data[:lay.cqe.size])
-        cq_rsp = cqe_q.r_data[lay.cqe.size]
-        m.d.comb += [self.m_cqe.payload.eq(cq_head), self.m_cqe.valid.eq(cqe_q.r_rdy & ~cq_rsp),
-                     self.m_rsp_done.valid.eq(cqe_q.r_rdy & cq_rsp),
-                     self.m_rsp_done.payload.conn.eq(cq_head.conn),
-                     self.m_rsp_done.payload.stream.eq(cq_head.stream),
-                     self.m_rsp_done.payload.msg.eq(cq_head.length),
-                     self.m_rsp_done.payload.status.eq(cq_head.status),
-                     cqe_q.r_en.eq(Mux(cq_rsp, self.m_rsp_done.ready, self.m_cqe.ready))]
+        cqe_ports(m, self, cqe_q, lay)
 
         # -- the queues of connections (MR-TXS-212/215)
         m.submodules.active = active = ConnFifo(C)
