@@ -235,7 +235,7 @@ class TxSchedRows(wiring.Component):
         fail_lay = data.StructLayout({"fl_v": 1, "fl": lay.fail, "er_v": 1, "er": lay.error})
         b_fail, b_fail_v = Signal(fail_lay), Signal()
         wr_busy, wr_blocked = Signal(), Signal()          # MR-TXS-217: in flight, refused
-        lost_busy, lost_blocked = Signal(), Signal()
+        lost_busy = Signal()        # a lost report is never refused (MR-TXS-257): no blocked bit
 
         # -- the operation's argument through the pipeline (what S2 cannot read from a held
         # boundary register: the work request and the lost report stay in theirs until applied)
@@ -302,7 +302,7 @@ class TxSchedRows(wiring.Component):
         n_cq = (pipe.s1_valid & s1a.cq) + (pipe.s2_valid & s2a.cq)
         cq_room = cqe_q.level + n_cq < OUT_DEPTH
         out_room = (frame_q.level + n_sched < OUT_DEPTH) & (sent_q.level + n_sched < OUT_DEPTH)
-        can = [b_ver_v, b_cwnd_v, b_fail_v, b_ack_v, b_lost_v & ~lost_busy & ~lost_blocked,
+        can = [b_ver_v, b_cwnd_v, b_fail_v, b_ack_v, b_lost_v & ~lost_busy,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                active.nonempty & out_room]
@@ -383,17 +383,11 @@ class TxSchedRows(wiring.Component):
             m.d.sync += [getattr(b_wr, k).eq(getattr(w, k)) for k, _ in lay.wr]
         # the lost report
         with m.If(s2_ok & (s2_kind == K_LOST)):
-            m.d.sync += lost_busy.eq(0)
-            with m.If(refused):
-                m.d.sync += lost_blocked.eq(1)
-            with m.Else():
-                m.d.sync += b_lost_v.eq(0)
-        with m.Elif(applied & (s2_kind == K_SCHED) & b_lost_v & (b_lost.conn == pipe.s2_conn)):
-            m.d.sync += lost_blocked.eq(0)
+            m.d.sync += [lost_busy.eq(0), b_lost_v.eq(0)]
         with m.If(taken[K_LOST]):
             m.d.sync += lost_busy.eq(1)
         with m.If(~b_lost_v & self.s_resend.valid):
-            m.d.sync += [b_lost_v.eq(1), b_lost.eq(self.s_resend.payload), lost_blocked.eq(0)]
+            m.d.sync += [b_lost_v.eq(1), b_lost.eq(self.s_resend.payload)]
         # the registers freed when taken
         for k, reg, v, port in ((K_ACKED, b_ack, b_ack_v, self.s_acked),
                                 (K_CWND, b_cwnd, b_cwnd_v, self.s_cwnd),
