@@ -77,15 +77,19 @@ def test_lockstep_ack_events_held():
 
 
 def test_lockstep_new_floor_carries():
-    """MR-TX-039, MR-TX-037, MR-TX-050: the ACK's new floor ``cum + e`` registered in S1a is
+    """MR-TX-039, MR-TX-037, MR-TX-050, MR-TX-311: the ACK's new floor ``cum + e`` registered in S1a is
     built from a 9-bit add of ``cum``'s low bits and the high part or its increment: one pair
     carrying enough packets that its ACKs' ``cum`` crosses several multiples of 512 (the
-    increment taken), with lossy, stale and bad ACKs and backpressure: 0 mismatches."""
+    increment taken), with lossy, stale and bad ACKs and backpressure: 0 mismatches; the
+    ``sent`` and ``acked`` counters pass 256 (their upper pieces counted by the bank's shared
+    increment) and are read at random addresses every cycle."""
     items = rc.traffic(*SMALL, 1400, seed=11, n_paths=1)
     cums = [it[1]["cum"] for it in items if it[0] == "ack" and not it[1]["nak"]]
     assert max(cums) >= 2 * 512                         # the carry into the high part happens
     res = run_lockstep(items, seed=11, p_idle=0.1, p_bp=0.3)
     assert res["acked"] and res["resend"]
+    # MR-TX-311: counters past a low piece's wrap (the bank's shared increment), read each cycle
+    assert res["model"].counters[CTR["sent"]] > 256 and res["model"].counters[CTR["acked"]] > 256
 
 
 def test_lockstep_reference_endpoint_traffic():
@@ -910,3 +914,41 @@ def test_health_read_in_flip_flops_wrong_forms_fail(case):
     connection) or at S1b's connection fails the two-connection lockstep."""
     with pytest.raises(Mismatch):
         _two_conns_run(_retransmit_with(*HEALTH_FF_WRONG[case]))
+
+
+# ------------------------------------------------------------------ the unit's area at the engine's parameters (MR-TX-309..311)
+
+BITMAP_FILL = "Cat(Const((1 << P.SACK_BITS) - 1, P.SACK_BITS), Const(0, 1), s2_sack)"
+BITMAP_WRONG = {
+    # MR-TX-309: the fill zeros (the PSNs below cum not acknowledged: the old form without its mask)
+    "fill_zeros": (BITMAP_FILL, "Cat(Const(0, P.SACK_BITS + 1), s2_sack)"),
+    # MR-TX-309: the fill's 0 at cum made a 1 (cum itself acknowledged)
+    "cum_acked": (BITMAP_FILL, "Cat(Const((1 << (P.SACK_BITS + 1)) - 1, P.SACK_BITS + 1), s2_sack)"),
+    # MR-TX-310's control: a bit the walker reads (bit 0, below n) flipped
+    "bit0_flipped": ("job_w.acked.eq(shifted)]", "job_w.acked.eq(shifted ^ 1)]"),
+}
+
+
+def _bitmap_run(dut_cls=Retransmit):
+    items = rc.traffic(*SMALL, 300, seed=1)
+    return run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, dut_cls=dut_cls)
+
+
+def test_bitmap_bits_from_n_up_unread():
+    """MR-TX-310, MR-TX-050: the walk job's bitmap with every bit from n up set (what the mask at
+    n cleared) leaves the lockstep at 0 mismatches on ``test_lockstep_random``'s traffic (seed 1;
+    the RTL as built passes it there): the walker never reads those bits."""
+    res = _bitmap_run(_retransmit_with(
+        "job_w.acked.eq(shifted)]",
+        "job_w.acked.eq(shifted | (Const((1 << P.SACK_BITS) - 1, P.SACK_BITS) << s2b_job.n)[:P.SACK_BITS])]"))
+    assert res["acked"] and res["resend"]
+
+
+@pytest.mark.parametrize("case", ["fill_zeros", pytest.param("cum_acked", marks=pytest.mark.slow),
+                                  pytest.param("bit0_flipped", marks=pytest.mark.slow)])
+def test_bitmap_fill_wrong_forms_fail(case):
+    """MR-TX-309, MR-TX-310: the bitmap from the shift's fill (256 ones, the 0 at cum) passes
+    ``test_lockstep_random``'s traffic (seed 1); the fill of zeros (the PSNs below cum not
+    acknowledged), the fill acknowledging cum itself, and a bit below n flipped each fail it."""
+    with pytest.raises(Mismatch):
+        _bitmap_run(_retransmit_with(*BITMAP_WRONG[case]))
