@@ -1062,13 +1062,13 @@ class Retransmit(wiring.Component):
         if self.verdict_health:
             m.d.comb += self.ackev_busy.eq((w_state != 0) | ev_valid | ackev_q.r_rdy)
 
+        # MR-TX-312: a job taken (in the idle state, or beside a walk's last record) and a
+        # record stepped over by a walk: one flag each, the registers loaded or shifted after
+        # the walker's states (a load wins), so each bit is one mux behind a clock enable
+        w_take, w_shift = Signal(), Signal()
+
         def take_job():
-            m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),
-                         w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
-                         w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
-                         w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
-                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack), w_ce.eq(qjob.ce),
-                         w_expire.eq(qjob.kind == JOB_EXPIRE), w_trig_zero.eq(qjob.trig == 0)]
+            m.d.comb += w_take.eq(1)
 
         with m.Switch(w_state):
             with m.Case(0):
@@ -1127,7 +1127,8 @@ class Retransmit(wiring.Component):
                             m.d.sync += [ev_valid.eq(1), ev.conn.eq(w_conn), ev.path.eq(w_path),
                                          ev.bytes.eq(ev_bytes), ev.pkts.eq(ev_pkts),
                                          ev.ce.eq(w_ce), ev.now.eq(w_t_ack)]
-                        m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
+                        m.d.comb += w_shift.eq(1)
+                        m.d.sync += [w_left.eq(w_left - 1),
                                      w_left_one.eq(w_left == 2),
                                      w_skip.eq(w_skip - ~w_skip_zero),
                                      w_skip_zero.eq(w_skip <= 1)]
@@ -1142,6 +1143,15 @@ class Retransmit(wiring.Component):
                             take_job()
                         with m.Else():
                             m.d.sync += w_state.eq(0)
+        with m.If(w_take):
+            m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),
+                         w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
+                         w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
+                         w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
+                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack), w_ce.eq(qjob.ce),
+                         w_expire.eq(qjob.kind == JOB_EXPIRE), w_trig_zero.eq(qjob.trig == 0)]
+        with m.Elif(w_shift):
+            m.d.sync += w_acked.eq(w_acked >> 1)
 
         # -- the RTT estimator (MR-TX-054): one sample at a time, a stage per cycle, each sum a
         # carry-select over two stages (MR-TX-038): (1) ACK time - send time; (2) the sample

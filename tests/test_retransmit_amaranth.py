@@ -952,3 +952,14 @@ def test_bitmap_fill_wrong_forms_fail(case):
     acknowledged), the fill acknowledging cum itself, and a bit below n flipped each fail it."""
     with pytest.raises(Mismatch):
         _bitmap_run(_retransmit_with(*BITMAP_WRONG[case]))
+
+
+def test_walker_load_wins_over_step_wrong_form_fails():
+    """MR-TX-312: the walker's registers loaded by one flag after its states (``test_lockstep_random``'s
+    traffic, seed 1, passes with the RTL as built: ``test_bitmap_bits_from_n_up_unread``'s run); with
+    the bitmap's step made after the load (a job taken beside a walk's last record keeps the old
+    job's bitmap shifted) the lockstep fails."""
+    wrong = _retransmit_with("        with m.Elif(w_shift):\n            m.d.sync += w_acked.eq(w_acked >> 1)",
+                             "        with m.If(w_shift):\n            m.d.sync += w_acked.eq(w_acked >> 1)")
+    with pytest.raises(Mismatch):
+        _bitmap_run(wrong)

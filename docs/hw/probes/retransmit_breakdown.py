@@ -115,7 +115,60 @@ def report_mapped(work):
     for (f, line), n in by.most_common():
         src = lines[line - 1].strip()[:88] if f == "retransmit.py" and line else ""
         print(f"{n:5}  {f}:{line}  {src}")
+    sinks = by_sink(net)
+    print(f"\nLUT4 by the first flip-flop or memory port they feed (a LUT shared by several counted "
+          f"once, at the first found; the name without its index):")
+    for name, n in sinks.most_common(45):
+        print(f"{n:6,}  {name}")
     return cnt
+
+
+def by_sink(net):
+    """Mapped LUT4s by the first TRELLIS_FF (its Q's name) or memory/RAM cell they reach."""
+    bit_name = {}
+    for wire, nn in net["netnames"].items():
+        if not nn.get("hide_name"):
+            for b in nn["bits"]:
+                bit_name.setdefault(b, wire)
+    cells = net["cells"]
+    cons = collections.defaultdict(list)
+    for cn, c in cells.items():
+        for port, bits in c["connections"].items():
+            if c.get("port_directions", {}).get(port) == "input":
+                for b in bits:
+                    cons[b].append(cn)
+    memo = {}
+
+    def sink(cn):
+        if cn in memo:
+            return memo[cn]
+        memo[cn] = "?"
+        c = cells[cn]
+        if c["type"] == "TRELLIS_FF":
+            memo[cn] = "FF " + re.sub(r"\[.*|\$.*", "", bit_name.get(c["connections"]["Q"][0], "?"))
+            return memo[cn]
+        if c["type"] != "LUT4" and c["type"] != "CCU2C":
+            memo[cn] = c["type"] + " " + c.get("attributes", {}).get("src", "").split("|")[0].split("/")[-1]
+            return memo[cn]
+        outs = [b for port, bits in c["connections"].items()
+                if c.get("port_directions", {}).get(port) == "output" for b in bits]
+        for b in outs:
+            for nxt in cons.get(b, []):
+                r = sink(nxt)
+                if r != "?":
+                    memo[cn] = r
+                    return r
+        for b in outs:
+            if b in bit_name:
+                memo[cn] = "wire " + bit_name[b]
+                return memo[cn]
+        return "?"
+    out = collections.Counter()
+    sys.setrecursionlimit(100000)
+    for cn, c in cells.items():
+        if c["type"] == "LUT4":
+            out[sink(cn)] += 1
+    return out
 
 
 def report_gates(work):
