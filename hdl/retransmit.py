@@ -623,16 +623,18 @@ class Retransmit(wiring.Component):
         # write forwarded from hwb_prev in S1a (as MR-TX-240's path table)
         hwb_prev, s1a_hsame_prev = Signal(hw), Signal()
         if self.health_read_in_ffs:
-            # MR-TX-268: the row after the edge's write (MR-TX-241's forward gives the same)
+            # MR-TX-268: the row after the edge's write; MR-TX-313: so MR-TX-241's forward of
+            # that write (hwb_prev) is not built
             h_rd_conn = Signal(cb)
             m.d.sync += h_rd_conn.eq(path_rd.addr[pb:])
             m.d.comb += h_rd.addr.eq(h_rd_conn)
+            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)
         else:
             m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
-        h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
-        m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
-                     hwb_prev.eq(hwb_data),
-                     s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:])),
+            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
+            m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
+                         hwb_prev.eq(hwb_data)]
+        m.d.sync += [s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:])),
                      s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
                      h_base.eq(h_base_in)]
         health_row = Signal(hw)

@@ -896,7 +896,7 @@ def _two_conns_run(dut_cls=Retransmit):
 
 
 def test_health_read_in_flip_flops():
-    """MR-TX-268, MR-TX-241, MR-TX-050: with two connections (the TX's instance) the health
+    """MR-TX-268, MR-TX-241, MR-TX-313, MR-TX-050: with two connections (the TX's instance) the health
     memory is read without a clock at the take's connection, registered; with the ages on,
     tail probes and timeouts over both connections (every read of a row meets writes of it),
     the lockstep has 0 mismatches (the read sees the write of its edge: MR-TX-241's forward
@@ -963,3 +963,27 @@ def test_walker_load_wins_over_step_wrong_form_fails():
                              "        with m.If(w_shift):\n            m.d.sync += w_acked.eq(w_acked >> 1)")
     with pytest.raises(Mismatch):
         _bitmap_run(wrong)
+
+
+def _two_conns_forward_run(gap, dut_cls=Retransmit):
+    """``_health_forward_items(gap)`` moved to connection 1 of the two-connection instance."""
+    items = [(k, dict(it, conn=1) if isinstance(it, dict) else it) for k, it in _health_forward_items(gap)]
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
+    kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
+    return run_lockstep(items, inst=TWO_CONNS, timers=timers, dut_cls=dut_cls, **kw)
+
+
+@pytest.mark.parametrize("gap", [1, 2])
+def test_health_ffs_without_edge_forward(gap):
+    """MR-TX-313, MR-TX-268: the health memory in flip-flops has no forward of the write made at
+    the take's edge: the check two events (S1a's forward of S1b's write) or three (the write of
+    the read's edge) behind the connection's first progress sees its health bit (a probe, not
+    a timeout), 0 mismatches; with S1a's forward dropped as well (the read alone) the first
+    fails."""
+    res = _two_conns_forward_run(gap)
+    assert [e[0] for e in res["model"].events if e[0] in ("probe", "timeout")] == ["probe", "timeout"]
+    if gap == 1:
+        wrong = _retransmit_with("            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)",
+                                 "            h_base_in = h_rd.data")
+        with pytest.raises((Mismatch, AssertionError)):
+            _two_conns_forward_run(gap, wrong)
