@@ -7,7 +7,8 @@ pool of 256, ``ENGINE_RTO_NS``, tail probes, ages) with Amaranth's source locati
 1. the build's flow on the unit alone (``synth_ecp5 -noiopad -nowidelut`` in MR-FLOW-026's two
    halves, flattened, ``stat``): LUT4, CCU2C, DPR16X4, FF, DP16KD and COMB = LUT4 + 2 CCU2C +
    6 DPR16X4 (engine_blocks.py's count); the CCU2C cells by the hdl/*.py line of the ``$alu``
-   they map (a CCU2C keeps its adder's ``src``): every carry chain with its width;
+   they map (a CCU2C keeps its adder's ``src``): every carry chain with its width; the LUT4s by
+   the first flip-flop or memory port they feed (ABC's LUTs keep no ``src``);
 2. a gate count without LUT mapping (rx_breakdown.py's: ``proc; flatten; opt; wreduce; memory
    -nomap; techmap``; a 2:1 mux one LUT4, a 2-input gate a third) by section of hdl/retransmit.py
    (a ``# --`` comment or a top-level ``def``/``class``) and by line: where the LUTs are.
