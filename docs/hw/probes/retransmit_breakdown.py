@@ -13,7 +13,7 @@ pool of 256, ``ENGINE_RTO_NS``, tail probes, ages) with Amaranth's source locati
    -nomap; techmap``; a 2:1 mux one LUT4, a 2-input gate a third) by section of hdl/retransmit.py
    (a ``# --`` comment or a top-level ``def``/``class``) and by line: where the LUTs are.
 
-    .venv/bin/python docs/hw/probes/retransmit_breakdown.py [--keep DIR] [--reuse] [--no-map]
+    .venv/bin/python docs/hw/probes/retransmit_breakdown.py [--keep DIR] [--reuse] [--no-map] [--ages-off]
 """
 import collections
 import json
@@ -32,10 +32,18 @@ RTX_PY = ROOT / "hdl" / "retransmit.py"
 TOP = "retransmit"
 
 
-def unit():
-    """The retransmit unit of ``engine_small(64)`` (the same object the engine elaborates)."""
+def unit(ages=True):
+    """The retransmit unit of ``engine_small(64)`` (the same object the engine elaborates);
+    ``ages=False``: the same parameters without the ages (informative)."""
     from metaroce.hdl.engine import Engine
-    return Engine(64).tx.rtx
+    from metaroce.hdl.retransmit import Retransmit
+    u = Engine(64).tx.rtx
+    if ages:
+        return u
+    lay = u.lay
+    return Retransmit(64, conns=lay.conns, paths=lay.paths, pool=lay.pool, rto_ns=u.rto_ns,
+                      retry_limit=u.retry_limit, slot_log2=u.slot_log2, probes=u.probes, ages=False,
+                      verdict_health=u.verdict_health)
 
 
 def sections(path):
@@ -210,7 +218,8 @@ def main(argv):
     work = Path(keep) if keep else blocks.scratch_dir() / "retransmit_breakdown"
     work.mkdir(parents=True, exist_ok=True)
     if not ("--reuse" in argv and (work / "gates.json").exists()):
-        (work / "design.il").write_text(rtlil.convert(unit(), name=TOP, emit_src=True))
+        (work / "design.il").write_text(rtlil.convert(unit(ages="--ages-off" not in argv), name=TOP,
+                                                      emit_src=True))
         (work / "retransmit.py").write_text(RTX_PY.read_text())     # the lines the report names
         gates(work)
         if "--no-map" not in argv:
