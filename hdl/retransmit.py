@@ -35,7 +35,6 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
-from .parser import _wide_counter
 from ..models import records
 from ..models.retransmit import (CE_MAX, BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, EST_CYCLES,
                                  EST_WRITE, INS_DEPTH, JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK,
@@ -145,9 +144,45 @@ def _csa(x, y, z):
     return x ^ y ^ z, (x & y) | (x & z) | (y & z)
 
 
-def _low_mask(k, n):
-    """``(1 << k) - 1`` on ``n`` bits for ``0 <= k <= n``."""
-    return ~(Const((1 << n) - 1, n) << k)[:n]
+def _piece_inc(x, en, piece=8):
+    """``x + en`` modulo ``2**len(x)`` in ``piece``-bit adds, piece j's carry in ``en`` and the
+    pieces below all ones (an AND of comparisons, no carry between pieces: MR-TX-038 (3))."""
+    x = Value.cast(x)
+    parts, carry = [], en
+    for lo in range(0, len(x), piece):
+        p = x[lo:lo + piece]
+        parts.append((p + carry)[:len(p)])
+        carry = carry & p.all()
+    return Cat(*parts)
+
+
+def _counter_bank(m, incs, addr, nbits, piece=8):
+    """MR-TX-311: ``len(incs)`` counters of ``nbits`` (counter i adds 1 at each edge where
+    ``incs[i]`` is set) and the value of counter ``addr`` in this cycle, exact (every increment
+    of the edges before). Each counter's low ``piece`` bits are a register of its own; its carry
+    out sets a pending flag. The upper ``nbits - piece`` bits of all the counters are one
+    LUT-RAM row each, served by one shared increment that visits the counters in turn, one a
+    cycle, writes the row plus 1 and clears the flag (a carry of that edge sets it again). A
+    flag is served within ``len(incs)`` edges and the low piece wraps again after ``2**piece``
+    increments at the earliest, so one carry a counter is pending at most. The value is the low
+    register, then the row plus the flag (:func:`_piece_inc`)."""
+    n = len(incs)
+    assert n >= 2 and (1 << piece) >= n and nbits > piece
+    lows = [Signal(piece, name=f"ctr{i}_low") for i in range(n)]
+    pend = Signal(n, name="ctr_pend")
+    m.submodules.ctr_high_mem = mem = memory.Memory(shape=nbits - piece, depth=n, init=[])
+    wr = mem.write_port()
+    rd_svc, rd_out = mem.read_port(domain="comb"), mem.read_port(domain="comb")
+    svc = Signal(range(n), name="ctr_svc")
+    m.d.sync += svc.eq(Mux(svc == n - 1, 0, svc + 1))
+    served = Signal(n)
+    m.d.comb += [served.eq(pend & (Const(1, n) << svc)), rd_svc.addr.eq(svc),
+                 wr.addr.eq(svc), wr.data.eq(_piece_inc(rd_svc.data, 1, piece)), wr.en.eq(served.any())]
+    wraps = Cat(*(inc & low.all() for inc, low in zip(incs, lows)))
+    m.d.sync += pend.eq((pend & ~served) | wraps)
+    m.d.sync += [low.eq(low + inc) for inc, low in zip(incs, lows)]
+    m.d.comb += rd_out.addr.eq(addr)
+    return Cat(Array(lows)[addr], _piece_inc(rd_out.data, pend.bit_select(addr, 1), piece))
 
 
 class HeadRegFIFO(wiring.Component):
@@ -335,11 +370,11 @@ class Retransmit(wiring.Component):
         ev_rd = est_mem.read_port()
 
         # MR-TX-040: the increments are registered, then counted in 8-bit pieces (no carry
-        # longer than a piece), so an event lands in its counter one cycle later
+        # longer than a piece), so an event lands in its counter one cycle later; MR-TX-311:
+        # the counters' upper pieces in LUT RAM, one shared increment (_counter_bank)
         inc = {n: Signal(name=f"inc_{n}") for n in CTR}
         inc_late = {n: Signal(name=f"inc_late_{n}") for n in CTR}
         m.d.sync += [inc_late[n].eq(inc[n]) for n in CTR]
-        counters = [_wide_counter(m, f"ctr_{n}", COUNTER_BITS, inc_late[n], chunk=8) for n in CTR]
 
         # -- the free list (MR-TX-031): a ring of free pool indices, full at reset
         free_wr_ptr = Signal(pw)
@@ -588,16 +623,18 @@ class Retransmit(wiring.Component):
         # write forwarded from hwb_prev in S1a (as MR-TX-240's path table)
         hwb_prev, s1a_hsame_prev = Signal(hw), Signal()
         if self.health_read_in_ffs:
-            # MR-TX-268: the row after the edge's write (MR-TX-241's forward gives the same)
+            # MR-TX-268: the row after the edge's write; MR-TX-313: so MR-TX-241's forward of
+            # that write (hwb_prev) is not built
             h_rd_conn = Signal(cb)
             m.d.sync += h_rd_conn.eq(path_rd.addr[pb:])
             m.d.comb += h_rd.addr.eq(h_rd_conn)
+            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)
         else:
             m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
-        h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
-        m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
-                     hwb_prev.eq(hwb_data),
-                     s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:])),
+            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
+            m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
+                         hwb_prev.eq(hwb_data)]
+        m.d.sync += [s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:])),
                      s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
                      h_base.eq(h_base_in)]
         health_row = Signal(hw)
@@ -721,7 +758,6 @@ class Retransmit(wiring.Component):
         s2_n = Signal(9)
         s2_lost_dist = Signal(9)
         s2_moved = Signal()             # skip the lost prefix only, not n (MR-TX-052)
-        s2_dc = Signal(range(-P.SACK_BITS, P.SACK_BITS + 1))
         s2_sack = Signal(P.SACK_BITS)
         s2_amt = Signal(10)             # 256 - dc: the SACK's shift in S2
         s2_ptr = Signal(pw)
@@ -781,7 +817,7 @@ class Retransmit(wiring.Component):
         new_floor = s1_floor
 
         def ack_terms(r):
-            """(stale, over, moved, n, cum - floor, floor - cum) for row ``r``: n24 = new floor
+            """(stale, over, moved, n, floor - cum) for row ``r``: n24 = new floor
             - floor; its tests carry-free (MR-TX-037, MR-TX-038, MR-TX-039)."""
             nf, nfl = new_floor, ~r.floor
             n = (nf[:dist_bits] + nfl[:dist_bits] + 1)[:dist_bits]
@@ -801,15 +837,13 @@ class Retransmit(wiring.Component):
             # their 9 low bits decide (a 9-bit sign, a 9-bit equality)
             moved = _behind_short(r.lost_upto, nf, dist_bits)
             to_next = r.next_psn[:dist_bits] != nf[:dist_bits]
-            return Cat(stale, over, moved, to_next, n, (cum[:10] - r.floor[:10])[:10],
-                       (r.floor[:10] - cum[:10])[:10])
+            return Cat(stale, over, moved, to_next, n, (r.floor[:10] - cum[:10])[:10])
 
-        terms = Signal(4 + dist_bits + 20)
+        terms = Signal(4 + dist_bits + 10)
         m.d.comb += terms.eq(both(ack_terms))
         stale, over, moved, to_next = terms[0], terms[1], terms[2], terms[3]
         n = terms[4:4 + dist_bits]
-        cmf = terms[4 + dist_bits:14 + dist_bits]
-        fmc = terms[14 + dist_bits:]
+        fmc = terms[4 + dist_bits:]
         with m.If(is_ack):
             # MR-TX-067: the row's new fields are those of an ACK that resolves, whatever the
             # ACK is; the decision (the 24-bit tests) gates the write and the pushes only
@@ -918,7 +952,7 @@ class Retransmit(wiring.Component):
         m.d.sync += [s2_kind.eq(Mux(s1_kind == 0, JOB_RESTART,
                                     Mux(s1_kind == 1, JOB_WALK, JOB_EXPIRE))),
                      s2_ptr.eq(free_head), s2_n.eq(Mux(s1_kind == 1, n, live_n)),
-                     s2_dc.eq(cmf), s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
+                     s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
                      s2_sack.eq(s1_ack.sack),
                      s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
                      s2_trig.eq(trig), s2_trig_near.eq(trig_near)]
@@ -943,17 +977,18 @@ class Retransmit(wiring.Component):
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
 
         # -- stage S2a: the acknowledged bitmap relative to the floor (MR-TX-032): the SACK
-        # shifted by the multiple of 32 of its shift and the masks; the insert deadline's
-        # pieces (MR-TX-038), registered into S2b
+        # shifted by the multiple of 32 of its shift; the insert deadline's pieces (MR-TX-038),
+        # registered into S2b. MR-TX-309: the shift's fill below the SACK is 256 ones and the
+        # cum's 0, so bit i is 1 for i < cum - floor (the PSNs below cum), 0 at cum, then the
+        # SACK's bit i - (cum - floor) - 1: no mask below cum; and no mask at n (MR-TX-310: the
+        # walker reads a walk job's first n bits only, an expiry's none)
         amt = s2_amt
         lo_bits = 5
         span = P.SACK_BITS + (1 << lo_bits) - 1
         part_shift = Signal(span)
-        m.d.comb += part_shift.eq((Cat(Const(0, P.SACK_BITS + 1), s2_sack)
+        m.d.comb += part_shift.eq((Cat(Const((1 << P.SACK_BITS) - 1, P.SACK_BITS), Const(0, 1), s2_sack)
                                    >> Cat(Const(0, lo_bits), amt[lo_bits:]))[:span])
-        below_cum = Mux(~s2_dc[9] & s2_dc.any(), _low_mask(s2_dc.as_unsigned()[:9], P.SACK_BITS), 0)
         walk = s2_kind == JOB_WALK
-        n_mask = Mux(walk, _low_mask(s2_n, P.SACK_BITS), 0)
         job = Signal(lay.job)
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
                      job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
@@ -965,8 +1000,6 @@ class Retransmit(wiring.Component):
         s2b_job = Signal(lay.job)
         s2b_part = Signal(span)
         s2b_amt_lo = Signal(lo_bits)
-        s2b_below = Signal(P.SACK_BITS)
-        s2b_mask = Signal(P.SACK_BITS)
         s2b_row = Signal(rb)
         s2b_conn = Signal(cb)
         s2b_path = Signal(8)
@@ -975,8 +1008,7 @@ class Retransmit(wiring.Component):
         s2b_to, s2b_verdict = Signal(), Signal(2)
         m.d.sync += [s2b_valid.eq(s2_valid), s2b_job_push.eq(s2_job), s2b_ins_push.eq(s2_ins),
                      s2b_err_push.eq(s2_err), s2b_job.eq(job), s2b_part.eq(part_shift),
-                     s2b_amt_lo.eq(amt[:lo_bits]), s2b_below.eq(below_cum & n_mask),
-                     s2b_mask.eq(n_mask), s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
+                     s2b_amt_lo.eq(amt[:lo_bits]), s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
                      s2b_path.eq(s2_path), s2b_probe_push.eq(s2_probe), s2b_psn.eq(s2_psn),
                      s2b_to.eq(s2_to), s2b_verdict.eq(s2_verdict)]
 
@@ -984,7 +1016,7 @@ class Retransmit(wiring.Component):
         shifted = Signal(P.SACK_BITS)
         m.d.comb += shifted.eq((s2b_part >> s2b_amt_lo)[:P.SACK_BITS])
         job_w = Signal(lay.job)
-        m.d.comb += [job_w.eq(s2b_job), job_w.acked.eq((shifted & s2b_mask) | s2b_below)]
+        m.d.comb += [job_w.eq(s2b_job), job_w.acked.eq(shifted)]
         m.d.comb += [job_q.w_en.eq(s2b_job_push), job_q.w_data.eq(job_w)]
         insert = Signal(lay.insert)
         m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(dl_sum),
@@ -1032,13 +1064,13 @@ class Retransmit(wiring.Component):
         if self.verdict_health:
             m.d.comb += self.ackev_busy.eq((w_state != 0) | ev_valid | ackev_q.r_rdy)
 
+        # MR-TX-312: a job taken (in the idle state, or beside a walk's last record) and a
+        # record stepped over by a walk: one flag each, the registers loaded or shifted after
+        # the walker's states (a load wins), so each bit is one mux behind a clock enable
+        w_take, w_shift = Signal(), Signal()
+
         def take_job():
-            m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),
-                         w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
-                         w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
-                         w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
-                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack), w_ce.eq(qjob.ce),
-                         w_expire.eq(qjob.kind == JOB_EXPIRE), w_trig_zero.eq(qjob.trig == 0)]
+            m.d.comb += w_take.eq(1)
 
         with m.Switch(w_state):
             with m.Case(0):
@@ -1097,7 +1129,8 @@ class Retransmit(wiring.Component):
                             m.d.sync += [ev_valid.eq(1), ev.conn.eq(w_conn), ev.path.eq(w_path),
                                          ev.bytes.eq(ev_bytes), ev.pkts.eq(ev_pkts),
                                          ev.ce.eq(w_ce), ev.now.eq(w_t_ack)]
-                        m.d.sync += [w_acked.eq(w_acked >> 1), w_left.eq(w_left - 1),
+                        m.d.comb += w_shift.eq(1)
+                        m.d.sync += [w_left.eq(w_left - 1),
                                      w_left_one.eq(w_left == 2),
                                      w_skip.eq(w_skip - ~w_skip_zero),
                                      w_skip_zero.eq(w_skip <= 1)]
@@ -1112,6 +1145,15 @@ class Retransmit(wiring.Component):
                             take_job()
                         with m.Else():
                             m.d.sync += w_state.eq(0)
+        with m.If(w_take):
+            m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),
+                         w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
+                         w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
+                         w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
+                         w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack), w_ce.eq(qjob.ce),
+                         w_expire.eq(qjob.kind == JOB_EXPIRE), w_trig_zero.eq(qjob.trig == 0)]
+        with m.Elif(w_shift):
+            m.d.sync += w_acked.eq(w_acked >> 1)
 
         # -- the RTT estimator (MR-TX-054): one sample at a time, a stage per cycle, each sum a
         # carry-select over two stages (MR-TX-038): (1) ACK time - send time; (2) the sample
@@ -1284,8 +1326,9 @@ class Retransmit(wiring.Component):
             self.m_probe.valid.eq(probe_q.r_rdy), self.m_probe.payload.eq(probe_q.r_data),
             probe_q.r_en.eq(self.m_probe.ready),
         ]
-        ctr = Array(counters)
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, ctr[self.reg_addr], 0))
+        ctr_value = _counter_bank(m, [inc_late[n] for n in CTR], self.reg_addr[:(N_COUNTERS - 1).bit_length()],
+                                  COUNTER_BITS, 8)
+        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, ctr_value, 0))
         return m
 
 

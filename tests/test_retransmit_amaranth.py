@@ -77,15 +77,19 @@ def test_lockstep_ack_events_held():
 
 
 def test_lockstep_new_floor_carries():
-    """MR-TX-039, MR-TX-037, MR-TX-050: the ACK's new floor ``cum + e`` registered in S1a is
+    """MR-TX-039, MR-TX-037, MR-TX-050, MR-TX-311: the ACK's new floor ``cum + e`` registered in S1a is
     built from a 9-bit add of ``cum``'s low bits and the high part or its increment: one pair
     carrying enough packets that its ACKs' ``cum`` crosses several multiples of 512 (the
-    increment taken), with lossy, stale and bad ACKs and backpressure: 0 mismatches."""
+    increment taken), with lossy, stale and bad ACKs and backpressure: 0 mismatches; the
+    ``sent`` and ``acked`` counters pass 256 (their upper pieces counted by the bank's shared
+    increment) and are read at random addresses every cycle."""
     items = rc.traffic(*SMALL, 1400, seed=11, n_paths=1)
     cums = [it[1]["cum"] for it in items if it[0] == "ack" and not it[1]["nak"]]
     assert max(cums) >= 2 * 512                         # the carry into the high part happens
     res = run_lockstep(items, seed=11, p_idle=0.1, p_bp=0.3)
     assert res["acked"] and res["resend"]
+    # MR-TX-311: counters past a low piece's wrap (the bank's shared increment), read each cycle
+    assert res["model"].counters[CTR["sent"]] > 256 and res["model"].counters[CTR["acked"]] > 256
 
 
 def test_lockstep_reference_endpoint_traffic():
@@ -892,7 +896,7 @@ def _two_conns_run(dut_cls=Retransmit):
 
 
 def test_health_read_in_flip_flops():
-    """MR-TX-268, MR-TX-241, MR-TX-050: with two connections (the TX's instance) the health
+    """MR-TX-268, MR-TX-241, MR-TX-313, MR-TX-050: with two connections (the TX's instance) the health
     memory is read without a clock at the take's connection, registered; with the ages on,
     tail probes and timeouts over both connections (every read of a row meets writes of it),
     the lockstep has 0 mismatches (the read sees the write of its edge: MR-TX-241's forward
@@ -910,3 +914,76 @@ def test_health_read_in_flip_flops_wrong_forms_fail(case):
     connection) or at S1b's connection fails the two-connection lockstep."""
     with pytest.raises(Mismatch):
         _two_conns_run(_retransmit_with(*HEALTH_FF_WRONG[case]))
+
+
+# ------------------------------------------------------------------ the unit's area at the engine's parameters (MR-TX-309..311)
+
+BITMAP_FILL = "Cat(Const((1 << P.SACK_BITS) - 1, P.SACK_BITS), Const(0, 1), s2_sack)"
+BITMAP_WRONG = {
+    # MR-TX-309: the fill zeros (the PSNs below cum not acknowledged: the old form without its mask)
+    "fill_zeros": (BITMAP_FILL, "Cat(Const(0, P.SACK_BITS + 1), s2_sack)"),
+    # MR-TX-309: the fill's 0 at cum made a 1 (cum itself acknowledged)
+    "cum_acked": (BITMAP_FILL, "Cat(Const((1 << (P.SACK_BITS + 1)) - 1, P.SACK_BITS + 1), s2_sack)"),
+    # MR-TX-310's control: a bit the walker reads (bit 0, below n) flipped
+    "bit0_flipped": ("job_w.acked.eq(shifted)]", "job_w.acked.eq(shifted ^ 1)]"),
+}
+
+
+def _bitmap_run(dut_cls=Retransmit):
+    items = rc.traffic(*SMALL, 300, seed=1)
+    return run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, dut_cls=dut_cls)
+
+
+def test_bitmap_bits_from_n_up_unread():
+    """MR-TX-310, MR-TX-050: the walk job's bitmap with every bit from n up set (what the mask at
+    n cleared) leaves the lockstep at 0 mismatches on ``test_lockstep_random``'s traffic (seed 1;
+    the RTL as built passes it there): the walker never reads those bits."""
+    res = _bitmap_run(_retransmit_with(
+        "job_w.acked.eq(shifted)]",
+        "job_w.acked.eq(shifted | (Const((1 << P.SACK_BITS) - 1, P.SACK_BITS) << s2b_job.n)[:P.SACK_BITS])]"))
+    assert res["acked"] and res["resend"]
+
+
+@pytest.mark.parametrize("case", ["fill_zeros", pytest.param("cum_acked", marks=pytest.mark.slow),
+                                  pytest.param("bit0_flipped", marks=pytest.mark.slow)])
+def test_bitmap_fill_wrong_forms_fail(case):
+    """MR-TX-309, MR-TX-310: the bitmap from the shift's fill (256 ones, the 0 at cum) passes
+    ``test_lockstep_random``'s traffic (seed 1); the fill of zeros (the PSNs below cum not
+    acknowledged), the fill acknowledging cum itself, and a bit below n flipped each fail it."""
+    with pytest.raises(Mismatch):
+        _bitmap_run(_retransmit_with(*BITMAP_WRONG[case]))
+
+
+def test_walker_load_wins_over_step_wrong_form_fails():
+    """MR-TX-312: the walker's registers loaded by one flag after its states (``test_lockstep_random``'s
+    traffic, seed 1, passes with the RTL as built: ``test_bitmap_bits_from_n_up_unread``'s run); with
+    the bitmap's step made after the load (a job taken beside a walk's last record keeps the old
+    job's bitmap shifted) the lockstep fails."""
+    wrong = _retransmit_with("        with m.Elif(w_shift):\n            m.d.sync += w_acked.eq(w_acked >> 1)",
+                             "        with m.If(w_shift):\n            m.d.sync += w_acked.eq(w_acked >> 1)")
+    with pytest.raises(Mismatch):
+        _bitmap_run(wrong)
+
+
+def _two_conns_forward_run(gap, dut_cls=Retransmit):
+    """``_health_forward_items(gap)`` moved to connection 1 of the two-connection instance."""
+    items = [(k, dict(it, conn=1) if isinstance(it, dict) else it) for k, it in _health_forward_items(gap)]
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}
+    kw = {"p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
+    return run_lockstep(items, inst=TWO_CONNS, timers=timers, dut_cls=dut_cls, **kw)
+
+
+@pytest.mark.parametrize("gap", [1, 2])
+def test_health_ffs_without_edge_forward(gap):
+    """MR-TX-313, MR-TX-268: the health memory in flip-flops has no forward of the write made at
+    the take's edge: the check two events (S1a's forward of S1b's write) or three (the write of
+    the read's edge) behind the connection's first progress sees its health bit (a probe, not
+    a timeout), 0 mismatches; with S1a's forward dropped as well (the read alone) the first
+    fails."""
+    res = _two_conns_forward_run(gap)
+    assert [e[0] for e in res["model"].events if e[0] in ("probe", "timeout")] == ["probe", "timeout"]
+    if gap == 1:
+        wrong = _retransmit_with("            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)",
+                                 "            h_base_in = h_rd.data")
+        with pytest.raises((Mismatch, AssertionError)):
+            _two_conns_forward_run(gap, wrong)
