@@ -405,6 +405,30 @@ class WindowSchedule(Driver):
         return inp
 
 
+class VerdictStorm(Driver):
+    """MR-TXS-267: the driver with path verdicts of its own on ``s_probe`` besides the unit's:
+    in a fraction ``p_verdict`` of the cycles until every work request is taken, with the port
+    free, a verdict (SUSPECT twice as often as RETIRE or REROUTE) on a random path of the
+    instance, from a generator of its own (the other draws are those of a run without), so that
+    a connection's paths are suspected together and its last active path meets a verdict
+    (MR-TXS-290), which the unit's timeouts alone rarely do."""
+
+    def __init__(self, lay, items, *, p_verdict=0.1, **kw):
+        super().__init__(lay, items, **kw)
+        self.p_verdict, self.v_rng = p_verdict, random.Random(kw.get("seed", 0) ^ 0x5EED)
+
+    def inputs(self):
+        vr = self.v_rng
+        if (self.probe_offer is None and not self.probe_q and not self.sent_all
+                and vr.random() < self.p_verdict):
+            v = vr.choice([P.PATH_SUSPECT, P.PATH_SUSPECT, P.PATH_RETIRE, P.PATH_REROUTE])
+            self.probe_q.append({"conn": vr.randrange(self.lay.conns),
+                                 "path": vr.randrange(self.lay.paths), "psn": 0, "to": 1,
+                                 "verdict": v})
+            self.res["verdicts"][v] += 1
+        return super().inputs()
+
+
 def window_schedule_case(sem, *, shrink_at=20, grow_at=60):
     """MR-TXS-028/029, MR-CC-001: work requests on both connections and a schedule that closes
     path 2 of connection 0 (window 0) in cycle ``shrink_at`` and reopens it (1 MiB) in cycle
