@@ -619,9 +619,15 @@ class TxSchedRows(wiring.Component):
             with m.If(is_k[K_VERDICT] & (a.path == p)):
                 ps, np_ = r.paths[p], mid.paths[p]
                 v = a.verdict
-                with m.If((v == P.PATH_SUSPECT) | (v == P.PATH_RETIRE)):
+                # MR-TXS-266/290: on the connection's last active path (the row's, every op
+                # before applied) a suspicion or retirement acts as a reroute
+                others = Signal(name=f"others_active{p}")
+                m.d.comb += others.eq(Cat(r.paths[q].state == PATH_ACTIVE
+                                          for q in range(Pn) if q != p).any())
+                sus = (v == P.PATH_SUSPECT) | (v == P.PATH_RETIRE)
+                with m.If(sus & others):
                     m.d.comb += np_.state.eq(PATH_PROBING)
-                with m.If(v == P.PATH_REROUTE):
+                with m.If((v == P.PATH_REROUTE) | (sus & ~others)):
                     m.d.comb += np_.col.eq(1)
                 with m.If(v != P.PATH_KEEP):
                     m.d.comb += np_.gen.eq(ps.gen + 1)

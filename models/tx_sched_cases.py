@@ -30,8 +30,8 @@ from . import protocol as P
 from .driver import CounterReadout, run_alone
 from .retransmit import RetransmitModel
 from .rx import pack, unpack
-from .tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP, OP_SEND,
-                       OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel,
+from .tx_sched import (ATOMIC_LEN, GEN_BITS, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP,
+                       OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, STATUS_OK, TxSchedModel,
                        atomic_operands, has_imm, is_atomic, is_read, is_send, msg_len, wire_op)
 from .wire import MrdhFlag, Op
 
@@ -405,6 +405,30 @@ class WindowSchedule(Driver):
         return inp
 
 
+class VerdictStorm(Driver):
+    """MR-TXS-267: the driver with path verdicts of its own on ``s_probe`` besides the unit's:
+    in a fraction ``p_verdict`` of the cycles until every work request is taken, with the port
+    free, a verdict (SUSPECT twice as often as RETIRE or REROUTE) on a random path of the
+    instance, from a generator of its own (the other draws are those of a run without), so that
+    a connection's paths are suspected together and its last active path meets a verdict
+    (MR-TXS-290), which the unit's timeouts alone rarely do."""
+
+    def __init__(self, lay, items, *, p_verdict=0.1, **kw):
+        super().__init__(lay, items, **kw)
+        self.p_verdict, self.v_rng = p_verdict, random.Random(kw.get("seed", 0) ^ 0x5EED)
+
+    def inputs(self):
+        vr = self.v_rng
+        if (self.probe_offer is None and not self.probe_q and not self.sent_all
+                and vr.random() < self.p_verdict):
+            v = vr.choice([P.PATH_SUSPECT, P.PATH_SUSPECT, P.PATH_RETIRE, P.PATH_REROUTE])
+            self.probe_q.append({"conn": vr.randrange(self.lay.conns),
+                                 "path": vr.randrange(self.lay.paths), "psn": 0, "to": 1,
+                                 "verdict": v})
+            self.res["verdicts"][v] += 1
+        return super().inputs()
+
+
 def window_schedule_case(sem, *, shrink_at=20, grow_at=60):
     """MR-TXS-028/029, MR-CC-001: work requests on both connections and a schedule that closes
     path 2 of connection 0 (window 0) in cycle ``shrink_at`` and reopens it (1 MiB) in cycle
@@ -596,27 +620,48 @@ def check(sem, items, res, rsps=()):
     return {"retransmits": n_retx, "responses": n_rsp, "probes": len(res["frames"]) - len(frames)}
 
 
-def check_probes(res):
-    """MR-TXS-080..082, MR-TXS-092: the probe frames among ``res["frames"]``: a frame whose PSN
-    is not its path's next is a probe's, and it re-sends its path's newest packet as it was
-    (every field of that packet's frame request, AckReq and RETX set), for a probe taken on
-    ``s_probe`` (no more frames of a PSN than probes of it). Returns the other frames (each
-    with its sent event)."""
-    offered = defaultdict(int)
+def probe_generations(res):
+    """MR-TXS-121, MR-TXS-248: the probes taken on ``s_probe`` (``res["probes"]``, in the port's
+    order), per path ``(conn, path)`` a queue of ``(psn, gen)``: ``gen`` the path's generation
+    when the probe is decided, counted here from the port alone (not the scheduler's state):
+    0 at reset, one up (modulo 16) at every verdict but KEEP taken on the port before it. The
+    port is one boundary register, its items act in order and a verdict's write precedes the
+    decision of the probe behind it (MR-TXS-086/118), so the order of the port is the order of
+    the generations."""
+    gen, taken = defaultdict(int), defaultdict(deque)
     for pr in res.get("probes", ()):
-        if not pr.get("to"):                # MR-TXS-119: a verdict is no probe
-            offered[(pr["conn"], pr["path"], pr["psn"])] += 1
+        key = (pr["conn"], pr["path"])
+        if pr.get("to"):                    # MR-TXS-119: a verdict is no probe
+            if pr["verdict"] != P.PATH_KEEP:
+                gen[key] = (gen[key] + 1) % (1 << GEN_BITS)
+        else:
+            taken[key].append((pr["psn"], gen[key]))
+    return taken
+
+
+def check_probes(res):
+    """MR-TXS-080..082, MR-TXS-092, MR-TXS-248: the probe frames among ``res["frames"]``: a frame
+    whose PSN is not its path's next is a probe's, and it re-sends its path's newest packet as
+    it was (every field of that packet's frame request, AckReq and RETX set) but ``gen``, the
+    path's generation at the probe (:func:`probe_generations`, MR-TXS-121), for a probe taken on
+    ``s_probe`` (no more frames of a PSN than probes of it). A path's probe frames are its
+    taken probes in order less the dropped ones (MR-TXS-082): a probe of another PSN before the
+    frame's own was dropped. Returns the other frames (each with its sent event)."""
+    taken = probe_generations(res)
     last, first, out = {}, {}, []
     for fr in res["frames"]:
         key = (fr["conn"], fr["mrdh_path"])
         psn = fr["bth_psn"]
         if key in last and psn != P.psn_add(last[key], 1):
             k3 = (*key, psn)
-            assert offered[k3] > 0, f"a frame of PSN {psn} of path {key} again without a probe"
-            offered[k3] -= 1
+            q = taken[key]
+            while q and q[0][0] != psn:     # dropped (MR-TXS-082)
+                q.popleft()
+            assert q, f"a frame of PSN {psn} of path {key} again without a probe"
+            _, gen = q.popleft()
             assert psn == last[key], "a probe re-sends its path's newest packet (MR-TXS-080)"
             want = dict(first[k3], bth_ack_req=1,
-                        mrdh_flags=first[k3]["mrdh_flags"] | MrdhFlag.RETX)
+                        mrdh_flags=first[k3]["mrdh_flags"] | MrdhFlag.RETX, gen=gen)
             assert fr == want, f"the probe of {k3}: {fr}, want {want}"
             continue
         assert psn == (P.psn_add(last[key], 1) if key in last else 0)

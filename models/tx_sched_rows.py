@@ -205,12 +205,15 @@ class TxSchedRowsModel:
     any operation, without the work term. ``lost_waits=True`` (negative control only, MR-TXS-261):
 MR-TXS-217's old rule, a lost report refused while its resend FIFO is full (rdl32: it is kept in
 its entry's ``lnq`` bits and refilled by a popping schedule op, MR-TXS-256..259; ``refills``
-counts them, each logged as a ``"refill"`` event after its schedule op). ``events`` logs every applied operation in the order of its
+counts them, each logged as a ``"refill"`` event after its schedule op). ``last_active_kept``
+(MR-TXS-266; False: the rule before, negative controls only): a SUSPECT or RETIRE verdict on a
+connection's last active path acts as a REROUTE (MR-TXS-290), decided on the row the verdict op
+applies to. ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
-                 lost_waits=False, **kw):
+                 lost_waits=False, last_active_kept=True, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -233,7 +236,8 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
                               prm["resend_depth"])
         self.lay = layouts(conns, streams, paths, depth)
         # one connection's semantics (TxSchedModel), loaded from and stored to a row per op
-        self.sem = TxSchedModel(2, streams, paths, depth,
+        self.last_active_kept = bool(last_active_kept)
+        self.sem = TxSchedModel(2, streams, paths, depth, last_active_kept=self.last_active_kept,
                                 **{k: v for k, v in prm.items()
                                    if k not in ("conns", "streams", "paths", "depth")})
         # MR-TXS-200: the row memory at reset; MR-TXS-205: the descriptor memory (read here at
@@ -253,6 +257,7 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
         self.events = []
         self.counts = {k: 0 for k in OP_KINDS}           # operations applied, per kind
         self.idle_sched = 0                              # MR-TXS-214: schedule ops that found nothing
+        self.kept = 0                                    # MR-TXS-266: verdicts taken as reroutes
 
     @staticmethod
     def port_names():
@@ -413,6 +418,10 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
         elif kind == "cwnd":
             sem.set_cwnd(0, f["path"], f["cwnd"])
         elif kind == "verdict":
+            # MR-TXS-266: MR-TXS-290's fact read on the row this op applies to (serialised, so
+            # every op of the connection before it is in the row)
+            if sem.verdict_taken(dict(f, conn=0)) != f["verdict"]:
+                self.kept += 1
             sem.path_event(dict(f, conn=0))
         elif kind == "fail":
             fl, er = f
@@ -604,6 +613,7 @@ def replay(model):
     [frame requests]}`` and ``{conn: [completions]}``; AssertionError at the first difference."""
     prm = model.prm
     ref = TxSchedModel(prm["conns"], prm["streams"], prm["paths"], prm["depth"],
+                       last_active_kept=model.last_active_kept,
                        **{k: v for k, v in prm.items()
                           if k not in ("conns", "streams", "paths", "depth")})
     S = model.streams

@@ -1384,18 +1384,46 @@ def test_last_active_wrong_form_fails():
     assert_wrong_form_fails(LAST_ACTIVE_WRONG, items, 5, **kw)
 
 
+def _probe_frames(frames):
+    """The probe frames among ``frames`` (a PSN not its path's next): ``(index, frame, the first
+    frame of its PSN on its path)``."""
+    nxt, first, out = {}, {}, []
+    for k, fr in enumerate(frames):
+        key = (fr["conn"], fr["mrdh_path"])
+        if fr["bth_psn"] == nxt.get(key, 0):
+            nxt[key] = fr["bth_psn"] + 1
+            first[(*key, fr["bth_psn"])] = fr
+        else:
+            out.append((k, fr, first[(*key, fr["bth_psn"])]))
+    return out
+
+
 def test_random_probe_after_verdict_carries_new_generation():
-    """MR-TXS-248 (found, open): seed 34 of the stall's setting finishes (80 of 80, no stall),
-    but the checker's probe check fails: a random tail probe (the driver's ``p_probe``) on a
-    path whose generation a verdict counted up since its packet carries the new generation
-    (MR-TXS-121), where the checker wants the packet's first frame; the frames differ in
-    ``gen`` only. With the rule before MR-TXS-290 alike (not this section's rule)."""
-    import re
+    """MR-TXS-248, MR-TXS-264: seed 34 of the stall's setting (80 of 80, no stall): random tail
+    probes (the driver's ``p_probe``) on paths whose generation a verdict counted up since
+    their packet carry the new generation (MR-TXS-121), and the checker, which counts the
+    generation from the verdicts taken on ``s_probe`` (``probe_generations``), passes them;
+    with the rule before MR-TXS-290 alike."""
     for kept in (True, False):
         model, drv, items = _last_active_model(34, last_active_kept=kept)
         assert len(drv.res["cqe"]) == 80
-        with pytest.raises(AssertionError, match="the probe of") as e:
-            tc.check(TxSchedModel(**SMALL), items, drv.res)
-        got, want = (eval(d) for d in re.findall(r"(\{[^}]*\})", str(e.value)))
-        assert {k for k in got if got[k] != want[k]} == {"gen"}, (got, want)
-        assert got["gen"] > want["gen"]
+        tc.check(TxSchedModel(**SMALL), items, drv.res)
+        raised = [(fr, f0) for _, fr, f0 in _probe_frames(drv.res["frames"])
+                  if fr["gen"] != f0["gen"]]
+        assert raised and all(fr["gen"] > f0["gen"] for fr, f0 in raised), raised
+
+
+def test_probe_with_old_generation_fails_checker():
+    """MR-TXS-265 (negative control): seed 34's frames with a probe frame given back its
+    packet's first generation (the old route: what the checker wanted before MR-TXS-248's
+    decision), or one generation too far, fail the checker."""
+    model, drv, items = _last_active_model(34)
+    raised = [(k, fr, f0) for k, fr, f0 in _probe_frames(drv.res["frames"])
+              if fr["gen"] != f0["gen"]]
+    assert raised
+    for k, fr, f0 in raised:
+        for gen in (f0["gen"], (fr["gen"] + 1) % 16):
+            frames = list(drv.res["frames"])
+            frames[k] = dict(fr, gen=gen)
+            with pytest.raises(AssertionError, match="the probe of"):
+                tc.check(TxSchedModel(**SMALL), items, dict(drv.res, frames=frames))

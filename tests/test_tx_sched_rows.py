@@ -436,7 +436,7 @@ def test_row_pipe_collision_reads_unused():
 
 # ------------------------------------------------------------------ the scheduler's RTL
 
-def rows_lockstep(prm, n, seed, *, forward=True, hdl=None, rsps=0, **kw):
+def rows_lockstep(prm, n, seed, *, forward=True, hdl=None, rsps=0, driver=tc.Driver, **kw):
     """``hdl/tx_sched_rows.py`` ``TxSchedRows`` in lockstep with ``TxSchedRowsModel`` through
     the driver, every output port compared every cycle (MR-TXS-254). Returns ``(core, driver,
     model, items, rsps)``; Mismatch at the first difference."""
@@ -447,7 +447,7 @@ def rows_lockstep(prm, n, seed, *, forward=True, hdl=None, rsps=0, **kw):
     items = tc.traffic(sem, n, seed=seed)
     rs = tc.responses(sem, rsps, seed=seed) if rsps else ()
     model = TxSchedRowsModel(64, **prm)
-    drv = tc.Driver(model.lay, items, seed=seed, rsps=rs, **kw)
+    drv = driver(model.lay, items, seed=seed, rsps=rs, **kw)
     core = run_amaranth(hdl.TxSchedRows(64, **prm, forward=forward), model, drv,
                         busy=model.busy)
     return core, drv, model, items, rs
@@ -579,3 +579,60 @@ def test_rows_rtl_instances():
     for conns in (1, 3, 8192):
         with pytest.raises(ValueError):
             TxSchedRows(64, **dict(SMALL, conns=conns))
+
+
+#: MR-TXS-267: the verdict storm's run (seed 11, 30 work requests, a verdict in 10 % of the
+#: cycles): connection paths suspected together, the last active one met by verdicts
+STORM = dict(p_verdict=0.1)
+
+
+def _storm_model(seed=11, n=30, **kw):
+    items = tc.traffic(TxSchedModel(**SMALL), n, seed=seed)
+    m = TxSchedRowsModel(64, **SMALL, **kw)
+    drv = tc.VerdictStorm(m.lay, items, seed=seed, **STORM)
+    drv.limit = 6000
+    run_alone(m, drv)
+    return items, drv, m
+
+
+def test_rows_last_active_kept():
+    """MR-TXS-266, MR-TXS-267: the row model on the verdict storm (seed 11) completes every work
+    request, passes the register scheduler's checker and the replay (MR-TXS-230, the register
+    scheduler with MR-TXS-290 too), and took verdicts on a connection's last active path as
+    reroutes."""
+    items, drv, m = _storm_model()
+    assert len(drv.res["cqe"]) == len(items)
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+    replay(m)
+    assert m.kept >= 1
+
+
+def test_rows_last_active_lost_stalls():
+    """MR-TXS-269 (negative control): the rule before (``last_active_kept=False``) on the same
+    storm leaves a connection with every path probing and a resend queued: no progress."""
+    with pytest.raises(AssertionError, match="no progress"):
+        _storm_model(last_active_kept=False)
+
+
+def test_rows_rtl_last_active():
+    """MR-TXS-266..268: the row scheduler's RTL in lockstep with its model on the verdict storm
+    (seed 11) with random backpressure: 0 mismatches, every work request completes, verdicts
+    taken as reroutes."""
+    core, drv, model, items, _ = rows_lockstep(dict(SMALL), 30, 11, driver=tc.VerdictStorm,
+                                               **STORM)
+    assert len(drv.res["cqe"]) == len(items) and model.kept >= 1
+    tc.check(TxSchedModel(**SMALL), items, drv.res)
+
+
+#: MR-TXS-269's wrong form in the RTL: the rule before MR-TXS-266 (every suspicion probing)
+ROWS_LAST_ACTIVE_WRONG = ("m.d.comb += others.eq(Cat(", "m.d.comb += others.eq(1 | Cat(")
+
+
+def test_rows_rtl_last_active_wrong_form_fails():
+    """MR-TXS-269 (negative control): the RTL with the rule before MR-TXS-266 mismatches the
+    model on the storm."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", *ROWS_LAST_ACTIVE_WRONG)
+    with pytest.raises(Mismatch):
+        rows_lockstep(dict(SMALL), 30, 11, hdl=hdl, driver=tc.VerdictStorm, **STORM)
+

@@ -3,7 +3,7 @@ TXS_RSPS=0 TXS_LOSS=0.6 TXS_PCWND=0.05`` (tb/tx_sched.py's driver, ``p_probe`` 0
 swept: which finish, and for each that stalls, per connection its resend FIFO and per path
 ``(state, col, inflight, pkts)`` (state 0 active, 1 probing) (pst32, issue 12).
 
-    .venv/bin/python docs/hw/probes/tx_sched_probing_stall.py [--old] [SEED ... | A-B]  # default 5
+    .venv/bin/python docs/hw/probes/tx_sched_probing_stall.py [--old] [SEED | A-B | A,B,C ...]  # default 5
 
 ``--old``: the rule before MR-TXS-290 (a suspicion or retirement may take a connection's last
 active path; the negative control of MR-TXS-296).
@@ -17,6 +17,7 @@ active path is a reroute.
 """
 import sys
 
+from _seeds import parse_seeds
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.driver import run_alone
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
@@ -44,9 +45,6 @@ def main(seeds, old=False):
                 tc.check(TxSchedModel(**SMALL), items, drv.res, rsps)
                 chk = "checked"
             except AssertionError as e:
-                # found by pst32, not of this rule (the same with --old): a random probe
-                # (p_probe) after a verdict carries the path's new generation (MR-TXS-121), the
-                # checker wants the first frame's
                 chk = f"CHECKER: {str(e)[:60]}"
                 bad.append(seed)
             kept = sum(1 for e in model.events if e[0] == "kept")
@@ -66,10 +64,4 @@ def main(seeds, old=False):
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--old"]
-    rng = [int(a) for a in args if "-" not in a] or [5]
-    for a in args:                                  # "A-B": seeds A..B
-        if "-" in a:
-            lo, hi = a.split("-")
-            rng = list(range(int(lo), int(hi) + 1))
-    main(rng, "--old" in sys.argv)
+    main(parse_seeds(sys.argv[1:], [5]), "--old" in sys.argv)

@@ -7,7 +7,7 @@ For a stalled run it prints the lost report held in ``s_resend``'s boundary regi
 and in the skid (``rs``), and per connection its resend FIFO's entries, chunks not yet sent,
 and per path ``(state, col, inflight, pkts, cwnd)`` (state 0 active, 1 probing).
 
-    .venv/bin/python docs/hw/probes/tx_sched_stall.py [--lost-waits] [SEED ... | A-B]  # default 1..20
+    .venv/bin/python docs/hw/probes/tx_sched_stall.py [--lost-waits] [SEED | A-B | A,B,C ...]  # default 1..20
 
 With ``--lost-waits`` the cycle model takes the rule before MR-TXS-240 (the negative control
 of MR-TXS-246: a lost report waits for its FIFO's room).
@@ -25,6 +25,7 @@ FIFO's room; a full FIFO's chunk is kept in its entry's lost-not-queued set and 
 """
 import sys
 
+from _seeds import parse_seeds
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.driver import run_alone
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
@@ -66,10 +67,4 @@ def main(seeds, lost_waits=False):
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--lost-waits"]
-    rng = [int(a) for a in args if "-" not in a] or range(1, 21)
-    for a in args:                                  # "A-B": seeds A..B
-        if "-" in a:
-            lo, hi = a.split("-")
-            rng = range(int(lo), int(hi) + 1)
-    main(rng, "--lost-waits" in sys.argv)
+    main(parse_seeds(sys.argv[1:], range(1, 21)), "--lost-waits" in sys.argv)
