@@ -13,9 +13,9 @@ arbiter, MR-TXS-210; the queues, MR-TXS-212..216) and their timing (MR-TXS-220..
 
 Same ports and stream interface as :class:`~metaroce.models.tx_sched.TxSchedCycleModel`
 (``step(inputs) -> outputs``, the layouts of :func:`~metaroce.models.tx_sched.layouts`), so the
-block's driver (models/tx_sched_cases.py) runs it unchanged. Not in this increment
-(MR-TXS-235): tail probes (a non-verdict ``s_probe`` item raises), pacing, ``m_restore``,
-``m_rd``.
+block's driver (models/tx_sched_cases.py) runs it unchanged. Tail probes on ``s_probe`` are
+operations of their own (MR-TXS-270..279). Not in this increment (MR-TXS-235): pacing,
+``m_restore``, ``m_rd``.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ PIPE_STAGES = 2
 #: MR-TXS-221: the read of cycle t misses the writes of the two operations ahead
 FWD_DISTANCE = 2
 #: MR-TXS-210: the operations, in the arbiter's priority
-OP_KINDS = ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "sched")
+OP_KINDS = ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "probe", "sched")
 
 _CHUNK = records.CHUNK_BITS
 _BYTES = records.BYTES_BITS
@@ -418,6 +418,13 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
             fl, er = f
             sem.fail(sem.fail_targets(dict(fl, conn=0) if fl else None,
                                       dict(er, conn=0) if er else None))
+        elif kind == "probe":
+            # MR-TXS-270/271: the path's newest packet rebuilt from its tail fields and the
+            # descriptor (TxSchedModel.probe: AckReq, RETX, the path's generation now), or a
+            # drop; no state changes
+            frame = sem.probe(dict(f, conn=0))
+            if frame is not None:
+                frame["conn"] = c
         elif kind == "sched":
             act = sem.decide_conn(0)
             if act is None:
@@ -449,16 +456,19 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
                 cr["inq"] = 0
             else:
                 push_active = True
+        elif kind == "probe":
+            pass                # MR-TXS-273: the row unchanged, the queues' rules hold as before
         elif not refused and not cr["inq"] and work:
             cr["inq"], push_active = 1, True
         # MR-TXS-215: the completion queue, on the new row
         push_done = False
         if kind == "complete":
             cr["incq"] = 0
-        if not refused and not cr["incq"] and self._completes():
+        if not refused and kind != "probe" and not cr["incq"] and self._completes():
             cr["incq"], push_done = 1, True
         new = self._store(c, row, popped)
-        return new, frame, sent, cqe, push_active, push_done, refused, act if kind == "sched" else cqe
+        res = act if kind == "sched" else (frame is not None) if kind == "probe" else cqe
+        return new, frame, sent, cqe, push_active, push_done, refused, res
 
     # ------------------------------------------------------------ the arbiter (S0)
     def _room(self, q, kinds):
@@ -473,7 +483,7 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
     def _pick(self):
         """MR-TXS-210: the operation taken in this cycle, on registers (None: none)."""
         b = self.b
-        if b["verdict"] is not None:
+        if b["verdict"] is not None and b["verdict"].get("to"):
             return _Op("verdict", b["verdict"]["conn"], b["verdict"])
         if b["cwnd"] is not None:
             return _Op("cwnd", b["cwnd"]["conn"], b["cwnd"])
@@ -490,7 +500,12 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
         if (w is not None and not self.in_flight["wr"] and not self.blocked["wr"]
                 and (not self.sem.wr_status(w) or self._cqe_room())):
             return _Op("wr", w["conn"], w)
-        if (self.active and self._room(self.frame_q, ("sched",))
+        # MR-TXS-272: a tail probe after the work request, before the schedule op, with room
+        # in the frame queue for it and the frames in flight (a probe has no sent event)
+        pb = b["verdict"]
+        if pb is not None and not pb.get("to") and self._room(self.frame_q, ("sched", "probe")):
+            return _Op("probe", pb["conn"], pb)
+        if (self.active and self._room(self.frame_q, ("sched", "probe"))
                 and self._room(self.sent_q, ("sched",))):
             return _Op("sched", self.active[0], None)
         return None
@@ -509,7 +524,9 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
         # MR-TXS-211: a boundary register is ready when empty or taken in this cycle (the work
         # request's and the lost report's stay until applied, MR-TXS-217)
         def free(k):
-            return b[k] is None or (taken == k and k not in ("wr", "lost"))
+            # MR-TXS-272: s_probe's register holds a verdict or a tail probe, freed by either
+            return b[k] is None or (taken == k and k not in ("wr", "lost")) or (
+                k == "verdict" and taken == "probe")
         rsp_valid = g("s_rsp__valid", 0)
         wr_free = b["wr"] is None
         cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
@@ -559,7 +576,7 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
             elif pick.kind in self.in_flight:
                 self.in_flight[pick.kind] = True
             else:
-                b[pick.kind] = None
+                b["verdict" if pick.kind == "probe" else pick.kind] = None
         # the ports into the boundary registers (MR-TXS-211)
         if out["s_rsp__ready"] and rsp_valid:
             b["wr"] = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), self.streams)
@@ -582,11 +599,7 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
                                           "connections in one cycle (MR-TXS-235)")
             b["fail"] = (fl, er)
         if out["s_probe__ready"] and g("s_probe__valid", 0):
-            pr = unpack(lay.probe, g("s_probe__payload", 0))
-            if not pr.get("to"):
-                raise NotImplementedError("tail probes are not in the row scheduler's first "
-                                          "increment (MR-TXS-235)")
-            b["verdict"] = pr
+            b["verdict"] = unpack(lay.probe, g("s_probe__payload", 0))   # a verdict or a probe
         self.frame_q.update(g("m_frame__ready", 0), frame is not None,
                             pack(lay.frame, frame) if frame else 0)
         self.sent_q.update(g("m_sent__ready", 0), sent is not None,
@@ -639,6 +652,10 @@ def replay(model):
             ref.set_cwnd(c, f["path"], f["cwnd"])
         elif kind == "verdict":
             ref.path_event(f)
+        elif kind == "probe":
+            # MR-TXS-274: the register scheduler's probe on the same state (its frame or a drop)
+            want = ref.probe(f)
+            assert frame == want, f"{where}: probe frame {frame}, the scheduler's {want}"
         elif kind == "fail":
             ref.fail(ref.fail_targets(*f))
         elif kind == "sched":

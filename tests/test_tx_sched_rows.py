@@ -268,11 +268,14 @@ def test_read_responses():
 
 
 def test_not_in_this_increment():
-    """MR-TXS-235: a tail probe on s_probe (not a verdict) is refused, not taken silently."""
+    """MR-TXS-235: a message and a connection failure of two connections in one cycle are
+    refused, not taken silently (a tail probe is taken since MR-TXS-270)."""
     m = TxSchedRowsModel(64, **SMALL)
-    pr = pack(m.lay.probe, {"conn": 0, "path": 0, "psn": 0, "to": 0, "verdict": 0})
+    fl = pack(m.lay.fail, {"conn": 0, "slot": 0, "status": 4})
+    er = pack(m.lay.error, {"conn": 1, "path": 0, "status": 12})
     with pytest.raises(NotImplementedError):
-        m.step({"s_probe__valid": 1, "s_probe__payload": pr})
+        m.step({"s_fail__valid": 1, "s_fail__payload": fl, "s_error__valid": 1,
+                "s_error__payload": er})
 
 
 class LaneDriver:
@@ -562,7 +565,7 @@ def test_rows_rtl_wrong_forms_fail(old, new, kw):
 
 
 def test_rows_rtl_instances():
-    """MR-TXS-250, MR-TXS-255: the 4,096 x 8 instance is built (row 2,511 bits, descriptor
+    """MR-TXS-250, MR-TXS-255, MR-TXS-279: the 4,096 x 8 instance is built (tail probes included) (row 2,511 bits, descriptor
     word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
     names and layouts, without its optional ones), and ``conns`` out of 2..4,096 or not a
     power of two is refused, as the model's."""
@@ -579,3 +582,126 @@ def test_rows_rtl_instances():
     for conns in (1, 3, 8192):
         with pytest.raises(ValueError):
             TxSchedRows(64, **dict(SMALL, conns=conns))
+
+
+# ------------------------------------------------------------------ tail probes (rowf33)
+
+#: MR-TXS-276: the tail probes' traffic: the driver's random probes and the unit's at the
+#: block's quiet points, 60 % loss (so verdicts raise path generations before some probes)
+PROBE_KW = dict(p_idle=0.2, p_bp=0.4, p_cwnd=0.05, cwnd_hi=8000, p_probe=0.05, loss=0.6)
+
+
+def probe_frames(res):
+    """The probe frames among the driver's frames: ``(frame, its packet's first frame)`` (a
+    frame whose PSN is not its path's next re-sends an earlier one, MR-TXS-092)."""
+    first, nxt, out = {}, {}, []
+    for f in res["frames"]:
+        key = (f["conn"], f["mrdh_path"])
+        if f["bth_psn"] != nxt.get(key, 0):
+            out.append((f, first[(*key, f["bth_psn"])]))
+            continue
+        first[(*key, f["bth_psn"])] = f
+        nxt[key] = f["bth_psn"] + 1
+    return out
+
+
+def run_probes(seed, n=40, prm=None, **kw):
+    prm = prm or dict(SMALL)
+    m = TxSchedRowsModel(64, **prm)
+    items = tc.traffic(TxSchedModel(**prm), n, seed=seed)
+    res = tc.run_model(m, items, seed=seed, **dict(PROBE_KW, **kw))
+    return items, res, m
+
+
+@pytest.mark.parametrize("seed,kw", [(0, {}), (4, {}), (1, {"p_probe": 0.2, "loss": 0.1})])
+def test_rows_tail_probes(seed, kw):
+    """MR-TXS-270, MR-TXS-271, MR-TXS-272, MR-TXS-273, MR-TXS-274, MR-TXS-276, MR-TXS-278,
+    MR-TXS-080, MR-TXS-121: the row model takes the driver's tail probes (random ones, some of an older
+    PSN or of a packet ACKed at once, and the unit's): probes rebuild frames and probes are
+    dropped; every work request completes; the replay through TxSchedModel finds every
+    probe's frame (or drop) the register scheduler's on the same state (MR-TXS-274); each probe
+    frame is its packet's first frame with AckReq and RETX set and, where a verdict raised the
+    path's generation since (seed 4: at least one), the path's generation now (MR-TXS-121,
+    MR-TXS-248); no sent event for a probe. The register scheduler's checker (MR-TXS-092)
+    where no probe carries a new generation (seed 0 and 1; its rule for those is p248's)."""
+    items, res, m = run_probes(seed, **kw)
+    assert len(res["cqe"]) == len(items)
+    pf = [e for e in m.events if e[0] == "probe"]
+    hits = sum(1 for e in pf if e[3])
+    assert hits > 5 and len(pf) - hits > 5, (len(pf), hits)
+    frames, _ = replay(m)
+    assert sum(map(len, frames.values())) == len(res["frames"])
+    probes = probe_frames(res)
+    assert len(probes) == hits and len(res["sent"]) == len(res["frames"]) - hits
+    newer = 0
+    for f, first in probes:
+        want = dict(first, bth_ack_req=1, mrdh_flags=first["mrdh_flags"] | MrdhFlag.RETX,
+                    gen=f["gen"])
+        assert f == want
+        newer += f["gen"] != first["gen"]
+    if seed == 4:
+        assert newer > 0 and sum(res["verdicts"].values())
+    else:
+        assert newer == 0
+        tc.check(TxSchedModel(**SMALL), items, res)
+
+
+def test_rows_probe_first_generation_fails():
+    """MR-TXS-276 (negative control): a probe frame carrying its packet's first generation
+    (the wrong form of MR-TXS-121 / MR-TXS-248) where a verdict raised it since (seed 4) fails
+    the replay; so does a probe frame without RETX."""
+    items, res, m = run_probes(4)
+    frame, first = next((f, fi) for f, fi in probe_frames(res) if f["gen"] != fi["gen"])
+    k = next(i for i, e in enumerate(m.events) if e[0] == "probe" and e[4] == frame)
+    for wrong in ("gen", "retx"):
+        kind, c, f, res_, frame, sent, cqe, now = m.events[k]
+        bad = dict(frame, gen=first["gen"]) if wrong == "gen" else dict(
+            frame, mrdh_flags=frame["mrdh_flags"] & ~MrdhFlag.RETX)
+        m.events[k] = (kind, c, f, res_, bad, sent, cqe, now)
+        with pytest.raises(AssertionError, match="probe frame"):
+            replay(m)
+        m.events[k] = (kind, c, f, res_, frame, sent, cqe, now)
+    replay(m)
+
+
+@pytest.mark.parametrize("prm,n,seed,kw", [
+    (dict(SMALL), 16, 0, {}),
+    pytest.param(dict(SMALL), 40, 4, {}, marks=pytest.mark.slow),
+    pytest.param(dict(SMALL), 40, 1, {"p_probe": 0.2, "loss": 0.1}, marks=pytest.mark.slow),
+    pytest.param(dict(SMALL), 40, 3, {"p_bp": 0.8}, marks=pytest.mark.slow),
+    pytest.param(dict(SMALL, conns=4, paths=8), 30, 2, {}, marks=pytest.mark.slow)])
+def test_rows_rtl_tail_probes(prm, n, seed, kw):
+    """MR-TXS-275, MR-TXS-277: the RTL's tail probes in lockstep with the row model through the
+    driver's probes (random ones and the unit's, 60 % loss, window writes, random
+    backpressure): 0 mismatches on every port every cycle, probes rebuilt and dropped, every
+    work request completing, the replay passing (each probe the register scheduler's); seed 4:
+    probes carrying a generation raised since their packet's first frame."""
+    core, drv, model, items, _ = rows_lockstep(prm, n, seed, **dict(PROBE_KW, **kw))
+    assert core.mismatches == 0 and len(drv.res["cqe"]) == n
+    pf = [e for e in model.events if e[0] == "probe"]
+    hits = sum(1 for e in pf if e[3])
+    assert hits and len(pf) > hits
+    replay(model)
+    if seed == 4:
+        assert any(f["gen"] != fi["gen"] for f, fi in probe_frames(drv.res))
+
+
+@pytest.mark.parametrize("old,new,kw", [
+    # a probe frame without RETX (MR-TXS-080: always set)
+    ("Mux(resend | is_probe, int(MrdhFlag.RETX), 0)", "Mux(resend, int(MrdhFlag.RETX), 0)", {}),
+    # a probe frame with the scheduled path's generation, not its own path's (MR-TXS-121)
+    pytest.param("frame.gen.eq(Mux(is_probe, tps.gen, gps.gen))", "frame.gen.eq(gps.gen)",
+                 {"seed": 4, "n": 40}, marks=pytest.mark.slow),
+    # the frame room without the probes in flight (MR-TXS-272)
+    pytest.param("pipe.s1_valid & ((s1a.kind == K_SCHED) | (s1a.kind == K_PROBE))",
+                 "pipe.s1_valid & (s1a.kind == K_SCHED)", {"p_bp": 0.8, "p_probe": 0.3},
+                 marks=pytest.mark.slow)])
+def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
+    """MR-TXS-277 (negative controls): each wrong form of the probe's RTL mismatches the
+    model on the probes' traffic."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    kw = dict(kw)
+    seed, n = kw.pop("seed", 0), kw.pop("n", 16)
+    with pytest.raises(Mismatch):
+        rows_lockstep(dict(SMALL), n, seed, hdl=hdl, **dict(PROBE_KW, **kw))
