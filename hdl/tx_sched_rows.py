@@ -12,7 +12,7 @@ from ..models import records
 from ..models.tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP,
                                OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, OUT_DEPTH, PATH_ACTIVE,
                                PATH_PROBING, SMALL, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR,
-                               check_params, layouts)
+                               check_params, layouts, restore_layout)
 from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, lane_init, lane_layouts,
                                     row_layouts)
 from ..models.wire import MrdhFlag, Op
@@ -180,8 +180,8 @@ class ConnFifo(wiring.Component):
 
 class TxSchedRows(wiring.Component):
     """The row scheduler (docs/spec/hw-tx-sched.md section 16, MR-TXS-250): the ports of
-    :class:`~metaroce.hdl.tx_sched.TxSched` (MR-TXS-002; no pacing, restores, READ rows or tail
-    probes, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
+    :class:`~metaroce.hdl.tx_sched.TxSched` (MR-TXS-002; tail probes, MR-TXS-270..279;
+    ``restores``: ``m_restore``, MR-TXS-284..289; no pacing or READ rows, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
     the arbiter and the boundary registers (MR-TXS-210/211/217), the active and completion
     queues (:class:`ConnFifo`, MR-TXS-212..215), the output queues (MR-TXS-216) and S2's
     operations on a row (MR-TXS-207/208, :meth:`_s2`: the semantics of
@@ -190,7 +190,8 @@ class TxSchedRows(wiring.Component):
     without MR-TXS-221's forwards (the rows' and the descriptors'), negative controls only."""
 
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
-                 paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True, **kw):
+                 paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True,
+                 restores=False, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
         self._MustUse__silence = True       # a refused instance is no unused design
@@ -204,7 +205,13 @@ class TxSchedRows(wiring.Component):
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"])
         self.lay = lay = layouts(conns, streams, paths, depth)
-        super().__init__(sched_ports(lay))
+        # MR-TXS-284: with restores, the acknowledged reports' restores of probing paths on
+        # m_restore {conn, path} (the TX top's windows, hw-tx.md MR-TX-256), TxSched's port
+        self.restores = bool(restores)
+        ports = sched_ports(lay)
+        if self.restores:
+            ports["m_restore"] = Out(stream.Signature(restore_layout(conns, paths)))
+        super().__init__(ports)
 
     def _reset_rows(self):
         """MR-TXS-206: the rows at reset, the model's (``TxSchedRowsModel``)."""
@@ -283,7 +290,7 @@ class TxSchedRows(wiring.Component):
 
         # S2's results (driven by _s2 inside the pipeline's module, elaborated after this one)
         s2 = {"refused": Signal(), "push_active": Signal(), "push_done": Signal(),
-              "pkt": Signal(), "probe": Signal(), "frame": Signal(lay.frame), "sent": Signal(lay.sent),
+              "pkt": Signal(), "probe": Signal(), "restore": Signal(), "frame": Signal(lay.frame), "sent": Signal(lay.sent),
               "cqe": Signal(lay.cqe), "cqe_rsp": Signal(), "cqe_v": Signal(),
               "desc": Signal(rl.desc), "desc_we": Signal(), "desc_slot": Signal(3)}
 
@@ -308,8 +315,18 @@ class TxSchedRows(wiring.Component):
         cq_room = cqe_q.level + n_cq < OUT_DEPTH
         frame_room = frame_q.level + n_frame < OUT_DEPTH
         out_room = frame_room & (sent_q.level + n_sched < OUT_DEPTH)
+        # MR-TXS-284..287: the restore queue; an acknowledged report taken with room in it for
+        # the reports in flight, and not in the cycle after s_probe was refused
+        ack_ok = Const(1, 1)
+        if self.restores:
+            m.submodules.rst_q = rst_q = fifo.SyncFIFO(width=restore_layout(C, self.paths).size,
+                                                       depth=OUT_DEPTH)
+            n_ack = (pipe.s1_valid & (s1a.kind == K_ACKED)) + (pipe.s2_valid & (s2a.kind == K_ACKED))
+            pwait = Signal()
+            m.d.sync += pwait.eq(self.s_probe.valid & ~self.s_probe.ready)
+            ack_ok = (rst_q.level + n_ack < OUT_DEPTH) & ~pwait
         # s_probe's one register holds a verdict (to) or a tail probe (MR-TXS-272)
-        can = [b_ver_v & b_ver.to, b_cwnd_v, b_fail_v, b_ack_v, b_lost_v & ~lost_busy,
+        can = [b_ver_v & b_ver.to, b_cwnd_v, b_fail_v, b_ack_v & ack_ok, b_lost_v & ~lost_busy,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                b_ver_v & ~b_ver.to & frame_room,
@@ -356,6 +373,18 @@ class TxSchedRows(wiring.Component):
 
         s2_kind = s2a.kind
         applied = s2_ok & ~refused
+        # MR-TXS-286: s_probe holds while a restore is queued or an acknowledged report is in
+        # the pipeline or taken (a verdict never passes a restore made before it)
+        p_hold = Const(1, 1)
+        if self.restores:
+            p_hold = ~rst_q.r_rdy & (n_ack == 0) & ~taken[K_ACKED]
+            rl_ = restore_layout(C, self.paths)
+            rdat = Signal(rl_)
+            m.d.comb += [rdat.conn.eq(pipe.s2_conn), rdat.path.eq(s2a.path),
+                         rst_q.w_en.eq(s2_ok & s2["restore"]), rst_q.w_data.eq(rdat),
+                         self.m_restore.valid.eq(rst_q.r_rdy),
+                         self.m_restore.payload.eq(rst_q.r_data),
+                         rst_q.r_en.eq(self.m_restore.ready)]
         # -- the boundary registers' next values (the ports' intake after the edge's frees)
         def free(k, v):
             return ~v | taken[k]
@@ -366,7 +395,7 @@ class TxSchedRows(wiring.Component):
                      self.s_fail.ready.eq(free(K_FAIL, b_fail_v)),
                      self.s_error.ready.eq(free(K_FAIL, b_fail_v)),
                      self.s_cwnd.ready.eq(free(K_CWND, b_cwnd_v)),
-                     self.s_probe.ready.eq(free(K_VERDICT, b_ver_v) | taken[K_PROBE])]
+                     self.s_probe.ready.eq((free(K_VERDICT, b_ver_v) | taken[K_PROBE]) & p_hold)]
         # the work request: applied (or refused) in S2; taken; loaded
         with m.If(s2_ok & (s2_kind == K_WR)):
             m.d.sync += wr_busy.eq(0)
@@ -554,6 +583,9 @@ class TxSchedRows(wiring.Component):
         r_hit = Signal()
         m.d.comb += r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk))
         rps = path_at(rp_path)
+        # MR-TXS-284: an acknowledged report of a path of the instance not active restores it
+        restore = Signal()
+        m.d.comb += restore.eq(is_k[K_ACKED] & p_ok & (rps.state != PATH_ACTIVE))
         r_nb = Signal(mtu_log2 + 1)
         m.d.comb += r_nb.eq(chunk_bytes(msg_len(re), rp_chunk))
         is_rep = is_k[K_ACKED] | is_k[K_LOST]
@@ -828,7 +860,7 @@ class TxSchedRows(wiring.Component):
         final = Signal(rl.row)
         m.d.comb += final.eq(Mux(refused, r.as_value(), new.as_value()))
         res = dict(refused=refused, push_active=push_active, push_done=push_done, pkt=pkt,
-                   probe=probe_hit,
+                   probe=probe_hit, restore=restore,
                    frame=frame, sent=sent, cqe=cqe, cqe_rsp=cqe_rsp, cqe_v=cqe_v,
                    desc=desc_rec, desc_we=desc_we, desc_slot=desc_slot)
         m.d.comb += [out[k].eq(v) for k, v in res.items()]

@@ -14,8 +14,8 @@ arbiter, MR-TXS-210; the queues, MR-TXS-212..216) and their timing (MR-TXS-220..
 Same ports and stream interface as :class:`~metaroce.models.tx_sched.TxSchedCycleModel`
 (``step(inputs) -> outputs``, the layouts of :func:`~metaroce.models.tx_sched.layouts`), so the
 block's driver (models/tx_sched_cases.py) runs it unchanged. Tail probes on ``s_probe`` are
-operations of their own (MR-TXS-270..279). Not in this increment (MR-TXS-235): pacing,
-``m_restore``, ``m_rd``.
+operations of their own (MR-TXS-270..279); ``restores=True`` gives ``m_restore``
+(MR-TXS-284..289). Not in this increment (MR-TXS-235): pacing, ``m_rd``.
 """
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ from . import protocol as P
 from . import records
 from .fifo import SyncFifoModel
 from .rx import pack, unpack
-from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, SMALL, GEN_BITS, TxSchedModel, check_params,
-                       cqe_entry, cqe_outputs, layouts, rsp_item)
+from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, RESTORE_INPUTS, RESTORE_OUTPUTS,
+                       SMALL, GEN_BITS, TxSchedModel, check_params, cqe_entry, cqe_outputs,
+                       layouts, restore_layout, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
            "OP_KINDS", "FWD_DISTANCE", "PIPE_STAGES"]
@@ -205,12 +206,14 @@ class TxSchedRowsModel:
     any operation, without the work term. ``lost_waits=True`` (negative control only, MR-TXS-261):
 MR-TXS-217's old rule, a lost report refused while its resend FIFO is full (rdl32: it is kept in
 its entry's ``lnq`` bits and refilled by a popping schedule op, MR-TXS-256..259; ``refills``
-counts them, each logged as a ``"refill"`` event after its schedule op). ``events`` logs every applied operation in the order of its
+counts them, each logged as a ``"refill"`` event after its schedule op). ``restores``:
+    ``m_restore`` through a restore queue (MR-TXS-284..287); ``restore_hold=False`` (negative
+    control only) leaves out MR-TXS-286's hold of ``s_probe``. ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
-                 lost_waits=False, **kw):
+                 lost_waits=False, restores=False, restore_hold=True, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -250,12 +253,22 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
+        # MR-TXS-284..287: with restores, an acknowledged report's restore of a probing path
+        # leaves on m_restore through a queue; restore_hold=False (negative control only)
+        # leaves out MR-TXS-286's hold of s_probe
+        self.restores, self.restore_hold = bool(restores), bool(restore_hold)
+        self.rst_q = SyncFifoModel(OUT_DEPTH)
+        self.pwait = 0                                   # MR-TXS-287: s_probe refused last cycle
+        if self.restores:
+            self.restore_lay = restore_layout(conns, paths)
         self.events = []
         self.counts = {k: 0 for k in OP_KINDS}           # operations applied, per kind
         self.idle_sched = 0                              # MR-TXS-214: schedule ops that found nothing
 
-    @staticmethod
-    def port_names():
+    def port_names(self):
+        if self.restores:
+            return {"inputs": list(INPUTS) + RESTORE_INPUTS,
+                    "outputs": list(OUTPUTS) + RESTORE_OUTPUTS}
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     # ------------------------------------------------------------ rows <-> semantics
@@ -388,6 +401,7 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
         c, kind, f = op.conn, op.kind, op.f
         sem = self.sem
         row = self._load(c, word)
+        restored = False
         cr = row["conn"]
         frame = sent = cqe = None
         popped = refused = False
@@ -406,6 +420,10 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
                 refused = True                  # MR-TXS-217's old rule (MR-TXS-261's control)
             else:
                 sem.report(g, lost=kind == "lost")
+                # MR-TXS-284: an acknowledged report restored a probing path (TxSchedModel's
+                # pending bit, 0 at every load)
+                restored = kind == "acked" and f["path"] < self.paths and bool(
+                    sem.path[f["path"]]["rst"])
         elif kind == "complete":
             qi = next(s for s in range(self.streams) if sem.completes(s))
             cqe = sem.complete(qi)
@@ -467,13 +485,22 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
         if not refused and kind != "probe" and not cr["incq"] and self._completes():
             cr["incq"], push_done = 1, True
         new = self._store(c, row, popped)
-        res = act if kind == "sched" else (frame is not None) if kind == "probe" else cqe
+        res = (act if kind == "sched" else (frame is not None) if kind == "probe"
+               else restored if kind == "acked" else cqe)
         return new, frame, sent, cqe, push_active, push_done, refused, res
 
     # ------------------------------------------------------------ the arbiter (S0)
     def _room(self, q, kinds):
         n = sum(1 for o in self.pipe.ops() if o.kind in kinds)
         return q.level + n < OUT_DEPTH
+
+    def _ack_ok(self):
+        """MR-TXS-285/287: with restores, an acknowledged report is taken while the restore
+        queue has room for it and the acknowledged reports in flight, and not in the cycle after
+        ``s_probe`` was refused (so a verdict held by MR-TXS-286 gets in)."""
+        if not self.restores:
+            return True
+        return self._room(self.rst_q, ("acked",)) and not (self.pwait and self.restore_hold)
 
     def _cqe_room(self):
         n = sum(1 for o in self.pipe.ops() if (
@@ -490,7 +517,7 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
         if b["fail"] is not None:
             fl, er = b["fail"]
             return _Op("fail", (fl or er)["conn"], b["fail"])
-        if b["acked"] is not None:
+        if b["acked"] is not None and self._ack_ok():
             return _Op("acked", b["acked"]["conn"], b["acked"])
         if b["lost"] is not None and not self.in_flight["lost"] and not self.blocked["lost"]:
             return _Op("lost", b["lost"]["conn"], b["lost"])
@@ -511,7 +538,7 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
         return None
 
     def busy(self):
-        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level
+        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.rst_q.level
                     or self.pipe.ops() or self.active or self.done
                     or any(v is not None for v in self.b.values()))
 
@@ -540,9 +567,19 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
+        if self.restores:
+            # MR-TXS-284: the restore queue's head; MR-TXS-286: s_probe holds while a restore
+            # is queued or an acknowledged report is in the pipeline or taken in this cycle
+            out["m_restore__valid"] = int(self.rst_q.level > 0)
+            out["m_restore__payload"] = self.rst_q.head
+            if self.restore_hold and (self.rst_q.level or taken == "acked" or any(
+                    o.kind == "acked" for o in self.pipe.ops())):
+                out["s_probe__ready"] = 0
         # ---- the edge: S2 applies (MR-TXS-220/221), S1 moves to S2, the op taken is read
         frame = sent = cqe = None
+        self.pwait = int(bool(g("s_probe__valid", 0)) and not out["s_probe__ready"])
         x, r = self.pipe.edge(pick, lambda op, word: self._apply(op, word, g("now", 0)))
+        rst_push = None
         if x is not None:
             new, frame, sent, cqe, p_act, p_done, refused, res = r
             if x.kind in self.in_flight:
@@ -552,6 +589,8 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
                 else:
                     b[x.kind] = None
             if not refused:
+                if x.kind == "acked" and res and self.restores:
+                    rst_push = {"conn": x.conn, "path": x.f["path"]}
                 self.counts[x.kind] += 1
                 self.events.append((x.kind, x.conn, x.f, res, frame, sent, cqe, g("now", 0)))
                 if self._refill is not None:
@@ -606,6 +645,9 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``event
                            pack(lay.sent, sent) if sent else 0)
         self.cqe_q.update(g("m_rsp_done__ready" if cq_rsp else "m_cqe__ready", 0),
                           cqe is not None, cqe_entry(lay, dict(cqe)) if cqe else 0)
+        if self.restores:
+            self.rst_q.update(g("m_restore__ready", 0), rst_push is not None,
+                              pack(self.restore_lay, rst_push) if rst_push else 0)
         return out
 
 
@@ -629,6 +671,12 @@ def replay(model):
             got = ref.wr(f)
             assert got == cqe, f"{where}: completion {cqe}, the scheduler's {got}"
         elif kind in ("acked", "lost"):
+            if kind == "acked":
+                # MR-TXS-284: a restore exactly where the register scheduler restores a path
+                # (an acknowledged report of a path not active)
+                was = f["path"] < ref.paths and ref.path[c * ref.paths + f["path"]]["state"] \
+                    != PATH_ACTIVE
+                assert bool(res) == was, f"{where}: restore {res}, the scheduler's {was}"
             # MR-TXS-257: a lost report on a full FIFO is kept in its entry's set, in both
             ref.report(f, lost=kind == "lost")
         elif kind == "complete":

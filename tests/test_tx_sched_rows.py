@@ -4,13 +4,15 @@ cycles, random backpressure, loss, the loop through the retransmit unit's semant
 verdicts, window writes): the checker of the register scheduler (MR-TXS-050), the replay of its
 operations through TxSchedModel (MR-TXS-230), the register scheduler's cycle model on the same
 seeds (MR-TXS-231), and negative controls without forwarding (MR-TXS-221)."""
+import random
 from collections import defaultdict
 
 import pytest
 
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.driver import run_alone
-from metaroce.models.rx import pack
+from metaroce.models import protocol as P
+from metaroce.models.rx import pack, unpack
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
 from metaroce.models.tx_sched_rows import (FWD_DISTANCE, PIPE_STAGES, TxSchedRowsModel,
                                            pack_row, replay, row_layouts, unpack_row)
@@ -705,3 +707,207 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
     seed, n = kw.pop("seed", 0), kw.pop("n", 16)
     with pytest.raises(Mismatch):
         rows_lockstep(dict(SMALL), n, seed, hdl=hdl, **dict(PROBE_KW, **kw))
+
+
+# ------------------------------------------------------------------ restores (rowf33)
+
+class RowsRestoreDriver(tc.Driver):
+    """The scheduler's driver with ``m_restore.ready`` random (its own generator), logging per
+    path the records the TX top's windows would take, in their order (hw-tx.md MR-TX-258: a
+    verdict when ``s_probe`` takes it, a restore when ``m_restore`` is taken)."""
+
+    def __init__(self, lay, items, *, restore_lay, p_rready=0.5, **kw):
+        super().__init__(lay, items, **kw)
+        self.r_rng, self.p_rready, self.restore_lay = random.Random(0x5E57), p_rready, restore_lay
+        self.windows = defaultdict(list)
+        self.restores = 0
+
+    def inputs(self):
+        inp = super().inputs()
+        inp["m_restore__ready"] = int(self.r_rng.random() < self.p_rready)
+        return inp
+
+    def observe(self, inp, out):
+        pr = self.probe_offer
+        if pr is not None and pr.get("to") and out.get("s_probe__ready"):
+            self.windows[(pr["conn"], pr["path"])].append(("verdict", pr["verdict"]))
+        if out.get("m_restore__valid") and inp["m_restore__ready"]:
+            r = unpack(self.restore_lay, out["m_restore__payload"])
+            self.windows[(r["conn"], r["path"])].append(("restore",))
+            self.restores += 1
+        super().observe(inp, out)
+
+
+def scheduler_order(model):
+    """MR-TXS-286: per path, the scheduler's path-state events in the order it applies them
+    (``model.events``): a verdict's operation, an acknowledged report's that restored the path."""
+    seq = defaultdict(list)
+    for kind, c, f, res, *_ in model.events:
+        if kind == "verdict" and f["path"] < model.paths:
+            seq[(c, f["path"])].append(("verdict", f["verdict"]))
+        elif kind == "acked" and res:
+            seq[(c, f["path"])].append(("restore",))
+    return dict(seq)
+
+
+def windows_order(drv, paths):
+    return {k: v for k, v in drv.windows.items() if k[1] < paths}
+
+
+def run_restores(seed, n=40, *, restore_hold=True, **kw):
+    prm = dict(SMALL)
+    m = TxSchedRowsModel(64, **prm, restores=True, restore_hold=restore_hold)
+    items = tc.traffic(TxSchedModel(**prm), n, seed=seed)
+    drv = RowsRestoreDriver(m.lay, items, restore_lay=m.restore_lay, seed=seed,
+                            **dict(STALL_KW, **kw))
+    run_alone(m, drv)
+    return items, drv, m
+
+
+@pytest.mark.parametrize("seed,kw", [(1, {}), (2, {"p_probe": 0.05})])
+def test_rows_restores(seed, kw):
+    """MR-TXS-284, MR-TXS-285, MR-TXS-286, MR-TXS-287, MR-TXS-288: the row model with
+    ``restores`` on stk31's traffic (60 % loss, the timeouts' verdicts, window writes,
+    backpressure, ``m_restore.ready`` random; seed 2 with tail probes too): restores taken;
+    the replay finds each where the register scheduler restores a path (an acknowledged report
+    of a path not active) and no other; per path, the windows' records (verdicts as
+    ``s_probe`` takes them, restores as ``m_restore`` gives them) are in the scheduler's order
+    of its operations, so the windows end in the scheduler's path states; every work request
+    completes and the checker passes."""
+    items, drv, m = run_restores(seed, **kw)
+    assert drv.restores >= 3 and len(drv.res["cqe"]) == len(items)
+    replay(m)
+    assert windows_order(drv, m.paths) == scheduler_order(m)
+    if not kw:
+        tc.check(TxSchedModel(**SMALL), items, drv.res)
+
+
+class ScriptDriver:
+    """MR-TXS-288: a directed run: each of ``offers`` ``(cycle, port, payload)`` presented
+    from its cycle until taken (one at a time per port, in order), the outputs always ready;
+    the windows' records logged as :class:`RowsRestoreDriver`'s."""
+
+    def __init__(self, lay, restore_lay, offers, cycles=80):
+        self.lay, self.restore_lay = lay, restore_lay
+        self.offers, self.cycles, self.cycle = list(offers), cycles, 0
+        self.windows = defaultdict(list)
+        self.frames = []
+
+    @property
+    def finished(self):
+        return self.cycle >= self.cycles
+
+    def _heads(self):
+        heads = {}
+        for k, (t, port, pay) in enumerate(self.offers):
+            if t <= self.cycle and port not in heads:
+                heads[port] = k
+        return heads
+
+    def inputs(self):
+        inp = {k: 0 for k in ("s_wr__valid", "s_wr__payload", "s_acked__valid",
+                              "s_acked__payload", "s_resend__valid", "s_resend__payload",
+                              "s_cwnd__valid", "s_cwnd__payload", "s_rsp__valid",
+                              "s_rsp__payload", "s_probe__valid", "s_probe__payload",
+                              "s_fail__valid", "s_fail__payload", "s_error__valid",
+                              "s_error__payload")}
+        inp.update(now=self.cycle * 4, m_frame__ready=1, m_sent__ready=1, m_cqe__ready=1,
+                   m_rsp_done__ready=1, m_restore__ready=1)
+        lays = {"s_wr": self.lay.wr, "s_acked": self.lay.report, "s_probe": self.lay.probe}
+        for port, k in self._heads().items():
+            inp[f"{port}__valid"] = 1
+            inp[f"{port}__payload"] = pack(lays[port], self.offers[k][2])
+        return inp
+
+    def observe(self, inp, out):
+        for port, k in sorted(self._heads().items(), key=lambda x: -x[1]):
+            if out[f"{port}__ready"]:
+                pay = self.offers.pop(k)[2]
+                if port == "s_probe":
+                    self.windows[(pay["conn"], pay["path"])].append(("verdict", pay["verdict"]))
+        if out.get("m_restore__valid"):
+            r = unpack(self.restore_lay, out["m_restore__payload"])
+            self.windows[(r["conn"], r["path"])].append(("restore",))
+        if out["m_frame__valid"]:
+            self.frames.append(unpack(self.lay.frame, out["m_frame__payload"]))
+        self.cycle += 1
+
+    def settle(self, busy):
+        pass
+
+
+def restore_race(m):
+    """MR-TXS-288: path 0 of connection 0 suspected, its one packet (a 100-byte write) ACKed
+    and, the next cycle, suspected again: the ACK's restore and the second verdict race."""
+    wr = dict(tc.traffic(TxSchedModel(**SMALL), 1, seed=0)[0], conn=0, stream=0, op=0,
+              length=100)
+    v = {"conn": 0, "path": 0, "psn": 0, "to": 1, "verdict": P.PATH_SUSPECT}
+    ack = {"conn": 0, "path": 0, "slot": 0, "chunk": 0, "abort": 0, "lap": 0}
+    return ScriptDriver(m.lay, m.restore_lay, [(0, "s_probe", v), (6, "s_wr", wr),
+                                               (30, "s_acked", ack), (31, "s_probe", v)])
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_rows_restore_race(hold):
+    """MR-TXS-286, MR-TXS-288: the directed race (:func:`restore_race`): with the hold the
+    second verdict waits for the restore, so the windows take restore then verdict, the
+    scheduler's order, and end with the path probing as the scheduler; without it
+    (``restore_hold=False``, the negative control) the windows take the verdict before the
+    restore made before it and end with the path active where the scheduler holds it probing."""
+    m = TxSchedRowsModel(64, **SMALL, restores=True, restore_hold=hold)
+    drv = run_alone(m, restore_race(m))
+    assert not drv.offers and len(drv.frames) == 1 and drv.frames[0]["mrdh_path"] == 0
+    replay(m)
+    want = [("verdict", P.PATH_SUSPECT), ("restore",), ("verdict", P.PATH_SUSPECT)]
+    assert scheduler_order(m) == {(0, 0): want}
+    if hold:
+        assert windows_order(drv, m.paths) == scheduler_order(m)
+    else:
+        assert drv.windows[(0, 0)] == [want[0], want[2], want[1]]
+
+
+def rows_restore_lockstep(drv_of, *, hdl=None, n=40, seed=1, **kw):
+    """``TxSchedRows(restores=True)`` in lockstep with ``TxSchedRowsModel(restores=True)``
+    (``m_restore`` compared every cycle with the other ports): ``drv_of(model)`` the driver."""
+    from metaroce.hdl import tx_sched_rows
+    from metaroce.tb.lockstep import run_amaranth
+    hdl = hdl or tx_sched_rows
+    m = TxSchedRowsModel(64, **SMALL, restores=True)
+    drv = drv_of(m)
+    core = run_amaranth(hdl.TxSchedRows(64, **SMALL, restores=True), m, drv, busy=m.busy)
+    return core, drv, m
+
+
+def test_rows_rtl_restore_race():
+    """MR-TXS-289: the RTL's restores in lockstep with the model on the directed race
+    (:func:`restore_race`): 0 mismatches, the windows' order the scheduler's."""
+    core, drv, m = rows_restore_lockstep(restore_race)
+    assert core.mismatches == 0 and m.counts["verdict"] == 2
+    assert windows_order(drv, m.paths) == scheduler_order(m) and (0, 0) in drv.windows
+
+
+@pytest.mark.slow
+def test_rows_rtl_restore_without_hold_fails():
+    """MR-TXS-289 (negative control): the RTL without the hold of ``s_probe`` (MR-TXS-286)
+    mismatches the model on the directed race."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", "p_hold = ~rst_q.r_rdy & (n_ack == 0) & ~taken[K_ACKED]",
+                     "p_hold = Const(1, 1)")
+    with pytest.raises(Mismatch):
+        rows_restore_lockstep(restore_race, hdl=hdl)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed,kw", [(1, {}), (2, {"p_probe": 0.05})])
+def test_rows_rtl_restores(seed, kw):
+    """MR-TXS-289: the RTL with ``restores`` in lockstep with the model on
+    :func:`test_rows_restores`'s traffic (40 work requests; seed 2 with tail probes): 0
+    mismatches on every port, ``m_restore`` included; restores taken; the windows' order the
+    scheduler's."""
+    def drv_of(m):
+        items = tc.traffic(TxSchedModel(**SMALL), 40, seed=seed)
+        return RowsRestoreDriver(m.lay, items, restore_lay=m.restore_lay, seed=seed,
+                                 **dict(STALL_KW, **kw))
+    core, drv, m = rows_restore_lockstep(drv_of)
+    assert core.mismatches == 0 and drv.restores >= 3 and len(drv.res["cqe"]) == 40
+    assert windows_order(drv, m.paths) == scheduler_order(m)
