@@ -5,7 +5,7 @@ verdicts, window writes): the checker of the register scheduler (MR-TXS-050), th
 operations through TxSchedModel (MR-TXS-230), the register scheduler's cycle model on the same
 seeds (MR-TXS-231), and negative controls without forwarding (MR-TXS-221)."""
 import random
-from collections import defaultdict
+from collections import defaultdict, deque
 
 import pytest
 
@@ -911,3 +911,124 @@ def test_rows_rtl_restores(seed, kw):
     core, drv, m = rows_restore_lockstep(drv_of)
     assert core.mismatches == 0 and drv.restores >= 3 and len(drv.res["cqe"]) == 40
     assert windows_order(drv, m.paths) == scheduler_order(m)
+
+
+# ------------------------------------------------------------------ MR-TXS-271's case
+
+class StepDriver:
+    """MR-TXS-271's directed run: ``steps``, each a list of ``(port, payload)`` offered in
+    order (one port at a time) and ``ack``: every packet sent in the step acknowledged at once
+    (but those of stream 1's slots, never); the next step once the offers are taken and the
+    block has been quiet 20 cycles. The outputs always ready."""
+
+    LAYS = ("wr", "cwnd", "report", "probe")
+
+    def __init__(self, lay, steps):
+        self.lay, self.steps = lay, [(list(o), a) for o, a in steps]
+        self.cycle, self.quiet, self.acks, self.frames = 0, 0, deque(), []
+
+    @property
+    def finished(self):
+        return not self.steps and self.quiet > 30
+
+    def inputs(self):
+        inp = {f"{p}__{k}": 0 for p in ("s_wr", "s_acked", "s_resend", "s_cwnd", "s_rsp",
+                                         "s_probe", "s_fail", "s_error")
+               for k in ("valid", "payload")}
+        inp.update(now=self.cycle * 4, m_frame__ready=1, m_sent__ready=1, m_cqe__ready=1,
+                   m_rsp_done__ready=1)
+        if self.steps and self.steps[0][0]:
+            port, pay = self.steps[0][0][0]
+            lay = {"s_wr": self.lay.wr, "s_cwnd": self.lay.cwnd, "s_probe": self.lay.probe}
+            inp[f"{port}__valid"], inp[f"{port}__payload"] = 1, pack(lay[port], pay)
+        if self.acks:
+            inp["s_acked__valid"] = 1
+            inp["s_acked__payload"] = pack(self.lay.report, self.acks[0])
+        return inp
+
+    def observe(self, inp, out):
+        busy = False
+        if self.steps and self.steps[0][0]:
+            port = self.steps[0][0][0][0]
+            if out[f"{port}__ready"]:
+                self.steps[0][0].pop(0)
+            busy = True
+        if self.acks and out["s_acked__ready"]:
+            self.acks.popleft()
+        if out["m_frame__valid"]:
+            self.frames.append(unpack(self.lay.frame, out["m_frame__payload"]))
+        if out["m_sent__valid"]:
+            s = unpack(self.lay.sent, out["m_sent__payload"])
+            if self.steps and self.steps[0][1] and s["slot"] < 4:
+                self.acks.append({k: s[k] for k in ("conn", "path", "slot", "chunk", "lap")}
+                                 | {"abort": 0})
+        busy = busy or self.acks or out["m_frame__valid"] or out["m_sent__valid"] or (
+            out["m_cqe__valid"])
+        self.quiet = 0 if busy else self.quiet + 1
+        if self.steps and not self.steps[0][0] and self.quiet >= 20:
+            self.steps.pop(0)
+            self.quiet = 0
+        self.cycle += 1
+
+    def settle(self, busy):
+        pass
+
+
+def tail_reuse_steps():
+    """MR-TXS-271: path 0 of connection 0 carries X (stream 1, never ACKed) then Y (stream 0's
+    slot 0, lap 0, ACKed: Y completes) while paths 1..3 are closed; then path 0 closed and the
+    others open, stream 0 takes 8 more one-packet messages, all ACKed but the last, which is
+    slot 0 at lap 0 again: path 0's newest packet names a live entry of its slot and lap and
+    the path has a packet in flight (X); a probe of Y's PSN must be dropped."""
+    base = dict(tc.traffic(TxSchedModel(**SMALL), 1, seed=0)[0], conn=0, op=0, length=100)
+
+    def wr(stream, k):
+        return ("s_wr", dict(base, stream=stream, wr_id=k))
+
+    def cw(path, w):
+        return ("s_cwnd", {"conn": 0, "path": path, "cwnd": w})
+    return [([cw(1, 0), cw(2, 0), cw(3, 0)], True), ([wr(1, 0)], True), ([wr(0, 1)], True),
+            ([cw(0, 0)] + [cw(p, SMALL["cwnd"]) for p in (1, 2, 3)], True),
+            ([wr(0, k) for k in range(2, 9)], True), ([wr(0, 9)], False),
+            ([("s_probe", {"conn": 0, "path": 0, "psn": 1, "to": 0, "verdict": 0})], False)]
+
+
+def test_rows_probe_after_slot_reuse_dropped():
+    """MR-TXS-271: the tail-slot case (:func:`tail_reuse_steps`): the row model drops the
+    probe (the register scheduler's replay agrees), with the conditions of the case met at the
+    end (path 0: next PSN 2, one packet in flight, newest packet at slot 0 lap 0, slot 0 live
+    at lap 0 again); the RTL in lockstep: 0 mismatches; the RTL without the work request's
+    clear of ``tail_ok`` rebuilds a frame there and mismatches (slow)."""
+    m = TxSchedRowsModel(64, **SMALL)
+    drv = run_alone(m, StepDriver(m.lay, tail_reuse_steps()))
+    pf = [e for e in m.events if e[0] == "probe"]
+    assert len(pf) == 1 and not pf[0][3]
+    replay(m)
+    row = unpack_row(m.rl, m.mem[0])
+    p0, e0 = row["paths"][0], row["entries"][0]
+    assert (p0["next_psn"], p0["pkts"], p0["tail_slot"], e0["lap"]) == (2, 1, 0, 0)
+    assert [f["mrdh_path"] for f in drv.frames[:2]] == [0, 0] and len(drv.frames) == 10
+    assert row["streams"][0]["tail"] - row["streams"][0]["done"] == 1      # slot 0 live
+
+
+def tail_reuse_lockstep(hdl=None):
+    from metaroce.hdl import tx_sched_rows
+    from metaroce.tb.lockstep import run_amaranth
+    m = TxSchedRowsModel(64, **SMALL)
+    return run_amaranth((hdl or tx_sched_rows).TxSchedRows(64, **SMALL), m,
+                        StepDriver(m.lay, tail_reuse_steps()), busy=m.busy)
+
+
+def test_rows_rtl_probe_after_slot_reuse():
+    """MR-TXS-271, MR-TXS-277: the RTL on the tail-slot case: 0 mismatches (the probe dropped)."""
+    assert tail_reuse_lockstep().mismatches == 0
+
+
+@pytest.mark.slow
+def test_rows_rtl_probe_after_slot_reuse_without_clear_fails():
+    """MR-TXS-271 (negative control): the RTL without the work request's clear of the paths'
+    ``tail_ok`` rebuilds a frame of the slot's new message and mismatches the model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", "m.d.comb += mid.paths[p].tail_ok.eq(0)", "pass")
+    with pytest.raises(Mismatch):
+        tail_reuse_lockstep(hdl)
