@@ -309,8 +309,8 @@ class TxSchedRows(wiring.Component):
         # -- the arbiter (MR-TXS-210/216), on registers
         n_sched = (pipe.s1_valid & (s1a.kind == K_SCHED)) + (pipe.s2_valid & (s2a.kind == K_SCHED))
         # MR-TXS-272: the frames in flight: schedule ops and tail probes (no sent event)
-        n_frame = (pipe.s1_valid & ((s1a.kind == K_SCHED) | (s1a.kind == K_PROBE))) + (
-            pipe.s2_valid & ((s2a.kind == K_SCHED) | (s2a.kind == K_PROBE)))
+        n_probe = (pipe.s1_valid & (s1a.kind == K_PROBE)) + (pipe.s2_valid & (s2a.kind == K_PROBE))
+        n_frame = n_sched + n_probe
         n_cq = (pipe.s1_valid & s1a.cq) + (pipe.s2_valid & s2a.cq)
         cq_room = cqe_q.level + n_cq < OUT_DEPTH
         frame_room = frame_q.level + n_frame < OUT_DEPTH
