@@ -567,7 +567,7 @@ def test_rows_rtl_wrong_forms_fail(old, new, kw):
 
 
 def test_rows_rtl_instances():
-    """MR-TXS-250, MR-TXS-255, MR-TXS-279: the 4,096 x 8 instance is built (tail probes included) (row 2,511 bits, descriptor
+    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,511 bits, descriptor
     word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
     names and layouts, without its optional ones), and ``conns`` out of 2..4,096 or not a
     power of two is refused, as the model's."""
@@ -581,6 +581,10 @@ def test_rows_rtl_instances():
     small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
     small._MustUse__silence = reg_small._MustUse__silence = True
     assert small.signature.members == reg_small.signature.members
+    # MR-TXS-284: with restores, the register scheduler's m_restore too
+    rs, reg_rs = TxSchedRows(64, **SMALL, restores=True), TxSched(64, **SMALL, restores=True)
+    rs._MustUse__silence = reg_rs._MustUse__silence = True
+    assert rs.signature.members == reg_rs.signature.members and "m_restore" in rs.signature.members
     for conns in (1, 3, 8192):
         with pytest.raises(ValueError):
             TxSchedRows(64, **dict(SMALL, conns=conns))
