@@ -12,7 +12,7 @@ from ..models import records
 from ..models.tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP,
                                OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, OUT_DEPTH, PATH_ACTIVE,
                                PATH_PROBING, SMALL, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR,
-                               check_params, layouts)
+                               check_params, layouts, restore_layout)
 from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, lane_init, lane_layouts,
                                     row_layouts)
 from ..models.wire import MrdhFlag, Op
@@ -130,8 +130,9 @@ class RowPipeLane(wiring.Component):
 # ---------------------------------------------------------------------------- the scheduler
 
 #: MR-TXS-210: the operation kinds' codes, in the arbiter's priority (models' OP_KINDS)
-K_VERDICT, K_CWND, K_FAIL, K_ACKED, K_LOST, K_COMPLETE, K_WR, K_SCHED = range(8)
-assert OP_KINDS == ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "sched")
+K_VERDICT, K_CWND, K_FAIL, K_ACKED, K_LOST, K_COMPLETE, K_WR, K_PROBE, K_SCHED = range(9)
+assert OP_KINDS == ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "probe",
+                    "sched")
 
 
 def _first_bit(valid):
@@ -179,8 +180,8 @@ class ConnFifo(wiring.Component):
 
 class TxSchedRows(wiring.Component):
     """The row scheduler (docs/spec/hw-tx-sched.md section 16, MR-TXS-250): the ports of
-    :class:`~metaroce.hdl.tx_sched.TxSched` (MR-TXS-002; no pacing, restores, READ rows or tail
-    probes, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
+    :class:`~metaroce.hdl.tx_sched.TxSched` (MR-TXS-002; tail probes, MR-TXS-270..279;
+    ``restores``: ``m_restore``, MR-TXS-284..289; no pacing or READ rows, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
     the arbiter and the boundary registers (MR-TXS-210/211/217), the active and completion
     queues (:class:`ConnFifo`, MR-TXS-212..215), the output queues (MR-TXS-216) and S2's
     operations on a row (MR-TXS-207/208, :meth:`_s2`: the semantics of
@@ -189,7 +190,8 @@ class TxSchedRows(wiring.Component):
     without MR-TXS-221's forwards (the rows' and the descriptors'), negative controls only."""
 
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
-                 paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True, **kw):
+                 paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True,
+                 restores=False, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
         self._MustUse__silence = True       # a refused instance is no unused design
@@ -203,7 +205,13 @@ class TxSchedRows(wiring.Component):
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"])
         self.lay = lay = layouts(conns, streams, paths, depth)
-        super().__init__(sched_ports(lay))
+        # MR-TXS-284: with restores, the acknowledged reports' restores of probing paths on
+        # m_restore {conn, path} (the TX top's windows, hw-tx.md MR-TX-256), TxSched's port
+        self.restores = bool(restores)
+        ports = sched_ports(lay)
+        if self.restores:
+            ports["m_restore"] = Out(stream.Signature(restore_layout(conns, paths)))
+        super().__init__(ports)
 
     def _reset_rows(self):
         """MR-TXS-206: the rows at reset, the model's (``TxSchedRowsModel``)."""
@@ -239,9 +247,10 @@ class TxSchedRows(wiring.Component):
 
         # -- the operation's argument through the pipeline (what S2 cannot read from a held
         # boundary register: the work request and the lost report stay in theirs until applied)
-        arg_lay = data.StructLayout({"kind": 3, "cq": 1, "path": 8, "slot": 3, "chunk": 20,
+        # (MR-TXS-275: a tail probe's PSN; the kind 4 bits, nine kinds)
+        arg_lay = data.StructLayout({"kind": 4, "cq": 1, "path": 8, "slot": 3, "chunk": 20,
                                      "lap": 1, "cwnd": records.BYTES_BITS, "verdict": 2,
-                                     "fail": fail_lay})
+                                     "fail": fail_lay, "psn": 24})
 
         # -- the work request's status (MR-TXS-011), on the register
         def wr_status(w):
@@ -281,7 +290,7 @@ class TxSchedRows(wiring.Component):
 
         # S2's results (driven by _s2 inside the pipeline's module, elaborated after this one)
         s2 = {"refused": Signal(), "push_active": Signal(), "push_done": Signal(),
-              "pkt": Signal(), "frame": Signal(lay.frame), "sent": Signal(lay.sent),
+              "pkt": Signal(), "probe": Signal(), "restore": Signal(), "frame": Signal(lay.frame), "sent": Signal(lay.sent),
               "cqe": Signal(lay.cqe), "cqe_rsp": Signal(), "cqe_v": Signal(),
               "desc": Signal(rl.desc), "desc_we": Signal(), "desc_slot": Signal(3)}
 
@@ -299,12 +308,28 @@ class TxSchedRows(wiring.Component):
 
         # -- the arbiter (MR-TXS-210/216), on registers
         n_sched = (pipe.s1_valid & (s1a.kind == K_SCHED)) + (pipe.s2_valid & (s2a.kind == K_SCHED))
+        # MR-TXS-272: the frames in flight: schedule ops and tail probes (no sent event)
+        n_probe = (pipe.s1_valid & (s1a.kind == K_PROBE)) + (pipe.s2_valid & (s2a.kind == K_PROBE))
+        n_frame = n_sched + n_probe
         n_cq = (pipe.s1_valid & s1a.cq) + (pipe.s2_valid & s2a.cq)
         cq_room = cqe_q.level + n_cq < OUT_DEPTH
-        out_room = (frame_q.level + n_sched < OUT_DEPTH) & (sent_q.level + n_sched < OUT_DEPTH)
-        can = [b_ver_v, b_cwnd_v, b_fail_v, b_ack_v, b_lost_v & ~lost_busy,
+        frame_room = frame_q.level + n_frame < OUT_DEPTH
+        out_room = frame_room & (sent_q.level + n_sched < OUT_DEPTH)
+        # MR-TXS-284..287: the restore queue; an acknowledged report taken with room in it for
+        # the reports in flight, and not in the cycle after s_probe was refused
+        ack_ok = Const(1, 1)
+        if self.restores:
+            m.submodules.rst_q = rst_q = fifo.SyncFIFO(width=restore_layout(C, self.paths).size,
+                                                       depth=OUT_DEPTH)
+            n_ack = (pipe.s1_valid & (s1a.kind == K_ACKED)) + (pipe.s2_valid & (s2a.kind == K_ACKED))
+            pwait = Signal()
+            m.d.sync += pwait.eq(self.s_probe.valid & ~self.s_probe.ready)
+            ack_ok = (rst_q.level + n_ack < OUT_DEPTH) & ~pwait
+        # s_probe's one register holds a verdict (to) or a tail probe (MR-TXS-272)
+        can = [b_ver_v & b_ver.to, b_cwnd_v, b_fail_v, b_ack_v & ack_ok, b_lost_v & ~lost_busy,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
+               b_ver_v & ~b_ver.to & frame_room,
                active.nonempty & out_room]
         take_any, take_kind = _first_bit(can)
         taken = [Signal(name=f"take_{k}") for k in OP_KINDS]
@@ -313,7 +338,7 @@ class TxSchedRows(wiring.Component):
         fail_conn = Mux(b_fail.fl_v, b_fail.fl.conn, b_fail.er.conn)
         take_conn = Signal(cb)
         m.d.comb += take_conn.eq(Mux(
-            taken[K_VERDICT], b_ver.conn, Mux(taken[K_CWND], b_cwnd.conn, Mux(
+            taken[K_VERDICT] | taken[K_PROBE], b_ver.conn, Mux(taken[K_CWND], b_cwnd.conn, Mux(
                 taken[K_FAIL], fail_conn, Mux(taken[K_ACKED], b_ack.conn, Mux(
                     taken[K_LOST], b_lost.conn, Mux(taken[K_COMPLETE], done_q.head, Mux(
                         taken[K_WR], b_wr.conn, active.head))))))))
@@ -321,10 +346,11 @@ class TxSchedRows(wiring.Component):
         rep = data.View(lay.report, Mux(taken[K_ACKED], b_ack.as_value(), b_lost.as_value()))
         m.d.comb += [ta.kind.eq(take_kind),
                      ta.cq.eq(taken[K_COMPLETE] | (taken[K_WR] & (w_status != 0))),
-                     ta.path.eq(Mux(taken[K_VERDICT], b_ver.path,
+                     ta.path.eq(Mux(taken[K_VERDICT] | taken[K_PROBE], b_ver.path,
                                     Mux(taken[K_CWND], b_cwnd.path, rep.path))),
                      ta.slot.eq(rep.slot), ta.chunk.eq(rep.chunk), ta.lap.eq(rep.lap),
-                     ta.cwnd.eq(b_cwnd.cwnd), ta.verdict.eq(b_ver.verdict), ta.fail.eq(b_fail)]
+                     ta.cwnd.eq(b_cwnd.cwnd), ta.verdict.eq(b_ver.verdict), ta.fail.eq(b_fail),
+                     ta.psn.eq(b_ver.psn)]
         m.d.comb += [pipe.take_valid.eq(take_any), pipe.take_conn.eq(take_conn),
                      pipe.take_arg.eq(ta), active.pop.eq(taken[K_SCHED]),
                      done_q.pop.eq(taken[K_COMPLETE])]
@@ -334,7 +360,8 @@ class TxSchedRows(wiring.Component):
         refused = s2["refused"]
         m.d.comb += [active.push.eq(s2_ok & s2["push_active"]), active.push_conn.eq(pipe.s2_conn),
                      done_q.push.eq(s2_ok & s2["push_done"]), done_q.push_conn.eq(pipe.s2_conn),
-                     frame_q.w_en.eq(s2_ok & s2["pkt"]), frame_q.w_data.eq(s2["frame"]),
+                     frame_q.w_en.eq(s2_ok & (s2["pkt"] | s2["probe"])),
+                     frame_q.w_data.eq(s2["frame"]),
                      sent_q.w_en.eq(s2_ok & s2["pkt"]), sent_q.w_data.eq(s2["sent"]),
                      cqe_q.w_en.eq(s2_ok & s2["cqe_v"]),
                      cqe_q.w_data.eq(Cat(s2["cqe"], s2["cqe_rsp"]))]
@@ -346,6 +373,18 @@ class TxSchedRows(wiring.Component):
 
         s2_kind = s2a.kind
         applied = s2_ok & ~refused
+        # MR-TXS-286: s_probe holds while a restore is queued or an acknowledged report is in
+        # the pipeline or taken (a verdict never passes a restore made before it)
+        p_hold = Const(1, 1)
+        if self.restores:
+            p_hold = ~rst_q.r_rdy & (n_ack == 0) & ~taken[K_ACKED]
+            rl_ = restore_layout(C, self.paths)
+            rdat = Signal(rl_)
+            m.d.comb += [rdat.conn.eq(pipe.s2_conn), rdat.path.eq(s2a.path),
+                         rst_q.w_en.eq(s2_ok & s2["restore"]), rst_q.w_data.eq(rdat),
+                         self.m_restore.valid.eq(rst_q.r_rdy),
+                         self.m_restore.payload.eq(rst_q.r_data),
+                         rst_q.r_en.eq(self.m_restore.ready)]
         # -- the boundary registers' next values (the ports' intake after the edge's frees)
         def free(k, v):
             return ~v | taken[k]
@@ -356,7 +395,7 @@ class TxSchedRows(wiring.Component):
                      self.s_fail.ready.eq(free(K_FAIL, b_fail_v)),
                      self.s_error.ready.eq(free(K_FAIL, b_fail_v)),
                      self.s_cwnd.ready.eq(free(K_CWND, b_cwnd_v)),
-                     self.s_probe.ready.eq(free(K_VERDICT, b_ver_v))]
+                     self.s_probe.ready.eq((free(K_VERDICT, b_ver_v) | taken[K_PROBE]) & p_hold)]
         # the work request: applied (or refused) in S2; taken; loaded
         with m.If(s2_ok & (s2_kind == K_WR)):
             m.d.sync += wr_busy.eq(0)
@@ -394,7 +433,7 @@ class TxSchedRows(wiring.Component):
                                 (K_VERDICT, b_ver, b_ver_v, self.s_probe)):
             with m.If(port.ready & port.valid):
                 m.d.sync += [v.eq(1), reg.eq(port.payload)]
-            with m.Elif(taken[k]):
+            with m.Elif(taken[k] | (taken[K_PROBE] if k == K_VERDICT else 0)):
                 m.d.sync += v.eq(0)
         with m.If(self.s_fail.ready & (self.s_fail.valid | self.s_error.valid)):
             m.d.sync += [b_fail_v.eq(1), b_fail.fl_v.eq(self.s_fail.valid),
@@ -523,6 +562,11 @@ class TxSchedRows(wiring.Component):
                                              ne.err.eq(w.err), ne.lnq.eq(0)]   # MR-TXS-257
                 m.d.comb += [mid.conn.unsent.eq(r.conn.unsent + w_n), desc_we.eq(1),
                              desc_slot.eq(w_slot)]
+                # MR-TXS-271: a path's newest packet no longer names the slot filled (the
+                # model's tail is cleared by the first op that finds its entry free)
+                for p in range(Pn):
+                    with m.If(r.paths[p].tail_slot == w_slot):
+                        m.d.comb += mid.paths[p].tail_ok.eq(0)
                 m.d.comb += [desc_rec.laddr.eq(w.laddr), desc_rec.va.eq(w.va),
                              desc_rec.rkey.eq(w.rkey), desc_rec.imm.eq(w.imm),
                              desc_rec.swap.eq(w.swap), desc_rec.compare.eq(w.compare),
@@ -539,6 +583,9 @@ class TxSchedRows(wiring.Component):
         r_hit = Signal()
         m.d.comb += r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk))
         rps = path_at(rp_path)
+        # MR-TXS-284: an acknowledged report of a path of the instance not active restores it
+        restore = Signal()
+        m.d.comb += restore.eq(is_k[K_ACKED] & p_ok & (rps.state != PATH_ACTIVE))
         r_nb = Signal(mtu_log2 + 1)
         m.d.comb += r_nb.eq(chunk_bytes(msg_len(re), rp_chunk))
         is_rep = is_k[K_ACKED] | is_k[K_LOST]
@@ -668,9 +715,23 @@ class TxSchedRows(wiring.Component):
         n_slot = Cat(n_st.send[:db], n_s)[:3] if sb else n_st.send[:db]
         cand = Signal()
         g_slot = Signal(3)
-        m.d.comb += [cand.eq(resend | n_any), g_slot.eq(Mux(resend, rh.slot, n_slot))]
+        # MR-TXS-275: a tail probe's packet is its path's newest (tail_slot, tail_chunk): the
+        # schedule op's slot, entry, descriptor and frame assembly serve it
+        is_probe = is_k[K_PROBE]
+        tps = path_at(a.path)
+        m.d.comb += [cand.eq(resend | n_any),
+                     g_slot.eq(Mux(is_probe, tps.tail_slot, Mux(resend, rh.slot, n_slot)))]
         ge = entry_at(g_slot)
-        g_chunk = Mux(resend, rh.chunk, ge.next_chunk)[:records.CHUNK_BITS]
+        g_chunk = Mux(is_probe, tps.tail_chunk,
+                      Mux(resend, rh.chunk, ge.next_chunk))[:records.CHUNK_BITS]
+        # MR-TXS-270/271: the probe's drops (MR-TXS-082): the path beyond the instance, not its
+        # newest PSN, nothing in flight, no newest packet of a live message, the message failed
+        t_live = live_k.bit_select(tps.tail_slot[:db + sb], 1) & (
+            (tps.tail_slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1))
+        probe_hit = Signal()
+        m.d.comb += probe_hit.eq(is_probe & ((a.path >> pb) == 0) & tps.tail_ok & t_live
+                                 & (ge.lap == tps.tail_lap) & (ge.status == 0)
+                                 & ((a.psn + 1)[:24] == tps.next_psn) & (tps.pkts != 0))
         g_ml = msg_len(ge)
         g_nb = Signal(mtu_log2 + 1)
         m.d.comb += g_nb.eq(chunk_bytes(g_ml, g_chunk))
@@ -764,22 +825,23 @@ class TxSchedRows(wiring.Component):
         m.d.comb += off.eq(g_chunk << mtu_log2)
         flags = (Mux(off == 0, int(MrdhFlag.FIRST), 0)
                  | Mux(off + g_nb >= g_ml, int(MrdhFlag.LAST), 0)
-                 | Mux(resend, int(MrdhFlag.RETX), 0) | Mux(ge.err, int(MrdhFlag.ERROR), 0))
+                 | Mux(resend | is_probe, int(MrdhFlag.RETX), 0)
+                 | Mux(ge.err, int(MrdhFlag.ERROR), 0))
         o = ge.op
         wire_op = Mux(o == OP_READ_RESP, int(Op.MR_READ_RESP), Mux(
             atom, int(Op.MR_CMP_SWAP) | o[1],
             int(Op.MR_WRITE) | Cat(o[0], o[1] | o[2], o[2])))
         m.d.comb += [
             frame.conn.eq(conn), frame.laddr.eq(gd.laddr), frame.bth_opcode.eq(wire_op),
-            frame.bth_ack_req.eq(req), frame.bth_psn.eq(psn), frame.mrdh_flags.eq(flags),
-            frame.mrdh_path.eq(g_p), frame.mrdh_stream.eq(Mux(ge.rsp, gd.wr_id, g_slot >> db)),
+            frame.bth_ack_req.eq(req | is_probe), frame.bth_psn.eq(Mux(is_probe, a.psn, psn)),
+            frame.mrdh_flags.eq(flags), frame.mrdh_path.eq(Mux(is_probe, a.path, g_p)), frame.mrdh_stream.eq(Mux(ge.rsp, gd.wr_id, g_slot >> db)),
             frame.mrdh_msg.eq(gd.msg), frame.mrdh_offset.eq(off), frame.mrdh_msg_len.eq(g_ml),
             frame.reth_va.eq(Mux(send_op, 0, gd.va)), frame.reth_rkey.eq(Mux(send_op, 0, gd.rkey)),
             frame.reth_dma_len.eq(ge.length),
             frame.mrsh_recv_seq.eq(Mux(send_op, gd.recv_seq, 0)),
             frame.imm_imm.eq(Mux(imm_op, gd.imm, 0)), frame.payload_len.eq(g_nb),
             frame.slot.eq(g_slot), frame.swap.eq(Mux(atom, gd.swap, 0)),
-            frame.compare.eq(Mux(o == OP_CMP_SWAP, gd.compare, 0)), frame.gen.eq(gps.gen),
+            frame.compare.eq(Mux(o == OP_CMP_SWAP, gd.compare, 0)), frame.gen.eq(Mux(is_probe, tps.gen, gps.gen)),
             sent.conn.eq(conn), sent.path.eq(g_p), sent.psn.eq(psn), sent.slot.eq(g_slot),
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now), sent.lap.eq(ge.lap)]
@@ -794,16 +856,17 @@ class TxSchedRows(wiring.Component):
                 m.d.comb += push_active.eq(1)
             with m.Else():
                 m.d.comb += new.conn.inq.eq(0)
-        with m.Elif(~refused & ~r.conn.inq & work):
+        with m.Elif(~refused & ~is_probe & ~r.conn.inq & work):     # MR-TXS-273: not a probe
             m.d.comb += [new.conn.inq.eq(1), push_active.eq(1)]
         incq = Mux(is_k[K_COMPLETE], 0, r.conn.incq)
         any_c = Cat(*(completes(mid, s) for s in range(S))).any()
         m.d.comb += new.conn.incq.eq(incq)
-        with m.If(~refused & ~incq & any_c):
+        with m.If(~refused & ~is_probe & ~incq & any_c):
             m.d.comb += [new.conn.incq.eq(1), push_done.eq(1)]
         final = Signal(rl.row)
         m.d.comb += final.eq(Mux(refused, r.as_value(), new.as_value()))
         res = dict(refused=refused, push_active=push_active, push_done=push_done, pkt=pkt,
+                   probe=probe_hit, restore=restore,
                    frame=frame, sent=sent, cqe=cqe, cqe_rsp=cqe_rsp, cqe_v=cqe_v,
                    desc=desc_rec, desc_we=desc_we, desc_slot=desc_slot)
         m.d.comb += [out[k].eq(v) for k, v in res.items()]

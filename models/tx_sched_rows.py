@@ -13,9 +13,9 @@ arbiter, MR-TXS-210; the queues, MR-TXS-212..216) and their timing (MR-TXS-220..
 
 Same ports and stream interface as :class:`~metaroce.models.tx_sched.TxSchedCycleModel`
 (``step(inputs) -> outputs``, the layouts of :func:`~metaroce.models.tx_sched.layouts`), so the
-block's driver (models/tx_sched_cases.py) runs it unchanged. Not in this increment
-(MR-TXS-235): tail probes (a non-verdict ``s_probe`` item raises), pacing, ``m_restore``,
-``m_rd``.
+block's driver (models/tx_sched_cases.py) runs it unchanged. Tail probes on ``s_probe`` are
+operations of their own (MR-TXS-270..279); ``restores=True`` gives ``m_restore``
+(MR-TXS-284..289). Not in this increment (MR-TXS-235): pacing, ``m_rd``.
 """
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ from . import protocol as P
 from . import records
 from .fifo import SyncFifoModel
 from .rx import pack, unpack
-from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, SMALL, GEN_BITS, TxSchedModel, check_params,
-                       cqe_entry, cqe_outputs, layouts, rsp_item)
+from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, RESTORE_INPUTS, RESTORE_OUTPUTS,
+                       SMALL, GEN_BITS, TxSchedModel, check_params, cqe_entry, cqe_outputs,
+                       layouts, restore_layout, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
            "OP_KINDS", "FWD_DISTANCE", "PIPE_STAGES"]
@@ -39,7 +40,7 @@ PIPE_STAGES = 2
 #: MR-TXS-221: the read of cycle t misses the writes of the two operations ahead
 FWD_DISTANCE = 2
 #: MR-TXS-210: the operations, in the arbiter's priority
-OP_KINDS = ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "sched")
+OP_KINDS = ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "probe", "sched")
 
 _CHUNK = records.CHUNK_BITS
 _BYTES = records.BYTES_BITS
@@ -208,12 +209,15 @@ its entry's ``lnq`` bits and refilled by a popping schedule op, MR-TXS-256..259;
 counts them, each logged as a ``"refill"`` event after its schedule op). ``last_active_kept``
 (MR-TXS-266; False: the rule before, negative controls only): a SUSPECT or RETIRE verdict on a
 connection's last active path acts as a REROUTE (MR-TXS-290), decided on the row the verdict op
-applies to. ``events`` logs every applied operation in the order of its
+applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287);
+``restore_hold=False`` (negative control only) leaves out MR-TXS-286's hold of ``s_probe``.
+``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
-                 lost_waits=False, last_active_kept=True, **kw):
+                 lost_waits=False, last_active_kept=True, restores=False, restore_hold=True,
+                 **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -254,13 +258,23 @@ applies to. ``events`` logs every applied operation in the order of its
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
+        # MR-TXS-284..287: with restores, an acknowledged report's restore of a probing path
+        # leaves on m_restore through a queue; restore_hold=False (negative control only)
+        # leaves out MR-TXS-286's hold of s_probe
+        self.restores, self.restore_hold = bool(restores), bool(restore_hold)
+        self.rst_q = SyncFifoModel(OUT_DEPTH)
+        self.pwait = 0                                   # MR-TXS-287: s_probe refused last cycle
+        if self.restores:
+            self.restore_lay = restore_layout(conns, paths)
         self.events = []
         self.counts = {k: 0 for k in OP_KINDS}           # operations applied, per kind
         self.idle_sched = 0                              # MR-TXS-214: schedule ops that found nothing
         self.kept = 0                                    # MR-TXS-266: verdicts taken as reroutes
 
-    @staticmethod
-    def port_names():
+    def port_names(self):
+        if self.restores:
+            return {"inputs": list(INPUTS) + RESTORE_INPUTS,
+                    "outputs": list(OUTPUTS) + RESTORE_OUTPUTS}
         return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
 
     # ------------------------------------------------------------ rows <-> semantics
@@ -393,6 +407,7 @@ applies to. ``events`` logs every applied operation in the order of its
         c, kind, f = op.conn, op.kind, op.f
         sem = self.sem
         row = self._load(c, word)
+        restored = False
         cr = row["conn"]
         frame = sent = cqe = None
         popped = refused = False
@@ -411,6 +426,10 @@ applies to. ``events`` logs every applied operation in the order of its
                 refused = True                  # MR-TXS-217's old rule (MR-TXS-261's control)
             else:
                 sem.report(g, lost=kind == "lost")
+                # MR-TXS-284: an acknowledged report restored a probing path (TxSchedModel's
+                # pending bit, 0 at every load)
+                restored = kind == "acked" and f["path"] < self.paths and bool(
+                    sem.path[f["path"]]["rst"])
         elif kind == "complete":
             qi = next(s for s in range(self.streams) if sem.completes(s))
             cqe = sem.complete(qi)
@@ -427,6 +446,13 @@ applies to. ``events`` logs every applied operation in the order of its
             fl, er = f
             sem.fail(sem.fail_targets(dict(fl, conn=0) if fl else None,
                                       dict(er, conn=0) if er else None))
+        elif kind == "probe":
+            # MR-TXS-270/271: the path's newest packet rebuilt from its tail fields and the
+            # descriptor (TxSchedModel.probe: AckReq, RETX, the path's generation now), or a
+            # drop; no state changes
+            frame = sem.probe(dict(f, conn=0))
+            if frame is not None:
+                frame["conn"] = c
         elif kind == "sched":
             act = sem.decide_conn(0)
             if act is None:
@@ -458,21 +484,33 @@ applies to. ``events`` logs every applied operation in the order of its
                 cr["inq"] = 0
             else:
                 push_active = True
+        elif kind == "probe":
+            pass                # MR-TXS-273: the row unchanged, the queues' rules hold as before
         elif not refused and not cr["inq"] and work:
             cr["inq"], push_active = 1, True
         # MR-TXS-215: the completion queue, on the new row
         push_done = False
         if kind == "complete":
             cr["incq"] = 0
-        if not refused and not cr["incq"] and self._completes():
+        if not refused and kind != "probe" and not cr["incq"] and self._completes():
             cr["incq"], push_done = 1, True
         new = self._store(c, row, popped)
-        return new, frame, sent, cqe, push_active, push_done, refused, act if kind == "sched" else cqe
+        res = (act if kind == "sched" else (frame is not None) if kind == "probe"
+               else restored if kind == "acked" else cqe)
+        return new, frame, sent, cqe, push_active, push_done, refused, res
 
     # ------------------------------------------------------------ the arbiter (S0)
     def _room(self, q, kinds):
         n = sum(1 for o in self.pipe.ops() if o.kind in kinds)
         return q.level + n < OUT_DEPTH
+
+    def _ack_ok(self):
+        """MR-TXS-285/287: with restores, an acknowledged report is taken while the restore
+        queue has room for it and the acknowledged reports in flight, and not in the cycle after
+        ``s_probe`` was refused (so a verdict held by MR-TXS-286 gets in)."""
+        if not self.restores:
+            return True
+        return self._room(self.rst_q, ("acked",)) and not (self.pwait and self.restore_hold)
 
     def _cqe_room(self):
         n = sum(1 for o in self.pipe.ops() if (
@@ -482,14 +520,14 @@ applies to. ``events`` logs every applied operation in the order of its
     def _pick(self):
         """MR-TXS-210: the operation taken in this cycle, on registers (None: none)."""
         b = self.b
-        if b["verdict"] is not None:
+        if b["verdict"] is not None and b["verdict"].get("to"):
             return _Op("verdict", b["verdict"]["conn"], b["verdict"])
         if b["cwnd"] is not None:
             return _Op("cwnd", b["cwnd"]["conn"], b["cwnd"])
         if b["fail"] is not None:
             fl, er = b["fail"]
             return _Op("fail", (fl or er)["conn"], b["fail"])
-        if b["acked"] is not None:
+        if b["acked"] is not None and self._ack_ok():
             return _Op("acked", b["acked"]["conn"], b["acked"])
         if b["lost"] is not None and not self.in_flight["lost"] and not self.blocked["lost"]:
             return _Op("lost", b["lost"]["conn"], b["lost"])
@@ -499,13 +537,18 @@ applies to. ``events`` logs every applied operation in the order of its
         if (w is not None and not self.in_flight["wr"] and not self.blocked["wr"]
                 and (not self.sem.wr_status(w) or self._cqe_room())):
             return _Op("wr", w["conn"], w)
-        if (self.active and self._room(self.frame_q, ("sched",))
+        # MR-TXS-272: a tail probe after the work request, before the schedule op, with room
+        # in the frame queue for it and the frames in flight (a probe has no sent event)
+        pb = b["verdict"]
+        if pb is not None and not pb.get("to") and self._room(self.frame_q, ("sched", "probe")):
+            return _Op("probe", pb["conn"], pb)
+        if (self.active and self._room(self.frame_q, ("sched", "probe"))
                 and self._room(self.sent_q, ("sched",))):
             return _Op("sched", self.active[0], None)
         return None
 
     def busy(self):
-        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level
+        return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.rst_q.level
                     or self.pipe.ops() or self.active or self.done
                     or any(v is not None for v in self.b.values()))
 
@@ -518,7 +561,9 @@ applies to. ``events`` logs every applied operation in the order of its
         # MR-TXS-211: a boundary register is ready when empty or taken in this cycle (the work
         # request's and the lost report's stay until applied, MR-TXS-217)
         def free(k):
-            return b[k] is None or (taken == k and k not in ("wr", "lost"))
+            # MR-TXS-272: s_probe's register holds a verdict or a tail probe, freed by either
+            return b[k] is None or (taken == k and k not in ("wr", "lost")) or (
+                k == "verdict" and taken == "probe")
         rsp_valid = g("s_rsp__valid", 0)
         wr_free = b["wr"] is None
         cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
@@ -532,9 +577,19 @@ applies to. ``events`` logs every applied operation in the order of its
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
+        if self.restores:
+            # MR-TXS-284: the restore queue's head; MR-TXS-286: s_probe holds while a restore
+            # is queued or an acknowledged report is in the pipeline or taken in this cycle
+            out["m_restore__valid"] = int(self.rst_q.level > 0)
+            out["m_restore__payload"] = self.rst_q.head
+            if self.restore_hold and (self.rst_q.level or taken == "acked" or any(
+                    o.kind == "acked" for o in self.pipe.ops())):
+                out["s_probe__ready"] = 0
         # ---- the edge: S2 applies (MR-TXS-220/221), S1 moves to S2, the op taken is read
         frame = sent = cqe = None
+        self.pwait = int(bool(g("s_probe__valid", 0)) and not out["s_probe__ready"])
         x, r = self.pipe.edge(pick, lambda op, word: self._apply(op, word, g("now", 0)))
+        rst_push = None
         if x is not None:
             new, frame, sent, cqe, p_act, p_done, refused, res = r
             if x.kind in self.in_flight:
@@ -544,6 +599,8 @@ applies to. ``events`` logs every applied operation in the order of its
                 else:
                     b[x.kind] = None
             if not refused:
+                if x.kind == "acked" and res and self.restores:
+                    rst_push = {"conn": x.conn, "path": x.f["path"]}
                 self.counts[x.kind] += 1
                 self.events.append((x.kind, x.conn, x.f, res, frame, sent, cqe, g("now", 0)))
                 if self._refill is not None:
@@ -568,7 +625,7 @@ applies to. ``events`` logs every applied operation in the order of its
             elif pick.kind in self.in_flight:
                 self.in_flight[pick.kind] = True
             else:
-                b[pick.kind] = None
+                b["verdict" if pick.kind == "probe" else pick.kind] = None
         # the ports into the boundary registers (MR-TXS-211)
         if out["s_rsp__ready"] and rsp_valid:
             b["wr"] = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), self.streams)
@@ -591,17 +648,16 @@ applies to. ``events`` logs every applied operation in the order of its
                                           "connections in one cycle (MR-TXS-235)")
             b["fail"] = (fl, er)
         if out["s_probe__ready"] and g("s_probe__valid", 0):
-            pr = unpack(lay.probe, g("s_probe__payload", 0))
-            if not pr.get("to"):
-                raise NotImplementedError("tail probes are not in the row scheduler's first "
-                                          "increment (MR-TXS-235)")
-            b["verdict"] = pr
+            b["verdict"] = unpack(lay.probe, g("s_probe__payload", 0))   # a verdict or a probe
         self.frame_q.update(g("m_frame__ready", 0), frame is not None,
                             pack(lay.frame, frame) if frame else 0)
         self.sent_q.update(g("m_sent__ready", 0), sent is not None,
                            pack(lay.sent, sent) if sent else 0)
         self.cqe_q.update(g("m_rsp_done__ready" if cq_rsp else "m_cqe__ready", 0),
                           cqe is not None, cqe_entry(lay, dict(cqe)) if cqe else 0)
+        if self.restores:
+            self.rst_q.update(g("m_restore__ready", 0), rst_push is not None,
+                              pack(self.restore_lay, rst_push) if rst_push else 0)
         return out
 
 
@@ -626,6 +682,12 @@ def replay(model):
             got = ref.wr(f)
             assert got == cqe, f"{where}: completion {cqe}, the scheduler's {got}"
         elif kind in ("acked", "lost"):
+            if kind == "acked":
+                # MR-TXS-284: a restore exactly where the register scheduler restores a path
+                # (an acknowledged report of a path not active)
+                was = f["path"] < ref.paths and ref.path[c * ref.paths + f["path"]]["state"] \
+                    != PATH_ACTIVE
+                assert bool(res) == was, f"{where}: restore {res}, the scheduler's {was}"
             # MR-TXS-257: a lost report on a full FIFO is kept in its entry's set, in both
             ref.report(f, lost=kind == "lost")
         elif kind == "complete":
@@ -649,6 +711,10 @@ def replay(model):
             ref.set_cwnd(c, f["path"], f["cwnd"])
         elif kind == "verdict":
             ref.path_event(f)
+        elif kind == "probe":
+            # MR-TXS-274: the register scheduler's probe on the same state (its frame or a drop)
+            want = ref.probe(f)
+            assert frame == want, f"{where}: probe frame {frame}, the scheduler's {want}"
         elif kind == "fail":
             ref.fail(ref.fail_targets(*f))
         elif kind == "sched":

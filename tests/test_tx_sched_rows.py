@@ -4,13 +4,15 @@ cycles, random backpressure, loss, the loop through the retransmit unit's semant
 verdicts, window writes): the checker of the register scheduler (MR-TXS-050), the replay of its
 operations through TxSchedModel (MR-TXS-230), the register scheduler's cycle model on the same
 seeds (MR-TXS-231), and negative controls without forwarding (MR-TXS-221)."""
-from collections import defaultdict
+import random
+from collections import defaultdict, deque
 
 import pytest
 
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.driver import run_alone
-from metaroce.models.rx import pack
+from metaroce.models import protocol as P
+from metaroce.models.rx import pack, unpack
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
 from metaroce.models.tx_sched_rows import (FWD_DISTANCE, PIPE_STAGES, TxSchedRowsModel,
                                            pack_row, replay, row_layouts, unpack_row)
@@ -268,11 +270,14 @@ def test_read_responses():
 
 
 def test_not_in_this_increment():
-    """MR-TXS-235: a tail probe on s_probe (not a verdict) is refused, not taken silently."""
+    """MR-TXS-235: a message and a connection failure of two connections in one cycle are
+    refused, not taken silently (a tail probe is taken since MR-TXS-270)."""
     m = TxSchedRowsModel(64, **SMALL)
-    pr = pack(m.lay.probe, {"conn": 0, "path": 0, "psn": 0, "to": 0, "verdict": 0})
+    fl = pack(m.lay.fail, {"conn": 0, "slot": 0, "status": 4})
+    er = pack(m.lay.error, {"conn": 1, "path": 0, "status": 12})
     with pytest.raises(NotImplementedError):
-        m.step({"s_probe__valid": 1, "s_probe__payload": pr})
+        m.step({"s_fail__valid": 1, "s_fail__payload": fl, "s_error__valid": 1,
+                "s_error__payload": er})
 
 
 class LaneDriver:
@@ -562,7 +567,7 @@ def test_rows_rtl_wrong_forms_fail(old, new, kw):
 
 
 def test_rows_rtl_instances():
-    """MR-TXS-250, MR-TXS-255: the 4,096 x 8 instance is built (row 2,511 bits, descriptor
+    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,511 bits, descriptor
     word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
     names and layouts, without its optional ones), and ``conns`` out of 2..4,096 or not a
     power of two is refused, as the model's."""
@@ -576,6 +581,10 @@ def test_rows_rtl_instances():
     small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
     small._MustUse__silence = reg_small._MustUse__silence = True
     assert small.signature.members == reg_small.signature.members
+    # MR-TXS-284: with restores, the register scheduler's m_restore too
+    rs, reg_rs = TxSchedRows(64, **SMALL, restores=True), TxSched(64, **SMALL, restores=True)
+    rs._MustUse__silence = reg_rs._MustUse__silence = True
+    assert rs.signature.members == reg_rs.signature.members and "m_restore" in rs.signature.members
     for conns in (1, 3, 8192):
         with pytest.raises(ValueError):
             TxSchedRows(64, **dict(SMALL, conns=conns))
@@ -591,6 +600,183 @@ def _storm_model(seed=11, n=30, **kw):
     m = TxSchedRowsModel(64, **SMALL, **kw)
     drv = tc.VerdictStorm(m.lay, items, seed=seed, **STORM)
     drv.limit = 6000
+    run_alone(m, drv)
+    return items, drv, m
+
+
+# ------------------------------------------------------------------ tail probes (rowf33)
+
+#: MR-TXS-276: the tail probes' traffic: the driver's random probes and the unit's at the
+#: block's quiet points, 60 % loss (so verdicts raise path generations before some probes)
+PROBE_KW = dict(p_idle=0.2, p_bp=0.4, p_cwnd=0.05, cwnd_hi=8000, p_probe=0.05, loss=0.6)
+
+
+def probe_frames(res):
+    """The probe frames among the driver's frames: ``(frame, its packet's first frame)`` (a
+    frame whose PSN is not its path's next re-sends an earlier one, MR-TXS-092)."""
+    first, nxt, out = {}, {}, []
+    for f in res["frames"]:
+        key = (f["conn"], f["mrdh_path"])
+        if f["bth_psn"] != nxt.get(key, 0):
+            out.append((f, first[(*key, f["bth_psn"])]))
+            continue
+        first[(*key, f["bth_psn"])] = f
+        nxt[key] = f["bth_psn"] + 1
+    return out
+
+
+def run_probes(seed, n=40, prm=None, **kw):
+    prm = prm or dict(SMALL)
+    m = TxSchedRowsModel(64, **prm)
+    items = tc.traffic(TxSchedModel(**prm), n, seed=seed)
+    res = tc.run_model(m, items, seed=seed, **dict(PROBE_KW, **kw))
+    return items, res, m
+
+
+@pytest.mark.parametrize("seed,kw", [(0, {}), (4, {}), (1, {"p_probe": 0.2, "loss": 0.1})])
+def test_rows_tail_probes(seed, kw):
+    """MR-TXS-270, MR-TXS-271, MR-TXS-272, MR-TXS-273, MR-TXS-274, MR-TXS-276, MR-TXS-278,
+    MR-TXS-080, MR-TXS-121: the row model takes the driver's tail probes (random ones, some of an older
+    PSN or of a packet ACKed at once, and the unit's): probes rebuild frames and probes are
+    dropped; every work request completes; the replay through TxSchedModel finds every
+    probe's frame (or drop) the register scheduler's on the same state (MR-TXS-274); each probe
+    frame is its packet's first frame with AckReq and RETX set and, where a verdict raised the
+    path's generation since (seed 4: at least one), the path's generation now (MR-TXS-121,
+    MR-TXS-248); no sent event for a probe. The register scheduler's checker (MR-TXS-092)
+    where no probe carries a new generation (seed 0 and 1; its rule for those is p248's)."""
+    items, res, m = run_probes(seed, **kw)
+    assert len(res["cqe"]) == len(items)
+    pf = [e for e in m.events if e[0] == "probe"]
+    hits = sum(1 for e in pf if e[3])
+    assert hits > 5 and len(pf) - hits > 5, (len(pf), hits)
+    frames, _ = replay(m)
+    assert sum(map(len, frames.values())) == len(res["frames"])
+    probes = probe_frames(res)
+    assert len(probes) == hits and len(res["sent"]) == len(res["frames"]) - hits
+    newer = 0
+    for f, first in probes:
+        want = dict(first, bth_ack_req=1, mrdh_flags=first["mrdh_flags"] | MrdhFlag.RETX,
+                    gen=f["gen"])
+        assert f == want
+        newer += f["gen"] != first["gen"]
+    if seed == 4:
+        assert newer > 0 and sum(res["verdicts"].values())
+    else:
+        assert newer == 0
+        tc.check(TxSchedModel(**SMALL), items, res)
+
+
+def test_rows_probe_first_generation_fails():
+    """MR-TXS-276 (negative control): a probe frame carrying its packet's first generation
+    (the wrong form of MR-TXS-121 / MR-TXS-248) where a verdict raised it since (seed 4) fails
+    the replay; so does a probe frame without RETX."""
+    items, res, m = run_probes(4)
+    frame, first = next((f, fi) for f, fi in probe_frames(res) if f["gen"] != fi["gen"])
+    k = next(i for i, e in enumerate(m.events) if e[0] == "probe" and e[4] == frame)
+    for wrong in ("gen", "retx"):
+        kind, c, f, res_, frame, sent, cqe, now = m.events[k]
+        bad = dict(frame, gen=first["gen"]) if wrong == "gen" else dict(
+            frame, mrdh_flags=frame["mrdh_flags"] & ~MrdhFlag.RETX)
+        m.events[k] = (kind, c, f, res_, bad, sent, cqe, now)
+        with pytest.raises(AssertionError, match="probe frame"):
+            replay(m)
+        m.events[k] = (kind, c, f, res_, frame, sent, cqe, now)
+    replay(m)
+
+
+@pytest.mark.parametrize("prm,n,seed,kw", [
+    (dict(SMALL), 16, 0, {}),
+    pytest.param(dict(SMALL), 40, 4, {}, marks=pytest.mark.slow),
+    pytest.param(dict(SMALL), 40, 1, {"p_probe": 0.2, "loss": 0.1}, marks=pytest.mark.slow),
+    pytest.param(dict(SMALL), 40, 3, {"p_bp": 0.8}, marks=pytest.mark.slow),
+    pytest.param(dict(SMALL, conns=4, paths=8), 30, 2, {}, marks=pytest.mark.slow)])
+def test_rows_rtl_tail_probes(prm, n, seed, kw):
+    """MR-TXS-275, MR-TXS-277: the RTL's tail probes in lockstep with the row model through the
+    driver's probes (random ones and the unit's, 60 % loss, window writes, random
+    backpressure): 0 mismatches on every port every cycle, probes rebuilt and dropped, every
+    work request completing, the replay passing (each probe the register scheduler's); seed 4:
+    probes carrying a generation raised since their packet's first frame."""
+    core, drv, model, items, _ = rows_lockstep(prm, n, seed, **dict(PROBE_KW, **kw))
+    assert core.mismatches == 0 and len(drv.res["cqe"]) == n
+    pf = [e for e in model.events if e[0] == "probe"]
+    hits = sum(1 for e in pf if e[3])
+    assert hits and len(pf) > hits
+    replay(model)
+    if seed == 4:
+        assert any(f["gen"] != fi["gen"] for f, fi in probe_frames(drv.res))
+
+
+@pytest.mark.parametrize("old,new,kw", [
+    # a probe frame without RETX (MR-TXS-080: always set)
+    ("Mux(resend | is_probe, int(MrdhFlag.RETX), 0)", "Mux(resend, int(MrdhFlag.RETX), 0)", {}),
+    # a probe frame with the scheduled path's generation, not its own path's (MR-TXS-121)
+    pytest.param("frame.gen.eq(Mux(is_probe, tps.gen, gps.gen))", "frame.gen.eq(gps.gen)",
+                 {"seed": 4, "n": 40}, marks=pytest.mark.slow),
+    # the frame room without the probes in flight (MR-TXS-272)
+    pytest.param("n_frame = n_sched + n_probe", "n_frame = n_sched",
+                 {"p_bp": 0.8, "p_probe": 0.3}, marks=pytest.mark.slow)])
+def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
+    """MR-TXS-277 (negative controls): each wrong form of the probe's RTL mismatches the
+    model on the probes' traffic."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    kw = dict(kw)
+    seed, n = kw.pop("seed", 0), kw.pop("n", 16)
+    with pytest.raises(Mismatch):
+        rows_lockstep(dict(SMALL), n, seed, hdl=hdl, **dict(PROBE_KW, **kw))
+
+
+# ------------------------------------------------------------------ restores (rowf33)
+
+class RowsRestoreDriver(tc.Driver):
+    """The scheduler's driver with ``m_restore.ready`` random (its own generator), logging per
+    path the records the TX top's windows would take, in their order (hw-tx.md MR-TX-258: a
+    verdict when ``s_probe`` takes it, a restore when ``m_restore`` is taken)."""
+
+    def __init__(self, lay, items, *, restore_lay, p_rready=0.5, **kw):
+        super().__init__(lay, items, **kw)
+        self.r_rng, self.p_rready, self.restore_lay = random.Random(0x5E57), p_rready, restore_lay
+        self.windows = defaultdict(list)
+        self.restores = 0
+
+    def inputs(self):
+        inp = super().inputs()
+        inp["m_restore__ready"] = int(self.r_rng.random() < self.p_rready)
+        return inp
+
+    def observe(self, inp, out):
+        pr = self.probe_offer
+        if pr is not None and pr.get("to") and out.get("s_probe__ready"):
+            self.windows[(pr["conn"], pr["path"])].append(("verdict", pr["verdict"]))
+        if out.get("m_restore__valid") and inp["m_restore__ready"]:
+            r = unpack(self.restore_lay, out["m_restore__payload"])
+            self.windows[(r["conn"], r["path"])].append(("restore",))
+            self.restores += 1
+        super().observe(inp, out)
+
+
+def scheduler_order(model):
+    """MR-TXS-286: per path, the scheduler's path-state events in the order it applies them
+    (``model.events``): a verdict's operation, an acknowledged report's that restored the path."""
+    seq = defaultdict(list)
+    for kind, c, f, res, *_ in model.events:
+        if kind == "verdict" and f["path"] < model.paths:
+            seq[(c, f["path"])].append(("verdict", f["verdict"]))
+        elif kind == "acked" and res:
+            seq[(c, f["path"])].append(("restore",))
+    return dict(seq)
+
+
+def windows_order(drv, paths):
+    return {k: v for k, v in drv.windows.items() if k[1] < paths}
+
+
+def run_restores(seed, n=40, *, restore_hold=True, **kw):
+    prm = dict(SMALL)
+    m = TxSchedRowsModel(64, **prm, restores=True, restore_hold=restore_hold)
+    items = tc.traffic(TxSchedModel(**prm), n, seed=seed)
+    drv = RowsRestoreDriver(m.lay, items, restore_lay=m.restore_lay, seed=seed,
+                            **dict(STALL_KW, **kw))
     run_alone(m, drv)
     return items, drv, m
 
@@ -636,3 +822,272 @@ def test_rows_rtl_last_active_wrong_form_fails():
     with pytest.raises(Mismatch):
         rows_lockstep(dict(SMALL), 30, 11, hdl=hdl, driver=tc.VerdictStorm, **STORM)
 
+
+@pytest.mark.parametrize("seed,kw", [(1, {}), (2, {"p_probe": 0.05})])
+def test_rows_restores(seed, kw):
+    """MR-TXS-284, MR-TXS-285, MR-TXS-286, MR-TXS-287, MR-TXS-288: the row model with
+    ``restores`` on stk31's traffic (60 % loss, the timeouts' verdicts, window writes,
+    backpressure, ``m_restore.ready`` random; seed 2 with tail probes too): restores taken;
+    the replay finds each where the register scheduler restores a path (an acknowledged report
+    of a path not active) and no other; per path, the windows' records (verdicts as
+    ``s_probe`` takes them, restores as ``m_restore`` gives them) are in the scheduler's order
+    of its operations, so the windows end in the scheduler's path states; every work request
+    completes and the checker passes."""
+    items, drv, m = run_restores(seed, **kw)
+    assert drv.restores >= 3 and len(drv.res["cqe"]) == len(items)
+    replay(m)
+    assert windows_order(drv, m.paths) == scheduler_order(m)
+    if not kw:
+        tc.check(TxSchedModel(**SMALL), items, drv.res)
+
+
+class ScriptDriver:
+    """MR-TXS-288: a directed run: each of ``offers`` ``(cycle, port, payload)`` presented
+    from its cycle until taken (one at a time per port, in order), the outputs always ready;
+    the windows' records logged as :class:`RowsRestoreDriver`'s."""
+
+    def __init__(self, lay, restore_lay, offers, cycles=80):
+        self.lay, self.restore_lay = lay, restore_lay
+        self.offers, self.cycles, self.cycle = list(offers), cycles, 0
+        self.windows = defaultdict(list)
+        self.frames = []
+
+    @property
+    def finished(self):
+        return self.cycle >= self.cycles
+
+    def _heads(self):
+        heads = {}
+        for k, (t, port, pay) in enumerate(self.offers):
+            if t <= self.cycle and port not in heads:
+                heads[port] = k
+        return heads
+
+    def inputs(self):
+        inp = {k: 0 for k in ("s_wr__valid", "s_wr__payload", "s_acked__valid",
+                              "s_acked__payload", "s_resend__valid", "s_resend__payload",
+                              "s_cwnd__valid", "s_cwnd__payload", "s_rsp__valid",
+                              "s_rsp__payload", "s_probe__valid", "s_probe__payload",
+                              "s_fail__valid", "s_fail__payload", "s_error__valid",
+                              "s_error__payload")}
+        inp.update(now=self.cycle * 4, m_frame__ready=1, m_sent__ready=1, m_cqe__ready=1,
+                   m_rsp_done__ready=1, m_restore__ready=1)
+        lays = {"s_wr": self.lay.wr, "s_acked": self.lay.report, "s_probe": self.lay.probe}
+        for port, k in self._heads().items():
+            inp[f"{port}__valid"] = 1
+            inp[f"{port}__payload"] = pack(lays[port], self.offers[k][2])
+        return inp
+
+    def observe(self, inp, out):
+        for port, k in sorted(self._heads().items(), key=lambda x: -x[1]):
+            if out[f"{port}__ready"]:
+                pay = self.offers.pop(k)[2]
+                if port == "s_probe":
+                    self.windows[(pay["conn"], pay["path"])].append(("verdict", pay["verdict"]))
+        if out.get("m_restore__valid"):
+            r = unpack(self.restore_lay, out["m_restore__payload"])
+            self.windows[(r["conn"], r["path"])].append(("restore",))
+        if out["m_frame__valid"]:
+            self.frames.append(unpack(self.lay.frame, out["m_frame__payload"]))
+        self.cycle += 1
+
+    def settle(self, busy):
+        pass
+
+
+def restore_race(m):
+    """MR-TXS-288: path 0 of connection 0 suspected, its one packet (a 100-byte write) ACKed
+    and, the next cycle, suspected again: the ACK's restore and the second verdict race."""
+    wr = dict(tc.traffic(TxSchedModel(**SMALL), 1, seed=0)[0], conn=0, stream=0, op=0,
+              length=100)
+    v = {"conn": 0, "path": 0, "psn": 0, "to": 1, "verdict": P.PATH_SUSPECT}
+    ack = {"conn": 0, "path": 0, "slot": 0, "chunk": 0, "abort": 0, "lap": 0}
+    return ScriptDriver(m.lay, m.restore_lay, [(0, "s_probe", v), (6, "s_wr", wr),
+                                               (30, "s_acked", ack), (31, "s_probe", v)])
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_rows_restore_race(hold):
+    """MR-TXS-286, MR-TXS-288: the directed race (:func:`restore_race`): with the hold the
+    second verdict waits for the restore, so the windows take restore then verdict, the
+    scheduler's order, and end with the path probing as the scheduler; without it
+    (``restore_hold=False``, the negative control) the windows take the verdict before the
+    restore made before it and end with the path active where the scheduler holds it probing."""
+    m = TxSchedRowsModel(64, **SMALL, restores=True, restore_hold=hold)
+    drv = run_alone(m, restore_race(m))
+    assert not drv.offers and len(drv.frames) == 1 and drv.frames[0]["mrdh_path"] == 0
+    replay(m)
+    want = [("verdict", P.PATH_SUSPECT), ("restore",), ("verdict", P.PATH_SUSPECT)]
+    assert scheduler_order(m) == {(0, 0): want}
+    if hold:
+        assert windows_order(drv, m.paths) == scheduler_order(m)
+    else:
+        assert drv.windows[(0, 0)] == [want[0], want[2], want[1]]
+
+
+def rows_restore_lockstep(drv_of, *, hdl=None, n=40, seed=1, **kw):
+    """``TxSchedRows(restores=True)`` in lockstep with ``TxSchedRowsModel(restores=True)``
+    (``m_restore`` compared every cycle with the other ports): ``drv_of(model)`` the driver."""
+    from metaroce.hdl import tx_sched_rows
+    from metaroce.tb.lockstep import run_amaranth
+    hdl = hdl or tx_sched_rows
+    m = TxSchedRowsModel(64, **SMALL, restores=True)
+    drv = drv_of(m)
+    core = run_amaranth(hdl.TxSchedRows(64, **SMALL, restores=True), m, drv, busy=m.busy)
+    return core, drv, m
+
+
+def test_rows_rtl_restore_race():
+    """MR-TXS-289: the RTL's restores in lockstep with the model on the directed race
+    (:func:`restore_race`): 0 mismatches, the windows' order the scheduler's."""
+    core, drv, m = rows_restore_lockstep(restore_race)
+    assert core.mismatches == 0 and m.counts["verdict"] == 2
+    assert windows_order(drv, m.paths) == scheduler_order(m) and (0, 0) in drv.windows
+
+
+@pytest.mark.slow
+def test_rows_rtl_restore_without_hold_fails():
+    """MR-TXS-289 (negative control): the RTL without the hold of ``s_probe`` (MR-TXS-286)
+    mismatches the model on the directed race."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", "p_hold = ~rst_q.r_rdy & (n_ack == 0) & ~taken[K_ACKED]",
+                     "p_hold = Const(1, 1)")
+    with pytest.raises(Mismatch):
+        rows_restore_lockstep(restore_race, hdl=hdl)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed,kw", [(1, {}), (2, {"p_probe": 0.05})])
+def test_rows_rtl_restores(seed, kw):
+    """MR-TXS-289: the RTL with ``restores`` in lockstep with the model on
+    :func:`test_rows_restores`'s traffic (40 work requests; seed 2 with tail probes): 0
+    mismatches on every port, ``m_restore`` included; restores taken; the windows' order the
+    scheduler's."""
+    def drv_of(m):
+        items = tc.traffic(TxSchedModel(**SMALL), 40, seed=seed)
+        return RowsRestoreDriver(m.lay, items, restore_lay=m.restore_lay, seed=seed,
+                                 **dict(STALL_KW, **kw))
+    core, drv, m = rows_restore_lockstep(drv_of)
+    assert core.mismatches == 0 and drv.restores >= 3 and len(drv.res["cqe"]) == 40
+    assert windows_order(drv, m.paths) == scheduler_order(m)
+
+
+# ------------------------------------------------------------------ MR-TXS-271's case
+
+class StepDriver:
+    """MR-TXS-271's directed run: ``steps``, each a list of ``(port, payload)`` offered in
+    order (one port at a time) and ``ack``: every packet sent in the step acknowledged at once
+    (but those of stream 1's slots, never); the next step once the offers are taken and the
+    block has been quiet 20 cycles. The outputs always ready."""
+
+    LAYS = ("wr", "cwnd", "report", "probe")
+
+    def __init__(self, lay, steps):
+        self.lay, self.steps = lay, [(list(o), a) for o, a in steps]
+        self.cycle, self.quiet, self.acks, self.frames = 0, 0, deque(), []
+
+    @property
+    def finished(self):
+        return not self.steps and self.quiet > 30
+
+    def inputs(self):
+        inp = {f"{p}__{k}": 0 for p in ("s_wr", "s_acked", "s_resend", "s_cwnd", "s_rsp",
+                                         "s_probe", "s_fail", "s_error")
+               for k in ("valid", "payload")}
+        inp.update(now=self.cycle * 4, m_frame__ready=1, m_sent__ready=1, m_cqe__ready=1,
+                   m_rsp_done__ready=1)
+        if self.steps and self.steps[0][0]:
+            port, pay = self.steps[0][0][0]
+            lay = {"s_wr": self.lay.wr, "s_cwnd": self.lay.cwnd, "s_probe": self.lay.probe}
+            inp[f"{port}__valid"], inp[f"{port}__payload"] = 1, pack(lay[port], pay)
+        if self.acks:
+            inp["s_acked__valid"] = 1
+            inp["s_acked__payload"] = pack(self.lay.report, self.acks[0])
+        return inp
+
+    def observe(self, inp, out):
+        busy = False
+        if self.steps and self.steps[0][0]:
+            port = self.steps[0][0][0][0]
+            if out[f"{port}__ready"]:
+                self.steps[0][0].pop(0)
+            busy = True
+        if self.acks and out["s_acked__ready"]:
+            self.acks.popleft()
+        if out["m_frame__valid"]:
+            self.frames.append(unpack(self.lay.frame, out["m_frame__payload"]))
+        if out["m_sent__valid"]:
+            s = unpack(self.lay.sent, out["m_sent__payload"])
+            if self.steps and self.steps[0][1] and s["slot"] < 4:
+                self.acks.append({k: s[k] for k in ("conn", "path", "slot", "chunk", "lap")}
+                                 | {"abort": 0})
+        busy = busy or self.acks or out["m_frame__valid"] or out["m_sent__valid"] or (
+            out["m_cqe__valid"])
+        self.quiet = 0 if busy else self.quiet + 1
+        if self.steps and not self.steps[0][0] and self.quiet >= 20:
+            self.steps.pop(0)
+            self.quiet = 0
+        self.cycle += 1
+
+    def settle(self, busy):
+        pass
+
+
+def tail_reuse_steps():
+    """MR-TXS-271: path 0 of connection 0 carries X (stream 1, never ACKed) then Y (stream 0's
+    slot 0, lap 0, ACKed: Y completes) while paths 1..3 are closed; then path 0 closed and the
+    others open, stream 0 takes 8 more one-packet messages, all ACKed but the last, which is
+    slot 0 at lap 0 again: path 0's newest packet names a live entry of its slot and lap and
+    the path has a packet in flight (X); a probe of Y's PSN must be dropped."""
+    base = dict(tc.traffic(TxSchedModel(**SMALL), 1, seed=0)[0], conn=0, op=0, length=100)
+
+    def wr(stream, k):
+        return ("s_wr", dict(base, stream=stream, wr_id=k))
+
+    def cw(path, w):
+        return ("s_cwnd", {"conn": 0, "path": path, "cwnd": w})
+    return [([cw(1, 0), cw(2, 0), cw(3, 0)], True), ([wr(1, 0)], True), ([wr(0, 1)], True),
+            ([cw(0, 0)] + [cw(p, SMALL["cwnd"]) for p in (1, 2, 3)], True),
+            ([wr(0, k) for k in range(2, 9)], True), ([wr(0, 9)], False),
+            ([("s_probe", {"conn": 0, "path": 0, "psn": 1, "to": 0, "verdict": 0})], False)]
+
+
+def test_rows_probe_after_slot_reuse_dropped():
+    """MR-TXS-271: the tail-slot case (:func:`tail_reuse_steps`): the row model drops the
+    probe (the register scheduler's replay agrees), with the conditions of the case met at the
+    end (path 0: next PSN 2, one packet in flight, newest packet at slot 0 lap 0, slot 0 live
+    at lap 0 again); the RTL in lockstep: 0 mismatches; the RTL without the work request's
+    clear of ``tail_ok`` rebuilds a frame there and mismatches (slow)."""
+    m = TxSchedRowsModel(64, **SMALL)
+    drv = run_alone(m, StepDriver(m.lay, tail_reuse_steps()))
+    pf = [e for e in m.events if e[0] == "probe"]
+    assert len(pf) == 1 and not pf[0][3]
+    replay(m)
+    row = unpack_row(m.rl, m.mem[0])
+    p0, e0 = row["paths"][0], row["entries"][0]
+    assert (p0["next_psn"], p0["pkts"], p0["tail_slot"], e0["lap"]) == (2, 1, 0, 0)
+    assert [f["mrdh_path"] for f in drv.frames[:2]] == [0, 0] and len(drv.frames) == 10
+    assert row["streams"][0]["tail"] - row["streams"][0]["done"] == 1      # slot 0 live
+
+
+def tail_reuse_lockstep(hdl=None):
+    from metaroce.hdl import tx_sched_rows
+    from metaroce.tb.lockstep import run_amaranth
+    m = TxSchedRowsModel(64, **SMALL)
+    return run_amaranth((hdl or tx_sched_rows).TxSchedRows(64, **SMALL), m,
+                        StepDriver(m.lay, tail_reuse_steps()), busy=m.busy)
+
+
+def test_rows_rtl_probe_after_slot_reuse():
+    """MR-TXS-271, MR-TXS-277: the RTL on the tail-slot case: 0 mismatches (the probe dropped)."""
+    assert tail_reuse_lockstep().mismatches == 0
+
+
+@pytest.mark.slow
+def test_rows_rtl_probe_after_slot_reuse_without_clear_fails():
+    """MR-TXS-271 (negative control): the RTL without the work request's clear of the paths'
+    ``tail_ok`` rebuilds a frame of the slot's new message and mismatches the model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", "m.d.comb += mid.paths[p].tail_ok.eq(0)", "pass")
+    with pytest.raises(Mismatch):
+        tail_reuse_lockstep(hdl)
