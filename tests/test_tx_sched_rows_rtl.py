@@ -116,3 +116,21 @@ def test_tx_sched_rows_rtl_wrong_model_fails(tmp_path):
     e = _amaranth(env)
     assert isinstance(e, Mismatch), e
     assert (row["mismatch"]["cycle"], row["mismatch"]["signal"]) == (e.cycle, e.signal)
+
+
+def test_tx_sched_rows_case_knobs():
+    """MR-TXS-306, MR-TXS-308 (default run, the model alone: no simulator): the testbench's run
+    from its knobs is the Amaranth locksteps' (the storm at seed 11: 30 completions, two
+    verdicts kept as reroutes, as tests/test_tx_sched_rows.py's ``_storm_model``); a model
+    switch is ``name=0|1`` and anything else is refused."""
+    from metaroce.models.driver import run_alone
+    c = tbr.case(STORM_ENV)
+    run_alone(c.model, c.drv)
+    row = tbr.figures(c, 0, 0, 0)
+    assert row["completions"] == 30 and row["kept"] == 2 and row["model"] == {}
+    assert tbr.model_knobs("last_active_kept=0,forward=1") == {"last_active_kept": False,
+                                                              "forward": True}
+    with pytest.raises(ValueError):
+        tbr.model_knobs("last_active_kept=false")
+    c = tbr.case(dict(STORM_ENV, TXR_MODEL="last_active_kept=0"))
+    assert c.model.last_active_kept is False
