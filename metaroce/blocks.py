@@ -194,6 +194,19 @@ BLOCKS: dict[str, Block] = {
              "scheduling condition (docs/spec/hw-tx-sched.md section 14)",
         widths=(64,),
     ),
+    # The row scheduler (issue 12, docs/spec/hw-tx-sched.md section 16) at the register
+    # scheduler's small shape (its Amaranth locksteps' instance, MR-TXS-306): the row and
+    # descriptor memories with their reset contents; no data path, ``width`` changes nothing.
+    "tx_sched_rows": Block(
+        name="tx_sched_rows",
+        component="metaroce.hdl.tx_sched_rows:TxSchedRows",
+        model="metaroce.models.tx_sched_rows:TxSchedRowsModel",
+        tb="metaroce.tb.tx_sched_rows",
+        help="TX row scheduler, small instance: 2 connections x 2 streams x 4 paths, each "
+             "connection's state a row of a memory read, changed and written back in a "
+             "pipeline (docs/spec/hw-tx-sched.md section 16)",
+        widths=(64,),
+    ),
     # The congestion window table (issue 12, first slice): no data path, ``width`` changes
     # nothing (MR-CW-001).
     "cwnd": Block(
