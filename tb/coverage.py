@@ -1215,6 +1215,52 @@ _VL_MUX = re.compile(r"^([^?:]+?)\s*\?\s*(\{[^{}]*\}|[^?:{}]+?)\s*:\s*(\{[^{}]*\
 _VL_BITWISE = re.compile(r"^(\{[^{}]*\}|[^&|^{}?]+?)\s*([&|^])\s*(\{[^{}]*\}|[^&|^{}?]+)$")
 
 
+_VL_REG_INIT = re.compile(r"^\s*reg\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|[A-Za-z_]\w*)\s*=\s*(\d+'[hbd][0-9a-fA-F_]+)\s*;", re.M)
+_VL_NEXT_STATE = re.compile(r"^\s*always @\(posedge \w+\)\s*\n\s*(\\\S+|[A-Za-z_]\w*)\s*<=\s*(\\\$\d+)\s*;", re.M)
+_VL_PROC_ASSIGN = re.compile(r"(\\\$\d+)\s*(\[[^\]]*\])?\s*=(?!=)\s*([^;]*);")
+
+
+def _vl_register_holds(text, widths):
+    """MR-RX-258: equations ``(register, bit, "r", [sources])`` of the registers (``r <= \\$N``
+    at a clock edge, initial value a literal) whose bit is 0 throughout when every value its
+    next state ``\\$N`` takes there (every assignment of the ``always @*`` block that computes
+    it, under any condition) is 0 or the register's own bit (its hold): by induction from the
+    initial 0. A bit whose initial value is 1, whose block is not understood or that the
+    block does not assign unconditionally first has none."""
+    init = {}
+    for hi, lo, name, lit in _VL_REG_INIT.findall(text):
+        m = _VL_LIT.match(lit)
+        init[name] = int(m.group(3).replace("_", ""), {"h": 16, "b": 2, "d": 10}[m.group(2)])
+    nxt = {n: r for r, n in _VL_NEXT_STATE.findall(text)}
+    sources, bad, first = defaultdict(list), set(), defaultdict(set)
+    for block in re.findall(r"^  always @\* begin\n(.*?)^  end$", text, re.M | re.S):
+        for line in block.splitlines():
+            for tgt, sl, rhs in _VL_PROC_ASSIGN.findall(line):
+                if tgt not in nxt:
+                    continue
+                targets = _vl_operand_bits(tgt + (sl or ""), widths)
+                bits = _vl_operand_bits(rhs.strip(), widths)
+                if targets is None or bits is None:
+                    bad.add(tgt)
+                    continue
+                bits = bits + [("", 0)] * (len(targets) - len(bits))
+                top = re.match(r"^    \S", line) is not None      # not under an if or case
+                for (_, i), b in zip(targets, bits):
+                    sources[tgt, i].append(b)
+                    if top:
+                        first[tgt].add(i)
+    eqs = []
+    for n, reg in nxt.items():
+        if n in bad or reg not in init or reg not in widths:
+            continue
+        name = _vl_escaped(reg)
+        for i in range(widths[reg]):
+            if (init[reg] >> i) & 1 or i not in first[n]:
+                continue
+            eqs.append((name, i, "r", [b for b in sources[n, i] if b != (name, i)]))
+    return eqs
+
+
 def _rx_zero_closure(points, rules, *, wide=False):
     """MR-RX-230: ``{temporary: bits}`` that can never be 1 because the bits they are built
     of cannot: the seeds are the points ``rules`` (rules of bits that cannot rise from their
@@ -1269,6 +1315,9 @@ def _rx_zero_closure(points, rules, *, wide=False):
                 m = re.match(r"^(.+?)\s*([&|^])\s*(.+)$", rhs)
                 eqs.append((name, 0, m.group(2), [m.group(1), m.group(3)]) if m else (name, 0, "=", [rhs]))
 
+        if wide:
+            eqs += _vl_register_holds(text, widths)
+
         def is_zero(t, zero):
             if isinstance(t, tuple):
                 return t == ("", 0) or (t[0] != "" and t in zero)
@@ -1290,13 +1339,16 @@ def _rx_zero_closure(points, rules, *, wide=False):
                     if (name, i) in zero:
                         continue
                     z = [is_zero(o, zero) for o in ops]
-                    if (kind in "=&" and any(z)) or (kind in "|^" and all(z)):
+                    if (kind in "=&" and any(z)) or (kind in "|^r" and all(z)):
                         zero.add((name, i))
                         found.add((name, i))
                         changed = True
             return found
         # only what the seeds add: bits 0 by literals alone are the constant-bits rule's
-        for name, i in closure(set(zero)) - closure(set()):
+        # (registers held at their initial 0 are not)
+        everything = closure(set(zero))
+        eqs = [e for e in eqs if e[2] != "r"]
+        for name, i in everything - closure(set()):
             out[name].add(i)
     # the exclusions match names alone: a name a submodule's points have too is left out
     sub = {_split(p.text)[0] for p in points if p.page == "v_toggle" and "." in p.hier}
