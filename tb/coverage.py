@@ -1235,22 +1235,24 @@ def _vl_register_holds(text, widths):
     sources, bad, first = defaultdict(list), set(), defaultdict(set)
     for block in re.findall(r"^  always @\* begin\n(.*?)^  end$", text, re.M | re.S):
         for line in block.splitlines():
-            for tgt, sl, rhs in _VL_PROC_ASSIGN.findall(line):
-                if tgt not in nxt:
-                    continue
-                targets = _vl_operand_bits(tgt + (sl or ""), widths)
-                bits = _vl_operand_bits(rhs.strip(), widths)
-                if targets is None or bits is None:
-                    bad.add(tgt)
-                    continue
-                bits = bits + [("", 0)] * (len(targets) - len(bits))
-                top = re.match(r"^    \S", line) is not None      # not under an if or case
-                for (_, i), b in zip(targets, bits):
-                    sources[tgt, i].append(b)
-                    if top:
-                        first[tgt].add(i)
+            m = re.match(r"^\s*(.*?)\s*=(?!=)\s*(.*?);\s*$", line)
+            named = [t for t in re.findall(r"\\\$\d+", m.group(1) if m else line) if t in nxt]
+            if not named:
+                continue
+            targets = _vl_operand_bits(m.group(1), widths) if m else None
+            bits = _vl_operand_bits(m.group(2), widths) if m else None
+            if targets is None or bits is None or any(t[0] == "" for t in targets):
+                bad.update(_vl_escaped(t) for t in named)   # not understood: no equation
+                continue
+            bits = bits + [("", 0)] * (len(targets) - len(bits))
+            top = re.match(r"^    \S", line) is not None      # not under an if or case
+            for (tgt, i), b in zip(targets, bits):
+                sources[tgt, i].append(b)
+                if top:
+                    first[tgt].add(i)
     eqs = []
     for n, reg in nxt.items():
+        n = _vl_escaped(n)
         if n in bad or reg not in init or reg not in widths:
             continue
         name = _vl_escaped(reg)
