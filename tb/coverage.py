@@ -1347,10 +1347,9 @@ def _rx_zero_closure(points, rules, *, wide=False):
                         changed = True
             return found
         # only what the seeds add: bits 0 by literals alone are the constant-bits rule's
-        # (registers held at their initial 0 are not)
+        # (wide: all, a choice between literals c ? 8'h80 : 8'h81 being none of its)
         everything = closure(set(zero))
-        eqs = [e for e in eqs if e[2] != "r"]
-        for name, i in everything - closure(set()):
+        for name, i in everything if wide else everything - closure(set()):
             out[name].add(i)
     # the exclusions match names alone: a name a submodule's points have too is left out
     sub = {_split(p.text)[0] for p in points if p.page == "v_toggle" and "." in p.hier}
@@ -1500,7 +1499,10 @@ def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None, re
                           lambda bit, sources=sources: _temp_zero(sources, bit or 0, counts)))
         seeds.append(_NamedRule(r"^ctr\d+$", "counter bits", lambda name, bit: bit is not None
                                 and count(int(name[3:])) < 1 << bit))
+    # bits a literal alone makes 0 stay with the constant-bits rule (MR-RX-228)
+    constant = {n: b for (h, n), b in constant_bits_of(points, named=True).items() if "." not in h}
     for name, zbits in _rx_zero_closure(points, seeds, wide=True).items():
+        zbits = zbits - constant.get(name, set())
         rules.append((rf"^{re.escape(name)}$", "bits built of bits 0 throughout (MR-RX-256: MR-RX-230's "
                       "closure bit by bit through slices, concatenations, AND/OR/XOR and choices "
                       "c ? a : b, seeded by the rules above: counters, payload lengths, placed bytes)",
