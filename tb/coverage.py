@@ -1235,9 +1235,10 @@ def _vl_register_holds(text, widths):
     nxt = {n: r for r, n in _VL_NEXT_STATE.findall(text)}
     sources, bad, first = defaultdict(list), set(), defaultdict(set)
     for block in re.findall(r"^  always @\* begin\n(.*?)^  end$", text, re.M | re.S):
+        full = "full_case" in block         # every arm of its case assigns
         for line in block.splitlines():
             m = re.match(r"^\s*(.*?)\s*=(?!=)\s*(.*?);\s*$", line)
-            named = [t for t in re.findall(r"\\\$\d+", m.group(1) if m else line) if t in nxt]
+            named = [t for t in re.findall(r"\\\$\d+", m.group(1) if m else line) if t in widths]
             if not named:
                 continue
             targets = _vl_operand_bits(m.group(1), widths) if m else None
@@ -1249,9 +1250,11 @@ def _vl_register_holds(text, widths):
             top = re.match(r"^    \S", line) is not None      # not under an if or case
             for (tgt, i), b in zip(targets, bits):
                 sources[tgt, i].append(b)
-                if top:
+                if top or full:
                     first[tgt].add(i)
-    eqs = []
+    # the blocks' own values: 0 when every value assigned is (all of a case's arms, or a
+    # default assigned first)
+    eqs = [(t, i, "r", srcs) for (t, i), srcs in sources.items() if t not in bad and i in first[t]]
     for n, reg in nxt.items():
         n = _vl_escaped(n)
         if n in bad or reg not in init or reg not in widths:
