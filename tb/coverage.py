@@ -1218,7 +1218,6 @@ _VL_BITWISE = re.compile(r"^(\{[^{}]*\}|[^&|^{}?]+?)\s*([&|^])\s*(\{[^{}]*\}|[^&
 
 _VL_REG_INIT = re.compile(r"^\s*reg\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|[A-Za-z_]\w*)\s*=\s*(\d+'[hbd][0-9a-fA-F_]+)\s*;", re.M)
 _VL_NEXT_STATE = re.compile(r"^\s*always @\(posedge \w+\)\s*\n\s*(\\\S+|[A-Za-z_]\w*)\s*<=\s*(\\\$\d+)\s*;", re.M)
-_VL_PROC_ASSIGN = re.compile(r"(\\\$\d+)\s*(\[[^\]]*\])?\s*=(?!=)\s*([^;]*);")
 
 
 def _vl_register_holds(text, widths):
@@ -1226,8 +1225,10 @@ def _vl_register_holds(text, widths):
     at a clock edge, initial value a literal) whose bit is 0 throughout when every value its
     next state ``\\$N`` takes there (every assignment of the ``always @*`` block that computes
     it, under any condition) is 0 or the register's own bit (its hold): by induction from the
-    initial 0. A bit whose initial value is 1, whose block is not understood or that the
-    block does not assign unconditionally first has none."""
+    initial 0; and ``(value, bit, "r", [sources])`` of the ``always @*`` blocks' values, 0
+    when every assignment there is. A bit whose initial value is 1, whose block has a line
+    not understood, or that is not assigned unconditionally first (or in every arm of a full
+    case) has none."""
     init = {}
     for hi, lo, name, lit in _VL_REG_INIT.findall(text):
         m = _VL_LIT.match(lit)
