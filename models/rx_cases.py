@@ -2566,6 +2566,39 @@ def epoch_cases(s: Setup):
     return out
 
 
+def high_request_cases(s: Setup, rounds=3):
+    """MR-RX-257: the responder's requests at high message numbers and addresses, two in one
+    delivery: on the last connection's last stream, reopened (table 4) at a random 31-bit message number each round, under a key at a random 8-aligned
+    64-bit base (its low word below 2^31) covering every
+    32-bit length, a fetch-and-add one message ahead then a compare-and-swap at the
+    delivery point (one atomic bundle of two items), and two READ requests of random 31-bit
+    lengths the same way (one response bundle of two items); the stream reopened at its
+    message number before, the key withdrawn. They move the high bits of the items'
+    message number, stream and host address. Outcomes are the model's."""
+    from .rx import TABLE_MSG
+    rng = s.rng
+    c = s.conns[-1]
+    stream = c.n_streams - 1
+    row = (c.qp << 3) | stream
+    wide = _wide_key(s)
+    # bits 32..63 random, the low word's sum with any VA and length below 2^32
+    key = Key(wide.rkey, (rng.getrandbits(32) << 32) | (rng.getrandbits(31) & ~7), wide.length, wide.access)
+    before = c.msg.get(stream, 0)
+    out = [s.key_write(key)]
+    for r in range(rounds):
+        n = rng.getrandbits(31)
+        out.append(CfgWrite(TABLE_MSG, row, n, f"hq-open{r}"))
+
+        def req(make, m, **kw):
+            return make(s, c, m, key=key, stream=stream, path=rng.randrange(c.n_paths),
+                        expect=RxCode.ACCEPTED, **kw)
+        out += [req(atomic_request, n + 1, cas=False, va=8 * rng.getrandbits(28), name=f"hq-fadd{r}"),
+                req(atomic_request, n, va=8 * rng.getrandbits(28), name=f"hq-cas{r}")]
+        out += [req(read_request, n + 3, va=0, length=rng.getrandbits(31), name=f"hq-rd-b{r}"),
+                req(read_request, n + 2, va=rng.getrandbits(31), length=rng.getrandbits(31), name=f"hq-rd-a{r}")]
+    return out + [CfgWrite(TABLE_MSG, row, before, "hq-reopen"), s.key_write(key, valid=0)]
+
+
 def request_cases(s: Setup, n_random=30):
     """MR-RX-220: the responder's request classes and the atomic responses in the coverage
     suite: the atomic request cases (:func:`atomic_request_cases`) on connection 4's last
@@ -2587,7 +2620,8 @@ def coverage_suite(s: Setup, n_random=150):
     (:func:`long_read_cases`), the toggle stimulus (:func:`toggle_cases`,
     :func:`message_toggle_cases`), the request classes (:func:`request_cases`, MR-RX-220),
     messages above 16 KiB (:func:`long_message_cases`, MR-RX-221) and the random mix (with
-    rows rewritten mid-traffic); chunks at high epochs (:func:`epoch_cases`, MR-RX-225)."""
+    rows rewritten mid-traffic); chunks at high epochs (:func:`epoch_cases`, MR-RX-225);
+    requests at high message numbers and addresses (:func:`high_request_cases`, MR-RX-257)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
               for op in (Op.MR_ACK, Op.MR_NAK, Op.RC_WRITE_ONLY,
@@ -2613,6 +2647,6 @@ def coverage_suite(s: Setup, n_random=150):
     # MR-RX-183: within the slots but for the message cases' own chunks beyond them
     first = within_slots(s, head + sends + reads + read_request_cases(s, conn=3)) + message_cases(s, conn=4)
     return first + within_slots(s, long_read_cases(s) + toggle_cases(s) + message_toggle_cases(s)
-                                + request_cases(s) + long_message_cases(s) + epoch_cases(s)
+                                + request_cases(s) + long_message_cases(s) + epoch_cases(s) + high_request_cases(s)
                                 + random_traffic(s, n_random),
                                 before=first)

@@ -1158,54 +1158,186 @@ def _rx_read_row_placed(lay, points):
 _VL_OPERAND = re.compile(r"^(\\\S+|[A-Za-z_]\w*)\s*(?:\[(\d+)\])?$")
 
 
-def _rx_zero_closure(points, rules):
-    """MR-RX-230: ``{temporary: bits}`` that can never be 1 because the bits they are built
-    of cannot: the seeds are the points ``rules`` (plain ``(regex, reason, predicate)``
-    rules of bits that cannot rise from their initial 0) exclude; a temporary's bit (driven
-    by a continuous assignment alone) joins when it is such a bit itself (``x[k]``), an AND
-    with one, an OR or XOR of two such bits (or a literal 0), or a concatenation's bit that
-    is one. A forward closure, so every bit it names is 0 always; bits that literals alone
-    make 0 are left to the constant-bits rule."""
+def _zero_seeds(points, rules, widths=None):
+    """``{(name, bit)}``: the points ``rules`` (``(regex, reason, predicate)``, or
+    :class:`_NamedRule`) exclude, by name and bit (a one-bit signal's bit 0); with
+    ``widths`` (``{Verilog name: width}``) the bits of those signals too (a struct signal's
+    flat bits have no points, its fields' views have)."""
     bits_of = defaultdict(set)
+    for name, w in (widths or {}).items():
+        bits_of[_vl_escaped(name)] |= set(range(w)) if w > 1 else {None}
     for p in points:
-        if p.page == "v_toggle":
+        if p.page == "v_toggle" and "." not in p.hier:      # the top module's (its Verilog's)
             m = re.match(r"^(.*?)(?:\[(\d+)\])?:(0->1|1->0)$", p.text)
             if m:
                 bits_of[m.group(1)].add(None if m.group(2) is None else int(m.group(2)))
     zero = set()
     exact, other = defaultdict(list), []     # ``^name$`` rules looked up by name
     for r in rules:
-        if isinstance(r, _NamedRule):
-            continue
+        named = isinstance(r, _NamedRule)
         m = re.fullmatch(r"\^((?:[^\\.^$*+?()\[\]{}|]|\\.)*)\$", r[0])
         if m:
-            exact[re.sub(r"\\(.)", r"\1", m.group(1))].append(r[2])
+            exact[re.sub(r"\\(.)", r"\1", m.group(1))].append((r[2], named))
         else:
-            other.append(r)
+            other.append((re.compile(r[0]), r[2], named))
     for name, bits in bits_of.items():
-        preds = exact.get(name, []) + [pred for regex, _, pred in other if re.search(regex, name)]
-        for pred in preds:
-            zero |= {(name, b or 0) for b in bits if pred(b)}
+        preds = exact.get(name, []) + [(pred, named) for regex, pred, named in other if regex.search(name)]
+        for pred, named in preds:
+            zero |= {(name, b or 0) for b in bits if (pred(name, b) if named else pred(b))}
+    return zero
+
+
+def _vl_operand_bits(text, widths):
+    """The bits (low first) of a concatenation or term as ``(name, bit)`` (Verilator's
+    escaped name) or ``("", value)`` for a literal's bit; None when not understood."""
+    parts = _vl_terms(text)
+    if parts is None:
+        return None
+    bits = []
+    for t in reversed(parts):
+        if m := _VL_LIT.match(t):
+            n, base, digits = int(m.group(1)), m.group(2), m.group(3).replace("_", "")
+            value = int(digits, {"h": 16, "b": 2, "d": 10}[base])
+            bits += [("", (value >> i) & 1) for i in range(n)]
+        elif m := _VL_REF.match(t):
+            name = m.group(1)
+            if name not in widths:
+                return None
+            hi = int(m.group(2)) if m.group(2) is not None else widths[name] - 1
+            lo = int(m.group(3)) if m.group(3) is not None else (hi if m.group(2) is not None else 0)
+            bits += [(_vl_escaped(name), i) for i in range(lo, hi + 1)]
+        else:
+            return None
+    return bits
+
+
+_VL_OPND = r"(?:\{[^{}]*\}|(?:[^?:{}\[\]]|\[[^\]]*\])+?)"
+_VL_MUX = re.compile(rf"^((?:[^?:\[\]]|\[[^\]]*\])+?)\s*\?\s*({_VL_OPND})\s*:\s*({_VL_OPND})$")
+_VL_BITWISE = re.compile(r"^(\{[^{}]*\}|[^&|^{}?]+?)\s*([&|^])\s*(\{[^{}]*\}|[^&|^{}?]+)$")
+
+
+_VL_REG_INIT = re.compile(r"^\s*reg\s+(?:\[(\d+):(\d+)\]\s+)?(\\\S+|[A-Za-z_]\w*)\s*=\s*(\d+'[hbd][0-9a-fA-F_]+)\s*;", re.M)
+_VL_NEXT_STATE = re.compile(r"^\s*always @\(posedge \w+\)\s*\n\s*(\\\S+|[A-Za-z_]\w*)\s*<=\s*(\\\$\d+)\s*;", re.M)
+
+
+def _vl_register_holds(text, widths):
+    """MR-RX-258: equations ``(register, bit, "r", [sources])`` of the registers (``r <= \\$N``
+    at a clock edge, initial value a literal) whose bit is 0 throughout when every value its
+    next state ``\\$N`` takes there (every assignment of the ``always @*`` block that computes
+    it, under any condition) is 0 or the register's own bit (its hold): by induction from the
+    initial 0; and ``(value, bit, "r", [sources])`` of the ``always @*`` blocks' values, 0
+    when every assignment there is. A bit whose initial value is 1, whose block has a line
+    not understood, or that is not assigned unconditionally first (or in every arm of a full
+    case) has none."""
+    init = {}
+    for hi, lo, name, lit in _VL_REG_INIT.findall(text):
+        m = _VL_LIT.match(lit)
+        init[name] = int(m.group(3).replace("_", ""), {"h": 16, "b": 2, "d": 10}[m.group(2)])
+    nxt = {n: r for r, n in _VL_NEXT_STATE.findall(text)}
+    sources, bad, first = defaultdict(list), set(), defaultdict(set)
+    for block in re.findall(r"^  always @\* begin\n(.*?)^  end$", text, re.M | re.S):
+        full = "full_case" in block         # every arm of its case assigns
+        for line in block.splitlines():
+            m = re.match(r"^\s*(.*?)\s*=(?!=)\s*(.*?);\s*$", line)
+            named = [t for t in re.findall(r"\\\$\d+", m.group(1) if m else line) if t in widths]
+            if not named:
+                continue
+            targets = _vl_operand_bits(m.group(1), widths) if m else None
+            bits = _vl_operand_bits(m.group(2), widths) if m else None
+            if targets is None or bits is None or any(t[0] == "" for t in targets):
+                bad.update(_vl_escaped(t) for t in named)   # not understood: no equation
+                continue
+            bits = bits + [("", 0)] * (len(targets) - len(bits))
+            top = re.match(r"^    \S", line) is not None      # not under an if or case
+            for (tgt, i), b in zip(targets, bits):
+                sources[tgt, i].append(b)
+                if top or full:
+                    first[tgt].add(i)
+    # the blocks' own values: 0 when every value assigned is (all of a case's arms, or a
+    # default assigned first)
+    eqs = [(t, i, "r", srcs) for (t, i), srcs in sources.items() if t not in bad and i in first[t]]
+    for n, reg in nxt.items():
+        n = _vl_escaped(n)
+        if n in bad or reg not in init or reg not in widths:
+            continue
+        name = _vl_escaped(reg)
+        for i in range(widths[reg]):
+            if (init[reg] >> i) & 1 or i not in first[n]:
+                continue
+            eqs.append((name, i, "r", [b for b in sources[n, i] if b != (name, i)]))
+    return eqs
+
+
+def _rx_zero_closure(points, rules, *, wide=False):
+    """MR-RX-230: ``{temporary: bits}`` that can never be 1 because the bits they are built
+    of cannot: the seeds are the points ``rules`` (rules of bits that cannot rise from their
+    initial 0) exclude; a temporary's bit (driven by a continuous assignment alone) joins
+    when it is such a bit itself (``x[k]``), an AND with one, an OR or XOR of two such bits
+    (or a literal 0), or a concatenation's bit that is one. A forward closure, so every bit
+    it names is 0 always; bits that literals alone make 0 are left to the constant-bits rule.
+
+    ``wide`` (MR-RX-256): also multi-bit equations, bit by bit (a slice or concatenation, a
+    bitwise AND/OR/XOR, a choice ``c ? a : b`` whose two values are 0 there; an operand
+    narrower than the result is zero-extended, as Verilog's unsigned operands are), a
+    named wire's bits too, and a wire that is a slice of a signal (a struct field's view,
+    ``assign \\s4_carry.plen = s4_carry[83:68]``) equal to it: its 0 bits are the
+    signal's, both ways."""
+    zero = _zero_seeds(points, rules)
     out = defaultdict(set)
     for verilog, top, text in _top_texts(points):
         widths = {n: int(hi) - int(lo) + 1 if hi else 1 for hi, lo, n in _VL_DECL.findall(text)}
+        if wide:
+            zero = _zero_seeds(points, rules, widths)
         procedural = {n for n in _VL_PROC.findall(text) if not re.match(r"^\s*assign\b", n)}
+        proc_escaped = {_vl_escaped(n) for n in procedural}
         eqs = []                    # (lhs escaped, bit, kind, [operands])
         for lhs, rhs in _VL_CONT.findall(text):
-            lhs = lhs.strip()
+            lhs, rhs = lhs.strip(), rhs.strip()
+            if wide:
+                targets = _vl_operand_bits(lhs, widths)
+                if not targets or any(t[0] in ("", *proc_escaped) for t in targets):
+                    continue
+                if m := _VL_MUX.match(rhs):
+                    kind, ops = "|", [_vl_operand_bits(m.group(2), widths), _vl_operand_bits(m.group(3), widths)]
+                elif m := _VL_BITWISE.match(rhs):
+                    kind, ops = m.group(2), [_vl_operand_bits(m.group(1), widths), _vl_operand_bits(m.group(3), widths)]
+                else:
+                    kind, ops = "=", [_vl_operand_bits(rhs, widths)]
+                if any(o is None for o in ops):
+                    continue
+                ops = [o + [("", 0)] * (len(targets) - len(o)) for o in ops]
+                for i, t in enumerate(targets):
+                    eqs.append((t[0], t[1], kind, [o[i] for o in ops]))
+                    if kind == "=" and ops[0][i][0]:        # equal bits: 0 both ways
+                        eqs.append((ops[0][i][0], ops[0][i][1], "=", [t]))
+                continue
             if not lhs.startswith("\\$") or lhs in procedural or lhs not in widths:
                 continue
             name = _vl_escaped(lhs)
             terms = _vl_terms(rhs)
-            if rhs.strip().startswith("{") and terms and len(terms) == widths[lhs]:
+            if rhs.startswith("{") and terms and len(terms) == widths[lhs]:
                 for i, t in enumerate(reversed(terms)):
                     eqs.append((name, i, "=", [t]))
             elif widths[lhs] == 1:
-                m = re.match(r"^(.+?)\s*([&|^])\s*(.+)$", rhs.strip())
-                eqs.append((name, 0, m.group(2), [m.group(1), m.group(3)]) if m else (name, 0, "=", [rhs.strip()]))
+                m = re.match(r"^(.+?)\s*([&|^])\s*(.+)$", rhs)
+                eqs.append((name, 0, m.group(2), [m.group(1), m.group(3)]) if m else (name, 0, "=", [rhs]))
+
+        if wide:
+            eqs += _vl_register_holds(text, widths)
+
+        def is_zero(t, zero):
+            if isinstance(t, tuple):
+                return t == ("", 0) or (t[0] != "" and t in zero)
+            t = t.strip()
+            if re.fullmatch(r"\d+'[hbd]0+", t):
+                return True
+            m = _VL_OPERAND.match(t)
+            if not m or (m.group(2) is None and widths.get(m.group(1), 1) != 1):
+                return False
+            return (_vl_escaped(m.group(1)), int(m.group(2) or 0)) in zero
 
         def closure(zero):
-            """The temporaries' bits the equations make 0 from ``zero`` (grown in place)."""
+            """The bits the equations make 0 from ``zero`` (grown in place)."""
             found = set()
             changed = True
             while changed:
@@ -1214,24 +1346,19 @@ def _rx_zero_closure(points, rules):
                     if (name, i) in zero:
                         continue
                     z = [is_zero(o, zero) for o in ops]
-                    if (kind in "=&" and any(z)) or (kind in "|^" and all(z)):
+                    if (kind in "=&" and any(z)) or (kind in "|^r" and all(z)):
                         zero.add((name, i))
                         found.add((name, i))
                         changed = True
             return found
-
-        def is_zero(t, zero):
-            t = t.strip()
-            if re.fullmatch(r"\d+'[hbd]0+", t):
-                return True
-            m = _VL_OPERAND.match(t)
-            if not m or (m.group(2) is None and widths.get(m.group(1), 1) != 1):
-                return False
-            return (_vl_escaped(m.group(1)), int(m.group(2) or 0)) in zero
         # only what the seeds add: bits 0 by literals alone are the constant-bits rule's
-        for name, i in closure(set(zero)) - closure(set()):
+        # (wide: all, a choice between literals c ? 8'h80 : 8'h81 being none of its)
+        everything = closure(set(zero))
+        for name, i in everything if wide else everything - closure(set()):
             out[name].add(i)
-    return dict(out)
+    # the exclusions match names alone: a name a submodule's points have too is left out
+    sub = {_split(p.text)[0] for p in points if p.page == "v_toggle" and "." in p.hier}
+    return {n: b for n, b in out.items() if n not in sub}
 
 
 def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None, read_placed_bound=None):
@@ -1366,7 +1493,42 @@ def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None, re
             "increment is a signal: ACKs, NAKs, CE marks, abandoned PSNs, bytes placed): bits at "
             "and above the bit length of the final count plus the largest x cannot toggle",
             lambda name, bit, limit=(counts[ctr] + most).bit_length(): bit is not None and bit >= limit))
+    # MR-RX-256: MR-RX-230's closure, bit by bit through multi-bit equations, seeded by every
+    # rule above whose bits are 0 throughout (all but the unread META bits; a counter
+    # temporary's bits where its value plus one cannot reach them) and the counters' own bits
+    # their counts cannot set
+    seeds = [r for r in rules if not r[1].startswith(("META_LAYOUT", "BTH opcode", why_temp if counts else "-"))]
+    if counts:
+        for name, sources in piece_temps.items():
+            seeds.append((rf"^{re.escape(name)}$", why_temp,
+                          lambda bit, sources=sources: _temp_zero(sources, bit or 0, counts)))
+        seeds.append(_NamedRule(r"^ctr\d+$", "counter bits", lambda name, bit: bit is not None
+                                and count(int(name[3:])) < 1 << bit))
+    # bits a literal alone makes 0 stay with the constant-bits rule (MR-RX-228)
+    constant = {n: b for (h, n), b in constant_bits_of(points, named=True).items() if "." not in h}
+    for name, zbits in _rx_zero_closure(points, seeds, wide=True).items():
+        zbits = zbits - constant.get(name, set())
+        rules.append((rf"^{re.escape(name)}$", "bits built of bits 0 throughout (MR-RX-256: MR-RX-230's "
+                      "closure bit by bit through slices, concatenations, AND/OR/XOR and choices "
+                      "c ? a : b, seeded by the rules above: counters, payload lengths, placed bytes)",
+                      lambda bit, zbits=zbits: (bit or 0) in zbits))
     return rules
+
+
+def _temp_zero(sources, bit, counts) -> bool:
+    """MR-RX-256: is bit ``bit`` of a temporary carrying a counter piece (as
+    :func:`_temp_reachable`'s ``sources``) 0 throughout: above every value it takes, the
+    piece's final count plus one (a piece that never moved counts too: its value plus one
+    is 1)."""
+    for i, off in sources:
+        if i < 0:
+            continue
+        if bit + off < 0:
+            return False
+        piece = (counts[i] if i < len(counts) else max(counts)) >> max(off, 0)
+        if piece + 1 >= 1 << (bit if off > 0 else bit + off):
+            return False
+    return True
 
 
 class _NamedRule(tuple):

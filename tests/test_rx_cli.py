@@ -584,3 +584,85 @@ endmodule
                           "__0248:0->1", "__0249:0->1"])
     assert why == {next(w for w in why if "MR-RX-222" in w): 2, next(w for w in why if "MR-RX-230" in w): 4}
     assert kept(None)[0] == sorted(texts)
+
+
+def test_wide_zero_closure(tmp_path):
+    """MR-RX-256/258: MR-RX-230's closure bit by bit: a field view of the struct signal (its
+    flat bits above the bound have no points), a choice whose values are both 0 there, a
+    multi-bit AND with such bits, a register held at its initial 0 (reset and hold only);
+    not (negative controls): the choice's bits one value can set, an OR with a live operand, a
+    register loaded from a live input, a register's bit whose initial value is 1, a name a
+    submodule's points have too; without a bound, nothing but the held registers."""
+    from metaroce import blocks
+    from metaroce.tb import coverage as cov
+    lay = blocks.get("rx_256x4").make_model(64).lay
+    path = tmp_path / "rx_256x4.v"
+    path.write_text("""module rx_256x4(clk, rst, c, x, y);
+  wire c;
+  wire [31:0] x;
+  wire [31:0] y;
+  wire [309:0] m_slot;
+  wire [31:0] \\m_slot.placed ;
+  wire [31:0] \\$1 ;
+  wire [31:0] \\$2 ;
+  wire [31:0] \\$3 ;
+  wire [31:0] \\$4 ;
+  wire [31:0] w_data;
+  reg [3:0] r = 4'h0;
+  reg [3:0] \\$5 ;
+  reg [3:0] q = 4'h0;
+  reg [3:0] \\$6 ;
+  reg [3:0] z = 4'h1;
+  reg [3:0] \\$7 ;
+  assign \\m_slot.placed  = m_slot[69:38];
+  assign \\$1  = c ? m_slot[69:38] : { 8'h00, x[23:0] };
+  assign \\$2  = \\$1  & y;
+  assign \\$3  = \\m_slot.placed  | y;
+  assign \\$4  = { \\$1 [31:24], 24'h000000 };
+  assign w_data = \\$1 ;
+  always @(posedge clk)
+    r <= \\$5 ;
+  always @(posedge clk)
+    q <= \\$6 ;
+  always @(posedge clk)
+    z <= \\$7 ;
+  always @* begin
+    if (\\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \\$5  = r;
+    if (rst) begin
+      \\$5  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \\$6  = q;
+    if (c) begin
+      \\$6  = x[3:0];
+    end
+  end
+  always @* begin
+    if (\\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \\$7  = z;
+    if (rst) begin
+      \\$7  = 4'h0;
+    end
+  end
+endmodule
+""")
+    texts = ["m_slot__02eplaced[20]:0->1", "m_slot__02eplaced[3]:0->1", "__0241[28]:0->1", "__0241[20]:0->1",
+             "__0242[28]:0->1", "__0242[20]:0->1", "__0243[28]:0->1", "__0244[31]:0->1", "r[2]:0->1",
+             "q[2]:0->1", "z[0]:1->0", "z[2]:0->1", "w_data[28]:0->1"]
+    points = [cov.Point("v_toggle", str(path), 1, t, "rx_256x4", 0) for t in texts]
+    points.append(cov.Point("v_toggle", str(path), 1, "w_data[28]:0->1", "rx_256x4.place_q", 5))
+
+    def kept(bound):
+        summary = cov.summarise(points, None, cov.rx_exclusions(lay, 64, points, None, placed_bound=bound),
+                                counter_re=cov.RX_COUNTER, max_list=100)
+        return summary["toggle"]["uncovered"], summary["toggle"]["excluded"]
+    got, why = kept(40000)
+              # bits 16 and up of the slot's placed cannot rise
+    assert got == sorted(["m_slot__02eplaced[3]:0->1", "__0241[20]:0->1", "__0242[20]:0->1", "__0243[28]:0->1",
+                          "q[2]:0->1", "z[0]:1->0", "w_data[28]:0->1"])
+    assert why == {next(w for w in why if "MR-RX-256" in w): 6}     # z[2]: held at its initial 0
+    # without a bound only the registers held at 0 (no seed needed)
+    assert kept(None)[0] == sorted(set(texts) - {"r[2]:0->1", "z[2]:0->1"})

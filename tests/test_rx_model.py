@@ -551,3 +551,32 @@ def test_high_epoch_chunks():
     assert drv.res["counters"][CTR_DUP_CHUNKS] == 0
     cqes = [unpack(s.lay.cqe, v) for v in drv.res["cqe"]]
     assert [(c["opcode"], c["length"]) for c in cqes] == [(WC_RDMA_READ, 8)]
+
+
+def test_high_request_cases():
+    """MR-RX-257: ``rc.high_request_cases`` on the cycle model: every request accepted; per
+    round the atomics come out as messages n, n + 1 (the fetch-and-add one ahead waited for
+    the compare-and-swap, one delivery) and the READ responses as n + 2, n + 3, at the round's
+    31-bit message number, each item's host address the key's 64-bit base plus its VA and
+    each response's length the request's."""
+    from metaroce.models.parser import unpack_meta
+    lay_args = dict(conns=256, paths=4, keys=256, streams=4)
+    s = rc.Setup(seed=11, **lay_args)
+    cases = rc.high_request_cases(s)
+    drv = rc.Batches(64).run(s, cases, model=rx.RxCycleModel(64, **lay_args), seed=11, p_idle=0.2, p_bp=0.4)
+    exp = rc.check(drv.items, drv.res, *lay_args.values())
+    assert len(exp["outcomes"]) == 12 and all(o.code == RxCode.ACCEPTED for o in exp["outcomes"])
+    base = next(unpack(s.lay.key, w.value)["base"] for w in cases if isinstance(w, rc.CfgWrite) and w.table == rx.TABLE_KEY)
+    assert base >> 32 and base % 8 == 0
+    reqs = {c.name: unpack_meta(c.meta) for c in cases if isinstance(c, rc.Case)}
+    atoms = [unpack(s.lay.atom_entry, v & ((1 << s.lay.atom_entry.size) - 1)) for v in drv.res["atom"]]
+    rsps = [unpack(s.lay.rsp, v & ((1 << s.lay.rsp.size) - 1)) for v in drv.res["rsp"]]
+    assert len(atoms) == len(rsps) == 6
+    for r in range(3):
+        n = reqs[f"hq-cas{r}"]["mrdh"]["msg"]
+        assert [a["msg"] for a in atoms[2 * r:2 * r + 2]] == [n, n + 1]
+        assert [a["laddr"] for a in atoms[2 * r:2 * r + 2]] == [base + reqs[f"hq-{x}{r}"]["reth"]["va"] for x in ("cas", "fadd")]
+        assert [(q["msg"], q["length"]) for q in rsps[2 * r:2 * r + 2]] == [
+            (n + 2 + j, reqs[f"hq-rd-{x}{r}"]["reth"]["dma_len"]) for j, x in enumerate("ab")]
+        assert [q["laddr"] for q in rsps[2 * r:2 * r + 2]] == [base + reqs[f"hq-rd-{x}{r}"]["reth"]["va"] for x in "ab"]
+    assert max(a["msg"] for a in atoms) >> 16 and max(q["length"] for q in rsps) >> 16
