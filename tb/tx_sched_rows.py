@@ -12,7 +12,8 @@ the Amaranth run's, cycle for cycle); the comparison is the register scheduler's
 
 ``tx_sched_rows_lockstep`` knobs (environment): ``TXR_SEED`` (1), ``TXR_WRS`` (work requests,
 60), ``TXR_RSPS`` (READ responses, 0), ``TXR_LOSS`` (0.1), ``TXR_PIDLE`` (0.2), ``TXR_PBP``
-(0.3), ``TXR_PCWND`` (0), ``TXR_CWND_HI`` (50,000), ``TXR_PFAIL`` (0), ``TXR_STORM`` (a
+(0.3), ``TXR_PCWND`` (0), ``TXR_CWND_HI`` (50,000), ``TXR_PFAIL`` (0), ``TXR_PPROBE`` (the
+driver's random tail probes per cycle, 0; MR-TXS-270..279), ``TXR_STORM`` (a
 fraction of the cycles with a verdict of the driver's own, :class:`tc.VerdictStorm`; unset: the
 plain driver), ``TXR_MODEL`` (the model's knobs, ``name=0|1`` comma-separated, e.g.
 ``last_active_kept=0``: negative controls, MR-TXS-308). Results to ``TXR_OUT`` (JSON) if set;
@@ -72,7 +73,8 @@ def case(env=None):
     model = TxSchedRowsModel(64, **SMALL, **knobs)
     kw = dict(seed=seed, rsps=rsps, p_idle=get("TXR_PIDLE", "0.2"), p_bp=get("TXR_PBP", "0.3"),
               loss=get("TXR_LOSS", "0.1"), p_cwnd=get("TXR_PCWND", "0"),
-              cwnd_hi=get("TXR_CWND_HI", "50000", int), p_fail=get("TXR_PFAIL", "0"))
+              cwnd_hi=get("TXR_CWND_HI", "50000", int), p_fail=get("TXR_PFAIL", "0"),
+              p_probe=get("TXR_PPROBE", "0"))
     storm = env.get("TXR_STORM")
     drv = (tc.VerdictStorm(model.lay, items, p_verdict=float(storm), **kw) if storm
            else tc.Driver(model.lay, items, **kw))

@@ -79,6 +79,24 @@ def test_tx_sched_rows_rtl_lost_not_queued():
     assert row["refills"] >= 1
     assert {"1", "2", "3"} <= set(row["verdicts"]), row["verdicts"]
 
+#: rowf33's tail-probe traffic (tests/test_tx_sched_rows.py PROBE_KW), seed 4: probes on paths
+#: whose generation a verdict raised since their packet's first frame
+PROBE_ENV = {"TXR_SEED": "4", "TXR_WRS": "40", "TXR_PIDLE": "0.2", "TXR_PBP": "0.4",
+             "TXR_LOSS": "0.6", "TXR_PCWND": "0.05", "TXR_CWND_HI": "8000", "TXR_PPROBE": "0.05"}
+
+
+@pytest.mark.slow
+def test_tx_sched_rows_rtl_tail_probes():
+    """MR-TXS-307 (MR-TXS-275/277 under Verilator): the driver's random tail probes and the
+    unit's at 60 % loss (seed 4): 0 mismatches, 40 completions, probes rebuilt into frames and
+    the checker passing (each probe its packet's frame with the path's generation now,
+    MR-TXS-264); the run's cycles are the Amaranth lockstep's."""
+    row = _run(PROBE_ENV)
+    assert row["mismatches"] == 0 and row["completions"] == row["work_requests"] == 40
+    assert row["ops"]["probe"] and row["probe_frames"] > 0, row
+    core = _amaranth(PROBE_ENV)
+    assert core.mismatches == 0 and core.cycle == row["cycles"], (core.cycle, row["cycles"])
+
 
 @pytest.mark.slow
 def test_tx_sched_rows_rtl_failures_and_responses():
