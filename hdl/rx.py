@@ -261,12 +261,16 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     if held:
         (cond, wdata), = held
         assert cond is load
-        # `load` first, so that the slices' select is its register, as before (MR-RX-139); it is
-        # never set in a cycle that advances
-        with m.If(load):
-            m.d.sync += [row[lo:hi].eq(wdata[lo:hi]) for lo, hi in load_slices]
-        with m.Elif(advance):
-            m.d.sync += row.eq(value)
+        # each group of bits with its own enable; `load`'s mux the last before the slices, its
+        # select a register, as before (MR-RX-139)
+        cuts = sorted({0, len(row), *[b for sl in load_slices for b in sl]})
+        for lo, hi in zip(cuts, cuts[1:]):
+            if any(a <= lo and hi <= b for a, b in load_slices):
+                with m.If(advance | load):
+                    m.d.sync += row[lo:hi].eq(Mux(load, wdata[lo:hi], value[lo:hi]))
+            else:
+                with m.If(advance):
+                    m.d.sync += row[lo:hi].eq(value[lo:hi])
         return row
     with m.If(advance if load is None else advance | load):
         m.d.sync += row.eq(value)
