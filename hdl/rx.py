@@ -191,6 +191,10 @@ SV_S5_RUN = True
 # MR-RX-206: S4's decision terms for S5 take S5's write of this cycle as the row when it writes
 # S4's record's row (False: a wrong form that always takes the read, for the negative control)
 NX_FWD = True
+# MR-RX-242: the fields of S4's path row register H5's write reaches (MR-RX-139): those the slow
+# update changes; the others already hold H5's row (S4's forward of the slow record's own write,
+# MR-RX-117). A wrong form that leaves out `cum` is the negative control's.
+SLOW_FWD_FIELDS = ("cum", "ring")
 # MR-RX-205: the forwarded candidate's message-done test from S4's rest less S5's plen
 # (False: through S5's placed-bytes adder, the same function, for the depth comparison)
 NX_DONE = True
@@ -219,7 +223,7 @@ def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=No
 
 
 def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None, late=None,
-                    parts=None):
+                    parts=None, load_slices=None):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
@@ -232,7 +236,10 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     registers perform in the next cycle) the write of the cycle before is ``late``'s when it hit
     the address read, else the port's (``late``'s of two cycles before), chosen as the read is
     made: one forward register either way. MR-RX-200: ``parts`` (a list) receives the value the
-    register loads before this cycle's writes (from registers and the read) and with them."""
+    register loads before this cycle's writes (from registers and the read) and with them.
+    MR-RX-242: with ``load_slices`` (``(lo, hi)`` bit ranges) ``load``'s write (``now``'s first
+    pair, whose condition is ``load``) reaches those bits only, the only ones that load in a
+    cycle that does not advance; the rest hold."""
     row = Signal(len(rd.data), name=f"{name}_row")
     fwd_prev, fwd_data = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_fwd_data")
     read = Const(1, 1) if reread else advance
@@ -246,10 +253,25 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
         m.d.sync += [fwd_prev.eq(hit), fwd_data.eq(data)]
     value = Mux(fwd_prev, fwd_data, rd.data if rd_data is None else rd_data)
     base = value
-    for cond, wdata in reversed(now):
+    held = now[:1] if load_slices is not None else []
+    for cond, wdata in reversed(now[len(held):]):
         value = Mux(cond, wdata, value)
     if parts is not None:
         parts += [base, value]
+    if held:
+        (cond, wdata), = held
+        assert cond is load
+        # each group of bits with its own enable; `load`'s mux the last before the slices, its
+        # select a register, as before (MR-RX-139)
+        cuts = sorted({0, len(row), *[b for sl in load_slices for b in sl]})
+        for lo, hi in zip(cuts, cuts[1:]):
+            if any(a <= lo and hi <= b for a, b in load_slices):
+                with m.If(advance | load):
+                    m.d.sync += row[lo:hi].eq(Mux(load, wdata[lo:hi], value[lo:hi]))
+            else:
+                with m.If(advance):
+                    m.d.sync += row[lo:hi].eq(value[lo:hi])
+        return row
     with m.If(advance if load is None else advance | load):
         m.d.sync += row.eq(value)
     return row
@@ -1100,7 +1122,8 @@ class Rx(wiring.Component):
         m.d.sync += [path_wb_en.eq(path_we), path_wb_addr.eq(path_wa), path_wb_prev.eq(path_wd)]
         # MR-RX-139: H5's write into S4's row register has a mux of its own, the last before the
         # register, its condition a register (`hold == 2` in H4 and S5's row S4's), so
-        # `slow_write`'s select of the write data is on no forward into the row register
+        # `slow_write`'s select of the write data is on no forward into the row register; in
+        # `cum` and `ring` only (MR-RX-242: the other fields hold H5's row already)
         slow_fwd = Signal()
         with m.If(advance):
             m.d.sync += slow_fwd.eq(0)
@@ -1109,7 +1132,9 @@ class Rx(wiring.Component):
         path_row = _registered_row(
             m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
             advance, [(slow_fwd, slow_row.as_value()), ((ok & path_same) | cfg_path_hit, path_wdata)],
-            reread=True, load=slow_fwd, rd_data=path_data, late=(path_we, path_wa, path_wd))
+            reread=True, load=slow_fwd, rd_data=path_data, late=(path_we, path_wa, path_wd),
+            load_slices=[(lay.path_mem[f].offset, lay.path_mem[f].offset + lay.path_mem[f].width)
+                         for f in SLOW_FWD_FIELDS])
         # MR-RX-125 (for timing, not behaviour): the slow record's new row reaches sl_row a cycle
         # later, in H1, from the write register (the table's write data of the cycle that
         # started the hold: S4's new row, as the hold starts only after an accepted record, no

@@ -275,7 +275,9 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     key = data.StructLayout({"valid": 1, "rkey": 32, "base": 64, "length": 32, "access": 4})
     path = records.PATH_RX
     # MR-RX-013: the row as the RTL's path table stores it: the SACK as a PSN-indexed ring.
-    path_mem = data.StructLayout(dict(("ring", RING_BITS) if name == "sack" else (name, f.shape)
+    # MR-RX-241: of `ack_timer` only the ACK generation (its low GEN_BITS), the bits any port reads
+    path_mem = data.StructLayout(dict(("ring", RING_BITS) if name == "sack" else
+                                      ("ack_timer", GEN_BITS) if name == "ack_timer" else (name, f.shape)
                                       for name, f in path))
     ack = data.StructLayout({"nak": 1, "conn": cb, "path": 8, "psn": P.wire.PSN_BITS,
                              "reason": 8, "cum": P.wire.PSN_BITS, "sack": P.SACK_BITS,

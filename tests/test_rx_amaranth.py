@@ -320,6 +320,45 @@ def test_delayed_ack_timer():
     assert _delayed_ack_run(100)
 
 
+def _generation_run(**kw):
+    """MR-RX-241: path rows written with random 32-bit `ack_timer` values (the generation and
+    the bits above it); on two paths of a connection, ack_every 4 and a 100-cycle timer, five
+    writes each (the first arms a timer, the fourth is acknowledged, which disarms it, MR-RX-093,
+    the fifth arms another) and a 150-cycle gap, in which the first timer expires with a packet
+    pending; through the 512-bit RTL in lockstep with the model, which keeps all 32 bits
+    (MR-RX-091). Returns the driver's results."""
+    import random
+    from metaroce.models.rx import TABLE_PATH
+    s = rc.Setup(*SMALL, seed=31, ack_every=4, ack_delay=100)
+    rng, at = random.Random(7), s.lay.path["ack_timer"]
+    s.writes[:] = [rc.CfgWrite(w.table, w.addr, w.value | rng.getrandbits(32) << at.offset, w.name)
+                   if w.table == TABLE_PATH else w for w in s.writes]
+    c = s.conns[0]
+    items = [s.write(c, path=p, plen=8, expect=RxCode.ACCEPTED, name=f"p{p}.{i}") for p in (0, 1) for i in range(5)]
+    return run_lockstep(512, s, items + [rc.Idle(150, "gap")], seed=2, p_idle=0.1, p_bp=0.3, check=False, **kw)
+
+
+def test_path_row_keeps_the_generation():
+    """MR-RX-241: the path table stores of `ack_timer` only the ACK generation (GEN_BITS), the
+    bits a port depends on: path rows written with random 32-bit `ack_timer` values, timers
+    armed, disarmed by an ACK and fired (_generation_run): 0 mismatches against the model, which
+    keeps the whole field (test_path_row_keeps_the_generation_catches_none: none fails)."""
+    from metaroce.models.rx import GEN_BITS, layouts
+    assert layouts().path_mem["ack_timer"].width == GEN_BITS
+    res = _generation_run()
+    assert res["counters"][RxCode.ACCEPTED] == 10
+
+
+@pytest.mark.slow
+def test_path_row_keeps_the_generation_catches_none(monkeypatch):
+    """MR-RX-241 (negative control): a path table storing no generation fires the timers an ACK
+    disarmed (MR-RX-093) on test_path_row_keeps_the_generation's stimulus: `Mismatch`."""
+    import metaroce.models.rx as model_rx
+    monkeypatch.setattr(model_rx, "GEN_BITS", 0)     # layouts()'s path_mem only: the model keeps its own
+    with pytest.raises(Mismatch):
+        _generation_run(share=False)
+
+
 @pytest.mark.slow       # negative controls of the default run's test_delayed_ack_timer
 @pytest.mark.parametrize("wrong", ["off", "late", "never_acks"])
 def test_delayed_ack_timer_catches_wrong(wrong, monkeypatch):
@@ -469,7 +508,8 @@ def test_own_write_forwards():
     S4's own write of the cycle before, forwarded into the row register S4's lookups and
     window compares read (the ring bit it sets, its pending count, its moved cum and high;
     rc.own_write_cases), no idle cycle, no backpressure, ack_every 4: 0 mismatches, every
-    outcome as built (duplicates at distance 1, slow updates)."""
+    outcome as built (duplicates at distance 1, slow updates; MR-RX-242: H5's write into S4's
+    row register in `cum` and `ring` only)."""
     s = rc.Setup(*SMALL, seed=21)
     cases = rc.own_write_cases(s)
     res = run_lockstep(64, s, cases, seed=2, p_idle=0.0, p_bp=0.0)
@@ -490,6 +530,20 @@ def test_own_write_forwards_catch_no_forward(monkeypatch):
         return real(m, name, rd, wr, addr, advance, [] if name == "path" else now, **kw)
 
     monkeypatch.setattr(hdl_rx, "_registered_row", without_now)
+    s = rc.Setup(*SMALL, seed=21)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0, share=False)
+
+
+@pytest.mark.slow
+def test_slow_forward_fields_catch_no_cum(monkeypatch):
+    """MR-RX-242 (negative control): H5's write reaches S4's path row register only in the
+    fields the slow update changes (`cum` and `ring`; the others hold the slow record's own
+    write, forwarded as S4's record entered S4). With `cum` left out too, the lockstep of
+    test_own_write_forwards (slow updates followed by their path's next record, back to back)
+    fails, so that test checks the fields H5's write must reach."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "SLOW_FWD_FIELDS", ("ring",))
     s = rc.Setup(*SMALL, seed=21)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0, share=False)
