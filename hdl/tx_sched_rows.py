@@ -733,9 +733,27 @@ class TxSchedRows(wiring.Component):
                                  & (ge.lap == tps.tail_lap) & (ge.status == 0)
                                  & ((a.psn + 1)[:24] == tps.next_psn) & (tps.pkts != 0))
         g_ml = msg_len(ge)
+        # MR-TXS-310: the chunk's bytes formed per candidate (the probe's, the resend's, each
+        # stream's next chunk) in parallel with the choice and selected after it, not computed
+        # on the chosen slot's entry after the stream choice (rdep33: the choice -> entry ->
+        # chunk_bytes -> window ripple)
+        nb_probe = chunk_bytes(msg_len(entry_at(tps.tail_slot)),
+                               tps.tail_chunk[:records.CHUNK_BITS])
+        nb_resend = chunk_bytes(msg_len(entry_at(rh.slot)), rh.chunk[:records.CHUNK_BITS])
+        nb_stream = Signal(S * (mtu_log2 + 1))
+        for s in range(S):
+            st = r.streams[s]
+            se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
+            m.d.comb += nb_stream[s * (mtu_log2 + 1):(s + 1) * (mtu_log2 + 1)].eq(
+                chunk_bytes(msg_len(se), se.next_chunk[:records.CHUNK_BITS]))
         g_nb = Signal(mtu_log2 + 1)
-        m.d.comb += g_nb.eq(chunk_bytes(g_ml, g_chunk))
-        conn_block = (cr.inflight != 0) & (cr.inflight + g_nb > prm["conn_window"])
+        m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, Mux(
+            resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1) if S > 1 else nb_stream)))
+        # MR-TXS-311: inflight + g_nb > window as g_nb > window - inflight (the room formed
+        # from the row alone, one comparator after g_nb)
+        conn_room = Signal(signed(records.BYTES_BITS + 2))
+        m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
+        conn_block = (cr.inflight != 0) & (g_nb > conn_room)
         p_can = []
         for p in range(Pn):
             ps = r.paths[p]
@@ -754,9 +772,19 @@ class TxSchedRows(wiring.Component):
         g_infl = Signal(records.BYTES_BITS + 1)
         m.d.comb += g_infl.eq(gps.inflight + g_nb)
         m.d.comb += [unsent_new.eq(cr.unsent - ~resend), rcount_new.eq(cr.rcount - resend)]
-        g_win = Mux(gps.col, mtu, gps.cwnd)
+        # MR-TXS-312: each path's room for the ack request (window - mtu - inflight, from the
+        # row alone) selected by the chosen path, then one comparator against g_nb
+        rw = records.BYTES_BITS + 3
+        rooms = Signal(Pn * rw)
+        for p in range(Pn):
+            ps = r.paths[p]
+            room_p = Signal(signed(rw), name=f"req_room{p}")
+            m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
+                         rooms[p * rw:(p + 1) * rw].eq(room_p)]
+        g_room = Signal(signed(rw))
+        m.d.comb += g_room.eq(rooms.word_select(g_p, rw) if Pn > 1 else rooms)
         req = Signal()
-        m.d.comb += req.eq((gps.since_req + 1 >= prm["ack_every"]) | (g_infl + mtu > g_win)
+        m.d.comb += req.eq((gps.since_req + 1 >= prm["ack_every"]) | (g_nb > g_room)
                            | (unsent_new + rcount_new < Pn) | (gps.state == PATH_PROBING))
         with m.If(is_k[K_SCHED] & drop):
             m.d.comb += popped.eq(1)

@@ -726,6 +726,29 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
         rows_lockstep(dict(SMALL), n, seed, hdl=hdl, **dict(PROBE_KW, **kw))
 
 
+@pytest.mark.parametrize("old,new,kw", [
+    # MR-TXS-312: the ACK request's room without the MTU
+    ("Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight", "Mux(ps.col, mtu, ps.cwnd) - ps.inflight",
+     None),
+    # MR-TXS-310: stream 0's bytes whatever stream is chosen
+    pytest.param("nb_stream.word_select(n_s, mtu_log2 + 1)", "nb_stream[:mtu_log2 + 1]", None,
+                 marks=pytest.mark.slow),
+    # MR-TXS-310: a probe with the resend head's bytes
+    pytest.param("Mux(is_probe, nb_probe, Mux(", "Mux(is_probe, nb_resend, Mux(", "probe",
+                 marks=pytest.mark.slow)])
+def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
+    """MR-TXS-313 (negative controls): each wrong form of rdep33's precomputed terms
+    (MR-TXS-310..312) mismatches the row model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    with pytest.raises(Mismatch):
+        if kw == "probe":
+            rows_lockstep(dict(SMALL), 16, 0, hdl=hdl, **PROBE_KW)
+        else:
+            # 2 paths of 4,000 bytes: the window term decides some requests
+            rows_lockstep(dict(SMALL, paths=2, cwnd=4000), 30, 1, hdl=hdl)
+
+
 # ------------------------------------------------------------------ restores (rowf33)
 
 class RowsRestoreDriver(tc.Driver):
