@@ -769,32 +769,31 @@ class TxSchedRows(wiring.Component):
         psn = gps.next_psn
         unsent_new = Signal.like(cr.unsent)
         rcount_new = Signal.like(cr.rcount)
-        g_infl = Signal(records.BYTES_BITS + 1)
-        m.d.comb += g_infl.eq(gps.inflight + g_nb)
         m.d.comb += [unsent_new.eq(cr.unsent - ~resend), rcount_new.eq(cr.rcount - resend)]
-        # MR-TXS-312: each path's room for the ack request (window - mtu - inflight, from the
-        # row alone) selected by the chosen path, then one comparator against g_nb
-        rw = records.BYTES_BITS + 3
-        rooms = Signal(Pn * rw)
+        # MR-TXS-312: each path's ACK request formed on its own (its room, window - mtu -
+        # inflight from the row alone, against g_nb), the chosen path's selected after the path
+        # choice: the choice and the bytes meet at one select, not in series
+        few = unsent_new + rcount_new < Pn
+        req_p = Signal(Pn)
         for p in range(Pn):
             ps = r.paths[p]
-            room_p = Signal(signed(rw), name=f"req_room{p}")
+            room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
             m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
-                         rooms[p * rw:(p + 1) * rw].eq(room_p)]
-        g_room = Signal(signed(rw))
-        m.d.comb += g_room.eq(rooms.word_select(g_p, rw) if Pn > 1 else rooms)
+                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (g_nb > room_p)
+                                     | few | (ps.state == PATH_PROBING))]
         req = Signal()
-        m.d.comb += req.eq((gps.since_req + 1 >= prm["ack_every"]) | (g_nb > g_room)
-                           | (unsent_new + rcount_new < Pn) | (gps.state == PATH_PROBING))
+        m.d.comb += req.eq(req_p.bit_select(g_p, 1) if Pn > 1 else req_p[0])
         with m.If(is_k[K_SCHED] & drop):
             m.d.comb += popped.eq(1)
         with m.If(pkt):
             for p in range(Pn):
                 with m.If(g_p == p):
-                    np_ = mid.paths[p]
-                    m.d.comb += [np_.next_psn.eq(psn + 1), np_.inflight.eq(g_infl),
-                                 np_.pkts.eq(gps.pkts + 1),
-                                 np_.since_req.eq(Mux(req, 0, gps.since_req + 1)),
+                    # MR-TXS-313: path p's own fields and request, not the chosen path's select
+                    np_, ps = mid.paths[p], r.paths[p]
+                    m.d.comb += [np_.next_psn.eq(ps.next_psn + 1),
+                                 np_.inflight.eq(ps.inflight + g_nb),
+                                 np_.pkts.eq(ps.pkts + 1),
+                                 np_.since_req.eq(Mux(req_p[p], 0, ps.since_req + 1)),
                                  np_.tail_ok.eq(1), np_.tail_slot.eq(g_slot),
                                  np_.tail_chunk.eq(g_chunk), np_.tail_lap.eq(ge.lap)]
             m.d.comb += [mid.conn.inflight.eq(cr.inflight + g_nb),
