@@ -730,12 +730,12 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
 @pytest.mark.parametrize("old,new,kw", [
     # MR-TXS-312: the ACK request's room without the MTU
     ("Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight", "Mux(ps.col, mtu, ps.cwnd) - ps.inflight",
-     None),
+     (30, 1)),
     # MR-TXS-313: a path's since_req on path 0's request
     pytest.param("Mux(req_p[p], 0, ps.since_req + 1)", "Mux(req_p[0], 0, ps.since_req + 1)",
-                 None, marks=pytest.mark.slow),
+                 (60, 2), marks=pytest.mark.slow),
     # MR-TXS-310: stream 0's bytes whatever stream is chosen
-    pytest.param("nb_stream.word_select(n_s, mtu_log2 + 1)", "nb_stream[:mtu_log2 + 1]", None,
+    pytest.param("nb_stream.word_select(n_s, mtu_log2 + 1)", "nb_stream[:mtu_log2 + 1]", (30, 1),
                  marks=pytest.mark.slow),
     # MR-TXS-310: a probe with the resend head's bytes
     pytest.param("Mux(is_probe, nb_probe, Mux(", "Mux(is_probe, nb_resend, Mux(", "probe",
@@ -750,7 +750,7 @@ def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
             rows_lockstep(dict(SMALL), 16, 0, hdl=hdl, **PROBE_KW)
         else:
             # 2 paths of 4,000 bytes: the window term decides some requests
-            rows_lockstep(dict(SMALL, paths=2, cwnd=4000), 30, 1, hdl=hdl)
+            rows_lockstep(dict(SMALL, paths=2, cwnd=4000), *kw, hdl=hdl)
 
 
 # ------------------------------------------------------------------ restores (rowf33)
