@@ -733,9 +733,27 @@ class TxSchedRows(wiring.Component):
                                  & (ge.lap == tps.tail_lap) & (ge.status == 0)
                                  & ((a.psn + 1)[:24] == tps.next_psn) & (tps.pkts != 0))
         g_ml = msg_len(ge)
+        # MR-TXS-310: the chunk's bytes formed per candidate (the probe's, the resend's, each
+        # stream's next chunk) in parallel with the choice and selected after it, not computed
+        # on the chosen slot's entry after the stream choice (rdep33: the choice -> entry ->
+        # chunk_bytes -> window ripple)
+        nb_probe = chunk_bytes(msg_len(entry_at(tps.tail_slot)),
+                               tps.tail_chunk[:records.CHUNK_BITS])
+        nb_resend = chunk_bytes(msg_len(entry_at(rh.slot)), rh.chunk[:records.CHUNK_BITS])
+        nb_stream = Signal(S * (mtu_log2 + 1))
+        for s in range(S):
+            st = r.streams[s]
+            se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
+            m.d.comb += nb_stream[s * (mtu_log2 + 1):(s + 1) * (mtu_log2 + 1)].eq(
+                chunk_bytes(msg_len(se), se.next_chunk[:records.CHUNK_BITS]))
         g_nb = Signal(mtu_log2 + 1)
-        m.d.comb += g_nb.eq(chunk_bytes(g_ml, g_chunk))
-        conn_block = (cr.inflight != 0) & (cr.inflight + g_nb > prm["conn_window"])
+        m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, Mux(
+            resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1) if S > 1 else nb_stream)))
+        # MR-TXS-311: inflight + g_nb > window as g_nb > window - inflight (the room formed
+        # from the row alone, one comparator after g_nb)
+        conn_room = Signal(signed(records.BYTES_BITS + 2))
+        m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
+        conn_block = (cr.inflight != 0) & (g_nb > conn_room)
         p_can = []
         for p in range(Pn):
             ps = r.paths[p]
@@ -751,22 +769,31 @@ class TxSchedRows(wiring.Component):
         psn = gps.next_psn
         unsent_new = Signal.like(cr.unsent)
         rcount_new = Signal.like(cr.rcount)
-        g_infl = Signal(records.BYTES_BITS + 1)
-        m.d.comb += g_infl.eq(gps.inflight + g_nb)
         m.d.comb += [unsent_new.eq(cr.unsent - ~resend), rcount_new.eq(cr.rcount - resend)]
-        g_win = Mux(gps.col, mtu, gps.cwnd)
+        # MR-TXS-312: each path's ACK request formed on its own (its room, window - mtu -
+        # inflight from the row alone, against g_nb), the chosen path's selected after the path
+        # choice: the choice and the bytes meet at one select, not in series
+        few = unsent_new + rcount_new < Pn
+        req_p = Signal(Pn)
+        for p in range(Pn):
+            ps = r.paths[p]
+            room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
+            m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
+                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (g_nb > room_p)
+                                     | few | (ps.state == PATH_PROBING))]
         req = Signal()
-        m.d.comb += req.eq((gps.since_req + 1 >= prm["ack_every"]) | (g_infl + mtu > g_win)
-                           | (unsent_new + rcount_new < Pn) | (gps.state == PATH_PROBING))
+        m.d.comb += req.eq(req_p.bit_select(g_p, 1) if Pn > 1 else req_p[0])
         with m.If(is_k[K_SCHED] & drop):
             m.d.comb += popped.eq(1)
         with m.If(pkt):
             for p in range(Pn):
                 with m.If(g_p == p):
-                    np_ = mid.paths[p]
-                    m.d.comb += [np_.next_psn.eq(psn + 1), np_.inflight.eq(g_infl),
-                                 np_.pkts.eq(gps.pkts + 1),
-                                 np_.since_req.eq(Mux(req, 0, gps.since_req + 1)),
+                    # MR-TXS-313: path p's own fields and request, not the chosen path's select
+                    np_, ps = mid.paths[p], r.paths[p]
+                    m.d.comb += [np_.next_psn.eq(ps.next_psn + 1),
+                                 np_.inflight.eq(ps.inflight + g_nb),
+                                 np_.pkts.eq(ps.pkts + 1),
+                                 np_.since_req.eq(Mux(req_p[p], 0, ps.since_req + 1)),
                                  np_.tail_ok.eq(1), np_.tail_slot.eq(g_slot),
                                  np_.tail_chunk.eq(g_chunk), np_.tail_lap.eq(ge.lap)]
             m.d.comb += [mid.conn.inflight.eq(cr.inflight + g_nb),

@@ -474,7 +474,8 @@ RTL_CASES = [
 def test_rows_rtl_lockstep(prm, n, seed, kw):
     """MR-TXS-250..254: the row scheduler's RTL in lockstep with its cycle model through the
     driver (idle cycles, random backpressure, 10 % loss, reports, timeouts' verdicts, window
-    writes; 2 x 4 and 4 x 8): 0 mismatches, and the register scheduler's checker passes."""
+    writes; 2 x 4 and 4 x 8): 0 mismatches, and the register scheduler's checker passes
+    (MR-TXS-314: with rdep33's terms of MR-TXS-310..313)."""
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
     tc.check(TxSchedModel(**prm), items, drv.res)
@@ -724,6 +725,32 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
     seed, n = kw.pop("seed", 0), kw.pop("n", 16)
     with pytest.raises(Mismatch):
         rows_lockstep(dict(SMALL), n, seed, hdl=hdl, **dict(PROBE_KW, **kw))
+
+
+@pytest.mark.parametrize("old,new,kw", [
+    # MR-TXS-312: the ACK request's room without the MTU
+    ("Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight", "Mux(ps.col, mtu, ps.cwnd) - ps.inflight",
+     (30, 1)),
+    # MR-TXS-313: a path's since_req on path 0's request
+    pytest.param("Mux(req_p[p], 0, ps.since_req + 1)", "Mux(req_p[0], 0, ps.since_req + 1)",
+                 (60, 2), marks=pytest.mark.slow),
+    # MR-TXS-310: stream 0's bytes whatever stream is chosen
+    pytest.param("nb_stream.word_select(n_s, mtu_log2 + 1)", "nb_stream[:mtu_log2 + 1]", (30, 1),
+                 marks=pytest.mark.slow),
+    # MR-TXS-310: a probe with the resend head's bytes
+    pytest.param("Mux(is_probe, nb_probe, Mux(", "Mux(is_probe, nb_resend, Mux(", "probe",
+                 marks=pytest.mark.slow)])
+def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
+    """MR-TXS-314 (negative controls): each wrong form of rdep33's precomputed terms
+    (MR-TXS-310..313) mismatches the row model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    with pytest.raises(Mismatch):
+        if kw == "probe":
+            rows_lockstep(dict(SMALL), 16, 0, hdl=hdl, **PROBE_KW)
+        else:
+            # 2 paths of 4,000 bytes: the window term decides some requests
+            rows_lockstep(dict(SMALL, paths=2, cwnd=4000), *kw, hdl=hdl)
 
 
 # ------------------------------------------------------------------ restores (rowf33)
