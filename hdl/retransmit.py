@@ -580,7 +580,6 @@ class Retransmit(wiring.Component):
                      s1a_cum_high_inc.eq(s1a_ack.cum[dist_bits:] + 1)]
         s1_floor = Signal(psn_bits)     # the ACK's new floor cum + e (MR-TX-039)
         s1_sent = Signal(lay.sent)
-        s1_int_row = Signal(rb)
         s1_rto = Signal(dur)
         s1_srtt = Signal(dur)
         s1a_row = Signal(rb)
@@ -590,11 +589,15 @@ class Retransmit(wiring.Component):
                                      Mux(s1a_floor_low[dist_bits], s1a_cum_high_inc,
                                          s1a_ack.cum[dist_bits:]))),
                      s1_sent.eq(s1a_sent),
-                     s1_int_row.eq(s1a_int_row), s1_rto.eq(s1a_rto), s1_srtt.eq(s1a_srtt)]
+                     s1_rto.eq(s1a_rto), s1_srtt.eq(s1a_srtt)]
 
         # -- stage S1b: the path row with forwarding (MR-TX-035)
+        # MR-TX-314: S1b's row index a register loaded from S1a's (every S1 register above is
+        # loaded from its S1a register on every edge, so it is the row of S1b's event),
+        # not row_of's mux behind them; MR-TX-315: the path's one-hot bit beside it
         s1_row = Signal(rb)
-        m.d.comb += s1_row.eq(row_of(s1_kind, s1_sent, s1_ack, s1_int_row))
+        path_bit = Signal(lay.paths)
+        m.d.sync += [s1_row.eq(s1a_row), path_bit.eq(Const(1, lay.paths) << s1a_row[:pb])]
         wb_valid = Signal()
         wb_addr = Signal(rb)
         wb_data = Signal(lay.path.size)
@@ -641,8 +644,6 @@ class Retransmit(wiring.Component):
         h_fwd = hwb_valid & s1_hsame
         m.d.comb += health_row.eq(Mux(h_fwd, hwb_data, h_base))
         health_raw, ecn_raw = health_row[:lay.paths], health_row[lay.paths]
-        path_bit = Signal(lay.paths)
-        m.d.comb += path_bit.eq(Const(1, lay.paths) << s1_row[:pb])
         h_write, h_new = Signal(), Signal(hw)
         # MR-TX-241: S1b's decision ends at hwb_valid, not at the memory's write enable
         m.d.comb += [h_wr.en.eq(hwb_valid), h_wr.addr.eq(hwb_addr), h_wr.data.eq(hwb_data),
@@ -879,7 +880,7 @@ class Retransmit(wiring.Component):
                 # MR-TX-203: the path's progress dated; MR-TX-204: an ECE echo (with CE
                 # marks) dated, the ECN bit kept
                 for q in range(lay.paths):
-                    with m.If(s1_row[:pb] == q):
+                    with m.If(path_bit[q]):
                         m.d.comb += h_new[t_off + q * tw:t_off + (q + 1) * tw].eq(now)
                 with m.If(s1_ack.ece & s1_ack.ce_count.any()):
                     m.d.comb += [h_new[lay.paths].eq(1), h_new[e_off:e_off + tw].eq(now)]
@@ -889,7 +890,7 @@ class Retransmit(wiring.Component):
             if self.ages:
                 # MR-TX-203: the estimator's srtt to the health memory's copy
                 for q in range(lay.paths):
-                    with m.If(s1_row[:pb] == q):
+                    with m.If(path_bit[q]):
                         m.d.comb += srtt_x_of(h_new, q).eq(s1_srtt ^ srtt0_c)
         with m.Elif(is_check):
             # a timeout (MR-TX-163)

@@ -987,3 +987,37 @@ def test_health_ffs_without_edge_forward(gap):
                                  "            h_base_in = h_rd.data")
         with pytest.raises((Mismatch, AssertionError)):
             _two_conns_forward_run(gap, wrong)
+
+
+# ------------------------------------------------------------------ S1b's row registered (MR-TX-314..315)
+
+S1_ROW_LINE = "m.d.sync += [s1_row.eq(s1a_row), path_bit.eq(Const(1, lay.paths) << s1a_row[:pb])]"
+S1_ROW_WRONG = {
+    # MR-TX-314: the row loaded from S1b's own registers (the current event's row, a cycle late)
+    # instead of S1a's (the next event's)
+    "row_from_current": (S1_ROW_LINE, "m.d.sync += [s1_row.eq(row_of(s1_kind, s1_sent, s1_ack, s1a_int_row)), "
+                                      "path_bit.eq(Const(1, lay.paths) << s1a_row[:pb])]"),
+    # MR-TX-315: the path's one-hot bit loaded from S1b's current row instead of S1a's
+    "path_bit_from_current": (S1_ROW_LINE, "m.d.sync += [s1_row.eq(s1a_row), "
+                                           "path_bit.eq(Const(1, lay.paths) << s1_row[:pb])]"),
+}
+
+
+def test_s1_row_registered():
+    """MR-TX-314, MR-TX-315: S1b's row index and its path's one-hot bit are registers loaded from
+    S1a's row: the two-connection (the TX's instance) lockstep with the ages and tail probes on,
+    under backpressure, has 0 mismatches (``_two_conns_run``); the random traffic of the small
+    instance too (``test_lockstep_random``)."""
+    src = open(__import__("metaroce.hdl.retransmit", fromlist=["x"]).__file__).read()
+    assert src.count(S1_ROW_LINE) == 1
+    res = _two_conns_run()
+    c = res["model"].counters
+    assert c[CTR["timeouts"]] + c[CTR["tail_probes"]] >= 3, c
+
+
+@pytest.mark.parametrize("case", sorted(S1_ROW_WRONG))
+def test_s1_row_registered_wrong_forms_fail(case):
+    """MR-TX-314, MR-TX-315: the row or the path bit loaded from S1b's current row (a cycle late)
+    instead of S1a's fails the two-connection lockstep."""
+    with pytest.raises(Mismatch):
+        _two_conns_run(_retransmit_with(*S1_ROW_WRONG[case]))
