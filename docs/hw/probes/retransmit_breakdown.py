@@ -83,7 +83,7 @@ def src_line(attrs, fname="retransmit.py"):
 
 
 def mapped(work):
-    lines = [f"read_rtlil design.il",
+    lines = ["read_rtlil design.il",
              *fpga_build.synth_ecp5_lines(TOP, f"-noiopad {fpga_build.BUILD_SYNTH_OPTIONS}", "mapped.json"),
              "tee -q -o stat.json stat -json"]
     (work / "map.ys").write_text("\n".join(lines) + "\n")
@@ -125,8 +125,8 @@ def report_mapped(work):
         src = lines[line - 1].strip()[:88] if f == "retransmit.py" and line else ""
         print(f"{n:5}  {f}:{line}  {src}")
     sinks = by_sink(net)
-    print(f"\nLUT4 by the first flip-flop or memory port they feed (a LUT shared by several counted "
-          f"once, at the first found; the name without its index):")
+    print("\nLUT4 by the first flip-flop or memory port they feed (a LUT shared by several counted "
+          "once, at the first found; the name without its index):")
     for name, n in sinks.most_common(45):
         print(f"{n:6,}  {name}")
     return cnt
