@@ -27,6 +27,8 @@ from amaranth.back import rtlil
 from metaroce import blocks
 from metaroce.sim import fpga_build, synth
 
+from rx_breakdown import section_of, sections   # the same file sections (a sibling probe)
+
 ROOT = Path(__file__).resolve().parents[3]
 RTX_PY = ROOT / "hdl" / "retransmit.py"
 TOP = "retransmit"
@@ -44,26 +46,6 @@ def unit(ages=True):
     return Retransmit(64, conns=lay.conns, paths=lay.paths, pool=lay.pool, rto_ns=u.rto_ns,
                       retry_limit=u.retry_limit, slot_log2=u.slot_log2, probes=u.probes, ages=False,
                       verdict_health=u.verdict_health)
-
-
-def sections(path):
-    out = []
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        s = line.strip()
-        if re.match(r"^(def|class) ", line):
-            out.append((i, s.split("(")[0].split(":")[0]))
-        elif s.startswith("# --"):
-            out.append((i, s[4:].strip()[:60]))
-    return out
-
-
-def section_of(line, secs):
-    name = "?"
-    for first, n in secs:
-        if first > line:
-            break
-        name = n
-    return name
 
 
 def src_line(attrs, fname="retransmit.py"):
