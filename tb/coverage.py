@@ -651,9 +651,10 @@ def _vl_terms(text: str):
     return [text]
 
 
-def _vl_bits(text: str, widths: dict, known: dict):
-    """The bits (low first) of a concatenation/term: 0, 1 or None (not constant); None when
-    the expression is not understood."""
+def _vl_concat(text: str, widths: dict, lit, ref):
+    """The bits (low first) of a concatenation or term: ``lit(value)`` for a literal's bit,
+    ``ref(name, bit)`` for a signal's (``name`` as the Verilog writes it); None when the
+    expression is not understood."""
     parts = _vl_terms(text)
     if parts is None:
         return None
@@ -662,18 +663,23 @@ def _vl_bits(text: str, widths: dict, known: dict):
         if m := _VL_LIT.match(t):
             n, base, digits = int(m.group(1)), m.group(2), m.group(3).replace("_", "")
             value = int(digits, {"h": 16, "b": 2, "d": 10}[base])
-            bits += [(value >> i) & 1 for i in range(n)]
+            bits += [lit((value >> i) & 1) for i in range(n)]
         elif m := _VL_REF.match(t):
             name = m.group(1)
             if name not in widths:
                 return None
             hi = int(m.group(2)) if m.group(2) is not None else widths[name] - 1
             lo = int(m.group(3)) if m.group(3) is not None else (hi if m.group(2) is not None else 0)
-            vals = known.get(name, {})
-            bits += [vals.get(i) for i in range(lo, hi + 1)]
+            bits += [ref(name, i) for i in range(lo, hi + 1)]
         else:
             return None
     return bits
+
+
+def _vl_bits(text: str, widths: dict, known: dict):
+    """The bits (low first) of a concatenation/term: 0, 1 or None (not constant); None when
+    the expression is not understood."""
+    return _vl_concat(text, widths, lambda v: v, lambda name, i: known.get(name, {}).get(i))
 
 
 def _vl_expr_bits(rhs: str, width: int, widths: dict, known: dict):
@@ -1190,25 +1196,7 @@ def _zero_seeds(points, rules, widths=None):
 def _vl_operand_bits(text, widths):
     """The bits (low first) of a concatenation or term as ``(name, bit)`` (Verilator's
     escaped name) or ``("", value)`` for a literal's bit; None when not understood."""
-    parts = _vl_terms(text)
-    if parts is None:
-        return None
-    bits = []
-    for t in reversed(parts):
-        if m := _VL_LIT.match(t):
-            n, base, digits = int(m.group(1)), m.group(2), m.group(3).replace("_", "")
-            value = int(digits, {"h": 16, "b": 2, "d": 10}[base])
-            bits += [("", (value >> i) & 1) for i in range(n)]
-        elif m := _VL_REF.match(t):
-            name = m.group(1)
-            if name not in widths:
-                return None
-            hi = int(m.group(2)) if m.group(2) is not None else widths[name] - 1
-            lo = int(m.group(3)) if m.group(3) is not None else (hi if m.group(2) is not None else 0)
-            bits += [(_vl_escaped(name), i) for i in range(lo, hi + 1)]
-        else:
-            return None
-    return bits
+    return _vl_concat(text, widths, lambda v: ("", v), lambda name, i: (_vl_escaped(name), i))
 
 
 _VL_OPND = r"(?:\{[^{}]*\}|(?:[^?:{}\[\]]|\[[^\]]*\])+?)"
