@@ -1349,6 +1349,15 @@ def _rx_zero_closure(points, rules, *, wide=False):
     return {n: b for n, b in out.items() if n not in sub}
 
 
+def _placed_rules(lows_by_name, bound, why):
+    """MR-RX-222/226: a rule per signal of ``{name: [low bits of its 32-bit placed fields]}``
+    excluding the bits whose first rise needs more than ``bound`` bytes."""
+    return [(rf"^{re.escape(name)}$", why,
+             lambda bit, lows=lows: bit is not None and any(
+                 lo <= bit < lo + 32 and 1 << (bit - lo) > bound for lo in lows))
+            for name, lows in lows_by_name.items()]
+
+
 def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None, read_placed_bound=None):
     """Toggle exclusions of the RX engine (MR-RX-073), each with its reason: bits nothing
     reads, and bits the run's event counts cannot reach. ``points``: the run's coverage points
@@ -1455,18 +1464,12 @@ def rx_exclusions(lay, width: int, points=(), counts=None, placed_bound=None, re
                       "in named rows and slots and in temporaries carrying it or 0): bits whose first "
                       "rise needs more bytes than the run's bound (a slot's records' payload bytes plus "
                       "the largest record)")
-        for name, lows in _rx_placed_temporaries(lay, points).items():
-            rules.append((rf"^{re.escape(name)}$", why_placed,
-                          lambda bit, lows=lows: bit is not None and any(
-                              lo <= bit < lo + 32 and 1 << (bit - lo) > placed_bound for lo in lows)))
+        rules += _placed_rules(_rx_placed_temporaries(lay, points), placed_bound, why_placed)
     if read_placed_bound is not None:
         why_rd = ("placed bytes of the READ accounting row (MR-RX-226: its `placed`, in the row, "
                   "its forwards, write and read data and the temporaries carrying them or 0): bits "
                   "whose first rise needs more bytes than the run's bound (MR-RX-222's)")
-        for name, lows in _rx_read_row_placed(lay, points).items():
-            rules.append((rf"^{re.escape(name)}$", why_rd,
-                          lambda bit, lows=lows: bit is not None and any(
-                              lo <= bit < lo + 32 and 1 << (bit - lo) > read_placed_bound for lo in lows)))
+        rules += _placed_rules(_rx_read_row_placed(lay, points), read_placed_bound, why_rd)
     if placed_bound is not None or read_placed_bound is not None:
         # MR-RX-230: the one-bit pieces (the prefix adders' generate, propagate and carry
         # terms, bit selects) of the placed bits above
