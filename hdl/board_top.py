@@ -40,13 +40,35 @@ LFSR_TAPS = 0x80200003
 LFSR_SEED = 0xACE1_2468
 
 
+def _silence_unused(obj, seen=None):
+    """Mark ``obj`` and the elaboratables it holds (attributes, lists, dicts) as used: a
+    component built for its ports only would otherwise warn, at some later garbage
+    collection, once for each sub-block its constructor made (UnusedElaboratable)."""
+    from amaranth.hdl import Elaboratable
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, Elaboratable):
+        obj._MustUse__silence = True
+        inner = vars(obj).values()
+    elif isinstance(obj, (list, tuple)):
+        inner = obj
+    elif isinstance(obj, dict):
+        inner = obj.values()
+    else:
+        return
+    for x in inner:
+        _silence_unused(x, seen)
+
+
 def block_ports(component) -> list[tuple[str, int, str]]:
     """``[(verilog_name, width, "i"|"o")]`` of a ``wiring.Component``'s ports, named as
     ``verilog.convert`` names them (signature path joined with ``__``); ``clk`` and ``rst``
     are not included."""
     from amaranth.hdl import Value
     from amaranth.lib.wiring import In
-    component._MustUse__silence = True     # only its signature is read here
+    _silence_unused(component)     # only its signature is read here
     out = []
     for path, member, value in component.signature.flatten(component):
         name = "__".join(str(p) for p in path)
