@@ -777,7 +777,8 @@ class RowsRestoreDriver(tc.Driver):
             self.windows[(pr["conn"], pr["path"])].append(("verdict", pr["verdict"]))
         if out.get("m_restore__valid") and inp["m_restore__ready"]:
             r = unpack(self.restore_lay, out["m_restore__payload"])
-            self.windows[(r["conn"], r["path"])].append(("restore",))
+            # MR-TXS-316: a kept verdict's record besides the restores
+            self.windows[(r["conn"], r["path"])].append(("kept",) if r["kept"] else ("restore",))
             self.restores += 1
         super().observe(inp, out)
 
@@ -789,6 +790,8 @@ def scheduler_order(model):
     for kind, c, f, res, *_ in model.events:
         if kind == "verdict" and f["path"] < model.paths:
             seq[(c, f["path"])].append(("verdict", f["verdict"]))
+            if res:                     # MR-TXS-316: taken as a reroute, its record follows
+                seq[(c, f["path"])].append(("kept",))
         elif kind == "acked" and res:
             seq[(c, f["path"])].append(("restore",))
     return dict(seq)
