@@ -35,6 +35,11 @@ while ``cc_on``, ``Cwnd.m_update``'s ``conn``, ``path``, ``cwnd`` to the schedul
 verdicts too: the unit's ``m_probe`` verdicts forked to ``Cwnd.s_path`` and the scheduler's
 restores (``m_restore``) before them; ``s_cw_setup`` carries the share.
 
+With ``rows`` (MR-TX-316..318; off by default) the scheduler is the row scheduler
+``TxSchedRows`` (per-connection state in block-RAM rows; not with ``pacing`` or ``rd_rows``);
+the retry-limit report leaves on ``m_error`` and into its ``s_error`` together (MR-TX-318), and
+with ``verdicts`` its kept verdicts reach the windows as REROUTE restores (MR-TX-322).
+
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -59,7 +64,8 @@ from .tx_pace import PacedTxSched
 from .tx_sched import TxSched
 from .tx_sched_rows import TxSchedRows
 
-__all__ = ["TxJoin", "TxData", "Tx", "tx_small", "tx_paced_small", "tx_verdicts_small"]
+__all__ = ["TxJoin", "TxData", "Tx", "tx_small", "tx_paced_small", "tx_verdicts_small",
+           "tx_rows_small"]
 
 _SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
 
@@ -566,6 +572,12 @@ def tx_verdicts_small(width=64):
     """MR-TX-256: the small instance with the path verdicts in the windows, the block
     ``tx_verdicts``."""
     return Tx(width, **SMALL, verdicts=True)
+
+
+def tx_rows_small(width=64):
+    """MR-TX-325: the small instance with the row scheduler (MR-TX-316), the block
+    ``tx_rows``."""
+    return Tx(width, **SMALL, rows=True)
 
 
 def tx_paced_small(width=64):

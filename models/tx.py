@@ -13,7 +13,8 @@ of the blocks it joins, stepped as the RTL (hdl/tx.py) wires them, plus the join
   ``pacing`` (MR-TX-232..234) the scheduler joined to the per-frame pacer
   (:class:`~metaroce.models.tx_pace.PacedTxSchedCycleModel`) in the scheduler's place; with
   ``verdicts`` (MR-TX-256..258) the unit's path verdicts and the scheduler's restores into the
-  windows.
+  windows; with ``rows`` (MR-TX-316..322) the row scheduler
+  (:class:`~metaroce.models.tx_sched_rows.TxSchedRowsModel`) in the register scheduler's place.
 
 It is not a second description of any block: each block's timing is its own model's. One clock
 (MR-TX-104): the outputs of the DMA, the frame builder, the join stage and the retransmit unit's
@@ -719,6 +720,11 @@ def tx_model_small(width=64):
 def tx_model_verdicts_small(width=64):
     """The model of ``hdl.tx.tx_verdicts_small``, the block ``tx_verdicts`` (MR-TX-256)."""
     return TxCycleModel(width, **SMALL, verdicts=True)
+
+
+def tx_model_rows_small(width=64):
+    """The model of ``hdl.tx.tx_rows_small``, the block ``tx_rows`` (MR-TX-325)."""
+    return TxCycleModel(width, **SMALL, rows=True)
 
 
 def tx_model_paced_small(width=64):

@@ -218,7 +218,10 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``last_
 (MR-TXS-266; False: the rule before, negative controls only): a SUSPECT or RETIRE verdict on a
 connection's last active path acts as a REROUTE (MR-TXS-290), decided on the row the verdict op
 applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287);
-``restore_hold=False`` (negative control only) leaves out MR-TXS-286's hold of ``s_probe``.
+``restore_hold=False`` (negative control only) leaves out MR-TXS-286's hold of ``s_probe``;
+with restores a verdict taken as a reroute leaves on ``m_restore`` too (``kept``, MR-TXS-316;
+``kept_out=False``, negative control only, leaves it out). The readies before the edge, for
+the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
 ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
