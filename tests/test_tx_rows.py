@@ -341,3 +341,35 @@ def test_rows_rtl_kept_record_wrong_form_fails():
     hdl = wrong_form("tx_sched_rows", *KEPT_WRONG)
     with pytest.raises(Mismatch):
         storm_restores(hdl=hdl)
+
+
+# -- MR-TX-321 in the windows' RTL
+
+#: MR-TX-321's wrong form: the windows' restore with REROUTE as a plain restore (the share, not
+#: collapsed), the form before
+CWND_WRONG = ("cwnd3.eq(Mux(vr.restore & ~rer, crec.share,", "cwnd3.eq(Mux(vr.restore, crec.share,")
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_cwnd_rtl_kept_restore(wrong):
+    """MR-TX-321: ``Cwnd(verdicts=True)`` in lockstep with its cycle model on the block's random
+    run (``tests/test_cwnd_verdicts.py``'s seed 4: restores with each verdict, one of them
+    REROUTE): 0 mismatches; negative control: the RTL that takes a REROUTE restore as a plain
+    one (its window the share) mismatches."""
+    from metaroce.hdl import cwnd as cwnd_hdl
+    from metaroce.models import cwnd_cases as cc
+    from metaroce.models.cwnd import SMALL as CW_SMALL
+    from metaroce.models.cwnd import CwndCycleModel, CwndModel
+    from metaroce.tb.lockstep import AmaranthSim, Mismatch, wrong_form
+    items = cc.traffic(CwndModel(**CW_SMALL, verdicts=True), 150, seed=4, verdicts=True)
+    assert any(k == "path" and r["restore"] and r["verdict"] == P.PATH_REROUTE for k, r in items)
+    hdl = wrong_form("cwnd", *CWND_WRONG) if wrong else cwnd_hdl
+    model = CwndCycleModel(64, **CW_SMALL, verdicts=True)
+    cfg = {"mtu": 1024, "beta_q": P.Q_ONE // 2 + 3, "cap": 60_000}
+    drv = cc.Driver(model.lay, items, cfg, seed=4, p_idle=0.3, p_bp=0.5)
+    sim = AmaranthSim(hdl.Cwnd(64, **CW_SMALL, verdicts=True))
+    if wrong:
+        with pytest.raises(Mismatch):
+            sim.run(model, drv, busy=model.busy)
+    else:
+        assert sim.run(model, drv, busy=model.busy).mismatches == 0
