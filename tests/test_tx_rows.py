@@ -350,12 +350,14 @@ def test_rows_rtl_kept_record_wrong_form_fails():
 CWND_WRONG = ("cwnd3.eq(Mux(vr.restore & ~rer, crec.share,", "cwnd3.eq(Mux(vr.restore, crec.share,")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrong", [False, True])
 def test_cwnd_rtl_kept_restore(wrong):
     """MR-TX-321: ``Cwnd(verdicts=True)`` in lockstep with its cycle model on the block's random
-    run (``tests/test_cwnd_verdicts.py``'s seed 4: restores with each verdict, one of them
-    REROUTE): 0 mismatches; negative control: the RTL that takes a REROUTE restore as a plain
-    one (its window the share) mismatches."""
+    run (``tests/test_cwnd_verdicts.py``'s seed 4, whose default ``test_verdict_lockstep_random``
+    is the positive run: restores with each verdict, one of them REROUTE): 0 mismatches;
+    negative control: the RTL that takes a REROUTE restore as a plain one (its window the share)
+    mismatches. (Slow: minutes each in the Amaranth simulator on a loaded machine.)"""
     from metaroce.hdl import cwnd as cwnd_hdl
     from metaroce.models import cwnd_cases as cc
     from metaroce.models.cwnd import SMALL as CW_SMALL
