@@ -468,19 +468,20 @@ class Tx(wiring.Component):
         # MR-TX-124/125: the data path's read errors and the retransmit unit's retry-limit
         # reports (as they leave on m_error) fail messages in the scheduler
         wiring.connect(m, dp.m_fail, sched.s_fail)
-        m.d.comb += sched.s_error.payload.eq(rtx.m_error.payload)
-        if self.rows:
+        if not self.rows:
+            m.d.comb += [sched.s_error.valid.eq(rtx.m_error.valid & self.m_error.ready),
+                         sched.s_error.payload.eq(rtx.m_error.payload)]
+        else:
             # MR-TX-318: the rows' s_fail and s_error share one boundary register: a retry-limit
             # report leaves on m_error and into s_error together, while s_error is ready and no
             # read failure is offered
             err_go = Signal(name="err_go")
             m.d.comb += [err_go.eq(sched.s_error.ready & ~dp.m_fail.valid),
                          sched.s_error.valid.eq(rtx.m_error.valid & self.m_error.ready & err_go),
+                         sched.s_error.payload.eq(rtx.m_error.payload),
                          self.m_error.valid.eq(rtx.m_error.valid & err_go),
                          self.m_error.payload.eq(rtx.m_error.payload),
                          rtx.m_error.ready.eq(self.m_error.ready & err_go)]
-        else:
-            m.d.comb += sched.s_error.valid.eq(rtx.m_error.valid & self.m_error.ready)
         wiring.connect(m, flipped(self.s_wr), sched.s_wr)
         if self.rd_rows:
             wiring.connect(m, sched.m_rd, flipped(self.m_rd))

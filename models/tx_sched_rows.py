@@ -716,6 +716,8 @@ the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
         self.cqe_q.update(g("m_rsp_done__ready" if cq_rsp else "m_cqe__ready", 0),
                           cqe is not None, cqe_entry(lay, dict(cqe)) if cqe else 0)
         if self.restores:
+            # MR-TXS-285/316: a restore or kept record always finds room
+            assert rst_push is None or self.rst_q.level < OUT_DEPTH, "restore queue full"
             self.rst_q.update(g("m_restore__ready", 0), rst_push is not None,
                               pack(self.restore_lay, rst_push) if rst_push else 0)
         return out
