@@ -375,3 +375,60 @@ def test_cwnd_rtl_kept_restore(wrong):
             sim.run(model, drv, busy=model.busy)
     else:
         assert sim.run(model, drv, busy=model.busy).mismatches == 0
+
+
+# -- MR-TX-326: the endpoint's frames, chunk for chunk
+
+def _endpoint_rows_run(seed, **kw):
+    """``test_tx_amaranth._endpoint_run`` with the rows (model): the endpoint's writes without
+    ACKs, the clock stopped, until both block."""
+    want, items, lay, image, tmpls, params = xc.endpoint_frames(seed, **kw)
+    model = TxCycleModel(64, **dict(params, pool=256, outstanding=16), rows=True)
+    drv = xc.Driver(model.lay, 64, items, lay, tmpls, seed=seed, image=image, acks=False,
+                    ns_per_cycle=0, expect_frames=len(want))
+    drv.quiet_cycles = 300
+    while not drv.finished:
+        inp = drv.inputs()
+        drv.observe(inp, model.step(inp))
+        drv.settle(False)
+    return want, drv.res["raw"]
+
+
+#: MR-TX-326: a frame's fields that do not depend on the path it took
+def _chunk_fields(f):
+    return (f.eth, f.bth.opcode, f.mrdh.version, f.mrdh.flags, f.mrdh.msg_len, f.reth, f.mrsh,
+            f.imm, f.atomiceth, f.payload)
+
+
+#: MR-TX-326: sends, READs and atomics between writes on each stream (test_tx_amaranth's)
+_MIXED = [(0, 1500, None, False), (0, 8, None, "cas"), (0, 2100, None, True),
+          (0, 5000, None, "read"), (1, 700, 3, True), (1, 8, None, "fadd"), (1, 1025, None, "read"),
+          (1, 3000, 11, False)]
+
+
+@pytest.mark.parametrize("seed,kw", [(1, dict(streams=2, depth=4, init_window_bdp=2.0)),
+                                     (2, dict(streams=2, depth=4, init_window_bdp=2.0,
+                                              msgs=_MIXED))])
+def test_endpoint_chunks_with_rows(seed, kw):
+    """MR-TX-326: on the endpoint's messages without ACKs (MR-TX-152 (a)'s run), the engine
+    with the rows (model) sends the endpoint's chunks: the same (stream, message, offset) set,
+    each frame's path-independent fields (Ethernet, opcode, MRDH version, flags and message
+    length, RETH, MRSH, immediate, atomic header, payload) the endpoint's, every ICRC valid;
+    per path the PSNs 0, 1, 2, .. in the order sent and the endpoint's UDP source port. The
+    order across streams and the path each chunk takes may differ (MR-TXS-224: on both cases
+    the bytes in order are not the endpoint's)."""
+    from collections import defaultdict
+    from metaroce.models import codec
+    want, got = _endpoint_rows_run(seed, **kw)
+    w = {(f.mrdh.stream, f.mrdh.msg, f.mrdh.offset): f for f in map(codec.decode, want)}
+    g = [codec.decode(x) for x in got]
+    assert len(g) == len(want) >= 3 and all(f.icrc_ok for f in g)
+    assert {(f.mrdh.stream, f.mrdh.msg, f.mrdh.offset) for f in g} == set(w)
+    for f in g:
+        assert _chunk_fields(f) == _chunk_fields(w[(f.mrdh.stream, f.mrdh.msg, f.mrdh.offset)])
+    sport = {f.mrdh.path: f.udp.sport for f in w.values()}
+    psns = defaultdict(list)
+    for f in g:
+        psns[f.mrdh.path].append(f.bth.psn)
+        assert f.udp.sport == sport.get(f.mrdh.path, f.udp.sport)
+    assert all(v == list(range(len(v))) for v in psns.values())
