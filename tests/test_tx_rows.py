@@ -1,4 +1,4 @@
-"""The row scheduler in the TX (docs/spec/hw-tx.md section 2.14, MR-TX-316..324;
+"""The row scheduler in the TX (docs/spec/hw-tx.md section 2.14, MR-TX-316..326;
 hw-tx-sched.md section 16l, MR-TXS-315..318): ``Tx(..., rows=True)`` against
 ``TxCycleModel(rows=True)`` (the TX model with the row scheduler is the reference: the rows'
 frames and completions differ from the register scheduler's, MR-TXS-224), the retry-limit
