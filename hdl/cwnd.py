@@ -502,12 +502,15 @@ class Cwnd(wiring.Component):
                     v = vr.verdict
                     keep = A.max(prec.cwnd[1:], crec.floor, "keep_max")
                     susp = (v == P.PATH_SUSPECT) | (v == P.PATH_RETIRE)
+                    # hw-tx.md MR-TX-321: a restore with REROUTE (the scheduler's kept
+                    # suspicion) one MTU and collapsed, active
+                    rer = v == P.PATH_REROUTE
                     m.d.sync += [
-                        cwnd3.eq(Mux(vr.restore, crec.share,
+                        cwnd3.eq(Mux(vr.restore & ~rer, crec.share,
                                      Mux(v == P.PATH_KEEP, keep,
-                                         Mux(v == P.PATH_REROUTE, self.mtu, prec.cwnd)))),
+                                         Mux(rer, self.mtu, prec.cwnd)))),
                         vact.eq(vr.restore | (prec.active & ~susp)),
-                        vcol.eq(~vr.restore & ((v == P.PATH_REROUTE) | prec.collapsed)),
+                        vcol.eq(rer | (~vr.restore & prec.collapsed)),
                         wbase.eq(Mux(prec.active, A.sub(crec.wsum, prec.cwnd, "v_less"),
                                      crec.wsum)),
                     ]

@@ -35,6 +35,11 @@ while ``cc_on``, ``Cwnd.m_update``'s ``conn``, ``path``, ``cwnd`` to the schedul
 verdicts too: the unit's ``m_probe`` verdicts forked to ``Cwnd.s_path`` and the scheduler's
 restores (``m_restore``) before them; ``s_cw_setup`` carries the share.
 
+With ``rows`` (MR-TX-316..318; off by default) the scheduler is the row scheduler
+``TxSchedRows`` (per-connection state in block-RAM rows; not with ``pacing`` or ``rd_rows``);
+the retry-limit report leaves on ``m_error`` and into its ``s_error`` together (MR-TX-318), and
+with ``verdicts`` its kept verdicts reach the windows as REROUTE restores (MR-TX-322).
+
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -57,8 +62,10 @@ from .parser import _wide_counter, axis_signature
 from .retransmit import Retransmit
 from .tx_pace import PacedTxSched
 from .tx_sched import TxSched
+from .tx_sched_rows import TxSchedRows
 
-__all__ = ["TxJoin", "TxData", "Tx", "tx_small", "tx_paced_small", "tx_verdicts_small"]
+__all__ = ["TxJoin", "TxData", "Tx", "tx_small", "tx_paced_small", "tx_verdicts_small",
+           "tx_rows_small"]
 
 _SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
 
@@ -338,7 +345,8 @@ class Tx(wiring.Component):
                  outstanding=SMALL["outstanding"], rto_ns=rtx_model.RTO_NS,
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
-                 share_out=None, health_wrong=False, restore_after_ack=None, **sched_kw):
+                 share_out=None, health_wrong=False, restore_after_ack=None, rows=False,
+                 **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -374,12 +382,21 @@ class Tx(wiring.Component):
                                   else bool(restore_after_ack))
         if self.restore_after_ack and not self.share_out:
             raise ValueError("restore_after_ack needs share_out")
-        sched_cls = PacedTxSched if self.pacing else TxSched
-        extra = {"pace_ignored": True} if pace_ignored else {}
-        if self.verdicts:
-            extra["restores"] = True
-        self.sched = sched_cls(width, conns=conns, streams=streams, paths=paths, depth=depth,
-                               rd_rows=self.rd_rows, **self.sched_kw, **extra)
+        # MR-TX-316: rows, the row scheduler (TxSchedRows, the same ports) in TxSched's place;
+        # MR-TX-317: not with pacing nor the READ rows (the rows have neither yet)
+        self.rows = bool(rows)
+        if self.rows and (self.pacing or self.rd_rows):
+            raise ValueError("rows with pacing or rd_rows is not built")
+        if self.rows:
+            self.sched = TxSchedRows(width, conns=conns, streams=streams, paths=paths,
+                                     depth=depth, restores=self.verdicts, **self.sched_kw)
+        else:
+            sched_cls = PacedTxSched if self.pacing else TxSched
+            extra = {"pace_ignored": True} if pace_ignored else {}
+            if self.verdicts:
+                extra["restores"] = True
+            self.sched = sched_cls(width, conns=conns, streams=streams, paths=paths,
+                                   depth=depth, rd_rows=self.rd_rows, **self.sched_kw, **extra)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
                               retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
@@ -451,8 +468,20 @@ class Tx(wiring.Component):
         # MR-TX-124/125: the data path's read errors and the retransmit unit's retry-limit
         # reports (as they leave on m_error) fail messages in the scheduler
         wiring.connect(m, dp.m_fail, sched.s_fail)
-        m.d.comb += [sched.s_error.valid.eq(rtx.m_error.valid & self.m_error.ready),
-                     sched.s_error.payload.eq(rtx.m_error.payload)]
+        if not self.rows:
+            m.d.comb += [sched.s_error.valid.eq(rtx.m_error.valid & self.m_error.ready),
+                         sched.s_error.payload.eq(rtx.m_error.payload)]
+        else:
+            # MR-TX-318: the rows' s_fail and s_error share one boundary register: a retry-limit
+            # report leaves on m_error and into s_error together, while s_error is ready and no
+            # read failure is offered
+            err_go = Signal(name="err_go")
+            m.d.comb += [err_go.eq(sched.s_error.ready & ~dp.m_fail.valid),
+                         sched.s_error.valid.eq(rtx.m_error.valid & self.m_error.ready & err_go),
+                         sched.s_error.payload.eq(rtx.m_error.payload),
+                         self.m_error.valid.eq(rtx.m_error.valid & err_go),
+                         self.m_error.payload.eq(rtx.m_error.payload),
+                         rtx.m_error.ready.eq(self.m_error.ready & err_go)]
         wiring.connect(m, flipped(self.s_wr), sched.s_wr)
         if self.rd_rows:
             wiring.connect(m, sched.m_rd, flipped(self.m_rd))
@@ -468,7 +497,8 @@ class Tx(wiring.Component):
         wiring.connect(m, dp.m_axi, flipped(self.m_axi))
         wiring.connect(m, dp.m_axis, flipped(self.m_axis))
         wiring.connect(m, sched.m_cqe, flipped(self.m_cqe))
-        wiring.connect(m, rtx.m_error, flipped(self.m_error))
+        if not self.rows:
+            wiring.connect(m, rtx.m_error, flipped(self.m_error))
         m.d.comb += [sched.now.eq(self.now), rtx.now.eq(self.now), rtx.reg_addr.eq(self.reg_addr)]
         # MR-TX-126: the engine's counters from its ports' transfers: increments registered, then
         # counted in 8-bit pieces (as MR-TX-040); the read registered like the unit's
@@ -519,6 +549,9 @@ class Tx(wiring.Component):
         with m.If(r_valid):
             m.d.comb += [sp.payload.conn.eq(rs.payload.conn), sp.payload.path.eq(rs.payload.path),
                          sp.payload.restore.eq(1)]
+            if self.rows:
+                # MR-TX-322: the rows' kept verdict (MR-TXS-316) a restore with REROUTE
+                m.d.comb += sp.payload.verdict.eq(Mux(rs.payload.kept, P.PATH_REROUTE, 0))
         with m.Else():
             m.d.comb += [sp.payload.conn.eq(pr.payload.conn), sp.payload.path.eq(pr.payload.path[:pb]),
                          sp.payload.verdict.eq(pr.payload.verdict)]
@@ -540,6 +573,12 @@ def tx_verdicts_small(width=64):
     """MR-TX-256: the small instance with the path verdicts in the windows, the block
     ``tx_verdicts``."""
     return Tx(width, **SMALL, verdicts=True)
+
+
+def tx_rows_small(width=64):
+    """MR-TX-325: the small instance with the row scheduler (MR-TX-316), the block
+    ``tx_rows``."""
+    return Tx(width, **SMALL, rows=True)
 
 
 def tx_paced_small(width=64):

@@ -12,9 +12,9 @@ from ..models import records
 from ..models.tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP,
                                OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, OUT_DEPTH, PATH_ACTIVE,
                                PATH_PROBING, SMALL, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR,
-                               check_params, layouts, restore_layout)
+                               check_params, layouts)
 from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, lane_init, lane_layouts,
-                                    row_layouts)
+                                    row_layouts, rows_restore_layout)
 from ..models.wire import MrdhFlag, Op
 from .tx_sched import _first_from, _lowest_zero, cqe_ports, sched_ports
 
@@ -191,7 +191,7 @@ class TxSchedRows(wiring.Component):
 
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True,
-                 restores=False, **kw):
+                 restores=False, kept_out=True, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
         self._MustUse__silence = True       # a refused instance is no unused design
@@ -208,9 +208,12 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-284: with restores, the acknowledged reports' restores of probing paths on
         # m_restore {conn, path} (the TX top's windows, hw-tx.md MR-TX-256), TxSched's port
         self.restores = bool(restores)
+        # MR-TXS-316: kept_out=False (negative control only): no kept record
+        self.kept_out = bool(kept_out)
         ports = sched_ports(lay)
         if self.restores:
-            ports["m_restore"] = Out(stream.Signature(restore_layout(conns, paths)))
+            # MR-TXS-316: with ``kept`` (a verdict taken as a reroute)
+            ports["m_restore"] = Out(stream.Signature(rows_restore_layout(conns, paths)))
         super().__init__(ports)
 
     def _reset_rows(self):
@@ -290,7 +293,7 @@ class TxSchedRows(wiring.Component):
 
         # S2's results (driven by _s2 inside the pipeline's module, elaborated after this one)
         s2 = {"refused": Signal(), "push_active": Signal(), "push_done": Signal(),
-              "pkt": Signal(), "probe": Signal(), "restore": Signal(), "frame": Signal(lay.frame), "sent": Signal(lay.sent),
+              "pkt": Signal(), "probe": Signal(), "restore": Signal(), "kept": Signal(), "frame": Signal(lay.frame), "sent": Signal(lay.sent),
               "cqe": Signal(lay.cqe), "cqe_rsp": Signal(), "cqe_v": Signal(),
               "desc": Signal(rl.desc), "desc_we": Signal(), "desc_slot": Signal(3)}
 
@@ -319,7 +322,7 @@ class TxSchedRows(wiring.Component):
         # the reports in flight, and not in the cycle after s_probe was refused
         ack_ok = Const(1, 1)
         if self.restores:
-            m.submodules.rst_q = rst_q = fifo.SyncFIFO(width=restore_layout(C, self.paths).size,
+            m.submodules.rst_q = rst_q = fifo.SyncFIFO(width=rows_restore_layout(C, self.paths).size,
                                                        depth=OUT_DEPTH)
             n_ack = (pipe.s1_valid & (s1a.kind == K_ACKED)) + (pipe.s2_valid & (s2a.kind == K_ACKED))
             pwait = Signal()
@@ -378,10 +381,11 @@ class TxSchedRows(wiring.Component):
         p_hold = Const(1, 1)
         if self.restores:
             p_hold = ~rst_q.r_rdy & (n_ack == 0) & ~taken[K_ACKED]
-            rl_ = restore_layout(C, self.paths)
-            rdat = Signal(rl_)
-            m.d.comb += [rdat.conn.eq(pipe.s2_conn), rdat.path.eq(s2a.path),
-                         rst_q.w_en.eq(s2_ok & s2["restore"]), rst_q.w_data.eq(rdat),
+            rdat = Signal(rows_restore_layout(C, self.paths))
+            # MR-TXS-316: a verdict taken as a reroute pushes {conn, path, kept 1}
+            kept = s2["kept"] if self.kept_out else Const(0, 1)
+            m.d.comb += [rdat.conn.eq(pipe.s2_conn), rdat.path.eq(s2a.path), rdat.kept.eq(kept),
+                         rst_q.w_en.eq(s2_ok & (s2["restore"] | kept)), rst_q.w_data.eq(rdat),
                          self.m_restore.valid.eq(rst_q.r_rdy),
                          self.m_restore.payload.eq(rst_q.r_data),
                          rst_q.r_en.eq(self.m_restore.ready)]
@@ -586,6 +590,7 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-284: an acknowledged report of a path of the instance not active restores it
         restore = Signal()
         m.d.comb += restore.eq(is_k[K_ACKED] & p_ok & (rps.state != PATH_ACTIVE))
+        kept = Signal()             # MR-TXS-316: the verdict taken as a reroute
         r_nb = Signal(mtu_log2 + 1)
         m.d.comb += r_nb.eq(chunk_bytes(msg_len(re), rp_chunk))
         is_rep = is_k[K_ACKED] | is_k[K_LOST]
@@ -672,6 +677,7 @@ class TxSchedRows(wiring.Component):
                 m.d.comb += others.eq(Cat(r.paths[q].state == PATH_ACTIVE
                                           for q in range(Pn) if q != p).any())
                 sus = (v == P.PATH_SUSPECT) | (v == P.PATH_RETIRE)
+                m.d.comb += kept.eq(sus & ~others)          # MR-TXS-316
                 with m.If(sus & others):
                     m.d.comb += np_.state.eq(PATH_PROBING)
                 with m.If((v == P.PATH_REROUTE) | (sus & ~others)):
@@ -893,7 +899,7 @@ class TxSchedRows(wiring.Component):
         final = Signal(rl.row)
         m.d.comb += final.eq(Mux(refused, r.as_value(), new.as_value()))
         res = dict(refused=refused, push_active=push_active, push_done=push_done, pkt=pkt,
-                   probe=probe_hit, restore=restore,
+                   probe=probe_hit, restore=restore, kept=kept,
                    frame=frame, sent=sent, cqe=cqe, cqe_rsp=cqe_rsp, cqe_v=cqe_v,
                    desc=desc_rec, desc_we=desc_we, desc_slot=desc_slot)
         m.d.comb += [out[k].eq(v) for k, v in res.items()]

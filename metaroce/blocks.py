@@ -290,6 +290,19 @@ BLOCKS: dict[str, Block] = {
         shares={"sched": r"^sched$", "rtx": r"^rtx$", "cwnd": r"^cwnd$", "join": r"^join$",
                 "dma": r"^dma$", "fb": r"^fb$"},
     ),
+    # The TX engine's joined slice with the row scheduler (issue 12; hw-tx.md section 2.14,
+    # MR-TX-325): tx's ports; under Verilator tb/tx.py's tx_lockstep with TX_ROWS=1.
+    "tx_rows": Block(
+        name="tx_rows",
+        component="metaroce.hdl.tx:tx_rows_small",
+        model="metaroce.models.tx:tx_model_rows_small",
+        tb="metaroce.tb.tx",
+        help="TX engine (joined slice) with the row scheduler, small instance: tx with "
+             "TxSchedRows in TxSched's place (docs/spec/hw-tx.md section 2.14)",
+        widths=(64,),
+        shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
+                "fb": r"^fb$"},
+    ),
     # The whole engine: both halves and the ACK paths between them, the ACK frames built by the
     # TX half's frame builder (docs/spec/hw-engine.md section 5, MR-ENG-130, MR-ENG-282).
     "engine": Block(

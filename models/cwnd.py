@@ -464,9 +464,13 @@ class CwndModel:
         old, on = ps["cwnd"], ps["active"]
         self.shared = []                             # MR-CW-118: (path, change of W) each
         if r["restore"]:
-            # MR-CW-109 (MR-PATH-005): active again with the initial share
-            ps.update(cwnd=cs["share"], active=1, collapsed=0)
-            cs["wsum"] += cs["share"] - (old if on else 0)
+            # MR-CW-109 (MR-PATH-005): active again with the initial share; hw-tx.md
+            # MR-TX-321: a restore with REROUTE (a suspicion the scheduler took as a reroute,
+            # MR-TXS-316) active again, one MTU, collapsed (MR-CW-108's window)
+            kept = r["verdict"] == P.PATH_REROUTE
+            new = self.mtu if kept else cs["share"]
+            ps.update(cwnd=new, active=1, collapsed=int(kept))
+            cs["wsum"] += new - (old if on else 0)
             return self._update(c, p)
         v = r["verdict"]
         if v == P.PATH_KEEP:                         # MR-CW-107: halved, down to the floor

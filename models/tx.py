@@ -13,7 +13,8 @@ of the blocks it joins, stepped as the RTL (hdl/tx.py) wires them, plus the join
   ``pacing`` (MR-TX-232..234) the scheduler joined to the per-frame pacer
   (:class:`~metaroce.models.tx_pace.PacedTxSchedCycleModel`) in the scheduler's place; with
   ``verdicts`` (MR-TX-256..258) the unit's path verdicts and the scheduler's restores into the
-  windows.
+  windows; with ``rows`` (MR-TX-316..322) the row scheduler
+  (:class:`~metaroce.models.tx_sched_rows.TxSchedRowsModel`) in the register scheduler's place.
 
 It is not a second description of any block: each block's timing is its own model's. One clock
 (MR-TX-104): the outputs of the DMA, the frame builder, the join stage and the retransmit unit's
@@ -42,6 +43,7 @@ from .rx import pack, unpack
 from .tx_sched import SMALL as SCHED_SMALL
 from .tx_pace import PACE_INPUTS, PACE_OUTPUTS, PacedTxSchedCycleModel
 from .tx_sched import TxSchedCycleModel
+from .tx_sched_rows import TxSchedRowsModel
 from . import wire
 
 __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd_of",
@@ -208,11 +210,13 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
 
 def path_record(lay, restore=None, probe=None):
     """MR-TX-257: the windows' ``s_path`` record of the scheduler's restore ``{conn, path}``
-    (``restore`` 1) or of the retransmit unit's verdict ``{conn, path, psn, to, verdict}``
-    (``healthy`` the item's health bits with the share-out, MR-TX-301, else 0: the block
+    (``restore`` 1; with ``kept``, MR-TX-322, verdict REROUTE) or of the retransmit unit's
+    verdict ``{conn, path, psn, to, verdict}`` (``healthy`` the item's health bits with the share-out, MR-TX-301, else 0: the block
     without the share-out ignores it, MR-CW-112)."""
     if restore is not None:
-        return {"conn": restore["conn"], "path": restore["path"], "verdict": 0, "restore": 1,
+        # MR-TX-322: the row scheduler's kept verdict (MR-TXS-316) a restore with REROUTE
+        return {"conn": restore["conn"], "path": restore["path"],
+                "verdict": P.PATH_REROUTE if restore.get("kept") else 0, "restore": 1,
                 "healthy": 0}
     return {"conn": probe["conn"], "path": probe["path"] & ((1 << lay.cw.path_bits) - 1),
             "verdict": probe["verdict"], "restore": 0, "healthy": probe.get("healthy", 0)}
@@ -476,7 +480,7 @@ class TxCycleModel:
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
                  pace_full_only=False, ack_desc=False, ack_first=True, share_out=None,
-                 restore_after_ack=None, **sched_kw):
+                 restore_after_ack=None, rows=False, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -506,7 +510,15 @@ class TxCycleModel:
         if pace_ignored and not self.pacing:
             raise ValueError("pace_ignored needs pacing")
         self.paced = None
-        if self.pacing:
+        # MR-TX-316: rows, the row scheduler (TxSchedRowsModel) in the register scheduler's
+        # place; MR-TX-317: not with pacing nor the READ rows (the rows have neither yet)
+        self.rows = bool(rows)
+        if self.rows and (self.pacing or self.rd_rows):
+            raise ValueError("rows with pacing or rd_rows is not built")
+        if self.rows:
+            self.sched = TxSchedRowsModel(width, conns, streams, paths, depth,
+                                          restores=self.verdicts, **kw)
+        elif self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
             if self.verdicts:
                 raise ValueError("verdicts with pacing is not built")
@@ -569,6 +581,16 @@ class TxCycleModel:
         resend_valid = int(rtx.resend_q.level > 0)
         resend_ready = sched.resend_ready()     # MR-TXS-046: on the scheduler's registers only
         probe_ready = sched.probe_ready()       # MR-TXS-086: likewise
+        # MR-TX-316: the register scheduler's s_acked, s_cwnd, s_fail and s_error are always
+        # ready; the rows' are their boundary registers' (registers only)
+        rows = self.rows
+        acked_ready = sched.acked_ready() if rows else 1
+        cwnd_ready = sched.cwnd_ready() if rows else 1
+        fail_ready = sched.fail_ready() if rows else 1
+        fail_valid, fail = self.data.fail_outputs()
+        # MR-TX-318: with the rows a retry-limit report leaves on m_error and into the
+        # scheduler's s_error together, while s_error is ready and no read failure is offered
+        err_go = int(not rows or (fail_ready and not fail_valid))
         sq = sched.sent_q
         # MR-TX-106: the unit's ACK events to the congestion windows while cc_on (dropped
         # otherwise); their updates to the scheduler's path windows (ready always 1)
@@ -577,7 +599,7 @@ class TxCycleModel:
                  "s_ack__payload": rtx.ackev_q.head,
                  "s_setup__valid": g("s_cw_setup__valid", 0),
                  "s_setup__payload": g("s_cw_setup__payload", 0),
-                 "m_update__ready": 1, "mtu": self.cw_mtu,
+                 "m_update__ready": cwnd_ready, "mtu": self.cw_mtu,
                  "beta_q": g("cc_beta_q", 0), "cap": g("cc_cap", 0)}
         to = hold = False
         if self.verdicts:
@@ -610,15 +632,15 @@ class TxCycleModel:
         cw_write = pack(sched.lay.cwnd, {k: upd[k] for k in ("conn", "path", "cwnd")})
         ro = rtx.step({"s_sent__payload": sq.head, "s_sent__valid": int(sq.level > 0),
                        "s_ack__payload": g("s_ack__payload", 0), "s_ack__valid": g("s_ack__valid", 0),
-                       "m_acked__ready": 1, "m_resend__ready": resend_ready,
-                       "m_error__ready": g("m_error__ready", 0), "now": g("now", 0),
+                       "m_acked__ready": acked_ready, "m_resend__ready": resend_ready,
+                       "m_error__ready": int(g("m_error__ready", 0) and err_go),
+                       "now": g("now", 0),
                        "m_ackev__ready": int(co["s_ack__ready"] or not cc_on),
                        "m_probe__ready": probe_pass if self.verdicts else probe_ready,
                        "reg_addr": g("reg_addr", 0)})
         data = self.data
         frame_ready = data.join.frame_ready()          # MR-TX-229: a register
         ack_out = data.ack_head()                      # MR-TX-283: state
-        fail_valid, fail = data.fail_outputs()
         # MR-TX-234: paced, the join steps the scheduler and the pacer (the pacer's inputs too)
         pace_in = ({n: g(n, 0) for n in ("s_pace_write__valid", "s_pace_write__payload",
                                          "mtu_wl", "line_mbps")} if self.pacing else {})
@@ -631,7 +653,8 @@ class TxCycleModel:
                          "m_cqe__ready": g("m_cqe__ready", 0), "now": g("now", 0),
                          # MR-TX-124, MR-TX-125: the failures, always taken
                          "s_fail__valid": fail_valid, "s_fail__payload": fail,
-                         "s_error__valid": int(ro["m_error__valid"] and g("m_error__ready", 0)),
+                         "s_error__valid": int(ro["m_error__valid"] and g("m_error__ready", 0)
+                                               and err_go),
                          "s_error__payload": ro["m_error__payload"],
                          "s_cwnd__valid": co["m_update__valid"], "s_cwnd__payload": cw_write,
                          "s_probe__valid": int(bool(ro["m_probe__valid"] and (not to or path_ready))),
@@ -642,17 +665,19 @@ class TxCycleModel:
                                                  or not self.join_restores),
                          **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
                                                  "m_rsp_done__ready", "m_rd__ready")}})
-        assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == 1
-        assert so["s_probe__ready"] == probe_ready
+        assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == acked_ready
+        assert so["s_probe__ready"] == probe_ready and so["s_cwnd__ready"] == cwnd_ready
+        assert so["s_fail__ready"] == fail_ready == so["s_error__ready"]
         assert resend_valid == ro["m_resend__valid"]
         do = data.step({"s_frame__payload": so["m_frame__payload"], "s_frame__valid": so["m_frame__valid"],
-                        "m_fail__ready": 1,
+                        "m_fail__ready": fail_ready,
                         **{n: g(n, 0) for n in data.port_names()["inputs"]
                            if n.startswith(("s_cfg", "m_axi", "m_axis", "s_ack_desc"))}})
         out = {"s_wr__ready": so["s_wr__ready"], "s_ack__ready": ro["s_ack__ready"],
                "s_cfg__ready": do["s_cfg__ready"], "s_cw_setup__ready": co["s_setup__ready"],
                "m_cqe__payload": so["m_cqe__payload"], "m_cqe__valid": so["m_cqe__valid"],
-               "m_error__payload": ro["m_error__payload"], "m_error__valid": ro["m_error__valid"],
+               "m_error__payload": ro["m_error__payload"],
+               "m_error__valid": int(ro["m_error__valid"] and err_go),
                "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"],
                **{n: so[n] for n in ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid")}}
         if self.rd_rows:
@@ -695,6 +720,11 @@ def tx_model_small(width=64):
 def tx_model_verdicts_small(width=64):
     """The model of ``hdl.tx.tx_verdicts_small``, the block ``tx_verdicts`` (MR-TX-256)."""
     return TxCycleModel(width, **SMALL, verdicts=True)
+
+
+def tx_model_rows_small(width=64):
+    """The model of ``hdl.tx.tx_rows_small``, the block ``tx_rows`` (MR-TX-325)."""
+    return TxCycleModel(width, **SMALL, rows=True)
 
 
 def tx_model_paced_small(width=64):

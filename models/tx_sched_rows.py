@@ -32,7 +32,7 @@ from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, RESTORE_INPUTS, 
                        layouts, restore_layout, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
-           "OP_KINDS", "FWD_DISTANCE", "PIPE_STAGES"]
+           "OP_KINDS", "FWD_DISTANCE", "PIPE_STAGES", "rows_restore_layout"]
 
 #: MR-TXS-220: an operation is taken (its row read) in cycle t, registered in t+1 (S1), applied
 #: and written back in t+2 (S2)
@@ -91,6 +91,14 @@ class RowLayouts:
         # MR-TXS-205: the descriptor memory's record, one per (connection, message slot)
         self.desc = data.StructLayout({"laddr": 64, "va": 64, "rkey": 32, "imm": 32, "swap": 64,
                                        "compare": 64, "wr_id": 16, "msg": 32, "recv_seq": 32})
+
+
+def rows_restore_layout(conns=SMALL["conns"], paths=SMALL["paths"]):
+    """MR-TXS-316: the rows' ``m_restore`` record: the register scheduler's ``{conn, path}``
+    (MR-TXS-183) and ``kept``: 1 for a verdict taken as a reroute (MR-TXS-266), 0 for a
+    restore."""
+    return data.StructLayout({**{n: f.shape for n, f in restore_layout(conns, paths)},
+                              "kept": 1})
 
 
 def row_layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -210,14 +218,17 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``last_
 (MR-TXS-266; False: the rule before, negative controls only): a SUSPECT or RETIRE verdict on a
 connection's last active path acts as a REROUTE (MR-TXS-290), decided on the row the verdict op
 applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287);
-``restore_hold=False`` (negative control only) leaves out MR-TXS-286's hold of ``s_probe``.
+``restore_hold=False`` (negative control only) leaves out MR-TXS-286's hold of ``s_probe``;
+with restores a verdict taken as a reroute leaves on ``m_restore`` too (``kept``, MR-TXS-316;
+``kept_out=False``, negative control only, leaves it out). The readies before the edge, for
+the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
 ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
                  lost_waits=False, last_active_kept=True, restores=False, restore_hold=True,
-                 **kw):
+                 kept_out=True, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -264,8 +275,11 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
         self.restores, self.restore_hold = bool(restores), bool(restore_hold)
         self.rst_q = SyncFifoModel(OUT_DEPTH)
         self.pwait = 0                                   # MR-TXS-287: s_probe refused last cycle
+        # MR-TXS-316: with restores, a verdict taken as a reroute leaves on m_restore too
+        # (``kept`` 1); kept_out=False (negative control only) leaves it out
+        self.kept_out = bool(kept_out)
         if self.restores:
-            self.restore_lay = restore_layout(conns, paths)
+            self.restore_lay = rows_restore_layout(conns, paths)
         self.events = []
         self.counts = {k: 0 for k in OP_KINDS}           # operations applied, per kind
         self.idle_sched = 0                              # MR-TXS-214: schedule ops that found nothing
@@ -402,8 +416,8 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
     def _apply(self, op, word, now):
         """MR-TXS-207..209: operation ``op`` on the row ``word`` of its connection: ``(new word,
         frame, sent, completion, enters the active queue, enters the completion queue,
-        refused, result)`` (MR-TXS-213/215/217; ``result``: a schedule op's action, else the
-        completion)."""
+        refused, result)`` (MR-TXS-213/215/217; ``result``: a schedule op's action, a verdict's
+        "taken as a reroute" (MR-TXS-316), else the completion)."""
         c, kind, f = op.conn, op.kind, op.f
         sem = self.sem
         row = self._load(c, word)
@@ -439,7 +453,8 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
         elif kind == "verdict":
             # MR-TXS-266: MR-TXS-290's fact read on the row this op applies to (serialised, so
             # every op of the connection before it is in the row)
-            if sem.verdict_taken(dict(f, conn=0)) != f["verdict"]:
+            restored = sem.verdict_taken(dict(f, conn=0)) != f["verdict"]
+            if restored:
                 self.kept += 1
             sem.path_event(dict(f, conn=0))
         elif kind == "fail":
@@ -496,7 +511,7 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
             cr["incq"], push_done = 1, True
         new = self._store(c, row, popped)
         res = (act if kind == "sched" else (frame is not None) if kind == "probe"
-               else restored if kind == "acked" else cqe)
+               else restored if kind in ("acked", "verdict") else cqe)
         return new, frame, sent, cqe, push_active, push_done, refused, res
 
     # ------------------------------------------------------------ the arbiter (S0)
@@ -547,6 +562,56 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
             return _Op("sched", self.active[0], None)
         return None
 
+    # ------------------------------------------------------------ the readies before the edge
+    def _free(self, k, taken):
+        """MR-TXS-211: boundary register ``k`` is ready when empty or taken in this cycle (the
+        work request's and the lost report's stay until applied, MR-TXS-217); MR-TXS-272:
+        s_probe's register holds a verdict or a tail probe, freed by either."""
+        b = self.b
+        return b[k] is None or (taken == k and k not in ("wr", "lost")) or (
+            k == "verdict" and taken == "probe")
+
+    def _taken(self):
+        pick = self._pick()
+        return pick.kind if pick is not None else None
+
+    def resend_ready(self):
+        """MR-TX-316: ``s_resend.ready`` before the edge (the lost report's register empty)."""
+        return int(self.b["lost"] is None)
+
+    def acked_ready(self):
+        """MR-TX-316: ``s_acked.ready`` before the edge, on registers (the arbiter's pick)."""
+        return int(self._free("acked", self._taken()))
+
+    def fail_ready(self):
+        """MR-TX-316: ``s_fail.ready`` (= ``s_error.ready``) before the edge."""
+        return int(self._free("fail", self._taken()))
+
+    def cwnd_ready(self):
+        """MR-TX-316: ``s_cwnd.ready`` before the edge."""
+        return int(self._free("cwnd", self._taken()))
+
+    def _probe_ready(self, taken):
+        if not self._free("verdict", taken):
+            return 0
+        # MR-TXS-286: s_probe holds while a restore is queued or an acknowledged report is in
+        # the pipeline or taken in this cycle
+        if self.restores and self.restore_hold and (self.rst_q.level or taken == "acked" or any(
+                o.kind == "acked" for o in self.pipe.ops())):
+            return 0
+        return 1
+
+    def probe_ready(self):
+        """MR-TX-316: ``s_probe.ready`` before the edge (MR-TXS-286's hold included)."""
+        return self._probe_ready(self._taken())
+
+    def restore_outputs(self):
+        """MR-TX-316: ``(m_restore valid, payload)`` before the edge: the restore queue's head
+        (MR-TXS-284)."""
+        if not self.restores or not self.rst_q.level:
+            return 0, 0
+        return 1, self.rst_q.head
+
     def busy(self):
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.rst_q.level
                     or self.pipe.ops() or self.active or self.done
@@ -558,12 +623,8 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
         lay, b = self.lay, self.b
         pick = self._pick()
         taken = pick.kind if pick is not None else None
-        # MR-TXS-211: a boundary register is ready when empty or taken in this cycle (the work
-        # request's and the lost report's stay until applied, MR-TXS-217)
         def free(k):
-            # MR-TXS-272: s_probe's register holds a verdict or a tail probe, freed by either
-            return b[k] is None or (taken == k and k not in ("wr", "lost")) or (
-                k == "verdict" and taken == "probe")
+            return self._free(k, taken)
         rsp_valid = g("s_rsp__valid", 0)
         wr_free = b["wr"] is None
         cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
@@ -572,19 +633,15 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
         out = {"s_wr__ready": int(wr_free and not rsp_valid), "s_rsp__ready": int(wr_free),
                "s_acked__ready": int(free("acked")), "s_resend__ready": int(b["lost"] is None),
                "s_fail__ready": int(fail_free), "s_error__ready": int(fail_free),
-               "s_cwnd__ready": int(free("cwnd")), "s_probe__ready": int(free("verdict")),
+               "s_cwnd__ready": int(free("cwnd")), "s_probe__ready": self._probe_ready(taken),
                "m_rsp_done__payload": done_pay, "m_rsp_done__valid": done_valid,
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
         if self.restores:
-            # MR-TXS-284: the restore queue's head; MR-TXS-286: s_probe holds while a restore
-            # is queued or an acknowledged report is in the pipeline or taken in this cycle
+            # MR-TXS-284: the restore queue's head (MR-TXS-286's hold is in _probe_ready)
             out["m_restore__valid"] = int(self.rst_q.level > 0)
             out["m_restore__payload"] = self.rst_q.head
-            if self.restore_hold and (self.rst_q.level or taken == "acked" or any(
-                    o.kind == "acked" for o in self.pipe.ops())):
-                out["s_probe__ready"] = 0
         # ---- the edge: S2 applies (MR-TXS-220/221), S1 moves to S2, the op taken is read
         frame = sent = cqe = None
         self.pwait = int(bool(g("s_probe__valid", 0)) and not out["s_probe__ready"])
@@ -600,7 +657,10 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
                     b[x.kind] = None
             if not refused:
                 if x.kind == "acked" and res and self.restores:
-                    rst_push = {"conn": x.conn, "path": x.f["path"]}
+                    rst_push = {"conn": x.conn, "path": x.f["path"], "kept": 0}
+                elif x.kind == "verdict" and res and self.restores and self.kept_out:
+                    # MR-TXS-316: the verdict taken as a reroute, for the TX top's windows
+                    rst_push = {"conn": x.conn, "path": x.f["path"], "kept": 1}
                 self.counts[x.kind] += 1
                 self.events.append((x.kind, x.conn, x.f, res, frame, sent, cqe, g("now", 0)))
                 if self._refill is not None:
@@ -656,6 +716,8 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
         self.cqe_q.update(g("m_rsp_done__ready" if cq_rsp else "m_cqe__ready", 0),
                           cqe is not None, cqe_entry(lay, dict(cqe)) if cqe else 0)
         if self.restores:
+            # MR-TXS-285/316: a restore or kept record always finds room
+            assert rst_push is None or self.rst_q.level < OUT_DEPTH, "restore queue full"
             self.rst_q.update(g("m_restore__ready", 0), rst_push is not None,
                               pack(self.restore_lay, rst_push) if rst_push else 0)
         return out

@@ -582,10 +582,14 @@ def test_rows_rtl_instances():
     small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
     small._MustUse__silence = reg_small._MustUse__silence = True
     assert small.signature.members == reg_small.signature.members
-    # MR-TXS-284: with restores, the register scheduler's m_restore too
+    # MR-TXS-284: with restores, the register scheduler's m_restore too; MR-TXS-316: its
+    # record with ``kept`` (the register scheduler's fields first)
     rs, reg_rs = TxSchedRows(64, **SMALL, restores=True), TxSched(64, **SMALL, restores=True)
     rs._MustUse__silence = reg_rs._MustUse__silence = True
-    assert rs.signature.members == reg_rs.signature.members and "m_restore" in rs.signature.members
+    a, b = dict(rs.signature.members), dict(reg_rs.signature.members)
+    ra, rb = (x.pop("m_restore").signature.members["payload"].shape for x in (a, b))
+    assert a == b and [n for n, _ in ra] == [n for n, _ in rb] + ["kept"]
+    assert all(ra[n].offset == f.offset and ra[n].width == f.width for n, f in rb)
     for conns in (1, 3, 8192):
         with pytest.raises(ValueError):
             TxSchedRows(64, **dict(SMALL, conns=conns))
@@ -777,7 +781,8 @@ class RowsRestoreDriver(tc.Driver):
             self.windows[(pr["conn"], pr["path"])].append(("verdict", pr["verdict"]))
         if out.get("m_restore__valid") and inp["m_restore__ready"]:
             r = unpack(self.restore_lay, out["m_restore__payload"])
-            self.windows[(r["conn"], r["path"])].append(("restore",))
+            # MR-TXS-316: a kept verdict's record besides the restores
+            self.windows[(r["conn"], r["path"])].append(("kept",) if r["kept"] else ("restore",))
             self.restores += 1
         super().observe(inp, out)
 
@@ -789,6 +794,8 @@ def scheduler_order(model):
     for kind, c, f, res, *_ in model.events:
         if kind == "verdict" and f["path"] < model.paths:
             seq[(c, f["path"])].append(("verdict", f["verdict"]))
+            if res:                     # MR-TXS-316: taken as a reroute, its record follows
+                seq[(c, f["path"])].append(("kept",))
         elif kind == "acked" and res:
             seq[(c, f["path"])].append(("restore",))
     return dict(seq)
