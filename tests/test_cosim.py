@@ -143,13 +143,17 @@ def test_pair_driver_is_the_peer_driver():
 def test_cosim_two_rtl_engines(capsys):
     """MR-ENG-138: ``metaroce cosim --peer rtl``: two whole engines, both the RTL (the pair build
     of the block ``engine`` under Verilator), 64 KiB at 2 % loss: both memories equal their
-    sources, every WR of both engines completes."""
+    sources, every WR of both engines completes; MR-ENG-290: each engine's completions (per
+    stream, in order) are the reference endpoints' (model <-> model) on the same WRITEs."""
     assert main(["cosim", "--peer", "rtl", "--json", "--bytes", str(64 * 1024), "--loss", "0.02",
                  "--seed", "2"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["ok"] and r["sha256_match"] and r["wrs_completed_ok"] and r["fabric"]["lost"] > 0
     assert r["engine_sim"] == "rtl" and r["mismatches"] is None
     assert r["engines"]["h1"]["placements"] >= r["wrs"][0] and r["cycles_per_s"] > 0
+    # MR-ENG-290: RTL <-> RTL gives model <-> model's completions on the same WRITEs
+    for h in ("h0", "h1"):
+        assert r["engines"][h]["completions_digest"] == r["reference"]["completions_digest"][h], h
 
 
 @pytest.mark.slow

@@ -19,6 +19,8 @@ def _cfg(nbytes, loss, seed, **kw):
 
 def _interop(r, direction):
     assert r["ok"] and r["sha256_match"] and r["wrs_completed_ok"]
+    if "reference" in r:        # MR-ENG-290: the CLI's runs carry the reference's completions
+        assert r["engine"]["completions_digest"] == r["reference"]["completions_digest"][r["engine"]["host"]]
     assert r["sha256"] == r["sha256_source"]
     assert r["wrs"]["engine"] >= 1 and r["wrs"]["endpoint"] >= 1      # data both ways
     assert r["engine"]["host"] == ("h1" if direction == "rx" else "h0")

@@ -217,7 +217,8 @@ def test_engine_tx_parameters():
 def test_two_engines_model(capsys):
     """MR-ENG-138: ``metaroce cosim --peer rtl --engine model``: two whole engines (cycle
     models) over the fabric, h0 writing to h1 and h1 back; both memories equal their sources,
-    every WR of both complete; the model <-> model endpoints' reference completes too."""
+    every WR of both complete; the model <-> model endpoints' reference completes too, with the
+    same completions as the engines (MR-ENG-290)."""
     import json
     from metaroce.cli import main
     assert main(["cosim", "--peer", "rtl", "--engine", "model", "--json", "--bytes", "8192",
@@ -226,6 +227,23 @@ def test_two_engines_model(capsys):
     assert list(r)[:6] == ["ok", "sha256_match", "bytes", "goodput_vs_limit", "cycles", "mismatches"]
     assert r["ok"] and r["sha256_match"] and r["wrs_completed_ok"] and r["reference"]["ok"]
     assert r["bytes_back"] == 1024 and r["engines"]["h1"]["placements"] >= 8
+    # MR-ENG-290: engine <-> engine gives the completions model <-> model endpoints give on the
+    # same WRITEs (each host's, per stream in order, MR-ENG-202)
+    for h in ("h0", "h1"):
+        assert r["engines"][h]["completions_digest"] == r["reference"]["completions_digest"][h], h
+
+
+def test_completions_digest_bites():
+    """MR-ENG-290's check, its negative controls: the digest of a host's completions (MR-ENG-202)
+    is blind to how the streams interleave, and changes when a stream's completions come in
+    another order, one is missing, or one's status or length is another."""
+    comps = [(0, 100, 0, 2, 4096), (1, 101, 0, 2, 2048), (0, 102, 0, 2, 1024), (1, 103, 0, 2, 512)]
+    d = ce.completions_digest(comps)
+    assert ce.completions_digest([comps[1], comps[0], comps[3], comps[2]]) == d
+    assert ce.completions_digest([comps[2], comps[1], comps[0], comps[3]]) != d     # stream 0 swapped
+    assert ce.completions_digest(comps[:3]) != d
+    assert ce.completions_digest([*comps[:3], (1, 103, 5, 2, 512)]) != d
+    assert ce.completions_digest([*comps[:3], (1, 103, 0, 2, 511)]) != d
 
 
 @pytest.mark.slow
