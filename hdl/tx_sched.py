@@ -1122,12 +1122,17 @@ class TxSched(wiring.Component):
         # ack_base + W) whose low bits are the bit), its LAST term (the bit is the last chunk's
         # and that chunk has been sent: `left` all ones, below 2^20 while one is to send) and
         # its bytes; its entry is untouched since the decision, so these are the present's
-        lq_base = read(e_base, lq_e, "lq_base")
-        lq_hi = A.add_c(lq_base[wb:], 0, lq_j < lq_base[:wb], "lq_hi")
+        # MR-TXS-297: its entry's terms are registers loaded with the decision (below), read
+        # at its pick on the decision's state: the refill acts only when its connection was
+        # untouched at the edge between, so they equal the terms read at lq_e now (no LUT-RAM
+        # read by lq_e, no compare before the carry chain; they matter only when `fill`)
+        lq_base = Signal(chunk_w, name="lq_base")      # the entry's ack_base
+        lq_lt = Signal(name="lq_lt")                    # lq_j < ack_base's low bits
+        lq_last = Signal(name="lq_last")
+        lq_lastnb = Signal(nb_w, name="lq_lastnb")
+        lq_hi = A.add_c(lq_base[wb:], 0, lq_lt, "lq_hi")
         lq_chunk = _named(m, Cat(lq_j, lq_hi)[:records.CHUNK_BITS], "lq_chunk")
-        lq_last = _named(m, (lq_j == read(e_nchm1, lq_e, "lq_nchm1")[:wb])
-                         & read(e_left, lq_e, "lq_left").all(), "lq_last")
-        lq_nb = _named(m, Mux(lq_last, read(e_lastnb, lq_e, "lq_lastnb"), mtu), "lq_nb")
+        lq_nb = _named(m, Mux(lq_last, lq_lastnb, mtu), "lq_nb")
         # the decision on this cycle's state: the lowest entry (connection, then slot) with a
         # bit set, not failed, its connection's FIFO not full; that entry's lowest bit (each
         # entry's beside the pick, trees of halves)
@@ -1137,6 +1142,14 @@ class TxSched(wiring.Component):
         lq_low = [_lowest_zero(~e_lnq[e])[1] for e in range(E)]
         m.d.sync += [lq_valid.eq(lq_any), lq_e.eq(lq_pick),
                      lq_j.eq(read(lq_low, lq_pick, "lq_j_next"))]
+        # MR-TXS-297: each entry's refill terms beside the pick (its lowest bit against its
+        # ack_base's low bits; its LAST term), the pick's read of them registered
+        lq_lt_e = [lq_low[e] < e_base[e][:wb] for e in range(E)]
+        lq_last_e = [(lq_low[e] == e_nchm1[e][:wb]) & e_left[e].all() for e in range(E)]
+        m.d.sync += [lq_base.eq(read(e_base, lq_pick, "lq_base_next")),
+                     lq_lt.eq(read(lq_lt_e, lq_pick, "lq_lt_next")),
+                     lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next")),
+                     lq_lastnb.eq(read(e_lastnb, lq_pick, "lq_lastnb_next"))]
         # each entry's bits: a lost report's chunk set when its FIFO is full (its flight left as
         # any report's, MR-TXS-020); cleared by an acknowledged report of a chunk in the window
         # (a late one below ack_base names a chunk W further, MR-TXS-242) and by the refill; all

@@ -1242,12 +1242,15 @@ def _lnq_run(dut_cls=TxSched, seed=1, n=12):
     return core, items, drv, seen
 
 
-def test_lockstep_lost_not_queued():
+@pytest.mark.parametrize("seed", [1, pytest.param(3, marks=pytest.mark.slow)])
+def test_lockstep_lost_not_queued(seed):
     """MR-TXS-240..244, MR-TXS-247: lost reports meeting a full resend FIFO (2 entries) are
     taken all the same, their chunks kept per entry and refilled into the FIFO as it drains:
     0 mismatches with the model under random backpressure and idle inputs, every work request
-    completes, every lost chunk resent (the checker)."""
-    core, items, drv, seen = _lnq_run()
+    completes, every lost chunk resent (the checker). MR-TXS-297/298: the refill's registers;
+    seed 3 (slow) refills chunks that are not their message's last too (seed 1's six refills
+    are all last chunks), the run MR-TXS-299's LAST-term controls fail on."""
+    core, items, drv, seen = _lnq_run(seed=seed)
     assert core.mismatches == 0
     summary = tc.check(TxSchedModel(**LNQ_PARAMS), items, drv.res)
     assert summary["retransmits"]
@@ -1275,6 +1278,35 @@ def test_lost_not_queued_wrong_forms_fail(wrong):
     mod = wrong_form("tx_sched", *LNQ_WRONG[wrong])
     with pytest.raises(Mismatch):
         _lnq_run(mod.TxSched)
+
+
+#: MR-TXS-299's wrong forms: each of the refill's registers (MR-TXS-297/298) read at the
+#: decision of the cycle before (``lq_e``) instead of this cycle's pick: a cycle late, so after
+#: a pop (the connection's FIFO full at the decision before) the terms of another entry; the
+#: seed of ``test_lockstep_lost_not_queued``'s run each fails on (the LAST terms need refills of
+#: chunks that are not the last: seed 3)
+LQ_REG_WRONG = {
+    "base_late": (1, 'lq_base.eq(read(e_base, lq_pick, "lq_base_next"))',
+                  'lq_base.eq(read(e_base, lq_e, "lq_base_next"))'),
+    "lt_late": (1, 'lq_lt.eq(read(lq_lt_e, lq_pick, "lq_lt_next"))',
+                'lq_lt.eq(read(lq_lt_e, lq_e, "lq_lt_next"))'),
+    "last_late": (3, 'lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next"))',
+                  'lq_last.eq(read(lq_last_e, lq_e, "lq_last_next"))'),
+    "lastnb_late": (3, 'lq_lastnb.eq(read(e_lastnb, lq_pick, "lq_lastnb_next"))',
+                    'lq_lastnb.eq(read(e_lastnb, lq_e, "lq_lastnb_next"))'),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(LQ_REG_WRONG))
+def test_refill_registers_wrong_forms_fail(wrong):
+    """MR-TXS-299: each of the refill's registers (MR-TXS-297/298) loaded a cycle late, in place
+    of the RTL, mismatches its model on ``test_lockstep_lost_not_queued``'s run of its seed,
+    which the RTL as built passes (0 mismatches)."""
+    seed, old, new = LQ_REG_WRONG[wrong]
+    mod = wrong_form("tx_sched", old, new)
+    with pytest.raises(Mismatch):
+        _lnq_run(mod.TxSched, seed=seed)
 
 
 def _full_queues_run(tx_sched_cls=TxSched, seed=1):
