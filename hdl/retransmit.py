@@ -432,7 +432,13 @@ class Retransmit(wiring.Component):
         # from flip-flops
         w_skip_zero = Signal(init=1)
         w_left_one = Signal()
-        w_acked = Signal(P.SACK_BITS)
+        # MR-TX-331: the job's SACK rotated up by one (bit j: SACK bit j - 1 mod 256), the next
+        # bit's index from cum (i - (cum - floor): below 0 a 1, at 0 cum's 0, above the SACK's
+        # bit at - 1), and the record's bit, fetched a cycle ahead (in the start state, then at
+        # each record stepped over), so the walker's decision reads a flip-flop (MR-TX-073)
+        w_sack = Signal(P.SACK_BITS)
+        w_at = Signal(10)
+        w_bit = Signal()
         w_smp = Signal()                # MR-TX-054: the trigger record is ahead in this walk
         w_trig = Signal(9)
         # MR-TX-073: the job's kind as the flag kind == JOB_EXPIRE, and w_trig == 0 as a flag
@@ -760,7 +766,7 @@ class Retransmit(wiring.Component):
         s2_lost_dist = Signal(9)
         s2_moved = Signal()             # skip the lost prefix only, not n (MR-TX-052)
         s2_sack = Signal(P.SACK_BITS)
-        s2_amt = Signal(10)             # 256 - dc: the SACK's shift in S2
+        s2_at = Signal(10)              # floor - cum: the walker's start in the SACK (MR-TX-331)
         s2_ptr = Signal(pw)
         s2_trig = Signal(dist_bits)
         s2_trig_near = Signal()
@@ -953,7 +959,7 @@ class Retransmit(wiring.Component):
         m.d.sync += [s2_kind.eq(Mux(s1_kind == 0, JOB_RESTART,
                                     Mux(s1_kind == 1, JOB_WALK, JOB_EXPIRE))),
                      s2_ptr.eq(free_head), s2_n.eq(Mux(s1_kind == 1, n, live_n)),
-                     s2_amt.eq(Cat(fmc[:8], ~fmc[8], fmc[9] ^ fmc[8])),
+                     s2_at.eq(fmc),
                      s2_sack.eq(s1_ack.sack),
                      s2_lost_dist.eq(lost_dist), s2_moved.eq((s1_kind != 1) | moved),
                      s2_trig.eq(trig), s2_trig_near.eq(trig_near)]
@@ -977,30 +983,20 @@ class Retransmit(wiring.Component):
         m.d.comb += [path_wr.en.eq(wb_valid), path_wr.addr.eq(wb_addr), path_wr.data.eq(wb_data)]
         m.d.sync += [wb_valid.eq(row_write), wb_addr.eq(s1_row), wb_data.eq(nrow)]
 
-        # -- stage S2a: the acknowledged bitmap relative to the floor (MR-TX-032): the SACK
-        # shifted by the multiple of 32 of its shift; the insert deadline's pieces (MR-TX-038),
-        # registered into S2b. MR-TX-309: the shift's fill below the SACK is 256 ones and the
-        # cum's 0, so bit i is 1 for i < cum - floor (the PSNs below cum), 0 at cum, then the
-        # SACK's bit i - (cum - floor) - 1: no mask below cum; and no mask at n (MR-TX-310: the
-        # walker reads a walk job's first n bits only, an expiry's none)
-        amt = s2_amt
-        lo_bits = 5
-        span = P.SACK_BITS + (1 << lo_bits) - 1
-        part_shift = Signal(span)
-        m.d.comb += part_shift.eq((Cat(Const((1 << P.SACK_BITS) - 1, P.SACK_BITS), Const(0, 1), s2_sack)
-                                   >> Cat(Const(0, lo_bits), amt[lo_bits:]))[:span])
+        # -- stage S2a: the insert deadline's pieces (MR-TX-038), registered into S2b; the walk
+        # job carries the ACK's SACK as it came and floor - cum, from which the walker reads the
+        # bitmap of the resolved records (MR-TX-331: no shift of the SACK)
         walk = s2_kind == JOB_WALK
         job = Signal(lay.job)
         m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
                      job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
+                     job.sack.eq(s2_sack), job.at.eq(s2_at),
                      job.smp.eq(walk & s2_trig_near & (s2_trig < s2_n)), job.trig.eq(s2_trig),
                      job.t_ack.eq(s2_t_ack), job.ce.eq(s2_ce)]
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
         dl_sum = _cs_sum(m, s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb), tb, "dl")
         s2b_job = Signal(lay.job)
-        s2b_part = Signal(span)
-        s2b_amt_lo = Signal(lo_bits)
         s2b_row = Signal(rb)
         s2b_conn = Signal(cb)
         s2b_path = Signal(8)
@@ -1008,17 +1004,13 @@ class Retransmit(wiring.Component):
         s2b_probe_push, s2b_psn = Signal(), Signal(psn_bits)
         s2b_to, s2b_verdict = Signal(), Signal(2)
         m.d.sync += [s2b_valid.eq(s2_valid), s2b_job_push.eq(s2_job), s2b_ins_push.eq(s2_ins),
-                     s2b_err_push.eq(s2_err), s2b_job.eq(job), s2b_part.eq(part_shift),
-                     s2b_amt_lo.eq(amt[:lo_bits]), s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
+                     s2b_err_push.eq(s2_err), s2b_job.eq(job),
+                     s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
                      s2b_path.eq(s2_path), s2b_probe_push.eq(s2_probe), s2b_psn.eq(s2_psn),
                      s2b_to.eq(s2_to), s2b_verdict.eq(s2_verdict)]
 
-        # -- stage S2b: the rest of the shift, the bitmap, then the pushes
-        shifted = Signal(P.SACK_BITS)
-        m.d.comb += shifted.eq((s2b_part >> s2b_amt_lo)[:P.SACK_BITS])
-        job_w = Signal(lay.job)
-        m.d.comb += [job_w.eq(s2b_job), job_w.acked.eq(shifted)]
-        m.d.comb += [job_q.w_en.eq(s2b_job_push), job_q.w_data.eq(job_w)]
+        # -- stage S2b: the pushes
+        m.d.comb += [job_q.w_en.eq(s2b_job_push), job_q.w_data.eq(s2b_job)]
         insert = Signal(lay.insert)
         m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(dl_sum),
                      ins_q.w_en.eq(s2b_ins_push), ins_q.w_data.eq(insert)]
@@ -1088,7 +1080,7 @@ class Retransmit(wiring.Component):
                              w_state.eq(2), w_bytes.eq(0), w_pkts.eq(0)]
             with m.Case(2):
                 expire = w_expire
-                to_acked = ~expire & w_acked[0]
+                to_acked = ~expire & w_bit
                 to_resend = ~to_acked & w_skip_zero
                 # MR-TX-071: an ACK's last record waits for room for its event
                 ev_room = expire | ~w_left_one | ackev_q.w_rdy
@@ -1150,11 +1142,14 @@ class Retransmit(wiring.Component):
             m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),
                          w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
                          w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
-                         w_acked.eq(qjob.acked), w_smp.eq(qjob.smp),
+                         w_sack.eq(Cat(qjob.sack[-1], qjob.sack[:-1])), w_at.eq(qjob.at),
+                         w_smp.eq(qjob.smp),
                          w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack), w_ce.eq(qjob.ce),
                          w_expire.eq(qjob.kind == JOB_EXPIRE), w_trig_zero.eq(qjob.trig == 0)]
-        with m.Elif(w_shift):
-            m.d.sync += w_acked.eq(w_acked >> 1)
+        with m.Elif((w_state == 1) | w_shift):
+            at_neg, at_zero = w_at[-1], w_at == 0
+            m.d.sync += [w_bit.eq(Mux(at_neg | at_zero, at_neg, w_sack.bit_select(w_at[:8], 1))),
+                         w_at.eq(w_at + 1)]
 
         # -- the RTT estimator (MR-TX-054): one sample at a time, a stage per cycle, each sum a
         # carry-select over two stages (MR-TX-038): (1) ACK time - send time; (2) the sample

@@ -172,8 +172,11 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, hea
     # after skipping `skip` (a timeout), or restart the path's FIFO at `ptr`
     # and, for an ACK, its time and the trigger PSN's offset from the old floor (``smp``: the
     # trigger is among the n records, MR-TX-054)
+    # MR-TX-331: the ACK's SACK as it came and ``at`` = floor - cum (10 bits, signed): the
+    # walker reads the bitmap of MR-TX-030 from them (bit i: 1 below cum, 0 at cum, then the
+    # SACK's bit i - (cum - floor) - 1); the model's job keeps the bitmap itself (``acked``)
     job = data.StructLayout({"kind": 2, "row": cb + pb, "conn": cb, "path": 8, "n": 9,
-                             "skip": 9, "acked": P.SACK_BITS, "ptr": ptr, "smp": 1, "trig": 9,
+                             "skip": 9, "sack": P.SACK_BITS, "at": 10, "ptr": ptr, "smp": 1, "trig": 9,
                              "t_ack": records.TIME_BITS, "ce": cwnd_model.PKTS_BITS})
     # MR-TX-060: a path to list in the wheel at its deadline
     insert = data.StructLayout({"row": cb + pb, "deadline": records.TIME_BITS})

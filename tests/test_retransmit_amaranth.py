@@ -916,16 +916,18 @@ def test_health_read_in_flip_flops_wrong_forms_fail(case):
         _two_conns_run(_retransmit_with(*HEALTH_FF_WRONG[case]))
 
 
-# ------------------------------------------------------------------ the unit's area at the engine's parameters (MR-TX-309..311)
+# ------------------------------------------------------------------ the unit's area at the engine's parameters (MR-TX-309..311, 331/332)
 
-BITMAP_FILL = "Cat(Const((1 << P.SACK_BITS) - 1, P.SACK_BITS), Const(0, 1), s2_sack)"
+FETCH = "w_bit.eq(Mux(at_neg | at_zero, at_neg, w_sack.bit_select(w_at[:8], 1)))"
 BITMAP_WRONG = {
-    # MR-TX-309: the fill zeros (the PSNs below cum not acknowledged: the old form without its mask)
-    "fill_zeros": (BITMAP_FILL, "Cat(Const(0, P.SACK_BITS + 1), s2_sack)"),
-    # MR-TX-309: the fill's 0 at cum made a 1 (cum itself acknowledged)
-    "cum_acked": (BITMAP_FILL, "Cat(Const((1 << (P.SACK_BITS + 1)) - 1, P.SACK_BITS + 1), s2_sack)"),
-    # MR-TX-310's control: a bit the walker reads (bit 0, below n) flipped
-    "bit0_flipped": ("job_w.acked.eq(shifted)]", "job_w.acked.eq(shifted ^ 1)]"),
+    # MR-TX-309/331: the PSNs below cum not acknowledged (the old shift's zero fill)
+    "fill_zeros": (FETCH, "w_bit.eq(Mux(at_neg | at_zero, 0, w_sack.bit_select(w_at[:8], 1)))"),
+    # MR-TX-309/331: cum itself acknowledged
+    "cum_acked": (FETCH, "w_bit.eq(Mux(at_neg | at_zero, 1, w_sack.bit_select(w_at[:8], 1)))"),
+    # MR-TX-331: the SACK not rotated at the load (bit k - 1 read at k - 1: the SACK's bits one off)
+    "unrotated": ("w_sack.eq(Cat(qjob.sack[-1], qjob.sack[:-1]))", "w_sack.eq(qjob.sack)"),
+    # MR-TX-332: no fetch in the start state (the walk's first record reads the last job's bit)
+    "no_start_fetch": ("with m.Elif((w_state == 1) | w_shift):", "with m.Elif(w_shift):"),
 }
 
 
@@ -934,33 +936,35 @@ def _bitmap_run(dut_cls=Retransmit):
     return run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, dut_cls=dut_cls)
 
 
-def test_bitmap_bits_from_n_up_unread():
-    """MR-TX-310, MR-TX-050: the walk job's bitmap with every bit from n up set (what the mask at
-    n cleared) leaves the lockstep at 0 mismatches on ``test_lockstep_random``'s traffic (seed 1;
-    the RTL as built passes it there): the walker never reads those bits."""
+def test_bitmap_fetch_past_n_unread():
+    """MR-TX-310, MR-TX-332, MR-TX-050: the bit fetched at a walk's last record (bit n, past the
+    job's bitmap) made 1 leaves the lockstep at 0 mismatches on ``test_lockstep_random``'s traffic
+    (seed 1; the RTL as built passes it there): the walker never reads it."""
     res = _bitmap_run(_retransmit_with(
-        "job_w.acked.eq(shifted)]",
-        "job_w.acked.eq(shifted | (Const((1 << P.SACK_BITS) - 1, P.SACK_BITS) << s2b_job.n)[:P.SACK_BITS])]"))
+        FETCH, "w_bit.eq(Mux(w_shift & w_left_one, 1, "
+        "Mux(at_neg | at_zero, at_neg, w_sack.bit_select(w_at[:8], 1))))"))
     assert res["acked"] and res["resend"]
 
 
 @pytest.mark.parametrize("case", ["fill_zeros", pytest.param("cum_acked", marks=pytest.mark.slow),
-                                  pytest.param("bit0_flipped", marks=pytest.mark.slow)])
+                                  pytest.param("unrotated", marks=pytest.mark.slow),
+                                  pytest.param("no_start_fetch", marks=pytest.mark.slow)])
 def test_bitmap_fill_wrong_forms_fail(case):
-    """MR-TX-309, MR-TX-310: the bitmap from the shift's fill (256 ones, the 0 at cum) passes
-    ``test_lockstep_random``'s traffic (seed 1); the fill of zeros (the PSNs below cum not
-    acknowledged), the fill acknowledging cum itself, and a bit below n flipped each fail it."""
+    """MR-TX-309, MR-TX-331, MR-TX-332: the bitmap read from the job's SACK and floor - cum (1 below
+    cum, 0 at cum, then the SACK's bits) passes ``test_lockstep_random``'s traffic (seed 1); a 0
+    below cum, a 1 at cum, the SACK's bits one off (not rotated at the load), and no fetch in
+    the walker's start state each fail it."""
     with pytest.raises(Mismatch):
         _bitmap_run(_retransmit_with(*BITMAP_WRONG[case]))
 
 
 def test_walker_load_wins_over_step_wrong_form_fails():
-    """MR-TX-312: the walker's registers loaded by one flag after its states (``test_lockstep_random``'s
-    traffic, seed 1, passes with the RTL as built: ``test_bitmap_bits_from_n_up_unread``'s run); with
-    the bitmap's step made after the load (a job taken beside a walk's last record keeps the old
-    job's bitmap shifted) the lockstep fails."""
-    wrong = _retransmit_with("        with m.Elif(w_shift):\n            m.d.sync += w_acked.eq(w_acked >> 1)",
-                             "        with m.If(w_shift):\n            m.d.sync += w_acked.eq(w_acked >> 1)")
+    """MR-TX-312, MR-TX-332: the walker's registers loaded by one flag after its states
+    (``test_lockstep_random``'s traffic, seed 1, passes with the RTL as built:
+    ``test_bitmap_fetch_past_n_unread``'s run); with the fetch made after the load (a job taken
+    beside a walk's last record starts one bit on) the lockstep fails."""
+    wrong = _retransmit_with("        with m.Elif((w_state == 1) | w_shift):",
+                             "        with m.If((w_state == 1) | w_shift):")
     with pytest.raises(Mismatch):
         _bitmap_run(wrong)
 

@@ -11,7 +11,10 @@ delay of the design's slowest cone, so the cone that sets that delay decides how
 LUTs (PFUMX, L6MUX21: two to eight LUT4 positions each) the rest of the design gets; this
 names that cone in a mapping.
 
-    .venv/bin/python docs/hw/probes/ecp5_mapped_depth.py DIR/mapped.json [N]
+    .venv/bin/python docs/hw/probes/ecp5_mapped_depth.py DIR/mapped.json [N] [--levels]
+
+``--levels``: the lead's level count instead of the delay (rtt33's tables, rbm34): a LUT4, PFUMX,
+L6MUX21 or a CCU2C's entry one level each, a carry (CIN to COUT) none; "ps" is then levels.
 """
 import collections
 import json
@@ -77,6 +80,11 @@ def arrivals(mod):
 
 
 def main(argv):
+    if "--levels" in argv:
+        argv = [a for a in argv if a != "--levels"]
+        global CARRY_PS, LEVEL_CELLS
+        DELAY_PS.update(dict.fromkeys(DELAY_PS, 1))
+        CARRY_PS, LEVEL_CELLS = 0, tuple(DELAY_PS)
     d = json.load(open(argv[1]))
     n = int(argv[2]) if len(argv) > 2 else 20
     top = [m for m in d["modules"].values() if m.get("attributes", {}).get("top")][0]
