@@ -273,7 +273,8 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
         # last cycle, rd_msg its data (the memory after the last edge)
         self.rd_rows = bool(rd_rows)
         self.rd_addr, self.rd_msg = (0, 0), 0
-        self.rd_held = 0                                 # cycles a READ waited at s_wr (m_rd)
+        self.rd_held = 0                                 # cycles a READ waited for m_rd.ready
+        self.rd_stale = 0                                # and for its message number's read
         self._msg_at = [self.rl.row["streams"].offset + s * self.rl.stream.size
                         + self.rl.stream["msg_next"].offset for s in range(streams)]
         self.events = []
@@ -636,6 +637,8 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
                 "laddr": f["laddr"], "length": f["length"], "wr_id": f["wr_id"]})
             rd_take = bool(rd_valid and g("m_rd__ready", 0))
             self.rd_held += bool(rd_valid and not rd_take)
+            self.rd_stale += bool(rd is not None and g("s_wr__valid", 0) and wr_free
+                                  and not rsp_valid and not self.rd_fresh(wpay))
         if self.restores:
             # MR-TXS-284: the restore queue's head; MR-TXS-286: s_probe holds while a restore
             # is queued or an acknowledged report is in the pipeline or taken in this cycle
