@@ -212,6 +212,9 @@ counts them, each logged as a ``"refill"`` event after its schedule op). ``last_
 connection's last active path acts as a REROUTE (MR-TXS-290), decided on the row the verdict op
 applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287);
 ``restore_hold=False`` (negative control only) leaves out MR-TXS-286's hold of ``s_probe``.
+``rd_rows``: ``m_rd``, the good READ or atomic on ``s_wr`` with its message number
+(MR-TXS-325..328; ``rd_held``/``rd_stale`` count the cycles one waited for ``m_rd.ready`` / for
+its number's read, each taken logged as an ``"rd"`` event).
 ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
