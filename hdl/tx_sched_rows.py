@@ -181,7 +181,8 @@ class ConnFifo(wiring.Component):
 class TxSchedRows(wiring.Component):
     """The row scheduler (docs/spec/hw-tx-sched.md section 16, MR-TXS-250): the ports of
     :class:`~metaroce.hdl.tx_sched.TxSched` (MR-TXS-002; tail probes, MR-TXS-270..279;
-    ``restores``: ``m_restore``, MR-TXS-284..289; no pacing or READ rows, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
+    ``restores``: ``m_restore``, MR-TXS-284..289; ``rd_rows``: ``m_rd``, MR-TXS-325..330; no
+    pacing, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
     the arbiter and the boundary registers (MR-TXS-210/211/217), the active and completion
     queues (:class:`ConnFifo`, MR-TXS-212..215), the output queues (MR-TXS-216) and S2's
     operations on a row (MR-TXS-207/208, :meth:`_s2`: the semantics of
@@ -191,7 +192,7 @@ class TxSchedRows(wiring.Component):
 
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True,
-                 restores=False, kept_out=True, **kw):
+                 restores=False, kept_out=True, rd_rows=False, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
         self._MustUse__silence = True       # a refused instance is no unused design
@@ -214,6 +215,10 @@ class TxSchedRows(wiring.Component):
         if self.restores:
             # MR-TXS-316: with ``kept`` (a verdict taken as a reroute)
             ports["m_restore"] = Out(stream.Signature(rows_restore_layout(conns, paths)))
+        # MR-TXS-325: with rd_rows, TxSched's m_rd (the engine writes the READs' rows)
+        self.rd_rows = bool(rd_rows)
+        if self.rd_rows:
+            ports["m_rd"] = Out(stream.Signature(lay.rd))
         super().__init__(ports)
 
     def _reset_rows(self):
@@ -293,6 +298,7 @@ class TxSchedRows(wiring.Component):
 
         # S2's results (driven by _s2 inside the pipeline's module, elaborated after this one)
         s2 = {"refused": Signal(), "push_active": Signal(), "push_done": Signal(),
+              "msg_next": Signal(32),
               "pkt": Signal(), "probe": Signal(), "restore": Signal(), "kept": Signal(), "frame": Signal(lay.frame), "sent": Signal(lay.sent),
               "cqe": Signal(lay.cqe), "cqe_rsp": Signal(), "cqe_v": Signal(),
               "desc": Signal(rl.desc), "desc_we": Signal(), "desc_slot": Signal(3)}
@@ -389,11 +395,41 @@ class TxSchedRows(wiring.Component):
                          self.m_restore.valid.eq(rst_q.r_rdy),
                          self.m_restore.payload.eq(rst_q.r_data),
                          rst_q.r_en.eq(self.m_restore.ready)]
+        # -- MR-TXS-325..327: m_rd, the good READ or atomic on s_wr with the message number it
+        # takes, read a cycle ahead from a memory of each (connection, stream)'s msg_next (the
+        # row's, written with it by an applied work request); it waits at the port
+        rsp_v = self.s_rsp.valid
+        rd_ok = Const(1, 1)
+        if self.rd_rows:
+            sbits = (S - 1).bit_length()
+            wp = self.s_wr.payload
+            m.submodules.rd_msg = rd_mem = memory.Memory(shape=32, depth=C * S, init=[])
+            rd_w = rd_mem.write_port()
+            rd_r = rd_mem.read_port(transparent_for=(rd_w,))
+            rd_at = Cat(wp.stream[:sbits], wp.conn)
+            rd_last = Signal.like(rd_at)
+            rd_fresh = Signal()
+            m.d.sync += rd_last.eq(rd_at)
+            m.d.comb += [rd_r.addr.eq(rd_at), rd_fresh.eq(rd_last == rd_at),
+                         rd_w.addr.eq(Cat(b_wr.stream[:sbits], pipe.s2_conn)),
+                         rd_w.data.eq(s2["msg_next"]),
+                         rd_w.en.eq(s2_ok & (s2_kind == K_WR) & ~refused & (w_status == 0)
+                                    & ~b_wr.rsp)]
+            p_wr = Signal(wrb_lay)
+            m.d.comb += [getattr(p_wr, k).eq(getattr(wp, k)) for k, _ in lay.wr]
+            p_rd = Signal()
+            m.d.comb += p_rd.eq(((wp.op == OP_READ) | (wp.op == OP_CMP_SWAP)
+                                 | (wp.op == OP_FETCH_ADD)) & (wr_status(p_wr) == 0))
+            rd = self.m_rd
+            m.d.comb += [rd.valid.eq(self.s_wr.valid & ~b_wr_v & ~rsp_v & p_rd & rd_fresh),
+                         rd.payload.conn.eq(wp.conn), rd.payload.stream.eq(wp.stream),
+                         rd.payload.msg.eq(rd_r.data), rd.payload.laddr.eq(wp.laddr),
+                         rd.payload.length.eq(wp.length), rd.payload.wr_id.eq(wp.wr_id)]
+            rd_ok = ~p_rd | (rd_fresh & rd.ready)
         # -- the boundary registers' next values (the ports' intake after the edge's frees)
         def free(k, v):
             return ~v | taken[k]
-        rsp_v = self.s_rsp.valid
-        m.d.comb += [self.s_wr.ready.eq(~b_wr_v & ~rsp_v), self.s_rsp.ready.eq(~b_wr_v),
+        m.d.comb += [self.s_wr.ready.eq(~b_wr_v & ~rsp_v & rd_ok), self.s_rsp.ready.eq(~b_wr_v),
                      self.s_acked.ready.eq(free(K_ACKED, b_ack_v)),
                      self.s_resend.ready.eq(~b_lost_v),
                      self.s_fail.ready.eq(free(K_FAIL, b_fail_v)),
@@ -419,7 +455,7 @@ class TxSchedRows(wiring.Component):
                          b_wr.length.eq(Mux(r.err, 0, r.length)), b_wr.imm.eq(0),
                          b_wr.swap.eq(0), b_wr.compare.eq(0), b_wr.rsp.eq(1), b_wr.msg.eq(r.msg),
                          b_wr.err.eq(r.err)]
-        with m.Elif(~b_wr_v & self.s_wr.valid):
+        with m.Elif(self.s_wr.ready & self.s_wr.valid):
             w = self.s_wr.payload
             m.d.sync += [b_wr_v.eq(1), wr_blocked.eq(0), b_wr.rsp.eq(0), b_wr.msg.eq(0),
                          b_wr.err.eq(0)]
@@ -899,6 +935,7 @@ class TxSchedRows(wiring.Component):
         final = Signal(rl.row)
         m.d.comb += final.eq(Mux(refused, r.as_value(), new.as_value()))
         res = dict(refused=refused, push_active=push_active, push_done=push_done, pkt=pkt,
+                   msg_next=st_w.msg_next + 1,
                    probe=probe_hit, restore=restore, kept=kept,
                    frame=frame, sent=sent, cqe=cqe, cqe_rsp=cqe_rsp, cqe_v=cqe_v,
                    desc=desc_rec, desc_we=desc_we, desc_slot=desc_slot)

@@ -15,7 +15,8 @@ Same ports and stream interface as :class:`~metaroce.models.tx_sched.TxSchedCycl
 (``step(inputs) -> outputs``, the layouts of :func:`~metaroce.models.tx_sched.layouts`), so the
 block's driver (models/tx_sched_cases.py) runs it unchanged. Tail probes on ``s_probe`` are
 operations of their own (MR-TXS-270..279); ``restores=True`` gives ``m_restore``
-(MR-TXS-284..289). Not in this increment (MR-TXS-235): pacing, ``m_rd``.
+(MR-TXS-284..289); ``rd_rows=True`` gives ``m_rd`` (MR-TXS-325..330). Not in this increment
+(MR-TXS-235): pacing.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from .fifo import SyncFifoModel
 from .rx import pack, unpack
 from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, RESTORE_INPUTS, RESTORE_OUTPUTS,
                        SMALL, GEN_BITS, TxSchedModel, check_params, cqe_entry, cqe_outputs,
-                       layouts, restore_layout, rsp_item)
+                       is_atomic, is_read, layouts, restore_layout, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
            "OP_KINDS", "FWD_DISTANCE", "PIPE_STAGES", "rows_restore_layout"]
@@ -222,13 +223,16 @@ applies to. ``restores``: ``m_restore`` through a restore queue (MR-TXS-284..287
 with restores a verdict taken as a reroute leaves on ``m_restore`` too (``kept``, MR-TXS-316;
 ``kept_out=False``, negative control only, leaves it out). The readies before the edge, for
 the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
+``rd_rows``: ``m_rd``, the good READ or atomic on ``s_wr`` with its message number
+(MR-TXS-325..328; ``rd_held``/``rd_stale`` count the cycles one waited for ``m_rd.ready`` / for
+its number's read, each taken logged as an ``"rd"`` event).
 ``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
                  lost_waits=False, last_active_kept=True, restores=False, restore_hold=True,
-                 kept_out=True, **kw):
+                 kept_out=True, rd_rows=False, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -280,16 +284,56 @@ the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
         self.kept_out = bool(kept_out)
         if self.restores:
             self.restore_lay = rows_restore_layout(conns, paths)
+        # MR-TXS-325..327: with rd_rows, m_rd offers the good READ or atomic on s_wr with the
+        # message number it takes, read a cycle ahead from the message numbers' memory (each
+        # (connection, stream)'s msg_next: the row's, written with it); rd_addr the address read
+        # last cycle, rd_msg its data (the memory after the last edge)
+        self.rd_rows = bool(rd_rows)
+        self.rd_addr, self.rd_msg = (0, 0), 0
+        self.rd_held = 0                                 # cycles a READ waited for m_rd.ready
+        self.rd_stale = 0                                # and for its message number's read
+        self._msg_at = [self.rl.row["streams"].offset + s * self.rl.stream.size
+                        + self.rl.stream["msg_next"].offset for s in range(streams)]
         self.events = []
         self.counts = {k: 0 for k in OP_KINDS}           # operations applied, per kind
         self.idle_sched = 0                              # MR-TXS-214: schedule ops that found nothing
         self.kept = 0                                    # MR-TXS-266: verdicts taken as reroutes
 
     def port_names(self):
+        ins, outs = list(INPUTS), list(OUTPUTS)
+        if self.rd_rows:
+            ins, outs = ins + ["m_rd__ready"], outs + ["m_rd__payload", "m_rd__valid"]
         if self.restores:
-            return {"inputs": list(INPUTS) + RESTORE_INPUTS,
-                    "outputs": list(OUTPUTS) + RESTORE_OUTPUTS}
-        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+            ins, outs = ins + RESTORE_INPUTS, outs + RESTORE_OUTPUTS
+        return {"inputs": ins, "outputs": outs}
+
+    # ------------------------------------------------------------ m_rd (MR-TXS-325..327)
+    def _rd_addr(self, f):
+        """MR-TXS-326: a work request's address in the message numbers' memory: (connection,
+        stream modulo ``streams``)."""
+        return f["conn"], f["stream"] & (self.streams - 1)
+
+    def rd_fresh(self, payload):
+        """MR-TXS-326: the message number read last cycle is ``payload``'s stream's (last
+        cycle's read was at its address; the read sees the write at the last edge)."""
+        return self._rd_addr(unpack(self.lay.wr, payload)) == self.rd_addr
+
+    def rd_request(self, payload):
+        """MR-TXS-325 (``TxSchedCycleModel.rd_request``'s contract): ``m_rd``'s fields for the
+        work request ``payload`` on ``s_wr`` when it is a good READ or atomic (None otherwise),
+        its message number the one read last cycle (its stream's ``msg_next`` when
+        :meth:`rd_fresh`); on registers and the port only."""
+        f = unpack(self.lay.wr, payload)
+        if not self.rd_rows or not (is_read(f["op"]) or is_atomic(f["op"])) \
+                or self.sem.wr_status(f):
+            return None
+        return {"conn": f["conn"], "stream": f["stream"], "msg": self.rd_msg,
+                "laddr": f["laddr"], "length": f["length"], "wr_id": f["wr_id"]}
+
+    def _rd_msg_of(self, conn, s):
+        """MR-TXS-326: stream ``s``'s ``msg_next`` in the row of ``conn`` in memory (what the
+        message numbers' memory holds)."""
+        return (self.mem[conn] >> self._msg_at[s]) & 0xFFFFFFFF
 
     # ------------------------------------------------------------ rows <-> semantics
     def _reset_row(self, c):
@@ -630,7 +674,15 @@ the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
         cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
                                                                      self.cqe_q.level)
         fail_free = free("fail")
-        out = {"s_wr__ready": int(wr_free and not rsp_valid), "s_rsp__ready": int(wr_free),
+        # MR-TXS-325/327: a good READ or atomic on s_wr waits at the port for m_rd (and for its
+        # message number read, MR-TXS-326)
+        rd, rd_ok = None, 1
+        if self.rd_rows:
+            wpay = g("s_wr__payload", 0)
+            rd = self.rd_request(wpay)
+            rd_ok = int(rd is None or (self.rd_fresh(wpay) and bool(g("m_rd__ready", 0))))
+        out = {"s_wr__ready": int(wr_free and not rsp_valid and rd_ok),
+               "s_rsp__ready": int(wr_free),
                "s_acked__ready": int(free("acked")), "s_resend__ready": int(b["lost"] is None),
                "s_fail__ready": int(fail_free), "s_error__ready": int(fail_free),
                "s_cwnd__ready": int(free("cwnd")), "s_probe__ready": self._probe_ready(taken),
@@ -638,6 +690,19 @@ the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
                "m_cqe__payload": cq_pay, "m_cqe__valid": cq_valid}
+        rd_take = False
+        if self.rd_rows:
+            f = unpack(lay.wr, wpay)
+            rd_valid = int(rd is not None and self.rd_fresh(wpay) and bool(g("s_wr__valid", 0))
+                           and wr_free and not rsp_valid)
+            out["m_rd__valid"] = rd_valid
+            out["m_rd__payload"] = pack(lay.rd, {
+                "conn": f["conn"], "stream": f["stream"], "msg": self.rd_msg,
+                "laddr": f["laddr"], "length": f["length"], "wr_id": f["wr_id"]})
+            rd_take = bool(rd_valid and g("m_rd__ready", 0))
+            self.rd_held += bool(rd_valid and not rd_take)
+            self.rd_stale += bool(rd is not None and g("s_wr__valid", 0) and wr_free
+                                  and not rsp_valid and not self.rd_fresh(wpay))
         if self.restores:
             # MR-TXS-284: the restore queue's head (MR-TXS-286's hold is in _probe_ready)
             out["m_restore__valid"] = int(self.rst_q.level > 0)
@@ -691,6 +756,14 @@ the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
             b["wr"] = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), self.streams)
         elif out["s_wr__ready"] and g("s_wr__valid", 0):
             b["wr"] = unpack(lay.wr, g("s_wr__payload", 0))
+            if rd_take:
+                # MR-TXS-328: the transfer on m_rd, logged for the replay
+                self.events.append(("rd", rd["conn"], rd, None, None, None, None, g("now", 0)))
+        if self.rd_rows:
+            # MR-TXS-326: the address read in this cycle (s_wr's payload, valid or not) and
+            # its data after this edge's writes (the read is transparent to them)
+            self.rd_addr = self._rd_addr(unpack(lay.wr, g("s_wr__payload", 0)))
+            self.rd_msg = self._rd_msg_of(*self.rd_addr)
         if b["wr"] is None:
             self.blocked["wr"] = False
         if out["s_acked__ready"] and g("s_acked__valid", 0):
@@ -736,11 +809,24 @@ def replay(model):
                           if k not in ("conns", "streams", "paths", "depth")})
     S = model.streams
     frames, cqes = {}, {}
+    rd = None               # MR-TXS-328: the READ taken on m_rd, not yet applied
     for n, (kind, c, f, res, frame, sent, cqe, now) in enumerate(model.events):
         where = f"op {n} ({kind}, conn {c})"
         got = None
-        if kind == "wr":
+        if kind == "rd":
+            assert rd is None, f"{where}: taken on m_rd before {rd} was applied"
+            rd = f
+        elif kind == "wr":
             assert ref.wr_room(f), f"{where}: taken without room"
+            if getattr(model, "rd_rows", False) and not f.get("rsp") and (
+                    is_read(f["op"]) or is_atomic(f["op"])) and not ref.wr_status(f):
+                # MR-TXS-328: a good READ or atomic was offered on m_rd when taken, with the
+                # message number it takes here (its stream's msg_next)
+                want = {"conn": c, "stream": f["stream"],
+                        "msg": ref.q[ref.qi(c, f["stream"])]["msg_next"],
+                        "laddr": f["laddr"], "length": f["length"], "wr_id": f["wr_id"]}
+                assert rd == want, f"{where}: m_rd {rd}, the scheduler's {want}"
+                rd = None
             got = ref.wr(f)
             assert got == cqe, f"{where}: completion {cqe}, the scheduler's {got}"
         elif kind in ("acked", "lost"):
@@ -792,6 +878,7 @@ def replay(model):
             frames.setdefault(c, []).append(frame)
         if cqe is not None:
             cqes.setdefault(c, []).append(cqe)
+    assert rd is None, f"m_rd took {rd}, never applied"
     return frames, cqes
 
 
