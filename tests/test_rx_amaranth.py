@@ -464,6 +464,54 @@ def test_message_rows_back_to_back():
     assert res["collided"]["msg"] > 0 and res["collided"]["rds"] > 0
 
 
+def _bundle_cases():
+    """Bundles of every form: completion bundles of two records and of a plain WRITE's hole
+    (rc.message_cases), READ completions (rc.read_cases), atomic and response bundles of two
+    items (rc.high_request_cases)."""
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    return s, rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1) + rc.high_request_cases(s, rounds=2)
+
+
+@pytest.mark.slow
+def test_bundles_unpacked():
+    """MR-RX-259: the bundles stored with each item in its run position and the ``ok`` mask,
+    shown first ``ok`` entry at or after the index register: every output in lockstep with
+    the model (which packs them from entry 0) under idle cycles and backpressure, 0
+    mismatches; outputs and outcomes as the model says."""
+    s, cases = _bundle_cases()
+    res = run_lockstep(512, s, cases, seed=5, p_idle=0.2, p_bp=0.4)
+    assert len(res["cqe"]) >= 8 and len(res["rsp"]) >= 4 and len(res["atom"]) >= 4
+
+
+def _wrong_first_ok(wrong):
+    from amaranth.hdl import Cat, Signal
+    import metaroce.hdl.rx as hdl_rx
+    real = hdl_rx._first_ok
+
+    def first_ok(m, name, ok, sel, n):
+        if wrong == "reversed":         # the last ok entry first
+            at, last = real(m, name, Cat(*reversed(list(ok))), sel, n)
+            return (n - 1) - at, last
+        at, last = Signal(range(n), name=f"{name}_at"), Signal(name=f"{name}_last")
+        # "packed": entry sel shown, as if the items were packed from entry 0
+        m.d.comb += [at.eq(sel), last.eq(sel == sum(ok[i] for i in range(n)) - 1)]
+        return at, last
+    return first_ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", ["reversed", "packed"])
+def test_bundles_unpacked_catch_wrong_pick(wrong, monkeypatch):
+    """MR-RX-259 (negative controls): the items shown last ``ok`` entry first (a bundle of
+    two), or entry by entry as if packed from entry 0 (a bundle with a hole), fail the
+    lockstep of test_bundles_unpacked."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_first_ok", _wrong_first_ok(wrong))
+    s, cases = _bundle_cases()
+    with pytest.raises(Mismatch):
+        run_lockstep(512, s, cases, seed=5, p_idle=0.2, p_bp=0.4, share=False)
+
+
 def test_path_row_forwards():
     """MR-RX-117: the path row read in S2 and registered in S3: records of one path at
     distances 1 and 2, and 3 behind other paths' (MR-RX-138, MR-RX-140: the write in the
