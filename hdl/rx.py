@@ -327,6 +327,11 @@ def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     return Cat(*parts)
 
 
+def _s5_ring_load(advance, slow_write):
+    """MR-RX-260: the cycles S5's ring register takes the path table's write data."""
+    return advance | slow_write
+
+
 def _bundle(m, layout, ok, items):
     """MR-RX-259: a queue entry of ``layout`` ({ok, the items}) holding item ``i`` in entry
     ``i`` (unpacked: no select over the ``ok`` patterns), ``ok`` which entries are items."""
@@ -1182,7 +1187,7 @@ class Rx(wiring.Component):
                                                                             NAK_OF[RxCode.LENGTH]),
                                                             Mux(rsc_rnr, NAK_OF[RxCode.RNR], s4_late_reason))))),
                 s5_ack_en.eq(is_nak | send_ack), s5_ack.eq(send_ack),
-                s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
+                s5_cum.eq(nrow.cum), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
                 # MR-RX-103: a stale SEND is accepted, not placed
                 s5_place.eq(accepted & ~s4_stale & (s4_carry.plen != 0)), s5_steer_en.eq(s4_carry.steer),
                 s5_steer.eq(accepted & ~s4_stale), s5_hot.eq(Mux(tmr, 0, Const(1, len(RxCode)) << final)),
@@ -1190,7 +1195,14 @@ class Rx(wiring.Component):
                 s5_abandoned.eq(0),
             ]
         with m.Elif(slow_write):
-            m.d.sync += [s5_cum.eq(slow_row.cum), s5_ring.eq(slow_row.ring), s5_abandoned.eq(h4_abandoned)]
+            m.d.sync += [s5_cum.eq(slow_row.cum), s5_abandoned.eq(h4_abandoned)]
+        # MR-RX-260 (for LUTs, not behaviour): S5's ring takes the path table's write data
+        # (`path_wd`, the write registers' select): S4's new row in a cycle that advances (a
+        # record whose ring S5 reads, for an ACK's SACK or H1's turn, is `ok`), H5's row in
+        # `slow_write` (never in a cycle that advances)
+        ring_field = lay.path_mem["ring"]
+        with m.If(_s5_ring_load(advance, slow_write)):
+            m.d.sync += s5_ring.eq(path_wd[ring_field.offset:ring_field.offset + ring_field.width])
         with m.Elif(hold == HOLD_CYCLES - 2):
             # H3: the run (bit-reversed, cum's bit cleared) into S5's ring register for H4's
             # rotate: no hold outside an ACK push reads S5's ring after H1's turn

@@ -126,6 +126,20 @@ def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
         run_lockstep(64, s, rc.burst_slow(s, 20, kind="slide", plen=5), seed=9, p_idle=0.1, p_bp=0.2, share=False)
 
 
+@pytest.mark.slow
+def test_s5_ring_from_write_data_catches_no_h5(monkeypatch):
+    """MR-RX-260 (negative control): S5's ring takes the path table's write data in a cycle
+    that advances and in H5 (`slow_write`); without H5's load the lockstep of
+    test_slow_updates[fill] fails (the ACK after a slow update reads H3's run), so that test
+    checks the H5 source."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_s5_ring_load", lambda advance, slow_write: advance)
+    s = rc.Setup(*SMALL, seed=16, ack_every=1)
+    cases = rc.within_slots(s, rc.burst_slow(s, 20, kind="fill", plen=5) + rc.toggle_cases(s))
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=9, p_idle=0.1, p_bp=0.2, share=False)
+
+
 @pytest.mark.parametrize("width,shape", [(64, "both"), pytest.param(512, "bp", marks=pytest.mark.slow), (128, "idle")])
 def test_window_and_bad_inputs(width, shape):
     """MR-RX-020..033, MR-RX-049, MR-RX-050: reordering, gaps, slides beyond 256, PSNs beyond
