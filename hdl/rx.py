@@ -327,34 +327,46 @@ def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     return Cat(*parts)
 
 
+def _s5_ring_load(advance, slow_write):
+    """MR-RX-260: the cycles S5's ring register takes the path table's write data."""
+    return advance | slow_write
+
+
 def _bundle(m, layout, ok, items):
-    """MR-RX-085, MR-RX-131: a queue entry of ``layout`` ({last, the items}) holding the
-    ``items`` whose ``ok`` bit is set, from entry 0 in order; ``last`` the index of the last."""
-    n = len(items)
+    """MR-RX-259: a queue entry of ``layout`` ({ok, the items}) holding item ``i`` in entry
+    ``i`` (unpacked: no select over the ``ok`` patterns), ``ok`` which entries are items."""
     bundle = Signal(layout)
-    entries = bundle[next(name for name, _ in layout if name != "last")]
-    m.d.comb += bundle.last.eq(sum(ok[i] for i in range(n)) - 1)
-    for p in range(n):
-        with m.Switch(ok):
-            for pattern in range(1 << n):
-                ones = [i for i in range(n) if pattern >> i & 1]
-                if p < len(ones):
-                    with m.Case(pattern):
-                        m.d.comb += entries[p].eq(items[ones[p]])
+    entries = bundle[next(name for name, _ in layout if name != "ok")]
+    m.d.comb += bundle.ok.eq(ok)
+    for i, item in enumerate(items):
+        m.d.comb += entries[i].eq(item)
     return bundle
 
 
+def _first_ok(m, name, ok, sel, n):
+    """MR-RX-259: the index of a bundle's first ``ok`` entry at or after ``sel`` (the entry
+    shown), and whether no ``ok`` entry follows it (the bundle's last item)."""
+    at, last = Signal(range(n), name=f"{name}_at"), Signal(name=f"{name}_last")
+    m.d.comb += at.eq(n - 1)
+    for i in reversed(range(n - 1)):
+        with m.If(ok[i] & (sel <= i)):
+            m.d.comb += at.eq(i)
+    m.d.comb += last.eq(~Cat(*[ok[j] & (at < j) for j in range(1, n)]).any())
+    return at, last
+
+
 def _bundle_out(m, name, layout, q, port, n):
-    """A bundle queue's head shown on ``port`` one item after another (an index register);
-    the bundle leaves the queue with its last item (MR-RX-085, MR-RX-131)."""
+    """A bundle queue's head shown on ``port`` one item after another (an index register, the
+    next entry to look at); the bundle leaves the queue with its last item (MR-RX-085,
+    MR-RX-131, MR-RX-259)."""
     sel = Signal(range(n), name=f"{name}_sel")
     head = data.View(layout, q.r_data)
-    entries = head[next(f for f, _ in layout if f != "last")]
+    entries = head[next(f for f, _ in layout if f != "ok")]
     take = q.r_rdy & port.ready
-    at_last = sel == head.last
+    at, at_last = _first_ok(m, name, head.ok, sel, n)
     with m.If(take):
-        m.d.sync += sel.eq(Mux(at_last, 0, sel + 1))
-    m.d.comb += [port.valid.eq(q.r_rdy), port.payload.eq(_pick([entries[i].as_value() for i in range(n)], sel)),
+        m.d.sync += sel.eq(Mux(at_last, 0, at + 1))
+    m.d.comb += [port.valid.eq(q.r_rdy), port.payload.eq(_pick([entries[i].as_value() for i in range(n)], at)),
                  q.r_en.eq(take & at_last)]
 
 
@@ -1175,7 +1187,7 @@ class Rx(wiring.Component):
                                                                             NAK_OF[RxCode.LENGTH]),
                                                             Mux(rsc_rnr, NAK_OF[RxCode.RNR], s4_late_reason))))),
                 s5_ack_en.eq(is_nak | send_ack), s5_ack.eq(send_ack),
-                s5_cum.eq(nrow.cum), s5_ring.eq(nrow.ring), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
+                s5_cum.eq(nrow.cum), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
                 # MR-RX-103: a stale SEND is accepted, not placed
                 s5_place.eq(accepted & ~s4_stale & (s4_carry.plen != 0)), s5_steer_en.eq(s4_carry.steer),
                 s5_steer.eq(accepted & ~s4_stale), s5_hot.eq(Mux(tmr, 0, Const(1, len(RxCode)) << final)),
@@ -1183,7 +1195,14 @@ class Rx(wiring.Component):
                 s5_abandoned.eq(0),
             ]
         with m.Elif(slow_write):
-            m.d.sync += [s5_cum.eq(slow_row.cum), s5_ring.eq(slow_row.ring), s5_abandoned.eq(h4_abandoned)]
+            m.d.sync += [s5_cum.eq(slow_row.cum), s5_abandoned.eq(h4_abandoned)]
+        # MR-RX-260 (for LUTs, not behaviour): S5's ring takes the path table's write data
+        # (`path_wd`, the write registers' select): S4's new row in a cycle that advances (a
+        # record whose ring S5 reads, for an ACK's SACK or H1's turn, is `ok`), H5's row in
+        # `slow_write` (never in a cycle that advances)
+        ring_field = lay.path_mem["ring"]
+        with m.If(_s5_ring_load(advance, slow_write)):
+            m.d.sync += s5_ring.eq(path_wd[ring_field.offset:ring_field.offset + ring_field.width])
         with m.Elif(hold == HOLD_CYCLES - 2):
             # H3: the run (bit-reversed, cum's bit cleared) into S5's ring register for H4's
             # rotate: no hold outside an ACK push reads S5's ring after H1's turn
@@ -1510,14 +1529,18 @@ class Rx(wiring.Component):
         atom_w = Signal(lay.atom_bundle)
         m.d.comb += [atom_w.eq(_bundle(m, lay.atom_bundle, s6_atom_ok, atom_items)), atom_q.w_en.eq(s6_atom),
                      atom_q.w_data.eq(atom_w)]
-        r_bundle = Signal(lay.cqe_bundle)
-        # MR-RX-159/160: the request's opcode (RD_OP_WC) and length, REM_ACCESS_ERR for an ERROR
-        m.d.comb += [r_bundle.cqes[0].conn.eq(s6_conn), r_bundle.cqes[0].stream.eq(s6_stream),
-                     r_bundle.cqes[0].msg.eq(s6_rd.msg),
-                     r_bundle.cqes[0].opcode.eq(Array([Const(w, 8) for w in RD_OP_WC])[s6_rd.kind]),
-                     r_bundle.cqes[0].status.eq(Mux(s6_rd.err, WC_REM_ACCESS_ERR, 0)),
-                     r_bundle.cqes[0].length.eq(s6_rd.msg_len), r_bundle.cqes[0].wr_id.eq(s6_rd.wr_id)]
-        m.d.comb += [cqe_q.w_en.eq(s6_cqe), cqe_q.w_data.eq(Mux(s6_read, r_bundle.as_value(), bundle.as_value()))]
+        # MR-RX-159/160: the request's opcode (RD_OP_WC) and length, REM_ACCESS_ERR for an ERROR;
+        # MR-RX-259: in entry 0 with only that entry marked, the other entries the delivery's
+        # (not shown), so only entry 0 and `ok` take a select
+        rd_cqe = Signal(lay.cqe)
+        m.d.comb += [rd_cqe.conn.eq(s6_conn), rd_cqe.stream.eq(s6_stream), rd_cqe.msg.eq(s6_rd.msg),
+                     rd_cqe.opcode.eq(Array([Const(w, 8) for w in RD_OP_WC])[s6_rd.kind]),
+                     rd_cqe.status.eq(Mux(s6_rd.err, WC_REM_ACCESS_ERR, 0)),
+                     rd_cqe.length.eq(s6_rd.msg_len), rd_cqe.wr_id.eq(s6_rd.wr_id)]
+        cqe_w = Signal(lay.cqe_bundle)
+        m.d.comb += [cqe_w.eq(bundle), cqe_q.w_en.eq(s6_cqe), cqe_q.w_data.eq(cqe_w)]
+        with m.If(s6_read):
+            m.d.comb += [cqe_w.ok.eq(1), cqe_w.cqes[0].eq(rd_cqe)]
         _bundle_out(m, "cqe", lay.cqe_bundle, cqe_q, self.m_cqe, n_slots)
         _bundle_out(m, "rsp", lay.rsp_bundle, rsp_q, self.m_rsp, n_slots)
         # -- MR-RX-163..166: the atomics' operands and m_atom's output stage
@@ -1544,8 +1567,8 @@ class Rx(wiring.Component):
         a_head = data.View(lay.atom_bundle, atom_q.r_data)
         a_sel = Signal(range(n_slots), name="atom_sel")
         a_entry = Signal(lay.atom_entry)
-        m.d.comb += a_entry.eq(_pick([a_head.atoms[i].as_value() for i in range(n_slots)], a_sel))
-        a_last = a_sel == a_head.last
+        a_at, a_last = _first_ok(m, "atom", a_head.ok, a_sel, n_slots)
+        m.d.comb += a_entry.eq(_pick([a_head.atoms[i].as_value() for i in range(n_slots)], a_at))
         a_load = Signal()
         ao_valid, ao_entry = Signal(), Signal(lay.atom_entry)
         ao_pmark = Signal(PLACE_MARK_BITS)      # MR-RX-175: the shown item's placement mark
@@ -1555,7 +1578,7 @@ class Rx(wiring.Component):
                      opd_rd.en.eq(a_load), atom_q.r_en.eq(a_load & a_last)]
         with m.If(a_load):
             m.d.sync += [ao_valid.eq(1), ao_entry.eq(a_entry), ao_pmark.eq(a_head.pmark),
-                         a_sel.eq(Mux(a_last, 0, a_sel + 1))]
+                         a_sel.eq(Mux(a_last, 0, a_at + 1))]
         with m.Elif(self.m_atom.ready):
             m.d.sync += ao_valid.eq(0)
         m.d.sync += aq_read.eq(aq_read + (a_load & a_last))

@@ -309,11 +309,11 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
                                  "slots": data.ArrayLayout(msg_slot, msg_slots)})
     cqe = data.StructLayout({"conn": cb, "stream": records.STREAM_BITS, "msg": records.SEQ_BITS, "status": 5,
                              "opcode": 8, "length": 32, "imm": 32, "with_imm": 1, "wr_id": 64})
-    cqe_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
+    cqe_bundle = data.StructLayout({"ok": msg_slots,
                                     "cqes": data.ArrayLayout(cqe, msg_slots)})
     # MR-RX-131: the TX side's input s_rsp takes these field names and widths (branch tx22)
     rsp = data.StructLayout({"conn": cb, "stream": 16, "msg": 32, "laddr": 64, "length": 32, "err": 1})
-    rsp_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
+    rsp_bundle = data.StructLayout({"ok": msg_slots,
                                     "rsps": data.ArrayLayout(rsp, msg_slots)})
     # MR-RX-155: an atomic executed at its delivery point: the requester's stream and message,
     # the host address of its 8 bytes (0 when refused), the operation, the refusal
@@ -326,7 +326,7 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     # MR-RX-155, MR-RX-165: the atomic queue's entry: the items without their operands, and
     # the count of operand captures that must be done before they are shown (`mark`);
     # MR-RX-175: the placement mark its items carry (`pmark`)
-    atom_bundle = data.StructLayout({"last": max(1, (msg_slots - 1).bit_length()),
+    atom_bundle = data.StructLayout({"ok": msg_slots,
                                      "atoms": data.ArrayLayout(atom_entry, msg_slots), "mark": CAP_COUNT_BITS,
                                      "pmark": PLACE_MARK_BITS})
     return Layouts(conns, paths, keys, cb, pb, kb, conn, key, path, path_mem, ack, place, cfg,
@@ -911,9 +911,10 @@ OUTPUTS = ("s_meta__ready", "s_payload__ready", "s_cfg__ready", "m_ack__payload"
 
 
 def pack_bundle(lay, cqes):
-    """MR-RX-085: the completion records one chunk delivers as one queue entry (``last`` the
-    index of the last record, the records from entry 0)."""
-    word = pack(lay.cqe_bundle, {"last": len(cqes) - 1})
+    """MR-RX-085, MR-RX-259: the completion records one chunk delivers as one queue entry, the
+    records in entries 0.. and ``ok`` marking them (the RTL keeps each record in its run
+    position; the entries shown, in order, are the same)."""
+    word = pack(lay.cqe_bundle, {"ok": (1 << len(cqes)) - 1})
     off = lay.cqe_bundle["cqes"].offset
     for i, c in enumerate(cqes):
         word |= pack(lay.cqe, c) << (off + i * lay.cqe.size)
@@ -925,21 +926,21 @@ def pack_rsp_bundle(lay, rsps, bundle=None, item=None):
     :func:`pack_bundle` (MR-RX-155: ``bundle`` and ``item`` the atomics' layouts)."""
     bundle = lay.rsp_bundle if bundle is None else bundle
     item = lay.rsp if item is None else item
-    word = pack(bundle, {"last": len(rsps) - 1})
-    off = bundle[next(n for n, _ in bundle if n != "last")].offset
+    word = pack(bundle, {"ok": (1 << len(rsps)) - 1})
+    off = bundle[next(n for n, _ in bundle if n != "ok")].offset
     for i, r in enumerate(rsps):
         word |= pack(item, r) << (off + i * item.size)
     return word
 
 
 def bundle_entry(lay, word, i, bundle=None, item=None):
-    """Record ``i`` (flat) of a flat bundle, and the bundle's last index (a completion
-    bundle, or ``bundle`` of ``item`` records)."""
+    """Record ``i`` (flat) of a bundle packed from entry 0 (:func:`pack_bundle`), and the
+    bundle's last index (a completion bundle, or ``bundle`` of ``item`` records)."""
     bundle = lay.cqe_bundle if bundle is None else bundle
     item = lay.cqe if item is None else item
-    off = bundle[next(n for n, _ in bundle if n != "last")].offset + i * item.size
-    last = word & ((1 << bundle["last"].width) - 1)
-    return (word >> off) & ((1 << item.size) - 1), last
+    off = bundle[next(n for n, _ in bundle if n != "ok")].offset + i * item.size
+    ok = word >> bundle["ok"].offset & ((1 << bundle["ok"].width) - 1)
+    return (word >> off) & ((1 << item.size) - 1), max(ok.bit_length() - 1, 0)
 
 
 GEN_MASK = (1 << GEN_BITS) - 1

@@ -126,6 +126,20 @@ def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
         run_lockstep(64, s, rc.burst_slow(s, 20, kind="slide", plen=5), seed=9, p_idle=0.1, p_bp=0.2, share=False)
 
 
+@pytest.mark.slow
+def test_s5_ring_from_write_data_catches_no_h5(monkeypatch):
+    """MR-RX-260 (negative control): S5's ring takes the path table's write data in a cycle
+    that advances and in H5 (`slow_write`); without H5's load the lockstep of
+    test_slow_updates[fill] fails (the ACK after a slow update reads H3's run), so that test
+    checks the H5 source."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_s5_ring_load", lambda advance, slow_write: advance)
+    s = rc.Setup(*SMALL, seed=16, ack_every=1)
+    cases = rc.within_slots(s, rc.burst_slow(s, 20, kind="fill", plen=5) + rc.toggle_cases(s))
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=9, p_idle=0.1, p_bp=0.2, share=False)
+
+
 @pytest.mark.parametrize("width,shape", [(64, "both"), pytest.param(512, "bp", marks=pytest.mark.slow), (128, "idle")])
 def test_window_and_bad_inputs(width, shape):
     """MR-RX-020..033, MR-RX-049, MR-RX-050: reordering, gaps, slides beyond 256, PSNs beyond
@@ -462,6 +476,54 @@ def test_message_rows_back_to_back():
     assert len(res["cqe"]) == 8 + 3
     # MR-RX-119: reads of both tables met writes of their rows (poisoned, unused)
     assert res["collided"]["msg"] > 0 and res["collided"]["rds"] > 0
+
+
+def _bundle_cases():
+    """Bundles of every form: completion bundles of two records and of a plain WRITE's hole
+    (rc.message_cases), READ completions (rc.read_cases), atomic and response bundles of two
+    items (rc.high_request_cases)."""
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    return s, rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1) + rc.high_request_cases(s, rounds=2)
+
+
+@pytest.mark.slow
+def test_bundles_unpacked():
+    """MR-RX-259: the bundles stored with each item in its run position and the ``ok`` mask,
+    shown first ``ok`` entry at or after the index register: every output in lockstep with
+    the model (which packs them from entry 0) under idle cycles and backpressure, 0
+    mismatches; outputs and outcomes as the model says."""
+    s, cases = _bundle_cases()
+    res = run_lockstep(512, s, cases, seed=5, p_idle=0.2, p_bp=0.4)
+    assert len(res["cqe"]) >= 8 and len(res["rsp"]) >= 4 and len(res["atom"]) >= 4
+
+
+def _wrong_first_ok(wrong):
+    from amaranth.hdl import Cat, Signal
+    import metaroce.hdl.rx as hdl_rx
+    real = hdl_rx._first_ok
+
+    def first_ok(m, name, ok, sel, n):
+        if wrong == "reversed":         # the last ok entry first
+            at, last = real(m, name, Cat(*reversed(list(ok))), sel, n)
+            return (n - 1) - at, last
+        at, last = Signal(range(n), name=f"{name}_at"), Signal(name=f"{name}_last")
+        # "packed": entry sel shown, as if the items were packed from entry 0
+        m.d.comb += [at.eq(sel), last.eq(sel == sum(ok[i] for i in range(n)) - 1)]
+        return at, last
+    return first_ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", ["reversed", "packed"])
+def test_bundles_unpacked_catch_wrong_pick(wrong, monkeypatch):
+    """MR-RX-259 (negative controls): the items shown last ``ok`` entry first (a bundle of
+    two), or entry by entry as if packed from entry 0 (a bundle with a hole), fail the
+    lockstep of test_bundles_unpacked."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_first_ok", _wrong_first_ok(wrong))
+    s, cases = _bundle_cases()
+    with pytest.raises(Mismatch):
+        run_lockstep(512, s, cases, seed=5, p_idle=0.2, p_bp=0.4, share=False)
 
 
 def test_path_row_forwards():
