@@ -198,6 +198,12 @@ SLOW_FWD_FIELDS = ("cum", "ring")
 # MR-RX-205: the forwarded candidate's message-done test from S4's rest less S5's plen
 # (False: through S5's placed-bytes adder, the same function, for the depth comparison)
 NX_DONE = True
+# MR-RX-269: the message table read in S2 and registered as the record enters S4 (False: the
+# read in S3 of MR-RX-115, the same function, for the depth and route comparison)
+MSG_READ_S2 = True
+# MR-RX-270: S4's message row register takes the write of S3's cycle to S3's row (False: a wrong
+# form without it, for the negative control)
+MSG4_NOW = True
 
 
 def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=None):
@@ -1232,11 +1238,28 @@ class Rx(wiring.Component):
         m_same, msg_addr_s4 = _same_row(m, "msg", msg_addr, advance)
         m_fwd_now, new_row = Signal(), Signal(lay.msg_row)
         msg_parts = []
-        # read every cycle, S4's row again during a hold (a plain synchronous read port, for
-        # MR-FLOW-026's block RAM; as the path row's)
-        mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, Mux(advance, msg_addr, msg_addr_s4),
-                                                      advance, [(m_fwd_now, new_row.as_value())], reread=True,
-                                                      rd_data=msg_data, parts=msg_parts))
+        if MSG_READ_S2:
+            # MR-RX-269: read in S2 (S3's row again during a hold) and registered as the record
+            # enters S4 (`msg4_row`), the write of S3's cycle to S3's row (S5's record's, the
+            # record two ahead, or a configuration write) taken there and the write of S2's
+            # cycle forwarded, so S4's decision terms start from a register, not the block
+            # RAM's output; S5's row register (`msg_row`) takes that register or S5's write of
+            # S4's cycle (MR-RX-115's last forward)
+            msg_addr2 = Cat(s2_carry.stream[:sb], s2_carry.conn)
+            msg_now3 = msg_wr.en & (msg_wr.addr == msg_addr)
+            msg4 = _registered_row(m, "msg4", msg_rd, msg_wr, Mux(advance, msg_addr2, msg_addr), advance,
+                                   [(msg_now3, msg_wr.data)] if MSG4_NOW else [], reread=True, rd_data=msg_data)
+            msg_parts.append(msg4)
+            msg5 = Signal(lay.msg_row.size, name="msg_row")
+            with m.If(advance):
+                m.d.sync += msg5.eq(Mux(m_fwd_now, new_row.as_value(), msg4))
+            mrow = data.View(lay.msg_row, msg5)
+        else:
+            # read every cycle, S4's row again during a hold (a plain synchronous read port, for
+            # MR-FLOW-026's block RAM; as the path row's)
+            mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, Mux(advance, msg_addr, msg_addr_s4),
+                                                          advance, [(m_fwd_now, new_row.as_value())], reread=True,
+                                                          rd_data=msg_data, parts=msg_parts))
         mc = s5_carry
         # MR-RX-204: the record's msg - j and msg_len - plen registered as it enters S4 (for S4's
         # decision terms, MR-RX-205) and moved into S5 with it
