@@ -204,6 +204,13 @@ MSG_READ_S2 = True
 # MR-RX-270: S4's message row register takes the write of S3's cycle to S3's row (False: a wrong
 # form without it, for the negative control)
 MSG4_NOW = True
+# MR-RX-272: S3's verdict terms on the read candidate compare the table's `next` with S3's
+# registered msg - j (False: through the subtractor msg - next, the same function, for the
+# depth comparison)
+SV_BASE_EQ = True
+# MR-RX-273: a wrong form for the negative control: msg - j registered from the record ahead
+# (S3's as it leaves for S4) instead of S2's
+SV_MINUS_WRONG = False
 
 
 def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=None):
@@ -855,18 +862,41 @@ class Rx(wiring.Component):
                 slot = sv_slot_of(row)
                 return Cat(slot.valid, (slot.msg_len != s3_carry.msg_len) | (slot.kind != s3_carry.kind))
 
-            def sv_term(test):
+            # MR-RX-272: S3's msg - j (j < 2 msg_slots) registered as the record enters S3, so the
+            # read candidate's equalities compare the verdict table's `next` with registers: no
+            # subtractor after the block RAM's output (d == j: next == msg - j; d == 2^31 + i:
+            # next == (msg - i) with bit 31 flipped)
+            s3_msg_minus = [Signal(32, name=f"s3_msg_minus{j}") for j in range(2 * n_slots)]
+            with m.If(advance):
+                m.d.sync += [r.eq((s3_carry if SV_MINUS_WRONG else s2_carry).msg - j)
+                             for j, r in enumerate(s3_msg_minus)]
+
+            def sv_term(test, base=None):
                 """The term per candidate, chosen last by this cycle's write (the deep selects):
-                S5's write's per its run's length k, a configuration write's, else the base's."""
+                S5's write's per its run's length k, a configuration write's, else the base's
+                (``base``: the read candidate's term, when given, in place of ``test``'s)."""
                 s5 = Cat(*[on & test(sv_d_s5, k) for k, on in lens]).any()
-                return Mux(sv_now, Mux(sv_s5_rec, s5, test(sv_d_cfg, 0)), test(sv_d_base, 0))
+                return Mux(sv_now, Mux(sv_s5_rec, s5, test(sv_d_cfg, 0)),
+                           test(sv_d_base, 0) if base is None or not SV_BASE_EQ else base)
             sv_eq = [Signal(name=f"sv_eq{j}") for j in range(2 * n_slots)]
             sv_eqh = [Signal(name=f"sv_eqh{i}") for i in range(n_slots + 1)]
             sv_neg, sv_valid, sv_ne = Signal(), Signal(), Signal()
+            flip31 = Const(1 << 31, 32)
+            # the read candidate's sign of d = msg - next by halves (carry select): the low half's
+            # borrow picks the high half's difference less 0 or 1, two 16-bit chains side by side
+            d_lo = Signal(17)
+            d_hi0, d_hi1 = Signal(16), Signal(16)
+            m.d.comb += [d_lo.eq(s3_msg[:16] - sv_base.next[:16]),
+                         d_hi0.eq(s3_msg[16:] - sv_base.next[16:]),
+                         d_hi1.eq(s3_msg[16:] + ~sv_base.next[16:])]
+            sv_neg_base = Mux(d_lo[16], d_hi1[15], d_hi0[15])
             with m.If(advance):
-                m.d.sync += [*[e.eq(sv_term(lambda d, k, j=j: d == j + k)) for j, e in enumerate(sv_eq)],
-                             *[e.eq(sv_term(lambda d, k, i=i: d == (1 << 31) + i + k)) for i, e in enumerate(sv_eqh)],
-                             sv_neg.eq(sv_term(lambda d, k: (d - k)[31])),
+                m.d.sync += [*[e.eq(sv_term(lambda d, k, j=j: d == j + k, sv_base.next == s3_msg_minus[j]))
+                               for j, e in enumerate(sv_eq)],
+                             *[e.eq(sv_term(lambda d, k, i=i: d == (1 << 31) + i + k,
+                                            sv_base.next == (s3_msg_minus[i] ^ flip31)))
+                               for i, e in enumerate(sv_eqh)],
+                             sv_neg.eq(sv_term(lambda d, k: (d - k)[31], sv_neg_base)),
                              Cat(sv_valid, sv_ne).eq(Mux(sv_now, sv_slot_terms(sv_wr_row), sv_slot_terms(sv_base)))]
             # S4's record against S5's (the record ahead): the same message, another msg_len or kind
             y_msg_eq, y_hdr_ne = Signal(), Signal()

@@ -466,20 +466,48 @@ def test_message_rows_back_to_back():
     assert res["collided"]["msg"] > 0 and res["collided"]["rds"] > 0
 
 
+def _distance_three_cases():
+    """One stream's message cases with two records of another connection's between each two
+    of its records (x, y, y, x, ...; each list in its own order), so a record read in S2 meets
+    the write of its stream's record three ahead and no write of its row at distances 1 and 2
+    (MR-RX-270's forward register alone)."""
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    xs, ys = rc.message_cases(s), rc.message_cases(s, conn=1, stream=1)
+    cases = []
+    while xs:
+        cases += [xs.pop(0), *ys[:2]]
+        del ys[:2]
+    return s, cases + ys
+
+
+@pytest.mark.slow
+def test_message_rows_distance_three():
+    """MR-RX-269, MR-RX-270: the message row read in S2 behind its stream's write of the read's
+    own cycle (the record three ahead, no write of the row between), no idle cycle and no
+    backpressure: 0 mismatches, outputs and outcomes as the model says, reads of the message
+    table met writes of their rows (poisoned, unused)."""
+    s, cases = _distance_three_cases()
+    res = run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0)
+    assert len(res["cqe"]) == 2 * 8
+    assert res["collided"]["msg"] > 0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong", ["no_s3_write", "no_read_cycle_write"])
 def test_message_row_read_in_s2_catches_missing_forward(wrong, monkeypatch):
     """MR-RX-271 (negative controls of MR-RX-269, MR-RX-270): the message table read in S2 and
     registered as the record enters S4 needs the write of S3's cycle to S3's row
-    (`hdl.rx.MSG4_NOW` off: not taken) and the write of the read's own cycle (S2's; taken out
-    of `msg4`'s forward: the poisoned read data, MR-RX-119, is used instead); without either,
-    the lockstep of test_message_rows_back_to_back (each chunk of a stream right behind the
-    one before, so its row needs the writes of the records two and three ahead) fails."""
+    (`hdl.rx.MSG4_NOW` off: not taken; the lockstep of test_message_rows_back_to_back, each
+    chunk of a stream right behind the one before, fails) and the write of the read's own cycle
+    (S2's; taken out of `msg4`'s forward, so the poisoned read data of MR-RX-119 is used; the
+    lockstep of test_message_rows_distance_three fails)."""
     import types
     import metaroce.hdl.rx as hdl_rx
     assert hdl_rx.MSG_READ_S2
     if wrong == "no_s3_write":
         monkeypatch.setattr(hdl_rx, "MSG4_NOW", False)
+        s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+        cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
     else:
         real = hdl_rx._registered_row
 
@@ -488,8 +516,7 @@ def test_message_row_read_in_s2_catches_missing_forward(wrong, monkeypatch):
                 wr = types.SimpleNamespace(en=Const(0, 1), addr=wr.addr, data=wr.data)
             return real(m, name, rd, wr, *args, **kw)
         monkeypatch.setattr(hdl_rx, "_registered_row", without_read_cycle)
-    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
-    cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
+        s, cases = _distance_three_cases()
     with pytest.raises(Mismatch):
         run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, share=False)
 
