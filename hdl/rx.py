@@ -198,6 +198,19 @@ SLOW_FWD_FIELDS = ("cum", "ring")
 # MR-RX-205: the forwarded candidate's message-done test from S4's rest less S5's plen
 # (False: through S5's placed-bytes adder, the same function, for the depth comparison)
 NX_DONE = True
+# MR-RX-269: the message table read in S2 and registered as the record enters S4 (False: the
+# read in S3 of MR-RX-115, the same function, for the depth and route comparison)
+MSG_READ_S2 = True
+# MR-RX-270: S4's message row register takes the write of S3's cycle to S3's row (False: a wrong
+# form without it, for the negative control)
+MSG4_NOW = True
+# MR-RX-272: S3's verdict terms on the read candidate compare the table's `next` with S3's
+# registered msg - j (False: through the subtractor msg - next, the same function, for the
+# depth comparison)
+SV_BASE_EQ = True
+# MR-RX-273: a wrong form for the negative control: msg - j registered from the record ahead
+# (S3's as it leaves for S4) instead of S2's
+SV_MINUS_WRONG = False
 
 
 def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=None):
@@ -861,18 +874,41 @@ class Rx(wiring.Component):
                 slot = sv_slot_of(row)
                 return Cat(slot.valid, (slot.msg_len != s3_carry.msg_len) | (slot.kind != s3_carry.kind))
 
-            def sv_term(test):
+            # MR-RX-272: S3's msg - j (j < 2 msg_slots) registered as the record enters S3, so the
+            # read candidate's equalities compare the verdict table's `next` with registers: no
+            # subtractor after the block RAM's output (d == j: next == msg - j; d == 2^31 + i:
+            # next == (msg - i) with bit 31 flipped)
+            s3_msg_minus = [Signal(32, name=f"s3_msg_minus{j}") for j in range(2 * n_slots)]
+            with m.If(advance):
+                m.d.sync += [r.eq((s3_carry if SV_MINUS_WRONG else s2_carry).msg - j)
+                             for j, r in enumerate(s3_msg_minus)]
+
+            def sv_term(test, base=None):
                 """The term per candidate, chosen last by this cycle's write (the deep selects):
-                S5's write's per its run's length k, a configuration write's, else the base's."""
+                S5's write's per its run's length k, a configuration write's, else the base's
+                (``base``: the read candidate's term, when given, in place of ``test``'s)."""
                 s5 = Cat(*[on & test(sv_d_s5, k) for k, on in lens]).any()
-                return Mux(sv_now, Mux(sv_s5_rec, s5, test(sv_d_cfg, 0)), test(sv_d_base, 0))
+                return Mux(sv_now, Mux(sv_s5_rec, s5, test(sv_d_cfg, 0)),
+                           test(sv_d_base, 0) if base is None or not SV_BASE_EQ else base)
             sv_eq = [Signal(name=f"sv_eq{j}") for j in range(2 * n_slots)]
             sv_eqh = [Signal(name=f"sv_eqh{i}") for i in range(n_slots + 1)]
             sv_neg, sv_valid, sv_ne = Signal(), Signal(), Signal()
+            flip31 = Const(1 << 31, 32)
+            # the read candidate's sign of d = msg - next by halves (carry select): the low half's
+            # borrow picks the high half's difference less 0 or 1, two 16-bit chains side by side
+            d_lo = Signal(17)
+            d_hi0, d_hi1 = Signal(16), Signal(16)
+            m.d.comb += [d_lo.eq(s3_msg[:16] - sv_base.next[:16]),
+                         d_hi0.eq(s3_msg[16:] - sv_base.next[16:]),
+                         d_hi1.eq(s3_msg[16:] + ~sv_base.next[16:])]
+            sv_neg_base = Mux(d_lo[16], d_hi1[15], d_hi0[15])
             with m.If(advance):
-                m.d.sync += [*[e.eq(sv_term(lambda d, k, j=j: d == j + k)) for j, e in enumerate(sv_eq)],
-                             *[e.eq(sv_term(lambda d, k, i=i: d == (1 << 31) + i + k)) for i, e in enumerate(sv_eqh)],
-                             sv_neg.eq(sv_term(lambda d, k: (d - k)[31])),
+                m.d.sync += [*[e.eq(sv_term(lambda d, k, j=j: d == j + k, sv_base.next == s3_msg_minus[j]))
+                               for j, e in enumerate(sv_eq)],
+                             *[e.eq(sv_term(lambda d, k, i=i: d == (1 << 31) + i + k,
+                                            sv_base.next == (s3_msg_minus[i] ^ flip31)))
+                               for i, e in enumerate(sv_eqh)],
+                             sv_neg.eq(sv_term(lambda d, k: (d - k)[31], sv_neg_base)),
                              Cat(sv_valid, sv_ne).eq(Mux(sv_now, sv_slot_terms(sv_wr_row), sv_slot_terms(sv_base)))]
             # S4's record against S5's (the record ahead): the same message, another msg_len or kind
             y_msg_eq, y_hdr_ne = Signal(), Signal()
@@ -1251,11 +1287,28 @@ class Rx(wiring.Component):
         m_same, msg_addr_s4 = _same_row(m, "msg", msg_addr, advance)
         m_fwd_now, new_row = Signal(), Signal(lay.msg_row)
         msg_parts = []
-        # read every cycle, S4's row again during a hold (a plain synchronous read port, for
-        # MR-FLOW-026's block RAM; as the path row's)
-        mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, Mux(advance, msg_addr, msg_addr_s4),
-                                                      advance, [(m_fwd_now, new_row.as_value())], reread=True,
-                                                      rd_data=msg_data, parts=msg_parts))
+        if MSG_READ_S2:
+            # MR-RX-269: read in S2 (S3's row again during a hold) and registered as the record
+            # enters S4 (`msg4_row`), the write of S3's cycle to S3's row (S5's record's, the
+            # record two ahead, or a configuration write) taken there and the write of S2's
+            # cycle forwarded, so S4's decision terms start from a register, not the block
+            # RAM's output; S5's row register (`msg_row`) takes that register or S5's write of
+            # S4's cycle (MR-RX-115's last forward)
+            msg_addr2 = Cat(s2_carry.stream[:sb], s2_carry.conn)
+            msg_now3 = msg_wr.en & (msg_wr.addr == msg_addr)
+            msg4 = _registered_row(m, "msg4", msg_rd, msg_wr, Mux(advance, msg_addr2, msg_addr), advance,
+                                   [(msg_now3, msg_wr.data)] if MSG4_NOW else [], reread=True, rd_data=msg_data)
+            msg_parts.append(msg4)
+            msg5 = Signal(lay.msg_row.size, name="msg_row")
+            with m.If(advance):
+                m.d.sync += msg5.eq(Mux(m_fwd_now, new_row.as_value(), msg4))
+            mrow = data.View(lay.msg_row, msg5)
+        else:
+            # read every cycle, S4's row again during a hold (a plain synchronous read port, for
+            # MR-FLOW-026's block RAM; as the path row's)
+            mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, Mux(advance, msg_addr, msg_addr_s4),
+                                                          advance, [(m_fwd_now, new_row.as_value())], reread=True,
+                                                          rd_data=msg_data, parts=msg_parts))
         mc = s5_carry
         # MR-RX-204: the record's msg - j and msg_len - plen registered as it enters S4 (for S4's
         # decision terms, MR-RX-205) and moved into S5 with it

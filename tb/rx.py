@@ -344,7 +344,8 @@ async def rx_resources(dut):
     drain = [rc.rsp_free(c, 0, 0) for c in s.conns for _ in range(bound)]
     for items, p_idle, p_bp in ((cases, 0.2, 0.4), (drain + cases, 0.0, 0.0)):
         drv = await _batch(h, model, batches, s, items, seed=seed, p_idle=p_idle, p_bp=p_bp)
-        exp = rc.check(s.writes + items, drv.res, conns, paths, keys, streams, max_rd_atomic=bound)
+        exp = rc.check(s.writes + items, drv.res, conns, paths, keys, streams, max_rd_atomic=bound,
+                       place_base=drv.place_base)
         rnr += exp["counters"][RxCode.RNR]
     out = os.environ.get("RX_OUT")
     if out:

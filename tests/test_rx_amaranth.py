@@ -469,7 +469,9 @@ def test_message_rows_back_to_back():
     of one stream (one READ) follows the one before it at one per cycle and its row needs
     the write of the cycle before (forwarded in the same cycle) or of two cycles before;
     0 mismatches, outputs and outcomes as the model says (without either forward the first
-    mismatch is at cycle 45). MR-RX-116: the bundles packed in S6 (two records in one)."""
+    mismatch is at cycle 45). MR-RX-116: the bundles packed in S6 (two records in one).
+    MR-RX-269, MR-RX-270: the message row read in S2 and registered into S4 first, so each
+    record's row also needs the writes of the records two and three ahead."""
     s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
     cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
     res = run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0)
@@ -524,6 +526,61 @@ def test_bundles_unpacked_catch_wrong_pick(wrong, monkeypatch):
     s, cases = _bundle_cases()
     with pytest.raises(Mismatch):
         run_lockstep(512, s, cases, seed=5, p_idle=0.2, p_bp=0.4, share=False)
+
+
+def _distance_three_cases():
+    """One stream's message cases with two records of another connection's between each two
+    of its records (x, y, y, x, ...; each list in its own order), so a record read in S2 meets
+    the write of its stream's record three ahead and no write of its row at distances 1 and 2
+    (MR-RX-270's forward register alone)."""
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    xs, ys = rc.message_cases(s), rc.message_cases(s, conn=1, stream=1)
+    cases = []
+    while xs:
+        cases += [xs.pop(0), *ys[:2]]
+        del ys[:2]
+    return s, cases + ys
+
+
+@pytest.mark.slow
+def test_message_rows_distance_three():
+    """MR-RX-269, MR-RX-270: the message row read in S2 behind its stream's write of the read's
+    own cycle (the record three ahead, no write of the row between), no idle cycle and no
+    backpressure: 0 mismatches, outputs and outcomes as the model says, reads of the message
+    table met writes of their rows (poisoned, unused)."""
+    s, cases = _distance_three_cases()
+    res = run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0)
+    assert len(res["cqe"]) == 2 * 8
+    assert res["collided"]["msg"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", ["no_s3_write", "no_read_cycle_write"])
+def test_message_row_read_in_s2_catches_missing_forward(wrong, monkeypatch):
+    """MR-RX-271 (negative controls of MR-RX-269, MR-RX-270): the message table read in S2 and
+    registered as the record enters S4 needs the write of S3's cycle to S3's row
+    (`hdl.rx.MSG4_NOW` off: not taken; the lockstep of test_message_rows_back_to_back, each
+    chunk of a stream right behind the one before, fails) and the write of the read's own cycle
+    (S2's; taken out of `msg4`'s forward, so the poisoned read data of MR-RX-119 is used; the
+    lockstep of test_message_rows_distance_three fails)."""
+    import types
+    import metaroce.hdl.rx as hdl_rx
+    assert hdl_rx.MSG_READ_S2
+    if wrong == "no_s3_write":
+        monkeypatch.setattr(hdl_rx, "MSG4_NOW", False)
+        s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+        cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
+    else:
+        real = hdl_rx._registered_row
+
+        def without_read_cycle(m, name, rd, wr, *args, **kw):
+            if name == "msg4":
+                wr = types.SimpleNamespace(en=Const(0, 1), addr=wr.addr, data=wr.data)
+            return real(m, name, rd, wr, *args, **kw)
+        monkeypatch.setattr(hdl_rx, "_registered_row", without_read_cycle)
+        s, cases = _distance_three_cases()
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, share=False)
 
 
 def test_path_row_forwards():

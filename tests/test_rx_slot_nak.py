@@ -69,7 +69,8 @@ def test_message_cases_with_slot_nak():
 
 @pytest.mark.parametrize("p_idle,p_bp", [(0.0, 0.0), (0.2, 0.4)])
 def test_rtl_slot_verdict(p_idle, p_bp):
-    """MR-RX-169..171, MR-RX-070, MR-RX-200..202, MR-RX-204..206: the RTL with ``slot_nak`` in
+    """MR-RX-169..171, MR-RX-070, MR-RX-200..202, MR-RX-204..206, MR-RX-269, MR-RX-270,
+    MR-RX-272: the RTL with ``slot_nak`` in
     lockstep with the cycle model (Amaranth, the verdict table poisoned on reads that meet a
     write, MR-RX-119): the slot cases and the message cases, back to back (the verdict of a
     record behind the chunk that opens its message or delivers the messages before it; S4's
@@ -94,6 +95,20 @@ def test_rtl_slot_verdict_terms_catch_no_run(monkeypatch):
     from test_rx_amaranth import run_lockstep
     from metaroce.tb.lockstep import Mismatch
     monkeypatch.setattr(hdl_rx, "SV_S5_RUN", False)
+    _, s, cases = _cases(3)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=4, p_idle=0.0, p_bp=0.0, slot_nak=True, share=False)
+
+
+def test_rtl_slot_verdict_terms_catch_wrong_minus(monkeypatch):
+    """MR-RX-273 (negative control of MR-RX-272): with S3's registered `msg - j` taken from the
+    record ahead (`hdl.rx.SV_MINUS_WRONG`: S3's record's msg as it moves to S4, not S2's as it
+    moves to S3), the back-to-back lockstep of test_rtl_slot_verdict's slot cases fails, so
+    that test checks the read candidate's equalities against the registers."""
+    import metaroce.hdl.rx as hdl_rx
+    from test_rx_amaranth import run_lockstep
+    from metaroce.tb.lockstep import Mismatch
+    monkeypatch.setattr(hdl_rx, "SV_MINUS_WRONG", True)
     _, s, cases = _cases(3)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, cases, seed=4, p_idle=0.0, p_bp=0.0, slot_nak=True, share=False)
