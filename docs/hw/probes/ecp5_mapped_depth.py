@@ -25,48 +25,73 @@ CARRY_PS = 127
 LEVEL_CELLS = ("LUT4", "CCU2C")
 
 
-def arrivals(mod):
-    """Each sink pin's (delay, levels) and its cell, type, port and net name."""
-    cells = mod["cells"]
+def net_names(mod, prefer_named=True):
+    """{bit: "net[i]"}: the first name without a '$' of each bit (with ``prefer_named`` False, a
+    '$' name too where a bit has no other)."""
     names = {}
     for n, net in mod["netnames"].items():
-        if not n.startswith("$"):
-            for i, b in enumerate(net["bits"]):
-                if isinstance(b, int):
-                    names.setdefault(b, f"{n}[{i}]")
-    driver = {}
+        for i, b in enumerate(net["bits"]):
+            if not isinstance(b, int):
+                continue
+            if not n.startswith("$"):
+                if b not in names or names[b].startswith("$"):
+                    names[b] = f"{n}[{i}]"
+            elif not prefer_named:
+                names.setdefault(b, f"{n}[{i}]")
+    return names
+
+
+def drivers(cells):
+    """{bit: the name of the cell whose output drives it}."""
+    out = {}
     for cn, c in cells.items():
         for p, bits in c["connections"].items():
             if c["port_directions"].get(p) == "output":
                 for b in bits:
                     if isinstance(b, int):
-                        driver[b] = cn
+                        out[b] = cn
+    return out
+
+
+def path_arrivals(cells, driver, start):
+    """``arrival(bit)``: ``(ps, levels, previous bit, cell type, input pin)`` of the slowest path
+    of logic cells (:data:`DELAY_PS`) into ``bit``, or None where no path starts. A bit driven by
+    anything else (a flip-flop, a block RAM, a port: ``None``) starts a path at ``start(bit,
+    type)`` ps, or none where that is None. Recursive over the cone (run in a thread with a
+    large stack, :func:`run`); a loop through logic is cut where it closes. The one walk of this
+    probe, ``ecp5_mapped_paths.py`` and ``ecp5_path_between.py``."""
     arr = {}
 
     def arrival(b):
-        # recursive over the cone (run in a thread with a large stack, main()); a loop through
-        # logic is cut where it closes
         if b in arr:
             return arr[b]
+        arr[b] = None
         cn = driver.get(b)
-        arr[b] = (0, 0)
-        if cn is None or cells[cn]["type"] not in DELAY_PS:
+        t = cells[cn]["type"] if cn is not None else None
+        if t not in DELAY_PS:
+            s = start(b, t)
+            arr[b] = None if s is None else (s, 0, None, t, None)
             return arr[b]
-        c, best = cells[cn], (0, 0)
-        t = c["type"]
+        best, c = None, cells[cn]
         for p, bits in c["connections"].items():
             if c["port_directions"].get(p) != "input":
                 continue
             carry = t == "CCU2C" and p == "CIN"
             for ib in bits:
-                if isinstance(ib, int):
-                    a = arrival(ib)
-                    best = max(best, (a[0] + (CARRY_PS if carry else DELAY_PS[t]),
-                                      a[1] + (0 if carry or t not in LEVEL_CELLS else 1)))
+                a = arrival(ib) if isinstance(ib, int) else None
+                if a is None:
+                    continue
+                cand = (a[0] + (CARRY_PS if carry else DELAY_PS[t]),
+                        a[1] + (0 if carry or t not in LEVEL_CELLS else 1), ib, t, p)
+                if best is None or cand[:2] > best[:2]:
+                    best = cand
         arr[b] = best
         return best
+    return arrival
 
-    out = []
+
+def sink_pins(cells):
+    """(cell name, cell, port, bit) of every input pin of a cell that is not logic, but clocks."""
     for cn, c in cells.items():
         if c["type"] in DELAY_PS:
             continue
@@ -75,8 +100,25 @@ def arrivals(mod):
                 continue
             for b in bits:
                 if isinstance(b, int):
-                    out.append((arrival(b), c["type"], cn, p, names.get(b, "")))
-    return out
+                    yield cn, c, p, b
+
+
+def arrivals(mod):
+    """Each sink pin's (delay, levels) and its cell, type, port and net name."""
+    cells, names = mod["cells"], net_names(mod)
+    arrival = path_arrivals(cells, drivers(cells), lambda b, t: 0)
+    return [((arrival(b) or (0, 0))[:2], c["type"], cn, p, names.get(b, ""))
+            for cn, c, p, b in sink_pins(cells)]
+
+
+def run(main):
+    """``main(sys.argv)`` in a thread with a stack deep enough for :func:`path_arrivals`."""
+    import threading
+    sys.setrecursionlimit(1_000_000)
+    threading.stack_size(512 * 1024 * 1024)
+    th = threading.Thread(target=main, args=(sys.argv,))
+    th.start()
+    th.join()
 
 
 def main(argv):
@@ -99,9 +141,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    import threading
-    sys.setrecursionlimit(1_000_000)
-    threading.stack_size(512 * 1024 * 1024)
-    th = threading.Thread(target=main, args=(sys.argv,))
-    th.start()
-    th.join()
+    run(main)

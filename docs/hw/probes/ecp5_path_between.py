@@ -11,9 +11,8 @@ SOURCE and SINK are regular expressions searched in net names (``'^lq_e'``, ``'r
 """
 import json
 import re
-import sys
 
-from ecp5_mapped_depth import CARRY_PS, DELAY_PS, LEVEL_CELLS
+from ecp5_mapped_depth import DELAY_PS, drivers, path_arrivals, run
 
 
 def main(argv):
@@ -29,48 +28,9 @@ def main(argv):
                 aliases.setdefault(b, []).append(nm if len(net["bits"]) == 1 else f"{nm}[{i}]")
     # every alias is matched; the shortest one without a '$' is shown
     names = {b: " ".join(sorted(v, key=lambda k: (k.lstrip("\\").startswith("$"), len(k)))) for b, v in aliases.items()}
-    driver = {}
-    for cn, c in cells.items():
-        for p, bits in c["connections"].items():
-            if c["port_directions"].get(p) == "output":
-                for b in bits:
-                    if isinstance(b, int):
-                        driver[b] = (cn, p)
-    arr = {}
-
-    def arrival(b):
-        """(ps, levels, previous bit, cell type, pin) of the slowest path from a SOURCE
-        register to bit b, or None when none reaches it."""
-        if b in arr:
-            return arr[b]
-        arr[b] = None
-        dv = driver.get(b)
-        if dv is None:
-            return None
-        cn, _ = dv
-        c = cells[cn]
-        t = c["type"]
-        if t not in DELAY_PS:
-            res = (0, 0, None, t, "Q") if src_re.search(names.get(b, "")) else None
-            arr[b] = res
-            return res
-        best = None
-        for p, bits in c["connections"].items():
-            if c["port_directions"].get(p) != "input":
-                continue
-            carry = t == "CCU2C" and p == "CIN"
-            for ib in bits:
-                if not isinstance(ib, int):
-                    continue
-                a = arrival(ib)
-                if a is None:
-                    continue
-                cand = (a[0] + (CARRY_PS if carry else DELAY_PS[t]),
-                        a[1] + (0 if carry or t not in LEVEL_CELLS else 1), ib, t, p)
-                if best is None or cand[:2] > best[:2]:
-                    best = cand
-        arr[b] = best
-        return best
+    # a path starts only at a SOURCE register's output
+    arrival = path_arrivals(cells, drivers(cells),
+                            lambda b, t: 0 if t is not None and src_re.search(names.get(b, "")) else None)
 
     sinks = []
     for cn, c in cells.items():
@@ -93,18 +53,13 @@ def main(argv):
     for (ps, lv), qn, p, b in sinks[:n]:
         print(f"== {ps} ps, {lv} levels -> {qn.split()[0][:70]}.{p}")
         chain = []
-        while b is not None and arr.get(b) is not None:
-            a = arr[b]
-            chain.append(f"   {a[3]:>10}.{a[4]:<4} -> {names.get(b, '?').split()[0][:80]}")
+        while b is not None and arrival(b) is not None:
+            a = arrival(b)
+            chain.append(f"   {a[3]:>10}.{a[4] or 'Q':<4} -> {names.get(b, '?').split()[0][:80]}")
             b = a[2]
         for line in reversed(chain):
             print(line)
 
 
 if __name__ == "__main__":
-    import threading
-    sys.setrecursionlimit(1_000_000)
-    threading.stack_size(512 * 1024 * 1024)
-    th = threading.Thread(target=main, args=(sys.argv,))
-    th.start()
-    th.join()
+    run(main)
