@@ -528,6 +528,20 @@ def test_bundles_unpacked_catch_wrong_pick(wrong, monkeypatch):
         run_lockstep(512, s, cases, seed=5, p_idle=0.2, p_bp=0.4, share=False)
 
 
+def _without_row_write(monkeypatch, row):
+    """Negative-control wrong form: `hdl.rx._registered_row` builds ``row``'s registered row
+    without its write port's forward (the write's enable tied to 0)."""
+    import types
+    import metaroce.hdl.rx as hdl_rx
+    real = hdl_rx._registered_row
+
+    def without_write(m, name, rd, wr, *args, **kw):
+        if name == row:
+            wr = types.SimpleNamespace(en=Const(0, 1), addr=wr.addr, data=wr.data)
+        return real(m, name, rd, wr, *args, **kw)
+    monkeypatch.setattr(hdl_rx, "_registered_row", without_write)
+
+
 def _distance_three_cases():
     """One stream's message cases with two records of another connection's between each two
     of its records (x, y, y, x, ...; each list in its own order), so a record read in S2 meets
@@ -563,7 +577,6 @@ def test_message_row_read_in_s2_catches_missing_forward(wrong, monkeypatch):
     chunk of a stream right behind the one before, fails) and the write of the read's own cycle
     (S2's; taken out of `msg4`'s forward, so the poisoned read data of MR-RX-119 is used; the
     lockstep of test_message_rows_distance_three fails)."""
-    import types
     import metaroce.hdl.rx as hdl_rx
     assert hdl_rx.MSG_READ_S2
     if wrong == "no_s3_write":
@@ -571,13 +584,7 @@ def test_message_row_read_in_s2_catches_missing_forward(wrong, monkeypatch):
         s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
         cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
     else:
-        real = hdl_rx._registered_row
-
-        def without_read_cycle(m, name, rd, wr, *args, **kw):
-            if name == "msg4":
-                wr = types.SimpleNamespace(en=Const(0, 1), addr=wr.addr, data=wr.data)
-            return real(m, name, rd, wr, *args, **kw)
-        monkeypatch.setattr(hdl_rx, "_registered_row", without_read_cycle)
+        _without_row_write(monkeypatch, "msg4")
         s, cases = _distance_three_cases()
     with pytest.raises(Mismatch):
         run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, share=False)
@@ -606,16 +613,7 @@ def test_path_row_forwards_catch_no_port_forward(monkeypatch):
     registers' write, made two cycles before the row is used) taken out of the path row's
     forward, the lockstep of test_path_row_forwards fails, so that test checks the records at
     distance 3 (behind other paths' and behind a slow update)."""
-    import types
-    import metaroce.hdl.rx as hdl_rx
-    real = hdl_rx._registered_row
-
-    def without_port(m, name, rd, wr, *args, **kw):
-        if name == "path":
-            wr = types.SimpleNamespace(en=Const(0, 1), addr=wr.addr, data=wr.data)
-        return real(m, name, rd, wr, *args, **kw)
-
-    monkeypatch.setattr(hdl_rx, "_registered_row", without_port)
+    _without_row_write(monkeypatch, "path")
     s = rc.Setup(*SMALL, seed=21, ack_every=1)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, rc.path_forward_cases(s), seed=2, p_idle=0.0, p_bp=0.0, quiet_cfg=False,
