@@ -38,6 +38,25 @@ def test_longest_first_names_tests_of_the_default_run():
     assert set(named) <= collected, set(named) - collected
 
 
+def test_budget_slow_names_existing_tests():
+    """Every entry of conftest.BUDGET_SLOW names a collected test (a node id, or a test name
+    that stands for all its parametrizations): a mistyped entry would leave its test in the
+    default run unnoticed, and the budget with it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    from conftest import BUDGET_SLOW
+    root = Path(__file__).resolve().parent.parent
+    files = sorted({entry.split("::")[0] for entry in BUDGET_SLOW})
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "-p", "no:xdist", "-m", "", *files],
+                         cwd=root, capture_output=True, text=True, timeout=3600).stdout
+    collected = {line.strip() for line in out.splitlines() if "::" in line}
+    bases = {nodeid.split("[", 1)[0] for nodeid in collected}
+    assert collected, out[-2000:]
+    assert {entry for entry in BUDGET_SLOW if entry not in collected and entry not in bases} == set()
+
+
 def test_each_worker_block_starts_with_its_long_group():
     """The order xdist's load scheduler sees: worker k's first block (a quarter of its share of
     consecutive items) starts with group k; every item is kept, once."""
