@@ -148,6 +148,13 @@ BUDGET_SLOW = {
     "tests/test_cwnd_amaranth.py::test_lockstep_random[params1-60000-2-1]",
     "tests/test_cwnd_amaranth.py::test_lockstep_random[params2-30000-3-2]",
     "tests/test_atomic.py::test_atomic_lockstep_amaranth[128]",
+    # ... the pair drivers' equivalence with the single runs (the pair builds they drive run
+    # with -m slow), the six runs of --mac (its refusal stays), MR-ENG-157's 24 READs (the
+    # engine's READs stay in test_two_engines_model_reads and the model loopbacks), 61 CPU s
+    "tests/test_cosim.py::test_pair_driver_is_the_peer_driver",
+    "tests/test_cosim_endpoint.py::test_endpoint_pair_driver_is_the_single",
+    "tests/test_cosim_endpoint.py::test_cosim_mac_argument",
+    "tests/test_engine_whole.py::test_engine_answers_many_endpoint_reads",
 }
 
 
@@ -166,7 +173,7 @@ LONGEST_FIRST = (
     ("tests/test_rx_rtl.py::test_rx_rtl_lockstep[64]",                        # 113 s (Verilator build)
      "tests/test_rx_rtl.py::test_rx_rtl_endpoint_traffic[64-65-32768-0.4-0.3-None]",
      "tests/test_rx_rtl.py::test_rx_rtl_send_traffic_at_64",
-     "tests/test_engine_whole.py::test_engine_answers_many_endpoint_reads",     # 25 s
+     "tests/test_rx_amaranth.py::test_path_row_keeps_the_generation",         # 20 s
      "tests/test_tx_top_pace.py::test_lockstep_paced_tx_short",                # 24 s
      "tests/test_engine_resources.py::test_engine_rnr_within_the_bound",       # 23 s
      "tests/test_retransmit_amaranth.py::test_lockstep_rtt_estimator",         # 22 s

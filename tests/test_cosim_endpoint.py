@@ -70,14 +70,19 @@ def test_cosim_back_argument(capsys):
     assert r["ok"] and r["bytes_back"] == 0 and r["wrs"] == [6, 0]
 
 
+def test_cosim_mac_argument_refuses_other_values(capsys):
+    """MR-ENG-120/124: ``--mac`` other than ``cut-through`` or ``store-and-forward``: one line
+    and exit 2."""
+    with pytest.raises(SystemExit) as e:
+        main(["cosim", "--mac", "wormhole"])
+    assert e.value.code == 2 and "--mac" in capsys.readouterr().err
+
+
 def test_cosim_mac_argument(capsys):
     """MR-ENG-120/124/125/138: ``--mac`` is the engine's MAC model in every kind of run (the
     receive half, the TX half, the whole engine against the endpoint); ``--mac
     store-and-forward`` runs the earlier harness, later than the cut-through MAC on the same
-    run; any other value: one line and exit 2."""
-    with pytest.raises(SystemExit) as e:
-        main(["cosim", "--mac", "wormhole"])
-    assert e.value.code == 2 and "--mac" in capsys.readouterr().err
+    run."""
     for kind in (["--direction", "rx"], ["--direction", "tx"], ["--peer", "endpoint"]):
         cycles = {}
         for mac in ("cut-through", "store-and-forward"):
