@@ -19,22 +19,29 @@ def test_a_property_test_runs_without_deadline(n):
     assert isinstance(n, int)
 
 
-def test_longest_first_names_tests_of_the_default_run():
-    """Every test the scheduling order (conftest.LONGEST_FIRST) names exists and is in the
-    default run: a renamed or slow-marked test would silently drop out of the order."""
+def _collected(nodeids, marks):
+    """The node ids pytest collects (``-m marks``, no xdist) from the files of ``nodeids``."""
     import subprocess
     import sys
     from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    files = sorted({nodeid.split("::")[0] for nodeid in nodeids})
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "-p", "no:xdist", "-m", marks, *files],
+                         cwd=root, capture_output=True, text=True, timeout=3600).stdout
+    collected = {line.strip() for line in out.splitlines() if "::" in line}
+    assert collected, out[-2000:]
+    return collected
+
+
+def test_longest_first_names_tests_of_the_default_run():
+    """Every test the scheduling order (conftest.LONGEST_FIRST) names exists and is in the
+    default run: a renamed or slow-marked test would silently drop out of the order."""
     from conftest import BUDGET_SLOW, LONGEST_FIRST
     named = [nodeid for group in LONGEST_FIRST for nodeid in group]
     assert len(set(named)) == len(named)
     assert not set(named) & BUDGET_SLOW
-    root = Path(__file__).resolve().parent.parent
-    files = sorted({nodeid.split("::")[0] for nodeid in named})
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                          "-p", "no:xdist", "-m", "not slow", *files],
-                         cwd=root, capture_output=True, text=True, timeout=3600).stdout
-    collected = {line.strip() for line in out.splitlines() if "::" in line}
+    collected = _collected(named, "not slow")
     assert set(named) <= collected, set(named) - collected
 
 
@@ -42,18 +49,9 @@ def test_budget_slow_names_existing_tests():
     """Every entry of conftest.BUDGET_SLOW names a collected test (a node id, or a test name
     that stands for all its parametrizations): a mistyped entry would leave its test in the
     default run unnoticed, and the budget with it."""
-    import subprocess
-    import sys
-    from pathlib import Path
     from conftest import BUDGET_SLOW
-    root = Path(__file__).resolve().parent.parent
-    files = sorted({entry.split("::")[0] for entry in BUDGET_SLOW})
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                          "-p", "no:xdist", "-m", "", *files],
-                         cwd=root, capture_output=True, text=True, timeout=3600).stdout
-    collected = {line.strip() for line in out.splitlines() if "::" in line}
+    collected = _collected(BUDGET_SLOW, "")
     bases = {nodeid.split("[", 1)[0] for nodeid in collected}
-    assert collected, out[-2000:]
     assert {entry for entry in BUDGET_SLOW if entry not in collected and entry not in bases} == set()
 
 
