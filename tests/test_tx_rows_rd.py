@@ -111,7 +111,7 @@ def test_options_and_ports():
             bad(64, **SMALL, rows=True, rd_rows=True, pacing=True)
 
 
-@pytest.mark.parametrize("rows", [True, False])
+@pytest.mark.parametrize("rows", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_model_rd_rows(rows):
     """MR-TX-335 (model): the TX model with ``rd_rows`` on 10 work requests (seed 1: 3 READs and
     atomics among them), ``m_rd.ready`` half the cycles, 20 % loss: :func:`check_rd_tx`, with the
