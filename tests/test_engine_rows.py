@@ -1,5 +1,5 @@
 """The whole engine with the row scheduler in its TX half (docs/spec/hw-engine.md section 5m,
-MR-ENG-291..298): ``Engine(rows=True)`` and ``EngineModel(rows=True)`` (``Tx(rows=True,
+MR-ENG-291..297): ``Engine(rows=True)`` and ``EngineModel(rows=True)`` (``Tx(rows=True,
 rd_rows=True)``, the rows' ``m_rd`` joined to the engine's RdRows and completion join, hw-tx.md
 MR-TX-333): the same ports, the loopbacks and two engines on the model, the RTL in lockstep
 (Amaranth simulator, slow)."""
@@ -59,6 +59,7 @@ def test_engine_rows_model_loopback_reads():
     from metaroce.models.tx_sched_rows import replay
     r, m = _loopback_model(3000, seed=2, loss=0.1, verb="read")
     assert r["lost"] > 0 and r["reads"] == 3 and r["rsp_frames"] >= 3
+    # MR-TXS-331: RdRows' ready from the rows' rd_request, each READ taken once and replayed
     replay(m.tx.sched)
     assert sum(1 for e in m.tx.sched.events if e[0] == "rd") == 3
 
@@ -132,3 +133,17 @@ def test_engine_rows_lockstep_register_rtl_fails():
     from metaroce.tb.lockstep import Mismatch
     with pytest.raises(Mismatch):
         _lockstep_rows(1100, 3, 0.0, n_writes=1, rtl_rows=False)
+
+
+def test_engine_rows_block():
+    """MR-ENG-297: the block ``engine_rows`` builds ``Engine(64, rows=True)`` with the engine's
+    shares, its model ``EngineModel(64, rows=True)``."""
+    from metaroce import blocks
+    blk, eng = blocks.get("engine_rows"), blocks.get("engine")
+    assert blk.widths == (64,) and blk.shares == eng.shares
+    c = blk.make_component(64)
+    c._MustUse__silence = True
+    for sub in (c.tx, c.rx_half, c.tx.sched, c.tx.rtx, c.tx.data, c.tx.cwnd):
+        sub._MustUse__silence = True
+    assert c.rows and c.tx.rows and c.tx.rd_rows
+    assert blk.make_model(64).rows

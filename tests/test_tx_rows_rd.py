@@ -1,4 +1,4 @@
-"""The rows' ``m_rd`` in the TX (docs/spec/hw-tx.md section 2.15, MR-TX-333..337):
+"""The rows' ``m_rd`` in the TX (docs/spec/hw-tx.md section 2.15, MR-TX-333..336):
 ``Tx(rows=True, rd_rows=True)`` against ``TxCycleModel(rows=True, rd_rows=True)`` on the TX
 lockstep's traffic (READs and atomics among the work requests) with ``m_rd.ready`` random, and
 the wrong form of the join that takes no notice of ``m_rd.ready``."""
