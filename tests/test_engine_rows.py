@@ -1,5 +1,5 @@
 """The whole engine with the row scheduler in its TX half (docs/spec/hw-engine.md section 5m,
-MR-ENG-291..297): ``Engine(rows=True)`` and ``EngineModel(rows=True)`` (``Tx(rows=True,
+MR-ENG-291..298): ``Engine(rows=True)`` and ``EngineModel(rows=True)`` (``Tx(rows=True,
 rd_rows=True)``, the rows' ``m_rd`` joined to the engine's RdRows and completion join, hw-tx.md
 MR-TX-333): the same ports, the loopbacks and two engines on the model, the RTL in lockstep
 (Amaranth simulator, slow)."""
@@ -147,3 +147,24 @@ def test_engine_rows_block():
         sub._MustUse__silence = True
     assert c.rows and c.tx.rows and c.tx.rd_rows
     assert blk.make_model(64).rows
+
+
+@pytest.mark.slow
+def test_two_engines_rows_rtl_lockstep():
+    """MR-ENG-298 (MR-ENG-138, MR-ENG-290 with the rows, RTL <-> RTL): the pair build of the
+    block ``engine_rows`` under Verilator, two RTL engines with the rows, 16 KiB from h0 to h1
+    and 2 KiB back at 5 % loss, ``EnginePairModel(rows=True)`` alongside in lockstep (every output
+    of both engines every cycle): 0 mismatches, both memories equal their sources, every WR
+    completes, and each host's completions are the reference endpoints' on the same WRITEs."""
+    from metaroce.commands.cosim import run_rtl
+    from metaroce.models import cosim, cosim_tx
+    cfg = cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 16 * 1024, "loss": 0.05,
+                          "seed": 3})
+    r = run_rtl(cfg, lockstep=True, direction="pair", rows=True)
+    assert r["ok"] and r["lockstep"] and r["mismatches"] == 0 and r["wrs_completed_ok"]
+    ref = ce.run_reference_pair(cfg, *ce.reference_writes(cfg, "peer"))
+    assert ref["ok"]
+    for h in ("h0", "h1"):
+        assert r["engines"][h]["completions_digest"] == ref["completions_digest"][int(h[1])], h
+    with pytest.raises(ValueError):
+        run_rtl(cfg, direction="tx", rows=True)
