@@ -749,14 +749,20 @@ class Engine(wiring.Component):
     configuration and writes from the register block's pacing window (hw-regs.md MR-REG-062..065),
     joined inside: the same ports.
 
+    ``rows`` (MR-ENG-291, default off): the TX half's scheduler the row scheduler
+    (``Tx(rows=True)``, its ``m_rd`` joined as the register scheduler's, MR-TX-333): the same
+    ports; not with ``pacing`` (MR-TX-317).
+
     Golden model: :class:`metaroce.models.engine.EngineModel`."""
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],
                  max_frame=9216, outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC,
-                 pacing=False, **tx_kw):
+                 pacing=False, rows=False, **tx_kw):
         kw = engine_tx_params(tx_kw)
         # MR-ENG-258: the TX half paced (Tx(pacing=True)), its pacer set through s_axil
         self.pacing = bool(pacing)
+        # MR-ENG-291: the TX half's row scheduler (Tx(rows=True, rd_rows=True)), the same ports
+        self.rows = bool(rows)
         # MR-ENG-239: the RX's responder resources, freed by the TX half's m_rsp_done records
         # (None: unbounded and no frees, the engine before rsc27)
         self.max_rd_atomic = max_rd_atomic
@@ -771,7 +777,7 @@ class Engine(wiring.Component):
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         # MR-ENG-282: the TX half's one frame builder takes the ACK descriptors too
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,
-                     **kw)
+                     rows=self.rows, **kw)
         # the scheduler's streams (the paced scheduler, MR-ENG-258, is a join without its own)
         self.tx_streams = kw["streams"]
         self.width, self.conns = width, conns
@@ -900,6 +906,11 @@ def _forward(m, inner, outer, member):
 def engine_small(width=64):
     """MR-ENG-130: the block ``engine``: 2 connections x 4 paths, 256 keys, 32 bursts."""
     return Engine(width)
+
+
+def engine_rows_small(width=64):
+    """MR-ENG-295: the block ``engine_rows``: ``engine_small`` with the row scheduler."""
+    return Engine(width, rows=True)
 
 
 def cq_join_small(width=64):

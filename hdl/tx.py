@@ -36,7 +36,8 @@ verdicts too: the unit's ``m_probe`` verdicts forked to ``Cwnd.s_path`` and the 
 restores (``m_restore``) before them; ``s_cw_setup`` carries the share.
 
 With ``rows`` (MR-TX-316..318; off by default) the scheduler is the row scheduler
-``TxSchedRows`` (per-connection state in block-RAM rows; not with ``pacing`` or ``rd_rows``);
+``TxSchedRows`` (per-connection state in block-RAM rows; not with ``pacing``; with ``rd_rows``
+its ``m_rd``, MR-TX-333);
 the retry-limit report leaves on ``m_error`` and into its ``s_error`` together (MR-TX-318), and
 with ``verdicts`` its kept verdicts reach the windows as REROUTE restores (MR-TX-322).
 
@@ -383,13 +384,15 @@ class Tx(wiring.Component):
         if self.restore_after_ack and not self.share_out:
             raise ValueError("restore_after_ack needs share_out")
         # MR-TX-316: rows, the row scheduler (TxSchedRows, the same ports) in TxSched's place;
-        # MR-TX-317: not with pacing nor the READ rows (the rows have neither yet)
+        # MR-TX-317: not with pacing (the rows have no pacer's join yet); MR-TX-333: with the
+        # READ rows, the rows' m_rd (MR-TXS-325) joined as the register scheduler's
         self.rows = bool(rows)
-        if self.rows and (self.pacing or self.rd_rows):
-            raise ValueError("rows with pacing or rd_rows is not built")
+        if self.rows and self.pacing:
+            raise ValueError("rows with pacing is not built")
         if self.rows:
             self.sched = TxSchedRows(width, conns=conns, streams=streams, paths=paths,
-                                     depth=depth, restores=self.verdicts, **self.sched_kw)
+                                     depth=depth, restores=self.verdicts, rd_rows=self.rd_rows,
+                                     **self.sched_kw)
         else:
             sched_cls = PacedTxSched if self.pacing else TxSched
             extra = {"pace_ignored": True} if pace_ignored else {}

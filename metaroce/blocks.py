@@ -315,6 +315,19 @@ BLOCKS: dict[str, Block] = {
         shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
                 "ack_out": r"^ack_out$"},
     ),
+    # The whole engine with the row scheduler in its TX half (issues 12, 13; hw-engine.md
+    # section 5m, MR-ENG-295): engine's ports; for the ECP5-85 fit's comparison.
+    "engine_rows": Block(
+        name="engine_rows",
+        component="metaroce.hdl.engine:engine_rows_small",
+        model="metaroce.models.engine:engine_model_rows_small",
+        tb="metaroce.tb.cosim",
+        help="the whole engine, small instance, with the row scheduler in its TX half "
+             "(TxSchedRows in TxSched's place; docs/spec/hw-engine.md section 5m)",
+        widths=(64,),
+        shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
+                "ack_out": r"^ack_out$"},
+    ),
 }
 
 

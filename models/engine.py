@@ -834,14 +834,16 @@ def _tx_name(n):
 
 class EngineModel:
     """MR-ENG-130..136: the whole engine, cycle by cycle on every port of ``hdl.engine.Engine``;
-    ``pacing`` (MR-ENG-258/259) as the RTL's."""
+    ``pacing`` (MR-ENG-258/259) and ``rows`` (MR-ENG-291) as the RTL's."""
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
                  outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, pacing=False,
-                 ack_first=True, **tx_kw):
+                 ack_first=True, rows=False, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         self.width = width
+        # MR-ENG-291: the TX half's row scheduler (TxCycleModel(rows=True, rd_rows=True))
+        self.rows = bool(rows)
         # MR-ENG-258: the TX half paced (TxCycleModel(pacing=True)), its pacer set through s_axil
         self.pacing = bool(pacing)
         # MR-ENG-239: the responder resources at the RX (None: unbounded, no frees, as before)
@@ -855,7 +857,8 @@ class EngineModel:
         # MR-ENG-282: the ACK descriptors into the TX half's one frame builder (``ack_first``
         # False: after the data descriptors, MR-ENG-286's negative control only)
         self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True,
-                               pacing=self.pacing, ack_desc=True, ack_first=ack_first, **kw)
+                               pacing=self.pacing, ack_desc=True, ack_first=ack_first,
+                               rows=self.rows, **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
         # MR-ENG-240/241: the TX half's m_rsp_done records also free the RX's resources
@@ -1125,3 +1128,8 @@ def engine_layouts(conns=2, paths=4, **tx_kw):
 def engine_model_small(width=64):
     """The model of ``hdl.engine.engine_small`` (MR-ENG-130)."""
     return EngineModel(width)
+
+
+def engine_model_rows_small(width=64):
+    """The model of ``hdl.engine.engine_rows_small`` (MR-ENG-295)."""
+    return EngineModel(width, rows=True)

@@ -49,7 +49,7 @@ from . import wire
 __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd_of",
            "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
-           "id_depth", "slot_of", "KIND_DEPTH", "SHARED_DESC_FIELDS", "ACK_ONLY_DESC_FIELDS", "one_builder_desc", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
+           "id_depth", "slot_of", "KIND_DEPTH", "SHARED_DESC_FIELDS", "ACK_ONLY_DESC_FIELDS", "one_builder_desc", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "RD_INPUTS", "RD_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
            "src_of", "inline_beats", "path_record", "tx_model_verdicts_small"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
@@ -101,6 +101,10 @@ def one_builder_desc(ack_sel, ack, join):
 #: MR-TX-280: the data path's and the TX half's ports for the ACK descriptors (``ack_desc``).
 ACK_DESC_INPUTS = ["s_ack_desc__payload", "s_ack_desc__valid"]
 ACK_DESC_OUTPUTS = ["s_ack_desc__ready"]
+
+#: MR-TX-334: with ``rd_rows``, the scheduler's ``m_rd`` on the TX half's ports.
+RD_INPUTS = ["m_rd__ready"]
+RD_OUTPUTS = ["m_rd__payload", "m_rd__valid"]
 
 #: MR-TX-126: the engine's own 64-bit counters, read at ``reg_addr`` TX_CTR_BASE + index (after
 #: the retransmit unit's, MR-TX-040; its ``tail_probes`` is not mapped, MR-TX-181: the address
@@ -511,13 +515,14 @@ class TxCycleModel:
             raise ValueError("pace_ignored needs pacing")
         self.paced = None
         # MR-TX-316: rows, the row scheduler (TxSchedRowsModel) in the register scheduler's
-        # place; MR-TX-317: not with pacing nor the READ rows (the rows have neither yet)
+        # place; MR-TX-317: not with pacing (the rows have no pacer's join yet); MR-TX-333:
+        # with the READ rows, the rows' m_rd (MR-TXS-325) joined as the register scheduler's
         self.rows = bool(rows)
-        if self.rows and (self.pacing or self.rd_rows):
-            raise ValueError("rows with pacing or rd_rows is not built")
+        if self.rows and self.pacing:
+            raise ValueError("rows with pacing is not built")
         if self.rows:
             self.sched = TxSchedRowsModel(width, conns, streams, paths, depth,
-                                          restores=self.verdicts, **kw)
+                                          restores=self.verdicts, rd_rows=self.rd_rows, **kw)
         elif self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
             if self.verdicts:
@@ -555,13 +560,15 @@ class TxCycleModel:
         self.reg_addr_late = 0
 
     def port_names(self=None):
-        """MR-TX-103, MR-TX-233: INPUTS and OUTPUTS, and the pacer's ports when paced (also
-        callable on the class: the default engine's)."""
+        """MR-TX-103, MR-TX-233: INPUTS and OUTPUTS, and the pacer's ports when paced, ``m_rd``
+        with ``rd_rows`` (MR-TX-334; also callable on the class: the default engine's)."""
         ins, outs = list(INPUTS), list(OUTPUTS)
         if self is not None and self.pacing:
             ins, outs = ins + PACE_INPUTS, outs + PACE_OUTPUTS
         if self is not None and self.ack_desc:
             ins, outs = ins + ACK_DESC_INPUTS, outs + ACK_DESC_OUTPUTS
+        if self is not None and self.rd_rows:
+            ins, outs = ins + RD_INPUTS, outs + RD_OUTPUTS
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):

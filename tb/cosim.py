@@ -53,6 +53,12 @@ def _p_bp():
     return float(os.environ.get("COSIM_P_BP", "0"))
 
 
+def _rows():
+    """MR-ENG-298: ``COSIM_ROWS``, the engine under test built with the row scheduler (the
+    block ``engine_rows``): its model too (default 0)."""
+    return os.environ.get("COSIM_ROWS", "0") == "1"
+
+
 async def _run(dut, model, drv, lockstep, busy, *, registered):
     """The loop on the RTL (with the model alongside when ``lockstep``); the result to
     ``COSIM_OUT``; fails unless ``ok`` and, with lockstep, 0 mismatches."""
@@ -107,7 +113,7 @@ async def engine_peer_cosim(dut):
     from metaroce.models.engine import EngineModel
     width = len(dut.m_axis__tdata)
     cfg, lockstep = _config(width)
-    model = EngineModel(width)
+    model = EngineModel(width, rows=_rows())
     await _run(dut, model, PeerCosim(cfg, p_bp=_p_bp()), lockstep, model.active, registered=True)
 
 
@@ -119,7 +125,7 @@ async def engine_pair_cosim(dut):
     from metaroce.models.engine import EnginePairModel
     width = len(dut.h0__m_axis__tdata)
     cfg, lockstep = _config(width)
-    model = EnginePairModel(width)
+    model = EnginePairModel(width, rows=_rows())
     await _run(dut, model, PeerCosim(cfg, pair=True, progress=_progress(), p_bp=_p_bp()), lockstep,
                model.active, registered=True)
 
@@ -133,7 +139,7 @@ async def engine_endpoint_cosim(dut):
     from metaroce.models.engine import EnginePairModel
     width = len(dut.h0__m_axis__tdata)
     cfg, lockstep = _config(width)
-    model = EnginePairModel(width)
+    model = EnginePairModel(width, rows=_rows())
     drv = EndpointCosim(cfg, os.environ.get("COSIM_DIRECTION", "rx"), pair=True)
     await _run(dut, model, drv, lockstep, model.active, registered=True)
 

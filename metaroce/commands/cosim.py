@@ -93,14 +93,16 @@ def add_arguments(p):
                         "(MTU 1,024 and 2 connections: the block tx; --ack-every defaults to 4)")
 
 
-def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direction="rx", p_bp=0.0):
+def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direction="rx", p_bp=0.0,
+            rows=False):
     """One closed-loop run of the RTL (``tb/cosim.py``) on the cached Verilator build of the
     small instance at ``cfg.width`` (``direction`` rx: ``engine_rx_256x4`` receiving; tx: the
     block ``tx`` sending; peer: the block ``engine`` on h1, its model on h0; pair: two
     ``engine`` instances, :func:`metaroce.tb.build.pair_build`; endpoint: one ``engine`` of the
     pair build against a model endpoint, ``endpoint_direction`` rx or tx, MR-ENG-139; ``p_bp``:
     with peer or pair, the engines' outputs and host memories back-pressured at that
-    probability, MR-ENG-153); returns
+    probability, MR-ENG-153; ``rows``: with peer, pair or endpoint the block ``engine_rows``
+    and its model, MR-ENG-298); returns
     the result dict (raises RuntimeError with the log's path when the simulation wrote none)."""
     from dataclasses import asdict
 
@@ -108,6 +110,10 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direc
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
     block, test = BLOCKS[direction]
+    if rows:
+        if block != "engine":
+            raise ValueError("rows is a whole engine's option (peer, pair or endpoint)")
+        block = "engine_rows"           # MR-ENG-298
     blk = blocks.get(block)
     pair = direction in ("pair", "endpoint")
     b = tb_build.pair_build(blk, cfg.width) if pair else tb_build.build(blk, cfg.width)
@@ -118,7 +124,7 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direc
         log = Path(tmp) / "sim.log"
         env = {"COSIM_CONFIG": json.dumps(raw), "COSIM_OUT": str(out),
                "COSIM_LOCKSTEP": "1" if lockstep else "0", "COSIM_DIRECTION": endpoint_direction,
-               "COSIM_P_BP": str(p_bp)}
+               "COSIM_P_BP": str(p_bp), "COSIM_ROWS": "1" if rows else "0"}
         vl.run(b, "metaroce.tb.cosim", testcase=test, extra_env=env, run_dir=Path(tmp) / "run", log_file=log,
                check=False)
         if not out.is_file():
