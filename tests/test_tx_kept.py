@@ -31,3 +31,13 @@ def test_windows_follow_kept_suspicion_registers():
     assert active == sched_states(model) == [1, 1, 1, 1]
     assert wsum == sum(win)
     assert [model.sched.sem.path[p]["cwnd"] for p in range(4)] == win
+
+
+def test_windows_register_scheduler_without_kept_record_differ():
+    """MR-TX-324, MR-TX-353 (negative control): the register scheduler without the kept record
+    (``kept_out=False``, the block before MR-TXS-347) on the same run leaves path 3 out of the
+    windows' W to the end while the scheduler keeps it active and sending."""
+    model = kept_run(rows=False, kept_out=False)
+    active, win, wsum = windows_end(model)
+    assert active == [1, 1, 1, 0] and sched_states(model) == [1, 1, 1, 1]
+    assert wsum == sum(win[:3]) < sum(win)
