@@ -5,9 +5,14 @@ with REROUTE, as the rows' does (MR-TX-320..322), so the windows' join is one fo
 import pytest
 
 from metaroce.models import protocol as P
-from metaroce.models.tx_sched import PATH_ACTIVE
+from metaroce.models import tx_sched_cases as tc
+from metaroce.models.driver import run_alone
+from metaroce.models.rx import unpack
+from metaroce.models.tx_sched import SMALL as SMALL_SCHED
+from metaroce.models.tx_sched import PATH_ACTIVE, TxSchedCycleModel, TxSchedModel, restore_layout
+from metaroce.models.tx_sched_rows import rows_restore_layout
 
-from test_tx_rows import kept_run, windows_end
+from test_tx_rows import StormRestores, kept_run, windows_end
 
 
 def sched_states(model, conn=0):
@@ -41,3 +46,90 @@ def test_windows_register_scheduler_without_kept_record_differ():
     active, win, wsum = windows_end(model)
     assert active == [1, 1, 1, 0] and sched_states(model) == [1, 1, 1, 1]
     assert wsum == sum(win[:3]) < sum(win)
+
+
+# -- MR-TXS-347..352: the kept record at the scheduler's ports
+
+def test_options_and_ports():
+    """MR-TXS-348, MR-TXS-350: ``m_restore``'s record is ``{conn, path, kept}``, the rows'
+    layout; ``kept_out=False`` keeps the port (its ``kept`` 0)."""
+    from metaroce.hdl.tx_sched import TxSched
+    assert rows_restore_layout(2, 4) == restore_layout(2, 4)
+    assert [n for n, _ in restore_layout(2, 4)] == ["conn", "path", "kept"]
+    for kw in ({}, {"kept_out": False}):
+        blk = TxSched(64, **SMALL_SCHED, restores=True, **kw)
+        shape = blk.signature.members["m_restore"].signature.members["payload"].shape
+        assert shape == restore_layout(SMALL_SCHED["conns"], SMALL_SCHED["paths"])
+    assert TxSchedCycleModel(64, **SMALL_SCHED, restores=True).kept_out
+    assert not TxSchedCycleModel(64, **SMALL_SCHED, restores=True, kept_out=False).kept_out
+
+
+def storm(seed=11, n=30, *, rtl=False, hdl_kw=None, **model_kw):
+    """MR-TXS-351: the verdict storm (MR-TXS-267: 60 % loss, ``p_verdict`` 0.1, window writes,
+    idle cycles, backpressure) with ``m_restore.ready`` random, on the register scheduler with
+    restores; the records taken on ``m_restore`` (their ``kept`` bits) and the model."""
+    prm = dict(SMALL_SCHED)
+    items = tc.traffic(TxSchedModel(**prm), n, seed=seed)
+    model = TxSchedCycleModel(64, **prm, restores=True, **model_kw)
+    drv = StormRestores(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4, loss=0.6,
+                        p_cwnd=0.05, cwnd_hi=8000, p_verdict=0.1)
+    drv.limit = 6000
+    taken = []
+
+    def on_cycle(cycle, ins, outs):
+        if outs.get("m_restore__valid") and ins["m_restore__ready"]:
+            r = unpack(model.restore_lay, outs["m_restore__payload"])
+            # MR-TXS-348: taken, the path is active in the scheduler after the edge
+            ps = model.sem.path[r["conn"] * model.sem.paths + r["path"]]
+            taken.append((r["kept"], ps["state"] == PATH_ACTIVE))
+    if rtl:
+        from metaroce.hdl.tx_sched import TxSched
+        from metaroce.tb.lockstep import run_amaranth
+        core = run_amaranth(TxSched(64, **prm, restores=True, **(hdl_kw or {})), model, drv,
+                            busy=model.busy, on_cycle=on_cycle)
+        assert core.mismatches == 0
+    else:
+        run_alone(model, drv, on_cycle=on_cycle)
+    assert len(drv.res["cqe"]) == len(items)
+    tc.check(TxSchedModel(**prm), items, drv.res)
+    return model, taken
+
+
+def kept_verdicts(model):
+    return sum(1 for e in model.events if e[0] == "kept")
+
+
+@pytest.mark.parametrize("seed", [11, 2])
+def test_sched_kept_record_model(seed):
+    """MR-TXS-347/348/351 (model): on the verdict storm every work request completes and the
+    checker passes; one kept record is taken per verdict taken as a reroute, besides the
+    restores, each naming a path the scheduler holds active."""
+    model, taken = storm(seed)
+    kept = [k for k, _ in taken]
+    assert kept_verdicts(model) >= 5 and sum(kept) == kept_verdicts(model) and kept.count(0) >= 3
+    assert all(active for _, active in taken)
+
+
+def test_sched_without_kept_record_model():
+    """MR-TXS-350 (negative control, model): without the kept record no record has ``kept`` 1
+    though verdicts are taken as reroutes."""
+    model, taken = storm(11, kept_out=False)
+    assert kept_verdicts(model) >= 5 and not any(k for k, _ in taken)
+
+
+@pytest.mark.slow
+def test_sched_rtl_kept_record():
+    """MR-TXS-351: ``TxSched(restores=True)`` against its model on the storm's seed 11 in the
+    Amaranth simulator, every port every cycle: 0 mismatches, the kept records as in
+    ``test_sched_kept_record_model``."""
+    model, taken = storm(11, rtl=True)
+    assert sum(k for k, _ in taken) == kept_verdicts(model) >= 5
+
+
+@pytest.mark.slow
+def test_sched_rtl_without_kept_record_fails():
+    """MR-TXS-352 (negative control): the RTL without the kept bit (``kept_out=False``, the
+    block before) mismatches the model with it on the same run."""
+    from metaroce.tb.lockstep import Mismatch
+    with pytest.raises(Mismatch):
+        storm(11, rtl=True, hdl_kw={"kept_out": False})

@@ -38,12 +38,12 @@ def down_run(seed=3):
 
 def settled(model):
     """No window record in flight: the windows idle, no window write in the scheduler's
-    pipeline, no restore pending, no verdict in the scheduler's boundary register nor at the
-    head of the unit's probe queue."""
+    pipeline, no restore or kept record pending (MR-TXS-347), no verdict in the scheduler's
+    boundary register nor at the head of the unit's probe queue."""
     s, r = model.sched, model.rtx
     head = unpack(model.lay.rtx.probe, r.probe_q.head)
     return (not model.cwnd.busy() and s.cw_b is None and s.cw_d is None
-            and not any(p["rst"] for p in s.sem.path)
+            and not any(p["rst"] or p["kpt"] for p in s.sem.path)
             and not (s.pb is not None and s.pb["to"])
             and not (r.probe_q.level and head["to"]))
 
