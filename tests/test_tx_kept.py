@@ -133,3 +133,27 @@ def test_sched_rtl_without_kept_record_fails():
     from metaroce.tb.lockstep import Mismatch
     with pytest.raises(Mismatch):
         storm(11, rtl=True, hdl_kw={"kept_out": False})
+
+
+@pytest.mark.parametrize("seed,kept_out", [(8, False), (18, False), (11, True)])
+def test_sched_restore_port_before_the_edge(seed, kept_out):
+    """MR-TXS-349: the model's ``m_restore`` in every cycle is the offer on its state before the
+    edge (what the RTL's registers give), on the storm's seeds where main's model formed it
+    after a verdict had loaded the boundary register (8 and 18, without kept records)."""
+    prm = dict(SMALL_SCHED)
+    items = tc.traffic(TxSchedModel(**prm), 30, seed=seed)
+    model = TxSchedCycleModel(64, **prm, restores=True, kept_out=kept_out)
+    drv = StormRestores(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4, loss=0.6,
+                        p_cwnd=0.05, cwnd_hi=8000, p_verdict=0.1)
+    drv.limit = 6000
+    step, seen = model.step, []
+
+    def checked(inp):
+        before = model.restore_outputs()
+        out = step(inp)
+        seen.append(before[0])
+        assert (out["m_restore__valid"], out["m_restore__payload"]) == before
+        return out
+    model.step = checked
+    run_alone(model, drv)
+    assert len(drv.res["cqe"]) == len(items) and sum(seen) >= 3
