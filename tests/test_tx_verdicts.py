@@ -352,6 +352,7 @@ def tx_lockstep(restores_rtl=True):
     return drv, model, watch, core
 
 
+# MR-TX-354: the register scheduler with its kept record (MR-TX-351) in the join
 @pytest.mark.slow
 def test_tx_verdicts_lockstep():
     """MR-TX-262: the engine with ``verdicts`` against ``TxCycleModel(verdicts=True)`` on
@@ -372,6 +373,7 @@ def test_tx_verdicts_lockstep_without_restores_fails():
         tx_lockstep(restores_rtl=False)
 
 
+# MR-TX-354: the register scheduler with its kept record (MR-TX-351) in the join
 @pytest.mark.slow
 def test_tx_verdicts_lockstep_random():
     """MR-TX-262, MR-TX-263 on the RTL: ``test_random_traffic_model[1]``'s run with ``cc_on``
