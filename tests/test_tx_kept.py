@@ -22,11 +22,11 @@ def sched_states(model, conn=0):
 
 
 def test_windows_follow_kept_suspicion_registers():
-    """MR-TX-351 (model): MR-TX-320's directed run with the register scheduler: path 3's
-    SUSPECT is kept (MR-TXS-290) and its kept record follows it into the windows as a restore
-    with REROUTE; at the end every path is active in the windows as in the scheduler, W is the
-    sum of the four windows (MR-TX-324's 37,635 against 67,346 before) and the scheduler's
-    windows are the block's."""
+    """MR-TX-351, MR-TX-352 (model): MR-TX-320's directed run with the register scheduler:
+    path 3's SUSPECT is kept (MR-TXS-290) and its kept record follows it into the windows as
+    a restore with REROUTE; at the end every path is active in the windows as in the scheduler,
+    W is the sum of the four windows (MR-TX-324's 37,635 against 67,346 before) and the
+    scheduler's windows are the block's."""
     model = kept_run(rows=False)
     assert sum(1 for e in model.sched.events if e[0] == "kept") == 1
     recs = [r for k, r in model.cw_log if k == "path" and r["path"] == 3]
