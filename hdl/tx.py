@@ -38,8 +38,9 @@ restores (``m_restore``) before them; ``s_cw_setup`` carries the share.
 With ``rows`` (MR-TX-316..318; off by default) the scheduler is the row scheduler
 ``TxSchedRows`` (per-connection state in block-RAM rows; not with ``pacing``; with ``rd_rows``
 its ``m_rd``, MR-TX-333);
-the retry-limit report leaves on ``m_error`` and into its ``s_error`` together (MR-TX-318), and
-with ``verdicts`` its kept verdicts reach the windows as REROUTE restores (MR-TX-322).
+the retry-limit report leaves on ``m_error`` and into its ``s_error`` together (MR-TX-318).
+With ``verdicts`` either scheduler's kept verdicts (a suspicion taken as a reroute on a
+connection's last active path) reach the windows as REROUTE restores (MR-TX-322, MR-TX-351).
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
@@ -552,9 +553,9 @@ class Tx(wiring.Component):
         with m.If(r_valid):
             m.d.comb += [sp.payload.conn.eq(rs.payload.conn), sp.payload.path.eq(rs.payload.path),
                          sp.payload.restore.eq(1)]
-            if self.rows:
-                # MR-TX-322: the rows' kept verdict (MR-TXS-316) a restore with REROUTE
-                m.d.comb += sp.payload.verdict.eq(Mux(rs.payload.kept, P.PATH_REROUTE, 0))
+            # MR-TX-322/351: a kept verdict's record (the rows' MR-TXS-316, the register
+            # scheduler's MR-TXS-347) a restore with REROUTE
+            m.d.comb += sp.payload.verdict.eq(Mux(rs.payload.kept, P.PATH_REROUTE, 0))
         with m.Else():
             m.d.comb += [sp.payload.conn.eq(pr.payload.conn), sp.payload.path.eq(pr.payload.path[:pb]),
                          sp.payload.verdict.eq(pr.payload.verdict)]

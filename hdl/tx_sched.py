@@ -216,7 +216,7 @@ class TxSched(wiring.Component):
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
                  resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False,
                  pacing=False, pace_ignored=False, restores=False,
-                 pace_full_only=False):
+                 pace_full_only=False, kept_out=True):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
@@ -235,8 +235,11 @@ class TxSched(wiring.Component):
         # ``pace_full_only`` (negative controls only): the full-MTU packets charged only
         self.pacing, self.pace_ignored = bool(pacing), pace_ignored
         # MR-TXS-183: with restores, the acknowledged reports' restores of probing paths on
-        # m_restore {conn, path} (the TX top's windows, hw-tx.md MR-TX-256)
+        # m_restore {conn, path, kept} (the TX top's windows, hw-tx.md MR-TX-256); MR-TXS-347:
+        # and the verdicts taken as reroutes (kept 1); kept_out=False (negative control only):
+        # not them, the block before (kept always 0)
         self.restores = bool(restores)
+        self.kept_out = bool(kept_out)
         if self.restores:
             rd_port["m_restore"] = Out(stream.Signature(restore_layout(conns, paths)))
         self.pace_full_only = pace_full_only
@@ -995,11 +998,14 @@ class TxSched(wiring.Component):
                          pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
         pb_row = _named(m, Cat(pbr.path[:pb], pbr.conn), "pb_row")
         # MR-TXS-184/185: per path row a restore not yet given on m_restore (restores only);
-        # the row whose verdict is in the boundary register is not offered (the verdict wins)
+        # the row whose verdict is in the boundary register is not offered (the verdict wins);
+        # MR-TXS-347/348: and a kept verdict's record (``kpt``), offered after the row's restore
         if self.restores:
             p_rst = [Signal(name=f"rst{r}") for r in range(C * PA)]
+            p_kpt = [Signal(name=f"kpt{r}") if self.kept_out else Const(0, 1)
+                     for r in range(C * PA)]
             pb_in = _named(m, v_act & ((pbr.path >> pb) == 0), "pb_in")
-            r_off = [_named(m, p_rst[r] & ~(pb_in & (pb_row == r)), f"rst_off{r}")
+            r_off = [_named(m, (p_rst[r] | p_kpt[r]) & ~(pb_in & (pb_row == r)), f"rst_off{r}")
                      for r in range(C * PA)]
             r_sel = [_named(m, r_off[r] & ~Cat(*r_off[:r]).any() if r else r_off[r],
                             f"rst_sel{r}") for r in range(C * PA)]
@@ -1008,7 +1014,10 @@ class TxSched(wiring.Component):
             r_take = _named(m, r_valid & self.m_restore.ready, "restore_take")
             m.d.comb += [r_valid.eq(Cat(*r_off).any()), self.m_restore.valid.eq(r_valid),
                          self.m_restore.payload.path.eq(r_idx[:pb]),
-                         self.m_restore.payload.conn.eq(r_idx[pb:])]
+                         self.m_restore.payload.conn.eq(r_idx[pb:]),
+                         self.m_restore.payload.kept.eq(
+                             Cat(*(r_sel[r] & ~p_rst[r] for r in range(C * PA))).any()
+                             if self.kept_out else 0)]
         pb_slot = read(p_tslot, pb_row, "pb_tslot")
         pb_e = _named(m, Cat(pb_slot[:sdb], pbr.conn) if sdb else pbr.conn, "pb_e")
         # MR-TXS-082: dropped unless the path is in the instance, the PSN is its newest, the
@@ -1258,9 +1267,13 @@ class TxSched(wiring.Component):
                 # MR-TXS-116: an acknowledged report restores the path (active, its window),
                 # whether or not it still names a live message
                 if self.restores:
-                    # MR-TXS-184: cleared when taken; set by the restore of a probing path
+                    # MR-TXS-184: cleared when taken; set by the restore of a probing path;
+                    # MR-TXS-348: the take is the restore's, else the kept record's
                     with m.If(r_take & r_sel[row]):
                         m.d.sync += p_rst[row].eq(0)
+                        if self.kept_out:
+                            with m.If(~p_rst[row]):
+                                m.d.sync += p_kpt[row].eq(0)
                     with m.If(rep_restore & (r_row == row) & p_prb[row]):
                         m.d.sync += p_rst[row].eq(1)
                 with m.If(rep_restore & (r_row == row)):
@@ -1278,8 +1291,12 @@ class TxSched(wiring.Component):
                                 m.d.sync += p_prb[row].eq(1)
                                 if self.restores:
                                     m.d.sync += p_rst[row].eq(0)                   # MR-TXS-185
+                                    if self.kept_out:
+                                        m.d.sync += p_kpt[row].eq(0)               # MR-TXS-347
                             with m.Else():
                                 m.d.sync += p_col[row].eq(1)                       # MR-TXS-290
+                                if self.restores and self.kept_out:
+                                    m.d.sync += p_kpt[row].eq(1)                   # MR-TXS-347
                             m.d.sync += p_gen[row].eq(p_gen[row] + 1)              # MR-TXS-121
                         with m.Case(P.PATH_REROUTE):
                             m.d.sync += [p_col[row].eq(1), p_gen[row].eq(p_gen[row] + 1)]

@@ -218,7 +218,8 @@ def path_record(lay, restore=None, probe=None):
     verdict ``{conn, path, psn, to, verdict}`` (``healthy`` the item's health bits with the share-out, MR-TX-301, else 0: the block
     without the share-out ignores it, MR-CW-112)."""
     if restore is not None:
-        # MR-TX-322: the row scheduler's kept verdict (MR-TXS-316) a restore with REROUTE
+        # MR-TX-322/351: a kept verdict (the rows' MR-TXS-316, the registers' MR-TXS-347) a
+        # restore with REROUTE
         return {"conn": restore["conn"], "path": restore["path"],
                 "verdict": P.PATH_REROUTE if restore.get("kept") else 0, "restore": 1,
                 "healthy": 0}

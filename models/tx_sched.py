@@ -276,9 +276,11 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
 
 
 def restore_layout(conns=SMALL["conns"], paths=SMALL["paths"]):
-    """MR-TXS-183: ``m_restore``'s record ``{conn, path}``, the widths of ``s_cwnd``'s fields."""
+    """MR-TXS-183: ``m_restore``'s record ``{conn, path}``, the widths of ``s_cwnd``'s fields;
+    MR-TXS-348: and ``kept`` (its top bit), 1 for a verdict taken as a reroute (MR-TXS-347), the
+    rows' record too (MR-TXS-316)."""
     return data.StructLayout({"conn": (conns - 1).bit_length(),
-                              "path": (paths - 1).bit_length()})
+                              "path": (paths - 1).bit_length(), "kept": 1})
 
 
 class TxSchedModel:
@@ -320,8 +322,9 @@ class TxSchedModel:
         # MR-TXS-113: its state and its collapsed bit (a reroute's window of one MTU, MR-TXS-115)
         self.path = [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0, "cwnd": cwnd,
                       "tail": None, "state": PATH_ACTIVE, "col": 0, "gen": 0,
-                      # MR-TXS-184: a restore not yet given on m_restore (``restores`` only)
-                      "rst": 0}
+                      # MR-TXS-184: a restore not yet given on m_restore (``restores`` only);
+                      # MR-TXS-347: a kept verdict's record not yet given (the cycle model's)
+                      "rst": 0, "kpt": 0}
                      for _ in range(conns * paths)]
         self.cwnd_max = (1 << records.BYTES_BITS) - 1 - mtu
         self.conn_rr = 0
@@ -625,7 +628,8 @@ class TxSchedModel:
         v = self.verdict_taken(pr, others)
         ps["state"] = path_state_after(ps["state"], v)
         if v in (P.PATH_SUSPECT, P.PATH_RETIRE):
-            ps["rst"] = 0           # MR-TXS-185: the verdict after it wins; its restore goes
+            # MR-TXS-185/347: the verdict after it wins; its restore and kept record go
+            ps["rst"] = ps["kpt"] = 0
         if v == P.PATH_REROUTE:
             ps["col"] = 1
         if v != P.PATH_KEEP:
@@ -860,10 +864,13 @@ class TxSchedCycleModel:
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, rd_rows=False, restores=False,
-                 lost_waits=False, last_active_kept=True, **kw):
+                 lost_waits=False, last_active_kept=True, kept_out=True, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-TXS-347/350: with restores, a verdict taken as a reroute leaves a kept record on
+        # m_restore; kept_out=False (negative control only) leaves it out (the block before)
+        self.kept_out = bool(kept_out)
         # MR-TXS-246 (negative control only): the rule before MR-TXS-240, a lost report waits in
         # its boundary register for its connection's FIFO room (and so holds its flight)
         self.lost_waits = bool(lost_waits)
@@ -927,7 +934,8 @@ class TxSchedCycleModel:
                     or self.cw_b is not None or self.cw_d is not None
                     or self.pb is not None
                     or self.lq is not None or sem.refill_pick() is not None     # MR-TXS-243
-                    or (self.restores and any(ps["rst"] for ps in sem.path))     # MR-TXS-184
+                    or (self.restores and any(ps["rst"] or ps["kpt"]            # MR-TXS-184
+                                              for ps in sem.path))                 # and 347
                     or (sem.pace is not None
                         and any(p["pend"] or p["ask"] or p["late"] for p in sem.pace))
                     or sem.completion() is not None or sem.decide() is not None)
@@ -1020,21 +1028,25 @@ class TxSchedCycleModel:
 
     def restore_row(self):
         """MR-TXS-184: the path row ``m_restore`` offers before the edge (None: not valid): the
-        lowest row with a pending restore, but not one whose verdict is in the boundary
-        register (MR-TXS-185: it acts at the next edge and wins); registers only."""
+        lowest row with a pending restore or kept record (MR-TXS-348), but not one whose
+        verdict is in the boundary register (MR-TXS-185: it acts at the next edge and wins);
+        registers only."""
         if not self.restores:
             return None
         sem = self.sem
         vrow = (self.pb["conn"] * sem.paths + self.pb["path"]
                 if self.verdict_act() and self.pb["path"] < sem.paths else None)
-        return next((r for r, ps in enumerate(sem.path) if ps["rst"] and r != vrow), None)
+        return next((r for r, ps in enumerate(sem.path)
+                     if (ps["rst"] or ps["kpt"]) and r != vrow), None)
 
     def restore_outputs(self):
-        """MR-TXS-183: ``(m_restore valid, payload)`` before the edge."""
+        """MR-TXS-183: ``(m_restore valid, payload)`` before the edge; MR-TXS-348: a row's
+        restore before its kept record (``kept`` 1 only without a pending restore)."""
         r = self.restore_row()
         if r is None:
             return 0, 0
-        return 1, pack(self.restore_lay, {"conn": r // self.sem.paths, "path": r % self.sem.paths})
+        return 1, pack(self.restore_lay, {"conn": r // self.sem.paths, "path": r % self.sem.paths,
+                                          "kept": int(not self.sem.path[r]["rst"])})
 
     def probe_ready(self):
         """MR-TXS-086: ``s_probe.ready`` before the edge: the boundary register empty or its
@@ -1115,6 +1127,7 @@ class TxSchedCycleModel:
                     and sem.others_active(self.pb["conn"], self.pb["path"]))
         # MR-TXS-183/186: the restore offered (registers), and no probe taken while it is
         r_row = self.restore_row()
+        r_out = self.restore_outputs()      # before the boundary register loads below
         probe_ready = int((self.pb is None or probe_act or v_act) and r_row is None)
         pb = self.pb
         pd_next = None if pb is None or probe_act or v_act else (sem.probe(pb),)
@@ -1150,11 +1163,13 @@ class TxSchedCycleModel:
         if self.rd_rows:
             out.update({"m_rd__valid": rd_valid, "m_rd__payload": rd_pay})
         if self.restores:
-            out["m_restore__valid"], out["m_restore__payload"] = self.restore_outputs()
+            out["m_restore__valid"], out["m_restore__payload"] = r_out
             if r_row is not None and g("m_restore__ready", 0):
                 # MR-TXS-184: taken, cleared at this edge (before this cycle's report, whose
-                # restore of another probing path may set a bit at the same edge)
-                sem.path[r_row]["rst"] = 0
+                # restore of another probing path may set a bit at the same edge); MR-TXS-348:
+                # the restore, else the kept record
+                ps = sem.path[r_row]
+                ps["rst" if ps["rst"] else "kpt"] = 0
         if sem.pace is not None:
             # MR-TXS-161: the request on registers, before the edge
             pace_valid, pace_req = sem.pace_request()
@@ -1205,9 +1220,13 @@ class TxSchedCycleModel:
         # (a report's restore of the same path included); its connection is touched
         if v_act:
             self.events.append(("verdict", pb))
-            if pb["path"] < sem.paths and sem.verdict_taken(pb, v_others) != pb["verdict"]:
+            kept = pb["path"] < sem.paths and sem.verdict_taken(pb, v_others) != pb["verdict"]
+            if kept:
                 self.events.append(("kept", pb))        # MR-TXS-290: the last active path
             sem.path_event(pb, v_others)
+            if kept and self.restores and self.kept_out:
+                # MR-TXS-347: its record for the TX top's windows (which took the verdict)
+                sem.path[pb["conn"] * sem.paths + pb["path"]]["kpt"] = 1
             touched.add(pb["conn"])
         # MR-TXS-029: the window write taken two cycles ago changes its path's window at this
         # edge, after this cycle's action (whose AckReq was decided on the old window); its

@@ -95,11 +95,10 @@ class RowLayouts:
 
 
 def rows_restore_layout(conns=SMALL["conns"], paths=SMALL["paths"]):
-    """MR-TXS-316: the rows' ``m_restore`` record: the register scheduler's ``{conn, path}``
-    (MR-TXS-183) and ``kept``: 1 for a verdict taken as a reroute (MR-TXS-266), 0 for a
-    restore."""
-    return data.StructLayout({**{n: f.shape for n, f in restore_layout(conns, paths)},
-                              "kept": 1})
+    """MR-TXS-316: the rows' ``m_restore`` record ``{conn, path, kept}``: ``kept`` 1 for a
+    verdict taken as a reroute (MR-TXS-266), 0 for a restore; MR-TXS-348: the register
+    scheduler's record (``restore_layout``), one record for both."""
+    return restore_layout(conns, paths)
 
 
 def row_layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],

@@ -180,6 +180,7 @@ def tx_lockstep(down=None, **dut_kw):
     return drv, model, watch, core
 
 
+# MR-TX-354: the register scheduler with its kept record (MR-TX-351) in the join
 @pytest.mark.slow
 def test_tx_share_out_lockstep():
     """MR-TX-304, MR-TX-301: ``Tx(verdicts=True)`` (the share-out on) against ``TxCycleModel(verdicts=True)``

@@ -38,12 +38,12 @@ def down_run(seed=3):
 
 def settled(model):
     """No window record in flight: the windows idle, no window write in the scheduler's
-    pipeline, no restore pending, no verdict in the scheduler's boundary register nor at the
-    head of the unit's probe queue."""
+    pipeline, no restore or kept record pending (MR-TXS-347), no verdict in the scheduler's
+    boundary register nor at the head of the unit's probe queue."""
     s, r = model.sched, model.rtx
     head = unpack(model.lay.rtx.probe, r.probe_q.head)
     return (not model.cwnd.busy() and s.cw_b is None and s.cw_d is None
-            and not any(p["rst"] for p in s.sem.path)
+            and not any(p["rst"] or p["kpt"] for p in s.sem.path)
             and not (s.pb is not None and s.pb["to"])
             and not (r.probe_q.level and head["to"]))
 
@@ -352,6 +352,7 @@ def tx_lockstep(restores_rtl=True):
     return drv, model, watch, core
 
 
+# MR-TX-354: the register scheduler with its kept record (MR-TX-351) in the join
 @pytest.mark.slow
 def test_tx_verdicts_lockstep():
     """MR-TX-262: the engine with ``verdicts`` against ``TxCycleModel(verdicts=True)`` on
@@ -372,6 +373,7 @@ def test_tx_verdicts_lockstep_without_restores_fails():
         tx_lockstep(restores_rtl=False)
 
 
+# MR-TX-354: the register scheduler with its kept record (MR-TX-351) in the join
 @pytest.mark.slow
 def test_tx_verdicts_lockstep_random():
     """MR-TX-262, MR-TX-263 on the RTL: ``test_random_traffic_model[1]``'s run with ``cc_on``

@@ -21,6 +21,7 @@ def run(kind, restores=True):
     return row
 
 
+# MR-TX-354: the register scheduler with its kept record (MR-TX-351) in the join
 @pytest.mark.slow
 def test_tx_verdicts_rtl_down_path():
     """MR-TX-270, MR-TX-304: the down-path run on the block's instance (the share-out built):
@@ -47,6 +48,7 @@ def test_tx_verdicts_rtl_down_path_without_restores_fails():
     assert row["mismatches"] > 0 and row["first_mismatch"] > 500
 
 
+# MR-TX-354: the register scheduler with its kept record (MR-TX-351) in the join
 @pytest.mark.slow
 def test_tx_verdicts_rtl_random():
     """MR-TX-272: MR-TX-262's random lossy run with ``cc_on`` on the block: 0 mismatches, the
