@@ -204,6 +204,11 @@ MSG_READ_S2 = True
 # MR-RX-270: S4's message row register takes the write of S3's cycle to S3's row (False: a wrong
 # form without it, for the negative control)
 MSG4_NOW = True
+# MR-RX-280: the ring rotator turns by a register of its own (`rot_amt`: S5's cum, the slow
+# update's cum before its step during the hold), so H1 and H4 take its output as it is (False:
+# MR-RX-048's form, the amount S5's cum and H1/H4 turning the output back by `sl_step`, for the
+# LUT comparison; the same function)
+ROT_AMT = True
 # MR-RX-272: S3's verdict terms on the read candidate compare the table's `next` with S3's
 # registered msg - j (False: through the subtractor msg - next, the same function, for the
 # depth comparison)
@@ -338,6 +343,13 @@ def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
         if j < len(ones):
             en = en & ones[j]
     return Cat(*parts)
+
+
+def _rot_amt_next(slow, cum, new_cum):
+    """MR-RX-280: what the rotator's amount register loads as S4's record enters S5: the row's
+    cum before the update for a slow record (H1's and H4's turns, ``sl_cum``), else S4's new
+    cum (S5's, for the SACK read-out)."""
+    return Mux(slow, cum, new_cum)
 
 
 def _s5_ring_load(advance, slow_write):
@@ -1039,13 +1051,18 @@ class Rx(wiring.Component):
         sl_cum_hi_p1 = Signal(15)
         sl_dist = Signal(9)
         sl_slide = Signal()
-        # sl_step: S5's cum is sl_cum + 1 (the slow update at cum), else sl_cum: the shared
-        # rotator turns by S5's cum, H1 and H4 turn its output back by sl_step (see below)
+        # sl_step: S5's cum is sl_cum + 1 (the slow update at cum), else sl_cum: without
+        # ROT_AMT the shared rotator turns by S5's cum, H1 and H4 turn its output back by
+        # sl_step (see below)
         sl_step = Signal()
+        # MR-RX-280: the rotator's amount, S5's cum (low 9 bits) in a cycle that advances, the
+        # slow record's cum before its update (sl_cum's) in the hold, H5's new cum from H5 on
+        rot_amt = Signal(9)
         assert HOLD_CYCLES >= 4
         with m.If(advance):
             m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
                          sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum),
+                         rot_amt.eq(_rot_amt_next(slow, cum[:9], nrow.cum[:9])),
                          hold.eq(Mux(slow, HOLD_CYCLES, 0)), holding.eq(slow), slow_write.eq(0)]
         with m.Else():
             m.d.sync += [hold.eq(hold - 1), holding.eq(hold != 1), slow_write.eq(hold == 2)]
@@ -1062,11 +1079,11 @@ class Rx(wiring.Component):
                      fill_lo_gt.eq(Cat(*[sl_dist[:4] > j for j in range(16)])),
                      fill.eq(Cat(*[fill_hi_gt[k >> 4] | (fill_hi_eq[k >> 4] & fill_lo_gt[k & 15])
                                    for k in range(n_fill)]))]
-        # the ring rotator's output turned back by sl_step (a register): in H1's turn sl_row's
-        # ring rotated right by sl_cum_lo, in H4's the run's likewise
+        # the ring rotator's output (without ROT_AMT turned back by sl_step, a register): in
+        # H1's turn sl_row's ring rotated right by sl_cum_lo, in H4's the run's likewise
         ring_rot = Signal(RING_BITS)
         rel = Signal(RING_BITS)
-        m.d.comb += rel.eq(Mux(sl_step, ring_rot.rotate_left(1), ring_rot))
+        m.d.comb += rel.eq(ring_rot if ROT_AMT else Mux(sl_step, ring_rot.rotate_left(1), ring_rot))
         h1_acc = Signal(RING_BITS)
         h1_holes = Signal(n_fill)     # received PSNs among the abandoned base, cum excluded
         h1_base = Signal(9)           # PSNs in the base: psn - 256 - cum
@@ -1231,7 +1248,7 @@ class Rx(wiring.Component):
                 s5_abandoned.eq(0),
             ]
         with m.Elif(slow_write):
-            m.d.sync += [s5_cum.eq(slow_row.cum), s5_abandoned.eq(h4_abandoned)]
+            m.d.sync += [s5_cum.eq(slow_row.cum), s5_abandoned.eq(h4_abandoned), rot_amt.eq(slow_row.cum[:9])]
         # MR-RX-260 (for LUTs, not behaviour): S5's ring takes the path table's write data
         # (`path_wd`, the write registers' select): S4's new row in a cycle that advances (a
         # record whose ring S5 reads, for an ACK's SACK or H1's turn, is `ok`), H5's row in
@@ -1255,9 +1272,11 @@ class Rx(wiring.Component):
         # bit-reversed, reversed. Its input and amount are S5's ring and cum registers, no
         # select: the ACK queue's write data is the rotator from registers, `hold` only in its
         # enable. In H1's turn S5's ring holds sl_row's ring (both took S4's new row in the cycle
-        # that started the hold); H3 loads the run into it for H4's turn. In both turns S5's cum
-        # is sl_cum + sl_step (S4's new cum), so H1 and H4 take the output turned left by sl_step.
-        ring_rot_in = _rotate(m, s5_ring, s5_cum[:9], left=False, name="ring_rot")
+        # that started the hold); H3 loads the run into it for H4's turn. MR-RX-280: the amount
+        # is `rot_amt`, S5's cum outside the hold and sl_cum in it, so H1 and H4 take the output
+        # as it is (without ROT_AMT: S5's cum, sl_cum + sl_step in both turns, and H1 and H4 turn
+        # the output left by sl_step, 512 2:1 muxes).
+        ring_rot_in = _rotate(m, s5_ring, rot_amt if ROT_AMT else s5_cum[:9], left=False, name="ring_rot")
         m.d.comb += ring_rot.eq(ring_rot_in)
         # the SACK: the ring from cum + 1 (MR-RX-013)
         s5_sack = ring_rot[1:P.SACK_BITS + 1]

@@ -105,7 +105,7 @@ def test_slow_updates(kind):
     update, the next record's read after its write), then rows with random SACKs written through
     s_cfg (stored as the ring) and the runs, fills and slides of the toggle stimulus. MR-RX-125:
     the slow update's row copy, loaded in H1 from the path table's write register, is what H5
-    writes back."""
+    writes back. MR-RX-280: the rotator's amount register (the hold's cum) in H1's and H4's turns."""
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     cases = rc.burst_slow(s, 20, kind=kind, plen=5)
     if kind == "fill":
@@ -740,3 +740,15 @@ def test_psn_neighbours_catch_wrong(fault, monkeypatch):
     s = rc.Setup(*SMALL, seed=21)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, rc.window_cases(s) + rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0, share=False)
+
+
+def test_rot_amt_catches_new_cum_in_hold(monkeypatch):
+    """MR-RX-280, MR-RX-281 (negative control): the rotator's amount register takes the slow record's cum
+    before its update as the hold starts (H1's and H4's turns); loaded with S4's new cum instead
+    (cum + 1 for a filled gap) the lockstep of test_slow_updates[fill] fails, so that test checks
+    the hold's amount."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_rot_amt_next", lambda slow, cum, new_cum: new_cum)
+    s = rc.Setup(*SMALL, seed=16, ack_every=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.burst_slow(s, 20, kind="fill", plen=5), seed=9, p_idle=0.1, p_bp=0.2, share=False)
