@@ -209,6 +209,17 @@ MSG4_NOW = True
 # MR-RX-048's form, the amount S5's cum and H1/H4 turning the output back by `sl_step`, for the
 # LUT comparison; the same function)
 ROT_AMT = True
+# MR-RX-282: S4's decision terms on S5's written row take S4's slot and chunk entry from the read
+# candidate's picks (msg4_row's, equal to S5's row whenever S5 writes S4's row) with S5's write
+# applied to them, not from picks of the written row (False: those picks, the same function)
+NXW_SHARED = True
+
+
+def _nxw_entry(set5, s5_entry, clear5, read):
+    """MR-RX-282: S4's chunk entry on S5's written row: S5's entry when S5 set it, 0 when S5's
+    slot was fresh (its ring emptied), else the read candidate's (a wrong form that takes the read
+    candidate's always is the negative control's)."""
+    return Mux(set5, s5_entry, Mux(clear5, 0, read))
 # MR-RX-272: S3's verdict terms on the read candidate compare the table's `next` with S3's
 # registered msg - j (False: through the subtractor msg - next, the same function, for the
 # depth comparison)
@@ -1342,12 +1353,15 @@ class Rx(wiring.Component):
 
         ent_w = 1 + EPOCH_BITS
 
-        def msg_stage(mrow, mc, m_msg_minus, m_rest, pfx, given=None, done_of=None):
+        def msg_stage(mrow, mc, m_msg_minus, m_rest, pfx, given=None, done_of=None, slot_of=None):
             """The message stage of record ``mc`` on message row ``mrow`` (MR-RX-080..083): its
             decision (new chunk, message done, the delivery run) and the row it writes. With
             ``given`` (``(new, done, run)``, registers: MR-RX-205) the decision is those registers,
             so the row written follows from registers and one adder. ``done_of(fresh)``: the
-            message-done test in place of the row's placed bytes against ``m_rest``."""
+            message-done test in place of the row's placed bytes against ``m_rest``.
+            ``slot_of(slot)`` (MR-RX-282): drives the record's slot's valid, kind, msg_len and
+            placed and returns its chunk entry before the fresh test, in place of the picks from
+            ``mrow``."""
             m_dist = Signal(32, name=f"{pfx}_dist")
             m.d.comb += m_dist.eq(mc.msg - mrow.next)
             m_behind = m_dist[31]                   # only the counters read it (MR-RX-123)
@@ -1362,13 +1376,18 @@ class Rx(wiring.Component):
                 m.d.comb += m_next_plus[k].eq(mrow.next + k)
             m_k = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
             slot = Signal(lay.msg_slot, name=f"{pfx}_slot")
-            m.d.comb += slot.eq(_pick([mrow.slots[j].as_value() for j in range(n_slots)], m_k))
+            m_pos = mc.chunk[:pos_bits]
+            entry_read = Signal(ent_w, name=f"{pfx}_entry_read")     # the entry at m_pos, fresh or not
+            if slot_of is None:
+                m.d.comb += [slot.eq(_pick([mrow.slots[j].as_value() for j in range(n_slots)], m_k)),
+                             entry_read.eq(_pick(_words(slot.ring, ent_w), m_pos))]
+            else:
+                m.d.comb += entry_read.eq(slot_of(slot))
             m_fresh = ~slot.valid
             m_mismatch = slot.valid & ((slot.msg_len != mc.msg_len) | (slot.kind != mc.kind))
-            m_pos = mc.chunk[:pos_bits]
             m_epoch = mc.chunk[pos_bits:]
             entry = Signal(ent_w, name=f"{pfx}_entry")
-            m.d.comb += entry.eq(Mux(m_fresh, 0, _pick(_words(slot.ring, ent_w), m_pos)))
+            m.d.comb += entry.eq(Mux(m_fresh, 0, entry_read))
             epoch_prev = Signal(EPOCH_BITS, name=f"{pfx}_epoch_prev")
             m.d.comb += epoch_prev.eq(m_epoch - 1)
             chunk_new = ~entry[EPOCH_BITS] | (entry[:EPOCH_BITS] == epoch_prev)
@@ -1425,7 +1444,8 @@ class Rx(wiring.Component):
             for i in range(n_slots):
                 next_out = Mux(run[i], m_next_plus[i + 1], next_out)
             return dict(new=m_new, done=m_done, run=run, refused=m_refused, order=order, slots_out=slots_out,
-                        next_out=next_out, next_plus=m_next_plus, pos=m_pos, epoch_prev=epoch_prev)
+                        next_out=next_out, next_plus=m_next_plus, pos=m_pos, epoch_prev=epoch_prev,
+                        slot=slot, entry_read=entry_read, fresh=m_fresh, placed=m_placed)
 
         # MR-RX-204..206: S5's decision (a new chunk, its message done, the delivery run) taken in
         # S4 for S4's record, on each row the message row register may load (the read, or S5's
@@ -1450,13 +1470,33 @@ class Rx(wiring.Component):
             m.d.sync += s4_rest_m5.eq(s3_carry.msg_len - s3_carry.plen - s4_carry.plen)
         k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
         k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
-        old4 = data.View(lay.msg_slot, _pick([mrow.slots[j].as_value() for j in range(n_slots)], k4)
-                         if slot_bits else mrow.slots[0].as_value())
+        if NXW_SHARED:
+            # MR-RX-282: S5's row (msg_row) equals msg4_row whenever S5 writes S4's row (the
+            # only cycles nx_wrow is used), so S4's slot on it is the read candidate's pick
+            old4 = nx_base["slot"]
+        else:
+            old4 = data.View(lay.msg_slot, _pick([mrow.slots[j].as_value() for j in range(n_slots)], k4)
+                             if slot_bits else mrow.slots[0].as_value())
+        same_slot = (k4 == k5) if slot_bits else Const(1, 1)
+
+        def nxw_slot(slot):
+            """MR-RX-282: S4's slot on S5's written row from the read candidate's (``old4``) with
+            S5's write applied: kind, msg_len and placed S5's when both name one slot, valid the
+            written row's (S5's delivery clears it), the chunk entry at S4's position S5's when
+            S5 set that entry, cleared when S5's slot was fresh."""
+            m.d.comb += [slot.valid.eq(_pick([new_row.slots[j].valid for j in range(n_slots)], k4)
+                                       if slot_bits else new_row.slots[0].valid),
+                         slot.kind.eq(Mux(same_slot, mc.kind, old4.kind)),
+                         slot.msg_len.eq(Mux(same_slot, mc.msg_len, old4.msg_len)),
+                         slot.placed.eq(Mux(same_slot, m_stage["placed"], old4.placed))]
+            return _nxw_entry(same_slot & (s4_rec.chunk[:pos_bits] == m_pos), Cat(m_epoch, Const(1, 1)),
+                              same_slot & m_stage["fresh"], nx_base["entry_read"])
 
         def nxw_done(fresh):
             return Mux(fresh, s4_rest == 0, Mux(k4 == k5, Mux(old4.valid, old4.placed, 0) == s4_rest_m5,
                                                 old4.placed == s4_rest))
-        nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None)
+        nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None,
+                            slot_of=nxw_slot if NXW_SHARED else None)
         with m.If(advance):
             for reg, key in ((nx_new, "new"), (nx_done, "done")):
                 m.d.sync += reg.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow[key], nx_base[key]))

@@ -742,6 +742,7 @@ def test_psn_neighbours_catch_wrong(fault, monkeypatch):
         run_lockstep(64, s, rc.window_cases(s) + rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0, share=False)
 
 
+@pytest.mark.slow
 def test_rot_amt_catches_new_cum_in_hold(monkeypatch):
     """MR-RX-280, MR-RX-281 (negative control): the rotator's amount register takes the slow record's cum
     before its update as the hold starts (H1's and H4's turns); loaded with S4's new cum instead
@@ -752,3 +753,16 @@ def test_rot_amt_catches_new_cum_in_hold(monkeypatch):
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, rc.burst_slow(s, 20, kind="fill", plen=5), seed=9, p_idle=0.1, p_bp=0.2, share=False)
+
+
+@pytest.mark.slow
+def test_nxw_shared_catches_no_s5_entry(monkeypatch):
+    """MR-RX-282, MR-RX-283 (negative control): S4's chunk entry on S5's written row is the read
+    candidate's with S5's write applied (S5's entry when S5 set it, 0 when S5's slot was fresh);
+    taken as the read candidate's alone, the lockstep of test_message_rows_back_to_back fails."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_nxw_entry", lambda set5, s5_entry, clear5, read: read)
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, share=False)
