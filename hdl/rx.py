@@ -213,6 +213,16 @@ ROT_AMT = True
 # candidate's picks (msg4_row's, equal to S5's row whenever S5 writes S4's row) with S5's write
 # applied to them, not from picks of the written row (False: those picks, the same function)
 NXW_SHARED = True
+# MR-RX-284: a table-4 write clears `next`'s and the slots' `valid` bits of S5's write data only,
+# the slots' other fields written as S5's (never read from an empty slot) (False: MR-RX-080's
+# row of zeros, a select for every bit)
+MSG_CFG_VALID_ONLY = True
+
+
+def _msg_cfg_valid(s5_msg_rec, valid):
+    """MR-RX-284: a slot's `valid` as the message table's write data has it: S5's when S5's
+    record writes, 0 for a configuration write (a wrong form keeps S5's, the negative control's)."""
+    return s5_msg_rec & valid
 
 
 def _nxw_entry(set5, s5_entry, clear5, read):
@@ -1523,10 +1533,21 @@ class Rx(wiring.Component):
         # for `hold` through cfg_ready): a configuration write never goes beside an accepted S5
         # record (cfg_ready), so S5's accepted message record is the stage's write when enabled
         s5_msg_rec = s5_valid & s5_accepted & ~mc.read
+        if MSG_CFG_VALID_ONLY:
+            # MR-RX-284: only `next` and the slots' `valid` take the configuration's select; an
+            # empty slot's other fields are never read (each use of a slot's field is under its
+            # `valid`, or the field is set when the slot is taken), so S5's are written
+            msg_wdata = Signal(lay.msg_row, name="msg_wdata")
+            m.d.comb += [msg_wdata.eq(new_row), msg_wdata.next.eq(Mux(s5_msg_rec, new_row.next, cfg.data[:32]))]
+            for j in range(n_slots):
+                m.d.comb += msg_wdata.slots[j].valid.eq(_msg_cfg_valid(s5_msg_rec, new_row.slots[j].valid))
+            msg_wdata = msg_wdata.as_value()
+        else:
+            msg_wdata = Mux(s5_msg_rec, new_row.as_value(), cfg_msg_row)
         m.d.comb += [
             msg_wr.en.eq((m_step & m_new) | (msg_cfg & msg_cfg_held)),
             msg_wr.addr.eq(Mux(s5_msg_rec, Cat(mc.stream[:sb], mc.conn), msg_cfg_row)),
-            msg_wr.data.eq(Mux(s5_msg_rec, new_row.as_value(), cfg_msg_row)),
+            msg_wr.data.eq(msg_wdata),
         ]
         # the configuration never writes beside an accepted S5 record (cfg_ready), so the
         # stage's write is the only one S4's record can need from this cycle

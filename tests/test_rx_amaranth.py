@@ -766,3 +766,33 @@ def test_nxw_shared_catches_no_s5_entry(monkeypatch):
     cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, share=False)
+
+
+
+def _reopen_cases():
+    """The message cases and streams reopened through s_cfg at random message numbers with
+    messages left open (rc.message_toggle_cases): table-4 writes among message records."""
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6)
+    return s, rc.message_cases(s) + rc.message_toggle_cases(s)
+
+
+@pytest.mark.slow
+def test_msg_cfg_valid_only():
+    """MR-RX-284, MR-RX-285: the message table's configuration writes clear `next` and the slots'
+    `valid` only (the other fields S5's write data's): the message cases and the reopened streams
+    in lockstep with the model, 0 mismatches, every completion the model's."""
+    s, cases = _reopen_cases()
+    res = run_lockstep(64, s, cases, seed=6, p_idle=0.1, p_bp=0.4)
+    assert len(res["cqe"]) >= 8
+
+
+@pytest.mark.slow
+def test_msg_cfg_valid_catches_kept_slots(monkeypatch):
+    """MR-RX-284, MR-RX-285 (negative control): with S5's `valid` bits kept by a configuration
+    write of the message table (the slots not emptied), the lockstep of test_msg_cfg_valid_only
+    fails."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_msg_cfg_valid", lambda s5_msg_rec, valid: valid)
+    s, cases = _reopen_cases()
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=6, p_idle=0.1, p_bp=0.4, share=False)
