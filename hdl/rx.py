@@ -225,6 +225,19 @@ def _msg_cfg_valid(s5_msg_rec, valid):
     return s5_msg_rec & valid
 
 
+# MR-RX-286: a table-6 write clears the READ accounting's done, placed bytes and chunk entries'
+# valid bits of S5's write data only, the entries' epochs written as S5's (never read from an
+# invalid entry) (False: MR-RX-110's row of zeros, a select for every bit)
+RDS_CFG_VALID_ONLY = True
+
+
+def _rds_cfg_valid(s5_rd_rec, valid):
+    """MR-RX-286: a READ accounting chunk entry's valid bit as the table's write data has it:
+    S5's when S5's record writes, 0 for a configuration write (a wrong form keeps S5's, the
+    negative control's)."""
+    return s5_rd_rec & valid
+
+
 def _nxw_entry(set5, s5_entry, clear5, read):
     """MR-RX-282: S4's chunk entry on S5's written row: S5's entry when S5 set it, 0 when S5's
     slot was fresh (its ring emptied), else the read candidate's (a wrong form that takes the read
@@ -1597,12 +1610,24 @@ class Rx(wiring.Component):
         r_step = push & s5_accepted & mc.read
         s5_rd_rec = s5_valid & s5_accepted & mc.read
         rd_cfg = cfg_take & (cfg.table == TABLE_READ)
+        if RDS_CFG_VALID_ONLY:
+            # MR-RX-286: done, placed and each entry's valid bit take the configuration's 0; an
+            # invalid entry's epoch is never read (a chunk at an invalid entry is new), so S5's
+            rds_wdata = Signal(lay.rd_state, name="rds_wdata")
+            m.d.comb += [rds_wdata.eq(nstate), rds_wdata.done.eq(s5_rd_rec & nstate.done),
+                         rds_wdata.placed.eq(Mux(s5_rd_rec, nstate.placed, 0))]
+            for j in range(ring_n):
+                vb = j * ent_w + EPOCH_BITS         # the entry's valid bit (Cat(epoch, 1))
+                m.d.comb += rds_wdata.ring[vb].eq(_rds_cfg_valid(s5_rd_rec, nstate.ring[vb]))
+            rds_wdata = rds_wdata.as_value()
+        else:
+            rds_wdata = Mux(s5_rd_rec, nstate.as_value(), 0)
         m.d.comb += [
             rd_wr.en.eq(rd_cfg & rd_cfg_held), rd_wr.addr.eq(rd_cfg_row), rd_wr.data.eq(cfg.data[:lay.rd.size]),
             rds_wr.en.eq((r_step & r_new) | (rd_cfg & rd_cfg_held)),
             # chosen by S5's registers as the message table's write (cfg_ready)
             rds_wr.addr.eq(Mux(s5_rd_rec, Cat(mc.msg[:rdb], mc.stream[:sb], mc.conn), rd_cfg_row)),
-            rds_wr.data.eq(Mux(s5_rd_rec, nstate.as_value(), 0)),
+            rds_wr.data.eq(rds_wdata),
         ]
         m.d.comb += rs_fwd_now.eq(r_step & r_new & rs_same)
         r_cqe = r_step & r_new & r_done

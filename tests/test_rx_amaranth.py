@@ -444,7 +444,8 @@ def test_rtl_reads():
     """MR-RX-110..112: the READ-response cases on two connections (out of order with a resent
     chunk, a duplicate PSN, NO_READ, LENGTH, a chunk after completion, zero length, a reused
     row and a stale chunk, the checks before the row) in lockstep with idle cycles and
-    backpressure, 0 mismatches; outputs, counters and outcomes as the model says."""
+    backpressure, 0 mismatches; outputs, counters and outcomes as the model says. MR-RX-286:
+    the reused row's accounting cleared by its table-6 write in done, placed and valid bits only."""
     s = rc.Setup(*SMALL, seed=7, n_streams=2)
     cases = rc.read_cases(s) + rc.read_cases(s, conn=1, stream=1)
     res = run_lockstep(64, s, cases, seed=4, p_idle=0.2, p_bp=0.4)
@@ -796,3 +797,17 @@ def test_msg_cfg_valid_catches_kept_slots(monkeypatch):
     s, cases = _reopen_cases()
     with pytest.raises(Mismatch):
         run_lockstep(64, s, cases, seed=6, p_idle=0.1, p_bp=0.4, share=False)
+
+
+@pytest.mark.slow
+def test_rds_cfg_valid_catches_kept_entries(monkeypatch):
+    """MR-RX-286, MR-RX-287 (negative control): a configuration write of the READ table clears
+    the READ accounting's done, placed bytes and chunk entries' valid bits (the entries' epochs
+    S5's write data's); with S5's valid bits kept, the lockstep of test_rtl_reads (a row reused
+    by a later READ) fails."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_rds_cfg_valid", lambda s5_rd_rec, valid: valid)
+    s = rc.Setup(*SMALL, seed=7, n_streams=2)
+    cases = rc.read_cases(s) + rc.read_cases(s, conn=1, stream=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=4, p_idle=0.2, p_bp=0.4, share=False)
