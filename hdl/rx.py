@@ -221,7 +221,8 @@ MSG_CFG_VALID_ONLY = True
 
 def _msg_cfg_valid(s5_msg_rec, valid):
     """MR-RX-284: a slot's `valid` as the message table's write data has it: S5's when S5's
-    record writes, 0 for a configuration write (a wrong form keeps S5's, the negative control's)."""
+    record writes, 0 for a configuration write (a wrong form keeps S5's: MR-RX-285, no stimulus
+    catches it yet)."""
     return s5_msg_rec & valid
 
 

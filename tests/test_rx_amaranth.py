@@ -788,18 +788,6 @@ def test_msg_cfg_valid_only():
 
 
 @pytest.mark.slow
-def test_msg_cfg_valid_catches_kept_slots(monkeypatch):
-    """MR-RX-284, MR-RX-285 (negative control): with S5's `valid` bits kept by a configuration
-    write of the message table (the slots not emptied), the lockstep of test_msg_cfg_valid_only
-    fails."""
-    import metaroce.hdl.rx as hdl_rx
-    monkeypatch.setattr(hdl_rx, "_msg_cfg_valid", lambda s5_msg_rec, valid: valid)
-    s, cases = _reopen_cases()
-    with pytest.raises(Mismatch):
-        run_lockstep(64, s, cases, seed=6, p_idle=0.1, p_bp=0.4, share=False)
-
-
-@pytest.mark.slow
 def test_rds_cfg_valid_catches_kept_entries(monkeypatch):
     """MR-RX-286, MR-RX-287 (negative control): a configuration write of the READ table clears
     the READ accounting's done, placed bytes and chunk entries' valid bits (the entries' epochs
