@@ -204,6 +204,46 @@ MSG_READ_S2 = True
 # MR-RX-270: S4's message row register takes the write of S3's cycle to S3's row (False: a wrong
 # form without it, for the negative control)
 MSG4_NOW = True
+# MR-RX-280: the ring rotator turns by a register of its own (`rot_amt`: S5's cum, the slow
+# update's cum before its step during the hold), so H1 and H4 take its output as it is (False:
+# MR-RX-048's form, the amount S5's cum and H1/H4 turning the output back by `sl_step`, for the
+# LUT comparison; the same function)
+ROT_AMT = True
+# MR-RX-282: S4's decision terms on S5's written row take S4's slot and chunk entry from the read
+# candidate's picks (msg4_row's, equal to S5's row whenever S5 writes S4's row) with S5's write
+# applied to them, not from picks of the written row (False: those picks, the same function)
+NXW_SHARED = True
+# MR-RX-284: a table-4 write clears `next`'s and the slots' `valid` bits of S5's write data only,
+# the slots' other fields written as S5's (never read from an empty slot) (False: MR-RX-080's
+# row of zeros, a select for every bit)
+MSG_CFG_VALID_ONLY = True
+
+
+def _msg_cfg_valid(s5_msg_rec, valid):
+    """MR-RX-284: a slot's `valid` as the message table's write data has it: S5's when S5's
+    record writes, 0 for a configuration write (a wrong form keeps S5's: MR-RX-285, no stimulus
+    catches it yet)."""
+    return s5_msg_rec & valid
+
+
+# MR-RX-286: a table-6 write clears the READ accounting's done, placed bytes and chunk entries'
+# valid bits of S5's write data only, the entries' epochs written as S5's (never read from an
+# invalid entry) (False: MR-RX-110's row of zeros, a select for every bit)
+RDS_CFG_VALID_ONLY = True
+
+
+def _rds_cfg_valid(s5_rd_rec, valid):
+    """MR-RX-286: a READ accounting chunk entry's valid bit as the table's write data has it:
+    S5's when S5's record writes, 0 for a configuration write (a wrong form keeps S5's, the
+    negative control's)."""
+    return s5_rd_rec & valid
+
+
+def _nxw_entry(set5, s5_entry, clear5, read):
+    """MR-RX-282: S4's chunk entry on S5's written row: S5's entry when S5 set it, 0 when S5's
+    slot was fresh (its ring emptied), else the read candidate's (a wrong form that takes the read
+    candidate's always is the negative control's)."""
+    return Mux(set5, s5_entry, Mux(clear5, 0, read))
 # MR-RX-272: S3's verdict terms on the read candidate compare the table's `next` with S3's
 # registered msg - j (False: through the subtractor msg - next, the same function, for the
 # depth comparison)
@@ -338,6 +378,13 @@ def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
         if j < len(ones):
             en = en & ones[j]
     return Cat(*parts)
+
+
+def _rot_amt_next(slow, cum, new_cum):
+    """MR-RX-280: what the rotator's amount register loads as S4's record enters S5: the row's
+    cum before the update for a slow record (H1's and H4's turns, ``sl_cum``), else S4's new
+    cum (S5's, for the SACK read-out)."""
+    return Mux(slow, cum, new_cum)
 
 
 def _s5_ring_load(advance, slow_write):
@@ -1039,13 +1086,18 @@ class Rx(wiring.Component):
         sl_cum_hi_p1 = Signal(15)
         sl_dist = Signal(9)
         sl_slide = Signal()
-        # sl_step: S5's cum is sl_cum + 1 (the slow update at cum), else sl_cum: the shared
-        # rotator turns by S5's cum, H1 and H4 turn its output back by sl_step (see below)
+        # sl_step: S5's cum is sl_cum + 1 (the slow update at cum), else sl_cum: without
+        # ROT_AMT the shared rotator turns by S5's cum, H1 and H4 turn its output back by
+        # sl_step (see below)
         sl_step = Signal()
+        # MR-RX-280: the rotator's amount, S5's cum (low 9 bits) in a cycle that advances, the
+        # slow record's cum before its update (sl_cum's) in the hold, H5's new cum from H5 on
+        rot_amt = Signal(9)
         assert HOLD_CYCLES >= 4
         with m.If(advance):
             m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
                          sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum),
+                         rot_amt.eq(_rot_amt_next(slow, cum[:9], nrow.cum[:9])),
                          hold.eq(Mux(slow, HOLD_CYCLES, 0)), holding.eq(slow), slow_write.eq(0)]
         with m.Else():
             m.d.sync += [hold.eq(hold - 1), holding.eq(hold != 1), slow_write.eq(hold == 2)]
@@ -1062,11 +1114,11 @@ class Rx(wiring.Component):
                      fill_lo_gt.eq(Cat(*[sl_dist[:4] > j for j in range(16)])),
                      fill.eq(Cat(*[fill_hi_gt[k >> 4] | (fill_hi_eq[k >> 4] & fill_lo_gt[k & 15])
                                    for k in range(n_fill)]))]
-        # the ring rotator's output turned back by sl_step (a register): in H1's turn sl_row's
-        # ring rotated right by sl_cum_lo, in H4's the run's likewise
+        # the ring rotator's output (without ROT_AMT turned back by sl_step, a register): in
+        # H1's turn sl_row's ring rotated right by sl_cum_lo, in H4's the run's likewise
         ring_rot = Signal(RING_BITS)
         rel = Signal(RING_BITS)
-        m.d.comb += rel.eq(Mux(sl_step, ring_rot.rotate_left(1), ring_rot))
+        m.d.comb += rel.eq(ring_rot if ROT_AMT else Mux(sl_step, ring_rot.rotate_left(1), ring_rot))
         h1_acc = Signal(RING_BITS)
         h1_holes = Signal(n_fill)     # received PSNs among the abandoned base, cum excluded
         h1_base = Signal(9)           # PSNs in the base: psn - 256 - cum
@@ -1231,7 +1283,7 @@ class Rx(wiring.Component):
                 s5_abandoned.eq(0),
             ]
         with m.Elif(slow_write):
-            m.d.sync += [s5_cum.eq(slow_row.cum), s5_abandoned.eq(h4_abandoned)]
+            m.d.sync += [s5_cum.eq(slow_row.cum), s5_abandoned.eq(h4_abandoned), rot_amt.eq(slow_row.cum[:9])]
         # MR-RX-260 (for LUTs, not behaviour): S5's ring takes the path table's write data
         # (`path_wd`, the write registers' select): S4's new row in a cycle that advances (a
         # record whose ring S5 reads, for an ACK's SACK or H1's turn, is `ok`), H5's row in
@@ -1255,9 +1307,11 @@ class Rx(wiring.Component):
         # bit-reversed, reversed. Its input and amount are S5's ring and cum registers, no
         # select: the ACK queue's write data is the rotator from registers, `hold` only in its
         # enable. In H1's turn S5's ring holds sl_row's ring (both took S4's new row in the cycle
-        # that started the hold); H3 loads the run into it for H4's turn. In both turns S5's cum
-        # is sl_cum + sl_step (S4's new cum), so H1 and H4 take the output turned left by sl_step.
-        ring_rot_in = _rotate(m, s5_ring, s5_cum[:9], left=False, name="ring_rot")
+        # that started the hold); H3 loads the run into it for H4's turn. MR-RX-280: the amount
+        # is `rot_amt`, S5's cum outside the hold and sl_cum in it, so H1 and H4 take the output
+        # as it is (without ROT_AMT: S5's cum, sl_cum + sl_step in both turns, and H1 and H4 turn
+        # the output left by sl_step, 512 2:1 muxes).
+        ring_rot_in = _rotate(m, s5_ring, rot_amt if ROT_AMT else s5_cum[:9], left=False, name="ring_rot")
         m.d.comb += ring_rot.eq(ring_rot_in)
         # the SACK: the ring from cum + 1 (MR-RX-013)
         s5_sack = ring_rot[1:P.SACK_BITS + 1]
@@ -1323,12 +1377,15 @@ class Rx(wiring.Component):
 
         ent_w = 1 + EPOCH_BITS
 
-        def msg_stage(mrow, mc, m_msg_minus, m_rest, pfx, given=None, done_of=None):
+        def msg_stage(mrow, mc, m_msg_minus, m_rest, pfx, given=None, done_of=None, slot_of=None):
             """The message stage of record ``mc`` on message row ``mrow`` (MR-RX-080..083): its
             decision (new chunk, message done, the delivery run) and the row it writes. With
             ``given`` (``(new, done, run)``, registers: MR-RX-205) the decision is those registers,
             so the row written follows from registers and one adder. ``done_of(fresh)``: the
-            message-done test in place of the row's placed bytes against ``m_rest``."""
+            message-done test in place of the row's placed bytes against ``m_rest``.
+            ``slot_of(slot)`` (MR-RX-282): drives the record's slot's valid, kind, msg_len and
+            placed and returns its chunk entry before the fresh test, in place of the picks from
+            ``mrow``."""
             m_dist = Signal(32, name=f"{pfx}_dist")
             m.d.comb += m_dist.eq(mc.msg - mrow.next)
             m_behind = m_dist[31]                   # only the counters read it (MR-RX-123)
@@ -1343,13 +1400,18 @@ class Rx(wiring.Component):
                 m.d.comb += m_next_plus[k].eq(mrow.next + k)
             m_k = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
             slot = Signal(lay.msg_slot, name=f"{pfx}_slot")
-            m.d.comb += slot.eq(_pick([mrow.slots[j].as_value() for j in range(n_slots)], m_k))
+            m_pos = mc.chunk[:pos_bits]
+            entry_read = Signal(ent_w, name=f"{pfx}_entry_read")     # the entry at m_pos, fresh or not
+            if slot_of is None:
+                m.d.comb += [slot.eq(_pick([mrow.slots[j].as_value() for j in range(n_slots)], m_k)),
+                             entry_read.eq(_pick(_words(slot.ring, ent_w), m_pos))]
+            else:
+                m.d.comb += entry_read.eq(slot_of(slot))
             m_fresh = ~slot.valid
             m_mismatch = slot.valid & ((slot.msg_len != mc.msg_len) | (slot.kind != mc.kind))
-            m_pos = mc.chunk[:pos_bits]
             m_epoch = mc.chunk[pos_bits:]
             entry = Signal(ent_w, name=f"{pfx}_entry")
-            m.d.comb += entry.eq(Mux(m_fresh, 0, _pick(_words(slot.ring, ent_w), m_pos)))
+            m.d.comb += entry.eq(Mux(m_fresh, 0, entry_read))
             epoch_prev = Signal(EPOCH_BITS, name=f"{pfx}_epoch_prev")
             m.d.comb += epoch_prev.eq(m_epoch - 1)
             chunk_new = ~entry[EPOCH_BITS] | (entry[:EPOCH_BITS] == epoch_prev)
@@ -1406,7 +1468,8 @@ class Rx(wiring.Component):
             for i in range(n_slots):
                 next_out = Mux(run[i], m_next_plus[i + 1], next_out)
             return dict(new=m_new, done=m_done, run=run, refused=m_refused, order=order, slots_out=slots_out,
-                        next_out=next_out, next_plus=m_next_plus, pos=m_pos, epoch_prev=epoch_prev)
+                        next_out=next_out, next_plus=m_next_plus, pos=m_pos, epoch_prev=epoch_prev,
+                        slot=slot, entry_read=entry_read, fresh=m_fresh, placed=m_placed)
 
         # MR-RX-204..206: S5's decision (a new chunk, its message done, the delivery run) taken in
         # S4 for S4's record, on each row the message row register may load (the read, or S5's
@@ -1431,13 +1494,33 @@ class Rx(wiring.Component):
             m.d.sync += s4_rest_m5.eq(s3_carry.msg_len - s3_carry.plen - s4_carry.plen)
         k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
         k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
-        old4 = data.View(lay.msg_slot, _pick([mrow.slots[j].as_value() for j in range(n_slots)], k4)
-                         if slot_bits else mrow.slots[0].as_value())
+        if NXW_SHARED:
+            # MR-RX-282: S5's row (msg_row) equals msg4_row whenever S5 writes S4's row (the
+            # only cycles nx_wrow is used), so S4's slot on it is the read candidate's pick
+            old4 = nx_base["slot"]
+        else:
+            old4 = data.View(lay.msg_slot, _pick([mrow.slots[j].as_value() for j in range(n_slots)], k4)
+                             if slot_bits else mrow.slots[0].as_value())
+        same_slot = (k4 == k5) if slot_bits else Const(1, 1)
+
+        def nxw_slot(slot):
+            """MR-RX-282: S4's slot on S5's written row from the read candidate's (``old4``) with
+            S5's write applied: kind, msg_len and placed S5's when both name one slot, valid the
+            written row's (S5's delivery clears it), the chunk entry at S4's position S5's when
+            S5 set that entry, cleared when S5's slot was fresh."""
+            m.d.comb += [slot.valid.eq(_pick([new_row.slots[j].valid for j in range(n_slots)], k4)
+                                       if slot_bits else new_row.slots[0].valid),
+                         slot.kind.eq(Mux(same_slot, mc.kind, old4.kind)),
+                         slot.msg_len.eq(Mux(same_slot, mc.msg_len, old4.msg_len)),
+                         slot.placed.eq(Mux(same_slot, m_stage["placed"], old4.placed))]
+            return _nxw_entry(same_slot & (s4_rec.chunk[:pos_bits] == m_pos), Cat(m_epoch, Const(1, 1)),
+                              same_slot & m_stage["fresh"], nx_base["entry_read"])
 
         def nxw_done(fresh):
             return Mux(fresh, s4_rest == 0, Mux(k4 == k5, Mux(old4.valid, old4.placed, 0) == s4_rest_m5,
                                                 old4.placed == s4_rest))
-        nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None)
+        nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None,
+                            slot_of=nxw_slot if NXW_SHARED else None)
         with m.If(advance):
             for reg, key in ((nx_new, "new"), (nx_done, "done")):
                 m.d.sync += reg.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow[key], nx_base[key]))
@@ -1464,10 +1547,21 @@ class Rx(wiring.Component):
         # for `hold` through cfg_ready): a configuration write never goes beside an accepted S5
         # record (cfg_ready), so S5's accepted message record is the stage's write when enabled
         s5_msg_rec = s5_valid & s5_accepted & ~mc.read
+        if MSG_CFG_VALID_ONLY:
+            # MR-RX-284: only `next` and the slots' `valid` take the configuration's select; an
+            # empty slot's other fields are never read (each use of a slot's field is under its
+            # `valid`, or the field is set when the slot is taken), so S5's are written
+            msg_wdata = Signal(lay.msg_row, name="msg_wdata")
+            m.d.comb += [msg_wdata.eq(new_row), msg_wdata.next.eq(Mux(s5_msg_rec, new_row.next, cfg.data[:32]))]
+            for j in range(n_slots):
+                m.d.comb += msg_wdata.slots[j].valid.eq(_msg_cfg_valid(s5_msg_rec, new_row.slots[j].valid))
+            msg_wdata = msg_wdata.as_value()
+        else:
+            msg_wdata = Mux(s5_msg_rec, new_row.as_value(), cfg_msg_row)
         m.d.comb += [
             msg_wr.en.eq((m_step & m_new) | (msg_cfg & msg_cfg_held)),
             msg_wr.addr.eq(Mux(s5_msg_rec, Cat(mc.stream[:sb], mc.conn), msg_cfg_row)),
-            msg_wr.data.eq(Mux(s5_msg_rec, new_row.as_value(), cfg_msg_row)),
+            msg_wr.data.eq(msg_wdata),
         ]
         # the configuration never writes beside an accepted S5 record (cfg_ready), so the
         # stage's write is the only one S4's record can need from this cycle
@@ -1517,12 +1611,24 @@ class Rx(wiring.Component):
         r_step = push & s5_accepted & mc.read
         s5_rd_rec = s5_valid & s5_accepted & mc.read
         rd_cfg = cfg_take & (cfg.table == TABLE_READ)
+        if RDS_CFG_VALID_ONLY:
+            # MR-RX-286: done, placed and each entry's valid bit take the configuration's 0; an
+            # invalid entry's epoch is never read (a chunk at an invalid entry is new), so S5's
+            rds_wdata = Signal(lay.rd_state, name="rds_wdata")
+            m.d.comb += [rds_wdata.eq(nstate), rds_wdata.done.eq(s5_rd_rec & nstate.done),
+                         rds_wdata.placed.eq(Mux(s5_rd_rec, nstate.placed, 0))]
+            for j in range(ring_n):
+                vb = j * ent_w + EPOCH_BITS         # the entry's valid bit (Cat(epoch, 1))
+                m.d.comb += rds_wdata.ring[vb].eq(_rds_cfg_valid(s5_rd_rec, nstate.ring[vb]))
+            rds_wdata = rds_wdata.as_value()
+        else:
+            rds_wdata = Mux(s5_rd_rec, nstate.as_value(), 0)
         m.d.comb += [
             rd_wr.en.eq(rd_cfg & rd_cfg_held), rd_wr.addr.eq(rd_cfg_row), rd_wr.data.eq(cfg.data[:lay.rd.size]),
             rds_wr.en.eq((r_step & r_new) | (rd_cfg & rd_cfg_held)),
             # chosen by S5's registers as the message table's write (cfg_ready)
             rds_wr.addr.eq(Mux(s5_rd_rec, Cat(mc.msg[:rdb], mc.stream[:sb], mc.conn), rd_cfg_row)),
-            rds_wr.data.eq(Mux(s5_rd_rec, nstate.as_value(), 0)),
+            rds_wr.data.eq(rds_wdata),
         ]
         m.d.comb += rs_fwd_now.eq(r_step & r_new & rs_same)
         r_cqe = r_step & r_new & r_done

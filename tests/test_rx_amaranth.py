@@ -105,7 +105,7 @@ def test_slow_updates(kind):
     update, the next record's read after its write), then rows with random SACKs written through
     s_cfg (stored as the ring) and the runs, fills and slides of the toggle stimulus. MR-RX-125:
     the slow update's row copy, loaded in H1 from the path table's write register, is what H5
-    writes back."""
+    writes back. MR-RX-280: the rotator's amount register (the hold's cum) in H1's and H4's turns."""
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     cases = rc.burst_slow(s, 20, kind=kind, plen=5)
     if kind == "fill":
@@ -444,7 +444,8 @@ def test_rtl_reads():
     """MR-RX-110..112: the READ-response cases on two connections (out of order with a resent
     chunk, a duplicate PSN, NO_READ, LENGTH, a chunk after completion, zero length, a reused
     row and a stale chunk, the checks before the row) in lockstep with idle cycles and
-    backpressure, 0 mismatches; outputs, counters and outcomes as the model says."""
+    backpressure, 0 mismatches; outputs, counters and outcomes as the model says. MR-RX-286:
+    the reused row's accounting cleared by its table-6 write in done, placed and valid bits only."""
     s = rc.Setup(*SMALL, seed=7, n_streams=2)
     cases = rc.read_cases(s) + rc.read_cases(s, conn=1, stream=1)
     res = run_lockstep(64, s, cases, seed=4, p_idle=0.2, p_bp=0.4)
@@ -740,3 +741,61 @@ def test_psn_neighbours_catch_wrong(fault, monkeypatch):
     s = rc.Setup(*SMALL, seed=21)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, rc.window_cases(s) + rc.own_write_cases(s), seed=2, p_idle=0.0, p_bp=0.0, share=False)
+
+
+@pytest.mark.slow
+def test_rot_amt_catches_new_cum_in_hold(monkeypatch):
+    """MR-RX-280, MR-RX-281 (negative control): the rotator's amount register takes the slow record's cum
+    before its update as the hold starts (H1's and H4's turns); loaded with S4's new cum instead
+    (cum + 1 for a filled gap) the lockstep of test_slow_updates[fill] fails, so that test checks
+    the hold's amount."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_rot_amt_next", lambda slow, cum, new_cum: new_cum)
+    s = rc.Setup(*SMALL, seed=16, ack_every=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.burst_slow(s, 20, kind="fill", plen=5), seed=9, p_idle=0.1, p_bp=0.2, share=False)
+
+
+@pytest.mark.slow
+def test_nxw_shared_catches_no_s5_entry(monkeypatch):
+    """MR-RX-282, MR-RX-283 (negative control): S4's chunk entry on S5's written row is the read
+    candidate's with S5's write applied (S5's entry when S5 set it, 0 when S5's slot was fresh);
+    taken as the read candidate's alone, the lockstep of test_message_rows_back_to_back fails."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_nxw_entry", lambda set5, s5_entry, clear5, read: read)
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    cases = rc.message_cases(s) + rc.read_cases(s, conn=1, stream=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, share=False)
+
+
+
+def _reopen_cases():
+    """The message cases and streams reopened through s_cfg at random message numbers with
+    messages left open (rc.message_toggle_cases): table-4 writes among message records."""
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6)
+    return s, rc.message_cases(s) + rc.message_toggle_cases(s)
+
+
+@pytest.mark.slow
+def test_msg_cfg_valid_only():
+    """MR-RX-284, MR-RX-285: the message table's configuration writes clear `next` and the slots'
+    `valid` only (the other fields S5's write data's): the message cases and the reopened streams
+    in lockstep with the model, 0 mismatches, every completion the model's."""
+    s, cases = _reopen_cases()
+    res = run_lockstep(64, s, cases, seed=6, p_idle=0.1, p_bp=0.4)
+    assert len(res["cqe"]) >= 8
+
+
+@pytest.mark.slow
+def test_rds_cfg_valid_catches_kept_entries(monkeypatch):
+    """MR-RX-286, MR-RX-287 (negative control): a configuration write of the READ table clears
+    the READ accounting's done, placed bytes and chunk entries' valid bits (the entries' epochs
+    S5's write data's); with S5's valid bits kept, the lockstep of test_rtl_reads (a row reused
+    by a later READ) fails."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_rds_cfg_valid", lambda s5_rd_rec, valid: valid)
+    s = rc.Setup(*SMALL, seed=7, n_streams=2)
+    cases = rc.read_cases(s) + rc.read_cases(s, conn=1, stream=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=4, p_idle=0.2, p_bp=0.4, share=False)
