@@ -524,9 +524,10 @@ class RetransmitCycleModel:
     per clock with every input port's value, returning every output port's value in that cycle.
 
     ``events`` logs, in the order the path-table pipeline applied them, every event that changes
-    a path: ``("sent", fields)``, ``("ack", fields, now)``, ``("timeout", conn, path, now)``,
-    ``("rto", conn, path, sample, rto)`` (MR-TX-054), ``("probe", conn, path, now)``
-    (MR-TX-162); replaying
+    a path: ``("sent", fields)``, ``("ack", fields, now)``, ``("timeout", conn, path, now, age_now)``,
+    ``("rto", conn, path, sample, rto)`` (MR-TX-054), ``("probe", conn, path, now, age_now)``
+    (MR-TX-162; ``age_now``: the previous cycle's clock, at which the ages were tested,
+    MR-TX-343); replaying
     it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050)."""
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
