@@ -668,46 +668,43 @@ class Retransmit(wiring.Component):
             def srtt_x_of(v, q):
                 return v[s_off + q * dur:s_off + (q + 1) * dur]
 
-            # MR-TX-244: each age's deadline t + 4 srtt (mod 2^32) computed a cycle ahead and
-            # registered beside its row: from S1a's candidate (h_base_in) into h_dl_base, from
-            # S1b's write (h_new) into h_dl_wb; recent is now - deadline < 0, one sign of the
-            # input and a register (no carry-save step in front of the carry chain)
-            def deadline(t, srtt_x):
-                return (t + Cat(Const(0, 2), srtt_x ^ srtt0_c))[:tw]
+            # MR-TX-343/344: each age tested a cycle ahead, at the clock of S1a's cycle, on both
+            # candidate rows (S1a's, h_base_in; S1b's write, h_new) and registered as one bit:
+            # recent is now - t - 4 srtt < 0 (a carry-save step and one sign), so S1b's
+            # decision starts at these flip-flops, not at a carry chain
+            def recent_at(t, srtt_x):
+                dsum, dcarry = _csa(now, ~_fit(t, tw), ~_fit(Cat(Const(0, 2), srtt_x ^ srtt0_c), tw))
+                return _sum_bit(dsum, Cat(Const(1, 1), dcarry[:tw - 1]), tw - 1, 1)
 
-            def recent_by(dl):
-                return _sum_bit(now, ~dl, tw - 1, 1)
-            dl_base = [Signal(tw, name=f"h_dl_base{q}") for q in range(lay.paths)]
-            dl_wb = [Signal(tw, name=f"h_dl_wb{q}") for q in range(lay.paths)]
-            m.d.sync += [dl_base[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))
-                         for q in range(lay.paths)]
-            m.d.sync += [dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))
-                         for q in range(lay.paths)]
+            def recent_bits(v):
+                return Cat(*(recent_at(t_ack_of(v, q), srtt_x_of(v, q)) for q in range(lay.paths)))
+            rec_base = Signal(lay.paths, name="h_rec_base")
+            rec_wb = Signal(lay.paths, name="h_rec_wb")
+            m.d.sync += [rec_base.eq(recent_bits(h_base_in)), rec_wb.eq(recent_bits(h_new))]
 
             # MR-TX-211: the ages on the read row and on the previous write in parallel,
-            # selected by the registered forward flag after the sign (MR-TX-038 (4)), so the
-            # forward mux is not in front of the sign; "another path healthy" is ORed on each
-            # side too
-            def others_of(v, dls):
-                bits = v[:lay.paths] & Cat(*(recent_by(dl) for dl in dls))
+            # selected by the registered forward flag (MR-TX-038 (4)); "another path healthy"
+            # is ORed on each side too
+            def others_of(v, rec):
+                bits = v[:lay.paths] & rec
                 return (bits & ~path_bit).any()
             others_aged = Signal()
-            m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data, dl_wb), others_of(h_base, dl_base)))
+            m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data, rec_wb), others_of(h_base, rec_base)))
             if self.verdict_health:
                 # MR-TX-300: the same aged bits, each side, selected by the forward flag
-                def aged_others(v, dls):
-                    return v[:lay.paths] & Cat(*map(recent_by, dls)) & ~path_bit
-                healthy_bits = Mux(h_fwd, aged_others(hwb_data, dl_wb), aged_others(h_base, dl_base))
-            # MR-TX-204, MR-TX-244: the ECN echo's deadline with the timed-out path's srtt,
-            # selected a cycle ahead (in S1a from the row S1b will start from, in S1b's write
-            # from the row it forwards), registered
-            edl_base, edl_wb = Signal(tw), Signal(tw)
+                def aged_others(v, rec):
+                    return v[:lay.paths] & rec & ~path_bit
+                healthy_bits = Mux(h_fwd, aged_others(hwb_data, rec_wb), aged_others(h_base, rec_base))
+            # MR-TX-204, MR-TX-343: the ECN echo's age with the timed-out path's srtt, selected
+            # and tested a cycle ahead (in S1a on the row S1b will start from, on S1b's write
+            # for the row it forwards), registered
+            erec_base, erec_wb = Signal(name="h_erec_base"), Signal(name="h_erec_wb")
             s1a_path = s1a_row[:pb]
-            m.d.sync += [edl_base.eq(deadline(h_base_in[e_off:e_off + tw],
-                                              Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path])),
-                         edl_wb.eq(deadline(h_new[e_off:e_off + tw],
-                                            Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path]))]
-            ecn_fresh = Mux(h_fwd, recent_by(edl_wb), recent_by(edl_base))
+            m.d.sync += [erec_base.eq(recent_at(h_base_in[e_off:e_off + tw],
+                                                Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path])),
+                         erec_wb.eq(recent_at(h_new[e_off:e_off + tw],
+                                              Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path]))]
+            ecn_fresh = Mux(h_fwd, erec_wb, erec_base)
             ecn = ecn_raw & ecn_fresh
         else:
             ecn = ecn_raw

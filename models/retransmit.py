@@ -448,12 +448,14 @@ class RetransmitModel:
         return probe_ok(self.probes, st["probed"], st["consec"], self.health_now(conn, now),
                         path & (self.lay.paths - 1))
 
-    def probe(self, conn, path, now):
+    def probe(self, conn, path, now, age_now=None):
         """MR-TX-162: the expiry sends a tail probe: the path's newest PSN (returned); the timer
         runs again from ``now`` for one RTO x 2^backoff (``probe_dl``); its newest record is
-        marked probed (MR-TX-165: its ACK gives no RTT sample)."""
+        marked probed (MR-TX-165: its ACK gives no RTT sample). ``age_now``: the time the
+        conditions' ages are tested at (MR-TX-343: the unit's is a cycle before ``now``)."""
         st = self.state(self.row(conn, path))
-        assert st["timer_on"] and self.probes_now(conn, path, now), "a probe needs MR-TX-162's conditions"
+        assert st["timer_on"] and self.probes_now(conn, path, now if age_now is None else age_now), \
+            "a probe needs MR-TX-162's conditions"
         st.update(probed=1, t_live=now & P.TIME_MASK)
         st["recs"][-1]["probe"] = 1
         self._count("tail_probes")
@@ -522,9 +524,10 @@ class RetransmitCycleModel:
     per clock with every input port's value, returning every output port's value in that cycle.
 
     ``events`` logs, in the order the path-table pipeline applied them, every event that changes
-    a path: ``("sent", fields)``, ``("ack", fields, now)``, ``("timeout", conn, path, now)``,
-    ``("rto", conn, path, sample, rto)`` (MR-TX-054), ``("probe", conn, path, now)``
-    (MR-TX-162); replaying
+    a path: ``("sent", fields)``, ``("ack", fields, now)``, ``("timeout", conn, path, now, age_now)``,
+    ``("rto", conn, path, sample, rto)`` (MR-TX-054), ``("probe", conn, path, now, age_now)``
+    (MR-TX-162; ``age_now``: the previous cycle's clock, at which the ages were tested,
+    MR-TX-343); replaying
     it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050)."""
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
@@ -593,6 +596,8 @@ class RetransmitCycleModel:
         self.pop_slot = None            # the second cycle of a pop: the slot whose head moves
         self.due_r = False              # MR-TX-060: the clock has passed slot ct (registered)
         self.credit_r = True            # MR-TX-033: the take credit (registered)
+        # MR-TX-343: the clock of the cycle before, at which S1b's check tests the ages
+        self.now_prev = 0
         self.reg_data = 0
         self.events = []
         self.log = []                   # decisions in output order, for tests
@@ -668,6 +673,7 @@ class RetransmitCycleModel:
         g = inputs.get
         lay = self.lay
         now = g("now", 0)
+        age_now, self.now_prev = self.now_prev, now
         # MR-TX-033: the events in S1a, S1b, S2a and S2b may each still push
         inflight = sum(int(x is not None) for x in (self.s1a, self.s1b, self.s2, self.s2b))
         # MR-TX-033: the credit is registered: computed a cycle ahead with room for one more
@@ -844,7 +850,7 @@ class RetransmitCycleModel:
         s2 = None
         free_pop = False
         if self.s1b is not None:
-            s2 = self._stage1(self.s1b, now)
+            s2 = self._stage1(self.s1b, now, age_now)
             free_pop = s2[3] if s2 else False
             s2 = s2[:3] + s2[4:] if s2 else None
             if s2 == (None, None, None, None):
@@ -917,8 +923,9 @@ class RetransmitCycleModel:
         self.counts_late, self.counts_now = self.counts_now, []
         return out
 
-    def _stage1(self, op, now):
-        """S1 of one event: returns ``(job, insert, error, free_pop, probe)`` or None."""
+    def _stage1(self, op, now, age_now):
+        """S1 of one event: returns ``(job, insert, error, free_pop, probe)`` or None; a
+        check's ages are tested at ``age_now``, the clock of S1a's cycle (MR-TX-343)."""
         lay = self.lay
         kind, f = op
         row_i = f["row"] if kind in ("rto", "check") else \
@@ -1010,10 +1017,10 @@ class RetransmitCycleModel:
             new["listed"] = 0
             rto_x = row["rto_x"] ^ self.rto_ns
             due = row["timer_on"] and time_due(deadline(row["t_live"], rto_x), now)
-            health = self._health_at(conn_i, now)
+            health = self._health_at(conn_i, age_now)       # MR-TX-343
             if due and probe_ok(self.probes, row["probed"], row["consec"], health, path_i):
                 # MR-TX-162: a tail probe of the newest PSN; the timer runs again from now
-                self.events.append(("probe", conn_i, path_i, now))
+                self.events.append(("probe", conn_i, path_i, now, age_now))
                 self._count("tail_probes")
                 self.rec[row["tail"]]["probe"] = 1
                 new.update(probed=1, t_live=now, listed=1)
@@ -1024,13 +1031,13 @@ class RetransmitCycleModel:
                 conn, path = conn_i, path_i
                 # MR-TX-196/197: the timeout's path verdict, on the health before this timeout
                 v = path_verdict(min(row["consec"] + 1, CONSEC_MAX),
-                                 self._ecn_at(conn, row_i, now), health, path)
+                                 self._ecn_at(conn, row_i, age_now), health, path)
                 hv = {"healthy": health & ~(1 << path)} if self.verdict_health else {}
                 prb = pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
                                        "verdict": v, **hv})
                 # MR-TX-163: the path is unhealthy until its next progress
                 self.health[conn] = self.health.get(conn, 0) & ~(1 << path)
-                self.events.append(("timeout", conn, path, now))
+                self.events.append(("timeout", conn, path, now, age_now))
                 self._count("timeouts")
                 job = {"kind": JOB_EXPIRE, "row": row_i, "conn": conn, "path": path,
                        "n": P.psn_dist(row["lost_upto"], row["next_psn"]),

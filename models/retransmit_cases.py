@@ -174,30 +174,31 @@ def replay(model, events):
             if sem.ackev is not None:
                 ackevs.append(sem.ackev)
         elif ev[0] == "probe":
-            # MR-TX-162: the timer was due and the probe's conditions held
-            _, conn, path, now = ev
+            # MR-TX-162: the timer was due and the probe's conditions held; MR-TX-343: the
+            # ages tested at the clock of the cycle before the expiry's (age_now)
+            _, conn, path, now, age_now = ev
             dl = sem.deadline(sem.row(conn, path))
             assert dl is not None and time_due(dl, now), f"early probe of path {conn}.{path}"
             late.append(P.time_dist(dl, now))
             probes.append(pack(lay.probe, {"conn": conn, "path": path,
-                                           "psn": sem.probe(conn, path, now)}))
+                                           "psn": sem.probe(conn, path, now, age_now)}))
         elif ev[0] == "rto":
             _, conn, path, sample, rto = ev
             assert sem.rtt_sample(conn, path, sample) == rto, f"RTO of path {conn}.{path}"
             sem.set_rto(conn, path, rto)
         else:
-            _, conn, path, now = ev
+            _, conn, path, now, age_now = ev
             dl = sem.deadline(sem.row(conn, path))
             assert dl is not None and time_due(dl, now), f"early timeout of path {conn}.{path}"
             late.append(P.time_dist(dl, now))
-            assert not sem.probes_now(conn, path, now), f"timeout of {conn}.{path} where a probe was due"
+            assert not sem.probes_now(conn, path, age_now), f"timeout of {conn}.{path} where a probe was due"
             # MR-TX-197: the timeout's path verdict leaves on m_probe, in the probes' order;
             # MR-TX-300: with the health bits it was decided on (the other paths')
-            hv = ({"healthy": sem.health_now(conn, now) & ~(1 << path)}
+            hv = ({"healthy": sem.health_now(conn, age_now) & ~(1 << path)}
                   if "healthy" in dict(lay.probe.members) else {})
             probes.append(pack(lay.probe, {"conn": conn, "path": path, "psn": 0, "to": 1,
-                                           "verdict": sem.verdict_now(conn, path, now), **hv}))
-            out, err = sem.timeout(conn, path, now)
+                                           "verdict": sem.verdict_now(conn, path, age_now), **hv}))
+            out, err = sem.timeout(conn, path, age_now)
             resend += out
             if err:
                 errors.append(pack(lay.error, {"conn": conn, "path": path,

@@ -662,7 +662,7 @@ def _verdicts(res):
 
 
 AGES_WRONG = {
-    "health": ("bits = v[:lay.paths] & Cat(", "bits = v[:lay.paths] | 0 & Cat("),
+    "health": ("bits = v[:lay.paths] & rec", "bits = v[:lay.paths] | 0 & rec"),
     "ecn": ("ecn = ecn_raw & ecn_fresh", "ecn = ecn_raw | 0 & ecn_fresh"),
 }
 
@@ -683,8 +683,9 @@ def test_lockstep_ages_directed(case):
     else:
         assert _verdicts(aged) == [(1, 1, P.PATH_KEEP), (1, 1, P.PATH_REROUTE)]
         assert _verdicts(plain) == [(1, 0, 0), (1, 1, P.PATH_KEEP), (1, 1, P.PATH_KEEP)]
+    wrong = _retransmit_with(*AGES_WRONG[case])
     try:
-        run_lockstep(items, ages=True, dut_cls=_retransmit_with(*AGES_WRONG[case]), **kw)
+        run_lockstep(items, ages=True, dut_cls=wrong, **kw)
     except (Mismatch, AssertionError):
         return
     raise AssertionError("the wrong form passed")
@@ -715,8 +716,8 @@ def test_wheel_increment_as_logic():
 
 S1B_DEPTH_WRONG = {
     # MR-TX-211: "another path healthy" from the read row alone (the forward side dropped)
-    "others_read_row_only": ("others_aged.eq(Mux(h_fwd, others_of(hwb_data, dl_wb), others_of(h_base, dl_base)))",
-                             "others_aged.eq(others_of(h_base, dl_base))"),
+    "others_read_row_only": ("others_aged.eq(Mux(h_fwd, others_of(hwb_data, rec_wb), others_of(h_base, rec_base)))",
+                             "others_aged.eq(others_of(h_base, rec_base))"),
     # MR-TX-212: S2a's valid without the job flag (the inflight count short)
     "s2_valid_without_job": ("m.d.comb += s2_valid.eq(s2_job | s2_ins | s2_err | s2_probe)",
                              "m.d.comb += s2_valid.eq(s2_ins | s2_err | s2_probe)"),
@@ -747,8 +748,9 @@ def test_s1b_depth_wrong_forms_fail(case):
     the connection's first progress), S2a's valid without the job flag (the take credit's
     inflight count short under heavy backpressure), a timeout writing an ACK's health data."""
     _s1b_depth_run(case, Retransmit)
+    wrong = _retransmit_with(*S1B_DEPTH_WRONG[case])
     try:
-        _s1b_depth_run(case, _retransmit_with(*S1B_DEPTH_WRONG[case]))
+        _s1b_depth_run(case, wrong)
     except (Mismatch, AssertionError):
         return
     raise AssertionError("the wrong form passed")
@@ -781,16 +783,14 @@ def test_late_write_wrong_forms_fail(case):
     raise AssertionError("the wrong form passed")
 
 
-# MR-TX-244's wrong forms: the forward side's deadlines not from S1b's write (from S1a's
-# candidate row, or from the forward register: a write late), the read side's from the
-# memory's read without S1a's forward
+# MR-TX-244's wrong forms (since MR-TX-344 the ages' recent bits, registered where the
+# deadlines were): the forward side's not from S1b's write (from S1a's candidate row, or from
+# the forward register: a write late), the read side's from the memory's read without S1a's
+# forward
 AGE_DEADLINE_WRONG = {
-    "wb_deadline_stale": ("dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))",
-                          "dl_wb[q].eq(deadline(t_ack_of(hwb_data, q), srtt_x_of(hwb_data, q)))"),
-    "wb_deadline_unwritten": ("dl_wb[q].eq(deadline(t_ack_of(h_new, q), srtt_x_of(h_new, q)))",
-                              "dl_wb[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))"),
-    "base_deadline_unforwarded": ("dl_base[q].eq(deadline(t_ack_of(h_base_in, q), srtt_x_of(h_base_in, q)))",
-                                  "dl_base[q].eq(deadline(t_ack_of(h_rd.data, q), srtt_x_of(h_rd.data, q)))"),
+    "wb_deadline_stale": ("rec_wb.eq(recent_bits(h_new))", "rec_wb.eq(recent_bits(hwb_data))"),
+    "wb_deadline_unwritten": ("rec_wb.eq(recent_bits(h_new))", "rec_wb.eq(recent_bits(h_base_in))"),
+    "base_deadline_unforwarded": ("rec_base.eq(recent_bits(h_base_in))", "rec_base.eq(recent_bits(h_rd.data))"),
 }
 
 
@@ -1025,3 +1025,50 @@ def test_s1_row_registered_wrong_forms_fail(case):
     instead of S1a's fails the two-connection lockstep."""
     with pytest.raises(Mismatch):
         _two_conns_run(_retransmit_with(*S1_ROW_WRONG[case]))
+
+
+# ------------------------------------------------------------------ the ages tested a cycle ahead (MR-TX-343..345)
+
+AGES_AHEAD_LINE = "m.d.sync += [rec_base.eq(recent_bits(h_base_in)), rec_wb.eq(recent_bits(h_new))]"
+# MR-TX-345's wrong form: the recent bits tested in S1b at S1b's clock (on S1b's registered read
+# and the forward register, the rows the deadlines of MR-TX-244 were registered from): before
+# MR-TX-343 the unit's timing
+AGES_AT_S1B = (AGES_AHEAD_LINE, "m.d.comb += [rec_base.eq(recent_bits(h_base)), rec_wb.eq(recent_bits(hwb_data))]")
+
+
+def _age_edge_items():
+    """Connection 9: path 1's packet lost (sent at 0, expiry near 3,148 ns: rto 3,000, the
+    wheel's slots 1 ns); path 0 acknowledged at once (srtt 12 ns after its RTO event), then
+    again at 3,100 ns, so its progress is recent until 3,100 + 4 x 12 = 3,148 ns: at the
+    clock of path 1's check's S1a cycle (3,144) and not at its S1b's (3,148). Found by a sweep
+    of the gap over the cycle model alone (4 ns a cycle, no idle, no backpressure)."""
+    c = 9
+    return [rc.sent_item(c, 1, 0), rc.sent_item(c, 0, 0), rc.ack_item(c, 0, 1, 0, psn=0),
+            rc.wait_item(3076), rc.sent_item(c, 0, 1), rc.ack_item(c, 0, 2, 0, psn=1),
+            rc.wait_item(14000)]
+
+
+AGE_EDGE_KW = {"timers": {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0}, "ages": True,
+               "p_idle": 0.0, "p_bp": 0.0, "ns_per_cycle": 4, "idle_ns": 4}
+
+
+def test_ages_tested_a_cycle_ahead():
+    """MR-TX-343, MR-TX-344: path 1's check in S1b at 3,148 ns tests path 0's age at its S1a
+    cycle's clock (3,144), where the progress (recent until 3,148) is recent: a tail probe, 0
+    mismatches; the replay's semantics at that time (``age_now``) agree, and at S1b's own
+    clock they would time the path out (the case is on the edge)."""
+    src = open(__import__("metaroce.hdl.retransmit", fromlist=["x"]).__file__).read()
+    assert src.count(AGES_AHEAD_LINE) == 1
+    res = run_lockstep(_age_edge_items(), **AGE_EDGE_KW)
+    ev = [e for e in res["model"].events if e[0] in ("probe", "timeout")]
+    assert ev[0] == ("probe", 9, 1, 3148, 3144), ev
+    model = res["model"]
+    assert model._health_at(9, 3144) & 1 and not model._health_at(9, 3148) & 1
+
+
+def test_ages_tested_a_cycle_ahead_wrong_form_fails():
+    """MR-TX-345: the recent bits tested in S1b at S1b's clock (the timing before MR-TX-343)
+    time path 1 out where the model probes: the lockstep fails."""
+    wrong = _retransmit_with(*AGES_AT_S1B)
+    with pytest.raises(Mismatch):
+        run_lockstep(_age_edge_items(), dut_cls=wrong, **AGE_EDGE_KW)

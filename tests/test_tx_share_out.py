@@ -108,7 +108,7 @@ def test_unit_verdict_health_wrong_form_fails():
     """MR-TX-302's negative control: the RTL giving the raw health bits (the ages left out of
     the item, the verdict still aged) fails the directed run's lockstep."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
-    cls = wrong_form("retransmit", "v[:lay.paths] & Cat(*map(recent_by, dls)) & ~path_bit",
+    cls = wrong_form("retransmit", "v[:lay.paths] & rec & ~path_bit",
                      "v[:lay.paths] & ~path_bit").Retransmit
     try:
         _unit_run(_stale_health_items(), ages=True, dut_cls=cls, p_idle=0.0, p_bp=0.3,
