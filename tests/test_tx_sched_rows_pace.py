@@ -67,7 +67,8 @@ def test_rows_pace_ports():
 
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
 def test_rows_paced_frames_not_early(seed):
-    """MR-TXS-339..342, MR-TXS-165: the rows joined with the pacer (connection 0 at 100 Gb/s,
+    """MR-TXS-338, MR-TXS-339, MR-TXS-341, MR-TXS-342, MR-TXS-343, MR-TXS-165: the rows joined
+    with the pacer (connection 0 at 100 Gb/s,
     random rate writes, random traffic with losses, idle cycles and backpressure): no packet
     before its connection's ``pace_until``, no charge forced, every charge in order, the pacer
     moved the time for some; MR-TXS-050's checker; the replay
@@ -122,7 +123,7 @@ def test_rows_short_frames_own_gap(seed):
 
 @pytest.mark.parametrize("rate, interval", [(0, 13), (100_000, 29), (50_000, 52)])
 def test_rows_turn_timing(rate, interval):
-    """MR-TXS-344: one connection alone, one 8-MTU WRITE, no idle cycles, no backpressure, no
+    """MR-TXS-344, MR-TXS-339: one connection alone, one 8-MTU WRITE, no idle cycles, no backpressure, no
     loss: a full-MTU packet every 13 cycles at the line rate (the register scheduler's 9 and
     4 cycles of the turn's and the schedule op's pipeline), paced one every gap rounded up to
     cycles plus 6 (the wake's compare on last cycle's now, the wake op, the schedule op), 6
@@ -200,3 +201,115 @@ def test_rows_replay_checks_the_charge():
         replay(model.sched)
     model.sched.events = ev
     replay(model.sched)
+
+
+# ---------------------------------------------------------------- the RTL (MR-TXS-344/345)
+
+def _rtl_lockstep(case, seed=1, n=6, hdl=None, **dut_kw):
+    """``PacedTxSched(rows=True)`` (``TxSchedRows(pacing=True)`` and ``PacerFrame``) in lockstep
+    with ``PacedTxSchedCycleModel(rows=True)``, every output every cycle. ``case``: "short"
+    (MR-TXS-178's traffic, connection 0 at 20 Gb/s, READ responses), "retime" (MR-TXS-167's
+    writes, connection 0 at 100 Gb/s) or "alone" (test_rows_turn_timing's WRITE at 50 Gb/s).
+    ``hdl``: a wrong form's module."""
+    from metaroce.hdl.tx_pace import PacedTxSched
+    from metaroce.tb.lockstep import run_amaranth
+    rsps = ()
+    model = PacedTxSchedCycleModel(64, **SMALL, rows=True)
+    if case == "short":
+        items = tc.traffic(TxSchedModel(**SMALL), n, seed=seed, max_len=3 * SMALL["mtu"],
+                           sends=0.3, reads=0.15, atomics=0.15)
+        rsps = tc.responses(TxSchedModel(**SMALL), 2, seed=seed, max_len=2 * SMALL["mtu"])
+        drv = _driver(model, items, seed, rsps=rsps, **SHORT)
+    elif case == "retime":
+        items = _items(seed, n)
+        drv = _driver(model, items, seed, **RETIME)
+    else:
+        items = [tc.wr_item(0, 0, 8 * SMALL["mtu"], wr_id=0, op=OP_WRITE)]
+        drv = _driver(model, items, 0, rates=[50_000, 0], p_idle=0, p_bp=0, p_rate=0, loss=0,
+                      p_ack=0)
+    cls = hdl.TxSchedRows if hdl is not None else None
+    core = run_amaranth(PacedTxSched(64, **SMALL, rows=True, rows_cls=cls, **dut_kw), model,
+                        drv, busy=model.busy)
+    return core, model, drv, items, rsps
+
+
+@pytest.mark.parametrize("case, seed, n", [
+    ("short", 1, 6), pytest.param("alone", 0, 1, marks=pytest.mark.slow),
+    pytest.param("retime", 1, 20, marks=pytest.mark.slow),
+    pytest.param("short", 2, 20, marks=pytest.mark.slow)])
+def test_rows_rtl_paced(case, seed, n):
+    """MR-TXS-345, MR-TXS-342: the RTL join with the rows against its model, every output every cycle,
+    random traffic with losses, idle cycles, random backpressure on every output, the pacer's
+    opens and (``retime``) re-timing writes: 0 mismatches; then the checker, the replay, no
+    packet early, no charge forced, the charges in order, late connections woken."""
+    core, model, drv, items, rsps = _rtl_lockstep(case, seed, n)
+    assert core.mismatches == 0
+    tc.check(TxSchedModel(**SMALL), items, drv.res, rsps=rsps)
+    replay(model.sched)
+    r = pc.check_paced(model, SMALL["mtu"])
+    assert r["early"] == [] and r["charges_in_order"] and r["charged"] >= 6
+    assert r["forced"] == [] or case == "retime"
+    assert model.sched.counts["wake"] >= 1 or case == "retime"
+
+
+@pytest.mark.parametrize("old, new, case", [
+    # MR-TXS-339: the wake's compare on this cycle's now, not last cycle's (a cycle early)
+    ("wake_ok = late_q.nonempty & ~_time_lt(now_r, late_head.seen)",
+     "wake_ok = late_q.nonempty & ~_time_lt(self.now, late_head.seen)", "alone"),
+    # MR-TXS-160/339: `late` never holds a packet (the due term without the time compare)
+    pytest.param("m.d.comb += lt_seen.eq(_time_lt(self.now, cr.seen))",
+                 "m.d.comb += lt_seen.eq(0)", "alone", marks=pytest.mark.slow),
+    # MR-TXS-339: a connection left late never pushed into the late queue
+    pytest.param("m.d.comb += push_late.eq(~refused & armed & ~inlq_pre)",
+                 "m.d.comb += push_late.eq(0)", "alone", marks=pytest.mark.slow),
+    # MR-TXS-175: the charge's wire length without the payload's padding to 4 bytes
+    pytest.param("words = g_nb[2:] + g_nb[:2].any()", "words = g_nb[2:]", "short",
+                 marks=pytest.mark.slow)])
+def test_rows_rtl_pace_wrong_forms_fail(old, new, case):
+    """MR-TXS-345, negative controls: each wrong form of the rows' pacing mismatches the
+    model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    with pytest.raises(Mismatch):
+        _rtl_lockstep(case, hdl=hdl)
+
+
+@pytest.mark.slow
+def test_rows_rtl_full_only_fails():
+    """MR-TXS-345, negative control: the rows charging the full-MTU packets only
+    (``TxSchedRows(pace_full_only=True)``) mismatch the model on MR-TXS-178's traffic."""
+    from metaroce.tb.lockstep import Mismatch
+    with pytest.raises(Mismatch):
+        _rtl_lockstep("short", pace_full_only=True)
+
+
+def test_rows_rtl_pace_ports():
+    """MR-TXS-337, MR-TXS-345: ``TxSchedRows(pacing=True)``'s pacing ports are ``TxSched(pacing=True)``'s
+    (the layouts), none without ``pacing``; the join with the rows has the register join's
+    ports (MR-TXS-164)."""
+    from metaroce.hdl.tx_pace import PacedTxSched
+    from metaroce.hdl.tx_sched import TxSched
+    from metaroce.hdl.tx_sched_rows import TxSchedRows
+    reg = TxSched(64, **SMALL, pacing=True).signature.members
+    rows = TxSchedRows(64, **SMALL, pacing=True).signature.members
+    for n in ("m_pace", "s_turn", "s_retime", "line_mbps"):
+        assert rows[n].flow == reg[n].flow
+        if n != "line_mbps":
+            assert rows[n].signature.members["payload"].shape == \
+                reg[n].signature.members["payload"].shape
+        else:
+            assert rows[n].shape == reg[n].shape
+        assert n not in TxSchedRows(64, **SMALL).signature.members
+    assert set(PacedTxSched(64, **SMALL, rows=True).signature.members) == \
+        set(PacedTxSched(64, **SMALL).signature.members)
+
+
+def test_rows_pace_not_in_tx_top():
+    """MR-TXS-346: the TX top with the rows and pacing is not built: ``Tx`` and ``TxCycleModel``
+    refuse ``rows`` with ``pacing`` (hw-tx.md MR-TX-317), they do not build the register
+    scheduler in its place."""
+    from metaroce.hdl.tx import Tx
+    from metaroce.models.tx import TxCycleModel
+    for cls in (Tx, TxCycleModel):
+        with pytest.raises(ValueError, match="pacing"):
+            cls(64, **SMALL, rows=True, pacing=True)
