@@ -385,9 +385,14 @@ class Tx(wiring.Component):
         # MR-TX-316: rows, the row scheduler (TxSchedRows, the same ports) in TxSched's place;
         # MR-TX-317: not with pacing nor the READ rows (the rows have neither yet)
         self.rows = bool(rows)
-        if self.rows and (self.pacing or self.rd_rows):
-            raise ValueError("rows with pacing or rd_rows is not built")
-        if self.rows:
+        if self.rows and self.rd_rows:
+            raise ValueError("rows with rd_rows is not built")
+        if self.rows and self.pacing:
+            # MR-TXS-346: the rows joined to the pacer (PacedTxSched(rows=True))
+            extra = {"pace_ignored": True} if pace_ignored else {}
+            self.sched = PacedTxSched(width, rows=True, conns=conns, streams=streams,
+                                      paths=paths, depth=depth, **self.sched_kw, **extra)
+        elif self.rows:
             self.sched = TxSchedRows(width, conns=conns, streams=streams, paths=paths,
                                      depth=depth, restores=self.verdicts, **self.sched_kw)
         else:

@@ -511,11 +511,19 @@ class TxCycleModel:
             raise ValueError("pace_ignored needs pacing")
         self.paced = None
         # MR-TX-316: rows, the row scheduler (TxSchedRowsModel) in the register scheduler's
-        # place; MR-TX-317: not with pacing nor the READ rows (the rows have neither yet)
+        # place; MR-TX-317: not with the READ rows; MR-TXS-346: with pacing, the rows joined
+        # to the pacer (PacedTxSchedCycleModel(rows=True))
         self.rows = bool(rows)
-        if self.rows and (self.pacing or self.rd_rows):
-            raise ValueError("rows with pacing or rd_rows is not built")
-        if self.rows:
+        if self.rows and self.rd_rows:
+            raise ValueError("rows with rd_rows is not built")
+        if self.rows and self.pacing:
+            extra = {"pace_ignored": True} if pace_ignored else {}
+            if self.verdicts:
+                raise ValueError("verdicts with pacing is not built")
+            self.paced = PacedTxSchedCycleModel(width, conns, streams, paths, depth, rows=True,
+                                                **kw, **extra)
+            self.sched = self.paced.sched
+        elif self.rows:
             self.sched = TxSchedRowsModel(width, conns, streams, paths, depth,
                                           restores=self.verdicts, **kw)
         elif self.pacing:

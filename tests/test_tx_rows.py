@@ -30,15 +30,15 @@ def sched_sem(params=SMALL):
 
 def test_options_and_ports():
     """MR-TX-316, MR-TX-317: ``rows`` builds the row scheduler in the register scheduler's
-    place, the engine's ports unchanged (with and without verdicts); ``rows`` with pacing or
-    the READ rows refused in the model and the RTL; MR-TXS-316: the rows' ``m_restore`` record
-    has ``kept``."""
+    place, the engine's ports unchanged (with and without verdicts); ``rows`` with the READ
+    rows refused in the model and the RTL (with pacing built since MR-TXS-346); MR-TXS-316: the
+    rows' ``m_restore`` record has ``kept``."""
     from metaroce.hdl.tx import Tx
     from metaroce.hdl.tx_sched import TxSched
     from metaroce.hdl.tx_sched_rows import TxSchedRows
     assert isinstance(TxCycleModel(64, **SMALL, rows=True).sched, TxSchedRowsModel)
     assert TxCycleModel(64, **SMALL, rows=True).port_names() == TxCycleModel.port_names()
-    for bad in (dict(pacing=True), dict(rd_rows=True)):
+    for bad in (dict(rd_rows=True),):
         with pytest.raises(ValueError):
             TxCycleModel(64, **SMALL, rows=True, **bad)
         with pytest.raises(ValueError):

@@ -304,12 +304,88 @@ def test_rows_rtl_pace_ports():
         set(PacedTxSched(64, **SMALL).signature.members)
 
 
-def test_rows_pace_not_in_tx_top():
-    """MR-TXS-346: the TX top with the rows and pacing is not built: ``Tx`` and ``TxCycleModel``
-    refuse ``rows`` with ``pacing`` (hw-tx.md MR-TX-317), they do not build the register
-    scheduler in its place."""
+# ---------------------------------------------------------------- the TX top (MR-TXS-346)
+
+def _tx_run(seed, n, rtl=False):
+    """test_tx_top_pace's runs with the rows: ``n`` work requests of MR-TX-236's traffic
+    (connection 0 at 5 Gb/s, rate writes, 10 % loss), or (``n`` None) its default work until its
+    4 frames are out (connection 0 at 50 Gb/s)."""
+    from test_tx_top_pace import PACE, SHORT as TX_SHORT, _sem, _short
+    from metaroce.models import tx_cases as xc
+    from metaroce.models.tx import SMALL as TX_SMALL, TxCycleModel
+    items, mem = (_short() if n is None else
+                  xc.traffic(_sem(), n, seed=seed, max_len=6 * TX_SMALL["mtu"]))
+    model = TxCycleModel(64, **TX_SMALL, pacing=True, rows=True)
+    drv = pc.PacedTxDriver(model.lay, 64, items, mem, xc.templates(2, 4), seed=seed,
+                           loss=0.0 if n is None else 0.1, mtu=TX_SMALL["mtu"],
+                           **(TX_SHORT if n is None else PACE))
+    if n is None:
+        drv.expect_frames = 4
+    core = None
+    if rtl:
+        from metaroce.hdl.tx import Tx
+        from metaroce.tb.lockstep import run_amaranth
+        core = run_amaranth(Tx(64, **TX_SMALL, pacing=True, rows=True), model, drv,
+                            busy=model.busy if n else (lambda: False))
+    else:
+        run_alone(model, drv)
+    return model, drv, items, core
+
+
+def test_tx_rows_paced_options():
+    """MR-TXS-346: ``Tx(rows=True, pacing=True)`` builds the rows joined to the pacer
+    (``PacedTxSched`` over ``TxSchedRows``) and its model ``PacedTxSchedCycleModel(rows=True)``
+    over ``TxSchedRowsModel``; the ports are the paced engine's; with verdicts refused."""
     from metaroce.hdl.tx import Tx
+    from metaroce.hdl.tx_pace import PacedTxSched
+    from metaroce.hdl.tx_sched_rows import TxSchedRows
     from metaroce.models.tx import TxCycleModel
+    from metaroce.models.tx_sched_rows import TxSchedRowsModel
+    model = TxCycleModel(64, **SMALL, pacing=True, rows=True)
+    assert isinstance(model.sched, TxSchedRowsModel) and model.sched.pacing
+    assert model.port_names() == TxCycleModel(64, **SMALL, pacing=True).port_names()
+    t, p = Tx(64, **SMALL, pacing=True, rows=True), Tx(64, **SMALL, pacing=True)
+    for blk in (t, p, t.sched, p.sched, t.sched.sched, p.sched.sched, t.sched.pacer,
+                p.sched.pacer, t.rtx, p.rtx, t.data, p.data, t.cwnd, p.cwnd):
+        blk._MustUse__silence = True        # inspected, not elaborated
+    assert isinstance(t.sched, PacedTxSched) and isinstance(t.sched.sched, TxSchedRows)
+    assert t.signature == p.signature
     for cls in (Tx, TxCycleModel):
-        with pytest.raises(ValueError, match="pacing"):
-            cls(64, **SMALL, rows=True, pacing=True)
+        with pytest.raises(ValueError):
+            cls(64, **SMALL, pacing=True, rows=True, verdicts=True)
+
+
+def test_tx_rows_paced_model():
+    """MR-TXS-346: the engine's model with the rows and pacing on MR-TX-236's traffic: no
+    packet decided before its bounds, every frame on ``m_axis`` not before them, the charges in
+    order, the pacer moved the time; every work request completes (MR-TX-150's checker); the
+    rows' replay (MR-TXS-341)."""
+    from test_tx_top_pace import _sem
+    from metaroce.models import tx_cases as xc
+    model, drv, items, _ = _tx_run(1, 12)
+    r = pc.check_paced(model.paced, SMALL["mtu"])
+    assert r["early"] == [] and r["forced"] == [] and r["charges_in_order"]
+    assert r["charged"] >= 4 and r["moved"] >= 3
+    assert pc.check_spacing(model.paced) == []
+    f = pc.check_frames_left(model.paced, drv.res["left"])
+    assert f["early"] == [] and f["same_count"] and f["frames"] == r["packets"]
+    xc.check(_sem(), items, drv)
+    replay(model.sched)
+
+
+@pytest.mark.slow
+def test_tx_rows_paced_lockstep():
+    """MR-TXS-346: ``Tx(rows=True, pacing=True)`` against its cycle model in the Amaranth
+    simulator, every output every cycle, random backpressure and AXI latency, on MR-TX-236's
+    default work until its 4 frames are out: 0 mismatches, every charge in order, none early,
+    connection 0's second and third packets 6 cycles after the first cycle at or past their
+    ``pace_until`` (MR-TXS-344)."""
+    model, drv, items, core = _tx_run(1, None, rtl=True)
+    assert core.mismatches == 0
+    r = pc.check_paced(model.paced, SMALL["mtu"])
+    assert r["early"] == [] and r["forced"] == [] and r["charges_in_order"] and r["moved"]
+    assert r["charged"] == 4 and len(drv.res["frames"]) == 4
+    f = pc.check_frames_left(model.paced, drv.res["left"])
+    assert f["early"] == [] and f["same_count"]
+    waited = [(now - pu) // 4 for c, now, pu, _ in model.paced.packets if c == 0][1:]
+    assert waited == [6, 6]
