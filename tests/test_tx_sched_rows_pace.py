@@ -33,10 +33,31 @@ def _driver(model, items, seed, **kw):
     return pc.PacedDriver(model.lay, items, mtu=SMALL["mtu"], seed=seed, **kw)
 
 
+def queues_hold(model):
+    """MR-TXS-339, checked every cycle: each connection at most once in the active and late
+    queues, and one with an action on its row (``decide_conn``: due, or a stale head to drop)
+    is in the active queue or the pipeline, or waits for its turn (``pend``) or in the late
+    queue (``inlq``)."""
+    m = model.sched
+
+    def on_cycle(cycle, ins, outs):
+        assert len(set(m.active)) == len(m.active)
+        assert len({c for c, _ in m.late}) == len(m.late)
+        in_pipe = {op.conn for op in m.pipe.ops()}
+        for c in range(m.conns):
+            if c not in in_pipe and c not in m.active:
+                row = m._load(c, m.mem[c])
+                if m.sem.decide_conn(0) is not None:
+                    assert row["conn"]["pend"] or row["conn"]["inlq"], \
+                        f"cycle {cycle}: connection {c} left out"
+    return on_cycle
+
+
 def _run(seed, n=30, drv_kw=None, rows=True, **kw):
     items = _items(seed, n)
     model = PacedTxSchedCycleModel(64, **SMALL, rows=rows, **kw)
-    drv = run_alone(model, _driver(model, items, seed, **(drv_kw or {})))
+    drv = run_alone(model, _driver(model, items, seed, **(drv_kw or {})),
+                    on_cycle=queues_hold(model) if rows else None)
     return model, drv, items
 
 
@@ -45,7 +66,8 @@ def _short_run(seed, rows=True, **kw):
                        sends=0.3, reads=0.15, atomics=0.15)
     rsps = tc.responses(TxSchedModel(**SMALL), 6, seed=seed, max_len=2 * SMALL["mtu"])
     model = PacedTxSchedCycleModel(64, **SMALL, rows=rows, **kw)
-    drv = run_alone(model, _driver(model, items, seed, rsps=rsps, **SHORT))
+    drv = run_alone(model, _driver(model, items, seed, rsps=rsps, **SHORT),
+                    on_cycle=queues_hold(model) if rows else None)
     return model, drv, items, rsps
 
 
@@ -71,7 +93,8 @@ def test_rows_paced_frames_not_early(seed):
     with the pacer (connection 0 at 100 Gb/s,
     random rate writes, random traffic with losses, idle cycles and backpressure): no packet
     before its connection's ``pace_until``, no charge forced, every charge in order, the pacer
-    moved the time for some; MR-TXS-050's checker; the replay
+    moved the time for some; no connection with an action left out of the queues
+    (``queues_hold``); MR-TXS-050's checker; the replay
     with the pacing events (MR-TXS-341); against the register scheduler's paced cycle model on
     the same traffic, each stream's first transmissions and the good completions in order, the
     completions as a multiset (MR-TXS-231)."""
