@@ -232,17 +232,20 @@ def _rtl_lockstep(case, seed=1, n=6, hdl=None, **dut_kw):
     """``PacedTxSched(rows=True)`` (``TxSchedRows(pacing=True)`` and ``PacerFrame``) in lockstep
     with ``PacedTxSchedCycleModel(rows=True)``, every output every cycle. ``case``: "short"
     (MR-TXS-178's traffic, connection 0 at 20 Gb/s, READ responses), "retime" (MR-TXS-167's
-    writes, connection 0 at 100 Gb/s) or "alone" (test_rows_turn_timing's WRITE at 50 Gb/s).
+    writes, connection 0 at 100 Gb/s), "short5" (the short traffic, connection 0 at 5 Gb/s) or
+    "alone" (test_rows_turn_timing's WRITE at 50 Gb/s).
     ``hdl``: a wrong form's module."""
     from metaroce.hdl.tx_pace import PacedTxSched
     from metaroce.tb.lockstep import run_amaranth
     rsps = ()
     model = PacedTxSchedCycleModel(64, **SMALL, rows=True)
-    if case == "short":
+    if case in ("short", "short5"):
         items = tc.traffic(TxSchedModel(**SMALL), n, seed=seed, max_len=3 * SMALL["mtu"],
                            sends=0.3, reads=0.15, atomics=0.15)
         rsps = tc.responses(TxSchedModel(**SMALL), 2, seed=seed, max_len=2 * SMALL["mtu"])
-        drv = _driver(model, items, seed, rsps=rsps, **SHORT)
+        # short5: connection 0 at 5 Gb/s (4 wire bytes are 6.4 ns of its gap)
+        drv = _driver(model, items, seed, rsps=rsps,
+                      **dict(SHORT, rates=[5_000, 0]) if case == "short5" else SHORT)
     elif case == "retime":
         items = _items(seed, n)
         drv = _driver(model, items, seed, **RETIME)
@@ -286,7 +289,7 @@ def test_rows_rtl_paced(case, seed, n):
     pytest.param("m.d.comb += push_late.eq(~refused & armed & ~inlq_pre)",
                  "m.d.comb += push_late.eq(0)", "alone", marks=pytest.mark.slow),
     # MR-TXS-175: the charge's wire length without the payload's padding to 4 bytes
-    pytest.param("words = g_nb[2:] + g_nb[:2].any()", "words = g_nb[2:]", "short",
+    pytest.param("words = g_nb[2:] + g_nb[:2].any()", "words = g_nb[2:]", "short5",
                  marks=pytest.mark.slow)])
 def test_rows_rtl_pace_wrong_forms_fail(old, new, case):
     """MR-TXS-345, negative controls: each wrong form of the rows' pacing mismatches the
