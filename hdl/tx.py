@@ -383,7 +383,7 @@ class Tx(wiring.Component):
         if self.restore_after_ack and not self.share_out:
             raise ValueError("restore_after_ack needs share_out")
         # MR-TX-316: rows, the row scheduler (TxSchedRows, the same ports) in TxSched's place;
-        # MR-TX-317: not with pacing nor the READ rows (the rows have neither yet)
+        # MR-TX-317: not with the READ rows (the rows have them not yet)
         self.rows = bool(rows)
         if self.rows and self.rd_rows:
             raise ValueError("rows with rd_rows is not built")
