@@ -904,8 +904,12 @@ class TxSchedRows(wiring.Component):
                              & (ps.pkts < prm["path_pkts"])))
         p_any, g_p = _first_from(p_can, cr.rr, Pn)
         g_p = g_p[:pb]
-        go = cand & ~conn_block & p_any
-        if self.pacing:
+        if not self.pacing:
+            # (the expressions as before pacing, so the block's netlist is the same)
+            m.d.comb += [pkt.eq(is_k[K_SCHED] & cand & ~drop & ~conn_block & p_any),
+                         act.eq(is_k[K_SCHED] & (drop | (cand & ~conn_block & p_any)))]
+        else:
+            go = cand & ~conn_block & p_any
             # MR-TXS-339/160: a packet only when the connection is due at S2's now (not waiting
             # for a turn, not late: `armed` while now is before `seen`); a drop is not held
             lt_seen = Signal(name="pace_lt_seen")
@@ -913,8 +917,8 @@ class TxSchedRows(wiring.Component):
             due = ~cr.pend & ~(cr.armed & lt_seen)
             if not self.pace_ignored:
                 go = go & due
-        m.d.comb += [pkt.eq(is_k[K_SCHED] & ~drop & go),
-                     act.eq(is_k[K_SCHED] & (drop | go))]
+            m.d.comb += [pkt.eq(is_k[K_SCHED] & ~drop & go),
+                         act.eq(is_k[K_SCHED] & (drop | go))]
         gps = path_at(g_p)
         psn = gps.next_psn
         unsent_new = Signal.like(cr.unsent)
@@ -1028,19 +1032,20 @@ class TxSchedRows(wiring.Component):
         m.d.comb += new.eq(mid)
         work = (mid.conn.unsent != 0) | (mid.conn.rcount != 0)
         push_active, push_done = Signal(), Signal()
-        sched_in, other_in = act & work, ~refused & ~is_probe & ~r.conn.inq & work
         pace_res = {}
         if self.pacing:
+            sched_in, other_in = act & work, ~refused & ~is_probe & ~r.conn.inq & work
             pace_res = self._s2_pace(m, r, a, new, is_k, pkt, g_nb, ge, lt_seen, refused)
             sched_in = sched_in & pace_res.pop("due_new")
             other_in = other_in & pace_res["due_new_"]
             pace_res.pop("due_new_")
         with m.If(is_k[K_SCHED]):
-            with m.If(sched_in):
+            with m.If(sched_in if self.pacing else act & work):
                 m.d.comb += push_active.eq(1)
             with m.Else():
                 m.d.comb += new.conn.inq.eq(0)
-        with m.Elif(other_in):     # MR-TXS-273: not a probe
+        with m.Elif(other_in if self.pacing         # MR-TXS-273: not a probe
+                    else ~refused & ~is_probe & ~r.conn.inq & work):
             m.d.comb += [new.conn.inq.eq(1), push_active.eq(1)]
         incq = Mux(is_k[K_COMPLETE], 0, r.conn.incq)
         any_c = Cat(*(completes(mid, s) for s in range(S))).any()
