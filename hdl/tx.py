@@ -385,12 +385,17 @@ class Tx(wiring.Component):
         if self.restore_after_ack and not self.share_out:
             raise ValueError("restore_after_ack needs share_out")
         # MR-TX-316: rows, the row scheduler (TxSchedRows, the same ports) in TxSched's place;
-        # MR-TX-317: not with pacing (the rows have no pacer's join yet); MR-TX-333: with the
-        # READ rows, the rows' m_rd (MR-TXS-325) joined as the register scheduler's
+        # MR-TX-317: rows with pacing and the READ rows together not built; MR-TX-333: with the
+        # READ rows, the rows' m_rd (MR-TXS-325) joined as the register scheduler's; MR-TXS-346:
+        # with pacing, the rows joined to the pacer (PacedTxSched(rows=True))
         self.rows = bool(rows)
+        if self.rows and self.pacing and self.rd_rows:
+            raise ValueError("rows with pacing and rd_rows is not built")
         if self.rows and self.pacing:
-            raise ValueError("rows with pacing is not built")
-        if self.rows:
+            extra = {"pace_ignored": True} if pace_ignored else {}
+            self.sched = PacedTxSched(width, rows=True, conns=conns, streams=streams,
+                                      paths=paths, depth=depth, **self.sched_kw, **extra)
+        elif self.rows:
             self.sched = TxSchedRows(width, conns=conns, streams=streams, paths=paths,
                                      depth=depth, restores=self.verdicts, rd_rows=self.rd_rows,
                                      **self.sched_kw)

@@ -25,9 +25,15 @@ class PacedTxSched(wiring.Component):
     ``kw``: ``TxSched``'s parameters (``pace_ignored`` for the negative control); ``retime``
     False (negative control only): the pacer's writes do not reach the scheduler (MR-TXS-167)."""
 
-    def __init__(self, width=64, *, retime=True, **kw):
-        self.retime = retime
-        self.sched = TxSched(width, pacing=True, **kw)
+    def __init__(self, width=64, *, retime=True, rows=False, rows_cls=None, **kw):
+        self.retime, self.rows = retime, bool(rows)
+        if self.rows:
+            # MR-TXS-342: the row scheduler in TxSched's place (``rows_cls``: a wrong form's
+            # TxSchedRows, negative controls only)
+            from .tx_sched_rows import TxSchedRows
+            self.sched = (rows_cls or TxSchedRows)(width, pacing=True, **kw)
+        else:
+            self.sched = TxSched(width, pacing=True, **kw)
         self.pacer = PacerFrame(self.sched.conns, carry_chain=kw.get("carry_chain"))
         ports = {name: member for name, member in self.sched.signature.members.items()
                  if name not in ("m_pace", "s_turn", "s_retime", "line_mbps")}
@@ -42,12 +48,21 @@ class PacedTxSched(wiring.Component):
         wiring.connect(m, sched.m_pace, pacer.s_frame)
         wiring.connect(m, pacer.m_turn, sched.s_turn)
         # MR-TXS-167: the write the pacer takes in the cycle, to the scheduler too
+        pw = self.s_pace_write
+        if self.rows:
+            # MR-TXS-340: the pacer takes a write only while the rows' s_retime is ready
+            rt_ok = sched.s_retime.ready
+            m.d.comb += [pacer.s_write.valid.eq(pw.valid & rt_ok),
+                         pacer.s_write.payload.eq(pw.payload),
+                         pw.ready.eq(pacer.s_write.ready & rt_ok)]
         if self.retime:
-            m.d.comb += [sched.s_retime.valid.eq(self.s_pace_write.valid & pacer.s_write.ready),
-                         sched.s_retime.payload.eq(self.s_pace_write.payload)]
+            m.d.comb += [sched.s_retime.valid.eq(pw.valid & pacer.s_write.ready
+                                                 & (sched.s_retime.ready if self.rows else 1)),
+                         sched.s_retime.payload.eq(pw.payload)]
         for name in self.signature.members:
             if name == "s_pace_write":
-                wiring.connect(m, wiring.flipped(self.s_pace_write), pacer.s_write)
+                if not self.rows:
+                    wiring.connect(m, wiring.flipped(self.s_pace_write), pacer.s_write)
             elif name in ("mtu_wl", "line_mbps"):
                 m.d.comb += getattr(pacer, name).eq(getattr(self, name))
                 if name == "line_mbps":             # MR-TXS-177: the scheduler's `paced` too

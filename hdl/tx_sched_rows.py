@@ -3,18 +3,22 @@ generic over the operation and its check block (MR-TXS-237); the scheduler on it
 ``TxSchedRows`` (section 16g, MR-TXS-250..255: S2's operations, the descriptor memory, the
 arbiter, the boundary registers, the connection queues and the output queues). Models:
 models/tx_sched_rows.py ``RowPipe``, ``RowPipeLaneModel``, ``TxSchedRowsModel``."""
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
+from ..models.pacer import RATE_BITS as pacer_rate_bits
+from ..models.pacer import frame_layouts as pacer_layouts
+from ..models.tx_sched import WIRE_HDR
 from ..models.tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_READ_RESP,
                                OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, OUT_DEPTH, PATH_ACTIVE,
                                PATH_PROBING, SMALL, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR,
                                check_params, layouts)
-from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, lane_init, lane_layouts,
-                                    row_layouts, rows_restore_layout)
+from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, PACE_KINDS, ask_layout,
+                                    lane_init, lane_layouts, late_layout, row_layouts,
+                                    rows_restore_layout)
 from ..models.wire import MrdhFlag, Op
 from .tx_sched import _first_from, _lowest_zero, cqe_ports, sched_ports
 
@@ -133,6 +137,16 @@ class RowPipeLane(wiring.Component):
 K_VERDICT, K_CWND, K_FAIL, K_ACKED, K_LOST, K_COMPLETE, K_WR, K_PROBE, K_SCHED = range(9)
 assert OP_KINDS == ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "probe",
                     "sched")
+#: MR-TXS-337/340: with pacing, three more kinds (codes after those; priority MR-TXS-340's)
+K_TURN, K_RETIME, K_WAKE = range(9, 12)
+assert PACE_KINDS == ("turn", "retime", "wake")
+
+
+def _time_lt(a, b):
+    """MR-ENG-050: ``a`` strictly before ``b`` on the wrapping 32-bit counter (``b - a`` not 0
+    and below 2^31)."""
+    d = (b - a)[:P.TIME_BITS]
+    return (d != 0) & ~d[P.TIME_BITS - 1]
 
 
 def _first_bit(valid):
@@ -156,19 +170,21 @@ class ConnFifo(wiring.Component):
     through a transparent synchronous read (the next head's address, so a push into an empty
     queue is its head at the next cycle, as the model's deque)."""
 
-    def __init__(self, conns):
+    def __init__(self, conns, width=None):
         self.conns = conns
-        cb = max(1, (conns - 1).bit_length())
+        # MR-TXS-338/339: the ask and late queues are such FIFOs of wider entries
+        cb = width or max(1, (conns - 1).bit_length())
         super().__init__({"push": In(1), "push_conn": In(cb), "pop": In(1),
                           "head": Out(cb), "nonempty": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         n, cb = self.conns, len(self.head)
+        ab = max(1, (n - 1).bit_length())
         m.submodules.mem = mem = memory.Memory(shape=cb, depth=n, init=[])
         wr = mem.write_port()
         rd = mem.read_port(transparent_for=(wr,))
-        rp, wp = Signal(cb), Signal(cb)
+        rp, wp = Signal(ab), Signal(ab)
         level = Signal(range(n + 1))
         m.d.comb += [wr.addr.eq(wp), wr.data.eq(self.push_conn), wr.en.eq(self.push),
                      rd.addr.eq(rp + self.pop), self.head.eq(rd.data),
@@ -192,7 +208,8 @@ class TxSchedRows(wiring.Component):
 
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True,
-                 restores=False, kept_out=True, rd_rows=False, **kw):
+                 restores=False, kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
+                 pace_full_only=False, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
         self._MustUse__silence = True       # a refused instance is no unused design
@@ -203,8 +220,12 @@ class TxSchedRows(wiring.Component):
         self.width, self.prm, self.forward = width, prm, forward
         self.init_rows = init_rows
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        # MR-TXS-337..346: pacing in the rows (pace_ignored, pace_full_only: the wrong forms of
+        # MR-TXS-343, negative controls only)
+        self.pacing = bool(pacing)
+        self.pace_ignored, self.pace_full_only = bool(pace_ignored), bool(pace_full_only)
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
-                              prm["resend_depth"])
+                              prm["resend_depth"], self.pacing)
         self.lay = lay = layouts(conns, streams, paths, depth)
         # MR-TXS-284: with restores, the acknowledged reports' restores of probing paths on
         # m_restore {conn, path} (the TX top's windows, hw-tx.md MR-TX-256), TxSched's port
@@ -219,13 +240,20 @@ class TxSchedRows(wiring.Component):
         self.rd_rows = bool(rd_rows)
         if self.rd_rows:
             ports["m_rd"] = Out(stream.Signature(lay.rd))
+        if self.pacing:
+            # MR-TXS-337: TxSched(pacing=True)'s pacing ports (MR-TXS-159/167/177)
+            self.pace_lay = pacer_layouts(conns)
+            ports.update({"m_pace": Out(stream.Signature(self.pace_lay["frame"])),
+                          "s_turn": In(stream.Signature(self.pace_lay["turn"])),
+                          "s_retime": In(stream.Signature(self.pace_lay["write"])),
+                          "line_mbps": In(pacer_rate_bits)})
         super().__init__(ports)
 
     def _reset_rows(self):
         """MR-TXS-206: the rows at reset, the model's (``TxSchedRowsModel``)."""
         from ..models.tx_sched_rows import TxSchedRowsModel
         prm = self.prm
-        model = TxSchedRowsModel(self.width, **prm)
+        model = TxSchedRowsModel(self.width, **prm, pacing=self.pacing)
         return list(model.mem)
 
     def elaborate(self, platform):
@@ -256,9 +284,24 @@ class TxSchedRows(wiring.Component):
         # -- the operation's argument through the pipeline (what S2 cannot read from a held
         # boundary register: the work request and the lost report stay in theirs until applied)
         # (MR-TXS-275: a tail probe's PSN; the kind 4 bits, nine kinds)
+        # MR-TXS-340: with pacing, a turn's or a write's time, a write's set_time and paced bit
+        pace_arg = ({"time": P.TIME_BITS, "set_time": 1, "paced": 1} if self.pacing else {})
         arg_lay = data.StructLayout({"kind": 4, "cq": 1, "path": 8, "slot": 3, "chunk": 20,
                                      "lap": 1, "cwnd": records.BYTES_BITS, "verdict": 2,
-                                     "fail": fail_lay, "psn": 24})
+                                     "fail": fail_lay, "psn": 24, **pace_arg})
+        if self.pacing:
+            # MR-TXS-340: the turn's and the write's boundary registers (the write's `paced`,
+            # MR-TXS-177's compare, made as it is taken)
+            b_turn, b_turn_v = Signal(self.pace_lay["turn"]), Signal()
+            rt_lay = data.StructLayout({"conn": cb, "paced": 1, "set_time": 1,
+                                        "time": P.TIME_BITS})
+            b_rt, b_rt_v = Signal(rt_lay), Signal()
+            # MR-TXS-338/339: the ask queue (m_pace its head) and the late queue
+            ask_lay, late_lay = ask_layout(C), late_layout(C)
+            m.submodules.ask_q = ask_q = ConnFifo(C, ask_lay.size)
+            m.submodules.late_q = late_q = ConnFifo(C, late_lay.size)
+            now_r = Signal(P.TIME_BITS)
+            m.d.sync += now_r.eq(self.now)
 
         # -- the work request's status (MR-TXS-011), on the register
         def wr_status(w):
@@ -303,6 +346,10 @@ class TxSchedRows(wiring.Component):
               "cqe": Signal(lay.cqe), "cqe_rsp": Signal(), "cqe_v": Signal(),
               "desc": Signal(rl.desc), "desc_we": Signal(), "desc_slot": Signal(3)}
 
+        if self.pacing:
+            s2.update({"ask": Signal(), "ask_wl": Signal(ask_layout(C)["wl"].shape),
+                       "push_late": Signal(), "late_seen": Signal(P.TIME_BITS)})
+
         def apply(mm, row_in, arg_bits):
             new = self._s2(mm, s2, row_in, arg_bits, arg_lay, b_wr, w_status, b_lost, d_rd,
                            wbd, wbd_v, wbd_conn, wbd_slot, pipe)
@@ -340,17 +387,35 @@ class TxSchedRows(wiring.Component):
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                b_ver_v & ~b_ver.to & frame_room,
                active.nonempty & out_room]
-        take_any, take_kind = _first_bit(can)
-        taken = [Signal(name=f"take_{k}") for k in OP_KINDS]
+        if not self.pacing:
+            take_any, take_kind = _first_bit(can)
+        else:
+            # MR-TXS-340: a turn and a write first, the late queue's wake after the completion
+            # (its head's seen not after last cycle's now); the kinds' codes mapped from the
+            # priority order
+            late_head = data.View(late_lay, late_q.head)
+            wake_ok = late_q.nonempty & ~_time_lt(now_r, late_head.seen)
+            order = [K_TURN, K_RETIME] + list(range(K_WR)) + [K_WAKE, K_WR, K_PROBE, K_SCHED]
+            conds = [b_turn_v, b_rt_v] + can[:K_WR] + [wake_ok] + can[K_WR:]
+            take_any, idx = _first_bit(conds)
+            take_kind = Signal(4)
+            for i, k in enumerate(order):
+                with m.If(idx == i):
+                    m.d.comb += take_kind.eq(k)
+        taken = [Signal(name=f"take_{k}") for k in OP_KINDS + (PACE_KINDS if self.pacing else ())]
         for k, t in enumerate(taken):
             m.d.comb += t.eq(take_any & (take_kind == k))
         fail_conn = Mux(b_fail.fl_v, b_fail.fl.conn, b_fail.er.conn)
         take_conn = Signal(cb)
-        m.d.comb += take_conn.eq(Mux(
+        tc_ = Mux(
             taken[K_VERDICT] | taken[K_PROBE], b_ver.conn, Mux(taken[K_CWND], b_cwnd.conn, Mux(
                 taken[K_FAIL], fail_conn, Mux(taken[K_ACKED], b_ack.conn, Mux(
                     taken[K_LOST], b_lost.conn, Mux(taken[K_COMPLETE], done_q.head, Mux(
-                        taken[K_WR], b_wr.conn, active.head))))))))
+                        taken[K_WR], b_wr.conn, active.head)))))))
+        if self.pacing:
+            tc_ = Mux(taken[K_TURN], b_turn.conn, Mux(taken[K_RETIME], b_rt.conn,
+                                                      Mux(taken[K_WAKE], late_head.conn, tc_)))
+        m.d.comb += take_conn.eq(tc_)
         ta = Signal(arg_lay)
         rep = data.View(lay.report, Mux(taken[K_ACKED], b_ack.as_value(), b_lost.as_value()))
         m.d.comb += [ta.kind.eq(take_kind),
@@ -360,6 +425,10 @@ class TxSchedRows(wiring.Component):
                      ta.slot.eq(rep.slot), ta.chunk.eq(rep.chunk), ta.lap.eq(rep.lap),
                      ta.cwnd.eq(b_cwnd.cwnd), ta.verdict.eq(b_ver.verdict), ta.fail.eq(b_fail),
                      ta.psn.eq(b_ver.psn)]
+        if self.pacing:
+            m.d.comb += [ta.time.eq(Mux(taken[K_TURN], b_turn.pace_until, b_rt.time)),
+                         ta.set_time.eq(b_rt.set_time), ta.paced.eq(b_rt.paced),
+                         late_q.pop.eq(taken[K_WAKE])]
         m.d.comb += [pipe.take_valid.eq(take_any), pipe.take_conn.eq(take_conn),
                      pipe.take_arg.eq(ta), active.pop.eq(taken[K_SCHED]),
                      done_q.pop.eq(taken[K_COMPLETE])]
@@ -374,6 +443,35 @@ class TxSchedRows(wiring.Component):
                      sent_q.w_en.eq(s2_ok & s2["pkt"]), sent_q.w_data.eq(s2["sent"]),
                      cqe_q.w_en.eq(s2_ok & s2["cqe_v"]),
                      cqe_q.w_data.eq(Cat(s2["cqe"], s2["cqe_rsp"]))]
+        if self.pacing:
+            # MR-TXS-338/339: the charge into the ask queue (m_pace its head, force 1), a
+            # connection left late into the late queue, at S2's edge
+            ask_d, late_d = Signal(ask_lay), Signal(late_lay)
+            m.d.comb += [ask_d.conn.eq(pipe.s2_conn), ask_d.now.eq(self.now),
+                         ask_d.wl.eq(s2["ask_wl"]),
+                         ask_q.push.eq(s2_ok & s2["ask"]), ask_q.push_conn.eq(ask_d),
+                         late_d.conn.eq(pipe.s2_conn), late_d.seen.eq(s2["late_seen"]),
+                         late_q.push.eq(s2_ok & s2["push_late"]), late_q.push_conn.eq(late_d)]
+            ah = data.View(ask_lay, ask_q.head)
+            mp = self.m_pace
+            m.d.comb += [mp.valid.eq(ask_q.nonempty), mp.payload.conn.eq(ah.conn),
+                         mp.payload.now.eq(ah.now), mp.payload.wl.eq(ah.wl),
+                         mp.payload.force.eq(1), ask_q.pop.eq(mp.valid & mp.ready)]
+            # MR-TXS-340: the registers' intake (free or taken in the cycle)
+            m.d.comb += [self.s_turn.ready.eq(~b_turn_v | taken[K_TURN]),
+                         self.s_retime.ready.eq(~b_rt_v | taken[K_RETIME])]
+            with m.If(self.s_turn.valid & self.s_turn.ready):
+                m.d.sync += [b_turn_v.eq(1), b_turn.eq(self.s_turn.payload)]
+            with m.Elif(taken[K_TURN]):
+                m.d.sync += b_turn_v.eq(0)
+            rt = self.s_retime.payload
+            with m.If(self.s_retime.valid & self.s_retime.ready):
+                # MR-TXS-177: its clamped rate below the line rate (0 is the line rate)
+                m.d.sync += [b_rt_v.eq(1), b_rt.conn.eq(rt.conn), b_rt.set_time.eq(rt.set_time),
+                             b_rt.time.eq(rt.time),
+                             b_rt.paced.eq((rt.rate != 0) & (self.line_mbps > rt.rate))]
+            with m.Elif(taken[K_RETIME]):
+                m.d.sync += b_rt_v.eq(0)
         # the descriptor's write and its forward register
         m.d.comb += [d_wr.addr.eq(pipe.s2_conn), d_wr.data.eq(Cat(*([s2["desc"]] * SD))),
                      d_wr.en.eq(Mux(s2_ok & s2["desc_we"], 1 << s2["desc_slot"], 0))]
@@ -503,7 +601,8 @@ class TxSchedRows(wiring.Component):
         a = data.View(arg_lay, arg_bits)
         conn = pipe.s2_conn
         kind = a.kind
-        is_k = [Signal(name=f"s2_is_{k}") for k in OP_KINDS]
+        is_k = [Signal(name=f"s2_is_{k}")
+                for k in OP_KINDS + (PACE_KINDS if self.pacing else ())]
         for k, s_ in enumerate(is_k):
             m.d.comb += s_.eq(kind == k)
 
@@ -805,8 +904,21 @@ class TxSchedRows(wiring.Component):
                              & (ps.pkts < prm["path_pkts"])))
         p_any, g_p = _first_from(p_can, cr.rr, Pn)
         g_p = g_p[:pb]
-        m.d.comb += [pkt.eq(is_k[K_SCHED] & cand & ~drop & ~conn_block & p_any),
-                     act.eq(is_k[K_SCHED] & (drop | (cand & ~conn_block & p_any)))]
+        if not self.pacing:
+            # (the expressions as before pacing, so the block's netlist is the same)
+            m.d.comb += [pkt.eq(is_k[K_SCHED] & cand & ~drop & ~conn_block & p_any),
+                         act.eq(is_k[K_SCHED] & (drop | (cand & ~conn_block & p_any)))]
+        else:
+            go = cand & ~conn_block & p_any
+            # MR-TXS-339/160: a packet only when the connection is due at S2's now (not waiting
+            # for a turn, not late: `armed` while now is before `seen`); a drop is not held
+            lt_seen = Signal(name="pace_lt_seen")
+            m.d.comb += lt_seen.eq(_time_lt(self.now, cr.seen))
+            due = ~cr.pend & ~(cr.armed & lt_seen)
+            if not self.pace_ignored:
+                go = go & due
+            m.d.comb += [pkt.eq(is_k[K_SCHED] & ~drop & go),
+                         act.eq(is_k[K_SCHED] & (drop | go))]
         gps = path_at(g_p)
         psn = gps.next_psn
         unsent_new = Signal.like(cr.unsent)
@@ -920,12 +1032,20 @@ class TxSchedRows(wiring.Component):
         m.d.comb += new.eq(mid)
         work = (mid.conn.unsent != 0) | (mid.conn.rcount != 0)
         push_active, push_done = Signal(), Signal()
+        pace_res = {}
+        if self.pacing:
+            sched_in, other_in = act & work, ~refused & ~is_probe & ~r.conn.inq & work
+            pace_res = self._s2_pace(m, r, a, new, is_k, pkt, g_nb, ge, lt_seen, refused)
+            sched_in = sched_in & pace_res.pop("due_new")
+            other_in = other_in & pace_res["due_new_"]
+            pace_res.pop("due_new_")
         with m.If(is_k[K_SCHED]):
-            with m.If(act & work):
+            with m.If(sched_in if self.pacing else act & work):
                 m.d.comb += push_active.eq(1)
             with m.Else():
                 m.d.comb += new.conn.inq.eq(0)
-        with m.Elif(~refused & ~is_probe & ~r.conn.inq & work):     # MR-TXS-273: not a probe
+        with m.Elif(other_in if self.pacing         # MR-TXS-273: not a probe
+                    else ~refused & ~is_probe & ~r.conn.inq & work):
             m.d.comb += [new.conn.inq.eq(1), push_active.eq(1)]
         incq = Mux(is_k[K_COMPLETE], 0, r.conn.incq)
         any_c = Cat(*(completes(mid, s) for s in range(S))).any()
@@ -938,6 +1058,44 @@ class TxSchedRows(wiring.Component):
                    msg_next=st_w.msg_next + 1,
                    probe=probe_hit, restore=restore, kept=kept,
                    frame=frame, sent=sent, cqe=cqe, cqe_rsp=cqe_rsp, cqe_v=cqe_v,
-                   desc=desc_rec, desc_we=desc_we, desc_slot=desc_slot)
+                   desc=desc_rec, desc_we=desc_we, desc_slot=desc_slot, **pace_res)
         m.d.comb += [out[k].eq(v) for k, v in res.items()]
         return final
+
+    def _s2_pace(self, m, r, a, new, is_k, pkt, g_nb, ge, lt_seen, refused):
+        """MR-TXS-337..339 in S2: the charge (MR-TXS-161/175/176: a full MTU, or shorter of a
+        `paced` connection, with its wire length), a turn (MR-TXS-162), a write (MR-TXS-167/177),
+        `armed` left as the `late` at S2's now, the late queue's push (a connection left late
+        not in it; the wake takes it out first). Writes ``new``'s pacing fields; returns the
+        ask and late pushes and whether the row left is due (``due_new``, ``due_new_``: the
+        active queue's entry, MR-TXS-339)."""
+        mtu_log2 = self.prm["mtu"].bit_length() - 1
+        cr = r.conn
+        is_turn, is_rt, is_wake = is_k[K_TURN], is_k[K_RETIME], is_k[K_WAKE]
+        full = g_nb[mtu_log2]                                 # one MTU: the top bit
+        charge = Signal(name="pace_charge")
+        m.d.comb += charge.eq(pkt & (full if self.pace_full_only else full | cr.paced)
+                              & (~cr.pend if self.pace_ignored else 1))
+        # MR-TXS-175: the packet's wire length: its op's headers and its bytes padded to 4
+        WB = len(Signal(ask_layout(self.conns)["wl"].shape))
+        hdr = Array(Const(WIRE_HDR[op], WB) for op in range(8))
+        words = g_nb[2:] + g_nb[:2].any()
+        wl = Signal(WB, name="pace_wl")
+        m.d.comb += wl.eq(hdr[ge.op] + Cat(Const(0, 2), words))
+        # a turn's time, or a write's with set_time and no turn asked for
+        from_arg = Signal(name="pace_from_arg")
+        m.d.comb += from_arg.eq(is_turn | (is_rt & a.set_time & ~cr.pend))
+        pend = Mux(charge, 1, Mux(is_turn, 0, cr.pend))
+        seen = Mux(from_arg, a.time, cr.seen)
+        armed_pre = Mux(is_turn, a.time != cr.seen, Mux(from_arg, 1, cr.armed))
+        armed = Signal(name="pace_armed")
+        m.d.comb += armed.eq(armed_pre & Mux(from_arg, _time_lt(self.now, a.time), lt_seen))
+        inlq_pre = Mux(is_wake, 0, cr.inlq)
+        push_late = Signal(name="pace_push_late")
+        m.d.comb += push_late.eq(~refused & armed & ~inlq_pre)
+        nc = new.conn
+        m.d.comb += [nc.pend.eq(pend), nc.seen.eq(seen), nc.armed.eq(armed),
+                     nc.paced.eq(Mux(is_rt, a.paced, cr.paced)), nc.inlq.eq(inlq_pre | push_late)]
+        due_new = Const(1, 1) if self.pace_ignored else ~pend & ~armed
+        return {"ask": charge, "ask_wl": wl, "push_late": push_late, "late_seen": seen,
+                "due_new": due_new, "due_new_": due_new}

@@ -516,12 +516,20 @@ class TxCycleModel:
             raise ValueError("pace_ignored needs pacing")
         self.paced = None
         # MR-TX-316: rows, the row scheduler (TxSchedRowsModel) in the register scheduler's
-        # place; MR-TX-317: not with pacing (the rows have no pacer's join yet); MR-TX-333:
-        # with the READ rows, the rows' m_rd (MR-TXS-325) joined as the register scheduler's
+        # place; MR-TX-317: not with pacing and the READ rows together; MR-TX-333: with the READ
+        # rows, the rows' m_rd (MR-TXS-325) joined as the register scheduler's; MR-TXS-346: with
+        # pacing, the rows joined to the pacer (PacedTxSchedCycleModel(rows=True))
         self.rows = bool(rows)
+        if self.rows and self.pacing and self.rd_rows:
+            raise ValueError("rows with pacing and rd_rows is not built")
         if self.rows and self.pacing:
-            raise ValueError("rows with pacing is not built")
-        if self.rows:
+            extra = {"pace_ignored": True} if pace_ignored else {}
+            if self.verdicts:
+                raise ValueError("verdicts with pacing is not built")
+            self.paced = PacedTxSchedCycleModel(width, conns, streams, paths, depth, rows=True,
+                                                **kw, **extra)
+            self.sched = self.paced.sched
+        elif self.rows:
             self.sched = TxSchedRowsModel(width, conns, streams, paths, depth,
                                           restores=self.verdicts, rd_rows=self.rd_rows, **kw)
         elif self.pacing:

@@ -28,12 +28,18 @@ class PacedTxSchedCycleModel:
     pacer's step on the scheduler's ``m_pace`` (``m_turn.ready`` is 1: the scheduler's
     ``s_turn`` is always ready). ``kw``: ``TxSchedModel``'s (``pace_ignored`` for the
     negative control); ``retime`` False (negative control only): the pacer's writes do not
-    reach the scheduler (MR-TXS-167)."""
+    reach the scheduler (MR-TXS-167). ``rows`` (MR-TXS-342): the row scheduler
+    (``TxSchedRowsModel(pacing=True)``) in the register scheduler's place; the pacer's writes
+    then wait for its ``s_retime.ready`` (MR-TXS-340)."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
-                 paths=SMALL["paths"], depth=SMALL["depth"], retime=True, **kw):
-        self.retime = retime
-        self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, pacing=True, **kw)
+                 paths=SMALL["paths"], depth=SMALL["depth"], retime=True, rows=False, **kw):
+        self.retime, self.rows = retime, bool(rows)
+        if self.rows:
+            from .tx_sched_rows import TxSchedRowsModel
+            self.sched = TxSchedRowsModel(width, conns, streams, paths, depth, pacing=True, **kw)
+        else:
+            self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, pacing=True, **kw)
         self.pacer = pacer_model.PacerFrameCycleModel(width, conns=conns)
         self.sem, self.lay = self.sched.sem, self.sched.lay
         self.pace_lay = self.sched.pace_lay
@@ -59,6 +65,10 @@ class PacedTxSchedCycleModel:
         p = self.pacer
         idle = p.pending is None and not p.valid and not p.busy_w
         wv = g("s_pace_write__valid", 0)
+        # MR-TXS-340: the rows' s_retime.ready gates the pacer's writes (1 in every cycle the
+        # pacer could take one; the register scheduler's is always 1)
+        rt_ok = self.sched.retime_ready() if self.rows else 1
+        wv = int(bool(wv) and rt_ok)
         si = dict(inputs)
         # MR-TXS-167: the write the pacer takes in this cycle goes to the scheduler too
         si.update({"m_pace__ready": int(idle and not wv), "s_turn__valid": p.valid,
@@ -68,11 +78,18 @@ class PacedTxSchedCycleModel:
         so = self.sched.step(si)
         now = g("now", 0)
         sem = p.sem
-        for e in self.events[n:]:
+        new = self.events[n:]
+        for e in new:
             if e[0] == "packet":
                 c = e[1]
                 self.packets.append((c, now, sem.pace_until[c], self.sem.pace[c]["t_ask"] == now
                                      and self.sem.pace[c]["pend"]))
+                self.packet_wl.append(self.sem.last_wl)
+            elif e[0] == "sched" and e[5] is not None:
+                # MR-TXS-342: a row schedule op's packet, charged when its ask follows it
+                c = e[1]
+                self.packets.append((c, now, sem.pace_until[c],
+                                     any(x[0] == "ask" and x[1] == c for x in new)))
                 self.packet_wl.append(self.sem.last_wl)
         take = idle and not wv and so["m_pace__valid"]
         if take:
@@ -81,13 +98,14 @@ class PacedTxSchedCycleModel:
             before = sem.pace_until[fr["conn"]]
         po = p.step({"s_write__valid": wv, "s_write__payload": g("s_pace_write__payload", 0),
                      "s_frame__valid": so["m_pace__valid"],
-                     "s_frame__payload": so["m_pace__payload"], "m_turn__ready": 1,
+                     "s_frame__payload": so["m_pace__payload"],
+                     "m_turn__ready": so["s_turn__ready"],
                      "mtu_wl": g("mtu_wl", 0), "line_mbps": g("line_mbps", 0)})
         if take:
             self.charges.append((fr["conn"], fr["now"], before, sem.pace_until[fr["conn"]]))
         assert po["s_frame__ready"] == si["m_pace__ready"]
         out = {k: v for k, v in so.items() if k not in _INNER_OUT}
-        out["s_pace_write__ready"] = po["s_write__ready"]
+        out["s_pace_write__ready"] = int(po["s_write__ready"] and rt_ok)
         return out
 
 

@@ -28,12 +28,14 @@ from . import protocol as P
 from . import records
 from .fifo import SyncFifoModel
 from .rx import pack, unpack
+from . import pacer as pacer_model
 from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, RESTORE_INPUTS, RESTORE_OUTPUTS,
                        SMALL, GEN_BITS, TxSchedModel, check_params, cqe_entry, cqe_outputs,
                        is_atomic, is_read, layouts, restore_layout, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
-           "OP_KINDS", "FWD_DISTANCE", "PIPE_STAGES", "rows_restore_layout"]
+           "OP_KINDS", "PACE_KINDS", "FWD_DISTANCE", "PIPE_STAGES", "rows_restore_layout",
+           "PACE_INPUTS", "PACE_OUTPUTS"]
 
 #: MR-TXS-220: an operation is taken (its row read) in cycle t, registered in t+1 (S1), applied
 #: and written back in t+2 (S2)
@@ -42,6 +44,14 @@ PIPE_STAGES = 2
 FWD_DISTANCE = 2
 #: MR-TXS-210: the operations, in the arbiter's priority
 OP_KINDS = ("verdict", "cwnd", "fail", "acked", "lost", "complete", "wr", "probe", "sched")
+#: MR-TXS-337: with pacing, three more kinds (codes after OP_KINDS'): a turn back from the
+#: pacer, a re-timing write, a late connection's wake; turn and retime first in the arbiter's
+#: priority, wake after the completion (MR-TXS-340)
+PACE_KINDS = ("turn", "retime", "wake")
+#: MR-TXS-337: the pacing ports of TxSched(pacing=True) (MR-TXS-159/167/177)
+PACE_INPUTS = ["m_pace__ready", "s_turn__valid", "s_turn__payload", "s_retime__valid",
+               "s_retime__payload", "line_mbps"]
+PACE_OUTPUTS = ["m_pace__valid", "m_pace__payload", "s_turn__ready", "s_retime__ready"]
 
 _CHUNK = records.CHUNK_BITS
 _BYTES = records.BYTES_BITS
@@ -56,15 +66,19 @@ def _bits(n):
 class RowLayouts:
     """MR-TXS-201..205: the row scheduler's fixed-width records of one instance."""
 
-    def __init__(self, conns, streams, paths, depth, chunk_window, resend_depth):
+    def __init__(self, conns, streams, paths, depth, chunk_window, resend_depth, pacing=False):
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
         self.resend_depth = resend_depth
         ptr = (2 * depth - 1).bit_length()               # ring positions mod 2 x depth
         # MR-TXS-201: the connection's own fields
+        # MR-TXS-337: with pacing, the pacing condition's (a turn asked for and not back, the
+        # time moved, paced, the last turn's time, in the late queue)
+        pace = ({"pend": 1, "armed": 1, "paced": 1, "seen": P.TIME_BITS, "inlq": 1}
+                if pacing else {})
         self.conn = data.StructLayout({
             "rr": _bits(paths), "srr": _bits(streams), "inflight": _BYTES,
             "unsent": _CHUNK + _SLOT + 1, "rhead": _bits(resend_depth),
-            "rcount": resend_depth.bit_length(), "inq": 1, "incq": 1})
+            "rcount": resend_depth.bit_length(), "inq": 1, "incq": 1, **pace})
         # MR-TXS-202: per stream, its ring's pointers and sequence numbers
         self.stream = data.StructLayout({"tail": ptr, "send": ptr, "done": ptr, "msg_next": 32,
                                          "send_seq": 32})
@@ -103,9 +117,21 @@ def rows_restore_layout(conns=SMALL["conns"], paths=SMALL["paths"]):
 
 def row_layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
                 depth=SMALL["depth"], chunk_window=SMALL["chunk_window"],
-                resend_depth=SMALL["resend_depth"]):
-    """MR-TXS-200..205: the records of an instance."""
-    return RowLayouts(conns, streams, paths, depth, chunk_window, resend_depth)
+                resend_depth=SMALL["resend_depth"], pacing=False):
+    """MR-TXS-200..205: the records of an instance (MR-TXS-337: ``pacing``'s fields)."""
+    return RowLayouts(conns, streams, paths, depth, chunk_window, resend_depth, pacing)
+
+
+def late_layout(conns):
+    """MR-TXS-339: a late queue's entry ``{conn, seen}``."""
+    return data.StructLayout({"conn": _bits(conns), "seen": P.TIME_BITS})
+
+
+def ask_layout(conns):
+    """MR-TXS-338: an ask queue's entry ``{conn, now, wl}`` (``m_pace``'s fields but ``force``,
+    always 1)."""
+    return data.StructLayout({"conn": _bits(conns), "now": P.TIME_BITS,
+                              "wl": pacer_model.WL_BITS})
 
 
 def _w(shape):
@@ -231,7 +257,8 @@ its number's read, each taken logged as an ``"rd"`` event).
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
                  lost_waits=False, last_active_kept=True, restores=False, restore_hold=True,
-                 kept_out=True, rd_rows=False, **kw):
+                 kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
+                 pace_full_only=False, late_queue=True, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -250,14 +277,32 @@ its number's read, each taken logged as an ``"rd"`` event).
         self.work_filter = work_filter
         self.prm = prm
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        # MR-TXS-337..346: pacing in the rows (pace_ignored, pace_full_only: TxSchedModel's
+        # negative controls, MR-TXS-165/178)
+        self.pacing = bool(pacing)
+        self.pace_ignored, self.pace_full_only = bool(pace_ignored), bool(pace_full_only)
+        # MR-TXS-343 (negative control only): late_queue=False pushes nothing into the late
+        # queue (a late connection is never woken)
+        self.late_queue = bool(late_queue)
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
-                              prm["resend_depth"])
+                              prm["resend_depth"], self.pacing)
         self.lay = layouts(conns, streams, paths, depth)
         # one connection's semantics (TxSchedModel), loaded from and stored to a row per op
         self.last_active_kept = bool(last_active_kept)
         self.sem = TxSchedModel(2, streams, paths, depth, last_active_kept=self.last_active_kept,
+                                pacing=self.pacing, pace_ignored=self.pace_ignored,
+                                pace_full_only=self.pace_full_only,
                                 **{k: v for k, v in prm.items()
                                    if k not in ("conns", "streams", "paths", "depth")})
+        if self.pacing:
+            # MR-TXS-337: the pacer's ports (TxSched(pacing=True)'s layouts)
+            self.pace_lay = pacer_model.frame_layouts(conns)
+            self.late_lay, self.ask_lay = late_layout(conns), ask_layout(conns)
+        # MR-TXS-338/339: the ask queue {conn, now, wl} (m_pace its head) and the late queue
+        # (conn, seen); now_r: last cycle's now (the wake's compare, on registers)
+        self.asks, self.late = deque(), deque()
+        self.now_r = 0
+        self._ask = self._late = None
         # MR-TXS-200: the row memory at reset; MR-TXS-205: the descriptor memory (read here at
         # S2, the current records: what the RTL's read with the row and its forwards give)
         self.pipe = RowPipe([self._reset_row(c) for c in range(conns)], forward=forward)
@@ -266,7 +311,8 @@ its number's read, each taken logged as an ``"rd"`` event).
         # MR-TXS-212/215: the active queue and the completion queue (connection numbers)
         self.active, self.done = deque(), deque()
         # MR-TXS-211: the ports' boundary registers
-        self.b = {k: None for k in ("verdict", "cwnd", "fail", "acked", "lost", "wr")}
+        self.b = {k: None for k in ("verdict", "cwnd", "fail", "acked", "lost", "wr", "turn",
+                                    "retime")}
         self.blocked = {"wr": False, "lost": False}      # MR-TXS-217: refused, waiting
         self.in_flight = {"wr": False, "lost": False}
         self.frame_q = SyncFifoModel(OUT_DEPTH)
@@ -294,7 +340,7 @@ its number's read, each taken logged as an ``"rd"`` event).
         self._msg_at = [self.rl.row["streams"].offset + s * self.rl.stream.size
                         + self.rl.stream["msg_next"].offset for s in range(streams)]
         self.events = []
-        self.counts = {k: 0 for k in OP_KINDS}           # operations applied, per kind
+        self.counts = {k: 0 for k in OP_KINDS + PACE_KINDS}   # operations applied, per kind
         self.idle_sched = 0                              # MR-TXS-214: schedule ops that found nothing
         self.kept = 0                                    # MR-TXS-266: verdicts taken as reroutes
 
@@ -304,6 +350,8 @@ its number's read, each taken logged as an ``"rd"`` event).
             ins, outs = ins + ["m_rd__ready"], outs + ["m_rd__payload", "m_rd__valid"]
         if self.restores:
             ins, outs = ins + RESTORE_INPUTS, outs + RESTORE_OUTPUTS
+        if self.pacing:
+            ins, outs = ins + PACE_INPUTS, outs + PACE_OUTPUTS
         return {"inputs": ins, "outputs": outs}
 
     # ------------------------------------------------------------ m_rd (MR-TXS-325..327)
@@ -340,7 +388,9 @@ its number's read, each taken logged as an ``"rd"`` event).
         path rotation starts at ``c mod paths``)."""
         S, D, Pn, rl = self.streams, self.depth, self.paths, self.rl
         row = {"conn": {"rr": c % Pn, "srr": 0, "inflight": 0, "unsent": 0, "rhead": 0,
-                        "rcount": 0, "inq": 0, "incq": 0},
+                        "rcount": 0, "inq": 0, "incq": 0,
+                        **({"pend": 0, "armed": 0, "paced": 0, "seen": 0, "inlq": 0}
+                           if self.pacing else {})},
                "streams": [{"tail": 0, "send": 0, "done": 0, "msg_next": 0, "send_seq": 0}
                            for _ in range(S)],
                "entries": [_unpack(rl.entry, 0) for _ in range(S * D)],
@@ -350,12 +400,18 @@ its number's read, each taken logged as an ``"rd"`` event).
                "retx": [{"slot": 0, "chunk": 0} for _ in range(self.prm["resend_depth"])]}
         return pack_row(rl, row)
 
-    def _load(self, c, word):
+    def _load(self, c, word, now=None):
         """The row ``word`` of connection ``c`` into connection 0 of ``self.sem``; returns the
-        unpacked row (its flags and resend pointer are the row's own)."""
+        unpacked row (its flags and resend pointer are the row's own). MR-TXS-337: with pacing,
+        `late` is the row's `armed` while ``now`` (default: last cycle's) is before `seen`."""
         sem, rl, S, D = self.sem, self.rl, self.streams, self.depth
         row = unpack_row(rl, word)
         cr = row["conn"]
+        if self.pacing:
+            now = self.now_r if now is None else now
+            sem.pace[0] = {"pend": cr["pend"], "ask": 0, "seen": cr["seen"], "t_ask": 0,
+                           "wl": 0, "paced": cr["paced"],
+                           "late": int(bool(cr["armed"]) and P.time_lt(now, cr["seen"]))}
         R = self.prm["resend_depth"]
         retx = deque((row["retx"][(cr["rhead"] + k) % R]["slot"],
                       row["retx"][(cr["rhead"] + k) % R]["chunk"]) for k in range(cr["rcount"]))
@@ -387,9 +443,10 @@ its number's read, each taken logged as an ``"rd"`` event).
             sem.path[p].update(tail=tail, rst=0)
         return row
 
-    def _store(self, c, row, popped):
+    def _store(self, c, row, popped, now=0, refused=False):
         """``self.sem``'s connection 0 back into the row of ``c`` (and its descriptors);
-        ``popped``: the operation took the resend FIFO's head (MR-TXS-201)."""
+        ``popped``: the operation took the resend FIFO's head (MR-TXS-201); MR-TXS-337: `armed`
+        the `late` left at ``now`` (a refused op's as read)."""
         sem, rl, S, D = self.sem, self.rl, self.streams, self.depth
         R = self.prm["resend_depth"]
         cs = sem.conn[0]
@@ -401,6 +458,12 @@ its number's read, each taken logged as an ``"rd"`` event).
             row["retx"][(head + k) % R] = {"slot": slot, "chunk": chunk}
         cr.update(rr=cs["rr"], srr=cs["srr"], inflight=cs["inflight"], unsent=cs["unsent"],
                   rhead=head, rcount=len(cs["retx"]))
+        if self.pacing:
+            # MR-TXS-337: `armed` stored as the `late` the op leaves (0 once `now` is not
+            # before `seen`: never a `seen` 2^31 ns old read as ahead)
+            ps = sem.pace[0]
+            armed = cr["armed"] if refused else int(bool(ps["late"]) and P.time_lt(now, ps["seen"]))
+            cr.update(pend=ps["pend"], armed=armed, paced=ps["paced"], seen=ps["seen"])
         for s in range(S):
             q = sem.q[s]
             row["streams"][s] = {k: q[k] for k in ("tail", "send", "done", "msg_next",
@@ -463,7 +526,8 @@ its number's read, each taken logged as an ``"rd"`` event).
         "taken as a reroute" (MR-TXS-316), else the completion)."""
         c, kind, f = op.conn, op.kind, op.f
         sem = self.sem
-        row = self._load(c, word)
+        row = self._load(c, word, now)
+        self._ask = None
         restored = False
         cr = row["conn"]
         frame = sent = cqe = None
@@ -517,10 +581,28 @@ its number's read, each taken logged as an ``"rd"`` event).
                 self.idle_sched += 1
             else:
                 popped = act[0] == "drop" or act[2] == "resend"
+                was_pend = self.pacing and sem.pace[0]["pend"]
                 r = sem.apply(act, now)
                 if r is not None:
                     frame, sent = dict(r[0], conn=c), dict(r[1], conn=c)
                 act = (act[0], c) + tuple(act[2:])
+                if self.pacing and sem.pace[0]["ask"] and not (was_pend and self.pace_ignored):
+                    # MR-TXS-338: the charge (MR-TXS-161/176) into the ask queue at write-back
+                    # (pace_ignored, negative control only: a packet taken with a turn asked for
+                    # charges nothing, so the queue still holds one ask per connection)
+                    ps = sem.pace[0]
+                    self._ask = {"conn": c, "now": ps["t_ask"], "wl": ps["wl"]}
+                if self.pacing:
+                    sem.pace[0]["ask"] = 0
+        elif kind == "turn":
+            # MR-TXS-162 on the one connection (pend cleared, seen, late when the time moved)
+            sem.pace_edge(now, turn=dict(f, conn=0))
+        elif kind == "retime":
+            # MR-TXS-167/177 on the one connection (`paced`; with set_time and no turn asked
+            # for, seen and late); the line rate as it was when the write was taken
+            sem.pace_edge(now, retime=dict(f, conn=0), line_mbps=f["line"])
+        elif kind == "wake":
+            row["conn"]["inlq"] = 0           # MR-TXS-339: out of the late queue (re-tested below)
         # MR-TXS-258: a schedule op that took its FIFO's head refills one kept chunk (only a
         # pop makes room: MR-TXS-259's invariant, checked below)
         self._refill = None
@@ -536,23 +618,38 @@ its number's read, each taken logged as an ``"rd"`` event).
         # when it has work: chunks not sent once or resends queued (without, no action)
         cs = sem.conn[0]
         work = bool(cs["unsent"] or cs["retx"]) or not self.work_filter
+        # MR-TXS-339: with pacing, a connection enters the active queue only when due on the
+        # row the op leaves (not waiting for a turn, not late at this now): a turn, or the late
+        # queue's wake, brings it back
+        due, late_new = True, False
+        if self.pacing:
+            ps = sem.pace[0]
+            late_new = bool(ps["late"]) and P.time_lt(now, ps["seen"])
+            due = self.pace_ignored or not (ps["pend"] or late_new)
         push_active = False
         if kind == "sched":
-            if act is None or not work:
+            if act is None or not work or not due:
                 cr["inq"] = 0
             else:
                 push_active = True
         elif kind == "probe":
             pass                # MR-TXS-273: the row unchanged, the queues' rules hold as before
-        elif not refused and not cr["inq"] and work:
+        elif not refused and not cr["inq"] and work and due:
             cr["inq"], push_active = 1, True
+        # MR-TXS-339: a connection left late goes into the late queue (at most once: inlq)
+        self._late = None
+        if self.pacing and not refused:
+            if late_new and not cr["inlq"] and self.late_queue:
+                cr["inlq"], self._late = 1, (c, sem.pace[0]["seen"])
+            assert not late_new or cr["inlq"] or not self.late_queue, \
+                f"MR-TXS-339: conn {c} late, not in the late queue"
         # MR-TXS-215: the completion queue, on the new row
         push_done = False
         if kind == "complete":
             cr["incq"] = 0
         if not refused and kind != "probe" and not cr["incq"] and self._completes():
             cr["incq"], push_done = 1, True
-        new = self._store(c, row, popped)
+        new = self._store(c, row, popped, now, refused)
         res = (act if kind == "sched" else (frame is not None) if kind == "probe"
                else restored if kind in ("acked", "verdict") else cqe)
         return new, frame, sent, cqe, push_active, push_done, refused, res
@@ -578,6 +675,12 @@ its number's read, each taken logged as an ``"rd"`` event).
     def _pick(self):
         """MR-TXS-210: the operation taken in this cycle, on registers (None: none)."""
         b = self.b
+        # MR-TXS-340: a turn and a re-timing write first (each register free the cycle after
+        # it is loaded: the pacer never offers both in one cycle, nor a turn the cycle after
+        # its write)
+        for k in ("turn", "retime"):
+            if b[k] is not None:
+                return _Op(k, b[k]["conn"], b[k])
         if b["verdict"] is not None and b["verdict"].get("to"):
             return _Op("verdict", b["verdict"]["conn"], b["verdict"])
         if b["cwnd"] is not None:
@@ -591,6 +694,9 @@ its number's read, each taken logged as an ``"rd"`` event).
             return _Op("lost", b["lost"]["conn"], b["lost"])
         if self.done and self._cqe_room():
             return _Op("complete", self.done[0], None)
+        # MR-TXS-339: the late queue's head, once last cycle's now is not before its seen
+        if self.late and not P.time_lt(self.now_r, self.late[0][1]):
+            return _Op("wake", self.late[0][0], None)
         w = b["wr"]
         if (w is not None and not self.in_flight["wr"] and not self.blocked["wr"]
                 and (not self.sem.wr_status(w) or self._cqe_room())):
@@ -617,6 +723,21 @@ its number's read, each taken logged as an ``"rd"`` event).
     def _taken(self):
         pick = self._pick()
         return pick.kind if pick is not None else None
+
+    def pace_outputs(self, taken=None):
+        """MR-TXS-338/340: ``m_pace`` (the ask queue's head, ``force`` 1) and the readies of
+        ``s_turn`` and ``s_retime`` before the edge (their registers free or taken)."""
+        taken = self._taken() if taken is None else taken
+        a = self.asks[0] if self.asks else {"conn": 0, "now": 0, "wl": 0}
+        return {"m_pace__valid": int(bool(self.asks)),
+                "m_pace__payload": pack(self.pace_lay["frame"], dict(a, force=1)),
+                "s_turn__ready": int(self._free("turn", taken)),
+                "s_retime__ready": int(self._free("retime", taken))}
+
+    def retime_ready(self):
+        """MR-TXS-340: ``s_retime.ready`` before the edge (the join gates the pacer's writes
+        with it)."""
+        return int(self._free("retime", self._taken()))
 
     def resend_ready(self):
         """MR-TX-316: ``s_resend.ready`` before the edge (the lost report's register empty)."""
@@ -657,7 +778,7 @@ its number's read, each taken logged as an ``"rd"`` event).
 
     def busy(self):
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.rst_q.level
-                    or self.pipe.ops() or self.active or self.done
+                    or self.pipe.ops() or self.active or self.done or self.asks or self.late
                     or any(v is not None for v in self.b.values()))
 
     # ------------------------------------------------------------ one clock
@@ -706,6 +827,12 @@ its number's read, each taken logged as an ``"rd"`` event).
             # MR-TXS-284: the restore queue's head (MR-TXS-286's hold is in _probe_ready)
             out["m_restore__valid"] = int(self.rst_q.level > 0)
             out["m_restore__payload"] = self.rst_q.head
+        ask_take = False
+        if self.pacing:
+            # MR-TXS-338: m_pace the ask queue's head (force 1); MR-TXS-340: s_turn and
+            # s_retime ready while their registers are free or taken
+            out.update(self.pace_outputs(taken))
+            ask_take = bool(out["m_pace__valid"] and g("m_pace__ready", 0))
         # ---- the edge: S2 applies (MR-TXS-220/221), S1 moves to S2, the op taken is read
         frame = sent = cqe = None
         self.pwait = int(bool(g("s_probe__valid", 0)) and not out["s_probe__ready"])
@@ -732,6 +859,10 @@ its number's read, each taken logged as an ``"rd"`` event).
                     self.refills += 1
                     self.events.append(("refill", x.conn, self._refill, None, None, None, None,
                                         g("now", 0)))
+                if self.pacing and self._ask is not None:
+                    # MR-TXS-338: the charge, logged after its schedule op for the replay
+                    self.events.append(("ask", x.conn, self._ask, None, None, None, None,
+                                        g("now", 0)))
                 # MR-TXS-217: a completion frees a ring entry, a schedule op the resend head
                 for k, unblock in (("wr", "complete"), ("lost", "sched")):
                     if (self.blocked[k] and x.kind == unblock and b[k] is not None
@@ -741,8 +872,18 @@ its number's read, each taken logged as an ``"rd"`` event).
                 self.active.append(x.conn)
             if p_done:
                 self.done.append(x.conn)
+        if self.pacing:
+            if ask_take:
+                self.asks.popleft()
+            if x is not None and self._ask is not None:
+                self.asks.append(self._ask)
+            if x is not None and self._late is not None:
+                self.late.append(self._late)
+            assert len(self.asks) <= self.conns and len(self.late) <= self.conns
         if pick is not None:
-            if pick.kind == "sched":
+            if pick.kind == "wake":
+                self.late.popleft()
+            elif pick.kind == "sched":
                 self.active.popleft()
             elif pick.kind == "complete":
                 self.done.popleft()
@@ -781,6 +922,15 @@ its number's read, each taken logged as an ``"rd"`` event).
             b["fail"] = (fl, er)
         if out["s_probe__ready"] and g("s_probe__valid", 0):
             b["verdict"] = unpack(lay.probe, g("s_probe__payload", 0))   # a verdict or a probe
+        if self.pacing:
+            if out["s_turn__ready"] and g("s_turn__valid", 0):
+                b["turn"] = unpack(self.pace_lay["turn"], g("s_turn__payload", 0))
+            if out["s_retime__ready"] and g("s_retime__valid", 0):
+                # MR-TXS-177: the line rate kept with the write (static: the RTL keeps the
+                # compare's bit)
+                b["retime"] = dict(unpack(self.pace_lay["write"], g("s_retime__payload", 0)),
+                                   line=g("line_mbps", 0))
+            self.now_r = g("now", 0) & P.TIME_MASK
         self.frame_q.update(g("m_frame__ready", 0), frame is not None,
                             pack(lay.frame, frame) if frame else 0)
         self.sent_q.update(g("m_sent__ready", 0), sent is not None,
@@ -802,17 +952,37 @@ def replay(model):
     same frame request and sent event, each completion the same record. Returns ``{conn:
     [frame requests]}`` and ``{conn: [completions]}``; AssertionError at the first difference."""
     prm = model.prm
+    pacing = getattr(model, "pacing", False)
     ref = TxSchedModel(prm["conns"], prm["streams"], prm["paths"], prm["depth"],
-                       last_active_kept=model.last_active_kept,
+                       last_active_kept=model.last_active_kept, pacing=pacing,
+                       pace_ignored=getattr(model, "pace_ignored", False),
+                       pace_full_only=getattr(model, "pace_full_only", False),
                        **{k: v for k, v in prm.items()
                           if k not in ("conns", "streams", "paths", "depth")})
     S = model.streams
     frames, cqes = {}, {}
     rd = None               # MR-TXS-328: the READ taken on m_rd, not yet applied
+    ask = None              # MR-TXS-341: the charge the last schedule op made, not yet logged
     for n, (kind, c, f, res, frame, sent, cqe, now) in enumerate(model.events):
         where = f"op {n} ({kind}, conn {c})"
         got = None
-        if kind == "rd":
+        if pacing:
+            # MR-TXS-341: the connection's `late` as the register scheduler keeps it (falls at
+            # the first edge whose now is not before `seen`), at this op's now
+            ps = ref.pace[c]
+            ps["late"] = int(bool(ps["late"]) and P.time_lt(now & P.TIME_MASK, ps["seen"]))
+            assert ask is None or kind in ("ask", "refill"), f"{where}: charge {ask} not logged"
+        if kind == "ask":
+            # MR-TXS-341: the charge is the register scheduler's (its time and wire length)
+            assert ask == (c, f["now"], f["wl"]), f"{where}: charge {f}, the scheduler's {ask}"
+            ref.pace[c]["ask"], ask = 0, None
+        elif kind == "turn":
+            ref.pace_edge(now, turn=f)
+        elif kind == "retime":
+            ref.pace_edge(now, retime=f, line_mbps=f["line"])
+        elif kind == "wake":
+            pass                # MR-TXS-339: no state of the semantics (the row's queue bits)
+        elif kind == "rd":
             assert rd is None, f"{where}: taken on m_rd before {rd} was applied"
             rd = f
         elif kind == "wr":
@@ -873,11 +1043,14 @@ def replay(model):
                 want = ref.apply(act, now) or (None, None)
                 assert frame == want[0], f"{where}: frame {frame}, the scheduler's {want[0]}"
                 assert sent == want[1], f"{where}: sent {sent}, the scheduler's {want[1]}"
+                if pacing and ref.pace[c]["ask"]:
+                    ask = (c, ref.pace[c]["t_ask"], ref.pace[c]["wl"])
         if frame is not None:
             frames.setdefault(c, []).append(frame)
         if cqe is not None:
             cqes.setdefault(c, []).append(cqe)
     assert rd is None, f"m_rd took {rd}, never applied"
+    assert ask is None, f"charge {ask} never logged"
     return frames, cqes
 
 

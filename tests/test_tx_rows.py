@@ -30,15 +30,16 @@ def sched_sem(params=SMALL):
 
 def test_options_and_ports():
     """MR-TX-316, MR-TX-317: ``rows`` builds the row scheduler in the register scheduler's
-    place, the engine's ports unchanged (with and without verdicts); ``rows`` with pacing
-    refused in the model and the RTL (with the READ rows: MR-TX-333, tests/test_tx_rows_rd.py); MR-TXS-316: the rows' ``m_restore`` record
-    has ``kept``."""
+    place, the engine's ports unchanged (with and without verdicts); ``rows`` with pacing and
+    the READ rows together refused in the model and the RTL (with the READ rows: MR-TX-333,
+    tests/test_tx_rows_rd.py; with pacing: MR-TXS-346); MR-TXS-316: the rows' ``m_restore``
+    record has ``kept``."""
     from metaroce.hdl.tx import Tx
     from metaroce.hdl.tx_sched import TxSched
     from metaroce.hdl.tx_sched_rows import TxSchedRows
     assert isinstance(TxCycleModel(64, **SMALL, rows=True).sched, TxSchedRowsModel)
     assert TxCycleModel(64, **SMALL, rows=True).port_names() == TxCycleModel.port_names()
-    for bad in (dict(pacing=True), dict(pacing=True, rd_rows=True)):
+    for bad in (dict(pacing=True, rd_rows=True),):
         with pytest.raises(ValueError):
             TxCycleModel(64, **SMALL, rows=True, **bad)
         with pytest.raises(ValueError):
