@@ -892,9 +892,10 @@ def test_lockstep_read_responses():
 RSP_WRONG = {
     "rsp_advances_msg_next": ("w_msg1.eq(Mux(in_rsp, Mux(in_wr_hit_msg, in_msg1, in_msg),",
                               "w_msg1.eq(Mux(0, Mux(in_wr_hit_msg, in_msg1, in_msg),"),
-    "rsp_no_error_flag": ("| Mux(desc.err, int(MrdhFlag.ERROR), 0))", ")"),
-    "rsp_ring_stream": ("f.stream.eq(Mux(desc.op == OP_READ_RESP, desc.wr_id, s_))",
-                        "f.stream.eq(s_)"),
+    "rsp_no_error_flag": ("w.flags.eq(s.flags | Mux(d.err, int(MrdhFlag.ERROR), 0))",
+                          "w.flags.eq(s.flags)"),
+    "rsp_ring_stream": ("w.stream.eq(Mux(d.op == OP_READ_RESP, d.wr_id, s.stream))",
+                        "w.stream.eq(s.stream)"),
 }
 
 
@@ -1002,14 +1003,14 @@ def test_probe_of_a_completed_message_dropped():
 # dropped; the registered decision taken although its connection was touched at the edge; the
 # path's record not cleared by its message's completion
 PROBE_WRONG = {
-    "probe_no_retx": ("| int(MrdhFlag.RETX) | Mux(pd_desc.err", "| Mux(pd_desc.err"),
+    "probe_no_retx": ("| int(MrdhFlag.RETX))\n        pframe", ")\n        pframe"),
     "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
     "probe_touched": ("probe_go.eq(pd_valid_n & ~touched_n.bit_select(pbr.conn, 1))",
                       "probe_go.eq(pd_valid_n)"),
     "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
-    # MR-TXS-098: a probed atomic's operands from the candidate's read, not the probe's
-    "probe_no_operands": ('frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd,',
-                          'frame_of("probe_frame", pbr.conn, pd_desc, opnd,'),
+    # MR-TXS-098, MR-TXS-353: a probed atomic's operands read at the picked candidate's entry,
+    # not the probe's
+    "probe_no_operands": ("fr_opnd.addr.eq(Mux(probe_act, pd_e, g_e))", "fr_opnd.addr.eq(g_e)"),
 }
 
 
@@ -1342,7 +1343,7 @@ def test_lockstep_output_queues_full():
 #: entries; the room blind to the stage's entry; `sched`'s next value with the completion's
 #: `touched` bit before the edge, or without the queues' rooms
 STAGED_WRONG = {
-    "stage_head_always": ("Mux(s_head, s_data, rp.data)", "Mux(s_valid, s_data, rp.data)"),
+    "stage_head_always": ("Mux(s_head, s_word, rp.data)", "Mux(s_valid, s_word, rp.data)"),
     "room_blind_to_stage": ("n_full = (level == depth) | ((level == depth - 1) & s_valid)",
                             "n_full = level == depth"),
     "sched_old_touched": ("comp_go_n & ~touched_n.bit_select(", "comp_go_n & ~touched.bit_select("),
