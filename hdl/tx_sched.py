@@ -342,14 +342,12 @@ class TxSched(wiring.Component):
         opnd_wr = opnd_mem.write_port()
         fr_desc, fr_opnd = desc_mem.read_port(), opnd_mem.read_port()
         # MR-TXS-355: the completion's fields (MR-TXS-043) in a memory of their own, written
-        # with the descriptor, read synchronously at the completion's pick (the registered
-        # completion's entry, MR-TXS-035); MR-TXS-357: no read a completion takes meets a
-        # write of its row (MR-FLOW-028)
+        # with the descriptor, read at the registered completion's entry (MR-TXS-035);
+        # MR-TXS-357: combinationally (LUT RAM)
         cq_lay = data.StructLayout({"op": 3, "wr_id": 16, "msg": 32, "len": 32})
-        m.submodules.cq_mem = cq_mem = memory.Memory(shape=cq_lay, depth=E, init=[],
-                                                     attrs={"metaroce_collision": "x"})
+        m.submodules.cq_mem = cq_mem = memory.Memory(shape=cq_lay, depth=E, init=[])
         cq_wr = cq_mem.write_port()
-        desc_rd_cq = cq_mem.read_port()
+        desc_rd_cq = cq_mem.read_port(domain="comb")
         if self.pacing:
             # MR-TXS-356: the ops again, for the candidates' wire lengths (MR-TXS-175)
             m.submodules.op_mem = op_mem = memory.Memory(shape=3, depth=E, init=[])
@@ -746,7 +744,7 @@ class TxSched(wiring.Component):
                      comp_unsent.eq(_pick(q_unsent, next_q)),
                      comp_left.eq(read(q_left, next_q, "next_comp_left")),
                      comp_status.eq(read(q_status, next_q, "next_comp_status"))]
-        m.d.comb += desc_rd_cq.addr.eq(next_e)          # MR-TXS-355: comp_e's next value
+        m.d.comb += desc_rd_cq.addr.eq(comp_e)
         comp_conn = comp_q >> sb if S > 1 else comp_q
         # MR-TXS-244: the refill decided last cycle acts unless its connection was touched at
         # the edge between; second in MR-TXS-030's priority (after the report)
@@ -1468,8 +1466,7 @@ class TxSched(wiring.Component):
                      cq_wr.data.eq(Cat(wr.op, wr.wr_id, w_msg, wr.length))]
         # MR-TXS-358: the memories' ports for the tests' collision observer
         self.probe.update({"desc_wr_en": desc_wr.en, "desc_wr_addr": desc_wr.addr,
-                           "fr_addr": fr_desc.addr, "cq_addr": desc_rd_cq.addr,
-                           "fq_stage": frame_q.s_valid, "comp": comp})
+                           "fr_addr": fr_desc.addr, "fq_stage": frame_q.s_valid})
         if self.pacing:
             m.d.comb += [op_wr.addr.eq(w_e), op_wr.en.eq(wr_act), op_wr.data.eq(wr.op)]
         e_hit = []                              # a failure marks the entry at this edge
