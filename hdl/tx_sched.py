@@ -140,12 +140,16 @@ class _StagedQueue:
     entry while the memory holds none, so the port sees the queue of a ``SyncFIFO`` written at
     the decision's edge, cycle for cycle (its payload while empty too: the memory's slot).
     MR-TXS-281: ``room_n``: the entries (memory and stage) below ``depth`` after the edge.
-    Ports as ``SyncFIFO``'s: ``w_en``/``w_data`` in, ``r_en``; ``r_rdy``/``r_data``."""
+    Ports as ``SyncFIFO``'s: ``w_en``/``w_data`` in, ``r_en``; ``r_rdy``/``r_data``.
+    MR-TXS-353: ``late``, a function of the stage's data giving the entry the memory and the
+    head take (fields read in the stage's cycle from a synchronous read port); default the
+    stage's data."""
 
-    def __init__(self, m, name, width, depth):
+    def __init__(self, m, name, width, depth, late=None):
         self.w_en, self.w_data = Signal(name=f"{name}_w_en"), Signal(width, name=f"{name}_w_data")
         self.r_en = Signal(name=f"{name}_r_en")
         s_valid, s_data = Signal(name=f"{name}_s_valid"), Signal(width, name=f"{name}_s_data")
+        self.s_valid = s_valid
         m.submodules[f"{name}_mem"] = mem = memory.Memory(shape=width, depth=depth, init=[])
         wp, rp = mem.write_port(), mem.read_port(domain="comb")
         pw = max(1, (depth - 1).bit_length())
@@ -153,12 +157,13 @@ class _StagedQueue:
         level = Signal(range(depth + 1), name=f"{name}_level")      # the memory's entries
         # the stage is the head while the memory holds none (r_ptr is then its slot)
         s_head = _named(m, s_valid & (level == 0), f"{name}_s_head")
+        s_word = s_data if late is None else _named(m, late(s_data), f"{name}_s_word")
         self.r_rdy = _named(m, s_valid | (level != 0), f"{name}_r_rdy")
-        self.r_data = _named(m, Mux(s_head, s_data, rp.data), f"{name}_r_data")
+        self.r_data = _named(m, Mux(s_head, s_word, rp.data), f"{name}_r_data")
         pop = self.r_en & self.r_rdy
         # the stage loads every cycle: it always drains into the memory at the next edge
         m.d.sync += [s_valid.eq(self.w_en), s_data.eq(self.w_data)]
-        m.d.comb += [wp.addr.eq(w_ptr), wp.data.eq(s_data), wp.en.eq(s_valid), rp.addr.eq(r_ptr)]
+        m.d.comb += [wp.addr.eq(w_ptr), wp.data.eq(s_word), wp.en.eq(s_valid), rp.addr.eq(r_ptr)]
         with m.If(s_valid):
             m.d.sync += w_ptr.eq(w_ptr + 1)
         with m.If(pop):
@@ -326,14 +331,30 @@ class TxSched(wiring.Component):
         # MR-TXS-069: a READ response is op 7, the requester's stream in wr_id's place, `err`
         desc_lay = data.StructLayout({"op": 3, "wr_id": 16, "laddr": 64, "va": 64, "rkey": 32,
                                       "imm": 32, "msg": 32, "len": 32, "err": 1})
-        m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[])
+        # MR-TXS-353: one synchronous read port, at the entry of the cycle's packet or probe,
+        # its data the frame queue's stage's (block RAM on the ECP5, MR-FLOW-026); MR-TXS-354:
+        # no read the frame takes meets a write of its row (MR-FLOW-028)
+        m.submodules.desc_mem = desc_mem = memory.Memory(shape=desc_lay, depth=E, init=[],
+                                                         attrs={"metaroce_collision": "x"})
         desc_wr = desc_mem.write_port()
         # MR-TXS-099: an atomic's operands (0 for the other ops) in a memory of their own, read
-        # by the candidates and the probe (MR-TXS-080; the completion's read port leaves them out)
+        # with the frame's descriptor (MR-TXS-353; the completion's memory leaves them out)
         opnd_lay = data.StructLayout({"swap": 64, "compare": 64})
-        m.submodules.opnd_mem = opnd_mem = memory.Memory(shape=opnd_lay, depth=E, init=[])
+        m.submodules.opnd_mem = opnd_mem = memory.Memory(shape=opnd_lay, depth=E, init=[],
+                                                         attrs={"metaroce_collision": "x"})
         opnd_wr = opnd_mem.write_port()
-        desc_rd_cq = desc_mem.read_port(domain="comb")
+        fr_desc, fr_opnd = desc_mem.read_port(), opnd_mem.read_port()
+        # MR-TXS-355: the completion's fields (MR-TXS-043) in a memory of their own, written
+        # with the descriptor, read at the registered completion's entry (MR-TXS-035);
+        # MR-TXS-357: combinationally (LUT RAM)
+        cq_lay = data.StructLayout({"op": 3, "wr_id": 16, "msg": 32, "len": 32})
+        m.submodules.cq_mem = cq_mem = memory.Memory(shape=cq_lay, depth=E, init=[])
+        cq_wr = cq_mem.write_port()
+        desc_rd_cq = cq_mem.read_port(domain="comb")
+        if self.pacing:
+            # MR-TXS-356: the ops again, for the candidates' wire lengths (MR-TXS-175)
+            m.submodules.op_mem = op_mem = memory.Memory(shape=3, depth=E, init=[])
+            op_wr = op_mem.write_port()
         c_rr = Array(Signal(pb, init=c % PA, name=f"rr{c}") for c in range(C))
         c_srr = Array(Signal(sb, name=f"srr{c}") for c in range(C))
         c_infl = Array(Signal(bytes_w, name=f"cinfl{c}") for c in range(C))
@@ -402,7 +423,21 @@ class TxSched(wiring.Component):
                                     "imm": 32, "nb": nb_w, "slot": 3,
                                     "swap": 64, "compare": 64,      # MR-TXS-099
                                     "gen": GEN_BITS})               # MR-TXS-121
-        frame_q = _StagedQueue(m, "frame_q", fq_lay.size, OUT_DEPTH)     # MR-TXS-280
+
+        def fq_word(s_data):
+            """MR-TXS-353: the frame queue's entry in its stage's cycle: the stage's fields and
+            the descriptor's and operands' read at the packet's (or probe's) entry."""
+            s, w = data.View(fq_lay, s_data), Signal(fq_lay, name="frame_q_word")
+            d, o = fr_desc.data, fr_opnd.data
+            m.d.comb += [
+                w.eq(s), w.laddr.eq(d.laddr), w.op.eq(d.op),
+                w.stream.eq(Mux(d.op == OP_READ_RESP, d.wr_id, s.stream)),          # MR-TXS-068
+                w.flags.eq(s.flags | Mux(d.err, int(MrdhFlag.ERROR), 0)),          # MR-TXS-068
+                w.msg.eq(d.msg), w.len.eq(d.len), w.va.eq(d.va), w.rkey.eq(d.rkey),
+                w.imm.eq(Mux(_op_kind(d.op)[1], d.imm, 0)),
+                w.swap.eq(o.swap), w.compare.eq(o.compare)]                          # MR-TXS-098
+            return w
+        frame_q = _StagedQueue(m, "frame_q", fq_lay.size, OUT_DEPTH, late=fq_word)   # MR-TXS-280
         sent_q = _StagedQueue(m, "sent_q", lay.sent.size, OUT_DEPTH)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
         # response's record, which leaves on m_rsp_done instead of m_cqe
@@ -922,13 +957,10 @@ class TxSched(wiring.Component):
             e_hot = Cat(*(src_e[:sdb] == k for k in range(sd))) if sdb else Const(1, 1)
             s_hot = (Cat(*((src_qi[:sb] == s) & src_last for s in range(S))) if S > 1
                      else src_last)
-            # MR-TXS-041: the frame's fields of the source's entry and the path's PSN, read here
-            # and registered with the candidate (its connection is untouched until it is used:
-            # the entry's descriptor and length and the row's PSN are unchanged), so the frame
-            # queue's write data is the pick's mux of registers, no LUT-RAM read after the pick
-            desc_rd = desc_mem.read_port(domain="comb")
-            opnd_rd = opnd_mem.read_port(domain="comb")             # MR-TXS-099
-            m.d.comb += [desc_rd.addr.eq(src_e), opnd_rd.addr.eq(src_e)]
+            # MR-TXS-041: the path's PSN, read here and registered with the candidate (its
+            # connection is untouched until it is used: the row's PSN is unchanged), so the
+            # frame queue's write data is the pick's mux of registers; the descriptor is read
+            # at the pick's entry into the frame queue's stage (MR-TXS-353)
             src_psn = _named(m, by_path(list(p_psn[c * PA:(c + 1) * PA])), f"src_psn{c}")
             # the enables' registered bits: the entry of a packet, of a new chunk, the stream of
             # a new last chunk, the row of a packet (a drop is a resend: new means no resend)
@@ -937,11 +969,17 @@ class TxSched(wiring.Component):
             go = have & fits & p_any
             if self.pacing:
                 go = go & pace_due[c]                          # MR-TXS-160
-            cand.append(dict(ready=drop | go, drop=drop, resend=nonempty,
+            extra = {}
+            if self.pacing:
+                # MR-TXS-175: the packet's op for its wire length (MR-TXS-356: a copy of the
+                # descriptors' ops, read by each candidate)
+                op_rd = op_mem.read_port(domain="comb")
+                m.d.comb += op_rd.addr.eq(src_e)
+                extra["op"] = op_rd.data
+            cand.append(dict(**extra, ready=drop | go, drop=drop, resend=nonempty,
                              pkt_e_hot=pkt_e_hot, new_e_hot=new_e_hot,
                              new_last_hot=Mux(nonempty, 0, s_hot),
                              pkt_path_hot=Mux(drop, 0, Cat(*p_hot)),
-                             desc=desc_rd.data.as_value(), opnd=opnd_rd.data.as_value(),
                              psn=src_psn,
                              gen=by_path(list(p_gen[c * PA:(c + 1) * PA])),     # MR-TXS-121
                              qi=src_qi, idx=src_idx,
@@ -1025,17 +1063,15 @@ class TxSched(wiring.Component):
         pb_ok = ((pbr.path >> pb) == 0) & (read(p_psn, pb_row, "pb_psn_row") == pb_psn1)
         pb_ok = pb_ok & (read(p_pkts, pb_row, "pb_pkts") != 0) & read(p_tv, pb_row, "pb_tv")
         pb_ok = _named(m, pb_ok & ~read(e_fail, pb_e, "pb_fail"), "pb_ok")
-        pb_desc = desc_mem.read_port(domain="comb")
-        pb_opnd = opnd_mem.read_port(domain="comb")                # MR-TXS-098: a probed atomic's
-        m.d.comb += [pb_desc.addr.eq(pb_e), pb_opnd.addr.eq(pb_e)]
-        pd_opnd = Signal(opnd_lay, name="pd_opnd")
-        m.d.sync += pd_opnd.eq(pb_opnd.data)
-        pd_ok, pd_desc = Signal(name="pd_ok"), Signal(desc_lay, name="pd_desc")
+        # MR-TXS-353: the probed entry, its descriptor and operands (MR-TXS-098) read when the
+        # probe acts
+        pd_e = Signal(len(pb_e), name="pd_e")
+        pd_ok = Signal(name="pd_ok")
         pd_chunk, pd_nb = Signal(chunk_w, name="pd_chunk"), Signal(nb_w, name="pd_nb")
         pd_first, pd_last, pd_slot = Signal(name="pd_first"), Signal(name="pd_last"), Signal(3, name="pd_slot")
         pd_gen = Signal(GEN_BITS, name="pd_gen")           # MR-TXS-121: the path's entropy now
         m.d.sync += pd_gen.eq(read(p_gen, pb_row, "pb_gen"))
-        m.d.sync += [pd_ok.eq(pb_ok), pd_desc.eq(pb_desc.data), pd_slot.eq(pb_slot),
+        m.d.sync += [pd_ok.eq(pb_ok), pd_e.eq(pb_e), pd_slot.eq(pb_slot),
                      pd_chunk.eq(read(p_tchunk, pb_row, "pb_tchunk")),
                      pd_nb.eq(read(p_tnb, pb_row, "pb_tnb")),
                      pd_first.eq(read(p_tfirst, pb_row, "pb_tfirst")),
@@ -1046,7 +1082,7 @@ class TxSched(wiring.Component):
         act_new = [_named(m, act[c] & ~x["resend"], f"act_new{c}") for c, x in enumerate(cand_r)]
         pkt_act = _named(m, Cat(*act_pkt).any(), "pkt_act")
         if self.pacing:
-            self._pace(m, A, act_pkt, cand_r, pace_pend, pace_late, mtu_log2, desc_lay)
+            self._pace(m, A, act_pkt, cand_r, pace_pend, pace_late, mtu_log2)
 
         def g(name):
             return read([x[name] for x in cand_r], pick, f"g_{name}")
@@ -1056,33 +1092,26 @@ class TxSched(wiring.Component):
         g_last, g_first = g("last"), g("first")
         g_e = _named(m, Cat(g_idx[:db], g_qi) if D > 1 else g_qi, "g_e")
         g_s = g_qi[:sb] if S > 1 else Const(0, 1)
-        desc = data.View(desc_lay, g("desc"))
-        opnd = data.View(opnd_lay, g("opnd"))
         psn = g("psn")
         flags = (Mux(g_first, int(MrdhFlag.FIRST), 0) | Mux(g_last, int(MrdhFlag.LAST), 0)
-                 | Mux(g_resend, int(MrdhFlag.RETX), 0)
-                 | Mux(desc.err, int(MrdhFlag.ERROR), 0))                   # MR-TXS-068
+                 | Mux(g_resend, int(MrdhFlag.RETX), 0))       # ERROR from the descriptor: fq_word
         g_slot = slot_of(g_idx, g_s)
 
-        def frame_of(name, conn, desc, opnd, flags, req, psn, path, chunk, nb, slot, gen):
-            """The frame queue's entry of a packet (MR-TXS-040, MR-TXS-044)."""
+        def frame_of(name, conn, flags, req, psn, path, chunk, nb, slot, gen):
+            """The frame queue's entry of a packet (MR-TXS-040, MR-TXS-044) less the fields the
+            descriptor and operands give in the stage's cycle (MR-TXS-353: ``fq_word``); its
+            stream the slot's (a response's is its descriptor's ``wr_id``)."""
             f = Signal(fq_lay, name=name)
             s_ = slot[db:] if D > 1 else slot
             m.d.comb += [
-                f.conn.eq(conn), f.laddr.eq(desc.laddr), f.op_set.eq(1),
-                f.op.eq(desc.op), f.ack_req.eq(req), f.psn.eq(psn),
-                f.flags.eq(flags), f.path.eq(path),
-                f.stream.eq(Mux(desc.op == OP_READ_RESP, desc.wr_id, s_)),   # MR-TXS-068
-                f.msg.eq(desc.msg), f.chunk.eq(chunk), f.len.eq(desc.len),
-                f.va.eq(desc.va), f.rkey.eq(desc.rkey),
-                f.imm.eq(Mux(_op_kind(desc.op)[1], desc.imm, 0)), f.nb.eq(nb),
-                f.slot.eq(slot), f.swap.eq(opnd.swap), f.compare.eq(opnd.compare),   # MR-TXS-098
+                f.conn.eq(conn), f.op_set.eq(1), f.ack_req.eq(req), f.psn.eq(psn),
+                f.flags.eq(flags), f.path.eq(path), f.stream.eq(s_), f.chunk.eq(chunk),
+                f.nb.eq(nb), f.slot.eq(slot),
                 f.gen.eq(gen),                                                      # MR-TXS-121
             ]
             return f
 
-        frame = frame_of("frame", pick, desc, opnd, flags, req, psn, g_path, g_chunk, g_nb, g_slot,
-                         g("gen"))
+        frame = frame_of("frame", pick, flags, req, psn, g_path, g_chunk, g_nb, g_slot, g("gen"))
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
@@ -1092,16 +1121,19 @@ class TxSched(wiring.Component):
         ]
         # MR-TXS-080: the probed packet's frame as it was, RETX and AckReq set; no sent event
         pflags = (Mux(pd_first, int(MrdhFlag.FIRST), 0) | Mux(pd_last, int(MrdhFlag.LAST), 0)
-                  | int(MrdhFlag.RETX) | Mux(pd_desc.err, int(MrdhFlag.ERROR), 0))
-        pframe = frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd, pflags, 1, pbr.psn, pbr.path[:pb],
+                  | int(MrdhFlag.RETX))
+        pframe = frame_of("probe_frame", pbr.conn, pflags, 1, pbr.psn, pbr.path[:pb],
                           pd_chunk, pd_nb, pd_slot, pd_gen)
         m.d.comb += [frame_q.w_en.eq(pkt_act | (probe_act & pd_ok)),
                      frame_q.w_data.eq(Mux(probe_act, pframe, frame)),
+                     # MR-TXS-353: the entry's descriptor and operands into the stage's cycle
+                     fr_desc.addr.eq(Mux(probe_act, pd_e, g_e)),
+                     fr_opnd.addr.eq(Mux(probe_act, pd_e, g_e)),
                      sent_q.w_en.eq(pkt_act), sent_q.w_data.eq(sent)]
 
         # -- the completion stream: completions and refused work requests
         cqe = Signal(lay.cqe)
-        cq_desc = data.View(desc_lay, desc_rd_cq.data)
+        cq_desc = desc_rd_cq.data
         cq_is_rsp = comp & (cq_desc.op == OP_READ_RESP)
         with m.If(comp):
             # MR-TXS-070: a response's record: the requester's stream, its message number in
@@ -1445,7 +1477,15 @@ class TxSched(wiring.Component):
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op, wr.wr_id, wr.laddr,
                                          Mux(w_send, w_rseq, wr.va), Mux(w_send, 0, wr.rkey),
-                                         wr.imm, w_msg, wr.length, w_err))]
+                                         wr.imm, w_msg, wr.length, w_err)),
+                     # MR-TXS-355: the completion's copy
+                     cq_wr.addr.eq(w_e), cq_wr.en.eq(wr_act),
+                     cq_wr.data.eq(Cat(wr.op, wr.wr_id, w_msg, wr.length))]
+        # MR-TXS-358: the memories' ports for the tests' collision observer
+        self.probe.update({"desc_wr_en": desc_wr.en, "desc_wr_addr": desc_wr.addr,
+                           "fr_addr": fr_desc.addr, "fq_stage": frame_q.s_valid})
+        if self.pacing:
+            m.d.comb += [op_wr.addr.eq(w_e), op_wr.en.eq(wr_act), op_wr.data.eq(wr.op)]
         e_hit = []                              # a failure marks the entry at this edge
         for e in range(E):
             next_more = A.add(e_next[e], 1, name=f"next_more{e}")
@@ -1565,7 +1605,7 @@ class TxSched(wiring.Component):
                 m.d.sync += send[qi].eq(send[qi] + 1)
         return m
 
-    def _pace(self, m, A, act_pkt, cand_r, pend, late, mtu_log2, desc_lay):
+    def _pace(self, m, A, act_pkt, cand_r, pend, late, mtu_log2):
         """MR-TXS-161/162, MR-TXS-175..177: a packet's charge (`pend`, `ask`, its time `t_ask`
         and wire length `wl`; a full MTU, or shorter of a `paced` connection), the request on
         ``m_pace`` (the lowest connection asking, from registers), the turn on ``s_turn`` (`pend`
@@ -1607,7 +1647,7 @@ class TxSched(wiring.Component):
             # MR-TXS-176: a full MTU, or shorter of a paced connection
             charge = act_pkt[c] & (full if self.pace_full_only else full | paced[c])
             # MR-TXS-175: the packet's wire length: its op's headers and its bytes padded to 4
-            op = data.View(desc_lay, cand_r[c]["desc"]).op
+            op = cand_r[c]["op"]
             hdr_c = _named(m, hdr[op], f"pace_hdr{c}")
             words = A.add(nb[2:], nb[:2].any(), name=f"pace_words{c}")
             pkt_wl = A.add(hdr_c, Cat(Const(0, 2), words), name=f"pace_pkt_wl{c}")

@@ -227,7 +227,8 @@ def test_lockstep_paced(seed, n):
     """MR-TXS-159..164, MR-TXS-166: the RTL join (TxSched with pacing and PacerFrame) against
     its cycle model, every output every cycle, random traffic with losses, idle cycles, random
     backpressure on every output, the pacer's opens and rate writes: 0 mismatches; then
-    MR-TXS-050's checker and MR-TXS-165's."""
+    MR-TXS-050's checker and MR-TXS-165's. MR-TXS-356: the candidates' ops (the charges' wire
+    lengths) from the ops' copy."""
     core, model, drv, items = _lockstep(seed, n)
     assert core.mismatches == 0
     tc.check(TxSchedModel(**SMALL), items, drv.res)

@@ -892,9 +892,10 @@ def test_lockstep_read_responses():
 RSP_WRONG = {
     "rsp_advances_msg_next": ("w_msg1.eq(Mux(in_rsp, Mux(in_wr_hit_msg, in_msg1, in_msg),",
                               "w_msg1.eq(Mux(0, Mux(in_wr_hit_msg, in_msg1, in_msg),"),
-    "rsp_no_error_flag": ("| Mux(desc.err, int(MrdhFlag.ERROR), 0))", ")"),
-    "rsp_ring_stream": ("f.stream.eq(Mux(desc.op == OP_READ_RESP, desc.wr_id, s_))",
-                        "f.stream.eq(s_)"),
+    "rsp_no_error_flag": ("w.flags.eq(s.flags | Mux(d.err, int(MrdhFlag.ERROR), 0))",
+                          "w.flags.eq(s.flags)"),
+    "rsp_ring_stream": ("w.stream.eq(Mux(d.op == OP_READ_RESP, d.wr_id, s.stream))",
+                        "w.stream.eq(s.stream)"),
 }
 
 
@@ -926,12 +927,17 @@ def test_lockstep_probes(seed, p_probe, atomics):
     the newest, or its packet resolved meanwhile, MR-TXS-082); seed 9: the unit's probes where
     the block falls quiet with tail losses and another path is healthy (MR-TX-162); seed 7 with
     atomics: probes of atomics among them (MR-TXS-098's operands re-sent). MR-TXS-283: the
-    probe's `probe_go` register (its wrong form without `touched`: `test_probe_wrong_forms_fail`)."""
+    probe's `probe_go` register (its wrong form without `touched`: `test_probe_wrong_forms_fail`).
+    MR-TXS-354, MR-TXS-358: no descriptor read whose data a frame takes meets a write of its row
+    (:func:`_desc_collision_watch`; it bites: ``test_desc_collision_watch_bites``)."""
     items, kw = _probe_run(seed, p_probe, atomics)
     model = TxSchedCycleModel(64, **SMALL)
     drv = tc.Driver(model.lay, items, **kw)
-    core = run_amaranth(TxSched(64, **SMALL), model, drv, busy=model.busy)
+    dut = TxSched(64, **SMALL)
+    watch, seen = _desc_collision_watch(dut)
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
     assert core.mismatches == 0
+    assert seen["used"] == [] and seen["frames"] > 50, seen
     summary = tc.check(TxSchedModel(**SMALL), items, drv.res)
     if atomics:
         # MR-TXS-080, MR-TXS-098: a probe of an atomic re-sends its operands (the checker
@@ -946,6 +952,72 @@ def test_lockstep_probes(seed, p_probe, atomics):
         assert summary["probes"] > 10 and sum(1 for e in acted if not e[2]) > 10
     elif not atomics:
         assert drv.res["unit_probes"] >= 3 and summary["probes"] >= 3
+
+
+def _desc_collision_watch(dut):
+    """MR-TXS-358: an observer of ``dut``'s descriptor memories (MR-TXS-353, MR-TXS-354): in each
+    cycle the frame's synchronous read's address and the write's; in the next, whether the frame
+    queue's stage (a frame written) takes the data. ``(watch, seen)``: ``seen["used"]`` the
+    cycles whose taken read met a write of its row (undefined data in block RAM, MR-FLOW-028),
+    ``unused`` the reads that met one untaken, ``frames`` the reads taken."""
+    seen = {"used": [], "unused": 0, "frames": 0}
+
+    async def watch(ctx):
+        pr = dut.probe
+        prev, cycle = None, 0
+        async for _ in ctx.tick().sample():
+            if prev is not None:
+                wr_en, wr_addr, fr_addr = prev
+                used, hit = ctx.get(pr["fq_stage"]), wr_en and wr_addr == fr_addr
+                seen["frames"] += used
+                if hit and used:
+                    seen["used"].append((cycle, fr_addr))
+                seen["unused"] += hit and not used
+            prev = (ctx.get(pr["desc_wr_en"]), ctx.get(pr["desc_wr_addr"]), ctx.get(pr["fr_addr"]))
+            cycle += 1
+    return watch, seen
+
+
+#: MR-TXS-353..357's wrong forms: the completion's fields read at the completion's pick (the
+#: next completion's entry, a cycle early); a probe's descriptor read at the picked candidate's
+#: entry
+DESC_READ_WRONG = {
+    "cq_read_early": ("desc_rd_cq.addr.eq(comp_e)", "desc_rd_cq.addr.eq(next_e)"),
+    "probe_desc_at_pick": ("fr_desc.addr.eq(Mux(probe_act, pd_e, g_e))", "fr_desc.addr.eq(g_e)"),
+}
+
+
+@pytest.mark.slow
+def test_desc_collision_watch_bites():
+    """MR-TXS-358: the observer of ``test_lockstep_probes`` records a taken read that meets a
+    write of its row: a wrong form that also writes the descriptor memory in a packet's cycle,
+    at the row the frame reads, on seed 4's run (it mismatches later or not: the observer's
+    record is the check)."""
+    mod = wrong_form("tx_sched", "desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),",
+                     "desc_wr.addr.eq(Mux(wr_act, w_e, fr_desc.addr)), desc_wr.en.eq(wr_act | pkt_act),")
+    model = TxSchedCycleModel(64, **SMALL)
+    items, kw = _probe_run(4, 0.2)
+    dut = mod.TxSched(64, **SMALL)
+    watch, seen = _desc_collision_watch(dut)
+    try:
+        run_amaranth(dut, model, tc.Driver(model.lay, items, **kw), busy=model.busy,
+                     background=[watch])
+    except Mismatch:
+        pass
+    assert seen["used"], seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(DESC_READ_WRONG))
+def test_desc_read_wrong_forms_fail(wrong):
+    """MR-TXS-358: each wrong form of the descriptor's reads, loaded in place of the RTL,
+    mismatches on ``test_lockstep_probes``'s run of seed 4 (many probes)."""
+    mod = wrong_form("tx_sched", *DESC_READ_WRONG[wrong])
+    model = TxSchedCycleModel(64, **SMALL)
+    items, kw = _probe_run(4, 0.2)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxSched(64, **SMALL), model, tc.Driver(model.lay, items, **kw),
+                     busy=model.busy)
 
 
 def _completed_tail_steps(lay):
@@ -1002,14 +1074,14 @@ def test_probe_of_a_completed_message_dropped():
 # dropped; the registered decision taken although its connection was touched at the edge; the
 # path's record not cleared by its message's completion
 PROBE_WRONG = {
-    "probe_no_retx": ("| int(MrdhFlag.RETX) | Mux(pd_desc.err", "| Mux(pd_desc.err"),
+    "probe_no_retx": ("| int(MrdhFlag.RETX))\n        pframe", ")\n        pframe"),
     "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
     "probe_touched": ("probe_go.eq(pd_valid_n & ~touched_n.bit_select(pbr.conn, 1))",
                       "probe_go.eq(pd_valid_n)"),
     "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
-    # MR-TXS-098: a probed atomic's operands from the candidate's read, not the probe's
-    "probe_no_operands": ('frame_of("probe_frame", pbr.conn, pd_desc, pd_opnd,',
-                          'frame_of("probe_frame", pbr.conn, pd_desc, opnd,'),
+    # MR-TXS-098, MR-TXS-353: a probed atomic's operands read at the picked candidate's entry,
+    # not the probe's
+    "probe_no_operands": ("fr_opnd.addr.eq(Mux(probe_act, pd_e, g_e))", "fr_opnd.addr.eq(g_e)"),
 }
 
 
@@ -1342,7 +1414,7 @@ def test_lockstep_output_queues_full():
 #: entries; the room blind to the stage's entry; `sched`'s next value with the completion's
 #: `touched` bit before the edge, or without the queues' rooms
 STAGED_WRONG = {
-    "stage_head_always": ("Mux(s_head, s_data, rp.data)", "Mux(s_valid, s_data, rp.data)"),
+    "stage_head_always": ("Mux(s_head, s_word, rp.data)", "Mux(s_valid, s_word, rp.data)"),
     "room_blind_to_stage": ("n_full = (level == depth) | ((level == depth - 1) & s_valid)",
                             "n_full = level == depth"),
     "sched_old_touched": ("comp_go_n & ~touched_n.bit_select(", "comp_go_n & ~touched.bit_select("),
