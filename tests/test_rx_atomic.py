@@ -263,13 +263,51 @@ def test_cycle_model_operands_wide(width):
     assert len(res["atom"]) >= 40
 
 
+def _atomics_128_cases(*, built_in_order=True):
+    """test_rtl_atomics_128's cases: the atomic request cases on connection 1's stream 1, 30
+    random atomic pairs, the atomic and ERROR-response cases on connection 2. Each generator
+    takes its stream's next message numbers, so they are built in the order they are sent
+    (``built_in_order``): built the other way (the random atomics first), the request cases'
+    first message is two past their stream's delivery point and the random ones' messages come
+    later, and the packet model refuses eleven of them (MSG_SLOTS, MR-RX-167)."""
+    ep, s = rc.endpoint_setup(seed=9, n_streams=2, max_rd_atomic=1 << 20)
+    if built_in_order:
+        cases = rc.atomic_request_cases(s, conn=1, stream=1) + rc.random_atomics(s, 30)
+    else:
+        rand = rc.random_atomics(s, 30)
+        cases = rc.atomic_request_cases(s, conn=1, stream=1) + rand
+    return s, cases + rc.atomic_response_cases(s, conn=2)
+
+
+def _not_as_built(s, cases):
+    """The cases whose packet-model outcome (no RTL) is not the one they were built for."""
+    lay = s.lay
+    exp = rc.expected(s.writes + cases, lay.conns, lay.paths, lay.keys, lay.streams)
+    built = [it for it in s.writes + cases if isinstance(it, rc.Case)]
+    return {c.name: o.code for c, o in zip(built, exp["outcomes"]) if c.expect is not None and o.code != c.expect}, exp
+
+
+def test_atomics_128_cases_as_built():
+    """MR-RX-151..157, MR-RX-167: test_rtl_atomics_128's case list, through the packet model:
+    every case has the outcome it was built for (the request cases' fetch-and-add at the delivery
+    point, the atomic behind its WRITE_IMM, the refusals, the duplicates), and the random pairs
+    give at least 30 items; the list built out of its send order (the random atomics first)
+    fails this check (a negative control)."""
+    s, cases = _atomics_128_cases()
+    wrong, exp = _not_as_built(s, cases)
+    assert wrong == {}
+    assert len(exp["atom"]) >= 30
+    wrong, _ = _not_as_built(*_atomics_128_cases(built_in_order=False))
+    assert wrong.get("at-now") == RxCode.MSG_SLOTS and len(wrong) == 11
+
+
 @pytest.mark.slow
 def test_rtl_atomics_128():
     """MR-RX-163/164, MR-RX-070: the atomic and ERROR-response cases and random atomics at 128
     bits (one beat of operands) in lockstep: 0 mismatches, and the outputs, counters and items
-    with their operands as the packet model says (check())."""
+    with their operands as the packet model says (check(): every case's outcome the one it was
+    built for, test_atomics_128_cases_as_built)."""
     from test_rx_amaranth import run_lockstep
-    ep, s, cases = _random_cases(9, 30)
-    cases = rc.atomic_request_cases(s, conn=1, stream=1) + cases + rc.atomic_response_cases(s, conn=2)
+    s, cases = _atomics_128_cases()
     res = run_lockstep(128, s, cases, seed=9, p_idle=0.2, p_bp=dict(BP, m_atom__ready=0.7))
     assert len(res["atom"]) >= 30
