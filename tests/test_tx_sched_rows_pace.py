@@ -16,21 +16,8 @@ from metaroce.models.tx_sched import OP_WRITE, SMALL, TxSchedModel
 from metaroce.models.tx_sched_rows import replay
 
 from test_tx_sched_rows import completions, per_stream_chunks
-
-#: MR-TXS-167's runs: a rate write in 3 % of the cycles, half of them with a time
-RETIME = dict(p_rate=0.03, p_retime=0.5)
-#: MR-TXS-178's runs: connection 0 at 20 Gb/s throughout, connection 1 at the line rate
-SHORT = dict(rates=[20_000, 0], p_rate=0.0)
-
-
-def _items(seed, n=30):
-    return tc.traffic(TxSchedModel(**SMALL), n, seed=seed, max_len=6 * SMALL["mtu"], sends=0.3,
-                      reads=0.05, atomics=0.05)
-
-
-def _driver(model, items, seed, **kw):
-    kw = dict(dict(rates=[100_000, 0], p_idle=0.2, p_bp=0.4, p_rate=0.01), **kw)
-    return pc.PacedDriver(model.lay, items, mtu=SMALL["mtu"], seed=seed, **kw)
+# the register join's traffic and driver (MR-TXS-167's rate writes, MR-TXS-178's short frames)
+from test_tx_pace import RETIME, SHORT, _driver, _items
 
 
 def queues_hold(model):
@@ -336,26 +323,8 @@ def _tx_run(seed, n, rtl=False):
     """test_tx_top_pace's runs with the rows: ``n`` work requests of MR-TX-236's traffic
     (connection 0 at 5 Gb/s, rate writes, 10 % loss), or (``n`` None) its default work until its
     4 frames are out (connection 0 at 50 Gb/s)."""
-    from test_tx_top_pace import PACE, SHORT as TX_SHORT, _sem, _short
-    from metaroce.models import tx_cases as xc
-    from metaroce.models.tx import SMALL as TX_SMALL, TxCycleModel
-    items, mem = (_short() if n is None else
-                  xc.traffic(_sem(), n, seed=seed, max_len=6 * TX_SMALL["mtu"]))
-    model = TxCycleModel(64, **TX_SMALL, pacing=True, rows=True)
-    drv = pc.PacedTxDriver(model.lay, 64, items, mem, xc.templates(2, 4), seed=seed,
-                           loss=0.0 if n is None else 0.1, mtu=TX_SMALL["mtu"],
-                           **(TX_SHORT if n is None else PACE))
-    if n is None:
-        drv.expect_frames = 4
-    core = None
-    if rtl:
-        from metaroce.hdl.tx import Tx
-        from metaroce.tb.lockstep import run_amaranth
-        core = run_amaranth(Tx(64, **TX_SMALL, pacing=True, rows=True), model, drv,
-                            busy=model.busy if n else (lambda: False))
-    else:
-        run_alone(model, drv)
-    return model, drv, items, core
+    from test_tx_top_pace import _run
+    return _run(seed, n, rtl=rtl, dut_kw={"rows": True}, rows=True)
 
 
 def test_tx_rows_paced_options():
