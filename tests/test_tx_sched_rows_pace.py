@@ -355,16 +355,9 @@ def test_tx_rows_paced_model():
     packet decided before its bounds, every frame on ``m_axis`` not before them, the charges in
     order, the pacer moved the time; every work request completes (MR-TX-150's checker); the
     rows' replay (MR-TXS-341)."""
-    from test_tx_top_pace import _sem
-    from metaroce.models import tx_cases as xc
+    from test_tx_top_pace import check_paced_run
     model, drv, items, _ = _tx_run(1, 12)
-    r = pc.check_paced(model.paced, SMALL["mtu"])
-    assert r["early"] == [] and r["forced"] == [] and r["charges_in_order"]
-    assert r["charged"] >= 4 and r["moved"] >= 3
-    assert pc.check_spacing(model.paced) == []
-    f = pc.check_frames_left(model.paced, drv.res["left"])
-    assert f["early"] == [] and f["same_count"] and f["frames"] == r["packets"]
-    xc.check(_sem(), items, drv)
+    check_paced_run(model, drv, items)
     replay(model.sched)
 
 

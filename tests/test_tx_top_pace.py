@@ -95,7 +95,11 @@ def test_model_paced_frames_not_early(seed):
     previous charge set), each charged full-MTU packet once and in order, and every frame on
     ``m_axis`` left at a ``now`` not before its packet's bounds; every work request completes
     (MR-TX-150's checker)."""
-    model, drv, items, _ = _run(seed, 12)
+    check_paced_run(*_run(seed, 12)[:3])
+
+
+def check_paced_run(model, drv, items):
+    """test_model_paced_frames_not_early's checks of a paced TX model's run of ``items``."""
     r = pc.check_paced(model.paced, SMALL["mtu"])
     assert r["early"] == [] and r["forced"] == [] and r["charges_in_order"]
     assert r["charged"] >= 4 and r["moved"] >= 3
