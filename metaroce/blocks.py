@@ -207,6 +207,18 @@ BLOCKS: dict[str, Block] = {
              "pipeline (docs/spec/hw-tx-sched.md section 16)",
         widths=(64,),
     ),
+    # The row scheduler with pacing joined to the per-frame pacer (issue 12; hw-tx-sched.md
+    # section 16q, MR-TXS-367): the register join's ports (MR-TXS-164); under Verilator
+    # tb/tx_pace.py's tx_pace_lockstep with TXP_ROWS=1.
+    "tx_sched_rows_paced": Block(
+        name="tx_sched_rows_paced",
+        component="metaroce.hdl.tx_sched_rows_paced:tx_sched_rows_paced_small",
+        model="metaroce.models.tx_sched_rows_paced:tx_sched_rows_paced_model_small",
+        tb="metaroce.tb.tx_pace",
+        help="TX row scheduler with pacing, small instance: TxSchedRows(pacing=True) joined to "
+             "the per-frame pacer (docs/spec/hw-tx-sched.md sections 16p, 16q)",
+        widths=(64,),
+    ),
     # The congestion window table (issue 12, first slice): no data path, ``width`` changes
     # nothing (MR-CW-001).
     "cwnd": Block(
