@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from amaranth.back import verilog
-from amaranth.hdl import Elaboratable, Module, Signal
+from amaranth.hdl import Elaboratable, Module
 from amaranth.lib import fifo
 
 from metaroce.hdl.queue import SyncQueue
