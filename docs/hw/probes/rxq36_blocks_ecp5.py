@@ -15,6 +15,8 @@ from amaranth.lib import fifo
 
 import metaroce.hdl.rx as rx_mod
 import metaroce.hdl.tx as tx_mod
+from metaroce.hdl.engine import ENGINE_CFG_SACK
+from metaroce.models import records
 from metaroce.models.engine import ENGINE_CHUNK_WINDOW, engine_tx_params
 from metaroce.models.rx import SMALL
 from metaroce.sim import synth
@@ -27,7 +29,9 @@ import engine_block_ecp5  # noqa: E402
 
 def dut(block):
     if block == "rx":
-        return rx_mod.Rx(64, conns=2, paths=4, keys=256, streams=SMALL["streams"], chunk_ring=ENGINE_CHUNK_WINDOW)
+        # as hdl/engine.py:Engine builds it (rxa35's configuration)
+        return rx_mod.Rx(64, conns=2, paths=4, keys=256, streams=SMALL["streams"], chunk_ring=ENGINE_CHUNK_WINDOW,
+                         max_rd_atomic=records.RD_ATOMIC, cfg_sack=ENGINE_CFG_SACK)
     kw = engine_tx_params({})
     return tx_mod.TxData(64, conns=2, streams=kw["streams"], paths=4, depth=kw["depth"], pool=kw["pool"],
                          outstanding=kw["outstanding"])
