@@ -52,6 +52,7 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          payload_layout)
 from ..models.wire import Op
 from .muxes import pick as _pick
+from .queue import SyncQueue
 
 #: MR-RX-125: the hold cycle (the value of ``hold``) in which sl_row takes the slow record's
 #: new row from the path table's write register: H1, the hold's first cycle, the one cycle
@@ -486,7 +487,7 @@ class Rx(wiring.Component):
         key_rd, key_wr, key_data = table("key", lay.key.size, lay.keys)
         path_rd, path_wr, path_data = table("path", lay.path_mem.size, lay.conns * lay.paths)
 
-        m.submodules.ack_q = ack_q = fifo.SyncFIFO(width=lay.ack.size, depth=FIFO_DEPTH)
+        m.submodules.ack_q = ack_q = SyncQueue(width=lay.ack.size, depth=FIFO_DEPTH)   # MR-RX-288
         m.submodules.place_q = place_q = fifo.SyncFIFO(width=lay.place.size, depth=FIFO_DEPTH)
         # MR-RX-033, MR-RX-163: a steering entry: the beats out on m_data (keep), or an atomic's
         # operands captured into the operand table's row, after the atomic bundles pushed up to
@@ -495,9 +496,9 @@ class Rx(wiring.Component):
         opd_row_bits = cb + lay.stream_bits + (n_slots - 1).bit_length()
         steer_entry = data.StructLayout({"keep": 1, "cap": 1, "row": max(1, opd_row_bits), "mark": CAP_COUNT_BITS})
         m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=steer_entry.size, depth=FIFO_DEPTH)
-        m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe_bundle.size, depth=FIFO_DEPTH)
+        m.submodules.cqe_q = cqe_q = SyncQueue(width=lay.cqe_bundle.size, depth=FIFO_DEPTH)   # MR-RX-288
         # MR-RX-131: the response items of READ requests, one bundle per delivery as m_cqe's
-        m.submodules.rsp_q = rsp_q = fifo.SyncFIFO(width=lay.rsp_bundle.size, depth=FIFO_DEPTH)
+        m.submodules.rsp_q = rsp_q = SyncQueue(width=lay.rsp_bundle.size, depth=FIFO_DEPTH)   # MR-RX-288
         # MR-RX-155: the atomics' execution items, likewise
         m.submodules.atom_q = atom_q = fifo.SyncFIFO(width=lay.atom_bundle.size, depth=FIFO_DEPTH)
         # MR-RX-001: the per-stream tables hold `streams` rows per connection (index bits sb)
@@ -530,7 +531,7 @@ class Rx(wiring.Component):
         now = Signal(TIME_BITS)
         m.d.sync += now.eq(now + 1)
         timer_entry = data.StructLayout({"row": lay.conn_bits + lay.path_bits, "gen": GEN_BITS, "due": TIME_BITS})
-        m.submodules.timer_q = timer_q = fifo.SyncFIFO(width=timer_entry.size, depth=TIMER_DEPTH)
+        m.submodules.timer_q = timer_q = SyncQueue(width=timer_entry.size, depth=TIMER_DEPTH)   # MR-RX-288
         t_head = data.View(timer_entry, timer_q.r_data)
         # MR-RX-093: the head's due test registered, against now + 1 for a head that stays
         t_late, t_due = Signal(TIME_BITS), Signal()

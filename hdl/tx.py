@@ -61,6 +61,7 @@ from .cwnd import Cwnd
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
 from .parser import _wide_counter, axis_signature
+from .queue import SyncQueue
 from .retransmit import Retransmit
 from .tx_pace import PacedTxSched
 from .tx_sched import TxSched
@@ -148,10 +149,10 @@ class TxJoin(wiring.Component):
         m.d.comb += rd.addr.eq(fr.conn)
         cmd_free = ~self.m_cmd.valid | self.m_cmd.ready
         desc_free = ~self.m_desc.valid | self.m_desc.ready
-        # MR-TX-124: the message queue (LUT RAM), pushed with the command
-        m.submodules.ids = ids = fifo.SyncFIFO(width=lay.sched.fail.size, depth=self.id_depth)
-        # MR-TX-192: the payload sources (LUT RAM), pushed with the command for a frame with payload
-        m.submodules.srcq = srcq = fifo.SyncFIFO(width=SRC_LAYOUT.size, depth=self.id_depth)
+        # MR-TX-124: the message queue (block RAM, MR-TX-346), pushed with the command
+        m.submodules.ids = ids = SyncQueue(width=lay.sched.fail.size, depth=self.id_depth)
+        # MR-TX-192: the payload sources (block RAM, MR-TX-346), pushed with the command for a frame with payload
+        m.submodules.srcq = srcq = SyncQueue(width=SRC_LAYOUT.size, depth=self.id_depth)
         take = s1_valid & cmd_free & desc_free & ids.w_rdy & srcq.w_rdy
         s1_free = ~s1_valid | take
         # MR-TX-229: a skid register before S1; s_frame.ready is its emptiness (a flip-flop),

@@ -159,7 +159,8 @@ def test_window_and_bad_inputs(width, shape):
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_traffic(seed):
     """MR-RX-020..033, MR-RX-040..044, MR-RX-050, MR-RX-060, MR-RX-061: a random mix over every connection and path with rows rewritten between
-    packets (keys revoked, paths reopened), backpressure on every output."""
+    packets (keys revoked, paths reopened), backpressure on every output. MR-RX-289: with the
+    output queues in block RAM (MR-RX-288)."""
     s = rc.Setup(*SMALL, seed=seed)
     cases = rc.within_slots(s, rc.random_traffic(s, 150))          # MR-RX-183
     run_lockstep(64 if seed % 2 else 256, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
@@ -326,7 +327,7 @@ def _delayed_ack_run(delay_cycles, **kw):
 
 @pytest.mark.slow
 def test_delayed_ack_timer():
-    """MR-RX-090..094: bursts separated by idle gaps, ack_every 4, the timer on: the RTL equals
+    """MR-RX-090..094, MR-RX-289 (timer_q in block RAM): bursts separated by idle gaps, ack_every 4, the timer on: the RTL equals
     the model cycle by cycle (timer events in the pipeline, generations in the path rows) and
     its ACK stream equals the reference endpoint's with the same delay, the timer's ACKs in
     the gaps included. test_delayed_ack_timer_catches_wrong: this stimulus catches a timer
