@@ -1072,3 +1072,32 @@ def test_ages_tested_a_cycle_ahead_wrong_form_fails():
     wrong = _retransmit_with(*AGES_AT_S1B)
     with pytest.raises(Mismatch):
         run_lockstep(_age_edge_items(), dut_cls=wrong, **AGE_EDGE_KW)
+
+
+def _carry_chain_dut(dut_cls=Retransmit):
+    """``dut_cls`` built with MR-TX-359's carry-chain sums (what the ECP5 build elaborates)."""
+    return lambda *a, **kw: dut_cls(*a, carry_chain=True, **kw)
+
+
+def test_lockstep_carry_chain_sums():
+    """MR-TX-359, MR-TX-361: the unit with its carry-select sums as plain registered adds (the
+    ECP5 platform's form) on MR-TX-054's estimator traffic (every sum of the estimator; the
+    timeouts' insert deadlines, MR-TX-038 (9)): 0 mismatches, the same RTOs and timeouts as
+    ``test_lockstep_rtt_estimator``'s."""
+    res = run_lockstep(_rtt_items(), seed=11, timers={"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0},
+                       p_idle=0.0, p_bp=0.2, ns_per_cycle=1, idle_ns=1, dut_cls=_carry_chain_dut())
+    m = res["model"]
+    rtos = [e for e in m.events if e[0] == "rto"]
+    assert 8 <= len(rtos) < 16 and len({e[4] for e in rtos}) > 4 and min(e[4] for e in rtos) == 2000
+    assert m.counters[CTR["timeouts"]] == 8
+
+
+def test_lockstep_carry_chain_sums_wrong_form_fails():
+    """MR-TX-361 (negative control): the carry-chain sums without their carry in (the
+    estimator's differences and the ACK's RTT one less) fail the same lockstep."""
+    bad = _retransmit_with("m.d.sync += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])",
+                           "m.d.sync += total.eq((a + b)[:width])")
+    with pytest.raises(Mismatch):
+        run_lockstep(_rtt_items(), seed=11, timers={"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0},
+                     p_idle=0.0, p_bp=0.2, ns_per_cycle=1, idle_ns=1, dut_cls=_carry_chain_dut(bad))
+

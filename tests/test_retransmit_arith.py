@@ -210,3 +210,53 @@ def test_counter_bank_exact_every_cycle():
     for old, new in wrongs:
         bank = wrong_form("retransmit", old, new)._counter_bank
         assert run(bank, 16, 10, 4, 1500, 5), (old, new)
+
+
+def test_cs_sum_forms_agree():
+    """MR-TX-359, MR-TX-361: ``_cs_sum``'s two forms, the carry-select pieces (MR-TX-038 (3))
+    and the plain add of the carry-chain form, give the same value in every cycle: the sum of the
+    previous cycle's operands (and carry in) modulo 2^w, on edge and random operands at the
+    unit's widths (the deadline's 32, the estimator's 24, 25 and 27 bits). The wrong forms (the
+    carry-chain sum without its register; without its carry in) fail."""
+    from metaroce.hdl.retransmit import _cs_sum
+    from metaroce.tb.lockstep import wrong_form
+
+    def run(cs_sum, width, carry_in, seed):
+        rng = random.Random(seed)
+        m = Module()
+        a, b = Signal(width), Signal(width)
+        outs = {form: cs_sum(m, a, b, width, f"s{form:d}", carry_in, carry_chain=form)
+                for form in (False, True)}
+        top = (1 << width) - 1
+        cases = [(0, 0), (top, 1), (top, top), (1, top), (0, top), (1 << (width - 1), 1 << (width - 1))]
+        cases += [(rng.getrandbits(width), rng.getrandbits(width)) for _ in range(200)]
+        cases += [(x, top - x) for x in (rng.getrandbits(width) for _ in range(40))]   # carries
+        bad = []
+
+        async def check(ctx):
+            prev = None
+            for x, y in cases:
+                ctx.set(a, x)
+                ctx.set(b, y)
+                await ctx.tick()
+                ctx.set(a, x ^ top)       # the next operands: the value read is the last edge's
+                ctx.set(b, y ^ 1)
+                want = (x + y + carry_in) & top
+                got = {form: ctx.get(v) for form, v in outs.items()}
+                if got[False] != want or got[True] != want:
+                    bad.append((x, y, got, want, prev))
+                prev = (x, y)
+        _run_clocked(m, check)
+        return bad
+
+    for width in (24, 25, 27, 32):
+        for carry_in in (0, 1):
+            assert run(_cs_sum, width, carry_in, width) == [], (width, carry_in)
+    wrongs = (("m.d.sync += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])",
+               "m.d.comb += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])"),
+              ("m.d.sync += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])",
+               "m.d.sync += total.eq((a + b)[:width])"))
+    for (old, new), carry_in in zip(wrongs, (0, 1)):
+        cs_sum = wrong_form("retransmit", old, new)._cs_sum
+        assert run(cs_sum, 32, carry_in, 3), (new, carry_in)
+
