@@ -130,6 +130,21 @@ def _cs_sum(m, a, b, width, name, carry_in=0, piece=8, carry_chain=False):
     return Cat(*parts)
 
 
+def _recent(now, t, srtt, carry_chain=False):
+    """MR-TX-203/204: an age is recent while ``now - t - 4 srtt < 0`` modulo ``2**len(now)``
+    (``srtt`` unsigned, ``4 srtt < 2**(len(now) - 1)``). The generic form: a carry-save step and
+    one sign (MR-TX-038 (1)). MR-TX-360, with ``carry_chain``: ``d = now - t`` (one chain), then
+    recent is ``d``'s top bit xor ``d[:-1] < 4 srtt`` (the compare of ``d``'s bits 2 up, as 4 srtt
+    has two low zeros: one chain of ``len(srtt)`` bits), no carry-save LUTs."""
+    tw, n = len(now), len(srtt)
+    assert n + 2 < tw
+    if carry_chain:
+        d = (now - _fit(t, tw))[:tw]
+        return d[tw - 1] ^ ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))
+    dsum, dcarry = _csa(now, ~_fit(t, tw), ~_fit(Cat(Const(0, 2), srtt), tw))
+    return _sum_bit(dsum, Cat(Const(1, 1), dcarry[:tw - 1]), tw - 1, 1)
+
+
 def _inc(x):
     """``x + 1`` modulo ``2**len(x)`` as logic (bit i flips when every bit below is set), not an
     adder cell: MR-TX-208, so that Yosys' ``opt_share`` does not merge it with another adder
@@ -683,8 +698,7 @@ class Retransmit(wiring.Component):
             # recent is now - t - 4 srtt < 0 (a carry-save step and one sign), so S1b's
             # decision starts at these flip-flops, not at a carry chain
             def recent_at(t, srtt_x):
-                dsum, dcarry = _csa(now, ~_fit(t, tw), ~_fit(Cat(Const(0, 2), srtt_x ^ srtt0_c), tw))
-                return _sum_bit(dsum, Cat(Const(1, 1), dcarry[:tw - 1]), tw - 1, 1)
+                return _recent(now, t, srtt_x ^ srtt0_c, cc)      # MR-TX-360: the form
 
             def recent_bits(v):
                 return Cat(*(recent_at(t_ack_of(v, q), srtt_x_of(v, q)) for q in range(lay.paths)))

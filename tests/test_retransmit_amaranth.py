@@ -1101,3 +1101,29 @@ def test_lockstep_carry_chain_sums_wrong_form_fails():
         run_lockstep(_rtt_items(), seed=11, timers={"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0},
                      p_idle=0.0, p_bp=0.2, ns_per_cycle=1, idle_ns=1, dut_cls=_carry_chain_dut(bad))
 
+
+def test_ages_edge_carry_chain():
+    """MR-TX-360, MR-TX-361: ``test_ages_tested_a_cycle_ahead``'s edge (path 0's progress recent
+    until exactly 3,148 ns, tested at 3,144) with the ages' carry-chain form (d = now - t, d's top
+    bit xor ``d < 4 srtt``): the same tail probe, 0 mismatches. Its negative control: the form
+    without the top bit's xor (every age stale) fails."""
+    res = run_lockstep(_age_edge_items(), dut_cls=_carry_chain_dut(), **AGE_EDGE_KW)
+    ev = [e for e in res["model"].events if e[0] in ("probe", "timeout")]
+    assert ev[0] == ("probe", 9, 1, 3148, 3144), ev
+    bad = _retransmit_with("return d[tw - 1] ^ ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))",
+                           "return d[tw - 1] & ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))")
+    with pytest.raises(Mismatch):
+        run_lockstep(_age_edge_items(), dut_cls=_carry_chain_dut(bad), **AGE_EDGE_KW)
+
+
+@pytest.mark.slow
+def test_lockstep_ages_carry_chain():
+    """MR-TX-359..361: ``test_lockstep_ages``' traffic (seed 3: probes, verdicts, ECN echoes
+    under backpressure) with the carry-chain form of the sums and the ages: 0 mismatches."""
+    seed = 3
+    items = _with_ece(rc.traffic(*SMALL, 300, seed=seed, black_hole=6, rto_ns=3000,
+                                 ack_loss=0.125, shared=2), seed)
+    res = run_lockstep(items, seed=seed, timers=PROBE_TIMERS, ages=True, p_idle=0.2, p_bp=0.4,
+                       dut_cls=_carry_chain_dut())
+    c = res["model"].counters
+    assert c[CTR["timeouts"]] >= 6 and c[CTR["path_reroutes"]] and c[CTR["tail_probes"]]
