@@ -1272,12 +1272,12 @@ class Retransmit(wiring.Component):
         ins_r2 = Signal(lay.insert)
         ins_slot = Signal(range(WHEEL_SLOTS))
         ins_onehot = Signal(WHEEL_SLOTS)
+        # MR-TX-362: the slot selected, then decoded once (one decoder, not one a candidate)
+        slot_sel = Signal(range(WHEEL_SLOTS))
+        m.d.comb += slot_sel.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb])))
         with m.If(ins_move):
             m.d.sync += [ins_r2_valid.eq(1), ins_r2.eq(ins_r),
-                         ins_slot.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb]))),
-                         ins_onehot.eq(Cat(Mux(late, cur == i, Mux(far, cur_before == i,
-                                                                    dl_slot[:sb] == i))
-                                           for i in range(WHEEL_SLOTS)))]
+                         ins_slot.eq(slot_sel), ins_onehot.eq(Const(1, WHEEL_SLOTS) << slot_sel)]
         with m.Elif(ins_take):
             m.d.sync += ins_r2_valid.eq(0)
         qins = ins_r2

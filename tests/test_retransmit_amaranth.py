@@ -1127,3 +1127,21 @@ def test_lockstep_ages_carry_chain():
                        dut_cls=_carry_chain_dut())
     c = res["model"].counters
     assert c[CTR["timeouts"]] >= 6 and c[CTR["path_reroutes"]] and c[CTR["tail_probes"]]
+
+
+INS_ONEHOT_LINE = "ins_slot.eq(slot_sel), ins_onehot.eq(Const(1, WHEEL_SLOTS) << slot_sel)]"
+
+
+@pytest.mark.parametrize("case", ["deadline_slot", "slot_plus_one"])
+def test_wheel_insert_onehot_wrong_forms_fail(case):
+    """MR-TX-362: the insert's one-hot decoded once from the selected slot (``slot_sel``) is what
+    ``test_lockstep_timers`` and ``test_wheel_cur_valid_registered_exact`` pass on; its wrong
+    forms (the one-hot of the deadline's own slot, a late insert's ``ct`` not selected; the slot
+    after the selected one) fail the timers' lockstep."""
+    new = {"deadline_slot": "ins_slot.eq(slot_sel), ins_onehot.eq(Const(1, WHEEL_SLOTS) << dl_slot[:sb])]",
+           "slot_plus_one": "ins_slot.eq(slot_sel), ins_onehot.eq(Const(1, WHEEL_SLOTS) << (slot_sel + 1)[:sb])]"}
+    bad = _retransmit_with(INS_ONEHOT_LINE, new[case])
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
+    items = rc.traffic(*SMALL, 300, seed=3, black_hole=6, rto_ns=3000)
+    with pytest.raises(Mismatch):
+        run_lockstep(items, seed=3, timers=timers, p_idle=0.2, p_bp=0.4, dut_cls=bad)
