@@ -1212,9 +1212,14 @@ class Retransmit(wiring.Component):
             with m.If(e_stage == EST_WRITE):
                 m.d.sync += e_srtt.eq(srtt_f)
             m.d.comb += rto_w.srtt.eq(e_srtt)
+        if cc:
+            # MR-TX-363: the bounds tested on the larger term in the push stage (its registers
+            # hold from stage 6 until the push): two compares, not four
+            rto_lo, rto_hi = larger < RTO_MIN_NS, larger > RTO_MAX_NS
+        else:
+            rto_lo, rto_hi = Mux(e_a_big, e_a_lo, e_b_lo), Mux(e_a_big, e_a_hi, e_b_hi)
         m.d.comb += [rto_w.row.eq(e_row),
-                     rto_w.rto.eq(Mux(Mux(e_a_big, e_a_lo, e_b_lo), RTO_MIN_NS,
-                                      Mux(Mux(e_a_big, e_a_hi, e_b_hi), RTO_MAX_NS, larger))),
+                     rto_w.rto.eq(Mux(rto_lo, RTO_MIN_NS, Mux(rto_hi, RTO_MAX_NS, larger))),
                      rto_q.w_data.eq(rto_w)]
         with m.Switch(e_stage):
             # MR-TX-073: the start in the idle stage's case, so only bit 0 waits for it

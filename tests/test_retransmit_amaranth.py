@@ -1080,9 +1080,10 @@ def _carry_chain_dut(dut_cls=Retransmit):
 
 
 def test_lockstep_carry_chain_sums():
-    """MR-TX-359, MR-TX-361: the unit with its carry-select sums as plain registered adds (the
-    ECP5 platform's form) on MR-TX-054's estimator traffic (every sum of the estimator; the
-    timeouts' insert deadlines, MR-TX-038 (9)): 0 mismatches, the same RTOs and timeouts as
+    """MR-TX-359, MR-TX-361, MR-TX-363: the unit with its carry-select sums as plain registered adds (the
+    ECP5 platform's form) on MR-TX-054's estimator traffic (every sum of the estimator, the
+    bounds in the push stage with the 2 us floor met; the timeouts' insert deadlines, MR-TX-038
+    (9)): 0 mismatches, the same RTOs and timeouts as
     ``test_lockstep_rtt_estimator``'s."""
     res = run_lockstep(_rtt_items(), seed=11, timers={"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0},
                        p_idle=0.0, p_bp=0.2, ns_per_cycle=1, idle_ns=1, dut_cls=_carry_chain_dut())
@@ -1092,11 +1093,20 @@ def test_lockstep_carry_chain_sums():
     assert m.counters[CTR["timeouts"]] == 8
 
 
-def test_lockstep_carry_chain_sums_wrong_form_fails():
-    """MR-TX-361 (negative control): the carry-chain sums without their carry in (the
-    estimator's differences and the ACK's RTT one less) fail the same lockstep."""
-    bad = _retransmit_with("m.d.sync += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])",
-                           "m.d.sync += total.eq((a + b)[:width])")
+CARRY_CHAIN_WRONG = {
+    "no_carry_in": ("m.d.sync += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])",
+                    "m.d.sync += total.eq((a + b)[:width])"),
+    "no_floor": ("rto_lo, rto_hi = larger < RTO_MIN_NS, larger > RTO_MAX_NS",
+                 "rto_lo, rto_hi = larger < 0, larger > RTO_MAX_NS"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CARRY_CHAIN_WRONG))
+def test_lockstep_carry_chain_sums_wrong_form_fails(case):
+    """MR-TX-361, MR-TX-363 (negative controls): the carry-chain sums without their carry in
+    (the estimator's differences and the ACK's RTT one less), or the push stage's bounds
+    without the 2 us floor, fail the same lockstep."""
+    bad = _retransmit_with(*CARRY_CHAIN_WRONG[case])
     with pytest.raises(Mismatch):
         run_lockstep(_rtt_items(), seed=11, timers={"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0},
                      p_idle=0.0, p_bp=0.2, ns_per_cycle=1, idle_ns=1, dut_cls=_carry_chain_dut(bad))
