@@ -106,12 +106,18 @@ def _sum_is(a, b, k, width, carry_in=0):
     return (a ^ b ^ k) == Cat(carry_in, gives[:width - 1])
 
 
-def _cs_sum(m, a, b, width, name, carry_in=0, piece=8):
+def _cs_sum(m, a, b, width, name, carry_in=0, piece=8, carry_chain=False):
     """``(a + b + carry_in) mod 2**width`` by carry-select over two cycles (MR-TX-038 (3)): the
     pieces' sums with and without a carry in and the carries into them (comparisons) are
     registered in this cycle; the returned value, the selection (one mux level), is the sum of
-    the previous cycle's ``a`` and ``b``."""
+    the previous cycle's ``a`` and ``b``. MR-TX-359: with ``carry_chain`` (an FPGA with a carry
+    chain, the ECP5's CCU2C) the same value, the sum of the previous cycle's ``a`` and ``b``, as
+    one plain add registered (one chain; an add with a carry in as ``a - ~b``)."""
     a, b = _fit(a, width), _fit(b, width)
+    if carry_chain:
+        total = Signal(width, name=name)
+        m.d.sync += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])
+        return total
     parts = []
     for lo in range(0, width, piece):
         hi = min(lo + piece, width)
@@ -122,6 +128,21 @@ def _cs_sum(m, a, b, width, name, carry_in=0, piece=8):
                      cin.eq(_carry(a[:lo], b[:lo], lo, carry_in) if lo else carry_in)]
         parts.append(Mux(cin, plus, plain))
     return Cat(*parts)
+
+
+def _recent(now, t, srtt, carry_chain=False):
+    """MR-TX-203/204: an age is recent while ``now - t - 4 srtt < 0`` modulo ``2**len(now)``
+    (``srtt`` unsigned, ``4 srtt < 2**(len(now) - 1)``). The generic form: a carry-save step and
+    one sign (MR-TX-038 (1)). MR-TX-360, with ``carry_chain``: ``d = now - t`` (one chain), then
+    recent is ``d``'s top bit xor ``d[:-1] < 4 srtt`` (the compare of ``d``'s bits 2 up, as 4 srtt
+    has two low zeros: one chain of ``len(srtt)`` bits), no carry-save LUTs."""
+    tw, n = len(now), len(srtt)
+    assert n + 2 < tw
+    if carry_chain:
+        d = (now - _fit(t, tw))[:tw]
+        return d[tw - 1] ^ ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))
+    dsum, dcarry = _csa(now, ~_fit(t, tw), ~_fit(Cat(Const(0, 2), srtt), tw))
+    return _sum_bit(dsum, Cat(Const(1, 1), dcarry[:tw - 1]), tw - 1, 1)
 
 
 def _inc(x):
@@ -247,7 +268,7 @@ class Retransmit(wiring.Component):
 
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
                  retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True,
-                 ages=True, verdict_health=False):
+                 ages=True, verdict_health=False, carry_chain=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
@@ -255,6 +276,7 @@ class Retransmit(wiring.Component):
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.probes = bool(probes)      # MR-TX-166: tail probes on (the TX top keeps them off)
         self.ages = bool(ages)          # MR-TX-203/204: the health and ECN ages
+        self.carry_chain = carry_chain  # MR-TX-359: the sums' form; None = the platform's
         # MR-TX-066, for simulation only: the block-RAM tables' read data inverted in the cycle
         # after the read met a write of the same row ("same": what the block RAM may return under
         # MR-FLOW-028) or of another row ("other": a negative control); counted on
@@ -291,6 +313,9 @@ class Retransmit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lay = self.lay
+        # MR-TX-359: the carry-select sums as plain adds where the target has a carry chain
+        cc = (getattr(platform, "carry_chain", False) if self.carry_chain is None
+              else bool(self.carry_chain))
         cb, pb, pw = lay.conn_bits, lay.path_bits, lay.ptr_bits
         rb = cb + pb
         rows = lay.conns * lay.paths
@@ -673,8 +698,7 @@ class Retransmit(wiring.Component):
             # recent is now - t - 4 srtt < 0 (a carry-save step and one sign), so S1b's
             # decision starts at these flip-flops, not at a carry chain
             def recent_at(t, srtt_x):
-                dsum, dcarry = _csa(now, ~_fit(t, tw), ~_fit(Cat(Const(0, 2), srtt_x ^ srtt0_c), tw))
-                return _sum_bit(dsum, Cat(Const(1, 1), dcarry[:tw - 1]), tw - 1, 1)
+                return _recent(now, t, srtt_x ^ srtt0_c, cc)      # MR-TX-360: the form
 
             def recent_bits(v):
                 return Cat(*(recent_at(t_ack_of(v, q), srtt_x_of(v, q)) for q in range(lay.paths)))
@@ -992,7 +1016,7 @@ class Retransmit(wiring.Component):
                      job.t_ack.eq(s2_t_ack), job.ce.eq(s2_ce)]
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
-        dl_sum = _cs_sum(m, s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb), tb, "dl")
+        dl_sum = _cs_sum(m, s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb), tb, "dl", carry_chain=cc)
         s2b_job = Signal(lay.job)
         s2b_row = Signal(rb)
         s2b_conn = Signal(cb)
@@ -1158,24 +1182,25 @@ class Retransmit(wiring.Component):
         tw = records.TIME_BITS
         m.d.comb += [est_rd.addr.eq(e_row), est_wr.addr.eq(e_row)]
         est = data.View(est_lay, est_rd.data)
-        diff = _cs_sum(m, e_t_ack, ~e_t_sent, tw, "e_diff", 1)
+        diff = _cs_sum(m, e_t_ack, ~e_t_sent, tw, "e_diff", 1, carry_chain=cc)
         e_sample = Signal(dur)
         e_first = Signal()
         e_old_srtt, e_old_var = Signal(dur), Signal(dur)
         # 25-bit two's complement differences, both signs, and rttvar - rttvar/4
-        err = _cs_sum(m, e_sample, ~Cat(e_old_srtt, Const(0, 1)), dur + 1, "e_err", 1)
-        nerr = _cs_sum(m, e_old_srtt, ~Cat(e_sample, Const(0, 1)), dur + 1, "e_nerr", 1)
-        var_keep = _cs_sum(m, e_old_var, ~(e_old_var >> 2), dur, "e_keep", 1)
+        err = _cs_sum(m, e_sample, ~Cat(e_old_srtt, Const(0, 1)), dur + 1, "e_err", 1, carry_chain=cc)
+        nerr = _cs_sum(m, e_old_srtt, ~Cat(e_sample, Const(0, 1)), dur + 1, "e_nerr", 1, carry_chain=cc)
+        var_keep = _cs_sum(m, e_old_var, ~(e_old_var >> 2), dur, "e_keep", 1, carry_chain=cc)
         err_neg = err[dur]
         abs_err = Mux(err_neg, nerr, err)[:dur]
-        srtt_new = _cs_sum(m, e_old_srtt, Cat(err[3:], err_neg, err_neg, err_neg), dur, "e_srtt")
-        var_new = _cs_sum(m, var_keep, abs_err >> 2, dur, "e_var")
+        srtt_new = _cs_sum(m, e_old_srtt, Cat(err[3:], err_neg, err_neg, err_neg), dur, "e_srtt",
+                           carry_chain=cc)
+        var_new = _cs_sum(m, var_keep, abs_err >> 2, dur, "e_var", carry_chain=cc)
         srtt_f, var_f = Signal(dur), Signal(dur)
         m.d.comb += [srtt_f.eq(Mux(e_first, e_sample, srtt_new)),
                      var_f.eq(Mux(e_first, e_sample >> 1, var_new))]
         tb2 = dur + 3
-        term_a = _cs_sum(m, srtt_f, srtt_f >> 1, tb2, "e_a")
-        term_b = _cs_sum(m, srtt_f, Cat(Const(0, 2), var_f), tb2, "e_b")
+        term_a = _cs_sum(m, srtt_f, srtt_f >> 1, tb2, "e_a", carry_chain=cc)
+        term_b = _cs_sum(m, srtt_f, Cat(Const(0, 2), var_f), tb2, "e_b", carry_chain=cc)
         e_a, e_b = Signal(tb2), Signal(tb2)
         e_a_big, e_a_lo, e_a_hi, e_b_lo, e_b_hi = (Signal(name=f"e_{n}") for n in
                                                    ("a_big", "a_lo", "a_hi", "b_lo", "b_hi"))
@@ -1187,9 +1212,14 @@ class Retransmit(wiring.Component):
             with m.If(e_stage == EST_WRITE):
                 m.d.sync += e_srtt.eq(srtt_f)
             m.d.comb += rto_w.srtt.eq(e_srtt)
+        if cc:
+            # MR-TX-363: the bounds tested on the larger term in the push stage (its registers
+            # hold from stage 6 until the push): two compares, not four
+            rto_lo, rto_hi = larger < RTO_MIN_NS, larger > RTO_MAX_NS
+        else:
+            rto_lo, rto_hi = Mux(e_a_big, e_a_lo, e_b_lo), Mux(e_a_big, e_a_hi, e_b_hi)
         m.d.comb += [rto_w.row.eq(e_row),
-                     rto_w.rto.eq(Mux(Mux(e_a_big, e_a_lo, e_b_lo), RTO_MIN_NS,
-                                      Mux(Mux(e_a_big, e_a_hi, e_b_hi), RTO_MAX_NS, larger))),
+                     rto_w.rto.eq(Mux(rto_lo, RTO_MIN_NS, Mux(rto_hi, RTO_MAX_NS, larger))),
                      rto_q.w_data.eq(rto_w)]
         with m.Switch(e_stage):
             # MR-TX-073: the start in the idle stage's case, so only bit 0 waits for it
@@ -1247,12 +1277,12 @@ class Retransmit(wiring.Component):
         ins_r2 = Signal(lay.insert)
         ins_slot = Signal(range(WHEEL_SLOTS))
         ins_onehot = Signal(WHEEL_SLOTS)
+        # MR-TX-362: the slot selected, then decoded once (one decoder, not one a candidate)
+        slot_sel = Signal(range(WHEEL_SLOTS))
+        m.d.comb += slot_sel.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb])))
         with m.If(ins_move):
             m.d.sync += [ins_r2_valid.eq(1), ins_r2.eq(ins_r),
-                         ins_slot.eq(Mux(late, cur, Mux(far, cur_before, dl_slot[:sb]))),
-                         ins_onehot.eq(Cat(Mux(late, cur == i, Mux(far, cur_before == i,
-                                                                    dl_slot[:sb] == i))
-                                           for i in range(WHEEL_SLOTS)))]
+                         ins_slot.eq(slot_sel), ins_onehot.eq(Const(1, WHEEL_SLOTS) << slot_sel)]
         with m.Elif(ins_take):
             m.d.sync += ins_r2_valid.eq(0)
         qins = ins_r2

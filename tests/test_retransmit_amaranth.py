@@ -1072,3 +1072,86 @@ def test_ages_tested_a_cycle_ahead_wrong_form_fails():
     wrong = _retransmit_with(*AGES_AT_S1B)
     with pytest.raises(Mismatch):
         run_lockstep(_age_edge_items(), dut_cls=wrong, **AGE_EDGE_KW)
+
+
+def _carry_chain_dut(dut_cls=Retransmit):
+    """``dut_cls`` built with MR-TX-359's carry-chain sums (what the ECP5 build elaborates)."""
+    return lambda *a, **kw: dut_cls(*a, carry_chain=True, **kw)
+
+
+def test_lockstep_carry_chain_sums():
+    """MR-TX-359, MR-TX-361, MR-TX-363: the unit with its carry-select sums as plain registered adds (the
+    ECP5 platform's form) on MR-TX-054's estimator traffic (every sum of the estimator, the
+    bounds in the push stage with the 2 us floor met; the timeouts' insert deadlines, MR-TX-038
+    (9)): 0 mismatches, the same RTOs and timeouts as
+    ``test_lockstep_rtt_estimator``'s."""
+    res = run_lockstep(_rtt_items(), seed=11, timers={"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0},
+                       p_idle=0.0, p_bp=0.2, ns_per_cycle=1, idle_ns=1, dut_cls=_carry_chain_dut())
+    m = res["model"]
+    rtos = [e for e in m.events if e[0] == "rto"]
+    assert 8 <= len(rtos) < 16 and len({e[4] for e in rtos}) > 4 and min(e[4] for e in rtos) == 2000
+    assert m.counters[CTR["timeouts"]] == 8
+
+
+CARRY_CHAIN_WRONG = {
+    "no_carry_in": ("m.d.sync += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])",
+                    "m.d.sync += total.eq((a + b)[:width])"),
+    "no_floor": ("rto_lo, rto_hi = larger < RTO_MIN_NS, larger > RTO_MAX_NS",
+                 "rto_lo, rto_hi = larger < 0, larger > RTO_MAX_NS"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CARRY_CHAIN_WRONG))
+def test_lockstep_carry_chain_sums_wrong_form_fails(case):
+    """MR-TX-361, MR-TX-363 (negative controls): the carry-chain sums without their carry in
+    (the estimator's differences and the ACK's RTT one less), or the push stage's bounds
+    without the 2 us floor, fail the same lockstep."""
+    bad = _retransmit_with(*CARRY_CHAIN_WRONG[case])
+    with pytest.raises(Mismatch):
+        run_lockstep(_rtt_items(), seed=11, timers={"rto_ns": 3000, "retry_limit": 3, "slot_log2": 0},
+                     p_idle=0.0, p_bp=0.2, ns_per_cycle=1, idle_ns=1, dut_cls=_carry_chain_dut(bad))
+
+
+def test_ages_edge_carry_chain():
+    """MR-TX-360, MR-TX-361: ``test_ages_tested_a_cycle_ahead``'s edge (path 0's progress recent
+    until exactly 3,148 ns, tested at 3,144) with the ages' carry-chain form (d = now - t, d's top
+    bit xor ``d < 4 srtt``): the same tail probe, 0 mismatches. Its negative control: the form
+    without the top bit's xor (every age stale) fails."""
+    res = run_lockstep(_age_edge_items(), dut_cls=_carry_chain_dut(), **AGE_EDGE_KW)
+    ev = [e for e in res["model"].events if e[0] in ("probe", "timeout")]
+    assert ev[0] == ("probe", 9, 1, 3148, 3144), ev
+    bad = _retransmit_with("return d[tw - 1] ^ ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))",
+                           "return d[tw - 1] & ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))")
+    with pytest.raises(Mismatch):
+        run_lockstep(_age_edge_items(), dut_cls=_carry_chain_dut(bad), **AGE_EDGE_KW)
+
+
+@pytest.mark.slow
+def test_lockstep_ages_carry_chain():
+    """MR-TX-359..361: ``test_lockstep_ages``' traffic (seed 3: probes, verdicts, ECN echoes
+    under backpressure) with the carry-chain form of the sums and the ages: 0 mismatches."""
+    seed = 3
+    items = _with_ece(rc.traffic(*SMALL, 300, seed=seed, black_hole=6, rto_ns=3000,
+                                 ack_loss=0.125, shared=2), seed)
+    res = run_lockstep(items, seed=seed, timers=PROBE_TIMERS, ages=True, p_idle=0.2, p_bp=0.4,
+                       dut_cls=_carry_chain_dut())
+    c = res["model"].counters
+    assert c[CTR["timeouts"]] >= 6 and c[CTR["path_reroutes"]] and c[CTR["tail_probes"]]
+
+
+INS_ONEHOT_LINE = "ins_slot.eq(slot_sel), ins_onehot.eq(Const(1, WHEEL_SLOTS) << slot_sel)]"
+
+
+@pytest.mark.parametrize("case", ["deadline_slot", "slot_plus_one"])
+def test_wheel_insert_onehot_wrong_forms_fail(case):
+    """MR-TX-362: the insert's one-hot decoded once from the selected slot (``slot_sel``) is what
+    ``test_lockstep_timers`` and ``test_wheel_cur_valid_registered_exact`` pass on; its wrong
+    forms (the one-hot of the deadline's own slot, a late insert's ``ct`` not selected; the slot
+    after the selected one) fail the timers' lockstep."""
+    new = {"deadline_slot": "ins_slot.eq(slot_sel), ins_onehot.eq(Const(1, WHEEL_SLOTS) << dl_slot[:sb])]",
+           "slot_plus_one": "ins_slot.eq(slot_sel), ins_onehot.eq(Const(1, WHEEL_SLOTS) << (slot_sel + 1)[:sb])]"}
+    bad = _retransmit_with(INS_ONEHOT_LINE, new[case])
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
+    items = rc.traffic(*SMALL, 300, seed=3, black_hole=6, rto_ns=3000)
+    with pytest.raises(Mismatch):
+        run_lockstep(items, seed=3, timers=timers, p_idle=0.2, p_bp=0.4, dut_cls=bad)

@@ -210,3 +210,100 @@ def test_counter_bank_exact_every_cycle():
     for old, new in wrongs:
         bank = wrong_form("retransmit", old, new)._counter_bank
         assert run(bank, 16, 10, 4, 1500, 5), (old, new)
+
+
+def test_cs_sum_forms_agree():
+    """MR-TX-359, MR-TX-361: ``_cs_sum``'s two forms, the carry-select pieces (MR-TX-038 (3))
+    and the plain add of the carry-chain form, give the same value in every cycle: the sum of the
+    previous cycle's operands (and carry in) modulo 2^w, on edge and random operands at the
+    unit's widths (the deadline's 32, the estimator's 24, 25 and 27 bits). The wrong forms (the
+    carry-chain sum without its register; without its carry in) fail."""
+    from metaroce.hdl.retransmit import _cs_sum
+    from metaroce.tb.lockstep import wrong_form
+
+    def run(cs_sum, width, carry_in, seed):
+        rng = random.Random(seed)
+        m = Module()
+        a, b = Signal(width), Signal(width)
+        outs = {form: cs_sum(m, a, b, width, f"s{form:d}", carry_in, carry_chain=form)
+                for form in (False, True)}
+        top = (1 << width) - 1
+        cases = [(0, 0), (top, 1), (top, top), (1, top), (0, top), (1 << (width - 1), 1 << (width - 1))]
+        cases += [(rng.getrandbits(width), rng.getrandbits(width)) for _ in range(60)]
+        cases += [(x, top - x) for x in (rng.getrandbits(width) for _ in range(20))]   # carries
+        bad = []
+
+        async def check(ctx):
+            prev = None
+            for x, y in cases:
+                ctx.set(a, x)
+                ctx.set(b, y)
+                await ctx.tick()
+                ctx.set(a, x ^ top)       # the next operands: the value read is the last edge's
+                ctx.set(b, y ^ 1)
+                want = (x + y + carry_in) & top
+                got = {form: ctx.get(v) for form, v in outs.items()}
+                if got[False] != want or got[True] != want:
+                    bad.append((x, y, got, want, prev))
+                prev = (x, y)
+        _run_clocked(m, check)
+        return bad
+
+    for width in (24, 25, 27, 32):
+        for carry_in in (0, 1):
+            assert run(_cs_sum, width, carry_in, width) == [], (width, carry_in)
+    wrongs = (("m.d.sync += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])",
+               "m.d.comb += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])"),
+              ("m.d.sync += total.eq((a - ~b)[:width] if carry_in else (a + b)[:width])",
+               "m.d.sync += total.eq((a + b)[:width])"))
+    for (old, new), carry_in in zip(wrongs, (0, 1)):
+        cs_sum = wrong_form("retransmit", old, new)._cs_sum
+        assert run(cs_sum, 32, carry_in, 3), (new, carry_in)
+
+
+def test_recent_forms_match_integers():
+    """MR-TX-360, MR-TX-361: ``_recent`` (an age recent while now - t - 4 srtt < 0 modulo 2^32,
+    MR-TX-203/204) in both forms, the carry-save step and one sign, and the carry-chain form
+    (d = now - t; d's top bit xor d[:31] < 4 srtt), equals Python's integers on edge operands
+    (d just below and at 4 srtt, 2^31 and 2^31 + 4 srtt; d's bits 26..30 set) and random ones.
+    The wrong forms (the top bit's xor dropped; the compare without the zero test of d's bits
+    26..30) fail."""
+    from metaroce.hdl.retransmit import _recent
+    from metaroce.tb.lockstep import wrong_form
+
+    def run(recent, seed):
+        rng = random.Random(seed)
+        m = Module()
+        now, t, srtt = Signal(32), Signal(32), Signal(24)
+        outs = {form: Signal(name=f"r{form:d}") for form in (False, True)}
+        for form, o in outs.items():
+            m.d.comb += o.eq(recent(now, t, srtt, form))
+        cases = []
+        for _ in range(160):
+            s = rng.choice((0, 1, (1 << 24) - 1, rng.getrandbits(24), rng.getrandbits(10)))
+            d = rng.choice((4 * s - 1, 4 * s, 4 * s + 1, 1 << 31, (1 << 31) + 4 * s - 1,
+                            (1 << 31) + 4 * s, (1 << 27) + rng.getrandbits(4), rng.getrandbits(32),
+                            (rng.getrandbits(5) << 26) | rng.getrandbits(26), 0, (1 << 32) - 1))
+            t_ = rng.getrandbits(32)
+            cases.append(((t_ + d) % (1 << 32), t_, s))
+        bad = []
+
+        async def check(ctx):
+            for x, y, s in cases:
+                ctx.set(now, x)
+                ctx.set(t, y)
+                ctx.set(srtt, s)
+                want = int((x - y - 4 * s) % (1 << 32) >= 1 << 31)
+                got = {form: ctx.get(o) for form, o in outs.items()}
+                if got[False] != want or got[True] != want:
+                    bad.append((x, y, s, got, want))
+        _run(m, check)
+        return bad
+
+    assert run(_recent, 7) == []
+    wrongs = (("return d[tw - 1] ^ ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))",
+               "return (d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt)"),
+              ("return d[tw - 1] ^ ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))",
+               "return d[tw - 1] ^ (d[2:n + 2] < srtt)"))
+    for old, new in wrongs:
+        assert run(wrong_form("retransmit", old, new)._recent, 7), new

@@ -14,6 +14,10 @@ pool of 256, ``ENGINE_RTO_NS``, tail probes, ages) with Amaranth's source locati
    (a ``# --`` comment or a top-level ``def``/``class``) and by line: where the LUTs are.
 
     .venv/bin/python docs/hw/probes/retransmit_breakdown.py [--keep DIR] [--reuse] [--no-map] [--ages-off]
+        [--no-platform]
+
+Elaborated with ``metaroce.sim.pnr.ECP5`` (the build's platform: MR-TX-359's carry-chain sums,
+rtxa36); ``--no-platform``: without a platform (the generic form, as before rtxa36).
 """
 import collections
 import json
@@ -200,8 +204,10 @@ def main(argv):
     work = Path(keep) if keep else blocks.scratch_dir() / "retransmit_breakdown"
     work.mkdir(parents=True, exist_ok=True)
     if not ("--reuse" in argv and (work / "gates.json").exists()):
+        from metaroce.sim.pnr import ECP5
+        platform = None if "--no-platform" in argv else ECP5
         (work / "design.il").write_text(rtlil.convert(unit(ages="--ages-off" not in argv), name=TOP,
-                                                      emit_src=True))
+                                                      emit_src=True, platform=platform))
         (work / "retransmit.py").write_text(RTX_PY.read_text())     # the lines the report names
         gates(work)
         if "--no-map" not in argv:
