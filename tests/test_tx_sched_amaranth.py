@@ -608,6 +608,27 @@ def test_stream_terms_step_wrong_forms_fail(wrong):
         _stream_terms_run(STREAM_TERMS_CW4, 22, dut_cls=mod.TxSched, stop_on_bad=True)
 
 
+
+# MR-TXS-359's wrong forms (the hit ANDed after the picks), each loaded in place of the RTL:
+# this edge's failure left out of q_ok, or read at `send` where a send move (the step's last
+# chunk, a completion's) has q_ok read `send + 1`
+HIT_WRONG = {
+    "hit_left_out": ("Mux(act[c], ok_step, ok_rest) & ~hit_at)", "Mux(act[c], ok_step, ok_rest))"),
+    "hit_at_send_after_step_move": ("Mux(last_hot, hit_sn1, hit_sn)", "hit_sn"),
+    "hit_at_send_after_completion_move": ("Mux(comp_adv, hit_sn1, hit_sn)", "hit_sn"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(HIT_WRONG))
+def test_stream_terms_hit_wrong_forms_fail(wrong):
+    """MR-TXS-359, MR-TXS-360: each wrong form of the late failure hit in the streams' `q_ok`,
+    loaded in place of the RTL, breaks the invariant of ``test_stream_terms_registered_exact``
+    (its default case: failures on random cycles, also in a send move's) or the lockstep."""
+    mod = wrong_form("tx_sched", *HIT_WRONG[wrong])
+    with pytest.raises((_StreamTermBroken, Mismatch)):
+        _stream_terms_run(STREAM_TERMS_CW4, 22, dut_cls=mod.TxSched, stop_on_bad=True)
+
 @pytest.mark.parametrize("params,seed,floor", [
     # the small instance: fewer chunks per message, so fewer moves of a named entry (632
     # cycles: 11 and 11 moves, 2 with an acknowledged report valid, none with a lost one)
