@@ -34,6 +34,7 @@ from ..models import records
 from ..models.dma_read import (CMD_DEPTH, DONE_DEPTH, INCR, MAX_BURST, OUTSTANDING, R_DEPTH,
                                boundary, check_params, cmd_layout, done_layout, payload_layout)
 from .dma_write import _group_ones, _grouped_inc, start_of
+from .retransmit import HeadRegFIFO
 
 __all__ = ["DmaRead", "axi4_read_signature"]
 
@@ -164,7 +165,9 @@ class DmaRead(wiring.Component):
         m.submodules.r_q = r_q = fifo.SyncFIFO(width=width + 1, depth=R_DEPTH)
         m.d.comb += [axi.rready.eq(r_q.w_rdy), r_q.w_en.eq(axi.rvalid),
                      r_q.w_data.eq(Cat(axi.rdata, axi.rresp[1]))]
-        m.submodules.done_q = done_q = fifo.SyncFIFO(width=self.done.size, depth=DONE_DEPTH)
+        # MR-TX-369: the done queue's head, room and valid from flip-flops (SyncFIFO's cycles,
+        # MR-TX-065's queue): the TX's m_fail starts at them
+        m.submodules.done_q = done_q = HeadRegFIFO(width=self.done.size, depth=DONE_DEPTH)
 
         # -- R side: realign to lane 0, one payload beat per cycle (MR-DMR-020..031, MR-DMR-042)
         cur_active = Signal()

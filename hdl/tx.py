@@ -62,7 +62,7 @@ from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
 from .parser import _wide_counter, axis_signature
 from .queue import SyncQueue
-from .retransmit import Retransmit
+from .retransmit import HeadRegFIFO, Retransmit
 from .tx_pace import PacedTxSched
 from .tx_sched import TxSched
 from .tx_sched_rows import TxSchedRows
@@ -149,8 +149,10 @@ class TxJoin(wiring.Component):
         m.d.comb += rd.addr.eq(fr.conn)
         cmd_free = ~self.m_cmd.valid | self.m_cmd.ready
         desc_free = ~self.m_desc.valid | self.m_desc.ready
-        # MR-TX-124: the message queue (block RAM, MR-TX-346), pushed with the command
-        m.submodules.ids = ids = SyncQueue(width=lay.sched.fail.size, depth=self.id_depth)
+        # MR-TX-124: the message queue (LUT RAM), pushed with the command
+        # MR-TX-369: its head in a register (MR-TX-065): m_fail's {conn, slot} from flip-flops
+        # (9 bits a slot: block RAM saved 31 COMB there, rxq36; the register head is for timing)
+        m.submodules.ids = ids = HeadRegFIFO(width=lay.sched.fail.size, depth=self.id_depth)
         # MR-TX-192: the payload sources (block RAM, MR-TX-346), pushed with the command for a frame with payload
         m.submodules.srcq = srcq = SyncQueue(width=SRC_LAYOUT.size, depth=self.id_depth)
         take = s1_valid & cmd_free & desc_free & ids.w_rdy & srcq.w_rdy
@@ -288,10 +290,14 @@ class TxData(wiring.Component):
         # frame's last beat (tuser) and a failed read is reported on m_fail; a frame that ends
         # before its record (no payload) leaves a debt, and that record is dropped when it comes
         done, out = dma.m_done, self.m_axis
-        m.submodules.errq = errq = fifo.SyncFIFO(width=1, depth=ERR_DEPTH)
+        # MR-TX-369: the error queue's room (w_rdy) and head from flip-flops (MR-TX-065/073's
+        # queue), and the debt's `!= 0` as a register beside it: m_fail.valid is one LUT of
+        # flip-flops (the DMA's done queue keeps its head in a register too)
+        m.submodules.errq = errq = HeadRegFIFO(width=1, depth=ERR_DEPTH)
         debt = Signal(range(join.id_depth + 1))
+        debt_nz = Signal(name="debt_nz")               # debt != 0, every cycle
         err = done.payload.error
-        take_ok = (debt != 0) | errq.w_rdy
+        take_ok = debt_nz | errq.w_rdy
         m.d.comb += [self.m_fail.valid.eq(done.valid & err & take_ok),
                      done.ready.eq(take_ok & (~err | self.m_fail.ready))]
         with m.If(self.m_fail.valid):
@@ -307,14 +313,14 @@ class TxData(wiring.Component):
                                                      & ~self.out_ack))]
         # MR-TX-282: an ACK frame's end leaves the error queue and the debt alone
         end = out.tvalid & out.tready & out.tlast & ~self.out_ack
-        own = end & ~errq.r_rdy & done_take & (debt == 0)
-        m.d.comb += [errq.r_en.eq(end), errq.w_en.eq(done_take & (debt == 0) & ~own),
+        own = end & ~errq.r_rdy & done_take & ~debt_nz
+        m.d.comb += [errq.r_en.eq(end), errq.w_en.eq(done_take & ~debt_nz & ~own),
                      errq.w_data.eq(err)]
         with m.If(end & ~errq.r_rdy & ~own):
-            with m.If(~(done_take & (debt != 0))):
-                m.d.sync += debt.eq(debt + 1)
-        with m.Elif(done_take & (debt != 0)):
-            m.d.sync += debt.eq(debt - 1)
+            with m.If(~(done_take & debt_nz)):
+                m.d.sync += [debt.eq(debt + 1), debt_nz.eq(1)]
+        with m.Elif(done_take & debt_nz):
+            m.d.sync += [debt.eq(debt - 1), debt_nz.eq(debt != 1)]
         return m
 
 

@@ -1556,7 +1556,9 @@ class TxSched(wiring.Component):
             ents = range(qi * D, (qi + 1) * D)
             sn, tl = send[qi], tail[qi]
             sn1 = (sn + 1)[:ptr_w]
-            ok_now = [~e_fail[e] & ~e_hit[e] for e in ents]
+            # MR-TXS-359: the picks on the failed flags alone; this edge's hit (s_fail's,
+            # s_error's: late, from the data path across the chip) ANDed after them
+            ok_now = [~e_fail[e] for e in ents]
             x_new = _pick([~(e_ahead[e] + 1)[wb] & ok for e, ok in zip(ents, ok_now)], sn[:db])
             x_other = _pick([~Mux(wb_valid & (wb_e == e), moved_shut, e_ahead[e][wb]) & ok
                              for e, ok in zip(ents, ok_now)], sn[:db])
@@ -1592,7 +1594,14 @@ class TxSched(wiring.Component):
                              f"q_ok_step{qi}")
             ok_rest = _named(m, Mux(adv_t, ~has | x_other,
                                     Mux(comp_adv, x_adv, has & x_other)), f"q_ok_rest{qi}")
-            m.d.sync += q_ok[qi].eq(Mux(act[c], ok_step, ok_rest))
+            # MR-TXS-359: the hit at the entry the chosen term reads (send, or send + 1 after
+            # a send move); a queued work request's empty ring is ok whatever the hit
+            hits = [e_hit[e] for e in ents]
+            hit_sn = _named(m, _pick(hits, sn[:db]), f"q_hit{qi}")
+            hit_sn1 = _named(m, _pick(hits, sn1[:db]), f"q_hit_adv{qi}")
+            hit_at = Mux(act[c], Mux(last_hot, hit_sn1, hit_sn),
+                         Mux(adv_t, has & hit_sn, Mux(comp_adv, hit_sn1, hit_sn)))
+            m.d.sync += q_ok[qi].eq(Mux(act[c], ok_step, ok_rest) & ~hit_at)
         for qi in range(Q):
             with m.If(take_wr & w_qhot[qi]):
                 m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1),

@@ -446,6 +446,58 @@ def test_data_path_read_errors_64():
     assert sum(drv.res["tuser"]) >= 2
 
 
+class _FailHeldDriver(xc.DataDriver):
+    """The data path's driver with ``m_fail`` taken in 10 % of the cycles and ``m_axis`` always
+    ready: a failed read's record waits in the DMA's done queue while its frame ends, so frames
+    end before their records and the debt (MR-TX-124) rises and is paid."""
+
+    def inputs(self):
+        inp = super().inputs()
+        inp["m_axis__tready"] = 1
+        inp["m_fail__ready"] = int(self.rng.random() < 0.1)
+        return inp
+
+
+def _fail_held_run(tx_mod=None, seed=2):
+    """8 frame requests, every second in the error window, under ``_FailHeldDriver``; the RTL
+    (``tx_mod``: a module in place of ``hdl.tx``, a wrong form) in lockstep with the model,
+    counting the cycles the model's debt is not 0 and the debts paid down to 0."""
+    from metaroce.models.dma_read_cases import Layout
+    model = TxDataCycleModel(64, **_DATA)
+    mem = Layout(8192)
+    reqs = xc.data_requests(model.lay, 8, mem, seed=seed, max_len=300, bad_every=2)
+    drv = _FailHeldDriver(model.lay, 64, reqs, mem, xc.templates(2, 4), seed=seed)
+    seen = {"debt": 0, "paid": 0, "prev": 0}
+
+    def on_cycle(cycle, ins, outs):
+        seen["debt"] += model.debt != 0
+        seen["paid"] += seen["prev"] != 0 and model.debt == 0
+        seen["prev"] = model.debt
+    core = run_amaranth((tx_mod.TxData if tx_mod else TxData)(64, **_DATA), model, drv,
+                        busy=model.busy, on_cycle=on_cycle)
+    return core, seen
+
+
+def test_data_path_fail_held_debt():
+    """MR-TX-369, MR-TX-370: the data path with ``m_fail`` held (the debt reached: frames end
+    before their records, and the debt is paid), RTL in lockstep with the model, 0 mismatches:
+    the registered ``debt_nz`` and the queues' registered heads show what the model does."""
+    core, seen = _fail_held_run()
+    assert core.mismatches == 0
+    assert seen["debt"] >= 5 and seen["paid"] >= 1, seen
+
+
+@pytest.mark.slow
+def test_data_path_debt_register_wrong_form_fails():
+    """MR-TX-370: negative control: ``debt_nz`` loaded at the debt's decrement from the debt
+    before the edge (``debt != 0``: a cycle late, so it stays 1 when the debt is paid to 0)
+    mismatches the model on ``test_data_path_fail_held_debt``'s run."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    mod = wrong_form("tx", "debt_nz.eq(debt != 1)", "debt_nz.eq(debt != 0)")
+    with pytest.raises(Mismatch):
+        _fail_held_run(mod)
+
+
 @pytest.mark.slow
 def test_data_path_lockstep_512():
     from metaroce.models.dma_read_cases import Layout

@@ -514,15 +514,41 @@ class _StreamTermBroken(Exception):
     """A stream's registered term differs from its definition (a wrong form's run stops)."""
 
 
-def _stream_terms_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
+class _NextEntryFailingDriver(_FailingDriver):
+    """MR-TXS-360: ``_FailingDriver`` whose message failures name, on a random stream, the ring
+    entry after its ``send`` (the model's state before the edge), so a failure hits the entry a
+    send move (the step's last chunk, a completion's) makes the send entry at that edge."""
+
+    def __init__(self, lay, items, *, model, **kw):
+        super().__init__(lay, items, **kw)
+        self.model = model
+
+    def inputs(self):
+        inp = super().inputs()
+        if inp["s_fail__valid"]:
+            sem, lay = self.model.sem, self.lay
+            c, s = self.rng.randrange(lay.conns), self.rng.randrange(lay.streams)
+            nxt = (sem.q[sem.qi(c, s)]["send"] + 1) % lay.depth
+            inp["s_fail__payload"] = tc.pack(lay.fail, {"conn": c, "slot": s * lay.depth + nxt,
+                                                        "status": 4})
+        return inp
+
+
+def _stream_terms_run(params, seed, dut_cls=TxSched, stop_on_bad=False, next_entry=False):
     """The failing driver's lockstep of ``dut_cls`` with an observer of each stream's `q_ok` and
     `q_nnb` against their definitions on the RTL's own state: ``(core, bad, seen, model,
-    drv)``; with ``stop_on_bad`` the first difference raises ``_StreamTermBroken``."""
+    drv)``; with ``stop_on_bad`` the first difference raises ``_StreamTermBroken``; with
+    ``next_entry`` the failures name the entry after a stream's send (``_NextEntryFailingDriver``,
+    more of them)."""
     model = TxSchedCycleModel(64, **params)
     # the workload the coverage floors were measured on (no atomics: MR-TXS-104's draws)
     items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000, atomics=0)
-    drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
-                         p_fail=0.02, p_error=0.005)
+    if next_entry:
+        drv = _NextEntryFailingDriver(model.lay, items, model=model, seed=seed, p_idle=0.3,
+                                      p_bp=0.3, loss=0.1, p_fail=0.05, p_error=0.002)
+    else:
+        drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
+                             p_fail=0.02, p_error=0.005)
     dut = dut_cls(64, **params)
     bad, seen = [], {"cycles": 0, "flips": 0, "nnb_moves": 0}
     last_nnb = [0] * (params["conns"] * params["streams"])
@@ -607,6 +633,37 @@ def test_stream_terms_step_wrong_forms_fail(wrong):
     with pytest.raises((_StreamTermBroken, Mismatch)):
         _stream_terms_run(STREAM_TERMS_CW4, 22, dut_cls=mod.TxSched, stop_on_bad=True)
 
+
+
+# MR-TXS-359's wrong form (the hit ANDed after the picks), loaded in place of the RTL: this
+# edge's failure left out of q_ok. (The hit read at `send` where a send move has q_ok read
+# `send + 1`, after the step's last chunk or a completion's move, did not fail these runs: a
+# failure at the next entry in the cycle of that move is too rare here; not a control.)
+HIT_WRONG = {
+    "hit_left_out": ("Mux(act[c], ok_step, ok_rest) & ~hit_at)", "Mux(act[c], ok_step, ok_rest))"),
+}
+
+
+@pytest.mark.slow
+def test_stream_terms_next_entry_failures_exact():
+    """MR-TXS-359, MR-TXS-360: ``test_stream_terms_registered_exact``'s default case with the
+    failures naming the entry after a stream's send (``_NextEntryFailingDriver``): `q_ok` and
+    `q_nnb` equal their definitions in every cycle, 0 mismatches."""
+    core, bad, seen, model, drv = _stream_terms_run(STREAM_TERMS_CW4, 22, next_entry=True)
+    assert core.mismatches == 0
+    assert not bad, bad[:5]
+    assert drv.fails > 20 and seen["flips"] > 50
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(HIT_WRONG))
+def test_stream_terms_hit_wrong_forms_fail(wrong):
+    """MR-TXS-359, MR-TXS-360: the wrong form of the late failure hit in the streams' `q_ok`,
+    loaded in place of the RTL, breaks the invariant of ``test_stream_terms_registered_exact``
+    (its default case: failures on random cycles) or the lockstep."""
+    mod = wrong_form("tx_sched", *HIT_WRONG[wrong])
+    with pytest.raises((_StreamTermBroken, Mismatch)):
+        _stream_terms_run(STREAM_TERMS_CW4, 22, dut_cls=mod.TxSched, stop_on_bad=True)
 
 @pytest.mark.parametrize("params,seed,floor", [
     # the small instance: fewer chunks per message, so fewer moves of a named entry (632
