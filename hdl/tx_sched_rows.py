@@ -209,7 +209,7 @@ class TxSchedRows(wiring.Component):
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True,
                  restores=False, kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
-                 pace_full_only=False, **kw):
+                 pace_full_only=False, retime_hold=True, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
         self._MustUse__silence = True       # a refused instance is no unused design
@@ -224,6 +224,9 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-343, negative controls only)
         self.pacing = bool(pacing)
         self.pace_ignored, self.pace_full_only = bool(pace_ignored), bool(pace_full_only)
+        # MR-TXS-372: S2's schedule op held while a write with a time of its connection is in
+        # flight (retime_hold=False, negative control only: MR-TXS-371's early packets)
+        self.retime_hold = bool(retime_hold)
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"], self.pacing)
         self.lay = lay = layouts(conns, streams, paths, depth)
@@ -348,7 +351,8 @@ class TxSchedRows(wiring.Component):
 
         if self.pacing:
             s2.update({"ask": Signal(), "ask_wl": Signal(ask_layout(C)["wl"].shape),
-                       "push_late": Signal(), "late_seen": Signal(P.TIME_BITS)})
+                       "push_late": Signal(), "late_seen": Signal(P.TIME_BITS),
+                       "rt_hold": Signal(name="pace_rt_hold")})
 
         def apply(mm, row_in, arg_bits):
             new = self._s2(mm, s2, row_in, arg_bits, arg_lay, b_wr, w_status, b_lost, d_rd,
@@ -360,6 +364,13 @@ class TxSchedRows(wiring.Component):
                                            forward=self.forward)
         s1a = data.View(arg_lay, pipe.s1_arg)
         s2a = data.View(arg_lay, pipe.s2_arg)
+        if self.pacing:
+            # MR-TXS-372: a write with a time of S2's connection in s_retime's register (the
+            # arbiter's pick included) or in S1: S2's schedule op is held
+            m.d.comb += s2["rt_hold"].eq(
+                (b_rt_v & b_rt.set_time & (b_rt.conn == pipe.s2_conn))
+                | (pipe.s1_valid & (s1a.kind == K_RETIME) & s1a.set_time
+                   & (pipe.s1_conn == pipe.s2_conn)))
         m.d.comb += d_rd.addr.eq(pipe.s1_conn)
 
         # -- the arbiter (MR-TXS-210/216), on registers
@@ -917,8 +928,10 @@ class TxSchedRows(wiring.Component):
             due = ~cr.pend & ~(cr.armed & lt_seen)
             if not self.pace_ignored:
                 go = go & due
-            m.d.comb += [pkt.eq(is_k[K_SCHED] & ~drop & go),
-                         act.eq(is_k[K_SCHED] & (drop | go))]
+            # MR-TXS-372: held, the op acts as one that found nothing (no drop either)
+            sched_go = is_k[K_SCHED] & (~out["rt_hold"] if self.retime_hold else 1)
+            m.d.comb += [pkt.eq(sched_go & ~drop & go),
+                         act.eq(sched_go & (drop | go))]
         gps = path_at(g_p)
         psn = gps.next_psn
         unsent_new = Signal.like(cr.unsent)
@@ -937,7 +950,7 @@ class TxSchedRows(wiring.Component):
                                      | few | (ps.state == PATH_PROBING))]
         req = Signal()
         m.d.comb += req.eq(req_p.bit_select(g_p, 1) if Pn > 1 else req_p[0])
-        with m.If(is_k[K_SCHED] & drop):
+        with m.If((sched_go if self.pacing else is_k[K_SCHED]) & drop):
             m.d.comb += popped.eq(1)
         with m.If(pkt):
             for p in range(Pn):

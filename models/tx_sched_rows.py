@@ -258,7 +258,7 @@ its number's read, each taken logged as an ``"rd"`` event).
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
                  lost_waits=False, last_active_kept=True, restores=False, restore_hold=True,
                  kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
-                 pace_full_only=False, late_queue=True, **kw):
+                 pace_full_only=False, late_queue=True, retime_hold=True, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -284,6 +284,10 @@ its number's read, each taken logged as an ``"rd"`` event).
         # MR-TXS-343 (negative control only): late_queue=False pushes nothing into the late
         # queue (a late connection is never woken)
         self.late_queue = bool(late_queue)
+        # MR-TXS-372: a schedule op held while a write with a time of its connection is in
+        # flight (retime_hold=False, negative control only: MR-TXS-371's early packets)
+        self.retime_hold = bool(retime_hold)
+        self.held_sched, self._held = 0, False
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"], self.pacing)
         self.lay = layouts(conns, streams, paths, depth)
@@ -527,7 +531,7 @@ its number's read, each taken logged as an ``"rd"`` event).
         c, kind, f = op.conn, op.kind, op.f
         sem = self.sem
         row = self._load(c, word, now)
-        self._ask = None
+        self._ask, self._held = None, False
         restored = False
         cr = row["conn"]
         frame = sent = cqe = None
@@ -575,6 +579,10 @@ its number's read, each taken logged as an ``"rd"`` event).
             frame = sem.probe(dict(f, conn=0))
             if frame is not None:
                 frame["conn"] = c
+        elif kind == "sched" and self._time_write_in_flight(c):
+            # MR-TXS-372: the op acts as one that found nothing (the write's own op re-queues
+            # the connection, MR-TXS-339); logged as held for the replay (MR-TXS-373)
+            self.held_sched, self._held = self.held_sched + 1, True
         elif kind == "sched":
             act = sem.decide_conn(0)
             if act is None:
@@ -653,6 +661,17 @@ its number's read, each taken logged as an ``"rd"`` event).
         res = (act if kind == "sched" else (frame is not None) if kind == "probe"
                else restored if kind in ("acked", "verdict") else cqe)
         return new, frame, sent, cqe, push_active, push_done, refused, res
+
+    def _time_write_in_flight(self, c):
+        """MR-TXS-372: a write with a time of connection ``c`` the pacer has taken and the
+        rows not yet applied: in ``s_retime``'s register (the arbiter's pick in this cycle
+        included) or in S1 (read at S2's edge, before the pipeline moves)."""
+        if not (self.pacing and self.retime_hold):
+            return False
+        b, s1 = self.b["retime"], self.pipe.s1
+        return bool((b is not None and b["set_time"] and b["conn"] == c)
+                    or (s1 is not None and s1.kind == "retime" and s1.f["set_time"]
+                        and s1.conn == c))
 
     # ------------------------------------------------------------ the arbiter (S0)
     def _room(self, q, kinds):
@@ -853,7 +872,9 @@ its number's read, each taken logged as an ``"rd"`` event).
                     # MR-TXS-316: the verdict taken as a reroute, for the TX top's windows
                     rst_push = {"conn": x.conn, "path": x.f["path"], "kept": 1}
                 self.counts[x.kind] += 1
-                self.events.append((x.kind, x.conn, x.f, res, frame, sent, cqe, g("now", 0)))
+                # MR-TXS-373: a held schedule op logged with {"held": 1} (its payload else None)
+                self.events.append((x.kind, x.conn, {"held": 1} if self._held else x.f, res,
+                                    frame, sent, cqe, g("now", 0)))
                 if self._refill is not None:
                     # MR-TXS-258: the schedule op's refill, logged after it for the replay
                     self.refills += 1
@@ -963,6 +984,7 @@ def replay(model):
     frames, cqes = {}, {}
     rd = None               # MR-TXS-328: the READ taken on m_rd, not yet applied
     ask = None              # MR-TXS-341: the charge the last schedule op made, not yet logged
+    held = set()            # MR-TXS-373: connections whose schedule op was held, write not seen
     for n, (kind, c, f, res, frame, sent, cqe, now) in enumerate(model.events):
         where = f"op {n} ({kind}, conn {c})"
         got = None
@@ -980,6 +1002,8 @@ def replay(model):
             ref.pace_edge(now, turn=f)
         elif kind == "retime":
             ref.pace_edge(now, retime=f, line_mbps=f["line"])
+            if f["set_time"]:
+                held.discard(c)
         elif kind == "wake":
             pass                # MR-TXS-339: no state of the semantics (the row's queue bits)
         elif kind == "rd":
@@ -1034,7 +1058,14 @@ def replay(model):
             assert frame == want, f"{where}: probe frame {frame}, the scheduler's {want}"
         elif kind == "fail":
             ref.fail(ref.fail_targets(*f))
+        elif kind == "sched" and f and f.get("held"):
+            # MR-TXS-373: held (a write with a time of c in flight): nothing taken, and that
+            # write's op comes before c's next schedule op
+            assert res is None and frame is None and sent is None, f"{where}: held, acted"
+            assert c not in held, f"{where}: held twice without its write"
+            held.add(c)
         elif kind == "sched":
+            assert c not in held, f"{where}: held, then scheduled before its write was applied"
             act = ref.decide_conn(c)
             norm = None if act is None else (act[:2] if act[0] == "drop" else
                                              act[:3] + (act[3] % S,) + act[4:])
@@ -1051,6 +1082,7 @@ def replay(model):
             cqes.setdefault(c, []).append(cqe)
     assert rd is None, f"m_rd took {rd}, never applied"
     assert ask is None, f"charge {ask} never logged"
+    assert not held, f"schedule ops of {sorted(held)} held, their writes never applied"
     return frames, cqes
 
 

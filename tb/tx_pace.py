@@ -78,9 +78,8 @@ def figures(c, cycles, mismatches):
     model, drv = c.model, c.drv
     tc.check(TxSchedModel(**SMALL), c.items, drv.res, c.rsps)
     r = pc.check_paced(model, SMALL["mtu"])
-    # MR-TXS-165 for the register join; the rows' packets early are written out (MR-TXS-371:
-    # a re-timing write the pacer took before the rows' operation applies it)
-    assert r["charges_in_order"] and (model.rows or not r["early"])
+    # MR-TXS-165 for both joins (the rows' since MR-TXS-372's hold)
+    assert r["charges_in_order"] and not r["early"], r["early"]
     row = {"work_requests": len(c.items), "cycles": cycles, "packets": r["packets"],
            "charged": r["charged"], "moved": r["moved"], "forced": len(r["forced"]),
            "retimes": sum(1 for _, w in drv.res["pace_writes"] if w["set_time"]),
@@ -99,7 +98,8 @@ def figures(c, cycles, mismatches):
     if model.rows:
         from metaroce.models.tx_sched_rows import replay
         replay(model.sched)
-        row.update(ops=dict(model.sched.counts), idle_sched=model.sched.idle_sched)
+        row.update(ops=dict(model.sched.counts), idle_sched=model.sched.idle_sched,
+                   held_sched=model.sched.held_sched)
     return row
 
 

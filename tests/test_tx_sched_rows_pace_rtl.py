@@ -79,27 +79,80 @@ def test_tx_sched_rows_paced_block_and_case():
     assert tbp.case({"TXP_WRS": "2"}).model.rows is False     # the register join's block
 
 
-def _early_in_write_window(row):
-    """MR-TXS-371: each packet before the pacer's ``pace_until`` (``row["early"]``) left 1 or 2
-    cycles after the pacer took a write with a time of its connection (4 ns a cycle), the time it
-    was before: the write's re-timing operation not yet applied at the packet's S2."""
-    for conn, now, pu in row["early"]:
-        assert any(w_conn == conn and t == pu and 1 <= now // 4 - cy <= 2
-                   for cy, w_conn, t in row["time_writes"]), (conn, now, pu)
+def _early_in_write_window(early, writes):
+    """MR-TXS-371: each packet before the pacer's ``pace_until`` (``early``) left 1 or 2 cycles
+    after the pacer took a write with a time of its connection (4 ns a cycle), the time it was
+    before: the write's re-timing operation not yet applied at the packet's S2."""
+    for conn, now, pu in early:
+        assert any(w["conn"] == conn and w["set_time"] and w["time"] == pu
+                   and 1 <= now // 4 - cy <= 2 for cy, w in writes), (conn, now, pu)
 
 
-@pytest.mark.xfail(strict=True, reason="MR-TXS-371: a re-timing write the pacer took 1-2 cycles "
-                   "before a schedule op's S2 is not yet on the row (left for a fix)")
+#: MR-TXS-371's run on the model alone: the random run at seed 7 of 20 work requests
+SEED7_ENV = {"TXP_ROWS": "1", "TXP_SEED": "7", "TXP_WRS": "20"}
+
+
 def test_rows_time_write_in_flight_not_early():
-    """MR-TXS-165, MR-TXS-371 (the model alone, no simulator): the rows joined with the pacer
-    on the random run at seed 7 (20 work requests, rate writes in 3 % of the cycles, half with a
-    time) send no packet before the pacer's ``pace_until``. Fails today (strict ``xfail``):
-    connection 1's packet at 1,360 ns, 1 cycle after a write set its time to 1,435 ns."""
-    c = tbp.case({"TXP_ROWS": "1", "TXP_SEED": "7", "TXP_WRS": "20"})
+    """MR-TXS-165, MR-TXS-372, MR-TXS-373 (the model alone, no simulator): the rows joined with
+    the pacer on the random run at seed 7 (20 work requests, rate writes in 3 % of the cycles,
+    half with a time) send no packet before the pacer's ``pace_until`` (tb/tx_pace.py
+    ``figures``' strict check): the schedule op that sent connection 1's packet at 1,360 ns
+    (1 cycle after a write set its time to 1,435 ns, MR-TXS-371) is held; the replay passes, and
+    fails with the hold's mark taken off."""
+    c = tbp.case(SEED7_ENV)
     run_alone(c.model, c.drv)
     row = tbp.figures(c, 0, 0)
-    _early_in_write_window(row)
-    assert row["early"] == []
+    assert row["early"] == [] and row["held_sched"] >= 1
+    assert row["completions"] == 20
+    # MR-TXS-373: the replay told of the hold; without the mark it finds the packet the row
+    # did not take
+    from metaroce.models.tx_sched_rows import replay
+    ev = c.model.sched.events
+    c.model.sched.events = [e[:2] + (None,) + e[3:] if e[0] == "sched" and e[2] else e for e in ev]
+    with pytest.raises(AssertionError, match="action None"):
+        replay(c.model.sched)
+
+
+def test_rows_time_write_in_flight_wrong_form_early():
+    """MR-TXS-374 (negative control): the old behaviour (``TXP_MODEL=retime_hold=0``: no hold)
+    on the same run sends connection 1's packet at 1,360 ns before ``pace_until`` 1,435 ns,
+    1 cycle after the write that set that time, and fails the strict check."""
+    from metaroce.models import tx_pace_cases as pc
+    from metaroce.models.tx_sched import SMALL
+    c = tbp.case(dict(SEED7_ENV, TXP_MODEL="retime_hold=0"))
+    assert c.model.sched.retime_hold is False
+    run_alone(c.model, c.drv)
+    early = pc.check_paced(c.model, SMALL["mtu"])["early"]
+    assert early == [(1, 1360, 1435)]
+    _early_in_write_window(early, c.drv.res["pace_writes"])
+    with pytest.raises(AssertionError):
+        tbp.figures(c, 0, 0)
+
+
+@pytest.mark.slow
+def test_rows_time_write_in_flight_rtl():
+    """MR-TXS-372, MR-TXS-374 (the Amaranth simulator): the block on MR-TXS-371's seed-7 run:
+    0 mismatches, a schedule op held, none early, the replay. The RTL's old behaviour
+    (``TxSchedRows(retime_hold=False)``) mismatches the model; with the model's old behaviour
+    too it agrees (0 mismatches) and sends the early packet, failing the strict check."""
+    from metaroce.hdl.tx_pace import PacedTxSched
+    from metaroce.hdl.tx_sched_rows_paced import tx_sched_rows_paced_small
+    from metaroce.models.tx_sched import SMALL
+    from metaroce.tb.lockstep import run_amaranth
+    c = tbp.case(SEED7_ENV)
+    core = run_amaranth(tx_sched_rows_paced_small(64), c.model, c.drv, busy=c.model.busy)
+    row = tbp.figures(c, core.cycle, core.mismatches)
+    assert core.mismatches == 0 and row["early"] == [] and row["held_sched"] >= 1
+    old = PacedTxSched(64, **SMALL, rows=True, retime_hold=False)
+    c = tbp.case(SEED7_ENV)
+    with pytest.raises(Mismatch):
+        run_amaranth(old, c.model, c.drv, busy=c.model.busy)
+    c = tbp.case(dict(SEED7_ENV, TXP_MODEL="retime_hold=0"))
+    old = PacedTxSched(64, **SMALL, rows=True, retime_hold=False)
+    core = run_amaranth(old, c.model, c.drv, busy=c.model.busy)
+    assert core.mismatches == 0
+    with pytest.raises(AssertionError, match="1360"):
+        tbp.figures(c, core.cycle, core.mismatches)
 
 
 @pytest.mark.slow
@@ -109,13 +162,11 @@ def test_tx_sched_rows_paced_rtl_lockstep():
     connection 0 at 100 Gb/s, rate writes in 3 % of the cycles, half of them with a time):
     0 mismatches, every work request completed, the checker, none early, the charges in
     order, the replay; the pacer moved the time, re-timing writes as row operations, wakes.
-    MR-TXS-371: one packet early (connection 0 at 36,532 ns, pace_until 36,935 ns), 1 cycle
-    after the pacer took the write that set that time: the model's, RTL and model agreeing."""
+    MR-TXS-372: no packet early (MR-TXS-371's, connection 0 at 36,532 ns before pace_until
+    36,935 ns, gone): schedule ops held while a write with a time was in flight."""
     row = _run({"TXP_ROWS": "1", "TXP_SEED": "1", "TXP_WRS": "200"})
     assert row["mismatches"] == 0 and row["rows"]
-    # MR-TXS-371: none early but one packet 1 cycle after a write moved its time
-    _early_in_write_window(row)
-    assert len(row["early"]) <= 1
+    assert row["early"] == [] and row["held_sched"] >= 1
     assert row["completions"] == row["work_requests"] == 200
     assert row["charged"] > 100 and row["moved"] > 10 and row["retimes"] > 20
     assert row["ops"]["retime"] >= row["pace_writes"] and row["ops"]["wake"] > 0
