@@ -34,7 +34,7 @@ from ..models import records
 from ..models.dma_read import (CMD_DEPTH, DONE_DEPTH, INCR, MAX_BURST, OUTSTANDING, R_DEPTH,
                                boundary, check_params, cmd_layout, done_layout, payload_layout)
 from .dma_write import _group_ones, _grouped_inc, start_of
-from .retransmit import HeadRegFIFO
+from .queue import HeadRegFIFO
 
 __all__ = ["DmaRead", "axi4_read_signature"]
 

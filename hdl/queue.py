@@ -1,5 +1,6 @@
-"""A first-in first-out queue with ``lib.fifo.SyncFIFO``'s ports and cycles whose storage a block
-RAM can hold (docs/spec/hw-parser.md, MR-HW-083..086).
+"""First-in first-out queues with ``lib.fifo.SyncFIFO``'s ports and cycles: ``HeadRegFIFO``, its
+head, room and valid in flip-flops (LUT RAM; hw-tx.md MR-TX-065/073), and ``SyncQueue``, its
+storage in a block RAM (docs/spec/hw-parser.md, MR-HW-083..086).
 
 ``SyncFIFO`` reads its storage combinationally (``r_data`` is the slot at the read pointer), so
 Yosys can only put it in LUT RAM (a DPR16X4 holds 16 x 4 bits for 6 TRELLIS_COMB). ``SyncQueue``
@@ -14,10 +15,11 @@ LUT4 a bit against 1.5 TRELLIS_COMB a bit of 16-deep LUT RAM, 6 a bit of 64-deep
 written into an empty queue shows a cycle late.
 """
 from amaranth.hdl import Elaboratable, Module, Mux, Signal
-from amaranth.lib import memory
+from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import FIFOInterface
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["SyncQueue"]
+__all__ = ["HeadRegFIFO", "SyncQueue"]
 
 
 def _incr(ptr, depth):
@@ -56,4 +58,61 @@ class SyncQueue(Elaboratable, FIFOInterface):
         with m.If(do_write):
             m.d.sync += produce.eq(_incr(produce, depth))
         m.d.sync += [consume.eq(consume_n), self.level.eq(self.level + do_write - do_read)]
+        return m
+
+
+class HeadRegFIFO(wiring.Component):
+    """MR-TX-065: ``amaranth.lib.fifo.SyncFIFO``'s ports and visible behaviour, every cycle
+    (``r_data`` is the head slot's content, also while empty: ``models.fifo.SyncFifoModel``),
+    with the head kept in a register. The ring (LUT RAM) is read at the slot after the head,
+    a cycle ahead; the head register takes that read at a pop, or the written entry when the
+    write lands on the next head's slot. ``r_data`` and ``r_rdy`` are flip-flops, and so is
+    ``w_rdy`` (MR-TX-073: ``level != depth`` after the edge, so a writer's decision starts at
+    a flip-flop, not at a comparison of ``level``)."""
+
+    def __init__(self, *, width, depth):
+        assert depth >= 2
+        self.width, self.depth = width, depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+            "level": Out(range(depth + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self.depth
+        m.submodules.storage = ring = memory.Memory(shape=self.width, depth=depth, init=[])
+        wr, rd = ring.write_port(), ring.read_port(domain="comb")
+        w_ptr = Signal(range(depth))
+        r_next = Signal(range(depth), init=1)      # the slot after the head's
+        head, nonempty = Signal(self.width), Signal()
+        level = self.level
+        do_w = self.w_en & self.w_rdy
+        do_r = self.r_en & nonempty
+
+        def step(p):
+            return Mux(p == depth - 1, 0, p + 1)
+
+        # MR-TX-073: room after the edge: a write alone fills the last slot when one was
+        # left, a pop alone leaves room, else as it is
+        w_rdy = Signal(init=1)
+        m.d.sync += w_rdy.eq(Mux(do_w & ~do_r, level != depth - 1, do_r | w_rdy))
+        m.d.comb += [self.w_rdy.eq(w_rdy), self.r_rdy.eq(nonempty),
+                     self.r_data.eq(head),
+                     wr.en.eq(do_w), wr.addr.eq(w_ptr), wr.data.eq(self.w_data),
+                     rd.addr.eq(r_next)]
+        with m.If(do_w):
+            m.d.sync += w_ptr.eq(step(w_ptr))
+        with m.If(do_r):
+            m.d.sync += r_next.eq(step(r_next))
+        m.d.sync += level.eq(level + do_w - do_r)
+        # the write lands on the head's slot after this edge when the ring holds nothing
+        # else then: empty without a pop, or one entry popped
+        w_is_head = do_w & Mux(do_r, level == 1, ~nonempty)
+        with m.If(w_is_head):
+            m.d.sync += head.eq(self.w_data)
+        with m.Elif(do_r):
+            m.d.sync += head.eq(rd.data)
+        m.d.sync += nonempty.eq(Mux(do_r, (level != 1) | do_w, nonempty | do_w))
         return m

@@ -41,8 +41,9 @@ from ..models.retransmit import (CE_MAX, BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_B
                                  N_COUNTERS, OUT_DEPTH, RETIRE_AFTER, RETRY_LIMIT, RTO_DEPTH, RTO_MAX_NS,
                                  RTO_MIN_NS, SAMPLE_MAX, RTO_NS, SLOT_LOG2, SMALL,
                                  STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts, srtt0)
+from .queue import HeadRegFIFO
 
-__all__ = ["HeadRegFIFO", "Retransmit", "retransmit_256x4"]
+__all__ = ["Retransmit", "retransmit_256x4"]
 
 
 def _top_index(m, bits, name):
@@ -204,63 +205,6 @@ def _counter_bank(m, incs, addr, nbits, piece=8):
     m.d.sync += [low.eq(low + inc) for inc, low in zip(incs, lows)]
     m.d.comb += rd_out.addr.eq(addr)
     return Cat(Array(lows)[addr], _piece_inc(rd_out.data, pend.bit_select(addr, 1), piece))
-
-
-class HeadRegFIFO(wiring.Component):
-    """MR-TX-065: ``amaranth.lib.fifo.SyncFIFO``'s ports and visible behaviour, every cycle
-    (``r_data`` is the head slot's content, also while empty: ``models.fifo.SyncFifoModel``),
-    with the head kept in a register. The ring (LUT RAM) is read at the slot after the head,
-    a cycle ahead; the head register takes that read at a pop, or the written entry when the
-    write lands on the next head's slot. ``r_data`` and ``r_rdy`` are flip-flops, and so is
-    ``w_rdy`` (MR-TX-073: ``level != depth`` after the edge, so a writer's decision starts at
-    a flip-flop, not at a comparison of ``level``)."""
-
-    def __init__(self, *, width, depth):
-        assert depth >= 2
-        self.width, self.depth = width, depth
-        super().__init__({
-            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
-            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
-            "level": Out(range(depth + 1)),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        depth = self.depth
-        m.submodules.storage = ring = memory.Memory(shape=self.width, depth=depth, init=[])
-        wr, rd = ring.write_port(), ring.read_port(domain="comb")
-        w_ptr = Signal(range(depth))
-        r_next = Signal(range(depth), init=1)      # the slot after the head's
-        head, nonempty = Signal(self.width), Signal()
-        level = self.level
-        do_w = self.w_en & self.w_rdy
-        do_r = self.r_en & nonempty
-
-        def step(p):
-            return Mux(p == depth - 1, 0, p + 1)
-
-        # MR-TX-073: room after the edge: a write alone fills the last slot when one was
-        # left, a pop alone leaves room, else as it is
-        w_rdy = Signal(init=1)
-        m.d.sync += w_rdy.eq(Mux(do_w & ~do_r, level != depth - 1, do_r | w_rdy))
-        m.d.comb += [self.w_rdy.eq(w_rdy), self.r_rdy.eq(nonempty),
-                     self.r_data.eq(head),
-                     wr.en.eq(do_w), wr.addr.eq(w_ptr), wr.data.eq(self.w_data),
-                     rd.addr.eq(r_next)]
-        with m.If(do_w):
-            m.d.sync += w_ptr.eq(step(w_ptr))
-        with m.If(do_r):
-            m.d.sync += r_next.eq(step(r_next))
-        m.d.sync += level.eq(level + do_w - do_r)
-        # the write lands on the head's slot after this edge when the ring holds nothing
-        # else then: empty without a pop, or one entry popped
-        w_is_head = do_w & Mux(do_r, level == 1, ~nonempty)
-        with m.If(w_is_head):
-            m.d.sync += head.eq(self.w_data)
-        with m.Elif(do_r):
-            m.d.sync += head.eq(rd.data)
-        m.d.sync += nonempty.eq(Mux(do_r, (level != 1) | do_w, nonempty | do_w))
-        return m
 
 
 class Retransmit(wiring.Component):

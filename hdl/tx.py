@@ -61,8 +61,8 @@ from .cwnd import Cwnd
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
 from .parser import _wide_counter, axis_signature
-from .queue import SyncQueue
-from .retransmit import HeadRegFIFO, Retransmit
+from .queue import HeadRegFIFO, SyncQueue
+from .retransmit import Retransmit
 from .tx_pace import PacedTxSched
 from .tx_sched import TxSched
 from .tx_sched_rows import TxSchedRows

@@ -200,7 +200,7 @@ def test_head_reg_fifo_is_the_ring(depth):
 
     from amaranth.sim import Simulator
 
-    from metaroce.hdl.retransmit import HeadRegFIFO
+    from metaroce.hdl.queue import HeadRegFIFO
     from metaroce.models.fifo import SyncFifoModel
 
     dut = HeadRegFIFO(width=8, depth=depth)
