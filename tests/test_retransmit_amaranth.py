@@ -289,8 +289,16 @@ CUR_VALID_WRONG = {
 
 def _retransmit_with(old, new):
     """``Retransmit`` built from hdl/retransmit.py with ``old`` (once in the file) replaced by
-    ``new``: a wrong form for a negative control."""
-    return wrong_form("retransmit", old, new).Retransmit
+    ``new``: a wrong form for a negative control. When ``old`` is not in the unit's file it is
+    looked for in hdl/queue.py, and the unit is built on that wrong ``HeadRegFIFO``."""
+    import importlib.util
+    with open(importlib.util.find_spec("metaroce.hdl.retransmit").origin) as f:
+        if old in f.read():
+            return wrong_form("retransmit", old, new).Retransmit
+    imp = "from .queue import HeadRegFIFO"
+    unit = wrong_form("retransmit", imp, imp)       # a fresh copy of the unit's module
+    unit.HeadRegFIFO = wrong_form("queue", old, new).HeadRegFIFO
+    return unit.Retransmit
 
 
 def _wheel_cur_valid_run(dut_cls=Retransmit, seed=3, slot_log2=12):
@@ -355,6 +363,7 @@ def test_wheel_cur_valid_wrong_forms_fail(wrong):
 # the room back, the expiry flag from the wrong kind, w_trig's flag not following a decrement,
 # the estimator's sample taken while it is busy
 WALKER_WRONG = {
+    # these two are HeadRegFIFO's (hdl/queue.py), the unit's output queues
     "fill_keeps_room": ("ackev", ("Mux(do_w & ~do_r, level != depth - 1, ",
                                   "Mux(do_w & ~do_r, 1, ")),
     "pop_no_room": ("ackev", ("level != depth - 1, do_r | w_rdy)", "level != depth - 1, w_rdy)")),
