@@ -34,7 +34,7 @@ from ..models import records
 from ..models.dma_read import (CMD_DEPTH, DONE_DEPTH, INCR, MAX_BURST, OUTSTANDING, R_DEPTH,
                                boundary, check_params, cmd_layout, done_layout, payload_layout)
 from .dma_write import _group_ones, _grouped_inc, start_of
-from .queue import HeadRegFIFO
+from .queue import BufferedQueue, HeadRegFIFO
 
 __all__ = ["DmaRead", "axi4_read_signature"]
 
@@ -128,7 +128,7 @@ class DmaRead(wiring.Component):
         ]
 
         # -- commands in flight (MR-DMR-043): a block RAM queue of R-side entries
-        m.submodules.flight = flight = fifo.SyncFIFOBuffered(width=flight_entry.size, depth=self.outstanding)
+        m.submodules.flight = flight = BufferedQueue(width=flight_entry.size, depth=self.outstanding)   # MR-HW-089
 
         # -- AR side: the head command's bursts, one per cycle (MR-DMR-010..013, MR-DMR-041)
         ar_active = Signal()

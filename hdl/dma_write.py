@@ -31,6 +31,7 @@ from ..models import records
 from ..models.dma_write import (CMD_DEPTH, DATA_DEPTH, DONE_DEPTH, INCR, MAX_BURST, OUTSTANDING,
                                 boundary, check_params, done_layout, payload_layout,
                                 place_layout)
+from .queue import BufferedQueue
 
 __all__ = ["DmaWrite", "axi4_write_signature"]
 
@@ -139,7 +140,7 @@ class DmaWrite(wiring.Component):
 
         # -- outstanding bursts and done records (MR-DMA-030, MR-DMA-043)
         entry = data.StructLayout({"last": 1, "conn": cb, "length": 16})
-        m.submodules.burst_q = burst_q = fifo.SyncFIFOBuffered(width=entry.size, depth=self.outstanding)
+        m.submodules.burst_q = burst_q = BufferedQueue(width=entry.size, depth=self.outstanding)   # MR-HW-089
         m.submodules.done_q = done_q = fifo.SyncFIFO(width=self.done.size, depth=DONE_DEPTH)
 
         # -- AW side: the head command's bursts, one per cycle (MR-DMA-010..013, MR-DMA-041)

@@ -1,6 +1,7 @@
-"""``hdl/queue.py``'s queues against ``lib.fifo.SyncFIFO``, cycle for cycle, by one driver:
-``SyncQueue`` (MR-HW-083..085) and ``HeadRegFIFO`` (hw-tx.md MR-TX-065, MR-TX-073, MR-TX-265),
-each with its wrong forms (MR-HW-087)."""
+"""``hdl/queue.py``'s queues against Amaranth's, cycle for cycle, by one driver: ``SyncQueue``
+(MR-HW-083..085) and ``HeadRegFIFO`` (hw-tx.md MR-TX-065, MR-TX-073, MR-TX-265) against
+``lib.fifo.SyncFIFO``, ``BufferedQueue`` (MR-HW-088) against ``lib.fifo.SyncFIFOBuffered``, each
+with its wrong forms (MR-HW-087)."""
 import random
 
 import pytest
@@ -8,14 +9,20 @@ from amaranth.hdl import Module
 from amaranth.lib import fifo
 from amaranth.sim import Simulator
 
-from metaroce.hdl.queue import HeadRegFIFO, SyncQueue
-from metaroce.models.fifo import SyncFifoModel
+from metaroce.hdl.queue import BufferedQueue, HeadRegFIFO, SyncQueue
+from metaroce.models.fifo import SyncFifoBufferedModel, SyncFifoModel
 from metaroce.tb.lockstep import wrong_form
 
 # (width, depth): the engine's shapes in small (16 and 64 deep, 29 not a power of two, 4 the RTO
-# queue's) and the edges (1 and 2 deep; HeadRegFIFO takes 2 and more)
+# queue's; 32 and 16 the DMAs' in-flight queues) and the edges (1 and 2 deep; HeadRegFIFO and
+# BufferedQueue take 2 and more)
 SHAPES = {"sync_queue": [(8, 16), (5, 29), (6, 64), (3, 1), (4, 2), (7, 4)],
-          "head_reg": [(8, 16), (5, 29), (4, 2), (7, 4), (6, 5)]}
+          "head_reg": [(8, 16), (5, 29), (4, 2), (7, 4), (6, 5)],
+          "buffered": [(8, 32), (6, 16), (4, 2), (3, 3), (7, 5)]}
+#: each queue's reference, its class in hdl/queue.py and its cycle model
+KINDS = {"sync_queue": (fifo.SyncFIFO, "SyncQueue", SyncFifoModel),
+         "head_reg": (fifo.SyncFIFO, "HeadRegFIFO", SyncFifoModel),
+         "buffered": (fifo.SyncFIFOBuffered, "BufferedQueue", SyncFifoBufferedModel)}
 
 # MR-HW-087: each queue's wrong forms, each loaded in place of hdl/queue.py's text (``old`` ->
 # ``new``, tb.lockstep.wrong_form), and the output its comparison must fail on
@@ -31,31 +38,40 @@ WRONG = {
     # MR-TX-073: a write that fills the last slot keeps the room
     ("head_reg", "fill_keeps_room"): ("w_rdy", ("Mux(do_w & ~do_r, level != depth - 1, ",
                                                 "Mux(do_w & ~do_r, 1, ")),
+    # MR-HW-088: the ring read in every cycle it holds an entry, so the output changes under a
+    # head not taken
+    ("buffered", "read_while_held"): ("r_data", ("r_port.en.eq(do_inner_read)", "r_port.en.eq(inner_r_rdy)")),
+    # room while the ring is full when the cycle takes the head (SyncFIFOBuffered's w_rdy is the
+    # ring's room, read or not; counting the output register's entry, level != depth, is the same
+    # function: the ring is never full while the output is empty)
+    ("buffered", "room_with_pop"): ("w_rdy", ("self.w_rdy.eq(inner_level != inner_depth)",
+                                              "self.w_rdy.eq((inner_level != inner_depth) | self.r_en)")),
 }
 
 
 def _queue(kind, width, depth, wrong=None):
     """The queue of ``kind``, or its wrong form ``wrong`` (a key of WRONG's)."""
-    if kind == "sync_queue":
-        if wrong == "late_read":
-            return SyncQueue(width=width, depth=depth, late=True)
-        cls = wrong_form("queue", *WRONG[kind, wrong][1]).SyncQueue if wrong else SyncQueue
-    else:
-        cls = wrong_form("queue", *WRONG[kind, wrong][1]).HeadRegFIFO if wrong else HeadRegFIFO
+    if wrong == "late_read":
+        return SyncQueue(width=width, depth=depth, late=True)
+    name = KINDS[kind][1]
+    mod = wrong_form("queue", *WRONG[kind, wrong][1]) if wrong else None
+    cls = getattr(mod, name) if mod else {"SyncQueue": SyncQueue, "HeadRegFIFO": HeadRegFIFO,
+                                          "BufferedQueue": BufferedQueue}[name]
     return cls(width=width, depth=depth)
 
 
 def _first_mismatch(kind, width, depth, seed, wrong=None):
-    """Drive a SyncFIFO and the queue of ``kind`` (or its wrong form) with the same random
+    """Drive the reference (``KINDS``) and the queue of ``kind`` (or its wrong form) with the same random
     ``w_en``/``w_data``/``r_en`` (rates drawn anew every phase of 2 x depth + 20 cycles, so the
     queues fill and drain) and compare every output every cycle, ``r_data`` while empty too, with
-    the SyncFIFO's and with ``SyncFifoModel``'s (the cycle models' queue); every output is also
+    the reference's and with its cycle model's (``r_data`` where the model has it); every output is also
     checked not to follow the cycle's inputs (each is a flip-flop or a function of flip-flops).
     Returns ``(first difference or None, cases seen)``."""
     m = Module()
-    m.submodules.ref = ref = fifo.SyncFIFO(width=width, depth=depth)
+    ref_cls, _, model_cls = KINDS[kind]
+    m.submodules.ref = ref = ref_cls(width=width, depth=depth)
     m.submodules.dut = dut = _queue(kind, width, depth, wrong)
-    model = SyncFifoModel(depth)
+    model = model_cls(depth)
     rng = random.Random(seed)
     outs = ("w_rdy", "r_rdy", "r_data", "level") + (("w_level", "r_level") if kind == "sync_queue" else ())
     phase = 2 * depth + 20
@@ -74,8 +90,13 @@ def _first_mismatch(kind, width, depth, seed, wrong=None):
                 ctx.set(q.w_en, w_en)
                 ctx.set(q.r_en, r_en)
                 ctx.set(q.w_data, w_data)
-            exp_model = {"w_rdy": int(model.level < depth), "r_rdy": int(model.level > 0),
-                         "r_data": model.head, "level": model.level}
+            if kind == "buffered":
+                valid = model.out is not None
+                exp_model = {"w_rdy": int(model.w_rdy), "r_rdy": int(valid),
+                             "level": len(model.inner) + valid, **({"r_data": model.out} if valid else {})}
+            else:
+                exp_model = {"w_rdy": int(model.level < depth), "r_rdy": int(model.level > 0),
+                             "r_data": model.head, "level": model.level}
             for name, b in zip(outs, before):
                 a, got = ctx.get(getattr(ref, name)), ctx.get(getattr(dut, name))
                 if got != b:
@@ -84,11 +105,12 @@ def _first_mismatch(kind, width, depth, seed, wrong=None):
                     found.append((cyc, name, a, got, exp_model.get(name)))
                 if found:
                     return
-            seen["full"] += model.level == depth
-            seen["empty_pop_push"] += model.level == 0 and w_en and r_en
-            seen["one_pop_push"] += model.level == 1 and w_en and r_en
+            level, r_rdy = ctx.get(ref.level), ctx.get(ref.r_rdy)
+            seen["full"] += level == depth
+            seen["empty_pop_push"] += level == 0 and w_en and r_en
+            seen["one_pop_push"] += level == 1 and w_en and r_en
             await ctx.tick()
-            model.update(r_en, w_en, w_data)
+            model.update(r_en and r_rdy, w_en, w_data)
 
     sim = Simulator(m)
     sim.add_clock(1e-6)
@@ -99,9 +121,10 @@ def _first_mismatch(kind, width, depth, seed, wrong=None):
 
 @pytest.mark.parametrize("kind,width,depth", [(k, w, d) for k, shapes in SHAPES.items() for w, d in shapes])
 def test_queue_same_cycles_as_sync_fifo(kind, width, depth):
-    """MR-HW-083, MR-HW-084, MR-HW-087 (SyncQueue); MR-TX-065, MR-TX-073, MR-TX-265 (HeadRegFIFO):
-    the queue's outputs equal SyncFIFO's and SyncFifoModel's every cycle (``r_data`` while empty
-    too, ``w_rdy`` against ``level != depth``), none following the cycle's inputs, under random
+    """MR-HW-083, MR-HW-084, MR-HW-087 (SyncQueue); MR-TX-065, MR-TX-073, MR-TX-265 (HeadRegFIFO);
+    MR-HW-088 (BufferedQueue): the queue's outputs equal its reference's and cycle model's every
+    cycle (``r_data`` while empty too, ``w_rdy`` against ``level != depth``; BufferedQueue's against
+    SyncFIFOBuffered's, ``r_data`` while not valid too), none following the cycle's inputs, under random
     writes and reads that fill it, drain it, and write into it empty or with one entry popped."""
     for seed in range(2):
         diff, seen = _first_mismatch(kind, width, depth, seed)
