@@ -31,7 +31,7 @@ from ..models import records
 from ..models.dma_write import (CMD_DEPTH, DATA_DEPTH, DONE_DEPTH, INCR, MAX_BURST, OUTSTANDING,
                                 boundary, check_params, done_layout, payload_layout,
                                 place_layout)
-from .queue import BufferedQueue
+from .queue import BufferedQueue, SyncQueue
 
 __all__ = ["DmaWrite", "axi4_write_signature"]
 
@@ -84,8 +84,8 @@ class DmaWrite(wiring.Component):
                                    "left": 17 - lbd, "single": 1, "single_len": 8, "last_len": 8})
         wcmd = data.StructLayout({"o": lnb, "e_m1": lnb, "n_in": 17 - lnb, "in_zero": 1,
                                   "in_one": 1, "spill": 1, "pos": bb, "zero": 1})
-        m.submodules.aw_q = aw_q = fifo.SyncFIFO(width=awcmd.size, depth=CMD_DEPTH)
-        m.submodules.w_q = w_q = fifo.SyncFIFO(width=wcmd.size, depth=CMD_DEPTH)
+        m.submodules.aw_q = aw_q = SyncQueue(width=awcmd.size, depth=CMD_DEPTH)   # MR-HW-090
+        m.submodules.w_q = w_q = SyncQueue(width=wcmd.size, depth=CMD_DEPTH)   # MR-HW-090
         m.submodules.d_q = d_q = fifo.SyncFIFO(width=width, depth=DATA_DEPTH)
 
         x0_valid, x1_valid, x2_valid = Signal(), Signal(), Signal()

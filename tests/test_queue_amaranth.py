@@ -73,7 +73,7 @@ def _first_mismatch(kind, width, depth, seed, wrong=None):
     m.submodules.dut = dut = _queue(kind, width, depth, wrong)
     model = model_cls(depth)
     rng = random.Random(seed)
-    outs = ("w_rdy", "r_rdy", "r_data", "level") + (("w_level", "r_level") if kind == "sync_queue" else ())
+    outs = ("w_rdy", "r_rdy", "r_data", "level") + (("w_level", "r_level") if kind != "head_reg" else ())
     phase = 2 * depth + 20
     cycles = max(600, 12 * phase)
     found = []
