@@ -4,7 +4,7 @@ the build's flow (``engine_block_ecp5.py --nowidelut``, elaborated with the ECP5
 -> ``lib.fifo.SyncFIFOBuffered``, a ``SyncQueue`` area37 swapped in -> ``lib.fifo.SyncFIFO``: the
 tree before area37), ``now`` as it is. Prints nextpnr's TRELLIS_COMB / TRELLIS_FF / DP16KD.
 
-    .venv/bin/python docs/hw/probes/area37_blocks_ecp5.py dmaw|dmar|cqjoin|sched base|now OUT
+    .venv/bin/python docs/hw/probes/area37_blocks_ecp5.py dmaw|dmar|fb base|now OUT
 """
 import json
 import sys
@@ -14,8 +14,7 @@ from amaranth.lib import fifo
 
 import metaroce.hdl.dma_read as dmar_mod
 import metaroce.hdl.dma_write as dmaw_mod
-import metaroce.hdl.engine as eng_mod
-import metaroce.hdl.tx_sched as sched_mod
+import metaroce.hdl.frame_builder as fb_mod
 from metaroce.models.engine import engine_tx_params
 from metaroce.sim import synth
 from metaroce.sim.pnr import ECP5
@@ -24,7 +23,7 @@ from metaroce.sim.verilator import generate_verilog
 sys.path.insert(0, str(Path(__file__).parent))
 import engine_block_ecp5  # noqa: E402
 
-MODS = {"dmaw": dmaw_mod, "dmar": dmar_mod, "cqjoin": eng_mod, "sched": sched_mod}
+MODS = {"dmaw": dmaw_mod, "dmar": dmar_mod, "fb": fb_mod}
 
 
 def dut(block):
@@ -33,6 +32,8 @@ def dut(block):
         return dmaw_mod.DmaWrite(64, conns=2, outstanding=32)
     if block == "dmar":       # as hdl/tx.py's TxData builds it at the engine's parameters
         return dmar_mod.DmaRead(64, conns=2, outstanding=kw["outstanding"], id_width=4)
+    if block == "fb":         # as TxData builds it
+        return fb_mod.FrameBuilder(64)
     raise ValueError(block)
 
 
@@ -41,7 +42,7 @@ def main(block, form, out):
     if form == "base":
         if hasattr(mod, "BufferedQueue"):
             mod.BufferedQueue = fifo.SyncFIFOBuffered
-        if hasattr(mod, "SyncQueue") and block != "cqjoin":
+        if hasattr(mod, "SyncQueue"):
             mod.SyncQueue = lambda *, width, depth: fifo.SyncFIFO(width=width, depth=depth)
     out.mkdir(parents=True, exist_ok=True)
     text, _ = synth.drop_zero_memory_init(generate_verilog(dut(block), block, platform=ECP5))
