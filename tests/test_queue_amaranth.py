@@ -1,7 +1,7 @@
 """``hdl/queue.py``'s queues against Amaranth's, cycle for cycle, by one driver: ``SyncQueue``
-(MR-HW-083..086; 086 the figures of docs/hw/probes/rxq36_queue_ecp5.py) and ``HeadRegFIFO`` (hw-tx.md MR-TX-065, MR-TX-073, MR-TX-265) against
-``lib.fifo.SyncFIFO``, ``BufferedQueue`` (MR-HW-088) against ``lib.fifo.SyncFIFOBuffered``, each
-with its wrong forms (MR-HW-087)."""
+(MR-HW-083..086; 086 the figures of docs/hw/probes/rxq36_queue_ecp5.py) and ``HeadRegFIFO``
+(hw-tx.md MR-TX-065, MR-TX-073, MR-TX-265) against ``lib.fifo.SyncFIFO``, ``BufferedQueue``
+(MR-HW-088) against ``lib.fifo.SyncFIFOBuffered``, each with its wrong forms (MR-HW-087)."""
 import random
 
 import pytest
