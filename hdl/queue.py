@@ -80,6 +80,9 @@ class BufferedQueue(Elaboratable, FIFOInterface):
             raise ValueError(f"depth must be at least 2, not {depth!r}")
         super().__init__(width=width, depth=depth)
         self.level = Signal(range(depth + 1))
+        # MR-HW-088: an enabled read of the row written this cycle (for the tests: never set; no
+        # load, so synthesis drops it)
+        self.collision = Signal()
 
     def elaborate(self, platform):
         m = Module()
@@ -97,7 +100,8 @@ class BufferedQueue(Elaboratable, FIFOInterface):
         w_port, r_port = storage.write_port(), storage.read_port(domain="sync")
         produce, consume = Signal(range(inner_depth)), Signal(range(inner_depth))
         m.d.comb += [w_port.addr.eq(produce), w_port.data.eq(self.w_data), w_port.en.eq(do_write),
-                     r_port.addr.eq(consume), r_port.en.eq(do_inner_read), self.r_data.eq(r_port.data)]
+                     r_port.addr.eq(consume), r_port.en.eq(do_inner_read), self.r_data.eq(r_port.data),
+                     self.collision.eq(r_port.en & w_port.en & (r_port.addr == w_port.addr))]
         with m.If(do_write):
             m.d.sync += produce.eq(_incr(produce, inner_depth))
         with m.If(do_inner_read):

@@ -60,13 +60,15 @@ def _queue(kind, width, depth, wrong=None):
     return cls(width=width, depth=depth)
 
 
-def _first_mismatch(kind, width, depth, seed, wrong=None):
+def _first_mismatch(kind, width, depth, seed, wrong=None, stop=True):
     """Drive the reference (``KINDS``) and the queue of ``kind`` (or its wrong form) with the same random
     ``w_en``/``w_data``/``r_en`` (rates drawn anew every phase of 2 x depth + 20 cycles, so the
     queues fill and drain) and compare every output every cycle, ``r_data`` while empty too, with
     the reference's and with its cycle model's (``r_data`` where the model has it); every output is also
     checked not to follow the cycle's inputs (each is a flip-flop or a function of flip-flops).
-    Returns ``(first difference or None, cases seen)``."""
+    BufferedQueue's ``collision`` (an enabled read of the row written) is counted in the cases
+    seen. ``stop=False`` runs on past differences. Returns ``(first difference or None, cases
+    seen)``."""
     m = Module()
     ref_cls, _, model_cls = KINDS[kind]
     m.submodules.ref = ref = ref_cls(width=width, depth=depth)
@@ -77,7 +79,7 @@ def _first_mismatch(kind, width, depth, seed, wrong=None):
     phase = 2 * depth + 20
     cycles = max(600, 12 * phase)
     found = []
-    seen = {"full": 0, "empty_pop_push": 0, "one_pop_push": 0}
+    seen = {"full": 0, "empty_pop_push": 0, "one_pop_push": 0, "collision": 0}
 
     async def bench(ctx):
         p_w = p_r = 0.5
@@ -103,12 +105,13 @@ def _first_mismatch(kind, width, depth, seed, wrong=None):
                     found.append((cyc, name, "follows the inputs", b, got))
                 elif a != got or exp_model.get(name, a) != a:
                     found.append((cyc, name, a, got, exp_model.get(name)))
-                if found:
+                if found and stop:
                     return
             level, r_rdy = ctx.get(ref.level), ctx.get(ref.r_rdy)
             seen["full"] += level == depth
             seen["empty_pop_push"] += level == 0 and w_en and r_en
             seen["one_pop_push"] += level == 1 and w_en and r_en
+            seen["collision"] += kind == "buffered" and ctx.get(dut.collision)
             await ctx.tick()
             model.update(r_en and r_rdy, w_en, w_data)
 
@@ -130,6 +133,7 @@ def test_queue_same_cycles_as_sync_fifo(kind, width, depth):
         diff, seen = _first_mismatch(kind, width, depth, seed)
         assert diff is None, (kind, width, depth, seed, diff)
         assert seen["full"] and seen["empty_pop_push"] and (depth == 1 or seen["one_pop_push"]), seen
+        assert seen["collision"] == 0, seen       # MR-HW-088's collision mark holds
 
 
 @pytest.mark.parametrize("kind,wrong", list(WRONG))
@@ -140,3 +144,11 @@ def test_queue_wrong_form_fails(kind, wrong):
     for width, depth in ((8, 16), (4, 2)):
         diff, _ = _first_mismatch(kind, width, depth, 0, wrong=wrong)
         assert diff is not None and diff[1] == WRONG[kind, wrong][0], (width, depth, diff)
+
+
+def test_buffered_queue_collision_flag_bites():
+    """MR-HW-088 (negative control of the collision check): with room given while the ring is
+    full and the head is taken (``room_with_pop``'s wrong form) an enabled read meets the write
+    of its row, and ``collision`` says so."""
+    _, seen = _first_mismatch("buffered", 8, 16, 0, wrong="room_with_pop", stop=False)
+    assert seen["collision"] > 0, seen
