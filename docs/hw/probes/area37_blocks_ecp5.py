@@ -4,7 +4,7 @@ the build's flow (``engine_block_ecp5.py --nowidelut``, elaborated with the ECP5
 -> ``lib.fifo.SyncFIFOBuffered``, a ``SyncQueue`` area37 swapped in -> ``lib.fifo.SyncFIFO``: the
 tree before area37), ``now`` as it is. Prints nextpnr's TRELLIS_COMB / TRELLIS_FF / DP16KD.
 
-    .venv/bin/python docs/hw/probes/area37_blocks_ecp5.py dmaw|dmar|fb base|now OUT
+    .venv/bin/python docs/hw/probes/area37_blocks_ecp5.py dmaw|dmar|fb|data base|now OUT
 """
 import json
 import sys
@@ -15,6 +15,7 @@ from amaranth.lib import fifo
 import metaroce.hdl.dma_read as dmar_mod
 import metaroce.hdl.dma_write as dmaw_mod
 import metaroce.hdl.frame_builder as fb_mod
+import metaroce.hdl.tx as tx_mod
 from metaroce.models.engine import engine_tx_params
 from metaroce.sim import synth
 from metaroce.sim.pnr import ECP5
@@ -23,7 +24,7 @@ from metaroce.sim.verilator import generate_verilog
 sys.path.insert(0, str(Path(__file__).parent))
 import engine_block_ecp5  # noqa: E402
 
-MODS = {"dmaw": dmaw_mod, "dmar": dmar_mod, "fb": fb_mod}
+MODS = {"dmaw": [dmaw_mod], "dmar": [dmar_mod], "fb": [fb_mod], "data": [dmar_mod, fb_mod]}
 
 
 def dut(block):
@@ -34,12 +35,14 @@ def dut(block):
         return dmar_mod.DmaRead(64, conns=2, outstanding=kw["outstanding"], id_width=4)
     if block == "fb":         # as TxData builds it
         return fb_mod.FrameBuilder(64)
+    if block == "data":       # the TX data path as the engine builds it (rxq36_blocks_ecp5.py's)
+        return tx_mod.TxData(64, conns=2, streams=kw["streams"], paths=4, depth=kw["depth"], pool=kw["pool"],
+                             outstanding=kw["outstanding"])
     raise ValueError(block)
 
 
 def main(block, form, out):
-    mod = MODS[block]
-    if form == "base":
+    for mod in MODS[block] if form == "base" else ():
         if hasattr(mod, "BufferedQueue"):
             mod.BufferedQueue = fifo.SyncFIFOBuffered
         if hasattr(mod, "SyncQueue"):
