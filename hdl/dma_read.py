@@ -34,7 +34,7 @@ from ..models import records
 from ..models.dma_read import (CMD_DEPTH, DONE_DEPTH, INCR, MAX_BURST, OUTSTANDING, R_DEPTH,
                                boundary, check_params, cmd_layout, done_layout, payload_layout)
 from .dma_write import _group_ones, _grouped_inc, start_of
-from .queue import BufferedQueue, HeadRegFIFO
+from .queue import HeadRegFIFO
 
 __all__ = ["DmaRead", "axi4_read_signature"]
 
@@ -127,8 +127,10 @@ class DmaRead(wiring.Component):
             ar_q.w_en.eq(x2_valid), ar_q.w_data.eq(ari),
         ]
 
-        # -- commands in flight (MR-DMR-043): a block RAM queue of R-side entries
-        m.submodules.flight = flight = BufferedQueue(width=flight_entry.size, depth=self.outstanding)   # MR-HW-089
+        # -- commands in flight (MR-DMR-043): a queue of R-side entries
+        # MR-HW-089: left a SyncFIFOBuffered (LUT RAM): at the engine's parameters a BufferedQueue
+        # took 2 DP16KD for no COMB saved in the TX data path
+        m.submodules.flight = flight = fifo.SyncFIFOBuffered(width=flight_entry.size, depth=self.outstanding)
 
         # -- AR side: the head command's bursts, one per cycle (MR-DMR-010..013, MR-DMR-041)
         ar_active = Signal()

@@ -71,8 +71,7 @@ def test_directed(width, max_burst):
 def test_random(width, seed):
     """MR-DMR-010..013, MR-DMR-020..022, MR-DMR-030/031, MR-DMR-040..045: random commands, some
     answered SLVERR/DECERR (done with error 1), 4 outstanding slots so the queue fills;
-    random ``rid`` and ``rlast``, which the block does not read. hw-parser.md MR-HW-089: the
-    in-flight queue a BufferedQueue, the model's SyncFifoBufferedModel unchanged."""
+    random ``rid`` and ``rlast``, which the block does not read."""
     lay, cmds = dc.random_cases(width, 40, seed=seed)
     run_lockstep(width, lay, cmds, seed=seed, outstanding=4, p_idle=0.3, p_bp=0.4, p_axi=0.4,
                  noise=True)
