@@ -127,7 +127,9 @@ class DmaRead(wiring.Component):
             ar_q.w_en.eq(x2_valid), ar_q.w_data.eq(ari),
         ]
 
-        # -- commands in flight (MR-DMR-043): a block RAM queue of R-side entries
+        # -- commands in flight (MR-DMR-043): a queue of R-side entries
+        # MR-HW-089: left a SyncFIFOBuffered (LUT RAM): at the engine's parameters a BufferedQueue
+        # took 2 DP16KD for no COMB saved in the TX data path
         m.submodules.flight = flight = fifo.SyncFIFOBuffered(width=flight_entry.size, depth=self.outstanding)
 
         # -- AR side: the head command's bursts, one per cycle (MR-DMR-010..013, MR-DMR-041)

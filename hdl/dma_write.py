@@ -31,6 +31,7 @@ from ..models import records
 from ..models.dma_write import (CMD_DEPTH, DATA_DEPTH, DONE_DEPTH, INCR, MAX_BURST, OUTSTANDING,
                                 boundary, check_params, done_layout, payload_layout,
                                 place_layout)
+from .queue import BufferedQueue, SyncQueue
 
 __all__ = ["DmaWrite", "axi4_write_signature"]
 
@@ -83,8 +84,8 @@ class DmaWrite(wiring.Component):
                                    "left": 17 - lbd, "single": 1, "single_len": 8, "last_len": 8})
         wcmd = data.StructLayout({"o": lnb, "e_m1": lnb, "n_in": 17 - lnb, "in_zero": 1,
                                   "in_one": 1, "spill": 1, "pos": bb, "zero": 1})
-        m.submodules.aw_q = aw_q = fifo.SyncFIFO(width=awcmd.size, depth=CMD_DEPTH)
-        m.submodules.w_q = w_q = fifo.SyncFIFO(width=wcmd.size, depth=CMD_DEPTH)
+        m.submodules.aw_q = aw_q = SyncQueue(width=awcmd.size, depth=CMD_DEPTH)   # MR-HW-090
+        m.submodules.w_q = w_q = SyncQueue(width=wcmd.size, depth=CMD_DEPTH)   # MR-HW-090
         m.submodules.d_q = d_q = fifo.SyncFIFO(width=width, depth=DATA_DEPTH)
 
         x0_valid, x1_valid, x2_valid = Signal(), Signal(), Signal()
@@ -139,7 +140,7 @@ class DmaWrite(wiring.Component):
 
         # -- outstanding bursts and done records (MR-DMA-030, MR-DMA-043)
         entry = data.StructLayout({"last": 1, "conn": cb, "length": 16})
-        m.submodules.burst_q = burst_q = fifo.SyncFIFOBuffered(width=entry.size, depth=self.outstanding)
+        m.submodules.burst_q = burst_q = BufferedQueue(width=entry.size, depth=self.outstanding)   # MR-HW-089
         m.submodules.done_q = done_q = fifo.SyncFIFO(width=self.done.size, depth=DONE_DEPTH)
 
         # -- AW side: the head command's bursts, one per cycle (MR-DMA-010..013, MR-DMA-041)

@@ -37,6 +37,7 @@ from ..models.frame_builder import (DESC_LAYOUT, HDR_MAX, HDR_STAGES, ICRC_STAGE
 from ..models.headers import TABLE as _H
 from . import icrc as icrc_hw
 from .parser import axis_signature
+from .queue import BufferedQueue
 
 __all__ = ["FrameBuilder", "unadvance_matrices", "pack_header"]
 
@@ -518,7 +519,7 @@ class FrameBuilder(wiring.Component):
         NB = W // 8
         depth = out_fifo_depth(W)
         ent = data.StructLayout({"data": W, "keep": NB, "last": 1, "v6": 1, "patch": 1, "vlan": 1})
-        m.submodules.out_fifo = ofifo = fifo.SyncFIFOBuffered(width=ent.size, depth=depth)
+        m.submodules.out_fifo = ofifo = BufferedQueue(width=ent.size, depth=depth)   # MR-HW-091
         m.submodules.rec_q = rec_q = fifo.SyncFIFO(width=16, depth=REC_DEPTH)
         rec_used = Signal(range(REC_DEPTH + 1))
         # en is a flip-flop (it enables most of the pipeline): set when, before this cycle's

@@ -13,13 +13,17 @@ LUT4 a bit against 1.5 TRELLIS_COMB a bit of 16-deep LUT RAM, 6 a bit of 64-deep
 
 ``late=True`` is a negative control only (MR-HW-085): the read not transparent, so a word
 written into an empty queue shows a cycle late.
+
+``BufferedQueue`` (MR-HW-088): ``lib.fifo.SyncFIFOBuffered``'s ports and cycles (its read is
+synchronous already, so no transparency is needed), its storage marked for block RAM: MR-FLOW-026
+leaves a memory narrower than 72 bits to Yosys, which takes LUT RAM for it.
 """
 from amaranth.hdl import Elaboratable, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import FIFOInterface
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["HeadRegFIFO", "SyncQueue"]
+__all__ = ["BufferedQueue", "HeadRegFIFO", "SyncQueue"]
 
 
 def _incr(ptr, depth):
@@ -58,6 +62,59 @@ class SyncQueue(Elaboratable, FIFOInterface):
         with m.If(do_write):
             m.d.sync += produce.eq(_incr(produce, depth))
         m.d.sync += [consume.eq(consume_n), self.level.eq(self.level + do_write - do_read)]
+        return m
+
+
+#: MR-HW-088: BufferedQueue's storage attributes: block RAM, and MR-FLOW-028's collision mark (an
+#: enabled read never meets a write of its row: see BufferedQueue.elaborate)
+BUFFERED_ATTRS = {"ram_style": "block", "metaroce_collision": "x"}
+
+
+class BufferedQueue(Elaboratable, FIFOInterface):
+    """MR-HW-088: ``SyncFIFOBuffered(width=, depth=)``'s ports and the same value on every output
+    every cycle (Amaranth 0.5's form: an inner ring of ``depth - 1`` entries read through a
+    synchronous port into the output), the ring's ``Memory`` carrying :data:`BUFFERED_ATTRS`."""
+
+    def __init__(self, *, width, depth):
+        if depth < 2:
+            raise ValueError(f"depth must be at least 2, not {depth!r}")
+        super().__init__(width=width, depth=depth)
+        self.level = Signal(range(depth + 1))
+        # MR-HW-088: an enabled read of the row written this cycle (for the tests: never set; no
+        # load, so synthesis drops it)
+        self.collision = Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        inner_depth = self.depth - 1
+        inner_level = Signal(range(inner_depth + 1))
+        inner_r_rdy = Signal()
+        do_write = self.w_rdy & self.w_en
+        m.d.comb += [self.w_level.eq(self.level), self.r_level.eq(self.level),
+                     self.w_rdy.eq(inner_level != inner_depth), inner_r_rdy.eq(inner_level != 0)]
+        do_inner_read = inner_r_rdy & (~self.r_rdy | self.r_en)
+        # MR-FLOW-028: the read is enabled only while the ring holds an entry and the write only
+        # while it has room, so an enabled read's row (consume) is never the written one (produce)
+        m.submodules.storage = storage = memory.Memory(shape=self.width, depth=inner_depth, init=[],
+                                                        attrs=BUFFERED_ATTRS)
+        w_port, r_port = storage.write_port(), storage.read_port(domain="sync")
+        produce, consume = Signal(range(inner_depth)), Signal(range(inner_depth))
+        m.d.comb += [w_port.addr.eq(produce), w_port.data.eq(self.w_data), w_port.en.eq(do_write),
+                     r_port.addr.eq(consume), r_port.en.eq(do_inner_read), self.r_data.eq(r_port.data),
+                     self.collision.eq(r_port.en & w_port.en & (r_port.addr == w_port.addr))]
+        with m.If(do_write):
+            m.d.sync += produce.eq(_incr(produce, inner_depth))
+        with m.If(do_inner_read):
+            m.d.sync += consume.eq(_incr(consume, inner_depth))
+        with m.If(do_write & ~do_inner_read):
+            m.d.sync += inner_level.eq(inner_level + 1)
+        with m.If(do_inner_read & ~do_write):
+            m.d.sync += inner_level.eq(inner_level - 1)
+        with m.If(do_inner_read):
+            m.d.sync += self.r_rdy.eq(1)
+        with m.Elif(self.r_en):
+            m.d.sync += self.r_rdy.eq(0)
+        m.d.comb += self.level.eq(inner_level + self.r_rdy)
         return m
 
 

@@ -72,7 +72,8 @@ def test_random(width, seed):
     """MR-DMA-010..013, MR-DMA-020..022, MR-DMA-030, MR-DMA-040..044: random commands, some
     answered SLVERR/DECERR (done with error 1, no
     byte written), few outstanding slots so the queue fills; random ``bid`` values, which the
-    block does not read (MR-DMA-031)."""
+    block does not read (MR-DMA-031). hw-parser.md MR-HW-089/090: the in-flight queue a
+    BufferedQueue, the AW and W command queues SyncQueues, the model's queues unchanged."""
     lay, cmds = dc.random_cases(width, 60, seed=seed)
     run_lockstep(width, lay, cmds, seed=seed, outstanding=4, p_idle=0.3, p_bp=0.4, p_axi=0.4,
                  bid_noise=True)

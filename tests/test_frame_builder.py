@@ -334,7 +334,8 @@ def test_udp6_masks_are_the_checksum(vlan):
 def test_rtl_ipv6_records_and_fifo():
     """MR-TXF-060, MR-TXF-062..064: short IPv6 frames behind heavy m_axis backpressure fill
     the checksum records up to the limit (the pipeline waits), IPv4 frames between them; every frame the
-    codec's, RTL in lockstep with the model."""
+    codec's, RTL in lockstep with the model. hw-parser.md MR-HW-091: the output FIFO a
+    BufferedQueue, its cycles SyncFIFOBuffered's."""
     from metaroce.models.frame_builder import REC_DEPTH
     rng = random.Random(5)
     cases = [fc.case_of_frame(fc._rand_frame(rng, Op.MR_WRITE, rng.randrange(40), int(i % 5 != 4),

@@ -189,53 +189,6 @@ def test_lockstep_rtt_estimator():
     assert m.counters[CTR["timeouts"]] == 8   # one tail per path of _rtt_items
 
 
-@pytest.mark.parametrize("depth", [2, 4, 5, 16])
-def test_head_reg_fifo_is_the_ring(depth):
-    """MR-TX-065, MR-TX-265 (depth 4: the RTO queue; 16: the insert and output queues): the
-    queue with its head in a register shows, every cycle, what the ring read without a
-    register shows (``SyncFifoModel``: payload while empty included), under
-    random pushes and pops that fill and drain it; ``r_data`` and ``r_rdy`` do not follow the
-    cycle's inputs (they are flip-flops)."""
-    import random
-
-    from amaranth.sim import Simulator
-
-    from metaroce.hdl.queue import HeadRegFIFO
-    from metaroce.models.fifo import SyncFifoModel
-
-    dut = HeadRegFIFO(width=8, depth=depth)
-    ref = SyncFifoModel(depth)
-    rng = random.Random(depth)
-    seen = {"full": 0, "empty_pop_push": 0, "one_pop_push": 0}
-
-    async def bench(ctx):
-        for cycle in range(3000):
-            # phases that favour filling, then draining
-            p_w = 0.8 if (cycle // 200) % 2 == 0 else 0.3
-            w_en, r_en = int(rng.random() < p_w), int(rng.random() < 1.1 - p_w)
-            w_data = rng.randrange(256)
-            before = (ctx.get(dut.r_data), ctx.get(dut.r_rdy))
-            ctx.set(dut.w_en, w_en)
-            ctx.set(dut.r_en, r_en)
-            ctx.set(dut.w_data, w_data)
-            assert (ctx.get(dut.r_data), ctx.get(dut.r_rdy)) == before, cycle
-            got = (ctx.get(dut.r_data), ctx.get(dut.r_rdy), ctx.get(dut.w_rdy),
-                   ctx.get(dut.level))
-            exp = (ref.head, int(ref.level > 0), int(ref.level < depth), ref.level)
-            assert got == exp, (cycle, got, exp)
-            seen["full"] += ref.level == depth
-            seen["empty_pop_push"] += ref.level == 0 and w_en and r_en
-            seen["one_pop_push"] += ref.level == 1 and w_en and r_en
-            await ctx.tick()
-            ref.update(r_en and ref.level > 0, w_en and ref.level < depth, w_data)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    assert all(seen.values()), seen
-
-
 def _lockstep_counting_collisions(mode, items, seed, inst=SMALL):
     """``run_lockstep``'s Amaranth lockstep of a unit built with ``collision_garbage=mode``
     (MR-TX-066), counting per table the cycles whose read data was replaced by garbage."""
