@@ -78,7 +78,13 @@ def case(env=None, width=64):
                            p_rate=float(env.get("TXP_PRATE", "0.01")),
                            rate_choices=(rate, 2 * rate, 0),
                            p_retime=float(env.get("TXP_RETIME", "0")))
-    return SimpleNamespace(model=model, drv=drv, items=items, knobs=knobs, rows=rows)
+    # MR-TX-389: the charges' and time writes' cycles for MR-TX-237's bounds
+    return SimpleNamespace(model=model, drv=drv, items=items, knobs=knobs, rows=rows,
+                           times=pc.PaceTimes(model.paced))
+
+
+def _n_bounds(per):
+    return sum(len(b) for v in per.values() for _, b in v)
 
 
 def figures(c, cycles, mismatches, wall=None):
@@ -88,8 +94,8 @@ def figures(c, cycles, mismatches, wall=None):
     model, drv = c.model, c.drv
     summary = xc.check(_sem(), c.items, drv)
     r = pc.check_paced(model.paced, SMALL["mtu"])
-    spacing = pc.check_spacing(model.paced)
-    f = pc.check_frames_left(model.paced, drv.res["left"])
+    spacing = pc.check_spacing(model.paced, c.times)
+    f = pc.check_frames_left(model.paced, drv.res["left"], c.times)
     assert not r["early"] and not spacing and not f["early"], (r["early"], spacing, f["early"])
     row = {"work_requests": len(c.items), "cycles": cycles, "frames": summary["frames"],
            "retransmits": summary["retransmits"], "lost": drv.res["lost"],
@@ -101,6 +107,10 @@ def figures(c, cycles, mismatches, wall=None):
            "frames_left": f["frames"], "same_count": f["same_count"],
            "pace_writes": len(drv.res["pace_writes"]),
            "retimes": sum(1 for _, w in drv.res["pace_writes"] if w["set_time"]),
+           # MR-TX-389: tail probes' frames (no packets) and the bounds (b) a write voided
+           "probes_left": len(drv.res.get("probes_left", ())),
+           "bounds_voided": _n_bounds(pc._bounds(model.paced))
+           - _n_bounds(pc._bounds(model.paced, c.times)),
            "lockstep_cycles_per_s": round(cycles / wall) if wall else None,
            "mismatches": mismatches, "rows": c.rows, "model": c.knobs}
     if c.rows:
@@ -123,7 +133,7 @@ async def tx_paced_lockstep(dut):
     paced engine's RTL and its cycle model in lockstep, every output every cycle."""
     c = case(width=_width(dut))
     ins, outs = model_port_lists(c.model)
-    h = Lockstep(dut, c.model, ins, outs)
+    h = Lockstep(dut, c.model, ins, outs, on_cycle=c.times)
     for name in ins:
         getattr(dut, name).value = 0
     await h.start(monitor=False)

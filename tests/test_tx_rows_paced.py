@@ -108,6 +108,35 @@ def test_hold_changes_the_run():
     assert c.model.sched.held_sched == 1 and old.sched.held_sched == 0
 
 
+def test_bounds_after_time_writes():
+    """MR-TX-389 (no simulator): MR-TX-237 (b)'s bound, the ``pace_until`` the connection's
+    previous charge set, holds for a packet decided before that charge was taken or after it
+    with no write with a time between; a write with a time of the connection taken after the
+    charge and not after the packet's decision leaves it out (the write sets ``pace_until``
+    outright, MR-TXS-167); a write of the other connection, or one before the take, does not."""
+    from types import SimpleNamespace
+
+    from metaroce.models import tx_pace_cases as pc
+    # connection 0: packets at 100 and 400 (both charged); the first's charge taken at 120,
+    # setting pace_until 500; the second decided at 400 (pace_until in the pacer then 300)
+    paced = SimpleNamespace(packets=[(0, 100, 0, True), (0, 400, 300, True)],
+                            charges=[(0, 100, 0, 500), (0, 400, 300, 600)])
+
+    def early(writes, take=120):
+        times = SimpleNamespace(takes=[take, 420], time_writes=writes)
+        return pc.check_spacing(paced, times)
+    assert pc.check_spacing(paced) == [(0, 400, 500)] == early([])
+    assert early([(0, 300)]) == [] and early([(0, 400)]) == []      # after the take
+    assert early([(1, 300)]) == [(0, 400, 500)]                     # another connection's
+    assert early([(0, 110)]) == [(0, 400, 500)]                     # before the take
+    assert early([(0, 404)]) == [(0, 400, 500)]                     # after the decision
+    assert early([(0, 300)], take=410) == [(0, 400, 500)]           # charge not yet taken
+    f = pc.check_frames_left(paced, [(0, 104), (0, 404)], SimpleNamespace(
+        takes=[120, 420], time_writes=[(0, 300)]))
+    assert f["early"] == [] and f["same_count"]
+    assert pc.check_frames_left(paced, [(0, 104), (0, 404)])["early"] == [(0, 404, 500)]
+
+
 def _build():
     from metaroce.tb import build as tb_build
     return tb_build.build(blocks.get("tx_rows_paced"), 64)
@@ -121,13 +150,18 @@ def _run(env):
 
 
 @pytest.mark.slow
-def test_tx_rows_paced_rtl_lockstep():
+@pytest.mark.parametrize("seed", [3, 6])
+def test_tx_rows_paced_rtl_lockstep(seed):
     """MR-TX-387: HOLD_ENV's run under Verilator (10 % loss, idle cycles, backpressure on every
     output, random AXI read latency, re-timing writes in flight): 0 mismatches (every output,
     so every frame's bytes, each cycle), every work request completes (MR-TX-150's checker:
     each frame's payload the host memory's), no packet decided and no frame out before its
-    bounds (MR-TX-237), a schedule op held (MR-TXS-372), the rows' replay."""
-    row = _run(HOLD_ENV)
+    bounds (MR-TX-237 with MR-TX-389), a schedule op held (MR-TXS-372), the rows' replay.
+    Seed 6 (MR-TX-389): a tail probe's frame (kept apart from the packets' frames) and (b)
+    bounds left out after writes with a time."""
+    row = _run(dict(HOLD_ENV, TXP_SEED=str(seed)))
+    if seed == 6:
+        assert row["probes_left"] >= 1 and row["bounds_voided"] >= 1
     assert row["mismatches"] == 0 and row["rows"]
     assert row["completions"] == row["work_requests"] == 40
     # charges taken after a write moved the time on (``forced``) are MR-TXS-167's, not early
