@@ -19,7 +19,7 @@ from .tx_cases import BenchDriver
 from .tx_cases import Driver as TxDriver
 from .tx_sched_cases import Driver
 
-__all__ = ["PaceWrites", "PacedDriver", "PacedTxDriver", "PacedBenchDriver", "PaceTimes", "bench_row", "check_frames_left", "check_spacing",
+__all__ = ["PaceWrites", "PacedDriver", "PacedTxDriver", "PacedBenchDriver", "PaceTimes", "forced_without_write", "bench_row", "check_frames_left", "check_spacing",
            "check_paced", "check_gaps", "LINE_MBPS", "mtu_wire"]
 
 #: the line rate of the runs: at 4 ns a cycle and an MTU of 1,024 bytes (1,114 on the wire with
@@ -224,6 +224,15 @@ def check_spacing(paced, times=None):
     MR-TX-389's): ``(conn, now, bound)``."""
     return [(c, now, x) for c, v in _bounds(paced, times).items() for now, b in v for x in b
             if P.time_lt(now, x)]
+
+
+def forced_without_write(paced, times):
+    """MR-TX-389: the charges the pacer took forced (its ``pace_until`` then past the packet's
+    ``now``) with no write with a time of the connection taken after the packet's decision and
+    not after the charge's take (the only way a charge is forced: MR-TXS-167)."""
+    return [ch for i, ch in enumerate(paced.charges) if P.time_lt(ch[1], ch[2]) and not any(
+        wc == ch[0] and P.time_lt(ch[1], wn) and not P.time_lt(times.takes[i], wn)
+        for wc, wn in times.time_writes)]
 
 
 def check_frames_left(paced, left, times=None):

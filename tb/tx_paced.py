@@ -97,6 +97,9 @@ def figures(c, cycles, mismatches, wall=None):
     spacing = pc.check_spacing(model.paced, c.times)
     f = pc.check_frames_left(model.paced, drv.res["left"], c.times)
     assert not r["early"] and not spacing and not f["early"], (r["early"], spacing, f["early"])
+    # MR-TX-389: a forced charge only after a write with a time moved pace_until on
+    forced_alone = pc.forced_without_write(model.paced, c.times)
+    assert not forced_alone, forced_alone
     row = {"work_requests": len(c.items), "cycles": cycles, "frames": summary["frames"],
            "retransmits": summary["retransmits"], "lost": drv.res["lost"],
            "completions": len(drv.res["cqe"]), "packets": r["packets"],

@@ -113,7 +113,8 @@ def test_bounds_after_time_writes():
     previous charge set, holds for a packet decided before that charge was taken or after it
     with no write with a time between; a write with a time of the connection taken after the
     charge and not after the packet's decision leaves it out (the write sets ``pace_until``
-    outright, MR-TXS-167); a write of the other connection, or one before the take, does not."""
+    outright, MR-TXS-167); a write of the other connection, or one before the take, does not.
+    A charge taken forced only after such a write."""
     from types import SimpleNamespace
 
     from metaroce.models import tx_pace_cases as pc
@@ -131,6 +132,11 @@ def test_bounds_after_time_writes():
     assert early([(0, 110)]) == [(0, 400, 500)]                     # before the take
     assert early([(0, 404)]) == [(0, 400, 500)]                     # after the decision
     assert early([(0, 300)], take=410) == [(0, 400, 500)]           # charge not yet taken
+    # a forced charge (pace_until 300 at the take, past the packet's 100) only after a write
+    forced = SimpleNamespace(packets=paced.packets[:1], charges=[(0, 100, 300, 500)])
+    assert pc.forced_without_write(forced, SimpleNamespace(takes=[120], time_writes=[(0, 110)])) == []
+    assert pc.forced_without_write(forced, SimpleNamespace(takes=[120], time_writes=[])) == \
+        [(0, 100, 300, 500)]
     f = pc.check_frames_left(paced, [(0, 104), (0, 404)], SimpleNamespace(
         takes=[120, 420], time_writes=[(0, 300)]))
     assert f["early"] == [] and f["same_count"]
