@@ -315,6 +315,21 @@ BLOCKS: dict[str, Block] = {
         shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
                 "fb": r"^fb$"},
     ),
+    # The TX engine's joined slice with the row scheduler and pacing (issue 12; hw-tx.md
+    # section 2.18, MR-TX-386): tx_paced's ports; under Verilator tb/tx_paced.py's
+    # tx_paced_lockstep with TXP_ROWS=1.
+    "tx_rows_paced": Block(
+        name="tx_rows_paced",
+        component="metaroce.hdl.tx_rows_paced:tx_rows_paced_small",
+        model="metaroce.models.tx_rows_paced:tx_rows_paced_model_small",
+        tb="metaroce.tb.tx_paced",
+        help="TX engine (joined slice) with the row scheduler and pacing, small instance: "
+             "tx_paced with TxSchedRows(pacing=True) joined to the per-frame pacer "
+             "(docs/spec/hw-tx.md section 2.18)",
+        widths=(64,),
+        shares={"sched": r"^sched$", "pacer": r"^pacer$", "rtx": r"^rtx$", "join": r"^join$",
+                "dma": r"^dma$", "fb": r"^fb$"},
+    ),
     # The whole engine: both halves and the ACK paths between them, the ACK frames built by the
     # TX half's frame builder (docs/spec/hw-engine.md section 5, MR-ENG-130, MR-ENG-282).
     "engine": Block(

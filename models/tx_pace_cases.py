@@ -19,7 +19,7 @@ from .tx_cases import BenchDriver
 from .tx_cases import Driver as TxDriver
 from .tx_sched_cases import Driver
 
-__all__ = ["PaceWrites", "PacedDriver", "PacedTxDriver", "PacedBenchDriver", "bench_row", "check_frames_left", "check_spacing",
+__all__ = ["PaceWrites", "PacedDriver", "PacedTxDriver", "PacedBenchDriver", "PaceTimes", "forced_without_write", "bench_row", "check_frames_left", "check_spacing",
            "check_paced", "check_gaps", "LINE_MBPS", "mtu_wire"]
 
 #: the line rate of the runs: at 4 ns a cycle and an MTU of 1,024 bytes (1,114 on the wire with
@@ -102,8 +102,20 @@ class PacedTxDriver(PaceWrites, TxDriver):
     cycle its last beat left (``res["left"]``, for :func:`check_frames_left`)."""
 
     def _frame(self, raw, tuser=0):
-        conn = self.qp_conn[codec.decode(raw).bth.dest_qp]
-        self.res.setdefault("left", []).append((conn, (self.now - self.ns_per_cycle) & P.TIME_MASK))
+        f = codec.decode(raw)
+        conn = self.qp_conn[f.bth.dest_qp]
+        now = (self.now - self.ns_per_cycle) & P.TIME_MASK
+        # MR-TX-389: a tail probe's frame (its path's newest PSN again, MR-TX-179) is no
+        # scheduler packet (it leaves at once, MR-TXS-084): kept apart from the packets' frames
+        if f.mrdh is not None:
+            nxt = self.__dict__.setdefault("_next_psn", {})
+            key = (conn, f.mrdh.path)
+            if key in nxt and f.bth.psn != nxt[key]:
+                self.res.setdefault("probes_left", []).append((conn, now))
+                super()._frame(raw, tuser)
+                return
+            nxt[key] = P.psn_add(f.bth.psn, 1)
+        self.res.setdefault("left", []).append((conn, now))
         super()._frame(raw, tuser)
 
 
@@ -158,14 +170,40 @@ def bench_row(drv, width, rate, mtu, cycles, wall, mismatches, sim):
             "mismatches": mismatches, "sim": sim}
 
 
-def _bounds(paced):
+class PaceTimes:
+    """MR-TX-389: a lockstep's ``on_cycle`` hook (``on_cycle(cycle, inputs, outputs)``) on the
+    paced engine: the ``now`` of the cycle the pacer took each charge (``takes``, in the order
+    of ``paced.charges``) and of each write with a time it took (``time_writes``:
+    ``(conn, now)``)."""
+
+    def __init__(self, paced):
+        self.paced, self.takes, self.time_writes = paced, [], []
+        self.lay = paced.pace_lay["write"]
+
+    def __call__(self, cycle, inp, out):
+        now = inp.get("now", 0)
+        while len(self.takes) < len(self.paced.charges):
+            self.takes.append(now)
+        if inp.get("s_pace_write__valid") and out.get("s_pace_write__ready"):
+            from .rx import unpack
+            w = unpack(self.lay, inp.get("s_pace_write__payload", 0))
+            if w["set_time"]:
+                self.time_writes.append((w["conn"], now))
+
+
+def _bounds(paced, times=None):
     """Per connection, each packet's earliest time: its ``pace_until`` in the pacer when it was
     decided and, for a charged packet after the connection's first, the ``pace_until`` the
     connection's previous charge set (a charge is taken some cycles after its packet's
-    decision, so the pacer's time at the decision may not yet hold the previous packet)."""
-    after = {}
-    for c, _, _, a in paced.charges:
+    decision, so the pacer's time at the decision may not yet hold the previous packet).
+    MR-TX-389: with ``times`` (:class:`PaceTimes`), that second bound is left out when a write
+    with a time of the connection was taken after that charge and not after the packet's
+    decision (the write sets ``pace_until`` outright, MR-TXS-167, earlier too)."""
+    after, take = {}, {}
+    for i, (c, _, _, a) in enumerate(paced.charges):
         after.setdefault(c, []).append(a)
+        if times is not None:
+            take.setdefault(c, []).append(times.takes[i])
     per, k = {}, {}
     for c, now, pu, ch in paced.packets:
         b = [pu]
@@ -173,26 +211,38 @@ def _bounds(paced):
             j = k.get(c, 0)
             k[c] = j + 1
             if 0 < j <= len(after.get(c, ())):
-                b.append(after[c][j - 1])
+                if times is None or not any(
+                        wc == c and P.time_lt(take[c][j - 1], wn) and not P.time_lt(now, wn)
+                        for wc, wn in times.time_writes):
+                    b.append(after[c][j - 1])
         per.setdefault(c, []).append((now, b))
     return per
 
 
-def check_spacing(paced):
-    """MR-TX-237: the packets decided before one of their bounds (:func:`_bounds`):
-    ``(conn, now, bound)``."""
-    return [(c, now, x) for c, v in _bounds(paced).items() for now, b in v for x in b
+def check_spacing(paced, times=None):
+    """MR-TX-237: the packets decided before one of their bounds (:func:`_bounds`; ``times``
+    MR-TX-389's): ``(conn, now, bound)``."""
+    return [(c, now, x) for c, v in _bounds(paced, times).items() for now, b in v for x in b
             if P.time_lt(now, x)]
 
 
-def check_frames_left(paced, left):
+def forced_without_write(paced, times):
+    """MR-TX-389: the charges the pacer took forced (its ``pace_until`` then past the packet's
+    ``now``) with no write with a time of the connection taken after the packet's decision and
+    not after the charge's take (the only way a charge is forced: MR-TXS-167)."""
+    return [ch for i, ch in enumerate(paced.charges) if P.time_lt(ch[1], ch[2]) and not any(
+        wc == ch[0] and P.time_lt(ch[1], wn) and not P.time_lt(times.takes[i], wn)
+        for wc, wn in times.time_writes)]
+
+
+def check_frames_left(paced, left, times=None):
     """MR-TX-237: on the TX engine, frame k of a connection on ``m_axis`` (bad ones too) is the
     connection's packet k of the scheduler (the data path keeps the order); it left at a ``now``
     not before that packet's bounds (:func:`_bounds`). ``paced``: the engine model's
     :class:`PacedTxSchedCycleModel`; ``left``: :class:`PacedTxDriver`'s ``res["left"]``.
     Returns the frames early ``(conn, now left, bound)``, the frames and whether each
     connection's frames are its packets in number."""
-    per, early, k = _bounds(paced), [], {}
+    per, early, k = _bounds(paced, times), [], {}
     for c, now in left:
         i = k.get(c, 0)
         k[c] = i + 1
