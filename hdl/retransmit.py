@@ -324,9 +324,12 @@ class Retransmit(wiring.Component):
         h_wr = health_mem.write_port()
         m.submodules.prb_mem = prb_mem = memory.Memory(shape=1, depth=lay.pool, init=[])
         prb_rd, prb_wr = prb_mem.read_port(), prb_mem.write_port()
-        # MR-TX-242: S1b's write of a probe bit (prb_s1) is made a cycle later from registers
+        # MR-TX-242: S1b's write of a probe bit (prb_s1) is made a cycle later from registers;
+        # MR-TX-364: its address and bit by the event's kind (registered), its enable the OR of
+        # a registered sent_ok and S2a's tail-probe flags (set below), not S1b's decision
         prb_s1 = Signal(data.StructLayout({"en": 1, "addr": pw, "data": 1}))
-        m.d.sync += [prb_wr.en.eq(prb_s1.en), prb_wr.addr.eq(prb_s1.addr), prb_wr.data.eq(prb_s1.data)]
+        prb_sent = Signal()
+        m.d.sync += [prb_sent.eq(prb_s1.en), prb_wr.addr.eq(prb_s1.addr), prb_wr.data.eq(prb_s1.data)]
         # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
         # MR-TX-203: with ``ages`` the RTO event carries the new srtt to the health memory
         rto_lay = data.StructLayout({"row": rb, "rto": dur, **({"srtt": dur} if self.ages else {})})
@@ -766,6 +769,9 @@ class Retransmit(wiring.Component):
                      record.lap.eq(s1_sent.lap)]                                # MR-TX-209
         m.d.comb += [rec_wr.addr.eq(free_head), rec_wr.data.eq(record),
                      link_wr.addr.eq(row.tail), link_wr.data.eq(free_head)]
+        # MR-TX-364: the probe bit's address and value by the event's kind alone (a sent packet's
+        # 0 at its record, a check's 1 at the row's tail), not by the tail probe's decision
+        m.d.comb += [prb_s1.addr.eq(Mux(s1_kind == 3, row.tail, free_head)), prb_s1.data.eq(s1_kind == 3)]
         # MR-TX-067: the row's new fields are those of a recorded packet whatever sent_ok
         # says; sent_ok gates the write, the pool's writes and the pushes
         with m.If(is_sent):
@@ -775,8 +781,7 @@ class Retransmit(wiring.Component):
                 m.d.comb += [nrow.t_live.eq(s1_sent.t_sent), nrow.timer_on.eq(1),
                              nrow.listed.eq(1)]
             with m.If(sent_ok):
-                m.d.comb += [free_pop.eq(1), rec_wr.en.eq(1), link_wr.en.eq(~empty),
-                             prb_s1.en.eq(1), prb_s1.addr.eq(free_head), prb_s1.data.eq(0),
+                m.d.comb += [free_pop.eq(1), rec_wr.en.eq(1), link_wr.en.eq(~empty), prb_s1.en.eq(1),
                              inc["sent"].eq(1), row_write.eq(1), push_job.eq(empty),
                              push_ins.eq(no_live & ~row.listed)]
             with m.Else():
@@ -902,8 +907,7 @@ class Retransmit(wiring.Component):
             with m.If(row.timer_on & due & probe_go):
                 # the timer runs again from now (the insert's deadline: now + rto x 2^backoff)
                 m.d.comb += [inc["tail_probes"].eq(1), push_probe.eq(1), push_ins.eq(1),
-                             nrow.probed.eq(1), nrow.t_live.eq(now), nrow.listed.eq(1),
-                             prb_s1.en.eq(1), prb_s1.addr.eq(row.tail), prb_s1.data.eq(1)]
+                             nrow.probed.eq(1), nrow.t_live.eq(now), nrow.listed.eq(1)]
             with m.Elif(row.timer_on & due):
                 m.d.comb += [inc["timeouts"].eq(1), push_job.eq(1),
                              h_write.eq(1),
@@ -973,6 +977,9 @@ class Retransmit(wiring.Component):
                      s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
                      s2b_path.eq(s2_path), s2b_probe_push.eq(s2_probe), s2b_psn.eq(s2_psn),
                      s2b_to.eq(s2_to), s2b_verdict.eq(s2_verdict)]
+        # MR-TX-364: the probe bit's write enable from registers: a sent packet's (prb_sent) or
+        # the tail probe S2a holds (a push on m_probe that is not a timeout's verdict)
+        m.d.comb += prb_wr.en.eq(prb_sent | (s2_probe & ~s2_to))
 
         # -- stage S2b: the pushes
         m.d.comb += [job_q.w_en.eq(s2b_job_push), job_q.w_data.eq(s2b_job)]

@@ -511,12 +511,18 @@ def test_lockstep_tail_probe_answered():
     assert not [e for e in m.events if e[0] == "rto" and e[2] == 1]
 
 
+PRB_EN_LINE = "prb_wr.en.eq(prb_sent | (s2_probe & ~s2_to))"
 PROBE_BIT_WRONG = {
     # MR-TX-165: the walker's test of the probe bit removed
     "sample_taken": ("e_start.eq(to_acked & (e_stage == 0) & ~prb_rd.data)",
                      "e_start.eq(to_acked & (e_stage == 0))"),
-    # MR-TX-242: the late write from S1b's registered write dropped (the bit never set)
-    "late_write_dropped": ("prb_wr.en.eq(prb_s1.en)", "prb_wr.en.eq(0)"),
+    # MR-TX-242, MR-TX-364: the tail probe's late write dropped (the bit never set)
+    "late_write_dropped": (PRB_EN_LINE, "prb_wr.en.eq(prb_sent)"),
+    # MR-TX-364: the enable from S2b's flags, a cycle after the address register's event
+    "enable_a_cycle_late": (PRB_EN_LINE, "prb_wr.en.eq(prb_sent | (s2b_probe_push & ~s2b_to))"),
+    # MR-TX-364: the address by kind swapped (a check's bit at the free head)
+    "address_kind_swapped": ("prb_s1.addr.eq(Mux(s1_kind == 3, row.tail, free_head))",
+                             "prb_s1.addr.eq(Mux(s1_kind == 3, free_head, row.tail))"),
 }
 
 
