@@ -651,16 +651,24 @@ class Retransmit(wiring.Component):
                 return Cat(*(recent_at(t_ack_of(v, q), srtt_x_of(v, q)) for q in range(lay.paths)))
             rec_base = Signal(lay.paths, name="h_rec_base")
             rec_wb = Signal(lay.paths, name="h_rec_wb")
-            m.d.sync += [rec_base.eq(recent_bits(h_base_in)), rec_wb.eq(recent_bits(h_new))]
+            rec_base_in, rec_wb_in = Signal(lay.paths), Signal(lay.paths)
+            m.d.comb += [rec_base_in.eq(recent_bits(h_base_in)), rec_wb_in.eq(recent_bits(h_new))]
+            m.d.sync += [rec_base.eq(rec_base_in), rec_wb.eq(rec_wb_in)]
 
             # MR-TX-211: the ages on the read row and on the previous write in parallel,
             # selected by the registered forward flag (MR-TX-038 (4)); "another path healthy"
-            # is ORed on each side too
+            # is ORed on each side too. MR-TX-365: each side's OR a cycle ahead, registered
+            # beside its recent bits (h_base_in and h_new are what h_base and hwb_data load,
+            # s1a_row's path what path_bit loads), so S1b's decision starts at one 2:1 mux
+            s1a_path_bit = Const(1, lay.paths) << s1a_row[:pb]
+
             def others_of(v, rec):
-                bits = v[:lay.paths] & rec
-                return (bits & ~path_bit).any()
+                return (v[:lay.paths] & rec & ~s1a_path_bit).any()
+            oth_base, oth_wb = Signal(name="h_oth_base"), Signal(name="h_oth_wb")
+            m.d.sync += [oth_base.eq(others_of(h_base_in, rec_base_in)),
+                         oth_wb.eq(others_of(h_new, rec_wb_in))]
             others_aged = Signal()
-            m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data, rec_wb), others_of(h_base, rec_base)))
+            m.d.comb += others_aged.eq(Mux(h_fwd, oth_wb, oth_base))
             if self.verdict_health:
                 # MR-TX-300: the same aged bits, each side, selected by the forward flag
                 def aged_others(v, rec):

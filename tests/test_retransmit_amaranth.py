@@ -729,10 +729,14 @@ def test_wheel_increment_as_logic():
 
 # ------------------------------------------------------------------ S1b's depth with the ages (MR-TX-211..214)
 
+OTHERS_LINE = "others_aged.eq(Mux(h_fwd, oth_wb, oth_base))"
 S1B_DEPTH_WRONG = {
     # MR-TX-211: "another path healthy" from the read row alone (the forward side dropped)
-    "others_read_row_only": ("others_aged.eq(Mux(h_fwd, others_of(hwb_data, rec_wb), others_of(h_base, rec_base)))",
-                             "others_aged.eq(others_of(h_base, rec_base))"),
+    "others_read_row_only": (OTHERS_LINE, "others_aged.eq(oth_base)"),
+    # MR-TX-365: the forward side's OR registered from the forward register (a write late)
+    "others_wb_stale": ("oth_wb.eq(others_of(h_new, rec_wb_in))", "oth_wb.eq(others_of(hwb_data, rec_wb))"),
+    # MR-TX-365: each side's OR excluding S1b's own path instead of the path of the event it serves
+    "others_path_of_s1b": ("& rec & ~s1a_path_bit", "& rec & ~path_bit"),
     # MR-TX-212: S2a's valid without the job flag (the inflight count short)
     "s2_valid_without_job": ("m.d.comb += s2_valid.eq(s2_job | s2_ins | s2_err | s2_probe)",
                              "m.d.comb += s2_valid.eq(s2_ins | s2_err | s2_probe)"),
@@ -761,7 +765,10 @@ def test_s1b_depth_wrong_forms_fail(case):
     """MR-TX-211..214: each run passes with the RTL as built (0 mismatches, ages on) and fails
     with the wrong form: "another path healthy" without the forward side (the check right behind
     the connection's first progress), S2a's valid without the job flag (the take credit's
-    inflight count short under heavy backpressure), a timeout writing an ACK's health data."""
+    inflight count short under heavy backpressure), a timeout writing an ACK's health data.
+    MR-TX-365 (each side's "another path healthy" registered a cycle ahead): that register's
+    forward side from the forward register (a write late), or either side excluding S1b's own
+    path rather than the path of the event it will serve, fails ``test_lockstep_ages``' traffic."""
     _s1b_depth_run(case, Retransmit)
     wrong = _retransmit_with(*S1B_DEPTH_WRONG[case])
     try:
@@ -803,9 +810,9 @@ def test_late_write_wrong_forms_fail(case):
 # the forward register: a write late), the read side's from the memory's read without S1a's
 # forward
 AGE_DEADLINE_WRONG = {
-    "wb_deadline_stale": ("rec_wb.eq(recent_bits(h_new))", "rec_wb.eq(recent_bits(hwb_data))"),
-    "wb_deadline_unwritten": ("rec_wb.eq(recent_bits(h_new))", "rec_wb.eq(recent_bits(h_base_in))"),
-    "base_deadline_unforwarded": ("rec_base.eq(recent_bits(h_base_in))", "rec_base.eq(recent_bits(h_rd.data))"),
+    "wb_deadline_stale": ("rec_wb_in.eq(recent_bits(h_new))", "rec_wb_in.eq(recent_bits(hwb_data))"),
+    "wb_deadline_unwritten": ("rec_wb_in.eq(recent_bits(h_new))", "rec_wb_in.eq(recent_bits(h_base_in))"),
+    "base_deadline_unforwarded": ("rec_base_in.eq(recent_bits(h_base_in))", "rec_base_in.eq(recent_bits(h_rd.data))"),
 }
 
 
@@ -1044,11 +1051,13 @@ def test_s1_row_registered_wrong_forms_fail(case):
 
 # ------------------------------------------------------------------ the ages tested a cycle ahead (MR-TX-343..345)
 
-AGES_AHEAD_LINE = "m.d.sync += [rec_base.eq(recent_bits(h_base_in)), rec_wb.eq(recent_bits(h_new))]"
+AGES_AHEAD_LINE = "m.d.comb += [rec_base_in.eq(recent_bits(h_base_in)), rec_wb_in.eq(recent_bits(h_new))]"
 # MR-TX-345's wrong form: the recent bits tested in S1b at S1b's clock (on S1b's registered read
 # and the forward register, the rows the deadlines of MR-TX-244 were registered from): before
-# MR-TX-343 the unit's timing
-AGES_AT_S1B = (AGES_AHEAD_LINE, "m.d.comb += [rec_base.eq(recent_bits(h_base)), rec_wb.eq(recent_bits(hwb_data))]")
+# MR-TX-343 the unit's timing (since MR-TX-365 "another path healthy" is registered beside the
+# recent bits, so the form is written on its select)
+AGES_AT_S1B = (OTHERS_LINE, "others_aged.eq(Mux(h_fwd, (hwb_data[:lay.paths] & recent_bits(hwb_data) & ~path_bit).any(), "
+                            "(h_base[:lay.paths] & recent_bits(h_base) & ~path_bit).any()))")
 
 
 def _age_edge_items():
