@@ -528,8 +528,9 @@ PROBE_BIT_WRONG = {
 
 @pytest.mark.parametrize("case", sorted(PROBE_BIT_WRONG))
 def test_lockstep_tail_probe_sample_wrong_form_fails(case):
-    """MR-TX-165, MR-TX-242: the RTL taking the probed record's RTT sample (the walker's test of
-    its probe bit removed, or the bit's late write from S1b's registered write dropped) fails
+    """MR-TX-165, MR-TX-242, MR-TX-364, MR-TX-366: the RTL taking the probed record's RTT sample
+    (the walker's test of its probe bit removed, or the tail probe's write dropped; since
+    MR-TX-364 also its enable from S2b's flags, a cycle late, or the address's kinds swapped) fails
     the lockstep of the answered probe (``test_lockstep_tail_probe_answered``, which passes with
     the bit written a cycle after S1b). Without the ages, as its positive test
     (``run_lockstep``'s default): with them path 0's progress has aged out by path 1's expiry
@@ -766,7 +767,7 @@ def test_s1b_depth_wrong_forms_fail(case):
     with the wrong form: "another path healthy" without the forward side (the check right behind
     the connection's first progress), S2a's valid without the job flag (the take credit's
     inflight count short under heavy backpressure), a timeout writing an ACK's health data.
-    MR-TX-365 (each side's "another path healthy" registered a cycle ahead): that register's
+    MR-TX-365, MR-TX-366 (each side's "another path healthy" registered a cycle ahead): its
     forward side from the forward register (a write late), or either side excluding S1b's own
     path rather than the path of the event it will serve, fails ``test_lockstep_ages``' traffic."""
     _s1b_depth_run(case, Retransmit)
