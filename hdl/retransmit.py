@@ -615,14 +615,16 @@ class Retransmit(wiring.Component):
             h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
             m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
                          hwb_prev.eq(hwb_data)]
+        s1_hsame_next = s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])
         m.d.sync += [s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:])),
-                     s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
+                     s1_hsame.eq(s1_hsame_next),
                      h_base.eq(h_base_in)]
         health_row = Signal(hw)
         h_fwd = hwb_valid & s1_hsame
         m.d.comb += health_row.eq(Mux(h_fwd, hwb_data, h_base))
         health_raw, ecn_raw = health_row[:lay.paths], health_row[lay.paths]
         h_write, h_new = Signal(), Signal(hw)
+        h_fwd_next = h_write & s1_hsame_next        # h_fwd after the edge (MR-TX-365)
         # MR-TX-241: S1b's decision ends at hwb_valid, not at the memory's write enable
         m.d.comb += [h_wr.en.eq(hwb_valid), h_wr.addr.eq(hwb_addr), h_wr.data.eq(hwb_data),
                      h_new.eq(health_row)]
@@ -656,19 +658,18 @@ class Retransmit(wiring.Component):
             m.d.sync += [rec_base.eq(rec_base_in), rec_wb.eq(rec_wb_in)]
 
             # MR-TX-211: the ages on the read row and on the previous write in parallel,
-            # selected by the registered forward flag (MR-TX-038 (4)); "another path healthy"
-            # is ORed on each side too. MR-TX-365: each side's OR a cycle ahead, registered
-            # beside its recent bits (h_base_in and h_new are what h_base and hwb_data load,
-            # s1a_row's path what path_bit loads), so S1b's decision starts at one 2:1 mux
+            # selected by the forward flag (MR-TX-038 (4)); "another path healthy" is ORed on
+            # each side too. MR-TX-365: each side's OR and the select a cycle ahead, registered
+            # (h_base_in and h_new are what h_base and hwb_data load, s1a_row's path what
+            # path_bit loads, h_fwd_next what h_fwd is after the edge), so S1b's decision
+            # starts at a flip-flop, not at hwb_valid's AND-OR across the chip
             s1a_path_bit = Const(1, lay.paths) << s1a_row[:pb]
 
             def others_of(v, rec):
                 return (v[:lay.paths] & rec & ~s1a_path_bit).any()
-            oth_base, oth_wb = Signal(name="h_oth_base"), Signal(name="h_oth_wb")
-            m.d.sync += [oth_base.eq(others_of(h_base_in, rec_base_in)),
-                         oth_wb.eq(others_of(h_new, rec_wb_in))]
-            others_aged = Signal()
-            m.d.comb += others_aged.eq(Mux(h_fwd, oth_wb, oth_base))
+            others_aged = Signal(name="h_others_aged")
+            m.d.sync += others_aged.eq(Mux(h_fwd_next, others_of(h_new, rec_wb_in),
+                                           others_of(h_base_in, rec_base_in)))
             if self.verdict_health:
                 # MR-TX-300: the same aged bits, each side, selected by the forward flag
                 def aged_others(v, rec):

@@ -730,12 +730,18 @@ def test_wheel_increment_as_logic():
 
 # ------------------------------------------------------------------ S1b's depth with the ages (MR-TX-211..214)
 
-OTHERS_LINE = "others_aged.eq(Mux(h_fwd, oth_wb, oth_base))"
+# MR-TX-365: "another path healthy", each side's OR and the forward select registered
+OTHERS_LINE = ("m.d.sync += others_aged.eq(Mux(h_fwd_next, others_of(h_new, rec_wb_in),\n"
+               "                                           others_of(h_base_in, rec_base_in)))")
 S1B_DEPTH_WRONG = {
     # MR-TX-211: "another path healthy" from the read row alone (the forward side dropped)
-    "others_read_row_only": (OTHERS_LINE, "others_aged.eq(oth_base)"),
+    "others_read_row_only": (OTHERS_LINE, "m.d.sync += others_aged.eq(others_of(h_base_in, rec_base_in))"),
     # MR-TX-365: the forward side's OR registered from the forward register (a write late)
-    "others_wb_stale": ("oth_wb.eq(others_of(h_new, rec_wb_in))", "oth_wb.eq(others_of(hwb_data, rec_wb))"),
+    "others_wb_stale": ("others_of(h_new, rec_wb_in)", "others_of(hwb_data, rec_wb)"),
+    # MR-TX-365: the select registered from the forward flag before the edge (a cycle late), or
+    # without S1b's health write (the write side taken when nothing is written)
+    "others_select_late": ("h_fwd_next = h_write & s1_hsame_next", "h_fwd_next = h_fwd"),
+    "others_select_without_write": ("h_fwd_next = h_write & s1_hsame_next", "h_fwd_next = s1_hsame_next"),
     # MR-TX-365: each side's OR excluding S1b's own path instead of the path of the event it serves
     "others_path_of_s1b": ("& rec & ~s1a_path_bit", "& rec & ~path_bit"),
     # MR-TX-212: S2a's valid without the job flag (the inflight count short)
@@ -767,9 +773,11 @@ def test_s1b_depth_wrong_forms_fail(case):
     with the wrong form: "another path healthy" without the forward side (the check right behind
     the connection's first progress), S2a's valid without the job flag (the take credit's
     inflight count short under heavy backpressure), a timeout writing an ACK's health data.
-    MR-TX-365, MR-TX-366 (each side's "another path healthy" registered a cycle ahead): its
-    forward side from the forward register (a write late), or either side excluding S1b's own
-    path rather than the path of the event it will serve, fails ``test_lockstep_ages``' traffic."""
+    MR-TX-365, MR-TX-366 ("another path healthy" registered a cycle ahead, each side's OR and the
+    forward select): its forward side from the forward register (a write late), either side
+    excluding S1b's own path rather than the path of the event it will serve, the select from
+    the forward flag before the edge or without S1b's health write, each fails
+    ``test_lockstep_ages``' traffic."""
     _s1b_depth_run(case, Retransmit)
     wrong = _retransmit_with(*S1B_DEPTH_WRONG[case])
     try:
@@ -1057,8 +1065,8 @@ AGES_AHEAD_LINE = "m.d.comb += [rec_base_in.eq(recent_bits(h_base_in)), rec_wb_i
 # and the forward register, the rows the deadlines of MR-TX-244 were registered from): before
 # MR-TX-343 the unit's timing (since MR-TX-365 "another path healthy" is registered beside the
 # recent bits, so the form is written on its select)
-AGES_AT_S1B = (OTHERS_LINE, "others_aged.eq(Mux(h_fwd, (hwb_data[:lay.paths] & recent_bits(hwb_data) & ~path_bit).any(), "
-                            "(h_base[:lay.paths] & recent_bits(h_base) & ~path_bit).any()))")
+AGES_AT_S1B = (OTHERS_LINE, "m.d.comb += others_aged.eq(Mux(h_fwd, (hwb_data[:lay.paths] & recent_bits(hwb_data) "
+                            "& ~path_bit).any(), (h_base[:lay.paths] & recent_bits(h_base) & ~path_bit).any()))")
 
 
 def _age_edge_items():
