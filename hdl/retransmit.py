@@ -620,11 +620,11 @@ class Retransmit(wiring.Component):
                      s1_hsame.eq(s1_hsame_next),
                      h_base.eq(h_base_in)]
         health_row = Signal(hw)
+        h_write, h_new = Signal(), Signal(hw)
         h_fwd = hwb_valid & s1_hsame
+        h_fwd_next = h_write & s1_hsame_next        # h_fwd after the edge (MR-TX-365)
         m.d.comb += health_row.eq(Mux(h_fwd, hwb_data, h_base))
         health_raw, ecn_raw = health_row[:lay.paths], health_row[lay.paths]
-        h_write, h_new = Signal(), Signal(hw)
-        h_fwd_next = h_write & s1_hsame_next        # h_fwd after the edge (MR-TX-365)
         # MR-TX-241: S1b's decision ends at hwb_valid, not at the memory's write enable
         m.d.comb += [h_wr.en.eq(hwb_valid), h_wr.addr.eq(hwb_addr), h_wr.data.eq(hwb_data),
                      h_new.eq(health_row)]

@@ -577,7 +577,9 @@ def _health_forward_items(gap):
 
 
 HEALTH_WRONG = {
-    0: ("h_fwd = hwb_valid & s1_hsame", "h_fwd = Const(0, 1)"),
+    # S1b's forward dropped: the health row's, and since MR-TX-365 the registered select's
+    0: ("h_fwd = hwb_valid & s1_hsame\n        h_fwd_next = h_write & s1_hsame_next",
+        "h_fwd = Const(0, 1)\n        h_fwd_next = Const(0, 1)"),
     1: ("Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))",
         "Mux(0, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))"),
     # MR-TX-241's forward of the write made at the read's own edge dropped
@@ -678,7 +680,8 @@ def _verdicts(res):
 
 
 AGES_WRONG = {
-    "health": ("bits = v[:lay.paths] & rec", "bits = v[:lay.paths] | 0 & rec"),
+    "health": ("return (v[:lay.paths] & rec & ~s1a_path_bit).any()",     # MR-TX-365's form
+               "return (v[:lay.paths] & ~s1a_path_bit).any()"),
     "ecn": ("ecn = ecn_raw & ecn_fresh", "ecn = ecn_raw | 0 & ecn_fresh"),
 }
 
